@@ -1,0 +1,32 @@
+"""Argument checks at the library boundary: clear messages instead of numpy broadcasting errors."""
+
+import numpy as np
+
+from physai.exceptions import InvalidStateError, ShapeError
+
+
+def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
+    """`x` as a float array of exactly `shape`, finite; raises ShapeError or InvalidStateError naming `name`."""
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"{name} must be an array of {_describe(shape)}, got {type(x).__name__}: {exc}") from None
+    if a.shape != shape:
+        if len(shape) == 1 and a.ndim == 1:
+            raise ShapeError(f"{name} has {a.shape[0]} entries, the model needs {shape[0]}")
+        raise ShapeError(f"{name} must have shape {shape} ({_describe(shape)}), got shape {a.shape}")
+    bad = ~np.isfinite(a)
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        where = i[0] if len(i) == 1 else i
+        raise InvalidStateError(f"{name}[{where}] is {a[i]}; {name} must be finite")
+    return a
+
+
+def vector(name: str, x, n: int) -> np.ndarray:
+    """`x` as a finite float vector of n entries, e.g. q with n = nv."""
+    return as_array(name, x, (n,))
+
+
+def _describe(shape: tuple[int, ...]) -> str:
+    return f"{shape[0]} numbers" if len(shape) == 1 else "x".join(map(str, shape)) + " numbers"

@@ -1,0 +1,33 @@
+"""Exceptions raised by physai. Each message names the offending thing and what was expected."""
+
+
+class PhysaiError(Exception):
+    """Base class of every error physai raises on purpose."""
+
+
+class ShapeError(PhysaiError, ValueError):
+    """An array argument has the wrong shape, e.g. "q has 7 entries, the model needs 9"."""
+
+
+class InvalidStateError(PhysaiError, ValueError):
+    """A state or input holds NaN or infinity."""
+
+
+class InvalidModelError(PhysaiError, ValueError):
+    """A Body or Tree is inconsistent: bad parent order, invalid inertia, non-unit axis, ..."""
+
+
+class InvalidInertiaError(InvalidModelError):
+    """A mass or rotational inertia is not physical (negative, asymmetric, indefinite, triangle rule broken)."""
+
+
+class UnsupportedModelError(PhysaiError, NotImplementedError):
+    """The model uses a feature physai does not handle yet (ball or free joints, two joints in one body, ...)."""
+
+
+class UnknownModelError(PhysaiError, LookupError):
+    """No bundled or Menagerie model has this name."""
+
+
+class ModelUnavailableError(PhysaiError, RuntimeError):
+    """A Menagerie robot is known but its files cannot be had (no network and no MENAGERIE_ROOT)."""

@@ -1,0 +1,83 @@
+"""Models by name: the course's bundled MJCF files and MuJoCo Menagerie robots.
+
+    load("double_pendulum")          -> mujoco.MjModel of a bundled file
+    load("franka_emika_panda")       -> the Menagerie Panda (entry "panda")
+    load("franka_emika_panda", "scene")
+
+Menagerie robots come through the `mujoco-menagerie` package, which downloads them on first use,
+or reads them from a local mirror when the environment variable MENAGERIE_ROOT points to one.
+Loaders build models and compute nothing.
+"""
+
+from pathlib import Path
+
+import mujoco
+
+from physai.exceptions import ModelUnavailableError, UnknownModelError
+
+BUNDLED_DIR = Path(__file__).resolve().parent
+
+#: Menagerie robots physai knows by name, with the entry point loaded by default.
+MENAGERIE = {
+    "franka_emika_panda": "panda",
+    "robotstudio_so101": "so101",
+    "kuka_iiwa_14": "iiwa14",
+    "unitree_h1": "h1",
+    "unitree_g1": "g1",
+}
+
+
+def bundled() -> list[str]:
+    """Names of the models shipped with physai."""
+    return sorted(p.stem for p in BUNDLED_DIR.glob("*.xml"))
+
+
+def names() -> list[str]:
+    """Every model name `load` accepts."""
+    return bundled() + sorted(MENAGERIE)
+
+
+def model_path(name: str, entry: str | None = None) -> Path:
+    """Path of the MJCF file of a bundled model or a Menagerie robot (downloading it if needed)."""
+    if (BUNDLED_DIR / f"{name}.xml").is_file():
+        if entry is not None:
+            raise UnknownModelError(f"bundled model {name!r} has no entry points; call it without entry (got {entry!r})")
+        return BUNDLED_DIR / f"{name}.xml"
+    robot = _menagerie_robot(name)
+    entry = entry or MENAGERIE[name]
+    try:
+        return _menagerie_call(name, lambda: robot.path()) / robot.entry(entry).file
+    except LookupError:
+        raise UnknownModelError(f"{name!r} has no entry {entry!r}; available: {', '.join(robot.entry_names)}") from None
+
+
+def load(name: str, entry: str | None = None) -> mujoco.MjModel:
+    """Compile a bundled model or a Menagerie robot by name. Raises UnknownModelError or ModelUnavailableError."""
+    if (BUNDLED_DIR / f"{name}.xml").is_file():
+        return mujoco.MjModel.from_xml_path(str(model_path(name, entry)))
+    robot = _menagerie_robot(name)
+    entry = entry or MENAGERIE[name]
+    if entry not in robot.entry_names:
+        raise UnknownModelError(f"{name!r} has no entry {entry!r}; available: {', '.join(robot.entry_names)}")
+    return _menagerie_call(name, lambda: robot.model(entry))
+
+
+def _menagerie_robot(name: str):
+    if name not in MENAGERIE:
+        raise UnknownModelError(f"unknown model {name!r}; known models: {', '.join(names())}")
+    import mujoco_menagerie
+
+    return mujoco_menagerie.get(name)
+
+
+def _menagerie_call(name: str, fn):
+    import mujoco_menagerie
+
+    try:
+        return fn()
+    except mujoco_menagerie.MenagerieError as exc:
+        raise ModelUnavailableError(
+            f"Menagerie robot {name!r} could not be loaded ({exc}). It is downloaded on first use, which needs a "
+            "network connection; offline, set MENAGERIE_ROOT to a local Menagerie mirror (a folder holding "
+            f"{name}/), e.g. MENAGERIE_ROOT=../shared/menagerie in the course repository."
+        ) from None

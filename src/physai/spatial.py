@@ -1,0 +1,46 @@
+"""Spatial algebra: tiny pure functions on 3-vectors, rotations and 6-vectors.
+
+Spatial vectors are (angular, linear): a velocity is (omega, v0), with v0 the velocity of the
+body point that passes through the world origin; a force is (moment about the origin, force).
+Quaternions are (w, x, y, z), as in MuJoCo.
+"""
+
+import numpy as np
+
+
+def skew(v: np.ndarray) -> np.ndarray:
+    """3x3 matrix of the cross product: skew(a) @ b == np.cross(a, b)."""
+    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def cross_motion(v: np.ndarray) -> np.ndarray:
+    """6x6 matrix of v x (.) acting on motion vectors (Featherstone's crm)."""
+    w, u = skew(v[:3]), skew(v[3:])
+    return np.block([[w, np.zeros((3, 3))], [u, w]])
+
+
+def cross_force(v: np.ndarray) -> np.ndarray:
+    """6x6 matrix of v x* (.) acting on force vectors (Featherstone's crf); equals -cross_motion(v).T."""
+    return -cross_motion(v).T
+
+
+def spatial_inertia(mass: float, c: np.ndarray, Ic: np.ndarray) -> np.ndarray:
+    """6x6 inertia about the origin of a body of `mass` [kg] with centre of mass c [m] and 3x3 inertia Ic about c [kg m^2]."""
+    C = skew(c)
+    return np.block([[Ic + mass * C @ C.T, mass * C], [mass * C.T, mass * np.eye(3)]])
+
+
+def quat_to_mat(quat: np.ndarray) -> np.ndarray:
+    """Rotation matrix of a quaternion (w, x, y, z); the quaternion is normalized first."""
+    w, x, y, z = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
+    return np.array([
+        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
+    ])
+
+
+def axis_angle_to_mat(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Rotation by `angle` [rad] about the unit vector `axis` (Rodrigues' formula)."""
+    K = skew(axis)
+    return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
