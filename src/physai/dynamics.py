@@ -81,11 +81,20 @@ class Tree:
     bodies:   list of Body
     armature: (nv,) rotor inertia added to each joint's diagonal of M [kg m^2 or kg]
     gravity:  (3,) gravitational acceleration in the world frame [m/s^2]
+    damping:   (nv,) joint damping b, passive force -b qd [N m s/rad | N s/m]; None means zero
+    stiffness: (nv,) joint stiffness k, passive force -k (q - springref) [N m/rad | N/m]; None means zero
+    springref: (nv,) joint position at which the spring is relaxed; None means zero
+
+    The passive fields do not enter rnea, mass_matrix or forward_dynamics (whose tau is the total applied
+    force); physai.forces turns them into forces and energy() counts the springs' potential.
     """
 
     bodies: list
     armature: np.ndarray
     gravity: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, -9.81]))
+    damping: np.ndarray | None = None
+    stiffness: np.ndarray | None = None
+    springref: np.ndarray | None = None
 
     def __post_init__(self):
         for i, b in enumerate(self.bodies):
@@ -97,6 +106,12 @@ class Tree:
         if (self.armature < 0).any():
             raise InvalidInertiaError(f"armature {self.armature} has a negative entry; rotor inertia must be >= 0")
         self.gravity = _checks.as_array("gravity", self.gravity, (3,))
+        for name in ("damping", "stiffness", "springref"):
+            value = getattr(self, name)
+            setattr(self, name, np.zeros(self.nv) if value is None else _checks.as_array(name, value, (self.nv,)))
+        for name in ("damping", "stiffness"):
+            if (getattr(self, name) < 0).any():
+                raise InvalidModelError(f"{name} {getattr(self, name)} has a negative entry; expected >= 0")
 
     @property
     def nv(self) -> int:
@@ -140,7 +155,9 @@ def tree_from_mujoco(m) -> Tree:
                            anchor, float(m.body_mass[b]), m.body_ipos[b].copy(), R @ np.diag(m.body_inertia[b]) @ R.T,
                            name, ref))
     gravity = np.zeros(3) if m.opt.disableflags & 64 else m.opt.gravity.copy()   # 64: mjDSBL_GRAVITY
-    return Tree(bodies, m.dof_armature.copy(), gravity)
+    qadr = [m.jnt_qposadr[m.body_jntadr[b]] for b in range(1, m.nbody) if m.body_jntnum[b]]
+    return Tree(bodies, m.dof_armature.copy(), gravity, m.dof_damping.copy(),
+                m.jnt_stiffness[m.dof_jntid].copy(), m.qpos_spring[qadr].copy())
 
 
 def jcalc(body: Body, R0: np.ndarray, p0: np.ndarray, qi: float):
@@ -263,9 +280,13 @@ def forward_dynamics(tree: Tree, q: np.ndarray, qd: np.ndarray, tau: np.ndarray)
 
 
 def potential_energy(tree: Tree, q: np.ndarray) -> float:
-    """Gravitational potential energy [J], zero at the world origin: U = -sum_b m_b gravity . com_b."""
+    """Potential energy [J]: gravity, zero at the world origin, plus joint springs.
+
+    U = -sum_b m_b gravity . com_b + 1/2 sum_i k_i (q_i - springref_i)^2   (MuJoCo's energy[0])
+    """
     coms, _, _ = spatial_tree(tree, q)
-    return float(-sum(b.mass * tree.gravity @ c for b, c in zip(tree.bodies, coms)))
+    springs = 0.5 * tree.stiffness @ (np.asarray(q, dtype=float) - tree.springref) ** 2
+    return float(-sum(b.mass * tree.gravity @ c for b, c in zip(tree.bodies, coms)) + springs)
 
 
 def kinetic_energy(tree: Tree, q: np.ndarray, qd: np.ndarray) -> float:
