@@ -13,7 +13,8 @@ def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
         raise ShapeError(f"{name} must be an array of {_describe(shape)}, got {type(x).__name__}: {exc}") from None
     if a.shape != shape:
         if len(shape) == 1 and a.ndim == 1:
-            raise ShapeError(f"{name} has {a.shape[0]} entries, the model needs {shape[0]}")
+            count = "1 entry" if a.shape[0] == 1 else f"{a.shape[0]} entries"
+            raise ShapeError(f"{name} has {count}, the model needs {shape[0]}")
         raise ShapeError(f"{name} must have shape {shape} ({_describe(shape)}), got shape {a.shape}")
     bad = ~np.isfinite(a)
     if bad.any():

@@ -9,6 +9,7 @@ or reads them from a local mirror when the environment variable MENAGERIE_ROOT p
 Loaders build models and compute nothing.
 """
 
+import difflib
 from pathlib import Path
 
 import mujoco
@@ -64,7 +65,9 @@ def load(name: str, entry: str | None = None) -> mujoco.MjModel:
 
 def _menagerie_robot(name: str):
     if name not in MENAGERIE:
-        raise UnknownModelError(f"unknown model {name!r}; known models: {', '.join(names())}")
+        close = difflib.get_close_matches(name, names(), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownModelError(f"unknown model {name!r}.{hint} Known models: {', '.join(names())}")
     import mujoco_menagerie
 
     return mujoco_menagerie.get(name)

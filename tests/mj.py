@@ -1,0 +1,43 @@
+"""MuJoCo reference values, computed live, for the tests: one small function per quantity."""
+
+import mujoco
+import numpy as np
+
+
+def without_constraints(m: mujoco.MjModel) -> mujoco.MjModel:
+    """Switch off contacts, limits and equalities, so MuJoCo's forces hold only the smooth dynamics."""
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    return m
+
+
+def random_states(m: mujoco.MjModel, count: int, seed: int = 0, qd_max: float = 5.0, qdd_max: float = 20.0):
+    """`count` states (q, qd, qdd): q uniform within limited joints' ranges, else in [-pi, pi]."""
+    rng = np.random.default_rng(seed)
+    dof_jnt = m.dof_jntid
+    lo = np.where(m.jnt_limited[dof_jnt], m.jnt_range[dof_jnt, 0], -np.pi)
+    hi = np.where(m.jnt_limited[dof_jnt], m.jnt_range[dof_jnt, 1], np.pi)
+    for _ in range(count):
+        yield rng.uniform(lo, hi), rng.uniform(-qd_max, qd_max, m.nv), rng.uniform(-qdd_max, qdd_max, m.nv)
+
+
+def inverse(m, d, q, qd, qdd) -> np.ndarray:
+    """mj_inverse's qfrc_inverse plus qfrc_passive: M qdd + c on a model without constraints."""
+    d.qpos[:], d.qvel[:], d.qacc[:] = q, qd, qdd
+    mujoco.mj_inverse(m, d)
+    return d.qfrc_inverse + d.qfrc_passive
+
+
+def forward(m, d, q, qd, qfrc_applied=None) -> mujoco.MjData:
+    """d after mj_forward at (q, qd) with zero ctrl and the given generalized force."""
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, 0.0
+    d.qfrc_applied[:] = 0.0 if qfrc_applied is None else qfrc_applied
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def full_mass(m, d) -> np.ndarray:
+    """Dense M of the state in d (after mj_forward)."""
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    return M

@@ -1,0 +1,109 @@
+"""Bad input gets a clear exception that names the offending thing and what was expected."""
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import dynamics as dyn
+from physai import models
+from physai.exceptions import (InvalidInertiaError, InvalidModelError, InvalidStateError, ModelUnavailableError,
+                               ShapeError, UnknownModelError, UnsupportedModelError)
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return dyn.tree_from_mujoco(models.load("double_pendulum"))
+
+
+@pytest.mark.parametrize("call", [
+    lambda t: dyn.rnea(t, np.zeros(3), np.zeros(2), np.zeros(2)),
+    lambda t: dyn.mass_matrix(t, [0.0]),
+    lambda t: dyn.bias(t, np.zeros(2), np.zeros(5)),
+    lambda t: dyn.forward_dynamics(t, np.zeros(2), np.zeros(2), np.zeros(1)),
+    lambda t: dyn.energy(t, np.zeros(2), np.zeros((2, 1))),
+    lambda t: dyn.rnea(t, np.zeros((1, 2)), np.zeros(2), np.zeros(2)),
+    lambda t: dyn.gravity(t, "ab"),
+])
+def test_wrong_shapes_raise_shape_error_naming_the_argument(tree, call):
+    with pytest.raises(ShapeError, match=r"^(q|qd|qdd|tau) .*(2|model needs)"):
+        call(tree)
+
+
+def test_wrong_length_message_says_what_the_model_needs(tree):
+    with pytest.raises(ShapeError, match="q has 3 entries, the model needs 2"):
+        dyn.rnea(tree, np.zeros(3), np.zeros(2), np.zeros(2))
+
+
+@pytest.mark.parametrize("arg", ["q", "qd", "qdd"])
+def test_nan_in_the_state_is_refused(tree, arg):
+    state = {"q": np.zeros(2), "qd": np.zeros(2), "qdd": np.zeros(2)}
+    state[arg][1] = np.nan
+    with pytest.raises(InvalidStateError, match=rf"{arg}\[1\] is nan"):
+        dyn.rnea(tree, state["q"], state["qd"], state["qdd"])
+
+
+def test_infinite_torque_is_refused(tree):
+    with pytest.raises(InvalidStateError, match=r"tau\[0\] is inf"):
+        dyn.forward_dynamics(tree, np.zeros(2), np.zeros(2), [np.inf, 0.0])
+
+
+def _mjcf(joints: str) -> mujoco.MjModel:
+    return mujoco.MjModel.from_xml_string(
+        f'<mujoco><worldbody><body name="link">{joints}<geom size="0.1"/></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("joint, kind", [('<freejoint name="j"/>', "free"), ('<joint name="j" type="ball"/>', "ball")])
+def test_ball_and_free_joints_are_not_supported_yet(joint, kind):
+    with pytest.raises(UnsupportedModelError, match=rf"joint 'j' of body 'link' is a {kind} joint"):
+        dyn.tree_from_mujoco(_mjcf(joint))
+
+
+def test_two_joints_in_one_body_are_refused():
+    with pytest.raises(UnsupportedModelError, match="body 'link' has 2 joints"):
+        dyn.tree_from_mujoco(_mjcf('<joint axis="1 0 0"/><joint axis="0 1 0"/>'))
+
+
+def test_unknown_model_name_lists_the_known_ones():
+    with pytest.raises(UnknownModelError, match="unknown model 'double_pendulm'. Did you mean 'double_pendulum'"):
+        models.load("double_pendulm")
+
+
+def test_unknown_menagerie_entry_lists_the_entries():
+    with pytest.raises(UnknownModelError, match="has no entry 'bogus'; available: .*so101"):
+        models.load("robotstudio_so101", "bogus")
+
+
+def test_unavailable_menagerie_robot_says_how_to_fix_it(monkeypatch, tmp_path):
+    monkeypatch.setenv("MENAGERIE_ROOT", str(tmp_path))
+    with pytest.raises(ModelUnavailableError, match="network connection.*MENAGERIE_ROOT"):
+        models.load("franka_emika_panda")
+
+
+def _body(**change) -> dyn.Body:
+    fields = dict(parent=-1, pos=np.zeros(3), rot=np.eye(3), joint="hinge", axis=np.array([0.0, 1.0, 0.0]),
+                  anchor=np.zeros(3), mass=1.0, com=np.zeros(3), inertia=np.eye(3) * 0.01, name="link")
+    fields.update(change)
+    return dyn.Body(**fields)
+
+
+@pytest.mark.parametrize("change, error, message", [
+    (dict(joint="ball"), UnsupportedModelError, "unknown joint type 'ball'"),
+    (dict(mass=-1.0), InvalidInertiaError, "mass -1.0 kg"),
+    (dict(inertia=np.diag([0.01, 0.01, 0.05])), InvalidInertiaError, "triangle rule"),
+    (dict(inertia=np.diag([-0.01, 0.01, 0.01])), InvalidInertiaError, "negative principal moment"),
+    (dict(inertia=np.array([[0.01, 0.002, 0], [0, 0.01, 0], [0, 0, 0.01]])), InvalidInertiaError, "not symmetric"),
+    (dict(axis=np.array([0.0, 2.0, 0.0])), InvalidModelError, "expected a unit vector"),
+    (dict(rot=np.diag([1.0, 1.0, -1.0])), InvalidModelError, "not a rotation matrix"),
+    (dict(pos=np.zeros(2)), ShapeError, "pos has 2 entries"),
+    (dict(com=[0.0, np.nan, 0.0]), InvalidStateError, r"com\[1\] is nan"),
+])
+def test_invalid_bodies_are_refused(change, error, message):
+    with pytest.raises(error, match=message):
+        _body(**change)
+
+
+def test_tree_needs_parents_before_children_and_one_armature_per_joint():
+    with pytest.raises(InvalidModelError, match="parent 1; a parent must come before its child"):
+        dyn.Tree([_body(), _body(parent=1)], np.zeros(2))
+    with pytest.raises(ShapeError, match="armature has 1 entry, the model needs 2"):
+        dyn.Tree([_body(), _body(parent=0)], np.zeros(1))
