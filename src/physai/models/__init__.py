@@ -6,17 +6,21 @@
 
 Menagerie robots come through the `mujoco-menagerie` package, which downloads them on first use,
 or reads them from a local mirror when the environment variable MENAGERIE_ROOT points to one.
-Loaders build models and compute nothing.
+In a course checkout with the offline mirror beside it (`../shared/menagerie` from the repository
+root), that mirror is used when MENAGERIE_ROOT is unset. Loaders build models and compute nothing.
 """
 
 import difflib
 from pathlib import Path
+
+import os
 
 import mujoco
 
 from physai.exceptions import ModelUnavailableError, UnknownModelError
 
 BUNDLED_DIR = Path(__file__).resolve().parent
+COURSE_MIRROR = BUNDLED_DIR.parents[2].parent / "shared" / "menagerie"   # <checkout>/../shared/menagerie
 
 #: Menagerie robots physai knows by name, with the entry point loaded by default.
 MENAGERIE = {
@@ -75,6 +79,9 @@ def _menagerie_robot(name: str):
 
 def _menagerie_call(name: str, fn):
     import mujoco_menagerie
+
+    if "MENAGERIE_ROOT" not in os.environ and COURSE_MIRROR.is_dir():
+        os.environ["MENAGERIE_ROOT"] = str(COURSE_MIRROR)
 
     try:
         return fn()
