@@ -167,6 +167,15 @@ def test_armature_sits_on_the_diagonal_only(robot):
     np.testing.assert_allclose(dyn.mass_matrix(tree, q) - dyn.mass_matrix(bare, q), np.diag(tree.armature), rtol=0, atol=1e-15)
 
 
+def test_disabled_gravity_is_read_as_zero_gravity():
+    m = mj.without_constraints(models.load("hinge_slide"))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_GRAVITY
+    d, tree = mujoco.MjData(m), dyn.tree_from_mujoco(m)
+    np.testing.assert_array_equal(tree.gravity, np.zeros(3))
+    q, qd, qdd = next(mj.random_states(m, 1))
+    np.testing.assert_allclose(dyn.rnea(tree, q, qd, qdd), mj.inverse(m, d, q, qd, qdd), rtol=0, atol=1e-12)
+
+
 # ---- Step 5: a simulator from physai's forward dynamics ----
 
 def test_semi_implicit_euler_reproduces_mj_step_for_10_s():

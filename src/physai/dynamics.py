@@ -15,6 +15,7 @@ Joint positions q are in [rad] for hinges and [m] for slides; one entry per join
 
 from dataclasses import dataclass, field
 
+import mujoco
 import numpy as np
 
 from physai import _checks
@@ -154,7 +155,8 @@ def tree_from_mujoco(m) -> Tree:
         bodies.append(Body(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), kind, axis,
                            anchor, float(m.body_mass[b]), m.body_ipos[b].copy(), R @ np.diag(m.body_inertia[b]) @ R.T,
                            name, ref))
-    gravity = np.zeros(3) if m.opt.disableflags & 64 else m.opt.gravity.copy()   # 64: mjDSBL_GRAVITY
+    gravity_off = m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY
+    gravity = np.zeros(3) if gravity_off else m.opt.gravity.copy()
     qadr = [m.jnt_qposadr[m.body_jntadr[b]] for b in range(1, m.nbody) if m.body_jntnum[b]]
     return Tree(bodies, m.dof_armature.copy(), gravity, m.dof_damping.copy(),
                 m.jnt_stiffness[m.dof_jntid].copy(), m.qpos_spring[qadr].copy())
