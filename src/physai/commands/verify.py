@@ -1,0 +1,211 @@
+"""`physai verify MODEL`: physai's dynamics against MuJoCo's on random states, with timings.
+
+For each quantity (rnea, bias, gravity, mass matrix, forward dynamics, energy) the table gives the largest
+absolute difference to MuJoCo over N random states, the tolerance 1e-12 x scale (scale = max(1, largest
+|MuJoCo value|)), pass/fail, and the time per call of physai and of the equivalent MuJoCo call [µs].
+With --pose NAME it also prints g(q), diag M, armature and cond(M) of the hinge block at that keyframe.
+Exit status 0 when every difference is within its tolerance, 1 otherwise (2 for errors, from cli.py).
+"""
+
+import argparse
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from physai import dynamics, models
+from physai.exceptions import PhysaiError
+
+RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|)
+REPEATS = 3         # timing sweeps over the states; the best one counts
+QD_MAX = 1.0        # joint speeds uniform in [-QD_MAX, QD_MAX] [rad/s | m/s]
+QDD_MAX = 20.0      # joint accelerations uniform in [-QDD_MAX, QDD_MAX] [rad/s^2 | m/s^2]
+
+
+class UnknownKeyframeError(PhysaiError, LookupError):
+    """The model has no keyframe of the requested name."""
+
+
+@dataclass
+class Quantity:
+    """One row of the table: how physai computes it, how MuJoCo does, and what is compared."""
+
+    name: str
+    reference: str                            # MuJoCo's value, and the call that is timed
+    unit: str
+    ours: Callable[[int], np.ndarray]         # physai's value at state i
+    setup: Callable[[int], None]              # put state i into MjData (not timed)
+    call: Callable[[], None]                  # the MuJoCo call that is timed
+    read: Callable[[], np.ndarray]            # MuJoCo's value after call()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `physai verify`."""
+    parser.add_argument("model", metavar="MODEL", help=f"model name: {', '.join(models.names())}")
+    parser.add_argument("--states", type=_positive_int, default=100, metavar="N", help="number of random states (default 100)")
+    parser.add_argument("--pose", metavar="NAME", help="keyframe at which to print g(q), diag M, armature and cond(M), e.g. home")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random states (default 0)")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the comparison table (and the keyframe report); 0 when everything is within tolerance, else 1."""
+    m = models.load(args.model)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # contacts, limits, friction loss, equalities off
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY         # MuJoCo fills d.energy
+    tree = dynamics.tree_from_mujoco(m)                            # raises for free, ball or multiple joints
+    key = _keyframe(m, args.model, args.pose) if args.pose else None
+    kinds = ["hinge" if t == mujoco.mjtJoint.mjJNT_HINGE else "slide" for t in m.jnt_type]
+    print(f"physai verify {args.model}: {m.nv} dofs ({kinds.count('hinge')} hinge, {kinds.count('slide')} slide), "
+          f"{args.states} random states, seed {args.seed}")
+    print(f"states: q uniform in the joint range where limited, else in [-pi, pi]; qd in [-{QD_MAX:g}, {QD_MAX:g}]; "
+          f"qdd in [-{QDD_MAX:g}, {QDD_MAX:g}] (rad, rad/s, rad/s^2 for hinges; m, m/s, m/s^2 for slides)")
+    print(f"MuJoCo: constraints disabled on this model (mjDSBL_CONSTRAINT), so that {_constraints(m)} do not enter "
+          "qfrc_inverse and qacc; energy flag enabled (mjENBL_ENERGY)")
+    print("forward dynamics: MuJoCo gets qfrc_applied = rnea(q, qd, qdd) - qfrc_passive - qfrc_actuator (ctrl = 0), "
+          "physai the sum of the three as tau")
+    print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps\n")
+    ok = _table(m, tree, _random_states(m, args.states, args.seed), "slide" in kinds)
+    if key is not None:
+        ok &= _pose_report(m, tree, key, kinds)
+    return 0 if ok else 1
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of states, got {n}")
+    return n
+
+
+def _constraints(m: mujoco.MjModel) -> str:
+    """What mjDSBL_CONSTRAINT switches off on this model, e.g. "contacts, 9 joint limits and 1 equality constraint"."""
+    counts = [(int(m.jnt_limited.sum()), "joint limit", ""), (int((m.dof_frictionloss > 0).sum()), "dof", " with friction loss"),
+              (m.neq, "equality constraint", "")]
+    parts = ["contacts"] + [f"{n} {what}{'s' * (n > 1)}{extra}" for n, what, extra in counts if n]
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else parts[0]
+
+
+def _keyframe(m: mujoco.MjModel, model: str, name: str) -> int:
+    """Index of the keyframe `name`; UnknownKeyframeError listing the available ones."""
+    keys = [m.key(k).name for k in range(m.nkey)]
+    if name not in keys:
+        available = f"available: {', '.join(keys)}" if keys else "the model has no keyframes"
+        raise UnknownKeyframeError(f"{model} has no keyframe {name!r}; {available}")
+    return keys.index(name)
+
+
+def _random_states(m: mujoco.MjModel, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(q, qd, qdd), each (n, nv): q uniform in limited joints' ranges, else [-pi, pi]; qd, qdd uniform."""
+    rng = np.random.default_rng(seed)
+    lo = np.where(m.jnt_limited, m.jnt_range[:, 0], -np.pi)        # one joint per dof (hinges and slides only)
+    hi = np.where(m.jnt_limited, m.jnt_range[:, 1], np.pi)
+    q = rng.uniform(lo, hi, (n, m.nv))
+    return q, rng.uniform(-QD_MAX, QD_MAX, (n, m.nv)), rng.uniform(-QDD_MAX, QDD_MAX, (n, m.nv))
+
+
+def _quantities(m: mujoco.MjModel, d: mujoco.MjData, tree: dynamics.Tree, states, slides: bool) -> list[Quantity]:
+    """The six compared quantities, with the MuJoCo state setup, timed call and read-out of each."""
+    q, qd, qdd = states
+    zero = np.zeros(m.nv)
+    M = np.zeros((m.nv, m.nv))
+
+    def state(i: int, vel: np.ndarray | None = None, applied: np.ndarray = zero) -> None:
+        d.qpos[:], d.qvel[:], d.qacc[:], d.qfrc_applied[:] = q[i], qd[i] if vel is None else vel, qdd[i], applied
+
+    def forward() -> None:
+        mujoco.mj_forward(m, d)
+
+    def full_mass() -> None:
+        mujoco.mj_forward(m, d)
+        mujoco.mj_fullM(m, d, M)
+
+    tau = np.array([dynamics.rnea(tree, q[i], qd[i], qdd[i]) for i in range(len(q))])   # drives forward dynamics
+    passive = np.empty_like(tau)
+    for i in range(len(q)):                  # passive + actuator forces depend on (q, qd) only (ctrl = 0)
+        state(i)
+        forward()
+        passive[i] = d.qfrc_passive + d.qfrc_actuator
+    applied = tau - passive
+    total = applied + passive                # physai's total tau, equal to tau up to rounding
+    force, acc, inertia = ("N m | N", "rad/s^2 | m/s^2", "kg m^2 | kg") if slides else ("N m", "rad/s^2", "kg m^2")
+    return [
+        Quantity("rnea", "qfrc_inverse + qfrc_passive (mj_inverse)", force,
+                 lambda i: dynamics.rnea(tree, q[i], qd[i], qdd[i]), state,
+                 lambda: mujoco.mj_inverse(m, d), lambda: d.qfrc_inverse + d.qfrc_passive),
+        Quantity("bias", "qfrc_bias (mj_forward)", force,
+                 lambda i: dynamics.bias(tree, q[i], qd[i]), state, forward, lambda: d.qfrc_bias.copy()),
+        Quantity("gravity", "qfrc_bias at qvel = 0 (mj_forward)", force,
+                 lambda i: dynamics.gravity(tree, q[i]), lambda i: state(i, vel=zero), forward, lambda: d.qfrc_bias.copy()),
+        Quantity("mass matrix", "mj_fullM (mj_forward + mj_fullM)", inertia,
+                 lambda i: dynamics.mass_matrix(tree, q[i]), state, full_mass, lambda: M.copy()),
+        Quantity("forward dynamics", "qacc (mj_forward)", acc,
+                 lambda i: dynamics.forward_dynamics(tree, q[i], qd[i], total[i]),
+                 lambda i: state(i, applied=applied[i]), forward, lambda: d.qacc.copy()),
+        Quantity("energy", "energy[0] + energy[1] (mj_forward)", "J",
+                 lambda i: dynamics.energy(tree, q[i], qd[i]), state, forward, lambda: d.energy.sum()),
+    ]
+
+
+def _sweep(n: int, setup: Callable[[int], None], call: Callable[[int], object], read: Callable[[object], object]):
+    """Values read after call(i) for i < n, and the best time per call [s] over REPEATS sweeps (setup untimed)."""
+    best, values = np.inf, []
+    for _ in range(REPEATS):
+        total, values = 0.0, []
+        for i in range(n):
+            setup(i)
+            t0 = time.perf_counter()
+            out = call(i)
+            total += time.perf_counter() - t0
+            values.append(read(out))
+        best = min(best, total / n)
+    return np.array(values), best
+
+
+def _table(m: mujoco.MjModel, tree: dynamics.Tree, states, slides: bool) -> bool:
+    """Print one row per quantity; True when every difference is within its tolerance."""
+    d = mujoco.MjData(m)
+    n, ok = len(states[0]), True
+    print(f"{'quantity':<17} {'MuJoCo reference (timed call)':<42} {'unit':<16} {'max |diff|':>10} {'scale':>9} "
+          f"{'tolerance':>9}  {'result':<6} {'physai µs':>10} {'MuJoCo µs':>10} {'ratio':>7}")
+    for x in _quantities(m, d, tree, states, slides):
+        ours, t_ours = _sweep(n, lambda i: None, x.ours, lambda out: out)
+        ref, t_mj = _sweep(n, x.setup, lambda i: x.call(), lambda out: x.read())
+        diff, scale = np.abs(ours - ref).max(), max(1.0, np.abs(ref).max())
+        passed = bool(diff <= RTOL * scale)
+        ok &= passed
+        print(f"{x.name:<17} {x.reference:<42} {x.unit:<16} {diff:>10.1e} {scale:>9.3g} {RTOL * scale:>9.1e}  "
+              f"{'pass' if passed else 'FAIL':<6} {t_ours * 1e6:>10.1f} {t_mj * 1e6:>10.2f} {t_ours / t_mj:>6.0f}x")
+    print("\nall quantities within tolerance" if ok else "\nFAIL: some differences exceed their tolerance")
+    return ok
+
+
+def _pose_report(m: mujoco.MjModel, tree: dynamics.Tree, key: int, kinds: list[str]) -> bool:
+    """Print g(q), diag M, armature per joint and cond(M) of the hinge block at keyframe `key` with qd = 0.
+
+    Also compares g and M with MuJoCo's qfrc_bias and mj_fullM there; True when both are within tolerance.
+    """
+    q = m.key_qpos[key].copy()
+    g, M = dynamics.gravity(tree, q), dynamics.mass_matrix(tree, q)
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    M_mj = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M_mj)
+    dg, dM = np.abs(g - d.qfrc_bias).max(), np.abs(M - M_mj).max()
+    ok = dg <= RTOL * max(1.0, np.abs(d.qfrc_bias).max()) and dM <= RTOL * max(1.0, np.abs(M_mj).max())
+    names = [m.joint(j).name or f"joint {j}" for j in range(m.njnt)]
+    print(f"\nkeyframe {m.key(key).name!r}, qd = 0 (hinge: N m, kg m^2; slide: N, kg)")
+    print(f"{'joint':<16} {'type':<6} {'g(q)':>8} {'diag M':>8} {'armature':>9}")
+    for j in range(m.nv):
+        print(f"{names[j]:<16} {kinds[j]:<6} {g[j]:>8.2f} {M[j, j]:>8.3f} {tree.armature[j]:>9.3f}")
+    print(f"max |diff| to MuJoCo at this pose: g(q) vs qfrc_bias {dg:.1e}, M vs mj_fullM {dM:.1e} "
+          f"({'pass' if ok else 'FAIL'})")
+    hinges = [j for j in range(m.nv) if kinds[j] == "hinge"]
+    if hinges:
+        block = (f"M[{hinges[0]}:{hinges[-1] + 1}, {hinges[0]}:{hinges[-1] + 1}]"
+                 if hinges == list(range(hinges[0], hinges[-1] + 1)) else f"rows and columns {hinges} of M")
+        cond = np.linalg.cond(M[np.ix_(hinges, hinges)])
+        print(f"cond(M) of the hinge block {block} ({', '.join(names[j] for j in hinges)}): {cond:.1f}")
+    return bool(ok)

@@ -1,0 +1,74 @@
+"""`physai verify`: the table, the keyframe report checked against MuJoCo computed here, and the error exits."""
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import models
+from physai.cli import main
+
+QUANTITIES = ("rnea", "bias", "gravity", "mass matrix", "forward dynamics", "energy")
+
+
+def _table_rows(out: str) -> dict[str, str]:
+    """Table row of each quantity, by name."""
+    return {q: line for line in out.splitlines() for q in QUANTITIES if line.startswith(f"{q}  ")}
+
+
+def test_double_pendulum_table(capsys):
+    assert main(["verify", "double_pendulum", "--states", "20"]) == 0
+    out = capsys.readouterr().out
+    assert "20 random states, seed 0" in out
+    assert "mjDSBL_CONSTRAINT" in out and "1e-12 x scale" in out
+    rows = _table_rows(out)
+    assert set(rows) == set(QUANTITIES)
+    assert all(" pass " in row for row in rows.values())
+    assert "all quantities within tolerance" in out
+
+
+def test_panda_home_matches_mujoco(capsys):
+    assert main(["verify", "franka_emika_panda", "--states", "5", "--pose", "home"]) == 0
+    out = capsys.readouterr().out
+    assert set(_table_rows(out)) == set(QUANTITIES)
+    m = models.load("franka_emika_panda")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, m.key("home").id)
+    d.qvel[:] = 0.0
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    lines = {line.split()[0]: line.split() for line in out.splitlines() if line.split()}
+    for j in range(m.nv):                      # joint, type, g(q), diag M, armature
+        row = lines[m.joint(j).name]
+        assert abs(float(row[2]) - d.qfrc_bias[j]) <= 0.005 + 1e-9
+        assert abs(float(row[3]) - M[j, j]) <= 0.0005 + 1e-9
+        assert abs(float(row[4]) - m.dof_armature[j]) <= 0.0005 + 1e-9
+    cond = next(line for line in out.splitlines() if line.startswith("cond(M)"))
+    assert "M[0:7, 0:7]" in cond
+    assert float(cond.rsplit(":", 1)[1]) == pytest.approx(np.linalg.cond(M[:7, :7]), abs=0.05)
+
+
+def test_unknown_model_exits_2(capsys):
+    assert main(["verify", "no_such_robot"]) == 2
+    assert "no_such_robot" in capsys.readouterr().err
+
+
+def test_unknown_keyframe_lists_available(capsys):
+    assert main(["verify", "franka_emika_panda", "--pose", "nowhere"]) == 2
+    err = capsys.readouterr().err
+    assert "nowhere" in err and "available: home" in err
+
+
+def test_free_joint_is_a_clear_error(capsys):
+    assert main(["verify", "unitree_h1"]) == 2
+    assert "free joint" in capsys.readouterr().err
+
+
+def test_a_wrong_result_fails_with_exit_1(capsys, monkeypatch):
+    from physai import dynamics
+
+    energy = dynamics.energy
+    monkeypatch.setattr(dynamics, "energy", lambda tree, q, qd: energy(tree, q, qd) + 1e-9)
+    assert main(["verify", "double_pendulum", "--states", "3"]) == 1
+    rows = _table_rows(capsys.readouterr().out)
+    assert " FAIL " in rows["energy"] and " pass " in rows["rnea"]
