@@ -29,5 +29,9 @@ class UnknownModelError(PhysaiError, LookupError):
     """No bundled or Menagerie model has this name."""
 
 
+class UnknownKeyframeError(PhysaiError, LookupError):
+    """The model has no keyframe of the requested name."""
+
+
 class ModelUnavailableError(PhysaiError, RuntimeError):
     """A Menagerie robot is known but its files cannot be had (no network and no MENAGERIE_ROOT)."""

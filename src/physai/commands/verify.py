@@ -16,16 +16,12 @@ import mujoco
 import numpy as np
 
 from physai import dynamics, models
-from physai.exceptions import PhysaiError
+from physai.exceptions import PhysaiError, UnknownKeyframeError
 
 RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|)
 REPEATS = 3         # timing sweeps over the states; the best one counts
 QD_MAX = 1.0        # joint speeds uniform in [-QD_MAX, QD_MAX] [rad/s | m/s]
 QDD_MAX = 20.0      # joint accelerations uniform in [-QDD_MAX, QDD_MAX] [rad/s^2 | m/s^2]
-
-
-class UnknownKeyframeError(PhysaiError, LookupError):
-    """The model has no keyframe of the requested name."""
 
 
 @dataclass
