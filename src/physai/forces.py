@@ -1,0 +1,262 @@
+"""The right-hand side of the equations of motion: the generalized forces that make a tree move.
+
+    M(q) qdd + c(q, qd) = tau_actuator + tau_passive + tau_applied + J^T f
+
+    passive_force(tree, q, qd)                 joint dampers and springs            (MuJoCo's qfrc_passive)
+    actuator_force(actuators, q, qd, ctrl)     motors, servos, general actuators    (qfrc_actuator)
+    applied_force(tree, q, qfrc, xfrc)         forces you push with                 (qfrc_applied + xfrc_applied)
+    constraint_force(J, f)                     J^T f of any constraint or contact force f
+
+All are (nv,) vectors in [N m] for hinges and [N] for slides. Actuators are read from a MuJoCo model by
+actuators_from_mujoco; actuator_velocity_derivative gives d tau_actuator / d qd for implicit integrators.
+"""
+
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from physai import _checks
+from physai.dynamics import Tree, body_frames
+from physai.exceptions import ShapeError, UnsupportedModelError
+from physai.jacobians import _jacobian
+
+# ---- passive forces ----
+
+
+def passive_force(tree: Tree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """Joint damping and spring forces -damping qd - stiffness (q - springref) (nv,) [N m | N].
+
+    Equals MuJoCo's qfrc_passive on a model whose passive forces are joint dampers and springs only
+    (no gravity compensation, fluid forces, tendon springs or polynomial damping).
+    """
+    q, qd = _checks.vector("q", q, tree.nv), _checks.vector("qd", qd, tree.nv)
+    return -tree.damping * qd - tree.stiffness * (q - tree.springref)
+
+
+# ---- actuators ----
+
+
+@dataclass(eq=False)
+class Actuators:
+    """The nu actuators of a model, each a scalar force acting along a transmission with constant moment arms.
+
+    moment:      (nu, nv) transmission: actuator a has length moment[a] @ q and velocity moment[a] @ qd, and
+                 its scalar force f_a adds moment[a] * f_a to qfrc_actuator (MuJoCo's actuator_moment).
+                 A joint transmission puts the gear at the joint's dof; a fixed tendon puts gear * coef at
+                 each of its joints' dofs.
+    gain:        (nu, 3) (g0, g1, g2): gain = g0 + g1 length + g2 velocity
+    bias:        (nu, 3) (b0, b1, b2): bias = b0 + b1 length + b2 velocity
+                 so that f = gain ctrl + bias, MuJoCo's affine form (a motor: gain (1, 0, 0), bias 0;
+                 a position servo: gain (kp, 0, 0), bias (0, -kp, -kv); a velocity servo: gain (kv, 0, 0),
+                 bias (0, 0, -kv))
+    ctrlrange:   (nu, 2) [low, high] of ctrl, used where ctrllimited (nu,) is True
+    forcerange:  (nu, 2) [low, high] of f, used where forcelimited (nu,) is True
+    names:       (nu,) labels used in messages
+    """
+
+    moment: np.ndarray
+    gain: np.ndarray
+    bias: np.ndarray
+    ctrlrange: np.ndarray
+    ctrllimited: np.ndarray
+    forcerange: np.ndarray
+    forcelimited: np.ndarray
+    names: tuple = ()
+
+    def __post_init__(self):
+        self.moment = np.asarray(self.moment, dtype=float)
+        if self.moment.ndim != 2:
+            raise ShapeError(f"moment must be an (nu, nv) array, got shape {self.moment.shape}")
+        nu = self.nu
+        self.gain = _checks.as_array("gain", self.gain, (nu, 3))
+        self.bias = _checks.as_array("bias", self.bias, (nu, 3))
+        self.ctrlrange = _checks.as_array("ctrlrange", self.ctrlrange, (nu, 2))
+        self.forcerange = _checks.as_array("forcerange", self.forcerange, (nu, 2))
+        self.ctrllimited = np.asarray(self.ctrllimited, dtype=bool).reshape(nu)
+        self.forcelimited = np.asarray(self.forcelimited, dtype=bool).reshape(nu)
+        self.names = tuple(self.names) or tuple(f"actuator{a}" for a in range(nu))
+        if len(self.names) != nu:
+            raise ShapeError(f"names has {len(self.names)} entries, there are nu = {nu} actuators")
+
+    @property
+    def nu(self) -> int:
+        """Number of actuators (the length of ctrl)."""
+        return self.moment.shape[0]
+
+    @property
+    def nv(self) -> int:
+        """Number of degrees of freedom the actuators act on."""
+        return self.moment.shape[1]
+
+
+def actuators_from_mujoco(m) -> Actuators:
+    """The Actuators of a compiled MuJoCo model (static model data only).
+
+    Supported: motor, position, velocity and general actuators without activation dynamics (dyntype none),
+    with fixed or affine gain and no or affine bias, on a hinge or slide joint or on a fixed tendon.
+    Anything else raises UnsupportedModelError naming the actuator. Controls are not clamped if the model
+    disables clampctrl; with actuation disabled every moment arm is zero.
+    """
+    nu, nv = m.nu, m.nv
+    if nu and m.ngravcomp and np.any(m.jnt_actgravcomp):
+        j = int(np.flatnonzero(m.jnt_actgravcomp)[0])
+        raise UnsupportedModelError(f"joint {m.joint(j).name!r} takes its gravity compensation through the actuators "
+                                    "(actuatorgravcomp); physai does not model gravity compensation")
+    if nu and np.any(m.jnt_actfrclimited):
+        j = int(np.flatnonzero(m.jnt_actfrclimited)[0])
+        raise UnsupportedModelError(f"joint {m.joint(j).name!r} limits its total actuator force (actuatorfrcrange); "
+                                    "physai clamps each actuator's forcerange only")
+    moment, gain, bias = np.zeros((nu, nv)), np.zeros((nu, 3)), np.zeros((nu, 3))
+    names = []
+    for a in range(nu):
+        name = m.actuator(a).name or f"actuator{a}"
+        names.append(name)
+        _check_actuator(m, a, name)
+        gear = m.actuator_gear[a, 0]
+        trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
+        if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+            moment[a, m.jnt_dofadr[target]] = gear   # hinge or slide: length = gear * qpos
+        else:                                        # fixed tendon: length = gear * sum coef * qpos
+            for w in range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target]):
+                moment[a, m.jnt_dofadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+        g, b = m.actuator_gainprm[a], m.actuator_biasprm[a]
+        gain[a] = (g[0], 0, 0) if int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_FIXED else g[:3]
+        bias[a] = (0, 0, 0) if int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_NONE else b[:3]
+    if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ACTUATION:
+        moment[:] = 0.0
+    ctrllimited = m.actuator_ctrllimited.astype(bool)
+    if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
+        ctrllimited[:] = False
+    return Actuators(moment, gain, bias, m.actuator_ctrlrange.copy(), ctrllimited, m.actuator_forcerange.copy(),
+                     m.actuator_forcelimited.astype(bool), tuple(names))
+
+
+def _check_actuator(m, a: int, name: str) -> None:
+    """Raise UnsupportedModelError if actuator a uses a feature actuator_force does not model."""
+    def refuse(what: str):
+        raise UnsupportedModelError(f"actuator {name!r}: {what}; physai supports actuators without activation "
+                                    "dynamics, with affine gain and bias, on a hinge or slide joint or a fixed tendon")
+
+    dyn, gtype, btype = int(m.actuator_dyntype[a]), int(m.actuator_gaintype[a]), int(m.actuator_biastype[a])
+    if dyn != mujoco.mjtDyn.mjDYN_NONE:
+        refuse(f"activation dynamics {mujoco.mjtDyn(dyn).name} (dyntype must be none)")
+    if gtype not in (mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtGain.mjGAIN_AFFINE):
+        refuse(f"gain type {mujoco.mjtGain(gtype).name}")
+    if btype not in (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE):
+        refuse(f"bias type {mujoco.mjtBias(btype).name}")
+    trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
+    if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+        jtype = int(m.jnt_type[target])
+        if jtype not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            refuse(f"its joint {m.joint(target).name!r} is a {mujoco.mjtJoint(jtype).name} joint")
+    elif trn == mujoco.mjtTrn.mjTRN_TENDON:
+        wraps = range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target])
+        if any(int(m.wrap_type[w]) != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
+            refuse(f"its tendon {m.tendon(target).name!r} is spatial (only fixed tendons have constant moment arms)")
+        if m.tendon_actfrclimited[target]:
+            refuse(f"its tendon {m.tendon(target).name!r} limits the total actuator force (actuatorfrcrange)")
+    else:
+        refuse(f"transmission {mujoco.mjtTrn(trn).name} (a joint or a fixed tendon is needed)")
+    checks = [
+        (m.actuator_plugin[a] >= 0, "it is a plugin"),
+        (m.actuator_ctrlnum[a] != 1 or m.actuator_outnum[a] != 1, "it has more than one control or output"),
+        (m.actuator_delay[a] != 0, "it has a control delay"),
+        (m.actuator_damping[a] != 0 or np.any(m.actuator_dampingpoly[a]), "it has actuator damping"),
+        (m.actuator_armature[a] != 0, "it has actuator armature"),
+        ((m.opt.disableactuator >> int(m.actuator_group[a])) & 1 if 0 <= m.actuator_group[a] < 31 else False,
+         f"its group {m.actuator_group[a]} is disabled"),
+    ]
+    for bad, what in checks:
+        if bad:
+            refuse(what)
+
+
+def _ctrl(actuators: Actuators, ctrl) -> np.ndarray:
+    """ctrl checked to have nu finite entries and clamped to ctrlrange where ctrllimited."""
+    u = np.asarray(ctrl, dtype=float)
+    if u.shape != (actuators.nu,):
+        got = f"{u.shape[0]} entries" if u.ndim == 1 else f"shape {u.shape}"
+        raise ShapeError(f"ctrl has {got}, the model has nu = {actuators.nu} actuators (one control each)")
+    u = _checks.vector("ctrl", u, actuators.nu)
+    return np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
+
+
+def _state(actuators: Actuators, q, qd):
+    return _checks.vector("q", q, actuators.nv), _checks.vector("qd", qd, actuators.nv)
+
+
+def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+    """Scalar actuator forces f (nu,) [N m | N] (MuJoCo's actuator_force), as mj_fwdActuation computes them.
+
+    ctrl is clamped to ctrlrange where ctrllimited; then f = gain ctrl + bias with
+    gain = g0 + g1 length + g2 velocity, bias = b0 + b1 length + b2 velocity,
+    length = moment q, velocity = moment qd; f is clamped to forcerange where forcelimited.
+    """
+    q, qd = _state(actuators, q, qd)
+    u = _ctrl(actuators, ctrl)
+    length, velocity = actuators.moment @ q, actuators.moment @ qd
+    g, b = actuators.gain, actuators.bias
+    f = (g[:, 0] + g[:, 1] * length + g[:, 2] * velocity) * u + b[:, 0] + b[:, 1] * length + b[:, 2] * velocity
+    return np.where(actuators.forcelimited, np.clip(f, actuators.forcerange[:, 0], actuators.forcerange[:, 1]), f)
+
+
+def actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+    """Generalized actuator force moment^T f (nv,) [N m | N] for controls ctrl (nu,); equals MuJoCo's qfrc_actuator.
+
+    f are the clamped scalar forces of actuator_outputs. Raises ShapeError if ctrl does not have nu entries.
+    """
+    return actuators.moment.T @ actuator_outputs(actuators, q, qd, ctrl)
+
+
+def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+    """d qfrc_actuator / d qd (nv, nv), the actuators' share of the implicit integrators' damping matrix.
+
+    Each actuator adds moment[a]^T (b2 + g2 ctrl_a) moment[a]; for a joint actuator with gear r that is
+    (b2 + g2 ctrl) r^2 on the joint's diagonal entry (-kv r^2 for a position or velocity servo). An actuator
+    whose force is clamped at or beyond its forcerange contributes nothing, and ctrl_a is clamped to ctrlrange,
+    as in MuJoCo's mjd_actuator_vel. MuJoCo's qDeriv keeps only the entries of its dof sparsity pattern, which
+    links a dof to its ancestors and descendants: it drops the coupling a fixed tendon makes between dofs in
+    different branches (the Panda's two fingers); this function returns the full derivative.
+    """
+    f = actuator_outputs(actuators, q, qd, ctrl)
+    u = _ctrl(actuators, ctrl)
+    lo, hi = actuators.forcerange[:, 0], actuators.forcerange[:, 1]
+    free = ~actuators.forcelimited | ((f > lo) & (f < hi))
+    df_dvelocity = np.where(free, actuators.bias[:, 2] + actuators.gain[:, 2] * u, 0.0)
+    return actuators.moment.T @ (df_dvelocity[:, None] * actuators.moment)
+
+
+# ---- applied forces ----
+
+
+def applied_force(tree: Tree, q: np.ndarray, qfrc_applied: np.ndarray | None = None,
+                  xfrc_applied: np.ndarray | None = None) -> np.ndarray:
+    """Generalized force (nv,) [N m | N] of forces pushed on the tree from outside.
+
+    qfrc_applied: (nv,) generalized forces, passed through (MuJoCo's qfrc_applied); None means zero.
+    xfrc_applied: (nbody, 6) one wrench per body of the tree, (force [N], torque [N m]) in world coordinates,
+        the force acting at the body's centre of mass; None means zero. This is MuJoCo's xfrc_applied
+        without its first row: MuJoCo's body 0 is the world and its body b + 1 is physai's tree.bodies[b],
+        so pass d.xfrc_applied[1:].
+    Each wrench w_b acts through the Jacobian of its body's centre of mass: tau = sum_b J_b(com_b)^T w_b,
+    with J_b = (Jp; Jr) of physai.jacobians.body_jacobian.
+    """
+    nb = len(tree.bodies)
+    tau = np.zeros(tree.nv) if qfrc_applied is None else _checks.vector("qfrc_applied", qfrc_applied, tree.nv).copy()
+    if xfrc_applied is None:
+        return tau
+    xfrc = _checks.as_array("xfrc_applied", xfrc_applied, (nb, 6))
+    R, p, S = body_frames(tree, q)
+    for b, body in enumerate(tree.bodies):
+        if xfrc[b].any():
+            tau += _jacobian(tree, S, b, p[b] + R[b] @ body.com).T @ xfrc[b]
+    return tau
+
+
+def constraint_force(jacobian: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """Generalized force J^T f (nv,) of constraint or contact forces f (m,) acting through the Jacobian J (m, nv)."""
+    J = np.asarray(jacobian, dtype=float)
+    if J.ndim != 2:
+        raise ShapeError(f"jacobian must be an (m, nv) array, got shape {J.shape}")
+    return J.T @ _checks.vector("f", f, J.shape[0])
