@@ -65,7 +65,8 @@ class Body:
         if self.joint:
             self.axis = _checks.as_array(f"{who} axis", self.axis, (3,))
             if abs(np.linalg.norm(self.axis) - 1.0) > 1e-9:
-                raise InvalidModelError(f"{who}: joint axis {self.axis} has length {np.linalg.norm(self.axis):.6g}, expected a unit vector")
+                length = np.linalg.norm(self.axis)
+                raise InvalidModelError(f"{who}: joint axis {self.axis} has length {length:.6g}, expected a unit vector")
             self.anchor = _checks.as_array(f"{who} anchor", np.zeros(3) if self.anchor is None else self.anchor, (3,))
         self.com = _checks.as_array(f"{who} com", self.com, (3,))
         self.inertia = _checks.as_array(f"{who} inertia", self.inertia, (3, 3))
@@ -102,7 +103,8 @@ class Tree:
             if not isinstance(b, Body):
                 raise InvalidModelError(f"tree body {i} is a {type(b).__name__}, expected a physai.dynamics.Body")
             if not -1 <= b.parent < i:
-                raise InvalidModelError(f"body {i} ({b.name!r}) has parent {b.parent}; a parent must come before its child (-1 for the world)")
+                raise InvalidModelError(f"body {i} ({b.name!r}) has parent {b.parent}; "
+                                        "a parent must come before its child (-1 for the world)")
         self.armature = _checks.as_array("armature", self.armature, (self.nv,))
         if (self.armature < 0).any():
             raise InvalidInertiaError(f"armature {self.armature} has a negative entry; rotor inertia must be >= 0")
@@ -149,7 +151,8 @@ def tree_from_mujoco(m) -> Tree:
             jtype = int(m.jnt_type[j])
             if jtype not in kinds:
                 kind_name = {0: "free", 1: "ball"}.get(jtype, str(jtype))
-                raise UnsupportedModelError(f"joint {m.joint(j).name!r} of body {name!r} is a {kind_name} joint; physai supports hinge and slide joints only")
+                raise UnsupportedModelError(f"joint {m.joint(j).name!r} of body {name!r} is a {kind_name} joint; "
+                                            "physai supports hinge and slide joints only")
             kind, axis, anchor, ref = kinds[jtype], m.jnt_axis[j].copy(), m.jnt_pos[j].copy(), float(m.qpos0[m.jnt_qposadr[j]])
         R = quat_to_mat(m.body_iquat[b])               # principal axes of inertia in the body frame
         bodies.append(Body(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), kind, axis,

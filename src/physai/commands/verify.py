@@ -16,7 +16,7 @@ import mujoco
 import numpy as np
 
 from physai import dynamics, models
-from physai.exceptions import PhysaiError, UnknownKeyframeError
+from physai.exceptions import UnknownKeyframeError
 
 RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|)
 REPEATS = 3         # timing sweeps over the states; the best one counts
