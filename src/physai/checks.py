@@ -1,0 +1,307 @@
+"""Acceptance checks of the manipulator equation  M(q) qdd + C(q, qd) qd + g(q) = tau, one function per check.
+
+Each function evaluates one property over a batch of states and returns its worst value [units as stated]:
+
+    (a) mass_matrix_asymmetry(tree, q)            max |M - M^T|                          0 for a correct M
+        mass_matrix_min_eigenvalue(tree, q)       smallest eigenvalue of M               > 0: M positive definite
+    (b) hold_residual(tree, q)                    max |forward_dynamics(q, 0, g(q))|     the hold torque is g(q)
+    (c) roundtrip_residual(tree, q, qd, tau)      max |rnea(q, qd, forward_dynamics(q, qd, tau)) - tau|
+    (d) coriolis_residual(tree, q, qd)            max |C(q, qd) qd - (c(q, qd) - g(q))| C belongs to this bias
+        skew_residual(tree, q, qd)                max |S + S^T|, S = Mdot - 2C          Mdot - 2C skew-symmetric
+        passivity_residual(tree, q, qd)           max |qd^T (Mdot - 2C) qd|              passivity
+    (e) balance_residual(m, states, ...)          max |M qacc + c - (actuator + passive + applied)| with
+                                                  MuJoCo's qacc and physai's (or MuJoCo's) terms
+        term_differences(m, states, ...)          each of physai's terms against MuJoCo's
+
+(a)-(d) are the four checks of the manipulator equation; (e) is the full balance against MuJoCo, with
+random controls within ctrlrange and random applied forces. MuJoCo runs with its constraints disabled
+(mjDSBL_CONSTRAINT: contacts, joint limits, equalities), so qfrc_constraint = 0 in the balance.
+
+The dynamics under test are keyword arguments with physai's functions as defaults (mass_matrix, gravity,
+bias, rnea, forward_dynamics, coriolis, mass_matrix_dot), each called as fn(tree, ...): pass a hand-written
+model, or a broken one, to see a check fail. run_checks(m, n, seed) runs them all on random states of a
+MuJoCo model and attaches a tolerance to each; `physai check MODEL` prints its table.
+"""
+
+import copy
+from dataclasses import dataclass
+
+import mujoco
+import numpy as np
+
+from physai import dynamics, forces
+from physai.coriolis import coriolis_matrix, mass_matrix_dot
+
+RTOL = 1e-12        # tolerance of an identity = RTOL x the scale of the quantities it compares
+QD_MAX = 2.0        # joint speeds uniform in [-QD_MAX, QD_MAX] [rad/s | m/s]
+TAU_MAX = 10.0      # joint forces for the round trip, uniform in [-TAU_MAX, TAU_MAX] [N m | N]
+APPLIED_MAX = 2.0   # qfrc_applied [N m | N] and each xfrc_applied component [N, N m], uniform in [-APPLIED_MAX, APPLIED_MAX]
+CTRL_FREE = 1.0     # ctrl of an actuator without ctrlrange: uniform in [-CTRL_FREE, CTRL_FREE]
+
+
+@dataclass(frozen=True)
+class States:
+    """A batch of n random states and inputs of a model with nv dofs, nu actuators and nbody bodies (world excluded).
+
+    q, qd:         (n, nv) joint positions [rad | m] and velocities [rad/s | m/s]
+    tau:           (n, nv) joint forces for the forward/inverse round trip [N m | N]
+    ctrl:          (n, nu) actuator controls, within ctrlrange where limited
+    qfrc_applied:  (n, nv) generalized applied forces [N m | N]
+    xfrc_applied:  (n, nbody, 6) wrench (force [N], torque [N m]) at each body's centre of mass, world frame;
+                   MuJoCo's d.xfrc_applied[1:] (physai.forces.applied_force's convention)
+    """
+
+    q: np.ndarray
+    qd: np.ndarray
+    tau: np.ndarray
+    ctrl: np.ndarray
+    qfrc_applied: np.ndarray
+    xfrc_applied: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.q)
+
+
+def random_states(m: mujoco.MjModel, n: int, seed: int = 0) -> States:
+    """n random States of a model of hinges and slides: q uniform in each limited joint's range, else in
+    [-pi, pi]; qd, tau, qfrc_applied, xfrc_applied uniform (QD_MAX, TAU_MAX, APPLIED_MAX); ctrl uniform in
+    ctrlrange where ctrllimited, else in [-CTRL_FREE, CTRL_FREE]."""
+    rng = np.random.default_rng(seed)
+    jnt = m.dof_jntid
+    lo = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 0], -np.pi)
+    hi = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 1], np.pi)
+    limited = m.actuator_ctrllimited.astype(bool)
+    clo = np.where(limited, m.actuator_ctrlrange[:, 0], -CTRL_FREE)
+    chi = np.where(limited, m.actuator_ctrlrange[:, 1], CTRL_FREE)
+    nv, nu, nb = m.nv, m.nu, m.nbody - 1
+    return States(q=rng.uniform(lo, hi, (n, nv)),
+                  qd=rng.uniform(-QD_MAX, QD_MAX, (n, nv)),
+                  tau=rng.uniform(-TAU_MAX, TAU_MAX, (n, nv)),
+                  ctrl=rng.uniform(clo, chi, (n, nu)),
+                  qfrc_applied=rng.uniform(-APPLIED_MAX, APPLIED_MAX, (n, nv)),
+                  xfrc_applied=rng.uniform(-APPLIED_MAX, APPLIED_MAX, (n, nb, 6)))
+
+
+def _rows(x) -> np.ndarray:
+    """A batch of vectors (n, k) from a single (k,) vector or an (n, k) array."""
+    a = np.asarray(x, dtype=float)
+    return a[None] if a.ndim == 1 else a
+
+
+# ---- (a) the mass matrix ----
+
+
+def mass_matrix_asymmetry(tree, q, *, mass_matrix=dynamics.mass_matrix) -> float:
+    """max over the states q (n, nv) of max_ij |M_ij - M_ji| [kg m^2 | kg]; 0 for a symmetric M."""
+    return max(float(np.abs((M := mass_matrix(tree, qi)) - M.T).max()) for qi in _rows(q))
+
+
+def mass_matrix_min_eigenvalue(tree, q, *, mass_matrix=dynamics.mass_matrix) -> float:
+    """min over the states q (n, nv) of the smallest eigenvalue of sym(M) [kg m^2 | kg]; > 0 means positive definite."""
+    return min(float(np.linalg.eigvalsh(0.5 * ((M := mass_matrix(tree, qi)) + M.T))[0]) for qi in _rows(q))
+
+
+# ---- (b) the hold torque ----
+
+
+def hold_residual(tree, q, *, gravity=dynamics.gravity, forward_dynamics=dynamics.forward_dynamics) -> float:
+    """max |forward_dynamics(q, 0, g(q))| over the states q (n, nv) [rad/s^2 | m/s^2]: the torque g(q) holds q still."""
+    worst = 0.0
+    for qi in _rows(q):
+        zero = np.zeros_like(qi)
+        worst = max(worst, float(np.abs(forward_dynamics(tree, qi, zero, gravity(tree, qi))).max()))
+    return worst
+
+
+# ---- (c) forward then inverse dynamics ----
+
+
+def roundtrip_residual(tree, q, qd, tau, *, forward_dynamics=dynamics.forward_dynamics, rnea=dynamics.rnea) -> float:
+    """max |rnea(q, qd, forward_dynamics(q, qd, tau)) - tau| over the states [N m | N]: inverse undoes forward."""
+    worst = 0.0
+    for qi, qdi, ti in zip(_rows(q), _rows(qd), _rows(tau)):
+        worst = max(worst, float(np.abs(rnea(tree, qi, qdi, forward_dynamics(tree, qi, qdi, ti)) - ti).max()))
+    return worst
+
+
+# ---- (d) the Coriolis matrix: its product, skew-symmetry of Mdot - 2C, passivity ----
+
+
+def coriolis_residual(tree, q, qd, *, coriolis=coriolis_matrix, bias=dynamics.bias, gravity=dynamics.gravity) -> float:
+    """max |C(q, qd) qd - (c(q, qd) - g(q))| over the states [N m | N]: C is the velocity part of the bias."""
+    return max(float(np.abs(coriolis(tree, qi, qdi) @ qdi - (bias(tree, qi, qdi) - gravity(tree, qi))).max())
+               for qi, qdi in zip(_rows(q), _rows(qd)))
+
+
+def _skew_part(tree, q, qd, coriolis, mdot):
+    return mdot(tree, q, qd) - 2.0 * coriolis(tree, q, qd)
+
+
+def skew_residual(tree, q, qd, *, coriolis=coriolis_matrix, mass_matrix_dot=mass_matrix_dot) -> float:
+    """max |S + S^T| with S = Mdot - 2C over the states [N m s | N s]; 0 when Mdot - 2C is skew-symmetric."""
+    return max(float(np.abs((S := _skew_part(tree, qi, qdi, coriolis, mass_matrix_dot)) + S.T).max())
+               for qi, qdi in zip(_rows(q), _rows(qd)))
+
+
+def passivity_residual(tree, q, qd, *, coriolis=coriolis_matrix, mass_matrix_dot=mass_matrix_dot) -> float:
+    """max |qd^T (Mdot - 2C) qd| over the states [W]: the power of the Coriolis forces against dT/dt is zero."""
+    return max(abs(float(qdi @ _skew_part(tree, qi, qdi, coriolis, mass_matrix_dot) @ qdi))
+               for qi, qdi in zip(_rows(q), _rows(qd)))
+
+
+# ---- (e) the full balance against MuJoCo ----
+
+
+def without_constraints(m: mujoco.MjModel) -> mujoco.MjModel:
+    """A copy of m with contacts, joint limits and equality constraints disabled (qfrc_constraint = 0)."""
+    m = copy.copy(m)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    return m
+
+
+@dataclass(frozen=True)
+class Terms:
+    """The terms of the balance at one state, each (nv,) except M (nv, nv); qacc is always MuJoCo's."""
+
+    M: np.ndarray
+    bias: np.ndarray
+    actuator: np.ndarray
+    passive: np.ndarray
+    applied: np.ndarray
+    constraint: np.ndarray
+    qacc: np.ndarray
+
+    def residual(self) -> np.ndarray:
+        """M qacc + bias - (actuator + passive + constraint + applied) (nv,) [N m | N]."""
+        return self.M @ self.qacc + self.bias - (self.actuator + self.passive + self.constraint + self.applied)
+
+
+def mujoco_terms(m: mujoco.MjModel, states: States, tree=None, actuators=None) -> list[tuple[Terms, Terms | None]]:
+    """For each state, (MuJoCo's Terms, physai's Terms or None if tree is None) after mj_forward.
+
+    m should have constraints disabled (without_constraints); MuJoCo's applied term is qfrc_applied plus each
+    body's wrench pushed through mj_applyFT at its centre of mass, physai's is forces.applied_force.
+    physai's Terms use the tree and actuators given (actuators=None means the model has none).
+    """
+    d = mujoco.MjData(m)
+    nv = m.nv
+    out = []
+    for i in range(len(states)):
+        q, qd, ctrl = states.q[i], states.qd[i], states.ctrl[i]
+        qfrc, xfrc = states.qfrc_applied[i], states.xfrc_applied[i]
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+        d.qfrc_applied[:], d.xfrc_applied[0], d.xfrc_applied[1:] = qfrc, 0.0, xfrc
+        mujoco.mj_forward(m, d)
+        M = np.zeros((nv, nv))
+        mujoco.mj_fullM(m, d, M)
+        applied = d.qfrc_applied.copy()
+        for b in range(1, m.nbody):
+            if xfrc[b - 1].any():
+                mujoco.mj_applyFT(m, d, xfrc[b - 1, :3], xfrc[b - 1, 3:], d.xipos[b], b, applied)
+        theirs = Terms(M, d.qfrc_bias.copy(), d.qfrc_actuator.copy(), d.qfrc_passive.copy(), applied,
+                       d.qfrc_constraint.copy(), d.qacc.copy())
+        ours = None
+        if tree is not None:
+            act = np.zeros(nv) if actuators is None else forces.actuator_force(actuators, q, qd, ctrl)
+            ours = Terms(dynamics.mass_matrix(tree, q), dynamics.bias(tree, q, qd), act,
+                         forces.passive_force(tree, q, qd), forces.applied_force(tree, q, qfrc, xfrc),
+                         np.zeros(nv), d.qacc.copy())
+        out.append((theirs, ours))
+    return out
+
+
+def balance_residual(m: mujoco.MjModel, states: States, tree=None, actuators=None) -> float:
+    """max |M qacc + c - (actuator + passive + constraint + applied)| [N m | N] over the states, qacc from mj_forward.
+
+    With tree (and actuators, for a model with actuators) the terms are physai's, with qfrc_constraint = 0;
+    with tree=None they are MuJoCo's own (mj_fullM, qfrc_bias, qfrc_actuator, ...). Constraints are disabled
+    on a copy of m first.
+    """
+    m = without_constraints(m)
+    pairs = mujoco_terms(m, states, tree, actuators)
+    return max(float(np.abs((ours if tree is not None else theirs).residual()).max()) for theirs, ours in pairs)
+
+
+#: the terms of the balance physai computes, with MuJoCo's name for each
+TERM_NAMES = {"M": "mj_fullM", "bias": "qfrc_bias", "actuator": "qfrc_actuator", "passive": "qfrc_passive",
+              "applied": "qfrc_applied + mj_applyFT(xfrc_applied)"}
+
+
+def term_differences(m: mujoco.MjModel, states: States, tree, actuators=None) -> dict[str, float]:
+    """max |physai - MuJoCo| of each term of the balance over the states, by key of TERM_NAMES."""
+    pairs = mujoco_terms(without_constraints(m), states, tree, actuators)
+    return {k: max(float(np.abs(getattr(o, k) - getattr(t, k)).max()) for t, o in pairs) for k in TERM_NAMES}
+
+
+# ---- all checks with tolerances ----
+
+
+@dataclass(frozen=True)
+class Result:
+    """One row of the check table: the worst value over the states and how it is judged.
+
+    passed means worst <= tolerance, or worst > tolerance when lower_bound is set (the smallest eigenvalue).
+    """
+
+    key: str
+    label: str
+    worst: float
+    unit: str
+    tolerance: float
+    lower_bound: bool = False
+
+    @property
+    def passed(self) -> bool:
+        return bool(self.worst > self.tolerance) if self.lower_bound else bool(self.worst <= self.tolerance)
+
+
+def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, tree=None, actuators=None) -> list[Result]:
+    """Every check on n random states of m; tolerances RTOL x scale, the scale being the largest magnitude of
+    what the identity compares over the states (at least 1). tree and actuators default to physai's reading
+    of m (tree_from_mujoco, actuators_from_mujoco); pass others to check them instead.
+    """
+    tree = dynamics.tree_from_mujoco(m) if tree is None else tree
+    actuators = forces.actuators_from_mujoco(m) if actuators is None and m.nu else actuators
+    s = random_states(m, n, seed)
+    slide = bool((m.jnt_type == mujoco.mjtJoint.mjJNT_SLIDE).any())
+    frc, acc, inertia, damp = (("N m | N", "rad/s^2 | m/s^2", "kg m^2 | kg", "N m s | N s") if slide
+                               else ("N m", "rad/s^2", "kg m^2", "N m s"))
+    Ms = [dynamics.mass_matrix(tree, q) for q in s.q]
+    gs = [dynamics.gravity(tree, q) for q in s.q]
+    cs = [dynamics.bias(tree, q, qd) for q, qd in zip(s.q, s.qd)]
+    Cs = [coriolis_matrix(tree, q, qd) for q, qd in zip(s.q, s.qd)]
+    Mds = [mass_matrix_dot(tree, q, qd) for q, qd in zip(s.q, s.qd)]
+    Ma = [M @ np.linalg.solve(M, t - c) for M, t, c in zip(Ms, s.tau, cs)]   # M qdd of the round trip
+
+    def big(*xs) -> float:
+        return max(1.0, *(float(np.abs(x).max()) for x in xs))
+
+    s_M = big(*Ms)                                                # inertia
+    s_acc = big(*gs) / min(np.linalg.eigvalsh(M)[0] for M in Ms)  # an acceleration: M^-1 of a rounding error in g
+    s_tau = big(s.tau, *cs, *Ma)                                  # torques of the round trip and the bias
+    s_S = big(*Mds, *Cs)                                          # Mdot and C
+    s_pow = s_S * float(np.abs(s.qd).max()) ** 2                  # qd^T S qd
+    pairs = mujoco_terms(without_constraints(m), s, tree, actuators)
+    s_bal = big(*(x for t, _ in pairs for x in (t.M @ t.qacc, t.bias, t.actuator, t.passive, t.applied)))
+    ours = max(float(np.abs(o.residual()).max()) for _, o in pairs)
+    theirs = max(float(np.abs(t.residual()).max()) for t, _ in pairs)
+    diffs = {k: max(float(np.abs(getattr(o, k) - getattr(t, k)).max()) for t, o in pairs) for k in TERM_NAMES}
+    results = [
+        Result("asymmetry", "(a) M symmetric: max |M - M^T|", mass_matrix_asymmetry(tree, s.q), inertia, RTOL * s_M),
+        Result("min_eigenvalue", "(a) M positive definite: smallest eigenvalue", mass_matrix_min_eigenvalue(tree, s.q),
+               inertia, RTOL * s_M, lower_bound=True),
+        Result("hold", "(b) hold torque g(q): max |FD(q, 0, g(q))|", hold_residual(tree, s.q), acc, RTOL * s_acc),
+        Result("roundtrip", "(c) ID(FD(tau)) = tau: max |diff|", roundtrip_residual(tree, s.q, s.qd, s.tau), frc,
+               RTOL * s_tau),
+        Result("coriolis", "(d) C qd = c - g: max |diff|", coriolis_residual(tree, s.q, s.qd), frc, RTOL * s_tau),
+        Result("skew", "(d) Mdot - 2C skew: max |S + S^T|", skew_residual(tree, s.q, s.qd), damp, RTOL * s_S),
+        Result("passivity", "(d) passivity: max |qd^T (Mdot - 2C) qd|", passivity_residual(tree, s.q, s.qd), "W",
+               RTOL * s_pow),
+        Result("balance", "(e) balance, physai terms, MuJoCo qacc", ours, frc, 10 * RTOL * s_bal),
+        Result("balance_mujoco", "(e) balance, MuJoCo's own terms", theirs, frc, 10 * RTOL * s_bal),
+    ]
+    for k, name in TERM_NAMES.items():
+        scale = s_M if k == "M" else big(*(getattr(t, k) for t, _ in pairs))
+        unit = inertia if k == "M" else frc
+        results.append(Result(f"term_{k}", f"(e) {k} vs {name}", diffs[k], unit, RTOL * scale))
+    return results

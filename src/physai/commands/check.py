@@ -1,0 +1,50 @@
+"""`physai check MODEL`: the acceptance test of the manipulator equation M qdd + C qd + g = tau on random states.
+
+(a) M symmetric positive definite, (b) the hold torque is g(q), (c) forward then inverse dynamics returns tau,
+(d) C qd is the velocity part of the bias, Mdot - 2C is skew-symmetric and qd^T (Mdot - 2C) qd = 0, and
+(e) the full balance M qacc + qfrc_bias = qfrc_actuator + qfrc_passive + qfrc_constraint + qfrc_applied with
+physai's terms against MuJoCo's qacc, then each term against MuJoCo's. The checks live in physai.checks.
+Exit status 0 when every check passes, 1 otherwise (2 for errors, from cli.py).
+"""
+
+import argparse
+
+from physai import checks, dynamics, forces, models
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `physai check`."""
+    parser.add_argument("model", metavar="MODEL", help=f"model name: {', '.join(models.names())}")
+    parser.add_argument("--states", type=_positive_int, default=100, metavar="N", help="number of random states (default 100)")
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random states (default 0)")
+
+
+def _positive_int(text: str) -> int:
+    n = int(text)
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of states, got {n}")
+    return n
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the table of checks; 0 when all pass, else 1."""
+    m = models.load(args.model)
+    tree = dynamics.tree_from_mujoco(m)                      # raises UnsupportedModelError for free/ball joints
+    actuators = forces.actuators_from_mujoco(m) if m.nu else None
+    print(f"physai check {args.model}: {m.nv} dofs, {m.nu} actuators, {args.states} random states, seed {args.seed}")
+    print(f"states: q uniform in the joint range where limited, else [-pi, pi]; qd in [-{checks.QD_MAX:g}, {checks.QD_MAX:g}]; "
+          f"tau in [-{checks.TAU_MAX:g}, {checks.TAU_MAX:g}]; ctrl uniform in ctrlrange; qfrc_applied and every "
+          f"body's xfrc_applied component in [-{checks.APPLIED_MAX:g}, {checks.APPLIED_MAX:g}]")
+    print("(e) MuJoCo runs with constraints disabled (mjDSBL_CONSTRAINT: contacts, joint limits, equalities), "
+          "so qfrc_constraint = 0 in the balance")
+    print(f"tolerance: {checks.RTOL:g} x scale (10 x for the balance), scale = max(1, largest magnitude of the compared "
+          "quantities); the smallest eigenvalue must exceed its tolerance\n")
+    results = checks.run_checks(m, args.states, args.seed, tree, actuators)
+    width = max(len(r.label) for r in results)
+    print(f"{'check':<{width}}  {'result':<6} {'worst':>10} {'tolerance':>11}  unit")
+    for r in results:
+        bound = ">" if r.lower_bound else "<="
+        print(f"{r.label:<{width}}  {'pass' if r.passed else 'FAIL':<6} {r.worst:>10.1e} {bound:>2} {r.tolerance:.1e}  {r.unit}")
+    failed = [r.key for r in results if not r.passed]
+    print("\nall checks pass" if not failed else f"\nFAIL: {', '.join(failed)}")
+    return 1 if failed else 0

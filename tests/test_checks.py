@@ -1,0 +1,135 @@
+"""physai.checks: every check passes on correct dynamics, and each one fails on an input broken the way it guards against."""
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import checks, dynamics, forces, models
+from physai.coriolis import coriolis_matrix
+
+MODELS = ("double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda")
+N = 8
+
+
+def _setup(name: str):
+    m = models.load(name)
+    tree = dynamics.tree_from_mujoco(m)
+    return m, tree, checks.random_states(m, N, seed=3)
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_all_checks_pass(name):
+    results = checks.run_checks(models.load(name), N, seed=1)
+    assert len({r.key for r in results}) == len(results) >= 14
+    failed = [(r.label, r.worst, r.tolerance) for r in results if not r.passed]
+    assert not failed
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_min_eigenvalue_is_mujocos(name):
+    """(a)'s smallest eigenvalue is that of mj_fullM at the same states (constraints play no part in M)."""
+    m, tree, s = _setup(name)
+    d = mujoco.MjData(m)
+    lowest = np.inf
+    for q in s.q:
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        lowest = min(lowest, np.linalg.eigvalsh(M)[0])
+    assert checks.mass_matrix_min_eigenvalue(tree, s.q) == pytest.approx(lowest, rel=1e-10)
+
+
+def test_states_respect_ranges():
+    m = models.load("franka_emika_panda")
+    s = checks.random_states(m, 50, seed=0)
+    lo, hi = m.jnt_range[m.dof_jntid, 0], m.jnt_range[m.dof_jntid, 1]
+    assert ((s.q >= lo) & (s.q <= hi)).all()
+    assert ((s.ctrl >= m.actuator_ctrlrange[:, 0]) & (s.ctrl <= m.actuator_ctrlrange[:, 1])).all()
+    assert s.xfrc_applied.shape == (50, m.nbody - 1, 6) and len(s) == 50
+    again = checks.random_states(m, 50, seed=0)
+    assert np.array_equal(s.q, again.q) and np.array_equal(s.xfrc_applied, again.xfrc_applied)
+
+
+def test_balance_with_mujocos_terms_and_constraints_disabled():
+    """(e) with MuJoCo's own terms; the model passed in is left as it was (the checks disable constraints on a copy)."""
+    m = models.load("arm7")
+    flags = m.opt.disableflags
+    s = checks.random_states(m, N, seed=2)
+    assert checks.balance_residual(m, s) < 1e-10
+    assert checks.balance_residual(m, s, dynamics.tree_from_mujoco(m), forces.actuators_from_mujoco(m)) < 1e-10
+    assert m.opt.disableflags == flags
+    pairs = checks.mujoco_terms(checks.without_constraints(m), s)
+    assert all(not t.constraint.any() and o is None for t, o in pairs)
+
+
+# ---- the checks fail on broken inputs ----
+
+
+def test_tampered_inertia_fails_only_against_mujoco():
+    """A tree 10 % heavier in one link is a consistent model of another robot: (a)-(d) pass, (e) fails."""
+    m = models.load("arm7")
+    tree = dynamics.tree_from_mujoco(m)
+    tree.bodies[3].mass *= 1.1
+    tree.bodies[3].inertia = tree.bodies[3].inertia * 1.1
+    results = {r.key: r for r in checks.run_checks(m, N, seed=0, tree=tree)}
+    for key in ("asymmetry", "min_eigenvalue", "hold", "roundtrip", "coriolis", "skew", "passivity"):
+        assert results[key].passed, key
+    for key in ("balance", "term_M", "term_bias"):
+        assert not results[key].passed and results[key].worst > 1e-3, key
+    assert results["balance_mujoco"].passed and results["term_actuator"].passed
+
+
+def test_wrong_armature_fails_the_balance():
+    m, tree, s = _setup("franka_emika_panda")
+    tree.armature = tree.armature * 0.5
+    assert checks.balance_residual(m, s, tree, forces.actuators_from_mujoco(m)) > 1e-2
+    assert checks.term_differences(m, s, tree, forces.actuators_from_mujoco(m))["M"] == pytest.approx(0.05)
+
+
+def test_asymmetric_or_indefinite_mass_matrix_fails():
+    m, tree, s = _setup("arm2")
+
+    def lopsided(t, q):
+        M = dynamics.mass_matrix(t, q)
+        M[0, 1] += 1e-3
+        return M
+
+    def indefinite(t, q):
+        M = dynamics.mass_matrix(t, q)
+        return M - 2 * np.linalg.eigvalsh(M)[-1] * np.eye(len(M))
+
+    assert checks.mass_matrix_asymmetry(tree, s.q) == 0.0
+    assert checks.mass_matrix_asymmetry(tree, s.q, mass_matrix=lopsided) == pytest.approx(1e-3)
+    assert checks.mass_matrix_min_eigenvalue(tree, s.q) > 0
+    assert checks.mass_matrix_min_eigenvalue(tree, s.q, mass_matrix=indefinite) < 0
+
+
+def test_wrong_gravity_fails_the_hold_check():
+    m, tree, s = _setup("arm7")
+    assert checks.hold_residual(tree, s.q) < 1e-12
+    assert checks.hold_residual(tree, s.q, gravity=lambda t, q: 1.01 * dynamics.gravity(t, q)) > 1e-3
+
+
+def test_inverse_without_armature_fails_the_round_trip():
+    m, tree, s = _setup("arm7")
+
+    def rnea_no_armature(t, q, qd, qdd):
+        return dynamics.rnea(t, q, qd, qdd) - t.armature * qdd
+
+    assert checks.roundtrip_residual(tree, s.q, s.qd, s.tau) < 1e-11
+    assert checks.roundtrip_residual(tree, s.q, s.qd, s.tau, rnea=rnea_no_armature) > 1e-2
+
+
+def test_fake_coriolis_matrices_fail():
+    """C = 0 breaks skew-symmetry; C^T keeps Mdot - 2C^T = C - C^T skew (and passive) but not C qd = c - g."""
+    m, tree, s = _setup("arm7")
+    zero = lambda t, q, qd: np.zeros((t.nv, t.nv))                       # noqa: E731
+    transposed = lambda t, q, qd: coriolis_matrix(t, q, qd).T            # noqa: E731
+    assert checks.skew_residual(tree, s.q, s.qd) < 1e-13
+    assert checks.skew_residual(tree, s.q, s.qd, coriolis=zero) > 1e-2
+    assert checks.passivity_residual(tree, s.q, s.qd, coriolis=zero) > 1e-2
+    assert checks.skew_residual(tree, s.q, s.qd, coriolis=transposed) < 1e-13
+    assert checks.passivity_residual(tree, s.q, s.qd, coriolis=transposed) < 1e-13
+    assert checks.coriolis_residual(tree, s.q, s.qd) < 1e-12
+    assert checks.coriolis_residual(tree, s.q, s.qd, coriolis=transposed) > 1e-2
