@@ -58,6 +58,27 @@ def test_ball_and_free_joints_are_not_supported_yet(joint, kind):
         dyn.tree_from_mujoco(_mjcf(joint))
 
 
+@pytest.mark.parametrize("field, what", [("dof_dampingpoly", "polynomial joint damping"),
+                                         ("jnt_stiffnesspoly", "polynomial joint stiffness"),
+                                         ("tendon_damping", "tendon damping"), ("tendon_stiffness", "tendon stiffness")])
+def test_passive_forces_a_tree_cannot_hold_are_refused(field, what):
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body name="link"><joint name="j" axis="1 0 0"/><geom size="0.1"/></body></worldbody>'
+        '<tendon><fixed name="t"><joint joint="j" coef="1"/></fixed></tendon></mujoco>')
+    dyn.tree_from_mujoco(m)                              # all zero: accepted
+    getattr(m, field)[0] = 0.2
+    with pytest.raises(UnsupportedModelError, match=f"the model has {what} .{field}."):
+        dyn.tree_from_mujoco(m)
+
+
+def test_disabled_springs_and_dampers_are_read_as_zero():
+    m = _mjcf('<joint axis="1 0 0" damping="0.3" stiffness="2" springref="0.1"/>')
+    assert dyn.tree_from_mujoco(m).damping[0] == 0.3
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_DAMPER | mujoco.mjtDisableBit.mjDSBL_SPRING
+    tree = dyn.tree_from_mujoco(m)
+    assert tree.damping[0] == 0 and tree.stiffness[0] == 0
+
+
 def test_two_joints_in_one_body_are_refused():
     with pytest.raises(UnsupportedModelError, match="body 'link' has 2 joints"):
         dyn.tree_from_mujoco(_mjcf('<joint axis="1 0 0"/><joint axis="0 1 0"/>'))

@@ -158,11 +158,23 @@ def tree_from_mujoco(m) -> Tree:
         bodies.append(Body(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), kind, axis,
                            anchor, float(m.body_mass[b]), m.body_ipos[b].copy(), R @ np.diag(m.body_inertia[b]) @ R.T,
                            name, ref))
-    gravity_off = m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY
-    gravity = np.zeros(3) if gravity_off else m.opt.gravity.copy()
+    _refuse_unsupported_passive_forces(m)
+    off = m.opt.disableflags
+    gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
+    damping = m.dof_damping * (not off & mujoco.mjtDisableBit.mjDSBL_DAMPER)
+    stiffness = m.jnt_stiffness[m.dof_jntid] * (not off & mujoco.mjtDisableBit.mjDSBL_SPRING)
     qadr = [m.jnt_qposadr[m.body_jntadr[b]] for b in range(1, m.nbody) if m.body_jntnum[b]]
-    return Tree(bodies, m.dof_armature.copy(), gravity, m.dof_damping.copy(),
-                m.jnt_stiffness[m.dof_jntid].copy(), m.qpos_spring[qadr].copy())
+    return Tree(bodies, m.dof_armature.copy(), gravity, damping, stiffness, m.qpos_spring[qadr].copy())
+
+
+def _refuse_unsupported_passive_forces(m) -> None:
+    """Passive forces a Tree cannot hold (polynomial joint springs and dampers, tendon springs and dampers)."""
+    for field, what in (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
+                        ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping")):
+        values = getattr(m, field, np.zeros(0))
+        if np.any(values):
+            raise UnsupportedModelError(f"the model has {what} ({field}); physai's passive forces cover linear joint "
+                                        "damping and stiffness only")
 
 
 def jcalc(body: Body, R0: np.ndarray, p0: np.ndarray, qi: float):

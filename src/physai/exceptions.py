@@ -29,6 +29,10 @@ class UnknownModelError(PhysaiError, LookupError):
     """No bundled or Menagerie model has this name."""
 
 
+class UnknownBodyError(PhysaiError, LookupError):
+    """No body of the tree has this index or name."""
+
+
 class UnknownKeyframeError(PhysaiError, LookupError):
     """The model has no keyframe of the requested name."""
 

@@ -15,11 +15,7 @@ import numpy as np
 
 from physai import _checks
 from physai.dynamics import Tree, _dof_of, body_frames
-from physai.exceptions import PhysaiError
-
-
-class UnknownBodyError(PhysaiError, LookupError):
-    """No body of the tree has this index or name."""
+from physai.exceptions import UnknownBodyError
 
 
 def body_index(tree: Tree, body: int | str) -> int:
