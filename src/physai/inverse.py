@@ -1,0 +1,219 @@
+"""Inverse dynamics through a timestep: the forces that make a simulator land exactly on planned positions.
+
+    inverse_dynamics(tree, q, qd, qdd)                                  continuous: tau = M qdd + c - passive
+    inverse_dynamics(tree, q, qd, qdd, dt=h, integrator="euler")        discrete:   tau = (M - h D) qdd + c - passive
+    consistent_accelerations(samples, dt)                               (qd, qdd) that semi-implicit Euler needs
+    trajectory_torques(tree, samples, dt, integrator)                   one force per step, any integrator
+    rk4_shooting(tree, samples, dt)                                     RK4: Newton on each step's force
+
+tau is what the actuators and applied forces must add together, MuJoCo's qfrc_inverse on a model without
+constraints: passive forces (joint damping and springs) are the tree's own and are subtracted. On a model
+whose actuators are motors with gear 1 (physai's arm7), ctrl = tau as long as tau lies inside ctrlrange.
+
+Why discrete. The single-step integrators do not apply qdd = M^-1 f; they solve (M - h D) a = f and set
+qd' = qd + h a, q' = q + h qd' (physai.integrators; D = -diag(damping) for euler, plus the actuators'
+velocity derivative for implicitfast, plus -2C for implicit). With the velocities and accelerations of
+consistent_accelerations, a = (qd' - qd) / h, and tau = (M - h D) a + c - passive inverts that step exactly:
+what MuJoCo's mj_inverse computes with the invdiscrete flag enabled. RK4 evaluates the dynamics four times
+with the force held constant and has no such closed form (MuJoCo refuses invdiscrete for it); rk4_shooting
+solves for each step's constant force instead.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from physai import _checks
+from physai import dynamics as dyn
+from physai import integrators as integ
+from physai.exceptions import InvalidStateError, ShapeError, UnsupportedModelError
+
+
+def inverse_dynamics(tree, q, qd, qdd, dt=None, integrator=None, actuators=None, ctrl=None) -> np.ndarray:
+    """Generalized force tau (nv,) [N m | N] the actuators and applied forces must add to give qdd at (q, qd).
+
+    Continuous (dt and integrator None): tau = M(q) qdd + c(q, qd) - passive(q, qd) = rnea - passive,
+        MuJoCo's qfrc_inverse without constraints.
+    Discrete (dt and integrator given): qdd is the finite-difference acceleration (qd_next - qd) / dt of one
+        step of `integrator`, and tau = (M - dt D) qdd + c - passive inverts that step (MuJoCo's mj_inverse
+        with invdiscrete). D as in physai.integrators.velocity_derivative; `actuators` and `ctrl` enter D
+        through the actuators' velocity derivative (implicit and implicitfast only; euler treats only joint
+        damping implicitly). rk4 raises UnsupportedModelError: use rk4_shooting.
+    """
+    q, qd, qdd = (_checks.vector(n, x, tree.nv) for n, x in (("q", q), ("qd", qd), ("qdd", qdd)))
+    from physai import forces
+
+    passive = forces.passive_force(tree, q, qd)
+    if dt is None and integrator is None:
+        return dyn.rnea(tree, q, qd, qdd) - passive
+    if dt is None or integrator is None:
+        missing = "dt" if dt is None else "integrator"
+        raise InvalidStateError(f"discrete inverse dynamics needs both dt and integrator; {missing} is missing "
+                                "(give neither for the continuous inverse)")
+    name, h = integ.check_integrator(integrator), integ.check_timestep(dt)
+    if name == "rk4":
+        raise UnsupportedModelError("discrete inverse dynamics is not defined for rk4: its four stages hold the force "
+                                    "constant, so no single matrix maps the force to the step (MuJoCo's mj_inverse "
+                                    "refuses invdiscrete too); use physai.inverse.rk4_shooting to solve for each "
+                                    "step's force")
+    A = integ.step_matrix(tree, q, qd, h, name, actuators, ctrl)
+    return A @ qdd + dyn.bias(tree, q, qd) - passive
+
+
+def consistent_accelerations(samples, dt, qd0=None):
+    """Velocities and accelerations (qd, qdd), each (N, nv), that make semi-implicit Euler hit every sample.
+
+    samples: (N + 1, nv) positions q_0 .. q_N, one timestep dt apart.
+    qd_k  = (q_k - q_(k-1)) / dt          the velocity the previous step arrived with (qd_0 = qd0, default 0)
+    qdd_k = ((q_(k+1) - q_k) / dt - qd_k) / dt  = (q_(k+1) - 2 q_k + q_(k-1)) / dt^2 for k >= 1
+    so that qd_(k+1) = qd_k + dt qdd_k and q_(k+1) = q_k + dt qd_(k+1): every single-step integrator
+    (euler, implicit, implicitfast) updates this way once its a = qdd_k.
+    """
+    h = integ.check_timestep(dt)
+    Q = np.asarray(samples, dtype=float)
+    if Q.ndim != 2 or Q.shape[0] < 2:
+        raise ShapeError(f"samples must be an (N + 1, nv) array of positions with N >= 1, got shape {Q.shape}")
+    Q = _checks.as_array("samples", Q, Q.shape)
+    nv = Q.shape[1]
+    v0 = np.zeros(nv) if qd0 is None else _checks.vector("qd0", qd0, nv)
+    qd = np.empty((Q.shape[0] - 1, nv))
+    qd[0] = v0
+    qd[1:] = (Q[1:-1] - Q[:-2]) / h
+    qdd = ((Q[1:] - Q[:-1]) / h - qd) / h
+    return qd, qdd
+
+
+def trajectory_torques(tree, samples, dt, integrator="euler", qd0=None, actuators=None, ctrl=None) -> np.ndarray:
+    """One generalized force per step (N, nv) whose open-loop replay under `integrator` lands on every sample.
+
+    Single-step integrators: the discrete inverse at the states of consistent_accelerations. rk4: rk4_shooting.
+    Replay from (samples[0], qd0) with physai.integrators.simulate(..., qfrc_applied=tau) or, on arm7, with
+    ctrl = tau; in MuJoCo, d.ctrl[:] = tau[k] before the (k+1)-th mj_step.
+    """
+    name = integ.check_integrator(integrator)
+    if name == "rk4":
+        return rk4_shooting(tree, samples, dt, qd0, actuators, ctrl).tau
+    Q = np.asarray(samples, dtype=float)
+    qd, qdd = consistent_accelerations(Q, dt, qd0)
+    return np.array([inverse_dynamics(tree, Q[k], qd[k], qdd[k], dt, name, actuators, ctrl) for k in range(len(qd))])
+
+
+@dataclass(frozen=True)
+class ShootingResult:
+    """What rk4_shooting found, for N steps.
+
+    tau:        (N, nv) generalized force held constant during step k [N m | N]
+    q, qd:      (N + 1, nv) the RK4 states the forces produce from (samples[0], qd0); q[k] is within
+                `error[k-1]` of samples[k]
+    error:      (N,) max |q[k+1] - samples[k+1]| after each step's Newton iterations [rad | m]
+    iterations: (N,) Newton iterations per step (0 when the first guess already met the tolerance)
+    """
+
+    tau: np.ndarray
+    q: np.ndarray
+    qd: np.ndarray
+    error: np.ndarray
+    iterations: np.ndarray
+
+
+def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-13, max_iter=20,
+                 jacobian="stages") -> ShootingResult:
+    """Forces whose open-loop replay under physai's rk4 lands on every sample: Newton on each step's force.
+
+    samples (N + 1, nv) positions dt apart; the replay starts at (samples[0], qd0 or 0). For each step k, the
+    constant generalized force u (added like qfrc_applied; `actuators` with their fixed `ctrl` act as well)
+    solves  r(u) = q_next(q_k, qd_k, u) - samples[k+1] = 0  for one physai rk4 step; the step then continues
+    from the state that force produces, so replaying tau reproduces q and qd exactly.
+
+    First guess: the linear extrapolation 2 tau_(k-1) - tau_(k-2) of the previous forces; for the first two steps the force giving the constant acceleration that reaches the
+    sample, a = 2 (q_(k+1) - q_k - h qd_k) / h^2 (RK4 moves q + h qd + h^2 a / 2 under constant acceleration).
+    Jacobian. The map u -> q_next is smooth: q_next = q + h/6 (qd_1 + 2 qd_2 + 2 qd_3 + qd_4) with
+    qd_(i+1) = qd + h c_i a_i, so dq_next/du = h^2/6 (da_1/du + da_2/du + da_3/du), and da_i/du = M(q_i)^-1
+    up to terms of relative size O(h) that come from the velocity and position dependence of the forces.
+      jacobian="stages" (default): J = h^2/6 (M_1^-1 + M_2^-1 + M_3^-1) from the stage mass matrices the step
+          computes anyway; a chord-Newton iteration that gains a factor O(h |M^-1 D|) per iteration (about 1e-2
+          on arm7 at 2 ms) for one rk4 step each.
+      jacobian="fd": the full Jacobian by forward differences of the rk4 step (nv extra steps per time step,
+          step size 1e-6 of the force scale); quadratic convergence, nv + 1 times the cost.
+    Stops when max |r| <= tol [rad | m]; raises InvalidStateError after max_iter iterations.
+    """
+    h = integ.check_timestep(dt)
+    Q = np.asarray(samples, dtype=float)
+    qd_all, _ = consistent_accelerations(Q, h, qd0)          # validates samples and qd0
+    if jacobian not in ("stages", "fd"):
+        raise InvalidStateError(f"unknown jacobian {jacobian!r}; expected 'stages' or 'fd'")
+    N, nv = Q.shape[0] - 1, Q.shape[1]
+    if nv != tree.nv:
+        raise ShapeError(f"samples have {nv} columns, the model needs {tree.nv}")
+    base = integ._Inputs.make(tree, actuators, ctrl, None, None)
+    tau, err, iters = np.zeros((N, nv)), np.zeros(N), np.zeros(N, dtype=int)
+    q, qd = np.empty((N + 1, nv)), np.empty((N + 1, nv))
+    q[0], qd[0] = Q[0], qd_all[0]
+
+    def rk4(u, k):
+        stages = integ._rk4_stages(tree, q[k], qd[k], h, integ._Inputs(base.actuators, base.ctrl, u, None))
+        dq = sum(b * s[1] for b, s in zip(integ._RK4_B, stages))
+        dqd = sum(b * s[2] for b, s in zip(integ._RK4_B, stages))
+        return q[k] + h * dq, qd[k] + h * dqd, stages
+
+    for k in range(N):
+        if k >= 2:                                     # the force profile is smooth: extrapolate it linearly
+            u = 2.0 * tau[k - 1] - tau[k - 2]
+        else:                                          # constant acceleration that reaches the sample
+            a = 2.0 * (Q[k + 1] - q[k] - h * qd[k]) / h**2
+            u = inverse_dynamics(tree, q[k], qd[k], a) - _own_forces(tree, q[k], qd[k], base)
+        q1, qd1, stages = rk4(u, k)
+        r = q1 - Q[k + 1]
+        n = 0
+        while np.abs(r).max() > tol:
+            if n == max_iter:
+                raise InvalidStateError(f"rk4_shooting: step {k} did not reach the sample within tol = {tol:g} after "
+                                        f"{max_iter} Newton iterations (error {np.abs(r).max():.3g}); the motion may "
+                                        "be infeasible or the timestep too large")
+            J = _fd_jacobian(rk4, u, k, q1) if jacobian == "fd" else _stage_jacobian(tree, stages, h, base)
+            u = u - np.linalg.solve(J, r)
+            q1, qd1, stages = rk4(u, k)
+            r = q1 - Q[k + 1]
+            n += 1
+        tau[k], err[k], iters[k] = u, np.abs(r).max(), n
+        q[k + 1], qd[k + 1] = q1, qd1
+    return ShootingResult(tau, q, qd, err, iters)
+
+
+def _own_forces(tree, q, qd, inputs) -> np.ndarray:
+    """Forces besides u that the tree feels during a step: its actuators at their fixed ctrl (passive is in tau)."""
+    if inputs.actuators is None:
+        return np.zeros(tree.nv)
+    from physai import forces
+
+    return forces.actuator_force(inputs.actuators, q, qd, inputs.ctrl)
+
+
+def _stage_jacobian(tree, stages, h, inputs) -> np.ndarray:
+    """dq_next/du = h^2/6 (da_1 + da_2 + da_3) with da_1 = M_1^-1, da_(i+1) = M_(i+1)^-1 (I + h c_i D da_i).
+
+    D = d f / d qd from joint damping and the actuators (constant along the step); the Coriolis part of D and
+    the position dependence of the forces are left out, an error of relative size O(h |M^-1 C|, h^2 |M^-1 df/dq|).
+    """
+    D = -np.diag(tree.damping)
+    if inputs.actuators is not None:
+        from physai import forces
+
+        D = D + forces.actuator_velocity_derivative(inputs.actuators, stages[0][0], stages[0][1], inputs.ctrl)
+    I = np.eye(tree.nv)
+    da = np.linalg.inv(stages[0][3])
+    total = da
+    for c, s in zip(integ._RK4_C[:2], stages[1:3]):
+        da = np.linalg.solve(s[3], I + h * c * D @ da)
+        total = total + da
+    return h * h / 6.0 * total
+
+
+def _fd_jacobian(rk4, u, k, q1) -> np.ndarray:
+    eps = 1e-6 * max(1.0, np.abs(u).max())
+    J = np.empty((len(u), len(u)))
+    for j in range(len(u)):
+        du = np.zeros(len(u))
+        du[j] = eps
+        J[:, j] = (rk4(u + du, k)[0] - q1) / eps
+    return J
