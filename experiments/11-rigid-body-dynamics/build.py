@@ -1,0 +1,171 @@
+"""Lesson 11 · Build it: the five steps, each with the lesson's check against MuJoCo, using physai.dynamics.
+
+    uv run python experiments/11-rigid-body-dynamics/build.py     (or: physai lesson 11 build)
+
+Prints every check and writes the same text to build_output.txt beside this file.
+"""
+
+import argparse
+import time
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import ExitStack
+from pathlib import Path
+
+import mujoco
+import numpy as np
+
+from physai import dynamics as dyn
+from physai import models
+from physai.lessons import Transcript
+from physai.lessons import lesson11 as L
+
+HERE = Path(__file__).resolve().parent
+
+
+def random_poses(m: mujoco.MjModel, count: int, seed: int = 0) -> np.ndarray:
+    """(count, nv) joint positions, uniform within each limited joint's range, else in [-pi, pi]."""
+    jnt = m.dof_jntid
+    lo = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 0], -np.pi)
+    hi = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 1], np.pi)
+    return np.random.default_rng(seed).uniform(lo, hi, (count, m.nv))
+
+
+def mj_state(m: mujoco.MjModel, d: mujoco.MjData, q, qd=None) -> mujoco.MjData:
+    """d after mj_forward at (q, qd) with no applied forces."""
+    d.qpos[:], d.qvel[:] = q, 0.0 if qd is None else qd
+    d.qfrc_applied[:], d.ctrl[:] = 0.0, 0.0
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def full_mass(m: mujoco.MjModel, d: mujoco.MjData) -> np.ndarray:
+    """Dense M of the state in d (after mj_forward) [kg m^2]."""
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    return M
+
+
+def fmt(values, spec: str = "6.3f") -> str:
+    return " ".join(f"{v:{spec}}" for v in values)
+
+
+def step1(out: Transcript, m, d, tree, states) -> float:
+    """The body table; centres of mass against xipos over the random poses. Returns the max difference [m]."""
+    out("== Step 1. The body tree of the double pendulum ==")
+    out("body parent  joint mass (kg)    com in body (m)  inertia diag (kg m^2)")
+    for i, b in enumerate(tree.bodies):
+        out(f"{i:4d} {b.parent:6d} {b.joint:>6} {b.mass:9.3f} {np.array2string(b.com):>18} {np.array2string(np.diag(b.inertia)):>22}")
+    diff = max(np.abs(np.array(dyn.spatial_tree(tree, q)[0]) - mj_state(m, d, q).xipos[1:]).max() for q in states[0])
+    out(f"centres of mass vs MuJoCo's xipos, {len(states[0])} random poses: max diff {diff:.1e} m")
+    return diff
+
+
+def step2(out: Transcript, m, d, tree, p, states) -> tuple[float, float]:
+    """RNEA against mj_inverse and the hand formula. Returns both max differences [N m]."""
+    out(f"== Step 2. Inverse dynamics (RNEA) vs mj_inverse and the hand formula, {len(states[0])} random states ==")
+    to_mj = to_hand = 0.0
+    for q, qd, qdd in zip(*states):
+        tau = dyn.rnea(tree, q, qd, qdd)
+        d.qpos[:], d.qvel[:], d.qacc[:] = q, qd, qdd
+        mujoco.mj_inverse(m, d)
+        to_mj = max(to_mj, np.abs(tau - d.qfrc_inverse).max())
+        to_hand = max(to_hand, np.abs(tau - L.hand_inverse(p, q, qd, qdd)).max())
+    out(f"max |tau_ours - qfrc_inverse| = {to_mj:.1e} N m, max |tau_ours - (M qdd + C qd + g)| = {to_hand:.1e} N m")
+    return to_mj, to_hand
+
+
+def step3(out: Transcript, m, d, tree, states, so101) -> dict:
+    """Bias against qfrc_bias on the pendulum; SO-101 g(q) stretched and folded. Returns the numbers."""
+    out("== Step 3. Bias c = rnea(q, qd, 0) vs qfrc_bias; at rest it is gravity ==")
+    diff = max(np.abs(dyn.bias(tree, q, qd) - mj_state(m, d, q, qd).qfrc_bias).max() for q, qd in zip(states[0], states[1]))
+    out(f"double pendulum, {len(states[0])} states: max |c_ours - qfrc_bias| = {diff:.1e} N m")
+    result = {"pendulum": diff}
+    sm, sd, stree = so101
+    for label, q in L.so101_poses(sm).items():
+        g = dyn.gravity(stree, q)
+        gd = np.abs(g - mj_state(sm, sd, q).qfrc_bias).max()
+        out(f"SO-101 {label:32} g(q) = {fmt(g[:5])} N m, max diff to qfrc_bias {gd:.1e}")
+        result[label] = (g, gd)
+    out(L.SO101_REVISION_NOTE)
+    return result
+
+
+def step4(out: Transcript, m, d, tree, p, states, so101, panda) -> dict:
+    """Mass matrix against mj_fullM (and the formula); the Panda home diagonal and condition number."""
+    out("== Step 4. Mass matrix by composite rigid bodies vs mj_fullM ==")
+    to_mj = to_hand = 0.0
+    for q in states[0]:
+        M = dyn.mass_matrix(tree, q)
+        to_mj = max(to_mj, np.abs(M - full_mass(m, mj_state(m, d, q))).max())
+        to_hand = max(to_hand, np.abs(M - L.hand_mass_matrix(p, q)).max())
+    out(f"double pendulum, {len(states[0])} poses: max diff {to_mj:.1e} kg m^2 to mj_fullM, {to_hand:.1e} to the formula")
+    result = {"pendulum": (to_mj, to_hand)}
+    for label, (rm, rd, rtree) in {"SO-101": so101, "Panda": panda}.items():
+        poses = random_poses(rm, 20)
+        diff = max(np.abs(dyn.mass_matrix(rtree, q) - full_mass(rm, mj_state(rm, rd, q))).max() for q in poses)
+        out(f"{label}: {rm.nv} joints, {len(poses)} random poses, max diff {diff:.1e} kg m^2")
+        result[label] = diff
+    pm, _, ptree = panda
+    M = dyn.mass_matrix(ptree, pm.key("home").qpos)
+    cond = np.linalg.cond(M[:7, :7])
+    out(f"Panda 'home': diag M = {fmt(np.diag(M)[:7], '.3f')} kg m^2, cond(M[:7, :7]) = {cond:.1f}")
+    result["panda_diag"], result["panda_cond"] = np.diag(M)[:7], cond
+    return result
+
+
+def step5(out: Transcript, m, tree, simulation=None, steps: int = 5000) -> dict:
+    """physai's forward dynamics plus semi-implicit Euler against mj_step (Euler, same model and timestep).
+
+    simulation: the result of L.euler_simulation(tree, dt, steps), if already computed (main runs it in parallel).
+    """
+    dt = m.opt.timestep
+    out(f"== Step 5. Forward dynamics + semi-implicit Euler, {steps * dt:g} s at dt = {dt * 1000:g} ms (the Experiment's Euler row) ==")
+    q, _, energy = simulation if simulation is not None else L.euler_simulation(tree, dt, steps)
+    reference = L.mujoco_energy_run(m, "Euler")                   # mj_step on the same model, same timestep
+    e0_mj, e_mj = reference(dt, steps * dt)
+    scale = L.releasable_energy(tree)
+    ours, mj = L.EnergyCell.from_run(energy[0], energy, scale), L.EnergyCell.from_run(e0_mj, e_mj, scale)
+    dq = np.abs(q - reference.data.qpos).max()
+    out(f"after {steps * dt:g} s: max |q_ours - q_mj_step| = {dq:.1e} rad")
+    out(f"energy error: max {ours.peak:.3f}%, final {ours.final:+.3f}% (one step earlier {ours.drift[-2]:+.3f}%) of {scale:.3f} J")
+    out(f"mj_step's d.energy readings: max {mj.peak:.3f}%, final {mj.final:+.3f}%. d.energy after mj_step belongs to "
+        "the state at the start of that step, so MuJoCo's last reading is our state one step earlier")
+    return {"dq": dq, "ours": ours, "mj": mj, "scale": scale}
+
+
+def run(out: Transcript, parallel: bool = True) -> dict:
+    """All five steps; returns each step's numbers. parallel: run Step 5's simulation on a second core."""
+    m = models.load("double_pendulum")
+    d, tree, p = mujoco.MjData(m), dyn.tree_from_mujoco(m), L.PendulumParams.from_model(m)
+    with ExitStack() as stack:   # Step 5's 5000 physai steps take most of the time: start them first, beside Steps 1-4
+        pool = stack.enter_context(ProcessPoolExecutor(max_workers=1)) if parallel else None
+        simulation = pool.submit(L.euler_simulation, tree, m.opt.timestep, 5000) if pool else None
+        states = L.lesson_states()
+        so101, panda = _robot("robotstudio_so101"), _robot("franka_emika_panda")
+        return {"step1": step1(out, m, d, tree, states),
+                "step2": step2(out, m, d, tree, p, states),
+                "step3": step3(out, m, d, tree, states, so101),
+                "step4": step4(out, m, d, tree, p, states, so101, panda),
+                "step5": step5(out, m, tree, simulation.result() if simulation else None)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--serial", action="store_true", help="run Step 5's simulation in this process, after Steps 1-4")
+    parser.add_argument("--out", type=Path, default=HERE, help="folder for build_output.txt (default: beside this script)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    out = Transcript()
+    run(out, parallel=not args.serial)
+    out.save(args.out / "build_output.txt")
+    print(f"[timing, not saved] build.py took {time.perf_counter() - start:.2f} s; wrote {args.out / 'build_output.txt'}")
+    return 0
+
+
+def _robot(name: str):
+    m = models.load(name)
+    return m, mujoco.MjData(m), dyn.tree_from_mujoco(m)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

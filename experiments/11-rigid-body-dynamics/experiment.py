@@ -1,0 +1,174 @@
+"""Lesson 11 · Experiment: MuJoCo against the hand formulas, the integrators' energy drift, robots' g(q) and M.
+
+    uv run python experiments/11-rigid-body-dynamics/experiment.py     (or: physai lesson 11 experiment)
+
+Prints Results 1-3 and writes them to output.txt (byte-identical on a rerun) and the plot energy_drift.png
+beside this file.
+"""
+
+import argparse
+import platform
+import time
+from pathlib import Path
+
+import mujoco
+import numpy as np
+from matplotlib.figure import Figure   # no pyplot: a file-only figure, quicker to import
+
+from physai import dynamics as dyn
+from physai import models
+from physai.lessons import Transcript
+from physai.lessons import lesson11 as L
+
+HERE = Path(__file__).resolve().parent
+
+
+def result1(out: Transcript, m: mujoco.MjModel, count: int = 1000) -> dict[str, float]:
+    """mj_fullM, qfrc_bias, mj_inverse and mj_forward against the hand formulas on the lesson's random states."""
+    p, d, M = L.PendulumParams.from_model(m), mujoco.MjData(m), np.zeros((2, 2))
+    err = dict.fromkeys(("M", "bias", "inverse", "forward", "tau_max"), 0.0)
+    for q, qd, qdd in zip(*L.lesson_states(count)):
+        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = q, qd, 0.0
+        mujoco.mj_forward(m, d)
+        mujoco.mj_fullM(m, d, M)
+        tau = L.hand_inverse(p, q, qd, qdd)
+        err["M"] = max(err["M"], np.abs(M - L.hand_mass_matrix(p, q)).max())
+        err["bias"] = max(err["bias"], np.abs(d.qfrc_bias - L.hand_bias(p, q, qd)).max())
+        err["tau_max"] = max(err["tau_max"], np.abs(tau).max())
+        d.qacc[:] = qdd
+        mujoco.mj_inverse(m, d)
+        err["inverse"] = max(err["inverse"], np.abs(d.qfrc_inverse - tau).max())
+        d.qfrc_applied[:] = tau                      # apply the formula's torque: MuJoCo must return qdd
+        mujoco.mj_forward(m, d)
+        err["forward"] = max(err["forward"], np.abs(d.qacc - qdd).max())
+    out(f"== Result 1. MuJoCo against the hand formulas, {count} random states (seed 0; q in [-pi, pi] rad, "
+        "qd in [-5, 5] rad/s, qdd in [-20, 20] rad/s^2) ==")
+    rows = [("mj_fullM vs M(q)", f"{err['M']:.2e} kg m^2"),
+            ("qfrc_bias vs C(q, qd) qd + g(q)", f"{err['bias']:.2e} N m"),
+            (f"mj_inverse vs tau (largest |tau| {err['tau_max']:.3f} N m)", f"{err['inverse']:.2e} N m"),
+            ("mj_forward qacc vs qdd (tau from the formula applied)", f"{err['forward']:.2e} rad/s^2")]
+    out(f"{'check (max over the states)':56} max abs. difference")
+    for check, value in rows:
+        out(f"{check:56} {value}")
+    return err
+
+
+def energy_table(m: mujoco.MjModel, timesteps=L.TIMESTEPS) -> L.EnergyTable:
+    """Result 2's table: each MuJoCo integrator, released from horizontal, 10 s, in % of the releasable energy."""
+    table = L.EnergyTable(tuple(timesteps), scale=L.releasable_energy(dyn.tree_from_mujoco(m)))
+    for name in L.INTEGRATORS:
+        table.add(name, L.mujoco_energy_run(m, name))
+    return table
+
+
+def result2(out: Transcript, table: L.EnergyTable) -> None:
+    """Print the energy table and the observations the lesson draws from it, each computed from the table."""
+    out(f"== Result 2. Energy error over {table.duration:g} s, in % of the {table.scale:.3f} J the pendulum can release "
+        "(horizontal minus hanging straight down); each cell is max |E(t) - E0| / final E - E0 ==")
+    out(table.format())
+    out("Observations:")
+    same = table.identical("Euler", "implicitfast")
+    out(f"- implicitfast {'is identical to Euler in every cell (bit-identical energy series)' if same else 'differs from Euler'}: "
+        "without joint damping the only velocity-dependent force is Coriolis/centripetal, which implicitfast drops "
+        "and Euler never had.")
+    for name in ("Euler", "implicit"):
+        pairs = ", ".join(f"{a * 1000:g}->{b * 1000:g} ms x{r:.2f}" for a, b, r in table.halving_ratios(name))
+        out(f"- {name}: |final E - E0| when dt doubles: {pairs}")
+    euler, implicit, rk4 = (table.rows[n] for n in ("Euler", "implicit", "RK4"))
+    small = [dt for dt in table.timesteps if dt <= 0.002]
+    ratios = [r for a, _, r in table.halving_ratios("Euler") + table.halving_ratios("implicit") if a < max(small)]
+    halves = all(abs(r - 2) < 0.2 for r in ratios)
+    out(f"  halving dt {'halves' if halves else 'does not halve'} the error up to {max(small) * 1000:g} ms "
+        f"(ratios {min(ratios):.2f}-{max(ratios):.2f}); at larger steps the first-order rule no longer holds.")
+    n = len(table.timesteps)
+    out(f"- Euler gains energy in {sum(c.final > 0 for c in euler)} of {n} cells, implicit loses it in "
+        f"{sum(c.final < 0 for c in implicit)} of {n}: linearising the Coriolis forces adds numerical damping.")
+    zero = [dt for dt, c in zip(table.timesteps, rk4) if round(c.peak, 3) == 0]
+    out(f"- RK4 stays at {0:.3f}% (three decimals) up to {max(zero) * 1000:g} ms, at four force evaluations per step.")
+    at2 = table.cell("Euler", 0.002)
+    out(f"- At the default 2 ms the frictionless double pendulum gains {at2.peak:.3f}% in {table.duration:g} s with Euler; "
+        f"implicit loses {-table.cell('implicit', 0.002).final:.3f}%.")
+
+
+def plot(table: L.EnergyTable, path: Path) -> None:
+    """energy_drift.png: final E - E0 against timestep (log axis), one line per integrator."""
+    styles = {"Euler": ("o-", 2.5), "implicitfast": ("x--", 1.2), "RK4": ("s-", 2.0), "implicit": ("^-", 2.0)}
+    ms = [dt * 1000 for dt in table.timesteps]
+    fig = Figure(figsize=(7, 4.5), dpi=120)
+    ax = fig.subplots()
+    for name, cells in table.rows.items():
+        style, width = styles.get(name, (".-", 1.5))
+        label = name + (" (identical to Euler)" if name == "implicitfast" and table.identical("Euler", name) else "")
+        ax.plot(ms, [c.final for c in cells], style, lw=width, ms=7, label=label)
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set_xscale("log")
+    ax.set_xticks(ms, [f"{x:g}" for x in ms])
+    ax.set_xlabel("timestep dt [ms] (log scale)")
+    ax.set_ylabel(f"energy change after {table.duration:g} s\n[% of the {table.scale:.3f} J releasable]")
+    ax.set_title("Frictionless double pendulum released from horizontal: energy drift by integrator")
+    ax.title.set_fontsize(10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(title="MuJoCo integrator")
+    fig.tight_layout()
+    fig.savefig(path, metadata={"Software": None})
+
+
+def result3(out: Transcript) -> dict:
+    """Panda home and SO-101 g(q) from qfrc_bias at rest; the Panda's diagonal of M at home and its condition number."""
+    out("== Result 3. Robots at rest: g(q) from qfrc_bias (qvel = 0) ==")
+    panda, so101 = models.load("franka_emika_panda"), models.load("robotstudio_so101")
+    g_panda = _gravity(panda, panda.key("home").qpos)
+    out(f"Panda 'home'{'':28} joints 1-7 [N m]: {', '.join(f'{x:.2f}' for x in g_panda[:7])}")
+    g_so = {label: _gravity(so101, q) for label, q in L.so101_poses(so101).items()}
+    for label, g in g_so.items():
+        out(f"SO-101 {label:32} joints 1-5 [N m]: {', '.join(f'{x:.3f}' for x in g[:5])}")
+    out(L.SO101_REVISION_NOTE)
+    d = mujoco.MjData(panda)
+    d.qpos[:] = panda.key("home").qpos
+    mujoco.mj_forward(panda, d)
+    M = np.zeros((panda.nv, panda.nv))
+    mujoco.mj_fullM(panda, d, M)
+    diag, arm = np.diag(M)[:7], panda.dof_armature[:7]
+    cond = np.linalg.cond(M[:7, :7])
+    out(f"Panda 'home', diagonal of M (mj_fullM), joints 1-7 [kg m^2]: {' '.join(f'{x:.3f}' for x in diag)}")
+    out(f"  of which armature (reflected rotor inertia) [kg m^2]:       {' '.join(f'{x:.3f}' for x in arm)}")
+    out(f"  armature share of the diagonal [%]:                         {' '.join(f'{x:.1f}' for x in 100 * arm / diag)}")
+    out(f"  condition number of M[:7, :7]: {cond:.1f}; heaviest joint {diag.max():.3f}, lightest {diag.min():.3f} kg m^2")
+    return {"panda_g": g_panda, "so101_g": g_so, "panda_diag": diag, "panda_armature": arm, "panda_cond": cond}
+
+
+def _gravity(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
+    """qfrc_bias at rest in qpos: the gravity torques g(q) [N m]."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos
+    mujoco.mj_forward(m, d)
+    return d.qfrc_bias.copy()
+
+
+def run(out: Transcript) -> dict:
+    """Results 1-3; returns their numbers (the energy table under "table")."""
+    out(f"Lesson 11 experiment · MuJoCo {mujoco.__version__}, NumPy {np.__version__}, Python {platform.python_version()}; "
+        "deterministic")
+    m = models.load("double_pendulum")
+    result = {"result1": result1(out, m), "table": energy_table(m)}
+    result2(out, result["table"])
+    result["result3"] = result3(out)
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=HERE, help="folder for output.txt and energy_drift.png (default: beside this script)")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    out = Transcript()
+    result = run(out)
+    out.save(args.out / "output.txt")
+    plot(result["table"], args.out / "energy_drift.png")
+    print(f"[timing, not saved] experiment.py took {time.perf_counter() - start:.2f} s; "
+          f"wrote {args.out / 'output.txt'} and {args.out / 'energy_drift.png'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,211 @@
+"""Lesson 11's scripts (experiments/11-rigid-body-dynamics): their functions run here and are checked against
+live MuJoCo; the energy-drift monitor; `physai lesson 11 ...` from another working directory.
+
+Machine precision here means 1e-12 absolute (times the magnitude when it exceeds 1, e.g. on the robots).
+"""
+
+import importlib.util
+import math
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import cli, models
+from physai import dynamics as dyn
+from physai.energy_drift import EnergyDriftWarning, EnergyMonitor, check_energy_drift
+from physai.lessons import Transcript, lesson_dir
+from physai.lessons import lesson11 as L
+
+TOL = 1e-12
+FOLDER = lesson_dir(11)
+
+
+def load_script(name: str):
+    """A lesson script as a module, without running its main()."""
+    spec = importlib.util.spec_from_file_location(f"lesson11_{name}", FOLDER / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def build():
+    return load_script("build").run(Transcript(echo=False))
+
+
+@pytest.fixture(scope="module")
+def experiment():
+    return load_script("experiment").run(Transcript(echo=False))
+
+
+# ---- build.py: every check at machine precision ----
+
+def test_build_checks_are_at_machine_precision(build):
+    assert build["step1"] <= TOL                                   # centres of mass vs xipos [m]
+    assert max(build["step2"]) <= TOL                              # rnea vs mj_inverse and the hand formula [N m]
+    step3 = build["step3"]
+    assert step3["pendulum"] <= TOL
+    for label, value in step3.items():
+        if label != "pendulum":
+            assert value[1] <= TOL, label                          # SO-101 g(q) vs qfrc_bias
+    step4 = build["step4"]
+    assert max(step4["pendulum"]) <= TOL and step4["SO-101"] <= TOL
+    assert step4["Panda"] <= TOL * 10                              # M entries up to a few kg m^2
+    step5 = build["step5"]
+    assert step5["dq"] <= TOL                                      # physai's Euler vs mj_step after 5000 steps [rad]
+    # MuJoCo's last energy reading belongs to the state one step before the last: equal to ours one step earlier
+    assert step5["ours"].drift[-2] == pytest.approx(step5["mj"].final, abs=1e-9)
+    assert step5["ours"].peak == pytest.approx(step5["mj"].peak, abs=1e-9)
+
+
+def test_build_panda_home_against_mj_fullM(build):
+    m = models.load("franka_emika_panda")
+    d = mujoco.MjData(m)
+    d.qpos[:] = m.key("home").qpos
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    np.testing.assert_allclose(build["step4"]["panda_diag"], np.diag(M)[:7], rtol=0, atol=TOL * 10)
+    assert build["step4"]["panda_cond"] == pytest.approx(np.linalg.cond(M[:7, :7]), rel=1e-9)
+
+
+# ---- experiment.py ----
+
+def test_result1_is_at_machine_precision(experiment):
+    err = experiment["result1"]
+    assert err["M"] <= TOL and err["bias"] <= TOL and err["inverse"] <= TOL
+    assert err["forward"] <= TOL * 20                              # accelerations up to 20 rad/s^2
+
+
+def mujoco_cell(integrator: int, timestep: float, duration: float = 10.0) -> tuple[float, float]:
+    """(peak, final) energy error in % of the releasable energy, straight from MuJoCo, without physai.lessons."""
+    m = models.load("double_pendulum")
+    d = mujoco.MjData(m)
+
+    def potential(q):
+        d.qpos[:], d.qvel[:] = q, 0.0
+        mujoco.mj_forward(m, d)
+        return d.energy[0]
+
+    releasable = potential([0.0, 0.0]) - potential([np.pi / 2, 0.0])   # horizontal minus hanging straight down
+    m.opt.integrator, m.opt.timestep = integrator, timestep
+    mujoco.mj_resetData(m, d)
+    mujoco.mj_forward(m, d)
+    e0, drift = d.energy.sum(), []
+    for _ in range(round(duration / timestep)):
+        mujoco.mj_step(m, d)
+        drift.append((d.energy.sum() - e0) / releasable * 100)
+    return max(map(abs, drift)), drift[-1]
+
+
+@pytest.mark.parametrize("name", ["Euler", "RK4", "implicit"])
+def test_energy_table_2ms_column_matches_mujoco(experiment, name):
+    table = experiment["table"]
+    peak, final = mujoco_cell(int(L.INTEGRATORS[name]), 0.002)
+    cell = table.cell(name, 0.002)
+    assert cell.peak == pytest.approx(peak, abs=1e-9)
+    assert cell.final == pytest.approx(final, abs=1e-9)
+    assert str(cell) == f"{peak:.3f} / {final:+.3f}"
+
+
+def test_energy_table_published_cross_check(experiment):
+    """Labeled cross-check only: the lesson's published numbers (Result 2, Break it); live MuJoCo is what counts."""
+    table = experiment["table"]
+    assert str(table.cell("Euler", 0.002)) == "14.357 / +14.355"     # the lesson's published number
+    assert str(table.cell("implicit", 0.002)) == "11.352 / -11.352"  # the lesson's published number
+    assert str(table.cell("Euler", 0.02)) == "140.049 / +124.182"    # the lesson's published number (Break it)
+    assert f"{table.scale:.3f}" == "4.660"                           # the lesson's published number
+
+
+def test_energy_table_observations(experiment):
+    table = experiment["table"]
+    assert table.identical("Euler", "implicitfast")
+    for name in ("Euler", "implicit"):                               # first order: halving dt halves the error
+        for dt, _, ratio in table.halving_ratios(name):
+            if dt < 0.002:
+                assert 1.8 < ratio < 2.2, (name, dt, ratio)
+
+
+def test_energy_table_is_deterministic(experiment):
+    m = models.load("double_pendulum")
+    again = load_script("experiment").energy_table(m)
+    assert again.format() == experiment["table"].format()
+    assert again.format(sources_as="columns") == experiment["table"].format(sources_as="columns")
+
+
+def test_releasable_energy_matches_hand_formula():
+    m = models.load("double_pendulum")
+    p = L.PendulumParams.from_model(m)
+    expected = p.g * (p.m1 * p.c1 + p.m2 * p.l1 + p.m2 * p.c2)
+    assert L.releasable_energy(dyn.tree_from_mujoco(m)) == pytest.approx(expected, abs=TOL)
+    assert L.hand_potential(p, L.HORIZONTAL) - L.hand_potential(p, L.HANGING) == pytest.approx(expected, abs=TOL)
+
+
+def test_result3_against_physai(experiment):
+    r3 = experiment["result3"]
+    panda = models.load("franka_emika_panda")
+    tree = dyn.tree_from_mujoco(panda)
+    q = panda.key("home").qpos
+    np.testing.assert_allclose(r3["panda_g"], dyn.gravity(tree, q), rtol=0, atol=TOL * 30)
+    np.testing.assert_allclose(r3["panda_diag"], np.diag(dyn.mass_matrix(tree, q))[:7], rtol=0, atol=TOL * 10)
+    np.testing.assert_array_equal(r3["panda_armature"], panda.dof_armature[:7])
+
+
+def test_plot_is_written(experiment, tmp_path):
+    load_script("experiment").plot(experiment["table"], tmp_path / "energy_drift.png")
+    assert (tmp_path / "energy_drift.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# ---- the energy-drift monitor ----
+
+def test_monitor_warns_once_with_advice():
+    monitor = EnergyMonitor(threshold_percent=5.0, scale=2.0, timestep=0.02)
+    with pytest.warns(EnergyDriftWarning, match="smaller timestep than 20 ms or the RK4 integrator") as record:
+        for k, e in enumerate([10.0, 10.05, 10.2, 10.3]):        # 0, 2.5, 10, 15 % of 2 J
+            monitor.update(e, 0.02 * k)
+    assert len(record) == 1
+    assert monitor.event.index == 2 and monitor.event.time == pytest.approx(0.04)
+    assert monitor.peak_percent == pytest.approx(15.0)
+
+
+def test_monitor_quiet_within_threshold_and_losses_of_dissipative_systems():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", EnergyDriftWarning)
+        assert not check_energy_drift([1.0, 1.01, 0.99], scale=1.0, threshold_percent=2.0).drifted
+        assert not check_energy_drift([1.0, 0.5, 0.2], scale=1.0, threshold_percent=2.0, dissipative=True).drifted
+    with pytest.warns(EnergyDriftWarning, match="gained"):
+        check_energy_drift([1.0, 0.5, 0.6], scale=1.0, threshold_percent=2.0, dissipative=True, reference=0.55)
+    with pytest.warns(EnergyDriftWarning):
+        assert check_energy_drift([1.0, math.nan], scale=1.0, threshold_percent=2.0).drifted
+
+
+def test_monitor_rejects_bad_settings():
+    with pytest.raises(ValueError, match="threshold_percent"):
+        EnergyMonitor(0.0, 1.0)
+    with pytest.raises(ValueError, match="scale"):
+        EnergyMonitor(1.0, -1.0)
+
+
+# ---- the scripts through the command line ----
+
+def test_cli_break_it_from_another_directory(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["lesson", "11", "break-it", "--out", str(tmp_path)]) == 0
+    text = (tmp_path / "break_it_output.txt").read_text()
+    assert "EnergyDriftWarning" in text and "RK4 at 20 ms" in text
+    assert text == capsys.readouterr().out
+
+
+def test_exercise_answers():
+    r = load_script("exercises").run(Transcript(echo=False))
+    assert r["easy"]["delta"] == pytest.approx(r["easy"]["formula"], abs=TOL)
+    assert r["easy"]["delta_mj"] == pytest.approx(r["easy"]["formula"], abs=TOL)
+    assert r["medium"]["diff"] <= TOL * 30
+    assert all(k == len(L.TIMESTEPS) for k in r["hard"]["falls"].values())
+
+
+def test_cli_unknown_lesson(capsys):
+    assert cli.main(["lesson", "99", "build"]) == 2
+    assert "lesson 99" in capsys.readouterr().err
