@@ -143,6 +143,12 @@ def test_releasable_energy_matches_hand_formula():
     assert L.hand_potential(p, L.HORIZONTAL) - L.hand_potential(p, L.HANGING) == pytest.approx(expected, abs=TOL)
 
 
+def test_hand_forward_inverts_hand_inverse():
+    p = L.PendulumParams.from_model(models.load("double_pendulum"))
+    for q, qd, qdd in zip(*L.lesson_states(50)):
+        np.testing.assert_allclose(L.hand_forward(p, q, qd, L.hand_inverse(p, q, qd, qdd)), qdd, rtol=0, atol=TOL * 20)
+
+
 def test_result3_against_physai(experiment):
     r3 = experiment["result3"]
     panda = models.load("franka_emika_panda")

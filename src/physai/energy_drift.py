@@ -7,7 +7,8 @@ does, with EnergyDriftWarning, once, when |E(t) - E0| passes `threshold_percent`
     monitor = EnergyMonitor(threshold_percent=5.0, scale=4.660, timestep=m.opt.timestep)
     for _ in range(steps):
         mujoco.mj_step(m, d)
-        monitor.update(d.energy[0] + d.energy[1], d.time)   # needs <flag energy="enable"/>
+        # needs <flag energy="enable"/>; after mj_step, d.energy belongs to the state at the start of the step
+        monitor.update(d.energy[0] + d.energy[1], d.time - m.opt.timestep)
 
     check_energy_drift(energies, scale=4.660, threshold_percent=5.0)   # the same on a recorded series
 
@@ -20,6 +21,7 @@ then, so only gains are flagged.
 import math
 import warnings
 from dataclasses import dataclass
+
 
 class EnergyDriftWarning(UserWarning):
     """The energy of a passive simulation drifted past the threshold: integration error, not physics."""

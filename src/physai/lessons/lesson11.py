@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from physai import dynamics
+from physai import dynamics, models
 from physai.exceptions import InvalidModelError
 
 #: The lesson's timesteps for the energy table [s].
@@ -156,8 +156,6 @@ def releasable_energy(tree: dynamics.Tree, release: np.ndarray = HORIZONTAL, res
 
 def damped_pendulum(damping: float) -> mujoco.MjModel:
     """The bundled double pendulum with damping="<damping>" [N m s/rad] added to both joints (Check yourself, Hard)."""
-    from physai import models
-
     xml = models.model_path("double_pendulum").read_text(encoding="utf-8")
     damped = xml.replace('type="hinge"', f'type="hinge" damping="{damping:g}"')
     if damped.count("damping=") != 2:
