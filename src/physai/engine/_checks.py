@@ -1,0 +1,44 @@
+"""Argument checks of the engine's boundary: one state (nv,) or a batch (N, nv), with Pinocchio-style messages."""
+
+import numpy as np
+
+from physai.exceptions import InvalidStateError, ShapeError
+
+
+def states(nv: int, **arrays):
+    """Check joint-space arrays given by name (q=..., qd=...) and bring them to the engine's layout.
+
+    Each must be one state (nv,) or a batch (N, nv) with the same N as the other batched ones; a single
+    state is shared by every state of the batch. Returns (list of the arrays in order, each (nv, n) with the
+    state index last, n = max(N, 2); batch: N, or None when every input was a single state).
+    Raises ShapeError for wrong shapes, InvalidStateError for NaN or infinity.
+    """
+    out, batch, first = [], None, None
+    for name, x in arrays.items():
+        try:
+            a = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ShapeError(f"{name} must be an array of shape ({nv},) or (N, {nv}), got {type(x).__name__}: {exc}") from None
+        if a.ndim == 1:
+            if a.shape[0] != nv:
+                raise ShapeError(f"{name} has {a.shape[0]} entries, the model needs {nv}")
+        elif a.ndim == 2:
+            if a.shape[1] != nv:
+                raise ShapeError(f"{name} has shape {a.shape}, the model needs ({a.shape[0]}, {nv}) or ({nv},)")
+            if batch is None:
+                batch, first = a.shape[0], name
+            elif a.shape[0] != batch:
+                raise ShapeError(f"{name} has {a.shape[0]} states but {first} has {batch}; batched inputs need the same "
+                                 f"number of states (a single ({nv},) state is shared by the whole batch)")
+        else:
+            raise ShapeError(f"{name} must have shape ({nv},) or (N, {nv}), got shape {a.shape}")
+        if not np.isfinite(a).all():
+            i = tuple(int(k) for k in np.argwhere(~np.isfinite(a))[0])
+            where = i[0] if len(i) == 1 else i
+            raise InvalidStateError(f"{name}[{where}] is {a[i]}; {name} must be finite")
+        out.append(a)
+    # one state runs as two identical columns: numpy sums a lone column in a different order, and
+    # this way a state gives bit-for-bit the same result alone or inside any batch
+    n = 2 if batch is None or batch == 1 else batch
+    return [np.broadcast_to(a.reshape(-1, nv).T, (nv, n)) if a.ndim == 1 or a.shape[0] == 1 else np.ascontiguousarray(a.T)
+            for a in out], batch
