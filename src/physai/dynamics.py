@@ -20,7 +20,7 @@ import numpy as np
 
 from physai import _checks
 from physai.exceptions import InvalidInertiaError, InvalidModelError, UnsupportedModelError
-from physai.spatial import axis_angle_to_mat, cross_force, cross_motion, quat_to_mat, spatial_inertia
+from physai.spatial import axis_angle_to_mat, cross_force, cross_motion, quat_to_mat, skew, spatial_inertia
 
 JOINT_TYPES = ("hinge", "slide", "")
 
@@ -188,8 +188,8 @@ def jcalc(body: Body, R0: np.ndarray, p0: np.ndarray, qi: float):
     a, o = R0 @ body.axis, p0 + R0 @ body.anchor
     if body.joint == "hinge":
         turn = axis_angle_to_mat(a, qi - body.ref)
-        return turn @ R0, o + turn @ (p0 - o), np.r_[a, np.cross(o, a)]
-    return R0, p0 + a * (qi - body.ref), np.r_[np.zeros(3), a]
+        return turn @ R0, o + turn @ (p0 - o), np.concatenate([a, skew(o) @ a])      # S = (a, o x a)
+    return R0, p0 + a * (qi - body.ref), np.concatenate([np.zeros(3), a])           # S = (0, a)
 
 
 def body_frames(tree: Tree, q: np.ndarray):
@@ -238,7 +238,7 @@ def rnea(tree: Tree, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarr
     dof = _dof_of(S)
     v, a, f = [], [], []
     for i, b in enumerate(tree.bodies):                # outward: v_i = v_p + S qd,  a_i = a_p + S qdd + v_i x S qd
-        vp, ap = (v[b.parent], a[b.parent]) if b.parent >= 0 else (np.zeros(6), np.r_[np.zeros(3), -tree.gravity])
+        vp, ap = (v[b.parent], a[b.parent]) if b.parent >= 0 else (np.zeros(6), np.concatenate([np.zeros(3), -tree.gravity]))
         if dof[i] is not None:
             vp = vp + S[i] * qd[dof[i]]
             ap = ap + S[i] * qdd[dof[i]] + cross_motion(vp) @ S[i] * qd[dof[i]]

@@ -15,8 +15,10 @@ def skew(v: np.ndarray) -> np.ndarray:
 
 def cross_motion(v: np.ndarray) -> np.ndarray:
     """6x6 matrix of v x (.) acting on motion vectors (Featherstone's crm)."""
-    w, u = skew(v[:3]), skew(v[3:])
-    return np.block([[w, np.zeros((3, 3))], [u, w]])
+    X = np.zeros((6, 6))
+    X[:3, :3] = X[3:, 3:] = skew(v[:3])                  # [w x   0 ]
+    X[3:, :3] = skew(v[3:])                              # [u x  w x]
+    return X
 
 
 def cross_force(v: np.ndarray) -> np.ndarray:
@@ -27,7 +29,10 @@ def cross_force(v: np.ndarray) -> np.ndarray:
 def spatial_inertia(mass: float, c: np.ndarray, Ic: np.ndarray) -> np.ndarray:
     """6x6 inertia about the origin of a body of `mass` [kg] with centre of mass c [m] and 3x3 inertia Ic about c [kg m^2]."""
     C = skew(c)
-    return np.block([[Ic + mass * C @ C.T, mass * C], [mass * C.T, mass * np.eye(3)]])
+    I = np.empty((6, 6))
+    I[:3, :3], I[:3, 3:] = Ic + mass * C @ C.T, mass * C   # [Ic + m c x c x^T   m c x]
+    I[3:, :3], I[3:, 3:] = mass * C.T, mass * np.eye(3)    # [m c x^T            m 1  ]
+    return I
 
 
 def quat_to_mat(quat: np.ndarray) -> np.ndarray:
