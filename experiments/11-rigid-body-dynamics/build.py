@@ -7,8 +7,6 @@ Prints every check and writes the same text to build_output.txt beside this file
 
 import argparse
 import time
-from concurrent.futures import ProcessPoolExecutor
-from contextlib import ExitStack
 from pathlib import Path
 
 import mujoco
@@ -113,14 +111,11 @@ def step4(out: Transcript, m, d, tree, p, states, so101, panda) -> dict:
     return result
 
 
-def step5(out: Transcript, m, tree, simulation=None, steps: int = 5000) -> dict:
-    """physai's forward dynamics plus semi-implicit Euler against mj_step (Euler, same model and timestep).
-
-    simulation: the result of L.euler_simulation(tree, dt, steps), if already computed (main runs it in parallel).
-    """
+def step5(out: Transcript, m, tree, steps: int = 5000) -> dict:
+    """physai's forward dynamics plus semi-implicit Euler against mj_step (Euler, same model and timestep)."""
     dt = m.opt.timestep
     out(f"== Step 5. Forward dynamics + semi-implicit Euler, {steps * dt:g} s at dt = {dt * 1000:g} ms (the Experiment's Euler row) ==")
-    q, _, energy = simulation if simulation is not None else L.euler_simulation(tree, dt, steps)
+    q, _, energy = L.euler_simulation(tree, dt, steps)
     reference = L.mujoco_energy_run(m, "Euler")                   # mj_step on the same model, same timestep
     e0_mj, e_mj = reference(dt, steps * dt)
     scale = L.releasable_energy(tree)
@@ -133,30 +128,27 @@ def step5(out: Transcript, m, tree, simulation=None, steps: int = 5000) -> dict:
     return {"dq": dq, "ours": ours, "mj": mj, "scale": scale}
 
 
-def run(out: Transcript, parallel: bool = True) -> dict:
-    """All five steps; returns each step's numbers. parallel: run Step 5's simulation on a second core."""
+def run(out: Transcript) -> dict:
+    """All five steps; returns each step's numbers."""
     m = models.load("double_pendulum")
     d, tree, p = mujoco.MjData(m), dyn.tree_from_mujoco(m), L.PendulumParams.from_model(m)
-    with ExitStack() as stack:   # Step 5's 5000 physai steps take most of the time: start them first, beside Steps 1-4
-        pool = stack.enter_context(ProcessPoolExecutor(max_workers=1)) if parallel else None
-        simulation = pool.submit(L.euler_simulation, tree, m.opt.timestep, 5000) if pool else None
-        states = L.lesson_states()
-        so101, panda = _robot("robotstudio_so101"), _robot("franka_emika_panda")
-        return {"step1": step1(out, m, d, tree, states),
-                "step2": step2(out, m, d, tree, p, states),
-                "step3": step3(out, m, d, tree, states, so101),
-                "step4": step4(out, m, d, tree, p, states, so101, panda),
-                "step5": step5(out, m, tree, simulation.result() if simulation else None)}
+    states = L.lesson_states()
+    so101, panda = _robot("robotstudio_so101"), _robot("franka_emika_panda")
+    return {"step1": step1(out, m, d, tree, states),
+            "step2": step2(out, m, d, tree, p, states),
+            "step3": step3(out, m, d, tree, states, so101),
+            "step4": step4(out, m, d, tree, p, states, so101, panda),
+            "step5": step5(out, m, tree)}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--serial", action="store_true", help="run Step 5's simulation in this process, after Steps 1-4")
     parser.add_argument("--out", type=Path, default=HERE, help="folder for build_output.txt (default: beside this script)")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     out = Transcript()
-    run(out, parallel=not args.serial)
+    run(out)
+    args.out.mkdir(parents=True, exist_ok=True)
     out.save(args.out / "build_output.txt")
     print(f"[timing, not saved] build.py took {time.perf_counter() - start:.2f} s; wrote {args.out / 'build_output.txt'}")
     return 0

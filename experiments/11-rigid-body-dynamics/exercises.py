@@ -91,7 +91,7 @@ def hard(out: Transcript) -> dict:
         "only Coriolis/centripetal)")
     falls = {n: sum(c.final < 0 for c in cells) for n, cells in t.rows.items()}
     rises = {n: max(int((np.diff(c.drift) > 0).sum()) for c in cells) for n, cells in t.rows.items()}
-    out(f"2. Does the energy now fall for every integrator? final E < E0 in "
+    out("2. Does the energy now fall for every integrator? final E < E0 in "
         + ", ".join(f"{n} {k}/{len(t.timesteps)}" for n, k in falls.items())
         + f" cells: {'yes' if all(k == len(t.timesteps) for k in falls.values()) else 'no'}. "
         "A damped passive system's energy may never rise; the most readings that rise over the one before, in any "
