@@ -169,8 +169,9 @@ def tree_from_mujoco(m) -> Tree:
 
 def _refuse_unsupported_passive_forces(m) -> None:
     """Passive forces a Tree cannot hold (polynomial joint springs and dampers, tendon springs and dampers)."""
-    for attribute, what in (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
-                        ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping")):
+    unsupported = (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
+                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"))
+    for attribute, what in unsupported:
         values = getattr(m, attribute, np.zeros(0))
         if np.any(values):
             raise UnsupportedModelError(f"the model has {what} ({attribute}); physai's passive forces cover linear joint "
