@@ -111,3 +111,77 @@ def test_challenge_passivity(eom):
     assert ch["skew"] < 1e-14 and ch["skew_hand"] < 1e-14 and ch["passivity"] < 1e-13
     assert ch["dC"] < 1e-14 and ch["dMdot"] < 1e-14 and ch["Cqd"] < 1e-13
     assert ch["drift"] < 1e-9 and ch["vs_mujoco"] < 1e-10
+
+
+# ---- seed 003: inverse dynamics ----
+
+
+def test_inverse_undoes_forward(inv):
+    a = inv.inverse_undoes_forward(n=20)
+    assert a["mujoco"] < 1e-10 and a["physai"] < 1e-10 and a["identity"] < 1e-12 and a["constraint"] == 0.0
+
+
+@pytest.fixture(scope="module")
+def motion(inv):
+    return inv.Motion(steps=100)
+
+
+def test_euler_four_ways(inv, motion):
+    rows = inv.euler_four_ways(motion)
+    assert [(r["accel"], r["invdiscrete"]) for r in rows] == list(inv.WAYS)
+    *inexact, exact = rows
+    assert exact["err_mj"].max() < 1e-14 and exact["err_physai"].max() < 1e-14
+    assert exact["cross_mj"] < 1e-14 and exact["cross_physai"] < 1e-14
+    for r in inexact:
+        assert r["err_mj"][-1] > 1e-6 and r["err_physai"][-1] > 1e-6
+    assert max(r["dtau"] for r in rows) < 1e-12
+
+
+def test_other_integrators(inv):
+    o = inv.other_integrators(inv.Motion(steps=40))
+    for name in ("implicitfast", "implicit"):
+        assert max(o[name]["err_mj"], o[name]["err_physai"], o[name]["cross_mj"], o[name]["cross_physai"]) < 1e-14
+        assert o[name]["dtau"] < 1e-12
+    rk = o["rk4"]
+    assert "RK4" in rk["refusal"]
+    assert rk["error"] < 1e-12 and rk["err_physai"] < 1e-12 and rk["err_mj"] < 1e-10
+
+
+def test_contact_inverse(inv):
+    import mujoco
+
+    c = inv.contact_inverse(push_steps=600)
+    m = mujoco.MjModel.from_xml_string(inv.BOX.format(tc=0.02))
+    weight = m.body_mass[1] * -m.opt.gravity[2]
+    for tc in (0.02, 0.005):
+        f = c[tc]["forces"]
+        assert f[0] == pytest.approx(weight, abs=1e-9)          # 1 mm above: no contact, the whole weight
+        assert abs(f[1]) < 1e-3                                  # at rest the contact carries it
+        assert f[2] > f[3] > f[4] and f[2] < 0
+        assert 0 < c[tc]["depth"] < 1e-3
+    assert c[0.005]["forces"][4] < c[0.02]["forces"][4] and c[0.005]["depth"] < c[0.02]["depth"]
+    assert c["fwdinv"][0] < 1e-9 and c["speed"] > 0.1
+
+
+def test_exercise_arm2(inv):
+    e = inv.exercise(steps=100)
+    assert e["lagrange_vs_mj"] < 1e-12 and e["physai_vs_exact"] < 1e-12
+    assert e["err"][2] < 1e-14 < 1e-8 < min(e["err"][:2])
+    assert e["limit"] < 1
+
+
+def test_challenge_rk4_vs_euler(inv):
+    mo = inv.Motion(steps=60)
+    from physai import inverse
+
+    shot = inverse.rk4_shooting(mo.tree, mo.samples[: mo.n + 1], mo.h)
+    euler = inverse.trajectory_torques(mo.tree, mo.samples[: mo.n + 1], mo.h, "euler")
+    ch = inv.challenge(mo, shot, euler)
+    assert ch["pair_vs_mid"] < 1e-4 < ch["rk4_vs_euler"]
+    assert ch["rk4_vs_mid"] < ch["rk4_vs_start"]
+
+
+def test_saved_outputs_exist():
+    for folder in ("equations-of-motion", "inverse-dynamics", "manipulator-equation"):
+        text = (ROOT / folder / "output.txt").read_text()
+        assert "seed" in text and (ROOT / folder / "README.md").is_file()
