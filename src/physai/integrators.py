@@ -33,6 +33,8 @@ compare against MuJoCo with m.opt.disableflags |= mjDSBL_CONSTRAINT, or stay ins
 Energy. simulate() returns energy[k] = physai.dynamics.energy(tree, q[k], qd[k]), the energy of the k-th
 state of the trajectory. MuJoCo computes d.energy inside mj_forward, at the start of mj_step, so after
 the (k+1)-th mj_step d.energy equals energy[k], the state that step started from, not the state it produced.
+RK4 is the exception: each of its stages runs mj_forward again, so after an RK4 mj_step d.energy belongs
+to the last stage's state (q + h qd_3, qd + h qdd_3), neither the start nor the end (see rk4_stages).
 
 This module calls physai.dynamics, physai.forces and physai.coriolis; they never call it.
 """
@@ -41,8 +43,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physai import _checks
+from physai import _checks, forces
 from physai import dynamics as dyn
+from physai.coriolis import coriolis_matrix
 from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
@@ -59,7 +62,8 @@ class Trajectory:
     q:      (steps+1, nv) joint positions; q[0] is the initial state [rad | m]
     qd:     (steps+1, nv) joint velocities [rad/s | m/s]
     energy: (steps+1,) kinetic plus potential energy of (q[k], qd[k]) [J]; after the (k+1)-th mj_step
-            MuJoCo's d.energy.sum() equals energy[k] (it is computed at the start of the step)
+            MuJoCo's d.energy.sum() equals energy[k] (it is computed at the start of the step; RK4: at its
+            last stage); None when simulate(..., energy=False)
     integrator: the integrator's name;  dt: the timestep [s]
     """
 
@@ -170,10 +174,13 @@ def _per_step(name: str, value, steps: int, n: int):
     return _checks.as_array(name, a, (steps, n))
 
 
-def smooth_force(tree, q, qd, inputs: _Inputs) -> np.ndarray:
-    """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N]."""
-    from physai import forces
+def smooth_force(tree, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> np.ndarray:
+    """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N], the f of M a = f."""
+    q, qd = _checks.vector("q", q, tree.nv), _checks.vector("qd", qd, tree.nv)
+    return _smooth_force(tree, q, qd, _Inputs.make(tree, actuators, ctrl, qfrc_applied, xfrc_applied))
 
+
+def _smooth_force(tree, q, qd, inputs: _Inputs) -> np.ndarray:
     f = forces.passive_force(tree, q, qd) - dyn.bias(tree, q, qd)
     if inputs.actuators is not None:
         f = f + forces.actuator_force(inputs.actuators, q, qd, inputs.ctrl)
@@ -199,14 +206,10 @@ def velocity_derivative(tree, q, qd, integrator: str, actuators=None, ctrl=None)
     if name == "euler":
         return D
     if actuators is not None:
-        from physai import forces
-
         ctrl = np.zeros(actuators.nu) if ctrl is None else ctrl
         A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float)
         D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
     if name == "implicit":
-        from physai.coriolis import coriolis_matrix
-
         D = D - 2.0 * coriolis_matrix(tree, q, qd)
     return np.where(dof_pattern(tree), D, 0.0)
 
@@ -258,7 +261,7 @@ def _single_step(name: str):
     def stepper(tree, q, qd, h, inputs):
         M = dyn.mass_matrix(tree, q)
         a = np.linalg.solve(step_matrix(tree, q, qd, h, name, inputs.actuators, inputs.ctrl, M),
-                            smooth_force(tree, q, qd, inputs))
+                            _smooth_force(tree, q, qd, inputs))
         qd_next = qd + h * a                           # new velocity first...
         return q + h * qd_next, qd_next, M             # ...then the position from the new velocity
 
@@ -276,7 +279,7 @@ def _rk4_stages(tree, q, qd, h, inputs):
         if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
             qi, qdi = q + h * (c * stages[-1][1]), qd + h * (c * stages[-1][2])
         M = dyn.mass_matrix(tree, qi)
-        stages.append((qi, qdi, np.linalg.solve(M, smooth_force(tree, qi, qdi, inputs)), M))
+        stages.append((qi, qdi, np.linalg.solve(M, _smooth_force(tree, qi, qdi, inputs)), M))
     return stages
 
 

@@ -1,0 +1,257 @@
+"""physai.integrators against mj_step, computed live: MuJoCo's four integrators reproduced without MuJoCo.
+
+Each integrator runs the lesson's double pendulum for the full 10 s (5000 steps of 2 ms) and must stay
+within 1e-10 rad of mj_step; with damping 0.05 on both joints 2 s; the Panda (constraints off, home ctrl)
+2 s. The energy is checked against d.energy with MuJoCo's timing: computed at the start of each mj_step
+(for RK4: at its last stage). Runtime: about 20 s, most of it in the pure-Python dynamics.
+"""
+
+import copy
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import dynamics as dyn
+from physai import forces, models
+from physai import integrators as integ
+from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError
+
+TOL = 1e-10                                             # rad, over the whole run
+
+
+def run_mujoco(m, steps, q0=None, ctrl=None, qfrc_applied=None, xfrc_applied=None):
+    """mj_step `steps` times: qpos (steps + 1, nq), qvel (steps + 1, nv), d.energy.sum() after each step (steps,)."""
+    d = mujoco.MjData(m)
+    if q0 is not None:
+        d.qpos[:] = q0
+    if ctrl is not None:
+        d.ctrl[:] = ctrl
+    if qfrc_applied is not None:
+        d.qfrc_applied[:] = qfrc_applied
+    if xfrc_applied is not None:
+        d.xfrc_applied[:] = xfrc_applied
+    Q, V, E = [d.qpos.copy()], [d.qvel.copy()], []
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        V.append(d.qvel.copy())
+        E.append(d.energy.sum())
+    return np.array(Q), np.array(V), np.array(E)
+
+
+def pendulum(damping=0.0, integrator="euler"):
+    m = models.load("double_pendulum")
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    m.opt.integrator = integ.MUJOCO_INTEGRATOR[integrator]
+    m.dof_damping[:] = damping
+    return m, dyn.tree_from_mujoco(m)
+
+
+# ---- the double pendulum, released from horizontal ----
+
+@pytest.fixture(scope="module", params=integ.INTEGRATORS)
+def swing(request):
+    """10 s of the frictionless pendulum under one integrator: (name, physai Trajectory, MuJoCo qpos, qvel, energy)."""
+    name = request.param
+    m, tree = pendulum(0.0, name)
+    traj = integ.simulate(tree, np.zeros(2), np.zeros(2), m.opt.timestep, 5000, name)
+    return name, tree, traj, *run_mujoco(m, 5000)
+
+
+def test_pendulum_10_s_reproduces_mj_step(swing):
+    name, _, traj, Q, V, _ = swing
+    assert traj.q.shape == (5001, 2) and traj.t[-1] == pytest.approx(10.0)
+    assert np.abs(traj.q - Q).max() <= TOL, f"{name}: {np.abs(traj.q - Q).max():.2e} rad"
+    assert np.abs(traj.qd - V).max() <= 100 * TOL
+
+
+def test_pendulum_energy_is_d_energy_of_the_step_start(swing):
+    """d.energy after mj_step k + 1 is energy[k]: the state that step started from (RK4: see the next test)."""
+    name, tree, traj, Q, V, E = swing
+    assert traj.energy[0] == dyn.energy(tree, np.zeros(2), np.zeros(2))
+    if name != "rk4":
+        np.testing.assert_allclose(traj.energy[:-1], E, rtol=0, atol=1e-10)
+    # the lesson's Result 2 at 2 ms: max |E - E0| and final E - E0 in % of 4.660 J, as MuJoCo reports them
+    releasable = traj.energy[0] - dyn.energy(tree, np.array([np.pi / 2, 0.0]), np.zeros(2))   # 4.660 J
+    drift = 100 * (traj.energy[:-1] - traj.energy[0]) / releasable
+    table = {"euler": (14.357, 14.355), "implicitfast": (14.357, 14.355), "implicit": (11.352, -11.352),
+             "rk4": (0.000, -0.000)}[name]
+    assert (round(np.abs(drift).max(), 3), round(drift[-1], 3)) == table
+
+
+def test_rk4_d_energy_belongs_to_its_last_stage():
+    """MuJoCo evaluates the energy in each RK4 stage's mj_forward: after mj_step it holds stage 4's energy."""
+    m, tree = pendulum(0.05, "rk4")
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.3, -0.4], [1.0, 2.0]
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    for _ in range(5):
+        stages = integ.rk4_stages(tree, q, qd, m.opt.timestep)
+        q, qd = integ.step(tree, q, qd, m.opt.timestep, "rk4")
+        mujoco.mj_step(m, d)
+        assert abs(d.energy.sum() - dyn.energy(tree, *stages[3][:2])) <= 1e-12
+        assert abs(d.energy.sum() - dyn.energy(tree, q, qd)) > 1e-9          # not the end state's
+
+
+@pytest.mark.parametrize("name", integ.INTEGRATORS)
+def test_damped_pendulum_reproduces_mj_step(name):
+    """Damping 0.05 N m s/rad on both joints, 2 s: Euler's implicit damping, implicit's D = -B - 2C, RK4's explicit."""
+    m, tree = pendulum(0.05, name)
+    assert (tree.damping == 0.05).all()
+    traj = integ.simulate(tree, np.zeros(2), np.zeros(2), m.opt.timestep, 1000, name)
+    Q, _, E = run_mujoco(m, 1000)
+    assert np.abs(traj.q - Q).max() <= TOL
+    if name != "rk4":
+        np.testing.assert_allclose(traj.energy[:-1], E, rtol=0, atol=1e-10)
+
+
+def test_with_damping_implicitfast_still_equals_euler():
+    """The lesson's Hard exercise: both solve (M + h B) a = f, so they stay identical, in physai and in MuJoCo."""
+    runs = {}
+    for name in ("euler", "implicitfast"):
+        m, tree = pendulum(0.05, name)
+        runs[name] = integ.simulate(tree, np.zeros(2), np.zeros(2), m.opt.timestep, 300, name, energy=False).q, \
+            run_mujoco(m, 300)[0]
+    assert np.array_equal(runs["euler"][0], runs["implicitfast"][0])
+    assert np.array_equal(runs["euler"][1], runs["implicitfast"][1])
+
+
+def test_applied_forces_enter_like_qfrc_and_xfrc_applied():
+    """Constant qfrc_applied and xfrc_applied (a wrench on link 2), 100 steps under each integrator."""
+    m, tree = pendulum(0.05)
+    xfrc = np.zeros((m.nbody, 6))
+    xfrc[2] = [0.4, 0.0, 2.0, 0.0, 0.1, 0.0]
+    for name in integ.INTEGRATORS:
+        m.opt.integrator = integ.MUJOCO_INTEGRATOR[name]
+        traj = integ.simulate(tree, np.zeros(2), np.zeros(2), m.opt.timestep, 100, name, qfrc_applied=[0.5, -0.2],
+                              xfrc_applied=xfrc[1:], energy=False)
+        Q = run_mujoco(m, 100, qfrc_applied=[0.5, -0.2], xfrc_applied=xfrc)[0]
+        assert np.abs(traj.q - Q).max() <= TOL, name
+
+
+def test_per_step_inputs_act_during_their_step():
+    """Row k of a per-step qfrc_applied acts from state k to k + 1, as d.qfrc_applied does in the (k+1)-th mj_step."""
+    m, tree = pendulum()
+    tau = np.column_stack([np.sin(np.arange(100) * 0.1), np.cos(np.arange(100) * 0.07)])
+    traj = integ.simulate(tree, np.zeros(2), np.zeros(2), m.opt.timestep, 100, "euler", qfrc_applied=tau, energy=False)
+    d = mujoco.MjData(m)
+    for k in range(100):
+        d.qfrc_applied[:] = tau[k]
+        mujoco.mj_step(m, d)
+    assert np.abs(traj.q[-1] - d.qpos).max() <= 1e-13
+    q, qd = integ.step(tree, np.zeros(2), np.zeros(2), m.opt.timestep, "euler", qfrc_applied=tau[0])
+    assert np.array_equal(q, traj.q[1]) and np.array_equal(qd, traj.qd[1])
+
+
+def test_smooth_force_is_qfrc_smooth():
+    """f = actuator + passive + applied - bias, the right-hand side every integrator starts from (arm7, damped)."""
+    m = models.load("arm7")
+    tree, acts = dyn.tree_from_mujoco(m), forces.actuators_from_mujoco(m)
+    rng = np.random.default_rng(2)
+    d = mujoco.MjData(m)
+    for _ in range(5):
+        d.qpos[:], d.qvel[:] = rng.uniform(m.jnt_range[:, 0], m.jnt_range[:, 1]), rng.normal(size=7)
+        d.ctrl[:], d.qfrc_applied[:] = rng.uniform(-10, 10, 7), rng.normal(size=7)
+        mujoco.mj_forward(m, d)
+        f = integ.smooth_force(tree, d.qpos, d.qvel, d.ctrl, acts, d.qfrc_applied)
+        assert np.abs(f - d.qfrc_smooth).max() <= 1e-12 * max(1.0, np.abs(f).max())
+
+
+# ---- the Panda: 9 dof, position servos, a tendon actuator on the fingers ----
+
+@pytest.fixture(scope="module")
+def panda():
+    m = models.load("franka_emika_panda")
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    key = m.key("home").id
+    return m, m.key_qpos[key].copy(), m.key_ctrl[key].copy()
+
+
+@pytest.mark.parametrize("name", integ.INTEGRATORS)
+def test_panda_2_s_with_home_ctrl_reproduces_mj_step(panda, name):
+    """Released at home with the home ctrl: the servos hold the arm against gravity, it sags and rings.
+
+    Under euler and rk4 the servos' velocity gain kv is set to 0: kv h / M reaches 3.7 on the wrist at 2 ms,
+    so explicit integration of it is unstable (MuJoCo itself chatters between the force limits, a chaotic
+    motion that amplifies 1e-15 differences to 1e-4 rad in 2 s). implicit and implicitfast keep kv: it is
+    the actuator derivative they integrate implicitly.
+    """
+    m0, q0, ctrl = panda
+    m = copy.deepcopy(m0)
+    m.opt.integrator = integ.MUJOCO_INTEGRATOR[name]
+    if name in ("euler", "rk4"):
+        m.actuator_biasprm[:, 2] = 0.0
+    tree, acts = dyn.tree_from_mujoco(m), forces.actuators_from_mujoco(m)
+    with_energy, steps = name == "implicitfast", 1000
+    traj = integ.simulate(tree, q0, np.zeros(m.nv), m.opt.timestep, steps, name, ctrl=ctrl, actuators=acts,
+                          energy=with_energy)
+    Q, _, E = run_mujoco(m, steps, q0, ctrl)
+    assert np.abs(Q - q0).max() > 1e-3                                  # it does move
+    assert np.abs(traj.q - Q).max() <= TOL, f"{name}: {np.abs(traj.q - Q).max():.2e} rad"
+    if with_energy:
+        np.testing.assert_allclose(traj.energy[:-1], E, rtol=0, atol=1e-9)
+
+
+# ---- bad input ----
+
+@pytest.fixture(scope="module")
+def tree():
+    return pendulum()[1]
+
+
+@pytest.mark.parametrize("bad", ["Euler2", "semi-implicit", None, 0])
+def test_unknown_integrator_is_named(tree, bad):
+    with pytest.raises(InvalidStateError, match=r"unknown integrator .*expected one of 'euler', 'rk4', 'implicit', "
+                                                r"'implicitfast'"):
+        integ.step(tree, np.zeros(2), np.zeros(2), 0.002, bad)
+
+
+def test_integrator_names_ignore_case(tree):
+    assert np.array_equal(integ.step(tree, [0.1, 0], [0, 0], 0.002, "RK4")[0],
+                          integ.step(tree, [0.1, 0], [0, 0], 0.002, "rk4")[0])
+
+
+@pytest.mark.parametrize("dt", [0.0, -0.002, np.nan, np.inf, "fast", None])
+def test_bad_timestep_is_refused(tree, dt):
+    with pytest.raises(InvalidStateError, match=r"timestep dt .*finite number > 0"):
+        integ.simulate(tree, np.zeros(2), np.zeros(2), dt, 10)
+
+
+def test_ctrl_of_wrong_length_names_nu():
+    m = models.load("arm7")
+    t, acts = dyn.tree_from_mujoco(m), forces.actuators_from_mujoco(m)
+    with pytest.raises(ShapeError, match=r"ctrl has 3 entries.*nu = 7"):
+        integ.step(t, m.qpos0, np.zeros(7), 0.002, "euler", ctrl=np.zeros(3), actuators=acts)
+    with pytest.raises(ShapeError, match=r"ctrl has 6 entries per step, the model needs 7"):
+        integ.simulate(t, m.qpos0, np.zeros(7), 0.002, 4, "rk4", ctrl=np.zeros((4, 6)), actuators=acts)
+    with pytest.raises(ShapeError, match=r"ctrl must have shape \(4, 7\)"):
+        integ.simulate(t, m.qpos0, np.zeros(7), 0.002, 4, "rk4", ctrl=np.zeros((5, 7)), actuators=acts)
+
+
+def test_ctrl_without_actuators_says_what_to_pass(tree):
+    with pytest.raises(InvalidModelError, match="ctrl was given without actuators.*actuators_from_mujoco"):
+        integ.step(tree, np.zeros(2), np.zeros(2), 0.002, ctrl=[1.0])
+    with pytest.raises(InvalidModelError, match="ctrl was given without actuators"):
+        integ.simulate(tree, np.zeros(2), np.zeros(2), 0.002, 3, ctrl=[1.0])
+
+
+@pytest.mark.parametrize("steps", [-1, 2.5, True, "10"])
+def test_bad_step_count_is_refused(tree, steps):
+    with pytest.raises(InvalidStateError, match="steps must be a whole number >= 0"):
+        integ.simulate(tree, np.zeros(2), np.zeros(2), 0.002, steps)
+
+
+def test_bad_state_and_forces_are_named(tree):
+    with pytest.raises(ShapeError, match="q0 has 3 entries, the model needs 2"):
+        integ.simulate(tree, np.zeros(3), np.zeros(2), 0.002, 3)
+    with pytest.raises(InvalidStateError, match=r"qd\[1\] is nan"):
+        integ.step(tree, np.zeros(2), [0.0, np.nan], 0.002)
+    with pytest.raises(ShapeError, match="qfrc_applied has 3 entries, the model needs 2"):
+        integ.step(tree, np.zeros(2), np.zeros(2), 0.002, qfrc_applied=np.zeros(3))
+
+
+def test_zero_steps_give_the_initial_state(tree):
+    traj = integ.simulate(tree, [0.1, 0.2], [0.0, 1.0], 0.002, 0, "implicit")
+    assert traj.q.tolist() == [[0.1, 0.2]] and traj.energy.shape == (1,)
