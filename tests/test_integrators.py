@@ -15,7 +15,7 @@ import pytest
 from physai import dynamics as dyn
 from physai import forces, models
 from physai import integrators as integ
-from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError
+from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 
 TOL = 1e-10                                             # rad, over the whole run
 
@@ -203,7 +203,7 @@ def tree():
 
 @pytest.mark.parametrize("bad", ["Euler2", "semi-implicit", None, 0])
 def test_unknown_integrator_is_named(tree, bad):
-    with pytest.raises(InvalidStateError, match=r"unknown integrator .*expected one of 'euler', 'rk4', 'implicit', "
+    with pytest.raises(InvalidArgumentError, match=r"unknown integrator .*expected one of 'euler', 'rk4', 'implicit', "
                                                 r"'implicitfast'"):
         integ.step(tree, np.zeros(2), np.zeros(2), 0.002, bad)
 
@@ -215,7 +215,7 @@ def test_integrator_names_ignore_case(tree):
 
 @pytest.mark.parametrize("dt", [0.0, -0.002, np.nan, np.inf, "fast", None])
 def test_bad_timestep_is_refused(tree, dt):
-    with pytest.raises(InvalidStateError, match=r"timestep dt .*finite number > 0"):
+    with pytest.raises(InvalidArgumentError, match=r"timestep dt .*finite number > 0"):
         integ.simulate(tree, np.zeros(2), np.zeros(2), dt, 10)
 
 
@@ -239,7 +239,7 @@ def test_ctrl_without_actuators_says_what_to_pass(tree):
 
 @pytest.mark.parametrize("steps", [-1, 2.5, True, "10"])
 def test_bad_step_count_is_refused(tree, steps):
-    with pytest.raises(InvalidStateError, match="steps must be a whole number >= 0"):
+    with pytest.raises(InvalidArgumentError, match="steps must be a whole number >= 0"):
         integ.simulate(tree, np.zeros(2), np.zeros(2), 0.002, steps)
 
 

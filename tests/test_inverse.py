@@ -17,7 +17,7 @@ from physai import dynamics as dyn
 from physai import forces, models
 from physai import integrators as integ
 from physai import inverse as inv
-from physai.exceptions import InvalidStateError, ShapeError, UnsupportedModelError
+from physai.exceptions import ConvergenceError, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 
 SINGLE_STEP = ("euler", "implicitfast", "implicit")
 INVDISCRETE = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
@@ -203,13 +203,13 @@ def test_consistent_accelerations_land_semi_implicit_euler_on_the_samples():
 
 def test_discrete_inverse_needs_dt_and_integrator(arm7):
     _, tree, _, samples, _ = arm7
-    with pytest.raises(InvalidStateError, match="needs both dt and integrator; dt is missing"):
+    with pytest.raises(InvalidArgumentError, match="needs both dt and integrator; dt is missing"):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), integrator="euler")
-    with pytest.raises(InvalidStateError, match="integrator is missing"):
+    with pytest.raises(InvalidArgumentError, match="integrator is missing"):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), dt=0.002)
-    with pytest.raises(InvalidStateError, match="unknown integrator 'verlet'"):
+    with pytest.raises(InvalidArgumentError, match="unknown integrator 'verlet'"):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), 0.002, "verlet")
-    with pytest.raises(InvalidStateError, match="timestep dt is -0.002"):
+    with pytest.raises(InvalidArgumentError, match="timestep dt is -0.002"):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), -0.002, "euler")
     with pytest.raises(ShapeError, match="qdd has 6 entries, the model needs 7"):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(6))
@@ -221,13 +221,13 @@ def test_bad_samples_are_named(arm7):
         inv.consistent_accelerations(samples[:1], 0.002)
     with pytest.raises(ShapeError, match="qd0 has 2 entries, the model needs 7"):
         inv.consistent_accelerations(samples, 0.002, qd0=[0.0, 0.0])
-    with pytest.raises(InvalidStateError, match=r"samples\[\(3, 2\)\] is nan"):
+    with pytest.raises(InvalidStateError, match=r"samples\[3, 2\] is nan"):
         bad = samples[:5].copy()
         bad[3, 2] = np.nan
         inv.trajectory_torques(tree, bad, 0.002)
     with pytest.raises(ShapeError, match="samples have 6 columns, the model needs 7"):
         inv.rk4_shooting(tree, samples[:3, :6], 0.002)
-    with pytest.raises(InvalidStateError, match="unknown jacobian 'exact'"):
+    with pytest.raises(InvalidArgumentError, match="unknown jacobian 'exact'"):
         inv.rk4_shooting(tree, samples[:3], 0.002, jacobian="exact")
 
 
@@ -236,5 +236,5 @@ def test_infeasible_shooting_says_so(arm7):
     _, tree, _, samples, _ = arm7
     jump = samples[:3].copy()
     jump[2] += 1.0
-    with pytest.raises(InvalidStateError, match="step 1 did not reach the sample.*after 1 Newton iterations"):
+    with pytest.raises(ConvergenceError, match="step 1 did not reach the sample.*after 1 Newton iterations"):
         inv.rk4_shooting(tree, jump, 0.002, max_iter=1)

@@ -19,7 +19,7 @@ def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     bad = ~np.isfinite(a)
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
-        where = i[0] if len(i) == 1 else i
+        where = ", ".join(map(str, i))
         raise InvalidStateError(f"{name}[{where}] is {a[i]}; {name} must be finite")
     return a
 

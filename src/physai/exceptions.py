@@ -13,6 +13,14 @@ class InvalidStateError(PhysaiError, ValueError):
     """A state or input holds NaN or infinity."""
 
 
+class InvalidArgumentError(PhysaiError, ValueError):
+    """An option is outside its domain: unknown integrator name, non-positive timestep, negative step count, ..."""
+
+
+class ConvergenceError(PhysaiError, RuntimeError):
+    """An iterative solver (e.g. RK4 shooting) did not reach its tolerance."""
+
+
 class InvalidModelError(PhysaiError, ValueError):
     """A Body or Tree is inconsistent: bad parent order, invalid inertia, non-unit axis, ..."""
 

@@ -46,7 +46,7 @@ import numpy as np
 from physai import _checks, forces
 from physai import dynamics as dyn
 from physai.coriolis import coriolis_matrix
-from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError
+from physai.exceptions import InvalidArgumentError, InvalidModelError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -76,21 +76,21 @@ class Trajectory:
 
 
 def check_integrator(integrator) -> str:
-    """The integrator's name in lower case; raises InvalidStateError for anything but MuJoCo's four."""
+    """The integrator's name in lower case; raises InvalidArgumentError for anything but MuJoCo's four."""
     name = integrator.lower() if isinstance(integrator, str) else integrator
     if name not in INTEGRATORS:
-        raise InvalidStateError(f"unknown integrator {integrator!r}; expected one of {', '.join(map(repr, INTEGRATORS))}")
+        raise InvalidArgumentError(f"unknown integrator {integrator!r}; expected one of {', '.join(map(repr, INTEGRATORS))}")
     return name
 
 
 def check_timestep(dt) -> float:
-    """dt as a float; raises InvalidStateError unless it is a finite number > 0 [s]."""
+    """dt as a float; raises InvalidArgumentError unless it is a finite number > 0 [s]."""
     try:
         h = float(dt)
     except (TypeError, ValueError):
-        raise InvalidStateError(f"timestep dt must be a finite number > 0 [s], got {dt!r}") from None
+        raise InvalidArgumentError(f"timestep dt must be a finite number > 0 [s], got {dt!r}") from None
     if not np.isfinite(h) or h <= 0.0:
-        raise InvalidStateError(f"timestep dt is {h}; it must be a finite number > 0 [s]")
+        raise InvalidArgumentError(f"timestep dt is {h}; it must be a finite number > 0 [s]")
     return h
 
 
@@ -119,7 +119,7 @@ def simulate(tree, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     """
     name, h = check_integrator(integrator), check_timestep(dt)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise InvalidStateError(f"steps must be a whole number >= 0, got {steps!r}")
+        raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
     q, qd = _checks.vector("q0", q0, tree.nv), _checks.vector("qd0", qd0, tree.nv)
     if ctrl is not None and actuators is None:
         raise InvalidModelError("ctrl was given without actuators; pass actuators=physai.forces.actuators_from_mujoco(m)")
@@ -197,11 +197,11 @@ def velocity_derivative(tree, q, qd, integrator: str, actuators=None, ctrl=None)
     implicit:     dA/dqd - B - 2 C(q, qd)              (C from physai.coriolis.coriolis_matrix)
     Like MuJoCo's qDeriv, D keeps only the entries of the mass matrix's sparsity pattern (dof pairs where one
     is an ancestor of the other): a fixed tendon coupling two branches, such as the Panda's fingers, drops out.
-    Raises InvalidStateError for rk4, which has no such matrix.
+    Raises InvalidArgumentError for rk4, which has no such matrix.
     """
     name = check_integrator(integrator)
     if name == "rk4":
-        raise InvalidStateError("rk4 has no velocity-derivative matrix; it is a 4-stage explicit method")
+        raise InvalidArgumentError("rk4 has no velocity-derivative matrix; it is a 4-stage explicit method")
     D = -np.diag(tree.damping)
     if name == "euler":
         return D

@@ -26,7 +26,7 @@ import numpy as np
 from physai import _checks, forces
 from physai import dynamics as dyn
 from physai import integrators as integ
-from physai.exceptions import InvalidStateError, ShapeError, UnsupportedModelError
+from physai.exceptions import ConvergenceError, InvalidArgumentError, ShapeError, UnsupportedModelError
 
 
 def inverse_dynamics(tree, q, qd, qdd, dt=None, integrator=None, actuators=None, ctrl=None) -> np.ndarray:
@@ -46,7 +46,7 @@ def inverse_dynamics(tree, q, qd, qdd, dt=None, integrator=None, actuators=None,
         return dyn.rnea(tree, q, qd, qdd) - passive
     if dt is None or integrator is None:
         missing = "dt" if dt is None else "integrator"
-        raise InvalidStateError(f"discrete inverse dynamics needs both dt and integrator; {missing} is missing "
+        raise InvalidArgumentError(f"discrete inverse dynamics needs both dt and integrator; {missing} is missing "
                                 "(give neither for the continuous inverse)")
     name, h = integ.check_integrator(integrator), integ.check_timestep(dt)
     if name == "rk4":
@@ -136,13 +136,13 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
       jacobian="fd": the full Jacobian by forward differences of the rk4 step (step 1e-6 of the force scale;
           the map is nearly affine in u, so the difference quotient is accurate to about 1e-9): one
           iteration, but nv + 2 rk4 steps per time step.
-    Stops when max |r| <= tol [rad | m]; raises InvalidStateError after max_iter iterations.
+    Stops when max |r| <= tol [rad | m]; raises ConvergenceError after max_iter iterations.
     """
     h = integ.check_timestep(dt)
     Q = np.asarray(samples, dtype=float)
     qd_all, _ = consistent_accelerations(Q, h, qd0)          # validates samples and qd0
     if jacobian not in ("stages", "fd"):
-        raise InvalidStateError(f"unknown jacobian {jacobian!r}; expected 'stages' or 'fd'")
+        raise InvalidArgumentError(f"unknown jacobian {jacobian!r}; expected 'stages' or 'fd'")
     N, nv = Q.shape[0] - 1, Q.shape[1]
     if nv != tree.nv:
         raise ShapeError(f"samples have {nv} columns, the model needs {tree.nv}")
@@ -168,7 +168,7 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
         n = 0
         while np.abs(r).max() > tol:
             if n == max_iter:
-                raise InvalidStateError(f"rk4_shooting: step {k} did not reach the sample within tol = {tol:g} after "
+                raise ConvergenceError(f"rk4_shooting: step {k} did not reach the sample within tol = {tol:g} after "
                                         f"{max_iter} Newton iterations (error {np.abs(r).max():.3g}); the motion may "
                                         "be infeasible or the timestep too large")
             J = _fd_jacobian(rk4, u, k, q1) if jacobian == "fd" else _stage_jacobian(tree, stages, h, base)
