@@ -159,6 +159,20 @@ def test_batched_equals_single_bit_for_bit(robot, name):
     assert np.array_equal(f(robot.model, *(a[:3] for a in args)), batched[:3])
 
 
+def test_large_batches_run_in_chunks_with_the_same_bits(robot, monkeypatch):
+    from physai.engine import algorithms
+
+    rng = np.random.default_rng(2)
+    q, qd, qdd = rng.uniform(-1, 1, (3, 11, robot.m.nv))
+    whole = [engine.rnea(robot.model, q, qd, qdd), engine.mass_matrix(robot.model, q), engine.energy(robot.model, q, qd),
+             engine.forward_dynamics(robot.model, q, qd, qdd)]
+    monkeypatch.setattr(algorithms, "CHUNK", 4)                             # 11 states -> chunks of 3, 4, 4
+    chunked = [engine.rnea(robot.model, q, qd, qdd), engine.mass_matrix(robot.model, q), engine.energy(robot.model, q, qd),
+               engine.forward_dynamics(robot.model, q, qd, qdd)]
+    for a, b in zip(whole, chunked):
+        assert np.array_equal(a, b)
+
+
 def test_single_state_is_shared_by_a_batch(robot):
     q0 = robot.q[0]
     tau = engine.rnea(robot.model, q0, robot.qd, robot.qdd)

@@ -32,7 +32,7 @@ def states(nv: int, **arrays):
                                  f"number of states (a single ({nv},) state is shared by the whole batch)")
         else:
             raise ShapeError(f"{name} must have shape ({nv},) or (N, {nv}), got shape {a.shape}")
-        if not np.isfinite(a).all():
+        if not np.isfinite(a).all():                                     # (no BLAS here: its threads stall large batches)
             i = tuple(int(k) for k in np.argwhere(~np.isfinite(a))[0])
             where = i[0] if len(i) == 1 else i
             raise InvalidStateError(f"{name}[{where}] is {a[i]}; {name} must be finite")
@@ -40,5 +40,12 @@ def states(nv: int, **arrays):
     # one state runs as two identical columns: numpy sums a lone column in a different order, and
     # this way a state gives bit-for-bit the same result alone or inside any batch
     n = 2 if batch is None or batch == 1 else batch
-    return [np.broadcast_to(a.reshape(-1, nv).T, (nv, n)) if a.ndim == 1 or a.shape[0] == 1 else np.ascontiguousarray(a.T)
-            for a in out], batch
+    cols = []
+    for a in out:
+        if a.ndim == 1 or a.shape[0] == 1:
+            c = np.empty((nv, n))
+            c[:] = a.reshape(nv, 1)
+        else:
+            c = np.ascontiguousarray(a.T)
+        cols.append(c)
+    return cols, batch

@@ -43,7 +43,14 @@ _XM_V = np.r_[_L1, _L1, _L1 + 3, _L2, _L2, _L2 + 3]
 _XM_M = np.r_[_L2, _L2 + 3, _L2, _L1, _L1 + 3, _L1]
 _XF_V = np.r_[_L1, _L1 + 3, _L1, _L2, _L2 + 3, _L2]
 _XF_F = np.r_[_L2, _L2 + 3, _L2 + 3, _L1, _L1 + 3, _L1 + 3]
-_DIAG3 = (np.arange(3), np.arange(3))
+# cinert[i, j] = _CINERT_SIGN[i, j] * P[_CINERT_IDX[i, j]] for P = (Ibar row-major (9) | h (3) | m | 0)
+_CINERT_IDX, _CINERT_SIGN = np.full((6, 6), 13), np.zeros((6, 6))
+_CINERT_IDX[:3, :3], _CINERT_SIGN[:3, :3] = np.arange(9).reshape(3, 3), 1.0
+_CINERT_IDX[:3, 3:], _CINERT_SIGN[:3, 3:] = 9 + _SKEW_IDX, _SKEW_SIGN[:, :, 0]
+_CINERT_IDX[3:, :3], _CINERT_SIGN[3:, :3] = 9 + _SKEW_IDX.T, _SKEW_SIGN[:, :, 0].T
+_CINERT_IDX[3:, 3:][np.diag_indices(3)], _CINERT_SIGN[3:, 3:] = 12, np.eye(3)
+_CINERT_SIGN = _CINERT_SIGN[:, :, None]
+_DIAG9 = np.array([0, 4, 8])
 
 
 def _cross_motion(v: np.ndarray, m: np.ndarray) -> np.ndarray:
@@ -97,17 +104,19 @@ def kinematics(model: Model, d: Data, q: np.ndarray) -> None:
     np.subtract(1.0, np.cos(t), out=coef[:, 3])
     T_loc = np.matmul(model.jnt_G.reshape(-1, 12, 4), coef).reshape(-1, 3, 4, d.ncol)
     T = np.empty_like(T_loc)                                           # (nbody, 3, 4, n): [xmat | cpos]
+    R, x = T[:, :, :3], T[:, :, 3]
     center = np.empty((model.nbody, 3, d.ncol))
-    # forward pass over bodies: R = R_parent R_loc, x = x_parent + R_parent p_loc
+    Ts, Rs, xs, Ls = list(T), list(R), list(x), list(T_loc)            # per-body views
+    # forward pass over bodies: R = R_parent R_loc, x = x_parent + R_parent p_loc (roots: x = 0, centre = p_loc)
     for i, p in enumerate(model._parents):
         if p < 0:
-            T[i, :, :3] = T_loc[i, :, :3]
-            T[i, :, 3] = 0.0
-            center[i] = T_loc[i, :, 3]
+            Ts[i][...] = Ls[i]
+            xs[i][...] = 0.0
+            center[i] = Ls[i][:, 3]
         else:
-            np.einsum("ikn,kjn->ijn", T[p, :, :3], T_loc[i], out=T[i])
-            T[i, :, 3] += T[p, :, 3]
-    d.xmat, d.cpos, d.center = T[:, :, :3], T[:, :, 3], center[model.body_rootid]
+            np.einsum("ikn,kjn->ijn", Rs[p], Ls[i], out=Ts[i])
+            np.add(xs[i], xs[p], out=xs[i])
+    d.xmat, d.cpos, d.center = R, x, center[model.body_rootid]
 
 
 # ---------------------------------------------------------------- inertia
@@ -117,16 +126,19 @@ def com_pos(model: Model, d: Data) -> None:
     R, x, m = d.xmat, d.cpos, model.body_mass[:, None, None]
     # c = x + R ipos;  h = m c
     d.cipos = c = x + np.matmul(model.body_ipos[:, None, None, :], R)[:, :, 0]
-    h = m * c
-    # cinert = [[R I R^T + m (c.c 1 - c c^T), skew(h)], [skew(h)^T, m 1]]
-    I = np.empty((model.nbody, 6, 6, d.ncol))
+    # cinert = [[R I R^T + m (c.c 1 - c c^T), skew(h)], [skew(h)^T, m 1]], h = m c, gathered from
+    # P = (its top-left 3x3 | h | m | 0)
+    P = np.empty((model.nbody, 14, d.ncol))
+    Ibar, h = P[:, :9].reshape(-1, 3, 3, d.ncol), P[:, 9:12]
+    np.multiply(m, c, out=h)
     RI = np.matmul(model.body_inertia[:, None], R)                     # (R I)[b, i, k, n]; I is symmetric
-    np.einsum("bikn,bjkn->bijn", RI, R, out=I[:, :3, :3])
-    I[:, :3, :3] -= h[:, :, None] * c[:, None, :]
-    I[:, _DIAG3[0], _DIAG3[1]] += np.einsum("bin,bin->bn", h, c)[:, None]
-    I[:, :3, 3:] = h[:, _SKEW_IDX] * _SKEW_SIGN
-    I[:, 3:, :3] = -I[:, :3, 3:]
-    I[:, 3:, 3:] = m[..., None] * np.eye(3)[:, :, None]
+    np.einsum("bikn,bjkn->bijn", RI, R, out=Ibar)
+    Ibar -= h[:, :, None] * c[:, None, :]
+    P[:, _DIAG9] += np.einsum("bin,bin->bn", h, c)[:, None]
+    P[:, 12] = model.body_mass[:, None]
+    P[:, 13] = 0.0
+    I = P[:, _CINERT_IDX]
+    I *= _CINERT_SIGN
     d.cinert = I
     # cdof = (R s_ang, x x (R s_ang) + R s_lin): the body-frame motion subspace moved to the centre
     S = np.empty((model.nv, 6, d.ncol))
@@ -141,12 +153,13 @@ def com_vel(model: Model, d: Data, qd: np.ndarray) -> None:
     """Body velocities d.cvel and d.cdof_dot = cvel x cdof."""
     Sqd = d.cdof * qd[:, None, :]                                      # (nv, 6, n)
     v = np.empty((model.nbody, 6, d.ncol))
+    vs, Ss = list(v), list(Sqd)
     # forward pass over bodies: v = v_parent + S qd
     for i, p in enumerate(model._parents):
         if p < 0:
-            v[i] = Sqd[i]
+            vs[i][...] = Ss[i]
         else:
-            np.add(v[p], Sqd[i], out=v[i])
+            np.add(vs[p], Ss[i], out=vs[i])
     d.cvel = v
     # cdof_dot = v x S
     d.cdof_dot = _cross_motion(v, d.cdof)
@@ -160,8 +173,7 @@ def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) ->
     Returns d.qfrc = M qdd + C qd + g (nv, n); qd None means qd = 0 and qdd None means qdd = 0
     (MuJoCo's flg_acc), so rne(model, d, None, None) is g(q).
     """
-    a_g = np.zeros((6, 1))
-    a_g[3:, 0] = -model.gravity                                        # gravity as an upward acceleration of the base
+    a_g = model._a_g                                                   # (0, -gravity): gravity as an upward base acceleration
     if qd is None and qdd is None:
         # every body accelerates at a_g: f = cinert a_g
         f = np.einsum("bijn,j->bin", d.cinert, a_g[:, 0])
@@ -172,17 +184,19 @@ def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) ->
         if qd is not None:
             inc = inc + d.cdof_dot * qd[:, None, :]
         a = np.empty((model.nbody, 6, d.ncol))
+        As, incs = list(a), list(inc)
         # forward pass over bodies: a = a_parent + S qdd + cdof_dot qd
         for i, p in enumerate(model._parents):
-            np.add(a_g if p < 0 else a[p], inc[i], out=a[i])
+            np.add(a_g if p < 0 else As[p], incs[i], out=As[i])
         d.cacc = a
         # f = cinert a + v x* (cinert v)
         f = np.einsum("bijn,bjn->bin", d.cinert, a)
         if qd is not None:
             f += _cross_force(d.cvel, np.einsum("bijn,bjn->bin", d.cinert, d.cvel))
     # backward pass over bodies: f_parent += f
+    fs, parents = list(f), model._parents
     for i in model._children:
-        f[model._parents[i]] += f[i]
+        np.add(fs[parents[i]], fs[i], out=fs[parents[i]])
     d.cfrc = f
     # tau = S . f + armature qdd
     tau = np.einsum("bin,bin->bn", d.cdof, f)
@@ -197,30 +211,48 @@ def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) ->
 def crb(model: Model, d: Data) -> np.ndarray:
     """Composite inertias d.crb and the joint-space inertia d.qM = M(q) (nv, nv, n), armature included."""
     Ic = d.cinert.copy()
+    Ics, parents = list(Ic), model._parents
     # backward pass over bodies: Ic_parent += Ic
     for i in model._children:
-        Ic[model._parents[i]] += Ic[i]
+        np.add(Ics[parents[i]], Ics[i], out=Ics[parents[i]])
     d.crb = Ic
     # M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j, M_ji = M_ij, 0 between unrelated branches
     F = np.einsum("bijn,bjn->bin", Ic, d.cdof)
     SF = np.einsum("ikn,jkn->ijn", d.cdof, F)
     M = SF[model.dof_Mrow, model.dof_Mcol] * model.dof_Mmask
-    M[_diag(model.nv)] += model.dof_armature[:, None]
+    M[model._diag] += model.dof_armature[:, None]
     d.qM = M
     return M
 
 
-def _diag(n: int):
-    return np.arange(n), np.arange(n)
-
-
 # ---------------------------------------------------------------- public functions
+
+#: states per chunk of a large batch: arrays stay a few MB (cache-sized, reused by malloc instead of page-faulted)
+CHUNK = 1024
+
+
+def _batched(model, data, arrays: dict, compute):
+    """Check the joint arrays, run compute(d, *arrays) on the states, chunk by chunk; returns (result, batch).
+
+    A large batch runs in near-equal chunks of at most CHUNK states (each at least 2, so results are
+    bit-for-bit those of any other split); with data given, everything runs at once in it.
+    """
+    model = _model(model)
+    cols, batch = states(model.nv, **arrays)
+    n = cols[0].shape[1]
+    if data is not None or n <= CHUNK:
+        return compute(_data(model, data, batch), *cols), batch
+    bounds = np.linspace(0, n, -(-n // CHUNK) + 1).astype(int)
+    parts = [compute(Data(model, hi - lo), *(np.ascontiguousarray(c[:, lo:hi]) for c in cols))
+             for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return np.concatenate(parts, axis=-1), batch
+
 
 def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     """Inverse dynamics by recursive Newton-Euler: the joint forces that give accelerations qdd at (q, qd).
 
-    tau = M(q) qdd + C(q, qd) qd + g(q), armature included; equals physai.dynamics.rnea and, on a model
-    without constraints, MuJoCo's qfrc_inverse + qfrc_passive.
+    tau = M(q) qdd + C(q, qd) qd + g(q), armature included; equals physai.dynamics.rnea, pin.rnea and, on a
+    model without constraints, MuJoCo's qfrc_inverse + qfrc_passive.
 
     Args:
         model: compiled Model.
@@ -232,27 +264,25 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     Returns:
         tau (nv,) or (N, nv) [N m | N].
     """
-    model = _model(model)
-    (q, qd, qdd), batch = states(model.nv, q=q, qd=qd, qdd=qdd)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    com_vel(model, d, qd)
-    return _out(rne(model, d, qd, qdd), batch)
+    def compute(d, q, qd, qdd):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        com_vel(model, d, qd)
+        return rne(model, d, qd, qdd)
+    return _out(*_batched(model, data, dict(q=q, qd=qd, qdd=qdd), compute))
 
 
 def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
     """Bias force c(q, qd) = C(q, qd) qd + g(q) (nv,) or (N, nv) [N m | N].
 
-    Equals rnea(model, q, qd, 0), physai.dynamics.bias and MuJoCo's qfrc_bias.
+    Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
     """
-    model = _model(model)
-    (q, qd), batch = states(model.nv, q=q, qd=qd)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    com_vel(model, d, qd)
-    return _out(rne(model, d, qd, None), batch)
+    def compute(d, q, qd):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        com_vel(model, d, qd)
+        return rne(model, d, qd, None)
+    return _out(*_batched(model, data, dict(q=q, qd=qd), compute))
 
 
 def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -260,12 +290,11 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
     """
-    model = _model(model)
-    (q,), batch = states(model.nv, q=q)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    return _out(rne(model, d, None, None), batch)
+    def compute(d, q):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        return rne(model, d, None, None)
+    return _out(*_batched(model, data, dict(q=q), compute))
 
 
 def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -274,12 +303,11 @@ def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     (nv, nv) for q (nv,), (N, nv, nv) for q (N, nv) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
     MuJoCo's mj_fullM and pin.crba (whose upper triangle Pinocchio fills).
     """
-    model = _model(model)
-    (q,), batch = states(model.nv, q=q)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    return _out(crb(model, d), batch)
+    def compute(d, q):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        return crb(model, d)
+    return _out(*_batched(model, data, dict(q=q), compute))
 
 
 crba = mass_matrix
@@ -300,7 +328,7 @@ def _solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
 def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     """Joint accelerations qdd for total applied joint forces tau: M(q) qdd = tau - c(q, qd), M from CRBA.
 
-    Equals physai.dynamics.forward_dynamics, pin.aba, and MuJoCo's qacc when tau is qfrc_applied +
+    Equals physai.dynamics.forward_dynamics, aba, pin.aba, and MuJoCo's qacc when tau is qfrc_applied +
     qfrc_actuator + qfrc_passive on a model without constraints.
 
     Args:
@@ -311,93 +339,90 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
         qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
     Raises InvalidModelError when M is singular (a massless dof without armature).
     """
-    model = _model(model)
-    (q, qd, tau), batch = states(model.nv, q=q, qd=qd, tau=tau)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    com_vel(model, d, qd)
-    c = rne(model, d, qd, None)
-    return _out(_solve(crb(model, d), tau - c), batch)
+    def compute(d, q, qd, tau):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        com_vel(model, d, qd)
+        c = rne(model, d, qd, None)
+        return _solve(crb(model, d), tau - c)
+    return _out(*_batched(model, data, dict(q=q, qd=qd, tau=tau), compute))
 
 
 def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
-    """Forward dynamics by the articulated-body algorithm (RBDA table 7.1): same qdd as forward_dynamics.
+    """Forward dynamics by the articulated-body algorithm (RBDA table 7.1): the qdd of forward_dynamics.
 
     Works about the centres in the world frame, so no coordinate changes between bodies are needed.
     Shapes and units as forward_dynamics; equals pin.aba.
     """
-    model = _model(model)
-    (q, qd, tau), batch = states(model.nv, q=q, qd=qd, tau=tau)
-    d = _data(model, data, batch)
+    return _out(*_batched(model, data, dict(q=q, qd=qd, tau=tau), lambda d, q, qd, tau: _aba(model, d, q, qd, tau)))
+
+
+def _aba(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
     kinematics(model, d, q)
     com_pos(model, d)
     com_vel(model, d, qd)
-    S, arm, parents = d.cdof, model.dof_armature, model._parents
-    c = d.cdof_dot * qd[:, None, :]                                    # velocity-product accelerations (nv, 6, n)
-    IA = d.cinert.copy()                                               # articulated inertias
+    S, arm, parents = list(d.cdof), model.dof_armature, model._parents
+    c = list(d.cdof_dot * qd[:, None, :])                              # velocity-product accelerations, per body (6, n)
+    IA = list(d.cinert.copy())                                         # articulated inertias (6, 6, n)
     # pA = v x* (I v): bias forces
-    pA = _cross_force(d.cvel, np.einsum("bijn,bjn->bin", d.cinert, d.cvel))
-    U, D, u = np.empty_like(S), np.empty((model.nv, d.ncol)), np.empty((model.nv, d.ncol))
-    # backward pass over bodies: U = IA S, D = S.U + armature, u = tau - S.pA, hand IA - U U^T / D to the parent
+    pA = list(_cross_force(d.cvel, np.einsum("bijn,bjn->bin", d.cinert, d.cvel)))
+    U, D, u = [None] * model.nbody, [None] * model.nbody, [None] * model.nbody
+    # backward pass over bodies: U = IA S, D = S.U + armature, u = tau - S.pA;
+    # the parent gets IA - U U^T / D and pA + (IA - U U^T / D) c + U u / D
     for i in reversed(range(model.nbody)):
-        np.einsum("ijn,jn->in", IA[i], S[i], out=U[i])
+        U[i] = np.einsum("ijn,jn->in", IA[i], S[i])
         D[i] = np.einsum("in,in->n", S[i], U[i]) + arm[i]
         u[i] = tau[i] - np.einsum("in,in->n", S[i], pA[i])
         p = parents[i]
         if p >= 0:
             Ud = U[i] / D[i]
             Ia = IA[i] - U[i][:, None] * Ud[None, :]
-            IA[p] += Ia
-            pA[p] += pA[i] + np.einsum("ijn,jn->in", Ia, c[i]) + Ud * u[i]
-    a_g = np.zeros((6, 1))
-    a_g[3:, 0] = -model.gravity
+            np.add(IA[p], Ia, out=IA[p])
+            np.add(pA[p], pA[i] + np.einsum("ijn,jn->in", Ia, c[i]) + Ud * u[i], out=pA[p])
     a, qdd = np.empty((model.nbody, 6, d.ncol)), np.empty((model.nv, d.ncol))
+    As = list(a)
     # forward pass over bodies: a' = a_parent + c, qdd = (u - U.a') / D, a = a' + S qdd
     for i, p in enumerate(parents):
-        np.add(a_g if p < 0 else a[p], c[i], out=a[i])
-        qdd[i] = (u[i] - np.einsum("in,in->n", U[i], a[i])) / D[i]
-        a[i] += S[i] * qdd[i]
+        np.add(model._a_g if p < 0 else As[p], c[i], out=As[i])
+        qdd[i] = (u[i] - np.einsum("in,in->n", U[i], As[i])) / D[i]
+        As[i] += S[i] * qdd[i]
     d.cacc = a
-    return _out(qdd, batch)
+    return qdd
 
 
-def kinetic_energy(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
+def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic energy 1/2 qd^T M(q) qd [J], armature included: a float, or (N,) for a batch (MuJoCo's energy[1]).
 
     Computed body by body as 1/2 sum_b v_b . (cinert_b v_b) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
-    model = _model(model)
-    (q, qd), batch = states(model.nv, q=q, qd=qd)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    com_vel(model, d, qd)
-    return _energy_out(_kinetic(model, d, qd), batch)
+    def compute(d, q, qd):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        com_vel(model, d, qd)
+        return _kinetic(model, d, qd)
+    return _energy_out(*_batched(model, data, dict(q=q, qd=qd), compute))
 
 
-def potential_energy(model: Model, q, *, data: Data | None = None) -> np.ndarray:
+def potential_energy(model: Model, q, *, data: Data | None = None):
     """Potential energy [J] of gravity (zero at the world origin) plus joint springs; float or (N,) (MuJoCo's energy[0]).
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_i k_i (q_i - springref_i)^2, bodies welded to the world included.
     """
-    model = _model(model)
-    (q,), batch = states(model.nv, q=q)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    return _energy_out(_potential(model, d, q), batch)
+    def compute(d, q):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        return _potential(model, d, q)
+    return _energy_out(*_batched(model, data, dict(q=q), compute))
 
 
-def energy(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
+def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
-    model = _model(model)
-    (q, qd), batch = states(model.nv, q=q, qd=qd)
-    d = _data(model, data, batch)
-    kinematics(model, d, q)
-    com_pos(model, d)
-    com_vel(model, d, qd)
-    return _energy_out(_kinetic(model, d, qd) + _potential(model, d, q), batch)
+    def compute(d, q, qd):
+        kinematics(model, d, q)
+        com_pos(model, d)
+        com_vel(model, d, qd)
+        return _kinetic(model, d, qd) + _potential(model, d, q)
+    return _energy_out(*_batched(model, data, dict(q=q, qd=qd), compute))
 
 
 def _kinetic(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:

@@ -115,6 +115,11 @@ class Model:
         # plain-Python copies of the topology for the per-body loops (list indexing beats array indexing)
         object.__setattr__(self, "_parents", self.body_parentid.tolist())
         object.__setattr__(self, "_children", [i for i in range(self.nbody) if self.body_parentid[i] >= 0][::-1])
+        a_g = np.zeros((6, 1))                      # the base's spatial acceleration that stands in for gravity
+        a_g[3:, 0] = -self.gravity
+        a_g.setflags(write=False)
+        object.__setattr__(self, "_a_g", a_g)
+        object.__setattr__(self, "_diag", (np.arange(self.nv), np.arange(self.nv)))
 
     @classmethod
     def from_tree(cls, tree: Tree) -> "Model":
