@@ -41,3 +41,13 @@ def full_mass(m, d) -> np.ndarray:
     M = np.zeros((m.nv, m.nv))
     mujoco.mj_fullM(m, d, M)
     return M
+
+
+def dense_qDeriv(m, d) -> tuple[np.ndarray, np.ndarray]:
+    """MuJoCo's sparse qDeriv (after an implicit step or mj_forward) as a dense matrix, and its sparsity mask."""
+    D, mask = np.zeros((m.nv, m.nv)), np.zeros((m.nv, m.nv), dtype=bool)
+    for i in range(m.nv):
+        cols = m.D_colind[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]
+        D[i, cols] = d.qDeriv[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]
+        mask[i, cols] = True
+    return D, mask

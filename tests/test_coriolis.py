@@ -96,22 +96,12 @@ def test_armature_drops_out(case):
 # ---- MuJoCo: its implicit integrator differentiates the bias force, d(C qd)/d qd = 2C ----
 
 
-def _dense_qDeriv(m, d) -> tuple[np.ndarray, np.ndarray]:
-    """MuJoCo's sparse qDeriv as a dense matrix, and the mask of its sparsity pattern."""
-    D, mask = np.zeros((m.nv, m.nv)), np.zeros((m.nv, m.nv), dtype=bool)
-    for i in range(m.nv):
-        cols = m.D_colind[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]
-        D[i, cols] = d.qDeriv[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]
-        mask[i, cols] = True
-    return D, mask
-
-
 def _qDeriv(m, q, qd, integrator) -> tuple[np.ndarray, np.ndarray]:
     m.opt.integrator = integrator
     d = mujoco.MjData(m)
     d.qpos[:], d.qvel[:] = q, qd
     mujoco.mj_step(m, d)                   # qDeriv is formed at the state before the step
-    return _dense_qDeriv(m, d)
+    return mj.dense_qDeriv(m, d)
 
 
 def test_implicit_integrator_uses_2c(case):

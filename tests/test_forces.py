@@ -141,15 +141,6 @@ def test_clampctrl_disabled_leaves_ctrl_alone():
     assert_close(frc.actuator_force(act, d.qpos, d.qvel, d.ctrl), d.qfrc_actuator)
 
 
-def _dense_qDeriv(m, d):
-    D, mask = np.zeros((m.nv, m.nv)), np.zeros((m.nv, m.nv), dtype=bool)
-    for i in range(m.nv):
-        cols = m.D_colind[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]
-        D[i, cols] = d.qDeriv[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]
-        mask[i, cols] = True
-    return D, mask
-
-
 def test_actuator_velocity_derivative_matches_implicitfast_qDeriv(actuated):
     """implicitfast's qDeriv = d(qfrc_actuator + qfrc_passive)/d qvel, on MuJoCo's dof sparsity pattern."""
     m, tree, act = actuated
@@ -159,7 +150,7 @@ def test_actuator_velocity_derivative_matches_implicitfast_qDeriv(actuated):
         ctrl = wide_controls(m, rng)
         d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
         mujoco.mj_step(m, d)                      # qDeriv is formed at the state before the step
-        D, mask = _dense_qDeriv(m, d)
+        D, mask = mj.dense_qDeriv(m, d)
         ours = frc.actuator_velocity_derivative(act, q, qd, ctrl) - np.diag(tree.damping)
         assert_close(np.where(mask, ours, 0.0), D)
 

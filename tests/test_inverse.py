@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from physai import dynamics as dyn
+from physai.trajectories import min_jerk
 from physai import forces, models
 from physai import integrators as integ
 from physai import inverse as inv
@@ -22,17 +23,6 @@ from physai.exceptions import ConvergenceError, InvalidArgumentError, InvalidSta
 SINGLE_STEP = ("euler", "implicitfast", "implicit")
 INVDISCRETE = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
 DURATION, OFFSET = 2.0, np.array([0.6, -0.3, 0.4, -0.5, 0.5, 0.4, 0.8])
-
-
-def min_jerk(q0, q1, duration):
-    """Position, velocity and acceleration of the minimum-jerk motion from q0 to q1 at time t."""
-    def at(t):
-        s = np.clip(t / duration, 0.0, 1.0)
-        p = 10 * s**3 - 15 * s**4 + 6 * s**5
-        dp = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
-        ddp = (60 * s - 180 * s**2 + 120 * s**3) / duration**2
-        return q0 + (q1 - q0) * p, (q1 - q0) * dp, (q1 - q0) * ddp
-    return at
 
 
 @pytest.fixture(scope="module")

@@ -27,6 +27,7 @@ import mujoco
 import numpy as np
 
 from physai import dynamics, forces, integrators, inverse, models
+from physai.trajectories import min_jerk
 
 HERE = Path(__file__).resolve().parent
 FAST = os.environ.get("PHYSAI_FAST") == "1"
@@ -48,20 +49,6 @@ BOX = """
   </worldbody>
 </mujoco>
 """
-
-
-def min_jerk(q0, q1, duration):
-    """The minimum-jerk path from q0 to q1 in `duration` s: at(t) -> (q, qd, qdd), held at q1 after the end."""
-    q0, q1 = np.asarray(q0, dtype=float), np.asarray(q1, dtype=float)
-
-    def at(t: float):
-        s = np.clip(t / duration, 0.0, 1.0)
-        p = 10 * s**3 - 15 * s**4 + 6 * s**5
-        dp = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
-        ddp = (60 * s - 180 * s**2 + 120 * s**3) / duration**2
-        return q0 + (q1 - q0) * p, (q1 - q0) * dp, (q1 - q0) * ddp
-
-    return at
 
 
 # ---- (1) ----
