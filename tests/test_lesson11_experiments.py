@@ -215,3 +215,14 @@ def test_exercise_answers():
 def test_cli_unknown_lesson(capsys):
     assert cli.main(["lesson", "99", "build"]) == 2
     assert "lesson 99" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("integrator", ["Euler", "implicit", "RK4"])
+def test_physai_energy_run_reads_like_mujoco(integrator):
+    """physai's simulator gives MuJoCo's energy readings, 1 s at 2 ms (RK4: read at its last stage, as d.energy is)."""
+    m = models.load("double_pendulum")
+    tree = dyn.tree_from_mujoco(m)
+    e0, ours = L.PhysaiEnergyRun(tree, integrator, rk4_last_stage=integrator == "RK4")(0.002, 1.0)
+    e0_mj, theirs = L.mujoco_energy_run(m, integrator)(0.002, 1.0)
+    assert abs(e0 - e0_mj) <= 1e-12
+    assert np.abs(ours - theirs).max() <= 1e-12

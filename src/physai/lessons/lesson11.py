@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from physai import dynamics, models
+from physai import dynamics, integrators, models
 from physai.exceptions import InvalidModelError
 
 #: The lesson's timesteps for the energy table [s].
@@ -212,6 +212,27 @@ def mujoco_energy_run(m: mujoco.MjModel, integrator: str, qpos: np.ndarray | Non
                       qvel: np.ndarray | None = None, watch: Callable[[float, float], object] | None = None) -> MujocoEnergyRun:
     """Shorthand for MujocoEnergyRun(m, integrator, qpos, qvel, watch)."""
     return MujocoEnergyRun(m, integrator, qpos, qvel, watch)
+
+
+class PhysaiEnergyRun:
+    """A passive run of physai's own simulator (physai.integrators), from q0 at rest (default: horizontal).
+
+    Call it as an EnergyRun: run(timestep [s], duration [s]) -> (E0 [J], energy of the state at the start of
+    each step [J]), the reading convention of MujocoEnergyRun. MuJoCo's RK4 reads d.energy at its last stage
+    instead; rk4_last_stage=True reads there too (a second pass over the trajectory), to compare like with like.
+    """
+
+    def __init__(self, tree: dynamics.Tree, integrator: str, q0: np.ndarray = HORIZONTAL, rk4_last_stage: bool = False):
+        self.tree, self.integrator, self.q0, self.rk4_last_stage = tree, integrator.lower(), q0, rk4_last_stage
+
+    def __call__(self, timestep: float, duration: float) -> tuple[float, np.ndarray]:
+        steps = round(duration / timestep)
+        run = integrators.simulate(self.tree, self.q0, np.zeros(self.tree.nv), timestep, steps, self.integrator)
+        energy = run.energy[:-1]
+        if self.rk4_last_stage:
+            last = [integrators.rk4_stages(self.tree, q, qd, timestep)[-1] for q, qd in zip(run.q[:-1], run.qd[:-1])]
+            energy = np.array([dynamics.energy(self.tree, q, qd) for q, qd, _, _ in last])
+        return float(run.energy[0]), energy
 
 
 @dataclass(frozen=True)
