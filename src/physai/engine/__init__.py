@@ -29,10 +29,10 @@ from physai.engine.algorithms import (
     rnea,
 )
 from physai.engine.data import Data
-from physai.engine.model import JNT_HINGE, JNT_SLIDE, Model, compile_tree
+from physai.engine.model import JNT_HINGE, JNT_SLIDE, Model, compile_tree, jcalc
 
 __all__ = [
     "JNT_HINGE", "JNT_SLIDE", "Data", "Model", "aba", "bias", "com_pos", "com_vel", "compile_tree", "crb", "crba",
-    "energy", "forward_dynamics", "gravity", "kinematics", "kinetic_energy", "mass_matrix", "potential_energy",
+    "energy", "forward_dynamics", "gravity", "jcalc", "kinematics", "kinetic_energy", "mass_matrix", "potential_energy",
     "rne", "rnea",
 ]

@@ -2,7 +2,7 @@
 
 The state index comes LAST in every array (structure of arrays: xmat[b, i, j, k] is body b's
 rotation entry (i, j) in state k), so that each arithmetic step is one numpy operation over contiguous runs
-of n numbers; a single state is n = 1. Spatial vectors are (angular, linear), world-aligned and taken
+of states. Spatial vectors are (angular, linear), world-aligned and taken
 about the body's centre: the world position of the origin of its root body (the ancestor whose parent
 is the world), as MuJoCo takes them about a subtree's centre of mass; this keeps their numbers small
 wherever the robot stands. Velocities are (omega, v) with v the velocity of the body point at the centre.
@@ -14,8 +14,10 @@ from physai.exceptions import ShapeError
 class Data:
     """Workspace of n states of a Model; each algorithm fills the fields it needs (None until then).
 
-    Arrays have ncol = max(n, 2) columns: one state runs as two identical columns (see engine._checks),
-    so state k of the caller is column k.
+    Pass one to a public function to keep what it computed: d = Data(model, N); engine.rnea(model, Q, QD, QDD, data=d);
+    then d.cvel[b, :, k] is body b's velocity in state k (Data(model) for a single state, read column 0).
+    Arrays have ncol = max(n, 2) columns (the last axis, written n below): one state runs as two identical
+    columns (see engine._checks).
 
     position (kinematics):
     xmat      (nbody, 3, 3, n)   body orientation in the world

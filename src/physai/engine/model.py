@@ -7,8 +7,8 @@ compile_tree(tree) does, once, everything that does not depend on the state:
   one gets its offset composed through it. Bodies welded to the world only add a constant potential energy.
   After fusing, every engine body has exactly one joint and one dof, and body i is moved by dof i;
 - parents come before children (body_parentid[i] < i, -1 for the world);
-- all joint-type knowledge becomes constants: the joint transform of a hinge is rot (1 + sin t K + (1 - cos t) K^2)
-  with K = skew(axis), so its products with rot and the anchor are stored here and jcalc only needs sin and cos.
+- all joint-type knowledge becomes constants, in one function, jcalc: a joint's transform is linear in
+  (1, t, sin t, 1 - cos t), t = q - ref, so the engine's kinematics needs no branch on joint types.
 
 Arrays follow MuJoCo's <object>_<attribute> naming; shapes are given per field. Frames: "body frame"
 is the engine body's own frame (the frame of the Tree's jointed body); "parent frame" is the frame of
@@ -28,6 +28,29 @@ JNT_SLIDE, JNT_HINGE = 2, 3
 
 def _skew(v: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+
+
+def jcalc(jnttype: int, rot: np.ndarray, pos: np.ndarray, axis: np.ndarray, anchor: np.ndarray):
+    """All joint-type knowledge of the engine: a joint as constants (G (3, 4, 4), S (6,)).
+
+    The body's pose in its parent frame at joint position q is the 3x4 matrix [R | p] = G @ (1, t, sin t, 1 - cos t),
+    t = q - ref, given its pose (rot, pos) at t = 0, the unit axis and a point on it (anchor) in the body frame:
+      hinge: R = rot (1 + sin t K + (1 - cos t) K^2), p = pos + rot (anchor - R_t anchor), K = skew(axis) (Rodrigues);
+      slide: R = rot, p = pos + t rot axis.
+    S is the motion subspace in the body frame about the body origin: (axis, anchor x axis) for a hinge, (0, axis)
+    for a slide.
+    """
+    G = np.zeros((3, 4, 4))
+    G[:, :3, 0], G[:, 3, 0] = rot, pos
+    if jnttype == JNT_HINGE:
+        K = _skew(axis)
+        G[:, :3, 2], G[:, 3, 2] = rot @ K, -rot @ K @ anchor
+        G[:, :3, 3], G[:, 3, 3] = rot @ K @ K, -rot @ K @ K @ anchor
+        return G, np.r_[axis, np.cross(anchor, axis)]
+    if jnttype == JNT_SLIDE:
+        G[:, 3, 1] = rot @ axis
+        return G, np.r_[np.zeros(3), axis]
+    raise InvalidModelError(f"unknown joint type {jnttype}")  # SHOULD NOT OCCUR: Body accepts hinge and slide only
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,13 +87,8 @@ class Model:
     tree_pos        (ntree, 3)     each Tree body's origin in the frame of that engine body (world for -1) [m]
     tree_rot        (ntree, 3, 3)  each Tree body's orientation in that frame
 
-    Constants of jcalc, the joint transform: body i's pose in its parent frame at joint position q_i is the
-    3x4 affine matrix [R | p] = jnt_G[i] @ (1, t, sin t, 1 - cos t), t = q_i - ref
-    (for a hinge, R = body_rot (1 + sin t K + (1 - cos t) K^2), K = skew(axis), turning about the anchor;
-    for a slide, p = body_pos + t body_rot axis):
-    jnt_G           (nv, 3, 4, 4)  [..., 0] = [body_rot | body_pos]; [..., 1] = [0 | body_rot axis] (slides);
-                                   [..., 2] = [body_rot K | -body_rot K anchor], [..., 3] = [body_rot K^2 | -body_rot K^2 anchor]
-                                   (hinges); zero where it does not apply
+    jnt_G           (nv, 3, 4, 4)  joint transforms from jcalc: body i's pose in its parent frame at joint position q_i
+                                   is the 3x4 matrix [R | p] = jnt_G[i] @ (1, t, sin t, 1 - cos t), t = q_i - ref
     dof_Mrow, dof_Mcol (nv, nv)    CRBA gather: M[i, j] = (S . Ic S)[dof_Mrow[i, j], dof_Mcol[i, j]] * dof_Mmask[i, j]
     dof_Mmask       (nv, nv, 1)    1.0 where dof i is dof j or an ancestor or descendant of it, else 0.0
     """
@@ -197,17 +215,9 @@ def compile_tree(tree: Tree) -> Model:
             ancestor[i, j] = True
             i = parentid[i]
 
-    hinge = jnttype == JNT_HINGE
-    K = np.array([_skew(a) for a in axis]).reshape(nb, 3, 3)
-    rotK, rotKK = rot @ K, rot @ K @ K
-    G = np.zeros((nb, 3, 4, 4))
-    G[:, :, :3, 0], G[:, :, 3, 0] = rot, pos
-    G[~hinge, :, 3, 1] = np.einsum("kij,kj->ki", rot, axis)[~hinge]
-    G[hinge, :, :3, 2], G[hinge, :, 3, 2] = rotK[hinge], -np.einsum("kij,kj->ki", rotK, anchor)[hinge]
-    G[hinge, :, :3, 3], G[hinge, :, 3, 3] = rotKK[hinge], -np.einsum("kij,kj->ki", rotKK, anchor)[hinge]
-    motion = np.zeros((nb, 6))
-    motion[hinge, :3], motion[hinge, 3:] = axis[hinge], np.cross(anchor, axis)[hinge]
-    motion[~hinge, 3:] = axis[~hinge]
+    G, motion = np.zeros((nb, 3, 4, 4)), np.zeros((nb, 6))
+    for k in range(nb):
+        G[k], motion[k] = jcalc(jnttype[k], rot[k], pos[k], axis[k], anchor[k])
     row = np.where(ancestor, np.arange(nb)[:, None], np.arange(nb)[None, :])
     col = np.where(ancestor, np.arange(nb)[None, :], np.arange(nb)[:, None])
     return Model(
