@@ -125,6 +125,23 @@ def test_energy(robot):
         robot.m.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_ENERGY)
 
 
+def test_data_keeps_poses_and_velocities(robot):
+    """Data after rnea: body frames against MuJoCo's xmat/xpos, velocities against cvel moved to the engine's centre."""
+    d = engine.Data(robot.model, N)
+    engine.rnea(robot.model, robot.q, robot.qd, robot.qdd, data=d)
+    tree_index = [i for i, b in enumerate(robot.tree.bodies) if b.joint]
+    for k in range(N):
+        md = robot.mujoco(robot.q[k], robot.qd[k])
+        for b, i in enumerate(tree_index):
+            mb = i + 1                                                        # MuJoCo body (0 is the world)
+            assert_close(d.xmat[b, :, :, k], md.xmat[mb].reshape(3, 3), what="xmat")
+            assert_close(d.center[b, :, k] + d.cpos[b, :, k], md.xpos[mb], what="xpos")
+            # MuJoCo's cvel is (rot, lin) about the subtree com of the body's root; v_C = v_S + w x (C - S)
+            w, v = md.cvel[mb, :3], md.cvel[mb, 3:]
+            C, S = d.center[b, :, k], md.subtree_com[robot.m.body_rootid[mb]]
+            assert_close(d.cvel[b, :, k], np.r_[w, v + np.cross(w, C - S)], what="cvel")
+
+
 # ---- identities ----
 
 def test_identities(robot):
