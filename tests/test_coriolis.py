@@ -203,7 +203,7 @@ def _mass_per_joint(tree: Tree) -> list:
 
 def test_panda_coriolis_matches_pinocchio_mjcf_parser():
     """The Panda read by Pinocchio's own MJCF parser: same joint order, armature and gravity as MuJoCo's."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     m = models.load("franka_emika_panda")
     tree = dyn.tree_from_mujoco(m)
     pm = pin.buildModelFromMJCF(str(models.model_path("franka_emika_panda")))
@@ -244,7 +244,7 @@ def pinocchio_model_from_tree(pin, tree: Tree):
 def test_branching_tree_coriolis_matches_pinocchio():
     """hinge_slide (branches, slides, welded bodies, joint refs, tilted gravity), built for Pinocchio from the Tree:
     Pinocchio's MJCF parser misreads this file (it drops the gravity option), so the Tree is the common source."""
-    pin = pytest.importorskip("pinocchio")
+    import pinocchio as pin
     tree = dyn.tree_from_mujoco(models.load("hinge_slide"))
     pm, refs = pinocchio_model_from_tree(pin, tree)
     _compare_with_pinocchio(pin, pm, tree, refs)
