@@ -15,6 +15,7 @@ Modules, one concept each:
     checks        the acceptance checks of the manipulator equation
     engine        the same Tree compiled to flat arrays: fast and batched
     models        bundled MJCF files and Menagerie robots by name
+    urdf          URDF robots as Trees (inertial rpy kept)
     exceptions    one exception per kind of bad input
 """
 

@@ -1,0 +1,133 @@
+"""physai.urdf: URDF robots as Trees, checked against Pinocchio's URDF parser and MuJoCo's URDF import.
+
+The example-robot-data arms are compared with pinocchio.buildModelFromUrdf (joints matched by name); a small
+URDF with rotated inertial frames on moving and welded links is compared with Pinocchio and with MuJoCo,
+which compiles the same file.
+"""
+
+from importlib.metadata import distribution
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from physai import dynamics as dyn
+from physai.exceptions import InvalidModelError, UnsupportedModelError
+from physai.urdf import rpy_to_mat, tree_from_urdf
+
+ROBOTS = Path(distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots"))
+ROTATED = Path(__file__).parent / "data" / "rotated_inertials.urdf"
+ARMS = ["ur_description/urdf/ur5_robot.urdf", "panda_description/urdf/panda.urdf", "so_arm_description/urdf/so101.urdf",
+        "z1_description/urdf/z1.urdf", "xarm_description/urdf/xarm7.urdf"]
+
+
+class PinocchioTwin:
+    """Pinocchio's model of the same URDF, and the map from physai's joint vectors to Pinocchio's."""
+
+    def __init__(self, path: Path, tree: dyn.Tree):
+        self.model = pin.buildModelFromUrdf(str(path))
+        self.data = self.model.createData()
+        self.joints = [self.model.joints[self.model.getJointId(b.name)] for b in tree.bodies if b.joint]
+
+    def q(self, q):
+        """physai's q as Pinocchio's: a continuous joint is (cos q, sin q)."""
+        out = np.zeros(self.model.nq)
+        for j, qi in zip(self.joints, q):
+            out[j.idx_q:j.idx_q + j.nq] = [np.cos(qi), np.sin(qi)] if j.nq == 2 else qi
+        return out
+
+    def v(self, v):
+        out = np.zeros(self.model.nv)
+        out[[j.idx_v for j in self.joints]] = v
+        return out
+
+    def back(self, x):
+        """A Pinocchio vector (nv,) or matrix (nv, nv) in physai's joint order."""
+        idx = [j.idx_v for j in self.joints]
+        return x[idx] if x.ndim == 1 else x[np.ix_(idx, idx)]
+
+
+def compare_with_pinocchio(path: Path, tree: dyn.Tree, states: int = 20) -> float:
+    twin, rng, worst = PinocchioTwin(path, tree), np.random.default_rng(0), 0.0
+    for _ in range(states):
+        q, qd, qdd = rng.uniform(-1, 1, tree.nv), rng.uniform(-1, 1, tree.nv), rng.uniform(-5, 5, tree.nv)
+        Q, V, A = twin.q(q), twin.v(qd), twin.v(qdd)
+        M = pin.crba(twin.model, twin.data, Q)
+        M = np.triu(M) + np.triu(M, 1).T                # Pinocchio fills the upper triangle only
+        g = pin.computeGeneralizedGravity(twin.model, twin.data, Q)
+        tau = pin.rnea(twin.model, twin.data, Q, V, A)
+        scale = max(1.0, np.abs(tau).max())
+        worst = max(worst, np.abs(dyn.rnea(tree, q, qd, qdd) - twin.back(tau)).max() / scale,
+                    np.abs(dyn.mass_matrix(tree, q) - twin.back(M)).max(), np.abs(dyn.gravity(tree, q) - twin.back(g)).max() / scale)
+    return worst
+
+
+@pytest.mark.parametrize("arm", ARMS, ids=[Path(a).stem for a in ARMS])
+def test_example_robot_data_arms_match_pinocchio(arm):
+    path = ROBOTS / arm
+    tree = tree_from_urdf(path, independent_mimic=True)
+    assert compare_with_pinocchio(path, tree) <= 1e-12
+
+
+def test_rotated_inertial_frames_match_pinocchio_and_mujoco():
+    tree = tree_from_urdf(ROTATED)
+    assert [b.name for b in tree.bodies] == ["base", "yaw", "pitch", "tool", "slide"]
+    assert [b.joint for b in tree.bodies] == ["", "hinge", "hinge", "", "slide"]
+    np.testing.assert_array_equal(tree.damping, [0.0, 0.3, 0.0])
+    assert compare_with_pinocchio(ROTATED, tree) <= 1e-12
+    m = mujoco.MjModel.from_xml_path(str(ROTATED))       # MuJoCo's own URDF import of the same file
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # the slide's limit would push back otherwise
+    d, rng = mujoco.MjData(m), np.random.default_rng(1)
+    for _ in range(20):
+        q, qd, qdd = rng.uniform(-1, 1, 3) * [1, 1, 0.02], rng.uniform(-1, 1, 3), rng.uniform(-5, 5, 3)
+        d.qpos[:], d.qvel[:], d.qacc[:] = q, qd, qdd
+        mujoco.mj_inverse(m, d)
+        np.testing.assert_allclose(dyn.rnea(tree, q, qd, qdd), d.qfrc_inverse + d.qfrc_passive, rtol=0, atol=1e-12)
+        M = np.zeros((3, 3))
+        mujoco.mj_fullM(m, d, M)
+        np.testing.assert_allclose(dyn.mass_matrix(tree, q), M, rtol=0, atol=1e-12)
+        mujoco.mj_forward(m, d)
+        # MuJoCo folds the root link, welded to the world, into the world body: its constant potential is not counted
+        root = -tree.bodies[0].mass * tree.gravity @ tree.bodies[0].com
+        assert abs(dyn.energy(tree, q, qd) - root - d.energy.sum()) <= 1e-12
+
+
+def test_dropping_the_inertial_rpy_would_be_caught():
+    """The comparisons above can fail: the same robot with its inertial rpy ignored is off by far more than 1e-12."""
+    text = ROTATED.read_text()
+    flat = text.replace('rpy="0.4 -0.3 0.7"', 'rpy="0 0 0"').replace('rpy="0.9 0.2 0.5"', 'rpy="0 0 0"')
+    assert compare_with_pinocchio(ROTATED, tree_from_urdf(flat)) > 1e-4
+
+
+def test_rpy_is_z_y_x():
+    r, p, y = 0.3, -0.5, 1.1
+    Rx = np.array([[1, 0, 0], [0, np.cos(r), -np.sin(r)], [0, np.sin(r), np.cos(r)]])
+    Ry = np.array([[np.cos(p), 0, np.sin(p)], [0, 1, 0], [-np.sin(p), 0, np.cos(p)]])
+    Rz = np.array([[np.cos(y), -np.sin(y), 0], [np.sin(y), np.cos(y), 0], [0, 0, 1]])
+    np.testing.assert_allclose(rpy_to_mat([r, p, y]), Rz @ Ry @ Rx, atol=1e-15)
+    np.testing.assert_allclose(rpy_to_mat([r, p, y]), pin.rpy.rpyToMatrix(r, p, y), atol=1e-15)
+
+
+URDF = '<robot name="r"><link name="a"/><link name="b"/>{joint}</robot>'
+
+
+@pytest.mark.parametrize("urdf, error, message", [
+    (URDF.format(joint='<joint name="j" type="floating"><parent link="a"/><child link="b"/></joint>'),
+     UnsupportedModelError, "'j' is a floating joint"),
+    (URDF.format(joint='<joint name="j" type="revolute"><parent link="a"/><child link="b"/><mimic joint="k"/></joint>'),
+     UnsupportedModelError, "mimics another joint.*independent_mimic=True"),
+    (URDF.format(joint='<joint name="j" type="fixed"><parent link="a"/><child link="c"/></joint>'),
+     InvalidModelError, "names link 'c', which the URDF does not define"),
+    (URDF.format(joint=""), UnsupportedModelError, "2 root links"),
+    (URDF.format(joint='<joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 0"/></joint>'),
+     InvalidModelError, "zero axis"),
+    ("<mujoco/>", InvalidModelError, "root element is <robot>"),
+    ("<robot", InvalidModelError, "not a valid URDF"),
+    ("no/such/file.urdf", InvalidModelError, "cannot read URDF file"),
+])
+def test_bad_urdf_is_refused_with_a_reason(urdf, error, message):
+    with pytest.raises(error, match=message):
+        tree_from_urdf(urdf)
