@@ -128,3 +128,9 @@ def test_tree_needs_parents_before_children_and_one_armature_per_joint():
         dyn.Tree([_body(), _body(parent=1)], np.zeros(2))
     with pytest.raises(ShapeError, match="armature has 1 entry, the model needs 2"):
         dyn.Tree([_body(), _body(parent=0)], np.zeros(1))
+
+
+def test_singular_mass_matrix_is_named_not_a_bare_linalg_error():
+    massless = dyn.Tree([_body(mass=0.0, inertia=np.zeros((3, 3)), joint="slide")], np.zeros(1))
+    with pytest.raises(InvalidModelError, match="mass matrix is singular.*no armature"):
+        dyn.forward_dynamics(massless, [0.0], [0.0], [1.0])

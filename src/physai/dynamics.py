@@ -19,6 +19,7 @@ import mujoco
 import numpy as np
 
 from physai import _checks
+from physai._linalg import solve
 from physai.exceptions import InvalidInertiaError, InvalidModelError, UnsupportedModelError
 from physai.spatial import axis_angle_to_mat, cross_force, cross_motion, quat_to_mat, skew, spatial_inertia
 
@@ -294,7 +295,7 @@ def forward_dynamics(tree: Tree, q: np.ndarray, qd: np.ndarray, tau: np.ndarray)
     tau is the total applied generalized force; equals mj_forward's qacc on a model without passive forces or constraints.
     """
     tau = _checks.vector("tau", tau, tree.nv)
-    return np.linalg.solve(mass_matrix(tree, q), tau - bias(tree, q, qd))
+    return solve(mass_matrix(tree, q), tau - bias(tree, q, qd))
 
 
 def potential_energy(tree: Tree, q: np.ndarray) -> float:

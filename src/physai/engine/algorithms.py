@@ -26,6 +26,7 @@ over all bodies and all states. Pass data=Data(model, N) to keep the intermediat
 
 import numpy as np
 
+from physai import _linalg as linalg
 from physai.engine._checks import states
 from physai.engine.data import Data
 from physai.engine.model import Model
@@ -324,10 +325,7 @@ def _solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
     LU with partial pivoting (numpy.linalg.solve) is as accurate as Cholesky on a positive definite M; numpy
     has no batched triangular solve, so Cholesky would need three LAPACK calls per state (2.5x slower).
     """
-    try:
-        return np.linalg.solve(np.moveaxis(M, -1, 0), b.T[:, :, None])[:, :, 0].T
-    except np.linalg.LinAlgError:
-        raise InvalidModelError("the mass matrix is singular at this state: a dof moves no mass and has no armature") from None
+    return linalg.solve(np.moveaxis(M, -1, 0), b.T).T
 
 
 def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:

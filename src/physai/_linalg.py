@@ -1,0 +1,18 @@
+"""Solving with mass matrices: one place that turns a singular M into a clear error."""
+
+import numpy as np
+
+from physai.exceptions import InvalidModelError
+
+SINGULAR = "the mass matrix is singular at this state: a degree of freedom moves no mass and has no armature"
+
+
+def solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with M x = b, for a mass matrix M (nv, nv) or a stack (..., nv, nv) and b (nv,) or (..., nv).
+
+    Raises InvalidModelError when M is singular (np.linalg.solve's LU is as accurate as Cholesky on an SPD M).
+    """
+    try:
+        return np.linalg.solve(M, b[..., None])[..., 0]
+    except np.linalg.LinAlgError:
+        raise InvalidModelError(SINGULAR) from None
