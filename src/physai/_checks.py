@@ -7,6 +7,8 @@ from physai.exceptions import InvalidStateError, ShapeError
 
 def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     """`x` as a float array of exactly `shape`, finite; raises ShapeError or InvalidStateError naming `name`."""
+    if np.iscomplexobj(x):
+        raise ShapeError(f"{name} must be real numbers, got complex values")
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
@@ -19,8 +21,8 @@ def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     bad = ~np.isfinite(a)
     if bad.any():
         i = tuple(int(k) for k in np.argwhere(bad)[0])
-        where = ", ".join(map(str, i))
-        raise InvalidStateError(f"{name}[{where}] is {a[i]}; {name} must be finite")
+        what = f"{name}[{', '.join(map(str, i))}]" if i else name
+        raise InvalidStateError(f"{what} is {a[i]}; {name} must be finite")
     return a
 
 
@@ -30,4 +32,6 @@ def vector(name: str, x, n: int) -> np.ndarray:
 
 
 def _describe(shape: tuple[int, ...]) -> str:
+    if not shape:
+        return "one number"
     return f"{shape[0]} numbers" if len(shape) == 1 else "x".join(map(str, shape)) + " numbers"

@@ -35,7 +35,7 @@ class Body:
     rot:     (3, 3) orientation in the parent's frame at q = ref
     joint:   "hinge", "slide" or "" (welded to its parent)
     axis:    (3,) unit joint axis in this body's frame (None when welded)
-    anchor:  (3,) a point on the joint axis in this body's frame [m] (None when welded)
+    anchor:  (3,) a point on the joint axis in this body's frame [m]; None means the body origin (ignored when welded)
     mass:    [kg]
     com:     (3,) centre of mass in this body's frame [m]
     inertia: (3, 3) rotational inertia about the centre of mass, body frame [kg m^2]
@@ -57,6 +57,9 @@ class Body:
 
     def __post_init__(self):
         who = f"body {self.name!r}" if self.name else "body"
+        if isinstance(self.parent, bool) or not isinstance(self.parent, (int, np.integer)):
+            raise InvalidModelError(f"{who}: parent must be a body index (int, -1 for the world), got {self.parent!r}")
+        self.parent = int(self.parent)
         if self.joint not in JOINT_TYPES:
             raise UnsupportedModelError(f"{who}: unknown joint type {self.joint!r}; expected 'hinge', 'slide' or '' (welded)")
         self.pos = _checks.as_array(f"{who} pos", self.pos, (3,))
@@ -71,9 +74,10 @@ class Body:
             self.anchor = _checks.as_array(f"{who} anchor", np.zeros(3) if self.anchor is None else self.anchor, (3,))
         self.com = _checks.as_array(f"{who} com", self.com, (3,))
         self.inertia = _checks.as_array(f"{who} inertia", self.inertia, (3, 3))
-        self.mass = float(self.mass)
-        if not np.isfinite(self.mass) or self.mass < 0:
+        self.mass = float(_checks.as_array(f"{who} mass", self.mass, ()))
+        if self.mass < 0:
             raise InvalidInertiaError(f"{who}: mass {self.mass} kg, expected a finite number >= 0")
+        self.ref = float(_checks.as_array(f"{who} ref", self.ref, ()))
         _check_inertia(who, self.inertia)
 
 
@@ -137,8 +141,11 @@ def _check_inertia(who: str, I: np.ndarray) -> None:
 def tree_from_mujoco(m) -> Tree:
     """The Tree of a compiled MuJoCo model whose joints are single hinges or slides (static model data only).
 
-    Reads offsets, orientations, joint axes and anchors, masses, centres of mass, inertias,
-    armature and gravity; nothing that depends on the state.
+    Reads body offsets and orientations, joint axes, anchors and refs (qpos0), masses, centres of mass, inertias
+    (turned from principal axes into the body frame), armature, joint damping, stiffness and springref
+    (qpos_spring), and gravity, honouring the gravity, spring and damper disable flags; nothing that depends on
+    the state. Raises UnsupportedModelError for free or ball joints, several joints in one body, and passive
+    forces a Tree cannot hold (polynomial or tendon springs and dampers, gravity compensation, fluid forces).
     """
     kinds = {3: "hinge", 2: "slide"}
     bodies = []
@@ -169,14 +176,17 @@ def tree_from_mujoco(m) -> Tree:
 
 
 def _refuse_unsupported_passive_forces(m) -> None:
-    """Passive forces a Tree cannot hold (polynomial joint springs and dampers, tendon springs and dampers)."""
+    """Passive forces a Tree cannot hold: polynomial or tendon springs and dampers, gravity compensation, fluid forces."""
     unsupported = (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
-                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"))
+                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"),
+                   ("body_gravcomp", "body gravity compensation"))
     for attribute, what in unsupported:
-        values = getattr(m, attribute, np.zeros(0))
-        if np.any(values):
+        if np.any(getattr(m, attribute, np.zeros(0))):
             raise UnsupportedModelError(f"the model has {what} ({attribute}); physai's passive forces cover linear joint "
                                         "damping and stiffness only")
+    if m.opt.density or m.opt.viscosity or np.any(m.opt.wind):
+        raise UnsupportedModelError(f"the model has fluid forces (density {m.opt.density}, viscosity {m.opt.viscosity}, "
+                                    f"wind {m.opt.wind}); physai's passive forces cover linear joint damping and stiffness only")
 
 
 def jcalc(body: Body, R0: np.ndarray, p0: np.ndarray, qi: float):
