@@ -1,5 +1,7 @@
 """Bad input gets a clear exception that names the offending thing and what was expected."""
 
+import os
+
 import mujoco
 import numpy as np
 import pytest
@@ -104,6 +106,19 @@ def test_two_joints_in_one_body_are_refused():
 def test_unknown_model_name_lists_the_known_ones():
     with pytest.raises(UnknownModelError, match="unknown model 'double_pendulm'. Did you mean 'double_pendulum'"):
         models.load("double_pendulm")
+
+
+def test_a_model_name_must_be_a_string():
+    with pytest.raises(UnknownModelError, match="a model name is a string, got None"):
+        models.load(None)
+
+
+def test_course_mirror_is_used_without_touching_the_environment(monkeypatch):
+    monkeypatch.delenv("MENAGERIE_ROOT", raising=False)
+    assert models.COURSE_MIRROR.is_dir()                 # the course layout: ../shared/menagerie beside the checkout
+    assert models.load("robotstudio_so101").nv == 6
+    assert models.model_path("franka_emika_panda").parent == models.COURSE_MIRROR / "franka_emika_panda"
+    assert "MENAGERIE_ROOT" not in os.environ
 
 
 def test_unknown_menagerie_entry_lists_the_entries():

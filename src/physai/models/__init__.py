@@ -44,47 +44,51 @@ def names() -> list[str]:
 
 def model_path(name: str, entry: str | None = None) -> Path:
     """Path of the MJCF file of a bundled model or a Menagerie robot (downloading it if needed)."""
-    if (BUNDLED_DIR / f"{name}.xml").is_file():
-        if entry is not None:
-            raise UnknownModelError(f"bundled model {name!r} has no entry points; call it without entry (got {entry!r})")
+    if _is_bundled(name, entry):
         return BUNDLED_DIR / f"{name}.xml"
-    robot = _menagerie_robot(name)
-    entry = entry or MENAGERIE[name]
-    try:
-        return _menagerie_call(name, lambda: robot.path()) / robot.entry(entry).file
-    except LookupError:
-        raise UnknownModelError(f"{name!r} has no entry {entry!r}; available: {', '.join(robot.entry_names)}") from None
+    robot, entry = _menagerie_entry(name, entry)
+    return _menagerie_call(name, lambda cache: robot.path(cache)) / robot.entry(entry).file
 
 
 def load(name: str, entry: str | None = None) -> mujoco.MjModel:
     """Compile a bundled model or a Menagerie robot by name. Raises UnknownModelError or ModelUnavailableError."""
-    if (BUNDLED_DIR / f"{name}.xml").is_file():
-        return mujoco.MjModel.from_xml_path(str(model_path(name, entry)))
-    robot = _menagerie_robot(name)
-    entry = entry or MENAGERIE[name]
-    if entry not in robot.entry_names:
-        raise UnknownModelError(f"{name!r} has no entry {entry!r}; available: {', '.join(robot.entry_names)}")
-    return _menagerie_call(name, lambda: robot.model(entry))
+    if _is_bundled(name, entry):
+        return mujoco.MjModel.from_xml_path(str(BUNDLED_DIR / f"{name}.xml"))
+    robot, entry = _menagerie_entry(name, entry)
+    return _menagerie_call(name, lambda cache: robot.model(entry, cache))
 
 
-def _menagerie_robot(name: str):
+def _is_bundled(name: str, entry: str | None) -> bool:
+    if not isinstance(name, str):
+        raise UnknownModelError(f"a model name is a string, got {name!r}; known models: {', '.join(names())}")
+    if not (BUNDLED_DIR / f"{name}.xml").is_file():
+        return False
+    if entry is not None:
+        raise UnknownModelError(f"bundled model {name!r} has no entry points; call it without entry (got {entry!r})")
+    return True
+
+
+def _menagerie_entry(name: str, entry: str | None):
+    """The Menagerie robot and the entry to load (its default when None); raises UnknownModelError."""
     if name not in MENAGERIE:
         close = difflib.get_close_matches(name, names(), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownModelError(f"unknown model {name!r}.{hint} Known models: {', '.join(names())}")
     import mujoco_menagerie
 
-    return mujoco_menagerie.get(name)
+    robot, entry = mujoco_menagerie.get(name), entry or MENAGERIE[name]
+    if entry not in robot.entry_names:
+        raise UnknownModelError(f"{name!r} has no entry {entry!r}; available: {', '.join(robot.entry_names)}")
+    return robot, entry
 
 
 def _menagerie_call(name: str, fn):
+    """fn(cache) with the course mirror as the cache's root when MENAGERIE_ROOT is unset; clear errors."""
     import mujoco_menagerie
 
-    if "MENAGERIE_ROOT" not in os.environ and COURSE_MIRROR.is_dir():
-        os.environ["MENAGERIE_ROOT"] = str(COURSE_MIRROR)
-
+    use_mirror = "MENAGERIE_ROOT" not in os.environ and COURSE_MIRROR.is_dir()
     try:
-        return fn()
+        return fn(mujoco_menagerie.Cache(root=COURSE_MIRROR) if use_mirror else None)
     except mujoco_menagerie.MenagerieError as exc:
         raise ModelUnavailableError(
             f"Menagerie robot {name!r} could not be loaded ({exc}). It is downloaded on first use, which needs a "
