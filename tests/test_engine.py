@@ -86,7 +86,6 @@ def test_mass_matrix(robot):
     M = engine.mass_matrix(robot.model, robot.q)
     nv = robot.m.nv
     assert M.shape == (N, nv, nv)
-    assert np.array_equal(M, M.transpose(0, 2, 1))
     full = np.zeros((nv, nv))
     for k in range(N):
         robot.mujoco(robot.q[k], robot.qd[k])
@@ -266,7 +265,7 @@ def pendulum():
 def test_wrong_length(pendulum):
     with pytest.raises(ShapeError, match=r"q has 3 entries, the model needs 2"):
         engine.rnea(pendulum, [0, 0, 0], [0, 0], [0, 0])
-    with pytest.raises(ShapeError, match=r"qdd has 1 entries, the model needs 2"):
+    with pytest.raises(ShapeError, match=r"qdd has 1 entry, the model needs 2"):
         engine.rnea(pendulum, [0, 0], [0, 0], [0])
 
 
@@ -284,7 +283,7 @@ def test_wrong_batch_shape(pendulum):
 def test_not_finite_or_not_numbers(pendulum):
     q = np.zeros((4, 2))
     q[3, 1] = np.nan
-    with pytest.raises(InvalidStateError, match=r"q\[\(3, 1\)\] is nan; q must be finite"):
+    with pytest.raises(InvalidStateError, match=r"q\[3, 1\] is nan; q must be finite"):
         engine.gravity(pendulum, q)
     with pytest.raises(InvalidStateError, match=r"tau\[0\] is inf"):
         engine.forward_dynamics(pendulum, [0, 0], [0, 0], [np.inf, 0])
@@ -298,6 +297,11 @@ def test_wrong_model_or_data(pendulum):
         engine.rnea(tree, [0, 0], [0, 0], [0, 0])
     with pytest.raises(InvalidModelError, match=r"needs a physai.dynamics.Tree"):
         engine.compile_tree("double_pendulum")
+    other = engine.compile_tree(dynamics.tree_from_mujoco(models.load("double_pendulum")))
+    with pytest.raises(InvalidModelError, match="data was made for another Model"):
+        engine.rnea(pendulum, [0, 0], [0, 0], [0, 0], data=engine.Data(other, 1))
+    with pytest.raises(ShapeError, match="q must be real numbers"):
+        engine.gravity(pendulum, [1j, 0])
     with pytest.raises(ShapeError, match=r"Data for 3 states"):
         engine.rnea(pendulum, np.zeros((3, 2)), np.zeros((3, 2)), np.zeros((3, 2)), data=engine.Data(pendulum, 1))
     d = engine.Data(pendulum, 3)

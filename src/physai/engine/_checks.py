@@ -15,13 +15,16 @@ def states(nv: int, **arrays):
     """
     out, batch, first = [], None, None
     for name, x in arrays.items():
+        if np.iscomplexobj(x):
+            raise ShapeError(f"{name} must be real numbers, got complex values")
         try:
             a = np.asarray(x, dtype=float)
         except (TypeError, ValueError) as exc:
             raise ShapeError(f"{name} must be an array of shape ({nv},) or (N, {nv}), got {type(x).__name__}: {exc}") from None
         if a.ndim == 1:
             if a.shape[0] != nv:
-                raise ShapeError(f"{name} has {a.shape[0]} entries, the model needs {nv}")
+                count = "1 entry" if a.shape[0] == 1 else f"{a.shape[0]} entries"
+                raise ShapeError(f"{name} has {count}, the model needs {nv}")
         elif a.ndim == 2:
             if a.shape[1] != nv:
                 raise ShapeError(f"{name} has shape {a.shape}, the model needs ({a.shape[0]}, {nv}) or ({nv},)")
@@ -34,8 +37,7 @@ def states(nv: int, **arrays):
             raise ShapeError(f"{name} must have shape ({nv},) or (N, {nv}), got shape {a.shape}")
         if not np.isfinite(a).all():                                     # (no BLAS here: its threads stall large batches)
             i = tuple(int(k) for k in np.argwhere(~np.isfinite(a))[0])
-            where = i[0] if len(i) == 1 else i
-            raise InvalidStateError(f"{name}[{where}] is {a[i]}; {name} must be finite")
+            raise InvalidStateError(f"{name}[{', '.join(map(str, i))}] is {a[i]}; {name} must be finite")
         out.append(a)
     # one state runs as two identical columns: numpy sums a lone column in a different order, and
     # this way a state gives bit-for-bit the same result alone or inside any batch

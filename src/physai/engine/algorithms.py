@@ -82,6 +82,8 @@ def _data(model: Model, data, batch) -> Data:
     if not isinstance(data, Data) or data.n != n:
         got = f"a Data for {data.n} states" if isinstance(data, Data) else type(data).__name__
         raise ShapeError(f"data must be a physai.engine.Data for {n} states (Data(model, {n})), got {got}")
+    if data.model is not model:
+        raise InvalidModelError("data was made for another Model; use Data(model, n) with the model you pass")
     return data
 
 

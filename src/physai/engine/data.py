@@ -39,17 +39,18 @@ class Data:
     qM        (nv, nv, n)        joint-space inertia M(q), armature included
     """
 
-    __slots__ = ("n", "ncol", "xmat", "cpos", "center", "cipos", "cinert", "cdof", "cvel", "cdof_dot",
+    __slots__ = ("model", "n", "ncol", "xmat", "cpos", "center", "cipos", "cinert", "cdof", "cvel", "cdof_dot",
                  "cacc", "cfrc", "qfrc", "crb", "qM")
 
     def __init__(self, model, n: int = 1):
+        self.model = model                                # the Model this workspace belongs to
         self.n = int(n)
         if self.n < 1:
             raise ShapeError(f"a Data holds at least one state, got n = {n}")
         self.ncol = max(self.n, 2)
-        for name in self.__slots__[2:]:
+        for name in self.__slots__[3:]:
             setattr(self, name, None)
 
     def __repr__(self) -> str:
-        filled = [name for name in self.__slots__[2:] if getattr(self, name) is not None]
+        filled = [name for name in self.__slots__[3:] if getattr(self, name) is not None]
         return f"<physai.engine.Data: n={self.n}, filled: {', '.join(filled) or 'nothing'}>"

@@ -20,14 +20,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from physai.dynamics import Tree
+from physai.spatial import skew
 from physai.exceptions import InvalidModelError
 
 #: joint types, MuJoCo's numbers (mjtJoint)
 JNT_SLIDE, JNT_HINGE = 2, 3
-
-
-def _skew(v: np.ndarray) -> np.ndarray:
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
 
 
 def jcalc(jnttype: int, rot: np.ndarray, pos: np.ndarray, axis: np.ndarray, anchor: np.ndarray):
@@ -43,7 +40,7 @@ def jcalc(jnttype: int, rot: np.ndarray, pos: np.ndarray, axis: np.ndarray, anch
     G = np.zeros((3, 4, 4))
     G[:, :3, 0], G[:, 3, 0] = rot, pos
     if jnttype == JNT_HINGE:
-        K = _skew(axis)
+        K = skew(axis)
         G[:, :3, 2], G[:, 3, 2] = rot @ K, -rot @ K @ anchor
         G[:, :3, 3], G[:, 3, 3] = rot @ K @ K, -rot @ K @ K @ anchor
         return G, np.r_[axis, np.cross(anchor, axis)]
