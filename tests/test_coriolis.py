@@ -159,10 +159,13 @@ def test_point_mass_arm_matches_section_closed_forms():
 # ---- the double pendulum (lesson 11) and the two-link arm (lesson 7.1): hand formulas for C qd ----
 
 
-@pytest.mark.parametrize("name, m2_, l1_, c2_", [("double_pendulum", 0.5, 0.4, 0.15), ("arm2", 0.8, 0.5, 0.2)])
-def test_planar_two_link_hand_formulas(name, m2_, l1_, c2_):
+@pytest.mark.parametrize("name", ["double_pendulum", "arm2"])
+def test_planar_two_link_hand_formulas(name):
     """C qd = h (-(2 qd1 qd2 + qd2^2), qd1^2) and the Christoffel C = h [[-qd2, -(qd1 + qd2)], [qd1, 0]], h = m2 l1 c2 sin q2."""
-    tree = dyn.tree_from_mujoco(models.load(name))
+    m = models.load(name)
+    tree = dyn.tree_from_mujoco(m)
+    # m2, l1 (elbow offset along the link) and c2 (link 2's centre of mass along it), read from the model
+    m2_, l1_, c2_ = float(m.body_mass[2]), float(np.linalg.norm(m.body_pos[2])), float(np.linalg.norm(m.body_ipos[2]))
     rng = np.random.default_rng(5)
     for _ in range(50):
         q, qd = rng.uniform(-3, 3, 2), rng.normal(0, 3, 2)
@@ -255,7 +258,7 @@ def test_branching_tree_coriolis_matches_pinocchio():
 
 def test_wrong_qd_length_names_qd():
     tree = dyn.tree_from_mujoco(models.load("arm2"))
-    with pytest.raises(ShapeError, match="qd"):
+    with pytest.raises(ShapeError, match="^qd has 3 entries, the model needs 2"):
         cor.coriolis_matrix(tree, np.zeros(2), np.zeros(3))
-    with pytest.raises(ShapeError, match="q"):
+    with pytest.raises(ShapeError, match="^q has 1 entry, the model needs 2"):
         cor.mass_matrix_dot(tree, np.zeros(1), np.zeros(2))
