@@ -6,6 +6,7 @@ import pytest
 
 from physai import checks, dynamics, forces, models
 from physai.coriolis import coriolis_matrix
+from physai.exceptions import InvalidArgumentError, ShapeError
 
 MODELS = ("double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda")
 N = 8
@@ -49,6 +50,9 @@ def test_states_respect_ranges():
     assert s.xfrc_applied.shape == (50, m.nbody - 1, 6) and len(s) == 50
     again = checks.random_states(m, 50, seed=0)
     assert np.array_equal(s.q, again.q) and np.array_equal(s.xfrc_applied, again.xfrc_applied)
+    slow = checks.random_states(m, 50, seed=0, qd_max=0.5, qdd_max=3.0)
+    assert np.abs(slow.qd).max() <= 0.5 and np.abs(slow.qdd).max() <= 3.0 and np.abs(s.qdd).max() <= checks.QDD_MAX
+    assert np.array_equal(slow.q, s.q)                        # the ranges scale the draws, q stays the same
 
 
 def test_balance_with_mujocos_terms_and_constraints_disabled():
@@ -133,3 +137,44 @@ def test_fake_coriolis_matrices_fail():
     assert checks.passivity_residual(tree, s.q, s.qd, coriolis=transposed) < 1e-13
     assert checks.coriolis_residual(tree, s.q, s.qd) < 1e-12
     assert checks.coriolis_residual(tree, s.q, s.qd, coriolis=transposed) > 1e-2
+
+
+# ---- batches of states ----
+
+
+def test_a_single_vector_stands_for_every_state_of_the_batch():
+    """One (nv,) qd with (n, nv) q checks all n states, not only the first (zip used to stop at the shortest)."""
+    m, tree, s = _setup("arm7")
+    zero = lambda t, q, qd: np.zeros((t.nv, t.nv))                       # noqa: E731 (residual |c - g| != 0)
+    each = [checks.coriolis_residual(tree, q, s.qd[0], coriolis=zero) for q in s.q]
+    assert max(each) > each[0]
+    assert checks.coriolis_residual(tree, s.q, s.qd[0], coriolis=zero) == max(each)
+    per_state = [checks.roundtrip_residual(tree, q, s.qd[0], s.tau[0]) for q in s.q]
+    assert checks.roundtrip_residual(tree, s.q, s.qd[0], s.tau[0]) == max(per_state)
+
+
+def test_batches_of_different_lengths_are_refused():
+    m, tree, s = _setup("arm7")
+    with pytest.raises(ShapeError, match="different numbers of states: q has 8, qd has 5"):
+        checks.coriolis_residual(tree, s.q, s.qd[:5])
+    with pytest.raises(ShapeError, match="q has 8, qd has 8, tau has 3"):
+        checks.roundtrip_residual(tree, s.q, s.qd, s.tau[:3])
+    for fn in (checks.skew_residual, checks.passivity_residual):
+        with pytest.raises(ShapeError, match="different numbers of states"):
+            fn(tree, s.q[:2], s.qd)
+    with pytest.raises(ShapeError, match=r"q must be a \(k,\) vector or an \(n, k\) batch"):
+        checks.hold_residual(tree, s.q[None])
+
+
+def test_empty_batches_and_zero_states_are_refused():
+    m, tree, s = _setup("arm2")
+    with pytest.raises(InvalidArgumentError, match="the batch is empty"):
+        checks.mass_matrix_asymmetry(tree, s.q[:0])
+    with pytest.raises(InvalidArgumentError, match="the batch is empty"):
+        checks.passivity_residual(tree, s.q[:0], s.qd[:0])
+    for n in (0, -3, 2.5, True):
+        with pytest.raises(InvalidArgumentError, match="number of states must be a whole number >= 1"):
+            checks.run_checks(m, n)
+    with pytest.raises(InvalidArgumentError, match="number of states must be a whole number >= 1, got 0"):
+        checks.balance_residual(m, checks.States(*(x[:0] for x in (s.q, s.qd, s.tau, s.ctrl, s.qfrc_applied,
+                                                                    s.xfrc_applied, s.qdd))))

@@ -31,12 +31,14 @@ import numpy as np
 
 from physai import dynamics, forces
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
+from physai.exceptions import InvalidArgumentError, ShapeError
 
 RTOL = 1e-12        # tolerance of an identity = RTOL x the scale of the quantities it compares
 QD_MAX = 2.0        # joint speeds uniform in [-QD_MAX, QD_MAX] [rad/s | m/s]
 TAU_MAX = 10.0      # joint forces for the round trip, uniform in [-TAU_MAX, TAU_MAX] [N m | N]
 APPLIED_MAX = 2.0   # qfrc_applied [N m | N] and each xfrc_applied component [N, N m], uniform in [-APPLIED_MAX, APPLIED_MAX]
 CTRL_FREE = 1.0     # ctrl of an actuator without ctrlrange: uniform in [-CTRL_FREE, CTRL_FREE]
+QDD_MAX = 20.0      # joint accelerations uniform in [-QDD_MAX, QDD_MAX] [rad/s^2 | m/s^2]
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,7 @@ class States:
     qfrc_applied:  (n, nv) generalized applied forces [N m | N]
     xfrc_applied:  (n, nbody, 6) wrench (force [N], torque [N m]) at each body's centre of mass, world frame;
                    MuJoCo's d.xfrc_applied[1:] (physai.forces.applied_force's convention)
+    qdd:           (n, nv) joint accelerations [rad/s^2 | m/s^2] (for inverse dynamics, e.g. `physai verify`)
     """
 
     q: np.ndarray
@@ -57,15 +60,18 @@ class States:
     ctrl: np.ndarray
     qfrc_applied: np.ndarray
     xfrc_applied: np.ndarray
+    qdd: np.ndarray
 
     def __len__(self) -> int:
         return len(self.q)
 
 
-def random_states(m: mujoco.MjModel, n: int, seed: int = 0) -> States:
-    """n random States of a model of hinges and slides: q uniform in each limited joint's range, else in
-    [-pi, pi]; qd, tau, qfrc_applied, xfrc_applied uniform (QD_MAX, TAU_MAX, APPLIED_MAX); ctrl uniform in
-    ctrlrange where ctrllimited, else in [-CTRL_FREE, CTRL_FREE]."""
+def random_states(m: mujoco.MjModel, n: int, seed: int = 0, qd_max: float = QD_MAX, qdd_max: float = QDD_MAX) -> States:
+    """n >= 1 random States of a model of hinges and slides: q uniform in each limited joint's range, else in
+    [-pi, pi]; qd in [-qd_max, qd_max] [rad/s | m/s], qdd in [-qdd_max, qdd_max] [rad/s^2 | m/s^2]; tau,
+    qfrc_applied, xfrc_applied uniform (TAU_MAX, APPLIED_MAX); ctrl uniform in ctrlrange where ctrllimited,
+    else in [-CTRL_FREE, CTRL_FREE]. The fields are drawn in States' order, qdd last."""
+    _check_count(n)
     rng = np.random.default_rng(seed)
     jnt = m.dof_jntid
     lo = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 0], -np.pi)
@@ -75,17 +81,45 @@ def random_states(m: mujoco.MjModel, n: int, seed: int = 0) -> States:
     chi = np.where(limited, m.actuator_ctrlrange[:, 1], CTRL_FREE)
     nv, nu, nb = m.nv, m.nu, m.nbody - 1
     return States(q=rng.uniform(lo, hi, (n, nv)),
-                  qd=rng.uniform(-QD_MAX, QD_MAX, (n, nv)),
+                  qd=rng.uniform(-qd_max, qd_max, (n, nv)),
                   tau=rng.uniform(-TAU_MAX, TAU_MAX, (n, nv)),
                   ctrl=rng.uniform(clo, chi, (n, nu)),
                   qfrc_applied=rng.uniform(-APPLIED_MAX, APPLIED_MAX, (n, nv)),
-                  xfrc_applied=rng.uniform(-APPLIED_MAX, APPLIED_MAX, (n, nb, 6)))
+                  xfrc_applied=rng.uniform(-APPLIED_MAX, APPLIED_MAX, (n, nb, 6)),
+                  qdd=rng.uniform(-qdd_max, qdd_max, (n, nv)))
 
 
-def _rows(x) -> np.ndarray:
-    """A batch of vectors (n, k) from a single (k,) vector or an (n, k) array."""
-    a = np.asarray(x, dtype=float)
-    return a[None] if a.ndim == 1 else a
+def _check_count(n) -> None:
+    """Raise InvalidArgumentError unless n is a whole number >= 1 (a number of states)."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidArgumentError(f"the number of states must be a whole number >= 1, got {n!r}")
+
+
+def _batches(**arrays) -> list[np.ndarray]:
+    """The arguments as batches of the same n >= 1 vectors, each (n, k), in argument order.
+
+    An (n, k) array is taken as is; a single (k,) vector stands for every one of the n states (repeated).
+    Raises ShapeError if an argument is neither (k,) nor (n, k) or if two batches have different n,
+    InvalidArgumentError if the batches are empty (n = 0).
+    """
+    batches = {}
+    for name, x in arrays.items():
+        try:
+            a = np.asarray(x, dtype=float)
+        except (TypeError, ValueError) as exc:
+            raise ShapeError(f"{name} must be a (k,) vector or an (n, k) batch of states, got {type(x).__name__}: "
+                             f"{exc}") from None
+        if a.ndim not in (1, 2):
+            raise ShapeError(f"{name} must be a (k,) vector or an (n, k) batch of states, got shape {a.shape}")
+        batches[name] = a
+    counts = {name: len(a) for name, a in batches.items() if a.ndim == 2}
+    if len(set(counts.values())) > 1:
+        raise ShapeError("the batches have different numbers of states: "
+                         + ", ".join(f"{name} has {k}" for name, k in counts.items()))
+    n = next(iter(counts.values()), 1)
+    if n == 0:
+        raise InvalidArgumentError(f"{', '.join(batches)}: the batch is empty; the checks need at least one state")
+    return [a if a.ndim == 2 else np.tile(a, (n, 1)) for a in batches.values()]
 
 
 # ---- (a) the mass matrix ----
@@ -93,12 +127,12 @@ def _rows(x) -> np.ndarray:
 
 def mass_matrix_asymmetry(tree, q, *, mass_matrix=dynamics.mass_matrix) -> float:
     """max over the states q (n, nv) of max_ij |M_ij - M_ji| [kg m^2 | kg]; 0 for a symmetric M."""
-    return max(float(np.abs((M := mass_matrix(tree, qi)) - M.T).max()) for qi in _rows(q))
+    return max(float(np.abs((M := mass_matrix(tree, qi)) - M.T).max()) for qi in _batches(q=q)[0])
 
 
 def mass_matrix_min_eigenvalue(tree, q, *, mass_matrix=dynamics.mass_matrix) -> float:
     """min over the states q (n, nv) of the smallest eigenvalue of sym(M) [kg m^2 | kg]; > 0 means positive definite."""
-    return min(float(np.linalg.eigvalsh(0.5 * ((M := mass_matrix(tree, qi)) + M.T))[0]) for qi in _rows(q))
+    return min(float(np.linalg.eigvalsh(0.5 * ((M := mass_matrix(tree, qi)) + M.T))[0]) for qi in _batches(q=q)[0])
 
 
 # ---- (b) the hold torque ----
@@ -107,7 +141,7 @@ def mass_matrix_min_eigenvalue(tree, q, *, mass_matrix=dynamics.mass_matrix) -> 
 def hold_residual(tree, q, *, gravity=dynamics.gravity, forward_dynamics=dynamics.forward_dynamics) -> float:
     """max |forward_dynamics(q, 0, g(q))| over the states q (n, nv) [rad/s^2 | m/s^2]: the torque g(q) holds q still."""
     worst = 0.0
-    for qi in _rows(q):
+    for qi in _batches(q=q)[0]:
         zero = np.zeros_like(qi)
         worst = max(worst, float(np.abs(forward_dynamics(tree, qi, zero, gravity(tree, qi))).max()))
     return worst
@@ -119,7 +153,7 @@ def hold_residual(tree, q, *, gravity=dynamics.gravity, forward_dynamics=dynamic
 def roundtrip_residual(tree, q, qd, tau, *, forward_dynamics=dynamics.forward_dynamics, rnea=dynamics.rnea) -> float:
     """max |rnea(q, qd, forward_dynamics(q, qd, tau)) - tau| over the states [N m | N]: inverse undoes forward."""
     worst = 0.0
-    for qi, qdi, ti in zip(_rows(q), _rows(qd), _rows(tau)):
+    for qi, qdi, ti in zip(*_batches(q=q, qd=qd, tau=tau), strict=True):
         worst = max(worst, float(np.abs(rnea(tree, qi, qdi, forward_dynamics(tree, qi, qdi, ti)) - ti).max()))
     return worst
 
@@ -130,7 +164,7 @@ def roundtrip_residual(tree, q, qd, tau, *, forward_dynamics=dynamics.forward_dy
 def coriolis_residual(tree, q, qd, *, coriolis=coriolis_matrix, bias=dynamics.bias, gravity=dynamics.gravity) -> float:
     """max |C(q, qd) qd - (c(q, qd) - g(q))| over the states [N m | N]: C is the velocity part of the bias."""
     return max(float(np.abs(coriolis(tree, qi, qdi) @ qdi - (bias(tree, qi, qdi) - gravity(tree, qi))).max())
-               for qi, qdi in zip(_rows(q), _rows(qd)))
+               for qi, qdi in zip(*_batches(q=q, qd=qd), strict=True))
 
 
 def _skew_part(tree, q, qd, coriolis, mdot):
@@ -140,13 +174,13 @@ def _skew_part(tree, q, qd, coriolis, mdot):
 def skew_residual(tree, q, qd, *, coriolis=coriolis_matrix, mass_matrix_dot=mass_matrix_dot) -> float:
     """max |S + S^T| with S = Mdot - 2C over the states [N m s | N s]; 0 when Mdot - 2C is skew-symmetric."""
     return max(float(np.abs((S := _skew_part(tree, qi, qdi, coriolis, mass_matrix_dot)) + S.T).max())
-               for qi, qdi in zip(_rows(q), _rows(qd)))
+               for qi, qdi in zip(*_batches(q=q, qd=qd), strict=True))
 
 
 def passivity_residual(tree, q, qd, *, coriolis=coriolis_matrix, mass_matrix_dot=mass_matrix_dot) -> float:
     """max |qd^T (Mdot - 2C) qd| over the states [W]: the power of the Coriolis forces against dT/dt is zero."""
     return max(abs(float(qdi @ _skew_part(tree, qi, qdi, coriolis, mass_matrix_dot) @ qdi))
-               for qi, qdi in zip(_rows(q), _rows(qd)))
+               for qi, qdi in zip(*_batches(q=q, qd=qd), strict=True))
 
 
 # ---- (e) the full balance against MuJoCo ----
@@ -182,7 +216,9 @@ def mujoco_terms(m: mujoco.MjModel, states: States, tree=None, actuators=None) -
     m should have constraints disabled (without_constraints); MuJoCo's applied term is qfrc_applied plus each
     body's wrench pushed through mj_applyFT at its centre of mass, physai's is forces.applied_force.
     physai's Terms use the tree and actuators given (actuators=None means the model has none).
+    Raises InvalidArgumentError for an empty batch of states.
     """
+    _check_count(len(states))
     d = mujoco.MjData(m)
     nv = m.nv
     out = []
@@ -217,9 +253,12 @@ def balance_residual(m: mujoco.MjModel, states: States, tree=None, actuators=Non
     with tree=None they are MuJoCo's own (mj_fullM, qfrc_bias, qfrc_actuator, ...). Constraints are disabled
     on a copy of m first.
     """
-    m = without_constraints(m)
-    pairs = mujoco_terms(m, states, tree, actuators)
-    return max(float(np.abs((ours if tree is not None else theirs).residual()).max()) for theirs, ours in pairs)
+    return _worst_residual(mujoco_terms(without_constraints(m), states, tree, actuators), physai=tree is not None)
+
+
+def _worst_residual(pairs: list[tuple[Terms, Terms | None]], physai: bool) -> float:
+    """max |residual| [N m | N] over the (MuJoCo, physai) pairs of mujoco_terms, of physai's Terms or MuJoCo's."""
+    return max(float(np.abs((ours if physai else theirs).residual()).max()) for theirs, ours in pairs)
 
 
 #: the terms of the balance physai computes, with MuJoCo's name for each
@@ -229,7 +268,11 @@ TERM_NAMES = {"M": "mj_fullM", "bias": "qfrc_bias", "actuator": "qfrc_actuator",
 
 def term_differences(m: mujoco.MjModel, states: States, tree, actuators=None) -> dict[str, float]:
     """max |physai - MuJoCo| of each term of the balance over the states, by key of TERM_NAMES."""
-    pairs = mujoco_terms(without_constraints(m), states, tree, actuators)
+    return _term_differences(mujoco_terms(without_constraints(m), states, tree, actuators))
+
+
+def _term_differences(pairs: list[tuple[Terms, Terms]]) -> dict[str, float]:
+    """max |physai - MuJoCo| of each term over the (MuJoCo, physai) pairs of mujoco_terms, by key of TERM_NAMES."""
     return {k: max(float(np.abs(getattr(o, k) - getattr(t, k)).max()) for t, o in pairs) for k in TERM_NAMES}
 
 
@@ -258,8 +301,10 @@ class Result:
 def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, tree=None, actuators=None) -> list[Result]:
     """Every check on n random states of m; tolerances RTOL x scale, the scale being the largest magnitude of
     what the identity compares over the states (at least 1). tree and actuators default to physai's reading
-    of m (tree_from_mujoco, actuators_from_mujoco); pass others to check them instead.
+    of m (tree_from_mujoco, actuators_from_mujoco); pass others to check them instead. n must be >= 1
+    (InvalidArgumentError otherwise).
     """
+    _check_count(n)
     tree = dynamics.tree_from_mujoco(m) if tree is None else tree
     actuators = forces.actuators_from_mujoco(m) if actuators is None and m.nu else actuators
     s = random_states(m, n, seed)
@@ -268,10 +313,10 @@ def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, tree=None, actuat
                                else ("N m", "rad/s^2", "kg m^2", "N m s"))
     Ms = [dynamics.mass_matrix(tree, q) for q in s.q]
     gs = [dynamics.gravity(tree, q) for q in s.q]
-    cs = [dynamics.bias(tree, q, qd) for q, qd in zip(s.q, s.qd)]
-    Cs = [coriolis_matrix(tree, q, qd) for q, qd in zip(s.q, s.qd)]
-    Mds = [mass_matrix_dot(tree, q, qd) for q, qd in zip(s.q, s.qd)]
-    Ma = [M @ np.linalg.solve(M, t - c) for M, t, c in zip(Ms, s.tau, cs)]   # M qdd of the round trip
+    cs = [dynamics.bias(tree, q, qd) for q, qd in zip(s.q, s.qd, strict=True)]
+    Cs = [coriolis_matrix(tree, q, qd) for q, qd in zip(s.q, s.qd, strict=True)]
+    Mds = [mass_matrix_dot(tree, q, qd) for q, qd in zip(s.q, s.qd, strict=True)]
+    Ma = [M @ np.linalg.solve(M, t - c) for M, t, c in zip(Ms, s.tau, cs, strict=True)]   # M qdd of the round trip
 
     def big(*xs) -> float:
         return max(1.0, *(float(np.abs(x).max()) for x in xs))
@@ -283,9 +328,8 @@ def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, tree=None, actuat
     s_pow = s_S * float(np.abs(s.qd).max()) ** 2                  # qd^T S qd
     pairs = mujoco_terms(without_constraints(m), s, tree, actuators)
     s_bal = big(*(x for t, _ in pairs for x in (t.M @ t.qacc, t.bias, t.actuator, t.passive, t.applied)))
-    ours = max(float(np.abs(o.residual()).max()) for _, o in pairs)
-    theirs = max(float(np.abs(t.residual()).max()) for t, _ in pairs)
-    diffs = {k: max(float(np.abs(getattr(o, k) - getattr(t, k)).max()) for t, o in pairs) for k in TERM_NAMES}
+    ours, theirs = _worst_residual(pairs, physai=True), _worst_residual(pairs, physai=False)
+    diffs = _term_differences(pairs)
     results = [
         Result("asymmetry", "(a) M symmetric: max |M - M^T|", mass_matrix_asymmetry(tree, s.q), inertia, RTOL * s_M),
         Result("min_eigenvalue", "(a) M positive definite: smallest eigenvalue", mass_matrix_min_eigenvalue(tree, s.q),
