@@ -54,6 +54,15 @@ def test_errors_exit_2(capsys):
     assert "free" in capsys.readouterr().err
 
 
-def test_rejects_zero_states(capsys):
-    with pytest.raises(SystemExit):
-        main(["check", "arm2", "--states", "0"])
+@pytest.mark.parametrize("option, value, message", [
+    ("--states", "0", "expected a whole number >= 1, got 0"),
+    ("--states", "abc", "expected a whole number >= 1, got 'abc'"),
+    ("--seed", "-1", "expected a whole number >= 0, got -1"),
+    ("--seed", "1.5", "expected a whole number >= 0, got '1.5'"),
+])
+def test_bad_counts_and_seeds_are_usage_errors(capsys, option, value, message):
+    """argparse's exit 2 with a clear message, not a numpy traceback (--seed -1) or "invalid _positive_int value"."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", "arm2", option, value])
+    assert exit_info.value.code == 2
+    assert f"argument {option}: {message}" in capsys.readouterr().err

@@ -4,8 +4,9 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import models
+from physai import checks, models
 from physai.cli import main
+from physai.commands import verify
 
 QUANTITIES = ("rnea", "bias", "gravity", "mass matrix", "forward dynamics", "energy")
 
@@ -72,3 +73,34 @@ def test_a_wrong_result_fails_with_exit_1(capsys, monkeypatch):
     assert main(["verify", "double_pendulum", "--states", "3"]) == 1
     rows = _table_rows(capsys.readouterr().out)
     assert " FAIL " in rows["energy"] and " pass " in rows["rnea"]
+
+
+@pytest.mark.parametrize("option, value, message", [
+    ("--states", "-2", "expected a whole number >= 1, got -2"),
+    ("--states", "abc", "expected a whole number >= 1, got 'abc'"),
+    ("--seed", "-1", "expected a whole number >= 0, got -1"),
+])
+def test_bad_counts_and_seeds_are_usage_errors(capsys, option, value, message):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["verify", "double_pendulum", option, value])
+    assert exit_info.value.code == 2
+    assert f"argument {option}: {message}" in capsys.readouterr().err
+
+
+def test_states_are_checks_random_states_within_verifys_ranges(monkeypatch):
+    """verify draws its states with physai.checks.random_states: q in the limited ranges, qd in [-1, 1], qdd in [-20, 20]."""
+    seen = {}
+
+    def table(m, tree, states, slides):
+        seen["states"] = states
+        return True
+
+    monkeypatch.setattr(verify, "_table", table)
+    assert main(["verify", "franka_emika_panda", "--states", "200", "--seed", "3"]) == 0
+    q, qd, qdd = seen["states"]
+    m = models.load("franka_emika_panda")
+    s = checks.random_states(m, 200, 3, qd_max=1.0, qdd_max=20.0)
+    assert np.array_equal(q, s.q) and np.array_equal(qd, s.qd) and np.array_equal(qdd, s.qdd)
+    lo, hi = m.jnt_range[m.dof_jntid].T
+    assert ((q >= lo) & (q <= hi)).all() and np.abs(qd).max() <= 1.0 and np.abs(qdd).max() <= 20.0
+    assert np.abs(qd).max() > 0.9 and np.abs(qdd).max() > 18.0

@@ -1,0 +1,23 @@
+"""The `physai` subcommands, one module each (add_arguments, run), and the argument types they share."""
+
+import argparse
+
+
+def positive_int(text: str) -> int:
+    """argparse type of a count such as --states: a whole number >= 1, else a clear usage error."""
+    return _whole_number(text, 1)
+
+
+def nonnegative_int(text: str) -> int:
+    """argparse type of a seed such as --seed: a whole number >= 0, else a clear usage error."""
+    return _whole_number(text, 0)
+
+
+def _whole_number(text: str, low: int) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {text!r}") from None
+    if n < low:
+        raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {n}")
+    return n

@@ -10,20 +10,14 @@ Exit status 0 when every check passes, 1 otherwise (2 for errors, from cli.py).
 import argparse
 
 from physai import checks, dynamics, forces, models
+from physai.commands import nonnegative_int, positive_int
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `physai check`."""
     parser.add_argument("model", metavar="MODEL", help=f"model name: {', '.join(models.names())}")
-    parser.add_argument("--states", type=_positive_int, default=100, metavar="N", help="number of random states (default 100)")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random states (default 0)")
-
-
-def _positive_int(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of states, got {n}")
-    return n
+    parser.add_argument("--states", type=positive_int, default=100, metavar="N", help="number of random states (default 100)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the random states (default 0)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from physai import dynamics, models
+from physai import checks, dynamics, models
+from physai.commands import nonnegative_int, positive_int
 from physai.exceptions import UnknownKeyframeError
 
 RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|)
@@ -40,9 +41,9 @@ class Quantity:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `physai verify`."""
     parser.add_argument("model", metavar="MODEL", help=f"model name: {', '.join(models.names())}")
-    parser.add_argument("--states", type=_positive_int, default=100, metavar="N", help="number of random states (default 100)")
+    parser.add_argument("--states", type=positive_int, default=100, metavar="N", help="number of random states (default 100)")
     parser.add_argument("--pose", metavar="NAME", help="keyframe at which to print g(q), diag M, armature and cond(M), e.g. home")
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the random states (default 0)")
+    parser.add_argument("--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the random states (default 0)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -62,17 +63,11 @@ def run(args: argparse.Namespace) -> int:
     print("forward dynamics: MuJoCo gets qfrc_applied = rnea(q, qd, qdd) - qfrc_passive - qfrc_actuator (ctrl = 0), "
           "physai the sum of the three as tau")
     print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps\n")
-    ok = _table(m, tree, _random_states(m, args.states, args.seed), "slide" in kinds)
+    s = checks.random_states(m, args.states, args.seed, qd_max=QD_MAX, qdd_max=QDD_MAX)
+    ok = _table(m, tree, (s.q, s.qd, s.qdd), "slide" in kinds)
     if key is not None:
         ok &= _pose_report(m, tree, key, kinds)
     return 0 if ok else 1
-
-
-def _positive_int(text: str) -> int:
-    n = int(text)
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive number of states, got {n}")
-    return n
 
 
 def _constraints(m: mujoco.MjModel) -> str:
@@ -90,15 +85,6 @@ def _keyframe(m: mujoco.MjModel, model: str, name: str) -> int:
         available = f"available: {', '.join(keys)}" if keys else "the model has no keyframes"
         raise UnknownKeyframeError(f"{model} has no keyframe {name!r}; {available}")
     return keys.index(name)
-
-
-def _random_states(m: mujoco.MjModel, n: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(q, qd, qdd), each (n, nv): q uniform in limited joints' ranges, else [-pi, pi]; qd, qdd uniform."""
-    rng = np.random.default_rng(seed)
-    lo = np.where(m.jnt_limited, m.jnt_range[:, 0], -np.pi)        # one joint per dof (hinges and slides only)
-    hi = np.where(m.jnt_limited, m.jnt_range[:, 1], np.pi)
-    q = rng.uniform(lo, hi, (n, m.nv))
-    return q, rng.uniform(-QD_MAX, QD_MAX, (n, m.nv)), rng.uniform(-QDD_MAX, QDD_MAX, (n, m.nv))
 
 
 def _quantities(m: mujoco.MjModel, d: mujoco.MjData, tree: dynamics.Tree, states, slides: bool) -> list[Quantity]:
