@@ -15,7 +15,7 @@ import pytest
 from physai import dynamics as dyn
 from physai import forces, models
 from physai import integrators as integ
-from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError
 
 TOL = 1e-10                                             # rad, over the whole run
 
@@ -159,6 +159,32 @@ def test_smooth_force_is_qfrc_smooth():
         assert np.abs(f - d.qfrc_smooth).max() <= 1e-12 * max(1.0, np.abs(f).max())
 
 
+# ---- arm7 with MuJoCo's eulerdamp disable flag: damping explicit in Euler ----
+
+def test_euler_without_implicit_damping_reproduces_mjDSBL_EULERDAMP():
+    """euler_damping=False against mj_step with mjDSBL_EULERDAMP on arm7 (damping 0.5, motors): one step and 100."""
+    m = models.load("arm7")
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_EULERDAMP | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    tree, acts = dyn.tree_from_mujoco(m), forces.actuators_from_mujoco(m)
+    assert (tree.damping > 0).all() and m.opt.integrator == integ.MUJOCO_INTEGRATOR["euler"]
+    rng = np.random.default_rng(1)
+    q0, qd0, ctrl = m.key_qpos[m.key("home").id], rng.uniform(-2, 2, 7), rng.uniform(-5, 5, 7)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+    mujoco.mj_step(m, d)
+    q1, qd1 = integ.step(tree, q0, qd0, m.opt.timestep, "euler", ctrl=ctrl, actuators=acts, euler_damping=False)
+    assert np.abs(q1 - d.qpos).max() <= 1e-15 and np.abs(qd1 - d.qvel).max() <= 1e-13
+    implicit = integ.step(tree, q0, qd0, m.opt.timestep, "euler", ctrl=ctrl, actuators=acts)[1]
+    assert np.abs(implicit - d.qvel).max() > 1e-4                     # the default (implicit damping) differs
+    traj = integ.simulate(tree, q0, qd0, m.opt.timestep, 100, "euler", ctrl=ctrl, actuators=acts, energy=False,
+                          euler_damping=False)
+    for _ in range(99):
+        mujoco.mj_step(m, d)
+    assert np.abs(traj.q[-1] - d.qpos).max() <= TOL and np.abs(traj.qd[-1] - d.qvel).max() <= 100 * TOL
+    with pytest.raises(InvalidArgumentError, match="euler_damping must be True or False"):
+        integ.step(tree, q0, qd0, m.opt.timestep, euler_damping="no")
+
+
 # ---- the Panda: 9 dof, position servos, a tendon actuator on the fingers ----
 
 @pytest.fixture(scope="module")
@@ -214,7 +240,7 @@ def test_integrator_names_ignore_case(tree):
                           integ.step(tree, [0.1, 0], [0, 0], 0.002, "rk4")[0])
 
 
-@pytest.mark.parametrize("dt", [0.0, -0.002, np.nan, np.inf, "fast", None])
+@pytest.mark.parametrize("dt", [0.0, -0.002, np.nan, np.inf, "fast", None, True])
 def test_bad_timestep_is_refused(tree, dt):
     with pytest.raises(InvalidArgumentError, match=r"timestep dt .*finite number > 0"):
         integ.simulate(tree, np.zeros(2), np.zeros(2), dt, 10)
@@ -232,10 +258,31 @@ def test_ctrl_of_wrong_length_names_nu():
 
 
 def test_ctrl_without_actuators_says_what_to_pass(tree):
-    with pytest.raises(InvalidModelError, match="ctrl was given without actuators.*actuators_from_mujoco"):
+    """One check everywhere ctrl is taken (it used to be ignored by velocity_derivative and the inverse)."""
+    with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators.*actuators_from_mujoco"):
         integ.step(tree, np.zeros(2), np.zeros(2), 0.002, ctrl=[1.0])
-    with pytest.raises(InvalidModelError, match="ctrl was given without actuators"):
+    with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators"):
         integ.simulate(tree, np.zeros(2), np.zeros(2), 0.002, 3, ctrl=[1.0])
+    with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators"):
+        integ.simulate(tree, np.zeros(2), np.zeros(2), 0.002, 0, ctrl=[1.0])
+    for name in ("euler", "implicit"):
+        with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators"):
+            integ.velocity_derivative(tree, np.zeros(2), np.zeros(2), name, ctrl=[1.0])
+    with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators"):
+        integ.smooth_force(tree, np.zeros(2), np.zeros(2), ctrl=[1.0])
+
+
+def test_actuators_of_another_model_are_named(tree):
+    """arm7's actuators on the 2-dof pendulum: the message names both dof counts, not "q has 2 entries"."""
+    acts7 = forces.actuators_from_mujoco(models.load("arm7"))
+    with pytest.raises(ShapeError, match=r"the actuators act on 7 dofs \(actuators.nv\), the tree has nv = 2"):
+        integ.step(tree, np.zeros(2), np.zeros(2), 0.002, actuators=acts7)
+    with pytest.raises(ShapeError, match="the actuators act on 7 dofs"):
+        integ.simulate(tree, np.zeros(2), np.zeros(2), 0.002, 2, "rk4", ctrl=np.zeros(7), actuators=acts7)
+    with pytest.raises(ShapeError, match="the actuators act on 7 dofs"):
+        integ.velocity_derivative(tree, np.zeros(2), np.zeros(2), "implicit", actuators=acts7)
+    with pytest.raises(InvalidArgumentError, match="actuators must be physai.forces.Actuators.*got dict"):
+        integ.step(tree, np.zeros(2), np.zeros(2), 0.002, actuators={"moment": np.eye(2)})
 
 
 @pytest.mark.parametrize("steps", [-1, 2.5, True, "10"])

@@ -94,6 +94,23 @@ def test_torques_replay_onto_the_samples_in_mj_step(arm7, torques, name):
     assert np.abs(mj_replay(m, name, samples[0], torques[name]) - samples[1:]).max() <= 1e-12
 
 
+def test_discrete_euler_with_explicit_damping_equals_mj_inverse_with_eulerdamp_disabled(arm7, torques):
+    """euler_damping=False inverts MuJoCo's Euler under mjDSBL_EULERDAMP (damping explicit): tau = M qdd + c - passive."""
+    m, tree, acts, samples, _ = arm7
+    m = copy.deepcopy(m)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_EULERDAMP
+    h, n = m.opt.timestep, 100
+    qd, qdd = inv.consistent_accelerations(samples[:n + 1], h)
+    tau = inv.trajectory_torques(tree, samples[:n + 1], h, "euler", actuators=acts, euler_damping=False)
+    ref = mj_inverse(m, "euler", samples[:n], qd, qdd)
+    assert np.abs(tau - ref).max() <= 1e-12 * max(1.0, np.abs(ref).max())
+    assert np.abs(tau - torques["euler"][:n]).max() > 1e-4            # not the default's implicit damping
+    assert np.abs(mj_replay(m, "euler", samples[0], tau) - samples[1:n + 1]).max() <= 1e-12
+    traj = integ.simulate(tree, samples[0], np.zeros(7), h, n, "euler", qfrc_applied=tau, energy=False,
+                          euler_damping=False)
+    assert np.abs(traj.q - samples[:n + 1]).max() <= 1e-12
+
+
 def test_analytic_accelerations_do_not_replay(arm7):
     """The lesson's point: the continuous inverse of the planned (q, qd, qdd) drifts off open loop (0.5 s shown)."""
     m, tree, _, samples, path = arm7
@@ -203,6 +220,38 @@ def test_discrete_inverse_needs_dt_and_integrator(arm7):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), -0.002, "euler")
     with pytest.raises(ShapeError, match="qdd has 6 entries, the model needs 7"):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(6))
+
+
+def test_ctrl_without_actuators_is_refused_not_ignored(arm7):
+    m, tree, acts, samples, _ = arm7
+    for dt, name in ((None, None), (0.002, "euler"), (0.002, "implicit")):
+        with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators"):
+            inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), dt, name, ctrl=np.ones(7))
+    for name in ("euler", "rk4"):
+        with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators"):
+            inv.trajectory_torques(tree, samples[:4], 0.002, name, ctrl=np.ones(7))
+    arm2 = dyn.tree_from_mujoco(models.load("arm2"))
+    with pytest.raises(ShapeError, match="the actuators act on 7 dofs"):
+        inv.trajectory_torques(arm2, samples[:4, :2], 0.002, "implicit", actuators=acts)
+
+
+@pytest.mark.parametrize("option, value", [("max_iter", 2.5), ("max_iter", -1), ("max_iter", True), ("max_iter", "3"),
+                                           ("tol", 0.0), ("tol", -1e-9), ("tol", np.nan), ("tol", np.inf), ("tol", "tiny"),
+                                           ("tol", None)])
+def test_bad_shooting_options_are_refused(arm7, option, value):
+    """max_iter = 2.5 used to loop forever (n == max_iter never held); tol <= 0 gave a misleading ConvergenceError."""
+    m, tree, acts, samples, _ = arm7
+    name = "max_iter must be a whole number >= 0" if option == "max_iter" else "tol .*finite number > 0"
+    with pytest.raises(InvalidArgumentError, match=name):
+        inv.rk4_shooting(tree, samples[:3], m.opt.timestep, actuators=acts, **{option: value})
+
+
+def test_zero_iterations_accept_only_a_first_guess_within_tol(arm7):
+    m, tree, acts, samples, _ = arm7
+    loose = inv.rk4_shooting(tree, samples[:4], m.opt.timestep, actuators=acts, tol=1e-6, max_iter=0)
+    assert loose.iterations.max() == 0 and loose.error.max() <= 1e-6
+    with pytest.raises(ConvergenceError, match="after 0 Newton iterations"):
+        inv.rk4_shooting(tree, samples[:4], m.opt.timestep, actuators=acts, tol=1e-15, max_iter=0)
 
 
 def test_bad_samples_are_named(arm7):

@@ -2,6 +2,7 @@
 
     step(tree, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
     simulate(tree, q0, qd0, dt, steps, integrator="euler", ...)                             -> Trajectory
+    (both take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
 
 Every integrator starts from the smooth force of MuJoCo's forward dynamics (its qfrc_smooth),
 
@@ -26,9 +27,11 @@ for a model of hinges and slides without constraints:
                         q'  = q  + h (qd_1 + 2 qd_2 + 2 qd_3 + qd_4) / 6   (positions from the stage velocities)
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
-stay explicit); implicitfast takes the lower triangle of D, which equals sym(D) for joint and tendon
-transmissions, where D is symmetric. Joint limits, contacts and equality constraints are not modelled:
-compare against MuJoCo with m.opt.disableflags |= mjDSBL_CONSTRAINT, or stay inside the joint ranges.
+stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
+with the damping explicit in f; euler_damping=False does the same here. implicitfast takes the lower
+triangle of D, which equals sym(D) for joint and tendon transmissions, where D is symmetric. Joint limits,
+contacts and equality constraints are not modelled: compare against MuJoCo with
+m.opt.disableflags |= mjDSBL_CONSTRAINT, or stay inside the joint ranges.
 
 Energy. simulate() returns energy[k] = physai.dynamics.energy(tree, q[k], qd[k]), the energy of the k-th
 state of the trajectory. MuJoCo computes d.energy inside mj_forward, at the start of mj_step, so after
@@ -45,8 +48,9 @@ import numpy as np
 
 from physai import _checks, forces
 from physai import dynamics as dyn
+from physai._linalg import solve
 from physai.coriolis import coriolis_matrix
-from physai.exceptions import InvalidArgumentError, InvalidModelError, ShapeError
+from physai.exceptions import InvalidArgumentError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -84,8 +88,10 @@ def check_integrator(integrator) -> str:
 
 
 def check_timestep(dt) -> float:
-    """dt as a float; raises InvalidArgumentError unless it is a finite number > 0 [s]."""
+    """dt as a float; raises InvalidArgumentError unless it is a finite number > 0 [s] (True is not 1 s)."""
     try:
+        if isinstance(dt, (bool, np.bool_)):
+            raise TypeError("a bool is not a timestep")
         h = float(dt)
     except (TypeError, ValueError):
         raise InvalidArgumentError(f"timestep dt must be a finite number > 0 [s], got {dt!r}") from None
@@ -94,35 +100,69 @@ def check_timestep(dt) -> float:
     return h
 
 
-def step(tree, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):
-    """One step of `integrator` from (q, qd); returns (q_next, qd_next), new arrays.
+def check_actuators(tree, actuators, ctrl):
+    """ctrl checked against the actuators and the actuators against the tree; returns ctrl, zeros (nu,) if None.
 
-    ctrl:         (nu,) actuator controls, needs `actuators` (physai.forces.Actuators)
+    ctrl without actuators raises InvalidArgumentError (it would have nothing to drive); actuators must be a
+    physai.forces.Actuators (InvalidArgumentError) acting on the tree's nv dofs (ShapeError otherwise, e.g. the
+    actuators of another model). ctrl's own shape and values are checked, and clamped, by physai.forces.
+    """
+    if actuators is None:
+        if ctrl is not None:
+            raise InvalidArgumentError("ctrl was given without actuators; pass actuators=physai.forces.actuators_from_mujoco(m)")
+        return None
+    if not isinstance(actuators, forces.Actuators):
+        raise InvalidArgumentError(f"actuators must be physai.forces.Actuators (from physai.forces.actuators_from_mujoco), "
+                                   f"got {type(actuators).__name__}")
+    if actuators.nv != tree.nv:
+        raise ShapeError(f"the actuators act on {actuators.nv} dofs (actuators.nv), the tree has nv = {tree.nv}: "
+                         "pass the actuators of the tree's own model")
+    return np.zeros(actuators.nu) if ctrl is None else ctrl
+
+
+def _check_flag(name: str, value) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
+    return bool(value)
+
+
+def step(tree, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
+         euler_damping: bool = True):
+    """One step of `integrator` from (q, qd); returns (q_next, qd_next), new arrays (nv,).
+
+    q, qd:        (nv,) joint positions [rad | m] and velocities [rad/s | m/s]
+    dt:           the timestep h [s], a finite number > 0
+    ctrl:         (nu,) actuator controls, needs `actuators` (physai.forces.Actuators of the same model)
     qfrc_applied: (nv,) generalized force added to the joints [N m | N] (MuJoCo's qfrc_applied)
     xfrc_applied: (nbody, 6) wrenches at the bodies' centres of mass, as physai.forces.applied_force takes them
+    euler_damping: True (default, MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
+                  False reproduces MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler, M a = f.
+                  The other integrators ignore it.
     All inputs are held constant over the step (also across RK4's stages).
     """
     name, h = check_integrator(integrator), check_timestep(dt)
+    euler_damping = _check_flag("euler_damping", euler_damping)
     q, qd = _checks.vector("q", q, tree.nv), _checks.vector("qd", qd, tree.nv)
     inputs = _Inputs.make(tree, actuators, ctrl, qfrc_applied, xfrc_applied)
-    q_next, qd_next, _ = _STEPPERS[name](tree, q, qd, h, inputs)
+    q_next, qd_next, _ = _STEPPERS[name](tree, q, qd, h, inputs, euler_damping)
     return q_next, qd_next
 
 
 def simulate(tree, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
-             xfrc_applied=None, energy=True) -> Trajectory:
-    """Run `steps` steps of `integrator` from (q0, qd0); returns the Trajectory, with the energy of every state.
+             xfrc_applied=None, energy=True, euler_damping: bool = True) -> Trajectory:
+    """Run `steps` steps of `integrator` from (q0, qd0), each (nv,); returns the Trajectory, with the energy of every state.
 
-    ctrl and qfrc_applied are either constant, (nu,) and (nv,), or one row per step, (steps, nu) and
-    (steps, nv): row k acts during the step from state k to state k+1 (what d.ctrl holds during the
-    (k+1)-th mj_step). xfrc_applied is held constant. energy=False skips the energy (Trajectory.energy is None).
+    dt [s] as for step. ctrl and qfrc_applied are either constant, (nu,) and (nv,), or one row per step,
+    (steps, nu) and (steps, nv): row k acts during the step from state k to state k+1 (what d.ctrl holds
+    during the (k+1)-th mj_step). xfrc_applied is held constant. energy=False skips the energy
+    (Trajectory.energy is None). euler_damping=False: damping explicit in Euler (MuJoCo's mjDSBL_EULERDAMP), see step.
     """
     name, h = check_integrator(integrator), check_timestep(dt)
+    euler_damping = _check_flag("euler_damping", euler_damping)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
     q, qd = _checks.vector("q0", q0, tree.nv), _checks.vector("qd0", qd0, tree.nv)
-    if ctrl is not None and actuators is None:
-        raise InvalidModelError("ctrl was given without actuators; pass actuators=physai.forces.actuators_from_mujoco(m)")
+    check_actuators(tree, actuators, ctrl)
     ctrls = _per_step("ctrl", ctrl, steps, 0 if actuators is None else actuators.nu)
     applied = _per_step("qfrc_applied", qfrc_applied, steps, tree.nv)
     Q, QD, E = np.empty((steps + 1, tree.nv)), np.empty((steps + 1, tree.nv)), np.empty(steps + 1)
@@ -131,7 +171,7 @@ def simulate(tree, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     for k in range(steps):
         inputs = _Inputs.make(tree, actuators, None if ctrls is None else ctrls[k],
                               None if applied is None else applied[k], xfrc_applied)
-        Q[k + 1], QD[k + 1], M = stepper(tree, Q[k], QD[k], h, inputs)
+        Q[k + 1], QD[k + 1], M = stepper(tree, Q[k], QD[k], h, inputs, euler_damping)
         if energy:                                     # dynamics.energy(tree, Q[k], QD[k]), reusing the step's M(Q[k])
             E[k] = float(0.5 * QD[k] @ M @ QD[k]) + dyn.potential_energy(tree, Q[k])
     if energy:
@@ -153,10 +193,7 @@ class _Inputs:
 
     @classmethod
     def make(cls, tree, actuators, ctrl, qfrc_applied, xfrc_applied) -> "_Inputs":
-        if ctrl is not None and actuators is None:
-            raise InvalidModelError("ctrl was given without actuators; pass actuators=physai.forces.actuators_from_mujoco(m)")
-        if actuators is not None:
-            ctrl = np.zeros(actuators.nu) if ctrl is None else ctrl          # checked and clamped by physai.forces
+        ctrl = check_actuators(tree, actuators, ctrl)
         if qfrc_applied is not None:
             qfrc_applied = _checks.vector("qfrc_applied", qfrc_applied, tree.nv)
         return cls(actuators, ctrl, qfrc_applied, xfrc_applied)
@@ -197,16 +234,16 @@ def velocity_derivative(tree, q, qd, integrator: str, actuators=None, ctrl=None)
     implicit:     dA/dqd - B - 2 C(q, qd)              (C from physai.coriolis.coriolis_matrix)
     Like MuJoCo's qDeriv, D keeps only the entries of the mass matrix's sparsity pattern (dof pairs where one
     is an ancestor of the other): a fixed tendon coupling two branches, such as the Panda's fingers, drops out.
-    Raises InvalidArgumentError for rk4, which has no such matrix.
+    Raises InvalidArgumentError for rk4, which has no such matrix, and for ctrl without actuators.
     """
     name = check_integrator(integrator)
+    ctrl = check_actuators(tree, actuators, ctrl)
     if name == "rk4":
         raise InvalidArgumentError("rk4 has no velocity-derivative matrix; it is a 4-stage explicit method")
     D = -np.diag(tree.damping)
     if name == "euler":
         return D
     if actuators is not None:
-        ctrl = np.zeros(actuators.nu) if ctrl is None else ctrl
         A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float)
         D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
     if name == "implicit":
@@ -231,15 +268,19 @@ def dof_pattern(tree) -> np.ndarray:
     return P
 
 
-def step_matrix(tree, q, qd, h: float, integrator: str, actuators=None, ctrl=None, M=None) -> np.ndarray:
-    """The matrix a single-step integrator solves with (nv, nv): M - h D; euler: M + h B, or M without damping.
+def step_matrix(tree, q, qd, h: float, integrator: str, actuators=None, ctrl=None, M=None,
+                euler_damping: bool = True) -> np.ndarray:
+    """The matrix a single-step integrator solves with (nv, nv) [kg m^2 | kg]: M - h D, h [s].
 
-    M (optional) is mass_matrix(tree, q) if already computed.
+    euler: M + h B, or M without damping or with euler_damping=False (MuJoCo's mjDSBL_EULERDAMP: the damping
+    stays explicit in f). M (optional) is mass_matrix(tree, q) if already computed.
     """
+    name = check_integrator(integrator)
+    check_actuators(tree, actuators, ctrl)
     M = dyn.mass_matrix(tree, q) if M is None else M
-    if check_integrator(integrator) == "euler" and not (tree.damping > 0).any():
+    if name == "euler" and (not euler_damping or not (tree.damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
-    return M - h * velocity_derivative(tree, q, qd, integrator, actuators, ctrl)
+    return M - h * velocity_derivative(tree, q, qd, name, actuators, ctrl)
 
 
 def rk4_stages(tree, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):
@@ -258,10 +299,10 @@ def rk4_stages(tree, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xf
 
 
 def _single_step(name: str):
-    def stepper(tree, q, qd, h, inputs):
+    def stepper(tree, q, qd, h, inputs, euler_damping=True):
         M = dyn.mass_matrix(tree, q)
-        a = np.linalg.solve(step_matrix(tree, q, qd, h, name, inputs.actuators, inputs.ctrl, M),
-                            _smooth_force(tree, q, qd, inputs))
+        a = solve(step_matrix(tree, q, qd, h, name, inputs.actuators, inputs.ctrl, M, euler_damping),
+                  _smooth_force(tree, q, qd, inputs))
         qd_next = qd + h * a                           # new velocity first...
         return q + h * qd_next, qd_next, M             # ...then the position from the new velocity
 
@@ -279,15 +320,21 @@ def _rk4_stages(tree, q, qd, h, inputs):
         if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
             qi, qdi = q + h * (c * stages[-1][1]), qd + h * (c * stages[-1][2])
         M = dyn.mass_matrix(tree, qi)
-        stages.append((qi, qdi, np.linalg.solve(M, _smooth_force(tree, qi, qdi, inputs)), M))
+        stages.append((qi, qdi, solve(M, _smooth_force(tree, qi, qdi, inputs)), M))
     return stages
 
 
-def _rk4(tree, q, qd, h, inputs):
+def _rk4_step(tree, q, qd, h, inputs):
+    """One RK4 step: (q_next, qd_next, stages), the stages as _rk4_stages gives them (physai.inverse shoots with it)."""
     stages = _rk4_stages(tree, q, qd, h, inputs)
     dq = sum(b * s[1] for b, s in zip(_RK4_B, stages))       # positions advance with the stage velocities
     dqd = sum(b * s[2] for b, s in zip(_RK4_B, stages))
-    return q + h * dq, qd + h * dqd, stages[0][3]
+    return q + h * dq, qd + h * dqd, stages
+
+
+def _rk4(tree, q, qd, h, inputs, euler_damping=True):          # euler_damping concerns euler only
+    q_next, qd_next, stages = _rk4_step(tree, q, qd, h, inputs)
+    return q_next, qd_next, stages[0][3]
 
 
 _STEPPERS = {"euler": _single_step("euler"), "implicit": _single_step("implicit"),

@@ -29,7 +29,8 @@ from physai import integrators as integ
 from physai.exceptions import ConvergenceError, InvalidArgumentError, ShapeError, UnsupportedModelError
 
 
-def inverse_dynamics(tree, q, qd, qdd, dt=None, integrator=None, actuators=None, ctrl=None) -> np.ndarray:
+def inverse_dynamics(tree, q, qd, qdd, dt=None, integrator=None, actuators=None, ctrl=None,
+                     euler_damping: bool = True) -> np.ndarray:
     """Generalized force tau (nv,) [N m | N] the actuators and applied forces must add to give qdd at (q, qd).
 
     Continuous (dt and integrator None): tau = M(q) qdd + c(q, qd) - passive(q, qd) = rnea - passive,
@@ -38,9 +39,13 @@ def inverse_dynamics(tree, q, qd, qdd, dt=None, integrator=None, actuators=None,
         step of `integrator`, and tau = (M - dt D) qdd + c - passive inverts that step (MuJoCo's mj_inverse
         with invdiscrete). D as in physai.integrators.velocity_derivative; `actuators` and `ctrl` enter D
         through the actuators' velocity derivative (implicit and implicitfast only; euler treats only joint
-        damping implicitly). rk4 raises UnsupportedModelError: use rk4_shooting.
+        damping implicitly, and with euler_damping=False, MuJoCo's mjDSBL_EULERDAMP, not even that:
+        tau = M qdd + c - passive). rk4 raises UnsupportedModelError: use rk4_shooting.
+    q, qd, qdd (nv,) [rad | m, rad/s | m/s, rad/s^2 | m/s^2]; dt [s]. ctrl without actuators raises
+    InvalidArgumentError, as do actuators of another model (ShapeError).
     """
     q, qd, qdd = (_checks.vector(n, x, tree.nv) for n, x in (("q", q), ("qd", qd), ("qdd", qdd)))
+    integ.check_actuators(tree, actuators, ctrl)
     passive = forces.passive_force(tree, q, qd)
     if dt is None and integrator is None:
         return dyn.rnea(tree, q, qd, qdd) - passive
@@ -54,7 +59,7 @@ def inverse_dynamics(tree, q, qd, qdd, dt=None, integrator=None, actuators=None,
                                     "constant, so no single matrix maps the force to the step (MuJoCo's mj_inverse "
                                     "refuses invdiscrete too); use physai.inverse.rk4_shooting to solve for each "
                                     "step's force")
-    A = integ.step_matrix(tree, q, qd, h, name, actuators, ctrl)
+    A = integ.step_matrix(tree, q, qd, h, name, actuators, ctrl, euler_damping=euler_damping)
     return A @ qdd + dyn.bias(tree, q, qd) - passive
 
 
@@ -81,19 +86,24 @@ def consistent_accelerations(samples, dt, qd0=None):
     return qd, qdd
 
 
-def trajectory_torques(tree, samples, dt, integrator="euler", qd0=None, actuators=None, ctrl=None) -> np.ndarray:
-    """One generalized force per step (N, nv) whose open-loop replay under `integrator` lands on every sample.
+def trajectory_torques(tree, samples, dt, integrator="euler", qd0=None, actuators=None, ctrl=None,
+                       euler_damping: bool = True) -> np.ndarray:
+    """One generalized force per step (N, nv) [N m | N] whose open-loop replay under `integrator` lands on every sample.
 
+    samples (N + 1, nv) [rad | m], dt [s], qd0 (nv,) [rad/s | m/s].
     Single-step integrators: the discrete inverse at the states of consistent_accelerations. rk4: rk4_shooting.
     Replay from (samples[0], qd0) with physai.integrators.simulate(..., qfrc_applied=tau) or, on arm7, with
-    ctrl = tau; in MuJoCo, d.ctrl[:] = tau[k] before the (k+1)-th mj_step.
+    ctrl = tau; in MuJoCo, d.ctrl[:] = tau[k] before the (k+1)-th mj_step. euler_damping=False inverts
+    euler with the damping explicit (MuJoCo's mjDSBL_EULERDAMP; replay with simulate(..., euler_damping=False)).
     """
     name = integ.check_integrator(integrator)
+    integ.check_actuators(tree, actuators, ctrl)
     if name == "rk4":
         return rk4_shooting(tree, samples, dt, qd0, actuators, ctrl).tau
     Q = np.asarray(samples, dtype=float)
     qd, qdd = consistent_accelerations(Q, dt, qd0)
-    return np.array([inverse_dynamics(tree, Q[k], qd[k], qdd[k], dt, name, actuators, ctrl) for k in range(len(qd))])
+    return np.array([inverse_dynamics(tree, Q[k], qd[k], qdd[k], dt, name, actuators, ctrl, euler_damping)
+                     for k in range(len(qd))])
 
 
 @dataclass(frozen=True)
@@ -136,9 +146,13 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
       jacobian="fd": the full Jacobian by forward differences of the rk4 step (step 1e-6 of the force scale;
           the map is nearly affine in u, so the difference quotient is accurate to about 1e-9): one
           iteration, but nv + 2 rk4 steps per time step.
-    Stops when max |r| <= tol [rad | m]; raises ConvergenceError after max_iter iterations.
+    Stops when max |r| <= tol [rad | m], a finite number > 0; raises ConvergenceError after max_iter iterations,
+    a whole number >= 0 (0: the first guess must meet tol). Bad tol or max_iter raise InvalidArgumentError.
     """
     h = integ.check_timestep(dt)
+    tol = _check_tolerance(tol)
+    if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
+        raise InvalidArgumentError(f"max_iter must be a whole number >= 0, got {max_iter!r}")
     Q = np.asarray(samples, dtype=float)
     qd_all, _ = consistent_accelerations(Q, h, qd0)          # validates samples and qd0
     if jacobian not in ("stages", "fd"):
@@ -151,11 +165,8 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
     q, qd = np.empty((N + 1, nv)), np.empty((N + 1, nv))
     q[0], qd[0] = Q[0], qd_all[0]
 
-    def rk4(u, k):
-        stages = integ._rk4_stages(tree, q[k], qd[k], h, integ._Inputs(base.actuators, base.ctrl, u, None))
-        dq = sum(b * s[1] for b, s in zip(integ._RK4_B, stages))
-        dqd = sum(b * s[2] for b, s in zip(integ._RK4_B, stages))
-        return q[k] + h * dq, qd[k] + h * dqd, stages
+    def rk4(u, k):                                     # one physai rk4 step from state k with force u
+        return integ._rk4_step(tree, q[k], qd[k], h, integ._Inputs(base.actuators, base.ctrl, u, None))
 
     for k in range(N):
         if k >= 2:                                     # the force profile is smooth: extrapolate it linearly
@@ -167,7 +178,7 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
         r = q1 - Q[k + 1]
         n = 0
         while np.abs(r).max() > tol:
-            if n == max_iter:
+            if n >= max_iter:
                 raise ConvergenceError(f"rk4_shooting: step {k} did not reach the sample within tol = {tol:g} after "
                                         f"{max_iter} Newton iterations (error {np.abs(r).max():.3g}); the motion may "
                                         "be infeasible or the timestep too large")
@@ -179,6 +190,19 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
         tau[k], err[k], iters[k] = u, np.abs(r).max(), n
         q[k + 1], qd[k + 1] = q1, qd1
     return ShootingResult(tau, q, qd, err, iters)
+
+
+def _check_tolerance(tol) -> float:
+    """tol as a float; raises InvalidArgumentError unless it is a finite number > 0 [rad | m]."""
+    try:
+        if isinstance(tol, (bool, np.bool_)):
+            raise TypeError("a bool is not a tolerance")
+        t = float(tol)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"tol must be a finite number > 0 [rad | m], got {tol!r}") from None
+    if not np.isfinite(t) or t <= 0.0:
+        raise InvalidArgumentError(f"tol is {t}; it must be a finite number > 0 [rad | m]")
+    return t
 
 
 def _own_forces(tree, q, qd, inputs) -> np.ndarray:
