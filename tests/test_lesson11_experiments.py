@@ -14,7 +14,9 @@ import pytest
 
 from physai import cli, models
 from physai import dynamics as dyn
+from physai import integrators
 from physai.energy_drift import EnergyDriftWarning, EnergyMonitor, check_energy_drift
+from physai.exceptions import InvalidArgumentError, ShapeError
 from physai.lessons import Transcript, lesson_dir
 from physai.lessons import lesson11 as L
 
@@ -188,10 +190,30 @@ def test_monitor_quiet_within_threshold_and_losses_of_dissipative_systems():
 
 
 def test_monitor_rejects_bad_settings():
-    with pytest.raises(ValueError, match="threshold_percent"):
+    with pytest.raises(InvalidArgumentError, match="threshold_percent"):
         EnergyMonitor(0.0, 1.0)
-    with pytest.raises(ValueError, match="scale"):
+    with pytest.raises(InvalidArgumentError, match="scale"):
         EnergyMonitor(1.0, -1.0)
+    with pytest.raises(InvalidArgumentError, match=r"threshold_percent is '5'; expected a finite number > 0"):
+        EnergyMonitor("5", 1.0)
+    with pytest.raises(InvalidArgumentError, match=r"scale is array.*expected a finite number > 0 \[J"):
+        EnergyMonitor(5.0, np.array([1.0, 2.0]))
+    for bad in (math.nan, True, None):
+        with pytest.raises(InvalidArgumentError, match="scale"):
+            EnergyMonitor(5.0, bad)
+    with pytest.raises(InvalidArgumentError, match="reference is 'E0'"):
+        EnergyMonitor(5.0, 1.0, reference="E0")
+    with pytest.raises(InvalidArgumentError, match="timestep is -0.01"):
+        EnergyMonitor(5.0, 1.0, timestep=-0.01)
+    assert EnergyMonitor(np.float64(5.0), np.int64(2)).scale == 2.0
+
+
+def test_check_energy_drift_needs_one_time_per_reading():
+    """A shorter times list used to drop the later readings silently (zip stops at the shorter)."""
+    with pytest.raises(ShapeError, match="times has 2 entries, energies has 3"):
+        check_energy_drift([1.0, 1.0, 9.0], scale=1.0, threshold_percent=2.0, times=[0.0, 0.1])
+    with pytest.warns(EnergyDriftWarning, match=r"at t = 0\.200 s"):
+        assert check_energy_drift([1.0, 1.0, 9.0], scale=1.0, threshold_percent=2.0, times=[0.0, 0.1, 0.2]).drifted
 
 
 # ---- the scripts through the command line ----
@@ -215,6 +237,19 @@ def test_exercise_answers():
 def test_cli_unknown_lesson(capsys):
     assert cli.main(["lesson", "99", "build"]) == 2
     assert "lesson 99" in capsys.readouterr().err
+
+
+def test_lesson_integrators_are_physais_mujoco_integrators():
+    assert list(L.INTEGRATORS) == ["Euler", "RK4", "implicit", "implicitfast"]
+    for label, value in L.INTEGRATORS.items():
+        assert value == getattr(mujoco.mjtIntegrator, f"mjINT_{label.upper()}") == integrators.MUJOCO_INTEGRATOR[label.lower()]
+
+
+def test_unknown_integrator_or_layout_is_an_invalid_argument():
+    with pytest.raises(InvalidArgumentError, match="unknown integrator 'Verlet'; expected one of Euler, RK4"):
+        L.MujocoEnergyRun(models.load("double_pendulum"), "Verlet")
+    with pytest.raises(InvalidArgumentError, match="sources_as must be 'rows' or 'columns'"):
+        L.EnergyTable(L.TIMESTEPS, scale=1.0).format(sources_as="diagonal")
 
 
 @pytest.mark.parametrize("integrator", ["Euler", "implicit", "RK4"])

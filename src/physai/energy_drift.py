@@ -19,8 +19,11 @@ then, so only gains are flagged.
 """
 
 import math
+import numbers
 import warnings
 from dataclasses import dataclass
+
+from physai.exceptions import InvalidArgumentError, ShapeError
 
 
 class EnergyDriftWarning(UserWarning):
@@ -45,20 +48,17 @@ class EnergyMonitor:
     scale:             energy the system can exchange [J] (> 0)
     reference:         E0 [J]; None takes the first reading
     dissipative:       True if the system has damping: only gains count as drift
-    timestep:          the simulation's step [s], quoted in the advice
+    timestep:          the simulation's step [s] (> 0), quoted in the advice; None leaves it out
+    Each number must be a finite real number (not a string, array or bool): InvalidArgumentError otherwise.
     """
 
     def __init__(self, threshold_percent: float, scale: float, reference: float | None = None,
                  dissipative: bool = False, timestep: float | None = None):
-        if not (threshold_percent > 0 and math.isfinite(threshold_percent)):
-            raise ValueError(f"threshold_percent is {threshold_percent}; expected a finite number > 0")
-        if not (scale > 0 and math.isfinite(scale)):
-            raise ValueError(f"scale is {scale} J; expected the energy the system can exchange, a finite number > 0")
-        self.threshold_percent = float(threshold_percent)
-        self.scale = float(scale)
-        self.reference = None if reference is None else float(reference)
+        self.threshold_percent = _number("threshold_percent", threshold_percent, "% of scale", positive=True)
+        self.scale = _number("scale", scale, "J, the energy the system can exchange", positive=True)
+        self.reference = None if reference is None else _number("reference", reference, "J")
         self.dissipative = dissipative
-        self.timestep = timestep
+        self.timestep = None if timestep is None else _number("timestep", timestep, "s", positive=True)
         self.count = 0
         self.peak_percent = 0.0              # largest |E - E0| so far [% of scale]
         self.last_percent = 0.0              # E - E0 of the latest reading [% of scale]
@@ -102,9 +102,20 @@ def check_energy_drift(energies, scale: float, threshold_percent: float, referen
     """Run an EnergyMonitor over a recorded energy series [J] (with times [s] if given); returns the monitor.
 
     Warns with EnergyDriftWarning at the first reading past the threshold; reference defaults to the first reading.
+    times, if given, has one entry per reading (ShapeError otherwise).
     """
     monitor = EnergyMonitor(threshold_percent, scale, reference, dissipative, timestep)
+    if times is not None and len(times) != len(energies):
+        raise ShapeError(f"times has {len(times)} entries, energies has {len(energies)}; give one time per reading")
     times = [None] * len(energies) if times is None else times
-    for energy, t in zip(energies, times):
+    for energy, t in zip(energies, times, strict=True):
         monitor.update(energy, t)
     return monitor
+
+
+def _number(name: str, x, unit: str, positive: bool = False) -> float:
+    """x as a float; raises InvalidArgumentError unless it is a finite real number (> 0 if positive)."""
+    what = "a finite number > 0" if positive else "a finite number"
+    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or (positive and not x > 0):
+        raise InvalidArgumentError(f"{name} is {x!r}; expected {what} [{unit}]")
+    return float(x)

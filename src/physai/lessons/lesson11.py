@@ -19,17 +19,13 @@ import mujoco
 import numpy as np
 
 from physai import dynamics, integrators, models
-from physai.exceptions import InvalidModelError
+from physai.exceptions import InvalidArgumentError, InvalidModelError
 
 #: The lesson's timesteps for the energy table [s].
 TIMESTEPS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.02)
-#: MuJoCo's integrators by the lesson's names.
-INTEGRATORS = {
-    "Euler": mujoco.mjtIntegrator.mjINT_EULER,
-    "RK4": mujoco.mjtIntegrator.mjINT_RK4,
-    "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
-    "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
-}
+#: MuJoCo's integrators by the lesson's names: physai.integrators.MUJOCO_INTEGRATOR, spelled as the lesson does.
+INTEGRATORS = {label: mujoco.mjtIntegrator(integrators.MUJOCO_INTEGRATOR[label.lower()])
+               for label in ("Euler", "RK4", "implicit", "implicitfast")}
 #: The local Menagerie SO-101 is a slightly older revision than the one the lesson printed.
 SO101_REVISION_NOTE = ("SO-101: these g(q) come from the local Menagerie mirror, a slightly older revision of the model; "
                        "the lesson used a later model revision, so its printed g(q) differ from ours by up to about 0.004 N m.")
@@ -175,6 +171,9 @@ class MujocoEnergyRun:
     Call it as an EnergyRun: run(timestep [s], duration [s]) -> (E0 [J], energy after each mj_step [J]).
     Energy is read as d.energy[0] + d.energy[1] after each mj_step. MuJoCo computes it in mj_forward before
     integrating, so the k-th reading belongs to the state at the start of step k (the first reading is E0).
+    RK4 is the exception: each of its four stages runs mj_forward, so after an RK4 mj_step d.energy is its
+    last stage's, (q + h qd_3, qd + h qdd_3), neither the start nor the end state (physai.integrators.rk4_stages;
+    PhysaiEnergyRun(..., rk4_last_stage=True) reads there too). Unknown integrator: InvalidArgumentError.
     watch(energy [J], time [s]) is called with each reading and the time of the state it belongs to,
     e.g. EnergyMonitor.update. The model is copied (`m` is left unchanged); `model` and `data` hold the last run.
     """
@@ -182,7 +181,7 @@ class MujocoEnergyRun:
     def __init__(self, m: mujoco.MjModel, integrator: str, qpos: np.ndarray | None = None,
                  qvel: np.ndarray | None = None, watch: Callable[[float, float], object] | None = None):
         if integrator not in INTEGRATORS:
-            raise ValueError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
+            raise InvalidArgumentError(f"unknown integrator {integrator!r}; expected one of {', '.join(INTEGRATORS)}")
         self.model = copy.copy(m)
         self.model.opt.integrator = INTEGRATORS[integrator]
         self.model.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
@@ -297,7 +296,7 @@ class EnergyTable:
             head = ["dt", *labels]
             body = [[s, *(str(self.rows[lab][i]) for lab in labels)] for i, s in enumerate(steps)]
         else:
-            raise ValueError(f"sources_as must be 'rows' or 'columns', got {sources_as!r}")
+            raise InvalidArgumentError(f"sources_as must be 'rows' or 'columns', got {sources_as!r}")
         widths = [max(len(r[i]) for r in [head, *body]) for i in range(len(head))]
         lines = ["  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(r, widths))) for r in [head, *body]]
         return "\n".join(line.rstrip() for line in lines)
