@@ -15,7 +15,7 @@ import pytest
 from physai import dynamics as dyn
 from physai import forces as frc
 from physai import models
-from physai.exceptions import InvalidStateError, ShapeError, UnsupportedModelError
+from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
 import mj
 
@@ -249,13 +249,53 @@ def test_ctrl_of_wrong_length_names_ctrl_and_nu():
 
 
 def test_bad_applied_and_constraint_shapes():
-    tree = dyn.tree_from_mujoco(models.load("arm2"))
-    with pytest.raises(ShapeError, match="xfrc_applied"):
-        frc.applied_force(tree, [0, 0], xfrc_applied=np.zeros((3, 6)))    # MuJoCo's array still has the world row
+    m = models.load("arm2")
+    tree, d = dyn.tree_from_mujoco(m), mujoco.MjData(m)
+    with pytest.raises(ShapeError, match=r"xfrc_applied must have shape \(2, 6\).*row 0 is the world\); pass d.xfrc_applied\[1:\]"):
+        frc.applied_force(tree, [0, 0], xfrc_applied=d.xfrc_applied)    # MuJoCo's array still has the world row
+    with pytest.raises(ShapeError, match=r"xfrc_applied must have shape \(2, 6\)") as info:
+        frc.applied_force(tree, [0, 0], xfrc_applied=np.zeros((4, 6)))
+    assert "d.xfrc_applied[1:]" not in str(info.value)
     with pytest.raises(ShapeError, match="qfrc_applied"):
         frc.applied_force(tree, [0, 0], qfrc_applied=np.zeros(3))
     with pytest.raises(ShapeError, match="f has 2 entries"):
         frc.constraint_force(np.zeros((3, 2)), np.zeros(2))
+    with pytest.raises(ShapeError, match=r"jacobian must be an \(m, nv\) array, got list"):
+        frc.constraint_force([[1.0, 0.0], [1.0]], np.zeros(2))                  # ragged
+    with pytest.raises(InvalidStateError, match=r"jacobian\[1, 0\] is nan"):
+        frc.constraint_force([[1.0, 0.0], [np.nan, 1.0]], np.ones(2))
+    with pytest.raises(InvalidStateError, match=r"f\[0\] is inf"):
+        frc.constraint_force(np.eye(2), [np.inf, 0.0])
+
+
+def _actuator_fields(**change):
+    """The inline model's actuators as keyword arguments of Actuators, with some replaced."""
+    act = frc.actuators_from_mujoco(actuated_model())
+    fields = {f.name: getattr(act, f.name) for f in dataclasses.fields(act)}
+    return {**fields, **change}
+
+
+@pytest.mark.parametrize("change, error, message", [
+    (dict(ctrllimited=[True, False]), ShapeError, r"ctrllimited must have one entry per actuator, shape \(5,\), got shape \(2,\)"),
+    (dict(forcelimited=np.ones((5, 1))), ShapeError, r"forcelimited must have one entry per actuator"),
+    (dict(moment=[[1.0, 0.0, 0.0]] * 4 + [[1.0]]), ShapeError, r"moment must be an \(nu, nv\) array, got list"),
+    (dict(moment=np.zeros(5)), ShapeError, r"moment must be an \(nu, nv\) array, got shape \(5,\)"),
+    (dict(moment=np.where(np.eye(5, 3) > 0, np.nan, 0.0)), InvalidStateError, r"moment\[0, 0\] is nan"),
+    (dict(gain=np.full((5, 3), np.inf)), InvalidStateError, r"gain\[0, 0\] is inf"),
+    (dict(ctrlrange=[[-1, 1], [0.3, -0.2], [-1, 2], [0, 0], [-0.5, 0.5]]), InvalidModelError,
+     r"actuator 'servo': ctrlrange is \[0.3, -0.2\], low > high"),
+    (dict(forcerange=[[0, 0], [5, -4], [0, 0], [-3, 3], [0, 0]]), InvalidModelError,
+     r"actuator 'servo': forcerange is \[5, -4\], low > high"),
+])
+def test_bad_actuator_arrays_are_named(change, error, message):
+    with pytest.raises(error, match=message):
+        frc.Actuators(**_actuator_fields(**change))
+
+
+def test_unused_reversed_range_is_allowed():
+    """A range is read only where its limited flag is set (MuJoCo leaves an unlimited range at 0 0 or anything)."""
+    act = frc.Actuators(**_actuator_fields(ctrlrange=[[-1, 1], [-0.2, 0.3], [-1, 2], [1, -1], [-0.5, 0.5]]))
+    assert not act.ctrllimited[3]
 
 
 SITES = """<worldbody><site name="anchor" pos="0 0 1"/>

@@ -18,7 +18,7 @@ import numpy as np
 
 from physai import _checks
 from physai.dynamics import Tree, body_frames
-from physai.exceptions import ShapeError, UnsupportedModelError
+from physai.exceptions import InvalidModelError, ShapeError, UnsupportedModelError
 from physai.jacobians import _jacobian
 
 # ---- passive forces ----
@@ -53,6 +53,8 @@ class Actuators:
     ctrlrange:   (nu, 2) [low, high] of ctrl, used where ctrllimited (nu,) is True
     forcerange:  (nu, 2) [low, high] of f, used where forcelimited (nu,) is True
     names:       (nu,) labels used in messages
+    Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
+    low > high InvalidModelError.
     """
 
     moment: np.ndarray
@@ -65,19 +67,23 @@ class Actuators:
     names: tuple = ()
 
     def __post_init__(self):
-        self.moment = np.asarray(self.moment, dtype=float)
-        if self.moment.ndim != 2:
-            raise ShapeError(f"moment must be an (nu, nv) array, got shape {self.moment.shape}")
+        self.moment = _matrix("moment", self.moment, "(nu, nv)")
         nu = self.nu
         self.gain = _checks.as_array("gain", self.gain, (nu, 3))
         self.bias = _checks.as_array("bias", self.bias, (nu, 3))
         self.ctrlrange = _checks.as_array("ctrlrange", self.ctrlrange, (nu, 2))
         self.forcerange = _checks.as_array("forcerange", self.forcerange, (nu, 2))
-        self.ctrllimited = np.asarray(self.ctrllimited, dtype=bool).reshape(nu)
-        self.forcelimited = np.asarray(self.forcelimited, dtype=bool).reshape(nu)
+        self.ctrllimited = _flags("ctrllimited", self.ctrllimited, nu)
+        self.forcelimited = _flags("forcelimited", self.forcelimited, nu)
         self.names = tuple(self.names) or tuple(f"actuator{a}" for a in range(nu))
         if len(self.names) != nu:
             raise ShapeError(f"names has {len(self.names)} entries, there are nu = {nu} actuators")
+        for what, limits, limited in (("ctrl", self.ctrlrange, self.ctrllimited), ("force", self.forcerange, self.forcelimited)):
+            bad = np.flatnonzero(limited & (limits[:, 0] > limits[:, 1]))
+            if bad.size:
+                a = int(bad[0])
+                raise InvalidModelError(f"actuator {self.names[a]!r}: {what}range is [{limits[a, 0]:g}, {limits[a, 1]:g}], "
+                                        f"low > high; a limited {what}range needs low <= high")
 
     @property
     def nu(self) -> int:
@@ -88,6 +94,25 @@ class Actuators:
     def nv(self) -> int:
         """Number of degrees of freedom the actuators act on."""
         return self.moment.shape[1]
+
+
+def _matrix(name: str, x, shape: str) -> np.ndarray:
+    """x as a finite 2-D float array: ShapeError if it is ragged or not 2-D, InvalidStateError for NaN or infinity."""
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"{name} must be an {shape} array, got {type(x).__name__}: {exc}") from None
+    if a.ndim != 2:
+        raise ShapeError(f"{name} must be an {shape} array, got shape {a.shape}")
+    return _checks.as_array(name, a, a.shape)
+
+
+def _flags(name: str, x, nu: int) -> np.ndarray:
+    """x as a boolean array (nu,); ShapeError naming `name` otherwise."""
+    a = np.asarray(x)
+    if a.shape != (nu,):
+        raise ShapeError(f"{name} must have one entry per actuator, shape ({nu},), got shape {a.shape}")
+    return a.astype(bool)
 
 
 def actuators_from_mujoco(m) -> Actuators:
@@ -238,7 +263,7 @@ def applied_force(tree: Tree, q: np.ndarray, qfrc_applied: np.ndarray | None = N
     xfrc_applied: (nbody, 6) one wrench per body of the tree, (force [N], torque [N m]) in world coordinates,
         the force acting at the body's centre of mass; None means zero. This is MuJoCo's xfrc_applied
         without its first row: MuJoCo's body 0 is the world and its body b + 1 is physai's tree.bodies[b],
-        so pass d.xfrc_applied[1:].
+        so pass d.xfrc_applied[1:] (MuJoCo's full array, nbody + 1 rows, is refused with that hint).
     Each wrench w_b acts through the Jacobian of its body's centre of mass: tau = sum_b J_b(com_b)^T w_b,
     with J_b = (Jp; Jr) of physai.jacobians.body_jacobian.
     """
@@ -246,7 +271,13 @@ def applied_force(tree: Tree, q: np.ndarray, qfrc_applied: np.ndarray | None = N
     tau = np.zeros(tree.nv) if qfrc_applied is None else _checks.vector("qfrc_applied", qfrc_applied, tree.nv).copy()
     if xfrc_applied is None:
         return tau
-    xfrc = _checks.as_array("xfrc_applied", xfrc_applied, (nb, 6))
+    try:
+        xfrc = _checks.as_array("xfrc_applied", xfrc_applied, (nb, 6))
+    except ShapeError as exc:
+        if getattr(xfrc_applied, "shape", None) == (nb + 1, 6):
+            raise ShapeError(f"{exc}: it has one row more than the tree has bodies, as MuJoCo's d.xfrc_applied "
+                             "(row 0 is the world); pass d.xfrc_applied[1:]") from None
+        raise
     R, p, S = body_frames(tree, q)
     for b, body in enumerate(tree.bodies):
         if xfrc[b].any():
@@ -255,8 +286,12 @@ def applied_force(tree: Tree, q: np.ndarray, qfrc_applied: np.ndarray | None = N
 
 
 def constraint_force(jacobian: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """Generalized force J^T f (nv,) of constraint or contact forces f (m,) acting through the Jacobian J (m, nv)."""
-    J = np.asarray(jacobian, dtype=float)
-    if J.ndim != 2:
-        raise ShapeError(f"jacobian must be an (m, nv) array, got shape {J.shape}")
+    """Generalized force J^T f (nv,) [N m | N] of constraint or contact forces f (m,) acting through the Jacobian J (m, nv).
+
+    Each f_i is in the units that make f_i times row i's velocity (J qd)_i a power [W]: a force [N] along a row
+    that gives a point's velocity [m/s] (a contact normal or friction direction), a torque [N m] about a row that
+    gives an angular velocity [rad/s], and a joint's own force [N m | N] for a row that picks a joint (a joint
+    limit). MuJoCo's efc_force on its efc_J rows is such an f. J and f must be finite (InvalidStateError).
+    """
+    J = _matrix("jacobian", jacobian, "(m, nv)")
     return J.T @ _checks.vector("f", f, J.shape[0])
