@@ -104,3 +104,10 @@ def test_states_are_checks_random_states_within_verifys_ranges(monkeypatch):
     lo, hi = m.jnt_range[m.dof_jntid].T
     assert ((q >= lo) & (q <= hi)).all() and np.abs(qd).max() <= 1.0 and np.abs(qdd).max() <= 20.0
     assert np.abs(qd).max() > 0.9 and np.abs(qdd).max() > 18.0
+
+
+def test_without_a_model_it_verifies_the_panda_at_home(capsys):
+    assert main(["verify", "--states", "5"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("physai verify franka_emika_panda:")
+    assert "keyframe 'home'" in out

@@ -38,9 +38,14 @@ class Quantity:
     read: Callable[[], np.ndarray]            # MuJoCo's value after call()
 
 
+#: what `physai verify` checks when no model is named: the lesson's robot and pose
+DEFAULT = ("franka_emika_panda", "home")
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `physai verify`."""
-    parser.add_argument("model", metavar="MODEL", help=f"model name: {', '.join(models.names())}")
+    parser.add_argument("model", metavar="MODEL", nargs="?", default=None,
+                        help=f"model name: {', '.join(models.names())} (default: {DEFAULT[0]} at its {DEFAULT[1]!r} keyframe)")
     parser.add_argument("--states", type=positive_int, default=100, metavar="N", help="number of random states (default 100)")
     parser.add_argument("--pose", metavar="NAME", help="keyframe at which to print g(q), diag M, armature and cond(M), e.g. home")
     parser.add_argument("--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the random states (default 0)")
@@ -48,6 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the comparison table (and the keyframe report); 0 when everything is within tolerance, else 1."""
+    if args.model is None:                                         # the built-in default: the lesson's Panda at home
+        args.model, args.pose = DEFAULT[0], args.pose or DEFAULT[1]
     m = models.load(args.model)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # contacts, limits, friction loss, equalities off
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY         # MuJoCo fills d.energy
