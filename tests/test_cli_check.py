@@ -52,17 +52,3 @@ def test_errors_exit_2(capsys):
     assert "no_such_robot" in capsys.readouterr().err
     assert main(["check", "unitree_h1", "--states", "2"]) == 2          # free joint: unsupported
     assert "free" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("option, value, message", [
-    ("--states", "0", "expected a whole number >= 1, got 0"),
-    ("--states", "abc", "expected a whole number >= 1, got 'abc'"),
-    ("--seed", "-1", "expected a whole number >= 0, got -1"),
-    ("--seed", "1.5", "expected a whole number >= 0, got '1.5'"),
-])
-def test_bad_counts_and_seeds_are_usage_errors(capsys, option, value, message):
-    """argparse's exit 2 with a clear message, not a numpy traceback (--seed -1) or "invalid _positive_int value"."""
-    with pytest.raises(SystemExit) as exit_info:
-        main(["check", "arm2", option, value])
-    assert exit_info.value.code == 2
-    assert f"argument {option}: {message}" in capsys.readouterr().err

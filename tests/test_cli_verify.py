@@ -75,18 +75,6 @@ def test_a_wrong_result_fails_with_exit_1(capsys, monkeypatch):
     assert " FAIL " in rows["energy"] and " pass " in rows["rnea"]
 
 
-@pytest.mark.parametrize("option, value, message", [
-    ("--states", "-2", "expected a whole number >= 1, got -2"),
-    ("--states", "abc", "expected a whole number >= 1, got 'abc'"),
-    ("--seed", "-1", "expected a whole number >= 0, got -1"),
-])
-def test_bad_counts_and_seeds_are_usage_errors(capsys, option, value, message):
-    with pytest.raises(SystemExit) as exit_info:
-        main(["verify", "double_pendulum", option, value])
-    assert exit_info.value.code == 2
-    assert f"argument {option}: {message}" in capsys.readouterr().err
-
-
 def test_states_are_checks_random_states_within_verifys_ranges(monkeypatch):
     """verify draws its states with physai.checks.random_states: q in the limited ranges, qd in [-1, 1], qdd in [-20, 20]."""
     seen = {}

@@ -29,16 +29,15 @@ def test_velocity_and_acceleration_are_the_derivatives():
 def test_bad_input():
     with pytest.raises(ShapeError, match="q1 has 3 entries, the model needs 2"):
         min_jerk(Q0, np.zeros(3), T)
-    for duration in (0.0, -1.0, np.nan, np.inf, None, "two", [1.5, 2.0], True):
-        with pytest.raises(InvalidArgumentError, match=r"duration must be a finite number > 0 \[s\]"):
+    for duration in (0.0, -1.0, np.nan, np.inf, None, "two", "1.5", [1.5, 2.0], True):
+        with pytest.raises(InvalidArgumentError, match=r"duration is .*; expected a finite number > 0 \[s\]"):
             min_jerk(Q0, Q1, duration)
-    np.testing.assert_array_equal(min_jerk(Q0, Q1, "1.5")(0.7)[0], min_jerk(Q0, Q1, T)(0.7)[0])   # float("1.5")
 
 
 @pytest.mark.parametrize("t", [np.array([0.1, 0.2]), [0.5], np.nan, -np.inf, None, "soon", False])
 def test_time_must_be_one_finite_number(t):
     """An array of two times with two joints used to broadcast time against joint; NaN gave NaN positions."""
-    with pytest.raises(InvalidArgumentError, match=r"t must be a finite number \[s\]"):
+    with pytest.raises(InvalidArgumentError, match=r"t is .*; expected a finite number \[s\]"):
         min_jerk(Q0, Q1, T)(t)
     p, v, a = min_jerk(Q0, Q1, T)(np.float64(0.3))
     assert p.shape == v.shape == a.shape == (2,)

@@ -2,17 +2,12 @@
 
 import numpy as np
 
-from physai.exceptions import InvalidStateError, ShapeError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError
 
 
 def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     """`x` as a float array of exactly `shape`, finite; raises ShapeError or InvalidStateError naming `name`."""
-    if np.iscomplexobj(x):
-        raise ShapeError(f"{name} must be real numbers, got complex values")
-    try:
-        a = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        raise ShapeError(f"{name} must be an array of {_describe(shape)}, got {type(x).__name__}: {exc}") from None
+    a = to_float(name, x, f"an array of {_describe(shape)}")
     if a.shape != shape:
         if len(shape) == 1 and a.ndim == 1:
             count = "1 entry" if a.shape[0] == 1 else f"{a.shape[0]} entries"
@@ -26,9 +21,36 @@ def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
     return a
 
 
+def to_float(name: str, x, expected: str) -> np.ndarray:
+    """x as a float array of any shape; ShapeError naming `name` and `expected` for complex or non-numeric input."""
+    if np.iscomplexobj(x):
+        raise ShapeError(f"{name} must be real numbers, got complex values")
+    try:
+        return np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise ShapeError(f"{name} must be {expected}, got {type(x).__name__}: {exc}") from None
+
+
 def vector(name: str, x, n: int) -> np.ndarray:
     """`x` as a finite float vector of n entries, e.g. q with n = nv."""
     return as_array(name, x, (n,))
+
+
+def number(name: str, x, unit: str, positive: bool = False) -> float:
+    """x as a float: one real, finite number (> 0 if positive), not a bool, a string or an array.
+
+    For options such as a timestep [s] or a tolerance; raises InvalidArgumentError naming `name` and `unit`.
+    """
+    what = "a finite number > 0" if positive else "a finite number"
+    try:
+        if isinstance(x, (bool, np.bool_, str, bytes)) or np.ndim(x) != 0 or np.iscomplexobj(x):
+            raise TypeError
+        value = float(x)
+    except (TypeError, ValueError):
+        value = None
+    if value is None or not np.isfinite(value) or (positive and value <= 0):
+        raise InvalidArgumentError(f"{name} is {x!r}; expected {what} [{unit}]")
+    return value
 
 
 def _describe(shape: tuple[int, ...]) -> str:

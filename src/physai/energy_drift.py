@@ -19,11 +19,11 @@ then, so only gains are flagged.
 """
 
 import math
-import numbers
 import warnings
 from dataclasses import dataclass
 
-from physai.exceptions import InvalidArgumentError, ShapeError
+from physai import _checks
+from physai.exceptions import ShapeError
 
 
 class EnergyDriftWarning(UserWarning):
@@ -54,11 +54,11 @@ class EnergyMonitor:
 
     def __init__(self, threshold_percent: float, scale: float, reference: float | None = None,
                  dissipative: bool = False, timestep: float | None = None):
-        self.threshold_percent = _number("threshold_percent", threshold_percent, "% of scale", positive=True)
-        self.scale = _number("scale", scale, "J, the energy the system can exchange", positive=True)
-        self.reference = None if reference is None else _number("reference", reference, "J")
+        self.threshold_percent = _checks.number("threshold_percent", threshold_percent, "% of scale", positive=True)
+        self.scale = _checks.number("scale", scale, "J, the energy the system can exchange", positive=True)
+        self.reference = None if reference is None else _checks.number("reference", reference, "J")
         self.dissipative = dissipative
-        self.timestep = None if timestep is None else _number("timestep", timestep, "s", positive=True)
+        self.timestep = None if timestep is None else _checks.number("timestep", timestep, "s", positive=True)
         self.count = 0
         self.peak_percent = 0.0              # largest |E - E0| so far [% of scale]
         self.last_percent = 0.0              # E - E0 of the latest reading [% of scale]
@@ -111,11 +111,3 @@ def check_energy_drift(energies, scale: float, threshold_percent: float, referen
     for energy, t in zip(energies, times, strict=True):
         monitor.update(energy, t)
     return monitor
-
-
-def _number(name: str, x, unit: str, positive: bool = False) -> float:
-    """x as a float; raises InvalidArgumentError unless it is a finite real number (> 0 if positive)."""
-    what = "a finite number > 0" if positive else "a finite number"
-    if isinstance(x, bool) or not isinstance(x, numbers.Real) or not math.isfinite(x) or (positive and not x > 0):
-        raise InvalidArgumentError(f"{name} is {x!r}; expected {what} [{unit}]")
-    return float(x)

@@ -88,16 +88,8 @@ def check_integrator(integrator) -> str:
 
 
 def check_timestep(dt) -> float:
-    """dt as a float; raises InvalidArgumentError unless it is a finite number > 0 [s] (True is not 1 s)."""
-    try:
-        if isinstance(dt, (bool, np.bool_)):
-            raise TypeError("a bool is not a timestep")
-        h = float(dt)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"timestep dt must be a finite number > 0 [s], got {dt!r}") from None
-    if not np.isfinite(h) or h <= 0.0:
-        raise InvalidArgumentError(f"timestep dt is {h}; it must be a finite number > 0 [s]")
-    return h
+    """dt as a float; raises InvalidArgumentError unless it is one finite number > 0 [s] (True is not 1 s)."""
+    return _checks.number("timestep dt", dt, "s", positive=True)
 
 
 def check_actuators(tree, actuators, ctrl):

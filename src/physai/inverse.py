@@ -150,7 +150,7 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
     a whole number >= 0 (0: the first guess must meet tol). Bad tol or max_iter raise InvalidArgumentError.
     """
     h = integ.check_timestep(dt)
-    tol = _check_tolerance(tol)
+    tol = _checks.number("tol", tol, "rad | m", positive=True)
     if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
         raise InvalidArgumentError(f"max_iter must be a whole number >= 0, got {max_iter!r}")
     Q = np.asarray(samples, dtype=float)
@@ -190,19 +190,6 @@ def rk4_shooting(tree, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e-
         tau[k], err[k], iters[k] = u, np.abs(r).max(), n
         q[k + 1], qd[k + 1] = q1, qd1
     return ShootingResult(tau, q, qd, err, iters)
-
-
-def _check_tolerance(tol) -> float:
-    """tol as a float; raises InvalidArgumentError unless it is a finite number > 0 [rad | m]."""
-    try:
-        if isinstance(tol, (bool, np.bool_)):
-            raise TypeError("a bool is not a tolerance")
-        t = float(tol)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"tol must be a finite number > 0 [rad | m], got {tol!r}") from None
-    if not np.isfinite(t) or t <= 0.0:
-        raise InvalidArgumentError(f"tol is {t}; it must be a finite number > 0 [rad | m]")
-    return t
 
 
 def _own_forces(tree, q, qd, inputs) -> np.ndarray:

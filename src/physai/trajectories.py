@@ -5,7 +5,6 @@ from collections.abc import Callable
 import numpy as np
 
 from physai import _checks
-from physai.exceptions import InvalidArgumentError
 
 
 def min_jerk(q0, q1, duration: float) -> Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -18,27 +17,13 @@ def min_jerk(q0, q1, duration: float) -> Callable[[float], tuple[np.ndarray, np.
     """
     q0 = _checks.vector("q0", q0, np.size(q0))
     q1 = _checks.vector("q1", q1, q0.size)
-    duration = _seconds("duration", duration, positive=True)
+    duration = _checks.number("duration", duration, "s", positive=True)
 
     def at(t: float):
-        s = np.clip(_seconds("t", t) / duration, 0.0, 1.0)
+        s = np.clip(_checks.number("t", t, "s") / duration, 0.0, 1.0)
         p = 10 * s**3 - 15 * s**4 + 6 * s**5
         dp = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
         ddp = (60 * s - 180 * s**2 + 120 * s**3) / duration**2
         return q0 + (q1 - q0) * p, (q1 - q0) * dp, (q1 - q0) * ddp
 
     return at
-
-
-def _seconds(name: str, x, positive: bool = False) -> float:
-    """x as a float [s]; raises InvalidArgumentError unless it is one finite number (> 0 if positive), not an array or a bool."""
-    what = "a finite number > 0" if positive else "a finite number"
-    try:
-        if isinstance(x, (bool, np.bool_)) or np.ndim(x) != 0:
-            raise TypeError(f"{name} is not one number")
-        value = float(x)
-    except (TypeError, ValueError):
-        raise InvalidArgumentError(f"{name} must be {what} [s], got {x!r}") from None
-    if not np.isfinite(value) or (positive and value <= 0):
-        raise InvalidArgumentError(f"{name} must be {what} [s], got {x!r}")
-    return value

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from physai._checks import to_float
 from physai.exceptions import InvalidStateError, ShapeError
 
 
@@ -15,12 +16,7 @@ def states(nv: int, **arrays):
     """
     out, batch, first = [], None, None
     for name, x in arrays.items():
-        if np.iscomplexobj(x):
-            raise ShapeError(f"{name} must be real numbers, got complex values")
-        try:
-            a = np.asarray(x, dtype=float)
-        except (TypeError, ValueError) as exc:
-            raise ShapeError(f"{name} must be an array of shape ({nv},) or (N, {nv}), got {type(x).__name__}: {exc}") from None
+        a = to_float(name, x, f"an array of shape ({nv},) or (N, {nv})")
         if a.ndim == 1:
             if a.shape[0] != nv:
                 count = "1 entry" if a.shape[0] == 1 else f"{a.shape[0]} entries"
