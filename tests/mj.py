@@ -3,6 +3,8 @@
 import mujoco
 import numpy as np
 
+from physai import checks
+
 
 def without_constraints(m: mujoco.MjModel) -> mujoco.MjModel:
     """Switch off contacts, limits and equalities, so MuJoCo's forces hold only the smooth dynamics."""
@@ -12,13 +14,9 @@ def without_constraints(m: mujoco.MjModel) -> mujoco.MjModel:
 
 
 def random_states(m: mujoco.MjModel, count: int, seed: int = 0, qd_max: float = 5.0, qdd_max: float = 20.0):
-    """`count` states (q, qd, qdd): q uniform within limited joints' ranges, else in [-pi, pi]."""
-    rng = np.random.default_rng(seed)
-    dof_jnt = m.dof_jntid
-    lo = np.where(m.jnt_limited[dof_jnt], m.jnt_range[dof_jnt, 0], -np.pi)
-    hi = np.where(m.jnt_limited[dof_jnt], m.jnt_range[dof_jnt, 1], np.pi)
-    for _ in range(count):
-        yield rng.uniform(lo, hi), rng.uniform(-qd_max, qd_max, m.nv), rng.uniform(-qdd_max, qdd_max, m.nv)
+    """`count` states (q, qd, qdd) from physai.checks.random_states: q within limited joints' ranges, else [-pi, pi]."""
+    s = checks.random_states(m, count, seed, qd_max, qdd_max)
+    return zip(s.q, s.qd, s.qdd)
 
 
 def inverse(m, d, q, qd, qdd) -> np.ndarray:
