@@ -16,3 +16,11 @@ def solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
         return np.linalg.solve(M, b[..., None])[..., 0]
     except np.linalg.LinAlgError:
         raise InvalidModelError(SINGULAR) from None
+
+
+def inverse(M: np.ndarray) -> np.ndarray:
+    """M^-1 for a stack of square matrices (..., k, k); InvalidModelError when one is singular."""
+    try:
+        return np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        raise InvalidModelError(SINGULAR) from None

@@ -166,7 +166,7 @@ def tree_from_mujoco(m) -> Tree:
         bodies.append(Body(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), kind, axis,
                            anchor, float(m.body_mass[b]), m.body_ipos[b].copy(), R @ np.diag(m.body_inertia[b]) @ R.T,
                            name, ref))
-    _refuse_unsupported_passive_forces(m)
+    refuse_unsupported_passive_forces(m)
     off = m.opt.disableflags
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
     damping = m.dof_damping * (not off & mujoco.mjtDisableBit.mjDSBL_DAMPER)
@@ -175,7 +175,7 @@ def tree_from_mujoco(m) -> Tree:
     return Tree(bodies, m.dof_armature.copy(), gravity, damping, stiffness, m.qpos_spring[qadr].copy())
 
 
-def _refuse_unsupported_passive_forces(m) -> None:
+def refuse_unsupported_passive_forces(m) -> None:
     """Passive forces a Tree cannot hold: polynomial or tendon springs and dampers, gravity compensation, fluid forces."""
     unsupported = (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
                    ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"),

@@ -2,13 +2,15 @@
 
     M(q) qdd + c(q, qd) = tau_actuator + tau_passive + tau_applied + J^T f
 
-    passive_force(tree, q, qd)                 joint dampers and springs            (MuJoCo's qfrc_passive)
+    passive_force(model, q, qd)                joint dampers and springs            (MuJoCo's qfrc_passive)
     actuator_force(actuators, q, qd, ctrl)     motors, servos, general actuators    (qfrc_actuator)
-    applied_force(tree, q, qfrc, xfrc)         forces you push with                 (qfrc_applied + xfrc_applied)
+    applied_force(model, q, qfrc, xfrc)        forces you push with                 (qfrc_applied + xfrc_applied)
     constraint_force(J, f)                     J^T f of any constraint or contact force f
 
-All are (nv,) vectors in [N m] for hinges and [N] for slides. Actuators are read from a MuJoCo model by
-actuators_from_mujoco; actuator_velocity_derivative gives d tau_actuator / d qd for implicit integrators.
+All are (nv,) vectors in [N m] for rotations and [N] for translations; q is (nq,). `model` is a
+physai.engine.Model (or anything physai.engine.as_model takes: a Tree, an MjModel, a model name).
+Actuators are read from a MuJoCo model by actuators_from_mujoco; actuator_velocity_derivative gives
+d tau_actuator / d qd for implicit integrators.
 """
 
 from dataclasses import dataclass
@@ -17,21 +19,31 @@ import mujoco
 import numpy as np
 
 from physai import _checks
-from physai.dynamics import Tree, body_frames
 from physai.exceptions import InvalidModelError, ShapeError, UnsupportedModelError
-from physai.jacobians import _jacobian
 
 # ---- passive forces ----
 
 
-def passive_force(tree: Tree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+def passive_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """Joint damping and spring forces -damping qd - stiffness (q - springref) (nv,) [N m | N].
 
-    Equals MuJoCo's qfrc_passive on a model whose passive forces are joint dampers and springs only
-    (no gravity compensation, fluid forces, tendon springs or polynomial damping).
+    Damping acts on every dof, springs on hinges and slides. Equals MuJoCo's qfrc_passive on a model whose
+    passive forces are joint dampers and springs only (no gravity compensation, fluid forces, tendon springs or
+    polynomial damping).
     """
-    q, qd = _checks.vector("q", q, tree.nv), _checks.vector("qd", qd, tree.nv)
-    return -tree.damping * qd - tree.stiffness * (q - tree.springref)
+    from physai.engine import as_model
+
+    model = as_model(model)
+    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    return _passive(model, q, qd)
+
+
+def _passive(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """passive_force without checks, for q (nq, ...) and qd (nv, ...) (a batch keeps the state index last)."""
+    f = -model.dof_damping.reshape((-1,) + (1,) * (qd.ndim - 1)) * qd
+    k = model._spring_k.reshape((-1,) + (1,) * (q.ndim - 1))
+    f[model._spring_v] -= k * (q[model._spring_q] - model._spring_ref.reshape(k.shape))
+    return f
 
 
 # ---- actuators ----
@@ -53,6 +65,10 @@ class Actuators:
     ctrlrange:   (nu, 2) [low, high] of ctrl, used where ctrllimited (nu,) is True
     forcerange:  (nu, 2) [low, high] of f, used where forcelimited (nu,) is True
     names:       (nu,) labels used in messages
+    qmoment:     (nu, nq) length map: length = qmoment q (MuJoCo's actuator_length); None means moment
+                 (a model whose nq equals nv)
+    dof_forcerange, dof_forcelimited: (nv, 2), (nv,) limits of the total actuator force on each dof
+                 (MuJoCo's joint actuatorfrcrange); None means unlimited
     Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
     low > high InvalidModelError.
     """
@@ -65,10 +81,21 @@ class Actuators:
     forcerange: np.ndarray
     forcelimited: np.ndarray
     names: tuple = ()
+    qmoment: np.ndarray | None = None
+    dof_forcerange: np.ndarray | None = None
+    dof_forcelimited: np.ndarray | None = None
 
     def __post_init__(self):
         self.moment = _matrix("moment", self.moment, "(nu, nv)")
         nu = self.nu
+        self.qmoment = self.moment if self.qmoment is None else _matrix("qmoment", self.qmoment, "(nu, nq)")
+        if self.qmoment.shape[0] != nu:
+            raise ShapeError(f"qmoment has {self.qmoment.shape[0]} rows, there are nu = {nu} actuators")
+        nv = self.nv
+        self.dof_forcerange = np.zeros((nv, 2)) if self.dof_forcerange is None else \
+            _checks.as_array("dof_forcerange", self.dof_forcerange, (nv, 2))
+        self.dof_forcelimited = np.zeros(nv, bool) if self.dof_forcelimited is None else \
+            _flags("dof_forcelimited", self.dof_forcelimited, nv)
         self.gain = _checks.as_array("gain", self.gain, (nu, 3))
         self.bias = _checks.as_array("bias", self.bias, (nu, 3))
         self.ctrlrange = _checks.as_array("ctrlrange", self.ctrlrange, (nu, 2))
@@ -94,6 +121,11 @@ class Actuators:
     def nv(self) -> int:
         """Number of degrees of freedom the actuators act on."""
         return self.moment.shape[1]
+
+    @property
+    def nq(self) -> int:
+        """Number of position coordinates of the model the actuators belong to."""
+        return self.qmoment.shape[1]
 
 
 def _matrix(name: str, x, shape: str) -> np.ndarray:
@@ -128,11 +160,7 @@ def actuators_from_mujoco(m) -> Actuators:
         j = int(np.flatnonzero(m.jnt_actgravcomp)[0])
         raise UnsupportedModelError(f"joint {m.joint(j).name!r} takes its gravity compensation through the actuators "
                                     "(actuatorgravcomp); physai does not model gravity compensation")
-    if nu and np.any(m.jnt_actfrclimited):
-        j = int(np.flatnonzero(m.jnt_actfrclimited)[0])
-        raise UnsupportedModelError(f"joint {m.joint(j).name!r} limits its total actuator force (actuatorfrcrange); "
-                                    "physai clamps each actuator's forcerange only")
-    moment, gain, bias = np.zeros((nu, nv)), np.zeros((nu, 3)), np.zeros((nu, 3))
+    moment, qmoment, gain, bias = np.zeros((nu, nv)), np.zeros((nu, m.nq)), np.zeros((nu, 3)), np.zeros((nu, 3))
     names = []
     for a in range(nu):
         name = m.actuator(a).name or f"actuator{a}"
@@ -142,19 +170,27 @@ def actuators_from_mujoco(m) -> Actuators:
         trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
         if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
             moment[a, m.jnt_dofadr[target]] = gear   # hinge or slide: length = gear * qpos
+            qmoment[a, m.jnt_qposadr[target]] = gear
         else:                                        # fixed tendon: length = gear * sum coef * qpos
             for w in range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target]):
                 moment[a, m.jnt_dofadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+                qmoment[a, m.jnt_qposadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
         g, b = m.actuator_gainprm[a], m.actuator_biasprm[a]
         gain[a] = (g[0], 0, 0) if int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_FIXED else g[:3]
         bias[a] = (0, 0, 0) if int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_NONE else b[:3]
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ACTUATION:
-        moment[:] = 0.0
+        moment[:] = qmoment[:] = 0.0
+    dof_forcerange, dof_forcelimited = np.zeros((nv, 2)), np.zeros(nv, bool)
+    for j in np.flatnonzero(m.jnt_actfrclimited):     # limits of the total actuator force on a hinge or slide
+        if int(m.jnt_type[j]) not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            raise UnsupportedModelError(f"joint {m.joint(j).name!r} limits its total actuator force (actuatorfrcrange) "
+                                        "on a ball or free joint; physai does this on hinges and slides")
+        dof_forcerange[m.jnt_dofadr[j]], dof_forcelimited[m.jnt_dofadr[j]] = m.jnt_actfrcrange[j], True
     ctrllimited = m.actuator_ctrllimited.astype(bool)
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
         ctrllimited[:] = False
     return Actuators(moment, gain, bias, m.actuator_ctrlrange.copy(), ctrllimited, m.actuator_forcerange.copy(),
-                     m.actuator_forcelimited.astype(bool), tuple(names))
+                     m.actuator_forcelimited.astype(bool), tuple(names), qmoment, dof_forcerange, dof_forcelimited)
 
 
 def _check_actuator(m, a: int, name: str) -> None:
@@ -208,7 +244,7 @@ def _ctrl(actuators: Actuators, ctrl) -> np.ndarray:
 
 
 def _state(actuators: Actuators, q, qd):
-    return _checks.vector("q", q, actuators.nv), _checks.vector("qd", qd, actuators.nv)
+    return _checks.vector("q", q, actuators.nq), _checks.vector("qd", qd, actuators.nv)
 
 
 def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
@@ -220,7 +256,7 @@ def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: 
     """
     q, qd = _state(actuators, q, qd)
     u = _ctrl(actuators, ctrl)
-    length, velocity = actuators.moment @ q, actuators.moment @ qd
+    length, velocity = actuators.qmoment @ q, actuators.moment @ qd
     g, b = actuators.gain, actuators.bias
     f = (g[:, 0] + g[:, 1] * length + g[:, 2] * velocity) * u + b[:, 0] + b[:, 1] * length + b[:, 2] * velocity
     return np.where(actuators.forcelimited, np.clip(f, actuators.forcerange[:, 0], actuators.forcerange[:, 1]), f)
@@ -229,9 +265,12 @@ def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: 
 def actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
     """Generalized actuator force moment^T f (nv,) [N m | N] for controls ctrl (nu,); equals MuJoCo's qfrc_actuator.
 
-    f are the clamped scalar forces of actuator_outputs. Raises ShapeError if ctrl does not have nu entries.
+    f are the clamped scalar forces of actuator_outputs; the total on a dof is clamped to dof_forcerange where
+    dof_forcelimited. Raises ShapeError if ctrl does not have nu entries.
     """
-    return actuators.moment.T @ actuator_outputs(actuators, q, qd, ctrl)
+    tau = actuators.moment.T @ actuator_outputs(actuators, q, qd, ctrl)
+    lo, hi = actuators.dof_forcerange.T
+    return np.where(actuators.dof_forcelimited, np.clip(tau, lo, hi), tau)
 
 
 def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
@@ -255,33 +294,39 @@ def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.nda
 # ---- applied forces ----
 
 
-def applied_force(tree: Tree, q: np.ndarray, qfrc_applied: np.ndarray | None = None,
+def applied_force(model, q: np.ndarray, qfrc_applied: np.ndarray | None = None,
                   xfrc_applied: np.ndarray | None = None) -> np.ndarray:
-    """Generalized force (nv,) [N m | N] of forces pushed on the tree from outside.
+    """Generalized force (nv,) [N m | N] of forces pushed on the model from outside.
 
     qfrc_applied: (nv,) generalized forces, passed through (MuJoCo's qfrc_applied); None means zero.
-    xfrc_applied: (nbody, 6) one wrench per body of the tree, (force [N], torque [N m]) in world coordinates,
+    xfrc_applied: (nbody, 6) one wrench per body of the model, (force [N], torque [N m]) in world coordinates,
         the force acting at the body's centre of mass; None means zero. This is MuJoCo's xfrc_applied
-        without its first row: MuJoCo's body 0 is the world and its body b + 1 is physai's tree.bodies[b],
+        without its first row: MuJoCo's body 0 is the world and its body b + 1 is physai's body b,
         so pass d.xfrc_applied[1:] (MuJoCo's full array, nbody + 1 rows, is refused with that hint).
     Each wrench w_b acts through the Jacobian of its body's centre of mass: tau = sum_b J_b(com_b)^T w_b,
     with J_b = (Jp; Jr) of physai.jacobians.body_jacobian.
     """
-    nb = len(tree.bodies)
-    tau = np.zeros(tree.nv) if qfrc_applied is None else _checks.vector("qfrc_applied", qfrc_applied, tree.nv).copy()
+    from physai import engine
+    from physai.jacobians import jacobians
+
+    model = engine.as_model(model)
+    nb = model.nbody
+    tau = np.zeros(model.nv) if qfrc_applied is None else _checks.vector("qfrc_applied", qfrc_applied, model.nv).copy()
     if xfrc_applied is None:
         return tau
     try:
         xfrc = _checks.as_array("xfrc_applied", xfrc_applied, (nb, 6))
     except ShapeError as exc:
         if getattr(xfrc_applied, "shape", None) == (nb + 1, 6):
-            raise ShapeError(f"{exc}: it has one row more than the tree has bodies, as MuJoCo's d.xfrc_applied "
+            raise ShapeError(f"{exc}: it has one row more than the model has bodies, as MuJoCo's d.xfrc_applied "
                              "(row 0 is the world); pass d.xfrc_applied[1:]") from None
         raise
-    R, p, S = body_frames(tree, q)
-    for b, body in enumerate(tree.bodies):
-        if xfrc[b].any():
-            tau += _jacobian(tree, S, b, p[b] + R[b] @ body.com).T @ xfrc[b]
+    q = _checks.vector("q", q, model.nq)
+    d = engine.Data(model)
+    engine.kinematics(model, d, q[:, None])
+    engine.com_pos(model, d)
+    for b in np.flatnonzero(np.abs(xfrc).sum(axis=1)):
+        tau += jacobians(model, d, int(b), model.body_ipos[b][None])[0, :, :, 0].T @ xfrc[b]
     return tau
 
 

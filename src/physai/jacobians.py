@@ -1,66 +1,61 @@
-"""Jacobians of points and bodies of a Tree, in the world frame (MuJoCo's mj_jac, mj_jacBody, mj_jacBodyCom).
+"""Jacobians of points and bodies, in the world frame (MuJoCo's mj_jac, mj_jacBody, mj_jacBodyCom), for every joint type.
 
-A body's spatial velocity is v_b = sum of S_i qd_i over the joints i between the base and b (b included),
-with S_i = (a_i, o_i x a_i) the world motion vector of joint i (physai.dynamics.jcalc). The world point p
-fixed in body b then moves with
+A link's spatial velocity is the sum of cdof_i qd_i over the dofs i between the base and the link (engine Data:
+world-aligned motion vectors about the tree's centre c). The world point p fixed in body b then moves with
 
-    pdot  = v_lin + omega x p = sum_i (S_i_lin + S_i_ang x p) qd_i = Jp qd       (3, nv)   [m/s]
-    omega = sum_i S_i_ang qd_i                                    = Jr qd       (3, nv)   [rad/s]
+    pdot  = sum_i (cdof_i_lin + cdof_i_ang x (p - c)) qd_i = Jp qd       (3, nv)   [m/s]
+    omega = sum_i cdof_i_ang qd_i                          = Jr qd       (3, nv)   [rad/s]
 
-so column i of Jp is S_i_lin - p x S_i_ang, column i of Jr is S_i_ang, and both are zero for joints
-that do not move b. A body is named by its index in tree.bodies or by its Body.name.
+and both are zero in the columns of dofs that do not move b. A body is named by its index in the model's
+bodies (Model.body_name order; the world excluded) or by its name. For a free joint, columns 0-2 of a body's
+Jp are the identity (MuJoCo's world linear velocity) and columns 3-5 of Jr its orientation matrix (body-frame
+angular velocity).
 """
 
 import numpy as np
 
 from physai import _checks
-from physai.dynamics import Tree, _dof_of, body_frames
-from physai.exceptions import UnknownBodyError
+from physai.engine import Data, as_model, com_pos, kinematics
+from physai.engine._checks import states
+from physai.engine.model import Model
 
 
-def body_index(tree: Tree, body: int | str) -> int:
-    """Index in tree.bodies of `body`, given as an index or a Body.name. Raises UnknownBodyError."""
-    n = len(tree.bodies)
-    if isinstance(body, str):
-        for i, b in enumerate(tree.bodies):
-            if b.name == body:
-                return i
-        known = ", ".join(repr(b.name) for b in tree.bodies if b.name)
-        raise UnknownBodyError(f"the tree has no body named {body!r}; its bodies are {known or 'unnamed'}")
-    if isinstance(body, (int, np.integer)) and not isinstance(body, bool) and 0 <= body < n:
-        return int(body)
-    raise UnknownBodyError(f"body {body!r} is not a body of the tree: expected an index 0..{n - 1} or a body name")
-
-
-def point_jacobian(tree: Tree, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:
+def point_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:
     """Translational Jacobian Jp (3, nv) of a point fixed in `body`, so that its world velocity is Jp @ qd [m/s].
 
-    point: (3,) position in the body's frame [m] (e.g. tree.bodies[b].com for the centre of mass).
-    Equals the jacp of mujoco.mj_jac at the point's world position.
+    point: (3,) position in the body's frame [m]. Equals the jacp of mujoco.mj_jac at the point's world position.
     """
-    return body_jacobian(tree, q, body, point)[:3]
+    return body_jacobian(model, q, body, point)[:3]
 
 
-def body_jacobian(tree: Tree, q: np.ndarray, body: int | str, point: np.ndarray | None = None) -> np.ndarray:
+def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | None = None) -> np.ndarray:
     """Stacked world Jacobian (Jp; Jr) (6, nv) of a point fixed in `body`: (pdot; omega) = J @ qd.
 
     point: (3,) in the body's frame [m]; None means the body's origin. Rows 0-2 are MuJoCo's jacp and
-    rows 3-5 its jacr: mj_jacBody for point=None, mj_jacBodyCom for point=tree.bodies[b].com.
+    rows 3-5 its jacr: mj_jacBody for point=None, mj_jacBodyCom for point = the body's centre of mass.
     """
-    b = body_index(tree, body)
+    model = as_model(model)
+    b = model.body_id(body)
     point = np.zeros(3) if point is None else _checks.as_array("point", point, (3,))
-    R, p, S = body_frames(tree, q)
-    return _jacobian(tree, S, b, p[b] + R[b] @ point)
+    (Q,), _ = states(q=(_checks.vector("q", q, model.nq), model.nq))
+    d = Data(model)
+    kinematics(model, d, Q)
+    com_pos(model, d)
+    return jacobians(model, d, b, point[None])[0, :, :, 0]
 
 
-def _jacobian(tree: Tree, S: list, b: int, p: np.ndarray) -> np.ndarray:
-    """(Jp; Jr) (6, nv) of the world point p moving with body b, from the joints' motion vectors S."""
-    dof = _dof_of(S)
-    J = np.zeros((6, tree.nv))
-    i = b
-    while i >= 0:                                  # walk from b to the base: every joint on the way moves p
-        if dof[i] is not None:
-            J[:3, dof[i]] = S[i][3:] - np.cross(p, S[i][:3])   # velocity of p: v_lin + omega x p
-            J[3:, dof[i]] = S[i][:3]
-        i = tree.bodies[i].parent
+def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
+    """(Jp; Jr) (k, 6, nv, n) of k points (k, 3) fixed in body b, from a Data with com_pos done (all n states)."""
+    J = np.zeros((len(points), 6, model.nv, d.n))
+    link = model.body_linkid[b]
+    if link < 0:                                              # welded to the world: nothing moves it
+        return J
+    R, x = d.xmat[link], d.xpos[link]
+    p = x[None] + np.einsum("ijn,kj->kin", R, model.body_pos[b][None] + points @ model.body_rot[b].T)
+    dofs = np.flatnonzero(model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1])
+    S = d.cdof[dofs]                                          # (m, 6, n)
+    r = p - d.center[link][None]                              # (k, 3, n): the points relative to the centre
+    # Jp = S_lin + S_ang x r,  Jr = S_ang
+    J[:, :3, dofs] = S[None, :, 3:].transpose(0, 2, 1, 3) + np.cross(S[None, :, :3], r[:, None], axis=2).transpose(0, 2, 1, 3)
+    J[:, 3:, dofs] = S[None, :, :3].transpose(0, 2, 1, 3)
     return J

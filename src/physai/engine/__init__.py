@@ -1,14 +1,16 @@
-"""physai's fast engine: the Tree compiled into flat arrays, dynamics for one state or N states at once.
+"""physai's engine: one Model for every robot (hinge, slide, ball and free joints), dynamics for one or N states.
 
-    from physai import dynamics, engine, models
-    model = engine.compile_tree(dynamics.tree_from_mujoco(models.load("franka_emika_panda")))
-    tau = engine.rnea(model, q, qd, qdd)        # q, qd, qdd: (nv,) -> (nv,), or (N, nv) -> (N, nv)
-    M = engine.mass_matrix(model, q)            # (nv, nv) or (N, nv, nv)
+    from physai import engine
+    model = engine.from_mujoco("unitree_h1")     # or an MjModel, an MJCF path; engine.from_urdf, engine.compile_tree
+    q, qd = engine.random_states(model, 1000)   # q (N, nq), qd (N, nv); one state is (nq,), (nv,)
+    tau = engine.rnea(model, q, qd, qdd)        # (N, nv)
+    M = engine.mass_matrix(model, q)            # (N, nv, nv)
+    q_next = engine.integrate(model, q, qd, dt) # MuJoCo's mj_integratePos
 
-Same equations and conventions as physai.dynamics (the teaching layer) and checked against it, MuJoCo and
-Pinocchio; organised like MuJoCo's engine_core_smooth.c: a constant Model of per-body arrays
-(physai.engine.model), a per-state Data workspace (physai.engine.data), and algorithms made of one forward
-and one backward pass over bodies, vectorized over states with numpy (physai.engine.algorithms).
+Organised like MuJoCo's engine_core_smooth.c: a constant Model of flat arrays (physai.engine.model), a
+per-state Data workspace (physai.engine.data), and algorithms made of one forward and one backward pass over
+links, vectorized over states with numpy (physai.engine.algorithms). Joint types are known to physai.joints
+alone. Checked against MuJoCo, Pinocchio and the lesson's teaching layer (physai.dynamics).
 """
 
 from physai.engine.algorithms import (
@@ -28,11 +30,13 @@ from physai.engine.algorithms import (
     rne,
     rnea,
 )
+from physai.engine.configuration import difference, integrate, random_states
 from physai.engine.data import Data
-from physai.engine.model import JNT_HINGE, JNT_SLIDE, Model, compile_tree, jcalc
+from physai.engine.loaders import as_model, compile_tree, from_mujoco, from_urdf
+from physai.engine.model import Model
 
 __all__ = [
-    "JNT_HINGE", "JNT_SLIDE", "Data", "Model", "aba", "bias", "com_pos", "com_vel", "compile_tree", "crb", "crba",
-    "energy", "forward_dynamics", "gravity", "jcalc", "kinematics", "kinetic_energy", "mass_matrix", "potential_energy",
-    "rne", "rnea",
+    "Data", "Model", "aba", "as_model", "bias", "com_pos", "com_vel", "compile_tree", "crb", "crba", "difference", "energy",
+    "forward_dynamics", "from_mujoco", "from_urdf", "gravity", "integrate", "kinematics", "kinetic_energy",
+    "mass_matrix", "potential_energy", "random_states", "rne", "rnea",
 ]

@@ -1,7 +1,8 @@
-"""Rigid-body dynamics on a compiled Model, for one state or a batch of N states at once.
+"""Rigid-body dynamics on a Model, for one state or a batch of N states at once, for every joint type.
 
-Every public function takes joint arrays of shape (nv,) for one state or (N, nv) for N states (a single
-(nv,) argument is shared by a batch) and returns results with the batch dimension of its input:
+Every public function takes q of shape (nq,) for one state or (N, nq) for N states, and qd, qdd, tau of
+shape (nv,) or (N, nv) (a single state is shared by a batch), and returns results with the batch dimension
+of its input:
 
     rnea(model, q, qd, qdd)              tau = M(q) qdd + C(q, qd) qd + g(q)  (nv,) | (N, nv)  [N m | N]
     bias(model, q, qd)                   c = C(q, qd) qd + g(q) = rnea(q, qd, 0)   (MuJoCo's qfrc_bias)
@@ -14,10 +15,11 @@ Every public function takes joint arrays of shape (nv,) for one state or (N, nv)
 
 They run the stages below, named after MuJoCo's engine_core_smooth.c, on a Data workspace whose arrays
 keep the state index last (see physai.engine.data). Each stage is one forward and/or one backward loop
-over bodies, parents before children; everything that is independent per body is one numpy operation
-over all bodies and all states. Pass data=Data(model, N) to keep the intermediate quantities.
+over links, parents before children, written once for every joint type: a link moves by its dofs' columns
+of cdof, whatever their number. Joint types enter only through physai.joints (the links' local transforms).
+Pass data=Data(model, N) to keep the intermediate quantities.
 
-    kinematics(model, d, q)     body poses                         xmat, cpos, center
+    kinematics(model, d, q)     link poses                         xmat, xpos, center, cpos
     com_pos(model, d)           inertias and motion subspaces      cipos, cinert, cdof
     com_vel(model, d, qd)       velocities                         cvel, cdof_dot
     rne(model, d, qd, qdd)      recursive Newton-Euler             cacc, cfrc, qfrc
@@ -27,14 +29,12 @@ over all bodies and all states. Pass data=Data(model, N) to keep the intermediat
 import numpy as np
 
 from physai import _linalg as linalg
+from physai import joints
 from physai.engine._checks import states
 from physai.engine.data import Data
 from physai.engine.model import Model
-from physai.exceptions import InvalidModelError, ShapeError
+from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError
 
-# skew(v)[i, j] = _SKEW_SIGN[i, j] * v[_SKEW_IDX[i, j]]: the cross-product matrix gathered from v
-_SKEW_IDX = np.array([[0, 2, 1], [2, 0, 0], [1, 0, 0]])
-_SKEW_SIGN = np.array([[0.0, -1, 1], [1, 0, -1], [-1, 1, 0]])[:, :, None]
 # a x b = a[_L1] b[_L2] - a[_L2] b[_L1]; three crosses of 6-vectors' halves at once, products (k, 18, n) minus
 # (angular = 0:3, linear = 3:6):
 #   motion  v x m  = (w x m_ang, w x m_lin + u x m_ang)          for v = (w, u)
@@ -44,16 +44,19 @@ _XM_V = np.r_[_L1, _L1, _L1 + 3, _L2, _L2, _L2 + 3]
 _XM_M = np.r_[_L2, _L2 + 3, _L2, _L1, _L1 + 3, _L1]
 _XF_V = np.r_[_L1, _L1 + 3, _L1, _L2, _L2 + 3, _L2]
 _XF_F = np.r_[_L2, _L2 + 3, _L2 + 3, _L1, _L1 + 3, _L1 + 3]
+# skew(v)[i, j] = _SKEW_SIGN[i, j] * v[_SKEW_IDX[i, j]]
+_SKEW_IDX = np.array([[0, 2, 1], [2, 0, 0], [1, 0, 0]])
+_SKEW_SIGN = np.array([[0.0, -1, 1], [1, 0, -1], [-1, 1, 0]])
 # cinert[i, j] = P[_CINERT_IDX[i, j]] for P = (Ibar row-major (9) | h (3) | -h (3) | m | 0): [[Ibar, skew(h)], [-skew(h), m 1]]
 _CINERT_IDX = np.full((6, 6), 16)
 _CINERT_IDX[:3, :3] = np.arange(9).reshape(3, 3)
-_CINERT_IDX[:3, 3:] = np.where(_SKEW_SIGN[:, :, 0] > 0, 9, 12) + _SKEW_IDX
-_CINERT_IDX[3:, :3] = np.where(_SKEW_SIGN[:, :, 0] > 0, 12, 9) + _SKEW_IDX
+_CINERT_IDX[:3, 3:] = np.where(_SKEW_SIGN > 0, 9, 12) + _SKEW_IDX
+_CINERT_IDX[3:, :3] = np.where(_SKEW_SIGN > 0, 12, 9) + _SKEW_IDX
 _CINERT_IDX[3:, 3:][np.diag_indices(3)] = 15
 _CINERT_IDX[np.arange(3), np.arange(3) + 3] = _CINERT_IDX[np.arange(3) + 3, np.arange(3)] = 16
 
 
-def _cross_motion(v: np.ndarray, m: np.ndarray) -> np.ndarray:
+def cross_motion(v: np.ndarray, m: np.ndarray) -> np.ndarray:
     """v x m (Featherstone's crm(v) m) for motion vectors stacked as (k, 6, n)."""
     P = v[:, _XM_V] * m[:, _XM_M]
     r = P[:, :9] - P[:, 9:]                                            # w x m_ang, w x m_lin, u x m_ang
@@ -61,7 +64,7 @@ def _cross_motion(v: np.ndarray, m: np.ndarray) -> np.ndarray:
     return r[:, :6]
 
 
-def _cross_force(v: np.ndarray, f: np.ndarray) -> np.ndarray:
+def cross_force(v: np.ndarray, f: np.ndarray) -> np.ndarray:
     """v x* f (Featherstone's crf(v) f = -crm(v)^T f) for a motion vector v and a force f, stacked as (k, 6, n)."""
     P = v[:, _XF_V] * f[:, _XF_F]
     r = P[:, :9] - P[:, 9:]                                            # w x f_ang, u x f_lin, w x f_lin
@@ -69,9 +72,20 @@ def _cross_force(v: np.ndarray, f: np.ndarray) -> np.ndarray:
     return r[:, 3:]
 
 
+def _inertia_times(I: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """I v for 6x6 inertias (k, 6, 6, n) and 6-vectors (k, 6, n)."""
+    return np.einsum("bijn,bjn->bin", I, v)
+
+
+def _per_link(model: Model, x: np.ndarray) -> np.ndarray:
+    """Sum (nlink, ...) over each link's dofs of a per-dof array (nv, ...) (a link's dofs are consecutive)."""
+    return np.add.reduceat(x, model.link_dofadr, axis=0) if model.nv else np.zeros((0,) + x.shape[1:])
+
+
 def _model(model) -> Model:
     if not isinstance(model, Model):
-        raise InvalidModelError(f"model must be a physai.engine.Model (from engine.compile_tree(tree)), got {type(model).__name__}")
+        raise InvalidModelError(f"model must be a physai.engine.Model (from engine.from_mujoco, engine.from_urdf or "
+                                f"engine.compile_tree), got {type(model).__name__}")
     return model
 
 
@@ -87,90 +101,92 @@ def _data(model: Model, data, batch) -> Data:
     return data
 
 
-def _out(x: np.ndarray, batch):
-    """Engine layout (..., n) to the caller's: (N, ...) for a batch, (...) for a single state."""
+def _out(x: np.ndarray, batch, what: str):
+    """Engine layout (..., n) to the caller's: (N, ...) for a batch, (...) for a single state.
+
+    Finite inputs that give a non-finite result (an overflow, a massless link) raise InvalidStateError naming `what`.
+    """
+    if not np.isfinite(x).all():
+        k = int(np.argwhere(~np.isfinite(x))[0][-1])
+        raise InvalidStateError(f"{what} is not finite at state {k} although the inputs are: the numbers overflow "
+                                "(velocities or accelerations too large, e.g. 1e200) or a link moves without mass, "
+                                "inertia or armature")
     if batch is None:
         return x[..., 0].copy()
-    return np.ascontiguousarray(np.moveaxis(x[..., :batch], -1, 0))
+    return np.ascontiguousarray(np.moveaxis(x, -1, 0))
 
 
 # ---------------------------------------------------------------- position
 
-def kinematics(model: Model, d: Data, q: np.ndarray) -> None:
-    """Body poses at joint positions q (nv, n): d.xmat, d.cpos (origin relative to the centre), d.center."""
-    # jcalc for all joints at once: T_loc = G (1, t, sin t, 1 - cos t), the 3x4 pose in the parent frame
-    coef = np.empty((model.nv, 4, d.ncol))
-    coef[:, 0] = 1.0
-    t = np.subtract(q, model.dof_ref[:, None], out=coef[:, 1])
-    # sin t = 2u / (1 + u^2), 1 - cos t = 2u^2 / (1 + u^2), u = tan(t/2): one tan (numpy vectorizes float64 tan
-    # but not sin and cos, 7x slower each), and 1 - cos t keeps its relative precision for small t
-    u = np.tan(0.5 * t)
-    u2 = u * u
-    r = 2.0 / (1.0 + u2)
-    np.multiply(u, r, out=coef[:, 2])
-    np.multiply(u2, r, out=coef[:, 3])
-    T_loc = np.matmul(model.jnt_G.reshape(-1, 12, 4), coef).reshape(-1, 3, 4, d.ncol)
-    T = np.empty_like(T_loc)                                           # (nbody, 3, 4, n): [xmat | cpos]
-    R, x = T[:, :, :3], T[:, :, 3]
-    center = np.empty((model.nbody, 3, d.ncol))
-    Ts, Rs, xs, Ls = list(T), list(R), list(x), list(T_loc)            # per-body views
-    # forward pass over bodies: R = R_parent R_loc, x = x_parent + R_parent p_loc (roots: x = 0, centre = p_loc)
+def kinematics(model: Model, d: Data, q: np.ndarray, about_origin: bool = False) -> None:
+    """Link poses at joint positions q (nq, n): d.xmat, d.xpos, d.center, d.cpos.
+
+    about_origin=True puts every centre at the world origin (a fixed point: physai.coriolis needs one)."""
+    n = q.shape[1]
+    T_loc = np.empty((model.nlink, 3, 4, n))                          # each link's pose in its parent: jcalc
+    if len(model.scalar_link):
+        T_loc[model.scalar_link] = joints.scalar_transforms(model.scalar_G, q[model.scalar_qposadr] - model.scalar_ref[:, None])
+    if len(model.ball_link):
+        quat = q[model.ball_qposadr[:, None] + np.arange(4)]
+        T_loc[model.ball_link] = joints.ball_transforms(model.ball_rot, model.ball_pos, model.ball_anchor, quat,
+                                                        model.ball_qposadr)
+    T = np.empty_like(T_loc)                                           # (nlink, 3, 4, n): [xmat | xpos]
+    Ts, Ls, xs = list(T), list(T_loc), list(T[:, :, 3])
+    # forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc
     for i, p in enumerate(model._parents):
         if p < 0:
             Ts[i][...] = Ls[i]
-            xs[i][...] = 0.0
-            center[i] = Ls[i][:, 3]
         else:
-            np.einsum("ikn,kjn->ijn", Rs[p], Ls[i], out=Ts[i])
+            np.einsum("ikn,kjn->ijn", Ts[p][:, :3], Ls[i], out=Ts[i])
             np.add(xs[i], xs[p], out=xs[i])
-    d.xmat, d.cpos, d.center = R, x, center[model.body_rootid]
+    d.xmat, d.xpos = T[:, :, :3], T[:, :, 3]
+    d.center = np.zeros_like(d.xpos) if about_origin else d.xpos[model.link_centerid]
+    d.cpos = d.xpos - d.center
 
 
 # ---------------------------------------------------------------- inertia
 
 def com_pos(model: Model, d: Data) -> None:
     """Spatial inertias d.cinert, centres of mass d.cipos and motion subspaces d.cdof, about the centres."""
-    R, x, m = d.xmat, d.cpos, model.body_mass[:, None, None]
+    R, x, m, n = d.xmat, d.cpos, model.link_mass[:, None, None], d.n
     # c = x + R ipos;  h = m c
-    d.cipos = c = x + np.matmul(model.body_ipos[:, None, None, :], R)[:, :, 0]
-    # cinert = [[R I R^T + m (c.c 1 - c c^T), skew(h)], [skew(h)^T, m 1]], h = m c, gathered from
-    # P = (its top-left 3x3 | h | -h | m | 0)
-    P = np.empty((model.nbody, 17, d.ncol))
-    Ibar, h = P[:, :9].reshape(-1, 3, 3, d.ncol), P[:, 9:12]
+    d.cipos = c = x + np.einsum("bikn,bk->bin", R, model.link_ipos)
+    # cinert = [[R I R^T + m (c.c 1 - c c^T), skew(h)], [skew(h)^T, m 1]], gathered from P = (top-left 3x3 | h | -h | m | 0)
+    P = np.empty((model.nlink, 17, n))
+    Ibar, h = P[:, :9].reshape(-1, 3, 3, n), P[:, 9:12]
     np.multiply(m, c, out=h)
     np.negative(h, out=P[:, 12:15])
-    RI = np.matmul(model.body_inertia[:, None], R)                     # (R I)[b, i, k, n]; I is symmetric
+    RI = np.einsum("bikn,bkl->biln", R, model.link_inertia)
     np.einsum("bikn,bjkn->bijn", RI, R, out=Ibar)
     Ibar -= h[:, :, None] * c[:, None, :]
     hc = np.einsum("bin,bin->bn", h, c)
     for k in (0, 4, 8):
         P[:, k] += hc
-    P[:, 15] = model.body_mass[:, None]
+    P[:, 15] = model.link_mass[:, None]
     P[:, 16] = 0.0
     d.cinert = P[:, _CINERT_IDX]
-    # cdof = (R s_ang, x x (R s_ang) + R s_lin): the body-frame motion subspace moved to the centre
-    S = np.empty((model.nv, 6, d.ncol))
-    np.matmul(model.dof_motion.reshape(-1, 1, 2, 3), R, out=S.reshape(-1, 2, 3, d.ncol).transpose(0, 2, 1, 3))
-    S[:, 3:] += x[:, _L1] * S[:, _L2] - x[:, _L2] * S[:, _L1]
+    # cdof = (R s_ang, x x (R s_ang) + R s_lin): each dof's link-frame motion subspace moved to the centre
+    Rd, xd = R[model.dof_linkid], x[model.dof_linkid]
+    S = np.empty((model.nv, 6, n))
+    S[:, :3] = np.einsum("dikn,dk->din", Rd, model.dof_motion[:, :3])
+    S[:, 3:] = np.einsum("dikn,dk->din", Rd, model.dof_motion[:, 3:])
+    S[:, 3:] += xd[:, _L1] * S[:, _L2] - xd[:, _L2] * S[:, _L1]
     d.cdof = S
 
 
 # ---------------------------------------------------------------- velocity
 
 def com_vel(model: Model, d: Data, qd: np.ndarray) -> None:
-    """Body velocities d.cvel and d.cdof_dot = cvel x cdof."""
-    Sqd = d.cdof * qd[:, None, :]                                      # (nv, 6, n)
-    v = np.empty((model.nbody, 6, d.ncol))
+    """Link velocities d.cvel and d.cdof_dot = cvel_parent x cdof."""
+    Sqd = _per_link(model, d.cdof * qd[:, None, :])                  # (nlink, 6, n)
+    v = np.zeros((model.nlink + 1, 6, d.n))                            # row -1: the world
     vs, Ss = list(v), list(Sqd)
-    # forward pass over bodies: v = v_parent + S qd
+    # forward pass over links: v = v_parent + S qd
     for i, p in enumerate(model._parents):
-        if p < 0:
-            vs[i][...] = Ss[i]
-        else:
-            np.add(vs[p], Ss[i], out=vs[i])
+        np.add(vs[p], Ss[i], out=vs[i])
     d.cvel = v
-    # cdof_dot = v x S
-    d.cdof_dot = _cross_motion(v, d.cdof)
+    # cdof_dot = v_parent x S (for a multi-dof link the product with qd is the same as with its own velocity)
+    d.cdof_dot = cross_motion(v[model.link_parentid[model.dof_linkid]], d.cdof)
 
 
 # ---------------------------------------------------------------- RNE
@@ -183,7 +199,7 @@ def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) ->
     """
     a_g = model._a_g                                                   # (0, -gravity): gravity as an upward base acceleration
     if qd is None and qdd is None:
-        # every body accelerates at a_g: f = cinert a_g
+        # every link accelerates at a_g: f = cinert a_g
         f = np.einsum("bijn,j->bin", d.cinert, a_g[:, 0])
     else:
         inc = 0.0
@@ -191,23 +207,25 @@ def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) ->
             inc = d.cdof * qdd[:, None, :]
         if qd is not None:
             inc = inc + d.cdof_dot * qd[:, None, :]
-        a = np.empty((model.nbody, 6, d.ncol))
+        inc = _per_link(model, inc)
+        a = np.empty((model.nlink + 1, 6, d.n))
+        a[-1] = a_g
         As, incs = list(a), list(inc)
-        # forward pass over bodies: a = a_parent + S qdd + cdof_dot qd
+        # forward pass over links: a = a_parent + S qdd + cdof_dot qd
         for i, p in enumerate(model._parents):
-            np.add(a_g if p < 0 else As[p], incs[i], out=As[i])
+            np.add(As[p], incs[i], out=As[i])
         d.cacc = a
         # f = cinert a + v x* (cinert v)
-        f = np.einsum("bijn,bjn->bin", d.cinert, a)
+        f = _inertia_times(d.cinert, a[:-1])
         if qd is not None:
-            f += _cross_force(d.cvel, np.einsum("bijn,bjn->bin", d.cinert, d.cvel))
-    # backward pass over bodies: f_parent += f
+            f += cross_force(d.cvel[:-1], _inertia_times(d.cinert, d.cvel[:-1]))
+    # backward pass over links: f_parent += f
     fs, parents = list(f), model._parents
     for i in model._children:
         np.add(fs[parents[i]], fs[i], out=fs[parents[i]])
     d.cfrc = f
     # tau = S . f + armature qdd
-    tau = np.einsum("bin,bin->bn", d.cdof, f)
+    tau = np.einsum("din,din->dn", d.cdof, f[model.dof_linkid])
     if qdd is not None:
         tau += model.dof_armature[:, None] * qdd
     d.qfrc = tau
@@ -220,12 +238,12 @@ def crb(model: Model, d: Data) -> np.ndarray:
     """Composite inertias d.crb and the joint-space inertia d.qM = M(q) (nv, nv, n), armature included."""
     Ic = d.cinert.copy()
     Ics, parents = list(Ic), model._parents
-    # backward pass over bodies: Ic_parent += Ic
+    # backward pass over links: Ic_parent += Ic
     for i in model._children:
         np.add(Ics[parents[i]], Ics[i], out=Ics[parents[i]])
     d.crb = Ic
     # M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j, M_ji = M_ij, 0 between unrelated branches
-    F = np.einsum("bijn,bjn->bin", Ic, d.cdof)
+    F = _inertia_times(Ic[model.dof_linkid], d.cdof)
     SF = np.einsum("ikn,jkn->ijn", d.cdof, F)
     M = SF[model.dof_Mrow, model.dof_Mcol] * model.dof_Mmask
     M[model._diag] += model.dof_armature[:, None]
@@ -240,44 +258,53 @@ CHUNK = 1024
 
 
 def _batched(model, data, arrays: dict, compute):
-    """Check the joint arrays, run compute(d, *arrays) on the states, chunk by chunk; returns (result, batch).
+    """Check the arrays (name -> (value, size)), run compute(d, *arrays) on the states, chunk by chunk.
 
-    A large batch runs in near-equal chunks of at most CHUNK states (each at least 2, so results are
-    bit-for-bit those of any other split); with data given, everything runs at once in it.
+    Returns (result, batch). A large batch runs in near-equal chunks of at most CHUNK states; with data given,
+    everything runs at once in it. A state's result does not depend on the chunking or the batch size beyond
+    rounding (numpy may sum in another order for other shapes): compare across batch sizes with a bound.
     """
     model = _model(model)
-    cols, batch = states(model.nv, **arrays)
+    cols, batch = states(**arrays)
     n = cols[0].shape[1]
     if data is not None or n <= CHUNK:
         return compute(_data(model, data, batch), *cols), batch
     bounds = np.linspace(0, n, -(-n // CHUNK) + 1).astype(int)
-    parts = [compute(Data(model, hi - lo), *(np.ascontiguousarray(c[:, lo:hi]) for c in cols))
+    parts = [compute(Data(model, int(hi - lo)), *(np.ascontiguousarray(c[:, lo:hi]) for c in cols))
              for lo, hi in zip(bounds[:-1], bounds[1:])]
     return np.concatenate(parts, axis=-1), batch
+
+
+def _position(model: Model, d: Data, q) -> None:
+    kinematics(model, d, q)
+    com_pos(model, d)
+
+
+def _velocity(model: Model, d: Data, q, qd) -> None:
+    _position(model, d, q)
+    com_vel(model, d, qd)
 
 
 def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     """Inverse dynamics by recursive Newton-Euler: the joint forces that give accelerations qdd at (q, qd).
 
-    tau = M(q) qdd + C(q, qd) qd + g(q), armature included; equals physai.dynamics.rnea, pin.rnea and, on a
-    model without constraints, MuJoCo's qfrc_inverse + qfrc_passive.
+    tau = M(q) qdd + C(q, qd) qd + g(q), armature included; equals physai.dynamics.rnea, pin.rnea (in MuJoCo's
+    velocity coordinates) and, on a model without constraints, MuJoCo's qfrc_inverse + qfrc_passive.
 
     Args:
-        model: compiled Model.
-        q: joint positions (nv,) or (N, nv) [rad | m].
-        qd: joint velocities, same shapes [rad/s | m/s].
-        qdd: joint accelerations, same shapes [rad/s^2 | m/s^2].
+        model: the Model.
+        q: joint positions (nq,) or (N, nq) [rad | m | unit quaternion].
+        qd: joint velocities (nv,) or (N, nv) [rad/s | m/s].
+        qdd: joint accelerations, same shapes as qd [rad/s^2 | m/s^2].
         data: optional Data(model, N or 1) that keeps the intermediate quantities.
 
     Returns:
         tau (nv,) or (N, nv) [N m | N].
     """
     def compute(d, q, qd, qdd):
-        kinematics(model, d, q)
-        com_pos(model, d)
-        com_vel(model, d, qd)
+        _velocity(model, d, q, qd)
         return rne(model, d, qd, qdd)
-    return _out(*_batched(model, data, dict(q=q, qd=qd, qdd=qdd), compute))
+    return _out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv)), compute), "rnea")
 
 
 def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
@@ -286,11 +313,9 @@ def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
     Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
     """
     def compute(d, q, qd):
-        kinematics(model, d, q)
-        com_pos(model, d)
-        com_vel(model, d, qd)
+        _velocity(model, d, q, qd)
         return rne(model, d, qd, None)
-    return _out(*_batched(model, data, dict(q=q, qd=qd), compute))
+    return _out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute), "bias")
 
 
 def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -299,34 +324,28 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
     """
     def compute(d, q):
-        kinematics(model, d, q)
-        com_pos(model, d)
+        _position(model, d, q)
         return rne(model, d, None, None)
-    return _out(*_batched(model, data, dict(q=q), compute))
+    return _out(*_batched(model, data, dict(q=(q, model.nq)), compute), "gravity")
 
 
 def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     """Joint-space inertia M(q) by composite rigid bodies, armature on the diagonal, symmetric.
 
-    (nv, nv) for q (nv,), (N, nv, nv) for q (N, nv) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
-    MuJoCo's mj_fullM and pin.crba (whose upper triangle Pinocchio fills).
+    (nv, nv) for q (nq,), (N, nv, nv) for q (N, nq) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
+    MuJoCo's mj_fullM and pin.crba (in MuJoCo's velocity coordinates).
     """
     def compute(d, q):
-        kinematics(model, d, q)
-        com_pos(model, d)
+        _position(model, d, q)
         return crb(model, d)
-    return _out(*_batched(model, data, dict(q=q), compute))
+    return _out(*_batched(model, data, dict(q=(q, model.nq)), compute), "the mass matrix")
 
 
 crba = mass_matrix
 
 
 def _solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """x with M x = b for M (nv, nv, n) symmetric positive definite and b (nv, n): one LAPACK solve per state.
-
-    LU with partial pivoting (numpy.linalg.solve) is as accurate as Cholesky on a positive definite M; numpy
-    has no batched triangular solve, so Cholesky would need three LAPACK calls per state (2.5x slower).
-    """
+    """x with M x = b for M (nv, nv, n) symmetric positive definite and b (nv, n): one LAPACK solve per state."""
     return linalg.solve(np.moveaxis(M, -1, 0), b.T).T
 
 
@@ -337,60 +356,74 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
     qfrc_actuator + qfrc_passive on a model without constraints.
 
     Args:
-        q, qd: joint positions and velocities (nv,) or (N, nv) [rad, rad/s | m, m/s].
-        tau: applied joint forces, same shapes [N m | N].
+        q: joint positions (nq,) or (N, nq); qd: joint velocities (nv,) or (N, nv) [rad, rad/s | m, m/s].
+        tau: applied joint forces, shapes as qd [N m | N].
 
     Returns:
         qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
     Raises InvalidModelError when M is singular (a massless dof without armature).
     """
     def compute(d, q, qd, tau):
-        kinematics(model, d, q)
-        com_pos(model, d)
-        com_vel(model, d, qd)
+        _velocity(model, d, q, qd)
         c = rne(model, d, qd, None)
         return _solve(crb(model, d), tau - c)
-    return _out(*_batched(model, data, dict(q=q, qd=qd, tau=tau), compute))
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    return _out(*_batched(model, data, arrays, compute), "forward dynamics")
 
 
 def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     """Forward dynamics by the articulated-body algorithm (RBDA table 7.1): the qdd of forward_dynamics.
 
-    Works about the centres in the world frame, so no coordinate changes between bodies are needed.
-    Shapes and units as forward_dynamics; equals pin.aba.
+    Works about the centres in the world frame, so no coordinate changes between links are needed; a link's
+    dofs form one block (1 x 1 for hinges and slides, 3 x 3 for balls). Shapes and units as forward_dynamics;
+    equals pin.aba.
     """
-    return _out(*_batched(model, data, dict(q=q, qd=qd, tau=tau), lambda d, q, qd, tau: _aba(model, d, q, qd, tau)))
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    return _out(*_batched(model, data, arrays, lambda d, q, qd, tau: _aba(model, d, q, qd, tau)), "aba")
+
+
+def _inverse(D: np.ndarray) -> np.ndarray:
+    """Inverse of k x k blocks (k, k, n); InvalidModelError when one is singular."""
+    if D.shape[0] == 1:
+        if (D == 0).any():
+            raise InvalidModelError(linalg.SINGULAR)
+        return 1.0 / D
+    return np.moveaxis(linalg.inverse(np.moveaxis(D, -1, 0)), 0, -1)
 
 
 def _aba(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
-    kinematics(model, d, q)
-    com_pos(model, d)
-    com_vel(model, d, qd)
-    S, arm, parents = list(d.cdof), model.dof_armature, model._parents
-    c = list(d.cdof_dot * qd[:, None, :])                              # velocity-product accelerations, per body (6, n)
+    _velocity(model, d, q, qd)
+    arm, parents, adr, num = model.dof_armature, model._parents, model.link_dofadr, model.link_dofnum
+    c = list(_per_link(model, d.cdof_dot * qd[:, None, :]))           # velocity-product accelerations (6, n)
     IA = list(d.cinert.copy())                                         # articulated inertias (6, 6, n)
     # pA = v x* (I v): bias forces
-    pA = list(_cross_force(d.cvel, np.einsum("bijn,bjn->bin", d.cinert, d.cvel)))
-    U, D, u = [None] * model.nbody, [None] * model.nbody, [None] * model.nbody
-    # backward pass over bodies: U = IA S, D = S.U + armature, u = tau - S.pA;
-    # the parent gets IA - U U^T / D and pA + (IA - U U^T / D) c + U u / D
-    for i in reversed(range(model.nbody)):
-        U[i] = np.einsum("ijn,jn->in", IA[i], S[i])
-        D[i] = np.einsum("in,in->n", S[i], U[i]) + arm[i]
-        u[i] = tau[i] - np.einsum("in,in->n", S[i], pA[i])
+    pA = list(cross_force(d.cvel[:-1], _inertia_times(d.cinert, d.cvel[:-1])))
+    S, U, Dinv, u = [None] * model.nlink, [None] * model.nlink, [None] * model.nlink, [None] * model.nlink
+    # backward pass over links: U = IA S, D = S^T U + armature, u = tau - S^T pA;
+    # the parent gets Ia = IA - U D^-1 U^T and pA + Ia c + U D^-1 u
+    for i in reversed(range(model.nlink)):
+        k = slice(adr[i], adr[i] + num[i])
+        S[i] = d.cdof[k]                                               # (k, 6, n)
+        U[i] = np.einsum("ijn,ajn->ain", IA[i], S[i])
+        D = np.einsum("ain,bin->abn", S[i], U[i])
+        D[np.arange(num[i]), np.arange(num[i])] += arm[k, None]
+        Dinv[i] = _inverse(D)
+        u[i] = tau[k] - np.einsum("ain,in->an", S[i], pA[i])
         p = parents[i]
         if p >= 0:
-            Ud = U[i] / D[i]
-            Ia = IA[i] - U[i][:, None] * Ud[None, :]
+            UD = np.einsum("ain,abn->bin", U[i], Dinv[i])              # (U D^-1)^T rows
+            Ia = IA[i] - np.einsum("bin,bjn->ijn", UD, U[i])
             np.add(IA[p], Ia, out=IA[p])
-            np.add(pA[p], pA[i] + np.einsum("ijn,jn->in", Ia, c[i]) + Ud * u[i], out=pA[p])
-    a, qdd = np.empty((model.nbody, 6, d.ncol)), np.empty((model.nv, d.ncol))
+            np.add(pA[p], pA[i] + np.einsum("ijn,jn->in", Ia, c[i]) + np.einsum("bin,bn->in", UD, u[i]), out=pA[p])
+    a, qdd = np.empty((model.nlink + 1, 6, d.n)), np.empty((model.nv, d.n))
+    a[-1] = model._a_g
     As = list(a)
-    # forward pass over bodies: a' = a_parent + c, qdd = (u - U.a') / D, a = a' + S qdd
+    # forward pass over links: a' = a_parent + c, qdd = D^-1 (u - U^T a'), a = a' + S^T qdd
     for i, p in enumerate(parents):
-        np.add(model._a_g if p < 0 else As[p], c[i], out=As[i])
-        qdd[i] = (u[i] - np.einsum("in,in->n", U[i], As[i])) / D[i]
-        As[i] += S[i] * qdd[i]
+        k = slice(adr[i], adr[i] + num[i])
+        np.add(As[p], c[i], out=As[i])
+        qdd[k] = np.einsum("abn,bn->an", Dinv[i], u[i] - np.einsum("ain,in->an", U[i], As[i]))
+        As[i] += np.einsum("ain,an->in", S[i], qdd[k])
     d.cacc = a
     return qdd
 
@@ -398,50 +431,46 @@ def _aba(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) 
 def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic energy 1/2 qd^T M(q) qd [J], armature included: a float, or (N,) for a batch (MuJoCo's energy[1]).
 
-    Computed body by body as 1/2 sum_b v_b . (cinert_b v_b) + 1/2 sum_i armature_i qd_i^2, without forming M.
+    Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
     def compute(d, q, qd):
-        kinematics(model, d, q)
-        com_pos(model, d)
-        com_vel(model, d, qd)
+        _velocity(model, d, q, qd)
         return _kinetic(model, d, qd)
-    return _energy_out(*_batched(model, data, dict(q=q, qd=qd), compute))
+    return _energy_out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute))
 
 
 def potential_energy(model: Model, q, *, data: Data | None = None):
     """Potential energy [J] of gravity (zero at the world origin) plus joint springs; float or (N,) (MuJoCo's energy[0]).
 
-    U = -sum_b m_b gravity . com_b + 1/2 sum_i k_i (q_i - springref_i)^2, bodies welded to the world included.
+    U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
     def compute(d, q):
-        kinematics(model, d, q)
-        com_pos(model, d)
+        _position(model, d, q)
         return _potential(model, d, q)
-    return _energy_out(*_batched(model, data, dict(q=q), compute))
+    return _energy_out(*_batched(model, data, dict(q=(q, model.nq)), compute))
 
 
 def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
     def compute(d, q, qd):
-        kinematics(model, d, q)
-        com_pos(model, d)
-        com_vel(model, d, qd)
+        _velocity(model, d, q, qd)
         return _kinetic(model, d, qd) + _potential(model, d, q)
-    return _energy_out(*_batched(model, data, dict(q=q, qd=qd), compute))
+    return _energy_out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute))
 
 
 def _kinetic(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
-    # T = 1/2 sum_b v . (cinert v) + 1/2 sum_i armature qd^2
-    Iv = np.einsum("bijn,bjn->bin", d.cinert, d.cvel)
-    return 0.5 * (np.einsum("bin,bin->n", d.cvel, Iv) + np.einsum("i,in->n", model.dof_armature, qd**2))
+    # T = 1/2 sum_l v . (cinert v) + 1/2 sum_i armature qd^2
+    v = d.cvel[:-1]
+    return 0.5 * (np.einsum("bin,bin->n", v, _inertia_times(d.cinert, v)) + np.einsum("i,in->n", model.dof_armature, qd**2))
 
 
 def _potential(model: Model, d: Data, q: np.ndarray) -> np.ndarray:
-    # U = -g . (sum_b m_b (center_b + cipos_b) + static mass moment) + 1/2 k (q - springref)^2
-    moment = np.einsum("b,bin->in", model.body_mass, d.cipos + d.center) + (model.static_mass * model.static_com)[:, None]
-    springs = 0.5 * np.einsum("i,in->n", model.dof_stiffness, (q - model.dof_springref[:, None]) ** 2)
+    # U = -g . (sum_l m_l (center_l + cipos_l) + static mass moment) + 1/2 k (q - springref)^2
+    moment = np.einsum("b,bin->in", model.link_mass, d.cipos + d.center) + (model.static_mass * model.static_com)[:, None]
+    springs = 0.5 * np.einsum("i,in->n", model._spring_k, (q[model._spring_q] - model._spring_ref[:, None]) ** 2)
     return springs - np.einsum("i,in->n", model.gravity, moment)
 
 
 def _energy_out(e: np.ndarray, batch):
-    return e[:batch].copy() if batch is not None else float(e[0])
+    out = _out(e, batch, "the energy")
+    return float(out) if batch is None else out

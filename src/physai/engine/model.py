@@ -1,151 +1,195 @@
-"""The engine's constant Model: a physai.dynamics.Tree compiled into flat per-body arrays.
+"""The engine's constant Model: flat arrays in MuJoCo's style, built once from a body list by `build`.
 
-compile_tree(tree) does, once, everything that does not depend on the state:
+The loaders (physai.engine.loaders: from_mujoco, from_urdf, compile_tree) turn a MuJoCo model, a URDF or a
+lesson Tree into a list of `BodySpec` and call `build`, which does, once, everything that does not depend
+on the state:
 
-- welded bodies are fused into the nearest jointed ancestor (MuJoCo's `fusestatic`, Pinocchio's fixed
-  joints): their mass, centre of mass and inertia are merged, and a jointed body hanging below a welded
-  one gets its offset composed through it. Bodies welded to the world only add a constant potential energy.
-  After fusing, every engine body has exactly one joint and one dof, and body i is moved by dof i;
-- parents come before children (body_parentid[i] < i, -1 for the world);
-- all joint-type knowledge becomes constants, in one function, jcalc: a joint's transform is linear in
-  (1, t, sin t, 1 - cos t), t = q - ref, so the engine's kinematics needs no branch on joint types.
+- every joint becomes one or more links (physai.joints.links: a free joint is three world slides and a
+  ball), chained in the body's joint order; the body's mass sits on its last link;
+- bodies without joints are fused into the link that carries their parent (MuJoCo's `fusestatic`,
+  Pinocchio's fixed joints); bodies welded to the world only add a constant potential energy;
+- parents come before children (link_parentid[i] < i, -1 for the world), and dofs follow MuJoCo's order:
+  body by body, joint by joint, so q and v are laid out exactly as MuJoCo's qpos and qvel.
 
-Arrays follow MuJoCo's <object>_<attribute> naming; shapes are given per field. Frames: "body frame"
-is the engine body's own frame (the frame of the Tree's jointed body); "parent frame" is the frame of
-the parent engine body (the world for roots).
+Arrays follow MuJoCo's <object>_<attribute> naming; shapes are given per field. "Link frame" is the frame
+of an engine link; the frame of a body with joints is the frame of its last link.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from physai.dynamics import Tree
-from physai.spatial import skew
-from physai.exceptions import InvalidModelError
-
-#: joint types, MuJoCo's numbers (mjtJoint)
-JNT_SLIDE, JNT_HINGE = 2, 3
+from physai import joints
+from physai.exceptions import InvalidModelError, UnsupportedModelError
 
 
-def jcalc(jnttype: int, rot: np.ndarray, pos: np.ndarray, axis: np.ndarray, anchor: np.ndarray):
-    """All joint-type knowledge of the engine: a joint as constants (G (3, 4, 4), S (6,)).
+@dataclass
+class JointSpec:
+    """A joint as a loader reads it: type (joints.HINGE, SLIDE, BALL or FREE), unit axis and anchor in the body
+    frame [m], ref (q of the rest pose, hinge/slide) [rad | m], per-dof armature [kg m^2 | kg] and damping,
+    stiffness [N m/rad | N/m] and springref [rad | m] (hinge and slide only), name."""
 
-    The body's pose in its parent frame at joint position q is the 3x4 matrix [R | p] = G @ (1, t, sin t, 1 - cos t),
-    t = q - ref, given its pose (rot, pos) at t = 0, the unit axis and a point on it (anchor) in the body frame:
-      hinge: R = rot (1 + sin t K + (1 - cos t) K^2), p = pos + rot (anchor - R_t anchor), K = skew(axis) (Rodrigues);
-      slide: R = rot, p = pos + t rot axis.
-    S is the motion subspace in the body frame about the body origin: (axis, anchor x axis) for a hinge, (0, axis)
-    for a slide.
-    """
-    G = np.zeros((3, 4, 4))
-    G[:, :3, 0], G[:, 3, 0] = rot, pos
-    if jnttype == JNT_HINGE:
-        K = skew(axis)
-        G[:, :3, 2], G[:, 3, 2] = rot @ K, -rot @ K @ anchor
-        G[:, :3, 3], G[:, 3, 3] = rot @ K @ K, -rot @ K @ K @ anchor
-        return G, np.r_[axis, np.cross(anchor, axis)]
-    if jnttype == JNT_SLIDE:
-        G[:, 3, 1] = rot @ axis
-        return G, np.r_[np.zeros(3), axis]
-    raise InvalidModelError(f"unknown joint type {jnttype}")  # SHOULD NOT OCCUR: Body accepts hinge and slide only
+    type: int
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    anchor: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    ref: float = 0.0
+    armature: np.ndarray | float = 0.0
+    damping: np.ndarray | float = 0.0
+    stiffness: float = 0.0
+    springref: float = 0.0
+    name: str = ""
+
+
+@dataclass
+class BodySpec:
+    """A body as a loader reads it: parent index (-1 world), rest pose (pos [m], rot) in the parent's frame,
+    its joints in order, mass [kg], centre of mass com [m] and inertia about it [kg m^2] in its own frame."""
+
+    parent: int
+    pos: np.ndarray
+    rot: np.ndarray
+    joints: list
+    mass: float
+    com: np.ndarray
+    inertia: np.ndarray
+    name: str = ""
 
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """Constant model data of the fast engine (MuJoCo's mjModel for a tree of hinges and slides).
+    """Constant model data of the engine (MuJoCo's mjModel for trees of hinge, slide, ball and free joints).
 
-    Sizes: nbody engine bodies (jointed bodies with their welded descendants fused in), nv = nbody dofs.
+    Sizes: nq positions, nv velocities (nq != nv with ball or free joints), nu actuators, nbody bodies of the
+    source model (the world excluded), njnt joints, nlink links (the engine's rigid units, one per hinge,
+    slide or ball; four per free joint), gravity.
 
-    body_parentid   (nbody,)       parent engine body, -1 for the world; always < the body's own index
-    body_rootid     (nbody,)       the body's root: its ancestor whose parent is the world (itself for a root)
-    body_jnttype    (nbody,)       JNT_HINGE (3) or JNT_SLIDE (2)
-    body_pos        (nbody, 3)     body origin in the parent frame at q = ref [m]
-    body_rot        (nbody, 3, 3)  body orientation in the parent frame at q = ref
-    body_mass       (nbody,)       mass of the body and its fused welded descendants [kg]
-    body_ipos       (nbody, 3)     their centre of mass, body frame [m]
-    body_inertia    (nbody, 3, 3)  their rotational inertia about body_ipos, body frame [kg m^2]
-    body_name       (nbody,)       name of the Tree body that carries the joint
-    dof_bodyid      (nv,)          the body dof i moves (= i)
-    dof_parentid    (nv,)          dof of the parent body, -1 at a root
-    dof_axis        (nv, 3)        unit joint axis, body frame
-    dof_anchor      (nv, 3)        a point on the joint axis, body frame [m]
-    dof_ref         (nv,)          joint position at which the body has pose (body_pos, body_rot) [rad | m]
-    dof_motion      (nv, 6)        motion subspace S in the body frame about the body origin:
-                                   (axis, anchor x axis) for a hinge, (0, axis) for a slide
-    dof_armature    (nv,)          rotor inertia added to M's diagonal [kg m^2 | kg]
-    dof_damping     (nv,)          joint damping [N m s/rad | N s/m] (not used by the dynamics; see Tree)
-    dof_stiffness   (nv,)          joint stiffness [N m/rad | N/m] (potential energy only)
-    dof_springref   (nv,)          spring rest position [rad | m]
-    dof_ancestor    (nv, nv)       bool, [i, j] true when dof i is dof j or one of its ancestors (CRBA pattern)
-    gravity         (3,)           gravitational acceleration, world frame [m/s^2]
-    static_mass     float          mass welded to the world [kg] (fixed, enters only the potential energy)
-    static_com      (3,)           its centre of mass, world frame [m]
-    tree_bodyid     (ntree,)       engine body each Tree body was fused into, -1 for bodies welded to the world
-    tree_pos        (ntree, 3)     each Tree body's origin in the frame of that engine body (world for -1) [m]
-    tree_rot        (ntree, 3, 3)  each Tree body's orientation in that frame
-
-    jnt_G           (nv, 3, 4, 4)  joint transforms from jcalc: body i's pose in its parent frame at joint position q_i
-                                   is the 3x4 matrix [R | p] = jnt_G[i] @ (1, t, sin t, 1 - cos t), t = q_i - ref
-    dof_Mrow, dof_Mcol (nv, nv)    CRBA gather: M[i, j] = (S . Ic S)[dof_Mrow[i, j], dof_Mcol[i, j]] * dof_Mmask[i, j]
-    dof_Mmask       (nv, nv, 1)    1.0 where dof i is dof j or an ancestor or descendant of it, else 0.0
+    link_parentid   (nlink,)        parent link, -1 for the world; < the link's own index
+    link_centerid   (nlink,)        link whose origin is the centre of this link's tree (spatial quantities are
+                                    taken about it): the link carrying the tree's root body
+    link_dofadr     (nlink,)        first dof of the link;  link_dofnum (nlink,): 1 (hinge, slide) or 3 (ball)
+    link_mass       (nlink,)        mass of the link: its body and the bodies fused into it [kg]
+    link_ipos       (nlink, 3)      their centre of mass, link frame [m]
+    link_inertia    (nlink, 3, 3)   their rotational inertia about link_ipos, link frame [kg m^2]
+    scalar_link, scalar_qposadr, scalar_ref, scalar_G   hinge and slide links: q entry, ref and the constants G of
+                                    physai.joints.scalar_transform_constants (pose = G (1, t, sin t, 1 - cos t))
+    ball_link, ball_qposadr, ball_rot, ball_pos, ball_anchor   ball links: first q entry of the quaternion,
+                                    rest pose in the parent link (rot (3, 3), pos [m]) and anchor [m]
+    dof_linkid      (nv,)           the link a dof moves
+    dof_parentid    (nv,)           previous dof towards the root, -1 at a root
+    dof_motion      (nv, 6)         motion subspace S of each dof in its link frame about the link origin
+    dof_armature    (nv,)           rotor inertia added to M's diagonal [kg m^2 | kg]
+    dof_damping     (nv,)           joint damping, passive force -b v [N m s/rad | N s/m]
+    dof_ancestor    (nv, nv)        bool, [i, j] true when dof i is dof j or one of its ancestors
+    dof_Mrow, dof_Mcol, dof_Mmask   CRBA gather: M[i, j] = (S . Ic S)[dof_Mrow[i, j], dof_Mcol[i, j]] * dof_Mmask[i, j]
+    jnt_type, jnt_qposadr, jnt_dofadr, jnt_bodyid, jnt_name   (njnt,) the source joints (physai.joints types)
+    jnt_stiffness   (njnt,)         spring stiffness of hinges and slides [N m/rad | N/m]; spring force
+                                    -k (q - springref), energy 1/2 k (q - springref)^2
+    jnt_springref   (njnt,)         [rad | m]
+    body_linkid     (nbody,)        link each body moves with, -1 for bodies welded to the world
+    body_pos, body_rot (nbody, 3), (nbody, 3, 3)   body frame in that link's frame (world for -1)
+    body_mass, body_ipos (nbody,), (nbody, 3)      each body's own mass [kg] and centre of mass in its frame [m]
+    body_name       (nbody,)        names (used in messages and by name look-ups)
+    static_mass, static_com         mass welded to the world [kg] and its centre of mass [m]
+    coords          physai.joints.Coordinates: q and v's layout (scalars, quaternions), qpos0
+    actuators       physai.forces.Actuators or None
     """
 
-    nbody: int
+    nq: int
     nv: int
-    body_parentid: np.ndarray
-    body_rootid: np.ndarray
-    body_jnttype: np.ndarray
+    nbody: int
+    njnt: int
+    nlink: int
+    gravity: np.ndarray
+    link_parentid: np.ndarray
+    link_centerid: np.ndarray
+    link_dofadr: np.ndarray
+    link_dofnum: np.ndarray
+    link_mass: np.ndarray
+    link_ipos: np.ndarray
+    link_inertia: np.ndarray
+    scalar_link: np.ndarray
+    scalar_qposadr: np.ndarray
+    scalar_ref: np.ndarray
+    scalar_G: np.ndarray
+    ball_link: np.ndarray
+    ball_qposadr: np.ndarray
+    ball_rot: np.ndarray
+    ball_pos: np.ndarray
+    ball_anchor: np.ndarray
+    dof_linkid: np.ndarray
+    dof_parentid: np.ndarray
+    dof_motion: np.ndarray
+    dof_armature: np.ndarray
+    dof_damping: np.ndarray
+    dof_ancestor: np.ndarray
+    dof_Mrow: np.ndarray
+    dof_Mcol: np.ndarray
+    dof_Mmask: np.ndarray
+    jnt_type: np.ndarray
+    jnt_qposadr: np.ndarray
+    jnt_dofadr: np.ndarray
+    jnt_bodyid: np.ndarray
+    jnt_stiffness: np.ndarray
+    jnt_springref: np.ndarray
+    jnt_name: tuple
+    body_linkid: np.ndarray
     body_pos: np.ndarray
     body_rot: np.ndarray
     body_mass: np.ndarray
     body_ipos: np.ndarray
-    body_inertia: np.ndarray
     body_name: tuple
-    dof_bodyid: np.ndarray
-    dof_parentid: np.ndarray
-    dof_axis: np.ndarray
-    dof_anchor: np.ndarray
-    dof_ref: np.ndarray
-    dof_motion: np.ndarray
-    dof_armature: np.ndarray
-    dof_damping: np.ndarray
-    dof_stiffness: np.ndarray
-    dof_springref: np.ndarray
-    dof_ancestor: np.ndarray
-    gravity: np.ndarray
     static_mass: float
     static_com: np.ndarray
-    tree_bodyid: np.ndarray
-    tree_pos: np.ndarray
-    tree_rot: np.ndarray
-    jnt_G: np.ndarray
-    dof_Mrow: np.ndarray
-    dof_Mcol: np.ndarray
-    dof_Mmask: np.ndarray
+    coords: joints.Coordinates
+    actuators: object = None
 
     def __post_init__(self):
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
-        # plain-Python copies of the topology for the per-body loops (list indexing beats array indexing)
-        object.__setattr__(self, "_parents", self.body_parentid.tolist())
-        object.__setattr__(self, "_children", [i for i in range(self.nbody) if self.body_parentid[i] >= 0][::-1])
+        # plain-Python copies of the topology for the per-link loops (list indexing beats array indexing)
+        parents = self.link_parentid.tolist()
+        object.__setattr__(self, "_parents", parents)
+        object.__setattr__(self, "_children", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
         a_g = np.zeros((6, 1))                      # the base's spatial acceleration that stands in for gravity
         a_g[3:, 0] = -self.gravity
         a_g.setflags(write=False)
         object.__setattr__(self, "_a_g", a_g)
         object.__setattr__(self, "_diag", (np.arange(self.nv), np.arange(self.nv)))
+        spring = [j for j in range(self.njnt) if self.jnt_stiffness[j] != 0]
+        object.__setattr__(self, "_spring_q", self.jnt_qposadr[spring])
+        object.__setattr__(self, "_spring_v", self.jnt_dofadr[spring])
+        object.__setattr__(self, "_spring_k", self.jnt_stiffness[spring])
+        object.__setattr__(self, "_spring_ref", self.jnt_springref[spring])
 
-    @classmethod
-    def from_tree(cls, tree: Tree) -> "Model":
-        """The Model of a physai.dynamics.Tree; same as compile_tree(tree)."""
-        return compile_tree(tree)
+    @property
+    def nu(self) -> int:
+        """Number of actuators (0 without actuators)."""
+        return 0 if self.actuators is None else self.actuators.nu
+
+    @property
+    def qpos0(self) -> np.ndarray:
+        """(nq,) the rest configuration: refs of hinges and slides, identity quaternions, free joints at the origin."""
+        return self.coords.neutral.copy()
+
+    def body_id(self, body) -> int:
+        """Index of a body given by index or name; physai.exceptions.UnknownBodyError otherwise."""
+        from physai.exceptions import UnknownBodyError
+
+        if isinstance(body, str):
+            if body in self.body_name:
+                return self.body_name.index(body)
+            known = ", ".join(repr(b) for b in self.body_name if b)
+            raise UnknownBodyError(f"the model has no body named {body!r}; its bodies are {known or 'unnamed'}")
+        if isinstance(body, (int, np.integer)) and not isinstance(body, bool) and 0 <= body < self.nbody:
+            return int(body)
+        raise UnknownBodyError(f"body {body!r} is not a body of the model: expected an index 0..{self.nbody - 1} or a body name")
 
     def __repr__(self) -> str:
-        return f"<physai.engine.Model: {self.nbody} bodies, nv={self.nv}>"
+        return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
 
 
-def _merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
+def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
     """Mass, centre of mass and inertia about it of two rigid parts expressed in one frame (parallel axes)."""
     mass = mass_a + mass_b
     com = (mass_a * com_a + mass_b * com_b) / mass if mass > 0 else com_a
@@ -156,79 +200,116 @@ def _merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
     return mass, com, inertia
 
 
-def compile_tree(tree: Tree) -> Model:
-    """Compile a physai.dynamics.Tree into the engine's constant Model (fusing welded bodies; see the module).
-
-    The Tree was validated when it was built (parent order, unit axes, physical inertias), so this only
-    rearranges it. Raises InvalidModelError if tree is not a Tree.
-    """
-    if not isinstance(tree, Tree):
-        raise InvalidModelError(f"compile_tree needs a physai.dynamics.Tree, got {type(tree).__name__}")
-    ntree = len(tree.bodies)
-    owner = np.full(ntree, -1)                   # engine body each tree body is fused into
-    rel_R = np.zeros((ntree, 3, 3))              # pose of each tree body in its owner's frame
-    rel_p = np.zeros((ntree, 3))
-    jointed = []                                 # tree index of each engine body
-    for i, b in enumerate(tree.bodies):
-        pR, pp, powner = (rel_R[b.parent], rel_p[b.parent], owner[b.parent]) if b.parent >= 0 else (np.eye(3), np.zeros(3), -1)
-        if b.joint:                              # a new engine body; its pose at q = ref is relative to the owner of its parent
-            jointed.append(i)
-            owner[i], rel_R[i], rel_p[i] = len(jointed) - 1, np.eye(3), np.zeros(3)
+def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
+    """The Model of a body list (parents before children); see the module docstring. Computes nothing of a state."""
+    nb = len(bodies)
+    owner = np.full(nb, -1)                             # link each body moves with
+    rel_R, rel_p = np.zeros((nb, 3, 3)), np.zeros((nb, 3))
+    L = dict(parent=[], pos=[], rot=[], link=[], joint=[], body=[])   # per link
+    jnts = []                                          # (JointSpec, body, qposadr, dofadr)
+    nq = nv = 0
+    for b, spec in enumerate(bodies):
+        if not -1 <= spec.parent < b:
+            raise InvalidModelError(f"body {b} ({spec.name!r}) has parent {spec.parent}; a parent must come first")
+        pR, pp, plink = (rel_R[spec.parent], rel_p[spec.parent], owner[spec.parent]) if spec.parent >= 0 \
+            else (np.eye(3), np.zeros(3), -1)
+        R0, p0 = pR @ spec.rot, pp + pR @ spec.pos       # rest pose in the parent's link frame
+        if not spec.joints:
+            owner[b], rel_R[b], rel_p[b] = plink, R0, p0
             continue
-        owner[i], rel_R[i], rel_p[i] = powner, pR @ b.rot, pp + pR @ b.pos
+        types = [joints.check_type(j.type, f"body {spec.name!r}") for j in spec.joints]
+        if joints.FREE in types and (len(types) > 1 or plink >= 0):
+            raise UnsupportedModelError(f"body {spec.name!r}: a free joint must be the only joint of a body whose parent "
+                                        "is the world (or is welded to it)")
+        for k, j in enumerate(spec.joints):
+            jnts.append((j, b, nq, nv))
+            for link in joints.links(types[k], j.axis, j.anchor):
+                first = len(L["parent"]) == 0 or L["body"][-1] != b
+                if types[k] == joints.FREE:          # free joints place the body in the world: no rest pose
+                    pos, rot = np.zeros(3), np.eye(3)
+                else:
+                    pos, rot = (p0, R0) if first else (np.zeros(3), np.eye(3))
+                L["parent"].append(plink if first else len(L["parent"]) - 1)
+                L["pos"].append(pos), L["rot"].append(rot), L["link"].append(link)
+                L["joint"].append((len(jnts) - 1, nq + link.qoffset, nv + link.voffset)), L["body"].append(b)
+            nq, nv = nq + joints.NQ[types[k]], nv + joints.NV[types[k]]
+        owner[b], rel_R[b], rel_p[b] = len(L["parent"]) - 1, np.eye(3), np.zeros(3)
 
-    nb = len(jointed)
-    parentid, jnttype = np.zeros(nb, dtype=np.intp), np.zeros(nb, dtype=np.intp)
-    pos, rot = np.zeros((nb, 3)), np.zeros((nb, 3, 3))
-    mass, ipos, inertia = np.zeros(nb), np.zeros((nb, 3)), np.zeros((nb, 3, 3))
-    axis, anchor, ref = np.zeros((nb, 3)), np.zeros((nb, 3)), np.zeros(nb)
-    for k, i in enumerate(jointed):
-        b = tree.bodies[i]
-        pR, pp, powner = (rel_R[b.parent], rel_p[b.parent], owner[b.parent]) if b.parent >= 0 else (np.eye(3), np.zeros(3), -1)
-        parentid[k], pos[k], rot[k] = powner, pp + pR @ b.pos, pR @ b.rot
-        jnttype[k] = JNT_HINGE if b.joint == "hinge" else JNT_SLIDE
-        axis[k], anchor[k], ref[k] = b.axis, b.anchor, b.ref
-
-    # fuse every body's mass into its owner (in the owner's frame), or into the static world part
+    nlink = len(L["parent"])
+    parent = np.array(L["parent"], dtype=np.intp)
+    mass, ipos, inertia = np.zeros(nlink), np.zeros((nlink, 3)), np.zeros((nlink, 3, 3))
     static = (0.0, np.zeros(3), np.zeros((3, 3)))
-    for i, b in enumerate(tree.bodies):
-        R, p = rel_R[i], rel_p[i]
-        part = (b.mass, p + R @ b.com, R @ b.inertia @ R.T)
-        if owner[i] < 0:
-            static = _merge(*static, *part)
+    for b, spec in enumerate(bodies):                  # each body's mass into its link (its frame), or the world
+        part = (float(spec.mass), rel_p[b] + rel_R[b] @ spec.com, rel_R[b] @ spec.inertia @ rel_R[b].T)
+        if owner[b] < 0:
+            static = merge(*static, *part)
         else:
-            k = owner[i]
-            mass[k], ipos[k], inertia[k] = _merge(mass[k], ipos[k], inertia[k], *part)
+            k = owner[b]
+            mass[k], ipos[k], inertia[k] = merge(mass[k], ipos[k], inertia[k], *part)
     inertia = 0.5 * (inertia + inertia.transpose(0, 2, 1))
 
-    rootid = np.arange(nb)
-    for k in range(nb):
-        if parentid[k] >= 0:
-            rootid[k] = rootid[parentid[k]]
-    ancestor = np.zeros((nb, nb), dtype=bool)
-    for j in range(nb):
-        i = j
-        while i >= 0:
-            ancestor[i, j] = True
-            i = parentid[i]
+    # dofs, motion subspaces and the two kinds of link transforms
+    dofnum = np.array([joints.NV[link.type] for link in L["link"]], dtype=np.intp)
+    dofadr = np.array([jq[2] for jq in L["joint"]], dtype=np.intp)
+    dof_link = np.repeat(np.arange(nlink), dofnum)
+    motion = np.concatenate([joints.motion_subspace(link) for link in L["link"]]) if nlink else np.zeros((0, 6))
+    dof_parent = np.empty(nv, dtype=np.intp)
+    for i in range(nlink):
+        up = parent[i]
+        dof_parent[dofadr[i]] = dofadr[up] + dofnum[up] - 1 if up >= 0 else -1
+        dof_parent[dofadr[i] + 1:dofadr[i] + dofnum[i]] = np.arange(dofadr[i], dofadr[i] + dofnum[i] - 1)
+    scalar = [i for i in range(nlink) if L["link"][i].type != joints.BALL]
+    ball = [i for i in range(nlink) if L["link"][i].type == joints.BALL]
+    G = np.array([joints.scalar_transform_constants(L["link"][i], L["rot"][i], L["pos"][i]) for i in scalar]).reshape(-1, 3, 4, 4)
 
-    G, motion = np.zeros((nb, 3, 4, 4)), np.zeros((nb, 6))
-    for k in range(nb):
-        G[k], motion[k] = jcalc(jnttype[k], rot[k], pos[k], axis[k], anchor[k])
-    row = np.where(ancestor, np.arange(nb)[:, None], np.arange(nb)[None, :])
-    col = np.where(ancestor, np.arange(nb)[None, :], np.arange(nb)[:, None])
+    def ref(i):
+        j, link = jnts[L["joint"][i][0]][0], L["link"][i]
+        return 0.0 if link.world_axes else float(j.ref)
+
+    ancestor = np.zeros((nv, nv), dtype=bool)
+    for jd in range(nv):
+        i = jd
+        while i >= 0:
+            ancestor[i, jd] = True
+            i = dof_parent[i]
+    row = np.where(ancestor, np.arange(nv)[:, None], np.arange(nv)[None, :])
+    col = np.where(ancestor, np.arange(nv)[None, :], np.arange(nv)[:, None])
+
+    # the centre of each tree: the link carrying its root body (the body whose parent is the world or welded to it)
+    def root_link(b):
+        while bodies[b].parent >= 0 and owner[bodies[b].parent] >= 0:
+            b = bodies[b].parent
+        return owner[b]
+    center = np.array([root_link(b) for b in L["body"]], dtype=np.intp)
+
+    per_dof = lambda attr: np.concatenate([np.broadcast_to(np.asarray(getattr(j, attr), float), (joints.NV[j.type],))  # noqa: E731
+                                           for j, *_ in jnts]) if jnts else np.zeros(0)
+    jtype = np.array([j.type for j, *_ in jnts], dtype=np.intp)
+    qadr = np.array([a for _, _, a, _ in jnts], dtype=np.intp)
+    vadr = np.array([a for *_, a in jnts], dtype=np.intp)
+    stiff = np.array([j.stiffness if j.type in (joints.HINGE, joints.SLIDE) else 0.0 for j, *_ in jnts])
+    if any(j.stiffness for j, *_ in jnts if j.type in (joints.BALL, joints.FREE)):
+        raise UnsupportedModelError("stiffness on a ball or free joint: physai's springs are on hinges and slides")
     return Model(
-        nbody=nb, nv=nb,
-        body_parentid=parentid, body_rootid=rootid, body_jnttype=jnttype,
-        body_pos=pos, body_rot=rot, body_mass=mass, body_ipos=ipos, body_inertia=inertia,
-        body_name=tuple(tree.bodies[i].name for i in jointed),
-        dof_bodyid=np.arange(nb), dof_parentid=parentid.copy(),
-        dof_axis=axis, dof_anchor=anchor, dof_ref=ref, dof_motion=motion,
-        dof_armature=tree.armature.copy(), dof_damping=tree.damping.copy(),
-        dof_stiffness=tree.stiffness.copy(), dof_springref=tree.springref.copy(),
-        dof_ancestor=ancestor, gravity=tree.gravity.copy(),
-        static_mass=float(static[0]), static_com=static[1],
-        tree_bodyid=owner, tree_pos=rel_p, tree_rot=rel_R,
-        jnt_G=G,
+        nq=nq, nv=nv, nbody=nb, njnt=len(jnts), nlink=nlink, gravity=np.array(gravity, dtype=float),
+        link_parentid=parent, link_centerid=center, link_dofadr=dofadr, link_dofnum=dofnum,
+        link_mass=mass, link_ipos=ipos, link_inertia=inertia,
+        scalar_link=np.array(scalar, dtype=np.intp),
+        scalar_qposadr=np.array([L["joint"][i][1] for i in scalar], dtype=np.intp),
+        scalar_ref=np.array([ref(i) for i in scalar]), scalar_G=G,
+        ball_link=np.array(ball, dtype=np.intp), ball_qposadr=np.array([L["joint"][i][1] for i in ball], dtype=np.intp),
+        ball_rot=np.array([L["rot"][i] for i in ball]).reshape(-1, 3, 3), ball_pos=np.array([L["pos"][i] for i in ball]).reshape(-1, 3),
+        ball_anchor=np.array([L["link"][i].anchor for i in ball]).reshape(-1, 3),
+        dof_linkid=dof_link, dof_parentid=dof_parent, dof_motion=motion.reshape(-1, 6),
+        dof_armature=per_dof("armature"), dof_damping=per_dof("damping"), dof_ancestor=ancestor,
         dof_Mrow=row, dof_Mcol=col, dof_Mmask=(ancestor | ancestor.T).astype(float)[:, :, None],
+        jnt_type=jtype, jnt_qposadr=qadr, jnt_dofadr=vadr, jnt_bodyid=np.array([b for _, b, *_ in jnts], dtype=np.intp),
+        jnt_stiffness=stiff, jnt_springref=np.array([float(j.springref) for j, *_ in jnts]),
+        jnt_name=tuple(j.name for j, *_ in jnts),
+        body_linkid=owner.astype(np.intp), body_pos=rel_p, body_rot=rel_R,
+        body_mass=np.array([float(s.mass) for s in bodies]), body_ipos=np.array([s.com for s in bodies]).reshape(-1, 3),
+        body_name=tuple(s.name for s in bodies),
+        static_mass=float(static[0]), static_com=static[1],
+        coords=joints.Coordinates.of(jtype, qadr, vadr, [float(j.ref) for j, *_ in jnts], nq, nv),
+        actuators=actuators,
     )

@@ -1,0 +1,61 @@
+"""Moving on the configuration manifold: integrate, difference and random states of a Model (physai.joints' rules).
+
+    integrate(model, q, qd, dt)     q advanced by velocity qd for time dt  (MuJoCo's mj_integratePos)
+    difference(model, q0, q1, dt)   the velocity that takes q0 to q1 in dt (MuJoCo's mj_differentiatePos)
+    random_states(model, n, rng)    (q, qd): hinges and slides uniform in their range ([-pi, pi] or [-1, 1] m
+                                    without one), free joints' positions in [-1, 1] m, quaternions uniform
+
+q is (nq,) or (N, nq), qd (nv,) or (N, nv); dt [s] a finite number.
+"""
+
+import numpy as np
+
+from physai import _checks, joints
+from physai.engine._checks import states
+from physai.engine.algorithms import _model, _out
+from physai.engine.model import Model
+from physai.exceptions import InvalidArgumentError
+
+
+def integrate(model: Model, q, qd, dt) -> np.ndarray:
+    """q (+) dt qd: scalars add dt qd, quaternions turn by exp(dt w) in their own frame (mj_integratePos).
+
+    Returns (nq,) or (N, nq); quaternions come out of unit length if they went in so (MuJoCo normalizes first).
+    """
+    model = _model(model)
+    h = _checks.number("dt", dt, "s")
+    (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
+    return _out(joints.integrate(model.coords, Q, V, h), batch, "integrate")
+
+
+def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
+    """The velocity qd (nv,) or (N, nv) with integrate(q0, qd, dt) = q1 (mj_differentiatePos), dt > 0 [s]."""
+    model = _model(model)
+    h = _checks.number("dt", dt, "s", positive=True)
+    (Q0, Q1), batch = states(q0=(q0, model.nq), q1=(q1, model.nq))
+    return _out(joints.difference(model.coords, Q0, Q1, h), batch, "difference")
+
+
+def scalar_ranges(model: Model, ranges=None) -> tuple[np.ndarray, np.ndarray]:
+    """(low, high) for each scalar coordinate of q (model.coords.scalar_q): ranges maps a q index to (low, high)
+    (e.g. MuJoCo's limited joints); otherwise [-pi, pi] for hinges and [-1, 1] m for slides and free positions."""
+    c = model.coords
+    hinge_q = set(model.jnt_qposadr[model.jnt_type == joints.HINGE].tolist())
+    low = np.array([-np.pi if i in hinge_q else -1.0 for i in c.scalar_q])
+    high = -low
+    for k, i in enumerate(c.scalar_q.tolist()):
+        if ranges is not None and i in ranges:
+            low[k], high[k] = ranges[i]
+    return low, high
+
+
+def random_states(model: Model, n: int, rng=None, qd_max: float = 1.0, ranges=None) -> tuple[np.ndarray, np.ndarray]:
+    """n random states (q (n, nq), qd (n, nv)): q as in scalar_ranges, quaternions uniform on SO(3), qd uniform in
+    [-qd_max, qd_max]. rng: a numpy Generator or a seed (default 0)."""
+    model = _model(model)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise InvalidArgumentError(f"the number of states must be a whole number >= 1, got {n!r}")
+    rng = np.random.default_rng(0 if rng is None else rng)
+    low, high = scalar_ranges(model, ranges)
+    q = joints.random_positions(model.coords, int(n), rng, low, high)
+    return q, rng.uniform(-qd_max, qd_max, (int(n), model.nv))

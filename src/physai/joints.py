@@ -1,0 +1,248 @@
+"""Joints: the only place in physai that knows joint types (hinge, slide, ball, free), in MuJoCo's conventions.
+
+    type    nq  nv  position q                                velocity v
+    hinge    1   1  angle [rad], 0 at the joint's ref           angular rate about the axis [rad/s]
+    slide    1   1  displacement [m], 0 at the joint's ref      linear rate along the axis [m/s]
+    ball     4   3  unit quaternion (w, x, y, z), child in      angular velocity in the CHILD frame [rad/s]
+                    parent (relative to the body's rest pose)
+    free     7   6  world position of the body origin [m],      linear velocity of the body origin in the
+                    then its world orientation (w, x, y, z)     WORLD frame [m/s], then angular velocity
+                                                                in the BODY frame [rad/s]
+
+The engine works with links: one link per joint, each moving by a motion subspace that is constant in the
+link's own frame (spatial_v2's jcalc). A hinge, slide or ball joint is one link; a free joint is three
+slides along the world axes followed by a ball, which reproduces MuJoCo's coordinates and velocity frames
+exactly (R^3 x SO(3)). `links` makes that decomposition; `local_transforms` is jcalc for all links at once.
+
+Positions are advanced on the joint's own manifold: `integrate` is MuJoCo's mj_integratePos
+(q + h v for scalars, quat * exp(h w) for quaternions) and `difference` its inverse, mj_differentiatePos.
+Arrays keep the state index last: a block of q for n states is (k, n).
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from physai.exceptions import InvalidStateError, UnsupportedModelError
+from physai.spatial import skew
+
+#: joint types, MuJoCo's numbers (mjtJoint)
+FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
+NAMES = {FREE: "free", BALL: "ball", SLIDE: "slide", HINGE: "hinge"}
+NQ = {FREE: 7, BALL: 4, SLIDE: 1, HINGE: 1}
+NV = {FREE: 6, BALL: 3, SLIDE: 1, HINGE: 1}
+
+
+def check_type(jtype: int, where: str) -> int:
+    """jtype as an int if it is one of the four joint types; UnsupportedModelError naming `where` otherwise."""
+    if int(jtype) not in NAMES:
+        raise UnsupportedModelError(f"{where}: unknown joint type {jtype}; physai has hinge, slide, ball and free joints")
+    return int(jtype)
+
+
+@dataclass(frozen=True)
+class Link:
+    """One link of a joint: its type (HINGE, SLIDE or BALL), unit axis and anchor in the link frame, and where
+    its coordinates start in q and v (offsets within the joint's own block)."""
+
+    type: int
+    axis: np.ndarray
+    anchor: np.ndarray
+    qoffset: int
+    voffset: int
+    world_axes: bool = False          # the free joint's slides: the link keeps the parent's (world) axes
+
+
+def links(jtype: int, axis: np.ndarray, anchor: np.ndarray) -> list[Link]:
+    """The links a joint is made of, base to tip: one for hinge, slide and ball; a free joint is three slides
+    along the world axes (q[0:3], v[0:3]) followed by a ball about the body origin (q[3:7], v[3:6])."""
+    if jtype == FREE:
+        e, zero = np.eye(3), np.zeros(3)
+        return [Link(SLIDE, e[k], zero, k, k, True) for k in range(3)] + [Link(BALL, e[0], zero, 3, 3)]
+    return [Link(jtype, np.asarray(axis, float), np.asarray(anchor, float), 0, 0)]
+
+
+def motion_subspace(link: Link) -> np.ndarray:
+    """S (nv, 6) of a link, one row per dof: its spatial velocity (angular, linear) per unit joint speed, in the
+    link frame about the link origin. hinge (a, o x a) for axis a through anchor o; slide (0, a); ball: the
+    three rotations (e_k, o x e_k) about the anchor, in the child frame."""
+    a, o = link.axis, link.anchor
+    if link.type == HINGE:
+        return np.r_[a, np.cross(o, a)][None]
+    if link.type == SLIDE:
+        return np.r_[np.zeros(3), a][None]
+    return np.array([np.r_[e, np.cross(o, e)] for e in np.eye(3)])     # BALL
+
+
+def scalar_transform_constants(link: Link, rot: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """G (3, 4, 4) of a hinge or slide link with rest pose (rot, pos) in its parent: its pose in the parent at
+    joint position t (from the ref) is the 3x4 matrix [R | p] = G @ (1, t, sin t, 1 - cos t):
+      hinge: R = rot (1 + sin t K + (1 - cos t) K^2),  p = pos + rot (o - R_t o),  K = skew(a)   (Rodrigues)
+      slide: R = rot,                                  p = pos + t rot a."""
+    G = np.zeros((3, 4, 4))
+    G[:, :3, 0], G[:, 3, 0] = rot, pos
+    if link.type == HINGE:
+        K = skew(link.axis)
+        G[:, :3, 2], G[:, 3, 2] = rot @ K, -rot @ K @ link.anchor
+        G[:, :3, 3], G[:, 3, 3] = rot @ K @ K, -rot @ K @ K @ link.anchor
+    else:
+        G[:, 3, 1] = rot @ link.axis
+    return G
+
+
+def scalar_transforms(G: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """Poses (k, 3, 4, n) of k hinge/slide links with constants G (k, 3, 4, 4) at joint positions t (k, n)."""
+    coef = np.empty((len(t), 4, t.shape[1]))
+    coef[:, 0], coef[:, 1] = 1.0, t
+    # sin t = 2u / (1 + u^2), 1 - cos t = 2u^2 / (1 + u^2), u = tan(t/2): numpy vectorizes float64 tan but not
+    # sin and cos, and 1 - cos t keeps its relative precision for small t
+    u = np.tan(0.5 * t)
+    r = 2.0 / (1.0 + u * u)
+    np.multiply(u, r, out=coef[:, 2])
+    np.multiply(u * u, r, out=coef[:, 3])
+    return np.matmul(G.reshape(-1, 12, 4), coef).reshape(-1, 3, 4, t.shape[1])
+
+
+def ball_transforms(rot: np.ndarray, pos: np.ndarray, anchor: np.ndarray, quat: np.ndarray, where) -> np.ndarray:
+    """Poses (k, 3, 4, n) of k ball links with rest poses rot (k, 3, 3), pos (k, 3), anchors (k, 3) at
+    quaternions quat (k, 4, n): R = rot Q, p = pos + rot (o - Q o), Q the normalized quaternion's rotation."""
+    Q = quat_to_mat(quat, where)
+    T = np.empty((len(quat), 3, 4, quat.shape[2]))
+    np.einsum("kij,kjln->kiln", rot, Q, out=T[:, :, :3])
+    Qo = np.einsum("kijn,kj->kin", Q, anchor)
+    T[:, :, 3] = pos[:, :, None] + np.einsum("kij,kjn->kin", rot, anchor[:, :, None] - Qo)
+    return T
+
+
+# ---- quaternions (w, x, y, z), state last ----
+
+def quat_to_mat(quat: np.ndarray, where=None) -> np.ndarray:
+    """Rotation matrices (..., 3, 3, n) of quaternions (..., 4, n), normalized first (as MuJoCo's kinematics).
+
+    A zero quaternion raises InvalidStateError naming where[k] (the q index of the k-th quaternion) if given."""
+    norm = np.sqrt(np.einsum("...in,...in->...n", quat, quat))
+    if (norm == 0).any():
+        k, s = (int(i) for i in np.argwhere(norm == 0)[0][-2:]) if norm.ndim > 1 else (0, int(np.argmax(norm == 0)))
+        at = f"q[{where[k]}:{where[k] + 4}]" if where is not None else "a quaternion"
+        raise InvalidStateError(f"{at} is a zero quaternion (state {s}); a ball or free joint needs a unit quaternion "
+                                "(w, x, y, z), e.g. (1, 0, 0, 0)")
+    w, x, y, z = np.moveaxis(quat / norm[..., None, :], -2, 0)
+    R = np.empty(quat.shape[:-2] + (3, 3) + quat.shape[-1:])
+    R[..., 0, 0, :], R[..., 0, 1, :], R[..., 0, 2, :] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    R[..., 1, 0, :], R[..., 1, 1, :], R[..., 1, 2, :] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    R[..., 2, 0, :], R[..., 2, 1, :], R[..., 2, 2, :] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    return R
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b of quaternions (..., 4, n)."""
+    aw, ax, ay, az = np.moveaxis(a, -2, 0)
+    bw, bx, by, bz = np.moveaxis(b, -2, 0)
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=-2)
+
+
+def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:
+    """MuJoCo's mju_quatIntegrate: normalize(quat) * (rotation by h |w| about w / |w|), quat (..., 4, n), w (..., 3, n)."""
+    speed = np.sqrt(np.einsum("...in,...in->...n", w, w))
+    angle = h * speed
+    axis = np.where(speed[..., None, :] > 1e-15, w / np.where(speed > 1e-15, speed, 1.0)[..., None, :], 0.0)
+    rot = np.concatenate([np.cos(0.5 * angle)[..., None, :], axis * np.sin(0.5 * angle)[..., None, :]], axis=-2)
+    unit = quat / np.sqrt(np.einsum("...in,...in->...n", quat, quat))[..., None, :]
+    return quat_mul(unit, rot)
+
+
+def quat_difference(q1: np.ndarray, q0: np.ndarray) -> np.ndarray:
+    """MuJoCo's mju_subQuat: the rotation vector (..., 3, n) that takes q0 to q1 in q0's frame, log(q0^-1 q1),
+    angle wrapped to [-pi, pi]."""
+    conj = q0 * np.array([1.0, -1.0, -1.0, -1.0])[:, None]
+    d = quat_mul(conj, q1)
+    v = d[..., 1:, :]
+    s = np.sqrt(np.einsum("...in,...in->...n", v, v))
+    angle = 2.0 * np.arctan2(s, d[..., 0, :])
+    angle = np.where(angle > np.pi, angle - 2.0 * np.pi, angle)
+    return v * np.where(s > 1e-15, angle / np.where(s > 1e-15, s, 1.0), 0.0)[..., None, :]
+
+
+# ---- the configuration manifold: q's layout as index maps ----
+
+@dataclass(frozen=True)
+class Coordinates:
+    """Where each kind of coordinate sits in q (nq) and v (nv), compiled once from the joints.
+
+    scalar_q, scalar_v  (k,)  entries that add: hinge and slide positions, free joints' world positions
+    quat_q, quat_v      (b,)  first q index of each quaternion (ball and free joints) and of its 3 velocities
+    limited_q, range    the scalar q entries with a joint range and their (low, high)
+    """
+
+    nq: int
+    nv: int
+    scalar_q: np.ndarray
+    scalar_v: np.ndarray
+    quat_q: np.ndarray
+    quat_v: np.ndarray
+    free_q: np.ndarray                # the position entries of free joints (for random states)
+    neutral: np.ndarray               # (nq,) q of the rest pose: refs for hinge and slide, identity quaternions
+
+    @classmethod
+    def of(cls, jnt_type, jnt_qposadr, jnt_dofadr, jnt_ref, nq: int, nv: int) -> "Coordinates":
+        scalar_q, scalar_v, quat_q, quat_v, free_q = [], [], [], [], []
+        neutral = np.zeros(nq)
+        for t, qa, va, ref in zip(jnt_type, jnt_qposadr, jnt_dofadr, jnt_ref):
+            if t in (HINGE, SLIDE):
+                scalar_q.append(qa), scalar_v.append(va)
+                neutral[qa] = ref
+            else:
+                if t == FREE:
+                    scalar_q += [qa, qa + 1, qa + 2]
+                    scalar_v += [va, va + 1, va + 2]
+                    free_q += [qa, qa + 1, qa + 2]
+                    qa, va = qa + 3, va + 3
+                quat_q.append(qa), quat_v.append(va)
+                neutral[qa] = 1.0
+        ints = lambda x: np.array(x, dtype=np.intp)          # noqa: E731
+        return cls(nq, nv, ints(scalar_q), ints(scalar_v), ints(quat_q), ints(quat_v), ints(free_q), neutral)
+
+    def quats(self) -> tuple[np.ndarray, np.ndarray]:
+        """Index arrays (b, 4) of the quaternions in q and (b, 3) of their angular velocities in v."""
+        return self.quat_q[:, None] + np.arange(4), self.quat_v[:, None] + np.arange(3)
+
+
+def integrate(c: Coordinates, q: np.ndarray, v: np.ndarray, h) -> np.ndarray:
+    """q advanced by velocity v for time h (MuJoCo's mj_integratePos), q (nq, n), v (nv, n) -> (nq, n)."""
+    out = q.copy()
+    out[c.scalar_q] = q[c.scalar_q] + h * v[c.scalar_v]
+    if len(c.quat_q):
+        iq, iv = c.quats()
+        out[iq] = quat_integrate(q[iq], v[iv], h)
+    return out
+
+
+def difference(c: Coordinates, q0: np.ndarray, q1: np.ndarray, h) -> np.ndarray:
+    """The velocity v (nv, n) with integrate(q0, v, h) = q1 (MuJoCo's mj_differentiatePos)."""
+    v = np.empty((c.nv, q0.shape[1]))
+    v[c.scalar_v] = (q1[c.scalar_q] - q0[c.scalar_q]) / h
+    if len(c.quat_q):
+        iq, iv = c.quats()
+        v[iv] = quat_difference(q1[iq], q0[iq]) / h
+    return v
+
+
+def random_quaternions(rng: np.random.Generator, shape: tuple) -> np.ndarray:
+    """Unit quaternions uniformly distributed on SO(3) (normalized Gaussian 4-vectors), shape + (4,), w >= 0."""
+    x = rng.normal(size=shape + (4,))
+    x /= np.linalg.norm(x, axis=-1, keepdims=True)
+    return x * np.where(x[..., :1] < 0, -1.0, 1.0)
+
+
+def random_positions(c: Coordinates, n: int, rng: np.random.Generator, low: np.ndarray, high: np.ndarray,
+                     free_box: float = 1.0) -> np.ndarray:
+    """n configurations (n, nq): scalar joints uniform in [low, high] (per scalar_q entry), free joints' positions
+    uniform in [-free_box, free_box] m, quaternions uniform on SO(3)."""
+    q = np.empty((n, c.nq))
+    q[:, c.scalar_q] = rng.uniform(low, high, (n, len(c.scalar_q)))
+    if len(c.free_q):
+        q[:, c.free_q] = rng.uniform(-free_box, free_box, (n, len(c.free_q)))
+    if len(c.quat_q):
+        q[:, c.quats()[0]] = random_quaternions(rng, (n, len(c.quat_q)))
+    return q
