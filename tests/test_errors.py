@@ -109,8 +109,32 @@ def test_unknown_model_name_lists_the_known_ones():
 
 
 def test_a_model_name_must_be_a_string():
-    with pytest.raises(UnknownModelError, match="a model name is a string, got None"):
+    with pytest.raises(UnknownModelError, match=r"a model is a name \(a string\) or the path of an MJCF file, got None"):
         models.load(None)
+
+
+def test_a_path_to_an_mjcf_file_is_loaded(tmp_path, monkeypatch):
+    path = tmp_path / "pendulum.xml"
+    path.write_text(models.model_path("double_pendulum").read_text())
+    for given in (path, str(path)):
+        assert models.load(given).nv == 2 and models.model_path(given) == path
+    monkeypatch.chdir(tmp_path)
+    assert models.load("pendulum.xml").nv == 2           # relative to the working directory
+    with pytest.raises(UnknownModelError, match="the MJCF file 'pendulum.xml' has none"):
+        models.load("pendulum.xml", "scene")
+
+
+def test_a_malformed_mjcf_file_carries_mujocos_message(tmp_path):
+    path = tmp_path / "broken.xml"
+    path.write_text('<mujoco><worldbody><body><geom size="0.1" typo="1"/></body></worldbody></mujoco>')
+    message = rf"^MuJoCo cannot compile the MJCF file '{path}': XML Error: .*unrecognized attribute: 'typo'"
+    with pytest.raises(InvalidModelError, match=message):
+        models.load(path)
+    path.write_text("<mujoco><worldbody>")
+    with pytest.raises(InvalidModelError, match="MuJoCo cannot compile the MJCF file .*XML parse error"):
+        models.load(str(path))
+    with pytest.raises(UnknownModelError, match="no MJCF file '.*missing.xml': give the path of an existing MJCF file or a model name"):
+        models.load(tmp_path / "missing.xml")
 
 
 def test_course_mirror_is_used_without_touching_the_environment(monkeypatch):
