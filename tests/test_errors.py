@@ -8,7 +8,7 @@ import pytest
 
 from physai import dynamics as dyn
 from physai import models
-from physai.exceptions import (InvalidInertiaError, InvalidModelError, InvalidStateError, ModelUnavailableError,
+from physai.exceptions import (InvalidArgumentError, InvalidInertiaError, InvalidModelError, InvalidStateError, ModelUnavailableError,
                                ShapeError, UnknownModelError, UnsupportedModelError)
 
 
@@ -135,6 +135,29 @@ def test_a_malformed_mjcf_file_carries_mujocos_message(tmp_path):
         models.load(str(path))
     with pytest.raises(UnknownModelError, match="no MJCF file '.*missing.xml': give the path of an existing MJCF file or a model name"):
         models.load(tmp_path / "missing.xml")
+
+
+def test_tree_from_mujoco_takes_a_name_or_a_path(tmp_path):
+    by_model = dyn.tree_from_mujoco(models.load("double_pendulum"))
+    path = tmp_path / "pendulum.xml"
+    path.write_text(models.model_path("double_pendulum").read_text())
+    q = np.array([0.3, -0.5])
+    for given in ("double_pendulum", path, str(path)):
+        tree = dyn.tree_from_mujoco(given)
+        assert tree.nv == 2
+        np.testing.assert_array_equal(dyn.mass_matrix(tree, q), dyn.mass_matrix(by_model, q))
+    with pytest.raises(UnknownModelError, match="unknown model 'double_pendulm'"):
+        dyn.tree_from_mujoco("double_pendulm")
+
+
+@pytest.mark.parametrize("given, hint", [(None, "NoneType$"), (3, "int$"), (b"double_pendulum", "bytes$"),
+                                         ("data", r"MjData \(an MjData holds a state; pass its MjModel\)")])
+def test_tree_from_mujoco_says_what_to_pass(given, hint):
+    if given == "data":
+        given = mujoco.MjData(models.load("double_pendulum"))
+    with pytest.raises(InvalidArgumentError,
+                       match=f"^tree_from_mujoco needs a mujoco.MjModel, a model name or the path of an MJCF file, got {hint}"):
+        dyn.tree_from_mujoco(given)
 
 
 def test_course_mirror_is_used_without_touching_the_environment(monkeypatch):
