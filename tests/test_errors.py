@@ -219,3 +219,35 @@ def test_singular_mass_matrix_is_named_not_a_bare_linalg_error():
     massless = dyn.Tree([_body(mass=0.0, inertia=np.zeros((3, 3)), joint="slide")], np.zeros(1))
     with pytest.raises(InvalidModelError, match="mass matrix is singular.*no armature"):
         dyn.forward_dynamics(massless, [0.0], [0.0], [1.0])
+
+
+TEXT_OR_BOOL = [(["0.3", "-0.5"], r"strings \('0.3'\); physai does not parse text, convert it with float\(\) first"),
+                (np.array(["0.3", "-0.5"]), r"strings \('0.3'\)"),
+                ("0.3", r"strings \('0.3'\)"),
+                ([True, False], r"booleans \(True\); physai does not read True/False as 1/0, convert them with float\(\)"),
+                (np.array([True]), r"booleans \(True\)"),
+                (np.array([False, True]), r"booleans \(False\)"),
+                ([0.3, True], r"booleans \(True\)"),                      # numpy alone would make it [0.3, 1.0]
+                ([[0.1, 0.2], [0.3, np.True_]], r"booleans \(True\)")]
+
+
+@pytest.mark.parametrize("value, message", TEXT_OR_BOOL)
+@pytest.mark.parametrize("where", ["dynamics.rnea", "engine.rnea", "integrators.step", "integrators.simulate"])
+def test_strings_and_booleans_are_refused_not_parsed(tree, where, value, message):
+    from physai import engine, integrators
+
+    zero = np.zeros(2)
+    calls = {"dynamics.rnea": lambda: dyn.rnea(tree, value, zero, zero),
+             "engine.rnea": lambda: engine.rnea(engine.compile_tree(tree), zero, value, zero),
+             "integrators.step": lambda: integrators.step(tree, zero, value, 1e-3, "rk4"),
+             "integrators.simulate": lambda: integrators.simulate(tree, value, zero, 1e-3, 3)}
+    name = {"engine.rnea": "qd", "integrators.step": "qd", "integrators.simulate": "q0"}.get(where, "q")
+    with pytest.raises(ShapeError, match=rf"^{name} must be an array of .*, got {message}"):
+        calls[where]()
+
+
+def test_numbers_of_any_numeric_type_are_still_taken(tree):
+    zero = np.zeros(2)
+    expected = dyn.rnea(tree, [1.0, 2.0], zero, zero)
+    for q in ([1, 2], (np.float32(1), np.int64(2)), np.array([1, 2], dtype=object), np.array([1, 2], dtype=np.int8)):
+        np.testing.assert_array_equal(dyn.rnea(tree, q, zero, zero), expected)
