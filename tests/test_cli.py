@@ -25,3 +25,35 @@ def test_bad_counts_and_seeds_are_usage_errors(capsys, command, option, value, m
 def test_unknown_model_is_one_clear_line_and_exit_2(capsys, command):
     assert main([command, "no_such_robot"]) == 2
     assert "unknown model 'no_such_robot'" in capsys.readouterr().err
+
+
+BROKEN_MJCF = '<mujoco><worldbody><body><joint type="hinge"/><geom size="0.1" typo="1"/></body></worldbody></mujoco>'
+
+
+@pytest.mark.parametrize("command", ["verify", "check"])
+def test_a_path_to_an_mjcf_file_is_a_model(capsys, tmp_path, command):
+    from physai import models
+
+    path = tmp_path / "pendulum.xml"
+    path.write_text(models.model_path("double_pendulum").read_text())
+    assert main([command, str(path), "--states", "3"]) == 0
+    assert f"physai {command} {path}: 2 dofs" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("command", ["verify", "check"])
+def test_a_malformed_mjcf_file_is_one_clear_line_and_exit_2(capsys, tmp_path, command):
+    path = tmp_path / "broken.xml"
+    path.write_text(BROKEN_MJCF)
+    assert main([command, str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"physai {command}: error: MuJoCo cannot compile the MJCF file {str(path)!r}: ")
+    assert "unrecognized attribute: 'typo'" in err and "Traceback" not in err
+    assert main([command, str(tmp_path / "missing.xml")]) == 2
+    assert f"error: no MJCF file {str(tmp_path / 'missing.xml')!r}" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["verify", "check"])
+def test_help_says_a_path_to_an_mjcf_file_is_accepted(capsys, command):
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    assert "or path to an MJCF file" in " ".join(capsys.readouterr().out.split())

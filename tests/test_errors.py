@@ -8,7 +8,7 @@ import pytest
 
 from physai import dynamics as dyn
 from physai import models
-from physai.exceptions import (InvalidInertiaError, InvalidModelError, InvalidStateError, ModelUnavailableError,
+from physai.exceptions import (InvalidArgumentError, InvalidInertiaError, InvalidModelError, InvalidStateError, ModelUnavailableError,
                                ShapeError, UnknownModelError, UnsupportedModelError)
 
 
@@ -109,8 +109,55 @@ def test_unknown_model_name_lists_the_known_ones():
 
 
 def test_a_model_name_must_be_a_string():
-    with pytest.raises(UnknownModelError, match="a model name is a string, got None"):
+    with pytest.raises(UnknownModelError, match=r"a model is a name \(a string\) or the path of an MJCF file, got None"):
         models.load(None)
+
+
+def test_a_path_to_an_mjcf_file_is_loaded(tmp_path, monkeypatch):
+    path = tmp_path / "pendulum.xml"
+    path.write_text(models.model_path("double_pendulum").read_text())
+    for given in (path, str(path)):
+        assert models.load(given).nv == 2 and models.model_path(given) == path
+    monkeypatch.chdir(tmp_path)
+    assert models.load("pendulum.xml").nv == 2           # relative to the working directory
+    with pytest.raises(UnknownModelError, match="the MJCF file 'pendulum.xml' has none"):
+        models.load("pendulum.xml", "scene")
+
+
+def test_a_malformed_mjcf_file_carries_mujocos_message(tmp_path):
+    path = tmp_path / "broken.xml"
+    path.write_text('<mujoco><worldbody><body><geom size="0.1" typo="1"/></body></worldbody></mujoco>')
+    message = rf"^MuJoCo cannot compile the MJCF file '{path}': XML Error: .*unrecognized attribute: 'typo'"
+    with pytest.raises(InvalidModelError, match=message):
+        models.load(path)
+    path.write_text("<mujoco><worldbody>")
+    with pytest.raises(InvalidModelError, match="MuJoCo cannot compile the MJCF file .*XML parse error"):
+        models.load(str(path))
+    with pytest.raises(UnknownModelError, match="no MJCF file '.*missing.xml': give the path of an existing MJCF file or a model name"):
+        models.load(tmp_path / "missing.xml")
+
+
+def test_tree_from_mujoco_takes_a_name_or_a_path(tmp_path):
+    by_model = dyn.tree_from_mujoco(models.load("double_pendulum"))
+    path = tmp_path / "pendulum.xml"
+    path.write_text(models.model_path("double_pendulum").read_text())
+    q = np.array([0.3, -0.5])
+    for given in ("double_pendulum", path, str(path)):
+        tree = dyn.tree_from_mujoco(given)
+        assert tree.nv == 2
+        np.testing.assert_array_equal(dyn.mass_matrix(tree, q), dyn.mass_matrix(by_model, q))
+    with pytest.raises(UnknownModelError, match="unknown model 'double_pendulm'"):
+        dyn.tree_from_mujoco("double_pendulm")
+
+
+@pytest.mark.parametrize("given, hint", [(None, "NoneType$"), (3, "int$"), (b"double_pendulum", "bytes$"),
+                                         ("data", r"MjData \(an MjData holds a state; pass its MjModel\)")])
+def test_tree_from_mujoco_says_what_to_pass(given, hint):
+    if given == "data":
+        given = mujoco.MjData(models.load("double_pendulum"))
+    with pytest.raises(InvalidArgumentError,
+                       match=f"^tree_from_mujoco needs a mujoco.MjModel, a model name or the path of an MJCF file, got {hint}"):
+        dyn.tree_from_mujoco(given)
 
 
 def test_course_mirror_is_used_without_touching_the_environment(monkeypatch):
@@ -172,3 +219,35 @@ def test_singular_mass_matrix_is_named_not_a_bare_linalg_error():
     massless = dyn.Tree([_body(mass=0.0, inertia=np.zeros((3, 3)), joint="slide")], np.zeros(1))
     with pytest.raises(InvalidModelError, match="mass matrix is singular.*no armature"):
         dyn.forward_dynamics(massless, [0.0], [0.0], [1.0])
+
+
+TEXT_OR_BOOL = [(["0.3", "-0.5"], r"strings \('0.3'\); physai does not parse text, convert it with float\(\) first"),
+                (np.array(["0.3", "-0.5"]), r"strings \('0.3'\)"),
+                ("0.3", r"strings \('0.3'\)"),
+                ([True, False], r"booleans \(True\); physai does not read True/False as 1/0, convert them with float\(\)"),
+                (np.array([True]), r"booleans \(True\)"),
+                (np.array([False, True]), r"booleans \(False\)"),
+                ([0.3, True], r"booleans \(True\)"),                      # numpy alone would make it [0.3, 1.0]
+                ([[0.1, 0.2], [0.3, np.True_]], r"booleans \(True\)")]
+
+
+@pytest.mark.parametrize("value, message", TEXT_OR_BOOL)
+@pytest.mark.parametrize("where", ["dynamics.rnea", "engine.rnea", "integrators.step", "integrators.simulate"])
+def test_strings_and_booleans_are_refused_not_parsed(tree, where, value, message):
+    from physai import engine, integrators
+
+    zero = np.zeros(2)
+    calls = {"dynamics.rnea": lambda: dyn.rnea(tree, value, zero, zero),
+             "engine.rnea": lambda: engine.rnea(engine.compile_tree(tree), zero, value, zero),
+             "integrators.step": lambda: integrators.step(tree, zero, value, 1e-3, "rk4"),
+             "integrators.simulate": lambda: integrators.simulate(tree, value, zero, 1e-3, 3)}
+    name = {"engine.rnea": "qd", "integrators.step": "qd", "integrators.simulate": "q0"}.get(where, "q")
+    with pytest.raises(ShapeError, match=rf"^{name} must be an array of .*, got {message}"):
+        calls[where]()
+
+
+def test_numbers_of_any_numeric_type_are_still_taken(tree):
+    zero = np.zeros(2)
+    expected = dyn.rnea(tree, [1.0, 2.0], zero, zero)
+    for q in ([1, 2], (np.float32(1), np.int64(2)), np.array([1, 2], dtype=object), np.array([1, 2], dtype=np.int8)):
+        np.testing.assert_array_equal(dyn.rnea(tree, q, zero, zero), expected)

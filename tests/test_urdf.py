@@ -131,3 +131,74 @@ URDF = '<robot name="r"><link name="a"/><link name="b"/>{joint}</robot>'
 def test_bad_urdf_is_refused_with_a_reason(urdf, error, message):
     with pytest.raises(error, match=message):
         tree_from_urdf(urdf)
+
+
+def joint(name, parent, child, kind="revolute", extra=""):
+    return f'<joint name="{name}" type="{kind}"><parent link="{parent}"/><child link="{child}"/>{extra}</joint>'
+
+
+def robot(links, *joints, inertial=""):
+    """A URDF of one link per character of `links`, the last one holding `inertial`."""
+    body = "".join(f"<link name={n!r}>{inertial if k == len(links) - 1 else ''}</link>" for k, n in enumerate(links))
+    return f'<robot name="r">{body}{"".join(joints)}</robot>'
+
+
+@pytest.mark.parametrize("urdf, message", [
+    (robot("ab", joint("j1", "a", "b"), joint("j2", "a", "b")),             # was built twice: nv = 2 for one joint
+     r"link 'b' is the child of 2 joints \('j1', 'j2'\); in a URDF every link but the root is the child of exactly one joint"),
+    (robot("abc", joint("j1", "a", "c"), joint("j2", "b", "c")), r"link 'c' is the child of 2 joints \('j1', 'j2'\)"),
+    (robot("aab", joint("j", "a", "b")), "the URDF has two links named 'a'; link names must be unique"),
+    (robot("abc", joint("j", "a", "b"), joint("j", "b", "c")), "the URDF has two joints named 'j'; joint names must be unique"),
+    ('<robot name="r"><link/></robot>', "<link> number 1 has no name; every URDF link needs a unique name"),
+    (robot("rab", joint("j1", "r", "a"), joint("j2", "a", "b"), joint("j3", "b", "a")),   # was a RecursionError
+     r"the joints 'j2', 'j3' form a closed loop of links 'a' -> 'b' -> 'a'; a URDF is a tree .*cannot build kinematic loops"),
+    (robot("rab", joint("j2", "a", "b"), joint("j3", "b", "a")),           # a loop beside the root: was silently dropped
+     r"the joints 'j2', 'j3' form a closed loop of links 'a' -> 'b' -> 'a'"),
+    (robot("ra", joint("j1", "r", "a"), joint("j2", "a", "a")), r"the joints 'j2' form a closed loop of links 'a' -> 'a'"),
+])
+def test_a_urdf_that_is_not_a_tree_is_refused(urdf, message):
+    with pytest.raises(InvalidModelError, match=message):
+        tree_from_urdf(urdf)
+
+
+@pytest.mark.parametrize("inertial, extra, message", [
+    ('<inertial><mass value="heavy"/></inertial>', "",
+     r"link 'b': <mass value='heavy'> is not a finite number; expected a finite number \[kg\]"),
+    ("<inertial><mass/></inertial>", "", r'link \'b\': <mass> has no value; expected <mass value="..."/> with a finite number \[kg\]'),
+    ('<inertial><mass value="1"/><inertia ixx="big"/></inertial>', "", r"link 'b': <inertia ixx='big'> is not a finite number"),
+    ('<inertial><mass value="inf"/></inertial>', "", r"link 'b': <mass value='inf'> is not a finite number"),
+    ('<inertial><origin xyz="0 0 x"/></inertial>', "",
+     r"link 'b': <origin xyz='0 0 x'> is not 3 finite numbers; expected 3 finite numbers separated by spaces \[m\]"),
+    ("", '<origin xyz="1 2"/>', r"joint 'j': <origin xyz='1 2'> is not 3 finite numbers"),
+    ("", '<origin rpy="nan 0 0"/>', r"joint 'j': <origin rpy='nan 0 0'> is not 3 finite numbers; .* \[rad\]"),
+    ("", '<axis xyz="0 0 one"/>', r"joint 'j': <axis xyz='0 0 one'> is not 3 finite numbers"),
+    ("", '<dynamics damping="lots"/>', r"joint 'j': <dynamics damping='lots'> is not a finite number; expected a finite number"),
+])
+def test_missing_or_non_numeric_values_name_the_link_or_joint(inertial, extra, message):
+    with pytest.raises(InvalidModelError, match=message):
+        tree_from_urdf(robot("ab", joint("j", "a", "b", extra=extra), inertial=inertial))
+
+
+def test_urdf_bytes_are_read_as_the_document():
+    text_tree, bytes_tree = tree_from_urdf(ROTATED), tree_from_urdf(ROTATED.read_bytes())
+    assert [b.name for b in bytes_tree.bodies] == [b.name for b in text_tree.bodies]
+    q = np.array([0.3, -0.5, 0.01])
+    np.testing.assert_array_equal(dyn.mass_matrix(bytes_tree, q), dyn.mass_matrix(text_tree, q))
+    latin1 = '<?xml version="1.0" encoding="ISO-8859-1"?><robot name="r"><link name="bäse"/></robot>'.encode("latin-1")
+    assert tree_from_urdf(latin1).bodies[0].name == "bäse"   # decoded by the encoding the document declares
+    with pytest.raises(InvalidModelError, match="not a valid URDF: .*bytes are read as the URDF document itself"):
+        tree_from_urdf(b"robot.urdf")
+
+
+def test_a_urdf_is_a_path_text_or_bytes():
+    with pytest.raises(InvalidModelError, match=r"a URDF is given as a path \(str or Path\), its text \(str\) or its bytes, got int"):
+        tree_from_urdf(42)
+
+
+def test_a_long_chain_needs_no_recursion():
+    n = 3000                                              # deeper than Python's recursion limit
+    links = [f"l{i}" for i in range(n)]
+    joints = [joint(f"j{i}", links[i - 1], links[i], extra='<axis xyz="0 0 1"/>') for i in range(1, n)]
+    urdf = f'<robot name="r">{"".join(f"<link name={n!r}/>" for n in links)}{"".join(joints)}</robot>'
+    tree = tree_from_urdf(urdf)
+    assert tree.nv == n - 1 and [b.parent for b in tree.bodies[:4]] == [-1, 0, 1, 2]

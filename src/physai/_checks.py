@@ -22,13 +22,52 @@ def as_array(name: str, x, shape: tuple[int, ...]) -> np.ndarray:
 
 
 def to_float(name: str, x, expected: str) -> np.ndarray:
-    """x as a float array of any shape; ShapeError naming `name` and `expected` for complex or non-numeric input."""
+    """x as a float array of any shape; ShapeError naming `name` and `expected` for complex or non-numeric input.
+
+    Strings ("0.3") and booleans (True, np.array([True])) are refused, not converted: numpy would parse the one
+    and read the other as 1.0 and 0.0, and either is more likely a mistake than a number.
+    """
+    found = _text_or_bool(x)
+    if found is not None:
+        what, example = found
+        if what == "strings":
+            raise ShapeError(f"{name} must be {expected}, got strings ({example!r}); physai does not parse text, "
+                             "convert it with float() first")
+        raise ShapeError(f"{name} must be {expected}, got booleans ({example!r}); physai does not read True/False as "
+                         "1/0, convert them with float() or .astype(float) first if that is meant")
     if np.iscomplexobj(x):
         raise ShapeError(f"{name} must be real numbers, got complex values")
     try:
         return np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ShapeError(f"{name} must be {expected}, got {type(x).__name__}: {exc}") from None
+
+
+def _text_or_bool(x):
+    """("strings" or "booleans", the first such value) when x is or holds a str, bytes or bool; None otherwise.
+
+    An array is judged by its dtype (no loop); lists and tuples are looked through, since numpy would turn
+    [0.5, True] into [0.5, 1.0] without a trace.
+    """
+    if isinstance(x, (str, bytes)):
+        return "strings", x.item() if isinstance(x, np.generic) else x
+    if isinstance(x, (bool, np.bool_)):
+        return "booleans", bool(x)
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind in "USb":
+            return ("booleans" if x.dtype.kind == "b" else "strings"), (x.flat[0].item() if x.size else x)
+        if x.dtype.kind != "O":
+            return None
+        items = x.flat
+    elif isinstance(x, (list, tuple)):
+        items = x
+    else:
+        return None
+    for item in items:
+        found = _text_or_bool(item)
+        if found is not None:
+            return found
+    return None
 
 
 def vector(name: str, x, n: int) -> np.ndarray:

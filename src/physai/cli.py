@@ -8,9 +8,10 @@ from physai.exceptions import PhysaiError
 
 #: subcommand name -> module in physai.commands that defines add_arguments(parser) and run(args) -> exit status
 COMMANDS = {
-    "verify": "Compare physai's dynamics with MuJoCo's on a model, with timings.",
+    "verify": "Compare physai's dynamics with MuJoCo's on a model (a name or an MJCF file), with timings.",
     "lesson": "Run a lesson's scripts: build, experiment, break-it, exercises.",
-    "check": "The four acceptance checks of the manipulator equation, plus the full balance against MuJoCo.",
+    "check": "The four acceptance checks of the manipulator equation on a model (a name or an MJCF file), "
+             "plus the full balance against MuJoCo.",
 }
 
 

@@ -13,14 +13,15 @@ origin (see physai.spatial), so that the inertia of several bodies is a plain su
 Joint positions q are in [rad] for hinges and [m] for slides; one entry per jointed body, in body order.
 """
 
+import os
 from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
-from physai import _checks
+from physai import _checks, models
 from physai._linalg import solve
-from physai.exceptions import InvalidInertiaError, InvalidModelError, UnsupportedModelError
+from physai.exceptions import InvalidArgumentError, InvalidInertiaError, InvalidModelError, UnsupportedModelError
 from physai.spatial import axis_angle_to_mat, cross_force, cross_motion, quat_to_mat, skew, spatial_inertia
 
 JOINT_TYPES = ("hinge", "slide", "")
@@ -138,8 +139,11 @@ def _check_inertia(who: str, I: np.ndarray) -> None:
         raise InvalidInertiaError(f"{who}: principal moments {a:.6g}, {b:.6g}, {c:.6g} break the triangle rule A + B >= C")
 
 
-def tree_from_mujoco(m) -> Tree:
+def tree_from_mujoco(m: "mujoco.MjModel | str | os.PathLike") -> Tree:
     """The Tree of a compiled MuJoCo model whose joints are single hinges or slides (static model data only).
+
+    m is a mujoco.MjModel, or a model name or the path of an MJCF file, which physai.models.load compiles first.
+    Anything else is an InvalidArgumentError.
 
     Reads body offsets and orientations, joint axes, anchors and refs (qpos0), masses, centres of mass, inertias
     (turned from principal axes into the body frame), armature, joint damping, stiffness and springref
@@ -147,6 +151,7 @@ def tree_from_mujoco(m) -> Tree:
     the state. Raises UnsupportedModelError for free or ball joints, several joints in one body, and passive
     forces a Tree cannot hold (polynomial or tendon springs and dampers, gravity compensation, fluid forces).
     """
+    m = _mjmodel(m)
     kinds = {3: "hinge", 2: "slide"}
     bodies = []
     for b in range(1, m.nbody):
@@ -173,6 +178,17 @@ def tree_from_mujoco(m) -> Tree:
     stiffness = m.jnt_stiffness[m.dof_jntid] * (not off & mujoco.mjtDisableBit.mjDSBL_SPRING)
     qadr = [m.jnt_qposadr[m.body_jntadr[b]] for b in range(1, m.nbody) if m.body_jntnum[b]]
     return Tree(bodies, m.dof_armature.copy(), gravity, damping, stiffness, m.qpos_spring[qadr].copy())
+
+
+def _mjmodel(m) -> mujoco.MjModel:
+    """m itself when it is an MjModel; a name or path loaded by physai.models.load; InvalidArgumentError otherwise."""
+    if isinstance(m, mujoco.MjModel):
+        return m
+    if isinstance(m, (str, os.PathLike)):
+        return models.load(m)
+    hint = " (an MjData holds a state; pass its MjModel)" if isinstance(m, mujoco.MjData) else ""
+    raise InvalidArgumentError(f"tree_from_mujoco needs a mujoco.MjModel, a model name or the path of an MJCF file, "
+                               f"got {type(m).__name__}{hint}")
 
 
 def refuse_unsupported_passive_forces(m) -> None:

@@ -1,5 +1,7 @@
 """`physai check MODEL`: the acceptance test of the manipulator equation M qdd + C qd + g = tau on random states.
 
+MODEL is a model name (see physai.models) or the path of an MJCF file; a file MuJoCo cannot compile is an error.
+
 (a) M symmetric positive definite, (b) the hold torque is g(q), (c) forward then inverse dynamics returns tau,
 (d) C qd is the velocity part of the bias, Mdot - 2C is skew-symmetric and qd^T (Mdot - 2C) qd = 0, and
 (e) the full balance M qacc + qfrc_bias = qfrc_actuator + qfrc_passive + qfrc_constraint + qfrc_applied with
@@ -15,7 +17,7 @@ from physai.commands import nonnegative_int, positive_int
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `physai check`."""
-    parser.add_argument("model", metavar="MODEL", help=f"model name: {', '.join(models.names())}")
+    parser.add_argument("model", metavar="MODEL", help=f"model name ({', '.join(models.names())}) or path to an MJCF file")
     parser.add_argument("--states", type=positive_int, default=100, metavar="N", help="number of random states (default 100)")
     parser.add_argument("--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the random states (default 0)")
 

@@ -1,5 +1,7 @@
 """`physai verify MODEL`: physai's dynamics against MuJoCo's on random states, with timings.
 
+MODEL is a model name (see physai.models) or the path of an MJCF file; a file MuJoCo cannot compile is an error.
+
 For each quantity (rnea, bias, gravity, mass matrix, forward dynamics, energy) the table gives the largest
 absolute difference to MuJoCo over N random states, the tolerance 1e-12 x scale (scale = max(1, largest
 |MuJoCo value|)), pass/fail, and the time per call of physai and of the equivalent MuJoCo call [µs].
@@ -45,7 +47,8 @@ DEFAULT = ("franka_emika_panda", "home")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Arguments of `physai verify`."""
     parser.add_argument("model", metavar="MODEL", nargs="?", default=None,
-                        help=f"model name: {', '.join(models.names())} (default: {DEFAULT[0]} at its {DEFAULT[1]!r} keyframe)")
+                        help=f"model name ({', '.join(models.names())}) or path to an MJCF file "
+                             f"(default: {DEFAULT[0]} at its {DEFAULT[1]!r} keyframe)")
     parser.add_argument("--states", type=positive_int, default=100, metavar="N", help="number of random states (default 100)")
     parser.add_argument("--pose", metavar="NAME", help="keyframe at which to print g(q), diag M, armature and cond(M), e.g. home")
     parser.add_argument("--seed", type=nonnegative_int, default=0, metavar="S", help="seed of the random states (default 0)")

@@ -1,8 +1,9 @@
-"""Models by name: the course's bundled MJCF files and MuJoCo Menagerie robots.
+"""Models by name: the course's bundled MJCF files and MuJoCo Menagerie robots; or any MJCF file by its path.
 
     load("double_pendulum")          -> mujoco.MjModel of a bundled file
     load("franka_emika_panda")       -> the Menagerie Panda (entry "panda")
     load("franka_emika_panda", "scene")
+    load("path/to/robot.xml")        -> any MJCF file, compiled by MuJoCo
 
 Menagerie robots come through the `mujoco-menagerie` package, which downloads them on first use,
 or reads them from a local mirror when the environment variable MENAGERIE_ROOT points to one.
@@ -17,7 +18,7 @@ import os
 
 import mujoco
 
-from physai.exceptions import ModelUnavailableError, UnknownModelError
+from physai.exceptions import InvalidModelError, ModelUnavailableError, UnknownModelError
 
 BUNDLED_DIR = Path(__file__).resolve().parent
 COURSE_MIRROR = BUNDLED_DIR.parents[2].parent / "shared" / "menagerie"   # <checkout>/../shared/menagerie
@@ -42,25 +43,58 @@ def names() -> list[str]:
     return bundled() + sorted(MENAGERIE)
 
 
-def model_path(name: str, entry: str | None = None) -> Path:
-    """Path of the MJCF file of a bundled model or a Menagerie robot (downloading it if needed)."""
+def model_path(name: str | Path, entry: str | None = None) -> Path:
+    """Path of the MJCF file of a bundled model or a Menagerie robot (downloading it if needed); a path is returned as is."""
+    path = _file(name, entry)
+    if path is not None:
+        return path
     if _is_bundled(name, entry):
         return BUNDLED_DIR / f"{name}.xml"
     robot, entry = _menagerie_entry(name, entry)
     return _menagerie_call(name, lambda cache: robot.path(cache)) / robot.entry(entry).file
 
 
-def load(name: str, entry: str | None = None) -> mujoco.MjModel:
-    """Compile a bundled model or a Menagerie robot by name. Raises UnknownModelError or ModelUnavailableError."""
+def load(name: str | Path, entry: str | None = None) -> mujoco.MjModel:
+    """Compile a bundled model or a Menagerie robot by name, or the MJCF file at a path (str or Path).
+
+    A string is a path when it names no model and ends in .xml, contains a path separator or names an existing
+    file. Raises UnknownModelError (unknown name, no such file), ModelUnavailableError (Menagerie files not to
+    be had) or InvalidModelError (MuJoCo cannot compile the file; its message is included).
+    """
+    path = _file(name, entry)
+    if path is not None:
+        try:
+            return mujoco.MjModel.from_xml_path(str(path))
+        except ValueError as exc:
+            raise InvalidModelError(f"MuJoCo cannot compile the MJCF file {str(path)!r}: {str(exc).strip()}") from None
     if _is_bundled(name, entry):
         return mujoco.MjModel.from_xml_path(str(BUNDLED_DIR / f"{name}.xml"))
     robot, entry = _menagerie_entry(name, entry)
     return _menagerie_call(name, lambda cache: robot.model(entry, cache))
 
 
+def _file(name, entry: str | None) -> Path | None:
+    """The path `name` stands for when it is a Path or a string that is no model name but looks like a file; else None."""
+    if isinstance(name, str):
+        if name in MENAGERIE or (BUNDLED_DIR / f"{name}.xml").is_file():
+            return None
+        if not (name.endswith(".xml") or "/" in name or os.sep in name or Path(name).is_file()):
+            return None
+    elif not isinstance(name, os.PathLike):
+        return None
+    path = Path(name)
+    if entry is not None:
+        raise UnknownModelError(f"entry points belong to Menagerie robots; the MJCF file {str(path)!r} has none (got entry {entry!r})")
+    if not path.is_file():
+        raise UnknownModelError(f"no MJCF file {str(path)!r}: give the path of an existing MJCF file or a model name "
+                                f"({', '.join(names())})")
+    return path
+
+
 def _is_bundled(name: str, entry: str | None) -> bool:
     if not isinstance(name, str):
-        raise UnknownModelError(f"a model name is a string, got {name!r}; known models: {', '.join(names())}")
+        raise UnknownModelError(f"a model is a name (a string) or the path of an MJCF file, got {name!r}; "
+                                f"known models: {', '.join(names())}")
     if not (BUNDLED_DIR / f"{name}.xml").is_file():
         return False
     if entry is not None:
