@@ -13,30 +13,33 @@ integrators rely on:
     d(C(q, qd) qd)/d qd = 2 C(q, qd)                  (velocity derivative of the bias force, MuJoCo's
                                                        mjd_rne_vel, used by the implicit integrator)
 
-Everything is computed at once from spatial quantities about the world origin (physai.spatial), in the
-symbols of Featherstone's book, with no differentiation. For body b with spatial velocity v_b and inertia I_b:
+Everything is computed at once from the engine's spatial quantities (physai.engine, taken here about the
+world origin, a fixed point), in the symbols of Featherstone's book, with no differentiation. For link b with
+spatial velocity v_b and inertia I_b, and dof i with motion vector S_i fixed in its link:
 
-    Sdot_i = v_i x S_i                                  a joint axis turns with its body
+    Sdot_i = v_link(i) x S_i                            a joint axis turns with its link
     Idot_b = v_b x* I_b - I_b v_b x                     an inertia about a fixed point turns with its body
     B_b    = 1/2 (v_b x* I_b - I_b v_b x + (I_b v_b) xbar*)   the body's Coriolis matrix, B_b v_b = v_b x* I_b v_b
 
-where (f xbar*) u = u x* f. With J_b the (6, nv) matrix whose column i is S_i for the joints i that move b,
+where (f xbar*) u = u x* f. With J_b the (6, nv) matrix whose column i is S_i for the dofs i that move b,
 M = sum_b J_b^T I_b J_b and the Christoffel C = sum_b J_b^T (I_b Jdot_b + B_b J_b) (Echeandia and Wensing,
 "Numerical methods to compute the Coriolis matrix and Christoffel symbols for rigid-body systems", 2021).
 Summing over a subtree gives composite quantities, so both matrices fill like the mass matrix in CRBA: for
-i an ancestor of j (or j itself), with Ic_j, Bc_j the sums over j and its descendants,
+dof i an ancestor of dof j (or j itself), with Ic_j, Bc_j the sums over j's link and its descendants,
 
     Mdot_ij = Mdot_ji = Sdot_i . Ic_j S_j + S_i . (Icdot_j S_j + Ic_j Sdot_j)
     C_ij = S_i . (Ic_j Sdot_j + Bc_j S_j)
     C_ji = Sdot_i . Ic_j S_j + S_i . Bc_j^T S_j
 
-Armature is constant, so it adds to M but not to Mdot or C.
+Armature is constant, so it adds to M but not to Mdot or C. With ball or free joints the velocities are not the
+time derivatives of q (angular velocities, quaternion positions); C qd = c - g and Mdot = C + C^T still hold,
+and the q-derivatives below are taken along the tangent directions of physai.joints.integrate.
 """
 
 import numpy as np
 
 from physai import _checks
-from physai.dynamics import Tree, _dof_of, spatial_tree
+from physai.engine import Data, as_model, com_pos, com_vel, kinematics
 from physai.spatial import cross_force, cross_motion, skew
 
 
@@ -46,50 +49,55 @@ def cross_force_bar(f: np.ndarray) -> np.ndarray:
     return -np.block([[n, f0], [f0, np.zeros((3, 3))]])
 
 
-def _motion(tree: Tree, q: np.ndarray, qd: np.ndarray):
-    """Inertias I, motion vectors S, their rates Sdot, body velocities v and dof indices at (q, qd)."""
-    qd = _checks.vector("qd", qd, tree.nv)
-    _, I, S = spatial_tree(tree, q)
-    dof = _dof_of(S)
-    v = []
-    for i, b in enumerate(tree.bodies):                # outward: v_i = v_parent + S_i qd_i
-        vi = v[b.parent] if b.parent >= 0 else np.zeros(6)
-        v.append(vi + S[i] * qd[dof[i]] if dof[i] is not None else vi)
-    Sdot = [cross_motion(vi) @ s if s is not None else None for vi, s in zip(v, S)]   # Sdot_i = v_i x S_i
-    return I, S, Sdot, v, dof
+def _motion(model, q: np.ndarray, qd: np.ndarray):
+    """At (q, qd), about the world origin: link inertias I and velocities v (6x6 and 6 per link), dof motion vectors
+    S and their rates Sdot (6 per dof)."""
+    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    d = Data(model)
+    kinematics(model, d, q[:, None], about_origin=True)
+    com_pos(model, d)
+    com_vel(model, d, qd[:, None])
+    I, v, S = list(d.cinert[..., 0]), list(d.cvel[:-1, :, 0]), list(d.cdof[..., 0])
+    Sdot = [cross_motion(v[model.dof_linkid[i]]) @ S[i] for i in range(model.nv)]   # Sdot_i = v_link(i) x S_i
+    return I, v, S, Sdot
 
 
-def _composite(tree: Tree, X: list) -> list:
-    """Subtree sums of per-body 6x6 matrices: Xc_i = X_i + sum of Xc over i's children."""
+def _composite(model, X: list) -> list:
+    """Subtree sums of per-link 6x6 matrices: Xc_l = X_l + sum of Xc over l's children."""
     Xc = [x.copy() for x in X]
-    for i in reversed(range(len(tree.bodies))):
-        if tree.bodies[i].parent >= 0:
-            Xc[tree.bodies[i].parent] += Xc[i]
+    for i in model._children:
+        Xc[model._parents[i]] += Xc[i]
     return Xc
 
 
-def mass_matrix_dot(tree: Tree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """Time derivative of the mass matrix, Mdot = dM/dt = sum_k dM/dq_k qd_k (nv, nv) [kg m^2/s | kg/s].
+def _ancestors(model, j: int):
+    """Dof j, then every dof between it and the root."""
+    i = j
+    while i >= 0:
+        yield i
+        i = model.dof_parentid[i]
 
-    Computed analytically from Sdot_i = v_i x S_i and Idot_b = v_b x* I_b - I_b v_b x; equals C + C^T.
+
+def mass_matrix_dot(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """Time derivative of the mass matrix, Mdot = dM/dt along the motion (nv, nv) [kg m^2/s | kg/s].
+
+    Computed analytically from Sdot_i = v_link(i) x S_i and Idot_b = v_b x* I_b - I_b v_b x; equals C + C^T.
+    q (nq,), qd (nv,); model: a physai.engine.Model or anything physai.engine.as_model takes.
     """
-    I, S, Sdot, v, dof = _motion(tree, q, qd)
-    Ic = _composite(tree, I)
-    Icdot = _composite(tree, [cross_force(vb) @ Ib - Ib @ cross_motion(vb) for vb, Ib in zip(v, I)])
-    Mdot = np.zeros((tree.nv, tree.nv))
-    for j in range(len(tree.bodies)):
-        if dof[j] is None:
-            continue
-        F, Fdot = Ic[j] @ S[j], Icdot[j] @ S[j] + Ic[j] @ Sdot[j]   # F = Ic_j S_j and its rate
-        i = j
-        while i >= 0:                                  # d/dt (S_i . F) for every joint between j and the base
-            if dof[i] is not None:
-                Mdot[dof[i], dof[j]] = Mdot[dof[j], dof[i]] = Sdot[i] @ F + S[i] @ Fdot
-            i = tree.bodies[i].parent
+    model = as_model(model)
+    I, v, S, Sdot = _motion(model, q, qd)
+    Ic = _composite(model, I)
+    Icdot = _composite(model, [cross_force(vb) @ Ib - Ib @ cross_motion(vb) for vb, Ib in zip(v, I)])
+    Mdot = np.zeros((model.nv, model.nv))
+    for j in range(model.nv):
+        b = model.dof_linkid[j]
+        F, Fdot = Ic[b] @ S[j], Icdot[b] @ S[j] + Ic[b] @ Sdot[j]   # F = Ic_j S_j and its rate
+        for i in _ancestors(model, j):                # d/dt (S_i . F) for every dof between j and the root
+            Mdot[i, j] = Mdot[j, i] = Sdot[i] @ F + S[i] @ Fdot
     return Mdot
 
 
-def coriolis_matrix(tree: Tree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+def coriolis_matrix(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """Coriolis and centrifugal matrix C(q, qd) (nv, nv) built from the Christoffel symbols of M [N m s | N s].
 
     C_ij = sum_k Gamma_ijk qd_k with Gamma_ijk = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i). Then
@@ -98,40 +106,40 @@ def coriolis_matrix(tree: Tree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
       d(C(q, qd) qd)/d qd = 2 C(q, qd)      (because Gamma_ijk = Gamma_ikj: the velocity Jacobian of the bias
                                              force, MuJoCo's mjd_rne_vel, is 2C; the implicit integrator uses it).
     """
-    I, S, Sdot, v, dof = _motion(tree, q, qd)
-    Ic = _composite(tree, I)
-    Bc = _composite(tree, [0.5 * (cross_force(vb) @ Ib - Ib @ cross_motion(vb) + cross_force_bar(Ib @ vb))
-                           for vb, Ib in zip(v, I)])
-    C = np.zeros((tree.nv, tree.nv))
-    for j in range(len(tree.bodies)):
-        if dof[j] is None:
-            continue
-        f1 = Ic[j] @ Sdot[j] + Bc[j] @ S[j]            # C_ij = S_i . f1
-        f2, f3 = Ic[j] @ S[j], Bc[j].T @ S[j]          # C_ji = Sdot_i . f2 + S_i . f3
-        i = j
-        while i >= 0:                                  # every joint i between j and the base
-            if dof[i] is not None:
-                C[dof[i], dof[j]] = S[i] @ f1
-                if i != j:
-                    C[dof[j], dof[i]] = Sdot[i] @ f2 + S[i] @ f3
-            i = tree.bodies[i].parent
+    model = as_model(model)
+    I, v, S, Sdot = _motion(model, q, qd)
+    Ic = _composite(model, I)
+    Bc = _composite(model, [0.5 * (cross_force(vb) @ Ib - Ib @ cross_motion(vb) + cross_force_bar(Ib @ vb))
+                            for vb, Ib in zip(v, I)])
+    C = np.zeros((model.nv, model.nv))
+    for j in range(model.nv):
+        b = model.dof_linkid[j]
+        f1 = Ic[b] @ Sdot[j] + Bc[b] @ S[j]            # C_ij = S_i . f1
+        f2, f3 = Ic[b] @ S[j], Bc[b].T @ S[j]          # C_ji = Sdot_i . f2 + S_i . f3
+        for i in _ancestors(model, j):                 # every dof i between j and the root
+            C[i, j] = S[i] @ f1
+            if i != j:
+                C[j, i] = Sdot[i] @ f2 + S[i] @ f3
     return C
 
 
-def mass_matrix_derivatives(tree: Tree, q: np.ndarray) -> np.ndarray:
+def mass_matrix_derivatives(model, q: np.ndarray) -> np.ndarray:
     """Partial derivatives of the mass matrix, dM[i, j, k] = dM_ij/dq_k (nv, nv, nv).
 
-    Mdot is linear in qd, so dM/dq_k is mass_matrix_dot at qd = e_k (the k-th unit vector).
+    Mdot is linear in qd, so dM/dq_k is mass_matrix_dot at qd = e_k (the k-th unit vector); for ball and free
+    joints that is the derivative along the k-th tangent direction of physai.joints.integrate.
     """
-    E = np.eye(tree.nv)
-    return np.stack([mass_matrix_dot(tree, q, E[k]) for k in range(tree.nv)], axis=-1)
+    model = as_model(model)
+    E = np.eye(model.nv)
+    return np.stack([mass_matrix_dot(model, q, E[k]) for k in range(model.nv)], axis=-1)
 
 
-def christoffel_symbols(tree: Tree, q: np.ndarray) -> np.ndarray:
+def christoffel_symbols(model, q: np.ndarray) -> np.ndarray:
     """Christoffel symbols of the first kind, Gamma[i, j, k] = Gamma_ijk (nv, nv, nv), so that C = Gamma @ qd.
 
     Gamma_ijk = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) = Gamma_ikj; C is linear in qd, so
     Gamma[:, :, k] is coriolis_matrix at qd = e_k.
     """
-    E = np.eye(tree.nv)
-    return np.stack([coriolis_matrix(tree, q, E[k]) for k in range(tree.nv)], axis=-1)
+    model = as_model(model)
+    E = np.eye(model.nv)
+    return np.stack([coriolis_matrix(model, q, E[k]) for k in range(model.nv)], axis=-1)

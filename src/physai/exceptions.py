@@ -21,6 +21,10 @@ class ConvergenceError(PhysaiError, RuntimeError):
     """An iterative solver (e.g. RK4 shooting) did not reach its tolerance."""
 
 
+class DivergenceError(PhysaiError, ArithmeticError):
+    """A simulation's state stopped being finite: the message names the step, the time and the integrator."""
+
+
 class InvalidModelError(PhysaiError, ValueError):
     """A Body or Tree is inconsistent: bad parent order, invalid inertia, non-unit axis, ..."""
 

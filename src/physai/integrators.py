@@ -1,30 +1,33 @@
 """A simulator independent of MuJoCo at run time: MuJoCo's four integrators, step by step, in its order.
 
-    step(tree, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
-    simulate(tree, q0, qd0, dt, steps, integrator="euler", ...)                             -> Trajectory
+    step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
+    simulate(model, q0, qd0, dt, steps, integrator="euler", ...)                             -> Trajectory
     (both take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
 
 Every integrator starts from the smooth force of MuJoCo's forward dynamics (its qfrc_smooth),
 
     f(q, qd) = actuator_force + passive_force + applied_force - bias        [N m | N]
 
-and from the mass matrix M(q) (armature included). With h = dt they advance (q, qd) as MuJoCo 4 does
-for a model of hinges and slides without constraints:
+and from the mass matrix M(q) (armature included), both from one pass of the engine (physai.engine) over a
+workspace allocated once per run. With h = dt they advance (q, qd) as MuJoCo 4 does for a model without
+constraints, positions always through physai.joints' integrate (q (+) h v: quaternions turn, MuJoCo's
+mj_integratePos), written q' = q + h qd' below:
 
     "euler"         semi-implicit Euler with implicit joint damping B = diag(tree.damping)  (mj_Euler)
                         (M + h B) a = f,   qd' = qd + h a,   q' = q + h qd'
                     (without any damping this is a = M^-1 f, the textbook semi-implicit Euler)
     "implicit"      implicit in velocity: D = d f / d qd, with every velocity-dependent force  (mj_implicit)
-                        D = dA/dqd - B - 2 C(q, qd),       (M - h D) a = f,   then as euler
-                    dA/dqd is the actuators' velocity derivative and 2C = d(C qd)/d qd the derivative of
-                    the Coriolis/centripetal force (C the Christoffel-symbol matrix, physai.coriolis).
+                        D = dA/dqd - B - dc/dqd,           (M - h D) a = f,   then as euler
+                    dA/dqd is the actuators' velocity derivative and dc/dqd that of the bias (MuJoCo's
+                    mjd_rne_vel; 2 C(q, qd) with C the Christoffel matrix on hinges and slides). The bias is
+                    quadratic in qd, so dc/dqd e_k = (c(qd + e_k) - c(qd - e_k)) / 2 exactly: one batched call.
     "implicitfast"  the same without the Coriolis/centripetal part, symmetrized               (mj_implicit)
                         D = sym(dA/dqd - B),              (M - h D) a = f,   then as euler
     "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mj_RungeKutta)
-                        stage i (c = 0, 1/2, 1/2, 1):  q_i = q + h c_i qd_(i-1),  qd_i = qd + h c_i a_(i-1),
+                        stage i (c = 0, 1/2, 1/2, 1):  q_i = q (+) h c_i qd_(i-1),  qd_i = qd + h c_i a_(i-1),
                                                        a_i = M(q_i)^-1 f(q_i, qd_i)       (damping explicit)
                         qd' = qd + h (a_1 + 2 a_2 + 2 a_3 + a_4) / 6
-                        q'  = q  + h (qd_1 + 2 qd_2 + 2 qd_3 + qd_4) / 6   (positions from the stage velocities)
+                        q'  = q (+) h (qd_1 + 2 qd_2 + 2 qd_3 + qd_4) / 6  (positions from the stage velocities)
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -33,24 +36,24 @@ triangle of D, which equals sym(D) for joint and tendon transmissions, where D i
 contacts and equality constraints are not modelled: compare against MuJoCo with
 m.opt.disableflags |= mjDSBL_CONSTRAINT, or stay inside the joint ranges.
 
-Energy. simulate() returns energy[k] = physai.dynamics.energy(tree, q[k], qd[k]), the energy of the k-th
+Energy. simulate() returns energy[k] = physai.engine.energy(model, q[k], qd[k]), the energy of the k-th
 state of the trajectory. MuJoCo computes d.energy inside mj_forward, at the start of mj_step, so after
 the (k+1)-th mj_step d.energy equals energy[k], the state that step started from, not the state it produced.
 RK4 is the exception: each of its stages runs mj_forward again, so after an RK4 mj_step d.energy belongs
 to the last stage's state (q + h qd_3, qd + h qdd_3), neither the start nor the end (see rk4_stages).
 
-This module calls physai.dynamics, physai.forces and physai.coriolis; they never call it.
+Divergence. A step that produces NaN or infinity raises DivergenceError naming the step, the time and the
+integrator. This module calls physai.engine and physai.forces; they never call it.
 """
 
 from dataclasses import dataclass
 
 import numpy as np
 
-from physai import _checks, forces
-from physai import dynamics as dyn
+from physai import _checks, engine, forces, joints
 from physai._linalg import solve
-from physai.coriolis import coriolis_matrix
-from physai.exceptions import InvalidArgumentError, ShapeError
+from physai.engine.algorithms import _potential
+from physai.exceptions import DivergenceError, InvalidArgumentError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -63,7 +66,7 @@ class Trajectory:
     """A simulated run of `steps` steps: states 0..steps, energy of each state.
 
     t:      (steps+1,) time of each state [s], starting at 0
-    q:      (steps+1, nv) joint positions; q[0] is the initial state [rad | m]
+    q:      (steps+1, nq) joint positions; q[0] is the initial state [rad | m | quaternion]
     qd:     (steps+1, nv) joint velocities [rad/s | m/s]
     energy: (steps+1,) kinetic plus potential energy of (q[k], qd[k]) [J]; after the (k+1)-th mj_step
             MuJoCo's d.energy.sum() equals energy[k] (it is computed at the start of the step; RK4: at its
@@ -92,24 +95,26 @@ def check_timestep(dt) -> float:
     return _checks.number("timestep dt", dt, "s", positive=True)
 
 
-def check_actuators(tree, actuators, ctrl):
-    """ctrl checked against the actuators and the actuators against the tree; returns ctrl, zeros (nu,) if None.
+def check_actuators(model, actuators, ctrl):
+    """(actuators, ctrl): the actuators given, else the model's own (MuJoCo's), and ctrl, zeros (nu,) if None.
 
-    ctrl without actuators raises InvalidArgumentError (it would have nothing to drive); actuators must be a
-    physai.forces.Actuators (InvalidArgumentError) acting on the tree's nv dofs (ShapeError otherwise, e.g. the
+    ctrl without any actuators raises InvalidArgumentError (it would have nothing to drive); actuators must be a
+    physai.forces.Actuators (InvalidArgumentError) acting on the model's nv dofs (ShapeError otherwise, e.g. the
     actuators of another model). ctrl's own shape and values are checked, and clamped, by physai.forces.
     """
+    actuators = model.actuators if actuators is None else actuators
     if actuators is None:
         if ctrl is not None:
-            raise InvalidArgumentError("ctrl was given without actuators; pass actuators=physai.forces.actuators_from_mujoco(m)")
-        return None
+            raise InvalidArgumentError("ctrl was given without actuators; pass actuators=physai.forces.actuators_from_mujoco(m) "
+                                       "or a model built by physai.engine.from_mujoco, which has its actuators")
+        return None, None
     if not isinstance(actuators, forces.Actuators):
         raise InvalidArgumentError(f"actuators must be physai.forces.Actuators (from physai.forces.actuators_from_mujoco), "
                                    f"got {type(actuators).__name__}")
-    if actuators.nv != tree.nv:
-        raise ShapeError(f"the actuators act on {actuators.nv} dofs (actuators.nv), the tree has nv = {tree.nv}: "
-                         "pass the actuators of the tree's own model")
-    return np.zeros(actuators.nu) if ctrl is None else ctrl
+    if actuators.nv != model.nv:
+        raise ShapeError(f"the actuators act on {actuators.nv} dofs (actuators.nv), the model has nv = {model.nv}: "
+                         "pass the actuators of the model's own MuJoCo model")
+    return actuators, np.zeros(actuators.nu) if ctrl is None else ctrl
 
 
 def _check_flag(name: str, value) -> bool:
@@ -118,65 +123,81 @@ def _check_flag(name: str, value) -> bool:
     return bool(value)
 
 
-def step(tree, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
+def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
          euler_damping: bool = True):
-    """One step of `integrator` from (q, qd); returns (q_next, qd_next), new arrays (nv,).
+    """One step of `integrator` from (q, qd); returns (q_next, qd_next), new arrays (nq,) and (nv,).
 
-    q, qd:        (nv,) joint positions [rad | m] and velocities [rad/s | m/s]
+    model:        a physai.engine.Model (or what physai.engine.as_model takes: a Tree, an MjModel, a name)
+    q, qd:        (nq,) joint positions [rad | m | quaternion] and (nv,) velocities [rad/s | m/s]
     dt:           the timestep h [s], a finite number > 0
-    ctrl:         (nu,) actuator controls, needs `actuators` (physai.forces.Actuators of the same model)
+    ctrl:         (nu,) actuator controls for `actuators`, default the model's own (physai.engine.from_mujoco)
     qfrc_applied: (nv,) generalized force added to the joints [N m | N] (MuJoCo's qfrc_applied)
     xfrc_applied: (nbody, 6) wrenches at the bodies' centres of mass, as physai.forces.applied_force takes them
     euler_damping: True (default, MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
                   False reproduces MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler, M a = f.
                   The other integrators ignore it.
-    All inputs are held constant over the step (also across RK4's stages).
+    All inputs are held constant over the step (also across RK4's stages). Raises DivergenceError if the
+    result is not finite.
     """
+    model = engine.as_model(model)
     name, h = check_integrator(integrator), check_timestep(dt)
     euler_damping = _check_flag("euler_damping", euler_damping)
-    q, qd = _checks.vector("q", q, tree.nv), _checks.vector("qd", qd, tree.nv)
-    inputs = _Inputs.make(tree, actuators, ctrl, qfrc_applied, xfrc_applied)
-    q_next, qd_next, _ = _STEPPERS[name](tree, q, qd, h, inputs, euler_damping)
+    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    run = _Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping)
+    q_next, qd_next, _ = _STEPPERS[name](run, q, qd)
+    _check_finite(q_next, qd_next, 0, h, name)
     return q_next, qd_next
 
 
-def simulate(tree, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
+def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
              xfrc_applied=None, energy=True, euler_damping: bool = True) -> Trajectory:
-    """Run `steps` steps of `integrator` from (q0, qd0), each (nv,); returns the Trajectory, with the energy of every state.
+    """Run `steps` steps of `integrator` from (q0 (nq,), qd0 (nv,)); returns the Trajectory, with the energy of every state.
 
     dt [s] as for step. ctrl and qfrc_applied are either constant, (nu,) and (nv,), or one row per step,
     (steps, nu) and (steps, nv): row k acts during the step from state k to state k+1 (what d.ctrl holds
     during the (k+1)-th mj_step). xfrc_applied is held constant. energy=False skips the energy
     (Trajectory.energy is None). euler_damping=False: damping explicit in Euler (MuJoCo's mjDSBL_EULERDAMP), see step.
+    One engine workspace serves the whole run; each step evaluates the dynamics once (RK4: four times).
+    Raises DivergenceError at the first step whose result is not finite.
     """
+    model = engine.as_model(model)
     name, h = check_integrator(integrator), check_timestep(dt)
     euler_damping = _check_flag("euler_damping", euler_damping)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
-    q, qd = _checks.vector("q0", q0, tree.nv), _checks.vector("qd0", qd0, tree.nv)
-    check_actuators(tree, actuators, ctrl)
-    ctrls = _per_step("ctrl", ctrl, steps, 0 if actuators is None else actuators.nu)
-    applied = _per_step("qfrc_applied", qfrc_applied, steps, tree.nv)
-    Q, QD, E = np.empty((steps + 1, tree.nv)), np.empty((steps + 1, tree.nv)), np.empty(steps + 1)
+    q, qd = _checks.vector("q0", q0, model.nq), _checks.vector("qd0", qd0, model.nv)
+    acts, _ = check_actuators(model, actuators, ctrl)
+    ctrls = _per_step("ctrl", ctrl, steps, 0 if acts is None else acts.nu)
+    applied = _per_step("qfrc_applied", qfrc_applied, steps, model.nv)
+    Q, QD, E = np.empty((steps + 1, model.nq)), np.empty((steps + 1, model.nv)), np.empty(steps + 1)
     Q[0], QD[0] = q, qd
     stepper = _STEPPERS[name]
+    run = _Run(model, h, _Inputs.make(model, actuators, None if ctrls is None else ctrls[0],
+                                      None if applied is None else applied[0], xfrc_applied), euler_damping)
     for k in range(steps):
-        inputs = _Inputs.make(tree, actuators, None if ctrls is None else ctrls[k],
-                              None if applied is None else applied[k], xfrc_applied)
-        Q[k + 1], QD[k + 1], M = stepper(tree, Q[k], QD[k], h, inputs, euler_damping)
-        if energy:                                     # dynamics.energy(tree, Q[k], QD[k]), reusing the step's M(Q[k])
-            E[k] = float(0.5 * QD[k] @ M @ QD[k]) + dyn.potential_energy(tree, Q[k])
+        if ctrls is not None or applied is not None:
+            run.inputs = _Inputs.make(model, actuators, None if ctrls is None else ctrls[k],
+                                      None if applied is None else applied[k], xfrc_applied)
+        Q[k + 1], QD[k + 1], E[k] = stepper(run, Q[k], QD[k])
+        _check_finite(Q[k + 1], QD[k + 1], k, h, name)
     if energy:
-        E[steps] = dyn.energy(tree, Q[steps], QD[steps])
+        E[steps] = engine.energy(model, Q[steps], QD[steps])
     return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h)
 
 
-# ---- forces --------------------------------------------------------------------------------------
+def _check_finite(q, qd, k: int, h: float, name: str) -> None:
+    if not (np.isfinite(q).all() and np.isfinite(qd).all()):
+        raise DivergenceError(f"the simulation diverged at step {k + 1} (t = {(k + 1) * h:.6g} s) with the {name} "
+                              f"integrator at dt = {h:g} s: the state is no longer finite; use a smaller timestep"
+                              f"{', or the implicitfast or rk4 integrator' if name == 'euler' else ' or another integrator'}")
+
+
+# ---- one evaluation of the dynamics --------------------------------------------------------------
 
 
 @dataclass
 class _Inputs:
-    """What drives the tree during a step besides its own state: actuators with their ctrl, applied forces."""
+    """What drives the model during a step besides its own state: actuators with their ctrl, applied forces."""
 
     actuators: object
     ctrl: np.ndarray | None
@@ -184,18 +205,50 @@ class _Inputs:
     xfrc_applied: np.ndarray | None
 
     @classmethod
-    def make(cls, tree, actuators, ctrl, qfrc_applied, xfrc_applied) -> "_Inputs":
-        ctrl = check_actuators(tree, actuators, ctrl)
+    def make(cls, model, actuators, ctrl, qfrc_applied, xfrc_applied) -> "_Inputs":
+        actuators, ctrl = check_actuators(model, actuators, ctrl)
         if qfrc_applied is not None:
-            qfrc_applied = _checks.vector("qfrc_applied", qfrc_applied, tree.nv)
+            qfrc_applied = _checks.vector("qfrc_applied", qfrc_applied, model.nv)
+        if xfrc_applied is not None:
+            xfrc_applied = _checks.as_array("xfrc_applied", xfrc_applied, np.shape(xfrc_applied))
         return cls(actuators, ctrl, qfrc_applied, xfrc_applied)
+
+
+class _Run:
+    """A model, a timestep, the inputs, and one engine workspace reused by every evaluation of the dynamics."""
+
+    def __init__(self, model, h: float, inputs: _Inputs, euler_damping: bool = True):
+        self.model, self.h, self.inputs, self.euler_damping = model, h, inputs, euler_damping
+        self.d = engine.Data(model)
+
+    def evaluate(self, q: np.ndarray, qd: np.ndarray):
+        """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth."""
+        model, d, x = self.model, self.d, self.inputs
+        Q, QD = q[:, None], qd[:, None]
+        engine.kinematics(model, d, Q)
+        engine.com_pos(model, d)
+        engine.com_vel(model, d, QD)
+        f = forces._passive(model, q, qd) - engine.rne(model, d, QD, None)[:, 0]
+        M = engine.crb(model, d)[:, :, 0]
+        if x.actuators is not None:
+            f = f + forces.actuator_force(x.actuators, q, qd, x.ctrl)
+        if x.qfrc_applied is not None or x.xfrc_applied is not None:
+            f = f + forces.applied_force(model, q, x.qfrc_applied, x.xfrc_applied)
+        return M, f, float(_potential(model, d, Q)[0])
+
+
+def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> np.ndarray:
+    """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N], the f of M a = f."""
+    model = engine.as_model(model)
+    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    return _Run(model, 1.0, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
 
 
 def _per_step(name: str, value, steps: int, n: int):
     """None, or an array (steps, n) from a constant (n,) or per-step (steps, n) input."""
     if value is None:
         return None
-    a = np.asarray(value, dtype=float)
+    a = _checks.to_float(name, value, f"({n},) or (steps, {n}) numbers")
     if a.ndim == 1:
         return np.broadcast_to(_checks.vector(name, a, n), (steps, n))
     if a.ndim == 2 and a.shape[1] != n:
@@ -203,100 +256,95 @@ def _per_step(name: str, value, steps: int, n: int):
     return _checks.as_array(name, a, (steps, n))
 
 
-def smooth_force(tree, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> np.ndarray:
-    """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N], the f of M a = f."""
-    q, qd = _checks.vector("q", q, tree.nv), _checks.vector("qd", qd, tree.nv)
-    return _smooth_force(tree, q, qd, _Inputs.make(tree, actuators, ctrl, qfrc_applied, xfrc_applied))
+def bias_velocity_derivative(model, q, qd) -> np.ndarray:
+    """dc/dqd (nv, nv) [N m s | N s] of the bias c(q, qd) (MuJoCo's mjd_rne_vel, 2C on hinges and slides).
+
+    c is quadratic in qd, so column k is (c(q, qd + e_k) - c(q, qd - e_k)) / 2 exactly, up to rounding; the 2 nv
+    biases are one batched engine call.
+    """
+    model = engine.as_model(model)
+    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    E = np.eye(model.nv)
+    c = engine.bias(model, np.broadcast_to(q, (2 * model.nv, model.nq)), np.concatenate([qd + E, qd - E]))
+    return 0.5 * (c[:model.nv] - c[model.nv:]).T
 
 
-def _smooth_force(tree, q, qd, inputs: _Inputs) -> np.ndarray:
-    f = forces.passive_force(tree, q, qd) - dyn.bias(tree, q, qd)
-    if inputs.actuators is not None:
-        f = f + forces.actuator_force(inputs.actuators, q, qd, inputs.ctrl)
-    if inputs.qfrc_applied is not None or inputs.xfrc_applied is not None:
-        f = f + forces.applied_force(tree, q, inputs.qfrc_applied, inputs.xfrc_applied)
-    return f
-
-
-def velocity_derivative(tree, q, qd, integrator: str, actuators=None, ctrl=None) -> np.ndarray:
+def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None) -> np.ndarray:
     """D = d f / d qd as the single-step integrator uses it (nv, nv): the matrix in M - h D.
 
-    euler:        -B                                   (B = diag(tree.damping); actuators stay explicit)
+    euler:        -B                                   (B = diag(damping); actuators stay explicit)
     implicitfast: sym(dA/dqd) - B                      (dA/dqd from physai.forces.actuator_velocity_derivative)
-    implicit:     dA/dqd - B - 2 C(q, qd)              (C from physai.coriolis.coriolis_matrix)
+    implicit:     dA/dqd - B - dc/dqd                  (dc/dqd = bias_velocity_derivative)
     Like MuJoCo's qDeriv, D keeps only the entries of the mass matrix's sparsity pattern (dof pairs where one
     is an ancestor of the other): a fixed tendon coupling two branches, such as the Panda's fingers, drops out.
     Raises InvalidArgumentError for rk4, which has no such matrix, and for ctrl without actuators.
     """
+    model = engine.as_model(model)
     name = check_integrator(integrator)
-    ctrl = check_actuators(tree, actuators, ctrl)
+    actuators, ctrl = check_actuators(model, actuators, ctrl)
     if name == "rk4":
         raise InvalidArgumentError("rk4 has no velocity-derivative matrix; it is a 4-stage explicit method")
-    D = -np.diag(tree.damping)
+    D = -np.diag(model.dof_damping)
     if name == "euler":
         return D
     if actuators is not None:
         A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float)
         D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
     if name == "implicit":
-        D = D - 2.0 * coriolis_matrix(tree, q, qd)
-    return np.where(dof_pattern(tree), D, 0.0)
+        D = D - bias_velocity_derivative(model, q, qd)
+    return np.where(dof_pattern(model), D, 0.0)
 
 
-def dof_pattern(tree) -> np.ndarray:
+def dof_pattern(model) -> np.ndarray:
     """(nv, nv) booleans: True where dof i is dof j, an ancestor or a descendant (where M can be non-zero)."""
-    dof, chain, k = [], [], 0
-    for b in tree.bodies:                              # chain[i]: the dofs between body i and the base
-        up = list(chain[b.parent]) if b.parent >= 0 else []
-        if b.joint:
-            up.append(k)
-            k += 1
-        chain.append(up)
-        dof.append(k - 1 if b.joint else None)
-    P = np.zeros((tree.nv, tree.nv), dtype=bool)
-    for i, d in enumerate(dof):
-        if d is not None:
-            P[d, chain[i]] = P[chain[i], d] = True
-    return P
+    return engine.as_model(model).dof_Mmask[:, :, 0] > 0
 
 
-def step_matrix(tree, q, qd, h: float, integrator: str, actuators=None, ctrl=None, M=None,
+def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=None, M=None,
                 euler_damping: bool = True) -> np.ndarray:
     """The matrix a single-step integrator solves with (nv, nv) [kg m^2 | kg]: M - h D, h [s].
 
     euler: M + h B, or M without damping or with euler_damping=False (MuJoCo's mjDSBL_EULERDAMP: the damping
-    stays explicit in f). M (optional) is mass_matrix(tree, q) if already computed.
+    stays explicit in f). M (optional) is mass_matrix(model, q) if already computed.
     """
+    model = engine.as_model(model)
     name = check_integrator(integrator)
-    check_actuators(tree, actuators, ctrl)
-    M = dyn.mass_matrix(tree, q) if M is None else M
-    if name == "euler" and (not euler_damping or not (tree.damping > 0).any()):
+    actuators, ctrl = check_actuators(model, actuators, ctrl)
+    M = engine.mass_matrix(model, q) if M is None else M
+    if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
-    return M - h * velocity_derivative(tree, q, qd, name, actuators, ctrl)
+    return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl)
 
 
-def rk4_stages(tree, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):
+def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):
     """The four stages of one RK4 step: a list of (q_i, qd_i, qdd_i, M_i), i = 1..4, M_i = M(q_i).
 
-    Stage 1 is the start state; stage i + 1 is (q + h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1.
+    Stage 1 is the start state; stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1.
     MuJoCo evaluates its energy in every stage's mj_forward, so after an RK4 mj_step d.energy holds the
     energy of stage 4, not of the start or of the end state.
     """
+    model = engine.as_model(model)
     h = check_timestep(dt)
-    q, qd = _checks.vector("q", q, tree.nv), _checks.vector("qd", qd, tree.nv)
-    return _rk4_stages(tree, q, qd, h, _Inputs.make(tree, actuators, ctrl, qfrc_applied, xfrc_applied))
+    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    return _rk4_stages(_Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)), q, qd)
 
 
-# ---- the integrators: each returns (q_next, qd_next, M(q)) ----------------------------------------
+# ---- the integrators: each returns (q_next, qd_next, energy of (q, qd)) --------------------------
+
+
+def _advance(model, q, qd, h):
+    """q (+) h qd (physai.joints.integrate, MuJoCo's mj_integratePos) for one state."""
+    return joints.integrate(model.coords, q[:, None], qd[:, None], h)[:, 0]
 
 
 def _single_step(name: str):
-    def stepper(tree, q, qd, h, inputs, euler_damping=True):
-        M = dyn.mass_matrix(tree, q)
-        a = solve(step_matrix(tree, q, qd, h, name, inputs.actuators, inputs.ctrl, M, euler_damping),
-                  _smooth_force(tree, q, qd, inputs))
-        qd_next = qd + h * a                           # new velocity first...
-        return q + h * qd_next, qd_next, M             # ...then the position from the new velocity
+    def stepper(run: _Run, q, qd):
+        M, f, potential = run.evaluate(q, qd)
+        x = run.inputs
+        A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping) \
+            if name != "euler" or (run.euler_damping and (run.model.dof_damping > 0).any()) else M
+        qd_next = qd + run.h * solve(A, f)             # new velocity first...
+        return _advance(run.model, q, qd_next, run.h), qd_next, 0.5 * qd @ M @ qd + potential   # ...then the position
 
     return stepper
 
@@ -305,28 +353,30 @@ _RK4_C = (0.5, 0.5, 1.0)                             # stage times; MuJoCo's tab
 _RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 
-def _rk4_stages(tree, q, qd, h, inputs):
-    stages = []
+def _rk4_stages(run: _Run, q, qd):
+    stages, energy = [], None
     qi, qdi = q, qd
     for c in (None,) + _RK4_C:
         if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
-            qi, qdi = q + h * (c * stages[-1][1]), qd + h * (c * stages[-1][2])
-        M = dyn.mass_matrix(tree, qi)
-        stages.append((qi, qdi, solve(M, _smooth_force(tree, qi, qdi, inputs)), M))
+            qi, qdi = _advance(run.model, q, c * stages[-1][1], run.h), qd + run.h * (c * stages[-1][2])
+        M, f, potential = run.evaluate(qi, qdi)
+        energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
+        stages.append((qi, qdi, solve(M, f), M))
+    run.start_energy = energy
     return stages
 
 
-def _rk4_step(tree, q, qd, h, inputs):
+def _rk4_step(run: _Run, q, qd):
     """One RK4 step: (q_next, qd_next, stages), the stages as _rk4_stages gives them (physai.inverse shoots with it)."""
-    stages = _rk4_stages(tree, q, qd, h, inputs)
+    stages = _rk4_stages(run, q, qd)
     dq = sum(b * s[1] for b, s in zip(_RK4_B, stages))       # positions advance with the stage velocities
     dqd = sum(b * s[2] for b, s in zip(_RK4_B, stages))
-    return q + h * dq, qd + h * dqd, stages
+    return _advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
 
 
-def _rk4(tree, q, qd, h, inputs, euler_damping=True):          # euler_damping concerns euler only
-    q_next, qd_next, stages = _rk4_step(tree, q, qd, h, inputs)
-    return q_next, qd_next, stages[0][3]
+def _rk4(run: _Run, q, qd):
+    q_next, qd_next, _ = _rk4_step(run, q, qd)
+    return q_next, qd_next, run.start_energy
 
 
 _STEPPERS = {"euler": _single_step("euler"), "implicit": _single_step("implicit"),

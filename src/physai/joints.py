@@ -40,6 +40,12 @@ def check_type(jtype: int, where: str) -> int:
     return int(jtype)
 
 
+def describe(jnt_type) -> str:
+    """The joints of a model counted by type, e.g. "1 free, 19 hinge"."""
+    counts = [(NAMES[t], sum(1 for x in jnt_type if int(x) == t)) for t in (FREE, BALL, HINGE, SLIDE)]
+    return ", ".join(f"{n} {name}" for name, n in counts if n) or "no joints"
+
+
 @dataclass(frozen=True)
 class Link:
     """One link of a joint: its type (HINGE, SLIDE or BALL), unit axis and anchor in the link frame, and where
@@ -236,12 +242,12 @@ def random_quaternions(rng: np.random.Generator, shape: tuple) -> np.ndarray:
 
 
 def random_positions(c: Coordinates, n: int, rng: np.random.Generator, low: np.ndarray, high: np.ndarray,
-                     free_box: float = 1.0) -> np.ndarray:
-    """n configurations (n, nq): scalar joints uniform in [low, high] (per scalar_q entry), free joints' positions
-    uniform in [-free_box, free_box] m, quaternions uniform on SO(3)."""
+                     free_box: float | None = 1.0) -> np.ndarray:
+    """n configurations (n, nq): scalar coordinates uniform in [low, high] (per scalar_q entry), then free joints'
+    positions uniform in [-free_box, free_box] m (None keeps [low, high]), quaternions uniform on SO(3)."""
     q = np.empty((n, c.nq))
     q[:, c.scalar_q] = rng.uniform(low, high, (n, len(c.scalar_q)))
-    if len(c.free_q):
+    if len(c.free_q) and free_box is not None:
         q[:, c.free_q] = rng.uniform(-free_box, free_box, (n, len(c.free_q)))
     if len(c.quat_q):
         q[:, c.quats()[0]] = random_quaternions(rng, (n, len(c.quat_q)))

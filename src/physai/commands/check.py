@@ -11,7 +11,7 @@ Exit status 0 when every check passes, 1 otherwise (2 for errors, from cli.py).
 
 import argparse
 
-from physai import checks, dynamics, forces, models
+from physai import checks, engine, joints, models
 from physai.commands import nonnegative_int, positive_int
 
 
@@ -25,17 +25,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Print the table of checks; 0 when all pass, else 1."""
     m = models.load(args.model)
-    tree = dynamics.tree_from_mujoco(m)                      # raises UnsupportedModelError for free/ball joints
-    actuators = forces.actuators_from_mujoco(m) if m.nu else None
-    print(f"physai check {args.model}: {m.nv} dofs, {m.nu} actuators, {args.states} random states, seed {args.seed}")
-    print(f"states: q uniform in the joint range where limited, else [-pi, pi]; qd in [-{checks.QD_MAX:g}, {checks.QD_MAX:g}]; "
+    model = engine.from_mujoco(m)                            # every joint type; the actuators come with it
+    print(f"physai check {args.model}: nq = {m.nq}, nv = {m.nv} ({joints.describe(model.jnt_type)}), {m.nu} actuators, "
+          f"{args.states} random states, seed {args.seed}")
+    print(f"states: hinges and slides uniform in the joint range where limited, else [-pi, pi]; quaternions uniform; qd in [-{checks.QD_MAX:g}, {checks.QD_MAX:g}]; "
           f"tau in [-{checks.TAU_MAX:g}, {checks.TAU_MAX:g}]; ctrl uniform in ctrlrange; qfrc_applied and every "
           f"body's xfrc_applied component in [-{checks.APPLIED_MAX:g}, {checks.APPLIED_MAX:g}]")
     print("(e) MuJoCo runs with constraints disabled (mjDSBL_CONSTRAINT: contacts, joint limits, equalities), "
           "so qfrc_constraint = 0 in the balance")
     print(f"tolerance: {checks.RTOL:g} x scale (10 x for the balance), scale = max(1, largest magnitude of the compared "
           "quantities); the smallest eigenvalue must exceed its tolerance\n")
-    results = checks.run_checks(m, args.states, args.seed, tree, actuators)
+    results = checks.run_checks(m, args.states, args.seed, model)
     width = max(len(r.label) for r in results)
     print(f"{'check':<{width}}  {'result':<6} {'worst':>10} {'tolerance':>11}  unit")
     for r in results:

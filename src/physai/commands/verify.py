@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from physai import checks, dynamics, models
+from physai import checks, engine, joints, models
 from physai.commands import nonnegative_int, positive_int
 from physai.exceptions import UnknownKeyframeError
 
@@ -61,22 +61,23 @@ def run(args: argparse.Namespace) -> int:
     m = models.load(args.model)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # contacts, limits, friction loss, equalities off
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY         # MuJoCo fills d.energy
-    tree = dynamics.tree_from_mujoco(m)                            # raises for free, ball or multiple joints
+    model = engine.from_mujoco(m)                                  # every joint type: hinge, slide, ball, free
     key = _keyframe(m, args.model, args.pose) if args.pose else None
-    kinds = ["hinge" if t == mujoco.mjtJoint.mjJNT_HINGE else "slide" for t in m.jnt_type]
-    print(f"physai verify {args.model}: {m.nv} dofs ({kinds.count('hinge')} hinge, {kinds.count('slide')} slide), "
+    print(f"physai verify {args.model}: nq = {m.nq}, nv = {m.nv} ({joints.describe(model.jnt_type)}), "
           f"{args.states} random states, seed {args.seed}")
-    print(f"states: q uniform in the joint range where limited, else in [-pi, pi]; qd in [-{QD_MAX:g}, {QD_MAX:g}]; "
-          f"qdd in [-{QDD_MAX:g}, {QDD_MAX:g}] (rad, rad/s, rad/s^2 for hinges; m, m/s, m/s^2 for slides)")
+    print(f"states: hinges and slides uniform in the joint range where limited, else in [-pi, pi]; quaternions uniform; "
+          f"qd in [-{QD_MAX:g}, {QD_MAX:g}]; qdd in [-{QDD_MAX:g}, {QDD_MAX:g}] (rad, rad/s, rad/s^2 for rotations; "
+          "m, m/s, m/s^2 for translations)")
     print(f"MuJoCo: constraints disabled on this model (mjDSBL_CONSTRAINT), so that {_constraints(m)} do not enter "
           "qfrc_inverse and qacc; energy flag enabled (mjENBL_ENERGY)")
     print("forward dynamics: MuJoCo gets qfrc_applied = rnea(q, qd, qdd) - qfrc_passive - qfrc_actuator (ctrl = 0), "
           "physai the sum of the three as tau")
     print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps\n")
     s = checks.random_states(m, args.states, args.seed, qd_max=QD_MAX, qdd_max=QDD_MAX)
-    ok = _table(m, tree, (s.q, s.qd, s.qdd), "slide" in kinds)
+    translations = bool(np.isin(model.jnt_type, (joints.SLIDE, joints.FREE)).any())
+    ok = _table(m, model, (s.q, s.qd, s.qdd), translations)
     if key is not None:
-        ok &= _pose_report(m, tree, key, kinds)
+        ok &= _pose_report(m, model, key)
     return 0 if ok else 1
 
 
@@ -97,7 +98,7 @@ def _keyframe(m: mujoco.MjModel, model: str, name: str) -> int:
     return keys.index(name)
 
 
-def _quantities(m: mujoco.MjModel, d: mujoco.MjData, tree: dynamics.Tree, states, slides: bool) -> list[Quantity]:
+def _quantities(m: mujoco.MjModel, d: mujoco.MjData, model: engine.Model, states, slides: bool) -> list[Quantity]:
     """The six compared quantities, with the MuJoCo state setup, timed call and read-out of each."""
     q, qd, qdd = states
     zero = np.zeros(m.nv)
@@ -113,7 +114,7 @@ def _quantities(m: mujoco.MjModel, d: mujoco.MjData, tree: dynamics.Tree, states
         mujoco.mj_forward(m, d)
         mujoco.mj_fullM(m, d, M)
 
-    tau = np.array([dynamics.rnea(tree, q[i], qd[i], qdd[i]) for i in range(len(q))])   # drives forward dynamics
+    tau = np.array([engine.rnea(model, q[i], qd[i], qdd[i]) for i in range(len(q))])   # drives forward dynamics
     passive = np.empty_like(tau)
     for i in range(len(q)):                  # passive + actuator forces depend on (q, qd) only (ctrl = 0)
         state(i)
@@ -124,19 +125,19 @@ def _quantities(m: mujoco.MjModel, d: mujoco.MjData, tree: dynamics.Tree, states
     force, acc, inertia = ("N m | N", "rad/s^2 | m/s^2", "kg m^2 | kg") if slides else ("N m", "rad/s^2", "kg m^2")
     return [
         Quantity("rnea", "qfrc_inverse + qfrc_passive (mj_inverse)", force,
-                 lambda i: dynamics.rnea(tree, q[i], qd[i], qdd[i]), state,
+                 lambda i: engine.rnea(model, q[i], qd[i], qdd[i]), state,
                  lambda: mujoco.mj_inverse(m, d), lambda: d.qfrc_inverse + d.qfrc_passive),
         Quantity("bias", "qfrc_bias (mj_forward)", force,
-                 lambda i: dynamics.bias(tree, q[i], qd[i]), state, forward, lambda: d.qfrc_bias.copy()),
+                 lambda i: engine.bias(model, q[i], qd[i]), state, forward, lambda: d.qfrc_bias.copy()),
         Quantity("gravity", "qfrc_bias at qvel = 0 (mj_forward)", force,
-                 lambda i: dynamics.gravity(tree, q[i]), lambda i: state(i, vel=zero), forward, lambda: d.qfrc_bias.copy()),
+                 lambda i: engine.gravity(model, q[i]), lambda i: state(i, vel=zero), forward, lambda: d.qfrc_bias.copy()),
         Quantity("mass matrix", "mj_fullM (mj_forward + mj_fullM)", inertia,
-                 lambda i: dynamics.mass_matrix(tree, q[i]), state, full_mass, lambda: M.copy()),
+                 lambda i: engine.mass_matrix(model, q[i]), state, full_mass, lambda: M.copy()),
         Quantity("forward dynamics", "qacc (mj_forward)", acc,
-                 lambda i: dynamics.forward_dynamics(tree, q[i], qd[i], total[i]),
+                 lambda i: engine.forward_dynamics(model, q[i], qd[i], total[i]),
                  lambda i: state(i, applied=applied[i]), forward, lambda: d.qacc.copy()),
         Quantity("energy", "energy[0] + energy[1] (mj_forward)", "J",
-                 lambda i: dynamics.energy(tree, q[i], qd[i]), state, forward, lambda: d.energy.sum()),
+                 lambda i: engine.energy(model, q[i], qd[i]), state, forward, lambda: d.energy.sum()),
     ]
 
 
@@ -155,13 +156,13 @@ def _sweep(n: int, setup: Callable[[int], None], call: Callable[[int], object], 
     return np.array(values), best
 
 
-def _table(m: mujoco.MjModel, tree: dynamics.Tree, states, slides: bool) -> bool:
+def _table(m: mujoco.MjModel, model: engine.Model, states, slides: bool) -> bool:
     """Print one row per quantity; True when every difference is within its tolerance."""
     d = mujoco.MjData(m)
     n, ok = len(states[0]), True
     print(f"{'quantity':<17} {'MuJoCo reference (timed call)':<42} {'unit':<16} {'max |diff|':>10} {'scale':>9} "
           f"{'tolerance':>9}  {'result':<6} {'physai µs':>10} {'MuJoCo µs':>10} {'ratio':>7}")
-    for x in _quantities(m, d, tree, states, slides):
+    for x in _quantities(m, d, model, states, slides):
         ours, t_ours = _sweep(n, lambda i: None, x.ours, lambda out: out)
         ref, t_mj = _sweep(n, x.setup, lambda i: x.call(), lambda out: x.read())  # noqa: B023 (called in this iteration)
         diff, scale = np.abs(ours - ref).max(), max(1.0, np.abs(ref).max())
@@ -173,13 +174,13 @@ def _table(m: mujoco.MjModel, tree: dynamics.Tree, states, slides: bool) -> bool
     return ok
 
 
-def _pose_report(m: mujoco.MjModel, tree: dynamics.Tree, key: int, kinds: list[str]) -> bool:
-    """Print g(q), diag M, armature per joint and cond(M) of the hinge block at keyframe `key` with qd = 0.
+def _pose_report(m: mujoco.MjModel, model: engine.Model, key: int) -> bool:
+    """Print g(q), diag M, armature per dof and cond(M) of the hinge block at keyframe `key` with qd = 0.
 
     Also compares g and M with MuJoCo's qfrc_bias and mj_fullM there; True when both are within tolerance.
     """
     q = m.key_qpos[key].copy()
-    g, M = dynamics.gravity(tree, q), dynamics.mass_matrix(tree, q)
+    g, M = engine.gravity(model, q), engine.mass_matrix(model, q)
     d = mujoco.MjData(m)
     d.qpos[:] = q
     mujoco.mj_forward(m, d)
@@ -187,11 +188,13 @@ def _pose_report(m: mujoco.MjModel, tree: dynamics.Tree, key: int, kinds: list[s
     mujoco.mj_fullM(m, d, M_mj)
     dg, dM = np.abs(g - d.qfrc_bias).max(), np.abs(M - M_mj).max()
     ok = dg <= RTOL * max(1.0, np.abs(d.qfrc_bias).max()) and dM <= RTOL * max(1.0, np.abs(M_mj).max())
-    names = [m.joint(j).name or f"joint {j}" for j in range(m.njnt)]
-    print(f"\nkeyframe {m.key(key).name!r}, qd = 0 (hinge: N m, kg m^2; slide: N, kg)")
+    jnt = m.dof_jntid                                   # the joint of each dof
+    names = [m.joint(j).name or f"joint {j}" for j in jnt]
+    kinds = [joints.NAMES[int(m.jnt_type[j])] for j in jnt]
+    print(f"\nkeyframe {m.key(key).name!r}, qd = 0 (rotations: N m, kg m^2; translations: N, kg)")
     print(f"{'joint':<16} {'type':<6} {'g(q)':>8} {'diag M':>8} {'armature':>9}")
     for j in range(m.nv):
-        print(f"{names[j]:<16} {kinds[j]:<6} {g[j]:>8.2f} {M[j, j]:>8.3f} {tree.armature[j]:>9.3f}")
+        print(f"{names[j]:<16} {kinds[j]:<6} {g[j]:>8.2f} {M[j, j]:>8.3f} {model.dof_armature[j]:>9.3f}")
     print(f"max |diff| to MuJoCo at this pose: g(q) vs qfrc_bias {dg:.1e}, M vs mj_fullM {dM:.1e} "
           f"({'pass' if ok else 'FAIL'})")
     hinges = [j for j in range(m.nv) if kinds[j] == "hinge"]
