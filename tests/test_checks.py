@@ -76,7 +76,7 @@ def test_tampered_inertia_fails_only_against_mujoco():
     tree = dynamics.tree_from_mujoco(m)
     tree.bodies[3].mass *= 1.1
     tree.bodies[3].inertia = tree.bodies[3].inertia * 1.1
-    results = {r.key: r for r in checks.run_checks(m, N, seed=0, tree=tree)}
+    results = {r.key: r for r in checks.run_checks(m, N, seed=0, model=tree, actuators=forces.actuators_from_mujoco(m))}
     for key in ("asymmetry", "min_eigenvalue", "hold", "roundtrip", "coriolis", "skew", "passivity"):
         assert results[key].passed, key
     for key in ("balance", "term_M", "term_bias"):

@@ -37,7 +37,7 @@ def test_a_path_to_an_mjcf_file_is_a_model(capsys, tmp_path, command):
     path = tmp_path / "pendulum.xml"
     path.write_text(models.model_path("double_pendulum").read_text())
     assert main([command, str(path), "--states", "3"]) == 0
-    assert f"physai {command} {path}: 2 dofs" in capsys.readouterr().out
+    assert f"physai {command} {path}: nq = 2, nv = 2" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("command", ["verify", "check"])

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from physai import dynamics
+from physai import dynamics, engine
 from physai.cli import main
 from physai.commands import check
 
@@ -33,22 +33,30 @@ def test_passes(name, capsys):
 
 
 def test_tampered_model_exits_1(capsys, monkeypatch):
-    original = dynamics.tree_from_mujoco
-
     def heavier(m):
-        tree = original(m)
+        tree = dynamics.tree_from_mujoco(m)
         tree.bodies[1].mass *= 1.05
-        return tree
+        return engine.compile_tree(tree)
 
-    monkeypatch.setattr(check.dynamics, "tree_from_mujoco", heavier)
+    monkeypatch.setattr(check.engine, "from_mujoco", heavier)
     assert main(["check", "arm2", "--states", "3"]) == 1
     out = capsys.readouterr().out
     assert " FAIL " in _rows(out)["(e) balance, physai terms"]
     assert "FAIL: " in out and "balance" in out.splitlines()[-1]
 
 
-def test_errors_exit_2(capsys):
+def test_errors_exit_2(capsys, tmp_path):
     assert main(["check", "no_such_robot"]) == 2
     assert "no_such_robot" in capsys.readouterr().err
-    assert main(["check", "unitree_h1", "--states", "2"]) == 2          # free joint: unsupported
-    assert "free" in capsys.readouterr().err
+    gravcomp = tmp_path / "gravcomp.xml"
+    gravcomp.write_text('<mujoco><worldbody><body gravcomp="1"><joint/><geom size="0.1"/></body></worldbody></mujoco>')
+    assert main(["check", str(gravcomp), "--states", "2"]) == 2          # gravity compensation: unsupported
+    assert "gravity compensation" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("name", ["unitree_h1", "unitree_g1"])
+def test_humanoids_pass(capsys, name):
+    """Free-floating humanoids (a free joint at the pelvis): every check passes against MuJoCo."""
+    assert main(["check", name, "--states", "5"]) == 0
+    out = capsys.readouterr().out
+    assert "1 free" in out.splitlines()[0] and out.rstrip().endswith("all checks pass")

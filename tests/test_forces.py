@@ -317,8 +317,14 @@ def test_unsupported_actuators_are_named(actuator, fragment, why):
         frc.actuators_from_mujoco(m)
 
 
-def test_joint_actuator_force_range_is_refused():
+def test_joint_actuator_force_range_clamps_the_total():
+    """A joint's actuatorfrcrange clamps the sum of its actuators' forces (the G1 has it): as MuJoCo's qfrc_actuator."""
     m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body><joint name="j" axis="0 1 0" actuatorfrcrange="-1 1"/>
-      <geom size="0.1" mass="1"/></body></worldbody><actuator><motor joint="j"/></actuator></mujoco>""")
-    with pytest.raises(UnsupportedModelError, match="joint 'j' limits its total actuator force"):
-        frc.actuators_from_mujoco(m)
+      <geom size="0.1" mass="1"/></body></worldbody><actuator><motor joint="j"/><motor joint="j" gear="2"/></actuator></mujoco>""")
+    act, d = frc.actuators_from_mujoco(m), mujoco.MjData(m)
+    for ctrl in ([0.2, 0.1], [0.7, 0.4], [-3.0, 0.5]):                  # inside, above and below the range
+        d.ctrl[:] = ctrl
+        mujoco.mj_forward(m, d)
+        ours = frc.actuator_force(act, d.qpos, d.qvel, ctrl)
+        assert abs(ours[0] - d.qfrc_actuator[0]) <= 1e-15
+    assert abs(d.qfrc_actuator[0]) == 1.0                              # the last one was clamped

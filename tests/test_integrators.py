@@ -275,7 +275,7 @@ def test_ctrl_without_actuators_says_what_to_pass(tree):
 def test_actuators_of_another_model_are_named(tree):
     """arm7's actuators on the 2-dof pendulum: the message names both dof counts, not "q has 2 entries"."""
     acts7 = forces.actuators_from_mujoco(models.load("arm7"))
-    with pytest.raises(ShapeError, match=r"the actuators act on 7 dofs \(actuators.nv\), the tree has nv = 2"):
+    with pytest.raises(ShapeError, match=r"the actuators act on 7 dofs \(actuators.nv\), the model has nv = 2"):
         integ.step(tree, np.zeros(2), np.zeros(2), 0.002, actuators=acts7)
     with pytest.raises(ShapeError, match="the actuators act on 7 dofs"):
         integ.simulate(tree, np.zeros(2), np.zeros(2), 0.002, 2, "rk4", ctrl=np.zeros(7), actuators=acts7)

@@ -264,7 +264,7 @@ def test_bad_samples_are_named(arm7):
         bad = samples[:5].copy()
         bad[3, 2] = np.nan
         inv.trajectory_torques(tree, bad, 0.002)
-    with pytest.raises(ShapeError, match="samples have 6 columns, the model needs 7"):
+    with pytest.raises(ShapeError, match="samples have 6 columns, the model needs nq = 7"):
         inv.rk4_shooting(tree, samples[:3, :6], 0.002)
     with pytest.raises(InvalidArgumentError, match="unknown jacobian 'exact'"):
         inv.rk4_shooting(tree, samples[:3], 0.002, jacobian="exact")

@@ -85,11 +85,11 @@ def symmetric(M_upper):
 
 def test_converted_model_matches_the_tree(robot):
     pm = robot.pin
-    assert (pm.nq, pm.nv, pm.njoints - 1) == (robot.model.nv,) * 3
-    assert [pm.names[i] for i in range(1, pm.njoints)] == list(robot.model.body_name)
+    assert (pm.nq, pm.nv, pm.njoints - 1) == (robot.model.nq, robot.model.nv, robot.model.njnt)
+    assert [pm.names[i] for i in range(1, pm.njoints)] == list(robot.model.jnt_name)
     # Pinocchio's own merge of welded bodies equals the engine's fusing
     masses = [pm.inertias[i].mass for i in range(1, pm.njoints)]
-    assert_close(masses, robot.model.body_mass, what="fused masses")
+    assert_close(masses, robot.model.link_mass, what="fused masses")
     assert pm.inertias[0].mass == pytest.approx(robot.model.static_mass, rel=1e-14)
 
 
@@ -150,7 +150,7 @@ def test_mjcf_parser_agrees(name):
     assert [pm.names[i] for i in range(1, pm.njoints)] == [robot.mj.joint(j).name for j in range(robot.mj.njnt)]
     assert_close(pm.armature, robot.mj.dof_armature, what="armature")
     assert_close(pm.gravity.linear, robot.tree.gravity, what="gravity")
-    assert_close([pm.inertias[i].mass for i in range(1, pm.njoints)], robot.model.body_mass, what="merged masses")
+    assert_close([pm.inertias[i].mass for i in range(1, pm.njoints)], robot.model.link_mass, what="merged masses")
     for k in range(N):
         q, qd, qdd = robot.q[k], robot.qd[k], robot.qdd[k]
         assert_close(engine.rnea(robot.model, q, qd, qdd), pin.rnea(pm, pd, q, qd, qdd), what="rnea vs MJCF-parsed pin")

@@ -96,3 +96,11 @@ def _describe(shape: tuple[int, ...]) -> str:
     if not shape:
         return "one number"
     return f"{shape[0]} numbers" if len(shape) == 1 else "x".join(map(str, shape)) + " numbers"
+
+
+def finite_result(what: str, x):
+    """x if every entry is finite; InvalidStateError naming `what` otherwise (finite inputs that overflowed)."""
+    if not np.all(np.isfinite(x)):
+        raise InvalidStateError(f"{what} is not finite although the inputs are: the numbers overflow (velocities or "
+                                "accelerations too large, e.g. 1e200) or a body moves without mass, inertia or armature")
+    return x

@@ -279,7 +279,7 @@ def rnea(tree: Tree, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarr
             tau[dof[i]] += S[i] @ f[i]
         if tree.bodies[i].parent >= 0:
             f[tree.bodies[i].parent] = f[tree.bodies[i].parent] + f[i]
-    return tau
+    return _checks.finite_result("rnea", tau)
 
 
 def bias(tree: Tree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -321,7 +321,7 @@ def forward_dynamics(tree: Tree, q: np.ndarray, qd: np.ndarray, tau: np.ndarray)
     tau is the total applied generalized force; equals mj_forward's qacc on a model without passive forces or constraints.
     """
     tau = _checks.vector("tau", tau, tree.nv)
-    return solve(mass_matrix(tree, q), tau - bias(tree, q, qd))
+    return _checks.finite_result("forward dynamics", solve(mass_matrix(tree, q), tau - bias(tree, q, qd)))
 
 
 def potential_energy(tree: Tree, q: np.ndarray) -> float:
@@ -337,7 +337,7 @@ def potential_energy(tree: Tree, q: np.ndarray) -> float:
 def kinetic_energy(tree: Tree, q: np.ndarray, qd: np.ndarray) -> float:
     """Kinetic energy 1/2 qd^T M(q) qd [J], armature included (MuJoCo's energy[1])."""
     qd = _checks.vector("qd", qd, tree.nv)
-    return float(0.5 * qd @ mass_matrix(tree, q) @ qd)
+    return float(_checks.finite_result("kinetic energy", 0.5 * qd @ mass_matrix(tree, q) @ qd))
 
 
 def energy(tree: Tree, q: np.ndarray, qd: np.ndarray) -> float:

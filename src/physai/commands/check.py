@@ -28,7 +28,8 @@ def run(args: argparse.Namespace) -> int:
     model = engine.from_mujoco(m)                            # every joint type; the actuators come with it
     print(f"physai check {args.model}: nq = {m.nq}, nv = {m.nv} ({joints.describe(model.jnt_type)}), {m.nu} actuators, "
           f"{args.states} random states, seed {args.seed}")
-    print(f"states: hinges and slides uniform in the joint range where limited, else [-pi, pi]; quaternions uniform; qd in [-{checks.QD_MAX:g}, {checks.QD_MAX:g}]; "
+    print("states: hinges and slides uniform in the joint range where limited, else [-pi, pi]; quaternions uniform; "
+          f"qd in [-{checks.QD_MAX:g}, {checks.QD_MAX:g}]; "
           f"tau in [-{checks.TAU_MAX:g}, {checks.TAU_MAX:g}]; ctrl uniform in ctrlrange; qfrc_applied and every "
           f"body's xfrc_applied component in [-{checks.APPLIED_MAX:g}, {checks.APPLIED_MAX:g}]")
     print("(e) MuJoCo runs with constraints disabled (mjDSBL_CONSTRAINT: contacts, joint limits, equalities), "

@@ -32,6 +32,7 @@ from physai import _linalg as linalg
 from physai import joints
 from physai.engine._checks import states
 from physai.engine.data import Data
+from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError
 
@@ -83,10 +84,8 @@ def _per_link(model: Model, x: np.ndarray) -> np.ndarray:
 
 
 def _model(model) -> Model:
-    if not isinstance(model, Model):
-        raise InvalidModelError(f"model must be a physai.engine.Model (from engine.from_mujoco, engine.from_urdf or "
-                                f"engine.compile_tree), got {type(model).__name__}")
-    return model
+    """The Model to compute with: model itself, or what physai.engine.as_model makes of a Tree, MjModel, name or path."""
+    return model if isinstance(model, Model) else as_model(model)
 
 
 def _data(model: Model, data, batch) -> Data:
@@ -132,16 +131,27 @@ def kinematics(model: Model, d: Data, q: np.ndarray, about_origin: bool = False)
                                                         model.ball_qposadr)
     T = np.empty_like(T_loc)                                           # (nlink, 3, 4, n): [xmat | xpos]
     Ts, Ls, xs = list(T), list(T_loc), list(T[:, :, 3])
+    step = np.empty((model.nlink, 3, n))                               # R_parent p_loc: the offset from the parent
     # forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc
     for i, p in enumerate(model._parents):
         if p < 0:
             Ts[i][...] = Ls[i]
         else:
             np.einsum("ikn,kjn->ijn", Ts[p][:, :3], Ls[i], out=Ts[i])
+            step[i] = xs[i]
             np.add(xs[i], xs[p], out=xs[i])
     d.xmat, d.xpos = T[:, :, :3], T[:, :, 3]
-    d.center = np.zeros_like(d.xpos) if about_origin else d.xpos[model.link_centerid]
-    d.cpos = d.xpos - d.center
+    if about_origin:
+        d.center, d.cpos = np.zeros_like(d.xpos), d.xpos
+        return
+    d.center = d.xpos[model.link_centerid]
+    # positions relative to the centre, summed from the centre outward so that they keep their digits far away
+    cpos = d.xpos - d.center
+    cs = list(cpos)
+    for i in model._relative:
+        np.add(cs[model._parents[i]], step[i], out=cs[i])
+    cpos[model.link_centerid == np.arange(model.nlink)] = 0.0
+    d.cpos = cpos
 
 
 # ---------------------------------------------------------------- inertia
@@ -267,11 +277,12 @@ def _batched(model, data, arrays: dict, compute):
     model = _model(model)
     cols, batch = states(**arrays)
     n = cols[0].shape[1]
-    if data is not None or n <= CHUNK:
-        return compute(_data(model, data, batch), *cols), batch
-    bounds = np.linspace(0, n, -(-n // CHUNK) + 1).astype(int)
-    parts = [compute(Data(model, int(hi - lo)), *(np.ascontiguousarray(c[:, lo:hi]) for c in cols))
-             for lo, hi in zip(bounds[:-1], bounds[1:])]
+    with np.errstate(over="ignore", invalid="ignore"):                # an overflow is reported by _out, by name
+        if data is not None or n <= CHUNK:
+            return compute(_data(model, data, batch), *cols), batch
+        bounds = np.linspace(0, n, -(-n // CHUNK) + 1).astype(int)
+        parts = [compute(Data(model, int(hi - lo)), *(np.ascontiguousarray(c[:, lo:hi]) for c in cols))
+                 for lo, hi in zip(bounds[:-1], bounds[1:])]
     return np.concatenate(parts, axis=-1), batch
 
 
@@ -301,6 +312,7 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     Returns:
         tau (nv,) or (N, nv) [N m | N].
     """
+    model = _model(model)
     def compute(d, q, qd, qdd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, qdd)
@@ -312,6 +324,7 @@ def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
     """
+    model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, None)
@@ -323,6 +336,7 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
     """
+    model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return rne(model, d, None, None)
@@ -335,6 +349,7 @@ def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     (nv, nv) for q (nq,), (N, nv, nv) for q (N, nq) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
     MuJoCo's mj_fullM and pin.crba (in MuJoCo's velocity coordinates).
     """
+    model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return crb(model, d)
@@ -363,6 +378,7 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
         qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
     Raises InvalidModelError when M is singular (a massless dof without armature).
     """
+    model = _model(model)
     def compute(d, q, qd, tau):
         _velocity(model, d, q, qd)
         c = rne(model, d, qd, None)
@@ -378,6 +394,7 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     dofs form one block (1 x 1 for hinges and slides, 3 x 3 for balls). Shapes and units as forward_dynamics;
     equals pin.aba.
     """
+    model = _model(model)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
     return _out(*_batched(model, data, arrays, lambda d, q, qd, tau: _aba(model, d, q, qd, tau)), "aba")
 
@@ -433,6 +450,7 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
 
     Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
+    model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd)
@@ -444,6 +462,7 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
+    model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return _potential(model, d, q)
@@ -452,6 +471,7 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
 def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
+    model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd) + _potential(model, d, q)

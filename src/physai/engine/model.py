@@ -151,6 +151,12 @@ class Model:
         parents = self.link_parentid.tolist()
         object.__setattr__(self, "_parents", parents)
         object.__setattr__(self, "_children", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
+        # links whose position relative to the centre is summed from their parent's (the parent is the centre or is one)
+        relative, center = [], self.link_centerid
+        for i, p in enumerate(parents):
+            if p >= 0 and center[i] != i and center[p] == center[i] and (center[p] == p or p in relative):
+                relative.append(i)
+        object.__setattr__(self, "_relative", relative)
         a_g = np.zeros((6, 1))                      # the base's spatial acceleration that stands in for gravity
         a_g[3:, 0] = -self.gravity
         a_g.setflags(write=False)
