@@ -113,15 +113,18 @@ def _tree_bodies(tree, free_root: bool = False) -> list[BodySpec]:
     return bodies
 
 
-def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 0.0, -9.81)) -> Model:
-    """The Model of a URDF (path or text), read by physai.urdf; floating_base=True gives the root link a free joint
-    (MuJoCo's convention: q = (world position, quaternion w x y z), v = (world linear, body angular velocity)).
+def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 0.0, -9.81),
+              independent_mimic: bool = False) -> Model:
+    """The Model of a URDF (path, text or bytes), read by physai.urdf; floating_base=True gives the root link a free
+    joint (MuJoCo's convention: q = (world position, quaternion w x y z), v = (world linear, body angular velocity);
+    physai.conventions maps to Pinocchio's free flyer).
 
-    armature: (n,) rotor inertia per moving URDF joint, in URDF order [kg m^2 | kg]; gravity (3,) [m/s^2].
+    armature: (n,) rotor inertia per moving URDF joint, in URDF order [kg m^2 | kg]; gravity (3,) [m/s^2];
+    independent_mimic: as physai.urdf.tree_from_urdf.
     """
     from physai.urdf import tree_from_urdf
 
-    tree = tree_from_urdf(source, armature=armature, gravity=gravity)
+    tree = tree_from_urdf(source, armature=armature, gravity=gravity, independent_mimic=independent_mimic)
     if floating_base and tree.bodies[0].joint:
         raise UnsupportedModelError("floating_base: the URDF's root link already has a joint")
     return build(_tree_bodies(tree, free_root=floating_base), tree.gravity)
