@@ -144,7 +144,8 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
     euler_damping = _check_flag("euler_damping", euler_damping)
     q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
     run = _Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping)
-    q_next, qd_next, _ = _STEPPERS[name](run, q, qd)
+    with np.errstate(over="ignore", invalid="ignore"):                # a diverging step is reported by name
+        q_next, qd_next, _ = _STEPPERS[name](run, q, qd)
     _check_finite(q_next, qd_next, 0, h, name)
     return q_next, qd_next
 
@@ -178,7 +179,8 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
         if ctrls is not None or applied is not None:
             run.inputs = _Inputs.make(model, actuators, None if ctrls is None else ctrls[k],
                                       None if applied is None else applied[k], xfrc_applied)
-        Q[k + 1], QD[k + 1], E[k] = stepper(run, Q[k], QD[k])
+        with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
+            Q[k + 1], QD[k + 1], E[k] = stepper(run, Q[k], QD[k])
         _check_finite(Q[k + 1], QD[k + 1], k, h, name)
     if energy:
         E[steps] = engine.energy(model, Q[steps], QD[steps])
