@@ -11,6 +11,7 @@ COMMANDS = {
     "verify": "Compare physai's dynamics with MuJoCo's on a model, with timings.",
     "lesson": "Run a lesson's scripts: build, experiment, break-it, exercises.",
     "check": "The four acceptance checks of the manipulator equation, plus the full balance against MuJoCo.",
+    "lab": "Serve a lesson's interactive lab (MuJoCo in the browser) on 127.0.0.1.",
 }
 
 
