@@ -319,6 +319,39 @@ def test_arm7_replay_errors_equal_python_mujoco(browser):
     assert ref["consistent/invdiscrete"] < 1e-12 < min(v for k, v in ref.items() if k != "consistent/invdiscrete")
 
 
+SHAPES_XML = """<mujoco model="shapes">
+  <asset><mesh name="tetra" vertex="0 0 0  0.2 0 0  0 0.2 0  0 0 0.2"/></asset>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1" rgba="0.8 0.8 0.8 1"/>
+    <body pos="0 0 0.5"><freejoint/>
+      <geom type="sphere" size="0.05" pos="-0.4 0 0"/>
+      <geom type="capsule" size="0.03 0.1" pos="-0.2 0 0"/>
+      <geom type="cylinder" size="0.04 0.08" pos="0 0 0"/>
+      <geom type="box" size="0.05 0.06 0.07" pos="0.2 0 0"/>
+      <geom type="ellipsoid" size="0.05 0.03 0.08" pos="0.4 0 0"/>
+      <geom type="mesh" mesh="tetra" pos="0.6 0 0"/>
+      <geom type="box" size="0.05 0.05 0.05" group="3"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_every_geom_type_is_drawn_from_a_lab_file(browser, tmp_path):
+    (tmp_path / "shapes.xml").write_text(SHAPES_XML, encoding="utf-8")
+    (tmp_path / "shapes.json").write_text(json.dumps({"model": "shapes.xml", "trail": "nothing_by_this_name"}), encoding="utf-8")
+    m = mujoco.MjModel.from_xml_string(SHAPES_XML)
+    with lab_page(browser, tmp_path / "shapes.json") as (page, problems):
+        geoms = page.evaluate("lab.geoms")
+        errors = page.evaluate("lab.errors")
+        page.wait_for_function("lab.frames > 10 && lab.state().time > 0.1", timeout=10000)
+    drawn = sorted(g["type"] for g in geoms)
+    assert drawn == sorted(int(t) for g, t in enumerate(m.geom_type) if m.geom_group[g] < 3)   # group 3 is hidden
+    mesh = next(g for g in geoms if g["type"] == mujoco.mjtGeom.mjGEOM_MESH)
+    assert mesh["vertices"] == m.mesh_vertnum[0]
+    assert errors == ['trail: Error: the model has no site or body named "nothing_by_this_name"']
+    assert problems == []
+
+
 # ---- lesson files, broken scripts and bad input ----
 
 def seed_002() -> Path:

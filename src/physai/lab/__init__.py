@@ -59,7 +59,8 @@ def load_lab(target: str) -> Lab:
     path = Path(target).expanduser()
     if target in bundled_labs() and not path.is_file():
         path = LABS_DIR / f"{target}.json"
-    elif not path.is_file():
+        return lab_from_json(path.read_text(encoding="utf-8"), f"bundled lab {target}", path.parent)
+    if not path.is_file():
         if path.suffix or "/" in target or "\\" in target:
             raise LabError(f"no such lab file: {target}")
         close = difflib.get_close_matches(target, bundled_labs(), n=1)

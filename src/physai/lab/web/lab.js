@@ -79,10 +79,10 @@ function advance(dt) {
   dirty = true;
 }
 
-function afterChange() {                 // a button, select or hook call changed the state or model
+function afterChange(jump = true) {       // a button, select or hook call changed the state or model
   mujoco.mj_forward(model, data);
   simDebt = 0;
-  trail?.clear();
+  if (jump) trail?.clear();               // a teleport, not a motion: start the trail afresh
   dirty = true;
   render();
 }
@@ -423,7 +423,7 @@ async function main() {
     resume() { paused = false; simDebt = 0; },
     step(n = 1) {
       for (let k = 0; k < n; k++) stepOnce();
-      afterChange();
+      afterChange(false);
       return hook.state();
     },
     press, select,
@@ -433,6 +433,7 @@ async function main() {
   });
   Object.defineProperty(hook, 'paused', { get: () => paused });
   Object.defineProperty(hook, 'trailPoints', { get: () => (trail ? trail.count : 0) });
+  Object.defineProperty(hook, 'geoms', { get: () => geoms.map(({ i, mesh }) => ({ id: i, type: model.geom_type[i], vertices: mesh.geometry.attributes.position.count })) });
   render();
   hook.frames = 1;
   $('status').textContent = '';
