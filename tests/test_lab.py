@@ -404,6 +404,13 @@ def test_cli_refuses_unknown_labs(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
+def test_cli_lists_the_bundled_labs(capsys):
+    assert main(["lab", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()] == ["arm2", "arm7_min_jerk", "double_pendulum"]
+    assert "The mass matrix of a swinging arm" in out
+
+
 def test_cli_refuses_bad_files(tmp_path, capsys):
     cases = {
         "broken.json": ('{"model": "arm2", "controls": [}', "malformed JSON"),
