@@ -120,6 +120,76 @@ def ball_transforms(rot: np.ndarray, pos: np.ndarray, anchor: np.ndarray, quat: 
     return T
 
 
+@dataclass(frozen=True)
+class LinkTransforms:
+    """jcalc for every link of a model at once, compiled from its links: the constants each joint type needs.
+
+    scalar (k,), scalar_q (k,), scalar_ref (k,), scalar_G (k, 3, 4, 4): hinge and slide links, their q entry, ref
+        and the constants of scalar_transform_constants
+    ball (b,), ball_q (b,), ball_rot (b, 3, 3), ball_pos (b, 3), ball_anchor (b, 3): ball links, the first q entry
+        of their quaternion, rest pose in the parent link and anchor
+    """
+
+    nlink: int
+    scalar: np.ndarray
+    scalar_q: np.ndarray
+    scalar_ref: np.ndarray
+    scalar_G: np.ndarray
+    ball: np.ndarray
+    ball_q: np.ndarray
+    ball_rot: np.ndarray
+    ball_pos: np.ndarray
+    ball_anchor: np.ndarray
+
+    @classmethod
+    def of(cls, links: list[Link], rots, poss, qadr, refs) -> "LinkTransforms":
+        """From each link, its rest pose (rot, pos) in its parent link, its first q entry and its ref."""
+        scalar = [i for i, link in enumerate(links) if link.type != BALL]
+        ball = [i for i, link in enumerate(links) if link.type == BALL]
+        ints = lambda x: np.array(x, dtype=np.intp)          # noqa: E731
+        return cls(len(links), ints(scalar), ints([qadr[i] for i in scalar]), np.array([refs[i] for i in scalar]),
+                   np.array([scalar_transform_constants(links[i], rots[i], poss[i]) for i in scalar]).reshape(-1, 3, 4, 4),
+                   ints(ball), ints([qadr[i] for i in ball]), np.array([rots[i] for i in ball]).reshape(-1, 3, 3),
+                   np.array([poss[i] for i in ball]).reshape(-1, 3), np.array([links[i].anchor for i in ball]).reshape(-1, 3))
+
+    def __call__(self, q: np.ndarray) -> np.ndarray:
+        """Each link's pose in its parent link, (nlink, 3, 4, n) = [R | p], at positions q (nq, n)."""
+        T = np.empty((self.nlink, 3, 4, q.shape[1]))
+        if len(self.scalar):
+            T[self.scalar] = scalar_transforms(self.scalar_G, q[self.scalar_q] - self.scalar_ref[:, None])
+        if len(self.ball):
+            quat = q[self.ball_q[:, None] + np.arange(4)]
+            T[self.ball] = ball_transforms(self.ball_rot, self.ball_pos, self.ball_anchor, quat, self.ball_q)
+        return T
+
+
+def rest_pose(link: Link, first: bool, pos: np.ndarray, rot: np.ndarray):
+    """A link's rest pose in its parent link: the body's (pos, rot) for the body's first link, the identity for the
+    links after it in the same body, and the identity for a free joint's links (the free joint places the body in
+    the world, whatever its rest pose)."""
+    if link.world_axes or not first:
+        return np.zeros(3), np.eye(3)
+    return pos, rot
+
+
+def check_body(types: list[int], parent_is_world: bool, where: str) -> None:
+    """Refuse joint combinations physai cannot chain: a free joint must be its body's only joint, under the world."""
+    if FREE in types and (len(types) > 1 or not parent_is_world):
+        raise UnsupportedModelError(f"{where}: a free joint must be the only joint of a body whose parent is the world "
+                                    "(or is welded to it)")
+
+
+def has_spring(jtype: int) -> bool:
+    """Whether a joint type can carry physai's linear spring -k (q - springref): hinges and slides."""
+    return jtype in (HINGE, SLIDE)
+
+
+def default_range(jtype: int) -> tuple[float, float]:
+    """Where random positions of a scalar coordinate are drawn without a joint range: [-pi, pi] rad for hinges,
+    [-1, 1] m for slides and free joints' positions."""
+    return (-np.pi, np.pi) if jtype == HINGE else (-1.0, 1.0)
+
+
 # ---- quaternions (w, x, y, z), state last ----
 
 def quat_to_mat(quat: np.ndarray, where=None) -> np.ndarray:

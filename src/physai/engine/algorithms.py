@@ -29,7 +29,6 @@ Pass data=Data(model, N) to keep the intermediate quantities.
 import numpy as np
 
 from physai import _linalg as linalg
-from physai import joints
 from physai.engine._checks import states
 from physai.engine.data import Data
 from physai.engine.loaders import as_model
@@ -122,13 +121,7 @@ def kinematics(model: Model, d: Data, q: np.ndarray, about_origin: bool = False)
 
     about_origin=True puts every centre at the world origin (a fixed point: physai.coriolis needs one)."""
     n = q.shape[1]
-    T_loc = np.empty((model.nlink, 3, 4, n))                          # each link's pose in its parent: jcalc
-    if len(model.scalar_link):
-        T_loc[model.scalar_link] = joints.scalar_transforms(model.scalar_G, q[model.scalar_qposadr] - model.scalar_ref[:, None])
-    if len(model.ball_link):
-        quat = q[model.ball_qposadr[:, None] + np.arange(4)]
-        T_loc[model.ball_link] = joints.ball_transforms(model.ball_rot, model.ball_pos, model.ball_anchor, quat,
-                                                        model.ball_qposadr)
+    T_loc = model.link_transforms(q)                                   # each link's pose in its parent: jcalc
     T = np.empty_like(T_loc)                                           # (nlink, 3, 4, n): [xmat | xpos]
     Ts, Ls, xs = list(T), list(T_loc), list(T[:, :, 3])
     step = np.empty((model.nlink, 3, n))                               # R_parent p_loc: the offset from the parent

@@ -70,10 +70,7 @@ class Model:
     link_mass       (nlink,)        mass of the link: its body and the bodies fused into it [kg]
     link_ipos       (nlink, 3)      their centre of mass, link frame [m]
     link_inertia    (nlink, 3, 3)   their rotational inertia about link_ipos, link frame [kg m^2]
-    scalar_link, scalar_qposadr, scalar_ref, scalar_G   hinge and slide links: q entry, ref and the constants G of
-                                    physai.joints.scalar_transform_constants (pose = G (1, t, sin t, 1 - cos t))
-    ball_link, ball_qposadr, ball_rot, ball_pos, ball_anchor   ball links: first q entry of the quaternion,
-                                    rest pose in the parent link (rot (3, 3), pos [m]) and anchor [m]
+    link_transforms physai.joints.LinkTransforms: jcalc of every link, link_transforms(q) -> (nlink, 3, 4, n)
     dof_linkid      (nv,)           the link a dof moves
     dof_parentid    (nv,)           previous dof towards the root, -1 at a root
     dof_motion      (nv, 6)         motion subspace S of each dof in its link frame about the link origin
@@ -107,15 +104,7 @@ class Model:
     link_mass: np.ndarray
     link_ipos: np.ndarray
     link_inertia: np.ndarray
-    scalar_link: np.ndarray
-    scalar_qposadr: np.ndarray
-    scalar_ref: np.ndarray
-    scalar_G: np.ndarray
-    ball_link: np.ndarray
-    ball_qposadr: np.ndarray
-    ball_rot: np.ndarray
-    ball_pos: np.ndarray
-    ball_anchor: np.ndarray
+    link_transforms: joints.LinkTransforms
     dof_linkid: np.ndarray
     dof_parentid: np.ndarray
     dof_motion: np.ndarray
@@ -224,17 +213,12 @@ def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
             owner[b], rel_R[b], rel_p[b] = plink, R0, p0
             continue
         types = [joints.check_type(j.type, f"body {spec.name!r}") for j in spec.joints]
-        if joints.FREE in types and (len(types) > 1 or plink >= 0):
-            raise UnsupportedModelError(f"body {spec.name!r}: a free joint must be the only joint of a body whose parent "
-                                        "is the world (or is welded to it)")
+        joints.check_body(types, plink < 0, f"body {spec.name!r}")
         for k, j in enumerate(spec.joints):
             jnts.append((j, b, nq, nv))
             for link in joints.links(types[k], j.axis, j.anchor):
                 first = len(L["parent"]) == 0 or L["body"][-1] != b
-                if types[k] == joints.FREE:          # free joints place the body in the world: no rest pose
-                    pos, rot = np.zeros(3), np.eye(3)
-                else:
-                    pos, rot = (p0, R0) if first else (np.zeros(3), np.eye(3))
+                pos, rot = joints.rest_pose(link, first, p0, R0)
                 L["parent"].append(plink if first else len(L["parent"]) - 1)
                 L["pos"].append(pos), L["rot"].append(rot), L["link"].append(link)
                 L["joint"].append((len(jnts) - 1, nq + link.qoffset, nv + link.voffset)), L["body"].append(b)
@@ -264,9 +248,6 @@ def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
         up = parent[i]
         dof_parent[dofadr[i]] = dofadr[up] + dofnum[up] - 1 if up >= 0 else -1
         dof_parent[dofadr[i] + 1:dofadr[i] + dofnum[i]] = np.arange(dofadr[i], dofadr[i] + dofnum[i] - 1)
-    scalar = [i for i in range(nlink) if L["link"][i].type != joints.BALL]
-    ball = [i for i in range(nlink) if L["link"][i].type == joints.BALL]
-    G = np.array([joints.scalar_transform_constants(L["link"][i], L["rot"][i], L["pos"][i]) for i in scalar]).reshape(-1, 3, 4, 4)
 
     def ref(i):
         j, link = jnts[L["joint"][i][0]][0], L["link"][i]
@@ -293,19 +274,16 @@ def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
     jtype = np.array([j.type for j, *_ in jnts], dtype=np.intp)
     qadr = np.array([a for _, _, a, _ in jnts], dtype=np.intp)
     vadr = np.array([a for *_, a in jnts], dtype=np.intp)
-    stiff = np.array([j.stiffness if j.type in (joints.HINGE, joints.SLIDE) else 0.0 for j, *_ in jnts])
-    if any(j.stiffness for j, *_ in jnts if j.type in (joints.BALL, joints.FREE)):
-        raise UnsupportedModelError("stiffness on a ball or free joint: physai's springs are on hinges and slides")
+    stiff = np.array([float(j.stiffness) for j, *_ in jnts])
+    springless = [j.name for j, *_ in jnts if j.stiffness and not joints.has_spring(j.type)]
+    if springless:
+        raise UnsupportedModelError(f"joint {springless[0]!r} has stiffness; physai's springs are on hinges and slides")
     return Model(
         nq=nq, nv=nv, nbody=nb, njnt=len(jnts), nlink=nlink, gravity=np.array(gravity, dtype=float),
         link_parentid=parent, link_centerid=center, link_dofadr=dofadr, link_dofnum=dofnum,
         link_mass=mass, link_ipos=ipos, link_inertia=inertia,
-        scalar_link=np.array(scalar, dtype=np.intp),
-        scalar_qposadr=np.array([L["joint"][i][1] for i in scalar], dtype=np.intp),
-        scalar_ref=np.array([ref(i) for i in scalar]), scalar_G=G,
-        ball_link=np.array(ball, dtype=np.intp), ball_qposadr=np.array([L["joint"][i][1] for i in ball], dtype=np.intp),
-        ball_rot=np.array([L["rot"][i] for i in ball]).reshape(-1, 3, 3), ball_pos=np.array([L["pos"][i] for i in ball]).reshape(-1, 3),
-        ball_anchor=np.array([L["link"][i].anchor for i in ball]).reshape(-1, 3),
+        link_transforms=joints.LinkTransforms.of(L["link"], L["rot"], L["pos"], [jq[1] for jq in L["joint"]],
+                                                 [ref(i) for i in range(nlink)]),
         dof_linkid=dof_link, dof_parentid=dof_parent, dof_motion=motion.reshape(-1, 6),
         dof_armature=per_dof("armature"), dof_damping=per_dof("damping"), dof_ancestor=ancestor,
         dof_Mrow=row, dof_Mcol=col, dof_Mmask=(ancestor | ancestor.T).astype(float)[:, :, None],
