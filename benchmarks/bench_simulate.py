@@ -54,9 +54,9 @@ def main(argv=None) -> None:
             m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
             d = mujoco.MjData(m)
 
-            mine = steps_per_second(lambda: integrators.simulate(model, q0, qd0, m.opt.timestep, args.steps,  # noqa: B023
-                                                                 integrator, energy=False), args.steps)
-            theirs = steps_per_second(lambda: mj_steps(m, d, q0, qd0, args.steps), args.steps)  # noqa: B023
+            run = (model, q0, qd0, m.opt.timestep, args.steps, integrator)
+            mine = steps_per_second(lambda r=run: integrators.simulate(*r, energy=False), args.steps)
+            theirs = steps_per_second(lambda r=(m, d, q0, qd0, args.steps): mj_steps(*r), args.steps)
             print(f"{name:<20} {integrator:<12} {mine:>15.0f} {theirs:>16.0f} {theirs / mine:>7.0f}x")
 
 
