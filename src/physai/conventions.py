@@ -35,19 +35,19 @@ def _free(model):
 
 def q_to_pinocchio(model, q) -> np.ndarray:
     """Pinocchio's configuration (nq,) of physai's q: every quaternion reordered from (w, x, y, z) to (x, y, z, w)."""
-    model = engine.as_model(model)
-    out = _checks.vector("q", q, model.nq).copy()
-    for a in model.coords.quat_q:
-        out[a:a + 4] = out[a:a + 4][_WXYZ_TO_XYZW]
-    return out
+    return _reorder_quaternions(model, "q", q, _WXYZ_TO_XYZW)
 
 
 def q_from_pinocchio(model, q_pin) -> np.ndarray:
     """physai's q (nq,) of a Pinocchio configuration: quaternions reordered from (x, y, z, w) to (w, x, y, z)."""
+    return _reorder_quaternions(model, "q_pin", q_pin, _XYZW_TO_WXYZ)
+
+
+def _reorder_quaternions(model, name: str, q, order: np.ndarray) -> np.ndarray:
     model = engine.as_model(model)
-    out = _checks.vector("q_pin", q_pin, model.nq).copy()
+    out = _checks.vector(name, q, model.nq).copy()
     for a in model.coords.quat_q:
-        out[a:a + 4] = out[a:a + 4][_XYZW_TO_WXYZ]
+        out[a:a + 4] = out[a:a + 4][order]
     return out
 
 
