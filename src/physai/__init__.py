@@ -1,21 +1,24 @@
 """physai: rigid-body dynamics of robots in readable Python, checked against MuJoCo and Pinocchio.
 
-    from physai import dynamics, models
-    tree = dynamics.tree_from_mujoco(models.load("double_pendulum"))
-    tau = dynamics.rnea(tree, q, qd, qdd)
+    from physai import engine
+    model = engine.from_mujoco("unitree_h1")          # any robot: hinge, slide, ball and free joints
+    tau = engine.rnea(model, q, qd, qdd)              # q (nq,) or (N, nq); qd, qdd (nv,) or (N, nv)
 
 Modules, one concept each:
+    engine        the one engine: Model (flat arrays), Data (workspace), loaders, algorithms over dof blocks, batched
+    joints        the only joint-type code: jcalc of every link, integrate, difference, random states
+    dynamics      the lesson-11 teaching layer (Body, Tree, rnea, ...), kept as learners read it; a test oracle
     spatial       6-vector algebra (skew, cross products, spatial inertia, rotations)
-    dynamics      the lesson-11 teaching layer: Body, Tree, rnea, mass_matrix, forward_dynamics, energy
     coriolis      Christoffel C(q, qd), Mdot, dM/dq
     jacobians     point and body Jacobians (mj_jac)
     forces        passive, actuator and applied forces: the right-hand side of the equation of motion
     integrators   MuJoCo's euler, rk4, implicit and implicitfast steps, without MuJoCo
     inverse       continuous and discrete (invdiscrete) inverse dynamics, RK4 shooting
     checks        the acceptance checks of the manipulator equation
-    engine        the same Tree compiled to flat arrays: fast and batched
+    conventions   MuJoCo <-> Pinocchio free-flyer and ball-joint conventions
     models        bundled MJCF files and Menagerie robots by name
-    urdf          URDF robots as Trees (inertial rpy kept)
+    urdf          URDF robots as Trees (inertial rpy kept, safe XML)
+    lab           the lessons' interactive labs in the browser (physai lab)
     exceptions    one exception per kind of bad input
 """
 
