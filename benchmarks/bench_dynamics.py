@@ -4,7 +4,8 @@
     uv run python benchmarks/bench_dynamics.py --models franka_emika_panda --n 10000
 
 The header names what the timings depend on: the CPU and kernel, the SIMD targets numpy dispatches to, the BLAS
-library and the OpenBLAS core type (kernel) it picked, and the Python, numpy, MuJoCo and Pinocchio versions.
+library and the OpenBLAS core type (kernel) it picked, the Python, numpy, MuJoCo and Pinocchio versions, and the
+load average when the run started (other jobs on the machine slow every column).
 
 For each model and quantity it prints microseconds per state:
     teaching   physai.dynamics, one state per call
@@ -230,10 +231,19 @@ def blas() -> str:
                      f"{i.get('num_threads')} threads ({os.path.basename(i.get('filepath', ''))})" for i in libs) or "none found"
 
 
+def load() -> str:
+    """The 1, 5 and 15 minute load averages: other jobs on the machine slow every column."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:                                       # pragma: no cover - not on Windows
+        return "unknown"
+
+
 def header() -> list[str]:
     """What the timings depend on: CPU, kernel, numpy's SIMD, the BLAS kernel, library versions."""
     return [
-        f"cpu: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cpus; kernel {platform.system()} {platform.release()}",
+        f"cpu: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cpus; kernel {platform.system()} {platform.release()}; "
+        f"load average at start {load()}",
         f"numpy {np.__version__} SIMD: {numpy_simd()}",
         f"blas: {blas()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}",
         f"python {platform.python_version()}, numpy {np.__version__}, mujoco {mujoco.__version__}, "
