@@ -3,6 +3,10 @@
     uv run python benchmarks/bench_dynamics.py                      # double pendulum, Panda, iiwa; N = 1000
     uv run python benchmarks/bench_dynamics.py --models franka_emika_panda --n 10000
 
+The header names what the timings depend on: the CPU and kernel, the SIMD targets numpy dispatches to, the BLAS
+library and the OpenBLAS core type (kernel) it picked, the Python, numpy, MuJoCo and Pinocchio versions, and the
+load average when the run started (other jobs on the machine slow every column).
+
 For each model and quantity it prints microseconds per state:
     teaching   physai.dynamics, one state per call
     engine-1   physai.engine, one state per call
@@ -189,14 +193,71 @@ def print_table(bench: Bench, table: dict) -> None:
               f" {ratio(row['engine-N'], row['MuJoCo'])} {ratio(row['engine-1'], row['Pinocchio'])}")
 
 
+def cpu_model() -> str:
+    """The CPU's model name, family and model from /proc/cpuinfo (Linux), else platform.processor()."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
+    except OSError:
+        pass
+    name = fields.get("model name") or fields.get("Hardware") or platform.processor() or "unknown CPU"
+    if "cpu family" in fields:
+        name += f" (family {fields['cpu family']}, model {fields.get('model', '?')}, stepping {fields.get('stepping', '?')})"
+    return name
+
+
+def numpy_simd() -> str:
+    """numpy's compiled-in baseline and the dispatch targets this CPU supports (the ones numpy's loops can use)."""
+    try:
+        from numpy._core import _multiarray_umath as mu
+    except ImportError:                                   # pragma: no cover - numpy < 2
+        from numpy.core import _multiarray_umath as mu
+    features = mu.__cpu_features__
+    used = [t for t in mu.__cpu_dispatch__ if features.get(t)]
+    return f"baseline {' '.join(mu.__cpu_baseline__) or '-'}; dispatch in use {' '.join(used) or '-'}"
+
+
+def blas() -> str:
+    """Each BLAS numpy loaded: library, version, core type (OpenBLAS kernel) and threads, from threadpoolctl."""
+    try:
+        from threadpoolctl import threadpool_info
+    except ImportError:                                   # pragma: no cover - threadpoolctl is in the dev group
+        return "threadpoolctl not installed"
+    libs = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    return "; ".join(f"{i.get('internal_api')} {i.get('version')}, core type {i.get('architecture', '?')}, "
+                     f"{i.get('num_threads')} threads ({os.path.basename(i.get('filepath', ''))})" for i in libs) or "none found"
+
+
+def load() -> str:
+    """The 1, 5 and 15 minute load averages: other jobs on the machine slow every column."""
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:                                       # pragma: no cover - not on Windows
+        return "unknown"
+
+
+def header() -> list[str]:
+    """What the timings depend on: CPU, kernel, numpy's SIMD, the BLAS kernel, library versions."""
+    return [
+        f"cpu: {cpu_model()}, {platform.machine()}, {os.cpu_count()} cpus; kernel {platform.system()} {platform.release()}; "
+        f"load average at start {load()}",
+        f"numpy {np.__version__} SIMD: {numpy_simd()}",
+        f"blas: {blas()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}",
+        f"python {platform.python_version()}, numpy {np.__version__}, mujoco {mujoco.__version__}, "
+        f"pinocchio {pin.__version__ if pin else 'not installed'}",
+    ]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS, help="model names (physai.models)")
     parser.add_argument("--n", type=int, default=1000, help="states per batched call (default 1000)")
     args = parser.parse_args(argv)
-    print(f"python {platform.python_version()}, numpy {np.__version__}, mujoco {mujoco.__version__}, "
-          f"pinocchio {pin.__version__ if pin else 'not installed'}, {platform.machine()}, "
-          f"{os.cpu_count()} cpus, OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}")
+    for line in header():
+        print(line)
     print("MuJoCo column: rnea mj_inverse | bias, gravity mj_kinematics+comPos+comVel+rne(flg_acc=0) | "
           "mass_matrix mj_kinematics+comPos+crb+fullM | forward_dynamics, aba mj_forward | energy kinematics+comPos+"
           "energyPos+comVel+energyVel.\nPinocchio: rnea, nonLinearEffects, computeGeneralizedGravity, crba, aba, aba, "

@@ -1,8 +1,9 @@
 """physai.integrators against mj_step, computed live: MuJoCo's four integrators reproduced without MuJoCo.
 
 Each integrator runs the lesson's double pendulum for the full 10 s (5000 steps of 2 ms) and must stay
-within 1e-10 rad of mj_step, without damping and with damping 0.05 on both joints; the Panda (constraints off,
-home ctrl) 2 s. The energy is checked against d.energy with MuJoCo's timing: computed at the start of each mj_step
+within 1e-12 rad of mj_step, without damping and with damping 0.05 on both joints (6.6e-14 rad seen: the chaotic
+swing amplifies last-bit differences, so the bound keeps a 15x margin for other CPUs and BLAS kernels); the Panda
+(constraints off, home ctrl) 2 s. The energy is checked against d.energy with MuJoCo's timing: computed at the start of each mj_step
 (for RK4: at its last stage). Runtime: about 30 s, most of it in the pure-Python dynamics.
 """
 
@@ -17,7 +18,7 @@ from physai import engine, forces, models
 from physai import integrators as integ
 from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError
 
-TOL = 1e-10                                             # rad, over the whole run
+TOL = 1e-12                                             # rad, over the whole run (6.6e-14 seen)
 
 
 def run_mujoco(m, steps, q0=None, ctrl=None, qfrc_applied=None, xfrc_applied=None):
@@ -63,15 +64,14 @@ def test_pendulum_10_s_reproduces_mj_step(swing):
     name, _, traj, Q, V, _ = swing
     assert traj.q.shape == (5001, 2) and traj.t[-1] == pytest.approx(10.0)
     assert np.abs(traj.q - Q).max() <= TOL, f"{name}: {np.abs(traj.q - Q).max():.2e} rad"
-    assert np.abs(traj.qd - V).max() <= 100 * TOL
+    assert np.abs(traj.qd - V).max() <= 10 * TOL                    # rad/s (7.5e-13 seen)
 
 
 def test_pendulum_energy_is_d_energy_of_the_step_start(swing):
     """d.energy after mj_step k + 1 is energy[k]: the state that step started from (RK4: see the next test)."""
     name, tree, traj, Q, V, E = swing
-    assert traj.energy[0] == dyn.energy(tree, np.zeros(2), np.zeros(2))
     if name != "rk4":
-        np.testing.assert_allclose(traj.energy[:-1], E, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(traj.energy[:-1], E, rtol=0, atol=1e-12)      # J (5.2e-14 seen)
     # labeled cross-check against the lesson's published Result 2 at 2 ms (max |E - E0| / final E - E0 in % of
     # 4.660 J); the comparison with MuJoCo's live d.energy above is the test proper
     releasable = traj.energy[0] - dyn.energy(tree, np.array([np.pi / 2, 0.0]), np.zeros(2))   # 4.660 J
@@ -104,7 +104,7 @@ def test_damped_pendulum_reproduces_mj_step(name):
     Q, _, E = run_mujoco(m, 5000)
     assert np.abs(traj.q - Q).max() <= TOL
     if name != "rk4":
-        np.testing.assert_allclose(traj.energy[:-1], E, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(traj.energy[:-1], E, rtol=0, atol=1e-12)      # J (8.9e-15 seen)
 
 
 def test_with_damping_implicitfast_still_equals_euler():

@@ -3,7 +3,8 @@
 The motion is lesson 7.2's (seed 003): arm7 from home to home + [0.6, -0.3, 0.4, -0.5, 0.5, 0.4, 0.8] rad
 in 2 s, minimum jerk, sampled every 2 ms. Torques from the discrete inverse at the integrator-consistent
 states must replay onto every sample within 1e-12 rad under euler, implicitfast and implicit, in physai's
-simulator and in mj_step (motors with gear 1: ctrl = torque); RK4 shooting within 1e-10 rad.
+simulator and in mj_step (motors with gear 1: ctrl = torque); RK4 shooting within 2e-12 rad (the lesson's
+Challenge asks for 1e-10 rad; 1.0e-13 seen).
 Runtime: about 15 s.
 """
 
@@ -158,7 +159,8 @@ def test_discrete_inverse_on_the_panda_with_servos_and_a_finger_tendon(name):
         assert np.abs(ours - d.qfrc_inverse).max() <= 1e-12 * max(1.0, np.abs(ours).max())
         d.qfrc_applied[:] = ours - force                  # the actuators add their share: mj_step gives qdd = a
         mujoco.mj_step(m, d)
-        assert np.abs((d.qvel - qd) / h - a).max() <= 1e-9
+        # d.qvel rounds by eps |qd| and the difference divides by h = 2 ms: ~3e-13 (6.8e-13 seen); was 1e-9
+        assert np.abs((d.qvel - qd) / h - a).max() <= 2e-11
 
 
 # ---- RK4: no discrete inverse, shooting instead ----
@@ -169,7 +171,7 @@ def test_rk4_has_no_discrete_inverse_and_points_to_shooting(arm7):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), m.opt.timestep, "rk4")
 
 
-def test_rk4_shooting_replays_within_1e_10_rad(arm7, torques):
+def test_rk4_shooting_replays_onto_the_samples(arm7, torques):
     """The Challenge, on the first 0.5 s (250 steps): replayed in physai's rk4 and in MuJoCo's RK4."""
     m, tree, acts, samples, _ = arm7
     n, h = 250, m.opt.timestep
@@ -177,8 +179,8 @@ def test_rk4_shooting_replays_within_1e_10_rad(arm7, torques):
     assert res.error.max() <= 1e-13 and res.iterations.max() <= 3
     traj = integ.simulate(tree, samples[0], np.zeros(7), h, n, "rk4", ctrl=res.tau, actuators=acts, energy=False)
     assert np.array_equal(traj.q, res.q)                                   # the replay is the shooting's own run
-    assert np.abs(traj.q - samples[:n + 1]).max() <= 1e-10
-    assert np.abs(mj_replay(m, "rk4", samples[0], res.tau) - samples[1:n + 1]).max() <= 1e-10
+    assert np.abs(traj.q - samples[:n + 1]).max() <= 2e-12                              # rad (1.0e-13 seen)
+    assert np.abs(mj_replay(m, "rk4", samples[0], res.tau) - samples[1:n + 1]).max() <= 2e-12   # (1.0e-13 seen)
     # the RK4 torques differ from Euler's at the 1e-3 N m level: the integrator is part of the plan
     assert 1e-5 < np.abs(res.tau - torques["euler"][:n]).max() < 1e-1
 
@@ -188,6 +190,8 @@ def test_rk4_shooting_with_finite_difference_jacobian_agrees(arm7):
     a = inv.rk4_shooting(tree, samples[:11], m.opt.timestep, actuators=acts)
     b = inv.rk4_shooting(tree, samples[:11], m.opt.timestep, actuators=acts, jacobian="fd")
     assert b.error.max() <= 1e-13 and b.iterations.max() <= 2
+    # both stop once the replay is within 1e-13 rad; a torque moves q by ~h^2 / M per N m, so torques that meet
+    # that stop can differ by ~1e-13 * M / h^2 ~ 1e-7 N m (4.2e-7 seen): bound 1e-6
     assert np.abs(a.tau - b.tau).max() <= 1e-6
 
 
@@ -198,7 +202,8 @@ def test_consistent_accelerations_land_semi_implicit_euler_on_the_samples():
     Q, h = np.cumsum(rng.normal(size=(50, 3)), axis=0) * 1e-3, 0.002
     qd, qdd = inv.consistent_accelerations(Q, h, qd0=[0.1, 0.0, -0.2])
     assert qd.shape == qdd.shape == (49, 3)
-    np.testing.assert_allclose(qdd[1:], (Q[2:] - 2 * Q[1:-1] + Q[:-2]) / h**2, rtol=1e-9, atol=1e-9)
+    # second differences divide rounding of eps |Q| by h^2 = 4e-6: ~1e-13 (4.5e-13 seen, values up to 950); was 1e-9
+    np.testing.assert_allclose(qdd[1:], (Q[2:] - 2 * Q[1:-1] + Q[:-2]) / h**2, rtol=0, atol=1e-11)
     q, v = Q[0], np.array([0.1, 0.0, -0.2])
     for k in range(49):
         v = v + h * qdd[k]

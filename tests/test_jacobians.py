@@ -72,6 +72,7 @@ def test_point_jacobian_is_the_derivative_of_the_point_position(case):
     for q in qs[:3]:
         qd = rng.normal(size=tree.nv)
         fd = (position(q + h * qd) - position(q - h * qd)) / (2 * h)
+        # central difference, h = 1e-6: rounding eps |p| / h ~ 2e-10 m/s, truncation h^2 |p'''| / 6 ~ 1e-12 (5.2e-10 seen)
         assert np.abs(jac.point_jacobian(tree, q, b, point) @ qd - fd).max() <= 1e-8
 
 
