@@ -1,6 +1,6 @@
 """Random trees against MuJoCo: rnea, M, bias, forward dynamics and energy, teaching layer and engine.
 
-Each example is a tree drawn by tests/random_trees.py (hinges, slides and welds; branching; tilted gravity;
+Each example of the first test is a tree drawn by tests/random_trees.py (hinges, slides and welds; branching; tilted gravity;
 full inertias; joint anchors away from the body origin; random refs and armature), compiled by MuJoCo from
 MJCF text, read with tree_from_mujoco and compiled with engine.compile_tree, at random states. MuJoCo runs
 with constraints disabled and energy enabled; the tree has no springs or dampers, so qfrc_passive is zero.
@@ -9,17 +9,19 @@ Bound: |ours - MuJoCo| <= 1e-12 * scale with scale = max(1, max |MuJoCo|) for rn
 Forward dynamics solves M qdd = tau - c, whose rounding is amplified by M's condition number, so its scale
 is max(1, max |qacc|) * cond(M) (cond(M) reaches ~1e3 on the CI draws: zero armature, light distal bodies).
 The engine is also run on all the example's states in one batched call (its other code path).
-The CI profile (tests/conftest.py) draws 100 trees with a fixed seed, in about 3 s. Worst relative errors seen
+The second test draws trees with every joint type (ball, free roots, up to three joints in one body) for the
+engine alone, and adds Jacobians and integrate. The CI profile (tests/conftest.py) draws 100 trees per test
+with a fixed seed. Worst relative errors seen
 on those draws: rnea 2.6e-14, M 5.8e-15, bias 1.1e-14, energy 3.4e-14, qacc 9.1e-15 (6.6e-15 even without
 the cond(M) factor); the bound leaves ~30x margin for other CPUs and BLAS kernels.
 """
 
 import mujoco
 import numpy as np
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from physai import dynamics, engine
+from physai import dynamics, engine, jacobians
 
 import random_trees
 
@@ -89,3 +91,52 @@ def test_random_tree_matches_mujoco(case):
         for layer, values in ours.items():
             for name, value in values.items():
                 check(layer, name, value, ref[name], scales[name])
+
+
+@st.composite
+def every_joint_case(draw):
+    """(TreeSpec with hinges, slides, balls, free roots and up to three joints per body, seed of the states)."""
+    return draw(random_trees.trees(joints=random_trees.ALL_JOINTS, max_joints=3)), draw(st.integers(0, 2**31 - 1))
+
+
+@given(every_joint_case())
+def test_every_joint_type_matches_mujoco(case):
+    """The engine on trees the teaching layer cannot hold: ball and free joints, several joints per body.
+
+    States from engine.random_states (quaternions uniform on SO(3)); besides the five quantities, Jacobians of
+    every body's centre of mass against mj_jacBodyCom and integrate against mj_integratePos. Same bounds."""
+    spec, seed = case
+    m = mujoco.MjModel.from_xml_string(random_trees.mjcf(spec))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    model = engine.from_mujoco(m)
+    assert (model.nq, model.nv, model.nbody) == (spec.nq, spec.nv, len(spec.bodies))
+    Q, QD = engine.random_states(model, STATES, seed, qd_max=5.0)
+    # two joints of one body can be drawn (and shrunk) onto the same axis: M is then singular, for MuJoCo too
+    M0 = np.zeros((m.nv, m.nv))
+    d0 = mujoco.MjData(m)
+    d0.qpos[:] = Q[0]
+    mujoco.mj_forward(m, d0)
+    mujoco.mj_fullM(m, d0, M0)
+    assume(np.linalg.cond(M0) < 1e8)
+    rng = np.random.default_rng(seed)
+    QDD, TAU = rng.uniform(-20, 20, (2, STATES, model.nv))
+    batched = dict(rnea=engine.rnea(model, Q, QD, QDD), M=engine.mass_matrix(model, Q), bias=engine.bias(model, Q, QD),
+                   qacc=engine.forward_dynamics(model, Q, QD, TAU), energy=engine.energy(model, Q, QD))
+    d = mujoco.MjData(m)
+    for k, (q, qd, qdd, tau) in enumerate(zip(Q, QD, QDD, TAU)):
+        ref = mujoco_reference(m, q, qd, qdd, tau)
+        scales = {name: scale(ref[name]) for name in ("rnea", "M", "bias", "energy")}
+        scales["qacc"] = scale(ref["qacc"]) * np.linalg.cond(ref["M"])
+        for name, value in batched.items():
+            check("engine-every-joint", name, value[k], ref[name], scales[name])
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        for b in range(model.nbody):
+            jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+            mujoco.mj_jacBodyCom(m, d, jp, jr, b + 1)
+            check("engine-every-joint", "jacobian", jacobians.body_jacobian(model, q, b, m.body_ipos[b + 1]),
+                  np.r_[jp, jr], scale(np.r_[jp, jr]))
+        q_next = q.copy()
+        mujoco.mj_integratePos(m, q_next, qd, 0.01)
+        check("engine-every-joint", "integrate", engine.integrate(model, q, qd, 0.01), q_next, scale(q_next))

@@ -23,6 +23,9 @@ _FROM_MJ = {int(mujoco.mjtJoint.mjJNT_FREE): joints.FREE, int(mujoco.mjtJoint.mj
             int(mujoco.mjtJoint.mjJNT_SLIDE): joints.SLIDE, int(mujoco.mjtJoint.mjJNT_HINGE): joints.HINGE}
 
 
+_SAMEFRAME_BODY, _SAMEFRAME_BODYROT = int(mujoco.mjtSameFrame.mjSAMEFRAME_BODY), int(mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT)
+
+
 def mjmodel(source) -> mujoco.MjModel:
     """An MjModel from an MjModel, a model name (physai.models) or a path to an MJCF file."""
     if isinstance(source, mujoco.MjModel):
@@ -81,9 +84,13 @@ def from_mujoco(source) -> Model:
                 damping=m.dof_damping[va:va + joints.NV[t]] * damper,
                 stiffness=float(m.jnt_stiffness[j]) * spring, springref=float(m.qpos_spring[qa]) if scalar else 0.0,
                 name=m.joint(j).name or f"joint{j}"))
-        R = quat_to_mat(m.body_iquat[b])               # principal axes of inertia in the body frame
+        # principal axes of inertia in the body frame; where MuJoCo's compiler found them within its tolerance of the
+        # body frame (body_sameframe), its kinematics uses the body frame itself, and so does physai
+        same = int(m.body_sameframe[b])
+        R = np.eye(3) if same in (_SAMEFRAME_BODY, _SAMEFRAME_BODYROT) else quat_to_mat(m.body_iquat[b])
+        ipos = np.zeros(3) if same == _SAMEFRAME_BODY else m.body_ipos[b].copy()
         bodies.append(BodySpec(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), specs,
-                               float(m.body_mass[b]), m.body_ipos[b].copy(), R @ np.diag(m.body_inertia[b]) @ R.T,
+                               float(m.body_mass[b]), ipos, R @ np.diag(m.body_inertia[b]) @ R.T,
                                m.body(b).name or f"body{b}"))
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
     return build(bodies, gravity, forces.actuators_from_mujoco(m) if m.nu else None)
