@@ -60,7 +60,9 @@ def bound(value: float, limit: float, unit: str = "", what: str = "residual") ->
     if not v < limit:
         raise ResidualAboveBound(f"{what} is {float(value):.3e}{' ' + unit if unit else ''}, not below its bound "
                                  f"{limit:g}: the printed claim would be false")
-    return f"< {limit:g}" + (f" {unit}" if unit else "")
+    mantissa, exponent = f"{limit:e}".split("e")
+    mantissa = mantissa.rstrip("0").rstrip(".")
+    return f"< {mantissa}e{int(exponent)}" + (f" {unit}" if unit else "")
 
 
 def experiments_dir() -> Path:
