@@ -219,7 +219,6 @@ def _gravity(m: mujoco.MjModel, qpos: np.ndarray) -> np.ndarray:
 def run(out: Transcript) -> dict:
     """Results 1-3; returns their numbers (the energy table under "table")."""
     out(f"Lesson 11 experiment · MuJoCo {mujoco.__version__}, NumPy {np.__version__} (the versions uv.lock pins)")
-    print(f"[environment, not saved] Python {platform.python_version()}, {platform.machine()}")
     m = models.load("double_pendulum")
     result = {"result1": result1(out, m), "table": energy_table(m)}
     again = energy_table(m)                          # the same call again: is the simulation deterministic here?
@@ -249,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         physai_table(both, models.load("double_pendulum"), result["table"])
         both.save(args.out / "output_physai.txt")
         written.append(args.out / "output_physai.txt")
+    print(f"[environment, not saved] Python {platform.python_version()}, {platform.machine()}")
     print(f"[timing, not saved] experiment.py took {time.perf_counter() - start:.2f} s; wrote {', '.join(map(str, written))}")
     return 0
 
