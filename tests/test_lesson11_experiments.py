@@ -2,7 +2,7 @@
 live MuJoCo; the energy-drift monitor; `physai lesson 11 ...` from another working directory.
 
 Residuals are asserted numerically against the scripts' BOUNDS, the bounds their saved outputs print (a few eps
-times each quantity's scale, with tens of times margin over the worst value seen on any BLAS kernel). No test
+times each quantity's scale, with 10 to 100 times margin over the worst value seen on the kernels tried). No test
 compares printed residual digits; build_output.txt and output.txt are compared with a rerun because they are
 portable by design. Elsewhere machine precision means 1e-12 absolute.
 """

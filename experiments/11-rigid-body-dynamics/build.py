@@ -22,7 +22,7 @@ from physai.lessons import lesson11 as L
 HERE = Path(__file__).resolve().parent
 
 #: Printed bounds on the residuals (tests/test_lesson11_experiments.py asserts the values against them). Each is
-#: tens of times the worst value seen on any BLAS kernel: a few eps (2.2e-16) times the quantity's scale (metres
+#: 10 to 100 times the worst value seen on the kernels tried: a few eps (2.2e-16) times the quantity's scale (metres
 #: ~1, torques up to ~30 N m, Panda M entries up to ~3 kg m^2), summed over a chain of bodies.
 BOUNDS = {
     "com": 1e-14,            # [m] centres of mass vs xipos

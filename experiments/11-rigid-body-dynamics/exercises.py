@@ -22,7 +22,7 @@ from physai.lessons import lesson11 as L
 HERE = Path(__file__).resolve().parent
 DAMPING = 0.05   # N m s/rad, on both joints
 #: Printed bounds [N m] (tests/test_lesson11_experiments.py asserts the values against them): the Panda's torques
-#: reach ~30 N m, so a few eps times that, with tens of times margin over the worst value seen on any BLAS kernel.
+#: reach ~30 N m, so a few eps times that, with 10 times margin over the worst value seen on the kernels tried.
 BOUNDS = {"inverse_vs_bias": 1e-12, "gravity_vs_bias": 1e-12}
 
 

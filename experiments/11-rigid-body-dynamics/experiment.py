@@ -25,8 +25,8 @@ from physai.lessons import lesson11 as L
 
 HERE = Path(__file__).resolve().parent
 
-#: Printed bounds on Result 1's residuals (tests/test_lesson11_experiments.py asserts the values against them): tens
-#: of times the worst value seen on any BLAS kernel, a few eps (2.2e-16) times each quantity's scale.
+#: Printed bounds on Result 1's residuals (tests/test_lesson11_experiments.py asserts the values against them): 10 to 100
+#: times the worst value seen on the kernels tried, a few eps (2.2e-16) times each quantity's scale.
 BOUNDS = {"M": 1e-14,          # [kg m^2], entries < 0.3
           "bias": 1e-13,       # [N m], |c| up to ~10 N m
           "inverse": 1e-13,    # [N m], |tau| up to ~9 N m

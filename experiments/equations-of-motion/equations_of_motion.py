@@ -39,7 +39,7 @@ M1, M2, L1, C1, C2, L2 = 1.0, 0.8, 0.5, 0.25, 0.2, 0.4       # arm2: masses [kg]
 I1, I2 = 0.0208333, 0.0106667                                  # COM inertias as written in arm2.xml [kg m^2]
 I1_ROD, I2_ROD = M1 * L1**2 / 12, M2 * L2**2 / 12              # the exact thin-rod values they round
 TIP_MASS = 0.5                                                 # the Exercise's point mass at link 2's tip [kg]
-#: Printed bounds on the residuals: tens of times the worst value seen on any BLAS kernel, a few eps (2.2e-16) times
+#: Printed bounds on the residuals: 7 to 100 times the worst value seen on the kernels tried, a few eps (2.2e-16) times
 #: each quantity's scale (M < 1 kg m^2; torques ~15 N m on arm2 at |qdot| up to ~10 rad/s, ~50 N m on arm7).
 BOUNDS = {
     "M": 1e-14,               # [kg m^2] mj_fullM vs the Lagrangian (and the tip-loaded arm's, by hand)

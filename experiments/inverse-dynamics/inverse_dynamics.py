@@ -39,7 +39,7 @@ INVDISCRETE = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
 STEP = np.array([0.6, -0.3, 0.4, -0.5, 0.5, 0.4, 0.8])       # arm7's motion from home [rad]
 DURATION = 2.0                                                 # [s]
 
-#: Printed bounds on the residuals: tens of times the worst value seen on any BLAS kernel, a few eps (2.2e-16) times
+#: Printed bounds on the residuals: 7 to 100 times the worst value seen on the kernels tried, a few eps (2.2e-16) times
 #: each quantity's scale (arm7's torques up to ~50 N m with the random controls, joint angles ~1 rad).
 BOUNDS = {
     "inverse": 1e-11,        # [N m] (1) qfrc_inverse vs the applied forces, MuJoCo's and physai's

@@ -50,8 +50,9 @@ def bound(value: float, limit: float, unit: str = "", what: str = "residual") ->
     """A residual at machine precision as the bound it stays under: '< 1e-13 N m'.
 
     The last digits of such a residual depend on the CPU and the BLAS kernel numpy picks, so saved outputs print
-    the bound instead; `limit` is chosen with a margin (tens of times the worst value seen on any kernel) and the
-    tests assert the value itself against the same limit. The bound is checked here, on every run: when |value|
+    the bound instead. `limit` is chosen with a margin, 7 times or more the worst value seen on the kernels tried
+    (OpenBLAS Prescott, Haswell and SkylakeX, and SkylakeX with numpy's AVX-512 loops disabled), and the tests
+    assert the value itself against the same limit. The bound is checked here, on every run: when |value|
     is not below `limit`, or is NaN, ResidualAboveBound is raised instead of printing a false claim.
     """
     v = abs(float(value))
