@@ -1,5 +1,9 @@
 """The seed experiments in experiments/: their functions on few states, with their machine-precision claims
-asserted against live MuJoCo (never against a number copied from a seed, except where labeled a cross-check)."""
+asserted against live MuJoCo (never against a number copied from a seed, except where labeled a cross-check).
+
+Residuals are asserted numerically against each script's BOUNDS, the bounds its saved output prints; no test
+compares printed residual digits. A saved output is compared with a rerun only because it is portable by design
+(residuals printed as bounds, other numbers rounded far above rounding level)."""
 
 import importlib.util
 from pathlib import Path
@@ -36,41 +40,47 @@ def inv():
 
 
 def test_point_mass_arm_matches_closed_forms(me):
+    B = me.BOUNDS
     v = me.quantities(me.point_mass_arm())
     p, s = v["physai"], v["seed"]
-    for key in ("M", "g", "C", "Mdot", "ddq"):
-        assert np.abs(p[key] - s[key]).max() < 1e-12, key
-    assert (p["eig"] > 0).all() and np.array_equal(p["M"], p["M"].T)
-    assert np.abs(p["hold"]).max() < 1e-12
-    assert np.abs(p["tau_back"] - me.TAU).max() < 1e-12
-    assert p["skew"] < 1e-14 and abs(p["passivity"]) < 1e-14
+    for key, limit in (("M", B["M"]), ("g", B["g"]), ("C", B["C"]), ("Mdot", B["C"]), ("ddq", B["ddq"])):
+        assert np.abs(p[key] - s[key]).max() < limit, key
+    assert (p["eig"] > 0).all() and np.abs(p["M"] - p["M"].T).max() < B["M"]
+    for x in (p, s):
+        assert np.abs(x["hold"]).max() < B["hold"]
+        assert np.abs(x["tau_back"] - me.TAU).max() < B["roundtrip"]
+        assert x["skew"] < B["skew"] and abs(x["passivity"]) < B["passivity"]
 
 
 def test_point_mass_arm_checks(me):
+    B = me.BOUNDS
     r = me.four_checks(me.point_mass_arm(), n=20)
     for who in ("physai", "seed"):
         c = r[who]
-        assert c["min_eigenvalue"] > 0
-        assert max(c["hold"], c["roundtrip"], c["coriolis"], c["skew"], c["passivity"]) < 1e-12
-    assert max(r["differences"].values()) < 1e-12
+        assert c["min_eigenvalue"] > 0 and c["asymmetry"] < B["M"]
+        for key in ("hold", "roundtrip", "coriolis", "skew", "passivity"):
+            assert c[key] < B[key], (who, key)
+    d = r["differences"]
+    assert d["M"] < B["M"] and d["g"] < B["g"] and d["C"] < B["C"] and d["Mdot"] < B["C"]
 
 
 def test_manipulator_main_and_saved_output(me):
-    lines = me.main(n=5)
+    """The saved output is portable by design (residuals printed as bounds): a rerun reproduces it exactly."""
+    lines = me.main()
     assert lines[0].startswith("Seed 004") and any("Property 2" in x for x in lines)
-    saved = (ROOT / "manipulator-equation" / "output.txt").read_text()
-    assert saved.splitlines()[:20] == lines[:20]          # the state-specific block does not depend on n
+    assert (ROOT / "manipulator-equation" / "output.txt").read_text().splitlines() == lines
 
 
 # ---- seed 002: the equations of motion ----
 
 
 def test_two_link_lagrangian(eom):
+    B = eom.BOUNDS
     a = eom.two_link(n=30)
-    assert a["M"] < 1e-14 and a["bias"] < 1e-12
+    assert a["M"] < B["M"] and a["bias"] < B["bias"]
     assert 1e-9 < a["M_rod"] < 1e-6                       # the XML's rounded inertias, not the derivation
-    assert a["M_physai"] < 1e-14 and a["bias_physai"] < 1e-12
-    assert np.abs(a["M00"] - a["M00_lagrange"]).max() < 1e-14
+    assert a["M_physai"] < B["M_physai"] and a["bias_physai"] < B["bias_physai"]
+    assert np.abs(a["M00"] - a["M00_lagrange"]).max() < B["M"]
     assert a["M0pi2"][0, 1] < a["M00"][0, 1]
     assert a["M00"][0, 0] == pytest.approx(0.486, abs=5e-6)   # cross-check with the seed's printed M11 (knowledge check)
 
@@ -80,12 +90,12 @@ def test_armature_and_damping(eom):
     assert np.abs(b["dM"] - 0.1 * np.eye(2)).max() < 1e-14
     assert np.abs(b["dM_physai"] - 0.1 * np.eye(2)).max() < 1e-14
     assert np.abs(b["passive"] - b["damping"]).max() < 1e-15
-    assert np.abs(b["passive_physai"] - b["passive"]).max() < 1e-15 and b["bias_no_damping"] < 1e-13
+    assert np.abs(b["passive_physai"] - b["passive"]).max() < 1e-15 and b["bias_no_damping"] < eom.BOUNDS["bias"]
 
 
 def test_balance_arm7(eom):
     c = eom.balance(n=15)
-    assert c["mujoco"] < 1e-10 and c["physai"] < 1e-10 and c["constraint"] == 0.0
+    assert c["mujoco"] < eom.BOUNDS["balance"] and c["physai"] < eom.BOUNDS["balance"] and c["constraint"] == 0.0
 
 
 def test_energy_and_spectrum(eom):
@@ -94,31 +104,39 @@ def test_energy_and_spectrum(eom):
     assert e["T_physai"] == pytest.approx(e["T_mujoco"], abs=1e-12)
     assert e[0.05]["symmetric"] and e[0.0]["symmetric"]
     assert e[0.05]["cond"] < e[0.0]["cond"] / 10 and e[0.05]["lo"] > 0.05 > e[0.0]["lo"]
-    assert e[0.05]["physai"] < 1e-13 and e[0.0]["physai"] < 1e-13
+    assert e[0.05]["physai"] < eom.BOUNDS["M_physai"] and e[0.0]["physai"] < eom.BOUNDS["M_physai"]
 
 
 def test_exercise_tip_mass(eom):
+    B = eom.BOUNDS
     rows = eom.exercise()
     assert len(rows) == 5
     for x in rows:
-        assert max(x["dM"], x["dg"], x["dM_physai"], x["dg_physai"]) < 1e-13
+        assert x["dM"] < B["M"] and x["dg"] < B["bias"] and x["dM_physai"] < B["M_physai"] and x["dg_physai"] < B["bias"]
         assert x["dM_bare"] > 0.05                        # the update matters
 
 
 def test_challenge_passivity(eom):
+    B = eom.BOUNDS
     ch = eom.challenge(steps=200)
-    assert ch["dTdt"] < 1e-12 < 0.1 < ch["inertial"]
-    assert ch["skew"] < 1e-14 and ch["skew_hand"] < 1e-14 and ch["passivity"] < 1e-13
-    assert ch["dC"] < 1e-14 and ch["dMdot"] < 1e-14 and ch["Cqd"] < 1e-13
-    assert ch["drift"] < 1e-9 and ch["vs_mujoco"] < 1e-10
+    assert ch["dTdt"] < B["dTdt"] < 0.1 < ch["inertial"]
+    assert ch["skew"] < B["C"] and ch["skew_hand"] < B["C"] and ch["passivity"] < B["dTdt"]
+    assert ch["dC"] < B["C"] and ch["dMdot"] < B["C"] and ch["Cqd"] < B["bias"]
+    assert ch["drift"] < 1e-9 and ch["vs_mujoco"] < B["trajectory"]
+
+
+def test_equations_of_motion_saved_output(eom):
+    """The saved output is portable by design (residuals printed as bounds): a rerun reproduces it exactly."""
+    assert (ROOT / "equations-of-motion" / "output.txt").read_text().splitlines() == eom.main(n=1000)   # as saved, even under PHYSAI_FAST
 
 
 # ---- seed 003: inverse dynamics ----
 
 
 def test_inverse_undoes_forward(inv):
+    B = inv.BOUNDS
     a = inv.inverse_undoes_forward(n=20)
-    assert a["mujoco"] < 1e-10 and a["physai"] < 1e-10 and a["identity"] < 1e-12 and a["constraint"] == 0.0
+    assert a["mujoco"] < B["inverse"] and a["physai"] < B["inverse"] and a["identity"] < B["identity"] and a["constraint"] == 0.0
 
 
 @pytest.fixture(scope="module")
@@ -130,21 +148,23 @@ def test_euler_four_ways(inv, motion):
     rows = inv.euler_four_ways(motion)
     assert [(r["accel"], r["invdiscrete"]) for r in rows] == list(inv.WAYS)
     *inexact, exact = rows
-    assert exact["err_mj"].max() < 1e-14 and exact["err_physai"].max() < 1e-14
-    assert exact["cross_mj"] < 1e-14 and exact["cross_physai"] < 1e-14
+    B = inv.BOUNDS
+    assert exact["err_mj"].max() < B["replay"] and exact["err_physai"].max() < B["replay"]
+    assert exact["cross_mj"] < B["replay"] and exact["cross_physai"] < B["replay"]
     for r in inexact:
         assert r["err_mj"][-1] > 1e-6 and r["err_physai"][-1] > 1e-6
-    assert max(r["dtau"] for r in rows) < 1e-12
+    assert max(r["dtau"] for r in rows) < B["torque"]
 
 
 def test_other_integrators(inv):
     o = inv.other_integrators(inv.Motion(steps=40))
+    B = inv.BOUNDS
     for name in ("implicitfast", "implicit"):
-        assert max(o[name]["err_mj"], o[name]["err_physai"], o[name]["cross_mj"], o[name]["cross_physai"]) < 1e-14
-        assert o[name]["dtau"] < 1e-12
+        assert max(o[name]["err_mj"], o[name]["err_physai"], o[name]["cross_mj"], o[name]["cross_physai"]) < B["replay"]
+        assert o[name]["dtau"] < B["torque"]
     rk = o["rk4"]
     assert "RK4" in rk["refusal"]
-    assert rk["error"] < 1e-12 and rk["err_physai"] < 1e-12 and rk["err_mj"] < 1e-10
+    assert rk["error"] < B["shooting"] and rk["err_physai"] < B["shooting"] and rk["err_mj"] < B["shooting_mj"]
 
 
 def test_contact_inverse(inv):
@@ -160,13 +180,13 @@ def test_contact_inverse(inv):
         assert f[2] > f[3] > f[4] and f[2] < 0
         assert 0 < c[tc]["depth"] < 1e-3
     assert c[0.005]["forces"][4] < c[0.02]["forces"][4] and c[0.005]["depth"] < c[0.02]["depth"]
-    assert c["fwdinv"][0] < 1e-9 and c["speed"] > 0.1
+    assert c["fwdinv"][0] < inv.BOUNDS["fwdinv"] and c["speed"] > 0.1
 
 
 def test_exercise_arm2(inv):
     e = inv.exercise(steps=100)
-    assert e["lagrange_vs_mj"] < 1e-12 and e["physai_vs_exact"] < 1e-12
-    assert e["err"][2] < 1e-14 < 1e-8 < min(e["err"][:2])
+    assert e["lagrange_vs_mj"] < inv.BOUNDS["torque"] and e["physai_vs_exact"] < inv.BOUNDS["torque"]
+    assert e["err"][2] < inv.BOUNDS["replay"] < 1e-8 < min(e["err"][:2])
     assert e["limit"] < 1
 
 
@@ -185,3 +205,16 @@ def test_saved_outputs_exist():
     for folder in ("equations-of-motion", "inverse-dynamics", "manipulator-equation"):
         text = (ROOT / folder / "output.txt").read_text()
         assert "seed" in text and (ROOT / folder / "README.md").is_file()
+
+
+def test_no_saved_output_prints_rounding_level_digits():
+    """Every saved text output of experiments/ prints residuals below 1e-12 as bounds ('< 1e-13'), never as digits
+    that depend on the CPU; only the lessons' own numbers, quoted after 'seed' or 'quoted', may show such digits.
+    (inverse_dynamics.py takes ~25 s, so its output is checked only this way, not against a rerun.)"""
+    import re
+
+    for path in sorted(ROOT.glob("*/*.txt")):
+        for line in path.read_text().splitlines():
+            ours = re.sub(r"< \d(?:\.\d+)?e-\d+", "", re.split(r"seed|quoted", line)[0])   # drop the bounds
+            tiny = [x for x in re.findall(r"\d(?:\.\d+)?e-(\d\d)", ours) if int(x) >= 13]
+            assert not tiny, f"{path.name}: {line}"

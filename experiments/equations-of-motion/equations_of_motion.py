@@ -17,7 +17,9 @@ Each block prints our numbers and, on a "seed:" line, the lesson's.
 
     uv run python experiments/equations-of-motion/equations_of_motion.py     (PHYSAI_FAST=1: fewer states, no file)
 
-Prints and writes output.txt beside this file (identical on every run).
+Prints and writes output.txt beside this file, the same on every machine: residuals at machine precision are
+printed as the bounds of BOUNDS (their last digits depend on the CPU), which tests/test_seed_experiments.py asserts
+the values against; the seed's residuals are quoted beside them.
 """
 
 import os
@@ -28,6 +30,7 @@ import numpy as np
 
 from physai import checks, dynamics, forces, integrators, models
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
+from physai.lessons import bound
 
 HERE = Path(__file__).resolve().parent
 N = 200 if os.environ.get("PHYSAI_FAST") == "1" else 1000
@@ -36,6 +39,18 @@ M1, M2, L1, C1, C2, L2 = 1.0, 0.8, 0.5, 0.25, 0.2, 0.4       # arm2: masses [kg]
 I1, I2 = 0.0208333, 0.0106667                                  # COM inertias as written in arm2.xml [kg m^2]
 I1_ROD, I2_ROD = M1 * L1**2 / 12, M2 * L2**2 / 12              # the exact thin-rod values they round
 TIP_MASS = 0.5                                                 # the Exercise's point mass at link 2's tip [kg]
+#: Printed bounds on the residuals: 7 to 100 times the worst value seen on the kernels tried, a few eps (2.2e-16) times
+#: each quantity's scale (M < 1 kg m^2; torques ~15 N m on arm2 at |qdot| up to ~10 rad/s, ~50 N m on arm7).
+BOUNDS = {
+    "M": 1e-14,               # [kg m^2] mj_fullM vs the Lagrangian (and the tip-loaded arm's, by hand)
+    "bias": 1e-13,            # [N m] qfrc_bias vs the Lagrangian (and g of the tip-loaded arm)
+    "M_physai": 1e-13,        # [kg m^2] mj_fullM vs physai (1000 states), eigenvalues of M (arm7), tip-loaded M
+    "bias_physai": 1e-12,     # [N m] qfrc_bias vs physai (1000 states)
+    "balance": 1e-11,         # [N m] the balance on arm7, MuJoCo's terms and physai's
+    "dTdt": 1e-13,            # [W] the two terms of dT/dt cancelling, and qd^T (Mdot - 2C) qd
+    "trajectory": 1e-12,      # [rad] physai's and MuJoCo's RK4 trajectories over 2 s
+    "C": 1e-14,               # [N m s] C and Mdot by hand vs physai; max |S + S^T|
+}
 POSES = np.array([[0.0, 0.0], [0.5, -1.0], [-1.2, 2.0], [2.5, -0.3], [np.pi / 2, np.pi / 2]])
 
 
@@ -273,16 +288,18 @@ def r(x, digits=5):
 def main(n: int = N) -> list[str]:
     lines: list[str] = []
     say = lines.append
+    B = BOUNDS
     say("(1) two-link arm: Lagrangian against MuJoCo")
     a = two_link(n)
     say(f"  {n} random states (q uniform in arm2's joint range [-3, 3] rad, qdot ~ N(0, 3 rad/s)):")
-    say(f"    max |mj_fullM - M(q)| = {a['M']:.1e} kg m^2 with the inertias as written in the XML, "
+    say(f"    max |mj_fullM - M(q)| {bound(a['M'], B['M'], 'kg m^2')} with the inertias as written in the XML, "
         f"{a['M_rod']:.1e} with the exact m L^2 / 12 they round")
     say("    seed: 3.9e-16 with the XML inertias, 3.3e-08 with the exact m L^2 / 12")
-    say(f"    max |qfrc_bias - c(q, qdot) - g(q)| = {a['bias']:.1e} N m          seed: 5.3e-15 N m")
-    say(f"    physai: max |mj_fullM - mass_matrix| = {a['M_physai']:.1e} kg m^2, "
-        f"max |qfrc_bias - bias| = {a['bias_physai']:.1e} N m")
-    say("    (rounding-level numbers differ from the seed's: the states differ, arm2's joint range [-3, 3] being our choice)")
+    say(f"    max |qfrc_bias - c(q, qdot) - g(q)| {bound(a['bias'], B['bias'], 'N m')}          seed: 5.3e-15 N m")
+    say(f"    physai: max |mj_fullM - mass_matrix| {bound(a['M_physai'], B['M_physai'], 'kg m^2')}, "
+        f"max |qfrc_bias - bias| {bound(a['bias_physai'], B['bias_physai'], 'N m')}")
+    say("    (residuals at rounding level are printed as bounds, their last digits depending on the CPU; our states "
+        "differ from the seed's, arm2's joint range [-3, 3] being our choice)")
     say(f"  M at q = (0, 0): {r(a['M00'])} kg m^2 (physai {r(a['M00_physai'])}, Lagrangian {r(a['M00_lagrange'])})")
     say("    seed: [[0.486, 0.12267], [0.12267, 0.04267]] kg m^2")
     say(f"  M at q = (0, pi/2): {r(a['M0pi2'])} kg m^2 (physai {r(a['M0pi2_physai'])}; "
@@ -294,16 +311,18 @@ def main(n: int = N) -> list[str]:
     say("    seed: [[0.1, 0.0], [0.0, 0.1]]")
     say(f"  qfrc_passive = {r(b['passive'], 6)} N m; -damping * qvel = {r(b['damping'], 6)} N m; "
         f"physai passive_force = {r(b['passive_physai'], 6)} N m")
-    say(f"    (damping is not part of qfrc_bias: |qfrc_bias - physai bias| = {b['bias_no_damping']:.1e} N m, "
+    say(f"    (damping is not part of qfrc_bias: |qfrc_bias - physai bias| {bound(b['bias_no_damping'], B['bias'], 'N m')}, "
         "and physai's bias has no damping term)")
     say("    seed: qfrc_passive = [-0.03  0.04] N m; -damping * qvel = [-0.03  0.04] N m")
     say("(3) the balance MuJoCo solves, arm7")
     c = balance(n)
     say(f"  {n} random states (q uniform in the joint ranges, qdot in [-2, 2] rad/s), ctrl uniform in ctrlrange, "
         "qfrc_applied and every body's xfrc_applied in [-2, 2] (N m, N):")
-    say(f"    MuJoCo's terms: max |M qacc + bias - (actuator + passive + constraint + applied)| = {c['mujoco']:.1e} N m "
+    say(f"    MuJoCo's terms: max |M qacc + bias - (actuator + passive + constraint + applied)| "
+        f"{bound(c['mujoco'], B['balance'], 'N m')} "
         f"(max |qfrc_constraint| = {c['constraint']:.1e}: no joint limit is active inside the range)")
-    say(f"    physai's terms, MuJoCo's qacc (constraints disabled, qfrc_constraint = 0): max residual = {c['physai']:.1e} N m")
+    say(f"    physai's terms, MuJoCo's qacc (constraints disabled, qfrc_constraint = 0): max residual "
+        f"{bound(c['physai'], B['balance'], 'N m')}")
     say("    seed: 9.2e-12 N m")
     say("    (arm7 is physai's own 7-dof stand-in, the course's file being unavailable, and the applied forces include "
         "xfrc_applied: the residuals are not the seed's, both are at rounding level)")
@@ -316,7 +335,7 @@ def main(n: int = N) -> list[str]:
                       (0.0, "eigenvalues from 2.35e-04 to 1.731 kg m^2, condition number 7372")):
         s = e[arm]
         say(f"  armature {arm:<4}: M symmetric {s['symmetric']}, eigenvalues from {s['lo']:.2e} to {s['hi']:.3f} kg m^2, "
-            f"condition number {s['cond']:.0f} (physai's eigenvalues differ by {s['physai']:.1e})")
+            f"condition number {s['cond']:.0f} (physai's eigenvalues differ by {bound(s['physai'], B['M_physai'])})")
         say(f"    seed: {seed}")
     say("  (our arm7 is not the course's: the energy and the spectrum are our model's; armature still lifts the smallest "
         "eigenvalue to about 0.05 and collapses the condition number)")
@@ -326,8 +345,11 @@ def main(n: int = N) -> list[str]:
     rows = exercise()
     for x in rows:
         say(f"  q = ({x['q'][0]:+.4f}, {x['q'][1]:+.4f}): M11 {x['M'][0, 0]:.5f}, g {r(x['g'], 4)} N m; "
-            f"|mj_fullM - hand| {x['dM']:.1e}, |qfrc_bias - hand| {x['dg']:.1e}; "
-            f"physai {x['dM_physai']:.1e}, {x['dg_physai']:.1e}; without the update |dM| {x['dM_bare']:.2f}")
+            f"without the update |dM| {x['dM_bare']:.2f}")
+    worst = {k: max(x[k] for x in rows) for k in ("dM", "dg", "dM_physai", "dg_physai")}
+    say(f"  at all {len(rows)} poses: |mj_fullM - hand| {bound(worst['dM'], B['M'], 'kg m^2')}, |qfrc_bias - hand| "
+        f"{bound(worst['dg'], B['bias'], 'N m')}; physai's M and g against MuJoCo's {bound(worst['dM_physai'], B['M_physai'])}, "
+        f"{bound(worst['dg_physai'], B['bias'])}")
     say("  seed: no printed numbers (the Exercise asks for the check)")
     say("Challenge: passivity with no actuation, damping or gravity (arm2, joint limits off, 2 s of RK4 at 1 ms from "
         "q = (0.3, -0.8), qd = (2, -5))")
@@ -335,13 +357,15 @@ def main(n: int = N) -> list[str]:
     say("  dT/dt = qd^T M qdd + 1/2 qd^T Mdot qd = qd^T (tau - C qd - g) + 1/2 qd^T Mdot qd = 1/2 qd^T (Mdot - 2C) qd "
         "when tau = g = 0, so passivity is qd^T (Mdot - 2C) qd = 0")
     say(f"  along the trajectory: max |qd^T M qdd| = {ch['inertial']:.2f} W and max |1/2 qd^T Mdot qd| = {ch['mdot']:.2f} W "
-        f"cancel to max |dT/dt| = {ch['dTdt']:.1e} W")
-    say(f"  T(0) = {ch['T0']:.6f} J; drift of T over {ch['seconds']:.0f} s: physai rk4 {ch['drift']:.1e} J, MuJoCo rk4 "
-        f"{ch['drift_mujoco']:.1e} J (integration error; the trajectories agree to {ch['vs_mujoco']:.1e} rad)")
-    say(f"  Christoffel C by hand: max |C_hand - coriolis_matrix| = {ch['dC']:.1e} N m s, "
-        f"max |Mdot_hand - mass_matrix_dot| = {ch['dMdot']:.1e}, max |C_hand qd - qfrc_bias| = {ch['Cqd']:.1e} N m")
-    say(f"  skew-symmetry: max |S + S^T| = {ch['skew_hand']:.1e} (hand), {ch['skew']:.1e} (physai); "
-        f"max |qd^T (Mdot - 2C) qd| = {ch['passivity']:.1e} W")
+        f"cancel to max |dT/dt| {bound(ch['dTdt'], B['dTdt'], 'W')}")
+    say(f"  T(0) = {ch['T0']:.6f} J; drift of T over {ch['seconds']:.0f} s (one digit): physai rk4 {ch['drift']:.0e} J, MuJoCo "
+        f"rk4 {ch['drift_mujoco']:.0e} J (integration error; the trajectories agree to "
+        f"{bound(ch['vs_mujoco'], B['trajectory'], 'rad')})")
+    say(f"  Christoffel C by hand: max |C_hand - coriolis_matrix| {bound(ch['dC'], B['C'], 'N m s')}, "
+        f"max |Mdot_hand - mass_matrix_dot| {bound(ch['dMdot'], B['C'])}, max |C_hand qd - qfrc_bias| "
+        f"{bound(ch['Cqd'], B['bias'], 'N m')}")
+    say(f"  skew-symmetry: max |S + S^T| {bound(ch['skew_hand'], B['C'])} (hand), {bound(ch['skew'], B['C'])} (physai); "
+        f"max |qd^T (Mdot - 2C) qd| {bound(ch['passivity'], B['dTdt'], 'W')}")
     say("  seed: no printed numbers (the Challenge asks for the check)")
     return lines
 

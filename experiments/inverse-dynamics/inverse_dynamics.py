@@ -16,7 +16,9 @@ Each block prints our numbers and, on a "seed:" line, the lesson's.
 
     uv run python experiments/inverse-dynamics/inverse_dynamics.py     (PHYSAI_FAST=1: fewer states, 0.5 s of motion, no file)
 
-Prints and writes output.txt beside this file (identical on every run).
+Prints and writes output.txt beside this file, the same on every machine: residuals at machine precision are
+printed as the bounds of BOUNDS (their last digits depend on the CPU), which tests/test_seed_experiments.py asserts
+the values against; the seed's residuals are quoted beside them.
 """
 
 import importlib.util
@@ -27,6 +29,7 @@ import mujoco
 import numpy as np
 
 from physai import dynamics, forces, integrators, inverse, models
+from physai.lessons import bound
 from physai.trajectories import min_jerk
 
 HERE = Path(__file__).resolve().parent
@@ -35,6 +38,22 @@ N = 200 if FAST else 1000
 INVDISCRETE = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
 STEP = np.array([0.6, -0.3, 0.4, -0.5, 0.5, 0.4, 0.8])       # arm7's motion from home [rad]
 DURATION = 2.0                                                 # [s]
+
+#: Printed bounds on the residuals: 7 to 100 times the worst value seen on the kernels tried, a few eps (2.2e-16) times
+#: each quantity's scale (arm7's torques up to ~50 N m with the random controls, joint angles ~1 rad).
+BOUNDS = {
+    "inverse": 1e-11,        # [N m] (1) qfrc_inverse vs the applied forces, MuJoCo's and physai's
+    "identity": 1e-12,       # [N m] (1) qfrc_inverse vs its terms
+    "torque": 1e-13,         # [N m] physai's torques vs mj_inverse's (|tau| < 7 N m), Lagrangian vs mj_inverse (arm2)
+    "replay": 1e-14,         # [rad] exact replays (consistent accelerations + invdiscrete), crossed or not
+    "shooting": 1e-12,       # [rad] RK4 shooting: landing error and its replay in physai's rk4
+    "shooting_mj": 1e-12,    # [rad] the same torques replayed in mj_step (RK4)
+    "fwdinv": 1e-11,         # [N m] MuJoCo's forward-inverse check with contacts, in qfrc
+}
+#: The seed's open-loop replay errors (003_d50b4faaac521434.txt, output (2)) at 0.5 s, 1 s and 2 s [rad], quoted.
+SEED_REPLAY = {("analytic", False): ("3.1e-04", "7.2e-04", "4.8e-02"), ("analytic", True): ("3.1e-04", "7.2e-04", "2.8e-02"),
+               ("integrator-consistent", False): ("6.2e-04", "1.4e-03", "2.0e-02"),
+               ("integrator-consistent", True): ("6.9e-18", "5.6e-17", "1.1e-16")}
 
 # A 1 kg box (half-size 0.05 m) free on a plane, friction 1; the contact's solref time constant is {tc}.
 BOX = """
@@ -292,50 +311,63 @@ def challenge(motion: Motion, shot: inverse.ShootingResult, euler_tau: np.ndarra
 def main(n: int = N, steps: int | None = 250 if FAST else None) -> list[str]:
     lines: list[str] = []
     say = lines.append
+    B = BOUNDS
     say("(1) mj_inverse undoes mj_forward (arm7, no contacts)")
     a = inverse_undoes_forward(n)
-    say(f"  {n} random states: max |qfrc_inverse - (qfrc_actuator + qfrc_applied)| = {a['mujoco']:.1e} N m")
-    say(f"  qfrc_inverse = M qacc + qfrc_bias - qfrc_passive - qfrc_constraint: max difference {a['identity']:.1e} N m")
-    say(f"  physai: max |inverse_dynamics(q, qd, qacc) - (actuator_force + qfrc_applied)| = {a['physai']:.1e} N m "
+    say(f"  {n} random states: max |qfrc_inverse - (qfrc_actuator + qfrc_applied)| {bound(a['mujoco'], B['inverse'], 'N m')}")
+    say(f"  qfrc_inverse = M qacc + qfrc_bias - qfrc_passive - qfrc_constraint: max difference "
+        f"{bound(a['identity'], B['identity'], 'N m')}")
+    say(f"  physai: max |inverse_dynamics(q, qd, qacc) - (actuator_force + qfrc_applied)| {bound(a['physai'], B['inverse'], 'N m')} "
         f"(max |qfrc_constraint| = {a['constraint']:.1e}: no joint limit is active)")
     say("  seed: 1.6e-11 N m; identity 7.1e-15 N m")
     mo = Motion(steps=steps)
     T = mo.n * mo.h
-    marks = [(f"{t:g} s", round(t / mo.h) - 1) for t in (0.5, 1.0, 2.0) if round(t / mo.h) <= mo.n]
+    marks = [(f"{t:g} s", round(t / mo.h) - 1, j) for j, t in enumerate((0.5, 1.0, 2.0)) if round(t / mo.h) <= mo.n]
     say("(2) torque from motion, replayed open loop")
     say(f"  motion: home to home + {STEP.tolist()} rad in {DURATION} s (first {T:g} s replayed), Euler, h = {mo.h} s")
     say("  MuJoCo: mj_inverse's torques replayed with mj_step; "
         "physai: physai.inverse's replayed with physai.integrators.simulate")
     rows = euler_four_ways(mo)
-    seed_rows = ["3.1e-04, 1 s 7.2e-04, 2 s 4.8e-02", "3.1e-04, 1 s 7.2e-04, 2 s 2.8e-02",
-                 "6.2e-04, 1 s 1.4e-03, 2 s 2.0e-02", "6.9e-18, 1 s 5.6e-17, 2 s 1.1e-16"]
-    for x, seed in zip(rows, seed_rows):
+    equal = []                                        # where our MuJoCo replay error prints as the seed's
+    for x in rows:
+        way = (x["accel"], x["invdiscrete"])
+        seed = SEED_REPLAY[way]
         head = f"  {x['accel']:<22} invdiscrete {str(x['invdiscrete']):<5}:"
-        say(f"{head} max joint error " + ", ".join(f"at {lbl} {x['err_mj'][i]:.1e}" for lbl, i in marks) + " rad (MuJoCo)")
-        say(" " * len(head) + " max joint error " + ", ".join(f"at {lbl} {x['err_physai'][i]:.1e}" for lbl, i in marks)
-            + f" rad (physai); max |tau_physai - qfrc_inverse| {x['dtau']:.1e} N m")
-        say(" " * len(head) + f" seed: at 0.5 s {seed} rad")
+        if way == WAYS[-1]:                           # the exact way: rounding level, printed as a bound
+            def errors(e, who):
+                return f"max joint error over {T:g} s {bound(e.max(), B['replay'], 'rad', what=f'{who} exact replay')}"
+        else:
+            def errors(e, who):
+                return "max joint error " + ", ".join(f"at {lbl} {e[i]:.1e}" for lbl, i, _ in marks) + " rad"
+            equal += [f"{x['accel']}, invdiscrete {x['invdiscrete']}, {lbl}" for lbl, i, j in marks if f"{x['err_mj'][i]:.1e}" == seed[j]]
+        say(f"{head} {errors(x['err_mj'], 'MuJoCo')} (MuJoCo)")
+        say(" " * len(head) + f" {errors(x['err_physai'], 'physai')} (physai); max |tau_physai - qfrc_inverse| "
+            f"{bound(x['dtau'], B['torque'], 'N m')}")
+        say(" " * len(head) + " seed: " + ", ".join(f"at {t} {v}" for t, v in zip(("0.5 s", "1 s", "2 s"), seed)) + " rad")
     exact = rows[-1]
-    say(f"  crossed, consistent + invdiscrete: physai's torques in mj_step {exact['cross_mj']:.1e} rad, "
-        f"MuJoCo's in physai's simulator {exact['cross_physai']:.1e} rad")
+    say(f"  crossed, consistent + invdiscrete: physai's torques in mj_step {bound(exact['cross_mj'], B['replay'], 'rad')}, "
+        f"MuJoCo's in physai's simulator {bound(exact['cross_physai'], B['replay'], 'rad')}")
     limit = np.max(np.abs(exact["tau"]) / mo.m.actuator_ctrlrange[:, 1])
     say(f"  largest torque over the motion / motor limit: {limit:.2f}          seed: 0.32")
     other = other_integrators(mo)
     seed_other = {"implicitfast": "5.4e-20", "implicit": "6.9e-18"}
     for name in ("implicitfast", "implicit"):
         o = other[name]
-        say(f"  {name:<13} integrator-consistent, invdiscrete True: max joint error over {T:g} s {o['err_mj']:.1e} rad "
-            f"(MuJoCo), {o['err_physai']:.1e} rad (physai); max |tau_physai - qfrc_inverse| {o['dtau']:.1e} N m; "
-            f"crossed {o['cross_mj']:.1e}, {o['cross_physai']:.1e} rad")
+        say(f"  {name:<13} integrator-consistent, invdiscrete True: max joint error over {T:g} s "
+            f"{bound(o['err_mj'], B['replay'], 'rad')} (MuJoCo), {bound(o['err_physai'], B['replay'], 'rad')} (physai); "
+            f"max |tau_physai - qfrc_inverse| {bound(o['dtau'], B['torque'], 'N m')}; "
+            f"crossed {bound(o['cross_mj'], B['replay'])}, {bound(o['cross_physai'], B['replay'], 'rad')}")
         say(f"                seed: {seed_other[name]} rad")
     rk = other["rk4"]
     say(f"  rk4           mj_inverse with invdiscrete raises: {rk['refusal']}")
-    say(f"                physai.inverse.rk4_shooting: at most {rk['newton']} Newton iterations per step, landing within "
-        f"{rk['error']:.1e} rad; replayed in physai's rk4 {rk['err_physai']:.1e} rad, in mj_step (RK4) {rk['err_mj']:.1e} rad")
+    say(f"                physai.inverse.rk4_shooting: at most {rk['newton']} Newton iterations per step, landing error "
+        f"{bound(rk['error'], B['shooting'], 'rad')}; replayed in physai's rk4 {bound(rk['err_physai'], B['shooting'], 'rad')}, "
+        f"in mj_step (RK4) {bound(rk['err_mj'], B['shooting_mj'], 'rad')}")
     say("                seed: mj_discreteAcc: discrete inverse dynamics is not supported by RK4 integrator")
-    say("  (arm7 is physai's own stand-in for the course's arm. Where the open-loop error is the integrator's discretisation "
-        "of the path, at 0.5 s and at 1 s without invdiscrete, our numbers equal the seed's; later the errors compound")
-    say("  through our model's dynamics, and the torque ratio is our lighter arm's. The exact ways replay to rounding, "
+    say("  (arm7 is physai's own stand-in for the course's arm. Our MuJoCo replay errors, printed to two digits, equal the seed's "
+        f"at {len(equal)} of the {3 * (len(WAYS) - 1)} points: " + ("; ".join(equal) if equal else "none") + ".")
+    say("  Where the error is the integrator's discretisation of the path the two arms agree; later the errors compound "
+        "through our model's dynamics, and the torque ratio is our lighter arm's. The exact ways replay to rounding, "
         "as in the seed.)")
     say("(3) vertical force needed to hold a 1 kg box still, by height offset from its rest pose (MuJoCo only)")
     c = contact_inverse()
@@ -346,17 +378,17 @@ def main(n: int = N, steps: int | None = 250 if FAST else None) -> list[str]:
         say(f"  solref time constant {tc} s (rests {1000 * c[tc]['depth']:.3f} mm deep): {row}")
         say(f"    seed: rests {seed_box[tc][0]} mm deep; {seed_box[tc][1]} N")
     say(f"  with contacts active (box at rest, then sliding under a 12 N push, above its 9.81 N friction limit; "
-        f"{c['speed']:.2f} m/s at the end), the forward-inverse check (mjENBL_FWDINV) stays at most {c['fwdinv'][0]:.1e} "
-        f"in qfrc and {c['fwdinv'][1]:.1e} in constraint force")
+        f"{c['speed']:.2f} m/s at the end), the forward-inverse check (mjENBL_FWDINV) stays "
+        f"{bound(c['fwdinv'][0], B['fwdinv'])} in qfrc and at most {c['fwdinv'][1]:.1e} in constraint force (the solver's tolerance)")
     say("    seed: 1.0e-12 in qfrc and 3.0e-08 in constraint force")
     say("  (our box XML is written here, the seed's is cut: 1 kg, half-size 0.05 m, friction 1, solref \"tc 1\")")
     say("Exercise: arm2, 1 s minimum-jerk (0, 0) -> (0.8, -1.0) rad, Euler, replayed open loop in mj_step")
     e = exercise(None if steps is None else min(steps, 500))
     say(f"  Lagrangian (lesson 7.1's M qdd + c, plus damping qd) vs mj_inverse with analytic accelerations: "
-        f"max difference {e['lagrange_vs_mj']:.1e} N m")
+        f"max difference {bound(e['lagrange_vs_mj'], B['torque'], 'N m')}")
     say(f"  joint error at {e['n'] * 0.002:g} s: Lagrangian {e['err'][0]:.1e} rad, mj_inverse analytic {e['err'][1]:.1e} rad, "
-        f"mj_inverse consistent + invdiscrete {e['err'][2]:.1e} rad (only the third replays exactly)")
-    say(f"  physai trajectory_torques vs the third: max difference {e['physai_vs_exact']:.1e} N m; "
+        f"mj_inverse consistent + invdiscrete {bound(e['err'][2], B['replay'], 'rad')} (only the third replays exactly)")
+    say(f"  physai trajectory_torques vs the third: max difference {bound(e['physai_vs_exact'], B['torque'], 'N m')}; "
         f"largest torque / motor limit {e['limit']:.2f}")
     say("  seed: no printed numbers (the Exercise asks for the check)")
     say("Challenge: RK4 torques (shooting) against Euler's (consistent + invdiscrete), arm7")

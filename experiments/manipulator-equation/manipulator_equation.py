@@ -8,7 +8,9 @@ physai.checks run on both.
 
     uv run python experiments/manipulator-equation/manipulator_equation.py
 
-Prints and writes output.txt beside this file (identical on every run).
+Prints and writes output.txt beside this file, the same on every machine: residuals at machine precision are
+printed as the bounds of BOUNDS (their last digits depend on the CPU), which tests/test_seed_experiments.py asserts
+the values against.
 """
 
 from pathlib import Path
@@ -18,12 +20,27 @@ import numpy as np
 from physai import checks
 from physai import dynamics as dyn
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
+from physai.lessons import bound
 
 HERE = Path(__file__).resolve().parent
 M1, M2, L1, L2, G = 1.5, 1.0, 0.5, 0.4, 9.81
 Q = np.array([0.4, -0.7])
 DQ = np.array([1.2, 0.9])
 TAU = np.array([2.0, 0.5])
+
+#: Printed bounds on the residuals: 7 to 100 times the worst value seen on the kernels tried, a few eps (2.2e-16) times
+#: the scale of each quantity (M ~1 kg m^2, g ~15 N m, accelerations ~15 rad/s^2 through a solve with cond(M) ~20).
+BOUNDS = {
+    "M": 1e-14,            # [kg m^2] physai vs closed form; also |M - M^T| and the 200-state max |diff|
+    "g": 1e-13,            # [N m] physai vs closed form
+    "hold": 1e-12,         # [rad/s^2] |FD(q, 0, g(q))|
+    "roundtrip": 1e-12,    # [N m] |ID(FD(tau)) - tau|, |tau| up to 10 N m
+    "ddq": 1e-12,          # [rad/s^2] physai vs closed-form forward dynamics
+    "coriolis": 1e-13,     # [N m] |C dq - (c - g)|
+    "C": 1e-14,            # [N m s] physai vs closed form, and Mdot [kg m^2/s]
+    "skew": 1e-14,         # [N m s] max |S + S^T|, S = Mdot - 2C
+    "passivity": 1e-13,    # [W] |dq^T S dq|
+}
 
 
 def point_mass_arm() -> dyn.Tree:
@@ -147,38 +164,40 @@ def main(n: int = 200) -> list[str]:
         "inertia); seed: its closed-form M, C (Christoffel form), g")
     say("  (the seed prints no numbers; 'seed:' below is its closed forms evaluated at the same state)")
     say("")
+    B = BOUNDS
     say("Property 1: M symmetric positive definite")
     say(f"  physai M = {fmt(p['M'])} kg m^2, symmetric {np.array_equal(p['M'], p['M'].T)}, eigenvalues {fmt(p['eig'])}")
     say(f"  seed:  M = {fmt(s['M'])} kg m^2, symmetric {np.array_equal(s['M'], s['M'].T)}, eigenvalues {fmt(s['eig'])}")
-    say(f"  max |M_physai - M_seed| = {np.abs(p['M'] - s['M']).max():.1e} kg m^2")
+    say(f"  max |M_physai - M_seed| {bound(np.abs(p['M'] - s['M']).max(), B['M'], 'kg m^2')}")
     say("Property 3: the torque that holds the pose is g(q)")
-    say(f"  physai g(q) = {fmt(p['g'])} N m; forward_dynamics(q, 0, g(q)) = {p['hold'].tolist()} rad/s^2")
-    say(f"  seed:  g(q) = {fmt(s['g'])} N m; closed-form FD(q, 0, g(q)) = {s['hold'].tolist()} rad/s^2")
-    say(f"  max |g_physai - g_seed| = {np.abs(p['g'] - s['g']).max():.1e} N m")
+    for who, label, x in (("physai", "forward_dynamics(q, 0, g(q))", p), ("seed: ", "closed-form FD(q, 0, g(q))", s)):
+        say(f"  {who} g(q) = {fmt(x['g'])} N m; max |{label}| {bound(np.abs(x['hold']).max(), B['hold'], 'rad/s^2')}")
+    say(f"  max |g_physai - g_seed| {bound(np.abs(p['g'] - s['g']).max(), B['g'], 'N m')}")
     say("Forward then inverse dynamics")
     say(f"  physai ddq = {fmt(p['ddq'])} rad/s^2, rnea(q, dq, ddq) = {fmt(p['tau_back'])} N m "
-        f"(|diff to tau| {np.abs(p['tau_back'] - TAU).max():.1e})")
+        f"(|diff to tau| {bound(np.abs(p['tau_back'] - TAU).max(), B['roundtrip'])})")
     say(f"  seed:  ddq = {fmt(s['ddq'])} rad/s^2, M ddq + C dq + g = {fmt(s['tau_back'])} N m "
-        f"(|diff to tau| {np.abs(s['tau_back'] - TAU).max():.1e})")
-    say(f"  max |ddq_physai - ddq_seed| = {np.abs(p['ddq'] - s['ddq']).max():.1e} rad/s^2")
+        f"(|diff to tau| {bound(np.abs(s['tau_back'] - TAU).max(), B['roundtrip'])})")
+    say(f"  max |ddq_physai - ddq_seed| {bound(np.abs(p['ddq'] - s['ddq']).max(), B['ddq'], 'rad/s^2')}")
     say("Property 2: Mdot - 2C is skew-symmetric, dq^T (Mdot - 2C) dq = 0")
     say(f"  physai C = {fmt(p['C'])}, Mdot = {fmt(p['Mdot'])} (coriolis_matrix, mass_matrix_dot)")
     say(f"  seed:  C = {fmt(s['C'])}, Mdot = {fmt(s['Mdot'])}")
-    say(f"  physai max |S + S^T| = {p['skew']:.1e}, dq^T S dq = {p['passivity']:.1e} W; "
-        f"seed: max |S + S^T| = {s['skew']:.1e}, dq^T S dq = {s['passivity']:.1e} W")
+    say(f"  physai max |S + S^T| {bound(p['skew'], B['skew'])}, dq^T S dq {bound(p['passivity'], B['passivity'], 'W')}; "
+        f"seed: max |S + S^T| {bound(s['skew'], B['skew'])}, dq^T S dq {bound(s['passivity'], B['passivity'], 'W')}")
     say("")
     r = four_checks(tree, n)
     say(f"The checks of physai.checks on {n} random states (q in [-pi, pi], dq in [-2, 2], tau in [-10, 10]): worst values")
     say(f"  {'check':<44} {'physai':>10} {'seed':>10}")
-    labels = {"asymmetry": "(a) max |M - M^T| [kg m^2]", "min_eigenvalue": "(a) smallest eigenvalue of M [kg m^2]",
-              "hold": "(b) max |FD(q, 0, g(q))| [rad/s^2]", "roundtrip": "(c) max |ID(FD(tau)) - tau| [N m]",
-              "coriolis": "(d) max |C dq - (c - g)| [N m]", "skew": "(d) max |S + S^T| [N m s]",
-              "passivity": "(d) max |dq^T S dq| [W]"}
-    for k, label in labels.items():
-        say(f"  {label:<44} {r['physai'][k]:>10.1e} {r['seed'][k]:>10.1e}")
+    labels = {"asymmetry": ("(a) max |M - M^T| [kg m^2]", "M"), "min_eigenvalue": ("(a) smallest eigenvalue of M [kg m^2]", None),
+              "hold": ("(b) max |FD(q, 0, g(q))| [rad/s^2]", "hold"), "roundtrip": ("(c) max |ID(FD(tau)) - tau| [N m]", "roundtrip"),
+              "coriolis": ("(d) max |C dq - (c - g)| [N m]", "coriolis"), "skew": ("(d) max |S + S^T| [N m s]", "skew"),
+              "passivity": ("(d) max |dq^T S dq| [W]", "passivity")}
+    for k, (label, key) in labels.items():
+        cells = [f"{r[who][k]:.1e}" if key is None else bound(r[who][k], B[key], what=f"{who} {label}") for who in ("physai", "seed")]
+        say(f"  {label:<44} {cells[0]:>10} {cells[1]:>10}")
     dd = r["differences"]
-    say(f"  physai against the closed forms over the same states: max |diff| M {dd['M']:.1e} kg m^2, g {dd['g']:.1e} N m, "
-        f"C {dd['C']:.1e} N m s, Mdot {dd['Mdot']:.1e} kg m^2/s")
+    say(f"  physai against the closed forms over the same states: max |diff| M {bound(dd['M'], B['M'], 'kg m^2')}, "
+        f"g {bound(dd['g'], B['g'], 'N m')}, C {bound(dd['C'], B['C'], 'N m s')}, Mdot {bound(dd['Mdot'], B['C'], 'kg m^2/s')}")
     return lines
 
 

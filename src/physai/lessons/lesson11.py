@@ -273,9 +273,11 @@ class EnergyTable:
         """The cell of source `label` at `timestep` [s]."""
         return self.rows[label][self.timesteps.index(timestep)]
 
-    def identical(self, a: str, b: str) -> bool:
-        """Whether sources a and b gave bit-identical energy series at every timestep."""
-        return all(np.array_equal(x.drift, y.drift) for x, y in zip(self.rows[a], self.rows[b]))
+    def identical(self, a: str, b: str, other: "EnergyTable | None" = None) -> bool:
+        """Whether source a and source b (of `other`, default this table) gave bit-identical energy series at every
+        timestep."""
+        theirs = (self if other is None else other).rows[b]
+        return all(np.array_equal(x.drift, y.drift) for x, y in zip(self.rows[a], theirs))
 
     def halving_ratios(self, label: str) -> list[tuple[float, float, float]]:
         """(dt, 2 dt, |final(2 dt)| / |final(dt)|) for each pair of timesteps that differ by a factor of two."""
