@@ -11,6 +11,10 @@ origin (see physai.spatial), so that the inertia of several bodies is a plain su
     energy(tree, q, qd)            kinetic + potential [J]                      (sum of d.energy)
 
 Joint positions q are in [rad] for hinges and [m] for slides; one entry per jointed body, in body order.
+
+This module is the lesson's text, kept as learners read it: hinges and slides, one joint per body, every
+spatial quantity about the world origin. The rest of physai runs on physai.engine (every joint type, batched),
+which compiles a Tree (engine.compile_tree) and is tested against this module as an oracle.
 """
 
 import os
