@@ -28,7 +28,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai import dynamics, forces, integrators, inverse, models
+from physai import engine, forces, integrators, inverse, models
 from physai.lessons import bound
 from physai.trajectories import min_jerk
 
@@ -83,7 +83,7 @@ def inverse_undoes_forward(n: int = N) -> dict:
     """
     m = models.load("arm7")
     d = mujoco.MjData(m)
-    tree, act = dynamics.tree_from_mujoco(m), forces.actuators_from_mujoco(m)
+    tree, act = engine.from_mujoco(m), forces.actuators_from_mujoco(m)
     rng = np.random.default_rng(0)
     out = dict(mujoco=0.0, physai=0.0, constraint=0.0)
     for _ in range(n):
@@ -114,7 +114,7 @@ class Motion:
 
     def __init__(self, model: str = "arm7", step=STEP, duration: float = DURATION, start=None, steps: int | None = None):
         self.m = models.load(model)
-        self.tree = dynamics.tree_from_mujoco(self.m)
+        self.tree = engine.from_mujoco(self.m)
         self.act = forces.actuators_from_mujoco(self.m)
         self.h = self.m.opt.timestep
         self.q0 = self.m.key_qpos[self.m.key("home").id].copy() if start is None else np.asarray(start, dtype=float)
