@@ -228,6 +228,26 @@ class BaseParameters:
         return Y[..., self.columns]
 
 
+def _pivoted_qr(A: np.ndarray):
+    """(R, perm) of the Householder QR with column pivoting A[:, perm] = Q R (Businger and Golub 1965): at each step
+    the remaining column of largest norm comes next, so |R_ii| decreases and its first r columns are independent."""
+    A = np.array(A, dtype=float)
+    m, n = A.shape
+    perm = np.arange(n)
+    for j in range(min(m, n)):
+        p = j + int(np.argmax(np.einsum("ij,ij->j", A[j:, j:], A[j:, j:])))
+        A[:, [j, p]], perm[[j, p]] = A[:, [p, j]], perm[[p, j]]
+        x = A[j:, j]
+        norm = np.linalg.norm(x)
+        if norm == 0:
+            break
+        v = x.copy()
+        v[0] += np.copysign(norm, x[0])
+        v /= np.linalg.norm(v)
+        A[j:, j:] -= 2.0 * np.outer(v, v @ A[j:, j:])
+    return np.triu(A[:min(m, n)]), perm
+
+
 def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None) -> BaseParameters:
     """The base parameters of a model from the QR decomposition with column pivoting of stacked regressors.
 
@@ -235,8 +255,6 @@ def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None)
     given states (q (N, nq), qd (N, nv), qdd (N, nv)). W P = Q R; the rank r counts |R_ii| > tol |R_00|; the first
     r pivoted columns are kept, and beta = pi_kept + R_11^-1 R_12 pi_dropped (Gautier 1990).
     """
-    import scipy.linalg
-
     model = _model(model)
     if states is None:
         q, qd = engine.random_states(model, n, seed)
@@ -244,12 +262,12 @@ def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None)
     else:
         q, qd, qdd = states
     W = regressor(model, q, qd, qdd).reshape(-1, 10 * model.nlink)
-    _, R, P = scipy.linalg.qr(W, mode="economic", pivoting=True)
+    R, P = _pivoted_qr(np.linalg.qr(W, mode="r"))       # W's R first: the same pivots and R, on a square matrix
     diag = np.abs(np.diag(R))
     r = int(np.sum(diag > tol * diag[0])) if diag.size and diag[0] > 0 else 0
     K = np.zeros((r, W.shape[1]))
     K[:, P[:r]] = np.eye(r)
-    K[:, P[r:]] = scipy.linalg.solve_triangular(R[:r, :r], R[:r, r:])
+    K[:, P[r:]] = np.linalg.solve(R[:r, :r], R[:r, r:])
     names = parameter_names(model)
     return BaseParameters(r, P[:r].copy(), K, tuple(names[c] for c in P[:r]))
 
