@@ -1,6 +1,7 @@
 """Inertial parameters: the regressor that makes inverse dynamics linear in them, and the identifiable combinations.
 
     regressor(model, q, qd, qdd)       Y (nv, 10 nlink): rnea(q, qd, qdd) = Y pi + armature * qdd
+    joint_regressor(...)               Y with armature (and damping) columns appended
     parameters(model)                  pi (10 nlink,) of the model
     from_parameters(model, pi)         a new Model with those inertial parameters
     base_parameters(model, ...)        the identifiable (base) combinations beta = K pi, by QR of stacked regressors
@@ -32,7 +33,7 @@ from physai.engine.algorithms import _batched, _model, _out, com_pos, com_vel, c
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError, InvalidInertiaError, ShapeError
 
-__all__ = ["regressor", "parameters", "from_parameters", "base_parameters", "BaseParameters", "parameter_names",
+__all__ = ["regressor", "joint_regressor", "parameters", "from_parameters", "base_parameters", "BaseParameters", "parameter_names",
            "pseudo_inertia", "from_pseudo_inertia", "is_physical", "NAMES"]
 
 #: the 10 parameters of a link, in order
@@ -108,9 +109,27 @@ def regressor(model, q, qd, qdd, *, data: engine.Data | None = None) -> np.ndarr
     return _out(*_batched(model, data, arrays, compute), "the regressor")
 
 
-def parameters(model) -> np.ndarray:
-    """pi (10 nlink,): each link's [m, m c, I about the link origin] in Pinocchio's order (module docstring)."""
+def joint_regressor(model, q, qd, qdd, armature: bool = True, damping: bool = False) -> np.ndarray:
+    """The regressor with joint columns appended: [Y, diag(qdd) if armature, diag(qd) if damping], so that
+    Y_joint @ parameters(model, armature, damping) = rnea + damping qd (armature=True), i.e. MuJoCo's qfrc_inverse
+    of a model without springs, limits or contacts when damping=True. Shapes as regressor, plus nv columns each."""
     model = _model(model)
+    Y = regressor(model, q, qd, qdd)
+    parts = [Y]
+    for flag, x in ((armature, qdd), (damping, qd)):
+        if flag:
+            x = np.asarray(x, dtype=float).reshape(Y.shape[:-1])
+            parts.append(x[..., :, None] * np.eye(model.nv))
+    return np.concatenate(parts, axis=-1)
+
+
+def parameters(model, armature: bool = False, damping: bool = False) -> np.ndarray:
+    """pi (10 nlink,): each link's [m, m c, I about the link origin] in Pinocchio's order (module docstring);
+    armature=True / damping=True append dof_armature [kg m^2 | kg] / dof_damping (nv,) each (joint_regressor)."""
+    model = _model(model)
+    if armature or damping:
+        return np.concatenate([parameters(model)] + [x for f, x in ((armature, model.dof_armature),
+                                                                    (damping, model.dof_damping)) if f])
     m, c, Ic = model.link_mass, model.link_ipos, model.link_inertia
     Io = Ic + m[:, None, None] * (np.einsum("ki,ki->k", c, c)[:, None, None] * np.eye(3) - np.einsum("ki,kj->kij", c, c))
     out = np.empty((model.nlink, 10))
@@ -198,9 +217,15 @@ def link_names(model) -> list[str]:
     return names
 
 
-def parameter_names(model) -> list[str]:
-    """'link:param' for each entry of pi (10 nlink)."""
-    return [f"{link}:{p}" for link in link_names(model) for p in NAMES]
+def parameter_names(model, armature: bool = False, damping: bool = False) -> list[str]:
+    """'link:param' for each entry of pi (10 nlink), then 'link:armature' and 'link:damping' per dof if asked
+    ('link[k]:...' for the k-th dof of a ball link)."""
+    model = _model(model)
+    links = link_names(model)
+    dofs = [links[lk] + (f"[{k - model.link_dofadr[lk]}]" if model.link_dofnum[lk] > 1 else "")
+            for k, lk in enumerate(model.dof_linkid)]
+    return ([f"{link}:{p}" for link in links for p in NAMES] + [f"{d}:armature" for d in dofs if armature]
+            + [f"{d}:damping" for d in dofs if damping])
 
 
 @dataclass(frozen=True)
@@ -209,7 +234,7 @@ class BaseParameters:
 
     count:   number of base parameters (the rank of stacked regressors)
     columns: (count,) the regressor columns kept (independent, by QR with column pivoting)
-    K:       (count, 10 nlink) beta = K pi: each kept parameter plus the combination of the dropped ones that
+    K:       (count, 10 nlink [+ nv + nv]) beta = K pi: each kept parameter plus the combination of the dropped ones that
              cannot be told apart from it
     names:   (count,) the kept parameters' names (parameter_names)
     """
@@ -248,12 +273,15 @@ def _pivoted_qr(A: np.ndarray):
     return np.triu(A[:min(m, n)]), perm
 
 
-def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None) -> BaseParameters:
+def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None, armature: bool = False,
+                    damping: bool = False) -> BaseParameters:
     """The base parameters of a model from the QR decomposition with column pivoting of stacked regressors.
 
     W = [Y(x_1); ...; Y(x_n)] at n random states (engine.random_states, accelerations uniform in [-1, 1]) or at the
     given states (q (N, nq), qd (N, nv), qdd (N, nv)). W P = Q R; the rank r counts |R_ii| > tol |R_00|; the first
-    r pivoted columns are kept, and beta = pi_kept + R_11^-1 R_12 pi_dropped (Gautier 1990).
+    r pivoted columns are kept, and beta = pi_kept + R_11^-1 R_12 pi_dropped (Gautier 1990). armature / damping:
+    include the joint columns of joint_regressor (a joint's armature can be confounded with its link's inertia
+    about the axis, e.g. at the first joint), so that K acts on parameters(model, armature, damping).
     """
     model = _model(model)
     if states is None:
@@ -261,13 +289,14 @@ def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None)
         qdd = np.random.default_rng(seed).uniform(-1, 1, (n, model.nv))
     else:
         q, qd, qdd = states
-    W = regressor(model, q, qd, qdd).reshape(-1, 10 * model.nlink)
+    W = joint_regressor(model, q, qd, qdd, armature, damping)
+    W = W.reshape(-1, W.shape[-1])
     R, P = _pivoted_qr(np.linalg.qr(W, mode="r"))       # W's R first: the same pivots and R, on a square matrix
     diag = np.abs(np.diag(R))
     r = int(np.sum(diag > tol * diag[0])) if diag.size and diag[0] > 0 else 0
     K = np.zeros((r, W.shape[1]))
     K[:, P[:r]] = np.eye(r)
     K[:, P[r:]] = np.linalg.solve(R[:r, :r], R[:r, r:])
-    names = parameter_names(model)
+    names = parameter_names(model, armature, damping)
     return BaseParameters(r, P[:r].copy(), K, tuple(names[c] for c in P[:r]))
 
