@@ -272,11 +272,13 @@ def test_panda_against_pinocchio(panda):
         assert relerr(aq, paq) < 1e-10 and relerr(av, pav) < 1e-10 and relerr(Minv, pMinv) < 1e-10
 
 
-def test_h1_against_pinocchio_in_velocity_coordinates():
-    """H1's free joint: Pinocchio's velocity is v_pin = T v (physai.conventions), its chart for q is SE(3)'s.
-    tau = T^T tau_pin(q, T v, T a + Tdot v), so dtau/dqd = T^T (dtau_pin/dv T + M_pin d(Tdot v)/dv) and M = T^T M_pin T;
-    the hinge columns of dtau/dq are T^T dtau_pin/dq (T depends only on the base orientation). The free joint's
-    q columns are left out: the two charts differ there (pin.integrate is SE(3)'s exponential)."""
+def test_h1_against_pinocchio_through_the_conventions():
+    """H1's free joint: Pinocchio's velocity is v_pin = T v with T = blkdiag(R^T, 1) (physai.conventions), and
+    tau = T^T tau_pin(q, T v, T a + Tdot v). So M = T^T M_pin T and dtau/dqd = T^T (dtau_pin/dv T + M_pin d(Tdot v)/dv).
+    For q: to first order MuJoCo's tangent (world translation dp, body rotation dth) is Pinocchio's SE(3) tangent
+    (R^T dp, dth), i.e. T again, and a body rotation e_k also turns T: dT_k = blkdiag(-[e_k] R^T, 0),
+    dTdot_k = blkdiag([w][e_k] R^T, 0); so dtau/dq = T^T dtau_pin/dq T plus, in the rotation columns,
+    dT_k^T tau_pin + T^T (dtau_pin/dv dT_k v + M_pin (dT_k a + dTdot_k v))."""
     model = engine.from_mujoco("unitree_h1")
     pm = pin.buildModelFromMJCF(str(models.model_path("unitree_h1")))
     pd = pm.createData()
@@ -291,11 +293,18 @@ def test_h1_against_pinocchio_in_velocity_coordinates():
         Q = conventions.q_to_pinocchio(model, q[k])
         V = conventions.v_to_pinocchio(model, q[k], qd[k])
         A = conventions.a_to_pinocchio(model, q[k], qd[k], qdd[k])
-        pq, pv, pa = pin.computeRNEADerivatives(pm, pd, Q, V, A)
+        pq, pv, pa = (x.copy() for x in pin.computeRNEADerivatives(pm, pd, Q, V, A))
+        tau_pin = pin.rnea(pm, pd, Q, V, A)
         dq, dv, M = derivatives.rnea_derivatives(model, q[k], qd[k], qdd[k])
         assert relerr(M, T.T @ pa @ T) < 1e-10
         assert relerr(dv, T.T @ (pv @ T + pa @ dTv)) < 1e-10
-        assert relerr(dq[:, 6:], (T.T @ pq)[:, 6:]) < 1e-10
+        expected = T.T @ pq @ T
+        for j in range(3):
+            dT, dTdot = np.zeros((model.nv, model.nv)), np.zeros((model.nv, model.nv))
+            dT[:3, :3] = -pin.skew(np.eye(3)[j]) @ R.T
+            dTdot[:3, :3] = pin.skew(w) @ pin.skew(np.eye(3)[j]) @ R.T
+            expected[:, 3 + j] += dT.T @ tau_pin + T.T @ (pv @ dT @ qd[k] + pa @ (dT @ qdd[k] + dTdot @ qd[k]))
+        assert relerr(dq, expected) < 1e-10
 
 
 # ---- errors ----
