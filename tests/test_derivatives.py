@@ -114,6 +114,17 @@ def test_batch_equals_single_states(robot):
             assert relerr(x, y) < 1e-13
 
 
+def test_far_from_the_origin_keeps_its_digits():
+    """The derivatives are taken about each tree's centre: moving a free robot 1 km away changes nothing but rounding."""
+    model = engine.from_mujoco("unitree_h1")
+    q, qd = engine.random_states(model, 2, 3)
+    qdd = np.random.default_rng(4).uniform(-3, 3, (2, model.nv))
+    far = q.copy()
+    far[:, :3] += [1000.0, -2000.0, 500.0]
+    for x, y in zip(derivatives.rnea_derivatives(model, far, qd, qdd), derivatives.rnea_derivatives(model, q, qd, qdd)):
+        assert relerr(x, y) < 1e-13
+
+
 def test_forward_dynamics_derivatives(robot):
     model = robot.model
     for q, qd, qdd in zip(robot.q, robot.qd, robot.qdd):

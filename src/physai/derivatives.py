@@ -14,8 +14,10 @@ k-th axis of the CHILD frame (q * exp(t e_k)); for a free joint the first three 
 body origin and the last three rotations about the body axes. This is MuJoCo's chart (mjd_inverseFD,
 mjd_transitionFD, mj_differentiatePos), not Pinocchio's (pin.integrate moves a free joint on SE(3)).
 
-The recursions. Everything is taken in world axes about the world origin (a fixed point), where a perturbation
-of q_j moves every quantity fixed in the links of j's subtree by the twist S_j (Carpentier and Mansard, RSS 2018:
+The recursions. Everything is taken in world axes about a point held fixed while differentiating (the engine's
+centre of each tree at the given q, so that a robot far from the origin keeps its digits; any fixed point gives
+the same derivatives), where a perturbation of q_j moves every quantity fixed in the links of j's subtree by
+the twist S_j (Carpentier and Mansard, RSS 2018:
 dS_k/dq_j = S_j x S_k, dI/dq_j = S_j x* I - I S_j x). With lambda(j) the parent link of dof j's link, v, a the
 links' spatial velocities and accelerations (gravity as the base acceleration -g), F_l the net force on the
 subtree of link l, Ic_l, Bc_l the subtree sums of the spatial inertias I_i and of the Coriolis matrices
@@ -106,7 +108,7 @@ def _mv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray):
     """(dtau/dq, dtau/dqd, M), each (nv, nv, n), for states (nq, n), (nv, n), (nv, n) in the engine's layout."""
-    kinematics(model, d, q, about_origin=True)
+    kinematics(model, d, q)                            # about each tree's centre: a fixed point while differentiating
     com_pos(model, d)
     com_vel(model, d, qd)
     rne(model, d, qd, qdd)                             # cacc, cfrc = F (subtree sums)
@@ -149,7 +151,7 @@ def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
         model: a physai.engine.Model (or what physai.engine.as_model takes: an MjModel, a name, a path).
         q: (nq,) or (N, nq) joint positions [rad | m | unit quaternion (w, x, y, z)].
         qd, qdd: (nv,) or (N, nv) velocities [rad/s | m/s] and accelerations [rad/s^2 | m/s^2].
-        data: optional Data(model, N or 1) keeping the engine's intermediate quantities (taken about the origin).
+        data: optional Data(model, N or 1) keeping the engine's intermediate quantities.
 
     Returns:
         (dtau_dq, dtau_dqd, M), each (nv, nv), or (N, nv, nv) for a batch: [i, k] = d tau_i / d x_k.
