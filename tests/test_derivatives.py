@@ -7,7 +7,12 @@ Bounds (relative to the largest entry of the reference, or 1):
 - dtau/dqdd equals engine.mass_matrix to 1e-14 (the same CRBA, summed about another point);
 - MuJoCo's mjd_inverseFD (forward differences, eps 1e-6, outputs transposed, DfDv includes damping) 1e-5,
   mjd_transitionFD (centred, eps 1e-6) 1e-6;
-- Pinocchio's computeRNEADerivatives / computeABADerivatives on the Panda (same joints, same chart): 1e-10.
+- Pinocchio's computeRNEADerivatives / computeABADerivatives on the Panda (same joints, same chart): 1e-10;
+  on H1 (free base) through physai.conventions' velocity map and the first-order map between the charts: 1e-10.
+RK4: mjd_transitionFD refuses it, so MuJoCo's mj_step is differenced here (mj_integratePos / mj_differentiatePos).
+On ball and free joints physai's rk4 step differs from MuJoCo 4.0's by ~1e-8 per step (documented in
+test_integrators: MuJoCo's RK4 advances quaternions differently from its published scheme, which physai follows),
+which shows as ~1e-6 relative in A; within the bound.
 """
 
 from pathlib import Path
