@@ -115,9 +115,8 @@ def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarra
     M = crb(model, d)                                  # d.crb = Ic
     I, v, F, Ic = d.cinert, d.cvel[:-1], d.cfrc, d.crb
     # 2 B_i = v x* I - I v x + (I v) xbar*, summed over subtrees
-    crm = _crm(v)
-    B2 = -np.swapaxes(crm, 1, 2)
-    B2 = _mm(B2, I) - _mm(I, crm) + _bar(_mv(I, v))
+    X = _mm(I, _crm(v))                                # v x* I - I v x = -(X + X^T) for I symmetric
+    B2 = _bar(_mv(I, v)) - X - np.swapaxes(X, 1, 2)
     Bs, parents = list(B2), model._parents
     for i in model._children:
         np.add(Bs[parents[i]], Bs[i], out=Bs[parents[i]])
@@ -137,10 +136,10 @@ def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarra
     below = model.dof_ancestor.T | same                # [k, j]: link(k) in the subtree of link(j)
     above = model.dof_ancestor & ~same                  # [k, j]: link(k) a strict ancestor of link(j)
     pair = lambda X, Y: np.einsum("kin,jin->kjn", X, Y)  # noqa: E731   [k, j] = X_k . Y_j
-    dq = np.where(below[..., None], -(pair(P, w) + pair(Q, u)), 0.0)
-    dq += np.where(above[..., None], pair(S, G), 0.0)
-    dv = np.where(below[..., None], pair(P, psi) + pair(Q, S), 0.0)
-    dv += np.where(above[..., None], pair(S, H), 0.0)
+    PQ = np.concatenate([P, Q], axis=1)
+    below, above = below[..., None], above[..., None]
+    dq = np.where(below, -pair(PQ, np.concatenate([w, u], axis=1)), np.where(above, pair(S, G), 0.0))
+    dv = np.where(below, pair(PQ, np.concatenate([psi, S], axis=1)), np.where(above, pair(S, H), 0.0))
     return dq, dv, M
 
 
