@@ -11,7 +11,7 @@ import pinocchio as pin
 import pytest
 from test_derivatives import MIXED, random_tree_xml
 
-from physai import engine, identification, models
+from physai import conventions, engine, identification, models
 from physai.exceptions import InvalidInertiaError, ShapeError
 
 MODELS = [MIXED, random_tree_xml(3), random_tree_xml(4, 8, False), "unitree_h1", "franka_emika_panda", "arm7"]
@@ -136,3 +136,23 @@ def test_identification_experiment_core():
     assert r["heldout_rms"] < 0.5 and r["phys_all_physical"] and r["phys_base_error"] < 3 * r["bound"]
     saved = (path.parent / "output.txt").read_text()
     assert saved.count("True") == 9 and saved.count("< 4.5") == 9
+
+
+def test_h1_against_pinocchio_through_the_conventions():
+    """H1 (free base, MJCF joints at pos = 0): physai's free joint is 3 massless slide links (columns 0-29) and a
+    ball link carrying the pelvis; the other 20 links are Pinocchio's joints. tau = T^T tau_pin(q, T v, T a + Tdot v)
+    (physai.conventions), so the columns of the ball link and after equal T^T Y_pin there, and the parameters agree."""
+    model = engine.from_mujoco("unitree_h1")
+    pm = pin.buildModelFromMJCF(str(models.model_path("unitree_h1")))
+    pd = pm.createData()
+    assert model.nlink == pm.njoints - 1 + 3
+    pi_pin = np.concatenate([pm.inertias[i].toDynamicParameters() for i in range(1, pm.njoints)])
+    assert relerr(identification.parameters(model)[30:], pi_pin) < 1e-12
+    assert not identification.parameters(model)[:30].any()
+    q, qd, qdd = states(model, 3, 5)
+    for k in range(3):
+        T = conventions.velocity_map(model, q[k])
+        Y_pin = pin.computeJointTorqueRegressor(pm, pd, conventions.q_to_pinocchio(model, q[k]),
+                                                conventions.v_to_pinocchio(model, q[k], qd[k]),
+                                                conventions.a_to_pinocchio(model, q[k], qd[k], qdd[k]))
+        assert relerr(identification.regressor(model, q[k], qd[k], qdd[k])[:, 30:], T.T @ Y_pin) < 1e-12
