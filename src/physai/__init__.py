@@ -14,6 +14,8 @@ Modules, one concept each:
     inverse       continuous and discrete (invdiscrete) inverse dynamics, RK4 shooting
     checks        the acceptance checks of the manipulator equation
     engine        the same Tree compiled to flat arrays: fast and batched
+    derivatives   analytical derivatives of rnea, forward dynamics and one integrator step (A, B)
+    identification  the inertial-parameter regressor, parameters, base parameters, physical consistency
     models        bundled MJCF files and Menagerie robots by name
     urdf          URDF robots as Trees (inertial rpy kept)
     exceptions    one exception per kind of bad input
