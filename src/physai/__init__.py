@@ -16,6 +16,8 @@ Modules, one concept each:
     inverse       continuous and discrete (invdiscrete) inverse dynamics, RK4 shooting
     checks        the acceptance checks of the manipulator equation
     conventions   MuJoCo <-> Pinocchio free-flyer and ball-joint conventions
+    derivatives   analytical derivatives of rnea, forward dynamics and one integrator step (A, B)
+    identification  the inertial-parameter regressor, parameters, base parameters, physical consistency
     models        bundled MJCF files and Menagerie robots by name
     urdf          URDF robots as Trees (inertial rpy kept, safe XML)
     lab           the lessons' interactive labs in the browser (physai lab)

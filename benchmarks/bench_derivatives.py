@@ -1,0 +1,92 @@
+"""Time physai.derivatives.rnea_derivatives next to Pinocchio's computeRNEADerivatives (and MuJoCo's mjd_inverseFD).
+
+    uv run python benchmarks/bench_derivatives.py                          # arm7, Panda, H1; N = 1000
+    uv run python benchmarks/bench_derivatives.py --models franka_emika_panda --n 4000
+
+Microseconds per state, best of several rounds, one thread:
+    physai-1    rnea_derivatives, one state per call
+    physai-N    one call on N states, divided by N (numpy over the state axis)
+    Pinocchio   pin.computeRNEADerivatives, one state per call (C++; fixed-base robots only: H1's free joint
+                has another chart, see tests/test_derivatives.py)
+    mjd-FD      mujoco.mjd_inverseFD (forward differences, nv + nv + nv evaluations of mj_inverse)
+and the ratios physai-1 / Pinocchio and physai-N / Pinocchio (below 1: physai is faster).
+On a shared machine expect +-20 % between runs.
+"""
+
+import argparse
+import os
+import platform
+import sys
+import timeit
+
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):     # one thread, as Pinocchio's call
+    os.environ.setdefault(_var, "1")
+
+import mujoco  # noqa: E402
+import numpy as np  # noqa: E402
+
+from physai import derivatives, engine, models  # noqa: E402
+
+try:
+    import pinocchio as pin
+except ImportError:                                   # pragma: no cover - pin is in the dev group
+    pin = None
+
+ROUNDS = 7
+
+
+def best_time(fn, budget: float = 0.3) -> float:
+    """Seconds per call: the best of ROUNDS rounds, each of as many calls as fit in about budget / ROUNDS."""
+    timer = timeit.Timer(fn)
+    number, elapsed = 1, timer.timeit(1)
+    while elapsed < budget / ROUNDS and number < 1_000_000:
+        number = max(2 * number, int(budget / ROUNDS / max(elapsed, 1e-9) * number))
+        elapsed = timer.timeit(number)
+    return min(timer.repeat(ROUNDS, number)) / number
+
+
+def bench(name: str, n: int) -> dict:
+    m = models.load(name)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    d = mujoco.MjData(m)
+    model = engine.from_mujoco(m)
+    q, qd = engine.random_states(model, n, 0)
+    qdd = np.random.default_rng(1).uniform(-3, 3, (n, model.nv))
+    out = {"physai-1": best_time(lambda: derivatives.rnea_derivatives(model, q[0], qd[0], qdd[0])),
+           "physai-N": best_time(lambda: derivatives.rnea_derivatives(model, q, qd, qdd)) / n}
+    if pin is not None and model.nq == model.nv:
+        pm = pin.buildModelFromMJCF(str(models.model_path(name)))
+        pd = pm.createData()
+        out["Pinocchio"] = best_time(lambda: pin.computeRNEADerivatives(pm, pd, q[0], qd[0], qdd[0]))
+    nv = m.nv
+    Dq, Dv, Da = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv))
+
+    def mjd():
+        d.qpos[:], d.qvel[:] = q[0], qd[0]
+        mujoco.mj_forward(m, d)
+        d.qacc[:] = qdd[0]
+        mujoco.mjd_inverseFD(m, d, 1e-6, False, Dq, Dv, Da, None, None, None, None)
+
+    out["mjd-FD"] = best_time(mjd)
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=["arm7", "franka_emika_panda", "unitree_h1"])
+    parser.add_argument("--n", type=int, default=1000)
+    args = parser.parse_args(argv)
+    print(f"rnea_derivatives, microseconds per state; N = {args.n}; Python {sys.version.split()[0]}, numpy {np.__version__}, "
+          f"{platform.machine()}, {os.cpu_count()} cpus")
+    cols = ["physai-1", "physai-N", "Pinocchio", "mjd-FD"]
+    print(f"{'model':22s}" + "".join(f"{c:>12s}" for c in cols) + f"{'1/Pin':>9s}{'N/Pin':>9s}")
+    for name in args.models:
+        t = bench(name, args.n)
+        row = "".join(f"{t[c] * 1e6:12.1f}" if c in t else f"{'-':>12s}" for c in cols)
+        ratios = (f"{t['physai-1'] / t['Pinocchio']:9.1f}{t['physai-N'] / t['Pinocchio']:9.2f}" if "Pinocchio" in t
+                  else f"{'-':>9s}{'-':>9s}")
+        print(f"{name:22s}{row}{ratios}")
+
+
+if __name__ == "__main__":
+    main()

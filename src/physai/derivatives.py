@@ -1,0 +1,379 @@
+"""Analytical derivatives of inverse dynamics, forward dynamics and one integrator step, for every joint type.
+
+    rnea_derivatives(model, q, qd, qdd)                     -> (dtau/dq, dtau/dqd, M)          each (nv, nv)
+    forward_dynamics_derivatives(model, q, qd, tau)         -> (dqdd/dq, dqdd/dqd, M^-1)       each (nv, nv)
+    step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv, 2nv), B (2nv, nu))
+
+q is (nq,) or (N, nq); qd, qdd, tau (nv,) or (N, nv) (the first two functions take batches; a batch returns
+(N, nv, nv)). step_derivatives takes one state.
+
+The q chart. Derivatives with respect to q are taken in the tangent space of physai.joints.integrate (MuJoCo's
+mj_integratePos): column k is d/dt at t = 0 of the function at integrate(q, e_k, t), where e_k is the k-th unit
+velocity. For hinges and slides that is the partial derivative d/dq_k; for a ball it is a rotation about the
+k-th axis of the CHILD frame (q * exp(t e_k)); for a free joint the first three are world translations of the
+body origin and the last three rotations about the body axes. This is MuJoCo's chart (mjd_inverseFD,
+mjd_transitionFD, mj_differentiatePos), not Pinocchio's (pin.integrate moves a free joint on SE(3)).
+
+The recursions. Everything is taken in world axes about a point held fixed while differentiating (the engine's
+centre of each tree at the given q, so that a robot far from the origin keeps its digits; any fixed point gives
+the same derivatives), where a perturbation of q_j moves every quantity fixed in the links of j's subtree by
+the twist S_j (Carpentier and Mansard, RSS 2018:
+dS_k/dq_j = S_j x S_k, dI/dq_j = S_j x* I - I S_j x). With lambda(j) the parent link of dof j's link, v, a the
+links' spatial velocities and accelerations (gravity as the base acceleration -g), F_l the net force on the
+subtree of link l, Ic_l, Bc_l the subtree sums of the spatial inertias I_i and of the Coriolis matrices
+B_i = 1/2 (v_i x* I_i - I_i v_i x + (I_i v_i) xbar*) (Echeandia and Wensing 2021; (f xbar*) u = u x* f), and
+
+    u_j = S_j x v_lambda(j),   w_j = S_j x a_lambda(j) - u_j x v_lambda(j),   psi_j = (v_link(j) + v_lambda(j)) x S_j,
+
+the derivatives come in composite form (as in Singh, Russell and Wensing's IDSVA, RA-L 2022), one forward and
+one backward pass over links, then one product per pair of related dofs (k, j):
+
+    link(k) in the subtree of link(j) (k = j, k below j, or both in one ball link):
+        dtau_k/dq_j  = -S_k . (Ic_k w_j + 2 Bc_k u_j)
+        dtau_k/dqd_j =  S_k . (Ic_k psi_j + 2 Bc_k S_j)
+    link(k) a strict ancestor of link(j):
+        dtau_k/dq_j  =  S_k . (S_j x* F_j - Ic_j w_j - 2 Bc_j u_j)
+        dtau_k/dqd_j =  S_k . (Ic_j psi_j + 2 Bc_j S_j)
+    otherwise 0;  dtau/dqdd = M (CRBA, armature on the diagonal).
+
+(Derivation: the subtree of link(j) turns rigidly with S_j while v_lambda(j) and a_lambda(j) stay, so
+dv_i = S_j x (v_i - v_lambda(j)) and da_i = S_j x (a_i - a_lambda(j)) - u_j x (v_i - v_lambda(j)); the pairing
+S_k . F is invariant under a common rotation, which removes the rotation of S_k and F_k in the first case.)
+
+Forces. rnea excludes passive forces (joint damping and springs), as physai.engine.rnea does: dtau/dqd holds no
+damping; MuJoCo's mjd_inverseFD differentiates qfrc_inverse, which includes damping (DfDv = dtau/dqd^T + diag(b)).
+step_derivatives differentiates the whole step: passive forces (damping, springs), actuators (gains, biases,
+clamping), applied joint forces (constant), the bias and the mass matrix.
+"""
+
+import numpy as np
+
+from physai import _checks, engine, forces, joints
+from physai import integrators as integ
+from physai._linalg import inverse, solve
+from physai.engine.algorithms import (
+    _SKEW_IDX,
+    _SKEW_SIGN,
+    _batched,
+    _model,
+    _out,
+    com_pos,
+    com_vel,
+    crb,
+    cross_force,
+    cross_motion,
+    kinematics,
+    rne,
+)
+from physai.engine.model import Model
+from physai.exceptions import InvalidArgumentError
+
+__all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
+
+
+# ---------------------------------------------------------------- spatial matrices, state last
+
+def _skew(x: np.ndarray) -> np.ndarray:
+    """skew(x) (k, 3, 3, n) of vectors (k, 3, n): skew(x) y = x cross y."""
+    return x[:, _SKEW_IDX] * _SKEW_SIGN[None, :, :, None]
+
+
+def _crm(v: np.ndarray) -> np.ndarray:
+    """Featherstone's crm(v) (k, 6, 6, n) of motion vectors (k, 6, n): crm(v) m = v x m."""
+    W, U = _skew(v[:, :3]), _skew(v[:, 3:])
+    X = np.zeros(v.shape[:1] + (6, 6) + v.shape[2:])
+    X[:, :3, :3] = X[:, 3:, 3:] = W
+    X[:, 3:, :3] = U
+    return X
+
+
+def _bar(f: np.ndarray) -> np.ndarray:
+    """(f xbar*) (k, 6, 6, n) of forces (k, 6, n): (f xbar*) u = u x* f."""
+    N, F = _skew(f[:, :3]), _skew(f[:, 3:])
+    X = np.zeros(f.shape[:1] + (6, 6) + f.shape[2:])
+    X[:, :3, :3] = -N
+    X[:, :3, 3:] = X[:, 3:, :3] = -F
+    return X
+
+
+def _mm(A: np.ndarray, B: np.ndarray) -> np.ndarray:
+    return np.einsum("kijn,kjln->kiln", A, B)
+
+
+def _mv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return np.einsum("kijn,kjn->kin", A, x)
+
+
+# ---------------------------------------------------------------- inverse dynamics
+
+def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray):
+    """(dtau/dq, dtau/dqd, M), each (nv, nv, n), for states (nq, n), (nv, n), (nv, n) in the engine's layout."""
+    kinematics(model, d, q)                            # about each tree's centre: a fixed point while differentiating
+    com_pos(model, d)
+    com_vel(model, d, qd)
+    rne(model, d, qd, qdd)                             # cacc, cfrc = F (subtree sums)
+    M = crb(model, d)                                  # d.crb = Ic
+    I, v, F, Ic = d.cinert, d.cvel[:-1], d.cfrc, d.crb
+    # 2 B_i = v x* I - I v x + (I v) xbar*, summed over subtrees
+    X = _mm(I, _crm(v))                                # v x* I - I v x = -(X + X^T) for I symmetric
+    B2 = _bar(_mv(I, v)) - X - np.swapaxes(X, 1, 2)
+    Bs, parents = list(B2), model._parents
+    for i in model._children:
+        np.add(Bs[parents[i]], Bs[i], out=Bs[parents[i]])
+    # per dof j: its link l, parent link p
+    S, link = d.cdof, model.dof_linkid
+    par = model.link_parentid[link]
+    vp, ap, vl = d.cvel[par], d.cacc[par], d.cvel[link]
+    u = cross_motion(S, vp)
+    w = cross_motion(S, ap) - cross_motion(u, vp)
+    psi = cross_motion(vl + vp, S)
+    Icl, Bcl = Ic[link], B2[link]
+    P = _mv(np.swapaxes(Icl, 1, 2), S)                  # Ic_k S_k (Ic symmetric; transpose keeps it general)
+    Q = _mv(np.swapaxes(Bcl, 1, 2), S)                  # (2 Bc_k)^T S_k
+    G = cross_force(S, F[link]) - _mv(Icl, w) - _mv(Bcl, u)
+    H = _mv(Icl, psi) + _mv(Bcl, S)
+    same = link[:, None] == link[None, :]
+    below = model.dof_ancestor.T | same                # [k, j]: link(k) in the subtree of link(j)
+    above = model.dof_ancestor & ~same                  # [k, j]: link(k) a strict ancestor of link(j)
+    pair = lambda X, Y: np.einsum("kin,jin->kjn", X, Y)  # noqa: E731   [k, j] = X_k . Y_j
+    PQ = np.concatenate([P, Q], axis=1)
+    below, above = below[..., None], above[..., None]
+    dq = np.where(below, -pair(PQ, np.concatenate([w, u], axis=1)), np.where(above, pair(S, G), 0.0))
+    dv = np.where(below, pair(PQ, np.concatenate([psi, S], axis=1)), np.where(above, pair(S, H), 0.0))
+    return dq, dv, M
+
+
+def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
+    """Partial derivatives of inverse dynamics tau = rnea(q, qd, qdd) = M(q) qdd + C(q, qd) qd + g(q).
+
+    Args:
+        model: a physai.engine.Model (or what physai.engine.as_model takes: an MjModel, a name, a path).
+        q: (nq,) or (N, nq) joint positions [rad | m | unit quaternion (w, x, y, z)].
+        qd, qdd: (nv,) or (N, nv) velocities [rad/s | m/s] and accelerations [rad/s^2 | m/s^2].
+        data: optional Data(model, N or 1) keeping the engine's intermediate quantities.
+
+    Returns:
+        (dtau_dq, dtau_dqd, M), each (nv, nv), or (N, nv, nv) for a batch: [i, k] = d tau_i / d x_k.
+        dtau_dq [N m/rad | N/m | ...] is taken in the tangent space of physai.joints.integrate (MuJoCo's chart:
+        column k is the derivative along integrate(q, e_k, t)); dtau_dqd [N m s/rad | ...] excludes passive damping
+        (rnea excludes passive forces); M = dtau/dqdd, the mass matrix with armature (physai.engine.mass_matrix).
+    Analytical: one forward and one backward pass over links (see the module docstring for the formulas).
+    Equals pin.computeRNEADerivatives where the charts agree (fixed bases; for free joints in velocity
+    coordinates only, see physai.conventions), and MuJoCo's mjd_inverseFD transposed, damping removed.
+    """
+    model = _model(model)
+    nv = model.nv
+
+    def compute(d, q, qd, qdd):
+        return np.concatenate(_rnea_derivatives(model, d, q, qd, qdd), axis=0)
+
+    arrays = dict(q=(q, model.nq), qd=(qd, nv), qdd=(qdd, nv))
+    out, batch = _batched(model, data, arrays, compute)
+    return tuple(_out(out[k * nv:(k + 1) * nv], batch, "rnea derivatives") for k in range(3))
+
+
+def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None = None):
+    """Partial derivatives of forward dynamics qdd = M(q)^-1 (tau - c(q, qd)) (physai.engine.forward_dynamics).
+
+    Args: model; q (nq,) or (N, nq); qd, tau (nv,) or (N, nv) [N m | N] (the total applied joint force, passive
+    forces included if any: forward dynamics here, like the engine's, adds none itself).
+
+    Returns:
+        (dqdd_dq, dqdd_dqd, Minv), each (nv, nv) or (N, nv, nv), from dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau)
+        and dqdd/dtau = M^-1. The q-derivative is in the tangent space of physai.joints.integrate (see
+        rnea_derivatives). Equals pin.computeABADerivatives where the charts agree.
+    """
+    model = _model(model)
+    nv = model.nv
+
+    def compute(d, q, qd, tau):
+        engine.kinematics(model, d, q)
+        engine.com_pos(model, d)
+        engine.com_vel(model, d, qd)
+        c = rne(model, d, qd, None)
+        Mq = np.moveaxis(crb(model, d), -1, 0)
+        qdd = solve(Mq, (tau - c).T).T
+        dq, dv, M = _rnea_derivatives(model, d, q, qd, qdd)
+        Minv = inverse(np.moveaxis(M, -1, 0))
+        Minv = 0.5 * (Minv + np.swapaxes(Minv, 1, 2))
+        ddq = -Minv @ np.moveaxis(dq, -1, 0)
+        ddv = -Minv @ np.moveaxis(dv, -1, 0)
+        return np.concatenate([np.moveaxis(x, 0, -1) for x in (ddq, ddv, Minv)], axis=0)
+
+    arrays = dict(q=(q, model.nq), qd=(qd, nv), tau=(tau, nv))
+    out, batch = _batched(model, data, arrays, compute)
+    return tuple(_out(out[k * nv:(k + 1) * nv], batch, "forward dynamics derivatives") for k in range(3))
+
+
+# ---------------------------------------------------------------- forces
+
+def _passive_derivatives(model: Model):
+    """(dP/dq, dP/dqd) (nv, nv) of physai.forces.passive_force: springs -k on hinges and slides, damping -b."""
+    dq = np.zeros((model.nv, model.nv))
+    dq[model._spring_v, model._spring_v] = -model._spring_k
+    return dq, -np.diag(model.dof_damping)
+
+
+def _tangent_of_scalars(model: Model, X: np.ndarray) -> np.ndarray:
+    """A map on q (rows of (., nq)) restricted to the tangent (., nv): scalar q entries carry to their velocity."""
+    c = model.coords
+    out = np.zeros((X.shape[0], model.nv))
+    out[:, c.scalar_v] = X[:, c.scalar_q]
+    return out
+
+
+def _actuator_derivatives(model: Model, act, q, qd, ctrl):
+    """(dA/dq, dA/dqd, dA/dctrl) of physai.forces.actuator_force: (nv, nv), (nv, nv), (nv, nu).
+
+    Zero where a clamp is active: ctrl outside ctrlrange, a scalar force at or beyond forcerange, a dof's total
+    at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel). Transmissions act on hinges, slides and
+    fixed tendons only (physai.forces), so the length map has no quaternion part.
+    """
+    raw = _checks.vector("ctrl", ctrl, act.nu)
+    u = forces._ctrl(act, raw)
+    f = forces.actuator_outputs(act, q, qd, raw)
+    lo, hi = act.forcerange[:, 0], act.forcerange[:, 1]
+    free = ~act.forcelimited | ((f > lo) & (f < hi))
+    inside = ~act.ctrllimited | ((raw > act.ctrlrange[:, 0]) & (raw < act.ctrlrange[:, 1]))
+    g, b = act.gain, act.bias
+    length, velocity = act.qmoment @ q, act.moment @ qd
+    Lq = _tangent_of_scalars(model, act.qmoment)
+    df_dq = np.where(free, g[:, 1] * u + b[:, 1], 0.0)[:, None] * Lq
+    df_dv = np.where(free, g[:, 2] * u + b[:, 2], 0.0)[:, None] * act.moment
+    df_du = np.diag(np.where(free & inside, g[:, 0] + g[:, 1] * length + g[:, 2] * velocity, 0.0))
+    tau = act.moment.T @ f
+    dlo, dhi = act.dof_forcerange.T
+    keep = (~act.dof_forcelimited | ((tau > dlo) & (tau < dhi)))[:, None]
+    return tuple(np.where(keep, act.moment.T @ x, 0.0) for x in (df_dq, df_dv, df_du))
+
+
+# ---------------------------------------------------------------- the retraction q (+) s w
+
+def _so3_right_jacobian(phi: np.ndarray) -> np.ndarray:
+    """J_r(phi) (3, 3): exp(phi + delta) = exp(phi) exp(J_r(phi) delta) to first order."""
+    t = float(np.linalg.norm(phi))
+    K = np.array([[0.0, -phi[2], phi[1]], [phi[2], 0.0, -phi[0]], [-phi[1], phi[0], 0.0]])
+    if t < 1e-6:                                       # series: 1/2 - t^2/24, 1/6 - t^2/120
+        return np.eye(3) - (0.5 - t * t / 24) * K + (1 / 6 - t * t / 120) * K @ K
+    return np.eye(3) - (1 - np.cos(t)) / t**2 * K + (t - np.sin(t)) / t**3 * K @ K
+
+
+def _so3_exp(phi: np.ndarray) -> np.ndarray:
+    t = float(np.linalg.norm(phi))
+    K = np.array([[0.0, -phi[2], phi[1]], [phi[2], 0.0, -phi[0]], [-phi[1], phi[0], 0.0]])
+    if t < 1e-6:
+        return np.eye(3) + K + 0.5 * K @ K
+    return np.eye(3) + np.sin(t) / t * K + (1 - np.cos(t)) / t**2 * K @ K
+
+
+def _retraction(model: Model, w: np.ndarray, s: float):
+    """Tangent maps of q' = q (+) s w (physai.joints.integrate), both (nv, nv), tangents at q and at q':
+    dq' = Ad dq + Jw dw. Scalars: Ad = 1, Jw = s. Quaternions (q' = q exp(s w)): Ad = exp(s w)^T, Jw = s J_r(s w)."""
+    Ad, Jw = np.eye(model.nv), s * np.eye(model.nv)
+    for a in model.coords.quat_v.tolist():
+        k = slice(a, a + 3)
+        phi = s * w[k]
+        Ad[k, k], Jw[k, k] = _so3_exp(phi).T, s * _so3_right_jacobian(phi)
+    return Ad, Jw
+
+
+# ---------------------------------------------------------------- one step
+
+class _Stepper:
+    """The pieces of one integrator step and their derivatives at a state."""
+
+    def __init__(self, model, h, inputs, euler_damping):
+        self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
+        self.run = integ._Run(model, h, inputs, euler_damping)
+        self.nu = 0 if inputs.actuators is None else inputs.actuators.nu
+        self.Pq, self.Pv = _passive_derivatives(model)
+
+    def force_derivatives(self, q, qd):
+        """(df/dq, df/dqd, df/dctrl) of f = actuator + passive + applied (the bias is handled through rnea)."""
+        Fq, Fv, Fu = self.Pq, self.Pv, np.zeros((self.model.nv, self.nu))
+        if self.x.actuators is not None:
+            Aq, Av, Au = _actuator_derivatives(self.model, self.x.actuators, q, qd, self.x.ctrl)
+            Fq, Fv, Fu = Fq + Aq, Fv + Av, Au
+        return Fq, Fv, Fu
+
+    def acceleration(self, q, qd, name):
+        """(a, K, da/dq, da/dqd, da/dctrl) of K a = f: K = M (rk4, euler without damping), M + h B (euler), M - h D."""
+        model, h, x = self.model, self.h, self.x
+        M, f, _ = self.run.evaluate(q, qd)
+        if name == "rk4" or (name == "euler" and not (self.euler_damping and (model.dof_damping > 0).any())):
+            K = M
+        else:
+            K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping)
+        a = solve(K, f)
+        Fq, Fv, Fu = self.force_derivatives(q, qd)
+        tq, tv, _ = _rnea_derivatives(model, engine.Data(model), q[:, None], qd[:, None], a[:, None])
+        rq, rv = Fq - tq[..., 0], Fv - tv[..., 0]
+        if name == "implicit":
+            # K = M - h D with D containing -dc/dqd(q, qd); d(K a) adds h d(dc/dqd a)/dx, where
+            # dc/dqd(q, qd) a = (c(q, qd + a) - c(q, qd - a)) / 2 exactly (c is quadratic in qd)
+            Q = np.repeat(q[:, None], 2, axis=1)
+            V = np.stack([qd + a, qd - a], axis=1)
+            cq, cv, _ = _rnea_derivatives(model, engine.Data(model, 2), Q, V, np.zeros((model.nv, 2)))
+            rq = rq - 0.5 * h * (cq[..., 0] - cq[..., 1])
+            rv = rv - 0.5 * h * (cv[..., 0] - cv[..., 1])
+        Kinv = inverse(K)
+        return a, K, Kinv @ rq, Kinv @ rv, Kinv @ Fu
+
+
+def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_applied=None, euler_damping: bool = True):
+    """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'] = A [dq; dqd] + B dctrl.
+
+    Args:
+        model: a physai.engine.Model (its actuators drive ctrl) or what physai.engine.as_model takes.
+        q (nq,), qd (nv,): the state [rad | m | quaternion], [rad/s | m/s]; dt [s] > 0.
+        integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast" or "rk4".
+        ctrl: (nu,) controls (default zeros); qfrc_applied: (nv,) constant generalized force [N m | N].
+
+    Returns:
+        A (2 nv, 2 nv), B (2 nv, nu): MuJoCo's layout (mjd_transitionFD without activations or sensors). The state
+        is (dq, dqd) with dq in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q
+        for the inputs, at q' for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
+    Passive damping and springs, the actuators' gains and biases (zero where ctrl or a force is clamped), the
+    bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
+    through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), and rk4 by
+    chaining the derivatives of its four stages.
+    """
+    model = engine.as_model(model)
+    name, h = integ.check_integrator(integrator), integ.check_timestep(dt)
+    euler_damping = integ._check_flag("euler_damping", euler_damping)
+    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    inputs = integ._Inputs.make(model, None, ctrl, qfrc_applied, None)
+    s = _Stepper(model, h, inputs, euler_damping)
+    nv, nu = model.nv, s.nu
+    Eq = np.hstack([np.eye(nv), np.zeros((nv, nv + nu))])       # d(input) w.r.t. (dq, dqd, dctrl)
+    Ev = np.hstack([np.zeros((nv, nv)), np.eye(nv), np.zeros((nv, nu))])
+    Eu = np.hstack([np.zeros((nu, 2 * nv)), np.eye(nu)])
+    with np.errstate(over="ignore", invalid="ignore"):
+        if name != "rk4":
+            a, _, aq, av, au = s.acceleration(q, qd, name)
+            qd_next = qd + h * a
+            Tv = Ev + h * (aq @ Eq + av @ Ev + au @ Eu)
+            Ad, Jw = _retraction(model, qd_next, h)
+            Tq = Ad @ Eq + Jw @ Tv
+        else:
+            Tq_i, Tv_i, qi, qdi = Eq, Ev, q, qd
+            sum_v, sum_Tv, sum_Ta = np.zeros(nv), np.zeros_like(Ev), np.zeros_like(Ev)
+            for i, b in enumerate(integ._RK4_B):
+                a, _, aq, av, au = s.acceleration(qi, qdi, name)
+                Ta = aq @ Tq_i + av @ Tv_i + au @ Eu
+                sum_v, sum_Tv, sum_Ta = sum_v + b * qdi, sum_Tv + b * Tv_i, sum_Ta + b * Ta
+                if i < 3:
+                    c = integ._RK4_C[i]
+                    Ad, Jw = _retraction(model, qdi, h * c)
+                    qi_next = joints.integrate(model.coords, q[:, None], (c * qdi)[:, None], h)[:, 0]
+                    Tq_i, Tv_i = Ad @ Eq + Jw @ Tv_i, Ev + h * c * Ta
+                    qi, qdi = qi_next, qd + h * c * a
+            Tv = Ev + h * sum_Ta
+            Ad, Jw = _retraction(model, sum_v, h)
+            Tq = Ad @ Eq + Jw @ sum_Tv
+    T = np.vstack([Tq, Tv])
+    A, B = T[:, :2 * nv], T[:, 2 * nv:]
+    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+        raise InvalidArgumentError(f"the step derivatives are not finite at dt = {h:g} s with {name}: the state or "
+                                   "the timestep is too large, or M - h D is singular")
+    return A, B

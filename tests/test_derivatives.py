@@ -1,0 +1,338 @@
+"""physai.derivatives against physai's own central differences, MuJoCo's finite differences and Pinocchio, live.
+
+Bounds (relative to the largest entry of the reference, or 1):
+- central differences of engine.rnea and integrators.step through engine.integrate / engine.difference
+  (MuJoCo's chart): 1e-7; the q step is 1e-5 (truncation ~1e-10, rounding ~1e-11), the qd step 1 for rnea
+  (rnea is quadratic in qd: the central difference is exact up to rounding);
+- dtau/dqdd equals engine.mass_matrix to 1e-14 (the same CRBA, summed about another point);
+- MuJoCo's mjd_inverseFD (forward differences, eps 1e-6, outputs transposed, DfDv includes damping) 1e-5,
+  mjd_transitionFD (centred, eps 1e-6) 1e-6;
+- Pinocchio's computeRNEADerivatives / computeABADerivatives on the Panda (same joints, same chart): 1e-10;
+  on H1 (free base) through physai.conventions' velocity map and the first-order map between the charts: 1e-10.
+RK4: mjd_transitionFD refuses it, so MuJoCo's mj_step is differenced here (mj_integratePos / mj_differentiatePos).
+On ball and free joints physai's rk4 step differs from MuJoCo 4.0's by ~1e-8 per step (documented in
+test_integrators: MuJoCo's RK4 advances quaternions differently from its published scheme, which physai follows),
+which shows as ~1e-6 relative in A; within the bound.
+"""
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from physai import conventions, derivatives, engine, integrators, models
+from physai.exceptions import InvalidArgumentError, ShapeError
+
+MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
+
+
+def random_tree_xml(seed: int, nbody: int = 7, free_root: bool = True) -> str:
+    """An MJCF tree with random joint types (a free root, balls with anchors, hinges, slides, a body with two
+    joints, a welded body), random poses, physical random inertias, damping, armature, springs and tilted gravity."""
+    rng = np.random.default_rng(seed)
+    f = lambda x: " ".join(f"{v:.6g}" for v in np.ravel(x))  # noqa: E731
+
+    def inertial():
+        x = rng.uniform(0.01, 0.1, 3)                  # principal moments (x+y, y+z, z+x) respect the triangle rule
+        quat = rng.normal(size=4)
+        return (f'<inertial pos="{f(rng.uniform(-0.1, 0.1, 3))}" quat="{f(quat / np.linalg.norm(quat))}" '
+                f'mass="{rng.uniform(0.3, 2):.4g}" diaginertia="{f([x[0] + x[1], x[1] + x[2], x[2] + x[0]])}"/>')
+
+    def joint(kind):
+        axis = rng.normal(size=3)
+        extra = f'stiffness="{rng.uniform(0, 2):.3g}" ' if kind in ("hinge", "slide") else ""
+        return (f'<joint type="{kind}" axis="{f(axis / np.linalg.norm(axis))}" pos="{f(rng.uniform(-0.05, 0.05, 3))}" '
+                f'damping="{rng.uniform(0, 0.3):.3g}" armature="{rng.uniform(0, 0.05):.3g}" {extra}/>')
+
+    parents, bodies = [-1], []
+    root = ('<freejoint/>' if free_root else joint("ball")) + inertial()
+    bodies.append(f'<body pos="0.1 -0.2 0.8">{root}')
+    for b in range(1, nbody):
+        parents.append(int(rng.integers(0, b)))
+        quat = rng.normal(size=4)
+        kinds = [str(rng.choice(["hinge", "slide", "ball", "hinge"]))]
+        if b == 2:
+            kinds = ["hinge", "slide"]
+        joints = "" if b == 4 else "".join(joint(k) for k in kinds)
+        bodies.append(f'<body pos="{f(rng.uniform(-0.3, 0.3, 3))}" quat="{f(quat / np.linalg.norm(quat))}">{joints}{inertial()}')
+    children = {b: [c for c in range(nbody) if parents[c] == b] for b in range(nbody)}
+
+    def emit(b):
+        return bodies[b] + "".join(emit(c) for c in children[b]) + "</body>"
+
+    return (f'<mujoco><option gravity="0.4 -0.7 -9.6"><flag contact="disable"/></option>'
+            f'<worldbody>{emit(0)}</worldbody></mujoco>')
+
+
+def mj_model(name: str) -> mujoco.MjModel:
+    m = mujoco.MjModel.from_xml_string(name) if name.startswith("<") else models.load(name)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    return m
+
+
+MODELS = {"mixed_joints": MIXED, "random_free": random_tree_xml(1), "random_fixed": random_tree_xml(2, 6, False),
+          "unitree_h1": "unitree_h1", "franka_emika_panda": "franka_emika_panda"}
+
+
+class Robot:
+    def __init__(self, key):
+        self.m = mj_model(MODELS[key])
+        self.model = engine.from_mujoco(self.m)
+        self.q, self.qd = engine.random_states(self.model, 3, 5, qd_max=2.0)
+        self.qdd = np.random.default_rng(6).uniform(-3, 3, (3, self.model.nv))
+
+
+@pytest.fixture(scope="module", params=list(MODELS))
+def robot(request):
+    return Robot(request.param)
+
+
+def relerr(actual, expected) -> float:
+    return float(np.abs(np.asarray(actual) - expected).max() / max(1.0, np.abs(expected).max()))
+
+
+def perturbed(model, q, eps):
+    """(2 nv, nq): q moved by +eps and -eps along each tangent direction of engine.integrate."""
+    E = np.eye(model.nv)
+    return np.array([engine.integrate(model, q, s * eps * E[k], 1.0) for s in (1, -1) for k in range(model.nv)])
+
+
+def test_rnea_derivatives_against_central_differences(robot):
+    model, nv = robot.model, robot.model.nv
+    E = np.eye(nv)
+    for q, qd, qdd in zip(robot.q, robot.qd, robot.qdd):
+        dq, dv, M = derivatives.rnea_derivatives(model, q, qd, qdd)
+        tau = engine.rnea(model, perturbed(model, q, 1e-5), qd, qdd)
+        assert relerr(dq, (tau[:nv] - tau[nv:]).T / 2e-5) < 1e-7
+        tau = engine.rnea(model, q, np.r_[qd + E, qd - E], qdd)
+        assert relerr(dv, (tau[:nv] - tau[nv:]).T / 2) < 1e-7
+        assert relerr(M, engine.mass_matrix(model, q)) < 1e-14
+
+
+def test_batch_equals_single_states(robot):
+    dq, dv, M = derivatives.rnea_derivatives(robot.model, robot.q, robot.qd, robot.qdd)
+    assert dq.shape == (3, robot.model.nv, robot.model.nv)
+    for k in range(3):
+        for x, y in zip((dq[k], dv[k], M[k]), derivatives.rnea_derivatives(robot.model, robot.q[k], robot.qd[k], robot.qdd[k])):
+            assert relerr(x, y) < 1e-13
+
+
+def test_far_from_the_origin_keeps_its_digits():
+    """The derivatives are taken about each tree's centre: moving a free robot 1 km away changes nothing but rounding."""
+    model = engine.from_mujoco("unitree_h1")
+    q, qd = engine.random_states(model, 2, 3)
+    qdd = np.random.default_rng(4).uniform(-3, 3, (2, model.nv))
+    far = q.copy()
+    far[:, :3] += [1000.0, -2000.0, 500.0]
+    for x, y in zip(derivatives.rnea_derivatives(model, far, qd, qdd), derivatives.rnea_derivatives(model, q, qd, qdd)):
+        assert relerr(x, y) < 1e-13
+
+
+def test_forward_dynamics_derivatives(robot):
+    model = robot.model
+    for q, qd, qdd in zip(robot.q, robot.qd, robot.qdd):
+        tau = engine.rnea(model, q, qd, qdd)
+        aq, av, Minv = derivatives.forward_dynamics_derivatives(model, q, qd, tau)
+        dq, dv, M = derivatives.rnea_derivatives(model, q, qd, qdd)
+        assert relerr(Minv @ M, np.eye(model.nv)) < 1e-10
+        assert relerr(M @ aq, -dq) < 1e-10 and relerr(M @ av, -dv) < 1e-10
+        nv = model.nv
+        acc = engine.forward_dynamics(model, perturbed(model, q, 1e-5), qd, tau)
+        assert relerr(aq, (acc[:nv] - acc[nv:]).T / 2e-5) < 1e-7
+
+
+def test_against_mujocos_inverse_fd(robot):
+    """mjd_inverseFD: DfDq^T = dtau/dq, DfDv^T = dtau/dqd + diag(damping) (qfrc_inverse includes the passive
+    force), DfDa^T = M; forward differences with eps 1e-6."""
+    m, model, nv = robot.m, robot.model, robot.model.nv
+    d = mujoco.MjData(m)
+    for q, qd, qdd in zip(robot.q, robot.qd, robot.qdd):
+        d.qpos[:], d.qvel[:] = q, qd
+        mujoco.mj_forward(m, d)                          # overwrites qacc: set it after
+        d.qacc[:] = qdd
+        DfDq, DfDv, DfDa = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv))
+        mujoco.mjd_inverseFD(m, d, 1e-6, False, DfDq, DfDv, DfDa, None, None, None, None)
+        dq, dv, M = derivatives.rnea_derivatives(model, q, qd, qdd)
+        Kq = np.zeros((nv, nv))
+        Kq[model._spring_v, model._spring_v] = model._spring_k
+        assert relerr(dq + Kq, DfDq.T) < 1e-5
+        assert relerr(dv + np.diag(model.dof_damping), DfDv.T) < 1e-5
+        assert relerr(M, DfDa.T) < 1e-6
+
+
+def controls(robot, k):
+    """Controls away from the clamps (ctrlrange, forcerange): a servo's target near the joint's position."""
+    if robot.model.nu == 0:
+        return None
+    act = robot.model.actuators
+    lo, hi = act.ctrlrange.T
+    target = act.qmoment @ robot.q[k] / np.maximum(np.abs(act.moment).sum(1), 1e-9) ** 2
+    u = np.where(act.ctrllimited, np.clip(target, lo + 0.1 * (hi - lo), hi - 0.1 * (hi - lo)), target)
+    return u + 0.01
+
+
+def step_fd(model, q, qd, dt, name, ctrl, eps=1e-5):
+    """Central differences of integrators.step in (q tangent, qd, ctrl), outputs through engine.difference."""
+    nv, nu = model.nv, model.nu
+    q0, _ = integrators.step(model, q, qd, dt, name, ctrl)
+    E, cols = np.eye(nv), []
+
+    def out(q1, qd1):
+        return np.r_[engine.difference(model, q0, q1, 1.0), qd1]
+
+    for k in range(nv):
+        cols.append(out(*integrators.step(model, engine.integrate(model, q, eps * E[k], 1.0), qd, dt, name, ctrl))
+                    - out(*integrators.step(model, engine.integrate(model, q, -eps * E[k], 1.0), qd, dt, name, ctrl)))
+    for k in range(nv):
+        cols.append(out(*integrators.step(model, q, qd + eps * E[k], dt, name, ctrl))
+                    - out(*integrators.step(model, q, qd - eps * E[k], dt, name, ctrl)))
+    for k in range(nu):
+        e = eps * np.eye(nu)[k]
+        cols.append(out(*integrators.step(model, q, qd, dt, name, ctrl + e)) - out(*integrators.step(model, q, qd, dt, name, ctrl - e)))
+    T = np.array(cols).T / (2 * eps)
+    return T[:, :2 * nv], T[:, 2 * nv:]
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_step_derivatives_against_central_differences(robot, integrator):
+    k = 0
+    ctrl = controls(robot, k)
+    A, B = derivatives.step_derivatives(robot.model, robot.q[k], robot.qd[k], 0.005, integrator, ctrl)
+    Af, Bf = step_fd(robot.model, robot.q[k], robot.qd[k], 0.005, integrator, ctrl)
+    assert A.shape == (2 * robot.model.nv,) * 2 and B.shape == (2 * robot.model.nv, robot.model.nu)
+    assert relerr(A, Af) < 1e-7
+    if robot.model.nu:
+        assert relerr(B, Bf) < 1e-7
+
+
+def mj_step_fd(m, d, eps=1e-6):
+    """Centred differences of mj_step as mjd_transitionFD takes them: q moved by mj_integratePos, the output
+    position by mj_differentiatePos, for the state in d (qpos, qvel, ctrl)."""
+    nv, nu = m.nv, m.nu
+    q, qd, u = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+
+    def step(q1, qd1, u1):
+        d.qpos[:], d.qvel[:], d.ctrl[:], d.time = q1, qd1, u1, 0.0
+        mujoco.mj_step(m, d)
+        return d.qpos.copy(), d.qvel.copy()
+
+    q0, _ = step(q, qd, u)
+
+    def out(q1, qd1):
+        dq = np.zeros(nv)
+        mujoco.mj_differentiatePos(m, dq, 1.0, q0, q1)
+        return np.r_[dq, qd1]
+
+    cols = []
+    for k in range(nv):
+        pair = []
+        for s in (eps, -eps):
+            qp, v = q.copy(), np.zeros(nv)
+            v[k] = s
+            mujoco.mj_integratePos(m, qp, v, 1.0)
+            pair.append(out(*step(qp, qd, u)))
+        cols.append(pair[0] - pair[1])
+    for k in range(nv):
+        e = eps * np.eye(nv)[k]
+        cols.append(out(*step(q, qd + e, u)) - out(*step(q, qd - e, u)))
+    for k in range(nu):
+        e = eps * np.eye(nu)[k]
+        cols.append(out(*step(q, qd, u + e)) - out(*step(q, qd, u - e)))
+    T = np.array(cols).T / (2 * eps)
+    return T[:, :2 * nv], T[:, 2 * nv:]
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
+    m, model, nv, k = robot.m, robot.model, robot.model.nv, 1
+    m.opt.integrator, m.opt.timestep = integrators.MUJOCO_INTEGRATOR[integrator], 0.005
+    d = mujoco.MjData(m)
+    ctrl = controls(robot, k)
+    d.qpos[:], d.qvel[:] = robot.q[k], robot.qd[k]
+    if ctrl is not None:
+        d.ctrl[:] = ctrl
+    A_mj, B_mj = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, m.nu))
+    if integrator == "rk4":                             # mjd_transitionFD refuses RK4: difference mj_step here
+        A_mj, B_mj = mj_step_fd(m, d)
+    else:
+        mujoco.mjd_transitionFD(m, d, 1e-6, True, A_mj, B_mj, None, None)
+    A, B = derivatives.step_derivatives(model, robot.q[k], robot.qd[k], 0.005, integrator, ctrl)
+    assert relerr(A, A_mj) < 1e-6
+    if m.nu:
+        assert relerr(B, B_mj) < 1e-6
+
+
+# ---- Pinocchio ----
+
+@pytest.fixture(scope="module")
+def panda():
+    model = engine.from_mujoco("franka_emika_panda")
+    pm = pin.buildModelFromMJCF(str(models.model_path("franka_emika_panda")))
+    assert [pm.names[i] for i in range(1, pm.njoints)] == list(model.jnt_name)
+    return model, pm, pm.createData()
+
+
+def test_panda_against_pinocchio(panda):
+    model, pm, pd = panda
+    q, qd = engine.random_states(model, 4, 11, qd_max=2.0)
+    qdd = np.random.default_rng(12).uniform(-3, 3, (4, model.nv))
+    for k in range(4):
+        dq, dv, M = derivatives.rnea_derivatives(model, q[k], qd[k], qdd[k])
+        pq, pv, pa = pin.computeRNEADerivatives(pm, pd, q[k], qd[k], qdd[k])
+        assert relerr(dq, pq) < 1e-10 and relerr(dv, pv) < 1e-10 and relerr(M, pa) < 1e-10
+        tau = engine.rnea(model, q[k], qd[k], qdd[k])
+        aq, av, Minv = derivatives.forward_dynamics_derivatives(model, q[k], qd[k], tau)
+        paq, pav, pMinv = pin.computeABADerivatives(pm, pd, q[k], qd[k], tau)
+        assert relerr(aq, paq) < 1e-10 and relerr(av, pav) < 1e-10 and relerr(Minv, pMinv) < 1e-10
+
+
+def test_h1_against_pinocchio_through_the_conventions():
+    """H1's free joint: Pinocchio's velocity is v_pin = T v with T = blkdiag(R^T, 1) (physai.conventions), and
+    tau = T^T tau_pin(q, T v, T a + Tdot v). So M = T^T M_pin T and dtau/dqd = T^T (dtau_pin/dv T + M_pin d(Tdot v)/dv).
+    For q: to first order MuJoCo's tangent (world translation dp, body rotation dth) is Pinocchio's SE(3) tangent
+    (R^T dp, dth), i.e. T again, and a body rotation e_k also turns T: dT_k = blkdiag(-[e_k] R^T, 0),
+    dTdot_k = blkdiag([w][e_k] R^T, 0); so dtau/dq = T^T dtau_pin/dq T plus, in the rotation columns,
+    dT_k^T tau_pin + T^T (dtau_pin/dv dT_k v + M_pin (dT_k a + dTdot_k v))."""
+    model = engine.from_mujoco("unitree_h1")
+    pm = pin.buildModelFromMJCF(str(models.model_path("unitree_h1")))
+    pd = pm.createData()
+    q, qd = engine.random_states(model, 3, 13, qd_max=2.0)
+    qdd = np.random.default_rng(14).uniform(-3, 3, (3, model.nv))
+    for k in range(3):
+        T = conventions.velocity_map(model, q[k])
+        R, w, vlin = T[:3, :3].T, qd[k][3:6], qd[k][:3]
+        dTv = np.zeros((model.nv, model.nv))               # d(Tdot v)/dv on the free joint's linear rows
+        dTv[:3, :3] = -pin.skew(w) @ R.T
+        dTv[:3, 3:6] = pin.skew(R.T @ vlin)
+        Q = conventions.q_to_pinocchio(model, q[k])
+        V = conventions.v_to_pinocchio(model, q[k], qd[k])
+        A = conventions.a_to_pinocchio(model, q[k], qd[k], qdd[k])
+        pq, pv, pa = (x.copy() for x in pin.computeRNEADerivatives(pm, pd, Q, V, A))
+        tau_pin = pin.rnea(pm, pd, Q, V, A)
+        dq, dv, M = derivatives.rnea_derivatives(model, q[k], qd[k], qdd[k])
+        assert relerr(M, T.T @ pa @ T) < 1e-10
+        assert relerr(dv, T.T @ (pv @ T + pa @ dTv)) < 1e-10
+        expected = T.T @ pq @ T
+        for j in range(3):
+            dT, dTdot = np.zeros((model.nv, model.nv)), np.zeros((model.nv, model.nv))
+            dT[:3, :3] = -pin.skew(np.eye(3)[j]) @ R.T
+            dTdot[:3, :3] = pin.skew(w) @ pin.skew(np.eye(3)[j]) @ R.T
+            expected[:, 3 + j] += dT.T @ tau_pin + T.T @ (pv @ dT @ qd[k] + pa @ (dT @ qdd[k] + dTdot @ qd[k]))
+        assert relerr(dq, expected) < 1e-10
+
+
+# ---- errors ----
+
+def test_bad_input_is_named():
+    model = engine.from_mujoco(MIXED)
+    q, qd = engine.random_states(model, 1, 0)
+    with pytest.raises(ShapeError, match="qdd"):
+        derivatives.rnea_derivatives(model, q[0], qd[0], np.zeros(model.nv + 1))
+    with pytest.raises(InvalidArgumentError, match="integrator"):
+        derivatives.step_derivatives(model, q[0], qd[0], 0.01, "verlet")
+    with pytest.raises(InvalidArgumentError, match="dt"):
+        derivatives.step_derivatives(model, q[0], qd[0], -0.01, "euler")
+    with pytest.raises(InvalidArgumentError, match="ctrl"):
+        derivatives.step_derivatives(model, q[0], qd[0], 0.01, "euler", ctrl=np.zeros(2))
