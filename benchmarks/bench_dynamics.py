@@ -59,7 +59,7 @@ class Bench:
         self.m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT | mujoco.mjtDisableBit.mjDSBL_CONTACT
         self.d = mujoco.MjData(self.m)
         self.tree = dynamics.tree_from_mujoco(self.m)
-        self.model = engine.compile_tree(self.tree)
+        self.model = engine.from_mujoco(self.m)
         nv = self.m.nv
         rng = np.random.default_rng(0)
         self.q, self.qd, self.qdd = rng.uniform(-1.0, 1.0, (3, nv))
@@ -182,7 +182,7 @@ def ratio(a, b):
 
 def print_table(bench: Bench, table: dict) -> None:
     m = bench.m
-    print(f"\n{bench.name}: nv = {m.nv}, {m.nbody - 1} bodies ({bench.model.nbody} after fusing welded ones), "
+    print(f"\n{bench.name}: nv = {m.nv}, {m.nbody - 1} bodies ({bench.model.nlink} engine links after fusing welded ones), "
           f"N = {bench.n}; microseconds per state")
     head = f"{'':17s}" + "".join(f"{c:>10s}" for c in COLUMNS) + "   N/pin  N/pinN    N/mj   1/pin"
     print(head)
