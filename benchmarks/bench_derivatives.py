@@ -17,7 +17,6 @@ import argparse
 import os
 import platform
 import sys
-import timeit
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):     # one thread, as Pinocchio's call
     os.environ.setdefault(_var, "1")
@@ -25,25 +24,13 @@ for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):     
 import mujoco  # noqa: E402
 import numpy as np  # noqa: E402
 
+from bench_dynamics import best_time  # noqa: E402  (the same timing rule as the dynamics benchmark)
 from physai import derivatives, engine, models  # noqa: E402
 
 try:
     import pinocchio as pin
 except ImportError:                                   # pragma: no cover - pin is in the dev group
     pin = None
-
-ROUNDS = 7
-
-
-def best_time(fn, budget: float = 0.3) -> float:
-    """Seconds per call: the best of ROUNDS rounds, each of as many calls as fit in about budget / ROUNDS."""
-    timer = timeit.Timer(fn)
-    number, elapsed = 1, timer.timeit(1)
-    while elapsed < budget / ROUNDS and number < 1_000_000:
-        number = max(2 * number, int(budget / ROUNDS / max(elapsed, 1e-9) * number))
-        elapsed = timer.timeit(number)
-    return min(timer.repeat(ROUNDS, number)) / number
-
 
 def bench(name: str, n: int) -> dict:
     m = models.load(name)
