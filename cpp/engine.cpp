@@ -1,0 +1,689 @@
+// physai.engine._native: the engine's algorithms (src/physai/engine/algorithms.py) in C++, one state at a time.
+//
+// The text follows algorithms.py function by function and keeps its names and quantities (kinematics, com_pos,
+// com_vel, rne, crb, aba, energy): spatial vectors are (angular, linear), world-aligned, about the centre of each
+// link's tree. The Model's arrays are copied once into a NativeModel (cached on the Python Model). A call checks its
+// inputs (float64 arrays of shape (size,) or (N, size), finite) and its outputs (finite), and returns None on
+// anything it does not accept: the Python side then takes the NumPy path, which raises the named physai error.
+// Batches loop over states (outermost) in chunks on std::threads, with the GIL released.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace {
+
+using Arr = nb::ndarray<const double, nb::device::cpu>;
+using IArr = nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>;
+using DArr = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+
+std::vector<double> doubles(const DArr &a) { return std::vector<double>(a.data(), a.data() + a.size()); }
+std::vector<int64_t> ints(const IArr &a) { return std::vector<int64_t>(a.data(), a.data() + a.size()); }
+
+// ---------------------------------------------------------------- the Model
+
+struct NativeModel {
+    int nq = 0, nv = 0, nlink = 0;
+    double gravity[3] = {0, 0, 0};
+    std::vector<int64_t> parent, center, relative, dofadr, dofnum;    // per link
+    std::vector<double> mass, ipos, inertia;                          // (nlink), (nlink, 3), (nlink, 3, 3)
+    // link_transforms: per link, kind 0 = hinge/slide (G (3, 4, 4) @ (1, t, sin t, 1 - cos t)), 1 = ball
+    std::vector<int64_t> kind, qadr;
+    std::vector<double> ref, G, brot, bpos, banchor;                   // per link: (nlink), (nlink, 48), (nlink, 9), (nlink, 3), (nlink, 3)
+    std::vector<int64_t> dof_link, dof_parent;                        // per dof
+    std::vector<double> motion, armature;                             // (nv, 6), (nv)
+    std::vector<int64_t> spring_q;
+    std::vector<double> spring_k, spring_ref;
+    double static_mass = 0, static_com[3] = {0, 0, 0};
+};
+
+// ---------------------------------------------------------------- small vector algebra
+
+inline void cross(const double *a, const double *b, double *r) {
+    r[0] = a[1] * b[2] - a[2] * b[1];
+    r[1] = a[2] * b[0] - a[0] * b[2];
+    r[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+inline double dot6(const double *a, const double *b) {
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+// v x m (crm(v) m) for motion vectors v = (w, u): (w x m_ang, w x m_lin + u x m_ang)
+inline void cross_motion(const double *v, const double *m, double *r) {
+    double a[3], b[3];
+    cross(v, m, r);
+    cross(v, m + 3, a);
+    cross(v + 3, m, b);
+    for (int k = 0; k < 3; k++) r[3 + k] = a[k] + b[k];
+}
+
+// v x* f (crf(v) f): (w x f_ang + u x f_lin, w x f_lin)
+inline void cross_force(const double *v, const double *f, double *r) {
+    double a[3], b[3];
+    cross(v, f, a);
+    cross(v + 3, f + 3, b);
+    for (int k = 0; k < 3; k++) r[k] = a[k] + b[k];
+    cross(v, f + 3, r + 3);
+}
+
+// a spatial inertia about the centre as (Ibar (9), h (3), m): [[Ibar, skew(h)], [skew(h)^T, m 1]]
+struct Inertia {
+    double I[9], h[3], m;
+};
+
+// I v = (Ibar w + h x u, m u - h x w)
+inline void inertia_times(const Inertia &I, const double *v, double *r) {
+    double hu[3], hw[3];
+    cross(I.h, v + 3, hu);
+    cross(I.h, v, hw);
+    for (int i = 0; i < 3; i++) {
+        r[i] = I.I[3 * i] * v[0] + I.I[3 * i + 1] * v[1] + I.I[3 * i + 2] * v[2] + hu[i];
+        r[3 + i] = I.m * v[3 + i] - hw[i];
+    }
+}
+
+// the dense 6x6 matrix of an Inertia (for the articulated inertias of aba)
+inline void inertia_dense(const Inertia &I, double *A) {
+    const double *h = I.h;
+    double S[9] = {0, -h[2], h[1], h[2], 0, -h[0], -h[1], h[0], 0};   // skew(h)
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            A[6 * i + j] = I.I[3 * i + j];
+            A[6 * i + 3 + j] = S[3 * i + j];
+            A[6 * (3 + i) + j] = S[3 * j + i];
+            A[6 * (3 + i) + 3 + j] = i == j ? I.m : 0.0;
+        }
+}
+
+inline void mat6_times(const double *A, const double *v, double *r) {
+    for (int i = 0; i < 6; i++) r[i] = dot6(A + 6 * i, v);
+}
+
+// ---------------------------------------------------------------- per-state workspace (MuJoCo's mjData)
+
+struct Data {
+    std::vector<double> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c, tmp;
+    std::vector<Inertia> cinert, crb;
+    explicit Data(const NativeModel &m) {
+        int L = m.nlink, V = m.nv;
+        xmat.resize(9 * L); xpos.resize(3 * L); step.resize(3 * L); cpos.resize(3 * L); cipos.resize(3 * L);
+        cdof.resize(6 * V); cvel.resize(6 * (L + 1)); cdof_dot.resize(6 * V); cacc.resize(6 * (L + 1)); cfrc.resize(6 * L);
+        qM.resize(size_t(V) * V); IA.resize(36 * L); pA.resize(6 * L); U.resize(18 * L); Dinv.resize(9 * L); u.resize(3 * L);
+        c.resize(6 * L); tmp.resize(6 * V + 6);
+        cinert.resize(L); crb.resize(L);
+    }
+    // the world's row (index nlink) of cvel and cacc
+    double *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : i); }
+    double *acc(int64_t i) { return cacc.data() + 6 * (i < 0 ? cacc.size() / 6 - 1 : i); }
+};
+
+enum Status { OK = 0, ZERO_QUATERNION = 1, SINGULAR = 2 };
+
+// ---------------------------------------------------------------- position
+
+// link poses at positions q: xmat, xpos, cpos (relative to the centre of the link's tree)
+int kinematics(const NativeModel &m, Data &d, const double *q) {
+    for (int i = 0; i < m.nlink; i++) {
+        double R[9], p[3];
+        if (m.kind[i] == 0) {                                          // hinge or slide: G @ (1, t, sin t, 1 - cos t)
+            double t = q[m.qadr[i]] - m.ref[i];
+            // sin t = 2u / (1 + u^2), 1 - cos t = 2u^2 / (1 + u^2), u = tan(t/2), as joints.scalar_transforms
+            double uu = std::tan(0.5 * t), r = 2.0 / (1.0 + uu * uu);
+            double coef[4] = {1.0, t, uu * r, uu * uu * r};
+            const double *G = &m.G[48 * i];
+            double T[12];
+            for (int a = 0; a < 12; a++)
+                T[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) R[3 * a + b] = T[4 * a + b];
+                p[a] = T[4 * a + 3];
+            }
+        } else {                                                       // ball: R = rot Q, p = pos + rot (o - Q o)
+            const double *qq = q + m.qadr[i];
+            double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
+            if (norm == 0.0) return ZERO_QUATERNION;
+            double w = qq[0] / norm, x = qq[1] / norm, y = qq[2] / norm, z = qq[3] / norm;
+            double Q[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
+                           2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
+                           2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)};
+            const double *rot = &m.brot[9 * i], *pos = &m.bpos[3 * i], *o = &m.banchor[3 * i];
+            double e[3];
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) R[3 * a + b] = rot[3 * a] * Q[b] + rot[3 * a + 1] * Q[3 + b] + rot[3 * a + 2] * Q[6 + b];
+                e[a] = o[a] - (Q[3 * a] * o[0] + Q[3 * a + 1] * o[1] + Q[3 * a + 2] * o[2]);
+            }
+            for (int a = 0; a < 3; a++) p[a] = pos[a] + rot[3 * a] * e[0] + rot[3 * a + 1] * e[1] + rot[3 * a + 2] * e[2];
+        }
+        double *X = &d.xmat[9 * i], *x = &d.xpos[3 * i];
+        int64_t par = m.parent[i];
+        if (par < 0) {                                                 // R = R_loc, x = p_loc
+            std::memcpy(X, R, sizeof R);
+            std::memcpy(x, p, sizeof p);
+            std::memcpy(&d.step[3 * i], p, sizeof p);
+        } else {                                                       // R = R_parent R_loc, x = x_parent + R_parent p_loc
+            const double *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) X[3 * a + b] = Xp[3 * a] * R[b] + Xp[3 * a + 1] * R[3 + b] + Xp[3 * a + 2] * R[6 + b];
+                d.step[3 * i + a] = Xp[3 * a] * p[0] + Xp[3 * a + 1] * p[1] + Xp[3 * a + 2] * p[2];
+            }
+            for (int a = 0; a < 3; a++) x[a] = d.step[3 * i + a] + xp[a];
+        }
+    }
+    // positions relative to the centre, summed from the centre outward for the links that allow it
+    for (int i = 0; i < m.nlink; i++) {
+        int64_t c = m.center[i];
+        double *cp = &d.cpos[3 * i];
+        if (c == i) {
+            cp[0] = cp[1] = cp[2] = 0.0;
+        } else if (m.relative[i]) {
+            const double *pp = &d.cpos[3 * m.parent[i]];
+            for (int a = 0; a < 3; a++) cp[a] = pp[a] + d.step[3 * i + a];
+        } else {
+            for (int a = 0; a < 3; a++) cp[a] = d.xpos[3 * i + a] - d.xpos[3 * c + a];
+        }
+    }
+    return OK;
+}
+
+// ---------------------------------------------------------------- inertia
+
+// cipos, cinert and cdof about the centres
+void com_pos(const NativeModel &m, Data &d) {
+    for (int i = 0; i < m.nlink; i++) {
+        const double *R = &d.xmat[9 * i], *x = &d.cpos[3 * i], *ip = &m.ipos[3 * i], *J = &m.inertia[9 * i];
+        double *c = &d.cipos[3 * i];
+        Inertia &I = d.cinert[i];
+        double mass = m.mass[i];
+        for (int a = 0; a < 3; a++) c[a] = x[a] + (R[3 * a] * ip[0] + R[3 * a + 1] * ip[1] + R[3 * a + 2] * ip[2]);
+        for (int a = 0; a < 3; a++) I.h[a] = mass * c[a];
+        // Ibar = R I R^T - h c^T + (h . c) 1
+        double RI[9];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) RI[3 * a + b] = R[3 * a] * J[b] + R[3 * a + 1] * J[3 + b] + R[3 * a + 2] * J[6 + b];
+        double hc = I.h[0] * c[0] + I.h[1] * c[1] + I.h[2] * c[2];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                double v = RI[3 * a] * R[3 * b] + RI[3 * a + 1] * R[3 * b + 1] + RI[3 * a + 2] * R[3 * b + 2];
+                v -= I.h[a] * c[b];
+                if (a == b) v += hc;
+                I.I[3 * a + b] = v;
+            }
+        I.m = mass;
+    }
+    // cdof = (R s_ang, R s_lin + x x (R s_ang))
+    for (int j = 0; j < m.nv; j++) {
+        int64_t l = m.dof_link[j];
+        const double *R = &d.xmat[9 * l], *x = &d.cpos[3 * l], *s = &m.motion[6 * j];
+        double *S = &d.cdof[6 * j], xs[3];
+        for (int a = 0; a < 3; a++) {
+            S[a] = R[3 * a] * s[0] + R[3 * a + 1] * s[1] + R[3 * a + 2] * s[2];
+            S[3 + a] = R[3 * a] * s[3] + R[3 * a + 1] * s[4] + R[3 * a + 2] * s[5];
+        }
+        cross(x, S, xs);
+        for (int a = 0; a < 3; a++) S[3 + a] += xs[a];
+    }
+}
+
+// ---------------------------------------------------------------- velocity
+
+// cvel = cvel_parent + S qd; cdof_dot = cvel_parent x cdof
+void com_vel(const NativeModel &m, Data &d, const double *qd) {
+    double *world = d.vel(-1);
+    for (int k = 0; k < 6; k++) world[k] = 0.0;
+    for (int i = 0; i < m.nlink; i++) {
+        const double *vp = d.vel(m.parent[i]);
+        double *v = d.vel(i), s[6] = {0, 0, 0, 0, 0, 0};
+        for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
+            for (int k = 0; k < 6; k++) s[k] += d.cdof[6 * j + k] * qd[j];
+        for (int k = 0; k < 6; k++) v[k] = vp[k] + s[k];
+    }
+    for (int j = 0; j < m.nv; j++) cross_motion(d.vel(m.parent[m.dof_link[j]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
+}
+
+// ---------------------------------------------------------------- RNE
+
+// tau = M qdd + C qd + g into out (nv); qd or qdd null means zero (rne(model, d, None, None) is g(q))
+void rne(const NativeModel &m, Data &d, const double *qd, const double *qdd, double *out) {
+    double ag[6] = {0, 0, 0, -m.gravity[0], -m.gravity[1], -m.gravity[2]};
+    if (!qd && !qdd) {
+        for (int i = 0; i < m.nlink; i++) inertia_times(d.cinert[i], ag, &d.cfrc[6 * i]);
+    } else {
+        double *aw = d.acc(-1);
+        for (int k = 0; k < 6; k++) aw[k] = ag[k];
+        // forward pass: a = a_parent + S qdd + cdof_dot qd;  f = I a + v x* (I v)
+        for (int i = 0; i < m.nlink; i++) {
+            double inc[6] = {0, 0, 0, 0, 0, 0};
+            for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
+                for (int k = 0; k < 6; k++) {
+                    double x = qdd ? d.cdof[6 * j + k] * qdd[j] : 0.0;
+                    if (qd) x += d.cdof_dot[6 * j + k] * qd[j];
+                    inc[k] += x;
+                }
+            const double *ap = d.acc(m.parent[i]);
+            double *a = d.acc(i), *f = &d.cfrc[6 * i];
+            for (int k = 0; k < 6; k++) a[k] = ap[k] + inc[k];
+            inertia_times(d.cinert[i], a, f);
+            if (qd) {
+                double Iv[6], vf[6];
+                inertia_times(d.cinert[i], d.vel(i), Iv);
+                cross_force(d.vel(i), Iv, vf);
+                for (int k = 0; k < 6; k++) f[k] += vf[k];
+            }
+        }
+    }
+    // backward pass: f_parent += f
+    for (int i = m.nlink - 1; i >= 0; i--) {
+        int64_t p = m.parent[i];
+        if (p >= 0)
+            for (int k = 0; k < 6; k++) d.cfrc[6 * p + k] += d.cfrc[6 * i + k];
+    }
+    // tau = S . f + armature qdd
+    for (int j = 0; j < m.nv; j++) {
+        out[j] = dot6(&d.cdof[6 * j], &d.cfrc[6 * m.dof_link[j]]);
+        if (qdd) out[j] += m.armature[j] * qdd[j];
+    }
+}
+
+// ---------------------------------------------------------------- CRBA
+
+// M (nv, nv) into out: composite inertias, then M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j
+void crb(const NativeModel &m, Data &d, double *out) {
+    for (int i = 0; i < m.nlink; i++) d.crb[i] = d.cinert[i];
+    for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass: Ic_parent += Ic
+        int64_t p = m.parent[i];
+        if (p < 0) continue;
+        Inertia &P = d.crb[p];
+        const Inertia &C = d.crb[i];
+        for (int k = 0; k < 9; k++) P.I[k] += C.I[k];
+        for (int k = 0; k < 3; k++) P.h[k] += C.h[k];
+        P.m += C.m;
+    }
+    int nv = m.nv;
+    std::fill(out, out + size_t(nv) * nv, 0.0);
+    for (int j = 0; j < nv; j++) {
+        double F[6];
+        inertia_times(d.crb[m.dof_link[j]], &d.cdof[6 * j], F);
+        for (int64_t i = j; i >= 0; i = m.dof_parent[i]) {
+            double v = dot6(&d.cdof[6 * i], F);
+            out[size_t(i) * nv + j] = v;
+            out[size_t(j) * nv + i] = v;
+        }
+    }
+    for (int j = 0; j < nv; j++) out[size_t(j) * nv + j] += m.armature[j];
+}
+
+// x with M x = b (M symmetric positive definite, overwritten by its Cholesky factor); SINGULAR on a non-positive pivot
+int cholesky_solve(double *M, int n, double *b) {
+    for (int j = 0; j < n; j++) {
+        double *Mj = M + size_t(j) * n;
+        double s = Mj[j];
+        for (int k = 0; k < j; k++) s -= Mj[k] * Mj[k];
+        if (!(s > 0.0)) return SINGULAR;
+        double L = std::sqrt(s);
+        Mj[j] = L;
+        for (int i = j + 1; i < n; i++) {
+            double *Mi = M + size_t(i) * n;
+            double t = Mi[j];
+            for (int k = 0; k < j; k++) t -= Mi[k] * Mj[k];
+            Mi[j] = t / L;
+        }
+    }
+    for (int i = 0; i < n; i++) {                                      // L y = b
+        const double *Mi = M + size_t(i) * n;
+        double t = b[i];
+        for (int k = 0; k < i; k++) t -= Mi[k] * b[k];
+        b[i] = t / Mi[i];
+    }
+    for (int i = n - 1; i >= 0; i--) {                                 // L^T x = y
+        double t = b[i];
+        for (int k = i + 1; k < n; k++) t -= M[size_t(k) * n + i] * b[k];
+        b[i] = t / M[size_t(i) * n + i];
+    }
+    return OK;
+}
+
+// ---------------------------------------------------------------- ABA
+
+// inverse of a k x k block (k = 1 or 3) by Gauss-Jordan with partial pivoting; SINGULAR on an exact zero pivot
+int block_inverse(const double *D, int k, double *out) {
+    if (k == 1) {
+        if (D[0] == 0.0) return SINGULAR;
+        out[0] = 1.0 / D[0];
+        return OK;
+    }
+    double A[9], B[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    std::memcpy(A, D, sizeof A);
+    for (int c = 0; c < 3; c++) {
+        int p = c;
+        for (int r = c + 1; r < 3; r++)
+            if (std::fabs(A[3 * r + c]) > std::fabs(A[3 * p + c])) p = r;
+        if (A[3 * p + c] == 0.0) return SINGULAR;
+        if (p != c)
+            for (int t = 0; t < 3; t++) std::swap(A[3 * p + t], A[3 * c + t]), std::swap(B[3 * p + t], B[3 * c + t]);
+        double inv = 1.0 / A[3 * c + c];
+        for (int t = 0; t < 3; t++) A[3 * c + t] *= inv, B[3 * c + t] *= inv;
+        for (int r = 0; r < 3; r++) {
+            if (r == c) continue;
+            double f = A[3 * r + c];
+            for (int t = 0; t < 3; t++) A[3 * r + t] -= f * A[3 * c + t], B[3 * r + t] -= f * B[3 * c + t];
+        }
+    }
+    std::memcpy(out, B, sizeof B);
+    return OK;
+}
+
+// qdd by the articulated-body algorithm about the centres (RBDA table 7.1), as algorithms._aba
+int aba(const NativeModel &m, Data &d, const double *qd, const double *tau, double *qdd) {
+    int L = m.nlink;
+    for (int i = 0; i < L; i++) {
+        double *c = &d.c[6 * i];                                       // velocity-product accelerations
+        for (int k = 0; k < 6; k++) c[k] = 0.0;
+        for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
+            for (int k = 0; k < 6; k++) c[k] += d.cdof_dot[6 * j + k] * qd[j];
+        inertia_dense(d.cinert[i], &d.IA[36 * i]);                     // articulated inertias
+        double Iv[6];                                                  // pA = v x* (I v)
+        inertia_times(d.cinert[i], d.vel(i), Iv);
+        cross_force(d.vel(i), Iv, &d.pA[6 * i]);
+    }
+    // backward pass: U = IA S, D = S^T U + armature, u = tau - S^T pA; the parent gets Ia = IA - U D^-1 U^T and
+    // pA + Ia c + U D^-1 u
+    for (int i = L - 1; i >= 0; i--) {
+        int k0 = int(m.dofadr[i]), n = int(m.dofnum[i]);
+        const double *S = &d.cdof[6 * k0], *IA = &d.IA[36 * i], *pA = &d.pA[6 * i];
+        double *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i], D[9];
+        for (int a = 0; a < n; a++) mat6_times(IA, S + 6 * a, U + 6 * a);
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++) D[n * a + b] = dot6(S + 6 * a, U + 6 * b) + (a == b ? m.armature[k0 + a] : 0.0);
+        if (block_inverse(D, n, Dinv) != OK) return SINGULAR;
+        for (int a = 0; a < n; a++) u[a] = tau[k0 + a] - dot6(S + 6 * a, pA);
+        int64_t p = m.parent[i];
+        if (p < 0) continue;
+        double UD[18], Ia[36], t[6];
+        for (int b = 0; b < n; b++)
+            for (int r = 0; r < 6; r++) {
+                double s = 0.0;
+                for (int a = 0; a < n; a++) s += U[6 * a + r] * Dinv[n * a + b];
+                UD[6 * b + r] = s;
+            }
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < 6; c++) {
+                double s = 0.0;
+                for (int b = 0; b < n; b++) s += UD[6 * b + r] * U[6 * b + c];
+                Ia[6 * r + c] = IA[6 * r + c] - s;
+            }
+        double *IAp = &d.IA[36 * p], *pAp = &d.pA[6 * p];
+        for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
+        mat6_times(Ia, &d.c[6 * i], t);
+        for (int r = 0; r < 6; r++) {
+            double s = 0.0;
+            for (int b = 0; b < n; b++) s += UD[6 * b + r] * u[b];
+            pAp[r] += pA[r] + (t[r] + s);
+        }
+    }
+    // forward pass: a' = a_parent + c, qdd = D^-1 (u - U^T a'), a = a' + S qdd
+    double *aw = d.acc(-1);
+    double ag[6] = {0, 0, 0, -m.gravity[0], -m.gravity[1], -m.gravity[2]};
+    for (int k = 0; k < 6; k++) aw[k] = ag[k];
+    for (int i = 0; i < L; i++) {
+        int k0 = int(m.dofadr[i]), n = int(m.dofnum[i]);
+        const double *ap = d.acc(m.parent[i]), *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i];
+        const double *S = &d.cdof[6 * k0];
+        double *a = d.acc(i), r[3];
+        for (int k = 0; k < 6; k++) a[k] = ap[k] + d.c[6 * i + k];
+        for (int b = 0; b < n; b++) r[b] = u[b] - dot6(U + 6 * b, a);
+        for (int x = 0; x < n; x++) {
+            double s = 0.0;
+            for (int b = 0; b < n; b++) s += Dinv[n * x + b] * r[b];
+            qdd[k0 + x] = s;
+        }
+        for (int k = 0; k < 6; k++) {
+            double s = 0.0;
+            for (int x = 0; x < n; x++) s += S[6 * x + k] * qdd[k0 + x];
+            a[k] += s;
+        }
+    }
+    return OK;
+}
+
+// ---------------------------------------------------------------- energy
+
+// 1/2 sum_l v . (cinert v) + 1/2 sum_i armature qd^2
+double kinetic(const NativeModel &m, Data &d, const double *qd) {
+    double s = 0.0, arm = 0.0, Iv[6];
+    for (int i = 0; i < m.nlink; i++) {
+        inertia_times(d.cinert[i], d.vel(i), Iv);
+        s += dot6(d.vel(i), Iv);
+    }
+    for (int j = 0; j < m.nv; j++) arm += m.armature[j] * qd[j] * qd[j];
+    return 0.5 * (s + arm);
+}
+
+// springs - gravity . (sum_l m_l (center_l + cipos_l) + static mass moment)
+double potential(const NativeModel &m, Data &d, const double *q) {
+    double moment[3] = {0, 0, 0};
+    for (int i = 0; i < m.nlink; i++) {
+        const double *c = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.center[i]];
+        for (int a = 0; a < 3; a++) moment[a] += m.mass[i] * (c[a] + ctr[a]);
+    }
+    double springs = 0.0;
+    for (size_t s = 0; s < m.spring_q.size(); s++) {
+        double e = q[m.spring_q[s]] - m.spring_ref[s];
+        springs += m.spring_k[s] * e * e;
+    }
+    double g = 0.0;
+    for (int a = 0; a < 3; a++) g += m.gravity[a] * (moment[a] + m.static_mass * m.static_com[a]);
+    return 0.5 * springs - g;
+}
+
+// ---------------------------------------------------------------- one state, every public function
+
+enum Op { RNEA = 0, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC, POTENTIAL, ENERGY, NOPS };
+//                                 inputs (sizes: 'q' nq, 'v' nv)   output size per state ('v' nv, 'M' nv^2, 's' 1)
+const char *OP_INPUTS[NOPS] = {"qvv", "qv", "q", "q", "qvv", "qvv", "qv", "q", "qv"};
+const char OP_OUTPUT[NOPS] = {'v', 'v', 'v', 'M', 'v', 'v', 's', 's', 's'};
+
+int compute(const NativeModel &m, Data &d, int op, const double *const *x, double *out) {
+    const double *q = x[0];
+    int st = kinematics(m, d, q);
+    if (st != OK) return st;
+    com_pos(m, d);
+    switch (op) {
+        case RNEA: com_vel(m, d, x[1]); rne(m, d, x[1], x[2], out); return OK;
+        case BIAS: com_vel(m, d, x[1]); rne(m, d, x[1], nullptr, out); return OK;
+        case GRAVITY: rne(m, d, nullptr, nullptr, out); return OK;
+        case MASS_MATRIX: crb(m, d, out); return OK;
+        case FORWARD_DYNAMICS: {
+            com_vel(m, d, x[1]);
+            rne(m, d, x[1], nullptr, out);                             // c, then tau - c
+            for (int j = 0; j < m.nv; j++) out[j] = x[2][j] - out[j];
+            crb(m, d, d.qM.data());
+            return cholesky_solve(d.qM.data(), m.nv, out);
+        }
+        case ABA: com_vel(m, d, x[1]); return aba(m, d, x[1], x[2], out);
+        case KINETIC: com_vel(m, d, x[1]); out[0] = kinetic(m, d, x[1]); return OK;
+        case POTENTIAL: out[0] = potential(m, d, q); return OK;
+        case ENERGY: com_vel(m, d, x[1]); out[0] = kinetic(m, d, x[1]) + potential(m, d, q); return OK;
+    }
+    return OK;
+}
+
+int num_threads() {
+    if (const char *s = std::getenv("PHYSAI_NUM_THREADS")) {
+        int n = std::atoi(s);
+        if (n >= 1) return n;
+    }
+    unsigned h = std::thread::hardware_concurrency();
+    return h ? int(h) : 1;
+}
+
+struct Input {
+    const double *data;
+    int64_t stride_state, stride_entry;                                // in doubles; stride_state 0 for a shared state
+};
+
+// ---------------------------------------------------------------- the Python entry
+
+// op's result for the inputs (each a float64 array (size,) or (N, size)), or None when an input is not one of those,
+// is not finite, or the result is not finite, or a quaternion is zero, or M is singular (the caller then takes the
+// NumPy path, which raises the named error).
+nb::object run(const NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c) {
+    if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation");
+    const char *kinds = OP_INPUTS[op];
+    nb::handle handles[3] = {a, b, c};
+    int nin = int(std::strlen(kinds));
+    Input in[3];
+    std::vector<std::vector<double>> copies;                           // none: inputs are read in place (strided)
+    int64_t batch = -1;
+    for (int k = 0; k < nin; k++) {
+        Arr arr;
+        if (!nb::try_cast(handles[k], arr, false)) return nb::none();
+        int64_t size = kinds[k] == 'q' ? m.nq : m.nv;
+        if (arr.ndim() == 1) {
+            if (int64_t(arr.shape(0)) != size) return nb::none();
+            in[k] = {arr.data(), 0, arr.stride(0)};
+        } else if (arr.ndim() == 2) {
+            if (int64_t(arr.shape(1)) != size) return nb::none();
+            int64_t n = int64_t(arr.shape(0));
+            if (n == 0 || (batch >= 0 && n != batch)) return nb::none();
+            batch = n;
+            in[k] = {arr.data(), arr.stride(0), arr.stride(1)};
+        } else {
+            return nb::none();
+        }
+        if (size > 0 && in[k].stride_entry != 1) {                     // gather a strided input once
+            int64_t n = arr.ndim() == 2 ? int64_t(arr.shape(0)) : 1;
+            std::vector<double> buf(size_t(n * size));
+            for (int64_t s = 0; s < n; s++)
+                for (int64_t e = 0; e < size; e++) buf[size_t(s * size + e)] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
+            copies.push_back(std::move(buf));
+            in[k] = {copies.back().data(), arr.ndim() == 2 ? size : 0, 1};
+        }
+        int64_t n = arr.ndim() == 2 ? int64_t(arr.shape(0)) : 1;
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t e = 0; e < size; e++)
+                if (!std::isfinite(in[k].data[s * in[k].stride_state + e])) return nb::none();
+    }
+    int64_t N = batch < 0 ? 1 : batch;
+    int64_t per = OP_OUTPUT[op] == 'v' ? m.nv : OP_OUTPUT[op] == 'M' ? int64_t(m.nv) * m.nv : 1;
+    double *out = new double[size_t(std::max<int64_t>(N * per, 1))];
+    nb::capsule owner(out, [](void *p) noexcept { delete[] static_cast<double *>(p); });
+    std::atomic<int> failed{0};
+    auto work = [&](int64_t lo, int64_t hi) {
+        Data d(m);
+        const double *x[3] = {nullptr, nullptr, nullptr};
+        for (int64_t s = lo; s < hi && !failed.load(std::memory_order_relaxed); s++) {
+            for (int k = 0; k < nin; k++) x[k] = in[k].data + s * in[k].stride_state;
+            double *o = out + s * per;
+            if (compute(m, d, op, x, o) != OK) { failed = 1; return; }
+            for (int64_t e = 0; e < per; e++)
+                if (!std::isfinite(o[e])) { failed = 1; return; }
+        }
+    };
+    {
+        nb::gil_scoped_release release;
+        // threads only where the work outweighs starting them (about 20 us each)
+        int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
+        int T = int(std::min<int64_t>(num_threads(), std::max<int64_t>(1, cost / 20000)));
+        T = int(std::min<int64_t>(T, N));
+        if (T <= 1) {
+            work(0, N);
+        } else {
+            std::vector<std::thread> pool;
+            for (int t = 0; t < T; t++) pool.emplace_back(work, N * t / T, N * (t + 1) / T);
+            for (auto &th : pool) th.join();
+        }
+    }
+    if (failed) return nb::none();
+    if (OP_OUTPUT[op] == 's') {
+        if (batch < 0) {
+            double v = out[0];
+            return nb::float_(v);
+        }
+        size_t shape[1] = {size_t(N)};
+        return nb::cast(nb::ndarray<nb::numpy, double>(out, 1, shape, owner));
+    }
+    if (batch < 0) {
+        if (per == m.nv) {
+            size_t shape[1] = {size_t(m.nv)};
+            return nb::cast(nb::ndarray<nb::numpy, double>(out, 1, shape, owner));
+        }
+        size_t shape[2] = {size_t(m.nv), size_t(m.nv)};
+        return nb::cast(nb::ndarray<nb::numpy, double>(out, 2, shape, owner));
+    }
+    if (per == m.nv && OP_OUTPUT[op] == 'v') {
+        size_t shape[2] = {size_t(N), size_t(m.nv)};
+        return nb::cast(nb::ndarray<nb::numpy, double>(out, 2, shape, owner));
+    }
+    size_t shape[3] = {size_t(N), size_t(m.nv), size_t(m.nv)};
+    return nb::cast(nb::ndarray<nb::numpy, double>(out, 3, shape, owner));
+}
+
+}  // namespace
+
+NB_MODULE(_native, mod) {
+    mod.doc() = "physai's compiled engine backend: the kernels of physai.engine.algorithms in C++ (see cpp/engine.cpp)";
+    nb::class_<NativeModel>(mod, "NativeModel")
+        .def("__init__",
+             [](NativeModel *self, int nq, int nv, int nlink, DArr gravity, IArr parent, IArr center, IArr relative,
+                IArr dofadr, IArr dofnum, DArr mass, DArr ipos, DArr inertia, IArr kind, IArr qadr, DArr ref, DArr G,
+                DArr brot, DArr bpos, DArr banchor, IArr dof_link, IArr dof_parent, DArr motion, DArr armature,
+                IArr spring_q, DArr spring_k, DArr spring_ref, double static_mass, DArr static_com) {
+                 NativeModel *m = new (self) NativeModel();
+                 m->nq = nq, m->nv = nv, m->nlink = nlink;
+                 auto sized = [](size_t got, size_t want, const char *what) {
+                     if (got != want) throw nb::value_error(what);
+                 };
+                 sized(gravity.size(), 3, "gravity"), sized(static_com.size(), 3, "static_com");
+                 for (int k = 0; k < 3; k++) m->gravity[k] = gravity.data()[k], m->static_com[k] = static_com.data()[k];
+                 m->parent = ints(parent), m->center = ints(center), m->relative = ints(relative);
+                 m->dofadr = ints(dofadr), m->dofnum = ints(dofnum);
+                 m->mass = doubles(mass), m->ipos = doubles(ipos), m->inertia = doubles(inertia);
+                 m->kind = ints(kind), m->qadr = ints(qadr), m->ref = doubles(ref), m->G = doubles(G);
+                 m->brot = doubles(brot), m->bpos = doubles(bpos), m->banchor = doubles(banchor);
+                 m->dof_link = ints(dof_link), m->dof_parent = ints(dof_parent);
+                 m->motion = doubles(motion), m->armature = doubles(armature);
+                 m->spring_q = ints(spring_q), m->spring_k = doubles(spring_k), m->spring_ref = doubles(spring_ref);
+                 m->static_mass = static_mass;
+                 size_t L = size_t(nlink), V = size_t(nv);
+                 for (auto *v : {&m->parent, &m->center, &m->relative, &m->dofadr, &m->dofnum, &m->kind, &m->qadr})
+                     sized(v->size(), L, "a per-link array");
+                 sized(m->mass.size(), L, "mass"), sized(m->ipos.size(), 3 * L, "ipos"), sized(m->inertia.size(), 9 * L, "inertia");
+                 sized(m->ref.size(), L, "ref"), sized(m->G.size(), 48 * L, "G"), sized(m->brot.size(), 9 * L, "ball rot");
+                 sized(m->bpos.size(), 3 * L, "ball pos"), sized(m->banchor.size(), 3 * L, "ball anchor");
+                 sized(m->dof_link.size(), V, "dof_link"), sized(m->dof_parent.size(), V, "dof_parent");
+                 sized(m->motion.size(), 6 * V, "motion"), sized(m->armature.size(), V, "armature");
+                 for (size_t i = 0; i < L; i++) {
+                     if (m->parent[i] >= int64_t(i) || m->parent[i] < -1 || m->center[i] < 0 || m->center[i] >= int64_t(L) ||
+                         m->dofnum[i] < 1 || m->dofnum[i] > 3 || m->dofadr[i] < 0 || m->dofadr[i] + m->dofnum[i] > int64_t(V) ||
+                         m->qadr[i] < 0 || m->qadr[i] + (m->kind[i] ? 4 : 1) > nq)
+                         throw nb::value_error("inconsistent link arrays");
+                 }
+                 for (size_t j = 0; j < V; j++)
+                     if (m->dof_link[j] < 0 || m->dof_link[j] >= int64_t(L) || m->dof_parent[j] >= int64_t(j) || m->dof_parent[j] < -1)
+                         throw nb::value_error("inconsistent dof arrays");
+                 for (int64_t s : m->spring_q)
+                     if (s < 0 || s >= nq) throw nb::value_error("spring index");
+             })
+        .def_ro("nq", &NativeModel::nq)
+        .def_ro("nv", &NativeModel::nv)
+        .def_ro("nlink", &NativeModel::nlink);
+    mod.def("run", &run, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none(), nb::arg("c").none(),
+            "op's result (see OPS) for float64 inputs (size,) or (N, size), or None when the NumPy path must decide");
+    nb::dict ops;
+    const char *names[NOPS] = {"rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "kinetic_energy",
+                               "potential_energy", "energy"};
+    for (int k = 0; k < NOPS; k++) ops[names[k]] = k;
+    mod.attr("OPS") = ops;
+    mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");
+}

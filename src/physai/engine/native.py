@@ -1,0 +1,107 @@
+"""The engine's compiled backend: physai.engine._native (cpp/engine.cpp), the kernels of physai.engine.algorithms in C++.
+
+The public functions of physai.engine (rnea, bias, gravity, mass_matrix, forward_dynamics, aba, kinetic_energy,
+potential_energy, energy) run on the compiled backend when it is built and active, and on the NumPy text of
+algorithms.py otherwise; both take the same Model and give the same numbers within rounding (tests/test_backend.py
+bounds the difference by 1e-13 relative). The NumPy text stays the readable reference and is used
+
+- when the extension is missing (a source checkout without a C++ build) or PHYSAI_BACKEND=numpy is set;
+- when a data=Data(...) workspace is passed (the intermediate quantities are the NumPy stages');
+- for every call the compiled kernel declines: an input that is not a finite float64 array of shape (size,) or
+  (N, size) after physai's own checks, a non-finite result, a zero quaternion, a singular mass matrix. The NumPy path
+  then raises the same named physai error as without the extension.
+
+    physai.engine.backend            "native" or "numpy", the backend in use
+    physai.engine.set_backend(name)  switch ("native" needs the built extension); returns the previous one
+
+The kernels loop over links in C++ (one compiled call per public call, whatever the batch) and over the states of
+a batch, in chunks on threads with the GIL released (PHYSAI_NUM_THREADS sets the count, default: every core).
+"""
+
+import os
+
+import numpy as np
+
+from physai.engine._checks import states
+from physai.exceptions import InvalidArgumentError
+
+try:
+    from physai.engine import _native as _ext
+except ImportError:                       # a checkout without the compiled extension: the NumPy engine alone
+    _ext = None
+
+BACKENDS = ("native", "numpy")
+_active = "native" if _ext is not None and os.environ.get("PHYSAI_BACKEND", "").strip().lower() != "numpy" else "numpy"
+
+
+def backend() -> str:
+    """The backend the engine's public functions run on: "native" (compiled) or "numpy"."""
+    return _active
+
+
+def available() -> bool:
+    """Whether the compiled extension is built and importable."""
+    return _ext is not None
+
+
+def set_backend(name: str) -> str:
+    """Use backend `name` ("native" or "numpy") from now on; returns the previous one.
+
+    Raises InvalidArgumentError for another name, or for "native" when the extension is not built."""
+    global _active
+    if name not in BACKENDS:
+        raise InvalidArgumentError(f"unknown engine backend {name!r}; expected one of {', '.join(map(repr, BACKENDS))}")
+    if name == "native" and _ext is None:
+        raise InvalidArgumentError("the compiled backend is not built (physai.engine._native is missing); "
+                                   "reinstall physai with a C++ compiler available, e.g. uv sync --reinstall-package physai")
+    previous, _active = _active, name
+    return previous
+
+
+def threads() -> int:
+    """Threads a large batch runs on in the compiled backend (PHYSAI_NUM_THREADS, else every core); 1 without it."""
+    return _ext.num_threads() if _ext is not None else 1
+
+
+def _native_model(model):
+    """The model's arrays copied once into the extension's NativeModel, cached on the Model."""
+    nm = model.__dict__.get("_native_model")
+    if nm is not None:
+        return nm
+    lt, L = model.link_transforms, model.nlink
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)          # noqa: E731
+    kind, qadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
+    G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
+    kind[lt.ball] = 1
+    qadr[lt.scalar], qadr[lt.ball] = lt.scalar_q, lt.ball_q
+    ref[lt.scalar], G[lt.scalar] = lt.scalar_ref, lt.scalar_G
+    rot[lt.ball], pos[lt.ball], anchor[lt.ball] = lt.ball_rot, lt.ball_pos, lt.ball_anchor
+    relative = np.zeros(L, np.int64)
+    relative[model._relative] = 1
+    nm = _ext.NativeModel(
+        model.nq, model.nv, L, f64(model.gravity), i64(model.link_parentid), i64(model.link_centerid), relative,
+        i64(model.link_dofadr), i64(model.link_dofnum), f64(model.link_mass), f64(model.link_ipos), f64(model.link_inertia),
+        kind, qadr, ref, f64(G), f64(rot), f64(pos), f64(anchor), i64(model.dof_linkid), i64(model.dof_parentid),
+        f64(model.dof_motion), f64(model.dof_armature), i64(model._spring_q), f64(model._spring_k), f64(model._spring_ref),
+        float(model.static_mass), f64(model.static_com))
+    object.__setattr__(model, "_native_model", nm)
+    return nm
+
+
+def call(model, op: str, arrays: dict):
+    """op's result on the compiled backend for arrays (name -> (value, size)), or None when the NumPy path must run:
+    the backend is numpy, or the kernel declined (see the module docstring). Bad inputs raise the named errors of
+    physai.engine._checks.states, as on the NumPy path."""
+    if _active != "native":
+        return None
+    nm = _native_model(model)
+    values = [v for v, _ in arrays.values()]
+    args = values + [None] * (3 - len(values))
+    out = _ext.run(nm, _ext.OPS[op], *args)
+    if out is not None or all(type(v) is np.ndarray and v.dtype == np.float64 for v in values):
+        return out
+    # lists, integers, float32...: physai's checks and conversion, then the kernel on the converted arrays
+    cols, batch = states(**arrays)
+    args = [c[:, 0] if batch is None else c.T for c in cols]
+    return _ext.run(nm, _ext.OPS[op], *(args + [None] * (3 - len(args))))
