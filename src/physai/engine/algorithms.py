@@ -29,6 +29,7 @@ Pass data=Data(model, N) to keep the intermediate quantities.
 import numpy as np
 
 from physai import _linalg as linalg
+from physai.engine import native
 from physai.engine._checks import states
 from physai.engine.data import Data
 from physai.engine.loaders import as_model
@@ -309,7 +310,10 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     def compute(d, q, qd, qdd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, qdd)
-    return _out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv)), compute), "rnea")
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
+    if data is None and (out := native.call(model, "rnea", arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "rnea")
 
 
 def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
@@ -321,7 +325,10 @@ def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, None)
-    return _out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute), "bias")
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    if data is None and (out := native.call(model, "bias", arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "bias")
 
 
 def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -333,7 +340,10 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     def compute(d, q):
         _position(model, d, q)
         return rne(model, d, None, None)
-    return _out(*_batched(model, data, dict(q=(q, model.nq)), compute), "gravity")
+    arrays = dict(q=(q, model.nq))
+    if data is None and (out := native.call(model, "gravity", arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "gravity")
 
 
 def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -346,7 +356,10 @@ def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     def compute(d, q):
         _position(model, d, q)
         return crb(model, d)
-    return _out(*_batched(model, data, dict(q=(q, model.nq)), compute), "the mass matrix")
+    arrays = dict(q=(q, model.nq))
+    if data is None and (out := native.call(model, "mass_matrix", arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "the mass matrix")
 
 
 crba = mass_matrix
@@ -377,6 +390,8 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
         c = rne(model, d, qd, None)
         return _solve(crb(model, d), tau - c)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    if data is None and (out := native.call(model, "forward_dynamics", arrays)) is not None:
+        return out
     return _out(*_batched(model, data, arrays, compute), "forward dynamics")
 
 
@@ -389,6 +404,8 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     """
     model = _model(model)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    if data is None and (out := native.call(model, "aba", arrays)) is not None:
+        return out
     return _out(*_batched(model, data, arrays, lambda d, q, qd, tau: _aba(model, d, q, qd, tau)), "aba")
 
 
@@ -447,7 +464,10 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd)
-    return _energy_out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute))
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    if data is None and (out := native.call(model, "kinetic_energy", arrays)) is not None:
+        return out
+    return _energy_out(*_batched(model, data, arrays, compute))
 
 
 def potential_energy(model: Model, q, *, data: Data | None = None):
@@ -459,7 +479,10 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
     def compute(d, q):
         _position(model, d, q)
         return _potential(model, d, q)
-    return _energy_out(*_batched(model, data, dict(q=(q, model.nq)), compute))
+    arrays = dict(q=(q, model.nq))
+    if data is None and (out := native.call(model, "potential_energy", arrays)) is not None:
+        return out
+    return _energy_out(*_batched(model, data, arrays, compute))
 
 
 def energy(model: Model, q, qd, *, data: Data | None = None):
@@ -468,7 +491,10 @@ def energy(model: Model, q, qd, *, data: Data | None = None):
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd) + _potential(model, d, q)
-    return _energy_out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute))
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    if data is None and (out := native.call(model, "energy", arrays)) is not None:
+        return out
+    return _energy_out(*_batched(model, data, arrays, compute))
 
 
 def _kinetic(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
