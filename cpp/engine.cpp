@@ -10,12 +10,18 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL physai_native_ARRAY_API
+#include <numpy/arrayobject.h>                                          // PyArray_SimpleNew: the results, without a Python call
+
 #include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -23,7 +29,6 @@ namespace nb = nanobind;
 
 namespace {
 
-using Arr = nb::ndarray<const double, nb::device::cpu>;
 using IArr = nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>;
 using DArr = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 
@@ -31,6 +36,8 @@ std::vector<double> doubles(const DArr &a) { return std::vector<double>(a.data()
 std::vector<int64_t> ints(const IArr &a) { return std::vector<int64_t>(a.data(), a.data() + a.size()); }
 
 // ---------------------------------------------------------------- the Model
+
+struct Data;
 
 struct NativeModel {
     int nq = 0, nv = 0, nlink = 0;
@@ -45,6 +52,7 @@ struct NativeModel {
     std::vector<int64_t> spring_q;
     std::vector<double> spring_k, spring_ref;
     double static_mass = 0, static_com[3] = {0, 0, 0};
+    std::shared_ptr<Data> scratch;                                     // workspace of the calls that keep the GIL
 };
 
 // ---------------------------------------------------------------- small vector algebra
@@ -523,8 +531,11 @@ int num_threads() {
         int n = std::atoi(s);
         if (n >= 1) return n;
     }
-    unsigned h = std::thread::hardware_concurrency();
-    return h ? int(h) : 1;
+    static const int hardware = [] {                                    // reads /sys: once per process
+        unsigned h = std::thread::hardware_concurrency();
+        return h ? int(h) : 1;
+    }();
+    return hardware;
 }
 
 struct Input {
@@ -537,7 +548,7 @@ struct Input {
 // op's result for the inputs (each a float64 array (size,) or (N, size)), or None when an input is not one of those,
 // is not finite, or the result is not finite, or a quaternion is zero, or M is singular (the caller then takes the
 // NumPy path, which raises the named error).
-nb::object run(const NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c) {
+nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation");
     const char *kinds = OP_INPUTS[op];
     nb::handle handles[3] = {a, b, c};
@@ -546,38 +557,58 @@ nb::object run(const NativeModel &m, int op, nb::handle a, nb::handle b, nb::han
     std::vector<std::vector<double>> copies;                           // none: inputs are read in place (strided)
     int64_t batch = -1;
     for (int k = 0; k < nin; k++) {
-        Arr arr;
-        if (!nb::try_cast(handles[k], arr, false)) return nb::none();
+        // a float64 numpy array of shape (size,) or (N, size), any strides; anything else goes to the Python side
+        PyObject *obj = handles[k].ptr();
+        if (!PyArray_Check(obj)) return nb::none();
+        PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj);
+        if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return nb::none();
+        int ndim = PyArray_NDIM(arr);
+        const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
+        for (int t = 0; t < ndim; t++)
+            if (str[t] % npy_intp(sizeof(double)) != 0) return nb::none();
+        const double *data = static_cast<const double *>(PyArray_DATA(arr));
         int64_t size = kinds[k] == 'q' ? m.nq : m.nv;
-        if (arr.ndim() == 1) {
-            if (int64_t(arr.shape(0)) != size) return nb::none();
-            in[k] = {arr.data(), 0, arr.stride(0)};
-        } else if (arr.ndim() == 2) {
-            if (int64_t(arr.shape(1)) != size) return nb::none();
-            int64_t n = int64_t(arr.shape(0));
+        if (ndim == 1) {
+            if (int64_t(shp[0]) != size) return nb::none();
+            in[k] = {data, 0, int64_t(str[0] / 8)};
+        } else if (ndim == 2) {
+            if (int64_t(shp[1]) != size) return nb::none();
+            int64_t n = int64_t(shp[0]);
             if (n == 0 || (batch >= 0 && n != batch)) return nb::none();
             batch = n;
-            in[k] = {arr.data(), arr.stride(0), arr.stride(1)};
+            in[k] = {data, int64_t(str[0] / 8), int64_t(str[1] / 8)};
         } else {
             return nb::none();
         }
         if (size > 0 && in[k].stride_entry != 1) {                     // gather a strided input once
-            int64_t n = arr.ndim() == 2 ? int64_t(arr.shape(0)) : 1;
+            int64_t n = ndim == 2 ? int64_t(shp[0]) : 1;
             std::vector<double> buf(size_t(n * size));
             for (int64_t s = 0; s < n; s++)
                 for (int64_t e = 0; e < size; e++) buf[size_t(s * size + e)] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
             copies.push_back(std::move(buf));
-            in[k] = {copies.back().data(), arr.ndim() == 2 ? size : 0, 1};
+            in[k] = {copies.back().data(), ndim == 2 ? size : 0, 1};
         }
-        int64_t n = arr.ndim() == 2 ? int64_t(arr.shape(0)) : 1;
+        int64_t n = ndim == 2 ? int64_t(shp[0]) : 1;
         for (int64_t s = 0; s < n; s++)
             for (int64_t e = 0; e < size; e++)
                 if (!std::isfinite(in[k].data[s * in[k].stride_state + e])) return nb::none();
     }
     int64_t N = batch < 0 ? 1 : batch;
     int64_t per = OP_OUTPUT[op] == 'v' ? m.nv : OP_OUTPUT[op] == 'M' ? int64_t(m.nv) * m.nv : 1;
-    double *out = new double[size_t(std::max<int64_t>(N * per, 1))];
-    nb::capsule owner(out, [](void *p) noexcept { delete[] static_cast<double *>(p); });
+    // the result: a numpy array of the caller's shape ((nv,), (nv, nv), (N, nv), (N, nv, nv), (N,)) or a float
+    nb::object result;
+    double scalar = 0.0, *out = &scalar;
+    if (OP_OUTPUT[op] != 's' || batch >= 0) {
+        npy_intp dims[3];
+        int nd = 0;
+        if (batch >= 0) dims[nd++] = npy_intp(N);
+        if (OP_OUTPUT[op] != 's') dims[nd++] = m.nv;
+        if (OP_OUTPUT[op] == 'M') dims[nd++] = m.nv;
+        PyObject *arr = PyArray_SimpleNew(nd, dims, NPY_DOUBLE);
+        if (!arr) throw nb::python_error();
+        result = nb::steal(arr);
+        out = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
+    }
     std::atomic<int> failed{0};
     auto work = [&](int64_t lo, int64_t hi) {
         Data d(m);
@@ -590,12 +621,23 @@ nb::object run(const NativeModel &m, int op, nb::handle a, nb::handle b, nb::han
                 if (!std::isfinite(o[e])) { failed = 1; return; }
         }
     };
-    {
+    // small calls keep the GIL and reuse the model's workspace; larger ones release it and run on threads where the
+    // work outweighs starting them (about 20 us each)
+    int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
+    if (cost < 40000) {
+        if (!m.scratch) m.scratch = std::make_shared<Data>(m);
+        Data &d = *m.scratch;
+        const double *x[3] = {nullptr, nullptr, nullptr};
+        for (int64_t s = 0; s < N && !failed; s++) {
+            for (int k = 0; k < nin; k++) x[k] = in[k].data + s * in[k].stride_state;
+            double *o = out + s * per;
+            if (compute(m, d, op, x, o) != OK) failed = 1;
+            for (int64_t e = 0; e < per && !failed; e++)
+                if (!std::isfinite(o[e])) failed = 1;
+        }
+    } else {
         nb::gil_scoped_release release;
-        // threads only where the work outweighs starting them (about 20 us each)
-        int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
-        int T = int(std::min<int64_t>(num_threads(), std::max<int64_t>(1, cost / 20000)));
-        T = int(std::min<int64_t>(T, N));
+        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, N}));
         if (T <= 1) {
             work(0, N);
         } else {
@@ -605,33 +647,13 @@ nb::object run(const NativeModel &m, int op, nb::handle a, nb::handle b, nb::han
         }
     }
     if (failed) return nb::none();
-    if (OP_OUTPUT[op] == 's') {
-        if (batch < 0) {
-            double v = out[0];
-            return nb::float_(v);
-        }
-        size_t shape[1] = {size_t(N)};
-        return nb::cast(nb::ndarray<nb::numpy, double>(out, 1, shape, owner));
-    }
-    if (batch < 0) {
-        if (per == m.nv) {
-            size_t shape[1] = {size_t(m.nv)};
-            return nb::cast(nb::ndarray<nb::numpy, double>(out, 1, shape, owner));
-        }
-        size_t shape[2] = {size_t(m.nv), size_t(m.nv)};
-        return nb::cast(nb::ndarray<nb::numpy, double>(out, 2, shape, owner));
-    }
-    if (per == m.nv && OP_OUTPUT[op] == 'v') {
-        size_t shape[2] = {size_t(N), size_t(m.nv)};
-        return nb::cast(nb::ndarray<nb::numpy, double>(out, 2, shape, owner));
-    }
-    size_t shape[3] = {size_t(N), size_t(m.nv), size_t(m.nv)};
-    return nb::cast(nb::ndarray<nb::numpy, double>(out, 3, shape, owner));
+    return result.is_valid() ? result : nb::float_(scalar);
 }
 
 }  // namespace
 
 NB_MODULE(_native, mod) {
+    if (_import_array() < 0) throw nb::python_error();
     mod.doc() = "physai's compiled engine backend: the kernels of physai.engine.algorithms in C++ (see cpp/engine.cpp)";
     nb::class_<NativeModel>(mod, "NativeModel")
         .def("__init__",

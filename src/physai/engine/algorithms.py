@@ -306,12 +306,14 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     Returns:
         tau (nv,) or (N, nv) [N m | N].
     """
+    if data is None and (out := native.run(model, native.RNEA, q, qd, qdd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd, qdd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, qdd)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
-    if data is None and (out := native.call(model, "rnea", arrays)) is not None:
+    if data is None and (out := native.call(model, native.RNEA, arrays)) is not None:
         return out
     return _out(*_batched(model, data, arrays, compute), "rnea")
 
@@ -321,12 +323,14 @@ def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
     """
+    if data is None and (out := native.run(model, native.BIAS, q, qd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, None)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    if data is None and (out := native.call(model, "bias", arrays)) is not None:
+    if data is None and (out := native.call(model, native.BIAS, arrays)) is not None:
         return out
     return _out(*_batched(model, data, arrays, compute), "bias")
 
@@ -336,12 +340,14 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
     """
+    if data is None and (out := native.run(model, native.GRAVITY, q)) is not None:
+        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return rne(model, d, None, None)
     arrays = dict(q=(q, model.nq))
-    if data is None and (out := native.call(model, "gravity", arrays)) is not None:
+    if data is None and (out := native.call(model, native.GRAVITY, arrays)) is not None:
         return out
     return _out(*_batched(model, data, arrays, compute), "gravity")
 
@@ -352,12 +358,14 @@ def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     (nv, nv) for q (nq,), (N, nv, nv) for q (N, nq) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
     MuJoCo's mj_fullM and pin.crba (in MuJoCo's velocity coordinates).
     """
+    if data is None and (out := native.run(model, native.MASS_MATRIX, q)) is not None:
+        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return crb(model, d)
     arrays = dict(q=(q, model.nq))
-    if data is None and (out := native.call(model, "mass_matrix", arrays)) is not None:
+    if data is None and (out := native.call(model, native.MASS_MATRIX, arrays)) is not None:
         return out
     return _out(*_batched(model, data, arrays, compute), "the mass matrix")
 
@@ -384,13 +392,15 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
         qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
     Raises InvalidModelError when M is singular (a massless dof without armature).
     """
+    if data is None and (out := native.run(model, native.FORWARD_DYNAMICS, q, qd, tau)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd, tau):
         _velocity(model, d, q, qd)
         c = rne(model, d, qd, None)
         return _solve(crb(model, d), tau - c)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
-    if data is None and (out := native.call(model, "forward_dynamics", arrays)) is not None:
+    if data is None and (out := native.call(model, native.FORWARD_DYNAMICS, arrays)) is not None:
         return out
     return _out(*_batched(model, data, arrays, compute), "forward dynamics")
 
@@ -402,9 +412,11 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     dofs form one block (1 x 1 for hinges and slides, 3 x 3 for balls). Shapes and units as forward_dynamics;
     equals pin.aba.
     """
+    if data is None and (out := native.run(model, native.ABA, q, qd, tau)) is not None:
+        return out
     model = _model(model)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
-    if data is None and (out := native.call(model, "aba", arrays)) is not None:
+    if data is None and (out := native.call(model, native.ABA, arrays)) is not None:
         return out
     return _out(*_batched(model, data, arrays, lambda d, q, qd, tau: _aba(model, d, q, qd, tau)), "aba")
 
@@ -460,12 +472,14 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
 
     Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
+    if data is None and (out := native.run(model, native.KINETIC_ENERGY, q, qd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    if data is None and (out := native.call(model, "kinetic_energy", arrays)) is not None:
+    if data is None and (out := native.call(model, native.KINETIC_ENERGY, arrays)) is not None:
         return out
     return _energy_out(*_batched(model, data, arrays, compute))
 
@@ -475,24 +489,28 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
+    if data is None and (out := native.run(model, native.POTENTIAL_ENERGY, q)) is not None:
+        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return _potential(model, d, q)
     arrays = dict(q=(q, model.nq))
-    if data is None and (out := native.call(model, "potential_energy", arrays)) is not None:
+    if data is None and (out := native.call(model, native.POTENTIAL_ENERGY, arrays)) is not None:
         return out
     return _energy_out(*_batched(model, data, arrays, compute))
 
 
 def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
+    if data is None and (out := native.run(model, native.ENERGY, q, qd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd) + _potential(model, d, q)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    if data is None and (out := native.call(model, "energy", arrays)) is not None:
+    if data is None and (out := native.call(model, native.ENERGY, arrays)) is not None:
         return out
     return _energy_out(*_batched(model, data, arrays, compute))
 

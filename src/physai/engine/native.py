@@ -23,6 +23,7 @@ import os
 import numpy as np
 
 from physai.engine._checks import states
+from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError
 
 try:
@@ -65,7 +66,7 @@ def threads() -> int:
 
 def _native_model(model):
     """The model's arrays copied once into the extension's NativeModel, cached on the Model."""
-    nm = model.__dict__.get("_native_model")
+    nm = getattr(model, "_native_model", None)
     if nm is not None:
         return nm
     lt, L = model.link_transforms, model.nlink
@@ -89,19 +90,31 @@ def _native_model(model):
     return nm
 
 
-def call(model, op: str, arrays: dict):
-    """op's result on the compiled backend for arrays (name -> (value, size)), or None when the NumPy path must run:
-    the backend is numpy, or the kernel declined (see the module docstring). Bad inputs raise the named errors of
-    physai.engine._checks.states, as on the NumPy path."""
+# operation codes of physai.engine._native.run
+RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY = range(9)
+
+
+def run(model, op: int, a, b=None, c=None):
+    """op's result on the compiled backend for float64 arrays a, b, c (as many as op takes), or None: the backend
+    is numpy, model is not a Model, or the kernel declined (then `call` converts other inputs, or the NumPy path
+    decides). The fast path of every public function: no Python work per argument."""
     if _active != "native":
         return None
-    nm = _native_model(model)
+    nm = getattr(model, "_native_model", None)
+    if nm is None:
+        if not isinstance(model, Model):
+            return None
+        nm = _native_model(model)
+    return _ext.run(nm, op, a, b, c)
+
+
+def call(model, op: int, arrays: dict):
+    """op's result on the compiled backend for inputs that `run` declined: arrays (name -> (value, size)) of any
+    type physai accepts (lists, integers, float32) are checked and converted as on the NumPy path (which raises the
+    named errors), then computed. None when the NumPy path must decide (see the module docstring)."""
     values = [v for v, _ in arrays.values()]
-    args = values + [None] * (3 - len(values))
-    out = _ext.run(nm, _ext.OPS[op], *args)
-    if out is not None or all(type(v) is np.ndarray and v.dtype == np.float64 for v in values):
-        return out
-    # lists, integers, float32...: physai's checks and conversion, then the kernel on the converted arrays
+    if _active != "native" or all(type(v) is np.ndarray and v.dtype == np.float64 for v in values):
+        return None
     cols, batch = states(**arrays)
     args = [c[:, 0] if batch is None else c.T for c in cols]
-    return _ext.run(nm, _ext.OPS[op], *(args + [None] * (3 - len(args))))
+    return _ext.run(_native_model(model), op, *args, *(None,) * (3 - len(args)))
