@@ -1,11 +1,16 @@
-// physai.engine._native: the engine's algorithms (src/physai/engine/algorithms.py) in C++, one state at a time.
+// physai.engine._native: the engine's algorithms (src/physai/engine/algorithms.py) in C++.
 //
 // The text follows algorithms.py function by function and keeps its names and quantities (kinematics, com_pos,
 // com_vel, rne, crb, aba, energy): spatial vectors are (angular, linear), world-aligned, about the centre of each
 // link's tree. The Model's arrays are copied once into a NativeModel (cached on the Python Model). A call checks its
 // inputs (float64 arrays of shape (size,) or (N, size), finite) and its outputs (finite), and returns None on
 // anything it does not accept: the Python side then takes the NumPy path, which raises the named physai error.
-// Batches loop over states (outermost) in chunks on std::threads, with the GIL released.
+//
+// Every kernel is written once for a number type T: double for one state, Lanes (8 states side by side, GCC/Clang
+// vector extension) for batches, states innermost, built for AVX-512, AVX2 and baseline x86-64 with run-time
+// dispatch (target_clones). The same operations in the same order run in both, without contraction into FMAs, so
+// a state's result is the same bits alone or anywhere in a batch, on any of these instruction sets. Batches run in
+// chunks of states on std::threads with the GIL released.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -21,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -37,7 +43,7 @@ std::vector<int64_t> ints(const IArr &a) { return std::vector<int64_t>(a.data(),
 
 // ---------------------------------------------------------------- the Model
 
-struct Data;
+template <class T> struct Data;
 
 struct NativeModel {
     int nq = 0, nv = 0, nlink = 0;
@@ -52,24 +58,117 @@ struct NativeModel {
     std::vector<int64_t> spring_q;
     std::vector<double> spring_k, spring_ref;
     double static_mass = 0, static_com[3] = {0, 0, 0};
-    std::shared_ptr<Data> scratch;                                     // workspace of the calls that keep the GIL
+    std::shared_ptr<Data<double>> scratch;                             // workspaces of the calls that keep the GIL:
+    std::shared_ptr<void> scratch_lanes;                               // one state, W states
 };
+
+// ---------------------------------------------------------------- number types
+
+// 64-byte aligned storage for the workspaces (a Lanes is 64 bytes; std::allocator may not align it)
+template <class T> struct Aligned {
+    using value_type = T;
+    Aligned() = default;
+    template <class U> Aligned(const Aligned<U> &) {}
+    T *allocate(size_t n) {
+        size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+        void *p = std::aligned_alloc(64, bytes ? bytes : 64);
+        if (!p) throw std::bad_alloc();
+        return static_cast<T *>(p);
+    }
+    void deallocate(T *p, size_t) { std::free(p); }
+    template <class U> bool operator==(const Aligned<U> &) const { return true; }
+    template <class U> bool operator!=(const Aligned<U> &) const { return false; }
+};
+template <class T> using Vec = std::vector<T, Aligned<T>>;
+
+#if defined(__GNUC__)
+#define PHYSAI_LANES 1
+constexpr int W = 8;                                                     // states per Lanes
+typedef double Lanes __attribute__((vector_size(8 * sizeof(double))));
+typedef int64_t Mask __attribute__((vector_size(8 * sizeof(int64_t))));
+#else
+#define PHYSAI_LANES 0
+constexpr int W = 1;
+#endif
+
+template <class T> inline T splat(double x) { return T{} + x; }
+template <> inline double splat<double>(double x) { return x; }
+
+inline double vsqrt(double x) { return std::sqrt(x); }
+inline bool any_zero(double x) { return x == 0.0; }
+inline bool all_positive(double x) { return x > 0.0; }
+inline double select(bool m, double a, double b) { return m ? a : b; }
+inline bool lane_any(bool m) { return m; }
+#if PHYSAI_LANES
+inline Lanes vsqrt(Lanes x) {
+    Lanes r;
+    for (int i = 0; i < W; i++) r[i] = __builtin_sqrt(x[i]);
+    return r;
+}
+inline bool lane_any(Mask m) {
+    for (int i = 0; i < W; i++)
+        if (m[i]) return true;
+    return false;
+}
+inline bool any_zero(Lanes x) { return lane_any(x == 0.0); }
+inline bool all_positive(Lanes x) { return !lane_any(!(x > 0.0)); }
+inline Lanes select(Mask m, Lanes a, Lanes b) { return m ? a : b; }
+#endif
+
+// x rounded to the nearest integer (ties to even) for |x| < 2^51, without a branch
+template <class T> inline T round_nearest(T x) {
+    const double magic = 6755399441055744.0;                            // 1.5 * 2^52
+    return (x + magic) - magic;
+}
+
+// sin x and cos x for |x| <= 1e5 (Cody-Waite reduction by pi/2, Cephes' minimax polynomials on [-pi/4, pi/4]);
+// libm's sin and cos elsewhere. The same operations for one state and for a batch's lanes.
+template <class T> inline void sincos_poly(T x, T &s, T &c) {
+    const double DP1 = 1.57079625129699707031, DP2 = 7.54978941586159635336e-8, DP3 = 5.39030285815811905290e-15;
+    T j = round_nearest<T>(x * 0.63661977236758134308);                 // 2 / pi
+    T r = ((x - j * DP1) - j * DP2) - j * DP3;
+    T z = r * r;
+    T ps = ((((( 1.58962301576546568060e-10 * z - 2.50507477628578072866e-8) * z + 2.75573136213857245213e-6) * z
+               - 1.98412698295895385996e-4) * z + 8.33333333332211858878e-3) * z - 1.66666666666666307295e-1);
+    T pc = (((((-1.13585365213876817300e-11 * z + 2.08757008419747316778e-9) * z - 2.75573141792967388112e-7) * z
+               + 2.48015872888517045348e-5) * z - 1.38888888888730564116e-3) * z + 4.16666666666665929218e-2);
+    T sr = r + r * z * ps;
+    T cr = (1.0 - 0.5 * z) + z * z * pc;
+    T quad = j - 4.0 * round_nearest<T>((j - 1.5) * 0.25);              // j mod 4 in {0, 1, 2, 3}
+    s = select(quad == 0.0, sr, select(quad == 1.0, cr, select(quad == 2.0, -sr, -cr)));
+    c = select(quad == 0.0, cr, select(quad == 1.0, -sr, select(quad == 2.0, -cr, sr)));
+}
+
+inline void sincos_any(double x, double &s, double &c) {
+    if (std::fabs(x) <= 1e5) {
+        sincos_poly<double>(x, s, c);
+    } else {
+        s = std::sin(x), c = std::cos(x);
+    }
+}
+#if PHYSAI_LANES
+inline void sincos_any(Lanes x, Lanes &s, Lanes &c) {
+    sincos_poly<Lanes>(x, s, c);
+    for (int i = 0; i < W; i++)
+        if (!(std::fabs(x[i]) <= 1e5)) sincos_any(x[i], s[i], c[i]);   // the same numbers as for one state
+}
+#endif
 
 // ---------------------------------------------------------------- small vector algebra
 
-inline void cross(const double *a, const double *b, double *r) {
+template <class T> inline void cross(const T *a, const T *b, T *r) {
     r[0] = a[1] * b[2] - a[2] * b[1];
     r[1] = a[2] * b[0] - a[0] * b[2];
     r[2] = a[0] * b[1] - a[1] * b[0];
 }
 
-inline double dot6(const double *a, const double *b) {
+template <class T> inline T dot6(const T *a, const T *b) {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
 }
 
 // v x m (crm(v) m) for motion vectors v = (w, u): (w x m_ang, w x m_lin + u x m_ang)
-inline void cross_motion(const double *v, const double *m, double *r) {
-    double a[3], b[3];
+template <class T> inline void cross_motion(const T *v, const T *m, T *r) {
+    T a[3], b[3];
     cross(v, m, r);
     cross(v, m + 3, a);
     cross(v + 3, m, b);
@@ -77,8 +176,8 @@ inline void cross_motion(const double *v, const double *m, double *r) {
 }
 
 // v x* f (crf(v) f): (w x f_ang + u x f_lin, w x f_lin)
-inline void cross_force(const double *v, const double *f, double *r) {
-    double a[3], b[3];
+template <class T> inline void cross_force(const T *v, const T *f, T *r) {
+    T a[3], b[3];
     cross(v, f, a);
     cross(v + 3, f + 3, b);
     for (int k = 0; k < 3; k++) r[k] = a[k] + b[k];
@@ -86,13 +185,13 @@ inline void cross_force(const double *v, const double *f, double *r) {
 }
 
 // a spatial inertia about the centre as (Ibar (9), h (3), m): [[Ibar, skew(h)], [skew(h)^T, m 1]]
-struct Inertia {
-    double I[9], h[3], m;
+template <class T> struct Inertia {
+    T I[9], h[3], m;
 };
 
 // I v = (Ibar w + h x u, m u - h x w)
-inline void inertia_times(const Inertia &I, const double *v, double *r) {
-    double hu[3], hw[3];
+template <class T> inline void inertia_times(const Inertia<T> &I, const T *v, T *r) {
+    T hu[3], hw[3];
     cross(I.h, v + 3, hu);
     cross(I.h, v, hw);
     for (int i = 0; i < 3; i++) {
@@ -102,38 +201,38 @@ inline void inertia_times(const Inertia &I, const double *v, double *r) {
 }
 
 // the dense 6x6 matrix of an Inertia (for the articulated inertias of aba)
-inline void inertia_dense(const Inertia &I, double *A) {
-    const double *h = I.h;
-    double S[9] = {0, -h[2], h[1], h[2], 0, -h[0], -h[1], h[0], 0};   // skew(h)
+template <class T> inline void inertia_dense(const Inertia<T> &I, T *A) {
+    const T *h = I.h, zero = splat<T>(0.0);
+    T S[9] = {zero, -h[2], h[1], h[2], zero, -h[0], -h[1], h[0], zero};   // skew(h)
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
             A[6 * i + j] = I.I[3 * i + j];
             A[6 * i + 3 + j] = S[3 * i + j];
             A[6 * (3 + i) + j] = S[3 * j + i];
-            A[6 * (3 + i) + 3 + j] = i == j ? I.m : 0.0;
+            A[6 * (3 + i) + 3 + j] = i == j ? I.m : zero;
         }
 }
 
-inline void mat6_times(const double *A, const double *v, double *r) {
+template <class T> inline void mat6_times(const T *A, const T *v, T *r) {
     for (int i = 0; i < 6; i++) r[i] = dot6(A + 6 * i, v);
 }
 
-// ---------------------------------------------------------------- per-state workspace (MuJoCo's mjData)
+// ---------------------------------------------------------------- workspace (MuJoCo's mjData) for one state or one Lanes
 
-struct Data {
-    std::vector<double> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c, tmp;
-    std::vector<Inertia> cinert, crb;
+template <class T> struct Data {
+    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c;
+    Vec<Inertia<T>> cinert, crb;
     explicit Data(const NativeModel &m) {
         int L = m.nlink, V = m.nv;
         xmat.resize(9 * L); xpos.resize(3 * L); step.resize(3 * L); cpos.resize(3 * L); cipos.resize(3 * L);
         cdof.resize(6 * V); cvel.resize(6 * (L + 1)); cdof_dot.resize(6 * V); cacc.resize(6 * (L + 1)); cfrc.resize(6 * L);
         qM.resize(size_t(V) * V); IA.resize(36 * L); pA.resize(6 * L); U.resize(18 * L); Dinv.resize(9 * L); u.resize(3 * L);
-        c.resize(6 * L); tmp.resize(6 * V + 6);
+        c.resize(6 * L);
         cinert.resize(L); crb.resize(L);
     }
     // the world's row (index nlink) of cvel and cacc
-    double *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : i); }
-    double *acc(int64_t i) { return cacc.data() + 6 * (i < 0 ? cacc.size() / 6 - 1 : i); }
+    T *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : i); }
+    T *acc(int64_t i) { return cacc.data() + 6 * (i < 0 ? cacc.size() / 6 - 1 : i); }
 };
 
 enum Status { OK = 0, ZERO_QUATERNION = 1, SINGULAR = 2 };
@@ -141,61 +240,61 @@ enum Status { OK = 0, ZERO_QUATERNION = 1, SINGULAR = 2 };
 // ---------------------------------------------------------------- position
 
 // link poses at positions q: xmat, xpos, cpos (relative to the centre of the link's tree)
-int kinematics(const NativeModel &m, Data &d, const double *q) {
+template <class T> int kinematics(const NativeModel &m, Data<T> &d, const T *q) {
     for (int i = 0; i < m.nlink; i++) {
-        double R[9], p[3];
+        T R[9], p[3];
         if (m.kind[i] == 0) {                                          // hinge or slide: G @ (1, t, sin t, 1 - cos t)
-            double t = q[m.qadr[i]] - m.ref[i];
-            // sin t = 2u / (1 + u^2), 1 - cos t = 2u^2 / (1 + u^2), u = tan(t/2), as joints.scalar_transforms
-            double uu = std::tan(0.5 * t), r = 2.0 / (1.0 + uu * uu);
-            double coef[4] = {1.0, t, uu * r, uu * uu * r};
+            T t = q[m.qadr[i]] - m.ref[i];
+            // sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
+            T sh, ch;
+            sincos_any(0.5 * t, sh, ch);
+            T coef[4] = {splat<T>(1.0), t, 2.0 * sh * ch, 2.0 * sh * sh};
             const double *G = &m.G[48 * i];
-            double T[12];
+            T Tl[12];
             for (int a = 0; a < 12; a++)
-                T[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+                Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
             for (int a = 0; a < 3; a++) {
-                for (int b = 0; b < 3; b++) R[3 * a + b] = T[4 * a + b];
-                p[a] = T[4 * a + 3];
+                for (int b = 0; b < 3; b++) R[3 * a + b] = Tl[4 * a + b];
+                p[a] = Tl[4 * a + 3];
             }
         } else {                                                       // ball: R = rot Q, p = pos + rot (o - Q o)
-            const double *qq = q + m.qadr[i];
-            double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
-            if (norm == 0.0) return ZERO_QUATERNION;
-            double w = qq[0] / norm, x = qq[1] / norm, y = qq[2] / norm, z = qq[3] / norm;
-            double Q[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y),
-                           2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x),
-                           2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)};
+            const T *qq = q + m.qadr[i];
+            T norm = vsqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
+            if (any_zero(norm)) return ZERO_QUATERNION;
+            T w = qq[0] / norm, x = qq[1] / norm, y = qq[2] / norm, z = qq[3] / norm;
+            T Q[9] = {1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y),
+                      2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x),
+                      2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)};
             const double *rot = &m.brot[9 * i], *pos = &m.bpos[3 * i], *o = &m.banchor[3 * i];
-            double e[3];
+            T e[3];
             for (int a = 0; a < 3; a++) {
                 for (int b = 0; b < 3; b++) R[3 * a + b] = rot[3 * a] * Q[b] + rot[3 * a + 1] * Q[3 + b] + rot[3 * a + 2] * Q[6 + b];
                 e[a] = o[a] - (Q[3 * a] * o[0] + Q[3 * a + 1] * o[1] + Q[3 * a + 2] * o[2]);
             }
-            for (int a = 0; a < 3; a++) p[a] = pos[a] + rot[3 * a] * e[0] + rot[3 * a + 1] * e[1] + rot[3 * a + 2] * e[2];
+            for (int a = 0; a < 3; a++) p[a] = pos[a] + (rot[3 * a] * e[0] + rot[3 * a + 1] * e[1] + rot[3 * a + 2] * e[2]);
         }
-        double *X = &d.xmat[9 * i], *x = &d.xpos[3 * i];
+        T *X = &d.xmat[9 * i], *x = &d.xpos[3 * i], *st = &d.step[3 * i];
         int64_t par = m.parent[i];
         if (par < 0) {                                                 // R = R_loc, x = p_loc
-            std::memcpy(X, R, sizeof R);
-            std::memcpy(x, p, sizeof p);
-            std::memcpy(&d.step[3 * i], p, sizeof p);
+            for (int a = 0; a < 9; a++) X[a] = R[a];
+            for (int a = 0; a < 3; a++) x[a] = p[a], st[a] = p[a];
         } else {                                                       // R = R_parent R_loc, x = x_parent + R_parent p_loc
-            const double *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
+            const T *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
             for (int a = 0; a < 3; a++) {
                 for (int b = 0; b < 3; b++) X[3 * a + b] = Xp[3 * a] * R[b] + Xp[3 * a + 1] * R[3 + b] + Xp[3 * a + 2] * R[6 + b];
-                d.step[3 * i + a] = Xp[3 * a] * p[0] + Xp[3 * a + 1] * p[1] + Xp[3 * a + 2] * p[2];
+                st[a] = Xp[3 * a] * p[0] + Xp[3 * a + 1] * p[1] + Xp[3 * a + 2] * p[2];
             }
-            for (int a = 0; a < 3; a++) x[a] = d.step[3 * i + a] + xp[a];
+            for (int a = 0; a < 3; a++) x[a] = st[a] + xp[a];
         }
     }
     // positions relative to the centre, summed from the centre outward for the links that allow it
     for (int i = 0; i < m.nlink; i++) {
         int64_t c = m.center[i];
-        double *cp = &d.cpos[3 * i];
+        T *cp = &d.cpos[3 * i];
         if (c == i) {
-            cp[0] = cp[1] = cp[2] = 0.0;
+            cp[0] = cp[1] = cp[2] = splat<T>(0.0);
         } else if (m.relative[i]) {
-            const double *pp = &d.cpos[3 * m.parent[i]];
+            const T *pp = &d.cpos[3 * m.parent[i]];
             for (int a = 0; a < 3; a++) cp[a] = pp[a] + d.step[3 * i + a];
         } else {
             for (int a = 0; a < 3; a++) cp[a] = d.xpos[3 * i + a] - d.xpos[3 * c + a];
@@ -207,53 +306,56 @@ int kinematics(const NativeModel &m, Data &d, const double *q) {
 // ---------------------------------------------------------------- inertia
 
 // cipos, cinert and cdof about the centres
-void com_pos(const NativeModel &m, Data &d) {
+template <class T> void com_pos(const NativeModel &m, Data<T> &d) {
     for (int i = 0; i < m.nlink; i++) {
-        const double *R = &d.xmat[9 * i], *x = &d.cpos[3 * i], *ip = &m.ipos[3 * i], *J = &m.inertia[9 * i];
-        double *c = &d.cipos[3 * i];
-        Inertia &I = d.cinert[i];
+        const T *R = &d.xmat[9 * i], *x = &d.cpos[3 * i];
+        const double *ip = &m.ipos[3 * i], *J = &m.inertia[9 * i];
+        T *c = &d.cipos[3 * i];
+        Inertia<T> &I = d.cinert[i];
         double mass = m.mass[i];
         for (int a = 0; a < 3; a++) c[a] = x[a] + (R[3 * a] * ip[0] + R[3 * a + 1] * ip[1] + R[3 * a + 2] * ip[2]);
         for (int a = 0; a < 3; a++) I.h[a] = mass * c[a];
         // Ibar = R I R^T - h c^T + (h . c) 1
-        double RI[9];
+        T RI[9];
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++) RI[3 * a + b] = R[3 * a] * J[b] + R[3 * a + 1] * J[3 + b] + R[3 * a + 2] * J[6 + b];
-        double hc = I.h[0] * c[0] + I.h[1] * c[1] + I.h[2] * c[2];
+        T hc = I.h[0] * c[0] + I.h[1] * c[1] + I.h[2] * c[2];
         for (int a = 0; a < 3; a++)
             for (int b = 0; b < 3; b++) {
-                double v = RI[3 * a] * R[3 * b] + RI[3 * a + 1] * R[3 * b + 1] + RI[3 * a + 2] * R[3 * b + 2];
-                v -= I.h[a] * c[b];
-                if (a == b) v += hc;
+                T v = RI[3 * a] * R[3 * b] + RI[3 * a + 1] * R[3 * b + 1] + RI[3 * a + 2] * R[3 * b + 2];
+                v = v - I.h[a] * c[b];
+                if (a == b) v = v + hc;
                 I.I[3 * a + b] = v;
             }
-        I.m = mass;
+        I.m = splat<T>(mass);
     }
     // cdof = (R s_ang, R s_lin + x x (R s_ang))
     for (int j = 0; j < m.nv; j++) {
         int64_t l = m.dof_link[j];
-        const double *R = &d.xmat[9 * l], *x = &d.cpos[3 * l], *s = &m.motion[6 * j];
-        double *S = &d.cdof[6 * j], xs[3];
+        const T *R = &d.xmat[9 * l], *x = &d.cpos[3 * l];
+        const double *s = &m.motion[6 * j];
+        T *S = &d.cdof[6 * j], xs[3];
         for (int a = 0; a < 3; a++) {
             S[a] = R[3 * a] * s[0] + R[3 * a + 1] * s[1] + R[3 * a + 2] * s[2];
             S[3 + a] = R[3 * a] * s[3] + R[3 * a + 1] * s[4] + R[3 * a + 2] * s[5];
         }
         cross(x, S, xs);
-        for (int a = 0; a < 3; a++) S[3 + a] += xs[a];
+        for (int a = 0; a < 3; a++) S[3 + a] = S[3 + a] + xs[a];
     }
 }
 
 // ---------------------------------------------------------------- velocity
 
 // cvel = cvel_parent + S qd; cdof_dot = cvel_parent x cdof
-void com_vel(const NativeModel &m, Data &d, const double *qd) {
-    double *world = d.vel(-1);
-    for (int k = 0; k < 6; k++) world[k] = 0.0;
+template <class T> void com_vel(const NativeModel &m, Data<T> &d, const T *qd) {
+    T *world = d.vel(-1);
+    for (int k = 0; k < 6; k++) world[k] = splat<T>(0.0);
     for (int i = 0; i < m.nlink; i++) {
-        const double *vp = d.vel(m.parent[i]);
-        double *v = d.vel(i), s[6] = {0, 0, 0, 0, 0, 0};
+        const T *vp = d.vel(m.parent[i]);
+        T *v = d.vel(i), s[6];
+        for (int k = 0; k < 6; k++) s[k] = splat<T>(0.0);
         for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
-            for (int k = 0; k < 6; k++) s[k] += d.cdof[6 * j + k] * qd[j];
+            for (int k = 0; k < 6; k++) s[k] = s[k] + d.cdof[6 * j + k] * qd[j];
         for (int k = 0; k < 6; k++) v[k] = vp[k] + s[k];
     }
     for (int j = 0; j < m.nv; j++) cross_motion(d.vel(m.parent[m.dof_link[j]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
@@ -262,31 +364,33 @@ void com_vel(const NativeModel &m, Data &d, const double *qd) {
 // ---------------------------------------------------------------- RNE
 
 // tau = M qdd + C qd + g into out (nv); qd or qdd null means zero (rne(model, d, None, None) is g(q))
-void rne(const NativeModel &m, Data &d, const double *qd, const double *qdd, double *out) {
-    double ag[6] = {0, 0, 0, -m.gravity[0], -m.gravity[1], -m.gravity[2]};
+template <class T> void rne(const NativeModel &m, Data<T> &d, const T *qd, const T *qdd, T *out) {
+    T ag[6] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(-m.gravity[0]), splat<T>(-m.gravity[1]),
+               splat<T>(-m.gravity[2])};
     if (!qd && !qdd) {
         for (int i = 0; i < m.nlink; i++) inertia_times(d.cinert[i], ag, &d.cfrc[6 * i]);
     } else {
-        double *aw = d.acc(-1);
+        T *aw = d.acc(-1);
         for (int k = 0; k < 6; k++) aw[k] = ag[k];
         // forward pass: a = a_parent + S qdd + cdof_dot qd;  f = I a + v x* (I v)
         for (int i = 0; i < m.nlink; i++) {
-            double inc[6] = {0, 0, 0, 0, 0, 0};
+            T inc[6];
+            for (int k = 0; k < 6; k++) inc[k] = splat<T>(0.0);
             for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
                 for (int k = 0; k < 6; k++) {
-                    double x = qdd ? d.cdof[6 * j + k] * qdd[j] : 0.0;
-                    if (qd) x += d.cdof_dot[6 * j + k] * qd[j];
-                    inc[k] += x;
+                    T x = qdd ? d.cdof[6 * j + k] * qdd[j] : splat<T>(0.0);
+                    if (qd) x = x + d.cdof_dot[6 * j + k] * qd[j];
+                    inc[k] = inc[k] + x;
                 }
-            const double *ap = d.acc(m.parent[i]);
-            double *a = d.acc(i), *f = &d.cfrc[6 * i];
+            const T *ap = d.acc(m.parent[i]);
+            T *a = d.acc(i), *f = &d.cfrc[6 * i];
             for (int k = 0; k < 6; k++) a[k] = ap[k] + inc[k];
             inertia_times(d.cinert[i], a, f);
             if (qd) {
-                double Iv[6], vf[6];
+                T Iv[6], vf[6];
                 inertia_times(d.cinert[i], d.vel(i), Iv);
                 cross_force(d.vel(i), Iv, vf);
-                for (int k = 0; k < 6; k++) f[k] += vf[k];
+                for (int k = 0; k < 6; k++) f[k] = f[k] + vf[k];
             }
         }
     }
@@ -294,68 +398,68 @@ void rne(const NativeModel &m, Data &d, const double *qd, const double *qdd, dou
     for (int i = m.nlink - 1; i >= 0; i--) {
         int64_t p = m.parent[i];
         if (p >= 0)
-            for (int k = 0; k < 6; k++) d.cfrc[6 * p + k] += d.cfrc[6 * i + k];
+            for (int k = 0; k < 6; k++) d.cfrc[6 * p + k] = d.cfrc[6 * p + k] + d.cfrc[6 * i + k];
     }
     // tau = S . f + armature qdd
     for (int j = 0; j < m.nv; j++) {
         out[j] = dot6(&d.cdof[6 * j], &d.cfrc[6 * m.dof_link[j]]);
-        if (qdd) out[j] += m.armature[j] * qdd[j];
+        if (qdd) out[j] = out[j] + m.armature[j] * qdd[j];
     }
 }
 
 // ---------------------------------------------------------------- CRBA
 
 // M (nv, nv) into out: composite inertias, then M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j
-void crb(const NativeModel &m, Data &d, double *out) {
+template <class T> void crb(const NativeModel &m, Data<T> &d, T *out) {
     for (int i = 0; i < m.nlink; i++) d.crb[i] = d.cinert[i];
     for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass: Ic_parent += Ic
         int64_t p = m.parent[i];
         if (p < 0) continue;
-        Inertia &P = d.crb[p];
-        const Inertia &C = d.crb[i];
-        for (int k = 0; k < 9; k++) P.I[k] += C.I[k];
-        for (int k = 0; k < 3; k++) P.h[k] += C.h[k];
-        P.m += C.m;
+        Inertia<T> &P = d.crb[p];
+        const Inertia<T> &C = d.crb[i];
+        for (int k = 0; k < 9; k++) P.I[k] = P.I[k] + C.I[k];
+        for (int k = 0; k < 3; k++) P.h[k] = P.h[k] + C.h[k];
+        P.m = P.m + C.m;
     }
     int nv = m.nv;
-    std::fill(out, out + size_t(nv) * nv, 0.0);
+    for (size_t k = 0; k < size_t(nv) * nv; k++) out[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) {
-        double F[6];
+        T F[6];
         inertia_times(d.crb[m.dof_link[j]], &d.cdof[6 * j], F);
         for (int64_t i = j; i >= 0; i = m.dof_parent[i]) {
-            double v = dot6(&d.cdof[6 * i], F);
+            T v = dot6(&d.cdof[6 * i], F);
             out[size_t(i) * nv + j] = v;
             out[size_t(j) * nv + i] = v;
         }
     }
-    for (int j = 0; j < nv; j++) out[size_t(j) * nv + j] += m.armature[j];
+    for (int j = 0; j < nv; j++) out[size_t(j) * nv + j] = out[size_t(j) * nv + j] + m.armature[j];
 }
 
 // x with M x = b (M symmetric positive definite, overwritten by its Cholesky factor); SINGULAR on a non-positive pivot
-int cholesky_solve(double *M, int n, double *b) {
+template <class T> int cholesky_solve(T *M, int n, T *b) {
     for (int j = 0; j < n; j++) {
-        double *Mj = M + size_t(j) * n;
-        double s = Mj[j];
-        for (int k = 0; k < j; k++) s -= Mj[k] * Mj[k];
-        if (!(s > 0.0)) return SINGULAR;
-        double L = std::sqrt(s);
+        T *Mj = M + size_t(j) * n;
+        T s = Mj[j];
+        for (int k = 0; k < j; k++) s = s - Mj[k] * Mj[k];
+        if (!all_positive(s)) return SINGULAR;
+        T L = vsqrt(s);
         Mj[j] = L;
         for (int i = j + 1; i < n; i++) {
-            double *Mi = M + size_t(i) * n;
-            double t = Mi[j];
-            for (int k = 0; k < j; k++) t -= Mi[k] * Mj[k];
+            T *Mi = M + size_t(i) * n;
+            T t = Mi[j];
+            for (int k = 0; k < j; k++) t = t - Mi[k] * Mj[k];
             Mi[j] = t / L;
         }
     }
     for (int i = 0; i < n; i++) {                                      // L y = b
-        const double *Mi = M + size_t(i) * n;
-        double t = b[i];
-        for (int k = 0; k < i; k++) t -= Mi[k] * b[k];
+        const T *Mi = M + size_t(i) * n;
+        T t = b[i];
+        for (int k = 0; k < i; k++) t = t - Mi[k] * b[k];
         b[i] = t / Mi[i];
     }
     for (int i = n - 1; i >= 0; i--) {                                 // L^T x = y
-        double t = b[i];
-        for (int k = i + 1; k < n; k++) t -= M[size_t(k) * n + i] * b[k];
+        T t = b[i];
+        for (int k = i + 1; k < n; k++) t = t - M[size_t(k) * n + i] * b[k];
         b[i] = t / M[size_t(i) * n + i];
     }
     return OK;
@@ -363,44 +467,33 @@ int cholesky_solve(double *M, int n, double *b) {
 
 // ---------------------------------------------------------------- ABA
 
-// inverse of a k x k block (k = 1 or 3) by Gauss-Jordan with partial pivoting; SINGULAR on an exact zero pivot
-int block_inverse(const double *D, int k, double *out) {
+// inverse of a symmetric positive k x k block (k = 1 or 3; by its adjugate); SINGULAR on a zero determinant
+template <class T> int block_inverse(const T *D, int k, T *out) {
     if (k == 1) {
-        if (D[0] == 0.0) return SINGULAR;
+        if (any_zero(D[0])) return SINGULAR;
         out[0] = 1.0 / D[0];
         return OK;
     }
-    double A[9], B[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-    std::memcpy(A, D, sizeof A);
-    for (int c = 0; c < 3; c++) {
-        int p = c;
-        for (int r = c + 1; r < 3; r++)
-            if (std::fabs(A[3 * r + c]) > std::fabs(A[3 * p + c])) p = r;
-        if (A[3 * p + c] == 0.0) return SINGULAR;
-        if (p != c)
-            for (int t = 0; t < 3; t++) std::swap(A[3 * p + t], A[3 * c + t]), std::swap(B[3 * p + t], B[3 * c + t]);
-        double inv = 1.0 / A[3 * c + c];
-        for (int t = 0; t < 3; t++) A[3 * c + t] *= inv, B[3 * c + t] *= inv;
-        for (int r = 0; r < 3; r++) {
-            if (r == c) continue;
-            double f = A[3 * r + c];
-            for (int t = 0; t < 3; t++) A[3 * r + t] -= f * A[3 * c + t], B[3 * r + t] -= f * B[3 * c + t];
-        }
-    }
-    std::memcpy(out, B, sizeof B);
+    T A[9] = {D[4] * D[8] - D[5] * D[7], D[2] * D[7] - D[1] * D[8], D[1] * D[5] - D[2] * D[4],
+              D[5] * D[6] - D[3] * D[8], D[0] * D[8] - D[2] * D[6], D[2] * D[3] - D[0] * D[5],
+              D[3] * D[7] - D[4] * D[6], D[1] * D[6] - D[0] * D[7], D[0] * D[4] - D[1] * D[3]};
+    T det = D[0] * A[0] + D[1] * A[3] + D[2] * A[6];
+    if (any_zero(det)) return SINGULAR;
+    T inv = 1.0 / det;
+    for (int a = 0; a < 9; a++) out[a] = A[a] * inv;
     return OK;
 }
 
 // qdd by the articulated-body algorithm about the centres (RBDA table 7.1), as algorithms._aba
-int aba(const NativeModel &m, Data &d, const double *qd, const double *tau, double *qdd) {
+template <class T> int aba(const NativeModel &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
     int L = m.nlink;
     for (int i = 0; i < L; i++) {
-        double *c = &d.c[6 * i];                                       // velocity-product accelerations
-        for (int k = 0; k < 6; k++) c[k] = 0.0;
+        T *c = &d.c[6 * i];                                            // velocity-product accelerations
+        for (int k = 0; k < 6; k++) c[k] = splat<T>(0.0);
         for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
-            for (int k = 0; k < 6; k++) c[k] += d.cdof_dot[6 * j + k] * qd[j];
+            for (int k = 0; k < 6; k++) c[k] = c[k] + d.cdof_dot[6 * j + k] * qd[j];
         inertia_dense(d.cinert[i], &d.IA[36 * i]);                     // articulated inertias
-        double Iv[6];                                                  // pA = v x* (I v)
+        T Iv[6];                                                       // pA = v x* (I v)
         inertia_times(d.cinert[i], d.vel(i), Iv);
         cross_force(d.vel(i), Iv, &d.pA[6 * i]);
     }
@@ -408,57 +501,61 @@ int aba(const NativeModel &m, Data &d, const double *qd, const double *tau, doub
     // pA + Ia c + U D^-1 u
     for (int i = L - 1; i >= 0; i--) {
         int k0 = int(m.dofadr[i]), n = int(m.dofnum[i]);
-        const double *S = &d.cdof[6 * k0], *IA = &d.IA[36 * i], *pA = &d.pA[6 * i];
-        double *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i], D[9];
+        const T *S = &d.cdof[6 * k0], *IA = &d.IA[36 * i], *pA = &d.pA[6 * i];
+        T *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i], D[9];
         for (int a = 0; a < n; a++) mat6_times(IA, S + 6 * a, U + 6 * a);
         for (int a = 0; a < n; a++)
-            for (int b = 0; b < n; b++) D[n * a + b] = dot6(S + 6 * a, U + 6 * b) + (a == b ? m.armature[k0 + a] : 0.0);
+            for (int b = 0; b < n; b++) {
+                D[n * a + b] = dot6(S + 6 * a, U + 6 * b);
+                if (a == b) D[n * a + b] = D[n * a + b] + m.armature[k0 + a];
+            }
         if (block_inverse(D, n, Dinv) != OK) return SINGULAR;
         for (int a = 0; a < n; a++) u[a] = tau[k0 + a] - dot6(S + 6 * a, pA);
         int64_t p = m.parent[i];
         if (p < 0) continue;
-        double UD[18], Ia[36], t[6];
+        T UD[18], Ia[36], t[6];
         for (int b = 0; b < n; b++)
             for (int r = 0; r < 6; r++) {
-                double s = 0.0;
-                for (int a = 0; a < n; a++) s += U[6 * a + r] * Dinv[n * a + b];
+                T s = U[r] * Dinv[b];
+                for (int a = 1; a < n; a++) s = s + U[6 * a + r] * Dinv[n * a + b];
                 UD[6 * b + r] = s;
             }
         for (int r = 0; r < 6; r++)
             for (int c = 0; c < 6; c++) {
-                double s = 0.0;
-                for (int b = 0; b < n; b++) s += UD[6 * b + r] * U[6 * b + c];
+                T s = UD[r] * U[c];
+                for (int b = 1; b < n; b++) s = s + UD[6 * b + r] * U[6 * b + c];
                 Ia[6 * r + c] = IA[6 * r + c] - s;
             }
-        double *IAp = &d.IA[36 * p], *pAp = &d.pA[6 * p];
-        for (int k = 0; k < 36; k++) IAp[k] += Ia[k];
+        T *IAp = &d.IA[36 * p], *pAp = &d.pA[6 * p];
+        for (int k = 0; k < 36; k++) IAp[k] = IAp[k] + Ia[k];
         mat6_times(Ia, &d.c[6 * i], t);
         for (int r = 0; r < 6; r++) {
-            double s = 0.0;
-            for (int b = 0; b < n; b++) s += UD[6 * b + r] * u[b];
-            pAp[r] += pA[r] + (t[r] + s);
+            T s = UD[r] * u[0];
+            for (int b = 1; b < n; b++) s = s + UD[6 * b + r] * u[b];
+            pAp[r] = pAp[r] + (pA[r] + (t[r] + s));
         }
     }
     // forward pass: a' = a_parent + c, qdd = D^-1 (u - U^T a'), a = a' + S qdd
-    double *aw = d.acc(-1);
-    double ag[6] = {0, 0, 0, -m.gravity[0], -m.gravity[1], -m.gravity[2]};
+    T *aw = d.acc(-1);
+    T ag[6] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(-m.gravity[0]), splat<T>(-m.gravity[1]),
+               splat<T>(-m.gravity[2])};
     for (int k = 0; k < 6; k++) aw[k] = ag[k];
     for (int i = 0; i < L; i++) {
         int k0 = int(m.dofadr[i]), n = int(m.dofnum[i]);
-        const double *ap = d.acc(m.parent[i]), *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i];
-        const double *S = &d.cdof[6 * k0];
-        double *a = d.acc(i), r[3];
+        const T *ap = d.acc(m.parent[i]), *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i];
+        const T *S = &d.cdof[6 * k0];
+        T *a = d.acc(i), r[3];
         for (int k = 0; k < 6; k++) a[k] = ap[k] + d.c[6 * i + k];
         for (int b = 0; b < n; b++) r[b] = u[b] - dot6(U + 6 * b, a);
         for (int x = 0; x < n; x++) {
-            double s = 0.0;
-            for (int b = 0; b < n; b++) s += Dinv[n * x + b] * r[b];
+            T s = Dinv[n * x] * r[0];
+            for (int b = 1; b < n; b++) s = s + Dinv[n * x + b] * r[b];
             qdd[k0 + x] = s;
         }
         for (int k = 0; k < 6; k++) {
-            double s = 0.0;
-            for (int x = 0; x < n; x++) s += S[6 * x + k] * qdd[k0 + x];
-            a[k] += s;
+            T s = S[k] * qdd[k0];
+            for (int x = 1; x < n; x++) s = s + S[6 * x + k] * qdd[k0 + x];
+            a[k] = a[k] + s;
         }
     }
     return OK;
@@ -467,53 +564,53 @@ int aba(const NativeModel &m, Data &d, const double *qd, const double *tau, doub
 // ---------------------------------------------------------------- energy
 
 // 1/2 sum_l v . (cinert v) + 1/2 sum_i armature qd^2
-double kinetic(const NativeModel &m, Data &d, const double *qd) {
-    double s = 0.0, arm = 0.0, Iv[6];
+template <class T> T kinetic(const NativeModel &m, Data<T> &d, const T *qd) {
+    T s = splat<T>(0.0), arm = splat<T>(0.0), Iv[6];
     for (int i = 0; i < m.nlink; i++) {
         inertia_times(d.cinert[i], d.vel(i), Iv);
-        s += dot6(d.vel(i), Iv);
+        s = s + dot6(d.vel(i), Iv);
     }
-    for (int j = 0; j < m.nv; j++) arm += m.armature[j] * qd[j] * qd[j];
+    for (int j = 0; j < m.nv; j++) arm = arm + m.armature[j] * qd[j] * qd[j];
     return 0.5 * (s + arm);
 }
 
 // springs - gravity . (sum_l m_l (center_l + cipos_l) + static mass moment)
-double potential(const NativeModel &m, Data &d, const double *q) {
-    double moment[3] = {0, 0, 0};
+template <class T> T potential(const NativeModel &m, Data<T> &d, const T *q) {
+    T moment[3] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0)};
     for (int i = 0; i < m.nlink; i++) {
-        const double *c = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.center[i]];
-        for (int a = 0; a < 3; a++) moment[a] += m.mass[i] * (c[a] + ctr[a]);
+        const T *c = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.center[i]];
+        for (int a = 0; a < 3; a++) moment[a] = moment[a] + m.mass[i] * (c[a] + ctr[a]);
     }
-    double springs = 0.0;
+    T springs = splat<T>(0.0);
     for (size_t s = 0; s < m.spring_q.size(); s++) {
-        double e = q[m.spring_q[s]] - m.spring_ref[s];
-        springs += m.spring_k[s] * e * e;
+        T e = q[m.spring_q[s]] - m.spring_ref[s];
+        springs = springs + m.spring_k[s] * e * e;
     }
-    double g = 0.0;
-    for (int a = 0; a < 3; a++) g += m.gravity[a] * (moment[a] + m.static_mass * m.static_com[a]);
+    T g = splat<T>(0.0);
+    for (int a = 0; a < 3; a++) g = g + m.gravity[a] * (moment[a] + m.static_mass * m.static_com[a]);
     return 0.5 * springs - g;
 }
 
-// ---------------------------------------------------------------- one state, every public function
+// ---------------------------------------------------------------- one state (or one Lanes), every public function
 
 enum Op { RNEA = 0, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC, POTENTIAL, ENERGY, NOPS };
 //                                 inputs (sizes: 'q' nq, 'v' nv)   output size per state ('v' nv, 'M' nv^2, 's' 1)
 const char *OP_INPUTS[NOPS] = {"qvv", "qv", "q", "q", "qvv", "qvv", "qv", "q", "qv"};
 const char OP_OUTPUT[NOPS] = {'v', 'v', 'v', 'M', 'v', 'v', 's', 's', 's'};
 
-int compute(const NativeModel &m, Data &d, int op, const double *const *x, double *out) {
-    const double *q = x[0];
+template <class T> int compute(const NativeModel &m, Data<T> &d, int op, const T *const *x, T *out) {
+    const T *q = x[0];
     int st = kinematics(m, d, q);
     if (st != OK) return st;
     com_pos(m, d);
     switch (op) {
         case RNEA: com_vel(m, d, x[1]); rne(m, d, x[1], x[2], out); return OK;
-        case BIAS: com_vel(m, d, x[1]); rne(m, d, x[1], nullptr, out); return OK;
-        case GRAVITY: rne(m, d, nullptr, nullptr, out); return OK;
+        case BIAS: com_vel(m, d, x[1]); rne(m, d, x[1], (const T *)nullptr, out); return OK;
+        case GRAVITY: rne(m, d, (const T *)nullptr, (const T *)nullptr, out); return OK;
         case MASS_MATRIX: crb(m, d, out); return OK;
         case FORWARD_DYNAMICS: {
             com_vel(m, d, x[1]);
-            rne(m, d, x[1], nullptr, out);                             // c, then tau - c
+            rne(m, d, x[1], (const T *)nullptr, out);                  // c, then tau - c
             for (int j = 0; j < m.nv; j++) out[j] = x[2][j] - out[j];
             crb(m, d, d.qM.data());
             return cholesky_solve(d.qM.data(), m.nv, out);
@@ -524,6 +621,33 @@ int compute(const NativeModel &m, Data &d, int op, const double *const *x, doubl
         case ENERGY: com_vel(m, d, x[1]); out[0] = kinetic(m, d, x[1]) + potential(m, d, q); return OK;
     }
     return OK;
+}
+
+#if PHYSAI_LANES && (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__) && !defined(__clang__)
+#define PHYSAI_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten, noinline))
+#else
+#define PHYSAI_CLONES
+#endif
+
+#if PHYSAI_LANES
+// W states side by side: the batch kernel, one clone per instruction set (chosen once, at load time)
+PHYSAI_CLONES int compute_lanes(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
+    return compute<Lanes>(m, d, op, x, out);
+}
+#endif
+
+// the instruction set compute_lanes runs with (target_clones' choice)
+const char *isa() {
+#if PHYSAI_LANES && (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__) && !defined(__clang__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+    return "x86-64 (sse2)";
+#elif PHYSAI_LANES
+    return "compiler default (vector extension)";
+#else
+    return "scalar";
+#endif
 }
 
 int num_threads() {
@@ -610,39 +734,71 @@ nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c)
         out = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
     }
     std::atomic<int> failed{0};
-    auto work = [&](int64_t lo, int64_t hi) {
-        Data d(m);
+    // states [lo, hi) with workspaces d1 (one state) and dl (W states side by side)
+    auto work = [&](int64_t lo, int64_t hi, Data<double> &d1, void *dl_) {
         const double *x[3] = {nullptr, nullptr, nullptr};
-        for (int64_t s = lo; s < hi && !failed.load(std::memory_order_relaxed); s++) {
+        int64_t s = lo;
+#if PHYSAI_LANES
+        Vec<Lanes> xin[3], o;
+        if (hi - lo >= 2) {
+            o.resize(size_t(per));
+            for (int k = 0; k < nin; k++) xin[k].resize(size_t(kinds[k] == 'q' ? m.nq : m.nv));
+        }
+        Data<Lanes> *dl = static_cast<Data<Lanes> *>(dl_);
+        const Lanes *xl[3] = {xin[0].data(), xin[1].data(), xin[2].data()};
+        for (; hi - s >= 2 && !failed.load(std::memory_order_relaxed); s += W) {   // W states at once; the last lanes
+            int64_t count = std::min<int64_t>(W, hi - s);                        // of a short block repeat a state
+            for (int k = 0; k < nin; k++)
+                for (int l = 0; l < W; l++) {
+                    const double *src = in[k].data + (s + std::min<int64_t>(l, count - 1)) * in[k].stride_state;
+                    for (size_t e = 0; e < xin[k].size(); e++) xin[k][e][l] = src[e];
+                }
+            if (compute_lanes(m, *dl, op, xl, o.data()) != OK) { failed = 1; return; }
+            for (int64_t l = 0; l < count; l++) {
+                double *dst = out + (s + l) * per;
+                for (int64_t e = 0; e < per; e++) {
+                    dst[e] = o[size_t(e)][l];
+                    if (!std::isfinite(dst[e])) { failed = 1; return; }
+                }
+            }
+        }
+#else
+        (void)dl_;
+#endif
+        for (; s < hi && !failed.load(std::memory_order_relaxed); s++) {
             for (int k = 0; k < nin; k++) x[k] = in[k].data + s * in[k].stride_state;
-            double *o = out + s * per;
-            if (compute(m, d, op, x, o) != OK) { failed = 1; return; }
+            double *o1 = out + s * per;
+            if (compute(m, d1, op, x, o1) != OK) { failed = 1; return; }
             for (int64_t e = 0; e < per; e++)
-                if (!std::isfinite(o[e])) { failed = 1; return; }
+                if (!std::isfinite(o1[e])) { failed = 1; return; }
         }
     };
-    // small calls keep the GIL and reuse the model's workspace; larger ones release it and run on threads where the
+    // small calls keep the GIL and reuse the model's workspaces; larger ones release it and run on threads where the
     // work outweighs starting them (about 20 us each)
     int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
+    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
+#if PHYSAI_LANES
+    if (N > 1 && !m.scratch_lanes) m.scratch_lanes = std::make_shared<Data<Lanes>>(m);
+#endif
     if (cost < 40000) {
-        if (!m.scratch) m.scratch = std::make_shared<Data>(m);
-        Data &d = *m.scratch;
-        const double *x[3] = {nullptr, nullptr, nullptr};
-        for (int64_t s = 0; s < N && !failed; s++) {
-            for (int k = 0; k < nin; k++) x[k] = in[k].data + s * in[k].stride_state;
-            double *o = out + s * per;
-            if (compute(m, d, op, x, o) != OK) failed = 1;
-            for (int64_t e = 0; e < per && !failed; e++)
-                if (!std::isfinite(o[e])) failed = 1;
-        }
+        work(0, N, *m.scratch, m.scratch_lanes.get());
     } else {
         nb::gil_scoped_release release;
-        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, N}));
+        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + W - 1) / W}));
+        auto chunk = [&](int64_t lo, int64_t hi) {
+            Data<double> d1(m);
+#if PHYSAI_LANES
+            Data<Lanes> dl(m);
+            work(lo, hi, d1, &dl);
+#else
+            work(lo, hi, d1, nullptr);
+#endif
+        };
         if (T <= 1) {
-            work(0, N);
+            chunk(0, N);
         } else {
             std::vector<std::thread> pool;
-            for (int t = 0; t < T; t++) pool.emplace_back(work, N * t / T, N * (t + 1) / T);
+            for (int t = 0; t < T; t++) pool.emplace_back(chunk, (N * t / T) / W * W, t + 1 == T ? N : (N * (t + 1) / T) / W * W);
             for (auto &th : pool) th.join();
         }
     }
@@ -707,5 +863,7 @@ NB_MODULE(_native, mod) {
                                "potential_energy", "energy"};
     for (int k = 0; k < NOPS; k++) ops[names[k]] = k;
     mod.attr("OPS") = ops;
+    mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
+    mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");
 }

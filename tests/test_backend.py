@@ -2,7 +2,9 @@
 
 Every public engine function, on random states (engine.random_states, seeded) of the bundled models, the Panda, the
 iiwa, the Unitree H1 and tests/data/mixed_joints.xml (free, ball, multi-joint bodies, welded bodies, tilted gravity):
-native and NumPy agree within 1e-13 relative to the largest entry of each state's result. The compiled kernel runs a
+native and NumPy agree within 1e-13 relative to the largest entry of each state's result; forward dynamics and aba
+within max(1e-13, 1e-16 cond(M)), as two backward-stable solves (NumPy's LU, the kernel's Cholesky and ABA) can
+differ by eps cond(M) (the iiwa without armature reaches cond(M) ~ 1e3-1e4). The compiled kernel runs a
 batch state by state, so a state's result does not depend on the batch, its position in it or the thread count at
 all (bit for bit). Bad inputs raise the same named physai errors, with the same messages, on both backends.
 """
@@ -54,12 +56,21 @@ def run(backend, f, *args, **kwargs):
         engine.set_backend(previous)
 
 
-def relative_error(actual, expected) -> float:
-    """max over states of max |actual - expected| / max(1e-300, max |expected|), per state (first axis of a batch)."""
+def relative_error(actual, expected, scale=1.0) -> float:
+    """max over states of max |actual - expected| / max(1e-300, max |expected|) / scale, per state (first axis of a
+    batch); scale (N,) divides each state's error by its own allowance (1 for most quantities)."""
     a, e = np.atleast_1d(np.asarray(actual, float)), np.atleast_1d(np.asarray(expected, float))
     assert a.shape == e.shape
     a, e = a.reshape(len(a), -1) if a.ndim > 1 else a[:, None], e.reshape(len(e), -1) if e.ndim > 1 else e[:, None]
-    return float((np.abs(a - e).max(axis=1) / np.maximum(np.abs(e).max(axis=1), 1e-300)).max())
+    return float((np.abs(a - e).max(axis=1) / np.maximum(np.abs(e).max(axis=1), 1e-300) / scale).max())
+
+
+def allowance(robot, name, sl=slice(None)) -> np.ndarray:
+    """Per state: 1, or for forward dynamics and aba max(1, 1e-3 cond(M)), so that the bound is max(1e-13, 1e-16 cond(M))."""
+    if name not in ("forward_dynamics", "aba"):
+        return np.ones(np.atleast_2d(robot.q[sl]).shape[0])
+    M = np.atleast_3d(run("numpy", engine.mass_matrix, robot.model, np.atleast_2d(robot.q[sl])))
+    return np.maximum(1.0, 1e-3 * np.linalg.cond(M))
 
 
 def test_backend_is_native_unless_asked():
@@ -76,12 +87,12 @@ def test_native_equals_numpy(robot, name):
     batched = run("native", f, robot.model, *robot.args(name))
     reference = run("numpy", f, robot.model, *robot.args(name))
     assert type(batched) is type(reference) and np.shape(batched) == np.shape(reference)
-    assert relative_error(batched, reference) <= RTOL, name
+    assert relative_error(batched, reference, allowance(robot, name)) <= RTOL, name
     for i in (0, N - 1):
         single = run("native", f, robot.model, *robot.args(name, i))
         ref = run("numpy", f, robot.model, *robot.args(name, i))
         assert type(single) is type(ref) and np.shape(single) == np.shape(ref)
-        assert relative_error(np.asarray(single)[None], np.asarray(ref)[None]) <= RTOL, name
+        assert relative_error(np.asarray(single)[None], np.asarray(ref)[None], allowance(robot, name, i)) <= RTOL, name
         # a state's native result is the same bits alone, in a batch of one, or anywhere in a batch
         np.testing.assert_array_equal(single, np.asarray(batched)[i])
         np.testing.assert_array_equal(run("native", f, robot.model, *robot.args(name, slice(i, i + 1)))[0], np.asarray(batched)[i])
