@@ -69,13 +69,8 @@ template <class T> struct Aligned {
     using value_type = T;
     Aligned() = default;
     template <class U> Aligned(const Aligned<U> &) {}
-    T *allocate(size_t n) {
-        size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
-        void *p = std::aligned_alloc(64, bytes ? bytes : 64);
-        if (!p) throw std::bad_alloc();
-        return static_cast<T *>(p);
-    }
-    void deallocate(T *p, size_t) { std::free(p); }
+    T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+    void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
     template <class U> bool operator==(const Aligned<U> &) const { return true; }
     template <class U> bool operator!=(const Aligned<U> &) const { return false; }
 };

@@ -59,6 +59,14 @@ def set_backend(name: str) -> str:
     return previous
 
 
+def describe() -> str:
+    """One line on the backend in use, e.g. "native (C++, batches: avx512f, 8 states per vector, 2 threads)"."""
+    if _active == "native":
+        return f"native (C++; batches: {_ext.isa()}, {_ext.lanes()} states side by side, {threads()} threads)"
+    why = "PHYSAI_BACKEND=numpy or set_backend" if _ext is not None else "the compiled extension is not built"
+    return f"numpy (the reference; {why})"
+
+
 def threads() -> int:
     """Threads a large batch runs on in the compiled backend (PHYSAI_NUM_THREADS, else every core); 1 without it."""
     return _ext.num_threads() if _ext is not None else 1
