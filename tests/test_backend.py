@@ -188,3 +188,41 @@ def test_zero_quaternion_and_singular_mass_matrix():
         assert len(errors) == 1 and errors.pop()[0] is InvalidModelError
     with pytest.raises(ShapeError):
         engine.rnea(model, [0.0], [0.0], [[1.0], [2.0]], data=engine.Data(model, 1))
+
+
+@pytest.mark.parametrize("name", ["rnea", "mass_matrix", "energy", "forward_dynamics"])
+def test_map_states_over_dask_arrays(name):
+    """engine.map_states over Dask arrays chunked along N equals the direct call (bit for bit on the native backend)."""
+    da = pytest.importorskip("dask.array")
+    model = engine.from_mujoco(models.load(MIXED))
+    q, qd = engine.random_states(model, 1000, 7)
+    x = np.random.default_rng(8).uniform(-1, 1, qd.shape)
+    f = getattr(engine, name)
+    arrays = {"rnea": (q, qd, x), "mass_matrix": (q,), "energy": (q, qd), "forward_dynamics": (q, qd, x)}[name]
+    lazy = engine.map_states(f, model, *(da.from_array(a, chunks=(256, 5)) for a in arrays))
+    result = lazy.compute(scheduler="threads")
+    direct = f(model, *arrays)
+    assert result.shape == direct.shape and lazy.chunks[0] == (256, 256, 256, 232)
+    np.testing.assert_array_equal(result, direct)
+    # a single state shared by the whole batch, and the NumPy backend within the bound
+    shared = engine.map_states(engine.rnea, model, q[0], da.from_array(qd, chunks=300), x[0]).compute()
+    np.testing.assert_array_equal(shared, engine.rnea(model, q[0], qd, x[0]))
+    reference = run("numpy", lambda: engine.map_states(f, model, *(da.from_array(a, chunks=(256, 5)) for a in arrays)).compute())
+    assert relative_error(reference, direct, allowance_of(model, q, name)) <= RTOL
+
+
+def allowance_of(model, q, name):
+    if name not in ("forward_dynamics", "aba"):
+        return np.ones(len(q))
+    return np.maximum(1.0, 1e-3 * np.linalg.cond(run("numpy", engine.mass_matrix, model, q)))
+
+
+def test_map_states_refuses_what_it_cannot_map():
+    da = pytest.importorskip("dask.array")
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    with pytest.raises(InvalidArgumentError, match="public physai.engine function"):
+        engine.map_states(np.sum, model, da.zeros((4, 2)))
+    with pytest.raises(ShapeError, match="at least one Dask array"):
+        engine.map_states(engine.gravity, model, np.zeros(2))
+    with pytest.raises(ShapeError, match="the same N"):
+        engine.map_states(engine.bias, model, da.zeros((4, 2)), da.zeros((5, 2)))

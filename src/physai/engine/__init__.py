@@ -15,6 +15,8 @@ alone. Checked against MuJoCo, Pinocchio and the lesson's teaching layer (physai
 The public functions run on a compiled backend (physai.engine.native: C++ kernels that follow algorithms.py function
 by function) when it is built, and on the NumPy text otherwise: physai.engine.backend says which ("native" or
 "numpy"); PHYSAI_BACKEND=numpy or physai.engine.set_backend("numpy") selects the NumPy reference.
+engine.map_states(engine.rnea, model, q, qd, qdd) runs a function over Dask arrays of states, chunk by chunk
+(physai.engine.chunked), on one machine or a cluster.
 """
 
 from physai.engine.algorithms import (
@@ -34,6 +36,7 @@ from physai.engine.algorithms import (
     rne,
     rnea,
 )
+from physai.engine.chunked import map_states
 from physai.engine.configuration import difference, integrate, random_states
 from physai.engine.data import Data
 from physai.engine.loaders import as_model, compile_tree, from_mujoco, from_urdf
@@ -43,7 +46,7 @@ from physai.engine.native import set_backend
 __all__ = [
     "Data", "Model", "aba", "as_model", "bias", "com_pos", "com_vel", "compile_tree", "crb", "crba", "difference", "energy",
     "forward_dynamics", "from_mujoco", "from_urdf", "gravity", "integrate", "kinematics", "kinetic_energy",
-    "mass_matrix", "potential_energy", "random_states", "rne", "rnea", "set_backend",
+    "map_states", "mass_matrix", "potential_energy", "random_states", "rne", "rnea", "set_backend",
 ]
 
 
