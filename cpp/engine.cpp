@@ -645,6 +645,145 @@ const char *isa() {
 #endif
 }
 
+
+// ---------------------------------------------------------------- simulation (physai.integrators.simulate)
+
+// what drives a simulation besides the Model: joint damping, q's layout for integration, actuators with a constant,
+// already clamped ctrl (forces.actuator_force)
+struct NativeSim {
+    int nq = 0, nv = 0, nu = 0;
+    std::vector<double> damping;
+    std::vector<int64_t> scalar_q, scalar_v, quat_q, quat_v, spring_v;   // spring_v: the dof of each Model spring
+    std::vector<double> moment, qmoment, gain, bias, u, forcerange, dof_forcerange;   // (nu, nv), (nu, nq), (nu, 3) x2, (nu), (nu, 2), (nv, 2)
+    std::vector<int64_t> forcelimited, dof_forcelimited;
+};
+
+// f = passive + actuator - bias and M at (q, qd) (integrators._Run.evaluate); returns the potential energy
+double evaluate(const NativeModel &m, const NativeSim &s, Data<double> &d, const double *q, const double *qd, double *f,
+                double *M, std::vector<double> &tmp) {
+    if (kinematics(m, d, q) != OK) return std::nan("");               // a zero quaternion: the caller declines
+    com_pos(m, d);
+    com_vel(m, d, qd);
+    rne(m, d, qd, (const double *)nullptr, tmp.data());
+    for (int j = 0; j < m.nv; j++) f[j] = -s.damping[j] * qd[j];     // passive: damping, then springs
+    for (size_t k = 0; k < m.spring_q.size(); k++)
+        f[s.spring_v[k]] = f[s.spring_v[k]] - m.spring_k[k] * (q[m.spring_q[k]] - m.spring_ref[k]);
+    for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
+    if (s.nu) {                                                        // actuators: f = gain u + bias, clamped
+        double *tau = tmp.data();
+        for (int j = 0; j < m.nv; j++) tau[j] = 0.0;
+        std::vector<double> out(size_t(s.nu));
+        for (int a = 0; a < s.nu; a++) {
+            double length = 0.0, velocity = 0.0;
+            for (int i = 0; i < s.nq; i++) length += s.qmoment[size_t(a) * s.nq + i] * q[i];
+            for (int j = 0; j < s.nv; j++) velocity += s.moment[size_t(a) * s.nv + j] * qd[j];
+            const double *g = &s.gain[3 * a], *b = &s.bias[3 * a];
+            double fa = (g[0] + g[1] * length + g[2] * velocity) * s.u[a] + b[0] + b[1] * length + b[2] * velocity;
+            if (s.forcelimited[a]) fa = std::min(std::max(fa, s.forcerange[2 * a]), s.forcerange[2 * a + 1]);
+            out[size_t(a)] = fa;
+        }
+        for (int j = 0; j < s.nv; j++) {
+            double t = 0.0;
+            for (int a = 0; a < s.nu; a++) t += s.moment[size_t(a) * s.nv + j] * out[size_t(a)];
+            if (s.dof_forcelimited[j]) t = std::min(std::max(t, s.dof_forcerange[2 * j]), s.dof_forcerange[2 * j + 1]);
+            f[j] = f[j] + t;
+        }
+    }
+    crb(m, d, M);
+    return potential(m, d, q);
+}
+
+// q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out
+void integrate_pos(const NativeSim &s, const double *q, const double *v, double h, double *out) {
+    for (int i = 0; i < s.nq; i++) out[i] = q[i];
+    for (size_t k = 0; k < s.scalar_q.size(); k++) out[s.scalar_q[k]] = q[s.scalar_q[k]] + h * v[s.scalar_v[k]];
+    for (size_t k = 0; k < s.quat_q.size(); k++) {
+        const double *qq = q + s.quat_q[k], *w = v + s.quat_v[k];
+        double speed = std::sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = h * speed;
+        double axis[3] = {0, 0, 0};
+        if (speed > 1e-15)
+            for (int a = 0; a < 3; a++) axis[a] = w[a] / speed;
+        double half = std::sin(0.5 * angle), r[4] = {std::cos(0.5 * angle), axis[0] * half, axis[1] * half, axis[2] * half};
+        double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
+        double a0 = qq[0] / norm, a1 = qq[1] / norm, a2 = qq[2] / norm, a3 = qq[3] / norm;
+        double *o = out + s.quat_q[k];
+        o[0] = a0 * r[0] - a1 * r[1] - a2 * r[2] - a3 * r[3];
+        o[1] = a0 * r[1] + a1 * r[0] + a2 * r[3] - a3 * r[2];
+        o[2] = a0 * r[2] - a1 * r[3] + a2 * r[0] + a3 * r[1];
+        o[3] = a0 * r[3] + a1 * r[2] - a2 * r[1] + a3 * r[0];
+    }
+}
+
+inline double quadratic(const double *M, const double *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
+    double s = 0.0;
+    for (int j = 0; j < n; j++) {
+        double t = 0.0;
+        for (int i = 0; i < n; i++) t += v[i] * M[size_t(i) * n + j];
+        s += t * v[j];
+    }
+    return s;
+}
+
+// steps of euler (integrator 0; damping implicit when implicit_damping) or rk4 (1) from Q[0], QD[0] into Q, QD, E;
+// returns the first step whose result is not finite, or -1. A zero quaternion or a singular matrix stops with -2.
+int64_t simulate_loop(const NativeModel &m, const NativeSim &s, double h, int64_t steps, int integrator, bool implicit_damping,
+                      bool with_energy, double *Q, double *QD, double *E) {
+    int nq = m.nq, nv = m.nv;
+    Data<double> d(m);
+    std::vector<double> M(size_t(nv) * nv), f(nv), tmp(nv + 1), a(nv), qi(nq), qdi(nv), dq(nv), dqd(nv), stage_qd(nv), stage_a(nv);
+    for (int64_t k = 0; k < steps; k++) {
+        const double *q = Q + k * nq, *qd = QD + k * nv;
+        double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
+        if (integrator == 0) {
+            double pot = evaluate(m, s, d, q, qd, f.data(), M.data(), tmp);
+            if (std::isnan(pot)) return -2;
+            E[k] = 0.5 * quadratic(M.data(), qd, nv) + pot;
+            if (implicit_damping)
+                for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * s.damping[j];
+            for (int j = 0; j < nv; j++) a[j] = f[j];
+            if (cholesky_solve(M.data(), nv, a.data()) != OK) return -2;
+            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
+            integrate_pos(s, q, qdn, h, qn);
+        } else {
+            const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+            for (int stage = 0; stage < 4; stage++) {
+                if (stage == 0) {
+                    for (int i = 0; i < nq; i++) qi[i] = q[i];
+                    for (int j = 0; j < nv; j++) qdi[j] = qd[j];
+                } else {                                               // from the previous stage's qd and a
+                    double c = C[stage - 1];
+                    for (int j = 0; j < nv; j++) dq[j] = c * stage_qd[j];
+                    integrate_pos(s, q, dq.data(), h, qi.data());
+                    for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * stage_a[j]);
+                }
+                double pot = evaluate(m, s, d, qi.data(), qdi.data(), f.data(), M.data(), tmp);
+                if (std::isnan(pot)) return -2;
+                if (stage == 0) E[k] = 0.5 * quadratic(M.data(), qdi.data(), nv) + pot;
+                if (cholesky_solve(M.data(), nv, f.data()) != OK) return -2;
+                for (int j = 0; j < nv; j++) {
+                    stage_qd[j] = qdi[j], stage_a[j] = f[j];
+                    a[j] = stage == 0 ? 0.0 + B[0] * qdi[j] : a[j] + B[stage] * qdi[j];       // sum of b qd_i
+                    dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
+                }
+            }
+            integrate_pos(s, q, a.data(), h, qn);
+            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * dqd[j];
+        }
+        for (int i = 0; i < nq; i++)
+            if (!std::isfinite(qn[i])) return k;
+        for (int j = 0; j < nv; j++)
+            if (!std::isfinite(qdn[j])) return k;
+    }
+    if (with_energy) {
+        const double *q = Q + steps * nq, *qd = QD + steps * nv;
+        if (kinematics(m, d, q) != OK) return -2;
+        com_pos(m, d);
+        com_vel(m, d, qd);
+        E[steps] = kinetic(m, d, qd) + potential(m, d, q);
+    }
+    return -1;
+}
+
 int num_threads() {
     if (const char *s = std::getenv("PHYSAI_NUM_THREADS")) {
         int n = std::atoi(s);
@@ -858,6 +997,49 @@ NB_MODULE(_native, mod) {
                                "potential_energy", "energy"};
     for (int k = 0; k < NOPS; k++) ops[names[k]] = k;
     mod.attr("OPS") = ops;
+    nb::class_<NativeSim>(mod, "NativeSim")
+        .def("__init__",
+             [](NativeSim *self, int nq, int nv, DArr damping, IArr scalar_q, IArr scalar_v, IArr quat_q, IArr quat_v, IArr spring_v, int nu,
+                DArr moment, DArr qmoment, DArr gain, DArr bias, DArr u, DArr forcerange, IArr forcelimited,
+                DArr dof_forcerange, IArr dof_forcelimited) {
+                 NativeSim *s = new (self) NativeSim();
+                 s->nq = nq, s->nv = nv, s->nu = nu;
+                 s->damping = doubles(damping);
+                 s->scalar_q = ints(scalar_q), s->scalar_v = ints(scalar_v), s->quat_q = ints(quat_q), s->quat_v = ints(quat_v);
+                 s->spring_v = ints(spring_v);
+                 for (int64_t j : s->spring_v)
+                     if (j < 0 || j >= nv) throw nb::value_error("spring dof");
+                 s->moment = doubles(moment), s->qmoment = doubles(qmoment), s->gain = doubles(gain), s->bias = doubles(bias);
+                 s->u = doubles(u), s->forcerange = doubles(forcerange), s->forcelimited = ints(forcelimited);
+                 s->dof_forcerange = doubles(dof_forcerange), s->dof_forcelimited = ints(dof_forcelimited);
+                 size_t U = size_t(nu), V = size_t(nv), Qn = size_t(nq);
+                 if (s->damping.size() != V || s->moment.size() != U * V || s->qmoment.size() != U * Qn || s->gain.size() != 3 * U ||
+                     s->bias.size() != 3 * U || s->u.size() != U || s->forcerange.size() != 2 * U || s->forcelimited.size() != U ||
+                     s->dof_forcerange.size() != 2 * V || s->dof_forcelimited.size() != V || s->scalar_q.size() != s->scalar_v.size() ||
+                     s->quat_q.size() != s->quat_v.size())
+                     throw nb::value_error("inconsistent simulation arrays");
+                 for (size_t k = 0; k < s->scalar_q.size(); k++)
+                     if (s->scalar_q[k] < 0 || s->scalar_q[k] >= nq || s->scalar_v[k] < 0 || s->scalar_v[k] >= nv)
+                         throw nb::value_error("scalar coordinate index");
+                 for (size_t k = 0; k < s->quat_q.size(); k++)
+                     if (s->quat_q[k] < 0 || s->quat_q[k] + 4 > nq || s->quat_v[k] < 0 || s->quat_v[k] + 3 > nv)
+                         throw nb::value_error("quaternion index");
+             });
+    mod.def("simulate",
+            [](NativeModel &m, const NativeSim &s, nb::ndarray<double, nb::c_contig, nb::device::cpu> Q,
+               nb::ndarray<double, nb::c_contig, nb::device::cpu> QD, nb::ndarray<double, nb::c_contig, nb::device::cpu> E,
+               double h, int integrator, bool implicit_damping, bool with_energy) -> int64_t {
+                if (Q.ndim() != 2 || QD.ndim() != 2 || E.ndim() != 1 || int64_t(Q.shape(1)) != m.nq || int64_t(QD.shape(1)) != m.nv ||
+                    Q.shape(0) != QD.shape(0) || E.shape(0) != Q.shape(0) || Q.shape(0) < 1 || s.nq != m.nq || s.nv != m.nv ||
+                    s.spring_v.size() != m.spring_q.size())
+                    throw nb::value_error("simulate: Q (steps+1, nq), QD (steps+1, nv), E (steps+1,) for this model");
+                int64_t steps = int64_t(Q.shape(0)) - 1;
+                nb::gil_scoped_release release;
+                return simulate_loop(m, s, h, steps, integrator, implicit_damping, with_energy, Q.data(), QD.data(), E.data());
+            },
+            nb::arg("model"), nb::arg("sim"), nb::arg("Q"), nb::arg("QD"), nb::arg("E"), nb::arg("h"), nb::arg("integrator"),
+            nb::arg("implicit_damping"), nb::arg("with_energy"),
+            "steps of euler (0) or rk4 (1) from Q[0], QD[0], in place; the first diverging step, -1, or -2 (decline)");
     mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
     mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");

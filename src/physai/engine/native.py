@@ -126,3 +126,35 @@ def call(model, op: int, arrays: dict):
     cols, batch = states(**arrays)
     args = [c[:, 0] if batch is None else c.T for c in cols]
     return _ext.run(_native_model(model), op, *args, *(None,) * (3 - len(args)))
+
+
+def simulate(model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, implicit_damping: bool, energy: bool):
+    """integrators.simulate's loop in C++ for euler and rk4 with constant (clamped) ctrl and no applied forces, and
+    implicitfast without actuators (then the same step as euler with implicit damping, as in the Python loop):
+    (Q, QD, E, k) with k the first diverging step or -1; None when the compiled backend declines (the Python loop
+    then runs, and raises what it raises)."""
+    if _active != "native" or integrator not in ("euler", "rk4", "implicitfast") or not isinstance(model, Model):
+        return None
+    if integrator == "implicitfast":              # without actuators D = -B: the euler step with implicit damping
+        if actuators is not None:
+            return None
+        integrator, implicit_damping = "euler", True
+    c = model.coords
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)          # noqa: E731
+    if actuators is None:
+        nu, act = 0, [np.zeros(0)] * 6 + [np.zeros(0, np.int64), np.zeros((model.nv, 2)), np.zeros(model.nv, np.int64)]
+    else:
+        u = np.zeros(actuators.nu) if ctrl is None else np.asarray(ctrl, dtype=float)
+        u = np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
+        nu = actuators.nu
+        act = [actuators.moment, actuators.qmoment, actuators.gain, actuators.bias, u, actuators.forcerange,
+               actuators.forcelimited, actuators.dof_forcerange, actuators.dof_forcelimited]
+        act = [i64(a) if np.asarray(a).dtype == bool else f64(a) for a in act]
+    sim = _ext.NativeSim(model.nq, model.nv, f64(model.dof_damping), i64(c.scalar_q), i64(c.scalar_v), i64(c.quat_q),
+                         i64(c.quat_v), i64(model._spring_v), nu, *act)
+    Q, QD, E = np.empty((steps + 1, model.nq)), np.empty((steps + 1, model.nv)), np.empty(steps + 1)
+    Q[0], QD[0] = q0, qd0
+    k = _ext.simulate(_native_model(model), sim, Q, QD, E, float(h), 0 if integrator == "euler" else 1,
+                      bool(implicit_damping), bool(energy))
+    return None if k == -2 else (Q, QD, E, k)
