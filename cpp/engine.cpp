@@ -53,6 +53,7 @@ struct NativeModel {
     // link_transforms: per link, kind 0 = hinge/slide (G (3, 4, 4) @ (1, t, sin t, 1 - cos t)), 1 = ball
     std::vector<int64_t> kind, qadr;
     std::vector<double> ref, G, brot, bpos, banchor;                   // per link: (nlink), (nlink, 48), (nlink, 9), (nlink, 3), (nlink, 3)
+    std::vector<char> hinge, slide;                                    // scalar links whose G has no t, or only 1 and t, terms
     std::vector<int64_t> dof_link, dof_parent;                        // per dof
     std::vector<double> motion, armature;                             // (nv, 6), (nv)
     std::vector<int64_t> spring_q;
@@ -241,13 +242,22 @@ template <class T> int kinematics(const NativeModel &m, Data<T> &d, const T *q) 
         if (m.kind[i] == 0) {                                          // hinge or slide: G @ (1, t, sin t, 1 - cos t)
             T t = q[m.qadr[i]] - m.ref[i];
             // sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
-            T sh, ch;
-            sincos_any(0.5 * t, sh, ch);
-            T coef[4] = {splat<T>(1.0), t, 2.0 * sh * ch, 2.0 * sh * sh};
+            T coef[4] = {splat<T>(1.0), t, splat<T>(0.0), splat<T>(0.0)};
+            if (!m.slide[i]) {
+                T sh, ch;
+                sincos_any(0.5 * t, sh, ch);
+                coef[2] = 2.0 * sh * ch, coef[3] = 2.0 * sh * sh;
+            }
             const double *G = &m.G[48 * i];
             T Tl[12];
-            for (int a = 0; a < 12; a++)
-                Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            if (m.hinge[i]) {                                          // G[:, :, 1] = 0: the same numbers without it
+                for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            } else if (m.slide[i]) {                                   // G[:, :, 2:] = 0
+                for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1];
+            } else {
+                for (int a = 0; a < 12; a++)
+                    Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            }
             for (int a = 0; a < 3; a++) {
                 for (int b = 0; b < 3; b++) R[3 * a + b] = Tl[4 * a + b];
                 p[a] = Tl[4 * a + 3];
@@ -359,10 +369,10 @@ template <class T> void com_vel(const NativeModel &m, Data<T> &d, const T *qd) {
 // ---------------------------------------------------------------- RNE
 
 // tau = M qdd + C qd + g into out (nv); qd or qdd null means zero (rne(model, d, None, None) is g(q))
-template <class T> void rne(const NativeModel &m, Data<T> &d, const T *qd, const T *qdd, T *out) {
+template <class T, bool QD, bool QDD> void rne_(const NativeModel &m, Data<T> &d, const T *qd, const T *qdd, T *out) {
     T ag[6] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(-m.gravity[0]), splat<T>(-m.gravity[1]),
                splat<T>(-m.gravity[2])};
-    if (!qd && !qdd) {
+    if (!QD && !QDD) {
         for (int i = 0; i < m.nlink; i++) inertia_times(d.cinert[i], ag, &d.cfrc[6 * i]);
     } else {
         T *aw = d.acc(-1);
@@ -373,15 +383,15 @@ template <class T> void rne(const NativeModel &m, Data<T> &d, const T *qd, const
             for (int k = 0; k < 6; k++) inc[k] = splat<T>(0.0);
             for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
                 for (int k = 0; k < 6; k++) {
-                    T x = qdd ? d.cdof[6 * j + k] * qdd[j] : splat<T>(0.0);
-                    if (qd) x = x + d.cdof_dot[6 * j + k] * qd[j];
+                    T x = QDD ? d.cdof[6 * j + k] * qdd[j] : splat<T>(0.0);
+                    if (QD) x = x + d.cdof_dot[6 * j + k] * qd[j];
                     inc[k] = inc[k] + x;
                 }
             const T *ap = d.acc(m.parent[i]);
             T *a = d.acc(i), *f = &d.cfrc[6 * i];
             for (int k = 0; k < 6; k++) a[k] = ap[k] + inc[k];
             inertia_times(d.cinert[i], a, f);
-            if (qd) {
+            if (QD) {
                 T Iv[6], vf[6];
                 inertia_times(d.cinert[i], d.vel(i), Iv);
                 cross_force(d.vel(i), Iv, vf);
@@ -398,8 +408,16 @@ template <class T> void rne(const NativeModel &m, Data<T> &d, const T *qd, const
     // tau = S . f + armature qdd
     for (int j = 0; j < m.nv; j++) {
         out[j] = dot6(&d.cdof[6 * j], &d.cfrc[6 * m.dof_link[j]]);
-        if (qdd) out[j] = out[j] + m.armature[j] * qdd[j];
+        if (QDD) out[j] = out[j] + m.armature[j] * qdd[j];
     }
+}
+
+// the flags as template arguments: no test on them inside the loops
+template <class T> void rne(const NativeModel &m, Data<T> &d, const T *qd, const T *qdd, T *out) {
+    if (qd && qdd) rne_<T, true, true>(m, d, qd, qdd, out);
+    else if (qd) rne_<T, true, false>(m, d, qd, qdd, out);
+    else if (qdd) rne_<T, false, true>(m, d, qd, qdd, out);
+    else rne_<T, false, false>(m, d, qd, qdd, out);
 }
 
 // ---------------------------------------------------------------- CRBA
@@ -975,6 +993,13 @@ NB_MODULE(_native, mod) {
                  sized(m->bpos.size(), 3 * L, "ball pos"), sized(m->banchor.size(), 3 * L, "ball anchor");
                  sized(m->dof_link.size(), V, "dof_link"), sized(m->dof_parent.size(), V, "dof_parent");
                  sized(m->motion.size(), 6 * V, "motion"), sized(m->armature.size(), V, "armature");
+                 m->hinge.assign(L, 0), m->slide.assign(L, 0);
+                 for (size_t i = 0; i < L; i++) {
+                     if (m->kind[i] != 0) continue;
+                     bool t = false, trig = false;
+                     for (int a = 0; a < 12; a++) t |= m->G[48 * i + 4 * a + 1] != 0.0, trig |= m->G[48 * i + 4 * a + 2] != 0.0 || m->G[48 * i + 4 * a + 3] != 0.0;
+                     m->hinge[i] = !t, m->slide[i] = !trig;
+                 }
                  for (size_t i = 0; i < L; i++) {
                      if (m->parent[i] >= int64_t(i) || m->parent[i] < -1 || m->center[i] < 0 || m->center[i] >= int64_t(L) ||
                          m->dofnum[i] < 1 || m->dofnum[i] > 3 || m->dofadr[i] < 0 || m->dofadr[i] + m->dofnum[i] > int64_t(V) ||
