@@ -306,6 +306,9 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     Returns:
         tau (nv,) or (N, nv) [N m | N].
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.RNEA, q, qd, qdd)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.RNEA, q, qd, qdd)) is not None:
         return out
     model = _model(model)
@@ -323,6 +326,9 @@ def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.BIAS, q, qd, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.BIAS, q, qd)) is not None:
         return out
     model = _model(model)
@@ -340,6 +346,9 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.GRAVITY, q, None, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.GRAVITY, q)) is not None:
         return out
     model = _model(model)
@@ -358,6 +367,9 @@ def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     (nv, nv) for q (nq,), (N, nv, nv) for q (N, nq) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
     MuJoCo's mj_fullM and pin.crba (in MuJoCo's velocity coordinates).
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.MASS_MATRIX, q, None, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.MASS_MATRIX, q)) is not None:
         return out
     model = _model(model)
@@ -392,6 +404,9 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
         qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
     Raises InvalidModelError when M is singular (a massless dof without armature).
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.FORWARD_DYNAMICS, q, qd, tau)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.FORWARD_DYNAMICS, q, qd, tau)) is not None:
         return out
     model = _model(model)
@@ -412,6 +427,9 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     dofs form one block (1 x 1 for hinges and slides, 3 x 3 for balls). Shapes and units as forward_dynamics;
     equals pin.aba.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.ABA, q, qd, tau)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.ABA, q, qd, tau)) is not None:
         return out
     model = _model(model)
@@ -472,6 +490,9 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
 
     Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.KINETIC_ENERGY, q, qd, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.KINETIC_ENERGY, q, qd)) is not None:
         return out
     model = _model(model)
@@ -489,6 +510,9 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.POTENTIAL_ENERGY, q, None, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.POTENTIAL_ENERGY, q)) is not None:
         return out
     model = _model(model)
@@ -503,6 +527,9 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
 def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.ENERGY, q, qd, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
     if data is None and (out := native.run(model, native.ENERGY, q, qd)) is not None:
         return out
     model = _model(model)

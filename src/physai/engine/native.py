@@ -33,6 +33,8 @@ except ImportError:                       # a checkout without the compiled exte
 
 BACKENDS = ("native", "numpy")
 _active = "native" if _ext is not None and os.environ.get("PHYSAI_BACKEND", "").strip().lower() != "numpy" else "numpy"
+on = _active == "native"                  # read by the public functions' fast path (algorithms.py)
+ext_run = _ext.run if _ext is not None else None
 
 
 def backend() -> str:
@@ -49,13 +51,14 @@ def set_backend(name: str) -> str:
     """Use backend `name` ("native" or "numpy") from now on; returns the previous one.
 
     Raises InvalidArgumentError for another name, or for "native" when the extension is not built."""
-    global _active
+    global _active, on
     if name not in BACKENDS:
         raise InvalidArgumentError(f"unknown engine backend {name!r}; expected one of {', '.join(map(repr, BACKENDS))}")
     if name == "native" and _ext is None:
         raise InvalidArgumentError("the compiled backend is not built (physai.engine._native is missing); "
                                    "reinstall physai with a C++ compiler available, e.g. uv sync --reinstall-package physai")
     previous, _active = _active, name
+    on = name == "native"
     return previous
 
 
