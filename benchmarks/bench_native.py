@@ -1,7 +1,10 @@
 """The engine's compiled backend beside Pinocchio and MuJoCo, per call and batched, from Python, in one run.
 
     uv run python benchmarks/bench_native.py                                  # Panda, iiwa, H1, double pendulum; N = 1e5
-    uv run python benchmarks/bench_native.py --models franka_emika_panda --n 10000 --numpy
+    uv run python benchmarks/bench_native.py --models franka_emika_panda --n 10000 --numpy --no-extras
+
+Then serial chains of 5-100 hinge links (rnea and mass matrix per state, batched, and the fitted exponent of
+time ~ links^p), and the peak memory of one rnea call on N = 1e6 Panda states against its inputs and output.
 
 Columns, microseconds per state (per call for the single-state columns):
     native-1   physai.engine on the compiled backend, one state per call (checks included)
@@ -166,6 +169,52 @@ class Case:
         return table
 
 
+def chain_xml(n: int) -> str:
+    """MJCF of a serial chain of n hinge links (alternating y and x axes), 0.1 m apart, 1 kg each."""
+    body = ""
+    for k in reversed(range(n)):
+        axis = "0 1 0" if k % 2 == 0 else "1 0 0"
+        body = (f'<body pos="0 0 -0.1"><joint type="hinge" axis="{axis}"/>'
+                f'<inertial pos="0 0 -0.05" mass="1" diaginertia="0.01 0.01 0.002"/>{body}</body>')
+    return f'<mujoco><option gravity="0 0 -9.81"/><worldbody>{body}</worldbody></mujoco>'
+
+
+def scaling(sizes=(5, 10, 20, 50, 100), n: int = 20_000) -> None:
+    """Per-state time of batched rnea and mass matrix on serial chains, and the fitted exponent of time ~ links^p."""
+    print(f"\nserial chains of hinge links, N = {n} states per call, microseconds per state (wall clock, every thread)")
+    print(f"{'links':>6s}{'rnea':>10s}{'mass_matrix':>13s}")
+    times = []
+    for links in sizes:
+        model = engine.from_mujoco(mujoco.MjModel.from_xml_string(chain_xml(links)))
+        Q, QD = engine.random_states(model, n, 0)
+        r = best_time(lambda model=model, Q=Q, QD=QD: engine.rnea(model, Q, QD, QD), 0.5) / n * 1e6
+        M = best_time(lambda model=model, Q=Q: engine.mass_matrix(model, Q), 0.5) / n * 1e6
+        times.append((links, r, M))
+        print(f"{links:6d}{r:10.3f}{M:13.3f}")
+    x = np.log([t[0] for t in times])
+    for k, name in ((1, "rnea"), (2, "mass_matrix")):
+        p = np.polyfit(x, np.log([t[k] for t in times]), 1)[0]
+        print(f"fitted exponent, {name}: time per state ~ links^{p:.2f}")
+
+
+def peak_memory(n: int = 1_000_000, name: str = "franka_emika_panda") -> None:
+    """Peak memory of one batched rnea call (tracemalloc: numpy's allocations) against its inputs and output."""
+    import tracemalloc
+
+    model = engine.from_mujoco(name)
+    Q, QD = engine.random_states(model, n, 0)
+    QDD = QD.copy()
+    engine.rnea(model, Q[:10], QD[:10], QDD[:10])
+    tracemalloc.start()
+    tau = engine.rnea(model, Q, QD, QDD)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    io = Q.nbytes + QD.nbytes + QDD.nbytes + tau.nbytes
+    print(f"\npeak memory of rnea on N = {n} {name} states: {peak / 1e6:.1f} MB allocated during the call "
+          f"(the output: {tau.nbytes / 1e6:.1f} MB); inputs + output {io / 1e6:.1f} MB; "
+          f"peak / (inputs + output) = {(io - tau.nbytes + peak) / io:.3f}")
+
+
 def ratio(a, b):
     return f"{a / b:8.3f}" if a and b else f"{'-':>8s}"
 
@@ -189,11 +238,15 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS, help="model names (physai.models)")
     parser.add_argument("--n", type=int, default=100_000, help="states per batched call (default 100000)")
     parser.add_argument("--numpy", action="store_true", help="also time the NumPy backend on the batch")
+    parser.add_argument("--no-extras", action="store_true", help="skip the serial-chain scaling and the N = 1e6 memory peak")
     args = parser.parse_args(argv)
     print(header())
     for name in args.models:
         case = Case(name, args.n)
         print_table(case, case.run(args.numpy), args.numpy)
+    if not args.no_extras:
+        scaling()
+        peak_memory()
     return 0
 
 
