@@ -3,7 +3,8 @@
 The public functions of physai.engine (rnea, bias, gravity, mass_matrix, forward_dynamics, aba, kinetic_energy,
 potential_energy, energy) run on the compiled backend when it is built and active, and on the NumPy text of
 algorithms.py otherwise; both take the same Model and give the same numbers within rounding (tests/test_backend.py
-bounds the difference by 1e-13 relative). The NumPy text stays the readable reference and is used
+bounds the difference by 1e-13 relative to each state's largest entry; forward dynamics and aba by
+max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is used
 
 - when the extension is missing (a source checkout without a C++ build) or PHYSAI_BACKEND=numpy is set;
 - when a data=Data(...) workspace is passed (the intermediate quantities are the NumPy stages');
@@ -14,8 +15,12 @@ bounds the difference by 1e-13 relative). The NumPy text stays the readable refe
     physai.engine.backend            "native" or "numpy", the backend in use
     physai.engine.set_backend(name)  switch ("native" needs the built extension); returns the previous one
 
-The kernels loop over links in C++ (one compiled call per public call, whatever the batch) and over the states of
-a batch, in chunks on threads with the GIL released (PHYSAI_NUM_THREADS sets the count, default: every core).
+The kernels loop over links in C++ (one compiled call per public call, whatever the batch, checks included). A
+batch runs 8 states side by side (states innermost; the kernel is built for AVX-512, AVX2 and baseline x86-64 and
+chosen at load time), in chunks on threads with the GIL released (PHYSAI_NUM_THREADS sets the count, default:
+every core). One text serves one state and 8, without FMA contraction: a state's result is the same bits alone,
+anywhere in a batch, and on any thread count. physai.integrators.simulate runs its whole loop here too (simulate
+below) for euler and rk4 with constant inputs, and implicitfast without actuators.
 """
 
 import os
