@@ -264,3 +264,14 @@ def test_simulate_errors_are_the_same():
     for backend in ("native", "numpy"):
         with pytest.raises(InvalidStateError, match="zero quaternion"):
             run(backend, integrators.simulate, mixed, q, np.zeros(mixed.nv), 1e-3, 5, "rk4")
+
+
+def test_physai_backend_numpy_selects_the_reference_at_import():
+    import subprocess
+    import sys
+
+    code = "from physai import engine; from physai.engine import native; print(engine.backend, native.describe())"
+    for env_value, expected in (("numpy", "numpy numpy (the reference"), ("", "native native (C++")):
+        env = {**__import__("os").environ, "PHYSAI_BACKEND": env_value}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        assert out.startswith(expected), out
