@@ -674,6 +674,7 @@ struct NativeSim {
     std::vector<int64_t> scalar_q, scalar_v, quat_q, quat_v, spring_v;   // spring_v: the dof of each Model spring
     std::vector<double> moment, qmoment, gain, bias, u, forcerange, dof_forcerange;   // (nu, nv), (nu, nq), (nu, 3) x2, (nu), (nu, 2), (nv, 2)
     std::vector<int64_t> forcelimited, dof_forcelimited;
+    std::vector<int64_t> pattern;                                      // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
 };
 
 // f = passive + actuator - bias and M at (q, qd) (integrators._Run.evaluate); returns the potential energy
@@ -709,6 +710,31 @@ double evaluate(const NativeModel &m, const NativeSim &s, Data<double> &d, const
     }
     crb(m, d, M);
     return potential(m, d, q);
+}
+
+// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot
+bool lu_solve(double *A, int n, double *b) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
+        if (A[size_t(p) * n + c] == 0.0) return false;
+        if (p != c) {
+            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
+            std::swap(b[p], b[c]);
+        }
+        for (int r = c + 1; r < n; r++) {
+            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
+            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double t = b[i];
+        for (int k = i + 1; k < n; k++) t -= A[size_t(i) * n + k] * b[k];
+        b[i] = t / A[size_t(i) * n + i];
+    }
+    return true;
 }
 
 // q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out
@@ -752,7 +778,31 @@ int64_t simulate_loop(const NativeModel &m, const NativeSim &s, double h, int64_
     for (int64_t k = 0; k < steps; k++) {
         const double *q = Q + k * nq, *qd = QD + k * nv;
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
-        if (integrator == 0) {
+        if (integrator == 2) {                                         // implicit without actuators: (M - h D) a = f,
+            double pot = evaluate(m, s, d, q, qd, f.data(), M.data(), tmp);   // D = -B - dc/dqd on M's pattern
+            if (std::isnan(pot)) return -2;
+            E[k] = 0.5 * quadratic(M.data(), qd, nv) + pot;
+            std::vector<double> qdp(qd, qd + nv), qdm(qd, qd + nv), cp(nv + 1), cm(nv + 1), dc(size_t(nv) * nv);
+            for (int c = 0; c < nv; c++) {                             // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
+                qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
+                com_vel(m, d, qdp.data());
+                rne(m, d, (const double *)qdp.data(), (const double *)nullptr, cp.data());
+                com_vel(m, d, qdm.data());
+                rne(m, d, (const double *)qdm.data(), (const double *)nullptr, cm.data());
+                for (int i = 0; i < nv; i++) dc[size_t(i) * nv + c] = 0.5 * (cp[i] - cm[i]);
+                qdp[c] = qd[c], qdm[c] = qd[c];
+            }
+            for (int i = 0; i < nv; i++)
+                for (int j = 0; j < nv; j++) {
+                    double D = (i == j ? -s.damping[i] : -0.0) - dc[size_t(i) * nv + j];
+                    if (!s.pattern[size_t(i) * nv + j]) D = 0.0;
+                    M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * D;
+                }
+            for (int j = 0; j < nv; j++) a[j] = f[j];
+            if (!lu_solve(M.data(), nv, a.data())) return -2;
+            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
+            integrate_pos(s, q, qdn, h, qn);
+        } else if (integrator == 0) {
             double pot = evaluate(m, s, d, q, qd, f.data(), M.data(), tmp);
             if (std::isnan(pot)) return -2;
             E[k] = 0.5 * quadratic(M.data(), qd, nv) + pot;
@@ -1026,7 +1076,7 @@ NB_MODULE(_native, mod) {
         .def("__init__",
              [](NativeSim *self, int nq, int nv, DArr damping, IArr scalar_q, IArr scalar_v, IArr quat_q, IArr quat_v, IArr spring_v, int nu,
                 DArr moment, DArr qmoment, DArr gain, DArr bias, DArr u, DArr forcerange, IArr forcelimited,
-                DArr dof_forcerange, IArr dof_forcelimited) {
+                DArr dof_forcerange, IArr dof_forcelimited, IArr pattern) {
                  NativeSim *s = new (self) NativeSim();
                  s->nq = nq, s->nv = nv, s->nu = nu;
                  s->damping = doubles(damping);
@@ -1037,6 +1087,8 @@ NB_MODULE(_native, mod) {
                  s->moment = doubles(moment), s->qmoment = doubles(qmoment), s->gain = doubles(gain), s->bias = doubles(bias);
                  s->u = doubles(u), s->forcerange = doubles(forcerange), s->forcelimited = ints(forcelimited);
                  s->dof_forcerange = doubles(dof_forcerange), s->dof_forcelimited = ints(dof_forcelimited);
+                 s->pattern = ints(pattern);
+                 if (s->pattern.size() != size_t(nv) * size_t(nv)) throw nb::value_error("pattern");
                  size_t U = size_t(nu), V = size_t(nv), Qn = size_t(nq);
                  if (s->damping.size() != V || s->moment.size() != U * V || s->qmoment.size() != U * Qn || s->gain.size() != 3 * U ||
                      s->bias.size() != 3 * U || s->u.size() != U || s->forcerange.size() != 2 * U || s->forcelimited.size() != U ||
@@ -1064,7 +1116,8 @@ NB_MODULE(_native, mod) {
             },
             nb::arg("model"), nb::arg("sim"), nb::arg("Q"), nb::arg("QD"), nb::arg("E"), nb::arg("h"), nb::arg("integrator"),
             nb::arg("implicit_damping"), nb::arg("with_energy"),
-            "steps of euler (0) or rk4 (1) from Q[0], QD[0], in place; the first diverging step, -1, or -2 (decline)");
+            "steps of euler (0), rk4 (1) or implicit without actuators (2) from Q[0], QD[0], in place; the first diverging "
+            "step, -1, or -2 (decline)");
     mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
     mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");

@@ -228,10 +228,10 @@ def test_map_states_refuses_what_it_cannot_map():
         engine.map_states(engine.bias, model, da.zeros((4, 2)), da.zeros((5, 2)))
 
 
-@pytest.mark.parametrize("integrator", ["euler", "rk4", "implicitfast"])
+@pytest.mark.parametrize("integrator", ["euler", "rk4", "implicitfast", "implicit"])
 @pytest.mark.parametrize("name", ["double_pendulum", "franka_emika_panda", MIXED])
 def test_simulate_in_compiled_code_equals_the_python_loop(name, integrator):
-    """simulate's compiled loop (euler, rk4; implicitfast without actuators) against the Python loop on the NumPy
+    """simulate's compiled loop (euler, rk4; implicitfast, implicit without actuators) against the Python loop on the NumPy
     backend: 200 steps of 1 ms, the Panda with its position servos at ctrl = 0. The two differ by rounding, which
     the Panda's stiff servos amplify under euler; bound 1e-9 relative (1e-13 for the others)."""
     from physai import integrators

@@ -20,7 +20,7 @@ batch runs 8 states side by side (states innermost; the kernel is built for AVX-
 chosen at load time), in chunks on threads with the GIL released (PHYSAI_NUM_THREADS sets the count, default:
 every core). One text serves one state and 8, without FMA contraction: a state's result is the same bits alone,
 anywhere in a batch, and on any thread count. physai.integrators.simulate runs its whole loop here too (simulate
-below) for euler and rk4 with constant inputs, and implicitfast without actuators.
+below) for euler and rk4 with constant inputs, and implicitfast and implicit without actuators.
 """
 
 import os
@@ -138,14 +138,15 @@ def call(model, op: int, arrays: dict):
 
 def simulate(model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, implicit_damping: bool, energy: bool):
     """integrators.simulate's loop in C++ for euler and rk4 with constant (clamped) ctrl and no applied forces, and
-    implicitfast without actuators (then the same step as euler with implicit damping, as in the Python loop):
+    implicitfast and implicit without actuators (implicitfast: the euler step with implicit damping, as in the
+    Python loop; implicit: D = -B - dc/dqd from 2 nv bias evaluations, one LU solve):
     (Q, QD, E, k) with k the first diverging step or -1; None when the compiled backend declines (the Python loop
     then runs, and raises what it raises)."""
-    if _active != "native" or integrator not in ("euler", "rk4", "implicitfast") or not isinstance(model, Model):
+    if _active != "native" or integrator not in ("euler", "rk4", "implicitfast", "implicit") or not isinstance(model, Model):
+        return None
+    if integrator in ("implicitfast", "implicit") and actuators is not None:
         return None
     if integrator == "implicitfast":              # without actuators D = -B: the euler step with implicit damping
-        if actuators is not None:
-            return None
         integrator, implicit_damping = "euler", True
     c = model.coords
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
@@ -160,9 +161,9 @@ def simulate(model, q0, qd0, h: float, steps: int, integrator: str, actuators, c
                actuators.forcelimited, actuators.dof_forcerange, actuators.dof_forcelimited]
         act = [i64(a) if np.asarray(a).dtype == bool else f64(a) for a in act]
     sim = _ext.NativeSim(model.nq, model.nv, f64(model.dof_damping), i64(c.scalar_q), i64(c.scalar_v), i64(c.quat_q),
-                         i64(c.quat_v), i64(model._spring_v), nu, *act)
+                         i64(c.quat_v), i64(model._spring_v), nu, *act, i64(model.dof_Mmask[:, :, 0] > 0))
     Q, QD, E = np.empty((steps + 1, model.nq)), np.empty((steps + 1, model.nv)), np.empty(steps + 1)
     Q[0], QD[0] = q0, qd0
-    k = _ext.simulate(_native_model(model), sim, Q, QD, E, float(h), 0 if integrator == "euler" else 1,
+    k = _ext.simulate(_native_model(model), sim, Q, QD, E, float(h), {"euler": 0, "rk4": 1, "implicit": 2}[integrator],
                       bool(implicit_damping), bool(energy))
     return None if k == -2 else (Q, QD, E, k)
