@@ -52,6 +52,7 @@ import numpy as np
 
 from physai import _checks, engine, forces, joints
 from physai._linalg import solve
+from physai.engine import native
 from physai.engine.algorithms import _potential
 from physai.exceptions import DivergenceError, InvalidArgumentError, ShapeError
 
@@ -170,6 +171,15 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
     acts, _ = check_actuators(model, actuators, ctrl)
     ctrls = _per_step("ctrl", ctrl, steps, 0 if acts is None else acts.nu)
     applied = _per_step("qfrc_applied", qfrc_applied, steps, model.nv)
+    if applied is None and xfrc_applied is None and (ctrls is None or np.ndim(ctrl) == 1):
+        # the whole loop in compiled code (physai.engine.native) when built: euler and rk4, constant inputs
+        implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
+        fast = native.simulate(model, q, qd, h, steps, name, acts, None if ctrls is None else ctrls[0], implicit, energy)
+        if fast is not None:
+            Q, QD, E, k = fast
+            if k >= 0:
+                _check_finite(Q[k + 1], QD[k + 1], k, h, name)
+            return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h)
     Q, QD, E = np.empty((steps + 1, model.nq)), np.empty((steps + 1, model.nv)), np.empty(steps + 1)
     Q[0], QD[0] = q, qd
     stepper = _STEPPERS[name]

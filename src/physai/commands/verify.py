@@ -19,6 +19,7 @@ import numpy as np
 
 from physai import checks, engine, joints, models
 from physai.commands import nonnegative_int, positive_int
+from physai.engine import native
 from physai.exceptions import UnknownKeyframeError
 
 RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|)
@@ -72,7 +73,8 @@ def run(args: argparse.Namespace) -> int:
           "qfrc_inverse and qacc; energy flag enabled (mjENBL_ENERGY)")
     print("forward dynamics: MuJoCo gets qfrc_applied = rnea(q, qd, qdd) - qfrc_passive - qfrc_actuator (ctrl = 0), "
           "physai the sum of the three as tau")
-    print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps\n")
+    print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps")
+    print(f"physai engine backend: {native.describe()}\n")
     s = checks.random_states(m, args.states, args.seed, qd_max=QD_MAX, qdd_max=QDD_MAX)
     translations = bool(np.isin(model.jnt_type, (joints.SLIDE, joints.FREE)).any())
     ok = _table(m, model, (s.q, s.qd, s.qdd), translations)

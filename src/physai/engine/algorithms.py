@@ -29,6 +29,7 @@ Pass data=Data(model, N) to keep the intermediate quantities.
 import numpy as np
 
 from physai import _linalg as linalg
+from physai.engine import native
 from physai.engine._checks import states
 from physai.engine.data import Data
 from physai.engine.loaders import as_model
@@ -305,11 +306,19 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     Returns:
         tau (nv,) or (N, nv) [N m | N].
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.RNEA, q, qd, qdd)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.RNEA, q, qd, qdd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd, qdd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, qdd)
-    return _out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv)), compute), "rnea")
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
+    if data is None and (out := native.call(model, native.RNEA, arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "rnea")
 
 
 def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
@@ -317,11 +326,19 @@ def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.BIAS, q, qd, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.BIAS, q, qd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, None)
-    return _out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute), "bias")
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    if data is None and (out := native.call(model, native.BIAS, arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "bias")
 
 
 def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -329,11 +346,19 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
 
     Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.GRAVITY, q, None, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.GRAVITY, q)) is not None:
+        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return rne(model, d, None, None)
-    return _out(*_batched(model, data, dict(q=(q, model.nq)), compute), "gravity")
+    arrays = dict(q=(q, model.nq))
+    if data is None and (out := native.call(model, native.GRAVITY, arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "gravity")
 
 
 def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -342,11 +367,19 @@ def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     (nv, nv) for q (nq,), (N, nv, nv) for q (N, nq) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
     MuJoCo's mj_fullM and pin.crba (in MuJoCo's velocity coordinates).
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.MASS_MATRIX, q, None, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.MASS_MATRIX, q)) is not None:
+        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return crb(model, d)
-    return _out(*_batched(model, data, dict(q=(q, model.nq)), compute), "the mass matrix")
+    arrays = dict(q=(q, model.nq))
+    if data is None and (out := native.call(model, native.MASS_MATRIX, arrays)) is not None:
+        return out
+    return _out(*_batched(model, data, arrays, compute), "the mass matrix")
 
 
 crba = mass_matrix
@@ -371,12 +404,19 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
         qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
     Raises InvalidModelError when M is singular (a massless dof without armature).
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.FORWARD_DYNAMICS, q, qd, tau)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.FORWARD_DYNAMICS, q, qd, tau)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd, tau):
         _velocity(model, d, q, qd)
         c = rne(model, d, qd, None)
         return _solve(crb(model, d), tau - c)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    if data is None and (out := native.call(model, native.FORWARD_DYNAMICS, arrays)) is not None:
+        return out
     return _out(*_batched(model, data, arrays, compute), "forward dynamics")
 
 
@@ -387,8 +427,15 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     dofs form one block (1 x 1 for hinges and slides, 3 x 3 for balls). Shapes and units as forward_dynamics;
     equals pin.aba.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.ABA, q, qd, tau)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.ABA, q, qd, tau)) is not None:
+        return out
     model = _model(model)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    if data is None and (out := native.call(model, native.ABA, arrays)) is not None:
+        return out
     return _out(*_batched(model, data, arrays, lambda d, q, qd, tau: _aba(model, d, q, qd, tau)), "aba")
 
 
@@ -443,11 +490,19 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
 
     Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.KINETIC_ENERGY, q, qd, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.KINETIC_ENERGY, q, qd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd)
-    return _energy_out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute))
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    if data is None and (out := native.call(model, native.KINETIC_ENERGY, arrays)) is not None:
+        return out
+    return _energy_out(*_batched(model, data, arrays, compute))
 
 
 def potential_energy(model: Model, q, *, data: Data | None = None):
@@ -455,20 +510,36 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.POTENTIAL_ENERGY, q, None, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.POTENTIAL_ENERGY, q)) is not None:
+        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return _potential(model, d, q)
-    return _energy_out(*_batched(model, data, dict(q=(q, model.nq)), compute))
+    arrays = dict(q=(q, model.nq))
+    if data is None and (out := native.call(model, native.POTENTIAL_ENERGY, arrays)) is not None:
+        return out
+    return _energy_out(*_batched(model, data, arrays, compute))
 
 
 def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
+    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
+            and (out := native.ext_run(nm, native.ENERGY, q, qd, None)) is not None:
+        return out                                 # the compiled fast path (a Model seen before)
+    if data is None and (out := native.run(model, native.ENERGY, q, qd)) is not None:
+        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd) + _potential(model, d, q)
-    return _energy_out(*_batched(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute))
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    if data is None and (out := native.call(model, native.ENERGY, arrays)) is not None:
+        return out
+    return _energy_out(*_batched(model, data, arrays, compute))
 
 
 def _kinetic(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:

@@ -1,0 +1,254 @@
+"""The engine's compiled backend beside Pinocchio and MuJoCo, per call and batched, from Python, in one run.
+
+    uv run python benchmarks/bench_native.py                                  # Panda, iiwa, H1, double pendulum; N = 1e5
+    uv run python benchmarks/bench_native.py --models franka_emika_panda --n 10000 --numpy --no-extras
+
+Then serial chains of 5-100 hinge links (rnea and mass matrix per state, batched, and the fitted exponent of
+time ~ links^p), and the peak memory of one rnea call on N = 1e6 Panda states against its inputs and output.
+
+Columns, microseconds per state (per call for the single-state columns):
+    native-1   physai.engine on the compiled backend, one state per call (checks included)
+    native-N   one call on N states (every thread, PHYSAI_NUM_THREADS to change), divided by N
+    numpy-N    the NumPy reference backend on the same N states (with --numpy; slow for large N)
+    Pinocchio  the matching pin.* function, one state per call (fixed-base models: Pinocchio reads their MJCF)
+    Pin-N      pin.rneaInParallel / abaInParallel on N states, one thread, per state
+    MuJoCo     the MuJoCo calls that produce the quantity, state copied into MjData first (as bench_dynamics.py)
+Ratios first: native-1 / Pinocchio, native-N / Pinocchio, native-N / Pin-N, native-N / MuJoCo (below 1: physai is
+faster). Inputs: numpy.random.default_rng(0); quaternions of free and ball joints are random unit quaternions.
+Times are the best of several rounds of wall-clock time; on a shared machine expect +-20% between runs.
+"""
+
+import argparse
+import os
+import platform
+import sys
+import timeit
+
+import mujoco
+import numpy as np
+
+from physai import engine, models
+from physai.engine import native
+
+try:
+    import pinocchio as pin
+except ImportError:                                   # pragma: no cover - pin is in the dev group
+    pin = None
+
+DEFAULT_MODELS = ["franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "double_pendulum"]
+FIXED_BASE = {"franka_emika_panda", "kuka_iiwa_14", "double_pendulum"}      # Pinocchio reads these MJCFs faithfully
+ROUNDS = 7
+QUANTITIES = ["rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "energy"]
+
+
+def best_time(fn, budget: float = 0.2) -> float:
+    """Seconds per call: the best of ROUNDS rounds, each of as many calls as fit in about budget / ROUNDS."""
+    timer = timeit.Timer(fn)
+    number, elapsed = 1, timer.timeit(1)
+    while elapsed < budget / ROUNDS and number < 1_000_000:
+        number = max(2 * number, int(budget / ROUNDS / max(elapsed, 1e-9) * number))
+        elapsed = timer.timeit(number)
+    return min(timer.repeat(ROUNDS, number)) / number
+
+
+def cpu_name() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def header() -> str:
+    isa = native._ext.isa() if native.available() else "-"
+    return (f"CPU {cpu_name()} ({platform.machine()}, {os.cpu_count()} cpus); backend {engine.backend}, instruction set "
+            f"{isa}, {native.threads()} threads for batches\npython {platform.python_version()}, numpy {np.__version__}, "
+            f"mujoco {mujoco.__version__}, pinocchio {pin.__version__ if pin else 'not installed'}")
+
+
+class Case:
+    def __init__(self, name: str, n: int):
+        self.name, self.n = name, n
+        self.m = models.load(name)
+        self.m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT | mujoco.mjtDisableBit.mjDSBL_CONTACT
+        self.d = mujoco.MjData(self.m)
+        self.model = engine.from_mujoco(self.m)
+        nv = self.model.nv
+        Q, QD = engine.random_states(self.model, n + 1, 0)
+        rng = np.random.default_rng(0)
+        QDD = rng.uniform(-1.0, 1.0, (n + 1, nv))
+        self.q, self.qd, self.qdd = Q[0], QD[0], QDD[0]
+        self.Q, self.QD, self.QDD = Q[1:], QD[1:], QDD[1:]
+        self.pin = None
+        if pin is not None and name in FIXED_BASE:
+            self.pin = pin.buildModelFromMJCF(str(models.model_path(name)))
+            self.pin_data = self.pin.createData()
+            self.pin_pool = pin.ModelPool(self.pin, 1)
+            self.pin_batch = [np.asfortranarray(x.T) for x in (self.Q, self.QD, self.QDD)]
+            self.pin_out = np.asfortranarray(np.zeros((nv, n)))
+
+    def mujoco(self, quantity):
+        m, d, nv = self.m, self.d, self.m.nv
+        q, qd, qdd, out, M = self.q, self.qd, self.qdd, np.empty(nv), np.empty((nv, nv))
+
+        def inverse():
+            d.qpos[:], d.qvel[:], d.qacc[:] = q, qd, qdd
+            mujoco.mj_inverse(m, d)
+
+        def bias(v):
+            def run():
+                d.qpos[:], d.qvel[:] = q, v
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_comPos(m, d)
+                mujoco.mj_comVel(m, d)
+                mujoco.mj_rne(m, d, 0, out)
+            return run
+
+        def mass():
+            d.qpos[:] = q
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_crb(m, d)
+            mujoco.mj_fullM(m, d, M)
+
+        def forward():
+            d.qpos[:], d.qvel[:], d.qfrc_applied[:] = q, qd, qdd
+            mujoco.mj_forward(m, d)
+
+        def energy():
+            d.qpos[:], d.qvel[:] = q, qd
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_comPos(m, d)
+            mujoco.mj_energyPos(m, d)
+            mujoco.mj_comVel(m, d)
+            mujoco.mj_energyVel(m, d)
+
+        return {"rnea": inverse, "bias": bias(qd), "gravity": bias(np.zeros(nv)), "mass_matrix": mass,
+                "forward_dynamics": forward, "aba": forward, "energy": energy}[quantity]
+
+    def pinocchio(self, quantity):
+        if self.pin is None:
+            return None
+        P, D, q, qd, qdd = self.pin, self.pin_data, self.q, self.qd, self.qdd
+        return {"rnea": lambda: pin.rnea(P, D, q, qd, qdd), "bias": lambda: pin.nonLinearEffects(P, D, q, qd),
+                "gravity": lambda: pin.computeGeneralizedGravity(P, D, q), "mass_matrix": lambda: pin.crba(P, D, q),
+                "forward_dynamics": lambda: pin.aba(P, D, q, qd, qdd), "aba": lambda: pin.aba(P, D, q, qd, qdd),
+                "energy": lambda: pin.computeMechanicalEnergy(P, D, q, qd)}[quantity]
+
+    def pin_parallel(self, quantity):
+        if self.pin is None or quantity not in ("rnea", "forward_dynamics", "aba"):
+            return None
+        fn = pin.rneaInParallel if quantity == "rnea" else pin.abaInParallel
+        Q, QD, QDD = self.pin_batch
+        return lambda: fn(1, self.pin_pool, Q, QD, QDD, self.pin_out)
+
+    def engine_args(self, quantity, batched):
+        q, qd, qdd = (self.Q, self.QD, self.QDD) if batched else (self.q, self.qd, self.qdd)
+        return {"rnea": (q, qd, qdd), "bias": (q, qd), "gravity": (q,), "mass_matrix": (q,), "forward_dynamics": (q, qd, qdd),
+                "aba": (q, qd, qdd), "energy": (q, qd)}[quantity]
+
+    def run(self, with_numpy: bool):
+        table = {}
+        for quantity in QUANTITIES:
+            f, mo = getattr(engine, quantity), self.model
+            one, many = self.engine_args(quantity, False), self.engine_args(quantity, True)
+            pn, pp = self.pinocchio(quantity), self.pin_parallel(quantity)
+            row = {"native-1": best_time(lambda f=f, mo=mo, one=one: f(mo, *one)),
+                   "native-N": best_time(lambda f=f, mo=mo, many=many: f(mo, *many), 0.5) / self.n,
+                   "Pinocchio": pn and best_time(pn),
+                   "Pin-N": pp and best_time(pp, 0.5) / self.n,
+                   "MuJoCo": best_time(self.mujoco(quantity))}
+            if with_numpy:
+                previous = engine.set_backend("numpy")
+                row["numpy-N"] = best_time(lambda f=f, mo=mo, many=many: f(mo, *many), 0.5) / self.n
+                engine.set_backend(previous)
+            table[quantity] = {k: (None if v is None else 1e6 * v) for k, v in row.items()}
+        return table
+
+
+def chain_xml(n: int) -> str:
+    """MJCF of a serial chain of n hinge links (alternating y and x axes), 0.1 m apart, 1 kg each."""
+    body = ""
+    for k in reversed(range(n)):
+        axis = "0 1 0" if k % 2 == 0 else "1 0 0"
+        body = (f'<body pos="0 0 -0.1"><joint type="hinge" axis="{axis}"/>'
+                f'<inertial pos="0 0 -0.05" mass="1" diaginertia="0.01 0.01 0.002"/>{body}</body>')
+    return f'<mujoco><option gravity="0 0 -9.81"/><worldbody>{body}</worldbody></mujoco>'
+
+
+def scaling(sizes=(5, 10, 20, 50, 100), n: int = 20_000) -> None:
+    """Per-state time of batched rnea and mass matrix on serial chains, and the fitted exponent of time ~ links^p."""
+    print(f"\nserial chains of hinge links, N = {n} states per call, microseconds per state (wall clock, every thread)")
+    print(f"{'links':>6s}{'rnea':>10s}{'mass_matrix':>13s}")
+    times = []
+    for links in sizes:
+        model = engine.from_mujoco(mujoco.MjModel.from_xml_string(chain_xml(links)))
+        Q, QD = engine.random_states(model, n, 0)
+        r = best_time(lambda model=model, Q=Q, QD=QD: engine.rnea(model, Q, QD, QD), 0.5) / n * 1e6
+        M = best_time(lambda model=model, Q=Q: engine.mass_matrix(model, Q), 0.5) / n * 1e6
+        times.append((links, r, M))
+        print(f"{links:6d}{r:10.3f}{M:13.3f}")
+    x = np.log([t[0] for t in times])
+    for k, name in ((1, "rnea"), (2, "mass_matrix")):
+        p = np.polyfit(x, np.log([t[k] for t in times]), 1)[0]
+        print(f"fitted exponent, {name}: time per state ~ links^{p:.2f}")
+
+
+def peak_memory(n: int = 1_000_000, name: str = "franka_emika_panda") -> None:
+    """Peak memory of one batched rnea call (tracemalloc: numpy's allocations) against its inputs and output."""
+    import tracemalloc
+
+    model = engine.from_mujoco(name)
+    Q, QD = engine.random_states(model, n, 0)
+    QDD = QD.copy()
+    engine.rnea(model, Q[:10], QD[:10], QDD[:10])
+    tracemalloc.start()
+    tau = engine.rnea(model, Q, QD, QDD)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    io = Q.nbytes + QD.nbytes + QDD.nbytes + tau.nbytes
+    print(f"\npeak memory of rnea on N = {n} {name} states: {peak / 1e6:.1f} MB allocated during the call "
+          f"(the output: {tau.nbytes / 1e6:.1f} MB); inputs + output {io / 1e6:.1f} MB; "
+          f"peak / (inputs + output) = {(io - tau.nbytes + peak) / io:.3f}")
+
+
+def ratio(a, b):
+    return f"{a / b:8.3f}" if a and b else f"{'-':>8s}"
+
+
+def print_table(case: Case, table: dict, with_numpy: bool) -> None:
+    mo = case.model
+    print(f"\n{case.name}: nq = {mo.nq}, nv = {mo.nv}, {mo.nlink} links, N = {case.n}; ratios, then microseconds per state")
+    columns = ["native-1", "native-N"] + (["numpy-N"] if with_numpy else []) + ["Pinocchio", "Pin-N", "MuJoCo"]
+    head = f"{'':17s}{'1/pin':>8s}{'N/pin':>8s}{'N/pinN':>8s}{'N/mj':>8s}  |" + "".join(f"{c:>10s}" for c in columns)
+    print(head)
+    print("-" * len(head))
+    for name, row in table.items():
+        ratios = (ratio(row["native-1"], row["Pinocchio"]) + ratio(row["native-N"], row["Pinocchio"])
+                  + ratio(row["native-N"], row["Pin-N"]) + ratio(row["native-N"], row["MuJoCo"]))
+        cells = "".join(f"{row[c]:10.3f}" if row[c] else f"{'-':>10s}" for c in columns)
+        print(f"{name:17s}{ratios}  |{cells}")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS, help="model names (physai.models)")
+    parser.add_argument("--n", type=int, default=100_000, help="states per batched call (default 100000)")
+    parser.add_argument("--numpy", action="store_true", help="also time the NumPy backend on the batch")
+    parser.add_argument("--no-extras", action="store_true", help="skip the serial-chain scaling and the N = 1e6 memory peak")
+    args = parser.parse_args(argv)
+    print(header())
+    for name in args.models:
+        case = Case(name, args.n)
+        print_table(case, case.run(args.numpy), args.numpy)
+    if not args.no_extras:
+        scaling()
+        peak_memory()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1124 @@
+// physai.engine._native: the engine's algorithms (src/physai/engine/algorithms.py) in C++.
+//
+// The text follows algorithms.py function by function and keeps its names and quantities (kinematics, com_pos,
+// com_vel, rne, crb, aba, energy): spatial vectors are (angular, linear), world-aligned, about the centre of each
+// link's tree. The Model's arrays are copied once into a NativeModel (cached on the Python Model). A call checks its
+// inputs (float64 arrays of shape (size,) or (N, size), finite) and its outputs (finite), and returns None on
+// anything it does not accept: the Python side then takes the NumPy path, which raises the named physai error.
+//
+// Every kernel is written once for a number type T: double for one state, Lanes (8 states side by side, GCC/Clang
+// vector extension) for batches, states innermost, built for AVX-512, AVX2 and baseline x86-64 with run-time
+// dispatch (target_clones). The same operations in the same order run in both, without contraction into FMAs, so
+// a state's result is the same bits alone or anywhere in a batch, on any of these instruction sets. Batches run in
+// chunks of states on std::threads with the GIL released.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL physai_native_ARRAY_API
+#include <numpy/arrayobject.h>                                          // PyArray_SimpleNew: the results, without a Python call
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace nb = nanobind;
+
+namespace {
+
+using IArr = nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>;
+using DArr = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+
+std::vector<double> doubles(const DArr &a) { return std::vector<double>(a.data(), a.data() + a.size()); }
+std::vector<int64_t> ints(const IArr &a) { return std::vector<int64_t>(a.data(), a.data() + a.size()); }
+
+// ---------------------------------------------------------------- the Model
+
+template <class T> struct Data;
+
+struct NativeModel {
+    int nq = 0, nv = 0, nlink = 0;
+    double gravity[3] = {0, 0, 0};
+    std::vector<int64_t> parent, center, relative, dofadr, dofnum;    // per link
+    std::vector<double> mass, ipos, inertia;                          // (nlink), (nlink, 3), (nlink, 3, 3)
+    // link_transforms: per link, kind 0 = hinge/slide (G (3, 4, 4) @ (1, t, sin t, 1 - cos t)), 1 = ball
+    std::vector<int64_t> kind, qadr;
+    std::vector<double> ref, G, brot, bpos, banchor;                   // per link: (nlink), (nlink, 48), (nlink, 9), (nlink, 3), (nlink, 3)
+    std::vector<char> hinge, slide;                                    // scalar links whose G has no t, or only 1 and t, terms
+    std::vector<int64_t> dof_link, dof_parent;                        // per dof
+    std::vector<double> motion, armature;                             // (nv, 6), (nv)
+    std::vector<int64_t> spring_q;
+    std::vector<double> spring_k, spring_ref;
+    double static_mass = 0, static_com[3] = {0, 0, 0};
+    std::shared_ptr<Data<double>> scratch;                             // workspaces of the calls that keep the GIL:
+    std::shared_ptr<void> scratch_lanes;                               // one state, W states
+};
+
+// ---------------------------------------------------------------- number types
+
+// 64-byte aligned storage for the workspaces (a Lanes is 64 bytes; std::allocator may not align it)
+template <class T> struct Aligned {
+    using value_type = T;
+    Aligned() = default;
+    template <class U> Aligned(const Aligned<U> &) {}
+    T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+    void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+    template <class U> bool operator==(const Aligned<U> &) const { return true; }
+    template <class U> bool operator!=(const Aligned<U> &) const { return false; }
+};
+template <class T> using Vec = std::vector<T, Aligned<T>>;
+
+#if defined(__GNUC__)
+#define PHYSAI_LANES 1
+constexpr int W = 8;                                                     // states per Lanes
+typedef double Lanes __attribute__((vector_size(8 * sizeof(double))));
+typedef int64_t Mask __attribute__((vector_size(8 * sizeof(int64_t))));
+#else
+#define PHYSAI_LANES 0
+constexpr int W = 1;
+#endif
+
+template <class T> inline T splat(double x) { return T{} + x; }
+template <> inline double splat<double>(double x) { return x; }
+
+inline double vsqrt(double x) { return std::sqrt(x); }
+inline bool any_zero(double x) { return x == 0.0; }
+inline bool all_positive(double x) { return x > 0.0; }
+inline double select(bool m, double a, double b) { return m ? a : b; }
+inline bool lane_any(bool m) { return m; }
+#if PHYSAI_LANES
+inline Lanes vsqrt(Lanes x) {
+    Lanes r;
+    for (int i = 0; i < W; i++) r[i] = __builtin_sqrt(x[i]);
+    return r;
+}
+inline bool lane_any(Mask m) {
+    for (int i = 0; i < W; i++)
+        if (m[i]) return true;
+    return false;
+}
+inline bool any_zero(Lanes x) { return lane_any(x == 0.0); }
+inline bool all_positive(Lanes x) { return !lane_any(!(x > 0.0)); }
+inline Lanes select(Mask m, Lanes a, Lanes b) { return m ? a : b; }
+#endif
+
+// x rounded to the nearest integer (ties to even) for |x| < 2^51, without a branch
+template <class T> inline T round_nearest(T x) {
+    const double magic = 6755399441055744.0;                            // 1.5 * 2^52
+    return (x + magic) - magic;
+}
+
+// sin x and cos x for |x| <= 1e5 (Cody-Waite reduction by pi/2, Cephes' minimax polynomials on [-pi/4, pi/4]);
+// libm's sin and cos elsewhere. The same operations for one state and for a batch's lanes.
+template <class T> inline void sincos_poly(T x, T &s, T &c) {
+    const double DP1 = 1.57079625129699707031, DP2 = 7.54978941586159635336e-8, DP3 = 5.39030285815811905290e-15;
+    T j = round_nearest<T>(x * 0.63661977236758134308);                 // 2 / pi
+    T r = ((x - j * DP1) - j * DP2) - j * DP3;
+    T z = r * r;
+    T ps = ((((( 1.58962301576546568060e-10 * z - 2.50507477628578072866e-8) * z + 2.75573136213857245213e-6) * z
+               - 1.98412698295895385996e-4) * z + 8.33333333332211858878e-3) * z - 1.66666666666666307295e-1);
+    T pc = (((((-1.13585365213876817300e-11 * z + 2.08757008419747316778e-9) * z - 2.75573141792967388112e-7) * z
+               + 2.48015872888517045348e-5) * z - 1.38888888888730564116e-3) * z + 4.16666666666665929218e-2);
+    T sr = r + r * z * ps;
+    T cr = (1.0 - 0.5 * z) + z * z * pc;
+    T quad = j - 4.0 * round_nearest<T>((j - 1.5) * 0.25);              // j mod 4 in {0, 1, 2, 3}
+    s = select(quad == 0.0, sr, select(quad == 1.0, cr, select(quad == 2.0, -sr, -cr)));
+    c = select(quad == 0.0, cr, select(quad == 1.0, -sr, select(quad == 2.0, -cr, sr)));
+}
+
+inline void sincos_any(double x, double &s, double &c) {
+    if (std::fabs(x) <= 1e5) {
+        sincos_poly<double>(x, s, c);
+    } else {
+        s = std::sin(x), c = std::cos(x);
+    }
+}
+#if PHYSAI_LANES
+inline void sincos_any(Lanes x, Lanes &s, Lanes &c) {
+    sincos_poly<Lanes>(x, s, c);
+    for (int i = 0; i < W; i++)
+        if (!(std::fabs(x[i]) <= 1e5)) sincos_any(x[i], s[i], c[i]);   // the same numbers as for one state
+}
+#endif
+
+// ---------------------------------------------------------------- small vector algebra
+
+template <class T> inline void cross(const T *a, const T *b, T *r) {
+    r[0] = a[1] * b[2] - a[2] * b[1];
+    r[1] = a[2] * b[0] - a[0] * b[2];
+    r[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+template <class T> inline T dot6(const T *a, const T *b) {
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+// v x m (crm(v) m) for motion vectors v = (w, u): (w x m_ang, w x m_lin + u x m_ang)
+template <class T> inline void cross_motion(const T *v, const T *m, T *r) {
+    T a[3], b[3];
+    cross(v, m, r);
+    cross(v, m + 3, a);
+    cross(v + 3, m, b);
+    for (int k = 0; k < 3; k++) r[3 + k] = a[k] + b[k];
+}
+
+// v x* f (crf(v) f): (w x f_ang + u x f_lin, w x f_lin)
+template <class T> inline void cross_force(const T *v, const T *f, T *r) {
+    T a[3], b[3];
+    cross(v, f, a);
+    cross(v + 3, f + 3, b);
+    for (int k = 0; k < 3; k++) r[k] = a[k] + b[k];
+    cross(v, f + 3, r + 3);
+}
+
+// a spatial inertia about the centre as (Ibar (9), h (3), m): [[Ibar, skew(h)], [skew(h)^T, m 1]]
+template <class T> struct Inertia {
+    T I[9], h[3], m;
+};
+
+// I v = (Ibar w + h x u, m u - h x w)
+template <class T> inline void inertia_times(const Inertia<T> &I, const T *v, T *r) {
+    T hu[3], hw[3];
+    cross(I.h, v + 3, hu);
+    cross(I.h, v, hw);
+    for (int i = 0; i < 3; i++) {
+        r[i] = I.I[3 * i] * v[0] + I.I[3 * i + 1] * v[1] + I.I[3 * i + 2] * v[2] + hu[i];
+        r[3 + i] = I.m * v[3 + i] - hw[i];
+    }
+}
+
+// the dense 6x6 matrix of an Inertia (for the articulated inertias of aba)
+template <class T> inline void inertia_dense(const Inertia<T> &I, T *A) {
+    const T *h = I.h, zero = splat<T>(0.0);
+    T S[9] = {zero, -h[2], h[1], h[2], zero, -h[0], -h[1], h[0], zero};   // skew(h)
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            A[6 * i + j] = I.I[3 * i + j];
+            A[6 * i + 3 + j] = S[3 * i + j];
+            A[6 * (3 + i) + j] = S[3 * j + i];
+            A[6 * (3 + i) + 3 + j] = i == j ? I.m : zero;
+        }
+}
+
+template <class T> inline void mat6_times(const T *A, const T *v, T *r) {
+    for (int i = 0; i < 6; i++) r[i] = dot6(A + 6 * i, v);
+}
+
+// ---------------------------------------------------------------- workspace (MuJoCo's mjData) for one state or one Lanes
+
+template <class T> struct Data {
+    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c;
+    Vec<Inertia<T>> cinert, crb;
+    explicit Data(const NativeModel &m) {
+        int L = m.nlink, V = m.nv;
+        xmat.resize(9 * L); xpos.resize(3 * L); step.resize(3 * L); cpos.resize(3 * L); cipos.resize(3 * L);
+        cdof.resize(6 * V); cvel.resize(6 * (L + 1)); cdof_dot.resize(6 * V); cacc.resize(6 * (L + 1)); cfrc.resize(6 * L);
+        qM.resize(size_t(V) * V); IA.resize(36 * L); pA.resize(6 * L); U.resize(18 * L); Dinv.resize(9 * L); u.resize(3 * L);
+        c.resize(6 * L);
+        cinert.resize(L); crb.resize(L);
+    }
+    // the world's row (index nlink) of cvel and cacc
+    T *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : i); }
+    T *acc(int64_t i) { return cacc.data() + 6 * (i < 0 ? cacc.size() / 6 - 1 : i); }
+};
+
+enum Status { OK = 0, ZERO_QUATERNION = 1, SINGULAR = 2 };
+
+// ---------------------------------------------------------------- position
+
+// link poses at positions q: xmat, xpos, cpos (relative to the centre of the link's tree)
+template <class T> int kinematics(const NativeModel &m, Data<T> &d, const T *q) {
+    for (int i = 0; i < m.nlink; i++) {
+        T R[9], p[3];
+        if (m.kind[i] == 0) {                                          // hinge or slide: G @ (1, t, sin t, 1 - cos t)
+            T t = q[m.qadr[i]] - m.ref[i];
+            // sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
+            T coef[4] = {splat<T>(1.0), t, splat<T>(0.0), splat<T>(0.0)};
+            if (!m.slide[i]) {
+                T sh, ch;
+                sincos_any(0.5 * t, sh, ch);
+                coef[2] = 2.0 * sh * ch, coef[3] = 2.0 * sh * sh;
+            }
+            const double *G = &m.G[48 * i];
+            T Tl[12];
+            if (m.hinge[i]) {                                          // G[:, :, 1] = 0: the same numbers without it
+                for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            } else if (m.slide[i]) {                                   // G[:, :, 2:] = 0
+                for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1];
+            } else {
+                for (int a = 0; a < 12; a++)
+                    Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            }
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) R[3 * a + b] = Tl[4 * a + b];
+                p[a] = Tl[4 * a + 3];
+            }
+        } else {                                                       // ball: R = rot Q, p = pos + rot (o - Q o)
+            const T *qq = q + m.qadr[i];
+            T norm = vsqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
+            if (any_zero(norm)) return ZERO_QUATERNION;
+            T w = qq[0] / norm, x = qq[1] / norm, y = qq[2] / norm, z = qq[3] / norm;
+            T Q[9] = {1.0 - 2.0 * (y * y + z * z), 2.0 * (x * y - w * z), 2.0 * (x * z + w * y),
+                      2.0 * (x * y + w * z), 1.0 - 2.0 * (x * x + z * z), 2.0 * (y * z - w * x),
+                      2.0 * (x * z - w * y), 2.0 * (y * z + w * x), 1.0 - 2.0 * (x * x + y * y)};
+            const double *rot = &m.brot[9 * i], *pos = &m.bpos[3 * i], *o = &m.banchor[3 * i];
+            T e[3];
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) R[3 * a + b] = rot[3 * a] * Q[b] + rot[3 * a + 1] * Q[3 + b] + rot[3 * a + 2] * Q[6 + b];
+                e[a] = o[a] - (Q[3 * a] * o[0] + Q[3 * a + 1] * o[1] + Q[3 * a + 2] * o[2]);
+            }
+            for (int a = 0; a < 3; a++) p[a] = pos[a] + (rot[3 * a] * e[0] + rot[3 * a + 1] * e[1] + rot[3 * a + 2] * e[2]);
+        }
+        T *X = &d.xmat[9 * i], *x = &d.xpos[3 * i], *st = &d.step[3 * i];
+        int64_t par = m.parent[i];
+        if (par < 0) {                                                 // R = R_loc, x = p_loc
+            for (int a = 0; a < 9; a++) X[a] = R[a];
+            for (int a = 0; a < 3; a++) x[a] = p[a], st[a] = p[a];
+        } else {                                                       // R = R_parent R_loc, x = x_parent + R_parent p_loc
+            const T *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
+            for (int a = 0; a < 3; a++) {
+                for (int b = 0; b < 3; b++) X[3 * a + b] = Xp[3 * a] * R[b] + Xp[3 * a + 1] * R[3 + b] + Xp[3 * a + 2] * R[6 + b];
+                st[a] = Xp[3 * a] * p[0] + Xp[3 * a + 1] * p[1] + Xp[3 * a + 2] * p[2];
+            }
+            for (int a = 0; a < 3; a++) x[a] = st[a] + xp[a];
+        }
+    }
+    // positions relative to the centre, summed from the centre outward for the links that allow it
+    for (int i = 0; i < m.nlink; i++) {
+        int64_t c = m.center[i];
+        T *cp = &d.cpos[3 * i];
+        if (c == i) {
+            cp[0] = cp[1] = cp[2] = splat<T>(0.0);
+        } else if (m.relative[i]) {
+            const T *pp = &d.cpos[3 * m.parent[i]];
+            for (int a = 0; a < 3; a++) cp[a] = pp[a] + d.step[3 * i + a];
+        } else {
+            for (int a = 0; a < 3; a++) cp[a] = d.xpos[3 * i + a] - d.xpos[3 * c + a];
+        }
+    }
+    return OK;
+}
+
+// ---------------------------------------------------------------- inertia
+
+// cipos, cinert and cdof about the centres
+template <class T> void com_pos(const NativeModel &m, Data<T> &d) {
+    for (int i = 0; i < m.nlink; i++) {
+        const T *R = &d.xmat[9 * i], *x = &d.cpos[3 * i];
+        const double *ip = &m.ipos[3 * i], *J = &m.inertia[9 * i];
+        T *c = &d.cipos[3 * i];
+        Inertia<T> &I = d.cinert[i];
+        double mass = m.mass[i];
+        for (int a = 0; a < 3; a++) c[a] = x[a] + (R[3 * a] * ip[0] + R[3 * a + 1] * ip[1] + R[3 * a + 2] * ip[2]);
+        for (int a = 0; a < 3; a++) I.h[a] = mass * c[a];
+        // Ibar = R I R^T - h c^T + (h . c) 1
+        T RI[9];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) RI[3 * a + b] = R[3 * a] * J[b] + R[3 * a + 1] * J[3 + b] + R[3 * a + 2] * J[6 + b];
+        T hc = I.h[0] * c[0] + I.h[1] * c[1] + I.h[2] * c[2];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) {
+                T v = RI[3 * a] * R[3 * b] + RI[3 * a + 1] * R[3 * b + 1] + RI[3 * a + 2] * R[3 * b + 2];
+                v = v - I.h[a] * c[b];
+                if (a == b) v = v + hc;
+                I.I[3 * a + b] = v;
+            }
+        I.m = splat<T>(mass);
+    }
+    // cdof = (R s_ang, R s_lin + x x (R s_ang))
+    for (int j = 0; j < m.nv; j++) {
+        int64_t l = m.dof_link[j];
+        const T *R = &d.xmat[9 * l], *x = &d.cpos[3 * l];
+        const double *s = &m.motion[6 * j];
+        T *S = &d.cdof[6 * j], xs[3];
+        for (int a = 0; a < 3; a++) {
+            S[a] = R[3 * a] * s[0] + R[3 * a + 1] * s[1] + R[3 * a + 2] * s[2];
+            S[3 + a] = R[3 * a] * s[3] + R[3 * a + 1] * s[4] + R[3 * a + 2] * s[5];
+        }
+        cross(x, S, xs);
+        for (int a = 0; a < 3; a++) S[3 + a] = S[3 + a] + xs[a];
+    }
+}
+
+// ---------------------------------------------------------------- velocity
+
+// cvel = cvel_parent + S qd; cdof_dot = cvel_parent x cdof
+template <class T> void com_vel(const NativeModel &m, Data<T> &d, const T *qd) {
+    T *world = d.vel(-1);
+    for (int k = 0; k < 6; k++) world[k] = splat<T>(0.0);
+    for (int i = 0; i < m.nlink; i++) {
+        const T *vp = d.vel(m.parent[i]);
+        T *v = d.vel(i), s[6];
+        for (int k = 0; k < 6; k++) s[k] = splat<T>(0.0);
+        for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
+            for (int k = 0; k < 6; k++) s[k] = s[k] + d.cdof[6 * j + k] * qd[j];
+        for (int k = 0; k < 6; k++) v[k] = vp[k] + s[k];
+    }
+    for (int j = 0; j < m.nv; j++) cross_motion(d.vel(m.parent[m.dof_link[j]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
+}
+
+// ---------------------------------------------------------------- RNE
+
+// tau = M qdd + C qd + g into out (nv); qd or qdd null means zero (rne(model, d, None, None) is g(q))
+template <class T, bool QD, bool QDD> void rne_(const NativeModel &m, Data<T> &d, const T *qd, const T *qdd, T *out) {
+    T ag[6] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(-m.gravity[0]), splat<T>(-m.gravity[1]),
+               splat<T>(-m.gravity[2])};
+    if (!QD && !QDD) {
+        for (int i = 0; i < m.nlink; i++) inertia_times(d.cinert[i], ag, &d.cfrc[6 * i]);
+    } else {
+        T *aw = d.acc(-1);
+        for (int k = 0; k < 6; k++) aw[k] = ag[k];
+        // forward pass: a = a_parent + S qdd + cdof_dot qd;  f = I a + v x* (I v)
+        for (int i = 0; i < m.nlink; i++) {
+            T inc[6];
+            for (int k = 0; k < 6; k++) inc[k] = splat<T>(0.0);
+            for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
+                for (int k = 0; k < 6; k++) {
+                    T x = QDD ? d.cdof[6 * j + k] * qdd[j] : splat<T>(0.0);
+                    if (QD) x = x + d.cdof_dot[6 * j + k] * qd[j];
+                    inc[k] = inc[k] + x;
+                }
+            const T *ap = d.acc(m.parent[i]);
+            T *a = d.acc(i), *f = &d.cfrc[6 * i];
+            for (int k = 0; k < 6; k++) a[k] = ap[k] + inc[k];
+            inertia_times(d.cinert[i], a, f);
+            if (QD) {
+                T Iv[6], vf[6];
+                inertia_times(d.cinert[i], d.vel(i), Iv);
+                cross_force(d.vel(i), Iv, vf);
+                for (int k = 0; k < 6; k++) f[k] = f[k] + vf[k];
+            }
+        }
+    }
+    // backward pass: f_parent += f
+    for (int i = m.nlink - 1; i >= 0; i--) {
+        int64_t p = m.parent[i];
+        if (p >= 0)
+            for (int k = 0; k < 6; k++) d.cfrc[6 * p + k] = d.cfrc[6 * p + k] + d.cfrc[6 * i + k];
+    }
+    // tau = S . f + armature qdd
+    for (int j = 0; j < m.nv; j++) {
+        out[j] = dot6(&d.cdof[6 * j], &d.cfrc[6 * m.dof_link[j]]);
+        if (QDD) out[j] = out[j] + m.armature[j] * qdd[j];
+    }
+}
+
+// the flags as template arguments: no test on them inside the loops
+template <class T> void rne(const NativeModel &m, Data<T> &d, const T *qd, const T *qdd, T *out) {
+    if (qd && qdd) rne_<T, true, true>(m, d, qd, qdd, out);
+    else if (qd) rne_<T, true, false>(m, d, qd, qdd, out);
+    else if (qdd) rne_<T, false, true>(m, d, qd, qdd, out);
+    else rne_<T, false, false>(m, d, qd, qdd, out);
+}
+
+// ---------------------------------------------------------------- CRBA
+
+// M (nv, nv) into out: composite inertias, then M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j
+template <class T> void crb(const NativeModel &m, Data<T> &d, T *out) {
+    for (int i = 0; i < m.nlink; i++) d.crb[i] = d.cinert[i];
+    for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass: Ic_parent += Ic
+        int64_t p = m.parent[i];
+        if (p < 0) continue;
+        Inertia<T> &P = d.crb[p];
+        const Inertia<T> &C = d.crb[i];
+        for (int k = 0; k < 9; k++) P.I[k] = P.I[k] + C.I[k];
+        for (int k = 0; k < 3; k++) P.h[k] = P.h[k] + C.h[k];
+        P.m = P.m + C.m;
+    }
+    int nv = m.nv;
+    for (size_t k = 0; k < size_t(nv) * nv; k++) out[k] = splat<T>(0.0);
+    for (int j = 0; j < nv; j++) {
+        T F[6];
+        inertia_times(d.crb[m.dof_link[j]], &d.cdof[6 * j], F);
+        for (int64_t i = j; i >= 0; i = m.dof_parent[i]) {
+            T v = dot6(&d.cdof[6 * i], F);
+            out[size_t(i) * nv + j] = v;
+            out[size_t(j) * nv + i] = v;
+        }
+    }
+    for (int j = 0; j < nv; j++) out[size_t(j) * nv + j] = out[size_t(j) * nv + j] + m.armature[j];
+}
+
+// x with M x = b (M symmetric positive definite, overwritten by its Cholesky factor); SINGULAR on a non-positive pivot
+template <class T> int cholesky_solve(T *M, int n, T *b) {
+    for (int j = 0; j < n; j++) {
+        T *Mj = M + size_t(j) * n;
+        T s = Mj[j];
+        for (int k = 0; k < j; k++) s = s - Mj[k] * Mj[k];
+        if (!all_positive(s)) return SINGULAR;
+        T L = vsqrt(s);
+        Mj[j] = L;
+        for (int i = j + 1; i < n; i++) {
+            T *Mi = M + size_t(i) * n;
+            T t = Mi[j];
+            for (int k = 0; k < j; k++) t = t - Mi[k] * Mj[k];
+            Mi[j] = t / L;
+        }
+    }
+    for (int i = 0; i < n; i++) {                                      // L y = b
+        const T *Mi = M + size_t(i) * n;
+        T t = b[i];
+        for (int k = 0; k < i; k++) t = t - Mi[k] * b[k];
+        b[i] = t / Mi[i];
+    }
+    for (int i = n - 1; i >= 0; i--) {                                 // L^T x = y
+        T t = b[i];
+        for (int k = i + 1; k < n; k++) t = t - M[size_t(k) * n + i] * b[k];
+        b[i] = t / M[size_t(i) * n + i];
+    }
+    return OK;
+}
+
+// ---------------------------------------------------------------- ABA
+
+// inverse of a symmetric positive k x k block (k = 1 or 3; by its adjugate); SINGULAR on a zero determinant
+template <class T> int block_inverse(const T *D, int k, T *out) {
+    if (k == 1) {
+        if (any_zero(D[0])) return SINGULAR;
+        out[0] = 1.0 / D[0];
+        return OK;
+    }
+    T A[9] = {D[4] * D[8] - D[5] * D[7], D[2] * D[7] - D[1] * D[8], D[1] * D[5] - D[2] * D[4],
+              D[5] * D[6] - D[3] * D[8], D[0] * D[8] - D[2] * D[6], D[2] * D[3] - D[0] * D[5],
+              D[3] * D[7] - D[4] * D[6], D[1] * D[6] - D[0] * D[7], D[0] * D[4] - D[1] * D[3]};
+    T det = D[0] * A[0] + D[1] * A[3] + D[2] * A[6];
+    if (any_zero(det)) return SINGULAR;
+    T inv = 1.0 / det;
+    for (int a = 0; a < 9; a++) out[a] = A[a] * inv;
+    return OK;
+}
+
+// qdd by the articulated-body algorithm about the centres (RBDA table 7.1), as algorithms._aba
+template <class T> int aba(const NativeModel &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
+    int L = m.nlink;
+    for (int i = 0; i < L; i++) {
+        T *c = &d.c[6 * i];                                            // velocity-product accelerations
+        for (int k = 0; k < 6; k++) c[k] = splat<T>(0.0);
+        for (int j = m.dofadr[i]; j < m.dofadr[i] + m.dofnum[i]; j++)
+            for (int k = 0; k < 6; k++) c[k] = c[k] + d.cdof_dot[6 * j + k] * qd[j];
+        inertia_dense(d.cinert[i], &d.IA[36 * i]);                     // articulated inertias
+        T Iv[6];                                                       // pA = v x* (I v)
+        inertia_times(d.cinert[i], d.vel(i), Iv);
+        cross_force(d.vel(i), Iv, &d.pA[6 * i]);
+    }
+    // backward pass: U = IA S, D = S^T U + armature, u = tau - S^T pA; the parent gets Ia = IA - U D^-1 U^T and
+    // pA + Ia c + U D^-1 u
+    for (int i = L - 1; i >= 0; i--) {
+        int k0 = int(m.dofadr[i]), n = int(m.dofnum[i]);
+        const T *S = &d.cdof[6 * k0], *IA = &d.IA[36 * i], *pA = &d.pA[6 * i];
+        T *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i], D[9];
+        for (int a = 0; a < n; a++) mat6_times(IA, S + 6 * a, U + 6 * a);
+        for (int a = 0; a < n; a++)
+            for (int b = 0; b < n; b++) {
+                D[n * a + b] = dot6(S + 6 * a, U + 6 * b);
+                if (a == b) D[n * a + b] = D[n * a + b] + m.armature[k0 + a];
+            }
+        if (block_inverse(D, n, Dinv) != OK) return SINGULAR;
+        for (int a = 0; a < n; a++) u[a] = tau[k0 + a] - dot6(S + 6 * a, pA);
+        int64_t p = m.parent[i];
+        if (p < 0) continue;
+        T UD[18], Ia[36], t[6];
+        for (int b = 0; b < n; b++)
+            for (int r = 0; r < 6; r++) {
+                T s = U[r] * Dinv[b];
+                for (int a = 1; a < n; a++) s = s + U[6 * a + r] * Dinv[n * a + b];
+                UD[6 * b + r] = s;
+            }
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < 6; c++) {
+                T s = UD[r] * U[c];
+                for (int b = 1; b < n; b++) s = s + UD[6 * b + r] * U[6 * b + c];
+                Ia[6 * r + c] = IA[6 * r + c] - s;
+            }
+        T *IAp = &d.IA[36 * p], *pAp = &d.pA[6 * p];
+        for (int k = 0; k < 36; k++) IAp[k] = IAp[k] + Ia[k];
+        mat6_times(Ia, &d.c[6 * i], t);
+        for (int r = 0; r < 6; r++) {
+            T s = UD[r] * u[0];
+            for (int b = 1; b < n; b++) s = s + UD[6 * b + r] * u[b];
+            pAp[r] = pAp[r] + (pA[r] + (t[r] + s));
+        }
+    }
+    // forward pass: a' = a_parent + c, qdd = D^-1 (u - U^T a'), a = a' + S qdd
+    T *aw = d.acc(-1);
+    T ag[6] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(-m.gravity[0]), splat<T>(-m.gravity[1]),
+               splat<T>(-m.gravity[2])};
+    for (int k = 0; k < 6; k++) aw[k] = ag[k];
+    for (int i = 0; i < L; i++) {
+        int k0 = int(m.dofadr[i]), n = int(m.dofnum[i]);
+        const T *ap = d.acc(m.parent[i]), *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i];
+        const T *S = &d.cdof[6 * k0];
+        T *a = d.acc(i), r[3];
+        for (int k = 0; k < 6; k++) a[k] = ap[k] + d.c[6 * i + k];
+        for (int b = 0; b < n; b++) r[b] = u[b] - dot6(U + 6 * b, a);
+        for (int x = 0; x < n; x++) {
+            T s = Dinv[n * x] * r[0];
+            for (int b = 1; b < n; b++) s = s + Dinv[n * x + b] * r[b];
+            qdd[k0 + x] = s;
+        }
+        for (int k = 0; k < 6; k++) {
+            T s = S[k] * qdd[k0];
+            for (int x = 1; x < n; x++) s = s + S[6 * x + k] * qdd[k0 + x];
+            a[k] = a[k] + s;
+        }
+    }
+    return OK;
+}
+
+// ---------------------------------------------------------------- energy
+
+// 1/2 sum_l v . (cinert v) + 1/2 sum_i armature qd^2
+template <class T> T kinetic(const NativeModel &m, Data<T> &d, const T *qd) {
+    T s = splat<T>(0.0), arm = splat<T>(0.0), Iv[6];
+    for (int i = 0; i < m.nlink; i++) {
+        inertia_times(d.cinert[i], d.vel(i), Iv);
+        s = s + dot6(d.vel(i), Iv);
+    }
+    for (int j = 0; j < m.nv; j++) arm = arm + m.armature[j] * qd[j] * qd[j];
+    return 0.5 * (s + arm);
+}
+
+// springs - gravity . (sum_l m_l (center_l + cipos_l) + static mass moment)
+template <class T> T potential(const NativeModel &m, Data<T> &d, const T *q) {
+    T moment[3] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0)};
+    for (int i = 0; i < m.nlink; i++) {
+        const T *c = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.center[i]];
+        for (int a = 0; a < 3; a++) moment[a] = moment[a] + m.mass[i] * (c[a] + ctr[a]);
+    }
+    T springs = splat<T>(0.0);
+    for (size_t s = 0; s < m.spring_q.size(); s++) {
+        T e = q[m.spring_q[s]] - m.spring_ref[s];
+        springs = springs + m.spring_k[s] * e * e;
+    }
+    T g = splat<T>(0.0);
+    for (int a = 0; a < 3; a++) g = g + m.gravity[a] * (moment[a] + m.static_mass * m.static_com[a]);
+    return 0.5 * springs - g;
+}
+
+// ---------------------------------------------------------------- one state (or one Lanes), every public function
+
+enum Op { RNEA = 0, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC, POTENTIAL, ENERGY, NOPS };
+//                                 inputs (sizes: 'q' nq, 'v' nv)   output size per state ('v' nv, 'M' nv^2, 's' 1)
+const char *OP_INPUTS[NOPS] = {"qvv", "qv", "q", "q", "qvv", "qvv", "qv", "q", "qv"};
+const char OP_OUTPUT[NOPS] = {'v', 'v', 'v', 'M', 'v', 'v', 's', 's', 's'};
+
+template <class T> int compute(const NativeModel &m, Data<T> &d, int op, const T *const *x, T *out) {
+    const T *q = x[0];
+    int st = kinematics(m, d, q);
+    if (st != OK) return st;
+    com_pos(m, d);
+    switch (op) {
+        case RNEA: com_vel(m, d, x[1]); rne(m, d, x[1], x[2], out); return OK;
+        case BIAS: com_vel(m, d, x[1]); rne(m, d, x[1], (const T *)nullptr, out); return OK;
+        case GRAVITY: rne(m, d, (const T *)nullptr, (const T *)nullptr, out); return OK;
+        case MASS_MATRIX: crb(m, d, out); return OK;
+        case FORWARD_DYNAMICS: {
+            com_vel(m, d, x[1]);
+            rne(m, d, x[1], (const T *)nullptr, out);                  // c, then tau - c
+            for (int j = 0; j < m.nv; j++) out[j] = x[2][j] - out[j];
+            crb(m, d, d.qM.data());
+            return cholesky_solve(d.qM.data(), m.nv, out);
+        }
+        case ABA: com_vel(m, d, x[1]); return aba(m, d, x[1], x[2], out);
+        case KINETIC: com_vel(m, d, x[1]); out[0] = kinetic(m, d, x[1]); return OK;
+        case POTENTIAL: out[0] = potential(m, d, q); return OK;
+        case ENERGY: com_vel(m, d, x[1]); out[0] = kinetic(m, d, x[1]) + potential(m, d, q); return OK;
+    }
+    return OK;
+}
+
+#if PHYSAI_LANES && (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__) && !defined(__clang__)
+#define PHYSAI_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten, noinline))
+#else
+#define PHYSAI_CLONES
+#endif
+
+#if PHYSAI_LANES
+// W states side by side: the batch kernel, one clone per instruction set (chosen once, at load time)
+PHYSAI_CLONES int compute_lanes(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
+    return compute<Lanes>(m, d, op, x, out);
+}
+#endif
+
+// the instruction set compute_lanes runs with (target_clones' choice)
+const char *isa() {
+#if PHYSAI_LANES && (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__) && !defined(__clang__)
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return "avx512f";
+    if (__builtin_cpu_supports("avx2")) return "avx2";
+    return "x86-64 (sse2)";
+#elif PHYSAI_LANES
+    return "compiler default (vector extension)";
+#else
+    return "scalar";
+#endif
+}
+
+
+// ---------------------------------------------------------------- simulation (physai.integrators.simulate)
+
+// what drives a simulation besides the Model: joint damping, q's layout for integration, actuators with a constant,
+// already clamped ctrl (forces.actuator_force)
+struct NativeSim {
+    int nq = 0, nv = 0, nu = 0;
+    std::vector<double> damping;
+    std::vector<int64_t> scalar_q, scalar_v, quat_q, quat_v, spring_v;   // spring_v: the dof of each Model spring
+    std::vector<double> moment, qmoment, gain, bias, u, forcerange, dof_forcerange;   // (nu, nv), (nu, nq), (nu, 3) x2, (nu), (nu, 2), (nv, 2)
+    std::vector<int64_t> forcelimited, dof_forcelimited;
+    std::vector<int64_t> pattern;                                      // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
+};
+
+// f = passive + actuator - bias and M at (q, qd) (integrators._Run.evaluate); returns the potential energy
+double evaluate(const NativeModel &m, const NativeSim &s, Data<double> &d, const double *q, const double *qd, double *f,
+                double *M, std::vector<double> &tmp) {
+    if (kinematics(m, d, q) != OK) return std::nan("");               // a zero quaternion: the caller declines
+    com_pos(m, d);
+    com_vel(m, d, qd);
+    rne(m, d, qd, (const double *)nullptr, tmp.data());
+    for (int j = 0; j < m.nv; j++) f[j] = -s.damping[j] * qd[j];     // passive: damping, then springs
+    for (size_t k = 0; k < m.spring_q.size(); k++)
+        f[s.spring_v[k]] = f[s.spring_v[k]] - m.spring_k[k] * (q[m.spring_q[k]] - m.spring_ref[k]);
+    for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
+    if (s.nu) {                                                        // actuators: f = gain u + bias, clamped
+        double *tau = tmp.data();
+        for (int j = 0; j < m.nv; j++) tau[j] = 0.0;
+        std::vector<double> out(size_t(s.nu));
+        for (int a = 0; a < s.nu; a++) {
+            double length = 0.0, velocity = 0.0;
+            for (int i = 0; i < s.nq; i++) length += s.qmoment[size_t(a) * s.nq + i] * q[i];
+            for (int j = 0; j < s.nv; j++) velocity += s.moment[size_t(a) * s.nv + j] * qd[j];
+            const double *g = &s.gain[3 * a], *b = &s.bias[3 * a];
+            double fa = (g[0] + g[1] * length + g[2] * velocity) * s.u[a] + b[0] + b[1] * length + b[2] * velocity;
+            if (s.forcelimited[a]) fa = std::min(std::max(fa, s.forcerange[2 * a]), s.forcerange[2 * a + 1]);
+            out[size_t(a)] = fa;
+        }
+        for (int j = 0; j < s.nv; j++) {
+            double t = 0.0;
+            for (int a = 0; a < s.nu; a++) t += s.moment[size_t(a) * s.nv + j] * out[size_t(a)];
+            if (s.dof_forcelimited[j]) t = std::min(std::max(t, s.dof_forcerange[2 * j]), s.dof_forcerange[2 * j + 1]);
+            f[j] = f[j] + t;
+        }
+    }
+    crb(m, d, M);
+    return potential(m, d, q);
+}
+
+// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot
+bool lu_solve(double *A, int n, double *b) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
+        if (A[size_t(p) * n + c] == 0.0) return false;
+        if (p != c) {
+            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
+            std::swap(b[p], b[c]);
+        }
+        for (int r = c + 1; r < n; r++) {
+            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
+            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double t = b[i];
+        for (int k = i + 1; k < n; k++) t -= A[size_t(i) * n + k] * b[k];
+        b[i] = t / A[size_t(i) * n + i];
+    }
+    return true;
+}
+
+// q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out
+void integrate_pos(const NativeSim &s, const double *q, const double *v, double h, double *out) {
+    for (int i = 0; i < s.nq; i++) out[i] = q[i];
+    for (size_t k = 0; k < s.scalar_q.size(); k++) out[s.scalar_q[k]] = q[s.scalar_q[k]] + h * v[s.scalar_v[k]];
+    for (size_t k = 0; k < s.quat_q.size(); k++) {
+        const double *qq = q + s.quat_q[k], *w = v + s.quat_v[k];
+        double speed = std::sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = h * speed;
+        double axis[3] = {0, 0, 0};
+        if (speed > 1e-15)
+            for (int a = 0; a < 3; a++) axis[a] = w[a] / speed;
+        double half = std::sin(0.5 * angle), r[4] = {std::cos(0.5 * angle), axis[0] * half, axis[1] * half, axis[2] * half};
+        double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
+        double a0 = qq[0] / norm, a1 = qq[1] / norm, a2 = qq[2] / norm, a3 = qq[3] / norm;
+        double *o = out + s.quat_q[k];
+        o[0] = a0 * r[0] - a1 * r[1] - a2 * r[2] - a3 * r[3];
+        o[1] = a0 * r[1] + a1 * r[0] + a2 * r[3] - a3 * r[2];
+        o[2] = a0 * r[2] - a1 * r[3] + a2 * r[0] + a3 * r[1];
+        o[3] = a0 * r[3] + a1 * r[2] - a2 * r[1] + a3 * r[0];
+    }
+}
+
+inline double quadratic(const double *M, const double *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
+    double s = 0.0;
+    for (int j = 0; j < n; j++) {
+        double t = 0.0;
+        for (int i = 0; i < n; i++) t += v[i] * M[size_t(i) * n + j];
+        s += t * v[j];
+    }
+    return s;
+}
+
+// steps of euler (integrator 0; damping implicit when implicit_damping) or rk4 (1) from Q[0], QD[0] into Q, QD, E;
+// returns the first step whose result is not finite, or -1. A zero quaternion or a singular matrix stops with -2.
+int64_t simulate_loop(const NativeModel &m, const NativeSim &s, double h, int64_t steps, int integrator, bool implicit_damping,
+                      bool with_energy, double *Q, double *QD, double *E) {
+    int nq = m.nq, nv = m.nv;
+    Data<double> d(m);
+    std::vector<double> M(size_t(nv) * nv), f(nv), tmp(nv + 1), a(nv), qi(nq), qdi(nv), dq(nv), dqd(nv), stage_qd(nv), stage_a(nv);
+    for (int64_t k = 0; k < steps; k++) {
+        const double *q = Q + k * nq, *qd = QD + k * nv;
+        double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
+        if (integrator == 2) {                                         // implicit without actuators: (M - h D) a = f,
+            double pot = evaluate(m, s, d, q, qd, f.data(), M.data(), tmp);   // D = -B - dc/dqd on M's pattern
+            if (std::isnan(pot)) return -2;
+            E[k] = 0.5 * quadratic(M.data(), qd, nv) + pot;
+            std::vector<double> qdp(qd, qd + nv), qdm(qd, qd + nv), cp(nv + 1), cm(nv + 1), dc(size_t(nv) * nv);
+            for (int c = 0; c < nv; c++) {                             // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
+                qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
+                com_vel(m, d, qdp.data());
+                rne(m, d, (const double *)qdp.data(), (const double *)nullptr, cp.data());
+                com_vel(m, d, qdm.data());
+                rne(m, d, (const double *)qdm.data(), (const double *)nullptr, cm.data());
+                for (int i = 0; i < nv; i++) dc[size_t(i) * nv + c] = 0.5 * (cp[i] - cm[i]);
+                qdp[c] = qd[c], qdm[c] = qd[c];
+            }
+            for (int i = 0; i < nv; i++)
+                for (int j = 0; j < nv; j++) {
+                    double D = (i == j ? -s.damping[i] : -0.0) - dc[size_t(i) * nv + j];
+                    if (!s.pattern[size_t(i) * nv + j]) D = 0.0;
+                    M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * D;
+                }
+            for (int j = 0; j < nv; j++) a[j] = f[j];
+            if (!lu_solve(M.data(), nv, a.data())) return -2;
+            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
+            integrate_pos(s, q, qdn, h, qn);
+        } else if (integrator == 0) {
+            double pot = evaluate(m, s, d, q, qd, f.data(), M.data(), tmp);
+            if (std::isnan(pot)) return -2;
+            E[k] = 0.5 * quadratic(M.data(), qd, nv) + pot;
+            if (implicit_damping)
+                for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * s.damping[j];
+            for (int j = 0; j < nv; j++) a[j] = f[j];
+            if (cholesky_solve(M.data(), nv, a.data()) != OK) return -2;
+            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
+            integrate_pos(s, q, qdn, h, qn);
+        } else {
+            const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+            for (int stage = 0; stage < 4; stage++) {
+                if (stage == 0) {
+                    for (int i = 0; i < nq; i++) qi[i] = q[i];
+                    for (int j = 0; j < nv; j++) qdi[j] = qd[j];
+                } else {                                               // from the previous stage's qd and a
+                    double c = C[stage - 1];
+                    for (int j = 0; j < nv; j++) dq[j] = c * stage_qd[j];
+                    integrate_pos(s, q, dq.data(), h, qi.data());
+                    for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * stage_a[j]);
+                }
+                double pot = evaluate(m, s, d, qi.data(), qdi.data(), f.data(), M.data(), tmp);
+                if (std::isnan(pot)) return -2;
+                if (stage == 0) E[k] = 0.5 * quadratic(M.data(), qdi.data(), nv) + pot;
+                if (cholesky_solve(M.data(), nv, f.data()) != OK) return -2;
+                for (int j = 0; j < nv; j++) {
+                    stage_qd[j] = qdi[j], stage_a[j] = f[j];
+                    a[j] = stage == 0 ? 0.0 + B[0] * qdi[j] : a[j] + B[stage] * qdi[j];       // sum of b qd_i
+                    dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
+                }
+            }
+            integrate_pos(s, q, a.data(), h, qn);
+            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * dqd[j];
+        }
+        for (int i = 0; i < nq; i++)
+            if (!std::isfinite(qn[i])) return k;
+        for (int j = 0; j < nv; j++)
+            if (!std::isfinite(qdn[j])) return k;
+    }
+    if (with_energy) {
+        const double *q = Q + steps * nq, *qd = QD + steps * nv;
+        if (kinematics(m, d, q) != OK) return -2;
+        com_pos(m, d);
+        com_vel(m, d, qd);
+        E[steps] = kinetic(m, d, qd) + potential(m, d, q);
+    }
+    return -1;
+}
+
+int num_threads() {
+    if (const char *s = std::getenv("PHYSAI_NUM_THREADS")) {
+        int n = std::atoi(s);
+        if (n >= 1) return n;
+    }
+    static const int hardware = [] {                                    // reads /sys: once per process
+        unsigned h = std::thread::hardware_concurrency();
+        return h ? int(h) : 1;
+    }();
+    return hardware;
+}
+
+struct Input {
+    const double *data;
+    int64_t stride_state, stride_entry;                                // in doubles; stride_state 0 for a shared state
+};
+
+// ---------------------------------------------------------------- the Python entry
+
+// op's result for the inputs (each a float64 array (size,) or (N, size)), or None when an input is not one of those,
+// is not finite, or the result is not finite, or a quaternion is zero, or M is singular (the caller then takes the
+// NumPy path, which raises the named error).
+nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c) {
+    if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation");
+    const char *kinds = OP_INPUTS[op];
+    nb::handle handles[3] = {a, b, c};
+    int nin = int(std::strlen(kinds));
+    Input in[3];
+    std::vector<std::vector<double>> copies;                           // none: inputs are read in place (strided)
+    int64_t batch = -1;
+    for (int k = 0; k < nin; k++) {
+        // a float64 numpy array of shape (size,) or (N, size), any strides; anything else goes to the Python side
+        PyObject *obj = handles[k].ptr();
+        if (!PyArray_Check(obj)) return nb::none();
+        PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj);
+        if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return nb::none();
+        int ndim = PyArray_NDIM(arr);
+        const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
+        for (int t = 0; t < ndim; t++)
+            if (str[t] % npy_intp(sizeof(double)) != 0) return nb::none();
+        const double *data = static_cast<const double *>(PyArray_DATA(arr));
+        int64_t size = kinds[k] == 'q' ? m.nq : m.nv;
+        if (ndim == 1) {
+            if (int64_t(shp[0]) != size) return nb::none();
+            in[k] = {data, 0, int64_t(str[0] / 8)};
+        } else if (ndim == 2) {
+            if (int64_t(shp[1]) != size) return nb::none();
+            int64_t n = int64_t(shp[0]);
+            if (n == 0 || (batch >= 0 && n != batch)) return nb::none();
+            batch = n;
+            in[k] = {data, int64_t(str[0] / 8), int64_t(str[1] / 8)};
+        } else {
+            return nb::none();
+        }
+        if (size > 0 && in[k].stride_entry != 1) {                     // gather a strided input once
+            int64_t n = ndim == 2 ? int64_t(shp[0]) : 1;
+            std::vector<double> buf(size_t(n * size));
+            for (int64_t s = 0; s < n; s++)
+                for (int64_t e = 0; e < size; e++) buf[size_t(s * size + e)] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
+            copies.push_back(std::move(buf));
+            in[k] = {copies.back().data(), ndim == 2 ? size : 0, 1};
+        }
+        int64_t n = ndim == 2 ? int64_t(shp[0]) : 1;
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t e = 0; e < size; e++)
+                if (!std::isfinite(in[k].data[s * in[k].stride_state + e])) return nb::none();
+    }
+    int64_t N = batch < 0 ? 1 : batch;
+    int64_t per = OP_OUTPUT[op] == 'v' ? m.nv : OP_OUTPUT[op] == 'M' ? int64_t(m.nv) * m.nv : 1;
+    // the result: a numpy array of the caller's shape ((nv,), (nv, nv), (N, nv), (N, nv, nv), (N,)) or a float
+    nb::object result;
+    double scalar = 0.0, *out = &scalar;
+    if (OP_OUTPUT[op] != 's' || batch >= 0) {
+        npy_intp dims[3];
+        int nd = 0;
+        if (batch >= 0) dims[nd++] = npy_intp(N);
+        if (OP_OUTPUT[op] != 's') dims[nd++] = m.nv;
+        if (OP_OUTPUT[op] == 'M') dims[nd++] = m.nv;
+        PyObject *arr = PyArray_SimpleNew(nd, dims, NPY_DOUBLE);
+        if (!arr) throw nb::python_error();
+        result = nb::steal(arr);
+        out = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
+    }
+    std::atomic<int> failed{0};
+    // states [lo, hi) with workspaces d1 (one state) and dl (W states side by side)
+    auto work = [&](int64_t lo, int64_t hi, Data<double> &d1, void *dl_) {
+        const double *x[3] = {nullptr, nullptr, nullptr};
+        int64_t s = lo;
+#if PHYSAI_LANES
+        Vec<Lanes> xin[3], o;
+        if (hi - lo >= 2) {
+            o.resize(size_t(per));
+            for (int k = 0; k < nin; k++) xin[k].resize(size_t(kinds[k] == 'q' ? m.nq : m.nv));
+        }
+        Data<Lanes> *dl = static_cast<Data<Lanes> *>(dl_);
+        const Lanes *xl[3] = {xin[0].data(), xin[1].data(), xin[2].data()};
+        for (; hi - s >= 2 && !failed.load(std::memory_order_relaxed); s += W) {   // W states at once; the last lanes
+            int64_t count = std::min<int64_t>(W, hi - s);                        // of a short block repeat a state
+            for (int k = 0; k < nin; k++)
+                for (int l = 0; l < W; l++) {
+                    const double *src = in[k].data + (s + std::min<int64_t>(l, count - 1)) * in[k].stride_state;
+                    for (size_t e = 0; e < xin[k].size(); e++) xin[k][e][l] = src[e];
+                }
+            if (compute_lanes(m, *dl, op, xl, o.data()) != OK) { failed = 1; return; }
+            for (int64_t l = 0; l < count; l++) {
+                double *dst = out + (s + l) * per;
+                for (int64_t e = 0; e < per; e++) {
+                    dst[e] = o[size_t(e)][l];
+                    if (!std::isfinite(dst[e])) { failed = 1; return; }
+                }
+            }
+        }
+#else
+        (void)dl_;
+#endif
+        for (; s < hi && !failed.load(std::memory_order_relaxed); s++) {
+            for (int k = 0; k < nin; k++) x[k] = in[k].data + s * in[k].stride_state;
+            double *o1 = out + s * per;
+            if (compute(m, d1, op, x, o1) != OK) { failed = 1; return; }
+            for (int64_t e = 0; e < per; e++)
+                if (!std::isfinite(o1[e])) { failed = 1; return; }
+        }
+    };
+    // small calls keep the GIL and reuse the model's workspaces; larger ones release it and run on threads where the
+    // work outweighs starting them (about 20 us each)
+    int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
+    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
+#if PHYSAI_LANES
+    if (N > 1 && !m.scratch_lanes) m.scratch_lanes = std::make_shared<Data<Lanes>>(m);
+#endif
+    if (cost < 40000) {
+        work(0, N, *m.scratch, m.scratch_lanes.get());
+    } else {
+        nb::gil_scoped_release release;
+        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + W - 1) / W}));
+        auto chunk = [&](int64_t lo, int64_t hi) {
+            Data<double> d1(m);
+#if PHYSAI_LANES
+            Data<Lanes> dl(m);
+            work(lo, hi, d1, &dl);
+#else
+            work(lo, hi, d1, nullptr);
+#endif
+        };
+        if (T <= 1) {
+            chunk(0, N);
+        } else {
+            std::vector<std::thread> pool;
+            for (int t = 0; t < T; t++) pool.emplace_back(chunk, (N * t / T) / W * W, t + 1 == T ? N : (N * (t + 1) / T) / W * W);
+            for (auto &th : pool) th.join();
+        }
+    }
+    if (failed) return nb::none();
+    return result.is_valid() ? result : nb::float_(scalar);
+}
+
+}  // namespace
+
+NB_MODULE(_native, mod) {
+    if (_import_array() < 0) throw nb::python_error();
+    mod.doc() = "physai's compiled engine backend: the kernels of physai.engine.algorithms in C++ (see cpp/engine.cpp)";
+    nb::class_<NativeModel>(mod, "NativeModel")
+        .def("__init__",
+             [](NativeModel *self, int nq, int nv, int nlink, DArr gravity, IArr parent, IArr center, IArr relative,
+                IArr dofadr, IArr dofnum, DArr mass, DArr ipos, DArr inertia, IArr kind, IArr qadr, DArr ref, DArr G,
+                DArr brot, DArr bpos, DArr banchor, IArr dof_link, IArr dof_parent, DArr motion, DArr armature,
+                IArr spring_q, DArr spring_k, DArr spring_ref, double static_mass, DArr static_com) {
+                 NativeModel *m = new (self) NativeModel();
+                 m->nq = nq, m->nv = nv, m->nlink = nlink;
+                 auto sized = [](size_t got, size_t want, const char *what) {
+                     if (got != want) throw nb::value_error(what);
+                 };
+                 sized(gravity.size(), 3, "gravity"), sized(static_com.size(), 3, "static_com");
+                 for (int k = 0; k < 3; k++) m->gravity[k] = gravity.data()[k], m->static_com[k] = static_com.data()[k];
+                 m->parent = ints(parent), m->center = ints(center), m->relative = ints(relative);
+                 m->dofadr = ints(dofadr), m->dofnum = ints(dofnum);
+                 m->mass = doubles(mass), m->ipos = doubles(ipos), m->inertia = doubles(inertia);
+                 m->kind = ints(kind), m->qadr = ints(qadr), m->ref = doubles(ref), m->G = doubles(G);
+                 m->brot = doubles(brot), m->bpos = doubles(bpos), m->banchor = doubles(banchor);
+                 m->dof_link = ints(dof_link), m->dof_parent = ints(dof_parent);
+                 m->motion = doubles(motion), m->armature = doubles(armature);
+                 m->spring_q = ints(spring_q), m->spring_k = doubles(spring_k), m->spring_ref = doubles(spring_ref);
+                 m->static_mass = static_mass;
+                 size_t L = size_t(nlink), V = size_t(nv);
+                 for (auto *v : {&m->parent, &m->center, &m->relative, &m->dofadr, &m->dofnum, &m->kind, &m->qadr})
+                     sized(v->size(), L, "a per-link array");
+                 sized(m->mass.size(), L, "mass"), sized(m->ipos.size(), 3 * L, "ipos"), sized(m->inertia.size(), 9 * L, "inertia");
+                 sized(m->ref.size(), L, "ref"), sized(m->G.size(), 48 * L, "G"), sized(m->brot.size(), 9 * L, "ball rot");
+                 sized(m->bpos.size(), 3 * L, "ball pos"), sized(m->banchor.size(), 3 * L, "ball anchor");
+                 sized(m->dof_link.size(), V, "dof_link"), sized(m->dof_parent.size(), V, "dof_parent");
+                 sized(m->motion.size(), 6 * V, "motion"), sized(m->armature.size(), V, "armature");
+                 m->hinge.assign(L, 0), m->slide.assign(L, 0);
+                 for (size_t i = 0; i < L; i++) {
+                     if (m->kind[i] != 0) continue;
+                     bool t = false, trig = false;
+                     for (int a = 0; a < 12; a++) t |= m->G[48 * i + 4 * a + 1] != 0.0, trig |= m->G[48 * i + 4 * a + 2] != 0.0 || m->G[48 * i + 4 * a + 3] != 0.0;
+                     m->hinge[i] = !t, m->slide[i] = !trig;
+                 }
+                 for (size_t i = 0; i < L; i++) {
+                     if (m->parent[i] >= int64_t(i) || m->parent[i] < -1 || m->center[i] < 0 || m->center[i] >= int64_t(L) ||
+                         m->dofnum[i] < 1 || m->dofnum[i] > 3 || m->dofadr[i] < 0 || m->dofadr[i] + m->dofnum[i] > int64_t(V) ||
+                         m->qadr[i] < 0 || m->qadr[i] + (m->kind[i] ? 4 : 1) > nq)
+                         throw nb::value_error("inconsistent link arrays");
+                 }
+                 for (size_t j = 0; j < V; j++)
+                     if (m->dof_link[j] < 0 || m->dof_link[j] >= int64_t(L) || m->dof_parent[j] >= int64_t(j) || m->dof_parent[j] < -1)
+                         throw nb::value_error("inconsistent dof arrays");
+                 for (int64_t s : m->spring_q)
+                     if (s < 0 || s >= nq) throw nb::value_error("spring index");
+             })
+        .def_ro("nq", &NativeModel::nq)
+        .def_ro("nv", &NativeModel::nv)
+        .def_ro("nlink", &NativeModel::nlink);
+    mod.def("run", &run, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none(), nb::arg("c").none(),
+            "op's result (see OPS) for float64 inputs (size,) or (N, size), or None when the NumPy path must decide");
+    nb::dict ops;
+    const char *names[NOPS] = {"rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "kinetic_energy",
+                               "potential_energy", "energy"};
+    for (int k = 0; k < NOPS; k++) ops[names[k]] = k;
+    mod.attr("OPS") = ops;
+    nb::class_<NativeSim>(mod, "NativeSim")
+        .def("__init__",
+             [](NativeSim *self, int nq, int nv, DArr damping, IArr scalar_q, IArr scalar_v, IArr quat_q, IArr quat_v, IArr spring_v, int nu,
+                DArr moment, DArr qmoment, DArr gain, DArr bias, DArr u, DArr forcerange, IArr forcelimited,
+                DArr dof_forcerange, IArr dof_forcelimited, IArr pattern) {
+                 NativeSim *s = new (self) NativeSim();
+                 s->nq = nq, s->nv = nv, s->nu = nu;
+                 s->damping = doubles(damping);
+                 s->scalar_q = ints(scalar_q), s->scalar_v = ints(scalar_v), s->quat_q = ints(quat_q), s->quat_v = ints(quat_v);
+                 s->spring_v = ints(spring_v);
+                 for (int64_t j : s->spring_v)
+                     if (j < 0 || j >= nv) throw nb::value_error("spring dof");
+                 s->moment = doubles(moment), s->qmoment = doubles(qmoment), s->gain = doubles(gain), s->bias = doubles(bias);
+                 s->u = doubles(u), s->forcerange = doubles(forcerange), s->forcelimited = ints(forcelimited);
+                 s->dof_forcerange = doubles(dof_forcerange), s->dof_forcelimited = ints(dof_forcelimited);
+                 s->pattern = ints(pattern);
+                 if (s->pattern.size() != size_t(nv) * size_t(nv)) throw nb::value_error("pattern");
+                 size_t U = size_t(nu), V = size_t(nv), Qn = size_t(nq);
+                 if (s->damping.size() != V || s->moment.size() != U * V || s->qmoment.size() != U * Qn || s->gain.size() != 3 * U ||
+                     s->bias.size() != 3 * U || s->u.size() != U || s->forcerange.size() != 2 * U || s->forcelimited.size() != U ||
+                     s->dof_forcerange.size() != 2 * V || s->dof_forcelimited.size() != V || s->scalar_q.size() != s->scalar_v.size() ||
+                     s->quat_q.size() != s->quat_v.size())
+                     throw nb::value_error("inconsistent simulation arrays");
+                 for (size_t k = 0; k < s->scalar_q.size(); k++)
+                     if (s->scalar_q[k] < 0 || s->scalar_q[k] >= nq || s->scalar_v[k] < 0 || s->scalar_v[k] >= nv)
+                         throw nb::value_error("scalar coordinate index");
+                 for (size_t k = 0; k < s->quat_q.size(); k++)
+                     if (s->quat_q[k] < 0 || s->quat_q[k] + 4 > nq || s->quat_v[k] < 0 || s->quat_v[k] + 3 > nv)
+                         throw nb::value_error("quaternion index");
+             });
+    mod.def("simulate",
+            [](NativeModel &m, const NativeSim &s, nb::ndarray<double, nb::c_contig, nb::device::cpu> Q,
+               nb::ndarray<double, nb::c_contig, nb::device::cpu> QD, nb::ndarray<double, nb::c_contig, nb::device::cpu> E,
+               double h, int integrator, bool implicit_damping, bool with_energy) -> int64_t {
+                if (Q.ndim() != 2 || QD.ndim() != 2 || E.ndim() != 1 || int64_t(Q.shape(1)) != m.nq || int64_t(QD.shape(1)) != m.nv ||
+                    Q.shape(0) != QD.shape(0) || E.shape(0) != Q.shape(0) || Q.shape(0) < 1 || s.nq != m.nq || s.nv != m.nv ||
+                    s.spring_v.size() != m.spring_q.size())
+                    throw nb::value_error("simulate: Q (steps+1, nq), QD (steps+1, nv), E (steps+1,) for this model");
+                int64_t steps = int64_t(Q.shape(0)) - 1;
+                nb::gil_scoped_release release;
+                return simulate_loop(m, s, h, steps, integrator, implicit_damping, with_energy, Q.data(), QD.data(), E.data());
+            },
+            nb::arg("model"), nb::arg("sim"), nb::arg("Q"), nb::arg("QD"), nb::arg("E"), nb::arg("h"), nb::arg("integrator"),
+            nb::arg("implicit_damping"), nb::arg("with_energy"),
+            "steps of euler (0), rk4 (1) or implicit without actuators (2) from Q[0], QD[0], in place; the first diverging "
+            "step, -1, or -2 (decline)");
+    mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
+    mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
+    mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");
+}

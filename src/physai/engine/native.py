@@ -1,0 +1,169 @@
+"""The engine's compiled backend: physai.engine._native (cpp/engine.cpp), the kernels of physai.engine.algorithms in C++.
+
+The public functions of physai.engine (rnea, bias, gravity, mass_matrix, forward_dynamics, aba, kinetic_energy,
+potential_energy, energy) run on the compiled backend when it is built and active, and on the NumPy text of
+algorithms.py otherwise; both take the same Model and give the same numbers within rounding (tests/test_backend.py
+bounds the difference by 1e-13 relative to each state's largest entry; forward dynamics and aba by
+max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is used
+
+- when the extension is missing (a source checkout without a C++ build) or PHYSAI_BACKEND=numpy is set;
+- when a data=Data(...) workspace is passed (the intermediate quantities are the NumPy stages');
+- for every call the compiled kernel declines: an input that is not a finite float64 array of shape (size,) or
+  (N, size) after physai's own checks, a non-finite result, a zero quaternion, a singular mass matrix. The NumPy path
+  then raises the same named physai error as without the extension.
+
+    physai.engine.backend            "native" or "numpy", the backend in use
+    physai.engine.set_backend(name)  switch ("native" needs the built extension); returns the previous one
+
+The kernels loop over links in C++ (one compiled call per public call, whatever the batch, checks included). A
+batch runs 8 states side by side (states innermost; the kernel is built for AVX-512, AVX2 and baseline x86-64 and
+chosen at load time), in chunks on threads with the GIL released (PHYSAI_NUM_THREADS sets the count, default:
+every core). One text serves one state and 8, without FMA contraction: a state's result is the same bits alone,
+anywhere in a batch, and on any thread count. physai.integrators.simulate runs its whole loop here too (simulate
+below) for euler and rk4 with constant inputs, and implicitfast and implicit without actuators.
+"""
+
+import os
+
+import numpy as np
+
+from physai.engine._checks import states
+from physai.engine.model import Model
+from physai.exceptions import InvalidArgumentError
+
+try:
+    from physai.engine import _native as _ext
+except ImportError:                       # a checkout without the compiled extension: the NumPy engine alone
+    _ext = None
+
+BACKENDS = ("native", "numpy")
+_active = "native" if _ext is not None and os.environ.get("PHYSAI_BACKEND", "").strip().lower() != "numpy" else "numpy"
+on = _active == "native"                  # read by the public functions' fast path (algorithms.py)
+ext_run = _ext.run if _ext is not None else None
+
+
+def backend() -> str:
+    """The backend the engine's public functions run on: "native" (compiled) or "numpy"."""
+    return _active
+
+
+def available() -> bool:
+    """Whether the compiled extension is built and importable."""
+    return _ext is not None
+
+
+def set_backend(name: str) -> str:
+    """Use backend `name` ("native" or "numpy") from now on; returns the previous one.
+
+    Raises InvalidArgumentError for another name, or for "native" when the extension is not built."""
+    global _active, on
+    if name not in BACKENDS:
+        raise InvalidArgumentError(f"unknown engine backend {name!r}; expected one of {', '.join(map(repr, BACKENDS))}")
+    if name == "native" and _ext is None:
+        raise InvalidArgumentError("the compiled backend is not built (physai.engine._native is missing); "
+                                   "reinstall physai with a C++ compiler available, e.g. uv sync --reinstall-package physai")
+    previous, _active = _active, name
+    on = name == "native"
+    return previous
+
+
+def describe() -> str:
+    """One line on the backend in use, e.g. "native (C++, batches: avx512f, 8 states per vector, 2 threads)"."""
+    if _active == "native":
+        return f"native (C++; batches: {_ext.isa()}, {_ext.lanes()} states side by side, {threads()} threads)"
+    why = "PHYSAI_BACKEND=numpy or set_backend" if _ext is not None else "the compiled extension is not built"
+    return f"numpy (the reference; {why})"
+
+
+def threads() -> int:
+    """Threads a large batch runs on in the compiled backend (PHYSAI_NUM_THREADS, else every core); 1 without it."""
+    return _ext.num_threads() if _ext is not None else 1
+
+
+def _native_model(model):
+    """The model's arrays copied once into the extension's NativeModel, cached on the Model."""
+    nm = getattr(model, "_native_model", None)
+    if nm is not None:
+        return nm
+    lt, L = model.link_transforms, model.nlink
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)          # noqa: E731
+    kind, qadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
+    G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
+    kind[lt.ball] = 1
+    qadr[lt.scalar], qadr[lt.ball] = lt.scalar_q, lt.ball_q
+    ref[lt.scalar], G[lt.scalar] = lt.scalar_ref, lt.scalar_G
+    rot[lt.ball], pos[lt.ball], anchor[lt.ball] = lt.ball_rot, lt.ball_pos, lt.ball_anchor
+    relative = np.zeros(L, np.int64)
+    relative[model._relative] = 1
+    nm = _ext.NativeModel(
+        model.nq, model.nv, L, f64(model.gravity), i64(model.link_parentid), i64(model.link_centerid), relative,
+        i64(model.link_dofadr), i64(model.link_dofnum), f64(model.link_mass), f64(model.link_ipos), f64(model.link_inertia),
+        kind, qadr, ref, f64(G), f64(rot), f64(pos), f64(anchor), i64(model.dof_linkid), i64(model.dof_parentid),
+        f64(model.dof_motion), f64(model.dof_armature), i64(model._spring_q), f64(model._spring_k), f64(model._spring_ref),
+        float(model.static_mass), f64(model.static_com))
+    object.__setattr__(model, "_native_model", nm)
+    return nm
+
+
+# operation codes of physai.engine._native.run
+RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY = range(9)
+
+
+def run(model, op: int, a, b=None, c=None):
+    """op's result on the compiled backend for float64 arrays a, b, c (as many as op takes), or None: the backend
+    is numpy, model is not a Model, or the kernel declined (then `call` converts other inputs, or the NumPy path
+    decides). The fast path of every public function: no Python work per argument."""
+    if _active != "native":
+        return None
+    nm = getattr(model, "_native_model", None)
+    if nm is None:
+        if not isinstance(model, Model):
+            return None
+        nm = _native_model(model)
+    return _ext.run(nm, op, a, b, c)
+
+
+def call(model, op: int, arrays: dict):
+    """op's result on the compiled backend for inputs that `run` declined: arrays (name -> (value, size)) of any
+    type physai accepts (lists, integers, float32) are checked and converted as on the NumPy path (which raises the
+    named errors), then computed. None when the NumPy path must decide (see the module docstring)."""
+    values = [v for v, _ in arrays.values()]
+    if _active != "native" or all(type(v) is np.ndarray and v.dtype == np.float64 for v in values):
+        return None
+    cols, batch = states(**arrays)
+    args = [c[:, 0] if batch is None else c.T for c in cols]
+    return _ext.run(_native_model(model), op, *args, *(None,) * (3 - len(args)))
+
+
+def simulate(model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, implicit_damping: bool, energy: bool):
+    """integrators.simulate's loop in C++ for euler and rk4 with constant (clamped) ctrl and no applied forces, and
+    implicitfast and implicit without actuators (implicitfast: the euler step with implicit damping, as in the
+    Python loop; implicit: D = -B - dc/dqd from 2 nv bias evaluations, one LU solve):
+    (Q, QD, E, k) with k the first diverging step or -1; None when the compiled backend declines (the Python loop
+    then runs, and raises what it raises)."""
+    if _active != "native" or integrator not in ("euler", "rk4", "implicitfast", "implicit") or not isinstance(model, Model):
+        return None
+    if integrator in ("implicitfast", "implicit") and actuators is not None:
+        return None
+    if integrator == "implicitfast":              # without actuators D = -B: the euler step with implicit damping
+        integrator, implicit_damping = "euler", True
+    c = model.coords
+    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
+    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)          # noqa: E731
+    if actuators is None:
+        nu, act = 0, [np.zeros(0)] * 6 + [np.zeros(0, np.int64), np.zeros((model.nv, 2)), np.zeros(model.nv, np.int64)]
+    else:
+        u = np.zeros(actuators.nu) if ctrl is None else np.asarray(ctrl, dtype=float)
+        u = np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
+        nu = actuators.nu
+        act = [actuators.moment, actuators.qmoment, actuators.gain, actuators.bias, u, actuators.forcerange,
+               actuators.forcelimited, actuators.dof_forcerange, actuators.dof_forcelimited]
+        act = [i64(a) if np.asarray(a).dtype == bool else f64(a) for a in act]
+    sim = _ext.NativeSim(model.nq, model.nv, f64(model.dof_damping), i64(c.scalar_q), i64(c.scalar_v), i64(c.quat_q),
+                         i64(c.quat_v), i64(model._spring_v), nu, *act, i64(model.dof_Mmask[:, :, 0] > 0))
+    Q, QD, E = np.empty((steps + 1, model.nq)), np.empty((steps + 1, model.nv)), np.empty(steps + 1)
+    Q[0], QD[0] = q0, qd0
+    k = _ext.simulate(_native_model(model), sim, Q, QD, E, float(h), {"euler": 0, "rk4": 1, "implicit": 2}[integrator],
+                      bool(implicit_damping), bool(energy))
+    return None if k == -2 else (Q, QD, E, k)

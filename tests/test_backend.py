@@ -1,0 +1,277 @@
+"""The compiled backend (physai.engine._native, cpp/engine.cpp) against the NumPy reference (physai.engine.algorithms).
+
+Every public engine function, on random states (engine.random_states, seeded) of the bundled models, the Panda, the
+iiwa, the Unitree H1 and tests/data/mixed_joints.xml (free, ball, multi-joint bodies, welded bodies, tilted gravity):
+native and NumPy agree within 1e-13 relative to the largest entry of each state's result; forward dynamics and aba
+within max(1e-13, 1e-16 cond(M)), as two backward-stable solves (NumPy's LU, the kernel's Cholesky and ABA) can
+differ by eps cond(M) (the iiwa without armature reaches cond(M) ~ 1e3-1e4). The compiled kernel runs a
+batch state by state, so a state's result does not depend on the batch, its position in it or the thread count at
+all (bit for bit). Bad inputs raise the same named physai errors, with the same messages, on both backends.
+"""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from physai import engine, models
+from physai.engine import native
+from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError, ShapeError
+
+MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
+MODELS = ["double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", MIXED]
+FUNCTIONS = {   # name: the joint arrays it takes
+    "rnea": "q qd qdd", "bias": "q qd", "gravity": "q", "mass_matrix": "q", "crba": "q", "forward_dynamics": "q qd tau",
+    "aba": "q qd tau", "energy": "q qd", "kinetic_energy": "q qd", "potential_energy": "q",
+}
+N = 12
+RTOL = 1e-13
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
+
+
+class Robot:
+    def __init__(self, name):
+        self.model = engine.from_mujoco(models.load(name))
+        self.q, self.qd = engine.random_states(self.model, N, 0, qd_max=2.0)
+        rng = np.random.default_rng(1)
+        self.qdd = rng.uniform(-3.0, 3.0, (N, self.model.nv))
+        self.tau = rng.uniform(-5.0, 5.0, (N, self.model.nv))
+
+    def args(self, name, sl=slice(None)):
+        return [getattr(self, a)[sl] for a in FUNCTIONS[name].split()]
+
+
+@pytest.fixture(scope="module", params=MODELS, ids=lambda p: Path(p).stem)
+def robot(request):
+    return Robot(request.param)
+
+
+def run(backend, f, *args, **kwargs):
+    """f(*args) on the given backend; the previous backend is restored."""
+    previous = engine.set_backend(backend)
+    try:
+        return f(*args, **kwargs)
+    finally:
+        engine.set_backend(previous)
+
+
+def relative_error(actual, expected, scale=1.0) -> float:
+    """max over states of max |actual - expected| / max(1e-300, max |expected|) / scale, per state (first axis of a
+    batch); scale (N,) divides each state's error by its own allowance (1 for most quantities)."""
+    a, e = np.atleast_1d(np.asarray(actual, float)), np.atleast_1d(np.asarray(expected, float))
+    assert a.shape == e.shape
+    a, e = a.reshape(len(a), -1) if a.ndim > 1 else a[:, None], e.reshape(len(e), -1) if e.ndim > 1 else e[:, None]
+    return float((np.abs(a - e).max(axis=1) / np.maximum(np.abs(e).max(axis=1), 1e-300) / scale).max())
+
+
+def allowance(robot, name, sl=slice(None)) -> np.ndarray:
+    """Per state: 1, or for forward dynamics and aba max(1, 1e-3 cond(M)), so that the bound is max(1e-13, 1e-16 cond(M))."""
+    if name not in ("forward_dynamics", "aba"):
+        return np.ones(np.atleast_2d(robot.q[sl]).shape[0])
+    M = np.atleast_3d(run("numpy", engine.mass_matrix, robot.model, np.atleast_2d(robot.q[sl])))
+    return np.maximum(1.0, 1e-3 * np.linalg.cond(M))
+
+
+def test_backend_is_native_unless_asked():
+    assert engine.backend in ("native", "numpy")
+    if "PHYSAI_BACKEND" not in __import__("os").environ:
+        assert engine.backend == "native"
+    with pytest.raises(InvalidArgumentError, match="unknown engine backend"):
+        engine.set_backend("fortran")
+
+
+@pytest.mark.parametrize("name", FUNCTIONS)
+def test_native_equals_numpy(robot, name):
+    f = getattr(engine, name)
+    batched = run("native", f, robot.model, *robot.args(name))
+    reference = run("numpy", f, robot.model, *robot.args(name))
+    assert type(batched) is type(reference) and np.shape(batched) == np.shape(reference)
+    assert relative_error(batched, reference, allowance(robot, name)) <= RTOL, name
+    for i in (0, N - 1):
+        single = run("native", f, robot.model, *robot.args(name, i))
+        ref = run("numpy", f, robot.model, *robot.args(name, i))
+        assert type(single) is type(ref) and np.shape(single) == np.shape(ref)
+        assert relative_error(np.asarray(single)[None], np.asarray(ref)[None], allowance(robot, name, i)) <= RTOL, name
+        # a state's native result is the same bits alone, in a batch of one, or anywhere in a batch
+        np.testing.assert_array_equal(single, np.asarray(batched)[i])
+        np.testing.assert_array_equal(run("native", f, robot.model, *robot.args(name, slice(i, i + 1)))[0], np.asarray(batched)[i])
+
+
+def test_threads_do_not_change_results(robot, monkeypatch):
+    q, qd = engine.random_states(robot.model, 3000, 5)
+    qdd = np.random.default_rng(6).uniform(-1, 1, qd.shape)
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("PHYSAI_NUM_THREADS", threads)
+        results.append([engine.rnea(robot.model, q, qd, qdd), engine.mass_matrix(robot.model, q[:500]),
+                        engine.aba(robot.model, q, qd, qdd), engine.energy(robot.model, q, qd)])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            np.testing.assert_array_equal(a, b)
+    reference = run("numpy", engine.rnea, robot.model, q, qd, qdd)
+    assert relative_error(results[0][0], reference) <= RTOL
+
+
+def test_any_array_layout_or_type(robot):
+    """Lists, float32, integers, transposed and strided views and shared single states give the NumPy answer."""
+    model, q, qd, qdd = robot.model, robot.q, robot.qd, robot.qdd
+    expected = run("numpy", engine.rnea, model, q, qd, qdd)
+    assert relative_error(engine.rnea(model, q.tolist(), qd.tolist(), qdd.tolist()), expected) <= RTOL
+    assert relative_error(engine.rnea(model, np.asfortranarray(q), qd.T.copy().T, qdd[::1]), expected) <= RTOL
+    wide = np.zeros((N, 2 * model.nv))
+    wide[:, ::2] = qd
+    assert relative_error(engine.rnea(model, q, wide[:, ::2], qdd), expected) <= RTOL
+    shared = run("numpy", engine.rnea, model, q[0], qd, qdd)
+    assert relative_error(engine.rnea(model, q[0], qd, qdd), shared) <= RTOL
+    ints = np.zeros(model.nv, dtype=int)
+    assert relative_error(engine.gravity(model, q[0].astype(np.float32))[None],
+                          run("numpy", engine.gravity, model, q[0].astype(np.float32))[None]) <= RTOL
+    assert relative_error(engine.rnea(model, q[0], ints, ints)[None], run("numpy", engine.rnea, model, q[0], ints, ints)[None]) <= RTOL
+
+
+def test_data_keeps_the_numpy_stages(robot):
+    d = engine.Data(robot.model, N)
+    tau = engine.rnea(robot.model, robot.q, robot.qd, robot.qdd, data=d)
+    assert d.cvel is not None and d.qfrc.shape == (robot.model.nv, N)
+    assert relative_error(tau, engine.rnea(robot.model, robot.q, robot.qd, robot.qdd)) <= RTOL
+
+
+def _error(backend, f, *args):
+    previous = engine.set_backend(backend)
+    try:
+        f(*args)
+    except PhysaiError as e:
+        return type(e), str(e)
+    finally:
+        engine.set_backend(previous)
+    return None
+
+
+BAD = {
+    "wrong length": lambda m, q, v: engine.rnea(m, q[:-1], v, v),
+    "wrong batch": lambda m, q, v: engine.rnea(m, np.stack([q, q]), np.stack([v, v, v]), v),
+    "3-d": lambda m, q, v: engine.gravity(m, q[None, None]),
+    "empty batch": lambda m, q, v: engine.gravity(m, np.zeros((0, m.nq))),
+    "nan": lambda m, q, v: engine.bias(m, q, np.where(np.arange(m.nv) == 0, np.nan, v)),
+    "inf in a batch": lambda m, q, v: engine.energy(m, np.stack([q, np.where(np.arange(m.nq) == 0, np.inf, q)]), v),
+    "strings": lambda m, q, v: engine.mass_matrix(m, [str(x) for x in q]),
+    "booleans": lambda m, q, v: engine.rnea(m, q, np.ones(m.nv, bool), v),
+    "overflow": lambda m, q, v: engine.rnea(m, q, np.full(m.nv, 1e200), v),
+    "overflow fd": lambda m, q, v: engine.forward_dynamics(m, q, v, np.full(m.nv, 1e308)),
+    "overflow aba": lambda m, q, v: engine.aba(m, q, np.full(m.nv, 1e200), v),
+}
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_inputs_raise_the_same_errors(case):
+    for name in ("double_pendulum", MIXED):
+        model = engine.from_mujoco(models.load(name))
+        q, v = model.qpos0, np.full(model.nv, 0.5)
+        native_error, numpy_error = _error("native", BAD[case], model, q, v), _error("numpy", BAD[case], model, q, v)
+        assert numpy_error is not None and native_error == numpy_error, case
+
+
+def test_zero_quaternion_and_singular_mass_matrix():
+    mixed = engine.from_mujoco(models.load(MIXED))
+    q = mixed.qpos0.copy()
+    q[mixed.coords.quat_q[0]] = 0.0
+    for f in (engine.gravity, engine.mass_matrix):
+        errors = {_error(b, f, mixed, q) for b in ("native", "numpy")}
+        assert len(errors) == 1 and errors.pop()[0] is InvalidStateError
+    from physai import dynamics
+    B = dynamics.Body
+    tree = dynamics.Tree([B(-1, [0, 0, 0], np.eye(3), "slide", [1, 0, 0], None, 0.0, [0, 0, 0], np.zeros((3, 3)))], armature=[0.0])
+    model = engine.compile_tree(tree)
+    for f in (engine.forward_dynamics, engine.aba):
+        errors = {_error(b, f, model, [0.0], [0.0], [1.0]) for b in ("native", "numpy")}
+        assert len(errors) == 1 and errors.pop()[0] is InvalidModelError
+    with pytest.raises(ShapeError):
+        engine.rnea(model, [0.0], [0.0], [[1.0], [2.0]], data=engine.Data(model, 1))
+
+
+@pytest.mark.parametrize("name", ["rnea", "mass_matrix", "energy", "forward_dynamics"])
+def test_map_states_over_dask_arrays(name):
+    """engine.map_states over Dask arrays chunked along N equals the direct call (bit for bit on the native backend)."""
+    da = pytest.importorskip("dask.array")
+    model = engine.from_mujoco(models.load(MIXED))
+    q, qd = engine.random_states(model, 1000, 7)
+    x = np.random.default_rng(8).uniform(-1, 1, qd.shape)
+    f = getattr(engine, name)
+    arrays = {"rnea": (q, qd, x), "mass_matrix": (q,), "energy": (q, qd), "forward_dynamics": (q, qd, x)}[name]
+    lazy = engine.map_states(f, model, *(da.from_array(a, chunks=(256, 5)) for a in arrays))
+    result = lazy.compute(scheduler="threads")
+    direct = f(model, *arrays)
+    assert result.shape == direct.shape and lazy.chunks[0] == (256, 256, 256, 232)
+    np.testing.assert_array_equal(result, direct)
+    # a single state shared by the whole batch, and the NumPy backend within the bound
+    shared = engine.map_states(engine.rnea, model, q[0], da.from_array(qd, chunks=300), x[0]).compute()
+    np.testing.assert_array_equal(shared, engine.rnea(model, q[0], qd, x[0]))
+    reference = run("numpy", lambda: engine.map_states(f, model, *(da.from_array(a, chunks=(256, 5)) for a in arrays)).compute())
+    assert relative_error(reference, direct, allowance_of(model, q, name)) <= RTOL
+
+
+def allowance_of(model, q, name):
+    if name not in ("forward_dynamics", "aba"):
+        return np.ones(len(q))
+    return np.maximum(1.0, 1e-3 * np.linalg.cond(run("numpy", engine.mass_matrix, model, q)))
+
+
+def test_map_states_refuses_what_it_cannot_map():
+    da = pytest.importorskip("dask.array")
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    with pytest.raises(InvalidArgumentError, match="public physai.engine function"):
+        engine.map_states(np.sum, model, da.zeros((4, 2)))
+    with pytest.raises(ShapeError, match="at least one Dask array"):
+        engine.map_states(engine.gravity, model, np.zeros(2))
+    with pytest.raises(ShapeError, match="the same N"):
+        engine.map_states(engine.bias, model, da.zeros((4, 2)), da.zeros((5, 2)))
+
+
+@pytest.mark.parametrize("integrator", ["euler", "rk4", "implicitfast", "implicit"])
+@pytest.mark.parametrize("name", ["double_pendulum", "franka_emika_panda", MIXED])
+def test_simulate_in_compiled_code_equals_the_python_loop(name, integrator):
+    """simulate's compiled loop (euler, rk4; implicitfast, implicit without actuators) against the Python loop on the NumPy
+    backend: 200 steps of 1 ms, the Panda with its position servos at ctrl = 0. The two differ by rounding, which
+    the Panda's stiff servos amplify under euler; bound 1e-9 relative (1e-13 for the others)."""
+    from physai import integrators
+
+    model = engine.from_mujoco(models.load(name))
+    q0, qd0 = engine.random_states(model, 1, 3)
+    args = (model, q0[0], qd0[0], 1e-3, 200, integrator)
+    fast = integrators.simulate(*args)
+    slow = run("numpy", integrators.simulate, *args)
+    bound = 1e-9 if name == "franka_emika_panda" and integrator == "euler" else 1e-13
+    for a, b in ((fast.q, slow.q), (fast.qd, slow.qd), (fast.energy, slow.energy)):
+        assert np.abs(a - b).max() <= bound * max(1.0, np.abs(b).max())
+    assert fast.integrator == slow.integrator and fast.dt == slow.dt and np.array_equal(fast.t, slow.t)
+
+
+def test_simulate_errors_are_the_same():
+    from physai import integrators
+    from physai.exceptions import DivergenceError
+
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    errors = set()
+    for backend in ("native", "numpy"):
+        with pytest.raises(DivergenceError) as info:
+            run(backend, integrators.simulate, model, [0.3, 0.2], [1e150, -1e150], 0.5, 50, "euler")
+        errors.add(str(info.value))
+    assert len(errors) == 1 and "diverged at step" in errors.pop()
+    mixed = engine.from_mujoco(models.load(MIXED))
+    q = mixed.qpos0.copy()
+    q[mixed.coords.quat_q[0]] = 0.0
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidStateError, match="zero quaternion"):
+            run(backend, integrators.simulate, mixed, q, np.zeros(mixed.nv), 1e-3, 5, "rk4")
+
+
+def test_physai_backend_numpy_selects_the_reference_at_import():
+    import subprocess
+    import sys
+
+    code = "from physai import engine; from physai.engine import native; print(engine.backend, native.describe())"
+    for env_value, expected in (("numpy", "numpy numpy (the reference"), ("", "native native (C++")):
+        env = {**__import__("os").environ, "PHYSAI_BACKEND": env_value}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+        assert out.startswith(expected), out
