@@ -248,6 +248,7 @@ def header() -> list[str]:
         f"blas: {blas()}; OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', 'unset')}",
         f"python {platform.python_version()}, numpy {np.__version__}, mujoco {mujoco.__version__}, "
         f"pinocchio {pin.__version__ if pin else 'not installed'}",
+        f"engine backend (engine-1, engine-N columns): {engine.backend} (PHYSAI_BACKEND=numpy selects the NumPy reference)",
     ]
 
 

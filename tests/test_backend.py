@@ -27,7 +27,12 @@ FUNCTIONS = {   # name: the joint arrays it takes
 N = 12
 RTOL = 1e-13
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
+
+
+def test_the_compiled_backend_is_built():
+    """uv sync builds the extension (a C++ compiler is a requirement): without it every comparison below would
+    only compare the NumPy reference with itself, so its absence fails here instead of passing silently."""
+    assert native.available(), "physai.engine._native is not built: run `uv sync` with a C++ compiler installed"
 
 
 class Robot:

@@ -290,6 +290,7 @@ def _velocity(model: Model, d: Data, q, qd) -> None:
     com_vel(model, d, qd)
 
 
+@native.dispatch(native.RNEA, "q qd qdd")
 def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     """Inverse dynamics by recursive Newton-Euler: the joint forces that give accelerations qdd at (q, qd).
 
@@ -306,79 +307,54 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     Returns:
         tau (nv,) or (N, nv) [N m | N].
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.RNEA, q, qd, qdd)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.RNEA, q, qd, qdd)) is not None:
-        return out
     model = _model(model)
     def compute(d, q, qd, qdd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, qdd)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
-    if data is None and (out := native.call(model, native.RNEA, arrays)) is not None:
-        return out
     return _out(*_batched(model, data, arrays, compute), "rnea")
 
 
+@native.dispatch(native.BIAS, "q qd")
 def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
     """Bias force c(q, qd) = C(q, qd) qd + g(q) (nv,) or (N, nv) [N m | N].
 
     Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.BIAS, q, qd, None)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.BIAS, q, qd)) is not None:
-        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return rne(model, d, qd, None)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    if data is None and (out := native.call(model, native.BIAS, arrays)) is not None:
-        return out
     return _out(*_batched(model, data, arrays, compute), "bias")
 
 
+@native.dispatch(native.GRAVITY, "q")
 def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     """Gravity torques g(q) (nv,) or (N, nv) [N m | N], the joint forces that hold the tree still.
 
     Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.GRAVITY, q, None, None)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.GRAVITY, q)) is not None:
-        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return rne(model, d, None, None)
     arrays = dict(q=(q, model.nq))
-    if data is None and (out := native.call(model, native.GRAVITY, arrays)) is not None:
-        return out
     return _out(*_batched(model, data, arrays, compute), "gravity")
 
 
+@native.dispatch(native.MASS_MATRIX, "q")
 def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     """Joint-space inertia M(q) by composite rigid bodies, armature on the diagonal, symmetric.
 
     (nv, nv) for q (nq,), (N, nv, nv) for q (N, nq) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
     MuJoCo's mj_fullM and pin.crba (in MuJoCo's velocity coordinates).
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.MASS_MATRIX, q, None, None)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.MASS_MATRIX, q)) is not None:
-        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return crb(model, d)
     arrays = dict(q=(q, model.nq))
-    if data is None and (out := native.call(model, native.MASS_MATRIX, arrays)) is not None:
-        return out
     return _out(*_batched(model, data, arrays, compute), "the mass matrix")
 
 
@@ -390,6 +366,7 @@ def _solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
     return linalg.solve(np.moveaxis(M, -1, 0), b.T).T
 
 
+@native.dispatch(native.FORWARD_DYNAMICS, "q qd tau")
 def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     """Joint accelerations qdd for total applied joint forces tau: M(q) qdd = tau - c(q, qd), M from CRBA.
 
@@ -404,22 +381,16 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
         qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
     Raises InvalidModelError when M is singular (a massless dof without armature).
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.FORWARD_DYNAMICS, q, qd, tau)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.FORWARD_DYNAMICS, q, qd, tau)) is not None:
-        return out
     model = _model(model)
     def compute(d, q, qd, tau):
         _velocity(model, d, q, qd)
         c = rne(model, d, qd, None)
         return _solve(crb(model, d), tau - c)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
-    if data is None and (out := native.call(model, native.FORWARD_DYNAMICS, arrays)) is not None:
-        return out
     return _out(*_batched(model, data, arrays, compute), "forward dynamics")
 
 
+@native.dispatch(native.ABA, "q qd tau")
 def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     """Forward dynamics by the articulated-body algorithm (RBDA table 7.1): the qdd of forward_dynamics.
 
@@ -427,15 +398,8 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     dofs form one block (1 x 1 for hinges and slides, 3 x 3 for balls). Shapes and units as forward_dynamics;
     equals pin.aba.
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.ABA, q, qd, tau)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.ABA, q, qd, tau)) is not None:
-        return out
     model = _model(model)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
-    if data is None and (out := native.call(model, native.ABA, arrays)) is not None:
-        return out
     return _out(*_batched(model, data, arrays, lambda d, q, qd, tau: _aba(model, d, q, qd, tau)), "aba")
 
 
@@ -485,60 +449,42 @@ def _aba(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) 
     return qdd
 
 
+@native.dispatch(native.KINETIC_ENERGY, "q qd")
 def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic energy 1/2 qd^T M(q) qd [J], armature included: a float, or (N,) for a batch (MuJoCo's energy[1]).
 
     Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.KINETIC_ENERGY, q, qd, None)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.KINETIC_ENERGY, q, qd)) is not None:
-        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    if data is None and (out := native.call(model, native.KINETIC_ENERGY, arrays)) is not None:
-        return out
     return _energy_out(*_batched(model, data, arrays, compute))
 
 
+@native.dispatch(native.POTENTIAL_ENERGY, "q")
 def potential_energy(model: Model, q, *, data: Data | None = None):
     """Potential energy [J] of gravity (zero at the world origin) plus joint springs; float or (N,) (MuJoCo's energy[0]).
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.POTENTIAL_ENERGY, q, None, None)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.POTENTIAL_ENERGY, q)) is not None:
-        return out
     model = _model(model)
     def compute(d, q):
         _position(model, d, q)
         return _potential(model, d, q)
     arrays = dict(q=(q, model.nq))
-    if data is None and (out := native.call(model, native.POTENTIAL_ENERGY, arrays)) is not None:
-        return out
     return _energy_out(*_batched(model, data, arrays, compute))
 
 
+@native.dispatch(native.ENERGY, "q qd")
 def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
-    if data is None and native.on and (nm := getattr(model, "_native_model", None)) is not None \
-            and (out := native.ext_run(nm, native.ENERGY, q, qd, None)) is not None:
-        return out                                 # the compiled fast path (a Model seen before)
-    if data is None and (out := native.run(model, native.ENERGY, q, qd)) is not None:
-        return out
     model = _model(model)
     def compute(d, q, qd):
         _velocity(model, d, q, qd)
         return _kinetic(model, d, qd) + _potential(model, d, q)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    if data is None and (out := native.call(model, native.ENERGY, arrays)) is not None:
-        return out
     return _energy_out(*_batched(model, data, arrays, compute))
 
 

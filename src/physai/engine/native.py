@@ -23,6 +23,7 @@ anywhere in a batch, and on any thread count. physai.integrators.simulate runs i
 below) for euler and rk4 with constant inputs, and implicitfast and implicit without actuators.
 """
 
+import functools
 import os
 
 import numpy as np
@@ -134,6 +135,33 @@ def call(model, op: int, arrays: dict):
     cols, batch = states(**arrays)
     args = [c[:, 0] if batch is None else c.T for c in cols]
     return _ext.run(_native_model(model), op, *args, *(None,) * (3 - len(args)))
+
+
+def dispatch(op: int, names: str):
+    """Decorator of a public engine function f(model, *arrays, data=None) with joint arrays `names` ("q qd qdd"):
+    the compiled backend computes op when it is active and takes the inputs (a Model seen before: one call, no
+    Python work per argument); otherwise f, the NumPy text, runs and raises the named errors. With data given, f
+    runs (the NumPy path keeps its intermediate quantities)."""
+    sizes = [name == "q" for name in names.split()]                    # True: nq entries, False: nv
+
+    def wrap(f):
+        @functools.wraps(f)
+        def public(model, *arrays, data=None):
+            if data is None and on:
+                pad = (None,) * (3 - len(arrays))
+                nm = getattr(model, "_native_model", None)
+                out = ext_run(nm, op, *arrays, *pad) if nm is not None else run(model, op, *arrays, *pad)
+                if out is not None:
+                    return out
+                from physai.engine.loaders import as_model
+
+                model = model if isinstance(model, Model) else as_model(model)
+                out = call(model, op, {n: (a, model.nq if q else model.nv) for n, a, q in zip(names.split(), arrays, sizes)})
+                if out is not None:
+                    return out
+            return f(model, *arrays, data=data)
+        return public
+    return wrap
 
 
 def simulate(model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, implicit_damping: bool, energy: bool):
