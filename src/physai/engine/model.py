@@ -157,6 +157,13 @@ class Model:
         object.__setattr__(self, "_spring_k", self.jnt_stiffness[spring])
         object.__setattr__(self, "_spring_ref", self.jnt_springref[spring])
 
+    def __getstate__(self) -> dict:
+        """Pickled (Dask sends the Model to its workers) without the compiled backend's copy of the arrays, which
+        cannot be pickled; the receiving process builds its own on first use (physai.engine.native)."""
+        state = dict(self.__dict__)
+        state.pop("_native_model", None)
+        return state
+
     @property
     def nu(self) -> int:
         """Number of actuators (0 without actuators)."""

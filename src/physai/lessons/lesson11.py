@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from physai import dynamics, integrators, models
+from physai import dynamics, engine, forces, integrators, models
 from physai.exceptions import InvalidArgumentError, InvalidModelError
 
 #: The lesson's timesteps for the energy table [s].
@@ -218,20 +218,37 @@ class PhysaiEnergyRun:
 
     Call it as an EnergyRun: run(timestep [s], duration [s]) -> (E0 [J], energy of the state at the start of
     each step [J]), the reading convention of MujocoEnergyRun. MuJoCo's RK4 reads d.energy at its last stage
-    instead; rk4_last_stage=True reads there too (a second pass over the trajectory), to compare like with like.
+    instead; rk4_last_stage=True reads there too (rk4_last_stages over the whole trajectory at once), to compare
+    like with like. The tree is compiled once (physai.engine.compile_tree); the energies come from the engine.
     """
 
     def __init__(self, tree: dynamics.Tree, integrator: str, q0: np.ndarray = HORIZONTAL, rk4_last_stage: bool = False):
         self.tree, self.integrator, self.q0, self.rk4_last_stage = tree, integrator.lower(), q0, rk4_last_stage
+        self.model = engine.compile_tree(tree)
 
     def __call__(self, timestep: float, duration: float) -> tuple[float, np.ndarray]:
         steps = round(duration / timestep)
-        run = integrators.simulate(self.tree, self.q0, np.zeros(self.tree.nv), timestep, steps, self.integrator)
+        run = integrators.simulate(self.model, self.q0, np.zeros(self.model.nv), timestep, steps, self.integrator)
         energy = run.energy[:-1]
         if self.rk4_last_stage:
-            last = [integrators.rk4_stages(self.tree, q, qd, timestep)[-1] for q, qd in zip(run.q[:-1], run.qd[:-1])]
-            energy = np.array([dynamics.energy(self.tree, q, qd) for q, qd, _, _ in last])
+            energy = engine.energy(self.model, *rk4_last_stages(self.model, run.q[:-1], run.qd[:-1], timestep))
         return float(run.energy[0]), energy
+
+
+def rk4_last_stages(model, q: np.ndarray, qd: np.ndarray, timestep: float) -> tuple[np.ndarray, np.ndarray]:
+    """Stage 4 of an RK4 step from each of N states at once, passive forces only: (q4 (N, nq), qd4 (N, nv)).
+
+    The stages of physai.integrators.rk4_stages, each a batched engine call over all N states: stage 1 is
+    (q, qd); stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i), c = 1/2, 1/2, 1, with qdd_i the forward dynamics
+    under the passive joint forces. Stage 4, (q (+) h qd_3, qd + h qdd_3), is where MuJoCo's RK4 leaves d.energy.
+    """
+    model = engine.as_model(model)
+    q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
+    qi, qdi = q, qd
+    for c in (0.5, 0.5, 1.0):                        # stage i + 1 uses only stage i (MuJoCo's A is diagonal)
+        qdd = engine.forward_dynamics(model, qi, qdi, forces._passive(model, qi.T, qdi.T).T)
+        qi, qdi = engine.integrate(model, q, c * qdi, timestep), qd + timestep * (c * qdd)
+    return qi, qdi
 
 
 @dataclass(frozen=True)
