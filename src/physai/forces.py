@@ -307,24 +307,38 @@ def applied_force(model, q: np.ndarray, qfrc_applied: np.ndarray | None = None,
     with J_b = (Jp; Jr) of physai.jacobians.body_jacobian.
     """
     from physai import engine
-    from physai.jacobians import jacobians
 
     model = engine.as_model(model)
-    nb = model.nbody
     tau = np.zeros(model.nv) if qfrc_applied is None else _checks.vector("qfrc_applied", qfrc_applied, model.nv).copy()
     if xfrc_applied is None:
         return tau
+    xfrc = check_xfrc(model, xfrc_applied)
+    q = _checks.vector("q", q, model.nq)
+    d = engine.Data(model)
+    engine.kinematics(model, d, q[:, None])
+    engine.com_pos(model, d)
+    return tau + body_wrench_force(model, d, xfrc)
+
+
+def check_xfrc(model, xfrc_applied) -> np.ndarray:
+    """xfrc_applied as a finite (nbody, 6) array; ShapeError (with the hint for MuJoCo's full array, whose row 0 is
+    the world) or InvalidStateError otherwise."""
+    nb = model.nbody
     try:
-        xfrc = _checks.as_array("xfrc_applied", xfrc_applied, (nb, 6))
+        return _checks.as_array("xfrc_applied", xfrc_applied, (nb, 6))
     except ShapeError as exc:
         if getattr(xfrc_applied, "shape", None) == (nb + 1, 6):
             raise ShapeError(f"{exc}: it has one row more than the model has bodies, as MuJoCo's d.xfrc_applied "
                              "(row 0 is the world); pass d.xfrc_applied[1:]") from None
         raise
-    q = _checks.vector("q", q, model.nq)
-    d = engine.Data(model)
-    engine.kinematics(model, d, q[:, None])
-    engine.com_pos(model, d)
+
+
+def body_wrench_force(model, d, xfrc: np.ndarray) -> np.ndarray:
+    """sum_b J_b(com_b)^T w_b (nv,) for checked wrenches xfrc (nbody, 6), from a one-state engine Data whose
+    positions are done (kinematics, com_pos): what applied_force adds for xfrc_applied, without recomputing them."""
+    from physai.jacobians import jacobians
+
+    tau = np.zeros(model.nv)
     for b in np.flatnonzero(np.abs(xfrc).sum(axis=1)):
         tau += jacobians(model, d, int(b), model.body_ipos[b][None])[0, :, :, 0].T @ xfrc[b]
     return tau

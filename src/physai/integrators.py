@@ -222,7 +222,7 @@ class _Inputs:
         if qfrc_applied is not None:
             qfrc_applied = _checks.vector("qfrc_applied", qfrc_applied, model.nv)
         if xfrc_applied is not None:
-            xfrc_applied = _checks.as_array("xfrc_applied", xfrc_applied, np.shape(xfrc_applied))
+            xfrc_applied = forces.check_xfrc(model, xfrc_applied)
         return cls(actuators, ctrl, qfrc_applied, xfrc_applied)
 
 
@@ -244,8 +244,10 @@ class _Run:
         M = engine.crb(model, d)[:, :, 0]
         if x.actuators is not None:
             f = f + forces.actuator_force(x.actuators, q, qd, x.ctrl)
-        if x.qfrc_applied is not None or x.xfrc_applied is not None:
-            f = f + forces.applied_force(model, q, x.qfrc_applied, x.xfrc_applied)
+        if x.qfrc_applied is not None:
+            f = f + x.qfrc_applied
+        if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
+            f = f + forces.body_wrench_force(model, d, x.xfrc_applied)
         return M, f, float(_potential(model, d, Q)[0])
 
 
