@@ -42,14 +42,16 @@ COLUMNS = ["teaching", "engine-1", "engine-N", "MuJoCo", "MuJoCo-N", "Pinocchio"
 ROUNDS = 9
 
 
-def best_time(fn, budget: float = 0.2) -> float:
-    """Seconds per call: the best of ROUNDS rounds, each of as many calls as fit in about budget / ROUNDS."""
+def best_time(fn, budget: float = 0.2, rounds: int = ROUNDS) -> float:
+    """Seconds per call: the best of `rounds` rounds, each of as many calls as fit in about budget / rounds.
+
+    The timing rule of every script in benchmarks/ (they import it)."""
     timer = timeit.Timer(fn)
     number, elapsed = 1, timer.timeit(1)
-    while elapsed < budget / ROUNDS and number < 1_000_000:
-        number = max(2 * number, int(budget / ROUNDS / max(elapsed, 1e-9) * number))
+    while elapsed < budget / rounds and number < 1_000_000:
+        number = max(2 * number, int(budget / rounds / max(elapsed, 1e-9) * number))
         elapsed = timer.timeit(number)
-    return min(timer.repeat(ROUNDS, number)) / number
+    return min(timer.repeat(rounds, number)) / number
 
 
 class Bench:

@@ -22,11 +22,11 @@ import argparse
 import os
 import platform
 import sys
-import timeit
 
 import mujoco
 import numpy as np
 
+from bench_dynamics import best_time as timing  # the one timing rule of benchmarks/
 from physai import engine, models
 from physai.engine import native
 
@@ -42,13 +42,8 @@ QUANTITIES = ["rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba
 
 
 def best_time(fn, budget: float = 0.2) -> float:
-    """Seconds per call: the best of ROUNDS rounds, each of as many calls as fit in about budget / ROUNDS."""
-    timer = timeit.Timer(fn)
-    number, elapsed = 1, timer.timeit(1)
-    while elapsed < budget / ROUNDS and number < 1_000_000:
-        number = max(2 * number, int(budget / ROUNDS / max(elapsed, 1e-9) * number))
-        elapsed = timer.timeit(number)
-    return min(timer.repeat(ROUNDS, number)) / number
+    """Seconds per call: bench_dynamics' timing rule with ROUNDS rounds."""
+    return timing(fn, budget, ROUNDS)
 
 
 def cpu_name() -> str:
