@@ -664,52 +664,115 @@ const char *isa() {
 }
 
 
-// ---------------------------------------------------------------- simulation (physai.integrators.simulate)
+// ---------------------------------------------------------------- simulation (physai.integrators.simulate, rollout)
 
-// what drives a simulation besides the Model: joint damping, q's layout for integration, actuators with a constant,
-// already clamped ctrl (forces.actuator_force)
+// what drives a simulation besides the Model: joint damping, q's layout for integration, the actuators
+// (forces.Actuators), the bodies that wrenches act on, and M's sparsity pattern
 struct NativeSim {
-    int nq = 0, nv = 0, nu = 0;
+    int nq = 0, nv = 0, nu = 0, nbody = 0;
     std::vector<double> damping;
     std::vector<int64_t> scalar_q, scalar_v, quat_q, quat_v, spring_v;   // spring_v: the dof of each Model spring
-    std::vector<double> moment, qmoment, gain, bias, u, forcerange, dof_forcerange;   // (nu, nv), (nu, nq), (nu, 3) x2, (nu), (nu, 2), (nv, 2)
-    std::vector<int64_t> forcelimited, dof_forcelimited;
+    std::vector<double> moment, qmoment, gain, bias, ctrlrange, forcerange, dof_forcerange;   // (nu, nv), (nu, nq), (nu, 3) x2, (nu, 2) x2, (nv, 2)
+    std::vector<int64_t> ctrllimited, forcelimited, dof_forcelimited;
+    std::vector<int64_t> body_link;                                    // (nbody): the engine link a body moves with, -1: the world
+    std::vector<double> body_point;                                    // (nbody, 3): its centre of mass in the link's frame
     std::vector<int64_t> pattern;                                      // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
 };
 
-// f = passive + actuator - bias and M at (q, qd) (integrators._Run.evaluate); returns the potential energy
-double evaluate(const NativeModel &m, const NativeSim &s, Data<double> &d, const double *q, const double *qd, double *f,
-                double *M, std::vector<double> &tmp) {
-    if (kinematics(m, d, q) != OK) return std::nan("");               // a zero quaternion: the caller declines
+// a per-step input of a rollout, (trajectory, step, entry) with strides in doubles (0 along a broadcast axis)
+struct Series {
+    const double *data = nullptr;                                      // null: no such input
+    int64_t trajectory = 0, step = 0, entry = 1;
+    const double *at(int64_t n, int64_t k) const { return data + n * trajectory + k * step; }
+};
+
+// the inputs of one step, gathered: clamped ctrl (nu), qfrc_applied (nv), xfrc_applied (nbody, 6)
+struct StepInputs {
+    std::vector<double> u, qfrc, xfrc;
+    bool has_qfrc = false, has_xfrc = false;
+};
+
+void gather(const NativeSim &s, const Series &ctrl, const Series &qfrc, const Series &xfrc, int64_t n, int64_t k, StepInputs &x) {
+    if (ctrl.data) {                                                   // u = ctrl clamped to ctrlrange (forces._ctrl)
+        const double *c = ctrl.at(n, k);
+        for (int a = 0; a < s.nu; a++) {
+            double u = c[a * ctrl.entry];
+            if (s.ctrllimited[a]) u = std::min(std::max(u, s.ctrlrange[2 * a]), s.ctrlrange[2 * a + 1]);
+            x.u[a] = u;
+        }
+    }
+    if ((x.has_qfrc = qfrc.data != nullptr))
+        for (int j = 0; j < s.nv; j++) x.qfrc[j] = qfrc.at(n, k)[j * qfrc.entry];
+    if ((x.has_xfrc = xfrc.data != nullptr))
+        for (int e = 0; e < 6 * s.nbody; e++) x.xfrc[e] = xfrc.at(n, k)[e * xfrc.entry];
+}
+
+// f += sum_b J_b(com_b)^T w_b for wrenches w_b = (force, torque) at the bodies' centres of mass (forces.body_wrench_force):
+// with r the centre of mass relative to the tree's centre, dof i takes S_lin . F + S_ang . (r x F + torque)
+void add_wrenches(const NativeModel &m, const NativeSim &s, const Data<double> &d, const double *xfrc, double *f) {
+    for (int b = 0; b < s.nbody; b++) {
+        const double *w = xfrc + 6 * b;
+        int64_t l = s.body_link[b];
+        if (l < 0 || (w[0] == 0.0 && w[1] == 0.0 && w[2] == 0.0 && w[3] == 0.0 && w[4] == 0.0 && w[5] == 0.0)) continue;
+        const double *R = &d.xmat[9 * l], *c = &d.cpos[3 * l], *pt = &s.body_point[3 * b];
+        double r[3], rF[3], moment[3];
+        for (int a = 0; a < 3; a++) r[a] = c[a] + (R[3 * a] * pt[0] + R[3 * a + 1] * pt[1] + R[3 * a + 2] * pt[2]);
+        cross(r, w, rF);
+        for (int a = 0; a < 3; a++) moment[a] = rF[a] + w[3 + a];
+        for (int64_t i = m.dofadr[l] + m.dofnum[l] - 1; i >= 0; i = m.dof_parent[i]) {
+            const double *S = &d.cdof[6 * i];
+            f[i] += S[3] * w[0] + S[4] * w[1] + S[5] * w[2] + S[0] * moment[0] + S[1] * moment[1] + S[2] * moment[2];
+        }
+    }
+}
+
+// f = passive + actuator + applied - bias and M at (q, qd) (integrators._Run.evaluate); the actuators' scalar forces
+// into force (nu); returns the potential energy, NaN for a zero quaternion
+double evaluate(const NativeModel &m, const NativeSim &s, Data<double> &d, const StepInputs &x, const double *q,
+                const double *qd, double *f, double *M, double *tmp, double *force) {
+    if (kinematics(m, d, q) != OK) return std::nan("");
     com_pos(m, d);
     com_vel(m, d, qd);
-    rne(m, d, qd, (const double *)nullptr, tmp.data());
+    rne(m, d, qd, (const double *)nullptr, tmp);
     for (int j = 0; j < m.nv; j++) f[j] = -s.damping[j] * qd[j];     // passive: damping, then springs
     for (size_t k = 0; k < m.spring_q.size(); k++)
         f[s.spring_v[k]] = f[s.spring_v[k]] - m.spring_k[k] * (q[m.spring_q[k]] - m.spring_ref[k]);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
-    if (s.nu) {                                                        // actuators: f = gain u + bias, clamped
-        double *tau = tmp.data();
-        for (int j = 0; j < m.nv; j++) tau[j] = 0.0;
-        std::vector<double> out(size_t(s.nu));
+    if (s.nu) {                                                        // actuators: gain u + bias, clamped
         for (int a = 0; a < s.nu; a++) {
             double length = 0.0, velocity = 0.0;
             for (int i = 0; i < s.nq; i++) length += s.qmoment[size_t(a) * s.nq + i] * q[i];
             for (int j = 0; j < s.nv; j++) velocity += s.moment[size_t(a) * s.nv + j] * qd[j];
             const double *g = &s.gain[3 * a], *b = &s.bias[3 * a];
-            double fa = (g[0] + g[1] * length + g[2] * velocity) * s.u[a] + b[0] + b[1] * length + b[2] * velocity;
+            double fa = (g[0] + g[1] * length + g[2] * velocity) * x.u[a] + b[0] + b[1] * length + b[2] * velocity;
             if (s.forcelimited[a]) fa = std::min(std::max(fa, s.forcerange[2 * a]), s.forcerange[2 * a + 1]);
-            out[size_t(a)] = fa;
+            force[a] = fa;
         }
-        for (int j = 0; j < s.nv; j++) {
+        for (int j = 0; j < s.nv; j++) {                               // moment^T force, clamped per dof
             double t = 0.0;
-            for (int a = 0; a < s.nu; a++) t += s.moment[size_t(a) * s.nv + j] * out[size_t(a)];
+            for (int a = 0; a < s.nu; a++) t += s.moment[size_t(a) * s.nv + j] * force[a];
             if (s.dof_forcelimited[j]) t = std::min(std::max(t, s.dof_forcerange[2 * j]), s.dof_forcerange[2 * j + 1]);
             f[j] = f[j] + t;
         }
     }
+    if (x.has_qfrc)
+        for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
+    if (x.has_xfrc) add_wrenches(m, s, d, x.xfrc.data(), f);
     crb(m, d, M);
     return potential(m, d, q);
+}
+
+// D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange
+// (forces.actuator_velocity_derivative)
+void add_actuator_velocity_derivative(const NativeSim &s, const double *u, const double *force, double *D) {
+    for (int a = 0; a < s.nu; a++) {
+        bool free = !s.forcelimited[a] || (force[a] > s.forcerange[2 * a] && force[a] < s.forcerange[2 * a + 1]);
+        double k = free ? s.bias[3 * a + 2] + s.gain[3 * a + 2] * u[a] : 0.0;
+        if (k == 0.0) continue;
+        const double *r = &s.moment[size_t(a) * s.nv];
+        for (int i = 0; i < s.nv; i++)
+            for (int j = 0; j < s.nv; j++) D[size_t(i) * s.nv + j] += r[i] * (k * r[j]);
+    }
 }
 
 // x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot
@@ -768,73 +831,99 @@ inline double quadratic(const double *M, const double *v, int n) {   // v @ M @ 
     return s;
 }
 
-// steps of euler (integrator 0; damping implicit when implicit_damping) or rk4 (1) from Q[0], QD[0] into Q, QD, E;
-// returns the first step whose result is not finite, or -1. A zero quaternion or a singular matrix stops with -2.
-int64_t simulate_loop(const NativeModel &m, const NativeSim &s, double h, int64_t steps, int integrator, bool implicit_damping,
-                      bool with_energy, double *Q, double *QD, double *E) {
+enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3 };
+
+// the buffers of one trajectory's steps, allocated once per thread
+struct SimWork {
+    Data<double> d;
+    StepInputs x;
+    std::vector<double> M, D, f, tmp, force, a, qi, qdi, dq, dqd, stage_qd, stage_a, qdp, qdm, cp, cm;
+    SimWork(const NativeModel &m, const NativeSim &s) : d(m) {
+        size_t V = size_t(m.nv), Qn = size_t(m.nq);
+        x.u.assign(size_t(s.nu), 0.0), x.qfrc.assign(V, 0.0), x.xfrc.assign(6 * size_t(s.nbody), 0.0);
+        M.resize(V * V), D.resize(V * V), f.resize(V), tmp.resize(V), force.resize(size_t(s.nu)), a.resize(V);
+        qi.resize(Qn), qdi.resize(V), dq.resize(V), dqd.resize(V), stage_qd.resize(V), stage_a.resize(V);
+        qdp.resize(V), qdm.resize(V), cp.resize(V), cm.resize(V);
+    }
+};
+
+// steps of `integrator` from Q[0], QD[0] of trajectory n into Q (steps+1, nq), QD, E (integrators._STEPPERS; euler with
+// implicit_damping: (M + h B) a = f); returns the first step whose result is not finite, or -1. A zero quaternion or a
+// singular matrix stops with -2 (the Python loop then raises the named error).
+int64_t simulate_one(const NativeModel &m, const NativeSim &s, SimWork &w, int64_t n, double h, int64_t steps, int integrator,
+                     bool implicit_damping, bool with_energy, const Series &ctrl, const Series &qfrc, const Series &xfrc,
+                     double *Q, double *QD, double *E) {
     int nq = m.nq, nv = m.nv;
-    Data<double> d(m);
-    std::vector<double> M(size_t(nv) * nv), f(nv), tmp(nv + 1), a(nv), qi(nq), qdi(nv), dq(nv), dqd(nv), stage_qd(nv), stage_a(nv);
+    Data<double> &d = w.d;
+    double *M = w.M.data(), *f = w.f.data(), *a = w.a.data();
     for (int64_t k = 0; k < steps; k++) {
         const double *q = Q + k * nq, *qd = QD + k * nv;
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
-        if (integrator == 2) {                                         // implicit without actuators: (M - h D) a = f,
-            double pot = evaluate(m, s, d, q, qd, f.data(), M.data(), tmp);   // D = -B - dc/dqd on M's pattern
+        gather(s, ctrl, qfrc, xfrc, n, k, w.x);
+        if (integrator != RK4) {                                       // (M - h D) a = f, qd' = qd + h a, q' = q (+) h qd'
+            double pot = evaluate(m, s, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data());
             if (std::isnan(pot)) return -2;
-            E[k] = 0.5 * quadratic(M.data(), qd, nv) + pot;
-            std::vector<double> qdp(qd, qd + nv), qdm(qd, qd + nv), cp(nv + 1), cm(nv + 1), dc(size_t(nv) * nv);
-            for (int c = 0; c < nv; c++) {                             // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
-                qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
-                com_vel(m, d, qdp.data());
-                rne(m, d, (const double *)qdp.data(), (const double *)nullptr, cp.data());
-                com_vel(m, d, qdm.data());
-                rne(m, d, (const double *)qdm.data(), (const double *)nullptr, cm.data());
-                for (int i = 0; i < nv; i++) dc[size_t(i) * nv + c] = 0.5 * (cp[i] - cm[i]);
-                qdp[c] = qd[c], qdm[c] = qd[c];
-            }
-            for (int i = 0; i < nv; i++)
-                for (int j = 0; j < nv; j++) {
-                    double D = (i == j ? -s.damping[i] : -0.0) - dc[size_t(i) * nv + j];
-                    if (!s.pattern[size_t(i) * nv + j]) D = 0.0;
-                    M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * D;
+            E[k] = 0.5 * quadratic(M, qd, nv) + pot;
+            for (int j = 0; j < nv; j++) a[j] = f[j];
+            bool ok;
+            if (integrator == EULER) {                                 // D = -B, when damping is implicit
+                if (implicit_damping)
+                    for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * s.damping[j];
+                ok = cholesky_solve(M, nv, a) == OK;
+            } else {                                                   // D = dA/dqd - B (- dc/dqd: implicit) on M's pattern
+                double *D = w.D.data();
+                for (size_t e = 0; e < size_t(nv) * nv; e++) D[e] = 0.0;
+                for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = -s.damping[j];
+                if (s.nu) add_actuator_velocity_derivative(s, w.x.u.data(), w.force.data(), D);
+                if (integrator == IMPLICIT) {                          // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
+                    double *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+                    for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+                    for (int c = 0; c < nv; c++) {
+                        qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
+                        com_vel(m, d, qdp);
+                        rne(m, d, (const double *)qdp, (const double *)nullptr, cp);
+                        com_vel(m, d, qdm);
+                        rne(m, d, (const double *)qdm, (const double *)nullptr, cm);
+                        for (int i = 0; i < nv; i++) D[size_t(i) * nv + c] = D[size_t(i) * nv + c] - 0.5 * (cp[i] - cm[i]);
+                        qdp[c] = qd[c], qdm[c] = qd[c];
+                    }
                 }
-            for (int j = 0; j < nv; j++) a[j] = f[j];
-            if (!lu_solve(M.data(), nv, a.data())) return -2;
+                for (int i = 0; i < nv; i++)
+                    for (int j = 0; j < nv; j++) {
+                        double Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
+                        if (s.pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
+                    }
+                // implicitfast: M - h sym(D) is symmetric, factored by Cholesky as MuJoCo does (a matrix that is not
+                // positive definite declines to the Python loop); implicit: LU
+                ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
+            }
+            if (!ok) return -2;
             for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
             integrate_pos(s, q, qdn, h, qn);
-        } else if (integrator == 0) {
-            double pot = evaluate(m, s, d, q, qd, f.data(), M.data(), tmp);
-            if (std::isnan(pot)) return -2;
-            E[k] = 0.5 * quadratic(M.data(), qd, nv) + pot;
-            if (implicit_damping)
-                for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * s.damping[j];
-            for (int j = 0; j < nv; j++) a[j] = f[j];
-            if (cholesky_solve(M.data(), nv, a.data()) != OK) return -2;
-            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
-            integrate_pos(s, q, qdn, h, qn);
-        } else {
+        } else {                                                       // RK4 with the inputs held over the step
             const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+            double *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data();
             for (int stage = 0; stage < 4; stage++) {
                 if (stage == 0) {
                     for (int i = 0; i < nq; i++) qi[i] = q[i];
                     for (int j = 0; j < nv; j++) qdi[j] = qd[j];
                 } else {                                               // from the previous stage's qd and a
                     double c = C[stage - 1];
-                    for (int j = 0; j < nv; j++) dq[j] = c * stage_qd[j];
-                    integrate_pos(s, q, dq.data(), h, qi.data());
-                    for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * stage_a[j]);
+                    for (int j = 0; j < nv; j++) w.dq[j] = c * w.stage_qd[j];
+                    integrate_pos(s, q, w.dq.data(), h, qi);
+                    for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * w.stage_a[j]);
                 }
-                double pot = evaluate(m, s, d, qi.data(), qdi.data(), f.data(), M.data(), tmp);
+                double pot = evaluate(m, s, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data());
                 if (std::isnan(pot)) return -2;
-                if (stage == 0) E[k] = 0.5 * quadratic(M.data(), qdi.data(), nv) + pot;
-                if (cholesky_solve(M.data(), nv, f.data()) != OK) return -2;
+                if (stage == 0) E[k] = 0.5 * quadratic(M, qdi, nv) + pot;
+                if (cholesky_solve(M, nv, f) != OK) return -2;
                 for (int j = 0; j < nv; j++) {
-                    stage_qd[j] = qdi[j], stage_a[j] = f[j];
+                    w.stage_qd[j] = qdi[j], w.stage_a[j] = f[j];
                     a[j] = stage == 0 ? 0.0 + B[0] * qdi[j] : a[j] + B[stage] * qdi[j];       // sum of b qd_i
                     dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
                 }
             }
-            integrate_pos(s, q, a.data(), h, qn);
+            integrate_pos(s, q, a, h, qn);
             for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * dqd[j];
         }
         for (int i = 0; i < nq; i++)
@@ -862,6 +951,55 @@ int num_threads() {
         return h ? int(h) : 1;
     }();
     return hardware;
+}
+
+using RArr = nb::ndarray<const double, nb::device::cpu>;                // any strides (0 along broadcast axes)
+using WArr = nb::ndarray<double, nb::c_contig, nb::device::cpu>;
+
+// an input (N, steps, size) as a Series, or none; ValueError unless its shape is exactly that
+Series series(nb::handle obj, int64_t N, int64_t steps, int64_t size, const char *what) {
+    Series r;
+    if (obj.is_none()) return r;
+    RArr x = nb::cast<RArr>(obj);
+    if (x.ndim() != 3 || int64_t(x.shape(0)) != N || int64_t(x.shape(1)) != steps || int64_t(x.shape(2)) != size)
+        throw nb::value_error(what);
+    r.data = x.data(), r.trajectory = x.stride(0), r.step = x.stride(1), r.entry = x.stride(2);
+    return r;
+}
+
+// N trajectories of integrators.simulate into Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1), each from its
+// row 0, on threads with the GIL released; status (N): -1, the first diverging step, or -2 (declined: the Python loop
+// reruns that trajectory and raises the named error)
+void rollout(const NativeModel &m, const NativeSim &s, WArr Q, WArr QD, WArr E, nb::ndarray<int64_t, nb::c_contig, nb::device::cpu> status,
+             double h, int integrator, bool implicit_damping, bool with_energy, nb::handle ctrl_, nb::handle qfrc_, nb::handle xfrc_) {
+    if (Q.ndim() != 3 || QD.ndim() != 3 || E.ndim() != 2 || status.ndim() != 1 || Q.shape(0) != QD.shape(0) ||
+        Q.shape(0) != E.shape(0) || Q.shape(0) != status.shape(0) || Q.shape(1) != QD.shape(1) || Q.shape(1) != E.shape(1) ||
+        Q.shape(1) < 1 || int64_t(Q.shape(2)) != m.nq || int64_t(QD.shape(2)) != m.nv || s.nq != m.nq || s.nv != m.nv ||
+        s.spring_v.size() != m.spring_q.size() || integrator < EULER || integrator > IMPLICITFAST)
+        throw nb::value_error("rollout: Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1), status (N) for this model");
+    int64_t N = int64_t(Q.shape(0)), steps = int64_t(Q.shape(1)) - 1;
+    Series ctrl = series(ctrl_, N, steps, s.nu, "rollout: ctrl (N, steps, nu)");
+    Series qfrc = series(qfrc_, N, steps, s.nv, "rollout: qfrc_applied (N, steps, nv)");
+    Series xfrc = series(xfrc_, N, steps, 6 * int64_t(s.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
+    if (s.nu && !ctrl.data) throw nb::value_error("rollout: the actuators need ctrl");
+    double *q = Q.data(), *qd = QD.data(), *e = E.data();
+    int64_t *st = status.data();
+    int64_t rowq = (steps + 1) * m.nq, rowv = (steps + 1) * m.nv;
+    auto run = [&](int64_t lo, int64_t hi) {
+        SimWork w(m, s);
+        for (int64_t n = lo; n < hi; n++)
+            st[n] = simulate_one(m, s, w, n, h, steps, integrator, implicit_damping, with_energy, ctrl, qfrc, xfrc,
+                                 q + n * rowq, qd + n * rowv, e + n * (steps + 1));
+    };
+    nb::gil_scoped_release release;
+    int T = int(std::min<int64_t>(int64_t(num_threads()), N));
+    if (T <= 1) {
+        run(0, N);
+    } else {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < T; t++) pool.emplace_back(run, N * t / T, N * (t + 1) / T);
+        for (auto &th : pool) th.join();
+    }
 }
 
 struct Input {
@@ -1074,25 +1212,28 @@ NB_MODULE(_native, mod) {
     mod.attr("OPS") = ops;
     nb::class_<NativeSim>(mod, "NativeSim")
         .def("__init__",
-             [](NativeSim *self, int nq, int nv, DArr damping, IArr scalar_q, IArr scalar_v, IArr quat_q, IArr quat_v, IArr spring_v, int nu,
-                DArr moment, DArr qmoment, DArr gain, DArr bias, DArr u, DArr forcerange, IArr forcelimited,
-                DArr dof_forcerange, IArr dof_forcelimited, IArr pattern) {
+             [](NativeSim *self, int nq, int nv, DArr damping, IArr scalar_q, IArr scalar_v, IArr quat_q, IArr quat_v, IArr spring_v,
+                int nu, DArr moment, DArr qmoment, DArr gain, DArr bias, IArr ctrllimited, DArr ctrlrange, IArr forcelimited,
+                DArr forcerange, IArr dof_forcelimited, DArr dof_forcerange, int nbody, IArr body_link, DArr body_point, IArr pattern) {
                  NativeSim *s = new (self) NativeSim();
-                 s->nq = nq, s->nv = nv, s->nu = nu;
+                 s->nq = nq, s->nv = nv, s->nu = nu, s->nbody = nbody;
                  s->damping = doubles(damping);
                  s->scalar_q = ints(scalar_q), s->scalar_v = ints(scalar_v), s->quat_q = ints(quat_q), s->quat_v = ints(quat_v);
                  s->spring_v = ints(spring_v);
                  for (int64_t j : s->spring_v)
                      if (j < 0 || j >= nv) throw nb::value_error("spring dof");
                  s->moment = doubles(moment), s->qmoment = doubles(qmoment), s->gain = doubles(gain), s->bias = doubles(bias);
-                 s->u = doubles(u), s->forcerange = doubles(forcerange), s->forcelimited = ints(forcelimited);
-                 s->dof_forcerange = doubles(dof_forcerange), s->dof_forcelimited = ints(dof_forcelimited);
+                 s->ctrllimited = ints(ctrllimited), s->ctrlrange = doubles(ctrlrange);
+                 s->forcelimited = ints(forcelimited), s->forcerange = doubles(forcerange);
+                 s->dof_forcelimited = ints(dof_forcelimited), s->dof_forcerange = doubles(dof_forcerange);
+                 s->body_link = ints(body_link), s->body_point = doubles(body_point);
                  s->pattern = ints(pattern);
-                 if (s->pattern.size() != size_t(nv) * size_t(nv)) throw nb::value_error("pattern");
-                 size_t U = size_t(nu), V = size_t(nv), Qn = size_t(nq);
-                 if (s->damping.size() != V || s->moment.size() != U * V || s->qmoment.size() != U * Qn || s->gain.size() != 3 * U ||
-                     s->bias.size() != 3 * U || s->u.size() != U || s->forcerange.size() != 2 * U || s->forcelimited.size() != U ||
-                     s->dof_forcerange.size() != 2 * V || s->dof_forcelimited.size() != V || s->scalar_q.size() != s->scalar_v.size() ||
+                 size_t U = size_t(nu), V = size_t(nv), Qn = size_t(nq), Bn = size_t(nbody);
+                 if (nq < 0 || nv < 0 || nu < 0 || nbody < 0 || s->pattern.size() != V * V || s->damping.size() != V ||
+                     s->moment.size() != U * V || s->qmoment.size() != U * Qn || s->gain.size() != 3 * U || s->bias.size() != 3 * U ||
+                     s->ctrllimited.size() != U || s->ctrlrange.size() != 2 * U || s->forcelimited.size() != U ||
+                     s->forcerange.size() != 2 * U || s->dof_forcelimited.size() != V || s->dof_forcerange.size() != 2 * V ||
+                     s->body_link.size() != Bn || s->body_point.size() != 3 * Bn || s->scalar_q.size() != s->scalar_v.size() ||
                      s->quat_q.size() != s->quat_v.size())
                      throw nb::value_error("inconsistent simulation arrays");
                  for (size_t k = 0; k < s->scalar_q.size(); k++)
@@ -1102,22 +1243,11 @@ NB_MODULE(_native, mod) {
                      if (s->quat_q[k] < 0 || s->quat_q[k] + 4 > nq || s->quat_v[k] < 0 || s->quat_v[k] + 3 > nv)
                          throw nb::value_error("quaternion index");
              });
-    mod.def("simulate",
-            [](NativeModel &m, const NativeSim &s, nb::ndarray<double, nb::c_contig, nb::device::cpu> Q,
-               nb::ndarray<double, nb::c_contig, nb::device::cpu> QD, nb::ndarray<double, nb::c_contig, nb::device::cpu> E,
-               double h, int integrator, bool implicit_damping, bool with_energy) -> int64_t {
-                if (Q.ndim() != 2 || QD.ndim() != 2 || E.ndim() != 1 || int64_t(Q.shape(1)) != m.nq || int64_t(QD.shape(1)) != m.nv ||
-                    Q.shape(0) != QD.shape(0) || E.shape(0) != Q.shape(0) || Q.shape(0) < 1 || s.nq != m.nq || s.nv != m.nv ||
-                    s.spring_v.size() != m.spring_q.size())
-                    throw nb::value_error("simulate: Q (steps+1, nq), QD (steps+1, nv), E (steps+1,) for this model");
-                int64_t steps = int64_t(Q.shape(0)) - 1;
-                nb::gil_scoped_release release;
-                return simulate_loop(m, s, h, steps, integrator, implicit_damping, with_energy, Q.data(), QD.data(), E.data());
-            },
-            nb::arg("model"), nb::arg("sim"), nb::arg("Q"), nb::arg("QD"), nb::arg("E"), nb::arg("h"), nb::arg("integrator"),
-            nb::arg("implicit_damping"), nb::arg("with_energy"),
-            "steps of euler (0), rk4 (1) or implicit without actuators (2) from Q[0], QD[0], in place; the first diverging "
-            "step, -1, or -2 (decline)");
+    mod.def("rollout", &rollout, nb::arg("model"), nb::arg("sim"), nb::arg("Q"), nb::arg("QD"), nb::arg("E"), nb::arg("status"),
+            nb::arg("h"), nb::arg("integrator"), nb::arg("implicit_damping"), nb::arg("with_energy"), nb::arg("ctrl").none(),
+            nb::arg("qfrc_applied").none(), nb::arg("xfrc_applied").none(),
+            "N trajectories of euler (0), rk4 (1), implicit (2) or implicitfast (3) from Q[:, 0], QD[:, 0], in place; "
+            "status[n]: -1, the first diverging step, or -2 (declined)");
     mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
     mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");

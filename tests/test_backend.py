@@ -4,9 +4,10 @@ Every public engine function, on random states (engine.random_states, seeded) of
 iiwa, the Unitree H1 and tests/data/mixed_joints.xml (free, ball, multi-joint bodies, welded bodies, tilted gravity):
 native and NumPy agree within 1e-13 relative to the largest entry of each state's result; forward dynamics and aba
 within max(1e-13, 1e-16 cond(M)), as two backward-stable solves (NumPy's LU, the kernel's Cholesky and ABA) can
-differ by eps cond(M) (the iiwa without armature reaches cond(M) ~ 1e3-1e4). The compiled kernel runs a
-batch state by state, so a state's result does not depend on the batch, its position in it or the thread count at
-all (bit for bit). Bad inputs raise the same named physai errors, with the same messages, on both backends.
+differ by eps cond(M) (the iiwa without armature reaches cond(M) ~ 1e3-1e4). The compiled kernel runs the
+same operations for a state alone and in a batch, so its result may not depend on the batch, its position in it or the
+thread count beyond SAME (4 eps relative to the state's largest entry, times the allowance of forward dynamics).
+Bad inputs raise the same named physai errors, with the same messages, on both backends.
 """
 
 from pathlib import Path
@@ -26,6 +27,7 @@ FUNCTIONS = {   # name: the joint arrays it takes
 }
 N = 12
 RTOL = 1e-13
+SAME = 4 * np.finfo(float).eps             # the same state on the compiled backend in another batch or on other threads
 
 
 
@@ -98,9 +100,10 @@ def test_native_equals_numpy(robot, name):
         ref = run("numpy", f, robot.model, *robot.args(name, i))
         assert type(single) is type(ref) and np.shape(single) == np.shape(ref)
         assert relative_error(np.asarray(single)[None], np.asarray(ref)[None], allowance(robot, name, i)) <= RTOL, name
-        # a state's native result is the same bits alone, in a batch of one, or anywhere in a batch
-        np.testing.assert_array_equal(single, np.asarray(batched)[i])
-        np.testing.assert_array_equal(run("native", f, robot.model, *robot.args(name, slice(i, i + 1)))[0], np.asarray(batched)[i])
+        # a state's native result alone, in a batch of one, or anywhere in a batch
+        one = allowance(robot, name, slice(i, i + 1))
+        assert relative_error(np.asarray(single)[None], np.asarray(batched)[i][None], one) <= SAME
+        assert relative_error(run("native", f, robot.model, *robot.args(name, slice(i, i + 1))), np.asarray(batched)[i:i + 1], one) <= SAME
 
 
 def test_threads_do_not_change_results(robot, monkeypatch):
@@ -111,9 +114,10 @@ def test_threads_do_not_change_results(robot, monkeypatch):
         monkeypatch.setenv("PHYSAI_NUM_THREADS", threads)
         results.append([engine.rnea(robot.model, q, qd, qdd), engine.mass_matrix(robot.model, q[:500]),
                         engine.aba(robot.model, q, qd, qdd), engine.energy(robot.model, q, qd)])
+    scales = [None, None, allowance_of(robot.model, q, "aba"), None]
     for other in results[1:]:
-        for a, b in zip(results[0], other):
-            np.testing.assert_array_equal(a, b)
+        for a, b, scale in zip(results[0], other, scales):
+            assert relative_error(a, b, 1.0 if scale is None else scale) <= SAME
     reference = run("numpy", engine.rnea, robot.model, q, qd, qdd)
     assert relative_error(results[0][0], reference) <= RTOL
 
@@ -197,7 +201,7 @@ def test_zero_quaternion_and_singular_mass_matrix():
 
 @pytest.mark.parametrize("name", ["rnea", "mass_matrix", "energy", "forward_dynamics"])
 def test_map_states_over_dask_arrays(name):
-    """engine.map_states over Dask arrays chunked along N equals the direct call (bit for bit on the native backend)."""
+    """engine.map_states over Dask arrays chunked along N equals the direct call (within SAME on the native backend)."""
     da = pytest.importorskip("dask.array")
     model = engine.from_mujoco(models.load(MIXED))
     q, qd = engine.random_states(model, 1000, 7)
@@ -208,10 +212,10 @@ def test_map_states_over_dask_arrays(name):
     result = lazy.compute(scheduler="threads")
     direct = f(model, *arrays)
     assert result.shape == direct.shape and lazy.chunks[0] == (256, 256, 256, 232)
-    np.testing.assert_array_equal(result, direct)
+    assert relative_error(result, direct, allowance_of(model, q, name)) <= SAME
     # a single state shared by the whole batch, and the NumPy backend within the bound
     shared = engine.map_states(engine.rnea, model, q[0], da.from_array(qd, chunks=300), x[0]).compute()
-    np.testing.assert_array_equal(shared, engine.rnea(model, q[0], qd, x[0]))
+    assert relative_error(shared, engine.rnea(model, q[0], qd, x[0])) <= SAME
     reference = run("numpy", lambda: engine.map_states(f, model, *(da.from_array(a, chunks=(256, 5)) for a in arrays)).compute())
     assert relative_error(reference, direct, allowance_of(model, q, name)) <= RTOL
 
@@ -236,8 +240,8 @@ def test_map_states_refuses_what_it_cannot_map():
 @pytest.mark.parametrize("integrator", ["euler", "rk4", "implicitfast", "implicit"])
 @pytest.mark.parametrize("name", ["double_pendulum", "franka_emika_panda", MIXED])
 def test_simulate_in_compiled_code_equals_the_python_loop(name, integrator):
-    """simulate's compiled loop (euler, rk4; implicitfast, implicit without actuators) against the Python loop on the NumPy
-    backend: 200 steps of 1 ms, the Panda with its position servos at ctrl = 0. The two differ by rounding, which
+    """simulate's compiled loop against the Python loop on the NumPy backend, every integrator: 200 steps of 1 ms, the
+    Panda with its position servos at ctrl = 0 (tests/test_rollout.py: per-step ctrl and applied forces). The two differ by rounding, which
     the Panda's stiff servos amplify under euler; bound 1e-9 relative (1e-13 for the others)."""
     from physai import integrators
 

@@ -1,7 +1,7 @@
 """examples/dask_rnea.py on a small N: generated states through engine.map_states on a distributed.LocalCluster
 (in one process, to stay quick), written to Zarr, equal to the direct engine.rnea call on the same states.
 
-Bound: 1e-13 times the largest |tau| (the compiled backend gives the same bits whatever the chunking; the
+Bound: 1e-13 times the largest |tau| (the compiled backend runs the same operations whatever the chunking; the
 NumPy backend, or a worker on another instruction set, differs at rounding level). The Model goes to the
 workers by pickle, which drops the compiled backend's cache: tested here too.
 """

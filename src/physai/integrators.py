@@ -2,6 +2,7 @@
 
     step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
     simulate(model, q0, qd0, dt, steps, integrator="euler", ...)                             -> Trajectory
+    rollout(model, q0 (N, nq), qd0 (N, nv), dt, steps, integrator="euler", ...)              -> Trajectory (N, ...)
     (both take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
 
 Every integrator starts from the smooth force of MuJoCo's forward dynamics (its qfrc_smooth),
@@ -155,51 +156,125 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
              xfrc_applied=None, energy=True, euler_damping: bool = True) -> Trajectory:
     """Run `steps` steps of `integrator` from (q0 (nq,), qd0 (nv,)); returns the Trajectory, with the energy of every state.
 
-    dt [s] as for step. ctrl and qfrc_applied are either constant, (nu,) and (nv,), or one row per step,
-    (steps, nu) and (steps, nv): row k acts during the step from state k to state k+1 (what d.ctrl holds
-    during the (k+1)-th mj_step). xfrc_applied is held constant. energy=False skips the energy
-    (Trajectory.energy is None). euler_damping=False: damping explicit in Euler (MuJoCo's mjDSBL_EULERDAMP), see step.
-    One engine workspace serves the whole run; each step evaluates the dynamics once (RK4: four times).
-    Raises DivergenceError at the first step whose result is not finite.
+    dt [s] as for step. ctrl, qfrc_applied and xfrc_applied are either constant, (nu,), (nv,) and (nbody, 6), or one
+    row per step, (steps, nu), (steps, nv) and (steps, nbody, 6): row k acts during the step from state k to state
+    k+1 (what d.ctrl holds during the (k+1)-th mj_step). energy=False skips the energy (Trajectory.energy is None).
+    euler_damping=False: damping explicit in Euler (MuJoCo's mjDSBL_EULERDAMP), see step. The whole loop runs in
+    compiled code on the compiled backend (physai.engine.backend); on the NumPy backend one engine workspace serves
+    the run and each step evaluates the dynamics once (RK4: four times). Raises DivergenceError at the first step
+    whose result is not finite.
     """
     model = engine.as_model(model)
-    name, h = check_integrator(integrator), check_timestep(dt)
-    euler_damping = _check_flag("euler_damping", euler_damping)
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
-        raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
+    name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
     q, qd = _checks.vector("q0", q0, model.nq), _checks.vector("qd0", qd0, model.nv)
-    acts, _ = check_actuators(model, actuators, ctrl)
-    ctrls = _per_step("ctrl", ctrl, steps, 0 if acts is None else acts.nu)
-    applied = _per_step("qfrc_applied", qfrc_applied, steps, model.nv)
-    if applied is None and xfrc_applied is None and (ctrls is None or np.ndim(ctrl) == 1):
-        # the whole loop in compiled code (physai.engine.native) when built: euler and rk4, constant inputs
-        implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
-        fast = native.simulate(model, q, qd, h, steps, name, acts, None if ctrls is None else ctrls[0], implicit, energy)
-        if fast is not None:
-            Q, QD, E, k = fast
-            if k >= 0:
-                _check_finite(Q[k + 1], QD[k + 1], k, h, name)
-            return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h)
-    Q, QD, E = np.empty((steps + 1, model.nq)), np.empty((steps + 1, model.nv)), np.empty(steps + 1)
-    Q[0], QD[0] = q, qd
-    stepper = _STEPPERS[name]
-    run = _Run(model, h, _Inputs.make(model, actuators, None if ctrls is None else ctrls[0],
-                                      None if applied is None else applied[0], xfrc_applied), euler_damping)
-    for k in range(steps):
-        if ctrls is not None or applied is not None:
-            run.inputs = _Inputs.make(model, actuators, None if ctrls is None else ctrls[k],
-                                      None if applied is None else applied[k], xfrc_applied)
-        with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
-            Q[k + 1], QD[k + 1], E[k] = stepper(run, Q[k], QD[k])
-        _check_finite(Q[k + 1], QD[k + 1], k, h, name)
-    if energy:
-        E[steps] = engine.energy(model, Q[steps], QD[steps])
+    acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
+    Q, QD, E = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy)
+    return Trajectory(np.arange(steps + 1) * h, Q[0], QD[0], E[0] if energy else None, name, h)
+
+
+def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
+            xfrc_applied=None, energy=False, euler_damping: bool = True) -> Trajectory:
+    """N independent trajectories of `simulate` in one call (like mujoco.rollout): a Trajectory whose q, qd and
+    energy have a leading axis of N, (N, steps+1, nq), (N, steps+1, nv), (N, steps+1); t is (steps+1,).
+
+    q0 (N, nq), qd0 (N, nv): the initial states. ctrl, qfrc_applied, xfrc_applied: constant, (nu,), (nv,),
+    (nbody, 6); one row per step shared by every trajectory, (steps, nu), ...; or per trajectory and step, shaped
+    (N, steps, nu), ... where an axis of length 1 is broadcast (a constant ctrl per trajectory is ctrl[:, None, :],
+    (N, 1, nu)). energy=False (default) skips the energy. On the compiled backend the N runs share the cores, with
+    the GIL released; each trajectory equals simulate from its own start within rounding. Raises DivergenceError
+    naming the first trajectory that diverged.
+    """
+    model = engine.as_model(model)
+    name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
+    q = _checks.to_float("q0", q0, f"(N, {model.nq}) numbers")
+    if q.ndim != 2 or q.shape[0] < 1:
+        raise ShapeError(f"q0 must have shape (N, {model.nq}) with N >= 1 (one initial state per trajectory), got shape {q.shape}")
+    N = q.shape[0]
+    q, qd = _checks.as_array("q0", q, (N, model.nq)), _checks.as_array("qd0", qd0, (N, model.nv))
+    acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True)
+    Q, QD, E = _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy)
     return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h)
 
 
-def _check_finite(q, qd, k: int, h: float, name: str) -> None:
+def _options(integrator, dt, steps, euler_damping):
+    name, h = check_integrator(integrator), check_timestep(dt)
+    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
+        raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
+    return name, h, int(steps), _check_flag("euler_damping", euler_damping)
+
+
+def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, steps: int, batched: bool):
+    """(actuators, [ctrl, qfrc_applied, xfrc_applied]) checked and broadcast to (N, steps, ...) views, or None each."""
+    acts, _ = check_actuators(model, actuators, ctrl)
+    if acts is not None and ctrl is None:
+        ctrl = np.zeros(acts.nu)
+    if xfrc_applied is not None and np.ndim(xfrc_applied) == 2:
+        xfrc_applied = forces.check_xfrc(model, xfrc_applied)          # with the hint for MuJoCo's full array
+    return acts, [_series(name, value, N, steps, tail, batched) for name, value, tail in (
+        ("ctrl", ctrl, (0 if acts is None else acts.nu,)), ("qfrc_applied", qfrc_applied, (model.nv,)),
+        ("xfrc_applied", xfrc_applied, (model.nbody, 6)))]
+
+
+def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
+    """value (tail), (steps, *tail) or, batched, (N | 1, steps | 1, *tail), checked, as a (N, steps, *tail) view."""
+    if value is None:
+        return None
+    a = _checks.to_float(name, value, f"{tail} or (steps, *{tail}) numbers")
+    lead = a.ndim - len(tail)
+    allowed = (0, 1, 2) if batched else (0, 1)
+    per_step = (steps,) + tail
+    expected = " or ".join([str(tail), str(per_step)] + ([str((N, steps) + tail)] if batched else []))
+    if lead in allowed and a.shape[lead:] != tail and len(tail) == 1:
+        per = " per step" if lead else ""
+        raise ShapeError(f"{name} has {a.shape[-1]} entries{per}, the model needs {tail[0]}")
+    if lead == 1 and a.shape[1:] == tail and a.shape[0] != steps:
+        raise ShapeError(f"{name} must have shape {per_step} (one row per step), got shape {a.shape}")
+    if lead not in allowed or a.shape[lead:] != tail or \
+            (lead == 2 and (a.shape[0] not in (1, N) or a.shape[1] not in (1, steps))):
+        raise ShapeError(f"{name} must have shape {expected}, got shape {a.shape}")
+    a = _checks.as_array(name, a, a.shape)                             # finite
+    return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
+
+
+def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
+    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native, else (or where it declined) the Python
+    loop; DivergenceError at the first diverging step."""
+    implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
+    fast = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
+    if fast is not None:
+        Q, QD, E, status = fast
+    else:
+        Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
+        Q[:, 0], QD[:, 0] = q, qd
+        status = np.full(len(q), -2)
+    for n in np.flatnonzero(status != -1):
+        if status[n] >= 0:
+            k = int(status[n])
+            _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
+        rows = [None if x is None else x[n] for x in inputs]
+        _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], n if len(q) > 1 else None)
+    return Q, QD, E
+
+
+def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, trajectory=None):
+    """The NumPy simulation of one trajectory from Q[0], QD[0], in place; rows: (steps, ...) ctrl, qfrc, xfrc or None."""
+    ctrls, applied, xfrc = rows
+    stepper = _STEPPERS[name]
+    row = lambda x, k: None if x is None else x[k]                   # noqa: E731
+    run = _Run(model, h, _Inputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping)
+    for k in range(steps):
+        run.inputs = _Inputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
+        with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
+            Q[k + 1], QD[k + 1], E[k] = stepper(run, Q[k], QD[k])
+        _check_finite(Q[k + 1], QD[k + 1], k, h, name, trajectory)
+    if energy:
+        E[steps] = engine.energy(model, Q[steps], QD[steps])
+
+
+def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None) -> None:
     if not (np.isfinite(q).all() and np.isfinite(qd).all()):
-        raise DivergenceError(f"the simulation diverged at step {k + 1} (t = {(k + 1) * h:.6g} s) with the {name} "
+        which = "the simulation" if trajectory is None else f"trajectory {trajectory} of the rollout"
+        raise DivergenceError(f"{which} diverged at step {k + 1} (t = {(k + 1) * h:.6g} s) with the {name} "
                               f"integrator at dt = {h:g} s: the state is no longer finite; use a smaller timestep"
                               f"{', or the implicitfast or rk4 integrator' if name == 'euler' else ' or another integrator'}")
 
@@ -256,18 +331,6 @@ def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfr
     model = engine.as_model(model)
     q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
     return _Run(model, 1.0, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
-
-
-def _per_step(name: str, value, steps: int, n: int):
-    """None, or an array (steps, n) from a constant (n,) or per-step (steps, n) input."""
-    if value is None:
-        return None
-    a = _checks.to_float(name, value, f"({n},) or (steps, {n}) numbers")
-    if a.ndim == 1:
-        return np.broadcast_to(_checks.vector(name, a, n), (steps, n))
-    if a.ndim == 2 and a.shape[1] != n:
-        raise ShapeError(f"{name} has {a.shape[1]} entries per step, the model needs {n}")
-    return _checks.as_array(name, a, (steps, n))
 
 
 def bias_velocity_derivative(model, q, qd) -> np.ndarray:

@@ -8,8 +8,8 @@
     tau.to_zarr("tau.zarr")                                  # or .compute(); on a distributed.Client, its workers
 
 Each chunk of N states is one batched call of the engine (the compiled backend when built: its threads work
-inside each task), so the result equals the direct call on the whole array (the compiled backend gives the
-same bits whatever the chunking; the NumPy one agrees within 1e-13 relative). The same code runs on a
+inside each task), so the result equals the direct call on the whole array (the compiled backend runs the
+same operations whatever the chunking; the NumPy one agrees within 1e-13 relative). The same code runs on a
 cluster: create a distributed.Client (LocalCluster, or a scheduler address) before .compute(); the Model is
 sent to the workers with the task graph. Dask is not a dependency of physai: install it (pip install
 "dask[array]", and "distributed" for clusters) to use this module.

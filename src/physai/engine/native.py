@@ -20,7 +20,8 @@ batch runs 8 states side by side (states innermost; the kernel is built for AVX-
 chosen at load time), in chunks on threads with the GIL released (PHYSAI_NUM_THREADS sets the count, default:
 every core). One text serves one state and 8, without FMA contraction: a state's result is the same bits alone,
 anywhere in a batch, and on any thread count. physai.integrators.simulate runs its whole loop here too (simulate
-below) for euler and rk4 with constant inputs, and implicitfast and implicit without actuators.
+below: every integrator, actuators, per-step ctrl and applied forces), and physai.integrators.rollout runs N
+trajectories in one call, on threads with the GIL released.
 """
 
 import functools
@@ -164,34 +165,45 @@ def dispatch(op: int, names: str):
     return wrap
 
 
-def simulate(model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, implicit_damping: bool, energy: bool):
-    """integrators.simulate's loop in C++ for euler and rk4 with constant (clamped) ctrl and no applied forces, and
-    implicitfast and implicit without actuators (implicitfast: the euler step with implicit damping, as in the
-    Python loop; implicit: D = -B - dc/dqd from 2 nv bias evaluations, one LU solve):
-    (Q, QD, E, k) with k the first diverging step or -1; None when the compiled backend declines (the Python loop
-    then runs, and raises what it raises)."""
-    if _active != "native" or integrator not in ("euler", "rk4", "implicitfast", "implicit") or not isinstance(model, Model):
-        return None
-    if integrator in ("implicitfast", "implicit") and actuators is not None:
-        return None
-    if integrator == "implicitfast":              # without actuators D = -B: the euler step with implicit damping
-        integrator, implicit_damping = "euler", True
+INTEGRATOR_CODES = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
+
+
+def _native_sim(model, actuators):
+    """What drives a simulation besides the Model (damping, q's layout, actuators, bodies, M's pattern) as a NativeSim."""
     c = model.coords
     i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
     f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)          # noqa: E731
     if actuators is None:
-        nu, act = 0, [np.zeros(0)] * 6 + [np.zeros(0, np.int64), np.zeros((model.nv, 2)), np.zeros(model.nv, np.int64)]
+        nu = 0
+        act = [np.zeros(0)] * 4 + [np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0),
+                                   np.zeros(model.nv, np.int64), np.zeros((model.nv, 2))]
     else:
-        u = np.zeros(actuators.nu) if ctrl is None else np.asarray(ctrl, dtype=float)
-        u = np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
         nu = actuators.nu
-        act = [actuators.moment, actuators.qmoment, actuators.gain, actuators.bias, u, actuators.forcerange,
-               actuators.forcelimited, actuators.dof_forcerange, actuators.dof_forcelimited]
+        act = [actuators.moment, actuators.qmoment, actuators.gain, actuators.bias, actuators.ctrllimited,
+               actuators.ctrlrange, actuators.forcelimited, actuators.forcerange, actuators.dof_forcelimited,
+               actuators.dof_forcerange]
         act = [i64(a) if np.asarray(a).dtype == bool else f64(a) for a in act]
-    sim = _ext.NativeSim(model.nq, model.nv, f64(model.dof_damping), i64(c.scalar_q), i64(c.scalar_v), i64(c.quat_q),
-                         i64(c.quat_v), i64(model._spring_v), nu, *act, i64(model.dof_Mmask[:, :, 0] > 0))
-    Q, QD, E = np.empty((steps + 1, model.nq)), np.empty((steps + 1, model.nv)), np.empty(steps + 1)
-    Q[0], QD[0] = q0, qd0
-    k = _ext.simulate(_native_model(model), sim, Q, QD, E, float(h), {"euler": 0, "rk4": 1, "implicit": 2}[integrator],
-                      bool(implicit_damping), bool(energy))
-    return None if k == -2 else (Q, QD, E, k)
+    point = model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)   # centres of mass in link frames
+    return _ext.NativeSim(model.nq, model.nv, f64(model.dof_damping), i64(c.scalar_q), i64(c.scalar_v), i64(c.quat_q),
+                          i64(c.quat_v), i64(model._spring_v), nu, *act, model.nbody, i64(model.body_linkid), f64(point),
+                          i64(model.dof_Mmask[:, :, 0] > 0))
+
+
+def rollout(model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,
+            implicit_damping: bool, energy: bool):
+    """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
+    checked q0 (N, nq), qd0 (N, nv); ctrl (N, steps, nu), qfrc_applied (N, steps, nv) and xfrc_applied
+    (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or None. Returns
+    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,)) with status -1, the first diverging step, or -2 where the
+    kernel declined (a zero quaternion, a singular matrix: the Python loop then runs that trajectory and raises what it
+    raises); None when the compiled backend is off."""
+    if _active != "native" or not isinstance(model, Model):
+        return None
+    N = len(q0)
+    Q, QD, E = np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1))
+    Q[:, 0], QD[:, 0] = q0, qd0
+    status = np.empty(N, np.int64)
+    xfrc = None if xfrc_applied is None else xfrc_applied.reshape(N, steps, 6 * model.nbody)
+    _ext.rollout(_native_model(model), _native_sim(model, actuators), Q, QD, E, status, float(h),
+                 INTEGRATOR_CODES[integrator], bool(implicit_damping), bool(energy), ctrl, qfrc_applied, xfrc)
+    return Q, QD, E, status

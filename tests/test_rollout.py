@@ -1,0 +1,147 @@
+"""integrators.rollout: N trajectories in one call, against mujoco.rollout and against simulate.
+
+mujoco.rollout runs the same open-loop inputs (per trajectory and step: ctrl, qfrc_applied, xfrc_applied, through
+its control_spec) with constraints disabled; physai's q and qd agree with its states after every step within 1e-12
+(q) and 1e-10 (qd, up to ~40 rad/s; the Panda's stiff servos amplify rounding under Euler: 4.7e-12 seen). RK4 on
+models with quaternions is compared with simulate instead: MuJoCo 4.0's binary advances quaternions in RK4 otherwise
+than its published mj_RungeKutta (see tests/test_integrators.py), which physai follows.
+"""
+
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+from mujoco import rollout as mujoco_rollout
+
+from physai import engine, integrators, models
+from physai.exceptions import DivergenceError, InvalidStateError, ShapeError
+
+MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
+N, STEPS = 5, 150
+Q_TOL, QD_TOL = 1e-12, 1e-10                                         # rad | m, rad/s | m/s
+
+
+def run(backend, f, *args, **kwargs):
+    previous = engine.set_backend(backend)
+    try:
+        return f(*args, **kwargs)
+    finally:
+        engine.set_backend(previous)
+
+
+class Case:
+    """A model with constraints off, N random start states and random per-trajectory, per-step inputs."""
+
+    def __init__(self, name):
+        self.m = models.load(name)
+        self.m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        self.model = engine.from_mujoco(self.m)
+        self.q0, self.qd0 = engine.random_states(self.model, N, 1, qd_max=1.0)
+        rng, m = np.random.default_rng(2), self.m
+        self.ctrl = rng.uniform(*m.actuator_ctrlrange.T, (N, STEPS, m.nu)) if m.nu else None
+        self.qfrc = rng.uniform(-1.0, 1.0, (N, STEPS, m.nv))
+        self.xfrc = rng.uniform(-1.0, 1.0, (N, STEPS, m.nbody - 1, 6))        # physai's bodies: MuJoCo's without the world
+
+    def inputs(self):
+        return {"ctrl": self.ctrl, "qfrc_applied": self.qfrc, "xfrc_applied": self.xfrc}
+
+    def mujoco(self, integrator):
+        """qpos (N, STEPS, nq), qvel after each step of mujoco.rollout."""
+        m, d = self.m, mujoco.MjData(self.m)
+        m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+        spec, S = mujoco.mjtState.mjSTATE_FULLPHYSICS, mujoco.mjtState
+        initial = np.empty((N, mujoco.mj_stateSize(m, spec)))
+        for n in range(N):
+            d.qpos[:], d.qvel[:] = self.q0[n], self.qd0[n]
+            mujoco.mj_getState(m, d, initial[n], spec)
+        xfrc = np.concatenate([np.zeros((N, STEPS, 1, 6)), self.xfrc], axis=2).reshape(N, STEPS, -1)
+        control = np.concatenate([self.ctrl if m.nu else np.zeros((N, STEPS, 0)), self.qfrc, xfrc], axis=2)
+        with mujoco_rollout.Rollout(nthread=0) as r:
+            states, _ = r.rollout(m, d, initial, control,
+                                  control_spec=S.mjSTATE_CTRL | S.mjSTATE_QFRC_APPLIED | S.mjSTATE_XFRC_APPLIED)
+        Q, QD = np.empty((N, STEPS, m.nq)), np.empty((N, STEPS, m.nv))
+        for n in range(N):
+            for k in range(STEPS):
+                mujoco.mj_setState(m, d, states[n, k], spec)
+                Q[n, k], QD[n, k] = d.qpos, d.qvel
+        return Q, QD
+
+
+@pytest.fixture(scope="module", params=["double_pendulum", "franka_emika_panda", "unitree_h1", MIXED], ids=lambda p: Path(p).stem)
+def case(request):
+    return Case(request.param)
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_rollout_equals_mujoco_rollout(case, integrator):
+    traj = integrators.rollout(case.model, case.q0, case.qd0, case.m.opt.timestep, STEPS, integrator, **case.inputs())
+    assert traj.q.shape == (N, STEPS + 1, case.m.nq) and traj.qd.shape == (N, STEPS + 1, case.m.nv) and traj.energy is None
+    if integrator == "rk4" and case.model.coords.quat_q.size:
+        reference = [run("numpy", integrators.simulate, case.model, case.q0[n], case.qd0[n], case.m.opt.timestep, STEPS,
+                         "rk4", ctrl=None if case.ctrl is None else case.ctrl[n], qfrc_applied=case.qfrc[n],
+                         xfrc_applied=case.xfrc[n], energy=False) for n in range(N)]
+        Q, QD = np.stack([r.q[1:] for r in reference]), np.stack([r.qd[1:] for r in reference])
+    else:
+        Q, QD = case.mujoco(integrator)
+    assert np.abs(traj.q[:, 1:] - Q).max() <= Q_TOL
+    assert np.abs(traj.qd[:, 1:] - QD).max() <= QD_TOL
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_each_trajectory_is_simulate_from_its_start(case, integrator):
+    """rollout on the compiled backend against simulate on the NumPy backend, trajectory by trajectory, energy included;
+    constant inputs broadcast: ctrl per trajectory (N, 1, nu), one qfrc row per step shared by all (STEPS, nv)."""
+    ctrl = None if case.ctrl is None else case.ctrl[:, :1]
+    traj = integrators.rollout(case.model, case.q0, case.qd0, 1e-3, STEPS, integrator, ctrl=ctrl, qfrc_applied=case.qfrc[0],
+                               energy=True)
+    for n in range(N):
+        one = run("numpy", integrators.simulate, case.model, case.q0[n], case.qd0[n], 1e-3, STEPS, integrator,
+                  ctrl=None if ctrl is None else ctrl[n, 0], qfrc_applied=case.qfrc[0])
+        for a, b in ((traj.q[n], one.q), (traj.qd[n], one.qd), (traj.energy[n], one.energy)):
+            assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
+    assert np.array_equal(traj.t, one.t)
+
+
+def test_the_numpy_backend_rolls_out_the_same():
+    case = Case("franka_emika_panda")
+    fast = integrators.rollout(case.model, case.q0, case.qd0, 2e-3, STEPS, "implicitfast", **case.inputs())
+    slow = run("numpy", integrators.rollout, case.model, case.q0, case.qd0, 2e-3, STEPS, "implicitfast", **case.inputs())
+    assert np.abs(fast.q - slow.q).max() <= Q_TOL and np.abs(fast.qd - slow.qd).max() <= QD_TOL
+
+
+def test_a_diverging_trajectory_is_named():
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    qd0 = np.zeros((3, 2))
+    qd0[1] = [1e150, -1e150]
+    for backend in ("native", "numpy"):
+        with pytest.raises(DivergenceError, match="trajectory 1 of the rollout diverged at step"):
+            run(backend, integrators.rollout, model, np.zeros((3, 2)), qd0, 0.01, 20, "euler")
+
+
+def test_a_zero_quaternion_is_refused_by_name():
+    model = engine.from_mujoco(models.load(MIXED))
+    q0 = np.stack([model.qpos0] * 3)
+    q0[2, model.coords.quat_q[0]] = 0.0
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidStateError, match="zero quaternion"):
+            run(backend, integrators.rollout, model, q0, np.zeros((3, model.nv)), 1e-3, 5, "rk4")
+
+
+def test_shapes_are_checked():
+    case = Case("franka_emika_panda")
+    args = (case.model, case.q0, case.qd0, 1e-3, STEPS)
+    with pytest.raises(ShapeError, match=r"q0 must have shape \(N, 9\)"):
+        integrators.rollout(case.model, case.q0[0], case.qd0, 1e-3, STEPS)
+    with pytest.raises(ShapeError, match=r"qd0 must have shape \(5, 9\)"):
+        integrators.rollout(case.model, case.q0, case.qd0[:3], 1e-3, STEPS)
+    with pytest.raises(ShapeError, match=r"ctrl must have shape"):
+        integrators.rollout(*args, ctrl=case.ctrl[:2])
+    with pytest.raises(ShapeError, match=r"ctrl has 3 entries per step, the model needs 8"):
+        integrators.rollout(*args, ctrl=np.zeros((N, STEPS, 3)))
+    with pytest.raises(ShapeError, match=r"xfrc_applied.*d.xfrc_applied\[1:\]"):
+        integrators.rollout(*args, xfrc_applied=np.zeros((case.m.nbody, 6)))
+    bad = case.qfrc.copy()
+    bad[3, 7, 2] = np.nan
+    with pytest.raises(InvalidStateError, match=r"qfrc_applied\[3, 7, 2\] is nan"):
+        integrators.rollout(*args, qfrc_applied=bad)
