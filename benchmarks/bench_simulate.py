@@ -11,13 +11,15 @@ compiled backend simulate runs its whole loop in C++.
 
 Then batches: N trajectories (--trajectories) of --rollout-steps steps from N random states, each with its own
 constant ctrl (random in a tenth of ctrlrange: full-range random torques send some H1 runs to infinity, in
-both simulators), by physai.integrators.rollout and by mujoco.rollout, both on the same number of threads (physai's PHYSAI_NUM_THREADS, default every core; mujoco.rollout.Rollout(nthread=that)). Steps per second
-count every trajectory's steps.
+both simulators), by physai.integrators.rollout and by mujoco.rollout, both on the same number of threads
+(physai's PHYSAI_NUM_THREADS, default every core; mujoco.rollout.Rollout(nthread=that)). Steps per second count
+every trajectory's steps.
 """
 
 import argparse
 import platform
 import time
+from functools import partial
 
 import mujoco
 import numpy as np
@@ -93,12 +95,12 @@ def rollouts(args) -> None:
         control = np.zeros((n, 1, 0)) if ctrl is None else ctrl
         for integrator in args.integrators:
             m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
-            mine = steps_per_second(lambda i=integrator: integrators.rollout(model, q0, qd0, m.opt.timestep, steps, i, ctrl=ctrl),
+            mine = steps_per_second(partial(integrators.rollout, model, q0, qd0, m.opt.timestep, steps, integrator, ctrl=ctrl),
                                     n * steps)
             datas = [mujoco.MjData(m) for _ in range(threads)]
             with mj_rollout.Rollout(nthread=threads if threads > 1 else 0) as r:
-                theirs = steps_per_second(lambda: r.rollout(m, datas, initial, np.broadcast_to(control, (n, steps, m.nu)),
-                                                            nstep=steps), n * steps)
+                theirs = steps_per_second(partial(r.rollout, m, datas, initial, np.broadcast_to(control, (n, steps, m.nu)),
+                                                  nstep=steps), n * steps)
             print(f"{name:<20} {integrator:<12} {mine:>15.0f} {theirs:>16.0f} {theirs / mine:>7.3g}x")
 
 
