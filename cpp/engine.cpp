@@ -664,6 +664,53 @@ const char *isa() {
 }
 
 
+// ---------------------------------------------------------------- Jacobians (physai.jacobians)
+
+// (Jp; Jr) (6, nv) of a point fixed in link l (p: its position in the link's frame) from a Data with com_pos done:
+// r = p - centre, Jp = S_lin + S_ang x r, Jr = S_ang in the columns of l's dofs and their ancestors, 0 elsewhere
+void jacobian(const NativeModel &m, const Data<double> &d, int64_t l, const double *p, double *J) {
+    int nv = m.nv;
+    for (int k = 0; k < 6 * nv; k++) J[k] = 0.0;
+    const double *R = &d.xmat[9 * l], *c = &d.cpos[3 * l];
+    double r[3];
+    for (int a = 0; a < 3; a++) r[a] = c[a] + (R[3 * a] * p[0] + R[3 * a + 1] * p[1] + R[3 * a + 2] * p[2]);
+    for (int64_t i = m.dofadr[l] + m.dofnum[l] - 1; i >= 0; i = m.dof_parent[i]) {
+        const double *S = &d.cdof[6 * i];
+        double wr[3];
+        cross(S, r, wr);
+        for (int a = 0; a < 3; a++) {
+            J[a * nv + i] = S[3 + a] + wr[a];
+            J[(3 + a) * nv + i] = S[a];
+        }
+    }
+}
+
+// Jacobians of a point fixed in link l for q (nq,) or (N, nq) (float64, C order): (6, nv) or (N, 6, nv); None for any
+// other q, a non-finite entry or a zero quaternion (the NumPy path converts, or raises the named error)
+nb::object jacobians(NativeModel &m, nb::handle q_, int64_t link, DArr point) {
+    if (link < 0 || link >= m.nlink || point.size() != 3) throw nb::value_error("jacobians: a link of the model, a point (3,)");
+    nb::ndarray<const double, nb::c_contig, nb::device::cpu> q;
+    if (!nb::try_cast(q_, q, false) || (q.ndim() != 1 && q.ndim() != 2) || int64_t(q.shape(q.ndim() - 1)) != m.nq ||
+        (q.ndim() == 2 && q.shape(0) == 0))
+        return nb::none();
+    int64_t N = q.ndim() == 2 ? int64_t(q.shape(0)) : 1;
+    for (int64_t k = 0; k < N * m.nq; k++)
+        if (!std::isfinite(q.data()[k])) return nb::none();
+    npy_intp dims[3] = {npy_intp(N), 6, m.nv};
+    PyObject *arr = q.ndim() == 2 ? PyArray_SimpleNew(3, dims, NPY_DOUBLE) : PyArray_SimpleNew(2, dims + 1, NPY_DOUBLE);
+    if (!arr) throw nb::python_error();
+    nb::object result = nb::steal(arr);
+    double *out = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
+    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
+    Data<double> &d = *m.scratch;
+    for (int64_t s = 0; s < N; s++) {
+        if (kinematics(m, d, q.data() + s * m.nq) != OK) return nb::none();
+        com_pos(m, d);
+        jacobian(m, d, link, point.data(), out + s * 6 * m.nv);
+    }
+    return result;
+}
+
 // ---------------------------------------------------------------- simulation (physai.integrators.simulate, rollout)
 
 // what drives a simulation besides the Model: joint damping, q's layout for integration, the actuators
@@ -1248,6 +1295,8 @@ NB_MODULE(_native, mod) {
             nb::arg("qfrc_applied").none(), nb::arg("xfrc_applied").none(),
             "N trajectories of euler (0), rk4 (1), implicit (2) or implicitfast (3) from Q[:, 0], QD[:, 0], in place; "
             "status[n]: -1, the first diverging step, or -2 (declined)");
+    mod.def("jacobians", &jacobians, nb::arg("model"), nb::arg("q"), nb::arg("link"), nb::arg("point"),
+            "(Jp; Jr) (6, nv) or (N, 6, nv) of a point (3,) fixed in a link, in the link's frame, for q (nq,) or (N, nq)");
     mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
     mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");

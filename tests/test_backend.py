@@ -284,3 +284,18 @@ def test_physai_backend_numpy_selects_the_reference_at_import():
         env = {**__import__("os").environ, "PHYSAI_BACKEND": env_value}
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
         assert out.startswith(expected), out
+
+
+def test_jacobians_native_equals_numpy(robot):
+    """body_jacobian's compiled call against the NumPy text, every body, a point off its origin, one state and a batch."""
+    from physai import jacobians
+
+    model, point = robot.model, np.array([0.03, -0.02, 0.05])
+    for b in range(model.nbody):
+        batched = jacobians.body_jacobian(model, robot.q, b, point)
+        reference = run("numpy", jacobians.body_jacobian, model, robot.q, b, point)
+        assert batched.shape == reference.shape == (N, 6, model.nv)
+        assert relative_error(batched, reference) <= RTOL
+        single = jacobians.body_jacobian(model, robot.q[3], b, point)
+        assert single.shape == (6, model.nv) and relative_error(single[None], batched[3:4]) <= SAME
+    assert jacobians.point_jacobian(model, robot.q, model.nbody - 1, point).shape == (N, 3, model.nv)

@@ -15,7 +15,7 @@ angular velocity).
 import numpy as np
 
 from physai import _checks
-from physai.engine import Data, as_model, com_pos, kinematics
+from physai.engine import Data, as_model, com_pos, kinematics, native
 from physai.engine._checks import states
 from physai.engine.model import Model
 
@@ -23,25 +23,36 @@ from physai.engine.model import Model
 def point_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:
     """Translational Jacobian Jp (3, nv) of a point fixed in `body`, so that its world velocity is Jp @ qd [m/s].
 
+    q: (nq,), or (N, nq) (then Jp is (N, 3, nv)).
     point: (3,) position in the body's frame [m]. Equals the jacp of mujoco.mj_jac at the point's world position.
     """
-    return body_jacobian(model, q, body, point)[:3]
+    return body_jacobian(model, q, body, point)[..., :3, :]
 
 
 def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | None = None) -> np.ndarray:
     """Stacked world Jacobian (Jp; Jr) (6, nv) of a point fixed in `body`: (pdot; omega) = J @ qd.
 
+    q: (nq,), or (N, nq) for N states at once (then J is (N, 6, nv)).
     point: (3,) in the body's frame [m]; None means the body's origin. Rows 0-2 are MuJoCo's jacp and
     rows 3-5 its jacr: mj_jacBody for point=None, mj_jacBodyCom for point = the body's centre of mass.
+    On the compiled backend one compiled call computes it (positions, cdof and the columns); the NumPy text below
+    (jacobians) is the reference.
     """
-    model = as_model(model)
+    model = model if type(model) is Model else as_model(model)
     b = model.body_id(body)
-    point = np.zeros(3) if point is None else _checks.as_array("point", point, (3,))
-    (Q,), _ = states(q=(_checks.vector("q", q, model.nq), model.nq))
-    d = Data(model)
+    point = None if point is None else _checks.as_array("point", point, (3,))
+    link = int(model.body_linkid[b])
+    if native.on and link >= 0:                               # one compiled call, the point in its link's frame
+        J = native.jacobians(model, q, link, model.body_pos[b] if point is None else model.body_pos[b] + model.body_rot[b] @ point)
+        if J is not None:
+            return J
+    point = np.zeros(3) if point is None else point
+    (Q,), batch = states(q=(q, model.nq))
+    d = Data(model, Q.shape[1])
     kinematics(model, d, Q)
     com_pos(model, d)
-    return jacobians(model, d, b, point[None])[0, :, :, 0]
+    J = jacobians(model, d, b, point[None])[0]
+    return J[:, :, 0] if batch is None else J.transpose(2, 0, 1)
 
 
 def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:

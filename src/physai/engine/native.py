@@ -165,6 +165,15 @@ def dispatch(op: int, names: str):
     return wrap
 
 
+def jacobians(model, q, link: int, point):
+    """(Jp; Jr) (6, nv), or (N, 6, nv) for q (N, nq), of `point` (3,) in link `link`'s frame, on the compiled backend;
+    None when it declines: q is not a finite float64 array (nq,) or (N, nq), or has a zero quaternion (the NumPy path
+    then converts or raises the named error)."""
+    if type(q) is not np.ndarray or q.dtype != np.float64:
+        return None
+    return _ext.jacobians(_native_model(model), q, link, point)
+
+
 INTEGRATOR_CODES = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
 
