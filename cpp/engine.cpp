@@ -868,6 +868,57 @@ void integrate_pos(const NativeSim &s, const double *q, const double *v, double 
     }
 }
 
+// ---------------------------------------------------------------- the configuration manifold (engine.integrate, difference)
+
+// the rotation vector log(q0^-1 q1) (MuJoCo's mju_subQuat), angle wrapped to [-pi, pi], as joints.quat_difference
+void quat_difference(const double *q1, const double *q0, double *out) {
+    double c[4] = {q0[0], -q0[1], -q0[2], -q0[3]};
+    double d[4] = {c[0] * q1[0] - c[1] * q1[1] - c[2] * q1[2] - c[3] * q1[3], c[0] * q1[1] + c[1] * q1[0] + c[2] * q1[3] - c[3] * q1[2],
+                   c[0] * q1[2] - c[1] * q1[3] + c[2] * q1[0] + c[3] * q1[1], c[0] * q1[3] + c[1] * q1[2] - c[2] * q1[1] + c[3] * q1[0]};
+    double s = std::sqrt(d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
+    double angle = 2.0 * std::atan2(s, d[0]);
+    if (angle > M_PI) angle -= 2.0 * M_PI;
+    double k = s > 1e-15 ? angle / s : 0.0;
+    for (int a = 0; a < 3; a++) out[a] = d[1 + a] * k;
+}
+
+// the velocity v with q0 (+) h v = q1 (joints.difference, MuJoCo's mj_differentiatePos)
+void difference_pos(const NativeSim &s, const double *q0, const double *q1, double h, double *v) {
+    for (size_t k = 0; k < s.scalar_q.size(); k++) v[s.scalar_v[k]] = (q1[s.scalar_q[k]] - q0[s.scalar_q[k]]) / h;
+    for (size_t k = 0; k < s.quat_q.size(); k++) {
+        double w[3];
+        quat_difference(q1 + s.quat_q[k], q0 + s.quat_q[k], w);
+        for (int a = 0; a < 3; a++) v[s.quat_v[k] + a] = w[a] / h;
+    }
+}
+
+// integrate (op 0: x = q (nq), y = v (nv)) or difference (op 1: x = q0, y = q1) for float64 C-order arrays of the same
+// shape (size,) or (N, size); None for other inputs or a non-finite result (the NumPy path converts, or raises)
+nb::object configuration(const NativeSim &s, int op, nb::handle x_, nb::handle y_, double h) {
+    using CArr = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+    CArr x, y;
+    if (!nb::try_cast(x_, x, false) || !nb::try_cast(y_, y, false) || x.ndim() != y.ndim() || (x.ndim() != 1 && x.ndim() != 2))
+        return nb::none();
+    int64_t xs = s.nq, ys = op == 0 ? s.nv : s.nq, os = op == 0 ? s.nq : s.nv;
+    int64_t N = x.ndim() == 2 ? int64_t(x.shape(0)) : 1;
+    if (int64_t(x.shape(x.ndim() - 1)) != xs || int64_t(y.shape(y.ndim() - 1)) != ys || (x.ndim() == 2 && (N == 0 || int64_t(y.shape(0)) != N)))
+        return nb::none();
+    npy_intp dims[2] = {npy_intp(N), npy_intp(os)};
+    PyObject *arr = x.ndim() == 2 ? PyArray_SimpleNew(2, dims, NPY_DOUBLE) : PyArray_SimpleNew(1, dims + 1, NPY_DOUBLE);
+    if (!arr) throw nb::python_error();
+    nb::object result = nb::steal(arr);
+    double *out = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
+    for (int64_t n = 0; n < N; n++) {
+        const double *a = x.data() + n * xs, *b = y.data() + n * ys;
+        double *o = out + n * os;
+        if (op == 0) integrate_pos(s, a, b, h, o);
+        else difference_pos(s, a, b, h, o);
+        for (int64_t e = 0; e < os; e++)
+            if (!std::isfinite(o[e])) return nb::none();
+    }
+    return result;
+}
+
 inline double quadratic(const double *M, const double *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
     double s = 0.0;
     for (int j = 0; j < n; j++) {
@@ -1297,6 +1348,8 @@ NB_MODULE(_native, mod) {
             "status[n]: -1, the first diverging step, or -2 (declined)");
     mod.def("jacobians", &jacobians, nb::arg("model"), nb::arg("q"), nb::arg("link"), nb::arg("point"),
             "(Jp; Jr) (6, nv) or (N, 6, nv) of a point (3,) fixed in a link, in the link's frame, for q (nq,) or (N, nq)");
+    mod.def("configuration", &configuration, nb::arg("sim"), nb::arg("op"), nb::arg("x").none(), nb::arg("y").none(), nb::arg("h"),
+            "integrate (op 0: q, v) or difference (op 1: q0, q1) for (size,) or (N, size) float64 arrays, or None");
     mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
     mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");

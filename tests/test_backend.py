@@ -299,3 +299,17 @@ def test_jacobians_native_equals_numpy(robot):
         single = jacobians.body_jacobian(model, robot.q[3], b, point)
         assert single.shape == (6, model.nv) and relative_error(single[None], batched[3:4]) <= SAME
     assert jacobians.point_jacobian(model, robot.q, model.nbody - 1, point).shape == (N, 3, model.nv)
+
+
+def test_integrate_and_difference_native_equal_numpy(robot):
+    """engine.integrate and engine.difference compiled against the NumPy text, a batch and one state; and each other's
+    inverse (difference(q, integrate(q, v, h), h) = v) within rounding."""
+    model, h = robot.model, 0.01
+    v = robot.qd
+    for f, x, y in ((engine.integrate, robot.q, v), (engine.difference, robot.q, engine.integrate(model, robot.q, v, h))):
+        batched = f(model, x, y, h)
+        reference = run("numpy", f, model, x, y, h)
+        assert batched.shape == reference.shape and relative_error(batched, reference) <= RTOL
+        assert relative_error(f(model, x[2], y[2], h)[None], batched[2:3]) <= SAME
+    back = engine.difference(model, robot.q, engine.integrate(model, robot.q, v, h), h)
+    assert np.abs(back - v).max() <= 1e-10 * max(1.0, np.abs(v).max())        # rad/s: eps |q| / h

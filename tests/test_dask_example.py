@@ -50,5 +50,5 @@ def test_model_pickles_without_the_compiled_cache():
     q, qd = engine.random_states(model, 50, 1)
     tau = engine.rnea(model, q, qd, qd)                          # builds the native cache where the backend is built
     copy = pickle.loads(pickle.dumps(model))
-    assert "_native_model" not in copy.__dict__
+    assert "_native_model" not in copy.__dict__ and "_native_coords" not in copy.__dict__
     np.testing.assert_array_equal(engine.rnea(copy, q, qd, qd), tau)

@@ -11,6 +11,7 @@ q is (nq,) or (N, nq), qd (nv,) or (N, nv); dt [s] a finite number.
 import numpy as np
 
 from physai import _checks, joints
+from physai.engine import native
 from physai.engine._checks import states
 from physai.engine.algorithms import _model, _out
 from physai.engine.model import Model
@@ -24,6 +25,9 @@ def integrate(model: Model, q, qd, dt) -> np.ndarray:
     """
     model = _model(model)
     h = _checks.number("dt", dt, "s")
+    out = native.configuration(model, 0, q, qd, h)                     # the compiled backend, when it takes the inputs
+    if out is not None:
+        return out
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     return _out(joints.integrate(model.coords, Q, V, h), batch, "integrate")
 
@@ -32,6 +36,9 @@ def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
     """The velocity qd (nv,) or (N, nv) with integrate(q0, qd, dt) = q1 (mj_differentiatePos), dt > 0 [s]."""
     model = _model(model)
     h = _checks.number("dt", dt, "s", positive=True)
+    out = native.configuration(model, 1, q0, q1, h)
+    if out is not None:
+        return out
     (Q0, Q1), batch = states(q0=(q0, model.nq), q1=(q1, model.nq))
     return _out(joints.difference(model.coords, Q0, Q1, h), batch, "difference")
 

@@ -161,7 +161,8 @@ class Model:
         """Pickled (Dask sends the Model to its workers) without the compiled backend's copy of the arrays, which
         cannot be pickled; the receiving process builds its own on first use (physai.engine.native)."""
         state = dict(self.__dict__)
-        state.pop("_native_model", None)
+        for cache in ("_native_model", "_native_coords"):
+            state.pop(cache, None)
         return state
 
     @property
