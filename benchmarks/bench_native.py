@@ -10,7 +10,10 @@ Columns, microseconds per state (per call for the single-state columns):
     native-1   physai.engine on the compiled backend, one state per call (checks included)
     native-N   one call on N states (every thread, PHYSAI_NUM_THREADS to change), divided by N
     numpy-N    the NumPy reference backend on the same N states (with --numpy; slow for large N)
-    Pinocchio  the matching pin.* function, one state per call (fixed-base models: Pinocchio reads their MJCF)
+    Pinocchio  the matching pin.* function, one state per call, on the model pin.buildModelFromMJCF reads (the H1
+               with a free flyer): the same states in Pinocchio's conventions (physai.conventions: quaternions
+               x y z w, the free flyer's linear velocity in the body frame, a and tau mapped), converted before timing;
+               Pinocchio's rnea and aba on them, mapped back, must equal physai's within 1e-9 relative or the run stops
     Pin-N      pin.rneaInParallel / abaInParallel on N states, one thread, per state
     MuJoCo     the MuJoCo calls that produce the quantity, state copied into MjData first (as bench_dynamics.py)
 Ratios first: native-1 / Pinocchio, native-N / Pinocchio, native-N / Pin-N, native-N / MuJoCo (below 1: physai is
@@ -27,7 +30,7 @@ import mujoco
 import numpy as np
 
 from bench_dynamics import best_time as timing  # the one timing rule of benchmarks/
-from physai import engine, models
+from physai import conventions, engine, models
 from physai.engine import native
 
 try:
@@ -36,7 +39,8 @@ except ImportError:                                   # pragma: no cover - pin i
     pin = None
 
 DEFAULT_MODELS = ["franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "double_pendulum"]
-FIXED_BASE = {"franka_emika_panda", "kuka_iiwa_14", "double_pendulum"}      # Pinocchio reads these MJCFs faithfully
+PIN_MJCF = {"franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "double_pendulum"}  # Pinocchio reads these MJCFs faithfully
+PIN_RTOL = 1e-9                                      # Pinocchio's rnea and aba, mapped back, against physai's
 ROUNDS = 7
 QUANTITIES = ["rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "energy"]
 
@@ -58,7 +62,7 @@ def cpu_name() -> str:
 
 
 def header() -> str:
-    isa = native._ext.isa() if native.available() else "-"
+    isa = native.isa() if native.available() else "-"
     return (f"CPU {cpu_name()} ({platform.machine()}, {os.cpu_count()} cpus); backend {engine.backend}, instruction set "
             f"{isa}, {native.threads()} threads for batches\npython {platform.python_version()}, numpy {np.__version__}, "
             f"mujoco {mujoco.__version__}, pinocchio {pin.__version__ if pin else 'not installed'}")
@@ -78,12 +82,15 @@ class Case:
         self.q, self.qd, self.qdd = Q[0], QD[0], QDD[0]
         self.Q, self.QD, self.QDD = Q[1:], QD[1:], QDD[1:]
         self.pin = None
-        if pin is not None and name in FIXED_BASE:
+        if pin is not None and name in PIN_MJCF:
             self.pin = pin.buildModelFromMJCF(str(models.model_path(name)))
             self.pin_data = self.pin.createData()
             self.pin_pool = pin.ModelPool(self.pin, 1)
-            self.pin_batch = [np.asfortranarray(x.T) for x in (self.Q, self.QD, self.QDD)]
+            # the same states in Pinocchio's conventions: q, v, a for rnea and tau (QDD) for aba
+            self.pin_state = to_pinocchio(self.model, self.q[None], self.qd[None], self.qdd[None])
+            self.pin_batch = [np.asfortranarray(x.T) for x in to_pinocchio(self.model, self.Q, self.QD, self.QDD)]
             self.pin_out = np.asfortranarray(np.zeros((nv, n)))
+            self.check_pinocchio()
 
     def mujoco(self, quantity):
         m, d, nv = self.m, self.d, self.m.nv
@@ -124,21 +131,46 @@ class Case:
         return {"rnea": inverse, "bias": bias(qd), "gravity": bias(np.zeros(nv)), "mass_matrix": mass,
                 "forward_dynamics": forward, "aba": forward, "energy": energy}[quantity]
 
+    def check_pinocchio(self, states: int = 16):
+        """Raise unless Pinocchio's rnea and aba (one state per call and in parallel) on the converted states, mapped
+        back with physai.conventions, equal physai's within PIN_RTOL relative to each state's largest entry."""
+        P, D, mo = self.pin, self.pin_data, self.model
+        Q, V, A, T = (x[:, :states] for x in self.pin_batch)
+        fn_pin = {"rnea": lambda k: pin.rnea(P, D, Q[:, k], V[:, k], A[:, k]),
+                  "forward_dynamics": lambda k: pin.aba(P, D, Q[:, k], V[:, k], T[:, k])}
+        back = {"rnea": lambda k, x: conventions.tau_from_pinocchio(mo, self.Q[k], x),
+                "forward_dynamics": lambda k, x: conventions.a_from_pinocchio(mo, self.Q[k], self.QD[k], x)}
+        par = {}
+        for quantity, fn in (("rnea", pin.rneaInParallel), ("forward_dynamics", pin.abaInParallel)):
+            out = np.asfortranarray(np.zeros((mo.nv, states)))
+            fn(1, self.pin_pool, Q, V, A if quantity == "rnea" else T, out)
+            par[quantity] = out
+        for quantity in ("rnea", "forward_dynamics"):
+            ours = getattr(engine, quantity)(mo, *self.engine_args(quantity, True))
+            for k in range(states):
+                for theirs in (fn_pin[quantity](k), par[quantity][:, k]):
+                    err = np.abs(back[quantity](k, np.array(theirs)) - ours[k]).max() / max(np.abs(ours[k]).max(), 1e-300)
+                    if not err <= PIN_RTOL:
+                        raise RuntimeError(f"{self.name}: Pinocchio's {quantity} on the converted state {k}, mapped back, "
+                                           f"differs from physai's by {err:.3g} relative (> {PIN_RTOL:g})")
+
     def pinocchio(self, quantity):
         if self.pin is None:
             return None
-        P, D, q, qd, qdd = self.pin, self.pin_data, self.q, self.qd, self.qdd
+        P, D = self.pin, self.pin_data
+        q, qd, qdd, tau = (x[0] for x in self.pin_state)
         return {"rnea": lambda: pin.rnea(P, D, q, qd, qdd), "bias": lambda: pin.nonLinearEffects(P, D, q, qd),
                 "gravity": lambda: pin.computeGeneralizedGravity(P, D, q), "mass_matrix": lambda: pin.crba(P, D, q),
-                "forward_dynamics": lambda: pin.aba(P, D, q, qd, qdd), "aba": lambda: pin.aba(P, D, q, qd, qdd),
+                "forward_dynamics": lambda: pin.aba(P, D, q, qd, tau), "aba": lambda: pin.aba(P, D, q, qd, tau),
                 "energy": lambda: pin.computeMechanicalEnergy(P, D, q, qd)}[quantity]
 
     def pin_parallel(self, quantity):
         if self.pin is None or quantity not in ("rnea", "forward_dynamics", "aba"):
             return None
         fn = pin.rneaInParallel if quantity == "rnea" else pin.abaInParallel
-        Q, QD, QDD = self.pin_batch
-        return lambda: fn(1, self.pin_pool, Q, QD, QDD, self.pin_out)
+        Q, QD, QDD, TAU = self.pin_batch
+        X = QDD if quantity == "rnea" else TAU
+        return lambda: fn(1, self.pin_pool, Q, QD, X, self.pin_out)
 
     def engine_args(self, quantity, batched):
         q, qd, qdd = (self.Q, self.QD, self.QDD) if batched else (self.q, self.qd, self.qdd)
@@ -162,6 +194,18 @@ class Case:
                 engine.set_backend(previous)
             table[quantity] = {k: (None if v is None else 1e6 * v) for k, v in row.items()}
         return table
+
+
+def to_pinocchio(model, Q, QD, QDD):
+    """(q, v, a, tau) in Pinocchio's conventions, each (N, size), of physai's states Q, QD with QDD taken as the
+    acceleration (for rnea) and as the generalized force (for aba). Without free or ball joints the maps are the
+    identity and the arrays are copied."""
+    if len(model.coords.quat_q) == 0:
+        return Q.copy(), QD.copy(), QDD.copy(), QDD.copy()
+    c = conventions
+    rows = [(c.q_to_pinocchio(model, q), c.v_to_pinocchio(model, q, v), c.a_to_pinocchio(model, q, v, a),
+             c.tau_to_pinocchio(model, q, a)) for q, v, a in zip(Q, QD, QDD)]
+    return tuple(np.array(x) for x in zip(*rows))
 
 
 def chain_xml(n: int) -> str:

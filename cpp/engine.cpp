@@ -7,10 +7,11 @@
 // anything it does not accept: the Python side then takes the NumPy path, which raises the named physai error.
 //
 // Every kernel is written once for a number type T: double for one state, Lanes (8 states side by side, GCC/Clang
-// vector extension) for batches, states innermost, built for AVX-512, AVX2 and baseline x86-64 with run-time
-// dispatch (target_clones). The same operations in the same order run in both, without contraction into FMAs, so
-// a state's result is the same bits alone or anywhere in a batch, on any of these instruction sets. Batches run in
-// chunks of states on std::threads with the GIL released.
+// vector extension) for batches, states innermost, built for AVX-512, AVX2 and baseline x86-64 and chosen at run
+// time (compute_lanes; PHYSAI_ISA). The same operations in the same order run in both, without contraction into FMAs,
+// for a state alone or anywhere in a batch, on any of these instruction sets. Batches run in chunks of states on
+// std::threads with the GIL released. Then the simulation (simulate_one: the four integrators over N trajectories),
+// the Jacobians and integrate / difference, for one state at a time.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
@@ -637,30 +638,97 @@ template <class T> int compute(const NativeModel &m, Data<T> &d, int op, const T
 }
 
 #if PHYSAI_LANES && (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__) && !defined(__clang__)
-#define PHYSAI_CLONES __attribute__((target_clones("avx512f", "avx2", "default"), flatten, noinline))
+#define PHYSAI_DISPATCH 1
 #else
-#define PHYSAI_CLONES
+#define PHYSAI_DISPATCH 0
 #endif
 
 #if PHYSAI_LANES
-// W states side by side: the batch kernel, one clone per instruction set (chosen once, at load time)
-PHYSAI_CLONES int compute_lanes(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
+// W states side by side: the batch kernel, one variant per instruction set, chosen once (at load time: PHYSAI_ISA
+// if the CPU supports it, else the best it supports) and switchable with set_isa
+using LanesKernel = int (*)(const NativeModel &, Data<Lanes> &, int, const Lanes *const *, Lanes *);
+#if PHYSAI_DISPATCH
+__attribute__((target("avx512f"), flatten, noinline))
+int compute_lanes_avx512f(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
+    return compute<Lanes>(m, d, op, x, out);
+}
+__attribute__((target("avx2"), flatten, noinline))
+int compute_lanes_avx2(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
+    return compute<Lanes>(m, d, op, x, out);
+}
+#endif
+__attribute__((flatten, noinline))
+int compute_lanes_default(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
     return compute<Lanes>(m, d, op, x, out);
 }
 #endif
 
-// the instruction set compute_lanes runs with (target_clones' choice)
-const char *isa() {
-#if PHYSAI_LANES && (defined(__x86_64__) || defined(_M_X64)) && defined(__linux__) && !defined(__clang__)
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return "avx512f";
-    if (__builtin_cpu_supports("avx2")) return "avx2";
-    return "x86-64 (sse2)";
-#elif PHYSAI_LANES
-    return "compiler default (vector extension)";
-#else
-    return "scalar";
+// the batch kernel's variants, best first: the names PHYSAI_ISA and set_isa take
+struct IsaVariant {
+    const char *name;
+#if PHYSAI_LANES
+    LanesKernel kernel;
 #endif
+};
+#if PHYSAI_DISPATCH
+const IsaVariant ISA_VARIANTS[] = {{"avx512f", compute_lanes_avx512f}, {"avx2", compute_lanes_avx2}, {"default", compute_lanes_default}};
+#elif PHYSAI_LANES
+const IsaVariant ISA_VARIANTS[] = {{"default", compute_lanes_default}};
+#else
+const IsaVariant ISA_VARIANTS[] = {{"default"}};
+#endif
+constexpr int N_ISA = int(sizeof(ISA_VARIANTS) / sizeof(ISA_VARIANTS[0]));
+
+// whether this CPU runs variant k
+bool isa_supported(int k) {
+#if PHYSAI_DISPATCH
+    __builtin_cpu_init();
+    if (k == 0) return __builtin_cpu_supports("avx512f");
+    if (k == 1) return __builtin_cpu_supports("avx2");
+#endif
+    return k >= 0 && k < N_ISA;
+}
+
+// the variant named `name` if the CPU supports it, else -1
+int isa_index(const char *name) {
+    for (int k = 0; k < N_ISA; k++)
+        if (std::strcmp(name, ISA_VARIANTS[k].name) == 0) return isa_supported(k) ? k : -1;
+    return -1;
+}
+
+// PHYSAI_ISA when the CPU supports it; otherwise (unset, unknown, unsupported) the best variant it supports
+int initial_isa() {
+    const char *env = std::getenv("PHYSAI_ISA");
+    int k = env ? isa_index(env) : -1;
+    if (k >= 0) return k;
+    for (k = 0; !isa_supported(k); k++) {}
+    return k;
+}
+
+std::atomic<int> active_isa{initial_isa()};
+
+#if PHYSAI_LANES
+inline int compute_lanes(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
+    return ISA_VARIANTS[active_isa.load(std::memory_order_relaxed)].kernel(m, d, op, x, out);
+}
+#endif
+
+// the instruction set the batch kernel runs with
+const char *isa() { return ISA_VARIANTS[active_isa.load()].name; }
+
+// run the batch kernel's variant `name` from now on if the CPU supports it (true); otherwise nothing changes (false)
+bool set_isa(const char *name) {
+    int k = isa_index(name);
+    if (k >= 0) active_isa.store(k);
+    return k >= 0;
+}
+
+// the variants this CPU supports, best first
+nb::list isas() {
+    nb::list r;
+    for (int k = 0; k < N_ISA; k++)
+        if (isa_supported(k)) r.append(nb::str(ISA_VARIANTS[k].name));
+    return r;
 }
 
 
@@ -1350,7 +1418,11 @@ NB_MODULE(_native, mod) {
             "(Jp; Jr) (6, nv) or (N, 6, nv) of a point (3,) fixed in a link, in the link's frame, for q (nq,) or (N, nq)");
     mod.def("configuration", &configuration, nb::arg("sim"), nb::arg("op"), nb::arg("x").none(), nb::arg("y").none(), nb::arg("h"),
             "integrate (op 0: q, v) or difference (op 1: q0, q1) for (size,) or (N, size) float64 arrays, or None");
-    mod.def("isa", &isa, "the instruction set the batch kernel runs with (avx512f, avx2, x86-64 (sse2))");
+    mod.def("isa", &isa, "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
+            "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");
+    mod.def("isas", &isas, "the batch kernel's variants this CPU supports, best first");
+    mod.def("set_isa", &set_isa, nb::arg("name"),
+            "run the batch kernel's variant name (one of isas()) from now on: true; false (and no change) otherwise");
     mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");
 }

@@ -3,8 +3,8 @@ live MuJoCo; the energy-drift monitor; `physai lesson 11 ...` from another worki
 
 Residuals are asserted numerically against the scripts' BOUNDS, the bounds their saved outputs print (a few eps
 times each quantity's scale, with 10 to 100 times margin over the worst value seen on the kernels tried). No test
-compares printed residual digits; build_output.txt and output.txt are compared with a rerun because they are
-portable by design. Elsewhere machine precision means 1e-12 absolute.
+compares printed residual digits; build_output.txt, output.txt and output_physai.txt are compared with a rerun
+because they are portable by design. Elsewhere machine precision means 1e-12 absolute.
 """
 
 import importlib.util
@@ -87,6 +87,17 @@ def test_build_saved_output_is_reproduced(build_run):
 def test_experiment_saved_output_is_reproduced(experiment_run):
     """output.txt is portable by design (residuals printed as bounds): a rerun on any machine reproduces it."""
     assert (FOLDER / "output.txt").read_text(encoding="utf-8") == experiment_run[1]
+
+
+def test_physai_energy_table_saved_output_is_reproduced(experiment):
+    """output_physai.txt, written by the default run: physai's simulator beside MuJoCo's energy table (0.1 s on the
+    compiled backend), reproduced by a rerun, each physai source within AGREEMENT of MuJoCo's readings."""
+    script = load_script("experiment")
+    out = Transcript(echo=False)
+    _, agreement = script.physai_table(out, models.load("double_pendulum"), experiment["table"])
+    assert (FOLDER / "output_physai.txt").read_text(encoding="utf-8") == out.text()
+    for label, bounds in script.AGREEMENT.items():
+        assert all(w < b for w, b in zip(agreement[label], bounds, strict=True)), label
 
 
 def test_build_panda_home_against_mj_fullM(build):

@@ -16,12 +16,21 @@ max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is u
     physai.engine.set_backend(name)  switch ("native" needs the built extension); returns the previous one
 
 The kernels loop over links in C++ (one compiled call per public call, whatever the batch, checks included). A
-batch runs 8 states side by side (states innermost; the kernel is built for AVX-512, AVX2 and baseline x86-64 and
-chosen at load time), in chunks on threads with the GIL released (PHYSAI_NUM_THREADS sets the count, default:
-every core). One text serves one state and 8, without FMA contraction: a state's result is the same bits alone,
-anywhere in a batch, and on any thread count. physai.integrators.simulate runs its whole loop here too (simulate
-below: every integrator, actuators, per-step ctrl and applied forces), and physai.integrators.rollout runs N
-trajectories in one call, on threads with the GIL released.
+batch runs 8 states side by side (states innermost), in chunks on threads with the GIL released (PHYSAI_NUM_THREADS
+sets the count, default: every core). The batch kernel is built three times on x86-64 Linux with GCC, for AVX-512
+("avx512f"), AVX2 ("avx2") and baseline x86-64 with SSE2 ("default"), and one is chosen when the extension loads:
+PHYSAI_ISA=avx512f|avx2|default if the CPU supports it, otherwise (unset, an unknown name, an instruction set the
+CPU lacks) the best the CPU supports. Elsewhere (another compiler or CPU) there is one variant, "default".
+
+    isa()            the variant batches run with ("avx512f", "avx2" or "default"; physai verify prints it)
+    isas()           the variants this CPU supports, best first
+    set_isa(name)    switch to one of isas() in this process: True; False (nothing changes) for another name
+
+One text serves one state and 8, without FMA contraction: the same operations in the same order for a state alone,
+anywhere in a batch, on any thread count and any of the variants (tests/test_backend.py bounds the difference by 4
+eps). physai.integrators.simulate runs its whole loop here too (rollout below: every integrator, actuators, per-step
+ctrl and applied forces), and physai.integrators.rollout runs N trajectories in one call, on threads with the GIL
+released. physai.jacobians and engine.integrate / difference have compiled calls too.
 """
 
 import functools
@@ -70,11 +79,30 @@ def set_backend(name: str) -> str:
 
 
 def describe() -> str:
-    """One line on the backend in use, e.g. "native (C++, batches: avx512f, 8 states per vector, 2 threads)"."""
+    """One line on the backend in use, e.g. "native (C++; batches: avx512f, 8 states side by side, 2 threads)"; a
+    PHYSAI_ISA that was not applied is named, e.g. "batches: avx512f (PHYSAI_ISA='sse9' unavailable)"."""
     if _active == "native":
-        return f"native (C++; batches: {_ext.isa()}, {_ext.lanes()} states side by side, {threads()} threads)"
+        used, asked = isa(), os.environ.get("PHYSAI_ISA")
+        note = f" (PHYSAI_ISA={asked!r} unavailable)" if asked and asked not in isas() else ""
+        return f"native (C++; batches: {used}{note}, {_ext.lanes()} states side by side, {threads()} threads)"
     why = "PHYSAI_BACKEND=numpy or set_backend" if _ext is not None else "the compiled extension is not built"
     return f"numpy (the reference; {why})"
+
+
+def isa() -> str:
+    """The instruction set the compiled batch kernel runs with: "avx512f", "avx2" or "default" (see above)."""
+    return _ext.isa() if _ext is not None else "default"
+
+
+def isas() -> tuple:
+    """The batch kernel's variants this CPU supports, best first (("default",) without the extension)."""
+    return tuple(_ext.isas()) if _ext is not None else ("default",)
+
+
+def set_isa(name: str) -> bool:
+    """Run batches with the kernel variant `name` (one of isas()) from now on in this process: True; False, and
+    nothing changes, for a name this build or CPU does not have. PHYSAI_ISA chooses at import time instead."""
+    return bool(_ext.set_isa(str(name))) if _ext is not None else name == "default"
 
 
 def threads() -> int:
