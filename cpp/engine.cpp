@@ -6,9 +6,9 @@
 // inputs (float64 arrays of shape (size,) or (N, size), finite) and its outputs (finite), and returns None on
 // anything it does not accept: the Python side then takes the NumPy path, which raises the named physai error.
 //
-// Every kernel is written once for a number type T: double for one state, Lanes (8 states side by side, GCC/Clang
-// vector extension) for batches, states innermost, built for AVX-512, AVX2 and baseline x86-64 and chosen at run
-// time (compute_lanes; PHYSAI_ISA). The same operations in the same order run in both, without contraction into FMAs,
+// Every kernel is written once for a number type T: double for one state, lanes of states side by side (GCC/Clang
+// vector extension: 8 with AVX-512, 4 with AVX2, 2 with baseline x86-64's SSE2) for batches, states innermost, the
+// instruction set chosen at run time (compute_lanes; PHYSAI_ISA). The same operations in the same order run in both, without contraction into FMAs,
 // for a state alone or anywhere in a batch, on any of these instruction sets. Batches run in chunks of states on
 // std::threads with the GIL released. Then the simulation (simulate_one: the four integrators over N trajectories),
 // the Jacobians and integrate / difference, for one state at a time.
@@ -30,6 +30,7 @@
 #include <new>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace nb = nanobind;
@@ -61,12 +62,12 @@ struct NativeModel {
     std::vector<double> spring_k, spring_ref;
     double static_mass = 0, static_com[3] = {0, 0, 0};
     std::shared_ptr<Data<double>> scratch;                             // workspaces of the calls that keep the GIL:
-    std::shared_ptr<void> scratch_lanes;                               // one state, W states
+    std::shared_ptr<void> scratch_lanes[3];                            // one state, lanes of states (per variant)
 };
 
 // ---------------------------------------------------------------- number types
 
-// 64-byte aligned storage for the workspaces (a Lanes is 64 bytes; std::allocator may not align it)
+// 64-byte aligned storage for the workspaces (lanes are up to 64 bytes; std::allocator may not align them)
 template <class T> struct Aligned {
     using value_type = T;
     Aligned() = default;
@@ -80,13 +81,14 @@ template <class T> using Vec = std::vector<T, Aligned<T>>;
 
 #if defined(__GNUC__)
 #define PHYSAI_LANES 1
-constexpr int W = 8;                                                     // states per Lanes
-typedef double Lanes __attribute__((vector_size(8 * sizeof(double))));
-typedef int64_t Mask __attribute__((vector_size(8 * sizeof(int64_t))));
+typedef double Lanes8 __attribute__((vector_size(64)));                 // 8 states: one AVX-512 register
+typedef double Lanes4 __attribute__((vector_size(32)));                 // 4 states: AVX2
+typedef double Lanes2 __attribute__((vector_size(16)));                 // 2 states: SSE2 (or NEON)
+template <class L> constexpr int lanes_of = int(sizeof(L) / sizeof(double));
 #else
 #define PHYSAI_LANES 0
-constexpr int W = 1;
 #endif
+constexpr int BLOCK = 8;                                                // threads' chunks start at multiples of the widest lanes
 
 template <class T> inline T splat(double x) { return T{} + x; }
 template <> inline double splat<double>(double x) { return x; }
@@ -96,20 +98,20 @@ inline bool any_zero(double x) { return x == 0.0; }
 inline bool all_positive(double x) { return x > 0.0; }
 inline double select(bool m, double a, double b) { return m ? a : b; }
 inline bool lane_any(bool m) { return m; }
-#if PHYSAI_LANES
-inline Lanes vsqrt(Lanes x) {
-    Lanes r;
-    for (int i = 0; i < W; i++) r[i] = __builtin_sqrt(x[i]);
+#if PHYSAI_LANES                                                        // the same for lanes L and their masks M
+template <class L> inline L vsqrt(L x) {
+    L r;
+    for (int i = 0; i < lanes_of<L>; i++) r[i] = __builtin_sqrt(x[i]);
     return r;
 }
-inline bool lane_any(Mask m) {
-    for (int i = 0; i < W; i++)
+template <class M> inline bool lane_any(M m) {
+    for (int i = 0; i < int(sizeof(M) / sizeof(m[0])); i++)
         if (m[i]) return true;
     return false;
 }
-inline bool any_zero(Lanes x) { return lane_any(x == 0.0); }
-inline bool all_positive(Lanes x) { return !lane_any(!(x > 0.0)); }
-inline Lanes select(Mask m, Lanes a, Lanes b) { return m ? a : b; }
+template <class L> inline bool any_zero(L x) { return lane_any(x == 0.0); }
+template <class L> inline bool all_positive(L x) { return !lane_any(!(x > 0.0)); }
+template <class M, class L> inline L select(M m, L a, L b) { return m ? a : b; }
 #endif
 
 // x rounded to the nearest integer (ties to even) for |x| < 2^51, without a branch
@@ -144,9 +146,9 @@ inline void sincos_any(double x, double &s, double &c) {
     }
 }
 #if PHYSAI_LANES
-inline void sincos_any(Lanes x, Lanes &s, Lanes &c) {
-    sincos_poly<Lanes>(x, s, c);
-    for (int i = 0; i < W; i++)
+template <class L> inline void sincos_any(L x, L &s, L &c) {
+    sincos_poly<L>(x, s, c);
+    for (int i = 0; i < lanes_of<L>; i++)
         if (!(std::fabs(x[i]) <= 1e5)) sincos_any(x[i], s[i], c[i]);   // the same numbers as for one state
 }
 #endif
@@ -214,9 +216,10 @@ template <class T> inline void mat6_times(const T *A, const T *v, T *r) {
     for (int i = 0; i < 6; i++) r[i] = dot6(A + 6 * i, v);
 }
 
-// ---------------------------------------------------------------- workspace (MuJoCo's mjData) for one state or one Lanes
+// ---------------------------------------------------------------- workspace (MuJoCo's mjData) for one state or lanes of states
 
 template <class T> struct Data {
+    using number = T;
     Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c;
     Vec<Inertia<T>> cinert, crb;
     explicit Data(const NativeModel &m) {
@@ -605,7 +608,7 @@ template <class T> T potential(const NativeModel &m, Data<T> &d, const T *q) {
     return 0.5 * springs - g;
 }
 
-// ---------------------------------------------------------------- one state (or one Lanes), every public function
+// ---------------------------------------------------------------- one state (or lanes of states), every public function
 
 enum Op { RNEA = 0, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC, POTENTIAL, ENERGY, NOPS };
 //                                 inputs (sizes: 'q' nq, 'v' nv)   output size per state ('v' nv, 'M' nv^2, 's' 1)
@@ -644,38 +647,35 @@ template <class T> int compute(const NativeModel &m, Data<T> &d, int op, const T
 #endif
 
 #if PHYSAI_LANES
-// W states side by side: the batch kernel, one variant per instruction set, chosen once (at load time: PHYSAI_ISA
-// if the CPU supports it, else the best it supports) and switchable with set_isa
-using LanesKernel = int (*)(const NativeModel &, Data<Lanes> &, int, const Lanes *const *, Lanes *);
+// lanes of states side by side: the batch kernel, one variant per instruction set, each on its register's width, chosen
+// once (at load time: PHYSAI_ISA if the CPU supports it, else the best it supports) and switchable with set_isa
 #if PHYSAI_DISPATCH
 __attribute__((target("avx512f"), flatten, noinline))
-int compute_lanes_avx512f(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
-    return compute<Lanes>(m, d, op, x, out);
+int compute_lanes_avx512f(const NativeModel &m, Data<Lanes8> &d, int op, const Lanes8 *const *x, Lanes8 *out) {
+    return compute<Lanes8>(m, d, op, x, out);
 }
 __attribute__((target("avx2"), flatten, noinline))
-int compute_lanes_avx2(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
-    return compute<Lanes>(m, d, op, x, out);
+int compute_lanes_avx2(const NativeModel &m, Data<Lanes4> &d, int op, const Lanes4 *const *x, Lanes4 *out) {
+    return compute<Lanes4>(m, d, op, x, out);
 }
 #endif
 __attribute__((flatten, noinline))
-int compute_lanes_default(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
-    return compute<Lanes>(m, d, op, x, out);
+int compute_lanes_default(const NativeModel &m, Data<Lanes2> &d, int op, const Lanes2 *const *x, Lanes2 *out) {
+    return compute<Lanes2>(m, d, op, x, out);
 }
 #endif
 
-// the batch kernel's variants, best first: the names PHYSAI_ISA and set_isa take
+// the batch kernel's variants, best first: the names PHYSAI_ISA and set_isa take, and the states per lane vector
 struct IsaVariant {
     const char *name;
-#if PHYSAI_LANES
-    LanesKernel kernel;
-#endif
+    int lanes;
 };
 #if PHYSAI_DISPATCH
-const IsaVariant ISA_VARIANTS[] = {{"avx512f", compute_lanes_avx512f}, {"avx2", compute_lanes_avx2}, {"default", compute_lanes_default}};
+const IsaVariant ISA_VARIANTS[] = {{"avx512f", 8}, {"avx2", 4}, {"default", 2}};
 #elif PHYSAI_LANES
-const IsaVariant ISA_VARIANTS[] = {{"default", compute_lanes_default}};
+const IsaVariant ISA_VARIANTS[] = {{"default", 2}};
 #else
-const IsaVariant ISA_VARIANTS[] = {{"default"}};
+const IsaVariant ISA_VARIANTS[] = {{"default", 1}};
 #endif
 constexpr int N_ISA = int(sizeof(ISA_VARIANTS) / sizeof(ISA_VARIANTS[0]));
 
@@ -708,13 +708,38 @@ int initial_isa() {
 std::atomic<int> active_isa{initial_isa()};
 
 #if PHYSAI_LANES
-inline int compute_lanes(const NativeModel &m, Data<Lanes> &d, int op, const Lanes *const *x, Lanes *out) {
-    return ISA_VARIANTS[active_isa.load(std::memory_order_relaxed)].kernel(m, d, op, x, out);
+// the variant's kernel for its lanes L (the name tells the instruction set; the width picks the overload)
+inline int compute_lanes(const NativeModel &m, Data<Lanes2> &d, int op, const Lanes2 *const *x, Lanes2 *out) {
+    return compute_lanes_default(m, d, op, x, out);
 }
+#if PHYSAI_DISPATCH
+inline int compute_lanes(const NativeModel &m, Data<Lanes4> &d, int op, const Lanes4 *const *x, Lanes4 *out) {
+    return compute_lanes_avx2(m, d, op, x, out);
+}
+inline int compute_lanes(const NativeModel &m, Data<Lanes8> &d, int op, const Lanes8 *const *x, Lanes8 *out) {
+    return compute_lanes_avx512f(m, d, op, x, out);
+}
+#endif
 #endif
 
 // the instruction set the batch kernel runs with
 const char *isa() { return ISA_VARIANTS[active_isa.load()].name; }
+
+// a workspace for variant k's lanes (none without the vector extension)
+std::shared_ptr<void> lanes_workspace(const NativeModel &m, int k) {
+#if PHYSAI_LANES
+    switch (ISA_VARIANTS[k].lanes) {
+#if PHYSAI_DISPATCH
+        case 8: return std::make_shared<Data<Lanes8>>(m);
+        case 4: return std::make_shared<Data<Lanes4>>(m);
+#endif
+        default: return std::make_shared<Data<Lanes2>>(m);
+    }
+#else
+    (void)m, (void)k;
+    return nullptr;
+#endif
+}
 
 // run the batch kernel's variant `name` from now on if the CPU supports it (true); otherwise nothing changes (false)
 bool set_isa(const char *name) {
@@ -1240,36 +1265,51 @@ nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c)
         out = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
     }
     std::atomic<int> failed{0};
-    // states [lo, hi) with workspaces d1 (one state) and dl (W states side by side)
-    auto work = [&](int64_t lo, int64_t hi, Data<double> &d1, void *dl_) {
-        const double *x[3] = {nullptr, nullptr, nullptr};
-        int64_t s = lo;
+    const int variant = active_isa.load();                             // the batch kernel's variant for this call
 #if PHYSAI_LANES
-        Vec<Lanes> xin[3], o;
-        if (hi - lo >= 2) {
-            o.resize(size_t(per));
-            for (int k = 0; k < nin; k++) xin[k].resize(size_t(kinds[k] == 'q' ? m.nq : m.nv));
-        }
-        Data<Lanes> *dl = static_cast<Data<Lanes> *>(dl_);
-        const Lanes *xl[3] = {xin[0].data(), xin[1].data(), xin[2].data()};
-        for (; hi - s >= 2 && !failed.load(std::memory_order_relaxed); s += W) {   // W states at once; the last lanes
-            int64_t count = std::min<int64_t>(W, hi - s);                        // of a short block repeat a state
+    // states [s, hi) in blocks of lanes L on workspace dl (the last lanes of a short block repeat a state); returns the
+    // first state left for the scalar loop
+    auto blocks = [&](auto &dl, int64_t s, int64_t hi) -> int64_t {
+        using L = typename std::decay_t<decltype(dl)>::number;
+        constexpr int W = lanes_of<L>;
+        Vec<L> xin[3], o(static_cast<size_t>(per));
+        for (int k = 0; k < nin; k++) xin[k].resize(size_t(kinds[k] == 'q' ? m.nq : m.nv));
+        const L *xl[3] = {xin[0].data(), xin[1].data(), xin[2].data()};
+        for (; hi - s >= 2 && !failed.load(std::memory_order_relaxed); s += W) {
+            int64_t count = std::min<int64_t>(W, hi - s);
             for (int k = 0; k < nin; k++)
                 for (int l = 0; l < W; l++) {
                     const double *src = in[k].data + (s + std::min<int64_t>(l, count - 1)) * in[k].stride_state;
                     for (size_t e = 0; e < xin[k].size(); e++) xin[k][e][l] = src[e];
                 }
-            if (compute_lanes(m, *dl, op, xl, o.data()) != OK) { failed = 1; return; }
+            if (compute_lanes(m, dl, op, xl, o.data()) != OK) { failed = 1; return hi; }
             for (int64_t l = 0; l < count; l++) {
                 double *dst = out + (s + l) * per;
                 for (int64_t e = 0; e < per; e++) {
                     dst[e] = o[size_t(e)][l];
-                    if (!std::isfinite(dst[e])) { failed = 1; return; }
+                    if (!std::isfinite(dst[e])) { failed = 1; return hi; }
                 }
             }
         }
+        return s;
+    };
+#endif
+    // states [lo, hi) with workspaces d1 (one state) and dl (the variant's lanes)
+    auto work = [&](int64_t lo, int64_t hi, Data<double> &d1, void *dl) {
+        const double *x[3] = {nullptr, nullptr, nullptr};
+        int64_t s = lo;
+#if PHYSAI_LANES
+        if (hi - lo >= 2) {
+            switch (ISA_VARIANTS[variant].lanes) {
+#if PHYSAI_DISPATCH
+                case 8: s = blocks(*static_cast<Data<Lanes8> *>(dl), s, hi); break;
+                case 4: s = blocks(*static_cast<Data<Lanes4> *>(dl), s, hi); break;
+#endif
+                default: s = blocks(*static_cast<Data<Lanes2> *>(dl), s, hi);
+            }
+        }
 #else
-        (void)dl_;
+        (void)dl;
 #endif
         for (; s < hi && !failed.load(std::memory_order_relaxed); s++) {
             for (int k = 0; k < nin; k++) x[k] = in[k].data + s * in[k].stride_state;
@@ -1283,28 +1323,23 @@ nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c)
     // work outweighs starting them (about 20 us each)
     int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
     if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
-#if PHYSAI_LANES
-    if (N > 1 && !m.scratch_lanes) m.scratch_lanes = std::make_shared<Data<Lanes>>(m);
-#endif
+    if (N > 1 && !m.scratch_lanes[variant]) m.scratch_lanes[variant] = lanes_workspace(m, variant);
     if (cost < 40000) {
-        work(0, N, *m.scratch, m.scratch_lanes.get());
+        work(0, N, *m.scratch, m.scratch_lanes[variant].get());
     } else {
         nb::gil_scoped_release release;
-        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + W - 1) / W}));
+        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
         auto chunk = [&](int64_t lo, int64_t hi) {
             Data<double> d1(m);
-#if PHYSAI_LANES
-            Data<Lanes> dl(m);
-            work(lo, hi, d1, &dl);
-#else
-            work(lo, hi, d1, nullptr);
-#endif
+            std::shared_ptr<void> dl = lanes_workspace(m, variant);
+            work(lo, hi, d1, dl.get());
         };
         if (T <= 1) {
             chunk(0, N);
         } else {
             std::vector<std::thread> pool;
-            for (int t = 0; t < T; t++) pool.emplace_back(chunk, (N * t / T) / W * W, t + 1 == T ? N : (N * (t + 1) / T) / W * W);
+            for (int t = 0; t < T; t++)
+                pool.emplace_back(chunk, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
             for (auto &th : pool) th.join();
         }
     }
@@ -1423,6 +1458,6 @@ NB_MODULE(_native, mod) {
     mod.def("isas", &isas, "the batch kernel's variants this CPU supports, best first");
     mod.def("set_isa", &set_isa, nb::arg("name"),
             "run the batch kernel's variant name (one of isas()) from now on: true; false (and no change) otherwise");
-    mod.def("lanes", [] { return W; }, "states side by side in the batch kernel");
+    mod.def("lanes", [] { return ISA_VARIANTS[active_isa.load()].lanes; }, "states side by side in the batch kernel's variant");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");
 }

@@ -16,17 +16,18 @@ max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is u
     physai.engine.set_backend(name)  switch ("native" needs the built extension); returns the previous one
 
 The kernels loop over links in C++ (one compiled call per public call, whatever the batch, checks included). A
-batch runs 8 states side by side (states innermost), in chunks on threads with the GIL released (PHYSAI_NUM_THREADS
-sets the count, default: every core). The batch kernel is built three times on x86-64 Linux with GCC, for AVX-512
-("avx512f"), AVX2 ("avx2") and baseline x86-64 with SSE2 ("default"), and one is chosen when the extension loads:
+batch runs lanes of states side by side (states innermost), in chunks on threads with the GIL released
+(PHYSAI_NUM_THREADS sets the count, default: every core). The batch kernel is built three times on x86-64 Linux with
+GCC, each on its register's width: AVX-512 ("avx512f", 8 states), AVX2 ("avx2", 4) and baseline x86-64 with SSE2
+("default", 2), and one is chosen when the extension loads:
 PHYSAI_ISA=avx512f|avx2|default if the CPU supports it, otherwise (unset, an unknown name, an instruction set the
-CPU lacks) the best the CPU supports. Elsewhere (another compiler or CPU) there is one variant, "default".
+CPU lacks) the best the CPU supports. Elsewhere (another compiler or CPU) there is one variant, "default" (2 states).
 
     isa()            the variant batches run with ("avx512f", "avx2" or "default"; physai verify prints it)
     isas()           the variants this CPU supports, best first
     set_isa(name)    switch to one of isas() in this process: True; False (nothing changes) for another name
 
-One text serves one state and 8, without FMA contraction: the same operations in the same order for a state alone,
+One text serves one state and lanes of them, without FMA contraction: the same operations in the same order for a state alone,
 anywhere in a batch, on any thread count and any of the variants (tests/test_backend.py bounds the difference by 4
 eps). physai.integrators.simulate runs its whole loop here too (rollout below: every integrator, actuators, per-step
 ctrl and applied forces), and physai.integrators.rollout runs N trajectories in one call, on threads with the GIL
