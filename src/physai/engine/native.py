@@ -171,16 +171,14 @@ def dispatch(op: int, names: str):
     """Decorator of a public engine function f(model, *arrays, data=None) with joint arrays `names` ("q qd qdd"):
     the compiled backend computes op when it is active and takes the inputs (a Model seen before: one call, no
     Python work per argument); otherwise f, the NumPy text, runs and raises the named errors. With data given, f
-    runs (the NumPy path keeps its intermediate quantities)."""
+    runs (the NumPy path keeps its intermediate quantities). The wrapper takes the arrays by position or by name."""
     sizes = [name == "q" for name in names.split()]                    # True: nq entries, False: nv
 
     def wrap(f):
-        @functools.wraps(f)
-        def public(model, *arrays, data=None):
+        def other(model, arrays, data):
+            """Every call the fast path did not take: a new or non-Model model, other inputs, a declined kernel."""
             if data is None and on:
-                pad = (None,) * (3 - len(arrays))
-                nm = getattr(model, "_native_model", None)
-                out = ext_run(nm, op, *arrays, *pad) if nm is not None else run(model, op, *arrays, *pad)
+                out = run(model, op, *arrays, *(None,) * (3 - len(arrays)))
                 if out is not None:
                     return out
                 from physai.engine.loaders import as_model
@@ -190,7 +188,43 @@ def dispatch(op: int, names: str):
                 if out is not None:
                     return out
             return f(model, *arrays, data=data)
-        return public
+
+        # one wrapper per signature, without *args: the fast path is an attribute read and the compiled call
+        if names == "q":
+            def public(model, q, *, data=None):
+                nm = getattr(model, "_native_model", None)
+                if nm is not None and data is None and on:
+                    out = ext_run(nm, op, q, None, None)
+                    if out is not None:
+                        return out
+                return other(model, (q,), data)
+        elif names == "q qd":
+            def public(model, q, qd, *, data=None):
+                nm = getattr(model, "_native_model", None)
+                if nm is not None and data is None and on:
+                    out = ext_run(nm, op, q, qd, None)
+                    if out is not None:
+                        return out
+                return other(model, (q, qd), data)
+        elif names == "q qd qdd":
+            def public(model, q, qd, qdd, *, data=None):
+                nm = getattr(model, "_native_model", None)
+                if nm is not None and data is None and on:
+                    out = ext_run(nm, op, q, qd, qdd)
+                    if out is not None:
+                        return out
+                return other(model, (q, qd, qdd), data)
+        elif names == "q qd tau":
+            def public(model, q, qd, tau, *, data=None):
+                nm = getattr(model, "_native_model", None)
+                if nm is not None and data is None and on:
+                    out = ext_run(nm, op, q, qd, tau)
+                    if out is not None:
+                        return out
+                return other(model, (q, qd, tau), data)
+        else:
+            raise ValueError(f"no dispatch wrapper for the arrays {names!r}")
+        return functools.wraps(f)(public)
     return wrap
 
 
