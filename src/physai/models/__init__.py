@@ -9,12 +9,20 @@ Menagerie robots come through the `mujoco-menagerie` package, which downloads th
 or reads them from a local mirror when the environment variable MENAGERIE_ROOT points to one.
 In a course checkout with the offline mirror beside it (`../shared/menagerie` from the repository
 root), that mirror is used when MENAGERIE_ROOT is unset. Loaders build models and compute nothing.
+
+Compiled robots are cached. Compiling a Menagerie robot reads and processes its meshes (the Panda's 67 take most
+of its 0.5 s); the compiled model is saved once as MuJoCo's binary .mjb in the cache folder (PHYSAI_CACHE_DIR,
+else $XDG_CACHE_HOME/physai, else ~/.cache/physai) and later loads read that instead. The file's name holds a hash
+of MuJoCo's version, the entry file's path and the path, size and modification time of every file in the robot's
+folder, so an edited or updated robot is compiled again. PHYSAI_CACHE_DIR=off turns the cache off; a folder that
+cannot be written only means no cache.
 """
 
 import difflib
-from pathlib import Path
-
+import hashlib
 import os
+import tempfile
+from pathlib import Path
 
 import mujoco
 
@@ -70,7 +78,46 @@ def load(name: str | Path, entry: str | None = None) -> mujoco.MjModel:
     if _is_bundled(name, entry):
         return mujoco.MjModel.from_xml_path(str(BUNDLED_DIR / f"{name}.xml"))
     robot, entry = _menagerie_entry(name, entry)
-    return _menagerie_call(name, lambda cache: robot.model(entry, cache))
+    xml = _menagerie_call(name, lambda cache: robot.path(cache)) / robot.entry(entry).file
+    return compiled(xml, xml.parent)
+
+
+def cache_dir() -> Path | None:
+    """The folder of compiled models (.mjb), or None when PHYSAI_CACHE_DIR=off."""
+    chosen = os.environ.get("PHYSAI_CACHE_DIR", "").strip()
+    if chosen.lower() == "off":
+        return None
+    if chosen:
+        return Path(chosen)
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "physai"
+
+
+def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
+    """The MJCF file `xml` compiled, through the cache: a saved .mjb when one matches MuJoCo's version and every file
+    under `folder` (path, size, modification time), else MuJoCo's compiler (the result is then saved)."""
+    root = cache_dir()
+    if root is None:
+        return mujoco.MjModel.from_xml_path(str(xml))
+    key = hashlib.sha256(f"{mujoco.__version__}\n{xml.resolve()}".encode())
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        st = f.stat()
+        key.update(f"\n{f.relative_to(folder)} {st.st_size} {st.st_mtime_ns}".encode())
+    saved = root / f"{folder.name}-{xml.stem}-{key.hexdigest()[:32]}.mjb"
+    if saved.is_file():
+        try:
+            return mujoco.MjModel.from_binary_path(str(saved))
+        except (ValueError, OSError):                 # unreadable: compile again below and replace it
+            pass
+    m = mujoco.MjModel.from_xml_path(str(xml))
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=root, suffix=".part", delete=False) as tmp:
+            part = Path(tmp.name)
+        mujoco.mj_saveModel(m, str(part), None)
+        os.replace(part, saved)                       # whole files only, also with processes loading side by side
+    except (OSError, ValueError):
+        pass
+    return m
 
 
 def _file(name, entry: str | None) -> Path | None:
