@@ -3,8 +3,10 @@
     uv run python benchmarks/bench_native.py                                  # Panda, iiwa, H1, double pendulum; N = 1e5
     uv run python benchmarks/bench_native.py --models franka_emika_panda --n 10000 --numpy --no-extras
 
-Then serial chains of 5-100 hinge links (rnea and mass matrix per state, batched, and the fitted exponent of
-time ~ links^p), and the peak memory of one rnea call on N = 1e6 Panda states against its inputs and output.
+Then, on the Panda, time per state against the batch size N = 1 ... 1e5 (rnea, forward dynamics, beside Pinocchio's
+*InParallel on the same N), body_jacobian / integrate / difference beside MuJoCo's calls; serial chains of 5-100
+hinge links (rnea and mass matrix per state, batched, and the fitted exponent of time ~ links^p), and the peak
+memory of one rnea call on N = 1e6 Panda states against its inputs and output.
 
 Columns, microseconds per state (per call for the single-state columns):
     native-1   physai.engine on the compiled backend, one state per call (checks included)
@@ -25,6 +27,7 @@ import argparse
 import os
 import platform
 import sys
+from functools import partial
 
 import mujoco
 import numpy as np
@@ -254,6 +257,64 @@ def peak_memory(n: int = 1_000_000, name: str = "franka_emika_panda") -> None:
           f"peak / (inputs + output) = {(io - tau.nbytes + peak) / io:.3f}")
 
 
+def batch_sizes(name: str = "franka_emika_panda", sizes=(1, 10, 100, 1000, 10_000, 100_000)) -> None:
+    """rnea and forward dynamics per state against the batch size N, beside Pinocchio's per-call time and its
+    rneaInParallel / abaInParallel (one thread) on the same N."""
+    case = Case(name, max(sizes))
+    print(f"\n{name}: batch size N against time per state (microseconds); Pinocchio one state per call, and its "
+          "*InParallel on the same N states with one thread")
+    print(f"{'N':>7s}{'rnea':>10s}{'Pin-N rnea':>12s}{'fd':>10s}{'Pin-N aba':>12s}")
+    pin_one = {q: best_time(case.pinocchio(q)) for q in ("rnea", "forward_dynamics")} if case.pin else {}
+    for n in sizes:
+        Q, QD, QDD = case.Q[:n], case.QD[:n], case.QDD[:n]
+        cells = []
+        for quantity, fn in (("rnea", engine.rnea), ("forward_dynamics", engine.forward_dynamics)):
+            cells.append(best_time(partial(fn, case.model, Q, QD, QDD)) / n)
+            if case.pin is not None:
+                par = pin.rneaInParallel if quantity == "rnea" else pin.abaInParallel
+                X = [np.asfortranarray(x[:, :n]) for x in case.pin_batch]
+                out = np.asfortranarray(np.zeros((case.model.nv, n)))
+                cells.append(best_time(partial(par, 1, case.pin_pool, X[0], X[1], X[2] if quantity == "rnea" else X[3], out)) / n)
+            else:
+                cells.append(0.0)
+        print(f"{n:>7d}" + "".join(f"{c * 1e6:>{w}.3f}" if c else f"{'-':>{w}s}" for c, w in zip(cells, (10, 12, 10, 12))))
+    if pin_one:
+        print(f"Pinocchio one state per call: rnea {pin_one['rnea'] * 1e6:.3f}, aba {pin_one['forward_dynamics'] * 1e6:.3f}")
+
+
+def kinematic_calls(name: str = "franka_emika_panda", n: int = 10_000) -> None:
+    """body_jacobian, integrate and difference, one state per call and batched, beside MuJoCo's calls."""
+    from physai import jacobians
+
+    m = models.load(name)
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    Q, QD = engine.random_states(model, n, 0)
+    b = model.nbody - 1
+    q, qd, q1 = Q[0], QD[0], Q[1]
+    jacp, jacr, out = np.zeros((3, m.nv)), np.zeros((3, m.nv)), np.zeros(m.nv)
+
+    def mj_jacobian():
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_comPos(m, d)
+        mujoco.mj_jacBody(m, d, jacp, jacr, b + 1)
+
+    def mj_integrate():
+        x = q.copy()
+        mujoco.mj_integratePos(m, x, qd, 0.01)
+
+    rows = {"body_jacobian": (lambda: jacobians.body_jacobian(model, q, b), lambda: jacobians.body_jacobian(model, Q, b), mj_jacobian),
+            "integrate": (lambda: engine.integrate(model, q, qd, 0.01), lambda: engine.integrate(model, Q, QD, 0.01), mj_integrate),
+            "difference": (lambda: engine.difference(model, q, q1, 0.01), lambda: engine.difference(model, Q[:-1], Q[1:], 0.01),
+                           lambda: mujoco.mj_differentiatePos(m, out, 0.01, q, q1))}
+    print(f"\n{name}: body {model.body_name[b]!r}, N = {n}; microseconds (per call, per state for native-N); MuJoCo: "
+          "mj_kinematics+comPos+jacBody, mj_integratePos, mj_differentiatePos")
+    print(f"{'':15s}{'1/mj':>8s}  |{'native-1':>10s}{'native-N':>10s}{'MuJoCo':>10s}")
+    for label, (one, many, theirs) in rows.items():
+        t1, tn, tm = best_time(one), best_time(many) / n, best_time(theirs)
+        print(f"{label:15s}{t1 / tm:8.3f}  |{t1 * 1e6:10.3f}{tn * 1e6:10.3f}{tm * 1e6:10.3f}")
+
+
 def ratio(a, b):
     return f"{a / b:8.3f}" if a and b else f"{'-':>8s}"
 
@@ -284,6 +345,8 @@ def main(argv=None) -> int:
         case = Case(name, args.n)
         print_table(case, case.run(args.numpy), args.numpy)
     if not args.no_extras:
+        batch_sizes()
+        kinematic_calls()
         scaling()
         peak_memory()
     return 0

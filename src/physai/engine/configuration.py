@@ -8,6 +8,8 @@
 q is (nq,) or (N, nq), qd (nv,) or (N, nv); dt [s] a finite number.
 """
 
+import math
+
 import numpy as np
 
 from physai import _checks, joints
@@ -23,22 +25,24 @@ def integrate(model: Model, q, qd, dt) -> np.ndarray:
 
     Returns (nq,) or (N, nq); quaternions come out of unit length if they went in so (MuJoCo normalizes first).
     """
+    if native.on and type(dt) is float and math.isfinite(dt):          # the compiled backend, when it takes the inputs
+        out = native.configuration(model, 0, q, qd, dt)
+        if out is not None:
+            return out
     model = _model(model)
     h = _checks.number("dt", dt, "s")
-    out = native.configuration(model, 0, q, qd, h)                     # the compiled backend, when it takes the inputs
-    if out is not None:
-        return out
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     return _out(joints.integrate(model.coords, Q, V, h), batch, "integrate")
 
 
 def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
     """The velocity qd (nv,) or (N, nv) with integrate(q0, qd, dt) = q1 (mj_differentiatePos), dt > 0 [s]."""
+    if native.on and type(dt) is float and math.isfinite(dt) and dt > 0:
+        out = native.configuration(model, 1, q0, q1, dt)
+        if out is not None:
+            return out
     model = _model(model)
     h = _checks.number("dt", dt, "s", positive=True)
-    out = native.configuration(model, 1, q0, q1, h)
-    if out is not None:
-        return out
     (Q0, Q1), batch = states(q0=(q0, model.nq), q1=(q1, model.nq))
     return _out(joints.difference(model.coords, Q0, Q1, h), batch, "difference")
 

@@ -240,10 +240,10 @@ def jacobians(model, q, link: int, point):
 def configuration(model, op: int, x, y, h: float):
     """integrate (op 0: q, qd) or difference (op 1: q0, q1) on the compiled backend for float64 arrays of one shape,
     (size,) or (N, size); None when the backend is numpy or declines (other inputs, a non-finite result)."""
-    if _active != "native" or type(x) is not np.ndarray or type(y) is not np.ndarray or not isinstance(model, Model):
-        return None
     sim = getattr(model, "_native_coords", None)
     if sim is None:
+        if _active != "native" or not isinstance(model, Model):
+            return None
         sim = _native_sim(model, None)
         object.__setattr__(model, "_native_coords", sim)
     return _ext.configuration(sim, op, x, y, h)
