@@ -1012,6 +1012,20 @@ nb::object configuration(const NativeSim &s, int op, nb::handle x_, nb::handle y
     return result;
 }
 
+// k = dexp^-1(theta) v (joints.dexp_inv) in place over v: the rotations' velocities carried to q's tangent space,
+// k = v + 1/2 theta x v + c(|theta|) theta x (theta x v), c(t) = 1/t^2 - 1/(2 t tan(t/2)); scalars unchanged
+void dexp_inv(const NativeSim &s, const double *theta, double *v) {
+    for (size_t k = 0; k < s.quat_v.size(); k++) {
+        const double *th = theta + s.quat_v[k];
+        double *w = v + s.quat_v[k], tw[3], ttw[3];
+        double t = std::sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]);
+        double c = t < 1e-4 ? 1.0 / 12.0 + t * t / 720.0 : 1.0 / (t * t) - 1.0 / (2.0 * t * std::tan(0.5 * t));
+        cross(th, w, tw);
+        cross(th, tw, ttw);
+        for (int a = 0; a < 3; a++) w[a] = w[a] + 0.5 * tw[a] + c * ttw[a];
+    }
+}
+
 inline double quadratic(const double *M, const double *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
     double s = 0.0;
     for (int j = 0; j < n; j++) {
@@ -1093,14 +1107,14 @@ int64_t simulate_one(const NativeModel &m, const NativeSim &s, SimWork &w, int64
             integrate_pos(s, q, qdn, h, qn);
         } else {                                                       // RK4 with the inputs held over the step
             const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
-            double *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data();
+            double *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data(), *kv = w.stage_qd.data();
             for (int stage = 0; stage < 4; stage++) {
                 if (stage == 0) {
                     for (int i = 0; i < nq; i++) qi[i] = q[i];
                     for (int j = 0; j < nv; j++) qdi[j] = qd[j];
-                } else {                                               // from the previous stage's qd and a
+                } else {                                               // q_i = q (+) h c k_(i-1), qd_i = qd + h c a_(i-1)
                     double c = C[stage - 1];
-                    for (int j = 0; j < nv; j++) w.dq[j] = c * w.stage_qd[j];
+                    for (int j = 0; j < nv; j++) w.dq[j] = c * kv[j];
                     integrate_pos(s, q, w.dq.data(), h, qi);
                     for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * w.stage_a[j]);
                 }
@@ -1108,9 +1122,13 @@ int64_t simulate_one(const NativeModel &m, const NativeSim &s, SimWork &w, int64
                 if (std::isnan(pot)) return -2;
                 if (stage == 0) E[k] = 0.5 * quadratic(M, qdi, nv) + pot;
                 if (cholesky_solve(M, nv, f) != OK) return -2;
+                for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
+                if (stage > 0) {                                       // k_i = dexp^-1(h c k_(i-1)) qd_i on quaternions
+                    for (int j = 0; j < nv; j++) w.dq[j] = h * w.dq[j];
+                    dexp_inv(s, w.dq.data(), kv);
+                }
                 for (int j = 0; j < nv; j++) {
-                    w.stage_qd[j] = qdi[j], w.stage_a[j] = f[j];
-                    a[j] = stage == 0 ? 0.0 + B[0] * qdi[j] : a[j] + B[stage] * qdi[j];       // sum of b qd_i
+                    a[j] = stage == 0 ? 0.0 + B[0] * kv[j] : a[j] + B[stage] * kv[j];         // sum of b k_i
                     dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
                 }
             }

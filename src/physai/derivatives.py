@@ -266,6 +266,34 @@ def _so3_exp(phi: np.ndarray) -> np.ndarray:
     return np.eye(3) + np.sin(t) / t * K + (1 - np.cos(t)) / t**2 * K @ K
 
 
+def _hat(x: np.ndarray) -> np.ndarray:
+    """[x] (3, 3): [x] y = x cross y."""
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def _dexp_inv_jacobians(model: Model, theta: np.ndarray, v: np.ndarray):
+    """(dk/dtheta, dk/dv) (nv, nv) of k = joints.dexp_inv(theta, v): identity in v and zero in theta for scalars; for a
+    rotation k = v + 1/2 theta x v + c(t) theta x (theta x v), t = |theta|:
+    dk/dv = 1 + 1/2 [theta] + c [theta]^2,  dk/dtheta = -1/2 [v] + c (theta v^T + (theta . v) 1 - 2 v theta^T)
+    + (theta x (theta x v)) c'(t) theta^T / t."""
+    Kt, Kv = np.zeros((model.nv, model.nv)), np.eye(model.nv)
+    for a in model.coords.quat_v.tolist():
+        k = slice(a, a + 3)
+        th, w = theta[k], v[k]
+        t = float(np.linalg.norm(th))
+        c = float(joints.dexp_inv_coefficient(t))
+        if t < 1e-4:                                   # c'(t) / t -> 1/360
+            dc_t = 1.0 / 360.0
+        else:
+            g = 2.0 * t * np.tan(0.5 * t)
+            dc_t = (-2.0 / t**3 + (2.0 * np.tan(0.5 * t) + t / np.cos(0.5 * t) ** 2) / g**2) / t
+        T, V = _hat(th), _hat(w)
+        Kv[k, k] = np.eye(3) + 0.5 * T + c * T @ T
+        Kt[k, k] = -0.5 * V + c * (np.outer(th, w) + (th @ w) * np.eye(3) - 2.0 * np.outer(w, th)) \
+            + np.outer(np.cross(th, np.cross(th, w)), th) * dc_t
+    return Kt, Kv
+
+
 def _retraction(model: Model, w: np.ndarray, s: float):
     """Tangent maps of q' = q (+) s w (physai.joints.integrate), both (nv, nv), tangents at q and at q':
     dq' = Ad dq + Jw dw. Scalars: Ad = 1, Jw = s. Quaternions (q' = q exp(s w)): Ad = exp(s w)^T, Jw = s J_r(s w)."""
@@ -355,22 +383,26 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
             Tv = Ev + h * (aq @ Eq + av @ Ev + au @ Eu)
             Ad, Jw = _retraction(model, qd_next, h)
             Tq = Ad @ Eq + Jw @ Tv
-        else:
-            Tq_i, Tv_i, qi, qdi = Eq, Ev, q, qd
-            sum_v, sum_Tv, sum_Ta = np.zeros(nv), np.zeros_like(Ev), np.zeros_like(Ev)
+        else:                                          # the stages of integrators._rk4_stages, with their tangents
+            Tq_i, Tv_i, Tk_i, qi, qdi, ki = Eq, Ev, Ev, q, qd, qd
+            sum_k, sum_Tk, sum_Ta = np.zeros(nv), np.zeros_like(Ev), np.zeros_like(Ev)
             for i, b in enumerate(integ._RK4_B):
                 a, _, aq, av, au = s.acceleration(qi, qdi, name)
                 Ta = aq @ Tq_i + av @ Tv_i + au @ Eu
-                sum_v, sum_Tv, sum_Ta = sum_v + b * qdi, sum_Tv + b * Tv_i, sum_Ta + b * Ta
-                if i < 3:
+                sum_k, sum_Tk, sum_Ta = sum_k + b * ki, sum_Tk + b * Tk_i, sum_Ta + b * Ta
+                if i < 3:                              # q_i+1 = q (+) h c k_i, qd_i+1 = qd + h c a_i, k_i+1 = dexp^-1(h c k_i) qd_i+1
                     c = integ._RK4_C[i]
-                    Ad, Jw = _retraction(model, qdi, h * c)
-                    qi_next = joints.integrate(model.coords, q[:, None], (c * qdi)[:, None], h)[:, 0]
-                    Tq_i, Tv_i = Ad @ Eq + Jw @ Tv_i, Ev + h * c * Ta
-                    qi, qdi = qi_next, qd + h * c * a
+                    Ad, Jw = _retraction(model, ki, h * c)
+                    theta = h * (c * ki)
+                    qi = joints.integrate(model.coords, q[:, None], (c * ki)[:, None], h)[:, 0]
+                    qdi = qd + h * c * a
+                    Kt, Kv = _dexp_inv_jacobians(model, theta, qdi)
+                    Tq_i, Tv_i = Ad @ Eq + Jw @ Tk_i, Ev + h * c * Ta
+                    Tk_i = Kv @ Tv_i + Kt @ (h * c * Tk_i)
+                    ki = joints.dexp_inv(model.coords, theta[:, None], qdi[:, None])[:, 0]
             Tv = Ev + h * sum_Ta
-            Ad, Jw = _retraction(model, sum_v, h)
-            Tq = Ad @ Eq + Jw @ sum_Tv
+            Ad, Jw = _retraction(model, sum_k, h)
+            Tq = Ad @ Eq + Jw @ sum_Tk
     T = np.vstack([Tq, Tv])
     A, B = T[:, :2 * nv], T[:, 2 * nv:]
     if not (np.isfinite(A).all() and np.isfinite(B).all()):

@@ -25,10 +25,13 @@ mj_integratePos), written q' = q + h qd' below:
     "implicitfast"  the same without the Coriolis/centripetal part, symmetrized               (mj_implicit)
                         D = sym(dA/dqd - B),              (M - h D) a = f,   then as euler
     "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mj_RungeKutta)
-                        stage i (c = 0, 1/2, 1/2, 1):  q_i = q (+) h c_i qd_(i-1),  qd_i = qd + h c_i a_(i-1),
+                        stage i (c = 0, 1/2, 1/2, 1):  q_i = q (+) h c_i k_(i-1),  qd_i = qd + h c_i a_(i-1),
                                                        a_i = M(q_i)^-1 f(q_i, qd_i)       (damping explicit)
                         qd' = qd + h (a_1 + 2 a_2 + 2 a_3 + a_4) / 6
-                        q'  = q (+) h (qd_1 + 2 qd_2 + 2 qd_3 + qd_4) / 6  (positions from the stage velocities)
+                        q'  = q (+) h (k_1 + 2 k_2 + 2 k_3 + k_4) / 6   (positions from the stage velocities)
+                    k_i = qd_i for hinges and slides; for quaternions k_i = dexp^-1(h c_i k_(i-1)) qd_i, the stage
+                    velocity carried back to q's tangent space (joints.dexp_inv): Runge-Kutta-Munthe-Kaas on SO(3),
+                    which MuJoCo 4's RK4 takes (its 3.x text, k_i = qd_i, differs by O(h^2 |qd|^2) per step)
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -403,7 +406,7 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
     model = engine.as_model(model)
     h = check_timestep(dt)
     q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
-    return _rk4_stages(_Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)), q, qd)
+    return [s[:4] for s in _rk4_stages(_Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)), q, qd)]
 
 
 # ---- the integrators: each returns (q_next, qd_next, energy of (q, qd)) --------------------------
@@ -431,14 +434,18 @@ _RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 
 def _rk4_stages(run: _Run, q, qd):
+    """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
+    hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions)."""
     stages, energy = [], None
-    qi, qdi = q, qd
+    qi, qdi, theta = q, qd, None
     for c in (None,) + _RK4_C:
         if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
-            qi, qdi = _advance(run.model, q, c * stages[-1][1], run.h), qd + run.h * (c * stages[-1][2])
+            step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
+            qi, qdi, theta = _advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
         M, f, potential = run.evaluate(qi, qdi)
         energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
-        stages.append((qi, qdi, solve(M, f), M))
+        k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
+        stages.append((qi, qdi, solve(M, f), M, k))
     run.start_energy = energy
     return stages
 
@@ -446,7 +453,7 @@ def _rk4_stages(run: _Run, q, qd):
 def _rk4_step(run: _Run, q, qd):
     """One RK4 step: (q_next, qd_next, stages), the stages as _rk4_stages gives them (physai.inverse shoots with it)."""
     stages = _rk4_stages(run, q, qd)
-    dq = sum(b * s[1] for b, s in zip(_RK4_B, stages))       # positions advance with the stage velocities
+    dq = sum(b * s[4] for b, s in zip(_RK4_B, stages))       # positions advance with the stage velocities k_i
     dqd = sum(b * s[2] for b, s in zip(_RK4_B, stages))
     return _advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
 

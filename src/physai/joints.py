@@ -294,6 +294,31 @@ def integrate(c: Coordinates, q: np.ndarray, v: np.ndarray, h) -> np.ndarray:
     return out
 
 
+def dexp_inv_coefficient(t: np.ndarray) -> np.ndarray:
+    """c(t) = 1/t^2 - 1/(2 t tan(t/2)) of SO(3)'s inverse dexp (-> 1/12 + t^2/720 as t -> 0; series below 1e-4)."""
+    t = np.asarray(t, dtype=float)
+    small = t < 1e-4
+    safe = np.where(small, 1.0, t)
+    return np.where(small, 1.0 / 12.0 + t * t / 720.0, 1.0 / safe**2 - 1.0 / (2.0 * safe * np.tan(0.5 * safe)))
+
+
+def dexp_inv(c: Coordinates, theta: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """The velocity k (nv, n) in q's tangent space of a motion that passes q (+) theta with velocity v (nv, n).
+
+    Scalars: k = v. Rotations (the 3 velocities of each quaternion, in the body frame):
+    k = v + 1/2 theta x v + c(|theta|) theta x (theta x v), SO(3)'s inverse right-trivialized dexp. These are the
+    stage velocities of a Runge-Kutta-Munthe-Kaas step, which MuJoCo 4's RK4 takes on quaternions.
+    """
+    k = v.copy()
+    if len(c.quat_q):
+        _, iv = c.quats()
+        th, w = theta[iv], v[iv]                                     # (b, 3, n)
+        coef = dexp_inv_coefficient(np.sqrt(np.einsum("bin,bin->bn", th, th)))
+        tw = np.cross(th, w, axis=1)
+        k[iv] = w + 0.5 * tw + coef[:, None] * np.cross(th, tw, axis=1)
+    return k
+
+
 def difference(c: Coordinates, q0: np.ndarray, q1: np.ndarray, h) -> np.ndarray:
     """The velocity v (nv, n) with integrate(q0, v, h) = q1 (MuJoCo's mj_differentiatePos)."""
     v = np.empty((c.nv, q0.shape[1]))
