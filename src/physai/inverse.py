@@ -217,7 +217,8 @@ def _stage_jacobian(model, stages, h, inputs) -> np.ndarray:
     """dq_next/du = h^2/6 (da_1 + da_2 + da_3) with da_1 = M_1^-1, da_(i+1) = M_(i+1)^-1 (I + h c_i D da_i).
 
     D = d f / d qd from joint damping and the actuators (constant along the step); the Coriolis part of D and
-    the position dependence of the forces are left out, an error of relative size O(h |M^-1 C|, h^2 |M^-1 df/dq|).
+    the position dependence of the forces are left out, an error of relative size O(h |M^-1 C|, h^2 |M^-1 df/dq|);
+    so is dexp^-1 on quaternion stage velocities (integrators._rk4_stages), O(h |qd|).
     """
     D = -np.diag(model.dof_damping)
     if inputs.actuators is not None:
