@@ -804,6 +804,53 @@ nb::object jacobians(NativeModel &m, nb::handle q_, int64_t link, DArr point) {
     return result;
 }
 
+// ---------------------------------------------------------------- body poses (physai.kinematics)
+
+// every body's world pose for q (nq,) or (N, nq) (float64, C order): (pos (nbody, 3), rot (nbody, 3, 3)) with a leading N
+// for a batch; body = link pose * (body_pos, body_rot), the world's pose for link -1. None for another q, a non-finite
+// entry or a zero quaternion (the NumPy path converts, or raises the named error).
+nb::object body_poses(NativeModel &m, nb::handle q_, IArr body_link, DArr body_pos, DArr body_rot) {
+    int64_t nb_ = int64_t(body_link.size());
+    if (body_pos.size() != size_t(3 * nb_) || body_rot.size() != size_t(9 * nb_)) throw nb::value_error("body_poses: body arrays");
+    for (int64_t b = 0; b < nb_; b++)
+        if (body_link.data()[b] < -1 || body_link.data()[b] >= m.nlink) throw nb::value_error("body_poses: body_link");
+    nb::ndarray<const double, nb::c_contig, nb::device::cpu> q;
+    if (!nb::try_cast(q_, q, false) || (q.ndim() != 1 && q.ndim() != 2) || int64_t(q.shape(q.ndim() - 1)) != m.nq ||
+        (q.ndim() == 2 && q.shape(0) == 0))
+        return nb::none();
+    int64_t N = q.ndim() == 2 ? int64_t(q.shape(0)) : 1;
+    for (int64_t k = 0; k < N * m.nq; k++)
+        if (!std::isfinite(q.data()[k])) return nb::none();
+    npy_intp dp[3] = {npy_intp(N), npy_intp(nb_), 3}, dr[4] = {npy_intp(N), npy_intp(nb_), 3, 3};
+    int lead = q.ndim() == 2 ? 0 : 1;
+    PyObject *P = PyArray_SimpleNew(3 - lead, dp + lead, NPY_DOUBLE), *Rr = PyArray_SimpleNew(4 - lead, dr + lead, NPY_DOUBLE);
+    if (!P || !Rr) throw nb::python_error();
+    nb::object pos = nb::steal(P), rot = nb::steal(Rr);
+    double *po = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(P)));
+    double *ro = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(Rr)));
+    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
+    Data<double> &d = *m.scratch;
+    for (int64_t s = 0; s < N; s++) {
+        if (kinematics(m, d, q.data() + s * m.nq) != OK) return nb::none();
+        for (int64_t b = 0; b < nb_; b++) {
+            int64_t l = body_link.data()[b];
+            const double *bp = body_pos.data() + 3 * b, *br = body_rot.data() + 9 * b;
+            double *p = po + (s * nb_ + b) * 3, *r = ro + (s * nb_ + b) * 9;
+            if (l < 0) {
+                for (int a = 0; a < 3; a++) p[a] = bp[a];
+                for (int a = 0; a < 9; a++) r[a] = br[a];
+                continue;
+            }
+            const double *X = &d.xmat[9 * l], *x = &d.xpos[3 * l];
+            for (int a = 0; a < 3; a++) {                          // p = x + R body_pos,  rot = R body_rot
+                p[a] = x[a] + (X[3 * a] * bp[0] + X[3 * a + 1] * bp[1] + X[3 * a + 2] * bp[2]);
+                for (int c = 0; c < 3; c++) r[3 * a + c] = X[3 * a] * br[c] + X[3 * a + 1] * br[3 + c] + X[3 * a + 2] * br[6 + c];
+            }
+        }
+    }
+    return nb::make_tuple(pos, rot);
+}
+
 // ---------------------------------------------------------------- simulation (physai.integrators.simulate, rollout)
 
 // what drives a simulation besides the Model: joint damping, q's layout for integration, the actuators
@@ -1471,6 +1518,8 @@ NB_MODULE(_native, mod) {
             "(Jp; Jr) (6, nv) or (N, 6, nv) of a point (3,) fixed in a link, in the link's frame, for q (nq,) or (N, nq)");
     mod.def("configuration", &configuration, nb::arg("sim"), nb::arg("op"), nb::arg("x").none(), nb::arg("y").none(), nb::arg("h"),
             "integrate (op 0: q, v) or difference (op 1: q0, q1) for (size,) or (N, size) float64 arrays, or None");
+    mod.def("body_poses", &body_poses, nb::arg("model"), nb::arg("q").none(), nb::arg("body_link"), nb::arg("body_pos"),
+            nb::arg("body_rot"), "(pos, rot) of every body for q (nq,) or (N, nq), or None");
     mod.def("isa", &isa, "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
             "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");
     mod.def("isas", &isas, "the batch kernel's variants this CPU supports, best first");

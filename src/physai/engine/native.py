@@ -237,6 +237,19 @@ def jacobians(model, q, link: int, point):
     return _ext.jacobians(_native_model(model), q, link, point)
 
 
+def body_poses(model, q):
+    """(pos, rot) of every body (physai.kinematics.body_poses) in one compiled call, or None: another q (not a finite
+    float64 array (nq,) or (N, nq)), a zero quaternion, or a model that is no Model."""
+    if not isinstance(model, Model):
+        return None
+    arrays = getattr(model, "_native_bodies", None)
+    if arrays is None:
+        arrays = (np.ascontiguousarray(model.body_linkid, dtype=np.int64), np.ascontiguousarray(model.body_pos, dtype=np.float64),
+                  np.ascontiguousarray(model.body_rot, dtype=np.float64))
+        object.__setattr__(model, "_native_bodies", arrays)
+    return _ext.body_poses(_native_model(model), q, *arrays)
+
+
 def configuration(model, op: int, x, y, h: float):
     """integrate (op 0: q, qd) or difference (op 1: q0, q1) on the compiled backend for float64 arrays of one shape,
     (size,) or (N, size); None when the backend is numpy or declines (other inputs, a non-finite result)."""

@@ -1,0 +1,36 @@
+"""Forward kinematics: where every body is, for one state or N (MuJoCo's d.xpos and d.xmat after mj_kinematics).
+
+    pos, rot = kinematics.body_poses(model, q)      # q (nq,): pos (nbody, 3) [m], rot (nbody, 3, 3)
+                                                    # q (N, nq): pos (N, nbody, 3), rot (N, nbody, 3, 3)
+
+Bodies are the model's (Model.body_name order, the world excluded: MuJoCo's body b + 1 is physai's body b). A body
+frame is its engine link's pose composed with the body's fixed offset in that link (Model.body_pos, body_rot);
+bodies welded to the world keep their world pose. rot maps body coordinates to world coordinates.
+"""
+
+import numpy as np
+
+from physai.engine import Data, as_model, kinematics, native
+from physai.engine._checks import states
+from physai.engine.model import Model
+
+
+def body_poses(model, q) -> tuple[np.ndarray, np.ndarray]:
+    """(pos, rot) of every body at joint positions q: pos (nbody, 3) [m] and rot (nbody, 3, 3), or with a leading N
+    for q (N, nq). Equals MuJoCo's d.xpos[1:] and d.xmat[1:] (reshaped to 3 x 3) after mj_kinematics. One compiled call
+    on the compiled backend; the NumPy text below is the reference."""
+    model = model if type(model) is Model else as_model(model)
+    out = native.body_poses(model, q) if native.on else None
+    if out is not None:
+        return out
+    (Q,), batch = states(q=(q, model.nq))
+    d = Data(model, Q.shape[1])
+    kinematics(model, d, Q)
+    link, welded = model.body_linkid, model.body_linkid < 0
+    R, x = d.xmat[link], d.xpos[link]                                    # (nbody, 3, 3, n), (nbody, 3, n)
+    # body frame = link frame * (body_pos, body_rot):  p = x + R body_pos,  rot = R body_rot
+    pos = x + np.einsum("bijn,bj->bin", R, model.body_pos)
+    rot = np.einsum("bikn,bkj->bijn", R, model.body_rot)
+    pos[welded], rot[welded] = model.body_pos[welded][..., None], model.body_rot[welded][..., None]
+    pos, rot = np.moveaxis(pos, -1, 0), np.moveaxis(rot, -1, 0)
+    return (pos[0], rot[0]) if batch is None else (pos, rot)
