@@ -39,6 +39,13 @@ def steps_per_second(fn, steps: int) -> float:
     return steps / best
 
 
+def load(name: str):
+    """(MjModel with constraints off, the physai Model of it)."""
+    m = models.load(name)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    return m, engine.from_mujoco(m)
+
+
 def mj_steps(m, d, q0, qd0, steps: int) -> None:
     d.qpos[:], d.qvel[:] = q0, qd0
     for _ in range(steps):
@@ -58,9 +65,7 @@ def main(argv=None) -> None:
           f"best of {ROUNDS}; engine backend: {native.describe()}")
     print(f"{'model':<20} {'integrator':<12} {'physai steps/s':>15} {'mj_step steps/s':>16} {'ratio':>8}")
     for name in args.models:
-        m = models.load(name)
-        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-        model = engine.from_mujoco(m)
+        m, model = load(name)
         q0, qd0 = model.qpos0, np.zeros(model.nv)
         for integrator in args.integrators:
             m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
@@ -82,9 +87,7 @@ def rollouts(args) -> None:
           f"random ctrl per trajectory (a tenth of ctrlrange), {threads} threads each")
     print(f"{'model':<20} {'integrator':<12} {'physai steps/s':>15} {'mujoco steps/s':>16} {'ratio':>8}")
     for name in args.models:
-        m = models.load(name)
-        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-        model = engine.from_mujoco(m)
+        m, model = load(name)
         q0, qd0 = engine.random_states(model, n, 0, qd_max=1.0)
         ctrl = 0.1 * np.random.default_rng(1).uniform(*m.actuator_ctrlrange.T, (n, 1, m.nu)) if m.nu else None
         spec = mujoco.mjtState.mjSTATE_FULLPHYSICS

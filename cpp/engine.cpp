@@ -757,6 +757,21 @@ nb::list isas() {
 }
 
 
+// ---------------------------------------------------------------- positions from Python
+
+using PositionArray = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
+
+// obj as q: a float64 C-order array (nq,) or (N, nq) with finite entries; the number of states (1 for (nq,)), or 0
+// when it is not such an array (the caller then declines: the NumPy path converts, or raises the named error)
+int64_t positions(const NativeModel &m, nb::handle obj, PositionArray &q) {
+    if (!nb::try_cast(obj, q, false) || (q.ndim() != 1 && q.ndim() != 2) || int64_t(q.shape(q.ndim() - 1)) != m.nq)
+        return 0;
+    int64_t N = q.ndim() == 2 ? int64_t(q.shape(0)) : 1;
+    for (int64_t k = 0; k < N * m.nq; k++)
+        if (!std::isfinite(q.data()[k])) return 0;
+    return N;
+}
+
 // ---------------------------------------------------------------- Jacobians (physai.jacobians)
 
 // (Jp; Jr) (6, nv) of a point fixed in link l (p: its position in the link's frame) from a Data with com_pos done:
@@ -782,13 +797,9 @@ void jacobian(const NativeModel &m, const Data<double> &d, int64_t l, const doub
 // other q, a non-finite entry or a zero quaternion (the NumPy path converts, or raises the named error)
 nb::object jacobians(NativeModel &m, nb::handle q_, int64_t link, DArr point) {
     if (link < 0 || link >= m.nlink || point.size() != 3) throw nb::value_error("jacobians: a link of the model, a point (3,)");
-    nb::ndarray<const double, nb::c_contig, nb::device::cpu> q;
-    if (!nb::try_cast(q_, q, false) || (q.ndim() != 1 && q.ndim() != 2) || int64_t(q.shape(q.ndim() - 1)) != m.nq ||
-        (q.ndim() == 2 && q.shape(0) == 0))
-        return nb::none();
-    int64_t N = q.ndim() == 2 ? int64_t(q.shape(0)) : 1;
-    for (int64_t k = 0; k < N * m.nq; k++)
-        if (!std::isfinite(q.data()[k])) return nb::none();
+    PositionArray q;
+    int64_t N = positions(m, q_, q);
+    if (N == 0) return nb::none();
     npy_intp dims[3] = {npy_intp(N), 6, m.nv};
     PyObject *arr = q.ndim() == 2 ? PyArray_SimpleNew(3, dims, NPY_DOUBLE) : PyArray_SimpleNew(2, dims + 1, NPY_DOUBLE);
     if (!arr) throw nb::python_error();
@@ -814,13 +825,9 @@ nb::object body_poses(NativeModel &m, nb::handle q_, IArr body_link, DArr body_p
     if (body_pos.size() != size_t(3 * nb_) || body_rot.size() != size_t(9 * nb_)) throw nb::value_error("body_poses: body arrays");
     for (int64_t b = 0; b < nb_; b++)
         if (body_link.data()[b] < -1 || body_link.data()[b] >= m.nlink) throw nb::value_error("body_poses: body_link");
-    nb::ndarray<const double, nb::c_contig, nb::device::cpu> q;
-    if (!nb::try_cast(q_, q, false) || (q.ndim() != 1 && q.ndim() != 2) || int64_t(q.shape(q.ndim() - 1)) != m.nq ||
-        (q.ndim() == 2 && q.shape(0) == 0))
-        return nb::none();
-    int64_t N = q.ndim() == 2 ? int64_t(q.shape(0)) : 1;
-    for (int64_t k = 0; k < N * m.nq; k++)
-        if (!std::isfinite(q.data()[k])) return nb::none();
+    PositionArray q;
+    int64_t N = positions(m, q_, q);
+    if (N == 0) return nb::none();
     npy_intp dp[3] = {npy_intp(N), npy_intp(nb_), 3}, dr[4] = {npy_intp(N), npy_intp(nb_), 3, 3};
     int lead = q.ndim() == 2 ? 0 : 1;
     PyObject *P = PyArray_SimpleNew(3 - lead, dp + lead, NPY_DOUBLE), *Rr = PyArray_SimpleNew(4 - lead, dr + lead, NPY_DOUBLE);

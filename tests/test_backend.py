@@ -18,6 +18,7 @@ import pytest
 from physai import engine, models
 from physai.engine import native
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError, ShapeError
+from backends import run
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 MODELS = ["double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", MIXED]
@@ -52,15 +53,6 @@ class Robot:
 @pytest.fixture(scope="module", params=MODELS, ids=lambda p: Path(p).stem)
 def robot(request):
     return Robot(request.param)
-
-
-def run(backend, f, *args, **kwargs):
-    """f(*args) on the given backend; the previous backend is restored."""
-    previous = engine.set_backend(backend)
-    try:
-        return f(*args, **kwargs)
-    finally:
-        engine.set_backend(previous)
 
 
 def relative_error(actual, expected, scale=1.0) -> float:

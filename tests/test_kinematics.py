@@ -11,17 +11,10 @@ import pytest
 
 from physai import engine, kinematics, models
 from physai.exceptions import InvalidStateError, ShapeError
+from backends import run
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 MODELS = ["double_pendulum", "hinge_slide", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "unitree_g1", MIXED]
-
-
-def run(backend, f, *args):
-    previous = engine.set_backend(backend)
-    try:
-        return f(*args)
-    finally:
-        engine.set_backend(previous)
 
 
 @pytest.mark.parametrize("name", MODELS, ids=lambda p: Path(p).stem)

@@ -15,18 +15,11 @@ from mujoco import rollout as mujoco_rollout
 
 from physai import engine, integrators, models
 from physai.exceptions import DivergenceError, InvalidStateError, ShapeError
+from backends import run
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 N, STEPS = 5, 150
 Q_TOL, QD_TOL = 1e-12, 1e-10                                         # rad | m, rad/s | m/s
-
-
-def run(backend, f, *args, **kwargs):
-    previous = engine.set_backend(backend)
-    try:
-        return f(*args, **kwargs)
-    finally:
-        engine.set_backend(previous)
 
 
 class Case:
