@@ -13,11 +13,11 @@
 // the per-state buffers of the derivatives (besides Data): 2 Bc per link (6x6), and u, w, psi, P = Ic_k S_k,
 // Q = (2 Bc_k)^T S_k, G, H per dof (6 each); for forward dynamics also qdd, c, M's Cholesky factor L and X (nv, 3 nv)
 struct DerivWork {
-    std::vector<double> buf;
     double *B2, *u, *w, *psi, *P, *Q, *G, *H, *qdd, *c, *L, *X;
     explicit DerivWork(const NativeModel &m) {
         size_t Ln = size_t(m.nlink), V = size_t(m.nv);
-        buf.assign(36 * Ln + 7 * 6 * V + 2 * V + 4 * V * V, 0.0);
+        static thread_local std::vector<double> buf;                    // per thread, grown once: no allocation per call
+        buf.resize(std::max(buf.size(), 36 * Ln + 7 * 6 * V + 2 * V + 4 * V * V));
         double *p = buf.data();
         B2 = p, p += 36 * Ln;
         for (double **x : {&u, &w, &psi, &P, &Q, &G, &H}) *x = p, p += 6 * V;
@@ -37,12 +37,23 @@ inline void composite_derivatives(const NativeModel &m, Data<double> &d, DerivWo
         const double *v = d.vel(i);
         double *B = w.B2 + 36 * i, Iv[6], X[36];
         inertia_times(I, v, Iv);
-        for (int c = 0; c < 6; c++) {                                  // column c of X: I (v x e_c)
-            double e[6] = {0, 0, 0, 0, 0, 0}, ve[6], col[6];
-            e[c] = 1.0;
-            cross_motion(v, e, ve);
-            inertia_times(I, ve, col);
-            for (int r = 0; r < 6; r++) X[6 * r + c] = col[r];
+        // X = I crm(v) = [[Ibar W + H U, H W], [m U - H W, m W]], W = skew(v_ang), U = skew(v_lin), H = skew(h);
+        // row r of A skew(x) is a_r x x
+        const double *vw = v, *vu = v + 3, *h = I.h;
+        double Wm[9] = {0, -vw[2], vw[1], vw[2], 0, -vw[0], -vw[1], vw[0], 0};
+        double Um[9] = {0, -vu[2], vu[1], vu[2], 0, -vu[0], -vu[1], vu[0], 0};
+        double Hm[9] = {0, -h[2], h[1], h[2], 0, -h[0], -h[1], h[0], 0};
+        for (int r = 0; r < 3; r++) {
+            double IW[3], HU[3], HW[3];
+            cross(I.I + 3 * r, vw, IW);
+            cross(Hm + 3 * r, vu, HU);
+            cross(Hm + 3 * r, vw, HW);
+            for (int c = 0; c < 3; c++) {
+                X[6 * r + c] = IW[c] + HU[c];
+                X[6 * r + 3 + c] = HW[c];
+                X[6 * (3 + r) + c] = I.m * Um[3 * r + c] - HW[c];
+                X[6 * (3 + r) + 3 + c] = I.m * Wm[3 * r + c];
+            }
         }
         // (f xbar*) = [[-skew(n), -skew(f)], [-skew(f), 0]] for f = I v = (n, f)
         const double *n = Iv, *f = Iv + 3;
