@@ -1394,41 +1394,89 @@ nb::object derivatives(NativeModel &m, int op, nb::handle a, nb::handle b, nb::h
         out[k] = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
     }
     std::atomic<int> failed{0};
-    // states [lo, hi) on workspaces d, w (inputs gathered contiguous into x)
-    auto work = [&](int64_t lo, int64_t hi, Data<double> &d) {
-        DerivWork w(m);
-        std::vector<double> x(size_t(m.nq + 2 * nv));
-        double *xs[3] = {x.data(), x.data() + m.nq, x.data() + m.nq + nv};
-        for (int64_t s = lo; s < hi && !failed.load(std::memory_order_relaxed); s++) {
+    const int variant = active_isa.load();
+    const int64_t sizes[3] = {m.nq, nv, nv};
+#if PHYSAI_LANES
+    // states [s, hi) in blocks of lanes L on workspace dl (the last lanes of a short block repeat a state); returns the
+    // first state left for the scalar loop
+    auto blocks = [&](auto &dl, int64_t s, int64_t hi) -> int64_t {
+        using L = typename std::decay_t<decltype(dl)>::number;
+        constexpr int W = lanes_of<L>;
+        DerivWork<L> w(m);
+        Vec<L> x(size_t(m.nq + 2 * nv)), o(size_t(3 * per));
+        L *xw[3] = {x.data(), x.data() + m.nq, x.data() + m.nq + nv}, *ol[3] = {o.data(), o.data() + per, o.data() + 2 * per};
+        const L *xl[3] = {xw[0], xw[1], xw[2]};
+        for (; hi - s >= 2 && !failed.load(std::memory_order_relaxed); s += W) {
+            int64_t count = std::min<int64_t>(W, hi - s);
             for (int k = 0; k < 3; k++)
-                for (int64_t e = 0, size = k == 0 ? m.nq : nv; e < size; e++)
-                    xs[k][e] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
+                for (int l = 0; l < W; l++) {
+                    const double *src = in[k].data + (s + std::min<int64_t>(l, count - 1)) * in[k].stride_state;
+                    for (int64_t e = 0; e < sizes[k]; e++) xw[k][e][l] = src[e * in[k].stride_entry];
+                }
+            if (derivatives_lanes(m, dl, w, op, xl, ol) != OK) { failed = 1; return hi; }
+            for (int k = 0; k < 3; k++)
+                for (int64_t l = 0; l < count; l++) {
+                    double *dst = out[k] + (s + l) * per;
+                    for (int64_t e = 0; e < per; e++) {
+                        dst[e] = ol[k][e][l];
+                        if (!std::isfinite(dst[e])) { failed = 1; return hi; }
+                    }
+                }
+        }
+        return s;
+    };
+#endif
+    // states [lo, hi) on workspaces d (one state) and dl (the variant's lanes); inputs gathered contiguous
+    auto work = [&](int64_t lo, int64_t hi, Data<double> &d, void *dl) {
+        int64_t s = lo;
+#if PHYSAI_LANES
+        if (hi - lo >= 2) {
+            switch (ISA_VARIANTS[variant].lanes) {
+#if PHYSAI_DISPATCH
+                case 8: s = blocks(*static_cast<Data<Lanes8> *>(dl), s, hi); break;
+                case 4: s = blocks(*static_cast<Data<Lanes4> *>(dl), s, hi); break;
+#endif
+                default: s = blocks(*static_cast<Data<Lanes2> *>(dl), s, hi);
+            }
+        }
+#else
+        (void)dl;
+#endif
+        DerivWork<double> w(m);
+        std::vector<double> x(size_t(m.nq + 2 * nv));
+        double *xw[3] = {x.data(), x.data() + m.nq, x.data() + m.nq + nv};
+        const double *xs[3] = {xw[0], xw[1], xw[2]};
+        for (; s < hi && !failed.load(std::memory_order_relaxed); s++) {
+            for (int k = 0; k < 3; k++)
+                for (int64_t e = 0; e < sizes[k]; e++)
+                    xw[k][e] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
             double *o[3] = {out[0] + s * per, out[1] + s * per, out[2] + s * per};
-            int st = op == 0 ? rnea_derivatives(m, d, w, xs[0], xs[1], xs[2], o[0], o[1], o[2])
-                             : forward_dynamics_derivatives(m, d, w, xs[0], xs[1], xs[2], o[0], o[1], o[2]);
-            if (st != OK) { failed = 1; return; }
+            if (derivatives_op(m, d, w, op, xs, o) != OK) { failed = 1; return; }
             for (int k = 0; k < 3; k++)
                 for (int64_t e = 0; e < per; e++)
                     if (!std::isfinite(o[k][e])) { failed = 1; return; }
         }
     };
-    // small calls keep the GIL and the model's workspace; larger ones run on threads without it (as run)
+    // small calls keep the GIL and the model's workspaces; larger ones run on threads without it (as run)
     int64_t cost = N * int64_t(m.nlink + 1) * (nv + 1) * 4;
     if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
+    if (N > 1 && !m.scratch_lanes[variant]) m.scratch_lanes[variant] = lanes_workspace(m, variant);
     if (cost < 40000) {
-        work(0, N, *m.scratch);
+        work(0, N, *m.scratch, m.scratch_lanes[variant].get());
     } else {
         nb::gil_scoped_release release;
-        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, N}));
+        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
         auto chunk = [&](int64_t lo, int64_t hi) {
             Data<double> d(m);
-            work(lo, hi, d);
+            std::shared_ptr<void> dl = lanes_workspace(m, variant);
+            work(lo, hi, d, dl.get());
         };
         if (T <= 1) {
             chunk(0, N);
         } else {
             std::vector<std::thread> pool;
-            for (int t = 0; t < T; t++) pool.emplace_back(chunk, N * t / T, N * (t + 1) / T);
+            for (int t = 0; t < T; t++)
+                pool.emplace_back(chunk, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
             for (auto &th : pool) th.join();
         }
     }

@@ -1,10 +1,11 @@
 """physai.derivatives on the compiled backend (cpp/derivatives.h) against the NumPy text (derivatives._rnea_derivatives).
 
 On random states (engine.random_states, seeded) of the double pendulum, arm7, the Panda, the iiwa, the Unitree H1 and
-tests/data/mixed_joints.xml (free, ball, multi-joint and welded bodies), one state per call and a batch: rnea_derivatives
-agrees within 1e-12 relative to each matrix's largest entry; forward_dynamics_derivatives within max(1e-12, 1e-15 cond(M))
-(two backward-stable solves, NumPy's LU inverse and the kernel's Cholesky, differ by eps cond(M); the allowance of
-tests/test_backend.py). Inputs the kernel declines (data=, lists, a zero quaternion, wrong shapes) take the NumPy text.
+tests/data/mixed_joints.xml (free, ball, multi-joint and welded bodies), one state per call and a batch, on every
+instruction-set variant of the batch kernel: rnea_derivatives agrees within 1e-12 relative to each matrix's largest
+entry; forward_dynamics_derivatives within max(1e-12, 1e-15 cond(M)) (two backward-stable solves, NumPy's LU inverse
+and the kernel's Cholesky, differ by eps cond(M); the allowance of tests/test_backend.py). Inputs the kernel declines
+(data=, lists, a zero quaternion, wrong shapes) take the NumPy text.
 """
 
 from pathlib import Path
@@ -78,14 +79,30 @@ def test_compiled_equals_numpy(robot, case):
             assert (errors(c, r) / scale).max() <= RTOL, case
 
 
+@pytest.fixture
+def restore_isa():
+    before = native.isa()
+    yield
+    assert native.set_isa(before)
+
+
 @pytest.mark.parametrize("case", list(CASES))
-def test_batch_state_equals_single_state(robot, case):
+def test_every_instruction_set_equals_numpy(robot, case, restore_isa):
+    """A batch runs lanes of states side by side in the variant of native.isa() (N = 6 leaves a short last block);
+    every variant this CPU has agrees with the NumPy text, and a state in a batch with the same state alone."""
     f, _, last = CASES[case]
-    batch = on("native", f, robot.model, robot.q, robot.qd, getattr(robot, last))
-    for i in (0, N // 2):
-        single = on("native", f, robot.model, robot.q[i], robot.qd[i], getattr(robot, last)[i])
-        for b, s in zip(batch, single):
-            assert errors(b[i], s).max() <= RTOL
+    x = getattr(robot, last)
+    reference = on("numpy", f, robot.model, robot.q, robot.qd, x)
+    scale = allowance(robot, slice(None)) if case == "forward_dynamics" else np.ones(N)
+    for variant in native.isas():
+        assert native.set_isa(variant)
+        batch = on("native", f, robot.model, robot.q, robot.qd, x)
+        for b, r in zip(batch, reference):
+            assert (errors(b, r) / scale).max() <= RTOL, variant
+        for i in (0, N - 1):
+            single = on("native", f, robot.model, robot.q[i], robot.qd[i], x[i])
+            for b, s in zip(batch, single):
+                assert errors(b[i], s).max() / scale[i] <= RTOL, variant
 
 
 def test_shared_state_strided_inputs_and_declined_calls():
