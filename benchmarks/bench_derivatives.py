@@ -5,7 +5,8 @@
 
 Microseconds per state, best of several rounds, for rnea_derivatives, then forward_dynamics_derivatives:
     physai-1    one state per call (the engine's backend: compiled, or PHYSAI_BACKEND=numpy for the NumPy text)
-    physai-N    one call on N states, divided by N (compiled: on the backend's threads, as the header says)
+    physai-N    one call on N states, divided by N (compiled: lanes of states side by side, on the backend's threads,
+                as the header says)
     Pinocchio   pin.computeRNEADerivatives / pin.computeABADerivatives, one state per call (C++, one thread;
                 fixed-base robots only: H1's free joint has another chart, see tests/test_derivatives.py)
     mjd-FD      mujoco.mjd_inverseFD (forward differences, nv + nv + nv evaluations of mj_inverse; rnea only)
@@ -78,9 +79,7 @@ def main(argv=None) -> None:
     args = parser.parse_args(argv)
     print(f"microseconds per state; N = {args.n}; Python {sys.version.split()[0]}, numpy {np.__version__}, "
           f"{platform.machine()}, {os.cpu_count()} cpus")
-    how = (f"compiled (cpp/derivatives.h), one state at a time, batches on {native.threads()} threads" if native.on
-           else "the NumPy text (PHYSAI_BACKEND=numpy)")
-    print(f"physai.derivatives backend: {how}")
+    print(f"physai.derivatives backend: {native.describe()}")
     cols = ["physai-1", "physai-N", "Pinocchio", "mjd-FD"]
     times = {name: bench(name, args.n) for name in args.models}
     for k, what in enumerate(["rnea_derivatives (Pinocchio: computeRNEADerivatives)",
