@@ -1,14 +1,15 @@
-"""Time physai.derivatives.rnea_derivatives next to Pinocchio's computeRNEADerivatives (and MuJoCo's mjd_inverseFD).
+"""Time physai.derivatives next to Pinocchio's computeRNEADerivatives / computeABADerivatives (and MuJoCo's mjd_inverseFD).
 
     uv run python benchmarks/bench_derivatives.py                          # arm7, Panda, H1; N = 1000
     uv run python benchmarks/bench_derivatives.py --models franka_emika_panda --n 4000
 
-Microseconds per state, best of several rounds, one thread:
-    physai-1    rnea_derivatives, one state per call
-    physai-N    one call on N states, divided by N (numpy over the state axis)
-    Pinocchio   pin.computeRNEADerivatives, one state per call (C++; fixed-base robots only: H1's free joint
-                has another chart, see tests/test_derivatives.py)
-    mjd-FD      mujoco.mjd_inverseFD (forward differences, nv + nv + nv evaluations of mj_inverse)
+Microseconds per state, best of several rounds, for rnea_derivatives, then forward_dynamics_derivatives:
+    physai-1    one state per call (the engine's backend: compiled, or PHYSAI_BACKEND=numpy for the NumPy text)
+    physai-N    one call on N states, divided by N (compiled: lanes of states side by side, on the backend's threads,
+                as the header says)
+    Pinocchio   pin.computeRNEADerivatives / pin.computeABADerivatives, one state per call (C++, one thread;
+                fixed-base robots only: H1's free joint has another chart, see tests/test_derivatives.py)
+    mjd-FD      mujoco.mjd_inverseFD (forward differences, nv + nv + nv evaluations of mj_inverse; rnea only)
 and the ratios physai-1 / Pinocchio and physai-N / Pinocchio (below 1: physai is faster).
 On a shared machine expect +-20 % between runs.
 """
@@ -26,6 +27,7 @@ import numpy as np  # noqa: E402
 
 from bench_dynamics import best_time as timing  # noqa: E402  (the one timing rule of benchmarks/)
 from physai import derivatives, engine, models  # noqa: E402
+from physai.engine import native  # noqa: E402
 
 try:
     import pinocchio as pin
@@ -40,19 +42,23 @@ def best_time(fn, budget: float = 0.3) -> float:
     return timing(fn, budget, ROUNDS)
 
 
-def bench(name: str, n: int) -> dict:
+def bench(name: str, n: int) -> tuple:
     m = models.load(name)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     d = mujoco.MjData(m)
     model = engine.from_mujoco(m)
     q, qd = engine.random_states(model, n, 0)
     qdd = np.random.default_rng(1).uniform(-3, 3, (n, model.nv))
+    tau = engine.rnea(model, q, qd, qdd)
     out = {"physai-1": best_time(lambda: derivatives.rnea_derivatives(model, q[0], qd[0], qdd[0])),
            "physai-N": best_time(lambda: derivatives.rnea_derivatives(model, q, qd, qdd)) / n}
+    fd = {"physai-1": best_time(lambda: derivatives.forward_dynamics_derivatives(model, q[0], qd[0], tau[0])),
+          "physai-N": best_time(lambda: derivatives.forward_dynamics_derivatives(model, q, qd, tau)) / n}
     if pin is not None and model.nq == model.nv:
         pm = pin.buildModelFromMJCF(str(models.model_path(name)))
         pd = pm.createData()
         out["Pinocchio"] = best_time(lambda: pin.computeRNEADerivatives(pm, pd, q[0], qd[0], qdd[0]))
+        fd["Pinocchio"] = best_time(lambda: pin.computeABADerivatives(pm, pd, q[0], qd[0], tau[0]))
     nv = m.nv
     Dq, Dv, Da = np.zeros((nv, nv)), np.zeros((nv, nv)), np.zeros((nv, nv))
 
@@ -63,7 +69,7 @@ def bench(name: str, n: int) -> dict:
         mujoco.mjd_inverseFD(m, d, 1e-6, False, Dq, Dv, Da, None, None, None, None)
 
     out["mjd-FD"] = best_time(mjd)
-    return out
+    return out, fd
 
 
 def main(argv=None) -> None:
@@ -71,16 +77,21 @@ def main(argv=None) -> None:
     parser.add_argument("--models", nargs="+", default=["arm7", "franka_emika_panda", "unitree_h1"])
     parser.add_argument("--n", type=int, default=1000)
     args = parser.parse_args(argv)
-    print(f"rnea_derivatives, microseconds per state; N = {args.n}; Python {sys.version.split()[0]}, numpy {np.__version__}, "
+    print(f"microseconds per state; N = {args.n}; Python {sys.version.split()[0]}, numpy {np.__version__}, "
           f"{platform.machine()}, {os.cpu_count()} cpus")
+    print(f"physai.derivatives backend: {native.describe()}")
     cols = ["physai-1", "physai-N", "Pinocchio", "mjd-FD"]
-    print(f"{'model':22s}" + "".join(f"{c:>12s}" for c in cols) + f"{'1/Pin':>9s}{'N/Pin':>9s}")
-    for name in args.models:
-        t = bench(name, args.n)
-        row = "".join(f"{t[c] * 1e6:12.1f}" if c in t else f"{'-':>12s}" for c in cols)
-        ratios = (f"{t['physai-1'] / t['Pinocchio']:9.1f}{t['physai-N'] / t['Pinocchio']:9.2f}" if "Pinocchio" in t
-                  else f"{'-':>9s}{'-':>9s}")
-        print(f"{name:22s}{row}{ratios}")
+    times = {name: bench(name, args.n) for name in args.models}
+    for k, what in enumerate(["rnea_derivatives (Pinocchio: computeRNEADerivatives)",
+                              "forward_dynamics_derivatives (Pinocchio: computeABADerivatives)"]):
+        print(f"\n{what}")
+        print(f"{'model':22s}" + "".join(f"{c:>12s}" for c in cols) + f"{'1/Pin':>9s}{'N/Pin':>9s}")
+        for name in args.models:
+            t = times[name][k]
+            row = "".join(f"{t[c] * 1e6:12.2f}" if c in t else f"{'-':>12s}" for c in cols)
+            ratios = (f"{t['physai-1'] / t['Pinocchio']:9.2f}{t['physai-N'] / t['Pinocchio']:9.2f}" if "Pinocchio" in t
+                      else f"{'-':>9s}{'-':>9s}")
+            print(f"{name:22s}{row}{ratios}")
 
 
 if __name__ == "__main__":

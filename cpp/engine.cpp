@@ -858,6 +858,8 @@ nb::object body_poses(NativeModel &m, nb::handle q_, IArr body_link, DArr body_p
     return nb::make_tuple(pos, rot);
 }
 
+#include "derivatives.h"                                                // physai.derivatives: rnea and forward dynamics derivatives
+
 // ---------------------------------------------------------------- simulation (physai.integrators.simulate, rollout)
 
 // what drives a simulation besides the Model: joint damping, q's layout for integration, the actuators
@@ -1419,6 +1421,141 @@ nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c)
     return result.is_valid() ? result : nb::float_(scalar);
 }
 
+
+// rnea_derivatives (op 0: q, qd, qdd) or forward_dynamics_derivatives (op 1: q, qd, tau) for float64 arrays (size,) or
+// (N, size) (a single state is shared by a batch): three (nv, nv) or (N, nv, nv) arrays; None for other inputs, a zero
+// quaternion, a singular M or a non-finite result (the NumPy path converts, or raises the named error)
+nb::object derivatives(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c) {
+    if (op != 0 && op != 1) throw nb::value_error("derivatives: op 0 (rnea) or 1 (forward dynamics)");
+    nb::handle handles[3] = {a, b, c};
+    Input in[3];
+    int64_t batch = -1;
+    for (int k = 0; k < 3; k++) {                                      // as run: float64, (size,) or (N, size), any strides
+        PyObject *obj = handles[k].ptr();
+        if (!PyArray_Check(obj)) return nb::none();
+        PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj);
+        if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return nb::none();
+        int ndim = PyArray_NDIM(arr);
+        const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
+        int64_t size = k == 0 ? m.nq : m.nv;
+        if (ndim < 1 || ndim > 2 || int64_t(shp[ndim - 1]) != size) return nb::none();
+        for (int t = 0; t < ndim; t++)
+            if (str[t] % npy_intp(sizeof(double)) != 0) return nb::none();
+        const double *data = static_cast<const double *>(PyArray_DATA(arr));
+        if (ndim == 2) {
+            int64_t n = int64_t(shp[0]);
+            if (n == 0 || (batch >= 0 && n != batch)) return nb::none();
+            batch = n;
+        }
+        in[k] = {data, ndim == 2 ? int64_t(str[0] / 8) : 0, int64_t(str[ndim - 1] / 8)};
+    }
+    int64_t N = batch < 0 ? 1 : batch, nv = m.nv, per = nv * nv;
+    for (int k = 0; k < 3; k++) {
+        int64_t size = k == 0 ? m.nq : m.nv, n = in[k].stride_state ? N : 1;
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t e = 0; e < size; e++)
+                if (!std::isfinite(in[k].data[s * in[k].stride_state + e * in[k].stride_entry])) return nb::none();
+    }
+    npy_intp dims[3] = {npy_intp(N), npy_intp(nv), npy_intp(nv)};
+    nb::object outs[3];
+    double *out[3];
+    for (int k = 0; k < 3; k++) {
+        PyObject *arr = batch >= 0 ? PyArray_SimpleNew(3, dims, NPY_DOUBLE) : PyArray_SimpleNew(2, dims + 1, NPY_DOUBLE);
+        if (!arr) throw nb::python_error();
+        outs[k] = nb::steal(arr);
+        out[k] = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
+    }
+    std::atomic<int> failed{0};
+    const int variant = active_isa.load();
+    const int64_t sizes[3] = {m.nq, nv, nv};
+#if PHYSAI_LANES
+    // states [s, hi) in blocks of lanes L on workspace dl (the last lanes of a short block repeat a state); returns the
+    // first state left for the scalar loop
+    auto blocks = [&](auto &dl, int64_t s, int64_t hi) -> int64_t {
+        using L = typename std::decay_t<decltype(dl)>::number;
+        constexpr int W = lanes_of<L>;
+        DerivWork<L> w(m);
+        Vec<L> x(size_t(m.nq + 2 * nv)), o(size_t(3 * per));
+        L *xw[3] = {x.data(), x.data() + m.nq, x.data() + m.nq + nv}, *ol[3] = {o.data(), o.data() + per, o.data() + 2 * per};
+        const L *xl[3] = {xw[0], xw[1], xw[2]};
+        for (; hi - s >= 2 && !failed.load(std::memory_order_relaxed); s += W) {
+            int64_t count = std::min<int64_t>(W, hi - s);
+            for (int k = 0; k < 3; k++)
+                for (int l = 0; l < W; l++) {
+                    const double *src = in[k].data + (s + std::min<int64_t>(l, count - 1)) * in[k].stride_state;
+                    for (int64_t e = 0; e < sizes[k]; e++) xw[k][e][l] = src[e * in[k].stride_entry];
+                }
+            if (derivatives_lanes(m, dl, w, op, xl, ol) != OK) { failed = 1; return hi; }
+            for (int k = 0; k < 3; k++)
+                for (int64_t l = 0; l < count; l++) {
+                    double *dst = out[k] + (s + l) * per;
+                    for (int64_t e = 0; e < per; e++) {
+                        dst[e] = ol[k][e][l];
+                        if (!std::isfinite(dst[e])) { failed = 1; return hi; }
+                    }
+                }
+        }
+        return s;
+    };
+#endif
+    // states [lo, hi) on workspaces d (one state) and dl (the variant's lanes); inputs gathered contiguous
+    auto work = [&](int64_t lo, int64_t hi, Data<double> &d, void *dl) {
+        int64_t s = lo;
+#if PHYSAI_LANES
+        if (hi - lo >= 2) {
+            switch (ISA_VARIANTS[variant].lanes) {
+#if PHYSAI_DISPATCH
+                case 8: s = blocks(*static_cast<Data<Lanes8> *>(dl), s, hi); break;
+                case 4: s = blocks(*static_cast<Data<Lanes4> *>(dl), s, hi); break;
+#endif
+                default: s = blocks(*static_cast<Data<Lanes2> *>(dl), s, hi);
+            }
+        }
+#else
+        (void)dl;
+#endif
+        DerivWork<double> w(m);
+        std::vector<double> x(size_t(m.nq + 2 * nv));
+        double *xw[3] = {x.data(), x.data() + m.nq, x.data() + m.nq + nv};
+        const double *xs[3] = {xw[0], xw[1], xw[2]};
+        for (; s < hi && !failed.load(std::memory_order_relaxed); s++) {
+            for (int k = 0; k < 3; k++)
+                for (int64_t e = 0; e < sizes[k]; e++)
+                    xw[k][e] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
+            double *o[3] = {out[0] + s * per, out[1] + s * per, out[2] + s * per};
+            if (derivatives_op(m, d, w, op, xs, o) != OK) { failed = 1; return; }
+            for (int k = 0; k < 3; k++)
+                for (int64_t e = 0; e < per; e++)
+                    if (!std::isfinite(o[k][e])) { failed = 1; return; }
+        }
+    };
+    // small calls keep the GIL and the model's workspaces; larger ones run on threads without it (as run)
+    int64_t cost = N * int64_t(m.nlink + 1) * (nv + 1) * 4;
+    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
+    if (N > 1 && !m.scratch_lanes[variant]) m.scratch_lanes[variant] = lanes_workspace(m, variant);
+    if (cost < 40000) {
+        work(0, N, *m.scratch, m.scratch_lanes[variant].get());
+    } else {
+        nb::gil_scoped_release release;
+        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
+        auto chunk = [&](int64_t lo, int64_t hi) {
+            Data<double> d(m);
+            std::shared_ptr<void> dl = lanes_workspace(m, variant);
+            work(lo, hi, d, dl.get());
+        };
+        if (T <= 1) {
+            chunk(0, N);
+        } else {
+            std::vector<std::thread> pool;
+            for (int t = 0; t < T; t++)
+                pool.emplace_back(chunk, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
+            for (auto &th : pool) th.join();
+        }
+    }
+    if (failed) return nb::none();
+    return nb::make_tuple(outs[0], outs[1], outs[2]);
+}
+
 }  // namespace
 
 NB_MODULE(_native, mod) {
@@ -1527,6 +1664,9 @@ NB_MODULE(_native, mod) {
             "integrate (op 0: q, v) or difference (op 1: q0, q1) for (size,) or (N, size) float64 arrays, or None");
     mod.def("body_poses", &body_poses, nb::arg("model"), nb::arg("q").none(), nb::arg("body_link"), nb::arg("body_pos"),
             nb::arg("body_rot"), "(pos, rot) of every body for q (nq,) or (N, nq), or None");
+    mod.def("derivatives", &derivatives, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none(), nb::arg("c").none(),
+            "(dtau/dq, dtau/dqd, M) (op 0: q, qd, qdd) or (dqdd/dq, dqdd/dqd, M^-1) (op 1: q, qd, tau), each (nv, nv) or "
+            "(N, nv, nv), for float64 (size,) or (N, size) arrays, or None when the NumPy path must decide");
     mod.def("isa", &isa, "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
             "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");
     mod.def("isas", &isas, "the batch kernel's variants this CPU supports, best first");

@@ -44,6 +44,12 @@ Forces. rnea excludes passive forces (joint damping and springs), as physai.engi
 damping; MuJoCo's mjd_inverseFD differentiates qfrc_inverse, which includes damping (DfDv = dtau/dqd^T + diag(b)).
 step_derivatives differentiates the whole step: passive forces (damping, springs), actuators (gains, biases,
 clamping), applied joint forces (constant), the bias and the mass matrix.
+
+Backends. rnea_derivatives and forward_dynamics_derivatives run on the engine's compiled backend (cpp/derivatives.h,
+the same recursion for one state in C++, batches on threads) when it is active (physai.engine.native.on), no data= is
+given and the inputs are finite float64 arrays of the engine's shapes; otherwise, and for every input the kernel
+declines, on the NumPy text below, which stays the reference and raises the named errors (tests/test_derivatives.py
+compares the two within 1e-12 of each matrix's largest entry). step_derivatives runs on the NumPy text.
 """
 
 import numpy as np
@@ -65,6 +71,7 @@ from physai.engine.algorithms import (
     kinematics,
     rne,
 )
+from physai.engine import native
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError
 
@@ -161,7 +168,16 @@ def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
     Equals pin.computeRNEADerivatives where the charts agree (fixed bases; for free joints in velocity
     coordinates only, see physai.conventions), and MuJoCo's mjd_inverseFD transposed, damping removed.
     """
+    nm = getattr(model, "_native_model", None)
+    if nm is not None and data is None and native.on:                  # a Model seen before: one compiled call
+        out = native.ext_derivatives(nm, native.RNEA_DERIVATIVES, q, qd, qdd)
+        if out is not None:
+            return out
     model = _model(model)
+    if data is None:
+        out = native.derivatives(model, native.RNEA_DERIVATIVES, q, qd, qdd)
+        if out is not None:
+            return out
     nv = model.nv
 
     def compute(d, q, qd, qdd):
@@ -182,8 +198,18 @@ def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None 
         (dqdd_dq, dqdd_dqd, Minv), each (nv, nv) or (N, nv, nv), from dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau)
         and dqdd/dtau = M^-1. The q-derivative is in the tangent space of physai.joints.integrate (see
         rnea_derivatives). Equals pin.computeABADerivatives where the charts agree.
+    Compiled (cpp/derivatives.h: qdd by Cholesky, the derivatives at qdd, one Cholesky solve) when rnea_derivatives is.
     """
+    nm = getattr(model, "_native_model", None)
+    if nm is not None and data is None and native.on:
+        out = native.ext_derivatives(nm, native.FORWARD_DYNAMICS_DERIVATIVES, q, qd, tau)
+        if out is not None:
+            return out
     model = _model(model)
+    if data is None:
+        out = native.derivatives(model, native.FORWARD_DYNAMICS_DERIVATIVES, q, qd, tau)
+        if out is not None:
+            return out
     nv = model.nv
 
     def compute(d, q, qd, tau):

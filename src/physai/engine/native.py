@@ -31,7 +31,8 @@ One text serves one state and lanes of them, without FMA contraction: the same o
 anywhere in a batch, on any thread count and any of the variants (tests/test_backend.py bounds the difference by 4
 eps). physai.integrators.simulate runs its whole loop here too (rollout below: every integrator, actuators, per-step
 ctrl and applied forces), and physai.integrators.rollout runs N trajectories in one call, on threads with the GIL
-released. physai.jacobians and engine.integrate / difference have compiled calls too.
+released. physai.jacobians, engine.integrate / difference and physai.derivatives' rnea_derivatives and
+forward_dynamics_derivatives (cpp/derivatives.h) have compiled calls too.
 """
 
 import functools
@@ -248,6 +249,21 @@ def body_poses(model, q):
                   np.ascontiguousarray(model.body_rot, dtype=np.float64))
         object.__setattr__(model, "_native_bodies", arrays)
     return _ext.body_poses(_native_model(model), q, *arrays)
+
+
+# operation codes of physai.engine._native.derivatives
+RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES = 0, 1
+ext_derivatives = _ext.derivatives if _ext is not None else None
+
+
+def derivatives(model, op: int, a, b, c):
+    """(dtau/dq, dtau/dqd, M) (op RNEA_DERIVATIVES: q, qd, qdd) or (dqdd/dq, dqdd/dqd, M^-1) (FORWARD_DYNAMICS_DERIVATIVES:
+    q, qd, tau) on the compiled backend (cpp/derivatives.h), each (nv, nv) or (N, nv, nv); None when the backend is numpy,
+    model is not a Model, or the kernel declines (inputs other than finite float64 arrays (size,) or (N, size), a zero
+    quaternion, a singular M, a non-finite result: the NumPy path then converts or raises the named error)."""
+    if _active != "native" or not isinstance(model, Model):
+        return None
+    return _ext.derivatives(_native_model(model), op, a, b, c)
 
 
 def configuration(model, op: int, x, y, h: float):
