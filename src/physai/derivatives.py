@@ -360,16 +360,14 @@ class _Stepper:
             K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping)
         a = solve(K, f)
         Fq, Fv, Fu = self.force_derivatives(q, qd)
-        tq, tv, _ = _rnea_derivatives(model, engine.Data(model), q[:, None], qd[:, None], a[:, None])
-        rq, rv = Fq - tq[..., 0], Fv - tv[..., 0]
+        tq, tv, _ = rnea_derivatives(model, q, qd, a)                 # compiled when the backend is native
+        rq, rv = Fq - tq, Fv - tv
         if name == "implicit":
             # K = M - h D with D containing -dc/dqd(q, qd); d(K a) adds h d(dc/dqd a)/dx, where
             # dc/dqd(q, qd) a = (c(q, qd + a) - c(q, qd - a)) / 2 exactly (c is quadratic in qd)
-            Q = np.repeat(q[:, None], 2, axis=1)
-            V = np.stack([qd + a, qd - a], axis=1)
-            cq, cv, _ = _rnea_derivatives(model, engine.Data(model, 2), Q, V, np.zeros((model.nv, 2)))
-            rq = rq - 0.5 * h * (cq[..., 0] - cq[..., 1])
-            rv = rv - 0.5 * h * (cv[..., 0] - cv[..., 1])
+            cq, cv, _ = rnea_derivatives(model, q, np.stack([qd + a, qd - a]), np.zeros(model.nv))
+            rq = rq - 0.5 * h * (cq[0] - cq[1])
+            rv = rv - 0.5 * h * (cv[0] - cv[1])
         Kinv = inverse(K)
         return a, K, Kinv @ rq, Kinv @ rv, Kinv @ Fu
 

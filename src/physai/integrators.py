@@ -312,8 +312,16 @@ class _Run:
         self.d = engine.Data(model)
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray):
-        """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth."""
+        """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth (on the compiled
+        backend, without body wrenches: its mass_matrix, bias and potential_energy calls instead)."""
         model, d, x = self.model, self.d, self.inputs
+        if native.on and x.xfrc_applied is None:
+            M, f = engine.mass_matrix(model, q), forces._passive(model, q, qd) - engine.bias(model, q, qd)
+            if x.actuators is not None:
+                f = f + forces.actuator_force(x.actuators, q, qd, x.ctrl)
+            if x.qfrc_applied is not None:
+                f = f + x.qfrc_applied
+            return M, f, engine.potential_energy(model, q)
         Q, QD = q[:, None], qd[:, None]
         engine.kinematics(model, d, Q)
         engine.com_pos(model, d)
