@@ -11,6 +11,9 @@ Microseconds per state, best of several rounds, for rnea_derivatives, then forwa
                 fixed-base robots only: H1's free joint has another chart, see tests/test_derivatives.py)
     mjd-FD      mujoco.mjd_inverseFD (forward differences, nv + nv + nv evaluations of mj_inverse; rnea only)
 and the ratios physai-1 / Pinocchio and physai-N / Pinocchio (below 1: physai is faster).
+Then step_derivatives (A, B of one step, one state per call; analytical) beside mujoco.mjd_transitionFD (centred
+finite differences of mj_step, eps 1e-6, the same integrator and timestep 2 ms; MuJoCo refuses rk4 there), in
+microseconds per call, and the ratio physai / MuJoCo.
 On a shared machine expect +-20 % between runs.
 """
 
@@ -18,6 +21,7 @@ import argparse
 import os
 import platform
 import sys
+from functools import partial
 
 for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):     # one thread, as Pinocchio's call
     os.environ.setdefault(_var, "1")
@@ -92,6 +96,29 @@ def main(argv=None) -> None:
             ratios = (f"{t['physai-1'] / t['Pinocchio']:9.2f}{t['physai-N'] / t['Pinocchio']:9.2f}" if "Pinocchio" in t
                       else f"{'-':>9s}{'-':>9s}")
             print(f"{name:22s}{row}{ratios}")
+    step(args.models)
+
+
+def step(names, integrators=("euler", "implicitfast", "implicit", "rk4"), h: float = 0.002) -> None:
+    """step_derivatives beside mjd_transitionFD, one state per call."""
+    print(f"\nstep_derivatives (A, B) beside mjd_transitionFD (centred), dt = {h:g} s; microseconds per call")
+    print(f"{'model':22s}{'integrator':>14s}{'physai':>12s}{'MuJoCo':>12s}{'ratio':>9s}")
+    for name in names:
+        m = models.load(name)
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        m.opt.timestep = h
+        model, d = engine.from_mujoco(m), mujoco.MjData(m)
+        q, qd = engine.random_states(model, 1, 0)
+        A, B = np.zeros((2 * m.nv + m.na, 2 * m.nv + m.na)), np.zeros((2 * m.nv + m.na, m.nu))
+        for integrator in integrators:
+            ours = best_time(partial(derivatives.step_derivatives, model, q[0], qd[0], h, integrator))
+            theirs = None
+            if integrator != "rk4":
+                m.opt.integrator = {"euler": 0, "implicit": 2, "implicitfast": 3}[integrator]
+                d.qpos[:], d.qvel[:] = q[0], qd[0]
+                theirs = best_time(partial(mujoco.mjd_transitionFD, m, d, 1e-6, True, A, B, None, None))
+            cells = f"{theirs * 1e6:12.1f}{ours / theirs:9.2f}" if theirs else f"{'-':>12s}{'-':>9s}"
+            print(f"{name:22s}{integrator:>14s}{ours * 1e6:12.1f}{cells}")
 
 
 if __name__ == "__main__":
