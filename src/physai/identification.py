@@ -255,12 +255,16 @@ class BaseParameters:
 
 def _pivoted_qr(A: np.ndarray):
     """(R, perm) of the Householder QR with column pivoting A[:, perm] = Q R (Businger and Golub 1965): at each step
-    the remaining column of largest norm comes next, so |R_ii| decreases and its first r columns are independent."""
+    the remaining column of largest norm comes next, so |R_ii| decreases and its first r columns are independent.
+    Columns whose norms tie to 1e-9 relative (a model's symmetries make exact ties, which rounding would break one way
+    on one CPU and the other way on another) go in their original order, so the basis is the same on every machine."""
     A = np.array(A, dtype=float)
     m, n = A.shape
     perm = np.arange(n)
     for j in range(min(m, n)):
-        p = j + int(np.argmax(np.einsum("ij,ij->j", A[j:, j:], A[j:, j:])))
+        norms = np.einsum("ij,ij->j", A[j:, j:], A[j:, j:])
+        ties = np.flatnonzero(norms >= (1.0 - 1e-9) * norms.max())
+        p = j + int(ties[np.argmin(perm[j + ties])])
         A[:, [j, p]], perm[[j, p]] = A[:, [p, j]], perm[[p, j]]
         x = A[j:, j]
         norm = np.linalg.norm(x)
