@@ -31,8 +31,8 @@ One text serves one state and lanes of them, without FMA contraction: the same o
 anywhere in a batch, on any thread count and any of the variants (tests/test_backend.py bounds the difference by 4
 eps). physai.integrators.simulate runs its whole loop here too (rollout below: every integrator, actuators, per-step
 ctrl and applied forces), and physai.integrators.rollout runs N trajectories in one call, on threads with the GIL
-released. physai.jacobians, engine.integrate / difference and physai.derivatives' rnea_derivatives and
-forward_dynamics_derivatives (cpp/derivatives.h) have compiled calls too.
+released. physai.jacobians, physai.kinematics.body_poses, engine.integrate / difference and physai.derivatives'
+rnea_derivatives and forward_dynamics_derivatives (cpp/derivatives.h) have compiled calls too.
 """
 
 import functools
