@@ -862,160 +862,7 @@ nb::object body_poses(NativeModel &m, nb::handle q_, IArr body_link, DArr body_p
 
 // ---------------------------------------------------------------- simulation (physai.integrators.simulate, rollout)
 
-// what drives a simulation besides the Model: joint damping, q's layout for integration, the actuators
-// (forces.Actuators), the bodies that wrenches act on, and M's sparsity pattern
-struct NativeSim {
-    int nq = 0, nv = 0, nu = 0, nbody = 0;
-    std::vector<double> damping;
-    std::vector<int64_t> scalar_q, scalar_v, quat_q, quat_v, spring_v;   // spring_v: the dof of each Model spring
-    std::vector<double> moment, qmoment, gain, bias, ctrlrange, forcerange, dof_forcerange;   // (nu, nv), (nu, nq), (nu, 3) x2, (nu, 2) x2, (nv, 2)
-    std::vector<int64_t> ctrllimited, forcelimited, dof_forcelimited;
-    std::vector<int64_t> body_link;                                    // (nbody): the engine link a body moves with, -1: the world
-    std::vector<double> body_point;                                    // (nbody, 3): its centre of mass in the link's frame
-    std::vector<int64_t> pattern;                                      // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
-};
-
-// a per-step input of a rollout, (trajectory, step, entry) with strides in doubles (0 along a broadcast axis)
-struct Series {
-    const double *data = nullptr;                                      // null: no such input
-    int64_t trajectory = 0, step = 0, entry = 1;
-    const double *at(int64_t n, int64_t k) const { return data + n * trajectory + k * step; }
-};
-
-// the inputs of one step, gathered: clamped ctrl (nu), qfrc_applied (nv), xfrc_applied (nbody, 6)
-struct StepInputs {
-    std::vector<double> u, qfrc, xfrc;
-    bool has_qfrc = false, has_xfrc = false;
-};
-
-void gather(const NativeSim &s, const Series &ctrl, const Series &qfrc, const Series &xfrc, int64_t n, int64_t k, StepInputs &x) {
-    if (ctrl.data) {                                                   // u = ctrl clamped to ctrlrange (forces._ctrl)
-        const double *c = ctrl.at(n, k);
-        for (int a = 0; a < s.nu; a++) {
-            double u = c[a * ctrl.entry];
-            if (s.ctrllimited[a]) u = std::min(std::max(u, s.ctrlrange[2 * a]), s.ctrlrange[2 * a + 1]);
-            x.u[a] = u;
-        }
-    }
-    if ((x.has_qfrc = qfrc.data != nullptr))
-        for (int j = 0; j < s.nv; j++) x.qfrc[j] = qfrc.at(n, k)[j * qfrc.entry];
-    if ((x.has_xfrc = xfrc.data != nullptr))
-        for (int e = 0; e < 6 * s.nbody; e++) x.xfrc[e] = xfrc.at(n, k)[e * xfrc.entry];
-}
-
-// f += sum_b J_b(com_b)^T w_b for wrenches w_b = (force, torque) at the bodies' centres of mass (forces.body_wrench_force):
-// with r the centre of mass relative to the tree's centre, dof i takes S_lin . F + S_ang . (r x F + torque)
-void add_wrenches(const NativeModel &m, const NativeSim &s, const Data<double> &d, const double *xfrc, double *f) {
-    for (int b = 0; b < s.nbody; b++) {
-        const double *w = xfrc + 6 * b;
-        int64_t l = s.body_link[b];
-        if (l < 0 || (w[0] == 0.0 && w[1] == 0.0 && w[2] == 0.0 && w[3] == 0.0 && w[4] == 0.0 && w[5] == 0.0)) continue;
-        const double *R = &d.xmat[9 * l], *c = &d.cpos[3 * l], *pt = &s.body_point[3 * b];
-        double r[3], rF[3], moment[3];
-        for (int a = 0; a < 3; a++) r[a] = c[a] + (R[3 * a] * pt[0] + R[3 * a + 1] * pt[1] + R[3 * a + 2] * pt[2]);
-        cross(r, w, rF);
-        for (int a = 0; a < 3; a++) moment[a] = rF[a] + w[3 + a];
-        for (int64_t i = m.dofadr[l] + m.dofnum[l] - 1; i >= 0; i = m.dof_parent[i]) {
-            const double *S = &d.cdof[6 * i];
-            f[i] += S[3] * w[0] + S[4] * w[1] + S[5] * w[2] + S[0] * moment[0] + S[1] * moment[1] + S[2] * moment[2];
-        }
-    }
-}
-
-// f = passive + actuator + applied - bias and M at (q, qd) (integrators._Run.evaluate); the actuators' scalar forces
-// into force (nu); returns the potential energy, NaN for a zero quaternion
-double evaluate(const NativeModel &m, const NativeSim &s, Data<double> &d, const StepInputs &x, const double *q,
-                const double *qd, double *f, double *M, double *tmp, double *force) {
-    if (kinematics(m, d, q) != OK) return std::nan("");
-    com_pos(m, d);
-    com_vel(m, d, qd);
-    rne(m, d, qd, (const double *)nullptr, tmp);
-    for (int j = 0; j < m.nv; j++) f[j] = -s.damping[j] * qd[j];     // passive: damping, then springs
-    for (size_t k = 0; k < m.spring_q.size(); k++)
-        f[s.spring_v[k]] = f[s.spring_v[k]] - m.spring_k[k] * (q[m.spring_q[k]] - m.spring_ref[k]);
-    for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
-    if (s.nu) {                                                        // actuators: gain u + bias, clamped
-        for (int a = 0; a < s.nu; a++) {
-            double length = 0.0, velocity = 0.0;
-            for (int i = 0; i < s.nq; i++) length += s.qmoment[size_t(a) * s.nq + i] * q[i];
-            for (int j = 0; j < s.nv; j++) velocity += s.moment[size_t(a) * s.nv + j] * qd[j];
-            const double *g = &s.gain[3 * a], *b = &s.bias[3 * a];
-            double fa = (g[0] + g[1] * length + g[2] * velocity) * x.u[a] + b[0] + b[1] * length + b[2] * velocity;
-            if (s.forcelimited[a]) fa = std::min(std::max(fa, s.forcerange[2 * a]), s.forcerange[2 * a + 1]);
-            force[a] = fa;
-        }
-        for (int j = 0; j < s.nv; j++) {                               // moment^T force, clamped per dof
-            double t = 0.0;
-            for (int a = 0; a < s.nu; a++) t += s.moment[size_t(a) * s.nv + j] * force[a];
-            if (s.dof_forcelimited[j]) t = std::min(std::max(t, s.dof_forcerange[2 * j]), s.dof_forcerange[2 * j + 1]);
-            f[j] = f[j] + t;
-        }
-    }
-    if (x.has_qfrc)
-        for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
-    if (x.has_xfrc) add_wrenches(m, s, d, x.xfrc.data(), f);
-    crb(m, d, M);
-    return potential(m, d, q);
-}
-
-// D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange
-// (forces.actuator_velocity_derivative)
-void add_actuator_velocity_derivative(const NativeSim &s, const double *u, const double *force, double *D) {
-    for (int a = 0; a < s.nu; a++) {
-        bool free = !s.forcelimited[a] || (force[a] > s.forcerange[2 * a] && force[a] < s.forcerange[2 * a + 1]);
-        double k = free ? s.bias[3 * a + 2] + s.gain[3 * a + 2] * u[a] : 0.0;
-        if (k == 0.0) continue;
-        const double *r = &s.moment[size_t(a) * s.nv];
-        for (int i = 0; i < s.nv; i++)
-            for (int j = 0; j < s.nv; j++) D[size_t(i) * s.nv + j] += r[i] * (k * r[j]);
-    }
-}
-
-// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot
-bool lu_solve(double *A, int n, double *b) {
-    for (int c = 0; c < n; c++) {
-        int p = c;
-        for (int r = c + 1; r < n; r++)
-            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
-        if (A[size_t(p) * n + c] == 0.0) return false;
-        if (p != c) {
-            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
-            std::swap(b[p], b[c]);
-        }
-        for (int r = c + 1; r < n; r++) {
-            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
-            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
-            b[r] -= f * b[c];
-        }
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        double t = b[i];
-        for (int k = i + 1; k < n; k++) t -= A[size_t(i) * n + k] * b[k];
-        b[i] = t / A[size_t(i) * n + i];
-    }
-    return true;
-}
-
-// q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out
-void integrate_pos(const NativeSim &s, const double *q, const double *v, double h, double *out) {
-    for (int i = 0; i < s.nq; i++) out[i] = q[i];
-    for (size_t k = 0; k < s.scalar_q.size(); k++) out[s.scalar_q[k]] = q[s.scalar_q[k]] + h * v[s.scalar_v[k]];
-    for (size_t k = 0; k < s.quat_q.size(); k++) {
-        const double *qq = q + s.quat_q[k], *w = v + s.quat_v[k];
-        double speed = std::sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = h * speed;
-        double axis[3] = {0, 0, 0};
-        if (speed > 1e-15)
-            for (int a = 0; a < 3; a++) axis[a] = w[a] / speed;
-        double half = std::sin(0.5 * angle), r[4] = {std::cos(0.5 * angle), axis[0] * half, axis[1] * half, axis[2] * half};
-        double norm = std::sqrt(qq[0] * qq[0] + qq[1] * qq[1] + qq[2] * qq[2] + qq[3] * qq[3]);
-        double a0 = qq[0] / norm, a1 = qq[1] / norm, a2 = qq[2] / norm, a3 = qq[3] / norm;
-        double *o = out + s.quat_q[k];
-        o[0] = a0 * r[0] - a1 * r[1] - a2 * r[2] - a3 * r[3];
-        o[1] = a0 * r[1] + a1 * r[0] + a2 * r[3] - a3 * r[2];
-        o[2] = a0 * r[2] - a1 * r[3] + a2 * r[0] + a3 * r[1];
-        o[3] = a0 * r[3] + a1 * r[2] - a2 * r[1] + a3 * r[0];
-    }
-}
+#include "simulate.h"                                                   // NativeSim, the steppers, simulate_one, simulate_block
 
 // ---------------------------------------------------------------- the configuration manifold (engine.integrate, difference)
 
@@ -1068,144 +915,6 @@ nb::object configuration(const NativeSim &s, int op, nb::handle x_, nb::handle y
     return result;
 }
 
-// k = dexp^-1(theta) v (joints.dexp_inv) in place over v: the rotations' velocities carried to q's tangent space,
-// k = v + 1/2 theta x v + c(|theta|) theta x (theta x v), c(t) = 1/t^2 - 1/(2 t tan(t/2)); scalars unchanged
-void dexp_inv(const NativeSim &s, const double *theta, double *v) {
-    for (size_t k = 0; k < s.quat_v.size(); k++) {
-        const double *th = theta + s.quat_v[k];
-        double *w = v + s.quat_v[k], tw[3], ttw[3];
-        double t = std::sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]);
-        double c = t < 1e-4 ? 1.0 / 12.0 + t * t / 720.0 : 1.0 / (t * t) - 1.0 / (2.0 * t * std::tan(0.5 * t));
-        cross(th, w, tw);
-        cross(th, tw, ttw);
-        for (int a = 0; a < 3; a++) w[a] = w[a] + 0.5 * tw[a] + c * ttw[a];
-    }
-}
-
-inline double quadratic(const double *M, const double *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
-    double s = 0.0;
-    for (int j = 0; j < n; j++) {
-        double t = 0.0;
-        for (int i = 0; i < n; i++) t += v[i] * M[size_t(i) * n + j];
-        s += t * v[j];
-    }
-    return s;
-}
-
-enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3 };
-
-// the buffers of one trajectory's steps, allocated once per thread
-struct SimWork {
-    Data<double> d;
-    StepInputs x;
-    std::vector<double> M, D, f, tmp, force, a, qi, qdi, dq, dqd, stage_qd, stage_a, qdp, qdm, cp, cm;
-    SimWork(const NativeModel &m, const NativeSim &s) : d(m) {
-        size_t V = size_t(m.nv), Qn = size_t(m.nq);
-        x.u.assign(size_t(s.nu), 0.0), x.qfrc.assign(V, 0.0), x.xfrc.assign(6 * size_t(s.nbody), 0.0);
-        M.resize(V * V), D.resize(V * V), f.resize(V), tmp.resize(V), force.resize(size_t(s.nu)), a.resize(V);
-        qi.resize(Qn), qdi.resize(V), dq.resize(V), dqd.resize(V), stage_qd.resize(V), stage_a.resize(V);
-        qdp.resize(V), qdm.resize(V), cp.resize(V), cm.resize(V);
-    }
-};
-
-// steps of `integrator` from Q[0], QD[0] of trajectory n into Q (steps+1, nq), QD, E (integrators._STEPPERS; euler with
-// implicit_damping: (M + h B) a = f); returns the first step whose result is not finite, or -1. A zero quaternion or a
-// singular matrix stops with -2 (the Python loop then raises the named error).
-int64_t simulate_one(const NativeModel &m, const NativeSim &s, SimWork &w, int64_t n, double h, int64_t steps, int integrator,
-                     bool implicit_damping, bool with_energy, const Series &ctrl, const Series &qfrc, const Series &xfrc,
-                     double *Q, double *QD, double *E) {
-    int nq = m.nq, nv = m.nv;
-    Data<double> &d = w.d;
-    double *M = w.M.data(), *f = w.f.data(), *a = w.a.data();
-    for (int64_t k = 0; k < steps; k++) {
-        const double *q = Q + k * nq, *qd = QD + k * nv;
-        double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
-        gather(s, ctrl, qfrc, xfrc, n, k, w.x);
-        if (integrator != RK4) {                                       // (M - h D) a = f, qd' = qd + h a, q' = q (+) h qd'
-            double pot = evaluate(m, s, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data());
-            if (std::isnan(pot)) return -2;
-            E[k] = 0.5 * quadratic(M, qd, nv) + pot;
-            for (int j = 0; j < nv; j++) a[j] = f[j];
-            bool ok;
-            if (integrator == EULER) {                                 // D = -B, when damping is implicit
-                if (implicit_damping)
-                    for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * s.damping[j];
-                ok = cholesky_solve(M, nv, a) == OK;
-            } else {                                                   // D = dA/dqd - B (- dc/dqd: implicit) on M's pattern
-                double *D = w.D.data();
-                for (size_t e = 0; e < size_t(nv) * nv; e++) D[e] = 0.0;
-                for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = -s.damping[j];
-                if (s.nu) add_actuator_velocity_derivative(s, w.x.u.data(), w.force.data(), D);
-                if (integrator == IMPLICIT) {                          // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
-                    double *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
-                    for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
-                    for (int c = 0; c < nv; c++) {
-                        qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
-                        com_vel(m, d, qdp);
-                        rne(m, d, (const double *)qdp, (const double *)nullptr, cp);
-                        com_vel(m, d, qdm);
-                        rne(m, d, (const double *)qdm, (const double *)nullptr, cm);
-                        for (int i = 0; i < nv; i++) D[size_t(i) * nv + c] = D[size_t(i) * nv + c] - 0.5 * (cp[i] - cm[i]);
-                        qdp[c] = qd[c], qdm[c] = qd[c];
-                    }
-                }
-                for (int i = 0; i < nv; i++)
-                    for (int j = 0; j < nv; j++) {
-                        double Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
-                        if (s.pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
-                    }
-                // implicitfast: M - h sym(D) is symmetric, factored by Cholesky as MuJoCo does (a matrix that is not
-                // positive definite declines to the Python loop); implicit: LU
-                ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
-            }
-            if (!ok) return -2;
-            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
-            integrate_pos(s, q, qdn, h, qn);
-        } else {                                                       // RK4 with the inputs held over the step
-            const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
-            double *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data(), *kv = w.stage_qd.data();
-            for (int stage = 0; stage < 4; stage++) {
-                if (stage == 0) {
-                    for (int i = 0; i < nq; i++) qi[i] = q[i];
-                    for (int j = 0; j < nv; j++) qdi[j] = qd[j];
-                } else {                                               // q_i = q (+) h c k_(i-1), qd_i = qd + h c a_(i-1)
-                    double c = C[stage - 1];
-                    for (int j = 0; j < nv; j++) w.dq[j] = c * kv[j];
-                    integrate_pos(s, q, w.dq.data(), h, qi);
-                    for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * w.stage_a[j]);
-                }
-                double pot = evaluate(m, s, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data());
-                if (std::isnan(pot)) return -2;
-                if (stage == 0) E[k] = 0.5 * quadratic(M, qdi, nv) + pot;
-                if (cholesky_solve(M, nv, f) != OK) return -2;
-                for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
-                if (stage > 0) {                                       // k_i = dexp^-1(h c k_(i-1)) qd_i on quaternions
-                    for (int j = 0; j < nv; j++) w.dq[j] = h * w.dq[j];
-                    dexp_inv(s, w.dq.data(), kv);
-                }
-                for (int j = 0; j < nv; j++) {
-                    a[j] = stage == 0 ? 0.0 + B[0] * kv[j] : a[j] + B[stage] * kv[j];         // sum of b k_i
-                    dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
-                }
-            }
-            integrate_pos(s, q, a, h, qn);
-            for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * dqd[j];
-        }
-        for (int i = 0; i < nq; i++)
-            if (!std::isfinite(qn[i])) return k;
-        for (int j = 0; j < nv; j++)
-            if (!std::isfinite(qdn[j])) return k;
-    }
-    if (with_energy) {
-        const double *q = Q + steps * nq, *qd = QD + steps * nv;
-        if (kinematics(m, d, q) != OK) return -2;
-        com_pos(m, d);
-        com_vel(m, d, qd);
-        E[steps] = kinetic(m, d, qd) + potential(m, d, q);
-    }
-    return -1;
-}
-
 int num_threads() {
     if (const char *s = std::getenv("PHYSAI_NUM_THREADS")) {
         int n = std::atoi(s);
@@ -1250,19 +959,49 @@ void rollout(const NativeModel &m, const NativeSim &s, WArr Q, WArr QD, WArr E, 
     double *q = Q.data(), *qd = QD.data(), *e = E.data();
     int64_t *st = status.data();
     int64_t rowq = (steps + 1) * m.nq, rowv = (steps + 1) * m.nv;
+    const int variant = active_isa.load();
+    // trajectories [lo, hi): blocks of the variant's lanes side by side (not for implicit, whose LU pivots per lane),
+    // then one by one what is left or what a block declined
     auto run = [&](int64_t lo, int64_t hi) {
-        SimWork w(m, s);
-        for (int64_t n = lo; n < hi; n++)
-            st[n] = simulate_one(m, s, w, n, h, steps, integrator, implicit_damping, with_energy, ctrl, qfrc, xfrc,
-                                 q + n * rowq, qd + n * rowv, e + n * (steps + 1));
+        SimWork<double> w(m, s);
+        auto one_by_one = [&](int64_t from, int64_t to) {
+            for (int64_t n = from; n < to; n++)
+                st[n] = simulate_one(m, s, w, n, h, steps, integrator, implicit_damping, with_energy, ctrl, qfrc, xfrc,
+                                     q + n * rowq, qd + n * rowv, e + n * (steps + 1));
+        };
+        int64_t n = lo;
+#if PHYSAI_LANES
+        auto blocks = [&](auto tag) {
+            using L = decltype(tag);
+            constexpr int W = lanes_of<L>;
+            SimWork<L> wl(m, s);
+            for (; hi - n >= 2; n += W) {
+                int64_t count = std::min<int64_t>(W, hi - n);
+                if (simulate_lanes(m, s, wl, n, count, h, steps, integrator, implicit_damping, with_energy, ctrl, qfrc, xfrc, q, qd, e) == STEPPED)
+                    for (int64_t l = 0; l < count; l++) st[n + l] = -1;
+                else
+                    one_by_one(n, n + count);
+            }
+        };
+        if (integrator != IMPLICIT && hi - lo >= 2) {
+            switch (ISA_VARIANTS[variant].lanes) {
+#if PHYSAI_DISPATCH
+                case 8: blocks(Lanes8{}); break;
+                case 4: blocks(Lanes4{}); break;
+#endif
+                default: blocks(Lanes2{});
+            }
+        }
+#endif
+        one_by_one(n, hi);
     };
     nb::gil_scoped_release release;
-    int T = int(std::min<int64_t>(int64_t(num_threads()), N));
+    int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
     if (T <= 1) {
         run(0, N);
     } else {
         std::vector<std::thread> pool;
-        for (int t = 0; t < T; t++) pool.emplace_back(run, N * t / T, N * (t + 1) / T);
+        for (int t = 0; t < T; t++) pool.emplace_back(run, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
         for (auto &th : pool) th.join();
     }
 }

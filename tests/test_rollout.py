@@ -14,6 +14,7 @@ import pytest
 from mujoco import rollout as mujoco_rollout
 
 from physai import engine, integrators, models
+from physai.engine import native
 from physai.exceptions import DivergenceError, InvalidStateError, ShapeError
 from backends import run
 
@@ -131,3 +132,23 @@ def test_shapes_are_checked():
     bad[3, 7, 2] = np.nan
     with pytest.raises(InvalidStateError, match=r"qfrc_applied\[3, 7, 2\] is nan"):
         integrators.rollout(*args, qfrc_applied=bad)
+
+
+@pytest.mark.parametrize("isa", native.isas())
+def test_every_instruction_set_rolls_out_the_same(isa):
+    """Trajectories side by side in the lanes of each batch-kernel variant (11 of them: full blocks and a short one)
+    against simulate on the NumPy backend, one by one; RK4 with quaternions on the H1, implicitfast with servos on the Panda."""
+    previous = native.isa()
+    assert native.set_isa(isa) and native.isa() == isa
+    try:
+        for name, integrator in (("unitree_h1", "rk4"), ("franka_emika_panda", "implicitfast")):
+            model = engine.from_mujoco(models.load(name))
+            q0, qd0 = engine.random_states(model, 11, 4, qd_max=1.0)
+            ctrl = 0.1 * np.random.default_rng(5).uniform(*model.actuators.ctrlrange.T, (11, 1, model.nu))
+            traj = integrators.rollout(model, q0, qd0, 2e-3, 40, integrator, ctrl=ctrl, energy=True)
+            for n in range(11):
+                one = run("numpy", integrators.simulate, model, q0[n], qd0[n], 2e-3, 40, integrator, ctrl=ctrl[n, 0])
+                for a, b in ((traj.q[n], one.q), (traj.qd[n], one.qd), (traj.energy[n], one.energy)):
+                    assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
+    finally:
+        native.set_isa(previous)

@@ -27,12 +27,13 @@ CPU lacks) the best the CPU supports. Elsewhere (another compiler or CPU) there 
     isas()           the variants this CPU supports, best first
     set_isa(name)    switch to one of isas() in this process: True; False (nothing changes) for another name
 
-One text serves one state and lanes of them, without FMA contraction: the same operations in the same order for a state alone,
-anywhere in a batch, on any thread count and any of the variants (tests/test_backend.py bounds the difference by 4
-eps). physai.integrators.simulate runs its whole loop here too (rollout below: every integrator, actuators, per-step
-ctrl and applied forces), and physai.integrators.rollout runs N trajectories in one call, on threads with the GIL
-released. physai.jacobians, physai.kinematics.body_poses, engine.integrate / difference and physai.derivatives'
-rnea_derivatives and forward_dynamics_derivatives (cpp/derivatives.h) have compiled calls too.
+One text serves one state and lanes of them, without FMA contraction: the same operations in the same order for a
+state alone, anywhere in a batch, on any thread count and any of the variants (tests/test_backend.py bounds the
+difference by 4 eps). physai.integrators.simulate runs its whole loop here too (rollout below: every integrator,
+actuators, per-step ctrl and applied forces; cpp/simulate.h), and physai.integrators.rollout runs N trajectories in
+one call, side by side in the variant's lanes and on threads with the GIL released. physai.jacobians,
+physai.kinematics.body_poses, engine.integrate / difference and physai.derivatives' rnea_derivatives and
+forward_dynamics_derivatives (cpp/derivatives.h) have compiled calls too.
 """
 
 import functools
