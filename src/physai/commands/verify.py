@@ -171,7 +171,7 @@ def _table(m: mujoco.MjModel, model: engine.Model, states, slides: bool) -> bool
         passed = bool(diff <= RTOL * scale)
         ok &= passed
         print(f"{x.name:<17} {x.reference:<42} {x.unit:<16} {diff:>10.1e} {scale:>9.3g} {RTOL * scale:>9.1e}  "
-              f"{'pass' if passed else 'FAIL':<6} {t_ours * 1e6:>10.1f} {t_mj * 1e6:>10.2f} {t_ours / t_mj:>6.0f}x")
+              f"{'pass' if passed else 'FAIL':<6} {t_ours * 1e6:>10.1f} {t_mj * 1e6:>10.2f} {t_ours / t_mj:>6.3g}x")
     print("\nall quantities within tolerance" if ok else "\nFAIL: some differences exceed their tolerance")
     return ok
 
