@@ -931,11 +931,12 @@ using RArr = nb::ndarray<const double, nb::device::cpu>;                // any s
 using WArr = nb::ndarray<double, nb::c_contig, nb::device::cpu>;
 
 // an input (N, steps, size) as a Series, or none; ValueError unless its shape is exactly that
+// (a float64 array in place, never a converted copy: the Series points into the caller's array, which outlives the call)
 Series series(nb::handle obj, int64_t N, int64_t steps, int64_t size, const char *what) {
     Series r;
     if (obj.is_none()) return r;
-    RArr x = nb::cast<RArr>(obj);
-    if (x.ndim() != 3 || int64_t(x.shape(0)) != N || int64_t(x.shape(1)) != steps || int64_t(x.shape(2)) != size)
+    RArr x;
+    if (!nb::try_cast(obj, x, false) || x.ndim() != 3 || int64_t(x.shape(0)) != N || int64_t(x.shape(1)) != steps || int64_t(x.shape(2)) != size)
         throw nb::value_error(what);
     r.data = x.data(), r.trajectory = x.stride(0), r.step = x.stride(1), r.entry = x.stride(2);
     return r;
@@ -962,7 +963,7 @@ void rollout(const NativeModel &m, const NativeSim &s, WArr Q, WArr QD, WArr E, 
     const int variant = active_isa.load();
     // trajectories [lo, hi): blocks of the variant's lanes side by side (not for implicit, whose LU pivots per lane),
     // then one by one what is left or what a block declined
-    auto run = [&](int64_t lo, int64_t hi) {
+    auto run_chunk = [&](int64_t lo, int64_t hi) {
         SimWork<double> w(m, s);
         auto one_by_one = [&](int64_t from, int64_t to) {
             for (int64_t n = from; n < to; n++)
@@ -995,15 +996,26 @@ void rollout(const NativeModel &m, const NativeSim &s, WArr Q, WArr QD, WArr E, 
 #endif
         one_by_one(n, hi);
     };
-    nb::gil_scoped_release release;
-    int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
-    if (T <= 1) {
-        run(0, N);
-    } else {
-        std::vector<std::thread> pool;
-        for (int t = 0; t < T; t++) pool.emplace_back(run, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
-        for (auto &th : pool) th.join();
+    std::atomic<int> failed{0};                                        // an exception in a thread (e.g. bad_alloc)
+    auto run = [&](int64_t lo, int64_t hi) {
+        try {
+            run_chunk(lo, hi);
+        } catch (...) {
+            failed = 1;
+        }
+    };
+    {
+        nb::gil_scoped_release release;
+        int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
+        if (T <= 1) {
+            run(0, N);
+        } else {
+            std::vector<std::thread> pool;
+            for (int t = 0; t < T; t++) pool.emplace_back(run, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
+            for (auto &th : pool) th.join();
+        }
     }
+    if (failed) throw std::runtime_error("rollout: a thread failed (out of memory?)");
 }
 
 struct Input {

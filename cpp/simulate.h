@@ -234,10 +234,18 @@ template <class T> struct SimWork {
     }
 };
 
-enum StepStatus { STEPPED = 0, DECLINED = 1 };
+enum StepStatus { STEPPED = 0, DECLINED = 1, DIVERGED = 2 };
+
+// whether any entry (any lane) of x[0 .. n) is NaN or infinite
+template <class T> bool any_nonfinite(const T *x, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (!finite_all(x[i])) return true;
+    return false;
+}
 
 // one step of `integrator` from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
-// (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f); DECLINED on a zero quaternion or a matrix that
+// (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f); DIVERGED when the forces or the mass matrix of
+// a stage are no longer finite (the state ran away: a DivergenceError); DECLINED on a zero quaternion or a matrix that
 // does not factor (the Python loop then raises the named error), and for implicit on lanes (its LU pivots per lane)
 template <class T> int step(const NativeModel &m, const NativeSim &s, SimWork<T> &w, double h, int integrator, bool implicit_damping,
                             const T *q, const T *qd, T *qn, T *qdn, T &e) {
@@ -246,6 +254,7 @@ template <class T> int step(const NativeModel &m, const NativeSim &s, SimWork<T>
     T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), pot;
     if (integrator != RK4) {                                           // (M - h D) a = f, qd' = qd + h a, q' = q (+) h qd'
         if (evaluate(m, s, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
+        if (any_nonfinite(f, size_t(nv)) || any_nonfinite(M, size_t(nv) * nv)) return DIVERGED;
         e = 0.5 * quadratic(M, qd, nv) + pot;
         for (int j = 0; j < nv; j++) a[j] = f[j];
         bool ok;
@@ -302,6 +311,7 @@ template <class T> int step(const NativeModel &m, const NativeSim &s, SimWork<T>
             for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * w.stage_a[j]);
         }
         if (evaluate(m, s, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
+        if (any_nonfinite(f, size_t(nv)) || any_nonfinite(M, size_t(nv) * nv)) return DIVERGED;
         if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
         if (cholesky_solve(M, nv, f) != OK) return DECLINED;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
@@ -336,7 +346,13 @@ int64_t simulate_one(const NativeModel &m, const NativeSim &s, SimWork<double> &
     for (int64_t k = 0; k < steps; k++) {
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
         gather(s, ctrl, qfrc, xfrc, n, 1, k, w.x);
-        if (step(m, s, w, h, integrator, implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k]) != STEPPED) return -2;
+        int st = step(m, s, w, h, integrator, implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k]);
+        if (st == DIVERGED) {                                          // the state k + 1 is not finite
+            for (int i = 0; i < nq; i++) qn[i] = std::nan("");
+            for (int j = 0; j < nv; j++) qdn[j] = std::nan("");
+            return k;
+        }
+        if (st != STEPPED) return -2;
         for (int i = 0; i < nq; i++)
             if (!std::isfinite(qn[i])) return k;
         for (int j = 0; j < nv; j++)
@@ -348,8 +364,8 @@ int64_t simulate_one(const NativeModel &m, const NativeSim &s, SimWork<double> &
 
 #if PHYSAI_LANES
 // trajectories n .. n + count - 1 (count <= the lanes of L) side by side, from their Q[0], QD[0]: STEPPED with every
-// state written, or DECLINED (a lane diverged, a zero quaternion, implicit, a matrix that does not factor): the caller
-// then runs them one by one (simulate_one), which reports exactly what and where
+// state written, or not (a lane diverged, a zero quaternion, implicit, a matrix that does not factor): the caller then
+// runs them one by one (simulate_one), which reports exactly what and where
 template <class L> int simulate_block(const NativeModel &m, const NativeSim &s, SimWork<L> &w, int64_t n, int64_t count, double h,
                                       int64_t steps, int integrator, bool implicit_damping, bool with_energy, const Series &ctrl,
                                       const Series &qfrc, const Series &xfrc, double *Q, double *QD, double *E) {

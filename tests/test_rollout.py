@@ -97,13 +97,22 @@ def test_the_numpy_backend_rolls_out_the_same():
     assert np.abs(fast.q - slow.q).max() <= Q_TOL and np.abs(fast.qd - slow.qd).max() <= QD_TOL
 
 
-def test_a_diverging_trajectory_is_named():
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_a_diverging_trajectory_is_named(integrator):
+    """A runaway trajectory among others, in a block of lanes, raises DivergenceError naming it (not an error about
+    non-finite numbers inside a step), on both backends; also with a free joint (the H1) under RK4."""
     model = engine.from_mujoco(models.load("double_pendulum"))
-    qd0 = np.zeros((3, 2))
-    qd0[1] = [1e150, -1e150]
+    qd0 = np.zeros((11, 2))
+    qd0[9] = [1e150, -1e150]
     for backend in ("native", "numpy"):
-        with pytest.raises(DivergenceError, match="trajectory 1 of the rollout diverged at step"):
-            run(backend, integrators.rollout, model, np.zeros((3, 2)), qd0, 0.01, 20, "euler")
+        with pytest.raises(DivergenceError, match="trajectory 9 of the rollout diverged at step"):
+            run(backend, integrators.rollout, model, np.zeros((11, 2)), qd0, 0.01, 20, integrator)
+    h1 = engine.from_mujoco(models.load("unitree_h1"))
+    q0, qd0 = engine.random_states(h1, 3, 1)
+    qd0[2] = 1e150
+    for backend in ("native", "numpy"):
+        with pytest.raises(DivergenceError, match="trajectory 2 of the rollout diverged at step 1 "):
+            run(backend, integrators.rollout, h1, q0, qd0, 1e-3, 5, integrator)
 
 
 def test_a_zero_quaternion_is_refused_by_name():
@@ -128,6 +137,8 @@ def test_shapes_are_checked():
         integrators.rollout(*args, ctrl=np.zeros((N, STEPS, 3)))
     with pytest.raises(ShapeError, match=r"xfrc_applied.*d.xfrc_applied\[1:\]"):
         integrators.rollout(*args, xfrc_applied=np.zeros((case.m.nbody, 6)))
+    with pytest.raises(ShapeError, match=r"ambiguous with 5 trajectories of 5 steps.*ctrl\[:, None\]"):
+        integrators.rollout(case.model, case.q0, case.qd0, 1e-3, N, ctrl=np.zeros((N, case.model.nu)))
     bad = case.qfrc.copy()
     bad[3, 7, 2] = np.nan
     with pytest.raises(InvalidStateError, match=r"qfrc_applied\[3, 7, 2\] is nan"):
@@ -135,19 +146,21 @@ def test_shapes_are_checked():
 
 
 @pytest.mark.parametrize("isa", native.isas())
-def test_every_instruction_set_rolls_out_the_same(isa):
-    """Trajectories side by side in the lanes of each batch-kernel variant (11 of them: full blocks and a short one)
-    against simulate on the NumPy backend, one by one; RK4 with quaternions on the H1, implicitfast with servos on the Panda."""
+def test_every_instruction_set_rolls_out_the_same(isa, monkeypatch):
+    """Trajectories side by side in the lanes of each batch-kernel variant (19 of them on 2 threads: full blocks, a
+    block split between the threads' chunks, a short one) against simulate on the NumPy backend, one by one, with a
+    ctrl per trajectory and step; RK4 with quaternions on the H1, implicitfast with servos on the Panda."""
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", "2")
     previous = native.isa()
     assert native.set_isa(isa) and native.isa() == isa
     try:
         for name, integrator in (("unitree_h1", "rk4"), ("franka_emika_panda", "implicitfast")):
             model = engine.from_mujoco(models.load(name))
-            q0, qd0 = engine.random_states(model, 11, 4, qd_max=1.0)
-            ctrl = 0.1 * np.random.default_rng(5).uniform(*model.actuators.ctrlrange.T, (11, 1, model.nu))
+            q0, qd0 = engine.random_states(model, 19, 4, qd_max=1.0)
+            ctrl = 0.1 * np.random.default_rng(5).uniform(*model.actuators.ctrlrange.T, (19, 40, model.nu))
             traj = integrators.rollout(model, q0, qd0, 2e-3, 40, integrator, ctrl=ctrl, energy=True)
-            for n in range(11):
-                one = run("numpy", integrators.simulate, model, q0[n], qd0[n], 2e-3, 40, integrator, ctrl=ctrl[n, 0])
+            for n in range(19):
+                one = run("numpy", integrators.simulate, model, q0[n], qd0[n], 2e-3, 40, integrator, ctrl=ctrl[n])
                 for a, b in ((traj.q[n], one.q), (traj.qd[n], one.qd), (traj.energy[n], one.energy)):
                     assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
     finally:

@@ -308,8 +308,8 @@ def _dexp_inv_jacobians(model: Model, theta: np.ndarray, v: np.ndarray):
         th, w = theta[k], v[k]
         t = float(np.linalg.norm(th))
         c = float(joints.dexp_inv_coefficient(t))
-        if t < 1e-4:                                   # c'(t) / t -> 1/360
-            dc_t = 1.0 / 360.0
+        if t < 1e-2:                                   # c'(t) / t = 1/360 + t^2/7560 + O(t^4): no cancellation
+            dc_t = 1.0 / 360.0 + t * t / 7560.0
         else:
             g = 2.0 * t * np.tan(0.5 * t)
             dc_t = (-2.0 / t**3 + (2.0 * np.tan(0.5 * t) + t / np.cos(0.5 * t) ** 2) / g**2) / t

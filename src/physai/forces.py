@@ -255,7 +255,11 @@ def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: 
     length = moment q, velocity = moment qd; f is clamped to forcerange where forcelimited.
     """
     q, qd = _state(actuators, q, qd)
-    u = _ctrl(actuators, ctrl)
+    return _outputs(actuators, q, qd, _ctrl(actuators, ctrl))
+
+
+def _outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """actuator_outputs for checked, clamped controls u, without checking q and qd (a simulation's running state)."""
     length, velocity = actuators.qmoment @ q, actuators.moment @ qd
     g, b = actuators.gain, actuators.bias
     f = (g[:, 0] + g[:, 1] * length + g[:, 2] * velocity) * u + b[:, 0] + b[:, 1] * length + b[:, 2] * velocity
@@ -268,9 +272,20 @@ def actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np
     f are the clamped scalar forces of actuator_outputs; the total on a dof is clamped to dof_forcerange where
     dof_forcelimited. Raises ShapeError if ctrl does not have nu entries.
     """
-    tau = actuators.moment.T @ actuator_outputs(actuators, q, qd, ctrl)
+    return _joint_force(actuators, actuator_outputs(actuators, q, qd, ctrl))
+
+
+def _joint_force(actuators: Actuators, f: np.ndarray) -> np.ndarray:
+    """moment^T f clamped to dof_forcerange where dof_forcelimited."""
+    tau = actuators.moment.T @ f
     lo, hi = actuators.dof_forcerange.T
     return np.where(actuators.dof_forcelimited, np.clip(tau, lo, hi), tau)
+
+
+def running_actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+    """actuator_force inside a simulation: ctrl checked and clamped, q and qd taken as they come (a diverging state
+    is NaN or infinite, and the simulator reports it as a divergence, by name)."""
+    return _joint_force(actuators, _outputs(actuators, q, qd, _ctrl(actuators, ctrl)))
 
 
 def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:

@@ -58,7 +58,7 @@ from physai import _checks, engine, forces, joints
 from physai._linalg import solve
 from physai.engine import native
 from physai.engine.algorithms import _potential
-from physai.exceptions import DivergenceError, InvalidArgumentError, ShapeError
+from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -150,7 +150,7 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
     q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
     run = _Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping)
     with np.errstate(over="ignore", invalid="ignore"):                # a diverging step is reported by name
-        q_next, qd_next, _ = _STEPPERS[name](run, q, qd)
+        q_next, qd_next, _ = _guarded(_STEPPERS[name], run, q, qd)
     _check_finite(q_next, qd_next, 0, h, name)
     return q_next, qd_next
 
@@ -233,6 +233,10 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
         raise ShapeError(f"{name} has {a.shape[-1]} entries{per}, the model needs {tail[0]}")
     if lead == 1 and a.shape[1:] == tail and a.shape[0] != steps:
         raise ShapeError(f"{name} must have shape {per_step} (one row per step), got shape {a.shape}")
+    if batched and lead == 1 and N == steps and N > 1:
+        raise ShapeError(f"{name} of shape {a.shape} is ambiguous with {N} trajectories of {steps} steps: pass "
+                         f"{name}[None] for one row per step shared by every trajectory, or {name}[:, None] for one "
+                         f"constant {name} per trajectory")
     if lead not in allowed or a.shape[lead:] != tail or \
             (lead == 2 and (a.shape[0] not in (1, N) or a.shape[1] not in (1, steps))):
         raise ShapeError(f"{name} must have shape {expected}, got shape {a.shape}")
@@ -269,10 +273,23 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
     for k in range(steps):
         run.inputs = _Inputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
         with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
-            Q[k + 1], QD[k + 1], E[k] = stepper(run, Q[k], QD[k])
+            Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
         _check_finite(Q[k + 1], QD[k + 1], k, h, name, trajectory)
     if energy:
         E[steps] = engine.energy(model, Q[steps], QD[steps])
+
+
+def _guarded(stepper, run: "_Run", q, qd):
+    """stepper(run, q, qd), with a state that overflows inside the step (a runaway velocity makes the bias or a stage
+    infinite; physai's checks then raise InvalidStateError) returned as NaN, so that the caller reports a divergence.
+    A zero quaternion in q is the state's own fault: its error goes through."""
+    try:
+        return stepper(run, q, qd)
+    except InvalidStateError:
+        iq = run.model.coords.quats()[0]
+        if len(iq) and (np.einsum("bi,bi->b", q[iq], q[iq]) == 0).any():
+            raise
+        return np.full_like(q, np.nan), np.full_like(qd, np.nan), np.nan
 
 
 def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None) -> None:
@@ -316,13 +333,18 @@ class _Run:
         """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth (on the compiled
         backend, without body wrenches: its mass_matrix, bias and potential_energy calls instead)."""
         model, d, x = self.model, self.d, self.inputs
-        if native.on and x.xfrc_applied is None:
-            M, f = engine.mass_matrix(model, q), forces._passive(model, q, qd) - engine.bias(model, q, qd)
-            if x.actuators is not None:
-                f = f + forces.actuator_force(x.actuators, q, qd, x.ctrl)
-            if x.qfrc_applied is not None:
-                f = f + x.qfrc_applied
-            return M, f, engine.potential_energy(model, q)
+        if native.on and x.xfrc_applied is None and np.isfinite(q).all() and np.isfinite(qd).all():
+            try:
+                M, c, potential = engine.mass_matrix(model, q), engine.bias(model, q, qd), engine.potential_energy(model, q)
+            except InvalidStateError:                  # overflow: the NumPy text lets it through to the divergence check
+                pass
+            else:
+                f = forces._passive(model, q, qd) - c
+                if x.actuators is not None:
+                    f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
+                if x.qfrc_applied is not None:
+                    f = f + x.qfrc_applied
+                return M, f, potential
         Q, QD = q[:, None], qd[:, None]
         engine.kinematics(model, d, Q)
         engine.com_pos(model, d)
@@ -330,7 +352,7 @@ class _Run:
         f = forces._passive(model, q, qd) - engine.rne(model, d, QD, None)[:, 0]
         M = engine.crb(model, d)[:, :, 0]
         if x.actuators is not None:
-            f = f + forces.actuator_force(x.actuators, q, qd, x.ctrl)
+            f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
         if x.qfrc_applied is not None:
             f = f + x.qfrc_applied
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions

@@ -13,8 +13,8 @@ root), that mirror is used when MENAGERIE_ROOT is unset. Loaders build models an
 Compiled robots are cached. Compiling a Menagerie robot reads and processes its meshes (the Panda's 67 take most
 of its 0.5 s); the compiled model is saved once as MuJoCo's binary .mjb in the cache folder (PHYSAI_CACHE_DIR,
 else $XDG_CACHE_HOME/physai, else ~/.cache/physai) and later loads read that instead. The file's name holds a hash
-of MuJoCo's version, the entry file's path and the path, size and modification time of every file in the robot's
-folder, so an edited or updated robot is compiled again. PHYSAI_CACHE_DIR=off turns the cache off; a folder that
+of MuJoCo's version, the entry file's path, the path, size and modification time of every file in the robot's folder
+and the contents of its XML files, so an edited or updated robot is compiled again. PHYSAI_CACHE_DIR=off turns the cache off; a folder that
 cannot be written only means no cache.
 """
 
@@ -102,6 +102,8 @@ def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
     for f in sorted(p for p in folder.rglob("*") if p.is_file()):
         st = f.stat()
         key.update(f"\n{f.relative_to(folder)} {st.st_size} {st.st_mtime_ns}".encode())
+        if f.suffix.lower() in (".xml", ".urdf") and st.st_size < 1 << 20:   # model text by content (small; meshes by size and time)
+            key.update(f.read_bytes())
     saved = root / f"{folder.name}-{xml.stem}-{key.hexdigest()[:32]}.mjb"
     if saved.is_file():
         try:
@@ -109,6 +111,7 @@ def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
         except (ValueError, OSError):                 # unreadable: compile again below and replace it
             pass
     m = mujoco.MjModel.from_xml_path(str(xml))
+    part = None
     try:
         root.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=root, suffix=".part", delete=False) as tmp:
@@ -116,7 +119,8 @@ def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
         mujoco.mj_saveModel(m, str(part), None)
         os.replace(part, saved)                       # whole files only, also with processes loading side by side
     except (OSError, ValueError):
-        pass
+        if part is not None:
+            part.unlink(missing_ok=True)
     return m
 
 
