@@ -137,9 +137,13 @@ template <class T> void add_actuator_velocity_derivative(const NativeSim &s, con
     for (int a = 0; a < s.nu; a++) {
         T k = s.bias[3 * a + 2] + s.gain[3 * a + 2] * u[a];
         if (s.forcelimited[a]) k = select((force[a] > s.forcerange[2 * a]) & (force[a] < s.forcerange[2 * a + 1]), k, splat<T>(0.0));
+        if (!lane_any(k != 0.0)) continue;                             // a motor: no velocity gain
         const double *r = &s.moment[size_t(a) * s.nv];
-        for (int i = 0; i < s.nv; i++)
-            for (int j = 0; j < s.nv; j++) D[size_t(i) * s.nv + j] = D[size_t(i) * s.nv + j] + r[i] * (k * r[j]);
+        for (int i = 0; i < s.nv; i++) {
+            if (r[i] == 0.0) continue;                                 // moment rows are sparse (one joint for most)
+            for (int j = 0; j < s.nv; j++)
+                if (r[j] != 0.0) D[size_t(i) * s.nv + j] = D[size_t(i) * s.nv + j] + r[i] * (k * r[j]);
+        }
     }
 }
 
@@ -236,11 +240,19 @@ template <class T> struct SimWork {
 
 enum StepStatus { STEPPED = 0, DECLINED = 1, DIVERGED = 2 };
 
-// whether any entry (any lane) of x[0 .. n) is NaN or infinite
+// whether any entry (any lane) of x[0 .. n) is NaN or infinite: x - x is 0 for a finite x and NaN otherwise, so one
+// sum tells (and vectorizes)
 template <class T> bool any_nonfinite(const T *x, size_t n) {
-    for (size_t i = 0; i < n; i++)
-        if (!finite_all(x[i])) return true;
-    return false;
+    T acc = splat<T>(0.0);
+    for (size_t i = 0; i < n; i++) acc = acc + (x[i] - x[i]);
+    return !finite_all(acc);
+}
+
+// whether M's diagonal is finite (a state that ran away makes it NaN or infinite with everything else)
+template <class T> bool finite_diagonal(const T *M, int n) {
+    T acc = splat<T>(0.0);
+    for (int i = 0; i < n; i++) acc = acc + (M[size_t(i) * n + i] - M[size_t(i) * n + i]);
+    return finite_all(acc);
 }
 
 // one step of `integrator` from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
@@ -254,7 +266,7 @@ template <class T> int step(const NativeModel &m, const NativeSim &s, SimWork<T>
     T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), pot;
     if (integrator != RK4) {                                           // (M - h D) a = f, qd' = qd + h a, q' = q (+) h qd'
         if (evaluate(m, s, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
-        if (any_nonfinite(f, size_t(nv)) || any_nonfinite(M, size_t(nv) * nv)) return DIVERGED;
+        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
         e = 0.5 * quadratic(M, qd, nv) + pot;
         for (int j = 0; j < nv; j++) a[j] = f[j];
         bool ok;
@@ -311,7 +323,7 @@ template <class T> int step(const NativeModel &m, const NativeSim &s, SimWork<T>
             for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * w.stage_a[j]);
         }
         if (evaluate(m, s, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
-        if (any_nonfinite(f, size_t(nv)) || any_nonfinite(M, size_t(nv) * nv)) return DIVERGED;
+        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
         if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
         if (cholesky_solve(M, nv, f) != OK) return DECLINED;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
@@ -382,10 +394,7 @@ template <class L> int simulate_block(const NativeModel &m, const NativeSim &s, 
         gather(s, ctrl, qfrc, xfrc, n, count, k, w.x);
         if (step(m, s, w, h, integrator, implicit_damping, w.q.data(), w.qd.data(), w.qn.data(), w.qdn.data(), e) != STEPPED)
             return DECLINED;
-        for (int i = 0; i < nq; i++)
-            if (!finite_all(w.qn[i])) return DECLINED;
-        for (int j = 0; j < nv; j++)
-            if (!finite_all(w.qdn[j])) return DECLINED;
+        if (any_nonfinite(w.qn.data(), size_t(nq)) || any_nonfinite(w.qdn.data(), size_t(nv))) return DECLINED;
         for (int64_t l = 0; l < count; l++) {
             for (int i = 0; i < nq; i++) Q[(n + l) * rowq + (k + 1) * nq + i] = w.qn[i][l];
             for (int j = 0; j < nv; j++) QD[(n + l) * rowv + (k + 1) * nv + j] = w.qdn[j][l];
