@@ -1018,10 +1018,93 @@ void rollout(const NativeModel &m, const NativeSim &s, WArr Q, WArr QD, WArr E, 
     if (failed) throw std::runtime_error("rollout: a thread failed (out of memory?)");
 }
 
+#if PHYSAI_LANES
+// blocks(Data<L> &, s, hi) on the workspace dl of variant's lanes L (Lanes8, Lanes4 or Lanes2): the first state left
+template <class Blocks> int64_t lanes_blocks(int variant, void *dl, int64_t s, int64_t hi, Blocks &blocks) {
+    switch (ISA_VARIANTS[variant].lanes) {
+#if PHYSAI_DISPATCH
+        case 8: return blocks(*static_cast<Data<Lanes8> *>(dl), s, hi);
+        case 4: return blocks(*static_cast<Data<Lanes4> *>(dl), s, hi);
+#endif
+        default: return blocks(*static_cast<Data<Lanes2> *>(dl), s, hi);
+    }
+}
+#endif
+
+// work(lo, hi, d1, dl) over the states [0, N): small calls (cost < 40000) on the caller's thread with the model's
+// workspaces and the GIL kept; larger ones on threads where the work outweighs starting them (about 20 us each), GIL
+// released, each thread with its own workspaces (one state, the variant's lanes); chunks start at multiples of BLOCK
+template <class Work> void schedule(NativeModel &m, int variant, int64_t N, int64_t cost, Work &work) {
+    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
+    if (N > 1 && !m.scratch_lanes[variant]) m.scratch_lanes[variant] = lanes_workspace(m, variant);
+    if (cost < 40000) {
+        work(0, N, *m.scratch, m.scratch_lanes[variant].get());
+        return;
+    }
+    nb::gil_scoped_release release;
+    int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
+    auto chunk = [&](int64_t lo, int64_t hi) {
+        Data<double> d1(m);
+        std::shared_ptr<void> dl = lanes_workspace(m, variant);
+        work(lo, hi, d1, dl.get());
+    };
+    if (T <= 1) {
+        chunk(0, N);
+    } else {
+        std::vector<std::thread> pool;
+        for (int t = 0; t < T; t++)
+            pool.emplace_back(chunk, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
+        for (auto &th : pool) th.join();
+    }
+}
+
 struct Input {
     const double *data;
     int64_t stride_state, stride_entry;                                // in doubles; stride_state 0 for a shared state
 };
+
+// inputs (float64 numpy arrays of shape (size,) or (N, size) with one N, any strides, finite) read in place, or
+// gathered once into copies where their entries are strided; false for anything else (the caller declines: the Python
+// side converts, or raises the named error); batch: N, or -1 when every input is a single state
+bool read_inputs(const nb::handle *handles, const int64_t *sizes, int nin, Input *in, int64_t &batch,
+                 std::vector<std::vector<double>> &copies) {
+    for (int k = 0; k < nin; k++) {
+        PyObject *obj = handles[k].ptr();
+        if (!PyArray_Check(obj)) return false;
+        PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj);
+        if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return false;
+        int ndim = PyArray_NDIM(arr);
+        const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
+        for (int t = 0; t < ndim; t++)
+            if (str[t] % npy_intp(sizeof(double)) != 0) return false;
+        const double *data = static_cast<const double *>(PyArray_DATA(arr));
+        int64_t size = sizes[k];
+        if (ndim == 1) {
+            if (int64_t(shp[0]) != size) return false;
+            in[k] = {data, 0, int64_t(str[0] / 8)};
+        } else if (ndim == 2) {
+            if (int64_t(shp[1]) != size) return false;
+            int64_t n = int64_t(shp[0]);
+            if (n == 0 || (batch >= 0 && n != batch)) return false;
+            batch = n;
+            in[k] = {data, int64_t(str[0] / 8), int64_t(str[1] / 8)};
+        } else {
+            return false;
+        }
+        int64_t n = ndim == 2 ? int64_t(shp[0]) : 1;
+        if (size > 0 && in[k].stride_entry != 1) {                     // gather a strided input once
+            std::vector<double> buf(size_t(n * size));
+            for (int64_t s = 0; s < n; s++)
+                for (int64_t e = 0; e < size; e++) buf[size_t(s * size + e)] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
+            copies.push_back(std::move(buf));
+            in[k] = {copies.back().data(), ndim == 2 ? size : 0, 1};
+        }
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t e = 0; e < size; e++)
+                if (!std::isfinite(in[k].data[s * in[k].stride_state + e])) return false;
+    }
+    return true;
+}
 
 // ---------------------------------------------------------------- the Python entry
 
@@ -1036,43 +1119,9 @@ nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c)
     Input in[3];
     std::vector<std::vector<double>> copies;                           // none: inputs are read in place (strided)
     int64_t batch = -1;
-    for (int k = 0; k < nin; k++) {
-        // a float64 numpy array of shape (size,) or (N, size), any strides; anything else goes to the Python side
-        PyObject *obj = handles[k].ptr();
-        if (!PyArray_Check(obj)) return nb::none();
-        PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj);
-        if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return nb::none();
-        int ndim = PyArray_NDIM(arr);
-        const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
-        for (int t = 0; t < ndim; t++)
-            if (str[t] % npy_intp(sizeof(double)) != 0) return nb::none();
-        const double *data = static_cast<const double *>(PyArray_DATA(arr));
-        int64_t size = kinds[k] == 'q' ? m.nq : m.nv;
-        if (ndim == 1) {
-            if (int64_t(shp[0]) != size) return nb::none();
-            in[k] = {data, 0, int64_t(str[0] / 8)};
-        } else if (ndim == 2) {
-            if (int64_t(shp[1]) != size) return nb::none();
-            int64_t n = int64_t(shp[0]);
-            if (n == 0 || (batch >= 0 && n != batch)) return nb::none();
-            batch = n;
-            in[k] = {data, int64_t(str[0] / 8), int64_t(str[1] / 8)};
-        } else {
-            return nb::none();
-        }
-        if (size > 0 && in[k].stride_entry != 1) {                     // gather a strided input once
-            int64_t n = ndim == 2 ? int64_t(shp[0]) : 1;
-            std::vector<double> buf(size_t(n * size));
-            for (int64_t s = 0; s < n; s++)
-                for (int64_t e = 0; e < size; e++) buf[size_t(s * size + e)] = in[k].data[s * in[k].stride_state + e * in[k].stride_entry];
-            copies.push_back(std::move(buf));
-            in[k] = {copies.back().data(), ndim == 2 ? size : 0, 1};
-        }
-        int64_t n = ndim == 2 ? int64_t(shp[0]) : 1;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < size; e++)
-                if (!std::isfinite(in[k].data[s * in[k].stride_state + e])) return nb::none();
-    }
+    int64_t sizes[3] = {0, 0, 0};
+    for (int k = 0; k < nin; k++) sizes[k] = kinds[k] == 'q' ? m.nq : m.nv;
+    if (!read_inputs(handles, sizes, nin, in, batch, copies)) return nb::none();
     int64_t N = batch < 0 ? 1 : batch;
     int64_t per = OP_OUTPUT[op] == 'v' ? m.nv : OP_OUTPUT[op] == 'M' ? int64_t(m.nv) * m.nv : 1;
     // the result: a numpy array of the caller's shape ((nv,), (nv, nv), (N, nv), (N, nv, nv), (N,)) or a float
@@ -1125,13 +1174,7 @@ nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c)
         int64_t s = lo;
 #if PHYSAI_LANES
         if (hi - lo >= 2) {
-            switch (ISA_VARIANTS[variant].lanes) {
-#if PHYSAI_DISPATCH
-                case 8: s = blocks(*static_cast<Data<Lanes8> *>(dl), s, hi); break;
-                case 4: s = blocks(*static_cast<Data<Lanes4> *>(dl), s, hi); break;
-#endif
-                default: s = blocks(*static_cast<Data<Lanes2> *>(dl), s, hi);
-            }
+            s = lanes_blocks(variant, dl, s, hi, blocks);
         }
 #else
         (void)dl;
@@ -1144,30 +1187,8 @@ nb::object run(NativeModel &m, int op, nb::handle a, nb::handle b, nb::handle c)
                 if (!std::isfinite(o1[e])) { failed = 1; return; }
         }
     };
-    // small calls keep the GIL and reuse the model's workspaces; larger ones release it and run on threads where the
-    // work outweighs starting them (about 20 us each)
     int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
-    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
-    if (N > 1 && !m.scratch_lanes[variant]) m.scratch_lanes[variant] = lanes_workspace(m, variant);
-    if (cost < 40000) {
-        work(0, N, *m.scratch, m.scratch_lanes[variant].get());
-    } else {
-        nb::gil_scoped_release release;
-        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
-        auto chunk = [&](int64_t lo, int64_t hi) {
-            Data<double> d1(m);
-            std::shared_ptr<void> dl = lanes_workspace(m, variant);
-            work(lo, hi, d1, dl.get());
-        };
-        if (T <= 1) {
-            chunk(0, N);
-        } else {
-            std::vector<std::thread> pool;
-            for (int t = 0; t < T; t++)
-                pool.emplace_back(chunk, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
-            for (auto &th : pool) th.join();
-        }
-    }
+    schedule(m, variant, N, cost, work);
     if (failed) return nb::none();
     return result.is_valid() ? result : nb::float_(scalar);
 }
@@ -1181,32 +1202,10 @@ nb::object derivatives(NativeModel &m, int op, nb::handle a, nb::handle b, nb::h
     nb::handle handles[3] = {a, b, c};
     Input in[3];
     int64_t batch = -1;
-    for (int k = 0; k < 3; k++) {                                      // as run: float64, (size,) or (N, size), any strides
-        PyObject *obj = handles[k].ptr();
-        if (!PyArray_Check(obj)) return nb::none();
-        PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj);
-        if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return nb::none();
-        int ndim = PyArray_NDIM(arr);
-        const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
-        int64_t size = k == 0 ? m.nq : m.nv;
-        if (ndim < 1 || ndim > 2 || int64_t(shp[ndim - 1]) != size) return nb::none();
-        for (int t = 0; t < ndim; t++)
-            if (str[t] % npy_intp(sizeof(double)) != 0) return nb::none();
-        const double *data = static_cast<const double *>(PyArray_DATA(arr));
-        if (ndim == 2) {
-            int64_t n = int64_t(shp[0]);
-            if (n == 0 || (batch >= 0 && n != batch)) return nb::none();
-            batch = n;
-        }
-        in[k] = {data, ndim == 2 ? int64_t(str[0] / 8) : 0, int64_t(str[ndim - 1] / 8)};
-    }
+    std::vector<std::vector<double>> copies;
+    const int64_t sizes[3] = {m.nq, m.nv, m.nv};
+    if (!read_inputs(handles, sizes, 3, in, batch, copies)) return nb::none();       // as run
     int64_t N = batch < 0 ? 1 : batch, nv = m.nv, per = nv * nv;
-    for (int k = 0; k < 3; k++) {
-        int64_t size = k == 0 ? m.nq : m.nv, n = in[k].stride_state ? N : 1;
-        for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < size; e++)
-                if (!std::isfinite(in[k].data[s * in[k].stride_state + e * in[k].stride_entry])) return nb::none();
-    }
     npy_intp dims[3] = {npy_intp(N), npy_intp(nv), npy_intp(nv)};
     nb::object outs[3];
     double *out[3];
@@ -1218,7 +1217,6 @@ nb::object derivatives(NativeModel &m, int op, nb::handle a, nb::handle b, nb::h
     }
     std::atomic<int> failed{0};
     const int variant = active_isa.load();
-    const int64_t sizes[3] = {m.nq, nv, nv};
 #if PHYSAI_LANES
     // states [s, hi) in blocks of lanes L on workspace dl (the last lanes of a short block repeat a state); returns the
     // first state left for the scalar loop
@@ -1254,13 +1252,7 @@ nb::object derivatives(NativeModel &m, int op, nb::handle a, nb::handle b, nb::h
         int64_t s = lo;
 #if PHYSAI_LANES
         if (hi - lo >= 2) {
-            switch (ISA_VARIANTS[variant].lanes) {
-#if PHYSAI_DISPATCH
-                case 8: s = blocks(*static_cast<Data<Lanes8> *>(dl), s, hi); break;
-                case 4: s = blocks(*static_cast<Data<Lanes4> *>(dl), s, hi); break;
-#endif
-                default: s = blocks(*static_cast<Data<Lanes2> *>(dl), s, hi);
-            }
+            s = lanes_blocks(variant, dl, s, hi, blocks);
         }
 #else
         (void)dl;
@@ -1280,29 +1272,8 @@ nb::object derivatives(NativeModel &m, int op, nb::handle a, nb::handle b, nb::h
                     if (!std::isfinite(o[k][e])) { failed = 1; return; }
         }
     };
-    // small calls keep the GIL and the model's workspaces; larger ones run on threads without it (as run)
-    int64_t cost = N * int64_t(m.nlink + 1) * (nv + 1) * 4;
-    if (!m.scratch) m.scratch = std::make_shared<Data<double>>(m);
-    if (N > 1 && !m.scratch_lanes[variant]) m.scratch_lanes[variant] = lanes_workspace(m, variant);
-    if (cost < 40000) {
-        work(0, N, *m.scratch, m.scratch_lanes[variant].get());
-    } else {
-        nb::gil_scoped_release release;
-        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
-        auto chunk = [&](int64_t lo, int64_t hi) {
-            Data<double> d(m);
-            std::shared_ptr<void> dl = lanes_workspace(m, variant);
-            work(lo, hi, d, dl.get());
-        };
-        if (T <= 1) {
-            chunk(0, N);
-        } else {
-            std::vector<std::thread> pool;
-            for (int t = 0; t < T; t++)
-                pool.emplace_back(chunk, (N * t / T) / BLOCK * BLOCK, t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK);
-            for (auto &th : pool) th.join();
-        }
-    }
+    int64_t cost = N * int64_t(m.nlink + 1) * (nv + 1) * 4;       // about 4 crb's work per state
+    schedule(m, variant, N, cost, work);
     if (failed) return nb::none();
     return nb::make_tuple(outs[0], outs[1], outs[2]);
 }
