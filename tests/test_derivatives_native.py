@@ -23,9 +23,6 @@ MODELS = ["double_pendulum", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unit
 N = 6
 RTOL = 1e-12
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
-
-
 class Robot:
     def __init__(self, name):
         self.model = engine.from_mujoco(name)
