@@ -150,6 +150,19 @@ def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarra
     return dq, dv, M
 
 
+def _compiled(model, op: int, a, b, c, data):
+    """(the compiled backend's result or None, the Model): a Model seen before takes one compiled call (no Python
+    work per argument); otherwise the model is resolved and, without data, the compiled backend tried on the inputs.
+    None means the NumPy text decides (backend numpy, data given, inputs it converts or refuses by name)."""
+    nm = getattr(model, "_native_model", None)
+    if nm is not None and data is None and native.on:
+        out = native.ext_derivatives(nm, op, a, b, c)
+        if out is not None:
+            return out, model
+    model = _model(model)
+    return (native.derivatives(model, op, a, b, c) if data is None else None), model
+
+
 def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
     """Partial derivatives of inverse dynamics tau = rnea(q, qd, qdd) = M(q) qdd + C(q, qd) qd + g(q).
 
@@ -168,16 +181,9 @@ def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
     Equals pin.computeRNEADerivatives where the charts agree (fixed bases; for free joints in velocity
     coordinates only, see physai.conventions), and MuJoCo's mjd_inverseFD transposed, damping removed.
     """
-    nm = getattr(model, "_native_model", None)
-    if nm is not None and data is None and native.on:                  # a Model seen before: one compiled call
-        out = native.ext_derivatives(nm, native.RNEA_DERIVATIVES, q, qd, qdd)
-        if out is not None:
-            return out
-    model = _model(model)
-    if data is None:
-        out = native.derivatives(model, native.RNEA_DERIVATIVES, q, qd, qdd)
-        if out is not None:
-            return out
+    out, model = _compiled(model, native.RNEA_DERIVATIVES, q, qd, qdd, data)
+    if out is not None:
+        return out
     nv = model.nv
 
     def compute(d, q, qd, qdd):
@@ -200,16 +206,9 @@ def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None 
         rnea_derivatives). Equals pin.computeABADerivatives where the charts agree.
     Compiled (cpp/derivatives.h: qdd by Cholesky, the derivatives at qdd, one Cholesky solve) when rnea_derivatives is.
     """
-    nm = getattr(model, "_native_model", None)
-    if nm is not None and data is None and native.on:
-        out = native.ext_derivatives(nm, native.FORWARD_DYNAMICS_DERIVATIVES, q, qd, tau)
-        if out is not None:
-            return out
-    model = _model(model)
-    if data is None:
-        out = native.derivatives(model, native.FORWARD_DYNAMICS_DERIVATIVES, q, qd, tau)
-        if out is not None:
-            return out
+    out, model = _compiled(model, native.FORWARD_DYNAMICS_DERIVATIVES, q, qd, tau, data)
+    if out is not None:
+        return out
     nv = model.nv
 
     def compute(d, q, qd, tau):
