@@ -3,7 +3,7 @@
 import mujoco
 import numpy as np
 
-from physai import checks
+from physai import acceptance
 
 
 def without_constraints(m: mujoco.MjModel) -> mujoco.MjModel:
@@ -14,8 +14,8 @@ def without_constraints(m: mujoco.MjModel) -> mujoco.MjModel:
 
 
 def random_states(m: mujoco.MjModel, count: int, seed: int = 0, qd_max: float = 5.0, qdd_max: float = 20.0):
-    """`count` states (q, qd, qdd) from physai.checks.random_states: q within limited joints' ranges, else [-pi, pi]."""
-    s = checks.random_states(m, count, seed, qd_max, qdd_max)
+    """`count` states (q, qd, qdd) from physai.acceptance.mujoco_states: q within limited joints' ranges, else [-pi, pi]."""
+    s = acceptance.mujoco_states(m, count, seed, qd_max, qdd_max)
     return zip(s.q, s.qd, s.qdd)
 
 

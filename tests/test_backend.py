@@ -1,4 +1,4 @@
-"""The compiled backend (physai.engine._native, cpp/engine.cpp) against the NumPy reference (physai.engine.algorithms).
+"""The compiled backend (physai.engine._native, cpp/engine.cpp) against the NumPy reference (physai.engine.smooth, forward, api).
 
 Every public engine function, on random states (engine.random_states, seeded) of the bundled models, the Panda, the
 iiwa, the Unitree H1 and tests/data/mixed_joints.xml (free, ball, multi-joint bodies, welded bodies, tilted gravity):
@@ -23,7 +23,7 @@ from backends import run
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 MODELS = ["double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", MIXED]
 FUNCTIONS = {   # name: the joint arrays it takes
-    "rnea": "q qd qdd", "bias": "q qd", "gravity": "q", "mass_matrix": "q", "crba": "q", "forward_dynamics": "q qd tau",
+    "rnea": "q qd qdd", "bias": "q qd", "gravity": "q", "mass_matrix": "q", "forward_dynamics": "q qd tau",
     "aba": "q qd tau", "energy": "q qd", "kinetic_energy": "q qd", "potential_energy": "q",
 }
 N = 12

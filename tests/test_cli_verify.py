@@ -4,7 +4,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import checks, models
+from physai import acceptance, models
 from physai.cli import main
 from physai.commands import verify
 
@@ -78,7 +78,7 @@ def test_a_wrong_result_fails_with_exit_1(capsys, monkeypatch):
 
 
 def test_states_are_checks_random_states_within_verifys_ranges(monkeypatch):
-    """verify draws its states with physai.checks.random_states: q in the limited ranges, qd in [-1, 1], qdd in [-20, 20]."""
+    """verify draws its states with physai.acceptance.mujoco_states: q in the limited ranges, qd in [-1, 1], qdd in [-20, 20]."""
     seen = {}
 
     def table(m, tree, states, slides):
@@ -89,7 +89,7 @@ def test_states_are_checks_random_states_within_verifys_ranges(monkeypatch):
     assert main(["verify", "franka_emika_panda", "--states", "200", "--seed", "3"]) == 0
     q, qd, qdd = seen["states"]
     m = models.load("franka_emika_panda")
-    s = checks.random_states(m, 200, 3, qd_max=1.0, qdd_max=20.0)
+    s = acceptance.mujoco_states(m, 200, 3, qd_max=1.0, qdd_max=20.0)
     assert np.array_equal(q, s.q) and np.array_equal(qd, s.qd) and np.array_equal(qdd, s.qdd)
     lo, hi = m.jnt_range[m.dof_jntid].T
     assert ((q >= lo) & (q <= hi)).all() and np.abs(qd).max() <= 1.0 and np.abs(qdd).max() <= 20.0

@@ -154,7 +154,7 @@ def test_against_mujocos_inverse_fd(robot):
         mujoco.mjd_inverseFD(m, d, 1e-6, False, DfDq, DfDv, DfDa, None, None, None, None)
         dq, dv, M = derivatives.rnea_derivatives(model, q, qd, qdd)
         Kq = np.zeros((nv, nv))
-        Kq[model._spring_v, model._spring_v] = model._spring_k
+        Kq[model.spring_dofadr, model.spring_dofadr] = model.spring_stiffness
         assert relerr(dq + Kq, DfDq.T) < 1e-5
         assert relerr(dv + np.diag(model.dof_damping), DfDv.T) < 1e-5
         assert relerr(M, DfDa.T) < 1e-6

@@ -1,4 +1,4 @@
-"""physai.derivatives on the compiled backend (cpp/derivatives.h) against the NumPy text (derivatives._rnea_derivatives).
+"""physai.derivatives on the compiled backend (cpp/derivatives.h) against the NumPy text (physai.derivatives with PHYSAI_BACKEND=numpy).
 
 On random states (engine.random_states, seeded) of the double pendulum, arm7, the Panda, the iiwa, the Unitree H1 and
 tests/data/mixed_joints.xml (free, ball, multi-joint and welded bodies), one state per call and a batch, on every

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from physai import dynamics, engine, joints, models
+from physai.engine import batching
 from physai.exceptions import InvalidModelError, InvalidStateError, PhysaiError, ShapeError
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
@@ -200,8 +201,6 @@ def test_batched_equals_single(robot, name):
 
 
 def test_large_batches_run_in_chunks(robot, monkeypatch):
-    from physai.engine import algorithms
-
     q, qd = engine.random_states(robot.model, 11, 2)
     qdd = np.random.default_rng(3).uniform(-1, 1, (11, robot.m.nv))
 
@@ -210,7 +209,7 @@ def test_large_batches_run_in_chunks(robot, monkeypatch):
                 engine.forward_dynamics(robot.model, q, qd, qdd)]
 
     whole = everything()
-    monkeypatch.setattr(algorithms, "CHUNK", 4)                             # 11 states -> chunks of 3, 4, 4
+    monkeypatch.setattr(batching, "CHUNK", 4)                             # 11 states -> chunks of 3, 4, 4
     for a, b in zip(whole, everything()):
         assert_close(b, a, rtol=1e-13)
 
@@ -391,3 +390,11 @@ def test_singular_mass_matrix():
 def test_errors_are_physai_errors(pendulum):
     with pytest.raises(PhysaiError):
         engine.energy(pendulum, [0, 0], [0, 0, 0])
+
+
+@pytest.mark.parametrize("old, new", [("crba", "mass_matrix"), ("kinematics", "smooth.kinematics"), ("com_pos", "smooth.com_pos"),
+                                      ("com_vel", "smooth.com_vel"), ("rne", "smooth.rne"), ("crb", "smooth.crb")])
+def test_old_names_warn_and_still_work(old, new):
+    with pytest.warns(DeprecationWarning, match=f"physai.engine.{old} is deprecated.*physai.engine.{new}"):
+        f = getattr(engine, old)
+    assert f is eval(f"engine.{new}")                                     # the same function, one release more

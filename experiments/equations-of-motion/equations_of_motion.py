@@ -28,7 +28,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai import checks, dynamics, forces, integrators, models
+from physai import acceptance, dynamics, forces, integrators, models
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
 from physai.lessons import bound
 
@@ -151,7 +151,7 @@ def balance(n: int = N) -> dict:
     """
     m = models.load("arm7")
     d = mujoco.MjData(m)
-    s = checks.random_states(m, n, seed=1)
+    s = acceptance.mujoco_states(m, n, seed=1)
     worst, constraint = 0.0, 0.0
     for i in range(n):
         d.qpos[:], d.qvel[:], d.ctrl[:], d.qfrc_applied[:] = s.q[i], s.qd[i], s.ctrl[i], s.qfrc_applied[i]
@@ -165,7 +165,7 @@ def balance(n: int = N) -> dict:
         worst = max(worst, float(np.abs(lhs - rhs).max()))
         constraint = max(constraint, float(np.abs(d.qfrc_constraint).max()))
     tree, act = dynamics.tree_from_mujoco(m), forces.actuators_from_mujoco(m)
-    return dict(mujoco=worst, constraint=constraint, physai=checks.balance_residual(m, s, tree, act))
+    return dict(mujoco=worst, constraint=constraint, physai=acceptance.balance_residual(m, s, tree, act))
 
 
 def energy_and_spectrum() -> dict:

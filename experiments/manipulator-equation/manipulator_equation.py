@@ -4,7 +4,7 @@ The seed's 2-DOF planar arm in a vertical plane with point masses at the link ti
 l1 = 0.5 m, l2 = 0.4 m), built as a physai Tree from Body records (point masses: zero rotational inertia),
 at the seed's state q = (0.4, -0.7) rad, dq = (1.2, 0.9) rad/s, tau = (2.0, 0.5) N m. physai's M, C, g
 (physai.dynamics, physai.coriolis) are printed beside the seed's closed forms, then the four checks of
-physai.checks run on both.
+physai.acceptance run on both.
 
     uv run python experiments/manipulator-equation/manipulator_equation.py
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
-from physai import checks
+from physai import acceptance
 from physai import dynamics as dyn
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
 from physai.lessons import bound
@@ -87,7 +87,7 @@ def closed_inverse(q, dq, ddq):
     return closed_M(q) @ ddq + closed_C(q, dq) @ dq + closed_g(q)
 
 
-#: the seed's model in the signatures physai.checks takes (the tree argument is ignored)
+#: the seed's model in the signatures physai.acceptance takes (the tree argument is ignored)
 CLOSED = dict(mass_matrix=lambda t, q: closed_M(q), gravity=lambda t, q: closed_g(q),
               bias=lambda t, q, dq: closed_C(q, dq) @ dq + closed_g(q),
               forward_dynamics=lambda t, q, dq, tau: closed_forward(q, dq, tau),
@@ -112,7 +112,7 @@ def quantities(tree: dyn.Tree, q=Q, dq=DQ, tau=TAU) -> dict:
 
 
 def four_checks(tree: dyn.Tree, n: int = 200, seed: int = 0) -> dict:
-    """physai.checks on n random states (q in [-pi, pi]^2, dq in [-2, 2]^2, tau in [-10, 10]^2), for physai's
+    """physai.acceptance on n random states (q in [-pi, pi]^2, dq in [-2, 2]^2, tau in [-10, 10]^2), for physai's
     dynamics and for the closed forms: worst value of each check."""
     rng = np.random.default_rng(seed)
     q, dq, tau = rng.uniform(-np.pi, np.pi, (n, 2)), rng.uniform(-2, 2, (n, 2)), rng.uniform(-10, 10, (n, 2))
@@ -122,13 +122,13 @@ def four_checks(tree: dyn.Tree, n: int = 200, seed: int = 0) -> dict:
             return {k: kw[k] for k in names if k in kw}
 
         res[who] = {
-            "asymmetry": checks.mass_matrix_asymmetry(tree, q, **pick("mass_matrix")),
-            "min_eigenvalue": checks.mass_matrix_min_eigenvalue(tree, q, **pick("mass_matrix")),
-            "hold": checks.hold_residual(tree, q, **pick("gravity", "forward_dynamics")),
-            "roundtrip": checks.roundtrip_residual(tree, q, dq, tau, **pick("forward_dynamics", "rnea")),
-            "coriolis": checks.coriolis_residual(tree, q, dq, **pick("coriolis", "bias", "gravity")),
-            "skew": checks.skew_residual(tree, q, dq, **pick("coriolis", "mass_matrix_dot")),
-            "passivity": checks.passivity_residual(tree, q, dq, **pick("coriolis", "mass_matrix_dot")),
+            "asymmetry": acceptance.mass_matrix_asymmetry(tree, q, **pick("mass_matrix")),
+            "min_eigenvalue": acceptance.mass_matrix_min_eigenvalue(tree, q, **pick("mass_matrix")),
+            "hold": acceptance.hold_residual(tree, q, **pick("gravity", "forward_dynamics")),
+            "roundtrip": acceptance.roundtrip_residual(tree, q, dq, tau, **pick("forward_dynamics", "rnea")),
+            "coriolis": acceptance.coriolis_residual(tree, q, dq, **pick("coriolis", "bias", "gravity")),
+            "skew": acceptance.skew_residual(tree, q, dq, **pick("coriolis", "mass_matrix_dot")),
+            "passivity": acceptance.passivity_residual(tree, q, dq, **pick("coriolis", "mass_matrix_dot")),
         }
     res["differences"] = max_differences(tree, q, dq)
     return res
@@ -186,7 +186,7 @@ def main(n: int = 200) -> list[str]:
         f"seed: max |S + S^T| {bound(s['skew'], B['skew'])}, dq^T S dq {bound(s['passivity'], B['passivity'], 'W')}")
     say("")
     r = four_checks(tree, n)
-    say(f"The checks of physai.checks on {n} random states (q in [-pi, pi], dq in [-2, 2], tau in [-10, 10]): worst values")
+    say(f"The checks of physai.acceptance on {n} random states (q in [-pi, pi], dq in [-2, 2], tau in [-10, 10]): worst values")
     say(f"  {'check':<44} {'physai':>10} {'seed':>10}")
     labels = {"asymmetry": ("(a) max |M - M^T| [kg m^2]", "M"), "min_eigenvalue": ("(a) smallest eigenvalue of M [kg m^2]", None),
               "hold": ("(b) max |FD(q, 0, g(q))| [rad/s^2]", "hold"), "roundtrip": ("(c) max |ID(FD(tau)) - tau| [N m]", "roundtrip"),

@@ -21,7 +21,7 @@ pin.integrate moves on SE(3), MuJoCo's mj_integratePos on R^3 x SO(3).
 
 import numpy as np
 
-from physai import _checks, engine, joints
+from physai import engine, joints, validation
 from physai.spatial import quat_to_mat, skew
 
 _WXYZ_TO_XYZW = np.array([1, 2, 3, 0])
@@ -45,7 +45,7 @@ def q_from_pinocchio(model, q_pin) -> np.ndarray:
 
 def _reorder_quaternions(model, name: str, q, order: np.ndarray) -> np.ndarray:
     model = engine.as_model(model)
-    out = _checks.vector(name, q, model.nq).copy()
+    out = validation.vector(name, q, model.nq).copy()
     for a in model.coords.quat_q:
         out[a:a + 4] = out[a:a + 4][order]
     return out
@@ -54,7 +54,7 @@ def _reorder_quaternions(model, name: str, q, order: np.ndarray) -> np.ndarray:
 def velocity_map(model, q) -> np.ndarray:
     """T (nv, nv) with v_pin = T v_mj at configuration q (physai's, (nq,)): R^T on each free joint's linear block."""
     model = engine.as_model(model)
-    q = _checks.vector("q", q, model.nq)
+    q = validation.vector("q", q, model.nq)
     T = np.eye(model.nv)
     for qa, va in _free(model):
         T[va:va + 3, va:va + 3] = quat_to_mat(q[qa + 3:qa + 7]).T
@@ -72,44 +72,44 @@ def _velocity_map_rate(model, q, v) -> np.ndarray:
 def v_to_pinocchio(model, q, v) -> np.ndarray:
     """Pinocchio's velocity T v (nv,) of physai's velocity v at q."""
     model = engine.as_model(model)
-    return velocity_map(model, q) @ _checks.vector("v", v, model.nv)
+    return velocity_map(model, q) @ validation.vector("v", v, model.nv)
 
 
 def v_from_pinocchio(model, q, v_pin) -> np.ndarray:
     """physai's velocity T^-1 v_pin (nv,) at q (physai's configuration)."""
     model = engine.as_model(model)
-    return velocity_map(model, q).T @ _checks.vector("v_pin", v_pin, model.nv)    # T is orthogonal
+    return velocity_map(model, q).T @ validation.vector("v_pin", v_pin, model.nv)    # T is orthogonal
 
 
 def a_to_pinocchio(model, q, v, a) -> np.ndarray:
     """Pinocchio's acceleration T a + Tdot v (nv,) of physai's (q, v, a)."""
     model = engine.as_model(model)
-    q, v, a = _checks.vector("q", q, model.nq), _checks.vector("v", v, model.nv), _checks.vector("a", a, model.nv)
+    q, v, a = validation.vector("q", q, model.nq), validation.vector("v", v, model.nv), validation.vector("a", a, model.nv)
     return velocity_map(model, q) @ a + _velocity_map_rate(model, q, v) @ v
 
 
 def a_from_pinocchio(model, q, v, a_pin) -> np.ndarray:
     """physai's acceleration T^-1 (a_pin - Tdot v) (nv,); q and v are physai's."""
     model = engine.as_model(model)
-    q, v = _checks.vector("q", q, model.nq), _checks.vector("v", v, model.nv)
-    a_pin = _checks.vector("a_pin", a_pin, model.nv)
+    q, v = validation.vector("q", q, model.nq), validation.vector("v", v, model.nv)
+    a_pin = validation.vector("a_pin", a_pin, model.nv)
     return velocity_map(model, q).T @ (a_pin - _velocity_map_rate(model, q, v) @ v)
 
 
 def tau_from_pinocchio(model, q, tau_pin) -> np.ndarray:
     """physai's (MuJoCo's) generalized force T^T tau_pin (nv,) of Pinocchio's, at q."""
     model = engine.as_model(model)
-    return velocity_map(model, q).T @ _checks.vector("tau_pin", tau_pin, model.nv)
+    return velocity_map(model, q).T @ validation.vector("tau_pin", tau_pin, model.nv)
 
 
 def tau_to_pinocchio(model, q, tau) -> np.ndarray:
     """Pinocchio's generalized force T tau (nv,) of physai's, at q (T is orthogonal, so T^-T = T)."""
     model = engine.as_model(model)
-    return velocity_map(model, q) @ _checks.vector("tau", tau, model.nv)
+    return velocity_map(model, q) @ validation.vector("tau", tau, model.nv)
 
 
 def mass_matrix_from_pinocchio(model, q, M_pin) -> np.ndarray:
     """physai's (MuJoCo's) mass matrix T^T M_pin T (nv, nv) of Pinocchio's, at q."""
     model = engine.as_model(model)
     T = velocity_map(model, q)
-    return T.T @ _checks.as_array("M_pin", M_pin, (model.nv, model.nv)) @ T
+    return T.T @ validation.as_array("M_pin", M_pin, (model.nv, model.nv)) @ T

@@ -38,8 +38,9 @@ and the q-derivatives below are taken along the tangent directions of physai.joi
 
 import numpy as np
 
-from physai import _checks
-from physai.engine import Data, as_model, com_pos, com_vel, kinematics
+from physai import validation
+from physai.engine import Data, as_model
+from physai.engine.smooth import com_pos, com_vel, kinematics
 from physai.spatial import cross_force, cross_motion, skew
 
 
@@ -52,7 +53,7 @@ def cross_force_bar(f: np.ndarray) -> np.ndarray:
 def _motion(model, q: np.ndarray, qd: np.ndarray):
     """At (q, qd), about the world origin: link inertias I and velocities v (6x6 and 6 per link), dof motion vectors
     S and their rates Sdot (6 per dof)."""
-    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     d = Data(model)
     kinematics(model, d, q[:, None], about_origin=True)
     com_pos(model, d)
@@ -65,8 +66,8 @@ def _motion(model, q: np.ndarray, qd: np.ndarray):
 def _composite(model, X: list) -> list:
     """Subtree sums of per-link 6x6 matrices: Xc_l = X_l + sum of Xc over l's children."""
     Xc = [x.copy() for x in X]
-    for i in model._children:
-        Xc[model._parents[i]] += Xc[i]
+    for i in model.backward_links:
+        Xc[model.link_parents[i]] += Xc[i]
     return Xc
 
 

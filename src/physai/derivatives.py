@@ -54,24 +54,13 @@ compares the two within 1e-12 of each matrix's largest entry). step_derivatives 
 
 import numpy as np
 
-from physai import _checks, engine, forces, joints
+from physai import engine, forces, joints, validation
 from physai import integrators as integ
-from physai._linalg import inverse, solve
-from physai.engine.algorithms import (
-    _SKEW_IDX,
-    _SKEW_SIGN,
-    _batched,
-    _model,
-    _out,
-    com_pos,
-    com_vel,
-    crb,
-    cross_force,
-    cross_motion,
-    kinematics,
-    rne,
-)
-from physai.engine import native
+from physai.linalg import inverse, solve
+from physai.spatial import skew
+from physai.engine import batching, native
+from physai.engine.forward import cholesky_solve
+from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError
 
@@ -81,8 +70,8 @@ __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives
 # ---------------------------------------------------------------- spatial matrices, state last
 
 def _skew(x: np.ndarray) -> np.ndarray:
-    """skew(x) (k, 3, 3, n) of vectors (k, 3, n): skew(x) y = x cross y."""
-    return x[:, _SKEW_IDX] * _SKEW_SIGN[None, :, :, None]
+    """skew(x) (k, 3, 3, n) of vectors (k, 3, n), state last: skew(x) y = x cross y."""
+    return np.moveaxis(skew(np.moveaxis(x, 1, -1)), 1, -1)
 
 
 def _crm(v: np.ndarray) -> np.ndarray:
@@ -115,17 +104,15 @@ def _mv(A: np.ndarray, x: np.ndarray) -> np.ndarray:
 
 def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray):
     """(dtau/dq, dtau/dqd, M), each (nv, nv, n), for states (nq, n), (nv, n), (nv, n) in the engine's layout."""
-    kinematics(model, d, q)                            # about each tree's centre: a fixed point while differentiating
-    com_pos(model, d)
-    com_vel(model, d, qd)
+    velocity_stages(model, d, q, qd)                   # about each tree's centre: a fixed point while differentiating
     rne(model, d, qd, qdd)                             # cacc, cfrc = F (subtree sums)
     M = crb(model, d)                                  # d.crb = Ic
     I, v, F, Ic = d.cinert, d.cvel[:-1], d.cfrc, d.crb
     # 2 B_i = v x* I - I v x + (I v) xbar*, summed over subtrees
     X = _mm(I, _crm(v))                                # v x* I - I v x = -(X + X^T) for I symmetric
     B2 = _bar(_mv(I, v)) - X - np.swapaxes(X, 1, 2)
-    Bs, parents = list(B2), model._parents
-    for i in model._children:
+    Bs, parents = list(B2), model.link_parents
+    for i in model.backward_links:
         np.add(Bs[parents[i]], Bs[i], out=Bs[parents[i]])
     # per dof j: its link l, parent link p
     S, link = d.cdof, model.dof_linkid
@@ -159,7 +146,7 @@ def _compiled(model, op: int, a, b, c, data):
         out = native.ext_derivatives(nm, op, a, b, c)
         if out is not None:
             return out, model
-    model = _model(model)
+    model = engine.as_model(model)
     return (native.derivatives(model, op, a, b, c) if data is None else None), model
 
 
@@ -190,8 +177,8 @@ def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
         return np.concatenate(_rnea_derivatives(model, d, q, qd, qdd), axis=0)
 
     arrays = dict(q=(q, model.nq), qd=(qd, nv), qdd=(qdd, nv))
-    out, batch = _batched(model, data, arrays, compute)
-    return tuple(_out(out[k * nv:(k + 1) * nv], batch, "rnea derivatives") for k in range(3))
+    out, batch = batching.run(model, data, arrays, compute)
+    return tuple(batching.result(out[k * nv:(k + 1) * nv], batch, "rnea derivatives") for k in range(3))
 
 
 def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None = None):
@@ -212,12 +199,9 @@ def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None 
     nv = model.nv
 
     def compute(d, q, qd, tau):
-        engine.kinematics(model, d, q)
-        engine.com_pos(model, d)
-        engine.com_vel(model, d, qd)
+        velocity_stages(model, d, q, qd)
         c = rne(model, d, qd, None)
-        Mq = np.moveaxis(crb(model, d), -1, 0)
-        qdd = solve(Mq, (tau - c).T).T
+        qdd = cholesky_solve(crb(model, d), tau - c)
         dq, dv, M = _rnea_derivatives(model, d, q, qd, qdd)
         Minv = inverse(np.moveaxis(M, -1, 0))
         Minv = 0.5 * (Minv + np.swapaxes(Minv, 1, 2))
@@ -226,8 +210,8 @@ def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None 
         return np.concatenate([np.moveaxis(x, 0, -1) for x in (ddq, ddv, Minv)], axis=0)
 
     arrays = dict(q=(q, model.nq), qd=(qd, nv), tau=(tau, nv))
-    out, batch = _batched(model, data, arrays, compute)
-    return tuple(_out(out[k * nv:(k + 1) * nv], batch, "forward dynamics derivatives") for k in range(3))
+    out, batch = batching.run(model, data, arrays, compute)
+    return tuple(batching.result(out[k * nv:(k + 1) * nv], batch, "forward dynamics derivatives") for k in range(3))
 
 
 # ---------------------------------------------------------------- forces
@@ -235,7 +219,7 @@ def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None 
 def _passive_derivatives(model: Model):
     """(dP/dq, dP/dqd) (nv, nv) of physai.forces.passive_force: springs -k on hinges and slides, damping -b."""
     dq = np.zeros((model.nv, model.nv))
-    dq[model._spring_v, model._spring_v] = -model._spring_k
+    dq[model.spring_dofadr, model.spring_dofadr] = -model.spring_stiffness
     return dq, -np.diag(model.dof_damping)
 
 
@@ -254,8 +238,8 @@ def _actuator_derivatives(model: Model, act, q, qd, ctrl):
     at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel). Transmissions act on hinges, slides and
     fixed tendons only (physai.forces), so the length map has no quaternion part.
     """
-    raw = _checks.vector("ctrl", ctrl, act.nu)
-    u = forces._ctrl(act, raw)
+    raw = validation.vector("ctrl", ctrl, act.nu)
+    u = forces.clamped_ctrl(act, raw)
     f = forces.actuator_outputs(act, q, qd, raw)
     lo, hi = act.forcerange[:, 0], act.forcerange[:, 1]
     free = ~act.forcelimited | ((f > lo) & (f < hi))
@@ -277,7 +261,7 @@ def _actuator_derivatives(model: Model, act, q, qd, ctrl):
 def _so3_right_jacobian(phi: np.ndarray) -> np.ndarray:
     """J_r(phi) (3, 3): exp(phi + delta) = exp(phi) exp(J_r(phi) delta) to first order."""
     t = float(np.linalg.norm(phi))
-    K = np.array([[0.0, -phi[2], phi[1]], [phi[2], 0.0, -phi[0]], [-phi[1], phi[0], 0.0]])
+    K = skew(phi)
     if t < 1e-6:                                       # series: 1/2 - t^2/24, 1/6 - t^2/120
         return np.eye(3) - (0.5 - t * t / 24) * K + (1 / 6 - t * t / 120) * K @ K
     return np.eye(3) - (1 - np.cos(t)) / t**2 * K + (t - np.sin(t)) / t**3 * K @ K
@@ -285,15 +269,10 @@ def _so3_right_jacobian(phi: np.ndarray) -> np.ndarray:
 
 def _so3_exp(phi: np.ndarray) -> np.ndarray:
     t = float(np.linalg.norm(phi))
-    K = np.array([[0.0, -phi[2], phi[1]], [phi[2], 0.0, -phi[0]], [-phi[1], phi[0], 0.0]])
+    K = skew(phi)
     if t < 1e-6:
         return np.eye(3) + K + 0.5 * K @ K
     return np.eye(3) + np.sin(t) / t * K + (1 - np.cos(t)) / t**2 * K @ K
-
-
-def _hat(x: np.ndarray) -> np.ndarray:
-    """[x] (3, 3): [x] y = x cross y."""
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
 def _dexp_inv_jacobians(model: Model, theta: np.ndarray, v: np.ndarray):
@@ -312,7 +291,7 @@ def _dexp_inv_jacobians(model: Model, theta: np.ndarray, v: np.ndarray):
         else:
             g = 2.0 * t * np.tan(0.5 * t)
             dc_t = (-2.0 / t**3 + (2.0 * np.tan(0.5 * t) + t / np.cos(0.5 * t) ** 2) / g**2) / t
-        T, V = _hat(th), _hat(w)
+        T, V = skew(th), skew(w)
         Kv[k, k] = np.eye(3) + 0.5 * T + c * T @ T
         Kt[k, k] = -0.5 * V + c * (np.outer(th, w) + (th @ w) * np.eye(3) - 2.0 * np.outer(w, th)) \
             + np.outer(np.cross(th, np.cross(th, w)), th) * dc_t
@@ -337,7 +316,7 @@ class _Stepper:
 
     def __init__(self, model, h, inputs, euler_damping):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
-        self.run = integ._Run(model, h, inputs, euler_damping)
+        self.run = integ.Dynamics(model, h, inputs, euler_damping)
         self.nu = 0 if inputs.actuators is None else inputs.actuators.nu
         self.Pq, self.Pv = _passive_derivatives(model)
 
@@ -391,9 +370,9 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
     """
     model = engine.as_model(model)
     name, h = integ.check_integrator(integrator), integ.check_timestep(dt)
-    euler_damping = integ._check_flag("euler_damping", euler_damping)
-    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
-    inputs = integ._Inputs.make(model, None, ctrl, qfrc_applied, None)
+    euler_damping = validation.flag("euler_damping", euler_damping)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    inputs = integ.StepInputs.make(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping)
     nv, nu = model.nv, s.nu
     Eq = np.hstack([np.eye(nv), np.zeros((nv, nv + nu))])       # d(input) w.r.t. (dq, dqd, dctrl)
@@ -406,15 +385,15 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
             Tv = Ev + h * (aq @ Eq + av @ Ev + au @ Eu)
             Ad, Jw = _retraction(model, qd_next, h)
             Tq = Ad @ Eq + Jw @ Tv
-        else:                                          # the stages of integrators._rk4_stages, with their tangents
+        else:                                          # the stages of integrators.rk4_stages_of, with their tangents
             Tq_i, Tv_i, Tk_i, qi, qdi, ki = Eq, Ev, Ev, q, qd, qd
             sum_k, sum_Tk, sum_Ta = np.zeros(nv), np.zeros_like(Ev), np.zeros_like(Ev)
-            for i, b in enumerate(integ._RK4_B):
+            for i, b in enumerate(integ.RK4_WEIGHTS):
                 a, _, aq, av, au = s.acceleration(qi, qdi, name)
                 Ta = aq @ Tq_i + av @ Tv_i + au @ Eu
                 sum_k, sum_Tk, sum_Ta = sum_k + b * ki, sum_Tk + b * Tk_i, sum_Ta + b * Ta
                 if i < 3:                              # q_i+1 = q (+) h c k_i, qd_i+1 = qd + h c a_i, k_i+1 = dexp^-1(h c k_i) qd_i+1
-                    c = integ._RK4_C[i]
+                    c = integ.RK4_TIMES[i]
                     Ad, Jw = _retraction(model, ki, h * c)
                     theta = h * (c * ki)
                     qi = joints.integrate(model.coords, q[:, None], (c * ki)[:, None], h)[:, 0]

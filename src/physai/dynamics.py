@@ -17,15 +17,14 @@ spatial quantity about the world origin. The rest of physai runs on physai.engin
 which compiles a Tree (engine.compile_tree) and is tested against this module as an oracle.
 """
 
-import os
 from dataclasses import dataclass, field
 
 import mujoco
 import numpy as np
 
-from physai import _checks, models
-from physai._linalg import solve
-from physai.exceptions import InvalidArgumentError, InvalidInertiaError, InvalidModelError, UnsupportedModelError
+from physai import models, validation
+from physai.linalg import solve
+from physai.exceptions import InvalidInertiaError, InvalidModelError, UnsupportedModelError
 from physai.spatial import axis_angle_to_mat, cross_force, cross_motion, quat_to_mat, skew, spatial_inertia
 
 JOINT_TYPES = ("hinge", "slide", "")
@@ -67,23 +66,23 @@ class Body:
         self.parent = int(self.parent)
         if self.joint not in JOINT_TYPES:
             raise UnsupportedModelError(f"{who}: unknown joint type {self.joint!r}; expected 'hinge', 'slide' or '' (welded)")
-        self.pos = _checks.as_array(f"{who} pos", self.pos, (3,))
-        self.rot = _checks.as_array(f"{who} rot", self.rot, (3, 3))
+        self.pos = validation.as_array(f"{who} pos", self.pos, (3,))
+        self.rot = validation.as_array(f"{who} rot", self.rot, (3, 3))
         if np.abs(self.rot.T @ self.rot - np.eye(3)).max() > 1e-9 or np.linalg.det(self.rot) < 0:
             raise InvalidModelError(f"{who}: rot is not a rotation matrix (orthonormal, determinant +1)")
         if self.joint:
-            self.axis = _checks.as_array(f"{who} axis", self.axis, (3,))
+            self.axis = validation.as_array(f"{who} axis", self.axis, (3,))
             if abs(np.linalg.norm(self.axis) - 1.0) > 1e-9:
                 length = np.linalg.norm(self.axis)
                 raise InvalidModelError(f"{who}: joint axis {self.axis} has length {length:.6g}, expected a unit vector")
-            self.anchor = _checks.as_array(f"{who} anchor", np.zeros(3) if self.anchor is None else self.anchor, (3,))
-        self.com = _checks.as_array(f"{who} com", self.com, (3,))
-        self.inertia = _checks.as_array(f"{who} inertia", self.inertia, (3, 3))
-        self.mass = float(_checks.as_array(f"{who} mass", self.mass, ()))
+            self.anchor = validation.as_array(f"{who} anchor", np.zeros(3) if self.anchor is None else self.anchor, (3,))
+        self.com = validation.as_array(f"{who} com", self.com, (3,))
+        self.inertia = validation.as_array(f"{who} inertia", self.inertia, (3, 3))
+        self.mass = float(validation.as_array(f"{who} mass", self.mass, ()))
         if self.mass < 0:
             raise InvalidInertiaError(f"{who}: mass {self.mass} kg, expected a finite number >= 0")
-        self.ref = float(_checks.as_array(f"{who} ref", self.ref, ()))
-        _check_inertia(who, self.inertia)
+        self.ref = float(validation.as_array(f"{who} ref", self.ref, ()))
+        validation.inertia(who, self.inertia)
 
 
 @dataclass(eq=False)
@@ -115,13 +114,13 @@ class Tree:
             if not -1 <= b.parent < i:
                 raise InvalidModelError(f"body {i} ({b.name!r}) has parent {b.parent}; "
                                         "a parent must come before its child (-1 for the world)")
-        self.armature = _checks.as_array("armature", self.armature, (self.nv,))
+        self.armature = validation.as_array("armature", self.armature, (self.nv,))
         if (self.armature < 0).any():
             raise InvalidInertiaError(f"armature {self.armature} has a negative entry; rotor inertia must be >= 0")
-        self.gravity = _checks.as_array("gravity", self.gravity, (3,))
+        self.gravity = validation.as_array("gravity", self.gravity, (3,))
         for name in ("damping", "stiffness", "springref"):
             value = getattr(self, name)
-            setattr(self, name, np.zeros(self.nv) if value is None else _checks.as_array(name, value, (self.nv,)))
+            setattr(self, name, np.zeros(self.nv) if value is None else validation.as_array(name, value, (self.nv,)))
         for name in ("damping", "stiffness"):
             if (getattr(self, name) < 0).any():
                 raise InvalidModelError(f"{name} {getattr(self, name)} has a negative entry; expected >= 0")
@@ -132,18 +131,7 @@ class Tree:
         return sum(1 for b in self.bodies if b.joint)
 
 
-def _check_inertia(who: str, I: np.ndarray) -> None:
-    scale = max(1.0, np.abs(I).max())
-    if np.abs(I - I.T).max() > 1e-12 * scale:
-        raise InvalidInertiaError(f"{who}: inertia is not symmetric:\n{I}")
-    a, b, c = np.linalg.eigvalsh(I)
-    if a < -1e-12 * scale:
-        raise InvalidInertiaError(f"{who}: inertia has a negative principal moment {a:.6g} kg m^2")
-    if a + b < c - 1e-9 * scale:
-        raise InvalidInertiaError(f"{who}: principal moments {a:.6g}, {b:.6g}, {c:.6g} break the triangle rule A + B >= C")
-
-
-def tree_from_mujoco(m: "mujoco.MjModel | str | os.PathLike") -> Tree:
+def tree_from_mujoco(m) -> Tree:
     """The Tree of a compiled MuJoCo model whose joints are single hinges or slides (static model data only).
 
     m is a mujoco.MjModel, or a model name or the path of an MJCF file, which physai.models.load compiles first.
@@ -155,7 +143,7 @@ def tree_from_mujoco(m: "mujoco.MjModel | str | os.PathLike") -> Tree:
     the state. Raises UnsupportedModelError for free or ball joints, several joints in one body, and passive
     forces a Tree cannot hold (polynomial or tendon springs and dampers, gravity compensation, fluid forces).
     """
-    m = _mjmodel(m)
+    m = models.as_mjmodel(m, "tree_from_mujoco")
     kinds = {3: "hinge", 2: "slide"}
     bodies = []
     for b in range(1, m.nbody):
@@ -171,42 +159,16 @@ def tree_from_mujoco(m: "mujoco.MjModel | str | os.PathLike") -> Tree:
                 raise UnsupportedModelError(f"joint {m.joint(j).name!r} of body {name!r} is a {kind_name} joint; "
                                             "physai supports hinge and slide joints only")
             kind, axis, anchor, ref = kinds[jtype], m.jnt_axis[j].copy(), m.jnt_pos[j].copy(), float(m.qpos0[m.jnt_qposadr[j]])
-        R = quat_to_mat(m.body_iquat[b])               # principal axes of inertia in the body frame
+        mass, com, inertia = models.body_inertia(m, b)   # turned from MuJoCo's principal axes into the body frame
         bodies.append(Body(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), kind, axis,
-                           anchor, float(m.body_mass[b]), m.body_ipos[b].copy(), R @ np.diag(m.body_inertia[b]) @ R.T,
-                           name, ref))
-    refuse_unsupported_passive_forces(m)
+                           anchor, mass, com, inertia, name, ref))
+    models.check_passive_forces(m)
     off = m.opt.disableflags
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
     damping = m.dof_damping * (not off & mujoco.mjtDisableBit.mjDSBL_DAMPER)
     stiffness = m.jnt_stiffness[m.dof_jntid] * (not off & mujoco.mjtDisableBit.mjDSBL_SPRING)
     qadr = [m.jnt_qposadr[m.body_jntadr[b]] for b in range(1, m.nbody) if m.body_jntnum[b]]
     return Tree(bodies, m.dof_armature.copy(), gravity, damping, stiffness, m.qpos_spring[qadr].copy())
-
-
-def _mjmodel(m) -> mujoco.MjModel:
-    """m itself when it is an MjModel; a name or path loaded by physai.models.load; InvalidArgumentError otherwise."""
-    if isinstance(m, mujoco.MjModel):
-        return m
-    if isinstance(m, (str, os.PathLike)):
-        return models.load(m)
-    hint = " (an MjData holds a state; pass its MjModel)" if isinstance(m, mujoco.MjData) else ""
-    raise InvalidArgumentError(f"tree_from_mujoco needs a mujoco.MjModel, a model name or the path of an MJCF file, "
-                               f"got {type(m).__name__}{hint}")
-
-
-def refuse_unsupported_passive_forces(m) -> None:
-    """Passive forces a Tree cannot hold: polynomial or tendon springs and dampers, gravity compensation, fluid forces."""
-    unsupported = (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
-                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"),
-                   ("body_gravcomp", "body gravity compensation"))
-    for attribute, what in unsupported:
-        if np.any(getattr(m, attribute, np.zeros(0))):
-            raise UnsupportedModelError(f"the model has {what} ({attribute}); physai's passive forces cover linear joint "
-                                        "damping and stiffness only")
-    if m.opt.density or m.opt.viscosity or np.any(m.opt.wind):
-        raise UnsupportedModelError(f"the model has fluid forces (density {m.opt.density}, viscosity {m.opt.viscosity}, "
-                                    f"wind {m.opt.wind}); physai's passive forces cover linear joint damping and stiffness only")
 
 
 def jcalc(body: Body, R0: np.ndarray, p0: np.ndarray, qi: float):
@@ -226,7 +188,7 @@ def jcalc(body: Body, R0: np.ndarray, p0: np.ndarray, qi: float):
 
 def body_frames(tree: Tree, q: np.ndarray):
     """World orientation R, origin p and motion vector S of every body at joint positions q (nv,)."""
-    q = _checks.vector("q", q, tree.nv)
+    q = validation.vector("q", q, tree.nv)
     R, p, S, k = [], [], [], 0
     for b in tree.bodies:
         Rp, pp = (R[b.parent], p[b.parent]) if b.parent >= 0 else (np.eye(3), np.zeros(3))
@@ -265,7 +227,7 @@ def rnea(tree: Tree, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarr
     on a model without constraints.
     """
     n = tree.nv
-    qd, qdd = _checks.vector("qd", qd, n), _checks.vector("qdd", qdd, n)
+    qd, qdd = validation.vector("qd", qd, n), validation.vector("qdd", qdd, n)
     _, I, S = spatial_tree(tree, q)
     dof = _dof_of(S)
     v, a, f = [], [], []
@@ -283,7 +245,7 @@ def rnea(tree: Tree, q: np.ndarray, qd: np.ndarray, qdd: np.ndarray) -> np.ndarr
             tau[dof[i]] += S[i] @ f[i]
         if tree.bodies[i].parent >= 0:
             f[tree.bodies[i].parent] = f[tree.bodies[i].parent] + f[i]
-    return _checks.finite_result("rnea", tau)
+    return validation.finite_result("rnea", tau)
 
 
 def bias(tree: Tree, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -324,8 +286,8 @@ def forward_dynamics(tree: Tree, q: np.ndarray, qd: np.ndarray, tau: np.ndarray)
 
     tau is the total applied generalized force; equals mj_forward's qacc on a model without passive forces or constraints.
     """
-    tau = _checks.vector("tau", tau, tree.nv)
-    return _checks.finite_result("forward dynamics", solve(mass_matrix(tree, q), tau - bias(tree, q, qd)))
+    tau = validation.vector("tau", tau, tree.nv)
+    return validation.finite_result("forward dynamics", solve(mass_matrix(tree, q), tau - bias(tree, q, qd)))
 
 
 def potential_energy(tree: Tree, q: np.ndarray) -> float:
@@ -340,8 +302,8 @@ def potential_energy(tree: Tree, q: np.ndarray) -> float:
 
 def kinetic_energy(tree: Tree, q: np.ndarray, qd: np.ndarray) -> float:
     """Kinetic energy 1/2 qd^T M(q) qd [J], armature included (MuJoCo's energy[1])."""
-    qd = _checks.vector("qd", qd, tree.nv)
-    return float(_checks.finite_result("kinetic energy", 0.5 * qd @ mass_matrix(tree, q) @ qd))
+    qd = validation.vector("qd", qd, tree.nv)
+    return float(validation.finite_result("kinetic energy", 0.5 * qd @ mass_matrix(tree, q) @ qd))
 
 
 def energy(tree: Tree, q: np.ndarray, qd: np.ndarray) -> float:

@@ -22,7 +22,7 @@ import math
 import warnings
 from dataclasses import dataclass
 
-from physai import _checks
+from physai import validation
 from physai.exceptions import ShapeError
 
 
@@ -54,11 +54,11 @@ class EnergyMonitor:
 
     def __init__(self, threshold_percent: float, scale: float, reference: float | None = None,
                  dissipative: bool = False, timestep: float | None = None):
-        self.threshold_percent = _checks.number("threshold_percent", threshold_percent, "% of scale", positive=True)
-        self.scale = _checks.number("scale", scale, "J, the energy the system can exchange", positive=True)
-        self.reference = None if reference is None else _checks.number("reference", reference, "J")
+        self.threshold_percent = validation.number("threshold_percent", threshold_percent, "% of scale", positive=True)
+        self.scale = validation.number("scale", scale, "J, the energy the system can exchange", positive=True)
+        self.reference = None if reference is None else validation.number("reference", reference, "J")
         self.dissipative = dissipative
-        self.timestep = None if timestep is None else _checks.number("timestep", timestep, "s", positive=True)
+        self.timestep = None if timestep is None else validation.number("timestep", timestep, "s", positive=True)
         self.count = 0
         self.peak_percent = 0.0              # largest |E - E0| so far [% of scale]
         self.last_percent = 0.0              # E - E0 of the latest reading [% of scale]

@@ -28,8 +28,9 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from physai import _checks, engine
-from physai.engine.algorithms import _batched, _model, _out, com_pos, com_vel, cross_force, kinematics, rne
+from physai import engine, validation
+from physai.engine import batching
+from physai.engine.smooth import cross_force, rne, velocity_stages
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError, InvalidInertiaError, ShapeError
 
@@ -63,9 +64,7 @@ def _link_ancestors(model: Model) -> np.ndarray:
 
 def _regressor(model: Model, d: engine.Data, q, qd, qdd) -> np.ndarray:
     """Y (nv, 10 nlink, n) in the engine's layout."""
-    kinematics(model, d, q)
-    com_pos(model, d)
-    com_vel(model, d, qd)
+    velocity_stages(model, d, q, qd)
     rne(model, d, qd, qdd)                               # d.cacc: accelerations with gravity as -g at the base
     R, p = d.xmat, d.cpos                               # link frame in the world, its origin about the centre
     Rt = np.swapaxes(R, 1, 2)
@@ -100,20 +99,20 @@ def regressor(model, q, qd, qdd, *, data: engine.Data | None = None) -> np.ndarr
         link i's parameter NAMES[p] (see the module docstring: link frame, Pinocchio's order, gravity included).
         Equals pin.computeJointTorqueRegressor where links are Pinocchio's joints and the frames agree.
     """
-    model = _model(model)
+    model = engine.as_model(model)
 
     def compute(d, q, qd, qdd):
         return _regressor(model, d, q, qd, qdd)
 
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
-    return _out(*_batched(model, data, arrays, compute), "the regressor")
+    return batching.result(*batching.run(model, data, arrays, compute), "the regressor")
 
 
 def joint_regressor(model, q, qd, qdd, armature: bool = True, damping: bool = False) -> np.ndarray:
     """The regressor with joint columns appended: [Y, diag(qdd) if armature, diag(qd) if damping], so that
     Y_joint @ parameters(model, armature, damping) = rnea + damping qd (armature=True), i.e. MuJoCo's qfrc_inverse
     of a model without springs, limits or contacts when damping=True. Shapes as regressor, plus nv columns each."""
-    model = _model(model)
+    model = engine.as_model(model)
     Y = regressor(model, q, qd, qdd)
     parts = [Y]
     for flag, x in ((armature, qdd), (damping, qd)):
@@ -126,7 +125,7 @@ def joint_regressor(model, q, qd, qdd, armature: bool = True, damping: bool = Fa
 def parameters(model, armature: bool = False, damping: bool = False) -> np.ndarray:
     """pi (10 nlink,): each link's [m, m c, I about the link origin] in Pinocchio's order (module docstring);
     armature=True / damping=True append dof_armature [kg m^2 | kg] / dof_damping (nv,) each (joint_regressor)."""
-    model = _model(model)
+    model = engine.as_model(model)
     if armature or damping:
         return np.concatenate([parameters(model)] + [x for f, x in ((armature, model.dof_armature),
                                                                     (damping, model.dof_damping)) if f])
@@ -139,7 +138,7 @@ def parameters(model, armature: bool = False, damping: bool = False) -> np.ndarr
 
 
 def _per_link(model: Model, pi) -> np.ndarray:
-    p = _checks.to_float("pi", pi, f"an array of shape ({10 * model.nlink},)")
+    p = validation.to_float("pi", pi, f"an array of shape ({10 * model.nlink},)")
     if p.shape != (10 * model.nlink,):
         raise ShapeError(f"pi has shape {p.shape}, the model has {model.nlink} links: it needs ({10 * model.nlink},) "
                          "(10 parameters per link)")
@@ -183,7 +182,7 @@ def from_parameters(model, pi, check: bool = True) -> Model:
     check=True raises InvalidInertiaError naming the link unless its parameters are physical (is_physical);
     check=False accepts any with m > 0 or (m, h) = 0, e.g. a least-squares estimate, which rnea uses linearly.
     """
-    model = _model(model)
+    model = engine.as_model(model)
     P = _per_link(model, pi)
     mass, ipos, inertia = P[:, 0].copy(), np.zeros((model.nlink, 3)), np.zeros((model.nlink, 3, 3))
     for i, row in enumerate(P):
@@ -205,7 +204,7 @@ def from_parameters(model, pi, check: bool = True) -> Model:
 
 def link_names(model) -> list[str]:
     """A name per link: its joint's name (a free joint's links: name.x, name.y, name.z, name.rot)."""
-    model = _model(model)
+    model = engine.as_model(model)
     names = []
     for i in range(model.nlink):
         dof = model.link_dofadr[i]
@@ -220,7 +219,7 @@ def link_names(model) -> list[str]:
 def parameter_names(model, armature: bool = False, damping: bool = False) -> list[str]:
     """'link:param' for each entry of pi (10 nlink), then 'link:armature' and 'link:damping' per dof if asked
     ('link[k]:...' for the k-th dof of a ball link)."""
-    model = _model(model)
+    model = engine.as_model(model)
     links = link_names(model)
     dofs = [links[lk] + (f"[{k - model.link_dofadr[lk]}]" if model.link_dofnum[lk] > 1 else "")
             for k, lk in enumerate(model.dof_linkid)]
@@ -287,7 +286,7 @@ def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None,
     include the joint columns of joint_regressor (a joint's armature can be confounded with its link's inertia
     about the axis, e.g. at the first joint), so that K acts on parameters(model, armature, damping).
     """
-    model = _model(model)
+    model = engine.as_model(model)
     if states is None:
         q, qd = engine.random_states(model, n, seed)
         qdd = np.random.default_rng(seed).uniform(-1, 1, (n, model.nv))

@@ -24,7 +24,7 @@ mj_integratePos), written q' = q + h qd' below:
                     quadratic in qd, so dc/dqd e_k = (c(qd + e_k) - c(qd - e_k)) / 2 exactly: one batched call.
     "implicitfast"  the same without the Coriolis/centripetal part, symmetrized               (mj_implicit)
                         D = sym(dA/dqd - B),              (M - h D) a = f,   then as euler
-    "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mj_RungeKutta)
+    "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mjDynamicsgeKutta)
                         stage i (c = 0, 1/2, 1/2, 1):  q_i = q (+) h c_i k_(i-1),  qd_i = qd + h c_i a_(i-1),
                                                        a_i = M(q_i)^-1 f(q_i, qd_i)       (damping explicit)
                         qd' = qd + h (a_1 + 2 a_2 + 2 a_3 + a_4) / 6
@@ -54,10 +54,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physai import _checks, engine, forces, joints
-from physai._linalg import solve
-from physai.engine import native
-from physai.engine.algorithms import _potential
+from physai import engine, forces, joints, validation
+from physai.linalg import solve
+from physai.engine import native, smooth
 from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
@@ -97,7 +96,7 @@ def check_integrator(integrator) -> str:
 
 def check_timestep(dt) -> float:
     """dt as a float; raises InvalidArgumentError unless it is one finite number > 0 [s] (True is not 1 s)."""
-    return _checks.number("timestep dt", dt, "s", positive=True)
+    return validation.number("timestep dt", dt, "s", positive=True)
 
 
 def check_actuators(model, actuators, ctrl):
@@ -122,12 +121,6 @@ def check_actuators(model, actuators, ctrl):
     return actuators, np.zeros(actuators.nu) if ctrl is None else ctrl
 
 
-def _check_flag(name: str, value) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
-    return bool(value)
-
-
 def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
          euler_damping: bool = True):
     """One step of `integrator` from (q, qd); returns (q_next, qd_next), new arrays (nq,) and (nv,).
@@ -146,9 +139,9 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
     """
     model = engine.as_model(model)
     name, h = check_integrator(integrator), check_timestep(dt)
-    euler_damping = _check_flag("euler_damping", euler_damping)
-    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
-    run = _Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping)
+    euler_damping = validation.flag("euler_damping", euler_damping)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    run = Dynamics(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping)
     with np.errstate(over="ignore", invalid="ignore"):                # a diverging step is reported by name
         q_next, qd_next, _ = _guarded(_STEPPERS[name], run, q, qd)
     _check_finite(q_next, qd_next, 0, h, name)
@@ -169,7 +162,7 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
-    q, qd = _checks.vector("q0", q0, model.nq), _checks.vector("qd0", qd0, model.nv)
+    q, qd = validation.vector("q0", q0, model.nq), validation.vector("qd0", qd0, model.nv)
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
     Q, QD, E = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy)
     return Trajectory(np.arange(steps + 1) * h, Q[0], QD[0], E[0] if energy else None, name, h)
@@ -190,11 +183,11 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
-    q = _checks.to_float("q0", q0, f"(N, {model.nq}) numbers")
+    q = validation.to_float("q0", q0, f"(N, {model.nq}) numbers")
     if q.ndim != 2 or q.shape[0] < 1:
         raise ShapeError(f"q0 must have shape (N, {model.nq}) with N >= 1 (one initial state per trajectory), got shape {q.shape}")
     N = q.shape[0]
-    q, qd = _checks.as_array("q0", q, (N, model.nq)), _checks.as_array("qd0", qd0, (N, model.nv))
+    q, qd = validation.as_array("q0", q, (N, model.nq)), validation.as_array("qd0", qd0, (N, model.nv))
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True)
     Q, QD, E = _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy)
     return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h)
@@ -204,7 +197,7 @@ def _options(integrator, dt, steps, euler_damping):
     name, h = check_integrator(integrator), check_timestep(dt)
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
-    return name, h, int(steps), _check_flag("euler_damping", euler_damping)
+    return name, h, int(steps), validation.flag("euler_damping", euler_damping)
 
 
 def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, steps: int, batched: bool):
@@ -223,7 +216,7 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     """value (tail), (steps, *tail) or, batched, (N | 1, steps | 1, *tail), checked, as a (N, steps, *tail) view."""
     if value is None:
         return None
-    a = _checks.to_float(name, value, f"{tail} or (steps, *{tail}) numbers")
+    a = validation.to_float(name, value, f"{tail} or (steps, *{tail}) numbers")
     lead = a.ndim - len(tail)
     allowed = (0, 1, 2) if batched else (0, 1)
     per_step = (steps,) + tail
@@ -240,7 +233,7 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     if lead not in allowed or a.shape[lead:] != tail or \
             (lead == 2 and (a.shape[0] not in (1, N) or a.shape[1] not in (1, steps))):
         raise ShapeError(f"{name} must have shape {expected}, got shape {a.shape}")
-    a = _checks.as_array(name, a, a.shape)                             # finite
+    a = validation.as_array(name, a, a.shape)                             # finite
     return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
 
 
@@ -269,9 +262,9 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
     ctrls, applied, xfrc = rows
     stepper = _STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
-    run = _Run(model, h, _Inputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping)
+    run = Dynamics(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping)
     for k in range(steps):
-        run.inputs = _Inputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
+        run.inputs = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
         with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
             Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
         _check_finite(Q[k + 1], QD[k + 1], k, h, name, trajectory)
@@ -279,7 +272,7 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
         E[steps] = engine.energy(model, Q[steps], QD[steps])
 
 
-def _guarded(stepper, run: "_Run", q, qd):
+def _guarded(stepper, run: "Dynamics", q, qd):
     """stepper(run, q, qd), with a state that overflows inside the step (a runaway velocity makes the bias or a stage
     infinite; physai's checks then raise InvalidStateError) returned as NaN, so that the caller reports a divergence.
     A zero quaternion in q is the state's own fault: its error goes through."""
@@ -304,8 +297,9 @@ def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = N
 
 
 @dataclass
-class _Inputs:
-    """What drives the model during a step besides its own state: actuators with their ctrl, applied forces."""
+class StepInputs:
+    """What drives the model during a step besides its own state: actuators with their ctrl (nu,), applied forces
+    qfrc_applied (nv,) [N m | N] and xfrc_applied (nbody, 6) [N, N m]; None where there are none."""
 
     actuators: object
     ctrl: np.ndarray | None
@@ -313,19 +307,21 @@ class _Inputs:
     xfrc_applied: np.ndarray | None
 
     @classmethod
-    def make(cls, model, actuators, ctrl, qfrc_applied, xfrc_applied) -> "_Inputs":
+    def make(cls, model, actuators, ctrl, qfrc_applied, xfrc_applied) -> "StepInputs":
         actuators, ctrl = check_actuators(model, actuators, ctrl)
         if qfrc_applied is not None:
-            qfrc_applied = _checks.vector("qfrc_applied", qfrc_applied, model.nv)
+            qfrc_applied = validation.vector("qfrc_applied", qfrc_applied, model.nv)
         if xfrc_applied is not None:
             xfrc_applied = forces.check_xfrc(model, xfrc_applied)
         return cls(actuators, ctrl, qfrc_applied, xfrc_applied)
 
 
-class _Run:
-    """A model, a timestep, the inputs, and one engine workspace reused by every evaluation of the dynamics."""
+class Dynamics:
+    """A model, a timestep h [s], the StepInputs, and one engine workspace reused by every evaluation of the dynamics:
+    evaluate(q, qd) -> (M, f, potential energy), the pieces every integrator steps with (physai.inverse and
+    physai.derivatives step with them too)."""
 
-    def __init__(self, model, h: float, inputs: _Inputs, euler_damping: bool = True):
+    def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True):
         self.model, self.h, self.inputs, self.euler_damping = model, h, inputs, euler_damping
         self.d = engine.Data(model)
 
@@ -339,32 +335,30 @@ class _Run:
             except InvalidStateError:                  # overflow: the NumPy text lets it through to the divergence check
                 pass
             else:
-                f = forces._passive(model, q, qd) - c
+                f = forces.damper_spring_force(model, q, qd) - c
                 if x.actuators is not None:
                     f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
                 if x.qfrc_applied is not None:
                     f = f + x.qfrc_applied
                 return M, f, potential
         Q, QD = q[:, None], qd[:, None]
-        engine.kinematics(model, d, Q)
-        engine.com_pos(model, d)
-        engine.com_vel(model, d, QD)
-        f = forces._passive(model, q, qd) - engine.rne(model, d, QD, None)[:, 0]
-        M = engine.crb(model, d)[:, :, 0]
+        smooth.velocity_stages(model, d, Q, QD)
+        f = forces.damper_spring_force(model, q, qd) - smooth.rne(model, d, QD, None)[:, 0]
+        M = smooth.crb(model, d)[:, :, 0]
         if x.actuators is not None:
             f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
         if x.qfrc_applied is not None:
             f = f + x.qfrc_applied
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
             f = f + forces.body_wrench_force(model, d, x.xfrc_applied)
-        return M, f, float(_potential(model, d, Q)[0])
+        return M, f, float(smooth.energy_pos(model, d, Q)[0])
 
 
 def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> np.ndarray:
     """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N], the f of M a = f."""
     model = engine.as_model(model)
-    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
-    return _Run(model, 1.0, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    return Dynamics(model, 1.0, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
 
 
 def bias_velocity_derivative(model, q, qd) -> np.ndarray:
@@ -374,7 +368,7 @@ def bias_velocity_derivative(model, q, qd) -> np.ndarray:
     biases are one batched engine call.
     """
     model = engine.as_model(model)
-    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     E = np.eye(model.nv)
     c = engine.bias(model, np.broadcast_to(q, (2 * model.nv, model.nq)), np.concatenate([qd + E, qd - E]))
     return 0.5 * (c[:model.nv] - c[model.nv:]).T
@@ -436,8 +430,8 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
     """
     model = engine.as_model(model)
     h = check_timestep(dt)
-    q, qd = _checks.vector("q", q, model.nq), _checks.vector("qd", qd, model.nv)
-    return [s[:4] for s in _rk4_stages(_Run(model, h, _Inputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)), q, qd)]
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    return [s[:4] for s in rk4_stages_of(Dynamics(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)), q, qd)]
 
 
 # ---- the integrators: each returns (q_next, qd_next, energy of (q, qd)) --------------------------
@@ -449,7 +443,7 @@ def _advance(model, q, qd, h):
 
 
 def _single_step(name: str):
-    def stepper(run: _Run, q, qd):
+    def stepper(run: Dynamics, q, qd):
         M, f, potential = run.evaluate(q, qd)
         x = run.inputs
         A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping) \
@@ -460,16 +454,17 @@ def _single_step(name: str):
     return stepper
 
 
-_RK4_C = (0.5, 0.5, 1.0)                             # stage times; MuJoCo's tableau A is diag(1/2, 1/2, 1)
-_RK4_B = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
+#: RK4's stage times c_2..c_4 (MuJoCo's tableau A is diag(1/2, 1/2, 1)) and weights b_1..b_4
+RK4_TIMES = (0.5, 0.5, 1.0)
+RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 
-def _rk4_stages(run: _Run, q, qd):
+def rk4_stages_of(run: Dynamics, q, qd):
     """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
     hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions)."""
     stages, energy = [], None
     qi, qdi, theta = q, qd, None
-    for c in (None,) + _RK4_C:
+    for c in (None,) + RK4_TIMES:
         if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
             step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
             qi, qdi, theta = _advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
@@ -481,16 +476,16 @@ def _rk4_stages(run: _Run, q, qd):
     return stages
 
 
-def _rk4_step(run: _Run, q, qd):
-    """One RK4 step: (q_next, qd_next, stages), the stages as _rk4_stages gives them (physai.inverse shoots with it)."""
-    stages = _rk4_stages(run, q, qd)
-    dq = sum(b * s[4] for b, s in zip(_RK4_B, stages))       # positions advance with the stage velocities k_i
-    dqd = sum(b * s[2] for b, s in zip(_RK4_B, stages))
+def rk4_step(run: Dynamics, q, qd):
+    """One RK4 step: (q_next, qd_next, stages), the stages as rk4_stages_of gives them (physai.inverse shoots with it)."""
+    stages = rk4_stages_of(run, q, qd)
+    dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
+    dqd = sum(b * s[2] for b, s in zip(RK4_WEIGHTS, stages))
     return _advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
 
 
-def _rk4(run: _Run, q, qd):
-    q_next, qd_next, _ = _rk4_step(run, q, qd)
+def _rk4(run: Dynamics, q, qd):
+    q_next, qd_next, _ = rk4_step(run, q, qd)
     return q_next, qd_next, run.start_energy
 
 

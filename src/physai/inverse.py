@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physai import _checks, engine, forces
+from physai import engine, forces, validation
 from physai import integrators as integ
 from physai.exceptions import ConvergenceError, InvalidArgumentError, ShapeError, UnsupportedModelError
 
@@ -45,8 +45,8 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     InvalidArgumentError, as do actuators of another model (ShapeError).
     """
     model = engine.as_model(model)
-    q = _checks.vector("q", q, model.nq)
-    qd, qdd = (_checks.vector(n, x, model.nv) for n, x in (("qd", qd), ("qdd", qdd)))
+    q = validation.vector("q", q, model.nq)
+    qd, qdd = (validation.vector(n, x, model.nv) for n, x in (("qd", qd), ("qdd", qdd)))
     integ.check_actuators(model, actuators, ctrl)
     passive = forces.passive_force(model, q, qd)
     if dt is None and integrator is None:
@@ -80,13 +80,13 @@ def consistent_accelerations(samples, dt, qd0=None, model=None):
     Q = np.asarray(samples, dtype=float)
     if Q.ndim != 2 or Q.shape[0] < 2:
         raise ShapeError(f"samples must be an (N + 1, nv) array of positions with N >= 1, got shape {Q.shape}")
-    Q = _checks.as_array("samples", Q, Q.shape)
+    Q = validation.as_array("samples", Q, Q.shape)
     if model is not None:
         model = engine.as_model(model)
         if Q.shape[1] != model.nq:
             raise ShapeError(f"samples have {Q.shape[1]} columns, the model needs nq = {model.nq}")
     nv = Q.shape[1] if model is None else model.nv
-    v0 = np.zeros(nv) if qd0 is None else _checks.vector("qd0", qd0, nv)
+    v0 = np.zeros(nv) if qd0 is None else validation.vector("qd0", qd0, nv)
     steps = (Q[1:] - Q[:-1]) / h if model is None else engine.difference(model, Q[:-1], Q[1:], h)   # (N, nv)
     qd = np.empty((Q.shape[0] - 1, nv))
     qd[0] = v0
@@ -110,7 +110,7 @@ def trajectory_torques(model, samples, dt, integrator="euler", qd0=None, actuato
     integ.check_actuators(model, actuators, ctrl)
     if name == "rk4":
         return rk4_shooting(model, samples, dt, qd0, actuators, ctrl).tau
-    Q = _checks.to_float("samples", samples, "an (N + 1, nq) array of positions")
+    Q = validation.to_float("samples", samples, "an (N + 1, nq) array of positions")
     qd, qdd = consistent_accelerations(Q, dt, qd0, model)
     return np.array([inverse_dynamics(model, Q[k], qd[k], qdd[k], dt, name, actuators, ctrl, euler_damping)
                      for k in range(len(qd))])
@@ -161,23 +161,23 @@ def rk4_shooting(model, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e
     """
     model = engine.as_model(model)
     h = integ.check_timestep(dt)
-    tol = _checks.number("tol", tol, "rad | m", positive=True)
+    tol = validation.number("tol", tol, "rad | m", positive=True)
     if isinstance(max_iter, (bool, np.bool_)) or not isinstance(max_iter, (int, np.integer)) or max_iter < 0:
         raise InvalidArgumentError(f"max_iter must be a whole number >= 0, got {max_iter!r}")
-    Q = _checks.to_float("samples", samples, "an (N + 1, nq) array of positions")
+    Q = validation.to_float("samples", samples, "an (N + 1, nq) array of positions")
     qd_all, _ = consistent_accelerations(Q, h, qd0, model)   # validates samples and qd0
     if jacobian not in ("stages", "fd"):
         raise InvalidArgumentError(f"unknown jacobian {jacobian!r}; expected 'stages' or 'fd'")
     N, nv = Q.shape[0] - 1, model.nv
-    base = integ._Inputs.make(model, actuators, ctrl, None, None)
+    base = integ.StepInputs.make(model, actuators, ctrl, None, None)
     tau, err, iters = np.zeros((N, nv)), np.zeros(N), np.zeros(N, dtype=int)
     q, qd = np.empty((N + 1, model.nq)), np.empty((N + 1, nv))
     q[0], qd[0] = Q[0], qd_all[0]
-    run = integ._Run(model, h, base)
+    run = integ.Dynamics(model, h, base)
 
     def rk4(u, k):                                     # one physai rk4 step from state k with force u
-        run.inputs = integ._Inputs(base.actuators, base.ctrl, u, None)
-        return integ._rk4_step(run, q[k], qd[k])
+        run.inputs = integ.StepInputs(base.actuators, base.ctrl, u, None)
+        return integ.rk4_step(run, q[k], qd[k])
 
     def miss(q1, k):                                   # how far q1 lands from sample k + 1, in the tangent space
         return engine.difference(model, Q[k + 1], q1)
@@ -218,7 +218,7 @@ def _stage_jacobian(model, stages, h, inputs) -> np.ndarray:
 
     D = d f / d qd from joint damping and the actuators (constant along the step); the Coriolis part of D and
     the position dependence of the forces are left out, an error of relative size O(h |M^-1 C|, h^2 |M^-1 df/dq|);
-    so is dexp^-1 on quaternion stage velocities (integrators._rk4_stages), O(h |qd|).
+    so is dexp^-1 on quaternion stage velocities (integrators.rk4_stages_of), O(h |qd|).
     """
     D = -np.diag(model.dof_damping)
     if inputs.actuators is not None:
@@ -226,7 +226,7 @@ def _stage_jacobian(model, stages, h, inputs) -> np.ndarray:
     I = np.eye(model.nv)
     da = np.linalg.inv(stages[0][3])
     total = da
-    for c, s in zip(integ._RK4_C[:2], stages[1:3]):
+    for c, s in zip(integ.RK4_TIMES[:2], stages[1:3]):
         da = np.linalg.solve(s[3], I + h * c * D @ da)
         total = total + da
     return h * h / 6.0 * total

@@ -14,9 +14,10 @@ angular velocity).
 
 import numpy as np
 
-from physai import _checks
-from physai.engine import Data, as_model, com_pos, kinematics, native
-from physai.engine._checks import states
+from physai import validation
+from physai.engine import Data, as_model, native
+from physai.engine.smooth import com_pos, kinematics
+from physai.validation import states
 from physai.engine.model import Model
 
 
@@ -40,7 +41,7 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
     """
     model = model if type(model) is Model else as_model(model)
     b = model.body_id(body)
-    point = None if point is None else _checks.as_array("point", point, (3,))
+    point = None if point is None else validation.as_array("point", point, (3,))
     link = int(model.body_linkid[b])
     if native.on and link >= 0:                               # one compiled call, the point in its link's frame
         J = native.jacobians(model, q, link, model.body_pos[b] if point is None else model.body_pos[b] + model.body_rot[b] @ point)

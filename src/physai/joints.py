@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from physai.exceptions import InvalidStateError, UnsupportedModelError
+from physai.spatial import quat_to_mat as quat_to_mat_stack
 from physai.spatial import skew
 
 #: joint types, MuJoCo's numbers (mjtJoint)
@@ -96,16 +97,44 @@ def scalar_transform_constants(link: Link, rot: np.ndarray, pos: np.ndarray) -> 
     return G
 
 
+# sin and cos by Cody-Waite reduction by pi/2 and Cephes' minimax polynomials on [-pi/4, pi/4]: the same operations,
+# in the same order, as the compiled engine's sincos (cpp/lanes.h), so both backends turn hinges by the same numbers
+# on every CPU (numpy's own sin and cos differ between its SIMD kernels)
+_PIO2 = (1.57079625129699707031, 7.54978941586159635336e-8, 5.39030285815811905290e-15)      # pi/2 in three parts
+_SIN = (1.58962301576546568060e-10, 2.50507477628578072866e-8, 2.75573136213857245213e-6, 1.98412698295895385996e-4,
+        8.33333333332211858878e-3, 1.66666666666666307295e-1)
+_COS = (1.13585365213876817300e-11, 2.08757008419747316778e-9, 2.75573141792967388112e-7, 2.48015872888517045348e-5,
+        1.38888888888730564116e-3, 4.16666666666665929218e-2)
+_ROUND = 6755399441055744.0                          # 1.5 * 2^52: (x + _ROUND) - _ROUND rounds x to an integer, ties to even
+
+
+def sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(sin x, cos x) for an array x: the polynomial for |x| <= 1e5, numpy's sin and cos beyond (as the C++)."""
+    x = np.asarray(x, dtype=float)
+    j = (x * 0.63661977236758134308 + _ROUND) - _ROUND                     # nearest multiple of pi/2
+    r = ((x - j * _PIO2[0]) - j * _PIO2[1]) - j * _PIO2[2]
+    z = r * r
+    ps = (((((_SIN[0] * z - _SIN[1]) * z + _SIN[2]) * z - _SIN[3]) * z + _SIN[4]) * z - _SIN[5])
+    pc = (((((-_COS[0] * z + _COS[1]) * z - _COS[2]) * z + _COS[3]) * z - _COS[4]) * z + _COS[5])
+    sr = r + r * z * ps
+    cr = (1.0 - 0.5 * z) + z * z * pc
+    quadrant = j - 4.0 * (((j - 1.5) * 0.25 + _ROUND) - _ROUND)            # j mod 4
+    s = np.select([quadrant == 0.0, quadrant == 1.0, quadrant == 2.0], [sr, cr, -sr], -cr)
+    c = np.select([quadrant == 0.0, quadrant == 1.0, quadrant == 2.0], [cr, -sr, -cr], sr)
+    far = ~(np.abs(x) <= 1e5)
+    if far.any():
+        s[far], c[far] = np.sin(x[far]), np.cos(x[far])
+    return s, c
+
+
 def scalar_transforms(G: np.ndarray, t: np.ndarray) -> np.ndarray:
     """Poses (k, 3, 4, n) of k hinge/slide links with constants G (k, 3, 4, 4) at joint positions t (k, n)."""
     coef = np.empty((len(t), 4, t.shape[1]))
     coef[:, 0], coef[:, 1] = 1.0, t
-    # sin t = 2u / (1 + u^2), 1 - cos t = 2u^2 / (1 + u^2), u = tan(t/2): numpy vectorizes float64 tan but not
-    # sin and cos, and 1 - cos t keeps its relative precision for small t
-    u = np.tan(0.5 * t)
-    r = 2.0 / (1.0 + u * u)
-    np.multiply(u, r, out=coef[:, 2])
-    np.multiply(u * u, r, out=coef[:, 3])
+    # sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
+    sh, ch = sincos(0.5 * t)
+    np.multiply(2.0 * sh, ch, out=coef[:, 2])
+    np.multiply(2.0 * sh, sh, out=coef[:, 3])
     return np.matmul(G.reshape(-1, 12, 4), coef).reshape(-1, 3, 4, t.shape[1])
 
 
@@ -193,21 +222,16 @@ def default_range(jtype: int) -> tuple[float, float]:
 # ---- quaternions (w, x, y, z), state last ----
 
 def quat_to_mat(quat: np.ndarray, where=None) -> np.ndarray:
-    """Rotation matrices (..., 3, 3, n) of quaternions (..., 4, n), normalized first (as MuJoCo's kinematics).
+    """Rotation matrices (..., 3, 3, n) of quaternions (..., 4, n), state last: physai.spatial.quat_to_mat, normalized.
 
     A zero quaternion raises InvalidStateError naming where[k] (the q index of the k-th quaternion) if given."""
-    norm = np.sqrt(np.einsum("...in,...in->...n", quat, quat))
-    if (norm == 0).any():
-        k, s = (int(i) for i in np.argwhere(norm == 0)[0][-2:]) if norm.ndim > 1 else (0, int(np.argmax(norm == 0)))
+    norm2 = np.einsum("...in,...in->...n", quat, quat)
+    if (norm2 == 0).any():
+        k, s = (int(i) for i in np.argwhere(norm2 == 0)[0][-2:]) if norm2.ndim > 1 else (0, int(np.argmax(norm2 == 0)))
         at = f"q[{where[k]}:{where[k] + 4}]" if where is not None else "a quaternion"
         raise InvalidStateError(f"{at} is a zero quaternion (state {s}); a ball or free joint needs a unit quaternion "
                                 "(w, x, y, z), e.g. (1, 0, 0, 0)")
-    w, x, y, z = np.moveaxis(quat / norm[..., None, :], -2, 0)
-    R = np.empty(quat.shape[:-2] + (3, 3) + quat.shape[-1:])
-    R[..., 0, 0, :], R[..., 0, 1, :], R[..., 0, 2, :] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
-    R[..., 1, 0, :], R[..., 1, 1, :], R[..., 1, 2, :] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
-    R[..., 2, 0, :], R[..., 2, 1, :], R[..., 2, 2, :] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
-    return R
+    return np.moveaxis(quat_to_mat_stack(np.moveaxis(quat, -1, -2)), -3, -1)
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -10,8 +10,9 @@ bodies welded to the world keep their world pose. rot maps body coordinates to w
 
 import numpy as np
 
-from physai.engine import Data, as_model, kinematics, native
-from physai.engine._checks import states
+from physai.engine import Data, as_model, native
+from physai.engine.smooth import kinematics
+from physai.validation import states
 from physai.engine.model import Model
 
 

@@ -9,8 +9,13 @@ import numpy as np
 
 
 def skew(v: np.ndarray) -> np.ndarray:
-    """3x3 matrix of the cross product: skew(a) @ b == np.cross(a, b)."""
-    return np.array([[0.0, -v[2], v[1]], [v[2], 0.0, -v[0]], [-v[1], v[0], 0.0]])
+    """3x3 matrix of the cross product: skew(a) @ b == np.cross(a, b); for a stack (..., 3) the stack (..., 3, 3)."""
+    v = np.asarray(v, dtype=float)
+    S = np.zeros(v.shape[:-1] + (3, 3))
+    S[..., 0, 1], S[..., 0, 2] = -v[..., 2], v[..., 1]
+    S[..., 1, 0], S[..., 1, 2] = v[..., 2], -v[..., 0]
+    S[..., 2, 0], S[..., 2, 1] = -v[..., 1], v[..., 0]
+    return S
 
 
 def cross_motion(v: np.ndarray) -> np.ndarray:
@@ -36,13 +41,16 @@ def spatial_inertia(mass: float, c: np.ndarray, Ic: np.ndarray) -> np.ndarray:
 
 
 def quat_to_mat(quat: np.ndarray) -> np.ndarray:
-    """Rotation matrix of a quaternion (w, x, y, z); the quaternion is normalized first."""
-    w, x, y, z = np.asarray(quat, dtype=float) / np.linalg.norm(quat)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
+    """Rotation matrix of a quaternion (w, x, y, z), normalized first (as MuJoCo's kinematics); for a stack (..., 4) the
+    stack (..., 3, 3). A zero quaternion gives NaN (callers that take states check for it first: physai.joints)."""
+    quat = np.asarray(quat, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        w, x, y, z = np.moveaxis(quat / np.sqrt(np.einsum("...i,...i->...", quat, quat))[..., None], -1, 0)
+    R = np.empty(quat.shape[:-1] + (3, 3))
+    R[..., 0, 0], R[..., 0, 1], R[..., 0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
+    R[..., 1, 0], R[..., 1, 1], R[..., 1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
+    R[..., 2, 0], R[..., 2, 1], R[..., 2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
+    return R
 
 
 def axis_angle_to_mat(axis: np.ndarray, angle: float) -> np.ndarray:

@@ -4,7 +4,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from physai import _checks
+from physai import validation
 
 
 def min_jerk(q0, q1, duration: float) -> Callable[[float], tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -15,12 +15,12 @@ def min_jerk(q0, q1, duration: float) -> Callable[[float], tuple[np.ndarray, np.
     time t [s], a finite number (call it once per time), and returns three (n,) arrays [rad | m, /s, /s^2].
     Bad duration or t raise InvalidArgumentError.
     """
-    q0 = _checks.vector("q0", q0, np.size(q0))
-    q1 = _checks.vector("q1", q1, q0.size)
-    duration = _checks.number("duration", duration, "s", positive=True)
+    q0 = validation.vector("q0", q0, np.size(q0))
+    q1 = validation.vector("q1", q1, q0.size)
+    duration = validation.number("duration", duration, "s", positive=True)
 
     def at(t: float):
-        s = np.clip(_checks.number("t", t, "s") / duration, 0.0, 1.0)
+        s = np.clip(validation.number("t", t, "s") / duration, 0.0, 1.0)
         p = 10 * s**3 - 15 * s**4 + 6 * s**5
         dp = (30 * s**2 - 60 * s**3 + 30 * s**4) / duration
         ddp = (60 * s - 180 * s**2 + 120 * s**3) / duration**2

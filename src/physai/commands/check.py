@@ -5,13 +5,13 @@ MODEL is a model name (see physai.models) or the path of an MJCF file; a file Mu
 (a) M symmetric positive definite, (b) the hold torque is g(q), (c) forward then inverse dynamics returns tau,
 (d) C qd is the velocity part of the bias, Mdot - 2C is skew-symmetric and qd^T (Mdot - 2C) qd = 0, and
 (e) the full balance M qacc + qfrc_bias = qfrc_actuator + qfrc_passive + qfrc_constraint + qfrc_applied with
-physai's terms against MuJoCo's qacc, then each term against MuJoCo's. The checks live in physai.checks.
+physai's terms against MuJoCo's qacc, then each term against MuJoCo's. The checks live in physai.acceptance.
 Exit status 0 when every check passes, 1 otherwise (2 for errors, from cli.py).
 """
 
 import argparse
 
-from physai import checks, engine, joints, models
+from physai import acceptance, engine, joints, models
 from physai.commands import nonnegative_int, positive_int
 
 
@@ -29,14 +29,14 @@ def run(args: argparse.Namespace) -> int:
     print(f"physai check {args.model}: nq = {m.nq}, nv = {m.nv} ({joints.describe(model.jnt_type)}), {m.nu} actuators, "
           f"{args.states} random states, seed {args.seed}")
     print("states: hinges and slides uniform in the joint range where limited, else [-pi, pi]; quaternions uniform; "
-          f"qd in [-{checks.QD_MAX:g}, {checks.QD_MAX:g}]; "
-          f"tau in [-{checks.TAU_MAX:g}, {checks.TAU_MAX:g}]; ctrl uniform in ctrlrange; qfrc_applied and every "
-          f"body's xfrc_applied component in [-{checks.APPLIED_MAX:g}, {checks.APPLIED_MAX:g}]")
+          f"qd in [-{acceptance.QD_MAX:g}, {acceptance.QD_MAX:g}]; "
+          f"tau in [-{acceptance.TAU_MAX:g}, {acceptance.TAU_MAX:g}]; ctrl uniform in ctrlrange; qfrc_applied and every "
+          f"body's xfrc_applied component in [-{acceptance.APPLIED_MAX:g}, {acceptance.APPLIED_MAX:g}]")
     print("(e) MuJoCo runs with constraints disabled (mjDSBL_CONSTRAINT: contacts, joint limits, equalities), "
           "so qfrc_constraint = 0 in the balance")
-    print(f"tolerance: {checks.RTOL:g} x scale (10 x for the balance), scale = max(1, largest magnitude of the compared "
+    print(f"tolerance: {acceptance.RTOL:g} x scale (10 x for the balance), scale = max(1, largest magnitude of the compared "
           "quantities); the smallest eigenvalue must exceed its tolerance\n")
-    results = checks.run_checks(m, args.states, args.seed, model)
+    results = acceptance.run_checks(m, args.states, args.seed, model)
     width = max(len(r.label) for r in results)
     print(f"{'check':<{width}}  {'result':<6} {'worst':>10} {'tolerance':>11}  unit")
     for r in results:

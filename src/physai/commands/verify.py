@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from physai import checks, engine, joints, models
+from physai import acceptance, engine, joints, models
 from physai.commands import nonnegative_int, positive_int
 from physai.engine import native
 from physai.exceptions import UnknownKeyframeError
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
           "physai the sum of the three as tau")
     print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps")
     print(f"physai engine backend: {native.describe()}\n")
-    s = checks.random_states(m, args.states, args.seed, qd_max=QD_MAX, qdd_max=QDD_MAX)
+    s = acceptance.mujoco_states(m, args.states, args.seed, qd_max=QD_MAX, qdd_max=QDD_MAX)
     translations = bool(np.isin(model.jnt_type, (joints.SLIDE, joints.FREE)).any())
     ok = _table(m, model, (s.q, s.qd, s.qdd), translations)
     if key is not None:

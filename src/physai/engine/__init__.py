@@ -7,35 +7,23 @@
     M = engine.mass_matrix(model, q)            # (N, nv, nv)
     q_next = engine.integrate(model, q, qd, dt) # MuJoCo's mj_integratePos
 
-Organised like MuJoCo's engine_core_smooth.c: a constant Model of flat arrays (physai.engine.model), a
-per-state Data workspace (physai.engine.data), and algorithms made of one forward and one backward pass over
-links, vectorized over states with numpy (physai.engine.algorithms). Joint types are known to physai.joints
-alone. Checked against MuJoCo, Pinocchio and the lesson's teaching layer (physai.dynamics).
+Organised like MuJoCo's engine: a constant Model of flat arrays (model.py; actuators.py), a per-state Data workspace
+(data.py), loaders that read MuJoCo models, URDFs and lesson Trees and compute nothing (loaders.py, urdf.py), the
+stages of the smooth dynamics (smooth.py: kinematics, com_pos, com_vel, rne, crb, energy) and of forward dynamics
+(forward.py: Cholesky, aba), each one forward and one backward pass over links vectorized over states, and the public
+functions built on them (api.py; batching.py takes one state or N). Joint types are known to physai.joints alone.
 
-The public functions run on a compiled backend (physai.engine.native: C++ kernels that follow algorithms.py function
-by function) when it is built, and on the NumPy text otherwise: physai.engine.backend says which ("native" or
-"numpy"); PHYSAI_BACKEND=numpy or physai.engine.set_backend("numpy") selects the NumPy reference.
+The public functions run on a compiled backend (native.py: C++ kernels in cpp/ that mirror smooth.py and forward.py
+function by function) when it is built, and on the NumPy text otherwise: physai.engine.backend says which ("native"
+or "numpy"); PHYSAI_BACKEND=numpy or physai.engine.set_backend("numpy") selects the NumPy reference.
 engine.map_states(engine.rnea, model, q, qd, qdd) runs a function over Dask arrays of states, chunk by chunk
-(physai.engine.chunked), on one machine or a cluster.
+(chunked.py), on one machine or a cluster.
 """
 
-from physai.engine.algorithms import (
-    aba,
-    bias,
-    com_pos,
-    com_vel,
-    crb,
-    crba,
-    energy,
-    forward_dynamics,
-    gravity,
-    kinematics,
-    kinetic_energy,
-    mass_matrix,
-    potential_energy,
-    rne,
-    rnea,
-)
+import warnings
+
+from physai.engine import native, smooth
+from physai.engine.api import aba, bias, energy, forward_dynamics, gravity, kinetic_energy, mass_matrix, potential_energy, rnea
 from physai.engine.chunked import map_states
 from physai.engine.configuration import difference, integrate, random_states
 from physai.engine.data import Data
@@ -44,15 +32,28 @@ from physai.engine.model import Model
 from physai.engine.native import set_backend
 
 __all__ = [
-    "Data", "Model", "aba", "as_model", "bias", "com_pos", "com_vel", "compile_tree", "crb", "crba", "difference", "energy",
-    "forward_dynamics", "from_mujoco", "from_urdf", "gravity", "integrate", "kinematics", "kinetic_energy",
-    "map_states", "mass_matrix", "potential_energy", "random_states", "rne", "rnea", "set_backend",
+    "Data", "Model", "aba", "as_model", "bias", "compile_tree", "difference", "energy", "forward_dynamics", "from_mujoco",
+    "from_urdf", "gravity", "integrate", "kinetic_energy", "map_states", "mass_matrix", "potential_energy", "random_states",
+    "rnea", "set_backend",
 ]
+
+#: names of earlier releases, kept for one release: old name -> (its object, what to write instead)
+_DEPRECATED = {
+    "crba": (mass_matrix, "physai.engine.mass_matrix"),
+    "kinematics": (smooth.kinematics, "physai.engine.smooth.kinematics (a stage on a Data)"),
+    "com_pos": (smooth.com_pos, "physai.engine.smooth.com_pos (MuJoCo's mj_comPos stage on a Data, not the centre of mass)"),
+    "com_vel": (smooth.com_vel, "physai.engine.smooth.com_vel (a stage on a Data)"),
+    "rne": (smooth.rne, "physai.engine.smooth.rne (a stage on a Data; the result is physai.engine.rnea)"),
+    "crb": (smooth.crb, "physai.engine.smooth.crb (a stage on a Data; the result is physai.engine.mass_matrix)"),
+}
 
 
 def __getattr__(name):
     if name == "backend":                 # physai.engine.backend: "native" or "numpy", read at each access
-        from physai.engine import native
-
         return native.backend()
+    if name in _DEPRECATED:
+        target, instead = _DEPRECATED[name]
+        warnings.warn(f"physai.engine.{name} is deprecated and will be removed in the next release; use {instead}",
+                      DeprecationWarning, stacklevel=2)
+        return target
     raise AttributeError(f"module 'physai.engine' has no attribute {name!r}")

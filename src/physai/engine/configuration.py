@@ -12,11 +12,11 @@ import math
 
 import numpy as np
 
-from physai import _checks, joints
-from physai.engine import native
-from physai.engine._checks import states
-from physai.engine.algorithms import _model, _out
+from physai import joints, validation
+from physai.engine import batching, native
+from physai.engine.loaders import as_model
 from physai.engine.model import Model
+from physai.validation import states
 from physai.exceptions import InvalidArgumentError
 
 
@@ -29,10 +29,10 @@ def integrate(model: Model, q, qd, dt) -> np.ndarray:
         out = native.configuration(model, 0, q, qd, dt)
         if out is not None:
             return out
-    model = _model(model)
-    h = _checks.number("dt", dt, "s")
+    model = as_model(model)
+    h = validation.number("dt", dt, "s")
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
-    return _out(joints.integrate(model.coords, Q, V, h), batch, "integrate")
+    return batching.result(joints.integrate(model.coords, Q, V, h), batch, "integrate")
 
 
 def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
@@ -41,10 +41,10 @@ def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
         out = native.configuration(model, 1, q0, q1, dt)
         if out is not None:
             return out
-    model = _model(model)
-    h = _checks.number("dt", dt, "s", positive=True)
+    model = as_model(model)
+    h = validation.number("dt", dt, "s", positive=True)
     (Q0, Q1), batch = states(q0=(q0, model.nq), q1=(q1, model.nq))
-    return _out(joints.difference(model.coords, Q0, Q1, h), batch, "difference")
+    return batching.result(joints.difference(model.coords, Q0, Q1, h), batch, "difference")
 
 
 def scalar_ranges(model: Model, ranges=None) -> tuple[np.ndarray, np.ndarray]:
@@ -63,7 +63,7 @@ def scalar_ranges(model: Model, ranges=None) -> tuple[np.ndarray, np.ndarray]:
 def random_states(model: Model, n: int, rng=None, qd_max: float = 1.0, ranges=None) -> tuple[np.ndarray, np.ndarray]:
     """n random states (q (n, nq), qd (n, nv)): q as in scalar_ranges, quaternions uniform on SO(3), qd uniform in
     [-qd_max, qd_max]. rng: a numpy Generator or a seed (default 0)."""
-    model = _model(model)
+    model = as_model(model)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise InvalidArgumentError(f"the number of states must be a whole number >= 1, got {n!r}")
     rng = np.random.default_rng(0 if rng is None else rng)

@@ -5,8 +5,10 @@ depends on a state or computes dynamics. Joint-type knowledge stays in physai.jo
 the type each joint has.
 
     from_mujoco(m)                        MjModel | name | path -> Model (constraints are not modelled)
-    from_urdf(source, floating_base=False)  URDF path or text -> Model; floating_base puts a free joint at the root
-    compile_tree(tree)                    physai.dynamics.Tree -> Model
+    from_urdf(source, floating_base=False)  URDF path, text or bytes -> Model; floating_base puts a free joint at the root
+    compile_tree(tree)                    a lesson Tree (physai.dynamics.Tree, read by its fields) -> Model
+    as_model(source)                      any of these, or a Model itself
+    actuators_from_mujoco(m)              the Actuators of an MjModel
 """
 
 from pathlib import Path
@@ -14,37 +16,31 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai import joints
+from physai import joints, models, validation
+from physai.engine import urdf
+from physai.engine.actuators import Actuators
 from physai.engine.model import BodySpec, JointSpec, Model, build
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
 
 _FROM_MJ = {int(mujoco.mjtJoint.mjJNT_FREE): joints.FREE, int(mujoco.mjtJoint.mjJNT_BALL): joints.BALL,
             int(mujoco.mjtJoint.mjJNT_SLIDE): joints.SLIDE, int(mujoco.mjtJoint.mjJNT_HINGE): joints.HINGE}
+#: the fields of a lesson Tree (physai.dynamics.Tree) and of its bodies that compile_tree reads
+TREE_FIELDS = ("bodies", "armature", "gravity", "damping", "stiffness", "springref")
+TREE_BODY_FIELDS = ("parent", "pos", "rot", "joint", "axis", "anchor", "mass", "com", "inertia", "name", "ref")
 
 
-_SAMEFRAME_BODY, _SAMEFRAME_BODYROT = int(mujoco.mjtSameFrame.mjSAMEFRAME_BODY), int(mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT)
-
-
-def mjmodel(source) -> mujoco.MjModel:
-    """An MjModel from an MjModel, a model name (physai.models) or a path to an MJCF file."""
-    if isinstance(source, mujoco.MjModel):
-        return source
-    if isinstance(source, (str, Path)):
-        from physai import models
-
-        return models.load(str(source))
-    raise InvalidModelError(f"expected a mujoco.MjModel, a model name or a path to an MJCF file, got {type(source).__name__}")
+def is_tree(source) -> bool:
+    """Whether source has a lesson Tree's fields (physai.dynamics.Tree, or anything shaped like it)."""
+    return all(hasattr(source, name) for name in TREE_FIELDS)
 
 
 def as_model(source) -> Model:
-    """A Model from a Model (itself), a physai.dynamics.Tree (compile_tree), an MjModel, a model name or an MJCF path
+    """A Model from a Model (itself), a lesson Tree (compile_tree), an MjModel, a model name or an MJCF path
     (from_mujoco): what every function of physai that takes a model accepts."""
     if isinstance(source, Model):
         return source
-    from physai.dynamics import Tree
-
-    if isinstance(source, Tree):
+    if is_tree(source):
         return compile_tree(source)
     if isinstance(source, (mujoco.MjModel, str, Path)):
         return from_mujoco(source)
@@ -58,15 +54,12 @@ def from_mujoco(source) -> Model:
     Reads body offsets and orientations, joints (type, axis, anchor, ref = qpos0 for hinges and slides),
     masses, centres of mass, inertias (principal axes turned into the body frame), armature, joint damping,
     stiffness and springref, gravity (honouring the gravity, spring and damper disable flags) and the actuators
-    (physai.forces.actuators_from_mujoco). Contacts, limits and equality constraints are not modelled: compare
+    (actuators_from_mujoco). Contacts, limits and equality constraints are not modelled: compare
     with MuJoCo with mjDSBL_CONSTRAINT. Raises UnsupportedModelError for passive forces physai does not model
     (polynomial or tendon springs and dampers, gravity compensation, fluid forces).
     """
-    from physai import forces
-    from physai.dynamics import refuse_unsupported_passive_forces
-
-    m = mjmodel(source)
-    refuse_unsupported_passive_forces(m)
+    m = models.as_mjmodel(source, "from_mujoco")
+    models.check_passive_forces(m)
     off = m.opt.disableflags
     damper = not off & mujoco.mjtDisableBit.mjDSBL_DAMPER
     spring = not off & mujoco.mjtDisableBit.mjDSBL_SPRING
@@ -84,28 +77,22 @@ def from_mujoco(source) -> Model:
                 damping=m.dof_damping[va:va + joints.NV[t]] * damper,
                 stiffness=float(m.jnt_stiffness[j]) * spring, springref=float(m.qpos_spring[qa]) if scalar else 0.0,
                 name=m.joint(j).name or f"joint{j}"))
-        # principal axes of inertia in the body frame; where MuJoCo's compiler found them within its tolerance of the
-        # body frame (body_sameframe), its kinematics uses the body frame itself, and so does physai
-        same = int(m.body_sameframe[b])
-        R = np.eye(3) if same in (_SAMEFRAME_BODY, _SAMEFRAME_BODYROT) else quat_to_mat(m.body_iquat[b])
-        ipos = np.zeros(3) if same == _SAMEFRAME_BODY else m.body_ipos[b].copy()
+        mass, com, inertia = models.body_inertia(m, b)
         bodies.append(BodySpec(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), specs,
-                               float(m.body_mass[b]), ipos, R @ np.diag(m.body_inertia[b]) @ R.T,
-                               m.body(b).name or f"body{b}"))
+                               mass, com, inertia, m.body(b).name or f"body{b}"))
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
-    return build(bodies, gravity, forces.actuators_from_mujoco(m) if m.nu else None)
+    return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None)
 
 
 def compile_tree(tree) -> Model:
-    """The Model of a physai.dynamics.Tree (the lesson's hinge/slide trees). Raises InvalidModelError for anything else."""
-    from physai.dynamics import Tree
-
-    if not isinstance(tree, Tree):
+    """The Model of a lesson Tree (physai.dynamics.Tree: hinge/slide trees), read by its fields (TREE_FIELDS, and
+    TREE_BODY_FIELDS of each body). Raises InvalidModelError for anything else."""
+    if not is_tree(tree):
         raise InvalidModelError(f"compile_tree needs a physai.dynamics.Tree, got {type(tree).__name__}")
     return build(_tree_bodies(tree), tree.gravity)
 
 
-def _tree_bodies(tree, free_root: bool = False) -> list[BodySpec]:
+def _tree_bodies(tree) -> list[BodySpec]:
     kinds = {"hinge": joints.HINGE, "slide": joints.SLIDE}
     bodies, k = [], 0
     for b in tree.bodies:
@@ -114,24 +101,114 @@ def _tree_bodies(tree, free_root: bool = False) -> list[BodySpec]:
             specs.append(JointSpec(kinds[b.joint], b.axis, b.anchor, b.ref, tree.armature[k], tree.damping[k],
                                    tree.stiffness[k], tree.springref[k], b.name))
             k += 1
-        elif free_root and b.parent < 0:
-            specs.append(JointSpec(joints.FREE, name=f"{b.name or 'root'}_free"))
         bodies.append(BodySpec(b.parent, b.pos, b.rot, specs, b.mass, b.com, b.inertia, b.name))
     return bodies
 
 
 def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 0.0, -9.81),
               independent_mimic: bool = False) -> Model:
-    """The Model of a URDF (path, text or bytes), read by physai.urdf; floating_base=True gives the root link a free
-    joint (MuJoCo's convention: q = (world position, quaternion w x y z), v = (world linear, body angular velocity);
-    physai.conventions maps to Pinocchio's free flyer).
+    """The Model of a URDF (path, text or bytes), read by physai.engine.urdf; floating_base=True gives the root link a
+    free joint (MuJoCo's convention: q = (world position, quaternion w x y z), v = (world linear, body angular
+    velocity); physai.conventions maps to Pinocchio's free flyer).
 
-    armature: (n,) rotor inertia per moving URDF joint, in URDF order [kg m^2 | kg]; gravity (3,) [m/s^2];
-    independent_mimic: as physai.urdf.tree_from_urdf.
+    armature: (n,) rotor inertia per moving URDF joint, in depth-first order [kg m^2 | kg]; gravity (3,) [m/s^2];
+    independent_mimic: accept mimic joints as independent joints (Pinocchio's buildModelFromUrdf) instead of refusing them.
     """
-    from physai.urdf import tree_from_urdf
+    bodies = urdf.read(source, independent_mimic)
+    moving = [j for b in bodies for j in b.joints]
+    if armature is not None:
+        for joint, value in zip(moving, validation.vector("armature", armature, len(moving))):
+            joint.armature = value
+    if floating_base:
+        if bodies[0].joints:
+            raise UnsupportedModelError("floating_base: the URDF's root link already has a joint")
+        bodies[0].joints = [JointSpec(joints.FREE, name=f"{bodies[0].name or 'root'}_free")]
+    return build(bodies, validation.vector("gravity", gravity, 3))
 
-    tree = tree_from_urdf(source, armature=armature, gravity=gravity, independent_mimic=independent_mimic)
-    if floating_base and tree.bodies[0].joint:
-        raise UnsupportedModelError("floating_base: the URDF's root link already has a joint")
-    return build(_tree_bodies(tree, free_root=floating_base), tree.gravity)
+
+def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
+    """The Actuators of a compiled MuJoCo model (static model data only).
+
+    Supported: motor, position, velocity and general actuators without activation dynamics (dyntype none),
+    with fixed or affine gain and no or affine bias, on a hinge or slide joint or on a fixed tendon.
+    Anything else raises UnsupportedModelError naming the actuator. Controls are not clamped if the model
+    disables clampctrl; with actuation disabled every moment arm is zero.
+    """
+    nu, nv = m.nu, m.nv
+    if nu and m.ngravcomp and np.any(m.jnt_actgravcomp):
+        j = int(np.flatnonzero(m.jnt_actgravcomp)[0])
+        raise UnsupportedModelError(f"joint {m.joint(j).name!r} takes its gravity compensation through the actuators "
+                                    "(actuatorgravcomp); physai does not model gravity compensation")
+    moment, qmoment, gain, bias = np.zeros((nu, nv)), np.zeros((nu, m.nq)), np.zeros((nu, 3)), np.zeros((nu, 3))
+    names = []
+    for a in range(nu):
+        name = m.actuator(a).name or f"actuator{a}"
+        names.append(name)
+        _check_actuator(m, a, name)
+        gear = m.actuator_gear[a, 0]
+        trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
+        if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+            moment[a, m.jnt_dofadr[target]] = gear   # hinge or slide: length = gear * qpos
+            qmoment[a, m.jnt_qposadr[target]] = gear
+        else:                                        # fixed tendon: length = gear * sum coef * qpos
+            for w in range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target]):
+                moment[a, m.jnt_dofadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+                qmoment[a, m.jnt_qposadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+        g, b = m.actuator_gainprm[a], m.actuator_biasprm[a]
+        gain[a] = (g[0], 0, 0) if int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_FIXED else g[:3]
+        bias[a] = (0, 0, 0) if int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_NONE else b[:3]
+    if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ACTUATION:
+        moment[:] = qmoment[:] = 0.0
+    dof_forcerange, dof_forcelimited = np.zeros((nv, 2)), np.zeros(nv, bool)
+    for j in np.flatnonzero(m.jnt_actfrclimited):     # limits of the total actuator force on a hinge or slide
+        if int(m.jnt_type[j]) not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            raise UnsupportedModelError(f"joint {m.joint(j).name!r} limits its total actuator force (actuatorfrcrange) "
+                                        "on a ball or free joint; physai does this on hinges and slides")
+        dof_forcerange[m.jnt_dofadr[j]], dof_forcelimited[m.jnt_dofadr[j]] = m.jnt_actfrcrange[j], True
+    ctrllimited = m.actuator_ctrllimited.astype(bool)
+    if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
+        ctrllimited[:] = False
+    return Actuators(moment, gain, bias, m.actuator_ctrlrange.copy(), ctrllimited, m.actuator_forcerange.copy(),
+                     m.actuator_forcelimited.astype(bool), tuple(names), qmoment, dof_forcerange, dof_forcelimited)
+
+
+def _check_actuator(m, a: int, name: str) -> None:
+    """Raise UnsupportedModelError if actuator a uses a feature actuator_force does not model."""
+    def refuse(what: str):
+        raise UnsupportedModelError(f"actuator {name!r}: {what}; physai supports actuators without activation "
+                                    "dynamics, with affine gain and bias, on a hinge or slide joint or a fixed tendon")
+
+    dyn, gtype, btype = int(m.actuator_dyntype[a]), int(m.actuator_gaintype[a]), int(m.actuator_biastype[a])
+    if dyn != mujoco.mjtDyn.mjDYN_NONE:
+        refuse(f"activation dynamics {mujoco.mjtDyn(dyn).name} (dyntype must be none)")
+    if gtype not in (mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtGain.mjGAIN_AFFINE):
+        refuse(f"gain type {mujoco.mjtGain(gtype).name}")
+    if btype not in (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE):
+        refuse(f"bias type {mujoco.mjtBias(btype).name}")
+    trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
+    if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+        jtype = int(m.jnt_type[target])
+        if jtype not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
+            refuse(f"its joint {m.joint(target).name!r} is a {mujoco.mjtJoint(jtype).name} joint")
+    elif trn == mujoco.mjtTrn.mjTRN_TENDON:
+        wraps = range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target])
+        if any(int(m.wrap_type[w]) != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
+            refuse(f"its tendon {m.tendon(target).name!r} is spatial (only fixed tendons have constant moment arms)")
+        if m.tendon_actfrclimited[target]:
+            refuse(f"its tendon {m.tendon(target).name!r} limits the total actuator force (actuatorfrcrange)")
+    else:
+        refuse(f"transmission {mujoco.mjtTrn(trn).name} (a joint or a fixed tendon is needed)")
+    checks = [
+        (m.actuator_plugin[a] >= 0, "it is a plugin"),
+        (m.actuator_ctrlnum[a] != 1 or m.actuator_outnum[a] != 1, "it has more than one control or output"),
+        (m.actuator_delay[a] != 0, "it has a control delay"),
+        (m.actuator_damping[a] != 0 or np.any(m.actuator_dampingpoly[a]), "it has actuator damping"),
+        (m.actuator_armature[a] != 0, "it has actuator armature"),
+        ((m.opt.disableactuator >> int(m.actuator_group[a])) & 1 if 0 <= m.actuator_group[a] < 31 else False,
+         f"its group {m.actuator_group[a]} is disabled"),
+    ]
+    for bad, what in checks:
+        if bad:
+            refuse(what)
+
+

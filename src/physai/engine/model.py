@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import joints
-from physai.exceptions import InvalidModelError, UnsupportedModelError
+from physai.exceptions import InvalidInertiaError, InvalidModelError, UnknownBodyError, UnsupportedModelError
 
 
 @dataclass
@@ -70,7 +70,11 @@ class Model:
     link_mass       (nlink,)        mass of the link: its body and the bodies fused into it [kg]
     link_ipos       (nlink, 3)      their centre of mass, link frame [m]
     link_inertia    (nlink, 3, 3)   their rotational inertia about link_ipos, link frame [kg m^2]
+    link_relative   (nlink,)        bool: the link's position relative to its tree's centre is summed from its
+                                    parent's (the parent is the centre or is such a link), keeping its digits far away
     link_transforms physai.joints.LinkTransforms: jcalc of every link, link_transforms(q) -> (nlink, 3, 4, n)
+    link_parents    list: link_parentid as a Python list (the per-link loops index lists faster than arrays)
+    backward_links  list: the links that have a parent, deepest first: the order of every backward pass
     dof_linkid      (nv,)           the link a dof moves
     dof_parentid    (nv,)           previous dof towards the root, -1 at a root
     dof_motion      (nv, 6)         motion subspace S of each dof in its link frame about the link origin
@@ -82,13 +86,15 @@ class Model:
     jnt_stiffness   (njnt,)         spring stiffness of hinges and slides [N m/rad | N/m]; spring force
                                     -k (q - springref), energy 1/2 k (q - springref)^2
     jnt_springref   (njnt,)         [rad | m]
+    spring_qposadr, spring_dofadr, spring_stiffness, spring_ref   (nspring,) the joints with a spring (hinges and
+                                    slides with stiffness != 0): q entry, dof, k [N m/rad | N/m], springref [rad | m]
     body_linkid     (nbody,)        link each body moves with, -1 for bodies welded to the world
     body_pos, body_rot (nbody, 3), (nbody, 3, 3)   body frame in that link's frame (world for -1)
     body_mass, body_ipos (nbody,), (nbody, 3)      each body's own mass [kg] and centre of mass in its frame [m]
     body_name       (nbody,)        names (used in messages and by name look-ups)
     static_mass, static_com         mass welded to the world [kg] and its centre of mass [m]
     coords          physai.joints.Coordinates: q and v's layout (scalars, quaternions), qpos0
-    actuators       physai.forces.Actuators or None
+    actuators       physai.engine.actuators.Actuators or None
     """
 
     nq: int
@@ -104,6 +110,7 @@ class Model:
     link_mass: np.ndarray
     link_ipos: np.ndarray
     link_inertia: np.ndarray
+    link_relative: np.ndarray
     link_transforms: joints.LinkTransforms
     dof_linkid: np.ndarray
     dof_parentid: np.ndarray
@@ -121,6 +128,10 @@ class Model:
     jnt_stiffness: np.ndarray
     jnt_springref: np.ndarray
     jnt_name: tuple
+    spring_qposadr: np.ndarray
+    spring_dofadr: np.ndarray
+    spring_stiffness: np.ndarray
+    spring_ref: np.ndarray
     body_linkid: np.ndarray
     body_pos: np.ndarray
     body_rot: np.ndarray
@@ -136,26 +147,9 @@ class Model:
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
-        # plain-Python copies of the topology for the per-link loops (list indexing beats array indexing)
         parents = self.link_parentid.tolist()
-        object.__setattr__(self, "_parents", parents)
-        object.__setattr__(self, "_children", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
-        # links whose position relative to the centre is summed from their parent's (the parent is the centre or is one)
-        relative, center = [], self.link_centerid
-        for i, p in enumerate(parents):
-            if p >= 0 and center[i] != i and center[p] == center[i] and (center[p] == p or p in relative):
-                relative.append(i)
-        object.__setattr__(self, "_relative", relative)
-        a_g = np.zeros((6, 1))                      # the base's spatial acceleration that stands in for gravity
-        a_g[3:, 0] = -self.gravity
-        a_g.setflags(write=False)
-        object.__setattr__(self, "_a_g", a_g)
-        object.__setattr__(self, "_diag", (np.arange(self.nv), np.arange(self.nv)))
-        spring = [j for j in range(self.njnt) if self.jnt_stiffness[j] != 0]
-        object.__setattr__(self, "_spring_q", self.jnt_qposadr[spring])
-        object.__setattr__(self, "_spring_v", self.jnt_dofadr[spring])
-        object.__setattr__(self, "_spring_k", self.jnt_stiffness[spring])
-        object.__setattr__(self, "_spring_ref", self.jnt_springref[spring])
+        object.__setattr__(self, "link_parents", parents)
+        object.__setattr__(self, "backward_links", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
 
     def __getstate__(self) -> dict:
         """Pickled (Dask sends the Model to its workers) without the compiled backend's copy of the arrays, which
@@ -177,8 +171,6 @@ class Model:
 
     def body_id(self, body) -> int:
         """Index of a body given by index or name; physai.exceptions.UnknownBodyError otherwise."""
-        from physai.exceptions import UnknownBodyError
-
         if isinstance(body, str):
             if body in self.body_name:
                 return self.body_name.index(body)
@@ -276,6 +268,10 @@ def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
             b = bodies[b].parent
         return owner[b]
     center = np.array([root_link(b) for b in L["body"]], dtype=np.intp)
+    relative = np.zeros(nlink, dtype=bool)
+    for i in range(nlink):
+        p = parent[i]
+        relative[i] = p >= 0 and center[i] != i and center[p] == center[i] and (center[p] == p or relative[p])
 
     per_dof = lambda attr: np.concatenate([np.broadcast_to(np.asarray(getattr(j, attr), float), (joints.NV[j.type],))  # noqa: E731
                                            for j, *_ in jnts]) if jnts else np.zeros(0)
@@ -286,18 +282,23 @@ def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
     springless = [j.name for j, *_ in jnts if j.stiffness and not joints.has_spring(j.type)]
     if springless:
         raise UnsupportedModelError(f"joint {springless[0]!r} has stiffness; physai's springs are on hinges and slides")
+    springref = np.array([float(j.springref) for j, *_ in jnts])
+    armature = per_dof("armature")
+    if (armature < 0).any():
+        raise InvalidInertiaError(f"armature {armature} has a negative entry; rotor inertia must be >= 0")
+    spring = np.flatnonzero(stiff != 0)
     return Model(
         nq=nq, nv=nv, nbody=nb, njnt=len(jnts), nlink=nlink, gravity=np.array(gravity, dtype=float),
         link_parentid=parent, link_centerid=center, link_dofadr=dofadr, link_dofnum=dofnum,
-        link_mass=mass, link_ipos=ipos, link_inertia=inertia,
+        link_mass=mass, link_ipos=ipos, link_inertia=inertia, link_relative=relative,
         link_transforms=joints.LinkTransforms.of(L["link"], L["rot"], L["pos"], [jq[1] for jq in L["joint"]],
                                                  [ref(i) for i in range(nlink)]),
         dof_linkid=dof_link, dof_parentid=dof_parent, dof_motion=motion.reshape(-1, 6),
-        dof_armature=per_dof("armature"), dof_damping=per_dof("damping"), dof_ancestor=ancestor,
+        dof_armature=armature, dof_damping=per_dof("damping"), dof_ancestor=ancestor,
         dof_Mrow=row, dof_Mcol=col, dof_Mmask=(ancestor | ancestor.T).astype(float)[:, :, None],
         jnt_type=jtype, jnt_qposadr=qadr, jnt_dofadr=vadr, jnt_bodyid=np.array([b for _, b, *_ in jnts], dtype=np.intp),
-        jnt_stiffness=stiff, jnt_springref=np.array([float(j.springref) for j, *_ in jnts]),
-        jnt_name=tuple(j.name for j, *_ in jnts),
+        jnt_stiffness=stiff, jnt_springref=springref, jnt_name=tuple(j.name for j, *_ in jnts),
+        spring_qposadr=qadr[spring], spring_dofadr=vadr[spring], spring_stiffness=stiff[spring], spring_ref=springref[spring],
         body_linkid=owner.astype(np.intp), body_pos=rel_p, body_rot=rel_R,
         body_mass=np.array([float(s.mass) for s in bodies]), body_ipos=np.array([s.com for s in bodies]).reshape(-1, 3),
         body_name=tuple(s.name for s in bodies),

@@ -41,7 +41,8 @@ import os
 
 import numpy as np
 
-from physai.engine._checks import states
+from physai.validation import states
+from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError
 
@@ -127,13 +128,12 @@ def _native_model(model):
     qadr[lt.scalar], qadr[lt.ball] = lt.scalar_q, lt.ball_q
     ref[lt.scalar], G[lt.scalar] = lt.scalar_ref, lt.scalar_G
     rot[lt.ball], pos[lt.ball], anchor[lt.ball] = lt.ball_rot, lt.ball_pos, lt.ball_anchor
-    relative = np.zeros(L, np.int64)
-    relative[model._relative] = 1
+    relative = model.link_relative.astype(np.int64)
     nm = _ext.NativeModel(
         model.nq, model.nv, L, f64(model.gravity), i64(model.link_parentid), i64(model.link_centerid), relative,
         i64(model.link_dofadr), i64(model.link_dofnum), f64(model.link_mass), f64(model.link_ipos), f64(model.link_inertia),
         kind, qadr, ref, f64(G), f64(rot), f64(pos), f64(anchor), i64(model.dof_linkid), i64(model.dof_parentid),
-        f64(model.dof_motion), f64(model.dof_armature), i64(model._spring_q), f64(model._spring_k), f64(model._spring_ref),
+        f64(model.dof_motion), f64(model.dof_armature), i64(model.spring_qposadr), f64(model.spring_stiffness), f64(model.spring_ref),
         float(model.static_mass), f64(model.static_com))
     object.__setattr__(model, "_native_model", nm)
     return nm
@@ -183,8 +183,6 @@ def dispatch(op: int, names: str):
                 out = run(model, op, *arrays, *(None,) * (3 - len(arrays)))
                 if out is not None:
                     return out
-                from physai.engine.loaders import as_model
-
                 model = model if isinstance(model, Model) else as_model(model)
                 out = call(model, op, {n: (a, model.nq if q else model.nv) for n, a, q in zip(names.split(), arrays, sizes)})
                 if out is not None:
@@ -299,7 +297,7 @@ def _native_sim(model, actuators):
         act = [i64(a) if np.asarray(a).dtype == bool else f64(a) for a in act]
     point = model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)   # centres of mass in link frames
     return _ext.NativeSim(model.nq, model.nv, f64(model.dof_damping), i64(c.scalar_q), i64(c.scalar_v), i64(c.quat_q),
-                          i64(c.quat_v), i64(model._spring_v), nu, *act, model.nbody, i64(model.body_linkid), f64(point),
+                          i64(c.quat_v), i64(model.spring_dofadr), nu, *act, model.nbody, i64(model.body_linkid), f64(point),
                           i64(model.dof_Mmask[:, :, 0] > 0))
 
 

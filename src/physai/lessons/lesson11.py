@@ -246,7 +246,7 @@ def rk4_last_stages(model, q: np.ndarray, qd: np.ndarray, timestep: float) -> tu
     q, qd = np.asarray(q, dtype=float), np.asarray(qd, dtype=float)
     qi, qdi = q, qd
     for c in (0.5, 0.5, 1.0):                        # stage i + 1 uses only stage i (MuJoCo's A is diagonal)
-        qdd = engine.forward_dynamics(model, qi, qdi, forces._passive(model, qi.T, qdi.T).T)
+        qdd = engine.forward_dynamics(model, qi, qdi, forces.damper_spring_force(model, qi.T, qdi.T).T)
         qi, qdi = engine.integrate(model, q, c * qdi, timestep), qd + timestep * (c * qdd)
     return qi, qdi
 

@@ -25,10 +25,19 @@ import tempfile
 from pathlib import Path
 
 import mujoco
+import numpy as np
 
-from physai.exceptions import InvalidModelError, ModelUnavailableError, UnknownModelError
+from physai.exceptions import (
+    InvalidArgumentError,
+    InvalidModelError,
+    ModelUnavailableError,
+    UnknownModelError,
+    UnsupportedModelError,
+)
+from physai.spatial import quat_to_mat
 
 BUNDLED_DIR = Path(__file__).resolve().parent
+_SAMEFRAME_BODY, _SAMEFRAME_BODYROT = int(mujoco.mjtSameFrame.mjSAMEFRAME_BODY), int(mujoco.mjtSameFrame.mjSAMEFRAME_BODYROT)
 COURSE_MIRROR = BUNDLED_DIR.parents[2].parent / "shared" / "menagerie"   # <checkout>/../shared/menagerie
 
 #: Menagerie robots physai knows by name, with the entry point loaded by default.
@@ -180,3 +189,43 @@ def _menagerie_call(name: str, fn):
             "network connection; offline, set MENAGERIE_ROOT to a local Menagerie mirror (a folder holding "
             f"{name}/), e.g. MENAGERIE_ROOT=../shared/menagerie in the course repository."
         ) from None
+
+
+def as_mjmodel(source, needed_by: str = "physai") -> mujoco.MjModel:
+    """source itself when it is a mujoco.MjModel; a model name or an MJCF path compiled by `load`.
+
+    Anything else raises InvalidArgumentError saying what `needed_by` takes (an MjData holds a state: pass its MjModel).
+    """
+    if isinstance(source, mujoco.MjModel):
+        return source
+    if isinstance(source, (str, os.PathLike)):
+        return load(source)
+    hint = " (an MjData holds a state; pass its MjModel)" if isinstance(source, mujoco.MjData) else ""
+    raise InvalidArgumentError(f"{needed_by} needs a mujoco.MjModel, a model name or the path of an MJCF file, "
+                            f"got {type(source).__name__}{hint}")
+
+
+def check_passive_forces(m: mujoco.MjModel) -> None:
+    """Refuse (UnsupportedModelError) the passive forces physai does not model: polynomial or tendon springs and dampers,
+    gravity compensation, fluid forces. physai's passive forces are linear joint damping and stiffness."""
+    unsupported = (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
+                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"),
+                   ("body_gravcomp", "body gravity compensation"))
+    for attribute, what in unsupported:
+        if getattr(m, attribute, None) is not None and getattr(m, attribute).any():
+            raise UnsupportedModelError(f"the model has {what} ({attribute}); physai's passive forces cover linear joint "
+                                        "damping and stiffness only")
+    if m.opt.density or m.opt.viscosity or m.opt.wind.any():
+        raise UnsupportedModelError(f"the model has fluid forces (density {m.opt.density}, viscosity {m.opt.viscosity}, "
+                                    f"wind {m.opt.wind}); physai's passive forces cover linear joint damping and stiffness only")
+
+
+def body_inertia(m: mujoco.MjModel, b: int) -> tuple[float, np.ndarray, np.ndarray]:
+    """(mass [kg], centre of mass (3,) [m], rotational inertia about it (3, 3) [kg m^2]) of MuJoCo body b, in the body's
+    own frame: MuJoCo stores principal moments in a principal frame (body_ipos, body_iquat); where its compiler found
+    that frame within its tolerance of the body frame (body_sameframe), its kinematics uses the body frame itself, and
+    so does physai."""
+    same = int(m.body_sameframe[b])
+    R = np.eye(3) if same in (_SAMEFRAME_BODY, _SAMEFRAME_BODYROT) else quat_to_mat(m.body_iquat[b])
+    com = np.zeros(3) if same == _SAMEFRAME_BODY else m.body_ipos[b].copy()
+    return float(m.body_mass[b]), com, R @ np.diag(m.body_inertia[b]) @ R.T

@@ -1,0 +1,89 @@
+"""Actuators: the constant description of a model's motors and servos (MuJoCo's actuator_* arrays, for the actuators
+physai models). physai.engine.loaders reads them from a MuJoCo model; physai.forces turns them into forces.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from physai import validation
+from physai.exceptions import InvalidModelError, ShapeError
+
+
+@dataclass(eq=False)
+class Actuators:
+    """The nu actuators of a model, each a scalar force acting along a transmission with constant moment arms.
+
+    moment:      (nu, nv) transmission: actuator a has length moment[a] @ q and velocity moment[a] @ qd, and
+                 its scalar force f_a adds moment[a] * f_a to qfrc_actuator (MuJoCo's actuator_moment).
+                 A joint transmission puts the gear at the joint's dof; a fixed tendon puts gear * coef at
+                 each of its joints' dofs.
+    gain:        (nu, 3) (g0, g1, g2): gain = g0 + g1 length + g2 velocity
+    bias:        (nu, 3) (b0, b1, b2): bias = b0 + b1 length + b2 velocity
+                 so that f = gain ctrl + bias, MuJoCo's affine form (a motor: gain (1, 0, 0), bias 0;
+                 a position servo: gain (kp, 0, 0), bias (0, -kp, -kv); a velocity servo: gain (kv, 0, 0),
+                 bias (0, 0, -kv))
+    ctrlrange:   (nu, 2) [low, high] of ctrl, used where ctrllimited (nu,) is True
+    forcerange:  (nu, 2) [low, high] of f, used where forcelimited (nu,) is True
+    names:       (nu,) labels used in messages
+    qmoment:     (nu, nq) length map: length = qmoment q (MuJoCo's actuator_length); None means moment
+                 (a model whose nq equals nv)
+    dof_forcerange, dof_forcelimited: (nv, 2), (nv,) limits of the total actuator force on each dof
+                 (MuJoCo's joint actuatorfrcrange); None means unlimited
+    Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
+    low > high InvalidModelError.
+    """
+
+    moment: np.ndarray
+    gain: np.ndarray
+    bias: np.ndarray
+    ctrlrange: np.ndarray
+    ctrllimited: np.ndarray
+    forcerange: np.ndarray
+    forcelimited: np.ndarray
+    names: tuple = ()
+    qmoment: np.ndarray | None = None
+    dof_forcerange: np.ndarray | None = None
+    dof_forcelimited: np.ndarray | None = None
+
+    def __post_init__(self):
+        self.moment = validation.matrix("moment", self.moment, "(nu, nv)")
+        nu = self.nu
+        self.qmoment = self.moment if self.qmoment is None else validation.matrix("qmoment", self.qmoment, "(nu, nq)")
+        if self.qmoment.shape[0] != nu:
+            raise ShapeError(f"qmoment has {self.qmoment.shape[0]} rows, there are nu = {nu} actuators")
+        nv = self.nv
+        self.dof_forcerange = np.zeros((nv, 2)) if self.dof_forcerange is None else \
+            validation.as_array("dof_forcerange", self.dof_forcerange, (nv, 2))
+        self.dof_forcelimited = np.zeros(nv, bool) if self.dof_forcelimited is None else \
+            validation.flags("dof_forcelimited", self.dof_forcelimited, nv)
+        self.gain = validation.as_array("gain", self.gain, (nu, 3))
+        self.bias = validation.as_array("bias", self.bias, (nu, 3))
+        self.ctrlrange = validation.as_array("ctrlrange", self.ctrlrange, (nu, 2))
+        self.forcerange = validation.as_array("forcerange", self.forcerange, (nu, 2))
+        self.ctrllimited = validation.flags("ctrllimited", self.ctrllimited, nu)
+        self.forcelimited = validation.flags("forcelimited", self.forcelimited, nu)
+        self.names = tuple(self.names) or tuple(f"actuator{a}" for a in range(nu))
+        if len(self.names) != nu:
+            raise ShapeError(f"names has {len(self.names)} entries, there are nu = {nu} actuators")
+        for what, limits, limited in (("ctrl", self.ctrlrange, self.ctrllimited), ("force", self.forcerange, self.forcelimited)):
+            bad = np.flatnonzero(limited & (limits[:, 0] > limits[:, 1]))
+            if bad.size:
+                a = int(bad[0])
+                raise InvalidModelError(f"actuator {self.names[a]!r}: {what}range is [{limits[a, 0]:g}, {limits[a, 1]:g}], "
+                                        f"low > high; a limited {what}range needs low <= high")
+
+    @property
+    def nu(self) -> int:
+        """Number of actuators (the length of ctrl)."""
+        return self.moment.shape[0]
+
+    @property
+    def nv(self) -> int:
+        """Number of degrees of freedom the actuators act on."""
+        return self.moment.shape[1]
+
+    @property
+    def nq(self) -> int:
+        """Number of position coordinates of the model the actuators belong to."""
+        return self.qmoment.shape[1]

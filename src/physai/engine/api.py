@@ -1,0 +1,177 @@
+"""The engine's public functions: rigid-body dynamics on a Model for one state or a batch of N states, every joint type.
+
+Every function takes q of shape (nq,) for one state or (N, nq) for N states, and qd, qdd, tau of shape (nv,) or
+(N, nv) (a single state is shared by a batch), and returns results with the batch dimension of its input:
+
+    rnea(model, q, qd, qdd)              tau = M(q) qdd + C(q, qd) qd + g(q)  (nv,) | (N, nv)  [N m | N]
+    bias(model, q, qd)                   c = C(q, qd) qd + g(q) = rnea(q, qd, 0)   (MuJoCo's qfrc_bias)
+    gravity(model, q)                    g(q) = rnea(q, 0, 0)
+    mass_matrix(model, q)                M(q) by composite rigid bodies, armature on the diagonal
+                                         (nv, nv) | (N, nv, nv)                    (mj_fullM)
+    forward_dynamics(model, q, qd, tau)  qdd = M(q)^-1 (tau - c), M by Cholesky     (mj_forward's qacc)
+    aba(model, q, qd, tau)               the same qdd by the articulated-body algorithm (pin.aba)
+    kinetic_energy, potential_energy, energy    [J], () | (N,)              (MuJoCo's energy)
+
+Each runs the stages of physai.engine.smooth and physai.engine.forward on a Data workspace (pass data=Data(model, N)
+to keep the intermediate quantities). On the compiled backend (physai.engine.native) the same stages run in C++;
+the NumPy text here is the reference, and runs where no compiler was found.
+"""
+
+import numpy as np
+
+from physai.engine import batching, forward, native
+from physai.engine.data import Data
+from physai.engine.forward import cholesky_solve
+from physai.engine.loaders import as_model
+from physai.engine.model import Model
+from physai.engine.smooth import crb, energy_pos, energy_vel, position_stages, rne, velocity_stages
+
+__all__ = ["aba", "bias", "energy", "forward_dynamics", "gravity", "kinetic_energy", "mass_matrix", "potential_energy",
+           "rnea"]
+
+
+@native.dispatch(native.RNEA, "q qd qdd")
+def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
+    """Inverse dynamics by recursive Newton-Euler: the joint forces that give accelerations qdd at (q, qd).
+
+    tau = M(q) qdd + C(q, qd) qd + g(q), armature included; equals physai.dynamics.rnea, pin.rnea (in MuJoCo's
+    velocity coordinates) and, on a model without constraints, MuJoCo's qfrc_inverse + qfrc_passive.
+
+    Args:
+        model: the Model.
+        q: joint positions (nq,) or (N, nq) [rad | m | unit quaternion].
+        qd: joint velocities (nv,) or (N, nv) [rad/s | m/s].
+        qdd: joint accelerations, same shapes as qd [rad/s^2 | m/s^2].
+        data: optional Data(model, N or 1) that keeps the intermediate quantities.
+
+    Returns:
+        tau (nv,) or (N, nv) [N m | N].
+    """
+    model = as_model(model)
+    def compute(d, q, qd, qdd):
+        velocity_stages(model, d, q, qd)
+        return rne(model, d, qd, qdd)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
+    return batching.result(*batching.run(model, data, arrays, compute), "rnea")
+
+
+@native.dispatch(native.BIAS, "q qd")
+def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
+    """Bias force c(q, qd) = C(q, qd) qd + g(q) (nv,) or (N, nv) [N m | N].
+
+    Equals rnea(model, q, qd, 0), physai.dynamics.bias, pin.nonLinearEffects and MuJoCo's qfrc_bias.
+    """
+    model = as_model(model)
+    def compute(d, q, qd):
+        velocity_stages(model, d, q, qd)
+        return rne(model, d, qd, None)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    return batching.result(*batching.run(model, data, arrays, compute), "bias")
+
+
+@native.dispatch(native.GRAVITY, "q")
+def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
+    """Gravity torques g(q) (nv,) or (N, nv) [N m | N], the joint forces that hold the tree still.
+
+    Equals rnea(model, q, 0, 0), physai.dynamics.gravity and pin.computeGeneralizedGravity.
+    """
+    model = as_model(model)
+    def compute(d, q):
+        position_stages(model, d, q)
+        return rne(model, d, None, None)
+    arrays = dict(q=(q, model.nq))
+    return batching.result(*batching.run(model, data, arrays, compute), "gravity")
+
+
+@native.dispatch(native.MASS_MATRIX, "q")
+def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
+    """Joint-space inertia M(q) by composite rigid bodies, armature on the diagonal, symmetric.
+
+    (nv, nv) for q (nq,), (N, nv, nv) for q (N, nq) [kg m^2 | kg m | kg]. Equals physai.dynamics.mass_matrix,
+    MuJoCo's mj_fullM and pin.crba (in MuJoCo's velocity coordinates).
+    """
+    model = as_model(model)
+    def compute(d, q):
+        position_stages(model, d, q)
+        return crb(model, d)
+    arrays = dict(q=(q, model.nq))
+    return batching.result(*batching.run(model, data, arrays, compute), "the mass matrix")
+
+
+@native.dispatch(native.FORWARD_DYNAMICS, "q qd tau")
+def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
+    """Joint accelerations qdd for total applied joint forces tau: M(q) qdd = tau - c(q, qd), M from CRBA.
+
+    Equals physai.dynamics.forward_dynamics, aba, pin.aba, and MuJoCo's qacc when tau is qfrc_applied +
+    qfrc_actuator + qfrc_passive on a model without constraints.
+
+    Args:
+        q: joint positions (nq,) or (N, nq); qd: joint velocities (nv,) or (N, nv) [rad, rad/s | m, m/s].
+        tau: applied joint forces, shapes as qd [N m | N].
+
+    Returns:
+        qdd (nv,) or (N, nv) [rad/s^2 | m/s^2].
+    Raises InvalidModelError when M is singular (a massless dof without armature).
+    """
+    model = as_model(model)
+    def compute(d, q, qd, tau):
+        velocity_stages(model, d, q, qd)
+        c = rne(model, d, qd, None)
+        return cholesky_solve(crb(model, d), tau - c)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    return batching.result(*batching.run(model, data, arrays, compute), "forward dynamics")
+
+
+@native.dispatch(native.ABA, "q qd tau")
+def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
+    """Forward dynamics by the articulated-body algorithm (RBDA table 7.1): the qdd of forward_dynamics.
+
+    Works about the centres in the world frame, so no coordinate changes between links are needed; a link's
+    dofs form one block (1 x 1 for hinges and slides, 3 x 3 for balls). Shapes and units as forward_dynamics;
+    equals pin.aba.
+    """
+    model = as_model(model)
+    def compute(d, q, qd, tau):
+        velocity_stages(model, d, q, qd)
+        return forward.aba(model, d, qd, tau)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
+    return batching.result(*batching.run(model, data, arrays, compute), "aba")
+
+
+@native.dispatch(native.KINETIC_ENERGY, "q qd")
+def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
+    """Kinetic energy 1/2 qd^T M(q) qd [J], armature included: a float, or (N,) for a batch (MuJoCo's energy[1]).
+
+    Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
+    """
+    model = as_model(model)
+    def compute(d, q, qd):
+        velocity_stages(model, d, q, qd)
+        return energy_vel(model, d, qd)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+
+
+@native.dispatch(native.POTENTIAL_ENERGY, "q")
+def potential_energy(model: Model, q, *, data: Data | None = None):
+    """Potential energy [J] of gravity (zero at the world origin) plus joint springs; float or (N,) (MuJoCo's energy[0]).
+
+    U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
+    """
+    model = as_model(model)
+    def compute(d, q):
+        position_stages(model, d, q)
+        return energy_pos(model, d, q)
+    arrays = dict(q=(q, model.nq))
+    return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+
+
+@native.dispatch(native.ENERGY, "q qd")
+def energy(model: Model, q, qd, *, data: Data | None = None):
+    """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
+    model = as_model(model)
+    def compute(d, q, qd):
+        velocity_stages(model, d, q, qd)
+        return energy_vel(model, d, qd) + energy_pos(model, d, q)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")

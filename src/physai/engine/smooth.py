@@ -1,0 +1,246 @@
+"""The smooth dynamics' stages on a Data workspace, named after MuJoCo's engine_core_smooth.c (mirrored function by
+function by the compiled engine's cpp/smooth.h), for n states at once with the state index last (physai.engine.data).
+
+    kinematics(model, d, q)     link poses                         xmat, xpos, center, cpos
+    com_pos(model, d)           inertias and motion subspaces      cipos, cinert, cdof          (mj_comPos)
+    com_vel(model, d, qd)       velocities                         cvel, cdof_dot               (mj_comVel)
+    rne(model, d, qd, qdd)      recursive Newton-Euler             cacc, cfrc, qfrc             (mj_rne)
+    crb(model, d)               composite rigid bodies             crb, qM                      (mj_crb)
+    energy_pos(model, d, q), energy_vel(model, d, qd)      potential and kinetic energy     (mj_energyPos, mj_energyVel)
+
+Each stage is one forward and/or one backward loop over links, parents before children, written once for every
+joint type: a link moves by its dofs' columns of cdof, whatever their number. Joint types enter only through
+physai.joints (the links' local transforms, in kinematics). These are stages, not results: com_pos computes the
+spatial inertias about each tree's centre, not the centre of mass (physai.kinematics has the poses, physai.engine's
+public functions the results).
+"""
+
+import numpy as np
+
+from physai.engine.data import Data
+from physai.engine.model import Model
+
+# a x b = a[_L1] b[_L2] - a[_L2] b[_L1]; three crosses of 6-vectors' halves at once, products (k, 18, n) minus
+# (angular = 0:3, linear = 3:6):
+#   motion  v x m  = (w x m_ang, w x m_lin + u x m_ang)          for v = (w, u)
+#   force   v x* f = (w x f_ang + u x f_lin, w x f_lin)
+_L1, _L2 = np.array([1, 2, 0]), np.array([2, 0, 1])
+_XM_V = np.r_[_L1, _L1, _L1 + 3, _L2, _L2, _L2 + 3]
+_XM_M = np.r_[_L2, _L2 + 3, _L2, _L1, _L1 + 3, _L1]
+_XF_V = np.r_[_L1, _L1 + 3, _L1, _L2, _L2 + 3, _L2]
+_XF_F = np.r_[_L2, _L2 + 3, _L2 + 3, _L1, _L1 + 3, _L1 + 3]
+# skew(v)[i, j] = _SKEW_SIGN[i, j] * v[_SKEW_IDX[i, j]]
+_SKEW_IDX = np.array([[0, 2, 1], [2, 0, 0], [1, 0, 0]])
+_SKEW_SIGN = np.array([[0.0, -1, 1], [1, 0, -1], [-1, 1, 0]])
+# cinert[i, j] = P[_CINERT_IDX[i, j]] for P = (Ibar row-major (9) | h (3) | -h (3) | m | 0): [[Ibar, skew(h)], [-skew(h), m 1]]
+_CINERT_IDX = np.full((6, 6), 16)
+_CINERT_IDX[:3, :3] = np.arange(9).reshape(3, 3)
+_CINERT_IDX[:3, 3:] = np.where(_SKEW_SIGN > 0, 9, 12) + _SKEW_IDX
+_CINERT_IDX[3:, :3] = np.where(_SKEW_SIGN > 0, 12, 9) + _SKEW_IDX
+_CINERT_IDX[3:, 3:][np.diag_indices(3)] = 15
+_CINERT_IDX[np.arange(3), np.arange(3) + 3] = _CINERT_IDX[np.arange(3) + 3, np.arange(3)] = 16
+
+
+def cross_motion(v: np.ndarray, m: np.ndarray) -> np.ndarray:
+    """v x m (Featherstone's crm(v) m) for motion vectors stacked as (k, 6, n)."""
+    P = v[:, _XM_V] * m[:, _XM_M]
+    r = P[:, :9] - P[:, 9:]                                            # w x m_ang, w x m_lin, u x m_ang
+    r[:, 3:6] += r[:, 6:9]
+    return r[:, :6]
+
+
+def cross_force(v: np.ndarray, f: np.ndarray) -> np.ndarray:
+    """v x* f (Featherstone's crf(v) f = -crm(v)^T f) for a motion vector v and a force f, stacked as (k, 6, n)."""
+    P = v[:, _XF_V] * f[:, _XF_F]
+    r = P[:, :9] - P[:, 9:]                                            # w x f_ang, u x f_lin, w x f_lin
+    r[:, 3:6] += r[:, 0:3]
+    return r[:, 3:]
+
+
+def inertia_times(I: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """I v for 6x6 inertias (k, 6, 6, n) and 6-vectors (k, 6, n)."""
+    return np.einsum("bijn,bjn->bin", I, v)
+
+
+def per_link(model: Model, x: np.ndarray) -> np.ndarray:
+    """Sum (nlink, ...) over each link's dofs of a per-dof array (nv, ...) (a link's dofs are consecutive)."""
+    return np.add.reduceat(x, model.link_dofadr, axis=0) if model.nv else np.zeros((0,) + x.shape[1:])
+
+
+def base_acceleration(model: Model) -> np.ndarray:
+    """(6, 1): the world's spatial acceleration (0, -gravity) that stands in for gravity in rne and aba."""
+    a_g = np.zeros((6, 1))
+    a_g[3:, 0] = -model.gravity
+    return a_g
+
+
+# ---------------------------------------------------------------- position
+
+def kinematics(model: Model, d: Data, q: np.ndarray, about_origin: bool = False) -> None:
+    """Link poses at joint positions q (nq, n): d.xmat, d.xpos, d.center, d.cpos.
+
+    about_origin=True puts every centre at the world origin (a fixed point: physai.coriolis needs one)."""
+    n = q.shape[1]
+    T_loc = model.link_transforms(q)                                   # each link's pose in its parent: jcalc
+    T = np.empty_like(T_loc)                                           # (nlink, 3, 4, n): [xmat | xpos]
+    Ts, Ls, xs = list(T), list(T_loc), list(T[:, :, 3])
+    step = np.empty((model.nlink, 3, n))                               # R_parent p_loc: the offset from the parent
+    # forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc
+    for i, p in enumerate(model.link_parents):
+        if p < 0:
+            Ts[i][...] = Ls[i]
+        else:
+            np.einsum("ikn,kjn->ijn", Ts[p][:, :3], Ls[i], out=Ts[i])
+            step[i] = xs[i]
+            np.add(xs[i], xs[p], out=xs[i])
+    d.xmat, d.xpos = T[:, :, :3], T[:, :, 3]
+    if about_origin:
+        d.center, d.cpos = np.zeros_like(d.xpos), d.xpos
+        return
+    d.center = d.xpos[model.link_centerid]
+    # positions relative to the centre, summed from the centre outward so that they keep their digits far away
+    cpos = d.xpos - d.center
+    cs = list(cpos)
+    for i in np.flatnonzero(model.link_relative).tolist():
+        np.add(cs[model.link_parents[i]], step[i], out=cs[i])
+    cpos[model.link_centerid == np.arange(model.nlink)] = 0.0
+    d.cpos = cpos
+
+
+# ---------------------------------------------------------------- inertia
+
+def com_pos(model: Model, d: Data) -> None:
+    """Spatial inertias d.cinert, centres of mass d.cipos and motion subspaces d.cdof, about the centres."""
+    R, x, m, n = d.xmat, d.cpos, model.link_mass[:, None, None], d.n
+    # c = x + R ipos;  h = m c
+    d.cipos = c = x + np.einsum("bikn,bk->bin", R, model.link_ipos)
+    # cinert = [[R I R^T + m (c.c 1 - c c^T), skew(h)], [skew(h)^T, m 1]], gathered from P = (top-left 3x3 | h | -h | m | 0)
+    P = np.empty((model.nlink, 17, n))
+    Ibar, h = P[:, :9].reshape(-1, 3, 3, n), P[:, 9:12]
+    np.multiply(m, c, out=h)
+    np.negative(h, out=P[:, 12:15])
+    RI = np.einsum("bikn,bkl->biln", R, model.link_inertia)
+    np.einsum("bikn,bjkn->bijn", RI, R, out=Ibar)
+    Ibar -= h[:, :, None] * c[:, None, :]
+    hc = np.einsum("bin,bin->bn", h, c)
+    for k in (0, 4, 8):
+        P[:, k] += hc
+    P[:, 15] = model.link_mass[:, None]
+    P[:, 16] = 0.0
+    d.cinert = P[:, _CINERT_IDX]
+    # cdof = (R s_ang, x x (R s_ang) + R s_lin): each dof's link-frame motion subspace moved to the centre
+    Rd, xd = R[model.dof_linkid], x[model.dof_linkid]
+    S = np.empty((model.nv, 6, n))
+    S[:, :3] = np.einsum("dikn,dk->din", Rd, model.dof_motion[:, :3])
+    S[:, 3:] = np.einsum("dikn,dk->din", Rd, model.dof_motion[:, 3:])
+    S[:, 3:] += xd[:, _L1] * S[:, _L2] - xd[:, _L2] * S[:, _L1]
+    d.cdof = S
+
+
+# ---------------------------------------------------------------- velocity
+
+def com_vel(model: Model, d: Data, qd: np.ndarray) -> None:
+    """Link velocities d.cvel and d.cdof_dot = cvel_parent x cdof."""
+    Sqd = per_link(model, d.cdof * qd[:, None, :])                  # (nlink, 6, n)
+    v = np.zeros((model.nlink + 1, 6, d.n))                            # row -1: the world
+    vs, Ss = list(v), list(Sqd)
+    # forward pass over links: v = v_parent + S qd
+    for i, p in enumerate(model.link_parents):
+        np.add(vs[p], Ss[i], out=vs[i])
+    d.cvel = v
+    # cdof_dot = v_parent x S (for a multi-dof link the product with qd is the same as with its own velocity)
+    d.cdof_dot = cross_motion(v[model.link_parentid[model.dof_linkid]], d.cdof)
+
+
+# ---------------------------------------------------------------- RNE
+
+def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) -> np.ndarray:
+    """Recursive Newton-Euler on a Data with positions (and, if qd is given, velocities) done.
+
+    Returns d.qfrc = M qdd + C qd + g (nv, n); qd None means qd = 0 and qdd None means qdd = 0
+    (MuJoCo's flg_acc), so rne(model, d, None, None) is g(q).
+    """
+    a_g = base_acceleration(model)                                     # (0, -gravity): gravity as an upward base acceleration
+    if qd is None and qdd is None:
+        # every link accelerates at a_g: f = cinert a_g
+        f = np.einsum("bijn,j->bin", d.cinert, a_g[:, 0])
+    else:
+        inc = 0.0
+        if qdd is not None:
+            inc = d.cdof * qdd[:, None, :]
+        if qd is not None:
+            inc = inc + d.cdof_dot * qd[:, None, :]
+        inc = per_link(model, inc)
+        a = np.empty((model.nlink + 1, 6, d.n))
+        a[-1] = a_g
+        As, incs = list(a), list(inc)
+        # forward pass over links: a = a_parent + S qdd + cdof_dot qd
+        for i, p in enumerate(model.link_parents):
+            np.add(As[p], incs[i], out=As[i])
+        d.cacc = a
+        # f = cinert a + v x* (cinert v)
+        f = inertia_times(d.cinert, a[:-1])
+        if qd is not None:
+            f += cross_force(d.cvel[:-1], inertia_times(d.cinert, d.cvel[:-1]))
+    # backward pass over links: f_parent += f
+    fs, parents = list(f), model.link_parents
+    for i in model.backward_links:
+        np.add(fs[parents[i]], fs[i], out=fs[parents[i]])
+    d.cfrc = f
+    # tau = S . f + armature qdd
+    tau = np.einsum("din,din->dn", d.cdof, f[model.dof_linkid])
+    if qdd is not None:
+        tau += model.dof_armature[:, None] * qdd
+    d.qfrc = tau
+    return tau
+
+
+# ---------------------------------------------------------------- CRBA
+
+def crb(model: Model, d: Data) -> np.ndarray:
+    """Composite inertias d.crb and the joint-space inertia d.qM = M(q) (nv, nv, n), armature included."""
+    Ic = d.cinert.copy()
+    Ics, parents = list(Ic), model.link_parents
+    # backward pass over links: Ic_parent += Ic
+    for i in model.backward_links:
+        np.add(Ics[parents[i]], Ics[i], out=Ics[parents[i]])
+    d.crb = Ic
+    # M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j, M_ji = M_ij, 0 between unrelated branches: every pair in one
+    # vectorized product, then masked (the C++ walks each dof's ancestors instead: no product is wasted there)
+    F = inertia_times(Ic[model.dof_linkid], d.cdof)
+    SF = np.einsum("ikn,jkn->ijn", d.cdof, F)
+    M = SF[model.dof_Mrow, model.dof_Mcol] * model.dof_Mmask
+    M[np.arange(model.nv), np.arange(model.nv)] += model.dof_armature[:, None]
+    d.qM = M
+    return M
+
+
+# ---------------------------------------------------------------- energy
+
+def energy_vel(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
+    """Kinetic energy (n,) [J] from a Data with velocities done (MuJoCo's mj_energyVel)."""
+    # T = 1/2 sum_l v . (cinert v) + 1/2 sum_i armature qd^2
+    v = d.cvel[:-1]
+    return 0.5 * (np.einsum("bin,bin->n", v, inertia_times(d.cinert, v)) + np.einsum("i,in->n", model.dof_armature, qd**2))
+
+
+def energy_pos(model: Model, d: Data, q: np.ndarray) -> np.ndarray:
+    """Potential energy (n,) [J] of gravity and springs from a Data with positions done (MuJoCo's mj_energyPos)."""
+    # U = -g . (sum_l m_l (center_l + cipos_l) + static mass moment) + 1/2 k (q - springref)^2
+    moment = np.einsum("b,bin->in", model.link_mass, d.cipos + d.center) + (model.static_mass * model.static_com)[:, None]
+    springs = 0.5 * np.einsum("i,in->n", model.spring_stiffness, (q[model.spring_qposadr] - model.spring_ref[:, None]) ** 2)
+    return springs - np.einsum("i,in->n", model.gravity, moment)
+
+
+# ---------------------------------------------------------------- the stages a result needs
+
+def position_stages(model: Model, d: Data, q: np.ndarray) -> None:
+    """kinematics then com_pos: everything that depends on q alone (MuJoCo's mj_fwdPosition, without constraints)."""
+    kinematics(model, d, q)
+    com_pos(model, d)
+
+
+def velocity_stages(model: Model, d: Data, q: np.ndarray, qd: np.ndarray) -> None:
+    """position_stages then com_vel: everything that depends on q and qd (MuJoCo's mj_fwdVelocity without forces)."""
+    position_stages(model, d, q)
+    com_vel(model, d, qd)

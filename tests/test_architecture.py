@@ -1,0 +1,154 @@
+"""physai's imports point one way: leaves -> joints -> engine (model -> loaders -> stages -> api) -> the libraries
+built on it -> lessons, commands, lab. Read from the source (ast), not from a running interpreter.
+
+- LAYERS ranks every module; an import must go to a strictly lower layer, so the module graph has no cycle (a new
+  module fails test_every_module_has_a_layer until it is placed);
+- physai.dynamics (the lesson's text) imports only the leaves and physai.models; the engine imports nothing above it
+  (neither physai.dynamics nor physai.urdf nor physai.forces);
+- no function-level import of a physai module (the trick that hides a cycle), and no private name of another module
+  (promote what others need to a public name).
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+
+#: lowest first; modules in one layer may not import each other
+LAYERS = [
+    ["physai", "physai.exceptions"],
+    ["physai.spatial", "physai.validation", "physai.linalg"],
+    ["physai.joints", "physai.models"],
+    ["physai.dynamics", "physai.engine.model", "physai.engine.data", "physai.engine.actuators"],
+    ["physai.engine.urdf"],
+    ["physai.engine.loaders"],
+    ["physai.engine.smooth"],
+    ["physai.engine.forward", "physai.engine.batching", "physai.engine.native"],
+    ["physai.engine.api", "physai.engine.configuration"],
+    ["physai.engine.chunked"],
+    ["physai.engine"],
+    ["physai.kinematics", "physai.jacobians", "physai.coriolis", "physai.trajectories", "physai.energy_drift",
+     "physai.urdf", "physai.conventions"],
+    ["physai.forces", "physai.identification"],
+    ["physai.integrators"],
+    ["physai.inverse", "physai.derivatives"],
+    ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
+    ["physai.checks", "physai.lab", "physai.lab.server"],
+    ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab"],
+    ["physai.cli"],
+]
+RANK = {name: k for k, layer in enumerate(LAYERS) for name in layer}
+#: what the lesson's text may use; what the engine may use outside itself
+LESSON_DEPENDS_ON = {"physai", "physai.exceptions", "physai.spatial", "physai.validation", "physai.linalg", "physai.models"}
+ENGINE_DEPENDS_ON = LESSON_DEPENDS_ON | {"physai.joints"}
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(SRC).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+EXTENSION = "physai.engine._native"                               # the compiled engine (cpp/), imported if it was built
+MODULES = {module_name(p): p for p in sorted((SRC / "physai").rglob("*.py")) if "node_modules" not in p.parts}
+
+
+def imported(node: ast.AST, owner: str) -> list[str]:
+    """The physai modules an import statement names: `from physai.x import y` is physai.x.y when that is a module."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names if a.name.split(".")[0] == "physai"]
+    if isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:                                           # relative: from the owner's package
+            package = owner if MODULES[owner].name == "__init__.py" else owner.rsplit(".", 1)[0]
+            base = ".".join(package.split(".")[:len(package.split(".")) - node.level + 1] + ([base] if base else []))
+        if base.split(".")[0] != "physai":
+            return []
+        full = [f"{base}.{a.name}" for a in node.names]
+        return [f if f in MODULES or f == EXTENSION else base for f in full]
+    return []
+
+
+def imports_of(name: str, source: str | None = None) -> tuple[list[tuple[str, int]], list[tuple[str, int]]]:
+    """(module-level imports, imports inside functions) of a module (its file, or `source`): (module imported, line)."""
+    tree = ast.parse(MODULES[name].read_text() if source is None else source)
+    in_functions = {id(n) for f in ast.walk(tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+                    for n in ast.walk(f)}
+    top, nested = [], []
+    for node in ast.walk(tree):
+        for target in imported(node, name):
+            if target != EXTENSION:                                # the optional compiled extension, not a source module
+                (nested if id(node) in in_functions else top).append((target, node.lineno))
+    return top, nested
+
+
+def test_every_module_has_a_layer():
+    missing = sorted(set(MODULES) - set(RANK))
+    assert not missing, f"place these modules in LAYERS: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_imports_point_down(name):
+    top, _ = imports_of(name)
+    wrong = [f"{target} (line {line}, layer {RANK.get(target)})" for target, line in top
+             if target in RANK and target != name and RANK[target] >= RANK[name]
+             and not (target == name.rsplit(".", 1)[0] and MODULES[name].name != "__init__.py")]
+    assert not wrong, f"{name} (layer {RANK[name]}) imports from its own layer or above: {wrong}"
+
+
+def test_the_lesson_and_the_engine_stand_alone():
+    top, _ = imports_of("physai.dynamics")
+    assert {t for t, _ in top} <= LESSON_DEPENDS_ON, "physai.dynamics imports more than the leaves and physai.models"
+    for name in MODULES:
+        if name.startswith("physai.engine"):
+            outside = {t for t, _ in imports_of(name)[0] if not t.startswith("physai.engine")} - ENGINE_DEPENDS_ON
+            assert not outside, f"{name} imports {sorted(outside)}, above the engine"
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_import_inside_a_function(name):
+    _, nested = imports_of(name)
+    allowed = {("physai.cli", "physai.commands")}                  # none: cli imports its commands with importlib
+    bad = [f"{t} (line {line})" for t, line in nested if (name, t) not in allowed]
+    assert not bad, f"{name} imports physai modules inside functions: {bad}"
+
+
+def private_names(source: str) -> list[str]:
+    """Private names of other physai modules that `source` imports or reads (module._name)."""
+    tree = ast.parse(source)
+    aliases = {}                                                  # local name -> physai module it stands for
+    bad = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("physai"):
+            for a in node.names:
+                if a.name.startswith("_") and not a.name.startswith("__") and f"{node.module}.{a.name}" != EXTENSION:
+                    bad.append(f"from {node.module} import {a.name} (line {node.lineno})")
+                if f"{node.module}.{a.name}" in MODULES:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("physai"):
+                    aliases[a.asname or a.name] = a.name
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases \
+                and node.attr.startswith("_") and not node.attr.startswith("__"):
+            bad.append(f"{node.value.id}.{node.attr} (line {node.lineno})")
+    return bad
+
+
+@pytest.mark.parametrize("name", sorted(MODULES))
+def test_no_private_name_of_another_module(name):
+    bad = private_names(MODULES[name].read_text())
+    assert not bad, f"{name} uses private names of other modules: {bad}"
+
+
+def test_the_checks_see_what_they_forbid():
+    """A module written the old way (a private helper of another module, an import in a function, an import from
+    above) is caught by each rule."""
+    source = ("from physai.engine.batching import _helper\nfrom physai import integrators as integ\n"
+              "def f():\n    from physai import forces\n    return integ._Run\n")
+    assert private_names(source) == ["from physai.engine.batching import _helper (line 1)", "integ._Run (line 5)"]
+    top, nested = imports_of("physai.engine.loaders", source)
+    assert ("physai.integrators", 2) in top and RANK["physai.integrators"] > RANK["physai.engine.loaders"]
+    assert nested == [("physai.forces", 4)]
