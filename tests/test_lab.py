@@ -22,9 +22,11 @@ from matplotlib import image as mpimg
 
 from physai import dynamics, models
 from physai.cli import main
-from physai.lab import LAB_DIR, LABS_DIR, lab_from_lesson_text, load_lab
+from physai.exceptions import LabError
+from physai.lab import LABS_DIR, lab_from_lesson_text, load_lab, validate
 from physai.lab.browser import chromium_executable, chromium_version
-from physai.lab.server import ensure_node_modules, node_bin_dir
+from physai.lab.server import LAB_DIR, ensure_node_modules, node_bin_dir
+from physai.lab.spec import schema_fields
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -418,7 +420,7 @@ def test_cli_refuses_bad_files(tmp_path, capsys):
         "nomodel.json": ('{"title": "x"}', "model: missing"),
         "badmodel.json": ('{"model": "arm3"}', "unknown model 'arm3'"),
         "badselect.json": ('{"model": "arm2", "controls": [{"type": "select", "label": "a", "apply": "", "options": []}]}',
-                           "controls[0]: a select needs 'options'"),
+                           "controls[0].options: expected a non-empty list of [label, value] pairs"),
         "badblock.md": ("```lab simlab {\u201cmodel\u201d: \u201carm2\u201d,, }\n```", "is not valid JSON"),
     }
     for name, (text, message) in cases.items():
@@ -427,6 +429,55 @@ def test_cli_refuses_bad_files(tmp_path, capsys):
         assert main(["lab", str(path), "--no-browser", "--port", "0"]) == 2, name
         err = capsys.readouterr().err
         assert message in err and err.startswith("physai lab: error:"), (name, err)
+
+
+def used_paths(value, path: str = "") -> set[str]:
+    """The field paths a lab JSON uses, spelled as schema_fields spells them ("plots[].traces[].dash")."""
+    paths = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            at = f"{path}.{key}" if path else key
+            paths |= {at} | used_paths(item, at)
+    elif isinstance(value, list):
+        for item in value:
+            paths |= used_paths(item, f"{path}[]")
+    return paths
+
+
+def test_schema_declares_every_field_the_bundled_labs_use():
+    declared = {path for path, _ in schema_fields()}
+    assert {"model", "controls[].options", "plots[].traces[].expr", "camera.target", "trail.pos"} <= declared
+    for name in ("arm2", "arm7_min_jerk", "double_pendulum"):
+        used = used_paths(json.loads((LABS_DIR / f"{name}.json").read_text(encoding="utf-8")))
+        assert used and used <= declared, (name, used - declared)
+    assert all(field.meaning for _, field in schema_fields())
+
+
+@pytest.mark.parametrize("spec, message", [
+    ([], "t: expected a lab (an object with model), got []"),
+    ({"model": "arm2", "height": 0}, "t: height: expected a positive number, got 0"),
+    ({"model": "arm2", "camera": {"target": [0, 1]}}, "t: camera.target: expected a list of 3 numbers, got [0, 1]"),
+    ({"model": "arm2", "trail": {"pos": [0, 0, 0]}}, "t: trail.body: missing; a trail on a body needs a string"),
+    ({"model": "arm2", "controls": [{"label": "a", "type": "button"}]}, "t: controls[0].run: missing; a button needs JavaScript code"),
+    ({"model": "arm2", "controls": [{"label": "a", "type": "button", "run": ""}] * 2}, "t: controls: labels must be unique; repeated: a"),
+    ({"model": "arm2", "controls": [{"label": "a", "type": "select", "apply": "", "options": [["x", 1]], "value": 2}]},
+     "t: controls[0]: 'value' 2 is not one of the options' values [1]"),
+    ({"model": "arm2", "readouts": [{"label": "a", "expr": "1", "digits": 21}]},
+     "t: readouts[0].digits: expected a whole number from 0 to 20"),
+    ({"model": "arm2", "plots": [{"traces": [{"label": "a", "expr": "1", "dash": "yes"}]}]},
+     "t: plots[0].traces[0].dash: expected true or false, got 'yes'"),
+])
+def test_validate_names_the_field_and_what_it_expects(spec, message):
+    with pytest.raises(LabError) as error:
+        validate(spec, "t")
+    assert str(error.value).startswith(message)
+
+
+def test_validate_fills_defaults_and_joins_script_lines():
+    spec = validate({"model": "arm2", "setup": ["const a = 1;", "lib.vars.a = a;"],
+                     "controls": [{"label": "k", "type": "select", "apply": "x", "options": [["one", 1], ["two", 2]]}]})
+    assert spec["setup"] == "const a = 1;\nlib.vars.a = a;"
+    assert spec["controls"][0]["value"] == 1 and spec["readouts"] == [] and spec["plots"] == []
 
 
 def test_first_run_installs_the_npm_packages(tmp_path, capsys):

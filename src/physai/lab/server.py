@@ -20,7 +20,11 @@ from urllib.parse import unquote, urlsplit
 
 from physai import models
 from physai.exceptions import LabError
-from physai.lab import LAB_DIR, NODE_MODULES, WEB_DIR, Lab
+from physai.lab import Lab
+
+LAB_DIR = Path(__file__).resolve().parent
+WEB_DIR = LAB_DIR / "web"
+NODE_MODULES = LAB_DIR / "node_modules"
 
 #: URL prefix -> folder it serves
 VENDOR = {
