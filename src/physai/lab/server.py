@@ -75,7 +75,7 @@ def model_files(lab: Lab) -> tuple[Path, str, list[str]]:
         path = models.model_path(name)            # UnknownModelError / ModelUnavailableError for bad names
     root = path.parent
     files = {path.name}
-    bundled = not name.lower().endswith(".xml") and models._is_bundled(name, None)
+    bundled = not name.lower().endswith(".xml") and models.is_bundled(name)
     if not bundled:                               # a Menagerie robot or a file: its folder's meshes, textures, includes
         for p in sorted(root.rglob("*")):
             if p.is_file() and p.suffix.lower() in ASSET_SUFFIXES:
