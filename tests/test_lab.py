@@ -25,7 +25,7 @@ from physai.cli import main
 from physai.exceptions import LabError
 from physai.lab import LABS_DIR, lab_from_lesson_text, load_lab, validate
 from physai.lab.browser import chromium_executable, chromium_version
-from physai.lab.server import LAB_DIR, ensure_node_modules, node_bin_dir
+from physai.lab.npm import PACKAGE_DIR, ensure_node_modules, node_bin_dir, node_modules_dir, packages_key
 from physai.lab.spec import schema_fields
 
 REPO = Path(__file__).resolve().parents[1]
@@ -480,17 +480,36 @@ def test_validate_fills_defaults_and_joins_script_lines():
     assert spec["controls"][0]["value"] == 1 and spec["readouts"] == [] and spec["plots"] == []
 
 
-def test_first_run_installs_the_npm_packages(tmp_path, capsys):
-    for name in ("package.json", "package-lock.json"):
-        (tmp_path / name).write_bytes((LAB_DIR / name).read_bytes())
-    assert ensure_node_modules(lab_dir=tmp_path) is True
+def test_first_run_installs_the_npm_packages_into_the_cache_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path))
+    package = sorted(PACKAGE_DIR.iterdir())
+    assert ensure_node_modules() is True
     out = capsys.readouterr().out
     assert "node_modules is missing" in out and "npm ci done" in out
-    installed = json.loads((tmp_path / "node_modules" / "@mujoco" / "mujoco" / "package.json").read_text())
-    lock = json.loads((LAB_DIR / "package-lock.json").read_text())
+    assert node_modules_dir() == tmp_path / "lab" / packages_key() / "node_modules"
+    installed = json.loads((node_modules_dir() / "@mujoco" / "mujoco" / "package.json").read_text())
+    lock = json.loads((PACKAGE_DIR / "package-lock.json").read_text())
     assert installed["version"] == lock["packages"]["node_modules/@mujoco/mujoco"]["version"] == "3.14.0"
     assert lock["packages"]["node_modules/three"]["version"] == "0.187.0"
-    assert ensure_node_modules(lab_dir=tmp_path) is False        # the second run has nothing to do
+    assert [p.name for p in (tmp_path / "lab").iterdir()] == [packages_key()]      # no staging folder left behind
+    assert sorted(PACKAGE_DIR.iterdir()) == package                                 # nothing written into the package
+    assert ensure_node_modules() is False        # the second run has nothing to do
+
+
+def test_npm_packages_folder_follows_the_cache_rule_and_the_lock(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("PHYSAI_CACHE_DIR", raising=False)
+    assert node_modules_dir() == tmp_path / "xdg" / "physai" / "lab" / packages_key() / "node_modules"
+    monkeypatch.setenv("PHYSAI_CACHE_DIR", "off")
+    temporary = node_modules_dir()
+    assert temporary == node_modules_dir() and not temporary.is_relative_to(PACKAGE_DIR) and not temporary.is_relative_to(tmp_path)
+    for name in ("package.json", "package-lock.json"):
+        (tmp_path / name).write_bytes((PACKAGE_DIR / name).read_bytes())
+    assert packages_key(tmp_path) == packages_key()
+    lock = json.loads((tmp_path / "package-lock.json").read_text())
+    lock["packages"]["node_modules/three"]["version"] = "0.188.0"
+    (tmp_path / "package-lock.json").write_text(json.dumps(lock))
+    assert packages_key(tmp_path) != packages_key()                                  # a changed lock installs afresh
 
 
 # ---- lib under Node, on the same wasm ----
@@ -517,7 +536,8 @@ def test_node_lib(tmp_path):
         states.append(state)
     ref = tmp_path / "reference.json"
     ref.write_text(json.dumps({"name": "arm2.xml", "xml": str(models.model_path("arm2")), "states": states}))
-    result = subprocess.run([str(node_bin_dir() / "node"), "--test", "test/lib.test.mjs"], cwd=LAB_DIR,
-                            env={"LAB_REFERENCE": str(ref), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
+    env = {"LAB_REFERENCE": str(ref), "LAB_NODE_MODULES": str(node_modules_dir()), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([str(node_bin_dir() / "node"), "--test", "test/lib.test.mjs"], cwd=PACKAGE_DIR,
+                            env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^ℹ pass 4$", result.stdout, re.M) and re.search(r"^ℹ fail 0$", result.stdout, re.M), result.stdout

@@ -83,7 +83,10 @@ def load(name: str | Path, entry: str | None = None) -> mujoco.MjModel:
 
 
 def cache_dir() -> Path | None:
-    """The folder of compiled models (.mjb), or None when PHYSAI_CACHE_DIR=off."""
+    """physai's cache folder, or None when PHYSAI_CACHE_DIR=off: compiled models (.mjb) and, under lab/, the lab page's npm packages.
+
+    $PHYSAI_CACHE_DIR if set, else $XDG_CACHE_HOME/physai, else ~/.cache/physai.
+    """
     chosen = os.environ.get("PHYSAI_CACHE_DIR", "").strip()
     if chosen.lower() == "off":
         return None
