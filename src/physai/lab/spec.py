@@ -1,4 +1,4 @@
-"""The lab spec: the fields of a lab's JSON declared once (SCHEMA), and the loaders and validator that walk them.
+"""The lab spec: the fields of a lab's JSON declared once (SCHEMA), the validator that walks them, and the loaders.
 
     load_lab("arm2")                      # a bundled lab, src/physai/lab/labs/arm2.json
     load_lab("my_lab.json")               # a lab file
@@ -199,10 +199,8 @@ def _select_value(control: dict, path: str, source: str) -> None:
 OPTION = Value("a [label, value] pair (a string and a number or string)",
                lambda v: isinstance(v, list) and len(v) == 2 and isinstance(v[0], str) and (_is_number(v[1]) or isinstance(v[1], str)))
 
-CONTROL = Record("a control", (
-    Field("label", NAME, "the button's text or the select's label; unique among the controls", required=True),
-    Field("type", _choice("button", "select"), "a button runs `run`; a select runs `apply` with the chosen value", required=True),
-), variants={
+#: A control's fields beyond label and type, by its type.
+CONTROL_TYPES = {
     "button": (Field("run", SCRIPT, "runs on a press (model, data, lib)", required=True),),
     "select": (
         Field("apply", SCRIPT, "runs at start and on each choice, with the option's value as `value`", required=True),
@@ -211,7 +209,12 @@ CONTROL = Record("a control", (
         Field("value", Value("a number or string", lambda v: _is_number(v) or isinstance(v, str)),
               "the value chosen at start (default the first option's)"),
     ),
-}, check=_select_value)
+}
+
+CONTROL = Record("a control", (
+    Field("label", NAME, "the button's text or the select's label; unique among the controls", required=True),
+    Field("type", _choice(*CONTROL_TYPES), "a button runs `run`; a select runs `apply` with the chosen value", required=True),
+), variants=CONTROL_TYPES, check=_select_value)
 
 READOUT = Record("a readout", (
     Field("label", NAME, "the row's name; unique among the readouts", required=True),
