@@ -7,16 +7,19 @@ frame through the page's test hook (so the picture does not depend on the machin
 """
 
 import argparse
+import sys
 import threading
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 from physai.lab import load_lab
-from physai.lab.browser import chromium_executable
-from physai.lab.server import ensure_node_modules, make_server
+from physai.lab.npm import ensure_node_modules
+from physai.lab.server import make_server
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+from lab.browser import chromium_executable  # noqa: E402  (tests/lab/: test support, not in the wheel)
 
 
 def main() -> int:

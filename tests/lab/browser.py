@@ -1,4 +1,5 @@
-"""The headless browser the lab's tests and screenshot script drive: Debian's Chromium, never a downloaded one.
+"""Test support, not shipped: the headless browser tests/test_lab.py and scripts/lab_screenshot.py drive, Debian's Chromium,
+never a downloaded one.
 
 chromium_executable() returns the real binary (not the /usr/bin shell wrappers, whose `[` test misfires under
 Playwright): $PHYSAI_CHROMIUM if set, else Debian's chromium-headless-shell, else Debian's chromium.

@@ -1,12 +1,17 @@
-// node --test of the lab's lib (web/lib.js) on the same MuJoCo WebAssembly build as the page.
-// The reference numbers come from Python MuJoCo, written by tests/test_lab.py into the JSON file named by
-// $LAB_REFERENCE: {xml, states: [{qpos, qvel, fullM, fullM_armature, armature, energy, qfrc_bias}]}.
+// node --test of the lab's lib (src/physai/lab/web/lib.js) on the same MuJoCo WebAssembly build as the page.
+// Run by tests/test_lab.py::test_node_lib, which sets $LAB_NODE_MODULES (the npm packages in physai's cache folder,
+// physai.lab.npm.node_modules_dir()) and $LAB_REFERENCE, a JSON file of reference numbers from Python MuJoCo:
+// {xml, states: [{qpos, qvel, fullM, fullM_armature, armature, energy, qfrc_bias}]}.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import loadMujoco from '@mujoco/mujoco';
-import { loadModel, makeLib, compileScript, compileExpr, runScript, formatNumber } from '../web/lib.js';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { loadModel, makeLib, compileScript, compileExpr, runScript, formatNumber } from '../../src/physai/lab/web/lib.js';
 
+const modules = process.env.LAB_NODE_MODULES;
+assert.ok(modules, 'LAB_NODE_MODULES is not set: run this through pytest (tests/test_lab.py::test_node_lib)');
+const { default: loadMujoco } = await import(pathToFileURL(path.join(modules, '@mujoco', 'mujoco', 'mujoco.js')).href);
 const refPath = process.env.LAB_REFERENCE;
 const ref = refPath ? JSON.parse(fs.readFileSync(refPath, 'utf8')) : null;
 const mujoco = await loadMujoco();

@@ -1,0 +1,74 @@
+// physai lab: the simulation and the frame loop. Each frame steps until simulated time advances by the frame time,
+// runs mj_forward, and updates the readouts, plots, trail and geoms.
+import { printed, readValues } from './readouts.js';
+import { drawScene } from './scene.js';
+import { report, run } from './scripts.js';
+
+const FRAME_TIME = 1 / 60;             // simulated seconds per frame (a lab may set "frame_time")
+const MAX_STEPS_PER_FRAME = 20000;
+
+/** The lab's `control` script, then one mj_step. */
+export function stepOnce(state) {
+  run(state, 'control', state.scripts.control);
+  state.mujoco.mj_step(state.model, state.data);
+}
+
+function advance(state, dt) {
+  const { mujoco, model, data } = state;
+  state.simDebt += dt;
+  const h = model.opt.timestep;
+  let n = 0;
+  while (state.simDebt > 0.5 * h && n < MAX_STEPS_PER_FRAME) {
+    const t = data.time;
+    stepOnce(state);
+    const moved = data.time - t;
+    state.simDebt -= moved > 0 ? moved : h;   // a script that resets time still pays for the step
+    n++;
+  }
+  if (n === MAX_STEPS_PER_FRAME) state.simDebt = 0;
+  mujoco.mj_forward(model, data);
+  state.dirty = true;
+}
+
+/** After a button, select or hook call changed the state or model: mj_forward and draw. */
+export function afterChange(state, jump = true) {
+  state.mujoco.mj_forward(state.model, state.data);
+  state.simDebt = 0;
+  if (jump) state.view.trail?.clear();    // a teleport, not a motion: start the trail afresh
+  state.dirty = true;
+  render(state);
+}
+
+/** Draw a frame: readouts, plots, trail and the time when the simulation changed, then the 3D view. */
+export function render(state) {
+  const { data, plots, view } = state;
+  if (state.dirty) {
+    if (data.time < state.lastTime) { view.trail?.clear(); for (const p of plots) p.clear(); }
+    const values = readValues(state), text = printed(state, values);
+    for (const r of state.readouts) r.cell.textContent = text[r.label];
+    if (data.time !== state.lastTime) {
+      for (const p of plots) p.sample(data.time);
+      view.trail?.add();
+    }
+    for (const p of plots) p.draw(data.time);
+    state.page.time.textContent = `t = ${data.time.toFixed(2)} s`;
+    state.lastTime = data.time;
+    state.dirty = false;
+  }
+  drawScene(state);
+}
+
+/** Run a frame on every animation frame: advance unless paused, draw, count. */
+export function startFrames(state) {
+  const frame = () => {
+    try {
+      if (!state.paused) advance(state, state.spec.frame_time ?? FRAME_TIME);
+      render(state);
+      state.frames++;
+    } catch (error) {
+      report(state, 'frame', error);
+    }
+    requestAnimationFrame(frame);
+  };
+  requestAnimationFrame(frame);
+}
