@@ -9,6 +9,8 @@ import webbrowser
 
 from physai.commands import nonnegative_int
 from physai.lab import bundled_labs, load_lab
+from physai.lab.npm import ensure_node_modules
+from physai.lab.server import make_server
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -27,9 +29,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"{name:<18} {load_lab(name).title}")
         return 0
     lab = load_lab(args.target)                      # LabError / UnknownLabError / UnknownModelError: exit 2
-    from physai.lab.npm import ensure_node_modules
-    from physai.lab.server import make_server
-
     server = make_server(lab, args.port, quiet=not args.verbose)
     ensure_node_modules()
     for note in lab.notes:
