@@ -272,7 +272,8 @@ class Coordinates:
 
     scalar_q, scalar_v  (k,)  entries that add: hinge and slide positions, free joints' world positions
     quat_q, quat_v      (b,)  first q index of each quaternion (ball and free joints) and of its 3 velocities
-    limited_q, range    the scalar q entries with a joint range and their (low, high)
+    free_q              (f,)  the position entries of free joints (for random states)
+    neutral             (nq,) q of the rest pose: refs for hinge and slide, identity quaternions
     """
 
     nq: int
@@ -281,8 +282,8 @@ class Coordinates:
     scalar_v: np.ndarray
     quat_q: np.ndarray
     quat_v: np.ndarray
-    free_q: np.ndarray                # the position entries of free joints (for random states)
-    neutral: np.ndarray               # (nq,) q of the rest pose: refs for hinge and slide, identity quaternions
+    free_q: np.ndarray
+    neutral: np.ndarray
 
     @classmethod
     def of(cls, jnt_type, jnt_qposadr, jnt_dofadr, jnt_ref, nq: int, nv: int) -> "Coordinates":
