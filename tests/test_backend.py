@@ -18,7 +18,7 @@ import pytest
 from physai import engine, models
 from physai.engine import native
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError, ShapeError
-from backends import run
+from helpers import run
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 MODELS = ["double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", MIXED]

@@ -16,7 +16,7 @@ import pytest
 from physai import derivatives, engine
 from physai.engine import native
 from physai.exceptions import InvalidStateError, ShapeError
-from backends import run as on
+from helpers import run as on
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 MODELS = ["double_pendulum", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", MIXED]

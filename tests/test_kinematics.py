@@ -11,7 +11,7 @@ import pytest
 
 from physai import engine, kinematics, models
 from physai.exceptions import InvalidStateError, ShapeError
-from backends import run
+from helpers import run
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 MODELS = ["double_pendulum", "hinge_slide", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "unitree_g1", MIXED]

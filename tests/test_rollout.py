@@ -16,7 +16,7 @@ from mujoco import rollout as mujoco_rollout
 from physai import engine, integrators, models
 from physai.engine import native
 from physai.exceptions import DivergenceError, InvalidStateError, ShapeError
-from backends import run
+from helpers import run
 
 MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 N, STEPS = 5, 150
