@@ -123,6 +123,16 @@ class Robot:
         return d
 
 
+def open_loop_inputs(m: mujoco.MjModel, n: int, steps: int, seed: int = 2) -> dict:
+    """Random open-loop inputs of n trajectories of `steps` steps, from default_rng(seed): ctrl (n, steps, nu) uniform in
+    ctrlrange (None without actuators), qfrc_applied (n, steps, nv) and xfrc_applied (n, steps, nbody, 6) for physai's
+    bodies (MuJoCo's without the world) uniform in [-1, 1]."""
+    rng = np.random.default_rng(seed)
+    return {"ctrl": rng.uniform(*m.actuator_ctrlrange.T, (n, steps, m.nu)) if m.nu else None,
+            "qfrc_applied": rng.uniform(-1.0, 1.0, (n, steps, m.nv)),
+            "xfrc_applied": rng.uniform(-1.0, 1.0, (n, steps, m.nbody - 1, 6))}
+
+
 def assert_close(actual, expected, rtol, scale=None, *, floor: float = 1.0, per_state: bool = False, what: str = "") -> None:
     """|actual - expected| <= rtol * max(floor, scale) at the worst entry; scale = max |expected| unless given.
 
