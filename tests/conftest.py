@@ -21,6 +21,7 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 import pytest  # noqa: E402
 
 from helpers import Robot  # noqa: E402
+from physai.engine import native  # noqa: E402
 
 
 def pytest_generate_tests(metafunc):
@@ -31,3 +32,11 @@ def pytest_generate_tests(metafunc):
 @pytest.fixture(scope="module")
 def robot(request):
     return Robot(request.param, **getattr(request.module, "ROBOT_STATES", {}))
+
+
+@pytest.fixture
+def restore_isa():
+    """The batch kernel's variant (physai.engine.native.set_isa) as it was before the test."""
+    before = native.isa()
+    yield
+    assert native.set_isa(before)

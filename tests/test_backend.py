@@ -203,13 +203,6 @@ def test_physai_backend_numpy_selects_the_reference_at_import():
         assert out.startswith(expected), out
 
 
-@pytest.fixture
-def restore_isa():
-    before = native.isa()
-    yield
-    assert native.set_isa(before)
-
-
 def test_set_isa_switches_between_the_variants(restore_isa):
     """isas() lists the variants this CPU runs, best first, "default" last; set_isa switches to each (isa() names it)
     and refuses another name, changing nothing."""

@@ -8,6 +8,7 @@ the learner, so they are compared with the rerun, portably (helpers.assert_same_
 one unit of its last printed digit), never digit by digit. Elsewhere machine precision means 1e-12 absolute.
 """
 
+import functools
 import importlib.util
 import math
 import warnings
@@ -37,26 +38,21 @@ def load_script(name: str):
     return module
 
 
-@pytest.fixture(scope="module")
-def build_run():
+@functools.cache
+def script_run(name: str) -> tuple[dict, str]:
+    """A lesson script's run(), once per session: its numbers and the text it prints."""
     out = Transcript(echo=False)
-    return load_script("build").run(out), out.text()
+    return load_script(name).run(out), out.text()
 
 
 @pytest.fixture(scope="module")
-def build(build_run):
-    return build_run[0]
+def build():
+    return script_run("build")[0]
 
 
 @pytest.fixture(scope="module")
-def experiment_run():
-    out = Transcript(echo=False)
-    return load_script("experiment").run(out), out.text()
-
-
-@pytest.fixture(scope="module")
-def experiment(experiment_run):
-    return experiment_run[0]
+def experiment():
+    return script_run("experiment")[0]
 
 
 # ---- build.py: every check at machine precision ----
@@ -81,14 +77,14 @@ def test_build_checks_are_at_machine_precision(build):
     assert step5["ours"].peak == pytest.approx(step5["mj"].peak, abs=1e-9)
 
 
-def test_build_saved_output_is_reproduced(build_run):
+def test_build_saved_output_is_reproduced():
     """build_output.txt, the lesson's printed build steps (residuals printed as bounds), is what a rerun prints."""
-    assert_same_text((FOLDER / "build_output.txt").read_text(encoding="utf-8"), build_run[1], "build_output.txt")
+    assert_same_text((FOLDER / "build_output.txt").read_text(encoding="utf-8"), script_run("build")[1], "build_output.txt")
 
 
-def test_experiment_saved_output_is_reproduced(experiment_run):
+def test_experiment_saved_output_is_reproduced():
     """output.txt, the lesson's energy table and its observations, is what a rerun prints."""
-    assert_same_text((FOLDER / "output.txt").read_text(encoding="utf-8"), experiment_run[1], "output.txt")
+    assert_same_text((FOLDER / "output.txt").read_text(encoding="utf-8"), script_run("experiment")[1], "output.txt")
 
 
 def test_physai_energy_table_saved_output_is_reproduced(experiment):

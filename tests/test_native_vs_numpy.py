@@ -90,13 +90,6 @@ KERNELS = {
 }
 
 
-@pytest.fixture
-def restore_isa():
-    before = native.isa()
-    yield
-    assert native.set_isa(before)
-
-
 def parts(result) -> tuple:
     return result if isinstance(result, tuple) else (result,)
 
