@@ -17,8 +17,9 @@ The kernel runs the same operations for a state alone and in a batch, so a state
 anywhere in a batch agree within SAME (4 eps times the allowance of forward dynamics; the derivatives 1e-12).
 
 The simulation loop: integrators.rollout (trajectories side by side in the variant's lanes, on 2 threads) against
-simulate on the NumPy backend trajectory by trajectory, simulate's compiled loop against its Python loop, and rollout
-with every input (ctrl, qfrc_applied, xfrc_applied per trajectory and step) on both backends; the bounds at each test.
+simulate on the NumPy backend trajectory by trajectory, simulate's compiled loop against its Python loop, on the
+double pendulum, the Panda (position servos), the H1 and mixed_joints with every integrator; and rollout with every
+input (ctrl, qfrc_applied, xfrc_applied per trajectory and step) on both backends; the bounds at each test.
 """
 
 from dataclasses import dataclass
@@ -29,7 +30,7 @@ import pytest
 
 from physai import derivatives, engine, integrators, jacobians, kinematics
 from physai.engine import native
-from helpers import Robot, assert_close, load, open_loop_inputs, run
+from helpers import Robot, assert_close, open_loop_inputs, run
 
 ROBOTS = ["double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "unitree_g1",
           "mixed_joints"]
@@ -186,7 +187,9 @@ ROLLOUTS.update({f"lanes-{key}-{integrator}": Rollout(key, integrator, n=19, see
 @pytest.mark.parametrize("case", ROLLOUTS)
 def test_rollout_is_simulate_from_each_start(case, isa, restore_isa, monkeypatch):
     """rollout on the compiled backend against simulate on the NumPy backend, trajectory by trajectory, energy
-    included, within 1e-10 relative (at least 1) of each trajectory's q, qd and energy."""
+    included, within 1e-10 relative (at least 1) of each trajectory's q, qd and energy; and simulate's compiled loop
+    (trajectory 0 alone) against the same Python loop within 1e-13, the two differing by rounding (1e-9 for the Panda
+    under euler, whose stiff position servos amplify it)."""
     c = ROLLOUTS[case]
     robot = cached(("robot", c.key, c.n, c.seed), lambda: Robot(c.key, n=c.n, seed=c.seed, qd_max=1.0))
     model, q0, qd0 = robot.model, robot.q, robot.qd
@@ -208,24 +211,10 @@ def test_rollout_is_simulate_from_each_start(case, isa, restore_isa, monkeypatch
         for a, b, what in ((traj.q[n], one.q, "q"), (traj.qd[n], one.qd, "qd"), (traj.energy[n], one.energy, "energy")):
             assert_close(a, b, 1e-10, what=f"trajectory {n} {what}")
     assert np.array_equal(traj.t, expected[0].t)
-
-
-@pytest.mark.parametrize("isa", native.isas())
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
-@pytest.mark.parametrize("key", ["double_pendulum", "franka_emika_panda", "mixed_joints"])
-def test_simulate_equals_its_python_loop(key, integrator, isa, restore_isa):
-    """simulate's compiled loop against its Python loop on the NumPy backend: 200 steps of 1 ms, the Panda with its
-    position servos at ctrl = 0 (per-step ctrl and applied forces: the rollouts above). The two differ by rounding,
-    which the Panda's stiff servos amplify under euler: bound 1e-9 relative (1e-13 for the others), at least 1."""
-    model = cached(("model", key), lambda: engine.from_mujoco(load(key)))
-    q0, qd0 = engine.random_states(model, 1, 3)
-    args = (model, q0[0], qd0[0], 1e-3, 200, integrator)
-    slow = cached(("simulate", key, integrator), lambda: run("numpy", integrators.simulate, *args))
-    assert native.set_isa(isa)
-    fast = run("native", integrators.simulate, *args)
-    bound = 1e-9 if key == "franka_emika_panda" and integrator == "euler" else 1e-13
-    for a, b in ((fast.q, slow.q), (fast.qd, slow.qd), (fast.energy, slow.energy)):
-        assert_close(a, b, bound)
+    fast, slow = run("native", integrators.simulate, model, q0[0], qd0[0], c.dt, c.steps, c.integrator, **rows[0]), expected[0]
+    bound = 1e-9 if c.key == "franka_emika_panda" and c.integrator == "euler" else 1e-13
+    for a, b, what in ((fast.q, slow.q, "q"), (fast.qd, slow.qd, "qd"), (fast.energy, slow.energy, "energy")):
+        assert_close(a, b, bound, what=f"simulate {what}")
     assert fast.integrator == slow.integrator and fast.dt == slow.dt and np.array_equal(fast.t, slow.t)
 
 
