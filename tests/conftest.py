@@ -1,4 +1,6 @@
-"""Shared test setup: Menagerie robots come from ../shared/menagerie unless MENAGERIE_ROOT is set."""
+"""Shared test setup: Menagerie robots come from ../shared/menagerie unless MENAGERIE_ROOT is set; the hypothesis
+profiles; the `robot` and `restore_isa` fixtures. Plain helpers (the model table, Robot, assert_close, run on a
+backend, assert_same_text) are in tests/helpers.py."""
 
 import os
 from pathlib import Path

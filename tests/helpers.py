@@ -18,6 +18,8 @@ import numpy as np
 
 from physai import engine, models
 
+import mj
+
 DATA = Path(__file__).resolve().parent / "data"
 
 
@@ -113,10 +115,7 @@ class Robot:
 
     def mujoco(self, q, qd, qdd=None, qfrc_applied=None) -> mujoco.MjData:
         """d after mj_forward at (q, qd) with zero ctrl and the given generalized force (and mj_inverse when qdd is given)."""
-        d = self.d
-        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, 0.0
-        d.qfrc_applied[:] = 0.0 if qfrc_applied is None else qfrc_applied
-        mujoco.mj_forward(self.m, d)
+        d = mj.forward(self.m, self.d, q, qd, qfrc_applied)
         if qdd is not None:
             d.qacc[:] = qdd
             mujoco.mj_inverse(self.m, d)

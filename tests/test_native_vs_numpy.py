@@ -111,6 +111,8 @@ def reference(robot, name):
 @pytest.mark.parametrize("isa", native.isas())
 @pytest.mark.parametrize("name", CALLS)
 def test_native_equals_numpy(robot, name, isa, restore_isa):
+    """CALLS[name] on the compiled backend in variant `isa` against NumPy, a batch and single states; a state alone,
+    in a batch of one and in the batch give the same result."""
     call = CALLS[name]
     batch_ref, single_ref = reference(robot, name)
     allowance = np.maximum(1.0, call.cond * robot.cond)                 # per state
@@ -128,7 +130,7 @@ def test_native_equals_numpy(robot, name, isa, restore_isa):
                 assert_close(a, e, np.max(rtol), what=what)
 
     def one(x):
-        """A single state's result as a batch of one; the same type as NumPy's."""
+        """A single state's result (its parts) with a states' axis of length 1."""
         return tuple(np.asarray(p)[None] for p in parts(x))
 
     for sl in (slice(None), 0):
@@ -144,6 +146,7 @@ def test_native_equals_numpy(robot, name, isa, restore_isa):
         close(one(single), row, call.same * allowance[i], f"{name} state {i} alone vs in the batch")
         alone = native_call(*robot.args(call.arrays, slice(i, i + 1)))
         close(parts(alone), row, call.same * allowance[i], f"{name} state {i} in a batch of one vs in the batch")
+
 
 def test_difference_inverts_integrate(robot):
     """difference(q, integrate(q, v, h), h) = v within rounding, eps |q| / h (on the compiled backend)."""
