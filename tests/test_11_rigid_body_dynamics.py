@@ -13,24 +13,18 @@ import pytest
 from physai import dynamics as dyn
 from physai import models
 from physai.lessons import lesson11 as L
+from helpers import assert_close
 
 import mj
 
 TOL = 1e-12
 
 
-def worst(pairs) -> tuple[float, float]:
-    """Largest absolute difference and largest magnitude over (ours, reference) pairs."""
-    diff = max(np.abs(np.subtract(a, b)).max() for a, b in pairs)
-    scale = max(np.abs(b).max() for _, b in pairs)
-    return diff, scale
-
-
-def assert_close(pairs, scaled: bool = False) -> None:
-    pairs = list(pairs)
-    diff, scale = worst(pairs)
-    tol = TOL * max(1.0, scale) if scaled else TOL
-    assert diff <= tol, f"max difference {diff:.3e} > tolerance {tol:.1e}"
+def assert_pairs_close(pairs, scaled: bool = False) -> None:
+    """Every (ours, reference) pair within TOL of each other: absolute, or scaled by the largest magnitude of all the
+    references (at least 1), as one helpers.assert_close over the pairs' entries."""
+    ours, refs = zip(*((np.ravel(a), np.ravel(b)) for a, b in pairs))
+    assert_close(np.concatenate(ours), np.concatenate(refs), TOL, None if scaled else 1.0)
 
 
 # ---- the lesson's double pendulum and its hand formulas (physai.lessons.lesson11, parameters read from the model) ----
@@ -51,31 +45,31 @@ def test_pendulum_centres_of_mass_match_xipos(pendulum):
     for q, qd, _ in states:
         coms, _, _ = dyn.spatial_tree(tree, q)
         pairs.append((np.array(coms), mj.forward(m, d, q, qd).xipos[1:].copy()))
-    assert_close(pairs)
+    assert_pairs_close(pairs)
 
 
 def test_pendulum_rnea_matches_mj_inverse_and_hand_formula(pendulum):
     m, d, tree, states = pendulum
     ours = [dyn.rnea(tree, q, qd, qdd) for q, qd, qdd in states]
-    assert_close(zip(ours, (mj.inverse(m, d, *s) for s in states)))
+    assert_pairs_close(zip(ours, (mj.inverse(m, d, *s) for s in states)))
     gravity_mj = (mj.forward(m, d, q, 0 * qd).qfrc_bias.copy() for q, qd, _ in states)
     hand = (L.hand_mass_matrix(P, q) @ qdd + L.hand_coriolis(P, q, qd) + g for (q, qd, qdd), g in zip(states, gravity_mj))
-    assert_close(zip(ours, hand))
+    assert_pairs_close(zip(ours, hand))
 
 
 def test_pendulum_bias_and_gravity_match_qfrc_bias(pendulum):
     m, d, tree, states = pendulum
-    assert_close((dyn.bias(tree, q, qd), mj.forward(m, d, q, qd).qfrc_bias.copy()) for q, qd, _ in states)
-    assert_close((dyn.gravity(tree, q), mj.forward(m, d, q, 0 * qd).qfrc_bias.copy()) for q, qd, _ in states)
+    assert_pairs_close((dyn.bias(tree, q, qd), mj.forward(m, d, q, qd).qfrc_bias.copy()) for q, qd, _ in states)
+    assert_pairs_close((dyn.gravity(tree, q), mj.forward(m, d, q, 0 * qd).qfrc_bias.copy()) for q, qd, _ in states)
     # the velocity part of the bias is the lesson's C(q, qd) qd
-    assert_close((dyn.bias(tree, q, qd) - dyn.gravity(tree, q), L.hand_coriolis(P, q, qd)) for q, qd, _ in states)
+    assert_pairs_close((dyn.bias(tree, q, qd) - dyn.gravity(tree, q), L.hand_coriolis(P, q, qd)) for q, qd, _ in states)
 
 
 def test_pendulum_mass_matrix_matches_mj_fullM_and_hand_formula(pendulum):
     m, d, tree, states = pendulum
     ours = [dyn.mass_matrix(tree, q) for q, _, _ in states]
-    assert_close(zip(ours, (mj.full_mass(m, mj.forward(m, d, q, qd)) for q, qd, _ in states)))
-    assert_close(zip(ours, (L.hand_mass_matrix(P, q) for q, _, _ in states)))
+    assert_pairs_close(zip(ours, (mj.full_mass(m, mj.forward(m, d, q, qd)) for q, qd, _ in states)))
+    assert_pairs_close(zip(ours, (L.hand_mass_matrix(P, q) for q, _, _ in states)))
 
 
 def test_pendulum_forward_dynamics_matches_mj_forward(pendulum):
@@ -86,13 +80,13 @@ def test_pendulum_forward_dynamics_matches_mj_forward(pendulum):
         qacc = dyn.forward_dynamics(tree, q, qd, tau)
         pairs.append((qacc, mj.forward(m, d, q, qd, qfrc_applied=tau).qacc.copy()))
         back.append((qacc, qdd))
-    assert_close(pairs)
-    assert_close(back)                                   # identity: forward after inverse returns qdd
+    assert_pairs_close(pairs)
+    assert_pairs_close(back)                                   # identity: forward after inverse returns qdd
 
 
 def test_pendulum_energy_matches_mujoco(pendulum):
     m, d, tree, states = pendulum
-    assert_close((dyn.energy(tree, q, qd), mj.forward(m, d, q, qd).energy.sum()) for q, qd, _ in states)
+    assert_pairs_close((dyn.energy(tree, q, qd), mj.forward(m, d, q, qd).energy.sum()) for q, qd, _ in states)
 
 
 # ---- the hinge-slide test model and the Menagerie robots ----
@@ -109,19 +103,19 @@ def robot(request):
 
 def test_rnea_matches_mj_inverse(robot):
     m, d, tree, states, scaled = robot
-    assert_close(((dyn.rnea(tree, *s), mj.inverse(m, d, *s)) for s in states), scaled)
+    assert_pairs_close(((dyn.rnea(tree, *s), mj.inverse(m, d, *s)) for s in states), scaled)
 
 
 def test_bias_and_gravity_match_qfrc_bias(robot):
     m, d, tree, states, scaled = robot
-    assert_close(((dyn.bias(tree, q, qd), mj.forward(m, d, q, qd).qfrc_bias.copy()) for q, qd, _ in states), scaled)
-    assert_close(((dyn.gravity(tree, q), mj.forward(m, d, q, 0 * qd).qfrc_bias.copy()) for q, qd, _ in states), scaled)
+    assert_pairs_close(((dyn.bias(tree, q, qd), mj.forward(m, d, q, qd).qfrc_bias.copy()) for q, qd, _ in states), scaled)
+    assert_pairs_close(((dyn.gravity(tree, q), mj.forward(m, d, q, 0 * qd).qfrc_bias.copy()) for q, qd, _ in states), scaled)
 
 
 def test_mass_matrix_matches_mj_fullM(robot):
     m, d, tree, states, scaled = robot
     pairs = [(dyn.mass_matrix(tree, q), mj.full_mass(m, mj.forward(m, d, q, qd))) for q, qd, _ in states]
-    assert_close(pairs, scaled)
+    assert_pairs_close(pairs, scaled)
     for M, _ in pairs:                                   # identity: positive definite
         assert np.linalg.eigvalsh(M).min() > 0
 
@@ -133,12 +127,12 @@ def test_forward_dynamics_matches_mj_forward(robot):
         d = mj.forward(m, d, q, qd, qfrc_applied=dyn.rnea(tree, q, qd, qdd))
         tau = d.qfrc_applied + d.qfrc_passive + d.qfrc_actuator   # physai's tau is the total applied force
         pairs.append((dyn.forward_dynamics(tree, q, qd, tau), d.qacc.copy()))
-    assert_close(pairs, scaled=True)                     # a linear solve: scale by the accelerations' size
+    assert_pairs_close(pairs, scaled=True)                     # a linear solve: scale by the accelerations' size
 
 
 def test_energy_matches_mujoco(robot):
     m, d, tree, states, scaled = robot
-    assert_close(((dyn.energy(tree, q, qd), mj.forward(m, d, q, qd).energy.sum()) for q, qd, _ in states), scaled)
+    assert_pairs_close(((dyn.energy(tree, q, qd), mj.forward(m, d, q, qd).energy.sum()) for q, qd, _ in states), scaled)
 
 
 def test_mass_matrix_without_armature_matches_mujoco_without_armature(robot):
@@ -148,7 +142,7 @@ def test_mass_matrix_without_armature_matches_mujoco_without_armature(robot):
     bare_m = copy.deepcopy(m)
     bare_m.dof_armature[:] = 0.0
     bare_d, bare = mujoco.MjData(bare_m), dyn.Tree(tree.bodies, np.zeros(tree.nv), tree.gravity)
-    assert_close(((dyn.mass_matrix(bare, q), mj.full_mass(bare_m, mj.forward(bare_m, bare_d, q, qd))) for q, qd, _ in states[:10]),
+    assert_pairs_close(((dyn.mass_matrix(bare, q), mj.full_mass(bare_m, mj.forward(bare_m, bare_d, q, qd))) for q, qd, _ in states[:10]),
                  scaled)
 
 

@@ -12,20 +12,15 @@ import pinocchio as pin
 import pytest
 
 from physai import conventions, engine, models
+from helpers import assert_close
 
-ROBOTS = Path(distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots"))
+ROBOT_DATA = Path(distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots"))
 # go1, b1 and anymal are left out: their base inertia (0, 0, 3e-6) breaks the triangle rule and physai refuses it
 FLOATING = ["go2_description/urdf/go2.urdf", "a1_description/urdf/a1.urdf", "solo_description/robots/solo12.urdf",
             "talos_data/robots/talos_reduced.urdf", "romeo_description/urdf/romeo.urdf",
             "g1_description/urdf/g1_29dof_rev_1_0.urdf"]
 RTOL = 1e-10
 N = 4
-
-
-def assert_close(actual, expected, what):
-    scale = max(1.0, np.abs(expected).max())
-    err = np.abs(actual - expected).max()
-    assert err <= RTOL * scale, f"{what}: max error {err:.3g} > {RTOL:g} x {scale:.3g}"
 
 
 class Twin:
@@ -71,22 +66,22 @@ class Twin:
             V = self.v(conventions.v_to_pinocchio(self.model, q[k], qd[k]))
             A = self.v(conventions.a_to_pinocchio(self.model, q[k], qd[k], qdd[k]))
             tau = conventions.tau_from_pinocchio(self.model, q[k], self.back(pin.rnea(self.pm, self.pd, Q, V, A)))
-            assert_close(engine.rnea(self.model, q[k], qd[k], qdd[k]), tau, "rnea vs pin.rnea")
+            assert_close(engine.rnea(self.model, q[k], qd[k], qdd[k]), tau, RTOL, what="rnea vs pin.rnea")
             M = conventions.mass_matrix_from_pinocchio(self.model, q[k], self.back(pin.crba(self.pm, self.pd, Q)))
-            assert_close(engine.mass_matrix(self.model, q[k]), M, "M vs pin.crba")
+            assert_close(engine.mass_matrix(self.model, q[k]), M, RTOL, what="M vs pin.crba")
 
 
 def test_h1_against_pinocchios_mjcf_parser():
     model = engine.from_mujoco("unitree_h1")
     pm = pin.buildModelFromMJCF(str(models.model_path("unitree_h1")))
     assert pm.joints[1].shortname() == "JointModelFreeFlyer" and (pm.nq, pm.nv) == (model.nq, model.nv)
-    assert_close(pm.armature, model.dof_armature, "armature")
+    assert_close(pm.armature, model.dof_armature, RTOL, what="armature")
     Twin(model, pm).compare()
 
 
 @pytest.mark.parametrize("path", FLOATING, ids=lambda p: Path(p).stem)
 def test_floating_base_urdf_robots(path):
-    urdf = ROBOTS / path
+    urdf = ROBOT_DATA / path
     model = engine.from_urdf(urdf, floating_base=True, independent_mimic=True)
     pm = pin.buildModelFromUrdf(str(urdf), pin.JointModelFreeFlyer())
     assert model.jnt_type[0] == 0 and model.nv == pm.nv
@@ -99,7 +94,7 @@ def test_the_maps_invert_each_other():
     a = np.random.default_rng(7).normal(size=model.nv)
     q, v = q[0], v[0]
     assert np.array_equal(conventions.q_from_pinocchio(model, conventions.q_to_pinocchio(model, q)), q)
-    assert_close(conventions.v_from_pinocchio(model, q, conventions.v_to_pinocchio(model, q, v)), v, "v")
-    assert_close(conventions.a_from_pinocchio(model, q, v, conventions.a_to_pinocchio(model, q, v, a)), a, "a")
+    assert_close(conventions.v_from_pinocchio(model, q, conventions.v_to_pinocchio(model, q, v)), v, RTOL, what="v")
+    assert_close(conventions.a_from_pinocchio(model, q, v, conventions.a_to_pinocchio(model, q, v, a)), a, RTOL, what="a")
     T = conventions.velocity_map(model, q)
-    assert_close(T @ T.T, np.eye(model.nv), "T orthogonal")
+    assert_close(T @ T.T, np.eye(model.nv), RTOL, what="T orthogonal")

@@ -10,13 +10,11 @@ import importlib.util
 import pickle
 from pathlib import Path
 
+import distributed  # noqa: F401  the example's cluster: a dev dependency, so a missing one fails here rather than skipping
 import numpy as np
-import pytest
+import zarr
 
 from physai import engine
-
-pytest.importorskip("distributed")
-zarr = pytest.importorskip("zarr")
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "dask_rnea.py"
 REL = 1e-13

@@ -13,8 +13,6 @@ RK4: mjd_transitionFD refuses it, so MuJoCo's mj_step is differenced here (mj_in
 at the same bound; on ball and free joints this checks the derivatives of the Munthe-Kaas stages (8.4e-10 seen).
 """
 
-from pathlib import Path
-
 import mujoco
 import numpy as np
 import pinocchio as pin
@@ -22,73 +20,10 @@ import pytest
 
 from physai import conventions, derivatives, engine, integrators, models
 from physai.exceptions import InvalidArgumentError, ShapeError
+from helpers import MIXED, assert_close
 
-MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
-
-
-def random_tree_xml(seed: int, nbody: int = 7, free_root: bool = True) -> str:
-    """An MJCF tree with random joint types (a free root, balls with anchors, hinges, slides, a body with two
-    joints, a welded body), random poses, physical random inertias, damping, armature, springs and tilted gravity."""
-    rng = np.random.default_rng(seed)
-    f = lambda x: " ".join(f"{v:.6g}" for v in np.ravel(x))  # noqa: E731
-
-    def inertial():
-        x = rng.uniform(0.01, 0.1, 3)                  # principal moments (x+y, y+z, z+x) respect the triangle rule
-        quat = rng.normal(size=4)
-        return (f'<inertial pos="{f(rng.uniform(-0.1, 0.1, 3))}" quat="{f(quat / np.linalg.norm(quat))}" '
-                f'mass="{rng.uniform(0.3, 2):.4g}" diaginertia="{f([x[0] + x[1], x[1] + x[2], x[2] + x[0]])}"/>')
-
-    def joint(kind):
-        axis = rng.normal(size=3)
-        extra = f'stiffness="{rng.uniform(0, 2):.3g}" ' if kind in ("hinge", "slide") else ""
-        return (f'<joint type="{kind}" axis="{f(axis / np.linalg.norm(axis))}" pos="{f(rng.uniform(-0.05, 0.05, 3))}" '
-                f'damping="{rng.uniform(0, 0.3):.3g}" armature="{rng.uniform(0, 0.05):.3g}" {extra}/>')
-
-    parents, bodies = [-1], []
-    root = ('<freejoint/>' if free_root else joint("ball")) + inertial()
-    bodies.append(f'<body pos="0.1 -0.2 0.8">{root}')
-    for b in range(1, nbody):
-        parents.append(int(rng.integers(0, b)))
-        quat = rng.normal(size=4)
-        kinds = [str(rng.choice(["hinge", "slide", "ball", "hinge"]))]
-        if b == 2:
-            kinds = ["hinge", "slide"]
-        joints = "" if b == 4 else "".join(joint(k) for k in kinds)
-        bodies.append(f'<body pos="{f(rng.uniform(-0.3, 0.3, 3))}" quat="{f(quat / np.linalg.norm(quat))}">{joints}{inertial()}')
-    children = {b: [c for c in range(nbody) if parents[c] == b] for b in range(nbody)}
-
-    def emit(b):
-        return bodies[b] + "".join(emit(c) for c in children[b]) + "</body>"
-
-    return (f'<mujoco><option gravity="0.4 -0.7 -9.6"><flag contact="disable"/></option>'
-            f'<worldbody>{emit(0)}</worldbody></mujoco>')
-
-
-def mj_model(name: str) -> mujoco.MjModel:
-    m = mujoco.MjModel.from_xml_string(name) if name.startswith("<") else models.load(name)
-    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-    return m
-
-
-MODELS = {"mixed_joints": MIXED, "random_free": random_tree_xml(1), "random_fixed": random_tree_xml(2, 6, False),
-          "unitree_h1": "unitree_h1", "franka_emika_panda": "franka_emika_panda"}
-
-
-class Robot:
-    def __init__(self, key):
-        self.m = mj_model(MODELS[key])
-        self.model = engine.from_mujoco(self.m)
-        self.q, self.qd = engine.random_states(self.model, 3, 5, qd_max=2.0)
-        self.qdd = np.random.default_rng(6).uniform(-3, 3, (3, self.model.nv))
-
-
-@pytest.fixture(scope="module", params=list(MODELS))
-def robot(request):
-    return Robot(request.param)
-
-
-def relerr(actual, expected) -> float:
-    return float(np.abs(np.asarray(actual) - expected).max() / max(1.0, np.abs(expected).max()))
+ROBOTS = ["mixed_joints", "random_free", "random_fixed", "unitree_h1", "franka_emika_panda"]
+ROBOT_STATES = {"n": 3, "seed": 5}
 
 
 def perturbed(model, q, eps):
@@ -103,10 +38,10 @@ def test_rnea_derivatives_against_central_differences(robot):
     for q, qd, qdd in zip(robot.q, robot.qd, robot.qdd):
         dq, dv, M = derivatives.rnea_derivatives(model, q, qd, qdd)
         tau = engine.rnea(model, perturbed(model, q, 1e-5), qd, qdd)
-        assert relerr(dq, (tau[:nv] - tau[nv:]).T / 2e-5) < 1e-7
+        assert_close(dq, (tau[:nv] - tau[nv:]).T / 2e-5, 1e-7)
         tau = engine.rnea(model, q, np.r_[qd + E, qd - E], qdd)
-        assert relerr(dv, (tau[:nv] - tau[nv:]).T / 2) < 1e-7
-        assert relerr(M, engine.mass_matrix(model, q)) < 1e-14
+        assert_close(dv, (tau[:nv] - tau[nv:]).T / 2, 1e-7)
+        assert_close(M, engine.mass_matrix(model, q), 1e-14)
 
 
 def test_batch_equals_single_states(robot):
@@ -114,7 +49,7 @@ def test_batch_equals_single_states(robot):
     assert dq.shape == (3, robot.model.nv, robot.model.nv)
     for k in range(3):
         for x, y in zip((dq[k], dv[k], M[k]), derivatives.rnea_derivatives(robot.model, robot.q[k], robot.qd[k], robot.qdd[k])):
-            assert relerr(x, y) < 1e-13
+            assert_close(x, y, 1e-13)
 
 
 def test_far_from_the_origin_keeps_its_digits():
@@ -125,7 +60,7 @@ def test_far_from_the_origin_keeps_its_digits():
     far = q.copy()
     far[:, :3] += [1000.0, -2000.0, 500.0]
     for x, y in zip(derivatives.rnea_derivatives(model, far, qd, qdd), derivatives.rnea_derivatives(model, q, qd, qdd)):
-        assert relerr(x, y) < 1e-13
+        assert_close(x, y, 1e-13)
 
 
 def test_forward_dynamics_derivatives(robot):
@@ -134,11 +69,12 @@ def test_forward_dynamics_derivatives(robot):
         tau = engine.rnea(model, q, qd, qdd)
         aq, av, Minv = derivatives.forward_dynamics_derivatives(model, q, qd, tau)
         dq, dv, M = derivatives.rnea_derivatives(model, q, qd, qdd)
-        assert relerr(Minv @ M, np.eye(model.nv)) < 1e-10
-        assert relerr(M @ aq, -dq) < 1e-10 and relerr(M @ av, -dv) < 1e-10
+        assert_close(Minv @ M, np.eye(model.nv), 1e-10)
+        assert_close(M @ aq, -dq, 1e-10)
+        assert_close(M @ av, -dv, 1e-10)
         nv = model.nv
         acc = engine.forward_dynamics(model, perturbed(model, q, 1e-5), qd, tau)
-        assert relerr(aq, (acc[:nv] - acc[nv:]).T / 2e-5) < 1e-7
+        assert_close(aq, (acc[:nv] - acc[nv:]).T / 2e-5, 1e-7)
 
 
 def test_against_mujocos_inverse_fd(robot):
@@ -155,9 +91,9 @@ def test_against_mujocos_inverse_fd(robot):
         dq, dv, M = derivatives.rnea_derivatives(model, q, qd, qdd)
         Kq = np.zeros((nv, nv))
         Kq[model.spring_dofadr, model.spring_dofadr] = model.spring_stiffness
-        assert relerr(dq + Kq, DfDq.T) < 1e-5
-        assert relerr(dv + np.diag(model.dof_damping), DfDv.T) < 1e-5
-        assert relerr(M, DfDa.T) < 1e-6
+        assert_close(dq + Kq, DfDq.T, 1e-5)
+        assert_close(dv + np.diag(model.dof_damping), DfDv.T, 1e-5)
+        assert_close(M, DfDa.T, 1e-6)
 
 
 def controls(robot, k):
@@ -200,9 +136,9 @@ def test_step_derivatives_against_central_differences(robot, integrator):
     A, B = derivatives.step_derivatives(robot.model, robot.q[k], robot.qd[k], 0.005, integrator, ctrl)
     Af, Bf = step_fd(robot.model, robot.q[k], robot.qd[k], 0.005, integrator, ctrl)
     assert A.shape == (2 * robot.model.nv,) * 2 and B.shape == (2 * robot.model.nv, robot.model.nu)
-    assert relerr(A, Af) < 1e-7
+    assert_close(A, Af, 1e-7)
     if robot.model.nu:
-        assert relerr(B, Bf) < 1e-7
+        assert_close(B, Bf, 1e-7)
 
 
 def mj_step_fd(m, d, eps=1e-6):
@@ -257,9 +193,9 @@ def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
     else:
         mujoco.mjd_transitionFD(m, d, 1e-6, True, A_mj, B_mj, None, None)
     A, B = derivatives.step_derivatives(model, robot.q[k], robot.qd[k], 0.005, integrator, ctrl)
-    assert relerr(A, A_mj) < 1e-8
+    assert_close(A, A_mj, 1e-8)
     if m.nu:
-        assert relerr(B, B_mj) < 1e-8
+        assert_close(B, B_mj, 1e-8)
 
 
 # ---- Pinocchio ----
@@ -279,11 +215,15 @@ def test_panda_against_pinocchio(panda):
     for k in range(4):
         dq, dv, M = derivatives.rnea_derivatives(model, q[k], qd[k], qdd[k])
         pq, pv, pa = pin.computeRNEADerivatives(pm, pd, q[k], qd[k], qdd[k])
-        assert relerr(dq, pq) < 1e-10 and relerr(dv, pv) < 1e-10 and relerr(M, pa) < 1e-10
+        assert_close(dq, pq, 1e-10)
+        assert_close(dv, pv, 1e-10)
+        assert_close(M, pa, 1e-10)
         tau = engine.rnea(model, q[k], qd[k], qdd[k])
         aq, av, Minv = derivatives.forward_dynamics_derivatives(model, q[k], qd[k], tau)
         paq, pav, pMinv = pin.computeABADerivatives(pm, pd, q[k], qd[k], tau)
-        assert relerr(aq, paq) < 1e-10 and relerr(av, pav) < 1e-10 and relerr(Minv, pMinv) < 1e-10
+        assert_close(aq, paq, 1e-10)
+        assert_close(av, pav, 1e-10)
+        assert_close(Minv, pMinv, 1e-10)
 
 
 def test_h1_against_pinocchio_through_the_conventions():
@@ -310,15 +250,15 @@ def test_h1_against_pinocchio_through_the_conventions():
         pq, pv, pa = (x.copy() for x in pin.computeRNEADerivatives(pm, pd, Q, V, A))
         tau_pin = pin.rnea(pm, pd, Q, V, A)
         dq, dv, M = derivatives.rnea_derivatives(model, q[k], qd[k], qdd[k])
-        assert relerr(M, T.T @ pa @ T) < 1e-10
-        assert relerr(dv, T.T @ (pv @ T + pa @ dTv)) < 1e-10
+        assert_close(M, T.T @ pa @ T, 1e-10)
+        assert_close(dv, T.T @ (pv @ T + pa @ dTv), 1e-10)
         expected = T.T @ pq @ T
         for j in range(3):
             dT, dTdot = np.zeros((model.nv, model.nv)), np.zeros((model.nv, model.nv))
             dT[:3, :3] = -pin.skew(np.eye(3)[j]) @ R.T
             dTdot[:3, :3] = pin.skew(w) @ pin.skew(np.eye(3)[j]) @ R.T
             expected[:, 3 + j] += dT.T @ tau_pin + T.T @ (pv @ dT @ qd[k] + pa @ (dT @ qdd[k] + dTdot @ qd[k]))
-        assert relerr(dq, expected) < 1e-10
+        assert_close(dq, expected, 1e-10)
 
 
 # ---- errors ----

@@ -7,8 +7,6 @@ bias = qfrc_bias, M = mj_fullM and forward dynamics = qacc for tau = qfrc_applie
 Tolerances are 1e-12 relative to the size of the compared quantity (forward dynamics: times cond(M)).
 """
 
-from pathlib import Path
-
 import mujoco
 import numpy as np
 import pytest
@@ -16,51 +14,13 @@ import pytest
 from physai import dynamics, engine, joints, models
 from physai.engine import batching
 from physai.exceptions import InvalidModelError, InvalidStateError, PhysaiError, ShapeError
+from helpers import assert_close
 
-MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
-MODELS = ["double_pendulum", "hinge_slide", "robotstudio_so101", "franka_emika_panda", "kuka_iiwa_14",
-          "unitree_h1", "unitree_g1", MIXED]
-N = 6          # states per model and test
+ROBOTS = ["double_pendulum", "hinge_slide", "robotstudio_so101", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "unitree_g1",
+          "mixed_joints"]
+N = 6          # states per model and test (helpers.Robot: constraints disabled, engine.random_states)
+ROBOT_STATES = {"n": N, "seed": 0}
 RTOL = 1e-12
-
-
-class Robot:
-    """A MuJoCo model with constraints disabled, its engine Model and random states (engine.random_states)."""
-
-    def __init__(self, name):
-        self.m = models.load(name)
-        self.m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-        self.d = mujoco.MjData(self.m)
-        self.model = engine.from_mujoco(self.m)
-        self.q, self.qd = engine.random_states(self.model, N, 0, qd_max=2.0)
-        rng = np.random.default_rng(1)
-        self.qdd = rng.uniform(-3.0, 3.0, (N, self.m.nv))
-        self.tau = rng.uniform(-5.0, 5.0, (N, self.m.nv))
-
-    def mujoco(self, q, qd, qdd=None, qfrc_applied=None):
-        """Load a state into MjData and run mj_forward (and mj_inverse when qdd is given)."""
-        d = self.d
-        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, 0.0
-        d.qfrc_applied[:] = 0.0 if qfrc_applied is None else qfrc_applied
-        mujoco.mj_forward(self.m, d)
-        if qdd is not None:
-            d.qacc[:] = qdd
-            mujoco.mj_inverse(self.m, d)
-        return d
-
-
-@pytest.fixture(scope="module", params=MODELS, ids=lambda p: Path(p).stem)
-def robot(request):
-    return Robot(request.param)
-
-
-def assert_close(actual, expected, scale=None, rtol=RTOL, what=""):
-    """|actual - expected| <= rtol * max(1, scale), scale defaulting to the largest |expected|."""
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.shape == expected.shape, f"{what}: shape {actual.shape} vs {expected.shape}"
-    scale = max(1.0, np.abs(expected).max() if scale is None else scale)
-    err = np.abs(actual - expected).max()
-    assert err <= rtol * scale, f"{what}: max error {err:.3g} > {rtol:g} x {scale:.3g}"
 
 
 # ---- against MuJoCo ----
@@ -75,14 +35,14 @@ def test_rnea(robot):
     tau = engine.rnea(robot.model, robot.q, robot.qd, robot.qdd)
     for k in range(N):
         d = robot.mujoco(robot.q[k], robot.qd[k], robot.qdd[k])
-        assert_close(tau[k], d.qfrc_inverse + d.qfrc_passive, what="rnea vs qfrc_inverse + qfrc_passive")
+        assert_close(tau[k], d.qfrc_inverse + d.qfrc_passive, RTOL, what="rnea vs qfrc_inverse + qfrc_passive")
 
 
 def test_bias_and_gravity(robot):
     c, g = engine.bias(robot.model, robot.q, robot.qd), engine.gravity(robot.model, robot.q)
     for k in range(N):
-        assert_close(c[k], robot.mujoco(robot.q[k], robot.qd[k]).qfrc_bias, what="bias vs qfrc_bias")
-        assert_close(g[k], robot.mujoco(robot.q[k], 0 * robot.qd[k]).qfrc_bias, what="gravity vs qfrc_bias at rest")
+        assert_close(c[k], robot.mujoco(robot.q[k], robot.qd[k]).qfrc_bias, RTOL, what="bias vs qfrc_bias")
+        assert_close(g[k], robot.mujoco(robot.q[k], 0 * robot.qd[k]).qfrc_bias, RTOL, what="gravity vs qfrc_bias at rest")
 
 
 def test_mass_matrix(robot):
@@ -91,7 +51,7 @@ def test_mass_matrix(robot):
         robot.mujoco(robot.q[k], robot.qd[k])
         M_mj = np.zeros((robot.m.nv, robot.m.nv))
         mujoco.mj_fullM(robot.m, robot.d, M_mj)
-        assert_close(M[k], M_mj, what="M vs mj_fullM")
+        assert_close(M[k], M_mj, RTOL, what="M vs mj_fullM")
 
 
 def test_forward_dynamics_and_aba(robot):
@@ -100,8 +60,8 @@ def test_forward_dynamics_and_aba(robot):
         passive = robot.mujoco(robot.q[k], robot.qd[k]).qfrc_passive + robot.d.qfrc_actuator
         d = robot.mujoco(robot.q[k], robot.qd[k], qfrc_applied=robot.tau[k] - passive)
         scale = np.linalg.cond(engine.mass_matrix(robot.model, robot.q[k])) * max(1.0, np.abs(d.qacc).max()) * 1e-2
-        assert_close(qdd[k], d.qacc, scale, what="forward dynamics vs qacc")
-        assert_close(qdd_aba[k], d.qacc, scale, what="aba vs qacc")
+        assert_close(qdd[k], d.qacc, RTOL, scale, what="forward dynamics vs qacc")
+        assert_close(qdd_aba[k], d.qacc, RTOL, scale, what="aba vs qacc")
 
 
 def test_energy(robot):
@@ -110,8 +70,8 @@ def test_energy(robot):
         E, U = engine.energy(robot.model, robot.q, robot.qd), engine.potential_energy(robot.model, robot.q)
         for k in range(N):
             d = robot.mujoco(robot.q[k], robot.qd[k])
-            assert_close(E[k], d.energy.sum(), what="energy")
-            assert_close(U[k], d.energy[0], what="potential energy")
+            assert_close(E[k], d.energy.sum(), RTOL, what="energy")
+            assert_close(U[k], d.energy[0], RTOL, what="potential energy")
     finally:
         robot.m.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_ENERGY)
 
@@ -135,16 +95,16 @@ def test_data_against_mujocos_stages(robot):
                 continue                                               # welded to the world
             C, S = d.center[link, :, 0], md.subtree_com[robot.m.body_rootid[mb]]
             R = d.xmat[link, :, :, 0]
-            assert_close(R @ model.body_rot[b], md.xmat[mb].reshape(3, 3), what="xmat")
-            assert_close(d.xpos[link, :, 0] + R @ model.body_pos[b], md.xpos[mb], what="xpos")
+            assert_close(R @ model.body_rot[b], md.xmat[mb].reshape(3, 3), RTOL, what="xmat")
+            assert_close(d.xpos[link, :, 0] + R @ model.body_pos[b], md.xpos[mb], RTOL, what="xpos")
             if b not in model.jnt_bodyid:                              # a welded body shares its link's velocity...
                 continue                                               # ...and its subtree force belongs to the link
             for ours, theirs, what in ((d.cvel, md.cvel, "cvel"), (d.cacc, md.cacc, "cacc")):
                 w, v = theirs[mb, :3], theirs[mb, 3:]
-                assert_close(ours[link, :, 0], np.r_[w, v + np.cross(w, C - S)], what=what)
+                assert_close(ours[link, :, 0], np.r_[w, v + np.cross(w, C - S)], RTOL, what=what)
             n, f = md.cfrc_int[mb, :3], md.cfrc_int[mb, 3:]
             # rounding accumulates over the whole tree: the scale is the largest force of any body
-            assert_close(d.cfrc[link, :, 0], np.r_[n + np.cross(S - C, f), f], np.abs(md.cfrc_int).max(), what="cfrc vs cfrc_int")
+            assert_close(d.cfrc[link, :, 0], np.r_[n + np.cross(S - C, f), f], RTOL, np.abs(md.cfrc_int).max(), what="cfrc vs cfrc_int")
 
 
 def test_integrate_and_difference(robot):
@@ -155,11 +115,11 @@ def test_integrate_and_difference(robot):
     for k in range(N):
         expected = robot.q[k].copy()
         mujoco.mj_integratePos(robot.m, expected, robot.qd[k], h)
-        assert_close(q1[k], expected, rtol=1e-14, what="integrate vs mj_integratePos")
+        assert_close(q1[k], expected, 1e-14, what="integrate vs mj_integratePos")
         v_mj = np.zeros(robot.m.nv)
         mujoco.mj_differentiatePos(robot.m, v_mj, h, robot.q[k], q1[k])
-        assert_close(v[k], v_mj, rtol=1e-11, what="difference vs mj_differentiatePos")
-    assert_close(v, robot.qd, rtol=1e-11, what="difference(q, integrate(q, v)) = v")
+        assert_close(v[k], v_mj, 1e-11, what="difference vs mj_differentiatePos")
+    assert_close(v, robot.qd, 1e-11, what="difference(q, integrate(q, v)) = v")
 
 
 # ---- identities ----
@@ -168,13 +128,13 @@ def test_identities(robot):
     model, q, qd, qdd = robot.model, robot.q, robot.qd, robot.qdd
     tau = engine.rnea(model, q, qd, qdd)
     M, c = engine.mass_matrix(model, q), engine.bias(model, q, qd)
-    assert_close(tau, np.einsum("nij,nj->ni", M, qdd) + c, what="rnea = M qdd + c")
-    assert_close(c, engine.rnea(model, q, qd, np.zeros_like(qdd)), what="bias = rnea(q, qd, 0)")
-    assert_close(engine.gravity(model, q), engine.rnea(model, q, 0 * qd, 0 * qdd), what="gravity = rnea(q, 0, 0)")
-    assert_close(engine.forward_dynamics(model, q, qd, tau), qdd, np.linalg.cond(M).max() * 1e-2, what="FD inverts rnea")
-    assert_close(engine.aba(model, q, qd, tau), qdd, np.linalg.cond(M).max() * 1e-2, what="ABA inverts rnea")
+    assert_close(tau, np.einsum("nij,nj->ni", M, qdd) + c, RTOL, what="rnea = M qdd + c")
+    assert_close(c, engine.rnea(model, q, qd, np.zeros_like(qdd)), RTOL, what="bias = rnea(q, qd, 0)")
+    assert_close(engine.gravity(model, q), engine.rnea(model, q, 0 * qd, 0 * qdd), RTOL, what="gravity = rnea(q, 0, 0)")
+    assert_close(engine.forward_dynamics(model, q, qd, tau), qdd, RTOL, np.linalg.cond(M).max() * 1e-2, what="FD inverts rnea")
+    assert_close(engine.aba(model, q, qd, tau), qdd, RTOL, np.linalg.cond(M).max() * 1e-2, what="ABA inverts rnea")
     T = engine.kinetic_energy(model, q, qd)
-    assert_close(T, 0.5 * np.einsum("ni,nij,nj->n", qd, M, qd), what="T = 1/2 qd M qd")
+    assert_close(T, 0.5 * np.einsum("ni,nij,nj->n", qd, M, qd), RTOL, what="T = 1/2 qd M qd")
     assert (np.linalg.eigvalsh(M) > 0).all()
 
 
@@ -195,9 +155,9 @@ def test_batched_equals_single(robot, name):
     if name in ("forward_dynamics", "aba"):                  # a solve with M amplifies rounding by cond(M)
         scale *= np.linalg.cond(engine.mass_matrix(robot.model, robot.q)).max()
     for i in range(N):
-        assert_close(f(robot.model, *(a[i] for a in args)), batched[i], scale, rtol=1e-13, what=name)
-        assert_close(f(robot.model, *(a[i:i + 1] for a in args))[0], batched[i], scale, rtol=1e-13, what=name)
-    assert_close(f(robot.model, *(a[:3] for a in args)), batched[:3], scale, rtol=1e-13, what=name)
+        assert_close(f(robot.model, *(a[i] for a in args)), batched[i], 1e-13, scale, what=name)
+        assert_close(f(robot.model, *(a[i:i + 1] for a in args))[0], batched[i], 1e-13, scale, what=name)
+    assert_close(f(robot.model, *(a[:3] for a in args)), batched[:3], 1e-13, scale, what=name)
 
 
 def test_large_batches_run_in_chunks(robot, monkeypatch):
@@ -211,13 +171,13 @@ def test_large_batches_run_in_chunks(robot, monkeypatch):
     whole = everything()
     monkeypatch.setattr(batching, "CHUNK", 4)                             # 11 states -> chunks of 3, 4, 4
     for a, b in zip(whole, everything()):
-        assert_close(b, a, rtol=1e-13)
+        assert_close(b, a, 1e-13)
 
 
 def test_single_state_is_shared_by_a_batch(robot):
     q0 = robot.q[0]
     tau = engine.rnea(robot.model, q0, robot.qd, robot.qdd)
-    assert_close(tau[2], engine.rnea(robot.model, q0, robot.qd[2], robot.qdd[2]), rtol=1e-13)
+    assert_close(tau[2], engine.rnea(robot.model, q0, robot.qd[2], robot.qdd[2]), 1e-13)
     assert np.isscalar(engine.energy(robot.model, q0, robot.qd[0]))
 
 
@@ -231,12 +191,12 @@ def test_teaching_layer_agrees(name):
     rng = np.random.default_rng(4)
     for q, qd, qdd in rng.uniform(-1.5, 1.5, (N, 3, tree.nv)):
         tau = dynamics.rnea(tree, q, qd, qdd)
-        assert_close(engine.rnea(model, q, qd, qdd), tau, what="rnea")
-        assert_close(engine.mass_matrix(model, q), dynamics.mass_matrix(tree, q), what="M")
-        assert_close(engine.bias(model, q, qd), dynamics.bias(tree, q, qd), what="bias")
-        assert_close(engine.energy(model, q, qd), dynamics.energy(tree, q, qd), what="energy")
+        assert_close(engine.rnea(model, q, qd, qdd), tau, RTOL, what="rnea")
+        assert_close(engine.mass_matrix(model, q), dynamics.mass_matrix(tree, q), RTOL, what="M")
+        assert_close(engine.bias(model, q, qd), dynamics.bias(tree, q, qd), RTOL, what="bias")
+        assert_close(engine.energy(model, q, qd), dynamics.energy(tree, q, qd), RTOL, what="energy")
         M = dynamics.mass_matrix(tree, q)
-        assert_close(engine.forward_dynamics(model, q, qd, tau), qdd, np.linalg.cond(M) * 1e-2, what="FD")
+        assert_close(engine.forward_dynamics(model, q, qd, tau), qdd, RTOL, np.linalg.cond(M) * 1e-2, what="FD")
 
 
 # ---- the compiled model ----
@@ -261,7 +221,7 @@ def test_free_joint_is_three_slides_and_a_ball():
     assert model.jnt_type[0] == joints.FREE and (model.nq, model.nv) == (26, 25)
     assert list(model.link_dofnum[:4]) == [1, 1, 1, 3] and list(model.link_parentid[:4]) == [-1, 0, 1, 2]
     assert list(model.coords.quat_q) == [3] and list(model.coords.quat_v) == [3]
-    assert_close(model.qpos0[:7], [0, 0, 0, 1, 0, 0, 0])
+    assert_close(model.qpos0[:7], [0, 0, 0, 1, 0, 0, 0], RTOL)
 
 
 def test_welded_chain_below_the_world_and_between_joints():
@@ -288,10 +248,10 @@ def test_welded_chain_below_the_world_and_between_joints():
     model = engine.compile_tree(tree)
     assert (model.nlink, list(model.link_parentid), model.static_mass) == (2, [-1, 0], 2.0)
     q, qd, qdd = rng.uniform(-1, 1, (3, 2))
-    assert_close(engine.rnea(model, q, qd, qdd), dynamics.rnea(tree, q, qd, qdd))
-    assert_close(engine.mass_matrix(model, q), dynamics.mass_matrix(tree, q))
-    assert_close(engine.energy(model, q, qd), dynamics.energy(tree, q, qd))
-    assert_close(engine.potential_energy(model, q), dynamics.potential_energy(tree, q))
+    assert_close(engine.rnea(model, q, qd, qdd), dynamics.rnea(tree, q, qd, qdd), RTOL)
+    assert_close(engine.mass_matrix(model, q), dynamics.mass_matrix(tree, q), RTOL)
+    assert_close(engine.energy(model, q, qd), dynamics.energy(tree, q, qd), RTOL)
+    assert_close(engine.potential_energy(model, q), dynamics.potential_energy(tree, q), RTOL)
 
 
 def test_far_from_the_origin_keeps_its_digits():
@@ -302,7 +262,7 @@ def test_far_from_the_origin_keeps_its_digits():
                         tree.armature, tree.gravity)
     q, qd, qdd = np.random.default_rng(5).uniform(-1.5, 1.5, (3, N, tree.nv))
     near_tau, far_tau = engine.rnea(engine.compile_tree(tree), q, qd, qdd), engine.rnea(engine.compile_tree(far), q, qd, qdd)
-    assert_close(far_tau, near_tau, rtol=1e-14)
+    assert_close(far_tau, near_tau, 1e-14)
     # the world-origin teaching layer loses about 1e6^2 * eps relative to the torques
     err = np.abs(dynamics.rnea(far, q[0], qd[0], qdd[0]) - near_tau[0]).max()
     assert err > 1e-9
@@ -375,7 +335,7 @@ def test_wrong_model_or_data(pendulum):
 def test_a_tree_is_compiled_on_the_fly(pendulum):
     tree = dynamics.tree_from_mujoco(models.load("double_pendulum"))
     q, qd, qdd = [0.3, -0.2], [1.0, 0.5], [0.1, 0.2]
-    assert_close(engine.rnea(tree, q, qd, qdd), engine.rnea(pendulum, q, qd, qdd), rtol=1e-15)
+    assert_close(engine.rnea(tree, q, qd, qdd), engine.rnea(pendulum, q, qd, qdd), 1e-15)
 
 
 def test_singular_mass_matrix():

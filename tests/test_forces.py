@@ -16,17 +16,11 @@ from physai import dynamics as dyn
 from physai import forces as frc
 from physai import models
 from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
+from helpers import assert_close
 
 import mj
 
 TOL = 1e-12
-
-
-def assert_close(ours, ref, tol: float = TOL) -> None:
-    ours, ref = np.asarray(ours), np.asarray(ref)
-    scale = max(1.0, np.abs(ref).max())
-    diff = np.abs(ours - ref).max()
-    assert diff <= tol * scale, f"max difference {diff:.3e} > tolerance {tol * scale:.1e}"
 
 
 # A small tree with every supported actuator kind: motor, position and velocity servos, a general actuator with
@@ -86,7 +80,7 @@ def actuated(request):
 
 def test_arm2_passive_force_is_the_lessons_output():
     tree = dyn.tree_from_mujoco(models.load("arm2"))
-    assert_close(frc.passive_force(tree, [0.3, -0.8], [1.5, -2.0]), [-0.03, 0.04])
+    assert_close(frc.passive_force(tree, [0.3, -0.8], [1.5, -2.0]), [-0.03, 0.04], TOL)
 
 
 @pytest.mark.parametrize("name", ["inline", "arm2", "hinge_slide", "franka_emika_panda"])
@@ -96,7 +90,7 @@ def test_passive_force_matches_qfrc_passive(name):
     for q, qd, _ in mj.random_states(m, 20, seed=1):
         d.qpos[:], d.qvel[:] = q, qd
         mujoco.mj_forward(m, d)
-        assert_close(frc.passive_force(tree, q, qd), d.qfrc_passive)
+        assert_close(frc.passive_force(tree, q, qd), d.qfrc_passive, TOL)
 
 
 # ---- actuators ----
@@ -107,9 +101,9 @@ def test_actuators_read_from_mujoco():
     assert act.names == ("motor", "servo", "spin", "tendon", "viscous")
     assert (act.nu, act.nv) == (5, 3)
     expected_moment = [[2.5, 0, 0], [0, 1.5, 0], [0, 0, 1], [1.3 * 0.7, 0, -1.3 * 0.4], [1, 0, 0]]
-    assert_close(act.moment, expected_moment)
-    assert_close(act.gain, [[1, 0, 0], [30, 0, 0], [2, 0, 0], [5, 0.4, 0.7], [2, 0, 0.3]])
-    assert_close(act.bias, [[0, 0, 0], [0, -30, -3], [0, 0, -2], [0.1, -2, -0.5], [0, 0, 0]])
+    assert_close(act.moment, expected_moment, TOL)
+    assert_close(act.gain, [[1, 0, 0], [30, 0, 0], [2, 0, 0], [5, 0.4, 0.7], [2, 0, 0.3]], TOL)
+    assert_close(act.bias, [[0, 0, 0], [0, -30, -3], [0, 0, -2], [0.1, -2, -0.5], [0, 0, 0]], TOL)
     assert act.ctrllimited.tolist() == [True, True, True, False, True]
     assert act.forcelimited.tolist() == [False, True, False, True, False]
 
@@ -121,8 +115,8 @@ def test_actuator_force_matches_qfrc_actuator_with_clamping(actuated):
     for q, qd, _ in mj.random_states(m, 50, seed=2, qd_max=3.0):
         d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, wide_controls(m, rng)
         mujoco.mj_forward(m, d)
-        assert_close(frc.actuator_outputs(act, q, qd, d.ctrl), d.actuator_force)
-        assert_close(frc.actuator_force(act, q, qd, d.ctrl), d.qfrc_actuator)
+        assert_close(frc.actuator_outputs(act, q, qd, d.ctrl), d.actuator_force, TOL)
+        assert_close(frc.actuator_force(act, q, qd, d.ctrl), d.qfrc_actuator, TOL)
         lo, hi = m.actuator_ctrlrange.T
         clamped_ctrl += np.sum(m.actuator_ctrllimited & ((d.ctrl < lo) | (d.ctrl > hi)))
         flo, fhi = m.actuator_forcerange.T
@@ -138,7 +132,7 @@ def test_clampctrl_disabled_leaves_ctrl_alone():
     d, act = mujoco.MjData(m), frc.actuators_from_mujoco(m)
     d.qpos[:], d.ctrl[:] = [0.2, 0.3, -0.1], [3.0, -2.0, 5.0, 1.0, 4.0]
     mujoco.mj_forward(m, d)
-    assert_close(frc.actuator_force(act, d.qpos, d.qvel, d.ctrl), d.qfrc_actuator)
+    assert_close(frc.actuator_force(act, d.qpos, d.qvel, d.ctrl), d.qfrc_actuator, TOL)
 
 
 def test_actuator_velocity_derivative_matches_implicitfast_qDeriv(actuated):
@@ -152,7 +146,7 @@ def test_actuator_velocity_derivative_matches_implicitfast_qDeriv(actuated):
         mujoco.mj_step(m, d)                      # qDeriv is formed at the state before the step
         D, mask = mj.dense_qDeriv(m, d)
         ours = frc.actuator_velocity_derivative(act, q, qd, ctrl) - np.diag(tree.damping)
-        assert_close(np.where(mask, ours, 0.0), D)
+        assert_close(np.where(mask, ours, 0.0), D, TOL)
 
 
 def test_actuator_velocity_derivative_is_the_derivative(actuated):
@@ -169,7 +163,7 @@ def test_actuator_velocity_derivative_is_the_derivative(actuated):
                        for e in np.eye(m.nv)], axis=1)
         # rounding of the difference, eps |force| / h, is ~1e-10 of the scale (3.9e-10 seen); truncation is 0
         # for the affine actuators: bound 1e-8 (was 1e-7)
-        assert_close(frc.actuator_velocity_derivative(act, q, qd, ctrl), fd, tol=1e-8)
+        assert_close(frc.actuator_velocity_derivative(act, q, qd, ctrl), fd, 1e-8)
         checked += 1
     assert checked >= 5
 
@@ -178,7 +172,7 @@ def test_velocity_derivative_of_servos_is_minus_kv_gear_squared():
     act = frc.actuators_from_mujoco(actuated_model())
     dfdv = frc.actuator_velocity_derivative(act, np.zeros(3), np.zeros(3), np.zeros(5))
     tendon = 1.3 * np.array([0.7, 0, -0.4])
-    assert_close(dfdv, np.diag([0.0, -3 * 1.5**2, -2.0]) - 0.5 * np.outer(tendon, tendon))
+    assert_close(dfdv, np.diag([0.0, -3 * 1.5**2, -2.0]) - 0.5 * np.outer(tendon, tendon), TOL)
 
 
 # ---- applied forces ----
@@ -196,10 +190,10 @@ def test_applied_force_matches_mj_applyFT_and_qfrc_smooth():
         for b in range(1, m.nbody):
             mujoco.mj_applyFT(m, d, d.xfrc_applied[b, :3], d.xfrc_applied[b, 3:], d.xipos[b], b, ref)
         ours = frc.applied_force(tree, q, d.qfrc_applied, d.xfrc_applied[1:])   # physai's body b is MuJoCo's b + 1
-        assert_close(ours, ref)
+        assert_close(ours, ref, TOL)
         xfrc_part = d.qfrc_smooth - (d.qfrc_passive - d.qfrc_bias + d.qfrc_applied + d.qfrc_actuator)
-        assert_close(frc.applied_force(tree, q, xfrc_applied=d.xfrc_applied[1:]), xfrc_part)
-    assert_close(frc.applied_force(tree, q), np.zeros(m.nv))
+        assert_close(frc.applied_force(tree, q, xfrc_applied=d.xfrc_applied[1:]), xfrc_part, TOL)
+    assert_close(frc.applied_force(tree, q), np.zeros(m.nv), TOL)
 
 
 def test_constraint_force_matches_qfrc_constraint():
@@ -212,7 +206,7 @@ def test_constraint_force_matches_qfrc_constraint():
         d.qpos[:], d.qvel[:] = q * 1.1, qd       # some joints beyond their limits
         mujoco.mj_forward(m, d)
         J = d.efc_J[:d.nefc * m.nv].reshape(d.nefc, m.nv)
-        assert_close(frc.constraint_force(J, d.efc_force[:d.nefc]), d.qfrc_constraint)
+        assert_close(frc.constraint_force(J, d.efc_force[:d.nefc]), d.qfrc_constraint, TOL)
         seen += d.nefc
     assert seen > 20
 
@@ -230,8 +224,8 @@ def test_full_balance_on_the_panda():
         rhs = (frc.actuator_force(act, q, qd, d.ctrl) + frc.passive_force(tree, q, qd)
                + frc.applied_force(tree, q, d.qfrc_applied, d.xfrc_applied[1:]))
         M, c = dyn.mass_matrix(tree, q), dyn.bias(tree, q, qd)
-        assert_close(M @ d.qacc + c, rhs, tol=1e-12)                  # 5.5e-14 seen
-        assert_close(np.linalg.solve(M, rhs - c), d.qacc, tol=3e-12)  # 1.7e-13 seen: a solve, M's conditioning
+        assert_close(M @ d.qacc + c, rhs, 1e-12)                  # 5.5e-14 seen
+        assert_close(np.linalg.solve(M, rhs - c), d.qacc, 3e-12)  # 1.7e-13 seen: a solve, M's conditioning
 
 
 # ---- bad input ----

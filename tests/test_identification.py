@@ -5,62 +5,49 @@ columns and parameters against pin.computeJointTorqueRegressor and toDynamicPara
 have pos = 0, so Pinocchio's joint frames are physai's link frames).
 """
 
-import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
-from test_derivatives import MIXED, random_tree_xml
 
 from physai import conventions, engine, identification, models
 from physai.exceptions import InvalidInertiaError, ShapeError
+from helpers import MIXED, assert_close, load, states
 
-MODELS = [MIXED, random_tree_xml(3), random_tree_xml(4, 8, False), "unitree_h1", "franka_emika_panda", "arm7"]
-
-
-def load(name):
-    return engine.from_mujoco(mujoco.MjModel.from_xml_string(name) if name.startswith("<") else name)
+MODELS = {"mixed": "mixed_joints", "random_free": "random_free_3", "random_fixed": "random_fixed_4", "h1": "unitree_h1",
+          "panda": "franka_emika_panda", "arm7": "arm7"}                # test id: helpers.MODELS key
 
 
-def relerr(actual, expected) -> float:
-    return float(np.abs(np.asarray(actual) - expected).max() / max(1.0, np.abs(expected).max()))
-
-
-@pytest.fixture(scope="module", params=range(len(MODELS)), ids=["mixed", "random_free", "random_fixed", "h1", "panda", "arm7"])
+@pytest.fixture(scope="module", params=list(MODELS.values()), ids=list(MODELS))
 def model(request):
-    return load(MODELS[request.param])
-
-
-def states(model, n=8, seed=0):
-    q, qd = engine.random_states(model, n, seed, qd_max=2.0)
-    return q, qd, np.random.default_rng(seed + 1).uniform(-3, 3, (n, model.nv))
+    return engine.from_mujoco(load(request.param))
 
 
 def test_regressor_times_parameters_is_rnea(model):
-    q, qd, qdd = states(model)
+    q, qd, qdd, _ = states(model, 8)
     Y, pi = identification.regressor(model, q, qd, qdd), identification.parameters(model)
     assert Y.shape == (8, model.nv, 10 * model.nlink) and pi.shape == (10 * model.nlink,)
-    assert relerr(Y @ pi + model.dof_armature * qdd, engine.rnea(model, q, qd, qdd)) < 1e-12
-    assert relerr(identification.regressor(model, q[0], qd[0], qdd[0]), Y[0]) < 1e-13
+    assert_close(Y @ pi + model.dof_armature * qdd, engine.rnea(model, q, qd, qdd), 1e-12)
+    assert_close(identification.regressor(model, q[0], qd[0], qdd[0]), Y[0], 1e-13)
 
 
 def test_from_parameters_reproduces_the_model(model):
-    q, qd, qdd = states(model, 4, 3)
+    q, qd, qdd, _ = states(model, 4, 3)
     again = identification.from_parameters(model, identification.parameters(model))
-    assert relerr(engine.rnea(again, q, qd, qdd), engine.rnea(model, q, qd, qdd)) < 1e-12
+    assert_close(engine.rnea(again, q, qd, qdd), engine.rnea(model, q, qd, qdd), 1e-12)
     # and a changed set of parameters is what rnea then uses
     pi = identification.parameters(model) * 1.5
     scaled = identification.from_parameters(model, pi)
     Y = identification.regressor(model, q, qd, qdd)
-    assert relerr(engine.rnea(scaled, q, qd, qdd), Y @ pi + model.dof_armature * qdd) < 1e-12
+    assert_close(engine.rnea(scaled, q, qd, qdd), Y @ pi + model.dof_armature * qdd, 1e-12)
 
 
 def test_base_parameters(model):
     base = identification.base_parameters(model, n=60)
-    q, qd, qdd = states(model, 30, 9)
+    q, qd, qdd, _ = states(model, 30, 9)
     Y, pi = identification.regressor(model, q, qd, qdd), identification.parameters(model)
     assert 0 < base.count < 10 * model.nlink and base.K.shape == (base.count, 10 * model.nlink)
     # the base regressor times the base parameters gives the same torques at other states
-    assert relerr(base.regressor(Y) @ base.of(pi), Y @ pi) < 1e-9
+    assert_close(base.regressor(Y) @ base.of(pi), Y @ pi, 1e-9)
     assert np.linalg.matrix_rank(base.regressor(Y).reshape(-1, base.count)) == base.count
 
 
@@ -76,18 +63,18 @@ def test_panda_against_pinocchio():
     pd = pm.createData()
     assert model.nlink == pm.njoints - 1
     pi_pin = np.concatenate([pm.inertias[i].toDynamicParameters() for i in range(1, pm.njoints)])
-    assert relerr(identification.parameters(model), pi_pin) < 1e-12
-    q, qd, qdd = states(model, 4, 5)
+    assert_close(identification.parameters(model), pi_pin, 1e-12)
+    q, qd, qdd, _ = states(model, 4, 5)
     for k in range(4):
         Y_pin = pin.computeJointTorqueRegressor(pm, pd, q[k], qd[k], qdd[k])
-        assert relerr(identification.regressor(model, q[k], qd[k], qdd[k]), Y_pin) < 1e-12
+        assert_close(identification.regressor(model, q[k], qd[k], qdd[k]), Y_pin, 1e-12)
 
 
 def test_pseudo_inertia_round_trip_and_physical():
-    model = load(MIXED)
+    model = engine.from_mujoco(MIXED)
     for row in identification.parameters(model).reshape(-1, 10):
         assert identification.is_physical(row)
-        assert relerr(identification.from_pseudo_inertia(identification.pseudo_inertia(row)), row) < 1e-15
+        assert_close(identification.from_pseudo_inertia(identification.pseudo_inertia(row)), row, 1e-15)
     bad = np.array([1.0, 0, 0, 0, 1.0, 0, 0.1, 0, 0, 0.1])        # Ixx > Iyy + Izz: the triangle rule broken
     assert not identification.is_physical(bad)
 
@@ -109,12 +96,12 @@ def test_bad_parameters_are_named():
 
 
 def test_joint_regressor_adds_armature_and_damping():
-    model = load(MIXED)
-    q, qd, qdd = states(model, 4, 2)
+    model = engine.from_mujoco(MIXED)
+    q, qd, qdd, _ = states(model, 4, 2)
     Y = identification.joint_regressor(model, q, qd, qdd, armature=True, damping=True)
     pi = identification.parameters(model, armature=True, damping=True)
     assert Y.shape[-1] == pi.shape[0] == 10 * model.nlink + 2 * model.nv
-    assert relerr(Y @ pi, engine.rnea(model, q, qd, qdd) + model.dof_damping * qd) < 1e-12
+    assert_close(Y @ pi, engine.rnea(model, q, qd, qdd) + model.dof_damping * qd, 1e-12)
     names = identification.parameter_names(model, armature=True, damping=True)
     assert len(names) == len(pi) and names[-1].endswith(":damping")
 
@@ -147,12 +134,12 @@ def test_h1_against_pinocchio_through_the_conventions():
     pd = pm.createData()
     assert model.nlink == pm.njoints - 1 + 3
     pi_pin = np.concatenate([pm.inertias[i].toDynamicParameters() for i in range(1, pm.njoints)])
-    assert relerr(identification.parameters(model)[30:], pi_pin) < 1e-12
+    assert_close(identification.parameters(model)[30:], pi_pin, 1e-12)
     assert not identification.parameters(model)[:30].any()
-    q, qd, qdd = states(model, 3, 5)
+    q, qd, qdd, _ = states(model, 3, 5)
     for k in range(3):
         T = conventions.velocity_map(model, q[k])
         Y_pin = pin.computeJointTorqueRegressor(pm, pd, conventions.q_to_pinocchio(model, q[k]),
                                                 conventions.v_to_pinocchio(model, q[k], qd[k]),
                                                 conventions.a_to_pinocchio(model, q[k], qd[k], qdd[k]))
-        assert relerr(identification.regressor(model, q[k], qd[k], qdd[k])[:, 30:], T.T @ Y_pin) < 1e-12
+        assert_close(identification.regressor(model, q[k], qd[k], qdd[k])[:, 30:], T.T @ Y_pin, 1e-12)

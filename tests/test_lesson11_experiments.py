@@ -2,11 +2,13 @@
 live MuJoCo; the energy-drift monitor; `physai lesson 11 ...` from another working directory.
 
 Residuals are asserted numerically against the scripts' BOUNDS, the bounds their saved outputs print (a few eps
-times each quantity's scale, with 10 to 100 times margin over the worst value seen on the kernels tried). No test
-compares printed residual digits; build_output.txt, output.txt and output_physai.txt are compared with a rerun
-because they are portable by design. Elsewhere machine precision means 1e-12 absolute.
+times each quantity's scale, with 10 to 100 times margin over the worst value seen on the kernels tried), the energy
+table against MuJoCo run here. build_output.txt, output.txt and output_physai.txt are what `physai lesson 11` prints for
+the learner, so they are compared with the rerun, portably (helpers.assert_same_text: the same words, each number within
+one unit of its last printed digit), never digit by digit. Elsewhere machine precision means 1e-12 absolute.
 """
 
+import functools
 import importlib.util
 import math
 import warnings
@@ -22,6 +24,7 @@ from physai.energy_drift import EnergyDriftWarning, EnergyMonitor, check_energy_
 from physai.exceptions import InvalidArgumentError, ShapeError
 from physai.lessons import Transcript, lesson_dir
 from physai.lessons import lesson11 as L
+from helpers import assert_same_text
 
 TOL = 1e-12
 FOLDER = lesson_dir(11)
@@ -35,26 +38,21 @@ def load_script(name: str):
     return module
 
 
-@pytest.fixture(scope="module")
-def build_run():
+@functools.cache
+def script_run(name: str) -> tuple[dict, str]:
+    """A lesson script's run(), once per session: its numbers and the text it prints."""
     out = Transcript(echo=False)
-    return load_script("build").run(out), out.text()
+    return load_script(name).run(out), out.text()
 
 
 @pytest.fixture(scope="module")
-def build(build_run):
-    return build_run[0]
+def build():
+    return script_run("build")[0]
 
 
 @pytest.fixture(scope="module")
-def experiment_run():
-    out = Transcript(echo=False)
-    return load_script("experiment").run(out), out.text()
-
-
-@pytest.fixture(scope="module")
-def experiment(experiment_run):
-    return experiment_run[0]
+def experiment():
+    return script_run("experiment")[0]
 
 
 # ---- build.py: every check at machine precision ----
@@ -79,23 +77,23 @@ def test_build_checks_are_at_machine_precision(build):
     assert step5["ours"].peak == pytest.approx(step5["mj"].peak, abs=1e-9)
 
 
-def test_build_saved_output_is_reproduced(build_run):
-    """build_output.txt is portable by design (residuals printed as bounds): a rerun on any machine reproduces it."""
-    assert (FOLDER / "build_output.txt").read_text(encoding="utf-8") == build_run[1]
+def test_build_saved_output_is_reproduced():
+    """build_output.txt, the lesson's printed build steps (residuals printed as bounds), is what a rerun prints."""
+    assert_same_text((FOLDER / "build_output.txt").read_text(encoding="utf-8"), script_run("build")[1], "build_output.txt")
 
 
-def test_experiment_saved_output_is_reproduced(experiment_run):
-    """output.txt is portable by design (residuals printed as bounds): a rerun on any machine reproduces it."""
-    assert (FOLDER / "output.txt").read_text(encoding="utf-8") == experiment_run[1]
+def test_experiment_saved_output_is_reproduced():
+    """output.txt, the lesson's energy table and its observations, is what a rerun prints."""
+    assert_same_text((FOLDER / "output.txt").read_text(encoding="utf-8"), script_run("experiment")[1], "output.txt")
 
 
 def test_physai_energy_table_saved_output_is_reproduced(experiment):
     """output_physai.txt, written by the default run: physai's simulator beside MuJoCo's energy table (0.1 s on the
-    compiled backend), reproduced by a rerun, each physai source within AGREEMENT of MuJoCo's readings."""
+    compiled backend), what a rerun prints, each physai source within AGREEMENT of MuJoCo's readings."""
     script = load_script("experiment")
     out = Transcript(echo=False)
     _, agreement = script.physai_table(out, models.load("double_pendulum"), experiment["table"])
-    assert (FOLDER / "output_physai.txt").read_text(encoding="utf-8") == out.text()
+    assert_same_text((FOLDER / "output_physai.txt").read_text(encoding="utf-8"), out.text(), "output_physai.txt")
     for label, bounds in script.AGREEMENT.items():
         assert all(w < b for w, b in zip(agreement[label], bounds, strict=True)), label
 

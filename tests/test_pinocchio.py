@@ -18,9 +18,10 @@ import pytest
 
 from physai import dynamics, engine, models
 from physai.spatial import axis_angle_to_mat
+from helpers import Robot, assert_close
 
 
-MODELS = ["double_pendulum", "hinge_slide", "robotstudio_so101", "franka_emika_panda", "kuka_iiwa_14"]
+ROBOTS = ["double_pendulum", "hinge_slide", "robotstudio_so101", "franka_emika_panda", "kuka_iiwa_14"]
 MJCF_FAITHFUL = ["double_pendulum", "franka_emika_panda", "kuka_iiwa_14"]
 N = 6
 RTOL = 1e-12
@@ -54,29 +55,19 @@ def tree_to_pinocchio(tree: dynamics.Tree):
     return pm
 
 
-class Robot:
-    def __init__(self, name):
-        self.mj = models.load(name)
-        self.name = name
-        self.tree = dynamics.tree_from_mujoco(self.mj)
-        self.model = engine.compile_tree(self.tree)
-        self.pin = tree_to_pinocchio(self.tree)
-        self.data = self.pin.createData()
-        rng = np.random.default_rng(0)
-        self.q, self.qd, self.qdd, self.tau = rng.uniform(-1.5, 1.5, (4, N, self.mj.nv))
+def with_pinocchio(robot: Robot) -> Robot:
+    """robot (helpers.Robot) with its Tree, the engine Model compiled from that Tree (engine.compile_tree) in place of
+    the one read from MuJoCo, and Pinocchio's model of the Tree (pin, data)."""
+    robot.tree = dynamics.tree_from_mujoco(robot.m)
+    robot.model = engine.compile_tree(robot.tree)
+    robot.pin = tree_to_pinocchio(robot.tree)
+    robot.data = robot.pin.createData()
+    return robot
 
 
-@pytest.fixture(scope="module", params=MODELS)
+@pytest.fixture(scope="module")
 def robot(request):
-    return Robot(request.param)
-
-
-def assert_close(actual, expected, scale=None, rtol=RTOL, what=""):
-    actual, expected = np.asarray(actual), np.asarray(expected)
-    assert actual.shape == expected.shape, what
-    scale = max(1.0, np.abs(expected).max() if scale is None else scale)
-    err = np.abs(actual - expected).max()
-    assert err <= rtol * scale, f"{what}: max error {err:.3g} > {rtol:g} x {scale:.3g}"
+    return with_pinocchio(Robot(request.param, n=N))
 
 
 def symmetric(M_upper):
@@ -89,7 +80,7 @@ def test_converted_model_matches_the_tree(robot):
     assert [pm.names[i] for i in range(1, pm.njoints)] == list(robot.model.jnt_name)
     # Pinocchio's own merge of welded bodies equals the engine's fusing
     masses = [pm.inertias[i].mass for i in range(1, pm.njoints)]
-    assert_close(masses, robot.model.link_mass, what="fused masses")
+    assert_close(masses, robot.model.link_mass, RTOL, what="fused masses")
     assert pm.inertias[0].mass == pytest.approx(robot.model.static_mass, rel=1e-14)
 
 
@@ -100,15 +91,15 @@ def test_rnea_nle_gravity(robot):
     g = engine.gravity(robot.model, robot.q)
     for k in range(N):
         q, qd, qdd = robot.q[k], robot.qd[k], robot.qdd[k]
-        assert_close(tau[k], pin.rnea(pm, pd, q, qd, qdd), what="rnea vs pin.rnea")
-        assert_close(c[k], pin.nonLinearEffects(pm, pd, q, qd), what="bias vs pin.nonLinearEffects")
-        assert_close(g[k], pin.computeGeneralizedGravity(pm, pd, q), what="gravity vs pin.computeGeneralizedGravity")
+        assert_close(tau[k], pin.rnea(pm, pd, q, qd, qdd), RTOL, what="rnea vs pin.rnea")
+        assert_close(c[k], pin.nonLinearEffects(pm, pd, q, qd), RTOL, what="bias vs pin.nonLinearEffects")
+        assert_close(g[k], pin.computeGeneralizedGravity(pm, pd, q), RTOL, what="gravity vs pin.computeGeneralizedGravity")
 
 
 def test_crba(robot):
     M = engine.mass_matrix(robot.model, robot.q)
     for k in range(N):
-        assert_close(M[k], symmetric(pin.crba(robot.pin, robot.data, robot.q[k])), what="M vs pin.crba (armature included)")
+        assert_close(M[k], symmetric(pin.crba(robot.pin, robot.data, robot.q[k])), RTOL, what="M vs pin.crba (armature included)")
 
 
 def test_aba(robot):
@@ -117,8 +108,8 @@ def test_aba(robot):
     for k in range(N):
         expected = pin.aba(robot.pin, robot.data, robot.q[k], robot.qd[k], robot.tau[k])
         scale = np.linalg.cond(engine.mass_matrix(robot.model, robot.q[k])) * max(1.0, np.abs(expected).max()) * 1e-2
-        assert_close(qdd[k], expected, scale, what="forward_dynamics vs pin.aba")
-        assert_close(qdd_aba[k], expected, scale, what="aba vs pin.aba")
+        assert_close(qdd[k], expected, RTOL, scale, what="forward_dynamics vs pin.aba")
+        assert_close(qdd_aba[k], expected, RTOL, scale, what="aba vs pin.aba")
 
 
 def test_energies(robot):
@@ -137,21 +128,21 @@ def test_energies(robot):
     springs = 0.5 * robot.tree.stiffness @ ((robot.q - robot.tree.springref) ** 2).T
     for k in range(N):
         rotor = 0.5 * pm.armature @ robot.qd[k] ** 2
-        assert_close(T[k], pin.computeKineticEnergy(bare, bare_data, robot.q[k], robot.qd[k]) + rotor, what="kinetic energy")
-        assert_close(U[k], pin.computePotentialEnergy(pm, pd, robot.q[k]) + static + springs[k], what="potential energy")
+        assert_close(T[k], pin.computeKineticEnergy(bare, bare_data, robot.q[k], robot.qd[k]) + rotor, RTOL, what="kinetic energy")
+        assert_close(U[k], pin.computePotentialEnergy(pm, pd, robot.q[k]) + static + springs[k], RTOL, what="potential energy")
 
 
 @pytest.mark.parametrize("name", MJCF_FAITHFUL)
 def test_mjcf_parser_agrees(name):
     """pin.buildModelFromMJCF: joint order, armature, welded inertias merged, and the same dynamics."""
-    robot = Robot(name)
+    robot = with_pinocchio(Robot(name, n=N))
     pm = pin.buildModelFromMJCF(str(models.model_path(name)))
     pd = pm.createData()
-    assert [pm.names[i] for i in range(1, pm.njoints)] == [robot.mj.joint(j).name for j in range(robot.mj.njnt)]
-    assert_close(pm.armature, robot.mj.dof_armature, what="armature")
-    assert_close(pm.gravity.linear, robot.tree.gravity, what="gravity")
-    assert_close([pm.inertias[i].mass for i in range(1, pm.njoints)], robot.model.link_mass, what="merged masses")
+    assert [pm.names[i] for i in range(1, pm.njoints)] == [robot.m.joint(j).name for j in range(robot.m.njnt)]
+    assert_close(pm.armature, robot.m.dof_armature, RTOL, what="armature")
+    assert_close(pm.gravity.linear, robot.tree.gravity, RTOL, what="gravity")
+    assert_close([pm.inertias[i].mass for i in range(1, pm.njoints)], robot.model.link_mass, RTOL, what="merged masses")
     for k in range(N):
         q, qd, qdd = robot.q[k], robot.qd[k], robot.qdd[k]
-        assert_close(engine.rnea(robot.model, q, qd, qdd), pin.rnea(pm, pd, q, qd, qdd), what="rnea vs MJCF-parsed pin")
-        assert_close(engine.mass_matrix(robot.model, q), symmetric(pin.crba(pm, pd, q)), what="M vs MJCF-parsed pin")
+        assert_close(engine.rnea(robot.model, q, qd, qdd), pin.rnea(pm, pd, q, qd, qdd), RTOL, what="rnea vs MJCF-parsed pin")
+        assert_close(engine.mass_matrix(robot.model, q), symmetric(pin.crba(pm, pd, q)), RTOL, what="M vs MJCF-parsed pin")

@@ -24,16 +24,14 @@ from hypothesis import strategies as st
 from physai import dynamics, engine, jacobians
 
 import random_trees
+from helpers import assert_close
 
 TOL = 1e-12
 STATES = 3
-WORST: dict = {}          # (layer, quantity) -> largest |ours - MuJoCo| / scale seen (for the closing report)
 
 
 def check(layer: str, quantity: str, ours, ref, scale: float) -> None:
-    err = float(np.abs(np.asarray(ours) - np.asarray(ref)).max()) / scale
-    WORST[layer, quantity] = max(WORST.get((layer, quantity), 0.0), err)
-    assert err <= TOL, f"{layer} {quantity}: relative error {err:.3e} > {TOL:.0e}"
+    assert_close(ours, ref, TOL, scale, what=f"{layer} {quantity}")
 
 
 def scale(ref) -> float:

@@ -1,4 +1,6 @@
-"""integrators.rollout: N trajectories in one call, against mujoco.rollout and against simulate.
+"""integrators.rollout: N trajectories in one call, against mujoco.rollout; diverging trajectories, zero quaternions and
+shapes named on both backends. Rollout on the compiled backend against simulate on the NumPy backend (each trajectory
+is simulate from its start, in every instruction set's lanes): tests/test_native_vs_numpy.py.
 
 mujoco.rollout runs the same open-loop inputs (per trajectory and step: ctrl, qfrc_applied, xfrc_applied, through
 its control_spec) with constraints disabled; physai's q and qd agree with its states after every step within 1e-12
@@ -6,40 +8,33 @@ its control_spec) with constraints disabled; physai's q and qd agree with its st
 integrator and joint type.
 """
 
-from pathlib import Path
-
 import mujoco
 import numpy as np
 import pytest
 from mujoco import rollout as mujoco_rollout
 
 from physai import engine, integrators, models
-from physai.engine import native
 from physai.exceptions import DivergenceError, InvalidStateError, ShapeError
-from backends import run
+from helpers import MIXED, Robot, assert_close, open_loop_inputs, run
 
-MIXED = str(Path(__file__).parent / "data" / "mixed_joints.xml")
 N, STEPS = 5, 150
 Q_TOL, QD_TOL = 1e-12, 1e-10                                         # rad | m, rad/s | m/s
 
 
-class Case:
-    """A model with constraints off, N random start states and random per-trajectory, per-step inputs."""
+class Case(Robot):
+    """A helpers.Robot (constraints off) with N random start states q0, qd0 and random per-trajectory, per-step inputs
+    (helpers.open_loop_inputs)."""
 
     def __init__(self, name):
-        self.m = models.load(name)
-        self.m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-        self.model = engine.from_mujoco(self.m)
-        self.q0, self.qd0 = engine.random_states(self.model, N, 1, qd_max=1.0)
-        rng, m = np.random.default_rng(2), self.m
-        self.ctrl = rng.uniform(*m.actuator_ctrlrange.T, (N, STEPS, m.nu)) if m.nu else None
-        self.qfrc = rng.uniform(-1.0, 1.0, (N, STEPS, m.nv))
-        self.xfrc = rng.uniform(-1.0, 1.0, (N, STEPS, m.nbody - 1, 6))        # physai's bodies: MuJoCo's without the world
+        super().__init__(name, n=N, seed=1, qd_max=1.0)
+        self.q0, self.qd0 = self.q, self.qd
+        given = open_loop_inputs(self.m, N, STEPS)
+        self.ctrl, self.qfrc, self.xfrc = given["ctrl"], given["qfrc_applied"], given["xfrc_applied"]
 
     def inputs(self):
         return {"ctrl": self.ctrl, "qfrc_applied": self.qfrc, "xfrc_applied": self.xfrc}
 
-    def mujoco(self, integrator):
+    def mujoco_states(self, integrator):
         """qpos (N, STEPS, nq), qvel after each step of mujoco.rollout."""
         m, d = self.m, mujoco.MjData(self.m)
         m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
@@ -61,7 +56,7 @@ class Case:
         return Q, QD
 
 
-@pytest.fixture(scope="module", params=["double_pendulum", "franka_emika_panda", "unitree_h1", MIXED], ids=lambda p: Path(p).stem)
+@pytest.fixture(scope="module", params=["double_pendulum", "franka_emika_panda", "unitree_h1", "mixed_joints"])
 def case(request):
     return Case(request.param)
 
@@ -70,31 +65,9 @@ def case(request):
 def test_rollout_equals_mujoco_rollout(case, integrator):
     traj = integrators.rollout(case.model, case.q0, case.qd0, case.m.opt.timestep, STEPS, integrator, **case.inputs())
     assert traj.q.shape == (N, STEPS + 1, case.m.nq) and traj.qd.shape == (N, STEPS + 1, case.m.nv) and traj.energy is None
-    Q, QD = case.mujoco(integrator)
-    assert np.abs(traj.q[:, 1:] - Q).max() <= Q_TOL
-    assert np.abs(traj.qd[:, 1:] - QD).max() <= QD_TOL
-
-
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
-def test_each_trajectory_is_simulate_from_its_start(case, integrator):
-    """rollout on the compiled backend against simulate on the NumPy backend, trajectory by trajectory, energy included;
-    constant inputs broadcast: ctrl per trajectory (N, 1, nu), one qfrc row per step shared by all (STEPS, nv)."""
-    ctrl = None if case.ctrl is None else case.ctrl[:, :1]
-    traj = integrators.rollout(case.model, case.q0, case.qd0, 1e-3, STEPS, integrator, ctrl=ctrl, qfrc_applied=case.qfrc[0],
-                               energy=True)
-    for n in range(N):
-        one = run("numpy", integrators.simulate, case.model, case.q0[n], case.qd0[n], 1e-3, STEPS, integrator,
-                  ctrl=None if ctrl is None else ctrl[n, 0], qfrc_applied=case.qfrc[0])
-        for a, b in ((traj.q[n], one.q), (traj.qd[n], one.qd), (traj.energy[n], one.energy)):
-            assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
-    assert np.array_equal(traj.t, one.t)
-
-
-def test_the_numpy_backend_rolls_out_the_same():
-    case = Case("franka_emika_panda")
-    fast = integrators.rollout(case.model, case.q0, case.qd0, 2e-3, STEPS, "implicitfast", **case.inputs())
-    slow = run("numpy", integrators.rollout, case.model, case.q0, case.qd0, 2e-3, STEPS, "implicitfast", **case.inputs())
-    assert np.abs(fast.q - slow.q).max() <= Q_TOL and np.abs(fast.qd - slow.qd).max() <= QD_TOL
+    Q, QD = case.mujoco_states(integrator)
+    assert_close(traj.q[:, 1:], Q, Q_TOL, scale=1.0)
+    assert_close(traj.qd[:, 1:], QD, QD_TOL, scale=1.0)
 
 
 @pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
@@ -143,25 +116,3 @@ def test_shapes_are_checked():
     bad[3, 7, 2] = np.nan
     with pytest.raises(InvalidStateError, match=r"qfrc_applied\[3, 7, 2\] is nan"):
         integrators.rollout(*args, qfrc_applied=bad)
-
-
-@pytest.mark.parametrize("isa", native.isas())
-def test_every_instruction_set_rolls_out_the_same(isa, monkeypatch):
-    """Trajectories side by side in the lanes of each batch-kernel variant (19 of them on 2 threads: full blocks, a
-    block split between the threads' chunks, a short one) against simulate on the NumPy backend, one by one, with a
-    ctrl per trajectory and step; RK4 with quaternions on the H1, implicitfast with servos on the Panda."""
-    monkeypatch.setenv("PHYSAI_NUM_THREADS", "2")
-    previous = native.isa()
-    assert native.set_isa(isa) and native.isa() == isa
-    try:
-        for name, integrator in (("unitree_h1", "rk4"), ("franka_emika_panda", "implicitfast")):
-            model = engine.from_mujoco(models.load(name))
-            q0, qd0 = engine.random_states(model, 19, 4, qd_max=1.0)
-            ctrl = 0.1 * np.random.default_rng(5).uniform(*model.actuators.ctrlrange.T, (19, 40, model.nu))
-            traj = integrators.rollout(model, q0, qd0, 2e-3, 40, integrator, ctrl=ctrl, energy=True)
-            for n in range(19):
-                one = run("numpy", integrators.simulate, model, q0[n], qd0[n], 2e-3, 40, integrator, ctrl=ctrl[n])
-                for a, b in ((traj.q[n], one.q), (traj.qd[n], one.qd), (traj.energy[n], one.energy)):
-                    assert np.abs(a - b).max() <= 1e-10 * max(1.0, np.abs(b).max())
-    finally:
-        native.set_isa(previous)
