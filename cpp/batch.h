@@ -90,9 +90,10 @@ inline bool all_finite(const double *x, int64_t n) {
 }
 
 // Kernels::compute for T
-template <class T> int64_t compute_states(const Model &m, Workspace &ws, int op, const Input *in, double *out, int64_t lo,
+template <class T> int64_t compute_states(const Model &m, Workspace &ws, int op, const Input *in, double *const *outs, int64_t lo,
                                           int64_t hi, const std::atomic<int> &stop) {
     Work<T> &w = work_of<T>(ws);
+    double *out = outs[0];
     int nin = 0;
     int64_t sizes[3] = {0, 0, 0}, per = output_size(m, op);
     for (; OP_INPUTS[op][nin]; nin++) sizes[nin] = input_size(m, op, nin);
@@ -179,7 +180,7 @@ template <class T> void simulate_states(const Model &m, const SimModel &s, const
 #else
 #define PHYSAI_FLATTEN
 #endif
-template <class L> PHYSAI_FLATTEN int64_t compute_lanes(const Model &m, Workspace &ws, int op, const Input *in, double *out,
+template <class L> PHYSAI_FLATTEN int64_t compute_lanes(const Model &m, Workspace &ws, int op, const Input *in, double *const *out,
                                                         int64_t lo, int64_t hi, const std::atomic<int> &stop) {
     return compute_states<L>(m, ws, op, in, out, lo, hi, stop);
 }

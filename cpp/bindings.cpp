@@ -216,20 +216,31 @@ nb::object new_array(int nd, const npy_intp *dims, double *&data) {
 
 // ---------------------------------------------------------------- running the kernels
 
-// work(lo, hi, one, lanes) over the states [0, N) with workspaces for one state and for the variant's lanes: small calls
-// (cost < 40000) on the caller's thread with the NativeModel's workspaces and the GIL kept; larger ones on threads where
-// the work outweighs starting them (about 20 us each), GIL released, each thread with workspaces of its own
-template <class Work> void schedule(NativeModel &nm, int variant, int64_t N, int64_t cost, Work &work) {
+// op of one of the range kernels (&Kernels::compute or &Kernels::derivatives) over the states [0, N): the active
+// instruction set's lanes, then the scalar kernels for what they leave. Small calls (cost < 40000) run on the caller's
+// thread with the NativeModel's workspaces and the GIL kept; larger ones on threads where the work outweighs starting
+// them (about 20 us each), GIL released, each thread with workspaces of its own. False when a state failed.
+bool run_states(NativeModel &nm, RangeKernel Kernels::*kernel, int op, const Input *in, double *const *out, int64_t N, int64_t cost) {
+    const Model &m = nm.model;
+    const int variant = active_isa();                                  // the batch kernels' variant for this call
+    const Kernels &lanes = isa_kernels(variant);
+    std::atomic<int> failed{0};
+    auto work = [&](int64_t lo, int64_t hi, Workspace &one, Workspace *lw) {
+        int64_t s = hi - lo >= 2 ? (lanes.*kernel)(m, *lw, op, in, out, lo, hi, failed) : lo;
+        if (s != FAILED) s = (scalar::kernels.*kernel)(m, one, op, in, out, s, hi, failed);
+        if (s == FAILED) failed = 1;
+    };
     if (cost < 40000) {
         work(int64_t(0), N, nm.scalar_work(), N > 1 ? &nm.lanes_work(variant) : nullptr);
-        return;
+    } else {
+        nb::gil_scoped_release release;
+        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
+        parallel_for(N, T, [&](int64_t lo, int64_t hi) {
+            WorkspacePtr one = workspace(scalar::kernels, m), lw = workspace(lanes, m);
+            work(lo, hi, *one, lw.get());
+        });
     }
-    nb::gil_scoped_release release;
-    int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
-    parallel_for(N, T, [&](int64_t lo, int64_t hi) {
-        WorkspacePtr one = workspace(scalar::kernels, nm.model), lanes = workspace(isa_kernels(variant), nm.model);
-        work(lo, hi, *one, lanes.get());
-    });
+    return !failed;
 }
 
 // op's result for the inputs (each a float64 array (size,) or (N, size)), or None when an input is not one of those,
@@ -257,17 +268,8 @@ nb::object run(NativeModel &nm, int op, nb::handle a, nb::handle b, nb::handle c
         if (OP_OUTPUT[op] == 'M') dims[nd++] = m.nv;
         result = new_array(nd, dims, out);
     }
-    const int variant = active_isa();                                  // the batch kernels' variant for this call
-    const Kernels &lanes = isa_kernels(variant);
-    std::atomic<int> failed{0};
-    auto work = [&](int64_t lo, int64_t hi, Workspace &one, Workspace *lw) {
-        int64_t s = hi - lo >= 2 ? lanes.compute(m, *lw, op, in, out, lo, hi, failed) : lo;
-        if (s != FAILED) s = scalar::kernels.compute(m, one, op, in, out, s, hi, failed);
-        if (s == FAILED) failed = 1;
-    };
     int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
-    schedule(nm, variant, N, cost, work);
-    if (failed) return nb::none();
+    if (!run_states(nm, &Kernels::compute, op, in, &out, N, cost)) return nb::none();
     return result.is_valid() ? result : nb::float_(scalar);
 }
 
@@ -289,17 +291,8 @@ nb::object derivatives(NativeModel &nm, int op, nb::handle a, nb::handle b, nb::
     nb::object outs[3];
     double *out[3];
     for (int k = 0; k < 3; k++) outs[k] = batch >= 0 ? new_array(3, dims, out[k]) : new_array(2, dims + 1, out[k]);
-    const int variant = active_isa();
-    const Kernels &lanes = isa_kernels(variant);
-    std::atomic<int> failed{0};
-    auto work = [&](int64_t lo, int64_t hi, Workspace &one, Workspace *lw) {
-        int64_t s = hi - lo >= 2 ? lanes.derivatives(m, *lw, op, in, out, lo, hi, failed) : lo;
-        if (s != FAILED) s = scalar::kernels.derivatives(m, one, op, in, out, s, hi, failed);
-        if (s == FAILED) failed = 1;
-    };
     int64_t cost = N * int64_t(m.nlink + 1) * (m.nv + 1) * 4;         // about 4 crb's work per state
-    schedule(nm, variant, N, cost, work);
-    if (failed) return nb::none();
+    if (!run_states(nm, &Kernels::derivatives, op, in, out, N, cost)) return nb::none();
     return nb::make_tuple(outs[0], outs[1], outs[2]);
 }
 

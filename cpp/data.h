@@ -34,7 +34,6 @@ template <class T> using Vec = std::vector<T, Aligned<T>>;
 // cpos (3), cipos (3), cinert, crb, cfrc (6), the articulated-body quantities IA (36), pA (6), U (18), Dinv (9), u (3),
 // c (6); per dof cdof, cdof_dot (6); cvel, cacc (nlink + 1, 6: the world last); qM (nv, nv)
 template <class T> struct Data {
-    using number = T;
     Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c;
     Vec<Inertia<T>> cinert, crb;
     explicit Data(const Model &m) {

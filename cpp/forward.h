@@ -147,10 +147,7 @@ template <class T> int aba(const Model &m, Data<T> &d, const T *qd, const T *tau
         }
     }
     // forward pass over links: a' = a_parent + c, qdd = D^-1 (u - U^T a'), a = a' + S qdd
-    T *aw = d.acc(-1);
-    T ag[6] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(-m.gravity[0]), splat<T>(-m.gravity[1]),
-               splat<T>(-m.gravity[2])};
-    for (int k = 0; k < 6; k++) aw[k] = ag[k];
+    base_acc(m, d.acc(-1));
     for (int i = 0; i < L; i++) {
         int k0 = int(m.link_dofadr[i]), n = int(m.link_dofnum[i]);
         const T *ap = d.acc(m.link_parentid[i]), *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i];

@@ -40,18 +40,19 @@ struct Workspace;
 // the return of a range kernel when a state failed (not finite, a zero quaternion, a singular matrix)
 constexpr int64_t FAILED = -1;
 
+// a range kernel: states [lo, hi) of op for the inputs into the outputs (as many as op has, its output size per state
+// each); returns the first state not done (the lane kernels leave a last single state to the scalar kernels), or FAILED;
+// stops early once `stop` is set
+using RangeKernel = int64_t (*)(const Model &, Workspace &, int op, const Input *in, double *const *out, int64_t lo, int64_t hi,
+                                const std::atomic<int> &stop);
+
 struct Kernels {
     const char *name;                 // PHYSAI_ISA's and set_isa's name: "avx512f", "avx2", "default"; "scalar"
     int lanes;                        // states side by side
     Workspace *(*create)(const Model &);
     void (*destroy)(Workspace *);
-    // op (Op) for the states [lo, hi) of the inputs into out (its output size per state each): the first state not
-    // done (the lane kernels leave a last single state to the scalar kernels), or FAILED; stops early once `stop` is set
-    int64_t (*compute)(const Model &, Workspace &, int op, const Input *in, double *out, int64_t lo, int64_t hi,
-                       const std::atomic<int> &stop);
-    // the same for a DerivativeOp into out[0], out[1], out[2] (nv^2 per state each)
-    int64_t (*derivatives)(const Model &, Workspace &, int op, const Input *in, double *const *out, int64_t lo, int64_t hi,
-                           const std::atomic<int> &stop);
+    RangeKernel compute;              // an Op into out[0]
+    RangeKernel derivatives;          // a DerivativeOp into out[0], out[1], out[2] (nv^2 per state each)
     // the trajectories n in [lo, hi) of r whose status is RERUN: the scalar kernels run each and set its status; the
     // lane kernels run blocks side by side and set -1 for those they finish (not for implicit, whose LU pivots per lane)
     void (*simulate)(const Model &, const SimModel &, const Rollout &r, int64_t lo, int64_t hi);

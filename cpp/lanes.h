@@ -109,7 +109,11 @@ inline void sincos_any(double x, double &s, double &c) {
 template <class L> inline void sincos_any(L x, L &s, L &c) {
     sincos_poly<L>(x, s, c);
     for (int i = 0; i < lanes_of<L>; i++)
-        if (!(std::fabs(x[i]) <= 1e5)) sincos_any(x[i], s[i], c[i]);   // the same numbers as for one state
+        if (!(std::fabs(x[i]) <= 1e5)) {                                // the same numbers as for one state
+            double si, ci;
+            sincos_any(double(x[i]), si, ci);
+            s[i] = si, c[i] = ci;
+        }
 }
 #endif
 

@@ -138,12 +138,16 @@ template <class T> void com_vel(const Model &m, Data<T> &d, const T *qd) {
     for (int j = 0; j < m.nv; j++) cross_motion(d.vel(m.link_parentid[m.dof_linkid[j]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
 }
 
+// (0, -gravity) into a: gravity as an upward acceleration of the world (Model._a_g)
+template <class T> void base_acc(const Model &m, T *a) {
+    for (int k = 0; k < 3; k++) a[k] = splat<T>(0.0), a[3 + k] = splat<T>(-m.gravity[k]);
+}
+
 // recursive Newton-Euler: tau = M qdd + C qd + g into out (nv); QD or QDD false means qd or qdd = 0 (MuJoCo's flg_acc),
 // so rne_<T, false, false> is g(q). The flags are template arguments: no test on them inside the loops.
 template <class T, bool QD, bool QDD> void rne_(const Model &m, Data<T> &d, const T *qd, const T *qdd, T *out) {
-    // (0, -gravity): gravity as an upward base acceleration
-    T ag[6] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0), splat<T>(-m.gravity[0]), splat<T>(-m.gravity[1]),
-               splat<T>(-m.gravity[2])};
+    T ag[6];
+    base_acc(m, ag);
     if (!QD && !QDD) {                                                 // every link accelerates at a_g: f = cinert a_g
         for (int i = 0; i < m.nlink; i++) inertia_times(d.cinert[i], ag, &d.cfrc[6 * i]);
     } else {
