@@ -83,13 +83,35 @@ def set_backend(name: str) -> str:
 
 
 def describe() -> str:
-    """One line on the backend in use, e.g. "native (C++; batches: avx512f, 8 states side by side, 2 threads)"; a
-    PHYSAI_ISA that was not applied is named, e.g. "batches: avx512f (PHYSAI_ISA='sse9' unavailable)"."""
+    """One line on the backend in use and why, e.g. "native (C++; batches: avx512f, 8 states side by side, 2 threads)"
+    or "numpy (the reference; no C++ compiler was found when physai was installed)"; a PHYSAI_ISA that was not applied
+    is named, e.g. "batches: avx512f (PHYSAI_ISA='sse9' unavailable)". Why the extension is missing comes from
+    physai/engine/_build.json, which the build installs beside it (CMakeLists.txt)."""
     if _active == "native":
         used, asked = isa(), os.environ.get("PHYSAI_ISA")
         note = f" (PHYSAI_ISA={asked!r} unavailable)" if asked and asked not in isas() else ""
         return f"native (C++; batches: {used}{note}, {_ext.lanes()} states side by side, {threads()} threads)"
-    why = "PHYSAI_BACKEND=numpy or set_backend" if _ext is not None else "the compiled extension is not built"
+    if _ext is not None:
+        return "numpy (the reference; PHYSAI_BACKEND=numpy or set_backend)"
+    import importlib
+    import json
+
+    info = None
+    for folder in importlib.import_module("physai.engine").__path__:   # the package, and an editable build's folder
+        try:
+            with open(os.path.join(folder, "_build.json")) as f:
+                info = json.load(f)
+            break
+        except (OSError, ValueError):
+            continue
+    if info is None:
+        why = "the compiled extension is not built"
+    elif not info.get("compiled"):
+        reason = str(info.get("reason", "not compiled"))
+        why = ("no C++ compiler was found when physai was installed" if "no C++ compiler" in reason
+               else f"the compiled extension was not built: {reason}")
+    else:
+        why = f"the compiled extension was built ({info.get('compiler', 'C++')}) but does not import"
     return f"numpy (the reference; {why})"
 
 

@@ -1,0 +1,122 @@
+// The workspaces of the kernels (MuJoCo's mjData), for one state (T = double) or lanes of states: Data<T> for the
+// smooth stages, DerivData<T> for the derivatives, SimData<T> for a simulation's steps, and Work<T>, the set a batch
+// call runs on. Each is owned by its caller (the bound NativeModel keeps one set for the calls that keep the GIL; each
+// thread of a large batch makes its own); nothing here is static or thread_local. Then the inputs and outputs of a call
+// (Input, Series, Rollout) and the kernels' status codes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <new>
+#include <vector>
+
+#include "lanes.h"
+#include "model.h"
+#include "spatial.h"
+
+namespace physai {
+
+enum Status { OK = 0, ZERO_QUATERNION = 1, SINGULAR = 2 };
+
+// 64-byte aligned storage (lanes are up to 64 bytes; std::allocator may not align them)
+template <class T> struct Aligned {
+    using value_type = T;
+    Aligned() = default;
+    template <class U> Aligned(const Aligned<U> &) {}
+    T *allocate(size_t n) { return static_cast<T *>(::operator new(n * sizeof(T), std::align_val_t(64))); }
+    void deallocate(T *p, size_t) { ::operator delete(p, std::align_val_t(64)); }
+    template <class U> bool operator==(const Aligned<U> &) const { return true; }
+    template <class U> bool operator!=(const Aligned<U> &) const { return false; }
+};
+template <class T> using Vec = std::vector<T, Aligned<T>>;
+
+// the smooth stages' quantities (physai.engine.data.Data): per link xmat (9), xpos (3), step (3: R_parent p_loc),
+// cpos (3), cipos (3), cinert, crb, cfrc (6), the articulated-body quantities IA (36), pA (6), U (18), Dinv (9), u (3),
+// c (6); per dof cdof, cdof_dot (6); cvel, cacc (nlink + 1, 6: the world last); qM (nv, nv)
+template <class T> struct Data {
+    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c;
+    Vec<Inertia<T>> cinert, crb;
+    explicit Data(const Model &m) {
+        size_t L = size_t(m.nlink), V = size_t(m.nv);
+        xmat.resize(9 * L), xpos.resize(3 * L), step.resize(3 * L), cpos.resize(3 * L), cipos.resize(3 * L);
+        cdof.resize(6 * V), cvel.resize(6 * (L + 1)), cdof_dot.resize(6 * V), cacc.resize(6 * (L + 1)), cfrc.resize(6 * L);
+        qM.resize(V * V), IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
+        c.resize(6 * L);
+        cinert.resize(L), crb.resize(L);
+    }
+    // a link's row of cvel and cacc; the world's (the last row) for i = -1
+    T *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : size_t(i)); }
+    T *acc(int64_t i) { return cacc.data() + 6 * (i < 0 ? cacc.size() / 6 - 1 : size_t(i)); }
+};
+
+// the derivatives' buffers besides Data: 2 Bc per link (6x6), and u, w, psi, P = Ic_k S_k, Q = (2 Bc_k)^T S_k, G, H per
+// dof (6 each); for forward dynamics also qdd, c, M's Cholesky factor L (nv, nv) and X (nv, 3 nv)
+template <class T> struct DerivData {
+    Vec<T> B2, u, w, psi, P, Q, G, H, qdd, c, L, X;
+    explicit DerivData(const Model &m) {
+        size_t Ln = size_t(m.nlink), V = size_t(m.nv);
+        B2.resize(36 * Ln);
+        for (auto *x : {&u, &w, &psi, &P, &Q, &G, &H}) x->resize(6 * V);
+        qdd.resize(V), c.resize(V), L.resize(V * V), X.resize(3 * V * V);
+    }
+};
+
+// what a batch call of cpp/kernels.h runs on: Data, the derivatives' buffers (made on the first derivatives call), and
+// for lanes the states gathered side by side (x: the inputs, nq + 2 nv; o: the outputs, up to 3 nv^2)
+template <class T> struct Work {
+    Data<T> d;
+    std::vector<DerivData<T>> deriv;                                    // empty until a derivatives call
+    Vec<T> x, o;
+    explicit Work(const Model &m) : d(m) {}
+};
+
+// the inputs of one simulation step: clamped ctrl (nu), qfrc_applied (nv), xfrc_applied (nbody, 6)
+template <class T> struct StepInputs {
+    Vec<T> u, qfrc, xfrc;
+    bool has_qfrc = false, has_xfrc = false;
+};
+
+// the buffers of one trajectory's (or one lane block's) steps
+template <class T> struct SimData {
+    Data<T> d;
+    StepInputs<T> x;
+    Vec<T> M, D, f, tmp, force, a, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn;
+    SimData(const Model &m, const SimModel &s) : d(m) {
+        size_t V = size_t(m.nv), Qn = size_t(m.nq);
+        x.u.resize(size_t(s.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(s.nbody));
+        for (auto *v : {&M, &D}) v->resize(V * V);
+        for (auto *v : {&f, &tmp, &a, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
+        for (auto *v : {&qi, &q, &qn}) v->resize(Qn);
+        force.resize(size_t(s.nu));
+    }
+};
+
+// an input of a batch call: state s's entries at data + s * stride, contiguous (stride 0: one state for the whole batch)
+struct Input {
+    const double *data;
+    int64_t stride;
+};
+
+// a per-step input of a rollout, (trajectory, step, entry) with strides in doubles (0 along a broadcast axis)
+struct Series {
+    const double *data = nullptr;                                       // null: no such input
+    int64_t trajectory = 0, step = 0, entry = 1;
+};
+
+enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3 };
+
+// a rollout's arguments: N trajectories of `steps` steps into Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1),
+// each from its row 0; status (N): -1, the first diverging step, -2 (declined: the Python loop reruns that trajectory and
+// raises the named error), or RERUN (not done yet: the caller's scalar kernel runs it)
+struct Rollout {
+    double h = 0;
+    int64_t steps = 0;
+    int integrator = EULER;
+    bool implicit_damping = false, with_energy = false;
+    Series ctrl, qfrc, xfrc;
+    double *Q = nullptr, *QD = nullptr, *E = nullptr;
+    int64_t *status = nullptr;
+};
+constexpr int64_t RERUN = -3;
+
+}  // namespace physai

@@ -1,0 +1,334 @@
+// Time integration (src/physai/joints.py's integrate / difference / dexp_inv, src/physai/integrators.py): positions on
+// the configuration manifold, integrators._Run.evaluate, the steppers (euler, rk4, implicit, implicitfast) and a
+// trajectory's loop, for one trajectory (simulate_one) or lanes of trajectories side by side (simulate_block).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+
+#include "actuation.h"
+#include "data.h"
+#include "forward.h"
+#include "model.h"
+#include "smooth.h"
+#include "spatial.h"
+
+namespace physai {
+namespace {
+
+// ---------------------------------------------------------------- the configuration manifold
+
+// q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out: scalars add h v, quaternions turn by exp(h w)
+template <class T> void integrate_pos(const SimModel &s, const T *q, const T *v, double h, T *out) {
+    for (int i = 0; i < s.nq; i++) out[i] = q[i];
+    for (int k = 0; k < s.nscalar; k++) out[s.scalar_qposadr[k]] = q[s.scalar_qposadr[k]] + h * v[s.scalar_dofadr[k]];
+    for (int k = 0; k < s.nquat; k++) {
+        const T *w = v + s.quat_dofadr[k];
+        T speed = vsqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = h * speed;
+        auto moving = speed > 1e-15;                                   // the axis w / |w|, or 0 at rest
+        T safe = select(moving, speed, splat<T>(1.0)), half, c;
+        sincos_any(0.5 * angle, half, c);
+        T r[4] = {c, select(moving, w[0] / safe, splat<T>(0.0)) * half, select(moving, w[1] / safe, splat<T>(0.0)) * half,
+                  select(moving, w[2] / safe, splat<T>(0.0)) * half};
+        T u[4];
+        quat_normalize(q + s.quat_qposadr[k], u);
+        quat_mul(u, r, out + s.quat_qposadr[k]);
+    }
+}
+
+// the rotation vector log(q0^-1 q1) (MuJoCo's mju_subQuat), angle wrapped to [-pi, pi], as joints.quat_difference
+inline void quat_difference(const double *q1, const double *q0, double *out) {
+    double c[4] = {q0[0], -q0[1], -q0[2], -q0[3]}, d[4];
+    quat_mul(c, q1, d);
+    double s = std::sqrt(d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
+    double angle = 2.0 * std::atan2(s, d[0]);
+    if (angle > M_PI) angle -= 2.0 * M_PI;
+    double k = s > 1e-15 ? angle / s : 0.0;
+    for (int a = 0; a < 3; a++) out[a] = d[1 + a] * k;
+}
+
+// the velocity v with q0 (+) h v = q1 (joints.difference, MuJoCo's mj_differentiatePos)
+inline void difference_pos(const SimModel &s, const double *q0, const double *q1, double h, double *v) {
+    for (int k = 0; k < s.nscalar; k++) v[s.scalar_dofadr[k]] = (q1[s.scalar_qposadr[k]] - q0[s.scalar_qposadr[k]]) / h;
+    for (int k = 0; k < s.nquat; k++) {
+        double w[3];
+        quat_difference(q1 + s.quat_qposadr[k], q0 + s.quat_qposadr[k], w);
+        for (int a = 0; a < 3; a++) v[s.quat_dofadr[k] + a] = w[a] / h;
+    }
+}
+
+// k = dexp^-1(theta) v (joints.dexp_inv) in place over v: the rotations' velocities carried to q's tangent space,
+// k = v + 1/2 theta x v + c(|theta|) theta x (theta x v), c(t) = 1/t^2 - 1/(2 t tan(t/2)); scalars unchanged
+template <class T> void dexp_inv(const SimModel &s, const T *theta, T *v) {
+    for (int k = 0; k < s.nquat; k++) {
+        const T *th = theta + s.quat_dofadr[k];
+        T *w = v + s.quat_dofadr[k], tw[3], ttw[3];
+        T t = vsqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]);
+        auto small = t < 1e-4;                                         // the series 1/12 + t^2/720 there
+        T ts = select(small, splat<T>(1.0), t), sh, ch;
+        sincos_any(0.5 * ts, sh, ch);
+        T c = select(small, 1.0 / 12.0 + t * t / 720.0, 1.0 / (ts * ts) - ch / (2.0 * ts * sh));
+        cross(th, w, tw);
+        cross(th, tw, ttw);
+        for (int a = 0; a < 3; a++) w[a] = w[a] + 0.5 * tw[a] + c * ttw[a];
+    }
+}
+
+// ---------------------------------------------------------------- one step
+
+// trajectory n + l's inputs of step k into lane l (l < count; the other lanes repeat the last one): u = ctrl clamped to
+// ctrlrange (forces._ctrl)
+template <class T> void step_inputs(const SimModel &s, const Rollout &r, int64_t n, int64_t count, int64_t k, StepInputs<T> &x) {
+    x.has_qfrc = r.qfrc.data != nullptr, x.has_xfrc = r.xfrc.data != nullptr;
+    auto at = [&](const Series &in, int64_t l) { return in.data + (n + l) * in.trajectory + k * in.step; };
+    for (int64_t l = 0; l < count; l++) {
+        auto put = [&](Vec<T> &dst, size_t e, double v) {
+            if constexpr (std::is_same_v<T, double>) dst[e] = v;
+            else dst[e][l] = v;
+        };
+        if (r.ctrl.data)
+            for (int a = 0; a < s.nu; a++) {
+                double u = at(r.ctrl, l)[a * r.ctrl.entry];
+                put(x.u, size_t(a), s.actuator_ctrllimited[a] ? vclamp(u, s.actuator_ctrlrange[2 * a], s.actuator_ctrlrange[2 * a + 1]) : u);
+            }
+        if (x.has_qfrc)
+            for (int j = 0; j < s.nv; j++) put(x.qfrc, size_t(j), at(r.qfrc, l)[j * r.qfrc.entry]);
+        if (x.has_xfrc)
+            for (int e = 0; e < 6 * s.nbody; e++) put(x.xfrc, size_t(e), at(r.xfrc, l)[e * r.xfrc.entry]);
+    }
+    if constexpr (!std::is_same_v<T, double>)
+        for (int64_t l = count; l < lanes_of<T>; l++) {
+            for (auto *v : {&x.u, &x.qfrc, &x.xfrc})
+                for (auto &e : *v) e[l] = e[count - 1];
+        }
+}
+
+// f = passive + actuator + applied - bias and M at (q, qd) (integrators._Run.evaluate); the actuators' scalar forces
+// into force (nu), the potential energy into pot; ZERO_QUATERNION when a quaternion is zero
+template <class T> int evaluate(const Model &m, const SimModel &s, Data<T> &d, const StepInputs<T> &x, const T *q,
+                                const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
+    int st = velocity(m, d, q, qd);
+    if (st != OK) return st;
+    rne(m, d, qd, (const T *)nullptr, tmp);
+    passive_force(m, s, q, qd, f);
+    for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
+    if (s.nu) actuator_force(s, x.u.data(), q, qd, force, f);
+    if (x.has_qfrc)
+        for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
+    if (x.has_xfrc) body_wrench_force(m, s, d, x.xfrc.data(), f);
+    crb(m, d, M);
+    pot = potential(m, d, q);
+    return OK;
+}
+
+// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot (one trajectory only: the
+// pivots differ per lane)
+inline bool lu_solve(double *A, int n, double *b) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
+        if (A[size_t(p) * n + c] == 0.0) return false;
+        if (p != c) {
+            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
+            std::swap(b[p], b[c]);
+        }
+        for (int r = c + 1; r < n; r++) {
+            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
+            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double t = b[i];
+        for (int k = i + 1; k < n; k++) t -= A[size_t(i) * n + k] * b[k];
+        b[i] = t / A[size_t(i) * n + i];
+    }
+    return true;
+}
+
+template <class T> inline T quadratic(const T *M, const T *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
+    T s = splat<T>(0.0);
+    for (int j = 0; j < n; j++) {
+        T t = splat<T>(0.0);
+        for (int i = 0; i < n; i++) t = t + v[i] * M[size_t(i) * n + j];
+        s = s + t * v[j];
+    }
+    return s;
+}
+
+enum StepStatus { STEPPED = 0, DECLINED = 1, DIVERGED = 2 };
+
+// whether any entry (any lane) of x[0 .. n) is NaN or infinite: x - x is 0 for a finite x and NaN otherwise, so one
+// sum tells (and vectorizes)
+template <class T> bool any_nonfinite(const T *x, size_t n) {
+    T acc = splat<T>(0.0);
+    for (size_t i = 0; i < n; i++) acc = acc + (x[i] - x[i]);
+    return !finite_all(acc);
+}
+
+// whether M's diagonal is finite (a state that ran away makes it NaN or infinite with everything else)
+template <class T> bool finite_diagonal(const T *M, int n) {
+    T acc = splat<T>(0.0);
+    for (int i = 0; i < n; i++) acc = acc + (M[size_t(i) * n + i] - M[size_t(i) * n + i]);
+    return finite_all(acc);
+}
+
+// one step of `integrator` from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
+// (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f); DIVERGED when the forces or the mass matrix of
+// a stage are no longer finite (the state ran away: a DivergenceError); DECLINED on a zero quaternion or a matrix that
+// does not factor (the Python loop then raises the named error), and for implicit on lanes (its LU pivots per lane)
+template <class T> int step(const Model &m, const SimModel &s, SimData<T> &w, double h, int integrator, bool implicit_damping,
+                            const T *q, const T *qd, T *qn, T *qdn, T &e) {
+    int nv = m.nv;
+    Data<T> &d = w.d;
+    T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), pot;
+    if (integrator != RK4) {                                           // (M - h D) a = f, qd' = qd + h a, q' = q (+) h qd'
+        if (evaluate(m, s, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
+        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
+        e = 0.5 * quadratic(M, qd, nv) + pot;
+        for (int j = 0; j < nv; j++) a[j] = f[j];
+        bool ok;
+        if (integrator == EULER) {                                     // D = -B, when damping is implicit
+            if (implicit_damping)
+                for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * s.dof_damping[j];
+            ok = cholesky_solve(M, nv, a) == OK;
+        } else {                                                       // D = dA/dqd - B (- dc/dqd: implicit) on M's pattern
+            if constexpr (!std::is_same_v<T, double>) {
+                if (integrator == IMPLICIT) return DECLINED;
+            }
+            T *D = w.D.data();
+            for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
+            for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-s.dof_damping[j]);
+            if (s.nu) actuator_velocity_derivative(s, w.x.u.data(), w.force.data(), D);
+            if (integrator == IMPLICIT) {                              // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
+                T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+                for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+                for (int c = 0; c < nv; c++) {
+                    qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
+                    com_vel(m, d, qdp);
+                    rne(m, d, (const T *)qdp, (const T *)nullptr, cp);
+                    com_vel(m, d, qdm);
+                    rne(m, d, (const T *)qdm, (const T *)nullptr, cm);
+                    for (int i = 0; i < nv; i++) D[size_t(i) * nv + c] = D[size_t(i) * nv + c] - 0.5 * (cp[i] - cm[i]);
+                    qdp[c] = qd[c], qdm[c] = qd[c];
+                }
+            }
+            for (int i = 0; i < nv; i++)
+                for (int j = 0; j < nv; j++) {
+                    T Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
+                    if (s.dof_pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
+                }
+            // implicitfast: M - h sym(D) is symmetric, factored by Cholesky as MuJoCo does; implicit: LU
+            if constexpr (std::is_same_v<T, double>) ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
+            else ok = cholesky_solve(M, nv, a) == OK;
+        }
+        if (!ok) return DECLINED;
+        for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
+        integrate_pos(s, q, qdn, h, qn);
+        return STEPPED;
+    }
+    // RK4 with the inputs held over the step: stage i at q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i
+    const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+    T *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data(), *kv = w.kv.data();
+    for (int stage = 0; stage < 4; stage++) {
+        if (stage == 0) {
+            for (int i = 0; i < m.nq; i++) qi[i] = q[i];
+            for (int j = 0; j < nv; j++) qdi[j] = qd[j];
+        } else {
+            double c = C[stage - 1];
+            for (int j = 0; j < nv; j++) w.dq[j] = c * kv[j];
+            integrate_pos(s, q, w.dq.data(), h, qi);
+            for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * w.stage_a[j]);
+        }
+        if (evaluate(m, s, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
+        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
+        if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
+        if (cholesky_solve(M, nv, f) != OK) return DECLINED;
+        for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
+        if (stage > 0) {
+            for (int j = 0; j < nv; j++) w.dq[j] = h * w.dq[j];
+            dexp_inv(s, w.dq.data(), kv);
+        }
+        for (int j = 0; j < nv; j++) {
+            a[j] = stage == 0 ? 0.0 + B[0] * kv[j] : a[j] + B[stage] * kv[j];         // sum of b k_i
+            dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
+        }
+    }
+    integrate_pos(s, q, a, h, qn);
+    for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * dqd[j];
+    return STEPPED;
+}
+
+// the energy of the final state into e (simulate's E[steps])
+template <class T> int final_energy(const Model &m, Data<T> &d, const T *q, const T *qd, T &e) {
+    if (velocity(m, d, q, qd) != OK) return DECLINED;
+    e = kinetic(m, d, qd) + potential(m, d, q);
+    return STEPPED;
+}
+
+// ---------------------------------------------------------------- trajectories
+
+// trajectory n of r from its Q[0], QD[0]: -1, the first step whose result is not finite, or -2 (declined)
+inline int64_t simulate_one(const Model &m, const SimModel &s, SimData<double> &w, const Rollout &r, int64_t n) {
+    int nq = m.nq, nv = m.nv;
+    int64_t steps = r.steps;
+    double *Q = r.Q + n * (steps + 1) * nq, *QD = r.QD + n * (steps + 1) * nv, *E = r.E + n * (steps + 1);
+    for (int64_t k = 0; k < steps; k++) {
+        double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
+        step_inputs(s, r, n, 1, k, w.x);
+        int st = step(m, s, w, r.h, r.integrator, r.implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k]);
+        if (st == DIVERGED) {                                          // the state k + 1 is not finite
+            for (int i = 0; i < nq; i++) qn[i] = std::nan("");
+            for (int j = 0; j < nv; j++) qdn[j] = std::nan("");
+            return k;
+        }
+        if (st != STEPPED) return -2;
+        for (int i = 0; i < nq; i++)
+            if (!std::isfinite(qn[i])) return k;
+        for (int j = 0; j < nv; j++)
+            if (!std::isfinite(qdn[j])) return k;
+    }
+    if (r.with_energy && final_energy(m, w.d, Q + steps * nq, QD + steps * nv, E[steps]) != STEPPED) return -2;
+    return -1;
+}
+
+// trajectories n .. n + count - 1 of r (count <= the lanes of L) side by side, from their Q[0], QD[0]: STEPPED with
+// every state written, or not (a lane diverged, a zero quaternion, implicit, a matrix that does not factor): the caller
+// then runs them one by one (simulate_one), which reports exactly what and where
+template <class L> int simulate_block(const Model &m, const SimModel &s, SimData<L> &w, const Rollout &r, int64_t n, int64_t count) {
+    constexpr int W = lanes_of<L>;
+    int nq = m.nq, nv = m.nv;
+    int64_t steps = r.steps, rowq = (steps + 1) * nq, rowv = (steps + 1) * nv, rowe = steps + 1;
+    auto lane = [&](int64_t l) { return n + std::min<int64_t>(l, count - 1); };
+    for (int l = 0; l < W; l++) {
+        for (int i = 0; i < nq; i++) w.q[i][l] = r.Q[lane(l) * rowq + i];
+        for (int j = 0; j < nv; j++) w.qd[j][l] = r.QD[lane(l) * rowv + j];
+    }
+    L e;
+    for (int64_t k = 0; k < steps; k++) {
+        step_inputs(s, r, n, count, k, w.x);
+        if (step(m, s, w, r.h, r.integrator, r.implicit_damping, w.q.data(), w.qd.data(), w.qn.data(), w.qdn.data(), e) != STEPPED)
+            return DECLINED;
+        if (any_nonfinite(w.qn.data(), size_t(nq)) || any_nonfinite(w.qdn.data(), size_t(nv))) return DECLINED;
+        for (int64_t l = 0; l < count; l++) {
+            for (int i = 0; i < nq; i++) r.Q[(n + l) * rowq + (k + 1) * nq + i] = w.qn[i][l];
+            for (int j = 0; j < nv; j++) r.QD[(n + l) * rowv + (k + 1) * nv + j] = w.qdn[j][l];
+            r.E[(n + l) * rowe + k] = e[l];
+        }
+        std::swap(w.q, w.qn);
+        std::swap(w.qd, w.qdn);
+    }
+    if (r.with_energy) {
+        if (final_energy(m, w.d, w.q.data(), w.qd.data(), e) != STEPPED) return DECLINED;
+        for (int64_t l = 0; l < count; l++) r.E[(n + l) * rowe + steps] = e[l];
+    }
+    return STEPPED;
+}
+
+}  // namespace
+}  // namespace physai

@@ -1,0 +1,117 @@
+// Spatial algebra (src/physai/spatial.py, the cross products of src/physai/engine/algorithms.py): 3-vectors,
+// 6-vectors (angular, linear), the spatial inertia about a point, rotation matrices and quaternions (w, x, y, z).
+// Matrices are row-major. Written once for a number type T (double or lanes, cpp/lanes.h).
+#pragma once
+
+#include "lanes.h"
+
+namespace physai {
+
+// a spatial inertia about the centre as (Ibar (9), h (3), m): [[Ibar, skew(h)], [skew(h)^T, m 1]]
+template <class T> struct Inertia {
+    T I[9], h[3], m;
+};
+
+namespace {
+
+template <class T> inline void cross(const T *a, const T *b, T *r) {
+    r[0] = a[1] * b[2] - a[2] * b[1];
+    r[1] = a[2] * b[0] - a[0] * b[2];
+    r[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+template <class T> inline T dot6(const T *a, const T *b) {
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+// skew(v) (3x3) with skew(v) x = v x x
+template <class T> inline void skew(const T *v, T *S) {
+    const T zero = splat<T>(0.0);
+    S[0] = zero, S[1] = -v[2], S[2] = v[1];
+    S[3] = v[2], S[4] = zero, S[5] = -v[0];
+    S[6] = -v[1], S[7] = v[0], S[8] = zero;
+}
+
+// r = A x (3x3 times 3)
+template <class A, class X, class R> inline void mat3_times(const A *a, const X *x, R *r) {
+    for (int i = 0; i < 3; i++) r[i] = a[3 * i] * x[0] + a[3 * i + 1] * x[1] + a[3 * i + 2] * x[2];
+}
+
+// r = A B (3x3 each)
+template <class A, class B, class R> inline void mat3_mul(const A *a, const B *b, R *r) {
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) r[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
+}
+
+// v x m (crm(v) m) for motion vectors v = (w, u): (w x m_ang, w x m_lin + u x m_ang)
+template <class T> inline void cross_motion(const T *v, const T *m, T *r) {
+    T a[3], b[3];
+    cross(v, m, r);
+    cross(v, m + 3, a);
+    cross(v + 3, m, b);
+    for (int k = 0; k < 3; k++) r[3 + k] = a[k] + b[k];
+}
+
+// v x* f (crf(v) f): (w x f_ang + u x f_lin, w x f_lin)
+template <class T> inline void cross_force(const T *v, const T *f, T *r) {
+    T a[3], b[3];
+    cross(v, f, a);
+    cross(v + 3, f + 3, b);
+    for (int k = 0; k < 3; k++) r[k] = a[k] + b[k];
+    cross(v, f + 3, r + 3);
+}
+
+// I v = (Ibar w + h x u, m u - h x w)
+template <class T> inline void inertia_times(const Inertia<T> &I, const T *v, T *r) {
+    T hu[3], hw[3];
+    cross(I.h, v + 3, hu);
+    cross(I.h, v, hw);
+    for (int i = 0; i < 3; i++) {
+        r[i] = I.I[3 * i] * v[0] + I.I[3 * i + 1] * v[1] + I.I[3 * i + 2] * v[2] + hu[i];
+        r[3 + i] = I.m * v[3 + i] - hw[i];
+    }
+}
+
+// the dense 6x6 matrix of an Inertia (for the articulated inertias of aba)
+template <class T> inline void inertia_dense(const Inertia<T> &I, T *A) {
+    const T zero = splat<T>(0.0);
+    T S[9];
+    skew(I.h, S);
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            A[6 * i + j] = I.I[3 * i + j];
+            A[6 * i + 3 + j] = S[3 * i + j];
+            A[6 * (3 + i) + j] = S[3 * j + i];
+            A[6 * (3 + i) + 3 + j] = i == j ? I.m : zero;
+        }
+}
+
+template <class T> inline void mat6_times(const T *A, const T *v, T *r) {
+    for (int i = 0; i < 6; i++) r[i] = dot6(A + 6 * i, v);
+}
+
+// the rotation matrix of a unit quaternion (w, x, y, z)
+template <class T> inline void quat_to_mat(const T *q, T *R) {
+    T w = q[0], x = q[1], y = q[2], z = q[3];
+    R[0] = 1.0 - 2.0 * (y * y + z * z), R[1] = 2.0 * (x * y - w * z), R[2] = 2.0 * (x * z + w * y);
+    R[3] = 2.0 * (x * y + w * z), R[4] = 1.0 - 2.0 * (x * x + z * z), R[5] = 2.0 * (y * z - w * x);
+    R[6] = 2.0 * (x * z - w * y), R[7] = 2.0 * (y * z + w * x), R[8] = 1.0 - 2.0 * (x * x + y * y);
+}
+
+// the product a b of quaternions (w, x, y, z)
+template <class T> inline void quat_mul(const T *a, const T *b, T *r) {
+    r[0] = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
+    r[1] = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
+    r[2] = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
+    r[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
+}
+
+// q / |q| into u; returns |q| (zero for a zero quaternion, whose u is then not finite)
+template <class T> inline T quat_normalize(const T *q, T *u) {
+    T norm = vsqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    for (int a = 0; a < 4; a++) u[a] = q[a] / norm;
+    return norm;
+}
+
+}  // namespace
+}  // namespace physai
