@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from physai.exceptions import InvalidStateError, UnsupportedModelError
-from physai.spatial import quat_to_mat as quat_to_mat_stack
+from physai import spatial
 from physai.spatial import skew
 
 #: joint types, MuJoCo's numbers (mjtJoint)
@@ -231,15 +231,12 @@ def quat_to_mat(quat: np.ndarray, where=None) -> np.ndarray:
         at = f"q[{where[k]}:{where[k] + 4}]" if where is not None else "a quaternion"
         raise InvalidStateError(f"{at} is a zero quaternion (state {s}); a ball or free joint needs a unit quaternion "
                                 "(w, x, y, z), e.g. (1, 0, 0, 0)")
-    return np.moveaxis(quat_to_mat_stack(np.moveaxis(quat, -1, -2)), -3, -1)
+    return np.moveaxis(spatial.quat_to_mat(np.moveaxis(quat, -1, -2)), -3, -1)
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Hamilton product a * b of quaternions (..., 4, n)."""
-    aw, ax, ay, az = np.moveaxis(a, -2, 0)
-    bw, bx, by, bz = np.moveaxis(b, -2, 0)
-    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
-                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=-2)
+    """Hamilton product a * b of quaternions (..., 4, n), state last (physai.spatial.quat_mul)."""
+    return np.moveaxis(spatial.quat_mul(np.moveaxis(a, -2, -1), np.moveaxis(b, -2, -1)), -1, -2)
 
 
 def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:

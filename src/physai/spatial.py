@@ -57,3 +57,34 @@ def axis_angle_to_mat(axis: np.ndarray, angle: float) -> np.ndarray:
     """Rotation by `angle` [rad] about the unit vector `axis` (Rodrigues' formula)."""
     K = skew(axis)
     return np.eye(3) + np.sin(angle) * K + (1.0 - np.cos(angle)) * K @ K
+
+
+def mat_to_quat(R: np.ndarray) -> np.ndarray:
+    """Unit quaternion (w, x, y, z) of a rotation matrix (MuJoCo's mju_mat2Quat: from its largest component)."""
+    m = np.asarray(R, dtype=float).ravel()
+    if m[0] + m[4] + m[8] > 0:
+        w = 0.5 * np.sqrt(1 + m[0] + m[4] + m[8])
+        q = np.array([w, 0.25 * (m[7] - m[5]) / w, 0.25 * (m[2] - m[6]) / w, 0.25 * (m[3] - m[1]) / w])
+    elif m[0] > m[4] and m[0] > m[8]:
+        x = 0.5 * np.sqrt(1 + m[0] - m[4] - m[8])
+        q = np.array([0.25 * (m[7] - m[5]) / x, x, 0.25 * (m[1] + m[3]) / x, 0.25 * (m[2] + m[6]) / x])
+    elif m[4] > m[8]:
+        y = 0.5 * np.sqrt(1 - m[0] + m[4] - m[8])
+        q = np.array([0.25 * (m[2] - m[6]) / y, 0.25 * (m[1] + m[3]) / y, y, 0.25 * (m[5] + m[7]) / y])
+    else:
+        z = 0.5 * np.sqrt(1 - m[0] - m[4] + m[8])
+        q = np.array([0.25 * (m[3] - m[1]) / z, 0.25 * (m[2] + m[6]) / z, 0.25 * (m[5] + m[7]) / z, z])
+    return q / np.linalg.norm(q)
+
+
+def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Hamilton product a * b of quaternions (w, x, y, z) (MuJoCo's mju_mulQuat); stacks (..., 4) too."""
+    aw, ax, ay, az = np.moveaxis(np.asarray(a, dtype=float), -1, 0)
+    bw, bx, by, bz = np.moveaxis(np.asarray(b, dtype=float), -1, 0)
+    return np.stack([aw * bw - ax * bx - ay * by - az * bz, aw * bx + ax * bw + ay * bz - az * by,
+                     aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=-1)
+
+
+def axis_angle_to_quat(axis: np.ndarray, angle: float) -> np.ndarray:
+    """Quaternion (w, x, y, z) of a rotation by `angle` [rad] about the unit vector `axis` (MuJoCo's mju_axisAngle2Quat)."""
+    return np.r_[np.cos(0.5 * angle), np.sin(0.5 * angle) * np.asarray(axis, dtype=float)]

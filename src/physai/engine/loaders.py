@@ -19,7 +19,7 @@ import numpy as np
 from physai import joints, models, validation
 from physai.engine import urdf
 from physai.engine.actuators import Actuators
-from physai.engine.model import BodySpec, JointSpec, Model, build
+from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, build
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
 
@@ -76,12 +76,69 @@ def from_mujoco(source) -> Model:
                 armature=m.dof_armature[va:va + joints.NV[t]].copy(),
                 damping=m.dof_damping[va:va + joints.NV[t]] * damper,
                 stiffness=float(m.jnt_stiffness[j]) * spring, springref=float(m.qpos_spring[qa]) if scalar else 0.0,
-                name=m.joint(j).name or f"joint{j}"))
+                name=m.joint(j).name or f"joint{j}", limited=bool(m.jnt_limited[j]), range=tuple(m.jnt_range[j]),
+                margin=float(m.jnt_margin[j]), solref=tuple(m.jnt_solref[j]), solimp=tuple(m.jnt_solimp[j]),
+                frictionloss=float(m.dof_frictionloss[va]), solreffriction=tuple(m.dof_solref[va]),
+                solimpfriction=tuple(m.dof_solimp[va])))
         mass, com, inertia = models.body_inertia(m, b)
         bodies.append(BodySpec(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), specs,
-                               mass, com, inertia, m.body(b).name or f"body{b}"))
+                               mass, com, inertia, m.body(b).name or f"body{b}", m.body_quat[b].copy()))
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
-    return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None)
+    equalities, unsupported = _equalities_from_mujoco(m)
+    return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
+                 unsupported + _unsupported_constraints(m))
+
+
+def options_from_mujoco(m: mujoco.MjModel) -> Options:
+    """The solver options and the constraint switches of a MuJoCo model (m.opt and its disable flags)."""
+    off, bit = m.opt.disableflags, mujoco.mjtDisableBit
+    on = lambda flag: not (off & bit.mjDSBL_CONSTRAINT) and not (off & flag)       # noqa: E731
+    return Options(timestep=float(m.opt.timestep), impratio=float(m.opt.impratio),
+                   cone="elliptic" if m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC else "pyramidal",
+                   tolerance=float(m.opt.tolerance), iterations=int(m.opt.iterations), ls_tolerance=float(m.opt.ls_tolerance),
+                   ls_iterations=int(m.opt.ls_iterations), equality=on(bit.mjDSBL_EQUALITY),
+                   frictionloss=on(bit.mjDSBL_FRICTIONLOSS), limit=on(bit.mjDSBL_LIMIT), contact=on(bit.mjDSBL_CONTACT),
+                   refsafe=not off & bit.mjDSBL_REFSAFE)
+
+
+def _equalities_from_mujoco(m: mujoco.MjModel) -> tuple[list[EqualitySpec], tuple]:
+    """The connect, weld and joint equalities of a MuJoCo model in physai's body and joint indices (connects between
+    sites become connects between their bodies), and what physai does not model (tendon and flex equalities, welds
+    between sites)."""
+    kinds = {int(mujoco.mjtEq.mjEQ_CONNECT): CONNECT, int(mujoco.mjtEq.mjEQ_WELD): WELD, int(mujoco.mjtEq.mjEQ_JOINT): JOINT}
+    site = int(mujoco.mjtObj.mjOBJ_SITE)
+    equalities, unsupported = [], []
+    for e in range(m.neq):
+        name, kind = m.equality(e).name or f"equality{e}", int(m.eq_type[e])
+        if kind not in kinds:
+            unsupported.append(f"equality {name!r} is a {mujoco.mjtEq(kind).name} constraint (physai has connect, weld, joint)")
+            continue
+        obj1, obj2, data = int(m.eq_obj1id[e]), int(m.eq_obj2id[e]), m.eq_data[e, :11].copy()   # the 11 entries physai reads
+        if kinds[kind] != JOINT and int(m.eq_objtype[e]) == site:
+            if kinds[kind] == WELD:
+                unsupported.append(f"equality {name!r} welds two sites (physai welds bodies)")
+                continue
+            data[0:3], data[3:6] = m.site_pos[obj1], m.site_pos[obj2]     # a connect between sites: between their bodies
+            obj1, obj2 = int(m.site_bodyid[obj1]), int(m.site_bodyid[obj2])
+        if kinds[kind] != JOINT:
+            obj1, obj2 = obj1 - 1, obj2 - 1                                 # MuJoCo's body b + 1 is physai's body b
+        equalities.append(EqualitySpec(kinds[kind], obj1, obj2, data, tuple(m.eq_solref[e]), tuple(m.eq_solimp[e]),
+                                       bool(m.eq_active0[e]), name))
+    return equalities, tuple(unsupported)
+
+
+def _unsupported_constraints(m: mujoco.MjModel) -> tuple:
+    """The constraint features of a MuJoCo model that physai does not model (refused when constraints are computed)."""
+    found = []
+    if m.ntendon and (m.tendon_limited.any() or m.tendon_frictionloss.any()):
+        found.append("tendon limits or tendon friction loss")
+    if m.opt.solver != mujoco.mjtSolver.mjSOL_NEWTON:
+        found.append(f"the {mujoco.mjtSolver(m.opt.solver).name} solver (physai solves with Newton's method, mjSOL_NEWTON)")
+    if m.opt.noslip_iterations:
+        found.append(f"noslip iterations ({m.opt.noslip_iterations}; physai has no noslip solver)")
+    if m.nflex:
+        found.append("flexes")
+    return tuple(found)
 
 
 def compile_tree(tree) -> Model:

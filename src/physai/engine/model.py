@@ -20,14 +20,23 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import joints
+from physai.spatial import mat_to_quat
 from physai.exceptions import InvalidInertiaError, InvalidModelError, UnknownBodyError, UnsupportedModelError
+
+
+#: MuJoCo's default solver parameters of a constraint: solref (timeconst [s], dampratio), solimp (d0, dwidth, width [m | rad],
+#: midpoint, power)
+SOLREF = (0.02, 1.0)
+SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
 
 
 @dataclass
 class JointSpec:
     """A joint as a loader reads it: type (joints.HINGE, SLIDE, BALL or FREE), unit axis and anchor in the body
     frame [m], ref (q of the rest pose, hinge/slide) [rad | m], per-dof armature [kg m^2 | kg] and damping,
-    stiffness [N m/rad | N/m] and springref [rad | m] (hinge and slide only), name."""
+    stiffness [N m/rad | N/m] and springref [rad | m] (hinge and slide only), name; and its constraints: a limit
+    (limited, range [rad | m] (ball: the largest rotation angle is max(range)), margin, solref, solimp) and dry friction
+    (frictionloss [N m | N] on each of its dofs, solreffriction, solimpfriction)."""
 
     type: int
     axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
@@ -38,6 +47,62 @@ class JointSpec:
     stiffness: float = 0.0
     springref: float = 0.0
     name: str = ""
+    limited: bool = False
+    range: tuple = (0.0, 0.0)
+    margin: float = 0.0
+    solref: tuple = SOLREF
+    solimp: tuple = SOLIMP
+    frictionloss: float = 0.0
+    solreffriction: tuple = SOLREF
+    solimpfriction: tuple = SOLIMP
+
+
+#: equality constraint types, MuJoCo's numbers (mjtEq)
+CONNECT, WELD, JOINT = 0, 1, 2
+EQUALITY_NAMES = {CONNECT: "connect", WELD: "weld", JOINT: "joint"}
+
+
+@dataclass
+class EqualitySpec:
+    """An equality constraint as a loader reads it, in MuJoCo's terms (mjModel's eq_*):
+
+    type     CONNECT (a point of body obj1 held on a point of body obj2: a ball joint), WELD (the two bodies' relative
+             pose held), or JOINT (joint obj1's position a quartic polynomial of joint obj2's, or constant without one)
+    obj1, obj2  body indices (-1: the world) for connect and weld; joint indices (obj2 -1: none) for joint
+    data     (11,) MuJoCo's eq_data: connect: anchor in body 1, anchor in body 2 [m]; weld: anchor in body 2 [m], anchor
+             in body 1 [m], relpose quaternion (w x y z), torquescale; joint: the polynomial's 5 coefficients
+    solref, solimp, active (MuJoCo's eq_active0), name
+    """
+
+    type: int
+    obj1: int
+    obj2: int
+    data: np.ndarray
+    solref: tuple = SOLREF
+    solimp: tuple = SOLIMP
+    active: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class Options:
+    """What the constraint solver reads of MuJoCo's mjOption: timestep [s] (the solref safety floor, invdiscrete),
+    impratio (friction-to-normal impedance ratio), cone ("pyramidal" or "elliptic"), the solver's tolerance, iterations,
+    ls_tolerance and ls_iterations (MuJoCo's Newton defaults), and which constraints are on (MuJoCo's disable flags
+    off): equality, frictionloss, limit, contact, refsafe (time constants raised to at least 2 timesteps)."""
+
+    timestep: float = 0.002
+    impratio: float = 1.0
+    cone: str = "pyramidal"
+    tolerance: float = 1e-8
+    iterations: int = 100
+    ls_tolerance: float = 0.01
+    ls_iterations: int = 50
+    equality: bool = True
+    frictionloss: bool = True
+    limit: bool = True
+    contact: bool = True
+    refsafe: bool = True
 
 
 @dataclass
@@ -53,6 +118,7 @@ class BodySpec:
     com: np.ndarray
     inertia: np.ndarray
     name: str = ""
+    quat: np.ndarray | None = None        # rot as a unit quaternion (w x y z) when the source has one (MuJoCo's body_quat)
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,6 +161,17 @@ class Model:
     static_mass, static_com         mass welded to the world [kg] and its centre of mass [m]
     coords          physai.joints.Coordinates: q and v's layout (scalars, quaternions), qpos0
     actuators       physai.engine.actuators.Actuators or None
+    constraints (MuJoCo's names; physai.engine.constraint builds their rows):
+    jnt_axis, jnt_pos  (njnt, 3)    joint axis and anchor in the body frame [m]
+    body_inertia    (nbody, 3, 3)   each body's own rotational inertia about its centre of mass, body frame [kg m^2]
+    jnt_limited, jnt_range, jnt_margin, jnt_solref, jnt_solimp   (njnt,), (njnt, 2), (njnt,), (njnt, 2), (njnt, 5)
+    dof_frictionloss, dof_solref, dof_solimp    (nv,), (nv, 2), (nv, 5)   dry friction [N m | N] and its parameters
+    eq_type, eq_obj1id, eq_obj2id, eq_data, eq_solref, eq_solimp, eq_active0, eq_name   (neq, ...) EqualitySpec's fields
+    body_quat       (nbody, 4)      body frame in its parent body's frame at the rest pose (w x y z, MuJoCo's body_quat)
+    body_parentid   (nbody,)        parent body, -1 for the world
+    opt             Options: timestep, cone, impratio, solver settings, which constraints are on
+    unsupported     what the source model has that physai's constraint model does not (tendon limits, a PGS solver,
+                    ...): the smooth dynamics run, the constraint functions refuse the model naming these
     """
 
     nq: int
@@ -142,6 +219,29 @@ class Model:
     static_com: np.ndarray
     coords: joints.Coordinates
     actuators: object = None
+    jnt_axis: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    jnt_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    body_inertia: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    jnt_limited: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    jnt_range: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    jnt_margin: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    jnt_solref: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    jnt_solimp: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    dof_frictionloss: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    dof_solref: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    dof_solimp: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    eq_type: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    eq_obj1id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    eq_obj2id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    eq_data: np.ndarray = field(default_factory=lambda: np.zeros((0, 11)))
+    eq_solref: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    eq_solimp: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    eq_active0: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    eq_name: tuple = ()
+    body_quat: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    body_parentid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    opt: Options = field(default_factory=Options)
+    unsupported: tuple = ()
 
     def __post_init__(self):
         for value in vars(self).values():
@@ -195,8 +295,10 @@ def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
     return mass, com, inertia
 
 
-def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
-    """The Model of a body list (parents before children); see the module docstring. Computes nothing of a state."""
+def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[EqualitySpec] = (), opt: Options | None = None,
+          unsupported: tuple = ()) -> Model:
+    """The Model of a body list (parents before children), its equality constraints and solver options; see the module
+    docstring. Computes nothing of a state."""
     nb = len(bodies)
     owner = np.full(nb, -1)                             # link each body moves with
     rel_R, rel_p = np.zeros((nb, 3, 3)), np.zeros((nb, 3))
@@ -305,4 +407,34 @@ def build(bodies: list[BodySpec], gravity, actuators=None) -> Model:
         static_mass=float(static[0]), static_com=static[1],
         coords=joints.Coordinates.of(jtype, qadr, vadr, [float(j.ref) for j, *_ in jnts], nq, nv),
         actuators=actuators,
+        **_constraint_fields(bodies, jnts, equalities),
+        opt=Options() if opt is None else opt, unsupported=tuple(unsupported),
+    )
+
+
+def _constraint_fields(bodies: list[BodySpec], jnts: list, equalities: list[EqualitySpec]) -> dict:
+    """The Model's constraint arrays from the joints' limits and friction, the equalities and the bodies' rest poses."""
+    floats = lambda rows, width: np.array(rows, dtype=float).reshape(-1, width)            # noqa: E731
+    per_dof = lambda attr, width: floats([getattr(j, attr) for j, *_ in jnts for _ in range(joints.NV[j.type])], width)  # noqa: E731
+    for e in equalities:
+        if e.type not in EQUALITY_NAMES:
+            raise UnsupportedModelError(f"equality {e.name!r}: unknown type {e.type}; physai has connect, weld and joint equalities")
+        objects = len(jnts) if e.type == JOINT else len(bodies)
+        if not (0 <= e.obj1 < objects or (e.type != JOINT and e.obj1 == -1)) or not -1 <= e.obj2 < objects:
+            raise InvalidModelError(f"equality {e.name!r} names {EQUALITY_NAMES[e.type]} objects {e.obj1}, {e.obj2}; "
+                                    f"the model has {objects} {'joints' if e.type == JOINT else 'bodies'}")
+    return dict(
+        jnt_axis=floats([j.axis for j, *_ in jnts], 3), jnt_pos=floats([j.anchor for j, *_ in jnts], 3),
+        body_inertia=np.array([b.inertia for b in bodies], dtype=float).reshape(-1, 3, 3),
+        jnt_limited=np.array([bool(j.limited) for j, *_ in jnts], dtype=bool),
+        jnt_range=floats([j.range for j, *_ in jnts], 2), jnt_margin=floats([j.margin for j, *_ in jnts], 1)[:, 0],
+        jnt_solref=floats([j.solref for j, *_ in jnts], 2), jnt_solimp=floats([j.solimp for j, *_ in jnts], 5),
+        dof_frictionloss=per_dof("frictionloss", 1)[:, 0], dof_solref=per_dof("solreffriction", 2),
+        dof_solimp=per_dof("solimpfriction", 5),
+        eq_type=np.array([e.type for e in equalities], dtype=np.intp), eq_obj1id=np.array([e.obj1 for e in equalities], dtype=np.intp),
+        eq_obj2id=np.array([e.obj2 for e in equalities], dtype=np.intp), eq_data=floats([e.data for e in equalities], 11),
+        eq_solref=floats([e.solref for e in equalities], 2), eq_solimp=floats([e.solimp for e in equalities], 5),
+        eq_active0=np.array([bool(e.active) for e in equalities], dtype=bool), eq_name=tuple(e.name for e in equalities),
+        body_quat=floats([b.quat if b.quat is not None else mat_to_quat(b.rot) for b in bodies], 4),
+        body_parentid=np.array([b.parent for b in bodies], dtype=np.intp),
     )

@@ -1,0 +1,770 @@
+"""MuJoCo's soft constraints, one state at a time: the rows, their impedance, the forward problem solved by Newton's
+method and the inverse problem in closed form (engine_core_constraint.c, engine_solver.c, engine_inverse.c).
+
+    invweight0(model)                       body_invweight0 (nbody, 2), dof_invweight0 (nv,) at qpos0 (mj_setConst)
+    rows(model, d, q, qd, contacts, ...)    Rows: MuJoCo's efc_* arrays for the state in d      (mj_makeConstraint,
+                                            mj_makeImpedance, mj_referenceConstraint)
+    update(rows, jar)                       the force of every row for jar = J qacc - aref, the cost   (mj_constraintUpdate)
+    solve(rows, M, qfrc_smooth, ...)        qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
+
+A row is one scalar constraint; the rows come in MuJoCo's order (equality, friction loss, limits, contacts) and layout
+(a connect 3 rows, a weld 6, a pyramidal contact of dimension dim 2 (dim - 1) edges, an elliptic one dim rows), so
+that they compare one by one with MuJoCo's efc_J, efc_aref, efc_R, efc_D and efc_force. Per row i:
+
+    aref_i = -B_i vel_i - K_i imp_i (pos_i - margin_i)        reference acceleration from solref (K, B) and solimp (imp)
+    R_i    = (1 - imp_i) / imp_i * diagApprox_i,  D_i = 1 / R_i   the regulariser, from the invweight constants
+    force  = -D_i jar_i (equality), Huber in +-frictionloss (friction loss), one-sided (limits, pyramidal edges),
+             by the three zones of the cone (elliptic contacts)
+
+The NumPy text here is the reference; it works on one state (a batch loops over its states).
+"""
+
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from physai import spatial
+from physai.engine import smooth
+from physai.engine.contact import ContactSet
+from physai.engine.data import Data
+from physai.engine.forward import cholesky_solve
+from physai.engine.model import CONNECT, WELD, Model
+from physai.exceptions import UnsupportedModelError
+from physai.joints import BALL, FREE, HINGE, SLIDE
+
+#: row types, MuJoCo's numbers (mjtConstraint)
+EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = range(8)
+#: row states after an update, MuJoCo's numbers (mjtConstraintState)
+SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = range(5)
+MINVAL = 1e-15                                   # MuJoCo's mjMINVAL: the smallest denominator
+MINIMP, MAXIMP = 0.0001, 0.9999                  # MuJoCo's bounds of a row's impedance
+
+
+# ---------------------------------------------------------------- the constants at qpos0 (mj_setConst)
+
+_INVWEIGHT0: "weakref.WeakKeyDictionary[Model, tuple]" = weakref.WeakKeyDictionary()
+
+
+def _simple_slider(model: Model, b: int, children: set) -> bool:
+    """MuJoCo's body_simple == 2: a body whose inertia frame is its own (centre of mass at its origin, diagonal
+    inertia), at a tree's root (its parent the world or welded to it), without children, moved only by slides along a
+    body axis through its origin: M is diag(mass) there."""
+    parent = model.body_parentid[b]
+    mine = np.flatnonzero(model.jnt_bodyid == b)
+    inertia = model.body_inertia[b]
+    return bool((parent < 0 or model.body_linkid[parent] < 0) and b not in children and len(mine)
+                and (model.body_ipos[b] == 0).all() and (inertia == np.diag(np.diag(inertia))).all()
+                and all(model.jnt_type[j] == SLIDE and (np.abs(model.jnt_axis[j]) > 1e-14).sum() == 1
+                        and (model.jnt_pos[j] == 0).all() for j in mine))
+
+
+def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(body_invweight0 (nbody, 2), dof_invweight0 (nv,)) of MuJoCo's mj_setConst, computed once per Model at qpos0:
+    a body's mean translational and rotational diagonal of J M^-1 J^T (J its centre-of-mass Jacobian), a joint's mean
+    diagonal of its block of M^-1 (free joints: translation and rotation apart); zero for bodies welded to the world;
+    1 / mass for MuJoCo's "simple" sliding bodies. They scale each row's regulariser R (diagApprox)."""
+    cached = _INVWEIGHT0.get(model)
+    if cached is not None:
+        return cached
+    d = Data(model)
+    q0 = model.qpos0[:, None]
+    smooth.position_stages(model, d, q0)
+    M = smooth.crb(model, d)[:, :, 0]
+    Minv = np.linalg.inv(M) if model.nv else np.zeros((0, 0))
+    children = set(model.body_parentid[model.body_parentid >= 0].tolist())
+    pos, rot = body_frames(model, d)
+    body = np.zeros((model.nbody, 2))
+    for b in range(model.nbody):
+        if model.body_linkid[b] < 0:
+            continue
+        if _simple_slider(model, b, children):
+            body[b] = 1.0 / max(MINVAL, model.body_mass[b]), 0.0
+            continue
+        J = point_jacobian(model, d, b, pos[b] + rot[b] @ model.body_ipos[b])
+        A = J @ Minv @ J.T
+        body[b] = np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3
+    dof = np.zeros(model.nv)
+    for j in range(model.njnt):
+        a, t = model.jnt_dofadr[j], model.jnt_type[j]
+        if _simple_slider(model, int(model.jnt_bodyid[j]), children):
+            dof[a] = 1.0 / max(MINVAL, model.body_mass[model.jnt_bodyid[j]])
+        elif t == FREE:
+            A = Minv[a:a + 6, a:a + 6]
+            dof[a:a + 3], dof[a + 3:a + 6] = np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3
+        elif t == BALL:
+            dof[a:a + 3] = np.trace(Minv[a:a + 3, a:a + 3]) / 3
+        else:
+            dof[a] = Minv[a, a]
+    diag = np.diag(M)
+    _INVWEIGHT0[model] = body, dof, float(diag.mean()) if model.nv else 1.0
+    return _INVWEIGHT0[model]
+
+
+def mean_inertia(model: Model) -> float:
+    """MuJoCo's stat.meaninertia: the mean diagonal of M at qpos0 [kg m^2 | kg], the scale of the solver's tolerance."""
+    return invweight0(model)[2]
+
+
+# ---------------------------------------------------------------- kinematics the rows read
+
+def body_frames(model: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
+    """World position (nbody, 3) [m] and orientation (nbody, 3, 3) of every body frame, from a one-state Data with its
+    kinematics done (MuJoCo's xpos, xmat)."""
+    link = model.body_linkid
+    R, x = d.xmat[link, :, :, 0], d.xpos[link, :, 0]
+    pos = x + np.einsum("bij,bj->bi", R, model.body_pos)
+    rot = np.einsum("bik,bkj->bij", R, model.body_rot)
+    welded = link < 0
+    pos[welded], rot[welded] = model.body_pos[welded], model.body_rot[welded]
+    return pos, rot
+
+
+def body_quats(model: Model, q: np.ndarray) -> np.ndarray:
+    """World orientation (nbody, 4) of every body as MuJoCo's mj_kinematics composes it (xquat): the parent's, times
+    the body's rest rotation, times its joints' rotations (a free joint sets it), normalized. Its sign follows the
+    chain, which a weld's orientation error keeps."""
+    out = np.empty((model.nbody, 4))
+    for b in range(model.nbody):
+        mine = np.flatnonzero(model.jnt_bodyid == b)
+        if len(mine) == 1 and model.jnt_type[mine[0]] == FREE:
+            a = model.jnt_qposadr[mine[0]] + 3
+            x = q[a:a + 4] / np.linalg.norm(q[a:a + 4])
+        else:
+            p = model.body_parentid[b]
+            x = model.body_quat[b] if p < 0 else spatial.quat_mul(out[p], model.body_quat[b])
+            for j in mine:
+                a, t = model.jnt_qposadr[j], model.jnt_type[j]
+                if t == BALL:
+                    x = spatial.quat_mul(x, q[a:a + 4] / np.linalg.norm(q[a:a + 4]))
+                elif t == HINGE:
+                    x = spatial.quat_mul(x, spatial.axis_angle_to_quat(model.jnt_axis[j], q[a] - model.qpos0[a]))
+        out[b] = x / np.linalg.norm(x)
+    return out
+
+
+def point_jacobian(model: Model, d: Data, b: int, point: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
+    """(Jp; Jr) (6, nv) of the world point `point` (3,) moving with body b (-1: the world, zero), from a one-state Data
+    with com_pos done: Jp = S_lin + S_ang x (point - centre), Jr = S_ang in the columns of the body's dofs; columns
+    where skip is True are left zero."""
+    J = np.zeros((6, model.nv))
+    link = model.body_linkid[b] if b >= 0 else -1
+    if link < 0:
+        return J
+    dofs = model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].copy()
+    if skip is not None:
+        dofs &= ~skip
+    S = d.cdof[dofs, :, 0]
+    J[:3, dofs] = (S[:, 3:] + np.cross(S[:, :3], point - d.center[link, :, 0])).T
+    J[3:, dofs] = S[:, :3].T
+    return J
+
+
+def chain(model: Model, b: int) -> np.ndarray:
+    """(nv,) booleans: the dofs that move body b (none for the world or a body welded to it)."""
+    link = model.body_linkid[b] if b >= 0 else -1
+    if link < 0:
+        return np.zeros(model.nv, bool)
+    return model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].copy()
+
+
+def bias_accelerations(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
+    """(nlink + 1, 6) each link's spatial acceleration with qdd = 0 and no gravity: sum of cdof_dot qd over its dofs
+    (the row -1: the world, zero), from a one-state Data with com_vel done."""
+    inc = smooth.per_link(model, d.cdof_dot[:, :, 0] * qd[:, None])
+    a = np.zeros((model.nlink + 1, 6))
+    for i, p in enumerate(model.link_parents):
+        a[i] = a[p] + inc[i]
+    return a
+
+
+def point_bias_acceleration(model: Model, d: Data, acc: np.ndarray, b: int, point: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(Jdot qd of the point (3,), Jrdot qd (3,)) of a world point moving with body b: its acceleration with qdd = 0 and
+    no gravity, a = a_lin + a_ang x r + w x (v + w x r), r = point - centre, and the body's angular one a_ang."""
+    link = model.body_linkid[b] if b >= 0 else -1
+    if link < 0:
+        return np.zeros(3), np.zeros(3)
+    w, v = d.cvel[link, :3, 0], d.cvel[link, 3:, 0]
+    r = point - d.center[link, :, 0]
+    a = acc[link]
+    return a[3:] + np.cross(a[:3], r) + np.cross(w, v + np.cross(w, r)), a[:3].copy()
+
+
+# ---------------------------------------------------------------- the rows
+
+@dataclass
+class Rows:
+    """The constraint rows of one state, MuJoCo's efc_* arrays (nefc rows) and what the solver needs besides:
+
+    J (nefc, nv), pos, margin, frictionloss, type, id        efc_J, efc_pos, efc_margin, efc_frictionloss, efc_type, efc_id
+    ne, nf, nl                                               rows of equalities, friction loss, limits (contacts after)
+    diagA, R, D, K, B, imp, impP                             diagApprox (as MuJoCo adjusts it), efc_R, efc_D, efc_KBIP
+    vel, aref                                                efc_vel = J qd, efc_aref
+    contact_dim, contact_mu, contact_friction, contact_row   per contact with rows: dim, the regularised cone's mu, the
+                                                             5 friction coefficients, its first row (-1: no rows)
+    """
+
+    J: np.ndarray
+    pos: np.ndarray
+    margin: np.ndarray
+    frictionloss: np.ndarray
+    type: np.ndarray
+    id: np.ndarray
+    ne: int = 0
+    nf: int = 0
+    nl: int = 0
+    diagA: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    R: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    D: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    K: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    B: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    imp: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    impP: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    vel: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    aref: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    contact_dim: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    contact_mu: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    contact_friction: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    contact_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+
+    @property
+    def nefc(self) -> int:
+        return len(self.pos)
+
+
+class _Builder:
+    """Rows appended block by block (MuJoCo's mj_addConstraint): a block whose Jacobian is all zero is dropped, except
+    a contact's."""
+
+    def __init__(self, nv: int):
+        self.nv = nv
+        self.J, self.pos, self.margin, self.floss, self.type, self.id, self.dA = [], [], [], [], [], [], []
+
+    def add(self, J, pos, margin, frictionloss, kind, ident, diagA) -> bool:
+        J = np.asarray(J, dtype=float).reshape(-1, self.nv)
+        if kind < CONTACT_FRICTIONLESS and not J.any():
+            return False
+        n = len(J)
+        self.J.append(J)
+        self.pos += list(np.broadcast_to(pos, (n,)))
+        self.margin += list(np.broadcast_to(margin, (n,)))
+        self.floss += [frictionloss] * n
+        self.type += [kind] * n
+        self.id += [ident] * n
+        self.dA += list(np.broadcast_to(diagA, (n,)))
+        return True
+
+    def rows(self) -> Rows:
+        J = np.concatenate(self.J) if self.J else np.zeros((0, self.nv))
+        return Rows(J, np.array(self.pos, dtype=float), np.array(self.margin, dtype=float), np.array(self.floss, dtype=float),
+                    np.array(self.type, dtype=np.intp), np.array(self.id, dtype=np.intp), diagA=np.array(self.dA, dtype=float))
+
+
+def _quat_axis(quat: np.ndarray, axis: np.ndarray) -> np.ndarray:
+    """quat * (0, axis) (MuJoCo's mju_mulQuatAxis)."""
+    return spatial.quat_mul(quat, np.r_[0.0, axis])
+
+
+def _negate(quat: np.ndarray) -> np.ndarray:
+    return quat * np.array([1.0, -1.0, -1.0, -1.0])
+
+
+def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active: np.ndarray, out: _Builder,
+                   frames, quats, acc, jdot: list) -> None:
+    """Connect (3 rows), weld (6) and joint (1) equalities in model order (mj_instantiateEquality); jdot collects
+    (first row, Jdot qd of the rows) for the Jdot qd correction of aref (mj_Jdotv)."""
+    bw, dw = invweight0(model)[:2]
+    pos, rot = frames
+    weld_rows = 0
+    for e in np.flatnonzero(active):
+        kind, b1, b2, data = model.eq_type[e], model.eq_obj1id[e], model.eq_obj2id[e], model.eq_data[e]
+        inv = lambda b, k: bw[b, k] if b >= 0 else 0.0        # noqa: E731
+        if kind in (CONNECT, WELD):
+            x = lambda b: (pos[b], rot[b]) if b >= 0 else (np.zeros(3), np.eye(3))   # noqa: E731
+            (p1, R1), (p2, R2) = x(b1), x(b2)
+            a1, a2 = (data[0:3], data[3:6]) if kind == CONNECT else (data[3:6], data[0:3])
+            pos1, pos2 = R1 @ a1 + p1, R2 @ a2 + p2
+            J1, J2 = point_jacobian(model, d, b1, pos1), point_jacobian(model, d, b2, pos2)
+            Jd = J1 - J2                                              # body 1 minus body 2: the opposite of a contact
+            jt1, jr1 = point_bias_acceleration(model, d, acc, b1, pos1)
+            jt2, jr2 = point_bias_acceleration(model, d, acc, b2, pos2)
+            if kind == CONNECT:
+                if out.add(Jd[:3], pos1 - pos2, 0.0, 0.0, EQUALITY, e, inv(b1, 0) + inv(b2, 0)):
+                    jdot.append((len(out.pos) - 3, jt1 - jt2))
+                continue
+            ts = data[10]
+            qb1 = quats[b1] if b1 >= 0 else np.array([1.0, 0, 0, 0])
+            qb2 = quats[b2] if b2 >= 0 else np.array([1.0, 0, 0, 0])
+            quat = spatial.quat_mul(qb1, data[6:10])                  # q1 relpose
+            neg = _negate(qb2)
+            err = spatial.quat_mul(neg, quat)
+            Jr = np.array([0.5 * spatial.quat_mul(_quat_axis(neg, Jd[3:, j]), quat)[1:] for j in range(model.nv)]).reshape(-1, 3).T
+            cpos = np.r_[pos1 - pos2, err[1:] * ts]
+            dA = [inv(b1, 0) + inv(b2, 0)] * 3 + [inv(b1, 1) + inv(b2, 1)] * 3
+            if weld_rows % 6:                                          # MuJoCo's weld counter (always a multiple of 6)
+                dA = dA[weld_rows % 6:] + dA[:weld_rows % 6]
+            if out.add(np.vstack([Jd[:3], Jr * ts]), cpos, 0.0, 0.0, EQUALITY, e, np.array(dA)):
+                weld_rows += 6
+                w1 = d.cvel[model.body_linkid[b1], :3, 0] if b1 >= 0 and model.body_linkid[b1] >= 0 else np.zeros(3)
+                w2 = d.cvel[model.body_linkid[b2], :3, 0] if b2 >= 0 and model.body_linkid[b2] >= 0 else np.zeros(3)
+                dw_ = w1 - w2
+                qdot1 = 0.5 * spatial.quat_mul(np.r_[0.0, w1], qb1)         # world angular velocity: qdot = 1/2 (0, w) q
+                qdot2 = 0.5 * spatial.quat_mul(np.r_[0.0, w2], qb2)
+                t1 = spatial.quat_mul(_quat_axis(_negate(qdot2), dw_), quat)
+                t2 = spatial.quat_mul(_quat_axis(neg, jr1 - jr2), quat)
+                t3 = spatial.quat_mul(_quat_axis(neg, dw_), spatial.quat_mul(qdot1, data[6:10]))
+                jdot.append((len(out.pos) - 6, np.r_[jt1 - jt2, 0.5 * (t1 + t2 + t3)[1:] * ts]))
+            continue
+        # joint: q1 - ref1 - data[0] - poly(q2 - ref2), J = e1 - poly'(q2 - ref2) e2
+        j1, j2 = b1, b2
+        a1, v1 = model.jnt_qposadr[j1], model.jnt_dofadr[j1]
+        J = np.zeros(model.nv)
+        J[v1] = 1.0
+        cpos = q[a1] - model.qpos0[a1] - data[0]
+        dA = dw[v1]
+        if j2 >= 0:
+            a2, v2 = model.jnt_qposadr[j2], model.jnt_dofadr[j2]
+            dif = q[a2] - model.qpos0[a2]
+            cpos = q[a1] - model.qpos0[a1] - data[0] - (data[1] * dif + data[2] * dif * dif + data[3] * dif * dif * dif
+                                                        + data[4] * dif * dif * dif * dif)
+            deriv = data[1] + 2 * data[2] * dif + 3 * data[3] * dif * dif + 4 * data[4] * dif * dif * dif
+            J[v2] += -deriv
+            dA += dw[v2]
+        out.add(J, cpos, 0.0, 0.0, EQUALITY, e, dA)
+
+
+def _ball_angle_axis(quat: np.ndarray) -> tuple[float, np.ndarray]:
+    """(rotation angle [rad], unit axis) of a ball joint's quaternion, normalized first (mju_quat2Vel, mju_normalize3)."""
+    quat = quat / np.linalg.norm(quat)
+    axis = quat[1:].copy()
+    s = np.sqrt(axis @ axis)
+    axis = np.array([1.0, 0.0, 0.0]) if s < MINVAL else axis / s
+    speed = 2 * np.arctan2(s, quat[0])
+    if speed > np.pi:
+        speed -= 2 * np.pi
+    v = axis * speed
+    value = np.sqrt(v @ v)
+    return value, (np.array([1.0, 0.0, 0.0]) if value < MINVAL else v / value)
+
+
+def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: ContactSet | None,
+         eq_active: np.ndarray | None = None) -> Rows:
+    """The constraint rows of the state (q (nq,), qd (nv,)) whose velocity stages d holds (a one-state Data), with the
+    contacts given, in MuJoCo's order, with their impedance, regulariser and reference acceleration."""
+    if model.unsupported:
+        raise UnsupportedModelError(f"physai's constraint model does not cover what this model has: {'; '.join(model.unsupported)}")
+    opt, nv = model.opt, model.nv
+    bw, dw = invweight0(model)[:2]
+    out = _Builder(nv)
+    jdot: list = []
+    # equalities: connect, weld, joint
+    if opt.equality and len(model.eq_type):
+        active = model.eq_active0 if eq_active is None else np.asarray(eq_active, bool)
+        acc = bias_accelerations(model, d, qd)
+        _equality_rows(model, d, q, qd, active, out, body_frames(model, d), body_quats(model, q), acc, jdot)
+    ne = len(out.pos)
+    # dry friction of each dof: J = e_i, force within +-frictionloss
+    if opt.frictionloss:
+        for i in np.flatnonzero(model.dof_frictionloss):
+            J = np.zeros(nv)
+            J[i] = 1.0
+            out.add(J, 0.0, 0.0, model.dof_frictionloss[i], FRICTION_DOF, i, dw[i])
+    nf = len(out.pos) - ne
+    # joint limits: dist = side (range - q) for hinge and slide, max(range) - angle for a ball, active below the margin
+    if opt.limit:
+        for j in np.flatnonzero(model.jnt_limited):
+            a, v, margin = model.jnt_qposadr[j], model.jnt_dofadr[j], model.jnt_margin[j]
+            if model.jnt_type[j] in (HINGE, SLIDE):
+                for side in (-1, 1):
+                    dist = side * (model.jnt_range[j, (side + 1) // 2] - q[a])
+                    if dist < margin:
+                        J = np.zeros(nv)
+                        J[v] = -side
+                        out.add(J, dist, margin, 0.0, LIMIT_JOINT, j, dw[v])
+            elif model.jnt_type[j] == BALL:
+                value, axis = _ball_angle_axis(q[a:a + 4])
+                dist = max(model.jnt_range[j]) - value
+                if dist < margin:
+                    J = np.zeros(nv)
+                    J[v:v + 3] = -axis
+                    out.add(J, dist, margin, 0.0, LIMIT_JOINT, j, dw[v])
+    nl = len(out.pos) - ne - nf
+    # contacts: the frame applied to the difference of the two bodies' point Jacobians (body 2 minus body 1, skipping
+    # the dofs that move both)
+    nc = 0 if contacts is None or not opt.contact else len(contacts)
+    contact_row = np.full(nc, -1, np.intp)
+    pyramidal = opt.cone == "pyramidal"
+    for c in range(nc):
+        b1, b2, p, frame, dim = contacts.body1[c], contacts.body2[c], contacts.pos[c], contacts.frame[c], contacts.dim[c]
+        c1, c2 = chain(model, b1), chain(model, b2)
+        if not (c1 ^ c2).any():
+            continue                                                  # no dof moves one body but not the other
+        common = c1 & c2
+        Jd = point_jacobian(model, d, b2, p, common) - point_jacobian(model, d, b1, p, common)
+        jac = np.vstack([frame[:3 if dim > 1 else 1] @ Jd[:3]] + ([frame[:dim - 3] @ Jd[3:]] if dim > 3 else []))
+        tran = sum(bw[b, 0] for b in (b1, b2) if b >= 0)
+        rot = sum(bw[b, 1] for b in (b1, b2) if b >= 0)
+        dist, margin, mu = contacts.dist[c], contacts.includemargin[c], contacts.friction[c]
+        contact_row[c] = len(out.pos)
+        if dim == 1:
+            out.add(jac, dist, margin, 0.0, CONTACT_FRICTIONLESS, c, tran)
+        elif pyramidal:
+            for k in range(1, dim):
+                edges = np.vstack([jac[0] + mu[k - 1] * jac[k], jac[0] - mu[k - 1] * jac[k]])
+                out.add(edges, dist, margin, 0.0, CONTACT_PYRAMIDAL, c, tran + mu[k - 1] ** 2 * (tran if k - 1 < 2 else rot))
+        else:
+            out.add(jac, np.r_[dist, np.zeros(dim - 1)], np.r_[margin, np.zeros(dim - 1)], 0.0, CONTACT_ELLIPTIC, c,
+                    np.array([tran if j < 3 else rot for j in range(dim)]))
+    r = out.rows()
+    r.ne, r.nf, r.nl = ne, nf, nl
+    r.contact_dim = contacts.dim[:nc].copy() if nc else np.zeros(0, np.intp)
+    r.contact_friction = contacts.friction[:nc].copy() if nc else np.zeros((0, 5))
+    r.contact_row, r.contact_mu = contact_row, np.zeros(nc)
+    _impedance(model, r, contacts)
+    r.vel = r.J @ qd
+    r.aref = -r.B * r.vel - r.K * r.imp * (r.pos - r.margin)
+    for first, jdv in jdot:                                           # connect and weld: aref -= Jdot qd
+        r.aref[first:first + len(jdv)] -= jdv
+    return r
+
+
+# ---------------------------------------------------------------- impedance and reference (mj_makeImpedance)
+
+def _solver_parameters(model: Model, r: Rows, i: int, contacts: ContactSet | None):
+    """(solref, solreffriction, solimp) of row i's constraint, with MuJoCo's safety rules applied."""
+    kind, ident = r.type[i], r.id[i]
+    reffric = np.zeros(2)
+    if kind == EQUALITY:
+        ref, imp = model.eq_solref[ident], model.eq_solimp[ident]
+    elif kind == LIMIT_JOINT:
+        ref, imp = model.jnt_solref[ident], model.jnt_solimp[ident]
+    elif kind == FRICTION_DOF:
+        ref, imp = model.dof_solref[ident], model.dof_solimp[ident]
+    else:
+        ref, reffric, imp = contacts.solref[ident], contacts.solreffriction[ident], contacts.solimp[ident]
+    ref, reffric, imp = np.array(ref, float), np.array(reffric, float), np.array(imp, float)
+    if (ref[0] > 0) != (ref[1] > 0):                                  # mixed standard and direct: MuJoCo's default
+        ref = np.array([0.02, 1.0])
+    if model.opt.refsafe and ref[0] > 0:                              # a time constant of at least two steps
+        ref[0] = max(ref[0], 2 * model.opt.timestep)
+    if (reffric[0] > 0) != (reffric[1] > 0):
+        reffric = np.zeros(2)
+    if model.opt.refsafe and reffric[0] > 0:
+        reffric[0] = max(reffric[0], 2 * model.opt.timestep)
+    imp[0], imp[1], imp[3] = (min(MAXIMP, max(MINIMP, x)) for x in imp[[0, 1, 3]])
+    imp[2], imp[4] = max(0.0, imp[2]), max(1.0, imp[4])
+    return ref, reffric, imp
+
+
+def _block(model: Model, r: Rows, i: int) -> tuple[int, float]:
+    """(rows, position) of the constraint starting at row i that share one impedance (MuJoCo's getposdim)."""
+    kind = r.type[i]
+    if kind == CONTACT_ELLIPTIC:
+        return int(r.contact_dim[r.id[i]]), r.pos[i]
+    if kind == CONTACT_PYRAMIDAL:
+        return 2 * (int(r.contact_dim[r.id[i]]) - 1), r.pos[i]
+    if kind == EQUALITY and model.eq_type[r.id[i]] == WELD:
+        return 6, float(np.linalg.norm(r.pos[i:i + 6]))
+    if kind == EQUALITY and model.eq_type[r.id[i]] == CONNECT:
+        return 3, float(np.linalg.norm(r.pos[i:i + 3]))
+    return 1, r.pos[i]
+
+
+def impedance(solimp: np.ndarray, pos: float, margin: float) -> tuple[float, float]:
+    """(imp, d imp / d pos) of solimp's sigmoid at the violation pos - margin (MuJoCo's getimpedance)."""
+    d0, dwidth, width, mid, power = solimp
+    if d0 == dwidth or width <= MINVAL:
+        return 0.5 * (d0 + dwidth), 0.0
+    x = (pos - margin) / width
+    sign = 1.0
+    if x < 0:
+        x, sign = -x, -1.0
+    if x >= 1 or x <= 0:
+        return (dwidth if x >= 1 else d0), 0.0
+    pw = lambda a, b: a if b == 1 else a * a if b == 2 else a ** b   # noqa: E731
+    if power == 1:
+        y, yP = x, 1.0
+    elif x <= mid:
+        a = 1 / pw(mid, power - 1)
+        y, yP = a * pw(x, power), power * a * pw(x, power - 1)
+    else:
+        b = 1 / pw(1 - mid, power - 1)
+        y, yP = 1 - b * pw(1 - x, power), power * b * pw(1 - x, power - 1)
+    return d0 + y * (dwidth - d0), yP * sign * (dwidth - d0) / width
+
+
+def _impedance(model: Model, r: Rows, contacts: ContactSet | None) -> None:
+    """R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts."""
+    n = r.nefc
+    r.R, r.K, r.B, r.imp, r.impP = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
+    i = 0
+    while i < n:
+        ref, reffric, solimp = _solver_parameters(model, r, i, contacts)
+        dim, pos = _block(model, r, i)
+        imp, impP = impedance(solimp, pos, r.margin[i])
+        for j in range(i, i + dim):
+            r.R[j] = max(MINVAL, (1 - imp) * r.diagA[j] / imp)
+            elliptic_friction = r.type[j] == CONTACT_ELLIPTIC and j > i
+            use = reffric if elliptic_friction and (reffric[0] or reffric[1]) else ref
+            if r.type[j] in (FRICTION_DOF, FRICTION_TENDON) or elliptic_friction:
+                r.K[j] = 0.0                                          # friction: no spring
+            elif use[0] > 0:                                          # standard: K = 1 / (dwidth tc dampratio)^2
+                r.K[j] = 1 / max(MINVAL, solimp[1] * solimp[1] * use[0] * use[0] * use[1] * use[1])
+            else:                                                     # direct: K = -solref[0] / dwidth^2
+                r.K[j] = -use[0] / max(MINVAL, solimp[1] * solimp[1])
+            r.B[j] = 2 / max(MINVAL, solimp[1] * use[0]) if use[1] > 0 else -use[1] / max(MINVAL, solimp[1])
+            r.imp[j], r.impP[j] = imp, impP
+        i += dim
+    # frictional contacts: R of the friction directions from impratio, the regularised cone's mu
+    for c, first in enumerate(r.contact_row):
+        if first < 0 or r.type[first] == CONTACT_FRICTIONLESS:
+            continue
+        dim, friction = int(r.contact_dim[c]), r.contact_friction[c]
+        R1 = r.R[first] / max(MINVAL, model.opt.impratio)
+        mu = friction[0] * np.sqrt(R1 / r.R[first])
+        r.contact_mu[c] = mu
+        if r.type[first] == CONTACT_ELLIPTIC:
+            r.R[first + 1] = R1
+            for j in range(1, dim - 1):                               # R_j mu_j^2 = R_1 mu_1^2
+                r.R[first + j + 1] = R1 * friction[0] * friction[0] / (friction[j] * friction[j])
+        else:
+            r.R[first:first + 2 * (dim - 1)] = 2 * mu * mu * r.R[first]
+    r.D = 1 / r.R
+    r.diagA = r.R * r.imp / (1 - r.imp)
+
+
+# ---------------------------------------------------------------- the force of every row (mj_constraintUpdate)
+
+def update(r: Rows, jar: np.ndarray, cone_hessian: bool = False):
+    """(force (nefc,), state (nefc,), cost, cone Hessians {first row: (dim, dim)}) for jar = J qacc - aref: the force
+    of each row and the constraint cost s(jar) whose gradient in jar is -force."""
+    force = -r.D * jar
+    state = np.full(r.nefc, QUADRATIC)
+    cost = 0.0
+    hessians = {}
+    ne, nf = r.ne, r.nf
+    # equality: quadratic
+    cost += 0.5 * float(r.D[:ne] @ (jar[:ne] * jar[:ne]))
+    # friction loss: Huber, linear beyond +-R frictionloss
+    f = slice(ne, ne + nf)
+    Rf = r.R[f] * r.frictionloss[f]
+    neg, pos = jar[f] <= -Rf, jar[f] >= Rf
+    fl = r.frictionloss[f]
+    cost += float(np.sum(np.where(neg, -0.5 * Rf * fl - fl * jar[f], np.where(pos, -0.5 * Rf * fl + fl * jar[f],
+                                                                               0.5 * r.D[f] * jar[f] * jar[f]))))
+    force[f] = np.where(neg, fl, np.where(pos, -fl, force[f]))
+    state[f] = np.where(neg, LINEARNEG, np.where(pos, LINEARPOS, QUADRATIC))
+    # limits, frictionless and pyramidal contacts: one-sided
+    i = ne + nf
+    while i < r.nefc:
+        if r.type[i] != CONTACT_ELLIPTIC:
+            if jar[i] >= 0:
+                force[i], state[i] = 0.0, SATISFIED
+            else:
+                cost += 0.5 * r.D[i] * jar[i] * jar[i]
+            i += 1
+            continue
+        # elliptic cone in the regularised dual space: U = (mu jar_0, friction_j jar_j)
+        c = r.id[i]
+        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
+        U = np.r_[jar[i] * mu, jar[i + 1:i + dim] * friction[:dim - 1]]
+        N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
+        block = slice(i, i + dim)
+        if N >= mu * T or (T <= 0 and N >= 0):                        # top zone: separating
+            force[block], state[block] = 0.0, SATISFIED
+        elif mu * N + T <= 0 or (T <= 0 and N < 0):                   # bottom zone: quadratic
+            cost += 0.5 * float(r.D[block] @ (jar[block] * jar[block]))
+        else:                                                         # middle zone: on the cone
+            Dm = r.D[i] / (mu * mu * (1 + mu * mu))
+            NmT = N - mu * T
+            cost += 0.5 * Dm * NmT * NmT
+            force[i] = -Dm * NmT * mu
+            force[i + 1:i + dim] = -force[i] / T * U[1:] * friction[:dim - 1]
+            state[block] = CONE
+            if cone_hessian:
+                H = np.zeros((dim, dim))
+                H[0, 0] = 1.0
+                H[0, 1:] = -mu / T * U[1:]
+                H[1:, 1:] = mu * N / T ** 3 * np.outer(U[1:], U[1:]) + (mu * mu - mu * N / T) * np.eye(dim - 1)
+                H[1:, 0] = H[0, 1:]
+                scale = np.r_[mu, friction[:dim - 1]]
+                hessians[i] = Dm * scale[:, None] * H * scale[None, :]
+        i += dim
+    return force, state, cost, hessians
+
+
+# ---------------------------------------------------------------- the forward problem: Newton's method (mj_solNewton)
+
+@dataclass
+class Solution:
+    """qacc (nv,), efc_force (nefc,), qfrc_constraint = J^T efc_force (nv,), the Newton iterations it took and the last
+    scaled improvement of the cost (MuJoCo's solver_improvement), and whether it met the tolerance."""
+
+    qacc: np.ndarray
+    efc_force: np.ndarray
+    qfrc_constraint: np.ndarray
+    iterations: int
+    improvement: float
+    converged: bool
+    state: np.ndarray
+
+
+def _total_cost(r: Rows, M, qfrc_smooth, qacc_smooth, qacc):
+    """The primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref), with s's forces and states."""
+    force, state, s, hess = update(r, r.J @ qacc - r.aref, cone_hessian=True)
+    Ma = M @ qacc
+    gauss = 0.5 * float((Ma - qfrc_smooth) @ (qacc - qacc_smooth))
+    return gauss + s, force, state, hess, Ma
+
+
+def _line_cost(r: Rows, Jaref, Jv, quad_gauss, alpha: float):
+    """(cost, d cost / d alpha, d2 cost / d alpha2) of the primal cost along qacc + alpha v (a convex function of alpha)."""
+    jar = Jaref + alpha * Jv
+    cost = quad_gauss[0] + alpha * quad_gauss[1] + alpha * alpha * quad_gauss[2]
+    d1 = quad_gauss[1] + 2 * alpha * quad_gauss[2]
+    d2 = 2 * quad_gauss[2]
+    ne, nf = r.ne, r.nf
+    D = r.D
+    # equality: quadratic
+    e = slice(0, ne)
+    cost += 0.5 * float(D[e] @ (jar[e] * jar[e]))
+    d1 += float(D[e] @ (jar[e] * Jv[e]))
+    d2 += float(D[e] @ (Jv[e] * Jv[e]))
+    # friction loss: Huber
+    f = slice(ne, ne + nf)
+    Rf, fl = r.R[f] * r.frictionloss[f], r.frictionloss[f]
+    neg, pos = jar[f] <= -Rf, jar[f] >= Rf
+    quad = ~(neg | pos)
+    cost += float(np.sum(np.where(neg, -0.5 * Rf * fl - fl * jar[f], np.where(pos, -0.5 * Rf * fl + fl * jar[f],
+                                                                               0.5 * D[f] * jar[f] * jar[f]))))
+    d1 += float(np.sum(np.where(neg, -fl * Jv[f], np.where(pos, fl * Jv[f], D[f] * jar[f] * Jv[f]))))
+    d2 += float(np.sum(np.where(quad, D[f] * Jv[f] * Jv[f], 0.0)))
+    i = ne + nf
+    while i < r.nefc:
+        if r.type[i] != CONTACT_ELLIPTIC:
+            if jar[i] < 0:
+                cost += 0.5 * D[i] * jar[i] * jar[i]
+                d1 += D[i] * jar[i] * Jv[i]
+                d2 += D[i] * Jv[i] * Jv[i]
+            i += 1
+            continue
+        c = r.id[i]
+        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
+        scale = np.r_[mu, friction[:dim - 1]]
+        U, V = jar[i:i + dim] * scale, Jv[i:i + dim] * scale
+        N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
+        block = slice(i, i + dim)
+        if N >= mu * T or (T <= 0 and N >= 0):
+            pass
+        elif mu * N + T <= 0 or (T <= 0 and N < 0):
+            cost += 0.5 * float(D[block] @ (jar[block] * jar[block]))
+            d1 += float(D[block] @ (jar[block] * Jv[block]))
+            d2 += float(D[block] @ (Jv[block] * Jv[block]))
+        else:
+            Dm = D[i] / (mu * mu * (1 + mu * mu))
+            UV, VV = float(U[1:] @ V[1:]), float(V[1:] @ V[1:])
+            Tp = UV / T
+            Tpp = (VV * T * T - UV * UV) / T ** 3
+            g = N - mu * T
+            cost += 0.5 * Dm * g * g
+            d1 += Dm * g * (V[0] - mu * Tp)
+            d2 += Dm * ((V[0] - mu * Tp) ** 2 - g * mu * Tpp)
+        i += dim
+    return cost, d1, d2
+
+
+def _line_search(r: Rows, M, qfrc_smooth, qacc_smooth, qacc, Ma, v, max_iterations: int, tolerance: float) -> float:
+    """alpha minimising the primal cost along qacc + alpha v: Newton's method on its derivative, kept inside a bracket
+    that shrinks by bisection where a Newton step would leave it (the cost is convex and piecewise smooth)."""
+    Jaref, Jv = r.J @ qacc - r.aref, r.J @ v
+    Mv = M @ v
+    quad = (0.5 * float((Ma - qfrc_smooth) @ (qacc - qacc_smooth)), float(v @ Ma - qfrc_smooth @ v), 0.5 * float(v @ Mv))
+    lo, hi = 0.0, None
+    alpha = 1.0
+    _, d1_0, _ = _line_cost(r, Jaref, Jv, quad, 0.0)
+    if d1_0 >= 0:
+        return 0.0
+    for _ in range(max_iterations):
+        _, d1, d2 = _line_cost(r, Jaref, Jv, quad, alpha)
+        if abs(d1) <= tolerance:
+            return alpha
+        if d1 < 0:
+            lo = alpha
+        else:
+            hi = alpha
+        step = alpha - d1 / d2 if d2 > 0 else None
+        if step is not None and step > lo and (hi is None or step < hi):
+            alpha = step
+        else:
+            alpha = 2 * lo if hi is None else 0.5 * (lo + hi)
+        if hi is not None and hi - lo <= 1e-16 * max(1.0, hi):
+            return alpha
+    return alpha
+
+
+def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
+    """M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone."""
+    active = state == QUADRATIC
+    H = M + (r.J[active].T * r.D[active]) @ r.J[active]
+    for first, Hc in cone_hessians.items():
+        Jc = r.J[first:first + len(Hc)]
+        H += Jc.T @ Hc @ Jc
+    return 0.5 * (H + H.T)
+
+
+def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+          tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
+    Newton's method (Hessian M + J^T D J, exact line search), from the warm start when its cost is lower than a0's.
+
+    Stops as MuJoCo's mj_solNewton does: when the scaled improvement of an iteration, the scaled gradient or the Newton
+    decrement 1/2 grad H^-1 grad is below the tolerance (model.opt's unless given), scale = 1 / (meaninertia max(1, nv)),
+    or when the line search finds no descent; after `iterations` it stops anyway and converged is False."""
+    opt = model.opt
+    tolerance = opt.tolerance if tolerance is None else tolerance
+    iterations = opt.iterations if iterations is None else iterations
+    qacc_smooth = cholesky_solve(M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    scale = 1.0 / (mean_inertia(model) * max(1, model.nv))
+    qacc = qacc_smooth.copy()
+    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+    if warmstart is not None:
+        warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
+        if warm[0] < cost:
+            qacc = np.array(warmstart, dtype=float)
+            cost, force, state, hess, Ma = warm
+    improvement, it = 0.0, 0
+    grad = Ma - qfrc_smooth - r.J.T @ force
+    gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
+    # converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start)
+    done = 0.5 * scale * float(grad @ cholesky_solve(M[:, :, None], grad[:, None])[:, 0]) < tolerance and gradient() < tolerance
+    H = None
+    if not done:
+        H = _hessian(r, M, state, hess)
+        step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
+        done = gradient() < tolerance and 0.5 * scale * float(grad @ step) < tolerance
+    while not done and it < iterations:
+        v = -step
+        alpha = _line_search(r, M, qfrc_smooth, qacc_smooth, qacc, Ma, v, opt.ls_iterations,
+                             tolerance * opt.ls_tolerance * np.linalg.norm(v) / scale)
+        if alpha == 0:                                                # no descent left: the optimum to rounding
+            done = True
+            break
+        qacc = qacc + alpha * v
+        new_cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+        improvement, cost = scale * (cost - new_cost), new_cost
+        grad = Ma - qfrc_smooth - r.J.T @ force
+        H = _hessian(r, M, state, hess)
+        step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
+        decrement = max(0.0, 0.5 * scale * float(grad @ step))        # Newton's predicted improvement
+        it += 1
+        done = (0 < improvement < tolerance) or gradient() < tolerance or decrement < tolerance
+    converged = done
+    return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+
+
+# ---------------------------------------------------------------- the inverse problem (mj_invConstraint)
+
+def inverse_force(r: Rows, qacc: np.ndarray) -> np.ndarray:
+    """efc_force for given accelerations: each row's force at jar = J qacc - aref, without a solver (the inverse problem
+    decouples row by row: MuJoCo's mj_invConstraint)."""
+    return update(r, r.J @ qacc - r.aref)[0]

@@ -1,0 +1,83 @@
+"""A contact set: the contacts of one state, in MuJoCo's terms (mjContact), as the constraint rows read them.
+
+physai.collision.from_mujoco makes one from MuJoCo's d.contact; physai's own collision detection (issue J) will make
+them from a Model and q. Shapes, for nc contacts:
+
+    pos            (nc, 3)     the contact point in the world [m]
+    frame          (nc, 3, 3)  rows: the normal (from body1 towards body2), then two tangents (MuJoCo's frame)
+    dist           (nc,)       signed distance between the surfaces [m]: negative when they overlap
+    includemargin  (nc,)       the distance below which the contact is active (margin - gap) [m]
+    friction       (nc, 5)     tangent, tangent, torsional, rolling, rolling coefficients
+    solref, solreffriction  (nc, 2)  solver reference (time constant [s], damping ratio) of the normal and friction rows
+    solimp         (nc, 5)     impedance (d0, dwidth, width [m], midpoint, power)
+    dim            (nc,)       1 (frictionless), 3 (sliding friction), 4 (+ torsional), 6 (+ rolling)
+    body1, body2   (nc,)       the two bodies (physai's indices, -1: the world)
+    nbody                      the number of bodies of the model the set belongs to
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from physai import validation
+from physai.exceptions import InvalidModelError, ShapeError
+
+DIMS = (1, 3, 4, 6)
+
+
+@dataclass(frozen=True, eq=False)
+class ContactSet:
+    """The contacts of one state (see the module docstring); ContactSet.empty(nbody) has none. Arrays of the wrong shape
+    raise ShapeError, NaN or infinity InvalidStateError, a dim other than 1, 3, 4, 6 or a body outside the model
+    InvalidModelError."""
+
+    nbody: int
+    pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    frame: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    dist: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    includemargin: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    friction: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    solref: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    solreffriction: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    solimp: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    dim: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    body1: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    body2: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+
+    def __post_init__(self):
+        n = len(np.atleast_1d(self.dist))
+        for name, width in (("pos", (3,)), ("frame", (3, 3)), ("dist", ()), ("includemargin", ()), ("friction", (5,)),
+                            ("solref", (2,)), ("solreffriction", (2,)), ("solimp", (5,))):
+            value = validation.as_array(f"contacts.{name}", getattr(self, name), (n,) + width)
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        for name in ("dim", "body1", "body2"):
+            value = np.asarray(getattr(self, name))
+            if value.shape != (n,) or value.dtype.kind not in "iu":
+                raise ShapeError(f"contacts.{name} must be {n} whole numbers (one per contact), got {value.dtype} of shape {value.shape}")
+            value = value.astype(np.intp)
+            value.setflags(write=False)
+            object.__setattr__(self, name, value)
+        bad = np.flatnonzero(~np.isin(self.dim, DIMS))
+        if bad.size:
+            raise InvalidModelError(f"contact {int(bad[0])} has dim {int(self.dim[bad[0]])}; a contact's dim is 1, 3, 4 or 6")
+        for name in ("body1", "body2"):
+            ids = getattr(self, name)
+            out = np.flatnonzero((ids < -1) | (ids >= self.nbody))
+            if out.size:
+                raise InvalidModelError(f"contact {int(out[0])}: {name} is {int(ids[out[0]])}, but the model has {self.nbody} "
+                                        "bodies (-1 is the world): is this the contact set of another model?")
+
+    @classmethod
+    def empty(cls, nbody: int) -> "ContactSet":
+        """No contacts, for a model of nbody bodies."""
+        return cls(nbody)
+
+    def __len__(self) -> int:
+        return len(self.dist)
+
+    def check_model(self, model) -> None:
+        """InvalidModelError unless the set was made for a model with as many bodies as `model`."""
+        if self.nbody != model.nbody:
+            raise InvalidModelError(f"the contact set was made for a model with {self.nbody} bodies; this model has "
+                                    f"{model.nbody}: pass the contacts of this model's own state")
