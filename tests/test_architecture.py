@@ -34,7 +34,7 @@ LAYERS = [
      "physai.urdf", "physai.conventions", "physai.collision"],
     ["physai.forces", "physai.identification"],
     ["physai.integrators"],
-    ["physai.inverse", "physai.derivatives"],
+    ["physai.inverse", "physai.derivatives", "physai.constraints"],
     ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
     ["physai.checks", "physai.lab", "physai.lab.server"],
     ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab"],

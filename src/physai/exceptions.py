@@ -59,3 +59,7 @@ class LabError(PhysaiError, ValueError):
 
 class UnknownLabError(PhysaiError, LookupError):
     """`physai lab NAME`: no bundled lab has this name (and no such file exists)."""
+
+
+class ConvergenceWarning(RuntimeWarning):
+    """An iterative solver stopped at its iteration limit before its tolerance (the result is its last iterate)."""

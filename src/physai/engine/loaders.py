@@ -93,7 +93,10 @@ def options_from_mujoco(m: mujoco.MjModel) -> Options:
     """The solver options and the constraint switches of a MuJoCo model (m.opt and its disable flags)."""
     off, bit = m.opt.disableflags, mujoco.mjtDisableBit
     on = lambda flag: not (off & bit.mjDSBL_CONSTRAINT) and not (off & flag)       # noqa: E731
-    return Options(timestep=float(m.opt.timestep), impratio=float(m.opt.impratio),
+    integrators = {int(mujoco.mjtIntegrator.mjINT_EULER): "euler", int(mujoco.mjtIntegrator.mjINT_RK4): "rk4",
+                   int(mujoco.mjtIntegrator.mjINT_IMPLICIT): "implicit", int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): "implicitfast"}
+    return Options(timestep=float(m.opt.timestep), integrator=integrators[int(m.opt.integrator)],
+                   eulerdamp=not off & bit.mjDSBL_EULERDAMP, impratio=float(m.opt.impratio),
                    cone="elliptic" if m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC else "pyramidal",
                    tolerance=float(m.opt.tolerance), iterations=int(m.opt.iterations), ls_tolerance=float(m.opt.ls_tolerance),
                    ls_iterations=int(m.opt.ls_iterations), equality=on(bit.mjDSBL_EQUALITY),

@@ -87,11 +87,14 @@ class EqualitySpec:
 @dataclass(frozen=True)
 class Options:
     """What the constraint solver reads of MuJoCo's mjOption: timestep [s] (the solref safety floor, invdiscrete),
+    integrator and eulerdamp (which step invdiscrete inverts: physai.integrators' names; MuJoCo's mjDSBL_EULERDAMP off),
     impratio (friction-to-normal impedance ratio), cone ("pyramidal" or "elliptic"), the solver's tolerance, iterations,
     ls_tolerance and ls_iterations (MuJoCo's Newton defaults), and which constraints are on (MuJoCo's disable flags
     off): equality, frictionloss, limit, contact, refsafe (time constants raised to at least 2 timesteps)."""
 
     timestep: float = 0.002
+    integrator: str = "euler"
+    eulerdamp: bool = True
     impratio: float = 1.0
     cone: str = "pyramidal"
     tolerance: float = 1e-8

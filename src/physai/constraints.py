@@ -1,0 +1,197 @@
+"""Dynamics with constraints: joint limits, dry friction in joints, equality constraints and contacts, as MuJoCo's soft
+constraints, forward (Newton's method) and inverse (closed form).
+
+    result = constraints.forward_dynamics(model, q, qd, tau, contacts)     # mj_forward's qacc with constraints
+    result.qacc, result.qfrc_constraint, result.efc_force, result.iterations, result.improvement
+    inv = constraints.inverse_dynamics(model, q, qd, qacc, contacts)       # mj_inverse: inv.tau, inv.qfrc_constraint
+    rows = constraints.rows(model, q, qd, contacts)                        # MuJoCo's efc_J, efc_aref, efc_R, efc_D, ...
+
+The equation of motion with constraints is M qacc + c = tau + J^T f, f the constraint forces (efc_force), one per
+constraint row (physai.engine.constraint explains the rows). Forward dynamics finds qacc and f together: qacc minimises
+1/2 |qacc - M^-1 (tau - c)|_M^2 + s(J qacc - aref), the cost of MuJoCo's soft constraints (its Gauss principle).
+Inverse dynamics takes qacc and computes f row by row, without a solver, then tau = M qacc + c - J^T f.
+
+tau is every force but the constraints': applied, passive and actuator forces (as in physai.engine.forward_dynamics);
+inverse_dynamics' tau is MuJoCo's qfrc_inverse + qfrc_passive. q (nq,), qd, tau, qacc (nv,), or (N, ...) for N states.
+contacts: a physai.collision.ContactSet (one state, or shared by a batch), a list of N of them, or None: no contacts
+(until physai's own collision detection). Which constraints exist and the solver's settings come from the Model
+(from_mujoco reads them from the MuJoCo model: model.opt).
+"""
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from physai import engine, validation
+from physai.engine import constraint, smooth
+from physai.engine.constraint import Rows
+from physai.engine.contact import ContactSet
+from physai.engine.forward import cholesky_solve
+from physai.exceptions import ConvergenceWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
+from physai.integrators import step_matrix
+
+__all__ = ["ForwardResult", "InverseResult", "Rows", "forward_dynamics", "inverse_dynamics", "rows"]
+
+
+@dataclass(frozen=True)
+class ForwardResult:
+    """Forward dynamics with constraints. One state: qacc (nv,) [rad/s^2 | m/s^2], qfrc_constraint (nv,) [N m | N],
+    efc_force (nefc,) (MuJoCo's efc_force), iterations (int), improvement (the last iteration's scaled cost decrease,
+    MuJoCo's solver_improvement), rows (Rows). A batch of N: qacc and qfrc_constraint (N, nv), iterations and
+    improvement (N,), efc_force and rows lists of N (each state has its own rows)."""
+
+    qacc: np.ndarray
+    qfrc_constraint: np.ndarray
+    efc_force: object
+    iterations: object
+    improvement: object
+    rows: object
+
+
+@dataclass(frozen=True)
+class InverseResult:
+    """Inverse dynamics with constraints. One state: tau (nv,) = MuJoCo's qfrc_inverse + qfrc_passive [N m | N],
+    qfrc_constraint (nv,), efc_force (nefc,), rows (Rows); a batch: (N, nv) arrays and lists of N."""
+
+    tau: np.ndarray
+    qfrc_constraint: np.ndarray
+    efc_force: object
+    rows: object
+
+
+def _contact_sets(model, contacts, n: int, batch) -> list:
+    """One ContactSet per state: None (no contacts), one set (every state), or a list of N sets."""
+    if contacts is None:
+        return [None] * n
+    if isinstance(contacts, ContactSet):
+        contacts.check_model(model)
+        return [contacts] * n
+    if isinstance(contacts, (list, tuple)) and all(isinstance(c, ContactSet) for c in contacts):
+        if batch is None or len(contacts) != n:
+            raise ShapeError(f"contacts is a list of {len(contacts)} contact sets; it needs one per state "
+                             f"({'a batch of ' + str(n) if batch is not None else 'one state: pass the ContactSet itself'})")
+        for c in contacts:
+            c.check_model(model)
+        return list(contacts)
+    raise InvalidArgumentError(f"contacts must be a physai.collision.ContactSet, a list of one per state, or None; got "
+                               f"{type(contacts).__name__}")
+
+
+def _eq_active(model, eq_active):
+    if eq_active is None:
+        return model.eq_active0
+    active = np.asarray(eq_active)
+    if active.shape != model.eq_active0.shape or active.dtype != bool:
+        raise ShapeError(f"eq_active must be {len(model.eq_active0)} booleans (one per equality), got {active.dtype} of shape "
+                         f"{active.shape}")
+    return active
+
+
+def _states(model, data, contacts, eq_active):
+    """(model, per-state (q, qd, x, d, rows), batch) with the velocity stages of each state done in its own Data."""
+    model = engine.as_model(model)
+    (Q, QD, X), batch = data(model)
+    n = Q.shape[1]
+    sets = _contact_sets(model, contacts, n, batch)
+    active = _eq_active(model, eq_active)
+    out = []
+    for k in range(n):
+        q, qd, x = Q[:, k], QD[:, k], X[:, k]
+        d = engine.Data(model)
+        smooth.velocity_stages(model, d, q[:, None], qd[:, None])
+        out.append((q, qd, x, d, constraint.rows(model, d, q, qd, sets[k], active)))
+    return model, out, batch
+
+
+def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Rows:
+    """The constraint rows of one state (q (nq,), qd (nv,)) with the given contacts: MuJoCo's efc_J, efc_pos,
+    efc_margin, efc_type, efc_id, efc_diagA, efc_R, efc_D, efc_vel and efc_aref (physai.engine.constraint.Rows).
+    eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0)."""
+    model = engine.as_model(model)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    return _states(model, lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv)), contacts,
+                   eq_active)[1][0][4]
+
+
+def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, eq_active=None, tolerance: float | None = None,
+                     iterations: int | None = None) -> ForwardResult:
+    """Accelerations and constraint forces at (q, qd) under the non-constraint forces tau: MuJoCo's mj_forward with its
+    constraints (qacc, qfrc_constraint, efc_force), solved by Newton's method as mj_solNewton.
+
+    qacc_warmstart: (nv,) or (N, nv), where the solver starts when its cost is lower than at the unconstrained
+    accelerations (MuJoCo's qacc_warmstart: the previous step's qacc). tolerance and iterations default to model.opt's.
+    A state whose solve reaches the iteration limit before the tolerance warns (physai.exceptions.ConvergenceWarning,
+    with its last improvement) and returns the last iterate, as MuJoCo does.
+    """
+    model = engine.as_model(model)
+    if tolerance is not None:
+        tolerance = validation.number("tolerance", tolerance, "scaled cost", positive=True)
+    if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1):
+        raise InvalidArgumentError(f"iterations must be a whole number >= 1, got {iterations!r}")
+    model, states, batch = _states(model, lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv)), contacts, eq_active)
+    warm = None
+    if qacc_warmstart is not None:
+        (warm,), warm_batch = validation.states(qacc_warmstart=(qacc_warmstart, model.nv))
+        if warm_batch is not None and batch is not None and warm_batch != batch:
+            raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch}")
+    results = []
+    for k, (_, qd1, tau1, d, r) in enumerate(states):
+        M = smooth.crb(model, d)[:, :, 0]
+        c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
+        start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
+        sol = constraint.solve(model, r, M, tau1 - c, start, tolerance, iterations)
+        if not sol.converged:
+            where = f" (state {k})" if batch is not None else ""
+            warnings.warn(f"the constraint solver stopped after {sol.iterations} iterations{where} before reaching its tolerance; "
+                          f"last improvement {sol.improvement:.3g}: raise iterations or check the model", ConvergenceWarning,
+                          stacklevel=2)
+        results.append((sol, r))
+    return _forward_result(results, batch)
+
+
+def _forward_result(results, batch) -> ForwardResult:
+    if batch is None:
+        sol, r = results[0]
+        return ForwardResult(sol.qacc, sol.qfrc_constraint, sol.efc_force, sol.iterations, sol.improvement, r)
+    return ForwardResult(np.array([s.qacc for s, _ in results]), np.array([s.qfrc_constraint for s, _ in results]),
+                         [s.efc_force for s, _ in results], np.array([s.iterations for s, _ in results]),
+                         np.array([s.improvement for s, _ in results]), [r for _, r in results])
+
+
+def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = False, ctrl=None, eq_active=None) -> InverseResult:
+    """The non-constraint forces tau that give qacc at (q, qd), with the constraint forces computed row by row from
+    J qacc - aref (no solver): MuJoCo's mj_inverse, tau = qfrc_inverse + qfrc_passive = M qacc + c - J^T f.
+
+    discrete=True: MuJoCo's invdiscrete: qacc is the finite-difference acceleration of one step of model.opt's
+    integrator (euler, implicit or implicitfast) and the forces are those of the continuous acceleration
+    M^-1 (M - h D) qacc that step applied (physai.integrators.step_matrix, with the model's actuators at ctrl (nu,),
+    default zeros; rk4 has none: UnsupportedModelError).
+    """
+    model = engine.as_model(model)
+    discrete = validation.flag("discrete", discrete)
+    model, states, batch = _states(model, lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv)), contacts,
+                                   eq_active)
+    out = []
+    for q1, qd1, a, d, r in states:
+        M = smooth.crb(model, d)[:, :, 0]
+        c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
+        Ma = M @ a
+        if discrete:
+            Ma = _discrete_force(model, q1, qd1, a, M, ctrl)
+            a = cholesky_solve(M[:, :, None], Ma[:, None])[:, 0]
+        f = constraint.inverse_force(r, a)
+        qfrc = r.J.T @ f
+        out.append((Ma + c - qfrc, qfrc, f, r))
+    if batch is None:
+        return InverseResult(*out[0])
+    return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
+
+
+def _discrete_force(model, q, qd, qacc, M, ctrl) -> np.ndarray:
+    """(M - h D) qacc for model.opt's integrator and timestep: the force one step of it turns into qacc."""
+    opt = model.opt
+    if opt.integrator == "rk4":
+        raise UnsupportedModelError("discrete inverse dynamics is not defined for rk4 (MuJoCo's mj_inverse refuses invdiscrete "
+                                    "too); use physai.inverse.rk4_shooting")
+    return step_matrix(model, q, qd, opt.timestep, opt.integrator, ctrl=ctrl, M=M, euler_damping=opt.eulerdamp) @ qacc
