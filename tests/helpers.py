@@ -61,6 +61,62 @@ def random_tree_xml(seed: int, nbody: int = 7, free_root: bool = True) -> str:
             f'<worldbody>{emit(0)}</worldbody></mujoco>')
 
 
+def constraint_scene_xml(seed: int, cone: str = "pyramidal", condim: int = 3, impratio: float = 1.0, nbody: int = 6) -> str:
+    """An MJCF scene for the constraint model: a random tree on a plane (a free root; hinges, slides and balls with
+    limits and margins, friction loss, damping and armature; spheres, capsules and boxes with random friction) and a
+    free body, tied by a connect, a weld (relpose, torquescale) and a joint equality (a quartic polynomial), with the
+    given friction cone, condim and impratio."""
+    rng = np.random.default_rng(seed)
+    f = lambda x: " ".join(f"{v:.6g}" for v in np.ravel(x))  # noqa: E731
+
+    def inertial():
+        x, quat = rng.uniform(0.01, 0.1, 3), rng.normal(size=4)
+        return (f'<inertial pos="{f(rng.uniform(-0.05, 0.05, 3))}" quat="{f(quat / np.linalg.norm(quat))}" '
+                f'mass="{rng.uniform(0.3, 2):.4g}" diaginertia="{f([x[0] + x[1], x[1] + x[2], x[2] + x[0]])}"/>')
+
+    def geom():
+        kind = str(rng.choice(["sphere", "capsule", "box"]))
+        size = {"sphere": "0.06", "capsule": "0.04 0.08", "box": "0.05 0.06 0.07"}[kind]
+        return f'<geom type="{kind}" size="{size}" condim="{condim}" friction="{f(rng.uniform(0.3, 1.0, 3) * [1, 0.05, 0.01])}"/>'
+
+    def joint(kind, name):
+        axis = rng.normal(size=3)
+        limit = ""
+        if kind in ("hinge", "slide"):
+            r = rng.uniform(0.1, 0.6)
+            limit = f'limited="true" range="{-r:.3g} {r:.3g}" margin="{rng.uniform(0, 0.05):.3g}"'
+        elif kind == "ball":
+            limit = f'limited="true" range="0 {rng.uniform(0.1, 0.5):.3g}" margin="{rng.uniform(0, 0.05):.3g}"'
+        return (f'<joint name="{name}" type="{kind}" axis="{f(axis / np.linalg.norm(axis))}" pos="{f(rng.uniform(-0.05, 0.05, 3))}" '
+                f'damping="{rng.uniform(0, 0.3):.3g}" armature="{rng.uniform(0, 0.05):.3g}" '
+                f'frictionloss="{rng.uniform(0, 0.3):.3g}" {limit}/>')
+
+    parents, scalar = [-1], []
+    bodies = [f'<body name="b0" pos="0 0 0.3"><freejoint/>{inertial()}{geom()}']
+    for b in range(1, nbody):
+        parents.append(int(rng.integers(0, b)))
+        quat = rng.normal(size=4)
+        kind = str(rng.choice(["hinge", "slide", "ball", "hinge"]))
+        if kind in ("hinge", "slide"):
+            scalar.append(f"j{b}")
+        bodies.append(f'<body name="b{b}" pos="{f(rng.uniform(-0.2, 0.2, 3))}" quat="{f(quat / np.linalg.norm(quat))}">'
+                      f'{joint(kind, f"j{b}")}{inertial()}{geom()}')
+    children = {b: [c for c in range(nbody) if parents[c] == b] for b in range(nbody)}
+
+    def emit(b):
+        return bodies[b] + "".join(emit(c) for c in children[b]) + "</body>"
+
+    equalities = (f'<connect body1="b{nbody - 1}" body2="c" anchor="0.05 0 0"/>'
+                  f'<weld body1="b2" body2="c" relpose="0.1 0 0 1 0 0 0" torquescale="{rng.uniform(0.5, 2):.3g}"/>')
+    if len(scalar) >= 2:
+        equalities += f'<joint joint1="{scalar[0]}" joint2="{scalar[1]}" polycoef="0.01 0.5 0.1 0.02 0.003"/>'
+    elif scalar:
+        equalities += f'<joint joint1="{scalar[0]}" polycoef="0.02 0 0 0 0"/>'
+    return (f'<mujoco><option cone="{cone}" impratio="{impratio}"/><worldbody><geom type="plane" size="2 2 0.1" '
+            f'condim="{condim}"/>{emit(0)}<body name="c" pos="0.4 0.1 0.2"><freejoint/>{inertial()}{geom()}</body>'
+            f'</worldbody><equality>{equalities}</equality></mujoco>')
+
+
 #: Every model the tests load, by the key they name it with: what physai.models.load takes (a bundled model's or a
 #: Menagerie robot's name, a path), or MJCF text.
 MODELS = {

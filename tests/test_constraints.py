@@ -1,0 +1,263 @@
+"""physai's constraint model against MuJoCo 4, computed in the test: the rows (efc_J, efc_pos, efc_aref, efc_R, efc_D,
+...), the invweight constants, inverse dynamics in closed form (mj_inverse, with invdiscrete) and forward dynamics by
+Newton's method (mj_forward's qacc and efc_force).
+
+Scenes: random trees on a plane (tests/helpers.constraint_scene_xml: a free root, hinges, slides and balls with limits
+and margins, friction loss, spheres, capsules and boxes, a connect, a weld and a joint equality to a free body) under
+pyramidal and elliptic cones with condim 1, 3, 4 and 6; contacts from MuJoCo's collision (physai.collision.from_mujoco);
+the G1 standing in its scene (keyframe, then 200 mj_step states), the SO-101 (elliptic cones, friction loss) and the
+Panda (its fingers' joint equality).
+
+Bounds (|physai - MuJoCo| <= bound * max(1, max |MuJoCo|) per quantity): rows and invweights 1e-12; inverse
+dynamics 1e-12 of the scale of its terms (tau = M qacc + c - qfrc_constraint: the largest of |tau| and
+|qfrc_constraint|, which stiff contacts make large while tau stays small); forward dynamics with both solvers at
+tolerance 1e-15: qacc 1e-7 and efc_force 1e-6 (MuJoCo against itself from another warm start differs by up to 1.2e-8
+in qacc on elliptic cones); at MuJoCo's default tolerance physai's qacc is no further from the exact solution than 10
+times MuJoCo's own distance (plus 1e-9 of the scale).
+"""
+
+import copy
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import collision, constraints, engine, models
+from physai.engine import constraint
+from physai.exceptions import ConvergenceWarning, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
+
+from helpers import assert_close, constraint_scene_xml
+
+CASES = [(seed, cone, condim) for seed in range(3)
+         for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 4),
+                              ("elliptic", 6), ("pyramidal", 6)]]
+ROWS = {"type": "efc_type", "id": "efc_id", "pos": "efc_pos", "margin": "efc_margin", "diagA": "efc_diagA", "R": "efc_R",
+        "D": "efc_D", "vel": "efc_vel", "aref": "efc_aref"}
+
+
+def scene(seed: int, cone: str, condim: int):
+    """(m, d) of a random scene after mj_forward at a random state whose root touches the ground."""
+    m = mujoco.MjModel.from_xml_string(constraint_scene_xml(seed, cone, condim, impratio=1.0 + seed))
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qpos[:] = m.qpos0 + 0.3 * rng.normal(size=m.nq)
+    mujoco.mj_normalizeQuat(m, d.qpos)
+    d.qpos[2] = 0.05
+    d.qvel[:] = rng.normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def robot_scene(name: str, seed: int = 1):
+    """(m, d) of a Menagerie robot in its scene at its first keyframe (else qpos0), random velocities, mj_forward."""
+    m = models.load(name, "scene")
+    d = mujoco.MjData(m)
+    if m.nkey:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.qvel[:] = 0.3 * np.random.default_rng(seed).normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def physai_rows(m, d):
+    return constraints.rows(engine.from_mujoco(m), d.qpos, d.qvel, collision.from_mujoco(m, d), d.eq_active.astype(bool))
+
+
+def assert_rows_equal(m, d, what: str) -> None:
+    r = physai_rows(m, d)
+    assert r.nefc == d.nefc and (r.ne, r.nf, r.nl) == (d.ne, d.nf, d.nl), f"{what}: rows {r.nefc} vs {d.nefc}"
+    for ours, theirs in ROWS.items():
+        assert_close(getattr(r, ours), getattr(d, theirs), 1e-12, what=f"{what} {ours}")
+    assert_close(r.J, d.efc_J.reshape(d.nefc, m.nv), 1e-12, what=f"{what} J")
+
+
+@pytest.mark.parametrize("seed, cone, condim", CASES)
+def test_rows_equal_mujocos(seed, cone, condim):
+    m, d = scene(seed, cone, condim)
+    assert d.ncon and d.ne and d.nf and d.nl                          # every kind of row is there
+    assert_rows_equal(m, d, f"scene {seed} {cone} condim {condim}")
+
+
+@pytest.mark.parametrize("name", ["unitree_g1", "robotstudio_so101", "franka_emika_panda"])
+def test_robot_rows_equal_mujocos(name):
+    m, d = robot_scene(name)
+    assert_rows_equal(m, d, name)
+
+
+@pytest.mark.parametrize("source", ["unitree_g1", "unitree_h1", "robotstudio_so101", "franka_emika_panda", "scene"])
+def test_invweight0_equals_mujocos(source):
+    m = scene(0, "pyramidal", 3)[0] if source == "scene" else models.load(source)
+    body, dof, meaninertia = constraint.invweight0(engine.from_mujoco(m))
+    assert_close(body, m.body_invweight0[1:], 1e-12, floor=0.0, what="body_invweight0")
+    assert_close(dof, m.dof_invweight0, 1e-12, floor=0.0, what="dof_invweight0")
+    assert abs(meaninertia - m.stat.meaninertia) <= 1e-12 * m.stat.meaninertia
+
+
+def mujoco_inverse(m, d, qacc, discrete: str | None = None):
+    """d2 after mj_inverse at d's state with qacc (invdiscrete with the named integrator)."""
+    m2 = m if discrete is None else _with(m, discrete)
+    d2 = mujoco.MjData(m2)
+    d2.qpos[:], d2.qvel[:], d2.qacc[:], d2.ctrl[:], d2.eq_active[:] = d.qpos, d.qvel, qacc, d.ctrl, d.eq_active
+    mujoco.mj_inverse(m2, d2)
+    return m2, d2
+
+
+def tau_scale(d2) -> float:
+    """The scale of inverse dynamics' terms: max |tau| and max |qfrc_constraint|."""
+    return max(np.abs(d2.qfrc_inverse + d2.qfrc_passive).max(), np.abs(d2.qfrc_constraint).max())
+
+
+def _with(m, integrator: str):
+    m2 = copy.copy(m)
+    m2.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
+    m2.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_INVDISCRETE
+    return m2
+
+
+@pytest.mark.parametrize("seed, cone, condim", CASES)
+def test_inverse_equals_mj_inverse(seed, cone, condim):
+    m, d = scene(seed, cone, condim)
+    _, d2 = mujoco_inverse(m, d, d.qacc)
+    inv = constraints.inverse_dynamics(engine.from_mujoco(m), d.qpos, d.qvel, d.qacc, collision.from_mujoco(m, d))
+    assert_close(inv.qfrc_constraint, d2.qfrc_constraint, 1e-12, what="qfrc_constraint")
+    assert_close(inv.efc_force, d2.efc_force, 1e-12, what="efc_force")
+    assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-12, tau_scale(d2), what="tau")
+
+
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "implicit"])
+def test_discrete_inverse_equals_invdiscrete(integrator):
+    m, d = robot_scene("unitree_g1")
+    m2, d2 = mujoco_inverse(m, d, d.qacc, integrator)
+    inv = constraints.inverse_dynamics(engine.from_mujoco(m2), d.qpos, d.qvel, d.qacc, collision.from_mujoco(m, d), discrete=True,
+                                       ctrl=d.ctrl)
+    assert_close(inv.qfrc_constraint, d2.qfrc_constraint, 1e-12, what="qfrc_constraint")
+    assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-12, tau_scale(d2), what="tau")
+
+
+def forward_both(m, d, tolerance: float | None):
+    """(physai's ForwardResult, MuJoCo's d) at d's state, both with the given tolerance (None: the model's)."""
+    if tolerance is not None:
+        m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = tolerance, 1000, 100
+    mujoco.mj_forward(m, d)
+    tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    res = constraints.forward_dynamics(engine.from_mujoco(m), d.qpos, d.qvel, tau, collision.from_mujoco(m, d),
+                                       eq_active=d.eq_active.astype(bool))
+    return res, d
+
+
+@pytest.mark.parametrize("seed, cone, condim", CASES)
+def test_forward_equals_mujocos_at_tight_tolerance(seed, cone, condim):
+    res, d = forward_both(*scene(seed, cone, condim), 1e-15)
+    assert_close(res.qacc, d.qacc, 1e-7, what="qacc")
+    assert_close(res.efc_force, d.efc_force, 1e-6, what="efc_force")
+    assert_close(res.qfrc_constraint, d.qfrc_constraint, 1e-6, what="qfrc_constraint")
+
+
+@pytest.mark.parametrize("seed, cone, condim", CASES[::3])
+def test_forward_at_defaults_is_as_close_as_mujocos(seed, cone, condim):
+    m, d = scene(seed, cone, condim)
+    ours, theirs = forward_both(m, d, None)[0].qacc, d.qacc.copy()
+    exact = forward_both(m, d, 1e-15)[1].qacc
+    scale = max(1.0, np.abs(exact).max())
+    assert np.abs(ours - exact).max() <= 10 * np.abs(theirs - exact).max() + 1e-9 * scale
+
+
+def test_g1_along_its_steps():
+    """The G1 standing under position control from its keyframe: every 10th of 200 mj_step states, rows and inverse
+    dynamics at MuJoCo's qacc, forward dynamics at tight tolerance."""
+    m, d = robot_scene("unitree_g1")
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    rng = np.random.default_rng(3)
+    model = engine.from_mujoco(m)
+    for k in range(200):
+        d.ctrl[:] = d.qpos[7:7 + m.nu] + 0.05 * rng.normal(size=m.nu) if m.nu else 0.0
+        mujoco.mj_step(m, d)
+        if k % 10:
+            continue
+        mujoco.mj_forward(m, d)
+        assert_rows_equal(m, d, f"step {k}")
+        contacts = collision.from_mujoco(m, d)
+        _, d2 = mujoco_inverse(m, d, d.qacc)
+        inv = constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, contacts)
+        assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-12, tau_scale(d2), what=f"tau, step {k}")
+        res = constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, contacts)
+        assert_close(res.qacc, d.qacc, 1e-7, what=f"qacc, step {k}")
+
+
+@pytest.mark.parametrize("name", ["robotstudio_so101", "franka_emika_panda"])
+def test_robot_forward_and_inverse(name):
+    m, d = robot_scene(name)
+    d.qpos[:m.nq] = np.clip(d.qpos + 0.5, *m.jnt_range[:m.nq].T) if name == "robotstudio_so101" else d.qpos
+    d.qpos[-2:] = [0.03, 0.01] if name == "franka_emika_panda" else d.qpos[-2:]   # the fingers off their equality
+    res, d = forward_both(m, d, 1e-15)
+    assert res.rows.ne == d.ne and d.nefc
+    assert_close(res.qacc, d.qacc, 1e-7, what="qacc")
+    _, d2 = mujoco_inverse(m, d, d.qacc)
+    inv = constraints.inverse_dynamics(engine.from_mujoco(m), d.qpos, d.qvel, d.qacc, collision.from_mujoco(m, d))
+    assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-12, tau_scale(d2), what="tau")
+
+
+def test_a_batch_of_states_with_their_own_contacts():
+    m, d0 = scene(0, "pyramidal", 3)
+    d1 = mujoco.MjData(m)
+    d1.qpos[:], d1.qvel[:] = d0.qpos, -d0.qvel
+    d1.qpos[2] = 0.1
+    mujoco.mj_forward(m, d1)
+    states = [(m, d0), (m, d1)]
+    model = engine.from_mujoco(m)
+    sets = [collision.from_mujoco(*s) for s in states]
+    assert len(sets[0]) != len(sets[1])
+    q, qd = np.array([d.qpos for _, d in states]), np.array([d.qvel for _, d in states])
+    inv = constraints.inverse_dynamics(model, q, qd, np.array([d.qacc for _, d in states]), sets)
+    for k, (_, d) in enumerate(states):
+        one = constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, sets[k])
+        assert_close(inv.tau[k], one.tau, 1e-14, what=f"state {k}")
+
+
+# ---- bad input ----
+
+def test_contacts_of_another_model_are_refused():
+    m, d = scene(0, "pyramidal", 3)
+    g1 = engine.from_mujoco("unitree_g1")
+    with pytest.raises(InvalidModelError, match="contact set was made for a model with .* bodies"):
+        constraints.rows(g1, g1.qpos0, np.zeros(g1.nv), collision.from_mujoco(m, d))
+
+
+def test_non_finite_contact_data_is_refused():
+    m, d = scene(0, "pyramidal", 3)
+    c = collision.from_mujoco(m, d)
+    with pytest.raises(InvalidStateError, match=r"contacts.dist\[0\] is nan"):
+        collision.ContactSet(c.nbody, c.pos, c.frame, np.r_[np.nan, c.dist[1:]], c.includemargin, c.friction, c.solref,
+                             c.solreffriction, c.solimp, c.dim, c.body1, c.body2)
+    with pytest.raises(InvalidModelError, match="dim 2"):
+        collision.ContactSet(c.nbody, c.pos, c.frame, c.dist, c.includemargin, c.friction, c.solref, c.solreffriction,
+                             c.solimp, np.full(len(c), 2), c.body1, c.body2)
+
+
+def test_a_list_of_contacts_needs_one_per_state():
+    m, d = scene(0, "pyramidal", 3)
+    c = collision.from_mujoco(m, d)
+    with pytest.raises(ShapeError, match="one per state"):
+        constraints.inverse_dynamics(engine.from_mujoco(m), d.qpos, d.qvel, d.qacc, [c, c])
+
+
+def test_too_few_iterations_warn_with_the_improvement():
+    m, d = scene(0, "elliptic", 6)
+    mujoco.mj_forward(m, d)
+    with pytest.warns(ConvergenceWarning, match="stopped after 1 iterations .* last improvement"):
+        res = constraints.forward_dynamics(engine.from_mujoco(m), d.qpos, d.qvel, d.qfrc_passive, collision.from_mujoco(m, d),
+                                           iterations=1, tolerance=1e-15)
+    assert res.iterations == 1
+
+
+def test_what_physai_does_not_model_is_refused_by_name():
+    xml = ('<mujoco><option solver="PGS"/><worldbody><body><joint name="a" limited="true" range="-1 1"/>'
+           '<geom size=".1"/><site name="s1"/></body><body pos="1 0 0"><freejoint/><geom size=".1"/><site name="s2"/></body>'
+           '</worldbody><equality><weld site1="s1" site2="s2"/></equality></mujoco>')
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        engine.rnea(model, model.qpos0, np.zeros(model.nv), np.zeros(model.nv))   # the smooth dynamics still run
+    with pytest.raises(UnsupportedModelError, match="welds two sites.*mjSOL_PGS"):
+        constraints.rows(model, model.qpos0, np.zeros(model.nv))
