@@ -23,7 +23,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import collision, constraints, engine, models
+from physai import collision, constraints, dynamics, engine, models
 from physai.engine import constraint
 from physai.exceptions import ConvergenceWarning, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
@@ -261,3 +261,38 @@ def test_what_physai_does_not_model_is_refused_by_name():
         engine.rnea(model, model.qpos0, np.zeros(model.nv), np.zeros(model.nv))   # the smooth dynamics still run
     with pytest.raises(UnsupportedModelError, match="welds two sites.*mjSOL_PGS"):
         constraints.rows(model, model.qpos0, np.zeros(model.nv))
+
+
+URDF = """<robot name="r"><link name="base"/>
+<joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 1 0"/>
+  <limit lower="-1" upper="0.5" effort="1" velocity="1"/><dynamics damping="0.1" friction="0.3"/></joint>
+<link name="a"><inertial><mass value="2"/><origin xyz="0.5 0 0"/><inertia ixx="0.01" iyy="0.17" izz="0.17" ixy="0" ixz="0" iyz="0"/>
+  </inertial></link>
+<joint name="j2" type="prismatic"><parent link="a"/><child link="b"/><origin xyz="1 0 0"/><axis xyz="1 0 0"/>
+  <limit lower="-0.2" upper="0.2" effort="1" velocity="1"/><dynamics friction="0.5"/></joint>
+<link name="b"><inertial><mass value="1"/><origin xyz="0.5 0 0"/><inertia ixx="0.01" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/>
+  </inertial></link>
+</robot>"""
+
+
+def test_urdf_limits_and_friction_as_mujoco_reads_them(tmp_path):
+    path = tmp_path / "r.urdf"
+    path.write_text(URDF)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    model = engine.from_urdf(URDF)
+    assert (model.jnt_limited == m.jnt_limited.astype(bool)).all()
+    assert_close(model.jnt_range, m.jnt_range, 0.0, what="range")
+    assert_close(model.dof_frictionloss, m.dof_frictionloss, 0.0, what="frictionloss")
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.52, -0.25], [0.3, -0.1]                # both joints beyond their limits
+    mujoco.mj_forward(m, d)
+    assert d.nl == 2
+    assert_rows_equal(m, d, "URDF")
+
+
+def test_a_tree_takes_its_constraints_by_field():
+    tree = dynamics.tree_from_mujoco("double_pendulum")
+    model = engine.compile_tree(tree, range=[[-0.5, 0.5], [0.0, 0.0]], frictionloss=[0.2, 0.1])
+    assert model.jnt_limited.tolist() == [True, False] and model.dof_frictionloss.tolist() == [0.2, 0.1]
+    r = constraints.rows(model, [0.6, 0.0], [0.0, 0.0])
+    assert r.nf == 2 and r.nl == 1 and r.pos[2] == pytest.approx(0.5 - 0.6)   # dist = range_high - q past the upper limit

@@ -144,12 +144,22 @@ def _unsupported_constraints(m: mujoco.MjModel) -> tuple:
     return tuple(found)
 
 
-def compile_tree(tree) -> Model:
+def compile_tree(tree, *, range=None, frictionloss=None, opt: Options | None = None) -> Model:
     """The Model of a lesson Tree (physai.dynamics.Tree: hinge/slide trees), read by its fields (TREE_FIELDS, and
-    TREE_BODY_FIELDS of each body). Raises InvalidModelError for anything else."""
+    TREE_BODY_FIELDS of each body), with constraints the Tree does not hold given by field, one entry per joint in Tree
+    order: range (nv, 2) [rad | m] (a joint whose low < high is limited), frictionloss (nv,) [N m | N]; opt: the
+    solver's Options. Raises InvalidModelError for anything but a Tree."""
     if not is_tree(tree):
         raise InvalidModelError(f"compile_tree needs a physai.dynamics.Tree, got {type(tree).__name__}")
-    return build(_tree_bodies(tree), tree.gravity)
+    bodies = _tree_bodies(tree)
+    moving = [j for b in bodies for j in b.joints]
+    if range is not None:
+        for joint, (low, high) in zip(moving, validation.as_array("range", range, (len(moving), 2))):
+            joint.limited, joint.range = bool(low < high), (float(low), float(high))
+    if frictionloss is not None:
+        for joint, value in zip(moving, validation.vector("frictionloss", frictionloss, len(moving))):
+            joint.frictionloss = float(value)
+    return build(bodies, tree.gravity, opt=opt)
 
 
 def _tree_bodies(tree) -> list[BodySpec]:

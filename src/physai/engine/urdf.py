@@ -9,6 +9,8 @@ What a URDF says, and where it goes:
     inertial origin xyz     -> BodySpec.com
     inertial origin rpy     -> BodySpec.inertia = R I R^T, the inertia turned into the link frame (kept, never dropped)
     dynamics damping        -> JointSpec.damping
+    dynamics friction       -> JointSpec.frictionloss (dry friction, a constraint row)
+    limit lower, upper      -> JointSpec.limited and range (revolute and prismatic, when lower < upper)
 The root link is welded to the world at the origin. floating and planar joints are refused; mimic joints too,
 unless independent_mimic=True makes each an independent joint (what Pinocchio's buildModelFromUrdf does).
 
@@ -234,8 +236,13 @@ def _body(link: ET.Element, joint: ET.Element | None, parent: int, independent_m
                 raise InvalidModelError(f"joint {joint.get('name')!r} has a zero axis")
             dyn = joint.find("dynamics")
             damping = 0.0 if dyn is None else _number(dyn, "damping", owner, "N m s/rad | N s/m", 0.0)
+            friction = 0.0 if dyn is None else _number(dyn, "friction", owner, "N m | N", 0.0)
+            limit = joint.find("limit") if jtype != "continuous" else None
+            bounds = (0.0, 0.0) if limit is None else (_number(limit, "lower", owner, "rad | m", 0.0),
+                                                        _number(limit, "upper", owner, "rad | m", 0.0))
             name = joint.get("name")
-            specs.append(JointSpec(KINDS[jtype], axis / np.linalg.norm(axis), np.zeros(3), damping=damping, name=name))
+            specs.append(JointSpec(KINDS[jtype], axis / np.linalg.norm(axis), np.zeros(3), damping=damping, name=name,
+                                   limited=bounds[0] < bounds[1], range=bounds, frictionloss=friction))
     mass, com, inertia = 0.0, np.zeros(3), np.zeros((3, 3))
     inertial = link.find("inertial")
     if inertial is not None:
