@@ -182,6 +182,7 @@ def test_contact_inverse(inv):
         assert abs(f[1]) < 1e-3                                  # at rest the contact carries it
         assert f[2] > f[3] > f[4] and f[2] < 0
         assert 0 < c[tc]["depth"] < 1e-3
+        assert max(abs(a - b) for a, b in zip(c[tc]["physai"], f)) < inv.BOUNDS["box"]   # physai's own contact inverse
     assert c[0.005]["forces"][4] < c[0.02]["forces"][4] and c[0.005]["depth"] < c[0.02]["depth"]
     assert c["fwdinv"][0] < inv.BOUNDS["fwdinv"] and c["speed"] > 0.1
 

@@ -7,7 +7,8 @@
     MuJoCo's torques (mj_inverse) replay in mj_step, physai's (physai.inverse) in physai.integrators.simulate,
     and the exact ones each in the other simulator as well;
 (3) the vertical force that holds a 1 kg box still on a plane, by height, for solref time constants 0.02 and
-    0.005 s (MuJoCo only: contacts are outside physai), and MuJoCo's forward-inverse check with contacts;
+    0.005 s: mj_inverse's and physai.constraints.inverse_dynamics' (the contacts from MuJoCo's collision until physai
+    finds its own), and MuJoCo's forward-inverse check with contacts;
 Exercise: arm2, a 1 s minimum-jerk motion (0, 0) -> (0.8, -1.0): torques from lesson 7.1's Lagrangian, from
     mj_inverse with analytic accelerations, and from mj_inverse with consistent accelerations and invdiscrete;
 Challenge: RK4 torques by shooting against the Euler ones.
@@ -28,7 +29,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai import engine, forces, integrators, inverse, models
+from physai import collision, constraints, engine, forces, integrators, inverse, models
 from physai.lessons import bound
 from physai.trajectories import min_jerk
 
@@ -49,6 +50,7 @@ BOUNDS = {
     "shooting": 1e-12,       # [rad] RK4 shooting: landing error and its replay in physai's rk4
     "shooting_mj": 1e-12,    # [rad] the same torques replayed in mj_step (RK4)
     "fwdinv": 1e-11,         # [N m] MuJoCo's forward-inverse check with contacts, in qfrc
+    "box": 1e-11,            # [N] (3) physai's holding force vs mj_inverse's (up to ~500 N)
 }
 #: The seed's open-loop replay errors (003_d50b4faaac521434.txt, output (2)) at 0.5 s, 1 s and 2 s [rad], quoted.
 SEED_REPLAY = {("analytic", False): ("3.1e-04", "7.2e-04", "4.8e-02"), ("analytic", True): ("3.1e-04", "7.2e-04", "2.8e-02"),
@@ -217,23 +219,28 @@ def other_integrators(motion: Motion) -> dict:
 
 
 def contact_inverse(offsets=(1e-3, 0.0, -2e-4, -5e-4, -1e-3), settle: int = 2000, push_steps: int = 1000) -> dict:
-    """For tc = 0.02 and 0.005 s: rest depth, and the vertical qfrc_inverse holding the box still (qacc = 0) at
-    rest height + each offset; then the fwdinv check (tc 0.02) at rest and sliding under a 12 N push."""
+    """For tc = 0.02 and 0.005 s: rest depth, and the vertical force holding the box still (qacc = 0) at rest height +
+    each offset, MuJoCo's (qfrc_inverse) and physai's (constraints.inverse_dynamics' tau, with MuJoCo's contacts); then
+    the fwdinv check (tc 0.02) at rest and sliding under a 12 N push."""
     out = {}
     for tc in (0.02, 0.005):
         m = mujoco.MjModel.from_xml_string(BOX.format(tc=tc))
+        model = engine.from_mujoco(m)
         d = mujoco.MjData(m)
         for _ in range(settle):
             mujoco.mj_step(m, d)
         rest = float(d.qpos[2])
-        forces_z = []
+        forces_z, physai_z = [], []
         for dz in offsets:
             probe = mujoco.MjData(m)
             probe.qpos[:] = d.qpos
             probe.qpos[2] = rest + dz
             mujoco.mj_inverse(m, probe)                        # qvel = qacc = 0: hold it perfectly still here
             forces_z.append(float(probe.qfrc_inverse[2]))
-        out[tc] = dict(depth=0.05 - rest, forces=forces_z)
+            zero = np.zeros(m.nv)
+            held = constraints.inverse_dynamics(model, probe.qpos, zero, zero, collision.from_mujoco(m, probe))
+            physai_z.append(float(held.tau[2]))
+        out[tc] = dict(depth=0.05 - rest, forces=forces_z, physai=physai_z)
     m = mujoco.MjModel.from_xml_string(BOX.format(tc=0.02))
     m.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_FWDINV)
     d = mujoco.MjData(m)
@@ -369,13 +376,16 @@ def main(n: int = N, steps: int | None = 250 if FAST else None) -> list[str]:
     say("  Where the error is the integrator's discretisation of the path the two arms agree; later the errors compound "
         "through our model's dynamics, and the torque ratio is our lighter arm's. The exact ways replay to rounding, "
         "as in the seed.)")
-    say("(3) vertical force needed to hold a 1 kg box still, by height offset from its rest pose (MuJoCo only)")
+    say("(3) vertical force needed to hold a 1 kg box still, by height offset from its rest pose")
     c = contact_inverse()
     seed_box = {0.02: ("0.108", "+9.81, +0.00, -21.35, -80.15, -211.74"),
                 0.005: ("0.043", "+9.81, -0.00, -50.19, -177.52, -524.00")}
     for tc in (0.02, 0.005):
         row = ", ".join(f"{1000 * dz:+.1f} mm: {f:+8.2f} N" for dz, f in zip(c["offsets"], c[tc]["forces"]))
         say(f"  solref time constant {tc} s (rests {1000 * c[tc]['depth']:.3f} mm deep): {row}")
+        ours = ", ".join(f"{f:+8.2f} N" for f in c[tc]["physai"])
+        gap = max(abs(a - b) for a, b in zip(c[tc]["physai"], c[tc]["forces"]))
+        say(f"    physai (constraints.inverse_dynamics, MuJoCo's contacts): {ours}; vs mj_inverse {bound(gap, B['box'], 'N')}")
         say(f"    seed: rests {seed_box[tc][0]} mm deep; {seed_box[tc][1]} N")
     say(f"  with contacts active (box at rest, then sliding under a 12 N push, above its 9.81 N friction limit; "
         f"{c['speed']:.2f} m/s at the end), the forward-inverse check (mjENBL_FWDINV) stays "
