@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from physai import engine, forces, joints
+from physai import collision, constraints, engine, forces, joints
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
 from physai.exceptions import InvalidArgumentError, ShapeError
 
@@ -40,6 +40,7 @@ __all__ = ["APPLIED_MAX", "CTRL_FREE", "QDD_MAX", "QD_MAX", "RTOL", "Result", "S
            "roundtrip_residual", "run_checks", "skew_residual", "term_differences", "without_constraints"]
 
 RTOL = 1e-12        # tolerance of an identity = RTOL x the scale of the quantities it compares
+CONSTRAINED_RTOL = 1e-9   # the balance with constraints on: MuJoCo's solver stops where its scaled gradient < 1e-15
 QD_MAX = 2.0        # joint speeds uniform in [-QD_MAX, QD_MAX] [rad/s | m/s]
 TAU_MAX = 10.0      # joint forces for the round trip, uniform in [-TAU_MAX, TAU_MAX] [N m | N]
 APPLIED_MAX = 2.0   # qfrc_applied [N m | N] and each xfrc_applied component [N, N m], uniform in [-APPLIED_MAX, APPLIED_MAX]
@@ -232,13 +233,21 @@ class Terms:
         return self.M @ self.qacc + self.bias - (self.actuator + self.passive + self.constraint + self.applied)
 
 
+def with_tight_solver(m: mujoco.MjModel) -> mujoco.MjModel:
+    """A copy of m whose constraint solver runs to tolerance 1e-15 (so that its qacc balances to rounding)."""
+    m = copy.copy(m)
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, max(1000, m.opt.iterations), max(100, m.opt.ls_iterations)
+    return m
+
+
 def mujoco_terms(m: mujoco.MjModel, states: States, model=None, actuators=None) -> list[tuple[Terms, Terms | None]]:
     """For each state, (MuJoCo's Terms, physai's Terms or None if model is None) after mj_forward.
 
-    m should have constraints disabled (without_constraints); MuJoCo's applied term is qfrc_applied plus each
-    body's wrench pushed through mj_applyFT at its centre of mass, physai's is forces.applied_force.
-    physai's Terms use the model and actuators given (actuators=None means the model's own, if any).
-    Raises InvalidArgumentError for an empty batch of states.
+    MuJoCo's applied term is qfrc_applied plus each body's wrench pushed through mj_applyFT at its centre of mass,
+    physai's is forces.applied_force. physai's constraint term is its own qfrc_constraint at MuJoCo's qacc
+    (physai.constraints.inverse_dynamics with MuJoCo's contacts), zero when m has its constraints disabled
+    (without_constraints). physai's Terms use the model and actuators given (actuators=None means the model's own,
+    if any). Raises InvalidArgumentError for an empty batch of states.
     """
     _check_count(len(states))
     if model is not None:
@@ -264,9 +273,13 @@ def mujoco_terms(m: mujoco.MjModel, states: States, model=None, actuators=None) 
         ours = None
         if model is not None:
             act = np.zeros(nv) if actuators is None else forces.actuator_force(actuators, q, qd, ctrl)
+            constraint = np.zeros(nv)
+            if d.nefc:
+                constraint = constraints.inverse_dynamics(model, q, qd, d.qacc, collision.from_mujoco(m, d),
+                                                          eq_active=d.eq_active.astype(bool)).qfrc_constraint
             ours = Terms(engine.mass_matrix(model, q), engine.bias(model, q, qd), act,
                          forces.passive_force(model, q, qd), forces.applied_force(model, q, qfrc, xfrc),
-                         np.zeros(nv), d.qacc.copy())
+                         constraint, d.qacc.copy())
         out.append((theirs, ours))
     return out
 
@@ -355,6 +368,10 @@ def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, model=None, actua
     s_bal = big(*(x for t, _ in pairs for x in (t.M @ t.qacc, t.bias, t.actuator, t.passive, t.applied)))
     ours, theirs = _worst_residual(pairs, physai=True), _worst_residual(pairs, physai=False)
     diffs = _term_differences(pairs)
+    tight = with_tight_solver(m)
+    constrained = mujoco_terms(tight, s, engine.from_mujoco(tight), actuators)
+    s_con = big(*(x for t, _ in constrained for x in (t.M @ t.qacc, t.bias, t.actuator, t.passive, t.applied, t.constraint)))
+    con_ours, con_theirs = _worst_residual(constrained, physai=True), _worst_residual(constrained, physai=False)
     results = [
         Result("asymmetry", "(a) M symmetric: max |M - M^T|", mass_matrix_asymmetry(model, s.q), inertia, RTOL * s_M),
         Result("min_eigenvalue", "(a) M positive definite: smallest eigenvalue", mass_matrix_min_eigenvalue(model, s.q),
@@ -369,9 +386,16 @@ def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, model=None, actua
                RTOL * s_pow),
         Result("balance", "(e) balance, physai terms, MuJoCo qacc", ours, frc, 10 * RTOL * s_bal),
         Result("balance_mujoco", "(e) balance, MuJoCo's own terms", theirs, frc, 10 * RTOL * s_bal),
+        Result("balance_constrained", "(e) with constraints on: physai's terms and qfrc_constraint", con_ours, frc,
+               CONSTRAINED_RTOL * s_con),
+        Result("balance_constrained_mujoco", "(e) with constraints on: MuJoCo's own terms", con_theirs, frc,
+               CONSTRAINED_RTOL * s_con),
     ]
     for k, name in TERM_NAMES.items():
         scale = s_M if k == "M" else big(*(getattr(t, k) for t, _ in pairs))
         unit = inertia if k == "M" else frc
         results.append(Result(f"term_{k}", f"(e) {k} vs {name}", diffs[k], unit, RTOL * scale))
+    constraint = max(float(np.abs(o.constraint - t.constraint).max()) for t, o in constrained)
+    results.append(Result("term_constraint", "(e) constraint vs qfrc_constraint (at MuJoCo's qacc)", constraint, frc,
+                          10 * RTOL * big(*(t.constraint for t, _ in constrained))))
     return results
