@@ -101,3 +101,31 @@ def test_without_a_model_it_verifies_the_panda_at_home(capsys):
     out = capsys.readouterr().out
     assert out.startswith("physai verify franka_emika_panda:")
     assert "keyframe 'home'" in out
+
+
+def _constraint_rows(out: str) -> dict:
+    return {line[:17].strip(): line for line in out.split("\nwith constraints:")[1].splitlines()[1:4]}
+
+
+def test_the_constraints_table_on_the_g1(capsys):
+    """Joint limits (pushed past), friction loss on: physai.constraints against mj_inverse and mj_forward."""
+    assert main(["verify", "unitree_g1", "--states", "3"]) == 0
+    out = capsys.readouterr().out
+    m = models.load("unitree_g1")
+    assert f"with constraints: {int(m.jnt_limited.sum())} joint limits, {int((m.dof_frictionloss > 0).sum())} dofs" in out
+    rows = _constraint_rows(out)
+    assert list(rows) == ["inverse dynamics", "qfrc_constraint", "forward dynamics"]
+    assert all(" pass " in row for row in rows.values())
+
+
+def test_a_wrong_constraint_force_fails_with_exit_1(capsys, monkeypatch):
+    inverse = verify.constraints.inverse_dynamics
+
+    def off(*args, **kwargs):
+        result = inverse(*args, **kwargs)
+        return type(result)(result.tau, result.qfrc_constraint + 1e-6, result.efc_force, result.rows)
+
+    monkeypatch.setattr(verify.constraints, "inverse_dynamics", off)
+    assert main(["verify", "franka_emika_panda", "--states", "3"]) == 1
+    rows = _constraint_rows(capsys.readouterr().out)
+    assert " FAIL " in rows["qfrc_constraint"] and " pass " in rows["inverse dynamics"]

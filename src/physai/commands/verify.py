@@ -6,6 +6,9 @@ For each quantity (rnea, bias, gravity, mass matrix, forward dynamics, energy) t
 absolute difference to MuJoCo over N random states, the tolerance 1e-12 x scale (scale = max(1, largest
 |MuJoCo value|)), pass/fail, and the time per call of physai and of the equivalent MuJoCo call [µs].
 With --pose NAME it also prints g(q), diag M, armature and cond(M) of the hinge block at that keyframe.
+A second table turns the model's joint limits, friction loss and equality constraints on (contacts off) at states that
+push limited joints past their range, and compares physai.constraints' inverse dynamics, qfrc_constraint and forward
+dynamics with mj_inverse's and mj_forward's.
 Exit status 0 when every difference is within its tolerance, 1 otherwise (2 for errors, from cli.py).
 """
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from physai import acceptance, engine, joints, models
+from physai import acceptance, constraints, engine, joints, models
 from physai.commands import nonnegative_int, positive_int
 from physai.engine import native
 from physai.exceptions import UnknownKeyframeError
@@ -78,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     s = acceptance.mujoco_states(m, args.states, args.seed, qd_max=QD_MAX, qdd_max=QDD_MAX)
     translations = bool(np.isin(model.jnt_type, (joints.SLIDE, joints.FREE)).any())
     ok = _table(m, model, (s.q, s.qd, s.qdd), translations)
+    ok &= _constraint_table(models.load(args.model), s, args.seed)
     if key is not None:
         ok &= _pose_report(m, model, key)
     return 0 if ok else 1
@@ -173,6 +177,68 @@ def _table(m: mujoco.MjModel, model: engine.Model, states, slides: bool) -> bool
         print(f"{x.name:<17} {x.reference:<42} {x.unit:<16} {diff:>10.1e} {scale:>9.3g} {RTOL * scale:>9.1e}  "
               f"{'pass' if passed else 'FAIL':<6} {t_ours * 1e6:>10.1f} {t_mj * 1e6:>10.2f} {t_ours / t_mj:>6.3g}x")
     print("\nall quantities within tolerance" if ok else "\nFAIL: some differences exceed their tolerance")
+    return ok
+
+
+#: states of the constraint table (its physai side runs on the NumPy engine); forward dynamics' tolerance there
+CONSTRAINT_STATES, FORWARD_RTOL = 20, 1e-7
+
+
+def _constraint_table(m: mujoco.MjModel, s: acceptance.States, seed: int) -> bool:
+    """With the model's joint limits, friction loss and equalities on (contacts off), at states that push some limited
+    joints past their range: inverse dynamics and qfrc_constraint against mj_inverse, forward dynamics against
+    mj_forward with both solvers at tolerance 1e-15. True when all are within tolerance (and when there is nothing to
+    constrain)."""
+    m = acceptance.with_tight_solver(m)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    if not (m.jnt_limited.any() or (m.dof_frictionloss > 0).any() or m.neq):
+        return True
+    model = engine.from_mujoco(m)
+    n = min(CONSTRAINT_STATES, len(s))
+    q, qd, qdd = s.q[:n].copy(), s.qd[:n], s.qdd[:n]
+    rng = np.random.default_rng(seed)
+    scalar = [j for j in np.flatnonzero(m.jnt_limited) if m.jnt_type[j] in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)]
+    for k in range(n):                                    # half the limited joints past a limit by up to 0.05
+        for j in rng.permutation(scalar)[:(len(scalar) + 1) // 2]:
+            low, high = m.jnt_range[j]
+            q[k, m.jnt_qposadr[j]] = (low - rng.uniform(0, 0.05)) if rng.random() < 0.5 else (high + rng.uniform(0, 0.05))
+    d = mujoco.MjData(m)
+
+    def mj(i: int, call):
+        d.qpos[:], d.qvel[:], d.qacc[:], d.qfrc_applied[:], d.ctrl[:] = q[i], qd[i], qdd[i], 0.0, 0.0
+        call(m, d)
+        return d
+
+    inv_mj, inv_ours, fwd_mj, fwd_ours = [], [], [], []
+    t_mj = t_ours = 0.0
+    for i in range(n):
+        t0 = time.perf_counter()
+        mj(i, mujoco.mj_inverse)
+        t_mj += time.perf_counter() - t0
+        inv_mj.append((d.qfrc_inverse + d.qfrc_passive, d.qfrc_constraint.copy()))
+        t0 = time.perf_counter()
+        inv = constraints.inverse_dynamics(model, q[i], qd[i], qdd[i])
+        t_ours += time.perf_counter() - t0
+        inv_ours.append((inv.tau, inv.qfrc_constraint))
+        mj(i, mujoco.mj_forward)
+        fwd_mj.append(d.qacc.copy())
+        fwd_ours.append(constraints.forward_dynamics(model, q[i], qd[i], d.qfrc_passive + d.qfrc_actuator).qacc)
+    print(f"\nwith constraints: {int(m.jnt_limited.sum())} joint limits, {int((m.dof_frictionloss > 0).sum())} dofs with friction "
+          f"loss, {m.neq} equalities on (contacts off), {n} of the states with half the limited joints up to 0.05 past a limit; "
+          "MuJoCo's solver at tolerance 1e-15")
+    scale_inv = max(1.0, max(max(np.abs(t).max(), np.abs(c).max()) for t, c in inv_mj))
+    rows = [("inverse dynamics", "qfrc_inverse + qfrc_passive (mj_inverse)", [o[0] for o in inv_ours], [r[0] for r in inv_mj],
+             RTOL * scale_inv, t_ours / n, t_mj / n),
+            ("qfrc_constraint", "qfrc_constraint (mj_inverse)", [o[1] for o in inv_ours], [r[1] for r in inv_mj], RTOL * scale_inv,
+             None, None),
+            ("forward dynamics", "qacc (mj_forward)", fwd_ours, fwd_mj, FORWARD_RTOL * max(1.0, np.abs(fwd_mj).max()), None, None)]
+    ok = True
+    for name, reference, ours, ref, tolerance, t1, t2 in rows:
+        diff = float(np.abs(np.array(ours) - np.array(ref)).max())
+        passed = diff <= tolerance
+        ok &= passed
+        times = f" {t1 * 1e6:>10.1f} {t2 * 1e6:>10.2f} {t1 / t2:>6.3g}x" if t1 is not None else ""
+        print(f"{name:<17} {reference:<42} {'':<16} {diff:>10.1e} {'':>9} {tolerance:>9.1e}  {'pass' if passed else 'FAIL':<6}{times}")
     return ok
 
 
