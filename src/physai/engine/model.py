@@ -95,6 +95,8 @@ class Model:
     static_mass, static_com         mass welded to the world [kg] and its centre of mass [m]
     coords          physai.joints.Coordinates: q and v's layout (scalars, quaternions), qpos0
     actuators       physai.engine.actuators.Actuators or None
+    compiled        the compiled engine's copy of the arrays (physai.engine._native.Model), set by
+                    physai.engine.native on first use; None before. Not pickled: each process makes its own
     """
 
     nq: int
@@ -142,6 +144,7 @@ class Model:
     static_com: np.ndarray
     coords: joints.Coordinates
     actuators: object = None
+    compiled = None                       # not a field: set by physai.engine.native, dropped by __getstate__
 
     def __post_init__(self):
         for value in vars(self).values():
@@ -152,11 +155,10 @@ class Model:
         object.__setattr__(self, "backward_links", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
 
     def __getstate__(self) -> dict:
-        """Pickled (Dask sends the Model to its workers) without the compiled backend's copy of the arrays, which
-        cannot be pickled; the receiving process builds its own on first use (physai.engine.native)."""
+        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
+        receiving process makes its own on first use (physai.engine.native)."""
         state = dict(self.__dict__)
-        for cache in ("_native_model", "_native_coords"):
-            state.pop(cache, None)
+        state.pop("compiled", None)
         return state
 
     @property
