@@ -171,7 +171,7 @@ using WorkspacePtr = std::unique_ptr<Workspace, FreeWorkspace>;
 WorkspacePtr workspace(const Kernels &k, const Model &m) { return WorkspacePtr(k.create(m), FreeWorkspace{&k}); }
 
 // the bound Model (_native.Model)
-struct NativeModel {
+struct CompiledModel {
     Arrays arrays;
     Model model;
     Call calls[NOPS];                                                   // each operation's layout for this model
@@ -189,8 +189,8 @@ struct NativeModel {
     }
 };
 
-void make_model(NativeModel *self, nb::handle mapping) {
-    NativeModel *nm = new (self) NativeModel();
+void make_model(CompiledModel *self, nb::handle mapping) {
+    CompiledModel *nm = new (self) CompiledModel();
     try {
         Model &m = nm->model;
         Fields f(mapping, "Model", nm->arrays);
@@ -240,20 +240,20 @@ void make_model(NativeModel *self, nb::handle mapping) {
             layout(m, nm->calls[op]);
         }
     } catch (...) {
-        nm->~NativeModel();
+        nm->~CompiledModel();
         throw;
     }
 }
 
 // the bound Actuators (_native.Actuators), for the model they were made for
-struct NativeActuators {
+struct CompiledActuators {
     Arrays arrays;
     Actuators act;
     int nq = 0, nv = 0;
 };
 
-void make_actuators(NativeActuators *self, const NativeModel &model, nb::handle mapping) {
-    NativeActuators *na = new (self) NativeActuators();
+void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::handle mapping) {
+    CompiledActuators *na = new (self) CompiledActuators();
     try {
         Actuators &a = na->act;
         Fields f(mapping, "Actuators", na->arrays);
@@ -267,7 +267,7 @@ void make_actuators(NativeActuators *self, const NativeModel &model, nb::handle 
         a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
         f.done();
     } catch (...) {
-        na->~NativeActuators();
+        na->~CompiledActuators();
         throw;
     }
 }
@@ -361,9 +361,9 @@ int64_t cost_per_state(const Model &m, int op) {
 }
 
 // the call's states [0, N): the active instruction set's lanes, then the scalar kernels for what they leave. Small calls
-// (cost < 40000) run on the caller's thread with the NativeModel's workspaces and the GIL kept; larger ones on threads
+// (cost < 40000) run on the caller's thread with the CompiledModel's workspaces and the GIL kept; larger ones on threads
 // where the work outweighs starting them, GIL released, each thread with workspaces of its own.
-void run_states(NativeModel &nm, const Call &c, int64_t N, Failures &failures) {
+void run_states(CompiledModel &nm, const Call &c, int64_t N, Failures &failures) {
     const Model &m = nm.model;
     const int variant = active_isa();                                  // the batch kernels' variant for this call
     const Kernels &lanes = isa_kernels(variant);
@@ -385,7 +385,7 @@ void run_states(NativeModel &nm, const Call &c, int64_t N, Failures &failures) {
 }
 
 // op (every operation but ROLLOUT) on its arguments a, b, c: its result (an array, a float, or a tuple of them)
-nb::object run(NativeModel &nm, int op, const nb::handle *args) {
+nb::object run(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
     const std::vector<Argument> &signature = SIGNATURES[op];
     Call c = nm.calls[op];
@@ -448,7 +448,7 @@ Series series(nb::handle obj, int64_t N, int64_t steps, int64_t size, const char
 // status (N): -1, or the step at which the trajectory stopped). When the first trajectory that stopped did so on a zero
 // quaternion or a singular matrix, KernelError(kind, "q0", trajectory, step, (Q, QD, E)) instead; when it diverged,
 // status says where (the caller raises the DivergenceError).
-nb::object rollout(NativeModel &nm, const nb::handle *args) {
+nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     int64_t batch = -1;
     std::vector<std::vector<double>> copies;
@@ -467,7 +467,7 @@ nb::object rollout(NativeModel &nm, const nb::handle *args) {
     Actuators none;
     const Actuators *act = &none;
     if (!o[3].is_none()) {
-        const NativeActuators &na = nb::cast<const NativeActuators &>(o[3]);
+        const CompiledActuators &na = nb::cast<const CompiledActuators &>(o[3]);
         if (na.nq != m.nq || na.nv != m.nv) throw nb::value_error("rollout: the actuators were made for another model");
         act = &na.act;
     }
@@ -506,7 +506,7 @@ nb::object rollout(NativeModel &nm, const nb::handle *args) {
 }
 
 // _native.call: one entry for every operation
-nb::object call(NativeModel &nm, int op, nb::handle a, nb::handle b, nb::handle c) {
+nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
     const nb::handle args[3] = {a, b, c};
     return op == ROLLOUT ? rollout(nm, args) : run(nm, op, args);
@@ -550,15 +550,15 @@ NB_MODULE(_native, mod) {
     mod.attr("OPS") = ops;
     mod.attr("ARGUMENTS") = arguments;
     mod.attr("INTEGRATORS") = integrators;
-    nb::class_<NativeModel>(mod, "Model", "the compiled model, from a dict of named fields (physai.engine.native.fields)")
+    nb::class_<CompiledModel>(mod, "Model", "the compiled model, from a dict of named fields (physai.engine.native.fields)")
         .def("__init__", &make_model, nb::arg("fields"))
-        .def_prop_ro("nq", [](const NativeModel &m) { return m.model.nq; })
-        .def_prop_ro("nv", [](const NativeModel &m) { return m.model.nv; })
-        .def_prop_ro("nlink", [](const NativeModel &m) { return m.model.nlink; })
-        .def_prop_ro("nbody", [](const NativeModel &m) { return m.model.nbody; });
-    nb::class_<NativeActuators>(mod, "Actuators", "a simulation's actuators for a compiled Model, from a dict of named fields")
+        .def_prop_ro("nq", [](const CompiledModel &m) { return m.model.nq; })
+        .def_prop_ro("nv", [](const CompiledModel &m) { return m.model.nv; })
+        .def_prop_ro("nlink", [](const CompiledModel &m) { return m.model.nlink; })
+        .def_prop_ro("nbody", [](const CompiledModel &m) { return m.model.nbody; });
+    nb::class_<CompiledActuators>(mod, "Actuators", "a simulation's actuators for a compiled Model, from a dict of named fields")
         .def("__init__", &make_actuators, nb::arg("model"), nb::arg("fields"))
-        .def_prop_ro("nu", [](const NativeActuators &a) { return a.act.nu; });
+        .def_prop_ro("nu", [](const CompiledActuators &a) { return a.act.nu; });
     mod.def("call", &call, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none() = nb::none(),
             nb::arg("c").none() = nb::none(),
             "operation op (OPS) on its arguments (ARGUMENTS): its result, or KernelError (see cpp/bindings.cpp)");
