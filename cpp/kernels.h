@@ -28,7 +28,7 @@ namespace physai {
 // arguments a, b, c (as many as it takes; _native.OPS names the codes, _native.ARGUMENTS the arguments). A new kernel is
 // one row here (and its case in batch.h's one_state, or its runner in bindings.cpp).
 enum Op {
-    RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // batch.h compute
+    RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
     JACOBIAN, BODY_POSES, INTEGRATE, DIFFERENCE,                                                       // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
@@ -63,8 +63,9 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"rollout", "q0:Q qd0:V options:o", "", false, false},
 };
 
-// the integrators of a rollout (physai.integrators' names; _native.INTEGRATORS)
+// the integrators of a rollout by code (data.h's Integrator), named as physai.integrators names them (_native.INTEGRATORS)
 inline constexpr const char *INTEGRATOR_NAMES[] = {"euler", "rk4", "implicit", "implicitfast"};
+static_assert(sizeof(INTEGRATOR_NAMES) / sizeof(INTEGRATOR_NAMES[0]) == IMPLICITFAST + 1, "a name per Integrator");
 
 // a kernel set's workspace (Work<T> of data.h for its number type T), made and freed by the set
 struct Workspace;
