@@ -63,6 +63,9 @@ class Model:
     source model (the world excluded), njnt joints, nlink links (the engine's rigid units, one per hinge,
     slide or ball; four per free joint), gravity.
 
+    compiled: the compiled engine's copy of the arrays (a physai.engine._native.Model), set by physai.engine.native on
+    first use; None before, and without the compiled backend. Not a field and not pickled: each process makes its own.
+
     link_parentid   (nlink,)        parent link, -1 for the world; < the link's own index
     link_centerid   (nlink,)        link whose origin is the centre of this link's tree (spatial quantities are
                                     taken about it): the link carrying the tree's root body
@@ -95,8 +98,6 @@ class Model:
     static_mass, static_com         mass welded to the world [kg] and its centre of mass [m]
     coords          physai.joints.Coordinates: q and v's layout (scalars, quaternions), qpos0
     actuators       physai.engine.actuators.Actuators or None
-    compiled        the compiled engine's copy of the arrays (physai.engine._native.Model), set by
-                    physai.engine.native on first use; None before. Not pickled: each process makes its own
     """
 
     nq: int
@@ -144,7 +145,6 @@ class Model:
     static_com: np.ndarray
     coords: joints.Coordinates
     actuators: object = None
-    compiled = None                       # not a field: set by physai.engine.native, dropped by __getstate__
 
     def __post_init__(self):
         for value in vars(self).values():
@@ -153,6 +153,8 @@ class Model:
         parents = self.link_parentid.tolist()
         object.__setattr__(self, "link_parents", parents)
         object.__setattr__(self, "backward_links", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
+
+    compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
 
     def __getstate__(self) -> dict:
         """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
