@@ -243,19 +243,21 @@ class Kernel:
         try:
             return _call(compiled_model, self.code, a, b, c)
         except KernelError as error:
-            return self.failed(error, model, (a, b, c))
+            failure = error.args
+        return self.failed(failure, model, (a, b, c))          # outside the except: the named error comes alone
 
-    def failed(self, error, model, args: tuple, converted: bool = False):
-        """What error (a KernelError of this kernel on args) becomes: the result, once arguments of another type are
-        converted (kind "type"), or physai's named error, raised."""
-        kind, argument, state, index, result = error.args
+    def failed(self, failure: tuple, model, args: tuple, converted: bool = False):
+        """What a KernelError of this kernel on args (failure: its args) becomes: the result, once arguments of another
+        type are converted (kind "type"), or physai's named error, raised."""
+        kind, argument, state, index, result = failure
         model = model if isinstance(model, Model) else as_model(model)
         if kind == "type" and not converted:
             args = self._convert(model, args)
             try:
                 return _call(compiled(model), self.code, *args)
-            except KernelError as again:
-                return self.failed(again, model, args, converted=True)
+            except KernelError as error:
+                failure = error.args
+            return self.failed(failure, model, args, converted=True)
         if kind in ("type", "shape", "nonfinite"):
             states(**self._states(model, args))                        # raises the NumPy path's error
             raise ShapeError(f"{argument} is not an array of the model's shape ({kind})")
@@ -279,7 +281,7 @@ class Kernel:
                 x = np.asarray(part, dtype=float)
                 self.finite(x[..., None] if batch is None else np.moveaxis(x, 0, -1), batch, self.what)
             raise InvalidStateError(f"{self.what} is not finite at state {state} although the inputs are")
-        raise RuntimeError(f"the compiled {self.name} failed: {error.args[:4]}")
+        raise RuntimeError(f"the compiled {self.name} failed: {failure[:4]}")
 
     def _names(self) -> list:
         return [name for name, kind in self.arguments if kind in "qvQV"]
@@ -319,9 +321,10 @@ def make(kernel, f):
             try:
                 return _call(model.compiled, {code}, {padded})
             except KernelError as error:
-                return kernel.failed(error, model, ({args},))
+                failure = error.args
             except (AttributeError, TypeError):           # not a Model, or no compiled copy yet (None)
                 return kernel(model, {args})
+            return kernel.failed(failure, model, ({args},))
         return f(model, {args}, data=data)
     return {name}
 """
@@ -340,10 +343,10 @@ def dispatch(name: str, what: str, finite):
         arrays = list(inspect.signature(f).parameters)[1:-1]
         if arrays != [n for n, _ in kernel.arguments]:
             raise ValueError(f"{f.__name__} takes {arrays}; the compiled {name} takes {kernel.arguments}")
+        text = _WRAPPER.format(name=f.__name__, args=", ".join(arrays), code=kernel.code,
+                               padded=", ".join(arrays + ["None"] * (3 - len(arrays))))
         namespace = {}
-        args = ", ".join(arrays)
-        exec(_WRAPPER.format(name=f.__name__, args=args, code=kernel.code, padded=", ".join(arrays + ["None"] * (3 - len(arrays)))),
-             globals(), namespace)
+        exec(compile(text, f"<physai.engine.native.dispatch of {f.__name__}>", "exec"), globals(), namespace)
         return functools.wraps(f)(namespace["make"](kernel, f))
     return wrap
 
