@@ -117,13 +117,17 @@ template <class L> void gather(const Call &c, int64_t s, int64_t count, L *const
 }
 
 // lanes l < count of o (per entries) into states s + l of out; the first such state with an entry that is not
-// finite, or -1
+// finite, or -1 (v - v is 0 for a finite v and NaN otherwise: one sum per state tells, in the copy's loop)
 template <class L> int64_t scatter(const L *o, int64_t per, int64_t s, int64_t count, double *out) {
     int64_t bad = -1;
     for (int64_t l = 0; l < count; l++) {
-        double *dst = out + (s + l) * per;
-        for (int64_t e = 0; e < per; e++) dst[e] = o[e][l];
-        if (bad < 0 && !all_finite(dst, per)) bad = s + l;
+        double *dst = out + (s + l) * per, acc = 0.0;
+        for (int64_t e = 0; e < per; e++) {
+            double v = o[e][l];
+            dst[e] = v;
+            acc = acc + (v - v);
+        }
+        if (bad < 0 && !(acc == 0.0)) bad = s + l;
     }
     return bad;
 }

@@ -10,6 +10,8 @@ compiled kernel runs the same operations for a state alone, in a batch and on an
 within SAME = 4 eps; forward dynamics and aba times max(1, 1e-3 cond(M)) (tests/test_native_vs_numpy.py).
 """
 
+import inspect
+
 import dask.array as da
 import numpy as np
 import pytest
@@ -265,7 +267,7 @@ def test_errors_are_named_without_the_numpy_path(monkeypatch):
     """On the compiled backend a bad input, a zero quaternion, a singular mass matrix or an overflow raises the NumPy
     path's error and message (worded by validation, not computed again: the NumPy algorithms are replaced by a trap
     here); inputs of another type are converted and computed; rollout names the trajectory and the step."""
-    from physai import integrators, jacobians, joints, kinematics
+    from physai import dynamics, integrators, jacobians, joints, kinematics
     from physai.engine import batching
 
     mixed = engine.from_mujoco(models.load(MIXED))
@@ -273,14 +275,14 @@ def test_errors_are_named_without_the_numpy_path(monkeypatch):
     zero = q.copy()
     zero[mixed.coords.quat_q[1]:mixed.coords.quat_q[1] + 4] = 0.0
     states = np.stack([q, q, zero])
-    B = __import__("physai").dynamics.Body
-    tree = __import__("physai").dynamics.Tree([B(-1, [0, 0, 0], np.eye(3), "slide", [1, 0, 0], None, 0.0, [0, 0, 0], np.zeros((3, 3)))],
-                                              armature=[0.0])
+    B = dynamics.Body
+    tree = dynamics.Tree([B(-1, [0, 0, 0], np.eye(3), "slide", [1, 0, 0], None, 0.0, [0, 0, 0], np.zeros((3, 3)))], armature=[0.0])
     singular = engine.compile_tree(tree)
     cases = [
         (engine.rnea, mixed, q, np.where(np.arange(mixed.nv) == 2, np.nan, v), v),
         (engine.gravity, mixed, states), (engine.mass_matrix, mixed, zero), (engine.energy, mixed, states, v),
         (engine.rnea, mixed, q, np.full(mixed.nv, 1e200), v), (engine.forward_dynamics, mixed, q, v, np.full(mixed.nv, 1e308)),
+        (engine.rnea, mixed, q, np.stack([v] * 5 + [np.full(mixed.nv, 1e200)] * 6), v),                      # in lanes
         (engine.forward_dynamics, singular, [0.0], [0.0], [1.0]), (engine.aba, singular, [0.0], [0.0], [1.0]),
         (derivatives.rnea_derivatives, mixed, states, v, v), (derivatives.forward_dynamics_derivatives, singular, [0.0], [0.0], [1.0]),
         (derivatives.forward_dynamics_derivatives, mixed, q, np.full(mixed.nv, 1e200), v),
@@ -315,7 +317,7 @@ def test_codes_and_arguments_come_from_the_extension():
     assert set(native.INTEGRATOR_CODES) == set(integrators.INTEGRATORS) == set(integrators.MUJOCO_INTEGRATOR)
     assert sorted(native.OPS.values()) == list(range(len(native.OPS))) and set(native.OPS) == set(native.ARGUMENTS)
     for name in ("rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "kinetic_energy", "potential_energy", "energy"):
-        names = list(__import__("inspect").signature(getattr(engine, name)).parameters)[1:-1]
+        names = list(inspect.signature(getattr(engine, name)).parameters)[1:-1]
         assert names == [n for n, _ in native.ARGUMENTS[name]], name
 
 
