@@ -14,43 +14,43 @@ namespace physai {
 namespace {
 
 // f = -damping qd - k (q - springref) (forces.passive_force)
-template <class T> void passive_force(const Model &m, const SimModel &s, const T *q, const T *qd, T *f) {
-    for (int j = 0; j < m.nv; j++) f[j] = -s.dof_damping[j] * qd[j];
+template <class T> void passive_force(const Model &m, const T *q, const T *qd, T *f) {
+    for (int j = 0; j < m.nv; j++) f[j] = -m.dof_damping[j] * qd[j];
     for (int k = 0; k < m.nspring; k++)
-        f[s.spring_dofadr[k]] = f[s.spring_dofadr[k]] - m.spring_stiffness[k] * (q[m.spring_qposadr[k]] - m.spring_ref[k]);
+        f[m.spring_dofadr[k]] = f[m.spring_dofadr[k]] - m.spring_stiffness[k] * (q[m.spring_qposadr[k]] - m.spring_ref[k]);
 }
 
 // f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain u + bias (clamped to
 // forcerange) for the clamped controls u (forces.actuator_force)
-template <class T> void actuator_force(const SimModel &s, const T *u, const T *q, const T *qd, T *force, T *f) {
-    for (int a = 0; a < s.nu; a++) {
+template <class T> void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f) {
+    for (int a = 0; a < act.nu; a++) {
         T length = splat<T>(0.0), velocity = splat<T>(0.0);
-        for (int i = 0; i < s.nq; i++) length = length + s.actuator_qmoment[size_t(a) * s.nq + i] * q[i];
-        for (int j = 0; j < s.nv; j++) velocity = velocity + s.actuator_moment[size_t(a) * s.nv + j] * qd[j];
-        const double *g = &s.actuator_gain[3 * a], *b = &s.actuator_bias[3 * a];
+        for (int i = 0; i < m.nq; i++) length = length + act.qmoment[size_t(a) * m.nq + i] * q[i];
+        for (int j = 0; j < m.nv; j++) velocity = velocity + act.moment[size_t(a) * m.nv + j] * qd[j];
+        const double *g = &act.gain[3 * a], *b = &act.bias[3 * a];
         T fa = (g[0] + g[1] * length + g[2] * velocity) * u[a] + b[0] + b[1] * length + b[2] * velocity;
-        force[a] = s.actuator_forcelimited[a] ? vclamp(fa, s.actuator_forcerange[2 * a], s.actuator_forcerange[2 * a + 1]) : fa;
+        force[a] = act.forcelimited[a] ? vclamp(fa, act.forcerange[2 * a], act.forcerange[2 * a + 1]) : fa;
     }
-    for (int j = 0; j < s.nv; j++) {
+    for (int j = 0; j < m.nv; j++) {
         T t = splat<T>(0.0);
-        for (int a = 0; a < s.nu; a++) t = t + s.actuator_moment[size_t(a) * s.nv + j] * force[a];
-        f[j] = f[j] + (s.dof_forcelimited[j] ? vclamp(t, s.dof_forcerange[2 * j], s.dof_forcerange[2 * j + 1]) : t);
+        for (int a = 0; a < act.nu; a++) t = t + act.moment[size_t(a) * m.nv + j] * force[a];
+        f[j] = f[j] + (act.dof_forcelimited[j] ? vclamp(t, act.dof_forcerange[2 * j], act.dof_forcerange[2 * j + 1]) : t);
     }
 }
 
 // D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange
 // (forces.actuator_velocity_derivative)
-template <class T> void actuator_velocity_derivative(const SimModel &s, const T *u, const T *force, T *D) {
-    for (int a = 0; a < s.nu; a++) {
-        T k = s.actuator_bias[3 * a + 2] + s.actuator_gain[3 * a + 2] * u[a];
-        if (s.actuator_forcelimited[a])
-            k = select((force[a] > s.actuator_forcerange[2 * a]) & (force[a] < s.actuator_forcerange[2 * a + 1]), k, splat<T>(0.0));
+template <class T> void actuator_velocity_derivative(const Model &m, const Actuators &act, const T *u, const T *force, T *D) {
+    for (int a = 0; a < act.nu; a++) {
+        T k = act.bias[3 * a + 2] + act.gain[3 * a + 2] * u[a];
+        if (act.forcelimited[a])
+            k = select((force[a] > act.forcerange[2 * a]) & (force[a] < act.forcerange[2 * a + 1]), k, splat<T>(0.0));
         if (!lane_any(k != 0.0)) continue;                             // a motor: no velocity gain
-        const double *r = &s.actuator_moment[size_t(a) * s.nv];
-        for (int i = 0; i < s.nv; i++) {
+        const double *r = &act.moment[size_t(a) * m.nv];
+        for (int i = 0; i < m.nv; i++) {
             if (r[i] == 0.0) continue;                                 // moment rows are sparse (one joint for most)
-            for (int j = 0; j < s.nv; j++)
-                if (r[j] != 0.0) D[size_t(i) * s.nv + j] = D[size_t(i) * s.nv + j] + r[i] * (k * r[j]);
+            for (int j = 0; j < m.nv; j++)
+                if (r[j] != 0.0) D[size_t(i) * m.nv + j] = D[size_t(i) * m.nv + j] + r[i] * (k * r[j]);
         }
     }
 }
@@ -58,16 +58,16 @@ template <class T> void actuator_velocity_derivative(const SimModel &s, const T 
 // f += sum_b J_b(com_b)^T w_b for wrenches w_b = (force, torque) at the bodies' centres of mass (forces.body_wrench_force)
 // on a Data after com_pos: with r the centre of mass relative to the tree's centre, dof i takes
 // S_lin . F + S_ang . (r x F + torque)
-template <class T> void body_wrench_force(const Model &m, const SimModel &s, const Data<T> &d, const T *xfrc, T *f) {
-    for (int b = 0; b < s.nbody; b++) {
+template <class T> void body_wrench_force(const Model &m, const Data<T> &d, const T *xfrc, T *f) {
+    for (int b = 0; b < m.nbody; b++) {
         const T *w = xfrc + 6 * b;
-        int64_t l = s.body_linkid[b];
+        int64_t l = m.body_linkid[b];
         if (l < 0) continue;
         if constexpr (std::is_same_v<T, double>)
             if (w[0] == 0.0 && w[1] == 0.0 && w[2] == 0.0 && w[3] == 0.0 && w[4] == 0.0 && w[5] == 0.0) continue;
         const T *R = &d.xmat[9 * l], *c = &d.cpos[3 * l];
         T r[3], rF[3], moment[3];
-        mat3_times(R, &s.body_point[3 * b], r);
+        mat3_times(R, &m.body_linkipos[3 * b], r);
         for (int a = 0; a < 3; a++) r[a] = c[a] + r[a];
         cross(r, w, rF);
         for (int a = 0; a < 3; a++) moment[a] = rF[a] + w[3 + a];

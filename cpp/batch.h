@@ -1,6 +1,7 @@
-// A batch call's states through the kernels of one number type T: double one state at a time, lanes of states side by
-// side (gathered into lanes, the last lanes of a short block repeating a state, and scattered back). kernels_of<T> is
-// the table of cpp/kernels.h for T; each kernel unit (scalar.cpp, isa_*.cpp) defines its table with it, for its own T.
+// A call's states through the kernels of one number type T: double one state at a time, lanes of states side by side
+// (gathered into lanes, the last lanes of a short block repeating a state, and scattered back); one_state is every
+// operation of cpp/kernels.h's table but the rollout, whose loop is integrate.h's. kernels_of<T> is the table of
+// kernels for T; each kernel unit (scalar.cpp, isa_*.cpp) defines its table with it, for its own T.
 #pragma once
 
 #include <algorithm>
@@ -17,70 +18,70 @@
 #include "kernels.h"
 #include "model.h"
 #include "smooth.h"
+#include "support.h"
 
 namespace physai {
 namespace {
 
-// one state (or lanes of states) of op (Op) from the inputs x (q, then qd, then qdd or tau as op takes) into out
-template <class T> int compute(const Model &m, Data<T> &d, int op, const T *const *x, T *out) {
+// one state (or lanes of states) of c.op from the inputs x (its state arguments, in order) into the outputs o: a Status
+template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, const T *const *x, T *const *o) {
+    Data<T> &d = w.d;
     const T *q = x[0], *qd = x[1];
-    int st = position(m, d, q);
+    switch (c.op) {
+        case RNEA_DERIVATIVES:
+        case FORWARD_DYNAMICS_DERIVATIVES: {
+            if (w.deriv.empty()) w.deriv.emplace_back(m);
+            DerivData<T> &dw = w.deriv[0];
+            return c.op == RNEA_DERIVATIVES ? rnea_derivatives(m, d, dw, q, qd, x[2], o[0], o[1], o[2])
+                                            : forward_dynamics_derivatives(m, d, dw, q, qd, x[2], o[0], o[1], o[2]);
+        }
+        default: break;
+    }
+    if constexpr (std::is_same_v<T, double>) {                         // the operations of one state at a time
+        switch (c.op) {
+            case INTEGRATE: integrate_pos(m, q, qd, c.h, o[0]); return OK;
+            case DIFFERENCE: difference_pos(m, q, qd, c.h, o[0]); return OK;
+            case BODY_POSES: {
+                int st = kinematics(m, d, q);
+                if (st != OK) return st;
+                for (int b = 0; b < m.nbody; b++)
+                    body_pose(d, m.body_linkid[b], m.body_pos + 3 * b, m.body_rot + 9 * b, o[0] + 3 * b, o[1] + 9 * b);
+                return OK;
+            }
+            case JACOBIAN: {
+                int st = position_stages(m, d, q);
+                if (st == OK) jacobian(m, d, c.link, c.point, o[0]);
+                return st;
+            }
+            default: break;
+        }
+    }
+    int st = position_stages(m, d, q);
     if (st != OK) return st;
-    switch (op) {
+    T *out = o[0];
+    switch (c.op) {
         case RNEA: com_vel(m, d, qd); rne(m, d, qd, x[2], out); return OK;
         case BIAS: com_vel(m, d, qd); rne(m, d, qd, (const T *)nullptr, out); return OK;
         case GRAVITY: rne(m, d, (const T *)nullptr, (const T *)nullptr, out); return OK;
         case MASS_MATRIX: crb(m, d, out); return OK;
         case FORWARD_DYNAMICS: com_vel(m, d, qd); return forward_dynamics(m, d, qd, x[2], out);
         case ABA: com_vel(m, d, qd); return aba(m, d, qd, x[2], out);
-        case KINETIC: com_vel(m, d, qd); out[0] = kinetic(m, d, qd); return OK;
-        case POTENTIAL: out[0] = potential(m, d, q); return OK;
-        case ENERGY: com_vel(m, d, qd); out[0] = kinetic(m, d, qd) + potential(m, d, q); return OK;
+        case KINETIC_ENERGY: com_vel(m, d, qd); out[0] = energy_vel(m, d, qd); return OK;
+        case POTENTIAL_ENERGY: out[0] = energy_pos(m, d, q); return OK;
+        case ENERGY: com_vel(m, d, qd); out[0] = energy_vel(m, d, qd) + energy_pos(m, d, q); return OK;
+        default: return OK;
     }
-    return OK;
 }
 
 template <class T> Work<T> &work_of(Workspace &ws) { return *reinterpret_cast<Work<T> *>(&ws); }
 template <class T> Workspace *create(const Model &m) { return reinterpret_cast<Workspace *>(new Work<T>(m)); }
 template <class T> void destroy(Workspace *ws) { delete reinterpret_cast<Work<T> *>(ws); }
 
-// entries per state of op's input k and of its output
-inline int64_t input_size(const Model &m, int op, int k) { return OP_INPUTS[op][k] == 'q' ? m.nq : m.nv; }
-inline int64_t output_size(const Model &m, int op) {
-    return OP_OUTPUT[op] == 'v' ? m.nv : OP_OUTPUT[op] == 'M' ? int64_t(m.nv) * m.nv : 1;
-}
-
-// for lanes: w.x holds the nin inputs' lanes (pointers into xl) and w.o room for `outputs` entries (allocated once)
-template <class L> void lanes_buffers(Work<L> &w, int nin, const int64_t *sizes, L **xl, size_t outputs) {
-    size_t total = 0;
-    for (int k = 0; k < nin; k++) total += size_t(sizes[k]);
-    if (w.x.size() < total) w.x.resize(total);
-    if (w.o.size() < outputs) w.o.resize(outputs);
-    for (int k = 0, at = 0; k < 3; k++) {
-        xl[k] = k < nin ? w.x.data() + at : nullptr;
-        if (k < nin) at += int(sizes[k]);
-    }
-}
-
-// states s .. s + count - 1 of the inputs into lane l of xl (lanes past count repeat the last state)
-template <class L> void gather(const Input *in, int nin, const int64_t *sizes, int64_t s, int64_t count, L *const *xl) {
-    for (int k = 0; k < nin; k++)
-        for (int l = 0; l < lanes_of<L>; l++) {
-            const double *src = in[k].data + (s + std::min<int64_t>(l, count - 1)) * in[k].stride;
-            for (int64_t e = 0; e < sizes[k]; e++) xl[k][e][l] = src[e];
-        }
-}
-
-// lanes l < count of o (per entries) into states s + l of out; false when an entry is not finite
-template <class L> bool scatter(const L *o, int64_t per, int64_t s, int64_t count, double *out) {
-    for (int64_t l = 0; l < count; l++) {
-        double *dst = out + (s + l) * per;
-        for (int64_t e = 0; e < per; e++) {
-            dst[e] = o[e][l];
-            if (!std::isfinite(dst[e])) return false;
-        }
-    }
-    return true;
+// that state `state` met `status` (failures keeps the first state of each)
+inline void record(Failures &failures, int status, int64_t state) {
+    std::atomic<int64_t> &first = failures.first[status];
+    int64_t seen = first.load(std::memory_order_relaxed);
+    while (state < seen && !first.compare_exchange_weak(seen, state, std::memory_order_relaxed)) {}
 }
 
 inline bool all_finite(const double *x, int64_t n) {
@@ -89,86 +90,98 @@ inline bool all_finite(const double *x, int64_t n) {
     return true;
 }
 
-// Kernels::compute for T
-template <class T> int64_t compute_states(const Model &m, Workspace &ws, int op, const Input *in, double *const *outs, int64_t lo,
-                                          int64_t hi, const std::atomic<int> &stop) {
-    Work<T> &w = work_of<T>(ws);
-    double *out = outs[0];
-    int nin = 0;
-    int64_t sizes[3] = {0, 0, 0}, per = output_size(m, op);
-    for (; OP_INPUTS[op][nin]; nin++) sizes[nin] = input_size(m, op, nin);
-    int64_t s = lo;
-    if constexpr (std::is_same_v<T, double>) {
-        for (; s < hi; s++) {                                          // the inputs in place
-            if (stop.load(std::memory_order_relaxed)) return FAILED;
-            const double *x[3] = {nullptr, nullptr, nullptr};
-            for (int k = 0; k < nin; k++) x[k] = in[k].data + s * in[k].stride;
-            double *o = out + s * per;
-            if (compute(m, w.d, op, x, o) != OK || !all_finite(o, per)) return FAILED;
-        }
-    } else {
-        T *xl[3];
-        lanes_buffers(w, nin, sizes, xl, size_t(per));
-        const T *x[3] = {xl[0], xl[1], xl[2]};
-        for (; hi - s >= 2; s += lanes_of<T>) {
-            if (stop.load(std::memory_order_relaxed)) return FAILED;
-            int64_t count = std::min<int64_t>(lanes_of<T>, hi - s);
-            gather(in, nin, sizes, s, count, xl);
-            if (compute(m, w.d, op, x, w.o.data()) != OK || !scatter(w.o.data(), per, s, count, out)) return FAILED;
-        }
+// for lanes: the call's inputs' lanes (xl, in w.x) and outputs' lanes (ol, in w.o), allocated once
+template <class L> void lanes_buffers(Work<L> &w, const Call &c, L **xl, L **ol) {
+    size_t inputs = 0, outputs = 0;
+    for (int k = 0; k < c.nin; k++) inputs += size_t(c.in_size[k]);
+    for (int k = 0; k < c.nout; k++) outputs += size_t(c.out_size[k]);
+    if (w.x.size() < inputs) w.x.resize(inputs);
+    if (w.o.size() < outputs) w.o.resize(outputs);
+    for (int k = 0, at = 0; k < 3; k++) {
+        xl[k] = k < c.nin ? w.x.data() + at : nullptr;
+        if (k < c.nin) at += int(c.in_size[k]);
     }
-    return s;
+    for (int k = 0, at = 0; k < 3; k++) {
+        ol[k] = k < c.nout ? w.o.data() + at : nullptr;
+        if (k < c.nout) at += int(c.out_size[k]);
+    }
 }
 
-// Kernels::derivatives for T
-template <class T> int64_t derivatives_states(const Model &m, Workspace &ws, int op, const Input *in, double *const *out,
-                                              int64_t lo, int64_t hi, const std::atomic<int> &stop) {
-    Work<T> &w = work_of<T>(ws);
-    if (w.deriv.empty()) w.deriv.emplace_back(m);
-    DerivData<T> &dw = w.deriv[0];
-    const int64_t sizes[3] = {m.nq, m.nv, m.nv}, per = int64_t(m.nv) * m.nv;
-    int64_t s = lo;
-    if constexpr (std::is_same_v<T, double>) {
-        for (; s < hi; s++) {                                          // the inputs in place
-            if (stop.load(std::memory_order_relaxed)) return FAILED;
-            const double *x[3] = {in[0].data + s * in[0].stride, in[1].data + s * in[1].stride, in[2].data + s * in[2].stride};
-            double *o[3] = {out[0] + s * per, out[1] + s * per, out[2] + s * per};
-            if (derivatives_op(m, w.d, dw, op, x, o) != OK) return FAILED;
-            for (int k = 0; k < 3; k++)
-                if (!all_finite(o[k], per)) return FAILED;
+// states s .. s + count - 1 of the inputs into lane l of xl (lanes past count repeat the last state)
+template <class L> void gather(const Call &c, int64_t s, int64_t count, L *const *xl) {
+    for (int k = 0; k < c.nin; k++)
+        for (int l = 0; l < lanes_of<L>; l++) {
+            const double *src = c.in[k].data + (s + std::min<int64_t>(l, count - 1)) * c.in[k].stride;
+            for (int64_t e = 0; e < c.in_size[k]; e++) xl[k][e][l] = src[e];
         }
-    } else {
-        T *xl[3];
-        lanes_buffers(w, 3, sizes, xl, size_t(3 * per));
-        const T *x[3] = {xl[0], xl[1], xl[2]};
-        T *o[3] = {w.o.data(), w.o.data() + per, w.o.data() + 2 * per};
-        for (; hi - s >= 2; s += lanes_of<T>) {
-            if (stop.load(std::memory_order_relaxed)) return FAILED;
-            int64_t count = std::min<int64_t>(lanes_of<T>, hi - s);
-            gather(in, 3, sizes, s, count, xl);
-            if (derivatives_op(m, w.d, dw, op, x, o) != OK) return FAILED;
-            for (int k = 0; k < 3; k++)
-                if (!scatter(o[k], per, s, count, out[k])) return FAILED;
+}
+
+// lanes l < count of o (per entries) into states s + l of out; the first such state with an entry that is not
+// finite, or -1 (v - v is 0 for a finite v and NaN otherwise: one sum per state tells, in the copy's loop)
+template <class L> int64_t scatter(const L *o, int64_t per, int64_t s, int64_t count, double *out) {
+    int64_t bad = -1;
+    for (int64_t l = 0; l < count; l++) {
+        double *dst = out + (s + l) * per, acc = 0.0;
+        for (int64_t e = 0; e < per; e++) {
+            double v = o[e][l];
+            dst[e] = v;
+            acc = acc + (v - v);
         }
+        if (bad < 0 && !(acc == 0.0)) bad = s + l;
     }
-    return s;
+    return bad;
+}
+
+// Kernels::run for T
+template <class T> int64_t run_states(const Model &m, Workspace &ws, const Call &c, int64_t lo, int64_t hi, Failures &failures) {
+    Work<T> &w = work_of<T>(ws);
+    const bool finite = OPERATIONS[c.op].finite;
+    if constexpr (std::is_same_v<T, double>) {
+        for (int64_t s = lo; s < hi; s++) {                            // the inputs in place
+            const double *x[3] = {nullptr, nullptr, nullptr};
+            double *o[3] = {nullptr, nullptr, nullptr};
+            for (int k = 0; k < c.nin; k++) x[k] = c.in[k].data + s * c.in[k].stride;
+            for (int k = 0; k < c.nout; k++) o[k] = c.out[k] + s * c.out_size[k];
+            int st = one_state(m, w, c, x, o);
+            for (int k = 0; st == OK && finite && k < c.nout; k++)
+                if (!all_finite(o[k], c.out_size[k])) st = NONFINITE;
+            if (st != OK) record(failures, st, s);
+        }
+        return hi;
+    } else {
+        if (!OPERATIONS[c.op].lanes) return lo;
+        T *xl[3], *ol[3];
+        lanes_buffers(w, c, xl, ol);
+        const T *x[3] = {xl[0], xl[1], xl[2]};
+        int64_t s = lo;
+        for (; hi - s >= 2; s += lanes_of<T>) {
+            int64_t count = std::min<int64_t>(lanes_of<T>, hi - s);
+            gather(c, s, count, xl);
+            if (one_state(m, w, c, x, ol) != OK) return s;             // the scalar kernels tell which state, and why
+            for (int k = 0; k < c.nout; k++) {
+                int64_t bad = scatter(ol[k], c.out_size[k], s, count, c.out[k]);
+                if (bad >= 0 && finite) record(failures, NONFINITE, bad);
+            }
+        }
+        return s;
+    }
 }
 
 // Kernels::simulate for T
-template <class T> void simulate_states(const Model &m, const SimModel &s, const Rollout &r, int64_t lo, int64_t hi) {
+template <class T> void simulate_states(const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
     if constexpr (std::is_same_v<T, double>) {
         std::optional<SimData<double>> w;                              // made for the first trajectory left
         for (int64_t n = lo; n < hi; n++) {
             if (r.status[n] != RERUN) continue;
-            if (!w) w.emplace(m, s);
-            r.status[n] = simulate_one(m, s, *w, r, n);
+            if (!w) w.emplace(m, act);
+            r.status[n] = simulate_one(m, act, *w, r, n);
         }
     } else {
         if (r.integrator == IMPLICIT || hi - lo < 2) return;
-        SimData<T> w(m, s);
+        SimData<T> w(m, act);
         for (int64_t n = lo; hi - n >= 2; n += lanes_of<T>) {
             int64_t count = std::min<int64_t>(lanes_of<T>, hi - n);
-            if (simulate_block(m, s, w, r, n, count) == STEPPED)
+            if (simulate_block(m, act, w, r, n, count) == OK)
                 for (int64_t l = 0; l < count; l++) r.status[n + l] = -1;
         }
     }
@@ -180,24 +193,20 @@ template <class T> void simulate_states(const Model &m, const SimModel &s, const
 #else
 #define PHYSAI_FLATTEN
 #endif
-template <class L> PHYSAI_FLATTEN int64_t compute_lanes(const Model &m, Workspace &ws, int op, const Input *in, double *const *out,
-                                                        int64_t lo, int64_t hi, const std::atomic<int> &stop) {
-    return compute_states<L>(m, ws, op, in, out, lo, hi, stop);
+template <class L> PHYSAI_FLATTEN int64_t run_lanes(const Model &m, Workspace &ws, const Call &c, int64_t lo, int64_t hi,
+                                                    Failures &failures) {
+    return run_states<L>(m, ws, c, lo, hi, failures);
 }
-template <class L> PHYSAI_FLATTEN int64_t derivatives_lanes(const Model &m, Workspace &ws, int op, const Input *in, double *const *out,
-                                                            int64_t lo, int64_t hi, const std::atomic<int> &stop) {
-    return derivatives_states<L>(m, ws, op, in, out, lo, hi, stop);
-}
-template <class L> PHYSAI_FLATTEN void simulate_lanes(const Model &m, const SimModel &s, const Rollout &r, int64_t lo, int64_t hi) {
-    simulate_states<L>(m, s, r, lo, hi);
+template <class L> PHYSAI_FLATTEN void simulate_lanes(const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
+    simulate_states<L>(m, act, r, lo, hi);
 }
 
 // the table of cpp/kernels.h for T (double: one state at a time; lanes: flattened)
 template <class T> constexpr Kernels kernels_of(const char *name) {
     if constexpr (std::is_same_v<T, double>)
-        return {name, 1, &create<T>, &destroy<T>, &compute_states<T>, &derivatives_states<T>, &simulate_states<T>};
+        return {name, 1, &create<T>, &destroy<T>, &run_states<T>, &simulate_states<T>};
     else
-        return {name, lanes_of<T>, &create<T>, &destroy<T>, &compute_lanes<T>, &derivatives_lanes<T>, &simulate_lanes<T>};
+        return {name, lanes_of<T>, &create<T>, &destroy<T>, &run_lanes<T>, &simulate_lanes<T>};
 }
 
 }  // namespace

@@ -1,25 +1,41 @@
 // physai.engine._native: the engine's kernels (cpp/kernels.h) as a Python module. The only file that knows Python,
 // nanobind and numpy: it reads the arguments, allocates the results, releases the GIL around threads, and defines the
-// module. A call checks its inputs (float64 arrays of shape (size,) or (N, size), finite) and its outputs (finite), and
-// returns None on anything it does not accept: the Python side then takes the NumPy path, which raises the named
-// physai error.
+// module:
 //
-// The Model's arrays are copied once into a NativeModel (cached on the Python Model): the const Model the kernels read,
-// the arrays it points into, and the workspaces of the calls that keep the GIL (one state, and the lanes of each
-// instruction set), made on first use. Large batches run on threads (cpp/parallel.h), each with workspaces of its own.
+//     Model(fields)              the compiled model, from a mapping of named arrays (physai.engine.native.fields)
+//     Actuators(model, fields)   a simulation's actuators, from the named arrays of physai.engine.actuators.Actuators
+//     call(model, op, a, b, c)   operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name])
+//     OPS, ARGUMENTS, INTEGRATORS, KernelError, and the instruction sets (isa, isas, set_isa, lanes, num_threads)
+//
+// call checks every argument before any kernel runs and either returns the results or raises
+// KernelError(kind, argument, state, index, result): the Python side (physai.engine.native) turns it into physai's named
+// error, or converts an argument of another type once and calls again. Kinds:
+//     "type"               an argument is not what the kernel reads in place (not a float64 numpy array, or misaligned)
+//     "shape"              a state argument is not (size,) or (N, size), or its N is not the others' (or 0)
+//     "nonfinite"          a state argument holds NaN or infinity at [state, index]
+//     "zero_quaternion"    a quaternion of q is zero (in state `state`; rollout: trajectory `state` at step `index`)
+//     "singular"           a matrix to factor is not positive definite (the mass matrix: a dof without mass or armature)
+//     "nonfinite_result"   finite inputs gave a result that is not finite (an overflow); `result`: what was computed
+//
+// The Model's arrays are copied once into the compiled Model (cached on the Python Model, physai.engine.Model.compiled):
+// the const Model the kernels read, the arrays it points into, and the workspaces of the calls that keep the GIL (one
+// state, and the lanes of each instruction set), made on first use. Large batches run on threads (cpp/parallel.h), each
+// with workspaces of its own.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
 
 #define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
 #define PY_ARRAY_UNIQUE_SYMBOL physai_native_ARRAY_API
 #include <numpy/arrayobject.h>                                          // PyArray_SimpleNew: the results, without a Python call
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "kernels.h"
@@ -33,24 +49,117 @@ namespace {
 using IArr = nb::ndarray<const int64_t, nb::c_contig, nb::device::cpu>;
 using DArr = nb::ndarray<const double, nb::c_contig, nb::device::cpu>;
 using RArr = nb::ndarray<const double, nb::device::cpu>;                // any strides (0 along broadcast axes)
-using WArr = nb::ndarray<double, nb::c_contig, nb::device::cpu>;
 
-// ---------------------------------------------------------------- the arguments
+// ---------------------------------------------------------------- errors
 
-// copies of the constructors' arrays, which a Model or SimModel points into
+PyObject *kernel_error = nullptr;                                      // _native.KernelError, made at import
+
+// raise KernelError(kind, argument, state, index, result)
+[[noreturn]] void fail(const char *kind, const char *argument, int64_t state = -1, int64_t index = -1,
+                       nb::object result = nb::none()) {
+    nb::object arg = argument ? nb::object(nb::str(argument)) : nb::none();
+    nb::tuple args = nb::make_tuple(kind, arg, state, index, result);
+    PyErr_SetObject(kernel_error, args.ptr());
+    throw nb::python_error();
+}
+
+// ---------------------------------------------------------------- the compiled model, from named fields
+
+// copies of the fields' arrays, which a Model or Actuators points into
 struct Arrays {
     std::vector<std::vector<int64_t>> ints;
     std::vector<std::vector<double>> doubles;
     std::vector<std::vector<char>> flags;
-    // a copy of a, which must have `want` entries (else ValueError(what))
-    const int64_t *keep(const IArr &a, size_t want, const char *what) {
-        if (a.size() != want) throw nb::value_error(what);
-        return ints.emplace_back(a.data(), a.data() + a.size()).data();
+};
+
+// str(x)
+std::string text(nb::handle x) {
+    nb::object s = nb::steal(PyObject_Str(x.ptr()));
+    if (!s.is_valid()) throw nb::python_error();
+    return PyUnicode_AsUTF8(s.ptr());
+}
+
+// "(3, 4)"
+std::string shape_text(std::initializer_list<int64_t> shape) {
+    std::string s = "(";
+    for (int64_t d : shape) s += std::to_string(d) + ", ";
+    if (shape.size()) s.resize(s.size() - 2);
+    return s + (shape.size() == 1 ? ",)" : ")");
+}
+
+// the fields of a mapping (name -> array or number), each read once by name, its type and shape checked against what
+// the kernels need; every error names the owner (Model, Actuators) and the field
+class Fields {
+  public:
+    Fields(nb::handle mapping, const char *owner, Arrays &keep) : owner_(owner), keep_(keep) {
+        if (!nb::isinstance<nb::dict>(mapping)) throw nb::type_error((owner_ + ": expected a dict of named fields").c_str());
+        dict_ = nb::borrow<nb::dict>(mapping);
     }
-    const double *keep(const DArr &a, size_t want, const char *what) {
-        if (a.size() != want) throw nb::value_error(what);
-        return doubles.emplace_back(a.data(), a.data() + a.size()).data();
+    // a whole number >= 0
+    int size(const char *name) {
+        nb::handle x = get(name);
+        long long v = 0;
+        if (!PyLong_Check(x.ptr()) || (v = PyLong_AsLongLong(x.ptr())) < 0 || v > INT32_MAX) error(name, "a whole number >= 0", x);
+        return int(v);
     }
+    double number(const char *name) {
+        nb::handle x = get(name);
+        if (!PyFloat_Check(x.ptr()) && !PyLong_Check(x.ptr())) error(name, "a number", x);
+        return PyFloat_AsDouble(x.ptr());
+    }
+    // a copy of the int64 array `name` of this shape (an entry -1: any length, returned in *free)
+    const int64_t *ints(const char *name, std::initializer_list<int64_t> shape, int64_t *free = nullptr) {
+        IArr a = array<IArr>(name, shape, free, "int64");
+        return keep_.ints.emplace_back(a.data(), a.data() + a.size()).data();
+    }
+    const double *doubles(const char *name, std::initializer_list<int64_t> shape, int64_t *free = nullptr) {
+        DArr a = array<DArr>(name, shape, free, "float64");
+        return keep_.doubles.emplace_back(a.data(), a.data() + a.size()).data();
+    }
+    // every field was read: ValueError naming those that were not (a misspelt name)
+    void done() {
+        std::string unknown;
+        for (auto item : dict_) {
+            std::string name = text(item.first);
+            if (std::find(read_.begin(), read_.end(), name) == read_.end()) unknown += (unknown.empty() ? "" : ", ") + name;
+        }
+        if (!unknown.empty()) throw nb::value_error((owner_ + ": unknown fields " + unknown).c_str());
+    }
+    [[noreturn]] void invalid(const char *name, const char *why) {
+        throw nb::value_error((owner_ + " field " + name + ": " + why).c_str());
+    }
+
+  private:
+    nb::handle get(const char *name) {
+        read_.emplace_back(name);
+        nb::str key(name);
+        if (!dict_.contains(key)) throw nb::value_error((owner_ + ": the field " + name + " is missing").c_str());
+        return dict_[key];
+    }
+    [[noreturn]] void error(const char *name, const std::string &expected, nb::handle got) {
+        std::string what = nb::hasattr(got, "dtype") && nb::hasattr(got, "shape")
+                               ? text(got.attr("dtype")) + " of shape " + text(got.attr("shape"))
+                               : text(nb::handle(Py_TYPE(got.ptr())).attr("__name__"));
+        throw nb::type_error((owner_ + " field " + name + ": expected " + expected + ", got " + what).c_str());
+    }
+    template <class A> A array(const char *name, std::initializer_list<int64_t> shape, int64_t *free, const char *dtype) {
+        nb::handle x = get(name);
+        A a;
+        bool ok = nb::try_cast(x, a, false) && a.ndim() == shape.size();
+        size_t k = 0;
+        for (int64_t d : shape) {
+            if (!ok) break;
+            int64_t got = int64_t(a.shape(k++));
+            if (d < 0 && free) *free = got;
+            ok = d < 0 || got == d;
+        }
+        if (!ok) error(name, std::string("a C-contiguous ") + dtype + " array of shape " + shape_text(shape), x);
+        return a;
+    }
+    std::string owner_;
+    Arrays &keep_;
+    nb::dict dict_;
+    std::vector<std::string> read_;
 };
 
 // a kernel set's workspace, freed by its set
@@ -61,13 +170,13 @@ struct FreeWorkspace {
 using WorkspacePtr = std::unique_ptr<Workspace, FreeWorkspace>;
 WorkspacePtr workspace(const Kernels &k, const Model &m) { return WorkspacePtr(k.create(m), FreeWorkspace{&k}); }
 
-// the bound NativeModel
-struct NativeModel {
+// the bound Model (_native.Model)
+struct CompiledModel {
     Arrays arrays;
-    const Model model;
+    Model model;
+    Call calls[NOPS];                                                   // each operation's layout for this model
     WorkspacePtr one{nullptr, FreeWorkspace{&scalar::kernels}};      // the calls that keep the GIL: one state,
     std::vector<WorkspacePtr> lanes;                                    // and the lanes of each instruction set
-    NativeModel(Arrays &&a, const Model &m) : arrays(std::move(a)), model(m) {}
     Workspace &scalar_work() {
         if (!one) one = workspace(scalar::kernels, model);
         return *one;
@@ -80,156 +189,189 @@ struct NativeModel {
     }
 };
 
-// the bound NativeSim
-struct NativeSim {
+void make_model(CompiledModel *self, nb::handle mapping) {
+    CompiledModel *nm = new (self) CompiledModel();
+    try {
+        Model &m = nm->model;
+        Fields f(mapping, "Model", nm->arrays);
+        m.nq = f.size("nq"), m.nv = f.size("nv"), m.nlink = f.size("nlink"), m.nbody = f.size("nbody");
+        const int64_t L = m.nlink, V = m.nv, B = m.nbody;
+        int64_t nspring = 0, nscalar = 0, nquat = 0;
+        const double *gravity = f.doubles("gravity", {3}), *static_com = f.doubles("static_com", {3});
+        for (int k = 0; k < 3; k++) m.gravity[k] = gravity[k], m.static_com[k] = static_com[k];
+        m.static_mass = f.number("static_mass");
+        m.link_parentid = f.ints("link_parentid", {L}), m.link_centerid = f.ints("link_centerid", {L});
+        m.link_relative = f.ints("link_relative", {L}), m.link_dofadr = f.ints("link_dofadr", {L});
+        m.link_dofnum = f.ints("link_dofnum", {L});
+        m.link_mass = f.doubles("link_mass", {L}), m.link_ipos = f.doubles("link_ipos", {L, 3});
+        m.link_inertia = f.doubles("link_inertia", {L, 3, 3});
+        m.link_jnttype = f.ints("link_jnttype", {L}), m.link_qposadr = f.ints("link_qposadr", {L});
+        m.link_ref = f.doubles("link_ref", {L}), m.link_G = f.doubles("link_G", {L, 3, 4, 4});
+        m.link_ballrot = f.doubles("link_ballrot", {L, 3, 3}), m.link_ballpos = f.doubles("link_ballpos", {L, 3});
+        m.link_ballanchor = f.doubles("link_ballanchor", {L, 3});
+        m.dof_linkid = f.ints("dof_linkid", {V}), m.dof_parentid = f.ints("dof_parentid", {V});
+        m.dof_motion = f.doubles("dof_motion", {V, 6}), m.dof_armature = f.doubles("dof_armature", {V});
+        m.dof_damping = f.doubles("dof_damping", {V}), m.dof_pattern = f.ints("dof_pattern", {V, V});
+        m.spring_qposadr = f.ints("spring_qposadr", {-1}, &nspring);
+        m.spring_dofadr = f.ints("spring_dofadr", {nspring}), m.spring_stiffness = f.doubles("spring_stiffness", {nspring});
+        m.spring_ref = f.doubles("spring_ref", {nspring});
+        m.scalar_qposadr = f.ints("scalar_qposadr", {-1}, &nscalar), m.scalar_dofadr = f.ints("scalar_dofadr", {nscalar});
+        m.quat_qposadr = f.ints("quat_qposadr", {-1}, &nquat), m.quat_dofadr = f.ints("quat_dofadr", {nquat});
+        m.body_linkid = f.ints("body_linkid", {B}), m.body_pos = f.doubles("body_pos", {B, 3});
+        m.body_rot = f.doubles("body_rot", {B, 3, 3}), m.body_linkipos = f.doubles("body_linkipos", {B, 3});
+        m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat);
+        f.done();
+        if (const char *field = check_model(m)) f.invalid(field, "an index outside the model");
+        // scalar links whose G has no t term (hinges), or only 1 and t terms (slides): kinematics skips the zero terms
+        nm->arrays.flags.assign(2, std::vector<char>(size_t(L), 0));
+        std::vector<char> &hinge = nm->arrays.flags[0], &slide = nm->arrays.flags[1];
+        for (int64_t i = 0; i < L; i++) {
+            if (m.link_jnttype[i] != 0) continue;
+            bool t = false, trig = false;
+            for (int k = 0; k < 12; k++) {
+                const double *g = &m.link_G[48 * i + 4 * k];
+                t |= g[1] != 0.0, trig |= g[2] != 0.0 || g[3] != 0.0;
+            }
+            hinge[size_t(i)] = !t, slide[size_t(i)] = !trig;
+        }
+        m.link_hinge = hinge.data(), m.link_slide = slide.data();
+        for (int op = 0; op < NOPS; op++) {
+            nm->calls[op].op = op;
+            layout(m, nm->calls[op]);
+        }
+    } catch (...) {
+        nm->~CompiledModel();
+        throw;
+    }
+}
+
+// the bound Actuators (_native.Actuators), for the model they were made for
+struct CompiledActuators {
     Arrays arrays;
-    const SimModel sim;
-    NativeSim(Arrays &&a, const SimModel &s) : arrays(std::move(a)), sim(s) {}
+    Actuators act;
+    int nq = 0, nv = 0;
 };
 
-void make_model(NativeModel *self, int nq, int nv, int nlink, DArr gravity, IArr parent, IArr center, IArr relative,
-                IArr dofadr, IArr dofnum, DArr mass, DArr ipos, DArr inertia, IArr kind, IArr qadr, DArr ref, DArr G,
-                DArr brot, DArr bpos, DArr banchor, IArr dof_link, IArr dof_parent, DArr motion, DArr armature,
-                IArr spring_q, DArr spring_k, DArr spring_ref, double static_mass, DArr static_com) {
-    if (nq < 0 || nv < 0 || nlink < 0) throw nb::value_error("sizes");
-    Arrays a;
-    Model m;
-    size_t L = size_t(nlink), V = size_t(nv), S = spring_q.size();
-    m.nq = nq, m.nv = nv, m.nlink = nlink, m.nspring = int(S);
-    if (gravity.size() != 3) throw nb::value_error("gravity");
-    if (static_com.size() != 3) throw nb::value_error("static_com");
-    for (int k = 0; k < 3; k++) m.gravity[k] = gravity.data()[k], m.static_com[k] = static_com.data()[k];
-    m.static_mass = static_mass;
-    m.link_parentid = a.keep(parent, L, "a per-link array"), m.link_centerid = a.keep(center, L, "a per-link array");
-    m.link_relative = a.keep(relative, L, "a per-link array"), m.link_dofadr = a.keep(dofadr, L, "a per-link array");
-    m.link_dofnum = a.keep(dofnum, L, "a per-link array"), m.link_jnttype = a.keep(kind, L, "a per-link array");
-    m.link_qposadr = a.keep(qadr, L, "a per-link array");
-    m.link_mass = a.keep(mass, L, "mass"), m.link_ipos = a.keep(ipos, 3 * L, "ipos"), m.link_inertia = a.keep(inertia, 9 * L, "inertia");
-    m.link_ref = a.keep(ref, L, "ref"), m.link_G = a.keep(G, 48 * L, "G"), m.link_ballrot = a.keep(brot, 9 * L, "ball rot");
-    m.link_ballpos = a.keep(bpos, 3 * L, "ball pos"), m.link_ballanchor = a.keep(banchor, 3 * L, "ball anchor");
-    m.dof_linkid = a.keep(dof_link, V, "dof_link"), m.dof_parentid = a.keep(dof_parent, V, "dof_parent");
-    m.dof_motion = a.keep(motion, 6 * V, "motion"), m.dof_armature = a.keep(armature, V, "armature");
-    m.spring_qposadr = a.keep(spring_q, S, "springs"), m.spring_stiffness = a.keep(spring_k, S, "springs");
-    m.spring_ref = a.keep(spring_ref, S, "springs");
-    // scalar links whose G has no t term (hinges), or only 1 and t terms (slides): kinematics skips the zero terms
-    a.flags.assign(2, std::vector<char>(L, 0));
-    std::vector<char> &hinge = a.flags[0], &slide = a.flags[1];
-    for (size_t i = 0; i < L; i++) {
-        if (m.link_jnttype[i] != 0) continue;
-        bool t = false, trig = false;
-        for (int k = 0; k < 12; k++) {
-            const double *g = &m.link_G[48 * i + 4 * k];
-            t |= g[1] != 0.0, trig |= g[2] != 0.0 || g[3] != 0.0;
-        }
-        hinge[i] = !t, slide[i] = !trig;
+void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::handle mapping) {
+    CompiledActuators *na = new (self) CompiledActuators();
+    try {
+        Actuators &a = na->act;
+        Fields f(mapping, "Actuators", na->arrays);
+        const Model &m = model.model;
+        na->nq = m.nq, na->nv = m.nv, a.nu = f.size("nu");
+        const int64_t U = a.nu, V = m.nv, Q = m.nq;
+        a.moment = f.doubles("moment", {U, V}), a.qmoment = f.doubles("qmoment", {U, Q});
+        a.gain = f.doubles("gain", {U, 3}), a.bias = f.doubles("bias", {U, 3});
+        a.ctrlrange = f.doubles("ctrlrange", {U, 2}), a.ctrllimited = f.ints("ctrllimited", {U});
+        a.forcerange = f.doubles("forcerange", {U, 2}), a.forcelimited = f.ints("forcelimited", {U});
+        a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
+        f.done();
+    } catch (...) {
+        na->~CompiledActuators();
+        throw;
     }
-    m.link_hinge = hinge.data(), m.link_slide = slide.data();
-    if (const char *error = check_model(m)) throw nb::value_error(error);
-    new (self) NativeModel(std::move(a), m);
 }
 
-void make_sim(NativeSim *self, int nq, int nv, DArr damping, IArr scalar_q, IArr scalar_v, IArr quat_q, IArr quat_v, IArr spring_v,
-              int nu, DArr moment, DArr qmoment, DArr gain, DArr bias, IArr ctrllimited, DArr ctrlrange, IArr forcelimited,
-              DArr forcerange, IArr dof_forcelimited, DArr dof_forcerange, int nbody, IArr body_link, DArr body_point, IArr pattern) {
-    const char *bad = "inconsistent simulation arrays";
-    if (nq < 0 || nv < 0 || nu < 0 || nbody < 0) throw nb::value_error(bad);
-    Arrays a;
-    SimModel s;
-    size_t U = size_t(nu), V = size_t(nv), Qn = size_t(nq), B = size_t(nbody);
-    s.nq = nq, s.nv = nv, s.nu = nu, s.nbody = nbody;
-    s.nscalar = int(scalar_q.size()), s.nquat = int(quat_q.size()), s.nspring = int(spring_v.size());
-    s.dof_damping = a.keep(damping, V, bad);
-    s.scalar_qposadr = a.keep(scalar_q, scalar_q.size(), bad), s.scalar_dofadr = a.keep(scalar_v, scalar_q.size(), bad);
-    s.quat_qposadr = a.keep(quat_q, quat_q.size(), bad), s.quat_dofadr = a.keep(quat_v, quat_q.size(), bad);
-    s.spring_dofadr = a.keep(spring_v, spring_v.size(), bad);
-    s.actuator_moment = a.keep(moment, U * V, bad), s.actuator_qmoment = a.keep(qmoment, U * Qn, bad);
-    s.actuator_gain = a.keep(gain, 3 * U, bad), s.actuator_bias = a.keep(bias, 3 * U, bad);
-    s.actuator_ctrllimited = a.keep(ctrllimited, U, bad), s.actuator_ctrlrange = a.keep(ctrlrange, 2 * U, bad);
-    s.actuator_forcelimited = a.keep(forcelimited, U, bad), s.actuator_forcerange = a.keep(forcerange, 2 * U, bad);
-    s.dof_forcelimited = a.keep(dof_forcelimited, V, bad), s.dof_forcerange = a.keep(dof_forcerange, 2 * V, bad);
-    s.body_linkid = a.keep(body_link, B, bad), s.body_point = a.keep(body_point, 3 * B, bad);
-    s.dof_pattern = a.keep(pattern, V * V, bad);
-    if (const char *error = check_sim(s)) throw nb::value_error(error);
-    new (self) NativeSim(std::move(a), s);
-}
+// ---------------------------------------------------------------- the arguments of a call
 
-// obj as q: a float64 C-order array (nq,) or (N, nq) with finite entries; the number of states (1 for (nq,)), or 0
-// when it is not such an array (the caller then declines: the NumPy path converts, or raises the named error)
-int64_t positions(const Model &m, nb::handle obj, DArr &q) {
-    if (!nb::try_cast(obj, q, false) || (q.ndim() != 1 && q.ndim() != 2) || int64_t(q.shape(q.ndim() - 1)) != m.nq)
-        return 0;
-    int64_t N = q.ndim() == 2 ? int64_t(q.shape(0)) : 1;
-    for (int64_t k = 0; k < N * m.nq; k++)
-        if (!std::isfinite(q.data()[k])) return 0;
-    return N;
-}
+// an operation's arguments (OPERATIONS[op].arguments), read once at import
+struct Argument {
+    std::string name;
+    char kind;
+};
+std::vector<Argument> SIGNATURES[NOPS];
 
-// inputs (float64 numpy arrays of shape (size,) or (N, size) with one N, any strides, finite) read in place, or
-// gathered once into copies where their entries are strided; false for anything else (the caller declines: the Python
-// side converts, or raises the named error); batch: N, or -1 when every input is a single state
-bool read_inputs(const nb::handle *handles, const int64_t *sizes, int nin, Input *in, int64_t &batch,
-                 std::vector<std::vector<double>> &copies) {
-    for (int k = 0; k < nin; k++) {
-        PyObject *obj = handles[k].ptr();
-        if (!PyArray_Check(obj)) return false;
-        PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj);
-        if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) return false;
-        int ndim = PyArray_NDIM(arr);
-        const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
-        for (int t = 0; t < ndim; t++)
-            if (str[t] % npy_intp(sizeof(double)) != 0) return false;
-        const double *data = static_cast<const double *>(PyArray_DATA(arr));
-        int64_t size = sizes[k], n = 1, stride_state = 0, stride_entry;
-        if (ndim == 1) {
-            if (int64_t(shp[0]) != size) return false;
-            stride_entry = int64_t(str[0] / 8);
-        } else if (ndim == 2) {
-            if (int64_t(shp[1]) != size) return false;
-            n = int64_t(shp[0]);
-            if (n == 0 || (batch >= 0 && n != batch)) return false;
-            batch = n;
-            stride_state = int64_t(str[0] / 8), stride_entry = int64_t(str[1] / 8);
-        } else {
-            return false;
-        }
-        if (size > 0 && stride_entry != 1) {                           // gather a strided input once
-            std::vector<double> &buf = copies.emplace_back(size_t(n * size));
-            for (int64_t s = 0; s < n; s++)
-                for (int64_t e = 0; e < size; e++) buf[size_t(s * size + e)] = data[s * stride_state + e * stride_entry];
-            data = buf.data(), stride_state = ndim == 2 ? size : 0;
-        }
-        in[k] = {data, stride_state};
+// the state argument `obj` named `name` with `size` entries per state (batched: (N, size) only) into in, gathered once
+// into a copy where its entries are strided; batch: N, or -1 while every state argument so far is a single state
+void read_state(nb::handle obj, const char *name, int64_t size, bool batched, Input &in, int64_t &batch,
+                std::vector<std::vector<double>> &copies) {
+    if (!PyArray_Check(obj.ptr())) fail("type", name);
+    PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj.ptr());
+    if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) fail("type", name);
+    int ndim = PyArray_NDIM(arr);
+    const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
+    for (int t = 0; t < ndim; t++)
+        if (str[t] % npy_intp(sizeof(double)) != 0) fail("type", name);
+    const double *data = static_cast<const double *>(PyArray_DATA(arr));
+    int64_t n = 1, stride_state = 0, stride_entry;
+    if (ndim == 1 && !batched) {
+        if (int64_t(shp[0]) != size) fail("shape", name);
+        stride_entry = int64_t(str[0] / 8);
+    } else if (ndim == 2) {
+        n = int64_t(shp[0]);
+        if (int64_t(shp[1]) != size || n == 0 || (batch >= 0 && n != batch)) fail("shape", name);
+        batch = n;
+        stride_state = int64_t(str[0] / 8), stride_entry = int64_t(str[1] / 8);
+    } else {
+        fail("shape", name);
+    }
+    if (size > 0 && stride_entry != 1) {                               // gather a strided input once
+        std::vector<double> &buf = copies.emplace_back(size_t(n * size));
         for (int64_t s = 0; s < n; s++)
-            for (int64_t e = 0; e < size; e++)
-                if (!std::isfinite(data[s * stride_state + e])) return false;
+            for (int64_t e = 0; e < size; e++) buf[size_t(s * size + e)] = data[s * stride_state + e * stride_entry];
+        data = buf.data(), stride_state = ndim == 2 ? size : 0;
     }
-    return true;
+    in = {data, stride_state};
+    for (int64_t s = 0; s < n; s++)
+        for (int64_t e = 0; e < size; e++)
+            if (!std::isfinite(data[s * stride_state + e])) fail("nonfinite", name, s, e);
 }
 
-// a new float64 array of shape dims (nd of them) and its data
-nb::object new_array(int nd, const npy_intp *dims, double *&data) {
-    PyObject *arr = PyArray_SimpleNew(nd, const_cast<npy_intp *>(dims), NPY_DOUBLE);
+// a new array of shape dims (nd of them) and its data
+nb::object new_array(int nd, const npy_intp *dims, int type, void *&data) {
+    PyObject *arr = PyArray_SimpleNew(nd, const_cast<npy_intp *>(dims), type);
     if (!arr) throw nb::python_error();
-    data = static_cast<double *>(PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr)));
+    data = PyArray_DATA(reinterpret_cast<PyArrayObject *>(arr));
     return nb::steal(arr);
+}
+
+// a float64 result of kind `kind` (OPERATIONS' outputs) for N states (batch: with a leading N), its data into out; a
+// single number is written to `scalar` and returned as a float after the call (an invalid object here)
+nb::object new_result(const Model &m, char kind, int64_t batch, double *&out, double &scalar) {
+    npy_intp dims[4];
+    int nd = 0;
+    if (batch >= 0) dims[nd++] = npy_intp(batch);
+    switch (kind) {
+        case 'v': dims[nd++] = m.nv; break;
+        case 'q': dims[nd++] = m.nq; break;
+        case 'M': dims[nd++] = m.nv, dims[nd++] = m.nv; break;
+        case 'J': dims[nd++] = 6, dims[nd++] = m.nv; break;
+        case 'P': dims[nd++] = m.nbody, dims[nd++] = 3; break;
+        case 'R': dims[nd++] = m.nbody, dims[nd++] = 3, dims[nd++] = 3; break;
+        default: break;                                                // 's': one number per state
+    }
+    if (nd == 0) {
+        out = &scalar;
+        return nb::object();
+    }
+    void *data;
+    nb::object r = new_array(nd, dims, NPY_DOUBLE, data);
+    out = static_cast<double *>(data);
+    return r;
 }
 
 // ---------------------------------------------------------------- running the kernels
 
-// op of one of the range kernels (&Kernels::compute or &Kernels::derivatives) over the states [0, N): the active
-// instruction set's lanes, then the scalar kernels for what they leave. Small calls (cost < 40000) run on the caller's
-// thread with the NativeModel's workspaces and the GIL kept; larger ones on threads where the work outweighs starting
-// them (about 20 us each), GIL released, each thread with workspaces of its own. False when a state failed.
-bool run_states(NativeModel &nm, RangeKernel Kernels::*kernel, int op, const Input *in, double *const *out, int64_t N, int64_t cost) {
+// the work of one state of op, in units of one pass over the links: where threads pay (about 20 us to start each)
+int64_t cost_per_state(const Model &m, int op) {
+    int64_t pass = m.nlink + 1;
+    if (op == MASS_MATRIX || op == FORWARD_DYNAMICS) return pass * (m.nv + 1);
+    if (op == RNEA_DERIVATIVES || op == FORWARD_DYNAMICS_DERIVATIVES) return 4 * pass * (m.nv + 1);   // about 4 crb's
+    return pass;
+}
+
+// the call's states [0, N): the active instruction set's lanes, then the scalar kernels for what they leave. Small calls
+// (cost < 40000) run on the caller's thread with the CompiledModel's workspaces and the GIL kept; larger ones on threads
+// where the work outweighs starting them, GIL released, each thread with workspaces of its own.
+void run_states(CompiledModel &nm, const Call &c, int64_t N, Failures &failures) {
     const Model &m = nm.model;
     const int variant = active_isa();                                  // the batch kernels' variant for this call
     const Kernels &lanes = isa_kernels(variant);
-    std::atomic<int> failed{0};
     auto work = [&](int64_t lo, int64_t hi, Workspace &one, Workspace *lw) {
-        int64_t s = hi - lo >= 2 ? (lanes.*kernel)(m, *lw, op, in, out, lo, hi, failed) : lo;
-        if (s != FAILED) s = (scalar::kernels.*kernel)(m, one, op, in, out, s, hi, failed);
-        if (s == FAILED) failed = 1;
+        int64_t s = hi - lo >= 2 ? lanes.run(m, *lw, c, lo, hi, failures) : lo;
+        scalar::kernels.run(m, one, c, s, hi, failures);
     };
+    int64_t cost = N * cost_per_state(m, c.op);
     if (cost < 40000) {
         work(int64_t(0), N, nm.scalar_work(), N > 1 ? &nm.lanes_work(variant) : nullptr);
     } else {
@@ -240,63 +382,54 @@ bool run_states(NativeModel &nm, RangeKernel Kernels::*kernel, int op, const Inp
             work(lo, hi, *one, lw.get());
         });
     }
-    return !failed;
 }
 
-// op's result for the inputs (each a float64 array (size,) or (N, size)), or None when an input is not one of those,
-// is not finite, or the result is not finite, or a quaternion is zero, or M is singular (the caller then takes the
-// NumPy path, which raises the named error).
-nb::object run(NativeModel &nm, int op, nb::handle a, nb::handle b, nb::handle c) {
-    if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation");
+// op (every operation but ROLLOUT) on its arguments a, b, c: its result (an array, a float, or a tuple of them)
+nb::object run(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
-    const nb::handle handles[3] = {a, b, c};
-    int nin = int(std::strlen(OP_INPUTS[op]));
-    int64_t sizes[3] = {0, 0, 0}, batch = -1;
-    for (int k = 0; k < nin; k++) sizes[k] = OP_INPUTS[op][k] == 'q' ? m.nq : m.nv;
-    Input in[3];
-    std::vector<std::vector<double>> copies;                           // none: inputs are read in place (strided)
-    if (!read_inputs(handles, sizes, nin, in, batch, copies)) return nb::none();
-    int64_t N = batch < 0 ? 1 : batch;
-    // the result: a numpy array of the caller's shape ((nv,), (nv, nv), (N, nv), (N, nv, nv), (N,)) or a float
-    nb::object result;
-    double scalar = 0.0, *out = &scalar;
-    if (OP_OUTPUT[op] != 's' || batch >= 0) {
-        npy_intp dims[3];
-        int nd = 0;
-        if (batch >= 0) dims[nd++] = npy_intp(N);
-        if (OP_OUTPUT[op] != 's') dims[nd++] = m.nv;
-        if (OP_OUTPUT[op] == 'M') dims[nd++] = m.nv;
-        result = new_array(nd, dims, out);
-    }
-    int64_t cost = N * int64_t(m.nlink + 1) * (OP_OUTPUT[op] == 'M' || op == FORWARD_DYNAMICS ? m.nv + 1 : 1);
-    if (!run_states(nm, &Kernels::compute, op, in, &out, N, cost)) return nb::none();
-    return result.is_valid() ? result : nb::float_(scalar);
-}
-
-// rnea_derivatives (op 0: q, qd, qdd) or forward_dynamics_derivatives (op 1: q, qd, tau) for float64 arrays (size,) or
-// (N, size) (a single state is shared by a batch): three (nv, nv) or (N, nv, nv) arrays; None for other inputs, a zero
-// quaternion, a singular M or a non-finite result (the NumPy path converts, or raises the named error)
-nb::object derivatives(NativeModel &nm, int op, nb::handle a, nb::handle b, nb::handle c) {
-    if (op != RNEA_DERIVATIVES && op != FORWARD_DYNAMICS_DERIVATIVES)
-        throw nb::value_error("derivatives: op 0 (rnea) or 1 (forward dynamics)");
-    const Model &m = nm.model;
-    const nb::handle handles[3] = {a, b, c};
-    const int64_t sizes[3] = {m.nq, m.nv, m.nv};
+    const std::vector<Argument> &signature = SIGNATURES[op];
+    Call c = nm.calls[op];
     int64_t batch = -1;
-    Input in[3];
-    std::vector<std::vector<double>> copies;
-    if (!read_inputs(handles, sizes, 3, in, batch, copies)) return nb::none();       // as run
+    std::vector<std::vector<double>> copies;                           // none: inputs are read in place (strided)
+    int nin = 0;
+    for (size_t k = 0; k < signature.size(); k++) {
+        const Argument &a = signature[k];
+        nb::handle x = args[k];
+        if (is_state(a.kind)) {
+            read_state(x, a.name.c_str(), c.in_size[nin], false, c.in[nin], batch, copies);
+            nin++;
+        } else if (a.kind == 'h') {
+            if (!PyFloat_Check(x.ptr())) fail("type", a.name.c_str());
+            c.h = PyFloat_AS_DOUBLE(x.ptr());
+        } else if (a.kind == 'l') {
+            if (!PyLong_Check(x.ptr())) fail("type", a.name.c_str());
+            c.link = PyLong_AsLongLong(x.ptr());
+            if (c.link < 0 || c.link >= m.nlink) throw nb::value_error("the link is not one of the model's");
+        } else if (a.kind == 'p') {
+            DArr p;
+            if (!nb::try_cast(x, p, false) || p.ndim() != 1 || p.shape(0) != 3) fail("type", a.name.c_str());
+            c.point = p.data();                                        // x, which the caller holds, outlives the call
+        }
+    }
     int64_t N = batch < 0 ? 1 : batch;
-    const npy_intp dims[3] = {npy_intp(N), npy_intp(m.nv), npy_intp(m.nv)};
-    nb::object outs[3];
-    double *out[3];
-    for (int k = 0; k < 3; k++) outs[k] = batch >= 0 ? new_array(3, dims, out[k]) : new_array(2, dims + 1, out[k]);
-    int64_t cost = N * int64_t(m.nlink + 1) * (m.nv + 1) * 4;         // about 4 crb's work per state
-    if (!run_states(nm, &Kernels::derivatives, op, in, out, N, cost)) return nb::none();
-    return nb::make_tuple(outs[0], outs[1], outs[2]);
+    nb::object results[3];
+    double scalar = 0.0;
+    for (int k = 0; k < c.nout; k++) results[k] = new_result(m, OPERATIONS[op].outputs[k], batch, c.out[k], scalar);
+    Failures failures;
+    for (auto &first : failures.first) first.store(NO_STATE, std::memory_order_relaxed);   // before any thread starts
+    run_states(nm, c, N, failures);
+    nb::object result = c.nout == 1 ? (results[0].is_valid() ? results[0] : nb::float_(scalar))
+                      : c.nout == 2 ? nb::object(nb::make_tuple(results[0], results[1]))
+                                    : nb::object(nb::make_tuple(results[0], results[1], results[2]));
+    // what the NumPy path would meet first: positions (a zero quaternion), the solve (a singular matrix), the result
+    auto first = [&](int status) { return failures.first[status].load(std::memory_order_relaxed); };   // threads joined
+    if (first(ZERO_QUATERNION) != NO_STATE) fail("zero_quaternion", signature[0].name.c_str(), first(ZERO_QUATERNION));
+    if (first(SINGULAR) != NO_STATE) fail("singular", nullptr, first(SINGULAR));
+    if (first(NONFINITE) != NO_STATE) fail("nonfinite_result", nullptr, first(NONFINITE), -1, result);
+    return result;
 }
 
-// an input (N, steps, size) as a Series, or none; ValueError unless its shape is exactly that
+// an input (N, steps, size) of a rollout as a Series, or none; ValueError unless its shape is exactly that
 // (a float64 array in place, never a converted copy: the Series points into the caller's array, which outlives the call)
 Series series(nb::handle obj, int64_t N, int64_t steps, int64_t size, const char *what) {
     Series r;
@@ -309,91 +442,74 @@ Series series(nb::handle obj, int64_t N, int64_t steps, int64_t size, const char
     return r;
 }
 
-// N trajectories of integrators.simulate into Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1), each from its
-// row 0, on threads with the GIL released; status (N): -1, the first diverging step, or -2 (declined: the Python loop
-// reruns that trajectory and raises the named error)
-void rollout(NativeModel &nm, const NativeSim &ns, WArr Q, WArr QD, WArr E, nb::ndarray<int64_t, nb::c_contig, nb::device::cpu> status,
-             double h, int integrator, bool implicit_damping, bool with_energy, nb::handle ctrl, nb::handle qfrc, nb::handle xfrc) {
+// ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with options (h, steps, integrator
+// (INTEGRATORS), Actuators or None, ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied (N, steps, 6 nbody)
+// or None each, implicit_damping, with_energy), on threads with the GIL released: (Q (N, steps+1, nq), QD, E (N, steps+1),
+// status (N): -1, or the step at which the trajectory stopped). When the first trajectory that stopped did so on a zero
+// quaternion or a singular matrix, KernelError(kind, "q0", trajectory, step, (Q, QD, E)) instead; when it diverged,
+// status says where (the caller raises the DivergenceError).
+nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
-    const SimModel &s = ns.sim;
-    if (Q.ndim() != 3 || QD.ndim() != 3 || E.ndim() != 2 || status.ndim() != 1 || Q.shape(0) != QD.shape(0) ||
-        Q.shape(0) != E.shape(0) || Q.shape(0) != status.shape(0) || Q.shape(1) != QD.shape(1) || Q.shape(1) != E.shape(1) ||
-        Q.shape(1) < 1 || int64_t(Q.shape(2)) != m.nq || int64_t(QD.shape(2)) != m.nv || s.nq != m.nq || s.nv != m.nv ||
-        s.nspring != m.nspring || integrator < EULER || integrator > IMPLICITFAST)
-        throw nb::value_error("rollout: Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1), status (N) for this model");
-    for (int b = 0; b < s.nbody; b++)
-        if (s.body_linkid[b] >= m.nlink) throw nb::value_error("rollout: a body's link is not in this model");
-    int64_t N = int64_t(Q.shape(0));
+    int64_t batch = -1;
+    std::vector<std::vector<double>> copies;
+    Input q0, qd0;
+    read_state(args[0], "q0", m.nq, true, q0, batch, copies);
+    read_state(args[1], "qd0", m.nv, true, qd0, batch, copies);
+    nb::tuple o;
+    if (!nb::try_cast(args[2], o, false) || o.size() != 9)
+        throw nb::value_error("rollout: options (h, steps, integrator, actuators, ctrl, qfrc_applied, xfrc_applied, "
+                              "implicit_damping, with_energy)");
     Rollout r;
-    r.h = h, r.steps = int64_t(Q.shape(1)) - 1, r.integrator = integrator;
-    r.implicit_damping = implicit_damping, r.with_energy = with_energy;
-    r.ctrl = series(ctrl, N, r.steps, s.nu, "rollout: ctrl (N, steps, nu)");
-    r.qfrc = series(qfrc, N, r.steps, s.nv, "rollout: qfrc_applied (N, steps, nv)");
-    r.xfrc = series(xfrc, N, r.steps, 6 * int64_t(s.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
-    if (s.nu && !r.ctrl.data) throw nb::value_error("rollout: the actuators need ctrl");
-    r.Q = Q.data(), r.QD = QD.data(), r.E = E.data(), r.status = status.data();
-    std::fill(r.status, r.status + N, RERUN);
+    int64_t N = batch;
+    r.h = nb::cast<double>(o[0]), r.steps = nb::cast<int64_t>(o[1]), r.integrator = nb::cast<int>(o[2]);
+    r.implicit_damping = nb::cast<bool>(o[7]), r.with_energy = nb::cast<bool>(o[8]);
+    if (r.steps < 0 || r.integrator < EULER || r.integrator > IMPLICITFAST) throw nb::value_error("rollout: steps, integrator");
+    Actuators none;
+    const Actuators *act = &none;
+    if (!o[3].is_none()) {
+        const CompiledActuators &na = nb::cast<const CompiledActuators &>(o[3]);
+        if (na.nq != m.nq || na.nv != m.nv) throw nb::value_error("rollout: the actuators were made for another model");
+        act = &na.act;
+    }
+    r.ctrl = series(o[4], N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
+    r.qfrc = series(o[5], N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
+    r.xfrc = series(o[6], N, r.steps, 6 * int64_t(m.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
+    if (act->nu && !r.ctrl.data) throw nb::value_error("rollout: the actuators need ctrl");
+    const npy_intp dq[3] = {npy_intp(N), npy_intp(r.steps + 1), m.nq}, dv[3] = {npy_intp(N), npy_intp(r.steps + 1), m.nv};
+    void *q, *qd, *e, *st;
+    nb::object Q = new_array(3, dq, NPY_DOUBLE, q), QD = new_array(3, dv, NPY_DOUBLE, qd), E = new_array(2, dq, NPY_DOUBLE, e);
+    nb::object status = new_array(1, dq, NPY_INT64, st);
+    r.Q = static_cast<double *>(q), r.QD = static_cast<double *>(qd), r.E = static_cast<double *>(e);
+    r.status = static_cast<int64_t *>(st);
+    std::vector<int> failure(size_t(N), OK);
+    r.failure = failure.data();
+    for (int64_t n = 0; n < N; n++) {
+        std::copy_n(q0.data + n * q0.stride, m.nq, r.Q + n * (r.steps + 1) * m.nq);
+        std::copy_n(qd0.data + n * qd0.stride, m.nv, r.QD + n * (r.steps + 1) * m.nv);
+        r.status[n] = RERUN;
+    }
     const Kernels &lanes = isa_kernels(active_isa());
-    // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or declined
-    nb::gil_scoped_release release;
-    parallel_for(N, int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK)), [&](int64_t lo, int64_t hi) {
-        lanes.simulate(m, s, r, lo, hi);
-        scalar::kernels.simulate(m, s, r, lo, hi);
-    });
+    {   // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or stopped
+        nb::gil_scoped_release release;
+        parallel_for(N, int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK)), [&](int64_t lo, int64_t hi) {
+            lanes.simulate(m, *act, r, lo, hi);
+            scalar::kernels.simulate(m, *act, r, lo, hi);
+        });
+    }
+    for (int64_t n = 0; n < N; n++) {
+        if (r.status[n] == -1) continue;
+        if (failure[size_t(n)] == ZERO_QUATERNION || failure[size_t(n)] == SINGULAR)
+            fail(failure[size_t(n)] == SINGULAR ? "singular" : "zero_quaternion", "q0", n, r.status[n], nb::make_tuple(Q, QD, E));
+        break;
+    }
+    return nb::make_tuple(Q, QD, E, status);
 }
 
-// Jacobians of a point fixed in link l for q (nq,) or (N, nq) (float64, C order): (6, nv) or (N, 6, nv); None for any
-// other q, a non-finite entry or a zero quaternion (the NumPy path converts, or raises the named error)
-nb::object jacobians(NativeModel &nm, nb::handle q_, int64_t link, DArr point) {
-    const Model &m = nm.model;
-    if (link < 0 || link >= m.nlink || point.size() != 3) throw nb::value_error("jacobians: a link of the model, a point (3,)");
-    DArr q;
-    int64_t N = positions(m, q_, q);
-    if (N == 0) return nb::none();
-    const npy_intp dims[3] = {npy_intp(N), 6, m.nv};
-    double *out;
-    nb::object result = q.ndim() == 2 ? new_array(3, dims, out) : new_array(2, dims + 1, out);
-    if (scalar::jacobians(m, nm.scalar_work(), q.data(), N, link, point.data(), out) != OK) return nb::none();
-    return result;
-}
-
-// every body's world pose for q (nq,) or (N, nq) (float64, C order): (pos (nbody, 3), rot (nbody, 3, 3)) with a leading N
-// for a batch; body = link pose * (body_pos, body_rot), the world's pose for link -1. None for another q, a non-finite
-// entry or a zero quaternion (the NumPy path converts, or raises the named error).
-nb::object body_poses(NativeModel &nm, nb::handle q_, IArr body_link, DArr body_pos, DArr body_rot) {
-    const Model &m = nm.model;
-    int64_t nbody = int64_t(body_link.size());
-    if (body_pos.size() != size_t(3 * nbody) || body_rot.size() != size_t(9 * nbody)) throw nb::value_error("body_poses: body arrays");
-    for (int64_t b = 0; b < nbody; b++)
-        if (body_link.data()[b] < -1 || body_link.data()[b] >= m.nlink) throw nb::value_error("body_poses: body_link");
-    DArr q;
-    int64_t N = positions(m, q_, q);
-    if (N == 0) return nb::none();
-    const npy_intp dp[3] = {npy_intp(N), npy_intp(nbody), 3}, dr[4] = {npy_intp(N), npy_intp(nbody), 3, 3};
-    int lead = q.ndim() == 2 ? 0 : 1;
-    double *po, *ro;
-    nb::object pos = new_array(3 - lead, dp + lead, po), rot = new_array(4 - lead, dr + lead, ro);
-    if (scalar::body_poses(m, nm.scalar_work(), q.data(), N, nbody, body_link.data(), body_pos.data(), body_rot.data(), po, ro) != OK)
-        return nb::none();
-    return nb::make_tuple(pos, rot);
-}
-
-// integrate (op 0: x = q (nq), y = v (nv)) or difference (op 1: x = q0, y = q1) for float64 C-order arrays of the same
-// shape (size,) or (N, size); None for other inputs or a non-finite result (the NumPy path converts, or raises)
-nb::object configuration(const NativeSim &ns, int op, nb::handle x_, nb::handle y_, double h) {
-    const SimModel &s = ns.sim;
-    DArr x, y;
-    if (!nb::try_cast(x_, x, false) || !nb::try_cast(y_, y, false) || x.ndim() != y.ndim() || (x.ndim() != 1 && x.ndim() != 2))
-        return nb::none();
-    int64_t xs = s.nq, ys = op == 0 ? s.nv : s.nq, os = op == 0 ? s.nq : s.nv;
-    int64_t N = x.ndim() == 2 ? int64_t(x.shape(0)) : 1;
-    if (int64_t(x.shape(x.ndim() - 1)) != xs || int64_t(y.shape(y.ndim() - 1)) != ys || (x.ndim() == 2 && (N == 0 || int64_t(y.shape(0)) != N)))
-        return nb::none();
-    const npy_intp dims[2] = {npy_intp(N), npy_intp(os)};
-    double *out;
-    nb::object result = x.ndim() == 2 ? new_array(2, dims, out) : new_array(1, dims + 1, out);
-    if (!scalar::configuration(s, op, x.data(), y.data(), N, h, out)) return nb::none();
-    return result;
+// _native.call: one entry for every operation
+nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c) {
+    if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
+    const nb::handle args[3] = {a, b, c};
+    return op == ROLLOUT ? rollout(nm, args) : run(nm, op, args);
 }
 
 // the instruction sets this CPU supports, best first
@@ -410,32 +526,42 @@ nb::list isas() {
 NB_MODULE(_native, mod) {
     using namespace physai;
     if (_import_array() < 0) throw nb::python_error();
-    mod.doc() = "physai's compiled engine backend: the kernels of physai.engine.algorithms in C++ (see cpp/)";
-    nb::class_<NativeModel>(mod, "NativeModel")
-        .def("__init__", &make_model)
-        .def_prop_ro("nq", [](const NativeModel &m) { return m.model.nq; })
-        .def_prop_ro("nv", [](const NativeModel &m) { return m.model.nv; })
-        .def_prop_ro("nlink", [](const NativeModel &m) { return m.model.nlink; });
-    mod.def("run", &run, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none(), nb::arg("c").none(),
-            "op's result (see OPS) for float64 inputs (size,) or (N, size), or None when the NumPy path must decide");
-    nb::dict ops;
-    for (int k = 0; k < NOPS; k++) ops[OP_NAMES[k]] = k;
+    mod.doc() = "physai's compiled engine: the kernels of physai.engine's stages in C++ (see cpp/)";
+    kernel_error = PyErr_NewExceptionWithDoc(
+        "physai.engine._native.KernelError",
+        "KernelError(kind, argument, state, index, result): what a call met before or while running its kernel (see "
+        "cpp/bindings.cpp); physai.engine.native turns it into physai's named error",
+        PyExc_Exception, nullptr);
+    if (!kernel_error) throw nb::python_error();
+    mod.attr("KernelError") = nb::handle(kernel_error);
+    nb::dict ops, arguments, integrators;
+    for (int k = 0; k < NOPS; k++) {
+        nb::list names;
+        for (const char *s = OPERATIONS[k].arguments; *s;) {           // "name:kind name:kind ..."
+            const char *colon = std::strchr(s, ':');
+            SIGNATURES[k].push_back({std::string(s, size_t(colon - s)), colon[1]});
+            names.append(nb::make_tuple(SIGNATURES[k].back().name, std::string(1, colon[1])));
+            s = colon[2] ? colon + 3 : colon + 2;
+        }
+        ops[OPERATIONS[k].name] = k;
+        arguments[OPERATIONS[k].name] = nb::steal<nb::tuple>(PySequence_Tuple(names.ptr()));
+    }
+    for (int k = EULER; k <= IMPLICITFAST; k++) integrators[INTEGRATOR_NAMES[k]] = k;
     mod.attr("OPS") = ops;
-    nb::class_<NativeSim>(mod, "NativeSim").def("__init__", &make_sim);
-    mod.def("rollout", &rollout, nb::arg("model"), nb::arg("sim"), nb::arg("Q"), nb::arg("QD"), nb::arg("E"), nb::arg("status"),
-            nb::arg("h"), nb::arg("integrator"), nb::arg("implicit_damping"), nb::arg("with_energy"), nb::arg("ctrl").none(),
-            nb::arg("qfrc_applied").none(), nb::arg("xfrc_applied").none(),
-            "N trajectories of euler (0), rk4 (1), implicit (2) or implicitfast (3) from Q[:, 0], QD[:, 0], in place; "
-            "status[n]: -1, the first diverging step, or -2 (declined)");
-    mod.def("jacobians", &jacobians, nb::arg("model"), nb::arg("q"), nb::arg("link"), nb::arg("point"),
-            "(Jp; Jr) (6, nv) or (N, 6, nv) of a point (3,) fixed in a link, in the link's frame, for q (nq,) or (N, nq)");
-    mod.def("configuration", &configuration, nb::arg("sim"), nb::arg("op"), nb::arg("x").none(), nb::arg("y").none(), nb::arg("h"),
-            "integrate (op 0: q, v) or difference (op 1: q0, q1) for (size,) or (N, size) float64 arrays, or None");
-    mod.def("body_poses", &body_poses, nb::arg("model"), nb::arg("q").none(), nb::arg("body_link"), nb::arg("body_pos"),
-            nb::arg("body_rot"), "(pos, rot) of every body for q (nq,) or (N, nq), or None");
-    mod.def("derivatives", &derivatives, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none(), nb::arg("c").none(),
-            "(dtau/dq, dtau/dqd, M) (op 0: q, qd, qdd) or (dqdd/dq, dqdd/dqd, M^-1) (op 1: q, qd, tau), each (nv, nv) or "
-            "(N, nv, nv), for float64 (size,) or (N, size) arrays, or None when the NumPy path must decide");
+    mod.attr("ARGUMENTS") = arguments;
+    mod.attr("INTEGRATORS") = integrators;
+    nb::class_<CompiledModel>(mod, "Model", "the compiled model, from a dict of named fields (physai.engine.native.fields)")
+        .def("__init__", &make_model, nb::arg("fields"))
+        .def_prop_ro("nq", [](const CompiledModel &m) { return m.model.nq; })
+        .def_prop_ro("nv", [](const CompiledModel &m) { return m.model.nv; })
+        .def_prop_ro("nlink", [](const CompiledModel &m) { return m.model.nlink; })
+        .def_prop_ro("nbody", [](const CompiledModel &m) { return m.model.nbody; });
+    nb::class_<CompiledActuators>(mod, "Actuators", "a simulation's actuators for a compiled Model, from a dict of named fields")
+        .def("__init__", &make_actuators, nb::arg("model"), nb::arg("fields"))
+        .def_prop_ro("nu", [](const CompiledActuators &a) { return a.act.nu; });
+    mod.def("call", &call, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none() = nb::none(),
+            nb::arg("c").none() = nb::none(),
+            "operation op (OPS) on its arguments (ARGUMENTS): its result, or KernelError (see cpp/bindings.cpp)");
     mod.def("isa", [] { return isa_kernels(active_isa()).name; },
             "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
             "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");

@@ -1,10 +1,11 @@
 // The workspaces of the kernels (MuJoCo's mjData), for one state (T = double) or lanes of states: Data<T> for the
 // smooth stages, DerivData<T> for the derivatives, SimData<T> for a simulation's steps, and Work<T>, the set a batch
 // call runs on. Each is owned by its caller (the bound NativeModel keeps one set for the calls that keep the GIL; each
-// thread of a large batch makes its own); nothing here is static or thread_local. Then the inputs and outputs of a call
-// (Input, Series, Rollout) and the kernels' status codes.
+// thread of a large batch makes its own); nothing here is static or thread_local. Then the kernels' status codes, what a
+// call met (Failures), and the inputs and outputs of a call (Input, Params, Series, Rollout).
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <new>
@@ -16,7 +17,16 @@
 
 namespace physai {
 
-enum Status { OK = 0, ZERO_QUATERNION = 1, SINGULAR = 2 };
+// what a kernel met in a state: OK; a zero quaternion in q; a singular matrix (M not positive definite); a result that
+// is not finite (from finite inputs: an overflow); a simulation step whose state is no longer finite (divergence)
+enum Status { OK = 0, ZERO_QUATERNION = 1, SINGULAR = 2, NONFINITE = 3, DIVERGED = 4, NSTATUS = 5 };
+
+// the failures of a call: the first state (or trajectory) that met each Status, none: NO_STATE; written by the kernels
+// on any thread (record), read by the bindings once every thread has joined
+constexpr int64_t NO_STATE = INT64_MAX;
+struct Failures {
+    std::atomic<int64_t> first[NSTATUS];
+};
 
 // 64-byte aligned storage (lanes are up to 64 bytes; std::allocator may not align them)
 template <class T> struct Aligned {
@@ -81,13 +91,13 @@ template <class T> struct SimData {
     Data<T> d;
     StepInputs<T> x;
     Vec<T> M, D, f, tmp, force, a, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn;
-    SimData(const Model &m, const SimModel &s) : d(m) {
+    SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
-        x.u.resize(size_t(s.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(s.nbody));
+        x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody));
         for (auto *v : {&M, &D}) v->resize(V * V);
         for (auto *v : {&f, &tmp, &a, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
         for (auto *v : {&qi, &q, &qn}) v->resize(Qn);
-        force.resize(size_t(s.nu));
+        force.resize(size_t(act.nu));
     }
 };
 
@@ -95,6 +105,19 @@ template <class T> struct SimData {
 struct Input {
     const double *data;
     int64_t stride;
+};
+
+// one call of the range kernel (cpp/kernels.h): the operation, its state inputs (entries per state each), its other
+// arguments (a step h [s], a link, a point (3) in it), and its outputs (entries per state each)
+struct Call {
+    int op = 0, nin = 0, nout = 0;
+    Input in[3] = {};
+    int64_t in_size[3] = {0, 0, 0};
+    double h = 0;
+    int64_t link = 0;
+    const double *point = nullptr;
+    double *out[3] = {nullptr, nullptr, nullptr};
+    int64_t out_size[3] = {0, 0, 0};
 };
 
 // a per-step input of a rollout, (trajectory, step, entry) with strides in doubles (0 along a broadcast axis)
@@ -106,8 +129,8 @@ struct Series {
 enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3 };
 
 // a rollout's arguments: N trajectories of `steps` steps into Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1),
-// each from its row 0; status (N): -1, the first diverging step, -2 (declined: the Python loop reruns that trajectory and
-// raises the named error), or RERUN (not done yet: the caller's scalar kernel runs it)
+// each from its row 0; status (N): RERUN (not done yet: the scalar kernel runs it), -1 (done), or the step at which the
+// trajectory stopped, with the Status that stopped it in failure (N): DIVERGED, ZERO_QUATERNION or SINGULAR
 struct Rollout {
     double h = 0;
     int64_t steps = 0;
@@ -116,6 +139,7 @@ struct Rollout {
     Series ctrl, qfrc, xfrc;
     double *Q = nullptr, *QD = nullptr, *E = nullptr;
     int64_t *status = nullptr;
+    int *failure = nullptr;
 };
 constexpr int64_t RERUN = -3;
 

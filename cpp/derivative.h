@@ -119,7 +119,7 @@ template <class T> void composite_derivatives(const Model &m, Data<T> &d, DerivD
 // (dtau/dq, dtau/dqd, M) at (q, qd, qdd) into dq, dv, M (nv, nv each)
 template <class T> int rnea_derivatives(const Model &m, Data<T> &d, DerivData<T> &w, const T *q, const T *qd, const T *qdd,
                                          T *dq, T *dv, T *M) {
-    int st = velocity(m, d, q, qd);                                    // about each tree's centre: fixed while differentiating
+    int st = velocity_stages(m, d, q, qd);                                    // about each tree's centre: fixed while differentiating
     if (st != OK) return st;
     rne(m, d, qd, qdd, w.c.data());                                    // cacc, cfrc = F (subtree sums)
     crb(m, d, M);                                                      // d.crb = Ic
@@ -131,7 +131,7 @@ template <class T> int rnea_derivatives(const Model &m, Data<T> &d, DerivData<T>
 // SINGULAR when M is not positive definite
 template <class T> int forward_dynamics_derivatives(const Model &m, Data<T> &d, DerivData<T> &w, const T *q, const T *qd,
                                                      const T *tau, T *aq, T *av, T *Minv) {
-    int nv = m.nv, st = velocity(m, d, q, qd);
+    int nv = m.nv, st = velocity_stages(m, d, q, qd);
     if (st != OK) return st;
     rne(m, d, qd, (const T *)nullptr, w.c.data());                     // c, then qdd = M^-1 (tau - c)
     crb(m, d, w.L.data());
@@ -153,12 +153,6 @@ template <class T> int forward_dynamics_derivatives(const Model &m, Data<T> &d, 
             Minv[size_t(i) * nv + j] = 0.5 * (X[size_t(i) * cols + 2 * nv + j] + X[size_t(j) * cols + 2 * nv + i]);
         }
     return OK;
-}
-
-// op 0: rnea_derivatives (x = q, qd, qdd), op 1: forward_dynamics_derivatives (x = q, qd, tau), into o[0], o[1], o[2]
-template <class T> int derivatives_op(const Model &m, Data<T> &d, DerivData<T> &w, int op, const T *const *x, T *const *o) {
-    return op == 0 ? rnea_derivatives(m, d, w, x[0], x[1], x[2], o[0], o[1], o[2])
-                   : forward_dynamics_derivatives(m, d, w, x[0], x[1], x[2], o[0], o[1], o[2]);
 }
 
 }  // namespace

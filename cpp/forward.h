@@ -1,4 +1,4 @@
-// Forward dynamics (algorithms.forward_dynamics and algorithms.aba): qdd = M^-1 (tau - c) with M's Cholesky factor, and
+// Forward dynamics (src/physai/engine/forward.py: api.forward_dynamics's solve and forward.aba): qdd = M^-1 (tau - c) with M's Cholesky factor, and
 // the articulated-body algorithm; the Cholesky solve also serves the derivatives and the steppers.
 #pragma once
 
@@ -67,8 +67,8 @@ template <class T> void cholesky_solve_rows(const T *L, int n, T *X, int cols) {
     }
 }
 
-// qdd = M^-1 (tau - c) (algorithms.forward_dynamics) on a Data after velocity(q, qd): c by rne, M by crb into d.qM,
-// solved by Cholesky (the NumPy text solves with LAPACK today; it moves to the same Cholesky)
+// qdd = M^-1 (tau - c) (api.forward_dynamics) on a Data after velocity_stages(q, qd): c by rne, M by crb into d.qM,
+// solved by Cholesky (forward.cholesky_solve)
 template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
     rne(m, d, qd, (const T *)nullptr, qdd);                            // c, then tau - c
     for (int j = 0; j < m.nv; j++) qdd[j] = tau[j] - qdd[j];
@@ -77,7 +77,7 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
 }
 
 // inverse of a symmetric positive k x k block (k = 1 or 3; by its adjugate); SINGULAR on a zero determinant
-// (algorithms._inverse)
+// (forward.block_inverse)
 template <class T> int block_inverse(const T *D, int k, T *out) {
     if (k == 1) {
         if (any_zero(D[0])) return SINGULAR;
@@ -94,8 +94,8 @@ template <class T> int block_inverse(const T *D, int k, T *out) {
     return OK;
 }
 
-// qdd by the articulated-body algorithm about the centres (RBDA table 7.1; algorithms._aba) on a Data after
-// velocity(q, qd)
+// qdd by the articulated-body algorithm about the centres (RBDA table 7.1; forward.aba) on a Data after
+// velocity_stages(q, qd)
 template <class T> int aba(const Model &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
     int L = m.nlink;
     for (int i = 0; i < L; i++) {

@@ -23,11 +23,11 @@ namespace {
 // ---------------------------------------------------------------- the configuration manifold
 
 // q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out: scalars add h v, quaternions turn by exp(h w)
-template <class T> void integrate_pos(const SimModel &s, const T *q, const T *v, double h, T *out) {
-    for (int i = 0; i < s.nq; i++) out[i] = q[i];
-    for (int k = 0; k < s.nscalar; k++) out[s.scalar_qposadr[k]] = q[s.scalar_qposadr[k]] + h * v[s.scalar_dofadr[k]];
-    for (int k = 0; k < s.nquat; k++) {
-        const T *w = v + s.quat_dofadr[k];
+template <class T> void integrate_pos(const Model &m, const T *q, const T *v, double h, T *out) {
+    for (int i = 0; i < m.nq; i++) out[i] = q[i];
+    for (int k = 0; k < m.nscalar; k++) out[m.scalar_qposadr[k]] = q[m.scalar_qposadr[k]] + h * v[m.scalar_dofadr[k]];
+    for (int k = 0; k < m.nquat; k++) {
+        const T *w = v + m.quat_dofadr[k];
         T speed = vsqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = h * speed;
         auto moving = speed > 1e-15;                                   // the axis w / |w|, or 0 at rest
         T safe = select(moving, speed, splat<T>(1.0)), half, c;
@@ -35,8 +35,8 @@ template <class T> void integrate_pos(const SimModel &s, const T *q, const T *v,
         T r[4] = {c, select(moving, w[0] / safe, splat<T>(0.0)) * half, select(moving, w[1] / safe, splat<T>(0.0)) * half,
                   select(moving, w[2] / safe, splat<T>(0.0)) * half};
         T u[4];
-        quat_normalize(q + s.quat_qposadr[k], u);
-        quat_mul(u, r, out + s.quat_qposadr[k]);
+        quat_normalize(q + m.quat_qposadr[k], u);
+        quat_mul(u, r, out + m.quat_qposadr[k]);
     }
 }
 
@@ -52,21 +52,21 @@ inline void quat_difference(const double *q1, const double *q0, double *out) {
 }
 
 // the velocity v with q0 (+) h v = q1 (joints.difference, MuJoCo's mj_differentiatePos)
-inline void difference_pos(const SimModel &s, const double *q0, const double *q1, double h, double *v) {
-    for (int k = 0; k < s.nscalar; k++) v[s.scalar_dofadr[k]] = (q1[s.scalar_qposadr[k]] - q0[s.scalar_qposadr[k]]) / h;
-    for (int k = 0; k < s.nquat; k++) {
+inline void difference_pos(const Model &m, const double *q0, const double *q1, double h, double *v) {
+    for (int k = 0; k < m.nscalar; k++) v[m.scalar_dofadr[k]] = (q1[m.scalar_qposadr[k]] - q0[m.scalar_qposadr[k]]) / h;
+    for (int k = 0; k < m.nquat; k++) {
         double w[3];
-        quat_difference(q1 + s.quat_qposadr[k], q0 + s.quat_qposadr[k], w);
-        for (int a = 0; a < 3; a++) v[s.quat_dofadr[k] + a] = w[a] / h;
+        quat_difference(q1 + m.quat_qposadr[k], q0 + m.quat_qposadr[k], w);
+        for (int a = 0; a < 3; a++) v[m.quat_dofadr[k] + a] = w[a] / h;
     }
 }
 
 // k = dexp^-1(theta) v (joints.dexp_inv) in place over v: the rotations' velocities carried to q's tangent space,
 // k = v + 1/2 theta x v + c(|theta|) theta x (theta x v), c(t) = 1/t^2 - 1/(2 t tan(t/2)); scalars unchanged
-template <class T> void dexp_inv(const SimModel &s, const T *theta, T *v) {
-    for (int k = 0; k < s.nquat; k++) {
-        const T *th = theta + s.quat_dofadr[k];
-        T *w = v + s.quat_dofadr[k], tw[3], ttw[3];
+template <class T> void dexp_inv(const Model &m, const T *theta, T *v) {
+    for (int k = 0; k < m.nquat; k++) {
+        const T *th = theta + m.quat_dofadr[k];
+        T *w = v + m.quat_dofadr[k], tw[3], ttw[3];
         T t = vsqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]);
         auto small = t < 1e-4;                                         // the series 1/12 + t^2/720 there
         T ts = select(small, splat<T>(1.0), t), sh, ch;
@@ -82,7 +82,8 @@ template <class T> void dexp_inv(const SimModel &s, const T *theta, T *v) {
 
 // trajectory n + l's inputs of step k into lane l (l < count; the other lanes repeat the last one): u = ctrl clamped to
 // ctrlrange (forces._ctrl)
-template <class T> void step_inputs(const SimModel &s, const Rollout &r, int64_t n, int64_t count, int64_t k, StepInputs<T> &x) {
+template <class T> void step_inputs(const Model &m, const Actuators &act, const Rollout &r, int64_t n, int64_t count, int64_t k,
+                                    StepInputs<T> &x) {
     x.has_qfrc = r.qfrc.data != nullptr, x.has_xfrc = r.xfrc.data != nullptr;
     auto at = [&](const Series &in, int64_t l) { return in.data + (n + l) * in.trajectory + k * in.step; };
     for (int64_t l = 0; l < count; l++) {
@@ -91,14 +92,14 @@ template <class T> void step_inputs(const SimModel &s, const Rollout &r, int64_t
             else dst[e][l] = v;
         };
         if (r.ctrl.data)
-            for (int a = 0; a < s.nu; a++) {
+            for (int a = 0; a < act.nu; a++) {
                 double u = at(r.ctrl, l)[a * r.ctrl.entry];
-                put(x.u, size_t(a), s.actuator_ctrllimited[a] ? vclamp(u, s.actuator_ctrlrange[2 * a], s.actuator_ctrlrange[2 * a + 1]) : u);
+                put(x.u, size_t(a), act.ctrllimited[a] ? vclamp(u, act.ctrlrange[2 * a], act.ctrlrange[2 * a + 1]) : u);
             }
         if (x.has_qfrc)
-            for (int j = 0; j < s.nv; j++) put(x.qfrc, size_t(j), at(r.qfrc, l)[j * r.qfrc.entry]);
+            for (int j = 0; j < m.nv; j++) put(x.qfrc, size_t(j), at(r.qfrc, l)[j * r.qfrc.entry]);
         if (x.has_xfrc)
-            for (int e = 0; e < 6 * s.nbody; e++) put(x.xfrc, size_t(e), at(r.xfrc, l)[e * r.xfrc.entry]);
+            for (int e = 0; e < 6 * m.nbody; e++) put(x.xfrc, size_t(e), at(r.xfrc, l)[e * r.xfrc.entry]);
     }
     if constexpr (!std::is_same_v<T, double>)
         for (int64_t l = count; l < lanes_of<T>; l++) {
@@ -109,19 +110,19 @@ template <class T> void step_inputs(const SimModel &s, const Rollout &r, int64_t
 
 // f = passive + actuator + applied - bias and M at (q, qd) (integrators._Run.evaluate); the actuators' scalar forces
 // into force (nu), the potential energy into pot; ZERO_QUATERNION when a quaternion is zero
-template <class T> int evaluate(const Model &m, const SimModel &s, Data<T> &d, const StepInputs<T> &x, const T *q,
+template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, const StepInputs<T> &x, const T *q,
                                 const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
-    int st = velocity(m, d, q, qd);
+    int st = velocity_stages(m, d, q, qd);
     if (st != OK) return st;
     rne(m, d, qd, (const T *)nullptr, tmp);
-    passive_force(m, s, q, qd, f);
+    passive_force(m, q, qd, f);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
-    if (s.nu) actuator_force(s, x.u.data(), q, qd, force, f);
+    if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f);
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
-    if (x.has_xfrc) body_wrench_force(m, s, d, x.xfrc.data(), f);
+    if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
     crb(m, d, M);
-    pot = potential(m, d, q);
+    pot = energy_pos(m, d, q);
     return OK;
 }
 
@@ -161,7 +162,9 @@ template <class T> inline T quadratic(const T *M, const T *v, int n) {   // v @ 
     return s;
 }
 
-enum StepStatus { STEPPED = 0, DECLINED = 1, DIVERGED = 2 };
+// a step's status besides cpp/data.h's (OK: stepped; DIVERGED, ZERO_QUATERNION, SINGULAR): what lanes cannot step
+// side by side (implicit: its LU pivots per lane), which the scalar kernel then steps one trajectory at a time
+constexpr int ONE_BY_ONE = NSTATUS;
 
 // whether any entry (any lane) of x[0 .. n) is NaN or infinite: x - x is 0 for a finite x and NaN otherwise, so one
 // sum tells (and vectorizes)
@@ -179,32 +182,32 @@ template <class T> bool finite_diagonal(const T *M, int n) {
 }
 
 // one step of `integrator` from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
-// (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f); DIVERGED when the forces or the mass matrix of
-// a stage are no longer finite (the state ran away: a DivergenceError); DECLINED on a zero quaternion or a matrix that
-// does not factor (the Python loop then raises the named error), and for implicit on lanes (its LU pivots per lane)
-template <class T> int step(const Model &m, const SimModel &s, SimData<T> &w, double h, int integrator, bool implicit_damping,
+// (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f): OK; DIVERGED when the forces or the mass matrix
+// of a stage are no longer finite (the state ran away: a DivergenceError); ZERO_QUATERNION, or SINGULAR for a matrix that
+// does not factor; ONE_BY_ONE for implicit on lanes
+template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator, bool implicit_damping,
                             const T *q, const T *qd, T *qn, T *qdn, T &e) {
     int nv = m.nv;
     Data<T> &d = w.d;
     T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), pot;
     if (integrator != RK4) {                                           // (M - h D) a = f, qd' = qd + h a, q' = q (+) h qd'
-        if (evaluate(m, s, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
+        if (evaluate(m, act, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
         if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
         e = 0.5 * quadratic(M, qd, nv) + pot;
         for (int j = 0; j < nv; j++) a[j] = f[j];
         bool ok;
         if (integrator == EULER) {                                     // D = -B, when damping is implicit
             if (implicit_damping)
-                for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * s.dof_damping[j];
+                for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
             ok = cholesky_solve(M, nv, a) == OK;
         } else {                                                       // D = dA/dqd - B (- dc/dqd: implicit) on M's pattern
             if constexpr (!std::is_same_v<T, double>) {
-                if (integrator == IMPLICIT) return DECLINED;
+                if (integrator == IMPLICIT) return ONE_BY_ONE;
             }
             T *D = w.D.data();
             for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
-            for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-s.dof_damping[j]);
-            if (s.nu) actuator_velocity_derivative(s, w.x.u.data(), w.force.data(), D);
+            for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
+            if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D);
             if (integrator == IMPLICIT) {                              // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
                 T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
                 for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
@@ -221,16 +224,16 @@ template <class T> int step(const Model &m, const SimModel &s, SimData<T> &w, do
             for (int i = 0; i < nv; i++)
                 for (int j = 0; j < nv; j++) {
                     T Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
-                    if (s.dof_pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
+                    if (m.dof_pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
                 }
             // implicitfast: M - h sym(D) is symmetric, factored by Cholesky as MuJoCo does; implicit: LU
             if constexpr (std::is_same_v<T, double>) ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
             else ok = cholesky_solve(M, nv, a) == OK;
         }
-        if (!ok) return DECLINED;
+        if (!ok) return SINGULAR;
         for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];
-        integrate_pos(s, q, qdn, h, qn);
-        return STEPPED;
+        integrate_pos(m, q, qdn, h, qn);
+        return OK;
     }
     // RK4 with the inputs held over the step: stage i at q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i
     const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
@@ -242,65 +245,72 @@ template <class T> int step(const Model &m, const SimModel &s, SimData<T> &w, do
         } else {
             double c = C[stage - 1];
             for (int j = 0; j < nv; j++) w.dq[j] = c * kv[j];
-            integrate_pos(s, q, w.dq.data(), h, qi);
+            integrate_pos(m, q, w.dq.data(), h, qi);
             for (int j = 0; j < nv; j++) qdi[j] = qd[j] + h * (c * w.stage_a[j]);
         }
-        if (evaluate(m, s, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return DECLINED;
+        if (evaluate(m, act, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
         if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
         if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
-        if (cholesky_solve(M, nv, f) != OK) return DECLINED;
+        if (cholesky_solve(M, nv, f) != OK) return SINGULAR;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
         if (stage > 0) {
             for (int j = 0; j < nv; j++) w.dq[j] = h * w.dq[j];
-            dexp_inv(s, w.dq.data(), kv);
+            dexp_inv(m, w.dq.data(), kv);
         }
         for (int j = 0; j < nv; j++) {
             a[j] = stage == 0 ? 0.0 + B[0] * kv[j] : a[j] + B[stage] * kv[j];         // sum of b k_i
             dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
         }
     }
-    integrate_pos(s, q, a, h, qn);
+    integrate_pos(m, q, a, h, qn);
     for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * dqd[j];
-    return STEPPED;
+    return OK;
 }
 
 // the energy of the final state into e (simulate's E[steps])
 template <class T> int final_energy(const Model &m, Data<T> &d, const T *q, const T *qd, T &e) {
-    if (velocity(m, d, q, qd) != OK) return DECLINED;
-    e = kinetic(m, d, qd) + potential(m, d, q);
-    return STEPPED;
+    if (velocity_stages(m, d, q, qd) != OK) return ZERO_QUATERNION;
+    e = energy_vel(m, d, qd) + energy_pos(m, d, q);
+    return OK;
 }
 
 // ---------------------------------------------------------------- trajectories
 
-// trajectory n of r from its Q[0], QD[0]: -1, the first step whose result is not finite, or -2 (declined)
-inline int64_t simulate_one(const Model &m, const SimModel &s, SimData<double> &w, const Rollout &r, int64_t n) {
+// trajectory n of r from its Q[0], QD[0]: -1 when every step was taken, else the step that stopped it, with the reason
+// (DIVERGED: the state k + 1 is not finite; ZERO_QUATERNION, SINGULAR) in r.failure[n]
+inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double> &w, const Rollout &r, int64_t n) {
     int nq = m.nq, nv = m.nv;
     int64_t steps = r.steps;
     double *Q = r.Q + n * (steps + 1) * nq, *QD = r.QD + n * (steps + 1) * nv, *E = r.E + n * (steps + 1);
     for (int64_t k = 0; k < steps; k++) {
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
-        step_inputs(s, r, n, 1, k, w.x);
-        int st = step(m, s, w, r.h, r.integrator, r.implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k]);
+        step_inputs(m, act, r, n, 1, k, w.x);
+        int st = step(m, act, w, r.h, r.integrator, r.implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k]);
         if (st == DIVERGED) {                                          // the state k + 1 is not finite
             for (int i = 0; i < nq; i++) qn[i] = std::nan("");
             for (int j = 0; j < nv; j++) qdn[j] = std::nan("");
+        } else if (st == OK) {
+            for (int i = 0; i < nq; i++)
+                if (!std::isfinite(qn[i])) st = DIVERGED;
+            for (int j = 0; j < nv; j++)
+                if (!std::isfinite(qdn[j])) st = DIVERGED;
+        }
+        if (st != OK) {
+            r.failure[n] = st;
             return k;
         }
-        if (st != STEPPED) return -2;
-        for (int i = 0; i < nq; i++)
-            if (!std::isfinite(qn[i])) return k;
-        for (int j = 0; j < nv; j++)
-            if (!std::isfinite(qdn[j])) return k;
     }
-    if (r.with_energy && final_energy(m, w.d, Q + steps * nq, QD + steps * nv, E[steps]) != STEPPED) return -2;
+    if (r.with_energy && final_energy(m, w.d, Q + steps * nq, QD + steps * nv, E[steps]) != OK) {
+        r.failure[n] = ZERO_QUATERNION;
+        return steps;
+    }
     return -1;
 }
 
-// trajectories n .. n + count - 1 of r (count <= the lanes of L) side by side, from their Q[0], QD[0]: STEPPED with
-// every state written, or not (a lane diverged, a zero quaternion, implicit, a matrix that does not factor): the caller
-// then runs them one by one (simulate_one), which reports exactly what and where
-template <class L> int simulate_block(const Model &m, const SimModel &s, SimData<L> &w, const Rollout &r, int64_t n, int64_t count) {
+// trajectories n .. n + count - 1 of r (count <= the lanes of L) side by side, from their Q[0], QD[0]: OK with every
+// state written, or not (a lane diverged, a zero quaternion, implicit, a matrix that does not factor): the caller then
+// runs them one by one (simulate_one), which reports exactly what and where
+template <class L> int simulate_block(const Model &m, const Actuators &act, SimData<L> &w, const Rollout &r, int64_t n, int64_t count) {
     constexpr int W = lanes_of<L>;
     int nq = m.nq, nv = m.nv;
     int64_t steps = r.steps, rowq = (steps + 1) * nq, rowv = (steps + 1) * nv, rowe = steps + 1;
@@ -311,10 +321,10 @@ template <class L> int simulate_block(const Model &m, const SimModel &s, SimData
     }
     L e;
     for (int64_t k = 0; k < steps; k++) {
-        step_inputs(s, r, n, count, k, w.x);
-        if (step(m, s, w, r.h, r.integrator, r.implicit_damping, w.q.data(), w.qd.data(), w.qn.data(), w.qdn.data(), e) != STEPPED)
-            return DECLINED;
-        if (any_nonfinite(w.qn.data(), size_t(nq)) || any_nonfinite(w.qdn.data(), size_t(nv))) return DECLINED;
+        step_inputs(m, act, r, n, count, k, w.x);
+        int st = step(m, act, w, r.h, r.integrator, r.implicit_damping, w.q.data(), w.qd.data(), w.qn.data(), w.qdn.data(), e);
+        if (st != OK) return st;
+        if (any_nonfinite(w.qn.data(), size_t(nq)) || any_nonfinite(w.qdn.data(), size_t(nv))) return DIVERGED;
         for (int64_t l = 0; l < count; l++) {
             for (int i = 0; i < nq; i++) r.Q[(n + l) * rowq + (k + 1) * nq + i] = w.qn[i][l];
             for (int j = 0; j < nv; j++) r.QD[(n + l) * rowv + (k + 1) * nv + j] = w.qdn[j][l];
@@ -324,10 +334,10 @@ template <class L> int simulate_block(const Model &m, const SimModel &s, SimData
         std::swap(w.qd, w.qdn);
     }
     if (r.with_energy) {
-        if (final_energy(m, w.d, w.q.data(), w.qd.data(), e) != STEPPED) return DECLINED;
+        if (final_energy(m, w.d, w.q.data(), w.qd.data(), e) != OK) return ZERO_QUATERNION;
         for (int64_t l = 0; l < count; l++) r.E[(n + l) * rowe + steps] = e[l];
     }
-    return STEPPED;
+    return OK;
 }
 
 }  // namespace

@@ -7,7 +7,8 @@
 //     isa_avx512.cpp   physai::avx512::kernels     8 states (Lanes8), -mavx512f
 //
 // A batch call runs a range of states through the active instruction set's lanes, then what they leave (a last single
-// state, or what a lane block declined) through the scalar kernels. The run-time choice is in dispatch.cpp (isa_*).
+// state, an operation they do not run, what a lane block failed on) through the scalar kernels. The run-time choice
+// is in dispatch.cpp (isa_*).
 //
 // Against the one-definition-rule hazard of per-ISA translation units (an inline function or template instantiation
 // emitted in two objects is kept once by the linker, which could put AVX-512 code on the baseline path): every function
@@ -16,7 +17,6 @@
 // ISA unit exports are its table below. scripts/check_isa_symbols.sh checks the objects for symbols defined twice.
 #pragma once
 
-#include <atomic>
 #include <cstdint>
 
 #include "data.h"
@@ -24,52 +24,100 @@
 
 namespace physai {
 
-// the operations of a batch call (physai.engine._native.run; OPS names them)
-enum Op { RNEA = 0, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC, POTENTIAL, ENERGY, NOPS };
-inline constexpr const char *OP_NAMES[NOPS] = {"rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba",
-                                               "kinetic_energy", "potential_energy", "energy"};
-// inputs (sizes: 'q' nq, 'v' nv) and the output size per state ('v' nv, 'M' nv^2, 's' 1)
-inline constexpr const char *OP_INPUTS[NOPS] = {"qvv", "qv", "q", "q", "qvv", "qvv", "qv", "q", "qv"};
-inline constexpr char OP_OUTPUT[NOPS] = {'v', 'v', 'v', 'M', 'v', 'v', 's', 's', 's'};
-// the derivatives (physai.engine._native.derivatives): inputs q, qd, qdd or q, qd, tau; three (nv, nv) outputs
-enum DerivativeOp { RNEA_DERIVATIVES = 0, FORWARD_DYNAMICS_DERIVATIVES = 1 };
+// Every operation of the compiled engine, in one table: physai.engine._native.call(model, op, a, b, c) runs one for the
+// arguments a, b, c (as many as it takes; _native.OPS names the codes, _native.ARGUMENTS the arguments). A new kernel is
+// one row here (and its case in batch.h's one_state, or its runner in bindings.cpp).
+enum Op {
+    RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
+    RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
+    JACOBIAN, BODY_POSES, INTEGRATE, DIFFERENCE,                                                       // one state at a time
+    ROLLOUT,                                                                                           // integrate.h's loop
+    NOPS
+};
+struct Operation {
+    const char *name;        // physai's name of it: _native.OPS[name] is its code
+    const char *arguments;   // its arguments, "name:kind" each; kinds: q, v: a state (nq, nv) or N of them, (size,) or
+                             // (N, size); Q, V: N states, (N, size); h: a float; l: a link index; p: a point (3,);
+                             // o: rollout's options (a tuple, cpp/bindings.cpp)
+    const char *outputs;     // its results per state, one kind each: v (nv), q (nq), M (nv, nv), s (one number),
+                             // J (6, nv), P (nbody, 3), R (nbody, 3, 3)
+    bool finite;             // whether a result that is not finite is an error (NONFINITE), as on the NumPy path
+    bool lanes;              // whether the lane kernels run it (else the scalar kernels run every state)
+};
+inline constexpr Operation OPERATIONS[NOPS] = {
+    {"rnea", "q:q qd:v qdd:v", "v", true, true},
+    {"bias", "q:q qd:v", "v", true, true},
+    {"gravity", "q:q", "v", true, true},
+    {"mass_matrix", "q:q", "M", true, true},
+    {"forward_dynamics", "q:q qd:v tau:v", "v", true, true},
+    {"aba", "q:q qd:v tau:v", "v", true, true},
+    {"kinetic_energy", "q:q qd:v", "s", true, true},
+    {"potential_energy", "q:q", "s", true, true},
+    {"energy", "q:q qd:v", "s", true, true},
+    {"rnea_derivatives", "q:q qd:v qdd:v", "MMM", true, true},
+    {"forward_dynamics_derivatives", "q:q qd:v tau:v", "MMM", true, true},
+    {"jacobian", "q:q link:l point:p", "J", false, false},
+    {"body_poses", "q:q", "PR", false, false},
+    {"integrate", "q:q qd:v h:h", "q", true, false},
+    {"difference", "q0:q q1:q h:h", "v", true, false},
+    {"rollout", "q0:Q qd0:V options:o", "", false, false},
+};
+
+// the integrators of a rollout by code (data.h's Integrator), named as physai.integrators names them (_native.INTEGRATORS)
+inline constexpr const char *INTEGRATOR_NAMES[] = {"euler", "rk4", "implicit", "implicitfast"};
+static_assert(sizeof(INTEGRATOR_NAMES) / sizeof(INTEGRATOR_NAMES[0]) == IMPLICITFAST + 1, "a name per Integrator");
 
 // a kernel set's workspace (Work<T> of data.h for its number type T), made and freed by the set
 struct Workspace;
 
-// the return of a range kernel when a state failed (not finite, a zero quaternion, a singular matrix)
-constexpr int64_t FAILED = -1;
-
-// a range kernel: states [lo, hi) of op for the inputs into the outputs (as many as op has, its output size per state
-// each); returns the first state not done (the lane kernels leave a last single state to the scalar kernels), or FAILED;
-// stops early once `stop` is set
-using RangeKernel = int64_t (*)(const Model &, Workspace &, int op, const Input *in, double *const *out, int64_t lo, int64_t hi,
-                                const std::atomic<int> &stop);
+// the range kernel: states [lo, hi) of a call (every operation but ROLLOUT). A state that meets a zero quaternion or a
+// singular matrix, or whose result is not finite (where the operation checks), is recorded in failures and the others
+// go on. Returns the first state not done: the lane kernels leave what does not fill their lanes, every state of an
+// operation they do not run, and the rest of a block that failed to the scalar kernels, which do each state.
+using RangeKernel = int64_t (*)(const Model &, Workspace &, const Call &call, int64_t lo, int64_t hi, Failures &failures);
 
 struct Kernels {
     const char *name;                 // PHYSAI_ISA's and set_isa's name: "avx512f", "avx2", "default"; "scalar"
     int lanes;                        // states side by side
     Workspace *(*create)(const Model &);
     void (*destroy)(Workspace *);
-    RangeKernel compute;              // an Op into out[0]
-    RangeKernel derivatives;          // a DerivativeOp into out[0], out[1], out[2] (nv^2 per state each)
+    RangeKernel run;
     // the trajectories n in [lo, hi) of r whose status is RERUN: the scalar kernels run each and set its status; the
     // lane kernels run blocks side by side and set -1 for those they finish (not for implicit, whose LU pivots per lane)
-    void (*simulate)(const Model &, const SimModel &, const Rollout &r, int64_t lo, int64_t hi);
+    void (*simulate)(const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);
 };
 
-namespace scalar {
-extern const Kernels kernels;
-// (Jp; Jr) (6, nv) of a point (3, in link's frame) for each of N states q (N, nq) into out (N, 6, nv); ZERO_QUATERNION
-int jacobians(const Model &, Workspace &, const double *q, int64_t N, int64_t link, const double *point, double *out);
-// every body's world pose (pos (N, nbody, 3), rot (N, nbody, 3, 3)) from its link's (-1: the world) and its pose in it
-int body_poses(const Model &, Workspace &, const double *q, int64_t N, int64_t nbody, const int64_t *body_link,
-               const double *body_pos, const double *body_rot, double *pos, double *rot);
-// integrate (op 0: x = q (nq), y = v (nv) -> q) or difference (op 1: x = q0, y = q1 -> v) for N states; false when a
-// result is not finite
-bool configuration(const SimModel &, int op, const double *x, const double *y, int64_t N, double h, double *out);
-}  // namespace scalar
+namespace {
 
+// whether an argument of kind `kind` (OPERATIONS) is a state, (size,) or (N, size)
+inline bool is_state(char kind) { return kind == 'q' || kind == 'v' || kind == 'Q' || kind == 'V'; }
+
+// the entries per state of an argument or a result of kind `kind` (OPERATIONS), 0 for an argument that is no state
+inline int64_t entries(const Model &m, char kind) {
+    switch (kind) {
+        case 'q': case 'Q': return m.nq;
+        case 'v': case 'V': return m.nv;
+        case 'M': return int64_t(m.nv) * m.nv;
+        case 's': return 1;
+        case 'J': return 6 * int64_t(m.nv);
+        case 'P': return 3 * int64_t(m.nbody);
+        case 'R': return 9 * int64_t(m.nbody);
+    }
+    return 0;
+}
+
+// c.op's state inputs and outputs (their counts and entries per state) from OPERATIONS
+inline void layout(const Model &m, Call &c) {
+    const Operation &o = OPERATIONS[c.op];
+    c.nin = c.nout = 0;
+    for (const char *a = o.arguments; *a; a++)
+        if (*a == ':' && is_state(a[1]) && c.nin < 3) c.in_size[c.nin++] = entries(m, a[1]);
+    for (const char *r = o.outputs; *r && c.nout < 3; r++) c.out_size[c.nout++] = entries(m, *r);
+}
+
+}  // namespace
+
+namespace scalar { extern const Kernels kernels; }
 namespace baseline { extern const Kernels kernels; }
 namespace avx2 { extern const Kernels kernels; }
 namespace avx512 { extern const Kernels kernels; }

@@ -1,8 +1,10 @@
-// The constant description of a model (MuJoCo's mjModel): flat arrays named as the fields of physai.engine.Model where
-// they exist (link_parentid, link_dofadr, dof_parentid, ...). A Model only points into arrays that its owner keeps
-// (the bound NativeModel of cpp/bindings.cpp); the kernels take it as const and keep every workspace elsewhere
-// (cpp/data.h). Model and SimModel are plain data: no member functions, so no code of theirs is shared between the
-// instruction sets' translation units.
+// The constant description of a model (MuJoCo's mjModel) and of its actuators: flat arrays named as the fields of
+// physai.engine.Model and physai.engine.actuators.Actuators (link_parentid, dof_parentid, moment, gain, ...), the link
+// transforms' constants as physai.joints.LinkTransforms gathers them per link (link_jnttype, link_G, ...). A Model only
+// points into arrays that its owner keeps (the bound _native.Model of cpp/bindings.cpp, which reads each field by name
+// and checks its shape); the kernels take it as const and keep every workspace elsewhere (cpp/data.h). Model and
+// Actuators are plain data: no member functions, so no code of theirs is shared between the instruction sets'
+// translation units.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +12,7 @@
 namespace physai {
 
 struct Model {
-    int nq = 0, nv = 0, nlink = 0, nspring = 0;
+    int nq = 0, nv = 0, nlink = 0, nbody = 0, nspring = 0, nscalar = 0, nquat = 0;
     double gravity[3] = {0, 0, 0};
     // per link (nlink): the tree
     const int64_t *link_parentid = nullptr;      // parent link, -1: the world
@@ -28,62 +30,64 @@ struct Model {
     // per dof (nv)
     const int64_t *dof_linkid = nullptr, *dof_parentid = nullptr;   // its link; the dof before it on the path to the root, -1
     const double *dof_motion = nullptr, *dof_armature = nullptr;    // (nv, 6) in the link frame, (nv)
-    // joint springs (nspring): q index, stiffness, rest position
-    const int64_t *spring_qposadr = nullptr;
+    const double *dof_damping = nullptr;                            // (nv)
+    const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
+    // joint springs (nspring): q index, dof, stiffness, rest position
+    const int64_t *spring_qposadr = nullptr, *spring_dofadr = nullptr;
     const double *spring_stiffness = nullptr, *spring_ref = nullptr;
+    // q's layout (Model.coords): scalar coordinates (nscalar), q and v index; quaternions (nquat), q (4) and v (3) index
+    const int64_t *scalar_qposadr = nullptr, *scalar_dofadr = nullptr;
+    const int64_t *quat_qposadr = nullptr, *quat_dofadr = nullptr;
+    // bodies (nbody): the engine link a body moves with (-1: the world), its pose in that link's frame, and its centre
+    // of mass there (body_pos + body_rot body_ipos: where wrenches act)
+    const int64_t *body_linkid = nullptr;
+    const double *body_pos = nullptr, *body_rot = nullptr, *body_linkipos = nullptr;      // (nbody, 3), (nbody, 9), (nbody, 3)
     // bodies welded to the world (their gravity moment)
     double static_mass = 0, static_com[3] = {0, 0, 0};
 };
 
-// What drives a simulation besides the Model (integrators.simulate, forces.Actuators): joint damping, q's layout for
-// integration, the actuators, the bodies that wrenches act on, and M's sparsity pattern
-struct SimModel {
-    int nq = 0, nv = 0, nu = 0, nbody = 0, nscalar = 0, nquat = 0, nspring = 0;
-    const double *dof_damping = nullptr;                                  // (nv)
-    const int64_t *scalar_qposadr = nullptr, *scalar_dofadr = nullptr;    // (nscalar): scalar coordinates, q and v index
-    const int64_t *quat_qposadr = nullptr, *quat_dofadr = nullptr;        // (nquat): quaternions, q (4) and v (3) index
-    const int64_t *spring_dofadr = nullptr;                               // (nspring): the dof of each Model spring
-    // actuators (nu): moment (nu, nv) and length moment (nu, nq) arms, gain and bias (nu, 3: constant, length, velocity)
-    const double *actuator_moment = nullptr, *actuator_qmoment = nullptr, *actuator_gain = nullptr, *actuator_bias = nullptr;
-    const int64_t *actuator_ctrllimited = nullptr, *actuator_forcelimited = nullptr;
-    const double *actuator_ctrlrange = nullptr, *actuator_forcerange = nullptr;                   // (nu, 2)
-    const int64_t *dof_forcelimited = nullptr;                                                    // (nv)
-    const double *dof_forcerange = nullptr;                                                       // (nv, 2)
-    const int64_t *body_linkid = nullptr;          // (nbody): the engine link a body moves with, -1: the world
-    const double *body_point = nullptr;            // (nbody, 3): its centre of mass in the link's frame
-    const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
+// the actuators (physai.engine.actuators.Actuators, nu of them) of a simulation: moment (nu, nv) and length moment
+// qmoment (nu, nq) arms, gain and bias (nu, 3: constant, length, velocity), ctrl and force limits (nu, 2) where limited;
+// the limits of the total actuator force per dof (nv, 2) where dof_forcelimited
+struct Actuators {
+    int nu = 0;
+    const double *moment = nullptr, *qmoment = nullptr, *gain = nullptr, *bias = nullptr;
+    const int64_t *ctrllimited = nullptr, *forcelimited = nullptr;
+    const double *ctrlrange = nullptr, *forcerange = nullptr;
+    const int64_t *dof_forcelimited = nullptr;
+    const double *dof_forcerange = nullptr;
 };
 
 namespace {
 
-// what is inconsistent in m's indices (the message of the caller's ValueError), or nullptr
+// the field whose indices are inconsistent (named in the caller's ValueError), or nullptr
 inline const char *check_model(const Model &m) {
     for (int i = 0; i < m.nlink; i++) {
-        if (m.link_parentid[i] >= i || m.link_parentid[i] < -1 || m.link_centerid[i] < 0 || m.link_centerid[i] >= m.nlink ||
-            m.link_dofnum[i] < 1 || m.link_dofnum[i] > 3 || m.link_dofadr[i] < 0 || m.link_dofadr[i] + m.link_dofnum[i] > m.nv ||
-            m.link_qposadr[i] < 0 || m.link_qposadr[i] + (m.link_jnttype[i] ? 4 : 1) > m.nq)
-            return "inconsistent link arrays";
+        if (m.link_parentid[i] >= i || m.link_parentid[i] < -1) return "link_parentid";
+        if (m.link_centerid[i] < 0 || m.link_centerid[i] >= m.nlink) return "link_centerid";
+        if (m.link_dofnum[i] < 1 || m.link_dofnum[i] > 3) return "link_dofnum";
+        if (m.link_dofadr[i] < 0 || m.link_dofadr[i] + m.link_dofnum[i] > m.nv) return "link_dofadr";
+        if (m.link_jnttype[i] != 0 && m.link_jnttype[i] != 1) return "link_jnttype";
+        if (m.link_qposadr[i] < 0 || m.link_qposadr[i] + (m.link_jnttype[i] ? 4 : 1) > m.nq) return "link_qposadr";
     }
-    for (int j = 0; j < m.nv; j++)
-        if (m.dof_linkid[j] < 0 || m.dof_linkid[j] >= m.nlink || m.dof_parentid[j] >= j || m.dof_parentid[j] < -1)
-            return "inconsistent dof arrays";
-    for (int k = 0; k < m.nspring; k++)
-        if (m.spring_qposadr[k] < 0 || m.spring_qposadr[k] >= m.nq) return "spring index";
-    return nullptr;
-}
-
-// the same for a SimModel
-inline const char *check_sim(const SimModel &s) {
-    for (int k = 0; k < s.nspring; k++)
-        if (s.spring_dofadr[k] < 0 || s.spring_dofadr[k] >= s.nv) return "spring dof";
-    for (int k = 0; k < s.nscalar; k++)
-        if (s.scalar_qposadr[k] < 0 || s.scalar_qposadr[k] >= s.nq || s.scalar_dofadr[k] < 0 || s.scalar_dofadr[k] >= s.nv)
-            return "scalar coordinate index";
-    for (int k = 0; k < s.nquat; k++)
-        if (s.quat_qposadr[k] < 0 || s.quat_qposadr[k] + 4 > s.nq || s.quat_dofadr[k] < 0 || s.quat_dofadr[k] + 3 > s.nv)
-            return "quaternion index";
-    for (int b = 0; b < s.nbody; b++)
-        if (s.body_linkid[b] < -1) return "body link";
+    for (int j = 0; j < m.nv; j++) {
+        if (m.dof_linkid[j] < 0 || m.dof_linkid[j] >= m.nlink) return "dof_linkid";
+        if (m.dof_parentid[j] >= j || m.dof_parentid[j] < -1) return "dof_parentid";
+    }
+    for (int k = 0; k < m.nspring; k++) {
+        if (m.spring_qposadr[k] < 0 || m.spring_qposadr[k] >= m.nq) return "spring_qposadr";
+        if (m.spring_dofadr[k] < 0 || m.spring_dofadr[k] >= m.nv) return "spring_dofadr";
+    }
+    for (int k = 0; k < m.nscalar; k++) {
+        if (m.scalar_qposadr[k] < 0 || m.scalar_qposadr[k] >= m.nq) return "scalar_qposadr";
+        if (m.scalar_dofadr[k] < 0 || m.scalar_dofadr[k] >= m.nv) return "scalar_dofadr";
+    }
+    for (int k = 0; k < m.nquat; k++) {
+        if (m.quat_qposadr[k] < 0 || m.quat_qposadr[k] + 4 > m.nq) return "quat_qposadr";
+        if (m.quat_dofadr[k] < 0 || m.quat_dofadr[k] + 3 > m.nv) return "quat_dofadr";
+    }
+    for (int b = 0; b < m.nbody; b++)
+        if (m.body_linkid[b] < -1 || m.body_linkid[b] >= m.nlink) return "body_linkid";
     return nullptr;
 }
 

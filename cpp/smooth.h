@@ -1,4 +1,4 @@
-// The smooth stages (src/physai/engine/algorithms.py, MuJoCo's engine_core_smooth.c), function by function with the
+// The smooth stages (src/physai/engine/smooth.py, MuJoCo's engine_core_smooth.c), function by function with the
 // NumPy text's names, stages and quantities: spatial vectors are (angular, linear), world-aligned, about the centre of
 // each link's tree.
 //
@@ -7,7 +7,8 @@
 //     com_vel(m, d, qd)           velocities                       cvel, cdof_dot
 //     rne(m, d, qd, qdd, out)     recursive Newton-Euler           cacc, cfrc, qfrc
 //     crb(m, d, out)              composite rigid bodies           crb, qM
-//     kinetic, potential          the energies (algorithms._kinetic, _potential)
+//     position_stages, velocity_stages   kinematics and com_pos; then com_vel
+//     energy_vel, energy_pos      the kinetic and potential energies (MuJoCo's mj_energyVel, mj_energyPos)
 #pragma once
 
 #include "data.h"
@@ -226,22 +227,22 @@ template <class T> void crb(const Model &m, Data<T> &d, T *out) {
     for (size_t j = 0; j < nv; j++) out[j * nv + j] = out[j * nv + j] + m.dof_armature[j];
 }
 
-// kinematics and com_pos (algorithms._position)
-template <class T> int position(const Model &m, Data<T> &d, const T *q) {
+// kinematics and com_pos (smooth.position_stages)
+template <class T> int position_stages(const Model &m, Data<T> &d, const T *q) {
     int st = kinematics(m, d, q);
     if (st == OK) com_pos(m, d);
     return st;
 }
 
-// position, then com_vel (algorithms._velocity)
-template <class T> int velocity(const Model &m, Data<T> &d, const T *q, const T *qd) {
-    int st = position(m, d, q);
+// position_stages, then com_vel (smooth.velocity_stages)
+template <class T> int velocity_stages(const Model &m, Data<T> &d, const T *q, const T *qd) {
+    int st = position_stages(m, d, q);
     if (st == OK) com_vel(m, d, qd);
     return st;
 }
 
 // T = 1/2 sum_l v . (cinert v) + 1/2 sum_i armature qd^2
-template <class T> T kinetic(const Model &m, Data<T> &d, const T *qd) {
+template <class T> T energy_vel(const Model &m, Data<T> &d, const T *qd) {
     T s = splat<T>(0.0), arm = splat<T>(0.0), Iv[6];
     for (int i = 0; i < m.nlink; i++) {
         inertia_times(d.cinert[i], d.vel(i), Iv);
@@ -252,7 +253,7 @@ template <class T> T kinetic(const Model &m, Data<T> &d, const T *qd) {
 }
 
 // U = 1/2 k (q - springref)^2 - gravity . (sum_l m_l (center_l + cipos_l) + static mass moment)
-template <class T> T potential(const Model &m, Data<T> &d, const T *q) {
+template <class T> T energy_pos(const Model &m, Data<T> &d, const T *q) {
     T moment[3] = {splat<T>(0.0), splat<T>(0.0), splat<T>(0.0)};
     for (int i = 0; i < m.nlink; i++) {
         const T *c = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.link_centerid[i]];

@@ -1,4 +1,4 @@
-// Spatial algebra (src/physai/spatial.py, the cross products of src/physai/engine/algorithms.py): 3-vectors,
+// Spatial algebra (src/physai/spatial.py, the cross products of src/physai/engine/smooth.py): 3-vectors,
 // 6-vectors (angular, linear), the spatial inertia about a point, rotation matrices and quaternions (w, x, y, z).
 // Matrices are row-major. Written once for a number type T (double or lanes, cpp/lanes.h).
 #pragma once

@@ -1,13 +1,16 @@
 """The compiled backend itself (physai.engine.native): that it is built and chosen, PHYSAI_BACKEND and PHYSAI_ISA at
-import, set_isa, thread counts, the inputs it takes or declines (lists, float32, strided views, data=, a zero
-quaternion), bad inputs raising the same named errors with the same messages on both backends, and engine.map_states
-over Dask arrays. Its numbers against the NumPy reference, entry point by entry point and instruction set by
-instruction set: tests/test_native_vs_numpy.py.
+import, set_isa, thread counts, the inputs it converts (lists, float32, strided views) and data=, its boundary (the
+compiled model from named fields, the codes read from the extension), bad inputs raising the same named errors with the
+same messages on both backends without rerunning the NumPy algorithm, and engine.map_states over Dask arrays. Its
+numbers against the NumPy reference, entry point by entry point and instruction set by instruction set:
+tests/test_native_vs_numpy.py.
 
 Bounds (helpers.assert_close, per state, relative to the state's largest entry): RTOL = 1e-13 against NumPy; the
 compiled kernel runs the same operations for a state alone, in a batch and on any thread count, so its results agree
 within SAME = 4 eps; forward dynamics and aba times max(1, 1e-3 cond(M)) (tests/test_native_vs_numpy.py).
 """
+
+import inspect
 
 import dask.array as da
 import numpy as np
@@ -231,10 +234,10 @@ def test_physai_isa_chooses_the_variant_at_import():
         assert ("PHYSAI_ISA='sse9' unavailable" in out[1]) == (asked == "sse9"), out
 
 
-def test_derivatives_shared_state_strided_inputs_and_declined_calls():
+def test_derivatives_shared_state_strided_inputs_and_named_errors():
     """physai.derivatives: a single state shared by a batch, strided views, lists and data= give the same numbers (data=
-    and lists on the NumPy text; 1e-12 relative to each matrix's largest entry); a zero quaternion and a wrong shape are
-    declined by the kernel and raise the NumPy path's named errors."""
+    on the NumPy text; 1e-12 relative to each matrix's largest entry); a zero quaternion and a wrong shape raise the
+    NumPy path's named errors, with the same messages."""
     robot = Robot("mixed_joints", n=6, seed=3)
     model, nv = robot.model, robot.model.nv
 
@@ -254,8 +257,92 @@ def test_derivatives_shared_state_strided_inputs_and_declined_calls():
     a = int(model.coords.quat_q[0])
     zero[a:a + 4] = 0.0
     for f in (derivatives.rnea_derivatives, derivatives.forward_dynamics_derivatives):
-        assert native.derivatives(model, native.RNEA_DERIVATIVES, zero, robot.qd[0], robot.qdd[0]) is None
-        with pytest.raises(InvalidStateError):
-            f(model, zero, robot.qd[0], robot.qdd[0])
-        with pytest.raises(ShapeError, match="qd"):
-            f(model, robot.q[0], robot.qd[0][:-1], robot.qdd[0])
+        for args, kind in (((zero, robot.qd[0], robot.qdd[0]), InvalidStateError),
+                           ((robot.q[0], robot.qd[0][:-1], robot.qdd[0]), ShapeError)):
+            errors = {_error(b, f, model, *args) for b in ("native", "numpy")}
+            assert len(errors) == 1 and errors.pop()[0] is kind
+
+
+def test_errors_are_named_without_the_numpy_path(monkeypatch):
+    """On the compiled backend a bad input, a zero quaternion, a singular mass matrix or an overflow raises the NumPy
+    path's error and message (worded by validation, not computed again: the NumPy algorithms are replaced by a trap
+    here); inputs of another type are converted and computed; rollout names the trajectory and the step."""
+    from physai import dynamics, integrators, jacobians, joints, kinematics
+    from physai.engine import batching
+
+    mixed = engine.from_mujoco(models.load(MIXED))
+    q, v = mixed.qpos0, np.full(mixed.nv, 0.5)
+    zero = q.copy()
+    zero[mixed.coords.quat_q[1]:mixed.coords.quat_q[1] + 4] = 0.0
+    states = np.stack([q, q, zero])
+    B = dynamics.Body
+    tree = dynamics.Tree([B(-1, [0, 0, 0], np.eye(3), "slide", [1, 0, 0], None, 0.0, [0, 0, 0], np.zeros((3, 3)))], armature=[0.0])
+    singular = engine.compile_tree(tree)
+    cases = [
+        (engine.rnea, mixed, q, np.where(np.arange(mixed.nv) == 2, np.nan, v), v),
+        (engine.gravity, mixed, states), (engine.mass_matrix, mixed, zero), (engine.energy, mixed, states, v),
+        (engine.rnea, mixed, q, np.full(mixed.nv, 1e200), v), (engine.forward_dynamics, mixed, q, v, np.full(mixed.nv, 1e308)),
+        (engine.rnea, mixed, q, np.stack([v] * 5 + [np.full(mixed.nv, 1e200)] * 6), v),                      # in lanes
+        (engine.forward_dynamics, singular, [0.0], [0.0], [1.0]), (engine.aba, singular, [0.0], [0.0], [1.0]),
+        (derivatives.rnea_derivatives, mixed, states, v, v), (derivatives.forward_dynamics_derivatives, singular, [0.0], [0.0], [1.0]),
+        (derivatives.forward_dynamics_derivatives, mixed, q, np.full(mixed.nv, 1e200), v),
+        (engine.integrate, mixed, states, np.full(mixed.nv, 1e300), 1e10), (jacobians.body_jacobian, mixed, states, 3),
+        (kinematics.body_poses, mixed, zero),
+    ]
+    with np.errstate(over="ignore", invalid="ignore"):                   # the NumPy integrate overflows on its way
+        expected = [_error("numpy", f, *args) for f, *args in cases]
+    assert all(e is not None for e in expected)
+    converted = engine.rnea(mixed, q, v, v)
+
+    def trap(*args, **kwargs):
+        raise AssertionError("the NumPy path ran")
+    for module, name in ((batching, "run"), (jacobians, "kinematics"), (kinematics, "kinematics"), (joints, "integrate"),
+                         (integrators, "_python_loop")):
+        monkeypatch.setattr(module, name, trap)
+    for (f, *args), error in zip(cases, expected):
+        assert _error("native", f, *args) == error, f.__name__
+    np.testing.assert_array_equal(engine.rnea(mixed, q.tolist(), v.astype(np.float32).astype(float), v.tolist()), converted)
+    with pytest.raises(InvalidStateError, match=r"^trajectory 2 of the rollout at step 1: q\[\d+:\d+\] is a zero quaternion"):
+        integrators.rollout(mixed, states, np.zeros((3, mixed.nv)), 1e-3, 5, "rk4")
+    with pytest.raises(InvalidModelError, match="^the simulation at step 1: the mass matrix is singular"):
+        integrators.simulate(singular, [0.0], [0.0], 1e-3, 5)
+
+
+def test_codes_and_arguments_come_from_the_extension():
+    """The operation and integrator codes are the extension's (cpp/kernels.h, cpp/data.h), read by name; its integrators
+    are physai.integrators' (whose MUJOCO_INTEGRATOR numbers are MuJoCo's, another table); each public engine function
+    takes the arguments of its compiled operation (dispatch checks the names)."""
+    from physai import integrators
+
+    assert set(native.INTEGRATOR_CODES) == set(integrators.INTEGRATORS) == set(integrators.MUJOCO_INTEGRATOR)
+    assert sorted(native.OPS.values()) == list(range(len(native.OPS))) and set(native.OPS) == set(native.ARGUMENTS)
+    for name in ("rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "kinetic_energy", "potential_energy", "energy"):
+        names = list(inspect.signature(getattr(engine, name)).parameters)[1:-1]
+        assert names == [n for n, _ in native.ARGUMENTS[name]], name
+
+
+def test_the_compiled_model_is_built_from_named_fields():
+    """_native.Model reads native.fields(model) by name and checks each field's type and shape (the error names it), an
+    unknown name and an index outside the model; _native.Actuators the same for the actuators, against their model."""
+    from physai.engine import _native
+
+    model = engine.from_mujoco(models.load("franka_emika_panda"))
+    fields = native.fields(model)
+    compiled = _native.Model(fields)
+    assert (compiled.nq, compiled.nv, compiled.nlink, compiled.nbody) == (model.nq, model.nv, model.nlink, model.nbody)
+    bad = [({"dof_armature": None}, ValueError, "the field dof_armature is missing"),
+           ({"link_mass": fields["link_mass"][:-1]}, TypeError, r"field link_mass: expected a C-contiguous float64 array of shape \(9,\)"),
+           ({"link_parentid": fields["link_parentid"].astype(float)}, TypeError, "field link_parentid: expected .* int64"),
+           ({"link_masses": fields["link_mass"]}, ValueError, "unknown fields link_masses"),
+           ({"dof_parentid": np.arange(model.nv, dtype=np.int64)}, ValueError, "field dof_parentid: an index outside"),
+           ({"nq": -1}, TypeError, "field nq: expected a whole number")]
+    for change, kind, message in bad:
+        wrong = {**fields, **change}
+        wrong = {k: x for k, x in wrong.items() if x is not None}
+        with pytest.raises(kind, match=message):
+            _native.Model(wrong)
+    acts = _native.Actuators(compiled, native.actuator_fields(model.actuators))
+    assert acts.nu == model.nu
+    other = engine.from_mujoco(models.load("double_pendulum"))
+    with pytest.raises(TypeError, match="Actuators field moment: expected .* shape"):
+        _native.Actuators(native.compiled(other), native.actuator_fields(model.actuators))

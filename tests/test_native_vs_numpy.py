@@ -72,22 +72,24 @@ CALLS = {
 }
 
 
-def _engine_kernel(name):
-    return lambda model, *a: native.run(model, getattr(native, name.upper()), *a, *(None,) * (3 - len(a)))
+def _jacobian_kernel(model, q, b):
+    """body_jacobian's compiled call for body b (6, nv) or (N, 6, nv): the kernel's point is POINT in b's link frame."""
+    link = int(model.body_linkid[b])
+    if link < 0:                                                       # welded to the world: no call, zeros
+        return np.zeros(np.shape(q)[:-1] + (6, model.nv))
+    return native.Kernel("jacobian")(model, q, link, model.body_pos[b] + model.body_rot[b] @ POINT)
 
 
-#: The compiled call (physai.engine.native) behind each entry point, on the same arrays: None would mean the kernel
-#: declined them, and the comparison would be NumPy against itself.
+#: The compiled call (physai.engine.native.Kernel, one operation of cpp/kernels.h) behind each entry point, on the same
+#: arrays: the public function on the compiled backend must give exactly its result (else it ran something else).
 KERNELS = {
-    **{name: _engine_kernel(name) for name in ("rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "energy",
-                                                "kinetic_energy", "potential_energy")},
-    "rnea_derivatives": lambda model, *a: native.derivatives(model, native.RNEA_DERIVATIVES, *a),
-    "forward_dynamics_derivatives": lambda model, *a: native.derivatives(model, native.FORWARD_DYNAMICS_DERIVATIVES, *a),
-    "body_jacobian": lambda model, q: native.jacobians(model, q, model.nlink - 1, POINT),
-    "point_jacobian": lambda model, q: native.jacobians(model, q, model.nlink - 1, POINT),
-    "body_poses": native.body_poses,
-    "integrate": lambda model, q, qd: native.configuration(model, 0, q, qd, H),
-    "difference": lambda model, q, q1: native.configuration(model, 1, q, q1, H),
+    **{name: native.Kernel(name) for name in ("rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "energy",
+                                               "kinetic_energy", "potential_energy", "rnea_derivatives",
+                                               "forward_dynamics_derivatives", "body_poses")},
+    "body_jacobian": lambda model, q: np.stack([_jacobian_kernel(model, q, b) for b in range(model.nbody)], axis=-3),
+    "point_jacobian": lambda model, q: _jacobian_kernel(model, q, model.nbody - 1)[..., :3, :],
+    "integrate": lambda model, q, qd: native.Kernel("integrate")(model, q, qd, H),
+    "difference": lambda model, q, q1: native.Kernel("difference")(model, q, q1, H),
 }
 
 
@@ -133,9 +135,11 @@ def test_native_equals_numpy(robot, name, isa, restore_isa):
         """A single state's result (its parts) with a states' axis of length 1."""
         return tuple(np.asarray(p)[None] for p in parts(x))
 
-    for sl in (slice(None), 0):
-        assert run("native", KERNELS[name], robot.model, *robot.args(call.arrays, sl)) is not None, f"the kernel declined {name}"
     batch = native_call(*robot.args(call.arrays))
+    for sl in (slice(None), 0):
+        compiled = run("native", KERNELS[name], robot.model, *robot.args(call.arrays, sl))
+        public = batch if sl != 0 else native_call(*robot.args(call.arrays, sl))
+        assert all(np.array_equal(a, b) for a, b in zip(parts(public), parts(compiled), strict=True)), f"{name} is not its kernel"
     assert type(batch) is type(batch_ref), name
     close(parts(batch), parts(batch_ref), call.rtol * allowance, f"{name} batch vs numpy")
     for i in (0, N - 1):

@@ -45,11 +45,11 @@ damping; MuJoCo's mjd_inverseFD differentiates qfrc_inverse, which includes damp
 step_derivatives differentiates the whole step: passive forces (damping, springs), actuators (gains, biases,
 clamping), applied joint forces (constant), the bias and the mass matrix.
 
-Backends. rnea_derivatives and forward_dynamics_derivatives run on the engine's compiled backend (cpp/derivatives.h,
-the same recursion for one state in C++, batches on threads) when it is active (physai.engine.native.on), no data= is
-given and the inputs are finite float64 arrays of the engine's shapes; otherwise, and for every input the kernel
-declines, on the NumPy text below, which stays the reference and raises the named errors (tests/test_derivatives.py
-compares the two within 1e-12 of each matrix's largest entry). step_derivatives runs on the NumPy text.
+Backends. rnea_derivatives and forward_dynamics_derivatives run on the engine's compiled backend (cpp/derivative.h,
+the same recursion for one state in C++, batches on threads) when it is active (physai.engine.native.on) and no data=
+is given, with the same named errors; otherwise on the NumPy text below, which stays the reference
+(tests/test_derivatives.py compares the two within 1e-12 of each matrix's largest entry). step_derivatives runs on the
+NumPy text.
 """
 
 import numpy as np
@@ -137,17 +137,9 @@ def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarra
     return dq, dv, M
 
 
-def _compiled(model, op: int, a, b, c, data):
-    """(the compiled backend's result or None, the Model): a Model seen before takes one compiled call (no Python
-    work per argument); otherwise the model is resolved and, without data, the compiled backend tried on the inputs.
-    None means the NumPy text decides (backend numpy, data given, inputs it converts or refuses by name)."""
-    nm = getattr(model, "_native_model", None)
-    if nm is not None and data is None and native.on:
-        out = native.ext_derivatives(nm, op, a, b, c)
-        if out is not None:
-            return out, model
-    model = engine.as_model(model)
-    return (native.derivatives(model, op, a, b, c) if data is None else None), model
+#: the compiled kernels (physai.engine.native), named as the NumPy text names a result that is not finite
+_RNEA_DERIVATIVES = native.Kernel("rnea_derivatives", "rnea derivatives", batching.result)
+_FORWARD_DYNAMICS_DERIVATIVES = native.Kernel("forward_dynamics_derivatives", "forward dynamics derivatives", batching.result)
 
 
 def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
@@ -168,9 +160,9 @@ def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):
     Equals pin.computeRNEADerivatives where the charts agree (fixed bases; for free joints in velocity
     coordinates only, see physai.conventions), and MuJoCo's mjd_inverseFD transposed, damping removed.
     """
-    out, model = _compiled(model, native.RNEA_DERIVATIVES, q, qd, qdd, data)
-    if out is not None:
-        return out
+    if data is None and native.on:
+        return _RNEA_DERIVATIVES(model, q, qd, qdd)
+    model = engine.as_model(model)
     nv = model.nv
 
     def compute(d, q, qd, qdd):
@@ -191,11 +183,11 @@ def forward_dynamics_derivatives(model, q, qd, tau, *, data: engine.Data | None 
         (dqdd_dq, dqdd_dqd, Minv), each (nv, nv) or (N, nv, nv), from dqdd/dx = -M^-1 dtau/dx at qdd = FD(q, qd, tau)
         and dqdd/dtau = M^-1. The q-derivative is in the tangent space of physai.joints.integrate (see
         rnea_derivatives). Equals pin.computeABADerivatives where the charts agree.
-    Compiled (cpp/derivatives.h: qdd by Cholesky, the derivatives at qdd, one Cholesky solve) when rnea_derivatives is.
+    Compiled (cpp/derivative.h: qdd by Cholesky, the derivatives at qdd, one Cholesky solve) when rnea_derivatives is.
     """
-    out, model = _compiled(model, native.FORWARD_DYNAMICS_DERIVATIVES, q, qd, tau, data)
-    if out is not None:
-        return out
+    if data is None and native.on:
+        return _FORWARD_DYNAMICS_DERIVATIVES(model, q, qd, tau)
+    model = engine.as_model(model)
     nv = model.nv
 
     def compute(d, q, qd, tau):

@@ -238,20 +238,19 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
 
 
 def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
-    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native, else (or where it declined) the Python
-    loop; DivergenceError at the first diverging step."""
+    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native (which raises the named error of a zero
+    quaternion or a singular matrix, naming the trajectory and the step), else the Python loop; DivergenceError at the
+    first diverging step."""
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
-    fast = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
-    if fast is not None:
-        Q, QD, E, status = fast
-    else:
-        Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
-        Q[:, 0], QD[:, 0] = q, qd
-        status = np.full(len(q), -2)
-    for n in np.flatnonzero(status != -1):
-        if status[n] >= 0:
-            k = int(status[n])
+    if native.on:
+        Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
+        for n in np.flatnonzero(stopped >= 0)[:1]:                     # the first trajectory that stopped diverged
+            k = int(stopped[n])
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
+        return Q, QD, E
+    Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
+    Q[:, 0], QD[:, 0] = q, qd
+    for n in range(len(q)):
         rows = [None if x is None else x[n] for x in inputs]
         _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], n if len(q) > 1 else None)
     return Q, QD, E

@@ -21,6 +21,9 @@ from physai.validation import states
 from physai.engine.model import Model
 
 
+_JACOBIAN = native.Kernel("jacobian")                         # the compiled (Jp; Jr) of a point fixed in a link
+
+
 def point_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:
     """Translational Jacobian Jp (3, nv) of a point fixed in `body`, so that its world velocity is Jp @ qd [m/s].
 
@@ -44,9 +47,7 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
     point = None if point is None else validation.as_array("point", point, (3,))
     link = int(model.body_linkid[b])
     if native.on and link >= 0:                               # one compiled call, the point in its link's frame
-        J = native.jacobians(model, q, link, model.body_pos[b] if point is None else model.body_pos[b] + model.body_rot[b] @ point)
-        if J is not None:
-            return J
+        return _JACOBIAN(model, q, link, model.body_pos[b] if point is None else model.body_pos[b] + model.body_rot[b] @ point)
     point = np.zeros(3) if point is None else point
     (Q,), batch = states(q=(q, model.nq))
     d = Data(model, Q.shape[1])

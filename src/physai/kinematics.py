@@ -16,14 +16,16 @@ from physai.validation import states
 from physai.engine.model import Model
 
 
+_BODY_POSES = native.Kernel("body_poses")                    # the compiled poses of every body
+
+
 def body_poses(model, q) -> tuple[np.ndarray, np.ndarray]:
     """(pos, rot) of every body at joint positions q: pos (nbody, 3) [m] and rot (nbody, 3, 3), or with a leading N
     for q (N, nq). Equals MuJoCo's d.xpos[1:] and d.xmat[1:] (reshaped to 3 x 3) after mj_kinematics. One compiled call
     on the compiled backend; the NumPy text below is the reference."""
+    if native.on:
+        return _BODY_POSES(model, q)
     model = model if type(model) is Model else as_model(model)
-    out = native.body_poses(model, q) if native.on else None
-    if out is not None:
-        return out
     (Q,), batch = states(q=(q, model.nq))
     d = Data(model, Q.shape[1])
     kinematics(model, d, Q)

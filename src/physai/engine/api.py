@@ -30,7 +30,7 @@ __all__ = ["aba", "bias", "energy", "forward_dynamics", "gravity", "kinetic_ener
            "rnea"]
 
 
-@native.dispatch(native.RNEA, "q qd qdd")
+@native.dispatch("rnea", "rnea", batching.result)
 def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     """Inverse dynamics by recursive Newton-Euler: the joint forces that give accelerations qdd at (q, qd).
 
@@ -55,7 +55,7 @@ def rnea(model: Model, q, qd, qdd, *, data: Data | None = None) -> np.ndarray:
     return batching.result(*batching.run(model, data, arrays, compute), "rnea")
 
 
-@native.dispatch(native.BIAS, "q qd")
+@native.dispatch("bias", "bias", batching.result)
 def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
     """Bias force c(q, qd) = C(q, qd) qd + g(q) (nv,) or (N, nv) [N m | N].
 
@@ -69,7 +69,7 @@ def bias(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
     return batching.result(*batching.run(model, data, arrays, compute), "bias")
 
 
-@native.dispatch(native.GRAVITY, "q")
+@native.dispatch("gravity", "gravity", batching.result)
 def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     """Gravity torques g(q) (nv,) or (N, nv) [N m | N], the joint forces that hold the tree still.
 
@@ -83,7 +83,7 @@ def gravity(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     return batching.result(*batching.run(model, data, arrays, compute), "gravity")
 
 
-@native.dispatch(native.MASS_MATRIX, "q")
+@native.dispatch("mass_matrix", "the mass matrix", batching.result)
 def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     """Joint-space inertia M(q) by composite rigid bodies, armature on the diagonal, symmetric.
 
@@ -98,7 +98,7 @@ def mass_matrix(model: Model, q, *, data: Data | None = None) -> np.ndarray:
     return batching.result(*batching.run(model, data, arrays, compute), "the mass matrix")
 
 
-@native.dispatch(native.FORWARD_DYNAMICS, "q qd tau")
+@native.dispatch("forward_dynamics", "forward dynamics", batching.result)
 def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     """Joint accelerations qdd for total applied joint forces tau: M(q) qdd = tau - c(q, qd), M from CRBA.
 
@@ -122,7 +122,7 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
     return batching.result(*batching.run(model, data, arrays, compute), "forward dynamics")
 
 
-@native.dispatch(native.ABA, "q qd tau")
+@native.dispatch("aba", "aba", batching.result)
 def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     """Forward dynamics by the articulated-body algorithm (RBDA table 7.1): the qdd of forward_dynamics.
 
@@ -138,7 +138,7 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     return batching.result(*batching.run(model, data, arrays, compute), "aba")
 
 
-@native.dispatch(native.KINETIC_ENERGY, "q qd")
+@native.dispatch("kinetic_energy", "the energy", batching.result)
 def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic energy 1/2 qd^T M(q) qd [J], armature included: a float, or (N,) for a batch (MuJoCo's energy[1]).
 
@@ -152,7 +152,7 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
     return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
 
 
-@native.dispatch(native.POTENTIAL_ENERGY, "q")
+@native.dispatch("potential_energy", "the energy", batching.result)
 def potential_energy(model: Model, q, *, data: Data | None = None):
     """Potential energy [J] of gravity (zero at the world origin) plus joint springs; float or (N,) (MuJoCo's energy[0]).
 
@@ -166,7 +166,7 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
     return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
 
 
-@native.dispatch(native.ENERGY, "q qd")
+@native.dispatch("energy", "the energy", batching.result)
 def energy(model: Model, q, qd, *, data: Data | None = None):
     """Kinetic plus potential energy [J]; float or (N,) (MuJoCo's energy[0] + energy[1], physai.dynamics.energy)."""
     model = as_model(model)

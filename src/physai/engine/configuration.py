@@ -20,15 +20,18 @@ from physai.validation import states
 from physai.exceptions import InvalidArgumentError
 
 
+#: the compiled integrate and difference (physai.engine.native), named as the NumPy text names a result that is not finite
+_INTEGRATE = native.Kernel("integrate", "integrate", batching.result)
+_DIFFERENCE = native.Kernel("difference", "difference", batching.result)
+
+
 def integrate(model: Model, q, qd, dt) -> np.ndarray:
     """q (+) dt qd: scalars add dt qd, quaternions turn by exp(dt w) in their own frame (mj_integratePos).
 
     Returns (nq,) or (N, nq); quaternions come out of unit length if they went in so (MuJoCo normalizes first).
     """
-    if native.on and type(dt) is float and math.isfinite(dt):          # the compiled backend, when it takes the inputs
-        out = native.configuration(model, 0, q, qd, dt)
-        if out is not None:
-            return out
+    if native.on:
+        return _INTEGRATE(model, q, qd, dt if type(dt) is float and math.isfinite(dt) else validation.number("dt", dt, "s"))
     model = as_model(model)
     h = validation.number("dt", dt, "s")
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
@@ -37,10 +40,9 @@ def integrate(model: Model, q, qd, dt) -> np.ndarray:
 
 def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
     """The velocity qd (nv,) or (N, nv) with integrate(q0, qd, dt) = q1 (mj_differentiatePos), dt > 0 [s]."""
-    if native.on and type(dt) is float and math.isfinite(dt) and dt > 0:
-        out = native.configuration(model, 1, q0, q1, dt)
-        if out is not None:
-            return out
+    if native.on:
+        h = dt if type(dt) is float and math.isfinite(dt) and dt > 0 else validation.number("dt", dt, "s", positive=True)
+        return _DIFFERENCE(model, q0, q1, h)
     model = as_model(model)
     h = validation.number("dt", dt, "s", positive=True)
     (Q0, Q1), batch = states(q0=(q0, model.nq), q1=(q1, model.nq))

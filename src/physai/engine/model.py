@@ -132,6 +132,9 @@ class Model:
     source model (the world excluded), njnt joints, nlink links (the engine's rigid units, one per hinge,
     slide or ball; four per free joint), gravity.
 
+    compiled: the compiled engine's copy of the arrays (a physai.engine._native.Model), set by physai.engine.native on
+    first use; None before, and without the compiled backend. Not a field and not pickled: each process makes its own.
+
     link_parentid   (nlink,)        parent link, -1 for the world; < the link's own index
     link_centerid   (nlink,)        link whose origin is the centre of this link's tree (spatial quantities are
                                     taken about it): the link carrying the tree's root body
@@ -254,12 +257,13 @@ class Model:
         object.__setattr__(self, "link_parents", parents)
         object.__setattr__(self, "backward_links", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
 
+    compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
+
     def __getstate__(self) -> dict:
-        """Pickled (Dask sends the Model to its workers) without the compiled backend's copy of the arrays, which
-        cannot be pickled; the receiving process builds its own on first use (physai.engine.native)."""
+        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
+        receiving process makes its own on first use (physai.engine.native)."""
         state = dict(self.__dict__)
-        for cache in ("_native_model", "_native_coords"):
-            state.pop(cache, None)
+        state.pop("compiled", None)
         return state
 
     @property

@@ -1,19 +1,40 @@
-"""The engine's compiled backend: physai.engine._native (cpp/engine.cpp), the kernels of physai.engine.algorithms in C++.
+"""The engine's compiled backend: physai.engine._native (cpp/bindings.cpp, the kernels in cpp/*.h), the stages of
+smooth.py and forward.py in C++, and the one way physai calls it.
 
 The public functions of physai.engine (rnea, bias, gravity, mass_matrix, forward_dynamics, aba, kinetic_energy,
-potential_energy, energy) run on the compiled backend when it is built and active, and on the NumPy text of
-algorithms.py otherwise; both take the same Model and give the same numbers within rounding (tests/test_backend.py
-bounds the difference by 1e-13 relative to each state's largest entry; forward dynamics and aba by
-max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is used
+potential_energy, energy) run on the compiled backend when it is built and active, and on the NumPy text of api.py
+(smooth.py, forward.py) otherwise; both take the same Model and give the same numbers within rounding
+(tests/test_native_vs_numpy.py bounds the difference by 1e-13 relative to each state's largest entry; forward dynamics
+and aba by max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is used
 
 - when the extension is missing (a source checkout without a C++ build) or PHYSAI_BACKEND=numpy is set;
-- when a data=Data(...) workspace is passed (the intermediate quantities are the NumPy stages');
-- for every call the compiled kernel declines: an input that is not a finite float64 array of shape (size,) or
-  (N, size) after physai's own checks, a non-finite result, a zero quaternion, a singular mass matrix. The NumPy path
-  then raises the same named physai error as without the extension.
+- when a data=Data(...) workspace is passed (the intermediate quantities are the NumPy stages').
 
     physai.engine.backend            "native" or "numpy", the backend in use
     physai.engine.set_backend(name)  switch ("native" needs the built extension); returns the previous one
+
+The boundary. Every compiled entry point is a row of one table, cpp/kernels.h's OPERATIONS (its name, its arguments by
+name and kind, its results), and a Kernel here: Kernel(name)(model, a, b, c) calls _native.call(model.compiled,
+OPS[name], a, b, c), which checks every argument before any kernel runs and returns the result, or raises
+_native.KernelError(kind, argument, state, index, result) that Kernel.failed turns into physai's named error:
+
+    "type"               an argument of another type (a list, integers, float32, a byte-swapped array): converted once
+                         as the NumPy path converts it (validation.states, which raises the named error for strings,
+                         booleans, ...), and the kernel called again
+    "shape", "nonfinite" ShapeError, InvalidStateError: validation.states words them, as on the NumPy path
+    "zero_quaternion"    InvalidStateError worded by physai.joints.quat_to_mat on the argument
+    "singular"           InvalidModelError(physai.linalg.SINGULAR)
+    "nonfinite_result"   InvalidStateError worded by the caller's result check (physai.engine.batching.result)
+
+No kernel declines valid input, and no error reruns the NumPy algorithm. The engine's public functions take the fast
+path of dispatch (one attribute read and the compiled call); physai.derivatives' rnea_derivatives and
+forward_dynamics_derivatives, physai.jacobians, physai.kinematics.body_poses, engine.integrate / difference and
+physai.integrators' simulate and rollout (rollout below) call their Kernel. A new kernel is a row of OPERATIONS (with
+its case in cpp/batch.h) and a Kernel (or dispatch) here.
+
+The compiled copy of a Model is Model.compiled, a _native.Model made once from the mapping fields(model) (the Model's
+arrays by their own names) on first use; it is not pickled (a Dask worker makes its own). Actuators, which simulate and
+rollout may override per call, are a _native.Actuators of their own (actuator_fields).
 
 The kernels loop over links in C++ (one compiled call per public call, whatever the batch, checks included). A
 batch runs lanes of states side by side (states innermost), in chunks on threads with the GIL released
@@ -28,23 +49,24 @@ CPU lacks) the best the CPU supports. Elsewhere (another compiler or CPU) there 
     set_isa(name)    switch to one of isas() in this process: True; False (nothing changes) for another name
 
 One text serves one state and lanes of them, without FMA contraction: the same operations in the same order for a
-state alone, anywhere in a batch, on any thread count and any of the variants (tests/test_backend.py bounds the
-difference by 4 eps). physai.integrators.simulate runs its whole loop here too (rollout below: every integrator,
-actuators, per-step ctrl and applied forces; cpp/simulate.h), and physai.integrators.rollout runs N trajectories in
-one call, side by side in the variant's lanes and on threads with the GIL released. physai.jacobians,
-physai.kinematics.body_poses, engine.integrate / difference and physai.derivatives' rnea_derivatives and
-forward_dynamics_derivatives (cpp/derivatives.h) have compiled calls too.
+state alone, anywhere in a batch, on any thread count and any of the variants (tests/test_native_vs_numpy.py bounds the
+difference by 4 eps). physai.integrators.simulate runs its whole loop here too (every integrator, actuators, per-step
+ctrl and applied forces; cpp/integrate.h), and physai.integrators.rollout runs N trajectories in one call, side by
+side in the variant's lanes and on threads with the GIL released.
 """
 
 import functools
+import inspect
 import os
 
 import numpy as np
 
-from physai.validation import states
+from physai import joints
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
-from physai.exceptions import InvalidArgumentError
+from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
+from physai.linalg import SINGULAR
+from physai.validation import states
 
 try:
     from physai.engine import _native as _ext
@@ -53,8 +75,15 @@ except ImportError:                       # a checkout without the compiled exte
 
 BACKENDS = ("native", "numpy")
 _active = "native" if _ext is not None and os.environ.get("PHYSAI_BACKEND", "").strip().lower() != "numpy" else "numpy"
-on = _active == "native"                  # read by the public functions' fast path (algorithms.py)
-ext_run = _ext.run if _ext is not None else None
+on = _active == "native"                  # read by every caller of the compiled backend, and by dispatch's fast path
+
+#: the extension's operation codes by name (cpp/kernels.h's OPERATIONS) and each one's arguments ((name, kind), ...)
+OPS = dict(_ext.OPS) if _ext is not None else {}
+ARGUMENTS = dict(_ext.ARGUMENTS) if _ext is not None else {}
+#: the extension's integrator codes by physai.integrators' names (cpp/data.h's Integrator)
+INTEGRATOR_CODES = dict(_ext.INTEGRATORS) if _ext is not None else {}
+KernelError = _ext.KernelError if _ext is not None else type("KernelError", (Exception,), {})
+_call = _ext.call if _ext is not None else None
 
 
 def backend() -> str:
@@ -136,208 +165,206 @@ def threads() -> int:
     return _ext.num_threads() if _ext is not None else 1
 
 
-def _native_model(model):
-    """The model's arrays copied once into the extension's NativeModel, cached on the Model."""
-    nm = getattr(model, "_native_model", None)
-    if nm is not None:
-        return nm
+# ---------------------------------------------------------------- the compiled model
+
+def fields(model: Model) -> dict:
+    """The named fields of the compiled Model (cpp/model.h, read and checked by name and shape in cpp/bindings.cpp): the
+    Model's sizes and arrays by their own names, int64 or float64 in C order; the link transforms' constants per link
+    (Model.link_transforms: link_jnttype 0 for a hinge or slide, with link_qposadr, link_ref and link_G (3, 4, 4); 1 for
+    a ball, with link_qposadr, link_ballrot, link_ballpos and link_ballanchor); q's layout from Model.coords
+    (scalar_qposadr, scalar_dofadr, quat_qposadr, quat_dofadr); M's pattern (dof_pattern, as integrators.dof_pattern);
+    and each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos)."""
     lt, L = model.link_transforms, model.nlink
-    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)          # noqa: E731
-    kind, qadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
+    jnttype, qposadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
     G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
-    kind[lt.ball] = 1
-    qadr[lt.scalar], qadr[lt.ball] = lt.scalar_q, lt.ball_q
+    jnttype[lt.ball] = 1
+    qposadr[lt.scalar], qposadr[lt.ball] = lt.scalar_q, lt.ball_q
     ref[lt.scalar], G[lt.scalar] = lt.scalar_ref, lt.scalar_G
     rot[lt.ball], pos[lt.ball], anchor[lt.ball] = lt.ball_rot, lt.ball_pos, lt.ball_anchor
-    relative = model.link_relative.astype(np.int64)
-    nm = _ext.NativeModel(
-        model.nq, model.nv, L, f64(model.gravity), i64(model.link_parentid), i64(model.link_centerid), relative,
-        i64(model.link_dofadr), i64(model.link_dofnum), f64(model.link_mass), f64(model.link_ipos), f64(model.link_inertia),
-        kind, qadr, ref, f64(G), f64(rot), f64(pos), f64(anchor), i64(model.dof_linkid), i64(model.dof_parentid),
-        f64(model.dof_motion), f64(model.dof_armature), i64(model.spring_qposadr), f64(model.spring_stiffness), f64(model.spring_ref),
-        float(model.static_mass), f64(model.static_com))
-    object.__setattr__(model, "_native_model", nm)
-    return nm
+    ints = ("link_parentid", "link_centerid", "link_relative", "link_dofadr", "link_dofnum", "dof_linkid", "dof_parentid",
+            "spring_qposadr", "spring_dofadr", "body_linkid")
+    floats = ("gravity", "link_mass", "link_ipos", "link_inertia", "dof_motion", "dof_armature", "dof_damping",
+              "spring_stiffness", "spring_ref", "body_pos", "body_rot", "static_com")
+    c = model.coords
+    return {"nq": model.nq, "nv": model.nv, "nlink": L, "nbody": model.nbody, "static_mass": float(model.static_mass),
+            **{name: _int64(getattr(model, name)) for name in ints},
+            **{name: _float64(getattr(model, name)) for name in floats},
+            "link_jnttype": jnttype, "link_qposadr": qposadr, "link_ref": ref, "link_G": G, "link_ballrot": rot,
+            "link_ballpos": pos, "link_ballanchor": anchor, "dof_pattern": _int64(model.dof_Mmask[:, :, 0] > 0),
+            "scalar_qposadr": _int64(c.scalar_q), "scalar_dofadr": _int64(c.scalar_v), "quat_qposadr": _int64(c.quat_q),
+            "quat_dofadr": _int64(c.quat_v),
+            "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos))}
 
 
-# operation codes of physai.engine._native.run
-RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY = range(9)
+def actuator_fields(actuators) -> dict:
+    """The named fields of a compiled Actuators: physai.engine.actuators.Actuators' arrays by their own names (flags as
+    int64), and nu."""
+    return {"nu": actuators.nu,
+            **{name: _float64(getattr(actuators, name)) for name in
+               ("moment", "qmoment", "gain", "bias", "ctrlrange", "forcerange", "dof_forcerange")},
+            **{name: _int64(getattr(actuators, name)) for name in ("ctrllimited", "forcelimited", "dof_forcelimited")}}
 
 
-def run(model, op: int, a, b=None, c=None):
-    """op's result on the compiled backend for float64 arrays a, b, c (as many as op takes), or None: the backend
-    is numpy, model is not a Model, or the kernel declined (then `call` converts other inputs, or the NumPy path
-    decides). The fast path of every public function: no Python work per argument."""
-    if _active != "native":
-        return None
-    nm = getattr(model, "_native_model", None)
-    if nm is None:
-        if not isinstance(model, Model):
-            return None
-        nm = _native_model(model)
-    return _ext.run(nm, op, a, b, c)
+def _int64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.int64)
 
 
-def call(model, op: int, arrays: dict):
-    """op's result on the compiled backend for inputs that `run` declined: arrays (name -> (value, size)) of any
-    type physai accepts (lists, integers, float32) are checked and converted as on the NumPy path (which raises the
-    named errors), then computed. None when the NumPy path must decide (see the module docstring)."""
-    values = [v for v, _ in arrays.values()]
-    if _active != "native" or all(type(v) is np.ndarray and v.dtype == np.float64 for v in values):
-        return None
-    cols, batch = states(**arrays)
-    args = [c[:, 0] if batch is None else c.T for c in cols]
-    return _ext.run(_native_model(model), op, *args, *(None,) * (3 - len(args)))
+def _float64(x) -> np.ndarray:
+    return np.ascontiguousarray(x, dtype=np.float64)
 
 
-def dispatch(op: int, names: str):
-    """Decorator of a public engine function f(model, *arrays, data=None) with joint arrays `names` ("q qd qdd"):
-    the compiled backend computes op when it is active and takes the inputs (a Model seen before: one call, no
-    Python work per argument); otherwise f, the NumPy text, runs and raises the named errors. With data given, f
-    runs (the NumPy path keeps its intermediate quantities). The wrapper takes the arrays by position or by name."""
-    sizes = [name == "q" for name in names.split()]                    # True: nq entries, False: nv
+def compiled(model: Model):
+    """model.compiled: the Model's compiled copy, made on first use from fields(model)."""
+    if model.compiled is None:
+        object.__setattr__(model, "compiled", _ext.Model(fields(model)))
+    return model.compiled
 
+
+# ---------------------------------------------------------------- the calls
+
+class Kernel:
+    """One compiled entry point: the extension's operation `name` (a row of cpp/kernels.h's OPERATIONS) and what comes
+    back from it, its result or the named error. Call it as kernel(model, a, b, c), its arguments in the order of
+    ARGUMENTS[name], on the compiled backend (the caller checks `on`); any model physai.engine.as_model takes.
+
+    what names the result in the error of a non-finite result, which `finite(x, batch, what)` raises (the caller's
+    physai.engine.batching.result, for x in the engine's layout, states last); None for an operation without that check.
+    """
+
+    def __init__(self, name: str, what: str | None = None, finite=None):
+        self.name, self.what, self.finite = name, what, finite
+        self.code, self.arguments = OPS.get(name), ARGUMENTS.get(name, ())
+
+    def __call__(self, model, a, b=None, c=None):
+        compiled_model = getattr(model, "compiled", None)
+        if compiled_model is None:
+            model = model if isinstance(model, Model) else as_model(model)
+            compiled_model = compiled(model)
+        try:
+            return _call(compiled_model, self.code, a, b, c)
+        except KernelError as error:
+            failure = error.args
+        return self.failed(failure, model, (a, b, c))          # outside the except: the named error comes alone
+
+    def failed(self, failure: tuple, model, args: tuple, converted: bool = False):
+        """What a KernelError of this kernel on args (failure: its args) becomes: the result, once arguments of another
+        type are converted (kind "type"), or physai's named error, raised."""
+        kind, argument, state, index, result = failure
+        model = model if isinstance(model, Model) else as_model(model)
+        if kind == "type" and not converted:
+            args = self._convert(model, args)
+            try:
+                return _call(compiled(model), self.code, *args)
+            except KernelError as error:
+                failure = error.args
+            return self.failed(failure, model, args, converted=True)
+        if kind in ("type", "shape", "nonfinite"):
+            states(**self._states(model, args))                        # raises the NumPy path's error
+            raise ShapeError(f"{argument} is not an array of the model's shape ({kind})")
+        if self.arguments[0][1] == "Q":                                # rollout: state is a trajectory, index its step
+            where = ("the simulation" if len(args[0]) == 1 else f"trajectory {state} of the rollout") + f" at step {index + 1}"
+            if kind == "singular":
+                raise InvalidModelError(f"{where}: {SINGULAR}")
+            try:
+                _ball_quaternions(model, result[0][state, index][:, None])
+            except InvalidStateError as e:
+                raise InvalidStateError(f"{where}: {e}") from None
+            raise InvalidStateError(f"{where}: a zero quaternion")
+        if kind == "zero_quaternion":
+            _ball_quaternions(model, dict(zip(self._names(), self._columns(model, args)))[argument])
+            raise InvalidStateError(f"{argument} holds a zero quaternion (state {state})")
+        if kind == "singular":
+            raise InvalidModelError(SINGULAR)
+        if kind == "nonfinite_result":
+            batch = states(**self._states(model, args))[1]
+            for part in result if isinstance(result, tuple) else (result,):
+                x = np.asarray(part, dtype=float)
+                self.finite(x[..., None] if batch is None else np.moveaxis(x, 0, -1), batch, self.what)
+            raise InvalidStateError(f"{self.what} is not finite at state {state} although the inputs are")
+        raise RuntimeError(f"the compiled {self.name} failed: {failure[:4]}")
+
+    def _names(self) -> list:
+        return [name for name, kind in self.arguments if kind in "qvQV"]
+
+    def _states(self, model: Model, args: tuple) -> dict:
+        """The state arguments by name, with their sizes: validation.states' input."""
+        sizes = {"q": model.nq, "v": model.nv, "Q": model.nq, "V": model.nv}
+        return {name: (x, sizes[kind]) for (name, kind), x in zip(self.arguments, args) if kind in sizes}
+
+    def _columns(self, model: Model, args: tuple) -> list:
+        return states(**self._states(model, args))[0]
+
+    def _convert(self, model: Model, args: tuple) -> tuple:
+        """args as the kernel reads them: states as validation.states converts them (it raises the named errors), a
+        step as a float, a link as an int, a point as a float64 array."""
+        cols, batch = states(**self._states(model, args))
+        cols, out = iter(cols), []
+        for (_, kind), x in zip(self.arguments, args):
+            if kind in "qvQV":
+                col = next(cols)
+                out.append(col[:, 0] if batch is None else col.T)
+            else:
+                out.append({"h": float, "l": int, "p": _float64}.get(kind, lambda y: y)(x))
+        return tuple(out) + (None,) * (3 - len(out))
+
+
+def _ball_quaternions(model: Model, q: np.ndarray) -> None:
+    """The quaternions of q (nq, n) as the NumPy path reads them (Model.link_transforms): InvalidStateError for a zero one."""
+    ball = model.link_transforms.ball_q
+    joints.quat_to_mat(q[ball[:, None] + np.arange(4)], ball)
+
+
+_WRAPPER = """
+def make(kernel, f):
+    def {name}(model, {args}, *, data=None):
+        if data is None and on:
+            try:
+                return _call(model.compiled, {code}, {padded})
+            except KernelError as error:
+                failure = error.args
+            except (AttributeError, TypeError):           # not a Model, or no compiled copy yet (None)
+                return kernel(model, {args})
+            return kernel.failed(failure, model, ({args},))
+        return f(model, {args}, data=data)
+    return {name}
+"""
+
+
+def dispatch(name: str, what: str, finite):
+    """Decorator of a public engine function f(model, *arrays, data=None), the NumPy text of operation `name`: the
+    compiled backend computes it when it is active and no data is given (a Model seen before: one attribute read and the
+    compiled call, no Python work per argument); otherwise f runs (data= keeps the NumPy stages' quantities). The
+    wrapper has f's signature (generated from _WRAPPER for f's arrays, which must be ARGUMENTS[name]'s), so it takes the
+    arrays by position or by name; `what` and `finite` as for Kernel."""
     def wrap(f):
-        def other(model, arrays, data):
-            """Every call the fast path did not take: a new or non-Model model, other inputs, a declined kernel."""
-            if data is None and on:
-                out = run(model, op, *arrays, *(None,) * (3 - len(arrays)))
-                if out is not None:
-                    return out
-                model = model if isinstance(model, Model) else as_model(model)
-                out = call(model, op, {n: (a, model.nq if q else model.nv) for n, a, q in zip(names.split(), arrays, sizes)})
-                if out is not None:
-                    return out
-            return f(model, *arrays, data=data)
-
-        # one wrapper per signature, without *args: the fast path is an attribute read and the compiled call
-        if names == "q":
-            def public(model, q, *, data=None):
-                nm = getattr(model, "_native_model", None)
-                if nm is not None and data is None and on:
-                    out = ext_run(nm, op, q, None, None)
-                    if out is not None:
-                        return out
-                return other(model, (q,), data)
-        elif names == "q qd":
-            def public(model, q, qd, *, data=None):
-                nm = getattr(model, "_native_model", None)
-                if nm is not None and data is None and on:
-                    out = ext_run(nm, op, q, qd, None)
-                    if out is not None:
-                        return out
-                return other(model, (q, qd), data)
-        elif names == "q qd qdd":
-            def public(model, q, qd, qdd, *, data=None):
-                nm = getattr(model, "_native_model", None)
-                if nm is not None and data is None and on:
-                    out = ext_run(nm, op, q, qd, qdd)
-                    if out is not None:
-                        return out
-                return other(model, (q, qd, qdd), data)
-        elif names == "q qd tau":
-            def public(model, q, qd, tau, *, data=None):
-                nm = getattr(model, "_native_model", None)
-                if nm is not None and data is None and on:
-                    out = ext_run(nm, op, q, qd, tau)
-                    if out is not None:
-                        return out
-                return other(model, (q, qd, tau), data)
-        else:
-            raise ValueError(f"no dispatch wrapper for the arrays {names!r}")
-        return functools.wraps(f)(public)
+        if _ext is None:
+            return f
+        kernel = Kernel(name, what, finite)
+        arrays = list(inspect.signature(f).parameters)[1:-1]
+        if arrays != [n for n, _ in kernel.arguments]:
+            raise ValueError(f"{f.__name__} takes {arrays}; the compiled {name} takes {kernel.arguments}")
+        text = _WRAPPER.format(name=f.__name__, args=", ".join(arrays), code=kernel.code,
+                               padded=", ".join(arrays + ["None"] * (3 - len(arrays))))
+        namespace = {}
+        exec(compile(text, f"<physai.engine.native.dispatch of {f.__name__}>", "exec"), globals(), namespace)
+        return functools.wraps(f)(namespace["make"](kernel, f))
     return wrap
 
 
-def jacobians(model, q, link: int, point):
-    """(Jp; Jr) (6, nv), or (N, 6, nv) for q (N, nq), of `point` (3,) in link `link`'s frame, on the compiled backend;
-    None when it declines: q is not a finite float64 array (nq,) or (N, nq), or has a zero quaternion (the NumPy path
-    then converts or raises the named error)."""
-    if type(q) is not np.ndarray or q.dtype != np.float64:
-        return None
-    return _ext.jacobians(_native_model(model), q, link, point)
+ROLLOUT = Kernel("rollout")
 
 
-def body_poses(model, q):
-    """(pos, rot) of every body (physai.kinematics.body_poses) in one compiled call, or None: another q (not a finite
-    float64 array (nq,) or (N, nq)), a zero quaternion, or a model that is no Model."""
-    if not isinstance(model, Model):
-        return None
-    arrays = getattr(model, "_native_bodies", None)
-    if arrays is None:
-        arrays = (np.ascontiguousarray(model.body_linkid, dtype=np.int64), np.ascontiguousarray(model.body_pos, dtype=np.float64),
-                  np.ascontiguousarray(model.body_rot, dtype=np.float64))
-        object.__setattr__(model, "_native_bodies", arrays)
-    return _ext.body_poses(_native_model(model), q, *arrays)
-
-
-# operation codes of physai.engine._native.derivatives
-RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES = 0, 1
-ext_derivatives = _ext.derivatives if _ext is not None else None
-
-
-def derivatives(model, op: int, a, b, c):
-    """(dtau/dq, dtau/dqd, M) (op RNEA_DERIVATIVES: q, qd, qdd) or (dqdd/dq, dqdd/dqd, M^-1) (FORWARD_DYNAMICS_DERIVATIVES:
-    q, qd, tau) on the compiled backend (cpp/derivatives.h), each (nv, nv) or (N, nv, nv); None when the backend is numpy,
-    model is not a Model, or the kernel declines (inputs other than finite float64 arrays (size,) or (N, size), a zero
-    quaternion, a singular M, a non-finite result: the NumPy path then converts or raises the named error)."""
-    if _active != "native" or not isinstance(model, Model):
-        return None
-    return _ext.derivatives(_native_model(model), op, a, b, c)
-
-
-def configuration(model, op: int, x, y, h: float):
-    """integrate (op 0: q, qd) or difference (op 1: q0, q1) on the compiled backend for float64 arrays of one shape,
-    (size,) or (N, size); None when the backend is numpy or declines (other inputs, a non-finite result)."""
-    sim = getattr(model, "_native_coords", None)
-    if sim is None:
-        if _active != "native" or not isinstance(model, Model):
-            return None
-        sim = _native_sim(model, None)
-        object.__setattr__(model, "_native_coords", sim)
-    return _ext.configuration(sim, op, x, y, h)
-
-
-INTEGRATOR_CODES = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
-
-
-def _native_sim(model, actuators):
-    """What drives a simulation besides the Model (damping, q's layout, actuators, bodies, M's pattern) as a NativeSim."""
-    c = model.coords
-    i64 = lambda x: np.ascontiguousarray(x, dtype=np.int64)            # noqa: E731
-    f64 = lambda x: np.ascontiguousarray(x, dtype=np.float64)          # noqa: E731
-    if actuators is None:
-        nu = 0
-        act = [np.zeros(0)] * 4 + [np.zeros(0, np.int64), np.zeros(0), np.zeros(0, np.int64), np.zeros(0),
-                                   np.zeros(model.nv, np.int64), np.zeros((model.nv, 2))]
-    else:
-        nu = actuators.nu
-        act = [actuators.moment, actuators.qmoment, actuators.gain, actuators.bias, actuators.ctrllimited,
-               actuators.ctrlrange, actuators.forcelimited, actuators.forcerange, actuators.dof_forcelimited,
-               actuators.dof_forcerange]
-        act = [i64(a) if np.asarray(a).dtype == bool else f64(a) for a in act]
-    point = model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)   # centres of mass in link frames
-    return _ext.NativeSim(model.nq, model.nv, f64(model.dof_damping), i64(c.scalar_q), i64(c.scalar_v), i64(c.quat_q),
-                          i64(c.quat_v), i64(model.spring_dofadr), nu, *act, model.nbody, i64(model.body_linkid), f64(point),
-                          i64(model.dof_Mmask[:, :, 0] > 0))
-
-
-def rollout(model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,
+def rollout(model: Model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,
             implicit_damping: bool, energy: bool):
     """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
     checked q0 (N, nq), qd0 (N, nv); ctrl (N, steps, nu), qfrc_applied (N, steps, nv) and xfrc_applied
     (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or None. Returns
-    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,)) with status -1, the first diverging step, or -2 where the
-    kernel declined (a zero quaternion, a singular matrix: the Python loop then runs that trajectory and raises what it
-    raises); None when the compiled backend is off."""
-    if _active != "native" or not isinstance(model, Model):
-        return None
+    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,)): status -1, or the step at which a trajectory stopped; the first
+    that stopped diverged (the caller raises the DivergenceError) unless it met a zero quaternion or a singular matrix,
+    raised here as the named error naming the trajectory and the step."""
     N = len(q0)
-    Q, QD, E = np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1))
-    Q[:, 0], QD[:, 0] = q0, qd0
-    status = np.empty(N, np.int64)
+    acts = None if actuators is None else _ext.Actuators(compiled(model), actuator_fields(actuators))
     xfrc = None if xfrc_applied is None else xfrc_applied.reshape(N, steps, 6 * model.nbody)
-    _ext.rollout(_native_model(model), _native_sim(model, actuators), Q, QD, E, status, float(h),
-                 INTEGRATOR_CODES[integrator], bool(implicit_damping), bool(energy), ctrl, qfrc_applied, xfrc)
-    return Q, QD, E, status
+    options = (float(h), int(steps), INTEGRATOR_CODES[integrator], acts, ctrl, qfrc_applied, xfrc, bool(implicit_damping),
+               bool(energy))
+    return ROLLOUT(model, q0, qd0, options)
