@@ -16,11 +16,13 @@ uv sync --quiet --reinstall-package physai \
     -C build-dir="build/sanitize/{wheel_tag}" -C cmake.define.PHYSAI_EXTRA_FLAGS="$flags" -C cmake.define.CMAKE_CXX_COMPILER="$CXX"
 tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
-    tests=(tests/test_backend.py tests/test_derivatives_native.py tests/test_rollout.py tests/test_integrators.py
+    tests=(tests/test_backend.py tests/test_native_vs_numpy.py tests/test_rollout.py tests/test_integrators.py
            tests/test_jacobians.py tests/test_kinematics.py tests/test_errors.py tests/test_inverse.py tests/test_engine.py
            tests/test_derivatives.py tests/test_forces.py)
 fi
-asan="$("$CXX" -print-file-name=libasan.so)"
+# libasan first, and the C++ runtime with it: the extension throws (a KernelError from C++), and an uninstrumented
+# interpreter would otherwise load libstdc++ after ASan has set up its exception interceptors
+asan="$("$CXX" -print-file-name=libasan.so) $("$CXX" -print-file-name=libstdc++.so)"
 # the interpreter and numpy allocate and free outside the instrumented code: no leak report, no new/delete pairing check
 export ASAN_OPTIONS="detect_leaks=0:alloc_dealloc_mismatch=0:halt_on_error=1:abort_on_error=1"
 export UBSAN_OPTIONS="halt_on_error=1:print_stacktrace=1"
