@@ -278,10 +278,15 @@ def _guarded(stepper, run: "Dynamics", q, qd):
     try:
         return stepper(run, q, qd)
     except InvalidStateError:
-        iq = run.model.coords.quats()[0]
-        if len(iq) and (np.einsum("bi,bi->b", q[iq], q[iq]) == 0).any():
+        if _zero_quaternion(run.model, q):
             raise
         return np.full_like(q, np.nan), np.full_like(qd, np.nan), np.nan
+
+
+def _zero_quaternion(model, q) -> bool:
+    """Whether a ball or free joint's quaternion in q (nq,) is zero (the state's own fault, not a divergence)."""
+    iq = model.coords.quats()[0]
+    return bool(len(iq) and (np.einsum("bi,bi->b", q[iq], q[iq]) == 0).any())
 
 
 def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None) -> None:
@@ -331,8 +336,11 @@ class Dynamics:
         if native.on and x.xfrc_applied is None and np.isfinite(q).all() and np.isfinite(qd).all():
             try:
                 M, c, potential = engine.mass_matrix(model, q), engine.bias(model, q, qd), engine.potential_energy(model, q)
-            except InvalidStateError:                  # overflow: the NumPy text lets it through to the divergence check
-                pass
+            except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check
+                if _zero_quaternion(model, q):
+                    raise
+                nan = np.full(model.nv, np.nan)
+                return np.full((model.nv, model.nv), np.nan), nan, np.nan
             else:
                 f = forces.damper_spring_force(model, q, qd) - c
                 if x.actuators is not None:
