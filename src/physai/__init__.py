@@ -5,21 +5,25 @@
     tau = engine.rnea(model, q, qd, qdd)              # q (nq,) or (N, nq); qd, qdd (nv,) or (N, nv)
 
 Modules, one concept each:
-    engine        the one engine: Model (flat arrays), Data (workspace), loaders, algorithms over dof blocks, batched
+    engine        the one engine: Model (flat arrays), Data (workspace), loaders, the stages (smooth, forward,
+                  constraint) and the public functions, one state or N; compiled C++ (cpp/) or its NumPy reference
     joints        the only joint-type code: jcalc of every link, integrate, difference, random states
     dynamics      the lesson-11 teaching layer (Body, Tree, rnea, ...), kept as learners read it; a test oracle
-    spatial       6-vector algebra (skew, cross products, spatial inertia, rotations)
+    spatial       6-vector algebra (skew, cross products, spatial inertia, rotations, quaternions)
+    validation    the argument checks at the boundary (named errors, Pinocchio-style messages)
     coriolis      Christoffel C(q, qd), Mdot, dM/dq
     jacobians     point and body Jacobians (mj_jac)
     forces        passive, actuator and applied forces: the right-hand side of the equation of motion
     integrators   MuJoCo's euler, rk4, implicit and implicitfast steps, without MuJoCo
     inverse       continuous and discrete (invdiscrete) inverse dynamics, RK4 shooting
-    checks        the acceptance checks of the manipulator equation
+    constraints   joint limits, friction loss, equalities and contacts: forward (Newton) and inverse dynamics
+    collision     contact sets (from MuJoCo's contacts until physai finds its own)
+    acceptance    the acceptance checks of the manipulator equation (physai.checks until the next release)
     conventions   MuJoCo <-> Pinocchio free-flyer and ball-joint conventions
     derivatives   analytical derivatives of rnea, forward dynamics and one integrator step (A, B)
     identification  the inertial-parameter regressor, parameters, base parameters, physical consistency
     models        bundled MJCF files and Menagerie robots by name
-    urdf          URDF robots as Trees (inertial rpy kept, safe XML)
+    urdf          URDF robots as the lesson's Trees (from physai.engine.urdf's safe parse, inertial rpy kept)
     lab           the lessons' interactive labs in the browser (physai lab)
     exceptions    one exception per kind of bad input
 """
