@@ -24,7 +24,7 @@ LAYERS = [
     ["physai.dynamics", "physai.engine.model", "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
     ["physai.engine.urdf"],
     ["physai.engine.loaders"],
-    ["physai.engine.smooth"],
+    ["physai.engine.smooth", "physai.engine.support"],
     ["physai.engine.forward", "physai.engine.batching", "physai.engine.native"],
     ["physai.engine.constraint"],
     ["physai.engine.api", "physai.engine.configuration"],

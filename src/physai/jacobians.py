@@ -17,6 +17,7 @@ import numpy as np
 from physai import validation
 from physai.engine import Data, as_model, native
 from physai.engine.smooth import com_pos, kinematics
+from physai.engine.support import body_frames, point_jacobians
 from physai.validation import states
 from physai.engine.model import Model
 
@@ -58,17 +59,8 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
 
 
 def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
-    """(Jp; Jr) (k, 6, nv, n) of k points (k, 3) fixed in body b, from a Data with com_pos done (all n states)."""
-    J = np.zeros((len(points), 6, model.nv, d.n))
-    link = model.body_linkid[b]
-    if link < 0:                                              # welded to the world: nothing moves it
-        return J
-    R, x = d.xmat[link], d.xpos[link]
-    p = x[None] + np.einsum("ijn,kj->kin", R, model.body_pos[b][None] + points @ model.body_rot[b].T)
-    dofs = np.flatnonzero(model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1])
-    S = d.cdof[dofs]                                          # (m, 6, n)
-    r = p - d.center[link][None]                              # (k, 3, n): the points relative to the centre
-    # Jp = S_lin + S_ang x r,  Jr = S_ang
-    J[:, :3, dofs] = S[None, :, 3:].transpose(0, 2, 1, 3) + np.cross(S[None, :, :3], r[:, None], axis=2).transpose(0, 2, 1, 3)
-    J[:, 3:, dofs] = S[None, :, :3].transpose(0, 2, 1, 3)
-    return J
+    """(Jp; Jr) (k, 6, nv, n) of k points (k, 3) fixed in body b (in its frame), from a Data with com_pos done (all n
+    states): physai.engine.support.point_jacobians at their world positions."""
+    pos, rot = body_frames(model, d)
+    world = pos[b][None] + np.einsum("ijn,kj->kin", rot[b], points)
+    return point_jacobians(model, d, b, world)

@@ -12,6 +12,7 @@ import numpy as np
 
 from physai.engine import Data, as_model, native
 from physai.engine.smooth import kinematics
+from physai.engine.support import body_frames
 from physai.validation import states
 from physai.engine.model import Model
 
@@ -29,11 +30,6 @@ def body_poses(model, q) -> tuple[np.ndarray, np.ndarray]:
     (Q,), batch = states(q=(q, model.nq))
     d = Data(model, Q.shape[1])
     kinematics(model, d, Q)
-    link, welded = model.body_linkid, model.body_linkid < 0
-    R, x = d.xmat[link], d.xpos[link]                                    # (nbody, 3, 3, n), (nbody, 3, n)
-    # body frame = link frame * (body_pos, body_rot):  p = x + R body_pos,  rot = R body_rot
-    pos = x + np.einsum("bijn,bj->bin", R, model.body_pos)
-    rot = np.einsum("bikn,bkj->bijn", R, model.body_rot)
-    pos[welded], rot[welded] = model.body_pos[welded][..., None], model.body_rot[welded][..., None]
+    pos, rot = body_frames(model, d)
     pos, rot = np.moveaxis(pos, -1, 0), np.moveaxis(rot, -1, 0)
     return (pos[0], rot[0]) if batch is None else (pos, rot)

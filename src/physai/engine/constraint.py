@@ -30,6 +30,7 @@ from physai.engine.contact import ContactSet
 from physai.engine.data import Data
 from physai.engine.forward import cholesky_solve
 from physai.engine.model import CONNECT, WELD, Model
+from physai.engine.support import body_frames, dof_chain, point_jacobians
 from physai.exceptions import UnsupportedModelError
 from physai.joints import BALL, FREE, HINGE, SLIDE
 
@@ -73,7 +74,7 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
     M = smooth.crb(model, d)[:, :, 0]
     Minv = np.linalg.inv(M) if model.nv else np.zeros((0, 0))
     children = set(model.body_parentid[model.body_parentid >= 0].tolist())
-    pos, rot = body_frames(model, d)
+    pos, rot = (x[..., 0] for x in body_frames(model, d))
     body = np.zeros((model.nbody, 2))
     for b in range(model.nbody):
         if model.body_linkid[b] < 0:
@@ -108,18 +109,6 @@ def mean_inertia(model: Model) -> float:
 
 # ---------------------------------------------------------------- kinematics the rows read
 
-def body_frames(model: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
-    """World position (nbody, 3) [m] and orientation (nbody, 3, 3) of every body frame, from a one-state Data with its
-    kinematics done (MuJoCo's xpos, xmat)."""
-    link = model.body_linkid
-    R, x = d.xmat[link, :, :, 0], d.xpos[link, :, 0]
-    pos = x + np.einsum("bij,bj->bi", R, model.body_pos)
-    rot = np.einsum("bik,bkj->bij", R, model.body_rot)
-    welded = link < 0
-    pos[welded], rot[welded] = model.body_pos[welded], model.body_rot[welded]
-    return pos, rot
-
-
 def body_quats(model: Model, q: np.ndarray) -> np.ndarray:
     """World orientation (nbody, 4) of every body as MuJoCo's mj_kinematics composes it (xquat): the parent's, times
     the body's rest rotation, times its joints' rotations (a free joint sets it), normalized. Its sign follows the
@@ -144,28 +133,12 @@ def body_quats(model: Model, q: np.ndarray) -> np.ndarray:
 
 
 def point_jacobian(model: Model, d: Data, b: int, point: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
-    """(Jp; Jr) (6, nv) of the world point `point` (3,) moving with body b (-1: the world, zero), from a one-state Data
-    with com_pos done: Jp = S_lin + S_ang x (point - centre), Jr = S_ang in the columns of the body's dofs; columns
-    where skip is True are left zero."""
-    J = np.zeros((6, model.nv))
-    link = model.body_linkid[b] if b >= 0 else -1
-    if link < 0:
-        return J
-    dofs = model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].copy()
+    """(Jp; Jr) (6, nv) of the world point `point` (3,) moving with body b (-1: the world, zero) in a one-state Data
+    (physai.engine.support.point_jacobians); the columns where skip is True are left zero."""
+    J = point_jacobians(model, d, b, point[None, :, None])[0, :, :, 0]
     if skip is not None:
-        dofs &= ~skip
-    S = d.cdof[dofs, :, 0]
-    J[:3, dofs] = (S[:, 3:] + np.cross(S[:, :3], point - d.center[link, :, 0])).T
-    J[3:, dofs] = S[:, :3].T
+        J[:, skip] = 0.0
     return J
-
-
-def chain(model: Model, b: int) -> np.ndarray:
-    """(nv,) booleans: the dofs that move body b (none for the world or a body welded to it)."""
-    link = model.body_linkid[b] if b >= 0 else -1
-    if link < 0:
-        return np.zeros(model.nv, bool)
-    return model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].copy()
 
 
 def bias_accelerations(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
@@ -361,7 +334,7 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     if opt.equality and len(model.eq_type):
         active = model.eq_active0 if eq_active is None else np.asarray(eq_active, bool)
         acc = bias_accelerations(model, d, qd)
-        _equality_rows(model, d, q, qd, active, out, body_frames(model, d), body_quats(model, q), acc, jdot)
+        _equality_rows(model, d, q, qd, active, out, [x[..., 0] for x in body_frames(model, d)], body_quats(model, q), acc, jdot)
     ne = len(out.pos)
     # dry friction of each dof: J = e_i, force within +-frictionloss
     if opt.frictionloss:
@@ -396,7 +369,7 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     pyramidal = opt.cone == "pyramidal"
     for c in range(nc):
         b1, b2, p, frame, dim = contacts.body1[c], contacts.body2[c], contacts.pos[c], contacts.frame[c], contacts.dim[c]
-        c1, c2 = chain(model, b1), chain(model, b2)
+        c1, c2 = dof_chain(model, b1), dof_chain(model, b2)
         if not (c1 ^ c2).any():
             continue                                                  # no dof moves one body but not the other
         common = c1 & c2

@@ -1,0 +1,52 @@
+"""Bodies and points on a Data workspace (mirrored by cpp/support.h): where the bodies are and how points on them move.
+
+    body_frames(model, d)                     every body's world position and orientation (MuJoCo's xpos, xmat)
+    point_jacobians(model, d, b, points)      (Jp; Jr) of world points moving with body b (MuJoCo's mj_jac)
+    dof_chain(model, b)                       the dofs that move body b
+
+A point p moving with body b has the world velocity sum_i (cdof_i_lin + cdof_i_ang x (p - c)) qd_i = Jp qd over the
+dofs i that move b (c the centre of b's tree, where the engine takes its spatial vectors), and the body the angular
+velocity sum_i cdof_i_ang qd_i = Jr qd; the other columns are zero. Arrays keep the state index last.
+"""
+
+import numpy as np
+
+from physai.engine.data import Data
+from physai.engine.model import Model
+
+
+def body_frames(model: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
+    """(pos (nbody, 3, n) [m], rot (nbody, 3, 3, n)) of every body frame, from a Data with its kinematics done: the
+    body's link pose composed with the body's pose in it (model.body_pos, body_rot); bodies welded to the world keep
+    their world pose."""
+    link = model.body_linkid
+    R, x = d.xmat[link], d.xpos[link]                                  # (nbody, 3, 3, n), (nbody, 3, n)
+    # body frame = link frame * (body_pos, body_rot):  p = x + R body_pos,  rot = R body_rot
+    pos = x + np.einsum("bijn,bj->bin", R, model.body_pos)
+    rot = np.einsum("bikn,bkj->bijn", R, model.body_rot)
+    welded = link < 0
+    pos[welded], rot[welded] = model.body_pos[welded][..., None], model.body_rot[welded][..., None]
+    return pos, rot
+
+
+def dof_chain(model: Model, b: int) -> np.ndarray:
+    """(nv,) booleans: the dofs that move body b (none for the world, b = -1, or a body welded to it)."""
+    link = model.body_linkid[b] if b >= 0 else -1
+    if link < 0:
+        return np.zeros(model.nv, bool)
+    return model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].copy()
+
+
+def point_jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
+    """(Jp; Jr) (k, 6, nv, n) of k world points (k, 3, n) moving with body b (-1: the world: zero), from a Data with
+    com_pos done: Jp = S_lin + S_ang x (p - centre), Jr = S_ang in the columns of the dofs that move b."""
+    J = np.zeros((len(points), 6, model.nv, d.n))
+    dofs = np.flatnonzero(dof_chain(model, b))
+    if not len(dofs):
+        return J
+    link = model.body_linkid[b]
+    S = d.cdof[dofs]                                                   # (m, 6, n)
+    r = points - d.center[link][None]                                  # (k, 3, n): the points relative to the centre
+    J[:, :3, dofs] = S[None, :, 3:].transpose(0, 2, 1, 3) + np.cross(S[None, :, :3], r[:, None], axis=2).transpose(0, 2, 1, 3)
+    J[:, 3:, dofs] = S[None, :, :3].transpose(0, 2, 1, 3)
+    return J
