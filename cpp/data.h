@@ -28,6 +28,17 @@ struct Failures {
     std::atomic<int64_t> first[NSTATUS];
 };
 
+namespace {
+
+// that state `state` met `status` (failures keeps the first state of each)
+inline void record(Failures &failures, int status, int64_t state) {
+    std::atomic<int64_t> &first = failures.first[status];
+    int64_t seen = first.load(std::memory_order_relaxed);
+    while (state < seen && !first.compare_exchange_weak(seen, state, std::memory_order_relaxed)) {}
+}
+
+}  // namespace
+
 // 64-byte aligned storage (lanes are up to 64 bytes; std::allocator may not align them)
 template <class T> struct Aligned {
     using value_type = T;
@@ -142,5 +153,41 @@ struct Rollout {
     int *failure = nullptr;
 };
 constexpr int64_t RERUN = -3;
+
+// contacts (physai.engine.contact.ContactSet's fields, n of them): point (n, 3), frame (n, 3, 3), dist, includemargin,
+// friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5), dim, body1, body2 (physai's bodies, -1 the world)
+struct Contacts {
+    int64_t n = 0;
+    const double *pos = nullptr, *frame = nullptr, *dist = nullptr, *includemargin = nullptr, *friction = nullptr;
+    const double *solref = nullptr, *solreffriction = nullptr, *solimp = nullptr;
+    const int64_t *dim = nullptr, *body1 = nullptr, *body2 = nullptr;
+};
+
+// a call of the constraint kernels (cpp/constraint.h) on N states: q, qd and x (forward: tau; inverse: qacc) per state;
+// the contacts of every state concatenated, state s's [offsets[s], offsets[s + 1]) (offsets null: all of them for every
+// state); eq_active (neq) or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and
+// iterations; and the results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged;
+// inverse tau, qfrc (null for the rows alone)
+struct ConstraintCall {
+    int op = 0;
+    Input q{}, qd{}, x{}, warm{};
+    Contacts contacts;
+    const int64_t *offsets = nullptr;
+    const bool *eq_active = nullptr;
+    double tolerance = 0;
+    int64_t iterations = 0;
+    double *qacc = nullptr, *qfrc = nullptr, *tau = nullptr, *improvement = nullptr;
+    int64_t *iters = nullptr;
+    bool *converged = nullptr;
+};
+
+// the rows of consecutive states, appended state by state (a thread's range of a call; the bindings concatenate them):
+// per state its sizes (nefc, ne, nf, nl, nc: ROW_SIZES each), per row MuJoCo's efc_* arrays (J nefc x nv) and the force
+// (forward, inverse), per contact the regularised cone's mu and its first row (-1: none)
+constexpr int ROW_SIZES = 5;
+struct RowsOut {
+    std::vector<int64_t> sizes, type, id, contact_row;
+    std::vector<double> J, pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref, force, contact_mu;
+};
 
 }  // namespace physai
