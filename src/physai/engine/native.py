@@ -295,7 +295,7 @@ class Kernel:
             return self.failed(failure, model, args, converted=True)
         if kind in ("type", "shape", "nonfinite"):
             states(**self._states(model, args))                        # raises the NumPy path's error
-            for (name, k), x in zip(self.arguments, args):
+            for (_, k), x in zip(self.arguments, args):
                 if k == "o" and self.options is not None:
                     self.options(model, x)                             # raises the named error of what is wrong in it
             raise ShapeError(f"{argument} is not an array of the model's shape ({kind})")
