@@ -568,41 +568,50 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
 void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c) {
     c.contacts = Contacts{}, c.offsets = nullptr;
     if (obj.is_none()) return;
-    nb::tuple t;
-    if (!nb::try_cast(obj, t, false) || t.size() != 12) fail("type", "contacts");
-    DArr d[8];
-    IArr i[3], offsets;
-    for (int k = 0; k < 8; k++)
-        if (!nb::try_cast(t[size_t(k) + 1], d[k], false)) fail("type", "contacts");
-    for (int k = 0; k < 3; k++)
-        if (!nb::try_cast(t[size_t(k) + 9], i[k], false)) fail("type", "contacts");
-    int64_t n = d[2].ndim() == 1 ? int64_t(d[2].shape(0)) : -1;
-    const int64_t widths[8] = {3, 9, 1, 1, 5, 2, 2, 5};
-    for (int k = 0; k < 8; k++)
-        if (int64_t(d[k].size()) != n * widths[k] || d[k].ndim() < 1 || int64_t(d[k].shape(0)) != n) fail("shape", "contacts");
-    for (int k = 0; k < 3; k++)
-        if (i[k].ndim() != 1 || int64_t(i[k].shape(0)) != n) fail("shape", "contacts");
+    if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 12) fail("type", "contacts");
+    // item k of the tuple: a C-contiguous aligned array of `type` with `entries` entries per contact (n of them, the
+    // first array's), its data
+    int64_t n = -1;
+    auto array = [&](int k, int type, int64_t entries) -> const void * {
+        PyObject *x = PyTuple_GET_ITEM(obj.ptr(), k);
+        if (!PyArray_Check(x)) fail("type", "contacts");
+        PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);
+        if (PyArray_TYPE(a) != type || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || PyArray_ISBYTESWAPPED(a))
+            fail("type", "contacts");
+        int64_t first = PyArray_NDIM(a) ? int64_t(PyArray_DIMS(a)[0]) : -1;
+        if (n < 0) n = first;
+        if (first != n || int64_t(PyArray_SIZE(a)) != n * entries) fail("shape", "contacts");
+        return PyArray_DATA(a);
+    };
     Contacts &con = c.contacts;
-    con.n = n, con.pos = d[0].data(), con.frame = d[1].data(), con.dist = d[2].data(), con.includemargin = d[3].data();
-    con.friction = d[4].data(), con.solref = d[5].data(), con.solreffriction = d[6].data(), con.solimp = d[7].data();
-    con.dim = i[0].data(), con.body1 = i[1].data(), con.body2 = i[2].data();
+    con.pos = static_cast<const double *>(array(1, NPY_DOUBLE, 3));
+    con.frame = static_cast<const double *>(array(2, NPY_DOUBLE, 9));
+    con.dist = static_cast<const double *>(array(3, NPY_DOUBLE, 1));
+    con.includemargin = static_cast<const double *>(array(4, NPY_DOUBLE, 1));
+    con.friction = static_cast<const double *>(array(5, NPY_DOUBLE, 5));
+    con.solref = static_cast<const double *>(array(6, NPY_DOUBLE, 2));
+    con.solreffriction = static_cast<const double *>(array(7, NPY_DOUBLE, 2));
+    con.solimp = static_cast<const double *>(array(8, NPY_DOUBLE, 5));
+    con.dim = static_cast<const int64_t *>(array(9, NPY_INT64, 1));
+    con.body1 = static_cast<const int64_t *>(array(10, NPY_INT64, 1));
+    con.body2 = static_cast<const int64_t *>(array(11, NPY_INT64, 1));
+    con.n = n;
     for (int64_t k = 0; k < n; k++) {
         int64_t dim = con.dim[k];
         if (dim != 1 && dim != 3 && dim != 4 && dim != 6) throw nb::value_error("contacts: a dim is not 1, 3, 4 or 6");
         if (con.body1[k] < -1 || con.body1[k] >= m.nbody || con.body2[k] < -1 || con.body2[k] >= m.nbody)
             throw nb::value_error("contacts: a body outside the model");
     }
-    if (t[0].is_none()) return;
-    if (!nb::try_cast(t[0], offsets, false)) fail("type", "contacts");
-    if (offsets.ndim() != 1 || int64_t(offsets.shape(0)) != N + 1) fail("shape", "contacts");
-    const int64_t *o = offsets.data();
+    if (PyTuple_GET_ITEM(obj.ptr(), 0) == Py_None) return;
+    n = N + 1;
+    const int64_t *o = static_cast<const int64_t *>(array(0, NPY_INT64, 1));
     for (int64_t s = 0; s < N; s++)
         if (o[s] > o[s + 1]) fail("shape", "contacts");
-    if (o[0] != 0 || o[N] != n) fail("shape", "contacts");
+    if (o[0] != 0 || o[N] != con.n) fail("shape", "contacts");
     c.offsets = o;
 }
 
-// a new array (rows, cols) of `type` (cols 0: (rows,)) filled from the ranges' vectors (member `field` of each RowsOut)
+// a new array (total, cols) of `type` (cols 0: (total,)) filled from member `field` of each range's RowsOut, in order
 template <class X> nb::object gather_rows(const std::vector<const RowsOut *> &outs, std::vector<X> RowsOut::*field,
                                           int64_t cols, int type) {
     size_t total = 0;
@@ -612,6 +621,21 @@ template <class X> nb::object gather_rows(const std::vector<const RowsOut *> &ou
     nb::object r = new_array(cols ? 2 : 1, dims, type, data);
     X *at = static_cast<X *>(data);
     for (const RowsOut *o : outs) at = std::copy((o->*field).begin(), (o->*field).end(), at);
+    return r;
+}
+
+// a new array (fields, total) of `type`, its row k filled as gather_rows fills member fields[k] (one allocation for the
+// per-row arrays; each row a contiguous view)
+template <class X> nb::object gather_block(const std::vector<const RowsOut *> &outs,
+                                           std::initializer_list<std::vector<X> RowsOut::*> fields, int type) {
+    size_t total = 0;
+    for (const RowsOut *o : outs) total += (o->**fields.begin()).size();
+    npy_intp dims[2] = {npy_intp(fields.size()), npy_intp(total)};
+    void *data;
+    nb::object r = new_array(2, dims, type, data);
+    X *at = static_cast<X *>(data);
+    for (auto field : fields)
+        for (const RowsOut *o : outs) at = std::copy((o->*field).begin(), (o->*field).end(), at);
     return r;
 }
 
@@ -626,9 +650,10 @@ void clear(RowsOut &o) {
 // eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations). Returns (results,
 // sizes, rows): results per state (forward: qacc, qfrc_constraint, iterations, improvement, converged; inverse: tau,
 // qfrc_constraint; none for the rows), with a leading N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and
-// contacts; rows: J (total nefc, nv), pos, margin, frictionloss, type, id, diagA, R, D, K, B, imp, impP, vel, aref,
-// efc_force (None for the rows), contact_mu and contact_row (each state's contacts), the states' concatenated. Small
-// calls keep the GIL and run on the CompiledModel's workspace; larger ones run on threads with the GIL released.
+// contacts; then the states' rows concatenated: J (total nefc, nv); values (12 or 13, total nefc): pos, margin,
+// frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and efc_force (not for the rows); ints (2, total nefc): type, id;
+// contact_row (1, total contacts), contact_mu (total contacts). Small calls keep the GIL and run on the CompiledModel's
+// workspace; larger ones run on threads with the GIL released.
 nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
@@ -641,18 +666,20 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
     int k = 2;
     if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
-    nb::tuple o;
     size_t options = op == CONSTRAINT_FORWARD ? 5 : 2;
-    if (!nb::try_cast(args[k], o, false) || o.size() != options)
+    if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
         throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
                                                          "tolerance, iterations)" : "options (contacts, eq_active)");
+    nb::tuple o = nb::borrow<nb::tuple>(args[k]);
     int64_t N = batch < 0 ? 1 : batch;
     read_contacts(m, o[0], N, c);
-    nb::ndarray<const bool, nb::c_contig, nb::device::cpu> active;
     if (!o[1].is_none()) {
-        if (!nb::try_cast(o[1], active, false)) fail("type", "eq_active");
-        if (active.ndim() != 1 || int64_t(active.shape(0)) != m.neq) fail("shape", "eq_active");
-        c.eq_active = active.data();
+        PyObject *x = o[1].ptr();
+        if (!PyArray_Check(x)) fail("type", "eq_active");
+        PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);
+        if (PyArray_TYPE(a) != NPY_BOOL || !PyArray_IS_C_CONTIGUOUS(a)) fail("type", "eq_active");
+        if (PyArray_NDIM(a) != 1 || int64_t(PyArray_DIMS(a)[0]) != m.neq) fail("shape", "eq_active");
+        c.eq_active = static_cast<const bool *>(PyArray_DATA(a));
     }
     if (op == CONSTRAINT_FORWARD) {
         if (!o[2].is_none()) {
@@ -660,7 +687,8 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
             read_state(o[2], "qacc_warmstart", m.nv, false, c.warm, warm_batch, copies);
             if (warm_batch != batch) fail("shape", "qacc_warmstart");
         }
-        c.tolerance = nb::cast<double>(o[3]), c.iterations = nb::cast<int64_t>(o[4]);
+        if (!PyFloat_Check(o[3].ptr()) || !PyLong_Check(o[4].ptr())) fail("type", "constraint");
+        c.tolerance = PyFloat_AS_DOUBLE(o[3].ptr()), c.iterations = PyLong_AsLongLong(o[4].ptr());
     }
     // the results per state
     npy_intp vdims[2] = {npy_intp(N), m.nv}, sdims[1] = {npy_intp(N)};
@@ -719,17 +747,15 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     auto first = [&](int status) { return failures.first[status].load(std::memory_order_relaxed); };
     if (first(ZERO_QUATERNION) != NO_STATE) fail("zero_quaternion", "q", first(ZERO_QUATERNION));
     if (first(SINGULAR) != NO_STATE) fail("singular", nullptr, first(SINGULAR));
-    nb::list rows;
-    for (auto field : {&RowsOut::J}) rows.append(gather_rows(outs, field, m.nv, NPY_DOUBLE));
-    for (auto field : {&RowsOut::pos, &RowsOut::margin, &RowsOut::frictionloss}) rows.append(gather_rows(outs, field, 0, NPY_DOUBLE));
-    for (auto field : {&RowsOut::type, &RowsOut::id}) rows.append(gather_rows(outs, field, 0, NPY_INT64));
-    for (auto field : {&RowsOut::diagA, &RowsOut::R, &RowsOut::D, &RowsOut::K, &RowsOut::B, &RowsOut::imp, &RowsOut::impP,
-                       &RowsOut::vel, &RowsOut::aref})
-        rows.append(gather_rows(outs, field, 0, NPY_DOUBLE));
-    rows.append(op == CONSTRAINT_ROWS ? nb::none() : gather_rows(outs, &RowsOut::force, 0, NPY_DOUBLE));
-    rows.append(gather_rows(outs, &RowsOut::contact_mu, 0, NPY_DOUBLE));
-    rows.append(gather_rows(outs, &RowsOut::contact_row, 0, NPY_INT64));
-    return nb::make_tuple(nb::tuple(results), gather_rows(outs, &RowsOut::sizes, ROW_SIZES, NPY_INT64), nb::tuple(rows));
+    using R = RowsOut;
+    nb::object values = op == CONSTRAINT_ROWS
+        ? gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
+                              &R::vel, &R::aref}, NPY_DOUBLE)
+        : gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
+                              &R::vel, &R::aref, &R::force}, NPY_DOUBLE);
+    return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
+                          gather_rows(outs, &R::J, m.nv, NPY_DOUBLE), values, gather_block(outs, {&R::type, &R::id}, NPY_INT64),
+                          gather_block(outs, {&R::contact_row}, NPY_INT64), gather_rows(outs, &R::contact_mu, 0, NPY_DOUBLE));
 }
 
 // _native.call: one entry for every operation

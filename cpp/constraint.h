@@ -79,11 +79,16 @@ struct ConstraintWork {
     Cones cones;
     // the kinematics the rows read: bodies' world position (3) and orientation (9), quaternions (4), the links' bias
     // accelerations (nlink + 1, 6: the world last); two point Jacobians and their difference (6 x nv); chain marks (nv)
+    // and a contact's columns (nv)
     std::vector<double> bpos, brot, bquat, acc, J1, J2, Jd;
     std::vector<char> mark;
-    // the solver: M, its factor, H's factor (nv x nv); vectors of nv; vectors of nefc
+    std::vector<int> cols;
+    // the solver: M, its factor, H's factor (nv x nv) and their rows' nonzero runs (cholesky); vectors of nv; vectors of
+    // nefc
     std::vector<double> M, LM, LH, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv, tmp;
-    std::vector<double> force, jar, Jv, Jaref, wforce;
+    std::vector<int> nzM, countM, nzH, countH;
+    std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
+    std::vector<double> force, jar, Jv, wforce, wjar, x;
     std::vector<int> state, wstate, hstate;
     Cones wcones;
     explicit ConstraintWork(const Model &m) : d(m) {
@@ -91,9 +96,10 @@ struct ConstraintWork {
         r.nv = m.nv;
         bpos.resize(3 * B), brot.resize(9 * B), bquat.resize(4 * B), acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
-        mark.assign(V, 0);
+        mark.assign(V, 0), cols.resize(V);
         for (auto *x : {&M, &LM, &LH}) x->resize(V * V);
-        for (auto *x : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp}) x->resize(V);
+        nzM.resize(2 * V * V), nzH.resize(2 * V * V), countM.resize(V), countH.resize(V), G.resize(V * V), g.resize(V);
+        for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
 };
 
@@ -117,38 +123,61 @@ inline void symmetric_times(const double *M, int n, const double *x, double *y) 
     }
 }
 
-// M = U^T U for M symmetric positive definite (its upper triangle, row-major, overwritten by U = L^T): the factor of
-// forward.h's cholesky_solve, each entry's sum taken in the same order, written as updates of the rows below (contiguous
-// rows); false on a non-positive pivot
-inline bool cholesky(double *U, int n) {
-    for (int j = 0; j < n; j++) {
-        double *Uj = U + size_t(j) * n;
-        if (!(Uj[j] > 0.0)) return false;
-        double L = std::sqrt(Uj[j]);
-        Uj[j] = L;
-        for (int k = j + 1; k < n; k++) Uj[k] = Uj[k] / L;
-        for (int i = j + 1; i < n; i++) {
-            double a = Uj[i];
-            if (a == 0.0) continue;                                   // nothing to subtract (exactly as subtracting 0)
-            double *Ui = U + size_t(i) * n;
-            for (int k = i; k < n; k++) Ui[k] = Ui[k] - a * Uj[k];
-        }
+// row k's nonzero columns left of its diagonal in L (row-major n x n) as runs of consecutive columns: [runs[2 a],
+// runs[2 a + 1]) for a < count, into runs (k pairs at most); returns count
+inline int find_runs(const double *Lk, int k, int *runs) {
+    int count = 0;
+    for (int i = 0; i < k; i++) {
+        if (Lk[i] == 0.0) continue;
+        if (count && runs[2 * count - 1] == i) runs[2 * count - 1] = i + 1;
+        else runs[2 * count] = i, runs[2 * count + 1] = i + 1, count++;
+    }
+    return count;
+}
+
+// H = L^T L for H symmetric positive definite (row-major n x n: its lower triangle read and overwritten by L, lower
+// triangular), the rows eliminated from the last to the first (MuJoCo's mj_factorM order: a dof coupled to its
+// ancestors only, a tree's pattern, fills in nothing); row k's nonzero columns left of its diagonal as runs
+// (find_runs) into runs[2 k n ..], their number into count[k], for the solves. false on a non-positive pivot.
+inline bool cholesky(double *H, int n, int *runs, int *count) {
+    for (int k = n - 1; k >= 0; k--) {
+        double *Hk = H + size_t(k) * n;
+        if (!(Hk[k] > 0.0)) return false;
+        double d = std::sqrt(Hk[k]);
+        Hk[k] = d;
+        int *z = runs + 2 * size_t(k) * n, c = find_runs(Hk, k, z);
+        count[k] = c;
+        for (int a = 0; a < c; a++)
+            for (int i = z[2 * a]; i < z[2 * a + 1]; i++) Hk[i] = Hk[i] / d;
+        for (int a = 0; a < c; a++)                                    // H_ij -= L_ki L_kj, j <= i < k
+            for (int i = z[2 * a]; i < z[2 * a + 1]; i++) {
+                double x = Hk[i], *Hi = H + size_t(i) * n;
+                for (int b = 0; b <= a; b++) {
+                    int e = std::min(z[2 * b + 1], i + 1);
+                    for (int j = z[2 * b]; j < e; j++) Hi[j] -= x * Hk[j];
+                }
+            }
     }
     return true;
 }
 
-// x with U^T U x = b from cholesky's U, over b: forward.h's two triangular solves
-inline void cholesky_solve_factored(const double *U, int n, double *b) {
-    for (int i = 0; i < n; i++) {                                      // L y = b
-        double t = b[i];
-        for (int k = 0; k < i; k++) t = t - U[size_t(k) * n + i] * b[k];
-        b[i] = t / U[size_t(i) * n + i];
+// x with L^T L x = b from cholesky's factor, over b
+inline void cholesky_solve_factored(const double *L, int n, const int *runs, const int *count, double *b) {
+    for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
+        const double *Lk = L + size_t(k) * n;
+        const int *z = runs + 2 * size_t(k) * n;
+        double y = b[k] / Lk[k];
+        b[k] = y;
+        for (int a = 0; a < count[k]; a++)
+            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) b[j] -= Lk[j] * y;
     }
-    for (int i = n - 1; i >= 0; i--) {                                 // L^T x = y
-        const double *Ui = U + size_t(i) * n;
-        double t = b[i];
-        for (int k = i + 1; k < n; k++) t = t - Ui[k] * b[k];
-        b[i] = t / Ui[i];
+    for (int k = 0; k < n; k++) {                                      // L x = y
+        const double *Lk = L + size_t(k) * n;
+        const int *z = runs + 2 * size_t(k) * n;
+        double t = b[k];
+        for (int a = 0; a < count[k]; a++)
+            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) t -= Lk[j] * b[j];
+        b[k] = t / Lk[k];
     }
 }
 
@@ -299,7 +328,7 @@ inline void point_bias_acceleration(const Model &m, const Data<double> &d, const
 // the rows' buffers for up to n rows
 inline void reserve_rows(Rows &r, int n) {
     size_t N = size_t(n);
-    if (r.pos.size() >= N) return;
+    if (r.start.size() > N) return;
     for (auto *x : {&r.pos, &r.margin, &r.frictionloss, &r.diagA, &r.R, &r.D, &r.K, &r.B, &r.imp, &r.impP, &r.vel, &r.aref})
         x->resize(N);
     r.type.resize(N), r.id.resize(N), r.start.resize(N + 1), r.cols.resize(N * size_t(r.nv));
@@ -314,16 +343,26 @@ inline double *next_rows(Rows &r, int n) {
 }
 
 // the block of n rows written at next_rows, appended (MuJoCo's mj_addConstraint): pos, margin, diagA per row; a block
-// whose Jacobian is all zero is dropped, except a contact's. Returns whether it was added.
+// whose Jacobian is all zero is dropped, except a contact's. The rows' nonzero columns are found, or given (ncols
+// ascending columns outside which the rows are zero). Returns whether it was added.
 inline bool add(Rows &r, int n, const double *pos, const double *margin, double frictionloss, int kind, int64_t id,
-                const double *diagA) {
+                const double *diagA, const int *given = nullptr, int ncols = 0) {
     int nv = r.nv;
     const double *J = r.J.data() + size_t(r.nefc) * nv;
     int *cols = r.cols.data(), at = r.start[size_t(r.nefc)], first = at;
     for (int i = 0; i < n; i++) {
-        for (int j = 0; j < nv; j++)
-            if (J[size_t(i) * nv + j] != 0.0) cols[at++] = j;
+        if (given)
+            for (int k = 0; k < ncols; k++) cols[at++] = given[k];
+        else
+            for (int j = 0; j < nv; j++)
+                if (J[size_t(i) * nv + j] != 0.0) cols[at++] = j;
         r.start[size_t(r.nefc + i) + 1] = at;
+    }
+    if (given && kind < CONTACT_FRICTIONLESS) {                        // an all-zero block is still dropped
+        bool zero = true;
+        for (int i = 0; i < n && zero; i++)
+            for (int k = 0; k < ncols && zero; k++) zero = J[size_t(i) * nv + given[k]] == 0.0;
+        if (zero) at = first;
     }
     if (kind < CONTACT_FRICTIONLESS && at == first) return false;
     for (int i = 0; i < n; i++) {
@@ -612,7 +651,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
         for (int i = 0; i < nv; i++) {
             if (m.dof_frictionloss[i] == 0.0) continue;
             next_rows(r, 1)[i] = 1.0;
-            add(r, 1, &zero, &zero, m.dof_frictionloss[i], FRICTION_DOF, i, dw + i);
+            add(r, 1, &zero, &zero, m.dof_frictionloss[i], FRICTION_DOF, i, dw + i, &i, 1);
         }
     r.nf = r.nefc - r.ne;
     // joint limits: dist = side (range - q) for hinge and slide, max(range) - angle for a ball, active below the margin
@@ -627,7 +666,8 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                     double dist = side * (range[(side + 1) / 2] - q[a]);
                     if (dist < margin) {
                         next_rows(r, 1)[v] = -side;
-                        add(r, 1, &dist, &margin, 0.0, LIMIT_JOINT, j, dw + v);
+                        const int col = int(v);
+                        add(r, 1, &dist, &margin, 0.0, LIMIT_JOINT, j, dw + v, &col, 1);
                     }
                 }
             } else if (t == JNT_BALL) {
@@ -636,7 +676,8 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                 if (dist < margin) {
                     double *J = next_rows(r, 1);
                     for (int k = 0; k < 3; k++) J[v + k] = -axis[k];
-                    add(r, 1, &dist, &margin, 0.0, LIMIT_JOINT, j, dw + v);
+                    const int cols[3] = {int(v), int(v) + 1, int(v) + 2};
+                    add(r, 1, &dist, &margin, 0.0, LIMIT_JOINT, j, dw + v, cols, 3);
                 }
             }
         }
@@ -656,42 +697,62 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
         for (int64_t j = e1; j >= 0 && !moves; j = m.dof_parentid[j]) moves = mark[j] != 3;
         for (int64_t j = e2; j >= 0 && !moves; j = m.dof_parentid[j]) moves = mark[j] != 3;
         if (moves) {
-            double *J1 = w.J1.data(), *J2 = w.J2.data(), *Jd = w.Jd.data();
-            std::fill(J1, J1 + 6 * nv, 0.0);
-            std::fill(J2, J2 + 6 * nv, 0.0);
-            point_jacobian(m, d, b2, p, J2, mark, 3);
-            point_jacobian(m, d, b1, p, J1, mark, 3);
-            for (int k = 0; k < 6 * nv; k++) Jd[k] = J2[k] - J1[k];
+            // the columns of the dofs that move one body only, ascending; Jd = J2 - J1 there ((Jp; Jr) per column)
+            int *cols = w.cols.data(), n = 0;
+            for (int64_t e : {e1, e2})
+                for (int64_t j = e; j >= 0; j = m.dof_parentid[j])
+                    if (mark[j] != 3) cols[n++] = int(j);
+            std::sort(cols, cols + n);
+            double *Jd = w.Jd.data(), r1[3] = {0, 0, 0}, r2[3] = {0, 0, 0};
+            for (int64_t b : {b1, b2}) {
+                int64_t link = b >= 0 ? m.body_linkid[b] : -1;
+                if (link < 0) continue;
+                const double *center = &d.xpos[3 * size_t(m.link_centerid[link])];
+                for (int a = 0; a < 3; a++) (b == b1 ? r1 : r2)[a] = p[a] - center[a];
+            }
+            for (int k = 0; k < n; k++) {
+                int j = cols[k];
+                const double *S = &d.cdof[6 * size_t(j)];
+                double wr[3], *col = Jd + 6 * k;
+                cross(S, mark[j] == 2 ? r2 : r1, wr);
+                for (int a = 0; a < 3; a++) col[a] = S[3 + a] + wr[a], col[3 + a] = S[a];
+                if (mark[j] == 1)                                      // J2 - J1 with J2 = 0 there
+                    for (int a = 0; a < 6; a++) col[a] = 0.0 - col[a];
+            }
             double tran = 0.0, rot = 0.0;
             for (int64_t b : {b1, b2})
                 if (b >= 0) tran += bw[2 * b], rot += bw[2 * b + 1];
             double dist = con.dist[c], margin = con.includemargin[c];
             r.contact_row[size_t(c)] = r.nefc;
-            // jac: the frame's rows on the translation (1 or 3), then on the rotation (dim 4: 1, dim 6: 3)
-            double *jac = w.J1.data();                                 // J1 no longer needed: jac (dim, nv)
+            // jac (dim, n): the frame's rows on the translation (1 or 3), then on the rotation (dim 4: 1, dim 6: 3)
+            double *jac = w.J1.data();
             int nt = dim > 1 ? 3 : 1, nr = dim > 3 ? int(dim) - 3 : 0;
             for (int k = 0; k < nt + nr; k++) {
-                const double *f = frame + 3 * (k < nt ? k : k - nt), *src = Jd + (k < nt ? 0 : 3 * nv);
-                for (int j = 0; j < nv; j++) jac[k * nv + j] = f[0] * src[j] + f[1] * src[nv + j] + f[2] * src[2 * nv + j];
+                const double *f = frame + 3 * (k < nt ? k : k - nt);
+                int o = k < nt ? 0 : 3;
+                for (int i = 0; i < n; i++) jac[k * n + i] = f[0] * Jd[6 * i + o] + f[1] * Jd[6 * i + o + 1] + f[2] * Jd[6 * i + o + 2];
             }
             if (dim == 1) {
-                std::copy(jac, jac + nv, next_rows(r, 1));
-                add(r, 1, &dist, &margin, 0.0, CONTACT_FRICTIONLESS, c, &tran);
+                double *J = next_rows(r, 1);
+                for (int i = 0; i < n; i++) J[cols[i]] = jac[i];
+                add(r, 1, &dist, &margin, 0.0, CONTACT_FRICTIONLESS, c, &tran, cols, n);
             } else if (!m.opt_elliptic) {
                 for (int k = 1; k < dim; k++) {
                     double *J = next_rows(r, 2), dists[2] = {dist, dist}, margins[2] = {margin, margin};
-                    for (int j = 0; j < nv; j++) {
-                        J[j] = jac[j] + mu[k - 1] * jac[k * nv + j];
-                        J[nv + j] = jac[j] - mu[k - 1] * jac[k * nv + j];
+                    for (int i = 0; i < n; i++) {
+                        J[cols[i]] = jac[i] + mu[k - 1] * jac[k * n + i];
+                        J[nv + cols[i]] = jac[i] - mu[k - 1] * jac[k * n + i];
                     }
                     double dA = tran + mu[k - 1] * mu[k - 1] * (k - 1 < 2 ? tran : rot), dAs[2] = {dA, dA};
-                    add(r, 2, dists, margins, 0.0, CONTACT_PYRAMIDAL, c, dAs);
+                    add(r, 2, dists, margins, 0.0, CONTACT_PYRAMIDAL, c, dAs, cols, n);
                 }
             } else {
                 double dists[6] = {dist, 0, 0, 0, 0, 0}, margins[6] = {margin, 0, 0, 0, 0, 0}, dA[6];
                 for (int j = 0; j < dim; j++) dA[j] = j < 3 ? tran : rot;
-                std::copy(jac, jac + dim * nv, next_rows(r, int(dim)));
-                add(r, int(dim), dists, margins, 0.0, CONTACT_ELLIPTIC, c, dA);
+                double *J = next_rows(r, int(dim));
+                for (int k = 0; k < dim; k++)
+                    for (int i = 0; i < n; i++) J[k * nv + cols[i]] = jac[k * n + i];
+                add(r, int(dim), dists, margins, 0.0, CONTACT_ELLIPTIC, c, dA, cols, n);
             }
         }
         for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;
@@ -780,19 +841,23 @@ inline double update(const Rows &r, const double *jar, double *force, int *state
 
 // ---------------------------------------------------------------- the forward problem: Newton's method (mj_solNewton)
 
-// the primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref) at w.qacc, with s's forces and states into force,
-// state and cones, and M qacc into w.Ma (_total_cost)
-inline double total_cost(const Model &m, ConstraintWork &w, const double *qacc, double *force, int *state, Cones &cones) {
+// the primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref) at qacc from Ma = M qacc and jar = J qacc - aref,
+// with s's forces and states into force, state and cones
+inline double cost_at(const Model &m, ConstraintWork &w, const double *qacc, const double *Ma, const double *jar,
+                      double *force, int *state, Cones &cones) {
+    double s = update(w.r, jar, force, state, &cones), gauss = 0.0;
+    for (int j = 0; j < m.nv; j++) gauss += (Ma[j] - w.qfrc_smooth[size_t(j)]) * (qacc[j] - w.qacc_smooth[size_t(j)]);
+    return 0.5 * gauss + s;
+}
+
+// cost_at qacc with M qacc into Ma and J qacc - aref into jar (_total_cost)
+inline double total_cost(const Model &m, ConstraintWork &w, const double *qacc, double *Ma, double *jar, double *force,
+                         int *state, Cones &cones) {
     const Rows &r = w.r;
-    int nv = m.nv;
-    double *jar = w.jar.data();
     rows_times(r, qacc, jar);
     for (int i = 0; i < r.nefc; i++) jar[i] = jar[i] - r.aref[size_t(i)];
-    double s = update(r, jar, force, state, &cones);
-    symmetric_times(w.M.data(), nv, qacc, w.tmp.data());
-    double gauss = 0.0;
-    for (int j = 0; j < nv; j++) gauss += (w.tmp[size_t(j)] - w.qfrc_smooth[size_t(j)]) * (qacc[j] - w.qacc_smooth[size_t(j)]);
-    return 0.5 * gauss + s;
+    symmetric_times(w.M.data(), m.nv, qacc, Ma);
+    return cost_at(m, w, qacc, Ma, jar, force, state, cones);
 }
 
 // (d cost / d alpha, d2 cost / d alpha2) of the primal cost along qacc + alpha v (_line_cost: the line search reads its
@@ -849,14 +914,13 @@ inline void line_cost(const Rows &r, const double *Jaref, const double *Jv, cons
 }
 
 // alpha minimising the primal cost along qacc + alpha v: Newton's method on its derivative, kept inside a bracket that
-// shrinks by bisection where a Newton step would leave it (_line_search)
-inline double line_search(const Model &m, ConstraintWork &w, const double *qacc, const double *v, int64_t max_iterations,
-                          double tolerance) {
+// shrinks by bisection where a Newton step would leave it (_line_search); w.jar holds J qacc - aref and w.Ma M qacc (of
+// the last total_cost at qacc: the same numbers)
+inline double line_search(const Model &m, ConstraintWork &w, const double *v, int64_t max_iterations, double tolerance) {
     const Rows &r = w.r;
     int nv = m.nv;
-    double *Jaref = w.Jaref.data(), *Jv = w.Jv.data(), *Mv = w.Mv.data();
-    rows_times(r, qacc, Jaref);
-    for (int i = 0; i < r.nefc; i++) Jaref[i] = Jaref[i] - r.aref[size_t(i)];
+    const double *Jaref = w.jar.data();
+    double *Jv = w.Jv.data(), *Mv = w.Mv.data();
     rows_times(r, v, Jv);
     symmetric_times(w.M.data(), nv, v, Mv);
     double q1 = 0.0, q2 = 0.0, q3 = 0.0;
@@ -883,26 +947,44 @@ inline double line_search(const Model &m, ConstraintWork &w, const double *qacc,
 }
 
 // H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.LH's
-// upper triangle (_hessian; H is symmetric by construction)
+// lower triangle (_hessian; H is symmetric by construction)
 inline void hessian(const Model &m, ConstraintWork &w, const int *state, const Cones &cones) {
     const Rows &r = w.r;
     int nv = m.nv;
     double *H = w.LH.data();
     std::fill(H, H + size_t(nv) * nv, 0.0);
     const double *J = r.J.data();
-    for (int i = 0; i < r.nefc; i++) {
-        if (state[i] != QUADRATIC) continue;
-        const double *Ji = J + size_t(i) * nv;
+    double *G = w.G.data(), *g = w.g.data();
+    for (int i = 0; i < r.nefc;) {
+        // rows i .. e - 1 on the same columns (a contact's): their sum in G (nc x nc, dense) first, then into H
         const int *cols = r.cols.data() + r.start[size_t(i)], nc = r.start[size_t(i) + 1] - r.start[size_t(i)];
-        for (int a = 0; a < nc; a++) {
-            double x = Ji[cols[a]] * r.D[size_t(i)];
-            for (int b = 0; b < nc; b++)
-                if (cols[b] >= cols[a]) H[size_t(cols[a]) * nv + cols[b]] += x * Ji[cols[b]];
+        int e = i + 1;
+        while (e < r.nefc && r.start[size_t(e) + 1] - r.start[size_t(e)] == nc &&
+               std::equal(cols, cols + nc, r.cols.data() + r.start[size_t(e)]))
+            e++;
+        std::fill(G, G + size_t(nc) * nc, 0.0);
+        bool any = false;
+        for (int k = i; k < e; k++) {
+            if (state[k] != QUADRATIC) continue;
+            const double *Jk = J + size_t(k) * nv;
+            double Dk = r.D[size_t(k)];
+            for (int a = 0; a < nc; a++) g[a] = Jk[cols[a]];
+            for (int a = 0; a < nc; a++) {                             // cols ascending: b <= a is the lower triangle
+                double x = g[a] * Dk, *Ga = G + size_t(a) * nc;
+                for (int b = 0; b <= a; b++) Ga[b] += x * g[b];
+            }
+            any = true;
         }
+        if (any)
+            for (int a = 0; a < nc; a++) {
+                double *Ha = H + size_t(cols[a]) * nv, *Ga = G + size_t(a) * nc;
+                for (int b = 0; b <= a; b++) Ha[cols[b]] += Ga[b];
+            }
+        i = e;
     }
     const double *M = w.M.data();
     for (int p = 0; p < nv; p++)
-        for (int q = p; q < nv; q++) H[size_t(p) * nv + q] = M[size_t(p) * nv + q] + H[size_t(p) * nv + q];
+        for (int q = 0; q <= p; q++) H[size_t(p) * nv + q] = M[size_t(p) * nv + q] + H[size_t(p) * nv + q];
     for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
         int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
         const double *Hc = &cones.H[36 * size_t(k)];
@@ -914,8 +996,7 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
                 const int *cb = r.cols.data() + r.start[size_t(first + b)], nb = r.start[size_t(first + b) + 1] - r.start[size_t(first + b)];
                 for (int s = 0; s < na; s++) {
                     double x = Ja[ca[s]] * h;
-                    for (int t = 0; t < nb; t++)
-                        if (cb[t] >= ca[s]) H[size_t(ca[s]) * nv + cb[t]] += x * Jb[cb[t]];
+                    for (int t = 0; t < nb && cb[t] <= ca[s]; t++) H[size_t(ca[s]) * nv + cb[t]] += x * Jb[cb[t]];
                 }
             }
     }
@@ -938,15 +1019,67 @@ inline void gradient(const Model &m, ConstraintWork &w, const double *force) {
     }
 }
 
-// H from the current states and its factor into w.LH, unless the states are those of the last factor and no contact is
-// on its cone (the same H: the factor is kept); false when H is not positive definite
+// the factor of H (w.LH) carried to the current states from those it was made for (w.hstate): a rank-1 update for each
+// row that entered its quadratic state, a downdate for each that left it (MuJoCo's HessianIncremental, mju_cholUpdate in
+// the factor's order); false when a downdate would lose positive definiteness (the caller refactors)
+inline bool update_factor(ConstraintWork &w, int nv) {
+    const Rows &r = w.r;
+    double *L = w.LH.data(), *x = w.x.data();
+    char *touched = w.mark.data();                                     // the rows of L changed (mark is all zero here)
+    for (int i = 0; i < r.nefc; i++) {
+        bool was = w.hstate[size_t(i)] == QUADRATIC, is = w.state[size_t(i)] == QUADRATIC;
+        if (was == is) continue;
+        std::fill(x, x + nv, 0.0);
+        const double *Ji = r.J.data() + size_t(i) * nv, sd = std::sqrt(r.D[size_t(i)]);
+        int top = -1;
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) x[r.cols[size_t(k)]] = Ji[r.cols[size_t(k)]] * sd, top = r.cols[size_t(k)];
+        for (int k = top; k >= 0; k--) {                               // x x^T into the rows of L from the last
+            if (x[k] == 0.0) continue;
+            touched[k] = 1;
+            double *Lk = L + size_t(k) * nv, Lkk = Lk[k];
+            double t = Lkk * Lkk + (is ? x[k] * x[k] : -x[k] * x[k]);
+            if (!(t >= MINVAL)) {
+                std::fill(touched, touched + nv, 0);
+                return false;
+            }
+            double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
+            Lk[k] = rr;
+            if (is)
+                for (int j = 0; j < k; j++) Lk[j] = (Lk[j] + sn * x[j]) * cinv;
+            else
+                for (int j = 0; j < k; j++) Lk[j] = (Lk[j] - sn * x[j]) * cinv;
+            for (int j = 0; j < k; j++) x[j] = c * x[j] - sn * Lk[j];
+        }
+    }
+    for (int k = 0; k < nv; k++) {                                     // the rows' nonzero columns, fill-in included
+        if (!touched[k]) continue;
+        touched[k] = 0;
+        w.countH[size_t(k)] = find_runs(L + size_t(k) * nv, k, w.nzH.data() + 2 * size_t(k) * nv);
+    }
+    return true;
+}
+
+// the factor of H at the current states into w.LH: kept when the states are those it was made for and no contact is
+// on its cone (the same H), updated row by row when a few rows changed state and no cone is involved, made afresh
+// otherwise; false when H is not positive definite
 inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
-    int n = w.r.nefc;
-    if (!fresh && w.cones.n == 0 && std::equal(w.state.begin(), w.state.begin() + n, w.hstate.begin())) return true;
+    int n = w.r.nefc, changed = 0;
+    bool cones = w.cones.n > 0;
+    for (int i = 0; i < n; i++) {
+        changed += w.state[size_t(i)] != w.hstate[size_t(i)];
+        cones |= w.hstate[size_t(i)] == CONE;
+    }
+    if (!fresh && !cones) {
+        if (changed == 0) return true;
+        if (changed <= std::max(1, m.nv / 2) && update_factor(w, m.nv)) {
+            std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
+            return true;
+        }
+    }
     hessian(m, w, w.state.data(), w.cones);
     std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
     fresh = false;
-    return cholesky(w.LH.data(), m.nv);
+    return cholesky(w.LH.data(), m.nv, w.nzH.data(), w.countH.data());
 }
 
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
@@ -957,26 +1090,25 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
                  Solution &sol) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
-    for (auto *x : {&w.force, &w.jar, &w.Jv, &w.Jaref, &w.wforce})
+    for (auto *x : {&w.force, &w.jar, &w.Jv, &w.wforce, &w.wjar})
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
     std::copy(w.M.begin(), w.M.end(), w.LM.begin());
-    if (!cholesky(w.LM.data(), nv)) return SINGULAR;
+    if (!cholesky(w.LM.data(), nv, w.nzM.data(), w.countM.data())) return SINGULAR;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    cholesky_solve_factored(w.LM.data(), nv, w.qacc_smooth.data());
+    cholesky_solve_factored(w.LM.data(), nv, w.nzM.data(), w.countM.data(), w.qacc_smooth.data());
     double scale = 1.0 / (m.meaninertia * std::max(1, nv));
     double *qacc = w.qacc.data();
     std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), qacc);
-    double cost = total_cost(m, w, qacc, w.force.data(), w.state.data(), w.cones);
-    std::copy(w.tmp.begin(), w.tmp.end(), w.Ma.begin());
+    double cost = total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
     if (warmstart) {
-        double warm = total_cost(m, w, warmstart, w.wforce.data(), w.wstate.data(), w.wcones);
+        double warm = total_cost(m, w, warmstart, w.tmp.data(), w.wjar.data(), w.wforce.data(), w.wstate.data(), w.wcones);
         if (warm < cost) {
             std::copy(warmstart, warmstart + nv, qacc);
             cost = warm;
-            std::swap(w.force, w.wforce), std::swap(w.state, w.wstate), std::swap(w.cones, w.wcones);
-            std::copy(w.tmp.begin(), w.tmp.end(), w.Ma.begin());
+            std::swap(w.force, w.wforce), std::swap(w.jar, w.wjar), std::swap(w.state, w.wstate), std::swap(w.cones, w.wcones);
+            std::swap(w.Ma, w.tmp);
         }
     }
     double improvement = 0.0;
@@ -984,32 +1116,40 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
     gradient(m, w, w.force.data());
     double *grad = w.grad.data(), *step = w.step.data(), *v = w.v.data();
     double gnorm = scale * norm(grad, nv);
-    // converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start)
-    std::copy(grad, grad + nv, step);
-    cholesky_solve_factored(w.LM.data(), nv, step);
-    bool done = 0.5 * scale * dot(grad, step, nv) < tolerance && gnorm < tolerance, fresh = true;
+    // converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start; the
+    // gap is computed only when the gradient is small)
+    bool done = false, fresh = true;
+    if (gnorm < tolerance) {
+        std::copy(grad, grad + nv, step);
+        cholesky_solve_factored(w.LM.data(), nv, w.nzM.data(), w.countM.data(), step);
+        done = 0.5 * scale * dot(grad, step, nv) < tolerance;
+    }
     if (!done) {
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
         std::copy(grad, grad + nv, step);
-        cholesky_solve_factored(w.LH.data(), nv, step);
+        cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), step);
         done = gnorm < tolerance && 0.5 * scale * dot(grad, step, nv) < tolerance;
     }
     while (!done && it < iterations) {
         for (int j = 0; j < nv; j++) v[j] = -step[j];
-        double alpha = line_search(m, w, qacc, v, m.opt_ls_iterations, tolerance * m.opt_ls_tolerance * norm(v, nv) / scale);
+        double alpha = line_search(m, w, v, m.opt_ls_iterations, tolerance * m.opt_ls_tolerance * norm(v, nv) / scale);
         if (alpha == 0) {                                              // no descent left: the optimum to rounding
             done = true;
             break;
         }
-        for (int j = 0; j < nv; j++) qacc[j] = qacc[j] + alpha * v[j];
-        double new_cost = total_cost(m, w, qacc, w.force.data(), w.state.data(), w.cones);
-        std::copy(w.tmp.begin(), w.tmp.end(), w.Ma.begin());
+        // the step, with M qacc and J qacc - aref carried along it (MuJoCo's Ma += alpha Mv, Jaref += alpha Jv)
+        for (int j = 0; j < nv; j++) {
+            size_t k = size_t(j);
+            qacc[j] = qacc[j] + alpha * v[j], w.Ma[k] = w.Ma[k] + alpha * w.Mv[k];
+        }
+        for (int i = 0; i < n; i++) w.jar[size_t(i)] = w.jar[size_t(i)] + alpha * w.Jv[size_t(i)];
+        double new_cost = cost_at(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
         improvement = scale * (cost - new_cost), cost = new_cost;
         gradient(m, w, w.force.data());
         gnorm = scale * norm(grad, nv);
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
         std::copy(grad, grad + nv, step);
-        cholesky_solve_factored(w.LH.data(), nv, step);
+        cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), step);
         double decrement = std::max(0.0, 0.5 * scale * dot(grad, step, nv));   // Newton's predicted improvement
         it++;
         done = (0 < improvement && improvement < tolerance) || gnorm < tolerance || decrement < tolerance;

@@ -817,11 +817,18 @@ _ROWS, _FORWARD, _INVERSE = (native.Kernel(name, options=_kernel_options)
 
 def _compiled(kernel: native.Kernel, model: Model, states: tuple, contacts, options: tuple):
     """kernel on the states with the contacts (contact_arrays) and options: (results, per-state Rows (a list), efc_force
-    per state or None)."""
+    per state (a list) or None)."""
     check_supported(model)
     native.with_constraints(model, lambda: invweight0(model))
-    results, sizes, arrays = kernel(model, *states, (contacts,) + options)
-    J, pos, margin, frictionloss, type_, id_, diagA, R, D, K, B, imp, impP, vel, aref, force, mu, row = arrays
+    results, sizes, J, values, ints, (row,), mu = kernel(model, *states, (contacts,) + options)
+    pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref, *force = values
+    type_, id_ = ints
+    if len(sizes) == 1:                                               # one state: the arrays are its own
+        _, ne, nf, nl, nc = sizes[0].tolist()
+        dim = contacts[9][:nc].copy() if nc else np.zeros(0, np.intp)
+        friction = contacts[5][:nc].copy() if nc else np.zeros((0, 5))
+        return results, [Rows(J, pos, margin, frictionloss, type_, id_, ne, nf, nl, diagA, R, D, K, B, imp, impP, vel, aref, dim,
+                              mu, friction, row)], force or None
     ends, contact_ends = np.cumsum(sizes[:, 0]).tolist(), np.cumsum(sizes[:, 4]).tolist()
     out, forces, a, ca = [], [], 0, 0
     firsts = [0] * len(sizes) if contacts is None or contacts[0] is None else contacts[0].tolist()
@@ -832,10 +839,10 @@ def _compiled(kernel: native.Kernel, model: Model, states: tuple, contacts, opti
         out.append(Rows(J[a:b], pos[a:b], margin[a:b], frictionloss[a:b], type_[a:b], id_[a:b], ne, nf, nl, diagA[a:b], R[a:b],
                         D[a:b], K[a:b], B[a:b], imp[a:b], impP[a:b], vel[a:b], aref[a:b], dim, mu[ca:cb], friction,
                         row[ca:cb]))
-        if force is not None:
-            forces.append(force[a:b])
+        if force:
+            forces.append(force[0][a:b])
         a, ca = b, cb
-    return results, out, forces if force is not None else None
+    return results, out, forces if force else None
 
 
 def compiled_rows(model: Model, q, qd, contacts, eq_active) -> Rows:
