@@ -561,14 +561,14 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
 
 // ---------------------------------------------------------------- the constraint operations
 
-// the contacts of a constraint call into c: None, or (offsets, pos, frame, dist, includemargin, friction, solref,
-// solreffriction, solimp, dim, body1, body2) with the contact sets of N states concatenated (offsets (N + 1) int64 from
-// 0, nondecreasing, to the number of contacts) or one set for every state (offsets None); KernelError "type" or "shape"
-// naming "contacts" otherwise; ValueError for a dim or a body outside the model (physai's ContactSet checks them first)
+// the contacts of a constraint call into c: None, or (offsets, floats (n, CONTACT_FLOATS), ints (n, CONTACT_INTS) int64:
+// ContactSet.packed()'s) with the contact sets of N states concatenated (offsets (N + 1) int64 from 0, nondecreasing, to
+// the number of contacts) or one set for every state (offsets None); KernelError "type" or "shape" naming "contacts"
+// otherwise; ValueError for a dim or a body outside the model (physai's ContactSet checks them first)
 void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c) {
     c.contacts = Contacts{}, c.offsets = nullptr;
     if (obj.is_none()) return;
-    if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 12) fail("type", "contacts");
+    if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 3) fail("type", "contacts");
     // item k of the tuple: a C-contiguous aligned array of `type` with `entries` entries per contact (n of them, the
     // first array's), its data
     int64_t n = -1;
@@ -584,22 +584,13 @@ void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c)
         return PyArray_DATA(a);
     };
     Contacts &con = c.contacts;
-    con.pos = static_cast<const double *>(array(1, NPY_DOUBLE, 3));
-    con.frame = static_cast<const double *>(array(2, NPY_DOUBLE, 9));
-    con.dist = static_cast<const double *>(array(3, NPY_DOUBLE, 1));
-    con.includemargin = static_cast<const double *>(array(4, NPY_DOUBLE, 1));
-    con.friction = static_cast<const double *>(array(5, NPY_DOUBLE, 5));
-    con.solref = static_cast<const double *>(array(6, NPY_DOUBLE, 2));
-    con.solreffriction = static_cast<const double *>(array(7, NPY_DOUBLE, 2));
-    con.solimp = static_cast<const double *>(array(8, NPY_DOUBLE, 5));
-    con.dim = static_cast<const int64_t *>(array(9, NPY_INT64, 1));
-    con.body1 = static_cast<const int64_t *>(array(10, NPY_INT64, 1));
-    con.body2 = static_cast<const int64_t *>(array(11, NPY_INT64, 1));
+    con.f = static_cast<const double *>(array(1, NPY_DOUBLE, CONTACT_FLOATS));
+    con.i = static_cast<const int64_t *>(array(2, NPY_INT64, CONTACT_INTS));
     con.n = n;
     for (int64_t k = 0; k < n; k++) {
-        int64_t dim = con.dim[k];
+        int64_t dim = con.dim(k);
         if (dim != 1 && dim != 3 && dim != 4 && dim != 6) throw nb::value_error("contacts: a dim is not 1, 3, 4 or 6");
-        if (con.body1[k] < -1 || con.body1[k] >= m.nbody || con.body2[k] < -1 || con.body2[k] >= m.nbody)
+        if (con.body1(k) < -1 || con.body1(k) >= m.nbody || con.body2(k) < -1 || con.body2(k) >= m.nbody)
             throw nb::value_error("contacts: a body outside the model");
     }
     if (PyTuple_GET_ITEM(obj.ptr(), 0) == Py_None) return;
@@ -647,13 +638,14 @@ void clear(RowsOut &o) {
 }
 
 // CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
-// eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations). Returns (results,
-// sizes, rows): results per state (forward: qacc, qfrc_constraint, iterations, improvement, converged; inverse: tau,
-// qfrc_constraint; none for the rows), with a leading N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and
-// contacts; then the states' rows concatenated: J (total nefc, nv); values (12 or 13, total nefc): pos, margin,
-// frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and efc_force (not for the rows); ints (2, total nefc): type, id;
-// contact_row (1, total contacts), contact_mu (total contacts). Small calls keep the GIL and run on the CompiledModel's
-// workspace; larger ones run on threads with the GIL released.
+// eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations; forward and inverse
+// last: rows, whether to return the rows). Returns (results, sizes, rows...): results per state (forward: qacc,
+// qfrc_constraint, iterations, improvement, converged; inverse: tau, qfrc_constraint; none for the rows), with a leading
+// N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
+// nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
+// efc_force (not for the rows); ints (2, total nefc): type, id; contact_row (1, total contacts), contact_mu (total
+// contacts). Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and run on the
+// CompiledModel's workspace; larger ones run on threads with the GIL released.
 nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
@@ -666,10 +658,12 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
     int k = 2;
     if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
-    size_t options = op == CONSTRAINT_FORWARD ? 5 : 2;
+    size_t options = op == CONSTRAINT_FORWARD ? 6 : op == CONSTRAINT_INVERSE ? 3 : 2;
     if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
         throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
-                                                         "tolerance, iterations)" : "options (contacts, eq_active)");
+                                                         "tolerance, iterations, rows)"
+                              : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows)"
+                                                         : "constraint_rows: options (contacts, eq_active)");
     nb::tuple o = nb::borrow<nb::tuple>(args[k]);
     int64_t N = batch < 0 ? 1 : batch;
     read_contacts(m, o[0], N, c);
@@ -689,6 +683,10 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         }
         if (!PyFloat_Check(o[3].ptr()) || !PyLong_Check(o[4].ptr())) fail("type", "constraint");
         c.tolerance = PyFloat_AS_DOUBLE(o[3].ptr()), c.iterations = PyLong_AsLongLong(o[4].ptr());
+    }
+    if (op != CONSTRAINT_ROWS) {
+        if (!PyBool_Check(o[options - 1].ptr())) fail("type", "constraint");
+        c.rows = o[options - 1].ptr() == Py_True;
     }
     // the results per state
     npy_intp vdims[2] = {npy_intp(N), m.nv}, sdims[1] = {npy_intp(N)};
@@ -728,26 +726,25 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         std::vector<ConstraintPtr> &works = shared ? nm.pool : own;
         std::vector<RowsOut> &rows = shared ? nm.pool_out : own_out;
         while (works.size() < size_t(T)) works.emplace_back(kern.create(m));
-        if (rows.size() < size_t(T)) rows.resize(size_t(T));
-        std::vector<std::pair<int64_t, int>> ranges(size_t(T), {INT64_MAX, -1});   // (first state, slot) per chunk
-        std::atomic<int> next{0};
+        // pieces of PIECE states, taken by whichever thread is free, each into its own RowsOut (in state order)
+        const int64_t PIECE = 8, pieces = (N + PIECE - 1) / PIECE;
+        if (rows.size() < size_t(pieces)) rows.resize(size_t(pieces));
         {
             nb::gil_scoped_release release;
-            parallel_for(N, T, [&](int64_t lo, int64_t hi) {
-                int slot = next.fetch_add(1);
-                clear(rows[size_t(slot)]);
-                ranges[size_t(slot)] = {lo, slot};
-                kern.run(m, *works[size_t(slot)], c, lo, hi, rows[size_t(slot)], failures);
+            parallel_pieces(pieces, T, [&](int t, int64_t k) {
+                RowsOut &out = rows[size_t(k)];
+                clear(out);
+                kern.run(m, *works[size_t(t)], c, k * PIECE, std::min(N, (k + 1) * PIECE), out, failures);
             });
         }
-        std::sort(ranges.begin(), ranges.end());
-        for (auto &r : ranges)
-            if (r.second >= 0) outs.push_back(&rows[size_t(r.second)]);
+        for (int64_t k = 0; k < pieces; k++) outs.push_back(&rows[size_t(k)]);
     }
     auto first = [&](int status) { return failures.first[status].load(std::memory_order_relaxed); };
     if (first(ZERO_QUATERNION) != NO_STATE) fail("zero_quaternion", "q", first(ZERO_QUATERNION));
     if (first(SINGULAR) != NO_STATE) fail("singular", nullptr, first(SINGULAR));
     using R = RowsOut;
+    if (!c.rows) return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
+                                       gather_rows(outs, &R::force, 0, NPY_DOUBLE));
     nb::object values = op == CONSTRAINT_ROWS
         ? gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
                               &R::vel, &R::aref}, NPY_DOUBLE)

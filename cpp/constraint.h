@@ -56,7 +56,8 @@ struct Rows {
     int nv = 0, nefc = 0, ne = 0, nf = 0, nl = 0;
     std::vector<double> J, pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref;
     std::vector<int64_t> type, id;
-    std::vector<int> start, cols;
+    std::vector<int> start, cols;                                      // row i's nonzero columns: cols[start[i] .. start[i + 1])
+    std::vector<double> val;                                           // J's entries there (J in compressed rows)
     Contacts con;
     std::vector<double> contact_mu;
     std::vector<int64_t> contact_row;
@@ -86,7 +87,7 @@ struct ConstraintWork {
     // the solver: M, its factor, H's factor (nv x nv) and their rows' nonzero runs (cholesky); vectors of nv; vectors of
     // nefc
     std::vector<double> M, LM, LH, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv, tmp;
-    std::vector<int> nzM, countM, nzH, countH;
+    std::vector<int> nzM, countM, nzH, countH, runsM, countRunsM;     // + M's own lower-triangle runs (sparse_times)
     std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
     std::vector<double> force, jar, Jv, wforce, wjar, x;
     std::vector<int> state, wstate, hstate;
@@ -98,7 +99,8 @@ struct ConstraintWork {
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
         for (auto *x : {&M, &LM, &LH}) x->resize(V * V);
-        nzM.resize(2 * V * V), nzH.resize(2 * V * V), countM.resize(V), countH.resize(V), G.resize(V * V), g.resize(V);
+        nzM.resize(2 * V * V), nzH.resize(2 * V * V), runsM.resize(2 * V * V), countM.resize(V), countH.resize(V),
+            countRunsM.resize(V), G.resize(V * V), g.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
 };
@@ -133,6 +135,20 @@ inline int find_runs(const double *Lk, int k, int *runs) {
         else runs[2 * count] = i, runs[2 * count + 1] = i + 1, count++;
     }
     return count;
+}
+
+// y = M x for a symmetric n x n M (row-major) from its diagonal and the runs of its rows' nonzeros left of the diagonal
+// (find_runs: a tree's M is mostly zero)
+inline void sparse_times(const double *M, int n, const int *runs, const int *count, const double *x, double *y) {
+    for (int i = 0; i < n; i++) y[i] = M[size_t(i) * n + i] * x[i];
+    for (int i = 0; i < n; i++) {
+        const double *Mi = M + size_t(i) * n;
+        const int *z = runs + 2 * size_t(i) * n;
+        double xi = x[i], yi = y[i];
+        for (int a = 0; a < count[i]; a++)
+            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) yi += Mi[j] * x[j], y[j] += Mi[j] * xi;
+        y[i] = yi;
+    }
 }
 
 // H = L^T L for H symmetric positive definite (row-major n x n: its lower triangle read and overwritten by L, lower
@@ -183,11 +199,11 @@ inline void cholesky_solve_factored(const double *L, int n, const int *runs, con
 
 // y = J x over the rows' nonzero columns
 inline void rows_times(const Rows &r, const double *x, double *y) {
-    const double *J = r.J.data();
+    const double *val = r.val.data();
+    const int *cols = r.cols.data();
     for (int i = 0; i < r.nefc; i++) {
-        const double *Ji = J + size_t(i) * r.nv;
         double s = 0.0;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) s += Ji[r.cols[size_t(k)]] * x[r.cols[size_t(k)]];
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) s += val[k] * x[cols[k]];
         y[i] = s;
     }
 }
@@ -195,10 +211,11 @@ inline void rows_times(const Rows &r, const double *x, double *y) {
 // y = J^T f (nv) over the rows' nonzero columns
 inline void rows_transpose_times(const Rows &r, const double *f, double *y) {
     for (int j = 0; j < r.nv; j++) y[j] = 0.0;
-    const double *J = r.J.data();
+    const double *val = r.val.data();
+    const int *cols = r.cols.data();
     for (int i = 0; i < r.nefc; i++) {
-        const double *Ji = J + size_t(i) * r.nv;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[r.cols[size_t(k)]] += Ji[r.cols[size_t(k)]] * f[i];
+        double fi = f[i];
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[cols[k]] += val[k] * fi;
     }
 }
 
@@ -332,7 +349,7 @@ inline void reserve_rows(Rows &r, int n) {
     for (auto *x : {&r.pos, &r.margin, &r.frictionloss, &r.diagA, &r.R, &r.D, &r.K, &r.B, &r.imp, &r.impP, &r.vel, &r.aref})
         x->resize(N);
     r.type.resize(N), r.id.resize(N), r.start.resize(N + 1), r.cols.resize(N * size_t(r.nv));
-    r.J.resize(N * size_t(r.nv));
+    r.J.resize(N * size_t(r.nv)), r.val.resize(N * size_t(r.nv));
 }
 
 // the next n rows of J, zeroed for a block to write
@@ -367,6 +384,7 @@ inline bool add(Rows &r, int n, const double *pos, const double *margin, double 
     if (kind < CONTACT_FRICTIONLESS && at == first) return false;
     for (int i = 0; i < n; i++) {
         size_t k = size_t(r.nefc + i);
+        for (int a = r.start[k]; a < r.start[k + 1]; a++) r.val[size_t(a)] = J[size_t(i) * nv + size_t(cols[a])];
         r.pos[k] = pos[i], r.margin[k] = margin[i], r.frictionloss[k] = frictionloss, r.type[k] = kind, r.id[k] = id;
         r.diagA[k] = diagA[i];
     }
@@ -386,7 +404,7 @@ inline int row_bound(const Model &m, const bool *eq_active, const Contacts &con)
     if (m.opt_limit)
         for (int j = 0; j < m.njnt; j++) n += m.jnt_limited[j] ? (m.jnt_type[j] == JNT_BALL ? 1 : 2) : 0;
     for (int64_t c = 0; c < con.n; c++) {
-        int64_t dim = con.dim[c];
+        int64_t dim = con.dim(c);
         n += int(dim == 1 ? 1 : m.opt_elliptic ? dim : 2 * (dim - 1));
     }
     return n;
@@ -521,7 +539,7 @@ inline void solver_parameters(const Model &m, const Rows &r, int i, double *ref,
     if (kind == EQUALITY) rf = m.eq_solref + 2 * ident, im = m.eq_solimp + 5 * ident;
     else if (kind == LIMIT_JOINT) rf = m.jnt_solref + 2 * ident, im = m.jnt_solimp + 5 * ident;
     else if (kind == FRICTION_DOF) rf = m.dof_solref + 2 * ident, im = m.dof_solimp + 5 * ident;
-    else rf = r.con.solref + 2 * ident, rff = r.con.solreffriction + 2 * ident, im = r.con.solimp + 5 * ident;
+    else rf = r.con.solref(ident), rff = r.con.solreffriction(ident), im = r.con.solimp(ident);
     for (int a = 0; a < 2; a++) ref[a] = rf[a], reffric[a] = rff ? rff[a] : 0.0;
     for (int a = 0; a < 5; a++) imp[a] = im[a];
     if ((ref[0] > 0) != (ref[1] > 0)) ref[0] = 0.02, ref[1] = 1.0;    // mixed standard and direct: MuJoCo's default
@@ -536,8 +554,8 @@ inline void solver_parameters(const Model &m, const Rows &r, int i, double *ref,
 inline int block(const Model &m, const Rows &r, int i, double &pos) {
     int64_t kind = r.type[size_t(i)];
     pos = r.pos[size_t(i)];
-    if (kind == CONTACT_ELLIPTIC) return int(r.con.dim[r.id[size_t(i)]]);
-    if (kind == CONTACT_PYRAMIDAL) return 2 * (int(r.con.dim[r.id[size_t(i)]]) - 1);
+    if (kind == CONTACT_ELLIPTIC) return int(r.con.dim(r.id[size_t(i)]));
+    if (kind == CONTACT_PYRAMIDAL) return 2 * (int(r.con.dim(r.id[size_t(i)])) - 1);
     if (kind == EQUALITY && m.eq_type[r.id[size_t(i)]] != EQ_JOINT) {
         int n = m.eq_type[r.id[size_t(i)]] == EQ_WELD ? 6 : 3;
         pos = norm(&r.pos[size_t(i)], n);
@@ -599,8 +617,8 @@ inline void impedance_all(const Model &m, Rows &r) {
     for (int64_t c = 0; c < r.con.n; c++) {
         int64_t first = r.contact_row[size_t(c)];
         if (first < 0 || r.type[size_t(first)] == CONTACT_FRICTIONLESS) continue;
-        int dim = int(r.con.dim[c]);
-        const double *friction = r.con.friction + 5 * c;
+        int dim = int(r.con.dim(c));
+        const double *friction = r.con.friction(c);
         double *R = r.R.data() + first;
         double R1 = R[0] / std::max(MINVAL, m.opt_impratio);
         double mu = friction[0] * std::sqrt(R1 / R[0]);
@@ -688,8 +706,8 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     r.contact_row.assign(size_t(nc), -1), r.contact_mu.assign(size_t(nc), 0.0);
     char *mark = w.mark.data();
     for (int64_t c = 0; c < nc; c++) {
-        int64_t b1 = con.body1[c], b2 = con.body2[c], dim = con.dim[c];
-        const double *p = con.pos + 3 * c, *frame = con.frame + 9 * c, *mu = con.friction + 5 * c;
+        int64_t b1 = con.body1(c), b2 = con.body2(c), dim = con.dim(c);
+        const double *p = con.pos(c), *frame = con.frame(c), *mu = con.friction(c);
         int64_t e1 = chain_end(m, b1), e2 = chain_end(m, b2);
         for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] |= 1;
         for (int64_t j = e2; j >= 0; j = m.dof_parentid[j]) mark[j] |= 2;
@@ -722,7 +740,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
             double tran = 0.0, rot = 0.0;
             for (int64_t b : {b1, b2})
                 if (b >= 0) tran += bw[2 * b], rot += bw[2 * b + 1];
-            double dist = con.dist[c], margin = con.includemargin[c];
+            double dist = con.dist(c), margin = con.includemargin(c);
             r.contact_row[size_t(c)] = r.nefc;
             // jac (dim, n): the frame's rows on the translation (1 or 3), then on the rotation (dim 4: 1, dim 6: 3)
             double *jac = w.J1.data();
@@ -800,9 +818,9 @@ inline double update(const Rows &r, const double *jar, double *force, int *state
         }
         // elliptic cone in the regularised dual space: U = (mu jar_0, friction_j jar_j)
         int64_t c = r.id[size_t(i)];
-        int dim = int(r.con.dim[c]);
+        int dim = int(r.con.dim(c));
         double mu = r.contact_mu[size_t(c)], U[6] = {};
-        const double *friction = r.con.friction + 5 * c;
+        const double *friction = r.con.friction(c);
         U[0] = jar[i] * mu;
         for (int j = 1; j < dim; j++) U[j] = jar[i + j] * friction[j - 1];
         double N = U[0], T = std::sqrt(dot(U + 1, U + 1, dim - 1));
@@ -856,7 +874,7 @@ inline double total_cost(const Model &m, ConstraintWork &w, const double *qacc, 
     const Rows &r = w.r;
     rows_times(r, qacc, jar);
     for (int i = 0; i < r.nefc; i++) jar[i] = jar[i] - r.aref[size_t(i)];
-    symmetric_times(w.M.data(), m.nv, qacc, Ma);
+    sparse_times(w.M.data(), m.nv, w.runsM.data(), w.countRunsM.data(), qacc, Ma);
     return cost_at(m, w, qacc, Ma, jar, force, state, cones);
 }
 
@@ -891,9 +909,9 @@ inline void line_cost(const Rows &r, const double *Jaref, const double *Jv, cons
             continue;
         }
         int64_t c = r.id[size_t(i)];
-        int dim = int(r.con.dim[c]);
+        int dim = int(r.con.dim(c));
         double mu = r.contact_mu[size_t(c)], scale[6] = {mu, 0, 0, 0, 0, 0}, U[6] = {}, V[6] = {}, jar[6] = {};
-        const double *friction = r.con.friction + 5 * c;
+        const double *friction = r.con.friction(c);
         for (int j = 1; j < dim; j++) scale[j] = friction[j - 1];
         for (int j = 0; j < dim; j++) jar[j] = Jaref[i + j] + alpha * Jv[i + j], U[j] = jar[j] * scale[j], V[j] = Jv[i + j] * scale[j];
         double N = U[0], T = std::sqrt(dot(U + 1, U + 1, dim - 1));
@@ -922,7 +940,7 @@ inline double line_search(const Model &m, ConstraintWork &w, const double *v, in
     const double *Jaref = w.jar.data();
     double *Jv = w.Jv.data(), *Mv = w.Mv.data();
     rows_times(r, v, Jv);
-    symmetric_times(w.M.data(), nv, v, Mv);
+    sparse_times(w.M.data(), nv, w.runsM.data(), w.countRunsM.data(), v, Mv);
     double q1 = 0.0, q2 = 0.0, q3 = 0.0;
     for (int j = 0; j < nv; j++) {
         size_t k = size_t(j);
@@ -953,7 +971,6 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     int nv = m.nv;
     double *H = w.LH.data();
     std::fill(H, H + size_t(nv) * nv, 0.0);
-    const double *J = r.J.data();
     double *G = w.G.data(), *g = w.g.data();
     for (int i = 0; i < r.nefc;) {
         // rows i .. e - 1 on the same columns (a contact's): their sum in G (nc x nc, dense) first, then into H
@@ -966,9 +983,9 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
         bool any = false;
         for (int k = i; k < e; k++) {
             if (state[k] != QUADRATIC) continue;
-            const double *Jk = J + size_t(k) * nv;
+            const double *Jk = r.val.data() + r.start[size_t(k)];
             double Dk = r.D[size_t(k)];
-            for (int a = 0; a < nc; a++) g[a] = Jk[cols[a]];
+            for (int a = 0; a < nc; a++) g[a] = Jk[a];
             for (int a = 0; a < nc; a++) {                             // cols ascending: b <= a is the lower triangle
                 double x = g[a] * Dk, *Ga = G + size_t(a) * nc;
                 for (int b = 0; b <= a; b++) Ga[b] += x * g[b];
@@ -991,12 +1008,13 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
         for (int a = 0; a < dim; a++)
             for (int b = 0; b < dim; b++) {
                 double h = Hc[a * dim + b];
-                const double *Ja = J + size_t(first + a) * nv, *Jb = J + size_t(first + b) * nv;
-                const int *ca = r.cols.data() + r.start[size_t(first + a)], na = r.start[size_t(first + a) + 1] - r.start[size_t(first + a)];
-                const int *cb = r.cols.data() + r.start[size_t(first + b)], nb = r.start[size_t(first + b) + 1] - r.start[size_t(first + b)];
+                int sa = r.start[size_t(first + a)], sb = r.start[size_t(first + b)];
+                const double *Ja = r.val.data() + sa, *Jb = r.val.data() + sb;
+                const int *ca = r.cols.data() + sa, na = r.start[size_t(first + a) + 1] - sa;
+                const int *cb = r.cols.data() + sb, nb = r.start[size_t(first + b) + 1] - sb;
                 for (int s = 0; s < na; s++) {
-                    double x = Ja[ca[s]] * h;
-                    for (int t = 0; t < nb && cb[t] <= ca[s]; t++) H[size_t(ca[s]) * nv + cb[t]] += x * Jb[cb[t]];
+                    double x = Ja[s] * h;
+                    for (int t = 0; t < nb && cb[t] <= ca[s]; t++) H[size_t(ca[s]) * nv + cb[t]] += x * Jb[t];
                 }
             }
     }
@@ -1030,9 +1048,9 @@ inline bool update_factor(ConstraintWork &w, int nv) {
         bool was = w.hstate[size_t(i)] == QUADRATIC, is = w.state[size_t(i)] == QUADRATIC;
         if (was == is) continue;
         std::fill(x, x + nv, 0.0);
-        const double *Ji = r.J.data() + size_t(i) * nv, sd = std::sqrt(r.D[size_t(i)]);
+        const double sd = std::sqrt(r.D[size_t(i)]);
         int top = -1;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) x[r.cols[size_t(k)]] = Ji[r.cols[size_t(k)]] * sd, top = r.cols[size_t(k)];
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) x[r.cols[size_t(k)]] = r.val[size_t(k)] * sd, top = r.cols[size_t(k)];
         for (int k = top; k >= 0; k--) {                               // x x^T into the rows of L from the last
             if (x[k] == 0.0) continue;
             touched[k] = 1;
@@ -1094,6 +1112,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
+    for (int k = 0; k < nv; k++) w.countRunsM[size_t(k)] = find_runs(&w.M[size_t(k) * nv], k, &w.runsM[2 * size_t(k) * nv]);
     std::copy(w.M.begin(), w.M.end(), w.LM.begin());
     if (!cholesky(w.LM.data(), nv, w.nzM.data(), w.countM.data())) return SINGULAR;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
@@ -1172,18 +1191,20 @@ inline void inverse_force(ConstraintWork &w, const double *qacc, double *force) 
 
 // ---------------------------------------------------------------- the operations on a call's states
 
-// the rows of w.r, with force (forward, inverse: nefc; null for the rows alone), appended to out
-inline void append(const Rows &r, const double *force, RowsOut &out) {
+// the rows of w.r (their sizes alone unless rows), with force (forward, inverse: nefc; null for the rows alone),
+// appended to out
+inline void append(const Rows &r, const double *force, bool rows, RowsOut &out) {
     size_t n = size_t(r.nefc);
     auto put = [n](std::vector<double> &to, const std::vector<double> &from) { to.insert(to.end(), from.begin(), from.begin() + long(n)); };
     for (int64_t s : {int64_t(r.nefc), int64_t(r.ne), int64_t(r.nf), int64_t(r.nl), r.con.n}) out.sizes.push_back(s);
+    if (force) out.force.insert(out.force.end(), force, force + n);
+    if (!rows) return;
     out.J.insert(out.J.end(), r.J.begin(), r.J.begin() + long(n * size_t(r.nv)));
     put(out.pos, r.pos), put(out.margin, r.margin), put(out.frictionloss, r.frictionloss), put(out.diagA, r.diagA);
     put(out.R, r.R), put(out.D, r.D), put(out.K, r.K), put(out.B, r.B), put(out.imp, r.imp), put(out.impP, r.impP);
     put(out.vel, r.vel), put(out.aref, r.aref);
     out.type.insert(out.type.end(), r.type.begin(), r.type.begin() + long(n));
     out.id.insert(out.id.end(), r.id.begin(), r.id.begin() + long(n));
-    if (force) out.force.insert(out.force.end(), force, force + n);
     out.contact_mu.insert(out.contact_mu.end(), r.contact_mu.begin(), r.contact_mu.end());
     out.contact_row.insert(out.contact_row.end(), r.contact_row.begin(), r.contact_row.end());
 }
@@ -1194,8 +1215,7 @@ inline Contacts state_contacts(const ConstraintCall &call, int64_t s) {
     if (!call.offsets) return c;
     int64_t a = call.offsets[s];
     c.n = call.offsets[s + 1] - a;
-    c.pos += 3 * a, c.frame += 9 * a, c.dist += a, c.includemargin += a, c.friction += 5 * a, c.solref += 2 * a;
-    c.solreffriction += 2 * a, c.solimp += 5 * a, c.dim += a, c.body1 += a, c.body2 += a;
+    c.f += CONTACT_FLOATS * a, c.i += CONTACT_INTS * a;
     return c;
 }
 
@@ -1241,7 +1261,7 @@ inline void constraint_states(const Model &m, ConstraintWork &w, const Constrain
             record(failures, st, s);
             w.r.nefc = w.r.ne = w.r.nf = w.r.nl = 0, w.r.con.n = 0, w.r.contact_mu.clear(), w.r.contact_row.clear();
         }
-        append(w.r, op ? w.force.data() : nullptr, out);
+        append(w.r, op ? w.force.data() : nullptr, call.rows || !op, out);
     }
 }
 

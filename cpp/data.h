@@ -154,13 +154,25 @@ struct Rollout {
 };
 constexpr int64_t RERUN = -3;
 
-// contacts (physai.engine.contact.ContactSet's fields, n of them): point (n, 3), frame (n, 3, 3), dist, includemargin,
-// friction (n, 5), solref, solreffriction (n, 2), solimp (n, 5), dim, body1, body2 (physai's bodies, -1 the world)
+// contacts (physai.engine.contact.ContactSet.packed(), n of them): per contact CONTACT_FLOATS doubles, the point (3),
+// frame (3 x 3, rows), dist, includemargin, friction (5), solref, solreffriction (2 each) and solimp (5), and
+// CONTACT_INTS integers, dim, body1 and body2 (physai's bodies, -1 the world)
+constexpr int64_t CONTACT_FLOATS = 28, CONTACT_INTS = 3;
 struct Contacts {
     int64_t n = 0;
-    const double *pos = nullptr, *frame = nullptr, *dist = nullptr, *includemargin = nullptr, *friction = nullptr;
-    const double *solref = nullptr, *solreffriction = nullptr, *solimp = nullptr;
-    const int64_t *dim = nullptr, *body1 = nullptr, *body2 = nullptr;
+    const double *f = nullptr;
+    const int64_t *i = nullptr;
+    const double *pos(int64_t c) const { return f + CONTACT_FLOATS * c; }
+    const double *frame(int64_t c) const { return f + CONTACT_FLOATS * c + 3; }
+    double dist(int64_t c) const { return f[CONTACT_FLOATS * c + 12]; }
+    double includemargin(int64_t c) const { return f[CONTACT_FLOATS * c + 13]; }
+    const double *friction(int64_t c) const { return f + CONTACT_FLOATS * c + 14; }
+    const double *solref(int64_t c) const { return f + CONTACT_FLOATS * c + 19; }
+    const double *solreffriction(int64_t c) const { return f + CONTACT_FLOATS * c + 21; }
+    const double *solimp(int64_t c) const { return f + CONTACT_FLOATS * c + 23; }
+    int64_t dim(int64_t c) const { return i[CONTACT_INTS * c]; }
+    int64_t body1(int64_t c) const { return i[CONTACT_INTS * c + 1]; }
+    int64_t body2(int64_t c) const { return i[CONTACT_INTS * c + 2]; }
 };
 
 // a call of the constraint kernels (cpp/constraint.h) on N states: q, qd and x (forward: tau; inverse: qacc) per state;
@@ -176,6 +188,7 @@ struct ConstraintCall {
     const bool *eq_active = nullptr;
     double tolerance = 0;
     int64_t iterations = 0;
+    bool rows = true;                                                  // forward, inverse: return each state's rows
     double *qacc = nullptr, *qfrc = nullptr, *tau = nullptr, *improvement = nullptr;
     int64_t *iters = nullptr;
     bool *converged = nullptr;

@@ -24,7 +24,7 @@ results within rounding (tests/test_constraints_native.py).
 """
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -39,30 +39,53 @@ from physai.integrators import step_matrix
 __all__ = ["ForwardResult", "InverseResult", "Rows", "forward_dynamics", "inverse_dynamics", "rows"]
 
 
+class _Later:
+    """A value computed on its first use: a compiled call's rows, made by the rows kernel from the call's own inputs
+    (the same code, the same numbers) only when asked for."""
+
+    def __init__(self, compute):
+        self.compute, self.value, self.done = compute, None, False
+
+    def get(self):
+        if not self.done:
+            self.value, self.done, self.compute = self.compute(), True, None
+        return self.value
+
+
 @dataclass(frozen=True)
 class ForwardResult:
     """Forward dynamics with constraints. One state: qacc (nv,) [rad/s^2 | m/s^2], qfrc_constraint (nv,) [N m | N],
     efc_force (nefc,) (MuJoCo's efc_force), iterations (int), improvement (the last iteration's scaled cost decrease,
     MuJoCo's solver_improvement), rows (Rows). A batch of N: qacc and qfrc_constraint (N, nv), iterations and
-    improvement (N,), efc_force and rows lists of N (each state has its own rows)."""
+    improvement (N,), efc_force and rows lists of N (each state has its own rows). On the compiled backend the rows are
+    computed when first read."""
 
     qacc: np.ndarray
     qfrc_constraint: np.ndarray
     efc_force: object
     iterations: object
     improvement: object
-    rows: object
+    _rows: object = field(repr=False)
+
+    @property
+    def rows(self):
+        return self._rows.get() if isinstance(self._rows, _Later) else self._rows
 
 
 @dataclass(frozen=True)
 class InverseResult:
     """Inverse dynamics with constraints. One state: tau (nv,) = MuJoCo's qfrc_inverse + qfrc_passive [N m | N],
-    qfrc_constraint (nv,), efc_force (nefc,), rows (Rows); a batch: (N, nv) arrays and lists of N."""
+    qfrc_constraint (nv,), efc_force (nefc,), rows (Rows); a batch: (N, nv) arrays and lists of N. On the compiled
+    backend the rows are computed when first read."""
 
     tau: np.ndarray
     qfrc_constraint: np.ndarray
     efc_force: object
-    rows: object
+    _rows: object = field(repr=False)
+
+    @property
+    def rows(self):
+        return self._rows.get() if isinstance(self._rows, _Later) else self._rows
 
 
 def _contact_sets(model, contacts, n: int, batch) -> list:
@@ -129,7 +152,7 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Ro
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
     if native.on:
         return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, data),
-                                        None if eq_active is None else _eq_active(model, eq_active))
+                                        None if eq_active is None else _eq_active(model, eq_active))[0]
     return _states(model, data, contacts, eq_active)[1][0][4]
 
 
@@ -170,8 +193,9 @@ def _warmstart(model, qacc_warmstart, batch):
     if qacc_warmstart is None:
         return None
     (warm,), warm_batch = validation.states(qacc_warmstart=(qacc_warmstart, model.nv))
-    if warm_batch is not None and batch is not None and warm_batch != batch:
-        raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch}")
+    if warm_batch is not None and warm_batch != batch:
+        raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}: pass one start (nv,) or one "
+                         "per state")
     return warm
 
 
@@ -186,20 +210,31 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     sets = _compiled_contacts(model, contacts, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     warm = None
-    if qacc_warmstart is not None:
-        batch = data(model)[1]
-        warm = _warmstart(model, qacc_warmstart, batch)
-        warm = np.ascontiguousarray(warm.T) if batch is not None and warm.shape[1] > 1 else warm[:, 0]
+    if qacc_warmstart is not None and np.ndim(qacc_warmstart) == 1:   # one start (for every state of a batch)
+        warm = validation.vector("qacc_warmstart", qacc_warmstart, model.nv)
+        warm = np.tile(warm, (len(q), 1)) if np.ndim(q) == 2 else warm
+    elif qacc_warmstart is not None:
+        warm = np.ascontiguousarray(_warmstart(model, qacc_warmstart, data(model)[1]).T)
     opt = model.opt
-    qacc, qfrc, forces, its, improvement, converged, rows_ = constraint.compiled_forward(
+    qacc, qfrc, forces, its, improvement, converged = constraint.compiled_forward(
         model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
         opt.iterations if iterations is None else iterations)
     batch = len(its) if qacc.ndim == 2 else None
-    for k in np.flatnonzero(~converged).tolist():
-        _warn(int(its[k]), float(improvement[k]), k, batch)
+    if not converged.all():
+        for k in np.flatnonzero(~converged).tolist():
+            _warn(int(its[k]), float(improvement[k]), k, batch)
+    rows_ = _later_rows(model, q, qd, sets, active, batch)
     if batch is None:
-        return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_[0])
+        return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)
     return ForwardResult(qacc, qfrc, forces, its, improvement, rows_)
+
+
+def _later_rows(model, q, qd, sets, active, batch) -> _Later:
+    """The rows of a compiled call's states, computed on first use from copies of its inputs."""
+    q, qd = np.array(q, float), np.array(qd, float)
+    if batch is None:
+        return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active)[0])
+    return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active))
 
 
 def _forward_result(results, batch) -> ForwardResult:
@@ -249,7 +284,8 @@ def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_act
     sets = _compiled_contacts(model, contacts, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     if not discrete:
-        tau, qfrc, forces, rows_ = constraint.compiled_inverse(model, q, qd, qacc, sets, active)
+        tau, qfrc, forces = constraint.compiled_inverse(model, q, qd, qacc, sets, active)
+        batch = len(qfrc) if qfrc.ndim == 2 else None
     else:
         (Q, QD, A), batch = data(model)
         M = engine.mass_matrix(model, Q.T).reshape(-1, model.nv, model.nv)
@@ -257,11 +293,12 @@ def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_act
         a = np.array([cholesky_solve(M[k][:, :, None], Ma[k][:, None])[:, 0] for k in range(Q.shape[1])])
         if batch is None:
             Ma, a = Ma[0], a[0]
-        _, qfrc, forces, rows_ = constraint.compiled_inverse(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0], a,
-                                                            sets, active)
+        _, qfrc, forces = constraint.compiled_inverse(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0], a, sets,
+                                                      active)
         tau = Ma + engine.bias(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0]) - qfrc
-    if qfrc.ndim == 1:
-        return InverseResult(tau, qfrc, forces[0], rows_[0])
+    rows_ = _later_rows(model, q, qd, sets, active, batch)
+    if batch is None:
+        return InverseResult(tau, qfrc, forces[0], rows_)
     return InverseResult(tau, qfrc, forces, rows_)
 
 

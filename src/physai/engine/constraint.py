@@ -30,7 +30,7 @@ import numpy as np
 
 from physai import spatial
 from physai.engine import native, smooth
-from physai.engine.contact import ContactSet
+from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.forward import cholesky_solve
 from physai.engine.model import CONNECT, WELD, Model
@@ -782,21 +782,18 @@ def inverse_force(r: Rows, qacc: np.ndarray) -> np.ndarray:
 # ---------------------------------------------------------------- the compiled kernels (cpp/constraint.h)
 
 #: a ContactSet's arrays in the order the compiled kernels take them
-CONTACT_FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solreffriction", "solimp", "dim", "body1",
-                  "body2")
-
-
 def contact_arrays(contacts) -> tuple | None:
-    """The contacts as the compiled kernels take them: None (none); one ContactSet for every state: (None, its arrays);
-    a list of N (one per state): (offsets (N + 1,), the N sets' arrays concatenated), state k's contacts
-    offsets[k]:offsets[k + 1]."""
+    """The contacts as the compiled kernels take them (ContactSet.packed()): None (none); one ContactSet for every state:
+    (None, floats, ints); a list of N (one per state): (offsets (N + 1,), the N sets' floats and ints concatenated),
+    state k's contacts offsets[k]:offsets[k + 1]."""
     if contacts is None:
         return None
     if isinstance(contacts, ContactSet):
-        return (None,) + tuple(getattr(contacts, name) for name in CONTACT_FIELDS)
+        return (None,) + contacts.packed()
     offsets = np.zeros(len(contacts) + 1, np.int64)
     np.cumsum([len(c) for c in contacts], out=offsets[1:])
-    return (offsets,) + tuple(np.concatenate([getattr(c, name) for c in contacts]) for name in CONTACT_FIELDS)
+    floats, ints = zip(*(c.packed() for c in contacts))
+    return offsets, np.concatenate(floats), np.concatenate(ints)
 
 
 def _kernel_options(model: Model, options: tuple) -> tuple:
@@ -804,10 +801,9 @@ def _kernel_options(model: Model, options: tuple) -> tuple:
     int64 in C order, eq_active booleans."""
     contacts, active, *rest = options
     if contacts is not None:
-        offsets, *arrays = contacts
-        contacts = (None if offsets is None else np.ascontiguousarray(offsets, np.int64),) + tuple(
-            np.ascontiguousarray(a, np.int64 if name in ("dim", "body1", "body2") else float)
-            for name, a in zip(CONTACT_FIELDS, arrays))
+        offsets, floats, ints = contacts
+        contacts = (None if offsets is None else np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(floats, float),
+                    np.ascontiguousarray(ints, np.int64))
     return (contacts, None if active is None else np.ascontiguousarray(active, bool), *rest)
 
 
@@ -815,53 +811,52 @@ _ROWS, _FORWARD, _INVERSE = (native.Kernel(name, options=_kernel_options)
                              for name in ("constraint_rows", "constraint_forward", "constraint_inverse"))
 
 
-def _compiled(kernel: native.Kernel, model: Model, states: tuple, contacts, options: tuple):
-    """kernel on the states with the contacts (contact_arrays) and options: (results, per-state Rows (a list), efc_force
-    per state (a list) or None)."""
+def _prepare(model: Model) -> None:
     check_supported(model)
     native.with_constraints(model, lambda: invweight0(model))
-    results, sizes, J, values, ints, (row,), mu = kernel(model, *states, (contacts,) + options)
-    pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref, *force = values
-    type_, id_ = ints
-    if len(sizes) == 1:                                               # one state: the arrays are its own
-        _, ne, nf, nl, nc = sizes[0].tolist()
-        dim = contacts[9][:nc].copy() if nc else np.zeros(0, np.intp)
-        friction = contacts[5][:nc].copy() if nc else np.zeros((0, 5))
-        return results, [Rows(J, pos, margin, frictionloss, type_, id_, ne, nf, nl, diagA, R, D, K, B, imp, impP, vel, aref, dim,
-                              mu, friction, row)], force or None
+
+
+def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
+    """rows() of one state (q (nq,), qd (nv,)) or N ((N, nq), (N, nv)) on the compiled backend, a list of one Rows per
+    state; contacts: contact_arrays' tuple or None, eq_active (neq,) booleans or None (the model's)."""
+    _prepare(model)
+    _, sizes, J, values, (type_, id_), (row,), mu = _ROWS(model, q, qd, (contacts, eq_active))
+    pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref = values
     ends, contact_ends = np.cumsum(sizes[:, 0]).tolist(), np.cumsum(sizes[:, 4]).tolist()
-    out, forces, a, ca = [], [], 0, 0
     firsts = [0] * len(sizes) if contacts is None or contacts[0] is None else contacts[0].tolist()
+    out, a, ca = [], 0, 0
     for k, (ne, nf, nl, nc) in enumerate(sizes[:, 1:].tolist()):
         b, cb, c0 = ends[k], contact_ends[k], firsts[k]
-        dim = contacts[9][c0:c0 + nc].copy() if nc else np.zeros(0, np.intp)
-        friction = contacts[5][c0:c0 + nc].copy() if nc else np.zeros((0, 5))
+        dim = contacts[2][c0:c0 + nc, 0].astype(np.intp) if nc else np.zeros(0, np.intp)
+        friction = contacts[1][c0:c0 + nc, FRICTION_COLUMNS].copy() if nc else np.zeros((0, 5))
         out.append(Rows(J[a:b], pos[a:b], margin[a:b], frictionloss[a:b], type_[a:b], id_[a:b], ne, nf, nl, diagA[a:b], R[a:b],
                         D[a:b], K[a:b], B[a:b], imp[a:b], impP[a:b], vel[a:b], aref[a:b], dim, mu[ca:cb], friction,
                         row[ca:cb]))
-        if force:
-            forces.append(force[0][a:b])
         a, ca = b, cb
-    return results, out, forces if force else None
+    return out
 
 
-def compiled_rows(model: Model, q, qd, contacts, eq_active) -> Rows:
-    """rows() of one state (q (nq,), qd (nv,)) on the compiled backend; contacts: contact_arrays' tuple or None,
-    eq_active (neq,) booleans or None (the model's)."""
-    return _compiled(_ROWS, model, (q, qd), contacts, (eq_active,))[1][0]
+def _forces(sizes: np.ndarray, force: np.ndarray) -> list:
+    """The states' efc_force, concatenated in force, one array per state (sizes: the kernel's, nefc first)."""
+    if len(sizes) == 1:
+        return [force]
+    ends = np.cumsum(sizes[:, 0]).tolist()
+    return [force[a:b] for a, b in zip([0] + ends[:-1], ends)]
 
 
 def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int):
     """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
-    efc_force (a list of N), iterations, improvement, converged (arrays of N), rows (a list of N)); qacc, qfrc_constraint
-    (nv,) or (N, nv) as q, qd and tau; warmstart (nv,), (N, nv) or None."""
-    (qacc, qfrc, its, improvement, converged), rows_, forces = _compiled(
-        _FORWARD, model, (q, qd, tau), contacts, (eq_active, warmstart, float(tolerance), int(iterations)))
-    return qacc, qfrc, forces, its, improvement, converged, rows_
+    efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
+    q, qd and tau; warmstart (nv,), (N, nv) or None. The rows are not returned (compiled_rows gives them)."""
+    _prepare(model)
+    (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
+        model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), False))
+    return qacc, qfrc, _forces(sizes, force), its, improvement, converged
 
 
 def compiled_inverse(model: Model, q, qd, qacc, contacts, eq_active):
     """inverse_force() of one state or N with tau = M qacc + c - J^T f on the compiled backend: (tau, qfrc_constraint,
-    efc_force (a list of N), rows (a list of N))."""
-    (tau, qfrc), rows_, forces = _compiled(_INVERSE, model, (q, qd, qacc), contacts, (eq_active,))
-    return tau, qfrc, forces, rows_
+    efc_force (a list of N)). The rows are not returned (compiled_rows gives them)."""
+    _prepare(model)
+    (tau, qfrc), sizes, force = _INVERSE(model, q, qd, qacc, (contacts, eq_active, False))
+    return tau, qfrc, _forces(sizes, force)
