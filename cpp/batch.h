@@ -5,7 +5,6 @@
 #pragma once
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <optional>
@@ -76,13 +75,6 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
 template <class T> Work<T> &work_of(Workspace &ws) { return *reinterpret_cast<Work<T> *>(&ws); }
 template <class T> Workspace *create(const Model &m) { return reinterpret_cast<Workspace *>(new Work<T>(m)); }
 template <class T> void destroy(Workspace *ws) { delete reinterpret_cast<Work<T> *>(ws); }
-
-// that state `state` met `status` (failures keeps the first state of each)
-inline void record(Failures &failures, int status, int64_t state) {
-    std::atomic<int64_t> &first = failures.first[status];
-    int64_t seen = first.load(std::memory_order_relaxed);
-    while (state < seen && !first.compare_exchange_weak(seen, state, std::memory_order_relaxed)) {}
-}
 
 inline bool all_finite(const double *x, int64_t n) {
     for (int64_t e = 0; e < n; e++)

@@ -2,9 +2,12 @@
 // nanobind and numpy: it reads the arguments, allocates the results, releases the GIL around threads, and defines the
 // module:
 //
-//     Model(fields)              the compiled model, from a mapping of named arrays (physai.engine.native.fields)
+//     Model(fields)              the compiled model, from a mapping of named arrays (physai.engine.native.fields);
+//                                Model.add_constraints(fields) adds the constraint model's (native.constraint_fields)
 //     Actuators(model, fields)   a simulation's actuators, from the named arrays of physai.engine.actuators.Actuators
-//     call(model, op, a, b, c)   operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name])
+//     call(model, op, a, b, c, d)  operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name]):
+//                                the kernels of batch.h (run), the rollout's loop (rollout) and the constraint
+//                                operations (constrain: their rows vary per state, gathered from each thread's ranges)
 //     OPS, ARGUMENTS, INTEGRATORS, KernelError, and the instruction sets (isa, isas, set_isa, lanes, num_threads)
 //
 // call checks every argument before any kernel runs and either returns the results or raises
@@ -14,13 +17,14 @@
 //     "shape"              a state argument is not (size,) or (N, size), or its N is not the others' (or 0)
 //     "nonfinite"          a state argument holds NaN or infinity at [state, index]
 //     "zero_quaternion"    a quaternion of q is zero (in state `state`; rollout: trajectory `state` at step `index`)
-//     "singular"           a matrix to factor is not positive definite (the mass matrix: a dof without mass or armature)
+//     "singular"           a matrix to factor is not positive definite (the mass matrix: a dof without mass or armature;
+//                          the constraint solver's Hessian)
 //     "nonfinite_result"   finite inputs gave a result that is not finite (an overflow); `result`: what was computed
 //
 // The Model's arrays are copied once into the compiled Model (cached on the Python Model, physai.engine.Model.compiled):
 // the const Model the kernels read, the arrays it points into, and the workspaces of the calls that keep the GIL (one
-// state, and the lanes of each instruction set), made on first use. Large batches run on threads (cpp/parallel.h), each
-// with workspaces of its own.
+// state, and the lanes of each instruction set; the constraint operations' workspace), made on first use. Large batches
+// run on threads (cpp/parallel.h), each with workspaces of its own (the constraint operations keep theirs between calls).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -34,8 +38,11 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kernels.h"
@@ -170,13 +177,26 @@ struct FreeWorkspace {
 using WorkspacePtr = std::unique_ptr<Workspace, FreeWorkspace>;
 WorkspacePtr workspace(const Kernels &k, const Model &m) { return WorkspacePtr(k.create(m), FreeWorkspace{&k}); }
 
+// a constraint workspace, freed by the scalar kernels that made it
+struct FreeConstraintWorkspace {
+    void operator()(ConstraintWorkspace *w) const { scalar::constraint_kernels.destroy(w); }
+};
+using ConstraintPtr = std::unique_ptr<ConstraintWorkspace, FreeConstraintWorkspace>;
+
 // the bound Model (_native.Model)
 struct CompiledModel {
-    Arrays arrays;
+    Arrays arrays, constraint_arrays;
     Model model;
     Call calls[NOPS];                                                   // each operation's layout for this model
     WorkspacePtr one{nullptr, FreeWorkspace{&scalar::kernels}};      // the calls that keep the GIL: one state,
     std::vector<WorkspacePtr> lanes;                                    // and the lanes of each instruction set
+    // the constraint operations: the workspace and rows of the calls that keep the GIL; the threads' of larger calls,
+    // kept between calls (pool_lock: one call at a time uses them, another makes its own)
+    ConstraintPtr constraint_one;
+    RowsOut constraint_out;
+    std::mutex pool_lock;
+    std::vector<ConstraintPtr> pool;
+    std::vector<RowsOut> pool_out;
     Workspace &scalar_work() {
         if (!one) one = workspace(scalar::kernels, model);
         return *one;
@@ -243,6 +263,40 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         nm->~CompiledModel();
         throw;
     }
+}
+
+// Model.add_constraints(fields): the constraint model's fields (physai.engine.native.constraint_fields, cpp/model.h),
+// read by name once (a second call changes nothing)
+void add_constraints(CompiledModel &nm, nb::handle mapping) {
+    Model &m = nm.model;
+    if (m.has_constraints) return;
+    Fields f(mapping, "Model constraints", nm.constraint_arrays);
+    m.njnt = f.size("njnt"), m.neq = f.size("neq");
+    const int64_t J = m.njnt, E = m.neq, V = m.nv, B = m.nbody;
+    m.qpos0 = f.doubles("qpos0", {m.nq});
+    m.jnt_type = f.ints("jnt_type", {J}), m.jnt_qposadr = f.ints("jnt_qposadr", {J});
+    m.jnt_dofadr = f.ints("jnt_dofadr", {J}), m.jnt_bodyid = f.ints("jnt_bodyid", {J});
+    m.jnt_limited = f.ints("jnt_limited", {J}), m.jnt_axis = f.doubles("jnt_axis", {J, 3});
+    m.jnt_range = f.doubles("jnt_range", {J, 2}), m.jnt_margin = f.doubles("jnt_margin", {J});
+    m.jnt_solref = f.doubles("jnt_solref", {J, 2}), m.jnt_solimp = f.doubles("jnt_solimp", {J, 5});
+    m.dof_frictionloss = f.doubles("dof_frictionloss", {V}), m.dof_solref = f.doubles("dof_solref", {V, 2});
+    m.dof_solimp = f.doubles("dof_solimp", {V, 5}), m.dof_invweight0 = f.doubles("dof_invweight0", {V});
+    m.eq_type = f.ints("eq_type", {E}), m.eq_obj1id = f.ints("eq_obj1id", {E}), m.eq_obj2id = f.ints("eq_obj2id", {E});
+    m.eq_active0 = f.ints("eq_active0", {E}), m.eq_data = f.doubles("eq_data", {E, 11});
+    m.eq_solref = f.doubles("eq_solref", {E, 2}), m.eq_solimp = f.doubles("eq_solimp", {E, 5});
+    m.body_parentid = f.ints("body_parentid", {B}), m.body_jntadr = f.ints("body_jntadr", {B});
+    m.body_jntnum = f.ints("body_jntnum", {B}), m.body_quat = f.doubles("body_quat", {B, 4});
+    m.body_invweight0 = f.doubles("body_invweight0", {B, 2});
+    m.meaninertia = f.number("meaninertia");
+    m.opt_timestep = f.number("opt_timestep"), m.opt_impratio = f.number("opt_impratio");
+    m.opt_tolerance = f.number("opt_tolerance"), m.opt_ls_tolerance = f.number("opt_ls_tolerance");
+    m.opt_iterations = f.size("opt_iterations"), m.opt_ls_iterations = f.size("opt_ls_iterations");
+    m.opt_elliptic = f.size("opt_elliptic"), m.opt_equality = f.size("opt_equality");
+    m.opt_frictionloss = f.size("opt_frictionloss"), m.opt_limit = f.size("opt_limit");
+    m.opt_contact = f.size("opt_contact"), m.opt_refsafe = f.size("opt_refsafe");
+    f.done();
+    if (const char *field = check_constraints(m)) f.invalid(field, "an index outside the model");
+    m.has_constraints = true;
 }
 
 // the bound Actuators (_native.Actuators), for the model they were made for
@@ -505,11 +559,207 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     return nb::make_tuple(Q, QD, E, status);
 }
 
+// ---------------------------------------------------------------- the constraint operations
+
+// the contacts of a constraint call into c: None, or (offsets, floats (n, CONTACT_FLOATS), ints (n, CONTACT_INTS) int64:
+// ContactSet.packed()'s) with the contact sets of N states concatenated (offsets (N + 1) int64 from 0, nondecreasing, to
+// the number of contacts) or one set for every state (offsets None); KernelError "type" or "shape" naming "contacts"
+// otherwise; ValueError for a dim or a body outside the model (physai's ContactSet checks them first)
+void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c) {
+    c.contacts = Contacts{}, c.offsets = nullptr;
+    if (obj.is_none()) return;
+    if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 3) fail("type", "contacts");
+    // item k of the tuple: a C-contiguous aligned array of `type` with `entries` entries per contact (n of them, the
+    // first array's), its data
+    int64_t n = -1;
+    auto array = [&](int k, int type, int64_t entries) -> const void * {
+        PyObject *x = PyTuple_GET_ITEM(obj.ptr(), k);
+        if (!PyArray_Check(x)) fail("type", "contacts");
+        PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);
+        if (PyArray_TYPE(a) != type || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISALIGNED(a) || PyArray_ISBYTESWAPPED(a))
+            fail("type", "contacts");
+        int64_t first = PyArray_NDIM(a) ? int64_t(PyArray_DIMS(a)[0]) : -1;
+        if (n < 0) n = first;
+        if (first != n || int64_t(PyArray_SIZE(a)) != n * entries) fail("shape", "contacts");
+        return PyArray_DATA(a);
+    };
+    Contacts &con = c.contacts;
+    con.f = static_cast<const double *>(array(1, NPY_DOUBLE, CONTACT_FLOATS));
+    con.i = static_cast<const int64_t *>(array(2, NPY_INT64, CONTACT_INTS));
+    con.n = n;
+    for (int64_t k = 0; k < n; k++) {
+        int64_t dim = con.dim(k);
+        if (dim != 1 && dim != 3 && dim != 4 && dim != 6) throw nb::value_error("contacts: a dim is not 1, 3, 4 or 6");
+        if (con.body1(k) < -1 || con.body1(k) >= m.nbody || con.body2(k) < -1 || con.body2(k) >= m.nbody)
+            throw nb::value_error("contacts: a body outside the model");
+    }
+    if (PyTuple_GET_ITEM(obj.ptr(), 0) == Py_None) return;
+    n = N + 1;
+    const int64_t *o = static_cast<const int64_t *>(array(0, NPY_INT64, 1));
+    for (int64_t s = 0; s < N; s++)
+        if (o[s] > o[s + 1]) fail("shape", "contacts");
+    if (o[0] != 0 || o[N] != con.n) fail("shape", "contacts");
+    c.offsets = o;
+}
+
+// a new array (total, cols) of `type` (cols 0: (total,)) filled from member `field` of each range's RowsOut, in order
+template <class X> nb::object gather_rows(const std::vector<const RowsOut *> &outs, std::vector<X> RowsOut::*field,
+                                          int64_t cols, int type) {
+    size_t total = 0;
+    for (const RowsOut *o : outs) total += (o->*field).size();
+    npy_intp dims[2] = {npy_intp(cols ? total / size_t(cols) : total), npy_intp(cols)};
+    void *data;
+    nb::object r = new_array(cols ? 2 : 1, dims, type, data);
+    X *at = static_cast<X *>(data);
+    for (const RowsOut *o : outs) at = std::copy((o->*field).begin(), (o->*field).end(), at);
+    return r;
+}
+
+// a new array (fields, total) of `type`, its row k filled as gather_rows fills member fields[k] (one allocation for the
+// per-row arrays; each row a contiguous view)
+template <class X> nb::object gather_block(const std::vector<const RowsOut *> &outs,
+                                           std::initializer_list<std::vector<X> RowsOut::*> fields, int type) {
+    size_t total = 0;
+    for (const RowsOut *o : outs) total += (o->**fields.begin()).size();
+    npy_intp dims[2] = {npy_intp(fields.size()), npy_intp(total)};
+    void *data;
+    nb::object r = new_array(2, dims, type, data);
+    X *at = static_cast<X *>(data);
+    for (auto field : fields)
+        for (const RowsOut *o : outs) at = std::copy((o->*field).begin(), (o->*field).end(), at);
+    return r;
+}
+
+void clear(RowsOut &o) {
+    for (auto *v : {&o.sizes, &o.type, &o.id, &o.contact_row}) v->clear();
+    for (auto *v : {&o.J, &o.pos, &o.margin, &o.frictionloss, &o.diagA, &o.R, &o.D, &o.K, &o.B, &o.imp, &o.impP, &o.vel,
+                    &o.aref, &o.force, &o.contact_mu})
+        v->clear();
+}
+
+// CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
+// eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations; forward and inverse
+// last: rows, whether to return the rows). Returns (results, sizes, rows...): results per state (forward: qacc,
+// qfrc_constraint, iterations, improvement, converged; inverse: tau, qfrc_constraint; none for the rows), with a leading
+// N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
+// nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
+// efc_force (not for the rows); ints (2, total nefc): type, id; contact_row (1, total contacts), contact_mu (total
+// contacts). Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and run on the
+// CompiledModel's workspace; larger ones run on threads with the GIL released.
+nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
+    const Model &m = nm.model;
+    if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
+    const std::vector<Argument> &signature = SIGNATURES[op];
+    ConstraintCall c;
+    c.op = op;
+    int64_t batch = -1;
+    std::vector<std::vector<double>> copies;
+    read_state(args[0], "q", m.nq, false, c.q, batch, copies);
+    read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
+    int k = 2;
+    if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
+    size_t options = op == CONSTRAINT_FORWARD ? 6 : op == CONSTRAINT_INVERSE ? 3 : 2;
+    if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
+        throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
+                                                         "tolerance, iterations, rows)"
+                              : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows)"
+                                                         : "constraint_rows: options (contacts, eq_active)");
+    nb::tuple o = nb::borrow<nb::tuple>(args[k]);
+    int64_t N = batch < 0 ? 1 : batch;
+    read_contacts(m, o[0], N, c);
+    if (!o[1].is_none()) {
+        PyObject *x = o[1].ptr();
+        if (!PyArray_Check(x)) fail("type", "eq_active");
+        PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);
+        if (PyArray_TYPE(a) != NPY_BOOL || !PyArray_IS_C_CONTIGUOUS(a)) fail("type", "eq_active");
+        if (PyArray_NDIM(a) != 1 || int64_t(PyArray_DIMS(a)[0]) != m.neq) fail("shape", "eq_active");
+        c.eq_active = static_cast<const bool *>(PyArray_DATA(a));
+    }
+    if (op == CONSTRAINT_FORWARD) {
+        if (!o[2].is_none()) {
+            int64_t warm_batch = batch;
+            read_state(o[2], "qacc_warmstart", m.nv, false, c.warm, warm_batch, copies);
+            if (warm_batch != batch) fail("shape", "qacc_warmstart");
+        }
+        if (!PyFloat_Check(o[3].ptr()) || !PyLong_Check(o[4].ptr())) fail("type", "constraint");
+        c.tolerance = PyFloat_AS_DOUBLE(o[3].ptr()), c.iterations = PyLong_AsLongLong(o[4].ptr());
+    }
+    if (op != CONSTRAINT_ROWS) {
+        if (!PyBool_Check(o[options - 1].ptr())) fail("type", "constraint");
+        c.rows = o[options - 1].ptr() == Py_True;
+    }
+    // the results per state
+    npy_intp vdims[2] = {npy_intp(N), m.nv}, sdims[1] = {npy_intp(N)};
+    int nd = batch < 0 ? 1 : 2;
+    const npy_intp *vd = batch < 0 ? vdims + 1 : vdims;
+    void *data;
+    nb::list results;
+    auto vector_result = [&](double *&out) {
+        results.append(new_array(nd, vd, NPY_DOUBLE, data));
+        out = static_cast<double *>(data);
+    };
+    if (op == CONSTRAINT_FORWARD) {
+        vector_result(c.qacc);
+        vector_result(c.qfrc);
+        results.append(new_array(1, sdims, NPY_INT64, data)), c.iters = static_cast<int64_t *>(data);
+        results.append(new_array(1, sdims, NPY_DOUBLE, data)), c.improvement = static_cast<double *>(data);
+        results.append(new_array(1, sdims, NPY_BOOL, data)), c.converged = static_cast<bool *>(data);
+    } else if (op == CONSTRAINT_INVERSE) {
+        vector_result(c.tau);
+        vector_result(c.qfrc);
+    }
+    Failures failures;
+    for (auto &first : failures.first) first.store(NO_STATE, std::memory_order_relaxed);
+    const ConstraintKernels &kern = scalar::constraint_kernels;
+    std::vector<const RowsOut *> outs;
+    int T = int(std::min<int64_t>(int64_t(num_threads()), N / 4));
+    std::vector<ConstraintPtr> own;                                    // a call's own, when another holds the pool
+    std::vector<RowsOut> own_out;
+    std::unique_lock<std::mutex> pool(nm.pool_lock, std::defer_lock);
+    if (T <= 1) {
+        if (!nm.constraint_one) nm.constraint_one = ConstraintPtr(kern.create(m));
+        clear(nm.constraint_out);
+        kern.run(m, *nm.constraint_one, c, 0, N, nm.constraint_out, failures);
+        outs.push_back(&nm.constraint_out);
+    } else {
+        bool shared = pool.try_lock();
+        std::vector<ConstraintPtr> &works = shared ? nm.pool : own;
+        std::vector<RowsOut> &rows = shared ? nm.pool_out : own_out;
+        while (works.size() < size_t(T)) works.emplace_back(kern.create(m));
+        // pieces of PIECE states, taken by whichever thread is free, each into its own RowsOut (in state order)
+        const int64_t PIECE = 8, pieces = (N + PIECE - 1) / PIECE;
+        if (rows.size() < size_t(pieces)) rows.resize(size_t(pieces));
+        {
+            nb::gil_scoped_release release;
+            parallel_pieces(pieces, T, [&](int t, int64_t k) {
+                RowsOut &out = rows[size_t(k)];
+                clear(out);
+                kern.run(m, *works[size_t(t)], c, k * PIECE, std::min(N, (k + 1) * PIECE), out, failures);
+            });
+        }
+        for (int64_t k = 0; k < pieces; k++) outs.push_back(&rows[size_t(k)]);
+    }
+    auto first = [&](int status) { return failures.first[status].load(std::memory_order_relaxed); };
+    if (first(ZERO_QUATERNION) != NO_STATE) fail("zero_quaternion", "q", first(ZERO_QUATERNION));
+    if (first(SINGULAR) != NO_STATE) fail("singular", nullptr, first(SINGULAR));
+    using R = RowsOut;
+    if (!c.rows) return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
+                                       gather_rows(outs, &R::force, 0, NPY_DOUBLE));
+    nb::object values = op == CONSTRAINT_ROWS
+        ? gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
+                              &R::vel, &R::aref}, NPY_DOUBLE)
+        : gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
+                              &R::vel, &R::aref, &R::force}, NPY_DOUBLE);
+    return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
+                          gather_rows(outs, &R::J, m.nv, NPY_DOUBLE), values, gather_block(outs, {&R::type, &R::id}, NPY_INT64),
+                          gather_block(outs, {&R::contact_row}, NPY_INT64), gather_rows(outs, &R::contact_mu, 0, NPY_DOUBLE));
+}
+
 // _native.call: one entry for every operation
-nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c) {
+nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c, nb::handle d) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
-    const nb::handle args[3] = {a, b, c};
-    return op == ROLLOUT ? rollout(nm, args) : run(nm, op, args);
+    const nb::handle args[4] = {a, b, c, d};
+    return op == ROLLOUT ? rollout(nm, args) : is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
 }
 
 // the instruction sets this CPU supports, best first
@@ -555,12 +805,15 @@ NB_MODULE(_native, mod) {
         .def_prop_ro("nq", [](const CompiledModel &m) { return m.model.nq; })
         .def_prop_ro("nv", [](const CompiledModel &m) { return m.model.nv; })
         .def_prop_ro("nlink", [](const CompiledModel &m) { return m.model.nlink; })
-        .def_prop_ro("nbody", [](const CompiledModel &m) { return m.model.nbody; });
+        .def_prop_ro("nbody", [](const CompiledModel &m) { return m.model.nbody; })
+        .def("add_constraints", &add_constraints, nb::arg("fields"),
+             "the constraint model's fields (physai.engine.native.constraint_fields), once")
+        .def_prop_ro("has_constraints", [](const CompiledModel &m) { return m.model.has_constraints; });
     nb::class_<CompiledActuators>(mod, "Actuators", "a simulation's actuators for a compiled Model, from a dict of named fields")
         .def("__init__", &make_actuators, nb::arg("model"), nb::arg("fields"))
         .def_prop_ro("nu", [](const CompiledActuators &a) { return a.act.nu; });
     mod.def("call", &call, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none() = nb::none(),
-            nb::arg("c").none() = nb::none(),
+            nb::arg("c").none() = nb::none(), nb::arg("d").none() = nb::none(),
             "operation op (OPS) on its arguments (ARGUMENTS): its result, or KernelError (see cpp/bindings.cpp)");
     mod.def("isa", [] { return isa_kernels(active_isa()).name; },
             "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "

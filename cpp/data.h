@@ -28,6 +28,17 @@ struct Failures {
     std::atomic<int64_t> first[NSTATUS];
 };
 
+namespace {
+
+// that state `state` met `status` (failures keeps the first state of each)
+inline void record(Failures &failures, int status, int64_t state) {
+    std::atomic<int64_t> &first = failures.first[status];
+    int64_t seen = first.load(std::memory_order_relaxed);
+    while (state < seen && !first.compare_exchange_weak(seen, state, std::memory_order_relaxed)) {}
+}
+
+}  // namespace
+
 // 64-byte aligned storage (lanes are up to 64 bytes; std::allocator may not align them)
 template <class T> struct Aligned {
     using value_type = T;
@@ -142,5 +153,54 @@ struct Rollout {
     int *failure = nullptr;
 };
 constexpr int64_t RERUN = -3;
+
+// contacts (physai.engine.contact.ContactSet.packed(), n of them): per contact CONTACT_FLOATS doubles, the point (3),
+// frame (3 x 3, rows), dist, includemargin, friction (5), solref, solreffriction (2 each) and solimp (5), and
+// CONTACT_INTS integers, dim, body1 and body2 (physai's bodies, -1 the world)
+constexpr int64_t CONTACT_FLOATS = 28, CONTACT_INTS = 3;
+struct Contacts {
+    int64_t n = 0;
+    const double *f = nullptr;
+    const int64_t *i = nullptr;
+    const double *pos(int64_t c) const { return f + CONTACT_FLOATS * c; }
+    const double *frame(int64_t c) const { return f + CONTACT_FLOATS * c + 3; }
+    double dist(int64_t c) const { return f[CONTACT_FLOATS * c + 12]; }
+    double includemargin(int64_t c) const { return f[CONTACT_FLOATS * c + 13]; }
+    const double *friction(int64_t c) const { return f + CONTACT_FLOATS * c + 14; }
+    const double *solref(int64_t c) const { return f + CONTACT_FLOATS * c + 19; }
+    const double *solreffriction(int64_t c) const { return f + CONTACT_FLOATS * c + 21; }
+    const double *solimp(int64_t c) const { return f + CONTACT_FLOATS * c + 23; }
+    int64_t dim(int64_t c) const { return i[CONTACT_INTS * c]; }
+    int64_t body1(int64_t c) const { return i[CONTACT_INTS * c + 1]; }
+    int64_t body2(int64_t c) const { return i[CONTACT_INTS * c + 2]; }
+};
+
+// a call of the constraint kernels (cpp/constraint.h) on N states: q, qd and x (forward: tau; inverse: qacc) per state;
+// the contacts of every state concatenated, state s's [offsets[s], offsets[s + 1]) (offsets null: all of them for every
+// state); eq_active (neq) or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and
+// iterations; and the results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged;
+// inverse tau, qfrc (null for the rows alone)
+struct ConstraintCall {
+    int op = 0;
+    Input q{}, qd{}, x{}, warm{};
+    Contacts contacts;
+    const int64_t *offsets = nullptr;
+    const bool *eq_active = nullptr;
+    double tolerance = 0;
+    int64_t iterations = 0;
+    bool rows = true;                                                  // forward, inverse: return each state's rows
+    double *qacc = nullptr, *qfrc = nullptr, *tau = nullptr, *improvement = nullptr;
+    int64_t *iters = nullptr;
+    bool *converged = nullptr;
+};
+
+// the rows of consecutive states, appended state by state (a thread's range of a call; the bindings concatenate them):
+// per state its sizes (nefc, ne, nf, nl, nc: ROW_SIZES each), per row MuJoCo's efc_* arrays (J nefc x nv) and the force
+// (forward, inverse), per contact the regularised cone's mu and its first row (-1: none)
+constexpr int ROW_SIZES = 5;
+struct RowsOut {
+    std::vector<int64_t> sizes, type, id, contact_row;
+    std::vector<double> J, pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref, force, contact_mu;
+};
 
 }  // namespace physai

@@ -32,15 +32,18 @@ enum Op {
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
     JACOBIAN, BODY_POSES, INTEGRATE, DIFFERENCE,                                                       // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
+    CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
     NOPS
 };
 struct Operation {
     const char *name;        // physai's name of it: _native.OPS[name] is its code
     const char *arguments;   // its arguments, "name:kind" each; kinds: q, v: a state (nq, nv) or N of them, (size,) or
                              // (N, size); Q, V: N states, (N, size); h: a float; l: a link index; p: a point (3,);
-                             // o: rollout's options (a tuple, cpp/bindings.cpp)
+                             // o: options (a tuple: rollout's, the constraint operations' contacts and settings;
+                             // cpp/bindings.cpp)
     const char *outputs;     // its results per state, one kind each: v (nv), q (nq), M (nv, nv), s (one number),
-                             // J (6, nv), P (nbody, 3), R (nbody, 3, 3)
+                             // J (6, nv), P (nbody, 3), R (nbody, 3, 3); none for the rollout and the constraint
+                             // operations, whose runners in cpp/bindings.cpp make their results (rows vary per state)
     bool finite;             // whether a result that is not finite is an error (NONFINITE), as on the NumPy path
     bool lanes;              // whether the lane kernels run it (else the scalar kernels run every state)
 };
@@ -61,7 +64,11 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"integrate", "q:q qd:v h:h", "q", true, false},
     {"difference", "q0:q q1:q h:h", "v", true, false},
     {"rollout", "q0:Q qd0:V options:o", "", false, false},
+    {"constraint_rows", "q:q qd:v constraint:o", "", false, false},
+    {"constraint_forward", "q:q qd:v tau:v constraint:o", "", false, false},
+    {"constraint_inverse", "q:q qd:v qacc:v constraint:o", "", false, false},
 };
+inline constexpr bool is_constraint(int op) { return op >= CONSTRAINT_ROWS && op <= CONSTRAINT_INVERSE; }
 
 // the integrators of a rollout by code (data.h's Integrator), named as physai.integrators names them (_native.INTEGRATORS)
 inline constexpr const char *INTEGRATOR_NAMES[] = {"euler", "rk4", "implicit", "implicitfast"};
@@ -85,6 +92,18 @@ struct Kernels {
     // the trajectories n in [lo, hi) of r whose status is RERUN: the scalar kernels run each and set its status; the
     // lane kernels run blocks side by side and set -1 for those they finish (not for implicit, whose LU pivots per lane)
     void (*simulate)(const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);
+};
+
+// the constraint operations (cpp/constraint.h), one state at a time, compiled into the scalar translation unit only (the
+// rows vary per state: no lanes): a workspace per thread (create, destroy, grown to the largest state it meets and
+// kept), and the states [lo, hi) of a call, each state's rows appended to out, a state that meets a zero quaternion or
+// a singular matrix recorded in failures
+struct ConstraintWorkspace;
+struct ConstraintKernels {
+    ConstraintWorkspace *(*create)(const Model &);
+    void (*destroy)(ConstraintWorkspace *);
+    void (*run)(const Model &, ConstraintWorkspace &, const ConstraintCall &call, int64_t lo, int64_t hi, RowsOut &out,
+                Failures &failures);
 };
 
 namespace {
@@ -117,7 +136,10 @@ inline void layout(const Model &m, Call &c) {
 
 }  // namespace
 
-namespace scalar { extern const Kernels kernels; }
+namespace scalar {
+extern const Kernels kernels;
+extern const ConstraintKernels constraint_kernels;
+}  // namespace scalar
 namespace baseline { extern const Kernels kernels; }
 namespace avx2 { extern const Kernels kernels; }
 namespace avx512 { extern const Kernels kernels; }

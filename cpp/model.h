@@ -44,6 +44,30 @@ struct Model {
     const double *body_pos = nullptr, *body_rot = nullptr, *body_linkipos = nullptr;      // (nbody, 3), (nbody, 9), (nbody, 3)
     // bodies welded to the world (their gravity moment)
     double static_mass = 0, static_com[3] = {0, 0, 0};
+    // the constraint model (physai.engine.constraint, cpp/constraint.h), by the Model's names; set by the bound Model's
+    // add_constraints (null until then: has_constraints). joints (njnt): physai.joints' type, q and v index, body, axis
+    // (3) in the body frame, limit (limited, range (2), margin, solref (2), solimp (5)); dofs (nv): dry friction and
+    // its solref, solimp, and dof_invweight0 (mj_setConst); equalities (neq): type (CONNECT 0, WELD 1, JOINT 2), the
+    // two objects, data (11), solref, solimp, eq_active0; bodies (nbody): parent, rest quaternion (4), joints
+    // [body_jntadr, body_jntadr + body_jntnum), body_invweight0 (2); qpos0 (nq), meaninertia; and opt's settings
+    bool has_constraints = false;
+    int njnt = 0, neq = 0;
+    const double *qpos0 = nullptr;
+    const int64_t *jnt_type = nullptr, *jnt_qposadr = nullptr, *jnt_dofadr = nullptr, *jnt_bodyid = nullptr;
+    const int64_t *jnt_limited = nullptr;
+    const double *jnt_axis = nullptr, *jnt_range = nullptr, *jnt_margin = nullptr, *jnt_solref = nullptr, *jnt_solimp = nullptr;
+    const double *dof_frictionloss = nullptr, *dof_solref = nullptr, *dof_solimp = nullptr, *dof_invweight0 = nullptr;
+    const int64_t *eq_type = nullptr, *eq_obj1id = nullptr, *eq_obj2id = nullptr, *eq_active0 = nullptr;
+    const double *eq_data = nullptr, *eq_solref = nullptr, *eq_solimp = nullptr;
+    const int64_t *body_parentid = nullptr, *body_jntadr = nullptr, *body_jntnum = nullptr;
+    const double *body_quat = nullptr, *body_invweight0 = nullptr;
+    double meaninertia = 1.0;
+    // physai.engine.model.Options: the solref floor's timestep, impratio, the cone (elliptic or pyramidal), Newton's
+    // tolerance and iterations, the line search's, and which constraints are on
+    double opt_timestep = 0.002, opt_impratio = 1.0, opt_tolerance = 1e-8, opt_ls_tolerance = 0.01;
+    int64_t opt_iterations = 100, opt_ls_iterations = 50;
+    bool opt_elliptic = false, opt_equality = true, opt_frictionloss = true, opt_limit = true, opt_contact = true,
+         opt_refsafe = true;
 };
 
 // the actuators (physai.engine.actuators.Actuators, nu of them) of a simulation: moment (nu, nv) and length moment
@@ -88,6 +112,31 @@ inline const char *check_model(const Model &m) {
     }
     for (int b = 0; b < m.nbody; b++)
         if (m.body_linkid[b] < -1 || m.body_linkid[b] >= m.nlink) return "body_linkid";
+    return nullptr;
+}
+
+// the constraint model's field whose indices are inconsistent (named in the caller's ValueError), or nullptr
+inline const char *check_constraints(const Model &m) {
+    for (int j = 0; j < m.njnt; j++) {
+        int64_t t = m.jnt_type[j];
+        if (t < 0 || t > 3) return "jnt_type";
+        int64_t nq = t == 0 ? 7 : t == 1 ? 4 : 1, nv = t == 0 ? 6 : t == 1 ? 3 : 1;
+        if (m.jnt_qposadr[j] < 0 || m.jnt_qposadr[j] + nq > m.nq) return "jnt_qposadr";
+        if (m.jnt_dofadr[j] < 0 || m.jnt_dofadr[j] + nv > m.nv) return "jnt_dofadr";
+        if (m.jnt_bodyid[j] < 0 || m.jnt_bodyid[j] >= m.nbody) return "jnt_bodyid";
+    }
+    for (int b = 0; b < m.nbody; b++) {
+        if (m.body_parentid[b] < -1 || m.body_parentid[b] >= b) return "body_parentid";
+        if (m.body_jntadr[b] < 0 || m.body_jntnum[b] < 0 || m.body_jntadr[b] + m.body_jntnum[b] > m.njnt) return "body_jntadr";
+        for (int64_t j = m.body_jntadr[b]; j < m.body_jntadr[b] + m.body_jntnum[b]; j++)
+            if (m.jnt_bodyid[j] != b) return "body_jntadr";
+    }
+    for (int e = 0; e < m.neq; e++) {
+        int64_t t = m.eq_type[e], objects = t == 2 ? m.njnt : m.nbody;
+        if (t < 0 || t > 2) return "eq_type";
+        if (m.eq_obj1id[e] < (t == 2 ? 0 : -1) || m.eq_obj1id[e] >= objects) return "eq_obj1id";
+        if (m.eq_obj2id[e] < -1 || m.eq_obj2id[e] >= objects) return "eq_obj2id";
+    }
     return nullptr;
 }
 

@@ -1,13 +1,23 @@
 // The kernels for one state at a time (double), compiled with the baseline flags: the scalar table of cpp/kernels.h
 // (every call of one state, what the lanes leave of a batch, and the operations the lanes do not run: Jacobians, body
-// poses, integrate / difference).
+// poses, integrate / difference), and the constraint operations (cpp/constraint.h), which run here only.
 #include "batch.h"
+#include "constraint.h"
 #include "kernels.h"
 
 namespace physai {
 namespace scalar {
 
 const Kernels kernels = kernels_of<double>("scalar");
+
+const ConstraintKernels constraint_kernels = {
+    [](const Model &m) { return reinterpret_cast<ConstraintWorkspace *>(new ConstraintWork(m)); },
+    [](ConstraintWorkspace *w) { delete reinterpret_cast<ConstraintWork *>(w); },
+    [](const Model &m, ConstraintWorkspace &w, const ConstraintCall &call, int64_t lo, int64_t hi, RowsOut &out,
+       Failures &failures) {
+        constraint_states(m, *reinterpret_cast<ConstraintWork *>(&w), call, call.op - CONSTRAINT_ROWS, lo, hi, out, failures);
+    },
+};
 
 }  // namespace scalar
 }  // namespace physai

@@ -16,15 +16,20 @@ inverse_dynamics' tau is MuJoCo's qfrc_inverse + qfrc_passive. q (nq,), qd, tau,
 contacts: a physai.collision.ContactSet (one state, or shared by a batch), a list of N of them, or None: no contacts
 (until physai's own collision detection). Which constraints exist and the solver's settings come from the Model
 (from_mujoco reads them from the MuJoCo model: model.opt).
+
+On the compiled backend (physai.engine.backend == "native", the default when it is built) the rows, the solver and the
+inverse run in C++ (cpp/constraint.h), a batch on threads with each state's own contacts; PHYSAI_BACKEND=numpy (or
+engine.set_backend("numpy")) runs the NumPy reference of physai.engine.constraint state by state. Both give the same
+results within rounding (tests/test_constraints_native.py).
 """
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from physai import engine, validation
-from physai.engine import constraint, smooth
+from physai.engine import constraint, native, smooth
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
 from physai.engine.forward import cholesky_solve
@@ -34,30 +39,53 @@ from physai.integrators import step_matrix
 __all__ = ["ForwardResult", "InverseResult", "Rows", "forward_dynamics", "inverse_dynamics", "rows"]
 
 
+class _Later:
+    """A value computed on its first use: a compiled call's rows, made by the rows kernel from the call's own inputs
+    (the same code, the same numbers) only when asked for."""
+
+    def __init__(self, compute):
+        self.compute, self.value, self.done = compute, None, False
+
+    def get(self):
+        if not self.done:
+            self.value, self.done, self.compute = self.compute(), True, None
+        return self.value
+
+
 @dataclass(frozen=True)
 class ForwardResult:
     """Forward dynamics with constraints. One state: qacc (nv,) [rad/s^2 | m/s^2], qfrc_constraint (nv,) [N m | N],
     efc_force (nefc,) (MuJoCo's efc_force), iterations (int), improvement (the last iteration's scaled cost decrease,
     MuJoCo's solver_improvement), rows (Rows). A batch of N: qacc and qfrc_constraint (N, nv), iterations and
-    improvement (N,), efc_force and rows lists of N (each state has its own rows)."""
+    improvement (N,), efc_force and rows lists of N (each state has its own rows). On the compiled backend the rows are
+    computed when first read."""
 
     qacc: np.ndarray
     qfrc_constraint: np.ndarray
     efc_force: object
     iterations: object
     improvement: object
-    rows: object
+    _rows: object = field(repr=False)
+
+    @property
+    def rows(self):
+        return self._rows.get() if isinstance(self._rows, _Later) else self._rows
 
 
 @dataclass(frozen=True)
 class InverseResult:
     """Inverse dynamics with constraints. One state: tau (nv,) = MuJoCo's qfrc_inverse + qfrc_passive [N m | N],
-    qfrc_constraint (nv,), efc_force (nefc,), rows (Rows); a batch: (N, nv) arrays and lists of N."""
+    qfrc_constraint (nv,), efc_force (nefc,), rows (Rows); a batch: (N, nv) arrays and lists of N. On the compiled
+    backend the rows are computed when first read."""
 
     tau: np.ndarray
     qfrc_constraint: np.ndarray
     efc_force: object
-    rows: object
+    _rows: object = field(repr=False)
+
+    @property
+    def rows(self):
+        return self._rows.get() if isinstance(self._rows, _Later) else self._rows
 
 
 def _contact_sets(model, contacts, n: int, batch) -> list:
@@ -88,6 +116,17 @@ def _eq_active(model, eq_active):
     return active
 
 
+def _compiled_contacts(model, contacts, data):
+    """The contacts as the compiled kernels take them (constraint.contact_arrays), checked as _contact_sets checks them;
+    data(model) validates the states (for a list of sets: their number)."""
+    if contacts is None or isinstance(contacts, ContactSet):
+        if contacts is not None:
+            contacts.check_model(model)
+        return constraint.contact_arrays(contacts)
+    batch = data(model)[1]
+    return constraint.contact_arrays(_contact_sets(model, contacts, 1 if batch is None else batch, batch))
+
+
 def _states(model, data, contacts, eq_active):
     """(model, per-state (q, qd, x, d, rows), batch) with the velocity stages of each state done in its own Data."""
     model = engine.as_model(model)
@@ -110,8 +149,11 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Ro
     eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0)."""
     model = engine.as_model(model)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    return _states(model, lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv)), contacts,
-                   eq_active)[1][0][4]
+    data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
+    if native.on:
+        return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, data),
+                                        None if eq_active is None else _eq_active(model, eq_active))[0]
+    return _states(model, data, contacts, eq_active)[1][0][4]
 
 
 def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, eq_active=None, tolerance: float | None = None,
@@ -129,12 +171,11 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         tolerance = validation.number("tolerance", tolerance, "scaled cost", positive=True)
     if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1):
         raise InvalidArgumentError(f"iterations must be a whole number >= 1, got {iterations!r}")
-    model, states, batch = _states(model, lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv)), contacts, eq_active)
-    warm = None
-    if qacc_warmstart is not None:
-        (warm,), warm_batch = validation.states(qacc_warmstart=(qacc_warmstart, model.nv))
-        if warm_batch is not None and batch is not None and warm_batch != batch:
-            raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch}")
+    data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))   # noqa: E731
+    if native.on:
+        return _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data)
+    model, states, batch = _states(model, data, contacts, eq_active)
+    warm = _warmstart(model, qacc_warmstart, batch)
     results = []
     for k, (_, qd1, tau1, d, r) in enumerate(states):
         M = smooth.crb(model, d)[:, :, 0]
@@ -142,12 +183,58 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
         sol = constraint.solve(model, r, M, tau1 - c, start, tolerance, iterations)
         if not sol.converged:
-            where = f" (state {k})" if batch is not None else ""
-            warnings.warn(f"the constraint solver stopped after {sol.iterations} iterations{where} before reaching its tolerance; "
-                          f"last improvement {sol.improvement:.3g}: raise iterations or check the model", ConvergenceWarning,
-                          stacklevel=2)
+            _warn(sol.iterations, sol.improvement, k, batch)
         results.append((sol, r))
     return _forward_result(results, batch)
+
+
+def _warmstart(model, qacc_warmstart, batch):
+    """qacc_warmstart checked: (nv, n) with the state index last, or None."""
+    if qacc_warmstart is None:
+        return None
+    (warm,), warm_batch = validation.states(qacc_warmstart=(qacc_warmstart, model.nv))
+    if warm_batch is not None and warm_batch != batch:
+        raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}: pass one start (nv,) or one "
+                         "per state")
+    return warm
+
+
+def _warn(iterations: int, improvement: float, k: int, batch) -> None:
+    where = f" (state {k})" if batch is not None else ""
+    warnings.warn(f"the constraint solver stopped after {iterations} iterations{where} before reaching its tolerance; "
+                  f"last improvement {improvement:.3g}: raise iterations or check the model", ConvergenceWarning, stacklevel=3)
+
+
+def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data) -> ForwardResult:
+    """forward_dynamics on the compiled backend (constraint.compiled_forward)."""
+    sets = _compiled_contacts(model, contacts, data)
+    active = None if eq_active is None else _eq_active(model, eq_active)
+    warm = None
+    if qacc_warmstart is not None and np.ndim(qacc_warmstart) == 1:   # one start (for every state of a batch)
+        warm = validation.vector("qacc_warmstart", qacc_warmstart, model.nv)
+        warm = np.tile(warm, (len(q), 1)) if np.ndim(q) == 2 else warm
+    elif qacc_warmstart is not None:
+        warm = np.ascontiguousarray(_warmstart(model, qacc_warmstart, data(model)[1]).T)
+    opt = model.opt
+    qacc, qfrc, forces, its, improvement, converged = constraint.compiled_forward(
+        model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
+        opt.iterations if iterations is None else iterations)
+    batch = len(its) if qacc.ndim == 2 else None
+    if not converged.all():
+        for k in np.flatnonzero(~converged).tolist():
+            _warn(int(its[k]), float(improvement[k]), k, batch)
+    rows_ = _later_rows(model, q, qd, sets, active, batch)
+    if batch is None:
+        return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)
+    return ForwardResult(qacc, qfrc, forces, its, improvement, rows_)
+
+
+def _later_rows(model, q, qd, sets, active, batch) -> _Later:
+    """The rows of a compiled call's states, computed on first use from copies of its inputs."""
+    q, qd = np.array(q, float), np.array(qd, float)
+    if batch is None:
+        return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active)[0])
+    return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active))
 
 
 def _forward_result(results, batch) -> ForwardResult:
@@ -170,8 +257,10 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     """
     model = engine.as_model(model)
     discrete = validation.flag("discrete", discrete)
-    model, states, batch = _states(model, lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv)), contacts,
-                                   eq_active)
+    data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
+    if native.on:
+        return _compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data)
+    model, states, batch = _states(model, data, contacts, eq_active)
     out = []
     for q1, qd1, a, d, r in states:
         M = smooth.crb(model, d)[:, :, 0]
@@ -186,6 +275,31 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     if batch is None:
         return InverseResult(*out[0])
     return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
+
+
+def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:
+    """inverse_dynamics on the compiled backend (constraint.compiled_inverse); discrete: (M - h D) qacc and the
+    continuous qacc M^-1 (M - h D) qacc of each state computed here, tau = (M - h D) qacc + c - J^T f as on the NumPy
+    path."""
+    sets = _compiled_contacts(model, contacts, data)
+    active = None if eq_active is None else _eq_active(model, eq_active)
+    if not discrete:
+        tau, qfrc, forces = constraint.compiled_inverse(model, q, qd, qacc, sets, active)
+        batch = len(qfrc) if qfrc.ndim == 2 else None
+    else:
+        (Q, QD, A), batch = data(model)
+        M = engine.mass_matrix(model, Q.T).reshape(-1, model.nv, model.nv)
+        Ma = np.array([_discrete_force(model, Q[:, k], QD[:, k], A[:, k], M[k], ctrl) for k in range(Q.shape[1])])
+        a = np.array([cholesky_solve(M[k][:, :, None], Ma[k][:, None])[:, 0] for k in range(Q.shape[1])])
+        if batch is None:
+            Ma, a = Ma[0], a[0]
+        _, qfrc, forces = constraint.compiled_inverse(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0], a, sets,
+                                                      active)
+        tau = Ma + engine.bias(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0]) - qfrc
+    rows_ = _later_rows(model, q, qd, sets, active, batch)
+    if batch is None:
+        return InverseResult(tau, qfrc, forces[0], rows_)
+    return InverseResult(tau, qfrc, forces, rows_)
 
 
 def _discrete_force(model, q, qd, qacc, M, ctrl) -> np.ndarray:

@@ -16,7 +16,11 @@ that they compare one by one with MuJoCo's efc_J, efc_aref, efc_R, efc_D and efc
     force  = -D_i jar_i (equality), Huber in +-frictionloss (friction loss), one-sided (limits, pyramidal edges),
              by the three zones of the cone (elliptic contacts)
 
-The NumPy text here is the reference; it works on one state (a batch loops over its states).
+The NumPy text here is the reference; it works on one state (a batch loops over its states). The compiled backend
+(physai.engine.native) runs the same functions in C++ (cpp/constraint.h), one state at a time and batches on threads:
+
+    compiled_rows, compiled_forward, compiled_inverse     the kernels constraint_rows, constraint_forward and
+                                                          constraint_inverse on N states with their own contacts
 """
 
 import weakref
@@ -25,8 +29,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import spatial
-from physai.engine import smooth
-from physai.engine.contact import ContactSet
+from physai.engine import native, smooth
+from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.forward import cholesky_solve
 from physai.engine.model import CONNECT, WELD, Model
@@ -320,12 +324,17 @@ def _ball_angle_axis(quat: np.ndarray) -> tuple[float, np.ndarray]:
     return value, (np.array([1.0, 0.0, 0.0]) if value < MINVAL else v / value)
 
 
+def check_supported(model: Model) -> None:
+    """UnsupportedModelError naming what the model has that physai's constraint model does not cover (both backends)."""
+    if model.unsupported:
+        raise UnsupportedModelError(f"physai's constraint model does not cover what this model has: {'; '.join(model.unsupported)}")
+
+
 def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: ContactSet | None,
          eq_active: np.ndarray | None = None) -> Rows:
     """The constraint rows of the state (q (nq,), qd (nv,)) whose velocity stages d holds (a one-state Data), with the
     contacts given, in MuJoCo's order, with their impedance, regulariser and reference acceleration."""
-    if model.unsupported:
-        raise UnsupportedModelError(f"physai's constraint model does not cover what this model has: {'; '.join(model.unsupported)}")
+    check_supported(model)
     opt, nv = model.opt, model.nv
     bw, dw = invweight0(model)[:2]
     out = _Builder(nv)
@@ -741,3 +750,86 @@ def inverse_force(r: Rows, qacc: np.ndarray) -> np.ndarray:
     """efc_force for given accelerations: each row's force at jar = J qacc - aref, without a solver (the inverse problem
     decouples row by row: MuJoCo's mj_invConstraint)."""
     return update(r, r.J @ qacc - r.aref)[0]
+
+
+# ---------------------------------------------------------------- the compiled kernels (cpp/constraint.h)
+
+#: a ContactSet's arrays in the order the compiled kernels take them
+def contact_arrays(contacts) -> tuple | None:
+    """The contacts as the compiled kernels take them (ContactSet.packed()): None (none); one ContactSet for every state:
+    (None, floats, ints); a list of N (one per state): (offsets (N + 1,), the N sets' floats and ints concatenated),
+    state k's contacts offsets[k]:offsets[k + 1]."""
+    if contacts is None:
+        return None
+    if isinstance(contacts, ContactSet):
+        return (None,) + contacts.packed()
+    offsets = np.zeros(len(contacts) + 1, np.int64)
+    np.cumsum([len(c) for c in contacts], out=offsets[1:])
+    floats, ints = zip(*(c.packed() for c in contacts))
+    return offsets, np.concatenate(floats), np.concatenate(ints)
+
+
+def _kernel_options(model: Model, options: tuple) -> tuple:
+    """The options of a constraint kernel as it reads them (after a "type" failure): the contacts' arrays float64 and
+    int64 in C order, eq_active booleans."""
+    contacts, active, *rest = options
+    if contacts is not None:
+        offsets, floats, ints = contacts
+        contacts = (None if offsets is None else np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(floats, float),
+                    np.ascontiguousarray(ints, np.int64))
+    return (contacts, None if active is None else np.ascontiguousarray(active, bool), *rest)
+
+
+_ROWS, _FORWARD, _INVERSE = (native.Kernel(name, options=_kernel_options)
+                             for name in ("constraint_rows", "constraint_forward", "constraint_inverse"))
+
+
+def _prepare(model: Model) -> None:
+    check_supported(model)
+    native.with_constraints(model, lambda: invweight0(model))
+
+
+def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
+    """rows() of one state (q (nq,), qd (nv,)) or N ((N, nq), (N, nv)) on the compiled backend, a list of one Rows per
+    state; contacts: contact_arrays' tuple or None, eq_active (neq,) booleans or None (the model's)."""
+    _prepare(model)
+    _, sizes, J, values, (type_, id_), (row,), mu = _ROWS(model, q, qd, (contacts, eq_active))
+    pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref = values
+    ends, contact_ends = np.cumsum(sizes[:, 0]).tolist(), np.cumsum(sizes[:, 4]).tolist()
+    firsts = [0] * len(sizes) if contacts is None or contacts[0] is None else contacts[0].tolist()
+    out, a, ca = [], 0, 0
+    for k, (ne, nf, nl, nc) in enumerate(sizes[:, 1:].tolist()):
+        b, cb, c0 = ends[k], contact_ends[k], firsts[k]
+        dim = contacts[2][c0:c0 + nc, 0].astype(np.intp) if nc else np.zeros(0, np.intp)
+        friction = contacts[1][c0:c0 + nc, FRICTION_COLUMNS].copy() if nc else np.zeros((0, 5))
+        out.append(Rows(J[a:b], pos[a:b], margin[a:b], frictionloss[a:b], type_[a:b], id_[a:b], ne, nf, nl, diagA[a:b], R[a:b],
+                        D[a:b], K[a:b], B[a:b], imp[a:b], impP[a:b], vel[a:b], aref[a:b], dim, mu[ca:cb], friction,
+                        row[ca:cb]))
+        a, ca = b, cb
+    return out
+
+
+def _forces(sizes: np.ndarray, force: np.ndarray) -> list:
+    """The states' efc_force, concatenated in force, one array per state (sizes: the kernel's, nefc first)."""
+    if len(sizes) == 1:
+        return [force]
+    ends = np.cumsum(sizes[:, 0]).tolist()
+    return [force[a:b] for a, b in zip([0] + ends[:-1], ends)]
+
+
+def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int):
+    """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
+    efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
+    q, qd and tau; warmstart (nv,), (N, nv) or None. The rows are not returned (compiled_rows gives them)."""
+    _prepare(model)
+    (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
+        model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), False))
+    return qacc, qfrc, _forces(sizes, force), its, improvement, converged
+
+
+def compiled_inverse(model: Model, q, qd, qacc, contacts, eq_active):
+    """inverse_force() of one state or N with tau = M qacc + c - J^T f on the compiled backend: (tau, qfrc_constraint,
+    efc_force (a list of N)). The rows are not returned (compiled_rows gives them)."""
+    _prepare(model)
+    (tau, qfrc), sizes, force = _INVERSE(model, q, qd, qacc, (contacts, eq_active, False))
+    return tau, qfrc, _forces(sizes, force)

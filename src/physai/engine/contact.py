@@ -13,6 +13,8 @@ them from a Model and q. Shapes, for nc contacts:
     dim            (nc,)       1 (frictionless), 3 (sliding friction), 4 (+ torsional), 6 (+ rolling)
     body1, body2   (nc,)       the two bodies (physai's indices, -1: the world)
     nbody                      the number of bodies of the model the set belongs to
+
+ContactSet.packed() gives the same numbers as two arrays, one row per contact, as the compiled kernels read them.
 """
 
 from dataclasses import dataclass, field
@@ -23,6 +25,11 @@ from physai import validation
 from physai.exceptions import InvalidModelError, ShapeError
 
 DIMS = (1, 3, 4, 6)
+# packed()'s columns: (field, width) of the floats, then the ints (cpp/data.h's Contacts)
+PACKED_FLOATS = (("pos", 3), ("frame", 9), ("dist", 1), ("includemargin", 1), ("friction", 5), ("solref", 2),
+                 ("solreffriction", 2), ("solimp", 5))
+PACKED_INTS = ("dim", "body1", "body2")
+FRICTION_COLUMNS = slice(14, 19)                    # friction's columns in packed()'s floats
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,6 +74,21 @@ class ContactSet:
             if out.size:
                 raise InvalidModelError(f"contact {int(out[0])}: {name} is {int(ids[out[0]])}, but the model has {self.nbody} "
                                         "bodies (-1 is the world): is this the contact set of another model?")
+
+    def packed(self) -> tuple[np.ndarray, np.ndarray]:
+        """The contacts as two read-only arrays, one row per contact: floats (nc, 28) float64, the columns of
+        PACKED_FLOATS (pos, frame row by row, dist, includemargin, friction, solref, solreffriction, solimp), and ints
+        (nc, 3) int64 (dim, body1, body2); made on first use."""
+        packed = self.__dict__.get("_packed")
+        if packed is None:
+            n = len(self)
+            floats = np.concatenate([getattr(self, name).reshape(n, width) for name, width in PACKED_FLOATS], axis=1)
+            ints = np.stack([getattr(self, name) for name in PACKED_INTS], axis=1).astype(np.int64).reshape(n, 3)
+            for a in (floats, ints):
+                a.setflags(write=False)
+            packed = (floats, ints)
+            object.__setattr__(self, "_packed", packed)
+        return packed
 
     @classmethod
     def empty(cls, nbody: int) -> "ContactSet":

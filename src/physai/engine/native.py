@@ -196,6 +196,40 @@ def fields(model: Model) -> dict:
             "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos))}
 
 
+def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
+    """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
+    Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,
+    body_parentid; flags as int64), qpos0, each body's joints (body_jntadr, body_jntnum: a body's joints are
+    consecutive), the invweight constants at qpos0 (physai.engine.constraint.invweight0) and model.opt's settings
+    (opt_<name>; opt_elliptic for the elliptic cone)."""
+    ints = ("jnt_type", "jnt_qposadr", "jnt_dofadr", "jnt_bodyid", "jnt_limited", "eq_type", "eq_obj1id", "eq_obj2id",
+            "eq_active0", "body_parentid")
+    floats = ("jnt_axis", "jnt_range", "jnt_margin", "jnt_solref", "jnt_solimp", "dof_frictionloss", "dof_solref",
+              "dof_solimp", "eq_data", "eq_solref", "eq_solimp", "body_quat")
+    opt = model.opt
+    bodies = np.arange(model.nbody)
+    return {"njnt": model.njnt, "neq": len(model.eq_type), "qpos0": _float64(model.qpos0),
+            **{name: _int64(getattr(model, name)) for name in ints},
+            **{name: _float64(getattr(model, name)) for name in floats},
+            "body_jntadr": _int64(np.searchsorted(model.jnt_bodyid, bodies)),
+            "body_jntnum": _int64((model.jnt_bodyid[:, None] == bodies).sum(axis=0)),
+            "body_invweight0": _float64(body_invweight0), "dof_invweight0": _float64(dof_invweight0),
+            "meaninertia": float(meaninertia),
+            **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance")},
+            **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
+                                                                   "limit", "contact", "refsafe")},
+            "opt_elliptic": int(opt.cone == "elliptic")}
+
+
+def with_constraints(model: Model, constants) -> object:
+    """model.compiled with its constraint part (constraint_fields), added on first use: constants() gives the
+    invweight constants (body_invweight0, dof_invweight0, meaninertia), called only then."""
+    c = compiled(model)
+    if not c.has_constraints:
+        c.add_constraints(constraint_fields(model, *constants()))
+    return c
+
+
 def actuator_fields(actuators) -> dict:
     """The named fields of a compiled Actuators: physai.engine.actuators.Actuators' arrays by their own names (flags as
     int64), and nu."""
@@ -229,22 +263,23 @@ class Kernel:
 
     what names the result in the error of a non-finite result, which `finite(x, batch, what)` raises (the caller's
     physai.engine.batching.result, for x in the engine's layout, states last); None for an operation without that check.
+    options(model, x) converts an options argument (kind o) of another type, or names what is wrong with it (raises).
     """
 
-    def __init__(self, name: str, what: str | None = None, finite=None):
-        self.name, self.what, self.finite = name, what, finite
+    def __init__(self, name: str, what: str | None = None, finite=None, options=None):
+        self.name, self.what, self.finite, self.options = name, what, finite, options
         self.code, self.arguments = OPS.get(name), ARGUMENTS.get(name, ())
 
-    def __call__(self, model, a, b=None, c=None):
+    def __call__(self, model, a, b=None, c=None, d=None):
         compiled_model = getattr(model, "compiled", None)
         if compiled_model is None:
             model = model if isinstance(model, Model) else as_model(model)
             compiled_model = compiled(model)
         try:
-            return _call(compiled_model, self.code, a, b, c)
+            return _call(compiled_model, self.code, a, b, c, d)
         except KernelError as error:
             failure = error.args
-        return self.failed(failure, model, (a, b, c))          # outside the except: the named error comes alone
+        return self.failed(failure, model, (a, b, c, d))       # outside the except: the named error comes alone
 
     def failed(self, failure: tuple, model, args: tuple, converted: bool = False):
         """What a KernelError of this kernel on args (failure: its args) becomes: the result, once arguments of another
@@ -260,6 +295,9 @@ class Kernel:
             return self.failed(failure, model, args, converted=True)
         if kind in ("type", "shape", "nonfinite"):
             states(**self._states(model, args))                        # raises the NumPy path's error
+            for (_, k), x in zip(self.arguments, args):
+                if k == "o" and self.options is not None:
+                    self.options(model, x)                             # raises the named error of what is wrong in it
             raise ShapeError(f"{argument} is not an array of the model's shape ({kind})")
         if self.arguments[0][1] == "Q":                                # rollout: state is a trajectory, index its step
             where = ("the simulation" if len(args[0]) == 1 else f"trajectory {state} of the rollout") + f" at step {index + 1}"
@@ -303,9 +341,11 @@ class Kernel:
             if kind in "qvQV":
                 col = next(cols)
                 out.append(col[:, 0] if batch is None else col.T)
+            elif kind == "o" and self.options is not None:
+                out.append(self.options(model, x))
             else:
                 out.append({"h": float, "l": int, "p": _float64}.get(kind, lambda y: y)(x))
-        return tuple(out) + (None,) * (3 - len(out))
+        return tuple(out) + (None,) * (4 - len(out))
 
 
 def _ball_quaternions(model: Model, q: np.ndarray) -> None:

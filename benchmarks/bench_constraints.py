@@ -1,0 +1,136 @@
+"""Dynamics with constraints beside MuJoCo, per call and batched, from Python, in one run.
+
+    uv run python benchmarks/bench_constraints.py                      # the G1 standing in its scene; N = 256
+    uv run python benchmarks/bench_constraints.py --n 1024 --numpy
+
+The robot stands in its scene (Menagerie's scene.xml: the floor) at its first keyframe: joint limits, friction loss
+and the feet's contacts give MuJoCo about 60 constraint rows. Timed, microseconds:
+    forward   physai.constraints.forward_dynamics (rows, M, c and Newton's method) beside mujoco.mj_forward
+    inverse   physai.constraints.inverse_dynamics (closed form) beside mujoco.mj_inverse
+One call at the standing state, then one call on N states divided by N: N states near it (joint angles moved by up to
+1e-3 rad, velocities of 1e-2, numpy.random.default_rng(0)), each with its own contacts, on PHYSAI_NUM_THREADS threads
+(default: every core); MuJoCo's column on the same N states is one Python loop of mj_forward / mj_inverse on one
+thread (state copied into MjData first). The contacts are MuJoCo's (physai.collision.from_mujoco, made before timing):
+mj_forward's time includes its collision detection, which physai does not do yet. Both solvers start from MuJoCo's
+qacc_warmstart. Ratios: physai / MuJoCo per call, and batched per state / MuJoCo per call (below 1: physai is faster);
+--numpy adds the NumPy reference backend, one call. Before timing, every state's results are checked against MuJoCo's
+(inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance) or the run stops. Times are the
+best of several rounds of wall-clock time; on a shared machine expect +-20% between runs.
+"""
+
+import argparse
+import os
+import platform
+
+import mujoco
+import numpy as np
+
+from bench_dynamics import best_time
+from physai import collision, constraints, engine, models
+from physai.engine import native
+
+
+def states(m: mujoco.MjModel, n: int):
+    """(d at the standing keyframe after mj_forward, [(qpos, qvel, ctrl, qacc_warmstart) of n states near it]): the
+    keyframe's joint angles moved by up to 1e-3 rad and velocities of 1e-2 (normal), the root as at the keyframe."""
+    stand = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, stand, 0)
+    mujoco.mj_forward(m, stand)
+    rng, out = np.random.default_rng(0), []
+    free = 7 if m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE else 0
+    for _ in range(n):
+        qpos = stand.qpos.copy()
+        qpos[free:] += 1e-3 * rng.uniform(-1.0, 1.0, m.nq - free)
+        out.append((qpos, 1e-2 * rng.normal(size=m.nv), stand.ctrl.copy(), stand.qacc.copy()))
+    return stand, out
+
+
+def load(m, d, state) -> None:
+    d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = state
+
+
+def check(model, m, ds, contacts, tau, qacc, warm) -> None:
+    """physai's batched results against MuJoCo's at every state, or SystemExit."""
+    inv = constraints.inverse_dynamics(model, [d.qpos for d in ds], [d.qvel for d in ds], qacc, contacts)
+    fwd = constraints.forward_dynamics(model, [d.qpos for d in ds], [d.qvel for d in ds], tau, contacts, qacc_warmstart=warm)
+    for k, d in enumerate(ds):
+        d2 = mujoco.MjData(m)
+        d2.qpos[:], d2.qvel[:], d2.qacc[:], d2.ctrl[:] = d.qpos, d.qvel, d.qacc, d.ctrl
+        mujoco.mj_inverse(m, d2)
+        scale = max(1.0, np.abs(d2.qfrc_constraint).max())
+        if np.abs(inv.tau[k] - d2.qfrc_inverse - d2.qfrc_passive).max() > 1e-9 * scale:
+            raise SystemExit(f"state {k}: inverse dynamics differs from mj_inverse's")
+        if np.abs(fwd.qacc[k] - d.qacc).max() > 1e-6 * max(1.0, np.abs(d.qacc).max()):
+            raise SystemExit(f"state {k}: forward dynamics differs from mj_forward's")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="unitree_g1", help="a Menagerie robot with a scene and a keyframe")
+    parser.add_argument("--n", type=int, default=256, help="states in the batch")
+    parser.add_argument("--numpy", action="store_true", help="also time the NumPy reference backend (one call)")
+    args = parser.parse_args()
+
+    m = models.load(args.model, "scene")
+    stand, trajectory = states(m, args.n)
+    model = engine.from_mujoco(m)
+    ds = []
+    for state in trajectory:                                     # each state after mj_forward, with its contacts
+        d = mujoco.MjData(m)
+        load(m, d, state)
+        mujoco.mj_forward(m, d)
+        ds.append(d)
+    contacts = [collision.from_mujoco(m, d) for d in ds]
+    Q, QD = np.array([d.qpos for d in ds]), np.array([d.qvel for d in ds])
+    TAU, QACC = np.array([d.qfrc_passive + d.qfrc_actuator for d in ds]), np.array([d.qacc for d in ds])
+    WARM = np.array([state[3] for state in trajectory])             # MuJoCo's qacc_warmstart, for both
+    check(model, m, ds, contacts, TAU, QACC, WARM)
+
+    q, qd, qacc, warm = stand.qpos.copy(), stand.qvel.copy(), stand.qacc.copy(), stand.qacc_warmstart.copy()
+    tau, c = stand.qfrc_passive + stand.qfrc_actuator, collision.from_mujoco(m, stand)
+    d = mujoco.MjData(m)
+    load(m, d, (stand.qpos, stand.qvel, stand.ctrl, stand.qacc_warmstart))
+    d_inv = mujoco.MjData(m)
+    d_inv.qpos[:], d_inv.qvel[:], d_inv.qacc[:] = q, qd, qacc
+
+    def mujoco_loop(f, inverse: bool):
+        def run():
+            for k, state in enumerate(trajectory):
+                load(m, d, state)
+                if inverse:
+                    d.qacc[:] = QACC[k]
+                f(m, d)
+        return run
+
+    one = {"forward": (lambda: constraints.forward_dynamics(model, q, qd, tau, c, qacc_warmstart=warm),
+                       lambda: mujoco.mj_forward(m, d)),
+           "inverse": (lambda: constraints.inverse_dynamics(model, q, qd, qacc, c), lambda: mujoco.mj_inverse(m, d_inv))}
+    batch = {"forward": (lambda: constraints.forward_dynamics(model, Q, QD, TAU, contacts, qacc_warmstart=WARM),
+                         mujoco_loop(mujoco.mj_forward, False)),
+             "inverse": (lambda: constraints.inverse_dynamics(model, Q, QD, QACC, contacts), mujoco_loop(mujoco.mj_inverse, True))}
+
+    print(f"{args.model} in its scene at keyframe 0: nv {m.nv}, {stand.nefc} constraint rows ({stand.ne} equality, "
+          f"{stand.nf} friction loss, {stand.nl} limit, {stand.nefc - stand.ne - stand.nf - stand.nl} contact from "
+          f"{stand.ncon} contacts); mj_forward's solver took {stand.solver_niter[0]} iterations; batch: N = {args.n} "
+          f"states near it, {np.mean([d.nefc for d in ds]):.0f} rows and {np.mean([d.solver_niter[0] for d in ds]):.1f} "
+          "iterations on average")
+    print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}"
+          f", {native.threads()} threads for batches; mujoco {mujoco.__version__}, numpy {np.__version__}")
+    print("microseconds per call (batched: per state); ratio = physai / MuJoCo's call")
+    print(f"{'':9s} {'physai-1':>9s} {'MuJoCo-1':>9s} {'ratio':>6s} {'physai-N':>9s} {'MuJoCo-N':>9s} {'N/MuJoCo-1':>10s}"
+          + (f" {'numpy-1':>9s}" if args.numpy else ""))
+    for name in one:
+        p1, m1 = (best_time(f) * 1e6 for f in one[name])
+        pn, mn = (best_time(f) * 1e6 / args.n for f in batch[name])
+        row = f"{name:9s} {p1:9.1f} {m1:9.1f} {p1 / m1:6.2f} {pn:9.2f} {mn:9.1f} {pn / m1:10.3f}"
+        if args.numpy:
+            previous = engine.set_backend("numpy")
+            try:
+                row += f" {best_time(one[name][0], 1.0) * 1e6:9.0f}"
+            finally:
+                engine.set_backend(previous)
+        print(row)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,157 @@
+"""The compiled constraint kernels (cpp/constraint.h) against the NumPy reference (physai.engine.constraint), which
+tests/test_constraints.py holds to MuJoCo: the rows, inverse dynamics and forward dynamics of one state and of batches
+whose states have their own contacts, on the random scenes of tests/test_constraints.py (pyramidal and elliptic cones,
+condim 1, 3, 4, 6) and the G1 standing in its scene.
+
+Bounds (helpers.assert_close, relative to max(1, the largest entry)): rows 1e-13 (the same sums in another order; the
+row types and ids equal); inverse dynamics 1e-12 of the scale of its terms; forward dynamics with both solvers at
+tolerance 1e-15: qacc 1e-10 and efc_force 1e-8 (two runs of Newton's method whose factorizations round differently
+stop within the tolerance of the same optimum). A state alone and inside a batch (any number of threads) run the same
+operations: 1e-13. The rows a compiled result computes when first read are those constraints.rows gives: 1e-13.
+"""
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import collision, constraints, engine, models
+from helpers import assert_close, constraint_scene_xml, run
+
+CASES = [(seed, cone, condim) for seed in range(2)
+         for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 6),
+                              ("elliptic", 6)]]
+ROW_FIELDS = ("J", "pos", "margin", "frictionloss", "diagA", "R", "D", "K", "B", "imp", "impP", "vel", "aref", "contact_mu")
+ROWS_RTOL, SAME = 1e-13, 1e-13
+
+
+def scene(seed: int, cone: str, condim: int, tolerance: float = 1e-15):
+    """(m, d) of a random scene (tests/helpers.constraint_scene_xml) touching the ground after mj_forward, the solver's
+    tolerance set."""
+    m = mujoco.MjModel.from_xml_string(constraint_scene_xml(seed, cone, condim, impratio=1.0 + seed))
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = tolerance, 1000, 100
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qpos[:] = m.qpos0 + 0.3 * rng.normal(size=m.nq)
+    mujoco.mj_normalizeQuat(m, d.qpos)
+    d.qpos[2] = 0.05
+    d.qvel[:] = rng.normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def g1_scene():
+    m = models.load("unitree_g1", "scene")
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.qvel[:] = 0.3 * np.random.default_rng(1).normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+def both(f, *args, **kwargs):
+    """(compiled, NumPy) results of f."""
+    return run("native", f, *args, **kwargs), run("numpy", f, *args, **kwargs)
+
+
+def assert_rows_close(ours, ref, rtol: float, what: str) -> None:
+    assert (ours.ne, ours.nf, ours.nl, ours.nefc) == (ref.ne, ref.nf, ref.nl, ref.nefc), what
+    assert np.array_equal(ours.type, ref.type) and np.array_equal(ours.id, ref.id), f"{what}: row types or ids"
+    assert np.array_equal(ours.contact_dim, ref.contact_dim) and np.array_equal(ours.contact_row, ref.contact_row), what
+    for name in ROW_FIELDS:
+        assert_close(getattr(ours, name), getattr(ref, name), rtol, what=f"{what} {name}")
+
+
+def inputs(m, d):
+    return engine.from_mujoco(m), collision.from_mujoco(m, d), d.eq_active.astype(bool)
+
+
+@pytest.mark.parametrize("seed, cone, condim", CASES)
+def test_rows_and_inverse_equal_the_numpy_reference(seed, cone, condim):
+    m, d = scene(seed, cone, condim)
+    model, contacts, active = inputs(m, d)
+    ours, ref = both(constraints.rows, model, d.qpos, d.qvel, contacts, active)
+    assert ours.nefc and ours.nefc == d.nefc
+    assert_rows_close(ours, ref, ROWS_RTOL, "rows")
+    ours, ref = both(constraints.inverse_dynamics, model, d.qpos, d.qvel, d.qacc, contacts, eq_active=active)
+    scale = max(np.abs(ref.tau).max(), np.abs(ref.qfrc_constraint).max())
+    assert_close(ours.tau, ref.tau, 1e-12, scale, what="tau")
+    assert_close(ours.qfrc_constraint, ref.qfrc_constraint, 1e-12, scale, what="qfrc_constraint")
+    assert_close(ours.efc_force, ref.efc_force, 1e-12, what="efc_force")
+
+
+@pytest.mark.parametrize("seed, cone, condim", CASES)
+def test_forward_equals_the_numpy_reference(seed, cone, condim):
+    m, d = scene(seed, cone, condim)
+    model, contacts, active = inputs(m, d)
+    tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    ours, ref = both(constraints.forward_dynamics, model, d.qpos, d.qvel, tau, contacts, eq_active=active)
+    assert_close(ours.qacc, ref.qacc, 1e-10, what="qacc")
+    assert_close(ours.efc_force, ref.efc_force, 1e-8, what="efc_force")
+    assert_close(ours.qfrc_constraint, ref.qfrc_constraint, 1e-8, what="qfrc_constraint")
+
+
+def test_g1_standing_equals_the_numpy_reference():
+    m, d = g1_scene()
+    model, contacts, active = inputs(m, d)
+    assert_rows_close(run("native", constraints.rows, model, d.qpos, d.qvel, contacts, active),
+                      run("numpy", constraints.rows, model, d.qpos, d.qvel, contacts, active), ROWS_RTOL, "G1 rows")
+    ours, ref = both(constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, contacts)
+    assert_close(ours.qacc, ref.qacc, 1e-10, what="G1 qacc")
+    ours, ref = both(constraints.inverse_dynamics, model, d.qpos, d.qvel, d.qacc, contacts)
+    assert_close(ours.tau, ref.tau, 1e-12, max(np.abs(ref.tau).max(), np.abs(ref.qfrc_constraint).max()), what="G1 tau")
+
+
+def trajectory(steps: int = 40, every: int = 4):
+    """States of a random scene falling onto the ground (mj_step), each with its own contacts: (model, q, qd, tau,
+    qacc, contact sets)."""
+    m, d = scene(1, "elliptic", 4, tolerance=1e-10)
+    d.qpos[2] = 0.3
+    out = []
+    for k in range(steps):
+        mujoco.mj_step(m, d)
+        if k % every == 0:
+            mujoco.mj_forward(m, d)
+            out.append((d.qpos.copy(), d.qvel.copy(), d.qfrc_passive + d.qfrc_actuator, d.qacc.copy(),
+                        collision.from_mujoco(m, d)))
+    q, qd, tau, qacc, sets = (list(x) for x in zip(*out))
+    assert len({len(s) for s in sets}) > 1, "the states should differ in their number of contacts"
+    return engine.from_mujoco(m), np.array(q), np.array(qd), np.array(tau), np.array(qacc), sets
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_batch_equals_its_states_one_by_one(monkeypatch, threads):
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", threads)
+    model, q, qd, tau, qacc, sets = trajectory()
+    fwd = run("native", constraints.forward_dynamics, model, q, qd, tau, sets)
+    inv = run("native", constraints.inverse_dynamics, model, q, qd, qacc, sets)
+    rows = fwd.rows
+    assert len(rows) == len(sets) and len(fwd.efc_force) == len(sets)
+    for k in range(len(sets)):
+        one = run("native", constraints.forward_dynamics, model, q[k], qd[k], tau[k], sets[k])
+        assert_close(fwd.qacc[k], one.qacc, SAME, what=f"qacc, state {k}")
+        assert_close(fwd.efc_force[k], one.efc_force, SAME, what=f"efc_force, state {k}")
+        assert fwd.iterations[k] == one.iterations, f"state {k}: iterations"
+        alone = run("native", constraints.inverse_dynamics, model, q[k], qd[k], qacc[k], sets[k])
+        assert_close(inv.tau[k], alone.tau, SAME, max(1.0, np.abs(alone.qfrc_constraint).max()), what=f"tau, state {k}")
+        assert_rows_close(rows[k], run("native", constraints.rows, model, q[k], qd[k], sets[k]), SAME, f"rows, state {k}")
+
+
+def test_a_batch_equals_the_numpy_reference():
+    model, q, qd, tau, qacc, sets = trajectory()
+    ours, ref = both(constraints.inverse_dynamics, model, q, qd, qacc, sets)
+    scale = np.maximum(np.abs(ref.tau).max(axis=1), np.abs(ref.qfrc_constraint).max(axis=1))
+    assert_close(ours.tau, ref.tau, 1e-12, scale[:, None], what="tau")
+    for k in range(len(sets)):
+        assert_rows_close(ours.rows[k], ref.rows[k], ROWS_RTOL, f"rows, state {k}")
+
+
+def test_rows_read_later_are_the_rows_of_the_inputs_at_the_call():
+    m, d = scene(0, "pyramidal", 3)
+    model, contacts, active = inputs(m, d)
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    res = run("native", constraints.forward_dynamics, model, q, qd, d.qfrc_passive, contacts, eq_active=active)
+    expected = run("native", constraints.rows, model, d.qpos, d.qvel, contacts, active)
+    q[:] = 0.0                                                  # the caller's arrays change after the call
+    assert_rows_close(res.rows, expected, SAME, "rows")
+    assert res.rows is res.rows                                 # computed once
