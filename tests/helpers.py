@@ -119,6 +119,23 @@ def constraint_scene_xml(seed: int, cone: str = "pyramidal", condim: int = 3, im
 
 #: Every model the tests load, by the key they name it with: what physai.models.load takes (a bundled model's or a
 #: Menagerie robot's name, a path), or MJCF text.
+def constraint_scene(seed: int, cone: str, condim: int, tolerance: float | None = None):
+    """(m, d) of a random constraint scene (constraint_scene_xml, impratio 1 + seed) after mj_forward at a random state
+    whose root touches the ground; tolerance: the solver's (with 1000 iterations and 100 line-search iterations),
+    default the model's."""
+    m = mujoco.MjModel.from_xml_string(constraint_scene_xml(seed, cone, condim, impratio=1.0 + seed))
+    if tolerance is not None:
+        m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = tolerance, 1000, 100
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qpos[:] = m.qpos0 + 0.3 * rng.normal(size=m.nq)
+    mujoco.mj_normalizeQuat(m, d.qpos)
+    d.qpos[2] = 0.05
+    d.qvel[:] = rng.normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
 MODELS = {
     # bundled with physai (src/physai/models): hinges and slides only
     "double_pendulum": "double_pendulum", "hinge_slide": "hinge_slide", "arm2": "arm2", "arm7": "arm7",

@@ -27,26 +27,13 @@ from physai import collision, constraints, dynamics, engine, models
 from physai.engine import constraint
 from physai.exceptions import ConvergenceWarning, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
-from helpers import assert_close, constraint_scene_xml
+from helpers import assert_close, constraint_scene as scene
 
 CASES = [(seed, cone, condim) for seed in range(3)
          for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 4),
                               ("elliptic", 6), ("pyramidal", 6)]]
 ROWS = {"type": "efc_type", "id": "efc_id", "pos": "efc_pos", "margin": "efc_margin", "diagA": "efc_diagA", "R": "efc_R",
         "D": "efc_D", "vel": "efc_vel", "aref": "efc_aref"}
-
-
-def scene(seed: int, cone: str, condim: int):
-    """(m, d) of a random scene after mj_forward at a random state whose root touches the ground."""
-    m = mujoco.MjModel.from_xml_string(constraint_scene_xml(seed, cone, condim, impratio=1.0 + seed))
-    d = mujoco.MjData(m)
-    rng = np.random.default_rng(seed)
-    d.qpos[:] = m.qpos0 + 0.3 * rng.normal(size=m.nq)
-    mujoco.mj_normalizeQuat(m, d.qpos)
-    d.qpos[2] = 0.05
-    d.qvel[:] = rng.normal(size=m.nv)
-    mujoco.mj_forward(m, d)
-    return m, d
 
 
 def robot_scene(name: str, seed: int = 1):

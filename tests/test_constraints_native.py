@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from physai import collision, constraints, engine, models
-from helpers import assert_close, constraint_scene_xml, run
+from helpers import assert_close, constraint_scene, run
 
 CASES = [(seed, cone, condim) for seed in range(2)
          for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 6),
@@ -25,18 +25,7 @@ ROWS_RTOL, SAME = 1e-13, 1e-13
 
 
 def scene(seed: int, cone: str, condim: int, tolerance: float = 1e-15):
-    """(m, d) of a random scene (tests/helpers.constraint_scene_xml) touching the ground after mj_forward, the solver's
-    tolerance set."""
-    m = mujoco.MjModel.from_xml_string(constraint_scene_xml(seed, cone, condim, impratio=1.0 + seed))
-    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = tolerance, 1000, 100
-    d = mujoco.MjData(m)
-    rng = np.random.default_rng(seed)
-    d.qpos[:] = m.qpos0 + 0.3 * rng.normal(size=m.nq)
-    mujoco.mj_normalizeQuat(m, d.qpos)
-    d.qpos[2] = 0.05
-    d.qvel[:] = rng.normal(size=m.nv)
-    mujoco.mj_forward(m, d)
-    return m, d
+    return constraint_scene(seed, cone, condim, tolerance)
 
 
 def g1_scene():
