@@ -12,11 +12,14 @@
 //     constraint_states(m, ws, call, lo, hi)     the constraint operations (rows, forward, inverse) on states [lo, hi)
 //
 // The invweight constants at qpos0 (body_invweight0, dof_invweight0, meaninertia) come with the model (Model's
-// constraint fields, computed once by physai.engine.constraint.invweight0). A row's Jacobian is kept dense (nefc x nv,
-// MuJoCo's efc_J as the NumPy text has it) with the list of its nonzero columns, which the solver's products and
-// Hessian walk. The Hessian M + J^T D J is factored by Cholesky (the factor of forward.h's cholesky_solve, written as
-// row updates) and refactored only when a row's state changed or a contact is on its cone. Every buffer is in the
-// ConstraintWork of the caller (one per thread), grown to the largest state seen and kept.
+// constraint fields, computed once by physai.engine.constraint.invweight0). A row's Jacobian is kept in compressed
+// rows (its nonzero columns and their entries; dense too, MuJoCo's efc_J as the NumPy text has it, when the rows are
+// returned), in groups of rows on the same columns (a foot's contacts), which the solver's products and Hessian walk.
+// M is factored by Cholesky on the tree's pattern (Tree: MuJoCo's sparse layout, no fill-in); so is the Hessian
+// M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits), else it is
+// factored dense (the factor of forward.h's cholesky_solve, written as row updates, on its rows' nonzero runs); it is
+// updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on its cone.
+// Every buffer is in the ConstraintWork of the caller (one per thread), grown to the largest state seen and kept.
 #pragma once
 
 #include <algorithm>
@@ -114,10 +117,11 @@ struct ConstraintWork {
     std::vector<char> mark;
     std::vector<int> cols;
     // the solver: M (nv x nv, crb's); the tree's layout, M and its factor there (Mt, LMt), H's factor there (LHt) when
-    // the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs (cholesky); a row's x x^T
-    // along a chain (xt, by depth); vectors of nv; vectors of nefc
+    // the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs (cholesky); the tree factors'
+    // reciprocal diagonals (LMinv, LHinv); a row's x x^T along a chain (xt, by depth); vectors of nv; vectors of nefc
     Tree tree;
-    std::vector<double> M, Mt, LMt, LHt, LH, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv, tmp;
+    std::vector<double> M, Mt, LMt, LHt, LH, LMinv, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
+        tmp;
     std::vector<int> nzH, countH;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
     std::vector<double> force, jar, Jv, wforce, wjar, x;
@@ -131,7 +135,8 @@ struct ConstraintWork {
         mark.assign(V, 0), cols.resize(V);
         for (auto *x : {&M, &LH}) x->resize(V * V);
         for (auto *x : {&Mt, &LMt, &LHt}) x->resize(size_t(tree.nnz));
-        nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V);
+        nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LMinv.resize(V),
+            LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
 };
@@ -214,6 +219,11 @@ inline void cholesky_solve_factored(const double *L, int n, const int *runs, con
     }
 }
 
+// y -= a x over n entries (y and x apart: the loop vectorizes without a check)
+inline void subtract_scaled(double *__restrict y, const double *__restrict x, double a, int n) {
+    for (int s = 0; s < n; s++) y[s] -= a * x[s];
+}
+
 // y = M x for a symmetric M on the tree's pattern (compact): y_i = M_ii x_i, then row by row its entries j left of the
 // diagonal into y_i and y_j
 inline void tree_times(const Tree &t, const double *M, int n, const double *x, double *y) {
@@ -229,31 +239,31 @@ inline void tree_times(const Tree &t, const double *M, int n, const double *x, d
 }
 
 // cholesky on the tree's pattern (compact, in place): the same eliminations in the same order, with no fill-in (row k's
-// entries divided by its pivot, then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's first)
-inline bool tree_cholesky(const Tree &t, double *L, int n) {
+// entries times its pivot's reciprocal, then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's
+// first); the reciprocals of L's diagonal into inv (the solves multiply, MuJoCo's qLDiagInv)
+inline bool tree_cholesky(const Tree &t, double *L, double *inv, int n) {
     const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
     for (int k = n - 1; k >= 0; k--) {
         double *Lk = L + adr[k];
         int m = depth[k];
         if (!(Lk[m] > 0.0)) return false;
-        double d = std::sqrt(Lk[m]);
-        Lk[m] = d;
-        for (int s = 0; s < m; s++) Lk[s] = Lk[s] / d;
+        double d = std::sqrt(Lk[m]), di = 1 / d;
+        Lk[m] = d, inv[k] = di;
+        for (int s = 0; s < m; s++) Lk[s] = Lk[s] * di;
         for (int a = 0; a < m; a++) {                                  // H_ij -= L_ki L_kj, j <= i < k
-            double x = Lk[a], *Li = L + adr[col[adr[k] + a]];
-            for (int s = 0; s <= a; s++) Li[s] -= x * Lk[s];
+            subtract_scaled(L + adr[col[adr[k] + a]], Lk, Lk[a], a + 1);
         }
     }
     return true;
 }
 
-// cholesky_solve_factored from tree_cholesky's factor
-inline void tree_solve(const Tree &t, const double *L, int n, double *b) {
+// cholesky_solve_factored from tree_cholesky's factor and reciprocal diagonal
+inline void tree_solve(const Tree &t, const double *L, const double *inv, int n, double *b) {
     const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
     for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
         const double *Lk = L + adr[k];
         const int *c = col + adr[k], m = depth[k];
-        double y = b[k] / Lk[m];
+        double y = b[k] * inv[k];
         b[k] = y;
         for (int s = 0; s < m; s++) b[c[s]] -= Lk[s] * y;
     }
@@ -262,7 +272,7 @@ inline void tree_solve(const Tree &t, const double *L, int n, double *b) {
         const int *c = col + adr[k], m = depth[k];
         double y = b[k];
         for (int s = 0; s < m; s++) y -= Lk[s] * b[c[s]];
-        b[k] = y / Lk[m];
+        b[k] = y * inv[k];
     }
 }
 
@@ -1015,20 +1025,32 @@ inline void line_cost(const Rows &r, const double *Jaref, const double *Jv, cons
         s1 += D[i] * (jar * Jv[i]), s2 += D[i] * (Jv[i] * Jv[i]);
     }
     d1 += s1, d2 += s2;
-    // friction loss: Huber
-    s1 = s2 = 0.0;
-    for (int i = ne; i < ne + nf; i++) {
+    // friction loss: Huber; limits, frictionless and pyramidal contacts: one-sided. Two partial sums each (rows even
+    // and odd in a run: half the chain of additions)
+    auto friction = [&](int i, double &t1, double &t2) {
         double fl = r.frictionloss[size_t(i)], Rf = r.R[size_t(i)] * fl, jar = Jaref[i] + alpha * Jv[i];
-        if (jar <= -Rf) s1 += -fl * Jv[i];
-        else if (jar >= Rf) s1 += fl * Jv[i];
-        else s1 += D[i] * jar * Jv[i], s2 += D[i] * Jv[i] * Jv[i];
-    }
-    d1 += s1, d2 += s2;
+        if (jar <= -Rf) t1 += -fl * Jv[i];
+        else if (jar >= Rf) t1 += fl * Jv[i];
+        else t1 += D[i] * jar * Jv[i], t2 += D[i] * Jv[i] * Jv[i];
+    };
+    auto one_sided = [&](int i, double &t1, double &t2) {
+        double jar = Jaref[i] + alpha * Jv[i];
+        bool on = jar < 0;
+        t1 += on ? D[i] * jar * Jv[i] : 0.0, t2 += on ? D[i] * Jv[i] * Jv[i] : 0.0;
+    };
+    auto pairs = [&](auto row, int i, int e) {
+        double a1 = 0.0, a2 = 0.0, b1 = 0.0, b2 = 0.0;
+        for (; i + 2 <= e; i += 2) row(i, a1, a2), row(i + 1, b1, b2);
+        if (i < e) row(i, a1, a2);
+        d1 += a1 + b1, d2 += a2 + b2;
+    };
+    pairs(friction, ne, ne + nf);
     for (int i = ne + nf; i < n;) {
         if (r.type[size_t(i)] != CONTACT_ELLIPTIC) {
-            double jar = Jaref[i] + alpha * Jv[i];
-            if (jar < 0) d1 += D[i] * jar * Jv[i], d2 += D[i] * Jv[i] * Jv[i];
-            i++;
+            int e = i + 1;
+            while (e < n && r.type[size_t(e)] != CONTACT_ELLIPTIC) e++;
+            pairs(one_sided, i, e);
+            i = e;
             continue;
         }
         int64_t c = r.id[size_t(i)];
@@ -1110,10 +1132,8 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
             const double *Jk = r.val.data() + r.start[size_t(k)];
             double Dk = r.D[size_t(k)];
             for (int a = 0; a < nc; a++) g[a] = Jk[a];
-            for (int a = 0; a < nc; a++) {                             // cols ascending: b <= a is the lower triangle
-                double x = g[a] * Dk, *Ga = G + size_t(a) * nc;
-                for (int b = 0; b <= a; b++) Ga[b] += x * g[b];
-            }
+            for (int a = 0; a < nc; a++)                               // cols ascending: b <= a is the lower triangle
+                subtract_scaled(G + size_t(a) * nc, g, -(g[a] * Dk), a + 1);
             any = true;
         }
         if (any)
@@ -1193,7 +1213,7 @@ inline bool update_factor(ConstraintWork &w, int nv) {
                 double t = Lkk * Lkk + (is ? xt[d] * xt[d] : -xt[d] * xt[d]);
                 if (!(t >= MINVAL)) return false;
                 double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = xt[d] / Lkk, s = is ? sn : -sn;
-                Lk[d] = rr;
+                Lk[d] = rr, w.LHinv[size_t(chain[d])] = 1 / rr;
                 for (int j = 0; j < d; j++) {
                     Lk[j] = (Lk[j] + s * xt[j]) * cinv;
                     xt[j] = c * xt[j] - sn * Lk[j];
@@ -1250,7 +1270,7 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
     hessian(m, w, w.state.data(), w.cones);
     std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
     fresh = false;
-    if (w.r.tree) return tree_cholesky(w.tree, w.LHt.data(), m.nv);
+    if (w.r.tree) return tree_cholesky(w.tree, w.LHt.data(), w.LHinv.data(), m.nv);
     return cholesky(w.LH.data(), m.nv, w.nzH.data(), w.countH.data());
 }
 
@@ -1271,11 +1291,11 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
         for (int a = t.adr[size_t(k)]; a <= t.adr[size_t(k)] + t.depth[size_t(k)]; a++)
             w.Mt[size_t(a)] = w.M[size_t(k) * nv + size_t(t.col[size_t(a)])];
     std::copy(w.Mt.begin(), w.Mt.end(), w.LMt.begin());
-    if (!tree_cholesky(t, w.LMt.data(), nv)) return SINGULAR;
+    if (!tree_cholesky(t, w.LMt.data(), w.LMinv.data(), nv)) return SINGULAR;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(t, w.LMt.data(), nv, w.qacc_smooth.data());
+    tree_solve(t, w.LMt.data(), w.LMinv.data(), nv, w.qacc_smooth.data());
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
-        if (r.tree) tree_solve(t, w.LHt.data(), nv, b);
+        if (r.tree) tree_solve(t, w.LHt.data(), w.LHinv.data(), nv, b);
         else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
     };
     double scale = 1.0 / (m.meaninertia * std::max(1, nv));
@@ -1301,7 +1321,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
     bool done = false, fresh = true;
     if (gnorm < tolerance) {
         std::copy(grad, grad + nv, step);
-        tree_solve(t, w.LMt.data(), nv, step);
+        tree_solve(t, w.LMt.data(), w.LMinv.data(), nv, step);
         done = 0.5 * scale * dot(grad, step, nv) < tolerance;
     }
     if (!done) {
