@@ -1209,11 +1209,12 @@ inline bool update_factor(ConstraintWork &w, int nv) {
             for (int k = a; k < e; k++) xt[depth[r.cols[size_t(k)]]] = r.val[size_t(k)] * sd;
             for (int d = depth[top]; d >= 0; d--) {                    // x x^T into the rows of L from the last
                 if (xt[d] == 0.0) continue;
-                double *Lk = L + tr.adr[size_t(chain[d])], Lkk = Lk[d];
+                double *Lk = L + tr.adr[size_t(chain[d])], Lkk = Lk[d], *inv = &w.LHinv[size_t(chain[d])];
                 double t = Lkk * Lkk + (is ? xt[d] * xt[d] : -xt[d] * xt[d]);
                 if (!(t >= MINVAL)) return false;
-                double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = xt[d] / Lkk, s = is ? sn : -sn;
-                Lk[d] = rr, w.LHinv[size_t(chain[d])] = 1 / rr;
+                // c = rr / Lkk, 1 / c and sn = x / Lkk from the reciprocals of Lkk (kept) and rr (one division)
+                double rr = std::sqrt(t), ri = 1 / rr, c = rr * *inv, cinv = Lkk * ri, sn = xt[d] * *inv, s = is ? sn : -sn;
+                Lk[d] = rr, *inv = ri;
                 for (int j = 0; j < d; j++) {
                     Lk[j] = (Lk[j] + s * xt[j]) * cinv;
                     xt[j] = c * xt[j] - sn * Lk[j];
