@@ -12,11 +12,14 @@
 //     constraint_states(m, ws, call, lo, hi)     the constraint operations (rows, forward, inverse) on states [lo, hi)
 //
 // The invweight constants at qpos0 (body_invweight0, dof_invweight0, meaninertia) come with the model (Model's
-// constraint fields, computed once by physai.engine.constraint.invweight0). A row's Jacobian is kept dense (nefc x nv,
-// MuJoCo's efc_J as the NumPy text has it) with the list of its nonzero columns, which the solver's products and
-// Hessian walk. The Hessian M + J^T D J is factored by Cholesky (the factor of forward.h's cholesky_solve, written as
-// row updates) and refactored only when a row's state changed or a contact is on its cone. Every buffer is in the
-// ConstraintWork of the caller (one per thread), grown to the largest state seen and kept.
+// constraint fields, computed once by physai.engine.constraint.invweight0). A row's Jacobian is kept in compressed
+// rows (its nonzero columns and their entries; dense too, MuJoCo's efc_J as the NumPy text has it, when the rows are
+// returned), in groups of rows on the same columns (a foot's contacts), which the solver's products and Hessian walk.
+// M is factored by Cholesky on the tree's pattern (Tree: MuJoCo's sparse layout, no fill-in); so is the Hessian
+// M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits), else it is
+// factored dense (the factor of forward.h's cholesky_solve, written as row updates, on its rows' nonzero runs); it is
+// updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on its cone.
+// Every buffer is in the ConstraintWork of the caller (one per thread), grown to the largest state seen and kept.
 #pragma once
 
 #include <algorithm>
@@ -48,16 +51,45 @@ constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row'
 
 // ---------------------------------------------------------------- the workspace
 
+// a matrix on the tree's pattern (M's: entry (i, j) nonzero only for j = i or an ancestor of i on dof_parentid's chain)
+// stored compactly, MuJoCo's sparse M: row k holds its entries at k's ancestors, ascending (the chain from the root),
+// then its diagonal, at adr[k] .. adr[k] + depth[k] (depth: the number of ancestors); the ancestor at depth d of k is
+// the dof at depth d of any descendant's chain, so entry (i, j) is at adr[i] + depth[j], and row i of an ancestor i of
+// k runs along row k's first entries. col: each entry's column. The model's, made once.
+struct Tree {
+    int nnz = 0;
+    std::vector<int> depth, adr, col;
+    explicit Tree(const Model &m) {
+        size_t nv = size_t(m.nv);
+        depth.resize(nv), adr.resize(nv);
+        for (size_t k = 0; k < nv; k++) {
+            int64_t p = m.dof_parentid[k];
+            depth[k] = p < 0 ? 0 : depth[size_t(p)] + 1;
+            adr[k] = nnz, nnz += depth[k] + 1;
+        }
+        col.resize(size_t(nnz));
+        for (size_t k = 0; k < nv; k++) {                              // the parent's row (its chain, it last), then k
+            int64_t p = m.dof_parentid[k];
+            if (p >= 0) std::copy_n(&col[size_t(adr[size_t(p)])], depth[k], &col[size_t(adr[k])]);
+            col[size_t(adr[k] + depth[k])] = int(k);
+        }
+    }
+};
+
 // the rows of one state (constraint.Rows): nefc rows of J (nv each, dense) with their nonzero columns
-// (cols[start[i] .. start[i + 1])), pos, margin, frictionloss, type, id, diagA, R, D, K, B, imp, impP, vel, aref;
+// (cols[start[i] .. start[i + 1])) and the groups of rows on the same columns, pos, margin, frictionloss, type, id,
+// diagA, R, D, K, B, imp, impP, vel, aref;
 // ne, nf, nl; the state's contacts (nc: none when opt.contact is off) with each one's regularised mu and first row
 // (-1: no rows); the connect and weld blocks' Jdot qd (jdot_first, jdot_n, 6 values each)
 struct Rows {
     int nv = 0, nefc = 0, ne = 0, nf = 0, nl = 0;
+    bool dense = true;                                                 // J written (else only val: rows not returned)
+    bool tree = true;                                                  // every row's columns on one chain (chains)
     std::vector<double> J, pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref;
     std::vector<int64_t> type, id;
     std::vector<int> start, cols;                                      // row i's nonzero columns: cols[start[i] .. start[i + 1])
     std::vector<double> val;                                           // J's entries there (J in compressed rows)
+    std::vector<int> group;             // groups of consecutive rows on the same columns (a contact's): group[g] .. group[g + 1]
     Contacts con;
     std::vector<double> contact_mu;
     std::vector<int64_t> contact_row;
@@ -84,23 +116,27 @@ struct ConstraintWork {
     std::vector<double> bpos, brot, bquat, acc, J1, J2, Jd;
     std::vector<char> mark;
     std::vector<int> cols;
-    // the solver: M, its factor, H's factor (nv x nv) and their rows' nonzero runs (cholesky); vectors of nv; vectors of
-    // nefc
-    std::vector<double> M, LM, LH, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv, tmp;
-    std::vector<int> nzM, countM, nzH, countH, runsM, countRunsM;     // + M's own lower-triangle runs (sparse_times)
+    // the solver: M (nv x nv, crb's); the tree's layout, M and its factor there (Mt, LMt), H's factor there (LHt) when
+    // the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs (cholesky); the tree factors'
+    // reciprocal diagonals (LMinv, LHinv); a row's x x^T along a chain (xt, by depth); vectors of nv; vectors of nefc
+    Tree tree;
+    std::vector<double> M, Mt, LMt, LHt, LH, LMinv, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
+        tmp;
+    std::vector<int> nzH, countH;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
     std::vector<double> force, jar, Jv, wforce, wjar, x;
     std::vector<int> state, wstate, hstate;
     Cones wcones;
-    explicit ConstraintWork(const Model &m) : d(m) {
+    explicit ConstraintWork(const Model &m) : d(m), tree(m) {
         size_t V = size_t(m.nv), B = size_t(m.nbody);
         r.nv = m.nv;
         bpos.resize(3 * B), brot.resize(9 * B), bquat.resize(4 * B), acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
-        for (auto *x : {&M, &LM, &LH}) x->resize(V * V);
-        nzM.resize(2 * V * V), nzH.resize(2 * V * V), runsM.resize(2 * V * V), countM.resize(V), countH.resize(V),
-            countRunsM.resize(V), G.resize(V * V), g.resize(V);
+        for (auto *x : {&M, &LH}) x->resize(V * V);
+        for (auto *x : {&Mt, &LMt, &LHt}) x->resize(size_t(tree.nnz));
+        nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LMinv.resize(V),
+            LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
 };
@@ -135,20 +171,6 @@ inline int find_runs(const double *Lk, int k, int *runs) {
         else runs[2 * count] = i, runs[2 * count + 1] = i + 1, count++;
     }
     return count;
-}
-
-// y = M x for a symmetric n x n M (row-major) from its diagonal and the runs of its rows' nonzeros left of the diagonal
-// (find_runs: a tree's M is mostly zero)
-inline void sparse_times(const double *M, int n, const int *runs, const int *count, const double *x, double *y) {
-    for (int i = 0; i < n; i++) y[i] = M[size_t(i) * n + i] * x[i];
-    for (int i = 0; i < n; i++) {
-        const double *Mi = M + size_t(i) * n;
-        const int *z = runs + 2 * size_t(i) * n;
-        double xi = x[i], yi = y[i];
-        for (int a = 0; a < count[i]; a++)
-            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) yi += Mi[j] * x[j], y[j] += Mi[j] * xi;
-        y[i] = yi;
-    }
 }
 
 // H = L^T L for H symmetric positive definite (row-major n x n: its lower triangle read and overwritten by L, lower
@@ -197,25 +219,109 @@ inline void cholesky_solve_factored(const double *L, int n, const int *runs, con
     }
 }
 
-// y = J x over the rows' nonzero columns
-inline void rows_times(const Rows &r, const double *x, double *y) {
-    const double *val = r.val.data();
-    const int *cols = r.cols.data();
-    for (int i = 0; i < r.nefc; i++) {
-        double s = 0.0;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) s += val[k] * x[cols[k]];
-        y[i] = s;
+// y -= a x over n entries (y and x apart: the loop vectorizes without a check)
+inline void subtract_scaled(double *__restrict y, const double *__restrict x, double a, int n) {
+    for (int s = 0; s < n; s++) y[s] -= a * x[s];
+}
+
+// y = M x for a symmetric M on the tree's pattern (compact): y_i = M_ii x_i, then row by row its entries j left of the
+// diagonal into y_i and y_j
+inline void tree_times(const Tree &t, const double *M, int n, const double *x, double *y) {
+    const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
+    for (int i = 0; i < n; i++) y[i] = M[adr[i] + depth[i]] * x[i];
+    for (int i = 0; i < n; i++) {
+        const double *Mi = M + adr[i];
+        const int *c = col + adr[i];
+        double xi = x[i], yi = y[i];
+        for (int s = 0; s < depth[i]; s++) yi += Mi[s] * x[c[s]], y[c[s]] += Mi[s] * xi;
+        y[i] = yi;
     }
 }
 
-// y = J^T f (nv) over the rows' nonzero columns
+// cholesky on the tree's pattern (compact, in place): the same eliminations in the same order, with no fill-in (row k's
+// entries times its pivot's reciprocal, then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's
+// first); the reciprocals of L's diagonal into inv (the solves multiply, MuJoCo's qLDiagInv)
+inline bool tree_cholesky(const Tree &t, double *L, double *inv, int n) {
+    const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
+    for (int k = n - 1; k >= 0; k--) {
+        double *Lk = L + adr[k];
+        int m = depth[k];
+        if (!(Lk[m] > 0.0)) return false;
+        double d = std::sqrt(Lk[m]), di = 1 / d;
+        Lk[m] = d, inv[k] = di;
+        for (int s = 0; s < m; s++) Lk[s] = Lk[s] * di;
+        for (int a = 0; a < m; a++) {                                  // H_ij -= L_ki L_kj, j <= i < k
+            subtract_scaled(L + adr[col[adr[k] + a]], Lk, Lk[a], a + 1);
+        }
+    }
+    return true;
+}
+
+// cholesky_solve_factored from tree_cholesky's factor and reciprocal diagonal
+inline void tree_solve(const Tree &t, const double *L, const double *inv, int n, double *b) {
+    const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
+    for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
+        const double *Lk = L + adr[k];
+        const int *c = col + adr[k], m = depth[k];
+        double y = b[k] * inv[k];
+        b[k] = y;
+        for (int s = 0; s < m; s++) b[c[s]] -= Lk[s] * y;
+    }
+    for (int k = 0; k < n; k++) {                                      // L x = y
+        const double *Lk = L + adr[k];
+        const int *c = col + adr[k], m = depth[k];
+        double y = b[k];
+        for (int s = 0; s < m; s++) y -= Lk[s] * b[c[s]];
+        b[k] = y * inv[k];
+    }
+}
+
+// y = J x over the rows' nonzero columns, a group's rows (the same columns, their entries nc apart) four at a time
+inline void rows_times(const Rows &r, const double *x, double *y) {
+    const double *val = r.val.data();
+    const int *start = r.start.data();
+    for (size_t g = 0; g + 1 < r.group.size(); g++) {
+        int i = r.group[g], e = r.group[g + 1], nc = start[i + 1] - start[i];
+        const int *cols = r.cols.data() + start[i];
+        for (; i + 4 <= e; i += 4) {
+            const double *v = val + start[i];
+            double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+            for (int k = 0; k < nc; k++) {
+                double xk = x[cols[k]];
+                s0 += v[k] * xk, s1 += v[nc + k] * xk, s2 += v[2 * nc + k] * xk, s3 += v[3 * nc + k] * xk;
+            }
+            y[i] = s0, y[i + 1] = s1, y[i + 2] = s2, y[i + 3] = s3;
+        }
+        for (; i < e; i++) {
+            const double *v = val + start[i];
+            double s = 0.0;
+            for (int k = 0; k < nc; k++) s += v[k] * x[cols[k]];
+            y[i] = s;
+        }
+    }
+}
+
+// y = J^T f (nv) over the rows' nonzero columns: y_j += J_ij f_i, the rows ascending (a group's four at a time, column
+// by column)
 inline void rows_transpose_times(const Rows &r, const double *f, double *y) {
     for (int j = 0; j < r.nv; j++) y[j] = 0.0;
     const double *val = r.val.data();
-    const int *cols = r.cols.data();
-    for (int i = 0; i < r.nefc; i++) {
-        double fi = f[i];
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[cols[k]] += val[k] * fi;
+    const int *start = r.start.data();
+    for (size_t g = 0; g + 1 < r.group.size(); g++) {
+        int i = r.group[g], e = r.group[g + 1], nc = start[i + 1] - start[i];
+        const int *cols = r.cols.data() + start[i];
+        for (; i + 4 <= e; i += 4) {
+            const double *v = val + start[i], f0 = f[i], f1 = f[i + 1], f2 = f[i + 2], f3 = f[i + 3];
+            for (int k = 0; k < nc; k++) {
+                double t = y[cols[k]];
+                t += v[k] * f0, t += v[nc + k] * f1, t += v[2 * nc + k] * f2, t += v[3 * nc + k] * f3;
+                y[cols[k]] = t;
+            }
+        }
+        for (; i < e; i++) {
+            const double *v = val + start[i], fi = f[i];
+            for (int k = 0; k < nc; k++) y[cols[k]] += v[k] * fi;
+        }
     }
 }
 
@@ -352,10 +458,11 @@ inline void reserve_rows(Rows &r, int n) {
     r.J.resize(N * size_t(r.nv)), r.val.resize(N * size_t(r.nv));
 }
 
-// the next n rows of J, zeroed for a block to write
-inline double *next_rows(Rows &r, int n) {
+// the next n rows of J, zeroed for a block to write (a block that writes all its given columns, which add reads alone,
+// needs no zeros when J is not returned)
+inline double *next_rows(Rows &r, int n, bool given = false) {
     double *J = r.J.data() + size_t(r.nefc) * r.nv;
-    std::fill(J, J + size_t(n) * r.nv, 0.0);
+    if (r.dense || !given) std::fill(J, J + size_t(n) * r.nv, 0.0);
     return J;
 }
 
@@ -382,6 +489,13 @@ inline bool add(Rows &r, int n, const double *pos, const double *margin, double 
         if (zero) at = first;
     }
     if (kind < CONTACT_FRICTIONLESS && at == first) return false;
+    for (int i = 0; i < n; i++) {                                      // a new group unless on the previous row's columns
+        size_t k = size_t(r.nefc + i);
+        int a = r.start[k], e = r.start[k + 1], p = k > 0 ? r.start[k - 1] : 0;
+        bool same = k > 0 && e - a == a - p && (e == a || cols[e - 1] == cols[a - 1]);
+        for (int u = a; u < e - 1 && same && !(given && i > 0); u++) same = cols[u] == cols[p + u - a];
+        if (!same) r.group.push_back(int(k));
+    }
     for (int i = 0; i < n; i++) {
         size_t k = size_t(r.nefc + i);
         for (int a = r.start[k]; a < r.start[k + 1]; a++) r.val[size_t(a)] = J[size_t(i) * nv + size_t(cols[a])];
@@ -638,21 +752,38 @@ inline void impedance_all(const Model &m, Rows &r) {
     }
 }
 
+// whether every row's columns lie on the chain of its last column (it and its ancestors): then J^T D J has M's
+// pattern, and so has H's factor (no fill-in: the tree's runs serve H too)
+inline bool chains(const Model &m, const Rows &r) {
+    for (size_t g = 0; g + 1 < r.group.size(); g++) {
+        int i = r.group[g], a = r.start[size_t(i)], e = r.start[size_t(i) + 1];
+        if (e - a < 2) continue;
+        int64_t j = r.cols[size_t(e - 1)];
+        for (int k = e - 2; k >= a; k--) {                             // the columns descending, j walking up the chain
+            while (j > r.cols[size_t(k)]) j = m.dof_parentid[j];
+            if (j != r.cols[size_t(k)]) return false;
+        }
+    }
+    return true;
+}
+
 // the constraint rows of the state (q, qd) whose velocity stages w.d holds, with the contacts con, in MuJoCo's order,
-// with their impedance, regulariser and reference acceleration (constraint.rows); the caller checks the model has no
-// constraint physai does not model
+// with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when dense (else its
+// compressed rows alone); the caller checks the model has no constraint physai does not model
 inline void rows(const Model &m, ConstraintWork &w, const double *q, const double *qd, const Contacts &con,
-                 const bool *eq_active) {
+                 const bool *eq_active, bool dense = true) {
     Rows &r = w.r;
     const Data<double> &d = w.d;
     int nv = m.nv;
     const double *bw = m.body_invweight0, *dw = m.dof_invweight0;
     r.nefc = 0;
+    r.dense = dense;
     r.con = con;
     r.con.n = m.opt_contact ? con.n : 0;
     r.jdot_first.clear(), r.jdot_n.clear(), r.jdot.clear();
     reserve_rows(r, row_bound(m, eq_active, r.con));
     r.start[0] = 0;
+    r.group.clear();
     // equalities: connect, weld, joint
     if (m.opt_equality && m.neq) {
         bias_accelerations(m, d, qd, w.acc.data());
@@ -668,7 +799,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     if (m.opt_frictionloss)
         for (int i = 0; i < nv; i++) {
             if (m.dof_frictionloss[i] == 0.0) continue;
-            next_rows(r, 1)[i] = 1.0;
+            next_rows(r, 1, true)[i] = 1.0;
             add(r, 1, &zero, &zero, m.dof_frictionloss[i], FRICTION_DOF, i, dw + i, &i, 1);
         }
     r.nf = r.nefc - r.ne;
@@ -683,7 +814,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                 for (int side = -1; side <= 1; side += 2) {
                     double dist = side * (range[(side + 1) / 2] - q[a]);
                     if (dist < margin) {
-                        next_rows(r, 1)[v] = -side;
+                        next_rows(r, 1, true)[v] = -side;
                         const int col = int(v);
                         add(r, 1, &dist, &margin, 0.0, LIMIT_JOINT, j, dw + v, &col, 1);
                     }
@@ -692,7 +823,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                 double axis[3], value = ball_angle_axis(q + a, axis);
                 double dist = (range[1] > range[0] ? range[1] : range[0]) - value;
                 if (dist < margin) {
-                    double *J = next_rows(r, 1);
+                    double *J = next_rows(r, 1, true);
                     for (int k = 0; k < 3; k++) J[v + k] = -axis[k];
                     const int cols[3] = {int(v), int(v) + 1, int(v) + 2};
                     add(r, 1, &dist, &margin, 0.0, LIMIT_JOINT, j, dw + v, cols, 3);
@@ -751,12 +882,12 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                 for (int i = 0; i < n; i++) jac[k * n + i] = f[0] * Jd[6 * i + o] + f[1] * Jd[6 * i + o + 1] + f[2] * Jd[6 * i + o + 2];
             }
             if (dim == 1) {
-                double *J = next_rows(r, 1);
+                double *J = next_rows(r, 1, true);
                 for (int i = 0; i < n; i++) J[cols[i]] = jac[i];
                 add(r, 1, &dist, &margin, 0.0, CONTACT_FRICTIONLESS, c, &tran, cols, n);
             } else if (!m.opt_elliptic) {
                 for (int k = 1; k < dim; k++) {
-                    double *J = next_rows(r, 2), dists[2] = {dist, dist}, margins[2] = {margin, margin};
+                    double *J = next_rows(r, 2, true), dists[2] = {dist, dist}, margins[2] = {margin, margin};
                     for (int i = 0; i < n; i++) {
                         J[cols[i]] = jac[i] + mu[k - 1] * jac[k * n + i];
                         J[nv + cols[i]] = jac[i] - mu[k - 1] * jac[k * n + i];
@@ -767,7 +898,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
             } else {
                 double dists[6] = {dist, 0, 0, 0, 0, 0}, margins[6] = {margin, 0, 0, 0, 0, 0}, dA[6];
                 for (int j = 0; j < dim; j++) dA[j] = j < 3 ? tran : rot;
-                double *J = next_rows(r, int(dim));
+                double *J = next_rows(r, int(dim), true);
                 for (int k = 0; k < dim; k++)
                     for (int i = 0; i < n; i++) J[k * nv + cols[i]] = jac[k * n + i];
                 add(r, int(dim), dists, margins, 0.0, CONTACT_ELLIPTIC, c, dA, cols, n);
@@ -776,6 +907,8 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
         for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;
         for (int64_t j = e2; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;
     }
+    r.group.push_back(r.nefc);
+    r.tree = chains(m, r);
     impedance_all(m, r);
     rows_times(r, qd, r.vel.data());
     for (int i = 0; i < r.nefc; i++) {
@@ -874,7 +1007,7 @@ inline double total_cost(const Model &m, ConstraintWork &w, const double *qacc, 
     const Rows &r = w.r;
     rows_times(r, qacc, jar);
     for (int i = 0; i < r.nefc; i++) jar[i] = jar[i] - r.aref[size_t(i)];
-    sparse_times(w.M.data(), m.nv, w.runsM.data(), w.countRunsM.data(), qacc, Ma);
+    tree_times(w.tree, w.Mt.data(), m.nv, qacc, Ma);
     return cost_at(m, w, qacc, Ma, jar, force, state, cones);
 }
 
@@ -892,20 +1025,32 @@ inline void line_cost(const Rows &r, const double *Jaref, const double *Jv, cons
         s1 += D[i] * (jar * Jv[i]), s2 += D[i] * (Jv[i] * Jv[i]);
     }
     d1 += s1, d2 += s2;
-    // friction loss: Huber
-    s1 = s2 = 0.0;
-    for (int i = ne; i < ne + nf; i++) {
+    // friction loss: Huber; limits, frictionless and pyramidal contacts: one-sided. Two partial sums each (rows even
+    // and odd in a run: half the chain of additions)
+    auto friction = [&](int i, double &t1, double &t2) {
         double fl = r.frictionloss[size_t(i)], Rf = r.R[size_t(i)] * fl, jar = Jaref[i] + alpha * Jv[i];
-        if (jar <= -Rf) s1 += -fl * Jv[i];
-        else if (jar >= Rf) s1 += fl * Jv[i];
-        else s1 += D[i] * jar * Jv[i], s2 += D[i] * Jv[i] * Jv[i];
-    }
-    d1 += s1, d2 += s2;
+        if (jar <= -Rf) t1 += -fl * Jv[i];
+        else if (jar >= Rf) t1 += fl * Jv[i];
+        else t1 += D[i] * jar * Jv[i], t2 += D[i] * Jv[i] * Jv[i];
+    };
+    auto one_sided = [&](int i, double &t1, double &t2) {
+        double jar = Jaref[i] + alpha * Jv[i];
+        bool on = jar < 0;
+        t1 += on ? D[i] * jar * Jv[i] : 0.0, t2 += on ? D[i] * Jv[i] * Jv[i] : 0.0;
+    };
+    auto pairs = [&](auto row, int i, int e) {
+        double a1 = 0.0, a2 = 0.0, b1 = 0.0, b2 = 0.0;
+        for (; i + 2 <= e; i += 2) row(i, a1, a2), row(i + 1, b1, b2);
+        if (i < e) row(i, a1, a2);
+        d1 += a1 + b1, d2 += a2 + b2;
+    };
+    pairs(friction, ne, ne + nf);
     for (int i = ne + nf; i < n;) {
         if (r.type[size_t(i)] != CONTACT_ELLIPTIC) {
-            double jar = Jaref[i] + alpha * Jv[i];
-            if (jar < 0) d1 += D[i] * jar * Jv[i], d2 += D[i] * Jv[i] * Jv[i];
-            i++;
+            int e = i + 1;
+            while (e < n && r.type[size_t(e)] != CONTACT_ELLIPTIC) e++;
+            pairs(one_sided, i, e);
+            i = e;
             continue;
         }
         int64_t c = r.id[size_t(i)];
@@ -940,7 +1085,7 @@ inline double line_search(const Model &m, ConstraintWork &w, const double *v, in
     const double *Jaref = w.jar.data();
     double *Jv = w.Jv.data(), *Mv = w.Mv.data();
     rows_times(r, v, Jv);
-    sparse_times(w.M.data(), nv, w.runsM.data(), w.countRunsM.data(), v, Mv);
+    tree_times(w.tree, w.Mt.data(), nv, v, Mv);
     double q1 = 0.0, q2 = 0.0, q3 = 0.0;
     for (int j = 0; j < nv; j++) {
         size_t k = size_t(j);
@@ -965,20 +1110,21 @@ inline double line_search(const Model &m, ConstraintWork &w, const double *v, in
 }
 
 // H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.LH's
-// lower triangle (_hessian; H is symmetric by construction)
+// lower triangle, or w.LHt on the tree's pattern when the rows are chains (_hessian; H is symmetric by construction)
 inline void hessian(const Model &m, ConstraintWork &w, const int *state, const Cones &cones) {
     const Rows &r = w.r;
     int nv = m.nv;
-    double *H = w.LH.data();
-    std::fill(H, H + size_t(nv) * nv, 0.0);
+    const Tree &t = w.tree;
+    const bool tree = r.tree;
+    double *H = tree ? w.LHt.data() : w.LH.data();
+    // entry (i, j), j <= i
+    auto at = [&](int i, int j) -> double & { return tree ? H[t.adr[size_t(i)] + t.depth[size_t(j)]] : H[size_t(i) * nv + j]; };
+    std::fill(H, H + (tree ? size_t(t.nnz) : size_t(nv) * nv), 0.0);
     double *G = w.G.data(), *g = w.g.data();
-    for (int i = 0; i < r.nefc;) {
-        // rows i .. e - 1 on the same columns (a contact's): their sum in G (nc x nc, dense) first, then into H
+    for (size_t grp = 0; grp + 1 < r.group.size(); grp++) {
+        // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
+        int i = r.group[grp], e = r.group[grp + 1];
         const int *cols = r.cols.data() + r.start[size_t(i)], nc = r.start[size_t(i) + 1] - r.start[size_t(i)];
-        int e = i + 1;
-        while (e < r.nefc && r.start[size_t(e) + 1] - r.start[size_t(e)] == nc &&
-               std::equal(cols, cols + nc, r.cols.data() + r.start[size_t(e)]))
-            e++;
         std::fill(G, G + size_t(nc) * nc, 0.0);
         bool any = false;
         for (int k = i; k < e; k++) {
@@ -986,22 +1132,24 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
             const double *Jk = r.val.data() + r.start[size_t(k)];
             double Dk = r.D[size_t(k)];
             for (int a = 0; a < nc; a++) g[a] = Jk[a];
-            for (int a = 0; a < nc; a++) {                             // cols ascending: b <= a is the lower triangle
-                double x = g[a] * Dk, *Ga = G + size_t(a) * nc;
-                for (int b = 0; b <= a; b++) Ga[b] += x * g[b];
-            }
+            for (int a = 0; a < nc; a++)                               // cols ascending: b <= a is the lower triangle
+                subtract_scaled(G + size_t(a) * nc, g, -(g[a] * Dk), a + 1);
             any = true;
         }
         if (any)
             for (int a = 0; a < nc; a++) {
-                double *Ha = H + size_t(cols[a]) * nv, *Ga = G + size_t(a) * nc;
-                for (int b = 0; b <= a; b++) Ha[cols[b]] += Ga[b];
+                const double *Ga = G + size_t(a) * nc;
+                for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
             }
-        i = e;
     }
-    const double *M = w.M.data();
-    for (int p = 0; p < nv; p++)
-        for (int q = 0; q <= p; q++) H[size_t(p) * nv + q] = M[size_t(p) * nv + q] + H[size_t(p) * nv + q];
+    if (tree) {
+        const double *M = w.Mt.data();
+        for (int k = 0; k < t.nnz; k++) H[k] = M[k] + H[k];
+    } else {
+        const double *M = w.M.data();
+        for (int p = 0; p < nv; p++)
+            for (int q = 0; q <= p; q++) H[size_t(p) * nv + q] = M[size_t(p) * nv + q] + H[size_t(p) * nv + q];
+    }
     for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
         int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
         const double *Hc = &cones.H[36 * size_t(k)];
@@ -1014,7 +1162,7 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
                 const int *cb = r.cols.data() + sb, nb = r.start[size_t(first + b) + 1] - sb;
                 for (int s = 0; s < na; s++) {
                     double x = Ja[s] * h;
-                    for (int t = 0; t < nb && cb[t] <= ca[s]; t++) H[size_t(ca[s]) * nv + cb[t]] += x * Jb[t];
+                    for (int u = 0; u < nb && cb[u] <= ca[s]; u++) at(ca[s], cb[u]) += x * Jb[u];
                 }
             }
     }
@@ -1037,20 +1185,46 @@ inline void gradient(const Model &m, ConstraintWork &w, const double *force) {
     }
 }
 
-// the factor of H (w.LH) carried to the current states from those it was made for (w.hstate): a rank-1 update for each
-// row that entered its quadratic state, a downdate for each that left it (MuJoCo's HessianIncremental, mju_cholUpdate in
-// the factor's order); false when a downdate would lose positive definiteness (the caller refactors)
+// the factor of H (w.LH, or w.LHt when the rows are chains) carried to the current states from those it was made for
+// (w.hstate): a rank-1 update for each row that entered its quadratic state, a downdate for each that left it (MuJoCo's
+// HessianIncremental, mju_cholUpdate in the factor's order); false when a downdate would lose positive definiteness
+// (the caller refactors). When the rows are chains, a row's x stays on the chain of its last column and L on the tree's
+// pattern (no fill-in): the rows of L on the chain alone, over their ancestors, with x by depth (w.xt: the chain's dof at
+// depth d is any of its rows' ancestor d); else every row of L from the last column down.
 inline bool update_factor(ConstraintWork &w, int nv) {
     const Rows &r = w.r;
-    double *L = w.LH.data(), *x = w.x.data();
+    const Tree &tr = w.tree;
+    double *x = w.x.data();
     char *touched = w.mark.data();                                     // the rows of L changed (mark is all zero here)
     for (int i = 0; i < r.nefc; i++) {
         bool was = w.hstate[size_t(i)] == QUADRATIC, is = w.state[size_t(i)] == QUADRATIC;
-        if (was == is) continue;
-        std::fill(x, x + nv, 0.0);
+        int a = r.start[size_t(i)], e = r.start[size_t(i) + 1];
+        if (was == is || a == e) continue;
         const double sd = std::sqrt(r.D[size_t(i)]);
-        int top = -1;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) x[r.cols[size_t(k)]] = r.val[size_t(k)] * sd, top = r.cols[size_t(k)];
+        int top = r.cols[size_t(e - 1)];
+        if (r.tree) {
+            double *L = w.LHt.data(), *xt = w.xt.data();
+            const int *chain = tr.col.data() + tr.adr[size_t(top)], *depth = tr.depth.data();
+            std::fill(xt, xt + depth[top] + 1, 0.0);
+            for (int k = a; k < e; k++) xt[depth[r.cols[size_t(k)]]] = r.val[size_t(k)] * sd;
+            for (int d = depth[top]; d >= 0; d--) {                    // x x^T into the rows of L from the last
+                if (xt[d] == 0.0) continue;
+                double *Lk = L + tr.adr[size_t(chain[d])], Lkk = Lk[d], *inv = &w.LHinv[size_t(chain[d])];
+                double t = Lkk * Lkk + (is ? xt[d] * xt[d] : -xt[d] * xt[d]);
+                if (!(t >= MINVAL)) return false;
+                // c = rr / Lkk, 1 / c and sn = x / Lkk from the reciprocals of Lkk (kept) and rr (one division)
+                double rr = std::sqrt(t), ri = 1 / rr, c = rr * *inv, cinv = Lkk * ri, sn = xt[d] * *inv, s = is ? sn : -sn;
+                Lk[d] = rr, *inv = ri;
+                for (int j = 0; j < d; j++) {
+                    Lk[j] = (Lk[j] + s * xt[j]) * cinv;
+                    xt[j] = c * xt[j] - sn * Lk[j];
+                }
+            }
+            continue;
+        }
+        double *L = w.LH.data();
+        std::fill(x, x + top + 1, 0.0);
+        for (int k = a; k < e; k++) x[r.cols[size_t(k)]] = r.val[size_t(k)] * sd;
         for (int k = top; k >= 0; k--) {                               // x x^T into the rows of L from the last
             if (x[k] == 0.0) continue;
             touched[k] = 1;
@@ -1069,15 +1243,15 @@ inline bool update_factor(ConstraintWork &w, int nv) {
             for (int j = 0; j < k; j++) x[j] = c * x[j] - sn * Lk[j];
         }
     }
-    for (int k = 0; k < nv; k++) {                                     // the rows' nonzero columns, fill-in included
+    for (int k = 0; k < nv && !r.tree; k++) {                          // the rows' nonzero columns, fill-in included
         if (!touched[k]) continue;
         touched[k] = 0;
-        w.countH[size_t(k)] = find_runs(L + size_t(k) * nv, k, w.nzH.data() + 2 * size_t(k) * nv);
+        w.countH[size_t(k)] = find_runs(w.LH.data() + size_t(k) * nv, k, w.nzH.data() + 2 * size_t(k) * nv);
     }
     return true;
 }
 
-// the factor of H at the current states into w.LH: kept when the states are those it was made for and no contact is
+// the factor of H at the current states into w.LH (w.LHt when the rows are chains): kept when the states are those it was made for and no contact is
 // on its cone (the same H), updated row by row when a few rows changed state and no cone is involved, made afresh
 // otherwise; false when H is not positive definite
 inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
@@ -1097,6 +1271,7 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
     hessian(m, w, w.state.data(), w.cones);
     std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
     fresh = false;
+    if (w.r.tree) return tree_cholesky(w.tree, w.LHt.data(), w.LHinv.data(), m.nv);
     return cholesky(w.LH.data(), m.nv, w.nzH.data(), w.countH.data());
 }
 
@@ -1112,11 +1287,18 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
-    for (int k = 0; k < nv; k++) w.countRunsM[size_t(k)] = find_runs(&w.M[size_t(k) * nv], k, &w.runsM[2 * size_t(k) * nv]);
-    std::copy(w.M.begin(), w.M.end(), w.LM.begin());
-    if (!cholesky(w.LM.data(), nv, w.nzM.data(), w.countM.data())) return SINGULAR;
+    const Tree &t = w.tree;
+    for (int k = 0; k < nv; k++)                                       // M on the tree's pattern
+        for (int a = t.adr[size_t(k)]; a <= t.adr[size_t(k)] + t.depth[size_t(k)]; a++)
+            w.Mt[size_t(a)] = w.M[size_t(k) * nv + size_t(t.col[size_t(a)])];
+    std::copy(w.Mt.begin(), w.Mt.end(), w.LMt.begin());
+    if (!tree_cholesky(t, w.LMt.data(), w.LMinv.data(), nv)) return SINGULAR;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    cholesky_solve_factored(w.LM.data(), nv, w.nzM.data(), w.countM.data(), w.qacc_smooth.data());
+    tree_solve(t, w.LMt.data(), w.LMinv.data(), nv, w.qacc_smooth.data());
+    auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
+        if (r.tree) tree_solve(t, w.LHt.data(), w.LHinv.data(), nv, b);
+        else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
+    };
     double scale = 1.0 / (m.meaninertia * std::max(1, nv));
     double *qacc = w.qacc.data();
     std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), qacc);
@@ -1140,13 +1322,13 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
     bool done = false, fresh = true;
     if (gnorm < tolerance) {
         std::copy(grad, grad + nv, step);
-        cholesky_solve_factored(w.LM.data(), nv, w.nzM.data(), w.countM.data(), step);
+        tree_solve(t, w.LMt.data(), w.LMinv.data(), nv, step);
         done = 0.5 * scale * dot(grad, step, nv) < tolerance;
     }
     if (!done) {
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
         std::copy(grad, grad + nv, step);
-        cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), step);
+        solve_H(step);
         done = gnorm < tolerance && 0.5 * scale * dot(grad, step, nv) < tolerance;
     }
     while (!done && it < iterations) {
@@ -1168,7 +1350,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
         gnorm = scale * norm(grad, nv);
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
         std::copy(grad, grad + nv, step);
-        cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), step);
+        solve_H(step);
         double decrement = std::max(0.0, 0.5 * scale * dot(grad, step, nv));   // Newton's predicted improvement
         it++;
         done = (0 < improvement && improvement < tolerance) || gnorm < tolerance || decrement < tolerance;
@@ -1226,7 +1408,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     int nv = m.nv;
     int st = velocity_stages(m, w.d, q, qd);
     if (st != OK) return st;
-    rows(m, w, q, qd, state_contacts(call, s), call.eq_active);
+    rows(m, w, q, qd, state_contacts(call, s), call.eq_active, op == 0 || call.rows);
     if (op == 0) return OK;
     const double *x = call.x.data + s * call.x.stride;
     crb(m, w.d, w.M.data());
