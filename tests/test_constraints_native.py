@@ -28,9 +28,11 @@ def scene(seed: int, cone: str, condim: int, tolerance: float = 1e-15):
     return constraint_scene(seed, cone, condim, tolerance)
 
 
-def g1_scene():
+def g1_scene(cone: str = "pyramidal"):
+    """The G1 in its scene at its keyframe with random velocities, the solver at tolerance 1e-15, the given cone."""
     m = models.load("unitree_g1", "scene")
     m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC if cone == "elliptic" else mujoco.mjtCone.mjCONE_PYRAMIDAL
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
     d.qvel[:] = 0.3 * np.random.default_rng(1).normal(size=m.nv)
@@ -69,9 +71,14 @@ def test_rows_and_inverse_equal_the_numpy_reference(seed, cone, condim):
     assert_close(ours.efc_force, ref.efc_force, 1e-12, what="efc_force")
 
 
+@pytest.mark.parametrize("equalities", [True, False])
 @pytest.mark.parametrize("seed, cone, condim", CASES)
-def test_forward_equals_the_numpy_reference(seed, cone, condim):
+def test_forward_equals_the_numpy_reference(seed, cone, condim, equalities):
+    """With the equalities off, rows whose columns lie on one chain of the tree take the kernels' tree path."""
     m, d = scene(seed, cone, condim)
+    if not equalities:
+        d.eq_active[:] = 0
+        mujoco.mj_forward(m, d)
     model, contacts, active = inputs(m, d)
     tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
     ours, ref = both(constraints.forward_dynamics, model, d.qpos, d.qvel, tau, contacts, eq_active=active)
@@ -80,13 +87,19 @@ def test_forward_equals_the_numpy_reference(seed, cone, condim):
     assert_close(ours.qfrc_constraint, ref.qfrc_constraint, 1e-8, what="qfrc_constraint")
 
 
-def test_g1_standing_equals_the_numpy_reference():
-    m, d = g1_scene()
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_g1_standing_equals_the_numpy_reference_and_mujoco(cone):
+    """The G1's rows all lie on chains of its tree (contacts with the floor, friction loss): the kernels' tree path,
+    with and without cone Hessians; forward dynamics also against mj_forward (1e-7, as tests/test_constraints.py)."""
+    m, d = g1_scene(cone)
     model, contacts, active = inputs(m, d)
     assert_rows_close(run("native", constraints.rows, model, d.qpos, d.qvel, contacts, active),
                       run("numpy", constraints.rows, model, d.qpos, d.qvel, contacts, active), ROWS_RTOL, "G1 rows")
     ours, ref = both(constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, contacts)
     assert_close(ours.qacc, ref.qacc, 1e-10, what="G1 qacc")
+    assert_close(ours.qacc, d.qacc, 1e-7, what="G1 qacc against mj_forward")
+    if cone == "pyramidal":        # on the cone both stop at rounding level, after their own number of iterations
+        assert ours.iterations == d.solver_niter[0]
     ours, ref = both(constraints.inverse_dynamics, model, d.qpos, d.qvel, d.qacc, contacts)
     assert_close(ours.tau, ref.tau, 1e-12, max(np.abs(ref.tau).max(), np.abs(ref.qfrc_constraint).max()), what="G1 tau")
 
