@@ -54,7 +54,8 @@ class ModelUnavailableError(PhysaiError, RuntimeError):
 
 
 class LabError(PhysaiError, ValueError):
-    """A lab spec or lesson file is unusable: malformed JSON, no lab block, a missing or mistyped field."""
+    """A lab spec or lesson file is unusable: malformed JSON, no lab block, a missing or mistyped field, a model path
+    leading outside the lab's folder."""
 
 
 class UnknownLabError(PhysaiError, LookupError):

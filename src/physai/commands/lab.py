@@ -7,17 +7,17 @@ Prints the URL and opens a browser unless --no-browser; Ctrl-C stops the server.
 import argparse
 import webbrowser
 
-from physai.commands import nonnegative_int
 from physai.lab import bundled_labs, load_lab
 from physai.lab.npm import ensure_node_modules
-from physai.lab.server import make_server
+from physai.lab.server import make_server, port_number
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("target", nargs="?", default="arm2", metavar="NAME | FILE.json | LESSON.md",
                         help=f"a bundled lab ({', '.join(bundled_labs())}), a lab JSON file, or a lesson file "
                              "holding a ```lab simlab {...}``` block (default: arm2)")
-    parser.add_argument("--port", type=nonnegative_int, default=8765, help="port on 127.0.0.1 (default 8765; 0: any free port)")
+    parser.add_argument("--port", default="8765", metavar="PORT",     # checked in run(): one line and exit 2 when bad
+                        help="port on 127.0.0.1, 0..65535 (default 8765; 0: any free port)")
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     parser.add_argument("--list", action="store_true", help="list the bundled labs and exit")
     parser.add_argument("--verbose", action="store_true", help="log every request")
@@ -28,8 +28,9 @@ def run(args: argparse.Namespace) -> int:
         for name in bundled_labs():
             print(f"{name:<18} {load_lab(name).title}")
         return 0
+    port = port_number(args.port)                    # InvalidArgumentError: exit 2
     lab = load_lab(args.target)                      # LabError / UnknownLabError / UnknownModelError: exit 2
-    server = make_server(lab, args.port, quiet=not args.verbose)
+    server = make_server(lab, port, quiet=not args.verbose)
     ensure_node_modules()
     for note in lab.notes:
         print(f"physai lab: note: {note}")

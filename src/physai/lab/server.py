@@ -1,25 +1,39 @@
-"""Serve a lab on 127.0.0.1 with the standard library's http server.
+"""Serve a lab on 127.0.0.1 with the standard library's http server, to its own page only.
 
-    server = make_server(lab, port)    # ThreadingHTTPServer; server.url; server.serve_forever()
+    server = make_server(lab, port)    # a LabServer (ThreadingHTTPServer); server.url; server.serve_forever()
 
-Routes: /           the page (web/index.html) and its files (web/)
+Routes (GET and HEAD): /           the page (web/index.html) and its files (web/)
         /lab.json   {"spec": the lab, "model": {"file": main MJCF file, "files": every file the page writes into MuJoCo's FS}}
-        /model/...  the model's files
+        /model/...  the model's files: those listed in lab.json, nothing else
         /vendor/mujoco/..., /vendor/three/...   MuJoCo's WebAssembly build and three.js, from the npm packages that
                     physai.lab.npm.ensure_node_modules() installs into physai's cache folder
+
+What it serves, and to whom (a lab page is a local tool; a web page elsewhere must not read through it):
+- only files inside their root (web/, a vendor folder, the model's folder), checked after resolving symbolic links, so a
+  link that leads out is not followed; a lab's model file must lie inside the lab's own folder (LabError at load);
+- only requests whose Host is 127.0.0.1 or localhost (with this server's port or none): a DNS-rebinding page, whose
+  Host is its own name, gets 403;
+- every response carries a Content-Security-Policy (scripts, connections, frames: this origin only; WebAssembly and the
+  lab's scripts need eval, see CSP) and X-Content-Type-Options: nosniff;
+- an idle connection is closed after `idle_timeout` seconds; at most `max_connections` are handled at once (more get
+  503); odd paths (NUL, control characters, `.` or `..` components, over-long names) get 400 or 414.
 """
 
+import difflib
+import hashlib
 import json
 import mimetypes
+import re
 import sys
-from functools import partial
+import threading
+from base64 import b64encode
 from http import HTTPStatus
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 from physai import models
-from physai.exceptions import LabError
+from physai.exceptions import InvalidArgumentError, LabError, UnknownModelError
 from physai.lab.npm import node_modules_dir
 from physai.lab.spec import Lab
 
@@ -33,45 +47,144 @@ VENDOR = {
 #: Model asset types the page loads into MuJoCo's virtual file system.
 ASSET_SUFFIXES = {".xml", ".stl", ".obj", ".msh", ".png", ".skn", ".bin", ".mjb"}
 MAX_MODEL_FILES = 2000
+#: Seconds a connection may stay silent (before its request, or while sending it) before the server closes it.
+IDLE_TIMEOUT = 10.0
+#: Connections handled at once (one thread each); more are answered 503 at once and closed.
+MAX_CONNECTIONS = 256
+#: The listen backlog: connections the kernel queues before the server accepts them.
+LISTEN_BACKLOG = 128
+#: Longest request path (percent-encoded) and longest path component (decoded, in UTF-8 bytes), as file systems allow.
+MAX_PATH = 2048
+MAX_NAME = 255
+#: Bytes written per socket call: the idle timeout then bounds each chunk, not a whole (large) file.
+WRITE_CHUNK = 1 << 16
 
+
+# ---- what is served ----
 
 def model_files(lab: Lab) -> tuple[Path, str, list[str]]:
-    """(root folder, main MJCF file, files to serve) for the lab's model, paths relative to the root."""
+    """(root folder, main MJCF file, files to serve) for the lab's model, paths relative to the root (resolved).
+
+    A bundled model serves its one file; a Menagerie robot or an MJCF file in the lab's folder serves its folder's
+    model files (meshes, textures, includes), except any that a symbolic link places outside that folder.
+    """
     name = lab.spec["model"]
-    if name.lower().endswith(".xml"):
-        if lab.base_dir is None:
-            raise LabError(f"{lab.source}: model {name!r} is a file path, but the lab has no folder to start it from")
-        path = (lab.base_dir / name).resolve()
-        if not path.is_file():
-            raise LabError(f"{lab.source}: model file {path} does not exist")
-    else:
-        path = models.model_path(name)            # UnknownModelError / ModelUnavailableError for bad names
+    path = lab.model_file()                        # LabError for a path outside the lab's folder
+    if path is None and name in models.names():
+        path = models.model_path(name).resolve()    # ModelUnavailableError when Menagerie's files are not to be had
+    elif path is None:
+        close = difflib.get_close_matches(name, models.names(), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise UnknownModelError(f"{lab.source}: unknown model {name!r}.{hint} Expected a model name "
+                                f"({', '.join(models.names())}) or an MJCF .xml file inside the lab's folder")
     root = path.parent
     files = {path.name}
-    bundled = not name.lower().endswith(".xml") and models.is_bundled(name)
-    if not bundled:                               # a Menagerie robot or a file: its folder's meshes, textures, includes
+    if name not in models.bundled():               # a Menagerie robot or a file: its folder's meshes, textures, includes
         for p in sorted(root.rglob("*")):
-            if p.is_file() and p.suffix.lower() in ASSET_SUFFIXES:
+            if p.suffix.lower() in ASSET_SUFFIXES and p.is_file() and inside(p, root):
                 files.add(p.relative_to(root).as_posix())
         if len(files) > MAX_MODEL_FILES:
             raise LabError(f"{lab.source}: model folder {root} holds {len(files)} asset files (limit {MAX_MODEL_FILES})")
     return root, path.name, sorted(files)
 
 
+def inside(path: Path, root: Path) -> bool:
+    """True when `path`, its symbolic links resolved, is `root` or lies under it (root is resolved too)."""
+    try:
+        return path.resolve().is_relative_to(root.resolve())
+    except (OSError, RuntimeError, ValueError):     # a link loop, a NUL, a name the file system refuses
+        return False
+
+
+def port_number(value: int | str) -> int:
+    """A TCP port, 0..65535 (0: any free port), from an int or its text; InvalidArgumentError otherwise."""
+    try:
+        port = int(value) if isinstance(value, str) or type(value) is int else None
+    except ValueError:
+        port = None
+    if port is None or not 0 <= port <= 65535:
+        raise InvalidArgumentError(f"port {value!r} is not a port number; expected a whole number from 0 to 65535 "
+                                   "(0: any free port)")
+    return port
+
+
+def content_security_policy(index_html: str) -> str:
+    """The page's Content-Security-Policy: its own origin only, plus what the page needs.
+
+    - script-src: this origin's files, the inline import map of index.html (by its hash), 'wasm-unsafe-eval' (MuJoCo's
+      WebAssembly) and 'unsafe-eval': the lab's scripts are compiled with `new Function`, and so are MuJoCo's embind
+      bindings (without it mujoco.js fails to load). A lab file is therefore code, like a Python script: open only labs
+      you trust.
+    - img-src adds data: (the page's empty favicon). Nothing may frame the page, and it frames, posts and embeds nothing.
+    """
+    hashes = [f"'sha256-{b64encode(hashlib.sha256(m.encode()).digest()).decode()}'"
+              for m in re.findall(r"<script[^>]*>(.*?)</script>", index_html, flags=re.S) if m.strip()]
+    return "; ".join([
+        "default-src 'none'",
+        " ".join(["script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'", *hashes]),
+        "connect-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'", "worker-src 'self'",
+        "frame-src 'none'", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'", "form-action 'none'",
+    ])
+
+
+class BadRequestPath(Exception):
+    """A request path refused before any file is looked at: `status` (400 or 414) and why."""
+
+    def __init__(self, status: HTTPStatus, reason: str):
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+
+def request_path(target: str) -> str:
+    """The decoded path of a request target ("/model/a%20b.xml?x" -> "/model/a b.xml"); BadRequestPath if odd.
+
+    Refused: no leading '/', NUL or other control characters, backslashes, '.' or '..' components (400); a target
+    longer than MAX_PATH or a component longer than MAX_NAME bytes (414).
+    """
+    raw = target.split("#", 1)[0].split("?", 1)[0]
+    if len(raw) > MAX_PATH:
+        raise BadRequestPath(HTTPStatus.REQUEST_URI_TOO_LONG, f"path longer than {MAX_PATH} characters")
+    if not raw.startswith("/"):
+        raise BadRequestPath(HTTPStatus.BAD_REQUEST, "path must start with '/'")
+    try:
+        path = unquote(raw, errors="strict")
+    except UnicodeDecodeError:
+        raise BadRequestPath(HTTPStatus.BAD_REQUEST, "path is not UTF-8") from None
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in path) or "\\" in path:
+        raise BadRequestPath(HTTPStatus.BAD_REQUEST, "control character or backslash in the path")
+    parts = path.split("/")[1:]
+    if any(part in (".", "..") for part in parts):
+        raise BadRequestPath(HTTPStatus.BAD_REQUEST, "'.' or '..' in the path")
+    if any(len(part.encode()) > MAX_NAME for part in parts):
+        raise BadRequestPath(HTTPStatus.REQUEST_URI_TOO_LONG, f"a path component longer than {MAX_NAME} bytes")
+    return path
+
+
+# ---- the server ----
+
 class LabServer(ThreadingHTTPServer):
+    """A lab's server on 127.0.0.1:port; see the module's docstring for what it serves and refuses."""
+
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, lab: Lab, port: int, quiet: bool = True):
-        self.lab, self.quiet = lab, quiet
+    def __init__(self, lab: Lab, port: int, quiet: bool = True, idle_timeout: float = IDLE_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS):
+        port = port_number(port)
+        self.lab, self.quiet, self.idle_timeout = lab, quiet, idle_timeout
+        self.slots = threading.BoundedSemaphore(max_connections)
         modules = node_modules_dir()
-        self.vendor = {prefix: modules / folder for prefix, folder in VENDOR.items()}
+        self.vendor = {prefix: (modules / folder).resolve() for prefix, folder in VENDOR.items()}
         self.model_root, main, files = model_files(lab)
         self.model_set = set(files)
         self.lab_json = json.dumps({"spec": lab.spec, "source": lab.source, "notes": lab.notes,
                                     "model": {"name": lab.spec["model"], "file": main, "files": files}}).encode()
+        self.response_headers = {"Content-Security-Policy": content_security_policy((WEB_DIR / "index.html").read_text(encoding="utf-8")),
+                        "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+                        "Cross-Origin-Resource-Policy": "same-origin", "Cache-Control": "no-store"}
         try:
-            super().__init__(("127.0.0.1", port), partial(_Handler, directory=str(WEB_DIR)))
+            super().__init__(("127.0.0.1", port), LabHandler)
         except OSError as exc:
             raise LabError(f"cannot serve on 127.0.0.1:{port} ({exc.strerror or exc}); choose another --port") from None
 
@@ -79,47 +192,112 @@ class LabServer(ThreadingHTTPServer):
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}/"
 
+    def allowed_hosts(self) -> set[str]:
+        """Host header values accepted: 127.0.0.1 and localhost, with this server's port or without a port."""
+        port = self.server_address[1]
+        return {"127.0.0.1", "localhost", f"127.0.0.1:{port}", f"localhost:{port}"}
 
-def make_server(lab: Lab, port: int = 0, quiet: bool = True) -> LabServer:
-    """A server for `lab` on 127.0.0.1:port (0: any free port); call serve_forever() on it."""
-    return LabServer(lab, port, quiet)
+    def process_request(self, request, client_address):
+        """A thread for the connection if fewer than max_connections are being handled; else 503 and close."""
+        if not self.slots.acquire(blocking=False):
+            try:
+                request.settimeout(1.0)
+                request.sendall(b"HTTP/1.0 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Length: 0\r\n"
+                                b"Connection: close\r\n\r\n")
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.slots.release()
+            raise
+
+    def process_request_thread(self, request, client_address):
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.slots.release()
 
 
-class _Handler(SimpleHTTPRequestHandler):
+def make_server(lab: Lab, port: int = 0, quiet: bool = True, idle_timeout: float = IDLE_TIMEOUT,
+                max_connections: int = MAX_CONNECTIONS) -> LabServer:
+    """A server for `lab` on 127.0.0.1:port (0: any free port); call serve_forever() on it, then shutdown() and server_close().
+
+    LabError for a model outside the lab's folder or a port in use; InvalidArgumentError for a port outside 0..65535.
+    """
+    return LabServer(lab, port, quiet, idle_timeout, max_connections)
+
+
+class LabHandler(BaseHTTPRequestHandler):
+    """Answers GET and HEAD (HEAD: the same headers, no body) for the routes of the module's docstring."""
+
     server: LabServer
-    extensions_map = {**SimpleHTTPRequestHandler.extensions_map, ".wasm": "application/wasm", ".js": "text/javascript",
-                      ".mjs": "text/javascript", ".json": "application/json", ".map": "application/json"}
+    extensions_map = {".wasm": "application/wasm", ".js": "text/javascript", ".mjs": "text/javascript",
+                      ".json": "application/json", ".map": "application/json", ".html": "text/html; charset=utf-8",
+                      ".css": "text/css; charset=utf-8", ".xml": "text/xml"}
+
+    def setup(self):
+        self.timeout = self.server.idle_timeout       # StreamRequestHandler.setup applies it to the socket
+        super().setup()
 
     def do_GET(self):
-        path = unquote(urlsplit(self.path).path)
+        self.answer(send_body=True)
+
+    def do_HEAD(self):
+        self.answer(send_body=False)
+
+    def answer(self, send_body: bool) -> None:
+        """Check the Host and the path, then send the route's file (or an error)."""
+        hosts = self.headers.get_all("Host") or []
+        if len(hosts) != 1 or hosts[0].strip().lower() not in self.server.allowed_hosts():
+            return self.send_error(HTTPStatus.FORBIDDEN, "Host must be 127.0.0.1 or localhost with this server's port")
+        try:
+            path = request_path(self.path)
+        except BadRequestPath as exc:
+            return self.send_error(exc.status, exc.reason)
         if path == "/lab.json":
-            return self._send(self.server.lab_json, "application/json")
+            return self.send_body(self.server.lab_json, "application/json", send_body)
         if path.startswith("/model/"):
             rel = path[len("/model/"):]
             if rel not in self.server.model_set:
                 return self.send_error(HTTPStatus.NOT_FOUND, "not a file of this lab's model")
-            return self._file(self.server.model_root / rel)
+            return self.send_file(self.server.model_root / rel, self.server.model_root, send_body)
         for prefix, folder in self.server.vendor.items():
             if path.startswith(prefix):
-                return self._file(folder / path[len(prefix):], root=folder)
+                return self.send_file(folder / path[len(prefix):], folder, send_body)
         if path == "/":
             path = "/index.html"
-        return self._file(WEB_DIR / path.lstrip("/"), root=WEB_DIR)
+        return self.send_file(WEB_DIR / path.lstrip("/"), WEB_DIR, send_body)
 
-    def _file(self, path: Path, root: Path | None = None):
-        path = path.resolve()
-        if root is not None and not path.is_relative_to(root.resolve()) or not path.is_file():
+    def send_file(self, path: Path, root: Path, send_body: bool) -> None:
+        """The file at `path` if it, its links resolved, is a file under `root`; else 404."""
+        try:
+            resolved = path.resolve()
+            if not (resolved.is_relative_to(root.resolve()) and resolved.is_file()):
+                return self.send_error(HTTPStatus.NOT_FOUND)
+            body = resolved.read_bytes()
+        except (OSError, RuntimeError, ValueError):
             return self.send_error(HTTPStatus.NOT_FOUND)
-        ctype = self.extensions_map.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        self._send(path.read_bytes(), ctype)
+        ctype = self.extensions_map.get(resolved.suffix.lower()) or mimetypes.guess_type(resolved.name)[0] or "application/octet-stream"
+        self.send_body(body, ctype, send_body)
 
-    def _send(self, body: bytes, ctype: str):
+    def send_body(self, body: bytes, ctype: str, send_body: bool) -> None:
         self.send_response(HTTPStatus.OK)
         self.send_header("Content-Type", ctype)
         self.send_header("Content-Length", str(len(body)))
-        self.send_header("Cache-Control", "no-store")
         self.end_headers()
-        self.wfile.write(body)
+        if send_body:
+            view = memoryview(body)
+            for start in range(0, len(body), WRITE_CHUNK):
+                self.wfile.write(view[start:start + WRITE_CHUNK])
+
+    def end_headers(self):
+        """Every response, errors included, carries the server's security headers."""
+        for name, value in self.server.response_headers.items():
+            self.send_header(name, value)
+        super().end_headers()
 
     def log_message(self, format, *args):   # noqa: A002 (the base class's name)
         if not self.server.quiet:

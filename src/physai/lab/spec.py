@@ -293,6 +293,32 @@ class Lab:
     def title(self) -> str:
         return self.spec.get("title") or self.spec["model"]
 
+    def model_file(self) -> Path | None:
+        """The resolved MJCF file the `model` field names as a path (None for a model name); LabError if unusable.
+
+        A path (it ends in .xml or holds a slash) is taken relative to the lab's folder and resolved, symbolic links
+        followed, before it is checked: neither `..`, an absolute path nor a link may lead outside that folder, since
+        the lab's server serves the model's folder to the page.
+        """
+        name = self.spec["model"]
+        if not (name.lower().endswith(".xml") or "/" in name or "\\" in name):
+            return None
+        if self.base_dir is None:
+            raise LabError(f"{self.source}: model {name!r} is a file path, but the lab has no folder to start it from; "
+                           "expected a model name")
+        folder = self.base_dir.resolve()
+        path = (folder / name).resolve()
+        if not path.is_relative_to(folder):
+            raise LabError(f"{self.source}: model {name!r} leads outside the lab's folder {folder} (to {path}); "
+                           "expected an MJCF .xml file inside that folder (a relative path that does not leave it by "
+                           "'..' or a symbolic link), or a model name")
+        if path.suffix.lower() != ".xml":
+            raise LabError(f"{self.source}: model {name!r} is not an MJCF .xml file; expected a model name or an "
+                           "MJCF .xml file inside the lab's folder")
+        if not path.is_file():
+            raise LabError(f"{self.source}: model file {path} does not exist")
+        return path
+
 
 def bundled_labs() -> list[str]:
     """Names of the labs shipped with physai (`physai lab NAME`)."""
@@ -304,7 +330,7 @@ def load_lab(target: str) -> Lab:
     path = Path(target).expanduser()
     if target in bundled_labs() and not path.is_file():
         path = LABS_DIR / f"{target}.json"
-        return lab_from_json(path.read_text(encoding="utf-8"), f"bundled lab {target}", path.parent)
+        return lab_from_json(path.read_text(encoding="utf-8-sig"), f"bundled lab {target}", path.parent)
     if not path.is_file():
         if path.suffix or "/" in target or "\\" in target:
             raise LabError(f"no such lab file: {target}")
@@ -313,7 +339,7 @@ def load_lab(target: str) -> Lab:
         raise UnknownLabError(f"unknown lab {target!r}.{hint} Bundled labs: {', '.join(bundled_labs())}; "
                               "or give a lab .json file or a lesson file with a ```lab simlab {...}``` block")
     try:
-        text = path.read_text(encoding="utf-8")
+        text = path.read_text(encoding="utf-8-sig")          # a byte order mark, as some editors write, is dropped
     except (OSError, UnicodeDecodeError) as exc:
         raise LabError(f"cannot read {path}: {exc}") from None
     if path.suffix.lower() == ".json":
@@ -322,12 +348,19 @@ def load_lab(target: str) -> Lab:
 
 
 def lab_from_json(text: str, source: str = "<lab>", base_dir: Path | None = None) -> Lab:
-    """Parse and validate a lab given as JSON text."""
+    """Parse and validate a lab given as JSON text (a leading byte order mark is ignored)."""
     try:
-        spec = json.loads(text)
+        spec = json.loads(text.removeprefix("\ufeff"))
     except json.JSONDecodeError as exc:
         raise LabError(f"{source}: malformed JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
-    return Lab(validate(spec, source), source, base_dir)
+    return _checked(Lab(validate(spec, source), source, base_dir))
+
+
+def _checked(lab: Lab) -> Lab:
+    """The lab, once a model given as a path is known to be a file inside the lab's folder (LabError otherwise)."""
+    if lab.base_dir is not None:
+        lab.model_file()
+    return lab
 
 
 def lab_from_lesson_text(text: str, source: str = "<lesson>", base_dir: Path | None = None) -> Lab:
@@ -358,7 +391,7 @@ def lab_from_lesson_text(text: str, source: str = "<lesson>", base_dir: Path | N
                            f"column {exc.colno}") from None
     if normalised:
         spec = _straighten_scripts(spec)
-    lab = Lab(validate(spec, source), source, base_dir)
+    lab = _checked(Lab(validate(spec, source), source, base_dir))
     if normalised:
         lab.notes.append("curly quotes in the lab block were read as straight ones")
     if len(starts) > 1:
