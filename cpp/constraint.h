@@ -353,8 +353,7 @@ inline void body_quats(const Model &m, const double *q, double *out) {
         double x[4], y[4];
         if (nj == 1 && m.jnt_type[j0] == JNT_FREE) {
             const double *u = q + m.jnt_qposadr[j0] + 3;
-            double n = norm(u, 4);
-            for (int a = 0; a < 4; a++) x[a] = u[a] / n;
+            quat_normalize(u, x);
         } else {
             int64_t p = m.body_parentid[b];
             if (p < 0)
@@ -365,8 +364,7 @@ inline void body_quats(const Model &m, const double *q, double *out) {
                 int64_t a0 = m.jnt_qposadr[j], t = m.jnt_type[j];
                 double r[4];
                 if (t == JNT_BALL) {
-                    double n = norm(q + a0, 4);
-                    for (int a = 0; a < 4; a++) r[a] = q[a0 + a] / n;
+                    quat_normalize(q + a0, r);
                 } else if (t == JNT_HINGE) {
                     double angle = q[a0] - m.qpos0[a0], s = std::sin(0.5 * angle);
                     r[0] = std::cos(0.5 * angle);
@@ -631,8 +629,8 @@ inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, co
 
 // (rotation angle [rad], unit axis) of a ball joint's quaternion, normalized first (mju_quat2Vel, mju_normalize3)
 inline double ball_angle_axis(const double *q, double *axis) {
-    double n = norm(q, 4), quat[4];
-    for (int a = 0; a < 4; a++) quat[a] = q[a] / n;
+    double quat[4];
+    quat_normalize(q, quat);
     double ax[3] = {quat[1], quat[2], quat[3]};
     double s = std::sqrt(dot(ax, ax, 3));
     if (s < MINVAL) ax[0] = 1.0, ax[1] = ax[2] = 0.0;

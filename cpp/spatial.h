@@ -106,10 +106,41 @@ template <class T> inline void quat_mul(const T *a, const T *b, T *r) {
     r[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
 }
 
-// q / |q| into u; returns |q| (zero for a zero quaternion, whose u is then not finite)
+// q / |q| into u, q first scaled by the power of two 2^-e just above its largest component (exact), for a q whose
+// |q|^2 over- or underflows; returns |q| (as spatial.quat_normalize; zero for a zero quaternion)
+inline double quat_normalize_scaled(const double *q, double *u) {
+    double big = std::fmax(std::fmax(std::fabs(q[0]), std::fabs(q[1])), std::fmax(std::fabs(q[2]), std::fabs(q[3])));
+    int e;
+    std::frexp(big, &e);
+    double p[4];
+    for (int a = 0; a < 4; a++) p[a] = std::ldexp(q[a], -e);
+    double norm = std::sqrt(p[0] * p[0] + p[1] * p[1] + p[2] * p[2] + p[3] * p[3]);
+    for (int a = 0; a < 4; a++) u[a] = p[a] / norm;
+    return std::ldexp(norm, e);
+}
+
+inline bool norm2_in_range(double n2) { return n2 >= 1e-200 && n2 <= 1e200; }
+
+// redo u and norm scaled where |q|^2 = norm2 over- or underflowed (|q| beyond about 1e100 or below 1e-100)
+inline void quat_rescale(const double *q, double norm2, double *u, double &norm) {
+    if (!norm2_in_range(norm2)) norm = quat_normalize_scaled(q, u);
+}
+#if PHYSAI_LANES
+template <class L> inline void quat_rescale(const L *q, L norm2, L *u, L &norm) {
+    for (int i = 0; i < lanes_of<L>; i++)
+        if (!norm2_in_range(norm2[i])) {                                // the same numbers as for one state
+            double qi[4] = {q[0][i], q[1][i], q[2][i], q[3][i]}, ui[4];
+            norm[i] = quat_normalize_scaled(qi, ui);
+            for (int a = 0; a < 4; a++) u[a][i] = ui[a];
+        }
+}
+#endif
+
+// q / |q| into u, exact for any finite q; returns |q| (zero for a zero quaternion, whose u is then not finite)
 template <class T> inline T quat_normalize(const T *q, T *u) {
-    T norm = vsqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
+    T norm2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3], norm = vsqrt(norm2);
     for (int a = 0; a < 4; a++) u[a] = q[a] / norm;
+    quat_rescale(q, norm2, u, norm);
     return norm;
 }
 

@@ -22,7 +22,7 @@ pin.integrate moves on SE(3), MuJoCo's mj_integratePos on R^3 x SO(3).
 import numpy as np
 
 from physai import engine, joints, validation
-from physai.spatial import quat_to_mat, skew
+from physai.spatial import skew
 
 _WXYZ_TO_XYZW = np.array([1, 2, 3, 0])
 _XYZW_TO_WXYZ = np.array([3, 0, 1, 2])
@@ -51,13 +51,18 @@ def _reorder_quaternions(model, name: str, q, order: np.ndarray) -> np.ndarray:
     return out
 
 
+def _rotation(q: np.ndarray, a: int) -> np.ndarray:
+    """R (3, 3) of the quaternion q[a:a + 4], normalized; InvalidStateError for a zero quaternion (physai.joints)."""
+    return joints.quat_to_mat(q[a:a + 4, None], where=[a])[..., 0]
+
+
 def velocity_map(model, q) -> np.ndarray:
     """T (nv, nv) with v_pin = T v_mj at configuration q (physai's, (nq,)): R^T on each free joint's linear block."""
     model = engine.as_model(model)
     q = validation.vector("q", q, model.nq)
     T = np.eye(model.nv)
     for qa, va in _free(model):
-        T[va:va + 3, va:va + 3] = quat_to_mat(q[qa + 3:qa + 7]).T
+        T[va:va + 3, va:va + 3] = _rotation(q, qa + 3).T
     return T
 
 
@@ -65,7 +70,7 @@ def _velocity_map_rate(model, q, v) -> np.ndarray:
     """Tdot (nv, nv): -[w_body]x R^T on each free joint's linear block, w_body its angular velocity."""
     Tdot = np.zeros((model.nv, model.nv))
     for qa, va in _free(model):
-        Tdot[va:va + 3, va:va + 3] = -skew(v[va + 3:va + 6]) @ quat_to_mat(q[qa + 3:qa + 7]).T
+        Tdot[va:va + 3, va:va + 3] = -skew(v[va + 3:va + 6]) @ _rotation(q, qa + 3).T
     return Tdot
 
 

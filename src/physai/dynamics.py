@@ -78,9 +78,7 @@ class Body:
             self.anchor = validation.as_array(f"{who} anchor", np.zeros(3) if self.anchor is None else self.anchor, (3,))
         self.com = validation.as_array(f"{who} com", self.com, (3,))
         self.inertia = validation.as_array(f"{who} inertia", self.inertia, (3, 3))
-        self.mass = float(validation.as_array(f"{who} mass", self.mass, ()))
-        if self.mass < 0:
-            raise InvalidInertiaError(f"{who}: mass {self.mass} kg, expected a finite number >= 0")
+        self.mass = validation.mass(who, validation.as_array(f"{who} mass", self.mass, ()))
         self.ref = float(validation.as_array(f"{who} ref", self.ref, ()))
         validation.inertia(who, self.inertia)
 

@@ -22,6 +22,8 @@ import math
 import warnings
 from dataclasses import dataclass
 
+import numpy as np
+
 from physai import validation
 from physai.exceptions import ShapeError
 
@@ -57,7 +59,7 @@ class EnergyMonitor:
         self.threshold_percent = validation.number("threshold_percent", threshold_percent, "% of scale", positive=True)
         self.scale = validation.number("scale", scale, "J, the energy the system can exchange", positive=True)
         self.reference = None if reference is None else validation.number("reference", reference, "J")
-        self.dissipative = dissipative
+        self.dissipative = validation.flag("dissipative", dissipative)
         self.timestep = None if timestep is None else validation.number("timestep", timestep, "s", positive=True)
         self.count = 0
         self.peak_percent = 0.0              # largest |E - E0| so far [% of scale]
@@ -66,7 +68,8 @@ class EnergyMonitor:
 
     def update(self, energy: float, time: float | None = None) -> float:
         """Record one energy reading [J] (at `time` [s]); returns E - E0 in % of scale. Warns on the first excess."""
-        energy = float(energy)
+        energy = float(_reading("energy", energy))
+        time = None if time is None else validation.number("time", time, "s")
         if self.reference is None:
             self.reference = energy
         percent = (energy - self.reference) / self.scale * 100.0
@@ -105,9 +108,19 @@ def check_energy_drift(energies, scale: float, threshold_percent: float, referen
     times, if given, has one entry per reading (ShapeError otherwise).
     """
     monitor = EnergyMonitor(threshold_percent, scale, reference, dissipative, timestep)
+    energies = _reading("energies", energies, 1)
     if times is not None and len(times) != len(energies):
         raise ShapeError(f"times has {len(times)} entries, energies has {len(energies)}; give one time per reading")
     times = [None] * len(energies) if times is None else times
     for energy, t in zip(energies, times, strict=True):
         monitor.update(energy, t)
     return monitor
+
+
+def _reading(name: str, x, ndim: int = 0) -> np.ndarray:
+    """x as a float array of ndim dimensions: one energy [J] or a series (n,); NaN and infinity are readings (drift)."""
+    a = validation.to_float(name, x, "one number [J]" if ndim == 0 else "a series (n,) of numbers [J]")
+    if a.ndim != ndim:
+        raise ShapeError(f"{name} has shape {a.shape}; expected " + ("one number [J]" if ndim == 0 else
+                                                                     "a series (n,) of readings [J], one per step"))
+    return a

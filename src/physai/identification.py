@@ -151,7 +151,8 @@ def pseudo_inertia(pi10) -> np.ndarray:
     """The 4x4 pseudo-inertia J = [[Sigma, h], [h^T, m]] of one link's 10 parameters, Sigma = tr(I)/2 1 - I
     (the second moment of the mass about the origin, int r r^T dm). J >= 0 (positive semidefinite) exactly when
     the parameters are those of a real mass distribution (Wensing, Kim and Slotine 2017)."""
-    m, h, (xx, xy, yy, xz, yz, zz) = pi10[0], np.asarray(pi10[1:4]), pi10[4:]
+    pi10 = validation.vector("pi10", pi10, 10)
+    m, h, (xx, xy, yy, xz, yz, zz) = pi10[0], pi10[1:4], pi10[4:]
     Io = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
     J = np.empty((4, 4))
     J[:3, :3] = 0.5 * np.trace(Io) * np.eye(3) - Io
@@ -162,6 +163,7 @@ def pseudo_inertia(pi10) -> np.ndarray:
 
 def from_pseudo_inertia(J: np.ndarray) -> np.ndarray:
     """The 10 parameters of a 4x4 pseudo-inertia (inverse of pseudo_inertia): I = tr(Sigma) 1 - Sigma."""
+    J = validation.as_array("J", J, (4, 4))
     S = J[:3, :3]
     Io = np.trace(S) * np.eye(3) - S
     return np.r_[J[3, 3], J[:3, 3], Io[[0, 0, 1, 0, 1, 2], [0, 1, 1, 2, 2, 2]]]
@@ -170,7 +172,8 @@ def from_pseudo_inertia(J: np.ndarray) -> np.ndarray:
 def is_physical(pi10, tol: float = 1e-12) -> bool:
     """Whether one link's 10 parameters are physical: pseudo-inertia >= -tol * its size (mass >= 0, centre of mass
     inside the mass, inertia about it positive with the triangle rule)."""
-    J = pseudo_inertia(np.asarray(pi10, dtype=float))
+    J = pseudo_inertia(pi10)
+    tol = validation.number("tol", tol, "relative")
     return bool(np.linalg.eigvalsh(J).min() >= -tol * max(1.0, np.abs(J).max()))
 
 
@@ -245,7 +248,7 @@ class BaseParameters:
 
     def of(self, pi) -> np.ndarray:
         """beta = K pi (count,)."""
-        return self.K @ np.asarray(pi, dtype=float)
+        return self.K @ validation.vector("pi", pi, self.K.shape[1])
 
     def regressor(self, Y: np.ndarray) -> np.ndarray:
         """The base regressor Y[..., columns] of a full regressor (..., nv, 10 nlink)."""
@@ -287,11 +290,17 @@ def base_parameters(model, n: int = 200, seed=0, tol: float = 1e-8, states=None,
     about the axis, e.g. at the first joint), so that K acts on parameters(model, armature, damping).
     """
     model = engine.as_model(model)
+    tol = validation.number("tol", tol, "relative to the largest |R_ii|", positive=True)
+    if model.nv == 0:
+        raise InvalidArgumentError("base_parameters: the model has no joints (nv = 0), so no parameter acts on its "
+                                   "dynamics; expected a model with at least one joint")
     if states is None:
         q, qd = engine.random_states(model, n, seed)
         qdd = np.random.default_rng(seed).uniform(-1, 1, (n, model.nv))
-    else:
+    elif isinstance(states, (tuple, list)) and len(states) == 3:
         q, qd, qdd = states
+    else:
+        raise InvalidArgumentError(f"states is {states!r:.60}; expected a tuple (q (N, nq), qd (N, nv), qdd (N, nv))")
     W = joint_regressor(model, q, qd, qdd, armature, damping)
     W = W.reshape(-1, W.shape[-1])
     R, P = _pivoted_qr(np.linalg.qr(W, mode="r"))       # W's R first: the same pivots and R, on a square matrix

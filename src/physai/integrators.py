@@ -50,6 +50,7 @@ Divergence. A step that produces NaN or infinity raises DivergenceError naming t
 integrator. This module calls physai.engine and physai.forces; they never call it.
 """
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -162,6 +163,7 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
+    energy = validation.flag("energy", energy)
     q, qd = validation.vector("q0", q0, model.nq), validation.vector("qd0", qd0, model.nv)
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
     Q, QD, E = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy)
@@ -183,6 +185,7 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
+    energy = validation.flag("energy", energy)
     q = validation.to_float("q0", q0, f"(N, {model.nq}) numbers")
     if q.ndim != 2 or q.shape[0] < 1:
         raise ShapeError(f"q0 must have shape (N, {model.nq}) with N >= 1 (one initial state per trajectory), got shape {q.shape}")
@@ -241,6 +244,7 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
     """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native (which raises the named error of a zero
     quaternion or a singular matrix, naming the trajectory and the step), else the Python loop; DivergenceError at the
     first diverging step."""
+    _check_output_size(model, len(q), steps)
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
     if native.on:
         Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
@@ -254,6 +258,20 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
         rows = [None if x is None else x[n] for x in inputs]
         _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], n if len(q) > 1 else None)
     return Q, QD, E
+
+
+def _check_output_size(model, N: int, steps: int) -> None:
+    """InvalidArgumentError when the outputs of N runs of `steps` steps (q, qd, energy and t: 8 bytes a number) would
+    not fit in this machine's memory, before anything is allocated."""
+    size = 8 * (steps + 1) * (N * (model.nq + model.nv + 1) + 1)
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):                   # no sysconf (Windows): a bound of 1 TB
+        memory = 2 ** 40
+    if size > memory:
+        raise InvalidArgumentError(f"steps={steps}: the outputs of {N} run(s) would take {size / 1e9:.3g} GB, more than "
+                                   f"this machine's {memory / 1e9:.3g} GB of memory; expected fewer steps (run in "
+                                   "pieces, each starting from the last state of the one before)")
 
 
 def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, trajectory=None):

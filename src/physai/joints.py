@@ -225,9 +225,9 @@ def quat_to_mat(quat: np.ndarray, where=None) -> np.ndarray:
     """Rotation matrices (..., 3, 3, n) of quaternions (..., 4, n), state last: physai.spatial.quat_to_mat, normalized.
 
     A zero quaternion raises InvalidStateError naming where[k] (the q index of the k-th quaternion) if given."""
-    norm2 = np.einsum("...in,...in->...n", quat, quat)
-    if (norm2 == 0).any():
-        k, s = (int(i) for i in np.argwhere(norm2 == 0)[0][-2:]) if norm2.ndim > 1 else (0, int(np.argmax(norm2 == 0)))
+    zero = (quat == 0).all(axis=-2)
+    if zero.any():
+        k, s = (int(i) for i in np.argwhere(zero)[0][-2:]) if zero.ndim > 1 else (0, int(np.argmax(zero)))
         at = f"q[{where[k]}:{where[k] + 4}]" if where is not None else "a quaternion"
         raise InvalidStateError(f"{at} is a zero quaternion (state {s}); a ball or free joint needs a unit quaternion "
                                 "(w, x, y, z), e.g. (1, 0, 0, 0)")
@@ -245,7 +245,7 @@ def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:
     angle = h * speed
     axis = np.where(speed[..., None, :] > 1e-15, w / np.where(speed > 1e-15, speed, 1.0)[..., None, :], 0.0)
     rot = np.concatenate([np.cos(0.5 * angle)[..., None, :], axis * np.sin(0.5 * angle)[..., None, :]], axis=-2)
-    unit = quat / np.sqrt(np.einsum("...in,...in->...n", quat, quat))[..., None, :]
+    unit = np.moveaxis(spatial.quat_normalize(np.moveaxis(quat, -2, -1)), -1, -2)
     return quat_mul(unit, rot)
 
 

@@ -43,14 +43,27 @@ def spatial_inertia(mass: float, c: np.ndarray, Ic: np.ndarray) -> np.ndarray:
 def quat_to_mat(quat: np.ndarray) -> np.ndarray:
     """Rotation matrix of a quaternion (w, x, y, z), normalized first (as MuJoCo's kinematics); for a stack (..., 4) the
     stack (..., 3, 3). A zero quaternion gives NaN (callers that take states check for it first: physai.joints)."""
-    quat = np.asarray(quat, dtype=float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        w, x, y, z = np.moveaxis(quat / np.sqrt(np.einsum("...i,...i->...", quat, quat))[..., None], -1, 0)
+    w, x, y, z = np.moveaxis(quat_normalize(quat), -1, 0)
     R = np.empty(quat.shape[:-1] + (3, 3))
     R[..., 0, 0], R[..., 0, 1], R[..., 0, 2] = 1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)
     R[..., 1, 0], R[..., 1, 1], R[..., 1, 2] = 2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)
     R[..., 2, 0], R[..., 2, 1], R[..., 2, 2] = 2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)
     return R
+
+
+def quat_normalize(quat: np.ndarray) -> np.ndarray:
+    """quat / |quat| for a quaternion or a stack (..., 4), exact for every finite size (as cpp/spatial.h's
+    quat_normalize): when |quat|^2 would overflow or underflow (|quat| beyond about 1e100 or below 1e-100), quat is
+    first scaled by the power of two just above its largest component, which is exact. A zero quaternion gives NaN."""
+    quat = np.asarray(quat, dtype=float)
+    norm2 = np.einsum("...i,...i->...", quat, quat)
+    scaled = ~((norm2 >= 1e-200) & (norm2 <= 1e200))
+    if scaled.any():
+        _, e = np.frexp(np.abs(quat).max(axis=-1))
+        quat = np.where(scaled[..., None], np.ldexp(quat, -e[..., None]), quat)
+        norm2 = np.einsum("...i,...i->...", quat, quat)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return quat / np.sqrt(norm2)[..., None]
 
 
 def axis_angle_to_mat(axis: np.ndarray, angle: float) -> np.ndarray:

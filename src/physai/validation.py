@@ -5,6 +5,7 @@
     states(q=(x, nq), ...)       one state (size,) or a batch (N, size) of joint arrays, in the engine's layout
     number(name, x, unit)        one finite number (a timestep, a tolerance)
     flag(name, x)                True or False
+    mass(who, m)                 a body's mass, finite and >= 0
     inertia(who, I)              a physical 3x3 rotational inertia
     finite_result(what, x)       a result that overflowed from finite inputs
 
@@ -142,6 +143,14 @@ def flag(name: str, value) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidArgumentError(f"{name} must be True or False, got {value!r}")
     return bool(value)
+
+
+def mass(who: str, m: float) -> float:
+    """m as a float, a body's mass [kg]: finite and >= 0 (InvalidInertiaError naming `who` otherwise)."""
+    m = float(m)
+    if not m >= 0 or not np.isfinite(m):
+        raise InvalidInertiaError(f"{who}: mass {m} kg, expected a finite number >= 0")
+    return m
 
 
 def inertia(who: str, I: np.ndarray) -> None:

@@ -2,6 +2,8 @@
 
 import argparse
 
+from physai.exceptions import InvalidArgumentError
+
 
 def positive_int(text: str) -> int:
     """argparse type of a count such as --states: a whole number >= 1, else a clear usage error."""
@@ -21,3 +23,10 @@ def _whole_number(text: str, low: int) -> int:
     if n < low:
         raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {n}")
     return n
+
+
+def require_joints(name: str, nv: int) -> None:
+    """InvalidArgumentError for a model without joints: there is no dynamics to compare."""
+    if nv == 0:
+        raise InvalidArgumentError(f"{name} has no joints (nv = 0), so it has no dynamics to compare; expected a model "
+                                   "with at least one joint")

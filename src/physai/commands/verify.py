@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from physai import acceptance, constraints, engine, joints, models
-from physai.commands import nonnegative_int, positive_int
+from physai.commands import nonnegative_int, positive_int, require_joints
 from physai.engine import native
 from physai.exceptions import UnknownKeyframeError
 
@@ -63,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
     if args.model is None:                                         # the built-in default: the lesson's Panda at home
         args.model, args.pose = DEFAULT[0], args.pose or DEFAULT[1]
     m = models.load(args.model)
+    require_joints(args.model, m.nv)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # contacts, limits, friction loss, equalities off
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY         # MuJoCo fills d.energy
     model = engine.from_mujoco(m)                                  # every joint type: hinge, slide, ball, free

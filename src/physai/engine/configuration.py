@@ -58,7 +58,10 @@ def scalar_ranges(model: Model, ranges=None) -> tuple[np.ndarray, np.ndarray]:
     high = -low
     for k, i in enumerate(c.scalar_q.tolist()):
         if ranges is not None and i in ranges:
-            low[k], high[k] = ranges[i]
+            low[k], high[k] = validation.vector(f"ranges[{i}]", ranges[i], 2)
+            if low[k] > high[k]:
+                raise InvalidArgumentError(f"ranges[{i}] is ({low[k]:g}, {high[k]:g}), an inverted range; expected "
+                                           "(low, high) with low <= high")
     return low, high
 
 
@@ -68,7 +71,13 @@ def random_states(model: Model, n: int, rng=None, qd_max: float = 1.0, ranges=No
     model = as_model(model)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise InvalidArgumentError(f"the number of states must be a whole number >= 1, got {n!r}")
-    rng = np.random.default_rng(0 if rng is None else rng)
+    qd_max = validation.number("qd_max", qd_max, "rad/s | m/s")
+    if qd_max < 0:
+        raise InvalidArgumentError(f"qd_max is {qd_max:g}; expected a finite number >= 0 [rad/s | m/s]")
+    try:
+        rng = np.random.default_rng(0 if rng is None else rng)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"rng is {rng!r}; expected a numpy Generator or an integer seed >= 0") from None
     low, high = scalar_ranges(model, ranges)
     q = joints.random_positions(model.coords, int(n), rng, low, high)
     return q, rng.uniform(-qd_max, qd_max, (int(n), model.nv))

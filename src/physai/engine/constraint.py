@@ -122,14 +122,14 @@ def body_quats(model: Model, q: np.ndarray) -> np.ndarray:
         mine = np.flatnonzero(model.jnt_bodyid == b)
         if len(mine) == 1 and model.jnt_type[mine[0]] == FREE:
             a = model.jnt_qposadr[mine[0]] + 3
-            x = q[a:a + 4] / np.linalg.norm(q[a:a + 4])
+            x = spatial.quat_normalize(q[a:a + 4])
         else:
             p = model.body_parentid[b]
             x = model.body_quat[b] if p < 0 else spatial.quat_mul(out[p], model.body_quat[b])
             for j in mine:
                 a, t = model.jnt_qposadr[j], model.jnt_type[j]
                 if t == BALL:
-                    x = spatial.quat_mul(x, q[a:a + 4] / np.linalg.norm(q[a:a + 4]))
+                    x = spatial.quat_mul(x, spatial.quat_normalize(q[a:a + 4]))
                 elif t == HINGE:
                     x = spatial.quat_mul(x, spatial.axis_angle_to_quat(model.jnt_axis[j], q[a] - model.qpos0[a]))
         out[b] = x / np.linalg.norm(x)
@@ -312,7 +312,7 @@ def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active:
 
 def _ball_angle_axis(quat: np.ndarray) -> tuple[float, np.ndarray]:
     """(rotation angle [rad], unit axis) of a ball joint's quaternion, normalized first (mju_quat2Vel, mju_normalize3)."""
-    quat = quat / np.linalg.norm(quat)
+    quat = spatial.quat_normalize(quat)
     axis = quat[1:].copy()
     s = np.sqrt(axis @ axis)
     axis = np.array([1.0, 0.0, 0.0]) if s < MINVAL else axis / s

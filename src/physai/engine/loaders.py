@@ -81,8 +81,10 @@ def from_mujoco(source) -> Model:
                 frictionloss=float(m.dof_frictionloss[va]), solreffriction=tuple(m.dof_solref[va]),
                 solimpfriction=tuple(m.dof_solimp[va])))
         mass, com, inertia = models.body_inertia(m, b)
+        who = f"body {m.body(b).name or b!r}"
+        validation.inertia(who, inertia)
         bodies.append(BodySpec(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), specs,
-                               mass, com, inertia, m.body(b).name or f"body{b}", m.body_quat[b].copy()))
+                               validation.mass(who, mass), com, inertia, m.body(b).name or f"body{b}", m.body_quat[b].copy()))
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
     equalities, unsupported = _equalities_from_mujoco(m)
     return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
@@ -184,12 +186,12 @@ def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 
     armature: (n,) rotor inertia per moving URDF joint, in depth-first order [kg m^2 | kg]; gravity (3,) [m/s^2];
     independent_mimic: accept mimic joints as independent joints (Pinocchio's buildModelFromUrdf) instead of refusing them.
     """
-    bodies = urdf.read(source, independent_mimic)
+    bodies = urdf.read(source, validation.flag("independent_mimic", independent_mimic))
     moving = [j for b in bodies for j in b.joints]
     if armature is not None:
         for joint, value in zip(moving, validation.vector("armature", armature, len(moving))):
             joint.armature = value
-    if floating_base:
+    if validation.flag("floating_base", floating_base):
         if bodies[0].joints:
             raise UnsupportedModelError("floating_base: the URDF's root link already has a joint")
         bodies[0].joints = [JointSpec(joints.FREE, name=f"{bodies[0].name or 'root'}_free")]

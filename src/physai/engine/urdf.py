@@ -30,7 +30,7 @@ import numpy as np
 
 from physai import joints, validation
 from physai.engine.model import BodySpec, JointSpec
-from physai.exceptions import InvalidInertiaError, InvalidModelError, UnsupportedModelError
+from physai.exceptions import InvalidModelError, UnsupportedModelError
 
 #: URDF joint types and the physai joint type each becomes (None: welded)
 KINDS = {"revolute": joints.HINGE, "continuous": joints.HINGE, "prismatic": joints.SLIDE, "fixed": None}
@@ -195,7 +195,7 @@ def _number(element: ET.Element, attr: str, owner: str, unit: str, default: floa
         raise InvalidModelError(f'{owner}: <{element.tag}> has no {attr}; expected <{element.tag} {attr}="..."/> '
                                 f"with a finite number [{unit}]")
     try:
-        value = float(text)
+        value = float(text) if "_" not in text else np.nan    # Python reads "1_000" as 1000; URDF numbers have no "_"
     except ValueError:
         value = np.nan
     if not np.isfinite(value):
@@ -207,7 +207,7 @@ def _floats(element: ET.Element, attr: str, owner: str, unit: str, default: str 
     """Attribute `attr` of `element` as 3 finite numbers, `default` when absent; InvalidModelError naming `owner`."""
     text = element.get(attr, default)
     try:
-        values = np.array(text.split(), dtype=float)
+        values = np.array(text.split(), dtype=float) if "_" not in text else None
     except ValueError:
         values = None
     if values is None or values.shape != (3,) or not np.isfinite(values).all():
@@ -248,9 +248,7 @@ def _body(link: ET.Element, joint: ET.Element | None, parent: int, independent_m
     if inertial is not None:
         mass_el, i_el = inertial.find("mass"), inertial.find("inertia")
         owner = f"link {link.get('name')!r}"
-        mass = _number(mass_el, "value", owner, "kg") if mass_el is not None else 0.0
-        if mass < 0:
-            raise InvalidInertiaError(f"{owner}: mass {mass} kg, expected a finite number >= 0")
+        mass = validation.mass(owner, _number(mass_el, "value", owner, "kg") if mass_el is not None else 0.0)
         com, R = _origin(inertial, owner)                # the inertial frame: position and orientation in the link
         if i_el is not None:
             ixx, ixy, ixz, iyy, iyz, izz = (_number(i_el, k, owner, "kg m^2", 0.0) for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import mujoco
 import numpy as np
 
-from physai import dynamics, engine, forces, integrators, models
+from physai import dynamics, engine, forces, integrators, models, validation
 from physai.exceptions import InvalidArgumentError, InvalidModelError
 
 #: The lesson's timesteps for the energy table [s].
@@ -165,6 +165,22 @@ def damped_pendulum(damping: float) -> mujoco.MjModel:
 EnergyRun = Callable[[float, float], tuple[float, np.ndarray]]
 
 
+#: the most steps an energy run takes (its readings are kept, and MuJoCo's are taken one by one in Python)
+MAX_STEPS = 10**8
+
+
+def run_steps(timestep: float, duration: float) -> int:
+    """round(duration / timestep), the steps of a run; InvalidArgumentError unless both are finite numbers > 0 [s]
+    giving 1 to MAX_STEPS steps."""
+    timestep = validation.number("timestep", timestep, "s", positive=True)
+    duration = validation.number("duration", duration, "s", positive=True)
+    steps = round(duration / timestep)
+    if not 1 <= steps <= MAX_STEPS:
+        raise InvalidArgumentError(f"a run of {duration:g} s at a timestep of {timestep:g} s takes {steps:g} steps; "
+                                   f"expected 1 to {MAX_STEPS:g} (a timestep within the duration, and not too small)")
+    return steps
+
+
 class MujocoEnergyRun:
     """A passive run of a MuJoCo model with one of INTEGRATORS, from (qpos, qvel) (default: qpos0, at rest).
 
@@ -198,7 +214,7 @@ class MujocoEnergyRun:
             d.qvel[:] = self.qvel
         mujoco.mj_forward(m, d)
         e0 = d.energy[0] + d.energy[1]
-        energy = np.empty(round(duration / timestep))
+        energy = np.empty(run_steps(timestep, duration))
         for k in range(len(energy)):
             mujoco.mj_step(m, d)
             energy[k] = d.energy[0] + d.energy[1]
@@ -227,7 +243,7 @@ class PhysaiEnergyRun:
         self.model = engine.compile_tree(tree)
 
     def __call__(self, timestep: float, duration: float) -> tuple[float, np.ndarray]:
-        steps = round(duration / timestep)
+        steps = run_steps(timestep, duration)
         run = integrators.simulate(self.model, self.q0, np.zeros(self.model.nv), timestep, steps, self.integrator)
         energy = run.energy[:-1]
         if self.rk4_last_stage:

@@ -1,0 +1,160 @@
+"""Hostile input (issue N, items 2 and 5): every case gives the right answer or a named physai error, never a silent
+wrong number or a traceback; the command line answers with exit status 2 and one line on stderr."""
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import collision, constraints, conventions, engine, identification, integrators, models
+from physai.cli import main
+from physai.energy_drift import EnergyMonitor, check_energy_drift
+from physai.exceptions import InvalidArgumentError, InvalidInertiaError, InvalidModelError, InvalidStateError, ShapeError
+
+from helpers import constraint_scene, load, run
+
+BACKENDS = ["native", "numpy"]
+
+
+@pytest.fixture(scope="module")
+def pendulum():
+    return engine.from_mujoco("double_pendulum")
+
+
+@pytest.fixture(scope="module")
+def tree():
+    """A random tree with a free root and ball joints: quaternions in q."""
+    return engine.from_mujoco(load("random_free", constraints=False))
+
+
+# ---------------------------------------------------------------- silent wrong answers
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_quaternion_of_any_finite_size_is_normalized_exactly(tree, backend):
+    """|q| = 1e200 squared overflows and 1e-200 squared underflows; either used to read as the identity (or give a
+    zero quaternion from integrate). A batch mixes them with unit ones (the compiled kernel's lanes)."""
+    q, qd = engine.random_states(tree, 8, 3)
+    quats = tree.coords.quats()[0]
+    hostile = q.copy()
+    hostile[1::3, quats] *= 1e200
+    hostile[2::3, quats] *= 1e-200
+    for f, arrays, extra in [(engine.mass_matrix, (), ()), (engine.bias, (qd,), ()), (engine.potential_energy, (), ()),
+                             (engine.forward_dynamics, (qd, np.ones_like(qd)), ()), (engine.integrate, (qd,), (0.01,))]:
+        expected = run(backend, f, tree, q, *arrays, *extra)
+        bound = 1e-13 * max(1.0, np.abs(expected).max())
+        for states in (slice(None), 1, 2):                       # the batch, and one state alone
+            got = run(backend, f, tree, hostile[states], *(a[states] for a in arrays), *extra)
+            assert np.abs(got - expected[states]).max() <= bound, (f.__name__, states)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constraint_rows_read_quaternions_of_any_size_exactly(backend):
+    """The constraint kinematics (weld orientations, ball joint limits) normalize q's quaternions too."""
+    m, d = constraint_scene(0, "pyramidal", 3)
+    model, contacts, active = engine.from_mujoco(m), collision.from_mujoco(m, d), d.eq_active.astype(bool)
+    expected = run(backend, constraints.rows, model, d.qpos, d.qvel, contacts, active)
+    for scale in (1e200, 1e-200):
+        q = d.qpos.copy()
+        q[model.coords.quats()[0]] *= scale
+        got = run(backend, constraints.rows, model, q, d.qvel, contacts, active)
+        for name in ("pos", "J"):
+            ref = getattr(expected, name)
+            assert np.abs(getattr(got, name) - ref).max() <= 1e-13 * max(1.0, np.abs(ref).max()), (name, scale)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("body_mass", -1.0, "mass -1.0 kg, expected a finite number >= 0"),
+    ("body_inertia", [0.01, 0.01, 0.5], "break the triangle rule"),
+])
+def test_from_mujoco_refuses_a_negative_mass_or_a_non_physical_inertia(field, value, message):
+    m = models.load("double_pendulum")
+    getattr(m, field)[1] = value
+    with pytest.raises(InvalidInertiaError, match=message):
+        engine.from_mujoco(m)
+
+
+@pytest.mark.parametrize("f", [conventions.velocity_map, lambda model, q: conventions.v_to_pinocchio(model, q, np.zeros(model.nv))])
+def test_conventions_refuse_a_zero_quaternion(tree, f):
+    q = engine.random_states(tree, 1)[0][0]
+    q[3:7] = 0.0
+    with pytest.raises(InvalidStateError, match=r"q\[3:7\] is a zero quaternion"):
+        f(tree, q)
+
+
+URDF = ('<robot name="r"><link name="a"/><link name="b"><inertial><mass value="{mass}"/>'
+        '<inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>'
+        '<joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/></joint></robot>')
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda p: identification.base_parameters(p, n=5, tol=np.nan), InvalidArgumentError, "tol is nan; expected a finite number > 0"),
+    (lambda p: engine.from_urdf(URDF.format(mass="1_000")), InvalidModelError, "<mass value='1_000'> is not a finite number"),
+    (lambda p: engine.from_urdf(URDF.format(mass="1"), floating_base="yes"), InvalidArgumentError,
+     "floating_base must be True or False, got 'yes'"),
+    (lambda p: integrators.simulate(p, [0, 0], [0, 0], 0.01, 3, energy="yes"), InvalidArgumentError,
+     "energy must be True or False, got 'yes'"),
+    (lambda p: integrators.rollout(p, [[0, 0]], [[0, 0]], 0.01, 3, energy="yes"), InvalidArgumentError,
+     "energy must be True or False"),
+    (lambda p: EnergyMonitor(5.0, 1.0).update("1.0"), ShapeError, "energy must be one number .J., got strings"),
+])
+def test_values_of_the_wrong_kind_are_refused(pendulum, call, error, message):
+    with pytest.raises(error, match=message):
+        call(pendulum)
+
+
+# ---------------------------------------------------------------- named errors instead of tracebacks
+
+JOINTLESS = '<mujoco><worldbody><body pos="0 0 1"><geom size="0.1" mass="1"/></body></worldbody></mujoco>'
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["verify", "{jointless}"], "has no joints (nv = 0), so it has no dynamics to compare"),
+    (["check", "{jointless}"], "has no joints (nv = 0)"),
+    (["lesson", "11", "break-it", "--dt", "1e300"], "takes 0 steps; expected 1 to 1e+08"),
+    (["lesson", "11", "break-it", "--dt", "nan"], "timestep is nan; expected a finite number > 0"),
+])
+def test_cli_answers_hostile_input_with_one_line_and_exit_2(capsys, tmp_path, argv, message):
+    path = tmp_path / "jointless.xml"
+    path.write_text(JOINTLESS)
+    assert main([a.format(jointless=path) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"physai {argv[0]}: error: " in err and message in err, err
+
+
+def _jointless():
+    return engine.from_mujoco(mujoco.MjModel.from_xml_string(JOINTLESS))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(rng="x"), "rng is 'x'; expected a numpy Generator or an integer seed"),
+    (dict(qd_max=np.nan), "qd_max is nan; expected a finite number"),
+    (dict(qd_max=-1.0), "qd_max is -1; expected a finite number >= 0"),
+    (dict(ranges={0: (1.0, -1.0)}), r"ranges\[0\] is \(1, -1\), an inverted range"),
+])
+def test_random_states_refuses_bad_options(pendulum, backend, kwargs, message):
+    with pytest.raises(InvalidArgumentError, match=message):
+        run(backend, engine.random_states, pendulum, 2, **kwargs)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda p: identification.is_physical(np.ones(9)), ShapeError, "pi10 has 9 entries"),
+    (lambda p: identification.is_physical(np.nan), ShapeError, r"pi10 must have shape \(10,\)"),
+    (lambda p: identification.pseudo_inertia([1.0, 0.0, 0.0]), ShapeError, "pi10 has 3 entries"),
+    (lambda p: identification.from_pseudo_inertia(np.eye(3)), ShapeError, r"J must have shape \(4, 4\)"),
+    (lambda p: identification.base_parameters(p, n=5, tol=-1), InvalidArgumentError, "tol is -1; expected a finite number > 0"),
+    (lambda p: identification.base_parameters(p, states=42), InvalidArgumentError, r"states is 42; expected a tuple \(q"),
+    (lambda p: identification.base_parameters(p, n=5).of([1.0, 2.0]), ShapeError, "pi has 2 entries, the model needs 20"),
+    (lambda p: identification.base_parameters(_jointless()), InvalidArgumentError, r"the model has no joints \(nv = 0\)"),
+    (lambda p: check_energy_drift(np.ones((3, 2)), 1.0, 5.0), ShapeError, r"energies has shape \(3, 2\); expected a series"),
+])
+def test_identification_and_energy_drift_name_their_errors(pendulum, call, error, message):
+    with pytest.raises(error, match=message):
+        call(pendulum)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("f, q", [(integrators.simulate, [0.0, 0.0]), (integrators.rollout, [[0.0, 0.0]])])
+def test_steps_whose_outputs_cannot_fit_in_memory_are_refused(pendulum, backend, f, q):
+    with pytest.raises(InvalidArgumentError, match=r"steps=1000000000000000000: the outputs of 1 run\(s\) would take "
+                                                   r"4\.8e\+10 GB"):
+        run(backend, f, pendulum, q, np.zeros_like(q), 0.01, 10**18)
