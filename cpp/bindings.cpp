@@ -8,8 +8,10 @@
 //     call(model, op, a, b, c, d)  operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name]):
 //                                the kernels of batch.h (run), the rollout's loop (rollout) and the constraint
 //                                operations (constrain: their rows vary per state, gathered from each thread's ranges)
-//     OPS, ARGUMENTS, INTEGRATORS, KernelError, and the instruction sets (isa, isas, set_isa, lanes, num_threads)
+//     OPS, ARGUMENTS, INTEGRATORS, KernelError, the instruction sets (isa, isas, set_isa, lanes) and the threads
+//     (num_threads, hardware_threads, max_threads; _set_thread_limit: test-only, see cpp/parallel.h)
 //
+// A signal (Ctrl-C) during a long call raises its exception (KeyboardInterrupt) within milliseconds, the results discarded.
 // call checks every argument before any kernel runs and either returns the results or raises
 // KernelError(kind, argument, state, index, result): the Python side (physai.engine.native) turns it into physai's named
 // error, or converts an argument of another type once and calls again. Kinds:
@@ -68,6 +70,20 @@ PyObject *kernel_error = nullptr;                                      // _nativ
     nb::tuple args = nb::make_tuple(kind, arg, state, index, result);
     PyErr_SetObject(kernel_error, args.ptr());
     throw nb::python_error();
+}
+
+// the poll of a run on threads (cpp/parallel.h), on the calling thread: whether a signal is pending, its Python handler
+// run (Ctrl-C: KeyboardInterrupt, kept set for the caller to raise once the threads have joined)
+bool signal_pending() {
+    nb::gil_scoped_acquire gil;
+    return PyErr_CheckSignals() != 0;
+}
+
+// parallel_for (cpp/parallel.h) with the calling thread polling for signals, unless the work is short (cost, in
+// cost_per_state's units, under 200000: a few milliseconds) and runs on it alone
+template <class Fn> void threads_for(int64_t N, int T, int64_t cost, std::atomic<bool> &stop, Fn &&fn) {
+    if (T <= 1 && cost < 200000) parallel_for(N, T, stop, fn);
+    else parallel_for(N, T, stop, fn, signal_pending);
 }
 
 // ---------------------------------------------------------------- the compiled model, from named fields
@@ -366,9 +382,11 @@ void read_state(nb::handle obj, const char *name, int64_t size, bool batched, In
         data = buf.data(), stride_state = ndim == 2 ? size : 0;
     }
     in = {data, stride_state};
-    for (int64_t s = 0; s < n; s++)
+    for (int64_t s = 0; s < n; s++) {
+        if ((s & 0xFFFFF) == 0xFFFFF && PyErr_CheckSignals()) throw nb::python_error();   // Ctrl-C in a long check
         for (int64_t e = 0; e < size; e++)
             if (!std::isfinite(data[s * stride_state + e])) fail("nonfinite", name, s, e);
+    }
 }
 
 // a new array of shape dims (nd of them) and its data
@@ -416,7 +434,8 @@ int64_t cost_per_state(const Model &m, int op) {
 
 // the call's states [0, N): the active instruction set's lanes, then the scalar kernels for what they leave. Small calls
 // (cost < 40000) run on the caller's thread with the CompiledModel's workspaces and the GIL kept; larger ones on threads
-// where the work outweighs starting them, GIL released, each thread with workspaces of its own.
+// where the work outweighs starting them, GIL released, each thread with workspaces of its own, in pieces of about
+// 20000 (a few milliseconds) between which it stops on a signal (KeyboardInterrupt, the results discarded).
 void run_states(CompiledModel &nm, const Call &c, int64_t N, Failures &failures) {
     const Model &m = nm.model;
     const int variant = active_isa();                                  // the batch kernels' variant for this call
@@ -429,12 +448,17 @@ void run_states(CompiledModel &nm, const Call &c, int64_t N, Failures &failures)
     if (cost < 40000) {
         work(int64_t(0), N, nm.scalar_work(), N > 1 ? &nm.lanes_work(variant) : nullptr);
     } else {
-        nb::gil_scoped_release release;
         int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
-        parallel_for(N, T, [&](int64_t lo, int64_t hi) {
-            WorkspacePtr one = workspace(scalar::kernels, m), lw = workspace(lanes, m);
-            work(lo, hi, *one, lw.get());
-        });
+        int64_t piece = std::max<int64_t>(1, 20000 / cost_per_state(m, c.op) / BLOCK) * BLOCK;
+        std::atomic<bool> stop{false};
+        {
+            nb::gil_scoped_release release;
+            threads_for(N, T, cost, stop, [&](int64_t lo, int64_t hi) {
+                WorkspacePtr one = workspace(scalar::kernels, m), lw = workspace(lanes, m);
+                in_pieces(lo, hi, piece, stop, [&](int64_t a, int64_t b) { work(a, b, *one, lw.get()); });
+            });
+        }
+        if (stop) throw nb::python_error();
     }
 }
 
@@ -543,13 +567,17 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
         r.status[n] = RERUN;
     }
     const Kernels &lanes = isa_kernels(active_isa());
+    std::atomic<bool> stop{false};
+    r.stop = &stop;
     {   // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or stopped
         nb::gil_scoped_release release;
-        parallel_for(N, int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK)), [&](int64_t lo, int64_t hi) {
+        int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
+        threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
             lanes.simulate(m, *act, r, lo, hi);
             scalar::kernels.simulate(m, *act, r, lo, hi);
         });
     }
+    if (stop) throw nb::python_error();                                // a signal: the trajectories discarded
     for (int64_t n = 0; n < N; n++) {
         if (r.status[n] == -1) continue;
         if (failure[size_t(n)] == ZERO_QUATERNION || failure[size_t(n)] == SINGULAR)
@@ -729,14 +757,16 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         // pieces of PIECE states, taken by whichever thread is free, each into its own RowsOut (in state order)
         const int64_t PIECE = 8, pieces = (N + PIECE - 1) / PIECE;
         if (rows.size() < size_t(pieces)) rows.resize(size_t(pieces));
+        std::atomic<bool> stop{false};
         {
             nb::gil_scoped_release release;
-            parallel_pieces(pieces, T, [&](int t, int64_t k) {
+            parallel_pieces(pieces, T, stop, [&](int t, int64_t k) {
                 RowsOut &out = rows[size_t(k)];
                 clear(out);
                 kern.run(m, *works[size_t(t)], c, k * PIECE, std::min(N, (k + 1) * PIECE), out, failures);
-            });
+            }, signal_pending);
         }
+        if (stop) throw nb::python_error();                            // a signal: the results discarded
         for (int64_t k = 0; k < pieces; k++) outs.push_back(&rows[size_t(k)]);
     }
     auto first = [&](int status) { return failures.first[status].load(std::memory_order_relaxed); };
@@ -822,5 +852,9 @@ NB_MODULE(_native, mod) {
     mod.def("set_isa", &set_isa, nb::arg("name"),
             "run the batch kernel's variant name (one of isas()) from now on: true; false (and no change) otherwise");
     mod.def("lanes", [] { return isa_kernels(active_isa()).lanes; }, "states side by side in the batch kernel's variant");
-    mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS, else the hardware's)");
+    mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS when valid, else the hardware's)");
+    mod.def("hardware_threads", &hardware_threads, "the hardware's threads (the default of num_threads)");
+    mod.def("max_threads", &max_threads, "the most threads PHYSAI_NUM_THREADS may ask for (4 per hardware thread, at most 256)");
+    mod.def("_set_thread_limit", [](int k) { thread_limit().store(k < 0 ? -1 : k); }, nb::arg("k"),
+            "test-only: threads started past k fail as the system's refusal does (-1: no limit)");
 }

@@ -151,6 +151,7 @@ struct Rollout {
     double *Q = nullptr, *QD = nullptr, *E = nullptr;
     int64_t *status = nullptr;
     int *failure = nullptr;
+    const std::atomic<bool> *stop = nullptr;                           // set: stop at the next step (the run is discarded)
 };
 constexpr int64_t RERUN = -3;
 

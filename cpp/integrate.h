@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -283,6 +284,7 @@ inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double
     int64_t steps = r.steps;
     double *Q = r.Q + n * (steps + 1) * nq, *QD = r.QD + n * (steps + 1) * nv, *E = r.E + n * (steps + 1);
     for (int64_t k = 0; k < steps; k++) {
+        if (r.stop && r.stop->load(std::memory_order_relaxed)) return k;                  // stopped: discarded
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
         step_inputs(m, act, r, n, 1, k, w.x);
         int st = step(m, act, w, r.h, r.integrator, r.implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k]);
@@ -321,6 +323,7 @@ template <class L> int simulate_block(const Model &m, const Actuators &act, SimD
     }
     L e;
     for (int64_t k = 0; k < steps; k++) {
+        if (r.stop && r.stop->load(std::memory_order_relaxed)) return DIVERGED;            // stopped: discarded
         step_inputs(m, act, r, n, count, k, w.x);
         int st = step(m, act, w, r.h, r.integrator, r.implicit_damping, w.q.data(), w.qd.data(), w.qn.data(), w.qdn.data(), e);
         if (st != OK) return st;

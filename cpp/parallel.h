@@ -1,14 +1,27 @@
-// The engine's one way of running on threads: on_threads runs T std::threads and rethrows the first exception one
-// raised once all have joined; parallel_for splits [0, N) into T chunks that start at multiples of the widest lanes
-// (BLOCK), for the batch kernels, the derivatives and rollout; parallel_pieces hands out pieces to whichever thread is
-// free, for the constraint kernels, whose states take unequal times (cpp/bindings.cpp releases the GIL around them).
+// The engine's one way of running on threads: on_threads runs T pieces of work on up to T std::threads and rethrows the
+// first exception one raised once all have joined; parallel_for splits [0, N) into T chunks that start at multiples of
+// the widest lanes (BLOCK), for the batch kernels, the derivatives and rollout; parallel_pieces hands out pieces to
+// whichever thread is free, for the constraint kernels, whose states take unequal times (cpp/bindings.cpp releases the
+// GIL around them).
+//
+// Threads the system refuses to start (std::system_error) are no error: the threads that did start run the remaining
+// work, or the calling thread when none did. While the threads run, the calling thread asks poll() every POLL_MS
+// (cpp/bindings.cpp: whether a signal such as Ctrl-C is pending) and sets the run's stop flag when it says so; the
+// workers read the flag between pieces of a few milliseconds of work (in_pieces, and the rollout's steps), and the
+// caller discards the run.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <mutex>
+#include <system_error>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "lanes.h"
@@ -16,12 +29,8 @@
 namespace physai {
 namespace {
 
-// threads a large batch runs on: PHYSAI_NUM_THREADS, else the hardware's
-inline int num_threads() {
-    if (const char *s = std::getenv("PHYSAI_NUM_THREADS")) {
-        int n = std::atoi(s);
-        if (n >= 1) return n;
-    }
+// the hardware's threads (at least 1)
+inline int hardware_threads() {
     static const int hardware = [] {                                    // reads /sys: once per process
         unsigned h = std::thread::hardware_concurrency();
         return h ? int(h) : 1;
@@ -29,45 +38,123 @@ inline int num_threads() {
     return hardware;
 }
 
-// fn(t) for t in [0, T) on T threads (on the calling thread when T <= 1); the first exception of a thread is rethrown
-// after every thread has joined
-template <class Fn> void on_threads(int T, Fn &&fn) {
-    if (T <= 1) {
-        fn(0);
-        return;
+// the most threads PHYSAI_NUM_THREADS may ask for: 4 per hardware thread, at most 256
+inline int max_threads() { return std::min(256, 4 * hardware_threads()); }
+
+// PHYSAI_NUM_THREADS's rule (src/physai/engine/native.py's thread_request is the same): decimal digits only, a whole
+// number from 1 to max_threads(); anything else ("1e9", " 4", "+4", "0", "-2", "99999999999999") is ignored: 0
+inline int parse_threads(const char *s) {
+    if (!s || !*s) return 0;
+    int64_t n = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9') return 0;
+        n = std::min<int64_t>(10 * n + (*s - '0'), INT32_MAX);          // saturates: no overflow
     }
+    return n >= 1 && n <= max_threads() ? int(n) : 0;
+}
+
+// threads a large batch runs on: PHYSAI_NUM_THREADS when valid, else the hardware's
+inline int num_threads() {
+    int n = parse_threads(std::getenv("PHYSAI_NUM_THREADS"));
+    return n ? n : hardware_threads();
+}
+
+// test hook (_native._set_thread_limit): threads started past this many fail as a refused std::thread does; -1: none
+inline std::atomic<int> &thread_limit() {
+    static std::atomic<int> limit{-1};
+    return limit;
+}
+
+// how often the calling thread polls while the threads run
+constexpr std::chrono::milliseconds POLL_MS{10};
+
+// the default poll: never stop
+struct NeverStop {
+    bool operator()() const { return false; }
+};
+
+// fn(t) for t in [0, T) on up to T threads, each thread taking the next t when it finishes one; the first exception
+// of an fn is rethrown after every thread has joined. No poll (NeverStop) and T <= 1: on the calling thread. Otherwise
+// the calling thread starts the threads (as many as the system allows; none: it runs every t itself) and, while they
+// run, calls poll() every POLL_MS until it returns true, then sets stop (the t's not begun are skipped)
+template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std::atomic<bool> &stop, Poll &&poll = Poll{}) {
+    constexpr bool polls = !std::is_same_v<std::decay_t<Poll>, NeverStop>;
+    T = std::max(T, 1);
     std::vector<std::exception_ptr> errors(static_cast<size_t>(T));
-    std::vector<std::thread> pool;
-    pool.reserve(size_t(T));
-    for (int t = 0; t < T; t++)
-        pool.emplace_back([&fn, &errors, t] {
+    std::atomic<int> next{0};
+    auto take = [&] {                                                  // the t's left, one at a time
+        for (int t = next.fetch_add(1); t < T && !stop.load(std::memory_order_relaxed); t = next.fetch_add(1)) {
             try {
                 fn(t);
             } catch (...) {
                 errors[size_t(t)] = std::current_exception();
             }
-        });
-    for (auto &th : pool) th.join();
+        }
+    };
+    std::vector<std::thread> pool;
+    if (T > 1 || polls) {
+        std::mutex lock;
+        std::condition_variable finished;
+        size_t done = 0;                                               // threads finished, under lock
+        pool.reserve(size_t(T));
+        for (int k = 0; k < T; k++) {                                  // start T threads, or as many as the system allows
+            try {
+                int limit = thread_limit().load();
+                if (limit >= 0 && k >= limit) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
+                pool.emplace_back([&] {
+                    take();
+                    std::lock_guard<std::mutex> g(lock);
+                    done++;
+                    finished.notify_one();
+                });
+            } catch (const std::exception &) {                       // std::system_error (std::bad_alloc for its state)
+                break;
+            }
+        }
+        if (pool.empty()) {                                            // not one: the calling thread runs them all
+            take();
+        } else {
+            std::unique_lock<std::mutex> g(lock);
+            while (!finished.wait_for(g, POLL_MS, [&] { return done == pool.size(); }))
+                if (polls && !stop.load()) {
+                    g.unlock();
+                    bool yes = true;                                   // a poll that throws stops too
+                    try {
+                        yes = poll();
+                    } catch (...) {}
+                    if (yes) stop.store(true);
+                    g.lock();
+                }
+        }
+        for (auto &th : pool) th.join();
+    } else {
+        take();
+    }
     for (auto &e : errors)
         if (e) std::rethrow_exception(e);
 }
 
-// fn(lo, hi) over T chunks of [0, N) (on the calling thread when T <= 1), chunk t starting at (N t / T) rounded down to
-// a multiple of BLOCK
-template <class Fn> void parallel_for(int64_t N, int T, Fn &&fn) {
+// fn(lo, hi) over T chunks of [0, N) (see on_threads), chunk t starting at (N t / T) rounded down to a multiple of BLOCK
+template <class Fn, class Poll = NeverStop> void parallel_for(int64_t N, int T, std::atomic<bool> &stop, Fn &&fn, Poll &&poll = Poll{}) {
+    T = std::max(T, 1);
     on_threads(T, [&fn, N, T](int t) {
         int64_t lo = (N * t / T) / BLOCK * BLOCK, hi = t + 1 == T ? N : (N * (t + 1) / T) / BLOCK * BLOCK;
         fn(lo, hi);
-    });
+    }, stop, poll);
 }
 
-// fn(t, k) for every piece k in [0, pieces) on T threads t, each thread taking the next piece when it finishes one (the
-// work balances when threads run at different speeds)
-template <class Fn> void parallel_pieces(int64_t pieces, int T, Fn &&fn) {
+// fn(t, k) for every piece k in [0, pieces) on T threads t (see on_threads), each thread taking the next piece when it
+// finishes one (the work balances when threads run at different speeds); none once stop is set
+template <class Fn, class Poll = NeverStop> void parallel_pieces(int64_t pieces, int T, std::atomic<bool> &stop, Fn &&fn, Poll &&poll = Poll{}) {
     std::atomic<int64_t> next{0};
-    on_threads(T, [&fn, &next, pieces](int t) {
-        for (int64_t k = next.fetch_add(1); k < pieces; k = next.fetch_add(1)) fn(t, k);
-    });
+    on_threads(T, [&fn, &next, &stop, pieces](int t) {
+        for (int64_t k = next.fetch_add(1); k < pieces && !stop.load(std::memory_order_relaxed); k = next.fetch_add(1)) fn(t, k);
+    }, stop, poll);
+}
+
+// fn(a, b) over [lo, hi) in pieces of `piece` (a multiple of BLOCK keeps the lanes' blocks where they were), until stop
+template <class Fn> void in_pieces(int64_t lo, int64_t hi, int64_t piece, const std::atomic<bool> &stop, Fn &&fn) {
+    for (int64_t a = lo; a < hi && !stop.load(std::memory_order_relaxed); a += piece) fn(a, std::min(hi, a + piece));
 }
 
 }  // namespace

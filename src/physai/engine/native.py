@@ -38,7 +38,9 @@ rollout may override per call, are a _native.Actuators of their own (actuator_fi
 
 The kernels loop over links in C++ (one compiled call per public call, whatever the batch, checks included). A
 batch runs lanes of states side by side (states innermost), in chunks on threads with the GIL released
-(PHYSAI_NUM_THREADS sets the count, default: every core). The batch kernel is built three times on x86-64 Linux with
+(PHYSAI_NUM_THREADS sets the count, a whole number up to 4 per core; default, or when it is not one: every core; see
+thread_request). A signal (Ctrl-C) stops a long compiled call within milliseconds: KeyboardInterrupt, the results
+discarded. The batch kernel is built three times on x86-64 Linux with
 GCC, each on its register's width: AVX-512 ("avx512f", 8 states), AVX2 ("avx2", 4) and baseline x86-64 with SSE2
 ("default", 2), and one is chosen when the extension loads:
 PHYSAI_ISA=avx512f|avx2|default if the CPU supports it, otherwise (unset, an unknown name, an instruction set the
@@ -114,12 +116,14 @@ def set_backend(name: str) -> str:
 def describe() -> str:
     """One line on the backend in use and why, e.g. "native (C++; batches: avx512f, 8 states side by side, 2 threads)"
     or "numpy (the reference; no C++ compiler was found when physai was installed)"; a PHYSAI_ISA that was not applied
-    is named, e.g. "batches: avx512f (PHYSAI_ISA='sse9' unavailable)". Why the extension is missing comes from
+    is named, e.g. "batches: avx512f (PHYSAI_ISA='sse9' unavailable)", and a PHYSAI_NUM_THREADS that was ignored, with
+    why (threads_note). Why the extension is missing comes from
     physai/engine/_build.json, which the build installs beside it (CMakeLists.txt)."""
     if _active == "native":
         used, asked = isa(), os.environ.get("PHYSAI_ISA")
         note = f" (PHYSAI_ISA={asked!r} unavailable)" if asked and asked not in isas() else ""
-        return f"native (C++; batches: {used}{note}, {_ext.lanes()} states side by side, {threads()} threads)"
+        ignored = f"; {threads_note()}" if threads_note() else ""
+        return f"native (C++; batches: {used}{note}, {_ext.lanes()} states side by side, {threads()} threads{ignored})"
     if _ext is not None:
         return "numpy (the reference; PHYSAI_BACKEND=numpy or set_backend)"
     import importlib
@@ -160,9 +164,35 @@ def set_isa(name: str) -> bool:
     return bool(_ext.set_isa(str(name))) if _ext is not None else name == "default"
 
 
+def thread_request(value: str | None, hardware: int) -> tuple:
+    """PHYSAI_NUM_THREADS's rule (cpp/parallel.h's parse_threads is the same): (threads, why the value was ignored or "").
+    Decimal digits only, a whole number from 1 to 4 x the hardware's threads (at most 256); anything else ("1e9",
+    " 4", "+4", "0", "-2", "99999999999999") is ignored for the hardware's count; unset: the hardware's count."""
+    limit = min(256, 4 * hardware)
+    if value is None:
+        return hardware, ""
+    if not (value.isascii() and value.isdigit()):
+        why = "not a whole number (decimal digits only)"
+    elif int(value) < 1:
+        why = "not at least 1"
+    elif int(value) > limit:
+        why = f"more than {limit} (4 per hardware thread, at most 256)"
+    else:
+        return int(value), ""
+    return hardware, f"PHYSAI_NUM_THREADS={value!r} ignored: {why}; using the {hardware} hardware threads"
+
+
 def threads() -> int:
-    """Threads a large batch runs on in the compiled backend (PHYSAI_NUM_THREADS, else every core); 1 without it."""
+    """Threads a large batch runs on in the compiled backend (PHYSAI_NUM_THREADS when valid, see thread_request; else
+    every core); 1 without it. threads_note() says why a PHYSAI_NUM_THREADS was ignored."""
     return _ext.num_threads() if _ext is not None else 1
+
+
+def threads_note() -> str:
+    """Why PHYSAI_NUM_THREADS was ignored (thread_request), or "" (unset, valid, or no compiled backend)."""
+    if _ext is None:
+        return ""
+    return thread_request(os.environ.get("PHYSAI_NUM_THREADS"), _ext.hardware_threads())[1]
 
 
 # ---------------------------------------------------------------- the compiled model

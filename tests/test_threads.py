@@ -1,0 +1,103 @@
+"""The compiled engine's threads (cpp/parallel.h): PHYSAI_NUM_THREADS's rule, the same in C++ and Python; a call whose
+threads the system refuses still computes its result on the threads that started (or the calling thread); and a
+signal (Ctrl-C) stops a long compiled run with KeyboardInterrupt."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from physai import engine, integrators
+from physai.engine import native
+
+pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
+_ext = native._ext
+
+
+@pytest.fixture
+def thread_limit():
+    """_native._set_thread_limit (test-only), reset to no limit afterwards."""
+    yield _ext._set_thread_limit
+    _ext._set_thread_limit(-1)
+
+
+def test_num_threads_rule_is_the_same_in_cpp_and_python(monkeypatch):
+    hardware, limit = _ext.hardware_threads(), _ext.max_threads()
+    assert limit == min(256, 4 * hardware)
+    monkeypatch.delenv("PHYSAI_NUM_THREADS", raising=False)
+    assert native.threads() == hardware and native.threads_note() == ""
+    valid = {"1": 1, "2": 2, "007": 7 if limit >= 7 else None, str(limit): limit}
+    invalid = ["", "1e9", "abc", "0", "00", "-2", "+4", " 4", "4 ", "4.0", "4_0", "99999999999999", str(limit + 1),
+               "1" * 40, "\u0663"]
+    for value in [*valid, *invalid]:
+        monkeypatch.setenv("PHYSAI_NUM_THREADS", value)
+        count, why = native.thread_request(value, hardware)
+        assert native.threads() == count, value                  # C++ parse_threads agrees with thread_request
+        if valid.get(value):
+            assert count == valid[value] and why == "" and native.threads_note() == ""
+        else:
+            assert count == hardware and "ignored" in why and native.threads_note() == why, value
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", "1e9")
+    assert "PHYSAI_NUM_THREADS='1e9' ignored: not a whole number" in native.describe()
+
+
+@pytest.mark.parametrize("started", [1, 0])
+def test_refused_threads_still_compute_the_result(monkeypatch, thread_limit, started):
+    """Threads past `started` fail to start (as std::thread's std::system_error): the result equals the one-thread one."""
+    model = engine.as_model("arm7")
+    q, qd = engine.random_states(model, 20000, 3)
+    q0, qd0 = q[:40], qd[:40]
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", "1")
+    M1, E1 = engine.mass_matrix(model, q), engine.energy(model, q, qd)
+    R1 = integrators.rollout(model, q0, qd0, 1e-3, 50, "rk4", energy=True)
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", str(_ext.max_threads()))
+    thread_limit(started)
+    M, E = engine.mass_matrix(model, q), engine.energy(model, q, qd)
+    R = integrators.rollout(model, q0, qd0, 1e-3, 50, "rk4", energy=True)
+    assert np.array_equal(M, M1) and np.array_equal(E, E1)
+    assert np.array_equal(R.q, R1.q) and np.array_equal(R.qd, R1.qd) and np.array_equal(R.energy, R1.energy)
+
+
+# a long compiled run in a child process: "ready" on stdout just before the call
+LONG_RUNS = {
+    "simulate": "integrators.simulate(model, q[0], qd[0], 1e-4, 3_000_000, 'rk4')",
+    "rollout_implicit": "integrators.rollout(model, q[:8], qd[:8], 1e-4, 400_000, 'implicit')",
+    "energy_batch": "engine.energy(model, np.broadcast_to(q[0], (30_000_000, model.nq)), "
+                    "np.broadcast_to(qd[0], (30_000_000, model.nv)))",
+}
+
+
+@pytest.mark.parametrize("run", LONG_RUNS)
+def test_ctrl_c_stops_a_long_compiled_run(run):
+    script = textwrap.dedent(f"""
+        import sys
+        import numpy as np
+        from physai import engine, integrators
+        model = engine.as_model("arm7")
+        q, qd = engine.random_states(model, 8, 1)
+        print("ready", flush=True)
+        {LONG_RUNS[run]}
+        print("finished", flush=True)
+    """)
+    env = {**os.environ, "PHYSAI_NUM_THREADS": "2"}
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=5)
+        waited = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert "finished" not in out, "the run ended before the signal: make it longer"
+    assert child.returncode != 0 and "KeyboardInterrupt" in err, err
+    assert waited < 2.0, waited
