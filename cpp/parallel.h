@@ -42,7 +42,7 @@ inline int hardware_threads() {
 inline int max_threads() { return std::min(256, 4 * hardware_threads()); }
 
 // PHYSAI_NUM_THREADS's rule (src/physai/engine/native.py's thread_request is the same): decimal digits only, a whole
-// number from 1 to max_threads(); anything else ("1e9", " 4", "+4", "0", "-2", "99999999999999") is ignored: 0
+// number >= 1, capped at max_threads(); anything else ("1e9", " 4", "+4", "0", "-2") is ignored: 0
 inline int parse_threads(const char *s) {
     if (!s || !*s) return 0;
     int64_t n = 0;
@@ -50,7 +50,7 @@ inline int parse_threads(const char *s) {
         if (*s < '0' || *s > '9') return 0;
         n = std::min<int64_t>(10 * n + (*s - '0'), INT32_MAX);          // saturates: no overflow
     }
-    return n >= 1 && n <= max_threads() ? int(n) : 0;
+    return n >= 1 ? int(std::min<int64_t>(n, max_threads())) : 0;
 }
 
 // threads a large batch runs on: PHYSAI_NUM_THREADS when valid, else the hardware's

@@ -32,8 +32,12 @@ def test_num_threads_rule_is_the_same_in_cpp_and_python(monkeypatch):
     monkeypatch.delenv("PHYSAI_NUM_THREADS", raising=False)
     assert native.threads() == hardware and native.threads_note() == ""
     valid = {"1": 1, "2": 2, "007": 7 if limit >= 7 else None, str(limit): limit}
-    invalid = ["", "1e9", "abc", "0", "00", "-2", "+4", " 4", "4 ", "4.0", "4_0", "99999999999999", str(limit + 1),
-               "1" * 40, "\u0663"]
+    capped = ["99999999999999", str(limit + 1), "1" * 40]
+    invalid = ["", "1e9", "abc", "0", "00", "-2", "+4", " 4", "4 ", "4.0", "4_0", "\u0663"]
+    for value in capped:
+        monkeypatch.setenv("PHYSAI_NUM_THREADS", value)
+        count, why = native.thread_request(value, hardware)
+        assert native.threads() == count == limit and "capped" in why and native.threads_note() == why, value
     for value in [*valid, *invalid]:
         monkeypatch.setenv("PHYSAI_NUM_THREADS", value)
         count, why = native.thread_request(value, hardware)

@@ -165,9 +165,9 @@ def set_isa(name: str) -> bool:
 
 
 def thread_request(value: str | None, hardware: int) -> tuple:
-    """PHYSAI_NUM_THREADS's rule (cpp/parallel.h's parse_threads is the same): (threads, why the value was ignored or "").
-    Decimal digits only, a whole number from 1 to 4 x the hardware's threads (at most 256); anything else ("1e9",
-    " 4", "+4", "0", "-2", "99999999999999") is ignored for the hardware's count; unset: the hardware's count."""
+    """PHYSAI_NUM_THREADS's rule (cpp/parallel.h's parse_threads is the same): (threads, why the value was ignored or
+    capped, or ""). Decimal digits only, a whole number >= 1, capped at 4 x the hardware's threads (at most 256);
+    anything else ("1e9", " 4", "+4", "0", "-2") is ignored for the hardware's count; unset: the hardware's count."""
     limit = min(256, 4 * hardware)
     if value is None:
         return hardware, ""
@@ -176,7 +176,7 @@ def thread_request(value: str | None, hardware: int) -> tuple:
     elif int(value) < 1:
         why = "not at least 1"
     elif int(value) > limit:
-        why = f"more than {limit} (4 per hardware thread, at most 256)"
+        return limit, f"PHYSAI_NUM_THREADS={value!r} capped at {limit} (4 per hardware thread, at most 256)"
     else:
         return int(value), ""
     return hardware, f"PHYSAI_NUM_THREADS={value!r} ignored: {why}; using the {hardware} hardware threads"
