@@ -89,13 +89,37 @@ def test_a_diverging_trajectory_is_named(integrator):
 
 
 def test_a_zero_quaternion_is_refused_by_name():
-    """On both backends; the compiled loop names the trajectory and the step (without running the Python loop)."""
+    """On both backends, naming the trajectory and the step (not "state 0", the state's index within one trajectory)."""
     model = engine.from_mujoco(models.load(MIXED))
-    q0 = np.stack([model.qpos0] * 3)
-    q0[2, model.coords.quat_q[0]] = 0.0
-    for backend, where in (("native", "trajectory 2 of the rollout at step 1: "), ("numpy", "")):
-        with pytest.raises(InvalidStateError, match=f"^{where}q\\[.*zero quaternion"):
-            run(backend, integrators.rollout, model, q0, np.zeros((3, model.nv)), 1e-3, 5, "rk4")
+    q0 = np.stack([model.qpos0] * 8)
+    a = model.coords.quat_q[1]
+    q0[5, a:a + 4] = 0.0
+    q0[7, a:a + 4] = 0.0
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidStateError, match=rf"^trajectory 5 of the rollout at step 1: q\[{a}:{a + 4}\] is a zero "
+                                                    r"quaternion; a ball or free joint needs a unit quaternion") as error:
+            run(backend, integrators.rollout, model, q0, np.zeros((8, model.nv)), 1e-3, 5, "rk4")
+        assert "state" not in str(error.value)
+        with pytest.raises(InvalidStateError, match=rf"^the simulation at step 1: q\[{a}:{a + 4}\] is a zero quaternion"):
+            run(backend, integrators.simulate, model, q0[5], np.zeros(model.nv), 1e-3, 5, "rk4")
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_the_first_divergence_in_time_is_named(integrator):
+    """Trajectory 11 diverges before trajectory 3 (a faster runaway): the error names trajectory 11 and its step, the
+    first divergence in time, not the lowest index; on both backends (each trajectory from simulate alone says when)."""
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    qd0 = np.zeros((16, 2))
+    qd0[11], qd0[3] = [1e100, -1e100], [1e20, -1e20]
+    alone = {}
+    for n in (3, 11):
+        with pytest.raises(DivergenceError) as error:
+            integrators.simulate(model, np.zeros(2), qd0[n], 0.01, 20, integrator)
+        alone[n] = int(str(error.value).split("diverged at step ")[1].split()[0])
+    assert alone[11] < alone[3]
+    for backend in ("native", "numpy"):
+        with pytest.raises(DivergenceError, match=f"^trajectory 11 of the rollout diverged at step {alone[11]} "):
+            run(backend, integrators.rollout, model, np.zeros((16, 2)), qd0, 0.01, 20, integrator)
 
 
 def test_shapes_are_checked():

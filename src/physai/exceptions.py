@@ -64,3 +64,7 @@ class UnknownLabError(PhysaiError, LookupError):
 
 class ConvergenceWarning(RuntimeWarning):
     """An iterative solver stopped at its iteration limit before its tolerance (the result is its last iterate)."""
+
+
+class CacheWarning(RuntimeWarning):
+    """physai.models discarded a cache file (another key, a failed checksum, an unphysical model) and compiled again."""

@@ -242,22 +242,47 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
     quaternion or a singular matrix, naming the trajectory and the step), else the Python loop; DivergenceError at the
     first diverging step."""
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
+    _refuse_zero_quaternions(model, q)
     if native.on:
         Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
-        for n in np.flatnonzero(stopped >= 0)[:1]:                     # the first trajectory that stopped diverged
+        diverged = np.flatnonzero(stopped >= 0)
+        if len(diverged):                                              # the first divergence in time (then by index)
+            n = int(diverged[np.argmin(stopped[diverged])])
             k = int(stopped[n])
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
         return Q, QD, E
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
+    first = None                                                       # (step, trajectory) of the first divergence
     for n in range(len(q)):
         rows = [None if x is None else x[n] for x in inputs]
-        _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], n if len(q) > 1 else None)
+        k = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n])
+        if k is not None and (first is None or k < first[0]):
+            first = (k, n)
+    if first is not None:
+        k, n = first
+        _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
     return Q, QD, E
 
 
-def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, trajectory=None):
-    """The NumPy simulation of one trajectory from Q[0], QD[0], in place; rows: (steps, ...) ctrl, qfrc, xfrc or None."""
+def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
+    """InvalidStateError naming the first trajectory whose initial state (a row of q (N, nq)) holds a zero quaternion,
+    and the quaternion, on either backend: "trajectory 5 of the rollout at step 1: q[3:7] is a zero quaternion; ..."."""
+    iq = model.coords.quats()[0]
+    if not len(iq):
+        return
+    zero = (np.einsum("nbi,nbi->nb", q[:, iq], q[:, iq]) == 0).any(axis=1)
+    for n in np.flatnonzero(zero)[:1]:
+        try:
+            joints.quat_to_mat(q[n][iq][..., None], iq[:, 0])
+        except InvalidStateError as e:
+            which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
+            raise InvalidStateError(f"{which} at step 1: {e}") from None
+
+
+def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E) -> int | None:
+    """The NumPy simulation of one trajectory from Q[0], QD[0], in place; rows: (steps, ...) ctrl, qfrc, xfrc or None.
+    Returns None, or the step k whose result Q[k + 1], QD[k + 1] is not finite (the run stops there)."""
     ctrls, applied, xfrc = rows
     stepper = _STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
@@ -266,9 +291,11 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
         run.inputs = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
         with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
             Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
-        _check_finite(Q[k + 1], QD[k + 1], k, h, name, trajectory)
+        if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
+            return k
     if energy:
         E[steps] = engine.energy(model, Q[steps], QD[steps])
+    return None
 
 
 def _guarded(stepper, run: "Dynamics", q, qd):
