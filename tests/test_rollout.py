@@ -14,7 +14,8 @@ import pytest
 from mujoco import rollout as mujoco_rollout
 
 from physai import engine, integrators, models
-from physai.exceptions import DivergenceError, InvalidStateError, ShapeError
+from physai.engine import native
+from physai.exceptions import DivergenceError, InvalidModelError, InvalidStateError, ShapeError
 from helpers import MIXED, Robot, assert_close, open_loop_inputs, run
 
 N, STEPS = 5, 150
@@ -120,6 +121,31 @@ def test_the_first_divergence_in_time_is_named(integrator):
     for backend in ("native", "numpy"):
         with pytest.raises(DivergenceError, match=f"^trajectory 11 of the rollout diverged at step {alone[11]} "):
             run(backend, integrators.rollout, model, np.zeros((16, 2)), qd0, 0.01, 20, integrator)
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
+def test_a_failure_before_a_lower_index_divergence_is_named(monkeypatch):
+    """The compiled rollout raises the named error of its lowest-index failure only; when that one diverged later than
+    another trajectory stopped on a singular matrix (here: the compiled call's answer made up), the earlier one is run
+    again alone and its error names it."""
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    N, steps = 10, 6
+    calls = []
+
+    def compiled(model, q0, qd0, *args):
+        calls.append(len(q0))
+        if len(q0) == 1:                                              # trajectory 7 alone: what the kernel raises
+            raise InvalidModelError("the simulation at step 1: the mass matrix is singular")
+        Q, QD = np.zeros((N, steps + 1, 2)), np.zeros((N, steps + 1, 2))
+        Q[2, 4:] = np.nan                                             # trajectory 2 diverged at step 4 (index 3)
+        stopped = np.full(N, -1)
+        stopped[2], stopped[7] = 3, 0                                 # trajectory 7 stopped at step 1, not diverged
+        return Q, QD, np.zeros((N, steps + 1)), stopped
+
+    monkeypatch.setattr(native, "rollout", compiled)
+    with pytest.raises(InvalidModelError, match="^trajectory 7 of the rollout at step 1: the mass matrix is singular"):
+        run("native", integrators.rollout, model, np.zeros((N, 2)), np.zeros((N, 2)), 0.01, steps)
+    assert calls == [N, 1]
 
 
 def test_shapes_are_checked():

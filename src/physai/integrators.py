@@ -57,7 +57,7 @@ import numpy as np
 from physai import engine, forces, joints, validation
 from physai.linalg import solve
 from physai.engine import native, smooth
-from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError
+from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -245,11 +245,10 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
     _refuse_zero_quaternions(model, q)
     if native.on:
         Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
-        diverged = np.flatnonzero(stopped >= 0)
-        if len(diverged):                                              # the first divergence in time (then by index)
-            n = int(diverged[np.argmin(stopped[diverged])])
-            k = int(stopped[n])
+        for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
+            k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
+            _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n)   # it stopped on another failure
         return Q, QD, E
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
@@ -263,6 +262,19 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
         k, n = first
         _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
     return Q, QD, E
+
+
+def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int) -> None:
+    """Trajectory n of a compiled rollout that stopped without diverging, run again alone (the same operations, the same
+    numbers): the compiled loop raises the named error of what stopped it (a singular matrix), raised here naming
+    trajectory n. The compiled rollout names only the lowest-index failure of a batch; the first in time comes here."""
+    rows = [None if x is None else x[n:n + 1] for x in inputs]
+    try:
+        native.rollout(model, q[n:n + 1], qd[n:n + 1], h, steps, name, acts, *rows, implicit, False)
+    except (InvalidStateError, InvalidModelError) as error:
+        text = str(error)
+        alone = "the simulation"                                       # native.Kernel.failed's words for one trajectory
+        raise type(error)(f"trajectory {n} of the rollout{text[len(alone):]}" if text.startswith(alone) else text) from None
 
 
 def _refuse_zero_quaternions(model, q: np.ndarray) -> None:

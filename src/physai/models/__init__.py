@@ -38,6 +38,7 @@ import numpy as np
 
 from physai import validation
 from physai.exceptions import (
+    CacheFileError,
     CacheWarning,
     InvalidArgumentError,
     InvalidInertiaError,
@@ -174,10 +175,6 @@ def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
         return m
     save_cached(m, saved, key)
     return m
-
-
-class CacheFileError(Exception):
-    """A cache file that cannot be used: why, for the CacheWarning that discards it."""
 
 
 def read_cached(path: Path, key: dict) -> mujoco.MjModel:
