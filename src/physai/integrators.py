@@ -179,7 +179,8 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     (N, 1, nu)). energy=False (default) skips the energy. On the compiled backend the trajectories run side by side in
     the lanes of the batch kernel's instruction set (8 with AVX-512; implicit one by one, its LU pivoting per
     trajectory) and share the cores, with the GIL released; each trajectory equals simulate from its own start within
-    rounding. Raises DivergenceError naming the first trajectory that diverged.
+    rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest index), and
+    InvalidStateError naming the trajectory whose initial state holds a zero quaternion.
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
@@ -238,9 +239,9 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
 
 
 def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
-    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native (which raises the named error of a zero
-    quaternion or a singular matrix, naming the trajectory and the step), else the Python loop; DivergenceError at the
-    first diverging step."""
+    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native (which raises the named error of a
+    singular matrix, naming the trajectory and the step), else the Python loop. A zero quaternion in an initial state is
+    refused first; DivergenceError at the first diverging step in time (ties: the lowest index), on either backend."""
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
     _refuse_zero_quaternions(model, q)
     if native.on:
