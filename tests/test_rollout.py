@@ -123,6 +123,19 @@ def test_the_first_divergence_in_time_is_named(integrator):
             run(backend, integrators.rollout, model, np.zeros((16, 2)), qd0, 0.01, 20, integrator)
 
 
+def test_a_singular_mass_matrix_is_named_alike_on_both_backends():
+    """The NumPy loop names the trajectory and the step of a singular matrix as the compiled loop does."""
+    from physai import dynamics
+
+    body = dynamics.Body(-1, [0, 0, 0], np.eye(3), "slide", [1, 0, 0], None, 0.0, [0, 0, 0], np.zeros((3, 3)))
+    massless = engine.compile_tree(dynamics.Tree([body], armature=[0.0]))
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidModelError, match="^trajectory 0 of the rollout at step 1: the mass matrix is singular"):
+            run(backend, integrators.rollout, massless, np.zeros((3, 1)), np.zeros((3, 1)), 1e-3, 5, "rk4")
+        with pytest.raises(InvalidModelError, match="^the simulation at step 1: the mass matrix is singular"):
+            run(backend, integrators.simulate, massless, [0.0], [0.0], 1e-3, 5)
+
+
 @pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
 def test_a_failure_before_a_lower_index_divergence_is_named(monkeypatch):
     """The compiled rollout raises the named error of its lowest-index failure only; when that one diverged later than

@@ -253,14 +253,17 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
         return Q, QD, E
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
-    first = None                                                       # (step, trajectory) of the first divergence
+    first = None                                                       # (step, trajectory, error) of the first failure
     for n in range(len(q)):
         rows = [None if x is None else x[n] for x in inputs]
-        k = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n])
-        if k is not None and (first is None or k < first[0]):
-            first = (k, n)
+        stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n])
+        if stop is not None and (first is None or stop[0] < first[0]):
+            first = (stop[0], n, stop[1])
     if first is not None:
-        k, n = first
+        k, n, error = first
+        if error is not None:                                          # named as the compiled loop names it
+            which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
+            raise type(error)(f"{which} at step {k + 1}: {error}") from None
         _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
     return Q, QD, E
 
@@ -293,19 +296,23 @@ def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
             raise InvalidStateError(f"{which} at step 1: {e}") from None
 
 
-def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E) -> int | None:
+def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E):
     """The NumPy simulation of one trajectory from Q[0], QD[0], in place; rows: (steps, ...) ctrl, qfrc, xfrc or None.
-    Returns None, or the step k whose result Q[k + 1], QD[k + 1] is not finite (the run stops there)."""
+    Returns None, or where the run stopped: (step k, None) when Q[k + 1], QD[k + 1] are not finite, (step k, the error)
+    when step k raised the named error of a singular matrix."""
     ctrls, applied, xfrc = rows
     stepper = _STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
     run = Dynamics(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping)
     for k in range(steps):
         run.inputs = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
-        with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
-            Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):        # a diverging step is reported by name
+                Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
+        except (InvalidModelError, InvalidStateError) as error:
+            return k, error
         if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
-            return k
+            return k, None
     if energy:
         E[steps] = engine.energy(model, Q[steps], QD[steps])
     return None
