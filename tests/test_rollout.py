@@ -161,6 +161,35 @@ def test_a_failure_before_a_lower_index_divergence_is_named(monkeypatch):
     assert calls == [N, 1]
 
 
+@pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
+@pytest.mark.parametrize("earlier", [True, False])
+def test_a_divergence_before_a_lower_index_failure_is_named(monkeypatch, earlier):
+    """The compiled rollout raises the error of trajectory 2, singular at step 5 (made up here); trajectory 7 diverged
+    at step 2, earlier in time: the steps before step 5 are run again and trajectory 7's divergence is named. Without an
+    earlier failure, trajectory 2's error stands."""
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    N, steps = 10, 6
+    calls = []
+
+    def compiled(model, q0, qd0, h, n_steps, *args):
+        calls.append(n_steps)
+        if n_steps == steps:
+            raise native.located(InvalidModelError("trajectory 2 of the rollout at step 5: the mass matrix is singular"), 2, 4)
+        Q, QD = np.zeros((N, n_steps + 1, 2)), np.zeros((N, n_steps + 1, 2))
+        stopped = np.full(N, -1)
+        if earlier:
+            Q[7, 2:] = np.inf                                         # trajectory 7 diverged at step 2 (index 1)
+            stopped[7] = 1
+        return Q, QD, np.zeros((N, n_steps + 1)), stopped
+
+    monkeypatch.setattr(native, "rollout", compiled)
+    expected = ((DivergenceError, "^trajectory 7 of the rollout diverged at step 2 ") if earlier else
+                (InvalidModelError, "^trajectory 2 of the rollout at step 5: the mass matrix is singular"))
+    with pytest.raises(expected[0], match=expected[1]):
+        run("native", integrators.rollout, model, np.zeros((N, 2)), np.zeros((N, 2)), 0.01, steps)
+    assert calls == [steps, 4]
+
+
 def test_shapes_are_checked():
     case = Case("franka_emika_panda")
     args = (case.model, case.q0, case.qd0, 1e-3, STEPS)

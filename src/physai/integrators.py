@@ -245,7 +245,18 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
     _refuse_zero_quaternions(model, q)
     if native.on:
-        Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
+        try:
+            Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
+        except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
+            failure = error
+        else:
+            failure = None
+        if failure is not None:
+            k = getattr(failure, "step", 0)
+            if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
+                _run_all(model, name, h, k, q, qd, acts, [None if x is None else x[:, :k] for x in inputs], euler_damping,
+                         False)
+            raise failure
         for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
             k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
