@@ -19,8 +19,8 @@ import pinocchio as pin
 import pytest
 
 from physai import conventions, derivatives, engine, integrators, models
-from physai.exceptions import InvalidArgumentError, ShapeError
-from helpers import MIXED, assert_close
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError
+from helpers import MIXED, assert_close, run
 
 ROBOTS = ["mixed_joints", "random_free", "random_fixed", "unitree_h1", "franka_emika_panda"]
 ROBOT_STATES = {"n": 3, "seed": 5}
@@ -274,3 +274,19 @@ def test_bad_input_is_named():
         derivatives.step_derivatives(model, q[0], qd[0], -0.01, "euler")
     with pytest.raises(InvalidArgumentError, match="ctrl"):
         derivatives.step_derivatives(model, q[0], qd[0], 0.01, "euler", ctrl=np.zeros(2))
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_overflowing_velocities_are_named(integrator):
+    """qd = 1e200: the error says the velocities overflow the forces (not "qdd[0] is nan", an internal array); applied
+    forces whose accelerations overflow are named as such; on both backends."""
+    model = engine.from_mujoco("double_pendulum")
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidStateError, match=r"^step_derivatives: the forces at this state are not finite although "
+                                                    r"the inputs are \(\|qd\| up to 1e\+200\): the velocities overflow") as error:
+            run(backend, derivatives.step_derivatives, model, np.zeros(2), np.full(2, 1e200), 0.01, integrator)
+        assert "qdd" not in str(error.value)
+        with pytest.raises(InvalidStateError, match=r"accelerations at this state are not finite although the forces are "
+                                                    r"\(\|qd\| up to 0, \|qfrc_applied\| up to 1\.7e\+308\): they overflow"):
+            run(backend, derivatives.step_derivatives, model, np.zeros(2), np.zeros(2), 0.01, integrator,
+                qfrc_applied=np.array([1.7e308, 1.7e308]))

@@ -315,6 +315,27 @@ def test_overflow_is_named_not_returned(pendulum):
         engine.rnea(pendulum, [0, 0], [1e200, 0], [0, 0])
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_zero_quaternion_in_integrate_is_named(backend):
+    """Not "the numbers overflow": the argument, the quaternion's place in q and, in a batch, the state."""
+    h1 = engine.from_mujoco("unitree_h1")
+    q = h1.qpos0
+    zero = q.copy()
+    zero[3:7] = 0.0
+    v = np.zeros(h1.nv)
+    previous = engine.set_backend(backend)
+    try:
+        with pytest.raises(InvalidStateError, match=r"^q\[3:7\] is a zero quaternion; a ball or free joint needs a unit"):
+            engine.integrate(h1, zero, v, 0.01)
+        with pytest.raises(InvalidStateError, match=r"^q\[3:7\] is a zero quaternion \(state 2\)"):
+            engine.integrate(h1, np.stack([q, q, zero]), np.zeros((3, h1.nv)), 0.01)
+        with pytest.raises(InvalidStateError, match=r"integrate is not finite at state 0 although the inputs are: the numbers overflow"):
+            with np.errstate(over="ignore", invalid="ignore"):
+                engine.integrate(h1, q, np.full(h1.nv, 1e300), 1e10)      # an overflow is still one
+    finally:
+        engine.set_backend(previous)
+
+
 def test_wrong_model_or_data(pendulum):
     with pytest.raises(InvalidModelError, match=r"expected a physai.engine.Model, a physai.dynamics.Tree"):
         engine.rnea(42, [0, 0], [0, 0], [0, 0])

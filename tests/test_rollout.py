@@ -14,7 +14,8 @@ import pytest
 from mujoco import rollout as mujoco_rollout
 
 from physai import engine, integrators, models
-from physai.exceptions import DivergenceError, InvalidStateError, ShapeError
+from physai.engine import native
+from physai.exceptions import DivergenceError, InvalidModelError, InvalidStateError, ShapeError
 from helpers import MIXED, Robot, assert_close, open_loop_inputs, run
 
 N, STEPS = 5, 150
@@ -89,13 +90,104 @@ def test_a_diverging_trajectory_is_named(integrator):
 
 
 def test_a_zero_quaternion_is_refused_by_name():
-    """On both backends; the compiled loop names the trajectory and the step (without running the Python loop)."""
+    """On both backends, naming the trajectory and the step (not "state 0", the state's index within one trajectory)."""
     model = engine.from_mujoco(models.load(MIXED))
-    q0 = np.stack([model.qpos0] * 3)
-    q0[2, model.coords.quat_q[0]] = 0.0
-    for backend, where in (("native", "trajectory 2 of the rollout at step 1: "), ("numpy", "")):
-        with pytest.raises(InvalidStateError, match=f"^{where}q\\[.*zero quaternion"):
-            run(backend, integrators.rollout, model, q0, np.zeros((3, model.nv)), 1e-3, 5, "rk4")
+    q0 = np.stack([model.qpos0] * 8)
+    a = model.coords.quat_q[1]
+    q0[5, a:a + 4] = 0.0
+    q0[7, a:a + 4] = 0.0
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidStateError, match=rf"^trajectory 5 of the rollout at step 1: q\[{a}:{a + 4}\] is a zero "
+                                                    r"quaternion; a ball or free joint needs a unit quaternion") as error:
+            run(backend, integrators.rollout, model, q0, np.zeros((8, model.nv)), 1e-3, 5, "rk4")
+        assert "state" not in str(error.value)
+        with pytest.raises(InvalidStateError, match=rf"^the simulation at step 1: q\[{a}:{a + 4}\] is a zero quaternion"):
+            run(backend, integrators.simulate, model, q0[5], np.zeros(model.nv), 1e-3, 5, "rk4")
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_the_first_divergence_in_time_is_named(integrator):
+    """Trajectory 11 diverges before trajectory 3 (a faster runaway): the error names trajectory 11 and its step, the
+    first divergence in time, not the lowest index; on both backends (each trajectory from simulate alone says when)."""
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    qd0 = np.zeros((16, 2))
+    qd0[11], qd0[3] = [1e100, -1e100], [1e20, -1e20]
+    alone = {}
+    for n in (3, 11):
+        with pytest.raises(DivergenceError) as error:
+            integrators.simulate(model, np.zeros(2), qd0[n], 0.01, 20, integrator)
+        alone[n] = int(str(error.value).split("diverged at step ")[1].split()[0])
+    assert alone[11] < alone[3]
+    for backend in ("native", "numpy"):
+        with pytest.raises(DivergenceError, match=f"^trajectory 11 of the rollout diverged at step {alone[11]} "):
+            run(backend, integrators.rollout, model, np.zeros((16, 2)), qd0, 0.01, 20, integrator)
+
+
+def test_a_singular_mass_matrix_is_named_alike_on_both_backends():
+    """The NumPy loop names the trajectory and the step of a singular matrix as the compiled loop does."""
+    from physai import dynamics
+
+    body = dynamics.Body(-1, [0, 0, 0], np.eye(3), "slide", [1, 0, 0], None, 0.0, [0, 0, 0], np.zeros((3, 3)))
+    massless = engine.compile_tree(dynamics.Tree([body], armature=[0.0]))
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidModelError, match="^trajectory 0 of the rollout at step 1: the mass matrix is singular"):
+            run(backend, integrators.rollout, massless, np.zeros((3, 1)), np.zeros((3, 1)), 1e-3, 5, "rk4")
+        with pytest.raises(InvalidModelError, match="^the simulation at step 1: the mass matrix is singular"):
+            run(backend, integrators.simulate, massless, [0.0], [0.0], 1e-3, 5)
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
+def test_a_failure_before_a_lower_index_divergence_is_named(monkeypatch):
+    """The compiled rollout raises the named error of its lowest-index failure only; when that one diverged later than
+    another trajectory stopped on a singular matrix (here: the compiled call's answer made up), the earlier one is run
+    again alone and its error names it."""
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    N, steps = 10, 6
+    calls = []
+
+    def compiled(model, q0, qd0, *args):
+        calls.append(len(q0))
+        if len(q0) == 1:                                              # trajectory 7 alone: what the kernel raises
+            raise InvalidModelError("the simulation at step 1: the mass matrix is singular")
+        Q, QD = np.zeros((N, steps + 1, 2)), np.zeros((N, steps + 1, 2))
+        Q[2, 4:] = np.nan                                             # trajectory 2 diverged at step 4 (index 3)
+        stopped = np.full(N, -1)
+        stopped[2], stopped[7] = 3, 0                                 # trajectory 7 stopped at step 1, not diverged
+        return Q, QD, np.zeros((N, steps + 1)), stopped
+
+    monkeypatch.setattr(native, "rollout", compiled)
+    with pytest.raises(InvalidModelError, match="^trajectory 7 of the rollout at step 1: the mass matrix is singular"):
+        run("native", integrators.rollout, model, np.zeros((N, 2)), np.zeros((N, 2)), 0.01, steps)
+    assert calls == [N, 1]
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
+@pytest.mark.parametrize("earlier", [True, False])
+def test_a_divergence_before_a_lower_index_failure_is_named(monkeypatch, earlier):
+    """The compiled rollout raises the error of trajectory 2, singular at step 5 (made up here); trajectory 7 diverged
+    at step 2, earlier in time: the steps before step 5 are run again and trajectory 7's divergence is named. Without an
+    earlier failure, trajectory 2's error stands."""
+    model = engine.from_mujoco(models.load("double_pendulum"))
+    N, steps = 10, 6
+    calls = []
+
+    def compiled(model, q0, qd0, h, n_steps, *args):
+        calls.append(n_steps)
+        if n_steps == steps:
+            raise native.located(InvalidModelError("trajectory 2 of the rollout at step 5: the mass matrix is singular"), 2, 4)
+        Q, QD = np.zeros((N, n_steps + 1, 2)), np.zeros((N, n_steps + 1, 2))
+        stopped = np.full(N, -1)
+        if earlier:
+            Q[7, 2:] = np.inf                                         # trajectory 7 diverged at step 2 (index 1)
+            stopped[7] = 1
+        return Q, QD, np.zeros((N, n_steps + 1)), stopped
+
+    monkeypatch.setattr(native, "rollout", compiled)
+    expected = ((DivergenceError, "^trajectory 7 of the rollout diverged at step 2 ") if earlier else
+                (InvalidModelError, "^trajectory 2 of the rollout at step 5: the mass matrix is singular"))
+    with pytest.raises(expected[0], match=expected[1]):
+        run("native", integrators.rollout, model, np.zeros((N, 2)), np.zeros((N, 2)), 0.01, steps)
+    assert calls == [steps, 4]
 
 
 def test_shapes_are_checked():

@@ -62,7 +62,7 @@ from physai.engine import batching, native
 from physai.engine.forward import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.model import Model
-from physai.exceptions import InvalidArgumentError
+from physai.exceptions import InvalidArgumentError, InvalidStateError
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
 
@@ -320,15 +320,42 @@ class _Stepper:
             Fq, Fv, Fu = Fq + Aq, Fv + Av, Au
         return Fq, Fv, Fu
 
+    def refuse_overflow(self, q, qd, f) -> None:
+        """InvalidStateError for finite inputs whose accelerations are not: which forces overflow, and the input that
+        drives them (the velocities, whose products grow with their square; or the applied forces, the controls)."""
+        x = self.x
+        largest = {"qd": np.abs(qd).max(initial=0.0)}
+        if x.qfrc_applied is not None:
+            largest["qfrc_applied"] = np.abs(x.qfrc_applied).max(initial=0.0)
+        if x.ctrl is not None:
+            largest["ctrl"] = np.abs(x.ctrl).max(initial=0.0)
+        inputs = ", ".join(f"|{k}| up to {v:.3g}" for k, v in largest.items())
+        if not np.isfinite(f).all():
+            with np.errstate(over="ignore", invalid="ignore"):
+                at_rest = self.run.evaluate(q, np.zeros_like(qd))[1]
+            cause = ("the velocities overflow the velocity-product (Coriolis and centrifugal) forces, which grow with "
+                     "qd squared" if np.isfinite(at_rest).all() else "the applied forces or the controls overflow")
+            raise InvalidStateError(f"step_derivatives: the forces at this state are not finite although the inputs are "
+                                    f"({inputs}): {cause}; expected inputs whose forces are finite numbers")
+        raise InvalidStateError(f"step_derivatives: the accelerations at this state are not finite although the forces "
+                                f"are ({inputs}): they overflow, or a body moves without mass, inertia or armature")
+
     def acceleration(self, q, qd, name):
         """(a, K, da/dq, da/dqd, da/dctrl) of K a = f: K = M (rk4, euler without damping), M + h B (euler), M - h D."""
         model, h, x = self.model, self.h, self.x
         M, f, _ = self.run.evaluate(q, qd)
+        if not np.isfinite(f).all():
+            self.refuse_overflow(q, qd, f)
         if name == "rk4" or (name == "euler" and not (self.euler_damping and (model.dof_damping > 0).any())):
             K = M
         else:
-            K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping)
+            try:
+                K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping)
+            except InvalidStateError:                  # the bias's velocity derivative overflowed
+                self.refuse_overflow(q, qd, np.full_like(f, np.nan))
         a = solve(K, f)
+        if not np.isfinite(a).all():
+            self.refuse_overflow(q, qd, f)
         Fq, Fv, Fu = self.force_derivatives(q, qd)
         tq, tv, _ = rnea_derivatives(model, q, qd, a)                 # compiled when the backend is native
         rq, rv = Fq - tq, Fv - tv

@@ -64,3 +64,12 @@ class UnknownLabError(PhysaiError, LookupError):
 
 class ConvergenceWarning(RuntimeWarning):
     """An iterative solver stopped at its iteration limit before its tolerance (the result is its last iterate)."""
+
+
+class CacheFileError(PhysaiError, ValueError):
+    """A file of physai's model cache cannot be used: another key, a failed checksum, unreadable, an unphysical model
+    (physai.models.read_cached; physai.models.compiled discards the file with a CacheWarning and compiles again)."""
+
+
+class CacheWarning(RuntimeWarning):
+    """physai.models discarded a cache file (another key, a failed checksum, an unphysical model) and compiled again."""

@@ -58,7 +58,7 @@ import numpy as np
 from physai import engine, forces, joints, validation
 from physai.linalg import solve
 from physai.engine import native, smooth
-from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError
+from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -181,7 +181,8 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     (N, 1, nu)). energy=False (default) skips the energy. On the compiled backend the trajectories run side by side in
     the lanes of the batch kernel's instruction set (8 with AVX-512; implicit one by one, its LU pivoting per
     trajectory) and share the cores, with the GIL released; each trajectory equals simulate from its own start within
-    rounding. Raises DivergenceError naming the first trajectory that diverged.
+    rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest index), and
+    InvalidStateError naming the trajectory whose initial state holds a zero quaternion.
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
@@ -241,22 +242,44 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
 
 
 def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
-    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native (which raises the named error of a zero
-    quaternion or a singular matrix, naming the trajectory and the step), else the Python loop; DivergenceError at the
-    first diverging step."""
+    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native (which raises the named error of a
+    singular matrix, naming the trajectory and the step), else the Python loop. A zero quaternion in an initial state is
+    refused first; DivergenceError at the first diverging step in time (ties: the lowest index), on either backend."""
     _check_output_size(model, len(q), steps)
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
+    _refuse_zero_quaternions(model, q)
     if native.on:
-        Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
-        for n in np.flatnonzero(stopped >= 0)[:1]:                     # the first trajectory that stopped diverged
-            k = int(stopped[n])
+        try:
+            Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
+        except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
+            failure = error
+        else:
+            failure = None
+        if failure is not None:
+            k = getattr(failure, "step", 0)
+            if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
+                _run_all(model, name, h, k, q, qd, acts, [None if x is None else x[:, :k] for x in inputs], euler_damping,
+                         False)
+            raise failure
+        for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
+            k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
+            _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n)   # it stopped on another failure
         return Q, QD, E
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
+    first = None                                                       # (step, trajectory, error) of the first failure
     for n in range(len(q)):
         rows = [None if x is None else x[n] for x in inputs]
-        _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], n if len(q) > 1 else None)
+        stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n])
+        if stop is not None and (first is None or stop[0] < first[0]):
+            first = (stop[0], n, stop[1])
+    if first is not None:
+        k, n, error = first
+        if error is not None:                                          # named as the compiled loop names it
+            which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
+            raise type(error)(f"{which} at step {k + 1}: {error}") from None
+        _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
     return Q, QD, E
 
 
@@ -274,19 +297,54 @@ def _check_output_size(model, N: int, steps: int) -> None:
                                    "pieces, each starting from the last state of the one before)")
 
 
-def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, trajectory=None):
-    """The NumPy simulation of one trajectory from Q[0], QD[0], in place; rows: (steps, ...) ctrl, qfrc, xfrc or None."""
+def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int) -> None:
+    """Trajectory n of a compiled rollout that stopped without diverging, run again alone (the same operations, the same
+    numbers): the compiled loop raises the named error of what stopped it (a singular matrix), raised here naming
+    trajectory n. The compiled rollout names only the lowest-index failure of a batch; the first in time comes here."""
+    rows = [None if x is None else x[n:n + 1] for x in inputs]
+    try:
+        native.rollout(model, q[n:n + 1], qd[n:n + 1], h, steps, name, acts, *rows, implicit, False)
+    except (InvalidStateError, InvalidModelError) as error:
+        text = str(error)
+        alone = "the simulation"                                       # native.Kernel.failed's words for one trajectory
+        raise type(error)(f"trajectory {n} of the rollout{text[len(alone):]}" if text.startswith(alone) else text) from None
+
+
+def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
+    """InvalidStateError naming the first trajectory whose initial state (a row of q (N, nq)) holds a zero quaternion,
+    and the quaternion, on either backend: "trajectory 5 of the rollout at step 1: q[3:7] is a zero quaternion; ..."."""
+    iq = model.coords.quats()[0]
+    if not len(iq):
+        return
+    zero = (np.einsum("nbi,nbi->nb", q[:, iq], q[:, iq]) == 0).any(axis=1)
+    for n in np.flatnonzero(zero)[:1]:
+        try:
+            joints.quat_to_mat(q[n][iq][..., None], iq[:, 0])
+        except InvalidStateError as e:
+            which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
+            raise InvalidStateError(f"{which} at step 1: {e}") from None
+
+
+def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E):
+    """The NumPy simulation of one trajectory from Q[0], QD[0], in place; rows: (steps, ...) ctrl, qfrc, xfrc or None.
+    Returns None, or where the run stopped: (step k, None) when Q[k + 1], QD[k + 1] are not finite, (step k, the error)
+    when step k raised the named error of a singular matrix."""
     ctrls, applied, xfrc = rows
     stepper = _STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
     run = Dynamics(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping)
     for k in range(steps):
         run.inputs = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
-        with np.errstate(over="ignore", invalid="ignore"):            # a diverging step is reported by name
-            Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
-        _check_finite(Q[k + 1], QD[k + 1], k, h, name, trajectory)
+        try:
+            with np.errstate(over="ignore", invalid="ignore"):        # a diverging step is reported by name
+                Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
+        except (InvalidModelError, InvalidStateError) as error:
+            return k, error
+        if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
+            return k, None
     if energy:
         E[steps] = engine.energy(model, Q[steps], QD[steps])
+    return None
 
 
 def _guarded(stepper, run: "Dynamics", q, qd):

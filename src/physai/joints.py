@@ -224,12 +224,14 @@ def default_range(jtype: int) -> tuple[float, float]:
 def quat_to_mat(quat: np.ndarray, where=None) -> np.ndarray:
     """Rotation matrices (..., 3, 3, n) of quaternions (..., 4, n), state last: physai.spatial.quat_to_mat, normalized.
 
-    A zero quaternion raises InvalidStateError naming where[k] (the q index of the k-th quaternion) if given."""
+    A zero quaternion raises InvalidStateError naming where[k] (the q index of the k-th quaternion) if given, and the
+    state when there are several (n > 1)."""
     zero = (quat == 0).all(axis=-2)
     if zero.any():
         k, s = (int(i) for i in np.argwhere(zero)[0][-2:]) if zero.ndim > 1 else (0, int(np.argmax(zero)))
         at = f"q[{where[k]}:{where[k] + 4}]" if where is not None else "a quaternion"
-        raise InvalidStateError(f"{at} is a zero quaternion (state {s}); a ball or free joint needs a unit quaternion "
+        state = f" (state {s})" if zero.shape[-1] > 1 else ""
+        raise InvalidStateError(f"{at} is a zero quaternion{state}; a ball or free joint needs a unit quaternion "
                                 "(w, x, y, z), e.g. (1, 0, 0, 0)")
     return np.moveaxis(spatial.quat_to_mat(np.moveaxis(quat, -1, -2)), -3, -1)
 

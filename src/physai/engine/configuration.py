@@ -17,7 +17,7 @@ from physai.engine import batching, native
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.validation import states
-from physai.exceptions import InvalidArgumentError
+from physai.exceptions import InvalidArgumentError, InvalidStateError
 
 
 #: the compiled integrate and difference (physai.engine.native), named as the NumPy text names a result that is not finite
@@ -29,12 +29,20 @@ def integrate(model: Model, q, qd, dt) -> np.ndarray:
     """q (+) dt qd: scalars add dt qd, quaternions turn by exp(dt w) in their own frame (mj_integratePos).
 
     Returns (nq,) or (N, nq); quaternions come out of unit length if they went in so (MuJoCo normalizes first).
+    A zero quaternion in q raises InvalidStateError naming it (and the state of a batch); a result that overflows, one
+    saying so.
     """
     if native.on:
-        return _INTEGRATE(model, q, qd, dt if type(dt) is float and math.isfinite(dt) else validation.number("dt", dt, "s"))
+        try:
+            return _INTEGRATE(model, q, qd, dt if type(dt) is float and math.isfinite(dt) else validation.number("dt", dt, "s"))
+        except InvalidStateError:                     # named after the fact: a zero quaternion, not an overflow
+            model = as_model(model)
+            _refuse_zero_quaternions(model, states(q=(q, model.nq))[0][0])
+            raise
     model = as_model(model)
     h = validation.number("dt", dt, "s")
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
+    _refuse_zero_quaternions(model, Q)
     return batching.result(joints.integrate(model.coords, Q, V, h), batch, "integrate")
 
 
@@ -47,6 +55,14 @@ def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
     h = validation.number("dt", dt, "s", positive=True)
     (Q0, Q1), batch = states(q0=(q0, model.nq), q1=(q1, model.nq))
     return batching.result(joints.difference(model.coords, Q0, Q1, h), batch, "difference")
+
+
+def _refuse_zero_quaternions(model: Model, q: np.ndarray) -> None:
+    """InvalidStateError for the first zero quaternion of positions q in the engine's layout (nq, n): "q[3:7] is a zero
+    quaternion (state 2); ..." (physai.joints.quat_to_mat's words)."""
+    iq = model.coords.quats()[0]
+    if len(iq):
+        joints.quat_to_mat(q[iq], iq[:, 0])
 
 
 def scalar_ranges(model: Model, ranges=None) -> tuple[np.ndarray, np.ndarray]:

@@ -16,6 +16,7 @@ of an engine link; the frame of a body with joints is the frame of its last link
 """
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -154,6 +155,8 @@ class Model:
     dof_damping     (nv,)           joint damping, passive force -b v [N m s/rad | N s/m]
     dof_ancestor    (nv, nv)        bool, [i, j] true when dof i is dof j or one of its ancestors
     dof_Mrow, dof_Mcol, dof_Mmask   CRBA gather: M[i, j] = (S . Ic S)[dof_Mrow[i, j], dof_Mcol[i, j]] * dof_Mmask[i, j]
+                                    (these four, O(nv^2), are made from dof_parentid on first use: `build` stays linear
+                                    in the number of bodies, a 20,000-link chain builds without them)
     jnt_type, jnt_qposadr, jnt_dofadr, jnt_bodyid, jnt_name   (njnt,) the source joints (physai.joints types)
     jnt_stiffness   (njnt,)         spring stiffness of hinges and slides [N m/rad | N/m]; spring force
                                     -k (q - springref), energy 1/2 k (q - springref)^2
@@ -200,10 +203,6 @@ class Model:
     dof_motion: np.ndarray
     dof_armature: np.ndarray
     dof_damping: np.ndarray
-    dof_ancestor: np.ndarray
-    dof_Mrow: np.ndarray
-    dof_Mcol: np.ndarray
-    dof_Mmask: np.ndarray
     jnt_type: np.ndarray
     jnt_qposadr: np.ndarray
     jnt_dofadr: np.ndarray
@@ -259,6 +258,34 @@ class Model:
 
     compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
 
+    @cached_property
+    def dof_ancestor(self) -> np.ndarray:
+        """(nv, nv) bool, [i, j] true when dof i is dof j or one of its ancestors; made on first use (O(nv^2))."""
+        nv, parent = self.nv, self.dof_parentid.tolist()
+        above = np.zeros((nv, nv), dtype=bool)        # above[j]: dof j's ancestors and itself, a row per dof
+        for j in range(nv):                           # its parent's row and itself (parents come first)
+            if parent[j] >= 0:
+                above[j, :j] = above[parent[j], :j]
+            above[j, j] = True
+        return _read_only(np.ascontiguousarray(above.T))
+
+    @cached_property
+    def dof_Mrow(self) -> np.ndarray:
+        """(nv, nv) CRBA gather rows: i where dof i is an ancestor of dof j, else j (see the class docstring)."""
+        nv = np.arange(self.nv)
+        return _read_only(np.where(self.dof_ancestor, nv[:, None], nv[None, :]))
+
+    @cached_property
+    def dof_Mcol(self) -> np.ndarray:
+        """(nv, nv) CRBA gather columns: j where dof i is an ancestor of dof j, else i."""
+        nv = np.arange(self.nv)
+        return _read_only(np.where(self.dof_ancestor, nv[None, :], nv[:, None]))
+
+    @cached_property
+    def dof_Mmask(self) -> np.ndarray:
+        """(nv, nv, 1) 1.0 where M[i, j] can be nonzero (one dof an ancestor of the other), else 0.0."""
+        return _read_only((self.dof_ancestor | self.dof_ancestor.T).astype(float)[:, :, None])
+
     def __getstate__(self) -> dict:
         """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
         receiving process makes its own on first use (physai.engine.native)."""
@@ -289,6 +316,11 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    a.setflags(write=False)
+    return a
 
 
 def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
@@ -362,21 +394,13 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         j, link = jnts[L["joint"][i][0]][0], L["link"][i]
         return 0.0 if link.world_axes else float(j.ref)
 
-    ancestor = np.zeros((nv, nv), dtype=bool)
-    for jd in range(nv):
-        i = jd
-        while i >= 0:
-            ancestor[i, jd] = True
-            i = dof_parent[i]
-    row = np.where(ancestor, np.arange(nv)[:, None], np.arange(nv)[None, :])
-    col = np.where(ancestor, np.arange(nv)[None, :], np.arange(nv)[:, None])
-
-    # the centre of each tree: the link carrying its root body (the body whose parent is the world or welded to it)
-    def root_link(b):
-        while bodies[b].parent >= 0 and owner[bodies[b].parent] >= 0:
-            b = bodies[b].parent
-        return owner[b]
-    center = np.array([root_link(b) for b in L["body"]], dtype=np.intp)
+    # the centre of each tree: the link carrying its root body (the body whose parent is the world or welded to it);
+    # parents come first, so one pass in body order finds every body's root body
+    root_body = list(range(nb))
+    for b, spec in enumerate(bodies):
+        if spec.parent >= 0 and owner[spec.parent] >= 0:
+            root_body[b] = root_body[spec.parent]
+    center = np.array([owner[root_body[b]] for b in L["body"]], dtype=np.intp)
     relative = np.zeros(nlink, dtype=bool)
     for i in range(nlink):
         p = parent[i]
@@ -403,8 +427,7 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         link_transforms=joints.LinkTransforms.of(L["link"], L["rot"], L["pos"], [jq[1] for jq in L["joint"]],
                                                  [ref(i) for i in range(nlink)]),
         dof_linkid=dof_link, dof_parentid=dof_parent, dof_motion=motion.reshape(-1, 6),
-        dof_armature=armature, dof_damping=per_dof("damping"), dof_ancestor=ancestor,
-        dof_Mrow=row, dof_Mcol=col, dof_Mmask=(ancestor | ancestor.T).astype(float)[:, :, None],
+        dof_armature=armature, dof_damping=per_dof("damping"),
         jnt_type=jtype, jnt_qposadr=qadr, jnt_dofadr=vadr, jnt_bodyid=np.array([b for _, b, *_ in jnts], dtype=np.intp),
         jnt_stiffness=stiff, jnt_springref=springref, jnt_name=tuple(j.name for j, *_ in jnts),
         spring_qposadr=qadr[spring], spring_dofadr=vadr[spring], spring_stiffness=stiff[spring], spring_ref=springref[spring],

@@ -332,12 +332,12 @@ class Kernel:
         if self.arguments[0][1] == "Q":                                # rollout: state is a trajectory, index its step
             where = ("the simulation" if len(args[0]) == 1 else f"trajectory {state} of the rollout") + f" at step {index + 1}"
             if kind == "singular":
-                raise InvalidModelError(f"{where}: {SINGULAR}")
+                raise located(InvalidModelError(f"{where}: {SINGULAR}"), state, index)
             try:
                 _ball_quaternions(model, result[0][state, index][:, None])
             except InvalidStateError as e:
-                raise InvalidStateError(f"{where}: {e}") from None
-            raise InvalidStateError(f"{where}: a zero quaternion")
+                raise located(InvalidStateError(f"{where}: {e}"), state, index) from None
+            raise located(InvalidStateError(f"{where}: a zero quaternion"), state, index)
         if kind == "zero_quaternion":
             _ball_quaternions(model, dict(zip(self._names(), self._columns(model, args)))[argument])
             raise InvalidStateError(f"{argument} holds a zero quaternion (state {state})")
@@ -376,6 +376,13 @@ class Kernel:
             else:
                 out.append({"h": float, "l": int, "p": _float64}.get(kind, lambda y: y)(x))
         return tuple(out) + (None,) * (4 - len(out))
+
+
+def located(error: Exception, trajectory: int, step: int) -> Exception:
+    """error with the rollout's trajectory and step (0-based: the step from state `step` to `step + 1`) as attributes,
+    error.trajectory and error.step, for a caller that compares failures in time (physai.integrators.rollout)."""
+    error.trajectory, error.step = int(trajectory), int(step)
+    return error
 
 
 def _ball_quaternions(model: Model, q: np.ndarray) -> None:
@@ -431,7 +438,8 @@ def rollout(model: Model, q0, qd0, h: float, steps: int, integrator: str, actuat
     (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or None. Returns
     (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,)): status -1, or the step at which a trajectory stopped; the first
     that stopped diverged (the caller raises the DivergenceError) unless it met a zero quaternion or a singular matrix,
-    raised here as the named error naming the trajectory and the step."""
+    raised here as the named error naming the trajectory and the step (also as its attributes .trajectory and .step,
+    see located). "The first" is the lowest index: the caller finds the first in time."""
     N = len(q0)
     acts = None if actuators is None else _ext.Actuators(compiled(model), actuator_fields(actuators))
     xfrc = None if xfrc_applied is None else xfrc_applied.reshape(N, steps, 6 * model.nbody)

@@ -231,9 +231,12 @@ def _body(link: ET.Element, joint: ET.Element | None, parent: int, independent_m
         pos, rot = _origin(joint, owner)
         if KINDS[jtype] is not None:
             axis_el = joint.find("axis")
+            text = axis_el.get("xyz", "1 0 0") if axis_el is not None else "1 0 0"
             axis = _floats(axis_el, "xyz", owner, "direction", "1 0 0") if axis_el is not None else np.array([1.0, 0.0, 0.0])
-            if np.linalg.norm(axis) == 0:
-                raise InvalidModelError(f"joint {joint.get('name')!r} has a zero axis")
+            if not np.abs(axis).max() > 0:
+                raise InvalidModelError(f"joint {joint.get('name')!r} has a zero axis (<axis xyz={text!r}>); expected a "
+                                        "direction, 3 finite numbers not all zero")
+            axis = axis / np.abs(axis).max()             # scaled first: 1e300 1e300 0 and 1e-320 0 0 are directions too
             dyn = joint.find("dynamics")
             damping = 0.0 if dyn is None else _number(dyn, "damping", owner, "N m s/rad | N s/m", 0.0)
             friction = 0.0 if dyn is None else _number(dyn, "friction", owner, "N m | N", 0.0)

@@ -11,24 +11,37 @@ In a course checkout with the offline mirror beside it (`../shared/menagerie` fr
 root), that mirror is used when MENAGERIE_ROOT is unset. Loaders build models and compute nothing.
 
 Compiled robots are cached. Compiling a Menagerie robot reads and processes its meshes (the Panda's 67 take most
-of its 0.5 s); the compiled model is saved once as MuJoCo's binary .mjb in the cache folder (PHYSAI_CACHE_DIR,
-else $XDG_CACHE_HOME/physai, else ~/.cache/physai) and later loads read that instead. The file's name holds a hash
-of MuJoCo's version, the entry file's path, the path, size and modification time of every file in the robot's folder
-and the contents of its XML files, so an edited or updated robot is compiled again. PHYSAI_CACHE_DIR=off turns the cache off; a folder that
-cannot be written only means no cache.
+of its 0.5 s); the compiled model is saved once in the cache folder (PHYSAI_CACHE_DIR, ~ and $VARIABLES expanded, else
+$XDG_CACHE_HOME/physai, else ~/.cache/physai) and later loads read that instead. A cache file (.physai-mjb) is one
+header line, JSON, then MuJoCo's binary .mjb: the header records the file's key (robot folder, entry file, MuJoCo's
+version, a digest of the robot's files: the path, size and modification time of every file in the robot's folder and
+the contents of its XML files) and the size and SHA-256 of the .mjb that follows. A file is used only when its key is
+the one asked for, its checksum holds and the model it holds is physical (finite masses >= 0, physical inertias);
+anything else is discarded with a CacheWarning and the robot compiled again, so an edited robot, another robot's file,
+a damaged or truncated file are never returned. Files are written whole: to a temporary *.part file in the same folder,
+then renamed over the cache file (os.replace); the temporary file is removed on any failure, and *.part files left by
+killed processes are removed once an hour old. PHYSAI_CACHE_DIR=off turns the cache off; a folder that cannot be
+written only means no cache.
 """
 
 import difflib
 import hashlib
+import json
 import os
 import tempfile
+import time
+import warnings
 from pathlib import Path
 
 import mujoco
 import numpy as np
 
+from physai import validation
 from physai.exceptions import (
+    CacheFileError,
+    CacheWarning,
     InvalidArgumentError,
+    InvalidInertiaError,
     InvalidModelError,
     ModelUnavailableError,
     UnknownModelError,
@@ -92,48 +105,159 @@ def load(name: str | Path, entry: str | None = None) -> mujoco.MjModel:
 
 
 def cache_dir() -> Path | None:
-    """physai's cache folder, or None when PHYSAI_CACHE_DIR=off: compiled models (.mjb) and, under lab/, the lab page's npm packages.
+    """physai's cache folder, or None when PHYSAI_CACHE_DIR=off: compiled models (.physai-mjb) and, under lab/, the lab
+    page's npm packages.
 
-    $PHYSAI_CACHE_DIR if set, else $XDG_CACHE_HOME/physai, else ~/.cache/physai.
+    $PHYSAI_CACHE_DIR if set (~ and $VARIABLES expanded: "~/x" is x in the home folder), else $XDG_CACHE_HOME/physai,
+    else ~/.cache/physai.
     """
     chosen = os.environ.get("PHYSAI_CACHE_DIR", "").strip()
     if chosen.lower() == "off":
         return None
     if chosen:
-        return Path(chosen)
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "physai"
+        return _expanded(chosen)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return (_expanded(xdg) if xdg else Path.home() / ".cache") / "physai"
+
+
+def _expanded(folder: str) -> Path:
+    """A folder named in an environment variable, with ~ (the home folder) and $VARIABLES expanded."""
+    return Path(os.path.expanduser(os.path.expandvars(folder)))
+
+
+#: a cache file's first bytes (then the header's JSON on the same line, then the .mjb); the version of its layout
+CACHE_MAGIC = b"physai-mjb 1 "
+CACHE_SUFFIX = ".physai-mjb"
+#: age [s] after which a *.part file in the cache folder is taken for the leftover of a killed process and removed
+STALE_PART_AGE = 3600.0
+
+
+def cache_key(xml: Path, folder: Path) -> dict:
+    """What a cached compile of `xml` (a file under `folder`) depends on: the robot (the folder's name), the entry file
+    (its path in the folder), the entry's absolute path, MuJoCo's version, and a SHA-256 of the path, size and
+    modification time of every file under `folder` and of the contents of its XML and URDF files under 1 MiB (meshes
+    by size and time)."""
+    digest = hashlib.sha256()
+    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
+        st = f.stat()
+        digest.update(f"\n{f.relative_to(folder).as_posix()} {st.st_size} {st.st_mtime_ns}".encode())
+        if f.suffix.lower() in (".xml", ".urdf") and st.st_size < 1 << 20:
+            digest.update(f.read_bytes())
+    resolved = xml.resolve()
+    try:
+        entry = resolved.relative_to(folder.resolve()).as_posix()
+    except ValueError:
+        entry = xml.name
+    return {"robot": folder.name, "entry": entry, "path": str(resolved), "mujoco": mujoco.__version__,
+            "sources": digest.hexdigest()}
 
 
 def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
-    """The MJCF file `xml` compiled, through the cache: a saved .mjb when one matches MuJoCo's version and every file
-    under `folder` (path, size, modification time), else MuJoCo's compiler (the result is then saved)."""
+    """The MJCF file `xml` compiled, through the cache (see the module docstring): the cached model when a cache file
+    with this key (cache_key) exists, holds its checksum and a physical model; else MuJoCo's compiler, whose result is
+    then saved. A cache file that fails a check is discarded (CacheWarning) and replaced."""
     root = cache_dir()
     if root is None:
         return mujoco.MjModel.from_xml_path(str(xml))
-    key = hashlib.sha256(f"{mujoco.__version__}\n{xml.resolve()}".encode())
-    for f in sorted(p for p in folder.rglob("*") if p.is_file()):
-        st = f.stat()
-        key.update(f"\n{f.relative_to(folder)} {st.st_size} {st.st_mtime_ns}".encode())
-        if f.suffix.lower() in (".xml", ".urdf") and st.st_size < 1 << 20:   # model text by content (small; meshes by size and time)
-            key.update(f.read_bytes())
-    saved = root / f"{folder.name}-{xml.stem}-{key.hexdigest()[:32]}.mjb"
+    key = cache_key(xml, folder)
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
+    saved = root / f"{folder.name}-{xml.stem}-{name}{CACHE_SUFFIX}"
     if saved.is_file():
         try:
-            return mujoco.MjModel.from_binary_path(str(saved))
-        except (ValueError, OSError):                 # unreadable: compile again below and replace it
-            pass
+            return read_cached(saved, key)
+        except CacheFileError as exc:
+            warnings.warn(f"physai: discarded the cached model {str(saved)!r} ({exc}); compiling {str(xml)!r} again",
+                          CacheWarning, stacklevel=2)
     m = mujoco.MjModel.from_xml_path(str(xml))
+    try:
+        check_cached_model(m)
+    except InvalidModelError:                         # returned as MuJoCo compiled it, but not cached: it would be refused
+        return m
+    save_cached(m, saved, key)
+    return m
+
+
+def read_cached(path: Path, key: dict) -> mujoco.MjModel:
+    """The model of the cache file `path` when its header holds `key`, its .mjb its size and SHA-256 and the model is
+    physical (check_cached_model); CacheFileError saying what failed otherwise."""
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise CacheFileError(f"unreadable: {exc}") from None
+    line, _, payload = data.partition(b"\n")
+    if not line.startswith(CACHE_MAGIC):
+        raise CacheFileError(f"not a physai cache file: it does not start with {CACHE_MAGIC!r}")
+    try:
+        header = json.loads(line[len(CACHE_MAGIC):])
+    except ValueError:
+        header = None
+    if not isinstance(header, dict) or not isinstance(header.get("key"), dict):
+        raise CacheFileError("its header is not the JSON of a key and a checksum")
+    if header["key"] != key:
+        found = header["key"]
+        wrong = [f"{k} {found.get(k)!r}, expected {key.get(k)!r}" for k in sorted(set(key) | set(found)) if found.get(k) != key.get(k)]
+        raise CacheFileError(f"it was made for another key: {'; '.join(wrong)}")
+    if header.get("size") != len(payload) or header.get("sha256") != hashlib.sha256(payload).hexdigest():
+        raise CacheFileError(f"its checksum fails: {len(payload)} bytes with SHA-256 {hashlib.sha256(payload).hexdigest()[:16]}..., "
+                             f"the header records {header.get('size')!r} bytes with {str(header.get('sha256'))[:16]!r}...")
+    try:
+        m = mujoco.MjModel.from_binary_path("cached.mjb", {"cached.mjb": payload})
+    except (ValueError, OSError) as exc:
+        raise CacheFileError(f"MuJoCo cannot read its model: {str(exc).strip()}") from None
+    try:
+        check_cached_model(m)
+    except InvalidModelError as exc:
+        raise CacheFileError(f"its model is not physical: {exc}") from None
+    return m
+
+
+def check_cached_model(m: mujoco.MjModel) -> None:
+    """Refuse (InvalidInertiaError) a model whose bodies' masses are not finite and >= 0 or whose principal inertias
+    are not finite, >= 0 and within the triangle rule (validation.inertia), naming the body."""
+    for b in range(m.nbody):
+        who = f"body {b} ({mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)!r})"
+        mass, moments = float(m.body_mass[b]), m.body_inertia[b]
+        if not (np.isfinite(mass) and mass >= 0):
+            raise InvalidInertiaError(f"{who}: mass {mass} kg, expected a finite number >= 0")
+        if not np.isfinite(moments).all():
+            raise InvalidInertiaError(f"{who}: principal moments {moments} kg m^2, expected finite numbers")
+        validation.inertia(who, np.diag(moments))
+
+
+def save_cached(m: mujoco.MjModel, path: Path, key: dict) -> None:
+    """Write m as the cache file `path` with `key` in its header: whole, through a *.part file in the same folder
+    renamed over `path`; the *.part file is removed on any failure. A folder that cannot be written is no error (no
+    cache); stale *.part files of killed processes are removed (clean_stale_parts)."""
+    buffer = np.empty(mujoco.mj_sizeModel(m), dtype=np.uint8)
+    mujoco.mj_saveModel(m, None, buffer)
+    payload = buffer.tobytes()
+    header = json.dumps({"key": key, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}, sort_keys=True)
     part = None
     try:
-        root.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=root, suffix=".part", delete=False) as tmp:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale_parts(path.parent)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".part", delete=False) as tmp:
             part = Path(tmp.name)
-        mujoco.mj_saveModel(m, str(part), None)
-        os.replace(part, saved)                       # whole files only, also with processes loading side by side
-    except (OSError, ValueError):
+            tmp.write(CACHE_MAGIC + header.encode() + b"\n" + payload)
+        os.replace(part, path)                        # whole files only, also with processes loading side by side
+        part = None
+    except OSError:                                   # an unwritable folder: no cache
+        pass
+    finally:
         if part is not None:
             part.unlink(missing_ok=True)
-    return m
+
+
+def clean_stale_parts(folder: Path, age: float = STALE_PART_AGE) -> None:
+    """Remove the *.part files in `folder` older than `age` seconds: left by processes killed while writing (a
+    younger one may be another process's write under way). Errors are ignored."""
+    now = time.time()
+    for part in folder.glob("*.part"):
+        try:
+            if now - part.stat().st_mtime > age:
+                part.unlink()
+        except OSError:
+            pass
 
 
 def _file(name, entry: str | None) -> Path | None:
