@@ -18,7 +18,8 @@ tests=("$@")
 if [ ${#tests[@]} -eq 0 ]; then
     tests=(tests/test_backend.py tests/test_native_vs_numpy.py tests/test_rollout.py tests/test_integrators.py
            tests/test_jacobians.py tests/test_kinematics.py tests/test_errors.py tests/test_inverse.py tests/test_engine.py
-           tests/test_derivatives.py tests/test_forces.py tests/test_constraints_native.py tests/test_constraints.py)
+           tests/test_derivatives.py tests/test_forces.py tests/test_constraints_native.py tests/test_constraints.py
+           tests/test_threads.py tests/test_hostile_input.py)
 fi
 # libasan first, and the C++ runtime with it: the extension throws (a KernelError from C++), and an uninstrumented
 # interpreter would otherwise load libstdc++ after ASan has set up its exception interceptors
