@@ -276,13 +276,19 @@ inline void tree_solve(const Tree &t, const double *L, const double *inv, int n,
     }
 }
 
-// y = J x over the rows' nonzero columns, a group's rows (the same columns, their entries nc apart) four at a time
+// fn(i, e, nc, cols) for each group of rows [i, e) on the same nc columns cols (their entries nc apart in r.val)
+template <class Fn> inline void for_each_group(const Rows &r, Fn &&fn) {
+    for (size_t g = 0; g + 1 < r.group.size(); g++) {
+        int i = r.group[g];
+        fn(i, r.group[g + 1], r.start[size_t(i) + 1] - r.start[size_t(i)], r.cols.data() + r.start[size_t(i)]);
+    }
+}
+
+// y = J x over the rows' nonzero columns, a group's rows four at a time
 inline void rows_times(const Rows &r, const double *x, double *y) {
     const double *val = r.val.data();
     const int *start = r.start.data();
-    for (size_t g = 0; g + 1 < r.group.size(); g++) {
-        int i = r.group[g], e = r.group[g + 1], nc = start[i + 1] - start[i];
-        const int *cols = r.cols.data() + start[i];
+    for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         for (; i + 4 <= e; i += 4) {
             const double *v = val + start[i];
             double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
@@ -298,7 +304,7 @@ inline void rows_times(const Rows &r, const double *x, double *y) {
             for (int k = 0; k < nc; k++) s += v[k] * x[cols[k]];
             y[i] = s;
         }
-    }
+    });
 }
 
 // y = J^T f (nv) over the rows' nonzero columns: y_j += J_ij f_i, the rows ascending (a group's four at a time, column
@@ -307,9 +313,7 @@ inline void rows_transpose_times(const Rows &r, const double *f, double *y) {
     for (int j = 0; j < r.nv; j++) y[j] = 0.0;
     const double *val = r.val.data();
     const int *start = r.start.data();
-    for (size_t g = 0; g + 1 < r.group.size(); g++) {
-        int i = r.group[g], e = r.group[g + 1], nc = start[i + 1] - start[i];
-        const int *cols = r.cols.data() + start[i];
+    for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         for (; i + 4 <= e; i += 4) {
             const double *v = val + start[i], f0 = f[i], f1 = f[i + 1], f2 = f[i + 2], f3 = f[i + 3];
             for (int k = 0; k < nc; k++) {
@@ -322,7 +326,7 @@ inline void rows_transpose_times(const Rows &r, const double *f, double *y) {
             const double *v = val + start[i], fi = f[i];
             for (int k = 0; k < nc; k++) y[cols[k]] += v[k] * fi;
         }
-    }
+    });
 }
 
 inline double norm(const double *x, int n) { return std::sqrt(dot(x, x, n)); }
@@ -1119,10 +1123,8 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     auto at = [&](int i, int j) -> double & { return tree ? H[t.adr[size_t(i)] + t.depth[size_t(j)]] : H[size_t(i) * nv + j]; };
     std::fill(H, H + (tree ? size_t(t.nnz) : size_t(nv) * nv), 0.0);
     double *G = w.G.data(), *g = w.g.data();
-    for (size_t grp = 0; grp + 1 < r.group.size(); grp++) {
+    for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
-        int i = r.group[grp], e = r.group[grp + 1];
-        const int *cols = r.cols.data() + r.start[size_t(i)], nc = r.start[size_t(i) + 1] - r.start[size_t(i)];
         std::fill(G, G + size_t(nc) * nc, 0.0);
         bool any = false;
         for (int k = i; k < e; k++) {
@@ -1139,7 +1141,7 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
                 const double *Ga = G + size_t(a) * nc;
                 for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
             }
-    }
+    });
     if (tree) {
         const double *M = w.Mt.data();
         for (int k = 0; k < t.nnz; k++) H[k] = M[k] + H[k];
