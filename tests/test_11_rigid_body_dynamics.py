@@ -180,5 +180,4 @@ def test_semi_implicit_euler_reproduces_mj_step_for_10_s():
     peak = 100 * np.abs(ours).max() / releasable
     assert peak == pytest.approx(100 * np.abs(theirs).max() / releasable, abs=1e-11)   # % (1.5e-13 seen)
     # labeled cross-check against the lesson's published numbers (Result 2, Euler at 2 ms): 4.660 J, +14.357 %
-    assert round(releasable, 3) == 4.660
-    assert round(peak, 3) == 14.357
+    assert abs(releasable - 4.660) <= 5e-4 and abs(peak - 14.357) <= 5e-4   # half a unit in the last printed digit

@@ -78,7 +78,8 @@ def test_pendulum_energy_is_d_energy_of_the_step_start(swing):
     drift = 100 * (traj.energy[:-1] - traj.energy[0]) / releasable
     table = {"euler": (14.357, 14.355), "implicitfast": (14.357, 14.355), "implicit": (11.352, -11.352),
              "rk4": (0.000, -0.000)}[name]
-    assert (round(np.abs(drift).max(), 3), round(drift[-1], 3)) == table
+    half = 5e-4                                            # half a unit in the lesson's last printed digit
+    assert abs(np.abs(drift).max() - table[0]) <= half and abs(drift[-1] - table[1]) <= half
 
 
 def test_rk4_d_energy_belongs_to_its_last_stage():

@@ -136,7 +136,6 @@ def test_a_singular_mass_matrix_is_named_alike_on_both_backends():
             run(backend, integrators.simulate, massless, [0.0], [0.0], 1e-3, 5)
 
 
-@pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
 def test_a_failure_before_a_lower_index_divergence_is_named(monkeypatch):
     """The compiled rollout raises the named error of its lowest-index failure only; when that one diverged later than
     another trajectory stopped on a singular matrix (here: the compiled call's answer made up), the earlier one is run
@@ -161,7 +160,6 @@ def test_a_failure_before_a_lower_index_divergence_is_named(monkeypatch):
     assert calls == [N, 1]
 
 
-@pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
 @pytest.mark.parametrize("earlier", [True, False])
 def test_a_divergence_before_a_lower_index_failure_is_named(monkeypatch, earlier):
     """The compiled rollout raises the error of trajectory 2, singular at step 5 (made up here); trajectory 7 diverged

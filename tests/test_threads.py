@@ -15,7 +15,6 @@ import pytest
 from physai import engine, integrators
 from physai.engine import native
 
-pytestmark = pytest.mark.skipif(not native.available(), reason="the compiled backend is not built")
 _ext = native._ext
 
 

@@ -314,10 +314,7 @@ def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
     """InvalidStateError naming the first trajectory whose initial state (a row of q (N, nq)) holds a zero quaternion,
     and the quaternion, on either backend: "trajectory 5 of the rollout at step 1: q[3:7] is a zero quaternion; ..."."""
     iq = model.coords.quats()[0]
-    if not len(iq):
-        return
-    zero = (np.einsum("nbi,nbi->nb", q[:, iq], q[:, iq]) == 0).any(axis=1)
-    for n in np.flatnonzero(zero)[:1]:
+    for n in np.flatnonzero(_zero_quaternion(model, q))[:1]:
         try:
             joints.quat_to_mat(q[n][iq][..., None], iq[:, 0])
         except InvalidStateError as e:
@@ -359,10 +356,11 @@ def _guarded(stepper, run: "Dynamics", q, qd):
         return np.full_like(q, np.nan), np.full_like(qd, np.nan), np.nan
 
 
-def _zero_quaternion(model, q) -> bool:
-    """Whether a ball or free joint's quaternion in q (nq,) is zero (the state's own fault, not a divergence)."""
+def _zero_quaternion(model, q) -> np.ndarray:
+    """Whether a ball or free joint's quaternion is zero (all four components, as physai.joints.quat_to_mat refuses it:
+    the state's own fault, not a divergence), per state of q (..., nq)."""
     iq = model.coords.quats()[0]
-    return bool(len(iq) and (np.einsum("bi,bi->b", q[iq], q[iq]) == 0).any())
+    return (q[..., iq] == 0).all(axis=-1).any(axis=-1)
 
 
 def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None) -> None:
