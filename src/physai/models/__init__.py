@@ -216,9 +216,8 @@ def check_cached_model(m: mujoco.MjModel) -> None:
     are not finite, >= 0 and within the triangle rule (validation.inertia), naming the body."""
     for b in range(m.nbody):
         who = f"body {b} ({mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)!r})"
-        mass, moments = float(m.body_mass[b]), m.body_inertia[b]
-        if not (np.isfinite(mass) and mass >= 0):
-            raise InvalidInertiaError(f"{who}: mass {mass} kg, expected a finite number >= 0")
+        validation.mass(who, m.body_mass[b])
+        moments = m.body_inertia[b]
         if not np.isfinite(moments).all():
             raise InvalidInertiaError(f"{who}: principal moments {moments} kg m^2, expected finite numbers")
         validation.inertia(who, np.diag(moments))
