@@ -88,12 +88,13 @@ def model_files(lab: Lab) -> tuple[Path, str, list[str]]:
     return root, path.name, sorted(files)
 
 
-def inside(path: Path, root: Path) -> bool:
-    """True when `path`, its symbolic links resolved, is `root` or lies under it (root is resolved too)."""
+def inside(path: Path, root: Path) -> Path | None:
+    """`path` with its symbolic links resolved when it is `root` or lies under it (root is resolved too), else None."""
     try:
-        return path.resolve().is_relative_to(root.resolve())
+        resolved = path.resolve()
+        return resolved if resolved.is_relative_to(root.resolve()) else None
     except (OSError, RuntimeError, ValueError):     # a link loop, a NUL, a name the file system refuses
-        return False
+        return None
 
 
 def port_number(value: int | str) -> int:
@@ -273,9 +274,9 @@ class LabHandler(BaseHTTPRequestHandler):
 
     def send_file(self, path: Path, root: Path, send_body: bool) -> None:
         """The file at `path` if it, its links resolved, is a file under `root`; else 404."""
+        resolved = inside(path, root)
         try:
-            resolved = path.resolve()
-            if not (resolved.is_relative_to(root.resolve()) and resolved.is_file()):
+            if resolved is None or not resolved.is_file():
                 return self.send_error(HTTPStatus.NOT_FOUND)
             body = resolved.read_bytes()
         except (OSError, RuntimeError, ValueError):
