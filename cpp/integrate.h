@@ -41,10 +41,13 @@ template <class T> void integrate_pos(const Model &m, const T *q, const T *v, do
     }
 }
 
-// the rotation vector log(q0^-1 q1) (MuJoCo's mju_subQuat), angle wrapped to [-pi, pi], as joints.quat_difference
+// the rotation vector log(q0^-1 q1) of q0 and q1 normalized first (MuJoCo's mj_differentiatePos, mju_subQuat), angle
+// wrapped to [-pi, pi], as joints.quat_difference (NaN for a zero quaternion)
 inline void quat_difference(const double *q1, const double *q0, double *out) {
-    double c[4] = {q0[0], -q0[1], -q0[2], -q0[3]}, d[4];
-    quat_mul(c, q1, d);
+    double u0[4], u1[4], d[4];
+    quat_normalize(q0, u0), quat_normalize(q1, u1);
+    double c[4] = {u0[0], -u0[1], -u0[2], -u0[3]};
+    quat_mul(c, u1, d);
     double s = std::sqrt(d[1] * d[1] + d[2] * d[2] + d[3] * d[3]);
     double angle = 2.0 * std::atan2(s, d[0]);
     if (angle > M_PI) angle -= 2.0 * M_PI;

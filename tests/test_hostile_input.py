@@ -47,6 +47,37 @@ def test_a_quaternion_of_any_finite_size_is_normalized_exactly(tree, backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_difference_normalizes_quaternions_as_mj_differentiatePos(tree, backend):
+    """engine.difference reads q0 and q1's quaternions normalized, as MuJoCo's mj_differentiatePos does: quaternions
+    of norm 3, 1e200 and 1e-200 give MuJoCo's velocity of the normalized pair (1e-12 of its scale)."""
+    m = load("random_free", constraints=False)
+    q0, _ = engine.random_states(tree, 6, 4)
+    q1, _ = engine.random_states(tree, 6, 5)
+    quats = tree.coords.quats()[0]
+    expected = np.empty((6, m.nv))
+    for k in range(6):
+        mujoco.mj_differentiatePos(m, expected[k], 0.01, q0[k], q1[k])
+    bound = 1e-12 * np.abs(expected).max()
+    for scale in (3.0, 1e200, 1e-200):
+        a, b = q0.copy(), q1.copy()
+        a[:, quats] *= scale
+        b[1::2, quats] /= scale
+        assert np.abs(run(backend, engine.difference, tree, a, b, 0.01) - expected).max() <= bound, scale
+        assert np.abs(run(backend, engine.difference, tree, a[2], b[2], 0.01) - expected[2]).max() <= bound, scale
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("which", ["q0", "q1"])
+def test_difference_refuses_a_zero_quaternion_by_name(tree, backend, which):
+    q, _ = engine.random_states(tree, 3, 6)
+    bad = q.copy()
+    bad[1, 3:7] = 0.0
+    args = (bad, q) if which == "q0" else (q, bad)
+    with pytest.raises(InvalidStateError, match=rf"^{which}\[3:7\] is a zero quaternion \(state 1\)"):
+        run(backend, engine.difference, tree, *args, 0.01)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_constraint_rows_read_quaternions_of_any_size_exactly(backend):
     """The constraint kinematics (weld orientations, ball joint limits) normalize q's quaternions too."""
     m, d = constraint_scene(0, "pyramidal", 3)

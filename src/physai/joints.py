@@ -221,15 +221,15 @@ def default_range(jtype: int) -> tuple[float, float]:
 
 # ---- quaternions (w, x, y, z), state last ----
 
-def quat_to_mat(quat: np.ndarray, where=None) -> np.ndarray:
+def quat_to_mat(quat: np.ndarray, where=None, name: str = "q") -> np.ndarray:
     """Rotation matrices (..., 3, 3, n) of quaternions (..., 4, n), state last: physai.spatial.quat_to_mat, normalized.
 
-    A zero quaternion raises InvalidStateError naming where[k] (the q index of the k-th quaternion) if given, and the
-    state when there are several (n > 1)."""
+    A zero quaternion raises InvalidStateError naming where[k] (the index in the positions `name` of the k-th
+    quaternion) if given, and the state when there are several (n > 1)."""
     zero = (quat == 0).all(axis=-2)
     if zero.any():
         k, s = (int(i) for i in np.argwhere(zero)[0][-2:]) if zero.ndim > 1 else (0, int(np.argmax(zero)))
-        at = f"q[{where[k]}:{where[k] + 4}]" if where is not None else "a quaternion"
+        at = f"{name}[{where[k]}:{where[k] + 4}]" if where is not None else "a quaternion"
         state = f" (state {s})" if zero.shape[-1] > 1 else ""
         raise InvalidStateError(f"{at} is a zero quaternion{state}; a ball or free joint needs a unit quaternion "
                                 "(w, x, y, z), e.g. (1, 0, 0, 0)")
@@ -252,10 +252,11 @@ def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:
 
 
 def quat_difference(q1: np.ndarray, q0: np.ndarray) -> np.ndarray:
-    """MuJoCo's mju_subQuat: the rotation vector (..., 3, n) that takes q0 to q1 in q0's frame, log(q0^-1 q1),
-    angle wrapped to [-pi, pi]."""
-    conj = q0 * np.array([1.0, -1.0, -1.0, -1.0])[:, None]
-    d = quat_mul(conj, q1)
+    """MuJoCo's mju_subQuat of q0 and q1 normalized first (mj_differentiatePos): the rotation vector (..., 3, n) that
+    takes q0 to q1 in q0's frame, log(q0^-1 q1), angle wrapped to [-pi, pi]. A zero quaternion gives NaN."""
+    unit = lambda quat: np.moveaxis(spatial.quat_normalize(np.moveaxis(quat, -2, -1)), -1, -2)   # noqa: E731
+    conj = unit(q0) * np.array([1.0, -1.0, -1.0, -1.0])[:, None]
+    d = quat_mul(conj, unit(q1))
     v = d[..., 1:, :]
     s = np.sqrt(np.einsum("...in,...in->...n", v, v))
     angle = 2.0 * np.arctan2(s, d[..., 0, :])

@@ -47,22 +47,33 @@ def integrate(model: Model, q, qd, dt) -> np.ndarray:
 
 
 def difference(model: Model, q0, q1, dt=1.0) -> np.ndarray:
-    """The velocity qd (nv,) or (N, nv) with integrate(q0, qd, dt) = q1 (mj_differentiatePos), dt > 0 [s]."""
+    """The velocity qd (nv,) or (N, nv) with integrate(q0, qd, dt) = q1 (mj_differentiatePos), dt > 0 [s].
+
+    Quaternions are normalized first, as MuJoCo does; a zero quaternion in q0 or q1 raises InvalidStateError naming it.
+    """
     if native.on:
         h = dt if type(dt) is float and math.isfinite(dt) and dt > 0 else validation.number("dt", dt, "s", positive=True)
-        return _DIFFERENCE(model, q0, q1, h)
+        try:
+            return _DIFFERENCE(model, q0, q1, h)
+        except InvalidStateError:                     # named after the fact: a zero quaternion, not an overflow
+            model = as_model(model)
+            for name, q in (("q0", q0), ("q1", q1)):
+                _refuse_zero_quaternions(model, states(**{name: (q, model.nq)})[0][0], name)
+            raise
     model = as_model(model)
     h = validation.number("dt", dt, "s", positive=True)
     (Q0, Q1), batch = states(q0=(q0, model.nq), q1=(q1, model.nq))
+    _refuse_zero_quaternions(model, Q0, "q0")
+    _refuse_zero_quaternions(model, Q1, "q1")
     return batching.result(joints.difference(model.coords, Q0, Q1, h), batch, "difference")
 
 
-def _refuse_zero_quaternions(model: Model, q: np.ndarray) -> None:
+def _refuse_zero_quaternions(model: Model, q: np.ndarray, name: str = "q") -> None:
     """InvalidStateError for the first zero quaternion of positions q in the engine's layout (nq, n): "q[3:7] is a zero
-    quaternion (state 2); ..." (physai.joints.quat_to_mat's words)."""
+    quaternion (state 2); ..." (physai.joints.quat_to_mat's words; q named `name`)."""
     iq = model.coords.quats()[0]
     if len(iq):
-        joints.quat_to_mat(q[iq], iq[:, 0])
+        joints.quat_to_mat(q[iq], iq[:, 0], name)
 
 
 def scalar_ranges(model: Model, ranges=None) -> tuple[np.ndarray, np.ndarray]:
