@@ -1,7 +1,8 @@
-"""physai.models' cache of compiled robots (.physai-mjb): a cached load is the same model, an edited robot is compiled
-again, PHYSAI_CACHE_DIR=off and an unwritable folder only mean no cache; a cache file is trusted only with its own key,
-its checksum and a physical model (flipped bytes, another robot's file, negative masses: compiled again), ~ and
-$VARIABLES are expanded in PHYSAI_CACHE_DIR, and no *.part file is left behind."""
+"""physai.models' cache of compiled robots (a .mjb and its .json header): a cached load is the same model, an edited
+robot is compiled again and its replaced entry removed, PHYSAI_CACHE_DIR=off and an unwritable folder only mean no
+cache; a cache entry is trusted only with its own key, its checksum and a physical model (flipped bytes, another robot's
+file, negative masses: compiled again), ~ and $VARIABLES are expanded in PHYSAI_CACHE_DIR, and no *.part file is left
+behind."""
 
 import os
 import time
@@ -40,8 +41,8 @@ def robot(tmp_path, mass=1.0):
 def test_a_cached_load_is_the_same_model(tmp_path, monkeypatch):
     monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path / "cache"))
     first = models.load("franka_emika_panda")
-    saved = list((tmp_path / "cache").glob("*.physai-mjb"))
-    assert len(saved) == 1
+    saved = list((tmp_path / "cache").glob("*.mjb"))
+    assert len(saved) == 1 and saved[0].with_suffix(".json").is_file()
     monkeypatch.setattr(mujoco.MjModel, "from_xml_path", lambda *a: pytest.fail("compiled again instead of read from the cache"))
     again = models.load("franka_emika_panda")
     a, b = arrays(first), arrays(again)
@@ -51,13 +52,23 @@ def test_a_cached_load_is_the_same_model(tmp_path, monkeypatch):
 
 
 def test_an_edited_robot_is_compiled_again(tmp_path, monkeypatch):
-    monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path / "cache"))
+    """An edited robot gets a new entry, which replaces the old one (removed); so do the single files of physai's
+    earlier format for the same robot and entry file, while another robot's entry and foreign files are kept."""
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PHYSAI_CACHE_DIR", str(cache))
     xml, folder = robot(tmp_path, mass=1.0)
     assert models.compiled(xml, folder).body_mass[1] == 1.0
+    (first,) = cache.glob("robot-scene-*.mjb")
     assert models.compiled(xml, folder).body_mass[1] == 1.0          # from the cache
+    kept = [cache / "other-scene-0123abcd-0123456789abcdef01234567.mjb", cache / "notes.txt"]
+    earlier = [cache / f"robot-scene-{'0' * 32}.mjb", cache / f"robot-scene-{'1' * 32}.physai-mjb"]
+    for f in kept + earlier:
+        f.write_bytes(b"x")
     robot(tmp_path, mass=2.5)                                          # an included file changes
     assert models.compiled(xml, folder).body_mass[1] == 2.5
-    assert len(list((tmp_path / "cache").glob("robot-scene-*.physai-mjb"))) == 2
+    (second,) = cache.glob("robot-scene-*.mjb")
+    assert second != first and not first.with_suffix(".json").exists()
+    assert all(f.exists() for f in kept) and not any(f.exists() for f in earlier)
 
 
 def test_the_cache_can_be_off_or_unwritable(tmp_path, monkeypatch):
@@ -77,10 +88,21 @@ def test_a_damaged_cache_file_is_replaced(tmp_path, monkeypatch):
     monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path / "cache"))
     xml, folder = robot(tmp_path)
     models.compiled(xml, folder)
-    (saved,) = (tmp_path / "cache").glob("*.physai-mjb")
+    (saved,) = (tmp_path / "cache").glob("*.mjb")
+    header = saved.with_suffix(".json")
     for damage in (b"not a model", saved.read_bytes()[:-100], b""):        # garbage, truncated, empty
         saved.write_bytes(damage)
-        with pytest.warns(CacheWarning, match="discarded the cached model"):
+        with pytest.warns(CacheWarning, match="discarded the cached model .*checksum fails"):
+            assert models.compiled(xml, folder).nv == 1
+        assert models.read_cached(saved, models.cache_key(xml, folder)).nv == 1
+    for damage in (b"{not json", b'{"format": "physai-mjb 1"}', b"\xff\xfe"):   # a header damaged or of another format
+        header.write_bytes(damage)
+        with pytest.warns(CacheWarning, match="discarded the cached model .*header"):
+            assert models.compiled(xml, folder).nv == 1
+        assert models.read_cached(saved, models.cache_key(xml, folder)).nv == 1
+    for lost in (saved, header):                                           # one of the two files removed
+        lost.unlink()
+        with pytest.warns(CacheWarning, match="discarded the cached model .*unreadable"):
             assert models.compiled(xml, folder).nv == 1
         assert models.read_cached(saved, models.cache_key(xml, folder)).nv == 1
 
@@ -89,7 +111,7 @@ def panda_files(tmp_path, monkeypatch):
     """The Panda loaded once through an empty cache: (its model, its cache file)."""
     monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path / "cache"))
     fresh = models.load("franka_emika_panda")
-    (saved,) = (tmp_path / "cache").glob("franka_emika_panda-*.physai-mjb")
+    (saved,) = (tmp_path / "cache").glob("franka_emika_panda-*.mjb")
     return fresh, saved
 
 
@@ -105,8 +127,7 @@ def test_flipped_bytes_are_recompiled(tmp_path, monkeypatch):
     again and equals a fresh compile, and the cache file is replaced by a good one."""
     fresh, saved = panda_files(tmp_path, monkeypatch)
     good = saved.read_bytes()
-    payload_start = good.index(b"\n") + 1
-    for at in (payload_start + 1000, (payload_start + len(good)) // 2, len(good) - 9):
+    for at in (1000, len(good) // 2, len(good) - 9):
         data = bytearray(good)
         data[at] ^= 0b0010_0100
         saved.write_bytes(bytes(data))
@@ -118,15 +139,18 @@ def test_flipped_bytes_are_recompiled(tmp_path, monkeypatch):
 
 
 def test_another_robots_file_under_this_name_is_recompiled(tmp_path, monkeypatch):
-    """The SO-101's cache file copied over the Panda's: its header holds the SO-101's key, so the Panda is compiled."""
+    """The SO-101's cache entry copied over the Panda's: its header holds the SO-101's key, so the Panda is compiled;
+    the SO-101's .mjb alone under the Panda's header fails the checksum."""
     fresh, saved = panda_files(tmp_path, monkeypatch)
     models.load("robotstudio_so101")
-    (so101,) = (tmp_path / "cache").glob("robotstudio_so101-*.physai-mjb")
-    saved.write_bytes(so101.read_bytes())
-    with pytest.warns(CacheWarning, match="another key: .*robot 'robotstudio_so101', expected 'franka_emika_panda'"):
-        panda = models.load("franka_emika_panda")
-    assert panda.nq == 9
-    assert_same_model(panda, fresh)
+    (so101,) = (tmp_path / "cache").glob("robotstudio_so101-*.mjb")
+    for suffix, message in ((".mjb", "checksum fails"),
+                            (".json", "another key: .*robot 'robotstudio_so101', expected 'franka_emika_panda'")):
+        saved.with_suffix(suffix).write_bytes(so101.with_suffix(suffix).read_bytes())
+        with pytest.warns(CacheWarning, match=message):
+            panda = models.load("franka_emika_panda")
+        assert panda.nq == 9
+        assert_same_model(panda, fresh)
 
 
 def test_an_unphysical_cached_model_is_recompiled(tmp_path, monkeypatch):
@@ -143,10 +167,10 @@ def test_an_unphysical_cached_model_is_recompiled(tmp_path, monkeypatch):
 
     monkeypatch.setattr(mujoco.MjModel, "from_xml_path", faulty)
     assert models.compiled(xml, folder).body_mass[1] == -1.0                 # returned, but not cached
-    assert list((tmp_path / "cache").glob("*.physai-mjb")) == []
+    assert list((tmp_path / "cache").glob("*.mjb")) == []
     monkeypatch.setattr(models, "check_cached_model", lambda m: None)         # a checker that let it through
     assert models.compiled(xml, folder).body_mass[1] == -1.0
-    assert len(list((tmp_path / "cache").glob("*.physai-mjb"))) == 1
+    assert len(list((tmp_path / "cache").glob("*.mjb"))) == 1
     monkeypatch.undo()
     monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path / "cache"))
     with pytest.warns(CacheWarning, match=r"not physical: body 1 .*mass -1.0 kg"):
@@ -161,7 +185,7 @@ def test_the_folder_expands_home_and_variables(tmp_path, monkeypatch):
     assert models.cache_dir() == tmp_path / "home" / "x"
     xml, folder = robot(tmp_path)
     models.compiled(xml, folder)
-    assert len(list((tmp_path / "home" / "x").glob("*.physai-mjb"))) == 1
+    assert len(list((tmp_path / "home" / "x").glob("*.mjb"))) == 1
     assert not (tmp_path / "~").exists()
     monkeypatch.setenv("SOMEWHERE", str(tmp_path / "elsewhere"))
     monkeypatch.setenv("PHYSAI_CACHE_DIR", "$SOMEWHERE/physai")
@@ -171,15 +195,20 @@ def test_the_folder_expands_home_and_variables(tmp_path, monkeypatch):
     assert models.cache_dir() == tmp_path / "home" / "xdg" / "physai"
 
 
+@pytest.mark.parametrize("failing", [1, 2], ids=["mjb", "header"])
 @pytest.mark.parametrize("error", [OSError("disk full"), KeyboardInterrupt()])
-def test_a_failed_write_leaves_no_part_file(tmp_path, monkeypatch, error):
-    """The rename fails (a full disk: the model is still returned, uncached) or the process is interrupted while writing
-    (the interruption goes through): either way no *.part file and no cache file remain."""
+def test_a_failed_write_leaves_no_part_file(tmp_path, monkeypatch, error, failing):
+    """The rename of the .mjb or of its header fails (a full disk: the model is still returned, uncached) or the process
+    is interrupted while writing (the interruption goes through): either way no *.part file and no cache file remain."""
     monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path / "cache"))
     xml, folder = robot(tmp_path)
+    calls, replace = [], os.replace
 
     def fail(*args):
-        raise error
+        calls.append(args)
+        if len(calls) == failing:
+            raise error
+        replace(*args)
 
     monkeypatch.setattr(os, "replace", fail)
     if isinstance(error, OSError):
@@ -196,7 +225,7 @@ def test_stale_part_files_are_removed(tmp_path, monkeypatch):
     monkeypatch.setenv("PHYSAI_CACHE_DIR", str(tmp_path / "cache"))
     cache = tmp_path / "cache"
     cache.mkdir()
-    stale, young = cache / ".robot-scene-x.physai-mjb.abc.part", cache / ".robot-scene-y.physai-mjb.def.part"
+    stale, young = cache / ".robot-scene-x.mjb.abc.part", cache / ".robot-scene-y.mjb.def.part"
     stale.write_bytes(b"half a model")
     young.write_bytes(b"half a model")
     old = time.time() - 2 * models.STALE_PART_AGE
@@ -204,4 +233,4 @@ def test_stale_part_files_are_removed(tmp_path, monkeypatch):
     xml, folder = robot(tmp_path)
     assert models.compiled(xml, folder).nv == 1
     assert not stale.exists() and young.exists()
-    assert len(list(cache.glob("*.physai-mjb"))) == 1
+    assert len(list(cache.glob("*.mjb"))) == 1

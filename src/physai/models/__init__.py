@@ -12,25 +12,30 @@ root), that mirror is used when MENAGERIE_ROOT is unset. Loaders build models an
 
 Compiled robots are cached. Compiling a Menagerie robot reads and processes its meshes (the Panda's 67 take most
 of its 0.5 s); the compiled model is saved once in the cache folder (PHYSAI_CACHE_DIR, ~ and $VARIABLES expanded, else
-$XDG_CACHE_HOME/physai, else ~/.cache/physai) and later loads read that instead. A cache file (.physai-mjb) is one
-header line, JSON, then MuJoCo's binary .mjb: the header records the file's key (robot folder, entry file, MuJoCo's
-version, a digest of the robot's files: the path, size and modification time of every file in the robot's folder and
-the contents of its XML files) and the size and SHA-256 of the .mjb that follows. A file is used only when its key is
-the one asked for, its checksum holds and the model it holds is physical (finite masses >= 0, physical inertias);
-anything else is discarded with a CacheWarning and the robot compiled again, so an edited robot, another robot's file,
-a damaged or truncated file are never returned. Files are written whole: to a temporary *.part file in the same folder,
-then renamed over the cache file (os.replace); the temporary file is removed on any failure, and *.part files left by
-killed processes are removed once an hour old. PHYSAI_CACHE_DIR=off turns the cache off; a folder that cannot be
-written only means no cache.
+$XDG_CACHE_HOME/physai, else ~/.cache/physai) and later loads read that instead. A cache entry is MuJoCo's binary .mjb
+(read by MuJoCo from its path) and beside it a header (.json) recording the entry's key (robot folder, entry file,
+MuJoCo's version, a digest of the robot's files: the path, size and modification time of every file in the robot's
+folder and the contents of its XML files) and the size and CRC-32 of the .mjb. A file is used only when its header
+holds the key asked for, the .mjb its size and checksum and the model it holds is physical (finite masses >= 0,
+physical inertias); anything else is discarded with a CacheWarning and the robot compiled again, so an edited robot,
+another robot's file, a damaged or truncated file are never returned. The checksum finds damage, not tampering
+(whoever can write the cache folder can change your code too). Files are written whole: to a temporary *.part file in
+the same folder, then renamed into place (os.replace); the temporary file is removed on any failure, and *.part files
+left by killed processes are removed once an hour old. Saving an entry removes the entries it replaces (the same robot
+file and MuJoCo version, older sources; files of physai's earlier single-file format). PHYSAI_CACHE_DIR=off turns the
+cache off; a folder that cannot be written only means no cache.
 """
 
 import difflib
 import hashlib
 import json
+import mmap
 import os
+import re
 import tempfile
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 import mujoco
@@ -105,8 +110,8 @@ def load(name: str | Path, entry: str | None = None) -> mujoco.MjModel:
 
 
 def cache_dir() -> Path | None:
-    """physai's cache folder, or None when PHYSAI_CACHE_DIR=off: compiled models (.physai-mjb) and, under lab/, the lab
-    page's npm packages.
+    """physai's cache folder, or None when PHYSAI_CACHE_DIR=off: compiled models (.mjb files with .json headers) and,
+    under lab/, the lab page's npm packages.
 
     $PHYSAI_CACHE_DIR if set (~ and $VARIABLES expanded: "~/x" is x in the home folder), else $XDG_CACHE_HOME/physai,
     else ~/.cache/physai.
@@ -125,9 +130,9 @@ def _expanded(folder: str) -> Path:
     return Path(os.path.expanduser(os.path.expandvars(folder)))
 
 
-#: a cache file's first bytes (then the header's JSON on the same line, then the .mjb); the version of its layout
-CACHE_MAGIC = b"physai-mjb 1 "
-CACHE_SUFFIX = ".physai-mjb"
+#: a cache header's format, the first entry of its JSON
+CACHE_FORMAT = "physai-mjb 2"
+CACHE_SUFFIX, HEADER_SUFFIX = ".mjb", ".json"
 #: age [s] after which a *.part file in the cache folder is taken for the leftover of a killed process and removed
 STALE_PART_AGE = 3600.0
 
@@ -152,17 +157,25 @@ def cache_key(xml: Path, folder: Path) -> dict:
             "sources": digest.hexdigest()}
 
 
+def cache_path(root: Path, key: dict) -> Path:
+    """The .mjb of the cache entry of `key` in the folder `root`: <robot>-<entry file's stem>-<8 hex digits of its path
+    and MuJoCo's version>-<24 of the whole key>.mjb (its header: the same name with .json)."""
+    def short(value, n: int) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:n]
+    stem = Path(key["entry"]).stem
+    return root / f"{key['robot']}-{stem}-{short([key['path'], key['mujoco']], 8)}-{short(key, 24)}{CACHE_SUFFIX}"
+
+
 def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
-    """The MJCF file `xml` compiled, through the cache (see the module docstring): the cached model when a cache file
+    """The MJCF file `xml` compiled, through the cache (see the module docstring): the cached model when a cache entry
     with this key (cache_key) exists, holds its checksum and a physical model; else MuJoCo's compiler, whose result is
-    then saved. A cache file that fails a check is discarded (CacheWarning) and replaced."""
+    then saved. A cache entry that fails a check is discarded (CacheWarning) and replaced."""
     root = cache_dir()
     if root is None:
         return mujoco.MjModel.from_xml_path(str(xml))
     key = cache_key(xml, folder)
-    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:32]
-    saved = root / f"{folder.name}-{xml.stem}-{name}{CACHE_SUFFIX}"
-    if saved.is_file():
+    saved = cache_path(root, key)
+    if saved.is_file() or saved.with_suffix(HEADER_SUFFIX).is_file():
         try:
             return read_cached(saved, key)
         except CacheFileError as exc:
@@ -177,31 +190,42 @@ def compiled(xml: Path, folder: Path) -> mujoco.MjModel:
     return m
 
 
+def _crc32(path: Path) -> tuple[int, int]:
+    """(size, CRC-32) of the file `path`, read through a memory map (no copy)."""
+    with open(path, "rb") as f:
+        size = os.fstat(f.fileno()).st_size
+        if size == 0:
+            return 0, zlib.crc32(b"")
+        with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            return size, zlib.crc32(view)
+
+
 def read_cached(path: Path, key: dict) -> mujoco.MjModel:
-    """The model of the cache file `path` when its header holds `key`, its .mjb its size and SHA-256 and the model is
-    physical (check_cached_model); CacheFileError saying what failed otherwise."""
+    """The model of the cache entry `path` (its .mjb) when its header holds `key`, the .mjb its size and CRC-32 and the
+    model is physical (check_cached_model); CacheFileError saying what failed otherwise."""
     try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise CacheFileError(f"unreadable: {exc}") from None
-    line, _, payload = data.partition(b"\n")
-    if not line.startswith(CACHE_MAGIC):
-        raise CacheFileError(f"not a physai cache file: it does not start with {CACHE_MAGIC!r}")
+        text = path.with_suffix(HEADER_SUFFIX).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CacheFileError(f"its header is unreadable: {exc}") from None
     try:
-        header = json.loads(line[len(CACHE_MAGIC):])
+        header = json.loads(text)
     except ValueError:
         header = None
-    if not isinstance(header, dict) or not isinstance(header.get("key"), dict):
-        raise CacheFileError("its header is not the JSON of a key and a checksum")
+    if not isinstance(header, dict) or header.get("format") != CACHE_FORMAT or not isinstance(header.get("key"), dict):
+        raise CacheFileError(f"its header is not the JSON of a {CACHE_FORMAT!r} key and checksum")
     if header["key"] != key:
         found = header["key"]
         wrong = [f"{k} {found.get(k)!r}, expected {key.get(k)!r}" for k in sorted(set(key) | set(found)) if found.get(k) != key.get(k)]
         raise CacheFileError(f"it was made for another key: {'; '.join(wrong)}")
-    if header.get("size") != len(payload) or header.get("sha256") != hashlib.sha256(payload).hexdigest():
-        raise CacheFileError(f"its checksum fails: {len(payload)} bytes with SHA-256 {hashlib.sha256(payload).hexdigest()[:16]}..., "
-                             f"the header records {header.get('size')!r} bytes with {str(header.get('sha256'))[:16]!r}...")
     try:
-        m = mujoco.MjModel.from_binary_path("cached.mjb", {"cached.mjb": payload})
+        size, crc = _crc32(path)
+    except (OSError, ValueError) as exc:
+        raise CacheFileError(f"its .mjb is unreadable: {exc}") from None
+    if header.get("size") != size or header.get("crc32") != crc:
+        raise CacheFileError(f"its checksum fails: {size} bytes with CRC-32 {crc:08x}, the header records "
+                             f"{header.get('size')!r} bytes with {header.get('crc32')!r}")
+    try:
+        m = mujoco.MjModel.from_binary_path(str(path))
     except (ValueError, OSError) as exc:
         raise CacheFileError(f"MuJoCo cannot read its model: {str(exc).strip()}") from None
     try:
@@ -224,27 +248,63 @@ def check_cached_model(m: mujoco.MjModel) -> None:
 
 
 def save_cached(m: mujoco.MjModel, path: Path, key: dict) -> None:
-    """Write m as the cache file `path` with `key` in its header: whole, through a *.part file in the same folder
-    renamed over `path`; the *.part file is removed on any failure. A folder that cannot be written is no error (no
-    cache); stale *.part files of killed processes are removed (clean_stale_parts)."""
+    """Write m as the cache entry `path` (its .mjb, then its header with `key`, size and CRC-32 of the .mjb), each file
+    whole: through a *.part file in the same folder renamed over it; a *.part file is removed on any failure, and the
+    .mjb too when its header could not be written. A folder that cannot be written is no error (no cache). Then the
+    entries this one replaces are removed (clean_replaced), and stale *.part files (clean_stale_parts)."""
     buffer = np.empty(mujoco.mj_sizeModel(m), dtype=np.uint8)
     mujoco.mj_saveModel(m, None, buffer)
-    payload = buffer.tobytes()
-    header = json.dumps({"key": key, "size": len(payload), "sha256": hashlib.sha256(payload).hexdigest()}, sort_keys=True)
-    part = None
+    header = json.dumps({"format": CACHE_FORMAT, "key": key, "size": int(buffer.size), "crc32": zlib.crc32(buffer)},
+                        sort_keys=True)
+    written = []
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         clean_stale_parts(path.parent)
-        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".part", delete=False) as tmp:
-            part = Path(tmp.name)
-            tmp.write(CACHE_MAGIC + header.encode() + b"\n" + payload)
-        os.replace(part, path)                        # whole files only, also with processes loading side by side
-        part = None
+        for target, contents in ((path, buffer), (path.with_suffix(HEADER_SUFFIX), header.encode())):
+            _write_whole(target, contents)
+            written.append(target)
     except OSError:                                   # an unwritable folder: no cache
-        pass
+        for target in written:
+            target.unlink(missing_ok=True)
+        return
+    except BaseException:
+        for target in written:
+            target.unlink(missing_ok=True)
+        raise
+    clean_replaced(path)
+
+
+def _write_whole(target: Path, contents) -> None:
+    """contents written to `target` whole: into a *.part file beside it, renamed over it (os.replace); the *.part file
+    removed on any failure."""
+    part = None
+    try:
+        with tempfile.NamedTemporaryFile(dir=target.parent, prefix=f".{target.name}.", suffix=".part", delete=False) as tmp:
+            part = Path(tmp.name)
+            tmp.write(contents)
+        os.replace(part, target)                      # whole files only, also with processes loading side by side
+        part = None
     finally:
         if part is not None:
             part.unlink(missing_ok=True)
+
+
+def clean_replaced(path: Path) -> None:
+    """Remove the cache entries that the entry `path` replaces: those of the same robot file and MuJoCo version (its
+    name up to the last '-') with other sources, and the files of physai's earlier formats for the same robot and entry
+    file (<robot>-<stem>-<32 hex digits>.mjb and .physai-mjb). Errors are ignored (another process may remove them)."""
+    prefix = path.name[:path.name.rindex("-") + 1]
+    same_file = prefix[:prefix[:-1].rindex("-") + 1]                  # <robot>-<stem>-
+    earlier = re.compile(re.escape(same_file) + r"[0-9a-f]{32}\.(mjb|physai-mjb)")
+    for other in path.parent.iterdir():
+        name = other.name
+        replaced = (name.startswith(prefix) and name.endswith((CACHE_SUFFIX, HEADER_SUFFIX))
+                    and other.stem != path.stem) or earlier.fullmatch(name)
+        if replaced:
+            try:
+                other.unlink()
+            except OSError:
+                pass
 
 
 def clean_stale_parts(folder: Path, age: float = STALE_PART_AGE) -> None:
