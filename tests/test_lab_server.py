@@ -86,6 +86,31 @@ def test_cli_refuses_a_model_outside_the_lab_folder(lab_folder, capsys):
     assert "leads outside the lab's folder" in capsys.readouterr().err
 
 
+def test_untrusted_refuses_a_lab_with_scripts_and_names_them(lab_folder, capsys, monkeypatch):
+    """--untrusted: a lab with scripts exits 2 naming where they are, before any server starts; a lab without scripts
+    is served (here: the server is made and its run stops at the first step after it)."""
+    spec = {"model": "model.xml", "setup": "lib.vars.x = 1", "control": ["", "  "],
+            "readouts": [{"label": "t", "expr": "data.time"}],
+            "controls": [{"label": "go", "type": "button", "run": "data.qpos[0] = 1"}]}
+    path = lab_folder / "scripted.json"
+    path.write_text(json.dumps(spec), encoding="utf-8")
+    assert load_lab(str(path)).scripts() == ["setup", "readouts[0].expr", "controls[0].run"]
+    monkeypatch.setattr("physai.commands.lab.make_server", lambda *a, **k: pytest.fail("a server was started"))
+    assert main(["lab", str(path), "--untrusted", "--no-browser", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "holds JavaScript (setup, readouts[0].expr, controls[0].run)" in err and len(err.strip().splitlines()) == 1
+    started = []
+
+    def server(lab, *args, **kwargs):
+        started.append(lab)
+        raise LabError("stopped here by the test")
+
+    monkeypatch.setattr("physai.commands.lab.make_server", server)
+    assert main(["lab", str(lab_file(lab_folder, "model.xml")), "--untrusted", "--no-browser", "--port", "0"]) == 2
+    assert len(started) == 1 and started[0].scripts() == []
+    assert all(load_lab(name).scripts() for name in ("arm2", "double_pendulum", "arm7_min_jerk"))   # the bundled: code
+
+
 def test_symlinks_leaving_the_lab_folder_are_neither_loaded_nor_served(lab_folder):
     outside = lab_folder.parent / "outside"
     (lab_folder / "shadow.obj").symlink_to(outside / "shadow.obj")

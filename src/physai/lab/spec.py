@@ -293,6 +293,27 @@ class Lab:
     def title(self) -> str:
         return self.spec.get("title") or self.spec["model"]
 
+    def scripts(self) -> list[str]:
+        """Where the lab holds JavaScript (SCHEMA's script fields with code in them), e.g. ["setup",
+        "readouts[0].expr"]: what `physai lab --untrusted` refuses to run."""
+        found = []
+
+        def walk(value, path: str) -> None:
+            if isinstance(value, dict):
+                for key, item in value.items():
+                    at = f"{path}.{key}" if path else key
+                    if key in SCRIPT_FIELDS and isinstance(item, str):
+                        if item.strip():
+                            found.append(at)
+                    else:
+                        walk(item, at)
+            elif isinstance(value, list):
+                for k, item in enumerate(value):
+                    walk(item, f"{path}[{k}]")
+
+        walk(self.spec, "")
+        return found
+
     def model_file(self) -> Path | None:
         """The resolved MJCF file the `model` field names as a path (None for a model name); LabError if unusable.
 
