@@ -12,7 +12,9 @@ One call at the standing state, then one call on N states divided by N: N states
 (default: every core); MuJoCo's column on the same N states is one Python loop of mj_forward / mj_inverse on one
 thread (state copied into MjData first). The contacts are MuJoCo's (physai.collision.from_mujoco, made before timing):
 mj_forward's time includes its collision detection, which physai does not do yet. Both solvers start from MuJoCo's
-qacc_warmstart. Ratios: physai / MuJoCo per call, and batched per state / MuJoCo per call (below 1: physai is faster);
+qacc_warmstart. Ratios: physai / MuJoCo per call, and batched per state / MuJoCo per call, at the standing state
+(N/MuJoCo-1) and per state of MuJoCo's loop over the same N states (N/MuJoCo-N; its copies of the state into MjData
+take about 2% of it) (below 1: physai is faster);
 --numpy adds the NumPy reference backend, one call. Before timing, every state's results are checked against MuJoCo's
 (inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance) or the run stops. Times are the
 best of several rounds of wall-clock time; on a shared machine expect +-20% between runs.
@@ -118,11 +120,11 @@ def main() -> None:
           f", {native.threads()} threads for batches; mujoco {mujoco.__version__}, numpy {np.__version__}")
     print("microseconds per call (batched: per state); ratio = physai / MuJoCo's call")
     print(f"{'':9s} {'physai-1':>9s} {'MuJoCo-1':>9s} {'ratio':>6s} {'physai-N':>9s} {'MuJoCo-N':>9s} {'N/MuJoCo-1':>10s}"
-          + (f" {'numpy-1':>9s}" if args.numpy else ""))
+          f" {'N/MuJoCo-N':>10s}" + (f" {'numpy-1':>9s}" if args.numpy else ""))
     for name in one:
         p1, m1 = (best_time(f) * 1e6 for f in one[name])
         pn, mn = (best_time(f) * 1e6 / args.n for f in batch[name])
-        row = f"{name:9s} {p1:9.1f} {m1:9.1f} {p1 / m1:6.2f} {pn:9.2f} {mn:9.1f} {pn / m1:10.3f}"
+        row = f"{name:9s} {p1:9.1f} {m1:9.1f} {p1 / m1:6.2f} {pn:9.2f} {mn:9.1f} {pn / m1:10.3f} {pn / mn:10.3f}"
         if args.numpy:
             previous = engine.set_backend("numpy")
             try:

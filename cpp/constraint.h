@@ -1079,12 +1079,11 @@ inline void line_cost(const Rows &r, const double *Jaref, const double *Jv, cons
 }
 
 // alpha minimising the primal cost along qacc + alpha v: Newton's method on its derivative, kept inside a bracket that
-// shrinks by bisection where a Newton step would leave it (_line_search); w.jar holds J qacc - aref and w.Ma M qacc (of
-// the last total_cost at qacc: the same numbers)
+// shrinks by bisection where a Newton step would leave it (_line_search); w.jar holds J qacc - aref, w.Ma M qacc (of
+// the last total_cost at qacc: the same numbers) and w.grad the cost's gradient there
 inline double line_search(const Model &m, ConstraintWork &w, const double *v, int64_t max_iterations, double tolerance) {
     const Rows &r = w.r;
     int nv = m.nv;
-    const double *Jaref = w.jar.data();
     double *Jv = w.Jv.data(), *Mv = w.Mv.data();
     rows_times(r, v, Jv);
     tree_times(w.tree, w.Mt.data(), nv, v, Mv);
@@ -1096,8 +1095,8 @@ inline double line_search(const Model &m, ConstraintWork &w, const double *v, in
     const double quad[3] = {0.0, q1 - q2, 0.5 * q3};                   // the constant term does not move alpha
     double lo = 0.0, hi = 0.0, alpha = 1.0, d1, d2;
     bool bracketed = false;
-    line_cost(r, Jaref, Jv, quad, 0.0, d1, d2);
-    if (d1 >= 0) return 0.0;
+    if (dot(w.grad.data(), v, nv) >= 0) return 0.0;                    // d cost / d alpha at 0: grad . v
+    const double *Jaref = w.jar.data();
     for (int64_t it = 0; it < max_iterations; it++) {
         line_cost(r, Jaref, Jv, quad, alpha, d1, d2);
         if (std::abs(d1) <= tolerance) return alpha;

@@ -655,16 +655,16 @@ def _line_cost(r: Rows, Jaref, Jv, quad_gauss, alpha: float):
     return cost, d1, d2
 
 
-def _line_search(r: Rows, M, qfrc_smooth, qacc_smooth, qacc, Ma, v, max_iterations: int, tolerance: float) -> float:
+def _line_search(r: Rows, M, qfrc_smooth, qacc_smooth, qacc, Ma, grad, v, max_iterations: int, tolerance: float) -> float:
     """alpha minimising the primal cost along qacc + alpha v: Newton's method on its derivative, kept inside a bracket
-    that shrinks by bisection where a Newton step would leave it (the cost is convex and piecewise smooth)."""
+    that shrinks by bisection where a Newton step would leave it (the cost is convex and piecewise smooth); grad: the
+    cost's gradient at qacc, whose product with v is the derivative at alpha = 0."""
     Jaref, Jv = r.J @ qacc - r.aref, r.J @ v
     Mv = M @ v
     quad = (0.5 * float((Ma - qfrc_smooth) @ (qacc - qacc_smooth)), float(v @ Ma - qfrc_smooth @ v), 0.5 * float(v @ Mv))
     lo, hi = 0.0, None
     alpha = 1.0
-    _, d1_0, _ = _line_cost(r, Jaref, Jv, quad, 0.0)
-    if d1_0 >= 0:
+    if float(grad @ v) >= 0:                                          # no descent along v
         return 0.0
     for _ in range(max_iterations):
         _, d1, d2 = _line_cost(r, Jaref, Jv, quad, alpha)
@@ -726,7 +726,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
         done = gradient() < tolerance and 0.5 * scale * float(grad @ step) < tolerance
     while not done and it < iterations:
         v = -step
-        alpha = _line_search(r, M, qfrc_smooth, qacc_smooth, qacc, Ma, v, opt.ls_iterations,
+        alpha = _line_search(r, M, qfrc_smooth, qacc_smooth, qacc, Ma, grad, v, opt.ls_iterations,
                              tolerance * opt.ls_tolerance * np.linalg.norm(v) / scale)
         if alpha == 0:                                                # no descent left: the optimum to rounding
             done = True
