@@ -180,6 +180,33 @@ def test_idle_connections_do_not_block_a_request_and_are_closed():
                 s.close()
 
 
+def test_a_slow_sender_is_cut_off_at_the_request_deadline():
+    """A client sending its request a byte every 0.2 s (never idle for the 1 s idle timeout) is cut off once its line
+    and headers have taken the 1.5 s request timeout; a prompt request on the same server is answered meanwhile."""
+    with serving(load_lab("arm2"), idle_timeout=1.0, request_timeout=1.5) as server:
+        slow = socket.create_connection(server.server_address, timeout=5)
+        try:
+            start, cut = time.monotonic(), None
+            for byte in b"GET /lab.json HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 100:
+                try:
+                    slow.sendall(bytes([byte]))
+                except OSError:                                              # the server has closed it
+                    cut = time.monotonic() - start
+                    break
+                slow.settimeout(0.2)
+                try:
+                    if slow.recv(1) == b"":
+                        cut = time.monotonic() - start
+                        break
+                except TimeoutError:
+                    pass
+                if byte == ord("1"):
+                    assert request(server, "/lab.json")[0] == 200
+            assert cut is not None and 1.4 < cut < 5.0, cut
+        finally:
+            slow.close()
+
+
 def test_connections_beyond_the_limit_are_answered_503():
     with serving(load_lab("arm2"), idle_timeout=2.0, max_connections=3) as server:
         idle = [socket.create_connection(server.server_address, timeout=5) for _ in range(3)]

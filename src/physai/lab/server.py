@@ -15,8 +15,9 @@ What it serves, and to whom (a lab page is a local tool; a web page elsewhere mu
   Host is its own name, gets 403;
 - every response carries a Content-Security-Policy (scripts, connections, frames: this origin only; WebAssembly and the
   lab's scripts need eval, see CSP) and X-Content-Type-Options: nosniff;
-- an idle connection is closed after `idle_timeout` seconds; at most `max_connections` are handled at once (more get
-  503); odd paths (NUL, control characters, `.` or `..` components, over-long names) get 400 or 414.
+- an idle connection is closed after `idle_timeout` seconds, and one whose request line and headers have not all come
+  in `request_timeout` seconds (a slow sender) too; at most `max_connections` are handled at once (more get 503); odd
+  paths (NUL, control characters, `.` or `..` components, over-long names) get 400 or 414.
 """
 
 import difflib
@@ -24,6 +25,7 @@ import hashlib
 import json
 import mimetypes
 import re
+import socket
 import sys
 import threading
 from base64 import b64encode
@@ -49,6 +51,8 @@ ASSET_SUFFIXES = {".xml", ".stl", ".obj", ".msh", ".png", ".skn", ".bin", ".mjb"
 MAX_MODEL_FILES = 2000
 #: Seconds a connection may stay silent (before its request, or while sending it) before the server closes it.
 IDLE_TIMEOUT = 10.0
+#: Seconds a request's line and headers may take to arrive in all (a client sending a byte now and then is cut off).
+REQUEST_TIMEOUT = 15.0
 #: Connections handled at once (one thread each); more are answered 503 at once and closed.
 MAX_CONNECTIONS = 256
 #: The listen backlog: connections the kernel queues before the server accepts them.
@@ -171,9 +175,9 @@ class LabServer(ThreadingHTTPServer):
     request_queue_size = LISTEN_BACKLOG
 
     def __init__(self, lab: Lab, port: int, quiet: bool = True, idle_timeout: float = IDLE_TIMEOUT,
-                 max_connections: int = MAX_CONNECTIONS):
+                 max_connections: int = MAX_CONNECTIONS, request_timeout: float = REQUEST_TIMEOUT):
         port = port_number(port)
-        self.lab, self.quiet, self.idle_timeout = lab, quiet, idle_timeout
+        self.lab, self.quiet, self.idle_timeout, self.request_timeout = lab, quiet, idle_timeout, request_timeout
         self.slots = threading.BoundedSemaphore(max_connections)
         modules = node_modules_dir()
         self.vendor = {prefix: (modules / folder).resolve() for prefix, folder in VENDOR.items()}
@@ -223,12 +227,12 @@ class LabServer(ThreadingHTTPServer):
 
 
 def make_server(lab: Lab, port: int = 0, quiet: bool = True, idle_timeout: float = IDLE_TIMEOUT,
-                max_connections: int = MAX_CONNECTIONS) -> LabServer:
+                max_connections: int = MAX_CONNECTIONS, request_timeout: float = REQUEST_TIMEOUT) -> LabServer:
     """A server for `lab` on 127.0.0.1:port (0: any free port); call serve_forever() on it, then shutdown() and server_close().
 
     LabError for a model outside the lab's folder or a port in use; InvalidArgumentError for a port outside 0..65535.
     """
-    return LabServer(lab, port, quiet, idle_timeout, max_connections)
+    return LabServer(lab, port, quiet, idle_timeout, max_connections, request_timeout)
 
 
 class LabHandler(BaseHTTPRequestHandler):
@@ -242,6 +246,29 @@ class LabHandler(BaseHTTPRequestHandler):
     def setup(self):
         self.timeout = self.server.idle_timeout       # StreamRequestHandler.setup applies it to the socket
         super().setup()
+
+    def handle_one_request(self):
+        """One request, its line and headers due within request_timeout: past it the connection is shut down (the
+        reads then see its end), however often bytes trickle in."""
+        self.deadline = threading.Timer(self.server.request_timeout, self.cut_off)
+        self.deadline.daemon = True
+        self.deadline.start()
+        try:
+            super().handle_one_request()
+        finally:
+            self.deadline.cancel()
+
+    def parse_request(self):
+        try:
+            return super().parse_request()            # reads the headers
+        finally:
+            self.deadline.cancel()
+
+    def cut_off(self) -> None:
+        try:
+            self.connection.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
 
     def do_GET(self):
         self.answer(send_body=True)
