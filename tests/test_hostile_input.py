@@ -5,7 +5,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import collision, constraints, conventions, engine, identification, integrators, models
+from physai import collision, constraints, conventions, engine, identification, integrators, jacobians, models
 from physai.cli import main
 from physai.energy_drift import EnergyMonitor, check_energy_drift
 from physai.exceptions import InvalidArgumentError, InvalidInertiaError, InvalidModelError, InvalidStateError, ShapeError
@@ -75,6 +75,20 @@ def test_difference_refuses_a_zero_quaternion_by_name(tree, backend, which):
     args = (bad, q) if which == "q0" else (q, bad)
     with pytest.raises(InvalidStateError, match=rf"^{which}\[3:7\] is a zero quaternion \(state 1\)"):
         run(backend, engine.difference, tree, *args, 0.01)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_body_jacobians_keep_their_digits_far_from_the_origin(backend):
+    """The H1's base moved 1e12 m and 1e15 m away: a body Jacobian depends only on the offsets from its tree's centre,
+    so it equals the one at the origin within 1e-12 of its scale (the NumPy text lost 9e-5 at 1e12 m)."""
+    model = engine.from_mujoco(models.load("unitree_h1"))
+    q = engine.random_states(model, 3, 7)[0]
+    expected = run(backend, jacobians.body_jacobian, model, q, "left_ankle_link", [0.05, 0.0, -0.03])
+    for far in (1e12, 1e15):
+        moved = q.copy()
+        moved[:, 0] += far
+        got = run(backend, jacobians.body_jacobian, model, moved, "left_ankle_link", [0.05, 0.0, -0.03])
+        assert np.abs(got - expected).max() <= 1e-12 * np.abs(expected).max(), far
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

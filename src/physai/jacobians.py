@@ -17,7 +17,7 @@ import numpy as np
 from physai import validation
 from physai.engine import Data, as_model, native
 from physai.engine.smooth import com_pos, kinematics
-from physai.engine.support import body_frames, point_jacobians
+from physai.engine.support import point_jacobians
 from physai.validation import states
 from physai.engine.model import Model
 
@@ -60,7 +60,11 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
 
 def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
     """(Jp; Jr) (k, 6, nv, n) of k points (k, 3) fixed in body b (in its frame), from a Data with com_pos done (all n
-    states): physai.engine.support.point_jacobians at their world positions."""
-    pos, rot = body_frames(model, d)
-    world = pos[b][None] + np.einsum("ijn,kj->kin", rot[b], points)
-    return point_jacobians(model, d, b, world)
+    states): physai.engine.support.point_jacobians at their positions relative to the centre of b's link's tree,
+    r = cpos + R (body_pos + body_rot p) (as the compiled kernel: exact however far the robot is from the origin)."""
+    link = int(model.body_linkid[b])
+    if link < 0:                                                       # welded to the world: no dof moves it
+        return np.zeros((len(points), 6, model.nv, d.n))
+    in_link = model.body_pos[b][None] + points @ model.body_rot[b].T   # (k, 3): the points in the link's frame
+    r = d.cpos[link][None] + np.einsum("ijn,kj->kin", d.xmat[link], in_link)
+    return point_jacobians(model, d, b, r, centered=True)

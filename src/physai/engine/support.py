@@ -37,16 +37,17 @@ def dof_chain(model: Model, b: int) -> np.ndarray:
     return model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].copy()
 
 
-def point_jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
+def point_jacobians(model: Model, d: Data, b: int, points: np.ndarray, centered: bool = False) -> np.ndarray:
     """(Jp; Jr) (k, 6, nv, n) of k world points (k, 3, n) moving with body b (-1: the world: zero), from a Data with
-    com_pos done: Jp = S_lin + S_ang x (p - centre), Jr = S_ang in the columns of the dofs that move b."""
+    com_pos done: Jp = S_lin + S_ang x (p - centre), Jr = S_ang in the columns of the dofs that move b. centered: the
+    points are given as p - centre (the centre of b's link's tree), which keeps every digit far from the origin."""
     J = np.zeros((len(points), 6, model.nv, d.n))
     dofs = np.flatnonzero(dof_chain(model, b))
     if not len(dofs):
         return J
     link = model.body_linkid[b]
     S = d.cdof[dofs]                                                   # (m, 6, n)
-    r = points - d.center[link][None]                                  # (k, 3, n): the points relative to the centre
+    r = points if centered else points - d.center[link][None]         # (k, 3, n): the points relative to the centre
     J[:, :3, dofs] = S[None, :, 3:].transpose(0, 2, 1, 3) + np.cross(S[None, :, :3], r[:, None], axis=2).transpose(0, 2, 1, 3)
     J[:, 3:, dofs] = S[None, :, :3].transpose(0, 2, 1, 3)
     return J
