@@ -111,6 +111,18 @@ def test_untrusted_refuses_a_lab_with_scripts_and_names_them(lab_folder, capsys,
     assert all(load_lab(name).scripts() for name in ("arm2", "double_pendulum", "arm7_min_jerk"))   # the bundled: code
 
 
+@pytest.mark.parametrize("depth", [40, 900, 100_000])
+@pytest.mark.parametrize("kind", ["json", "lesson"])
+def test_deeply_nested_lab_json_is_refused_in_one_line(tmp_path, capsys, depth, kind):
+    """Lists nested 40, 900 (decodable) and 100,000 deep (past the decoder's recursion): exit 2, one line."""
+    spec = '{"model": "arm2", "x": ' + "[" * depth + "]" * depth + "}"
+    path = tmp_path / ("lab.json" if kind == "json" else "lesson.md")
+    path.write_text(spec if kind == "json" else f"# A lesson\n```lab simlab {spec}\n```\n", encoding="utf-8")
+    assert main(["lab", str(path), "--no-browser", "--port", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "nests lists and objects deeper than 32 levels" in err and len(err.strip().splitlines()) == 1
+
+
 def test_symlinks_leaving_the_lab_folder_are_neither_loaded_nor_served(lab_folder):
     outside = lab_folder.parent / "outside"
     (lab_folder / "shadow.obj").symlink_to(outside / "shadow.obj")

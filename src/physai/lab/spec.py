@@ -368,10 +368,34 @@ def load_lab(target: str) -> Lab:
     return lab_from_lesson_text(text, str(path), path.parent)
 
 
+#: The deepest nesting of lists and objects a lab's JSON may have (a lab needs 4; Python's decoder recurses per level).
+MAX_DEPTH = 32
+
+
+def _shallow(decode, source: str):
+    """decode()'s JSON value, LabError when it nests deeper than MAX_DEPTH (too deep for the decoder too)."""
+    too_deep = LabError(f"{source}: the lab's JSON nests lists and objects deeper than {MAX_DEPTH} levels; a lab needs "
+                        "a few")
+    try:
+        value = decode()
+    except RecursionError:
+        raise too_deep from None
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
+        for child in children:
+            if isinstance(child, (dict, list)):
+                if depth >= MAX_DEPTH:
+                    raise too_deep
+                stack.append((child, depth + 1))
+    return value
+
+
 def lab_from_json(text: str, source: str = "<lab>", base_dir: Path | None = None) -> Lab:
     """Parse and validate a lab given as JSON text (a leading byte order mark is ignored)."""
     try:
-        spec = json.loads(text.removeprefix("\ufeff"))
+        spec = _shallow(lambda: json.loads(text.removeprefix("\ufeff")), source)
     except json.JSONDecodeError as exc:
         raise LabError(f"{source}: malformed JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}") from None
     return _checked(Lab(validate(spec, source), source, base_dir))
@@ -400,11 +424,11 @@ def lab_from_lesson_text(text: str, source: str = "<lesson>", base_dir: Path | N
         raise LabError(f"{source}, line {_line(text, start.start())}: the lab block has no JSON object after 'lab simlab'")
     decoder = json.JSONDecoder()
     try:
-        spec, _ = decoder.raw_decode(text, brace)
+        spec = _shallow(lambda: decoder.raw_decode(text, brace)[0], source)
         normalised = False
     except json.JSONDecodeError:
         try:
-            spec, _ = decoder.raw_decode(text.translate(CURLY_DOUBLE), brace)
+            spec = _shallow(lambda: decoder.raw_decode(text.translate(CURLY_DOUBLE), brace)[0], source)
             normalised = True
         except json.JSONDecodeError as exc:
             raise LabError(f"{source}: the lab block at line {_line(text, start.start())} is not valid JSON "
