@@ -10,12 +10,21 @@ and both are zero in the columns of dofs that do not move b. A body is named by 
 bodies (Model.body_name order; the world excluded) or by its name. For a free joint, columns 0-2 of a body's
 Jp are the identity (MuJoCo's world linear velocity) and columns 3-5 of Jr its orientation matrix (body-frame
 angular velocity).
+
+Frames (sites and bodies, Model.frame) have Pinocchio's three references in frame_jacobian; rows (linear; angular):
+
+    "local_world_aligned"   the frame origin's velocity and the angular velocity, in world axes (mj_jacSite's jacp; jacr)
+    "world"                 the spatial velocity at the world origin: linear = pdot + p x omega (p: the frame origin)
+    "local"                 local_world_aligned's rows in the frame's own axes: R^T pdot; R^T omega
 """
 
 import numpy as np
 
 from physai import validation
 from physai.engine import Data, as_model, native
+from physai.exceptions import InvalidArgumentError
+from physai.kinematics import frame_poses
+from physai.spatial import skew
 from physai.engine.smooth import com_pos, kinematics
 from physai.engine.support import point_jacobians
 from physai.validation import states
@@ -68,3 +77,32 @@ def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
     in_link = model.body_pos[b][None] + points @ model.body_rot[b].T   # (k, 3): the points in the link's frame
     r = d.cpos[link][None] + np.einsum("ijn,kj->kin", d.xmat[link], in_link)
     return point_jacobians(model, d, b, r, centered=True)
+
+
+#: frame_jacobian's references (Pinocchio's ReferenceFrame names, lower case)
+REFERENCES = ("local_world_aligned", "world", "local")
+
+
+def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_world_aligned") -> np.ndarray:
+    """Jacobian (6, nv) of the named frame (a site, else a body: Model.frame), rows (linear; angular), in one of
+    REFERENCES (see the module docstring); q (N, nq) gives (N, 6, nv). Equals MuJoCo's mj_jacSite (jacp; jacr) for
+    "local_world_aligned" and Pinocchio's getFrameJacobian with LOCAL_WORLD_ALIGNED, WORLD and LOCAL (velocities in
+    MuJoCo's coordinates: physai.conventions for a free joint). A frame welded to the world has zeros."""
+    if reference not in REFERENCES:
+        raise InvalidArgumentError(f"reference is {reference!r}; expected one of {', '.join(map(repr, REFERENCES))}")
+    model = model if type(model) is Model else as_model(model)
+    b, offset, turn = model.frame(frame)
+    if b < 0:
+        (Q,), batch = states(q=(q, model.nq))
+        J = np.zeros((Q.shape[1], 6, model.nv))
+        return J[0] if batch is None else J
+    J = body_jacobian(model, q, b, offset)
+    if reference == "local_world_aligned":
+        return J
+    pos, rot = frame_poses(model, q, [frame])
+    pos, rot = pos[..., 0, :], rot[..., 0, :, :]
+    lin, ang = J[..., :3, :], J[..., 3:, :]
+    if reference == "world":                                   # velocity of the point at the world origin: pdot + p x w
+        return np.concatenate([lin + skew(pos) @ ang, ang], axis=-2)
+    Rt = np.swapaxes(rot, -1, -2)                              # "local": the rows in the frame's axes
+    return np.concatenate([Rt @ lin, Rt @ ang], axis=-2)

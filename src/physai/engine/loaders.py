@@ -19,7 +19,7 @@ import numpy as np
 from physai import joints, models, validation
 from physai.engine import urdf
 from physai.engine.actuators import Actuators
-from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, build
+from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
 
@@ -87,8 +87,10 @@ def from_mujoco(source) -> Model:
                                validation.mass(who, mass), com, inertia, m.body(b).name or f"body{b}", m.body_quat[b].copy()))
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
     equalities, unsupported = _equalities_from_mujoco(m)
+    sites = [SiteSpec(int(m.site_bodyid[k]) - 1, m.site_pos[k].copy(), quat_to_mat(m.site_quat[k]), m.site(k).name or f"site{k}")
+             for k in range(m.nsite)]
     return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
-                 unsupported + _unsupported_constraints(m))
+                 unsupported + _unsupported_constraints(m), sites)
 
 
 def options_from_mujoco(m: mujoco.MjModel) -> Options:

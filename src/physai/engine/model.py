@@ -15,6 +15,7 @@ Arrays follow MuJoCo's <object>_<attribute> naming; shapes are given per field. 
 of an engine link; the frame of a body with joints is the frame of its last link.
 """
 
+import difflib
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -22,7 +23,8 @@ import numpy as np
 
 from physai import joints
 from physai.spatial import mat_to_quat
-from physai.exceptions import InvalidInertiaError, InvalidModelError, UnknownBodyError, UnsupportedModelError
+from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
+                               UnsupportedModelError)
 
 
 #: MuJoCo's default solver parameters of a constraint: solref (timeconst [s], dampratio), solimp (d0, dwidth, width [m | rad],
@@ -61,6 +63,17 @@ class JointSpec:
 #: equality constraint types, MuJoCo's numbers (mjtEq)
 CONNECT, WELD, JOINT = 0, 1, 2
 EQUALITY_NAMES = {CONNECT: "connect", WELD: "weld", JOINT: "joint"}
+
+
+@dataclass
+class SiteSpec:
+    """A named frame fixed in a body (MuJoCo's site): body index (-1: the world), position (3,) [m] and rotation (3, 3)
+    in the body's frame."""
+
+    body: int
+    pos: np.ndarray
+    rot: np.ndarray
+    name: str
 
 
 @dataclass
@@ -178,6 +191,8 @@ class Model:
     eq_type, eq_obj1id, eq_obj2id, eq_data, eq_solref, eq_solimp, eq_active0, eq_name   (neq, ...) EqualitySpec's fields
     body_quat       (nbody, 4)      body frame in its parent body's frame at the rest pose (w x y z, MuJoCo's body_quat)
     body_parentid   (nbody,)        parent body, -1 for the world
+    site_name, site_bodyid, site_pos, site_rot   (nsite,), (nsite,), (nsite, 3), (nsite, 3, 3) named frames fixed in
+                                    a body (MuJoCo's sites; body -1: the world): their pose in the body's frame [m]
     opt             Options: timestep, cone, impratio, solver settings, which constraints are on
     unsupported     what the source model has that physai's constraint model does not (tendon limits, a PGS solver,
                     ...): the smooth dynamics run, the constraint functions refuse the model naming these
@@ -245,6 +260,10 @@ class Model:
     eq_name: tuple = ()
     body_quat: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
     body_parentid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    site_name: tuple = ()
+    site_bodyid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    site_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    site_rot: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
     opt: Options = field(default_factory=Options)
     unsupported: tuple = ()
 
@@ -314,6 +333,30 @@ class Model:
             return int(body)
         raise UnknownBodyError(f"body {body!r} is not a body of the model: expected an index 0..{self.nbody - 1} or a body name")
 
+    @property
+    def nsite(self) -> int:
+        return len(self.site_name)
+
+    @property
+    def frame_name(self) -> tuple:
+        """The named frames, in the order kinematics.frame_poses(frames=None) returns them: the sites, then the bodies."""
+        return self.site_name + self.body_name
+
+    def frame(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """(body, pos (3,), rot (3, 3)) of the frame `name`: a site (its body and pose in the body's frame) or, when no
+        site has that name, a body (itself, at its origin); body -1 is the world. UnknownFrameError otherwise."""
+        if isinstance(name, str):
+            if name in self.site_name:
+                k = self.site_name.index(name)
+                return int(self.site_bodyid[k]), self.site_pos[k], self.site_rot[k]
+            if name in self.body_name:
+                return self.body_name.index(name), np.zeros(3), np.eye(3)
+        known = sorted({n for n in self.frame_name if n})
+        close = difflib.get_close_matches(str(name), known, n=3)
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise UnknownFrameError(f"the model has no site or body named {name!r}.{hint} Its frames: "
+                                f"{', '.join(map(repr, known[:40]))}{' ...' if len(known) > 40 else ''}")
+
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
 
@@ -335,9 +378,9 @@ def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
 
 
 def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[EqualitySpec] = (), opt: Options | None = None,
-          unsupported: tuple = ()) -> Model:
-    """The Model of a body list (parents before children), its equality constraints and solver options; see the module
-    docstring. Computes nothing of a state."""
+          unsupported: tuple = (), sites: list[SiteSpec] = ()) -> Model:
+    """The Model of a body list (parents before children), its equality constraints, solver options and sites; see the
+    module docstring. Computes nothing of a state."""
     nb = len(bodies)
     owner = np.full(nb, -1)                             # link each body moves with
     rel_R, rel_p = np.zeros((nb, 3, 3)), np.zeros((nb, 3))
@@ -438,8 +481,18 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         coords=joints.Coordinates.of(jtype, qadr, vadr, [float(j.ref) for j, *_ in jnts], nq, nv),
         actuators=actuators,
         **_constraint_fields(bodies, jnts, equalities),
-        opt=Options() if opt is None else opt, unsupported=tuple(unsupported),
+        opt=Options() if opt is None else opt, unsupported=tuple(unsupported), **_site_fields(sites, nb),
     )
+
+
+def _site_fields(sites: list[SiteSpec], nbody: int) -> dict:
+    """The Model's site arrays; a site on a body the list does not have is an InvalidModelError."""
+    for site in sites:
+        if not -1 <= site.body < nbody:
+            raise InvalidModelError(f"site {site.name!r} is on body {site.body}; the model has {nbody} bodies (-1: the world)")
+    return dict(site_name=tuple(site.name for site in sites), site_bodyid=np.array([site.body for site in sites], dtype=np.intp),
+                site_pos=np.array([site.pos for site in sites], dtype=float).reshape(-1, 3),
+                site_rot=np.array([site.rot for site in sites], dtype=float).reshape(-1, 3, 3))
 
 
 def _constraint_fields(bodies: list[BodySpec], jnts: list, equalities: list[EqualitySpec]) -> dict:

@@ -1,0 +1,155 @@
+"""Named frames (sites and bodies), their poses and Jacobians in Pinocchio's three references, and the whole body's centre
+of mass and its Jacobian, against MuJoCo (site_xpos/site_xmat, mj_jacSite, mj_jacBody, mj_objectVelocity, subtree_com,
+mj_jacSubtreeCom) and Pinocchio 4.1 (getFrameJacobian, jacobianCenterOfMass) computed here."""
+
+import mujoco
+import numpy as np
+import pinocchio as pin
+import pytest
+
+from physai import centroidal, engine, jacobians, kinematics, models
+from physai.exceptions import InvalidArgumentError, UnknownFrameError
+
+from helpers import MODELS, load
+
+N = 4
+RTOL = 1e-12
+CASES = ["franka_emika_panda", "unitree_h1", "unitree_g1", "random_sites"]
+
+
+def with_sites(key: str, seed: int = 3) -> mujoco.MjModel:
+    """MODELS[key] with a site at a random pose on every body and one on the world (MjSpec)."""
+    spec = mujoco.MjSpec.from_string(MODELS[key])
+    rng = np.random.default_rng(seed)
+    for k, body in enumerate(spec.bodies):
+        quat = rng.normal(size=4)
+        body.add_site(name=f"site{k}", pos=rng.uniform(-0.2, 0.2, 3), quat=quat / np.linalg.norm(quat))
+    return spec.compile()
+
+
+@pytest.fixture(scope="module", params=CASES)
+def case(request):
+    """(MjModel, MjData, engine Model, q (N, nq), qd (N, nv)) with MuJoCo's quantities at each state after mj_forward."""
+    m = with_sites("random_free") if request.param == "random_sites" else load(request.param, constraints=False)
+    model = engine.from_mujoco(m)
+    q, qd = engine.random_states(model, N, 11)
+    return m, mujoco.MjData(m), model, q, qd
+
+
+def at(m, d, q, qd=None):
+    d.qpos[:] = q
+    d.qvel[:] = 0.0 if qd is None else qd
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def close(got, expected, what):
+    scale = max(1.0, np.abs(expected).max())
+    assert np.abs(got - expected).max() <= RTOL * scale, what
+
+
+def test_frame_poses_equal_mujoco_sites_and_bodies(case):
+    m, d, model, q, _ = case
+    bodies = tuple(m.body(b).name or f"body{b}" for b in range(1, m.nbody))      # physai names unnamed bodies so
+    assert model.frame_name == tuple(m.site(k).name for k in range(m.nsite)) + bodies
+    pos, rot = kinematics.frame_poses(model, q)
+    assert pos.shape == (N, m.nsite + m.nbody - 1, 3) and rot.shape == (N, m.nsite + m.nbody - 1, 3, 3)
+    for k in range(N):
+        at(m, d, q[k])
+        close(pos[k], np.vstack([d.site_xpos, d.xpos[1:]]), "pos")
+        close(rot[k], np.concatenate([d.site_xmat.reshape(-1, 3, 3), d.xmat[1:].reshape(-1, 3, 3)]), "rot")
+    names = [model.frame_name[-1], model.frame_name[0]]                 # a chosen list, one state
+    one = kinematics.frame_poses(model, q[2], names)
+    close(one[0], pos[2, [-1, 0]], "one state")
+
+
+def test_site_jacobians_equal_mj_jacSite_and_mj_objectVelocity(case):
+    """local_world_aligned is mj_jacSite's (jacp; jacr); local, times qd, is mj_objectVelocity's local (linear, angular)."""
+    m, d, model, q, qd = case
+    for s in range(m.nsite):
+        name = m.site(s).name
+        J, L = (jacobians.frame_jacobian(model, q, name, ref) for ref in ("local_world_aligned", "local"))
+        for k in range(N):
+            at(m, d, q[k], qd[k])
+            jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+            mujoco.mj_jacSite(m, d, jp, jr, s)
+            close(J[k], np.vstack([jp, jr]), (name, "local_world_aligned"))
+            v = np.zeros(6)
+            mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, s, v, 1)
+            close(L[k] @ qd[k], np.r_[v[3:], v[:3]], (name, "local"))
+
+
+def test_body_frames_equal_mj_jacBody(case):
+    m, d, model, q, _ = case
+    for b in range(1, m.nbody):
+        J = jacobians.frame_jacobian(model, q[1], model.body_name[b - 1])
+        at(m, d, q[1])
+        jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+        mujoco.mj_jacBody(m, d, jp, jr, b)
+        close(J, np.vstack([jp, jr]), model.body_name[b - 1])
+
+
+@pytest.fixture(scope="module")
+def panda_pinocchio():
+    """The Panda from MJCF in MuJoCo, physai and Pinocchio (whose MJCF parser reads it faithfully: tests/test_pinocchio)."""
+    path = str(models.model_path("franka_emika_panda"))
+    m = models.load("franka_emika_panda")
+    pm = pin.buildModelFromMJCF(path)
+    return m, engine.from_mujoco(m), pm, pm.createData()
+
+
+@pytest.mark.parametrize("reference, pin_reference", [("world", pin.WORLD), ("local", pin.LOCAL),
+                                                      ("local_world_aligned", pin.LOCAL_WORLD_ALIGNED)])
+def test_frame_jacobians_equal_pinocchio_in_its_three_references(panda_pinocchio, reference, pin_reference):
+    """The Panda's body frames (Pinocchio keeps each MJCF body as a frame), at random states: getFrameJacobian."""
+    m, model, pm, pd = panda_pinocchio
+    q = engine.random_states(model, N, 5)[0]
+    for name in ("link3", "link7", "hand", "left_finger"):
+        J = jacobians.frame_jacobian(model, q, name, reference)
+        fid = pm.getFrameId(name)
+        for k in range(N):
+            pin.computeJointJacobians(pm, pd, q[k])
+            pin.updateFramePlacements(pm, pd)
+            close(J[k], pin.getFrameJacobian(pm, pd, fid, pin_reference), (name, reference))
+
+
+def test_com_and_its_jacobian_equal_mujoco(case):
+    m, d, model, q, _ = case
+    c, Jc = centroidal.com(model, q), centroidal.com_jacobian(model, q)
+    assert c.shape == (N, 3) and Jc.shape == (N, 3, m.nv)
+    for k in range(N):
+        at(m, d, q[k])
+        close(c[k], d.subtree_com[0], "com")
+        jp = np.zeros((3, m.nv))
+        mujoco.mj_jacSubtreeCom(m, d, jp, 0)
+        close(Jc[k], jp, "com_jacobian")
+    close(centroidal.com(model, q[3]), c[3], "one state")
+    close(centroidal.com_jacobian(model, q[3]), Jc[3], "one state")
+
+
+def test_pinocchios_com_leaves_out_the_base(panda_pinocchio):
+    """Pinocchio's centerOfMass and jacobianCenterOfMass are of the moving bodies: they leave out the mass welded to the
+    universe (the Panda's link0), which physai counts as MuJoCo's subtree_com[0] does. With the base's mass put back,
+    they equal physai's com and com_jacobian."""
+    m, model, pm, pd = panda_pinocchio
+    q = engine.random_states(model, 1, 6)[0][0]
+    base = model.body_name.index("link0")
+    assert model.body_linkid[base] < 0 and model.body_mass[base] > 0
+    total = model.body_mass.sum()
+    moving = total - model.body_mass[base]
+    pos, rot = kinematics.body_poses(model, q)
+    base_com = pos[base] + rot[base] @ model.body_ipos[base]
+    close(centroidal.com(model, q), (moving * pin.centerOfMass(pm, pd, q) + model.body_mass[base] * base_com) / total, "com")
+    close(centroidal.com_jacobian(model, q), moving / total * pin.jacobianCenterOfMass(pm, pd, q), "com_jacobian")
+
+
+def test_frames_are_named_and_checked():
+    model = engine.from_mujoco("franka_emika_panda")
+    with pytest.raises(UnknownFrameError, match=r"no site or body named 'attachment_sit'\. Did you mean 'attachment_site'"):
+        jacobians.frame_jacobian(model, model.qpos0, "attachment_sit")
+    with pytest.raises(InvalidArgumentError, match="reference is 'global'; expected one of 'local_world_aligned', 'world', 'local'"):
+        jacobians.frame_jacobian(model, model.qpos0, "hand", "global")
+    with pytest.raises(InvalidArgumentError, match=r"frames is the string 'hand'; expected a list of frame names, e.g. \['hand'\]"):
+        kinematics.frame_poses(model, model.qpos0, "hand")
+    with pytest.raises(UnknownFrameError, match="no site or body named 3"):
+        kinematics.frame_poses(model, model.qpos0, [3])
