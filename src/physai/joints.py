@@ -25,7 +25,7 @@ import numpy as np
 
 from physai.exceptions import InvalidStateError, UnsupportedModelError
 from physai import spatial
-from physai.spatial import skew
+from physai.spatial import dexp_inv_coefficient, skew
 
 #: joint types, MuJoCo's numbers (mjtJoint)
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3
@@ -317,14 +317,6 @@ def integrate(c: Coordinates, q: np.ndarray, v: np.ndarray, h) -> np.ndarray:
         iq, iv = c.quats()
         out[iq] = quat_integrate(q[iq], v[iv], h)
     return out
-
-
-def dexp_inv_coefficient(t: np.ndarray) -> np.ndarray:
-    """c(t) = 1/t^2 - 1/(2 t tan(t/2)) of SO(3)'s inverse dexp (-> 1/12 + t^2/720 as t -> 0; series below 1e-4)."""
-    t = np.asarray(t, dtype=float)
-    small = t < 1e-4
-    safe = np.where(small, 1.0, t)
-    return np.where(small, 1.0 / 12.0 + t * t / 720.0, 1.0 / safe**2 - 1.0 / (2.0 * safe * np.tan(0.5 * safe)))
 
 
 def dexp_inv(c: Coordinates, theta: np.ndarray, v: np.ndarray) -> np.ndarray:

@@ -3,6 +3,15 @@
 Spatial vectors are (angular, linear): a velocity is (omega, v0), with v0 the velocity of the
 body point that passes through the world origin; a force is (moment about the origin, force).
 Quaternions are (w, x, y, z), as in MuJoCo.
+
+SO(3) and SE(3) (Pinocchio's exp3/log3/Jlog3 and exp6/log6/Jlog6): a twist xi is ordered (linear, angular), as
+Pinocchio's Motion; every function takes one argument or a stack (..., 3), (..., 6), (..., 3, 3), (..., 4, 4).
+
+    so3_exp(w) -> R,  so3_log(R) -> w (angle in [0, pi]),  so3_log_jacobian(R) -> Jlog3 (3, 3)
+    se3_exp(xi) -> T (4 x 4),  se3_log(T) -> xi,  se3_log_jacobian(T) -> Jlog6 (6, 6)
+
+The log's Jacobian is the inverse of the exponential's right Jacobian: log(T exp(d)) = log(T) + Jlog d + O(|d|^2) for
+a small twist d in T's own frame.
 """
 
 import numpy as np
@@ -101,3 +110,129 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 def axis_angle_to_quat(axis: np.ndarray, angle: float) -> np.ndarray:
     """Quaternion (w, x, y, z) of a rotation by `angle` [rad] about the unit vector `axis` (MuJoCo's mju_axisAngle2Quat)."""
     return np.r_[np.cos(0.5 * angle), np.sin(0.5 * angle) * np.asarray(axis, dtype=float)]
+
+
+# ---- SO(3) and SE(3): exp, log and the log's Jacobian (twists (linear, angular), as Pinocchio's) ----
+
+def _series(t: np.ndarray, closed, coefficients, below: float = 0.1) -> np.ndarray:
+    """closed(t) for t >= below, else the even series sum_k coefficients[k] t^(2k) (no cancellation near 0)."""
+    t = np.asarray(t, dtype=float)
+    small = t < below
+    safe = np.where(small, 1.0, t)
+    t2 = t * t
+    series = sum(c * t2**k for k, c in enumerate(coefficients))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(small, series, closed(safe))
+
+
+def _one_minus_cos(t):                            # (1 - cos t) / t^2
+    return _series(t, lambda t: (1.0 - np.cos(t)) / t**2, (1 / 2, -1 / 24, 1 / 720, -1 / 40320, 1 / 3628800))
+
+
+def _minus_sin(t):                                # (t - sin t) / t^3
+    return _series(t, lambda t: (t - np.sin(t)) / t**3, (1 / 6, -1 / 120, 1 / 5040, -1 / 362880, 1 / 39916800))
+
+
+def dexp_inv_coefficient(t: np.ndarray) -> np.ndarray:
+    """c(t) = 1/t^2 - 1/(2 t tan(t/2)) of SO(3)'s inverse dexp and of Jlog3 (-> 1/12 + t^2/720 as t -> 0; series below
+    1e-4)."""
+    t = np.asarray(t, dtype=float)
+    small = t < 1e-4
+    safe = np.where(small, 1.0, t)
+    return np.where(small, 1.0 / 12.0 + t * t / 720.0, 1.0 / safe**2 - 1.0 / (2.0 * safe * np.tan(0.5 * safe)))
+
+
+def _angle(w: np.ndarray) -> np.ndarray:
+    return np.sqrt(np.einsum("...i,...i->...", w, w))
+
+
+def so3_exp(w) -> np.ndarray:
+    """The rotation (..., 3, 3) by |w| [rad] about w / |w| (Rodrigues; Pinocchio's exp3): I + a [w] + b [w]^2 with
+    a = sin t / t, b = (1 - cos t) / t^2."""
+    w = np.asarray(w, dtype=float)
+    t = _angle(w)[..., None, None]
+    W = skew(w)
+    sin_t = _series(t, lambda t: np.sin(t) / t, (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880))
+    return np.eye(3) + sin_t * W + _one_minus_cos(t) * (W @ W)
+
+
+def so3_log(R) -> np.ndarray:
+    """The rotation vector w (..., 3) with so3_exp(w) = R, |w| in [0, pi] (Pinocchio's log3): angle from
+    atan2(|s|, (tr R - 1) / 2) with s = vee(R - R^T) / 2; near pi the axis from R's symmetric part."""
+    R = np.asarray(R, dtype=float)
+    s = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], axis=-1)
+    c = 0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0)
+    sin_t = _angle(s)
+    t = np.arctan2(sin_t, c)
+    # t / sin t (series near 0): w = t / sin t * s away from pi
+    ratio = _series(t, lambda t: t / np.sin(t), (1.0, 1 / 6, 7 / 360, 31 / 15120, 127 / 604800))
+    w = ratio[..., None] * s
+    near_pi = c < -0.9
+    if np.any(near_pi):                                          # (R + R^T) / 2 - c I = (1 - c) a a^T
+        B = 0.5 * (R + np.swapaxes(R, -1, -2)) - c[..., None, None] * np.eye(3)
+        diag = np.diagonal(B, axis1=-2, axis2=-1)
+        k = np.argmax(diag, axis=-1)
+        column = np.take_along_axis(B, k[..., None, None], axis=-1)[..., 0]
+        a = column / np.sqrt(np.maximum(np.take_along_axis(diag, k[..., None], axis=-1) * (1.0 - c[..., None]), 1e-300))
+        a = np.where(np.einsum("...i,...i->...", a, s)[..., None] < 0, -a, a)   # sin t a = s: the sign of s
+        w = np.where(near_pi[..., None], t[..., None] * a, w)
+    return w
+
+
+def so3_log_jacobian(R) -> np.ndarray:
+    """Jlog3 (..., 3, 3) at R: I + [w]/2 + c(t) [w]^2 with w = so3_log(R), t = |w|, c = dexp_inv_coefficient (the inverse
+    of SO(3)'s right Jacobian; Pinocchio's Jlog3)."""
+    w = so3_log(R)
+    W = skew(w)
+    return np.eye(3) + 0.5 * W + dexp_inv_coefficient(_angle(w))[..., None, None] * (W @ W)
+
+
+def _se3_q(v: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Barfoot's Q(v, w) (..., 3, 3): the coupling block of SE(3)'s left Jacobian [[Jl(w), Q], [0, Jl(w)]]."""
+    t = _angle(w)[..., None, None]
+    V, W = skew(v), skew(w)
+    WV, VW, WVW = W @ V, V @ W, W @ V @ W
+    b = _series(t, lambda t: (t * t + 2.0 * np.cos(t) - 2.0) / (2.0 * t**4),
+                (1 / 24, -1 / 720, 1 / 40320, -1 / 3628800, 1 / 479001600))
+    c = _series(t, lambda t: (2.0 * t - 3.0 * np.sin(t) + t * np.cos(t)) / (2.0 * t**5),
+                (1 / 120, -1 / 2520, 1 / 120960, -1 / 9979200, 1 / 1245404160))
+    return (0.5 * V + _minus_sin(t) * (WV + VW + WVW) + b * (W @ WV + VW @ W - 3.0 * WVW)
+            + c * (WVW @ W + W @ WVW))
+
+
+def se3_exp(xi) -> np.ndarray:
+    """The rigid transform T (..., 4, 4) of the twist xi (..., 6) = (v, w) applied for unit time (Pinocchio's exp6):
+    R = so3_exp(w), p = V v with V = I + (1 - cos t)/t^2 [w] + (t - sin t)/t^3 [w]^2."""
+    xi = np.asarray(xi, dtype=float)
+    v, w = xi[..., :3], xi[..., 3:]
+    t = _angle(w)[..., None, None]
+    W = skew(w)
+    V = np.eye(3) + _one_minus_cos(t) * W + _minus_sin(t) * (W @ W)
+    T = np.zeros(xi.shape[:-1] + (4, 4))
+    T[..., :3, :3] = so3_exp(w)
+    T[..., :3, 3] = np.einsum("...ij,...j->...i", V, v)
+    T[..., 3, 3] = 1.0
+    return T
+
+
+def se3_log(T) -> np.ndarray:
+    """The twist xi (..., 6) = (v, w) with se3_exp(xi) = T, |w| in [0, pi] (Pinocchio's log6): w = so3_log(R),
+    v = V^-1 p, V^-1 = I - [w]/2 + c(t) [w]^2 (c: dexp_inv_coefficient)."""
+    T = np.asarray(T, dtype=float)
+    w = so3_log(T[..., :3, :3])
+    W = skew(w)
+    Vinv = np.eye(3) - 0.5 * W + dexp_inv_coefficient(_angle(w))[..., None, None] * (W @ W)
+    return np.concatenate([np.einsum("...ij,...j->...i", Vinv, T[..., :3, 3]), w], axis=-1)
+
+
+def se3_log_jacobian(T) -> np.ndarray:
+    """Jlog6 (..., 6, 6) at T: the inverse of SE(3)'s right Jacobian at xi = se3_log(T) (Pinocchio's Jlog6), rows and
+    columns (linear, angular): [[A, -A Q A], [0, A]] with A = Jlog3 and Q = Barfoot's Q(-v, -w)."""
+    xi = se3_log(T)
+    v, w = xi[..., :3], xi[..., 3:]
+    W = skew(w)
+    A = np.eye(3) + 0.5 * W + dexp_inv_coefficient(_angle(w))[..., None, None] * (W @ W)
+    J = np.zeros(xi.shape[:-1] + (6, 6))
+    J[..., :3, :3] = J[..., 3:, 3:] = A
+    J[..., :3, 3:] = -A @ _se3_q(-v, -w) @ A
+    return J
