@@ -1,6 +1,7 @@
 """Named frames (sites and bodies), their poses and Jacobians in Pinocchio's three references, and the whole body's centre
-of mass and its Jacobian, against MuJoCo (site_xpos/site_xmat, mj_jacSite, mj_jacBody, mj_objectVelocity, subtree_com,
-mj_jacSubtreeCom) and Pinocchio 4.1 (getFrameJacobian, jacobianCenterOfMass) computed here."""
+of mass, its Jacobian and the centroidal momentum, against MuJoCo (site_xpos/site_xmat, mj_jacSite, mj_jacBody,
+mj_objectVelocity, subtree_com, mj_jacSubtreeCom, mj_subtreeVel) and Pinocchio 4.1 (getFrameJacobian,
+jacobianCenterOfMass, centerOfMass, ccrba) computed here."""
 
 import mujoco
 import numpy as np
@@ -153,3 +154,28 @@ def test_frames_are_named_and_checked():
         kinematics.frame_poses(model, model.qpos0, "hand")
     with pytest.raises(UnknownFrameError, match="no site or body named 3"):
         kinematics.frame_poses(model, model.qpos0, [3])
+
+
+def test_centroidal_momentum_equals_mj_subtreeVel(case):
+    """h_g = A_g qd: (total mass times subtree_linvel[0]; subtree_angmom[0]), MuJoCo's momentum about the centre of mass."""
+    m, d, model, q, qd = case
+    A, h = centroidal.momentum_matrix(model, q), centroidal.momentum(model, q, qd)
+    assert A.shape == (N, 6, m.nv) and h.shape == (N, 6)
+    for k in range(N):
+        at(m, d, q[k], qd[k])
+        mujoco.mj_subtreeVel(m, d)
+        expected = np.r_[m.body_subtreemass[0] * d.subtree_linvel[0], d.subtree_angmom[0]]
+        close(h[k], expected, "momentum")
+        close(A[k] @ qd[k], expected, "momentum_matrix")
+    close(centroidal.momentum(model, q[1], qd[1]), h[1], "one state")
+
+
+def test_centroidal_momentum_equals_pinocchio_ccrba_moved_to_its_centre(panda_pinocchio):
+    """Pinocchio's ccrba gives the momentum about the moving bodies' centre of mass c'; about physai's c (the base's mass
+    counted) the angular part is L + (c' - c) x p. The base does not move, so the linear parts are equal."""
+    m, model, pm, pd = panda_pinocchio
+    q, qd = (x[0] for x in engine.random_states(model, 1, 8))
+    Ag = pin.ccrba(pm, pd, q, qd)
+    h = Ag @ qd
+    c_moving, c = pin.centerOfMass(pm, pd, q), centroidal.com(model, q)
+    close(centroidal.momentum(model, q, qd), np.r_[h[:3], h[3:] + np.cross(c_moving - c, h[:3])], "momentum")

@@ -2,6 +2,9 @@
 
     c = centroidal.com(model, q)               # (3,) [m], or (N, 3) for q (N, nq)
     Jc = centroidal.com_jacobian(model, q)     # (3, nv): c_dot = Jc qd [m/s], or (N, 3, nv)
+    Ag = centroidal.momentum_matrix(model, q)  # (6, nv): h_g = Ag qd, rows (linear [kg m/s]; angular [kg m^2/s]
+                                               # about the centre of mass), or (N, 6, nv)
+    hg = centroidal.momentum(model, q, qd)     # (6,) or (N, 6)
 
 MuJoCo's convention: every body counts, those welded to the world included (MuJoCo's subtree_com[0]). Pinocchio's
 centerOfMass and jacobianCenterOfMass leave out the universe's inertia (the Panda's 0.63 kg base): they are the centre
@@ -17,6 +20,8 @@ from physai.engine.model import Model
 from physai.exceptions import InvalidModelError
 from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
+from physai.spatial import skew
+from physai.validation import states
 
 
 def _massive(model: Model) -> float:
@@ -49,3 +54,33 @@ def com_jacobian(model, q) -> np.ndarray:
     if isinstance(J, float):                                   # nothing moves: zeros of the right shape
         J = 0.0 * body_jacobian(model, q, 0)[..., :3, :]
     return J / total
+
+
+def momentum_matrix(model, q) -> np.ndarray:
+    """The centroidal momentum matrix A_g (6, nv), or (N, 6, nv) for q (N, nq): h_g = A_g qd is the whole body's
+    momentum, rows (linear: sum_b m_b v_b [kg m/s]; angular about the centre of mass c: sum_b I_b w_b + m_b (c_b - c) x
+    v_b [kg m^2/s]), with v_b the velocity of body b's centre of mass c_b, w_b its angular velocity and I_b its inertia
+    about c_b in world axes. Equals (total mass times MuJoCo's subtree_linvel[0]; subtree_angmom[0]) after
+    mj_subtreeVel, and Pinocchio's ccrba where no mass is welded to the world (see the module docstring)."""
+    model = model if type(model) is Model else as_model(model)
+    c = com(model, q)
+    pos, rot = body_poses(model, q)
+    A = 0.0
+    for b in np.flatnonzero((model.body_mass > 0) & (model.body_linkid >= 0)).tolist():
+        J = body_jacobian(model, q, b, model.body_ipos[b])
+        m, R = model.body_mass[b], rot[..., b, :, :]
+        offset = pos[..., b, :] + np.einsum("...ij,j->...i", R, model.body_ipos[b]) - c        # c_b - c
+        inertia = R @ model.body_inertia[b] @ np.swapaxes(R, -1, -2)                          # I_b in world axes
+        A = A + np.concatenate([m * J[..., :3, :], inertia @ J[..., 3:, :] + m * skew(offset) @ J[..., :3, :]], axis=-2)
+    if isinstance(A, float):                                   # nothing moves: zeros of the right shape
+        A = np.zeros(np.shape(c)[:-1] + (6, model.nv))
+    return A
+
+
+def momentum(model, q, qd) -> np.ndarray:
+    """The centroidal momentum h_g = A_g qd (6,), or (N, 6): (linear [kg m/s]; angular about the centre of mass
+    [kg m^2/s]); see momentum_matrix."""
+    model = model if type(model) is Model else as_model(model)
+    (_, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
+    A = momentum_matrix(model, q)
+    return np.einsum("...ij,...j->...i", A, V.T if batch is not None else V[:, 0])
