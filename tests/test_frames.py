@@ -179,3 +179,73 @@ def test_centroidal_momentum_equals_pinocchio_ccrba_moved_to_its_centre(panda_pi
     h = Ag @ qd
     c_moving, c = pin.centerOfMass(pm, pd, q), centroidal.com(model, q)
     close(centroidal.momentum(model, q, qd), np.r_[h[:3], h[3:] + np.cross(c_moving - c, h[:3])], "momentum")
+
+
+def test_jacobian_dots_equal_mj_jacDot(case):
+    """J_dot (local_world_aligned) of every site and body: MuJoCo's mj_jacDot at the frame's origin."""
+    m, d, model, q, qd = case
+    objects = [(m.site(s).name, lambda d, s=s: d.site_xpos[s], int(m.site_bodyid[s])) for s in range(m.nsite)]
+    objects += [(model.body_name[b - 1], lambda d, b=b: d.xpos[b], b) for b in range(1, m.nbody)]
+    for name, origin, body in objects:
+        Jd = jacobians.frame_jacobian_dot(model, q, qd, name)
+        for k in range(N):
+            at(m, d, q[k], qd[k])
+            jp, jr = np.zeros((3, m.nv)), np.zeros((3, m.nv))
+            mujoco.mj_jacDot(m, d, jp, jr, origin(d), body)
+            close(Jd[k], np.vstack([jp, jr]), name)
+
+
+def test_frame_velocities_and_accelerations_equal_mujoco(case):
+    """Sites: frame_velocity (local_world_aligned, local) against mj_objectVelocity, the classical frame_acceleration
+    against mj_objectAcceleration after mj_rnePostConstraint (MuJoCo's includes gravity as an upward acceleration, so
+    gravity is added back here). Identities: the velocity is J qd in every reference, the classical acceleration
+    J qdd + J_dot qd in local_world_aligned."""
+    m, d, model, q, qd = case
+    qdd = np.random.default_rng(2).normal(size=qd.shape)
+    for s in range(m.nsite):
+        name = m.site(s).name
+        v, vl = (kinematics.frame_velocity(model, q, qd, name, ref) for ref in ("local_world_aligned", "local"))
+        a, al = (kinematics.frame_acceleration(model, q, qd, qdd, name, ref) for ref in ("local_world_aligned", "local"))
+        for k in range(N):
+            at(m, d, q[k], qd[k])
+            d.qacc[:] = qdd[k]
+            mujoco.mj_rnePostConstraint(m, d)
+            R, r = d.site_xmat[s].reshape(3, 3), np.zeros(6)
+            for flag, got in ((0, v[k]), (1, vl[k])):
+                mujoco.mj_objectVelocity(m, d, mujoco.mjtObj.mjOBJ_SITE, s, r, flag)
+                close(got, np.r_[r[3:], r[:3]], (name, "velocity", flag))
+            for flag, got, g in ((0, a[k], m.opt.gravity), (1, al[k], R.T @ m.opt.gravity)):
+                mujoco.mj_objectAcceleration(m, d, mujoco.mjtObj.mjOBJ_SITE, s, r, flag)
+                close(got, np.r_[r[3:] + g, r[:3]], (name, "acceleration", flag))
+    name = model.frame_name[-1]
+    for ref in ("local_world_aligned", "world", "local"):
+        J = jacobians.frame_jacobian(model, q, name, ref)
+        close(kinematics.frame_velocity(model, q, qd, name, ref), np.einsum("nij,nj->ni", J, qd), ("J qd", ref))
+    J, Jd = jacobians.frame_jacobian(model, q, name), jacobians.frame_jacobian_dot(model, q, qd, name)
+    close(kinematics.frame_acceleration(model, q, qd, qdd, name), np.einsum("nij,nj->ni", J, qdd) + np.einsum("nij,nj->ni", Jd, qd),
+          "J qdd + J_dot qd")
+
+
+@pytest.mark.parametrize("reference, pin_reference", [("world", pin.WORLD), ("local", pin.LOCAL),
+                                                      ("local_world_aligned", pin.LOCAL_WORLD_ALIGNED)])
+def test_frame_derivatives_equal_pinocchio(panda_pinocchio, reference, pin_reference):
+    """The Panda's body frames: getFrameJacobianTimeVariation, getFrameVelocity, getFrameAcceleration and
+    getFrameClassicalAcceleration, in each reference."""
+    m, model, pm, pd = panda_pinocchio
+    q, qd = engine.random_states(model, N, 5)
+    qdd = np.random.default_rng(1).normal(size=qd.shape)
+    for name in ("link3", "hand", "left_finger"):
+        Jd = jacobians.frame_jacobian_dot(model, q, qd, name, reference)
+        v = kinematics.frame_velocity(model, q, qd, name, reference)
+        a = kinematics.frame_acceleration(model, q, qd, qdd, name, reference, classical=False)
+        ac = kinematics.frame_acceleration(model, q, qd, qdd, name, reference)
+        fid = pm.getFrameId(name)
+        for k in range(N):
+            pin.computeJointJacobiansTimeVariation(pm, pd, q[k], qd[k])
+            pin.updateFramePlacements(pm, pd)
+            close(Jd[k], pin.getFrameJacobianTimeVariation(pm, pd, fid, pin_reference), (name, "J_dot"))
+            pin.forwardKinematics(pm, pd, q[k], qd[k], qdd[k])
+            pin.updateFramePlacements(pm, pd)
+            close(v[k], pin.getFrameVelocity(pm, pd, fid, pin_reference).vector, (name, "velocity"))
+            close(a[k], pin.getFrameAcceleration(pm, pd, fid, pin_reference).vector, (name, "acceleration"))
+            close(ac[k], pin.getFrameClassicalAcceleration(pm, pd, fid, pin_reference).vector, (name, "classical"))

@@ -22,11 +22,10 @@ import numpy as np
 
 from physai import validation
 from physai.engine import Data, as_model, native
-from physai.exceptions import InvalidArgumentError
-from physai.kinematics import frame_poses
+from physai.kinematics import check_reference, frame_poses
 from physai.spatial import skew
-from physai.engine.smooth import com_pos, kinematics
-from physai.engine.support import point_jacobians
+from physai.engine.smooth import com_pos, com_vel, kinematics
+from physai.engine.support import point_jacobian_dots, point_jacobians
 from physai.validation import states
 from physai.engine.model import Model
 
@@ -79,17 +78,12 @@ def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
     return point_jacobians(model, d, b, r, centered=True)
 
 
-#: frame_jacobian's references (Pinocchio's ReferenceFrame names, lower case)
-REFERENCES = ("local_world_aligned", "world", "local")
-
-
 def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_world_aligned") -> np.ndarray:
     """Jacobian (6, nv) of the named frame (a site, else a body: Model.frame), rows (linear; angular), in one of
-    REFERENCES (see the module docstring); q (N, nq) gives (N, 6, nv). Equals MuJoCo's mj_jacSite (jacp; jacr) for
+    kinematics.REFERENCES (see the module docstring); q (N, nq) gives (N, 6, nv). Equals MuJoCo's mj_jacSite (jacp; jacr) for
     "local_world_aligned" and Pinocchio's getFrameJacobian with LOCAL_WORLD_ALIGNED, WORLD and LOCAL (velocities in
     MuJoCo's coordinates: physai.conventions for a free joint). A frame welded to the world has zeros."""
-    if reference not in REFERENCES:
-        raise InvalidArgumentError(f"reference is {reference!r}; expected one of {', '.join(map(repr, REFERENCES))}")
+    check_reference(reference)
     model = model if type(model) is Model else as_model(model)
     b, offset, turn = model.frame(frame)
     if b < 0:
@@ -106,3 +100,44 @@ def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_wor
         return np.concatenate([lin + skew(pos) @ ang, ang], axis=-2)
     Rt = np.swapaxes(rot, -1, -2)                              # "local": the rows in the frame's axes
     return np.concatenate([Rt @ lin, Rt @ ang], axis=-2)
+
+
+def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, reference: str = "local_world_aligned") -> np.ndarray:
+    """The time derivative J_dot (6, nv) of frame_jacobian(model, q, frame, reference) along velocity qd, or (N, 6, nv)
+    for N states; J_dot qd is the frame's classical acceleration at qdd = 0. "local_world_aligned": MuJoCo's mj_jacDot
+    (jacp; jacr) at the frame's origin; "world" and "local" the derivatives of those rows (Pinocchio's
+    getFrameJacobianTimeVariation): d/dt (Jp + [p] Jr) = Jp_dot + [pdot] Jr + [p] Jr_dot, d/dt (R^T J) = R^T (J_dot -
+    [w] J). Computed by the NumPy engine on either backend."""
+    check_reference(reference)
+    model = model if type(model) is Model else as_model(model)
+    b, offset, _ = model.frame(frame)
+    (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
+    n = Q.shape[1]
+    if b < 0:
+        J = np.zeros((n, 6, model.nv))
+        return J[0] if batch is None else J
+    d = Data(model, n)
+    kinematics(model, d, Q)
+    com_pos(model, d)
+    com_vel(model, d, V)
+    link = int(model.body_linkid[b])
+    if link < 0:                                               # welded to the world: no dof moves it
+        Jdot = np.zeros((n, 6, model.nv))
+        return Jdot[0] if batch is None else Jdot
+    in_link = model.body_pos[b] + model.body_rot[b] @ offset
+    r = d.cpos[link] + np.einsum("ijn,j->in", d.xmat[link], in_link)            # the origin relative to the centre
+    Jdot = point_jacobian_dots(model, d, b, r[None])[0].transpose(2, 0, 1)       # (n, 6, nv)
+    if reference != "local_world_aligned":
+        J = point_jacobians(model, d, b, r[None], centered=True)[0].transpose(2, 0, 1)
+        lin, ang, lin_dot, ang_dot = J[:, :3], J[:, 3:], Jdot[:, :3], Jdot[:, 3:]
+        V = V.T                                                # (n, nv)
+        if reference == "world":
+            p = (d.center[link] + r).T                         # the origin in the world
+            pdot = np.einsum("nij,nj->ni", lin, V)
+            Jdot = np.concatenate([lin_dot + skew(pdot) @ ang + skew(p) @ ang_dot, ang_dot], axis=1)
+        else:
+            rot = np.einsum("ijn,jk->nik", d.xmat[link], model.body_rot[b] @ model.frame(frame)[2])
+            w = skew(np.einsum("nij,nj->ni", ang, V))
+            Rt = np.swapaxes(rot, -1, -2)
+            Jdot = np.concatenate([Rt @ (lin_dot - w @ lin), Rt @ (ang_dot - w @ ang)], axis=1)
+    return Jdot[0] if batch is None else Jdot

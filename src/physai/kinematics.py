@@ -5,6 +5,8 @@
 
     pos, rot = kinematics.frame_poses(model, q, ["left_foot", "pelvis"])   # named frames: sites, then bodies
                                                     # pos (nf, 3) or (N, nf, 3), rot (nf, 3, 3) or (N, nf, 3, 3)
+    v = kinematics.frame_velocity(model, q, qd, "left_foot")              # (6,): (linear, angular)
+    a = kinematics.frame_acceleration(model, q, qd, qdd, "left_foot")     # (6,): classical by default
 
 Bodies are the model's (Model.body_name order, the world excluded: MuJoCo's body b + 1 is physai's body b). A body
 frame is its engine link's pose composed with the body's fixed offset in that link (Model.body_pos, body_rot);
@@ -15,7 +17,7 @@ site (MuJoCo's <site>: a pose fixed in a body) or a body (a URDF link, also one 
 import numpy as np
 
 from physai.engine import Data, as_model, native
-from physai.engine.smooth import kinematics
+from physai.engine.smooth import base_acceleration, com_pos, com_vel, kinematics, rne
 from physai.engine.support import body_frames
 from physai.exceptions import InvalidArgumentError
 from physai.validation import states
@@ -68,3 +70,92 @@ def _frame_list(frames) -> list:
         return list(frames)
     except TypeError:
         raise InvalidArgumentError(f"frames must be a list of site or body names or None, got {type(frames).__name__}") from None
+
+
+#: the references of frame velocities and accelerations (Pinocchio's ReferenceFrame names, lower case; see physai.jacobians)
+REFERENCES = ("local_world_aligned", "world", "local")
+
+
+def check_reference(reference: str) -> None:
+    """InvalidArgumentError unless `reference` is one of REFERENCES."""
+    if reference not in REFERENCES:
+        raise InvalidArgumentError(f"reference is {reference!r}; expected one of {', '.join(map(repr, REFERENCES))}")
+
+
+def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
+    """(the frame's world origin p, rotation R, pdot, w, and, with qdd, pddot and the angular acceleration alpha), each
+    (n, 3) or (n, 3, 3), from the NumPy engine's stages: cvel and (rne without gravity) cacc of the frame's link, about the
+    centre of its tree; batch (None for one state)."""
+    check_reference(reference)
+    model = model if type(model) is Model else as_model(model)
+    b, offset, turn = model.frame(frame)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv)) if qdd is None else dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
+    X, batch = states(**arrays)
+    Q, V = X[0], X[1]
+    n = Q.shape[1]
+    link = int(model.body_linkid[b]) if b >= 0 else -1
+    zeros = np.zeros((n, 3))
+    if link < 0:                                               # on the world, or welded to it: it does not move
+        R = model.body_rot[b] @ turn if b >= 0 else turn
+        p = model.body_pos[b] + model.body_rot[b] @ offset if b >= 0 else offset
+        return (np.tile(p, (n, 1)), np.tile(R, (n, 1, 1)), zeros, zeros, zeros, zeros), batch
+    d = Data(model, n)
+    kinematics(model, d, Q)
+    com_pos(model, d)
+    com_vel(model, d, V)
+    in_link = model.body_pos[b] + model.body_rot[b] @ offset
+    r = (d.cpos[link] + np.einsum("ijn,j->in", d.xmat[link], in_link)).T          # the origin relative to the centre
+    p = d.center[link].T + r
+    R = np.einsum("ijn,jk->nik", d.xmat[link], model.body_rot[b] @ turn)
+    w, vc = d.cvel[link, :3].T, d.cvel[link, 3:].T
+    pdot = vc + np.cross(w, r)
+    if qdd is None:
+        return (p, R, pdot, w, None, None), batch
+    rne(model, d, V, X[2])                                     # cacc: with the world accelerating at (0, -gravity)
+    a = d.cacc[link] - base_acceleration(model)
+    alpha, ac = a[:3].T, a[3:].T
+    pddot = ac + np.cross(alpha, r) + np.cross(w, pdot)        # the classical acceleration of the origin
+    return (p, R, pdot, w, pddot, alpha), batch
+
+
+def frame_velocity(model, q, qd, frame: str, reference: str = "local_world_aligned") -> np.ndarray:
+    """The frame's velocity (6,) (linear; angular), or (N, 6): "local_world_aligned" (pdot; w) of its origin in world axes
+    (MuJoCo's mj_objectVelocity with flg_local 0, rows swapped), "world" (pdot - w x p; w), the velocity of the point at
+    the world origin, "local" (R^T pdot; R^T w). Equals frame_jacobian(model, q, frame, reference) @ qd (Pinocchio's
+    getFrameVelocity)."""
+    (p, R, pdot, w, _, _), batch = _frame_motion(model, q, qd, None, frame, reference)
+    if reference == "world":
+        v = np.concatenate([pdot - np.cross(w, p), w], axis=1)
+    elif reference == "local":
+        v = np.concatenate([np.einsum("nji,nj->ni", R, pdot), np.einsum("nji,nj->ni", R, w)], axis=1)
+    else:
+        v = np.concatenate([pdot, w], axis=1)
+    return v[0] if batch is None else v
+
+
+def frame_acceleration(model, q, qd, qdd, frame: str, reference: str = "local_world_aligned", classical: bool = True) -> np.ndarray:
+    """The frame's acceleration (6,) (linear; angular), or (N, 6), at (q, qd, qdd), as Pinocchio's
+    getFrameClassicalAcceleration (classical=True) or getFrameAcceleration (False):
+        spatial:    the time derivative of frame_velocity's twist in "world" and "local"; in "local_world_aligned" the
+                    local one turned to world axes (pddot - w x pdot; alpha)
+        classical:  spatial + (w x v; 0) with (v; w) the frame's velocity in that reference: for "local_world_aligned"
+                    the origin's acceleration and the angular acceleration (pddot; alpha) in world axes, for "local"
+                    R^T (pddot; alpha)
+    At qdd = 0 the classical "local_world_aligned" acceleration is J_dot qd (jacobians.frame_jacobian_dot)."""
+    if not isinstance(classical, bool):
+        raise InvalidArgumentError(f"classical must be True or False, got {classical!r}")
+    (p, R, pdot, w, pddot, alpha), batch = _frame_motion(model, q, qd, qdd, frame, reference)
+    if reference == "local_world_aligned":
+        lin = pddot if classical else pddot - np.cross(w, pdot)
+        a = np.concatenate([lin, alpha], axis=1)
+    elif reference == "local":
+        Rt = np.swapaxes(R, -1, -2)
+        lin = pddot if classical else pddot - np.cross(w, pdot)
+        a = np.concatenate([np.einsum("nij,nj->ni", Rt, lin), np.einsum("nij,nj->ni", Rt, alpha)], axis=1)
+    else:                                                      # d/dt (pdot - w x p; w)
+        v_origin = pdot - np.cross(w, p)
+        lin = pddot - np.cross(alpha, p) - np.cross(w, pdot)
+        if classical:
+            lin = lin + np.cross(w, v_origin)
+        a = np.concatenate([lin, alpha], axis=1)
+    return a[0] if batch is None else a

@@ -2,6 +2,7 @@
 
     body_frames(model, d)                     every body's world position and orientation (MuJoCo's xpos, xmat)
     point_jacobians(model, d, b, points)      (Jp; Jr) of world points moving with body b (MuJoCo's mj_jac)
+    point_jacobian_dots(model, d, b, r)       their time derivatives (MuJoCo's mj_jacDot)
     dof_chain(model, b)                       the dofs that move body b
 
 A point p moving with body b has the world velocity sum_i (cdof_i_lin + cdof_i_ang x (p - c)) qd_i = Jp qd over the
@@ -11,6 +12,7 @@ velocity sum_i cdof_i_ang qd_i = Jr qd; the other columns are zero. Arrays keep 
 
 import numpy as np
 
+from physai import joints
 from physai.engine.data import Data
 from physai.engine.model import Model
 
@@ -50,4 +52,47 @@ def point_jacobians(model: Model, d: Data, b: int, points: np.ndarray, centered:
     r = points if centered else points - d.center[link][None]         # (k, 3, n): the points relative to the centre
     J[:, :3, dofs] = S[None, :, 3:].transpose(0, 2, 1, 3) + np.cross(S[None, :, :3], r[:, None], axis=2).transpose(0, 2, 1, 3)
     J[:, 3:, dofs] = S[None, :, :3].transpose(0, 2, 1, 3)
+    return J
+
+
+def dof_bodyid(model: Model) -> np.ndarray:
+    """(nv,) the body each dof's joint belongs to (MuJoCo's dof_bodyid)."""
+    per_joint = [joints.NV[int(t)] for t in model.jnt_type]
+    return np.repeat(model.jnt_bodyid, per_joint).astype(np.intp)
+
+
+def quaternion_dofs(model: Model) -> np.ndarray:
+    """(nv,) bool: the dofs of ball joints and of free joints' rotations (their columns turn with their own body)."""
+    out = np.zeros(model.nv, dtype=bool)
+    for t, v in zip(model.jnt_type.tolist(), model.jnt_dofadr.tolist()):
+        if t == joints.BALL:
+            out[v:v + 3] = True
+        elif t == joints.FREE:
+            out[v + 3:v + 6] = True
+    return out
+
+
+def point_jacobian_dots(model: Model, d: Data, b: int, r: np.ndarray) -> np.ndarray:
+    """(Jp_dot; Jr_dot) (k, 6, nv, n) of k points moving with body b, given relative to the centre of b's tree (k, 3, n),
+    from a Data with com_vel done (MuJoCo's mj_jacDot): column i of the dofs that move b is, with Sdot = cdof_dot_i
+    (for a ball's or a free joint's rotation, cvel_body x cdof_i: the column turns with its own body),
+        Jr_dot = Sdot_ang,   Jp_dot = Sdot_lin + Sdot_ang x r + cdof_ang x pdot,
+    pdot = v + w x r the points' velocity ((w, v) = cvel of b's link)."""
+    J = np.zeros((len(r), 6, model.nv, d.n))
+    dofs = np.flatnonzero(dof_chain(model, b))
+    if not len(dofs):
+        return J
+    S, Sdot = d.cdof[dofs], d.cdof_dot[dofs].copy()                     # (m, 6, n)
+    turning = quaternion_dofs(model)[dofs]
+    if turning.any():                                                   # cvel of the dof's body x cdof
+        v = d.cvel[model.body_linkid[dof_bodyid(model)[dofs[turning]]]]  # (t, 6, n)
+        Sq = S[turning]
+        Sdot[turning] = np.concatenate([np.cross(v[:, :3], Sq[:, :3], axis=1),
+                                        np.cross(v[:, :3], Sq[:, 3:], axis=1) + np.cross(v[:, 3:], Sq[:, :3], axis=1)], axis=1)
+    vb = d.cvel[model.body_linkid[b]]                                   # (6, n)
+    pdot = vb[None, 3:] + np.cross(vb[None, :3], r, axis=1)             # (k, 3, n)
+    lin = (Sdot[None, :, 3:] + np.cross(Sdot[None, :, :3], r[:, None], axis=2)
+           + np.cross(S[None, :, :3], pdot[:, None], axis=2))            # (k, m, 3, n)
+    J[:, :3, dofs] = lin.transpose(0, 2, 1, 3)
+    J[:, 3:, dofs] = np.broadcast_to(Sdot[None, :, :3], (len(r),) + Sdot[:, :3].shape).transpose(0, 2, 1, 3)
     return J
