@@ -8,7 +8,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from physai import centroidal, engine, jacobians, kinematics, models
+from physai import centroidal, engine, jacobians, kinematics, models, spatial
 from physai.exceptions import InvalidArgumentError, UnknownFrameError
 
 from helpers import MODELS, load
@@ -249,3 +249,31 @@ def test_frame_derivatives_equal_pinocchio(panda_pinocchio, reference, pin_refer
             close(v[k], pin.getFrameVelocity(pm, pd, fid, pin_reference).vector, (name, "velocity"))
             close(a[k], pin.getFrameAcceleration(pm, pd, fid, pin_reference).vector, (name, "acceleration"))
             close(ac[k], pin.getFrameClassicalAcceleration(pm, pd, fid, pin_reference).vector, (name, "classical"))
+
+
+def test_momentum_matrix_dot_is_the_rate_of_the_momentum_matrix(case):
+    """A_g_dot against central differences of A_g along the motion, q moved by +-h qd (engine.integrate), h = 1e-5:
+    within 1e-8 of its scale (their own error is about 1e-10)."""
+    m, d, model, q, qd = case
+    A_dot = centroidal.momentum_matrix_dot(model, q, qd)
+    h = 1e-5
+    fd = (centroidal.momentum_matrix(model, engine.integrate(model, q, qd, h))
+          - centroidal.momentum_matrix(model, engine.integrate(model, q, -qd, h))) / (2 * h)
+    assert np.abs(A_dot - fd).max() <= 1e-8 * np.abs(A_dot).max()
+    close(centroidal.momentum_matrix_dot(model, q[2], qd[2]), A_dot[2], "one state")
+
+
+def test_momentum_matrix_and_its_rate_equal_pinocchio_ccrba_and_dccrba(panda_pinocchio):
+    """Pinocchio's Ag and dAg are about the moving bodies' centre of mass c'; about physai's c (the base's mass counted)
+    they become S Ag and S dAg + S_dot Ag, S = [[1, 0], [(c' - c) x, 1]]."""
+    m, model, pm, pd = panda_pinocchio
+    q, qd = (x[0] for x in engine.random_states(model, 1, 9))
+    dAg = pin.dccrba(pm, pd, q, qd).copy()
+    Ag = pd.Ag.copy()
+    c_moving = pin.centerOfMass(pm, pd, q, qd).copy()
+    c_moving_dot = pd.vcom[0].copy()
+    c, c_dot = centroidal.com(model, q), centroidal.com_jacobian(model, q) @ qd
+    S, S_dot = np.eye(6), np.zeros((6, 6))
+    S[3:, :3], S_dot[3:, :3] = spatial.skew(c_moving - c), spatial.skew(c_moving_dot - c_dot)
+    close(centroidal.momentum_matrix(model, q), S @ Ag, "A_g")
+    close(centroidal.momentum_matrix_dot(model, q, qd), S @ dAg + S_dot @ Ag, "A_g_dot")

@@ -5,6 +5,7 @@
     Ag = centroidal.momentum_matrix(model, q)  # (6, nv): h_g = Ag qd, rows (linear [kg m/s]; angular [kg m^2/s]
                                                # about the centre of mass), or (N, 6, nv)
     hg = centroidal.momentum(model, q, qd)     # (6,) or (N, 6)
+    Ag_dot = centroidal.momentum_matrix_dot(model, q, qd)   # (6, nv): hg_dot = Ag qdd + Ag_dot qd, or (N, 6, nv)
 
 MuJoCo's convention: every body counts, those welded to the world included (MuJoCo's subtree_com[0]). Pinocchio's
 centerOfMass and jacobianCenterOfMass leave out the universe's inertia (the Panda's 0.63 kg base): they are the centre
@@ -15,8 +16,10 @@ physai (physai.conventions for a free joint).
 
 import numpy as np
 
-from physai.engine import as_model
+from physai.engine import Data, as_model
 from physai.engine.model import Model
+from physai.engine.smooth import com_pos, com_vel, kinematics
+from physai.engine.support import point_jacobian_dots, point_jacobians
 from physai.exceptions import InvalidModelError
 from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
@@ -84,3 +87,44 @@ def momentum(model, q, qd) -> np.ndarray:
     (_, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     A = momentum_matrix(model, q)
     return np.einsum("...ij,...j->...i", A, V.T if batch is not None else V[:, 0])
+
+
+def momentum_matrix_dot(model, q, qd) -> np.ndarray:
+    """The time derivative of momentum_matrix along velocity qd, A_g_dot (6, nv), or (N, 6, nv): the rate of the
+    centroidal momentum is h_g_dot = A_g qdd + A_g_dot qd (Pinocchio's dccrba, about physai's centre of mass). Term by
+    term, with J_dot each body's centre-of-mass Jacobian's rate (support.point_jacobian_dots, MuJoCo's mj_jacDot):
+        linear   sum_b m_b Jp_dot_b
+        angular  sum_b (w_b x I_b - I_b w_b x) Jr_b + I_b Jr_dot_b + m_b (c_b_dot - c_dot) x Jp_b + m_b (c_b - c) x Jp_dot_b
+    Computed by the NumPy engine on either backend."""
+    model = model if type(model) is Model else as_model(model)
+    total = _massive(model)
+    (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
+    n = Q.shape[1]
+    d = Data(model, n)
+    kinematics(model, d, Q)
+    com_pos(model, d)
+    com_vel(model, d, V)
+    moving = np.flatnonzero((model.body_mass > 0) & (model.body_linkid >= 0)).tolist()
+    parts = []                                                 # per body: m, c_b (3, n), R (3, 3, n), J, J_dot (6, nv, n)
+    for b in moving:
+        link = int(model.body_linkid[b])
+        in_link = model.body_pos[b] + model.body_rot[b] @ model.body_ipos[b]
+        r = d.cpos[link] + np.einsum("ijn,j->in", d.xmat[link], in_link)          # c_b relative to the centre
+        R = np.einsum("ijn,jk->ikn", d.xmat[link], model.body_rot[b])
+        parts.append((model.body_mass[b], d.center[link] + r, R, point_jacobians(model, d, b, r[None], centered=True)[0],
+                      point_jacobian_dots(model, d, b, r[None])[0]))
+    welded = [b for b in range(model.nbody) if model.body_linkid[b] < 0]     # their mass counts in c, not in its rate
+    c = (sum(m * p for m, p, *_ in parts) + sum(model.body_mass[b] * (model.body_pos[b] + model.body_rot[b] @ model.body_ipos[b])[:, None]
+                                                 for b in welded)) / total
+    c_dot = sum(m * np.einsum("ijn,jn->in", J[:3], V) for m, _, _, J, _ in parts) / total if parts else np.zeros((3, n))
+    A_dot = np.zeros((n, 6, model.nv))
+    for (m, p, R, J, Jd), b in zip(parts, moving):
+        J, Jd, R = J.transpose(2, 0, 1), Jd.transpose(2, 0, 1), R.transpose(2, 0, 1)              # state first
+        inertia = R @ model.body_inertia[b] @ np.swapaxes(R, -1, -2)                                # I_b in world axes
+        A_dot[:, :3] += m * Jd[:, :3]
+        w = skew(np.einsum("nij,jn->ni", J[:, 3:], V))
+        cb_dot = np.einsum("nij,jn->ni", J[:, :3], V)
+        offset = skew((p - c).T)
+        A_dot[:, 3:] += ((w @ inertia - inertia @ w) @ J[:, 3:] + inertia @ Jd[:, 3:]
+                         + m * skew(cb_dot - c_dot.T) @ J[:, :3] + m * offset @ Jd[:, :3])
+    return A_dot[0] if batch is None else A_dot
