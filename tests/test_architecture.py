@@ -33,7 +33,7 @@ LAYERS = [
     ["physai.kinematics"],
     ["physai.jacobians", "physai.coriolis", "physai.trajectories", "physai.energy_drift",
      "physai.urdf", "physai.conventions", "physai.collision"],
-    ["physai.forces", "physai.identification", "physai.centroidal"],
+    ["physai.forces", "physai.identification", "physai.centroidal", "physai.task_space"],
     ["physai.integrators"],
     ["physai.inverse", "physai.derivatives", "physai.constraints"],
     ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
