@@ -2,14 +2,16 @@
 
 import importlib
 import sys
+import warnings
 
 import mujoco
 import numpy as np
 import pytest
 
-from physai import acceptance, dynamics, forces, models
+from physai import acceptance, dynamics, engine, forces, integrators, models
+from physai.acceptance import range_violations
 from physai.coriolis import coriolis_matrix
-from physai.exceptions import InvalidArgumentError, ShapeError
+from physai.exceptions import InvalidArgumentError, RangeWarning, ShapeError
 
 MODELS = ("double_pendulum", "hinge_slide", "arm2", "arm7", "franka_emika_panda")
 N = 8
@@ -198,3 +200,21 @@ def test_the_old_module_name_warns_and_still_works():
     with pytest.warns(DeprecationWarning, match="physai.checks is deprecated.*physai.acceptance"):
         checks = importlib.import_module("physai.checks")
     assert checks.run_checks is acceptance.run_checks and checks.random_states is acceptance.mujoco_states
+
+
+def test_range_violations_name_the_joints_a_trajectory_leaves():
+    """The Panda from its keyframe, pushed by 200 N m on its first joint (the issue's example, on physai's simulate, which
+    has no limit forces yet), leaves joint1's range (MuJoCo's +-2.8973 rad): a RangeWarning names it with the first state
+    outside, where the state before is inside; the keyframe itself is inside every range and gives nothing."""
+    m = models.load("franka_emika_panda")
+    model, home = engine.from_mujoco(m), m.key_qpos[0].copy()
+    push = np.zeros(model.nv)
+    push[0] = 200.0
+    q = integrators.simulate(model, home, np.zeros(model.nv), 0.002, 300, "implicitfast", qfrc_applied=push, energy=False).q
+    with pytest.warns(RangeWarning, match=r"leaves the range of \d+ joints?: 'joint1' at state \d+: .* outside \[-2.897, 2.897\]"):
+        found = range_violations(model, q)
+    name, k, value, (low, high) = found[0]
+    assert name == "joint1" and value > high == -low and low <= q[k - 1, 0] <= high and q[k, 0] == value
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert range_violations(model, home) == []

@@ -13,6 +13,8 @@ Each function evaluates one property over a batch of states and returns its wors
                                                   MuJoCo's qacc and physai's (or MuJoCo's) terms
         term_differences(m, states, ...)          each of physai's terms against MuJoCo's
 
+    range_violations(model, q)                   the limited joints a trajectory takes out of their range (RangeWarning)
+
 (a)-(d) are the four checks of the manipulator equation; (e) is the full balance against MuJoCo, with
 random controls within ctrlrange and random applied forces. MuJoCo runs with its constraints disabled
 (mjDSBL_CONSTRAINT: contacts, joint limits, equalities), so qfrc_constraint = 0 in the balance.
@@ -25,6 +27,7 @@ MuJoCo model and attaches a tolerance to each; `physai check MODEL` prints its t
 """
 
 import copy
+import warnings
 from dataclasses import dataclass
 
 import mujoco
@@ -32,12 +35,13 @@ import numpy as np
 
 from physai import collision, constraints, engine, forces, joints
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
-from physai.exceptions import InvalidArgumentError, ShapeError
+from physai.exceptions import InvalidArgumentError, RangeWarning, ShapeError
+from physai.validation import states as checked_states
 
 __all__ = ["APPLIED_MAX", "CTRL_FREE", "QDD_MAX", "QD_MAX", "RTOL", "Result", "States", "TAU_MAX", "TERM_NAMES",
            "Terms", "balance_residual", "coriolis_residual", "hold_residual", "mass_matrix_asymmetry",
            "mass_matrix_min_eigenvalue", "mujoco_gravity", "mujoco_states", "mujoco_terms", "passivity_residual",
-           "roundtrip_residual", "run_checks", "skew_residual", "term_differences", "without_constraints"]
+           "range_violations", "roundtrip_residual", "run_checks", "skew_residual", "term_differences", "without_constraints"]
 
 RTOL = 1e-12        # tolerance of an identity = RTOL x the scale of the quantities it compares
 CONSTRAINED_RTOL = 1e-9   # the balance with constraints on: MuJoCo's solver stops where its scaled gradient < 1e-15
@@ -399,3 +403,31 @@ def run_checks(m: mujoco.MjModel, n: int = 100, seed: int = 0, model=None, actua
     results.append(Result("term_constraint", "(e) constraint vs qfrc_constraint (at MuJoCo's qacc)", constraint, frc,
                           10 * RTOL * big(*(t.constraint for t, _ in constrained))))
     return results
+
+
+def range_violations(model, q, warn: bool = True) -> list[tuple[str, int, float, tuple[float, float]]]:
+    """The limited joints that positions q (nq,) or a trajectory (T, nq) take out of their range (Model.jnt_range,
+    MuJoCo's and the URDF's limits): [(joint name, first state outside, its value there [rad | m], (low, high))], in
+    joint order. A ball joint's value is its rotation angle, against the larger bound (MuJoCo's cone limit). With
+    warn, a RangeWarning names every joint outside (physai's simulate has no limit forces yet: issue J)."""
+    model = engine.as_model(model)
+    (Q,), _ = checked_states(q=(q, model.nq))
+    found = []
+    for j in np.flatnonzero(model.jnt_limited).tolist():
+        a, t, (low, high) = int(model.jnt_qposadr[j]), int(model.jnt_type[j]), model.jnt_range[j]
+        if t in (joints.HINGE, joints.SLIDE):
+            value = Q[a]
+        elif t == joints.BALL:
+            quat = Q[a:a + 4] / np.linalg.norm(Q[a:a + 4], axis=0)
+            value, low, high = 2.0 * np.arctan2(np.linalg.norm(quat[1:], axis=0), np.abs(quat[0])), 0.0, max(low, high)
+        else:
+            continue
+        outside = np.flatnonzero((value < low) | (value > high))
+        if outside.size:
+            k = int(outside[0])
+            found.append((model.jnt_name[j], k, float(value[k]), (float(low), float(high))))
+    if warn and found:
+        shown = "; ".join(f"{name!r} at state {k}: {value:.4g} outside [{low:.4g}, {high:.4g}]" for name, k, value, (low, high) in found)
+        warnings.warn(f"the trajectory leaves the range of {len(found)} joint{'s' * (len(found) > 1)}: {shown}", RangeWarning,
+                      stacklevel=2)
+    return found

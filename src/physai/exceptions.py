@@ -75,5 +75,9 @@ class CacheFileError(PhysaiError, ValueError):
     (physai.models.read_cached; physai.models.compiled discards the file with a CacheWarning and compiles again)."""
 
 
+class RangeWarning(RuntimeWarning):
+    """A trajectory leaves a joint's range (physai.acceptance.range_violations)."""
+
+
 class CacheWarning(RuntimeWarning):
     """physai.models discarded a cache file (another key, a failed checksum, an unphysical model) and compiled again."""
