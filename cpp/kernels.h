@@ -30,6 +30,7 @@ namespace physai {
 enum Op {
     RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
+    MOMENTUM_MATRIX,                                                                                   // support.h
     JACOBIAN, BODY_POSES, INTEGRATE, DIFFERENCE,                                                       // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
@@ -59,6 +60,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"energy", "q:q qd:v", "s", true, true},
     {"rnea_derivatives", "q:q qd:v qdd:v", "MMM", true, true},
     {"forward_dynamics_derivatives", "q:q qd:v tau:v", "MMM", true, true},
+    {"momentum_matrix", "q:q", "J", true, true},
     {"jacobian", "q:q link:l point:p", "J", false, false},
     {"body_poses", "q:q", "PR", false, false},
     {"integrate", "q:q qd:v h:h", "q", true, false},

@@ -197,12 +197,8 @@ template <class T> void rne(const Model &m, Data<T> &d, const T *qd, const T *qd
     else rne_<T, false, false>(m, d, qd, qdd, out);
 }
 
-// composite inertias crb and M (nv, nv) into out, armature included.
-// M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j, M_ji = M_ij, 0 between unrelated branches. The NumPy text
-// forms every product S_i . (Ic_j S_j) and masks the pairs by ancestry (one einsum over the batch, no Python loop per
-// pair); here each column walks its dof's parent chain (dof_parentid), which computes only the nonzero entries: the
-// same products, the same numbers.
-template <class T> void crb(const Model &m, Data<T> &d, T *out) {
+// composite inertias d.crb: each link's subtree's spatial inertia about the centre (smooth.composite_inertias)
+template <class T> void composite_inertias(const Model &m, Data<T> &d) {
     for (int i = 0; i < m.nlink; i++) d.crb[i] = d.cinert[i];
     for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass over links: Ic_parent += Ic
         int64_t p = m.link_parentid[i];
@@ -213,6 +209,15 @@ template <class T> void crb(const Model &m, Data<T> &d, T *out) {
         for (int k = 0; k < 3; k++) P.h[k] = P.h[k] + C.h[k];
         P.m = P.m + C.m;
     }
+}
+
+// composite inertias crb and M (nv, nv) into out, armature included.
+// M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j, M_ji = M_ij, 0 between unrelated branches. The NumPy text
+// forms every product S_i . (Ic_j S_j) and masks the pairs by ancestry (one einsum over the batch, no Python loop per
+// pair); here each column walks its dof's parent chain (dof_parentid), which computes only the nonzero entries: the
+// same products, the same numbers.
+template <class T> void crb(const Model &m, Data<T> &d, T *out) {
+    composite_inertias(m, d);
     size_t nv = size_t(m.nv);
     for (size_t k = 0; k < nv * nv; k++) out[k] = splat<T>(0.0);
     for (size_t j = 0; j < nv; j++) {

@@ -1,5 +1,6 @@
-// What physai.jacobians and physai.kinematics read from the smooth stages (MuJoCo's engine_support.c: mj_jac): the
-// Jacobian of a point fixed in a link, and a body's world pose from its link's. One state at a time (double).
+// What physai.jacobians, physai.kinematics and physai.centroidal read from the smooth stages (MuJoCo's
+// engine_support.c: mj_jac): the Jacobian of a point fixed in a link and a body's world pose from its link's (one state
+// at a time, double); the centroidal momentum matrix (any number type: lanes too).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +44,31 @@ inline void body_pose(const Data<double> &d, int64_t l, const double *bp, const 
     mat3_times(X, bp, p);
     for (int a = 0; a < 3; a++) p[a] = x[a] + p[a];
     mat3_mul(X, br, rot);
+}
+
+// the centroidal momentum matrix A_g (6, nv, row-major: linear, then angular about the model's centre of mass c) into
+// out, from a Data after com_pos and composite_inertias (support.momentum_matrix): column j is dof j's subtree's
+// momentum F = Ic S_j (angular about the centre of j's tree, linear), its angular part moved to c: F_ang + (ctr - c) x F_lin
+template <class T> void momentum_matrix(const Model &m, Data<T> &d, T *out) {
+    T c[3];
+    double total = m.static_mass;
+    for (int a = 0; a < 3; a++) c[a] = splat<T>(m.static_mass * m.static_com[a]);
+    for (int i = 0; i < m.nlink; i++) {                                // c = sum m_l (centre_l + cipos_l) / mass
+        const T *ci = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.link_centerid[i]];
+        total += m.link_mass[i];
+        for (int a = 0; a < 3; a++) c[a] = c[a] + m.link_mass[i] * (ctr[a] + ci[a]);
+    }
+    for (int a = 0; a < 3; a++) c[a] = c[a] / total;
+    int nv = m.nv;
+    for (int j = 0; j < nv; j++) {
+        int64_t l = m.dof_linkid[j];
+        T F[6], r[3], rF[3];
+        inertia_times(d.crb[l], &d.cdof[6 * j], F);
+        const T *ctr = &d.xpos[3 * m.link_centerid[l]];
+        for (int a = 0; a < 3; a++) r[a] = ctr[a] - c[a];
+        cross(r, F + 3, rF);
+        for (int a = 0; a < 3; a++) out[a * nv + j] = F[3 + a], out[(3 + a) * nv + j] = F[a] + rF[a];
+    }
 }
 
 }  // namespace

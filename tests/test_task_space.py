@@ -50,8 +50,8 @@ def test_inertia_pseudo_inverse_and_bias_equal_mujoco_formulas(task):
         for got, ref in ((Lam[k], Lref), (Jbar[k], Minv @ Jm.T @ Lref), (mu[k], Lref @ (Jm @ Minv @ c - Jdm @ qd[k]))):
             assert np.abs(got - ref).max() <= 1e-9 * np.abs(ref).max()
         assert np.abs(J[k] @ Jbar[k] - np.eye(6)).max() <= 1e-9
-    one = task_space.inertia(model, q[1], J[1])
-    assert np.abs(one - Lam[1]).max() <= 1e-12 * np.abs(one).max()
+    one = task_space.inertia(model, q[1], J[1])                      # one state as in the batch (Lam's condition number
+    assert np.abs(one - Lam[1]).max() <= 1e-9 * np.abs(one).max()    # is about 1e5: rounding of M differs in the 12th digit)
 
 
 def test_task_forces_give_the_task_acceleration(task):

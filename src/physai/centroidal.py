@@ -16,12 +16,11 @@ physai (physai.conventions for a free joint).
 
 import numpy as np
 
-from physai.engine import Data, as_model
+from physai.engine import Data, as_model, batching, native, support
 from physai.engine.model import Model
-from physai.engine.smooth import com_pos, com_vel, kinematics
+from physai.engine.smooth import com_pos, com_vel, composite_inertias, kinematics, position_stages
 from physai.engine.support import point_jacobian_dots, point_jacobians
 from physai.exceptions import InvalidModelError
-from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.spatial import skew
 from physai.validation import states
@@ -46,38 +45,31 @@ def com(model, q) -> np.ndarray:
 
 
 def com_jacobian(model, q) -> np.ndarray:
-    """Jacobian (3, nv) of the centre of mass, c_dot = Jc qd [m/s], or (N, 3, nv) for q (N, nq): the mass-weighted mean of
-    the bodies' centre-of-mass Jacobians, sum_b m_b Jp(b, ipos_b) / sum_b m_b (MuJoCo's mj_jacSubtreeCom of the world;
-    Pinocchio's jacobianCenterOfMass divides by the moving mass instead, see the module docstring)."""
+    """Jacobian (3, nv) of the centre of mass, c_dot = Jc qd [m/s], or (N, 3, nv) for q (N, nq): the momentum matrix's
+    linear rows over the mass, A_g[:3] / sum_b m_b (MuJoCo's mj_jacSubtreeCom of the world; Pinocchio's
+    jacobianCenterOfMass divides by the moving mass instead, see the module docstring)."""
     model = model if type(model) is Model else as_model(model)
-    total = _massive(model)
-    J = 0.0
-    for b in np.flatnonzero((model.body_mass > 0) & (model.body_linkid >= 0)).tolist():
-        J = J + model.body_mass[b] * body_jacobian(model, q, b, model.body_ipos[b])[..., :3, :]
-    if isinstance(J, float):                                   # nothing moves: zeros of the right shape
-        J = 0.0 * body_jacobian(model, q, 0)[..., :3, :]
-    return J / total
+    total = model.total_mass
+    if not total > 0:
+        _massive(model)                                        # raises, naming it
+    return momentum_matrix(model, q)[..., :3, :] / total
 
 
-def momentum_matrix(model, q) -> np.ndarray:
+@native.dispatch("momentum_matrix", "the centroidal momentum matrix", batching.result)
+def momentum_matrix(model, q, *, data: Data | None = None) -> np.ndarray:
     """The centroidal momentum matrix A_g (6, nv), or (N, 6, nv) for q (N, nq): h_g = A_g qd is the whole body's
     momentum, rows (linear: sum_b m_b v_b [kg m/s]; angular about the centre of mass c: sum_b I_b w_b + m_b (c_b - c) x
     v_b [kg m^2/s]), with v_b the velocity of body b's centre of mass c_b, w_b its angular velocity and I_b its inertia
-    about c_b in world axes. Equals (total mass times MuJoCo's subtree_linvel[0]; subtree_angmom[0]) after
-    mj_subtreeVel, and Pinocchio's ccrba where no mass is welded to the world (see the module docstring)."""
-    model = model if type(model) is Model else as_model(model)
-    c = com(model, q)
-    pos, rot = body_poses(model, q)
-    A = 0.0
-    for b in np.flatnonzero((model.body_mass > 0) & (model.body_linkid >= 0)).tolist():
-        J = body_jacobian(model, q, b, model.body_ipos[b])
-        m, R = model.body_mass[b], rot[..., b, :, :]
-        offset = pos[..., b, :] + np.einsum("...ij,j->...i", R, model.body_ipos[b]) - c        # c_b - c
-        inertia = R @ model.body_inertia[b] @ np.swapaxes(R, -1, -2)                          # I_b in world axes
-        A = A + np.concatenate([m * J[..., :3, :], inertia @ J[..., 3:, :] + m * skew(offset) @ J[..., :3, :]], axis=-2)
-    if isinstance(A, float):                                   # nothing moves: zeros of the right shape
-        A = np.zeros(np.shape(c)[:-1] + (6, model.nv))
-    return A
+    about c_b. Column j is the momentum of the subtree dof j moves, its composite inertia times cdof_j
+    (physai.engine.support.momentum_matrix, one compiled call on the compiled backend). Equals (total mass times
+    MuJoCo's subtree_linvel[0]; subtree_angmom[0]) after mj_subtreeVel, and Pinocchio's ccrba moved to this c."""
+    model = as_model(model)
+
+    def compute(d, q):
+        position_stages(model, d, q)
+        composite_inertias(model, d)
+        return support.momentum_matrix(model, d)
+    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centroidal momentum matrix")
 
 
 def momentum(model, q, qd) -> np.ndarray:

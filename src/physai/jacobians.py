@@ -83,8 +83,11 @@ def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_wor
     kinematics.REFERENCES (see the module docstring); q (N, nq) gives (N, 6, nv). Equals MuJoCo's mj_jacSite (jacp; jacr) for
     "local_world_aligned" and Pinocchio's getFrameJacobian with LOCAL_WORLD_ALIGNED, WORLD and LOCAL (velocities in
     MuJoCo's coordinates: physai.conventions for a free joint). A frame welded to the world has zeros."""
-    check_reference(reference)
     model = model if type(model) is Model else as_model(model)
+    link, point, _ = model.frame_in_link(frame)
+    if reference == "local_world_aligned" and native.on and link >= 0:     # one compiled call, the point in its link
+        return _JACOBIAN(model, q, link, point)
+    check_reference(reference)
     b, offset, turn = model.frame(frame)
     if b < 0:
         (Q,), batch = states(q=(q, model.nq))

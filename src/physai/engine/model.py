@@ -357,6 +357,27 @@ class Model:
         raise UnknownFrameError(f"the model has no site or body named {name!r}.{hint} Its frames: "
                                 f"{', '.join(map(repr, known[:40]))}{' ...' if len(known) > 40 else ''}")
 
+    def frame_in_link(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """(link, pos (3,), rot (3, 3)) of the frame `name` (Model.frame) in the frame of the engine link it moves with;
+        link -1: fixed in the world (pos, rot in world coordinates). Made once per name and kept."""
+        cache = self.__dict__.setdefault("frame_links", {})
+        found = cache.get(name) if isinstance(name, str) else None
+        if found is None:
+            b, pos, rot = self.frame(name)
+            if b < 0:
+                found = (-1, np.array(pos, dtype=float), np.array(rot, dtype=float))
+            else:
+                found = (int(self.body_linkid[b]), self.body_pos[b] + self.body_rot[b] @ pos, self.body_rot[b] @ rot)
+            for a in found[1:]:
+                a.setflags(write=False)
+            cache[name] = found
+        return found
+
+    @cached_property
+    def total_mass(self) -> float:
+        """The mass of every body, those welded to the world included [kg]."""
+        return float(self.body_mass.sum())
+
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
 

@@ -5,6 +5,7 @@ function by the compiled engine's cpp/smooth.h), for n states at once with the s
     com_pos(model, d)           inertias and motion subspaces      cipos, cinert, cdof          (mj_comPos)
     com_vel(model, d, qd)       velocities                         cvel, cdof_dot               (mj_comVel)
     rne(model, d, qd, qdd)      recursive Newton-Euler             cacc, cfrc, qfrc             (mj_rne)
+    composite_inertias(model, d)  the subtrees' inertias           crb
     crb(model, d)               composite rigid bodies             crb, qM                      (mj_crb)
     energy_pos(model, d, q), energy_vel(model, d, qd)      potential and kinetic energy     (mj_energyPos, mj_energyVel)
 
@@ -197,14 +198,20 @@ def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) ->
 
 # ---------------------------------------------------------------- CRBA
 
-def crb(model: Model, d: Data) -> np.ndarray:
-    """Composite inertias d.crb and the joint-space inertia d.qM = M(q) (nv, nv, n), armature included."""
+def composite_inertias(model: Model, d: Data) -> None:
+    """Composite inertias d.crb (nlink, 6, 6, n): each link's subtree's spatial inertia about the centre."""
     Ic = d.cinert.copy()
     Ics, parents = list(Ic), model.link_parents
     # backward pass over links: Ic_parent += Ic
     for i in model.backward_links:
         np.add(Ics[parents[i]], Ics[i], out=Ics[parents[i]])
     d.crb = Ic
+
+
+def crb(model: Model, d: Data) -> np.ndarray:
+    """Composite inertias d.crb and the joint-space inertia d.qM = M(q) (nv, nv, n), armature included."""
+    composite_inertias(model, d)
+    Ic = d.crb
     # M_ij = S_i . (Ic_j S_j) for i = j or an ancestor of j, M_ji = M_ij, 0 between unrelated branches: every pair in one
     # vectorized product, then masked (the C++ walks each dof's ancestors instead: no product is wasted there)
     F = inertia_times(Ic[model.dof_linkid], d.cdof)

@@ -3,6 +3,7 @@
     body_frames(model, d)                     every body's world position and orientation (MuJoCo's xpos, xmat)
     point_jacobians(model, d, b, points)      (Jp; Jr) of world points moving with body b (MuJoCo's mj_jac)
     point_jacobian_dots(model, d, b, r)       their time derivatives (MuJoCo's mj_jacDot)
+    momentum_matrix(model, d)                 the centroidal momentum matrix A_g (after composite_inertias)
     dof_chain(model, b)                       the dofs that move body b
 
 A point p moving with body b has the world velocity sum_i (cdof_i_lin + cdof_i_ang x (p - c)) qd_i = Jp qd over the
@@ -96,3 +97,18 @@ def point_jacobian_dots(model: Model, d: Data, b: int, r: np.ndarray) -> np.ndar
     J[:, :3, dofs] = lin.transpose(0, 2, 1, 3)
     J[:, 3:, dofs] = np.broadcast_to(Sdot[None, :, :3], (len(r),) + Sdot[:, :3].shape).transpose(0, 2, 1, 3)
     return J
+
+
+def momentum_matrix(model: Model, d: Data) -> np.ndarray:
+    """The centroidal momentum matrix A_g (6, nv, n), rows (linear; angular about the whole model's centre of mass c),
+    from a Data with com_pos and composite_inertias done (cpp/support.h's momentum_matrix): column j is the momentum of
+    dof j's subtree moving at cdof_j, F = Ic S_j = (angular about the centre of j's tree, linear), its angular part
+    moved to c: F_ang + (centre - c) x F_lin. c = (sum_l m_l (centre_l + cipos_l) + the mass welded to the world) / mass."""
+    total = model.link_mass.sum() + model.static_mass
+    moment = np.einsum("l,lin->in", model.link_mass, d.center + d.cipos) + (model.static_mass * model.static_com)[:, None]
+    c = moment / total                                                          # (3, n)
+    link = model.dof_linkid
+    Ic = d.crb[link]                                                            # (nv, 6, 6, n)
+    F = np.einsum("jikn,jkn->jin", Ic, d.cdof)                                   # (nv, 6, n)
+    ang = F[:, :3] + np.cross(d.center[link] - c[None], F[:, 3:], axis=1)
+    return np.concatenate([F[:, 3:], ang], axis=1).transpose(1, 0, 2)            # (6, nv, n)

@@ -1,0 +1,78 @@
+"""Whole-body control quantities beside Pinocchio, per call and batched, from Python, in one run (issue L).
+
+    uv run python benchmarks/bench_whole_body.py                     # the H1 (free base), N = 1000
+    uv run python benchmarks/bench_whole_body.py --model franka_emika_panda --n 4000
+
+Timed, microseconds, for each quantity at random states (engine.random_states, seed 0):
+    frame Jacobian   jacobians.frame_jacobian (local_world_aligned) of the left ankle beside pin.computeFrameJacobian
+                     (LOCAL_WORLD_ALIGNED; forward kinematics included, as physai's)
+    CoM Jacobian     centroidal.com_jacobian beside pin.jacobianCenterOfMass
+    A_g              centroidal.momentum_matrix beside pin.ccrba
+    frame J_dot      jacobians.frame_jacobian_dot (NumPy engine) beside computeJointJacobiansTimeVariation and
+                     getFrameJacobianTimeVariation
+    A_g_dot          centroidal.momentum_matrix_dot (NumPy engine) beside pin.dccrba
+physai-1: one state per call; physai-N: one call on N states divided by N (PHYSAI_NUM_THREADS threads, default every
+core); Pinocchio: one state per call (it has no batch of these). Ratios physai / Pinocchio (below 1: physai is faster).
+Pinocchio reads the robot's MJCF (pin.buildModelFromMJCF: the free joint becomes its free flyer, whose velocity
+convention differs; timings only). Times are the best of several rounds; on a shared machine expect +-20% between runs.
+"""
+
+import argparse
+import os
+import platform
+
+import numpy as np
+import pinocchio as pin
+
+from bench_dynamics import best_time
+from physai import centroidal, engine, jacobians, models
+from physai.engine import native
+
+FRAMES = {"unitree_h1": "left_ankle_link", "unitree_g1": "left_ankle_roll_link", "franka_emika_panda": "hand"}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="unitree_h1", choices=sorted(FRAMES), help="a Menagerie robot")
+    parser.add_argument("--n", type=int, default=1000, help="states in the batch")
+    args = parser.parse_args()
+
+    model = engine.from_mujoco(args.model)
+    pm = pin.buildModelFromMJCF(str(models.model_path(args.model)))
+    pd = pm.createData()
+    frame = FRAMES[args.model]
+    fid = pm.getFrameId(frame)
+    Q, QD = engine.random_states(model, args.n, 0)
+    q, qd = Q[0], QD[0]
+    qp, vp = pin.neutral(pm), np.zeros(pm.nv)                    # Pinocchio's own state (its free-flyer layout)
+    qp[:] = q if pm.nq == model.nq else qp
+    vp[:] = qd
+
+    def jdot():
+        pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
+        return pin.getFrameJacobianTimeVariation(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)
+
+    rows = [
+        ("frame Jacobian", lambda: jacobians.frame_jacobian(model, q, frame), lambda: jacobians.frame_jacobian(model, Q, frame),
+         lambda: pin.computeFrameJacobian(pm, pd, qp, fid, pin.LOCAL_WORLD_ALIGNED)),
+        ("CoM Jacobian", lambda: centroidal.com_jacobian(model, q), lambda: centroidal.com_jacobian(model, Q),
+         lambda: pin.jacobianCenterOfMass(pm, pd, qp)),
+        ("A_g", lambda: centroidal.momentum_matrix(model, q), lambda: centroidal.momentum_matrix(model, Q),
+         lambda: pin.ccrba(pm, pd, qp, vp)),
+        ("frame J_dot", lambda: jacobians.frame_jacobian_dot(model, q, qd, frame),
+         lambda: jacobians.frame_jacobian_dot(model, Q, QD, frame), jdot),
+        ("A_g_dot", lambda: centroidal.momentum_matrix_dot(model, q, qd), lambda: centroidal.momentum_matrix_dot(model, Q, QD),
+         lambda: pin.dccrba(pm, pd, qp, vp)),
+    ]
+    print(f"{args.model}: nq {model.nq}, nv {model.nv}, frame {frame!r}; N = {args.n} random states")
+    print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}"
+          f"{f', {native.threads()} threads for batches' if native.on else ''}; pinocchio {pin.__version__}, numpy {np.__version__}")
+    print("microseconds per state; ratios physai / Pinocchio")
+    print(f"{'':15s} {'physai-1':>9s} {'physai-N':>9s} {'Pinocchio':>10s} {'1/Pin':>7s} {'N/Pin':>7s}")
+    for name, one, batch, peer in rows:
+        p1, pn, pp = best_time(one) * 1e6, best_time(batch, 0.5) * 1e6 / args.n, best_time(peer) * 1e6
+        print(f"{name:15s} {p1:9.2f} {pn:9.3f} {pp:10.2f} {p1 / pp:7.2f} {pn / pp:7.3f}")
+
+
+if __name__ == "__main__":
+    main()
