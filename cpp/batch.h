@@ -47,13 +47,13 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
                     body_pose(d, m.body_linkid[b], m.body_pos + 3 * b, m.body_rot + 9 * b, o[0] + 3 * b, o[1] + 9 * b);
                 return OK;
             }
-            case JACOBIAN: {
-                int st = position_stages(m, d, q);
-                if (st == OK) jacobian(m, d, c.link, c.point, o[0]);
-                return st;
-            }
             default: break;
         }
+    }
+    if (c.op == JACOBIAN) {                                            // positions and cdof: no inertias
+        int st = kinematics(m, d, q);
+        if (st == OK) motion_subspaces(m, d), jacobian(m, d, c.link, c.point, o[0]);
+        return st;
     }
     int st = position_stages(m, d, q);
     if (st != OK) return st;

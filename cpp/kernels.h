@@ -30,8 +30,8 @@ namespace physai {
 enum Op {
     RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
-    MOMENTUM_MATRIX,                                                                                   // support.h
-    JACOBIAN, BODY_POSES, INTEGRATE, DIFFERENCE,                                                       // one state at a time
+    MOMENTUM_MATRIX, JACOBIAN,                                                                         // support.h
+    BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
     NOPS
@@ -61,7 +61,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"rnea_derivatives", "q:q qd:v qdd:v", "MMM", true, true},
     {"forward_dynamics_derivatives", "q:q qd:v tau:v", "MMM", true, true},
     {"momentum_matrix", "q:q", "J", true, true},
-    {"jacobian", "q:q link:l point:p", "J", false, false},
+    {"jacobian", "q:q link:l point:p", "J", false, true},
     {"body_poses", "q:q", "PR", false, false},
     {"integrate", "q:q qd:v h:h", "q", true, false},
     {"difference", "q0:q q1:q h:h", "v", true, false},

@@ -86,6 +86,8 @@ template <class T> int kinematics(const Model &m, Data<T> &d, const T *q) {
     return OK;
 }
 
+template <class T> void motion_subspaces(const Model &m, Data<T> &d);
+
 // spatial inertias cinert, centres of mass cipos and motion subspaces cdof, about the centres
 template <class T> void com_pos(const Model &m, Data<T> &d) {
     for (int i = 0; i < m.nlink; i++) {
@@ -110,6 +112,11 @@ template <class T> void com_pos(const Model &m, Data<T> &d) {
             }
         I.m = splat<T>(mass);
     }
+    motion_subspaces(m, d);
+}
+
+// motion subspaces cdof about the centres alone (com_pos's last part; smooth.motion_subspaces): for Jacobians
+template <class T> void motion_subspaces(const Model &m, Data<T> &d) {
     // cdof = (R s_ang, x x (R s_ang) + R s_lin): each dof's link-frame motion subspace moved to the centre
     for (int j = 0; j < m.nv; j++) {
         int64_t l = m.dof_linkid[j];

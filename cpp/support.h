@@ -1,6 +1,6 @@
 // What physai.jacobians, physai.kinematics and physai.centroidal read from the smooth stages (MuJoCo's
-// engine_support.c: mj_jac): the Jacobian of a point fixed in a link and a body's world pose from its link's (one state
-// at a time, double); the centroidal momentum matrix (any number type: lanes too).
+// engine_support.c: mj_jac): the Jacobian of a point fixed in a link (any number type: lanes too), a body's world pose
+// from its link's (one state at a time, double), and the centroidal momentum matrix (lanes too).
 #pragma once
 
 #include <cstdint>
@@ -14,16 +14,16 @@ namespace {
 
 // (Jp; Jr) (6, nv) of a point fixed in link l (p: its position in the link's frame) from a Data after com_pos:
 // r = p - centre, Jp = S_lin + S_ang x r, Jr = S_ang in the columns of l's dofs and their ancestors, 0 elsewhere
-inline void jacobian(const Model &m, const Data<double> &d, int64_t l, const double *p, double *J) {
+template <class T> void jacobian(const Model &m, const Data<T> &d, int64_t l, const double *p, T *J) {
     int nv = m.nv;
-    for (int k = 0; k < 6 * nv; k++) J[k] = 0.0;
-    const double *c = &d.cpos[3 * l];
-    double r[3];
+    for (int k = 0; k < 6 * nv; k++) J[k] = splat<T>(0.0);
+    const T *c = &d.cpos[3 * l];
+    T r[3];
     mat3_times(&d.xmat[9 * l], p, r);
     for (int a = 0; a < 3; a++) r[a] = c[a] + r[a];
     for (int64_t i = m.link_dofadr[l] + m.link_dofnum[l] - 1; i >= 0; i = m.dof_parentid[i]) {
-        const double *S = &d.cdof[6 * i];
-        double wr[3];
+        const T *S = &d.cdof[6 * i];
+        T wr[3];
         cross(S, r, wr);
         for (int a = 0; a < 3; a++) {
             J[a * nv + i] = S[3 + a] + wr[a];

@@ -24,7 +24,7 @@ from physai import validation
 from physai.engine import Data, as_model, native
 from physai.kinematics import check_reference, frame_poses
 from physai.spatial import skew
-from physai.engine.smooth import com_pos, com_vel, kinematics
+from physai.engine.smooth import com_pos, com_vel, kinematics, motion_subspaces
 from physai.engine.support import point_jacobian_dots, point_jacobians
 from physai.validation import states
 from physai.engine.model import Model
@@ -61,13 +61,13 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
     (Q,), batch = states(q=(q, model.nq))
     d = Data(model, Q.shape[1])
     kinematics(model, d, Q)
-    com_pos(model, d)
+    motion_subspaces(model, d)                                # the Jacobian needs cdof, not the inertias
     J = jacobians(model, d, b, point[None])[0]
     return J[:, :, 0] if batch is None else J.transpose(2, 0, 1)
 
 
 def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
-    """(Jp; Jr) (k, 6, nv, n) of k points (k, 3) fixed in body b (in its frame), from a Data with com_pos done (all n
+    """(Jp; Jr) (k, 6, nv, n) of k points (k, 3) fixed in body b (in its frame), from a Data with cdof done (all n
     states): physai.engine.support.point_jacobians at their positions relative to the centre of b's link's tree,
     r = cpos + R (body_pos + body_rot p) (as the compiled kernel: exact however far the robot is from the origin)."""
     link = int(model.body_linkid[b])

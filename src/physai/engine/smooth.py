@@ -3,6 +3,7 @@ function by the compiled engine's cpp/smooth.h), for n states at once with the s
 
     kinematics(model, d, q)     link poses                         xmat, xpos, center, cpos
     com_pos(model, d)           inertias and motion subspaces      cipos, cinert, cdof          (mj_comPos)
+    motion_subspaces(model, d)  motion subspaces alone             cdof
     com_vel(model, d, qd)       velocities                         cvel, cdof_dot               (mj_comVel)
     rne(model, d, qd, qdd)      recursive Newton-Euler             cacc, cfrc, qfrc             (mj_rne)
     composite_inertias(model, d)  the subtrees' inertias           crb
@@ -129,6 +130,13 @@ def com_pos(model: Model, d: Data) -> None:
     P[:, 15] = model.link_mass[:, None]
     P[:, 16] = 0.0
     d.cinert = P[:, _CINERT_IDX]
+    motion_subspaces(model, d)
+
+
+def motion_subspaces(model: Model, d: Data) -> None:
+    """Motion subspaces d.cdof about the centres, from a Data with kinematics done (com_pos's last part, alone for
+    Jacobians, which need no inertias)."""
+    R, x, n = d.xmat, d.cpos, d.n
     # cdof = (R s_ang, x x (R s_ang) + R s_lin): each dof's link-frame motion subspace moved to the centre
     Rd, xd = R[model.dof_linkid], x[model.dof_linkid]
     S = np.empty((model.nv, 6, n))
