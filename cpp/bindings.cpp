@@ -408,6 +408,7 @@ nb::object new_result(const Model &m, char kind, int64_t batch, double *&out, do
         case 'q': dims[nd++] = m.nq; break;
         case 'M': dims[nd++] = m.nv, dims[nd++] = m.nv; break;
         case 'J': dims[nd++] = 6, dims[nd++] = m.nv; break;
+        case 'C': dims[nd++] = 3, dims[nd++] = m.nv; break;
         case 'P': dims[nd++] = m.nbody, dims[nd++] = 3; break;
         case 'R': dims[nd++] = m.nbody, dims[nd++] = 3, dims[nd++] = 3; break;
         default: break;                                                // 's': one number per state

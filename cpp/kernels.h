@@ -30,7 +30,7 @@ namespace physai {
 enum Op {
     RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
-    MOMENTUM_MATRIX, JACOBIAN,                                                                         // support.h
+    MOMENTUM_MATRIX, COM_JACOBIAN, JACOBIAN,                                                           // support.h
     BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
@@ -43,7 +43,7 @@ struct Operation {
                              // o: options (a tuple: rollout's, the constraint operations' contacts and settings;
                              // cpp/bindings.cpp)
     const char *outputs;     // its results per state, one kind each: v (nv), q (nq), M (nv, nv), s (one number),
-                             // J (6, nv), P (nbody, 3), R (nbody, 3, 3); none for the rollout and the constraint
+                             // J (6, nv), C (3, nv), P (nbody, 3), R (nbody, 3, 3); none for the rollout and the constraint
                              // operations, whose runners in cpp/bindings.cpp make their results (rows vary per state)
     bool finite;             // whether a result that is not finite is an error (NONFINITE), as on the NumPy path
     bool lanes;              // whether the lane kernels run it (else the scalar kernels run every state)
@@ -61,6 +61,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"rnea_derivatives", "q:q qd:v qdd:v", "MMM", true, true},
     {"forward_dynamics_derivatives", "q:q qd:v tau:v", "MMM", true, true},
     {"momentum_matrix", "q:q", "J", true, true},
+    {"com_jacobian", "q:q", "C", true, true},
     {"jacobian", "q:q link:l point:p", "J", false, true},
     {"body_poses", "q:q", "PR", false, false},
     {"integrate", "q:q qd:v h:h", "q", true, false},
@@ -121,6 +122,7 @@ inline int64_t entries(const Model &m, char kind) {
         case 'M': return int64_t(m.nv) * m.nv;
         case 's': return 1;
         case 'J': return 6 * int64_t(m.nv);
+        case 'C': return 3 * int64_t(m.nv);
         case 'P': return 3 * int64_t(m.nbody);
         case 'R': return 9 * int64_t(m.nbody);
     }

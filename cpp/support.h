@@ -71,5 +71,19 @@ template <class T> void momentum_matrix(const Model &m, Data<T> &d, T *out) {
     }
 }
 
+// the centre of mass's Jacobian (3, nv, row-major) into out: momentum_matrix's linear rows over the mass, column j the
+// linear momentum of dof j's subtree moving at cdof_j over the mass (centroidal.com_jacobian), from a Data after com_pos
+// and composite_inertias
+template <class T> void com_jacobian(const Model &m, Data<T> &d, T *out) {
+    double total = m.static_mass;
+    for (int i = 0; i < m.nlink; i++) total += m.link_mass[i];
+    int nv = m.nv;
+    for (int j = 0; j < nv; j++) {
+        T F[6];
+        inertia_times(d.crb[m.dof_linkid[j]], &d.cdof[6 * j], F);
+        for (int a = 0; a < 3; a++) out[a * nv + j] = F[3 + a] / total;
+    }
+}
+
 }  // namespace
 }  // namespace physai

@@ -44,15 +44,19 @@ def com(model, q) -> np.ndarray:
     return np.einsum("b,...bi->...i", model.body_mass, centres) / total
 
 
-def com_jacobian(model, q) -> np.ndarray:
+@native.dispatch("com_jacobian", "the centre of mass's Jacobian", batching.result)
+def com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
     """Jacobian (3, nv) of the centre of mass, c_dot = Jc qd [m/s], or (N, 3, nv) for q (N, nq): the momentum matrix's
-    linear rows over the mass, A_g[:3] / sum_b m_b (MuJoCo's mj_jacSubtreeCom of the world; Pinocchio's
-    jacobianCenterOfMass divides by the moving mass instead, see the module docstring)."""
-    model = model if type(model) is Model else as_model(model)
-    total = model.total_mass
-    if not total > 0:
-        _massive(model)                                        # raises, naming it
-    return momentum_matrix(model, q)[..., :3, :] / total
+    linear rows over the mass, A_g[:3] / sum_b m_b (one compiled call on the compiled backend; MuJoCo's mj_jacSubtreeCom
+    of the world; Pinocchio's jacobianCenterOfMass divides by the moving mass instead, see the module docstring)."""
+    model = as_model(model)
+    total = _massive(model)
+
+    def compute(d, q):
+        position_stages(model, d, q)
+        composite_inertias(model, d)
+        return support.momentum_matrix(model, d)[:3] / total
+    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centre of mass's Jacobian")
 
 
 @native.dispatch("momentum_matrix", "the centroidal momentum matrix", batching.result)
