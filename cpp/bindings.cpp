@@ -430,6 +430,7 @@ int64_t cost_per_state(const Model &m, int op) {
     int64_t pass = m.nlink + 1;
     if (op == MASS_MATRIX || op == FORWARD_DYNAMICS) return pass * (m.nv + 1);
     if (op == RNEA_DERIVATIVES || op == FORWARD_DYNAMICS_DERIVATIVES) return 4 * pass * (m.nv + 1);   // about 4 crb's
+    if (op == MOMENTUM_MATRIX || op == COM_JACOBIAN || op == JACOBIAN) return 8 * pass;   // the position stages, a column each
     return pass;
 }
 
