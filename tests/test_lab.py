@@ -322,6 +322,26 @@ def test_arm7_replay_errors_equal_python_mujoco(browser):
     assert ref["consistent/invdiscrete"] < 1e-12 < min(v for k, v in ref.items() if k != "consistent/invdiscrete")
 
 
+def test_arm7_replays_again_and_again_at_rounding_error(browser):
+    """The automatic replays after the first (hold 0.5 s, restart from home): with integrator-consistent torques and
+    invdiscrete every loop lands on the plan to rounding error. Three loops of 2.5 s, the error read at 2 s of each
+    (a restart that left ctrl at zero for its first step drifted by 1e-2 rad)."""
+    with lab_page(browser, "arm7_min_jerk") as (page, problems):
+        got = page.evaluate("""(() => {
+            lab.pause();
+            lab.select('torque source', 'consistent/invdiscrete');
+            const errors = [];
+            for (let loop = 0; loop < 3; loop++) {
+                lab.step(loop ? 1250 : 1000);                          // to 2 s of this loop (a loop is 1250 steps)
+                errors.push({time: lab.state().time, error: lab.readouts()['max joint error vs the plan now (rad)']});
+            }
+            return {errors, worst: lab.readouts()['largest so far (rad)'], problems: lab.errors};
+        })()""")
+        assert problems == [] and got["problems"] == []
+    assert [round(e["time"], 9) for e in got["errors"]] == [2.0, 2.0, 2.0]
+    assert max(e["error"] for e in got["errors"]) < 1e-12 and got["worst"] < 1e-12
+
+
 SHAPES_XML = """<mujoco model="shapes">
   <asset><mesh name="tetra" vertex="0 0 0  0.2 0 0  0 0.2 0  0 0 0.2"/></asset>
   <worldbody>
