@@ -266,14 +266,33 @@ def test_cli_break_it_from_another_directory(tmp_path, monkeypatch, capsys):
     assert text == capsys.readouterr().out
 
 
-def test_exercise_answers():
-    r = load_script("exercises").run(Transcript(echo=False))
+def test_exercise_answers_each_after_its_question():
+    """Try first: each question is asked before any of its answer is printed; the answers are right."""
+    out, asked = Transcript(echo=False), []
+    exercises = load_script("exercises")
+    r = exercises.run(out, lambda question: asked.append((question, len(out.lines))) or True)
+    starts = [k for k, line in enumerate(out.lines) if line.startswith("== ")]
+    assert [q.split(".")[0] for q, _ in asked] == ["Easy", "Medium", "Hard"] and [k for _, k in asked] == starts
     assert r["easy"]["delta"] == pytest.approx(r["easy"]["formula"], abs=TOL)
     assert r["easy"]["delta_mj"] == pytest.approx(r["easy"]["formula"], abs=TOL)
     B = load_script("exercises").BOUNDS
     assert r["medium"]["diff"] < B["inverse_vs_bias"] and r["medium"]["gravity_diff"] < B["gravity_vs_bias"]
     assert all(k == len(L.TIMESTEPS) for k in r["hard"]["falls"].values())
     assert r["hard"]["above"] and r["hard"]["growing"] and r["hard"]["smaller"]   # the printed answer to 3.
+
+
+def test_exercises_prompt_waits_for_the_learner(monkeypatch, capsys):
+    """The terminal prompt: the question, then the learner's answer echoed before the computation; at the input's end
+    it stops asking (False)."""
+    ask = load_script("exercises").ask_terminal
+    monkeypatch.setattr("builtins.input", lambda prompt: "0.12 kg m^2")
+    assert ask("Easy. A question?") is True
+    assert capsys.readouterr().out == "\nEasy. A question?\nYou answered: 0.12 kg m^2. The computation:\n"
+
+    def ended(prompt):
+        raise EOFError
+    monkeypatch.setattr("builtins.input", ended)
+    assert ask("Medium. Another?") is False
 
 
 def test_cli_unknown_lesson(capsys):

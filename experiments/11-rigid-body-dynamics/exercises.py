@@ -5,10 +5,14 @@
 Easy: how much M11 of the double pendulum changes between q2 = 0 and q2 = pi.
 Medium: mj_inverse on the Panda at home with qvel = qacc = 0, against qfrc_bias, and why.
 Hard: the energy table with damping="0.05" on both pendulum joints.
-Prints the answers and writes them to exercises_output.txt beside this file.
+
+Try first: each question is asked before its answer is computed; type your answer (or only Enter) and the
+computation follows. --answers prints every answer at once (for scripts; also when the input is not a terminal or ends).
+The answers are written to exercises_output.txt beside this file either way (your own answers are not).
 """
 
 import argparse
+import sys
 from pathlib import Path
 
 import mujoco
@@ -116,17 +120,49 @@ def hard(out: Transcript) -> dict:
             "above": above, "growing": growing, "smaller": smaller}
 
 
-def run(out: Transcript) -> dict:
-    """The three exercises; returns their numbers."""
-    return {"easy": easy(out), "medium": medium(out), "hard": hard(out)}
+#: the questions as lesson 11's Check yourself asks them
+QUESTIONS = {
+    "easy": "Easy. For the double pendulum, by how much does M11 change between q2 = 0 (arm straight) and q2 = pi "
+            "(folded back)?",
+    "medium": "Medium. Call mj_inverse on the Panda at home with qvel = 0 and qacc = 0. What should qfrc_inverse equal, "
+              "and why?",
+    "hard": "Hard. Add damping=\"0.05\" to both pendulum joints and rerun part B. Predict before running: does "
+            "implicitfast still equal Euler? Does the energy now decrease for every integrator?",
+}
+
+
+def run(out: Transcript, ask=None) -> dict:
+    """The three exercises; returns their numbers. ask(question) -> bool is called before each answer is computed
+    (try first); False stops asking (the rest are answered at once)."""
+    results = {}
+    for name, exercise in (("easy", easy), ("medium", medium), ("hard", hard)):
+        if ask is not None and not ask(QUESTIONS[name]):
+            ask = None
+        results[name] = exercise(out)
+    return results
+
+
+def ask_terminal(question: str) -> bool:
+    """The question on the terminal; the learner's answer (any text, or Enter) before the computation. False at the
+    input's end (a script, a pipe): the answers then come at once."""
+    print(f"\n{question}")
+    try:
+        answer = input("Your answer (Enter to see the computation): ").strip()
+    except EOFError:
+        print()
+        return False
+    if answer:
+        print(f"You answered: {answer}. The computation:")
+    return True
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=HERE, help="folder for exercises_output.txt (default: beside this script)")
+    parser.add_argument("--answers", action="store_true", help="print every answer at once, without asking first")
     args = parser.parse_args(argv)
     out = Transcript()
-    run(out)
+    run(out, None if args.answers or not sys.stdin.isatty() else ask_terminal)
     out.save(args.out / "exercises_output.txt")
     return 0
 
