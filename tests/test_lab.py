@@ -149,6 +149,45 @@ def test_arm2_loads_without_errors_and_frames_advance(arm2):
     print(f"\nversions in the page: {page.evaluate('lab.versions')}")
 
 
+def test_transport_buttons_pause_step_and_reset(browser):
+    """The page's own Pause/Run, Step and Reset: paused, time stands still; Step advances one timestep; Reset returns to
+    time 0 and the pose the lab starts from (the same after a run)."""
+    with lab_page(browser, "arm2") as (page, problems):
+        start = page.evaluate("lab.reset()")                             # the starting state, as Reset makes it
+        assert start["time"] == 0.0
+        page.click("#pause")
+        assert page.evaluate("lab.paused") and page.inner_text("#pause") == "Run"
+        t = page.evaluate("lab.state().time")
+        page.wait_for_timeout(300)
+        assert page.evaluate("lab.state().time") == t
+        page.click("#step")
+        h = page.evaluate("lab.model.opt.timestep")
+        assert page.evaluate("lab.state().time") == pytest.approx(t + h, abs=1e-12)
+        page.click("#pause")                                             # run again, then reset
+        assert not page.evaluate("lab.paused") and page.inner_text("#pause") == "Pause"
+        page.wait_for_function(f"lab.state().time > {t + 0.1}", timeout=10000)
+        page.click("#reset")
+        again = page.evaluate("(() => { lab.pause(); return lab.state(); })()")
+        assert again["time"] <= 0.1 and page.evaluate("lab.reset()") == start
+        assert problems == [] and page.evaluate("lab.errors") == []
+
+
+def test_simulated_time_follows_the_wall_clock(browser):
+    """Unpaused, simulated time advances at most as fast as the wall clock (plus one frame), and the speed readout
+    says so when the browser runs behind it."""
+    with lab_page(browser, "arm2") as (page, problems):
+        got = page.evaluate("""(async () => {
+            lab.resume();
+            const t0 = lab.state().time, w0 = performance.now();
+            await new Promise((r) => setTimeout(r, 1500));
+            return {simulated: lab.state().time - t0, wall: (performance.now() - w0) / 1000, speed: lab.speed,
+                    text: document.getElementById('speed').textContent};
+        })()""")
+        assert problems == []
+    assert 0 < got["simulated"] <= 1.05 * got["wall"] + 0.1
+    assert (got["text"].startswith("speed ") and got["text"].endswith("× real time")) == (got["speed"] < 0.95)
+
+
 def test_arm2_readouts_equal_mujoco_and_physai(arm2):
     page, problems = arm2
     page.evaluate("lab.resume(); lab.press('Spin the elbow')")

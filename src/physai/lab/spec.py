@@ -243,7 +243,7 @@ LAB = Record("a lab", (
     Field("note", TEXT, "a paragraph under the page"),
     Field("dock", BOOLEAN, "the course page docks the lab beside the lesson's text (physai's page ignores it)"),
     Field("height", POSITIVE, "the 3D view's height in pixels (at least 420 is used)"),
-    Field("frame_time", POSITIVE, "simulated seconds per drawn frame (default 1/60)"),
+    Field("frame_time", POSITIVE, "simulated seconds per drawn frame (default: the wall clock's time since the last frame)"),
     Field("camera", CAMERA, "where the 3D view looks from"),
     Field("trail", Either(TEXT, TRAIL_ON_BODY, 'a site or body name, or {"body": name, "pos": [x, y, z]}'),
           "a line following a site or body (a name: a site, else a body)"),

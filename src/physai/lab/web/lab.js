@@ -1,7 +1,8 @@
 // physai lab: the page's entry. Loads /lab.json (the lesson's lab block), MuJoCo's WebAssembly build and the model,
 // builds the page, runs `setup`, then runs the frame loop. Everything the modules share is one object, `state`,
 // passed to each: scripts.js (compile, run, report errors), readouts.js, plots.js, scene.js (three.js view and trail),
-// controls.js (buttons, selects), loop.js (stepping and drawing), testhook.js (window.lab).
+// controls.js (buttons, selects), loop.js (stepping and drawing), transport.js (pause, step, reset, speed),
+// testhook.js (window.lab).
 import * as THREE from 'three';
 import loadMujoco from '@mujoco/mujoco';
 import { loadModel, makeLib } from './lib.js';
@@ -12,8 +13,10 @@ import { buildReadouts } from './readouts.js';
 import { buildScene } from './scene.js';
 import { compile, report, run } from './scripts.js';
 import { completeHook, createHook } from './testhook.js';
+import { buildTransport } from './transport.js';
 
-const PAGE_IDS = ['title', 'time', 'status', 'view', 'canvas', 'controls', 'readouts', 'plots', 'errors', 'note', 'versions'];
+const PAGE_IDS = ['title', 'time', 'status', 'view', 'canvas', 'controls', 'readouts', 'plots', 'errors', 'note', 'versions',
+  'pause', 'step', 'reset', 'speed'];
 
 /** The running lab: the page's elements, MuJoCo, the spec, what was built from it, and the loop's variables. */
 function createState() {
@@ -25,6 +28,7 @@ function createState() {
     plots: [],                          // Plot
     view: null,                         // {renderer, scene, camera, geoms, trail}
     paused: false, dirty: true, simDebt: 0, lastTime: -Infinity, frames: 0,
+    lastFrame: null, speed: 1, speedWindow: { wall: 0, simulated: 0 },   // the wall clock and the speed readout
     errors: [], seenErrors: new Set(),  // each error text once
   };
 }
@@ -56,6 +60,7 @@ async function main(state, hook) {
   buildControls(state);
   buildPlots(state);
   buildScene(state);
+  buildTransport(state);
   run(state, 'setup', state.scripts.setup);
   applySelects(state);
   mujoco.mj_forward(state.model, state.data);

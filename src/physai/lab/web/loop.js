@@ -1,10 +1,12 @@
-// physai lab: the simulation and the frame loop. Each frame steps until simulated time advances by the frame time,
+// physai lab: the simulation and the frame loop. Each frame steps until simulated time advances by the wall clock's time
+// since the last frame (at most MAX_FRAME_WALL, so a hidden tab does not run away; or by the lab's fixed "frame_time"),
 // runs mj_forward, and updates the readouts, plots, trail and geoms.
 import { printed, readValues } from './readouts.js';
 import { drawScene } from './scene.js';
 import { report, run } from './scripts.js';
+import { trackSpeed } from './transport.js';
 
-const FRAME_TIME = 1 / 60;             // simulated seconds per frame (a lab may set "frame_time")
+const MAX_FRAME_WALL = 0.1;             // [s] the most wall time one frame makes up for
 const MAX_STEPS_PER_FRAME = 20000;
 
 /** The lab's `control` script, then one mj_step. */
@@ -58,11 +60,17 @@ export function render(state) {
   drawScene(state);
 }
 
-/** Run a frame on every animation frame: advance unless paused, draw, count. */
+/** Run a frame on every animation frame: advance by the wall clock (or frame_time) unless paused, draw, count. */
 export function startFrames(state) {
-  const frame = () => {
+  const frame = (now) => {
     try {
-      if (!state.paused) advance(state, state.spec.frame_time ?? FRAME_TIME);
+      const wall = state.lastFrame === null ? 0 : Math.min((now - state.lastFrame) / 1000, MAX_FRAME_WALL);
+      state.lastFrame = now;
+      if (!state.paused) {
+        const t0 = state.data.time;
+        advance(state, state.spec.frame_time ?? wall);
+        trackSpeed(state, wall, Math.max(state.data.time - t0, 0));
+      }
       render(state);
       state.frames++;
     } catch (error) {
