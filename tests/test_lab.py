@@ -600,4 +600,4 @@ def test_node_lib(tmp_path):
     result = subprocess.run([str(node_bin_dir() / "node"), "--test", "lib.test.mjs"], cwd=Path(__file__).parent / "lab",
                             env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"^ℹ pass 4$", result.stdout, re.M) and re.search(r"^ℹ fail 0$", result.stdout, re.M), result.stdout
+    assert re.search(r"^ℹ pass 5$", result.stdout, re.M) and re.search(r"^ℹ fail 0$", result.stdout, re.M), result.stdout

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { loadModel, makeLib, compileScript, compileExpr, runScript, formatNumber } from '../../src/physai/lab/web/lib.js';
+import { loadModel, makeLib, compileScript, compileExpr, runScript, formatNumber, niceTicks } from '../../src/physai/lab/web/lib.js';
 
 const modules = process.env.LAB_NODE_MODULES;
 assert.ok(modules, 'LAB_NODE_MODULES is not set: run this through pytest (tests/test_lab.py::test_node_lib)');
@@ -86,4 +86,14 @@ test('readout numbers print with their digits', () => {
   assert.equal(formatNumber(0.516733, 5), '0.51673');
   assert.equal(formatNumber(2.5e-17, 1, 'exp'), '2.5e-17');
   assert.equal(formatNumber(NaN, 3), 'NaN');
+});
+
+test('axis ticks are round values with the digits their step needs', () => {
+  const text = (lo, hi, n) => niceTicks(lo, hi, n).map((t) => t.text);     // at least two, about n
+  assert.deepEqual(text(0.007252, 0.05980, 3), ['0.02', '0.04']);
+  assert.deepEqual(text(-1.5, 2.3, 4), ['-1', '0', '1', '2']);
+  assert.deepEqual(text(-18, -2, 3), ['-15', '-10', '-5']);
+  assert.deepEqual(text(1.1e-9, 3.2e-9, 3), ['2e-9', '3e-9']);
+  assert.deepEqual(text(12000, 250000, 3), ['1e+5', '2e+5']);
+  assert.deepEqual(niceTicks(1, 1, 3), []);
 });

@@ -88,3 +88,26 @@ export function errorText(error) {
   if (error instanceof Error) return `${error.name}: ${error.message}`;
   return String(error);
 }
+
+/** Axis ticks for [lo, hi]: the multiples of a round step (1, 2 or 5 times a power of ten) inside it, about `count` of
+ * them, each {value, text} with as many digits as the step needs (0.02, 0.04 rather than 0.05980, 0.007252). */
+export function niceTicks(lo, hi, count = 4) {
+  if (!(hi > lo) || !Number.isFinite(lo) || !Number.isFinite(hi)) return [];
+  const raw = (hi - lo) / count, mag = 10 ** Math.floor(Math.log10(raw));
+  const steps = [0.5, 1, 2, 5, 10].map((f) => f * mag);
+  let k = steps.findIndex((s) => s >= raw * (1 - 1e-12));
+  const inside = (s) => Math.floor(hi / s + 1e-9) - Math.ceil(lo / s - 1e-9) + 1;
+  while (k > 0 && inside(steps[k]) < 2) k--;                           // at least two ticks
+  const step = steps[k];
+  const stepExp = Math.floor(Math.log10(step) + 1e-9);
+  const ticks = [];
+  for (let k = Math.ceil(lo / step - 1e-9); k * step <= hi + 1e-9 * step; k++) {
+    const value = k * step, a = Math.abs(value);
+    let text;
+    if (value === 0) text = '0';
+    else if (step >= 1e-3 && a < 1e5) text = value.toFixed(Math.max(0, -stepExp));
+    else text = value.toExponential(Math.max(0, Math.floor(Math.log10(a) + 1e-9) - stepExp));
+    ticks.push({ value, text });
+  }
+  return ticks;
+}

@@ -1,4 +1,5 @@
 // physai lab: scrolling plots of the traces' expressions against simulated time, drawn on 2D canvases.
+import { niceTicks } from './lib.js';
 import { compile, run } from './scripts.js';
 
 const PALETTE = ['#1f77b4', '#d62728', '#2ca02c', '#9467bd', '#ff7f0e', '#17becf'];
@@ -51,7 +52,10 @@ export class Plot {
     g.strokeRect(left, top, w - left - right, h - top - bottom);
     g.fillStyle = '#333'; g.font = '11px sans-serif';
     g.textAlign = 'right';
-    for (const y of [hi - pad, lo + pad]) g.fillText(formatTick(y), left - 4, Y(y) + 4);
+    for (const { value, text } of niceTicks(lo, hi, 3)) {               // round values, each with a grid line
+      g.fillText(text, left - 4, Y(value) + 4);
+      g.strokeStyle = '#eee'; g.beginPath(); g.moveTo(left + 1, Y(value)); g.lineTo(w - right - 1, Y(value)); g.stroke();
+    }
     g.textAlign = 'center';
     g.fillText(`${t0.toFixed(1)} s`, X(t0) + 14, h - 6);
     g.fillText(`${t1.toFixed(1)} s`, X(t1) - 16, h - 6);
@@ -69,11 +73,6 @@ export class Plot {
     }
     g.setLineDash([]);
   }
-}
-
-function formatTick(y) {
-  const a = Math.abs(y);
-  return a !== 0 && (a < 1e-3 || a >= 1e5) ? y.toExponential(2) : y.toPrecision(4);
 }
 
 /** A Plot for each of spec.plots, into state.plots. */

@@ -98,9 +98,15 @@ function makeTrail(state, t) {
   const geometry = new THREE.BufferGeometry();
   geometry.setAttribute('position', new THREE.BufferAttribute(positions, 3));
   geometry.setDrawRange(0, 0);
-  const line = new THREE.Line(geometry, new THREE.LineBasicMaterial({ color: new THREE.Color(state.spec.trail_color ?? '#ff5a00') }));
-  line.frustumCulled = false;
-  state.view.scene.add(line);
+  const color = new THREE.Color(state.spec.trail_color ?? '#ff5a00');
+  const line = new THREE.Line(geometry, new THREE.LineBasicMaterial({ color, depthTest: false }));
+  // WebGL draws lines one pixel wide: dots of 4 pixels on the same points make the trail readable, drawn over the model
+  const dots = new THREE.Points(geometry, new THREE.PointsMaterial({ color, size: 4, sizeAttenuation: false, depthTest: false }));
+  for (const o of [line, dots]) {
+    o.frustumCulled = false;
+    o.renderOrder = 1;
+    state.view.scene.add(o);
+  }
   const points = [];
   return {
     get count() { return points.length; },
