@@ -72,7 +72,7 @@ def test_a_missing_step_and_a_missing_import_are_named(tmp_path, capsys):
     assert f"Hint: {check11.HINTS['helpers']}" in out
 
 
-def test_bad_paths_and_lessons_exit_2_in_one_line(tmp_path, capsys):
+def test_a_missing_file_fails_and_another_lesson_exits_2(tmp_path, capsys):
     assert main(["lesson", "11", "check", str(tmp_path / "nowhere.py")]) == 1
     assert "is not a file" in capsys.readouterr().out
     assert main(["lesson", "12", "check", "x.py"]) == 2

@@ -15,12 +15,19 @@ from helpers import MODELS, load
 
 N = 4
 RTOL = 1e-12
-CASES = ["franka_emika_panda", "unitree_h1", "unitree_g1", "random_sites"]
+CASES = ["franka_emika_panda", "unitree_h1", "unitree_g1", "mixed_joints", "random_sites", "two_trees"]
 
 
-def with_sites(key: str, seed: int = 3) -> mujoco.MjModel:
-    """MODELS[key] with a site at a random pose on every body and one on the world (MjSpec)."""
+def with_sites(key: str, seed: int = 3, trees: bool = False) -> mujoco.MjModel:
+    """MODELS[key] with a site at a random pose on every body and one on the world (MjSpec); trees: also a second tree
+    (a free box) and a massive body welded to the world, so that the model has several trees and mass that never moves."""
     spec = mujoco.MjSpec.from_string(MODELS[key])
+    if trees:
+        other = spec.worldbody.add_body(pos=[1.0, 0.5, 0.8], quat=[0.9, 0.1, 0.3, -0.2])
+        other.add_freejoint()
+        other.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.1, 0.05, 0.2], mass=2.0, pos=[0.03, 0.0, -0.02])
+        welded = spec.worldbody.add_body(pos=[-0.5, 0.2, 0.3])
+        welded.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.1, 0, 0], mass=3.0)
     rng = np.random.default_rng(seed)
     for k, body in enumerate(spec.bodies):
         quat = rng.normal(size=4)
@@ -31,7 +38,8 @@ def with_sites(key: str, seed: int = 3) -> mujoco.MjModel:
 @pytest.fixture(scope="module", params=CASES)
 def case(request):
     """(MjModel, MjData, engine Model, q (N, nq), qd (N, nv)) with MuJoCo's quantities at each state after mj_forward."""
-    m = with_sites("random_free") if request.param == "random_sites" else load(request.param, constraints=False)
+    m = (with_sites("random_free") if request.param == "random_sites" else with_sites("random_free", 5, trees=True)
+         if request.param == "two_trees" else load(request.param, constraints=False))
     model = engine.from_mujoco(m)
     q, qd = engine.random_states(model, N, 11)
     return m, mujoco.MjData(m), model, q, qd
@@ -277,3 +285,17 @@ def test_momentum_matrix_and_its_rate_equal_pinocchio_ccrba_and_dccrba(panda_pin
     S[3:, :3], S_dot[3:, :3] = spatial.skew(c_moving - c), spatial.skew(c_moving_dot - c_dot)
     close(centroidal.momentum_matrix(model, q), S @ Ag, "A_g")
     close(centroidal.momentum_matrix_dot(model, q, qd), S @ dAg + S_dot @ Ag, "A_g_dot")
+
+
+def test_a_site_and_a_body_may_share_a_name():
+    """MuJoCo lets a site and a body share a name: frame_poses(frames=None) gives each its own pose (by index), a name
+    alone is the site's, and "body:NAME" / "site:NAME" choose."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body name="hand" pos="0 0 1"><joint type="hinge"/>
+        <geom size="0.1" mass="1"/><site name="hand" pos="0 1 0"/></body></worldbody></mujoco>""")
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q = np.array([0.4])
+    at(m, d, q)
+    pos, _ = kinematics.frame_poses(model, q)
+    close(pos, np.vstack([d.site_xpos, d.xpos[1:]]), "both frames")
+    for name, expected in (("hand", d.site_xpos[0]), ("site:hand", d.site_xpos[0]), ("body:hand", d.xpos[1])):
+        close(kinematics.frame_poses(model, q, [name])[0][0], expected, name)

@@ -106,6 +106,51 @@ def test_constraint_rows_read_quaternions_of_any_size_exactly(backend):
             assert np.abs(getattr(got, name) - ref).max() <= 1e-13 * max(1.0, np.abs(ref).max()), (name, scale)
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_model_without_mass_has_no_centre_of_mass(backend):
+    from physai import centroidal
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string("<mujoco><worldbody/></mujoco>"))   # MuJoCo refuses
+    for f in (centroidal.com, centroidal.com_jacobian, centroidal.momentum_matrix):             # massless moving bodies
+        with pytest.raises(InvalidModelError, match="no mass: its centre of mass is undefined"):
+            run(backend, f, model, np.zeros(0))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda s: s.se3_exp(np.zeros(7)), ShapeError, r"xi has shape \(7,\); expected \(6,\)"),
+    (lambda s: s.so3_log(np.zeros(3)), ShapeError, r"R has shape \(3,\); expected \(3, 3\)"),
+    (lambda s: s.se3_log(np.eye(3)), ShapeError, r"T has shape \(3, 3\); expected \(4, 4\)"),
+    (lambda s: s.so3_exp([np.nan, 0, 0]), InvalidArgumentError, "w has entries that are not finite"),
+    (lambda s: s.se3_exp("abc"), InvalidArgumentError, "xi must be real numbers"),
+])
+def test_se3_tools_name_bad_input(call, error, message):
+    from physai import spatial
+    with pytest.raises(error, match=message):
+        call(spatial)
+
+
+def test_task_space_names_bad_tasks():
+    from physai import jacobians, task_space
+    model = engine.from_mujoco("franka_emika_panda")
+    q, qd = engine.random_states(model, 3, 1)
+    J, Jd = jacobians.frame_jacobian(model, q, "hand"), jacobians.frame_jacobian_dot(model, q, qd, "hand")
+    for bad, error, message in ((J[0][:0], ShapeError, r"with m >= 1 task rows"),
+                                ("abc", InvalidArgumentError, "J must be an array of real numbers"),
+                                (J[0] + 0j, InvalidArgumentError, "J must be an array of real numbers, got ndarray of complex128")):
+        with pytest.raises(error, match=message):
+            task_space.inertia(model, q[0], bad)
+    with pytest.raises(ShapeError, match="qd has 3 states and q one"):
+        task_space.bias(model, q[0], qd, J[0], Jd[0])
+
+
+def test_range_violations_refuse_a_zero_ball_quaternion():
+    from physai.acceptance import range_violations
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body><joint type="ball" limited="true" range="0 0.5"/><geom size="0.1" mass="1"/></body>'
+        '</worldbody></mujoco>'))
+    with pytest.raises(InvalidStateError, match=r"q\[0:4\] is a zero quaternion"):
+        range_violations(model, np.zeros(4))
+
+
 @pytest.mark.parametrize("field, value, message", [
     ("body_mass", -1.0, "mass -1.0 kg, expected a finite number >= 0"),
     ("body_inertia", [0.01, 0.01, 0.5], "break the triangle rule"),

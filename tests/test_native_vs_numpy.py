@@ -28,7 +28,7 @@ from typing import Callable
 import numpy as np
 import pytest
 
-from physai import derivatives, engine, integrators, jacobians, kinematics
+from physai import centroidal, derivatives, engine, integrators, jacobians, kinematics
 from physai.engine import native
 from helpers import Robot, assert_close, open_loop_inputs, run
 
@@ -69,6 +69,7 @@ CALLS = {
     "body_poses": Call(kinematics.body_poses, "q", SAME, per_state=False),
     "integrate": Call(lambda model, q, qd: engine.integrate(model, q, qd, H), "q qd", 1e-13),
     "difference": Call(lambda model, q, q1: engine.difference(model, q, q1, H), "q q1", 1e-13),
+    "momentum_matrix": Call(centroidal.momentum_matrix, "q", 1e-13), "com_jacobian": Call(centroidal.com_jacobian, "q", 1e-13),
 }
 
 
@@ -85,7 +86,8 @@ def _jacobian_kernel(model, q, b):
 KERNELS = {
     **{name: native.Kernel(name) for name in ("rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "energy",
                                                "kinetic_energy", "potential_energy", "rnea_derivatives",
-                                               "forward_dynamics_derivatives", "body_poses")},
+                                               "forward_dynamics_derivatives", "body_poses", "momentum_matrix",
+                                               "com_jacobian")},
     "body_jacobian": lambda model, q: np.stack([_jacobian_kernel(model, q, b) for b in range(model.nbody)], axis=-3),
     "point_jacobian": lambda model, q: _jacobian_kernel(model, q, model.nbody - 1)[..., :3, :],
     "integrate": lambda model, q, qd: native.Kernel("integrate")(model, q, qd, H),

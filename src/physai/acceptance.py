@@ -418,6 +418,7 @@ def range_violations(model, q, warn: bool = True) -> list[tuple[str, int, float,
         if t in (joints.HINGE, joints.SLIDE):
             value = Q[a]
         elif t == joints.BALL:
+            joints.quat_to_mat(Q[a:a + 4][None], [a])              # a zero quaternion: InvalidStateError naming it
             quat = Q[a:a + 4] / np.linalg.norm(Q[a:a + 4], axis=0)
             value, low, high = 2.0 * np.arctan2(np.linalg.norm(quat[1:], axis=0), np.abs(quat[0])), 0.0, max(low, high)
         else:

@@ -26,47 +26,60 @@ from physai.spatial import skew
 from physai.validation import states
 
 
-def _massive(model: Model) -> float:
-    """The model's total mass [kg]; InvalidModelError when it is zero (no centre of mass)."""
-    total = float(model.body_mass.sum())
+def _massive(model) -> tuple[Model, float]:
+    """(the Model, its total mass [kg]); InvalidModelError when the mass is zero (no centre of mass)."""
+    model = model if type(model) is Model else as_model(model)
+    total = model.total_mass
     if not total > 0:
         raise InvalidModelError("the model's bodies have no mass: its centre of mass is undefined")
-    return total
+    return model, total
 
 
 def com(model, q) -> np.ndarray:
     """Centre of mass of the whole model (3,) [m] at joint positions q (nq,), or (N, 3) for q (N, nq): the mass-weighted
     mean of every body's centre of mass, sum_b m_b (p_b + R_b ipos_b) / sum_b m_b (MuJoCo's subtree_com[0])."""
-    model = model if type(model) is Model else as_model(model)
-    total = _massive(model)
+    model, total = _massive(model)
     pos, rot = body_poses(model, q)
     centres = pos + np.einsum("...bij,bj->...bi", rot, model.body_ipos)
     return np.einsum("b,...bi->...i", model.body_mass, centres) / total
 
 
-@native.dispatch("com_jacobian", "the centre of mass's Jacobian", batching.result)
-def com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
+def com_jacobian(model, q) -> np.ndarray:
     """Jacobian (3, nv) of the centre of mass, c_dot = Jc qd [m/s], or (N, 3, nv) for q (N, nq): the momentum matrix's
     linear rows over the mass, A_g[:3] / sum_b m_b (one compiled call on the compiled backend; MuJoCo's mj_jacSubtreeCom
-    of the world; Pinocchio's jacobianCenterOfMass divides by the moving mass instead, see the module docstring)."""
+    of the world; Pinocchio's jacobianCenterOfMass divides by the moving mass instead, see the module docstring).
+    InvalidModelError for a model without mass."""
+    model, _ = _massive(model)
+    return _com_jacobian(model, q)
+
+
+@native.dispatch("com_jacobian", "the centre of mass's Jacobian", batching.result)
+def _com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
+    """com_jacobian of a model with mass (the NumPy text of cpp/support.h's com_jacobian)."""
     model = as_model(model)
-    total = _massive(model)
 
     def compute(d, q):
         position_stages(model, d, q)
         composite_inertias(model, d)
-        return support.momentum_matrix(model, d)[:3] / total
+        return support.com_jacobian(model, d)
     return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centre of mass's Jacobian")
 
 
-@native.dispatch("momentum_matrix", "the centroidal momentum matrix", batching.result)
-def momentum_matrix(model, q, *, data: Data | None = None) -> np.ndarray:
+def momentum_matrix(model, q) -> np.ndarray:
     """The centroidal momentum matrix A_g (6, nv), or (N, 6, nv) for q (N, nq): h_g = A_g qd is the whole body's
     momentum, rows (linear: sum_b m_b v_b [kg m/s]; angular about the centre of mass c: sum_b I_b w_b + m_b (c_b - c) x
     v_b [kg m^2/s]), with v_b the velocity of body b's centre of mass c_b, w_b its angular velocity and I_b its inertia
     about c_b. Column j is the momentum of the subtree dof j moves, its composite inertia times cdof_j
     (physai.engine.support.momentum_matrix, one compiled call on the compiled backend). Equals (total mass times
-    MuJoCo's subtree_linvel[0]; subtree_angmom[0]) after mj_subtreeVel, and Pinocchio's ccrba moved to this c."""
+    MuJoCo's subtree_linvel[0]; subtree_angmom[0]) after mj_subtreeVel, and Pinocchio's ccrba moved to this c.
+    InvalidModelError for a model without mass."""
+    model, _ = _massive(model)
+    return _momentum_matrix(model, q)
+
+
+@native.dispatch("momentum_matrix", "the centroidal momentum matrix", batching.result)
+def _momentum_matrix(model, q, *, data: Data | None = None) -> np.ndarray:
+    """momentum_matrix of a model with mass (the NumPy text of cpp/support.h's momentum_matrix)."""
     model = as_model(model)
 
     def compute(d, q):
@@ -92,8 +105,7 @@ def momentum_matrix_dot(model, q, qd) -> np.ndarray:
         linear   sum_b m_b Jp_dot_b
         angular  sum_b (w_b x I_b - I_b w_b x) Jr_b + I_b Jr_dot_b + m_b (c_b_dot - c_dot) x Jp_b + m_b (c_b - c) x Jp_dot_b
     Computed by the NumPy engine on either backend."""
-    model = model if type(model) is Model else as_model(model)
-    total = _massive(model)
+    model, total = _massive(model)
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     n = Q.shape[1]
     d = Data(model, n)

@@ -113,21 +113,17 @@ def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, referen
     [w] J). Computed by the NumPy engine on either backend."""
     check_reference(reference)
     model = model if type(model) is Model else as_model(model)
-    b, offset, _ = model.frame(frame)
+    b = model.frame(frame)[0]
+    link, in_link, turn = model.frame_in_link(frame)
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     n = Q.shape[1]
-    if b < 0:
-        J = np.zeros((n, 6, model.nv))
-        return J[0] if batch is None else J
+    if link < 0:                                               # on the world, or welded to it: no dof moves it
+        Jdot = np.zeros((n, 6, model.nv))
+        return Jdot[0] if batch is None else Jdot
     d = Data(model, n)
     kinematics(model, d, Q)
     com_pos(model, d)
     com_vel(model, d, V)
-    link = int(model.body_linkid[b])
-    if link < 0:                                               # welded to the world: no dof moves it
-        Jdot = np.zeros((n, 6, model.nv))
-        return Jdot[0] if batch is None else Jdot
-    in_link = model.body_pos[b] + model.body_rot[b] @ offset
     r = d.cpos[link] + np.einsum("ijn,j->in", d.xmat[link], in_link)            # the origin relative to the centre
     Jdot = point_jacobian_dots(model, d, b, r[None])[0].transpose(2, 0, 1)       # (n, 6, nv)
     if reference != "local_world_aligned":
@@ -139,7 +135,7 @@ def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, referen
             pdot = np.einsum("nij,nj->ni", lin, V)
             Jdot = np.concatenate([lin_dot + skew(pdot) @ ang + skew(p) @ ang_dot, ang_dot], axis=1)
         else:
-            rot = np.einsum("ijn,jk->nik", d.xmat[link], model.body_rot[b] @ model.frame(frame)[2])
+            rot = np.einsum("ijn,jk->nik", d.xmat[link], turn)
             w = skew(np.einsum("nij,nj->ni", ang, V))
             Rt = np.swapaxes(rot, -1, -2)
             Jdot = np.concatenate([Rt @ (lin_dot - w @ lin), Rt @ (ang_dot - w @ ang)], axis=1)

@@ -48,8 +48,11 @@ def frame_poses(model, q, frames=None) -> tuple[np.ndarray, np.ndarray]:
     (Model.frame_name). Equals MuJoCo's d.site_xpos and d.site_xmat after mj_kinematics for sites, d.xpos and d.xmat for
     bodies (Pinocchio's oMf of the same frames)."""
     model = model if type(model) is Model else as_model(model)
-    names = model.frame_name if frames is None else _frame_list(frames)
-    where = [model.frame(name) for name in names]
+    if frames is None:                                          # every site, then every body, by index (names may repeat)
+        where = ([(int(model.site_bodyid[k]), model.site_pos[k], model.site_rot[k]) for k in range(model.nsite)]
+                 + [(b, np.zeros(3), np.eye(3)) for b in range(model.nbody)])
+    else:
+        where = [model.frame(name) for name in _frame_list(frames)]
     body_pos, body_rot = body_poses(model, q)
     bodies = np.array([b for b, _, _ in where], dtype=np.intp)
     offset = np.array([p for _, p, _ in where], dtype=float).reshape(-1, 3)
@@ -88,25 +91,21 @@ def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
     centre of its tree; batch (None for one state)."""
     check_reference(reference)
     model = model if type(model) is Model else as_model(model)
-    b, offset, turn = model.frame(frame)
+    link, in_link, turn = model.frame_in_link(frame)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv)) if qdd is None else dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
     X, batch = states(**arrays)
     Q, V = X[0], X[1]
     n = Q.shape[1]
-    link = int(model.body_linkid[b]) if b >= 0 else -1
     zeros = np.zeros((n, 3))
     if link < 0:                                               # on the world, or welded to it: it does not move
-        R = model.body_rot[b] @ turn if b >= 0 else turn
-        p = model.body_pos[b] + model.body_rot[b] @ offset if b >= 0 else offset
-        return (np.tile(p, (n, 1)), np.tile(R, (n, 1, 1)), zeros, zeros, zeros, zeros), batch
+        return (np.tile(in_link, (n, 1)), np.tile(turn, (n, 1, 1)), zeros, zeros, zeros, zeros), batch
     d = Data(model, n)
     kinematics(model, d, Q)
     com_pos(model, d)
     com_vel(model, d, V)
-    in_link = model.body_pos[b] + model.body_rot[b] @ offset
     r = (d.cpos[link] + np.einsum("ijn,j->in", d.xmat[link], in_link)).T          # the origin relative to the centre
     p = d.center[link].T + r
-    R = np.einsum("ijn,jk->nik", d.xmat[link], model.body_rot[b] @ turn)
+    R = np.einsum("ijn,jk->nik", d.xmat[link], turn)
     w, vc = d.cvel[link, :3].T, d.cvel[link, 3:].T
     pdot = vc + np.cross(w, r)
     if qdd is None:

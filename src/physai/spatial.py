@@ -16,6 +16,8 @@ a small twist d in T's own frame.
 
 import numpy as np
 
+from physai.exceptions import InvalidArgumentError, ShapeError
+
 
 def skew(v: np.ndarray) -> np.ndarray:
     """3x3 matrix of the cross product: skew(a) @ b == np.cross(a, b); for a stack (..., 3) the stack (..., 3, 3)."""
@@ -135,11 +137,27 @@ def _minus_sin(t):                                # (t - sin t) / t^3
 
 def dexp_inv_coefficient(t: np.ndarray) -> np.ndarray:
     """c(t) = 1/t^2 - 1/(2 t tan(t/2)) of SO(3)'s inverse dexp and of Jlog3 (-> 1/12 + t^2/720 as t -> 0; series below
-    1e-4)."""
+    1e-4, as cpp/integrate.h's dexp_inv). Just above 1e-4 the closed form keeps about 7 digits, but every use multiplies
+    it by |w|^2 <= 1e-8 there, so the products keep all of theirs."""
     t = np.asarray(t, dtype=float)
     small = t < 1e-4
     safe = np.where(small, 1.0, t)
     return np.where(small, 1.0 / 12.0 + t * t / 720.0, 1.0 / safe**2 - 1.0 / (2.0 * safe * np.tan(0.5 * safe)))
+
+
+def _checked(name: str, x, shape: tuple) -> np.ndarray:
+    """x as a float array whose last axes are `shape` (one of them, or a stack), finite; ShapeError or
+    InvalidArgumentError naming `name` otherwise."""
+    try:
+        a = np.asarray(x, dtype=float)
+    except (TypeError, ValueError):
+        raise InvalidArgumentError(f"{name} must be real numbers of shape {shape} or a stack (..., {', '.join(map(str, shape))})"
+                                   f", got {type(x).__name__}") from None
+    if a.shape[a.ndim - len(shape):] != shape or a.ndim < len(shape):
+        raise ShapeError(f"{name} has shape {a.shape}; expected {shape} or a stack (..., {', '.join(map(str, shape))})")
+    if not np.isfinite(a).all():
+        raise InvalidArgumentError(f"{name} has entries that are not finite")
+    return a
 
 
 def _angle(w: np.ndarray) -> np.ndarray:
@@ -149,7 +167,7 @@ def _angle(w: np.ndarray) -> np.ndarray:
 def so3_exp(w) -> np.ndarray:
     """The rotation (..., 3, 3) by |w| [rad] about w / |w| (Rodrigues; Pinocchio's exp3): I + a [w] + b [w]^2 with
     a = sin t / t, b = (1 - cos t) / t^2."""
-    w = np.asarray(w, dtype=float)
+    w = _checked("w", w, (3,))
     t = _angle(w)[..., None, None]
     W = skew(w)
     sin_t = _series(t, lambda t: np.sin(t) / t, (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880))
@@ -158,8 +176,9 @@ def so3_exp(w) -> np.ndarray:
 
 def so3_log(R) -> np.ndarray:
     """The rotation vector w (..., 3) with so3_exp(w) = R, |w| in [0, pi] (Pinocchio's log3): angle from
-    atan2(|s|, (tr R - 1) / 2) with s = vee(R - R^T) / 2; near pi the axis from R's symmetric part."""
-    R = np.asarray(R, dtype=float)
+    atan2(|s|, (tr R - 1) / 2) with s = vee(R - R^T) / 2; near pi the axis from R's symmetric part. R is taken to be a
+    rotation (a matrix that is not one, e.g. zero, gives the log of no rotation: check R^T R = 1 where in doubt)."""
+    R = _checked("R", R, (3, 3))
     s = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], axis=-1)
     c = 0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0)
     sin_t = _angle(s)
@@ -203,7 +222,7 @@ def _se3_q(v: np.ndarray, w: np.ndarray) -> np.ndarray:
 def se3_exp(xi) -> np.ndarray:
     """The rigid transform T (..., 4, 4) of the twist xi (..., 6) = (v, w) applied for unit time (Pinocchio's exp6):
     R = so3_exp(w), p = V v with V = I + (1 - cos t)/t^2 [w] + (t - sin t)/t^3 [w]^2."""
-    xi = np.asarray(xi, dtype=float)
+    xi = _checked("xi", xi, (6,))
     v, w = xi[..., :3], xi[..., 3:]
     t = _angle(w)[..., None, None]
     W = skew(w)
@@ -218,7 +237,7 @@ def se3_exp(xi) -> np.ndarray:
 def se3_log(T) -> np.ndarray:
     """The twist xi (..., 6) = (v, w) with se3_exp(xi) = T, |w| in [0, pi] (Pinocchio's log6): w = so3_log(R),
     v = V^-1 p, V^-1 = I - [w]/2 + c(t) [w]^2 (c: dexp_inv_coefficient)."""
-    T = np.asarray(T, dtype=float)
+    T = _checked("T", T, (4, 4))
     w = so3_log(T[..., :3, :3])
     W = skew(w)
     Vinv = np.eye(3) - 0.5 * W + dexp_inv_coefficient(_angle(w))[..., None, None] * (W @ W)

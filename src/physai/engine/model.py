@@ -339,18 +339,21 @@ class Model:
 
     @property
     def frame_name(self) -> tuple:
-        """The named frames, in the order kinematics.frame_poses(frames=None) returns them: the sites, then the bodies."""
+        """The named frames, in the order kinematics.frame_poses(frames=None) returns them: the sites, then the bodies
+        (a name may stand twice, a site's and a body's: Model.frame's "site:" and "body:" tell them apart)."""
         return self.site_name + self.body_name
 
     def frame(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
         """(body, pos (3,), rot (3, 3)) of the frame `name`: a site (its body and pose in the body's frame) or, when no
-        site has that name, a body (itself, at its origin); body -1 is the world. UnknownFrameError otherwise."""
+        site has that name, a body (itself, at its origin); body -1 is the world. "site:NAME" and "body:NAME" choose
+        where a site and a body share a name (MuJoCo allows it). UnknownFrameError otherwise."""
         if isinstance(name, str):
-            if name in self.site_name:
-                k = self.site_name.index(name)
+            kind, _, bare = name.partition(":") if name.startswith(("site:", "body:")) else ("", "", name)
+            if kind != "body" and bare in self.site_name:
+                k = self.site_name.index(bare)
                 return int(self.site_bodyid[k]), self.site_pos[k], self.site_rot[k]
-            if name in self.body_name:
-                return self.body_name.index(name), np.zeros(3), np.eye(3)
+            if kind != "site" and bare in self.body_name:
+                return self.body_name.index(bare), np.zeros(3), np.eye(3)
         known = sorted({n for n in self.frame_name if n})
         close = difflib.get_close_matches(str(name), known, n=3)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""

@@ -4,6 +4,7 @@
     point_jacobians(model, d, b, points)      (Jp; Jr) of world points moving with body b (MuJoCo's mj_jac)
     point_jacobian_dots(model, d, b, r)       their time derivatives (MuJoCo's mj_jacDot)
     momentum_matrix(model, d)                 the centroidal momentum matrix A_g (after composite_inertias)
+    com_jacobian(model, d)                    the centre of mass's Jacobian: A_g's linear rows over the mass
     dof_chain(model, b)                       the dofs that move body b
 
 A point p moving with body b has the world velocity sum_i (cdof_i_lin + cdof_i_ang x (p - c)) qd_i = Jp qd over the
@@ -112,3 +113,9 @@ def momentum_matrix(model: Model, d: Data) -> np.ndarray:
     F = np.einsum("jikn,jkn->jin", Ic, d.cdof)                                   # (nv, 6, n)
     ang = F[:, :3] + np.cross(d.center[link] - c[None], F[:, 3:], axis=1)
     return np.concatenate([F[:, 3:], ang], axis=1).transpose(1, 0, 2)            # (6, nv, n)
+
+
+def com_jacobian(model: Model, d: Data) -> np.ndarray:
+    """The centre of mass's Jacobian (3, nv, n): momentum_matrix's linear rows over the model's mass (cpp/support.h's
+    com_jacobian), from a Data with com_pos and composite_inertias done."""
+    return momentum_matrix(model, d)[:3] / (model.link_mass.sum() + model.static_mass)

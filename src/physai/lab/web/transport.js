@@ -10,6 +10,8 @@ export function setPaused(state, paused) {
   state.paused = paused;
   state.simDebt = 0;
   state.page.pause.textContent = paused ? 'Run' : 'Pause';
+  state.speedWindow.wall = state.speedWindow.simulated = 0;      // a pause starts the speed's measurement afresh
+  state.page.speed.textContent = '';
 }
 
 /** One mj_step (the lab's control script first), paused. */
@@ -44,5 +46,6 @@ export function trackSpeed(state, wall, simulated) {
   if (s.wall < 1.0) return;
   state.speed = s.simulated / s.wall;
   s.wall = s.simulated = 0;
-  state.page.speed.textContent = state.paused ? '' : state.speed < 0.95 ? `speed ${state.speed.toFixed(2)}× real time` : '';
+  const fixed = state.spec.frame_time !== undefined;            // a lab's own pace is no lag
+  state.page.speed.textContent = !fixed && state.speed < 0.95 ? `speed ${state.speed.toFixed(2)}× real time` : '';
 }
