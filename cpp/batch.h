@@ -50,10 +50,13 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
             default: break;
         }
     }
-    if (c.op == JACOBIAN) {                                            // positions and cdof: no inertias
+    if (c.op == JACOBIAN || c.op == JACOBIAN_DOT) {                    // positions, cdof (and its rate): no inertias
         int st = kinematics(m, d, q);
-        if (st == OK) motion_subspaces(m, d), jacobian(m, d, c.link, c.point, o[0]);
-        return st;
+        if (st != OK) return st;
+        motion_subspaces(m, d);
+        if (c.op == JACOBIAN) jacobian(m, d, c.link, c.point, o[0]);
+        else com_vel(m, d, qd), jacobian_dot(m, d, c.link, c.point, o[0]);
+        return OK;
     }
     int st = position_stages(m, d, q);
     if (st != OK) return st;

@@ -246,6 +246,7 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.link_ballrot = f.doubles("link_ballrot", {L, 3, 3}), m.link_ballpos = f.doubles("link_ballpos", {L, 3});
         m.link_ballanchor = f.doubles("link_ballanchor", {L, 3});
         m.dof_linkid = f.ints("dof_linkid", {V}), m.dof_parentid = f.ints("dof_parentid", {V});
+        m.dof_turnlink = f.ints("dof_turnlink", {V});
         m.dof_motion = f.doubles("dof_motion", {V, 6}), m.dof_armature = f.doubles("dof_armature", {V});
         m.dof_damping = f.doubles("dof_damping", {V}), m.dof_pattern = f.ints("dof_pattern", {V, V});
         m.spring_qposadr = f.ints("spring_qposadr", {-1}, &nspring);
@@ -430,7 +431,7 @@ int64_t cost_per_state(const Model &m, int op) {
     int64_t pass = m.nlink + 1;
     if (op == MASS_MATRIX || op == FORWARD_DYNAMICS) return pass * (m.nv + 1);
     if (op == RNEA_DERIVATIVES || op == FORWARD_DYNAMICS_DERIVATIVES) return 4 * pass * (m.nv + 1);   // about 4 crb's
-    if (op == MOMENTUM_MATRIX || op == COM_JACOBIAN || op == JACOBIAN) return 8 * pass;   // the position stages, a column each
+    if (op == MOMENTUM_MATRIX || op == COM_JACOBIAN || op == JACOBIAN || op == JACOBIAN_DOT) return 8 * pass;   // stages, columns
     return pass;
 }
 

@@ -30,7 +30,7 @@ namespace physai {
 enum Op {
     RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
-    MOMENTUM_MATRIX, COM_JACOBIAN, JACOBIAN,                                                           // support.h
+    MOMENTUM_MATRIX, COM_JACOBIAN, JACOBIAN, JACOBIAN_DOT,                                             // support.h
     BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
@@ -63,6 +63,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"momentum_matrix", "q:q", "J", true, true},
     {"com_jacobian", "q:q", "C", true, true},
     {"jacobian", "q:q link:l point:p", "J", false, true},
+    {"jacobian_dot", "q:q qd:v link:l point:p", "J", false, true},
     {"body_poses", "q:q", "PR", false, false},
     {"integrate", "q:q qd:v h:h", "q", true, false},
     {"difference", "q0:q q1:q h:h", "v", true, false},

@@ -29,6 +29,8 @@ struct Model {
     const char *link_hinge = nullptr, *link_slide = nullptr;   // scalar links whose G has no t term, or only 1 and t terms
     // per dof (nv)
     const int64_t *dof_linkid = nullptr, *dof_parentid = nullptr;   // its link; the dof before it on the path to the root, -1
+    const int64_t *dof_turnlink = nullptr;     // a ball's or free joint's rotation dof: its body's link, whose velocity
+                                               // turns its column (mj_jacDot); -1 for the others (cdof_dot as it is)
     const double *dof_motion = nullptr, *dof_armature = nullptr;    // (nv, 6) in the link frame, (nv)
     const double *dof_damping = nullptr;                            // (nv)
     const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
@@ -97,6 +99,7 @@ inline const char *check_model(const Model &m) {
     for (int j = 0; j < m.nv; j++) {
         if (m.dof_linkid[j] < 0 || m.dof_linkid[j] >= m.nlink) return "dof_linkid";
         if (m.dof_parentid[j] >= j || m.dof_parentid[j] < -1) return "dof_parentid";
+        if (m.dof_turnlink[j] < -1 || m.dof_turnlink[j] >= m.nlink) return "dof_turnlink";
     }
     for (int k = 0; k < m.nspring; k++) {
         if (m.spring_qposadr[k] < 0 || m.spring_qposadr[k] >= m.nq) return "spring_qposadr";

@@ -32,6 +32,38 @@ template <class T> void jacobian(const Model &m, const Data<T> &d, int64_t l, co
     }
 }
 
+// (Jp_dot; Jr_dot) (6, nv) of a point fixed in link l (p in the link's frame) from a Data after com_vel
+// (support.point_jacobian_dots, MuJoCo's mj_jacDot): with r = p - centre, pdot = v + w x r ((w, v) = cvel of l), and
+// Sdot = cdof_dot_i, or cvel of dof_turnlink[i] x cdof_i for a ball's or free joint's rotation dof:
+// Jr_dot = Sdot_ang, Jp_dot = Sdot_lin + Sdot_ang x r + S_ang x pdot in the columns of l's dofs and their ancestors
+template <class T> void jacobian_dot(const Model &m, const Data<T> &d, int64_t l, const double *p, T *J) {
+    int nv = m.nv;
+    for (int k = 0; k < 6 * nv; k++) J[k] = splat<T>(0.0);
+    const T *c = &d.cpos[3 * l], *vb = &d.cvel[6 * l];
+    T r[3], wr[3], pdot[3];
+    mat3_times(&d.xmat[9 * l], p, r);
+    for (int a = 0; a < 3; a++) r[a] = c[a] + r[a];
+    cross(vb, r, wr);
+    for (int a = 0; a < 3; a++) pdot[a] = vb[3 + a] + wr[a];
+    for (int64_t i = m.link_dofadr[l] + m.link_dofnum[l] - 1; i >= 0; i = m.dof_parentid[i]) {
+        const T *S = &d.cdof[6 * i];
+        T Sdot[6], a1[3], a2[3];
+        if (m.dof_turnlink[i] >= 0) {                                  // cvel_body x cdof: (w x S_ang, w x S_lin + v x S_ang)
+            const T *v = &d.cvel[6 * m.dof_turnlink[i]];
+            cross(v, S, Sdot);
+            cross(v, S + 3, a1), cross(v + 3, S, a2);
+            for (int a = 0; a < 3; a++) Sdot[3 + a] = a1[a] + a2[a];
+        } else {
+            for (int a = 0; a < 6; a++) Sdot[a] = d.cdof_dot[6 * i + a];
+        }
+        cross(Sdot, r, a1), cross(S, pdot, a2);
+        for (int a = 0; a < 3; a++) {
+            J[a * nv + i] = Sdot[3 + a] + a1[a] + a2[a];
+            J[(3 + a) * nv + i] = Sdot[a];
+        }
+    }
+}
+
 // a body's world pose (p (3), rot (3, 3)) from its pose in link l (bp, br) on a Data after kinematics: p = x + R bp,
 // rot = R br; the world's pose (bp, br itself) for l = -1
 inline void body_pose(const Data<double> &d, int64_t l, const double *bp, const double *br, double *p, double *rot) {

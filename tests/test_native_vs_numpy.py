@@ -70,6 +70,8 @@ CALLS = {
     "integrate": Call(lambda model, q, qd: engine.integrate(model, q, qd, H), "q qd", 1e-13),
     "difference": Call(lambda model, q, q1: engine.difference(model, q, q1, H), "q q1", 1e-13),
     "momentum_matrix": Call(centroidal.momentum_matrix, "q", 1e-13), "com_jacobian": Call(centroidal.com_jacobian, "q", 1e-13),
+    "jacobian_dot": Call(lambda model, q, qd: jacobians.frame_jacobian_dot(model, q, qd, f"body:{model.body_name[-1]}"),
+                         "q qd", 1e-13),
 }
 
 
@@ -92,7 +94,16 @@ KERNELS = {
     "point_jacobian": lambda model, q: _jacobian_kernel(model, q, model.nbody - 1)[..., :3, :],
     "integrate": lambda model, q, qd: native.Kernel("integrate")(model, q, qd, H),
     "difference": lambda model, q, q1: native.Kernel("difference")(model, q, q1, H),
+    "jacobian_dot": lambda model, q, qd: _jacobian_dot_kernel(model, q, qd),
 }
+
+
+def _jacobian_dot_kernel(model, q, qd):
+    """frame_jacobian_dot's compiled call for the last body (zeros when it is welded to the world)."""
+    link, point, _ = model.frame_in_link(f"body:{model.body_name[-1]}")
+    if link < 0:
+        return np.zeros(np.shape(q)[:-1] + (6, model.nv))
+    return native.Kernel("jacobian_dot")(model, q, qd, link, point)
 
 
 def parts(result) -> tuple:

@@ -31,6 +31,7 @@ from physai.engine.model import Model
 
 
 _JACOBIAN = native.Kernel("jacobian")                         # the compiled (Jp; Jr) of a point fixed in a link
+_JACOBIAN_DOT = native.Kernel("jacobian_dot")                 # and its rate
 
 
 def point_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:
@@ -108,35 +109,46 @@ def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_wor
 def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, reference: str = "local_world_aligned") -> np.ndarray:
     """The time derivative J_dot (6, nv) of frame_jacobian(model, q, frame, reference) along velocity qd, or (N, 6, nv)
     for N states; J_dot qd is the frame's classical acceleration at qdd = 0. "local_world_aligned": MuJoCo's mj_jacDot
-    (jacp; jacr) at the frame's origin; "world" and "local" the derivatives of those rows (Pinocchio's
+    (jacp; jacr) at the frame's origin (one compiled call on the compiled backend: cpp/support.h's jacobian_dot, the
+    NumPy text's support.point_jacobian_dots); "world" and "local" the derivatives of those rows (Pinocchio's
     getFrameJacobianTimeVariation): d/dt (Jp + [p] Jr) = Jp_dot + [pdot] Jr + [p] Jr_dot, d/dt (R^T J) = R^T (J_dot -
-    [w] J). Computed by the NumPy engine on either backend."""
+    [w] J)."""
     check_reference(reference)
     model = model if type(model) is Model else as_model(model)
-    b = model.frame(frame)[0]
     link, in_link, turn = model.frame_in_link(frame)
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     n = Q.shape[1]
     if link < 0:                                               # on the world, or welded to it: no dof moves it
         Jdot = np.zeros((n, 6, model.nv))
         return Jdot[0] if batch is None else Jdot
+    if native.on:
+        Jdot = _JACOBIAN_DOT(model, q, qd, link, in_link)
+        if reference == "local_world_aligned":
+            return Jdot
+        J = _JACOBIAN(model, q, link, in_link)
+        pos, rot = frame_poses(model, q, [frame])
+        return _moved(reference, J, Jdot, pos[..., 0, :], rot[..., 0, :, :], V.T if batch is not None else V[:, 0])
     d = Data(model, n)
     kinematics(model, d, Q)
     com_pos(model, d)
     com_vel(model, d, V)
+    b = model.frame(frame)[0]
     r = d.cpos[link] + np.einsum("ijn,j->in", d.xmat[link], in_link)            # the origin relative to the centre
     Jdot = point_jacobian_dots(model, d, b, r[None])[0].transpose(2, 0, 1)       # (n, 6, nv)
     if reference != "local_world_aligned":
         J = point_jacobians(model, d, b, r[None], centered=True)[0].transpose(2, 0, 1)
-        lin, ang, lin_dot, ang_dot = J[:, :3], J[:, 3:], Jdot[:, :3], Jdot[:, 3:]
-        V = V.T                                                # (n, nv)
-        if reference == "world":
-            p = (d.center[link] + r).T                         # the origin in the world
-            pdot = np.einsum("nij,nj->ni", lin, V)
-            Jdot = np.concatenate([lin_dot + skew(pdot) @ ang + skew(p) @ ang_dot, ang_dot], axis=1)
-        else:
-            rot = np.einsum("ijn,jk->nik", d.xmat[link], turn)
-            w = skew(np.einsum("nij,nj->ni", ang, V))
-            Rt = np.swapaxes(rot, -1, -2)
-            Jdot = np.concatenate([Rt @ (lin_dot - w @ lin), Rt @ (ang_dot - w @ ang)], axis=1)
+        rot = np.einsum("ijn,jk->nik", d.xmat[link], turn)
+        Jdot = _moved(reference, J, Jdot, (d.center[link] + r).T, rot, V.T)
     return Jdot[0] if batch is None else Jdot
+
+
+def _moved(reference: str, J, Jdot, p, R, qd) -> np.ndarray:
+    """J_dot in "world" or "local" from the local_world_aligned J and J_dot (..., 6, nv), the frame's origin p (..., 3),
+    rotation R (..., 3, 3) and the velocity qd (..., nv)."""
+    lin, ang, lin_dot, ang_dot = J[..., :3, :], J[..., 3:, :], Jdot[..., :3, :], Jdot[..., 3:, :]
+    if reference == "world":
+        pdot = np.einsum("...ij,...j->...i", lin, qd)
+        return np.concatenate([lin_dot + skew(pdot) @ ang + skew(p) @ ang_dot, ang_dot], axis=-2)
+    w = skew(np.einsum("...ij,...j->...i", ang, qd))
+    Rt = np.swapaxes(R, -1, -2)
+    return np.concatenate([Rt @ (lin_dot - w @ lin), Rt @ (ang_dot - w @ ang)], axis=-2)

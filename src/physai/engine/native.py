@@ -66,6 +66,7 @@ import numpy as np
 from physai import joints
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
+from physai.engine.support import dof_turnlink
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 from physai.linalg import SINGULAR
 from physai.validation import states
@@ -203,7 +204,8 @@ def fields(model: Model) -> dict:
     (Model.link_transforms: link_jnttype 0 for a hinge or slide, with link_qposadr, link_ref and link_G (3, 4, 4); 1 for
     a ball, with link_qposadr, link_ballrot, link_ballpos and link_ballanchor); q's layout from Model.coords
     (scalar_qposadr, scalar_dofadr, quat_qposadr, quat_dofadr); M's pattern (dof_pattern, as integrators.dof_pattern);
-    and each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos)."""
+    each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos); and the link whose
+    velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink)."""
     lt, L = model.link_transforms, model.nlink
     jnttype, qposadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
     G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
@@ -223,7 +225,8 @@ def fields(model: Model) -> dict:
             "link_ballpos": pos, "link_ballanchor": anchor, "dof_pattern": _int64(model.dof_Mmask[:, :, 0] > 0),
             "scalar_qposadr": _int64(c.scalar_q), "scalar_dofadr": _int64(c.scalar_v), "quat_qposadr": _int64(c.quat_q),
             "quat_dofadr": _int64(c.quat_v),
-            "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos))}
+            "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)),
+            "dof_turnlink": _int64(dof_turnlink(model))}
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:

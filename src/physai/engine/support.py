@@ -74,6 +74,15 @@ def quaternion_dofs(model: Model) -> np.ndarray:
     return out
 
 
+def dof_turnlink(model: Model) -> np.ndarray:
+    """(nv,) for a ball's or a free joint's rotation dof, the link of its body, whose velocity turns its column (MuJoCo's
+    mj_jacDot uses the body's cvel there); -1 for the others, whose column's rate is cdof_dot as it is."""
+    out = np.full(model.nv, -1, dtype=np.intp)
+    turning = quaternion_dofs(model)
+    out[turning] = model.body_linkid[dof_bodyid(model)[turning]]
+    return out
+
+
 def point_jacobian_dots(model: Model, d: Data, b: int, r: np.ndarray) -> np.ndarray:
     """(Jp_dot; Jr_dot) (k, 6, nv, n) of k points moving with body b, given relative to the centre of b's tree (k, 3, n),
     from a Data with com_vel done (MuJoCo's mj_jacDot): column i of the dofs that move b is, with Sdot = cdof_dot_i
@@ -85,9 +94,10 @@ def point_jacobian_dots(model: Model, d: Data, b: int, r: np.ndarray) -> np.ndar
     if not len(dofs):
         return J
     S, Sdot = d.cdof[dofs], d.cdof_dot[dofs].copy()                     # (m, 6, n)
-    turning = quaternion_dofs(model)[dofs]
+    turn = dof_turnlink(model)[dofs]
+    turning = turn >= 0
     if turning.any():                                                   # cvel of the dof's body x cdof
-        v = d.cvel[model.body_linkid[dof_bodyid(model)[dofs[turning]]]]  # (t, 6, n)
+        v = d.cvel[turn[turning]]                                       # (t, 6, n)
         Sq = S[turning]
         Sdot[turning] = np.concatenate([np.cross(v[:, :3], Sq[:, :3], axis=1),
                                         np.cross(v[:, :3], Sq[:, 3:], axis=1) + np.cross(v[:, 3:], Sq[:, :3], axis=1)], axis=1)
