@@ -113,19 +113,18 @@ def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, referen
     NumPy text's support.point_jacobian_dots); "world" and "local" the derivatives of those rows (Pinocchio's
     getFrameJacobianTimeVariation): d/dt (Jp + [p] Jr) = Jp_dot + [pdot] Jr + [p] Jr_dot, d/dt (R^T J) = R^T (J_dot -
     [w] J)."""
-    check_reference(reference)
     model = model if type(model) is Model else as_model(model)
     link, in_link, turn = model.frame_in_link(frame)
+    if reference == "local_world_aligned" and native.on and link >= 0:     # one compiled call
+        return _JACOBIAN_DOT(model, q, qd, link, in_link)
+    check_reference(reference)
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     n = Q.shape[1]
     if link < 0:                                               # on the world, or welded to it: no dof moves it
         Jdot = np.zeros((n, 6, model.nv))
         return Jdot[0] if batch is None else Jdot
     if native.on:
-        Jdot = _JACOBIAN_DOT(model, q, qd, link, in_link)
-        if reference == "local_world_aligned":
-            return Jdot
-        J = _JACOBIAN(model, q, link, in_link)
+        Jdot, J = _JACOBIAN_DOT(model, q, qd, link, in_link), _JACOBIAN(model, q, link, in_link)
         pos, rot = frame_poses(model, q, [frame])
         return _moved(reference, J, Jdot, pos[..., 0, :], rot[..., 0, :, :], V.T if batch is not None else V[:, 0])
     d = Data(model, n)
