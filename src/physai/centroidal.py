@@ -53,16 +53,21 @@ def com_jacobian(model, q) -> np.ndarray:
     return _com_jacobian(model, q)
 
 
-@native.dispatch("com_jacobian", "the centre of mass's Jacobian", batching.result)
-def _com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
-    """com_jacobian of a model with mass (the NumPy text of cpp/support.h's com_jacobian)."""
+def _from_composite_inertias(model, q, data, result, what: str) -> np.ndarray:
+    """result(model, d) (engine layout) after the position stages and the composite inertias, for one state or N."""
     model = as_model(model)
 
     def compute(d, q):
         position_stages(model, d, q)
         composite_inertias(model, d)
-        return support.com_jacobian(model, d)
-    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centre of mass's Jacobian")
+        return result(model, d)
+    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), what)
+
+
+@native.dispatch("com_jacobian", "the centre of mass's Jacobian", batching.result)
+def _com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
+    """com_jacobian of a model with mass (the NumPy text of cpp/support.h's com_jacobian)."""
+    return _from_composite_inertias(model, q, data, support.com_jacobian, "the centre of mass's Jacobian")
 
 
 def momentum_matrix(model, q) -> np.ndarray:
@@ -80,13 +85,7 @@ def momentum_matrix(model, q) -> np.ndarray:
 @native.dispatch("momentum_matrix", "the centroidal momentum matrix", batching.result)
 def _momentum_matrix(model, q, *, data: Data | None = None) -> np.ndarray:
     """momentum_matrix of a model with mass (the NumPy text of cpp/support.h's momentum_matrix)."""
-    model = as_model(model)
-
-    def compute(d, q):
-        position_stages(model, d, q)
-        composite_inertias(model, d)
-        return support.momentum_matrix(model, d)
-    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centroidal momentum matrix")
+    return _from_composite_inertias(model, q, data, support.momentum_matrix, "the centroidal momentum matrix")
 
 
 def momentum(model, q, qd) -> np.ndarray:
