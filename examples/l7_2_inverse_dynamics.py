@@ -1,0 +1,17 @@
+"""Lesson 7.2's listing, where the lesson says to run it: `python examples/l7_2_inverse_dynamics.py` (MJC_FAST=1 for a quick run).
+
+It runs physai's own script for the lesson, experiments/inverse-dynamics/inverse_dynamics.py,
+which prints the lesson's numbers beside its own (MJC_FAST=1 is that script's PHYSAI_FAST=1: fewer states, and no
+output file written).
+"""
+
+import os
+import runpy
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "inverse-dynamics/inverse_dynamics.py"
+
+if __name__ == "__main__":
+    if os.environ.get("MJC_FAST") == "1":
+        os.environ["PHYSAI_FAST"] = "1"
+    runpy.run_path(str(SCRIPT), run_name="__main__")
