@@ -5,13 +5,9 @@ which prints the lesson's numbers beside its own (MJC_FAST=1 is that script's PH
 output file written).
 """
 
-import os
-import runpy
 from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "experiments" / "equations-of-motion/equations_of_motion.py"
+from mjcourse import run_script
 
 if __name__ == "__main__":
-    if os.environ.get("MJC_FAST") == "1":
-        os.environ["PHYSAI_FAST"] = "1"
-    runpy.run_path(str(SCRIPT), run_name="__main__")
+    run_script(Path(__file__).resolve().parents[1] / "experiments" / "equations-of-motion/equations_of_motion.py")

@@ -7,13 +7,23 @@ Any name physai.models knows works too (bundled files, Menagerie robots). The le
 examples/l7_1_equations_of_motion.py and examples/l7_2_inverse_dynamics.py (MJC_FAST=1 for a quick run).
 """
 
+import os
+import runpy
 from pathlib import Path
 
 from physai import models
 
-__all__ = ["model_path"]
+__all__ = ["model_path", "run_script"]
 
 
 def model_path(name: str) -> Path:
     """The MJCF file of the course's model `name` (physai.models.model_path: UnknownModelError naming the known ones)."""
     return models.model_path(name)
+
+
+def run_script(script: Path) -> None:
+    """Run a lesson's script as __main__ (the examples/l7_*.py listings' runner): MJC_FAST=1 is its PHYSAI_FAST=1
+    (fewer states, no output file written)."""
+    if os.environ.get("MJC_FAST") == "1":
+        os.environ["PHYSAI_FAST"] = "1"
+    runpy.run_path(str(script), run_name="__main__")
