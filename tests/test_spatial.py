@@ -117,3 +117,11 @@ def test_so3_log_near_pi_keeps_the_axis_and_its_sign():
             assert np.abs(spatial.so3_exp(w) - R).max() <= 1e-14
             if angle < np.pi:
                 assert np.abs(w / angle - axis).max() <= 1e-7
+
+
+@pytest.mark.parametrize("angle", ANGLES[:-1])
+def test_so3_right_jacobian_is_the_inverse_of_jlog3_and_equals_pinocchio(angle):
+    for w in twists(angle, n=4, seed=2)[:, 3:]:
+        Jr = spatial.so3_right_jacobian(w)
+        assert np.abs(Jr @ spatial.so3_log_jacobian(spatial.so3_exp(w)) - np.eye(3)).max() <= 1e-12
+        assert np.abs(Jr - pin.Jexp3(w)).max() <= 1e-12

@@ -57,7 +57,7 @@ import numpy as np
 from physai import engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
-from physai.spatial import skew
+from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import batching, native
 from physai.engine.forward import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
@@ -250,23 +250,6 @@ def _actuator_derivatives(model: Model, act, q, qd, ctrl):
 
 # ---------------------------------------------------------------- the retraction q (+) s w
 
-def _so3_right_jacobian(phi: np.ndarray) -> np.ndarray:
-    """J_r(phi) (3, 3): exp(phi + delta) = exp(phi) exp(J_r(phi) delta) to first order."""
-    t = float(np.linalg.norm(phi))
-    K = skew(phi)
-    if t < 1e-6:                                       # series: 1/2 - t^2/24, 1/6 - t^2/120
-        return np.eye(3) - (0.5 - t * t / 24) * K + (1 / 6 - t * t / 120) * K @ K
-    return np.eye(3) - (1 - np.cos(t)) / t**2 * K + (t - np.sin(t)) / t**3 * K @ K
-
-
-def _so3_exp(phi: np.ndarray) -> np.ndarray:
-    t = float(np.linalg.norm(phi))
-    K = skew(phi)
-    if t < 1e-6:
-        return np.eye(3) + K + 0.5 * K @ K
-    return np.eye(3) + np.sin(t) / t * K + (1 - np.cos(t)) / t**2 * K @ K
-
-
 def _dexp_inv_jacobians(model: Model, theta: np.ndarray, v: np.ndarray):
     """(dk/dtheta, dk/dv) (nv, nv) of k = joints.dexp_inv(theta, v): identity in v and zero in theta for scalars; for a
     rotation k = v + 1/2 theta x v + c(t) theta x (theta x v), t = |theta|:
@@ -297,7 +280,7 @@ def _retraction(model: Model, w: np.ndarray, s: float):
     for a in model.coords.quat_v.tolist():
         k = slice(a, a + 3)
         phi = s * w[k]
-        Ad[k, k], Jw[k, k] = _so3_exp(phi).T, s * _so3_right_jacobian(phi)
+        Ad[k, k], Jw[k, k] = so3_exp(phi).T, s * so3_right_jacobian(phi)
     return Ad, Jw
 
 

@@ -7,7 +7,8 @@ Quaternions are (w, x, y, z), as in MuJoCo.
 SO(3) and SE(3) (Pinocchio's exp3/log3/Jlog3 and exp6/log6/Jlog6): a twist xi is ordered (linear, angular), as
 Pinocchio's Motion; every function takes one argument or a stack (..., 3), (..., 6), (..., 3, 3), (..., 4, 4).
 
-    so3_exp(w) -> R,  so3_log(R) -> w (angle in [0, pi]),  so3_log_jacobian(R) -> Jlog3 (3, 3)
+    so3_exp(w) -> R,  so3_log(R) -> w (angle in [0, pi]),  so3_log_jacobian(R) -> Jlog3 (3, 3),
+    so3_right_jacobian(w) -> J_r (3, 3)
     se3_exp(xi) -> T (4 x 4),  se3_log(T) -> xi,  se3_log_jacobian(T) -> Jlog6 (6, 6)
 
 The log's Jacobian is the inverse of the exponential's right Jacobian: log(T exp(d)) = log(T) + Jlog d + O(|d|^2) for
@@ -172,6 +173,15 @@ def so3_exp(w) -> np.ndarray:
     W = skew(w)
     sin_t = _series(t, lambda t: np.sin(t) / t, (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880))
     return np.eye(3) + sin_t * W + _one_minus_cos(t) * (W @ W)
+
+
+def so3_right_jacobian(w) -> np.ndarray:
+    """SO(3)'s right Jacobian J_r(w) (..., 3, 3): exp(w + d) = exp(w) exp(J_r(w) d) to first order;
+    I - (1 - cos t)/t^2 [w] + (t - sin t)/t^3 [w]^2, t = |w| (the inverse of so3_log_jacobian at exp(w))."""
+    w = _checked("w", w, (3,))
+    t = _angle(w)[..., None, None]
+    W = skew(w)
+    return np.eye(3) - _one_minus_cos(t) * W + _minus_sin(t) * (W @ W)
 
 
 def so3_log(R) -> np.ndarray:
