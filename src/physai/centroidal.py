@@ -120,9 +120,7 @@ def momentum_matrix_dot(model, q, qd) -> np.ndarray:
         R = np.einsum("ijn,jk->ikn", d.xmat[link], model.body_rot[b])
         parts.append((model.body_mass[b], d.center[link] + r, R, point_jacobians(model, d, b, r[None], centered=True)[0],
                       point_jacobian_dots(model, d, b, r[None])[0]))
-    welded = [b for b in range(model.nbody) if model.body_linkid[b] < 0]     # their mass counts in c, not in its rate
-    c = (sum(m * p for m, p, *_ in parts) + sum(model.body_mass[b] * (model.body_pos[b] + model.body_rot[b] @ model.body_ipos[b])[:, None]
-                                                 for b in welded)) / total
+    c = com(model, Q.T).T                                      # (3, n); welded mass counts in c, not in its rate
     c_dot = sum(m * np.einsum("ijn,jn->in", J[:3], V) for m, _, _, J, _ in parts) / total if parts else np.zeros((3, n))
     A_dot = np.zeros((n, 6, model.nv))
     for (m, p, R, J, Jd), b in zip(parts, moving):
