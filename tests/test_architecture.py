@@ -36,8 +36,8 @@ LAYERS = [
     ["physai.forces", "physai.identification", "physai.centroidal", "physai.task_space"],
     ["physai.integrators"],
     ["physai.inverse", "physai.derivatives", "physai.constraints"],
-    ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lessons.check11", "physai.lab.spec", "physai.lab.npm"],
-    ["physai.checks", "physai.lab", "physai.lab.server"],
+    ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
+    ["physai.checks", "physai.lab", "physai.lab.server", "physai.lessons.check11"],
     ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab"],
     ["physai.cli"],
 ]

@@ -18,6 +18,7 @@ from physai import dynamics as dyn
 from physai import models
 from physai.lessons import Transcript, bound
 from physai.lessons import lesson11 as L
+from physai.lessons.lesson11 import full_mass, mj_state, random_poses
 
 HERE = Path(__file__).resolve().parent
 
@@ -40,29 +41,6 @@ LESSON = {"com": "2.2e-16 m", "rnea": "3.6e-15 N m", "rnea_hand": "3.6e-15 N m",
           "stretched (all 0)": "1.1e-16", "folded (lift -1.57, elbow 1.57)": "1.8e-16",
           "mass": "1.4e-16 kg m^2", "mass_hand": "1.1e-16", "SO-101": "1.9e-17 kg m^2", "Panda": "2.1e-14 kg m^2",
           "trajectory": "1.3e-13 rad"}
-
-
-def random_poses(m: mujoco.MjModel, count: int, seed: int = 0) -> np.ndarray:
-    """(count, nv) joint positions, uniform within each limited joint's range, else in [-pi, pi]."""
-    jnt = m.dof_jntid
-    lo = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 0], -np.pi)
-    hi = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 1], np.pi)
-    return np.random.default_rng(seed).uniform(lo, hi, (count, m.nv))
-
-
-def mj_state(m: mujoco.MjModel, d: mujoco.MjData, q, qd=None) -> mujoco.MjData:
-    """d after mj_forward at (q, qd) with no applied forces."""
-    d.qpos[:], d.qvel[:] = q, 0.0 if qd is None else qd
-    d.qfrc_applied[:], d.ctrl[:] = 0.0, 0.0
-    mujoco.mj_forward(m, d)
-    return d
-
-
-def full_mass(m: mujoco.MjModel, d: mujoco.MjData) -> np.ndarray:
-    """Dense M of the state in d (after mj_forward) [kg m^2]."""
-    M = np.zeros((m.nv, m.nv))
-    mujoco.mj_fullM(m, d, M)
-    return M
 
 
 def fmt(values, spec: str = "6.3f") -> str:

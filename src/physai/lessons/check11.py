@@ -21,6 +21,7 @@ import numpy as np
 
 from physai import models
 from physai.exceptions import PhysaiError
+from physai.lessons.lesson11 import full_mass, mj_state, random_poses
 
 #: a result passes when max |got - expected| <= RTOL max(1, max |expected|)
 RTOL = 1e-9
@@ -88,12 +89,10 @@ def _compare(what: str, where: str, got, expected, hint: str | None = None, diag
 
 
 def _states(m: mujoco.MjModel, count: int, seed: int):
-    """count random (q, qd, qdd) of a model: q within limited ranges, else in [-pi, pi]; qd, qdd normal."""
+    """count random (q, qd, qdd) of a model: q as lesson11.random_poses (within limited ranges, else in [-pi, pi]);
+    qd, qdd normal."""
     rng = np.random.default_rng(seed)
-    jnt = m.dof_jntid
-    lo = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 0], -np.pi)
-    hi = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 1], np.pi)
-    return rng.uniform(lo, hi, (count, m.nv)), rng.normal(size=(count, m.nv)), rng.normal(size=(count, m.nv))
+    return random_poses(m, count, rng), rng.normal(size=(count, m.nv)), rng.normal(size=(count, m.nv))
 
 
 def _models() -> dict:
@@ -107,9 +106,8 @@ def _models() -> dict:
 
 
 def _forward(m, d, q, qd=None, qdd=None):
-    d.qpos[:], d.qvel[:] = q, 0.0 if qd is None else qd
-    d.ctrl[:], d.qfrc_applied[:] = 0.0, 0.0
-    mujoco.mj_forward(m, d)
+    """d after mj_forward at (q, qd) with no applied forces (lesson11.mj_state), then mj_inverse for qdd if given."""
+    mj_state(m, d, q, qd)
     if qdd is not None:
         d.qacc[:] = qdd
         mujoco.mj_inverse(m, d)
@@ -169,8 +167,7 @@ def step4(f, ms, out) -> None:
         m, d = ms[name]
         tree = f.tree_from_mujoco(m)
         for k, q in enumerate(_states(m, 10, 4)[0]):
-            M = np.zeros((m.nv, m.nv))
-            mujoco.mj_fullM(m, _forward(m, d, q), M)
+            M = full_mass(m, _forward(m, d, q))
             armature = m.dof_armature.copy()
 
             def diagnose(got, expected, armature=armature):

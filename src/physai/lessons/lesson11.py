@@ -3,6 +3,7 @@
     p = PendulumParams.from_model(models.load("double_pendulum"))
     hand_mass_matrix(p, q), hand_bias(p, q, qd), hand_inverse(p, q, qd, qdd), hand_forward(p, q, qd, tau)
     lesson_states()                                  # the 1000 random states (seed 0) of Result 1
+    random_poses(m, count), mj_state(m, d, q, qd), full_mass(m, d)   # Build it's poses and MuJoCo's quantities
 
     table = EnergyTable(TIMESTEPS, scale=releasable_energy(tree))
     table.add("Euler", mujoco_energy_run(m, "Euler"))    # one row per source; add more sources at will
@@ -107,6 +108,30 @@ def hand_inverse(p: PendulumParams, q: np.ndarray, qd: np.ndarray, qdd: np.ndarr
 def hand_forward(p: PendulumParams, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:
     """qdd = M(q)^-1 (tau - c(q, qd)) (2,) [rad/s^2]."""
     return np.linalg.solve(hand_mass_matrix(p, q), tau - hand_bias(p, q, qd))
+
+
+def random_poses(m: mujoco.MjModel, count: int, rng=0) -> np.ndarray:
+    """(count, nv) joint positions, uniform within each limited joint's range, else in [-pi, pi]; rng a seed or a
+    numpy Generator (drawn from)."""
+    jnt = m.dof_jntid
+    lo = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 0], -np.pi)
+    hi = np.where(m.jnt_limited[jnt], m.jnt_range[jnt, 1], np.pi)
+    return np.random.default_rng(rng).uniform(lo, hi, (count, m.nv))
+
+
+def mj_state(m: mujoco.MjModel, d: mujoco.MjData, q, qd=None) -> mujoco.MjData:
+    """d after mj_forward at (q, qd) with no applied forces."""
+    d.qpos[:], d.qvel[:] = q, 0.0 if qd is None else qd
+    d.qfrc_applied[:], d.ctrl[:] = 0.0, 0.0
+    mujoco.mj_forward(m, d)
+    return d
+
+
+def full_mass(m: mujoco.MjModel, d: mujoco.MjData) -> np.ndarray:
+    """Dense M of the state in d (after mj_forward) [kg m^2]."""
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    return M
 
 
 def lesson_states(count: int = 1000, seed: int = 0):
