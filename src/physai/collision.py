@@ -1,20 +1,45 @@
 """Contacts for physai's constraint model: which bodies touch, where, and how (MuJoCo's mjContact, physai's ContactSet).
 
+    contacts = collision.detect(model, q)       # physai's own collision detection: MuJoCo's mj_collision
     contacts = collision.from_mujoco(m, d)      # MuJoCo's d.contact after mj_forward / mj_collision, as a ContactSet
     ContactSet.empty(model.nbody)               # no contacts
 
 A ContactSet holds what the constraint rows read of each contact: position, frame, distance, margin, friction, solver
-parameters, dimension and the two bodies (physai's indices: MuJoCo's body b + 1 is physai's body b, -1 the world).
-physai's own collision detection (issue J) will make them from a Model and q.
+parameters, dimension, the two bodies (physai's indices: MuJoCo's body b + 1 is physai's body b, -1 the world) and the
+two geoms (MuJoCo's numbering). detect finds them from the Model's geoms (physai.engine.geoms, read from MJCF by
+engine.from_mujoco, scene files included) with MuJoCo's filters, parameter mixing and order; its narrow phase covers
+plane against sphere, capsule, cylinder and box, sphere against sphere, capsule, cylinder and box, capsule against
+capsule and box (physai.engine.primitives). A model with other colliding pairs (meshes, cylinder against capsule, ...)
+is refused by name unless ignore_unsupported=True, which leaves those pairs out and warns (CollisionWarning) when one
+may be touching.
 """
 
 import mujoco
 import numpy as np
 
+from physai import engine, validation
+from physai.engine import collision as narrow
 from physai.engine.contact import ContactSet
 from physai.exceptions import InvalidArgumentError, UnsupportedModelError
 
-__all__ = ["ContactSet", "from_mujoco"]
+__all__ = ["ContactSet", "detect", "from_mujoco"]
+
+
+def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[ContactSet]:
+    """The contacts at joint positions q (nq,), or a list of one ContactSet per state for q (N, nq), as MuJoCo's
+    mj_collision finds them for the same model: the same geom pairs in the same order, positions, frames (normal from
+    geom 1 to geom 2, then MuJoCo's tangents), distances [m] and mixed contact parameters. Contacts MuJoCo excludes
+    (in a pair's gap) are left out, as its constraint rows leave them out. No contacts when model.opt.contact is off.
+
+    ignore_unsupported: leave out the geom pairs physai has no narrow phase for (else UnsupportedModelError lists
+    them), warning (physai.exceptions.CollisionWarning) for each that may be touching in a state."""
+    model = engine.as_model(model)
+    if not isinstance(ignore_unsupported, bool):
+        raise InvalidArgumentError(f"ignore_unsupported must be True or False, got {ignore_unsupported!r}")
+    (Q,), batch = validation.states(q=(q, model.nq))
+    narrow.check_supported(model, ignore_unsupported)
+    sets = [narrow.detect(model, Q[:, k], ignore_unsupported) for k in range(Q.shape[1])]
+    return sets[0] if batch is None else sets
 
 
 def from_mujoco(m: mujoco.MjModel, d: mujoco.MjData) -> ContactSet:
@@ -35,4 +60,4 @@ def from_mujoco(m: mujoco.MjModel, d: mujoco.MjData) -> ContactSet:
                       friction=con.friction[keep].reshape(-1, 5), solref=con.solref[keep].reshape(-1, 2),
                       solreffriction=con.solreffriction[keep].reshape(-1, 2), solimp=con.solimp[keep].reshape(-1, 5),
                       dim=con.dim[keep].reshape(-1).astype(np.intp), body1=body[:, 0].astype(np.intp),
-                      body2=body[:, 1].astype(np.intp))
+                      body2=body[:, 1].astype(np.intp), geom=geoms.astype(np.intp))

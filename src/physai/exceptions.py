@@ -81,3 +81,8 @@ class RangeWarning(RuntimeWarning):
 
 class CacheWarning(RuntimeWarning):
     """physai.models discarded a cache file (another key, a failed checksum, an unphysical model) and compiled again."""
+
+
+class CollisionWarning(RuntimeWarning):
+    """Collision detection left out a geom pair that may be touching (physai.collision.detect with
+    ignore_unsupported=True): its bounding spheres overlap, and physai has no narrow phase for its shapes."""

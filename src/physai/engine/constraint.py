@@ -30,6 +30,7 @@ import numpy as np
 
 from physai import spatial
 from physai.engine import native, smooth
+from physai.engine.collision import body_poses
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.forward import cholesky_solve
@@ -112,29 +113,6 @@ def mean_inertia(model: Model) -> float:
 
 
 # ---------------------------------------------------------------- kinematics the rows read
-
-def body_quats(model: Model, q: np.ndarray) -> np.ndarray:
-    """World orientation (nbody, 4) of every body as MuJoCo's mj_kinematics composes it (xquat): the parent's, times
-    the body's rest rotation, times its joints' rotations (a free joint sets it), normalized. Its sign follows the
-    chain, which a weld's orientation error keeps."""
-    out = np.empty((model.nbody, 4))
-    for b in range(model.nbody):
-        mine = np.flatnonzero(model.jnt_bodyid == b)
-        if len(mine) == 1 and model.jnt_type[mine[0]] == FREE:
-            a = model.jnt_qposadr[mine[0]] + 3
-            x = spatial.quat_normalize(q[a:a + 4])
-        else:
-            p = model.body_parentid[b]
-            x = model.body_quat[b] if p < 0 else spatial.quat_mul(out[p], model.body_quat[b])
-            for j in mine:
-                a, t = model.jnt_qposadr[j], model.jnt_type[j]
-                if t == BALL:
-                    x = spatial.quat_mul(x, spatial.quat_normalize(q[a:a + 4]))
-                elif t == HINGE:
-                    x = spatial.quat_mul(x, spatial.axis_angle_to_quat(model.jnt_axis[j], q[a] - model.qpos0[a]))
-        out[b] = x / np.linalg.norm(x)
-    return out
-
 
 def point_jacobian(model: Model, d: Data, b: int, point: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
     """(Jp; Jr) (6, nv) of the world point `point` (3,) moving with body b (-1: the world, zero) in a one-state Data
@@ -343,7 +321,7 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     if opt.equality and len(model.eq_type):
         active = model.eq_active0 if eq_active is None else np.asarray(eq_active, bool)
         acc = bias_accelerations(model, d, qd)
-        _equality_rows(model, d, q, qd, active, out, [x[..., 0] for x in body_frames(model, d)], body_quats(model, q), acc, jdot)
+        _equality_rows(model, d, q, qd, active, out, [x[..., 0] for x in body_frames(model, d)], body_poses(model, q)[1], acc, jdot)
     ne = len(out.pos)
     # dry friction of each dof: J = e_i, force within +-frictionloss
     if opt.frictionloss:

@@ -12,6 +12,7 @@ them from a Model and q. Shapes, for nc contacts:
     solimp         (nc, 5)     impedance (d0, dwidth, width [m], midpoint, power)
     dim            (nc,)       1 (frictionless), 3 (sliding friction), 4 (+ torsional), 6 (+ rolling)
     body1, body2   (nc,)       the two bodies (physai's indices, -1: the world)
+    geom           (nc, 2)     the two geoms (MuJoCo's numbering, the Model's geoms); -1 when not known
     nbody                      the number of bodies of the model the set belongs to
 
 ContactSet.packed() gives the same numbers as two arrays, one row per contact, as the compiled kernels read them.
@@ -50,6 +51,7 @@ class ContactSet:
     dim: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     body1: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     body2: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    geom: np.ndarray | None = None
 
     def __post_init__(self):
         n = len(np.atleast_1d(self.dist))
@@ -65,6 +67,13 @@ class ContactSet:
             value = value.astype(np.intp)
             value.setflags(write=False)
             object.__setattr__(self, name, value)
+        geom = np.full((n, 2), -1, np.intp) if self.geom is None else np.asarray(self.geom)
+        if geom.shape != (n, 2) or geom.dtype.kind not in "iu":
+            raise ShapeError(f"contacts.geom must be ({n}, 2) whole numbers (two geoms per contact), got {geom.dtype} of shape "
+                             f"{geom.shape}")
+        geom = geom.astype(np.intp)
+        geom.setflags(write=False)
+        object.__setattr__(self, "geom", geom)
         bad = np.flatnonzero(~np.isin(self.dim, DIMS))
         if bad.size:
             raise InvalidModelError(f"contact {int(bad[0])} has dim {int(self.dim[bad[0]])}; a contact's dim is 1, 3, 4 or 6")

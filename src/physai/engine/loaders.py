@@ -19,6 +19,7 @@ import numpy as np
 from physai import joints, models, validation
 from physai.engine import urdf
 from physai.engine.actuators import Actuators
+from physai.engine.geoms import Geoms
 from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
@@ -90,7 +91,35 @@ def from_mujoco(source) -> Model:
     sites = [SiteSpec(int(m.site_bodyid[k]) - 1, m.site_pos[k].copy(), quat_to_mat(m.site_quat[k]), m.site(k).name or f"site{k}")
              for k in range(m.nsite)]
     return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
-                 unsupported + _unsupported_constraints(m), sites)
+                 unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m))
+
+
+def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
+    """The collision model of an MjModel (physai.engine.geoms.Geoms): its geoms (bodies in physai's numbering), explicit
+    pairs, excluded body pairs and collision flags, with what physai's collision detection does not model."""
+    off, on, bit, enable = m.opt.disableflags, m.opt.enableflags, mujoco.mjtDisableBit, mujoco.mjtEnableBit
+    unsupported = []
+    if (m.geom_adhesion != 0).any() or (m.pair_adhesion != 0).any():
+        unsupported.append("adhesion (geom or pair adhesion != 0)")
+    for flag, what in ((enable.mjENBL_OVERRIDE, "contact override (mjENBL_OVERRIDE)"), (enable.mjENBL_SLEEP, "sleeping"),
+                       (enable.mjENBL_SPECULATIVE, "speculative contacts"), (enable.mjENBL_IPC, "IPC contacts")):
+        if on & flag:
+            unsupported.append(what)
+    if m.nflex:
+        unsupported.append(f"{m.nflex} flexes")
+    exclude = frozenset(tuple(sorted((int(s >> 16) - 1, int(s & 0xFFFF) - 1))) for s in m.exclude_signature)
+    return Geoms(
+        geom_type=m.geom_type.astype(np.intp), geom_bodyid=m.geom_bodyid.astype(np.intp) - 1, geom_pos=m.geom_pos.copy(),
+        geom_quat=m.geom_quat.copy(), geom_size=m.geom_size.copy(),
+        geom_rbound=m.geom_rbound.copy(), geom_contype=m.geom_contype.astype(np.intp),
+        geom_conaffinity=m.geom_conaffinity.astype(np.intp), geom_condim=m.geom_condim.astype(np.intp),
+        geom_priority=m.geom_priority.astype(np.intp), geom_solmix=m.geom_solmix.copy(), geom_friction=m.geom_friction.copy(),
+        geom_solref=m.geom_solref.copy(), geom_solimp=m.geom_solimp.copy(), geom_margin=m.geom_margin.copy(),
+        geom_gap=m.geom_gap.copy(), geom_name=tuple(m.geom(g).name for g in range(m.ngeom)),
+        pair_geom1=m.pair_geom1.astype(np.intp), pair_geom2=m.pair_geom2.astype(np.intp), pair_dim=m.pair_dim.astype(np.intp),
+        pair_friction=m.pair_friction.copy(), pair_solref=m.pair_solref.copy(), pair_solreffriction=m.pair_solreffriction.copy(),
+        pair_solimp=m.pair_solimp.copy(), pair_margin=m.pair_margin.copy(), pair_gap=m.pair_gap.copy(), exclude=exclude,
+        filterparent=not off & bit.mjDSBL_FILTERPARENT, midphase=not off & bit.mjDSBL_MIDPHASE, unsupported=tuple(unsupported))
 
 
 def options_from_mujoco(m: mujoco.MjModel) -> Options:

@@ -22,6 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from physai import joints
+from physai.engine.geoms import Geoms
 from physai.spatial import mat_to_quat
 from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
                                UnsupportedModelError)
@@ -190,10 +191,12 @@ class Model:
     dof_frictionloss, dof_solref, dof_solimp    (nv,), (nv, 2), (nv, 5)   dry friction [N m | N] and its parameters
     eq_type, eq_obj1id, eq_obj2id, eq_data, eq_solref, eq_solimp, eq_active0, eq_name   (neq, ...) EqualitySpec's fields
     body_quat       (nbody, 4)      body frame in its parent body's frame at the rest pose (w x y z, MuJoCo's body_quat)
+    body_offset     (nbody, 3)      its origin in the parent body's frame [m] (MuJoCo's body_pos)
     body_parentid   (nbody,)        parent body, -1 for the world
     site_name, site_bodyid, site_pos, site_rot   (nsite,), (nsite,), (nsite, 3), (nsite, 3, 3) named frames fixed in
                                     a body (MuJoCo's sites; body -1: the world): their pose in the body's frame [m]
     opt             Options: timestep, cone, impratio, solver settings, which constraints are on
+    geoms           physai.engine.geoms.Geoms: the collision geometry (MuJoCo's geoms, explicit pairs, excluded body pairs)
     unsupported     what the source model has that physai's constraint model does not (tendon limits, a PGS solver,
                     ...): the smooth dynamics run, the constraint functions refuse the model naming these
     """
@@ -259,6 +262,7 @@ class Model:
     eq_active0: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     eq_name: tuple = ()
     body_quat: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    body_offset: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     body_parentid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     site_name: tuple = ()
     site_bodyid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
@@ -266,6 +270,7 @@ class Model:
     site_rot: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
     opt: Options = field(default_factory=Options)
     unsupported: tuple = ()
+    geoms: Geoms = field(default_factory=Geoms)
 
     def __post_init__(self):
         for value in vars(self).values():
@@ -402,10 +407,12 @@ def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
 
 
 def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[EqualitySpec] = (), opt: Options | None = None,
-          unsupported: tuple = (), sites: list[SiteSpec] = ()) -> Model:
-    """The Model of a body list (parents before children), its equality constraints, solver options and sites; see the
-    module docstring. Computes nothing of a state."""
+          unsupported: tuple = (), sites: list[SiteSpec] = (), geoms: Geoms | None = None) -> Model:
+    """The Model of a body list (parents before children), its equality constraints, solver options, sites and
+    collision geoms; see the module docstring. Computes nothing of a state."""
     nb = len(bodies)
+    geoms = Geoms() if geoms is None else geoms
+    geoms.check_bodies(nb)
     owner = np.full(nb, -1)                             # link each body moves with
     rel_R, rel_p = np.zeros((nb, 3, 3)), np.zeros((nb, 3))
     L = dict(parent=[], pos=[], rot=[], link=[], joint=[], body=[])   # per link
@@ -505,7 +512,7 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         coords=joints.Coordinates.of(jtype, qadr, vadr, [float(j.ref) for j, *_ in jnts], nq, nv),
         actuators=actuators,
         **_constraint_fields(bodies, jnts, equalities),
-        opt=Options() if opt is None else opt, unsupported=tuple(unsupported), **_site_fields(sites, nb),
+        opt=Options() if opt is None else opt, unsupported=tuple(unsupported), **_site_fields(sites, nb), geoms=geoms,
     )
 
 
@@ -543,5 +550,6 @@ def _constraint_fields(bodies: list[BodySpec], jnts: list, equalities: list[Equa
         eq_solref=floats([e.solref for e in equalities], 2), eq_solimp=floats([e.solimp for e in equalities], 5),
         eq_active0=np.array([bool(e.active) for e in equalities], dtype=bool), eq_name=tuple(e.name for e in equalities),
         body_quat=floats([b.quat if b.quat is not None else mat_to_quat(b.rot) for b in bodies], 4),
+        body_offset=floats([b.pos for b in bodies], 3),
         body_parentid=np.array([b.parent for b in bodies], dtype=np.intp),
     )

@@ -1,0 +1,307 @@
+"""Collision detection, the NumPy text: the contacts of a state as MuJoCo's mj_collision finds them.
+
+    candidates(model)        the geom pairs that may touch, in the order mj_collision tests them (made once per model)
+    body_poses(model, q)     every body's frame as mj_kinematics computes it
+    geom_poses(model, q)     world position and axes of every geom (MuJoCo's geom_xpos, geom_xmat)
+    contact_parameters(model, g1, g2, ipair)   condim, friction, solref, solreffriction, solimp of their contacts
+    detect(model, q)         the ContactSet of the state whose kinematics d holds
+
+MuJoCo's broad phase (sweep and prune over body boxes, then bounding spheres) only drops pairs that cannot touch; here
+every pair that passes MuJoCo's filters (contype/conaffinity, same or parent body, <exclude>, <pair>) is kept once per
+model, and per state the bounding-sphere test decides which reach the narrow phase (physai.engine.primitives). The
+contacts come in MuJoCo's order: body pairs by (body1, body2), explicit pairs merged by the same key, and within a body
+pair of several geoms sorted by their geom ids (MuJoCo's midphase).
+"""
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from physai import joints
+from physai.engine.contact import ContactSet
+from physai.engine.geoms import HFIELD, PLANE, TYPE_NAMES
+from physai.engine.model import Model
+from physai.engine.primitives import FUNCTIONS, make_frame
+from physai.spatial import quat_mul
+from physai.exceptions import CollisionWarning, UnsupportedModelError
+
+MINVAL = 1e-15                                   # MuJoCo's mjMINVAL
+MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A geom pair that may touch: g1 of the lower type (the narrow phase's geom 1), ipair its explicit pair (-1: none)."""
+
+    g1: int
+    g2: int
+    ipair: int
+
+
+def _welds(model: Model) -> tuple[list, list, list]:
+    """Per MuJoCo body (0: the world, b + 1: physai's body b): the body it is welded to (itself when it has joints, the
+    world 0), that body's parent's weld, and the number of dofs of its weld body (MuJoCo's body_weldid, ...)."""
+    n = model.nbody + 1
+    parent = [0] + [int(p) + 1 for p in model.body_parentid]
+    dofs = [0] * n
+    for j in range(model.njnt):
+        dofs[int(model.jnt_bodyid[j]) + 1] += joints.NV[int(model.jnt_type[j])]
+    weld = [0] * n
+    for b in range(1, n):
+        weld[b] = b if dofs[b] else weld[parent[b]]
+    return weld, [weld[parent[w]] for w in weld], [dofs[w] for w in weld]
+
+
+def candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
+    """(the candidate pairs in MuJoCo's order, the pairs of geom types that have no narrow phase here as (g1, g2)); made
+    once per model and kept. MuJoCo's pairs without a collision function (plane-plane, ...) are left out as it does."""
+    cache = model.__dict__.get("collision_candidates")
+    if cache is not None:
+        return cache
+    G = model.geoms
+    types, body = G.geom_type.tolist(), (G.geom_bodyid + 1).tolist()
+    n = model.nbody + 1
+    geoms_of = [[] for _ in range(n)]
+    for g in range(G.ngeom):
+        geoms_of[body[g]].append(g)
+    contype, conaffinity = [0] * n, [0] * n
+    for g in range(G.ngeom):
+        contype[body[g]] |= int(G.geom_contype[g])
+        conaffinity[body[g]] |= int(G.geom_conaffinity[g])
+    weld, parent_weld, dofnum = _welds(model)
+    can = [bool(contype[b] or conaffinity[b]) for b in range(n)]
+    touch = lambda t1, a1, t2, a2: bool(t1 & a2 or t2 & a1)                        # noqa: E731
+    exclude = {(b1 + 1, b2 + 1) for b1, b2 in G.exclude}
+
+    def body_pair_kept(b1: int, b2: int) -> bool:                  # MuJoCo's filterBodyPair, add_pair and <exclude>
+        if weld[b1] == weld[b2] or (dofnum[b1] == 0 and dofnum[b2] == 0):
+            return False
+        if G.filterparent and weld[b1] and weld[b2] and (weld[b1] == parent_weld[b2] or weld[b2] == parent_weld[b1]):
+            return False
+        return touch(contype[b1], conaffinity[b1], contype[b2], conaffinity[b2]) and (b1, b2) not in exclude
+
+    def signature(g1: int, g2: int) -> tuple:
+        return tuple(sorted((body[g1], body[g2])))
+
+    explicit = sorted(range(G.npair), key=lambda k: signature(int(G.pair_geom1[k]), int(G.pair_geom2[k])))
+    merged = {frozenset((int(G.pair_geom1[k]), int(G.pair_geom2[k]))) for k in explicit}
+    items = [(signature(int(G.pair_geom1[k]), int(G.pair_geom2[k])), 0, 0, (int(G.pair_geom1[k]), int(G.pair_geom2[k]), k))
+             for k in explicit]
+    for b1 in range(n):
+        for b2 in range(b1 + 1, n):
+            if not (can[b1] and can[b2] and geoms_of[b1] and geoms_of[b2] and body_pair_kept(b1, b2)):
+                continue
+            several = len(geoms_of[b1]) > 1 or len(geoms_of[b2]) > 1
+            for g1 in geoms_of[b1]:
+                for g2 in geoms_of[b2]:
+                    if frozenset((g1, g2)) in merged or not touch(int(G.geom_contype[g1]), int(G.geom_conaffinity[g1]),
+                                                                  int(G.geom_contype[g2]), int(G.geom_conaffinity[g2])):
+                        continue
+                    a, b = (g2, g1) if types[g1] > types[g2] else (g1, g2)
+                    order = (a, b) if several and G.midphase else (0, 0)    # the midphase sorts by geom ids
+                    items.append(((b1, b2), 1, order, (g1, g2, -1)))
+    items.sort(key=lambda item: item[:3])                              # stable: all-to-all keeps its loop order
+    out, missing = [], []
+    for _, _, _, (g1, g2, ipair) in items:
+        a, b = (g2, g1) if types[g1] > types[g2] else (g1, g2)
+        key = (types[a], types[b])
+        if key[0] == PLANE and key[1] in (PLANE, HFIELD) or key == (HFIELD, HFIELD):
+            continue                                                    # no collision function in MuJoCo either
+        if key not in FUNCTIONS:
+            missing.append((a, b))
+            continue
+        out.append(Candidate(a, b, ipair))
+    cache = (out, missing)
+    model.__dict__["collision_candidates"] = cache
+    return cache
+
+
+def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
+    """UnsupportedModelError naming what physai cannot collide in this model (geom pairs without a narrow phase here,
+    adhesion, flexes, ...); ignore_unsupported: the geom pairs without a narrow phase are allowed (detect leaves them
+    out)."""
+    G = model.geoms
+    problems = list(G.unsupported)
+    missing = candidates(model)[1]
+    if missing and not ignore_unsupported:
+        kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
+        examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
+        problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}), e.g. {examples} "
+                        "(ignore_unsupported=True leaves them out and warns when one may touch)")
+    if problems:
+        raise UnsupportedModelError("physai's collision detection does not model " + "; ".join(problems) +
+                                    "; or pass MuJoCo's contacts (physai.collision.from_mujoco)")
+
+
+def quat_to_mat(quat: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) with MuJoCo's arithmetic (mju_quat2Mat: products of
+    the components, the identity kept exact): near-degenerate contacts (a cylinder on its cap) amplify the last digits
+    of a geom's axes, so they are computed as MuJoCo computes them."""
+    w, x, y, z = np.moveaxis(quat, -1, 0)
+    R = np.empty(quat.shape[:-1] + (3, 3))
+    R[..., 0, 0] = w * w + x * x - y * y - z * z
+    R[..., 1, 1] = w * w - x * x + y * y - z * z
+    R[..., 2, 2] = w * w - x * x - y * y + z * z
+    R[..., 0, 1], R[..., 0, 2] = 2 * (x * y - w * z), 2 * (x * z + w * y)
+    R[..., 1, 0], R[..., 1, 2] = 2 * (x * y + w * z), 2 * (y * z - w * x)
+    R[..., 2, 0], R[..., 2, 1] = 2 * (x * z - w * y), 2 * (y * z + w * x)
+    identity = (w == 1) & (x == 0) & (y == 0) & (z == 0)
+    R[identity] = np.eye(3)
+    return R
+
+
+def _rotate(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
+    """v (3,) rotated by a unit quaternion with MuJoCo's arithmetic (mju_rotVecQuat)."""
+    w, x, y, z = quat
+    if w == 1 and x == 0 and y == 0 and z == 0:
+        return v.copy()
+    t = np.array([w * v[0] + y * v[2] - z * v[1], w * v[1] + z * v[0] - x * v[2], w * v[2] + x * v[1] - y * v[0]])
+    return np.array([v[0] + 2 * (y * t[2] - z * t[1]), v[1] + 2 * (z * t[0] - x * t[2]), v[2] + 2 * (x * t[1] - y * t[0])])
+
+
+def _normalize4(quat: np.ndarray) -> np.ndarray:
+    """MuJoCo's mju_normalize4: unchanged when its norm is within MINVAL of 1, the identity when below MINVAL."""
+    norm = math.sqrt(quat @ quat)
+    if norm < MINVAL:
+        return np.array([1.0, 0.0, 0.0, 0.0])
+    return quat * (1 / norm) if abs(norm - 1) > MINVAL else quat
+
+
+def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(xpos (nbody, 3) [m], xquat (nbody, 4)) of every body at q (nq,), composed joint by joint with MuJoCo's
+    arithmetic (mj_kinematics): the frames contacts are computed in, whose last digits near-degenerate contacts
+    amplify (physai's own kinematics agrees with them to rounding)."""
+    xpos, xquat = np.zeros((model.nbody, 3)), np.zeros((model.nbody, 4))
+    xmat = np.zeros((model.nbody, 3, 3))
+    jnt_of = [[] for _ in range(model.nbody)]
+    for j in range(model.njnt):
+        jnt_of[int(model.jnt_bodyid[j])].append(j)
+    qpos0 = model.qpos0
+    for b in range(model.nbody):
+        mine = jnt_of[b]
+        if len(mine) == 1 and model.jnt_type[mine[0]] == joints.FREE:
+            a = int(model.jnt_qposadr[mine[0]])
+            pos, quat = q[a:a + 3].copy(), _normalize4(q[a + 3:a + 7].copy())
+        else:
+            p = int(model.body_parentid[b])
+            if p >= 0:
+                pos = xmat[p] @ model.body_offset[b] + xpos[p]
+                quat = quat_mul(xquat[p], model.body_quat[b])
+            else:
+                pos, quat = model.body_offset[b].copy(), model.body_quat[b].copy()
+            for j in mine:
+                a, kind = int(model.jnt_qposadr[j]), int(model.jnt_type[j])
+                axis = _rotate(model.jnt_axis[j], quat)
+                anchor = _rotate(model.jnt_pos[j], quat) + pos
+                if kind == joints.SLIDE:
+                    pos = pos + axis * (q[a] - qpos0[a])
+                else:
+                    if kind == joints.BALL:
+                        local = _normalize4(q[a:a + 4].copy())
+                    else:
+                        angle = q[a] - qpos0[a]
+                        local = np.array([1.0, 0, 0, 0]) if angle == 0 else np.r_[math.cos(angle * 0.5),
+                                                                                    model.jnt_axis[j] * math.sin(angle * 0.5)]
+                    quat = quat_mul(quat, local)
+                    pos = anchor - _rotate(model.jnt_pos[j], quat)
+        xquat[b] = _normalize4(quat)
+        xpos[b], xmat[b] = pos, quat_to_mat(xquat[b])
+    return xpos, xquat
+
+
+def geom_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pos (ngeom, 3) [m], mat (ngeom, 3, 3)) of every geom in the world at q (nq,) as mj_kinematics computes them
+    (geom_xpos, geom_xmat): R = mat(q_body q_geom), p = p_body + mat(q_body) geom_pos."""
+    G = model.geoms
+    pos, quat = body_poses(model, q)
+    bodies, world = G.geom_bodyid, G.geom_bodyid < 0
+    xquat, xbody = quat[bodies], pos[bodies]
+    xquat[world], xbody[world] = (1.0, 0.0, 0.0, 0.0), 0.0
+    xmat = quat_to_mat(quat_mul(xquat, G.geom_quat))                            # R = mat(q_body q_geom)
+    xpos = np.einsum("gij,gj->gi", quat_to_mat(xquat), G.geom_pos) + xbody      # p = R_body geom_pos + p_body
+    return xpos, xmat
+
+
+def contact_parameters(model: Model, g1: int, g2: int, ipair: int) -> tuple:
+    """(condim, friction (5,), solref (2,), solreffriction (2,), solimp (5,), margin, gap) of the contacts of a pair:
+    the explicit pair's own, else mixed from the two geoms as mj_contactParam does (the higher priority wins; at equal
+    priority condim and friction the larger, solref and solimp averaged with solmix weights, direct solrefs the
+    smaller); frictions at least MINMU."""
+    G = model.geoms
+    if ipair >= 0:
+        friction = G.pair_friction[ipair]
+        reffric = G.pair_solreffriction[ipair] if G.pair_solreffriction[ipair].any() else np.zeros(2)
+        return (int(G.pair_dim[ipair]), np.maximum(MINMU, friction), G.pair_solref[ipair].copy(), reffric,
+                G.pair_solimp[ipair].copy(), float(G.pair_margin[ipair]), float(G.pair_gap[ipair]))
+    p1, p2 = G.geom_priority[g1], G.geom_priority[g2]
+    if p1 != p2:
+        g = g1 if p1 > p2 else g2
+        condim, solref, solimp, fri = int(G.geom_condim[g]), G.geom_solref[g].copy(), G.geom_solimp[g].copy(), G.geom_friction[g]
+    else:
+        condim = int(max(G.geom_condim[g1], G.geom_condim[g2]))
+        s1, s2 = G.geom_solmix[g1], G.geom_solmix[g2]
+        if s1 >= MINVAL and s2 >= MINVAL:
+            mix = s1 / (s1 + s2)
+        else:
+            mix = 0.5 if s1 < MINVAL and s2 < MINVAL else 0.0 if s1 < MINVAL else 1.0
+        r1, r2 = G.geom_solref[g1], G.geom_solref[g2]
+        solref = mix * r1 + (1 - mix) * r2 if r1[0] > 0 and r2[0] > 0 else np.minimum(r1, r2)
+        solimp = mix * G.geom_solimp[g1] + (1 - mix) * G.geom_solimp[g2]
+        fri = np.maximum(G.geom_friction[g1], G.geom_friction[g2])
+    friction = np.maximum(MINMU, fri[[0, 0, 1, 2, 2]])
+    return (condim, friction, solref, np.zeros(2), solimp, float(G.geom_margin[g1] + G.geom_margin[g2]),
+            float(G.geom_gap[g1] + G.geom_gap[g2]))
+
+
+def _sphere_apart(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:
+    """MuJoCo's bounding-sphere filter (mj_filterSphere): whether g1 and g2 are farther apart than their bounding spheres
+    plus `bound` (a plane: the other's centre above it by more than its radius plus `bound`)."""
+    G = model.geoms
+    r1, r2 = G.geom_rbound[g1], G.geom_rbound[g2]
+    if r1 > 0 and r2 > 0:
+        dif = xpos[g1] - xpos[g2]
+        return dif @ dif > (r1 + r2 + bound) ** 2
+    for plane, other, r in ((g1, g2, r2), (g2, g1, r1)):
+        if G.geom_type[plane] == PLANE and r > 0 and (xpos[other] - xpos[plane]) @ xmat[plane][:, 2] > bound + r:
+            return True
+    return False
+
+
+def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:
+    """The contacts at q (nq,) as mj_collision finds them: the
+    same pairs, in the same order, with the same positions, frames, distances and mixed parameters; contacts that
+    MuJoCo excludes (between margin and margin + gap) are left out, as its rows leave them out. ignore_unsupported:
+    geom pairs physai has no narrow phase for are left out, with a CollisionWarning when their bounding spheres overlap."""
+    check_supported(model, ignore_unsupported)
+    G = model.geoms
+    found = []
+    if not model.opt.contact or model.nbody == 0:
+        return ContactSet.empty(model.nbody)
+    xpos, xmat = geom_poses(model, q)
+    for g1, g2 in candidates(model)[1]:
+        margin, gap = contact_parameters(model, g1, g2, -1)[5:]
+        if not _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):
+            warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their "
+                          "contacts are left out", CollisionWarning, stacklevel=3)
+    size = G.geom_size
+    for c in candidates(model)[0]:
+        g1, g2 = c.g1, c.g2
+        condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, c.ipair)
+        if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):
+            continue
+        function = FUNCTIONS[(int(G.geom_type[g1]), int(G.geom_type[g2]))]
+        for dist, pos, normal, tangent in function(xpos[g1], xmat[g1], size[g1], xpos[g2], xmat[g2], size[g2], margin + gap):
+            if dist >= margin:                                          # MuJoCo's exclude: in the gap
+                continue
+            found.append((pos, make_frame(normal, tangent), dist, margin, friction, solref, solreffriction, solimp, condim,
+                          int(G.geom_bodyid[g1]), int(G.geom_bodyid[g2]), (g1, g2)))
+    if not found:
+        return ContactSet.empty(model.nbody)
+    columns = list(zip(*found))
+    return ContactSet(nbody=model.nbody, pos=np.array(columns[0]), frame=np.array(columns[1]), dist=np.array(columns[2]),
+                      includemargin=np.array(columns[3]), friction=np.array(columns[4]), solref=np.array(columns[5]),
+                      solreffriction=np.array(columns[6]), solimp=np.array(columns[7]), dim=np.array(columns[8], np.intp),
+                      body1=np.array(columns[9], np.intp), body2=np.array(columns[10], np.intp),
+                      geom=np.array(columns[11], np.intp))

@@ -1,0 +1,225 @@
+"""physai.collision.detect against MuJoCo's mj_collision, computed here: the same contacts in the same order, with
+positions, frames, distances and mixed parameters within 1e-12 (relative to the scene's size of about 1 m), on random
+scenes of spheres, capsules, cylinders and boxes falling on a tilted plane (priorities, solmix, margins, gaps, condim,
+explicit pairs, excluded pairs, parent filtering), and on the Menagerie robots in their scenes."""
+
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import collision, engine, models
+from physai.engine import collision as narrow
+from physai.engine.geoms import TYPE_NAMES
+from physai.engine.primitives import FUNCTIONS
+from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
+
+TOL = 1e-12
+FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solreffriction", "solimp")
+SHAPES = {"sphere": "0.06", "capsule": "0.04 0.08", "cylinder": "0.05 0.06", "box": "0.05 0.04 0.07"}
+
+
+def supported(m: mujoco.MjModel, g1: int, g2: int) -> bool:
+    pair = tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2]))))
+    return pair in FUNCTIONS
+
+
+def mujoco_contacts(m, d) -> collision.ContactSet:
+    """MuJoCo's contacts after mj_forward, without the pairs physai has no narrow phase for."""
+    full = collision.from_mujoco(m, d)
+    keep = np.array([supported(m, *g) for g in full.geom], bool).reshape(-1)
+    fields = {f: getattr(full, f)[keep] for f in FIELDS + ("dim", "body1", "body2", "geom")}
+    return collision.ContactSet(nbody=full.nbody, **fields)
+
+
+def tolerances(m, d, ref: collision.ContactSet) -> np.ndarray:
+    """(nc,) each contact's bound: TOL, and for a cylinder nearly upright on a plane TOL + 1e-15 r / sin(tilt): its rim
+    point's direction is (axis cos - normal) / sin, so the last digit of the geom's axes (physai's and MuJoCo's frames
+    agree to 2e-16) moves the contact by about that much in MuJoCo itself."""
+    out = np.full(len(ref), TOL)
+    for k, (g1, g2) in enumerate(ref.geom):
+        if m.geom_type[g1] == mujoco.mjtGeom.mjGEOM_PLANE and m.geom_type[g2] == mujoco.mjtGeom.mjGEOM_CYLINDER:
+            cos = d.geom_xmat[g1].reshape(3, 3)[:, 2] @ d.geom_xmat[g2].reshape(3, 3)[:, 2]
+            out[k] += 1e-15 * m.geom_size[g2, 0] / max(np.sqrt(max(1 - cos * cos, 0.0)), 1e-15)
+    return out
+
+
+def assert_same(mine: collision.ContactSet, ref: collision.ContactSet, where: str, bound: np.ndarray | None = None) -> None:
+    assert mine.geom.tolist() == ref.geom.tolist(), f"{where}: geom pairs {mine.geom.tolist()} != MuJoCo's {ref.geom.tolist()}"
+    assert mine.dim.tolist() == ref.dim.tolist() and mine.body1.tolist() == ref.body1.tolist()
+    assert mine.body2.tolist() == ref.body2.tolist()
+    bound = np.full(len(ref), TOL) if bound is None else bound
+    if not len(ref):
+        return
+    for f in FIELDS:
+        err = np.abs(getattr(mine, f) - getattr(ref, f)).reshape(len(ref), -1).max(axis=1, initial=0.0)
+        assert (err <= bound).all(), f"{where}: {f} differs from MuJoCo's by {err.max():.3g} (bound {bound[err.argmax()]:.3g})"
+
+
+def random_scene(seed: int) -> str:
+    """An MJCF scene: a tilted plane, free bodies of one to three geoms of every primitive shape, a two-link hinge chain,
+    random contact parameters, one explicit pair and one excluded body pair."""
+    rng = np.random.default_rng(seed)
+    tilt = rng.uniform(-0.2, 0.2, 2)
+    bodies, names = [], []
+    for b in range(7):
+        geoms = []
+        for k in range(rng.integers(1, 4)):
+            kind = str(rng.choice(list(SHAPES)))
+            pos = rng.uniform(-0.06, 0.06, 3) if k else np.zeros(3)
+            axis = rng.normal(size=3)
+            params = (f'condim="{rng.choice([1, 3, 4, 6])}" priority="{rng.integers(0, 2)}" solmix="{rng.uniform(0.1, 2):.3f}" '
+                      f'friction="{rng.uniform(0.3, 1.2):.3f} {rng.uniform(0, .02):.4f} {rng.uniform(0, .002):.5f}" '
+                      f'solref="{rng.uniform(0.01, 0.03):.4f} {rng.uniform(0.8, 1.2):.3f}" '
+                      f'solimp="{rng.uniform(0.8, 0.9):.3f} {rng.uniform(0.92, 0.99):.3f} 0.001 0.5 2" '
+                      f'margin="{rng.choice([0, 0, 0.01])}" gap="{rng.choice([0, 0, 0.005])}"')
+            geoms.append(f'<geom name="g{b}_{k}" type="{kind}" size="{SHAPES[kind]}" pos="{pos[0]:.4f} {pos[1]:.4f} '
+                         f'{pos[2]:.4f}" zaxis="{axis[0]:.4f} {axis[1]:.4f} {axis[2]:.4f}" {params}/>')
+        x, y = rng.uniform(-0.25, 0.25, 2)
+        z = rng.uniform(0.05, 0.5)
+        names.append(f"b{b}")
+        bodies.append(f'<body name="b{b}" pos="{x:.3f} {y:.3f} {z:.3f}"><freejoint/>{"".join(geoms)}</body>')
+    chain = ('<body name="arm" pos="0 0 0.3"><joint type="hinge" axis="0 1 0"/><geom type="capsule" size="0.03" '
+             'fromto="0 0 0 0.2 0 0"/><body name="hand" pos="0.2 0 0"><joint type="hinge" axis="0 1 0"/>'
+             '<geom type="sphere" size="0.05"/><geom type="box" size="0.03 0.03 0.03" pos="0.05 0 0"/></body></body>')
+    return f"""<mujoco><option timestep="0.005"/><worldbody>
+      <geom name="floor" type="plane" size="0 0 1" euler="{tilt[0]:.3f} {tilt[1]:.3f} 0"/>
+      {''.join(bodies)}{chain}</worldbody>
+      <contact><pair geom1="g0_0" geom2="floor" condim="4" friction="0.7 0.7 0.01 0.001 0.001" solref="0.015 1"
+                     solreffriction="0.02 0.5" margin="0.003"/>
+               <exclude body1="b1" body2="b2"/></contact></mujoco>"""
+
+
+def states(m: mujoco.MjModel, steps: int, every: int, key: int | None = None):
+    """MjData after mj_forward every `every` steps of mj_step from the first keyframe (or qpos0)."""
+    d = mujoco.MjData(m)
+    if key is not None:
+        mujoco.mj_resetDataKeyframe(m, d, key)
+    for k in range(steps):
+        mujoco.mj_step(m, d)
+        if k % every == 0:
+            mujoco.mj_forward(m, d)
+            yield k, d
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_scenes_match_mj_collision(seed):
+    m = mujoco.MjModel.from_xml_string(random_scene(seed))
+    model = engine.from_mujoco(m)
+    touched = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        for k, d in states(m, 300, 10):
+            ref = mujoco_contacts(m, d)
+            assert_same(collision.detect(model, d.qpos, ignore_unsupported=True), ref, f"seed {seed}, step {k}",
+                        tolerances(m, d, ref))
+            touched += len(ref)
+    assert touched > 20                                       # the scenes do collide
+
+
+def test_every_narrow_phase_is_exercised():
+    """Across the random scenes, MuJoCo's contacts cover every pair of shapes physai collides, so each function above
+    was compared."""
+    seen = set()
+    for seed in range(6):
+        m = mujoco.MjModel.from_xml_string(random_scene(seed))
+        for _, d in states(m, 300, 10):
+            for g1, g2 in d.contact.geom[:d.ncon]:
+                seen.add(tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2])))))
+    missing = [f"{TYPE_NAMES[a]}-{TYPE_NAMES[b]}" for a, b in FUNCTIONS if (a, b) not in seen]
+    assert not missing, f"no contact of these kinds in the scenes: {missing}"
+
+
+@pytest.mark.parametrize("robot,steps,ignore", [("kuka_iiwa_14", 600, False), ("unitree_h1", 1000, True),
+                                                ("unitree_g1", 400, True)])
+def test_menagerie_scenes_match_mj_collision(robot, steps, ignore):
+    """The iiwa (spheres) falling on its floor, the H1 left to fall from its keyframe (plane against capsules,
+    spheres, boxes and cylinders; sphere against capsule and cylinder), the G1 standing on its foot spheres."""
+    m = models.load(robot, "scene")
+    model = engine.from_mujoco(m)
+    total = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        for k, d in states(m, steps, 20, key=0 if m.nkey else None):
+            ref = mujoco_contacts(m, d)
+            assert len(ref) == d.ncon                             # MuJoCo found nothing physai leaves out
+            assert_same(collision.detect(model, d.qpos, ignore_unsupported=ignore), ref, f"{robot}, step {k}",
+                        tolerances(m, d, ref))
+            total += len(ref)
+    assert total > 0
+
+
+def test_batch_gives_one_set_per_state():
+    m = mujoco.MjModel.from_xml_string(random_scene(1))
+    model = engine.from_mujoco(m)
+    qs = [d.qpos.copy() for _, d in states(m, 200, 50)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        batch = collision.detect(model, np.array(qs), ignore_unsupported=True)
+        for q, one in zip(qs, batch):
+            assert collision.detect(model, q, ignore_unsupported=True).geom.tolist() == one.geom.tolist()
+
+
+def test_explicit_pair_signatures_follow_mujoco():
+    m = mujoco.MjModel.from_xml_string(random_scene(0))
+    model = engine.from_mujoco(m)
+    G = model.geoms
+    for k in range(m.npair):
+        b = sorted((int(G.geom_bodyid[G.pair_geom1[k]]) + 1, int(G.geom_bodyid[G.pair_geom2[k]]) + 1))
+        assert (b[0] << 16) + b[1] == m.pair_signature[k]
+
+
+def test_unsupported_pairs_are_refused_by_name():
+    m = models.load("unitree_g1", "scene")
+    with pytest.raises(UnsupportedModelError, match="mesh"):
+        collision.detect(engine.from_mujoco(m), m.qpos0)
+
+
+def test_unsupported_pair_that_may_touch_warns():
+    xml = """<mujoco><worldbody><body><freejoint/><geom type="cylinder" size="0.1 0.1"/></body>
+             <body pos="0.05 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    with pytest.warns(CollisionWarning, match="cylinder"):
+        assert len(collision.detect(model, model.qpos0, ignore_unsupported=True)) == 0
+
+
+def test_bad_input_is_refused():
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(random_scene(0)))
+    with pytest.raises(ShapeError, match="q has"):
+        collision.detect(model, np.zeros(3), ignore_unsupported=True)
+    with pytest.raises(InvalidArgumentError, match="ignore_unsupported"):
+        collision.detect(model, model.qpos0, ignore_unsupported="yes")
+
+
+def test_contact_switch_off_gives_no_contacts():
+    m = models.load("kuka_iiwa_14", "scene")
+    m.opt.disableflags |= int(mujoco.mjtDisableBit.mjDSBL_CONTACT)
+    model = engine.from_mujoco(m)
+    q = m.qpos0.copy()
+    q[1] = 2.0                                                # an arm laid on the floor
+    assert len(collision.detect(model, q)) == 0
+
+
+def test_parent_filter_and_its_switch():
+    """A child overlapping its parent touches it only when MuJoCo's parent filter is disabled, as in MuJoCo."""
+    xml = """<mujoco><option><flag filterparent="{}"/></option><worldbody><body><freejoint/><geom type="sphere" size="0.1"/>
+             <body pos="0.1 0 0"><joint type="hinge"/><geom type="sphere" size="0.1"/></body></body></worldbody></mujoco>"""
+    for flag in ("enable", "disable"):
+        m = mujoco.MjModel.from_xml_string(xml.format(flag))
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        mine = collision.detect(engine.from_mujoco(m), d.qpos)
+        assert_same(mine, collision.from_mujoco(m, d), flag)
+        assert len(mine) == (flag == "disable")
+
+
+def test_candidates_skip_what_mujoco_cannot_collide():
+    """A plane-plane pair (here an explicit one) has no collision function in MuJoCo either: it is dropped, not
+    refused; the static plane's body still touches the free sphere."""
+    xml = """<mujoco><worldbody><geom name="a" type="plane" size="1 1 1"/><body pos="0 0 1"><geom name="b" type="plane"
+             size="1 1 1"/></body><body><freejoint/><geom type="sphere" size="0.1"/></body></worldbody>
+             <contact><pair geom1="a" geom2="b"/></contact></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    pairs, missing = narrow.candidates(model)
+    assert [(c.g1, c.g2, c.ipair) for c in pairs] == [(0, 2, -1), (1, 2, -1)] and missing == []
