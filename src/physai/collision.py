@@ -14,6 +14,8 @@ is refused by name unless ignore_unsupported=True, which leaves those pairs out 
 may be touching.
 """
 
+import dataclasses
+
 import mujoco
 import numpy as np
 
@@ -22,7 +24,16 @@ from physai.engine import collision as narrow
 from physai.engine.contact import ContactSet
 from physai.exceptions import InvalidArgumentError, UnsupportedModelError
 
-__all__ = ["ContactSet", "detect", "from_mujoco"]
+__all__ = ["ContactSet", "detect", "from_mujoco", "ignoring_unsupported"]
+
+
+def ignoring_unsupported(model) -> engine.Model:
+    """The model with its geom pairs that physai cannot collide left out of every detection (detect, the constrained
+    simulators), with a CollisionWarning when one may be touching: the caller's choice for a robot whose unsupported
+    pairs (meshes of the G1's body, capsule-cylinder pairs of the H1) stay apart while its supported ones (feet on the
+    floor) carry it."""
+    model = engine.as_model(model)
+    return dataclasses.replace(model, geoms=dataclasses.replace(model.geoms, ignore_unsupported=True))
 
 
 def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[ContactSet]:

@@ -36,9 +36,17 @@ mj_integratePos), written q' = q + h qd' below:
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
 with the damping explicit in f; euler_damping=False does the same here. implicitfast takes the lower
-triangle of D, which equals sym(D) for joint and tendon transmissions, where D is symmetric. Joint limits,
-contacts and equality constraints are not modelled: compare against MuJoCo with
-m.opt.disableflags |= mjDSBL_CONSTRAINT, or stay inside the joint ranges.
+triangle of D, which equals sym(D) for joint and tendon transmissions, where D is symmetric.
+
+CONSTRAINTS. By default the dynamics are smooth: joint limits, friction loss, equalities and contacts do not act
+(compare against MuJoCo with m.opt.disableflags |= mjDSBL_CONSTRAINT). constraints=True makes them act as in mj_step:
+each evaluation detects the contacts at its q (physai.collision.detect: the Model's geoms, with MuJoCo's filters),
+builds the constraint rows of physai.engine.constraint and solves them by Newton's method from the last solve's qacc
+(MuJoCo's qacc_warmstart; zero at the start), giving qacc and qfrc_constraint. Euler without damping steps with the
+solver's qacc; Euler with damping and the implicit integrators solve (M - h D) a = f + qfrc_constraint, as mj_Euler and
+mj_implicit do; RK4 solves the constraints at each of its four stages. The loop then runs in Python (each solve
+compiled on the compiled backend). A model with pairs of geoms physai cannot collide is refused unless built by
+physai.collision.ignoring_unsupported.
 
 Energy. simulate() returns energy[k] = physai.engine.energy(model, q[k], qd[k]), the energy of the k-th
 state of the trajectory. MuJoCo computes d.energy inside mj_forward, at the start of mj_step, so after
@@ -57,7 +65,7 @@ import numpy as np
 
 from physai import engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import native, smooth
+from physai.engine import collision, constraint, native, smooth
 from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
@@ -77,6 +85,7 @@ class Trajectory:
             MuJoCo's d.energy.sum() equals energy[k] (it is computed at the start of the step; RK4: at its
             last stage); None when simulate(..., energy=False)
     integrator: the integrator's name;  dt: the timestep [s]
+    ncon:   (steps,) the number of contacts of each step (found at its start state), with constraints=True; else None
     """
 
     t: np.ndarray
@@ -85,6 +94,7 @@ class Trajectory:
     energy: np.ndarray
     integrator: str
     dt: float
+    ncon: np.ndarray | None = None
 
 
 def check_integrator(integrator) -> str:
@@ -123,7 +133,7 @@ def check_actuators(model, actuators, ctrl):
 
 
 def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
-         euler_damping: bool = True):
+         euler_damping: bool = True, constraints: bool = False, qacc_warmstart=None):
     """One step of `integrator` from (q, qd); returns (q_next, qd_next), new arrays (nq,) and (nv,).
 
     model:        a physai.engine.Model (or what physai.engine.as_model takes: a Tree, an MjModel, a name)
@@ -135,6 +145,10 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
     euler_damping: True (default, MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
                   False reproduces MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler, M a = f.
                   The other integrators ignore it.
+    constraints:  True: the model's constraints act as in mj_step (joint limits, friction loss, equalities, and the
+                  contacts physai.collision.detect finds at q; see CONSTRAINTS in the module docstring).
+    qacc_warmstart: (nv,) where the constraint solver starts (MuJoCo's d.qacc_warmstart: the last step's qacc);
+                  default zero, as in a new MjData.
     All inputs are held constant over the step (also across RK4's stages). Raises DivergenceError if the
     result is not finite.
     """
@@ -142,7 +156,10 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
     name, h = check_integrator(integrator), check_timestep(dt)
     euler_damping = validation.flag("euler_damping", euler_damping)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    run = Dynamics(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping)
+    run = Dynamics(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping,
+                   validation.flag("constraints", constraints))
+    if qacc_warmstart is not None:
+        run.warmstart = validation.vector("qacc_warmstart", qacc_warmstart, model.nv)
     with np.errstate(over="ignore", invalid="ignore"):                # a diverging step is reported by name
         q_next, qd_next, _ = _guarded(_STEPPERS[name], run, q, qd)
     _check_finite(q_next, qd_next, 0, h, name)
@@ -150,7 +167,7 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
 
 
 def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
-             xfrc_applied=None, energy=True, euler_damping: bool = True) -> Trajectory:
+             xfrc_applied=None, energy=True, euler_damping: bool = True, constraints: bool = False) -> Trajectory:
     """Run `steps` steps of `integrator` from (q0 (nq,), qd0 (nv,)); returns the Trajectory, with the energy of every state.
 
     dt [s] as for step. ctrl, qfrc_applied and xfrc_applied are either constant, (nu,), (nv,) and (nbody, 6), or one
@@ -159,19 +176,22 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
     euler_damping=False: damping explicit in Euler (MuJoCo's mjDSBL_EULERDAMP), see step. The whole loop runs in
     compiled code on the compiled backend (physai.engine.backend); on the NumPy backend one engine workspace serves
     the run and each step evaluates the dynamics once (RK4: four times). Raises DivergenceError at the first step
-    whose result is not finite.
+    whose result is not finite. constraints=True: the model's constraints act in every step as in mj_step (see step and
+    CONSTRAINTS in the module docstring; the loop runs in Python, each step's solve compiled), warm-started from the
+    step before; Trajectory.ncon counts each step's contacts.
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
-    energy = validation.flag("energy", energy)
+    energy, constrained = validation.flag("energy", energy), validation.flag("constraints", constraints)
     q, qd = validation.vector("q0", q0, model.nq), validation.vector("qd0", qd0, model.nv)
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
-    Q, QD, E = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy)
-    return Trajectory(np.arange(steps + 1) * h, Q[0], QD[0], E[0] if energy else None, name, h)
+    Q, QD, E, ncon = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy, constrained)
+    return Trajectory(np.arange(steps + 1) * h, Q[0], QD[0], E[0] if energy else None, name, h,
+                      ncon[0] if constrained else None)
 
 
 def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
-            xfrc_applied=None, energy=False, euler_damping: bool = True) -> Trajectory:
+            xfrc_applied=None, energy=False, euler_damping: bool = True, constraints: bool = False) -> Trajectory:
     """N independent trajectories of `simulate` in one call (like mujoco.rollout): a Trajectory whose q, qd and
     energy have a leading axis of N, (N, steps+1, nq), (N, steps+1, nv), (N, steps+1); t is (steps+1,).
 
@@ -182,19 +202,20 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     the lanes of the batch kernel's instruction set (8 with AVX-512; implicit one by one, its LU pivoting per
     trajectory) and share the cores, with the GIL released; each trajectory equals simulate from its own start within
     rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest index), and
-    InvalidStateError naming the trajectory whose initial state holds a zero quaternion.
+    InvalidStateError naming the trajectory whose initial state holds a zero quaternion. constraints=True: as simulate,
+    trajectory by trajectory (ncon (N, steps)).
     """
     model = engine.as_model(model)
     name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
-    energy = validation.flag("energy", energy)
+    energy, constrained = validation.flag("energy", energy), validation.flag("constraints", constraints)
     q = validation.to_float("q0", q0, f"(N, {model.nq}) numbers")
     if q.ndim != 2 or q.shape[0] < 1:
         raise ShapeError(f"q0 must have shape (N, {model.nq}) with N >= 1 (one initial state per trajectory), got shape {q.shape}")
     N = q.shape[0]
     q, qd = validation.as_array("q0", q, (N, model.nq)), validation.as_array("qd0", qd0, (N, model.nv))
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True)
-    Q, QD, E = _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy)
-    return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h)
+    Q, QD, E, ncon = _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained)
+    return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h, ncon if constrained else None)
 
 
 def _options(integrator, dt, steps, euler_damping):
@@ -241,14 +262,19 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
 
 
-def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
-    """Q (N, steps+1, nq), QD, E of N runs: compiled when the backend is native (which raises the named error of a
-    singular matrix, naming the trajectory and the step), else the Python loop. A zero quaternion in an initial state is
-    refused first; DivergenceError at the first diverging step in time (ties: the lowest index), on either backend."""
+def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained: bool = False):
+    """Q (N, steps+1, nq), QD, E, ncon (N, steps) of N runs: compiled when the backend is native and the run has no
+    constraints (which raises the named error of a singular matrix, naming the trajectory and the step), else the Python
+    loop. A zero quaternion in an initial state is refused first; DivergenceError at the first diverging step in time
+    (ties: the lowest index), on either backend."""
     _check_output_size(model, len(q), steps)
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
     _refuse_zero_quaternions(model, q)
-    if native.on:
+    ncon = np.zeros((len(q), steps), np.intp)
+    if constrained:
+        constraint.check_supported(model)
+        collision.check_supported(model)
+    if native.on and not constrained:
         try:
             Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
         except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
@@ -265,13 +291,13 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
             k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
             _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n)   # it stopped on another failure
-        return Q, QD, E
+        return Q, QD, E, ncon
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
     first = None                                                       # (step, trajectory, error) of the first failure
     for n in range(len(q)):
         rows = [None if x is None else x[n] for x in inputs]
-        stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n])
+        stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], constrained, ncon[n])
         if stop is not None and (first is None or stop[0] < first[0]):
             first = (stop[0], n, stop[1])
     if first is not None:
@@ -280,7 +306,7 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy):
             which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
             raise type(error)(f"{which} at step {k + 1}: {error}") from None
         _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
-    return Q, QD, E
+    return Q, QD, E, ncon
 
 
 def _check_output_size(model, N: int, steps: int) -> None:
@@ -322,14 +348,15 @@ def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
             raise InvalidStateError(f"{which} at step 1: {e}") from None
 
 
-def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E):
-    """The NumPy simulation of one trajectory from Q[0], QD[0], in place; rows: (steps, ...) ctrl, qfrc, xfrc or None.
-    Returns None, or where the run stopped: (step k, None) when Q[k + 1], QD[k + 1] are not finite, (step k, the error)
-    when step k raised the named error of a singular matrix."""
+def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, constrained=False, ncon=None):
+    """The simulation of one trajectory from Q[0], QD[0] step by step in Python, in place; rows: (steps, ...) ctrl, qfrc,
+    xfrc or None; constrained: with the model's constraints (each step's contact count into ncon). Returns None, or
+    where the run stopped: (step k, None) when Q[k + 1], QD[k + 1] are not finite, (step k, the error) when step k
+    raised the named error of a singular matrix."""
     ctrls, applied, xfrc = rows
     stepper = _STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
-    run = Dynamics(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping)
+    run = Dynamics(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping, constrained)
     for k in range(steps):
         run.inputs = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
         try:
@@ -337,6 +364,8 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
                 Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
         except (InvalidModelError, InvalidStateError) as error:
             return k, error
+        if ncon is not None:
+            ncon[k] = run.ncon
         if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
             return k, None
     if energy:
@@ -397,11 +426,34 @@ class StepInputs:
 class Dynamics:
     """A model, a timestep h [s], the StepInputs, and one engine workspace reused by every evaluation of the dynamics:
     evaluate(q, qd) -> (M, f, potential energy), the pieces every integrator steps with (physai.inverse and
-    physai.derivatives step with them too)."""
+    physai.derivatives step with them too); acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), the forward dynamics
+    with the model's constraints when `constrained` (MuJoCo's mj_fwdConstraint: contacts detected at q, Newton's method
+    warm-started from the last solve's qacc, kept in `warmstart`, zero at first as in a new MjData)."""
 
-    def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True):
+    def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True, constrained: bool = False):
         self.model, self.h, self.inputs, self.euler_damping = model, h, inputs, euler_damping
         self.d = engine.Data(model)
+        self.constrained, self.warmstart, self.tau, self.ncon = constrained, np.zeros(model.nv), None, 0
+
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
+        """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
+        constrained, else the constrained solve (its qacc becomes the next warm start)."""
+        if not self.constrained:
+            return solve(M, f), np.zeros(self.model.nv)
+        model, opt = self.model, self.model.opt
+        contacts = collision.detect(model, q) if collision.has_contacts(model) else None
+        self.ncon = 0 if contacts is None else len(contacts)
+        if native.on and self.tau is not None and np.isfinite(self.tau).all():
+            qacc, qfrc = constraint.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
+                                                     self.warmstart, opt.tolerance, opt.iterations)[:2]
+        else:
+            if self.tau is not None:                   # the compiled evaluate left the workspace empty
+                smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
+            rows = constraint.rows(model, self.d, q, qd, contacts)
+            solution = constraint.solve(model, rows, M, f, self.warmstart)
+            qacc, qfrc = solution.qacc, solution.qfrc_constraint
+        self.warmstart = qacc
+        return qacc, qfrc
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray):
         """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth (on the compiled
@@ -421,7 +473,9 @@ class Dynamics:
                     f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
                 if x.qfrc_applied is not None:
                     f = f + x.qfrc_applied
+                self.tau = f + c                       # every non-constraint force, as the compiled solver takes it
                 return M, f, potential
+        self.tau = None
         Q, QD = q[:, None], qd[:, None]
         smooth.velocity_stages(model, d, Q, QD)
         f = forces.damper_spring_force(model, q, qd) - smooth.rne(model, d, QD, None)[:, 0]
@@ -527,9 +581,15 @@ def _single_step(name: str):
     def stepper(run: Dynamics, q, qd):
         M, f, potential = run.evaluate(q, qd)
         x = run.inputs
-        A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping) \
-            if name != "euler" or (run.euler_damping and (run.model.dof_damping > 0).any()) else M
-        qd_next = qd + run.h * solve(A, f)             # new velocity first...
+        implicit = name != "euler" or (run.euler_damping and (run.model.dof_damping > 0).any())
+        if run.constrained:                            # the solver's qacc, or (M - h D)^-1 (f + qfrc_constraint)
+            qacc, qfrc = run.acceleration(q, qd, M, f)
+            if implicit:
+                qacc = solve(step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping), f + qfrc)
+        else:
+            A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping) if implicit else M
+            qacc = solve(A, f)
+        qd_next = qd + run.h * qacc                    # new velocity first...
         return _advance(run.model, q, qd_next, run.h), qd_next, 0.5 * qd @ M @ qd + potential   # ...then the position
 
     return stepper
@@ -543,7 +603,7 @@ RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 def rk4_stages_of(run: Dynamics, q, qd):
     """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
     hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions)."""
-    stages, energy = [], None
+    stages, energy, warm = [], None, run.warmstart
     qi, qdi, theta = q, qd, None
     for c in (None,) + RK4_TIMES:
         if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
@@ -552,7 +612,8 @@ def rk4_stages_of(run: Dynamics, q, qd):
         M, f, potential = run.evaluate(qi, qdi)
         energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
         k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
-        stages.append((qi, qdi, solve(M, f), M, k))
+        run.warmstart = warm                           # every stage starts from the last step's qacc, as MuJoCo's;
+        stages.append((qi, qdi, run.acceleration(qi, qdi, M, f)[0], M, k))    # the next step from stage 4's
     run.start_energy = energy
     return stages
 

@@ -118,6 +118,12 @@ def candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
     return cache
 
 
+def has_contacts(model: Model) -> bool:
+    """Whether the model can have contacts: contacts on (model.opt.contact) and a geom pair that may touch."""
+    pairs, missing = candidates(model)
+    return bool(model.opt.contact and (pairs or missing))
+
+
 def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     """UnsupportedModelError naming what physai cannot collide in this model (geom pairs without a narrow phase here,
     adhesion, flexes, ...); ignore_unsupported: the geom pairs without a narrow phase are allowed (detect leaves them
@@ -125,7 +131,7 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     G = model.geoms
     problems = list(G.unsupported)
     missing = candidates(model)[1]
-    if missing and not ignore_unsupported:
+    if missing and not (ignore_unsupported or G.ignore_unsupported):
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
         problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}), e.g. {examples} "
@@ -277,7 +283,7 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     check_supported(model, ignore_unsupported)
     G = model.geoms
     found = []
-    if not model.opt.contact or model.nbody == 0:
+    if not has_contacts(model):
         return ContactSet.empty(model.nbody)
     xpos, xmat = geom_poses(model, q)
     for g1, g2 in candidates(model)[1]:

@@ -24,6 +24,8 @@ explicit pairs:
     filterparent     MuJoCo's parent filter on: a body does not touch its parent (mjDSBL_FILTERPARENT off)
     midphase         MuJoCo's midphase on (mjDSBL_MIDPHASE off): it sorts the contacts of a multi-geom body pair
     unsupported      what the source has that physai's collision does not model (adhesion, flexes, ...): detect refuses
+    ignore_unsupported  detect leaves out the geom pairs it has no narrow phase for (warning when one may touch)
+                     instead of refusing the model (physai.collision.ignoring_unsupported sets it)
 """
 
 from dataclasses import dataclass, field
@@ -79,6 +81,7 @@ class Geoms:
     filterparent: bool = True
     midphase: bool = True
     unsupported: tuple = ()
+    ignore_unsupported: bool = False
 
     def __post_init__(self):
         n, npair = len(self.geom_type), len(self.pair_geom1)
