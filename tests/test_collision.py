@@ -14,10 +14,10 @@ from physai.engine import collision as narrow
 from physai.engine.geoms import TYPE_NAMES
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
+from scenes import random_scene, states
 
 TOL = 1e-12
 FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solreffriction", "solimp")
-SHAPES = {"sphere": "0.06", "capsule": "0.04 0.08", "cylinder": "0.05 0.06", "box": "0.05 0.04 0.07"}
 
 
 def supported(m: mujoco.MjModel, g1: int, g2: int) -> bool:
@@ -55,52 +55,6 @@ def assert_same(mine: collision.ContactSet, ref: collision.ContactSet, where: st
     for f in FIELDS:
         err = np.abs(getattr(mine, f) - getattr(ref, f)).reshape(len(ref), -1).max(axis=1, initial=0.0)
         assert (err <= bound).all(), f"{where}: {f} differs from MuJoCo's by {err.max():.3g} (bound {bound[err.argmax()]:.3g})"
-
-
-def random_scene(seed: int) -> str:
-    """An MJCF scene: a tilted plane, free bodies of one to three geoms of every primitive shape, a two-link hinge chain,
-    random contact parameters, one explicit pair and one excluded body pair."""
-    rng = np.random.default_rng(seed)
-    tilt = rng.uniform(-0.2, 0.2, 2)
-    bodies, names = [], []
-    for b in range(7):
-        geoms = []
-        for k in range(rng.integers(1, 4)):
-            kind = str(rng.choice(list(SHAPES)))
-            pos = rng.uniform(-0.06, 0.06, 3) if k else np.zeros(3)
-            axis = rng.normal(size=3)
-            params = (f'condim="{rng.choice([1, 3, 4, 6])}" priority="{rng.integers(0, 2)}" solmix="{rng.uniform(0.1, 2):.3f}" '
-                      f'friction="{rng.uniform(0.3, 1.2):.3f} {rng.uniform(0, .02):.4f} {rng.uniform(0, .002):.5f}" '
-                      f'solref="{rng.uniform(0.01, 0.03):.4f} {rng.uniform(0.8, 1.2):.3f}" '
-                      f'solimp="{rng.uniform(0.8, 0.9):.3f} {rng.uniform(0.92, 0.99):.3f} 0.001 0.5 2" '
-                      f'margin="{rng.choice([0, 0, 0.01])}" gap="{rng.choice([0, 0, 0.005])}"')
-            geoms.append(f'<geom name="g{b}_{k}" type="{kind}" size="{SHAPES[kind]}" pos="{pos[0]:.4f} {pos[1]:.4f} '
-                         f'{pos[2]:.4f}" zaxis="{axis[0]:.4f} {axis[1]:.4f} {axis[2]:.4f}" {params}/>')
-        x, y = rng.uniform(-0.25, 0.25, 2)
-        z = rng.uniform(0.05, 0.5)
-        names.append(f"b{b}")
-        bodies.append(f'<body name="b{b}" pos="{x:.3f} {y:.3f} {z:.3f}"><freejoint/>{"".join(geoms)}</body>')
-    chain = ('<body name="arm" pos="0 0 0.3"><joint type="hinge" axis="0 1 0"/><geom type="capsule" size="0.03" '
-             'fromto="0 0 0 0.2 0 0"/><body name="hand" pos="0.2 0 0"><joint type="hinge" axis="0 1 0"/>'
-             '<geom type="sphere" size="0.05"/><geom type="box" size="0.03 0.03 0.03" pos="0.05 0 0"/></body></body>')
-    return f"""<mujoco><option timestep="0.005"/><worldbody>
-      <geom name="floor" type="plane" size="0 0 1" euler="{tilt[0]:.3f} {tilt[1]:.3f} 0"/>
-      {''.join(bodies)}{chain}</worldbody>
-      <contact><pair geom1="g0_0" geom2="floor" condim="4" friction="0.7 0.7 0.01 0.001 0.001" solref="0.015 1"
-                     solreffriction="0.02 0.5" margin="0.003"/>
-               <exclude body1="b1" body2="b2"/></contact></mujoco>"""
-
-
-def states(m: mujoco.MjModel, steps: int, every: int, key: int | None = None):
-    """MjData after mj_forward every `every` steps of mj_step from the first keyframe (or qpos0)."""
-    d = mujoco.MjData(m)
-    if key is not None:
-        mujoco.mj_resetDataKeyframe(m, d, key)
-    for k in range(steps):
-        mujoco.mj_step(m, d)
-        if k % every == 0:
-            mujoco.mj_forward(m, d)
-            yield k, d
 
 
 @pytest.mark.parametrize("seed", range(6))

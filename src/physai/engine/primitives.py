@@ -327,8 +327,9 @@ def capsule_box(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
                 clcorner, cledge, cltype = i + (1 << j) * (c1 // 6), j, c1
     if cltype == -4:
         return []
-    second = _capsule_box_second(pos, axis, halfaxis, size2, axisdir, cltype, clface, clcorner, cledge, bestsegmentpos,
-                                 bestboxpos)
+    with np.errstate(divide="ignore", invalid="ignore"):       # an axis along a face divides by zero, as in C: inf
+        second = _capsule_box_second(pos, axis, halfaxis, size2, axisdir, cltype, clface, clcorner, cledge, bestsegmentpos,
+                                     bestboxpos)
     out = sphere_box(mat2 @ (pos + halfaxis * bestsegmentpos) + pos2, mat1, size1, pos2, mat2, size2, margin)
     if second > -3:
         out += sphere_box(mat2 @ (pos + halfaxis * (second + bestsegmentpos)) + pos2, mat1, size1, pos2, mat2, size2, margin)

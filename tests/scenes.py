@@ -1,0 +1,64 @@
+"""Random MJCF scenes of primitive geoms falling on a tilted plane, and MuJoCo's states along them, for the collision
+and contact-simulation tests."""
+
+import mujoco
+import numpy as np
+
+SHAPES = {"sphere": "0.06", "capsule": "0.04 0.08", "cylinder": "0.05 0.06", "box": "0.05 0.04 0.07"}
+#: with supported_only, each shape's contype bit and the shapes it may touch (conaffinity): none of the pairs physai
+#: cannot collide yet (box-box, cylinder against capsule, cylinder and box) can touch
+BITS = {"plane": 1, "sphere": 2, "capsule": 4, "cylinder": 8, "box": 16}
+TOUCHES = {"plane": 31, "sphere": 31, "capsule": 1 | 2 | 4 | 16, "cylinder": 1 | 2, "box": 1 | 2 | 4}
+
+
+def _filter(kind: str, supported_only: bool) -> str:
+    return f'contype="{BITS[kind]}" conaffinity="{TOUCHES[kind]}"' if supported_only else ""
+
+
+def random_scene(seed: int, supported_only: bool = False, integrator: str = "Euler") -> str:
+    """An MJCF scene: a tilted plane, free bodies of one to three geoms of every primitive shape, a two-link hinge chain,
+    random contact parameters, one explicit pair and one excluded body pair; supported_only: contype and conaffinity
+    keep apart the shapes physai cannot collide."""
+    rng = np.random.default_rng(seed)
+    tilt = rng.uniform(-0.2, 0.2, 2)
+    bodies, names = [], []
+    for b in range(7):
+        geoms = []
+        for k in range(rng.integers(1, 4)):
+            kind = str(rng.choice(list(SHAPES)))
+            pos = rng.uniform(-0.06, 0.06, 3) if k else np.zeros(3)
+            axis = rng.normal(size=3)
+            params = (f'condim="{rng.choice([1, 3, 4, 6])}" priority="{rng.integers(0, 2)}" solmix="{rng.uniform(0.1, 2):.3f}" '
+                      f'friction="{rng.uniform(0.3, 1.2):.3f} {rng.uniform(0, .02):.4f} {rng.uniform(0, .002):.5f}" '
+                      f'solref="{rng.uniform(0.01, 0.03):.4f} {rng.uniform(0.8, 1.2):.3f}" '
+                      f'solimp="{rng.uniform(0.8, 0.9):.3f} {rng.uniform(0.92, 0.99):.3f} 0.001 0.5 2" '
+                      f'margin="{rng.choice([0, 0, 0.01])}" gap="{rng.choice([0, 0, 0.005])}"')
+            geoms.append(f'<geom name="g{b}_{k}" type="{kind}" size="{SHAPES[kind]}" pos="{pos[0]:.4f} {pos[1]:.4f} '
+                         f'{pos[2]:.4f}" zaxis="{axis[0]:.4f} {axis[1]:.4f} {axis[2]:.4f}" {params} '
+                         f'{_filter(kind, supported_only)}/>')
+        x, y = rng.uniform(-0.25, 0.25, 2)
+        z = rng.uniform(0.05, 0.5)
+        names.append(f"b{b}")
+        bodies.append(f'<body name="b{b}" pos="{x:.3f} {y:.3f} {z:.3f}"><freejoint/>{"".join(geoms)}</body>')
+    chain = (f'<body name="arm" pos="0 0 0.3"><joint type="hinge" axis="0 1 0"/><geom type="capsule" size="0.03" '
+             f'fromto="0 0 0 0.2 0 0" {_filter("capsule", supported_only)}/><body name="hand" pos="0.2 0 0">'
+             f'<joint type="hinge" axis="0 1 0"/><geom type="sphere" size="0.05" {_filter("sphere", supported_only)}/>'
+             f'<geom type="box" size="0.03 0.03 0.03" pos="0.05 0 0" {_filter("box", supported_only)}/></body></body>')
+    return f"""<mujoco><option timestep="0.005" integrator="{integrator}"/><worldbody>
+      <geom name="floor" type="plane" size="0 0 1" euler="{tilt[0]:.3f} {tilt[1]:.3f} 0" {_filter("plane", supported_only)}/>
+      {''.join(bodies)}{chain}</worldbody>
+      <contact><pair geom1="g0_0" geom2="floor" condim="4" friction="0.7 0.7 0.01 0.001 0.001" solref="0.015 1"
+                     solreffriction="0.02 0.5" margin="0.003"/>
+               <exclude body1="b1" body2="b2"/></contact></mujoco>"""
+
+
+def states(m: mujoco.MjModel, steps: int, every: int, key: int | None = None):
+    """MjData after mj_forward every `every` steps of mj_step from the first keyframe (or qpos0)."""
+    d = mujoco.MjData(m)
+    if key is not None:
+        mujoco.mj_resetDataKeyframe(m, d, key)
+    for k in range(steps):
+        mujoco.mj_step(m, d)
+        if k % every == 0:
+            mujoco.mj_forward(m, d)
+            yield k, d

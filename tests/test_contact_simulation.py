@@ -1,0 +1,144 @@
+"""Simulation with constraints (integrators' constraints=True) against mj_step computed here: contacts found by
+physai.collision, limits, friction loss, Newton's method warm-started from the step before, and the constraint force in
+each integrator's metric. One step from MuJoCo's own states, and whole trajectories: the H1 falling onto its floor and
+the G1 standing on its foot spheres."""
+
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import collision, engine, integrators, models
+from physai.exceptions import CollisionWarning, UnsupportedModelError
+from scenes import random_scene
+
+NAMES = {0: "euler", 1: "rk4", 2: "implicit", 3: "implicitfast"}
+CODES = {name: code for code, name in NAMES.items()}
+
+
+def one_steps(m: mujoco.MjModel, integrator: str, steps: int, every: int, key: int | None):
+    """(largest |q' - MuJoCo's|, largest |qd' - MuJoCo's| / max(1, |qd'|)) over steps of physai's step from MuJoCo's
+    state (qpos, qvel, ctrl, qacc_warmstart) every `every` steps of an mj_step run."""
+    m.opt.integrator = CODES[integrator]
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    d = mujoco.MjData(m)
+    if key is not None:
+        mujoco.mj_resetDataKeyframe(m, d, key)
+    worst_q = worst_qd = 0.0
+    for k in range(steps):
+        if k % every:
+            mujoco.mj_step(m, d)
+            continue
+        q, qd, warm, ctrl = d.qpos.copy(), d.qvel.copy(), d.qacc_warmstart.copy(), d.ctrl.copy()
+        q1, qd1 = integrators.step(model, q, qd, m.opt.timestep, integrator, ctrl=ctrl if m.nu else None, constraints=True,
+                                   qacc_warmstart=warm)
+        mujoco.mj_step(m, d)
+        worst_q = max(worst_q, np.abs(q1 - d.qpos).max())
+        worst_qd = max(worst_qd, np.abs(qd1 - d.qvel).max() / max(1.0, np.abs(d.qvel).max()))
+    return worst_q, worst_qd
+
+
+@pytest.mark.parametrize("integrator", list(CODES))
+def test_one_step_on_the_falling_h1_matches_mj_step(integrator):
+    """One tree, one island: the same solve as MuJoCo's, to rounding (MuJoCo's default tolerance)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        worst_q, worst_qd = one_steps(models.load("unitree_h1", "scene"), integrator, 300, 15, key=0)
+    assert worst_q < 1e-12 and worst_qd < 1e-12, (worst_q, worst_qd)
+
+
+@pytest.mark.parametrize("integrator", ["euler", "implicit", "rk4"])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_one_step_on_random_scenes_matches_mj_step(seed, integrator):
+    """Free bodies of every primitive shape and a hinge chain on a tilted plane: MuJoCo solves each body's island on
+    its own, physai all at once, so both stop within the solver's tolerance (1e-12 here) of the same optimum."""
+    m = mujoco.MjModel.from_xml_string(random_scene(seed, supported_only=True))
+    m.opt.tolerance = 1e-12
+    worst_q, worst_qd = one_steps(m, integrator, 300, 10, key=None)
+    assert worst_q < 1e-10 and worst_qd < 1e-8, (worst_q, worst_qd)
+
+
+def mujoco_run(m: mujoco.MjModel, steps: int):
+    """(q0, qd0, ctrl, [qpos after each step], [ncon of each step]) of mj_step from the first keyframe."""
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    start = (d.qpos.copy(), d.qvel.copy(), d.ctrl.copy())
+    Q, ncon = [], []
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        ncon.append(d.ncon)
+    return (*start, np.array(Q), np.array(ncon))
+
+
+@pytest.mark.parametrize("robot,steps", [("unitree_h1", 250), ("unitree_g1", 300)])
+def test_trajectory_matches_mj_step(robot, steps):
+    """The H1 left to fall from its keyframe (Euler; it lands at t = 0.5 s) and the G1 standing under its actuators
+    (implicitfast): every state of the run equals MuJoCo's within 1e-12, with the same number of contacts each step."""
+    m = models.load(robot, "scene")
+    q0, qd0, ctrl, Q, ncon = mujoco_run(m, steps)
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        run = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,
+                                   constraints=True, energy=False)
+    assert np.abs(run.q[1:] - Q).max() < 1e-12
+    assert run.ncon.tolist() == ncon.tolist()
+
+
+def test_rollout_with_constraints_runs_each_trajectory_as_simulate():
+    m = mujoco.MjModel.from_xml_string(random_scene(2, supported_only=True))
+    model = engine.from_mujoco(m)
+    q0 = np.array([m.qpos0, m.qpos0])
+    q0[1, 2] += 0.05                                            # the first free body a little higher
+    qd0 = np.zeros((2, m.nv))
+    batch = integrators.rollout(model, q0, qd0, m.opt.timestep, 60, constraints=True)
+    for n in range(2):
+        alone = integrators.simulate(model, q0[n], qd0[n], m.opt.timestep, 60, constraints=True, energy=False)
+        assert np.abs(batch.q[n] - alone.q).max() < 1e-12 and batch.ncon[n].tolist() == alone.ncon.tolist()
+    assert batch.ncon.sum() > 0
+
+
+def test_numpy_backend_gives_the_same_run():
+    m = mujoco.MjModel.from_xml_string(random_scene(3, supported_only=True))
+    model = engine.from_mujoco(m)
+    runs = []
+    for backend in ("native", "numpy"):
+        previous = engine.set_backend(backend)
+        try:
+            runs.append(integrators.simulate(model, m.qpos0, np.zeros(m.nv), m.opt.timestep, 40, "implicit",
+                                             constraints=True, energy=False))
+        finally:
+            engine.set_backend(previous)
+    assert np.abs(runs[0].q - runs[1].q).max() < 1e-9 and runs[0].ncon.tolist() == runs[1].ncon.tolist()
+
+
+def test_joint_limit_stops_the_panda_as_mj_step():
+    """Issue I's first sighting: 200 N m on the Panda's first joint for 0.5 s; with its limits the joint stops at its
+    range as under mj_step (without them it turns on)."""
+    m = models.load("franka_emika_panda")
+    m.geom_contype[:] = 0                                       # the arm's meshes: no contacts in this check
+    m.geom_conaffinity[:] = 0
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    applied = np.zeros(m.nv)
+    applied[0] = 200.0
+    d.qfrc_applied[:] = applied
+    steps = 250
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+    model = engine.from_mujoco(m)
+    run = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,
+                               qfrc_applied=applied, constraints=True, energy=False)
+    free = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,
+                                qfrc_applied=applied, energy=False)
+    assert abs(run.q[-1, 0] - d.qpos[0]) < 1e-9
+    assert free.q[-1, 0] > m.jnt_range[0, 1] + 0.5             # smooth dynamics alone pass the limit
+
+
+def test_models_with_pairs_physai_cannot_collide_are_refused():
+    model = engine.from_mujoco(models.load("unitree_g1", "scene"))
+    with pytest.raises(UnsupportedModelError, match="ignore_unsupported|ignoring_unsupported"):
+        integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 2, constraints=True)
