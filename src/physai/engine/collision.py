@@ -24,7 +24,7 @@ from physai.engine.contact import ContactSet
 from physai.engine.geoms import HFIELD, PLANE, TYPE_NAMES
 from physai.engine.model import Model
 from physai.engine.primitives import FUNCTIONS, make_frame
-from physai.spatial import quat_mul
+from physai.spatial import quat_mul, quat_normalize
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
 MINVAL = 1e-15                                   # MuJoCo's mjMINVAL
@@ -168,10 +168,13 @@ def _rotate(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
 
 
 def _normalize4(quat: np.ndarray) -> np.ndarray:
-    """MuJoCo's mju_normalize4: unchanged when its norm is within MINVAL of 1, the identity when below MINVAL."""
-    norm = math.sqrt(quat @ quat)
-    if norm < MINVAL:
-        return np.array([1.0, 0.0, 0.0, 0.0])
+    """MuJoCo's mju_normalize4 (unchanged when its norm is within MINVAL of 1, else times 1 / norm), exact at any size
+    (spatial.quat_normalize when the squared norm would overflow or underflow); a zero quaternion is the identity."""
+    with np.errstate(over="ignore", under="ignore"):
+        norm2 = quat @ quat
+    if not 1e-200 <= norm2 <= 1e200:
+        return quat_normalize(quat) if quat.any() else np.array([1.0, 0.0, 0.0, 0.0])
+    norm = math.sqrt(norm2)
     return quat * (1 / norm) if abs(norm - 1) > MINVAL else quat
 
 
