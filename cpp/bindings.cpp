@@ -256,7 +256,9 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.quat_qposadr = f.ints("quat_qposadr", {-1}, &nquat), m.quat_dofadr = f.ints("quat_dofadr", {nquat});
         m.body_linkid = f.ints("body_linkid", {B}), m.body_pos = f.doubles("body_pos", {B, 3});
         m.body_rot = f.doubles("body_rot", {B, 3, 3}), m.body_linkipos = f.doubles("body_linkipos", {B, 3});
-        m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat);
+        int64_t nfree = 0;
+        m.free_dofadr = f.ints("free_dofadr", {-1}, &nfree);
+        m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat), m.nfree = int(nfree);
         f.done();
         if (const char *field = check_model(m)) f.invalid(field, "an index outside the model");
         // scalar links whose G has no t term (hinges), or only 1 and t terms (slides): kinematics skips the zero terms

@@ -101,10 +101,11 @@ template <class T> struct StepInputs {
 template <class T> struct SimData {
     Data<T> d;
     StepInputs<T> x;
-    Vec<T> M, D, f, tmp, force, a, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn;
+    Vec<T> M, D, f, tmp, force, a, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn, free_M;
     SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
         x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody));
+        free_M.resize(36 * size_t(m.nfree));
         for (auto *v : {&M, &D}) v->resize(V * V);
         for (auto *v : {&f, &tmp, &a, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
         for (auto *v : {&qi, &q, &qn}) v->resize(Qn);

@@ -84,6 +84,64 @@ template <class T> void dexp_inv(const Model &m, const T *theta, T *v) {
 
 // ---------------------------------------------------------------- one step
 
+// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot (one trajectory only: the
+// pivots differ per lane)
+inline bool lu_solve(double *A, int n, double *b) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
+        if (A[size_t(p) * n + c] == 0.0) return false;
+        if (p != c) {
+            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
+            std::swap(b[p], b[c]);
+        }
+        for (int r = c + 1; r < n; r++) {
+            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
+            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
+            b[r] -= f * b[c];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double t = b[i];
+        for (int k = i + 1; k < n; k++) t -= A[size_t(i) * n + k] * b[k];
+        b[i] = t / A[size_t(i) * n + i];
+    }
+    return true;
+}
+
+
+// implicitfast's standalone free bodies (integrators.free_body_solve, MuJoCo's mjd_freeMhat): each one's 6 rows of a
+// solved again in its own block, (M - h D + h dc/dqd) a = f, with M's block as saved in w.free_M, D unsymmetrized and
+// dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2 over its 6 columns (c is quadratic in qd); LU with partial pivoting
+inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *f, double *a) {
+    int nv = m.nv;
+    Data<double> &d = w.d;
+    double *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+    for (int k = 0; k < m.nfree; k++) {
+        int adr = int(m.free_dofadr[k]);
+        double A[36], b[6];
+        for (int i = 0; i < 6; i++) {
+            b[i] = f[adr + i];
+            for (int j = 0; j < 6; j++) A[6 * i + j] = w.free_M[36 * size_t(k) + 6 * i + j] - h * w.D[size_t(adr + i) * nv + adr + j];
+        }
+        for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+        for (int c = 0; c < 6; c++) {
+            qdp[adr + c] = qd[adr + c] + 1.0, qdm[adr + c] = qd[adr + c] - 1.0;
+            com_vel(m, d, qdp);
+            rne(m, d, (const double *)qdp, (const double *)nullptr, cp);
+            com_vel(m, d, qdm);
+            rne(m, d, (const double *)qdm, (const double *)nullptr, cm);
+            for (int i = 0; i < 6; i++) A[6 * i + c] += h * (0.5 * (cp[adr + i] - cm[adr + i]));
+            qdp[adr + c] = qd[adr + c], qdm[adr + c] = qd[adr + c];
+        }
+        com_vel(m, d, qd);                                             // the workspace back at qd
+        if (!lu_solve(A, 6, b)) return false;
+        for (int i = 0; i < 6; i++) a[adr + i] = b[i];
+    }
+    return true;
+}
+
 // trajectory n + l's inputs of step k into lane l (l < count; the other lanes repeat the last one): u = ctrl clamped to
 // ctrlrange (forces._ctrl)
 template <class T> void step_inputs(const Model &m, const Actuators &act, const Rollout &r, int64_t n, int64_t count, int64_t k,
@@ -128,32 +186,6 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     crb(m, d, M);
     pot = energy_pos(m, d, q);
     return OK;
-}
-
-// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot (one trajectory only: the
-// pivots differ per lane)
-inline bool lu_solve(double *A, int n, double *b) {
-    for (int c = 0; c < n; c++) {
-        int p = c;
-        for (int r = c + 1; r < n; r++)
-            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
-        if (A[size_t(p) * n + c] == 0.0) return false;
-        if (p != c) {
-            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
-            std::swap(b[p], b[c]);
-        }
-        for (int r = c + 1; r < n; r++) {
-            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
-            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
-            b[r] -= f * b[c];
-        }
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        double t = b[i];
-        for (int k = i + 1; k < n; k++) t -= A[size_t(i) * n + k] * b[k];
-        b[i] = t / A[size_t(i) * n + i];
-    }
-    return true;
 }
 
 template <class T> inline T quadratic(const T *M, const T *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
@@ -205,8 +237,8 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
                 for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
             ok = cholesky_solve(M, nv, a) == OK;
         } else {                                                       // D = dA/dqd - B (- dc/dqd: implicit) on M's pattern
-            if constexpr (!std::is_same_v<T, double>) {
-                if (integrator == IMPLICIT) return ONE_BY_ONE;
+            if constexpr (!std::is_same_v<T, double>) {         // pivots per lane: one trajectory at a time
+                if (integrator == IMPLICIT || (integrator == IMPLICITFAST && m.nfree)) return ONE_BY_ONE;
             }
             T *D = w.D.data();
             for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
@@ -225,14 +257,25 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
                     qdp[c] = qd[c], qdm[c] = qd[c];
                 }
             }
+            if constexpr (std::is_same_v<T, double>) {
+                if (integrator == IMPLICITFAST)                        // the free bodies' blocks of M, before M - h D
+                    for (int k = 0; k < m.nfree; k++)
+                        for (int i = 0; i < 6; i++)
+                            for (int j = 0; j < 6; j++)
+                                w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
+            }
             for (int i = 0; i < nv; i++)
                 for (int j = 0; j < nv; j++) {
                     T Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
                     if (m.dof_pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
                 }
             // implicitfast: M - h sym(D) is symmetric, factored by Cholesky as MuJoCo does; implicit: LU
-            if constexpr (std::is_same_v<T, double>) ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
-            else ok = cholesky_solve(M, nv, a) == OK;
+            if constexpr (std::is_same_v<T, double>) {
+                ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
+                if (ok && integrator == IMPLICITFAST && m.nfree) ok = free_body_solve(m, w, h, qd, f, a);
+            } else {
+                ok = cholesky_solve(M, nv, a) == OK;
+            }
         }
         if (!ok) return SINGULAR;
         for (int j = 0; j < nv; j++) qdn[j] = qd[j] + h * a[j];

@@ -34,6 +34,9 @@ struct Model {
     const double *dof_motion = nullptr, *dof_armature = nullptr;    // (nv, 6) in the link frame, (nv)
     const double *dof_damping = nullptr;                            // (nv)
     const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
+    // the free joints that move a body alone (support.standalone_free_dofs, MuJoCo's mj_isFreeBody): first dofs (nfree)
+    int nfree = 0;
+    const int64_t *free_dofadr = nullptr;
     // joint springs (nspring): q index, dof, stiffness, rest position
     const int64_t *spring_qposadr = nullptr, *spring_dofadr = nullptr;
     const double *spring_stiffness = nullptr, *spring_ref = nullptr;
@@ -115,6 +118,8 @@ inline const char *check_model(const Model &m) {
     }
     for (int b = 0; b < m.nbody; b++)
         if (m.body_linkid[b] < -1 || m.body_linkid[b] >= m.nlink) return "body_linkid";
+    for (int k = 0; k < m.nfree; k++)
+        if (m.free_dofadr[k] < 0 || m.free_dofadr[k] + 6 > m.nv) return "free_dofadr";
     return nullptr;
 }
 

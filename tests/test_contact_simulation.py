@@ -48,7 +48,7 @@ def test_one_step_on_the_falling_h1_matches_mj_step(integrator):
     assert worst_q < 1e-12 and worst_qd < 1e-12, (worst_q, worst_qd)
 
 
-@pytest.mark.parametrize("integrator", ["euler", "implicit", "rk4"])
+@pytest.mark.parametrize("integrator", list(CODES))
 @pytest.mark.parametrize("seed", [0, 1])
 def test_one_step_on_random_scenes_matches_mj_step(seed, integrator):
     """Free bodies of every primitive shape and a hinge chain on a tilted plane: MuJoCo solves each body's island on

@@ -350,6 +350,41 @@ def test_free_and_ball_joints_follow_mj_step_for_1_s(system, integrator):
     assert np.abs(run.q[-1] - d.qpos).max() <= 1e-9 and np.abs(run.qd[-1] - d.qvel).max() <= 1e-9
 
 
+FREE_BODY = """<mujoco><option timestep="0.001" gravity="0 0 0"/><worldbody><body><freejoint/>
+  <geom type="box" size=".1 .2 .3" pos=".05 .02 -.03" mass="1"/><geom type="sphere" size=".1" pos="-.2 0 .1" mass=".5"/>
+  </body><body pos="1 0 0"><freejoint/><geom type="capsule" size=".05 .2" pos="0 .1 0" mass="2"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term(backend):
+    """Issue J's sighting: two free bodies alone (centres of mass off their origins, spinning, no gravity): MuJoCo 4's
+    implicitfast solves each one's 6 x 6 block with the bias's velocity derivative (mjd_freeMhat), so it differs from its
+    Euler; physai does the same on both backends: 200 steps within 1e-12 of mj_step (3e-4 apart without it)."""
+    m = mujoco.MjModel.from_xml_string(FREE_BODY)
+    m.opt.integrator = integ.MUJOCO_INTEGRATOR["implicitfast"]
+    qd0 = np.array([0.1, -0.2, 0.3, 3.0, -5.0, 7.0, 0.0, 0.1, 0.0, -4.0, 2.0, 6.0])
+    model = engine.from_mujoco(m)
+    assert integ.standalone_free_dofs(model) == [0, 6]
+    previous = engine.set_backend(backend)
+    try:
+        run = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "implicitfast", energy=False)
+        euler = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "euler", energy=False)
+    finally:
+        engine.set_backend(previous)
+    d = mujoco.MjData(m)
+    d.qvel[:] = qd0
+    for _ in range(200):
+        mujoco.mj_step(m, d)
+    assert np.abs(run.q[-1] - d.qpos).max() <= 1e-12 and np.abs(run.qd[-1] - d.qvel).max() <= 1e-12
+    assert np.abs(euler.q[-1] - d.qpos).max() > 1e-6                 # the term matters here
+
+
+def test_a_free_body_with_a_child_is_not_standalone():
+    m = mujoco.MjModel.from_xml_string(FREE_BODY.replace('mass="2"/></body>', 'mass="2"/><body><joint/><geom size=".1"/>'
+                                                                            '</body></body>'))
+    assert integ.standalone_free_dofs(engine.from_mujoco(m)) == [0]
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_rk4_turns_quaternions_like_mujoco_at_large_angles(backend):
     """One RK4 step of a top spinning at 300 rad/s with h = 5 ms (1.5 rad per step): the dexp^-1 coefficient

@@ -66,6 +66,7 @@ import numpy as np
 from physai import engine, forces, joints, validation
 from physai.linalg import solve
 from physai.engine import collision, constraint, native, smooth
+from physai.engine.support import standalone_free_dofs
 from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
@@ -535,6 +536,27 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     return np.where(dof_pattern(model), D, 0.0)
 
 
+def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
+                    ctrl=None) -> np.ndarray:
+    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block, A = M - h (dA/dqd - B) +
+    h dc/dqd (the implicit integrator's, which implicitfast leaves the bias out of), A a = rhs: MuJoCo's implicitfast
+    (mj_implicitSkip's local solve, mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
+    qd); dA/dqd unsymmetrized, as MuJoCo's block."""
+    dofs = standalone_free_dofs(model)
+    if not dofs:
+        return qacc
+    qacc = qacc.copy()
+    A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float) if actuators is not None else None
+    for a in dofs:
+        block = slice(a, a + 6)
+        E = np.zeros((6, model.nv))
+        E[:, block] = np.eye(6)
+        c = engine.bias(model, np.broadcast_to(q, (12, model.nq)), np.concatenate([qd + E, qd - E]))
+        D = -np.diag(model.dof_damping[block]) + (0.0 if A is None else A[block, block])
+        qacc[block] = solve(M[block, block] - h * D + h * 0.5 * (c[:6, block] - c[6:, block]).T, rhs[block])
+    return qacc
+
+
 def dof_pattern(model) -> np.ndarray:
     """(nv, nv) booleans: True where dof i is dof j, an ancestor or a descendant (where M can be non-zero)."""
     return engine.as_model(model).dof_Mmask[:, :, 0] > 0
@@ -582,13 +604,12 @@ def _single_step(name: str):
         M, f, potential = run.evaluate(q, qd)
         x = run.inputs
         implicit = name != "euler" or (run.euler_damping and (run.model.dof_damping > 0).any())
-        if run.constrained:                            # the solver's qacc, or (M - h D)^-1 (f + qfrc_constraint)
-            qacc, qfrc = run.acceleration(q, qd, M, f)
-            if implicit:
-                qacc = solve(step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping), f + qfrc)
-        else:
-            A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping) if implicit else M
-            qacc = solve(A, f)
+        qacc, qfrc = run.acceleration(q, qd, M, f)    # M^-1 f, or the constrained solve
+        if implicit:                                   # (M - h D)^-1 (f + qfrc_constraint)
+            A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping)
+            qacc = solve(A, f + qfrc)
+            if name == "implicitfast":                 # standalone free bodies: their block with the bias derivative
+                qacc = free_body_solve(run.model, q, qd, run.h, M, f + qfrc, qacc, x.actuators, x.ctrl)
         qd_next = qd + run.h * qacc                    # new velocity first...
         return _advance(run.model, q, qd_next, run.h), qd_next, 0.5 * qd @ M @ qd + potential   # ...then the position
 

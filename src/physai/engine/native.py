@@ -66,7 +66,7 @@ import numpy as np
 from physai import joints
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
-from physai.engine.support import dof_turnlink
+from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 from physai.linalg import SINGULAR
 from physai.validation import states
@@ -205,7 +205,8 @@ def fields(model: Model) -> dict:
     a ball, with link_qposadr, link_ballrot, link_ballpos and link_ballanchor); q's layout from Model.coords
     (scalar_qposadr, scalar_dofadr, quat_qposadr, quat_dofadr); M's pattern (dof_pattern, as integrators.dof_pattern);
     each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos); and the link whose
-    velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink)."""
+    velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink); the first dofs of the
+    free joints that move a body alone (free_dofadr, support.standalone_free_dofs)."""
     lt, L = model.link_transforms, model.nlink
     jnttype, qposadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
     G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
@@ -226,7 +227,7 @@ def fields(model: Model) -> dict:
             "scalar_qposadr": _int64(c.scalar_q), "scalar_dofadr": _int64(c.scalar_v), "quat_qposadr": _int64(c.quat_q),
             "quat_dofadr": _int64(c.quat_v),
             "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)),
-            "dof_turnlink": _int64(dof_turnlink(model))}
+            "dof_turnlink": _int64(dof_turnlink(model)), "free_dofadr": _int64(standalone_free_dofs(model))}
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:

@@ -129,3 +129,27 @@ def com_jacobian(model: Model, d: Data) -> np.ndarray:
     """The centre of mass's Jacobian (3, nv, n): momentum_matrix's linear rows over the model's mass (cpp/support.h's
     com_jacobian), from a Data with com_pos and composite_inertias done."""
     return momentum_matrix(model, d)[:3] / (model.link_mass.sum() + model.static_mass)
+
+
+def standalone_free_dofs(model: Model) -> list[int]:
+    """The first dof of each free joint that moves a body alone (MuJoCo's mj_isFreeBody: the body's only joint, no
+    joint and no mass below it). implicitfast solves their 6 x 6 blocks with the bias's velocity derivative as well
+    (MuJoCo's mjd_freeMhat): the gyroscopic term it leaves out elsewhere."""
+    cache = model.__dict__.get("standalone_free_dofs")
+    if cache is not None:
+        return cache
+    parent = model.body_parentid.tolist()
+    below = [[] for _ in range(model.nbody)]                  # every body's strict descendants
+    for b in range(model.nbody):
+        p = parent[b]
+        while p >= 0:
+            below[p].append(b)
+            p = parent[p]
+    jointed = np.bincount(model.jnt_bodyid, minlength=model.nbody) if model.njnt else np.zeros(model.nbody, int)
+    out = []
+    for j in np.flatnonzero(model.jnt_type == joints.FREE).tolist():
+        b = int(model.jnt_bodyid[j])
+        if jointed[b] == 1 and not any(jointed[c] for c in below[b]) and not any(model.body_mass[c] for c in below[b]):
+            out.append(int(model.jnt_dofadr[j]))
+    model.__dict__["standalone_free_dofs"] = out
+    return out
