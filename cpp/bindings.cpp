@@ -307,6 +307,16 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.body_jntnum = f.ints("body_jntnum", {B}), m.body_quat = f.doubles("body_quat", {B, 4});
     m.body_invweight0 = f.doubles("body_invweight0", {B, 2});
     m.meaninertia = f.number("meaninertia");
+    m.jnt_pos = f.doubles("jnt_pos", {J, 3}), m.body_offset = f.doubles("body_offset", {B, 3});
+    m.geom_type = f.ints("geom_type", {-1}, &m.ngeom);
+    const int64_t G = m.ngeom;
+    m.geom_bodyid = f.ints("geom_bodyid", {G}), m.geom_pos = f.doubles("geom_pos", {G, 3});
+    m.geom_quat = f.doubles("geom_quat", {G, 4}), m.geom_size = f.doubles("geom_size", {G, 3});
+    m.geom_rbound = f.doubles("geom_rbound", {G});
+    m.cand_dim = f.ints("cand_dim", {-1}, &m.ncand);
+    m.cand_geom = f.ints("cand_geom", {m.ncand, 2}), m.cand_float = f.doubles("cand_float", {m.ncand, CAND_FLOATS});
+    m.missing_bound = f.doubles("missing_bound", {-1}, &m.nmissing);
+    m.missing_geom = f.ints("missing_geom", {m.nmissing, 2});
     m.opt_timestep = f.number("opt_timestep"), m.opt_impratio = f.number("opt_impratio");
     m.opt_tolerance = f.number("opt_tolerance"), m.opt_ls_tolerance = f.number("opt_ls_tolerance");
     m.opt_iterations = f.size("opt_iterations"), m.opt_ls_iterations = f.size("opt_ls_iterations");
@@ -539,13 +549,14 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     read_state(args[0], "q0", m.nq, true, q0, batch, copies);
     read_state(args[1], "qd0", m.nv, true, qd0, batch, copies);
     nb::tuple o;
-    if (!nb::try_cast(args[2], o, false) || o.size() != 9)
+    if (!nb::try_cast(args[2], o, false) || o.size() != 10)
         throw nb::value_error("rollout: options (h, steps, integrator, actuators, ctrl, qfrc_applied, xfrc_applied, "
-                              "implicit_damping, with_energy)");
+                              "implicit_damping, with_energy, constrained)");
     Rollout r;
     int64_t N = batch;
     r.h = nb::cast<double>(o[0]), r.steps = nb::cast<int64_t>(o[1]), r.integrator = nb::cast<int>(o[2]);
-    r.implicit_damping = nb::cast<bool>(o[7]), r.with_energy = nb::cast<bool>(o[8]);
+    r.implicit_damping = nb::cast<bool>(o[7]), r.with_energy = nb::cast<bool>(o[8]), r.constrained = nb::cast<bool>(o[9]);
+    if (r.constrained && !m.has_constraints) throw nb::value_error("rollout: constrained, but the model has no constraint part");
     if (r.steps < 0 || r.integrator < EULER || r.integrator > IMPLICITFAST) throw nb::value_error("rollout: steps, integrator");
     Actuators none;
     const Actuators *act = &none;
@@ -562,8 +573,12 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     void *q, *qd, *e, *st;
     nb::object Q = new_array(3, dq, NPY_DOUBLE, q), QD = new_array(3, dv, NPY_DOUBLE, qd), E = new_array(2, dq, NPY_DOUBLE, e);
     nb::object status = new_array(1, dq, NPY_INT64, st);
+    const npy_intp dn[2] = {npy_intp(N), npy_intp(r.steps)};
+    void *nc, *nr;
+    nb::object ncon = new_array(2, dn, NPY_INT64, nc), near = new_array(1, dn, NPY_INT64, nr);
     r.Q = static_cast<double *>(q), r.QD = static_cast<double *>(qd), r.E = static_cast<double *>(e);
-    r.status = static_cast<int64_t *>(st);
+    r.status = static_cast<int64_t *>(st), r.ncon = static_cast<int64_t *>(nc), r.near = static_cast<int64_t *>(nr);
+    std::fill_n(r.ncon, N * r.steps, 0), std::fill_n(r.near, N, -1);
     std::vector<int> failure(size_t(N), OK);
     r.failure = failure.data();
     for (int64_t n = 0; n < N; n++) {
@@ -577,10 +592,17 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     {   // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or stopped
         nb::gil_scoped_release release;
         int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
-        threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
-            lanes.simulate(m, *act, r, lo, hi);
-            scalar::kernels.simulate(m, *act, r, lo, hi);
-        });
+        if (r.constrained) {                                           // one at a time: cpp/simulate.h
+            T = int(std::min<int64_t>(int64_t(num_threads()), N));
+            threads_for(N, T, N * r.steps * (m.nlink + 1) * 8, stop, [&](int64_t lo, int64_t hi) {
+                scalar::constraint_kernels.simulate(m, *act, r, lo, hi);
+            });
+        } else {
+            threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
+                lanes.simulate(m, *act, r, lo, hi);
+                scalar::kernels.simulate(m, *act, r, lo, hi);
+            });
+        }
     }
     if (stop) throw nb::python_error();                                // a signal: the trajectories discarded
     for (int64_t n = 0; n < N; n++) {
@@ -589,7 +611,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             fail(failure[size_t(n)] == SINGULAR ? "singular" : "zero_quaternion", "q0", n, r.status[n], nb::make_tuple(Q, QD, E));
         break;
     }
-    return nb::make_tuple(Q, QD, E, status);
+    return nb::make_tuple(Q, QD, E, status, ncon, near);
 }
 
 // ---------------------------------------------------------------- the constraint operations

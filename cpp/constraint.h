@@ -29,6 +29,7 @@
 #include <cstring>
 #include <vector>
 
+#include "collision.h"
 #include "data.h"
 #include "model.h"
 #include "smooth.h"
@@ -43,10 +44,8 @@ enum { EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON, CONTA
        CONTACT_ELLIPTIC };
 // row states after an update, MuJoCo's numbers (mjtConstraintState)
 enum { SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE };
-// physai.joints' joint types, physai.engine.model's equality types
-enum { JNT_FREE = 0, JNT_BALL = 1, JNT_SLIDE = 2, JNT_HINGE = 3 };
+// physai.engine.model's equality types (the joint types and MINVAL: cpp/collision.h)
 enum { EQ_CONNECT = 0, EQ_WELD = 1, EQ_JOINT = 2 };
-constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
 constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row's impedance
 
 // ---------------------------------------------------------------- the workspace
@@ -113,7 +112,8 @@ struct ConstraintWork {
     // the kinematics the rows read: bodies' world position (3) and orientation (9), quaternions (4), the links' bias
     // accelerations (nlink + 1, 6: the world last); two point Jacobians and their difference (6 x nv); chain marks (nv)
     // and a contact's columns (nv)
-    std::vector<double> bpos, brot, bquat, acc, J1, J2, Jd;
+    std::vector<double> bpos, brot, acc, J1, J2, Jd;
+    CollisionWork col;                              // MuJoCo's body frames (welds' quaternions) and the contacts found
     std::vector<char> mark;
     std::vector<int> cols;
     // the solver: M (nv x nv, crb's); the tree's layout, M and its factor there (Mt, LMt), H's factor there (LHt) when
@@ -127,10 +127,10 @@ struct ConstraintWork {
     std::vector<double> force, jar, Jv, wforce, wjar, x;
     std::vector<int> state, wstate, hstate;
     Cones wcones;
-    explicit ConstraintWork(const Model &m) : d(m), tree(m) {
+    explicit ConstraintWork(const Model &m) : d(m), col(m), tree(m) {
         size_t V = size_t(m.nv), B = size_t(m.nbody);
         r.nv = m.nv;
-        bpos.resize(3 * B), brot.resize(9 * B), bquat.resize(4 * B), acc.resize(6 * (size_t(m.nlink) + 1));
+        bpos.resize(3 * B), brot.resize(9 * B), acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
         for (auto *x : {&M, &LH}) x->resize(V * V);
@@ -349,42 +349,6 @@ inline void body_frames(const Model &m, const Data<double> &d, double *pos, doub
         body_pose(d, m.body_linkid[b], m.body_pos + 3 * b, m.body_rot + 9 * b, pos + 3 * b, rot + 9 * b);
 }
 
-// world orientation (4) of every body as MuJoCo's mj_kinematics composes it (xquat): the parent's, times the body's rest
-// rotation, times its joints' rotations (a free joint sets it), normalized
-inline void body_quats(const Model &m, const double *q, double *out) {
-    for (int b = 0; b < m.nbody; b++) {
-        int64_t j0 = m.body_jntadr[b], nj = m.body_jntnum[b];
-        double x[4], y[4];
-        if (nj == 1 && m.jnt_type[j0] == JNT_FREE) {
-            const double *u = q + m.jnt_qposadr[j0] + 3;
-            quat_normalize(u, x);
-        } else {
-            int64_t p = m.body_parentid[b];
-            if (p < 0)
-                for (int a = 0; a < 4; a++) x[a] = m.body_quat[4 * b + a];
-            else
-                quat_mul(out + 4 * p, m.body_quat + 4 * b, x);
-            for (int64_t j = j0; j < j0 + nj; j++) {
-                int64_t a0 = m.jnt_qposadr[j], t = m.jnt_type[j];
-                double r[4];
-                if (t == JNT_BALL) {
-                    quat_normalize(q + a0, r);
-                } else if (t == JNT_HINGE) {
-                    double angle = q[a0] - m.qpos0[a0], s = std::sin(0.5 * angle);
-                    r[0] = std::cos(0.5 * angle);
-                    for (int a = 0; a < 3; a++) r[1 + a] = s * m.jnt_axis[3 * j + a];
-                } else {
-                    continue;
-                }
-                quat_mul(x, r, y);
-                for (int a = 0; a < 4; a++) x[a] = y[a];
-            }
-        }
-        double n = norm(x, 4);
-        for (int a = 0; a < 4; a++) out[4 * b + a] = x[a] / n;
-    }
-}
-
 // the last dof of body b's chain (its link's last dof: the chain is it and its ancestors), -1 for the world or a body
 // welded to it
 inline int64_t chain_end(const Model &m, int64_t b) {
@@ -570,7 +534,7 @@ inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, co
             }
             double ts = data[10];
             const double identity[4] = {1, 0, 0, 0};
-            const double *qb1 = b1 >= 0 ? &w.bquat[4 * b1] : identity, *qb2 = b2 >= 0 ? &w.bquat[4 * b2] : identity;
+            const double *qb1 = b1 >= 0 ? &w.col.xquat[4 * b1] : identity, *qb2 = b2 >= 0 ? &w.col.xquat[4 * b2] : identity;
             double quat[4], neg[4], err[4];
             quat_mul(qb1, data + 6, quat);                             // q1 relpose
             negate(qb2, neg);
@@ -792,7 +756,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
         body_frames(m, d, w.bpos.data(), w.brot.data());
         bool weld = false;
         for (int e = 0; e < m.neq; e++) weld |= m.eq_type[e] == EQ_WELD;
-        if (weld) body_quats(m, q, w.bquat.data());
+        if (weld) body_poses(m, q, w.col.xpos.data(), w.col.xquat.data(), w.col.xmat.data());
         equality_rows(m, w, q, eq_active);
     }
     r.ne = r.nefc;

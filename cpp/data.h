@@ -101,13 +101,13 @@ template <class T> struct StepInputs {
 template <class T> struct SimData {
     Data<T> d;
     StepInputs<T> x;
-    Vec<T> M, D, f, tmp, force, a, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn, free_M;
+    Vec<T> M, D, f, tmp, force, a, rhs, qfrc, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn, free_M;
     SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
         x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody));
         free_M.resize(36 * size_t(m.nfree));
         for (auto *v : {&M, &D}) v->resize(V * V);
-        for (auto *v : {&f, &tmp, &a, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
+        for (auto *v : {&f, &tmp, &a, &rhs, &qfrc, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
         for (auto *v : {&qi, &q, &qn}) v->resize(Qn);
         force.resize(size_t(act.nu));
     }
@@ -147,10 +147,11 @@ struct Rollout {
     double h = 0;
     int64_t steps = 0;
     int integrator = EULER;
-    bool implicit_damping = false, with_energy = false;
+    bool implicit_damping = false, with_energy = false, constrained = false;   // constrained: cpp/simulate.h's loop
     Series ctrl, qfrc, xfrc;
     double *Q = nullptr, *QD = nullptr, *E = nullptr;
     int64_t *status = nullptr;
+    int64_t *ncon = nullptr, *near = nullptr;      // constrained: contacts per step (N, steps); a left-out pair near (N)
     int *failure = nullptr;
     const std::atomic<bool> *stop = nullptr;                           // set: stop at the next step (the run is discarded)
 };

@@ -84,6 +84,16 @@ template <class T> void dexp_inv(const Model &m, const T *theta, T *v) {
 
 // ---------------------------------------------------------------- one step
 
+// the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
+// qd) with M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the warm start kept in ctx is
+// replaced by qacc when update_warm (the last stage of a step); a Status
+struct Constrain {
+    void *ctx = nullptr;
+    int (*accel)(void *ctx, const double *q, const double *qd, const double *M, const double *f, double *qacc,
+                 double *qfrc, bool update_warm) = nullptr;
+    void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
+};
+
 // x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot (one trajectory only: the
 // pivots differ per lane)
 inline bool lu_solve(double *A, int n, double *b) {
@@ -114,7 +124,7 @@ inline bool lu_solve(double *A, int n, double *b) {
 // implicitfast's standalone free bodies (integrators.free_body_solve, MuJoCo's mjd_freeMhat): each one's 6 rows of a
 // solved again in its own block, (M - h D + h dc/dqd) a = f, with M's block as saved in w.free_M, D unsymmetrized and
 // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2 over its 6 columns (c is quadratic in qd); LU with partial pivoting
-inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *f, double *a) {
+inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a) {
     int nv = m.nv;
     Data<double> &d = w.d;
     double *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
@@ -122,7 +132,7 @@ inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const 
         int adr = int(m.free_dofadr[k]);
         double A[36], b[6];
         for (int i = 0; i < 6; i++) {
-            b[i] = f[adr + i];
+            b[i] = rhs[adr + i];
             for (int j = 0; j < 6; j++) A[6 * i + j] = w.free_M[36 * size_t(k) + 6 * i + j] - h * w.D[size_t(adr + i) * nv + adr + j];
         }
         for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
@@ -218,21 +228,34 @@ template <class T> bool finite_diagonal(const T *M, int n) {
 }
 
 // one step of `integrator` from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
-// (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f): OK; DIVERGED when the forces or the mass matrix
-// of a stage are no longer finite (the state ran away: a DivergenceError); ZERO_QUATERNION, or SINGULAR for a matrix that
-// does not factor; ONE_BY_ONE for implicit on lanes
+// (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f); with constraints (con, double only) the solver's
+// qacc, or (M - h D) a = f + qfrc_constraint, and RK4's stages constrained: OK; DIVERGED when the forces or the mass
+// matrix of a stage are no longer finite (the state ran away: a DivergenceError); ZERO_QUATERNION, or SINGULAR for a
+// matrix that does not factor; ONE_BY_ONE for implicit on lanes
 template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator, bool implicit_damping,
-                            const T *q, const T *qd, T *qn, T *qdn, T &e) {
+                            const T *q, const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
     int nv = m.nv;
     Data<T> &d = w.d;
-    T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), pot;
+    T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), *rhs = w.rhs.data(), pot;
     if (integrator != RK4) {                                           // (M - h D) a = f, qd' = qd + h a, q' = q (+) h qd'
         if (evaluate(m, act, d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
         if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
         e = 0.5 * quadratic(M, qd, nv) + pot;
-        for (int j = 0; j < nv; j++) a[j] = f[j];
-        bool ok;
-        if (integrator == EULER) {                                     // D = -B, when damping is implicit
+        for (int j = 0; j < nv; j++) rhs[j] = f[j];
+        bool solved = false;                                           // a holds the acceleration already
+        if constexpr (std::is_same_v<T, double>) {
+            if (con) {                                                 // the constrained solve: qacc, f + qfrc_constraint
+                int st = con->accel(con->ctx, q, qd, M, f, a, w.qfrc.data(), true);
+                if (st != OK) return st;
+                for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
+                solved = integrator == EULER && !implicit_damping;
+            }
+        }
+        if (!solved)
+            for (int j = 0; j < nv; j++) a[j] = rhs[j];
+        bool ok = true;
+        if (solved) {
+        } else if (integrator == EULER) {                              // D = -B, when damping is implicit
             if (implicit_damping)
                 for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
             ok = cholesky_solve(M, nv, a) == OK;
@@ -272,7 +295,7 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
             // implicitfast: M - h sym(D) is symmetric, factored by Cholesky as MuJoCo does; implicit: LU
             if constexpr (std::is_same_v<T, double>) {
                 ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
-                if (ok && integrator == IMPLICITFAST && m.nfree) ok = free_body_solve(m, w, h, qd, f, a);
+                if (ok && integrator == IMPLICITFAST && m.nfree) ok = free_body_solve(m, w, h, qd, rhs, a);
             } else {
                 ok = cholesky_solve(M, nv, a) == OK;
             }
@@ -298,7 +321,16 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
         if (evaluate(m, act, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
         if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
         if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
-        if (cholesky_solve(M, nv, f) != OK) return SINGULAR;
+        bool constrained = false;
+        if constexpr (std::is_same_v<T, double>) {
+            if (con) {                                                 // the stage's constrained acceleration into f
+                int st = con->accel(con->ctx, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
+                if (st != OK) return st;
+                for (int j = 0; j < nv; j++) f[j] = rhs[j];
+                constrained = true;
+            }
+        }
+        if (!constrained && cholesky_solve(M, nv, f) != OK) return SINGULAR;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
         if (stage > 0) {
             for (int j = 0; j < nv; j++) w.dq[j] = h * w.dq[j];
@@ -323,9 +355,10 @@ template <class T> int final_energy(const Model &m, Data<T> &d, const T *q, cons
 
 // ---------------------------------------------------------------- trajectories
 
-// trajectory n of r from its Q[0], QD[0]: -1 when every step was taken, else the step that stopped it, with the reason
-// (DIVERGED: the state k + 1 is not finite; ZERO_QUATERNION, SINGULAR) in r.failure[n]
-inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double> &w, const Rollout &r, int64_t n) {
+// trajectory n of r from its Q[0], QD[0] (with constraints when con): -1 when every step was taken, else the step that
+// stopped it, with the reason (DIVERGED: the state k + 1 is not finite; ZERO_QUATERNION, SINGULAR) in r.failure[n]
+inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double> &w, const Rollout &r, int64_t n,
+                            const Constrain *con = nullptr) {
     int nq = m.nq, nv = m.nv;
     int64_t steps = r.steps;
     double *Q = r.Q + n * (steps + 1) * nq, *QD = r.QD + n * (steps + 1) * nv, *E = r.E + n * (steps + 1);
@@ -333,7 +366,8 @@ inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double
         if (r.stop && r.stop->load(std::memory_order_relaxed)) return k;                  // stopped: discarded
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
         step_inputs(m, act, r, n, 1, k, w.x);
-        int st = step(m, act, w, r.h, r.integrator, r.implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k]);
+        int st = step(m, act, w, r.h, r.integrator, r.implicit_damping, Q + k * nq, QD + k * nv, qn, qdn, E[k], con);
+        if (con) con->stepped(con->ctx, n, k);
         if (st == DIVERGED) {                                          // the state k + 1 is not finite
             for (int i = 0; i < nq; i++) qn[i] = std::nan("");
             for (int j = 0; j < nv; j++) qdn[j] = std::nan("");

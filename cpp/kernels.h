@@ -108,6 +108,7 @@ struct ConstraintKernels {
     void (*destroy)(ConstraintWorkspace *);
     void (*run)(const Model &, ConstraintWorkspace &, const ConstraintCall &call, int64_t lo, int64_t hi, RowsOut &out,
                 Failures &failures);
+    void (*simulate)(const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);   // cpp/simulate.h
 };
 
 namespace {

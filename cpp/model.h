@@ -11,6 +11,8 @@
 
 namespace physai {
 
+constexpr int64_t CAND_FLOATS = 16;                // a candidate pair's parameters (Model.cand_float)
+
 struct Model {
     int nq = 0, nv = 0, nlink = 0, nbody = 0, nspring = 0, nscalar = 0, nquat = 0;
     double gravity[3] = {0, 0, 0};
@@ -67,6 +69,17 @@ struct Model {
     const int64_t *body_parentid = nullptr, *body_jntadr = nullptr, *body_jntnum = nullptr;
     const double *body_quat = nullptr, *body_invweight0 = nullptr;
     double meaninertia = 1.0;
+    // collision (physai.engine.collision; set with the constraints): joints' anchors (njnt, 3) and bodies' offsets in
+    // their parents (nbody, 3: MuJoCo's body_pos) for MuJoCo's frames; geoms (ngeom): type, body, pos (3), quat (4),
+    // size (3), bounding radius; the candidate pairs (ncand) in MuJoCo's order, geom ids (2), dim and CAND_FLOATS
+    // parameters (margin, gap, friction (5), solref (2), solreffriction (2), solimp (5)); the pairs without a narrow
+    // phase (nmissing): geom ids (2) and margin + gap
+    const double *jnt_pos = nullptr, *body_offset = nullptr;
+    int64_t ngeom = 0, ncand = 0, nmissing = 0;
+    const int64_t *geom_type = nullptr, *geom_bodyid = nullptr, *cand_geom = nullptr, *cand_dim = nullptr;
+    const int64_t *missing_geom = nullptr;
+    const double *geom_pos = nullptr, *geom_quat = nullptr, *geom_size = nullptr, *geom_rbound = nullptr;
+    const double *cand_float = nullptr, *missing_bound = nullptr;
     // physai.engine.model.Options: the solref floor's timestep, impratio, the cone (elliptic or pyramidal), Newton's
     // tolerance and iterations, the line search's, and which constraints are on
     double opt_timestep = 0.002, opt_impratio = 1.0, opt_tolerance = 1e-8, opt_ls_tolerance = 0.01;
@@ -139,6 +152,14 @@ inline const char *check_constraints(const Model &m) {
         for (int64_t j = m.body_jntadr[b]; j < m.body_jntadr[b] + m.body_jntnum[b]; j++)
             if (m.jnt_bodyid[j] != b) return "body_jntadr";
     }
+    for (int64_t g = 0; g < m.ngeom; g++)
+        if (m.geom_bodyid[g] < -1 || m.geom_bodyid[g] >= m.nbody) return "geom_bodyid";
+    for (int64_t k = 0; k < m.ncand; k++)
+        for (int a = 0; a < 2; a++)
+            if (m.cand_geom[2 * k + a] < 0 || m.cand_geom[2 * k + a] >= m.ngeom) return "cand_geom";
+    for (int64_t k = 0; k < m.nmissing; k++)
+        for (int a = 0; a < 2; a++)
+            if (m.missing_geom[2 * k + a] < 0 || m.missing_geom[2 * k + a] >= m.ngeom) return "missing_geom";
     for (int e = 0; e < m.neq; e++) {
         int64_t t = m.eq_type[e], objects = t == 2 ? m.njnt : m.nbody;
         if (t < 0 || t > 2) return "eq_type";

@@ -4,6 +4,7 @@
 #include "batch.h"
 #include "constraint.h"
 #include "kernels.h"
+#include "simulate.h"
 
 namespace physai {
 namespace scalar {
@@ -17,6 +18,7 @@ const ConstraintKernels constraint_kernels = {
        Failures &failures) {
         constraint_states(m, *reinterpret_cast<ConstraintWork *>(&w), call, call.op - CONSTRAINT_ROWS, lo, hi, out, failures);
     },
+    &simulate_constrained,
 };
 
 }  // namespace scalar

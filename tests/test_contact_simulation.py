@@ -142,3 +142,20 @@ def test_models_with_pairs_physai_cannot_collide_are_refused():
     model = engine.from_mujoco(models.load("unitree_g1", "scene"))
     with pytest.raises(UnsupportedModelError, match="ignore_unsupported|ignoring_unsupported"):
         integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 2, constraints=True)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_left_out_pair_that_comes_near_warns(backend):
+    """Two cylinders (a pair physai cannot collide) on a floor, the model built with collision.ignoring_unsupported:
+    the run goes on with their floor contacts and warns that the cylinders may touch, on both backends."""
+    xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
+             <body pos="0 0 0.1"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body>
+             <body pos="0.15 0 0.1"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
+    model = collision.ignoring_unsupported(engine.from_mujoco(mujoco.MjModel.from_xml_string(xml)))
+    previous = engine.set_backend(backend)
+    try:
+        with pytest.warns(CollisionWarning, match="cylinder.*may be touching"):
+            run = integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 10, constraints=True, energy=False)
+    finally:
+        engine.set_backend(previous)
+    assert (run.ncon > 0).all()

@@ -59,6 +59,7 @@ integrator. This module calls physai.engine and physai.forces; they never call i
 """
 
 import os
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,7 +68,8 @@ from physai import engine, forces, joints, validation
 from physai.linalg import solve
 from physai.engine import collision, constraint, native, smooth
 from physai.engine.support import standalone_free_dofs
-from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
+from physai.exceptions import (CollisionWarning, DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError,
+                               ShapeError)
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -275,9 +277,12 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    if native.on and not constrained:
+    if native.on:
+        if constrained:
+            constraint.prepare_compiled(model)
         try:
-            Q, QD, E, stopped = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy)
+            Q, QD, E, stopped, ncon, near = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy,
+                                                           constrained)
         except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
             failure = error
         else:
@@ -286,12 +291,14 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
                 _run_all(model, name, h, k, q, qd, acts, [None if x is None else x[:, :k] for x in inputs], euler_damping,
-                         False)
+                         False, constrained)
             raise failure
         for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
             k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
-            _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n)   # it stopped on another failure
+            _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n, constrained)   # another failure
+        for k in sorted(set(near.tolist()) - {-1}):
+            _warn_near(model, k)
         return Q, QD, E, ncon
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
@@ -324,13 +331,22 @@ def _check_output_size(model, N: int, steps: int) -> None:
                                    "pieces, each starting from the last state of the one before)")
 
 
-def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int) -> None:
+def _warn_near(model, k: int) -> None:
+    """The CollisionWarning of the k-th geom pair without a narrow phase (collision.candidates' second list) that came
+    near, as collision.detect warns it."""
+    g1, g2 = collision.candidates(model)[1][k]
+    G = model.geoms
+    warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their contacts "
+                  "are left out", CollisionWarning, stacklevel=4)
+
+
+def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int, constrained: bool = False) -> None:
     """Trajectory n of a compiled rollout that stopped without diverging, run again alone (the same operations, the same
     numbers): the compiled loop raises the named error of what stopped it (a singular matrix), raised here naming
     trajectory n. The compiled rollout names only the lowest-index failure of a batch; the first in time comes here."""
     rows = [None if x is None else x[n:n + 1] for x in inputs]
     try:
-        native.rollout(model, q[n:n + 1], qd[n:n + 1], h, steps, name, acts, *rows, implicit, False)
+        native.rollout(model, q[n:n + 1], qd[n:n + 1], h, steps, name, acts, *rows, implicit, False, constrained)
     except (InvalidStateError, InvalidModelError) as error:
         text = str(error)
         alone = "the simulation"                                       # native.Kernel.failed's words for one trajectory

@@ -762,7 +762,8 @@ _ROWS, _FORWARD, _INVERSE = (native.Kernel(name, options=_kernel_options)
                              for name in ("constraint_rows", "constraint_forward", "constraint_inverse"))
 
 
-def _prepare(model: Model) -> None:
+def prepare_compiled(model: Model) -> None:
+    """The compiled model with its constraint part (native.with_constraints), after check_supported."""
     check_supported(model)
     native.with_constraints(model, lambda: invweight0(model))
 
@@ -770,7 +771,7 @@ def _prepare(model: Model) -> None:
 def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
     """rows() of one state (q (nq,), qd (nv,)) or N ((N, nq), (N, nv)) on the compiled backend, a list of one Rows per
     state; contacts: contact_arrays' tuple or None, eq_active (neq,) booleans or None (the model's)."""
-    _prepare(model)
+    prepare_compiled(model)
     _, sizes, J, values, (type_, id_), (row,), mu = _ROWS(model, q, qd, (contacts, eq_active))
     pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref = values
     ends, contact_ends = np.cumsum(sizes[:, 0]).tolist(), np.cumsum(sizes[:, 4]).tolist()
@@ -799,7 +800,7 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
     """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
     q, qd and tau; warmstart (nv,), (N, nv) or None. The rows are not returned (compiled_rows gives them)."""
-    _prepare(model)
+    prepare_compiled(model)
     (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
         model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), False))
     return qacc, qfrc, _forces(sizes, force), its, improvement, converged
@@ -808,6 +809,6 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
 def compiled_inverse(model: Model, q, qd, qacc, contacts, eq_active):
     """inverse_force() of one state or N with tau = M qacc + c - J^T f on the compiled backend: (tau, qfrc_constraint,
     efc_force (a list of N)). The rows are not returned (compiled_rows gives them)."""
-    _prepare(model)
+    prepare_compiled(model)
     (tau, qfrc), sizes, force = _INVERSE(model, q, qd, qacc, (contacts, eq_active, False))
     return tau, qfrc, _forces(sizes, force)

@@ -66,6 +66,7 @@ import numpy as np
 from physai import joints
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
+from physai.engine import collision
 from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 from physai.linalg import SINGULAR
@@ -252,7 +253,27 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
                                                                    "limit", "contact", "refsafe")},
-            "opt_elliptic": int(opt.cone == "elliptic")}
+            "opt_elliptic": int(opt.cone == "elliptic"), **collision_fields(model)}
+
+
+def collision_fields(model: Model) -> dict:
+    """The compiled Model's collision part (cpp/collision.h): joint anchors (jnt_pos), bodies' offsets in their parents
+    (body_offset), the geoms (geom_type, geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
+    in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
+    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
+    without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap)."""
+    G = model.geoms
+    pairs, missing = collision.candidates(model)
+    params = [collision.contact_parameters(model, c.g1, c.g2, c.ipair) for c in pairs]
+    floats = np.array([np.r_[margin, gap, friction, solref, reffric, solimp]
+                       for _, friction, solref, reffric, solimp, margin, gap in params]).reshape(-1, 16)
+    bounds = [sum(collision.contact_parameters(model, a, b, -1)[5:]) for a, b in missing]
+    return {"jnt_pos": _float64(model.jnt_pos), "body_offset": _float64(model.body_offset),
+            "geom_type": _int64(G.geom_type), "geom_bodyid": _int64(G.geom_bodyid), "geom_pos": _float64(G.geom_pos),
+            "geom_quat": _float64(G.geom_quat), "geom_size": _float64(G.geom_size), "geom_rbound": _float64(G.geom_rbound),
+            "cand_geom": _int64(np.array([(c.g1, c.g2) for c in pairs]).reshape(-1, 2)),
+            "cand_dim": _int64([p[0] for p in params]), "cand_float": _float64(floats),
+            "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds)}
 
 
 def with_constraints(model: Model, constants) -> object:
@@ -436,17 +457,20 @@ ROLLOUT = Kernel("rollout")
 
 
 def rollout(model: Model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,
-            implicit_damping: bool, energy: bool):
+            implicit_damping: bool, energy: bool, constrained: bool = False):
     """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
     checked q0 (N, nq), qd0 (N, nv); ctrl (N, steps, nu), qfrc_applied (N, steps, nv) and xfrc_applied
     (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or None. Returns
-    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,)): status -1, or the step at which a trajectory stopped; the first
-    that stopped diverged (the caller raises the DivergenceError) unless it met a zero quaternion or a singular matrix,
-    raised here as the named error naming the trajectory and the step (also as its attributes .trajectory and .step,
-    see located). "The first" is the lowest index: the caller finds the first in time."""
+    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,)): status -1, or the step at which a
+    trajectory stopped; the first that stopped diverged (the caller raises the DivergenceError) unless it met a zero
+    quaternion or a singular matrix, raised here as the named error naming the trajectory and the step (also as its
+    attributes .trajectory and .step, see located). "The first" is the lowest index: the caller finds the first in time.
+    constrained: with the model's constraints (cpp/simulate.h; the model's constraint part added first, with_constraints):
+    ncon the contacts of each step, near the first geom pair without a narrow phase that came near (-1: none; an index
+    into collision.candidates' second list); zero and -1 without."""
     N = len(q0)
     acts = None if actuators is None else _ext.Actuators(compiled(model), actuator_fields(actuators))
     xfrc = None if xfrc_applied is None else xfrc_applied.reshape(N, steps, 6 * model.nbody)
     options = (float(h), int(steps), INTEGRATOR_CODES[integrator], acts, ctrl, qfrc_applied, xfrc, bool(implicit_damping),
-               bool(energy))
+               bool(energy), bool(constrained))
     return ROLLOUT(model, q0, qd0, options)

@@ -1,0 +1,627 @@
+// Collision detection (src/physai/engine/collision.py and primitives.py, MuJoCo's mj_collision), function by function
+// with the NumPy text's names, one state at a time (double; compiled into the scalar translation unit only):
+//
+//     body_poses(m, q, xpos, xquat)      every body's frame as mj_kinematics composes it (the contacts' and welds' frames)
+//     geom_poses(m, w, q)                every geom's world position and axes (geom_xpos, geom_xmat)
+//     plane_sphere, ..., capsule_box     the narrow phase, pair by pair (engine_collision_primitive.c, _box.c)
+//     detect(m, w, q)                    the contacts of a state in MuJoCo's order, as a Contacts over w's arrays
+//
+// The candidate pairs (MuJoCo's filters and order) and their contact parameters are the model's, made once by
+// physai.engine.collision.candidates and contact_parameters (Model's cand_*); per state only the bounding-sphere test and
+// the narrow phase run. The pairs without a narrow phase here (missing_*) are only tested for overlap, for a warning.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "data.h"
+#include "model.h"
+#include "spatial.h"
+
+namespace physai {
+namespace {
+
+// physai.joints' joint types; physai.engine.geoms' geom types (MuJoCo's mjtGeom)
+enum { JNT_FREE = 0, JNT_BALL = 1, JNT_SLIDE = 2, JNT_HINGE = 3 };
+enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX };
+constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
+
+// a contact of the narrow phase (MuJoCo's mjPreContact): distance, point, normal from geom 1 to geom 2, first tangent
+struct PreContact {
+    double dist, pos[3], normal[3], tangent[3];
+};
+
+// a state's collision workspace: every body's frame, every geom's, the contacts found (CONTACT_FLOATS and CONTACT_INTS
+// per contact, cpp/data.h's Contacts layout), and the first left-out pair that may touch (-1: none)
+struct CollisionWork {
+    std::vector<double> xpos, xquat, xmat, gpos, gmat, f;
+    std::vector<int64_t> i;
+    std::vector<PreContact> found;
+    int64_t near_missing = -1;
+    explicit CollisionWork(const Model &m) {
+        size_t B = size_t(m.nbody), G = size_t(m.ngeom);
+        xpos.resize(3 * B), xquat.resize(4 * B), xmat.resize(9 * B), gpos.resize(3 * G), gmat.resize(9 * G);
+    }
+};
+
+// ---------------------------------------------------------------- small helpers (MuJoCo's arithmetic)
+
+inline double dot3(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+// v scaled to unit length in place (mju_normalize3: (1, 0, 0) below MINVAL); its length
+inline double normalize3(double *v) {
+    double length = std::sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    if (length < MINVAL) {
+        v[0] = 1.0, v[1] = 0.0, v[2] = 0.0;
+    } else {
+        double inv = 1.0 / length;
+        v[0] *= inv, v[1] *= inv, v[2] *= inv;
+    }
+    return length;
+}
+
+// mju_normalize4, exact at any size (quat_normalize_scaled where |q|^2 over- or underflows); zero: the identity
+inline void normalize4(double *q) {
+    double norm2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+    if (!norm2_in_range(norm2)) {
+        if (q[0] == 0 && q[1] == 0 && q[2] == 0 && q[3] == 0) {
+            q[0] = 1.0;
+            return;
+        }
+        double u[4];
+        quat_normalize_scaled(q, u);
+        for (int a = 0; a < 4; a++) q[a] = u[a];
+        return;
+    }
+    double norm = std::sqrt(norm2);
+    if (std::fabs(norm - 1) > MINVAL) {
+        double inv = 1 / norm;
+        for (int a = 0; a < 4; a++) q[a] *= inv;
+    }
+}
+
+// R (3x3, rows) of a unit quaternion (mju_quat2Mat: products of the components; the identity exact)
+inline void quat_to_mat_mj(const double *q, double *R) {
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    if (w == 1 && x == 0 && y == 0 && z == 0) {
+        for (int k = 0; k < 9; k++) R[k] = k % 4 == 0 ? 1.0 : 0.0;
+        return;
+    }
+    R[0] = w * w + x * x - y * y - z * z, R[4] = w * w - x * x + y * y - z * z, R[8] = w * w - x * x - y * y + z * z;
+    R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y), R[3] = 2 * (x * y + w * z);
+    R[5] = 2 * (y * z - w * x), R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x);
+}
+
+// v rotated by a unit quaternion (mju_rotVecQuat)
+inline void rotate(const double *v, const double *q, double *r) {
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    if (w == 1 && x == 0 && y == 0 && z == 0) {
+        r[0] = v[0], r[1] = v[1], r[2] = v[2];
+        return;
+    }
+    double t[3] = {w * v[0] + y * v[2] - z * v[1], w * v[1] + z * v[0] - x * v[2], w * v[2] + x * v[1] - y * v[0]};
+    r[0] = v[0] + 2 * (y * t[2] - z * t[1]), r[1] = v[1] + 2 * (z * t[0] - x * t[2]), r[2] = v[2] + 2 * (x * t[1] - y * t[0]);
+}
+
+// column c of a row-major 3x3
+inline void column(const double *R, int c, double *out) { out[0] = R[c], out[1] = R[3 + c], out[2] = R[6 + c]; }
+
+// ---------------------------------------------------------------- frames
+
+// (xpos (nbody, 3), xquat (nbody, 4)) of every body at q, joint by joint as mj_kinematics (collision.body_poses)
+inline void body_poses(const Model &m, const double *q, double *xpos, double *xquat, double *xmat) {
+    for (int b = 0; b < m.nbody; b++) {
+        int64_t j0 = m.body_jntadr[b], nj = m.body_jntnum[b];
+        double pos[3], quat[4];
+        if (nj == 1 && m.jnt_type[j0] == JNT_FREE) {
+            const double *x = q + m.jnt_qposadr[j0];
+            for (int a = 0; a < 3; a++) pos[a] = x[a];
+            for (int a = 0; a < 4; a++) quat[a] = x[3 + a];
+            normalize4(quat);
+        } else {
+            int64_t p = m.body_parentid[b];
+            if (p >= 0) {
+                mat3_times(xmat + 9 * p, m.body_offset + 3 * b, pos);
+                for (int a = 0; a < 3; a++) pos[a] = pos[a] + xpos[3 * p + a];
+                quat_mul(xquat + 4 * p, m.body_quat + 4 * b, quat);
+            } else {
+                for (int a = 0; a < 3; a++) pos[a] = m.body_offset[3 * b + a];
+                for (int a = 0; a < 4; a++) quat[a] = m.body_quat[4 * b + a];
+            }
+            for (int64_t j = j0; j < j0 + nj; j++) {
+                int64_t a0 = m.jnt_qposadr[j], t = m.jnt_type[j];
+                double axis[3], anchor[3];
+                rotate(m.jnt_axis + 3 * j, quat, axis);
+                rotate(m.jnt_pos + 3 * j, quat, anchor);
+                for (int a = 0; a < 3; a++) anchor[a] = anchor[a] + pos[a];
+                if (t == JNT_SLIDE) {
+                    for (int a = 0; a < 3; a++) pos[a] = pos[a] + axis[a] * (q[a0] - m.qpos0[a0]);
+                    continue;
+                }
+                double local[4], turned[4], offset[3];
+                if (t == JNT_BALL) {
+                    for (int a = 0; a < 4; a++) local[a] = q[a0 + a];
+                    normalize4(local);
+                } else {
+                    double angle = q[a0] - m.qpos0[a0];
+                    if (angle == 0) {
+                        local[0] = 1.0, local[1] = local[2] = local[3] = 0.0;
+                    } else {
+                        double s = std::sin(angle * 0.5);
+                        local[0] = std::cos(angle * 0.5);
+                        for (int a = 0; a < 3; a++) local[1 + a] = m.jnt_axis[3 * j + a] * s;
+                    }
+                }
+                quat_mul(quat, local, turned);
+                for (int a = 0; a < 4; a++) quat[a] = turned[a];
+                rotate(m.jnt_pos + 3 * j, quat, offset);
+                for (int a = 0; a < 3; a++) pos[a] = anchor[a] - offset[a];
+            }
+        }
+        normalize4(quat);
+        for (int a = 0; a < 3; a++) xpos[3 * b + a] = pos[a];
+        for (int a = 0; a < 4; a++) xquat[4 * b + a] = quat[a];
+        quat_to_mat_mj(quat, xmat + 9 * b);
+    }
+}
+
+// every geom's world position and axes into w.gpos, w.gmat: R = mat(q_body q_geom), p = R_body geom_pos + p_body
+inline void geom_poses(const Model &m, CollisionWork &w, const double *q) {
+    body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
+    for (int g = 0; g < m.ngeom; g++) {
+        int64_t b = m.geom_bodyid[g];
+        const double identity[4] = {1.0, 0.0, 0.0, 0.0}, zero[3] = {0.0, 0.0, 0.0};
+        const double *bq = b < 0 ? identity : &w.xquat[size_t(4 * b)], *bp = b < 0 ? zero : &w.xpos[size_t(3 * b)];
+        double quat[4], R[9], p[3];
+        quat_mul(bq, m.geom_quat + 4 * g, quat);
+        quat_to_mat_mj(quat, &w.gmat[size_t(9 * g)]);
+        quat_to_mat_mj(bq, R);
+        mat3_times(R, m.geom_pos + 3 * g, p);
+        for (int a = 0; a < 3; a++) w.gpos[size_t(3 * g + a)] = p[a] + bp[a];
+    }
+}
+
+// ---------------------------------------------------------------- the narrow phase (primitives.py)
+
+// a frame (rows: normal, tangent, their cross product) from a normal and a tangent that may be zero (make_frame)
+inline void make_frame(const double *normal, const double *tangent, double *frame) {
+    double *x = frame, *y = frame + 3;
+    for (int a = 0; a < 3; a++) x[a] = normal[a], y[a] = tangent[a];
+    normalize3(x);
+    if (dot3(y, y) < 0.25) {
+        y[0] = 0.0, y[1] = 0.0, y[2] = 0.0;
+        if (-0.5 < x[1] && x[1] < 0.5) y[1] = 1.0;
+        else y[2] = 1.0;
+    }
+    double d = dot3(x, y);
+    for (int a = 0; a < 3; a++) y[a] = y[a] - x[a] * d;
+    normalize3(y);
+    cross(x, y, frame + 6);
+}
+
+inline void add(std::vector<PreContact> &out, double dist, const double *pos, const double *normal, const double *tangent) {
+    PreContact c;
+    c.dist = dist;
+    for (int a = 0; a < 3; a++) c.pos[a] = pos[a], c.normal[a] = normal[a], c.tangent[a] = tangent ? tangent[a] : 0.0;
+    out.push_back(c);
+}
+
+// the narrow phase's arguments: the two geoms' world position, axes (row-major) and size, the margin
+struct Pair {
+    const double *pos1, *mat1, *size1, *pos2, *mat2, *size2;
+    double margin;
+};
+
+inline void plane_sphere(const Pair &p, std::vector<PreContact> &out) {
+    double normal[3], tmp[3];
+    column(p.mat1, 2, normal);
+    for (int a = 0; a < 3; a++) tmp[a] = p.pos2[a] - p.pos1[a];
+    double cdist = dot3(tmp, normal);
+    if (cdist > p.margin + p.size2[0]) return;
+    double dist = cdist - p.size2[0], pos[3];
+    for (int a = 0; a < 3; a++) pos[a] = p.pos2[a] + normal[a] * (-dist / 2 - p.size2[0]);
+    add(out, dist, pos, normal, nullptr);
+}
+
+inline void plane_capsule(const Pair &p, std::vector<PreContact> &out) {
+    double axis[3], end[3];
+    column(p.mat2, 2, axis);
+    for (int sign : {1, -1}) {
+        for (int a = 0; a < 3; a++) end[a] = sign > 0 ? p.pos2[a] + p.size2[1] * axis[a] : p.pos2[a] - p.size2[1] * axis[a];
+        size_t before = out.size();
+        Pair s = p;
+        s.pos2 = end;
+        plane_sphere(s, out);
+        if (out.size() > before)
+            for (int a = 0; a < 3; a++) out.back().tangent[a] = axis[a];
+    }
+}
+
+inline void plane_cylinder(const Pair &p, std::vector<PreContact> &out) {
+    double normal[3], axis[3], vec[3];
+    column(p.mat1, 2, normal), column(p.mat2, 2, axis);
+    double prjaxis = dot3(normal, axis);
+    if (prjaxis > 0) {
+        for (int a = 0; a < 3; a++) axis[a] = -axis[a];
+        prjaxis = -prjaxis;
+    }
+    for (int a = 0; a < 3; a++) vec[a] = p.pos2[a] - p.pos1[a];
+    double dist0 = dot3(vec, normal);
+    for (int a = 0; a < 3; a++) vec[a] = axis[a] * prjaxis - normal[a];
+    double len_sqr = dot3(vec, vec);
+    if (len_sqr >= MINVAL * MINVAL) {
+        double scale = p.size2[0] / std::sqrt(len_sqr);
+        for (int a = 0; a < 3; a++) vec[a] = vec[a] * scale;
+    } else {
+        for (int a = 0; a < 3; a++) vec[a] = p.mat2[3 * a] * p.size2[0];
+    }
+    double prjvec = dot3(vec, normal);
+    for (int a = 0; a < 3; a++) axis[a] = axis[a] * p.size2[1];
+    prjaxis *= p.size2[1];
+    if (dist0 + prjaxis + prjvec > p.margin) return;
+    double dist = dist0 + prjaxis + prjvec, pos[3];
+    for (int a = 0; a < 3; a++) pos[a] = p.pos2[a] + vec[a] + axis[a] + normal[a] * (-dist * 0.5);
+    add(out, dist, pos, normal, nullptr);
+    if (dist0 - prjaxis + prjvec <= p.margin) {
+        dist = dist0 - prjaxis + prjvec;
+        for (int a = 0; a < 3; a++) pos[a] = p.pos2[a] + vec[a] - axis[a] + normal[a] * (-dist * 0.5);
+        add(out, dist, pos, normal, nullptr);
+    }
+    double prjvec1 = -prjvec * 0.5;
+    if (dist0 + prjaxis + prjvec1 <= p.margin) {
+        double side[3];
+        cross(vec, axis, side);
+        normalize3(side);
+        double scale = p.size2[0] * std::sqrt(3.0) / 2;
+        for (int a = 0; a < 3; a++) side[a] = side[a] * scale;
+        dist = dist0 + prjaxis + prjvec1;
+        for (double sign : {1.0, -1.0}) {
+            for (int a = 0; a < 3; a++) pos[a] = p.pos2[a] + sign * side[a] + axis[a] - 0.5 * vec[a] + normal[a] * (-dist * 0.5);
+            add(out, dist, pos, normal, nullptr);
+        }
+    }
+}
+
+inline void plane_box(const Pair &p, std::vector<PreContact> &out) {
+    double normal[3], dif[3];
+    column(p.mat1, 2, normal);
+    for (int a = 0; a < 3; a++) dif[a] = p.pos2[a] - p.pos1[a];
+    double dist = dot3(dif, normal);
+    int count = 0;
+    for (int i = 0; i < 8; i++) {
+        double local[3] = {i & 1 ? p.size2[0] : -p.size2[0], i & 2 ? p.size2[1] : -p.size2[1], i & 4 ? p.size2[2] : -p.size2[2]};
+        double corner[3], pos[3];
+        mat3_times(p.mat2, local, corner);
+        double ldist = dot3(normal, corner);
+        if (dist + ldist > p.margin || ldist > 0) continue;
+        double d = dist + ldist;
+        for (int a = 0; a < 3; a++) pos[a] = corner[a] + p.pos2[a] + normal[a] * (-d / 2);
+        add(out, d, pos, normal, nullptr);
+        if (++count >= 4) return;
+    }
+}
+
+inline void sphere_sphere(const Pair &p, std::vector<PreContact> &out) {
+    double dif[3], normal[3];
+    for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
+    double cdist_sqr = dot3(dif, dif), min_dist = p.margin + p.size1[0] + p.size2[0];
+    if (cdist_sqr > min_dist * min_dist) return;
+    double dist = std::sqrt(cdist_sqr) - p.size1[0] - p.size2[0];
+    for (int a = 0; a < 3; a++) normal[a] = p.pos2[a] - p.pos1[a];
+    if (normalize3(normal) < MINVAL) {
+        double z1[3], z2[3];
+        column(p.mat1, 2, z1), column(p.mat2, 2, z2);
+        cross(z1, z2, normal);
+        normalize3(normal);
+    }
+    double pos[3];
+    for (int a = 0; a < 3; a++) pos[a] = p.pos1[a] + normal[a] * (p.size1[0] + dist / 2);
+    add(out, dist, pos, normal, nullptr);
+}
+
+inline void sphere_capsule(const Pair &p, std::vector<PreContact> &out) {
+    double axis[3], dif[3], point[3];
+    column(p.mat2, 2, axis);
+    for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
+    double x = std::fmin(std::fmax(dot3(axis, dif), -p.size2[1]), p.size2[1]);
+    for (int a = 0; a < 3; a++) point[a] = p.pos2[a] + axis[a] * x;
+    Pair s = p;
+    s.pos2 = point;
+    sphere_sphere(s, out);
+}
+
+inline void sphere_cylinder(const Pair &p, std::vector<PreContact> &out) {
+    double radius = p.size2[0], height = p.size2[1], axis[3], vec[3], a_proj[3], p_proj[3];
+    column(p.mat2, 2, axis);
+    for (int a = 0; a < 3; a++) vec[a] = p.pos1[a] - p.pos2[a];
+    double x = dot3(axis, vec);
+    for (int a = 0; a < 3; a++) a_proj[a] = axis[a] * x, p_proj[a] = vec[a] - a_proj[a];
+    double p_proj_sqr = dot3(p_proj, p_proj);
+    bool side = std::fabs(x) < height, cap = p_proj_sqr < radius * radius;
+    if (side && cap) {                                               // the centre inside: the nearer surface
+        if (height - std::fabs(x) < radius - std::sqrt(p_proj_sqr)) side = false;
+        else cap = false;
+    }
+    Pair s = p;
+    if (side) {
+        double point[3];
+        for (int a = 0; a < 3; a++) point[a] = a_proj[a] + p.pos2[a];
+        s.pos2 = point;
+        sphere_sphere(s, out);
+        return;
+    }
+    if (cap) {
+        double pos_cap[3], flip[9];
+        for (int a = 0; a < 3; a++) pos_cap[a] = x > 0 ? p.pos2[a] + axis[a] * height : p.pos2[a] - axis[a] * height;
+        for (int k = 0; k < 9; k++) flip[k] = k % 3 == 1 ? p.mat2[k] : -p.mat2[k];
+        Pair c{pos_cap, x > 0 ? p.mat2 : flip, p.size2, p.pos1, p.mat1, p.size1, p.margin};
+        size_t before = out.size();
+        plane_sphere(c, out);
+        if (out.size() > before)
+            for (int a = 0; a < 3; a++) out.back().normal[a] = -out.back().normal[a];
+        return;
+    }
+    double rim[3], scale = radius / std::sqrt(p_proj_sqr), zero[1] = {0.0};
+    for (int a = 0; a < 3; a++) rim[a] = p_proj[a] * scale + axis[a] * (x > 0 ? height : -height) + p.pos2[a];
+    s.pos2 = rim, s.size2 = zero;
+    sphere_sphere(s, out);
+}
+
+inline void capsule_capsule(const Pair &p, std::vector<PreContact> &out) {
+    double axis1[3], axis2[3], dif[3];
+    column(p.mat1, 2, axis1), column(p.mat2, 2, axis2);
+    for (int a = 0; a < 3; a++) axis1[a] = axis1[a] * p.size1[1], axis2[a] = axis2[a] * p.size2[1], dif[a] = p.pos1[a] - p.pos2[a];
+    double ma = dot3(axis1, axis1), mb = -dot3(axis1, axis2), mc = dot3(axis2, axis2);
+    double u = -dot3(axis1, dif), v = dot3(axis2, dif), det = ma * mc - mb * mb;
+    auto clip = [](double x) { return std::fmin(std::fmax(x, -1.0), 1.0); };
+    auto pair = [&](double x1, double x2) {
+        double v1[3], v2[3];
+        for (int a = 0; a < 3; a++) v1[a] = p.pos1[a] + axis1[a] * x1, v2[a] = p.pos2[a] + axis2[a] * x2;
+        Pair s = p;
+        s.pos1 = v1, s.pos2 = v2;
+        sphere_sphere(s, out);
+    };
+    if (std::fabs(det) >= MINVAL) {
+        double x1 = (mc * u - mb * v) / det, x2 = (ma * v - mb * u) / det;
+        if (x1 > 1) x1 = 1.0, x2 = (v - mb) / mc;
+        else if (x1 < -1) x1 = -1.0, x2 = (v + mb) / mc;
+        if (x2 > 1) x2 = 1.0, x1 = clip((u - mb) / ma);
+        else if (x2 < -1) x2 = -1.0, x1 = clip((u + mb) / ma);
+        pair(x1, x2);
+        return;
+    }
+    size_t before = out.size();
+    pair(1.0, clip((v - mb) / mc));
+    pair(-1.0, clip((v + mb) / mc));
+    if (out.size() - before >= 2) return;
+    pair(clip((u - mb) / ma), 1.0);
+    if (out.size() - before >= 2) return;
+    pair(clip((u + mb) / ma), -1.0);
+}
+
+inline void sphere_box(const Pair &p, std::vector<PreContact> &out) {
+    double dif[3], center[3], clamped[3], direction[3], pos[3], normal[3];
+    for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
+    for (int a = 0; a < 3; a++) center[a] = p.mat2[a] * dif[0] + p.mat2[3 + a] * dif[1] + p.mat2[6 + a] * dif[2];
+    for (int a = 0; a < 3; a++) {
+        clamped[a] = std::fmin(std::fmax(center[a], -p.size2[a]), p.size2[a]);
+        direction[a] = clamped[a] - center[a];
+    }
+    double dist = normalize3(direction);
+    if (dist - p.size1[0] > p.margin) return;
+    if (dist <= MINVAL) {                                            // the centre inside: the nearest face
+        double closest = (p.size2[0] + p.size2[1] + p.size2[2]) * 2;
+        int k = 0;
+        for (int i = 0; i < 6; i++) {
+            double face = std::fabs((i % 2 ? 1 : -1) * p.size2[i / 2] - center[i / 2]);
+            if (closest > face) closest = face, k = i;
+        }
+        double nearest[3] = {0.0, 0.0, 0.0};
+        nearest[k / 2] = k % 2 ? -1.0 : 1.0;
+        for (int a = 0; a < 3; a++) pos[a] = center[a] + nearest[a] * ((p.size1[0] - closest) / 2);
+        mat3_times(p.mat2, nearest, normal);
+        dist = -closest;
+    } else {
+        for (int a = 0; a < 3; a++) pos[a] = clamped[a] * 0.5 + (center[a] + direction[a] * p.size1[0]) * 0.5;
+        mat3_times(p.mat2, direction, normal);
+    }
+    double world[3];
+    mat3_times(p.mat2, pos, world);
+    for (int a = 0; a < 3; a++) world[a] = world[a] + p.pos2[a];
+    add(out, dist - p.size1[0], world, normal, nullptr);
+}
+
+// where along the capsule MuJoCo's mjraw_CapsuleBox puts a second sphere (primitives._capsule_box_second), -4: none
+inline double capsule_box_second(const double *pos, const double *axis, const double *halfaxis, const double *size2,
+                                 int axisdir, int cltype, int clface, int clcorner, int cledge, double best_seg,
+                                 double best_box) {
+    if (cltype >= 0 && cltype / 3 != 1) {                          // a corner of the box is closest
+        int c1 = axisdir ^ clcorner;
+        if (c1 == 0 || c1 == 7) return -4.0;
+        double mul, de, dp;
+        if (c1 == 1 || c1 == 2 || c1 == 4) {
+            mul = 1.0, de = 1 - best_seg, dp = 1 + best_seg;
+        } else {
+            mul = -1.0, c1 = 7 - c1, dp = 1 - best_seg, de = 1 + best_seg;
+        }
+        int ax = c1 == 1 ? 0 : c1 == 2 ? 1 : 2, ax1 = c1 == 1 ? 1 : c1 == 2 ? 2 : 0, ax2 = c1 == 1 ? 2 : c1 == 2 ? 0 : 1;
+        if (axis[ax] * axis[ax] > 0.5) return std::fmin(de, 2 * size2[ax] / std::fabs(halfaxis[ax])) * mul;
+        double second = std::fmin(std::fmin(dp, 2 * size2[ax1] / std::fabs(halfaxis[ax1])), 2 * size2[ax2] / std::fabs(halfaxis[ax2]));
+        return second * -mul;
+    }
+    if (cltype >= 0) {                                             // on a box edge
+        int c1 = (axisdir ^ clcorner) & (7 - (1 << cledge));
+        if (c1 != 1 && c1 != 2 && c1 != 4) return -4.0;
+        int ax = cledge, ax1 = cledge == 0 ? 1 : cledge == 1 ? 2 : 0, ax2 = cledge == 0 ? 2 : cledge == 1 ? 0 : 1;
+        if (std::fabs(axis[ax1]) > std::fabs(axis[ax2])) ax1 = ax2;
+        ax2 = 3 - ax - ax1;
+        double mul, second;
+        if (c1 & (1 << ax2)) mul = 1.0, second = 1 - best_seg;
+        else mul = -1.0, second = 1 + best_seg;
+        second = std::fmin(second, 2 * size2[ax2] / std::fabs(halfaxis[ax2]));
+        double e2 = ((axisdir & (1 << ax)) != 0) == ((c1 & (1 << ax2)) != 0) ? 1 - best_box : 1 + best_box;
+        return std::fmin(second, size2[ax] * e2 / std::fabs(halfaxis[ax])) * mul;
+    }
+    if (clface == -1) return -4.0;                                 // an end inside the box
+    double mul = cltype == -3 ? 1.0 : -1.0, second = 2.0, end[3];
+    for (int a = 0; a < 3; a++) end[a] = pos[a] - halfaxis[a] * mul;
+    for (int i = 0; i < 3; i++) {
+        if (i == clface) continue;
+        for (double limit : {size2[i], -size2[i]}) {
+            double e1 = (limit - end[i]) / halfaxis[i] * mul;
+            if (0 < e1 && e1 < second) second = e1;
+        }
+    }
+    return second * mul;
+}
+
+inline void capsule_box(const Pair &p, std::vector<PreContact> &out) {
+    const double *size1 = p.size1, *size2 = p.size2, *mat2 = p.mat2;
+    double halflength = size1[1], dif[3], pos[3], z1[3], axis[3], halfaxis[3];
+    for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
+    column(p.mat1, 2, z1);
+    for (int a = 0; a < 3; a++) {
+        pos[a] = mat2[a] * dif[0] + mat2[3 + a] * dif[1] + mat2[6 + a] * dif[2];
+        axis[a] = mat2[a] * z1[0] + mat2[3 + a] * z1[1] + mat2[6 + a] * z1[2];
+        halfaxis[a] = axis[a] * halflength;
+    }
+    int axisdir = (halfaxis[0] > 0) + 2 * (halfaxis[1] > 0) + 4 * (halfaxis[2] > 0);
+    double bestdist = p.margin + 2 * (size1[0] + halflength + size2[0] + size2[1] + size2[2]);
+    double best_seg = 0.0, best_box = 0.0;
+    int cltype = -4, clface = -1, clcorner = 0, cledge = 0;
+    for (int i = -1; i <= 1; i += 2) {                             // an end of the segment over a face
+        double end[3], clipped[3];
+        int outside = 0, face = -1;
+        for (int j = 0; j < 3; j++) {
+            end[j] = pos[j] + halfaxis[j] * i, clipped[j] = end[j];
+            if (end[j] < -size2[j] || end[j] > size2[j]) {
+                outside++, face = j;
+                clipped[j] = end[j] < -size2[j] ? -size2[j] : size2[j];
+            }
+        }
+        if (outside > 1) continue;
+        double gap[3] = {clipped[0] - end[0], clipped[1] - end[1], clipped[2] - end[2]};
+        double dist = dot3(gap, gap);
+        if (dist < bestdist) bestdist = dist, best_seg = double(i), cltype = -2 + i, clface = face;
+    }
+    for (int j = 0; j < 3; j++)                                     // the segment against each edge along axis j
+        for (int i = 0; i < 8; i++) {
+            if (i & (1 << j)) continue;
+            double corner[3] = {i & 1 ? size2[0] : -size2[0], i & 2 ? size2[1] : -size2[1], i & 4 ? size2[2] : -size2[2]};
+            corner[j] = 0.0;
+            double d[3];
+            for (int a = 0; a < 3; a++) d[a] = corner[a] - pos[a];
+            double ma = size2[j] * size2[j], mb = -size2[j] * halfaxis[j], mc = size1[1] * size1[1];
+            double u = -size2[j] * d[j], v = dot3(halfaxis, d), det = ma * mc - mb * mb;
+            if (std::fabs(det) < MINVAL) continue;
+            double idet = 1 / det, x1 = (mc * u - mb * v) * idet, x2 = (ma * v - mb * u) * idet;
+            int s1 = 1, s2 = 1;
+            if (x1 > 1) x1 = 1.0, s1 = 2, x2 = (v - mb) * (1 / mc);
+            else if (x1 < -1) x1 = -1.0, s1 = 0, x2 = (v + mb) * (1 / mc);
+            if (x2 > 1 || x2 < -1) {
+                s2 = x2 > 1 ? 2 : 0;
+                x2 = x2 > 1 ? 1.0 : -1.0;
+                x1 = s2 == 2 ? (u - mb) * (1 / ma) : (u + mb) * (1 / ma);
+                if (x1 > 1) x1 = 1.0, s1 = 2;
+                else if (x1 < -1) x1 = -1.0, s1 = 0;
+            }
+            for (int a = 0; a < 3; a++) d[a] = corner[a] - pos[a] - halfaxis[a] * x2;
+            d[j] += size2[j] * x1;
+            double dist = dot3(d, d);
+            if (dist < bestdist - MINVAL) {
+                int c1 = s1 * 3 + s2;
+                bestdist = dist, best_seg = x2, best_box = x1;
+                clcorner = i + (1 << j) * (c1 / 6), cledge = j, cltype = c1;
+            }
+        }
+    if (cltype == -4) return;
+    double second = capsule_box_second(pos, axis, halfaxis, size2, axisdir, cltype, clface, clcorner, cledge, best_seg, best_box);
+    auto sphere_at = [&](double x) {
+        double local[3], center[3];
+        for (int a = 0; a < 3; a++) local[a] = pos[a] + halfaxis[a] * x;
+        mat3_times(mat2, local, center);
+        for (int a = 0; a < 3; a++) center[a] = center[a] + p.pos2[a];
+        Pair s = p;
+        s.pos1 = center;
+        sphere_box(s, out);
+    };
+    sphere_at(best_seg);
+    if (second > -3) sphere_at(second + best_seg);
+}
+
+// the narrow phase of a pair of geom types (geom 1 the lower type; primitives.FUNCTIONS), or nullptr
+using Narrow = void (*)(const Pair &, std::vector<PreContact> &);
+inline Narrow narrow_phase(int64_t t1, int64_t t2) {
+    if (t1 == GEOM_PLANE) {
+        return t2 == GEOM_SPHERE ? plane_sphere : t2 == GEOM_CAPSULE ? plane_capsule : t2 == GEOM_CYLINDER ? plane_cylinder
+             : t2 == GEOM_BOX ? plane_box : nullptr;
+    }
+    if (t1 == GEOM_SPHERE) {
+        return t2 == GEOM_SPHERE ? sphere_sphere : t2 == GEOM_CAPSULE ? sphere_capsule : t2 == GEOM_CYLINDER ? sphere_cylinder
+             : t2 == GEOM_BOX ? sphere_box : nullptr;
+    }
+    if (t1 == GEOM_CAPSULE) return t2 == GEOM_CAPSULE ? capsule_capsule : t2 == GEOM_BOX ? capsule_box : nullptr;
+    return nullptr;
+}
+
+// ---------------------------------------------------------------- detection (collision.detect)
+
+// whether g1 and g2 are farther apart than their bounding spheres plus bound (mj_filterSphere; a plane: the other's
+// centre above it by more than its radius plus bound)
+inline bool sphere_apart(const Model &m, const CollisionWork &w, int64_t g1, int64_t g2, double bound) {
+    double r1 = m.geom_rbound[g1], r2 = m.geom_rbound[g2];
+    const double *p1 = &w.gpos[size_t(3 * g1)], *p2 = &w.gpos[size_t(3 * g2)];
+    if (r1 > 0 && r2 > 0) {
+        double d[3] = {p1[0] - p2[0], p1[1] - p2[1], p1[2] - p2[2]};
+        return dot3(d, d) > (r1 + r2 + bound) * (r1 + r2 + bound);
+    }
+    for (int k = 0; k < 2; k++) {
+        int64_t plane = k ? g2 : g1, other = k ? g1 : g2;
+        double r = k ? r1 : r2;
+        if (m.geom_type[plane] != GEOM_PLANE || !(r > 0)) continue;
+        const double *pp = &w.gpos[size_t(3 * plane)], *po = &w.gpos[size_t(3 * other)], *R = &w.gmat[size_t(9 * plane)];
+        double d[3] = {po[0] - pp[0], po[1] - pp[1], po[2] - pp[2]}, normal[3] = {R[2], R[5], R[8]};
+        if (dot3(d, normal) > bound + r) return true;
+    }
+    return false;
+}
+
+// the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:
+// the first left-out pair whose bounding spheres overlap (-1: none)
+inline Contacts detect(const Model &m, CollisionWork &w, const double *q) {
+    w.f.clear(), w.i.clear(), w.near_missing = -1;
+    Contacts con;
+    if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
+    geom_poses(m, w, q);
+    for (int64_t k = 0; k < m.nmissing && w.near_missing < 0; k++)
+        if (!sphere_apart(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) w.near_missing = k;
+    for (int64_t k = 0; k < m.ncand; k++) {
+        int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
+        const double *param = m.cand_float + CAND_FLOATS * k;         // margin, gap, friction (5), solref, solreffriction, solimp
+        double margin = param[0], gap = param[1];
+        if (sphere_apart(m, w, g1, g2, margin + gap)) continue;
+        Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
+        w.found.clear();
+        Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
+                  &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
+        fn(pair, w.found);
+        for (const PreContact &c : w.found) {
+            if (c.dist >= margin) continue;                           // MuJoCo's exclude: in the gap
+            size_t at = w.f.size();
+            w.f.resize(at + CONTACT_FLOATS);
+            double *f = &w.f[at];
+            for (int a = 0; a < 3; a++) f[a] = c.pos[a];
+            make_frame(c.normal, c.tangent, f + 3);
+            f[12] = c.dist, f[13] = margin;
+            for (int a = 0; a < 14; a++) f[14 + a] = param[2 + a];
+            w.i.push_back(m.cand_dim[k]), w.i.push_back(m.geom_bodyid[g1]), w.i.push_back(m.geom_bodyid[g2]);
+        }
+    }
+    con.n = int64_t(w.i.size()) / CONTACT_INTS;
+    con.f = w.f.data(), con.i = w.i.data();
+    return con;
+}
+
+}  // namespace
+}  // namespace physai

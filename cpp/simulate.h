@@ -1,0 +1,76 @@
+// Simulation with constraints (src/physai/integrators.py's Dynamics.acceleration, constraints=True) with the loop
+// compiled: each evaluation of the dynamics detects the contacts at its q (cpp/collision.h), builds the constraint rows
+// and solves them by Newton's method from the last solve's qacc (cpp/constraint.h); cpp/integrate.h's steppers then
+// step with the solver's qacc, or with f + qfrc_constraint in their own metric. One trajectory at a time (double), on
+// threads over trajectories; compiled into the scalar translation unit only.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "constraint.h"
+#include "integrate.h"
+
+namespace physai {
+namespace {
+
+// a trajectory's constraint context: the workspace, the warm start (zero at the start, as a new MjData's), the contacts
+// of the step's first evaluation (-1 before it) and the first left-out geom pair that may touch (-1: none)
+struct ConstrainedRun {
+    const Model &m;
+    const Rollout &r;
+    ConstraintWork c;
+    std::vector<double> warm;
+    int64_t ncon = -1, near = -1;
+    ConstrainedRun(const Model &model, const Rollout &rollout)
+        : m(model), r(rollout), c(model), warm(size_t(model.nv), 0.0) {}
+};
+
+// Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
+// start; qacc and qfrc_constraint = J^T efc_force out
+inline int constrained_accel(void *ctx, const double *q, const double *qd, const double *M, const double *f, double *qacc,
+                             double *qfrc, bool update_warm) {
+    ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
+    const Model &m = s.m;
+    int nv = m.nv;
+    Contacts con = detect(m, s.c.col, q);
+    if (s.ncon < 0) s.ncon = con.n;
+    if (s.near < 0) s.near = s.c.col.near_missing;
+    int st = velocity_stages(m, s.c.d, q, qd);
+    if (st != OK) return st;
+    rows(m, s.c, q, qd, con, nullptr, false);
+    std::copy(M, M + size_t(nv) * nv, s.c.M.begin());
+    std::copy(f, f + nv, s.c.qfrc_smooth.begin());
+    Solution sol;
+    st = solve(m, s.c, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
+    if (st != OK) return st;
+    std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
+    rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
+    if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
+    return OK;
+}
+
+// Constrain::stepped: step k's contact count into the rollout's ncon (N, steps)
+inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
+    ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
+    s.r.ncon[n * s.r.steps + k] = s.ncon;
+    s.ncon = -1;
+}
+
+// trajectories [lo, hi) of a rollout with constraints, one at a time: r.status and r.failure as simulate_one's, the
+// contacts of each step into r.ncon, the first left-out pair that may touch into r.near (-1: none)
+inline void simulate_constrained(const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
+    SimData<double> w(m, act);
+    ConstrainedRun run(m, r);
+    Constrain con{&run, constrained_accel, constrained_stepped};
+    for (int64_t n = lo; n < hi; n++) {
+        std::fill(run.warm.begin(), run.warm.end(), 0.0);
+        run.ncon = run.near = -1;
+        r.status[n] = simulate_one(m, act, w, r, n, &con);
+        r.near[n] = run.near;
+    }
+}
+
+}  // namespace
+}  // namespace physai
