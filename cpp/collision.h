@@ -587,6 +587,68 @@ inline bool sphere_apart(const Model &m, const CollisionWork &w, int64_t g1, int
     return false;
 }
 
+// a capsule that holds geom g (collision.bounding_capsule): centre, half axis, radius (a plane: its point, normal, 0)
+inline double bounding_capsule(const Model &m, const CollisionWork &w, int64_t g, double *centre, double *half) {
+    int64_t kind = m.geom_type[g];
+    const double *size = m.geom_size + 3 * g, *R = &w.gmat[size_t(9 * g)];
+    for (int a = 0; a < 3; a++) centre[a] = w.gpos[size_t(3 * g + a)], half[a] = 0.0;
+    if (kind == GEOM_PLANE) {
+        column(R, 2, half);
+        return 0.0;
+    }
+    if (kind == GEOM_CAPSULE || kind == GEOM_CYLINDER) {
+        for (int a = 0; a < 3; a++) half[a] = R[3 * a + 2] * size[1];
+        return size[0];
+    }
+    if (kind == GEOM_BOX || kind == GEOM_ELLIPSOID) {
+        int k = size[1] > size[0] ? (size[2] > size[1] ? 2 : 1) : (size[2] > size[0] ? 2 : 0);
+        double o1 = size[(k + 1) % 3], o2 = size[(k + 2) % 3];
+        if (k == 1) o1 = size[0], o2 = size[2];                       // the other two in index order, as the text's
+        for (int a = 0; a < 3; a++) half[a] = R[3 * a + k] * size[k];
+        return kind == GEOM_BOX ? std::sqrt(o1 * o1 + o2 * o2) : std::fmax(o1, o2);
+    }
+    return kind == GEOM_SPHERE ? size[0] : m.geom_rbound[g];
+}
+
+// the distance between the segments p1 +- d1 and p2 +- d2 (collision.segment_distance)
+inline double segment_distance(const double *p1, const double *d1, const double *p2, const double *d2) {
+    double r[3];
+    for (int k = 0; k < 3; k++) r[k] = (p1[k] - d1[k]) - (p2[k] - d2[k]);
+    double a = 4 * dot3(d1, d1), e = 4 * dot3(d2, d2), b = 4 * dot3(d1, d2), c = 2 * dot3(d1, r), f = 2 * dot3(d2, r);
+    auto clamp01 = [](double x) { return std::fmin(std::fmax(x, 0.0), 1.0); };
+    double s = 0.0, t = 0.0;
+    if (a <= MINVAL && e <= MINVAL) {
+    } else if (a <= MINVAL) {
+        t = clamp01(f / e);
+    } else if (e <= MINVAL) {
+        s = clamp01(-c / a);
+    } else {
+        double denom = a * e - b * b;
+        s = denom > MINVAL ? clamp01((b * f - c * e) / denom) : 0.0;
+        t = (b * s + f) / e;
+        if (t < 0.0) t = 0.0, s = clamp01(-c / a);
+        else if (t > 1.0) t = 1.0, s = clamp01((b - c) / a);
+    }
+    double gap[3];
+    for (int k = 0; k < 3; k++) gap[k] = (p1[k] - d1[k] + 2 * d1[k] * s) - (p2[k] - d2[k] + 2 * d2[k] * t);
+    return std::sqrt(dot3(gap, gap));
+}
+
+// whether geoms g1 and g2 may be within bound of each other (collision.may_touch)
+inline bool may_touch(const Model &m, const CollisionWork &w, int64_t g1, int64_t g2, double bound) {
+    double c1[3], h1[3], c2[3], h2[3];
+    double r1 = bounding_capsule(m, w, g1, c1, h1), r2 = bounding_capsule(m, w, g2, c2, h2);
+    for (int k = 0; k < 2; k++) {
+        int64_t g = k ? g2 : g1;
+        if (m.geom_type[g] != GEOM_PLANE) continue;
+        const double *p = k ? c2 : c1, *n = k ? h2 : h1, *centre = k ? c1 : c2, *half = k ? h1 : h2;
+        double r = k ? r1 : r2, up[3], down[3];
+        for (int a = 0; a < 3; a++) up[a] = centre[a] + half[a] - p[a], down[a] = centre[a] - half[a] - p[a];
+        return std::fmin(dot3(up, n), dot3(down, n)) - r <= bound;
+    }
+    return segment_distance(c1, h1, c2, h2) - r1 - r2 <= bound;
+}
+
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:
 // the first left-out pair whose bounding spheres overlap (-1: none)
 inline Contacts detect(const Model &m, CollisionWork &w, const double *q) {
@@ -595,7 +657,7 @@ inline Contacts detect(const Model &m, CollisionWork &w, const double *q) {
     if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
     geom_poses(m, w, q);
     for (int64_t k = 0; k < m.nmissing && w.near_missing < 0; k++)
-        if (!sphere_apart(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) w.near_missing = k;
+        if (may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) w.near_missing = k;
     for (int64_t k = 0; k < m.ncand; k++) {
         int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
         const double *param = m.cand_float + CAND_FLOATS * k;         // margin, gap, friction (5), solref, solreffriction, solimp

@@ -21,7 +21,7 @@ import numpy as np
 
 from physai import joints
 from physai.engine.contact import ContactSet
-from physai.engine.geoms import HFIELD, PLANE, TYPE_NAMES
+from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
 from physai.engine.primitives import FUNCTIONS, make_frame
 from physai.spatial import quat_mul, quat_normalize
@@ -278,6 +278,60 @@ def _sphere_apart(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> b
     return False
 
 
+def bounding_capsule(model: Model, xpos, xmat, g: int) -> tuple[np.ndarray, np.ndarray, float]:
+    """(centre (3,), half axis (3,), radius) of a capsule that holds geom g (a plane: its point, its normal, 0): a
+    capsule itself; a cylinder's of its radius and half length; a box's and an ellipsoid's along their longest axis, as
+    thick as the other two sides' diagonal (box) or semi-axis (ellipsoid); anything else (a mesh) its bounding sphere."""
+    kind, size, R = int(model.geoms.geom_type[g]), model.geoms.geom_size[g], xmat[g]
+    if kind == PLANE:
+        return xpos[g], R[:, 2], 0.0
+    if kind in (CAPSULE, CYLINDER):
+        return xpos[g], R[:, 2] * size[1], float(size[0])
+    if kind in (BOX, ELLIPSOID):
+        a = int(np.argmax(size))
+        others = [size[k] for k in range(3) if k != a]
+        radius = math.sqrt(others[0] ** 2 + others[1] ** 2) if kind == BOX else max(others)
+        return xpos[g], R[:, a] * size[a], radius
+    if kind == SPHERE:
+        return xpos[g], np.zeros(3), float(size[0])
+    return xpos[g], np.zeros(3), float(model.geoms.geom_rbound[g])
+
+
+def segment_distance(p1, d1, p2, d2) -> float:
+    """The distance between the segments p1 +- d1 and p2 +- d2 (their closest points, clamped to both)."""
+    a, e, r = 4 * (d1 @ d1), 4 * (d2 @ d2), (p1 - d1) - (p2 - d2)
+    b, c, f = 4 * (d1 @ d2), 2 * (d1 @ r), 2 * (d2 @ r)
+    s = t = 0.0
+    if a <= MINVAL and e <= MINVAL:
+        pass
+    elif a <= MINVAL:
+        t = min(max(f / e, 0.0), 1.0)
+    elif e <= MINVAL:
+        s = min(max(-c / a, 0.0), 1.0)
+    else:
+        denom = a * e - b * b
+        s = min(max((b * f - c * e) / denom, 0.0), 1.0) if denom > MINVAL else 0.0
+        t = (b * s + f) / e
+        if t < 0.0:
+            t, s = 0.0, min(max(-c / a, 0.0), 1.0)
+        elif t > 1.0:
+            t, s = 1.0, min(max((b - c) / a, 0.0), 1.0)
+    gap = (p1 - d1 + 2 * d1 * s) - (p2 - d2 + 2 * d2 * t)
+    return math.sqrt(gap @ gap)
+
+
+def may_touch(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:
+    """Whether geoms g1 and g2 may be within `bound` of each other: their bounding capsules (bounding_capsule) are, or a
+    plane's half space reaches the other's capsule."""
+    (p1, d1, r1), (p2, d2, r2) = (bounding_capsule(model, xpos, xmat, g) for g in (g1, g2))
+    for g, other in ((g1, (p2, d2, r2)), (g2, (p1, d1, r1))):
+        if model.geoms.geom_type[g] == PLANE:
+            p, n = xpos[g], xmat[g][:, 2]
+            centre, half, r = other
+            return min((centre + half - p) @ n, (centre - half - p) @ n) - r <= bound
+    return segment_distance(p1, d1, p2, d2) - r1 - r2 <= bound
+
+
 def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:
     """The contacts at q (nq,) as mj_collision finds them: the
     same pairs, in the same order, with the same positions, frames, distances and mixed parameters; contacts that
@@ -291,7 +345,7 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     xpos, xmat = geom_poses(model, q)
     for g1, g2 in candidates(model)[1]:
         margin, gap = contact_parameters(model, g1, g2, -1)[5:]
-        if not _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):
+        if may_touch(model, xpos, xmat, g1, g2, margin + gap):
             warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their "
                           "contacts are left out", CollisionWarning, stacklevel=3)
     size = G.geom_size
