@@ -17,6 +17,10 @@ angles moved by up to 0.01 rad (numpy.random.default_rng(0)), by integrators.rol
 number of threads (physai's PHYSAI_NUM_THREADS, default every core), microseconds per trajectory step. Ratios: physai /
 MuJoCo (below 1: physai is faster). Best of 3 rounds, wall clock; on a shared machine expect +-20% between runs.
 --numpy also times the NumPy backend's simulate (one trajectory, a tenth of the steps).
+
+Then the closed loop of a policy: integrators.step called once per step from Python with the warm start handed back
+(return_warmstart), one state (step-1) beside mj_step called once per step (mj_step-1), and N states in one call
+(step-N, per state), over the same run from the keyframe.
 """
 
 import argparse
@@ -60,6 +64,39 @@ def main() -> None:
           f"{'ratio':>6} {'physai-N':>9} {'rollout-N':>9} {'ratio':>6}" + (f" {'numpy-1':>8}" if args.numpy else ""))
     for robot, steps in ROBOTS.items():
         print(time_robot(robot, steps, args.trajectories, args.numpy, threads))
+    print(f"\nclosed loop, microseconds per step of one state; ratio = physai / mj_step; step-N: {args.trajectories} states "
+          "per call, per state")
+    print(f"{'robot':<11} {'step-1':>8} {'mj_step-1':>9} {'ratio':>6} {'step-N':>8}")
+    for robot, steps in ROBOTS.items():
+        print(time_loop(robot, steps, args.trajectories))
+
+
+def time_loop(robot: str, steps: int, n: int) -> str:
+    """The closed-loop table's row of one robot: step per call from Python, beside mj_step."""
+    m = models.load(robot, "scene")
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    name = NAMES[int(m.opt.integrator)]
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    integrators.step(model, q0, qd0, m.opt.timestep, name, ctrl=ctrl, constraints=True)       # compiled once
+
+    def loop(q, qd, c):
+        warm = None
+        for _ in range(steps):
+            q, qd, warm = integrators.step(model, q, qd, m.opt.timestep, name, ctrl=c, constraints=True,
+                                           qacc_warmstart=warm, return_warmstart=True)
+
+    def mj_loop():
+        d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = q0, qd0, ctrl, 0.0
+        for _ in range(steps):
+            mujoco.mj_step(m, d)
+
+    Q, QD, C = (np.repeat(x[None], n, axis=0) for x in (q0, qd0, ctrl))
+    t_one = best(lambda: loop(q0, qd0, ctrl)) / steps
+    t_mj = best(mj_loop) / steps
+    t_n = best(lambda: loop(Q, QD, C)) / (steps * n)
+    return f"{robot:<11} {t_one * 1e6:>8.1f} {t_mj * 1e6:>9.1f} {t_one / t_mj:>6.2f} {t_n * 1e6:>8.2f}"
 
 
 def time_robot(robot: str, steps: int, n: int, with_numpy: bool, threads: int) -> str:

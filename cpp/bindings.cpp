@@ -198,6 +198,10 @@ struct FreeConstraintWorkspace {
     void operator()(ConstraintWorkspace *w) const { scalar::constraint_kernels.destroy(w); }
 };
 using ConstraintPtr = std::unique_ptr<ConstraintWorkspace, FreeConstraintWorkspace>;
+struct FreeConstrainedSim {
+    void operator()(ConstrainedSimWorkspace *w) const { scalar::constraint_kernels.destroy_sim(w); }
+};
+using ConstrainedSimPtr = std::unique_ptr<ConstrainedSimWorkspace, FreeConstrainedSim>;
 
 // the bound Model (_native.Model)
 struct CompiledModel {
@@ -210,6 +214,7 @@ struct CompiledModel {
     // kept between calls (pool_lock: one call at a time uses them, another makes its own)
     ConstraintPtr constraint_one;
     RowsOut constraint_out;
+    ConstrainedSimPtr sim_one;                                          // short rollouts of one state (the GIL kept)
     std::mutex pool_lock;
     std::vector<ConstraintPtr> pool;
     std::vector<RowsOut> pool_out;
@@ -549,9 +554,9 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     read_state(args[0], "q0", m.nq, true, q0, batch, copies);
     read_state(args[1], "qd0", m.nv, true, qd0, batch, copies);
     nb::tuple o;
-    if (!nb::try_cast(args[2], o, false) || o.size() != 10)
+    if (!nb::try_cast(args[2], o, false) || o.size() != 11)
         throw nb::value_error("rollout: options (h, steps, integrator, actuators, ctrl, qfrc_applied, xfrc_applied, "
-                              "implicit_damping, with_energy, constrained)");
+                              "implicit_damping, with_energy, constrained, warm)");
     Rollout r;
     int64_t N = batch;
     r.h = nb::cast<double>(o[0]), r.steps = nb::cast<int64_t>(o[1]), r.integrator = nb::cast<int>(o[2]);
@@ -576,9 +581,20 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     const npy_intp dn[2] = {npy_intp(N), npy_intp(r.steps)};
     void *nc, *nr;
     nb::object ncon = new_array(2, dn, NPY_INT64, nc), near = new_array(1, dn, NPY_INT64, nr);
+    const npy_intp dw[2] = {npy_intp(N), m.nv};
+    void *wo;
+    nb::object warm_out = new_array(2, dw, NPY_DOUBLE, wo);
     r.Q = static_cast<double *>(q), r.QD = static_cast<double *>(qd), r.E = static_cast<double *>(e);
     r.status = static_cast<int64_t *>(st), r.ncon = static_cast<int64_t *>(nc), r.near = static_cast<int64_t *>(nr);
-    std::fill_n(r.ncon, N * r.steps, 0), std::fill_n(r.near, N, -1);
+    r.warm_out = static_cast<double *>(wo);
+    std::fill_n(r.ncon, N * r.steps, 0), std::fill_n(r.near, N, -1), std::fill_n(r.warm_out, N * m.nv, 0.0);
+    RArr warm_in;
+    if (!o[10].is_none()) {                                           // (N, nv) float64, C order
+        if (!nb::try_cast(o[10], warm_in, false) || warm_in.ndim() != 2 || int64_t(warm_in.shape(0)) != N ||
+            int64_t(warm_in.shape(1)) != m.nv || (m.nv > 1 && warm_in.stride(1) != 1) || (N > 1 && warm_in.stride(0) != m.nv))
+            throw nb::value_error("rollout: warm (N, nv), float64 in C order");
+        r.warm_in = warm_in.data();
+    }
     std::vector<int> failure(size_t(N), OK);
     r.failure = failure.data();
     for (int64_t n = 0; n < N; n++) {
@@ -589,14 +605,17 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     const Kernels &lanes = isa_kernels(active_isa());
     std::atomic<bool> stop{false};
     r.stop = &stop;
-    {   // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or stopped
+    const ConstraintKernels &ck = scalar::constraint_kernels;
+    int64_t constrained_cost = N * r.steps * (m.nlink + 1) * 8;
+    if (N == 1 && constrained_cost < 200000) {                        // short: here, the GIL kept, the model's workspace
+        if (!nm.sim_one || !ck.sim_fits(nm.sim_one.get(), m, *act)) nm.sim_one = ConstrainedSimPtr(ck.create_sim(m, *act));
+        ck.simulate_in(*nm.sim_one, m, *act, r, 0, N);
+    } else {   // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or stopped
         nb::gil_scoped_release release;
         int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
         if (r.constrained) {                                           // one at a time: cpp/simulate.h
             T = int(std::min<int64_t>(int64_t(num_threads()), N));
-            threads_for(N, T, N * r.steps * (m.nlink + 1) * 8, stop, [&](int64_t lo, int64_t hi) {
-                scalar::constraint_kernels.simulate(m, *act, r, lo, hi);
-            });
+            threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) { ck.simulate(m, *act, r, lo, hi); });
         } else {
             threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
                 lanes.simulate(m, *act, r, lo, hi);
@@ -611,7 +630,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             fail(failure[size_t(n)] == SINGULAR ? "singular" : "zero_quaternion", "q0", n, r.status[n], nb::make_tuple(Q, QD, E));
         break;
     }
-    return nb::make_tuple(Q, QD, E, status, ncon, near);
+    return nb::make_tuple(Q, QD, E, status, ncon, near, warm_out);
 }
 
 // ---------------------------------------------------------------- the constraint operations

@@ -152,6 +152,8 @@ struct Rollout {
     double *Q = nullptr, *QD = nullptr, *E = nullptr;
     int64_t *status = nullptr;
     int64_t *ncon = nullptr, *near = nullptr;      // constrained: contacts per step (N, steps); a left-out pair near (N)
+    const double *warm_in = nullptr;               // constrained: each trajectory's first warm start (N, nv), or zero
+    double *warm_out = nullptr;                    // constrained: its last solve's qacc (N, nv)
     int *failure = nullptr;
     const std::atomic<bool> *stop = nullptr;                           // set: stop at the next step (the run is discarded)
 };

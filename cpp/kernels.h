@@ -103,12 +103,19 @@ struct Kernels {
 // kept), and the states [lo, hi) of a call, each state's rows appended to out, a state that meets a zero quaternion or
 // a singular matrix recorded in failures
 struct ConstraintWorkspace;
+struct ConstrainedSimWorkspace;
 struct ConstraintKernels {
     ConstraintWorkspace *(*create)(const Model &);
     void (*destroy)(ConstraintWorkspace *);
     void (*run)(const Model &, ConstraintWorkspace &, const ConstraintCall &call, int64_t lo, int64_t hi, RowsOut &out,
                 Failures &failures);
-    void (*simulate)(const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);   // cpp/simulate.h
+    // cpp/simulate.h: a rollout with constraints, in a workspace of its own, or in one kept by the caller (made for the
+    // model and actuators as they were; sim_fits tells whether it still fits them)
+    void (*simulate)(const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);
+    ConstrainedSimWorkspace *(*create_sim)(const Model &, const Actuators &);
+    void (*destroy_sim)(ConstrainedSimWorkspace *);
+    bool (*sim_fits)(const ConstrainedSimWorkspace *, const Model &, const Actuators &);
+    void (*simulate_in)(ConstrainedSimWorkspace &, const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);
 };
 
 namespace {

@@ -19,6 +19,14 @@ const ConstraintKernels constraint_kernels = {
         constraint_states(m, *reinterpret_cast<ConstraintWork *>(&w), call, call.op - CONSTRAINT_ROWS, lo, hi, out, failures);
     },
     &simulate_constrained,
+    [](const Model &m, const Actuators &act) { return reinterpret_cast<ConstrainedSimWorkspace *>(new ConstrainedSim(m, act)); },
+    [](ConstrainedSimWorkspace *w) { delete reinterpret_cast<ConstrainedSim *>(w); },
+    [](const ConstrainedSimWorkspace *w, const Model &m, const Actuators &act) {
+        return reinterpret_cast<const ConstrainedSim *>(w)->fits(m, act);
+    },
+    [](ConstrainedSimWorkspace &w, const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
+        simulate_constrained_in(*reinterpret_cast<ConstrainedSim *>(&w), m, act, r, lo, hi);
+    },
 };
 
 }  // namespace scalar

@@ -19,12 +19,23 @@ namespace {
 // of the step's first evaluation (-1 before it) and the first left-out geom pair that may touch (-1: none)
 struct ConstrainedRun {
     const Model &m;
-    const Rollout &r;
+    const Rollout *r = nullptr;
     ConstraintWork c;
     std::vector<double> warm;
     int64_t ncon = -1, near = -1;
-    ConstrainedRun(const Model &model, const Rollout &rollout)
-        : m(model), r(rollout), c(model), warm(size_t(model.nv), 0.0) {}
+    explicit ConstrainedRun(const Model &model) : m(model), c(model), warm(size_t(model.nv), 0.0) {}
+};
+
+// a simulation's workspace: the steppers' and the constraint context, for actuators of nu controls and the model as it
+// was (with its constraint part or not: the contexts' sizes)
+struct ConstrainedSim {
+    SimData<double> w;
+    ConstrainedRun run;
+    int nu;
+    bool with_constraints;
+    ConstrainedSim(const Model &m, const Actuators &act)
+        : w(m, act), run(m), nu(act.nu), with_constraints(m.has_constraints) {}
+    bool fits(const Model &m, const Actuators &act) const { return nu == act.nu && with_constraints == m.has_constraints; }
 };
 
 // Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
@@ -54,22 +65,39 @@ inline int constrained_accel(void *ctx, const double *q, const double *qd, const
 // Constrain::stepped: step k's contact count into the rollout's ncon (N, steps)
 inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
-    s.r.ncon[n * s.r.steps + k] = s.ncon;
+    s.r->ncon[n * s.r->steps + k] = s.ncon;
     s.ncon = -1;
 }
 
-// trajectories [lo, hi) of a rollout with constraints, one at a time: r.status and r.failure as simulate_one's, the
-// contacts of each step into r.ncon, the first left-out pair that may touch into r.near (-1: none)
-inline void simulate_constrained(const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
-    SimData<double> w(m, act);
-    ConstrainedRun run(m, r);
+// trajectories [lo, hi) of a rollout (without constraints: simulate_one's) in sim (made for act's nu); with constraints
+// one at a time from r.warm_in's warm start (or zero): r.status and
+// r.failure as simulate_one's, the contacts of each step into r.ncon, the first left-out pair that may touch into r.near
+// (-1: none), the last solve's qacc into r.warm_out
+inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const Actuators &act, const Rollout &r, int64_t lo,
+                                    int64_t hi) {
+    SimData<double> &w = sim.w;
+    ConstrainedRun &run = sim.run;
+    run.r = &r;
     Constrain con{&run, constrained_accel, constrained_stepped};
+    if (!r.constrained) {                                              // the smooth dynamics, in this workspace
+        for (int64_t n = lo; n < hi; n++) r.status[n] = simulate_one(m, act, w, r, n);
+        return;
+    }
+    size_t nv = size_t(m.nv);
     for (int64_t n = lo; n < hi; n++) {
-        std::fill(run.warm.begin(), run.warm.end(), 0.0);
+        if (r.warm_in) std::copy_n(r.warm_in + size_t(n) * nv, nv, run.warm.begin());
+        else std::fill(run.warm.begin(), run.warm.end(), 0.0);
         run.ncon = run.near = -1;
         r.status[n] = simulate_one(m, act, w, r, n, &con);
         r.near[n] = run.near;
+        std::copy(run.warm.begin(), run.warm.end(), r.warm_out + size_t(n) * nv);
     }
+}
+
+// simulate_constrained_in a workspace of its own (a thread's)
+inline void simulate_constrained(const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
+    ConstrainedSim sim(m, act);
+    simulate_constrained_in(sim, m, act, r, lo, hi);
 }
 
 }  // namespace

@@ -250,7 +250,7 @@ def test_bad_timestep_is_refused(tree, dt):
 def test_ctrl_of_wrong_length_names_nu():
     m = models.load("arm7")
     t, acts = dyn.tree_from_mujoco(m), forces.actuators_from_mujoco(m)
-    with pytest.raises(ShapeError, match=r"ctrl has 3 entries.*nu = 7"):
+    with pytest.raises(ShapeError, match=r"ctrl has 3 entries, the model needs 7"):
         integ.step(t, m.qpos0, np.zeros(7), 0.002, "euler", ctrl=np.zeros(3), actuators=acts)
     with pytest.raises(ShapeError, match=r"ctrl has 6 entries per step, the model needs 7"):
         integ.simulate(t, m.qpos0, np.zeros(7), 0.002, 4, "rk4", ctrl=np.zeros((4, 6)), actuators=acts)

@@ -69,7 +69,7 @@ from physai.linalg import solve
 from physai.engine import collision, constraint, native, smooth
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (CollisionWarning, DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError,
-                               ShapeError)
+                               PhysaiError, ShapeError)
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -136,37 +136,115 @@ def check_actuators(model, actuators, ctrl):
 
 
 def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
-         euler_damping: bool = True, constraints: bool = False, qacc_warmstart=None):
-    """One step of `integrator` from (q, qd); returns (q_next, qd_next), new arrays (nq,) and (nv,).
+         euler_damping: bool = True, constraints: bool = False, qacc_warmstart=None, return_warmstart: bool = False):
+    """One step of `integrator` from one state or N: (q_next, qd_next), new arrays shaped as q and qd.
 
     model:        a physai.engine.Model (or what physai.engine.as_model takes: a Tree, an MjModel, a name)
-    q, qd:        (nq,) joint positions [rad | m | quaternion] and (nv,) velocities [rad/s | m/s]
+    q, qd:        (nq,) joint positions [rad | m | quaternion] and (nv,) velocities [rad/s | m/s], or N of them
+                  ((N, nq), (N, nv)): N environments stepped in one call (compiled, on threads), a policy's closed loop:
+                      for k in range(T):
+                          ctrl = policy(q, qd)                                   # (N, nu), NumPy or a network
+                          q, qd, warm = step(model, q, qd, dt, "implicitfast", ctrl=ctrl, constraints=True,
+                                             qacc_warmstart=warm, return_warmstart=True)
     dt:           the timestep h [s], a finite number > 0
-    ctrl:         (nu,) actuator controls for `actuators`, default the model's own (physai.engine.from_mujoco)
-    qfrc_applied: (nv,) generalized force added to the joints [N m | N] (MuJoCo's qfrc_applied)
-    xfrc_applied: (nbody, 6) wrenches at the bodies' centres of mass, as physai.forces.applied_force takes them
+    ctrl:         (nu,) actuator controls for `actuators` (default the model's own, physai.engine.from_mujoco), or (N, nu)
+                  one row per state
+    qfrc_applied: (nv,) or (N, nv) generalized force added to the joints [N m | N] (MuJoCo's qfrc_applied)
+    xfrc_applied: (nbody, 6) or (N, nbody, 6) wrenches at the bodies' centres of mass, as physai.forces.applied_force
     euler_damping: True (default, MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
                   False reproduces MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler, M a = f.
                   The other integrators ignore it.
     constraints:  True: the model's constraints act as in mj_step (joint limits, friction loss, equalities, and the
                   contacts physai.collision.detect finds at q; see CONSTRAINTS in the module docstring).
-    qacc_warmstart: (nv,) where the constraint solver starts (MuJoCo's d.qacc_warmstart: the last step's qacc);
-                  default zero, as in a new MjData.
+    qacc_warmstart: (nv,) or (N, nv) where the constraint solver starts (MuJoCo's d.qacc_warmstart: the last step's
+                  qacc); default zero, as in a new MjData.
+    return_warmstart: also return the next step's qacc_warmstart, shaped as qd: the last solve's qacc (MuJoCo's
+                  d.qacc_warmstart after mj_step; zero without constraints).
     All inputs are held constant over the step (also across RK4's stages). Raises DivergenceError if the
     result is not finite.
     """
     model = engine.as_model(model)
+    if native.on and actuators is None and xfrc_applied is None:
+        fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
+        if fast is not None:
+            return fast if return_warmstart else fast[:2]
     name, h = check_integrator(integrator), check_timestep(dt)
     euler_damping = validation.flag("euler_damping", euler_damping)
-    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    run = Dynamics(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied), euler_damping,
-                   validation.flag("constraints", constraints))
+    constrained = validation.flag("constraints", constraints)
+    (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
+    N = Q.shape[1]
+    per_state = lambda name, x, width: _per_state(name, x, width, batch)          # noqa: E731
+    acts, inputs = _series_inputs(model, actuators, per_state("ctrl", ctrl, 1), per_state("qfrc_applied", qfrc_applied, 1),
+                                  per_state("xfrc_applied", xfrc_applied, 2), N, 1, batched=True)
+    warm = None
     if qacc_warmstart is not None:
-        run.warmstart = validation.vector("qacc_warmstart", qacc_warmstart, model.nv)
-    with np.errstate(over="ignore", invalid="ignore"):                # a diverging step is reported by name
-        q_next, qd_next, _ = _guarded(_STEPPERS[name], run, q, qd)
-    _check_finite(q_next, qd_next, 0, h, name)
-    return q_next, qd_next
+        (W,), warm_batch = validation.states(qacc_warmstart=(qacc_warmstart, model.nv))
+        if warm_batch is not None and warm_batch != N:
+            raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}")
+        warm = np.ascontiguousarray(np.broadcast_to(W.T, (N, model.nv)))
+    Qn, QDn, _, _, warm_out = _run_all(model, name, h, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T), acts,
+                                       inputs, euler_damping, False, constrained, warm)
+    out = (Qn[:, 1], QDn[:, 1], warm_out) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0])
+    return out if return_warmstart else out[:2]
+
+
+def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart):
+    """step's fast path on the compiled backend: (q_next, qd_next, next warm start) from one call of the rollout kernel,
+    which checks the arrays itself; None whenever anything is not plainly well formed (the full path then names what is
+    wrong) or the run diverged."""
+    if not (type(q) is np.ndarray and type(qd) is np.ndarray and q.dtype == np.float64 and qd.dtype == np.float64
+            and integrator in MUJOCO_INTEGRATOR and type(dt) in (float, np.float64) and dt > 0 and dt < np.inf
+            and euler_damping in (True, False) and constraints in (True, False) and q.ndim in (1, 2) and qd.ndim == q.ndim):
+        return None
+    batch = q.ndim == 2
+    N = len(q) if batch else 1
+    series = []
+    for x, size in ((ctrl, model.nu), (qfrc_applied, model.nv)):
+        if x is None:
+            series.append(None)
+        elif type(x) is np.ndarray and x.dtype == np.float64 and x.shape in ((size,), (N, size)[2 - q.ndim:]):
+            series.append(x.reshape(N, 1, size) if x.ndim == q.ndim else np.broadcast_to(x, (N, 1, size)))
+        else:
+            return None
+    if ctrl is None and model.nu:
+        series[0] = np.zeros((N, 1, model.nu))
+    warm = qacc_warmstart
+    if warm is not None and not (type(warm) is np.ndarray and warm.dtype == np.float64 and warm.shape in ((model.nv,), (N, model.nv))):
+        return None
+    if constraints:
+        if not model.__dict__.get("constraints_ready"):
+            constraint.prepare_compiled(model)
+            collision.check_supported(model)
+            model.__dict__["constraints_ready"] = True
+        if warm is not None:
+            warm = warm.reshape(1, -1) if N == 1 else warm if warm.ndim == 2 else np.tile(warm, (N, 1))
+    damping = model.__dict__.get("any_damping")
+    if damping is None:
+        damping = model.__dict__.setdefault("any_damping", bool((model.dof_damping > 0).any()))
+    try:
+        Q, QD, _, stopped, _, near, warm_out = native.rollout(model, q.reshape(N, -1), qd.reshape(N, -1), float(dt), 1, integrator,
+                                                       model.actuators, series[0], series[1], None,
+                                                       integrator == "euler" and euler_damping and damping, False,
+                                                       constraints, warm if constraints else None)
+    except (PhysaiError, ValueError):
+        return None
+    if stopped.max() >= 0:
+        return None
+    if near.max() >= 0:
+        for k in set(near.tolist()) - {-1}:
+            _warn_near(model, k)
+    return (Q[:, 1], QD[:, 1], warm_out) if batch else (Q[0, 1], QD[0, 1], warm_out[0])
+
+
+def _per_state(name: str, x, inner: int, batch):
+    """A step's input with one row per state ((N, ...) with `inner` trailing axes) as (N, 1, ...) for _series_inputs;
+    anything else as it is (one value for every state, checked there)."""
+    if x is None or batch is None or np.ndim(x) != inner + 1:
+        return x
+    a = np.asarray(x)
+    if a.shape[0] != batch:
+        raise ShapeError(f"{name} has {a.shape[0]} rows, q has {batch} states: pass one row per state or one for all")
+    return a[:, None]
 
 
 def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
@@ -188,7 +266,7 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
     energy, constrained = validation.flag("energy", energy), validation.flag("constraints", constraints)
     q, qd = validation.vector("q0", q0, model.nq), validation.vector("qd0", qd0, model.nv)
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
-    Q, QD, E, ncon = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy, constrained)
+    Q, QD, E, ncon, _ = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy, constrained)
     return Trajectory(np.arange(steps + 1) * h, Q[0], QD[0], E[0] if energy else None, name, h,
                       ncon[0] if constrained else None)
 
@@ -217,7 +295,7 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     N = q.shape[0]
     q, qd = validation.as_array("q0", q, (N, model.nq)), validation.as_array("qd0", qd0, (N, model.nv))
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True)
-    Q, QD, E, ncon = _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained)
+    Q, QD, E, ncon, _ = _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained)
     return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h, ncon if constrained else None)
 
 
@@ -265,11 +343,12 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
 
 
-def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained: bool = False):
-    """Q (N, steps+1, nq), QD, E, ncon (N, steps) of N runs: compiled when the backend is native and the run has no
-    constraints (which raises the named error of a singular matrix, naming the trajectory and the step), else the Python
-    loop. A zero quaternion in an initial state is refused first; DivergenceError at the first diverging step in time
-    (ties: the lowest index), on either backend."""
+def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained: bool = False, warm=None):
+    """Q (N, steps+1, nq), QD, E, ncon (N, steps), warm_out (N, nv) of N runs: compiled when the backend is native (which
+    raises the named error of a singular matrix, naming the trajectory and the step), else the Python loop; with
+    constraints, each run starts its solver from warm[n] (default zero) and warm_out is its last solve's qacc. A zero
+    quaternion in an initial state is refused first; DivergenceError at the first diverging step in time (ties: the
+    lowest index), on either backend."""
     _check_output_size(model, len(q), steps)
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
     _refuse_zero_quaternions(model, q)
@@ -281,8 +360,8 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
         if constrained:
             constraint.prepare_compiled(model)
         try:
-            Q, QD, E, stopped, ncon, near = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit, energy,
-                                                           constrained)
+            Q, QD, E, stopped, ncon, near, warm_out = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit,
+                                                                     energy, constrained, warm)
         except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
             failure = error
         else:
@@ -291,21 +370,23 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
                 _run_all(model, name, h, k, q, qd, acts, [None if x is None else x[:, :k] for x in inputs], euler_damping,
-                         False, constrained)
+                         False, constrained, warm)
             raise failure
         for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
             k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
-            _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n, constrained)   # another failure
+            _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n, constrained, warm)   # another failure
         for k in sorted(set(near.tolist()) - {-1}):
             _warn_near(model, k)
-        return Q, QD, E, ncon
+        return Q, QD, E, ncon, warm_out
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
+    warm_out = np.zeros((len(q), model.nv))
     first = None                                                       # (step, trajectory, error) of the first failure
     for n in range(len(q)):
         rows = [None if x is None else x[n] for x in inputs]
-        stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], constrained, ncon[n])
+        stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], constrained, ncon[n],
+                            None if warm is None else warm[n], warm_out[n])
         if stop is not None and (first is None or stop[0] < first[0]):
             first = (stop[0], n, stop[1])
     if first is not None:
@@ -314,7 +395,7 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
             raise type(error)(f"{which} at step {k + 1}: {error}") from None
         _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
-    return Q, QD, E, ncon
+    return Q, QD, E, ncon, warm_out
 
 
 def _check_output_size(model, N: int, steps: int) -> None:
@@ -333,20 +414,25 @@ def _check_output_size(model, N: int, steps: int) -> None:
 
 def _warn_near(model, k: int) -> None:
     """The CollisionWarning of the k-th geom pair without a narrow phase (collision.candidates' second list) that came
-    near, as collision.detect warns it."""
+    near, as collision.detect warns it: once per model and pair."""
+    warned = model.__dict__.setdefault("warned_pairs", set())
+    if k in warned:
+        return
+    warned.add(k)
     g1, g2 = collision.candidates(model)[1][k]
     G = model.geoms
     warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their contacts "
                   "are left out", CollisionWarning, stacklevel=4)
 
 
-def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int, constrained: bool = False) -> None:
+def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int, constrained: bool = False, warm=None) -> None:
     """Trajectory n of a compiled rollout that stopped without diverging, run again alone (the same operations, the same
     numbers): the compiled loop raises the named error of what stopped it (a singular matrix), raised here naming
     trajectory n. The compiled rollout names only the lowest-index failure of a batch; the first in time comes here."""
     rows = [None if x is None else x[n:n + 1] for x in inputs]
     try:
-        native.rollout(model, q[n:n + 1], qd[n:n + 1], h, steps, name, acts, *rows, implicit, False, constrained)
+        native.rollout(model, q[n:n + 1], qd[n:n + 1], h, steps, name, acts, *rows, implicit, False, constrained,
+                       None if warm is None else warm[n:n + 1])
     except (InvalidStateError, InvalidModelError) as error:
         text = str(error)
         alone = "the simulation"                                       # native.Kernel.failed's words for one trajectory
@@ -365,24 +451,29 @@ def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
             raise InvalidStateError(f"{which} at step 1: {e}") from None
 
 
-def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, constrained=False, ncon=None):
+def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, constrained=False, ncon=None,
+                 warm=None, warm_out=None):
     """The simulation of one trajectory from Q[0], QD[0] step by step in Python, in place; rows: (steps, ...) ctrl, qfrc,
-    xfrc or None; constrained: with the model's constraints (each step's contact count into ncon). Returns None, or
-    where the run stopped: (step k, None) when Q[k + 1], QD[k + 1] are not finite, (step k, the error) when step k
-    raised the named error of a singular matrix."""
+    xfrc or None; constrained: with the model's constraints (each step's contact count into ncon, the solver from warm
+    (default zero), its last qacc into warm_out). Returns None, or where the run stopped: (step k, None) when Q[k + 1],
+    QD[k + 1] are not finite, (step k, the error) when step k raised the named error of a singular matrix."""
     ctrls, applied, xfrc = rows
     stepper = _STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
     run = Dynamics(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping, constrained)
+    if warm is not None:
+        run.warmstart = np.array(warm, dtype=float)
     for k in range(steps):
-        run.inputs = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k))
+        run.inputs, run.ncon = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k)), None
         try:
             with np.errstate(over="ignore", invalid="ignore"):        # a diverging step is reported by name
                 Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
         except (InvalidModelError, InvalidStateError) as error:
             return k, error
         if ncon is not None:
-            ncon[k] = run.ncon
+            ncon[k] = run.ncon or 0
+        if warm_out is not None and constrained:
+            warm_out[:] = run.warmstart
         if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
             return k, None
     if energy:
@@ -450,7 +541,7 @@ class Dynamics:
     def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True, constrained: bool = False):
         self.model, self.h, self.inputs, self.euler_damping = model, h, inputs, euler_damping
         self.d = engine.Data(model)
-        self.constrained, self.warmstart, self.tau, self.ncon = constrained, np.zeros(model.nv), None, 0
+        self.constrained, self.warmstart, self.tau, self.ncon = constrained, np.zeros(model.nv), None, None
 
     def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
@@ -459,7 +550,8 @@ class Dynamics:
             return solve(M, f), np.zeros(self.model.nv)
         model, opt = self.model, self.model.opt
         contacts = collision.detect(model, q) if collision.has_contacts(model) else None
-        self.ncon = 0 if contacts is None else len(contacts)
+        if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
+            self.ncon = 0 if contacts is None else len(contacts)
         if native.on and self.tau is not None and np.isfinite(self.tau).all():
             qacc, qfrc = constraint.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
                                                      self.warmstart, opt.tolerance, opt.iterations)[:2]

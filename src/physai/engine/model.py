@@ -315,6 +315,7 @@ class Model:
         receiving process makes its own on first use (physai.engine.native)."""
         state = dict(self.__dict__)
         state.pop("compiled", None)
+        state.pop("compiled_actuators", None)
         return state
 
     @property

@@ -285,6 +285,20 @@ def with_constraints(model: Model, constants) -> object:
     return c
 
 
+def compiled_actuators(model: Model, actuators):
+    """The compiled copy of a simulation's actuators for the model (None for None), made once per (model, actuators)
+    and kept on the Model (the last one used)."""
+    if actuators is None:
+        return None
+    c = compiled(model)
+    cache = model.__dict__.get("compiled_actuators")
+    if cache is not None and cache[0] is actuators and cache[1] is c:
+        return cache[2]
+    acts = _ext.Actuators(c, actuator_fields(actuators))
+    model.__dict__["compiled_actuators"] = (actuators, c, acts)
+    return acts
+
+
 def actuator_fields(actuators) -> dict:
     """The named fields of a compiled Actuators: physai.engine.actuators.Actuators' arrays by their own names (flags as
     int64), and nu."""
@@ -457,20 +471,21 @@ ROLLOUT = Kernel("rollout")
 
 
 def rollout(model: Model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,
-            implicit_damping: bool, energy: bool, constrained: bool = False):
+            implicit_damping: bool, energy: bool, constrained: bool = False, warm=None):
     """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
     checked q0 (N, nq), qd0 (N, nv); ctrl (N, steps, nu), qfrc_applied (N, steps, nv) and xfrc_applied
     (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or None. Returns
-    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,)): status -1, or the step at which a
+    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,), warm_out (N, nv)): status -1, or the step at which a
     trajectory stopped; the first that stopped diverged (the caller raises the DivergenceError) unless it met a zero
     quaternion or a singular matrix, raised here as the named error naming the trajectory and the step (also as its
     attributes .trajectory and .step, see located). "The first" is the lowest index: the caller finds the first in time.
     constrained: with the model's constraints (cpp/simulate.h; the model's constraint part added first, with_constraints):
     ncon the contacts of each step, near the first geom pair without a narrow phase that came near (-1: none; an index
-    into collision.candidates' second list); zero and -1 without."""
+    into collision.candidates' second list), warm_out the last solve's qacc (the next warm start; warm (N, nv): the first,
+    default zero); zero and -1 without."""
     N = len(q0)
-    acts = None if actuators is None else _ext.Actuators(compiled(model), actuator_fields(actuators))
+    acts = compiled_actuators(model, actuators)
     xfrc = None if xfrc_applied is None else xfrc_applied.reshape(N, steps, 6 * model.nbody)
     options = (float(h), int(steps), INTEGRATOR_CODES[integrator], acts, ctrl, qfrc_applied, xfrc, bool(implicit_damping),
-               bool(energy), bool(constrained))
+               bool(energy), bool(constrained), None if warm is None else np.ascontiguousarray(warm, dtype=np.float64))
     return ROLLOUT(model, q0, qd0, options)
