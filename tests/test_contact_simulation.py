@@ -9,7 +9,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import collision, engine, integrators, models
+from physai import collision, constraints, engine, integrators, models
 from physai.exceptions import CollisionWarning, ShapeError, UnsupportedModelError
 from scenes import random_scene
 
@@ -201,3 +201,29 @@ def test_step_checks_per_state_inputs(backend):
         assert one[0].shape == (3, model.nq)
     finally:
         engine.set_backend(previous)
+
+
+def test_constraint_functions_find_their_own_contacts():
+    """constraints.forward_dynamics and inverse_dynamics with contacts=None detect the contacts (physai.collision) and
+    equal mj_forward and mj_inverse on the H1 lying on its floor; an empty ContactSet turns them off."""
+    m = models.load("unitree_h1", "scene")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    for _ in range(250):
+        mujoco.mj_step(m, d)
+    mujoco.mj_forward(m, d)
+    assert d.ncon > 0
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        fwd = constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator,
+                                           qacc_warmstart=d.qacc_warmstart)
+        inv = constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc)
+        off = constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator,
+                                           collision.ContactSet.empty(model.nbody))
+    assert np.abs(fwd.qacc - d.qacc).max() < 1e-6 * max(1.0, np.abs(d.qacc).max())
+    d2 = mujoco.MjData(m)
+    d2.qpos[:], d2.qvel[:], d2.qacc[:] = d.qpos, d.qvel, d.qacc
+    mujoco.mj_inverse(m, d2)
+    assert np.abs(inv.tau - d2.qfrc_inverse - d2.qfrc_passive).max() < 1e-9 * max(1.0, np.abs(d2.qfrc_constraint).max())
+    assert np.abs(off.qacc - fwd.qacc).max() > 1.0                      # without the floor it falls

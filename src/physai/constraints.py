@@ -13,9 +13,10 @@ Inverse dynamics takes qacc and computes f row by row, without a solver, then ta
 
 tau is every force but the constraints': applied, passive and actuator forces (as in physai.engine.forward_dynamics);
 inverse_dynamics' tau is MuJoCo's qfrc_inverse + qfrc_passive. q (nq,), qd, tau, qacc (nv,), or (N, ...) for N states.
-contacts: a physai.collision.ContactSet (one state, or shared by a batch), a list of N of them, or None: no contacts
-(until physai's own collision detection). Which constraints exist and the solver's settings come from the Model
-(from_mujoco reads them from the MuJoCo model: model.opt).
+contacts: a physai.collision.ContactSet (one state, or shared by a batch), a list of N of them, or None: physai's own
+(physai.collision.detect at each q; none for a model without geoms that may touch; ContactSet.empty(model.nbody) for
+none at all). Which constraints exist and the solver's settings come from the Model (from_mujoco reads them from the
+MuJoCo model: model.opt).
 
 On the compiled backend (physai.engine.backend == "native", the default when it is built) the rows, the solver and the
 inverse run in C++ (cpp/constraint.h), a batch on threads with each state's own contacts; PHYSAI_BACKEND=numpy (or
@@ -28,7 +29,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from physai import engine, validation
+from physai import collision, engine, validation
+from physai.engine import collision as engine_collision
 from physai.engine import constraint, native, smooth
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
@@ -143,11 +145,20 @@ def _states(model, data, contacts, eq_active):
     return model, out, batch
 
 
+def _detected(model, q, contacts):
+    """contacts, or physai's own at q (collision.detect: a set for one state, a list for N) when None and the model has
+    geoms that may touch."""
+    if contacts is None and engine_collision.has_contacts(model):
+        return collision.detect(model, q)
+    return contacts
+
+
 def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Rows:
-    """The constraint rows of one state (q (nq,), qd (nv,)) with the given contacts: MuJoCo's efc_J, efc_pos,
-    efc_margin, efc_type, efc_id, efc_diagA, efc_R, efc_D, efc_vel and efc_aref (physai.engine.constraint.Rows).
-    eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0)."""
+    """The constraint rows of one state (q (nq,), qd (nv,)) with the given contacts (None: physai's own): MuJoCo's
+    efc_J, efc_pos, efc_margin, efc_type, efc_id, efc_diagA, efc_R, efc_D, efc_vel and efc_aref
+    (physai.engine.constraint.Rows). eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0)."""
     model = engine.as_model(model)
+    contacts = _detected(model, q, contacts)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
     if native.on:
@@ -159,7 +170,8 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Ro
 def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, eq_active=None, tolerance: float | None = None,
                      iterations: int | None = None) -> ForwardResult:
     """Accelerations and constraint forces at (q, qd) under the non-constraint forces tau: MuJoCo's mj_forward with its
-    constraints (qacc, qfrc_constraint, efc_force), solved by Newton's method as mj_solNewton.
+    constraints (qacc, qfrc_constraint, efc_force), solved by Newton's method as mj_solNewton. contacts: see the module
+    docstring (None: physai's own, physai.collision.detect).
 
     qacc_warmstart: (nv,) or (N, nv), where the solver starts when its cost is lower than at the unconstrained
     accelerations (MuJoCo's qacc_warmstart: the previous step's qacc). tolerance and iterations default to model.opt's.
@@ -172,6 +184,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1):
         raise InvalidArgumentError(f"iterations must be a whole number >= 1, got {iterations!r}")
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))   # noqa: E731
+    contacts = _detected(model, q, contacts)
     if native.on:
         return _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data)
     model, states, batch = _states(model, data, contacts, eq_active)
@@ -258,6 +271,7 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     model = engine.as_model(model)
     discrete = validation.flag("discrete", discrete)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
+    contacts = _detected(model, q, contacts)
     if native.on:
         return _compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data)
     model, states, batch = _states(model, data, contacts, eq_active)
