@@ -177,3 +177,46 @@ def test_candidates_skip_what_mujoco_cannot_collide():
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
     pairs, missing = narrow.candidates(model)
     assert [(c.g1, c.g2, c.ipair) for c in pairs] == [(0, 2, -1), (1, 2, -1)] and missing == []
+
+
+URDF = """<robot name="r"><link name="base"><collision><origin xyz="0 0 0.05"/><geometry><box size="0.4 0.4 0.1"/></geometry></collision></link>
+<joint name="a" type="revolute"><parent link="base"/><child link="left"/><origin xyz="0.1 0 0.2"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+<link name="left"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+<collision><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.04" length="0.2"/></geometry></collision>
+<collision><origin xyz="0 0 0.22"/><geometry><sphere radius="0.05"/></geometry></collision></link>
+<joint name="b" type="revolute"><parent link="base"/><child link="right"/><origin xyz="-0.1 0 0.2"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
+<link name="right"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+<collision><origin xyz="0 0 0.1" rpy="0.3 0 0"/><geometry><box size="0.06 0.06 0.2"/></geometry></collision>
+<collision><origin xyz="0 0 0.22"/><geometry><sphere radius="0.05"/></geometry></collision></link></robot>"""
+
+
+def test_urdf_collision_geoms_match_mujocos_urdf_import():
+    """engine.from_urdf reads the links' <collision> spheres, boxes and cylinders with MuJoCo's URDF defaults: at 300
+    random joint angles of two arms over a base, the contacts equal mj_collision's on MuJoCo's own import of the file
+    (pairs physai cannot collide left out of both)."""
+    m = mujoco.MjModel.from_xml_string(URDF)
+    model = engine.from_urdf(URDF)
+    assert model.geoms.geom_bodyid.tolist() == m.geom_bodyid.tolist()
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+    touched = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        for k in range(300):
+            d.qpos[:] = rng.uniform(-2.5, 2.5, 2)
+            mujoco.mj_forward(m, d)
+            ref = mujoco_contacts(m, d)
+            mine = collision.detect(model, d.qpos, ignore_unsupported=True)
+            assert mine.geom.tolist() == ref.geom.tolist()
+            for f in ("pos", "frame", "dist", "friction", "solref", "solimp"):
+                assert np.abs(getattr(mine, f) - getattr(ref, f)).max(initial=0.0) < TOL, (k, f)
+            touched += len(ref)
+    assert touched > 50
+
+
+def test_urdf_mesh_collisions_are_named_when_contacts_are_asked():
+    urdf = URDF.replace('<geometry><sphere radius="0.05"/></geometry></collision></link></robot>',
+                        '<geometry><mesh filename="hand.stl"/></geometry></collision></link></robot>')
+    model = engine.from_urdf(urdf)
+    with pytest.raises(UnsupportedModelError, match="mesh of link 'right'"):
+        collision.detect(model, np.zeros(2))

@@ -216,8 +216,9 @@ def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 
 
     armature: (n,) rotor inertia per moving URDF joint, in depth-first order [kg m^2 | kg]; gravity (3,) [m/s^2];
     independent_mimic: accept mimic joints as independent joints (Pinocchio's buildModelFromUrdf) instead of refusing them.
+    The links' <collision> spheres, boxes and cylinders become the Model's geoms (MuJoCo's URDF defaults).
     """
-    bodies = urdf.read(source, validation.flag("independent_mimic", independent_mimic))
+    bodies, geoms = urdf.read_model(source, validation.flag("independent_mimic", independent_mimic))
     moving = [j for b in bodies for j in b.joints]
     if armature is not None:
         for joint, value in zip(moving, validation.vector("armature", armature, len(moving))):
@@ -226,7 +227,7 @@ def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 
         if bodies[0].joints:
             raise UnsupportedModelError("floating_base: the URDF's root link already has a joint")
         bodies[0].joints = [JointSpec(joints.FREE, name=f"{bodies[0].name or 'root'}_free")]
-    return build(bodies, validation.vector("gravity", gravity, 3))
+    return build(bodies, validation.vector("gravity", gravity, 3), geoms=geoms)
 
 
 def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:

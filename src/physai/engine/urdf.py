@@ -29,7 +29,9 @@ import defusedxml.ElementTree as SafeET
 import numpy as np
 
 from physai import joints, validation
+from physai.engine.geoms import BOX, CYLINDER, SPHERE, Geoms
 from physai.engine.model import BodySpec, JointSpec
+from physai.spatial import mat_to_quat
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
 #: URDF joint types and the physai joint type each becomes (None: welded)
@@ -46,6 +48,11 @@ def rpy_to_mat(rpy) -> np.ndarray:
 
 
 def read(urdf: str | Path | bytes, independent_mimic: bool = False) -> list[BodySpec]:
+    """The bodies of a URDF (read_model's, without the geoms)."""
+    return read_model(urdf, independent_mimic)[0]
+
+
+def read_model(urdf: str | Path | bytes, independent_mimic: bool = False) -> tuple[list[BodySpec], Geoms]:
     """The bodies of a URDF file (path), URDF text (str) or URDF bytes, depth first from the root link (welded to the
     world); a moving joint becomes the JointSpec of its child link's body.
 
@@ -81,13 +88,51 @@ def read(urdf: str | Path | bytes, independent_mimic: bool = False) -> list[Body
         raise UnsupportedModelError(f"the URDF has {len(roots)} root links {roots}; physai needs one tree with one root")
 
     bodies: list[BodySpec] = []
+    collisions: list[tuple[int, ET.Element]] = []
     stack = [(roots[0], None, -1)]                      # depth first, children in document order; no recursion limit
     while stack:
         link_name, joint, parent = stack.pop()
         index = len(bodies)
         bodies.append(_body(links[link_name], joint, parent, independent_mimic))
+        collisions.extend((index, link_name, c) for c in links[link_name].findall("collision"))
         stack.extend((_attr(j, "child", "link"), j, index) for j in reversed(children[link_name]))
-    return bodies
+    return bodies, _geoms(collisions)
+
+
+def _geoms(collisions: list) -> Geoms:
+    """The collision geoms of the links' <collision> elements (body, link name, element), in body order: spheres, boxes and
+    cylinders with MuJoCo's URDF defaults (contype and conaffinity 1, condim 3, friction 1 0.005 0.0001, solref 0.02 1,
+    solimp 0.9 0.95 0.001 0.5 2); meshes are recorded as unsupported (collision.detect refuses them by name)."""
+    rows, unsupported = [], []
+    for body, link, element in collisions:
+        owner = f"link {link!r}"
+        pos, rot = _origin(element, owner)
+        geometry = element.find("geometry")
+        shape = None if geometry is None else next(iter(geometry), None)
+        kind = None if shape is None else shape.tag
+        if kind == "sphere":
+            r = _number(shape, "radius", owner, "m")
+            row = (SPHERE, (r, 0.0, 0.0), r)
+        elif kind == "box":
+            half = 0.5 * _floats(shape, "size", owner, "m")
+            row = (BOX, tuple(half), float(np.linalg.norm(half)))
+        elif kind == "cylinder":
+            r, half = _number(shape, "radius", owner, "m"), 0.5 * _number(shape, "length", owner, "m")
+            row = (CYLINDER, (r, half, 0.0), float(np.hypot(r, half)))
+        else:
+            unsupported.append(f"a <collision> {kind or 'without geometry'} of {owner} (physai collides spheres, boxes and "
+                               "cylinders of a URDF)")
+            continue
+        rows.append((row, body, pos, mat_to_quat(rot)))
+    n = len(rows)
+    return Geoms(geom_type=np.array([r[0][0] for r in rows], np.intp), geom_bodyid=np.array([r[1] for r in rows], np.intp),
+                 geom_pos=np.array([r[2] for r in rows]).reshape(n, 3), geom_quat=np.array([r[3] for r in rows]).reshape(n, 4),
+                 geom_size=np.array([r[0][1] for r in rows]).reshape(n, 3), geom_rbound=np.array([r[0][2] for r in rows]),
+                 geom_contype=np.ones(n, np.intp), geom_conaffinity=np.ones(n, np.intp), geom_condim=np.full(n, 3, np.intp),
+                 geom_priority=np.zeros(n, np.intp), geom_solmix=np.ones(n),
+                 geom_friction=np.tile([1.0, 0.005, 0.0001], (n, 1)), geom_solref=np.tile([0.02, 1.0], (n, 1)),
+                 geom_solimp=np.tile([0.9, 0.95, 0.001, 0.5, 2.0], (n, 1)), geom_margin=np.zeros(n), geom_gap=np.zeros(n),
+                 geom_name=("",) * n, unsupported=tuple(unsupported))
 
 
 #: why physai refuses DTDs, entities and external references, appended to each refusal
