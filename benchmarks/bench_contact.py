@@ -71,14 +71,19 @@ def main() -> None:
         print(time_loop(robot, steps, args.trajectories))
 
 
-def time_loop(robot: str, steps: int, n: int) -> str:
-    """The closed-loop table's row of one robot: step per call from Python, beside mj_step."""
+def setup(robot: str):
+    """(MjModel in its scene, the physai Model (ignoring_unsupported), the integrator's name, MjData at keyframe 0, q0,
+    qd0, ctrl)."""
     m = models.load(robot, "scene")
-    model = collision.ignoring_unsupported(engine.from_mujoco(m))
-    name = NAMES[int(m.opt.integrator)]
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
-    q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    return (m, collision.ignoring_unsupported(engine.from_mujoco(m)), NAMES[int(m.opt.integrator)], d, d.qpos.copy(),
+            d.qvel.copy(), d.ctrl.copy())
+
+
+def time_loop(robot: str, steps: int, n: int) -> str:
+    """The closed-loop table's row of one robot: step per call from Python, beside mj_step."""
+    m, model, name, d, q0, qd0, ctrl = setup(robot)
     integrators.step(model, q0, qd0, m.opt.timestep, name, ctrl=ctrl, constraints=True)       # compiled once
 
     def loop(q, qd, c):
@@ -101,12 +106,7 @@ def time_loop(robot: str, steps: int, n: int) -> str:
 
 def time_robot(robot: str, steps: int, n: int, with_numpy: bool, threads: int) -> str:
     """The table's row of one robot (see the module docstring)."""
-    m = models.load(robot, "scene")
-    model = collision.ignoring_unsupported(engine.from_mujoco(m))
-    name = NAMES[int(m.opt.integrator)]
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    m, model, name, d, q0, qd0, ctrl = setup(robot)
     reference, ncon = [], []
     for _ in range(steps):
         mujoco.mj_step(m, d)
