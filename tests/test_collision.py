@@ -179,15 +179,20 @@ def test_candidates_skip_what_mujoco_cannot_collide():
     assert [(c.g1, c.g2, c.ipair) for c in pairs] == [(0, 2, -1), (1, 2, -1)] and missing == []
 
 
-URDF = """<robot name="r"><link name="base"><collision><origin xyz="0 0 0.05"/><geometry><box size="0.4 0.4 0.1"/></geometry></collision></link>
-<joint name="a" type="revolute"><parent link="base"/><child link="left"/><origin xyz="0.1 0 0.2"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-<link name="left"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
-<collision><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.04" length="0.2"/></geometry></collision>
-<collision><origin xyz="0 0 0.22"/><geometry><sphere radius="0.05"/></geometry></collision></link>
-<joint name="b" type="revolute"><parent link="base"/><child link="right"/><origin xyz="-0.1 0 0.2"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="1" velocity="1"/></joint>
-<link name="right"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
-<collision><origin xyz="0 0 0.1" rpy="0.3 0 0"/><geometry><box size="0.06 0.06 0.2"/></geometry></collision>
-<collision><origin xyz="0 0 0.22"/><geometry><sphere radius="0.05"/></geometry></collision></link></robot>"""
+LIMIT = '<limit lower="-3" upper="3" effort="1" velocity="1"/>'
+INERTIA = '<inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>'
+URDF = f"""<robot name="r"><link name="base">
+  <collision><origin xyz="0 0 0.05"/><geometry><box size="0.4 0.4 0.1"/></geometry></collision></link>
+<joint name="a" type="revolute"><parent link="base"/><child link="left"/><origin xyz="0.1 0 0.2"/><axis xyz="0 1 0"/>
+  {LIMIT}</joint>
+<link name="left">{INERTIA}
+  <collision><origin xyz="0 0 0.1"/><geometry><cylinder radius="0.04" length="0.2"/></geometry></collision>
+  <collision><origin xyz="0 0 0.22"/><geometry><sphere radius="0.05"/></geometry></collision></link>
+<joint name="b" type="revolute"><parent link="base"/><child link="right"/><origin xyz="-0.1 0 0.2"/><axis xyz="0 1 0"/>
+  {LIMIT}</joint>
+<link name="right">{INERTIA}
+  <collision><origin xyz="0 0 0.1" rpy="0.3 0 0"/><geometry><box size="0.06 0.06 0.2"/></geometry></collision>
+  <collision><origin xyz="0 0 0.22"/><geometry><sphere radius="0.05"/></geometry></collision></link></robot>"""
 
 
 def test_urdf_collision_geoms_match_mujocos_urdf_import():

@@ -1,5 +1,6 @@
-"""The examples of whole-body control run and do what they say: examples/ik_h1.py reaches its targets within its
-ranges, examples/osc_panda.py keeps the Panda's hand on its circle (MuJoCo simulates; physai computes the control)."""
+"""The examples run and do what they say: examples/ik_h1.py reaches its targets within its ranges, examples/osc_panda.py
+keeps the Panda's hand on its circle (MuJoCo simulates; physai computes the control), examples/contact_g1_h1.py
+simulates the G1 standing and the H1 dropped as mj_step does (physai simulates)."""
 
 import importlib.util
 from pathlib import Path
@@ -25,3 +26,14 @@ def test_operational_space_control_keeps_the_panda_hand_on_its_circle():
     joint damping and finger equality act on the arm uncompensated)."""
     position, orientation = example("osc_panda").main(["--seconds", "1.5"])
     assert position < 5e-3 and orientation < 5e-2
+
+
+def test_contact_example_follows_mj_step(tmp_path, capsys):
+    """examples/contact_g1_h1.py for 1 s: the G1 standing and the H1 dropped, physai's own contacts and solver, within
+    1e-9 m of mj_step's base height and 1e-6 of its largest normal force; the H1 lands above its floor (it does not
+    fall through, as without contacts); the figure is written."""
+    plot = tmp_path / "contact.png"
+    (g1_dz, g1_df, g1_z), (h1_dz, h1_df, h1_z) = example("contact_g1_h1").main(["--seconds", "1", "--plot", str(plot)])
+    assert g1_dz < 1e-9 and h1_dz < 1e-9 and g1_df < 1e-3 and h1_df < 1e-2
+    assert g1_z > 0.7 and 0.05 < h1_z < 0.5 and plot.stat().st_size > 10_000
+    assert "largest difference from mj_step" in capsys.readouterr().out
