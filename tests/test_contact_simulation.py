@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from physai import collision, constraints, engine, integrators, models
-from physai.exceptions import CollisionWarning, ShapeError, UnsupportedModelError
+from physai.exceptions import CollisionWarning, DivergenceError, ShapeError, UnsupportedModelError
 from scenes import random_scene
 
 NAMES = {0: "euler", 1: "rk4", 2: "implicit", 3: "implicitfast"}
@@ -231,3 +231,20 @@ def test_constraint_functions_find_their_own_contacts():
     mujoco.mj_inverse(m, d2)
     assert np.abs(inv.tau - d2.qfrc_inverse - d2.qfrc_passive).max() < 1e-9 * max(1.0, np.abs(d2.qfrc_constraint).max())
     assert np.abs(off.qacc - fwd.qacc).max() > 1.0                      # without the floor it falls
+
+
+def test_a_diverging_contact_run_names_its_deepest_contact():
+    """A ball on a floor whose contact is absurdly stiff (direct solref -1e300, MuJoCo's safety floor off) at 10 ms:
+    the run is no longer finite within a few steps; the DivergenceError names the step, the time and the contact
+    (NumPy backend, where the overflow shows first)."""
+    xml = """<mujoco><option timestep="0.01"><flag refsafe="disable"/></option><worldbody>
+             <geom name="floor" type="plane" size="0 0 1"/><body pos="0 0 0.2"><freejoint/>
+             <geom name="ball" type="sphere" size="0.1" solref="-1e300 -1"/></body></worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    previous = engine.set_backend("numpy")
+    try:
+        with pytest.raises(DivergenceError, match=r"diverged at step \d+ \(t = .* s\).*deepest contact was geom 0 "
+                                                  r"\('floor', plane\) with geom 1 \('ball', sphere\)"):
+            integrators.simulate(model, model.qpos0, np.array([0, 0, -5.0, 0, 0, 0]), 0.01, 300, constraints=True)
+    finally:
+        engine.set_backend(previous)

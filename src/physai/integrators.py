@@ -374,7 +374,8 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             raise failure
         for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
             k = int(stopped[n])                                        # the first to stop in time (then by index)
-            _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
+            _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None,
+                          _deepest_contact(model, Q[n, k]) if constrained else "")
             _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n, constrained, warm)   # another failure
         for k in sorted(set(near.tolist()) - {-1}):
             _warn_near(model, k)
@@ -394,7 +395,8 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
         if error is not None:                                          # named as the compiled loop names it
             which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
             raise type(error)(f"{which} at step {k + 1}: {error}") from None
-        _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None)
+        _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None,
+                      _deepest_contact(model, Q[n, k]) if constrained else "")
     return Q, QD, E, ncon, warm_out
 
 
@@ -500,12 +502,28 @@ def _zero_quaternion(model, q) -> np.ndarray:
     return (q[..., iq] == 0).all(axis=-1).any(axis=-1)
 
 
-def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None) -> None:
+def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None, contact: str = "") -> None:
     if not (np.isfinite(q).all() and np.isfinite(qd).all()):
         which = "the simulation" if trajectory is None else f"trajectory {trajectory} of the rollout"
         raise DivergenceError(f"{which} diverged at step {k + 1} (t = {(k + 1) * h:.6g} s) with the {name} "
-                              f"integrator at dt = {h:g} s: the state is no longer finite; use a smaller timestep"
+                              f"integrator at dt = {h:g} s: the state is no longer finite{contact}; use a smaller timestep"
                               f"{', or the implicitfast or rk4 integrator' if name == 'euler' else ' or another integrator'}")
+
+
+def _deepest_contact(model, q) -> str:
+    """', its deepest contact before: geom ... with geom ..., d m deep' at the last finite state q of a constrained run
+    that diverged (physai.collision.detect again), or '' when it had none (or q cannot be read)."""
+    try:
+        contacts = collision.detect(model, q)
+    except (PhysaiError, ValueError, FloatingPointError):
+        return ""
+    if not len(contacts):
+        return ", with no contact the step before"
+    c = int(np.argmin(contacts.dist))
+    g1, g2 = contacts.geom[c]
+    G = model.geoms
+    return (f"; the step before, its deepest contact was {G.describe(int(g1))} with {G.describe(int(g2))}, "
+            f"{-contacts.dist[c]:.3g} m deep")
 
 
 # ---- one evaluation of the dynamics --------------------------------------------------------------
