@@ -183,8 +183,11 @@ def test_contact_inverse(inv):
         assert f[2] > f[3] > f[4] and f[2] < 0
         assert 0 < c[tc]["depth"] < 1e-3
         assert max(abs(a - b) for a, b in zip(c[tc]["physai"], f)) < inv.BOUNDS["box"]   # physai's own contact inverse
+        assert c[tc]["settle_gap"] < inv.BOUNDS["settle"]        # physai's own contacts and simulator settle it
     assert c[0.005]["forces"][4] < c[0.02]["forces"][4] and c[0.005]["depth"] < c[0.02]["depth"]
     assert c["fwdinv"][0] < inv.BOUNDS["fwdinv"] and c["speed"] > 0.1
+    assert c["push_gap"] < inv.BOUNDS["slide"] and abs(c["physai_speed"] - c["speed"]) < 1e-9
+    assert c["physai_fwdinv"][0] < inv.BOUNDS["fwdinv"] and c["physai_fwdinv"][1] < inv.BOUNDS["fwdinv_force"]
 
 
 def test_exercise_arm2(inv):

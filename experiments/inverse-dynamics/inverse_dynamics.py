@@ -29,7 +29,7 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai import collision, constraints, engine, forces, integrators, inverse, models
+from physai import constraints, engine, forces, integrators, inverse, models
 from physai.lessons import bound
 from physai.trajectories import min_jerk
 
@@ -51,6 +51,9 @@ BOUNDS = {
     "shooting_mj": 1e-12,    # [rad] the same torques replayed in mj_step (RK4)
     "fwdinv": 1e-11,         # [N m] MuJoCo's forward-inverse check with contacts, in qfrc
     "box": 1e-11,            # [N] (3) physai's holding force vs mj_inverse's (up to ~500 N)
+    "settle": 1e-12,         # [m] (3) physai's box settling (its own contacts and simulator) vs mj_step's, 4 s
+    "slide": 1e-10,          # [m] (3) physai's box pushed into sliding vs mj_step's states (up to ~2.5 m travelled)
+    "fwdinv_force": 1e-10,   # [N] (3) physai's forward-inverse check in constraint force (forces up to ~10 N)
 }
 #: The seed's open-loop replay errors (003_d50b4faaac521434.txt, output (2)) at 0.5 s, 1 s and 2 s [rad], quoted.
 SEED_REPLAY = {("analytic", False): ("3.1e-04", "7.2e-04", "4.8e-02"), ("analytic", True): ("3.1e-04", "7.2e-04", "2.8e-02"),
@@ -219,9 +222,11 @@ def other_integrators(motion: Motion) -> dict:
 
 
 def contact_inverse(offsets=(1e-3, 0.0, -2e-4, -5e-4, -1e-3), settle: int = 2000, push_steps: int = 1000) -> dict:
-    """For tc = 0.02 and 0.005 s: rest depth, and the vertical force holding the box still (qacc = 0) at rest height +
-    each offset, MuJoCo's (qfrc_inverse) and physai's (constraints.inverse_dynamics' tau, with MuJoCo's contacts); then
-    the fwdinv check (tc 0.02) at rest and sliding under a 12 N push."""
+    """For tc = 0.02 and 0.005 s: the box settled by physai's simulator (its own contacts, integrators.simulate with
+    constraints) beside mj_step, its rest depth, and the vertical force holding it still (qacc = 0) at rest height + each
+    offset, MuJoCo's (qfrc_inverse) and physai's (constraints.inverse_dynamics with its own contacts); then (tc 0.02) the
+    box at rest and pushed into sliding by 12 N, stepped by both, with the forward-inverse check: MuJoCo's
+    (mjENBL_FWDINV) and physai's (forward dynamics, then inverse dynamics of its qacc, at every state of its run)."""
     out = {}
     for tc in (0.02, 0.005):
         m = mujoco.MjModel.from_xml_string(BOX.format(tc=tc))
@@ -229,6 +234,7 @@ def contact_inverse(offsets=(1e-3, 0.0, -2e-4, -5e-4, -1e-3), settle: int = 2000
         d = mujoco.MjData(m)
         for _ in range(settle):
             mujoco.mj_step(m, d)
+        run = integrators.simulate(model, m.qpos0, np.zeros(m.nv), m.opt.timestep, settle, constraints=True, energy=False)
         rest = float(d.qpos[2])
         forces_z, physai_z = [], []
         for dz in offsets:
@@ -238,20 +244,33 @@ def contact_inverse(offsets=(1e-3, 0.0, -2e-4, -5e-4, -1e-3), settle: int = 2000
             mujoco.mj_inverse(m, probe)                        # qvel = qacc = 0: hold it perfectly still here
             forces_z.append(float(probe.qfrc_inverse[2]))
             zero = np.zeros(m.nv)
-            held = constraints.inverse_dynamics(model, probe.qpos, zero, zero, collision.from_mujoco(m, probe))
+            held = constraints.inverse_dynamics(model, probe.qpos, zero, zero)     # contacts: physai's own
             physai_z.append(float(held.tau[2]))
-        out[tc] = dict(depth=0.05 - rest, forces=forces_z, physai=physai_z)
+        out[tc] = dict(depth=0.05 - rest, forces=forces_z, physai=physai_z, physai_depth=0.05 - float(run.q[-1, 2]),
+                       settle_gap=float(np.abs(run.q[-1] - d.qpos).max()))
     m = mujoco.MjModel.from_xml_string(BOX.format(tc=0.02))
     m.opt.enableflags |= int(mujoco.mjtEnableBit.mjENBL_FWDINV)
+    model = engine.from_mujoco(m)
     d = mujoco.MjData(m)
-    worst = np.zeros(2)
+    push = np.zeros((push_steps, model.nbody, 6))
+    push[push_steps // 2 + 1:, 0, 0] = 12.0                    # 12 N along x from the middle on
+    worst, states = np.zeros(2), []
     for k in range(push_steps):                                # rest, then push it into sliding
-        d.xfrc_applied[1, :3] = [12.0, 0.0, 0.0] if k > push_steps // 2 else 0.0
+        d.xfrc_applied[1] = push[k, 0]
         mujoco.mj_step(m, d)
         worst = np.maximum(worst, d.solver_fwdinv)
+        states.append(d.qpos.copy())
+    run = integrators.simulate(model, m.qpos0, np.zeros(m.nv), m.opt.timestep, push_steps, xfrc_applied=push,
+                               constraints=True, energy=False)
+    tau = np.array([forces.applied_force(model, q, xfrc_applied=push[k]) for k, q in enumerate(run.q[:-1])])
+    fwd = constraints.forward_dynamics(model, run.q[:-1], run.qd[:-1], tau)
+    inv = constraints.inverse_dynamics(model, run.q[:-1], run.qd[:-1], fwd.qacc)
     out["fwdinv"] = worst.tolist()
-    out["offsets"] = list(offsets)
-    out["speed"] = float(d.qvel[0])
+    out["physai_fwdinv"] = [float(np.abs(inv.tau - tau).max()),
+                            max(float(np.abs(a - b).max(initial=0.0)) for a, b in zip(inv.efc_force, fwd.efc_force))]
+    out["offsets"], out["settle_time"] = list(offsets), settle * m.opt.timestep
+    out["speed"], out["physai_speed"] = float(d.qvel[0]), float(run.qd[-1, 0])
+    out["push_gap"] = float(np.abs(run.q[1:] - np.array(states)).max())
     return out
 
 
@@ -385,11 +404,16 @@ def main(n: int = N, steps: int | None = 250 if FAST else None) -> list[str]:
         say(f"  solref time constant {tc} s (rests {1000 * c[tc]['depth']:.3f} mm deep): {row}")
         ours = ", ".join(f"{f:+8.2f} N" for f in c[tc]["physai"])
         gap = max(abs(a - b) for a, b in zip(c[tc]["physai"], c[tc]["forces"]))
-        say(f"    physai (constraints.inverse_dynamics, MuJoCo's contacts): {ours}; vs mj_inverse {bound(gap, B['box'], 'N')}")
+        say(f"    physai (its own contacts and simulator: rests {1000 * c[tc]['physai_depth']:.3f} mm deep, "
+            f"{bound(c[tc]['settle_gap'], B['settle'], 'm')} from mj_step after {c['settle_time']:g} s): {ours}; "
+            f"vs mj_inverse {bound(gap, B['box'], 'N')}")
         say(f"    seed: rests {seed_box[tc][0]} mm deep; {seed_box[tc][1]} N")
     say(f"  with contacts active (box at rest, then sliding under a 12 N push, above its 9.81 N friction limit; "
         f"{c['speed']:.2f} m/s at the end), the forward-inverse check (mjENBL_FWDINV) stays "
         f"{bound(c['fwdinv'][0], B['fwdinv'])} in qfrc and at most {c['fwdinv'][1]:.1e} in constraint force (the solver's tolerance)")
+    say(f"    physai (its own contacts and simulator: {c['physai_speed']:.2f} m/s at the end, every state "
+        f"{bound(c['push_gap'], B['slide'], 'm')} from mj_step's): forward then inverse dynamics at each state "
+        f"{bound(c['physai_fwdinv'][0], B['fwdinv'])} in qfrc, {bound(c['physai_fwdinv'][1], B['fwdinv_force'])} in constraint force")
     say("    seed: 1.0e-12 in qfrc and 3.0e-08 in constraint force")
     say("  (our box XML is written here, the seed's is cut: 1 kg, half-size 0.05 m, friction 1, solref \"tc 1\")")
     say("Exercise: arm2, 1 s minimum-jerk (0, 0) -> (0.8, -1.0) rad, Euler, replayed open loop in mj_step")
