@@ -650,13 +650,13 @@ inline bool may_touch(const Model &m, const CollisionWork &w, int64_t g1, int64_
 }
 
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:
-// the first left-out pair whose bounding spheres overlap (-1: none)
-inline Contacts detect(const Model &m, CollisionWork &w, const double *q) {
+// the first left-out pair that may touch (collision.may_touch; -1: none; not looked for unless check_missing)
+inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool check_missing = true) {
     w.f.clear(), w.i.clear(), w.near_missing = -1;
     Contacts con;
     if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
     geom_poses(m, w, q);
-    for (int64_t k = 0; k < m.nmissing && w.near_missing < 0; k++)
+    for (int64_t k = 0; check_missing && k < m.nmissing && w.near_missing < 0; k++)
         if (may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) w.near_missing = k;
     for (int64_t k = 0; k < m.ncand; k++) {
         int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];

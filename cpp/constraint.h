@@ -107,6 +107,7 @@ struct Cones {
 // everything a state's constraint kernel needs besides the model (mjData's efc part and the solver's context)
 struct ConstraintWork {
     Data<double> d;
+    const Data<double> *stages = nullptr;           // the velocity stages the rows read: another workspace's, or d
     Rows r;
     Cones cones;
     // the kinematics the rows read: bodies' world position (3) and orientation (9), quaternions (4), the links' bias
@@ -494,7 +495,7 @@ inline int row_bound(const Model &m, const bool *eq_active, const Contacts &con)
 // blocks' Jdot qd for the correction of aref (mj_Jdotv)
 inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, const bool *eq_active) {
     Rows &r = w.r;
-    const Data<double> &d = w.d;
+    const Data<double> &d = w.stages ? *w.stages : w.d;
     int nv = m.nv;
     const double *bw = m.body_invweight0, *dw = m.dof_invweight0;
     auto inv = [&](int64_t b, int k) { return b >= 0 ? bw[2 * b + k] : 0.0; };
@@ -733,13 +734,13 @@ inline bool chains(const Model &m, const Rows &r) {
     return true;
 }
 
-// the constraint rows of the state (q, qd) whose velocity stages w.d holds, with the contacts con, in MuJoCo's order,
-// with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when dense (else its
-// compressed rows alone); the caller checks the model has no constraint physai does not model
+// the constraint rows of the state (q, qd) whose velocity stages w.d holds (or *w.stages), with the contacts con, in
+// MuJoCo's order, with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when
+// dense (else its compressed rows alone); the caller checks the model has no constraint physai does not model
 inline void rows(const Model &m, ConstraintWork &w, const double *q, const double *qd, const Contacts &con,
                  const bool *eq_active, bool dense = true) {
     Rows &r = w.r;
-    const Data<double> &d = w.d;
+    const Data<double> &d = w.stages ? *w.stages : w.d;
     int nv = m.nv;
     const double *bw = m.body_invweight0, *dw = m.dof_invweight0;
     r.nefc = 0;

@@ -85,12 +85,12 @@ template <class T> void dexp_inv(const Model &m, const T *theta, T *v) {
 // ---------------------------------------------------------------- one step
 
 // the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
-// qd) with M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the warm start kept in ctx is
-// replaced by qacc when update_warm (the last stage of a step); a Status
+// qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
+// warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
 struct Constrain {
     void *ctx = nullptr;
-    int (*accel)(void *ctx, const double *q, const double *qd, const double *M, const double *f, double *qacc,
-                 double *qfrc, bool update_warm) = nullptr;
+    int (*accel)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
+                 double *qacc, double *qfrc, bool update_warm) = nullptr;
     void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
 };
 
@@ -245,7 +245,7 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
         bool solved = false;                                           // a holds the acceleration already
         if constexpr (std::is_same_v<T, double>) {
             if (con) {                                                 // the constrained solve: qacc, f + qfrc_constraint
-                int st = con->accel(con->ctx, q, qd, M, f, a, w.qfrc.data(), true);
+                int st = con->accel(con->ctx, d, q, qd, M, f, a, w.qfrc.data(), true);
                 if (st != OK) return st;
                 for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
                 solved = integrator == EULER && !implicit_damping;
@@ -324,7 +324,7 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
         bool constrained = false;
         if constexpr (std::is_same_v<T, double>) {
             if (con) {                                                 // the stage's constrained acceleration into f
-                int st = con->accel(con->ctx, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
+                int st = con->accel(con->ctx, d, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
                 if (st != OK) return st;
                 for (int j = 0; j < nv; j++) f[j] = rhs[j];
                 constrained = true;

@@ -40,21 +40,21 @@ struct ConstrainedSim {
 
 // Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
 // start; qacc and qfrc_constraint = J^T efc_force out
-inline int constrained_accel(void *ctx, const double *q, const double *qd, const double *M, const double *f, double *qacc,
-                             double *qfrc, bool update_warm) {
+inline int constrained_accel(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
+                             const double *f, double *qacc, double *qfrc, bool update_warm) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
     const Model &m = s.m;
     int nv = m.nv;
-    Contacts con = detect(m, s.c.col, q);
+    Contacts con = detect(m, s.c.col, q, s.near < 0);               // a left-out pair near: once per trajectory
     if (s.ncon < 0) s.ncon = con.n;
     if (s.near < 0) s.near = s.c.col.near_missing;
-    int st = velocity_stages(m, s.c.d, q, qd);
-    if (st != OK) return st;
+    s.c.stages = &stages;                                            // evaluate's velocity stages, not again
     rows(m, s.c, q, qd, con, nullptr, false);
+    s.c.stages = nullptr;
     std::copy(M, M + size_t(nv) * nv, s.c.M.begin());
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
     Solution sol;
-    st = solve(m, s.c, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
+    int st = solve(m, s.c, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
     if (st != OK) return st;
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
