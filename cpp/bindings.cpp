@@ -322,6 +322,11 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.cand_geom = f.ints("cand_geom", {m.ncand, 2}), m.cand_float = f.doubles("cand_float", {m.ncand, CAND_FLOATS});
     m.missing_bound = f.doubles("missing_bound", {-1}, &m.nmissing);
     m.missing_geom = f.ints("missing_geom", {m.nmissing, 2});
+    m.group_start = f.ints("group_start", {-1}, &m.ngroup);
+    m.group_body = f.ints("group_body", {m.ngroup, 2}), m.group_split = f.ints("group_split", {m.ngroup});
+    m.group_end = f.ints("group_end", {m.ngroup}), m.group_always = f.ints("group_always", {m.ngroup});
+    m.sweep_body = f.ints("sweep_body", {-1}, &m.nsweep), m.geom_pad = f.doubles("geom_pad", {G});
+    m.geom_collides = f.ints("geom_collides", {G});
     m.opt_timestep = f.number("opt_timestep"), m.opt_impratio = f.number("opt_impratio");
     m.opt_tolerance = f.number("opt_tolerance"), m.opt_ls_tolerance = f.number("opt_ls_tolerance");
     m.opt_iterations = f.size("opt_iterations"), m.opt_ls_iterations = f.size("opt_ls_iterations");

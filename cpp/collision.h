@@ -11,6 +11,7 @@
 // the narrow phase run. The pairs without a narrow phase here (missing_*) are only tested for overlap, for a warning.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -35,13 +36,15 @@ struct PreContact {
 // a state's collision workspace: every body's frame, every geom's, the contacts found (CONTACT_FLOATS and CONTACT_INTS
 // per contact, cpp/data.h's Contacts layout), and the first left-out pair that may touch (-1: none)
 struct CollisionWork {
-    std::vector<double> xpos, xquat, xmat, gpos, gmat, f;
-    std::vector<int64_t> i;
+    std::vector<double> xpos, xquat, xmat, gpos, gmat, f, lo, hi;
+    std::vector<int64_t> i, order, open, groups;
+    std::vector<char> hit, boxed;
     std::vector<PreContact> found;
     int64_t near_missing = -1;
     explicit CollisionWork(const Model &m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         xpos.resize(3 * B), xquat.resize(4 * B), xmat.resize(9 * B), gpos.resize(3 * G), gmat.resize(9 * G);
+        lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
     }
 };
 
@@ -649,6 +652,83 @@ inline bool may_touch(const Model &m, const CollisionWork &w, int64_t g1, int64_
     return segment_distance(c1, h1, c2, h2) - r1 - r2 <= bound;
 }
 
+// ---------------------------------------------------------------- the broad phase
+
+// the group of body pair (b1, b2) (b1 < b2), or -1 (the groups are in MuJoCo's order: by body pair)
+inline int64_t group_of(const Model &m, int64_t b1, int64_t b2) {
+    int64_t a = 0, e = m.ngroup;
+    while (a < e) {
+        int64_t mid = (a + e) / 2, c1 = m.group_body[2 * mid], c2 = m.group_body[2 * mid + 1];
+        if (c1 < b1 || (c1 == b1 && c2 < b2)) a = mid + 1;
+        else e = mid;
+    }
+    return a < m.ngroup && m.group_body[2 * a] == b1 && m.group_body[2 * a + 1] == b2 ? a : -1;
+}
+
+// the groups to test in this state, in MuJoCo's order, into w.groups, w.hit marking the swept pairs whose boxes overlap
+// (collision.sweep_and_prune and tested): each swept body's box the union of its colliding geoms' bounding spheres
+// grown by their margin and gap, sorted along x and checked against those still open
+inline void broad_phase(const Model &m, CollisionWork &w) {
+    std::fill(w.boxed.begin(), w.boxed.end(), 0);
+    for (int64_t g = 0; g < m.ngeom; g++) {
+        if (!m.geom_collides[g]) continue;
+        size_t b = size_t(m.geom_bodyid[g] + 1);
+        double r = m.geom_pad[g];
+        for (int a = 0; a < 3; a++) {
+            double x = w.gpos[size_t(3 * g + a)], lo = x - r, hi = x + r;
+            if (!w.boxed[b]) w.lo[3 * b + a] = lo, w.hi[3 * b + a] = hi;
+            else w.lo[3 * b + a] = std::fmin(w.lo[3 * b + a], lo), w.hi[3 * b + a] = std::fmax(w.hi[3 * b + a], hi);
+        }
+        w.boxed[b] = 1;
+    }
+    w.order.assign(m.sweep_body, m.sweep_body + m.nsweep);
+    std::stable_sort(w.order.begin(), w.order.end(), [&](int64_t a, int64_t b) { return w.lo[3 * a] < w.lo[3 * b]; });
+    std::fill(w.hit.begin(), w.hit.end(), 0);
+    w.groups.clear(), w.open.clear();
+    for (int64_t b : w.order) {
+        size_t kept = 0;
+        for (int64_t a : w.open)
+            if (w.hi[3 * a] >= w.lo[3 * b]) w.open[kept++] = a;
+        w.open.resize(kept);
+        for (int64_t a : w.open) {
+            bool overlap = true;
+            for (int k = 1; k < 3; k++)
+                overlap = overlap && w.lo[3 * a + k] <= w.hi[3 * b + k] && w.lo[3 * b + k] <= w.hi[3 * a + k];
+            if (!overlap) continue;
+            int64_t g = group_of(m, std::min(a, b), std::max(a, b));
+            if (g >= 0 && !w.hit[g]) w.hit[g] = 1, w.groups.push_back(g);
+        }
+        w.open.push_back(b);
+    }
+    for (int64_t g = 0; g < m.ngroup; g++)
+        if ((m.group_always[g] || m.group_split[g] > m.group_start[g]) && !w.hit[g]) w.groups.push_back(g);
+    std::sort(w.groups.begin(), w.groups.end());
+}
+
+// candidate k's contacts (its bounding spheres apart: none) appended to w.f, w.i
+inline void collide(const Model &m, CollisionWork &w, int64_t k) {
+    int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
+    const double *param = m.cand_float + CAND_FLOATS * k;             // margin, gap, friction (5), solref, solreffriction, solimp
+    double margin = param[0], gap = param[1];
+    if (sphere_apart(m, w, g1, g2, margin + gap)) return;
+    Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
+    w.found.clear();
+    Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
+              &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
+    fn(pair, w.found);
+    for (const PreContact &c : w.found) {
+        if (c.dist >= margin) continue;                               // MuJoCo's exclude: in the gap
+        size_t at = w.f.size();
+        w.f.resize(at + CONTACT_FLOATS);
+        double *f = &w.f[at];
+        for (int a = 0; a < 3; a++) f[a] = c.pos[a];
+        make_frame(c.normal, c.tangent, f + 3);
+        f[12] = c.dist, f[13] = margin;
+        for (int a = 0; a < 14; a++) f[14 + a] = param[2 + a];
+        w.i.push_back(m.cand_dim[k]), w.i.push_back(m.geom_bodyid[g1]), w.i.push_back(m.geom_bodyid[g2]);
+    }
+}
+
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:
 // the first left-out pair that may touch (collision.may_touch; -1: none; not looked for unless check_missing)
 inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool check_missing = true) {
@@ -658,27 +738,10 @@ inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool c
     geom_poses(m, w, q);
     for (int64_t k = 0; check_missing && k < m.nmissing && w.near_missing < 0; k++)
         if (may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) w.near_missing = k;
-    for (int64_t k = 0; k < m.ncand; k++) {
-        int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
-        const double *param = m.cand_float + CAND_FLOATS * k;         // margin, gap, friction (5), solref, solreffriction, solimp
-        double margin = param[0], gap = param[1];
-        if (sphere_apart(m, w, g1, g2, margin + gap)) continue;
-        Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
-        w.found.clear();
-        Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
-                  &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
-        fn(pair, w.found);
-        for (const PreContact &c : w.found) {
-            if (c.dist >= margin) continue;                           // MuJoCo's exclude: in the gap
-            size_t at = w.f.size();
-            w.f.resize(at + CONTACT_FLOATS);
-            double *f = &w.f[at];
-            for (int a = 0; a < 3; a++) f[a] = c.pos[a];
-            make_frame(c.normal, c.tangent, f + 3);
-            f[12] = c.dist, f[13] = margin;
-            for (int a = 0; a < 14; a++) f[14 + a] = param[2 + a];
-            w.i.push_back(m.cand_dim[k]), w.i.push_back(m.geom_bodyid[g1]), w.i.push_back(m.geom_bodyid[g2]);
-        }
+    broad_phase(m, w);
+    for (int64_t group : w.groups) {                                  // the explicit pairs; the rest when near or always
+        int64_t end = m.group_always[group] || w.hit[group] ? m.group_end[group] : m.group_split[group];
+        for (int64_t k = m.group_start[group]; k < end; k++) collide(m, w, k);
     }
     con.n = int64_t(w.i.size()) / CONTACT_INTS;
     con.f = w.f.data(), con.i = w.i.data();

@@ -80,6 +80,13 @@ struct Model {
     const int64_t *missing_geom = nullptr;
     const double *geom_pos = nullptr, *geom_quat = nullptr, *geom_size = nullptr, *geom_rbound = nullptr;
     const double *cand_float = nullptr, *missing_bound = nullptr;
+    // the broad phase (collision.BroadPhase): the candidates in groups of one body pair each (ngroup; MuJoCo's body
+    // numbers, the world 0): bodies (2), [start, end) with the explicit pairs up to split, always tested or not; the
+    // swept bodies (nsweep); each geom's bounding radius plus margin and gap (ngeom)
+    int64_t ngroup = 0, nsweep = 0;
+    const int64_t *group_body = nullptr, *group_start = nullptr, *group_split = nullptr, *group_end = nullptr;
+    const int64_t *group_always = nullptr, *sweep_body = nullptr, *geom_collides = nullptr;   // (ngeom): contype or conaffinity
+    const double *geom_pad = nullptr;
     // physai.engine.model.Options: the solref floor's timestep, impratio, the cone (elliptic or pyramidal), Newton's
     // tolerance and iterations, the line search's, and which constraints are on
     double opt_timestep = 0.002, opt_impratio = 1.0, opt_tolerance = 1e-8, opt_ls_tolerance = 0.01;
@@ -160,6 +167,15 @@ inline const char *check_constraints(const Model &m) {
     for (int64_t k = 0; k < m.nmissing; k++)
         for (int a = 0; a < 2; a++)
             if (m.missing_geom[2 * k + a] < 0 || m.missing_geom[2 * k + a] >= m.ngeom) return "missing_geom";
+    for (int64_t g = 0; g < m.ngroup; g++) {
+        if (m.group_start[g] < 0 || m.group_start[g] > m.group_split[g] || m.group_split[g] > m.group_end[g] ||
+            m.group_end[g] > m.ncand)
+            return "group_start";
+        for (int a = 0; a < 2; a++)
+            if (m.group_body[2 * g + a] < 0 || m.group_body[2 * g + a] > m.nbody) return "group_body";
+    }
+    for (int64_t k = 0; k < m.nsweep; k++)
+        if (m.sweep_body[k] < 1 || m.sweep_body[k] > m.nbody) return "sweep_body";
     for (int e = 0; e < m.neq; e++) {
         int64_t t = m.eq_type[e], objects = t == 2 ? m.njnt : m.nbody;
         if (t < 0 || t > 2) return "eq_type";

@@ -1,16 +1,20 @@
 """Collision detection, the NumPy text: the contacts of a state as MuJoCo's mj_collision finds them.
 
     candidates(model)        the geom pairs that may touch, in the order mj_collision tests them (made once per model)
+    broad_phase(model), sweep_and_prune(model, xpos), tested(model, xpos)   which candidates a state tests
     body_poses(model, q)     every body's frame as mj_kinematics computes it
     geom_poses(model, q)     world position and axes of every geom (MuJoCo's geom_xpos, geom_xmat)
     contact_parameters(model, g1, g2, ipair)   condim, friction, solref, solreffriction, solimp of their contacts
     detect(model, q)         the ContactSet of the state whose kinematics d holds
 
-MuJoCo's broad phase (sweep and prune over body boxes, then bounding spheres) only drops pairs that cannot touch; here
-every pair that passes MuJoCo's filters (contype/conaffinity, same or parent body, <exclude>, <pair>) is kept once per
-model, and per state the bounding-sphere test decides which reach the narrow phase (physai.engine.primitives). The
-contacts come in MuJoCo's order: body pairs by (body1, body2), explicit pairs merged by the same key, and within a body
-pair of several geoms sorted by their geom ids (MuJoCo's midphase).
+Every geom pair that passes MuJoCo's filters (contype/conaffinity, same or parent body, <exclude>, <pair>) is a
+candidate, listed once per model in MuJoCo's order and grouped by body pair (broad_phase). Per state, a sweep over the
+bodies' boxes (sweep_and_prune; the world and static bodies with planes are unbounded, always tested) keeps the groups
+whose bodies may touch (tested), the bounding-sphere test the pairs within them, and the narrow phase
+(physai.engine.primitives) finds their contacts. MuJoCo's broad phase (sweep and prune, then bounding spheres and
+boxes) only drops pairs that cannot touch too, so both find the same contacts. They come in MuJoCo's order: body pairs
+by (body1, body2), explicit pairs merged by the same key, and within a body pair of several geoms sorted by their geom
+ids (MuJoCo's midphase).
 """
 
 import math
@@ -116,6 +120,97 @@ def candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
     cache = (out, missing)
     model.__dict__["collision_candidates"] = cache
     return cache
+
+
+@dataclass(frozen=True)
+class BroadPhase:
+    """What the per-state broad phase reads, made once per model (broad_phase): the candidates of candidates(model) in
+    groups of one body pair each (MuJoCo's bodies: the world 0, physai's body b is b + 1), in MuJoCo's order:
+    group_body (G, 2), and the candidates of group g are [group_start[g], group_end[g]), the explicit pairs first, up
+    to group_split[g]; group_always[g]: tested in every state (a body is the world or a body without dofs holding a
+    plane: MuJoCo's unbounded bodies); sweep_body: the other bodies that collide, swept by their boxes; pad (ngeom,): a
+    geom's bounding radius plus its margin and gap."""
+
+    group_body: np.ndarray
+    group_start: np.ndarray
+    group_split: np.ndarray
+    group_end: np.ndarray
+    group_always: np.ndarray
+    sweep_body: np.ndarray
+    pad: np.ndarray
+
+
+def broad_phase(model: Model) -> BroadPhase:
+    """The model's BroadPhase (see it), made once and kept."""
+    cache = model.__dict__.get("collision_broad_phase")
+    if cache is not None:
+        return cache
+    G = model.geoms
+    pairs = candidates(model)[0]
+    body = G.geom_bodyid + 1
+    key = [tuple(sorted((int(body[c.g1]), int(body[c.g2])))) for c in pairs]
+    weld, _, dofnum = _welds(model)
+    colliding = (G.geom_contype != 0) | (G.geom_conaffinity != 0)
+    unbounded = {0} | {int(body[g]) for g in range(G.ngeom) if G.geom_type[g] == PLANE and dofnum[int(body[g])] == 0}
+    rows = []
+    for k, c in enumerate(pairs):
+        if k == 0 or key[k] != key[k - 1]:
+            rows.append([key[k], k, k, k + 1])
+        else:
+            rows[-1][3] = k + 1
+        if c.ipair >= 0:
+            rows[-1][2] = k + 1
+    sweep = sorted({int(body[g]) for g in np.flatnonzero(colliding)} - unbounded)
+    cache = BroadPhase(
+        group_body=np.array([r[0] for r in rows], np.intp).reshape(-1, 2),
+        group_start=np.array([r[1] for r in rows], np.intp), group_split=np.array([r[2] for r in rows], np.intp),
+        group_end=np.array([r[3] for r in rows], np.intp),
+        group_always=np.array([r[0][0] in unbounded or r[0][1] in unbounded for r in rows], bool),
+        sweep_body=np.array(sweep, np.intp), pad=G.geom_rbound + G.geom_margin + G.geom_gap)
+    model.__dict__["collision_broad_phase"] = cache
+    return cache
+
+
+def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
+    """The pairs of swept bodies (BroadPhase.sweep_body, MuJoCo's numbering) whose world-aligned boxes overlap, each box
+    the union of the body's colliding geoms' bounding spheres grown by their margin and gap: sorted along x, each box
+    checked against those still open (MuJoCo's mj_SAP, along the world's x axis)."""
+    bp, G = broad_phase(model), model.geoms
+    body = G.geom_bodyid + 1
+    lo, hi = {}, {}
+    for g in np.flatnonzero((G.geom_contype != 0) | (G.geom_conaffinity != 0)).tolist():
+        b, r = int(body[g]), bp.pad[g]
+        if b not in lo:
+            lo[b], hi[b] = xpos[g] - r, xpos[g] + r
+        else:
+            lo[b], hi[b] = np.minimum(lo[b], xpos[g] - r), np.maximum(hi[b], xpos[g] + r)
+    order = sorted(bp.sweep_body.tolist(), key=lambda b: lo[b][0])
+    open_, found = [], set()
+    for b in order:
+        open_ = [a for a in open_ if hi[a][0] >= lo[b][0]]
+        for a in open_:
+            if (lo[a][1:] <= hi[b][1:]).all() and (lo[b][1:] <= hi[a][1:]).all():
+                found.add((min(a, b), max(a, b)))
+        open_.append(b)
+    return found
+
+
+def tested(model: Model, xpos: np.ndarray) -> list:
+    """The candidates (candidates(model)'s) to test in the state whose geoms are at xpos, in MuJoCo's order: every
+    explicit pair, every pair with an unbounded body, and the pairs of bodies whose boxes overlap (sweep_and_prune)."""
+    bp, pairs = broad_phase(model), candidates(model)[0]
+    groups = model.__dict__.get("collision_groups")
+    if groups is None:                                  # each body pair's group; the groups of every state
+        groups = ({(int(a), int(b)): g for g, (a, b) in enumerate(bp.group_body)},
+                  np.flatnonzero(bp.group_always | (bp.group_split > bp.group_start)).tolist())
+        model.__dict__["collision_groups"] = groups
+    index, every = groups
+    hit = {index[p] for p in sweep_and_prune(model, xpos) if p in index}
+    out = []
+    for g in sorted(hit | set(every)):                  # groups in MuJoCo's order
+        end = bp.group_end[g] if bp.group_always[g] or g in hit else bp.group_split[g]
+        out.extend(pairs[bp.group_start[g]:end])
+    return out
 
 
 def has_contacts(model: Model) -> bool:
@@ -349,7 +444,7 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
             warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their "
                           "contacts are left out", CollisionWarning, stacklevel=3)
     size = G.geom_size
-    for c in candidates(model)[0]:
+    for c in tested(model, xpos):
         g1, g2 = c.g1, c.g2
         condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, c.ipair)
         if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):

@@ -261,19 +261,24 @@ def collision_fields(model: Model) -> dict:
     (body_offset), the geoms (geom_type, geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
     friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
-    without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap)."""
+    without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
+    and pads (collision.broad_phase: group_*, sweep_body, geom_pad)."""
     G = model.geoms
     pairs, missing = collision.candidates(model)
     params = [collision.contact_parameters(model, c.g1, c.g2, c.ipair) for c in pairs]
     floats = np.array([np.r_[margin, gap, friction, solref, reffric, solimp]
                        for _, friction, solref, reffric, solimp, margin, gap in params]).reshape(-1, 16)
     bounds = [sum(collision.contact_parameters(model, a, b, -1)[5:]) for a, b in missing]
+    bp = collision.broad_phase(model)
     return {"jnt_pos": _float64(model.jnt_pos), "body_offset": _float64(model.body_offset),
             "geom_type": _int64(G.geom_type), "geom_bodyid": _int64(G.geom_bodyid), "geom_pos": _float64(G.geom_pos),
             "geom_quat": _float64(G.geom_quat), "geom_size": _float64(G.geom_size), "geom_rbound": _float64(G.geom_rbound),
             "cand_geom": _int64(np.array([(c.g1, c.g2) for c in pairs]).reshape(-1, 2)),
             "cand_dim": _int64([p[0] for p in params]), "cand_float": _float64(floats),
-            "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds)}
+            "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds),
+            "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
+            "group_end": _int64(bp.group_end), "group_always": _int64(bp.group_always), "sweep_body": _int64(bp.sweep_body),
+            "geom_pad": _float64(bp.pad), "geom_collides": _int64((G.geom_contype != 0) | (G.geom_conaffinity != 0))}
 
 
 def with_constraints(model: Model, constants) -> object:
