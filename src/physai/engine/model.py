@@ -314,8 +314,8 @@ class Model:
         """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
         receiving process makes its own on first use (physai.engine.native)."""
         state = dict(self.__dict__)
-        state.pop("compiled", None)
-        state.pop("compiled_actuators", None)
+        for name in ("compiled", "compiled_actuators", "constraints_ready"):     # what belongs to the compiled copy
+            state.pop(name, None)
         return state
 
     @property
