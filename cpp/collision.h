@@ -553,6 +553,206 @@ inline void capsule_box(const Pair &p, std::vector<PreContact> &out) {
     if (second > -3) sphere_at(second + best_seg);
 }
 
+// box-box's rounding scales (primitives.BOXBOX_*, MuJoCo's mjBOXBOX_*) and MuJoCo's mjMAXVAL
+constexpr double BOXBOX_SEPEPS = 1e-13, BOXBOX_PAREPS = 1e-16, BOXBOX_SGNEPS = 1e-9, BOXBOX_DUPEPS = 1e-14,
+                 BOXBOX_EDGEBIAS = 1e-6, MAXVAL = 1e10;
+constexpr int BOXBOX_MAXVERT = 12;
+
+// a polygon (n vertices (x, y, z)) clipped to sign v[coord] <= limit into out, z carried along (primitives.
+// _clip_half_plane, MuJoCo's clipHalfPlane); returns the count (in itself when every vertex is inside)
+inline int clip_half_plane(const double (*in)[3], int n, int coord, double sign, double limit, double (*out)[3], bool &moved) {
+    double d[BOXBOX_MAXVERT];
+    bool inside = true;
+    for (int k = 0; k < n; k++) d[k] = sign * in[k][coord] - limit, inside = inside && d[k] <= 0;
+    moved = !inside;
+    if (inside) return n;
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        int k1 = k + 1 == n ? 0 : k + 1;
+        double dp = d[k], dq = d[k1];
+        if (dp <= 0 && m < BOXBOX_MAXVERT) {
+            for (int a = 0; a < 3; a++) out[m][a] = in[k][a];
+            m++;
+        }
+        if (((dp < 0 && dq > 0) || (dp > 0 && dq < 0)) && m < BOXBOX_MAXVERT) {
+            double t = dp / (dp - dq);
+            for (int a = 0; a < 3; a++) out[m][a] = in[k][a] + t * (in[k1][a] - in[k][a]);
+            m++;
+        }
+    }
+    return m;
+}
+
+// box-box's edge-cross axis of code (6 + 3 i + j) in box 1's frame, normalized
+inline void box_edge_axis(const double *rot, int code, double *axis) {
+    int i = (code - 6) / 3, j = (code - 6) % 3;
+    axis[i] = 0.0, axis[(i + 1) % 3] = -rot[3 * ((i + 2) % 3) + j], axis[(i + 2) % 3] = rot[3 * ((i + 1) % 3) + j];
+    normalize3(axis);
+}
+
+// box_box's edge-edge contact (primitives._box_box_edges)
+inline void box_box_edges(const Pair &p, const double *pos21, const double *rot, int code, double *axis, double septol,
+                          std::vector<PreContact> &out) {
+    const double *size1 = p.size1, *size2 = p.size2;
+    int i = (code - 6) / 3, j = (code - 6) % 3, i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+    if (dot3(axis, pos21) < 0)
+        for (int a = 0; a < 3; a++) axis[a] = -axis[a];
+    double a2[3];
+    for (int c = 0; c < 3; c++) a2[c] = axis[0] * rot[c] + axis[1] * rot[3 + c] + axis[2] * rot[6 + c];
+    int amb1 = std::fabs(axis[i1]) < BOXBOX_SGNEPS ? i1 : std::fabs(axis[i2]) < BOXBOX_SGNEPS ? i2 : -1;
+    int amb2 = std::fabs(a2[j1]) < BOXBOX_SGNEPS ? j1 : std::fabs(a2[j2]) < BOXBOX_SGNEPS ? j2 : -1;
+    double d2[3] = {rot[j], rot[3 + j], rot[6 + j]}, b = d2[i], denom = 1 - b * b, best = MAXVAL, w1[3] = {}, w2[3] = {};
+    for (int v1 = 0; v1 < (amb1 >= 0 ? 2 : 1); v1++)
+        for (int v2 = 0; v2 < (amb2 >= 0 ? 2 : 1); v2++) {
+            double c1[3], cc[3], c2[3], e[3], p1[3], p2[3], gap[3];
+            c1[i] = 0.0, c1[i1] = axis[i1] >= 0 ? size1[i1] : -size1[i1], c1[i2] = axis[i2] >= 0 ? size1[i2] : -size1[i2];
+            if (amb1 >= 0 && v1) c1[amb1] = -c1[amb1];
+            cc[j] = 0.0, cc[j1] = a2[j1] >= 0 ? -size2[j1] : size2[j1], cc[j2] = a2[j2] >= 0 ? -size2[j2] : size2[j2];
+            if (amb2 >= 0 && v2) cc[amb2] = -cc[amb2];
+            mat3_times(rot, cc, c2);
+            for (int a = 0; a < 3; a++) c2[a] = c2[a] + pos21[a], e[a] = c2[a] - c1[a];
+            double d1e = e[i], d2e = dot3(d2, e);
+            double s = denom < MINVAL ? 0.0 : (d1e - b * d2e) / denom;
+            s = std::fmin(std::fmax(s, -size1[i]), size1[i]);
+            double t = std::fmin(std::fmax(b * s - d2e, -size2[j]), size2[j]);
+            s = std::fmin(std::fmax(d1e + b * t, -size1[i]), size1[i]);
+            for (int a = 0; a < 3; a++) p1[a] = c1[a], p2[a] = c2[a] + d2[a] * t;
+            p1[i] += s;
+            for (int a = 0; a < 3; a++) gap[a] = p2[a] - p1[a];
+            if (dot3(gap, gap) < best) {
+                best = dot3(gap, gap);
+                for (int a = 0; a < 3; a++) w1[a] = p1[a], w2[a] = p2[a];
+            }
+        }
+    double gap[3] = {w2[0] - w1[0], w2[1] - w1[1], w2[2] - w1[2]}, dist = dot3(gap, axis);
+    if (dist > septol) return;
+    double mid[3] = {0.5 * (w1[0] + w2[0]), 0.5 * (w1[1] + w2[1]), 0.5 * (w1[2] + w2[2])}, pos[3], normal[3];
+    mat3_times(p.mat1, mid, pos);
+    for (int a = 0; a < 3; a++) pos[a] = pos[a] + p.pos1[a];
+    mat3_times(p.mat1, axis, normal);
+    add(out, dist, pos, normal, nullptr);
+}
+
+// box_box's face contact (primitives._box_box_faces)
+inline void box_box_faces(const Pair &p, const double *pos21, const double *pos12, const double *rot, int code,
+                          std::vector<PreContact> &out) {
+    bool ref1 = code < 3;
+    int a = ref1 ? code : code - 3;
+    const double *sizeref = ref1 ? p.size1 : p.size2, *sizeinc = ref1 ? p.size2 : p.size1;
+    const double *posref = ref1 ? p.pos1 : p.pos2, *matref = ref1 ? p.mat1 : p.mat2, *posoi = ref1 ? pos21 : pos12;
+    double rinc[9];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) rinc[3 * r + c] = ref1 ? rot[3 * r + c] : rot[3 * c + r];
+    double sgn = posoi[a] >= 0 ? 1.0 : -1.0;
+    int binc = 0;
+    for (int k = 1; k < 3; k++)
+        if (std::fabs(rinc[3 * a + k]) > std::fabs(rinc[3 * a + binc])) binc = k;
+    double tinc = sgn * rinc[3 * a + binc] > 0 ? -1.0 : 1.0;
+    int ax = (a + 1) % 3, ay = (a + 2) % 3, bu = (binc + 1) % 3, bv = (binc + 2) % 3;
+    double cx[3], du[3], dv[3];
+    for (int r = 0; r < 3; r++) {
+        int c = r == 0 ? ax : r == 1 ? ay : a;
+        cx[r] = posoi[c] + tinc * sizeinc[binc] * rinc[3 * c + binc];
+        du[r] = sizeinc[bu] * rinc[3 * c + bu], dv[r] = sizeinc[bv] * rinc[3 * c + bv];
+    }
+    cx[2] = sgn * cx[2] - sizeref[a];
+    du[2] *= sgn, dv[2] *= sgn;
+    double poly[2][BOXBOX_MAXVERT][3];
+    const double corner[4][2] = {{1, 1}, {-1, 1}, {-1, -1}, {1, -1}};
+    for (int k = 0; k < 4; k++)
+        for (int r = 0; r < 3; r++) poly[0][k][r] = cx[r] + corner[k][0] * du[r] + corner[k][1] * dv[r];
+    int n = 4, cur = 0;
+    const double sides[4][3] = {{0, 1, sizeref[ax]}, {0, -1, sizeref[ax]}, {1, 1, sizeref[ay]}, {1, -1, sizeref[ay]}};
+    for (const auto &side : sides) {
+        bool moved;
+        n = clip_half_plane(poly[cur], n, int(side[0]), side[1], side[2], poly[1 - cur], moved);
+        if (moved) cur = 1 - cur;
+    }
+    double accepted[BOXBOX_MAXVERT][3], dupe2 = BOXBOX_DUPEPS * (sizeref[ax] * sizeref[ax] + sizeref[ay] * sizeref[ay]);
+    int naccept = 0;
+    for (int k = 0; k < n; k++) {
+        const double *v = poly[cur][k];
+        if (v[2] > p.margin) continue;
+        bool dupe = false;
+        for (int q = 0; q < naccept && !dupe; q++) {
+            double dx = accepted[q][0] - v[0], dy = accepted[q][1] - v[1];
+            dupe = dx * dx + dy * dy < dupe2;
+        }
+        if (!dupe) {
+            for (int r = 0; r < 3; r++) accepted[naccept][r] = v[r];
+            naccept++;
+        }
+    }
+    double nsign = ref1 ? sgn : -sgn, normal[3] = {nsign * matref[a], nsign * matref[3 + a], nsign * matref[6 + a]};
+    for (int k = 0; k < naccept; k++) {
+        double posc[3], pos[3];
+        posc[ax] = accepted[k][0], posc[ay] = accepted[k][1], posc[a] = sgn * (sizeref[a] + 0.5 * accepted[k][2]);
+        mat3_times(matref, posc, pos);
+        for (int r = 0; r < 3; r++) pos[r] = pos[r] + posref[r];
+        add(out, accepted[k][2], pos, normal, nullptr);
+    }
+}
+
+// two boxes (primitives.box_box, MuJoCo's mjc_BoxBox): the separating-axis test over the 15 axes, then an edge pair or
+// the clipped incident face
+inline void box_box(const Pair &p, std::vector<PreContact> &out) {
+    const double *size1 = p.size1, *size2 = p.size2;
+    double dif[3], pos21[3], pos12[3], rot[9], rotabs[9];
+    for (int a = 0; a < 3; a++) dif[a] = p.pos2[a] - p.pos1[a];
+    for (int a = 0; a < 3; a++) pos21[a] = p.mat1[a] * dif[0] + p.mat1[3 + a] * dif[1] + p.mat1[6 + a] * dif[2];
+    for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
+    for (int a = 0; a < 3; a++) pos12[a] = p.mat2[a] * dif[0] + p.mat2[3 + a] * dif[1] + p.mat2[6 + a] * dif[2];
+    for (int r = 0; r < 3; r++)
+        for (int c = 0; c < 3; c++) {
+            rot[3 * r + c] = p.mat1[r] * p.mat2[c] + p.mat1[3 + r] * p.mat2[3 + c] + p.mat1[6 + r] * p.mat2[6 + c];
+            rotabs[3 * r + c] = std::fabs(rot[3 * r + c]);
+        }
+    double septol = p.margin + BOXBOX_SEPEPS * (size1[0] + size1[1] + size1[2] + size2[0] + size2[1] + size2[2]);
+    double sep_best = -MAXVAL;
+    int code = -1;
+    for (int i = 0; i < 3; i++) {                                      // the faces of box 1
+        double sep = std::fabs(pos21[i]) - size1[i] -
+                     (rotabs[3 * i] * size2[0] + rotabs[3 * i + 1] * size2[1] + rotabs[3 * i + 2] * size2[2]);
+        if (sep > septol) return;
+        if (sep > sep_best) sep_best = sep, code = i;
+    }
+    for (int j = 0; j < 3; j++) {                                      // the faces of box 2
+        double sep = std::fabs(pos12[j]) - size2[j] - (rotabs[j] * size1[0] + rotabs[3 + j] * size1[1] + rotabs[6 + j] * size1[2]);
+        if (sep > septol) return;
+        if (sep > sep_best) sep_best = sep, code = 3 + j;
+    }
+    double sep_face = sep_best;
+    int code_face = code;
+    for (int i = 0; i < 3; i++)                                        // the edge-cross axes
+        for (int j = 0; j < 3; j++) {
+            int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+            double ax1 = -rot[3 * i2 + j], ax2 = rot[3 * i1 + j], norm2 = ax1 * ax1 + ax2 * ax2;
+            if (norm2 < BOXBOX_PAREPS) continue;
+            double inv = 1 / std::sqrt(norm2);
+            ax1 *= inv, ax2 *= inv;
+            double radius1 = size1[i1] * std::fabs(ax1) + size1[i2] * std::fabs(ax2);
+            double a2_1 = ax1 * rot[3 * i1 + j1] + ax2 * rot[3 * i2 + j1], a2_2 = ax1 * rot[3 * i1 + j2] + ax2 * rot[3 * i2 + j2];
+            double radius2 = size2[j1] * std::fabs(a2_1) + size2[j2] * std::fabs(a2_2);
+            double sep = std::fabs(ax1 * pos21[i1] + ax2 * pos21[i2]) - radius1 - radius2;
+            if (sep > septol) return;
+            if (sep - BOXBOX_EDGEBIAS * std::fabs(sep) > sep_best && sep > sep_face) sep_best = sep, code = 6 + 3 * i + j;
+        }
+    if (code < 0) return;
+    double axis[3];
+    if (code >= 6) {                                                   // nearly a face's axis: the face instead
+        box_edge_axis(rot, code, axis);
+        double face_dot = code_face < 3 ? std::fabs(axis[code_face])
+                        : std::fabs(axis[0] * rot[code_face - 3] + axis[1] * rot[3 + code_face - 3] + axis[2] * rot[6 + code_face - 3]);
+        if (face_dot > 0.99 && sep_best < sep_face + 0.05 * std::fabs(sep_face) + MINVAL) code = code_face, sep_best = sep_face;
+    }
+    if (code >= 6) {
+        box_edge_axis(rot, code, axis);
+        box_box_edges(p, pos21, rot, code, axis, septol, out);
+        return;
+    }
+    box_box_faces(p, pos21, pos12, rot, code, out);
+}
+
 // the narrow phase of a pair of geom types (geom 1 the lower type; primitives.FUNCTIONS), or nullptr
 using Narrow = void (*)(const Pair &, std::vector<PreContact> &);
 inline Narrow narrow_phase(int64_t t1, int64_t t2) {
@@ -565,6 +765,7 @@ inline Narrow narrow_phase(int64_t t1, int64_t t2) {
              : t2 == GEOM_BOX ? sphere_box : nullptr;
     }
     if (t1 == GEOM_CAPSULE) return t2 == GEOM_CAPSULE ? capsule_capsule : t2 == GEOM_BOX ? capsule_box : nullptr;
+    if (t1 == GEOM_BOX) return t2 == GEOM_BOX ? box_box : nullptr;
     return nullptr;
 }
 

@@ -6,9 +6,9 @@ import numpy as np
 
 SHAPES = {"sphere": "0.06", "capsule": "0.04 0.08", "cylinder": "0.05 0.06", "box": "0.05 0.04 0.07"}
 #: with supported_only, each shape's contype bit and the shapes it may touch (conaffinity): none of the pairs physai
-#: cannot collide yet (box-box, cylinder against capsule, cylinder and box) can touch
+#: cannot collide yet (cylinder against capsule, cylinder and box) can touch
 BITS = {"plane": 1, "sphere": 2, "capsule": 4, "cylinder": 8, "box": 16}
-TOUCHES = {"plane": 31, "sphere": 31, "capsule": 1 | 2 | 4 | 16, "cylinder": 1 | 2, "box": 1 | 2 | 4}
+TOUCHES = {"plane": 31, "sphere": 31, "capsule": 1 | 2 | 4 | 16, "cylinder": 1 | 2, "box": 1 | 2 | 4 | 16}
 
 
 def _filter(kind: str, supported_only: bool) -> str:

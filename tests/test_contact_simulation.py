@@ -248,3 +248,27 @@ def test_a_diverging_contact_run_names_its_deepest_contact():
             integrators.simulate(model, model.qpos0, np.array([0, 0, -5.0, 0, 0, 0]), 0.01, 300, constraints=True)
     finally:
         engine.set_backend(previous)
+
+
+@pytest.mark.parametrize("backend,steps", [("native", 1000), ("numpy", 100)])
+def test_a_stack_of_boxes_follows_mj_step(backend, steps):
+    """Three boxes dropped onto each other and the floor (box-box and box-plane contacts, up to 12 at once): every
+    state within 1e-12 of mj_step's, on both backends (2 s compiled, 0.2 s on NumPy)."""
+    xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
+             <body pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.07 0.05"/></body>
+             <body pos="0.02 0.01 0.25" euler="0.3 0.2 0.1"><freejoint/><geom type="box" size="0.06 0.12 0.03"/></body>
+             <body pos="-0.03 0.02 0.4" euler="0.1 0.5 0.7"><freejoint/><geom type="box" size="0.05 0.05 0.05"/></body>
+             </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    states = []
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        states.append(d.qpos.copy())
+    previous = engine.set_backend(backend)
+    try:
+        run = integrators.simulate(engine.from_mujoco(m), m.qpos0, np.zeros(m.nv), m.opt.timestep, steps, constraints=True,
+                                   energy=False)
+    finally:
+        engine.set_backend(previous)
+    assert np.abs(run.q[1:] - np.array(states)).max() < 1e-12 and run.ncon.max() >= 8

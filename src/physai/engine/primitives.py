@@ -336,10 +336,184 @@ def capsule_box(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
     return out
 
 
+#: box-box's rounding scales (MuJoCo's mjBOXBOX_*, double precision): slack on the separation tests times the boxes'
+#: scale, sin^2 below which an edge-cross axis is noise, an axis component below which a support corner is ambiguous,
+#: the squared relative radius of clipped duplicates, the edge axes' bias against faces
+BOXBOX_SEPEPS, BOXBOX_PAREPS, BOXBOX_SGNEPS, BOXBOX_DUPEPS, BOXBOX_EDGEBIAS = 1e-13, 1e-16, 1e-9, 1e-14, 1e-6
+MAXVAL = 1e10                                                   # MuJoCo's mjMAXVAL
+
+
+def _clip_half_plane(poly: list, coord: int, sign: float, limit: float) -> list:
+    """The polygon (a list of (x, y, z)) clipped to sign * v[coord] <= limit, z carried as an attribute (MuJoCo's
+    clipHalfPlane: unchanged when every vertex is inside)."""
+    d = [sign * v[coord] - limit for v in poly]
+    if all(x <= 0 for x in d):
+        return poly
+    out = []
+    for k, p in enumerate(poly):
+        k1 = 0 if k + 1 == len(poly) else k + 1
+        dp, dq = d[k], d[k1]
+        if dp <= 0 and len(out) < 12:
+            out.append(p)
+        if ((dp < 0 and dq > 0) or (dp > 0 and dq < 0)) and len(out) < 12:
+            q, t = poly[k1], dp / (dp - dq)
+            out.append(tuple(p[i] + t * (q[i] - p[i]) for i in range(3)))
+    return out
+
+
+def box_box(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
+    """Two boxes (MuJoCo's mjc_BoxBox): the separating-axis test over the 15 face and edge-cross axes (faces preferred
+    on near-ties), then an edge-edge contact at the closest points of the supporting edges, or the incident face
+    clipped against the reference face's sides, each clipped vertex within the margin a contact."""
+    pos21, pos12 = mat1.T @ (pos2 - pos1), mat2.T @ (pos1 - pos2)
+    rot = mat1.T @ mat2
+    rotabs = np.abs(rot)
+    septol = margin + BOXBOX_SEPEPS * (size1[0] + size1[1] + size1[2] + size2[0] + size2[1] + size2[2])
+    sep_best, code = -MAXVAL, -1
+    for i in range(3):                                          # the faces of box 1
+        sep = abs(pos21[i]) - size1[i] - (rotabs[i, 0] * size2[0] + rotabs[i, 1] * size2[1] + rotabs[i, 2] * size2[2])
+        if sep > septol:
+            return []
+        if sep > sep_best:
+            sep_best, code = sep, i
+    for j in range(3):                                          # the faces of box 2
+        sep = abs(pos12[j]) - size2[j] - (rotabs[0, j] * size1[0] + rotabs[1, j] * size1[1] + rotabs[2, j] * size1[2])
+        if sep > septol:
+            return []
+        if sep > sep_best:
+            sep_best, code = sep, 3 + j
+    sep_face, code_face = sep_best, code
+    for i in range(3):                                          # the edge-cross axes e_i x (box 2's axis j)
+        for j in range(3):
+            i1, i2 = (i + 1) % 3, (i + 2) % 3
+            ax1, ax2 = -rot[i2, j], rot[i1, j]
+            norm2 = ax1 * ax1 + ax2 * ax2
+            if norm2 < BOXBOX_PAREPS:
+                continue
+            inv = 1 / math.sqrt(norm2)
+            ax1, ax2 = ax1 * inv, ax2 * inv
+            radius1 = size1[i1] * abs(ax1) + size1[i2] * abs(ax2)
+            j1, j2 = (j + 1) % 3, (j + 2) % 3
+            a2_1, a2_2 = ax1 * rot[i1, j1] + ax2 * rot[i2, j1], ax1 * rot[i1, j2] + ax2 * rot[i2, j2]
+            radius2 = size2[j1] * abs(a2_1) + size2[j2] * abs(a2_2)
+            sep = abs(ax1 * pos21[i1] + ax2 * pos21[i2]) - radius1 - radius2
+            if sep > septol:
+                return []
+            if sep - BOXBOX_EDGEBIAS * abs(sep) > sep_best and sep > sep_face:
+                sep_best, code = sep, 6 + 3 * i + j
+    if code < 0:
+        return []
+
+    def edge_axis(code: int) -> np.ndarray:
+        i, j = (code - 6) // 3, (code - 6) % 3
+        axis = np.zeros(3)
+        axis[(i + 1) % 3], axis[(i + 2) % 3] = -rot[(i + 2) % 3, j], rot[(i + 1) % 3, j]
+        _normalize(axis)
+        return axis
+
+    if code >= 6:                                               # an edge axis nearly a face's: the face instead
+        axis = edge_axis(code)
+        face_dot = abs(axis[code_face]) if code_face < 3 else abs(axis @ rot[:, code_face - 3])
+        if face_dot > 0.99 and sep_best < sep_face + 0.05 * abs(sep_face) + MINVAL:
+            code, sep_best = code_face, sep_face
+    if code >= 6:
+        return _box_box_edges(pos1, mat1, size1, size2, pos21, rot, code, edge_axis(code), septol)
+    return _box_box_faces(pos1, mat1, size1, pos2, mat2, size2, pos21, pos12, rot, code, margin)
+
+
+def _box_box_edges(pos1, mat1, size1, size2, pos21, rot, code, axis, septol) -> list:
+    """box_box's edge-edge contact: the midpoint of the closest points of the supporting edges (both signs tried for
+    an ambiguous support component), along the edge-cross axis."""
+    i, j = (code - 6) // 3, (code - 6) % 3
+    i1, i2, j1, j2 = (i + 1) % 3, (i + 2) % 3, (j + 1) % 3, (j + 2) % 3
+    if axis @ pos21 < 0:
+        axis = -axis
+    a2 = axis @ rot                                             # the axis in box 2's frame
+    amb1 = i1 if abs(axis[i1]) < BOXBOX_SGNEPS else i2 if abs(axis[i2]) < BOXBOX_SGNEPS else -1
+    amb2 = j1 if abs(a2[j1]) < BOXBOX_SGNEPS else j2 if abs(a2[j2]) < BOXBOX_SGNEPS else -1
+    d2 = rot[:, j].copy()
+    b = d2[i]
+    denom = 1 - b * b
+    best, w1, w2 = MAXVAL, None, None
+    for v1 in range(2 if amb1 >= 0 else 1):
+        for v2 in range(2 if amb2 >= 0 else 1):
+            c1 = np.zeros(3)
+            c1[i1] = size1[i1] if axis[i1] >= 0 else -size1[i1]
+            c1[i2] = size1[i2] if axis[i2] >= 0 else -size1[i2]
+            if amb1 >= 0 and v1:
+                c1[amb1] = -c1[amb1]
+            cc = np.zeros(3)
+            cc[j1] = -size2[j1] if a2[j1] >= 0 else size2[j1]
+            cc[j2] = -size2[j2] if a2[j2] >= 0 else size2[j2]
+            if amb2 >= 0 and v2:
+                cc[amb2] = -cc[amb2]
+            c2 = rot @ cc + pos21
+            e = c2 - c1
+            d1e, d2e = e[i], d2 @ e
+            s = 0.0 if denom < MINVAL else (d1e - b * d2e) / denom
+            s = min(max(s, -size1[i]), size1[i])
+            t = min(max(b * s - d2e, -size2[j]), size2[j])
+            s = min(max(d1e + b * t, -size1[i]), size1[i])
+            p1 = c1.copy()
+            p1[i] += s
+            p2 = c2 + d2 * t
+            gap = p2 - p1
+            if gap @ gap < best:
+                best, w1, w2 = gap @ gap, p1, p2
+    dist = (w2 - w1) @ axis
+    if dist > septol:
+        return []
+    mid = 0.5 * (w1 + w2)
+    return [(dist, mat1 @ mid + pos1, mat1 @ axis, np.zeros(3))]
+
+
+def _box_box_faces(pos1, mat1, size1, pos2, mat2, size2, pos21, pos12, rot, code, margin) -> list:
+    """box_box's face contact: the incident box's face most opposed to the reference face, clipped against the
+    reference face's four sides; each clipped vertex within the margin a contact, midway between the surfaces."""
+    ref1 = code < 3
+    a = code if ref1 else code - 3
+    sizeref, sizeinc = (size1, size2) if ref1 else (size2, size1)
+    posref, matref, posoi = (pos1, mat1, pos21) if ref1 else (pos2, mat2, pos12)
+    rinc = rot if ref1 else rot.T
+    sgn = 1.0 if posoi[a] >= 0 else -1.0
+    binc = 0
+    for k in (1, 2):
+        if abs(rinc[a, k]) > abs(rinc[a, binc]):
+            binc = k
+    tinc = -1.0 if sgn * rinc[a, binc] > 0 else 1.0
+    ax, ay = (a + 1) % 3, (a + 2) % 3
+    bu, bv = (binc + 1) % 3, (binc + 2) % 3
+    cx, du, dv = np.zeros(3), np.zeros(3), np.zeros(3)
+    for r, c in enumerate((ax, ay, a)):
+        cx[r] = posoi[c] + tinc * sizeinc[binc] * rinc[c, binc]
+        du[r], dv[r] = sizeinc[bu] * rinc[c, bu], sizeinc[bv] * rinc[c, bv]
+    cx[2] = sgn * cx[2] - sizeref[a]
+    du[2] *= sgn
+    dv[2] *= sgn
+    poly = [tuple(cx[r] + su * du[r] + sv * dv[r] for r in range(3)) for su, sv in ((1, 1), (-1, 1), (-1, -1), (1, -1))]
+    for coord, sign, limit in ((0, 1.0, sizeref[ax]), (0, -1.0, sizeref[ax]), (1, 1.0, sizeref[ay]), (1, -1.0, sizeref[ay])):
+        poly = _clip_half_plane(poly, coord, sign, limit)
+    dupe2 = BOXBOX_DUPEPS * (sizeref[ax] * sizeref[ax] + sizeref[ay] * sizeref[ay])
+    accepted = []
+    for v in poly:
+        if v[2] > margin:
+            continue
+        if not any((q[0] - v[0]) ** 2 + (q[1] - v[1]) ** 2 < dupe2 for q in accepted):
+            accepted.append(v)
+    nsign = sgn if ref1 else -sgn
+    normal = nsign * matref[:, a]
+    out = []
+    for v in accepted:
+        posc = np.zeros(3)
+        posc[ax], posc[ay], posc[a] = v[0], v[1], sgn * (sizeref[a] + 0.5 * v[2])
+        out.append((v[2], matref @ posc + posref, normal.copy(), np.zeros(3)))
+    return out
+
+
 #: (type of geom 1, type of geom 2) -> its function, geom 1 of the lower type
 FUNCTIONS = {
     (PLANE, SPHERE): plane_sphere, (PLANE, CAPSULE): plane_capsule, (PLANE, CYLINDER): plane_cylinder,
     (PLANE, BOX): plane_box, (SPHERE, SPHERE): sphere_sphere, (SPHERE, CAPSULE): sphere_capsule,
     (SPHERE, CYLINDER): sphere_cylinder, (CAPSULE, CAPSULE): capsule_capsule, (SPHERE, BOX): sphere_box,
-    (CAPSULE, BOX): capsule_box,
+    (CAPSULE, BOX): capsule_box, (BOX, BOX): box_box,
 }
