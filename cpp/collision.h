@@ -305,6 +305,21 @@ inline void plane_box(const Pair &p, std::vector<PreContact> &out) {
     }
 }
 
+inline void plane_ellipsoid(const Pair &p, std::vector<PreContact> &out) {
+    double normal[3], support[3], world[3], dif[3];
+    column(p.mat1, 2, normal);
+    for (int a = 0; a < 3; a++)
+        support[a] = -(p.mat2[a] * normal[0] + p.mat2[3 + a] * normal[1] + p.mat2[6 + a] * normal[2]) * p.size2[a];
+    normalize3(support);
+    for (int a = 0; a < 3; a++) support[a] = support[a] * p.size2[a];
+    mat3_times(p.mat2, support, world);
+    for (int a = 0; a < 3; a++) world[a] = world[a] + p.pos2[a], dif[a] = world[a] - p.pos1[a];
+    double dist = dot3(normal, dif), pos[3];
+    if (dist > p.margin) return;
+    for (int a = 0; a < 3; a++) pos[a] = world[a] + normal[a] * (-0.5 * dist);
+    add(out, dist, pos, normal, nullptr);
+}
+
 inline void sphere_sphere(const Pair &p, std::vector<PreContact> &out) {
     double dif[3], normal[3];
     for (int a = 0; a < 3; a++) dif[a] = p.pos1[a] - p.pos2[a];
@@ -758,7 +773,7 @@ using Narrow = void (*)(const Pair &, std::vector<PreContact> &);
 inline Narrow narrow_phase(int64_t t1, int64_t t2) {
     if (t1 == GEOM_PLANE) {
         return t2 == GEOM_SPHERE ? plane_sphere : t2 == GEOM_CAPSULE ? plane_capsule : t2 == GEOM_CYLINDER ? plane_cylinder
-             : t2 == GEOM_BOX ? plane_box : nullptr;
+             : t2 == GEOM_BOX ? plane_box : t2 == GEOM_ELLIPSOID ? plane_ellipsoid : nullptr;
     }
     if (t1 == GEOM_SPHERE) {
         return t2 == GEOM_SPHERE ? sphere_sphere : t2 == GEOM_CAPSULE ? sphere_capsule : t2 == GEOM_CYLINDER ? sphere_cylinder

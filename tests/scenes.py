@@ -4,11 +4,12 @@ and contact-simulation tests."""
 import mujoco
 import numpy as np
 
-SHAPES = {"sphere": "0.06", "capsule": "0.04 0.08", "cylinder": "0.05 0.06", "box": "0.05 0.04 0.07"}
+SHAPES = {"sphere": "0.06", "capsule": "0.04 0.08", "cylinder": "0.05 0.06", "box": "0.05 0.04 0.07",
+          "ellipsoid": "0.06 0.04 0.03"}
 #: with supported_only, each shape's contype bit and the shapes it may touch (conaffinity): none of the pairs physai
-#: cannot collide yet (cylinder against capsule, cylinder and box) can touch
-BITS = {"plane": 1, "sphere": 2, "capsule": 4, "cylinder": 8, "box": 16}
-TOUCHES = {"plane": 31, "sphere": 31, "capsule": 1 | 2 | 4 | 16, "cylinder": 1 | 2, "box": 1 | 2 | 4 | 16}
+#: cannot collide yet (cylinder against capsule, cylinder and box; an ellipsoid against anything but a plane) can touch
+BITS = {"plane": 1, "sphere": 2, "capsule": 4, "cylinder": 8, "box": 16, "ellipsoid": 32}
+TOUCHES = {"plane": 63, "sphere": 31, "capsule": 1 | 2 | 4 | 16, "cylinder": 1 | 2, "box": 1 | 2 | 4 | 16, "ellipsoid": 1}
 
 
 def _filter(kind: str, supported_only: bool) -> str:

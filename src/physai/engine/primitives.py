@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from physai.engine.geoms import BOX, CAPSULE, CYLINDER, PLANE, SPHERE
+from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, PLANE, SPHERE
 
 MINVAL = 1e-15                                   # MuJoCo's mjMINVAL
 
@@ -111,6 +111,20 @@ def plane_box(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
         if len(out) >= 4:
             break
     return out
+
+
+def plane_ellipsoid(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
+    """A plane and an ellipsoid (MuJoCo's mjc_PlaneConvex with its support point): one contact at the ellipsoid's point
+    deepest below the plane, halfway into the overlap."""
+    normal = mat1[:, 2].copy()
+    local = mat2.T @ -normal
+    support = local * size2
+    _normalize(support)
+    support = mat2 @ (support * size2) + pos2
+    dist = normal @ (support - pos1)
+    if dist > margin:
+        return []
+    return [(dist, support + normal * (-0.5 * dist), normal, np.zeros(3))]
 
 
 def sphere_sphere(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
@@ -513,7 +527,7 @@ def _box_box_faces(pos1, mat1, size1, pos2, mat2, size2, pos21, pos12, rot, code
 #: (type of geom 1, type of geom 2) -> its function, geom 1 of the lower type
 FUNCTIONS = {
     (PLANE, SPHERE): plane_sphere, (PLANE, CAPSULE): plane_capsule, (PLANE, CYLINDER): plane_cylinder,
-    (PLANE, BOX): plane_box, (SPHERE, SPHERE): sphere_sphere, (SPHERE, CAPSULE): sphere_capsule,
+    (PLANE, BOX): plane_box, (PLANE, ELLIPSOID): plane_ellipsoid, (SPHERE, SPHERE): sphere_sphere, (SPHERE, CAPSULE): sphere_capsule,
     (SPHERE, CYLINDER): sphere_cylinder, (CAPSULE, CAPSULE): capsule_capsule, (SPHERE, BOX): sphere_box,
     (CAPSULE, BOX): capsule_box, (BOX, BOX): box_box,
 }
