@@ -85,4 +85,5 @@ class CacheWarning(RuntimeWarning):
 
 class CollisionWarning(RuntimeWarning):
     """Collision detection left out a geom pair that may be touching (physai.collision.detect with
-    ignore_unsupported=True): its bounding spheres overlap, and physai has no narrow phase for its shapes."""
+    ignore_unsupported=True, collision.ignoring_unsupported): their bounding capsules come within the pair's margin, and
+    physai has no narrow phase for their shapes."""

@@ -431,7 +431,7 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     """The contacts at q (nq,) as mj_collision finds them: the
     same pairs, in the same order, with the same positions, frames, distances and mixed parameters; contacts that
     MuJoCo excludes (between margin and margin + gap) are left out, as its rows leave them out. ignore_unsupported:
-    geom pairs physai has no narrow phase for are left out, with a CollisionWarning when their bounding spheres overlap."""
+    geom pairs physai has no narrow phase for are left out, with a CollisionWarning when they may touch (may_touch)."""
     check_supported(model, ignore_unsupported)
     G = model.geoms
     found = []
