@@ -928,6 +928,7 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     double margin = param[0], gap = param[1];
     if (sphere_apart(m, w, g1, g2, margin + gap)) return;
     Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
+    if (!fn) return;                                                  // not a candidate collision.candidates makes
     w.found.clear();
     Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};

@@ -65,7 +65,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
 // Constrain::stepped: step k's contact count into the rollout's ncon (N, steps)
 inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
-    s.r->ncon[n * s.r->steps + k] = s.ncon;
+    s.r->ncon[n * s.r->steps + k] = std::max<int64_t>(s.ncon, 0);       // -1: the step stopped before its solve
     s.ncon = -1;
 }
 

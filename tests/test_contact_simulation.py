@@ -199,6 +199,8 @@ def test_step_checks_per_state_inputs(backend):
     try:
         with pytest.raises(ShapeError, match="ctrl has 2 rows, q has 3 states"):
             integrators.step(model, Q, QD, 0.002, ctrl=np.zeros((2, model.nu)))
+        with pytest.raises(ShapeError, match=r"qd has shape \(3, 6\)"):
+            integrators.step(model, Q, np.zeros((3, 6)), 0.002)
         with pytest.raises(ShapeError, match="qacc_warmstart has 2 states"):
             integrators.step(model, Q, QD, 0.002, constraints=True, qacc_warmstart=np.zeros((2, model.nv)))
         one = integrators.step(model, Q, QD, 0.002, ctrl=np.ones(model.nu))          # one ctrl for every state

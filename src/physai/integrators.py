@@ -194,7 +194,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     wrong) or the run diverged."""
     if not (type(q) is np.ndarray and type(qd) is np.ndarray and q.dtype == np.float64 and qd.dtype == np.float64
             and integrator in MUJOCO_INTEGRATOR and type(dt) in (float, np.float64) and dt > 0 and dt < np.inf
-            and euler_damping in (True, False) and constraints in (True, False) and q.ndim in (1, 2) and qd.ndim == q.ndim):
+            and euler_damping in (True, False) and constraints in (True, False) and q.ndim in (1, 2)
+            and q.shape[-1] == model.nq and qd.shape == q.shape[:-1] + (model.nv,)):
         return None
     batch = q.ndim == 2
     N = len(q) if batch else 1
@@ -586,6 +587,7 @@ class Dynamics:
         """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth (on the compiled
         backend, without body wrenches: its mass_matrix, bias and potential_energy calls instead)."""
         model, d, x = self.model, self.d, self.inputs
+        self.tau = None                                # set again below once this evaluation's forces are known
         if native.on and x.xfrc_applied is None and np.isfinite(q).all() and np.isfinite(qd).all():
             try:
                 M, c, potential = engine.mass_matrix(model, q), engine.bias(model, q, qd), engine.potential_energy(model, q)
@@ -602,7 +604,6 @@ class Dynamics:
                     f = f + x.qfrc_applied
                 self.tau = f + c                       # every non-constraint force, as the compiled solver takes it
                 return M, f, potential
-        self.tau = None
         Q, QD = q[:, None], qd[:, None]
         smooth.velocity_stages(model, d, Q, QD)
         f = forces.damper_spring_force(model, q, qd) - smooth.rne(model, d, QD, None)[:, 0]
