@@ -27,11 +27,10 @@ from physai import joints
 from physai.engine.contact import ContactSet
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
-from physai.engine.primitives import FUNCTIONS, make_frame
+from physai.engine.primitives import FUNCTIONS, MINVAL, make_frame
 from physai.spatial import quat_mul, quat_normalize
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
-MINVAL = 1e-15                                   # MuJoCo's mjMINVAL
 MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
 
 
@@ -236,10 +235,11 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
                                     "; or pass MuJoCo's contacts (physai.collision.from_mujoco)")
 
 
-def quat_to_mat(quat: np.ndarray) -> np.ndarray:
+def quat_to_mat_mj(quat: np.ndarray) -> np.ndarray:
     """(..., 3, 3) rotation matrices of unit quaternions (..., 4) with MuJoCo's arithmetic (mju_quat2Mat: products of
-    the components, the identity kept exact): near-degenerate contacts (a cylinder on its cap) amplify the last digits
-    of a geom's axes, so they are computed as MuJoCo computes them."""
+    the components, the identity kept exact; cpp/collision.h's quat_to_mat_mj): near-degenerate contacts (a cylinder
+    on its cap) amplify the last digits of a geom's axes, so they are computed as MuJoCo computes them, not with the
+    normalizing spatial.quat_to_mat the dynamics use."""
     w, x, y, z = np.moveaxis(quat, -1, 0)
     R = np.empty(quat.shape[:-1] + (3, 3))
     R[..., 0, 0] = w * w + x * x - y * y - z * z
@@ -311,7 +311,7 @@ def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                     quat = quat_mul(quat, local)
                     pos = anchor - _rotate(model.jnt_pos[j], quat)
         xquat[b] = _normalize4(quat)
-        xpos[b], xmat[b] = pos, quat_to_mat(xquat[b])
+        xpos[b], xmat[b] = pos, quat_to_mat_mj(xquat[b])
     return xpos, xquat
 
 
@@ -323,8 +323,8 @@ def geom_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bodies, world = G.geom_bodyid, G.geom_bodyid < 0
     xquat, xbody = quat[bodies], pos[bodies]
     xquat[world], xbody[world] = (1.0, 0.0, 0.0, 0.0), 0.0
-    xmat = quat_to_mat(quat_mul(xquat, G.geom_quat))                            # R = mat(q_body q_geom)
-    xpos = np.einsum("gij,gj->gi", quat_to_mat(xquat), G.geom_pos) + xbody      # p = R_body geom_pos + p_body
+    xmat = quat_to_mat_mj(quat_mul(xquat, G.geom_quat))                         # R = mat(q_body q_geom)
+    xpos = np.einsum("gij,gj->gi", quat_to_mat_mj(xquat), G.geom_pos) + xbody   # p = R_body geom_pos + p_body
     return xpos, xmat
 
 

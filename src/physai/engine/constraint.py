@@ -30,7 +30,7 @@ import numpy as np
 
 from physai import spatial
 from physai.engine import native, smooth
-from physai.engine.collision import body_poses
+from physai.engine.collision import MINVAL, body_poses
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.forward import cholesky_solve
@@ -43,7 +43,6 @@ from physai.joints import BALL, FREE, HINGE, SLIDE
 EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = range(8)
 #: row states after an update, MuJoCo's numbers (mjtConstraintState)
 SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = range(5)
-MINVAL = 1e-15                                   # MuJoCo's mjMINVAL: the smallest denominator
 MINIMP, MAXIMP = 0.0001, 0.9999                  # MuJoCo's bounds of a row's impedance
 
 

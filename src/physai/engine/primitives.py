@@ -13,7 +13,7 @@ import numpy as np
 
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, PLANE, SPHERE
 
-MINVAL = 1e-15                                   # MuJoCo's mjMINVAL
+MINVAL = 1e-15                                   # MuJoCo's mjMINVAL: the smallest denominator
 
 
 def _normalize(v: np.ndarray) -> float:
