@@ -219,9 +219,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             model.__dict__["constraints_ready"] = True
         if warm is not None:
             warm = warm.reshape(1, -1) if N == 1 else warm if warm.ndim == 2 else np.tile(warm, (N, 1))
-    damping = model.__dict__.get("any_damping")
-    if damping is None:
-        damping = model.__dict__.setdefault("any_damping", bool((model.dof_damping > 0).any()))
+    damping = model.kept("any_damping", lambda m: bool((m.dof_damping > 0).any()))
     try:
         Q, QD, _, stopped, _, near, warm_out = native.rollout(model, q.reshape(N, -1), qd.reshape(N, -1), float(dt), 1, integrator,
                                                        model.actuators, series[0], series[1], None,

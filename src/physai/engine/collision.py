@@ -60,9 +60,10 @@ def _welds(model: Model) -> tuple[list, list, list]:
 def candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
     """(the candidate pairs in MuJoCo's order, the pairs of geom types that have no narrow phase here as (g1, g2)); made
     once per model and kept. MuJoCo's pairs without a collision function (plane-plane, ...) are left out as it does."""
-    cache = model.__dict__.get("collision_candidates")
-    if cache is not None:
-        return cache
+    return model.kept("collision_candidates", _candidates)
+
+
+def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
     G = model.geoms
     types, body = G.geom_type.tolist(), (G.geom_bodyid + 1).tolist()
     n = model.nbody + 1
@@ -116,9 +117,7 @@ def candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
             missing.append((a, b))
             continue
         out.append(Candidate(a, b, ipair))
-    cache = (out, missing)
-    model.__dict__["collision_candidates"] = cache
-    return cache
+    return out, missing
 
 
 @dataclass(frozen=True)
@@ -141,9 +140,10 @@ class BroadPhase:
 
 def broad_phase(model: Model) -> BroadPhase:
     """The model's BroadPhase (see it), made once and kept."""
-    cache = model.__dict__.get("collision_broad_phase")
-    if cache is not None:
-        return cache
+    return model.kept("collision_broad_phase", _broad_phase)
+
+
+def _broad_phase(model: Model) -> BroadPhase:
     G = model.geoms
     pairs = candidates(model)[0]
     body = G.geom_bodyid + 1
@@ -160,14 +160,12 @@ def broad_phase(model: Model) -> BroadPhase:
         if c.ipair >= 0:
             rows[-1][2] = k + 1
     sweep = sorted({int(body[g]) for g in np.flatnonzero(colliding)} - unbounded)
-    cache = BroadPhase(
+    return BroadPhase(
         group_body=np.array([r[0] for r in rows], np.intp).reshape(-1, 2),
         group_start=np.array([r[1] for r in rows], np.intp), group_split=np.array([r[2] for r in rows], np.intp),
         group_end=np.array([r[3] for r in rows], np.intp),
         group_always=np.array([r[0][0] in unbounded or r[0][1] in unbounded for r in rows], bool),
         sweep_body=np.array(sweep, np.intp), pad=G.geom_rbound + G.geom_margin + G.geom_gap)
-    model.__dict__["collision_broad_phase"] = cache
-    return cache
 
 
 def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
@@ -198,12 +196,9 @@ def tested(model: Model, xpos: np.ndarray) -> list:
     """The candidates (candidates(model)'s) to test in the state whose geoms are at xpos, in MuJoCo's order: every
     explicit pair, every pair with an unbounded body, and the pairs of bodies whose boxes overlap (sweep_and_prune)."""
     bp, pairs = broad_phase(model), candidates(model)[0]
-    groups = model.__dict__.get("collision_groups")
-    if groups is None:                                  # each body pair's group; the groups of every state
-        groups = ({(int(a), int(b)): g for g, (a, b) in enumerate(bp.group_body)},
-                  np.flatnonzero(bp.group_always | (bp.group_split > bp.group_start)).tolist())
-        model.__dict__["collision_groups"] = groups
-    index, every = groups
+    index, every = model.kept("collision_groups", lambda _: (    # each body pair's group; the groups of every state
+        {(int(a), int(b)): g for g, (a, b) in enumerate(bp.group_body)},
+        np.flatnonzero(bp.group_always | (bp.group_split > bp.group_start)).tolist()))
     hit = {index[p] for p in sweep_and_prune(model, xpos) if p in index}
     out = []
     for g in sorted(hit | set(every)):                  # groups in MuJoCo's order

@@ -310,6 +310,14 @@ class Model:
         """(nv, nv, 1) 1.0 where M[i, j] can be nonzero (one dof an ancestor of the other), else 0.0."""
         return _read_only((self.dof_ancestor | self.dof_ancestor.T).astype(float)[:, :, None])
 
+    def kept(self, name: str, make):
+        """make(self), computed on first use and kept under `name` (the model is constant): what other modules derive
+        from a model once (collision's candidate pairs and broad phase, support's standalone free joints, ...)."""
+        value = self.__dict__.get(name)
+        if value is None:
+            value = self.__dict__[name] = make(self)
+        return value
+
     def __getstate__(self) -> dict:
         """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
         receiving process makes its own on first use (physai.engine.native)."""

@@ -134,10 +134,11 @@ def com_jacobian(model: Model, d: Data) -> np.ndarray:
 def standalone_free_dofs(model: Model) -> list[int]:
     """The first dof of each free joint that moves a body alone (MuJoCo's mj_isFreeBody: the body's only joint, no
     joint and no mass below it). implicitfast solves their 6 x 6 blocks with the bias's velocity derivative as well
-    (MuJoCo's mjd_freeMhat): the gyroscopic term it leaves out elsewhere."""
-    cache = model.__dict__.get("standalone_free_dofs")
-    if cache is not None:
-        return cache
+    (MuJoCo's mjd_freeMhat): the gyroscopic term it leaves out elsewhere. Made once per model and kept."""
+    return model.kept("standalone_free_dofs", _standalone_free_dofs)
+
+
+def _standalone_free_dofs(model: Model) -> list[int]:
     parent = model.body_parentid.tolist()
     below = [[] for _ in range(model.nbody)]                  # every body's strict descendants
     for b in range(model.nbody):
@@ -151,5 +152,4 @@ def standalone_free_dofs(model: Model) -> list[int]:
         b = int(model.jnt_bodyid[j])
         if jointed[b] == 1 and not any(jointed[c] for c in below[b]) and not any(model.body_mass[c] for c in below[b]):
             out.append(int(model.jnt_dofadr[j]))
-    model.__dict__["standalone_free_dofs"] = out
     return out
