@@ -8,14 +8,13 @@ frame through the page's test hook (so the picture does not depend on the machin
 
 import argparse
 import sys
-import threading
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
 
 from physai.lab import load_lab
 from physai.lab.npm import ensure_node_modules
-from physai.lab.server import make_server
+from physai.lab.server import make_server, serving
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
@@ -31,8 +30,7 @@ def main() -> int:
     args = parser.parse_args()
     ensure_node_modules()
     server = make_server(load_lab(args.lab), 0)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
+    with serving(server):
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(chromium_executable()))
             page = browser.new_page(viewport={"width": 1180, "height": 600})
@@ -53,9 +51,6 @@ def main() -> int:
             args.out.parent.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(args.out), full_page=False)
             browser.close()
-    finally:
-        server.shutdown()
-        server.server_close()
     print(f"{args.out} ({args.out.stat().st_size // 1024} KB): {args.lab}, {frames} frames to t = {args.seconds} s")
     return 0
 

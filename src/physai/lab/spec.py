@@ -392,6 +392,23 @@ def _shallow(decode, source: str):
     return value
 
 
+def json_at(text: str, index: int, source: str) -> tuple[object, int, bool]:
+    """(value, index just past it, whether curly quotes were read as straight ones) of the JSON value that starts at
+    text[index]: as it stands, else with curly double quotes read as straight ones (what a lesson's text extraction
+    does to quotes). json.JSONDecodeError if neither is JSON; LabError if it nests deeper than MAX_DEPTH."""
+    decoder, ends = json.JSONDecoder(), []
+
+    def decode(t: str):
+        value, end = decoder.raw_decode(t, index)
+        ends.append(end)
+        return value
+
+    try:
+        return _shallow(lambda: decode(text), source), ends[-1], False
+    except json.JSONDecodeError:
+        return _shallow(lambda: decode(text.translate(CURLY_DOUBLE)), source), ends[-1], True
+
+
 def lab_from_json(text: str, source: str = "<lab>", base_dir: Path | None = None) -> Lab:
     """Parse and validate a lab given as JSON text (a leading byte order mark is ignored)."""
     try:
@@ -418,30 +435,30 @@ def lab_from_lesson_text(text: str, source: str = "<lesson>", base_dir: Path | N
     starts = list(BLOCK_START.finditer(text))
     if not starts:
         raise LabError(f"{source} has no lab block (a fenced block that starts with ```lab simlab {{...}})")
-    start = starts[0]
+    lab, _ = lab_block_at(text, starts[0], source, base_dir)
+    if len(starts) > 1:
+        lab.notes.append(f"{source} has {len(starts)} lab blocks; using the first")
+    return lab
+
+
+def lab_block_at(text: str, start: re.Match, source: str = "<lesson>", base_dir: Path | None = None) -> tuple[Lab, int]:
+    """(the lab, the index in `text` just past its JSON) of the lab block BLOCK_START matched at `start`; LabError if
+    unusable. Curly quotes as lab_from_lesson_text reads them."""
     brace = text.find("{", start.end())
     if brace < 0 or text[start.end():brace].strip():
         raise LabError(f"{source}, line {_line(text, start.start())}: the lab block has no JSON object after 'lab simlab'")
-    decoder = json.JSONDecoder()
     try:
-        spec = _shallow(lambda: decoder.raw_decode(text, brace)[0], source)
-        normalised = False
-    except json.JSONDecodeError:
-        try:
-            spec = _shallow(lambda: decoder.raw_decode(text.translate(CURLY_DOUBLE), brace)[0], source)
-            normalised = True
-        except json.JSONDecodeError as exc:
-            raise LabError(f"{source}: the lab block at line {_line(text, start.start())} is not valid JSON "
-                           f"(also with curly quotes read as straight ones): {exc.msg} at line {exc.lineno}, "
-                           f"column {exc.colno}") from None
+        spec, end, normalised = json_at(text, brace, source)
+    except json.JSONDecodeError as exc:
+        raise LabError(f"{source}: the lab block at line {_line(text, start.start())} is not valid JSON "
+                       f"(also with curly quotes read as straight ones): {exc.msg} at line {exc.lineno}, "
+                       f"column {exc.colno}") from None
     if normalised:
         spec = _straighten_scripts(spec)
     lab = _checked(Lab(validate(spec, source), source, base_dir))
     if normalised:
         lab.notes.append("curly quotes in the lab block were read as straight ones")
-    if len(starts) > 1:
-        lab.notes.append(f"{source} has {len(starts)} lab blocks; using the first")
-    return lab
+    return lab, end
 
 
 def _line(text: str, index: int) -> int:

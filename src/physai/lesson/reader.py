@@ -1,0 +1,540 @@
+"""A lesson file read as a page: its text as HTML (Markdown; math left as TeX for KaTeX in the page) and the blocks a
+learner acts on.
+
+    page = read_lesson("lesson.md")              # a Page; lesson_from_text(text, source, base_dir) on text
+    page.as_json()                               # what the page's /lesson.json holds
+
+A Page is a title, a storage key and a list of blocks, each a dict with a "kind":
+    html       text: Markdown (CommonMark with tables; raw HTML is shown as text) with $...$, $$...$$, \\(...\\) and
+               \\[...\\] math, fenced code (```python file=NAME), > [!derivation] / [!established] / [!research] callouts
+    lab        a ```lab simlab {...}``` block: the lab (physai.lab.Lab), "dock" and "title"
+    check      a JSON knowledge check {"id", "title", "questions": [{"kind": "mcq"|"numeric", "q", "options",
+               "answer", "tol", "unit", "explain"}]}: answer is the 0-based option index, or the number within tol
+    questions  a rendered lesson's question group ("Quick check · 2 questions."): numbered questions, their options
+               and a "Why:" each; no answer is marked, so a choice reveals the why without a verdict
+    steps      "Act on this lesson": the steps ("01 · Read ...") as a checklist
+    exercises  "Easy. ..." / "Medium. ..." / "Hard. ..." with the "Answers" that follow them, hidden until asked for
+
+It reads the formats of the course's lessons: Markdown-like lessons (## headings, math, callouts, fences, lab and
+knowledge-check blocks), the text of a rendered lesson (a header table of tab-separated lines, bare headings, the
+blocks above), and plain text with code (unfenced Python is recognised as code, "•" lines as lists). Text extraction
+leaves fences unclosed and quotes curly: a fence with no closing line ends where the next fence, callout or check
+begins, or at a short "Label:" line after a blank line; JSON is read with curly quotes as straight ones.
+Nothing in a lesson makes reading fail: what the reader does not recognise is text, and a lab or a knowledge check it
+cannot use is shown as code with a note saying why (Page.notes). The text is UTF-8 (a byte order mark is dropped).
+"""
+
+import hashlib
+import html
+import json
+import re
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from pathlib import Path
+
+from markdown_it import MarkdownIt
+from markdown_it.renderer import RendererHTML
+from mdit_py_plugins.dollarmath import dollarmath_plugin
+
+from physai.exceptions import LabError, LessonError
+from physai.lab.spec import BLOCK_START, Lab, json_at, lab_block_at
+
+#: Callout kinds styled by the page (others are shown the same way, under their own name).
+CALLOUTS = ("derivation", "established", "research")
+#: Tags kept in a knowledge check's HTML (explanations); their attributes are dropped, other tags become text.
+SAFE_TAGS = {"p", "br", "code", "em", "strong", "b", "i", "sub", "sup", "ul", "ol", "li", "span", "pre", "blockquote"}
+#: Largest lesson file read (bytes).
+MAX_BYTES = 1 << 20
+#: A lab or knowledge-check block's JSON is looked for in at most this many characters, at most this many times a file.
+JSON_WINDOW, JSON_ATTEMPTS = 1 << 18, 200
+
+FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*(.*)$")
+CALLOUT = re.compile(r"^(>\s?)?\[!(\w+)\]\s*(.*)$")
+GROUP = re.compile(r"^(\S.{0,60}?) · (\d+) questions?\b\.?\s*(.*)$")
+NUMBERED = re.compile(r"^(\d+)\.\s+(\S.*)$")
+STEP = re.compile(r"^(\d{1,3}) · (\S.*)$")
+EXERCISE = re.compile(r"^(Easy|Medium|Hard)\.\s+(\S.*)$")
+CODE_START = re.compile(
+    r"^\s*(import \w|from [\w.]+ import |def \w+\(|class \w+[(:]|@\w|return\b|(for|while|if|elif|with) .+:\s*(#.*)?$|"
+    r"else:|try:|except\b|print\()"
+    r"|^\s*[A-Za-z_][\w.\[\]]*(\s*,\s*[A-Za-z_][\w.\[\]]*)*\s*[-+*/@]?=(?!=)\s*\S")
+DIAGRAM = re.compile(r"^(flowchart|graph|sequenceDiagram|classDiagram|stateDiagram)\b")
+LABEL = re.compile(r"^\S[^:]{0,38}:$")
+
+
+@dataclass
+class Page:
+    """A lesson read for the page: `blocks` in reading order (see the module docstring), `labs` the labs they use."""
+
+    title: str
+    source: str
+    blocks: list[dict] = field(default_factory=list)
+    labs: list[Lab] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """16 hex digits naming this lesson in the browser's storage: its title and its checklist's steps."""
+        steps = [item for b in self.blocks if b["kind"] == "steps" for item in b["items"]]
+        return hashlib.sha256(json.dumps([self.title, steps]).encode()).hexdigest()[:16]
+
+    def questions(self) -> list[dict]:
+        """Every question the page asks: [{"id", "kind", "options"}] in reading order (the page's lesson.questions())."""
+        return [{"id": q["id"], "kind": q["kind"], "options": len(q.get("options", []))}
+                for b in self.blocks if b["kind"] in ("check", "questions") for q in b["questions"]]
+
+    def as_json(self) -> dict:
+        blocks = [{k: v for k, v in b.items() if k != "lab"} for b in self.blocks]
+        return {"title": self.title, "source": self.source, "key": self.key, "notes": self.notes, "blocks": blocks}
+
+
+def read_lesson(path: str | Path) -> Page:
+    """The lesson file at `path` read as a page; LessonError when it cannot be read as UTF-8 text."""
+    path = Path(path).expanduser()
+    try:
+        if path.stat().st_size > MAX_BYTES:
+            raise LessonError(f"{path} is larger than {MAX_BYTES >> 20} MB; a lesson file is text")
+        text = path.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LessonError(f"cannot read the lesson {path}: {exc}; expected a UTF-8 text file") from None
+    return lesson_from_text(text, str(path), path.parent)
+
+
+def lesson_from_text(text: str, source: str = "<lesson>", base_dir: Path | None = None) -> Page:
+    """A lesson's text read as a page (see the module docstring); base_dir: where a lab's model path starts."""
+    lines = text.removeprefix("\ufeff").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    page = Page(_title(lines, source), source)
+    reader = _Reader(lines, page, base_dir)
+    reader.run()
+    return page
+
+
+# ---- Markdown and math ----
+
+def _math(tex: str, options: dict) -> str:
+    return html.escape(tex)
+
+
+def _markdown_it(breaks: bool) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "breaks": breaks}).enable("table")
+    md.use(dollarmath_plugin, renderer=_math, double_inline=True, allow_digits=False)
+    md.add_render_rule("fence", _fence)
+    return md
+
+
+
+
+def _fence(self, tokens, idx, options, env) -> str:
+    """A fenced block: its file name (```python file=NAME) as a caption above the code."""
+    token = tokens[idx]
+    words = token.info.split()
+    name = next((w[5:] for w in words if w.startswith("file=")), "")
+    token.info = words[0] if words else ""
+    code = RendererHTML.fence(self, tokens, idx, options, env)
+    return f'<figure class="code"><figcaption>{html.escape(name)}</figcaption>{code}</figure>\n' if name else code
+
+
+#: Markdown as written, and with every line break kept (the text of a rendered lesson: one paragraph per line)
+MARKDOWN, MARKDOWN_LINES = _markdown_it(False), _markdown_it(True)
+BRACKETS = [(re.compile(r"\\\[(.+?)\\\]", re.S), "$$"), (re.compile(r"\\\((.+?)\\\)", re.S), "$")]
+
+
+def markdown(text: str, breaks: bool = False) -> str:
+    """Markdown text as HTML; \\[...\\] and \\(...\\) read as $$...$$ and $...$ (outside code); breaks: keep line breaks."""
+    parts = re.split(r"(^\s{0,3}```.*?^\s{0,3}```[ \t]*$|`[^`\n]+`)", text, flags=re.S | re.M)
+    for k in range(0, len(parts), 2):            # the even parts lie outside code
+        for pattern, delimiter in BRACKETS:
+            parts[k] = pattern.sub(lambda m, d=delimiter: f"{d}{m.group(1).strip()}{d}", parts[k])
+    return (MARKDOWN_LINES if breaks else MARKDOWN).render("".join(parts))
+
+
+def inline(text: str) -> str:
+    """One line of Markdown (a question, an option) as inline HTML, with its math."""
+    for pattern, delimiter in BRACKETS:
+        text = pattern.sub(lambda m, d=delimiter: f"{d}{m.group(1).strip()}{d}", text)
+    return MARKDOWN.renderInline(text)
+
+
+INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\$(.+?)\$|\\\((.+?)\\\)", re.S)
+
+
+class _SafeHTML(HTMLParser):
+    """A knowledge check's HTML with only SAFE_TAGS (no attributes) kept as tags; math in its text as math spans."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.open: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        if tag in SAFE_TAGS:
+            self.out.append(f"<{tag}>")
+            if tag != "br":
+                self.open.append(tag)
+
+    def handle_endtag(self, tag):
+        if tag in self.open:
+            while self.open:
+                top = self.open.pop()
+                self.out.append(f"</{top}>")
+                if top == tag:
+                    break
+
+    def handle_data(self, data):
+        at = 0
+        for m in INLINE_MATH.finditer(data):
+            self.out.append(html.escape(data[at:m.start()]))
+            display = m.group(1) is not None or m.group(2) is not None
+            tex = next(g for g in m.groups() if g is not None)
+            tag = "div" if display else "span"
+            self.out.append(f'<{tag} class="math {"block" if display else "inline"}">{html.escape(tex)}</{tag}>')
+            at = m.end()
+        self.out.append(html.escape(data[at:]))
+
+    def result(self) -> str:
+        self.close()
+        return "".join(self.out) + "".join(f"</{t}>" for t in reversed(self.open))
+
+
+def safe_html(fragment: str) -> str:
+    """`fragment` with only the SAFE_TAGS kept (no attributes), other markup shown as text, math as math spans."""
+    parser = _SafeHTML()
+    parser.feed(fragment)
+    return parser.result()
+
+
+# ---- the reader ----
+
+def _title(lines: list[str], source: str) -> str:
+    """The first line when it reads as a title (short, a letter or digit first, no markup or code), else the first "# "
+    heading among the text's first lines, else the file's name."""
+    first = next((line.strip() for line in lines if line.strip()), "")
+    if 0 < len(first) <= 90 and first[0].isalnum() and not re.search(r"[<>=(){}\[\]`$\\\"“”]", first):
+        return first.removeprefix("# ")
+    heading = next((line[2:].strip() for line in lines[:40] if line.startswith("# ") and len(line) <= 92), "")
+    return heading or Path(source).stem
+
+
+def _blank(line: str) -> bool:
+    return not line.strip()
+
+
+class _Reader:
+    """Walks the lines once: each rule either takes the block that starts at line i or leaves it to the text."""
+
+    def __init__(self, lines: list[str], page: Page, base_dir: Path | None):
+        self.lines, self.page, self.base_dir = lines, page, base_dir
+        self.text: list[str] = []
+        self.checks = self.attempts = 0
+        self.first = next((k for k, line in enumerate(lines) if line.strip()), -1)     # the first line with text
+        # the text of a rendered lesson (its steps or question groups): one paragraph per line, line breaks kept
+        self.rendered = any(GROUP.match(line) or line.strip().lower() == "act on this lesson" for line in lines)
+
+    def run(self) -> None:
+        rules = (self.lab, self.check, self.fence, self.callout, self.group, self.steps, self.exercises, self.table,
+                 self.printed, self.code)
+        i, n = 0, len(self.lines)
+        while i < n:
+            for rule in rules:
+                taken = rule(i)
+                if taken is not None:
+                    i = taken
+                    break
+            else:
+                self.text.append(self.plain(i))
+                i += 1
+        self.flush()
+
+    # -- text --
+
+    def plain(self, i: int) -> str:
+        """Line i as Markdown: "•" bullets as list items; a bare short line between blank lines as a heading."""
+        line, s = self.lines[i], self.lines[i].strip()
+        if line.startswith("• "):
+            return "- " + line[2:]
+        if i == self.first and s == self.page.title:
+            return "# " + s
+        before = i == 0 or _blank(self.lines[i - 1])
+        after = i + 1 >= len(self.lines) or _blank(self.lines[i + 1])
+        if (before and after and i > 0 and 0 < len(s) <= 60 and line[0] not in " \t#>-*+|" and s[0].isupper()
+                and s[-1] not in ".,;:!?)" and not NUMBERED.match(s)):
+            k = self.skip_blank(i + 1)
+            if k >= len(self.lines) or not self.lines[k].lstrip().startswith(("$$", "\\[", "```")):
+                return "## " + s      # (not a sentence that goes on in math or code)
+        return line
+
+    def flush(self) -> None:
+        if any(line.strip() for line in self.text):
+            self.page.blocks.append({"kind": "html", "html": markdown("\n".join(self.text) + "\n", self.rendered)})
+        self.text = []
+
+    def add(self, block: dict) -> None:
+        self.flush()
+        self.page.blocks.append(block)
+
+    def shown_as_code(self, lines: list[str], note: str) -> None:
+        self.page.notes.append(note)
+        self.add({"kind": "html", "html": f'<p class="note">{html.escape(note)}</p>' +
+                  markdown("```\n" + "\n".join(lines) + "\n```\n")})
+
+    def window(self, i: int) -> str | None:
+        """The text from line i on, at most JSON_WINDOW characters, for a JSON block starting there; None once the
+        file has used up its JSON_ATTEMPTS (a file of thousands of would-be blocks is read as text, not re-decoded)."""
+        self.attempts += 1
+        if self.attempts > JSON_ATTEMPTS:
+            return None
+        text, size, j = [], 0, i
+        while j < len(self.lines) and size < JSON_WINDOW:
+            text.append(self.lines[j])
+            size += len(self.lines[j]) + 1
+            j += 1
+        return "\n".join(text)
+
+    def line_at(self, i: int, text: str, end: int) -> int:
+        """The line after the one holding character `end` of `text` (the window from line i), skipping a closing
+        fence that follows it."""
+        j = i + text.count("\n", 0, end)
+        rest = text[end:].split("\n", 1)[0]
+        if not rest.strip().strip("`").strip() and j + 1 < len(self.lines) and re.match(r"^\s*```\s*$", self.lines[j + 1]):
+            return j + 2
+        return j + 1
+
+    # -- the blocks --
+
+    def lab(self, i: int):
+        start = BLOCK_START.match(self.lines[i].lstrip())
+        if not start:
+            return None
+        text = self.window(i)
+        if text is None:
+            return None
+        match = BLOCK_START.search(text)
+        try:
+            lab, end = lab_block_at(text, match, self.page.source, self.base_dir)
+        except LabError as exc:
+            j = next((k for k in range(i + 1, len(self.lines)) if _blank(self.lines[k])), len(self.lines))
+            self.shown_as_code(self.lines[i:j], f"lab block at line {i + 1} not used: {exc}")
+            return j
+        self.page.notes.extend(lab.notes)
+        self.page.labs.append(lab)
+        self.add({"kind": "lab", "index": len(self.page.labs) - 1, "title": lab.title,
+                  "dock": bool(lab.spec.get("dock")), "lab": lab})
+        return self.line_at(i, text, end)
+
+    def check(self, i: int):
+        line = self.lines[i].lstrip()
+        if not line.startswith("{") or not re.search(r"[\"“]questions[\"”]", "\n".join(self.lines[i:i + 3])):
+            return None
+        text = self.window(i)
+        if text is None:
+            return None
+        try:
+            value, end, _ = json_at(text, len(self.lines[i]) - len(line), self.page.source)
+        except (json.JSONDecodeError, LabError):
+            return None                                  # not JSON after all: text
+        j = self.line_at(i, text, end)
+        self.checks += 1
+        try:
+            block = _knowledge_check(value, f"check-{self.checks}")
+        except LessonError as exc:
+            self.shown_as_code(self.lines[i:j], f"knowledge check at line {i + 1} not used: {exc}")
+            return j
+        self.add(block)
+        return j
+
+    def fence(self, i: int):
+        m = FENCE.match(self.lines[i])
+        if not m:
+            return None
+        marker, info = m.group(1), m.group(2)
+        closing = re.compile(rf"^\s{{0,3}}{marker[0]}{{{len(marker)},}}\s*$")
+        end, closed = len(self.lines), False
+        for j in range(i + 1, len(self.lines)):
+            if closing.match(self.lines[j]):
+                end, closed = j, True
+                break
+            if FENCE.match(self.lines[j]) or self.ends_unclosed(j):
+                end = j
+                break
+        head = re.match(r"^([^\s=]*)((?:\s+[\w-]+=\S+)*)\s*(.*)$", info)   # lang, name=value words, then code
+        lang, attributes, first = head.group(1), head.group(2).split(), head.group(3).strip()
+        body = ([first] if first else []) + self.lines[i + 1:end]
+        while body and _blank(body[-1]):
+            body.pop()
+        fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", "\n".join(body))), default=0) + 1)
+        self.text.append(f"{fence}{' '.join([lang, *attributes]).strip()}\n" + "\n".join(body) + f"\n{fence}\n")
+        return end + 1 if closed else end
+
+    def ends_unclosed(self, j: int) -> bool:
+        """Whether line j ends a fence that text extraction left unclosed (see the module docstring)."""
+        line = self.lines[j]
+        if CALLOUT.match(line) or BLOCK_START.match(line.lstrip()):
+            return True
+        if line.lstrip().startswith("{") and re.search(r"[\"“]questions[\"”]", "\n".join(self.lines[j:j + 3])):
+            return True
+        return j > 0 and _blank(self.lines[j - 1]) and bool(LABEL.match(line)) and not CODE_START.match(line)
+
+    def callout(self, i: int):
+        m = CALLOUT.match(self.lines[i])
+        if not m:
+            return None
+        quoted, kind, rest = bool(m.group(1)), m.group(2).lower(), m.group(3)
+        j, body = i + 1, []
+        while j < len(self.lines) and (self.lines[j].startswith(">") if quoted else not _blank(self.lines[j])):
+            body.append(self.lines[j][1:].removeprefix(" ") if quoted else self.lines[j])
+            j += 1
+        title, text = (rest, "\n".join(body)) if quoted and body else ("", "\n".join([rest, *body]))
+        self.add({"kind": "html", "html": f'<aside class="callout {html.escape(kind)}"><header><span class="kind">'
+                  f'{html.escape(kind)}</span> {inline(title)}</header>{markdown(text)}</aside>'})
+        return j
+
+    def group(self, i: int):
+        m = GROUP.match(self.lines[i].strip())
+        if not m:
+            return None
+        title, questions, j = m.group(1).strip(), [], i + 1
+        while True:
+            k = self.skip_blank(j)
+            q = NUMBERED.match(self.lines[k]) if k < len(self.lines) else None
+            if not q:
+                break
+            k = self.skip_blank(k + 1)
+            options = []
+            while k < len(self.lines) and not _blank(self.lines[k]) and not self.lines[k].startswith("Why:"):
+                options.append(self.lines[k].strip())
+                k += 1
+            k = self.skip_blank(k)
+            why = ""
+            if k < len(self.lines) and self.lines[k].startswith("Why:"):
+                why, k = self.lines[k][4:].strip(), k + 1
+            if not options:
+                break
+            questions.append({"id": f"{title}/{len(questions)}", "kind": "mcq", "text": inline(q.group(2)),
+                              "options": [inline(o) for o in options], "answer": None, "explain": inline(why)})
+            j = k
+        if not questions:
+            return None
+        self.add({"kind": "questions", "id": title, "title": title, "intro": inline(m.group(3)), "questions": questions})
+        return j
+
+    def skip_blank(self, j: int) -> int:
+        while j < len(self.lines) and _blank(self.lines[j]):
+            j += 1
+        return j
+
+    def steps(self, i: int):
+        if self.lines[i].strip().lower() != "act on this lesson":
+            return None
+        j, intro, items = i + 1, [], []
+        while j < len(self.lines) and not STEP.match(self.lines[j].strip()):
+            if not _blank(self.lines[j]):
+                if len(intro) >= 3:
+                    return None
+                intro.append(self.lines[j].strip())
+            j += 1
+        while j < len(self.lines) and (STEP.match(self.lines[j].strip()) or
+                                       (_blank(self.lines[j]) and STEP.match(self.lines[self.skip_blank(j)].strip()
+                                                                             if self.skip_blank(j) < len(self.lines) else ""))):
+            if not _blank(self.lines[j]):
+                items.append(inline(self.lines[j].strip()))
+            j += 1
+        if not items:
+            return None
+        self.add({"kind": "steps", "title": self.lines[i].strip(), "intro": inline(" ".join(intro)), "items": items})
+        return j
+
+    def exercises(self, i: int):
+        if not EXERCISE.match(self.lines[i]):
+            return None
+        j, items = i, []
+        while j < len(self.lines) and EXERCISE.match(self.lines[j]):
+            m = EXERCISE.match(self.lines[j])
+            items.append({"level": m.group(1), "text": inline(m.group(2)), "answer": None})
+            j += 1
+        k = self.skip_blank(j)
+        if k < len(self.lines) and self.lines[k].strip() == "Answers":
+            k = self.skip_blank(k + 1)
+            answers = self.lines[k:k + len(items)]
+            if len(answers) == len(items) and not any(_blank(a) for a in answers):
+                for item, answer in zip(items, answers):
+                    item["answer"] = inline(answer.strip())
+                j = k + len(items)
+        self.add({"kind": "exercises", "items": items})
+        return j
+
+    def table(self, i: int):
+        j = i
+        while j < len(self.lines) and "\t" in self.lines[j].strip("\t ") and not FENCE.match(self.lines[j]):
+            j += 1
+        if j - i < 2:
+            return None
+        rows = [[inline(cell.strip()) for cell in self.lines[k].strip().split("\t")] for k in range(i, j)]
+        width = max(len(r) for r in rows)
+        cells = lambda r, tag: "".join(f"<{tag}>{c}</{tag}>" for c in r + [""] * (width - len(r)))  # noqa: E731
+        if not self.page.blocks and not any(line.strip() for line in self.text[1:]):   # a lesson's header: names, values
+            head, rows = "", [[f"<b>{r[0]}</b>", *r[1:]] for r in rows]
+        else:
+            head, rows = f"<thead><tr>{cells(rows[0], 'th')}</tr></thead>", rows[1:]
+        self.add({"kind": "html", "html": f'<table class="tabbed">{head}<tbody>'
+                  + "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows) + "</tbody></table>"})
+        return j
+
+    def printed(self, i: int):
+        """Printed output (a "== Step 1. ... ==" line and what follows it up to a blank line), or a Mermaid diagram
+        ("flowchart TD" and its indented lines), as preformatted text."""
+        line = self.lines[i]
+        diagram = DIAGRAM.match(line)
+        if not (re.match(r"^==+ .+ ==+\s*$", line) or diagram):
+            return None
+        j = i + 1
+        while j < len(self.lines) and not _blank(self.lines[j]) and (not diagram or self.lines[j][:1] in " \t"):
+            j += 1
+        self.text.append(f"```{'mermaid' if diagram else 'text'}\n" + "\n".join(self.lines[i:j]) + "\n```\n")
+        return j
+
+    def code(self, i: int):
+        """Unfenced Python: a run of code-like, indented and blank lines holding at least one code statement."""
+        if not CODE_START.match(self.lines[i]) or (i > 0 and not _blank(self.lines[i - 1])):
+            return None
+        j, last = i, i
+        while j < len(self.lines):
+            line = self.lines[j]
+            if _blank(line) or line[0] in " \t#)]}" or CODE_START.match(line) or line.startswith(("'''", '"""')):
+                if not _blank(line) and not line.startswith("#"):     # a run never ends on a comment or a heading
+                    last = j
+                j += 1
+                continue
+            break
+        body = self.lines[i:last + 1]
+        self.text.append("```python\n" + "\n".join(body) + "\n```\n")
+        return last + 1
+
+
+def _knowledge_check(value, default_id: str) -> dict:
+    """A JSON knowledge check as a block; LessonError naming what is wrong."""
+    if not isinstance(value, dict) or not isinstance(value.get("questions"), list) or not value["questions"]:
+        raise LessonError('expected an object with "questions", a non-empty list')
+    check_id = str(value.get("id") or default_id)
+    questions = []
+    for n, q in enumerate(value["questions"]):
+        where = f"question {n}"
+        if not isinstance(q, dict) or q.get("kind") not in ("mcq", "numeric") or not isinstance(q.get("q"), str):
+            raise LessonError(f'{where}: expected {{"kind": "mcq" or "numeric", "q": text, ...}}')
+        out = {"id": f"{check_id}/{n}", "kind": q["kind"], "text": inline(q["q"]),
+               "explain": safe_html(str(q.get("explain", "")))}
+        if q["kind"] == "mcq":
+            options, answer = q.get("options"), q.get("answer")
+            if not isinstance(options, list) or len(options) < 2 or not all(isinstance(o, str) for o in options):
+                raise LessonError(f"{where}: options must be a list of at least two texts")
+            if answer is not None and (isinstance(answer, bool) or not isinstance(answer, int) or not 0 <= answer < len(options)):
+                raise LessonError(f"{where}: answer must be an option's index, 0 to {len(options) - 1}; got {answer!r}")
+            out.update(options=[inline(o) for o in options], answer=answer)
+        else:
+            answer, tol = q.get("answer"), q.get("tol", 0)
+            number = lambda x: isinstance(x, (int, float)) and not isinstance(x, bool) and x == x and abs(x) != float("inf")  # noqa: E731
+            if not number(answer) or not number(tol) or tol < 0:
+                raise LessonError(f"{where}: a numeric question needs a finite answer and tol >= 0; got "
+                                  f"answer {answer!r}, tol {tol!r}")
+            out.update(answer=answer, tol=tol, unit=str(q.get("unit", "")))
+        questions.append(out)
+    return {"kind": "check", "id": check_id, "title": str(value.get("title") or "Knowledge check"), "questions": questions}

@@ -1,0 +1,230 @@
+"""physai.lesson.reader on the course's four lessons (../shared/seeds/) and physai's example lesson, and the lesson
+server's routes and headers (no browser; tests/test_lesson_page.py drives the page in Chromium).
+
+The expected questions, answers, steps and groups are read from the lesson text here by other means (the JSON decoder
+at the block's offset, line patterns counted by hand-written regular expressions), never from the reader itself.
+"""
+
+import html
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from physai.cli import main
+from physai.exceptions import LessonError
+from physai.lab import lab_from_lesson_text
+from physai.lesson.reader import lesson_from_text, read_lesson, safe_html
+from physai.lab.server import serving
+from physai.lesson.server import make_server
+
+from test_lab_server import request
+
+REPO = Path(__file__).resolve().parents[1]
+SEEDS = REPO.parent / "shared" / "seeds"
+EXAMPLE = REPO / "docs" / "lesson_example.md"
+
+
+def seed(number: str) -> Path:
+    found = sorted(SEEDS.glob(f"{number}_*.txt"))
+    assert found, f"seed {number} not found in {SEEDS} (the shared folder beside the checkout)"
+    return found[0]
+
+
+def json_checks(text: str) -> list[dict]:
+    """The knowledge-check objects of a lesson's text: each line that opens a JSON object, decoded where it is one."""
+    decoder, found = json.JSONDecoder(), []
+    for m in re.finditer(r"^\{", text, flags=re.M):
+        try:
+            value, _ = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict) and "questions" in value:
+            found.append(value)
+    return found
+
+
+def kinds(page) -> list[str]:
+    return [b["kind"] for b in page.blocks]
+
+
+def all_html(page) -> str:
+    return "".join(b.get("html", "") for b in page.blocks)
+
+
+def outside_math(fragment: str) -> str:
+    return re.sub(r'<(span|div) class="math[^"]*">.*?</\1>', "", fragment, flags=re.S)
+
+
+@pytest.mark.parametrize("number", ["002", "003"])
+def test_knowledge_checks_of_the_markdown_lessons(number):
+    text = seed(number).read_text(encoding="utf-8")
+    expected = json_checks(text)
+    page = read_lesson(seed(number))
+    checks = [b for b in page.blocks if b["kind"] == "check"]
+    assert len(expected) == len(checks) == 1
+    for want, got in zip(expected, checks):
+        assert got["id"] == want["id"] and got["title"] == want["title"]
+        assert [q["id"] for q in got["questions"]] == [f"{want['id']}/{n}" for n in range(len(want["questions"]))]
+        for w, g in zip(want["questions"], got["questions"], strict=True):
+            assert g["kind"] == w["kind"] and g["answer"] == w["answer"]
+            if w["kind"] == "numeric":
+                assert (g["tol"], g["unit"]) == (w["tol"], w["unit"])
+            else:
+                assert len(g["options"]) == len(w["options"])
+            assert html.unescape(re.sub(r"<[^>]+>", "", g["explain"])).strip()      # an explanation to reveal
+
+
+def test_seed_002_has_its_docked_lab_and_typeset_math():
+    text = seed("002").read_text(encoding="utf-8")
+    page = read_lesson(seed("002"))
+    labs = [b for b in page.blocks if b["kind"] == "lab"]
+    assert len(labs) == 1 and labs[0]["dock"] is True
+    assert page.labs[0].spec == lab_from_lesson_text(text, "seed 002").spec
+    body = all_html(page)
+    assert body.count('class="math') >= text.count("$$") // 2 + 1
+    assert "$$" not in outside_math(body) and "\\[" not in outside_math(body)
+    assert '<aside class="callout derivation">' in body and '<aside class="callout research">' in body
+    assert "<figcaption>examples/l7_1_equations_of_motion.py</figcaption>" in body
+
+
+def test_seed_000_rendered_lesson_steps_groups_and_exercises():
+    text = seed("000").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    page = read_lesson(seed("000"))
+    steps = [b for b in page.blocks if b["kind"] == "steps"]
+    assert len(steps) == 1
+    after = lines[lines.index("Act on this lesson"):]
+    assert len(steps[0]["items"]) == sum(bool(re.match(r"^\d\d · ", line)) for line in after) == 5
+    groups = [b for b in page.blocks if b["kind"] == "questions"]
+    headers = [re.match(r"^(.+) · (\d+) questions?", line) for line in lines]
+    headers = [(m.group(1), int(m.group(2))) for m in headers if m]
+    assert [(g["title"], len(g["questions"])) for g in groups] == headers
+    assert sum(len(g["questions"]) for g in groups) == sum(line.startswith("Why:") for line in lines)
+    for g in groups:
+        for n, q in enumerate(g["questions"]):
+            assert q["id"] == f"{g['title']}/{n}" and q["answer"] is None and len(q["options"]) >= 2 and q["explain"]
+    exercises = [b for b in page.blocks if b["kind"] == "exercises"]
+    assert [e["level"] for e in exercises[0]["items"]] == ["Easy", "Medium", "Hard"]
+    assert all(e["answer"] for e in exercises[0]["items"])
+    assert page.title == lines[0].strip()
+    assert "<table" in all_html(page) and 'class="language-python"' in all_html(page)
+
+
+def test_seed_004_plain_text_code_is_code():
+    page = read_lesson(seed("004"))
+    body = all_html(page)
+    code = " ".join(re.findall(r'<code class="language-python">(.*?)</code>', body, flags=re.S))
+    assert "def manipulator_matrices(q, dq):" in html.unescape(code)
+    assert "2-DOF planar arm" in html.unescape(code)              # its comment lines stay in the code
+    assert '<span class="math inline">' in body and '<div class="math block">' in body     # \( \) and $$
+    assert "<li>" in body                                        # "•" lines as a list
+
+
+def test_example_lesson_holds_every_block_kind():
+    page = read_lesson(EXAMPLE)
+    assert set(kinds(page)) == {"html", "steps", "questions", "check", "lab", "exercises"}
+    assert page.notes == []
+    assert [q["id"] for q in page.questions()] == ["Before you read/0", "example-check/0", "example-check/1"]
+    assert json.loads(json.dumps(page.as_json()))["key"] == page.key
+
+
+NASTY = [
+    "", "   \n\t\n", "\x00\x01binary\x00", "```python\nno end", "```lab simlab {bad json", "```lab simlab",
+    '{"questions": 5}', '{"id": "x", "questions": [{"kind": "mcq", "q": "?", "options": ["a"], "answer": 3}]}',
+    '{"questions": [' * 50000, "[!derivation]", "> [!research] title only", "Quick check · 2 questions.",
+    "Quick check · 1 question.\n\n1. Q?\n", "Act on this lesson", "Act on this lesson\n\n01 · ", "Easy. x\n\nAnswers",
+    "a\tb", "$$", "$x", "\\[", "\\(x", "<script>alert(1)</script>", "```\n```\n```", "~~~~\n" * 100,
+    "== x ==", "flowchart TD", "# \n## \n###", "Why: alone", "1. question\n\na\nb\n\nWhy:", "•", "\ufeff# BOM",
+]
+
+
+@pytest.mark.parametrize("text", NASTY)
+def test_no_lesson_text_makes_reading_fail(text):
+    page = lesson_from_text(text, "nasty")
+    json.dumps(page.as_json())
+
+
+def test_random_cuts_of_the_seeds_read():
+    rng = np.random.default_rng(0)
+    texts = [seed(n).read_text(encoding="utf-8") for n in ("000", "002", "003", "004")]
+    for _ in range(60):
+        text = texts[rng.integers(len(texts))]
+        a, b = sorted(rng.integers(0, len(text), 2))
+        json.dumps(lesson_from_text(text[a:b] + text[:rng.integers(0, 400)], "cut").as_json())
+
+
+def test_markup_in_a_lesson_is_text_and_explanations_keep_only_safe_tags():
+    page = lesson_from_text('<script>alert(1)</script>\n\n[x](javascript:alert(1))\n\n{"id": "c", "questions": '
+                            '[{"kind": "mcq", "q": "<img src=x onerror=alert(1)>?", "options": ["<b>a</b>", "b"], '
+                            '"answer": 0, "explain": "<p onclick=\\"x()\\">Yes <b style=\\"x\\">bold</b> $a_1$ '
+                            '<script>alert(2)</script><img src=x onerror=alert(3)></p>"}]}', "markup")
+    body, check = all_html(page), next(b for b in page.blocks if b["kind"] == "check")
+    assert "<script>" not in body and "&lt;script&gt;" in body and 'href="javascript' not in body
+    q = check["questions"][0]
+    assert "<img" not in q["text"] and "&lt;img" in q["text"] and "<b>" not in q["options"][0]
+    assert q["explain"].startswith("<p>Yes <b>bold</b> <span class=\"math inline\">a_1</span>")
+    assert "<script>" not in q["explain"] and "<img" not in q["explain"] and "onclick" not in q["explain"]
+    assert safe_html("<ul><li>open") == "<ul><li>open</li></ul>"
+
+
+def test_a_non_english_lesson_reads_the_same():
+    text = ("# Die Massenmatrix · 質量行列\n\nDie Gleichung $M\\ddot q = \\tau$ gilt für jeden Zustand.\n\n"
+            '{"id": "de", "title": "Wissenstest", "questions": [{"kind": "numeric", "q": "Wie groß ist $M_{11}$ (kg m²)?", '
+            '"answer": 0.486, "tol": 0.001, "unit": "kg m²", "explain": "<p>Übung: 0,486 — 正しい</p>"}]}\n')
+    page = lesson_from_text(text, "de")
+    assert page.title == "Die Massenmatrix · 質量行列"
+    assert "für jeden Zustand" in all_html(page)
+    check = next(b for b in page.blocks if b["kind"] == "check")
+    assert check["title"] == "Wissenstest" and check["questions"][0]["unit"] == "kg m²"
+    assert "正しい" in check["questions"][0]["explain"]
+
+
+def test_a_malformed_knowledge_check_is_shown_with_a_note():
+    page = lesson_from_text('Text.\n\n{"id": "c", "questions": [{"kind": "mcq", "q": "?", "options": ["a", "b"], '
+                            '"answer": 5}]}\n', "bad")
+    assert "check" not in kinds(page)
+    assert len(page.notes) == 1 and "answer must be an option's index, 0 to 1; got 5" in page.notes[0]
+    assert "&quot;answer&quot;: 5" in all_html(page)
+
+
+def test_an_unreadable_lesson_is_a_named_error(tmp_path, capsys):
+    bad = tmp_path / "latin1.md"
+    bad.write_bytes("Übung".encode("latin-1"))
+    with pytest.raises(LessonError, match="expected a UTF-8 text file"):
+        read_lesson(bad)
+    with pytest.raises(LessonError, match="cannot read the lesson"):
+        read_lesson(tmp_path / "missing.md")
+    assert main(["lesson", "open", str(bad), "--no-browser"]) == 2
+    assert "expected a UTF-8 text file" in capsys.readouterr().err
+    assert main(["lesson", "open", str(EXAMPLE), "--port", "99999"]) == 2
+    assert main(["lesson", "open", str(EXAMPLE), "--colour"]) == 2
+    assert main(["lesson", "eleven", "build"]) == 2
+
+
+# ---- the server ----
+
+def test_the_server_routes_the_page_its_blocks_and_its_labs():
+    page = read_lesson(EXAMPLE)
+    with serving(make_server(page, 0)) as server:
+        status, headers, body = request(server, "/")
+        assert status == 200 and b"lesson.js" in body
+        csp = headers["Content-Security-Policy"]
+        assert "frame-src 'self'" in csp and "frame-ancestors 'none'" in csp and headers["X-Frame-Options"] == "DENY"
+        assert "script-src 'self';" in csp                      # the page itself compiles no code: no eval
+        status, _, body = request(server, "/lesson.json")
+        blocks = json.loads(body)["blocks"]
+        assert status == 200 and [b["available"] for b in blocks if b["kind"] == "lab"] == [True]
+        status, headers, body = request(server, "/lab/0/")
+        assert status == 200 and b"lab.js" in body
+        assert "frame-ancestors 'self'" in headers["Content-Security-Policy"] and headers["X-Frame-Options"] == "SAMEORIGIN"
+        status, _, body = request(server, "/lab/0/lab.json")
+        lab = json.loads(body)
+        assert status == 200 and lab["spec"]["model"] == "arm2"
+        assert request(server, f"/lab/0/model/{lab['model']['file']}")[0] == 200
+        assert request(server, "/lab/1/")[0] == 404 and request(server, "/lab/0/model/other.xml")[0] == 404
+        assert request(server, "/vendor/katex/katex.mjs")[0] == 200
+        assert request(server, "/vendor/katex/../../package.json")[0] == 400
+        assert request(server, "/", host="evil.example")[0] == 403
