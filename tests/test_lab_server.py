@@ -5,7 +5,6 @@ it with http.client or raw sockets: model paths and symbolic links that leave th
 security headers, idle connections, odd paths, HEAD, a lab JSON with a byte order mark, and --port.
 """
 
-import http.client
 import json
 import socket
 import time
@@ -16,8 +15,10 @@ import pytest
 from physai.cli import main
 from physai.exceptions import InvalidArgumentError, LabError
 from physai.lab import lab_from_json, load_lab
-from physai.lab.server import LabServer, make_server
+from physai.lab.server import make_server
 from physai.lab.server import serving as answering
+
+from lab.client import request   # tests/lab/: test support
 
 MODEL_XML = '<mujoco><asset><mesh name="m" file="mesh.obj"/></asset><worldbody/></mujoco>'
 MESH_OBJ = "v 0 0 0\nv 1 0 0\nv 0 1 0\nf 1 2 3\n"
@@ -27,20 +28,6 @@ SECRET = "root:x:0:0:secret\n"
 def serving(lab, **options):
     """A LabServer for `lab` answering in a thread; stopped and closed on exit."""
     return answering(make_server(lab, 0, **options))
-
-
-def request(server: LabServer, path: str, method: str = "GET", host: str | None = "default") -> tuple[int, dict, bytes]:
-    """(status, headers, body) of one request; host None sends no Host header, "default" the server's own."""
-    connection = http.client.HTTPConnection("127.0.0.1", server.server_address[1], timeout=5)
-    try:
-        connection.putrequest(method, path, skip_host=True)
-        if host is not None:
-            connection.putheader("Host", f"127.0.0.1:{server.server_address[1]}" if host == "default" else host)
-        connection.endheaders()
-        response = connection.getresponse()
-        return response.status, dict(response.getheaders()), response.read()
-    finally:
-        connection.close()
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ at the block's offset, line patterns counted by hand-written regular expressions
 import html
 import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,31 +19,8 @@ from physai.lesson.reader import lesson_from_text, read_lesson, safe_html
 from physai.lab.server import serving
 from physai.lesson.server import make_server
 
-from test_lab_server import request
-
-REPO = Path(__file__).resolve().parents[1]
-SEEDS = REPO.parent / "shared" / "seeds"
-EXAMPLE = REPO / "docs" / "lesson_example.md"
-
-
-def seed(number: str) -> Path:
-    found = sorted(SEEDS.glob(f"{number}_*.txt"))
-    assert found, f"seed {number} not found in {SEEDS} (the shared folder beside the checkout)"
-    return found[0]
-
-
-def json_checks(text: str) -> list[dict]:
-    """The knowledge-check objects of a lesson's text: each line that opens a JSON object, decoded where it is one."""
-    decoder, found = json.JSONDecoder(), []
-    for m in re.finditer(r"^\{", text, flags=re.M):
-        try:
-            value, _ = decoder.raw_decode(text, m.start())
-        except json.JSONDecodeError:
-            continue
-        if isinstance(value, dict) and "questions" in value:
-            found.append(value)
-    return found
-
+from lab.client import request   # tests/lab/: test support
+from lab.lessons import EXAMPLE, json_checks, seed
 
 def kinds(page) -> list[str]:
     return [b["kind"] for b in page.blocks]
@@ -138,6 +114,10 @@ NASTY = [
     "Quick check · 1 question.\n\n1. Q?\n", "Act on this lesson", "Act on this lesson\n\n01 · ", "Easy. x\n\nAnswers",
     "a\tb", "$$", "$x", "\\[", "\\(x", "<script>alert(1)</script>", "```\n```\n```", "~~~~\n" * 100,
     "== x ==", "flowchart TD", "# \n## \n###", "Why: alone", "1. question\n\na\nb\n\nWhy:", "•", "\ufeff# BOM",
+    # what would take minutes if reading were quadratic in the lines: 20,000 of each
+    "```python\n" * 20000, "```python\nx = 1\n\nLabel:\n" * 5000, "\\[" * 20000, "`a` \\[ " * 20000,
+    "> ```a\n" * 20000, "Act on this lesson\n01 · a\n" + "\n" * 20000 + "02 · b\n",
+    "Quick check · 1 question.\n\n1. Q?\n\na\nb\n\nWhy: w\n" * 5000, '{"questions": [\n' * 20000, "\n" * 20000 + "x",
 ]
 
 
@@ -157,17 +137,69 @@ def test_random_cuts_of_the_seeds_read():
 
 
 def test_markup_in_a_lesson_is_text_and_explanations_keep_only_safe_tags():
-    page = lesson_from_text('<script>alert(1)</script>\n\n[x](javascript:alert(1))\n\n{"id": "c", "questions": '
+    page = lesson_from_text('<script>alert(1)</script>\n\n[x](javascript:alert(1))\n\n$$x$$ (dock)\n\n{"id": "c", "questions": '
                             '[{"kind": "mcq", "q": "<img src=x onerror=alert(1)>?", "options": ["<b>a</b>", "b"], '
-                            '"answer": 0, "explain": "<p onclick=\\"x()\\">Yes <b style=\\"x\\">bold</b> $a_1$ '
+                            '"answer": 0, "explain": "<p onclick=\\"x()\\">Yes <b style=\\"x\\">bold</b> $a_1$ costs $5 and $10 '
                             '<script>alert(2)</script><img src=x onerror=alert(3)></p>"}]}', "markup")
     body, check = all_html(page), next(b for b in page.blocks if b["kind"] == "check")
     assert "<script>" not in body and "&lt;script&gt;" in body and 'href="javascript' not in body
+    assert " id=" not in body                                  # no equation label becomes an element id
     q = check["questions"][0]
     assert "<img" not in q["text"] and "&lt;img" in q["text"] and "<b>" not in q["options"][0]
-    assert q["explain"].startswith("<p>Yes <b>bold</b> <span class=\"math inline\">a_1</span>")
+    assert q["explain"].startswith('<p>Yes <b>bold</b> <span class="math inline">a_1</span> costs $5 and $10 ')
     assert "<script>" not in q["explain"] and "<img" not in q["explain"] and "onclick" not in q["explain"]
+    assert "&lt;script&gt;alert(2)&lt;/script&gt;&lt;img src=x onerror=alert(3)&gt;" in q["explain"]   # shown as text
     assert safe_html("<ul><li>open") == "<ul><li>open</li></ul>"
+    assert safe_html("<![foo[ bar $x$") == '&lt;![foo[ bar <span class="math inline">x</span>'      # the parser gave up
+
+
+def html_of(text: str) -> str:
+    return all_html(lesson_from_text(text, "case"))
+
+
+def test_fences_end_where_commonmark_ends_them_and_unclosed_ones_where_extraction_left_them():
+    assert "```python\nx = 1\n```\n</code></pre>\n<p>After.</p>" in html_of("````markdown\n```python\nx = 1\n```\n````\n\nAfter.\n")
+    assert "<code>```\ncode\n</code></pre>\n<p>After.</p>" in html_of("~~~\n```\ncode\n~~~\n\nAfter.\n")
+    assert "training:\n  b: 2\n</code></pre>\n<p>After.</p>" in html_of("```yaml\na: 1\n\ntraining:\n  b: 2\n```\n\nAfter.\n")
+    assert '<code class="language-python">x = 1\n</code>' in html_of('```python title="Two words"\nx = 1\n```\n')
+    extracted = html_of("```io\nIN: a\n\n```python file=f.py x = 1\ny = 2\n\nOutput:\n\n```text\n3\n")
+    assert extracted.count("<pre>") == 3 and "<figcaption>f.py</figcaption>" in extracted
+    assert '<code class="language-python">x = 1\ny = 2\n</code>' in extracted and "<p>Output:</p>" in extracted
+    assert r"\[a-z\]" in html_of('Text.\n\n```python\nr"\\[a-z\\]"\n```\n')             # no math made in code
+    assert r"\[a\]" in html_of("Use `\\[a\\]` here, and \\[b\\] there.\n") and '"math' in html_of("\\[b\\]\n")
+
+
+def test_extraction_heuristics_stay_out_of_markdown_lessons():
+    text = "## Intro\n\nHello world\n\nThis paragraph is\nhard wrapped.\n\nQuick check · 1 question.\n\n1. Q?\n\na\nb\n\nWhy: w\n"
+    body = html_of(text + "\n1. a list item\n2. another\n")
+    assert "<p>Hello world</p>" in body and "<br" not in body and "<li>a list item</li>" in body
+    assert "<h2>Hello world</h2>" in html_of("Some text.\n\nHello world\n\nMore text.\n")      # extracted text: a heading
+
+
+def test_question_groups_keep_their_count_and_ids_stay_unique():
+    group = "Quick check · 1 question.\n\n1. Q?\n\na\nb\n\nWhy: w\n\n"
+    check = '{"id": "c", "questions": [{"kind": "mcq", "q": "?", "options": ["a", "b"], "answer": 0}]}\n\n'
+    page = lesson_from_text(group + "2. not a question\n\nx\ny\n\n" + group + check + check, "ids")
+    ids = [q["id"] for q in page.questions()]
+    assert ids == ["Quick check/0", "Quick check (2)/0", "c/0", "c (2)/0"] and len(set(ids)) == len(ids)
+
+
+def test_exercises_and_answers_across_blank_lines_and_text_after_a_check():
+    page = lesson_from_text("Easy. one\n\nHard. two\n\nAnswers\n\nA1\n\nA2\n", "ex")
+    assert [(e["level"], e["answer"]) for e in page.blocks[0]["items"]] == [("Easy", "A1"), ("Hard", "A2")]
+    page = lesson_from_text('{"id": "c", "questions": [{"kind": "mcq", "q": "?", "options": ["a", "b"], "answer": 0}]} '
+                            "trailing words\n", "rest")
+    assert kinds(page) == ["check", "html"] and "trailing words" in page.blocks[1]["html"]
+
+
+def test_unusable_numbers_and_labs_are_noted_not_raised():
+    huge = '{"id": "c", "questions": [{"kind": "numeric", "q": "?", "answer": 1' + "0" * 5000 + "}]}\n"
+    assert kinds(lesson_from_text(huge, "huge")) == ["html"]
+    page = lesson_from_text('```lab simlab {"model": "nonexistent_robot"}\n```\n', "lab")
+    with serving(make_server(page, 0)) as server:                  # the lesson opens; its lab cannot run
+        blocks = json.loads(request(server, "/lesson.json")[2])["blocks"]
+        assert [b["available"] for b in blocks if b["kind"] == "lab"] == [False]
+        assert "nonexistent_robot" in page.notes[-1] and request(server, "/lab/0/")[0] == 404
 
 
 def test_a_non_english_lesson_reads_the_same():
@@ -202,6 +234,8 @@ def test_an_unreadable_lesson_is_a_named_error(tmp_path, capsys):
     assert main(["lesson", "open", str(EXAMPLE), "--port", "99999"]) == 2
     assert main(["lesson", "open", str(EXAMPLE), "--colour"]) == 2
     assert main(["lesson", "eleven", "build"]) == 2
+    assert main(["lesson", "open", str(EXAMPLE), "--untrusted", "--no-browser"]) == 2     # its lab holds scripts
+    assert "lab 0 (The mass matrix of a swinging arm): setup, controls[0].run, readouts[0].expr" in capsys.readouterr().err
 
 
 # ---- the server ----

@@ -11,7 +11,7 @@ import argparse
 import runpy
 import sys
 
-from physai.exceptions import InvalidArgumentError, PhysaiError
+from physai.exceptions import InvalidArgumentError, LabError, PhysaiError
 from physai.lab.npm import ensure_node_modules
 from physai.lab.server import port_number, serve_until_interrupted
 from physai.lesson.reader import read_lesson
@@ -29,7 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              "file (lesson 11); after open: the lesson file to serve")
     parser.add_argument("script_args", nargs=argparse.REMAINDER,
                         help="arguments passed on to the script; after open PATH: --port P (default 8766; 0: any "
-                             "free port), --no-browser, --verbose")
+                             "free port), --no-browser, --verbose, --untrusted (refuse a lesson whose labs hold "
+                             "JavaScript)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -67,12 +68,21 @@ def open_lesson(path: str, argv: list[str]) -> int:
     parser.add_argument("--port", default="8766", metavar="PORT")
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--verbose", action="store_true")
+    parser.add_argument("--untrusted", action="store_true")
     options, unknown = parser.parse_known_args(argv)
     if unknown:
-        raise InvalidArgumentError(f"physai lesson open takes PATH [--port P] [--no-browser] [--verbose]; got "
-                                   f"{' '.join(unknown)}")
+        raise InvalidArgumentError(f"physai lesson open takes PATH [--port P] [--no-browser] [--verbose] [--untrusted]; "
+                                   f"got {' '.join(unknown)}")
     port = port_number(options.port)
     page = read_lesson(path)                        # LessonError when unreadable: exit 2
+    scripts = [f"lab {k} ({lab.title}): {', '.join(lab.scripts())}" for k, lab in enumerate(page.labs) if lab.scripts()]
+    if scripts and options.untrusted:
+        raise LabError(f"{path}: its labs hold JavaScript, which would run in your browser ({'; '.join(scripts)}); "
+                       "--untrusted serves only lessons whose labs hold no scripts. Read them, and open the lesson "
+                       "without --untrusted if you trust its author")
+    if scripts:
+        page.notes.append("the lesson's labs run their JavaScript in your browser (a lab is code): open only lessons "
+                          "you trust, or use --untrusted")
     server = make_server(page, port, quiet=not options.verbose)
     ensure_node_modules()
     for note in page.notes:

@@ -18,8 +18,10 @@ A Page is a title, a storage key and a list of blocks, each a dict with a "kind"
 It reads the formats of the course's lessons: Markdown-like lessons (## headings, math, callouts, fences, lab and
 knowledge-check blocks), the text of a rendered lesson (a header table of tab-separated lines, bare headings, the
 blocks above), and plain text with code (unfenced Python is recognised as code, "•" lines as lists). Text extraction
-leaves fences unclosed and quotes curly: a fence with no closing line ends where the next fence, callout or check
-begins, or at a short "Label:" line after a blank line; JSON is read with curly quotes as straight ones.
+leaves fences unclosed and quotes curly: a fence never closed ends where the next fence, callout or check begins, or
+at a short "Label:" line after a blank line; JSON is read with curly quotes as straight ones. Only in such extracted
+text (no "##" headings, or fences never closed) is a bare short line a heading, and a rendered lesson's every line
+break kept. Reading takes time linear in the lines (at most a few seconds for a file of MAX_BYTES).
 Nothing in a lesson makes reading fail: what the reader does not recognise is text, and a lab or a knowledge check it
 cannot use is shown as code with a note saying why (Page.notes). The text is UTF-8 (a byte order mark is dropped).
 """
@@ -111,17 +113,8 @@ def lesson_from_text(text: str, source: str = "<lesson>", base_dir: Path | None 
 
 # ---- Markdown and math ----
 
-def _math(tex: str, options: dict) -> str:
+def _math(tex: str, _options: dict) -> str:
     return html.escape(tex)
-
-
-def _markdown_it(breaks: bool) -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "breaks": breaks}).enable("table")
-    md.use(dollarmath_plugin, renderer=_math, double_inline=True, allow_digits=False)
-    md.add_render_rule("fence", _fence)
-    return md
-
-
 
 
 def _fence(self, tokens, idx, options, env) -> str:
@@ -134,28 +127,59 @@ def _fence(self, tokens, idx, options, env) -> str:
     return f'<figure class="code"><figcaption>{html.escape(name)}</figcaption>{code}</figure>\n' if name else code
 
 
+def _markdown_it(breaks: bool) -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False, "breaks": breaks}).enable("table")
+    md.use(dollarmath_plugin, renderer=_math, double_inline=True, allow_digits=False, allow_labels=False)
+    md.add_render_rule("fence", _fence)
+    return md
+
+
 #: Markdown as written, and with every line break kept (the text of a rendered lesson: one paragraph per line)
 MARKDOWN, MARKDOWN_LINES = _markdown_it(False), _markdown_it(True)
-BRACKETS = [(re.compile(r"\\\[(.+?)\\\]", re.S), "$$"), (re.compile(r"\\\((.+?)\\\)", re.S), "$")]
+#: What delimits math (and what it never spans: a code span, a blank line), for math_parts
+MATH_TOKENS = re.compile(r"\$\$|\\\[|\\\]|\\\(|\\\)|\$|`[^`\n]*`|\n[ \t]*\n")
+CLOSES = {"$$": "$$", "\\[": "\\]", "\\(": "\\)", "$": "$"}
+
+
+def math_parts(text: str, dollars: bool = True) -> list[tuple[str, str]]:
+    """`text` as [(kind, part)]: kind "text", "inline" ($x$, \\(x\\)) or "display" ($$x$$, \\[x\\]), part the TeX for math.
+    One pass, left to right: math never spans a code span's edge or a blank line; $x$ as Markdown reads it (no space
+    inside its dollars, no digit after the opening one or after the closing one: "$5 and $10" is text).
+    dollars=False: only \\(...\\) and \\[...\\] are math."""
+    parts, at, opened = [], 0, None                      # opened: (delimiter, where its TeX starts, where it starts)
+    for m in MATH_TOKENS.finditer(text):
+        token, i, j = m.group(), m.start(), m.end()
+        if token.startswith("`") or token.startswith("\n"):
+            if token.startswith("\n"):
+                opened = None
+            continue
+        if opened and token == CLOSES[opened[0]]:
+            if token != "$" or (text[i - 1] not in " \t\n" and not text[j:j + 1].isdigit()):
+                parts.append(("text", text[at:opened[2]]))
+                parts.append(("display" if token in ("$$", "\\]") else "inline", text[opened[1]:i]))
+                at, opened = j, None
+            continue
+        if opened is None and token in CLOSES and (dollars or token[0] == "\\"):
+            if token != "$" or (text[j:j + 1] not in ("", " ", "\t", "\n", "$") and not text[j:j + 1].isdigit()):
+                opened = (token, j, i)
+    parts.append(("text", text[at:]))
+    return [(kind, part) for kind, part in parts if part or kind != "text"]
+
+
+def dollars(text: str) -> str:
+    """\\[...\\] and \\(...\\) as $$...$$ and $...$, which the Markdown parser reads (outside code spans)."""
+    return "".join(part if kind == "text" else f"$${part.strip()}$$" if kind == "display" else f"${part.strip()}$"
+                   for kind, part in math_parts(text, dollars=False))
 
 
 def markdown(text: str, breaks: bool = False) -> str:
-    """Markdown text as HTML; \\[...\\] and \\(...\\) read as $$...$$ and $...$ (outside code); breaks: keep line breaks."""
-    parts = re.split(r"(^\s{0,3}```.*?^\s{0,3}```[ \t]*$|`[^`\n]+`)", text, flags=re.S | re.M)
-    for k in range(0, len(parts), 2):            # the even parts lie outside code
-        for pattern, delimiter in BRACKETS:
-            parts[k] = pattern.sub(lambda m, d=delimiter: f"{d}{m.group(1).strip()}{d}", parts[k])
-    return (MARKDOWN_LINES if breaks else MARKDOWN).render("".join(parts))
+    """Markdown text (its math delimited by dollars: see dollars()) as HTML; breaks: keep line breaks."""
+    return (MARKDOWN_LINES if breaks else MARKDOWN).render(text)
 
 
 def inline(text: str) -> str:
     """One line of Markdown (a question, an option) as inline HTML, with its math."""
-    for pattern, delimiter in BRACKETS:
-        text = pattern.sub(lambda m, d=delimiter: f"{d}{m.group(1).strip()}{d}", text)
-    return MARKDOWN.renderInline(text)
-
-
-INLINE_MATH = re.compile(r"\$\$(.+?)\$\$|\\\[(.+?)\\\]|\$(.+?)\$|\\\((.+?)\\\)", re.S)
+    return MARKDOWN.renderInline(dollars(text))
 
 
 class _SafeHTML(HTMLParser):
@@ -167,29 +191,30 @@ class _SafeHTML(HTMLParser):
         self.open: list[str] = []
 
     def handle_starttag(self, tag, attrs):
-        if tag in SAFE_TAGS:
-            self.out.append(f"<{tag}>")
-            if tag != "br":
-                self.open.append(tag)
+        if tag not in SAFE_TAGS:
+            self.out.append(html.escape(self.get_starttag_text() or ""))
+            return
+        self.out.append(f"<{tag}>")
+        if tag != "br":
+            self.open.append(tag)
 
     def handle_endtag(self, tag):
-        if tag in self.open:
-            while self.open:
-                top = self.open.pop()
-                self.out.append(f"</{top}>")
-                if top == tag:
-                    break
+        if tag not in self.open:
+            self.out.append(html.escape(f"</{tag}>") if tag not in SAFE_TAGS else "")
+            return
+        while self.open:
+            top = self.open.pop()
+            self.out.append(f"</{top}>")
+            if top == tag:
+                break
 
     def handle_data(self, data):
-        at = 0
-        for m in INLINE_MATH.finditer(data):
-            self.out.append(html.escape(data[at:m.start()]))
-            display = m.group(1) is not None or m.group(2) is not None
-            tex = next(g for g in m.groups() if g is not None)
-            tag = "div" if display else "span"
-            self.out.append(f'<{tag} class="math {"block" if display else "inline"}">{html.escape(tex)}</{tag}>')
-            at = m.end()
-        self.out.append(html.escape(data[at:]))
+        for kind, part in math_parts(data):
+            if kind == "text":
+                self.out.append(html.escape(part))
+            else:
+                tag = "div" if kind == "display" else "span"
+                self.out.append(f'<{tag} class="math {"block" if kind == "display" else "inline"}">{html.escape(part)}</{tag}>')
 
     def result(self) -> str:
         self.close()
@@ -197,19 +222,26 @@ class _SafeHTML(HTMLParser):
 
 
 def safe_html(fragment: str) -> str:
-    """`fragment` with only the SAFE_TAGS kept (no attributes), other markup shown as text, math as math spans."""
+    """`fragment` with only the SAFE_TAGS kept (no attributes), other markup shown as text, math as math spans (the
+    whole fragment as text when the HTML parser gives up on it)."""
     parser = _SafeHTML()
-    parser.feed(fragment)
-    return parser.result()
+    try:
+        parser.feed(fragment)
+        return parser.result()
+    except Exception:                                    # HTMLParser's own assertion on some malformed markup
+        return "".join(html.escape(part) if kind == "text" else
+                       f'<span class="math inline">{html.escape(part)}</span>' for kind, part in math_parts(fragment))
 
 
 # ---- the reader ----
 
 def _title(lines: list[str], source: str) -> str:
-    """The first line when it reads as a title (short, a letter or digit first, no markup or code), else the first "# "
+    """The first line when it reads as a title (short, a letter or digit first, no markup, code or closing
+    punctuation), else the first "# "
     heading among the text's first lines, else the file's name."""
     first = next((line.strip() for line in lines if line.strip()), "")
-    if 0 < len(first) <= 90 and first[0].isalnum() and not re.search(r"[<>=(){}\[\]`$\\\"“”]", first):
+    if 0 < len(first) <= 90 and first[0].isalnum() and not re.search(r"[<>=(){}\[\]`$\\\"“”]", first) \
+            and first[-1] not in ".!?:,;":
         return first.removeprefix("# ")
     heading = next((line[2:].strip() for line in lines[:40] if line.startswith("# ") and len(line) <= 92), "")
     return heading or Path(source).stem
@@ -219,16 +251,43 @@ def _blank(line: str) -> bool:
     return not line.strip()
 
 
+class _Code(str):
+    """A block of code in the reader's text (a fence of its own making): no math conversion inside."""
+
+
 class _Reader:
     """Walks the lines once: each rule either takes the block that starts at line i or leaves it to the text."""
 
     def __init__(self, lines: list[str], page: Page, base_dir: Path | None):
         self.lines, self.page, self.base_dir = lines, page, base_dir
-        self.text: list[str] = []
-        self.checks = self.attempts = 0
-        self.first = next((k for k, line in enumerate(lines) if line.strip()), -1)     # the first line with text
-        # the text of a rendered lesson (its steps or question groups): one paragraph per line, line breaks kept
-        self.rendered = any(GROUP.match(line) or line.strip().lower() == "act on this lesson" for line in lines)
+        self.text: list[str] = []                     # the Markdown of the current html block: lines, and _Code blocks
+        self.attempts = 0                             # JSON blocks looked for (JSON_ATTEMPTS)
+        self.ids: dict[str, int] = {}                 # the question ids' prefixes used (checks, groups): how often
+        n = len(lines)
+        self.next_text = [n] * (n + 1)                # the first line with text at or after each line
+        for k in range(n - 1, -1, -1):
+            self.next_text[k] = k if lines[k].strip() else self.next_text[k + 1]
+        self.first = self.next_text[0]
+        # Text extraction's traces: no Markdown section headings, or fences that are never closed. Only then are a bare
+        # short line read as a heading and, in a rendered lesson (its steps or question groups), each line break kept.
+        headed = any(re.match(r"^#{2,6} \S", line) for line in lines) or (self.first < n and lines[self.first].startswith("# "))
+        fenced = [FENCE.match(line) for line in lines]
+        # per fence character: the next line at or after each line that is a bare fence (a closing), or one that opens
+        # a fence with an info string
+        self.next_bare, self.next_info = {}, {}
+        for c in "`~":
+            bare, info = [n] * (n + 1), [n] * (n + 1)
+            for k in range(n - 1, -1, -1):
+                f = fenced[k]
+                own = f is not None and f.group(1)[0] == c
+                bare[k] = k if own and not f.group(2).strip() else bare[k + 1]
+                info[k] = k if own and f.group(2).strip() else info[k + 1]
+            self.next_bare[c], self.next_info[c] = bare, info
+        self.fences = fenced
+        unclosed = any(f and f.group(2).strip() for f in fenced) and not any(f and not f.group(2).strip() for f in fenced)
+        self.extracted = not headed or unclosed
+        self.rendered = self.extracted and any(GROUP.match(line) or line.strip().lower() == "act on this lesson"
+                                               for line in lines)
 
     def run(self) -> None:
         rules = (self.lab, self.check, self.fence, self.callout, self.group, self.steps, self.exercises, self.table,
@@ -245,37 +304,68 @@ class _Reader:
                 i += 1
         self.flush()
 
+    def skip_blank(self, j: int) -> int:
+        return self.next_text[min(j, len(self.lines))]
+
+    def unique(self, prefix: str) -> str:
+        """`prefix`, or `prefix (2)`, `(3)`, ... when a question group or check of the page already has it."""
+        n = self.ids.get(prefix, 0) + 1
+        self.ids[prefix] = n
+        name = prefix if n == 1 else f"{prefix} ({n})"
+        while n > 1 and name in self.ids:               # a title that itself reads "Quick check (2)"
+            name += "'"
+        self.ids.setdefault(name, 1)
+        return name
+
     # -- text --
 
     def plain(self, i: int) -> str:
-        """Line i as Markdown: "•" bullets as list items; a bare short line between blank lines as a heading."""
+        """Line i as Markdown: "•" bullets as list items; in extracted text, a bare short line between blank lines
+        (not a sentence that goes on in math or code) as a heading."""
         line, s = self.lines[i], self.lines[i].strip()
         if line.startswith("• "):
             return "- " + line[2:]
         if i == self.first and s == self.page.title:
             return "# " + s
-        before = i == 0 or _blank(self.lines[i - 1])
-        after = i + 1 >= len(self.lines) or _blank(self.lines[i + 1])
-        if (before and after and i > 0 and 0 < len(s) <= 60 and line[0] not in " \t#>-*+|" and s[0].isupper()
-                and s[-1] not in ".,;:!?)" and not NUMBERED.match(s)):
+        if not self.extracted or not (0 < len(s) <= 60) or line[0] in " \t#>-*+|" or not s[0].isupper():
+            return line
+        if _blank(self.lines[i - 1]) and (i + 1 >= len(self.lines) or _blank(self.lines[i + 1])) \
+                and s[-1] not in ".,;:!?)" and not NUMBERED.match(s):
             k = self.skip_blank(i + 1)
             if k >= len(self.lines) or not self.lines[k].lstrip().startswith(("$$", "\\[", "```")):
-                return "## " + s      # (not a sentence that goes on in math or code)
+                return "## " + s
         return line
 
     def flush(self) -> None:
-        if any(line.strip() for line in self.text):
-            self.page.blocks.append({"kind": "html", "html": markdown("\n".join(self.text) + "\n", self.rendered)})
+        """The text so far as one html block: its prose with \\[...\\] and \\(...\\) read as math, its code as is."""
+        if not any(line.strip() for line in self.text):
+            self.text = []
+            return
+        out, prose = [], []
+        for entry in self.text + [_Code("")]:
+            if isinstance(entry, _Code):
+                out.extend([dollars("\n".join(prose)), entry])
+                prose = []
+            else:
+                prose.append(entry)
+        self.page.blocks.append({"kind": "html", "html": markdown("\n".join(out) + "\n", self.rendered)})
         self.text = []
 
     def add(self, block: dict) -> None:
         self.flush()
         self.page.blocks.append(block)
 
+    def add_code(self, lang: str, body: list[str]) -> None:
+        fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", "\n".join(body))), default=0) + 1)
+        self.text.append(_Code(f"{fence}{lang}\n" + "\n".join(body) + f"\n{fence}\n"))
+
     def shown_as_code(self, lines: list[str], note: str) -> None:
+        """`lines` as a block of code under `note` (a block the reader could not use), the note also in Page.notes."""
         self.page.notes.append(note)
-        self.add({"kind": "html", "html": f'<p class="note">{html.escape(note)}</p>' +
-                  markdown("```\n" + "\n".join(lines) + "\n```\n")})
+        self.flush()
+        self.add_code("", lines)
+        self.flush()
+        self.page.blocks[-1]["html"] = f'<p class="note">{html.escape(note)}</p>' + self.page.blocks[-1]["html"]
 
     def window(self, i: int) -> str | None:
         """The text from line i on, at most JSON_WINDOW characters, for a JSON block starting there; None once the
@@ -290,36 +380,46 @@ class _Reader:
             j += 1
         return "\n".join(text)
 
-    def line_at(self, i: int, text: str, end: int) -> int:
-        """The line after the one holding character `end` of `text` (the window from line i), skipping a closing
-        fence that follows it."""
+    def after_json(self, i: int, text: str, end: int) -> tuple[int, str]:
+        """(the line after the one holding character `end` of `text` (the window from line i), the text after the JSON
+        on that line); a closing fence right after the JSON is skipped."""
         j = i + text.count("\n", 0, end)
         rest = text[end:].split("\n", 1)[0]
-        if not rest.strip().strip("`").strip() and j + 1 < len(self.lines) and re.match(r"^\s*```\s*$", self.lines[j + 1]):
-            return j + 2
-        return j + 1
+        if rest.strip().strip("`").strip():
+            return j + 1, rest
+        if j + 1 < len(self.lines) and re.match(r"^\s*```\s*$", self.lines[j + 1]):
+            return j + 2, ""
+        return j + 1, ""
+
+    def add_after(self, block: dict, rest: str) -> None:
+        """The block, then what followed its JSON on its last line, as text."""
+        self.add(block)
+        if rest:
+            self.text.append(rest)
 
     # -- the blocks --
 
     def lab(self, i: int):
-        start = BLOCK_START.match(self.lines[i].lstrip())
-        if not start:
+        if not BLOCK_START.match(self.lines[i].lstrip()):
             return None
         text = self.window(i)
         if text is None:
             return None
-        match = BLOCK_START.search(text)
         try:
-            lab, end = lab_block_at(text, match, self.page.source, self.base_dir)
+            lab, end = lab_block_at(text, BLOCK_START.search(text), self.page.source, self.base_dir)
         except LabError as exc:
-            j = next((k for k in range(i + 1, len(self.lines)) if _blank(self.lines[k])), len(self.lines))
+            j = self.next_blank(i)
             self.shown_as_code(self.lines[i:j], f"lab block at line {i + 1} not used: {exc}")
             return j
         self.page.notes.extend(lab.notes)
         self.page.labs.append(lab)
-        self.add({"kind": "lab", "index": len(self.page.labs) - 1, "title": lab.title,
-                  "dock": bool(lab.spec.get("dock")), "lab": lab})
-        return self.line_at(i, text, end)
+        j, rest = self.after_json(i, text, end)
+        self.add_after({"kind": "lab", "index": len(self.page.labs) - 1, "title": lab.title,
+                        "dock": bool(lab.spec.get("dock")), "lab": lab}, rest)
+        return j
+
+    def next_blank(self, i: int) -> int:
+        return next((k for k in range(i + 1, len(self.lines)) if _blank(self.lines[k])), len(self.lines))
 
     def check(self, i: int):
         line = self.lines[i].lstrip()
@@ -330,43 +430,53 @@ class _Reader:
             return None
         try:
             value, end, _ = json_at(text, len(self.lines[i]) - len(line), self.page.source)
-        except (json.JSONDecodeError, LabError):
-            return None                                  # not JSON after all: text
-        j = self.line_at(i, text, end)
-        self.checks += 1
+        except (ValueError, LabError):                 # not JSON after all (or a number too long to read): text
+            return None
+        j, rest = self.after_json(i, text, end)
         try:
-            block = _knowledge_check(value, f"check-{self.checks}")
+            block = _knowledge_check(value, self.unique(str(value.get("id") or "check") if isinstance(value, dict) else "check"))
         except LessonError as exc:
             self.shown_as_code(self.lines[i:j], f"knowledge check at line {i + 1} not used: {exc}")
             return j
-        self.add(block)
+        self.add_after(block, rest)
         return j
 
     def fence(self, i: int):
-        m = FENCE.match(self.lines[i])
+        """A fenced block. Its end: the closing fence (CommonMark's: the same character, at least as many, nothing
+        after); when the lesson never closes it, the next fence that opens with an info string, callout, lab, check or
+        short "Label:" line after a blank line. Words after the language that are not name=value are its first line of
+        code only when they read as code (extraction joins the first line to the fence)."""
+        m = self.fences[i]
         if not m:
             return None
         marker, info = m.group(1), m.group(2)
-        closing = re.compile(rf"^\s{{0,3}}{marker[0]}{{{len(marker)},}}\s*$")
-        end, closed = len(self.lines), False
-        for j in range(i + 1, len(self.lines)):
-            if closing.match(self.lines[j]):
-                end, closed = j, True
-                break
-            if FENCE.match(self.lines[j]) or self.ends_unclosed(j):
-                end = j
-                break
-        head = re.match(r"^([^\s=]*)((?:\s+[\w-]+=\S+)*)\s*(.*)$", info)   # lang, name=value words, then code
-        lang, attributes, first = head.group(1), head.group(2).split(), head.group(3).strip()
-        body = ([first] if first else []) + self.lines[i + 1:end]
+        n, c = len(self.lines), marker[0]
+        end = self.next_bare[c][i + 1]
+        while end < n and len(self.fences[end].group(1)) < len(marker):     # a shorter fence is a line of the code
+            end = self.next_bare[c][end + 1]
+        reopened = self.next_info[c][i + 1]
+        while reopened < min(end, n) and self.fences[reopened].group(1) != marker:
+            reopened = self.next_info[c][reopened + 1]
+        closed = end < n and reopened >= end
+        if not closed:
+            end = next((j for j in range(i + 1, n) if self.reopens(j, marker) or self.ends_unclosed(j)), n)
+        head = re.match(r"^([^\s=]*)((?:\s+[\w-]+=\S+)*)\s*(.*)$", info)   # lang, name=value words, then the rest
+        lang, attributes, rest = head.group(1), head.group(2).split(), head.group(3).strip()
+        first = [rest] if rest and (CODE_START.match(rest) or rest[0] in "\"'“”‘’#") else []
+        body = first + self.lines[i + 1:end]
         while body and _blank(body[-1]):
             body.pop()
-        fence = "`" * max(3, max((len(r) for r in re.findall(r"`+", "\n".join(body))), default=0) + 1)
-        self.text.append(f"{fence}{' '.join([lang, *attributes]).strip()}\n" + "\n".join(body) + f"\n{fence}\n")
+        self.add_code(" ".join([lang, *attributes]).strip(), body)
         return end + 1 if closed else end
 
+    def reopens(self, j: int, marker: str) -> bool:
+        """Whether line j opens a fence of the same kind and length with a language: a new block, where the one before
+        was never closed (text extraction), rather than a line of its code."""
+        m = self.fences[j]
+        return bool(m and m.group(2).strip() and m.group(1) == marker)
+
     def ends_unclosed(self, j: int) -> bool:
-        """Whether line j ends a fence that text extraction left unclosed (see the module docstring)."""
+        """Whether line j ends a fence that text extraction left unclosed (see fence())."""
         line = self.lines[j]
         if CALLOUT.match(line) or BLOCK_START.match(line.lstrip()):
             return True
@@ -385,15 +495,17 @@ class _Reader:
             j += 1
         title, text = (rest, "\n".join(body)) if quoted and body else ("", "\n".join([rest, *body]))
         self.add({"kind": "html", "html": f'<aside class="callout {html.escape(kind)}"><header><span class="kind">'
-                  f'{html.escape(kind)}</span> {inline(title)}</header>{markdown(text)}</aside>'})
+                  f'{html.escape(kind)}</span> {inline(title)}</header>{markdown(dollars(text))}</aside>'})
         return j
 
     def group(self, i: int):
+        """A rendered lesson's question group: "TITLE · N questions. INTRO", then N numbered questions, each with its
+        options (one per line) and a "Why: ..." line."""
         m = GROUP.match(self.lines[i].strip())
         if not m:
             return None
-        title, questions, j = m.group(1).strip(), [], i + 1
-        while True:
+        title, count, questions, j = m.group(1).strip(), int(m.group(2)), [], i + 1
+        while len(questions) < count:
             k = self.skip_blank(j)
             q = NUMBERED.match(self.lines[k]) if k < len(self.lines) else None
             if not q:
@@ -407,62 +519,60 @@ class _Reader:
             why = ""
             if k < len(self.lines) and self.lines[k].startswith("Why:"):
                 why, k = self.lines[k][4:].strip(), k + 1
-            if not options:
+            if len(options) < 2:
                 break
-            questions.append({"id": f"{title}/{len(questions)}", "kind": "mcq", "text": inline(q.group(2)),
-                              "options": [inline(o) for o in options], "answer": None, "explain": inline(why)})
+            questions.append({"kind": "mcq", "text": inline(q.group(2)), "options": [inline(o) for o in options],
+                              "answer": None, "explain": inline(why)})
             j = k
         if not questions:
             return None
-        self.add({"kind": "questions", "id": title, "title": title, "intro": inline(m.group(3)), "questions": questions})
-        return j
-
-    def skip_blank(self, j: int) -> int:
-        while j < len(self.lines) and _blank(self.lines[j]):
-            j += 1
+        name = self.unique(title)
+        for n, q in enumerate(questions):
+            q["id"] = f"{name}/{n}"
+        self.add({"kind": "questions", "id": name, "title": title, "intro": inline(m.group(3)), "questions": questions})
         return j
 
     def steps(self, i: int):
+        """"Act on this lesson", up to three lines of introduction, then its steps ("01 · Read ...")."""
         if self.lines[i].strip().lower() != "act on this lesson":
             return None
-        j, intro, items = i + 1, [], []
+        j, intro, items = self.skip_blank(i + 1), [], []
         while j < len(self.lines) and not STEP.match(self.lines[j].strip()):
-            if not _blank(self.lines[j]):
-                if len(intro) >= 3:
-                    return None
-                intro.append(self.lines[j].strip())
-            j += 1
-        while j < len(self.lines) and (STEP.match(self.lines[j].strip()) or
-                                       (_blank(self.lines[j]) and STEP.match(self.lines[self.skip_blank(j)].strip()
-                                                                             if self.skip_blank(j) < len(self.lines) else ""))):
-            if not _blank(self.lines[j]):
-                items.append(inline(self.lines[j].strip()))
-            j += 1
+            if len(intro) == 3:
+                return None
+            intro.append(self.lines[j].strip())
+            j = self.skip_blank(j + 1)
+        while j < len(self.lines) and STEP.match(self.lines[j].strip()):
+            items.append(inline(self.lines[j].strip()))
+            j = self.skip_blank(j + 1)
         if not items:
             return None
         self.add({"kind": "steps", "title": self.lines[i].strip(), "intro": inline(" ".join(intro)), "items": items})
         return j
 
     def exercises(self, i: int):
+        """"Easy. ..." / "Medium. ..." / "Hard. ..." lines, then, if it follows, "Answers" and one answer per exercise."""
         if not EXERCISE.match(self.lines[i]):
             return None
         j, items = i, []
         while j < len(self.lines) and EXERCISE.match(self.lines[j]):
             m = EXERCISE.match(self.lines[j])
             items.append({"level": m.group(1), "text": inline(m.group(2)), "answer": None})
-            j += 1
-        k = self.skip_blank(j)
-        if k < len(self.lines) and self.lines[k].strip() == "Answers":
-            k = self.skip_blank(k + 1)
-            answers = self.lines[k:k + len(items)]
-            if len(answers) == len(items) and not any(_blank(a) for a in answers):
+            j = self.skip_blank(j + 1)
+        if j < len(self.lines) and self.lines[j].strip() == "Answers":
+            k, answers = self.skip_blank(j + 1), []
+            while k < len(self.lines) and len(answers) < len(items):
+                answers.append(self.lines[k].strip())
+                k = self.skip_blank(k + 1)
+            if len(answers) == len(items):
                 for item, answer in zip(items, answers):
-                    item["answer"] = inline(answer.strip())
-                j = k + len(items)
+                    item["answer"] = inline(answer)
+                j = k
         self.add({"kind": "exercises", "items": items})
         return j
 
     def table(self, i: int):
+        """Tab-separated lines: a table (the lesson's header table, before any other text, as names and values)."""
         j = i
         while j < len(self.lines) and "\t" in self.lines[j].strip("\t ") and not FENCE.match(self.lines[j]):
             j += 1
@@ -471,7 +581,7 @@ class _Reader:
         rows = [[inline(cell.strip()) for cell in self.lines[k].strip().split("\t")] for k in range(i, j)]
         width = max(len(r) for r in rows)
         cells = lambda r, tag: "".join(f"<{tag}>{c}</{tag}>" for c in r + [""] * (width - len(r)))  # noqa: E731
-        if not self.page.blocks and not any(line.strip() for line in self.text[1:]):   # a lesson's header: names, values
+        if not self.page.blocks and not any(line.strip() for line in self.text[1:]):
             head, rows = "", [[f"<b>{r[0]}</b>", *r[1:]] for r in rows]
         else:
             head, rows = f"<thead><tr>{cells(rows[0], 'th')}</tr></thead>", rows[1:]
@@ -489,32 +599,29 @@ class _Reader:
         j = i + 1
         while j < len(self.lines) and not _blank(self.lines[j]) and (not diagram or self.lines[j][:1] in " \t"):
             j += 1
-        self.text.append(f"```{'mermaid' if diagram else 'text'}\n" + "\n".join(self.lines[i:j]) + "\n```\n")
+        self.add_code("mermaid" if diagram else "text", self.lines[i:j])
         return j
 
     def code(self, i: int):
-        """Unfenced Python: a run of code-like, indented and blank lines holding at least one code statement."""
+        """Unfenced Python after a blank line: a run of code-like, indented and blank lines, ending on a statement."""
         if not CODE_START.match(self.lines[i]) or (i > 0 and not _blank(self.lines[i - 1])):
             return None
         j, last = i, i
         while j < len(self.lines):
             line = self.lines[j]
-            if _blank(line) or line[0] in " \t#)]}" or CODE_START.match(line) or line.startswith(("'''", '"""')):
-                if not _blank(line) and not line.startswith("#"):     # a run never ends on a comment or a heading
-                    last = j
-                j += 1
-                continue
-            break
-        body = self.lines[i:last + 1]
-        self.text.append("```python\n" + "\n".join(body) + "\n```\n")
+            if not (_blank(line) or line[0] in " \t#)]}" or CODE_START.match(line) or line.startswith(("'''", '"""'))):
+                break
+            if not _blank(line) and not line.startswith("#"):     # a run never ends on a comment or a heading
+                last = j
+            j += 1
+        self.add_code("python", self.lines[i:last + 1])
         return last + 1
 
 
-def _knowledge_check(value, default_id: str) -> dict:
-    """A JSON knowledge check as a block; LessonError naming what is wrong."""
+def _knowledge_check(value, check_id: str) -> dict:
+    """A JSON knowledge check as a block, its questions `check_id/n`; LessonError naming what is wrong."""
     if not isinstance(value, dict) or not isinstance(value.get("questions"), list) or not value["questions"]:
         raise LessonError('expected an object with "questions", a non-empty list')
-    check_id = str(value.get("id") or default_id)
     questions = []
     for n, q in enumerate(value["questions"]):
         where = f"question {n}"

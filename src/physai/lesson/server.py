@@ -14,7 +14,7 @@ import json
 import re
 from pathlib import Path
 
-from physai.exceptions import LabError
+from physai.exceptions import PhysaiError
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, LabSite, LocalServer, Reply,
                                content_security_policy, security_headers)
 from physai.lesson.reader import Page
@@ -35,7 +35,7 @@ class LessonServer(LocalServer):
         for lab in page.labs:
             try:
                 self.labs.append(LabSite(lab, framed_by_self=True))
-            except LabError as exc:                  # a lab whose model cannot be served: the page says why
+            except PhysaiError as exc:               # a lab whose model cannot be served (unknown, not available, ...)
                 self.labs.append(None)
                 page.notes.append(f"lab {len(self.labs) - 1} ({lab.title}) cannot run: {exc}")
         blocks = page.as_json()

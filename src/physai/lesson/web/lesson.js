@@ -7,7 +7,6 @@ import katex from '/vendor/katex/katex.mjs';
 const questions = new Map();      // id -> {q, quiz, show(result, value)}
 const checklist = [];             // {label, box}
 let storageKey = '', mathErrors = 0;
-const wide = window.matchMedia('(min-width: 1100px)');
 const hook = { ready: false };
 window.lesson = hook;
 
@@ -22,13 +21,23 @@ function element(tag, className, html) {
  *  right within q.tol (plus 1e-12 of the answer's size, for the rounding of answer +- tol). */
 function grade(q, value) {
   if (q.kind === 'numeric') {
-    const x = typeof value === 'number' ? value : parseFloat(String(value).replace(',', '.'));
+    const x = typeof value === 'number' ? value : typedNumber(value);
     if (!Number.isFinite(x)) throw new Error(`question ${q.id} needs a number, got ${value}`);
     return Math.abs(x - q.answer) <= q.tol + 1e-12 * Math.max(Math.abs(q.answer), q.tol);
   }
   if (!Number.isInteger(value) || value < 0 || value >= q.options.length)
     throw new Error(`question ${q.id} has options 0 to ${q.options.length - 1}, got ${value}`);
   return q.answer === null || q.answer === undefined ? null : value === q.answer;
+}
+
+/** The number a learner typed: "0.486", "0,486", "1,000.5", "−0.5" (a Unicode minus), "2e-3 kg m^2" (a unit after
+ *  it); NaN when it does not start with a number. */
+function typedNumber(text) {
+  let t = String(text).trim().replace(/[\u2212\u2013]/g, '-').replace(/[\s\u00a0\u202f]+(?=\d)/g, '');
+  if (/^[-+]?\d{1,3}(,\d{3})+(\.\d*)?(?!\d)/.test(t)) t = t.replace(/,/g, '');   // thousands
+  else t = t.replace(/^([-+]?\d*),(\d)/, '$1.$2');                                  // a decimal comma
+  const m = t.match(/^[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?/i);
+  return m ? Number(m[0]) : NaN;
 }
 
 function answer(id, value) {
@@ -108,7 +117,8 @@ function questionBlock(q, n, quiz) {
     };
   }
   div.append(verdict, explain);
-  questions.set(q.id, { q, quiz, show, explainText: () => explain.textContent.trim() });
+  const explanation = explain.textContent.trim();          // (before KaTeX adds its markup: the TeX as written)
+  questions.set(q.id, { q, quiz, show, explainText: () => explanation });
   return div;
 }
 
@@ -151,7 +161,7 @@ function exercisesBlock(block) {
   return section;
 }
 
-const docked = [];   // {frame, placeholder}
+let dockTaken = false;   // one lab docks: the first that asks
 
 function labBlock(block) {
   const holder = element('div', 'lab-block');
@@ -162,30 +172,14 @@ function labBlock(block) {
   const frame = element('iframe', 'lab');
   frame.title = block.title;
   frame.src = `lab/${block.index}/`;
-  if (block.dock && docked.length === 0) {
-    const placeholder = element('p', 'docked', `The lab “${escapeHtml(block.title)}” runs beside the text.`);
-    holder.append(placeholder);
-    docked.push({ frame, holder, placeholder });
-  } else {
-    holder.append(frame);
+  if (block.dock && !dockTaken) {
+    dockTaken = true;
+    // docked: beside the text on a wide screen, in its place on a narrow one, by CSS alone (moving an iframe reloads it)
+    holder.classList.add('docked');
+    holder.append(element('p', 'docked-note', `The lab “${escapeHtml(block.title)}” runs beside the text.`));
   }
+  holder.append(frame);
   return holder;
-}
-
-/** The docked lab beside the text on a wide screen, in its place in the text on a narrow one. */
-function placeDocked() {
-  const dock = document.getElementById('dock');
-  for (const { frame, holder, placeholder } of docked) {
-    if (wide.matches) {
-      dock.hidden = false;
-      if (frame.parentElement !== dock) dock.append(frame);
-      placeholder.hidden = false;
-    } else {
-      dock.hidden = true;
-      if (frame.parentElement !== holder) holder.append(frame);
-      placeholder.hidden = true;
-    }
-  }
 }
 
 function render(block) {
@@ -257,8 +251,7 @@ async function main() {
   typeset(document.body);
   addCopyButtons(text);
   restoreChecklist();
-  placeDocked();
-  wide.addEventListener('change', placeDocked);
+  document.body.classList.toggle('has-dock', dockTaken);
   Object.assign(hook, {
     lesson: { title: lesson.title, key: lesson.key },
     questions: () => [...questions.values()].map(({ q }) => ({ id: q.id, kind: q.kind, options: q.kind === 'mcq' ? q.options.length : 0 })),
