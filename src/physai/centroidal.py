@@ -18,11 +18,10 @@ import numpy as np
 
 from physai.engine import Data, as_model, batching, native, support
 from physai.engine.model import Model
-from physai.engine.smooth import com_pos, com_vel, composite_inertias, kinematics, position_stages
-from physai.engine.support import point_jacobian_dots, point_jacobians
+from physai.engine.smooth import (com_pos, com_vel, composite_inertias, cross_force, cross_motion, inertia_times, kinematics,
+                                  position_stages, subtree_sums)
 from physai.exceptions import InvalidModelError
 from physai.kinematics import body_poses
-from physai.spatial import skew
 from physai.validation import states
 
 
@@ -99,10 +98,13 @@ def momentum(model, q, qd) -> np.ndarray:
 
 def momentum_matrix_dot(model, q, qd) -> np.ndarray:
     """The time derivative of momentum_matrix along velocity qd, A_g_dot (6, nv), or (N, 6, nv): the rate of the
-    centroidal momentum is h_g_dot = A_g qdd + A_g_dot qd (Pinocchio's dccrba, about physai's centre of mass). Term by
-    term, with J_dot each body's centre-of-mass Jacobian's rate (support.point_jacobian_dots, MuJoCo's mj_jacDot):
-        linear   sum_b m_b Jp_dot_b
-        angular  sum_b (w_b x I_b - I_b w_b x) Jr_b + I_b Jr_dot_b + m_b (c_b_dot - c_dot) x Jp_b + m_b (c_b - c) x Jp_dot_b
+    centroidal momentum is h_g_dot = A_g qdd + A_g_dot qd (Pinocchio's dccrba, about physai's centre of mass).
+    Column j of A_g is dof j's subtree momentum F_j = Ic S_j (about its tree's centre O, a point fixed at this instant),
+    its angular part moved to the centre of mass c; so, with v_k each link's velocity (cvel) and S_dot_j the rate of
+    column j (cdof_dot; for a ball's or a free joint's rotation, cvel of its own link x S_j, as mj_jacDot):
+        Ic_dot = sum over the subtree of I_k_dot,   I_k_dot = v_k x* I_k - I_k v_k x = X + X^T,  X = v_k x* I_k
+        F_j_dot = Ic_dot S_j + Ic S_dot_j
+        A_g_dot column j = (F_lin_dot;  F_ang_dot + (O - c) x F_lin_dot - c_dot x F_lin)
     Computed by the NumPy engine on either backend."""
     model, total = _massive(model)
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
@@ -111,25 +113,24 @@ def momentum_matrix_dot(model, q, qd) -> np.ndarray:
     kinematics(model, d, Q)
     com_pos(model, d)
     com_vel(model, d, V)
-    moving = np.flatnonzero((model.body_mass > 0) & (model.body_linkid >= 0)).tolist()
-    parts = []                                                 # per body: m, c_b (3, n), R (3, 3, n), J, J_dot (6, nv, n)
-    for b in moving:
-        link = int(model.body_linkid[b])
-        in_link = model.body_pos[b] + model.body_rot[b] @ model.body_ipos[b]
-        r = d.cpos[link] + np.einsum("ijn,j->in", d.xmat[link], in_link)          # c_b relative to the centre
-        R = np.einsum("ijn,jk->ikn", d.xmat[link], model.body_rot[b])
-        parts.append((model.body_mass[b], d.center[link] + r, R, point_jacobians(model, d, b, r[None], centered=True)[0],
-                      point_jacobian_dots(model, d, b, r[None])[0]))
-    c = com(model, Q.T).T                                      # (3, n); welded mass counts in c, not in its rate
-    c_dot = sum(m * np.einsum("ijn,jn->in", J[:3], V) for m, _, _, J, _ in parts) / total if parts else np.zeros((3, n))
-    A_dot = np.zeros((n, 6, model.nv))
-    for (m, p, R, J, Jd), b in zip(parts, moving):
-        J, Jd, R = J.transpose(2, 0, 1), Jd.transpose(2, 0, 1), R.transpose(2, 0, 1)              # state first
-        inertia = R @ model.body_inertia[b] @ np.swapaxes(R, -1, -2)                                # I_b in world axes
-        A_dot[:, :3] += m * Jd[:, :3]
-        w = skew(np.einsum("nij,jn->ni", J[:, 3:], V))
-        cb_dot = np.einsum("nij,jn->ni", J[:, :3], V)
-        offset = skew((p - c).T)
-        A_dot[:, 3:] += ((w @ inertia - inertia @ w) @ J[:, 3:] + inertia @ Jd[:, 3:]
-                         + m * skew(cb_dot - c_dot.T) @ J[:, :3] + m * offset @ Jd[:, :3])
+    composite_inertias(model, d)
+    v = d.cvel[:model.nlink]                                                    # (nlink, 6, n)
+    columns = d.cinert.transpose(0, 2, 1, 3).reshape(model.nlink * 6, 6, n)     # I_k's columns (I_k symmetric)
+    X = cross_force(np.repeat(v, 6, axis=0), columns).reshape(model.nlink, 6, 6, n).transpose(0, 2, 1, 3)
+    Ic_dot = subtree_sums(model, X + X.transpose(0, 2, 1, 3))
+    S, S_dot = d.cdof, d.cdof_dot.copy()
+    turn = support.dof_turnlink(model)
+    turning = np.flatnonzero(turn >= 0)
+    if len(turning):                                                            # columns that turn with their own link
+        S_dot[turning] = cross_motion(d.cvel[turn[turning]], S[turning])
+    link = model.dof_linkid
+    F = inertia_times(d.crb[link], S)                                           # (nv, 6, n): (angular about O; linear)
+    F_dot = inertia_times(Ic_dot[link], S) + inertia_times(d.crb[link], S_dot)
+    moment = np.einsum("l,lin->in", model.link_mass, d.center + d.cipos) + (model.static_mass * model.static_com)[:, None]
+    c = moment / total                                                          # (3, n)
+    com_velocity = v[:, 3:] + np.cross(v[:, :3], d.cipos, axis=1)               # each link's centre of mass (nlink, 3, n)
+    c_dot = np.einsum("l,lin->in", model.link_mass, com_velocity) / total
+    ang = F_dot[:, :3] + np.cross(d.center[link] - c[None], F_dot[:, 3:], axis=1) - np.cross(c_dot[None], F[:, 3:], axis=1)
+    A_dot = np.concatenate([F_dot[:, 3:], ang], axis=1).transpose(2, 1, 0)     # (n, 6, nv)
     return A_dot[0] if batch is None else A_dot
+

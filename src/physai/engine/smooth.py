@@ -206,14 +206,19 @@ def rne(model: Model, d: Data, qd: np.ndarray | None, qdd: np.ndarray | None) ->
 
 # ---------------------------------------------------------------- CRBA
 
+def subtree_sums(model: Model, x: np.ndarray) -> np.ndarray:
+    """Per link (nlink, ...), the sum of a per-link array over the link's subtree (itself and its descendants)."""
+    out = x.copy()
+    outs, parents = list(out), model.link_parents
+    # backward pass over links: x_parent += x
+    for i in model.backward_links:
+        np.add(outs[parents[i]], outs[i], out=outs[parents[i]])
+    return out
+
+
 def composite_inertias(model: Model, d: Data) -> None:
     """Composite inertias d.crb (nlink, 6, 6, n): each link's subtree's spatial inertia about the centre."""
-    Ic = d.cinert.copy()
-    Ics, parents = list(Ic), model.link_parents
-    # backward pass over links: Ic_parent += Ic
-    for i in model.backward_links:
-        np.add(Ics[parents[i]], Ics[i], out=Ics[parents[i]])
-    d.crb = Ic
+    d.crb = subtree_sums(model, d.cinert)
 
 
 def crb(model: Model, d: Data) -> np.ndarray:
