@@ -8,9 +8,10 @@ Timed, microseconds, for each quantity at random states (engine.random_states, s
                      (LOCAL_WORLD_ALIGNED; forward kinematics included, as physai's)
     CoM Jacobian     centroidal.com_jacobian beside pin.jacobianCenterOfMass
     A_g              centroidal.momentum_matrix beside pin.ccrba
-    frame J_dot      jacobians.frame_jacobian_dot (NumPy engine) beside computeJointJacobiansTimeVariation and
+    frame J_dot      jacobians.frame_jacobian_dot beside computeJointJacobiansTimeVariation and
                      getFrameJacobianTimeVariation
-    A_g_dot          centroidal.momentum_matrix_dot (NumPy engine) beside pin.dccrba
+    A_g_dot          centroidal.momentum_matrix_dot beside pin.dccrba
+(each one compiled call on the compiled backend)
 physai-1: one state per call; physai-N: one call on N states divided by N (PHYSAI_NUM_THREADS threads, default every
 core); Pinocchio: one state per call (it has no batch of these). Ratios physai / Pinocchio (below 1: physai is faster).
 Pinocchio reads the robot's MJCF (pin.buildModelFromMJCF: the free joint becomes its free flyer, whose velocity

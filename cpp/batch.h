@@ -67,6 +67,7 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
         case GRAVITY: rne(m, d, (const T *)nullptr, (const T *)nullptr, out); return OK;
         case MASS_MATRIX: crb(m, d, out); return OK;
         case MOMENTUM_MATRIX: composite_inertias(m, d); momentum_matrix(m, d, out); return OK;
+        case MOMENTUM_MATRIX_DOT: com_vel(m, d, qd); composite_inertias(m, d); momentum_matrix_dot(m, d, out); return OK;
         case COM_JACOBIAN: composite_inertias(m, d); com_jacobian(m, d, out); return OK;
         case FORWARD_DYNAMICS: com_vel(m, d, qd); return forward_dynamics(m, d, qd, x[2], out);
         case ABA: com_vel(m, d, qd); return aba(m, d, qd, x[2], out);

@@ -454,6 +454,7 @@ int64_t cost_per_state(const Model &m, int op) {
     if (op == MASS_MATRIX || op == FORWARD_DYNAMICS) return pass * (m.nv + 1);
     if (op == RNEA_DERIVATIVES || op == FORWARD_DYNAMICS_DERIVATIVES) return 4 * pass * (m.nv + 1);   // about 4 crb's
     if (op == MOMENTUM_MATRIX || op == COM_JACOBIAN || op == JACOBIAN || op == JACOBIAN_DOT) return 8 * pass;   // stages, columns
+    if (op == MOMENTUM_MATRIX_DOT) return 16 * pass;                  // and the composite inertias' rates
     return pass;
 }
 

@@ -30,7 +30,7 @@ namespace physai {
 enum Op {
     RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
-    MOMENTUM_MATRIX, COM_JACOBIAN, JACOBIAN, JACOBIAN_DOT,                                             // support.h
+    MOMENTUM_MATRIX, MOMENTUM_MATRIX_DOT, COM_JACOBIAN, JACOBIAN, JACOBIAN_DOT,                        // support.h
     BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
@@ -61,6 +61,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"rnea_derivatives", "q:q qd:v qdd:v", "MMM", true, true},
     {"forward_dynamics_derivatives", "q:q qd:v tau:v", "MMM", true, true},
     {"momentum_matrix", "q:q", "J", true, true},
+    {"momentum_matrix_dot", "q:q qd:v", "J", true, true},
     {"com_jacobian", "q:q", "C", true, true},
     {"jacobian", "q:q link:l point:p", "J", false, true},
     {"jacobian_dot", "q:q qd:v link:l point:p", "J", false, true},

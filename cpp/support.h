@@ -117,5 +117,62 @@ template <class T> void com_jacobian(const Model &m, Data<T> &d, T *out) {
     }
 }
 
+// the rate of the centroidal momentum matrix A_g_dot (6, nv, row-major) into out, from a Data after com_pos, com_vel and
+// composite_inertias (centroidal._momentum_matrix_dot): I_k_dot = X + X^T, X = v_k x* I_k, summed over subtrees into
+// crb_dot; F_dot_j = Ic_dot S_j + Ic S_dot_j (S_dot_j: cdof_dot, or cvel of dof_turnlink x cdof for a ball's or free
+// joint's rotation dof); column j (F_lin_dot; F_ang_dot + (ctr - c) x F_lin_dot - c_dot x F_lin)
+template <class T> void momentum_matrix_dot(const Model &m, Data<T> &d, T *out) {
+    for (int k = 0; k < m.nlink; k++) {                                // I_k_dot = X + X^T, X = v_k x* I_k
+        T I[36], X[36], col[6];
+        inertia_dense(d.cinert[k], I);
+        for (int c = 0; c < 6; c++) {                                  // column c of X from I's column c (its row c)
+            cross_force(d.vel(k), I + 6 * c, col);
+            for (int r = 0; r < 6; r++) X[6 * r + c] = col[r];
+        }
+        T *D = &d.crb_dot[36 * size_t(k)];
+        for (int r = 0; r < 6; r++)
+            for (int c = 0; c < 6; c++) D[6 * r + c] = X[6 * r + c] + X[6 * c + r];
+    }
+    for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass over links: Ic_dot_parent += Ic_dot
+        int64_t p = m.link_parentid[i];
+        if (p < 0) continue;
+        for (int e = 0; e < 36; e++) d.crb_dot[36 * size_t(p) + e] = d.crb_dot[36 * size_t(p) + e] + d.crb_dot[36 * size_t(i) + e];
+    }
+    T c[3], cdot[3];                                                   // c = sum m_l (ctr_l + cipos_l) / mass, and its rate
+    double total = m.static_mass;
+    for (int a = 0; a < 3; a++) c[a] = splat<T>(m.static_mass * m.static_com[a]), cdot[a] = splat<T>(0.0);
+    for (int i = 0; i < m.nlink; i++) {
+        const T *ci = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.link_centerid[i]], *v = d.vel(i);
+        T wr[3];
+        cross(v, ci, wr);
+        total += m.link_mass[i];
+        for (int a = 0; a < 3; a++) {
+            c[a] = c[a] + m.link_mass[i] * (ctr[a] + ci[a]);
+            cdot[a] = cdot[a] + m.link_mass[i] * (v[3 + a] + wr[a]);
+        }
+    }
+    for (int a = 0; a < 3; a++) c[a] = c[a] / total, cdot[a] = cdot[a] / total;
+    int nv = m.nv;
+    for (int j = 0; j < nv; j++) {
+        int64_t l = m.dof_linkid[j];
+        const T *S = &d.cdof[6 * j];
+        T Sdot[6], F[6], Fd[6], IcSd[6], a1[3], a2[3];
+        if (m.dof_turnlink[j] >= 0) {
+            cross_motion(d.vel(m.dof_turnlink[j]), S, Sdot);
+        } else {
+            for (int a = 0; a < 6; a++) Sdot[a] = d.cdof_dot[6 * j + a];
+        }
+        inertia_times(d.crb[l], S, F);
+        mat6_times(&d.crb_dot[36 * size_t(l)], S, Fd);
+        inertia_times(d.crb[l], Sdot, IcSd);
+        for (int a = 0; a < 6; a++) Fd[a] = Fd[a] + IcSd[a];
+        const T *ctr = &d.xpos[3 * m.link_centerid[l]];
+        T r[3];
+        for (int a = 0; a < 3; a++) r[a] = ctr[a] - c[a];
+        cross(r, Fd + 3, a1), cross(cdot, F + 3, a2);
+        for (int a = 0; a < 3; a++) out[a * nv + j] = Fd[3 + a], out[(3 + a) * nv + j] = Fd[a] + a1[a] - a2[a];
+    }
+}
+
 }  // namespace
 }  // namespace physai

@@ -70,6 +70,7 @@ CALLS = {
     "integrate": Call(lambda model, q, qd: engine.integrate(model, q, qd, H), "q qd", 1e-13),
     "difference": Call(lambda model, q, q1: engine.difference(model, q, q1, H), "q q1", 1e-13),
     "momentum_matrix": Call(centroidal.momentum_matrix, "q", 1e-13), "com_jacobian": Call(centroidal.com_jacobian, "q", 1e-13),
+    "momentum_matrix_dot": Call(centroidal.momentum_matrix_dot, "q qd", 1e-13),
     "jacobian_dot": Call(lambda model, q, qd: jacobians.frame_jacobian_dot(model, q, qd, f"body:{model.body_name[-1]}"),
                          "q qd", 1e-13),
 }
@@ -89,7 +90,7 @@ KERNELS = {
     **{name: native.Kernel(name) for name in ("rnea", "bias", "gravity", "mass_matrix", "forward_dynamics", "aba", "energy",
                                                "kinetic_energy", "potential_energy", "rnea_derivatives",
                                                "forward_dynamics_derivatives", "body_poses", "momentum_matrix",
-                                               "com_jacobian")},
+                                               "com_jacobian", "momentum_matrix_dot")},
     "body_jacobian": lambda model, q: np.stack([_jacobian_kernel(model, q, b) for b in range(model.nbody)], axis=-3),
     "point_jacobian": lambda model, q: _jacobian_kernel(model, q, model.nbody - 1)[..., :3, :],
     "integrate": lambda model, q, qd: native.Kernel("integrate")(model, q, qd, H),

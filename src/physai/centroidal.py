@@ -18,8 +18,8 @@ import numpy as np
 
 from physai.engine import Data, as_model, batching, native, support
 from physai.engine.model import Model
-from physai.engine.smooth import (com_pos, com_vel, composite_inertias, cross_force, cross_motion, inertia_times, kinematics,
-                                  position_stages, subtree_sums)
+from physai.engine.smooth import (composite_inertias, cross_force, cross_motion, inertia_times, position_stages, subtree_sums,
+                                  velocity_stages)
 from physai.exceptions import InvalidModelError
 from physai.kinematics import body_poses
 from physai.validation import states
@@ -98,39 +98,47 @@ def momentum(model, q, qd) -> np.ndarray:
 
 def momentum_matrix_dot(model, q, qd) -> np.ndarray:
     """The time derivative of momentum_matrix along velocity qd, A_g_dot (6, nv), or (N, 6, nv): the rate of the
-    centroidal momentum is h_g_dot = A_g qdd + A_g_dot qd (Pinocchio's dccrba, about physai's centre of mass).
-    Column j of A_g is dof j's subtree momentum F_j = Ic S_j (about its tree's centre O, a point fixed at this instant),
-    its angular part moved to the centre of mass c; so, with v_k each link's velocity (cvel) and S_dot_j the rate of
-    column j (cdof_dot; for a ball's or a free joint's rotation, cvel of its own link x S_j, as mj_jacDot):
+    centroidal momentum is h_g_dot = A_g qdd + A_g_dot qd (Pinocchio's dccrba, about physai's centre of mass). One
+    compiled call on the compiled backend (cpp/support.h's momentum_matrix_dot); see _momentum_matrix_dot for the
+    formulas. InvalidModelError for a model without mass."""
+    model, _ = _massive(model)
+    return _momentum_matrix_dot(model, q, qd)
+
+
+@native.dispatch("momentum_matrix_dot", "the rate of the centroidal momentum matrix", batching.result)
+def _momentum_matrix_dot(model, q, qd, *, data: Data | None = None) -> np.ndarray:
+    """momentum_matrix_dot of a model with mass (the NumPy text of cpp/support.h's momentum_matrix_dot). Column j of A_g
+    is dof j's subtree momentum F_j = Ic S_j (about its tree's centre O, a point fixed at this instant), its angular part
+    moved to the centre of mass c; so, with v_k each link's velocity (cvel) and S_dot_j the rate of column j (cdof_dot;
+    for a ball's or a free joint's rotation, cvel of its own link x S_j, as mj_jacDot):
         Ic_dot = sum over the subtree of I_k_dot,   I_k_dot = v_k x* I_k - I_k v_k x = X + X^T,  X = v_k x* I_k
         F_j_dot = Ic_dot S_j + Ic S_dot_j
-        A_g_dot column j = (F_lin_dot;  F_ang_dot + (O - c) x F_lin_dot - c_dot x F_lin)
-    Computed by the NumPy engine on either backend."""
-    model, total = _massive(model)
-    (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
-    n = Q.shape[1]
-    d = Data(model, n)
-    kinematics(model, d, Q)
-    com_pos(model, d)
-    com_vel(model, d, V)
-    composite_inertias(model, d)
-    v = d.cvel[:model.nlink]                                                    # (nlink, 6, n)
-    columns = d.cinert.transpose(0, 2, 1, 3).reshape(model.nlink * 6, 6, n)     # I_k's columns (I_k symmetric)
-    X = cross_force(np.repeat(v, 6, axis=0), columns).reshape(model.nlink, 6, 6, n).transpose(0, 2, 1, 3)
-    Ic_dot = subtree_sums(model, X + X.transpose(0, 2, 1, 3))
-    S, S_dot = d.cdof, d.cdof_dot.copy()
-    turn = support.dof_turnlink(model)
-    turning = np.flatnonzero(turn >= 0)
-    if len(turning):                                                            # columns that turn with their own link
-        S_dot[turning] = cross_motion(d.cvel[turn[turning]], S[turning])
-    link = model.dof_linkid
-    F = inertia_times(d.crb[link], S)                                           # (nv, 6, n): (angular about O; linear)
-    F_dot = inertia_times(Ic_dot[link], S) + inertia_times(d.crb[link], S_dot)
-    moment = np.einsum("l,lin->in", model.link_mass, d.center + d.cipos) + (model.static_mass * model.static_com)[:, None]
-    c = moment / total                                                          # (3, n)
-    com_velocity = v[:, 3:] + np.cross(v[:, :3], d.cipos, axis=1)               # each link's centre of mass (nlink, 3, n)
-    c_dot = np.einsum("l,lin->in", model.link_mass, com_velocity) / total
-    ang = F_dot[:, :3] + np.cross(d.center[link] - c[None], F_dot[:, 3:], axis=1) - np.cross(c_dot[None], F[:, 3:], axis=1)
-    A_dot = np.concatenate([F_dot[:, 3:], ang], axis=1).transpose(2, 1, 0)     # (n, 6, nv)
-    return A_dot[0] if batch is None else A_dot
+        A_g_dot column j = (F_lin_dot;  F_ang_dot + (O - c) x F_lin_dot - c_dot x F_lin)"""
+    model = as_model(model)
+    total = model.link_mass.sum() + model.static_mass
 
+    def compute(d, q, qd):
+        velocity_stages(model, d, q, qd)
+        composite_inertias(model, d)
+        n, nlink = d.n, model.nlink
+        v = d.cvel[:nlink]                                                        # (nlink, 6, n)
+        columns = d.cinert.transpose(0, 2, 1, 3).reshape(nlink * 6, 6, n)         # I_k's columns (I_k symmetric)
+        X = cross_force(np.repeat(v, 6, axis=0), columns).reshape(nlink, 6, 6, n).transpose(0, 2, 1, 3)
+        d.crb_dot = subtree_sums(model, X + X.transpose(0, 2, 1, 3))
+        S, S_dot = d.cdof, d.cdof_dot.copy()
+        turn = support.dof_turnlink(model)
+        turning = np.flatnonzero(turn >= 0)
+        if len(turning):                                                          # columns turning with their own link
+            S_dot[turning] = cross_motion(d.cvel[turn[turning]], S[turning])
+        link = model.dof_linkid
+        F = inertia_times(d.crb[link], S)                                         # (nv, 6, n): (angular about O; linear)
+        F_dot = inertia_times(d.crb_dot[link], S) + inertia_times(d.crb[link], S_dot)
+        moment = np.einsum("l,lin->in", model.link_mass, d.center + d.cipos) + (model.static_mass * model.static_com)[:, None]
+        c = moment / total                                                        # (3, n)
+        com_velocity = v[:, 3:] + np.cross(v[:, :3], d.cipos, axis=1)             # each link's centre of mass (nlink, 3, n)
+        c_dot = np.einsum("l,lin->in", model.link_mass, com_velocity) / total
+        ang = (F_dot[:, :3] + np.cross(d.center[link] - c[None], F_dot[:, 3:], axis=1)
+               - np.cross(c_dot[None], F[:, 3:], axis=1))
+        return np.concatenate([F_dot[:, 3:], ang], axis=1).transpose(1, 0, 2)   # (6, nv, n)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    return batching.result(*batching.run(model, data, arrays, compute), "the rate of the centroidal momentum matrix")

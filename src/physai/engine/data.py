@@ -37,10 +37,11 @@ class Data:
     CRBA (crb):
     crb       (nlink, 6, 6, n)   composite inertia of the link and its subtree about the centre
     qM        (nv, nv, n)        joint-space inertia M(q), armature included
+    crb_dot   (nlink, 6, 6, n)   the rate of crb (centroidal.momentum_matrix_dot)
     """
 
     __slots__ = ("model", "n", "xmat", "xpos", "center", "cpos", "cipos", "cinert", "cdof", "cvel", "cdof_dot",
-                 "cacc", "cfrc", "qfrc", "crb", "qM")
+                 "cacc", "cfrc", "qfrc", "crb", "qM", "crb_dot")
 
     def __init__(self, model, n: int = 1):
         self.model = model                                # the Model this workspace belongs to
