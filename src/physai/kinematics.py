@@ -25,6 +25,7 @@ from physai.engine.model import Model
 
 
 _BODY_POSES = native.Kernel("body_poses")                    # the compiled poses of every body
+_JACOBIAN, _JACOBIAN_DOT = native.Kernel("jacobian"), native.Kernel("jacobian_dot")   # a frame's motion (_frame_motion)
 
 
 def body_poses(model, q) -> tuple[np.ndarray, np.ndarray]:
@@ -87,8 +88,10 @@ def check_reference(reference: str) -> None:
 
 def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
     """(the frame's world origin p, rotation R, pdot, w, and, with qdd, pddot and the angular acceleration alpha), each
-    (n, 3) or (n, 3, 3), from the NumPy engine's stages: cvel and (rne without gravity) cacc of the frame's link, about the
-    centre of its tree; batch (None for one state)."""
+    (n, 3) or (n, 3, 3) (p and R None on the compiled backend for "local_world_aligned"); batch (None for one state).
+    On the compiled backend from the frame's Jacobian and its rate in world axes (the kernels of
+    jacobians.frame_jacobian and frame_jacobian_dot): (pdot; w) = J qd, (pddot; alpha) = J qdd + J_dot qd; on the NumPy
+    engine from its stages: cvel and (rne without gravity) cacc of the frame's link, about the centre of its tree."""
     check_reference(reference)
     model = model if type(model) is Model else as_model(model)
     link, in_link, turn = model.frame_in_link(frame)
@@ -99,6 +102,19 @@ def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
     zeros = np.zeros((n, 3))
     if link < 0:                                               # on the world, or welded to it: it does not move
         return (np.tile(in_link, (n, 1)), np.tile(turn, (n, 1, 1)), zeros, zeros, zeros, zeros), batch
+    if native.on:
+        q_, qd_ = np.ascontiguousarray(Q.T), np.ascontiguousarray(V.T)
+        p = R = None                                                             # the pose: only "world" and "local" use it
+        if reference != "local_world_aligned":
+            pos, rot = frame_poses(model, q_, [frame])
+            p, R = pos[:, 0], rot[:, 0]
+        J = _JACOBIAN(model, q_, link, in_link)                                  # (n, 6, nv): (lin; ang), world axes
+        pdot, w = np.einsum("nij,nj->ni", J[:, :3], qd_), np.einsum("nij,nj->ni", J[:, 3:], qd_)
+        if qdd is None:
+            return (p, R, pdot, w, None, None), batch
+        J_dot = _JACOBIAN_DOT(model, q_, qd_, link, in_link)
+        a = np.einsum("nij,nj->ni", J, np.ascontiguousarray(X[2].T)) + np.einsum("nij,nj->ni", J_dot, qd_)
+        return (p, R, pdot, w, a[:, :3], a[:, 3:]), batch
     d = Data(model, n)
     kinematics(model, d, Q)
     com_pos(model, d)
