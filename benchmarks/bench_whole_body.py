@@ -11,7 +11,11 @@ Timed, microseconds, for each quantity at random states (engine.random_states, s
     frame J_dot      jacobians.frame_jacobian_dot beside computeJointJacobiansTimeVariation and
                      getFrameJacobianTimeVariation
     A_g_dot          centroidal.momentum_matrix_dot beside pin.dccrba
-(each one compiled call on the compiled backend)
+    frame velocity   kinematics.frame_velocity beside pin.forwardKinematics + getFrameVelocity
+    frame accel.     kinematics.frame_acceleration (classical, qdd = 1) beside pin.forwardKinematics +
+                     getFrameClassicalAcceleration (all LOCAL_WORLD_ALIGNED)
+(the first five one compiled call each on the compiled backend; the frame's velocity and acceleration: its Jacobian and
+its rate, compiled, times qd and qdd in NumPy)
 physai-1: one state per call; physai-N: one call on N states divided by N (PHYSAI_NUM_THREADS threads, default every
 core); Pinocchio: one state per call (it has no batch of these). Ratios physai / Pinocchio (below 1: physai is faster).
 Pinocchio reads the robot's MJCF (pin.buildModelFromMJCF: the free joint becomes its free flyer, whose velocity
@@ -26,7 +30,7 @@ import numpy as np
 import pinocchio as pin
 
 from bench_dynamics import best_time
-from physai import centroidal, engine, jacobians, models
+from physai import centroidal, engine, jacobians, kinematics, models
 from physai.engine import native
 
 FRAMES = {"unitree_h1": "left_ankle_link", "unitree_g1": "left_ankle_roll_link", "franka_emika_panda": "hand"}
@@ -53,6 +57,18 @@ def main() -> None:
         pin.computeJointJacobiansTimeVariation(pm, pd, qp, vp)
         return pin.getFrameJacobianTimeVariation(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)
 
+    ap = np.ones(pm.nv)                                          # a joint acceleration for both
+
+    def velocity():
+        pin.forwardKinematics(pm, pd, qp, vp)
+        return pin.getFrameVelocity(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)
+
+    def acceleration():
+        pin.forwardKinematics(pm, pd, qp, vp, ap)
+        return pin.getFrameClassicalAcceleration(pm, pd, fid, pin.LOCAL_WORLD_ALIGNED)
+
+    QDD = np.ones_like(QD)
+
     rows = [
         ("frame Jacobian", lambda: jacobians.frame_jacobian(model, q, frame), lambda: jacobians.frame_jacobian(model, Q, frame),
          lambda: pin.computeFrameJacobian(pm, pd, qp, fid, pin.LOCAL_WORLD_ALIGNED)),
@@ -64,6 +80,10 @@ def main() -> None:
          lambda: jacobians.frame_jacobian_dot(model, Q, QD, frame), jdot),
         ("A_g_dot", lambda: centroidal.momentum_matrix_dot(model, q, qd), lambda: centroidal.momentum_matrix_dot(model, Q, QD),
          lambda: pin.dccrba(pm, pd, qp, vp)),
+        ("frame velocity", lambda: kinematics.frame_velocity(model, q, qd, frame),
+         lambda: kinematics.frame_velocity(model, Q, QD, frame), velocity),
+        ("frame accel.", lambda: kinematics.frame_acceleration(model, q, qd, QDD[0], frame),
+         lambda: kinematics.frame_acceleration(model, Q, QD, QDD, frame), acceleration),
     ]
     print(f"{args.model}: nq {model.nq}, nv {model.nv}, frame {frame!r}; N = {args.n} random states")
     print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}"
