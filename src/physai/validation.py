@@ -198,7 +198,8 @@ def states(**arrays):
         out.append(a)
     if batch == 0:
         raise ShapeError(f"{first} holds 0 states; a batch needs at least one")
-    n = 1 if batch is None else batch
-    cols = [np.ascontiguousarray(np.broadcast_to(a.reshape(-1, 1), (a.shape[0], n)) if a.ndim == 1 else a.T)
+    if batch is None:                                          # one state: each a column (a view where it can be)
+        return [np.ascontiguousarray(a.reshape(-1, 1)) for a in out], None
+    cols = [np.ascontiguousarray(np.broadcast_to(a.reshape(-1, 1), (a.shape[0], batch)) if a.ndim == 1 else a.T)
             for a in out]
     return cols, batch
