@@ -41,8 +41,6 @@ from mdit_py_plugins.dollarmath import dollarmath_plugin
 from physai.exceptions import LabError, LessonError
 from physai.lab.spec import BLOCK_START, Lab, json_at, lab_block_at
 
-#: Callout kinds styled by the page (others are shown the same way, under their own name).
-CALLOUTS = ("derivation", "established", "research")
 #: Tags kept in a knowledge check's HTML (explanations); their attributes are dropped, other tags become text.
 SAFE_TAGS = {"p", "br", "code", "em", "strong", "b", "i", "sub", "sup", "ul", "ol", "li", "span", "pre", "blockquote"}
 #: Largest lesson file read (bytes).
@@ -237,12 +235,11 @@ def safe_html(fragment: str) -> str:
 
 def _title(lines: list[str], source: str) -> str:
     """The first line when it reads as a title (short, a letter or digit first, no markup, code or closing
-    punctuation), else the first "# "
-    heading among the text's first lines, else the file's name."""
+    punctuation), else the first "# " heading among the text's first lines, else the file's name."""
     first = next((line.strip() for line in lines if line.strip()), "")
     if 0 < len(first) <= 90 and first[0].isalnum() and not re.search(r"[<>=(){}\[\]`$\\\"“”]", first) \
             and first[-1] not in ".!?:,;":
-        return first.removeprefix("# ")
+        return first
     heading = next((line[2:].strip() for line in lines[:40] if line.startswith("# ") and len(line) <= 92), "")
     return heading or Path(source).stem
 
