@@ -22,16 +22,13 @@ import numpy as np
 
 from physai import validation
 from physai.engine import Data, as_model, native
-from physai.kinematics import check_reference, frame_poses
+from physai.kinematics import JACOBIAN_DOT_KERNEL, JACOBIAN_KERNEL, check_reference, frame_poses
 from physai.spatial import skew
 from physai.engine.smooth import com_pos, com_vel, kinematics, motion_subspaces
 from physai.engine.support import point_jacobian_dots, point_jacobians
 from physai.validation import states
 from physai.engine.model import Model
 
-
-_JACOBIAN = native.Kernel("jacobian")                         # the compiled (Jp; Jr) of a point fixed in a link
-_JACOBIAN_DOT = native.Kernel("jacobian_dot")                 # and its rate
 
 
 def point_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:
@@ -57,7 +54,7 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
     point = None if point is None else validation.as_array("point", point, (3,))
     link = int(model.body_linkid[b])
     if native.on and link >= 0:                               # one compiled call, the point in its link's frame
-        return _JACOBIAN(model, q, link, model.body_pos[b] if point is None else model.body_pos[b] + model.body_rot[b] @ point)
+        return JACOBIAN_KERNEL(model, q, link, model.body_pos[b] if point is None else model.body_pos[b] + model.body_rot[b] @ point)
     point = np.zeros(3) if point is None else point
     (Q,), batch = states(q=(q, model.nq))
     d = Data(model, Q.shape[1])
@@ -87,7 +84,7 @@ def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_wor
     model = model if type(model) is Model else as_model(model)
     link, point, _ = model.frame_in_link(frame)
     if reference == "local_world_aligned" and native.on and link >= 0:     # one compiled call, the point in its link
-        return _JACOBIAN(model, q, link, point)
+        return JACOBIAN_KERNEL(model, q, link, point)
     check_reference(reference)
     b, offset, turn = model.frame(frame)
     if b < 0:
@@ -116,7 +113,7 @@ def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, referen
     model = model if type(model) is Model else as_model(model)
     link, in_link, turn = model.frame_in_link(frame)
     if reference == "local_world_aligned" and native.on and link >= 0:     # one compiled call
-        return _JACOBIAN_DOT(model, q, qd, link, in_link)
+        return JACOBIAN_DOT_KERNEL(model, q, qd, link, in_link)
     check_reference(reference)
     (Q, V), batch = states(q=(q, model.nq), qd=(qd, model.nv))
     n = Q.shape[1]
@@ -124,7 +121,7 @@ def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, referen
         Jdot = np.zeros((n, 6, model.nv))
         return Jdot[0] if batch is None else Jdot
     if native.on:
-        Jdot, J = _JACOBIAN_DOT(model, q, qd, link, in_link), _JACOBIAN(model, q, link, in_link)
+        Jdot, J = JACOBIAN_DOT_KERNEL(model, q, qd, link, in_link), JACOBIAN_KERNEL(model, q, link, in_link)
         pos, rot = frame_poses(model, q, [frame])
         return _moved(reference, J, Jdot, pos[..., 0, :], rot[..., 0, :, :], V.T if batch is not None else V[:, 0])
     d = Data(model, n)

@@ -25,7 +25,8 @@ from physai.engine.model import Model
 
 
 _BODY_POSES = native.Kernel("body_poses")                    # the compiled poses of every body
-_JACOBIAN, _JACOBIAN_DOT = native.Kernel("jacobian"), native.Kernel("jacobian_dot")   # a frame's motion (_frame_motion)
+#: the compiled (Jp; Jr) (6, nv) of a point fixed in a link, and its rate (the frame's motion here; jacobians' too)
+JACOBIAN_KERNEL, JACOBIAN_DOT_KERNEL = native.Kernel("jacobian"), native.Kernel("jacobian_dot")
 
 
 def body_poses(model, q) -> tuple[np.ndarray, np.ndarray]:
@@ -108,11 +109,11 @@ def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
         if reference != "local_world_aligned":
             pos, rot = frame_poses(model, q_, [frame])
             p, R = pos[:, 0], rot[:, 0]
-        J = _JACOBIAN(model, q_, link, in_link)                                  # (n, 6, nv): (lin; ang), world axes
+        J = JACOBIAN_KERNEL(model, q_, link, in_link)                                  # (n, 6, nv): (lin; ang), world axes
         pdot, w = np.einsum("nij,nj->ni", J[:, :3], qd_), np.einsum("nij,nj->ni", J[:, 3:], qd_)
         if qdd is None:
             return (p, R, pdot, w, None, None), batch
-        J_dot = _JACOBIAN_DOT(model, q_, qd_, link, in_link)
+        J_dot = JACOBIAN_DOT_KERNEL(model, q_, qd_, link, in_link)
         a = np.einsum("nij,nj->ni", J, np.ascontiguousarray(X[2].T)) + np.einsum("nij,nj->ni", J_dot, qd_)
         return (p, R, pdot, w, a[:, :3], a[:, 3:]), batch
     d = Data(model, n)
