@@ -78,19 +78,26 @@ inline void body_pose(const Data<double> &d, int64_t l, const double *bp, const 
     mat3_mul(X, br, rot);
 }
 
-// the centroidal momentum matrix A_g (6, nv, row-major: linear, then angular about the model's centre of mass c) into
-// out, from a Data after com_pos and composite_inertias (support.momentum_matrix): column j is dof j's subtree's
-// momentum F = Ic S_j (angular about the centre of j's tree, linear), its angular part moved to c: F_ang + (ctr - c) x F_lin
-template <class T> void momentum_matrix(const Model &m, Data<T> &d, T *out) {
-    T c[3];
+// the whole model's centre of mass c (3) from a Data after com_pos (support.centre_of_mass): c = (sum_l m_l (centre_l +
+// cipos_l) + the mass welded to the world at its centre) / mass; returns the mass
+template <class T> double centre_of_mass(const Model &m, const Data<T> &d, T *c) {
     double total = m.static_mass;
     for (int a = 0; a < 3; a++) c[a] = splat<T>(m.static_mass * m.static_com[a]);
-    for (int i = 0; i < m.nlink; i++) {                                // c = sum m_l (centre_l + cipos_l) / mass
+    for (int i = 0; i < m.nlink; i++) {
         const T *ci = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.link_centerid[i]];
         total += m.link_mass[i];
         for (int a = 0; a < 3; a++) c[a] = c[a] + m.link_mass[i] * (ctr[a] + ci[a]);
     }
     for (int a = 0; a < 3; a++) c[a] = c[a] / total;
+    return total;
+}
+
+// the centroidal momentum matrix A_g (6, nv, row-major: linear, then angular about the model's centre of mass c) into
+// out, from a Data after com_pos and composite_inertias (support.momentum_matrix): column j is dof j's subtree's
+// momentum F = Ic S_j (angular about the centre of j's tree, linear), its angular part moved to c: F_ang + (ctr - c) x F_lin
+template <class T> void momentum_matrix(const Model &m, Data<T> &d, T *out) {
+    T c[3];
+    centre_of_mass(m, d, c);
     int nv = m.nv;
     for (int j = 0; j < nv; j++) {
         int64_t l = m.dof_linkid[j];
@@ -138,20 +145,16 @@ template <class T> void momentum_matrix_dot(const Model &m, Data<T> &d, T *out) 
         if (p < 0) continue;
         for (int e = 0; e < 36; e++) d.crb_dot[36 * size_t(p) + e] = d.crb_dot[36 * size_t(p) + e] + d.crb_dot[36 * size_t(i) + e];
     }
-    T c[3], cdot[3];                                                   // c = sum m_l (ctr_l + cipos_l) / mass, and its rate
-    double total = m.static_mass;
-    for (int a = 0; a < 3; a++) c[a] = splat<T>(m.static_mass * m.static_com[a]), cdot[a] = splat<T>(0.0);
+    T c[3], cdot[3];                                                   // c and its rate sum m_l (v_l + w_l x cipos_l) / mass
+    double total = centre_of_mass(m, d, c);
+    for (int a = 0; a < 3; a++) cdot[a] = splat<T>(0.0);
     for (int i = 0; i < m.nlink; i++) {
-        const T *ci = &d.cipos[3 * i], *ctr = &d.xpos[3 * m.link_centerid[i]], *v = d.vel(i);
+        const T *ci = &d.cipos[3 * i], *v = d.vel(i);
         T wr[3];
         cross(v, ci, wr);
-        total += m.link_mass[i];
-        for (int a = 0; a < 3; a++) {
-            c[a] = c[a] + m.link_mass[i] * (ctr[a] + ci[a]);
-            cdot[a] = cdot[a] + m.link_mass[i] * (v[3 + a] + wr[a]);
-        }
+        for (int a = 0; a < 3; a++) cdot[a] = cdot[a] + m.link_mass[i] * (v[3 + a] + wr[a]);
     }
-    for (int a = 0; a < 3; a++) c[a] = c[a] / total, cdot[a] = cdot[a] / total;
+    for (int a = 0; a < 3; a++) cdot[a] = cdot[a] / total;
     int nv = m.nv;
     for (int j = 0; j < nv; j++) {
         int64_t l = m.dof_linkid[j];

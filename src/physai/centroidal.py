@@ -115,7 +115,7 @@ def _momentum_matrix_dot(model, q, qd, *, data: Data | None = None) -> np.ndarra
         F_j_dot = Ic_dot S_j + Ic S_dot_j
         A_g_dot column j = (F_lin_dot;  F_ang_dot + (O - c) x F_lin_dot - c_dot x F_lin)"""
     model = as_model(model)
-    total = model.link_mass.sum() + model.static_mass
+    total = model.total_mass
 
     def compute(d, q, qd):
         velocity_stages(model, d, q, qd)
@@ -133,8 +133,7 @@ def _momentum_matrix_dot(model, q, qd, *, data: Data | None = None) -> np.ndarra
         link = model.dof_linkid
         F = inertia_times(d.crb[link], S)                                         # (nv, 6, n): (angular about O; linear)
         F_dot = inertia_times(d.crb_dot[link], S) + inertia_times(d.crb[link], S_dot)
-        moment = np.einsum("l,lin->in", model.link_mass, d.center + d.cipos) + (model.static_mass * model.static_com)[:, None]
-        c = moment / total                                                        # (3, n)
+        c = support.centre_of_mass(model, d)                                      # (3, n)
         com_velocity = v[:, 3:] + np.cross(v[:, :3], d.cipos, axis=1)             # each link's centre of mass (nlink, 3, n)
         c_dot = np.einsum("l,lin->in", model.link_mass, com_velocity) / total
         ang = (F_dot[:, :3] + np.cross(d.center[link] - c[None], F_dot[:, 3:], axis=1)

@@ -3,6 +3,7 @@
     body_frames(model, d)                     every body's world position and orientation (MuJoCo's xpos, xmat)
     point_jacobians(model, d, b, points)      (Jp; Jr) of world points moving with body b (MuJoCo's mj_jac)
     point_jacobian_dots(model, d, b, r)       their time derivatives (MuJoCo's mj_jacDot)
+    centre_of_mass(model, d)                  the whole model's centre of mass (after com_pos)
     momentum_matrix(model, d)                 the centroidal momentum matrix A_g (after composite_inertias)
     com_jacobian(model, d)                    the centre of mass's Jacobian: A_g's linear rows over the mass
     dof_chain(model, b)                       the dofs that move body b
@@ -110,14 +111,19 @@ def point_jacobian_dots(model: Model, d: Data, b: int, r: np.ndarray) -> np.ndar
     return J
 
 
+def centre_of_mass(model: Model, d: Data) -> np.ndarray:
+    """The whole model's centre of mass (3, n) [m] from a Data with com_pos done: (sum_l m_l (centre_l + cipos_l) + the
+    mass welded to the world at its centre) / the model's mass (cpp/support.h's centre_of_mass)."""
+    moment = np.einsum("l,lin->in", model.link_mass, d.center + d.cipos) + (model.static_mass * model.static_com)[:, None]
+    return moment / (model.link_mass.sum() + model.static_mass)
+
+
 def momentum_matrix(model: Model, d: Data) -> np.ndarray:
     """The centroidal momentum matrix A_g (6, nv, n), rows (linear; angular about the whole model's centre of mass c),
     from a Data with com_pos and composite_inertias done (cpp/support.h's momentum_matrix): column j is the momentum of
     dof j's subtree moving at cdof_j, F = Ic S_j = (angular about the centre of j's tree, linear), its angular part
     moved to c: F_ang + (centre - c) x F_lin. c = (sum_l m_l (centre_l + cipos_l) + the mass welded to the world) / mass."""
-    total = model.link_mass.sum() + model.static_mass
-    moment = np.einsum("l,lin->in", model.link_mass, d.center + d.cipos) + (model.static_mass * model.static_com)[:, None]
-    c = moment / total                                                          # (3, n)
+    c = centre_of_mass(model, d)                                                # (3, n)
     link = model.dof_linkid
     Ic = d.crb[link]                                                            # (nv, 6, 6, n)
     F = np.einsum("jikn,jkn->jin", Ic, d.cdof)                                   # (nv, 6, n)
