@@ -24,10 +24,10 @@ from physai.lab import LABS_DIR, lab_from_lesson_text, load_lab, validate
 from physai.lab.npm import PACKAGE_DIR, ensure_node_modules, node_bin_dir, node_modules_dir, packages_key
 from physai.lab.spec import schema_fields
 
-from lab.browser import chromium_executable, chromium_version, command_url   # tests/lab/: test support, not in the wheel
+from lab.browser import chromium_executable, chromium_version, command_url
+from lab.lessons import seed   # tests/lab/: test support, not in the wheel
 
 REPO = Path(__file__).resolve().parents[1]
-SEEDS = REPO.parent / "shared" / "seeds"
 TOL = 1e-12
 
 
@@ -392,14 +392,8 @@ def test_every_geom_type_is_drawn_from_a_lab_file(browser, tmp_path):
 
 # ---- lesson files, broken scripts and bad input ----
 
-def seed_002() -> Path:
-    found = sorted(SEEDS.glob("002_*.txt"))
-    assert found, f"seed 002 not found in {SEEDS} (the shared folder beside the checkout)"
-    return found[0]
-
-
 def test_seed_002_block_is_the_shipped_arm2_lab():
-    text = seed_002().read_text(encoding="utf-8")
+    text = seed("002").read_text(encoding="utf-8")
     assert "\u201c" in text                                # the seed's extraction curled its quotes
     lab = lab_from_lesson_text(text, "seed 002")
     assert lab.spec == load_lab("arm2").spec
@@ -407,8 +401,8 @@ def test_seed_002_block_is_the_shipped_arm2_lab():
 
 
 def test_lesson_file_is_served_and_a_throwing_script_stops_nothing_else(browser, tmp_path):
-    seed = seed_002().read_text(encoding="utf-8")
-    block = seed[seed.index("```lab simlab"):]
+    text = seed("002").read_text(encoding="utf-8")
+    block = text[text.index("```lab simlab"):]
     broken = block.replace("\u201crun\u201d: \u201cdata.qpos[0] = 0; data.qpos[1] = 0; data.qvel.fill(0)\u201d",
                            "\u201crun\u201d: \u201cdata.nothing.fill(0)\u201d", 1)
     broken = broken.replace("\u201cexpr\u201d: \u201clib.energy().kinetic\u201d", "\u201cexpr\u201d: \u201clib.nope()\u201d", 1)

@@ -18,9 +18,10 @@ import pytest
 
 from mjcourse import model_path
 
+from lab.lessons import SEEDS   # tests/lab/: test support
+
 ROOT = Path(__file__).resolve().parents[1]
 LISTINGS = ROOT / "tests" / "listings"
-SEEDS = ROOT.parent / "shared" / "seeds"
 TIMEOUT = 300             # [s] per run; each takes about a second (MJC_FAST=1 for 7.1 and 7.2)
 NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?")
 INVDISCRETE = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
