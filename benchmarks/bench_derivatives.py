@@ -11,9 +11,9 @@ Microseconds per state, best of several rounds, for rnea_derivatives, then forwa
                 fixed-base robots only: H1's free joint has another chart, see tests/test_derivatives.py)
     mjd-FD      mujoco.mjd_inverseFD (forward differences, nv + nv + nv evaluations of mj_inverse; rnea only)
 and the ratios physai-1 / Pinocchio and physai-N / Pinocchio (below 1: physai is faster).
-Then step_derivatives (A, B of one step, one state per call; analytical) beside mujoco.mjd_transitionFD (centred
-finite differences of mj_step, eps 1e-6, the same integrator and timestep 2 ms; MuJoCo refuses rk4 there), in
-microseconds per call, and the ratio physai / MuJoCo.
+Then step_derivatives (A, B of one step; analytical) beside mujoco.mjd_transitionFD (centred finite differences of
+mj_step, eps 1e-6, the same integrator and timestep 2 ms; MuJoCo refuses rk4 there), in microseconds per state:
+physai-1 one state per call, physai-N N states in one call divided by N, and the ratios of each to MuJoCo's call.
 On a shared machine expect +-20 % between runs.
 """
 
@@ -96,29 +96,31 @@ def main(argv=None) -> None:
             ratios = (f"{t['physai-1'] / t['Pinocchio']:9.2f}{t['physai-N'] / t['Pinocchio']:9.2f}" if "Pinocchio" in t
                       else f"{'-':>9s}{'-':>9s}")
             print(f"{name:22s}{row}{ratios}")
-    step(args.models)
+    step(args.models, args.n)
 
 
-def step(names, integrators=("euler", "implicitfast", "implicit", "rk4"), h: float = 0.002) -> None:
-    """step_derivatives beside mjd_transitionFD, one state per call."""
-    print(f"\nstep_derivatives (A, B) beside mjd_transitionFD (centred), dt = {h:g} s; microseconds per call")
-    print(f"{'model':22s}{'integrator':>14s}{'physai':>12s}{'MuJoCo':>12s}{'ratio':>9s}")
+def step(names, n: int, integrators=("euler", "implicitfast", "implicit", "rk4"), h: float = 0.002) -> None:
+    """step_derivatives beside mjd_transitionFD: one state per call, and N states in one call."""
+    print(f"\nstep_derivatives (A, B) beside mjd_transitionFD (centred), dt = {h:g} s; microseconds per state")
+    print(f"{'model':22s}{'integrator':>14s}{'physai-1':>12s}{'physai-N':>12s}{'MuJoCo':>12s}{'1/MuJoCo':>10s}{'N/MuJoCo':>10s}")
     for name in names:
         m = models.load(name)
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
         m.opt.timestep = h
         model, d = engine.from_mujoco(m), mujoco.MjData(m)
-        q, qd = engine.random_states(model, 1, 0)
+        q, qd = engine.random_states(model, n, 0)
         A, B = np.zeros((2 * m.nv + m.na, 2 * m.nv + m.na)), np.zeros((2 * m.nv + m.na, m.nu))
         for integrator in integrators:
-            ours = best_time(partial(derivatives.step_derivatives, model, q[0], qd[0], h, integrator))
+            one = best_time(partial(derivatives.step_derivatives, model, q[0], qd[0], h, integrator))
+            many = best_time(partial(derivatives.step_derivatives, model, q, qd, h, integrator)) / n
             theirs = None
             if integrator != "rk4":
                 m.opt.integrator = {"euler": 0, "implicit": 2, "implicitfast": 3}[integrator]
                 d.qpos[:], d.qvel[:] = q[0], qd[0]
                 theirs = best_time(partial(mujoco.mjd_transitionFD, m, d, 1e-6, True, A, B, None, None))
-            cells = f"{theirs * 1e6:12.1f}{ours / theirs:9.2f}" if theirs else f"{'-':>12s}{'-':>9s}"
-            print(f"{name:22s}{integrator:>14s}{ours * 1e6:12.1f}{cells}")
+            cells = (f"{theirs * 1e6:12.1f}{one / theirs:10.2f}{many / theirs:10.3f}" if theirs
+                     else f"{'-':>12s}{'-':>10s}{'-':>10s}")
+            print(f"{name:22s}{integrator:>14s}{one * 1e6:12.1f}{many * 1e6:12.2f}{cells}")
 
 
 if __name__ == "__main__":

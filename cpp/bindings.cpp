@@ -202,6 +202,10 @@ struct FreeConstrainedSim {
     void operator()(ConstrainedSimWorkspace *w) const { scalar::constraint_kernels.destroy_sim(w); }
 };
 using ConstrainedSimPtr = std::unique_ptr<ConstrainedSimWorkspace, FreeConstrainedSim>;
+struct FreeStepDerivative {
+    void operator()(StepDerivativeWorkspace *w) const { scalar::step_derivative_kernels.destroy(w); }
+};
+using StepDerivativePtr = std::unique_ptr<StepDerivativeWorkspace, FreeStepDerivative>;
 
 // the bound Model (_native.Model)
 struct CompiledModel {
@@ -215,6 +219,7 @@ struct CompiledModel {
     ConstraintPtr constraint_one;
     RowsOut constraint_out;
     ConstrainedSimPtr sim_one;                                          // short rollouts of one state (the GIL kept)
+    StepDerivativePtr step_derivative_one;                              // step_derivatives of one state (the GIL kept)
     std::mutex pool_lock;
     std::vector<ConstraintPtr> pool;
     std::vector<RowsOut> pool_out;
@@ -639,6 +644,66 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     return nb::make_tuple(Q, QD, E, status, ncon, near, warm_out);
 }
 
+// STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,
+// (nq,), (nv,): shared) with options (h, integrator (INTEGRATORS), implicit_damping, Actuators or None, ctrl (N, nu) or None,
+// qfrc_applied (N, nv) or None; float64 in C order, one row shared by every state), on threads with the GIL released for more than one state:
+// (A, B, status (N): OK, or the Status a state met, its A and B undefined; the caller names it)
+nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
+    const Model &m = nm.model;
+    int64_t batch = -1;
+    std::vector<std::vector<double>> copies;
+    StepDerivativeCall call;
+    read_state(args[0], "q", m.nq, false, call.q, batch, copies);
+    read_state(args[1], "qd", m.nv, false, call.qd, batch, copies);
+    int64_t N = batch < 0 ? 1 : batch;
+    nb::tuple o;
+    if (!nb::try_cast(args[2], o, false) || o.size() != 6)
+        throw nb::value_error("step_derivatives: options (h, integrator, implicit_damping, actuators, ctrl, qfrc_applied)");
+    call.h = nb::cast<double>(o[0]), call.integrator = nb::cast<int>(o[1]), call.implicit_damping = nb::cast<bool>(o[2]);
+    if (call.integrator < EULER || call.integrator > IMPLICITFAST) throw nb::value_error("step_derivatives: integrator");
+    Actuators none;
+    const Actuators *act = &none;
+    if (!o[3].is_none()) {
+        const CompiledActuators &na = nb::cast<const CompiledActuators &>(o[3]);
+        if (na.nq != m.nq || na.nv != m.nv) throw nb::value_error("step_derivatives: the actuators were made for another model");
+        act = &na.act;
+    }
+    DArr ctrl, qfrc;                                                   // (N or 1: shared, size) in C order, or None
+    auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {
+        if (x.is_none()) return;
+        if (!nb::try_cast(x, a, false) || a.ndim() != 2 || (int64_t(a.shape(0)) != N && a.shape(0) != 1) ||
+            int64_t(a.shape(1)) != size)
+            throw nb::value_error(what);
+        in = {a.data(), a.shape(0) == 1 ? 0 : size};
+    };
+    per_state(o[4], act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N or 1, nu), float64 in C order");
+    per_state(o[5], m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N or 1, nv), float64 in C order");
+    if (act->nu && !call.ctrl.data) throw nb::value_error("step_derivatives: the actuators need ctrl");
+    int64_t nv = m.nv, nu = act->nu;
+    const npy_intp da[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(2 * nv)}, db[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(nu)};
+    void *a, *b, *st;
+    nb::object A = new_array(3, da, NPY_DOUBLE, a), B = new_array(3, db, NPY_DOUBLE, b), status = new_array(1, da, NPY_INT64, st);
+    call.A = static_cast<double *>(a), call.B = static_cast<double *>(b), call.status = static_cast<int64_t *>(st);
+    const StepDerivativeKernels &k = scalar::step_derivative_kernels;
+    if (N == 1) {                                                      // here, the GIL kept, the model's workspace
+        if (!nm.step_derivative_one || k.nu(nm.step_derivative_one.get()) != nu)
+            nm.step_derivative_one = StepDerivativePtr(k.create(m, *act));
+        k.run(m, *act, *nm.step_derivative_one, call, 0, 1);
+        return nb::make_tuple(A, B, status);
+    }
+    std::atomic<bool> stop{false};
+    {
+        nb::gil_scoped_release release;
+        int T = int(std::min<int64_t>(int64_t(num_threads()), N));
+        threads_for(N, T, N * (m.nlink + 1) * nv, stop, [&](int64_t lo, int64_t hi) {
+            StepDerivativePtr w(k.create(m, *act));
+            in_pieces(lo, hi, 16, stop, [&](int64_t l, int64_t h) { k.run(m, *act, *w, call, l, h); });
+        });
+    }
+    if (stop) throw nb::python_error();                                // a signal: the results discarded
+    return nb::make_tuple(A, B, status);
+}
+
 // ---------------------------------------------------------------- the constraint operations
 
 // the contacts of a constraint call into c: None, or (offsets, floats (n, CONTACT_FLOATS), ints (n, CONTACT_INTS) int64:
@@ -841,7 +906,9 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
 nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c, nb::handle d) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
     const nb::handle args[4] = {a, b, c, d};
-    return op == ROLLOUT ? rollout(nm, args) : is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
+    if (op == ROLLOUT) return rollout(nm, args);
+    if (op == STEP_DERIVATIVES) return step_derivatives(nm, args);
+    return is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
 }
 
 // the instruction sets this CPU supports, best first

@@ -160,6 +160,18 @@ struct Rollout {
 };
 constexpr int64_t RERUN = -3;
 
+// a call of step_derivatives (cpp/step_derivative.h) on N states: q, qd, ctrl (nu: as given) and qfrc_applied (nv, data null:
+// none) per state, the step h [s], the integrator and whether euler's damping is implicit; the results per state A (2 nv,
+// 2 nv), B (2 nv, nu) and its Status (a state that failed is left for the NumPy text to name)
+struct StepDerivativeCall {
+    Input q{}, qd{}, ctrl{}, qfrc{};
+    double h = 0;
+    int integrator = EULER;
+    bool implicit_damping = true;
+    double *A = nullptr, *B = nullptr;
+    int64_t *status = nullptr;
+};
+
 // contacts (physai.engine.contact.ContactSet.packed(), n of them): per contact CONTACT_FLOATS doubles, the point (3),
 // frame (3 x 3, rows), dist, includemargin, friction (5), solref, solreffriction (2 each) and solimp (5), and
 // CONTACT_INTS integers, dim, body1 and body2 (physai's bodies, -1 the world)

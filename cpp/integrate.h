@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "actuation.h"
 #include "data.h"
@@ -94,58 +95,86 @@ struct Constrain {
     void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
 };
 
-// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot (one trajectory only: the
-// pivots differ per lane)
-inline bool lu_solve(double *A, int n, double *b) {
+// A's LU factors with partial pivoting in place (row c swapped with piv[c] at step c); false on an exactly zero pivot
+// (one state only: the pivots differ per lane)
+inline bool lu_factor(double *A, int n, int *piv) {
     for (int c = 0; c < n; c++) {
         int p = c;
         for (int r = c + 1; r < n; r++)
             if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
+        piv[c] = p;
         if (A[size_t(p) * n + c] == 0.0) return false;
-        if (p != c) {
+        if (p != c)
             for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
-            std::swap(b[p], b[c]);
-        }
         for (int r = c + 1; r < n; r++) {
             double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
+            A[size_t(r) * n + c] = f;
             for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
-            b[r] -= f * b[c];
         }
-    }
-    for (int i = n - 1; i >= 0; i--) {
-        double t = b[i];
-        for (int k = i + 1; k < n; k++) t -= A[size_t(i) * n + k] * b[k];
-        b[i] = t / A[size_t(i) * n + i];
     }
     return true;
 }
 
+// X (n, cols) <- A^-1 X from lu_factor's factors
+inline void lu_apply(const double *LU, int n, const int *piv, double *X, int cols) {
+    for (int c = 0; c < n; c++)                                        // P X (the swaps moved L's rows too)
+        if (piv[c] != c)
+            for (int k = 0; k < cols; k++) std::swap(X[size_t(piv[c]) * cols + k], X[size_t(c) * cols + k]);
+    for (int c = 0; c < n; c++) {                                      // L Y = P X, then U Z = Y
+        for (int r = c + 1; r < n; r++) {
+            double f = LU[size_t(r) * n + c];
+            for (int k = 0; k < cols; k++) X[size_t(r) * cols + k] -= f * X[size_t(c) * cols + k];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        for (int j = i + 1; j < n; j++) {
+            double a = LU[size_t(i) * n + j];
+            for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] -= a * X[size_t(j) * cols + k];
+        }
+        for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] /= LU[size_t(i) * n + i];
+    }
+}
 
-// implicitfast's standalone free bodies (integrators.free_body_solve, MuJoCo's mjd_freeMhat): each one's 6 rows of a
-// solved again in its own block, (M - h D + h dc/dqd) a = f, with M's block as saved in w.free_M, D unsymmetrized and
-// dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2 over its 6 columns (c is quadratic in qd); LU with partial pivoting
-inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a) {
-    int nv = m.nv;
+// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot
+inline bool lu_solve(double *A, int n, double *b) {
+    int piv[64];
+    std::vector<int> many;
+    int *p = n <= 64 ? piv : (many.resize(size_t(n)), many.data());
+    if (!lu_factor(A, n, p)) return false;
+    lu_apply(A, n, p, b, 1);
+    return true;
+}
+
+// implicitfast's standalone free body k (integrators.free_body_blocks, MuJoCo's mjd_freeMhat): its block of the implicit
+// integrator's matrix, A = M - h D + h dc/dqd (6, 6), with M's block as saved in w.free_M, D unsymmetrized and
+// dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2 over its 6 columns (c is quadratic in qd); leaves d at qd
+inline void free_body_matrix(const Model &m, SimData<double> &w, double h, const double *qd, int k, double *A) {
+    int nv = m.nv, adr = int(m.free_dofadr[k]);
     Data<double> &d = w.d;
     double *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) A[6 * i + j] = w.free_M[36 * size_t(k) + 6 * i + j] - h * w.D[size_t(adr + i) * nv + adr + j];
+    for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+    for (int c = 0; c < 6; c++) {
+        qdp[adr + c] = qd[adr + c] + 1.0, qdm[adr + c] = qd[adr + c] - 1.0;
+        com_vel(m, d, qdp);
+        rne(m, d, (const double *)qdp, (const double *)nullptr, cp);
+        com_vel(m, d, qdm);
+        rne(m, d, (const double *)qdm, (const double *)nullptr, cm);
+        for (int i = 0; i < 6; i++) A[6 * i + c] += h * (0.5 * (cp[adr + i] - cm[adr + i]));
+        qdp[adr + c] = qd[adr + c], qdm[adr + c] = qd[adr + c];
+    }
+    com_vel(m, d, qd);                                                 // the workspace back at qd
+}
+
+// implicitfast's standalone free bodies (integrators.free_body_solve): each one's 6 rows of a solved again in its own
+// block A a = rhs (free_body_matrix), by LU with partial pivoting
+inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a) {
     for (int k = 0; k < m.nfree; k++) {
         int adr = int(m.free_dofadr[k]);
         double A[36], b[6];
-        for (int i = 0; i < 6; i++) {
-            b[i] = rhs[adr + i];
-            for (int j = 0; j < 6; j++) A[6 * i + j] = w.free_M[36 * size_t(k) + 6 * i + j] - h * w.D[size_t(adr + i) * nv + adr + j];
-        }
-        for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
-        for (int c = 0; c < 6; c++) {
-            qdp[adr + c] = qd[adr + c] + 1.0, qdm[adr + c] = qd[adr + c] - 1.0;
-            com_vel(m, d, qdp);
-            rne(m, d, (const double *)qdp, (const double *)nullptr, cp);
-            com_vel(m, d, qdm);
-            rne(m, d, (const double *)qdm, (const double *)nullptr, cm);
-            for (int i = 0; i < 6; i++) A[6 * i + c] += h * (0.5 * (cp[adr + i] - cm[adr + i]));
-            qdp[adr + c] = qd[adr + c], qdm[adr + c] = qd[adr + c];
-        }
-        com_vel(m, d, qd);                                             // the workspace back at qd
+        free_body_matrix(m, w, h, qd, k, A);
+        for (int i = 0; i < 6; i++) b[i] = rhs[adr + i];
         if (!lu_solve(A, 6, b)) return false;
         for (int i = 0; i < 6; i++) a[adr + i] = b[i];
     }
@@ -227,6 +256,52 @@ template <class T> bool finite_diagonal(const T *M, int n) {
     return finite_all(acc);
 }
 
+// w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
+// velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
+// D = dA/dqd - B (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free bodies' blocks of M kept
+// in w.free_M first (double: free_body_matrix); rk4 and euler with explicit damping: M as it is
+template <class T> void step_matrix(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator,
+                                    bool implicit_damping, const T *qd) {
+    int nv = m.nv;
+    T *M = w.M.data();
+    if (integrator == RK4) return;
+    if (integrator == EULER) {
+        if (implicit_damping)
+            for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
+        return;
+    }
+    Data<T> &d = w.d;
+    T *D = w.D.data();
+    for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
+    for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
+    if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D);
+    if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
+        T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+        for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+        for (int c = 0; c < nv; c++) {
+            qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
+            com_vel(m, d, qdp);
+            rne(m, d, (const T *)qdp, (const T *)nullptr, cp);
+            com_vel(m, d, qdm);
+            rne(m, d, (const T *)qdm, (const T *)nullptr, cm);
+            for (int i = 0; i < nv; i++) D[size_t(i) * nv + c] = D[size_t(i) * nv + c] - 0.5 * (cp[i] - cm[i]);
+            qdp[c] = qd[c], qdm[c] = qd[c];
+        }
+    }
+    if constexpr (std::is_same_v<T, double>) {
+        if (integrator == IMPLICITFAST)                                // the free bodies' blocks of M, before M - h D
+            for (int k = 0; k < m.nfree; k++)
+                for (int i = 0; i < 6; i++)
+                    for (int j = 0; j < 6; j++)
+                        w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
+    }
+    for (int i = 0; i < nv; i++)
+        for (int j = 0; j < nv; j++) {
+            T Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
+            if (m.dof_pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
+        }
+}
+
 // one step of `integrator` from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
 // (integrators._STEPPERS; euler with implicit_damping: (M + h B) a = f); with constraints (con, double only) the solver's
 // qacc, or (M - h D) a = f + qfrc_constraint, and RK4's stages constrained: OK; DIVERGED when the forces or the mass
@@ -254,47 +329,14 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
         if (!solved)
             for (int j = 0; j < nv; j++) a[j] = rhs[j];
         bool ok = true;
-        if (solved) {
-        } else if (integrator == EULER) {                              // D = -B, when damping is implicit
-            if (implicit_damping)
-                for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
-            ok = cholesky_solve(M, nv, a) == OK;
-        } else {                                                       // D = dA/dqd - B (- dc/dqd: implicit) on M's pattern
+        if (!solved) {                                                 // (M - h D) a = f (step_matrix)
             if constexpr (!std::is_same_v<T, double>) {         // pivots per lane: one trajectory at a time
                 if (integrator == IMPLICIT || (integrator == IMPLICITFAST && m.nfree)) return ONE_BY_ONE;
             }
-            T *D = w.D.data();
-            for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
-            for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
-            if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D);
-            if (integrator == IMPLICIT) {                              // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
-                T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
-                for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
-                for (int c = 0; c < nv; c++) {
-                    qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
-                    com_vel(m, d, qdp);
-                    rne(m, d, (const T *)qdp, (const T *)nullptr, cp);
-                    com_vel(m, d, qdm);
-                    rne(m, d, (const T *)qdm, (const T *)nullptr, cm);
-                    for (int i = 0; i < nv; i++) D[size_t(i) * nv + c] = D[size_t(i) * nv + c] - 0.5 * (cp[i] - cm[i]);
-                    qdp[c] = qd[c], qdm[c] = qd[c];
-                }
-            }
+            step_matrix(m, act, w, h, integrator, implicit_damping, qd);
+            // euler, implicitfast: symmetric, factored by Cholesky as MuJoCo does; implicit: LU
             if constexpr (std::is_same_v<T, double>) {
-                if (integrator == IMPLICITFAST)                        // the free bodies' blocks of M, before M - h D
-                    for (int k = 0; k < m.nfree; k++)
-                        for (int i = 0; i < 6; i++)
-                            for (int j = 0; j < 6; j++)
-                                w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
-            }
-            for (int i = 0; i < nv; i++)
-                for (int j = 0; j < nv; j++) {
-                    T Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
-                    if (m.dof_pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
-                }
-            // implicitfast: M - h sym(D) is symmetric, factored by Cholesky as MuJoCo does; implicit: LU
-            if constexpr (std::is_same_v<T, double>) {
-                ok = integrator == IMPLICITFAST ? cholesky_solve(M, nv, a) == OK : lu_solve(M, nv, a);
+                ok = integrator == IMPLICIT ? lu_solve(M, nv, a) : cholesky_solve(M, nv, a) == OK;
                 if (ok && integrator == IMPLICITFAST && m.nfree) ok = free_body_solve(m, w, h, qd, rhs, a);
             } else {
                 ok = cholesky_solve(M, nv, a) == OK;

@@ -34,14 +34,15 @@ enum Op {
     BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
+    STEP_DERIVATIVES,                                                                                  // step_derivative.h
     NOPS
 };
 struct Operation {
     const char *name;        // physai's name of it: _native.OPS[name] is its code
     const char *arguments;   // its arguments, "name:kind" each; kinds: q, v: a state (nq, nv) or N of them, (size,) or
                              // (N, size); Q, V: N states, (N, size); h: a float; l: a link index; p: a point (3,);
-                             // o: options (a tuple: rollout's, the constraint operations' contacts and settings;
-                             // cpp/bindings.cpp)
+                             // o: options (a tuple: rollout's, the constraint operations' contacts and settings,
+                             // step_derivatives' inputs; cpp/bindings.cpp)
     const char *outputs;     // its results per state, one kind each: v (nv), q (nq), M (nv, nv), s (one number),
                              // J (6, nv), C (3, nv), P (nbody, 3), R (nbody, 3, 3); none for the rollout and the constraint
                              // operations, whose runners in cpp/bindings.cpp make their results (rows vary per state)
@@ -72,6 +73,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"constraint_rows", "q:q qd:v constraint:o", "", false, false},
     {"constraint_forward", "q:q qd:v tau:v constraint:o", "", false, false},
     {"constraint_inverse", "q:q qd:v qacc:v constraint:o", "", false, false},
+    {"step_derivatives", "q:q qd:v options:o", "", false, false},
 };
 inline constexpr bool is_constraint(int op) { return op >= CONSTRAINT_ROWS && op <= CONSTRAINT_INVERSE; }
 
@@ -119,6 +121,17 @@ struct ConstraintKernels {
     void (*simulate_in)(ConstrainedSimWorkspace &, const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);
 };
 
+// step_derivatives (cpp/step_derivative.h), one state at a time, compiled into the scalar translation unit only: a
+// workspace for a model and its actuators (create, destroy; nu: the controls it was made for), and the states [lo, hi) of
+// a call, each one's Status into call.status
+struct StepDerivativeWorkspace;
+struct StepDerivativeKernels {
+    StepDerivativeWorkspace *(*create)(const Model &, const Actuators &);
+    void (*destroy)(StepDerivativeWorkspace *);
+    int (*nu)(const StepDerivativeWorkspace *);
+    void (*run)(const Model &, const Actuators &, StepDerivativeWorkspace &, const StepDerivativeCall &call, int64_t lo, int64_t hi);
+};
+
 namespace {
 
 // whether an argument of kind `kind` (OPERATIONS) is a state, (size,) or (N, size)
@@ -153,6 +166,7 @@ inline void layout(const Model &m, Call &c) {
 namespace scalar {
 extern const Kernels kernels;
 extern const ConstraintKernels constraint_kernels;
+extern const StepDerivativeKernels step_derivative_kernels;
 }  // namespace scalar
 namespace baseline { extern const Kernels kernels; }
 namespace avx2 { extern const Kernels kernels; }

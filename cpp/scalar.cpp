@@ -1,10 +1,12 @@
 // The kernels for one state at a time (double), compiled with the baseline flags: the scalar table of cpp/kernels.h
 // (every call of one state, what the lanes leave of a batch, and the operations the lanes do not run: Jacobians, body
-// poses, integrate / difference), and the constraint operations (cpp/constraint.h), which run here only.
+// poses, integrate / difference), and the constraint operations (cpp/constraint.h) and step_derivatives
+// (cpp/step_derivative.h), which run here only.
 #include "batch.h"
 #include "constraint.h"
 #include "kernels.h"
 #include "simulate.h"
+#include "step_derivative.h"
 
 namespace physai {
 namespace scalar {
@@ -26,6 +28,15 @@ const ConstraintKernels constraint_kernels = {
     },
     [](ConstrainedSimWorkspace &w, const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
         simulate_constrained_in(*reinterpret_cast<ConstrainedSim *>(&w), m, act, r, lo, hi);
+    },
+};
+
+const StepDerivativeKernels step_derivative_kernels = {
+    [](const Model &m, const Actuators &act) { return reinterpret_cast<StepDerivativeWorkspace *>(new StepDerivData(m, act)); },
+    [](StepDerivativeWorkspace *w) { delete reinterpret_cast<StepDerivData *>(w); },
+    [](const StepDerivativeWorkspace *w) { return reinterpret_cast<const StepDerivData *>(w)->nu; },
+    [](const Model &m, const Actuators &act, StepDerivativeWorkspace &w, const StepDerivativeCall &call, int64_t lo, int64_t hi) {
+        step_derivative_states(m, act, *reinterpret_cast<StepDerivData *>(&w), call, lo, hi);
     },
 };
 

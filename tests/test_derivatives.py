@@ -198,6 +198,50 @@ def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
         assert_close(B, B_mj, 1e-8)
 
 
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_step_derivatives_batch_and_backends_agree(robot, integrator):
+    """N states in one call (per-state ctrl and qfrc_applied) equal each state alone, and the compiled backend
+    (cpp/step_derivative.h) equals the NumPy text, within 1e-12 of each matrix's largest entry."""
+    model, n = robot.model, len(robot.q)
+    rng = np.random.default_rng(8)
+    ctrl = None if model.nu == 0 else np.array([controls(robot, k) for k in range(n)])
+    qfrc = rng.uniform(-1, 1, (n, model.nv))
+    out = {b: run(b, derivatives.step_derivatives, model, robot.q, robot.qd, 0.005, integrator, ctrl, qfrc)
+           for b in ("native", "numpy")}
+    assert out["native"][0].shape == (n, 2 * model.nv, 2 * model.nv) and out["native"][1].shape == (n, 2 * model.nv, model.nu)
+    for k in range(n):
+        one = derivatives.step_derivatives(model, robot.q[k], robot.qd[k], 0.005, integrator,
+                                           None if ctrl is None else ctrl[k], qfrc[k])
+        for b in ("native", "numpy"):
+            assert_close(out[b][0][k], one[0], 1e-12)
+            if model.nu:
+                assert_close(out[b][1][k], one[1], 1e-12)
+
+
+FREE_BODIES = """<mujoco><option timestep="0.005" integrator="implicitfast"/><worldbody>
+  <body pos="0 0 1"><freejoint/><geom type="box" size=".1 .2 .3" pos=".05 -.03 .02" mass="2"/>
+    <geom type="sphere" size=".1" pos=".2 .1 0" mass="1"/></body>
+  <body pos="1 0 1"><joint type="hinge" axis="0 1 0" damping="0.3"/><geom type="capsule" size=".05 .2" mass="1"/></body>
+</worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_implicitfast_step_derivatives_of_a_standalone_free_body(backend):
+    """implicitfast solves a standalone free body's rows in its own block with the bias's velocity derivative
+    (integrators.free_body_blocks, MuJoCo 4's mjd_freeMhat): the derivatives follow that step (1.7e-5 apart from
+    mjd_transitionFD without it), on both backends."""
+    m = mujoco.MjModel.from_xml_string(FREE_BODIES)
+    model, nv = engine.from_mujoco(m), m.nv
+    q, qd = engine.random_states(model, 1, 3, qd_max=3.0)
+    A = run(backend, derivatives.step_derivatives, model, q[0], qd[0], 0.005, "implicitfast")[0]
+    assert_close(A, step_fd(model, q[0], qd[0], 0.005, "implicitfast", None)[0], 1e-7)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = q[0], qd[0]
+    A_mj = np.zeros((2 * nv, 2 * nv))
+    mujoco.mjd_transitionFD(m, d, 1e-6, True, A_mj, None, None, None)
+    assert_close(A, A_mj, 1e-8)
+
+
 # ---- Pinocchio ----
 
 @pytest.fixture(scope="module")
@@ -290,3 +334,16 @@ def test_overflowing_velocities_are_named(integrator):
                                                     r"\(\|qd\| up to 0, \|qfrc_applied\| up to 1\.7e\+308\): they overflow"):
             run(backend, derivatives.step_derivatives, model, np.zeros(2), np.zeros(2), 0.01, integrator,
                 qfrc_applied=np.array([1.7e308, 1.7e308]))
+        with pytest.raises(InvalidStateError, match=r"^step_derivatives: the forces at this state are not finite .* "
+                                                    r"\(state 1 of 3\)$"):
+            run(backend, derivatives.step_derivatives, model, np.zeros((3, 2)), np.array([[0, 0], [1e200, 0], [0, 0]]),
+                0.01, integrator)
+
+
+def test_step_derivatives_batch_shapes_are_named():
+    model = engine.from_mujoco("franka_emika_panda")
+    q, qd = engine.random_states(model, 3, 0)
+    with pytest.raises(ShapeError, match="ctrl has 2 states but q has 3"):
+        derivatives.step_derivatives(model, q, qd, 0.01, "euler", ctrl=np.zeros((2, model.nu)))
+    with pytest.raises(ShapeError, match="qfrc_applied has shape"):
+        derivatives.step_derivatives(model, q, qd, 0.01, "euler", qfrc_applied=np.zeros((3, model.nv + 1)))

@@ -4,8 +4,8 @@
     forward_dynamics_derivatives(model, q, qd, tau)         -> (dqdd/dq, dqdd/dqd, M^-1)       each (nv, nv)
     step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv, 2nv), B (2nv, nu))
 
-q is (nq,) or (N, nq); qd, qdd, tau (nv,) or (N, nv) (the first two functions take batches; a batch returns
-(N, nv, nv)). step_derivatives takes one state.
+q is (nq,) or (N, nq); qd, qdd, tau (nv,) or (N, nv); a batch returns (N, nv, nv) (step_derivatives: (N, 2nv, 2nv),
+(N, 2nv, nu)).
 
 The q chart. Derivatives with respect to q are taken in the tangent space of physai.joints.integrate (MuJoCo's
 mj_integratePos): column k is d/dt at t = 0 of the function at integrate(q, e_k, t), where e_k is the k-th unit
@@ -48,8 +48,8 @@ clamping), applied joint forces (constant), the bias and the mass matrix.
 Backends. rnea_derivatives and forward_dynamics_derivatives run on the engine's compiled backend (cpp/derivative.h,
 the same recursion for one state in C++, batches on threads) when it is active (physai.engine.native.on) and no data=
 is given, with the same named errors; otherwise on the NumPy text below, which stays the reference
-(tests/test_derivatives.py compares the two within 1e-12 of each matrix's largest entry). step_derivatives runs on the
-NumPy text.
+(tests/test_derivatives.py compares the two within 1e-12 of each matrix's largest entry). So does step_derivatives
+(cpp/step_derivative.h mirrors _Stepper and step_derivatives function by function: one state in C++, batches on threads).
 """
 
 import numpy as np
@@ -329,25 +329,32 @@ class _Stepper:
         M, f, _ = self.run.evaluate(q, qd)
         if not np.isfinite(f).all():
             self.refuse_overflow(q, qd, f)
+        free = []                                      # implicitfast: standalone free bodies in their own blocks
         if name == "rk4" or (name == "euler" and not (self.euler_damping and (model.dof_damping > 0).any())):
             K = M
         else:
             try:
                 K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping)
+                if name == "implicitfast":
+                    free = integ.free_body_blocks(model, q, qd, h, M, x.actuators, x.ctrl)
             except InvalidStateError:                  # the bias's velocity derivative overflowed
                 self.refuse_overflow(q, qd, np.full_like(f, np.nan))
+            for adr, block in free:
+                K[adr:adr + 6, adr:adr + 6] = block
         a = solve(K, f)
         if not np.isfinite(a).all():
             self.refuse_overflow(q, qd, f)
         Fq, Fv, Fu = self.force_derivatives(q, qd)
         tq, tv, _ = rnea_derivatives(model, q, qd, a)                 # compiled when the backend is native
         rq, rv = Fq - tq, Fv - tv
-        if name == "implicit":
-            # K = M - h D with D containing -dc/dqd(q, qd); d(K a) adds h d(dc/dqd a)/dx, where
-            # dc/dqd(q, qd) a = (c(q, qd + a) - c(q, qd - a)) / 2 exactly (c is quadratic in qd)
+        if name == "implicit" or free:
+            # K = M - h D with D containing -dc/dqd(q, qd) (implicit: every row; implicitfast: a free body's block);
+            # d(K a) adds h d(dc/dqd a)/dx, where dc/dqd(q, qd) a = (c(q, qd + a) - c(q, qd - a)) / 2 exactly (c is
+            # quadratic in qd; a free body's rows of c depend on its own velocities only)
+            rows = slice(None) if name == "implicit" else np.concatenate([np.arange(adr, adr + 6) for adr, _ in free])
             cq, cv, _ = rnea_derivatives(model, q, np.stack([qd + a, qd - a]), np.zeros(model.nv))
-            rq = rq - 0.5 * h * (cq[0] - cq[1])
-            rv = rv - 0.5 * h * (cv[0] - cv[1])
+            rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
+            rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
         Kinv = inverse(K)
         return a, K, Kinv @ rq, Kinv @ rv, Kinv @ Fu
 
@@ -357,23 +364,58 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
 
     Args:
         model: a physai.engine.Model (its actuators drive ctrl) or what physai.engine.as_model takes.
-        q (nq,), qd (nv,): the state [rad | m | quaternion], [rad/s | m/s]; dt [s] > 0.
+        q (nq,) or (N, nq), qd (nv,) or (N, nv): the state [rad | m | quaternion], [rad/s | m/s]; dt [s] > 0.
         integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast" or "rk4".
-        ctrl: (nu,) controls (default zeros); qfrc_applied: (nv,) constant generalized force [N m | N].
+        ctrl: (nu,) or (N, nu) controls (default zeros); qfrc_applied: (nv,) or (N, nv) constant generalized force
+            [N m | N]. A single state (or input) is shared by every state of a batch.
 
     Returns:
-        A (2 nv, 2 nv), B (2 nv, nu): MuJoCo's layout (mjd_transitionFD without activations or sensors). The state
-        is (dq, dqd) with dq in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q
-        for the inputs, at q' for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
+        A (2 nv, 2 nv), B (2 nv, nu), or (N, 2 nv, 2 nv), (N, 2 nv, nu) for a batch: MuJoCo's layout
+        (mjd_transitionFD without activations or sensors). The state is (dq, dqd) with dq in the tangent space of
+        physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q' for the outputs (for a
+        quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
     Passive damping and springs, the actuators' gains and biases (zero where ctrl or a force is clamped), the
     bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
-    through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), and rk4 by
-    chaining the derivatives of its four stages.
+    through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), implicitfast's
+    standalone free bodies through their own blocks of that matrix (as its step solves them), and rk4 by chaining the
+    derivatives of its four stages. The smooth dynamics only: the model's constraints do not enter.
+    On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
+    do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     """
     model = engine.as_model(model)
     name, h = integ.check_integrator(integrator), integ.check_timestep(dt)
     euler_damping = validation.flag("euler_damping", euler_damping)
-    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    actuators, ctrl = integ.check_actuators(model, None, ctrl)
+    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
+    if actuators is not None:
+        arrays["ctrl"] = (ctrl, actuators.nu)
+    if qfrc_applied is not None:
+        arrays["qfrc_applied"] = (qfrc_applied, model.nv)
+    columns, batch = validation.states(**arrays)
+    n = 1 if batch is None else batch
+    x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n or 1: shared, size) each
+    if native.on:
+        q, qd = (x[key][0] if batch is None else np.broadcast_to(x[key], (n, x[key].shape[1])) for key in ("q", "qd"))
+        options = (h, native.INTEGRATOR_CODES[name], euler_damping, native.compiled_actuators(model, actuators),
+                   x.get("ctrl"), x.get("qfrc_applied"))
+        A, B, status = native.STEP_DERIVATIVES(model, q, qd, options)
+        redo = status.nonzero()[0].tolist() if status.any() else ()
+    else:
+        nv, nu = model.nv, 0 if actuators is None else actuators.nu
+        A, B, redo = np.empty((n, 2 * nv, 2 * nv)), np.empty((n, 2 * nv, nu)), range(n)
+    for k in redo:
+        inputs = {key: x[key][k if len(x[key]) == n else 0] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
+        try:
+            A[k], B[k] = _step_derivatives(model, name, h, euler_damping, **inputs)
+        except (InvalidStateError, InvalidArgumentError) as error:
+            if batch is None:
+                raise
+            raise type(error)(f"{error} (state {k} of {n})") from None
+    return (A[0], B[0]) if batch is None else (A, B)
+
+
+def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied):
+    """step_derivatives of one checked state (the NumPy text)."""
     inputs = integ.StepInputs.make(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping)
     nv, nu = model.nv, s.nu

@@ -661,24 +661,36 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     return np.where(dof_pattern(model), D, 0.0)
 
 
-def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
-                    ctrl=None) -> np.ndarray:
-    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block, A = M - h (dA/dqd - B) +
-    h dc/dqd (the implicit integrator's, which implicitfast leaves the bias out of), A a = rhs: MuJoCo's implicitfast
+def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None) -> list:
+    """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
+    integrator's matrix (which implicitfast leaves the bias out of): MuJoCo's implicitfast solves these rows in it
     (mj_implicitSkip's local solve, mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
     qd); dA/dqd unsymmetrized, as MuJoCo's block."""
     dofs = standalone_free_dofs(model)
     if not dofs:
-        return qacc
-    qacc = qacc.copy()
+        return []
     A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float) if actuators is not None else None
+    blocks = []
     for a in dofs:
         block = slice(a, a + 6)
         E = np.zeros((6, model.nv))
         E[:, block] = np.eye(6)
         c = engine.bias(model, np.broadcast_to(q, (12, model.nq)), np.concatenate([qd + E, qd - E]))
         D = -np.diag(model.dof_damping[block]) + (0.0 if A is None else A[block, block])
-        qacc[block] = solve(M[block, block] - h * D + h * 0.5 * (c[:6, block] - c[6:, block]).T, rhs[block])
+        blocks.append((a, M[block, block] - h * D + h * 0.5 * (c[:6, block] - c[6:, block]).T))
+    return blocks
+
+
+def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
+                    ctrl=None) -> np.ndarray:
+    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
+    A a = rhs: MuJoCo's implicitfast."""
+    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl)
+    if not blocks:
+        return qacc
+    qacc = qacc.copy()
+    for a, A in blocks:
+        qacc[a:a + 6] = solve(A, rhs[a:a + 6])
     return qacc
 
 

@@ -13,6 +13,8 @@ Each raises physai.exceptions.ShapeError, InvalidStateError, InvalidArgumentErro
 argument and what was expected.
 """
 
+import math
+
 import numpy as np
 
 from physai.exceptions import InvalidArgumentError, InvalidInertiaError, InvalidStateError, ShapeError
@@ -40,6 +42,8 @@ def to_float(name: str, x, expected: str) -> np.ndarray:
     Strings ("0.3") and booleans (True, np.array([True])) are refused, not converted: numpy would parse the one
     and read the other as 1.0 and 0.0, and either is more likely a mistake than a number.
     """
+    if type(x) is np.ndarray and x.dtype == np.float64:    # already what is returned: nothing to refuse or convert
+        return x
     found = _text_or_bool(x)
     if found is not None:
         what, example = found
@@ -94,13 +98,16 @@ def number(name: str, x, unit: str, positive: bool = False) -> float:
     For options such as a timestep [s] or a tolerance; raises InvalidArgumentError naming `name` and `unit`.
     """
     what = "a finite number > 0" if positive else "a finite number"
-    try:
-        if isinstance(x, (bool, np.bool_, str, bytes)) or np.ndim(x) != 0 or np.iscomplexobj(x):
-            raise TypeError
-        value = float(x)
-    except (TypeError, ValueError):
-        value = None
-    if value is None or not np.isfinite(value) or (positive and value <= 0):
+    if type(x) is float:                               # the common case, without numpy's checks
+        value = x
+    else:
+        try:
+            if isinstance(x, (bool, np.bool_, str, bytes)) or np.ndim(x) != 0 or np.iscomplexobj(x):
+                raise TypeError
+            value = float(x)
+        except (TypeError, ValueError, OverflowError):
+            value = None
+    if value is None or not math.isfinite(value) or (positive and value <= 0):
         raise InvalidArgumentError(f"{name} is {x!r}; expected {what} [{unit}]")
     return value
 

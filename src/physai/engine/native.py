@@ -473,6 +473,7 @@ def dispatch(name: str, what: str, finite):
 
 
 ROLLOUT = Kernel("rollout")
+STEP_DERIVATIVES = Kernel("step_derivatives")     # physai.derivatives.step_derivatives
 
 
 def rollout(model: Model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,

@@ -1,0 +1,326 @@
+// The derivatives of one integrator step (src/physai/derivatives.py: step_derivatives), one state at a time (double),
+// function by function as the NumPy text:
+//
+//     acceleration   K a = f and X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl] (_Stepper.acceleration), with
+//                    K the integrator's matrix (integrate.h's step_matrix; implicitfast's free bodies in their blocks)
+//     euler, implicit, implicitfast:   Tv = Ev + h X,  Tq = Ad Eq + Jw Tv   (the retraction q' = q (+) h qd')
+//     rk4: the four stages chained, Ta_i = Xq Tq_i + Xv Tv_i + Xu Eu, with the Jacobians of dexp^-1 between them
+//
+// T = [Tq; Tv] (2 nv, 2 nv + nu) is [A | B] in MuJoCo's layout (mjd_transitionFD): columns dq, dqd, dctrl, dq in the
+// tangent space of integrate_pos.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "actuation.h"
+#include "data.h"
+#include "derivative.h"
+#include "integrate.h"
+#include "model.h"
+#include "spatial.h"
+
+namespace physai {
+namespace {
+
+// one state's inputs and outputs: ctrl (nu, as given: clamped here), qfrc_applied (nv) or null; A (2 nv, 2 nv), B (2 nv, nu)
+struct StepDerivative {
+    double h = 0;
+    int integrator = EULER;
+    bool implicit_damping = true;
+    const double *ctrl = nullptr, *qfrc = nullptr;
+    double *A = nullptr, *B = nullptr;
+};
+
+// the buffers of step_derivative (cols = 2 nv + nu): the step's (SimData), the rnea derivatives', K and its LU factors,
+// X (nv, cols), and the stages' tangents (nv, cols each)
+struct StepDerivData {
+    int nv, nu, cols;
+    SimData<double> s;
+    DerivData<double> dw;
+    std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
+    std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn;
+    std::vector<int> piv;
+    std::vector<char> keep;
+    StepDerivData(const Model &m, const Actuators &act)
+        : nv(m.nv), nu(act.nu), cols(2 * m.nv + act.nu), s(m, act), dw(m) {
+        size_t V = size_t(nv), C = size_t(cols);
+        for (auto *x : {&K, &tq, &tv, &cq, &cv, &cqm, &cvm, &scratch}) x->resize(V * V);
+        for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
+        for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn}) x->resize(V);
+        qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V);
+    }
+};
+
+// R[:, 0:nv] += dP/dq, R[:, nv:2nv] += dP/dqd of the passive force (derivatives._passive_derivatives): -k, -b
+inline void passive_derivatives(const Model &m, double *R, int cols) {
+    for (int k = 0; k < m.nspring; k++) R[size_t(m.spring_dofadr[k]) * cols + m.spring_dofadr[k]] -= m.spring_stiffness[k];
+    for (int j = 0; j < m.nv; j++) R[size_t(j) * cols + m.nv + j] -= m.dof_damping[j];
+}
+
+// R += (dA/dq, dA/dqd, dA/dctrl) of the actuator force (derivatives._actuator_derivatives) for ctrl as given (raw), u
+// clamped and the scalar forces (force, clamped) of evaluate: zero where ctrl or a force is clamped, and on a dof whose
+// total is at or beyond its actuatorfrcrange. Transmissions act on hinges, slides and fixed tendons: the length's
+// q-derivative is qmoment's scalar entries
+inline void actuator_derivatives(const Model &m, const Actuators &act, const double *raw, const double *u, const double *force,
+                                 const double *q, const double *qd, char *keep, double *R, int cols) {
+    int nv = m.nv;
+    for (int j = 0; j < nv; j++) {                                     // the dofs whose total is not clamped
+        double tau = 0.0;
+        for (int a = 0; a < act.nu; a++) tau += act.moment[size_t(a) * nv + j] * force[a];
+        keep[j] = !act.dof_forcelimited[j] || (tau > act.dof_forcerange[2 * j] && tau < act.dof_forcerange[2 * j + 1]);
+    }
+    for (int a = 0; a < act.nu; a++) {
+        if (act.forcelimited[a] && !(force[a] > act.forcerange[2 * a] && force[a] < act.forcerange[2 * a + 1])) continue;
+        const double *g = &act.gain[3 * a], *b = &act.bias[3 * a], *moment = &act.moment[size_t(a) * nv];
+        const double *qmoment = &act.qmoment[size_t(a) * m.nq];
+        bool inside = !act.ctrllimited[a] || (raw[a] > act.ctrlrange[2 * a] && raw[a] < act.ctrlrange[2 * a + 1]);
+        double length = 0.0, velocity = 0.0;
+        for (int i = 0; i < m.nq; i++) length += qmoment[i] * q[i];
+        for (int i = 0; i < nv; i++) velocity += moment[i] * qd[i];
+        double kq = g[1] * u[a] + b[1], kv = g[2] * u[a] + b[2], ku = inside ? g[0] + g[1] * length + g[2] * velocity : 0.0;
+        for (int j = 0; j < nv; j++) {                                 // row j += moment_aj (kq dl/dq, kv moment_a, ku e_a)
+            double r = moment[j];
+            if (r == 0.0 || !keep[j]) continue;
+            double *Rj = R + size_t(j) * cols;
+            for (int k = 0; k < m.nscalar; k++) Rj[m.scalar_dofadr[k]] += r * (kq * qmoment[m.scalar_qposadr[k]]);
+            for (int i = 0; i < nv; i++) Rj[nv + i] += r * (kv * moment[i]);
+            Rj[2 * nv + a] += r * ku;
+        }
+    }
+}
+
+// (a, X) at (q, qd) (derivatives._Stepper.acceleration): K a = f with K the integrator's matrix, then
+// X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl] with tau = rnea(q, qd, a) (its derivatives by
+// composite_derivatives); implicit, and implicitfast's free bodies' rows, also - h/2 d(c(qd + a) - c(qd - a))/dx, the
+// derivative of h dc/dqd a in K a. A Status: ZERO_QUATERNION; NONFINITE when f or a is not finite; SINGULAR
+inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, const StepDerivative &c, const double *q,
+                        const double *qd) {
+    int nv = m.nv, cols = w.cols;
+    SimData<double> &s = w.s;
+    double *M = s.M.data(), *f = s.f.data(), *K = w.K.data(), *X = w.X.data(), *a = w.a.data(), pot;
+    if (evaluate(m, act, s.d, s.x, q, qd, f, M, s.tmp.data(), s.force.data(), pot) != OK) return ZERO_QUATERNION;
+    if (any_nonfinite(f, size_t(nv))) return NONFINITE;
+    step_matrix(m, act, s, c.h, c.integrator, c.implicit_damping, qd);                 // s.M <- K
+    std::copy(M, M + size_t(nv) * nv, K);
+    if (c.integrator == IMPLICITFAST)                                  // free bodies: their blocks of the implicit matrix
+        for (int k = 0; k < m.nfree; k++) {
+            double block[36];
+            free_body_matrix(m, s, c.h, qd, k, block);
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) K[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j] = block[6 * i + j];
+        }
+    if (!lu_factor(K, nv, w.piv.data())) return SINGULAR;
+    std::copy(f, f + nv, a);
+    lu_apply(K, nv, w.piv.data(), a, 1);
+    if (any_nonfinite(a, size_t(nv))) return NONFINITE;
+    // X = [dF/dq - dtau/dq | dF/dqd - dtau/dqd | dF/dctrl], F = passive + actuators (+ applied: constant)
+    std::fill(X, X + size_t(nv) * cols, 0.0);
+    passive_derivatives(m, X, cols);
+    if (act.nu) actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.force.data(), q, qd, w.keep.data(), X, cols);
+    rnea_derivatives(m, s.d, w.dw, q, qd, a, w.tq.data(), w.tv.data(), w.scratch.data());
+    bool implicit = c.integrator == IMPLICIT, free = c.integrator == IMPLICITFAST && m.nfree;
+    if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
+        for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] + a[j];
+        rnea_derivatives(m, s.d, w.dw, q, w.qdn.data(), w.zero.data(), w.cq.data(), w.cv.data(), w.scratch.data());
+        for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] - a[j];
+        rnea_derivatives(m, s.d, w.dw, q, w.qdn.data(), w.zero.data(), w.cqm.data(), w.cvm.data(), w.scratch.data());
+        const double *cqm = w.cqm.data(), *cvm = w.cvm.data();
+        auto correct = [&](int i) {
+            for (int j = 0; j < nv; j++) {
+                w.tq[size_t(i) * nv + j] += 0.5 * c.h * (w.cq[size_t(i) * nv + j] - cqm[size_t(i) * nv + j]);
+                w.tv[size_t(i) * nv + j] += 0.5 * c.h * (w.cv[size_t(i) * nv + j] - cvm[size_t(i) * nv + j]);
+            }
+        };
+        if (implicit)
+            for (int i = 0; i < nv; i++) correct(i);
+        else
+            for (int k = 0; k < m.nfree; k++)
+                for (int i = 0; i < 6; i++) correct(int(m.free_dofadr[k]) + i);
+    }
+    for (int i = 0; i < nv; i++)
+        for (int j = 0; j < nv; j++) {
+            X[size_t(i) * cols + j] -= w.tq[size_t(i) * nv + j];
+            X[size_t(i) * cols + nv + j] -= w.tv[size_t(i) * nv + j];
+        }
+    lu_apply(K, nv, w.piv.data(), X, cols);
+    return OK;
+}
+
+// rotation vector phi: R = exp([phi]) and the right Jacobian J_r(phi) (spatial.so3_exp, so3_right_jacobian; their
+// series below t = 0.1)
+inline void rotation_and_right_jacobian(const double *phi, double *R, double *J) {
+    double t2 = phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2], t = std::sqrt(t2), W[9], WW[9];
+    double sin_t, one_minus_cos, minus_sin;                            // sin t / t, (1 - cos t) / t^2, (t - sin t) / t^3
+    if (t < 0.1) {
+        sin_t = 1.0 + t2 * (-1.0 / 6 + t2 * (1.0 / 120 + t2 * (-1.0 / 5040 + t2 / 362880)));
+        one_minus_cos = 0.5 + t2 * (-1.0 / 24 + t2 * (1.0 / 720 + t2 * (-1.0 / 40320 + t2 / 3628800)));
+        minus_sin = 1.0 / 6 + t2 * (-1.0 / 120 + t2 * (1.0 / 5040 + t2 * (-1.0 / 362880 + t2 / 39916800)));
+    } else {
+        sin_t = std::sin(t) / t, one_minus_cos = (1.0 - std::cos(t)) / t2, minus_sin = (t - std::sin(t)) / (t2 * t);
+    }
+    skew(phi, W);
+    mat3_mul(W, W, WW);
+    for (int k = 0; k < 9; k++) {
+        double I = (k % 4 == 0) ? 1.0 : 0.0;
+        R[k] = I + sin_t * W[k] + one_minus_cos * WW[k];
+        J[k] = I - one_minus_cos * W[k] + minus_sin * WW[k];
+    }
+}
+
+// out (nv, cols) = Ad Eq + Jw Y, the tangent of q' = q (+) s v (derivatives._retraction): scalars Ad = 1, Jw = s;
+// quaternions Ad = exp(s v)^T, Jw = s J_r(s v); Eq = [1 0 0]
+inline void retraction_tangent(const Model &m, const double *v, double s, const double *Y, double *out, int cols) {
+    for (int k = 0; k < m.nscalar; k++) {
+        int64_t r = m.scalar_dofadr[k];
+        for (int c = 0; c < cols; c++) out[size_t(r) * cols + c] = s * Y[size_t(r) * cols + c];
+        out[size_t(r) * cols + r] += 1.0;
+    }
+    for (int k = 0; k < m.nquat; k++) {
+        int64_t adr = m.quat_dofadr[k];
+        double phi[3] = {s * v[adr], s * v[adr + 1], s * v[adr + 2]}, R[9], J[9];
+        rotation_and_right_jacobian(phi, R, J);
+        for (int i = 0; i < 3; i++) {
+            double *o = out + size_t(adr + i) * cols;
+            for (int c = 0; c < cols; c++) {
+                double t = 0.0;
+                for (int j = 0; j < 3; j++) t += (s * J[3 * i + j]) * Y[size_t(adr + j) * cols + c];
+                o[c] = t;
+            }
+            for (int j = 0; j < 3; j++) o[adr + j] += R[3 * j + i];
+        }
+    }
+}
+
+// out (nv, cols) = Kv Tv + Kt Y, the tangent of k = dexp^-1(theta) v (derivatives._dexp_inv_jacobians): scalars Kv = 1,
+// Kt = 0; rotations Kv = 1 + 1/2 [theta] + c [theta]^2, Kt = -1/2 [v] + c (theta v^T + (theta . v) 1 - 2 v theta^T)
+// + (theta x (theta x v)) c'(t) theta^T / t, t = |theta|
+inline void dexp_inv_tangent(const Model &m, const double *theta, const double *v, const double *Tv, const double *Y,
+                             double *out, int cols) {
+    for (int k = 0; k < m.nscalar; k++) {
+        int64_t r = m.scalar_dofadr[k];
+        std::copy(Tv + size_t(r) * cols, Tv + size_t(r + 1) * cols, out + size_t(r) * cols);
+    }
+    for (int k = 0; k < m.nquat; k++) {
+        int64_t adr = m.quat_dofadr[k];
+        const double *th = theta + adr, *w = v + adr;
+        double t = std::sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]), c, dc_t;
+        if (t < 1e-4) c = 1.0 / 12.0 + t * t / 720.0;
+        else c = 1.0 / (t * t) - 1.0 / (2.0 * t * std::tan(0.5 * t));
+        if (t < 1e-2) {                                                // c'(t) / t = 1/360 + t^2/7560 + O(t^4)
+            dc_t = 1.0 / 360.0 + t * t / 7560.0;
+        } else {
+            double g = 2.0 * t * std::tan(0.5 * t), sec = 1.0 / std::cos(0.5 * t);
+            dc_t = (-2.0 / (t * t * t) + (2.0 * std::tan(0.5 * t) + t * sec * sec) / (g * g)) / t;
+        }
+        double T[9], V[9], TT[9], tw[3], ttw[3], Kv[9], Kt[9], tdw = th[0] * w[0] + th[1] * w[1] + th[2] * w[2];
+        skew(th, T), skew(w, V), mat3_mul(T, T, TT);
+        cross(th, w, tw), cross(th, tw, ttw);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) {
+                double I = i == j ? 1.0 : 0.0;
+                Kv[3 * i + j] = I + 0.5 * T[3 * i + j] + c * TT[3 * i + j];
+                Kt[3 * i + j] = -0.5 * V[3 * i + j] + c * (th[i] * w[j] + tdw * I - 2.0 * w[i] * th[j]) + ttw[i] * th[j] * dc_t;
+            }
+        for (int i = 0; i < 3; i++)
+            for (int col = 0; col < cols; col++) {
+                double s = 0.0;
+                for (int j = 0; j < 3; j++)
+                    s += Kv[3 * i + j] * Tv[size_t(adr + j) * cols + col] + Kt[3 * i + j] * Y[size_t(adr + j) * cols + col];
+                out[size_t(adr + i) * cols + col] = s;
+            }
+    }
+}
+
+// A (2 nv, 2 nv) and B (2 nv, nu) of one step from (q, qd) (derivatives.step_derivatives); a Status
+inline int step_derivative(const Model &m, const Actuators &act, StepDerivData &w, const StepDerivative &c, const double *q,
+                           const double *qd) {
+    int nv = m.nv, nu = act.nu, cols = w.cols;
+    double h = c.h;
+    SimData<double> &s = w.s;
+    for (int a = 0; a < nu; a++) {                                     // the controls as given, and clamped (forces._ctrl)
+        w.raw[size_t(a)] = c.ctrl[a];
+        s.x.u[size_t(a)] = act.ctrllimited[a] ? vclamp(c.ctrl[a], act.ctrlrange[2 * a], act.ctrlrange[2 * a + 1]) : c.ctrl[a];
+    }
+    s.x.has_qfrc = c.qfrc != nullptr, s.x.has_xfrc = false;
+    if (c.qfrc) std::copy(c.qfrc, c.qfrc + nv, s.x.qfrc.begin());
+    double *Tq = w.Tq.data(), *Tv = w.Tv.data(), *X = w.X.data();
+    auto ev = [&](double *T, double scale, const double *Y) {          // T = Ev + scale Y (Y null: Ev)
+        for (int i = 0; i < nv; i++)
+            for (int col = 0; col < cols; col++)
+                T[size_t(i) * cols + col] = (Y ? scale * Y[size_t(i) * cols + col] : 0.0) + (col == nv + i ? 1.0 : 0.0);
+    };
+    if (c.integrator != RK4) {                                         // Tv = Ev + h X, Tq = Ad Eq + Jw Tv at qd' = qd + h a
+        int st = acceleration(m, act, w, c, q, qd);
+        if (st != OK) return st;
+        ev(Tv, h, X);
+        for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] + h * w.a[j];
+        retraction_tangent(m, w.qdn.data(), h, Tv, Tq, cols);
+    } else {                                                           // the stages of integrators.rk4_stages_of, with their tangents
+        const double C[3] = {0.5, 0.5, 1.0}, Bw[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+        double *Tk = w.Tk.data(), *Ta = w.Ta.data(), *sumTk = w.sumTk.data(), *sumTa = w.sumTa.data(), *Tn = w.Tnext.data();
+        std::fill(Tq, Tq + size_t(nv) * cols, 0.0);
+        for (int i = 0; i < nv; i++) Tq[size_t(i) * cols + i] = 1.0;  // Eq
+        ev(Tv, 0.0, nullptr), ev(Tk, 0.0, nullptr);                   // Ev
+        std::fill(sumTk, sumTk + size_t(nv) * cols, 0.0), std::fill(sumTa, sumTa + size_t(nv) * cols, 0.0);
+        std::copy(q, q + m.nq, w.qi.begin()), std::copy(qd, qd + nv, w.qdi.begin()), std::copy(qd, qd + nv, w.ki.begin());
+        std::fill(w.sumk.begin(), w.sumk.end(), 0.0);
+        for (int stage = 0; stage < 4; stage++) {
+            int st = acceleration(m, act, w, c, w.qi.data(), w.qdi.data());
+            if (st != OK) return st;
+            for (int i = 0; i < nv; i++) {                             // Ta = Xq Tq_i + Xv Tv_i + Xu Eu
+                double *row = Ta + size_t(i) * cols;
+                const double *x = X + size_t(i) * cols;
+                for (int col = 0; col < cols; col++) row[col] = 0.0;
+                for (int k = 0; k < nv; k++) {
+                    double xq = x[k], xv = x[nv + k];
+                    const double *tq = Tq + size_t(k) * cols, *tv = Tv + size_t(k) * cols;
+                    for (int col = 0; col < cols; col++) row[col] += xq * tq[col] + xv * tv[col];
+                }
+                for (int u = 0; u < nu; u++) row[2 * nv + u] += x[2 * nv + u];
+            }
+            double b = Bw[stage];
+            for (int j = 0; j < nv; j++) w.sumk[j] += b * w.ki[j];
+            for (size_t e = 0; e < size_t(nv) * cols; e++) sumTk[e] += b * Tk[e], sumTa[e] += b * Ta[e];
+            if (stage == 3) break;
+            double cs = C[stage];                                      // q_i+1 = q (+) h c k_i, qd_i+1 = qd + h c a_i
+            for (int j = 0; j < nv; j++) w.dq[j] = cs * w.ki[j], w.theta[j] = h * w.dq[j];
+            retraction_tangent(m, w.ki.data(), h * cs, Tk, Tq, cols);  // Tq_i+1 = Ad Eq + Jw Tk_i
+            integrate_pos(m, q, w.dq.data(), h, w.qi.data());
+            for (int j = 0; j < nv; j++) w.qdi[j] = qd[j] + h * cs * w.a[j];
+            ev(Tv, h * cs, Ta);                                        // Tv_i+1 = Ev + h c Ta_i
+            for (size_t e = 0; e < size_t(nv) * cols; e++) Tn[e] = h * cs * Tk[e];
+            dexp_inv_tangent(m, w.theta.data(), w.qdi.data(), Tv, Tn, Tk, cols);   // Tk_i+1 = Kv Tv_i+1 + Kt h c Tk_i
+            std::copy(w.qdi.begin(), w.qdi.end(), w.ki.begin());       // k_i+1 = dexp^-1(theta) qd_i+1
+            dexp_inv(m, w.theta.data(), w.ki.data());
+        }
+        ev(Tv, h, sumTa);                                              // Tv = Ev + h sum b Ta_i, Tq = Ad Eq + Jw sum b Tk_i
+        retraction_tangent(m, w.sumk.data(), h, sumTk, Tq, cols);
+    }
+    for (int r = 0; r < 2 * nv; r++) {                                 // [A | B] = [Tq; Tv]
+        const double *T = (r < nv ? Tq : Tv) + size_t(r % nv) * cols;
+        std::copy(T, T + 2 * nv, c.A + size_t(r) * 2 * nv);
+        if (nu) std::copy(T + 2 * nv, T + cols, c.B + size_t(r) * nu);
+    }
+    if (any_nonfinite(c.A, size_t(4) * nv * nv) || (nu && any_nonfinite(c.B, size_t(2) * nv * nu))) return NONFINITE;
+    return OK;
+}
+
+// the states [lo, hi) of a call, each one's Status into call.status
+inline void step_derivative_states(const Model &m, const Actuators &act, StepDerivData &w, const StepDerivativeCall &call,
+                                   int64_t lo, int64_t hi) {
+    int64_t nv = m.nv, nu = act.nu;
+    for (int64_t n = lo; n < hi; n++) {
+        StepDerivative c;
+        c.h = call.h, c.integrator = call.integrator, c.implicit_damping = call.implicit_damping;
+        c.ctrl = call.ctrl.data + n * call.ctrl.stride;
+        c.qfrc = call.qfrc.data ? call.qfrc.data + n * call.qfrc.stride : nullptr;
+        c.A = call.A + n * 4 * nv * nv, c.B = call.B + n * 2 * nv * nu;
+        call.status[n] = step_derivative(m, act, w, c, call.q.data + n * call.q.stride, call.qd.data + n * call.qd.stride);
+    }
+}
+
+}  // namespace
+}  // namespace physai
