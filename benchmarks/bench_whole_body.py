@@ -14,8 +14,8 @@ Timed, microseconds, for each quantity at random states (engine.random_states, s
     frame velocity   kinematics.frame_velocity beside pin.forwardKinematics + getFrameVelocity
     frame accel.     kinematics.frame_acceleration (classical, qdd = 1) beside pin.forwardKinematics +
                      getFrameClassicalAcceleration (all LOCAL_WORLD_ALIGNED)
-(the first five one compiled call each on the compiled backend; the frame's velocity and acceleration: its Jacobian and
-its rate, compiled, times qd and qdd in NumPy)
+(each one compiled call on the compiled backend; the frame's velocity and acceleration summed column by column of its
+Jacobian and its rate in C++)
 physai-1: one state per call; physai-N: one call on N states divided by N (PHYSAI_NUM_THREADS threads, default every
 core); Pinocchio: one state per call (it has no batch of these). Ratios physai / Pinocchio (below 1: physai is faster).
 Pinocchio reads the robot's MJCF (pin.buildModelFromMJCF: the free joint becomes its free flyer, whose velocity

@@ -50,12 +50,14 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
             default: break;
         }
     }
-    if (c.op == JACOBIAN || c.op == JACOBIAN_DOT) {                    // positions, cdof (and its rate): no inertias
-        int st = kinematics(m, d, q);
+    if (c.op == JACOBIAN || c.op == JACOBIAN_DOT || c.op == FRAME_VELOCITY || c.op == FRAME_ACCELERATION) {
+        bool rates = c.op == JACOBIAN_DOT || c.op == FRAME_ACCELERATION;   // the path's positions, cdof (and their rates)
+        int st = path_stages(m, d, q, rates ? qd : (const T *)nullptr, c.link);
         if (st != OK) return st;
-        motion_subspaces(m, d);
         if (c.op == JACOBIAN) jacobian(m, d, c.link, c.point, o[0]);
-        else com_vel(m, d, qd), jacobian_dot(m, d, c.link, c.point, o[0]);
+        else if (c.op == JACOBIAN_DOT) jacobian_dot(m, d, c.link, c.point, o[0]);
+        else if (c.op == FRAME_VELOCITY) frame_motion(m, d, c.link, c.point, qd, (const T *)nullptr, o[0], (T *)nullptr);
+        else frame_motion(m, d, c.link, c.point, qd, x[2], o[0], o[1]);
         return OK;
     }
     int st = position_stages(m, d, q);

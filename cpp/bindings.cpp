@@ -5,7 +5,7 @@
 //     Model(fields)              the compiled model, from a mapping of named arrays (physai.engine.native.fields);
 //                                Model.add_constraints(fields) adds the constraint model's (native.constraint_fields)
 //     Actuators(model, fields)   a simulation's actuators, from the named arrays of physai.engine.actuators.Actuators
-//     call(model, op, a, b, c, d)  operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name]):
+//     call(model, op, a, ..., e)  operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name]):
 //                                the kernels of batch.h (run), the rollout's loop (rollout) and the constraint
 //                                operations (constrain: their rows vary per state, gathered from each thread's ranges)
 //     OPS, ARGUMENTS, INTEGRATORS, KernelError, the instruction sets (isa, isas, set_isa, lanes) and the threads
@@ -436,6 +436,7 @@ nb::object new_result(const Model &m, char kind, int64_t batch, double *&out, do
         case 'q': dims[nd++] = m.nq; break;
         case 'M': dims[nd++] = m.nv, dims[nd++] = m.nv; break;
         case 'J': dims[nd++] = 6, dims[nd++] = m.nv; break;
+        case 'w': dims[nd++] = 6; break;
         case 'C': dims[nd++] = 3, dims[nd++] = m.nv; break;
         case 'P': dims[nd++] = m.nbody, dims[nd++] = 3; break;
         case 'R': dims[nd++] = m.nbody, dims[nd++] = 3, dims[nd++] = 3; break;
@@ -458,7 +459,9 @@ int64_t cost_per_state(const Model &m, int op) {
     int64_t pass = m.nlink + 1;
     if (op == MASS_MATRIX || op == FORWARD_DYNAMICS) return pass * (m.nv + 1);
     if (op == RNEA_DERIVATIVES || op == FORWARD_DYNAMICS_DERIVATIVES) return 4 * pass * (m.nv + 1);   // about 4 crb's
-    if (op == MOMENTUM_MATRIX || op == COM_JACOBIAN || op == JACOBIAN || op == JACOBIAN_DOT) return 8 * pass;   // stages, columns
+    if (op == MOMENTUM_MATRIX || op == COM_JACOBIAN || op == JACOBIAN || op == JACOBIAN_DOT || op == FRAME_VELOCITY ||
+        op == FRAME_ACCELERATION)
+        return 8 * pass;                                               // stages, columns
     if (op == MOMENTUM_MATRIX_DOT) return 16 * pass;                  // and the composite inertias' rates
     return pass;
 }
@@ -903,9 +906,9 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
 }
 
 // _native.call: one entry for every operation
-nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c, nb::handle d) {
+nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c, nb::handle d, nb::handle e) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
-    const nb::handle args[4] = {a, b, c, d};
+    const nb::handle args[5] = {a, b, c, d, e};
     if (op == ROLLOUT) return rollout(nm, args);
     if (op == STEP_DERIVATIVES) return step_derivatives(nm, args);
     return is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
@@ -962,7 +965,7 @@ NB_MODULE(_native, mod) {
         .def("__init__", &make_actuators, nb::arg("model"), nb::arg("fields"))
         .def_prop_ro("nu", [](const CompiledActuators &a) { return a.act.nu; });
     mod.def("call", &call, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none() = nb::none(),
-            nb::arg("c").none() = nb::none(), nb::arg("d").none() = nb::none(),
+            nb::arg("c").none() = nb::none(), nb::arg("d").none() = nb::none(), nb::arg("e").none() = nb::none(),
             "operation op (OPS) on its arguments (ARGUMENTS): its result, or KernelError (see cpp/bindings.cpp)");
     mod.def("isa", [] { return isa_kernels(active_isa()).name; },
             "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "

@@ -58,13 +58,14 @@ template <class T> using Vec = std::vector<T, Aligned<T>>;
 template <class T> struct Data {
     Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c, crb_dot;
     Vec<Inertia<T>> cinert, crb;
+    std::vector<int64_t> path;                                          // links from a tree's root to one link (smooth.h)
     explicit Data(const Model &m) {
         size_t L = size_t(m.nlink), V = size_t(m.nv);
         xmat.resize(9 * L), xpos.resize(3 * L), step.resize(3 * L), cpos.resize(3 * L), cipos.resize(3 * L);
         cdof.resize(6 * V), cvel.resize(6 * (L + 1)), cdof_dot.resize(6 * V), cacc.resize(6 * (L + 1)), cfrc.resize(6 * L);
         qM.resize(V * V), IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
         c.resize(6 * L), crb_dot.resize(36 * L);
-        cinert.resize(L), crb.resize(L);
+        cinert.resize(L), crb.resize(L), path.resize(L);
     }
     // a link's row of cvel and cacc; the world's (the last row) for i = -1
     T *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : size_t(i)); }

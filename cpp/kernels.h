@@ -24,13 +24,14 @@
 
 namespace physai {
 
-// Every operation of the compiled engine, in one table: physai.engine._native.call(model, op, a, b, c) runs one for the
+// Every operation of the compiled engine, in one table: physai.engine._native.call(model, op, a, ..., e) runs one for the
 // arguments a, b, c (as many as it takes; _native.OPS names the codes, _native.ARGUMENTS the arguments). A new kernel is
 // one row here (and its case in batch.h's one_state, or its runner in bindings.cpp).
 enum Op {
     RNEA, BIAS, GRAVITY, MASS_MATRIX, FORWARD_DYNAMICS, ABA, KINETIC_ENERGY, POTENTIAL_ENERGY, ENERGY,   // smooth.h, forward.h
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
     MOMENTUM_MATRIX, MOMENTUM_MATRIX_DOT, COM_JACOBIAN, JACOBIAN, JACOBIAN_DOT,                        // support.h
+    FRAME_VELOCITY, FRAME_ACCELERATION,
     BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
@@ -44,7 +45,7 @@ struct Operation {
                              // o: options (a tuple: rollout's, the constraint operations' contacts and settings,
                              // step_derivatives' inputs; cpp/bindings.cpp)
     const char *outputs;     // its results per state, one kind each: v (nv), q (nq), M (nv, nv), s (one number),
-                             // J (6, nv), C (3, nv), P (nbody, 3), R (nbody, 3, 3); none for the rollout and the constraint
+                             // J (6, nv), C (3, nv), w (6: a twist), P (nbody, 3), R (nbody, 3, 3); none for the rollout and the constraint
                              // operations, whose runners in cpp/bindings.cpp make their results (rows vary per state)
     bool finite;             // whether a result that is not finite is an error (NONFINITE), as on the NumPy path
     bool lanes;              // whether the lane kernels run it (else the scalar kernels run every state)
@@ -66,6 +67,8 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"com_jacobian", "q:q", "C", true, true},
     {"jacobian", "q:q link:l point:p", "J", false, true},
     {"jacobian_dot", "q:q qd:v link:l point:p", "J", false, true},
+    {"frame_velocity", "q:q qd:v link:l point:p", "w", false, true},
+    {"frame_acceleration", "q:q qd:v qdd:v link:l point:p", "ww", false, true},
     {"body_poses", "q:q", "PR", false, false},
     {"integrate", "q:q qd:v h:h", "q", true, false},
     {"difference", "q0:q q1:q h:h", "v", true, false},
@@ -145,6 +148,7 @@ inline int64_t entries(const Model &m, char kind) {
         case 'M': return int64_t(m.nv) * m.nv;
         case 's': return 1;
         case 'J': return 6 * int64_t(m.nv);
+        case 'w': return 6;
         case 'C': return 3 * int64_t(m.nv);
         case 'P': return 3 * int64_t(m.nbody);
         case 'R': return 9 * int64_t(m.nbody);

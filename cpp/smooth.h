@@ -8,8 +8,11 @@
 //     rne(m, d, qd, qdd, out)     recursive Newton-Euler           cacc, cfrc, qfrc
 //     crb(m, d, out)              composite rigid bodies           crb, qM
 //     position_stages, velocity_stages   kinematics and com_pos; then com_vel
+//     path_stages(m, d, q, qd, l) the poses, cdof (and velocities) of l and its ancestors alone: a point's Jacobian
 //     energy_vel, energy_pos      the kinetic and potential energies (MuJoCo's mj_energyVel, mj_energyPos)
 #pragma once
+
+#include <algorithm>
 
 #include "data.h"
 #include "model.h"
@@ -18,72 +21,93 @@
 namespace physai {
 namespace {
 
+// link i's pose at positions q from its parent's: xmat, xpos (and step, R_parent p_loc); ZERO_QUATERNION for a ball
+// joint's zero quaternion
+template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) {
+    T R[9], p[3];                                                  // the local transform (Model.link_transforms)
+    if (m.link_jnttype[i] == 0) {                                  // hinge or slide: G @ (1, t, sin t, 1 - cos t)
+        T t = q[m.link_qposadr[i]] - m.link_ref[i];
+        // sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
+        T coef[4] = {splat<T>(1.0), t, splat<T>(0.0), splat<T>(0.0)};
+        if (!m.link_slide[i]) {
+            T sh, ch;
+            sincos_any(0.5 * t, sh, ch);
+            coef[2] = 2.0 * sh * ch, coef[3] = 2.0 * sh * sh;
+        }
+        const double *G = &m.link_G[48 * i];
+        T Tl[12];
+        if (m.link_hinge[i]) {                                     // G[:, :, 1] = 0: the same numbers without it
+            for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+        } else if (m.link_slide[i]) {                              // G[:, :, 2:] = 0
+            for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1];
+        } else {
+            for (int a = 0; a < 12; a++)
+                Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+        }
+        for (int a = 0; a < 3; a++) {
+            for (int b = 0; b < 3; b++) R[3 * a + b] = Tl[4 * a + b];
+            p[a] = Tl[4 * a + 3];
+        }
+    } else {                                                       // ball: R = rot Q, p = pos + rot (o - Q o)
+        T u[4], Q[9], Qo[3], e[3], re[3];
+        if (any_zero(quat_normalize(q + m.link_qposadr[i], u))) return ZERO_QUATERNION;
+        quat_to_mat(u, Q);
+        const double *rot = &m.link_ballrot[9 * i], *pos = &m.link_ballpos[3 * i], *o = &m.link_ballanchor[3 * i];
+        mat3_mul(rot, Q, R);
+        mat3_times(Q, o, Qo);
+        for (int a = 0; a < 3; a++) e[a] = o[a] - Qo[a];
+        mat3_times(rot, e, re);
+        for (int a = 0; a < 3; a++) p[a] = pos[a] + re[a];
+    }
+    // forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc
+    T *X = &d.xmat[9 * i], *x = &d.xpos[3 * i], *st = &d.step[3 * i];
+    int64_t par = m.link_parentid[i];
+    if (par < 0) {
+        for (int a = 0; a < 9; a++) X[a] = R[a];
+        for (int a = 0; a < 3; a++) x[a] = p[a], st[a] = p[a];
+    } else {
+        const T *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
+        mat3_mul(Xp, R, X);
+        mat3_times(Xp, p, st);
+        for (int a = 0; a < 3; a++) x[a] = st[a] + xp[a];
+    }
+    return OK;
+}
+
+// link i's position relative to the centre of its tree, cpos: summed from the centre outward where the link allows it
+// (its parent's cpos known), else from xpos
+template <class T> void link_offset(const Model &m, Data<T> &d, int i) {
+    int64_t c = m.link_centerid[i];
+    T *cp = &d.cpos[3 * i];
+    if (c == i) {
+        cp[0] = cp[1] = cp[2] = splat<T>(0.0);
+    } else if (m.link_relative[i]) {
+        const T *pp = &d.cpos[3 * m.link_parentid[i]];
+        for (int a = 0; a < 3; a++) cp[a] = pp[a] + d.step[3 * i + a];
+    } else {
+        for (int a = 0; a < 3; a++) cp[a] = d.xpos[3 * i + a] - d.xpos[3 * c + a];
+    }
+}
+
 // link poses at positions q: xmat, xpos, cpos (relative to the centre of the link's tree); ZERO_QUATERNION for a ball
 // joint's zero quaternion
 template <class T> int kinematics(const Model &m, Data<T> &d, const T *q) {
-    for (int i = 0; i < m.nlink; i++) {
-        T R[9], p[3];                                                  // the local transform (Model.link_transforms)
-        if (m.link_jnttype[i] == 0) {                                  // hinge or slide: G @ (1, t, sin t, 1 - cos t)
-            T t = q[m.link_qposadr[i]] - m.link_ref[i];
-            // sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
-            T coef[4] = {splat<T>(1.0), t, splat<T>(0.0), splat<T>(0.0)};
-            if (!m.link_slide[i]) {
-                T sh, ch;
-                sincos_any(0.5 * t, sh, ch);
-                coef[2] = 2.0 * sh * ch, coef[3] = 2.0 * sh * sh;
-            }
-            const double *G = &m.link_G[48 * i];
-            T Tl[12];
-            if (m.link_hinge[i]) {                                     // G[:, :, 1] = 0: the same numbers without it
-                for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
-            } else if (m.link_slide[i]) {                              // G[:, :, 2:] = 0
-                for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1];
-            } else {
-                for (int a = 0; a < 12; a++)
-                    Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
-            }
-            for (int a = 0; a < 3; a++) {
-                for (int b = 0; b < 3; b++) R[3 * a + b] = Tl[4 * a + b];
-                p[a] = Tl[4 * a + 3];
-            }
-        } else {                                                       // ball: R = rot Q, p = pos + rot (o - Q o)
-            T u[4], Q[9], Qo[3], e[3], re[3];
-            if (any_zero(quat_normalize(q + m.link_qposadr[i], u))) return ZERO_QUATERNION;
-            quat_to_mat(u, Q);
-            const double *rot = &m.link_ballrot[9 * i], *pos = &m.link_ballpos[3 * i], *o = &m.link_ballanchor[3 * i];
-            mat3_mul(rot, Q, R);
-            mat3_times(Q, o, Qo);
-            for (int a = 0; a < 3; a++) e[a] = o[a] - Qo[a];
-            mat3_times(rot, e, re);
-            for (int a = 0; a < 3; a++) p[a] = pos[a] + re[a];
-        }
-        // forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc
-        T *X = &d.xmat[9 * i], *x = &d.xpos[3 * i], *st = &d.step[3 * i];
-        int64_t par = m.link_parentid[i];
-        if (par < 0) {
-            for (int a = 0; a < 9; a++) X[a] = R[a];
-            for (int a = 0; a < 3; a++) x[a] = p[a], st[a] = p[a];
-        } else {
-            const T *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
-            mat3_mul(Xp, R, X);
-            mat3_times(Xp, p, st);
-            for (int a = 0; a < 3; a++) x[a] = st[a] + xp[a];
-        }
-    }
-    // positions relative to the centre, summed from the centre outward for the links that allow it
-    for (int i = 0; i < m.nlink; i++) {
-        int64_t c = m.link_centerid[i];
-        T *cp = &d.cpos[3 * i];
-        if (c == i) {
-            cp[0] = cp[1] = cp[2] = splat<T>(0.0);
-        } else if (m.link_relative[i]) {
-            const T *pp = &d.cpos[3 * m.link_parentid[i]];
-            for (int a = 0; a < 3; a++) cp[a] = pp[a] + d.step[3 * i + a];
-        } else {
-            for (int a = 0; a < 3; a++) cp[a] = d.xpos[3 * i + a] - d.xpos[3 * c + a];
-        }
-    }
+    for (int i = 0; i < m.nlink; i++)
+        if (link_pose(m, d, q, i) != OK) return ZERO_QUATERNION;
+    for (int i = 0; i < m.nlink; i++) link_offset(m, d, i);
     return OK;
+}
+
+// dof j's motion subspace about the centre, cdof = (R s_ang, x x (R s_ang) + R s_lin), from its link's pose
+template <class T> void dof_subspace(const Model &m, Data<T> &d, int j) {
+    int64_t l = m.dof_linkid[j];
+    const T *R = &d.xmat[9 * l], *x = &d.cpos[3 * l];
+    const double *s = &m.dof_motion[6 * j];
+    T *S = &d.cdof[6 * j], xs[3];
+    mat3_times(R, s, S);
+    mat3_times(R, s + 3, S + 3);
+    cross(x, S, xs);
+    for (int a = 0; a < 3; a++) S[3 + a] = S[3 + a] + xs[a];
 }
 
 template <class T> void motion_subspaces(const Model &m, Data<T> &d);
@@ -117,33 +141,70 @@ template <class T> void com_pos(const Model &m, Data<T> &d) {
 
 // motion subspaces cdof about the centres alone (com_pos's last part; smooth.motion_subspaces): for Jacobians
 template <class T> void motion_subspaces(const Model &m, Data<T> &d) {
-    // cdof = (R s_ang, x x (R s_ang) + R s_lin): each dof's link-frame motion subspace moved to the centre
-    for (int j = 0; j < m.nv; j++) {
-        int64_t l = m.dof_linkid[j];
-        const T *R = &d.xmat[9 * l], *x = &d.cpos[3 * l];
-        const double *s = &m.dof_motion[6 * j];
-        T *S = &d.cdof[6 * j], xs[3];
-        mat3_times(R, s, S);
-        mat3_times(R, s + 3, S + 3);
-        cross(x, S, xs);
-        for (int a = 0; a < 3; a++) S[3 + a] = S[3 + a] + xs[a];
-    }
+    for (int j = 0; j < m.nv; j++) dof_subspace(m, d, j);
+}
+
+// link i's velocity cvel = cvel_parent + S qd, from its parent's
+template <class T> void link_velocity(const Model &m, Data<T> &d, const T *qd, int i) {
+    const T *vp = d.vel(m.link_parentid[i]);
+    T *v = d.vel(i), s[6];
+    for (int k = 0; k < 6; k++) s[k] = splat<T>(0.0);
+    for (int64_t j = m.link_dofadr[i]; j < m.link_dofadr[i] + m.link_dofnum[i]; j++)
+        for (int k = 0; k < 6; k++) s[k] = s[k] + d.cdof[6 * j + k] * qd[j];
+    for (int k = 0; k < 6; k++) v[k] = vp[k] + s[k];
 }
 
 // link velocities cvel = cvel_parent + S qd and cdof_dot = cvel_parent x cdof
 template <class T> void com_vel(const Model &m, Data<T> &d, const T *qd) {
     T *world = d.vel(-1);
     for (int k = 0; k < 6; k++) world[k] = splat<T>(0.0);
-    // forward pass over links: v = v_parent + S qd
-    for (int i = 0; i < m.nlink; i++) {
-        const T *vp = d.vel(m.link_parentid[i]);
-        T *v = d.vel(i), s[6];
-        for (int k = 0; k < 6; k++) s[k] = splat<T>(0.0);
-        for (int64_t j = m.link_dofadr[i]; j < m.link_dofadr[i] + m.link_dofnum[i]; j++)
-            for (int k = 0; k < 6; k++) s[k] = s[k] + d.cdof[6 * j + k] * qd[j];
-        for (int k = 0; k < 6; k++) v[k] = vp[k] + s[k];
-    }
+    for (int i = 0; i < m.nlink; i++) link_velocity(m, d, qd, i);                 // forward pass over links
     for (int j = 0; j < m.nv; j++) cross_motion(d.vel(m.link_parentid[m.dof_linkid[j]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
+}
+
+// the links from the root of l's tree down to l (l's ancestors and l), root first, into d.path: their count
+template <class T> int link_path(const Model &m, Data<T> &d, int64_t l) {
+    int n = 0;
+    for (int64_t i = l; i >= 0; i = m.link_parentid[i]) d.path[size_t(n++)] = i;
+    std::reverse(d.path.begin(), d.path.begin() + n);
+    return n;
+}
+
+// the stages of the links from the root of l's tree down to l alone: poses, cpos and cdof (kinematics, motion_subspaces),
+// and with qd their velocities and cdof_dot (com_vel): what a point fixed in l needs for its Jacobian and their rates
+// (Pinocchio's frame Jacobians compute the same support). ZERO_QUATERNION for a zero quaternion anywhere in q, as
+// kinematics; every link's stages when a path link's centre is off the path (a point on a free joint's translation
+// links, above the link that carries the tree's root body)
+template <class T> int path_stages(const Model &m, Data<T> &d, const T *q, const T *qd, int64_t l) {
+    int n = link_path(m, d, l);
+    const int64_t *path = d.path.data();
+    bool centred = true;                                               // every path link's centre on the path (the
+    for (int k = 0; k < n && centred; k++)                             // poses first, then cpos from them)
+        centred = std::find(path, path + n, m.link_centerid[path[k]]) != path + n;
+    if (!centred) {
+        if (kinematics(m, d, q) != OK) return ZERO_QUATERNION;
+        motion_subspaces(m, d);
+        if (qd) com_vel(m, d, qd);
+        return OK;
+    }
+    for (int i = 0; i < m.nlink; i++)                                  // every quaternion checked, as kinematics does
+        if (m.link_jnttype[i] == 1) {
+            T u[4];
+            if (any_zero(quat_normalize(q + m.link_qposadr[i], u))) return ZERO_QUATERNION;
+        }
+    for (int k = 0; k < n; k++) link_pose(m, d, q, int(path[k]));
+    for (int k = 0; k < n; k++) link_offset(m, d, int(path[k]));
+    for (int k = 0; k < n; k++)
+        for (int64_t j = m.link_dofadr[path[k]]; j < m.link_dofadr[path[k]] + m.link_dofnum[path[k]]; j++) dof_subspace(m, d, int(j));
+    if (!qd) return OK;
+    T *world = d.vel(-1);
+    for (int k = 0; k < 6; k++) world[k] = splat<T>(0.0);
+    for (int k = 0; k < n; k++) {
+        link_velocity(m, d, qd, int(path[k]));
+        for (int64_t j = m.link_dofadr[path[k]]; j < m.link_dofadr[path[k]] + m.link_dofnum[path[k]]; j++)
+            cross_motion(d.vel(m.link_parentid[path[k]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
+    }
+    return OK;
 }
 
 // (0, -gravity) into a: gravity as an upward acceleration of the world (Model._a_g)

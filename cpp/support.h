@@ -12,55 +12,92 @@
 namespace physai {
 namespace {
 
+// the point fixed in link l at p (in the link's frame) relative to l's centre, r = cpos + R p, from a Data after com_pos
+template <class T> inline void point_offset(const Data<T> &d, int64_t l, const double *p, T *r) {
+    const T *c = &d.cpos[3 * l];
+    mat3_times(&d.xmat[9 * l], p, r);
+    for (int a = 0; a < 3; a++) r[a] = c[a] + r[a];
+}
+
+// column i of (Jp; Jr) at r: (S_lin + S_ang x r; S_ang)
+template <class T> inline void jacobian_column(const Data<T> &d, int64_t i, const T *r, T *col) {
+    const T *S = &d.cdof[6 * i];
+    T wr[3];
+    cross(S, r, wr);
+    for (int a = 0; a < 3; a++) col[a] = S[3 + a] + wr[a], col[3 + a] = S[a];
+}
+
+// column i of (Jp_dot; Jr_dot) at r with the point's velocity pdot (MuJoCo's mj_jacDot): Sdot = cdof_dot_i, or cvel of
+// dof_turnlink[i] x cdof_i for a ball's or free joint's rotation dof; (Sdot_lin + Sdot_ang x r + S_ang x pdot; Sdot_ang)
+template <class T> inline void jacobian_dot_column(const Model &m, const Data<T> &d, int64_t i, const T *r, const T *pdot, T *col) {
+    const T *S = &d.cdof[6 * i];
+    T Sdot[6], a1[3], a2[3];
+    if (m.dof_turnlink[i] >= 0) {                                      // cvel_body x cdof: (w x S_ang, w x S_lin + v x S_ang)
+        const T *v = &d.cvel[6 * m.dof_turnlink[i]];
+        cross(v, S, Sdot);
+        cross(v, S + 3, a1), cross(v + 3, S, a2);
+        for (int a = 0; a < 3; a++) Sdot[3 + a] = a1[a] + a2[a];
+    } else {
+        for (int a = 0; a < 6; a++) Sdot[a] = d.cdof_dot[6 * i + a];
+    }
+    cross(Sdot, r, a1), cross(S, pdot, a2);
+    for (int a = 0; a < 3; a++) col[a] = Sdot[3 + a] + a1[a] + a2[a], col[3 + a] = Sdot[a];
+}
+
+// the velocity pdot = v + w x r of the point at r in link l ((w, v) = cvel of l), from a Data after com_vel
+template <class T> inline void point_velocity(const Data<T> &d, int64_t l, const T *r, T *pdot) {
+    const T *vb = &d.cvel[6 * l];
+    T wr[3];
+    cross(vb, r, wr);
+    for (int a = 0; a < 3; a++) pdot[a] = vb[3 + a] + wr[a];
+}
+
 // (Jp; Jr) (6, nv) of a point fixed in link l (p: its position in the link's frame) from a Data after com_pos:
 // r = p - centre, Jp = S_lin + S_ang x r, Jr = S_ang in the columns of l's dofs and their ancestors, 0 elsewhere
 template <class T> void jacobian(const Model &m, const Data<T> &d, int64_t l, const double *p, T *J) {
     int nv = m.nv;
     for (int k = 0; k < 6 * nv; k++) J[k] = splat<T>(0.0);
-    const T *c = &d.cpos[3 * l];
-    T r[3];
-    mat3_times(&d.xmat[9 * l], p, r);
-    for (int a = 0; a < 3; a++) r[a] = c[a] + r[a];
+    T r[3], col[6];
+    point_offset(d, l, p, r);
     for (int64_t i = m.link_dofadr[l] + m.link_dofnum[l] - 1; i >= 0; i = m.dof_parentid[i]) {
-        const T *S = &d.cdof[6 * i];
-        T wr[3];
-        cross(S, r, wr);
-        for (int a = 0; a < 3; a++) {
-            J[a * nv + i] = S[3 + a] + wr[a];
-            J[(3 + a) * nv + i] = S[a];
-        }
+        jacobian_column(d, i, r, col);
+        for (int a = 0; a < 6; a++) J[a * nv + i] = col[a];
     }
 }
 
 // (Jp_dot; Jr_dot) (6, nv) of a point fixed in link l (p in the link's frame) from a Data after com_vel
-// (support.point_jacobian_dots, MuJoCo's mj_jacDot): with r = p - centre, pdot = v + w x r ((w, v) = cvel of l), and
-// Sdot = cdof_dot_i, or cvel of dof_turnlink[i] x cdof_i for a ball's or free joint's rotation dof:
-// Jr_dot = Sdot_ang, Jp_dot = Sdot_lin + Sdot_ang x r + S_ang x pdot in the columns of l's dofs and their ancestors
+// (support.point_jacobian_dots, MuJoCo's mj_jacDot) in the columns of l's dofs and their ancestors
 template <class T> void jacobian_dot(const Model &m, const Data<T> &d, int64_t l, const double *p, T *J) {
     int nv = m.nv;
     for (int k = 0; k < 6 * nv; k++) J[k] = splat<T>(0.0);
-    const T *c = &d.cpos[3 * l], *vb = &d.cvel[6 * l];
-    T r[3], wr[3], pdot[3];
-    mat3_times(&d.xmat[9 * l], p, r);
-    for (int a = 0; a < 3; a++) r[a] = c[a] + r[a];
-    cross(vb, r, wr);
-    for (int a = 0; a < 3; a++) pdot[a] = vb[3 + a] + wr[a];
+    T r[3], pdot[3], col[6];
+    point_offset(d, l, p, r);
+    point_velocity(d, l, r, pdot);
     for (int64_t i = m.link_dofadr[l] + m.link_dofnum[l] - 1; i >= 0; i = m.dof_parentid[i]) {
-        const T *S = &d.cdof[6 * i];
-        T Sdot[6], a1[3], a2[3];
-        if (m.dof_turnlink[i] >= 0) {                                  // cvel_body x cdof: (w x S_ang, w x S_lin + v x S_ang)
-            const T *v = &d.cvel[6 * m.dof_turnlink[i]];
-            cross(v, S, Sdot);
-            cross(v, S + 3, a1), cross(v + 3, S, a2);
-            for (int a = 0; a < 3; a++) Sdot[3 + a] = a1[a] + a2[a];
-        } else {
-            for (int a = 0; a < 6; a++) Sdot[a] = d.cdof_dot[6 * i + a];
-        }
-        cross(Sdot, r, a1), cross(S, pdot, a2);
-        for (int a = 0; a < 3; a++) {
-            J[a * nv + i] = Sdot[3 + a] + a1[a] + a2[a];
-            J[(3 + a) * nv + i] = Sdot[a];
-        }
+        jacobian_dot_column(m, d, i, r, pdot, col);
+        for (int a = 0; a < 6; a++) J[a * nv + i] = col[a];
+    }
+}
+
+// the motion of a point fixed in link l (p in the link's frame): v = J qd (6: pdot; w) from a Data after com_pos, and
+// with qdd (a not null; the Data after com_vel) a = J qdd + J_dot qd (6: its classical acceleration; angular), summed
+// over l's dofs and their ancestors (kinematics.frame_velocity, frame_acceleration)
+template <class T> void frame_motion(const Model &m, const Data<T> &d, int64_t l, const double *p, const T *qd, const T *qdd,
+                                     T *v, T *a) {
+    T r[3], pdot[3], col[6];
+    point_offset(d, l, p, r);
+    if (a) point_velocity(d, l, r, pdot);
+    for (int k = 0; k < 6; k++) {
+        v[k] = splat<T>(0.0);
+        if (a) a[k] = splat<T>(0.0);
+    }
+    for (int64_t i = m.link_dofadr[l] + m.link_dofnum[l] - 1; i >= 0; i = m.dof_parentid[i]) {
+        jacobian_column(d, i, r, col);
+        for (int k = 0; k < 6; k++) v[k] = v[k] + col[k] * qd[i];
+        if (!a) continue;
+        for (int k = 0; k < 6; k++) a[k] = a[k] + col[k] * qdd[i];
+        jacobian_dot_column(m, d, i, r, pdot, col);
+        for (int k = 0; k < 6; k++) a[k] = a[k] + col[k] * qd[i];
     }
 }
 

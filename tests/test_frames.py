@@ -9,9 +9,9 @@ import pinocchio as pin
 import pytest
 
 from physai import centroidal, engine, jacobians, kinematics, models, spatial
-from physai.exceptions import InvalidArgumentError, UnknownFrameError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownFrameError
 
-from helpers import MODELS, load, run
+from helpers import MIXED, MODELS, load, run
 
 N = 4
 RTOL = 1e-12
@@ -317,3 +317,51 @@ def test_frame_motion_is_the_same_on_both_backends(case):
     compiled, reference = run("native", motion), run("numpy", motion)
     for got, expected in zip(compiled, reference, strict=True):
         assert np.abs(got - expected).max() <= 1e-12 * max(1.0, np.abs(expected).max())
+
+
+def test_frame_motion_of_one_state_and_bad_input(case):
+    """One state (the compiled kernels' one-call path for local_world_aligned) equals that state of a batch, on both
+    backends; a qdd or qd of the wrong shape or not finite is named."""
+    m, d, model, q, qd = case
+    qdd = np.random.default_rng(3).normal(size=qd.shape)
+    name = model.frame_name[-1]
+    v, a = kinematics.frame_velocity(model, q, qd, name), kinematics.frame_acceleration(model, q, qd, qdd, name)
+    for backend in ("native", "numpy"):
+        close(run(backend, kinematics.frame_velocity, model, q[1], qd[1], name), v[1], (backend, "velocity"))
+        close(run(backend, kinematics.frame_acceleration, model, q[1], qd[1], qdd[1], name), a[1], (backend, "acceleration"))
+        with pytest.raises(ShapeError, match="qdd"):
+            run(backend, kinematics.frame_acceleration, model, q[0], qd[0], np.zeros(model.nv + 1), name)
+        bad = qd[0].copy()
+        bad[-1] = np.nan
+        with pytest.raises(InvalidStateError, match=r"qd\["):
+            run(backend, kinematics.frame_velocity, model, q[0], bad, name)
+
+
+def test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion():
+    """The compiled Jacobian kernels compute only the links from the tree's root to the point's link (cpp/smooth.h's
+    path_stages): a zero quaternion elsewhere in q is still named, as the NumPy engine names it; a point on one of the
+    H1's free-joint translation links (above the link that carries the pelvis, its tree's centre) takes every link's
+    stages, and its Jacobian is that translation's unit column."""
+    from physai.jacobians import JACOBIAN_KERNEL
+    model = engine.from_mujoco(MIXED)
+    q, qd = engine.random_states(model, 1, 4)
+    last = model.frame_name[-1]
+    link = model.frame_in_link(last)[0]
+    path = set()
+    while link >= 0:
+        path.add(int(link))
+        link = model.link_parentid[link]
+    off_path = [a for a, l in zip(model.link_transforms.ball_q.tolist(), model.link_transforms.ball.tolist()) if l not in path]
+    assert off_path, "the mixed-joint tree has a ball joint off the last frame's path"
+    bad = q[0].copy()
+    bad[off_path[0]:off_path[0] + 4] = 0.0
+    for backend in ("native", "numpy"):
+        with pytest.raises(InvalidStateError, match="quaternion"):
+            run(backend, jacobians.frame_jacobian, model, bad, last)
+        with pytest.raises(InvalidStateError, match="quaternion"):
+            run(backend, kinematics.frame_velocity, model, bad, qd[0], last)
+    h1 = engine.from_mujoco("unitree_h1")
+    q = engine.random_states(h1, 1, 5)[0][0]
+    expected = np.zeros((6, h1.nv))
+    expected[0, 0] = 1.0
+    close(JACOBIAN_KERNEL(h1, q, 0, np.zeros(3)), expected, "the x translation link")

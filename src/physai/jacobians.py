@@ -22,13 +22,16 @@ import numpy as np
 
 from physai import validation
 from physai.engine import Data, as_model, native
-from physai.kinematics import JACOBIAN_DOT_KERNEL, JACOBIAN_KERNEL, check_reference, frame_poses
+from physai.kinematics import check_reference, frame_poses
 from physai.spatial import skew
 from physai.engine.smooth import com_pos, com_vel, kinematics, motion_subspaces
 from physai.engine.support import point_jacobian_dots, point_jacobians
 from physai.validation import states
 from physai.engine.model import Model
 
+
+#: the compiled (Jp; Jr) (6, nv) of a point fixed in a link, and its rate (cpp/support.h's jacobian, jacobian_dot)
+JACOBIAN_KERNEL, JACOBIAN_DOT_KERNEL = native.Kernel("jacobian"), native.Kernel("jacobian_dot")
 
 
 def point_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:

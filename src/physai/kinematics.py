@@ -25,8 +25,8 @@ from physai.engine.model import Model
 
 
 _BODY_POSES = native.Kernel("body_poses")                    # the compiled poses of every body
-#: the compiled (Jp; Jr) (6, nv) of a point fixed in a link, and its rate (the frame's motion here; jacobians' too)
-JACOBIAN_KERNEL, JACOBIAN_DOT_KERNEL = native.Kernel("jacobian"), native.Kernel("jacobian_dot")
+#: the motion of a point fixed in a link (cpp/support.h's frame_motion): (pdot; w) = J qd, and (pddot; alpha) = J qdd + J_dot qd
+FRAME_VELOCITY_KERNEL, FRAME_ACCELERATION_KERNEL = native.Kernel("frame_velocity"), native.Kernel("frame_acceleration")
 
 
 def body_poses(model, q) -> tuple[np.ndarray, np.ndarray]:
@@ -90,9 +90,9 @@ def check_reference(reference: str) -> None:
 def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
     """(the frame's world origin p, rotation R, pdot, w, and, with qdd, pddot and the angular acceleration alpha), each
     (n, 3) or (n, 3, 3) (p and R None on the compiled backend for "local_world_aligned"); batch (None for one state).
-    On the compiled backend from the frame's Jacobian and its rate in world axes (the kernels of
-    jacobians.frame_jacobian and frame_jacobian_dot): (pdot; w) = J qd, (pddot; alpha) = J qdd + J_dot qd; on the NumPy
-    engine from its stages: cvel and (rne without gravity) cacc of the frame's link, about the centre of its tree."""
+    On the compiled backend from the frame's Jacobian and its rate in world axes, column by column (cpp/support.h's
+    frame_motion): (pdot; w) = J qd, (pddot; alpha) = J qdd + J_dot qd; on the NumPy engine from its stages: cvel and
+    (rne without gravity) cacc of the frame's link, about the centre of its tree."""
     check_reference(reference)
     model = model if type(model) is Model else as_model(model)
     link, in_link, turn = model.frame_in_link(frame)
@@ -109,13 +109,11 @@ def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
         if reference != "local_world_aligned":
             pos, rot = frame_poses(model, q_, [frame])
             p, R = pos[:, 0], rot[:, 0]
-        J = JACOBIAN_KERNEL(model, q_, link, in_link)                                  # (n, 6, nv): (lin; ang), world axes
-        pdot, w = np.einsum("nij,nj->ni", J[:, :3], qd_), np.einsum("nij,nj->ni", J[:, 3:], qd_)
         if qdd is None:
-            return (p, R, pdot, w, None, None), batch
-        J_dot = JACOBIAN_DOT_KERNEL(model, q_, qd_, link, in_link)
-        a = np.einsum("nij,nj->ni", J, np.ascontiguousarray(X[2].T)) + np.einsum("nij,nj->ni", J_dot, qd_)
-        return (p, R, pdot, w, a[:, :3], a[:, 3:]), batch
+            v = FRAME_VELOCITY_KERNEL(model, q_, qd_, link, in_link)                      # (n, 6): (pdot; w)
+            return (p, R, v[:, :3], v[:, 3:], None, None), batch
+        v, a = FRAME_ACCELERATION_KERNEL(model, q_, qd_, np.ascontiguousarray(X[2].T), link, in_link)
+        return (p, R, v[:, :3], v[:, 3:], a[:, :3], a[:, 3:]), batch
     d = Data(model, n)
     kinematics(model, d, Q)
     com_pos(model, d)
@@ -139,6 +137,11 @@ def frame_velocity(model, q, qd, frame: str, reference: str = "local_world_align
     (MuJoCo's mj_objectVelocity with flg_local 0, rows swapped), "world" (pdot - w x p; w), the velocity of the point at
     the world origin, "local" (R^T pdot; R^T w). Equals frame_jacobian(model, q, frame, reference) @ qd (Pinocchio's
     getFrameVelocity)."""
+    if reference == "local_world_aligned" and native.on:      # one compiled call
+        model = model if type(model) is Model else as_model(model)
+        link, in_link, _ = model.frame_in_link(frame)
+        if link >= 0:
+            return FRAME_VELOCITY_KERNEL(model, q, qd, link, in_link)
     (p, R, pdot, w, _, _), batch = _frame_motion(model, q, qd, None, frame, reference)
     if reference == "world":
         v = np.concatenate([pdot - np.cross(w, p), w], axis=1)
@@ -160,6 +163,11 @@ def frame_acceleration(model, q, qd, qdd, frame: str, reference: str = "local_wo
     At qdd = 0 the classical "local_world_aligned" acceleration is J_dot qd (jacobians.frame_jacobian_dot)."""
     if not isinstance(classical, bool):
         raise InvalidArgumentError(f"classical must be True or False, got {classical!r}")
+    if reference == "local_world_aligned" and classical and native.on:     # one compiled call
+        model = model if type(model) is Model else as_model(model)
+        link, in_link, _ = model.frame_in_link(frame)
+        if link >= 0:
+            return FRAME_ACCELERATION_KERNEL(model, q, qd, qdd, link, in_link)[1]
     (p, R, pdot, w, pddot, alpha), batch = _frame_motion(model, q, qd, qdd, frame, reference)
     if reference == "local_world_aligned":
         lin = pddot if classical else pddot - np.cross(w, pdot)

@@ -344,16 +344,16 @@ class Kernel:
         self.name, self.what, self.finite, self.options = name, what, finite, options
         self.code, self.arguments = OPS.get(name), ARGUMENTS.get(name, ())
 
-    def __call__(self, model, a, b=None, c=None, d=None):
+    def __call__(self, model, a, b=None, c=None, d=None, e=None):
         compiled_model = getattr(model, "compiled", None)
         if compiled_model is None:
             model = model if isinstance(model, Model) else as_model(model)
             compiled_model = compiled(model)
         try:
-            return _call(compiled_model, self.code, a, b, c, d)
+            return _call(compiled_model, self.code, a, b, c, d, e)
         except KernelError as error:
             failure = error.args
-        return self.failed(failure, model, (a, b, c, d))       # outside the except: the named error comes alone
+        return self.failed(failure, model, (a, b, c, d, e))    # outside the except: the named error comes alone
 
     def failed(self, failure: tuple, model, args: tuple, converted: bool = False):
         """What a KernelError of this kernel on args (failure: its args) becomes: the result, once arguments of another
@@ -419,7 +419,7 @@ class Kernel:
                 out.append(self.options(model, x))
             else:
                 out.append({"h": float, "l": int, "p": _float64}.get(kind, lambda y: y)(x))
-        return tuple(out) + (None,) * (4 - len(out))
+        return tuple(out) + (None,) * (5 - len(out))
 
 
 def located(error: Exception, trajectory: int, step: int) -> Exception:
