@@ -554,6 +554,15 @@ Series series(nb::handle obj, int64_t N, int64_t steps, int64_t size, const char
     return r;
 }
 
+// the actuators option of a simulation call (rollout, step_derivatives): a compiled Actuators made for m, or None (none)
+const Actuators &actuators_option(const Model &m, nb::handle x, const char *who) {
+    static const Actuators none;
+    if (x.is_none()) return none;
+    const CompiledActuators &na = nb::cast<const CompiledActuators &>(x);
+    if (na.nq != m.nq || na.nv != m.nv) throw nb::value_error((std::string(who) + ": the actuators were made for another model").c_str());
+    return na.act;
+}
+
 // ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with options (h, steps, integrator
 // (INTEGRATORS), Actuators or None, ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied (N, steps, 6 nbody)
 // or None each, implicit_damping, with_energy), on threads with the GIL released: (Q (N, steps+1, nq), QD, E (N, steps+1),
@@ -577,13 +586,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     r.implicit_damping = nb::cast<bool>(o[7]), r.with_energy = nb::cast<bool>(o[8]), r.constrained = nb::cast<bool>(o[9]);
     if (r.constrained && !m.has_constraints) throw nb::value_error("rollout: constrained, but the model has no constraint part");
     if (r.steps < 0 || r.integrator < EULER || r.integrator > IMPLICITFAST) throw nb::value_error("rollout: steps, integrator");
-    Actuators none;
-    const Actuators *act = &none;
-    if (!o[3].is_none()) {
-        const CompiledActuators &na = nb::cast<const CompiledActuators &>(o[3]);
-        if (na.nq != m.nq || na.nv != m.nv) throw nb::value_error("rollout: the actuators were made for another model");
-        act = &na.act;
-    }
+    const Actuators *act = &actuators_option(m, o[3], "rollout");
     r.ctrl = series(o[4], N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
     r.qfrc = series(o[5], N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
     r.xfrc = series(o[6], N, r.steps, 6 * int64_t(m.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
@@ -664,13 +667,7 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
         throw nb::value_error("step_derivatives: options (h, integrator, implicit_damping, actuators, ctrl, qfrc_applied)");
     call.h = nb::cast<double>(o[0]), call.integrator = nb::cast<int>(o[1]), call.implicit_damping = nb::cast<bool>(o[2]);
     if (call.integrator < EULER || call.integrator > IMPLICITFAST) throw nb::value_error("step_derivatives: integrator");
-    Actuators none;
-    const Actuators *act = &none;
-    if (!o[3].is_none()) {
-        const CompiledActuators &na = nb::cast<const CompiledActuators &>(o[3]);
-        if (na.nq != m.nq || na.nv != m.nv) throw nb::value_error("step_derivatives: the actuators were made for another model");
-        act = &na.act;
-    }
+    const Actuators *act = &actuators_option(m, o[3], "step_derivatives");
     DArr ctrl, qfrc;                                                   // (N or 1: shared, size) in C order, or None
     auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {
         if (x.is_none()) return;
