@@ -173,14 +173,20 @@ template <class T> int link_path(const Model &m, Data<T> &d, int64_t l) {
 // the stages of the links from the root of l's tree down to l alone: poses, cpos and cdof (kinematics, motion_subspaces),
 // and with qd their velocities and cdof_dot (com_vel): what a point fixed in l needs for its Jacobian and their rates
 // (Pinocchio's frame Jacobians compute the same support). ZERO_QUATERNION for a zero quaternion anywhere in q, as
-// kinematics; every link's stages when a path link's centre is off the path (a point on a free joint's translation
-// links, above the link that carries the tree's root body)
+// kinematics; every link's stages when a path link's centre or a path dof's turning link is off the path (a point on
+// the links of a body's first joints, above the link that carries the body)
 template <class T> int path_stages(const Model &m, Data<T> &d, const T *q, const T *qd, int64_t l) {
     int n = link_path(m, d, l);
     const int64_t *path = d.path.data();
-    bool centred = true;                                               // every path link's centre on the path (the
-    for (int k = 0; k < n && centred; k++)                             // poses first, then cpos from them)
-        centred = std::find(path, path + n, m.link_centerid[path[k]]) != path + n;
+    // every path link's centre on the path (the poses first, then cpos from them), and every path dof's turning link
+    // (jacobian_dot reads its velocity)
+    auto on_path = [&](int64_t i) { return std::find(path, path + n, i) != path + n; };
+    bool centred = true;
+    for (int k = 0; k < n && centred; k++) {
+        centred = on_path(m.link_centerid[path[k]]);
+        for (int64_t j = m.link_dofadr[path[k]]; centred && j < m.link_dofadr[path[k]] + m.link_dofnum[path[k]]; j++)
+            centred = m.dof_turnlink[j] < 0 || on_path(m.dof_turnlink[j]);
+    }
     if (!centred) {
         if (kinematics(m, d, q) != OK) return ZERO_QUATERNION;
         motion_subspaces(m, d);

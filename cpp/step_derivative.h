@@ -1,8 +1,9 @@
 // The derivatives of one integrator step (src/physai/derivatives.py: step_derivatives), one state at a time (double),
 // function by function as the NumPy text:
 //
-//     acceleration   K a = f and X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl] (_Stepper.acceleration), with
-//                    K the integrator's matrix (integrate.h's step_matrix; implicitfast's free bodies in their blocks)
+//     acceleration   K a = f and X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl + h d(D a)/dctrl]
+//                    (_Stepper.acceleration), with K = M - h D the integrator's matrix (integrate.h's step_matrix;
+//                    implicitfast's free bodies in their blocks)
 //     euler, implicit, implicitfast:   Tv = Ev + h X,  Tq = Ad Eq + Jw Tv   (the retraction q' = q (+) h qd')
 //     rk4: the four stages chained, Ta_i = Xq Tq_i + Xv Tv_i + Xu Eu, with the Jacobians of dexp^-1 between them
 //
@@ -92,6 +93,28 @@ inline void actuator_derivatives(const Model &m, const Actuators &act, const dou
     }
 }
 
+// R[:, 2nv:] += h d(D a)/dctrl for the implicit integrators' K = M - h D at a fixed a (derivatives.
+// _damping_control_derivative): D's actuator part sum_k moment_k^T (b2 + g2 u_k) moment_k on M's pattern changes with
+// u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or ctrl is outside ctrlrange
+inline void damping_control_derivative(const Model &m, const Actuators &act, const double *raw, const double *force,
+                                       const double *a, double h, double *R, int cols) {
+    int nv = m.nv;
+    for (int k = 0; k < act.nu; k++) {
+        double g2 = act.gain[3 * k + 2];
+        if (g2 == 0.0) continue;
+        if (act.forcelimited[k] && !(force[k] > act.forcerange[2 * k] && force[k] < act.forcerange[2 * k + 1])) continue;
+        if (act.ctrllimited[k] && !(raw[k] > act.ctrlrange[2 * k] && raw[k] < act.ctrlrange[2 * k + 1])) continue;
+        const double *r = &act.moment[size_t(k) * nv];
+        for (int i = 0; i < nv; i++) {
+            if (r[i] == 0.0) continue;
+            double t = 0.0;                                            // (pattern * r r^T) a, row i
+            for (int j = 0; j < nv; j++)
+                if (m.dof_pattern[size_t(i) * nv + j]) t += r[j] * a[j];
+            R[size_t(i) * cols + 2 * nv + k] += h * (g2 * (r[i] * t));
+        }
+    }
+}
+
 // (a, X) at (q, qd) (derivatives._Stepper.acceleration): K a = f with K the integrator's matrix, then
 // X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl] with tau = rnea(q, qd, a) (its derivatives by
 // composite_derivatives); implicit, and implicitfast's free bodies' rows, also - h/2 d(c(qd + a) - c(qd - a))/dx, the
@@ -145,6 +168,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
             X[size_t(i) * cols + j] -= w.tq[size_t(i) * nv + j];
             X[size_t(i) * cols + nv + j] -= w.tv[size_t(i) * nv + j];
         }
+    if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
+        damping_control_derivative(m, act, w.raw.data(), s.force.data(), a, c.h, X, cols);
     lu_apply(K, nv, w.piv.data(), X, cols);
     return OK;
 }

@@ -360,6 +360,16 @@ def test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion():
             run(backend, jacobians.frame_jacobian, model, bad, last)
         with pytest.raises(InvalidStateError, match="quaternion"):
             run(backend, kinematics.frame_velocity, model, bad, qd[0], last)
+    # a ball then a slide in one body: the ball's rotation dofs turn with the slide's link, below the ball's link, so a
+    # point on the ball's link takes every link's stages (no velocity left from an earlier call)
+    from physai.jacobians import JACOBIAN_DOT_KERNEL
+    two = engine.from_mujoco(mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body pos="0 0 1"><joint type="hinge"
+        axis="0 1 0"/><geom size=".1" mass="1"/><body pos="0 0 -.4"><joint type="ball"/><joint type="slide" axis="1 0 0"/>
+        <geom type="capsule" size=".05 .2" mass="1"/></body></body></worldbody></mujoco>"""))
+    q2, qd2 = engine.random_states(two, 2, 0, qd_max=3.0)
+    first = JACOBIAN_DOT_KERNEL(two, q2[0], qd2[0], 1, np.zeros(3))
+    JACOBIAN_DOT_KERNEL(two, q2[1], qd2[1], 2, np.zeros(3))
+    close(JACOBIAN_DOT_KERNEL(two, q2[0], qd2[0], 1, np.zeros(3)), first, "the ball's link again")
     h1 = engine.from_mujoco("unitree_h1")
     q = engine.random_states(h1, 1, 5)[0][0]
     expected = np.zeros((6, h1.nv))

@@ -248,6 +248,21 @@ def _actuator_derivatives(model: Model, act, q, qd, ctrl):
     return tuple(np.where(keep, act.moment.T @ x, 0.0) for x in (df_dq, df_dv, df_du))
 
 
+def _damping_control_derivative(model: Model, act, q, qd, ctrl, a) -> np.ndarray:
+    """d(D a)/dctrl (nv, nu) for the implicit integrators' matrix K = M - h D at a fixed a: D's actuator part
+    sum_k moment_k^T (b2 + g2 u_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in each term)
+    changes with u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or ctrl is outside
+    ctrlrange. So K a = f gives K da/dctrl = df/dctrl + h d(D a)/dctrl."""
+    raw = validation.vector("ctrl", ctrl, act.nu)
+    f = forces.actuator_outputs(act, q, qd, raw)
+    lo, hi = act.forcerange[:, 0], act.forcerange[:, 1]
+    free = ~act.forcelimited | ((f > lo) & (f < hi))
+    inside = ~act.ctrllimited | ((raw > act.ctrlrange[:, 0]) & (raw < act.ctrlrange[:, 1]))
+    g2 = np.where(free & inside, act.gain[:, 2], 0.0)
+    outer = np.einsum("ki,kj->kij", act.moment, act.moment) * integ.dof_pattern(model)
+    return (g2[:, None] * (outer @ a)).T
+
+
 # ---------------------------------------------------------------- the retraction q (+) s w
 
 def _dexp_inv_jacobians(model: Model, theta: np.ndarray, v: np.ndarray):
@@ -275,8 +290,11 @@ def _dexp_inv_jacobians(model: Model, theta: np.ndarray, v: np.ndarray):
 
 def _retraction(model: Model, w: np.ndarray, s: float):
     """Tangent maps of q' = q (+) s w (physai.joints.integrate), both (nv, nv), tangents at q and at q':
-    dq' = Ad dq + Jw dw. Scalars: Ad = 1, Jw = s. Quaternions (q' = q exp(s w)): Ad = exp(s w)^T, Jw = s J_r(s w)."""
+    dq' = Ad dq + Jw dw. Scalars: Ad = 1, Jw = s. Quaternions (q' = q exp(s w)): Ad = exp(s w)^T, Jw = s J_r(s w).
+    A rotation s w that is not finite gives NaN blocks (step_derivatives then names the timestep)."""
     Ad, Jw = np.eye(model.nv), s * np.eye(model.nv)
+    if not np.isfinite(s * w).all():
+        return np.full_like(Ad, np.nan), np.full_like(Jw, np.nan)
     for a in model.coords.quat_v.tolist():
         k = slice(a, a + 3)
         phi = s * w[k]
@@ -355,6 +373,8 @@ class _Stepper:
             cq, cv, _ = rnea_derivatives(model, q, np.stack([qd + a, qd - a]), np.zeros(model.nv))
             rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
             rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
+        if name in ("implicit", "implicitfast") and x.actuators is not None:   # K's actuator damping moves with ctrl
+            Fu = Fu + h * _damping_control_derivative(model, x.actuators, q, qd, x.ctrl, a)
         Kinv = inverse(K)
         return a, K, Kinv @ rq, Kinv @ rv, Kinv @ Fu
 
@@ -376,7 +396,8 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
         quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
     Passive damping and springs, the actuators' gains and biases (zero where ctrl or a force is clamped), the
     bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
-    through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), implicitfast's
+    through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), "implicit" and
+    "implicitfast" through the ctrl dependence of that matrix (an actuator's velocity gain, a damper's -kv ctrl), implicitfast's
     standalone free bodies through their own blocks of that matrix (as its step solves them), and rk4 by chaining the
     derivatives of its four stages. The smooth dynamics only: the model's constraints do not enter.
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
