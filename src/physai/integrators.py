@@ -227,10 +227,11 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
                                                        constraints, warm if constraints else None)
     except (PhysaiError, ValueError):
         return None
-    if stopped.max() >= 0:
+    stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
+    if max(stopped) >= 0:
         return None
-    if near.max() >= 0:
-        for k in set(near.tolist()) - {-1}:
+    if max(near) >= 0:
+        for k in set(near) - {-1}:
             _warn_near(model, k)
     return (Q[:, 1], QD[:, 1], warm_out) if batch else (Q[0, 1], QD[0, 1], warm_out[0])
 
