@@ -403,7 +403,11 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     """
-    model = engine.as_model(model)
+    model = model if type(model) is Model else engine.as_model(model)
+    if native.on:
+        fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
+        if fast is not None:
+            return fast
     name, h = integ.check_integrator(integrator), integ.check_timestep(dt)
     euler_damping = validation.flag("euler_damping", euler_damping)
     actuators, ctrl = integ.check_actuators(model, None, ctrl)
@@ -433,6 +437,33 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
                 raise
             raise type(error)(f"{error} (state {k} of {n})") from None
     return (A[0], B[0]) if batch is None else (A, B)
+
+
+def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping):
+    """step_derivatives of one state in one compiled call, when every argument is plainly well formed (float64 arrays of
+    the model's sizes, a float timestep, an integrator by its name): (A, B); None otherwise, or when the state fails (the
+    full path then checks, names what is wrong, or redoes the state on the NumPy text). The kernel checks q and qd."""
+    act = model.actuators
+    nu = 0 if act is None else act.nu
+    if not (type(q) is np.ndarray and type(qd) is np.ndarray and q.dtype == np.float64 and qd.dtype == np.float64
+            and q.shape == (model.nq,) and qd.shape == (model.nv,) and integrator in native.INTEGRATOR_CODES
+            and type(dt) is float and 0.0 < dt < np.inf and type(euler_damping) is bool):
+        return None
+    inputs = []
+    for x, size in ((ctrl, nu), (qfrc_applied, model.nv)):
+        if x is None:
+            inputs.append(None)
+        elif type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (size,) and size > 0:
+            inputs.append(x.reshape(1, size))
+        else:
+            return None
+    if act is None and ctrl is not None:
+        return None
+    if act is not None and inputs[0] is None:
+        inputs[0] = np.zeros((1, nu))
+    options = (dt, native.INTEGRATOR_CODES[integrator], bool(euler_damping), native.compiled_actuators(model, act), *inputs)
+    A, B, status = native.STEP_DERIVATIVES(model, q, qd, options)
+    return None if status[0] else (A[0], B[0])
 
 
 def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied):
