@@ -651,8 +651,8 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
 }
 
 // STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,
-// (nq,), (nv,): shared) with options (h, integrator (INTEGRATORS), implicit_damping, Actuators or None, ctrl (N, nu) or None,
-// qfrc_applied (N, nv) or None; float64 in C order, one row shared by every state), on threads with the GIL released for more than one state:
+// (nq,), (nv,)) with options (h, integrator (INTEGRATORS), implicit_damping, Actuators or None, ctrl (N, nu) or None,
+// qfrc_applied (N, nv) or None; float64 in C order), on threads with the GIL released for more than one state:
 // (A, B, status (N): OK, or the Status a state met, its A and B undefined; the caller names it)
 nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
@@ -668,16 +668,15 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     call.h = nb::cast<double>(o[0]), call.integrator = nb::cast<int>(o[1]), call.implicit_damping = nb::cast<bool>(o[2]);
     if (call.integrator < EULER || call.integrator > IMPLICITFAST) throw nb::value_error("step_derivatives: integrator");
     const Actuators *act = &actuators_option(m, o[3], "step_derivatives");
-    DArr ctrl, qfrc;                                                   // (N or 1: shared, size) in C order, or None
+    DArr ctrl, qfrc;                                                   // (N, size) in C order, or None
     auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {
         if (x.is_none()) return;
-        if (!nb::try_cast(x, a, false) || a.ndim() != 2 || (int64_t(a.shape(0)) != N && a.shape(0) != 1) ||
-            int64_t(a.shape(1)) != size)
+        if (!nb::try_cast(x, a, false) || a.ndim() != 2 || int64_t(a.shape(0)) != N || int64_t(a.shape(1)) != size)
             throw nb::value_error(what);
-        in = {a.data(), a.shape(0) == 1 ? 0 : size};
+        in = {a.data(), size};
     };
-    per_state(o[4], act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N or 1, nu), float64 in C order");
-    per_state(o[5], m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N or 1, nv), float64 in C order");
+    per_state(o[4], act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
+    per_state(o[5], m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
     if (act->nu && !call.ctrl.data) throw nb::value_error("step_derivatives: the actuators need ctrl");
     int64_t nv = m.nv, nu = act->nu;
     const npy_intp da[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(2 * nv)}, db[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(nu)};

@@ -154,12 +154,17 @@ template <class T> void link_velocity(const Model &m, Data<T> &d, const T *qd, i
     for (int k = 0; k < 6; k++) v[k] = vp[k] + s[k];
 }
 
+// dof j's cdof_dot = cvel_parent x cdof (its link's parent's velocity)
+template <class T> void dof_rate(const Model &m, Data<T> &d, int64_t j) {
+    cross_motion(d.vel(m.link_parentid[m.dof_linkid[j]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
+}
+
 // link velocities cvel = cvel_parent + S qd and cdof_dot = cvel_parent x cdof
 template <class T> void com_vel(const Model &m, Data<T> &d, const T *qd) {
     T *world = d.vel(-1);
     for (int k = 0; k < 6; k++) world[k] = splat<T>(0.0);
     for (int i = 0; i < m.nlink; i++) link_velocity(m, d, qd, i);                 // forward pass over links
-    for (int j = 0; j < m.nv; j++) cross_motion(d.vel(m.link_parentid[m.dof_linkid[j]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
+    for (int j = 0; j < m.nv; j++) dof_rate(m, d, j);
 }
 
 // the links from the root of l's tree down to l (l's ancestors and l), root first, into d.path: their count
@@ -207,8 +212,7 @@ template <class T> int path_stages(const Model &m, Data<T> &d, const T *q, const
     for (int k = 0; k < 6; k++) world[k] = splat<T>(0.0);
     for (int k = 0; k < n; k++) {
         link_velocity(m, d, qd, int(path[k]));
-        for (int64_t j = m.link_dofadr[path[k]]; j < m.link_dofadr[path[k]] + m.link_dofnum[path[k]]; j++)
-            cross_motion(d.vel(m.link_parentid[path[k]]), &d.cdof[6 * j], &d.cdof_dot[6 * j]);
+        for (int64_t j = m.link_dofadr[path[k]]; j < m.link_dofadr[path[k]] + m.link_dofnum[path[k]]; j++) dof_rate(m, d, j);
     }
     return OK;
 }

@@ -55,6 +55,15 @@ struct StepDerivData {
     }
 };
 
+// whether actuator k's derivatives are not zero (derivatives._unclamped): its scalar force inside its forcerange (or
+// unlimited) and, for inside, its ctrl as given inside its ctrlrange (or unlimited)
+inline bool force_free(const Actuators &act, int k, const double *force) {
+    return !act.forcelimited[k] || (force[k] > act.forcerange[2 * k] && force[k] < act.forcerange[2 * k + 1]);
+}
+inline bool ctrl_inside(const Actuators &act, int k, const double *raw) {
+    return !act.ctrllimited[k] || (raw[k] > act.ctrlrange[2 * k] && raw[k] < act.ctrlrange[2 * k + 1]);
+}
+
 // R[:, 0:nv] += dP/dq, R[:, nv:2nv] += dP/dqd of the passive force (derivatives._passive_derivatives): -k, -b
 inline void passive_derivatives(const Model &m, double *R, int cols) {
     for (int k = 0; k < m.nspring; k++) R[size_t(m.spring_dofadr[k]) * cols + m.spring_dofadr[k]] -= m.spring_stiffness[k];
@@ -74,10 +83,10 @@ inline void actuator_derivatives(const Model &m, const Actuators &act, const dou
         keep[j] = !act.dof_forcelimited[j] || (tau > act.dof_forcerange[2 * j] && tau < act.dof_forcerange[2 * j + 1]);
     }
     for (int a = 0; a < act.nu; a++) {
-        if (act.forcelimited[a] && !(force[a] > act.forcerange[2 * a] && force[a] < act.forcerange[2 * a + 1])) continue;
+        if (!force_free(act, a, force)) continue;
         const double *g = &act.gain[3 * a], *b = &act.bias[3 * a], *moment = &act.moment[size_t(a) * nv];
         const double *qmoment = &act.qmoment[size_t(a) * m.nq];
-        bool inside = !act.ctrllimited[a] || (raw[a] > act.ctrlrange[2 * a] && raw[a] < act.ctrlrange[2 * a + 1]);
+        bool inside = ctrl_inside(act, a, raw);
         double length = 0.0, velocity = 0.0;
         for (int i = 0; i < m.nq; i++) length += qmoment[i] * q[i];
         for (int i = 0; i < nv; i++) velocity += moment[i] * qd[i];
@@ -102,8 +111,7 @@ inline void damping_control_derivative(const Model &m, const Actuators &act, con
     for (int k = 0; k < act.nu; k++) {
         double g2 = act.gain[3 * k + 2];
         if (g2 == 0.0) continue;
-        if (act.forcelimited[k] && !(force[k] > act.forcerange[2 * k] && force[k] < act.forcerange[2 * k + 1])) continue;
-        if (act.ctrllimited[k] && !(raw[k] > act.ctrlrange[2 * k] && raw[k] < act.ctrlrange[2 * k + 1])) continue;
+        if (!force_free(act, k, force) || !ctrl_inside(act, k, raw)) continue;
         const double *r = &act.moment[size_t(k) * nv];
         for (int i = 0; i < nv; i++) {
             if (r[i] == 0.0) continue;

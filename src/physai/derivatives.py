@@ -223,6 +223,17 @@ def _tangent_of_scalars(model: Model, X: np.ndarray) -> np.ndarray:
     return out
 
 
+def _unclamped(act, q, qd, ctrl):
+    """(u, f, free, inside) (nu each): the clamped controls, the actuators' scalar forces, whether each force is inside its
+    forcerange (or unlimited) and each ctrl inside its ctrlrange (or unlimited): where their derivatives are not zero."""
+    raw = validation.vector("ctrl", ctrl, act.nu)
+    f = forces.actuator_outputs(act, q, qd, raw)
+    lo, hi = act.forcerange[:, 0], act.forcerange[:, 1]
+    free = ~act.forcelimited | ((f > lo) & (f < hi))
+    inside = ~act.ctrllimited | ((raw > act.ctrlrange[:, 0]) & (raw < act.ctrlrange[:, 1]))
+    return forces.clamped_ctrl(act, raw), f, free, inside
+
+
 def _actuator_derivatives(model: Model, act, q, qd, ctrl):
     """(dA/dq, dA/dqd, dA/dctrl) of physai.forces.actuator_force: (nv, nv), (nv, nv), (nv, nu).
 
@@ -230,12 +241,7 @@ def _actuator_derivatives(model: Model, act, q, qd, ctrl):
     at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel). Transmissions act on hinges, slides and
     fixed tendons only (physai.forces), so the length map has no quaternion part.
     """
-    raw = validation.vector("ctrl", ctrl, act.nu)
-    u = forces.clamped_ctrl(act, raw)
-    f = forces.actuator_outputs(act, q, qd, raw)
-    lo, hi = act.forcerange[:, 0], act.forcerange[:, 1]
-    free = ~act.forcelimited | ((f > lo) & (f < hi))
-    inside = ~act.ctrllimited | ((raw > act.ctrlrange[:, 0]) & (raw < act.ctrlrange[:, 1]))
+    u, f, free, inside = _unclamped(act, q, qd, ctrl)
     g, b = act.gain, act.bias
     length, velocity = act.qmoment @ q, act.moment @ qd
     Lq = _tangent_of_scalars(model, act.qmoment)
@@ -253,11 +259,7 @@ def _damping_control_derivative(model: Model, act, q, qd, ctrl, a) -> np.ndarray
     sum_k moment_k^T (b2 + g2 u_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in each term)
     changes with u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or ctrl is outside
     ctrlrange. So K a = f gives K da/dctrl = df/dctrl + h d(D a)/dctrl."""
-    raw = validation.vector("ctrl", ctrl, act.nu)
-    f = forces.actuator_outputs(act, q, qd, raw)
-    lo, hi = act.forcerange[:, 0], act.forcerange[:, 1]
-    free = ~act.forcelimited | ((f > lo) & (f < hi))
-    inside = ~act.ctrllimited | ((raw > act.ctrlrange[:, 0]) & (raw < act.ctrlrange[:, 1]))
+    _, _, free, inside = _unclamped(act, q, qd, ctrl)
     g2 = np.where(free & inside, act.gain[:, 2], 0.0)
     outer = np.einsum("ki,kj->kij", act.moment, act.moment) * integ.dof_pattern(model)
     return (g2[:, None] * (outer @ a)).T
@@ -418,18 +420,17 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
         arrays["qfrc_applied"] = (qfrc_applied, model.nv)
     columns, batch = validation.states(**arrays)
     n = 1 if batch is None else batch
-    x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n or 1: shared, size) each
+    x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n, size) each
     if native.on:
-        q, qd = (x[key][0] if batch is None else np.broadcast_to(x[key], (n, x[key].shape[1])) for key in ("q", "qd"))
         options = (h, native.INTEGRATOR_CODES[name], euler_damping, native.compiled_actuators(model, actuators),
                    x.get("ctrl"), x.get("qfrc_applied"))
-        A, B, status = native.STEP_DERIVATIVES(model, q, qd, options)
+        A, B, status = native.STEP_DERIVATIVES(model, x["q"], x["qd"], options)
         redo = status.nonzero()[0].tolist() if status.any() else ()
     else:
         nv, nu = model.nv, 0 if actuators is None else actuators.nu
         A, B, redo = np.empty((n, 2 * nv, 2 * nv)), np.empty((n, 2 * nv, nu)), range(n)
     for k in redo:
-        inputs = {key: x[key][k if len(x[key]) == n else 0] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
+        inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
         try:
             A[k], B[k] = _step_derivatives(model, name, h, euler_damping, **inputs)
         except (InvalidStateError, InvalidArgumentError) as error:
@@ -461,7 +462,7 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
         return None
     if act is not None and inputs[0] is None:
         inputs[0] = np.zeros((1, nu))
-    options = (dt, native.INTEGRATOR_CODES[integrator], bool(euler_damping), native.compiled_actuators(model, act), *inputs)
+    options = (dt, native.INTEGRATOR_CODES[integrator], euler_damping, native.compiled_actuators(model, act), *inputs)
     A, B, status = native.STEP_DERIVATIVES(model, q, qd, options)
     return None if status[0] else (A[0], B[0])
 
