@@ -116,20 +116,23 @@ template <class L> void gather(const Call &c, int64_t s, int64_t count, L *const
         }
 }
 
-// lanes l < count of o (per entries) into states s + l of out; the first such state with an entry that is not
-// finite, or -1 (v - v is 0 for a finite v and NaN otherwise: one sum per state tells, in the copy's loop)
-template <class L> int64_t scatter(const L *o, int64_t per, int64_t s, int64_t count, double *out) {
-    int64_t bad = -1;
+// lanes l < count of o (per entries) into states s + l of out; with check, the first such state with an entry that is
+// not finite, or -1 (v - v is 0 for a finite v and NaN otherwise: four lane sums side by side tell, no serial chain)
+template <class L> int64_t scatter(const L *o, int64_t per, int64_t s, int64_t count, double *out, bool check) {
     for (int64_t l = 0; l < count; l++) {
-        double *dst = out + (s + l) * per, acc = 0.0;
-        for (int64_t e = 0; e < per; e++) {
-            double v = o[e][l];
-            dst[e] = v;
-            acc = acc + (v - v);
-        }
-        if (bad < 0 && !(acc == 0.0)) bad = s + l;
+        double *dst = out + (s + l) * per;
+        for (int64_t e = 0; e < per; e++) dst[e] = o[e][l];
     }
-    return bad;
+    if (!check) return -1;
+    L acc[4] = {splat<L>(0.0), splat<L>(0.0), splat<L>(0.0), splat<L>(0.0)};
+    int64_t e = 0;
+    for (; e + 4 <= per; e += 4)
+        for (int k = 0; k < 4; k++) acc[k] = acc[k] + (o[e + k] - o[e + k]);
+    for (; e < per; e++) acc[0] = acc[0] + (o[e] - o[e]);
+    L sum = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    for (int64_t l = 0; l < count; l++)
+        if (!(sum[l] == 0.0)) return s + l;
+    return -1;
 }
 
 // Kernels::run for T
@@ -159,8 +162,8 @@ template <class T> int64_t run_states(const Model &m, Workspace &ws, const Call 
             gather(c, s, count, xl);
             if (one_state(m, w, c, x, ol) != OK) return s;             // the scalar kernels tell which state, and why
             for (int k = 0; k < c.nout; k++) {
-                int64_t bad = scatter(ol[k], c.out_size[k], s, count, c.out[k]);
-                if (bad >= 0 && finite) record(failures, NONFINITE, bad);
+                int64_t bad = scatter(ol[k], c.out_size[k], s, count, c.out[k], finite);
+                if (bad >= 0) record(failures, NONFINITE, bad);
             }
         }
         return s;

@@ -1,8 +1,8 @@
-// The engine's one way of running on threads: on_threads runs T pieces of work on up to T std::threads and rethrows the
-// first exception one raised once all have joined; parallel_for splits [0, N) into T chunks that start at multiples of
-// the widest lanes (BLOCK), for the batch kernels, the derivatives and rollout; parallel_pieces hands out pieces to
-// whichever thread is free, for the constraint kernels, whose states take unequal times (cpp/bindings.cpp releases the
-// GIL around them).
+// The engine's one way of running on threads: on_threads runs T pieces of work on up to T threads of a pool kept for
+// the process (WorkerPool) and rethrows the first exception one raised once all have finished; parallel_for splits
+// [0, N) into T chunks that start at multiples of the widest lanes (BLOCK), for the batch kernels, the derivatives and
+// rollout; parallel_pieces hands out pieces to whichever thread is free, for the constraint kernels, whose states take
+// unequal times (cpp/bindings.cpp releases the GIL around them).
 //
 // Threads the system refuses to start (std::system_error) are no error: the threads that did start run the remaining
 // work, or the calling thread when none did. While the threads run, the calling thread asks poll() every POLL_MS
@@ -18,7 +18,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <exception>
+#include <functional>
 #include <mutex>
+#if defined(__unix__) || defined(__APPLE__)
+#include <pthread.h>
+#endif
 #include <system_error>
 #include <thread>
 #include <type_traits>
@@ -73,10 +77,84 @@ struct NeverStop {
     bool operator()() const { return false; }
 };
 
+// The process's worker threads, kept between runs (starting a thread costs tens of microseconds, as much as a batch of a
+// thousand small states): a run takes the pool whole and hands its work to `count` of them, which it starts as it
+// first needs them (those the system refuses are not there: fewer run). One run at a time: a run that finds the pool
+// taken (another Python thread's, or a run inside a run) starts threads of its own for the time it runs. After fork()
+// the child has none of the parent's threads: it starts a new pool (the old one, whose locks a parent's thread may
+// hold, is left as it is).
+class WorkerPool {
+  public:
+    static WorkerPool &get() {
+#if defined(__unix__) || defined(__APPLE__)
+        static const bool once = [] { return pthread_atfork(nullptr, nullptr, [] { current() = new WorkerPool(); }) == 0; }();
+        (void)once;
+#endif
+        if (!current()) current() = new WorkerPool();                  // never freed: idle workers wait on it at exit
+        return *current();
+    }
+    std::mutex busy;                                                   // held by the run that has the pool
+
+    // up to `count` workers started (the test hook's limit and the system's refusals counted): how many there are
+    int reserve(int count) {
+        int limit = thread_limit().load();
+        if (limit >= 0) count = std::min(count, limit);
+        std::lock_guard<std::mutex> g(lock_);
+        while (int(started_) < count) {
+            try {
+                int index = int(started_);
+                std::thread([this, index] { serve(index); }).detach();
+            } catch (const std::exception &) {                       // std::system_error (std::bad_alloc for its state)
+                break;
+            }
+            started_++;
+        }
+        return std::min(count, int(started_));
+    }
+    // job() on workers [0, count) (count <= reserve's answer), under busy; finished once every one has returned
+    void start(int count, std::function<void()> *job) {
+        std::lock_guard<std::mutex> g(lock_);
+        job_ = job, active_ = count, running_ = count, generation_++;
+        wake_.notify_all();
+    }
+    // whether the run's workers have all returned, waiting up to `wait`
+    bool wait_for(std::chrono::milliseconds wait) {
+        std::unique_lock<std::mutex> g(lock_);
+        return done_.wait_for(g, wait, [&] { return running_ == 0; });
+    }
+
+  private:
+    static WorkerPool *&current() {
+        static WorkerPool *pool = nullptr;
+        return pool;
+    }
+    void serve(int index) {
+        uint64_t seen = 0;
+        std::unique_lock<std::mutex> g(lock_);
+        for (;;) {
+            wake_.wait(g, [&] { return generation_ != seen; });
+            seen = generation_;
+            if (index >= active_) continue;                            // not one of this run's workers
+            std::function<void()> *job = job_;
+            g.unlock();
+            (*job)();
+            g.lock();
+            if (--running_ == 0) done_.notify_all();
+        }
+    }
+    std::mutex lock_;
+    std::condition_variable wake_, done_;
+    std::function<void()> *job_ = nullptr;
+    uint64_t generation_ = 0;
+    size_t started_ = 0;
+    int active_ = 0, running_ = 0;
+};
+
 // fn(t) for t in [0, T) on up to T threads, each thread taking the next t when it finishes one; the first exception
-// of an fn is rethrown after every thread has joined. No poll (NeverStop) and T <= 1: on the calling thread. Otherwise
-// the calling thread starts the threads (as many as the system allows; none: it runs every t itself) and, while they
-// run, calls poll() every POLL_MS until it returns true, then sets stop (the t's not begun are skipped)
+// of an fn is rethrown after every thread has finished. No poll (NeverStop) and T <= 1: on the calling thread. Otherwise
+// on T of the pool's workers (threads of the run's own when the pool is taken; as many as the system allows; none: the
+// calling thread runs every t itself), the calling thread calling poll() every POLL_MS while they run until it returns
+// true, then setting stop (the t's not begun are skipped)
 template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std::atomic<bool> &stop, Poll &&poll = Poll{}) {
     constexpr bool polls = !std::is_same_v<std::decay_t<Poll>, NeverStop>;
     T = std::max(T, 1);
@@ -91,44 +169,58 @@ template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std:
             }
         }
     };
-    std::vector<std::thread> pool;
-    if (T > 1 || polls) {
+    // while the workers run: poll every POLL_MS until finished() (a poll that throws stops too)
+    auto supervise = [&](auto &&finished) {
+        while (!finished())
+            if (polls && !stop.load()) {
+                bool yes = true;
+                try {
+                    yes = poll();
+                } catch (...) {}
+                if (yes) stop.store(true);
+            }
+    };
+    if (T <= 1 && !polls) {
+        take();
+    } else if (WorkerPool &pool = WorkerPool::get(); pool.busy.try_lock()) {
+        std::lock_guard<std::mutex> hold(pool.busy, std::adopt_lock);
+        int workers = pool.reserve(T);
+        if (workers == 0) {                                            // not one: the calling thread runs them all
+            take();
+        } else {
+            std::function<void()> job = take;
+            pool.start(workers, &job);
+            supervise([&] { return pool.wait_for(POLL_MS); });
+        }
+    } else {                                                           // the pool is taken: threads of this run's own
         std::mutex lock;
         std::condition_variable finished;
         size_t done = 0;                                               // threads finished, under lock
-        pool.reserve(size_t(T));
-        for (int k = 0; k < T; k++) {                                  // start T threads, or as many as the system allows
+        std::vector<std::thread> own;
+        own.reserve(size_t(T));
+        for (int k = 0; k < T; k++) {                                  // as many as the system allows
             try {
                 int limit = thread_limit().load();
                 if (limit >= 0 && k >= limit) throw std::system_error(std::make_error_code(std::errc::resource_unavailable_try_again));
-                pool.emplace_back([&] {
+                own.emplace_back([&] {
                     take();
                     std::lock_guard<std::mutex> g(lock);
                     done++;
                     finished.notify_one();
                 });
-            } catch (const std::exception &) {                       // std::system_error (std::bad_alloc for its state)
+            } catch (const std::exception &) {
                 break;
             }
         }
-        if (pool.empty()) {                                            // not one: the calling thread runs them all
+        if (own.empty()) {
             take();
         } else {
-            std::unique_lock<std::mutex> g(lock);
-            while (!finished.wait_for(g, POLL_MS, [&] { return done == pool.size(); }))
-                if (polls && !stop.load()) {
-                    g.unlock();
-                    bool yes = true;                                   // a poll that throws stops too
-                    try {
-                        yes = poll();
-                    } catch (...) {}
-                    if (yes) stop.store(true);
-                    g.lock();
-                }
+            supervise([&] {
+                std::unique_lock<std::mutex> g(lock);
+                return finished.wait_for(g, POLL_MS, [&] { return done == own.size(); });
+            });
         }
-        for (auto &th : pool) th.join();
-    } else {
-        take();
+        for (auto &th : own) th.join();
     }
     for (auto &e : errors)
         if (e) std::rethrow_exception(e);

@@ -86,7 +86,7 @@ def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_wor
     MuJoCo's coordinates: physai.conventions for a free joint). A frame welded to the world has zeros."""
     model = model if type(model) is Model else as_model(model)
     link, point, _ = model.frame_in_link(frame)
-    if reference == "local_world_aligned" and native.on and link >= 0:     # one compiled call, the point in its link
+    if link >= 0 and reference == "local_world_aligned" and native.on:     # one compiled call, the point in its link
         return JACOBIAN_KERNEL(model, q, link, point)
     check_reference(reference)
     b, offset, turn = model.frame(frame)

@@ -377,8 +377,7 @@ class Model:
     def frame_in_link(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
         """(link, pos (3,), rot (3, 3)) of the frame `name` (Model.frame) in the frame of the engine link it moves with;
         link -1: fixed in the world (pos, rot in world coordinates). Made once per name and kept."""
-        cache = self.__dict__.setdefault("frame_links", {})
-        found = cache.get(name) if isinstance(name, str) else None
+        found = self._frame_links.get(name) if type(name) is str else None
         if found is None:
             b, pos, rot = self.frame(name)
             if b < 0:
@@ -387,8 +386,14 @@ class Model:
                 found = (int(self.body_linkid[b]), self.body_pos[b] + self.body_rot[b] @ pos, self.body_rot[b] @ rot)
             for a in found[1:]:
                 a.setflags(write=False)
-            cache[name] = found
+            if isinstance(name, str):
+                self._frame_links[name] = found
         return found
+
+    @cached_property
+    def _frame_links(self) -> dict:
+        """frame_in_link's results by name, made as they are asked for."""
+        return {}
 
     @cached_property
     def total_mass(self) -> float:

@@ -345,7 +345,7 @@ class Kernel:
         self.code, self.arguments = OPS.get(name), ARGUMENTS.get(name, ())
 
     def __call__(self, model, a, b=None, c=None, d=None, e=None):
-        compiled_model = getattr(model, "compiled", None)
+        compiled_model = model.compiled if type(model) is Model else None    # the common case first: no other lookup
         if compiled_model is None:
             model = model if isinstance(model, Model) else as_model(model)
             compiled_model = compiled(model)
