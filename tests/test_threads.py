@@ -104,3 +104,56 @@ def test_ctrl_c_stops_a_long_compiled_run(run):
     assert "finished" not in out, "the run ended before the signal: make it longer"
     assert child.returncode != 0 and "KeyboardInterrupt" in err, err
     assert waited < 2.0, waited
+
+
+def test_batches_from_python_threads_at_once_equal_one_thread(monkeypatch):
+    """Batch calls from several Python threads at once (the GIL released in each): one takes the worker pool, the
+    others start threads of their own (cpp/parallel.h); every result equals the one-thread result."""
+    import threading
+
+    model = engine.as_model("arm7")
+    q, qd = engine.random_states(model, 4000, 5)
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", "1")
+    expected = engine.mass_matrix(model, q), engine.energy(model, q, qd)
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", "2")
+    results, errors = [None] * 6, []
+
+    def work(k):
+        try:
+            for _ in range(5):
+                results[k] = engine.mass_matrix(model, q), engine.energy(model, q, qd)
+        except Exception as e:                                   # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(results))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    assert not errors and not any(t.is_alive() for t in threads)
+    for M, E in results:
+        assert np.abs(M - expected[0]).max() <= 1e-12 * np.abs(expected[0]).max()
+        assert np.abs(E - expected[1]).max() <= 1e-12 * np.abs(expected[1]).max()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork is POSIX only")
+def test_a_forked_child_runs_batches_on_a_pool_of_its_own():
+    """The parent's worker threads do not exist in a forked child: its batch calls start a new pool and finish."""
+    script = textwrap.dedent("""
+        import os, sys
+        import numpy as np
+        from physai import engine
+        model = engine.as_model("arm7")
+        q, qd = engine.random_states(model, 4000, 2)
+        M = engine.mass_matrix(model, q)                          # the parent's pool started
+        pid = os.fork()
+        if pid == 0:
+            ok = np.abs(engine.mass_matrix(model, q) - M).max() <= 1e-12 * np.abs(M).max()
+            os._exit(0 if ok else 3)
+        _, status = os.waitpid(pid, 0)
+        print("child", os.waitstatus_to_exitcode(status), flush=True)
+    """)
+    env = {**os.environ, "PHYSAI_NUM_THREADS": "2"}
+    out = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True, text=True, env=env,
+                         timeout=120)
+    assert out.returncode == 0 and "child 0" in out.stdout, out.stderr

@@ -191,49 +191,66 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
 def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart):
     """step's fast path on the compiled backend: (q_next, qd_next, next warm start) from one call of the rollout kernel,
     which checks the arrays itself; None whenever anything is not plainly well formed (the full path then names what is
-    wrong) or the run diverged."""
-    if not (type(q) is np.ndarray and type(qd) is np.ndarray and q.dtype == np.float64 and qd.dtype == np.float64
-            and integrator in MUJOCO_INTEGRATOR and type(dt) in (float, np.float64) and dt > 0 and dt < np.inf
-            and euler_damping in (True, False) and constraints in (True, False) and q.ndim in (1, 2)
-            and q.shape[-1] == model.nq and qd.shape == q.shape[:-1] + (model.nv,)):
+    wrong) or the run diverged. Written for a policy's loop (a few microseconds of Python per call)."""
+    code = native.INTEGRATOR_CODES.get(integrator) if type(integrator) is str else None
+    if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
+            or not 0.0 < dt < np.inf or euler_damping not in (True, False) or constraints not in (True, False)):
         return None
-    batch = q.ndim == 2
-    N = len(q) if batch else 1
-    series = []
-    for x, size in ((ctrl, model.nu), (qfrc_applied, model.nv)):
+    single = q.ndim == 1
+    if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
+            or qd.shape != q.shape[:-1] + (model.nv,)):
+        return None
+    N = 1 if single else len(q)
+    inputs = [None, None]
+    for k, (x, size) in enumerate(((ctrl, model.nu), (qfrc_applied, model.nv))):
         if x is None:
-            series.append(None)
-        elif type(x) is np.ndarray and x.dtype == np.float64 and x.shape in ((size,), (N, size)[2 - q.ndim:]):
-            series.append(x.reshape(N, 1, size) if x.ndim == q.ndim else np.broadcast_to(x, (N, 1, size)))
+            continue
+        if type(x) is not np.ndarray or x.dtype != np.float64 or x.shape[-1:] != (size,):
+            return None
+        if x.ndim == 1:                                                # one row for every state
+            inputs[k] = x.reshape(1, 1, size) if single else np.broadcast_to(x, (N, 1, size))
+        elif x.ndim == 2 and not single and len(x) == N:               # row n acts on state n
+            inputs[k] = x.reshape(N, 1, size)
         else:
             return None
     if ctrl is None and model.nu:
-        series[0] = np.zeros((N, 1, model.nu))
+        inputs[0] = np.zeros((N, 1, model.nu))
     warm = qacc_warmstart
-    if warm is not None and not (type(warm) is np.ndarray and warm.dtype == np.float64 and warm.shape in ((model.nv,), (N, model.nv))):
-        return None
+    if warm is not None:
+        if type(warm) is not np.ndarray or warm.dtype != np.float64 or warm.shape not in ((model.nv,), (N, model.nv)):
+            return None
+        warm = warm.reshape(N, model.nv) if warm.ndim == q.ndim else np.tile(warm, (N, 1))
     if constraints:
         if not model.__dict__.get("constraints_ready"):
             constraint.prepare_compiled(model)
             collision.check_supported(model)
             model.__dict__["constraints_ready"] = True
-        if warm is not None:
-            warm = warm.reshape(1, -1) if N == 1 else warm if warm.ndim == 2 else np.tile(warm, (N, 1))
-    damping = model.kept("any_damping", lambda m: bool((m.dof_damping > 0).any()))
+    else:
+        warm = None
+    damping = bool(code == 0 and euler_damping and model.kept("any_damping", _any_damping))
+    options = (float(dt), 1, code, native.compiled_actuators(model, model.actuators), inputs[0], inputs[1], None,
+               damping, False, bool(constraints), warm)
     try:
-        Q, QD, _, stopped, _, near, warm_out = native.rollout(model, q.reshape(N, -1), qd.reshape(N, -1), float(dt), 1, integrator,
-                                                       model.actuators, series[0], series[1], None,
-                                                       integrator == "euler" and euler_damping and damping, False,
-                                                       constraints, warm if constraints else None)
+        Q, QD, _, stopped, _, near, warm_out = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv), options)
     except (PhysaiError, ValueError):
         return None
+    if single:
+        if stopped[0] >= 0:
+            return None
+        if near[0] >= 0:
+            _warn_near(model, int(near[0]))
+        return Q[0, 1], QD[0, 1], warm_out[0]
     stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
     if max(stopped) >= 0:
         return None
     if max(near) >= 0:
         for k in set(near) - {-1}:
             _warn_near(model, k)
-    return (Q[:, 1], QD[:, 1], warm_out) if batch else (Q[0, 1], QD[0, 1], warm_out[0])
+    return Q[:, 1], QD[:, 1], warm_out
+
+
+def _any_damping(model) -> bool:
+    return bool((model.dof_damping > 0).any())
 
 
 def _per_state(name: str, x, inner: int, batch):
