@@ -47,11 +47,12 @@ template <class T> void actuator_velocity_derivative(const Model &m, const Actua
             k = select((force[a] > act.forcerange[2 * a]) & (force[a] < act.forcerange[2 * a + 1]), k, splat<T>(0.0));
         if (!lane_any(k != 0.0)) continue;                             // a motor: no velocity gain
         const double *r = &act.moment[size_t(a) * m.nv];
-        for (int i = 0; i < m.nv; i++) {
-            if (r[i] == 0.0) continue;                                 // moment rows are sparse (one joint for most)
-            for (int j = 0; j < m.nv; j++)
-                if (r[j] != 0.0) D[size_t(i) * m.nv + j] = D[size_t(i) * m.nv + j] + r[i] * (k * r[j]);
-        }
+        const int64_t *dofs = act.moment_colind + act.moment_rowadr[a], n = act.moment_rownnz[a];   // one joint for most
+        for (int64_t s = 0; s < n; s++)
+            for (int64_t t = 0; t < n; t++) {
+                int64_t i = dofs[s], j = dofs[t];
+                D[size_t(i) * m.nv + j] = D[size_t(i) * m.nv + j] + r[i] * (k * r[j]);
+            }
     }
 }
 

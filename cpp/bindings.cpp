@@ -288,6 +288,17 @@ void make_model(CompiledModel *self, nb::handle mapping) {
             hinge[size_t(i)] = !t, slide[size_t(i)] = !trig;
         }
         m.link_hinge = hinge.data(), m.link_slide = slide.data();
+        // M's rows (model.h): row i is its parent's row, then i
+        std::vector<int64_t> rownnz(static_cast<size_t>(V)), rowadr(static_cast<size_t>(V)), colind;
+        for (int64_t i = 0; i < V; i++) {
+            int64_t p = m.dof_parentid[i];
+            rownnz[size_t(i)] = p < 0 ? 1 : rownnz[size_t(p)] + 1, rowadr[size_t(i)] = int64_t(colind.size());
+            if (p >= 0) colind.insert(colind.end(), colind.begin() + rowadr[size_t(p)], colind.begin() + rowadr[size_t(p)] + rownnz[size_t(p)]);
+            colind.push_back(i);
+        }
+        m.M_rownnz = nm->arrays.ints.emplace_back(std::move(rownnz)).data();         // the buffers outlive moves of the list
+        m.M_rowadr = nm->arrays.ints.emplace_back(std::move(rowadr)).data();
+        m.M_colind = nm->arrays.ints.emplace_back(std::move(colind)).data();
         for (int op = 0; op < NOPS; op++) {
             nm->calls[op].op = op;
             layout(m, nm->calls[op]);
@@ -368,6 +379,16 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         a.forcerange = f.doubles("forcerange", {U, 2}), a.forcelimited = f.ints("forcelimited", {U});
         a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
         f.done();
+        std::vector<int64_t> rownnz(static_cast<size_t>(U)), rowadr(static_cast<size_t>(U)), colind;   // model.h
+        for (int64_t u = 0; u < U; u++) {
+            rowadr[size_t(u)] = int64_t(colind.size());
+            for (int64_t j = 0; j < V; j++)
+                if (a.moment[u * V + j] != 0.0) colind.push_back(j);
+            rownnz[size_t(u)] = int64_t(colind.size()) - rowadr[size_t(u)];
+        }
+        a.moment_rownnz = na->arrays.ints.emplace_back(std::move(rownnz)).data();
+        a.moment_rowadr = na->arrays.ints.emplace_back(std::move(rowadr)).data();
+        a.moment_colind = na->arrays.ints.emplace_back(std::move(colind)).data();
     } catch (...) {
         na->~CompiledActuators();
         throw;

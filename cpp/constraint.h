@@ -58,20 +58,11 @@ constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row'
 struct Tree {
     int nnz = 0;
     std::vector<int> depth, adr, col;
-    explicit Tree(const Model &m) {
+    explicit Tree(const Model &m) {                                    // the model's M_rownnz, M_rowadr, M_colind as int
         size_t nv = size_t(m.nv);
         depth.resize(nv), adr.resize(nv);
-        for (size_t k = 0; k < nv; k++) {
-            int64_t p = m.dof_parentid[k];
-            depth[k] = p < 0 ? 0 : depth[size_t(p)] + 1;
-            adr[k] = nnz, nnz += depth[k] + 1;
-        }
-        col.resize(size_t(nnz));
-        for (size_t k = 0; k < nv; k++) {                              // the parent's row (its chain, it last), then k
-            int64_t p = m.dof_parentid[k];
-            if (p >= 0) std::copy_n(&col[size_t(adr[size_t(p)])], depth[k], &col[size_t(adr[k])]);
-            col[size_t(adr[k] + depth[k])] = int(k);
-        }
+        for (size_t k = 0; k < nv; k++) depth[k] = int(m.M_rownnz[k] - 1), adr[k] = int(m.M_rowadr[k]), nnz += depth[k] + 1;
+        col.assign(m.M_colind, m.M_colind + nnz);
     }
 };
 

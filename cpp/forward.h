@@ -43,6 +43,43 @@ template <class T> int cholesky_solve(T *M, int n, T *b) {
     return OK;
 }
 
+// x with M x = b for M on the tree's pattern (M_ij = 0 unless i and j are on one path to the root), M symmetric positive
+// definite, overwritten in its lower triangle by L with M = L^T L, L lower triangular on the same pattern: eliminating
+// the last dof first fills nothing in (MuJoCo's mj_factorM, as L^T L; constraint.h's tree_cholesky on the compact
+// layout). Row k's columns are the model's M_colind (its ancestors from the root, then k): O(sum of depth^2) against
+// cholesky_solve's O(n^3). SINGULAR on a non-positive pivot. The steppers' matrices keep M's pattern (integrate.h's
+// step_matrix: euler's M + h B, implicitfast's M - h D).
+template <class T> int tree_cholesky_solve(const Model &m, T *M, T *b) {
+    const int n = m.nv;
+    for (int k = n - 1; k >= 0; k--) {
+        T *Mk = M + size_t(k) * n;
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        if (!all_positive(Mk[k])) return SINGULAR;
+        T d = vsqrt(Mk[k]), inv = 1.0 / d;
+        Mk[k] = d;
+        for (int64_t a = 0; a < depth; a++) Mk[anc[a]] = Mk[anc[a]] * inv;                 // L_ki = M_ki / L_kk
+        for (int64_t a = 0; a < depth; a++) {                                              // M_ij -= L_ki L_kj, j <= i < k
+            T *Mi = M + size_t(anc[a]) * n, lki = Mk[anc[a]];
+            for (int64_t s = 0; s <= a; s++) Mi[anc[s]] = Mi[anc[s]] - lki * Mk[anc[s]];
+        }
+    }
+    for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
+        const T *Mk = M + size_t(k) * n;
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        T y = b[k] / Mk[k];
+        b[k] = y;
+        for (int64_t a = 0; a < depth; a++) b[anc[a]] = b[anc[a]] - Mk[anc[a]] * y;
+    }
+    for (int k = 0; k < n; k++) {                                      // L x = y
+        const T *Mk = M + size_t(k) * n;
+        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+        T y = b[k];
+        for (int64_t a = 0; a < depth; a++) y = y - Mk[anc[a]] * b[anc[a]];
+        b[k] = y / Mk[k];
+    }
+    return OK;
+}
+
 // X (n, cols) <- M^-1 X from M's Cholesky factor L (as cholesky_solve leaves it), row by row for many right-hand sides
 template <class T> void cholesky_solve_rows(const T *L, int n, T *X, int cols) {
     for (int i = 0; i < n; i++) {                                      // L Y = X

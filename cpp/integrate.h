@@ -295,10 +295,13 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
                     for (int j = 0; j < 6; j++)
                         w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
     }
-    for (int i = 0; i < nv; i++)
-        for (int j = 0; j < nv; j++) {
-            T Dij = integrator == IMPLICITFAST ? 0.5 * (D[size_t(i) * nv + j] + D[size_t(j) * nv + i]) : D[size_t(i) * nv + j];
-            if (m.dof_pattern[size_t(i) * nv + j]) M[size_t(i) * nv + j] = M[size_t(i) * nv + j] - h * Dij;
+    for (int i = 0; i < nv; i++)                                       // on M's pattern: row i's columns j <= i, and (j, i)
+        for (int64_t s = m.M_rowadr[i]; s < m.M_rowadr[i] + m.M_rownnz[i]; s++) {
+            size_t j = size_t(m.M_colind[s]), ij = size_t(i) * nv + j, ji = j * nv + size_t(i);
+            T Dij = integrator == IMPLICITFAST ? 0.5 * (D[ij] + D[ji]) : D[ij];
+            T Dji = integrator == IMPLICITFAST ? 0.5 * (D[ji] + D[ij]) : D[ji];
+            M[ij] = M[ij] - h * Dij;
+            if (ji != ij) M[ji] = M[ji] - h * Dji;
         }
 }
 
@@ -334,12 +337,12 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
                 if (integrator == IMPLICIT || (integrator == IMPLICITFAST && m.nfree)) return ONE_BY_ONE;
             }
             step_matrix(m, act, w, h, integrator, implicit_damping, qd);
-            // euler, implicitfast: symmetric, factored by Cholesky as MuJoCo does; implicit: LU
+            // euler, implicitfast: symmetric on M's pattern, factored by Cholesky on it as MuJoCo does; implicit: LU
             if constexpr (std::is_same_v<T, double>) {
-                ok = integrator == IMPLICIT ? lu_solve(M, nv, a) : cholesky_solve(M, nv, a) == OK;
+                ok = integrator == IMPLICIT ? lu_solve(M, nv, a) : tree_cholesky_solve(m, M, a) == OK;
                 if (ok && integrator == IMPLICITFAST && m.nfree) ok = free_body_solve(m, w, h, qd, rhs, a);
             } else {
-                ok = cholesky_solve(M, nv, a) == OK;
+                ok = tree_cholesky_solve(m, M, a) == OK;
             }
         }
         if (!ok) return SINGULAR;
@@ -372,7 +375,7 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
                 constrained = true;
             }
         }
-        if (!constrained && cholesky_solve(M, nv, f) != OK) return SINGULAR;
+        if (!constrained && tree_cholesky_solve(m, M, f) != OK) return SINGULAR;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
         if (stage > 0) {
             for (int j = 0; j < nv; j++) w.dq[j] = h * w.dq[j];

@@ -36,6 +36,9 @@ struct Model {
     const double *dof_motion = nullptr, *dof_armature = nullptr;    // (nv, 6) in the link frame, (nv)
     const double *dof_damping = nullptr;                            // (nv)
     const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
+    // M's lower triangle row by row (MuJoCo's M_rownnz, M_rowadr, M_colind, derived from dof_parentid by the bound
+    // Model): row i's columns are i's ancestors from the root, then i, at M_colind[M_rowadr[i] ..] (M_rownnz[i] of them)
+    const int64_t *M_rownnz = nullptr, *M_rowadr = nullptr, *M_colind = nullptr;
     // the free joints that move a body alone (support.standalone_free_dofs, MuJoCo's mj_isFreeBody): first dofs (nfree)
     int nfree = 0;
     const int64_t *free_dofadr = nullptr;
@@ -105,6 +108,9 @@ struct Actuators {
     const double *ctrlrange = nullptr, *forcerange = nullptr;
     const int64_t *dof_forcelimited = nullptr;
     const double *dof_forcerange = nullptr;
+    // moment's nonzero entries row by row (MuJoCo's moment_rownnz, moment_rowadr, moment_colind; derived by the bound
+    // Actuators): actuator a's dofs at moment_colind[moment_rowadr[a] ..], moment_rownnz[a] of them, ascending
+    const int64_t *moment_rownnz = nullptr, *moment_rowadr = nullptr, *moment_colind = nullptr;
 };
 
 namespace {
