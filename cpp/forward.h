@@ -45,10 +45,10 @@ template <class T> int cholesky_solve(T *M, int n, T *b) {
 
 // x with M x = b for M on the tree's pattern (M_ij = 0 unless i and j are on one path to the root), M symmetric positive
 // definite, overwritten in its lower triangle by L with M = L^T L, L lower triangular on the same pattern: eliminating
-// the last dof first fills nothing in (MuJoCo's mj_factorM, as L^T L; constraint.h's tree_cholesky on the compact
-// layout). Row k's columns are the model's M_colind (its ancestors from the root, then k): O(sum of depth^2) against
-// cholesky_solve's O(n^3). SINGULAR on a non-positive pivot. The steppers' matrices keep M's pattern (integrate.h's
-// step_matrix: euler's M + h B, implicitfast's M - h D).
+// the last dof first fills nothing in (forward.tree_cholesky_solve; MuJoCo's mj_factorM, as L^T L; constraint.h's
+// tree_cholesky on the compact layout). Row k's columns are the model's M_colind (its ancestors from the root, then k):
+// O(sum of depth^2) against cholesky_solve's O(n^3). SINGULAR on a non-positive pivot. The steppers' matrices keep M's
+// pattern (integrate.h's step_matrix: euler's M + h B, implicitfast's M - h D).
 template <class T> int tree_cholesky_solve(const Model &m, T *M, T *b) {
     const int n = m.nv;
     for (int k = n - 1; k >= 0; k--) {
@@ -105,12 +105,12 @@ template <class T> void cholesky_solve_rows(const T *L, int n, T *X, int cols) {
 }
 
 // qdd = M^-1 (tau - c) (api.forward_dynamics) on a Data after velocity_stages(q, qd): c by rne, M by crb into d.qM,
-// solved by Cholesky (forward.cholesky_solve)
+// solved by Cholesky on M's pattern (forward.tree_cholesky_solve)
 template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
     rne(m, d, qd, (const T *)nullptr, qdd);                            // c, then tau - c
     for (int j = 0; j < m.nv; j++) qdd[j] = tau[j] - qdd[j];
     crb(m, d, d.qM.data());
-    return cholesky_solve(d.qM.data(), m.nv, qdd);
+    return tree_cholesky_solve(m, d.qM.data(), qdd);
 }
 
 // inverse of a symmetric positive k x k block (k = 1 or 3; by its adjugate); SINGULAR on a zero determinant

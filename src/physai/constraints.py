@@ -34,7 +34,7 @@ from physai.engine import collision as engine_collision
 from physai.engine import constraint, native, smooth
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
-from physai.engine.forward import cholesky_solve
+from physai.engine.forward import tree_cholesky_solve
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from physai.integrators import step_matrix
 
@@ -282,7 +282,7 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
         Ma = M @ a
         if discrete:
             Ma = _discrete_force(model, q1, qd1, a, M, ctrl)
-            a = cholesky_solve(M[:, :, None], Ma[:, None])[:, 0]
+            a = tree_cholesky_solve(model, M[:, :, None], Ma[:, None])[:, 0]
         f = constraint.inverse_force(r, a)
         qfrc = r.J.T @ f
         out.append((Ma + c - qfrc, qfrc, f, r))
@@ -304,7 +304,7 @@ def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_act
         (Q, QD, A), batch = data(model)
         M = engine.mass_matrix(model, Q.T).reshape(-1, model.nv, model.nv)
         Ma = np.array([_discrete_force(model, Q[:, k], QD[:, k], A[:, k], M[k], ctrl) for k in range(Q.shape[1])])
-        a = np.array([cholesky_solve(M[k][:, :, None], Ma[k][:, None])[:, 0] for k in range(Q.shape[1])])
+        a = np.array([tree_cholesky_solve(model, M[k][:, :, None], Ma[k][:, None])[:, 0] for k in range(Q.shape[1])])
         if batch is None:
             Ma, a = Ma[0], a[0]
         _, qfrc, forces = constraint.compiled_inverse(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0], a, sets,

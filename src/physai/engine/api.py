@@ -21,7 +21,7 @@ import numpy as np
 
 from physai.engine import batching, forward, native
 from physai.engine.data import Data
-from physai.engine.forward import cholesky_solve
+from physai.engine.forward import tree_cholesky_solve
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.engine.smooth import crb, energy_pos, energy_vel, position_stages, rne, velocity_stages
@@ -117,7 +117,7 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
     def compute(d, q, qd, tau):
         velocity_stages(model, d, q, qd)
         c = rne(model, d, qd, None)
-        return cholesky_solve(crb(model, d), tau - c)
+        return tree_cholesky_solve(model, crb(model, d), tau - c)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
     return batching.result(*batching.run(model, data, arrays, compute), "forward dynamics")
 

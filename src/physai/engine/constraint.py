@@ -33,7 +33,7 @@ from physai.engine import native, smooth
 from physai.engine.collision import MINVAL, body_poses
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
-from physai.engine.forward import cholesky_solve
+from physai.engine.forward import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import CONNECT, WELD, Model
 from physai.engine.support import body_frames, dof_chain, point_jacobians
 from physai.exceptions import UnsupportedModelError
@@ -682,7 +682,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
-    qacc_smooth = cholesky_solve(M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
     scale = 1.0 / (mean_inertia(model) * max(1, model.nv))
     qacc = qacc_smooth.copy()
     cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
@@ -695,7 +695,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
     # converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start)
-    done = 0.5 * scale * float(grad @ cholesky_solve(M[:, :, None], grad[:, None])[:, 0]) < tolerance and gradient() < tolerance
+    done = 0.5 * scale * float(grad @ tree_cholesky_solve(model, M[:, :, None], grad[:, None])[:, 0]) < tolerance and gradient() < tolerance
     H = None
     if not done:
         H = _hessian(r, M, state, hess)

@@ -1,6 +1,7 @@
 """Forward dynamics' stages on a Data workspace (mirrored function by function by the compiled engine's cpp/forward.h):
 
-    cholesky_solve(M, b)        x with M x = b for symmetric positive definite M, state last   (mj_factorM, mj_solveM)
+    cholesky_solve(M, b)        x with M x = b for symmetric positive definite M, state last   (the constraint solver's H)
+    tree_cholesky_solve(model, M, b)  the same for M on the tree's pattern: M = L^T L, no fill-in  (mj_factorM, mj_solveM)
     block_inverse(D)            inverse of each link's 1x1 or 3x3 joint-space block (by its adjugate)
     aba(model, d, qd, tau)      qdd by the articulated-body algorithm                            (RBDA table 7.1)
 
@@ -37,6 +38,45 @@ def cholesky_solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
     for i in reversed(range(n)):                                       # L^T x = y
         x[i] = (x[i] - np.einsum("kn,kn->n", L[i + 1:, i], x[i + 1:])) / L[i, i]
     return x
+
+
+def tree_cholesky_solve(model: Model, M: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x (nv, n) with M x = b for M (nv, nv, n) on the tree's pattern (M_ij = 0 unless dofs i and j are on one path to
+    the root: the mass matrix, and the steppers' M + h B and M - h D): M = L^T L with L lower triangular on the same
+    pattern, eliminating the last dof first, which fills nothing in (MuJoCo's mj_factorM as L^T L); L^T y = b, L x = y.
+    Work O(sum of the dofs' depths squared) against cholesky_solve's O(nv^3).
+
+    Raises InvalidModelError when a pivot is not positive (M singular: a dof without mass or armature)."""
+    ancestors = dof_ancestors(model)
+    L = M.copy()
+    for k in reversed(range(len(M))):
+        a = ancestors[k]
+        if not (L[k, k] > 0).all():
+            raise InvalidModelError(SINGULAR)
+        L[k, k] = np.sqrt(L[k, k])
+        if a:
+            L[k, a] = L[k, a] * (1.0 / L[k, k])                        # L_ki = M_ki / L_kk
+            # M_ij -= L_ki L_kj for ancestors i, j of k (one chain: all on the pattern; the upper triangle is not read)
+            L[np.ix_(a, a)] -= L[k, a][:, None] * L[k, a][None, :]
+    x = b.copy()
+    for k in reversed(range(len(M))):                                  # L^T y = b
+        x[k] = x[k] / L[k, k]
+        x[ancestors[k]] -= L[k, ancestors[k]] * x[k]
+    for k in range(len(M)):                                            # L x = y
+        a = ancestors[k]
+        x[k] = (x[k] - np.einsum("kn,kn->n", L[k, a], x[a])) / L[k, k]
+    return x
+
+
+def dof_ancestors(model: Model) -> list[list[int]]:
+    """Each dof's ancestors on dof_parentid's chain, from the root (the columns left of the diagonal in M's row: MuJoCo's
+    M_colind, which the compiled model derives the same way). Made once per model and kept."""
+    def make(model):
+        chains: list[list[int]] = []
+        for p in model.dof_parentid.tolist():
+            chains.append([] if p < 0 else chains[p] + [p])
+        return chains
+    return model.kept("dof_ancestors", make)
 
 
 def block_inverse(D: np.ndarray) -> np.ndarray:
