@@ -293,7 +293,7 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         for (int64_t i = 0; i < V; i++) {
             int64_t p = m.dof_parentid[i];
             rownnz[size_t(i)] = p < 0 ? 1 : rownnz[size_t(p)] + 1, rowadr[size_t(i)] = int64_t(colind.size());
-            if (p >= 0) colind.insert(colind.end(), colind.begin() + rowadr[size_t(p)], colind.begin() + rowadr[size_t(p)] + rownnz[size_t(p)]);
+            for (int64_t s = 0; p >= 0 && s < rownnz[size_t(p)]; s++) colind.push_back(colind[size_t(rowadr[size_t(p)] + s)]);
             colind.push_back(i);
         }
         m.M_rownnz = nm->arrays.ints.emplace_back(std::move(rownnz)).data();         // the buffers outlive moves of the list
@@ -521,7 +521,8 @@ void run_states(CompiledModel &nm, const Call &c, int64_t N, Failures &failures)
         int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
         int64_t piece = std::max<int64_t>(1, 20000 / cost_per_state(m, c.op) / BLOCK) * BLOCK;
         std::atomic<bool> stop{false};
-        std::unique_lock<std::mutex> kept(nm.threads_lock, std::try_to_lock);   // the kept workspaces, unless in use
+        std::unique_lock<std::mutex> kept(nm.threads_lock, std::defer_lock);   // the kept workspaces, unless in use (or
+        if (!in_run()) kept.try_lock();                                         // held by this thread's run: a nested call)
         if (kept) {
             if (nm.threads_variant != variant) nm.threads_work.clear(), nm.threads_variant = variant;
             while (nm.threads_work.size() < size_t(T)) nm.threads_work.emplace_back(workspace(scalar::kernels, m), workspace(lanes, m));
@@ -916,7 +917,7 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         kern.run(m, *nm.constraint_one, c, 0, N, nm.constraint_out, failures);
         outs.push_back(&nm.constraint_out);
     } else {
-        bool shared = pool.try_lock();
+        bool shared = !in_run() && pool.try_lock();                  // not when this thread's run holds it (nested)
         std::vector<ConstraintPtr> &works = shared ? nm.pool : own;
         std::vector<RowsOut> &rows = shared ? nm.pool_out : own_out;
         while (works.size() < size_t(T)) works.emplace_back(kern.create(m));

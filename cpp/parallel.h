@@ -17,6 +17,10 @@
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
+#include <deque>
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
 #include <exception>
 #include <functional>
 #include <mutex>
@@ -86,12 +90,15 @@ struct NeverStop {
 class WorkerPool {
   public:
     static WorkerPool &get() {
+        static const bool made = [] {                                  // once, thread-safe (a function's static)
+            current().store(new WorkerPool());                         // never freed: idle workers wait on it at exit
 #if defined(__unix__) || defined(__APPLE__)
-        static const bool once = [] { return pthread_atfork(nullptr, nullptr, [] { current() = new WorkerPool(); }) == 0; }();
-        (void)once;
+            pthread_atfork(nullptr, nullptr, [] { current().store(new WorkerPool()); });
 #endif
-        if (!current()) current() = new WorkerPool();                  // never freed: idle workers wait on it at exit
-        return *current();
+            return true;
+        }();
+        (void)made;
+        return *current().load();
     }
     std::mutex busy;                                                   // held by the run that has the pool
 
@@ -100,22 +107,24 @@ class WorkerPool {
         int limit = thread_limit().load();
         if (limit >= 0) count = std::min(count, limit);
         std::lock_guard<std::mutex> g(lock_);
-        while (int(started_) < count) {
+        while (int(wake_.size()) < count) {
+            wake_.emplace_back();                                      // a deque: the others' stay where they are
             try {
-                int index = int(started_);
+                int index = int(wake_.size()) - 1;
                 std::thread([this, index] { serve(index); }).detach();
             } catch (const std::exception &) {                       // std::system_error (std::bad_alloc for its state)
+                wake_.pop_back();
                 break;
             }
-            started_++;
         }
-        return std::min(count, int(started_));
+        return std::min(count, int(wake_.size()));
     }
-    // job() on workers [0, count) (count <= reserve's answer), under busy; finished once every one has returned
+    // job() on workers [0, count) (count <= reserve's answer), under busy; finished once every one has returned. Only
+    // those workers are woken (one condition each): a pool grown large once costs nothing to a small run later.
     void start(int count, std::function<void()> *job) {
         std::lock_guard<std::mutex> g(lock_);
         job_ = job, active_ = count, running_ = count, generation_++;
-        wake_.notify_all();
+        for (int k = 0; k < count; k++) wake_[size_t(k)].notify_one();
     }
     // whether the run's workers have all returned, waiting up to `wait`
     bool wait_for(std::chrono::milliseconds wait) {
@@ -124,17 +133,16 @@ class WorkerPool {
     }
 
   private:
-    static WorkerPool *&current() {
-        static WorkerPool *pool = nullptr;
+    static std::atomic<WorkerPool *> &current() {
+        static std::atomic<WorkerPool *> pool{nullptr};
         return pool;
     }
     void serve(int index) {
         uint64_t seen = 0;
         std::unique_lock<std::mutex> g(lock_);
         for (;;) {
-            wake_.wait(g, [&] { return generation_ != seen; });
+            wake_[size_t(index)].wait(g, [&] { return generation_ != seen && index < active_; });
             seen = generation_;
-            if (index >= active_) continue;                            // not one of this run's workers
             std::function<void()> *job = job_;
             g.unlock();
             (*job)();
@@ -143,12 +151,19 @@ class WorkerPool {
         }
     }
     std::mutex lock_;
-    std::condition_variable wake_, done_;
+    std::deque<std::condition_variable> wake_;                         // one per worker started
+    std::condition_variable done_;
     std::function<void()> *job_ = nullptr;
     uint64_t generation_ = 0;
-    size_t started_ = 0;
     int active_ = 0, running_ = 0;
 };
+
+// whether this thread is running a batch on threads (on_threads below): a nested run (a Python signal handler's call
+// from the poll) must not take the locks that run holds
+inline bool &in_run() {
+    static thread_local bool running = false;
+    return running;
+}
 
 // fn(t) for t in [0, T) on up to T threads, each thread taking the next t when it finishes one; the first exception
 // of an fn is rethrown after every thread has finished. No poll (NeverStop) and T <= 1: on the calling thread. Otherwise
@@ -169,21 +184,35 @@ template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std:
             }
         }
     };
-    // while the workers run: poll every POLL_MS until finished() (a poll that throws stops too)
+    // while the workers run: poll every POLL_MS until finished() (a poll that throws stops too). A thread ended by the
+    // system while it polls (glibc's forced unwind, e.g. Python 3.11-3.13 ending a thread that asks for the GIL at
+    // exit) stops the run and waits for its workers, which use this frame, before the unwind goes on.
     auto supervise = [&](auto &&finished) {
         while (!finished())
             if (polls && !stop.load()) {
                 bool yes = true;
                 try {
                     yes = poll();
+#if defined(__GLIBCXX__)
+                } catch (abi::__forced_unwind &) {
+                    stop.store(true);
+                    while (!finished()) {}
+                    throw;
+#endif
                 } catch (...) {}
                 if (yes) stop.store(true);
             }
     };
+    struct Running {                                                   // in_run() while this thread supervises a run
+        bool was = in_run();
+        Running() { in_run() = true; }
+        ~Running() { in_run() = was; }
+    };
     if (T <= 1 && !polls) {
         take();
-    } else if (WorkerPool &pool = WorkerPool::get(); pool.busy.try_lock()) {
+    } else if (WorkerPool &pool = WorkerPool::get(); !in_run() && pool.busy.try_lock()) {
         std::lock_guard<std::mutex> hold(pool.busy, std::adopt_lock);
+        Running running;
         int workers = pool.reserve(T);
         if (workers == 0) {                                            // not one: the calling thread runs them all
             take();
@@ -193,6 +222,7 @@ template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std:
             supervise([&] { return pool.wait_for(POLL_MS); });
         }
     } else {                                                           // the pool is taken: threads of this run's own
+        Running running;
         std::mutex lock;
         std::condition_variable finished;
         size_t done = 0;                                               // threads finished, under lock
@@ -212,6 +242,12 @@ template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std:
                 break;
             }
         }
+        struct Join {                                                  // also when the supervision unwinds
+            std::vector<std::thread> &threads;
+            ~Join() {
+                for (auto &th : threads) th.join();
+            }
+        } join{own};
         if (own.empty()) {
             take();
         } else {
@@ -220,7 +256,6 @@ template <class Fn, class Poll = NeverStop> void on_threads(int T, Fn &&fn, std:
                 return finished.wait_for(g, POLL_MS, [&] { return done == own.size(); });
             });
         }
-        for (auto &th : own) th.join();
     }
     for (auto &e : errors)
         if (e) std::rethrow_exception(e);

@@ -157,3 +157,30 @@ def test_a_forked_child_runs_batches_on_a_pool_of_its_own():
     out = subprocess.run([sys.executable, "-W", "ignore", "-c", script], capture_output=True, text=True, env=env,
                          timeout=120)
     assert out.returncode == 0 and "child 0" in out.stdout, out.stderr
+
+
+@pytest.mark.skipif(not hasattr(signal, "setitimer"), reason="signal.setitimer is POSIX only")
+def test_a_signal_handler_may_run_batches_during_a_batch(monkeypatch):
+    """A Python signal handler runs on the calling thread while it watches a long batch (cpp/parallel.h's poll); a batch
+    call from the handler runs on threads and workspaces of its own, and both results are right."""
+    model = engine.as_model("arm7")
+    q, qd = engine.random_states(model, 2000, 6)
+    big_q, big_qd = np.broadcast_to(q[0], (3_000_000, model.nq)), np.broadcast_to(qd[0], (3_000_000, model.nv))
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", "1")
+    expected_M, expected_E = engine.mass_matrix(model, q), engine.energy(model, q[:1], qd[:1])[0]
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", "2")
+    inner = []
+
+    def handler(signum, frame):
+        inner.append(engine.mass_matrix(model, q))
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        E = engine.energy(model, big_q, big_qd)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert len(inner) == 1, "the batch ended before the signal: make it longer"
+    assert np.abs(inner[0] - expected_M).max() <= 1e-12 * np.abs(expected_M).max()
+    assert np.abs(E - expected_E).max() <= 1e-12 * abs(expected_E)

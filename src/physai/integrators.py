@@ -194,7 +194,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     wrong) or the run diverged. Written for a policy's loop (a few microseconds of Python per call)."""
     code = native.INTEGRATOR_CODES.get(integrator) if type(integrator) is str else None
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
-            or not 0.0 < dt < np.inf or euler_damping not in (True, False) or constraints not in (True, False)):
+            or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
         return None
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
@@ -219,7 +219,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if warm is not None:
         if type(warm) is not np.ndarray or warm.dtype != np.float64 or warm.shape not in ((model.nv,), (N, model.nv)):
             return None
-        warm = warm.reshape(N, model.nv) if warm.ndim == q.ndim else np.tile(warm, (N, 1))
+        warm = np.ascontiguousarray(warm.reshape(N, model.nv) if warm.ndim == q.ndim else np.tile(warm, (N, 1)))
     if constraints:
         if not model.__dict__.get("constraints_ready"):
             constraint.prepare_compiled(model)
@@ -228,9 +228,9 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     else:
         warm = None
     damping = bool(code == 0 and euler_damping and model.kept("any_damping", _any_damping))
-    options = (float(dt), 1, code, native.compiled_actuators(model, model.actuators), inputs[0], inputs[1], None,
-               damping, False, bool(constraints), warm)
     try:
+        options = (float(dt), 1, code, native.compiled_actuators(model, model.actuators), inputs[0], inputs[1], None,
+                   damping, False, bool(constraints), warm)
         Q, QD, _, stopped, _, near, warm_out = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv), options)
     except (PhysaiError, ValueError):
         return None
@@ -247,6 +247,9 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         for k in set(near) - {-1}:
             _warn_near(model, k)
     return Q[:, 1], QD[:, 1], warm_out
+
+
+_BOOLS = (bool, np.bool_)
 
 
 def _any_damping(model) -> bool:
