@@ -218,6 +218,8 @@ struct CompiledModel {
     ConstraintPtr constraint_one;
     RowsOut constraint_out;
     ConstrainedSimPtr sim_one;                                          // short rollouts of one state (the GIL kept)
+    std::mutex sims_lock;                                               // constrained rollouts on threads: a workspace
+    std::vector<ConstrainedSimPtr> sims;                                // per thread, kept (one call at a time)
     StepDerivativePtr step_derivative_one;                              // step_derivatives of one state (the GIL kept)
     std::mutex pool_lock;
     std::vector<ConstraintPtr> pool;
@@ -683,7 +685,18 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
         int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
         if (r.constrained) {                                           // one at a time: cpp/simulate.h
             T = int(std::min<int64_t>(int64_t(num_threads()), N));
-            threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) { ck.simulate(m, *act, r, lo, hi); });
+            std::unique_lock<std::mutex> kept(nm.sims_lock, std::defer_lock);     // the kept workspaces, unless in use
+            if (!in_run()) kept.try_lock();
+            if (kept) {                                                // made for these actuators, one per thread
+                for (auto &w : nm.sims)
+                    if (!ck.sim_fits(w.get(), m, *act)) w = ConstrainedSimPtr(ck.create_sim(m, *act));
+                while (nm.sims.size() < size_t(T)) nm.sims.emplace_back(ck.create_sim(m, *act));
+            }
+            std::atomic<int> slot{0};
+            threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) {
+                if (kept) ck.simulate_in(*nm.sims[size_t(slot.fetch_add(1))], m, *act, r, lo, hi);
+                else ck.simulate(m, *act, r, lo, hi);
+            });
         } else {
             threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
                 lanes.simulate(m, *act, r, lo, hi);
