@@ -406,6 +406,14 @@ struct Argument {
 };
 std::vector<Argument> SIGNATURES[NOPS];
 
+// the lock of workspaces a compiled model keeps for a call's threads, taken if free; not taken (the call makes its own)
+// when another call holds it, or when this thread's own run does (a nested call from a signal handler in its poll)
+std::unique_lock<std::mutex> kept_workspaces(std::mutex &lock) {
+    std::unique_lock<std::mutex> kept(lock, std::defer_lock);
+    if (!in_run()) kept.try_lock();
+    return kept;
+}
+
 // obj as a float64 NumPy array of nd dimensions (aligned, in the machine's byte order, strides in whole doubles, any
 // sign or 0), read in place; null for anything else (no DLPack: a fraction of a microsecond less per argument)
 PyArrayObject *float64_array(nb::handle obj, int nd) {
@@ -421,13 +429,11 @@ PyArrayObject *float64_array(nb::handle obj, int nd) {
 // into a copy where its entries are strided; batch: N, or -1 while every state argument so far is a single state
 void read_state(nb::handle obj, const char *name, int64_t size, bool batched, Input &in, int64_t &batch,
                 std::vector<std::vector<double>> &copies) {
-    if (!PyArray_Check(obj.ptr())) fail("type", name);
-    PyArrayObject *arr = reinterpret_cast<PyArrayObject *>(obj.ptr());
-    if (PyArray_TYPE(arr) != NPY_DOUBLE || !PyArray_ISALIGNED(arr) || PyArray_ISBYTESWAPPED(arr)) fail("type", name);
+    PyArrayObject *arr =
+        PyArray_Check(obj.ptr()) ? float64_array(obj, PyArray_NDIM(reinterpret_cast<PyArrayObject *>(obj.ptr()))) : nullptr;
+    if (!arr) fail("type", name);
     int ndim = PyArray_NDIM(arr);
     const npy_intp *shp = PyArray_DIMS(arr), *str = PyArray_STRIDES(arr);
-    for (int t = 0; t < ndim; t++)
-        if (str[t] % npy_intp(sizeof(double)) != 0) fail("type", name);
     const double *data = static_cast<const double *>(PyArray_DATA(arr));
     int64_t n = 1, stride_state = 0, stride_entry;
     if (ndim == 1 && !batched) {
@@ -523,8 +529,7 @@ void run_states(CompiledModel &nm, const Call &c, int64_t N, Failures &failures)
         int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
         int64_t piece = std::max<int64_t>(1, 20000 / cost_per_state(m, c.op) / BLOCK) * BLOCK;
         std::atomic<bool> stop{false};
-        std::unique_lock<std::mutex> kept(nm.threads_lock, std::defer_lock);   // the kept workspaces, unless in use (or
-        if (!in_run()) kept.try_lock();                                         // held by this thread's run: a nested call)
+        std::unique_lock<std::mutex> kept = kept_workspaces(nm.threads_lock);
         if (kept) {
             if (nm.threads_variant != variant) nm.threads_work.clear(), nm.threads_variant = variant;
             while (nm.threads_work.size() < size_t(T)) nm.threads_work.emplace_back(workspace(scalar::kernels, m), workspace(lanes, m));
@@ -685,8 +690,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
         int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
         if (r.constrained) {                                           // one at a time: cpp/simulate.h
             T = int(std::min<int64_t>(int64_t(num_threads()), N));
-            std::unique_lock<std::mutex> kept(nm.sims_lock, std::defer_lock);     // the kept workspaces, unless in use
-            if (!in_run()) kept.try_lock();
+            std::unique_lock<std::mutex> kept = kept_workspaces(nm.sims_lock);
             if (kept) {                                                // made for these actuators, one per thread
                 for (auto &w : nm.sims)
                     if (!ck.sim_fits(w.get(), m, *act)) w = ConstrainedSimPtr(ck.create_sim(m, *act));
@@ -923,14 +927,15 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     int T = int(std::min<int64_t>(int64_t(num_threads()), N / 4));
     std::vector<ConstraintPtr> own;                                    // a call's own, when another holds the pool
     std::vector<RowsOut> own_out;
-    std::unique_lock<std::mutex> pool(nm.pool_lock, std::defer_lock);
+    std::unique_lock<std::mutex> pool;
     if (T <= 1) {
         if (!nm.constraint_one) nm.constraint_one = ConstraintPtr(kern.create(m));
         clear(nm.constraint_out);
         kern.run(m, *nm.constraint_one, c, 0, N, nm.constraint_out, failures);
         outs.push_back(&nm.constraint_out);
     } else {
-        bool shared = !in_run() && pool.try_lock();                  // not when this thread's run holds it (nested)
+        pool = kept_workspaces(nm.pool_lock);
+        bool shared = pool.owns_lock();
         std::vector<ConstraintPtr> &works = shared ? nm.pool : own;
         std::vector<RowsOut> &rows = shared ? nm.pool_out : own_out;
         while (works.size() < size_t(T)) works.emplace_back(kern.create(m));
