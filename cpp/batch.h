@@ -60,6 +60,12 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
         else frame_motion(m, d, c.link, c.point, qd, x[2], o[0], o[1]);
         return OK;
     }
+    if (c.op == COM_JACOBIAN) {                                        // positions and motion subspaces: no inertias
+        int st = kinematics(m, d, q);
+        if (st != OK) return st;
+        motion_subspaces(m, d);
+        return com_jacobian(m, d, o[0]);
+    }
     int st = position_stages(m, d, q);
     if (st != OK) return st;
     T *out = o[0];
@@ -68,9 +74,8 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
         case BIAS: com_vel(m, d, qd); rne(m, d, qd, (const T *)nullptr, out); return OK;
         case GRAVITY: rne(m, d, (const T *)nullptr, (const T *)nullptr, out); return OK;
         case MASS_MATRIX: crb(m, d, out); return OK;
-        case MOMENTUM_MATRIX: composite_inertias(m, d); momentum_matrix(m, d, out); return OK;
-        case MOMENTUM_MATRIX_DOT: com_vel(m, d, qd); composite_inertias(m, d); momentum_matrix_dot(m, d, out); return OK;
-        case COM_JACOBIAN: composite_inertias(m, d); com_jacobian(m, d, out); return OK;
+        case MOMENTUM_MATRIX: composite_inertias(m, d); return momentum_matrix(m, d, out);
+        case MOMENTUM_MATRIX_DOT: com_vel(m, d, qd); composite_inertias(m, d); return momentum_matrix_dot(m, d, out);
         case FORWARD_DYNAMICS: com_vel(m, d, qd); return forward_dynamics(m, d, qd, x[2], out);
         case ABA: com_vel(m, d, qd); return aba(m, d, qd, x[2], out);
         case KINETIC_ENERGY: com_vel(m, d, qd); out[0] = energy_vel(m, d, qd); return OK;

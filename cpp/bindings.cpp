@@ -290,6 +290,11 @@ void make_model(CompiledModel *self, nb::handle mapping) {
             hinge[size_t(i)] = !t, slide[size_t(i)] = !trig;
         }
         m.link_hinge = hinge.data(), m.link_slide = slide.data();
+        // each link's subtree's mass: a backward pass over links (support.subtree_masses)
+        std::vector<double> &subtree = nm->arrays.doubles.emplace_back(m.link_mass, m.link_mass + L);
+        for (int64_t i = L - 1; i >= 0; i--)
+            if (m.link_parentid[i] >= 0) subtree[size_t(m.link_parentid[i])] += subtree[size_t(i)];
+        m.link_subtreemass = subtree.data();
         // M's rows (model.h): row i is its parent's row, then i
         std::vector<int64_t> rownnz(static_cast<size_t>(V)), rowadr(static_cast<size_t>(V)), colind;
         for (int64_t i = 0; i < V; i++) {

@@ -53,10 +53,11 @@ template <class T> using Vec = std::vector<T, Aligned<T>>;
 
 // the smooth stages' quantities (physai.engine.data.Data): per link xmat (9), xpos (3), step (3: R_parent p_loc),
 // cpos (3), cipos (3), cinert, crb, cfrc (6), the articulated-body quantities IA (36), pA (6), U (18), Dinv (9), u (3),
-// c (6), crb_dot (36: the composite inertias' rate, centroidal.momentum_matrix_dot); per dof cdof, cdof_dot (6); cvel,
-// cacc (nlink + 1, 6: the world last); qM (nv, nv)
+// c (6), crb_dot (36: the composite inertias' rate, centroidal.momentum_matrix_dot), subtree_moment (3: sum over the
+// subtree of m (cpos + R ipos), support.h's com_jacobian); per dof cdof, cdof_dot (6); cvel, cacc (nlink + 1, 6: the
+// world last); qM (nv, nv)
 template <class T> struct Data {
-    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c, crb_dot;
+    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c, crb_dot, subtree_moment;
     Vec<Inertia<T>> cinert, crb;
     std::vector<int64_t> path;                                          // links from a tree's root to one link (smooth.h)
     explicit Data(const Model &m) {
@@ -64,7 +65,7 @@ template <class T> struct Data {
         xmat.resize(9 * L), xpos.resize(3 * L), step.resize(3 * L), cpos.resize(3 * L), cipos.resize(3 * L);
         cdof.resize(6 * V), cvel.resize(6 * (L + 1)), cdof_dot.resize(6 * V), cacc.resize(6 * (L + 1)), cfrc.resize(6 * L);
         qM.resize(V * V), IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
-        c.resize(6 * L), crb_dot.resize(36 * L);
+        c.resize(6 * L), crb_dot.resize(36 * L), subtree_moment.resize(3 * L);
         cinert.resize(L), crb.resize(L), path.resize(L);
     }
     // a link's row of cvel and cacc; the world's (the last row) for i = -1

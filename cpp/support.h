@@ -132,9 +132,9 @@ template <class T> double centre_of_mass(const Model &m, const Data<T> &d, T *c)
 // the centroidal momentum matrix A_g (6, nv, row-major: linear, then angular about the model's centre of mass c) into
 // out, from a Data after com_pos and composite_inertias (support.momentum_matrix): column j is dof j's subtree's
 // momentum F = Ic S_j (angular about the centre of j's tree, linear), its angular part moved to c: F_ang + (ctr - c) x F_lin
-template <class T> void momentum_matrix(const Model &m, Data<T> &d, T *out) {
+template <class T> int momentum_matrix(const Model &m, Data<T> &d, T *out) {
     T c[3];
-    centre_of_mass(m, d, c);
+    if (!(centre_of_mass(m, d, c) > 0)) return NONFINITE;              // no mass: no centre of mass
     int nv = m.nv;
     for (int j = 0; j < nv; j++) {
         int64_t l = m.dof_linkid[j];
@@ -145,27 +145,44 @@ template <class T> void momentum_matrix(const Model &m, Data<T> &d, T *out) {
         cross(r, F + 3, rF);
         for (int a = 0; a < 3; a++) out[a * nv + j] = F[3 + a], out[(3 + a) * nv + j] = F[a] + rF[a];
     }
+    return OK;
 }
 
-// the centre of mass's Jacobian (3, nv, row-major) into out: momentum_matrix's linear rows over the mass, column j the
-// linear momentum of dof j's subtree moving at cdof_j over the mass (centroidal.com_jacobian), from a Data after com_pos
-// and composite_inertias
-template <class T> void com_jacobian(const Model &m, Data<T> &d, T *out) {
+// the centre of mass's Jacobian (3, nv, row-major) into out, from a Data after kinematics and motion_subspaces
+// (support.com_jacobian; MuJoCo's mj_jacSubtreeCom of the world): momentum_matrix's linear rows over the mass without
+// the inertias. Column j of link l: (m_sub S_lin + S_ang x h_sub) / mass, h_sub = sum over l's subtree of m_k (cpos_k +
+// R_k ipos_k)
+template <class T> int com_jacobian(const Model &m, Data<T> &d, T *out) {
     double total = m.static_mass;
     for (int i = 0; i < m.nlink; i++) total += m.link_mass[i];
-    int nv = m.nv;
-    for (int j = 0; j < nv; j++) {
-        T F[6];
-        inertia_times(d.crb[m.dof_linkid[j]], &d.cdof[6 * j], F);
-        for (int a = 0; a < 3; a++) out[a * nv + j] = F[3 + a] / total;
+    if (!(total > 0)) return NONFINITE;                                // no mass: no centre of mass
+    T *h = d.subtree_moment.data();
+    for (int i = 0; i < m.nlink; i++) {                                // h = m (cpos + R ipos)
+        T Rp[3];
+        mat3_times(&d.xmat[9 * i], &m.link_ipos[3 * i], Rp);
+        for (int a = 0; a < 3; a++) h[3 * i + a] = m.link_mass[i] * (d.cpos[3 * i + a] + Rp[a]);
     }
+    for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass over links: h_parent += h
+        int64_t p = m.link_parentid[i];
+        if (p >= 0)
+            for (int a = 0; a < 3; a++) h[3 * p + a] = h[3 * p + a] + h[3 * i + a];
+    }
+    int nv = m.nv;
+    for (int j = 0; j < nv; j++) {                                     // (m_sub S_lin + S_ang x h_sub) / mass
+        int64_t l = m.dof_linkid[j];
+        const T *S = &d.cdof[6 * j];
+        T wh[3];
+        cross(S, &h[3 * l], wh);
+        for (int a = 0; a < 3; a++) out[a * nv + j] = (m.link_subtreemass[l] * S[3 + a] + wh[a]) / total;
+    }
+    return OK;
 }
 
 // the rate of the centroidal momentum matrix A_g_dot (6, nv, row-major) into out, from a Data after com_pos, com_vel and
 // composite_inertias (centroidal._momentum_matrix_dot): I_k_dot = X + X^T, X = v_k x* I_k, summed over subtrees into
 // crb_dot; F_dot_j = Ic_dot S_j + Ic S_dot_j (S_dot_j: cdof_dot, or cvel of dof_turnlink x cdof for a ball's or free
 // joint's rotation dof); column j (F_lin_dot; F_ang_dot + (ctr - c) x F_lin_dot - c_dot x F_lin)
-template <class T> void momentum_matrix_dot(const Model &m, Data<T> &d, T *out) {
+template <class T> int momentum_matrix_dot(const Model &m, Data<T> &d, T *out) {
     for (int k = 0; k < m.nlink; k++) {                                // I_k_dot = X + X^T, X = v_k x* I_k
         T I[36], X[36], col[6];
         inertia_dense(d.cinert[k], I);
@@ -184,6 +201,7 @@ template <class T> void momentum_matrix_dot(const Model &m, Data<T> &d, T *out) 
     }
     T c[3], cdot[3];                                                   // c and its rate sum m_l (v_l + w_l x cipos_l) / mass
     double total = centre_of_mass(m, d, c);
+    if (!(total > 0)) return NONFINITE;                                // no mass: no centre of mass
     for (int a = 0; a < 3; a++) cdot[a] = splat<T>(0.0);
     for (int i = 0; i < m.nlink; i++) {
         const T *ci = &d.cipos[3 * i], *v = d.vel(i);
@@ -212,6 +230,7 @@ template <class T> void momentum_matrix_dot(const Model &m, Data<T> &d, T *out) 
         cross(r, Fd + 3, a1), cross(cdot, F + 3, a2);
         for (int a = 0; a < 3; a++) out[a * nv + j] = Fd[3 + a], out[(3 + a) * nv + j] = Fd[a] + a1[a] - a2[a];
     }
+    return OK;
 }
 
 }  // namespace

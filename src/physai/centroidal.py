@@ -18,15 +18,16 @@ import numpy as np
 
 from physai.engine import Data, as_model, batching, native, support
 from physai.engine.model import Model
-from physai.engine.smooth import (composite_inertias, cross_force, cross_motion, inertia_times, position_stages, subtree_sums,
-                                  velocity_stages)
+from physai.engine.smooth import (composite_inertias, cross_force, cross_motion, inertia_times, kinematics, motion_subspaces,
+                                  position_stages, subtree_sums, velocity_stages)
 from physai.exceptions import InvalidModelError
 from physai.kinematics import body_poses
 from physai.validation import states
 
 
 def _massive(model) -> tuple[Model, float]:
-    """(the Model, its total mass [kg]); InvalidModelError when the mass is zero (no centre of mass)."""
+    """(the Model, its total mass [kg]); InvalidModelError when the mass is zero (no centre of mass). Also the compiled
+    kernels' check (native.Kernel's, run only when a call fails: they return NONFINITE for a model without mass)."""
     model = model if type(model) is Model else as_model(model)
     total = model.total_mass
     if not total > 0:
@@ -43,33 +44,24 @@ def com(model, q) -> np.ndarray:
     return np.einsum("b,...bi->...i", model.body_mass, centres) / total
 
 
-def com_jacobian(model, q) -> np.ndarray:
+@native.dispatch("com_jacobian", "the centre of mass's Jacobian", batching.result, check=_massive)
+def com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
     """Jacobian (3, nv) of the centre of mass, c_dot = Jc qd [m/s], or (N, 3, nv) for q (N, nq): the momentum matrix's
-    linear rows over the mass, A_g[:3] / sum_b m_b (one compiled call on the compiled backend; MuJoCo's mj_jacSubtreeCom
-    of the world; Pinocchio's jacobianCenterOfMass divides by the moving mass instead, see the module docstring).
+    linear rows over the mass, A_g[:3] / sum_b m_b, from the positions and motion subspaces alone (the subtrees' masses
+    and mass moments: support.com_jacobian; one compiled call on the compiled backend; MuJoCo's mj_jacSubtreeCom of the
+    world; Pinocchio's jacobianCenterOfMass divides by the moving mass instead, see the module docstring).
     InvalidModelError for a model without mass."""
     model, _ = _massive(model)
-    return _com_jacobian(model, q)
-
-
-def _from_composite_inertias(model, q, data, result, what: str) -> np.ndarray:
-    """result(model, d) (engine layout) after the position stages and the composite inertias, for one state or N."""
-    model = as_model(model)
 
     def compute(d, q):
-        position_stages(model, d, q)
-        composite_inertias(model, d)
-        return result(model, d)
-    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), what)
+        kinematics(model, d, q)
+        motion_subspaces(model, d)
+        return support.com_jacobian(model, d)
+    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centre of mass's Jacobian")
 
 
-@native.dispatch("com_jacobian", "the centre of mass's Jacobian", batching.result)
-def _com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
-    """com_jacobian of a model with mass (the NumPy text of cpp/support.h's com_jacobian)."""
-    return _from_composite_inertias(model, q, data, support.com_jacobian, "the centre of mass's Jacobian")
-
-
-def momentum_matrix(model, q) -> np.ndarray:
+@native.dispatch("momentum_matrix", "the centroidal momentum matrix", batching.result, check=_massive)
+def momentum_matrix(model, q, *, data: Data | None = None) -> np.ndarray:
     """The centroidal momentum matrix A_g (6, nv), or (N, 6, nv) for q (N, nq): h_g = A_g qd is the whole body's
     momentum, rows (linear: sum_b m_b v_b [kg m/s]; angular about the centre of mass c: sum_b I_b w_b + m_b (c_b - c) x
     v_b [kg m^2/s]), with v_b the velocity of body b's centre of mass c_b, w_b its angular velocity and I_b its inertia
@@ -78,13 +70,12 @@ def momentum_matrix(model, q) -> np.ndarray:
     MuJoCo's subtree_linvel[0]; subtree_angmom[0]) after mj_subtreeVel, and Pinocchio's ccrba moved to this c.
     InvalidModelError for a model without mass."""
     model, _ = _massive(model)
-    return _momentum_matrix(model, q)
 
-
-@native.dispatch("momentum_matrix", "the centroidal momentum matrix", batching.result)
-def _momentum_matrix(model, q, *, data: Data | None = None) -> np.ndarray:
-    """momentum_matrix of a model with mass (the NumPy text of cpp/support.h's momentum_matrix)."""
-    return _from_composite_inertias(model, q, data, support.momentum_matrix, "the centroidal momentum matrix")
+    def compute(d, q):
+        position_stages(model, d, q)
+        composite_inertias(model, d)
+        return support.momentum_matrix(model, d)
+    return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centroidal momentum matrix")
 
 
 def momentum(model, q, qd) -> np.ndarray:
@@ -96,26 +87,21 @@ def momentum(model, q, qd) -> np.ndarray:
     return np.einsum("...ij,...j->...i", A, V.T if batch is not None else V[:, 0])
 
 
-def momentum_matrix_dot(model, q, qd) -> np.ndarray:
+@native.dispatch("momentum_matrix_dot", "the rate of the centroidal momentum matrix", batching.result, check=_massive)
+def momentum_matrix_dot(model, q, qd, *, data: Data | None = None) -> np.ndarray:
     """The time derivative of momentum_matrix along velocity qd, A_g_dot (6, nv), or (N, 6, nv): the rate of the
     centroidal momentum is h_g_dot = A_g qdd + A_g_dot qd (Pinocchio's dccrba, about physai's centre of mass). One
-    compiled call on the compiled backend (cpp/support.h's momentum_matrix_dot); see _momentum_matrix_dot for the
-    formulas. InvalidModelError for a model without mass."""
-    model, _ = _massive(model)
-    return _momentum_matrix_dot(model, q, qd)
+    compiled call on the compiled backend (cpp/support.h's momentum_matrix_dot). InvalidModelError for a model without
+    mass.
 
-
-@native.dispatch("momentum_matrix_dot", "the rate of the centroidal momentum matrix", batching.result)
-def _momentum_matrix_dot(model, q, qd, *, data: Data | None = None) -> np.ndarray:
-    """momentum_matrix_dot of a model with mass (the NumPy text of cpp/support.h's momentum_matrix_dot). Column j of A_g
-    is dof j's subtree momentum F_j = Ic S_j (about its tree's centre O, a point fixed at this instant), its angular part
-    moved to the centre of mass c; so, with v_k each link's velocity (cvel) and S_dot_j the rate of column j (cdof_dot;
-    for a ball's or a free joint's rotation, cvel of its own link x S_j, as mj_jacDot):
+    The formulas (this NumPy text's and the C++'s): column j of A_g is dof j's subtree momentum F_j = Ic S_j (about
+    its tree's centre O, a point fixed at this instant), its angular part moved to the centre of mass c; so, with
+    v_k each link's velocity (cvel) and S_dot_j the rate of column j (cdof_dot; for a ball's or a free joint's
+    rotation, cvel of its own link x S_j, as mj_jacDot):
         Ic_dot = sum over the subtree of I_k_dot,   I_k_dot = v_k x* I_k - I_k v_k x = X + X^T,  X = v_k x* I_k
         F_j_dot = Ic_dot S_j + Ic S_dot_j
         A_g_dot column j = (F_lin_dot;  F_ang_dot + (O - c) x F_lin_dot - c_dot x F_lin)"""
-    model = as_model(model)
-    total = model.total_mass
+    model, total = _massive(model)
 
     def compute(d, q, qd):
         velocity_stages(model, d, q, qd)

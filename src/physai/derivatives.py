@@ -138,8 +138,8 @@ def _rnea_derivatives(model: Model, d: engine.Data, q: np.ndarray, qd: np.ndarra
 
 
 #: the compiled kernels (physai.engine.native), named as the NumPy text names a result that is not finite
-_RNEA_DERIVATIVES = native.Kernel("rnea_derivatives", "rnea derivatives", batching.result)
-_FORWARD_DYNAMICS_DERIVATIVES = native.Kernel("forward_dynamics_derivatives", "forward dynamics derivatives", batching.result)
+_RNEA_DERIVATIVES = native.kernel("rnea_derivatives", "rnea derivatives", batching.result)
+_FORWARD_DYNAMICS_DERIVATIVES = native.kernel("forward_dynamics_derivatives", "forward dynamics derivatives", batching.result)
 
 
 def rnea_derivatives(model, q, qd, qdd, *, data: engine.Data | None = None):

@@ -22,7 +22,7 @@ import numpy as np
 
 from physai import validation
 from physai.engine import Data, as_model, native
-from physai.kinematics import check_reference, frame_poses
+from physai.kinematics import check_reference, frame_in_link, frame_poses
 from physai.spatial import skew
 from physai.engine.smooth import com_pos, com_vel, kinematics, motion_subspaces
 from physai.engine.support import point_jacobian_dots, point_jacobians
@@ -31,7 +31,8 @@ from physai.engine.model import Model
 
 
 #: the compiled (Jp; Jr) (6, nv) of a point fixed in a link, and its rate (cpp/support.h's jacobian, jacobian_dot)
-JACOBIAN_KERNEL, JACOBIAN_DOT_KERNEL = native.Kernel("jacobian"), native.Kernel("jacobian_dot")
+JACOBIAN_KERNEL, JACOBIAN_DOT_KERNEL = native.kernel("jacobian"), native.kernel("jacobian_dot")
+JACOBIAN = native.OPS.get("jacobian")
 
 
 def point_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray) -> np.ndarray:
@@ -84,10 +85,16 @@ def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_wor
     kinematics.REFERENCES (see the module docstring); q (N, nq) gives (N, 6, nv). Equals MuJoCo's mj_jacSite (jacp; jacr) for
     "local_world_aligned" and Pinocchio's getFrameJacobian with LOCAL_WORLD_ALIGNED, WORLD and LOCAL (velocities in
     MuJoCo's coordinates: physai.conventions for a free joint). A frame welded to the world has zeros."""
-    model = model if type(model) is Model else as_model(model)
-    link, point, _ = model.frame_in_link(frame)
+    found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None   # a name seen before
+    if found is None:
+        model, found = frame_in_link(model, frame)
+    link, point, _ = found
     if link >= 0 and reference == "local_world_aligned" and native.on:     # one compiled call, the point in its link
-        return JACOBIAN_KERNEL(model, q, link, point)
+        try:
+            return native.call(model.compiled, JACOBIAN, q, link, point)    # a Model seen before: no other Python call
+        except (native.KernelError, TypeError):
+            pass
+        return JACOBIAN_KERNEL(model, q, link, point)                      # compiles, converts, or names the error
     check_reference(reference)
     b, offset, turn = model.frame(frame)
     if b < 0:
@@ -113,8 +120,10 @@ def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, referen
     NumPy text's support.point_jacobian_dots); "world" and "local" the derivatives of those rows (Pinocchio's
     getFrameJacobianTimeVariation): d/dt (Jp + [p] Jr) = Jp_dot + [pdot] Jr + [p] Jr_dot, d/dt (R^T J) = R^T (J_dot -
     [w] J)."""
-    model = model if type(model) is Model else as_model(model)
-    link, in_link, turn = model.frame_in_link(frame)
+    found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None
+    if found is None:
+        model, found = frame_in_link(model, frame)
+    link, in_link, turn = found
     if reference == "local_world_aligned" and native.on and link >= 0:     # one compiled call
         return JACOBIAN_DOT_KERNEL(model, q, qd, link, in_link)
     check_reference(reference)

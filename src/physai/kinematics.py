@@ -26,7 +26,7 @@ from physai.engine.model import Model
 
 _BODY_POSES = native.Kernel("body_poses")                    # the compiled poses of every body
 #: the motion of a point fixed in a link (cpp/support.h's frame_motion): (pdot; w) = J qd, and (pddot; alpha) = J qdd + J_dot qd
-FRAME_VELOCITY_KERNEL, FRAME_ACCELERATION_KERNEL = native.Kernel("frame_velocity"), native.Kernel("frame_acceleration")
+FRAME_VELOCITY_KERNEL, FRAME_ACCELERATION_KERNEL = native.kernel("frame_velocity"), native.kernel("frame_acceleration")
 
 
 def body_poses(model, q) -> tuple[np.ndarray, np.ndarray]:
@@ -87,6 +87,13 @@ def check_reference(reference: str) -> None:
         raise InvalidArgumentError(f"reference is {reference!r}; expected one of {', '.join(map(repr, REFERENCES))}")
 
 
+def frame_in_link(model, frame: str) -> tuple[Model, tuple]:
+    """(the model as a Model, Model.frame_in_link(frame): (link, pos (3,), rot (3, 3))). The frame functions' fast
+    paths read Model.frame_links first, in line (a dict lookup for a name seen before; a call costs as much again)."""
+    model = as_model(model)
+    return model, model.frame_in_link(frame)
+
+
 def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
     """(the frame's world origin p, rotation R, pdot, w, and, with qdd, pddot and the angular acceleration alpha), each
     (n, 3) or (n, 3, 3) (p and R None on the compiled backend for "local_world_aligned"); batch (None for one state).
@@ -94,8 +101,7 @@ def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
     frame_motion): (pdot; w) = J qd, (pddot; alpha) = J qdd + J_dot qd; on the NumPy engine from its stages: cvel and
     (rne without gravity) cacc of the frame's link, about the centre of its tree."""
     check_reference(reference)
-    model = model if type(model) is Model else as_model(model)
-    link, in_link, turn = model.frame_in_link(frame)
+    model, (link, in_link, turn) = frame_in_link(model, frame)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv)) if qdd is None else dict(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
     X, batch = states(**arrays)
     Q, V = X[0], X[1]
@@ -138,8 +144,10 @@ def frame_velocity(model, q, qd, frame: str, reference: str = "local_world_align
     the world origin, "local" (R^T pdot; R^T w). Equals frame_jacobian(model, q, frame, reference) @ qd (Pinocchio's
     getFrameVelocity)."""
     if reference == "local_world_aligned" and native.on:      # one compiled call
-        model = model if type(model) is Model else as_model(model)
-        link, in_link, _ = model.frame_in_link(frame)
+        found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None
+        if found is None:
+            model, found = frame_in_link(model, frame)
+        link, in_link, _ = found
         if link >= 0:
             return FRAME_VELOCITY_KERNEL(model, q, qd, link, in_link)
     (p, R, pdot, w, _, _), batch = _frame_motion(model, q, qd, None, frame, reference)
@@ -164,8 +172,10 @@ def frame_acceleration(model, q, qd, qdd, frame: str, reference: str = "local_wo
     if not isinstance(classical, bool):
         raise InvalidArgumentError(f"classical must be True or False, got {classical!r}")
     if reference == "local_world_aligned" and classical and native.on:     # one compiled call
-        model = model if type(model) is Model else as_model(model)
-        link, in_link, _ = model.frame_in_link(frame)
+        found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None
+        if found is None:
+            model, found = frame_in_link(model, frame)
+        link, in_link, _ = found
         if link >= 0:
             return FRAME_ACCELERATION_KERNEL(model, q, qd, qdd, link, in_link)[1]
     (p, R, pdot, w, pddot, alpha), batch = _frame_motion(model, q, qd, qdd, frame, reference)

@@ -21,8 +21,8 @@ from physai.exceptions import InvalidArgumentError, InvalidStateError
 
 
 #: the compiled integrate and difference (physai.engine.native), named as the NumPy text names a result that is not finite
-_INTEGRATE = native.Kernel("integrate", "integrate", batching.result)
-_DIFFERENCE = native.Kernel("difference", "difference", batching.result)
+_INTEGRATE = native.kernel("integrate", "integrate", batching.result)
+_DIFFERENCE = native.kernel("difference", "difference", batching.result)
 
 
 def integrate(model: Model, q, qd, dt) -> np.ndarray:

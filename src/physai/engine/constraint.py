@@ -757,7 +757,7 @@ def _kernel_options(model: Model, options: tuple) -> tuple:
     return (contacts, None if active is None else np.ascontiguousarray(active, bool), *rest)
 
 
-_ROWS, _FORWARD, _INVERSE = (native.Kernel(name, options=_kernel_options)
+_ROWS, _FORWARD, _INVERSE = (native.kernel(name, options=_kernel_options)
                              for name in ("constraint_rows", "constraint_forward", "constraint_inverse"))
 
 

@@ -162,6 +162,9 @@ class Model:
     link_transforms physai.joints.LinkTransforms: jcalc of every link, link_transforms(q) -> (nlink, 3, 4, n)
     link_parents    list: link_parentid as a Python list (the per-link loops index lists faster than arrays)
     backward_links  list: the links that have a parent, deepest first: the order of every backward pass
+    total_mass      float: the mass of every body, those welded to the world included [kg]
+    frame_links     dict: frame_in_link's results by name, made as they are asked for (the frame functions' fast paths
+                    read it in line: a plain attribute and a dict lookup for a name seen before)
     dof_linkid      (nv,)           the link a dof moves
     dof_parentid    (nv,)           previous dof towards the root, -1 at a root
     dof_motion      (nv, 6)         motion subspace S of each dof in its link frame about the link origin
@@ -279,6 +282,8 @@ class Model:
         parents = self.link_parentid.tolist()
         object.__setattr__(self, "link_parents", parents)
         object.__setattr__(self, "backward_links", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
+        object.__setattr__(self, "total_mass", float(self.body_mass.sum()))
+        object.__setattr__(self, "frame_links", {})
 
     compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
 
@@ -377,7 +382,7 @@ class Model:
     def frame_in_link(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
         """(link, pos (3,), rot (3, 3)) of the frame `name` (Model.frame) in the frame of the engine link it moves with;
         link -1: fixed in the world (pos, rot in world coordinates). Made once per name and kept."""
-        found = self._frame_links.get(name) if type(name) is str else None
+        found = self.frame_links.get(name) if type(name) is str else None
         if found is None:
             b, pos, rot = self.frame(name)
             if b < 0:
@@ -387,18 +392,9 @@ class Model:
             for a in found[1:]:
                 a.setflags(write=False)
             if isinstance(name, str):
-                self._frame_links[name] = found
+                self.frame_links[name] = found
         return found
 
-    @cached_property
-    def _frame_links(self) -> dict:
-        """frame_in_link's results by name, made as they are asked for."""
-        return {}
-
-    @cached_property
-    def total_mass(self) -> float:
-        """The mass of every body, those welded to the world included [kg]."""
-        return float(self.body_mass.sum())
 
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
