@@ -64,6 +64,7 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
         int st = kinematics(m, d, q);
         if (st != OK) return st;
         motion_subspaces(m, d);
+        subtree_moments(m, d);
         return com_jacobian(m, d, o[0]);
     }
     int st = position_stages(m, d, q);

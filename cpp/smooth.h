@@ -7,12 +7,14 @@
 //     com_vel(m, d, qd)           velocities                       cvel, cdof_dot
 //     rne(m, d, qd, qdd, out)     recursive Newton-Euler           cacc, cfrc, qfrc
 //     crb(m, d, out)              composite rigid bodies           crb, qM
+//     subtree_moments(m, d)       the subtrees' mass moments       subtree_moment (the CoM Jacobian's)
 //     position_stages, velocity_stages   kinematics and com_pos; then com_vel
 //     path_stages(m, d, q, qd, l) the poses, cdof (and velocities) of l and its ancestors alone: a point's Jacobian
 //     energy_vel, energy_pos      the kinetic and potential energies (MuJoCo's mj_energyVel, mj_energyPos)
 #pragma once
 
 #include <algorithm>
+#include <cstring>
 
 #include "data.h"
 #include "model.h"
@@ -142,6 +144,22 @@ template <class T> void com_pos(const Model &m, Data<T> &d) {
 // motion subspaces cdof about the centres alone (com_pos's last part; smooth.motion_subspaces): for Jacobians
 template <class T> void motion_subspaces(const Model &m, Data<T> &d) {
     for (int j = 0; j < m.nv; j++) dof_subspace(m, d, j);
+}
+
+// each link's subtree's mass moment about its tree's centre, subtree_moment (3): the sum over the subtree of
+// m_k (cpos_k + R_k ipos_k), from a Data after kinematics (smooth.subtree_moments; support.h's com_jacobian reads it)
+template <class T> void subtree_moments(const Model &m, Data<T> &d) {
+    T *h = d.subtree_moment.data();
+    for (int i = 0; i < m.nlink; i++) {                                // h = m (cpos + R ipos)
+        T Rp[3];
+        mat3_times(&d.xmat[9 * i], &m.link_ipos[3 * i], Rp);
+        for (int a = 0; a < 3; a++) h[3 * i + a] = m.link_mass[i] * (d.cpos[3 * i + a] + Rp[a]);
+    }
+    for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass over links: h_parent += h
+        int64_t p = m.link_parentid[i];
+        if (p >= 0)
+            for (int a = 0; a < 3; a++) h[3 * p + a] = h[3 * p + a] + h[3 * i + a];
+    }
 }
 
 // link i's velocity cvel = cvel_parent + S qd, from its parent's
@@ -277,7 +295,8 @@ template <class T> void rne(const Model &m, Data<T> &d, const T *qd, const T *qd
 
 // composite inertias d.crb: each link's subtree's spatial inertia about the centre (smooth.composite_inertias)
 template <class T> void composite_inertias(const Model &m, Data<T> &d) {
-    for (int i = 0; i < m.nlink; i++) d.crb[i] = d.cinert[i];
+    // Ic = I first (one memcpy, as MuJoCo's mju_copy: the copy loop of 13-lane structs compiled to a slow rep movsq)
+    std::memcpy(static_cast<void *>(d.crb.data()), d.cinert.data(), sizeof(Inertia<T>) * size_t(m.nlink));
     for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass over links: Ic_parent += Ic
         int64_t p = m.link_parentid[i];
         if (p < 0) continue;

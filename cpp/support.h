@@ -148,31 +148,20 @@ template <class T> int momentum_matrix(const Model &m, Data<T> &d, T *out) {
     return OK;
 }
 
-// the centre of mass's Jacobian (3, nv, row-major) into out, from a Data after kinematics and motion_subspaces
-// (support.com_jacobian; MuJoCo's mj_jacSubtreeCom of the world): momentum_matrix's linear rows over the mass without
-// the inertias. Column j of link l: (m_sub S_lin + S_ang x h_sub) / mass, h_sub = sum over l's subtree of m_k (cpos_k +
-// R_k ipos_k)
+// the centre of mass's Jacobian (3, nv, row-major) into out, from a Data after kinematics, motion_subspaces and
+// subtree_moments (support.com_jacobian; MuJoCo's mj_jacSubtreeCom of the world): momentum_matrix's linear rows over the
+// mass without the inertias. Column j of link l: (m_sub S_lin + S_ang x h_sub) / mass, m_sub = link_subtreemass[l],
+// h_sub = subtree_moment of l
 template <class T> int com_jacobian(const Model &m, Data<T> &d, T *out) {
     double total = m.static_mass;
     for (int i = 0; i < m.nlink; i++) total += m.link_mass[i];
     if (!(total > 0)) return NONFINITE;                                // no mass: no centre of mass
-    T *h = d.subtree_moment.data();
-    for (int i = 0; i < m.nlink; i++) {                                // h = m (cpos + R ipos)
-        T Rp[3];
-        mat3_times(&d.xmat[9 * i], &m.link_ipos[3 * i], Rp);
-        for (int a = 0; a < 3; a++) h[3 * i + a] = m.link_mass[i] * (d.cpos[3 * i + a] + Rp[a]);
-    }
-    for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass over links: h_parent += h
-        int64_t p = m.link_parentid[i];
-        if (p >= 0)
-            for (int a = 0; a < 3; a++) h[3 * p + a] = h[3 * p + a] + h[3 * i + a];
-    }
     int nv = m.nv;
-    for (int j = 0; j < nv; j++) {                                     // (m_sub S_lin + S_ang x h_sub) / mass
+    for (int j = 0; j < nv; j++) {
         int64_t l = m.dof_linkid[j];
         const T *S = &d.cdof[6 * j];
         T wh[3];
-        cross(S, &h[3 * l], wh);
+        cross(S, &d.subtree_moment[3 * l], wh);
         for (int a = 0; a < 3; a++) out[a * nv + j] = (m.link_subtreemass[l] * S[3 + a] + wh[a]) / total;
     }
     return OK;

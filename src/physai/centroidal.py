@@ -19,7 +19,7 @@ import numpy as np
 from physai.engine import Data, as_model, batching, native, support
 from physai.engine.model import Model
 from physai.engine.smooth import (composite_inertias, cross_force, cross_motion, inertia_times, kinematics, motion_subspaces,
-                                  position_stages, subtree_sums, velocity_stages)
+                                  position_stages, subtree_moments, subtree_sums, velocity_stages)
 from physai.exceptions import InvalidModelError
 from physai.kinematics import body_poses
 from physai.validation import states
@@ -56,6 +56,7 @@ def com_jacobian(model, q, *, data: Data | None = None) -> np.ndarray:
     def compute(d, q):
         kinematics(model, d, q)
         motion_subspaces(model, d)
+        subtree_moments(model, d)
         return support.com_jacobian(model, d)
     return batching.result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the centre of mass's Jacobian")
 

@@ -38,10 +38,13 @@ class Data:
     crb       (nlink, 6, 6, n)   composite inertia of the link and its subtree about the centre
     qM        (nv, nv, n)        joint-space inertia M(q), armature included
     crb_dot   (nlink, 6, 6, n)   the rate of crb (centroidal.momentum_matrix_dot)
+    subtree_moment (nlink, 3, n) the subtree's mass moment about the centre, sum m (cpos + R ipos) [kg m]
+                                 (smooth.subtree_moments: centroidal.com_jacobian)
     """
 
     __slots__ = ("model", "n", "xmat", "xpos", "center", "cpos", "cipos", "cinert", "cdof", "cvel", "cdof_dot",
-                 "cacc", "cfrc", "qfrc", "crb", "qM", "crb_dot")
+                 "cacc", "cfrc", "qfrc", "crb", "qM", "crb_dot",
+                 "subtree_moment")
 
     def __init__(self, model, n: int = 1):
         self.model = model                                # the Model this workspace belongs to

@@ -163,6 +163,7 @@ class Model:
     link_parents    list: link_parentid as a Python list (the per-link loops index lists faster than arrays)
     backward_links  list: the links that have a parent, deepest first: the order of every backward pass
     total_mass      float: the mass of every body, those welded to the world included [kg]
+    link_subtreemass (nlink,)       the mass of the link's subtree: itself and its descendants [kg]
     frame_links     dict: frame_in_link's results by name, made as they are asked for (the frame functions' fast paths
                     read it in line: a plain attribute and a dict lookup for a name seen before)
     dof_linkid      (nv,)           the link a dof moves
@@ -283,6 +284,11 @@ class Model:
         object.__setattr__(self, "link_parents", parents)
         object.__setattr__(self, "backward_links", [i for i in range(self.nlink) if parents[i] >= 0][::-1])
         object.__setattr__(self, "total_mass", float(self.body_mass.sum()))
+        subtree = self.link_mass.copy()                                   # backward pass over links: m_parent += m
+        for i in self.backward_links:
+            subtree[parents[i]] += subtree[i]
+        subtree.setflags(write=False)
+        object.__setattr__(self, "link_subtreemass", subtree)
         object.__setattr__(self, "frame_links", {})
 
     compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__

@@ -7,6 +7,7 @@ function by the compiled engine's cpp/smooth.h), for n states at once with the s
     com_vel(model, d, qd)       velocities                         cvel, cdof_dot               (mj_comVel)
     rne(model, d, qd, qdd)      recursive Newton-Euler             cacc, cfrc, qfrc             (mj_rne)
     composite_inertias(model, d)  the subtrees' inertias           crb
+    subtree_moments(model, d)   the subtrees' mass moments         subtree_moment               (for the CoM Jacobian)
     crb(model, d)               composite rigid bodies             crb, qM                      (mj_crb)
     energy_pos(model, d, q), energy_vel(model, d, qd)      potential and kinetic energy     (mj_energyPos, mj_energyVel)
 
@@ -214,6 +215,13 @@ def subtree_sums(model: Model, x: np.ndarray) -> np.ndarray:
     for i in model.backward_links:
         np.add(outs[parents[i]], outs[i], out=outs[parents[i]])
     return out
+
+
+def subtree_moments(model: Model, d: Data) -> None:
+    """Each link's subtree's mass moment about its tree's centre, d.subtree_moment (nlink, 3, n): the sum over the
+    subtree of m_k (cpos_k + R_k ipos_k), from a Data with kinematics done (support.com_jacobian's input)."""
+    h = model.link_mass[:, None, None] * (d.cpos + np.einsum("bikn,bk->bin", d.xmat, model.link_ipos))
+    d.subtree_moment = subtree_sums(model, h)
 
 
 def composite_inertias(model: Model, d: Data) -> None:

@@ -6,7 +6,7 @@
     centre_of_mass(model, d)                  the whole model's centre of mass (after com_pos)
     momentum_matrix(model, d)                 the centroidal momentum matrix A_g (after composite_inertias)
     com_jacobian(model, d)                    the centre of mass's Jacobian: A_g's linear rows over the mass, from
-                                              subtree masses and mass moments alone (after kinematics)
+                                              subtree masses and mass moments alone (after subtree_moments)
     dof_chain(model, b)                       the dofs that move body b
 
 A point p moving with body b has the world velocity sum_i (cdof_i_lin + cdof_i_ang x (p - c)) qd_i = Jp qd over the
@@ -19,7 +19,6 @@ import numpy as np
 from physai import joints
 from physai.engine.data import Data
 from physai.engine.model import Model
-from physai.engine.smooth import subtree_sums
 
 
 def body_frames(model: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
@@ -134,21 +133,14 @@ def momentum_matrix(model: Model, d: Data) -> np.ndarray:
 
 
 def com_jacobian(model: Model, d: Data) -> np.ndarray:
-    """The centre of mass's Jacobian (3, nv, n), from a Data with kinematics and motion_subspaces done (cpp/support.h's
-    com_jacobian; MuJoCo's mj_jacSubtreeCom of the world): momentum_matrix's linear rows over the mass without the
-    inertias. Column j is the linear momentum of dof j's subtree moving at cdof_j = (S_ang; S_lin), over the mass:
-        (m_sub S_lin + S_ang x h_sub) / mass,   h_sub = sum over the subtree of m_k (cpos_k + R_k ipos_k)
-    with m_sub the subtree's mass and h_sub its mass moment about its tree's centre."""
-    h = model.link_mass[:, None, None] * (d.cpos + np.einsum("bikn,bk->bin", d.xmat, model.link_ipos))    # (nlink, 3, n)
-    h_sub, m_sub = subtree_sums(model, h), subtree_masses(model)
+    """The centre of mass's Jacobian (3, nv, n), from a Data with kinematics, motion_subspaces and subtree_moments done
+    (cpp/support.h's com_jacobian; MuJoCo's mj_jacSubtreeCom of the world): momentum_matrix's linear rows over the mass
+    without the inertias. Column j is the linear momentum of dof j's subtree moving at cdof_j = (S_ang; S_lin), over the
+    mass: (m_sub S_lin + S_ang x h_sub) / mass, with m_sub the subtree's mass (Model.link_subtreemass) and h_sub its mass
+    moment about its tree's centre (d.subtree_moment)."""
     link, S = model.dof_linkid, d.cdof
-    J = m_sub[link, None, None] * S[:, 3:] + np.cross(S[:, :3], h_sub[link], axis=1)                      # (nv, 3, n)
-    return J.transpose(1, 0, 2) / (model.link_mass.sum() + model.static_mass)
-
-
-def subtree_masses(model: Model) -> np.ndarray:
-    """Each link's subtree's mass (nlink,) [kg] (the Model's link_subtreemass in C++), made once per model and kept."""
-    return model.kept("link_subtreemass", lambda model: subtree_sums(model, model.link_mass[:, None])[:, 0])
+    J = model.link_subtreemass[link, None, None] * S[:, 3:] + np.cross(S[:, :3], d.subtree_moment[link], axis=1)
+    return J.transpose(1, 0, 2) / (model.link_mass.sum() + model.static_mass)                             # (3, nv, n)
 
 
 def standalone_free_dofs(model: Model) -> list[int]:
