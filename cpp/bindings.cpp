@@ -290,6 +290,27 @@ void make_model(CompiledModel *self, nb::handle mapping) {
             hinge[size_t(i)] = !t, slide[size_t(i)] = !trig;
         }
         m.link_hinge = hinge.data(), m.link_slide = slide.data();
+        // each link's path centred (model.h): its path links' centres and its path dofs' turning links on the path
+        std::vector<char> &centred = nm->arrays.flags.emplace_back(size_t(L), 1);
+        for (int64_t l = 0; l < L; l++) {
+            auto on_path = [&](int64_t i) {
+                for (int64_t k = l; k >= 0; k = m.link_parentid[k])
+                    if (k == i) return true;
+                return false;
+            };
+            for (int64_t k = l; k >= 0 && centred[size_t(l)]; k = m.link_parentid[k]) {
+                centred[size_t(l)] = on_path(m.link_centerid[k]);
+                for (int64_t j = m.link_dofadr[k]; centred[size_t(l)] && j < m.link_dofadr[k] + m.link_dofnum[k]; j++)
+                    centred[size_t(l)] = m.dof_turnlink[j] < 0 || on_path(m.dof_turnlink[j]);
+            }
+        }
+        m.link_pathcentred = centred.data();
+        // each dof's nonzero motion parts (model.h): dof_subspace skips a zero one
+        std::vector<char> &parts = nm->arrays.flags.emplace_back(size_t(V), 0);
+        for (int64_t j = 0; j < V; j++)
+            for (int a = 0; a < 6; a++)
+                if (m.dof_motion[6 * j + a] != 0.0) parts[size_t(j)] |= char(a < 3 ? 1 : 2);
+        m.dof_motionparts = parts.data();
         // each link's subtree's mass: a backward pass over links (support.subtree_masses)
         std::vector<double> &subtree = nm->arrays.doubles.emplace_back(m.link_mass, m.link_mass + L);
         for (int64_t i = L - 1; i >= 0; i--)

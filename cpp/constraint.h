@@ -216,6 +216,12 @@ inline void subtract_scaled(double *__restrict y, const double *__restrict x, do
     for (int s = 0; s < n; s++) y[s] -= a * x[s];
 }
 
+// y += c0 x[0] + c1 x[1] + c2 x[2] + c3 x[3] over n entries (y apart from the x: the loop vectorizes without a check)
+inline void add_scaled4(double *__restrict y, const double *const *x, double c0, double c1, double c2, double c3, int n) {
+    const double *__restrict x0 = x[0], *__restrict x1 = x[1], *__restrict x2 = x[2], *__restrict x3 = x[3];
+    for (int s = 0; s < n; s++) y[s] += c0 * x0[s] + c1 * x1[s] + c2 * x2[s] + c3 * x3[s];
+}
+
 // y = M x for a symmetric M on the tree's pattern (compact): y_i = M_ii x_i, then row by row its entries j left of the
 // diagonal into y_i and y_j
 inline void tree_times(const Tree &t, const double *M, int n, const double *x, double *y) {
@@ -1081,15 +1087,24 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
         std::fill(G, G + size_t(nc) * nc, 0.0);
+        const double *J[4];
+        double D[4];
+        int m = 0;
         bool any = false;
-        for (int k = i; k < e; k++) {
-            if (state[k] != QUADRATIC) continue;
-            const double *Jk = r.val.data() + r.start[size_t(k)];
-            double Dk = r.D[size_t(k)];
-            for (int a = 0; a < nc; a++) g[a] = Jk[a];
-            for (int a = 0; a < nc; a++)                               // cols ascending: b <= a is the lower triangle
-                subtract_scaled(G + size_t(a) * nc, g, -(g[a] * Dk), a + 1);
-            any = true;
+        for (int k = i; k <= e; k++) {
+            if (k < e && state[k] == QUADRATIC) J[m] = r.val.data() + r.start[size_t(k)], D[m] = r.D[size_t(k)], m++;
+            if (m == 4) {                                              // four rows' products in one pass over G
+                for (int a = 0; a < nc; a++) {                         // cols ascending: b <= a is the lower triangle
+                    double c0 = J[0][a] * D[0], c1 = J[1][a] * D[1], c2 = J[2][a] * D[2], c3 = J[3][a] * D[3];
+                    add_scaled4(G + size_t(a) * nc, J, c0, c1, c2, c3, a + 1);
+                }
+                m = 0, any = true;
+            }
+            if (k == e)                                                // the rest one at a time
+                for (int n = 0; n < m; n++, any = true) {
+                    for (int b = 0; b < nc; b++) g[b] = J[n][b];
+                    for (int a = 0; a < nc; a++) subtract_scaled(G + size_t(a) * nc, g, -(g[a] * D[n]), a + 1);
+                }
         }
         if (any)
             for (int a = 0; a < nc; a++) {

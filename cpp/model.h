@@ -30,11 +30,15 @@ struct Model {
     const double *link_ref = nullptr, *link_G = nullptr;                                 // (nlink), (nlink, 48)
     const double *link_ballrot = nullptr, *link_ballpos = nullptr, *link_ballanchor = nullptr;   // (nlink, 9), (nlink, 3) x2
     const char *link_hinge = nullptr, *link_slide = nullptr;   // scalar links whose G has no t term, or only 1 and t terms
+    // per link: its path's stages suffice for its Jacobians (smooth.h's path_stages): every path link's centre and every
+    // path dof's turning link on the path from its tree's root to it (derived by the bound Model)
+    const char *link_pathcentred = nullptr;
     // per dof (nv)
     const int64_t *dof_linkid = nullptr, *dof_parentid = nullptr;   // its link; the dof before it on the path to the root, -1
     const int64_t *dof_turnlink = nullptr;     // a ball's or free joint's rotation dof: its body's link, whose velocity
                                                // turns its column (mj_jacDot); -1 for the others (cdof_dot as it is)
     const double *dof_motion = nullptr, *dof_armature = nullptr;    // (nv, 6) in the link frame, (nv)
+    const char *dof_motionparts = nullptr;     // (nv): 1 if dof_motion's angular part is not zero, + 2 if its linear part is not
     const double *dof_damping = nullptr;                            // (nv)
     const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
     // M's lower triangle row by row (MuJoCo's M_rownnz, M_rowadr, M_colind, derived from dof_parentid by the bound

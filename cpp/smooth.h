@@ -100,14 +100,19 @@ template <class T> int kinematics(const Model &m, Data<T> &d, const T *q) {
     return OK;
 }
 
-// dof j's motion subspace about the centre, cdof = (R s_ang, x x (R s_ang) + R s_lin), from its link's pose
+// dof j's motion subspace about the centre, cdof = (R s_ang, x x (R s_ang) + R s_lin), from its link's pose; a zero
+// s_ang or s_lin (a slide's, a hinge's about its link's origin: dof_motionparts) is skipped, the same numbers without it
 template <class T> void dof_subspace(const Model &m, Data<T> &d, int j) {
     int64_t l = m.dof_linkid[j];
     const T *R = &d.xmat[9 * l], *x = &d.cpos[3 * l];
     const double *s = &m.dof_motion[6 * j];
+    const int parts = m.dof_motionparts[j];
     T *S = &d.cdof[6 * j], xs[3];
-    mat3_times(R, s, S);
-    mat3_times(R, s + 3, S + 3);
+    if (parts & 1) mat3_times(R, s, S);
+    else S[0] = S[1] = S[2] = splat<T>(0.0);
+    if (parts & 2) mat3_times(R, s + 3, S + 3);
+    else S[3] = S[4] = S[5] = splat<T>(0.0);
+    if (!(parts & 1)) return;
     cross(x, S, xs);
     for (int a = 0; a < 3; a++) S[3 + a] = S[3 + a] + xs[a];
 }
@@ -201,16 +206,7 @@ template <class T> int link_path(const Model &m, Data<T> &d, int64_t l) {
 template <class T> int path_stages(const Model &m, Data<T> &d, const T *q, const T *qd, int64_t l) {
     int n = link_path(m, d, l);
     const int64_t *path = d.path.data();
-    // every path link's centre on the path (the poses first, then cpos from them), and every path dof's turning link
-    // (jacobian_dot reads its velocity)
-    auto on_path = [&](int64_t i) { return std::find(path, path + n, i) != path + n; };
-    bool centred = true;
-    for (int k = 0; k < n && centred; k++) {
-        centred = on_path(m.link_centerid[path[k]]);
-        for (int64_t j = m.link_dofadr[path[k]]; centred && j < m.link_dofadr[path[k]] + m.link_dofnum[path[k]]; j++)
-            centred = m.dof_turnlink[j] < 0 || on_path(m.dof_turnlink[j]);
-    }
-    if (!centred) {
+    if (!m.link_pathcentred[l]) {
         if (kinematics(m, d, q) != OK) return ZERO_QUATERNION;
         motion_subspaces(m, d);
         if (qd) com_vel(m, d, qd);
