@@ -14,7 +14,6 @@
 #pragma once
 
 #include <algorithm>
-#include <cstring>
 
 #include "data.h"
 #include "model.h"
@@ -291,8 +290,9 @@ template <class T> void rne(const Model &m, Data<T> &d, const T *qd, const T *qd
 
 // composite inertias d.crb: each link's subtree's spatial inertia about the centre (smooth.composite_inertias)
 template <class T> void composite_inertias(const Model &m, Data<T> &d) {
-    // Ic = I first (one memcpy, as MuJoCo's mju_copy: the copy loop of 13-lane structs compiled to a slow rep movsq)
-    std::memcpy(static_cast<void *>(d.crb.data()), d.cinert.data(), sizeof(Inertia<T>) * size_t(m.nlink));
+    // Ic = I first (one memmove, as MuJoCo's mju_copy: the copy loop of 13-lane structs compiled to a slow rep movsq);
+    // std::copy_n makes no call for no links (a memcpy from the null data of an empty vector is undefined)
+    std::copy_n(d.cinert.data(), m.nlink, d.crb.data());
     for (int i = m.nlink - 1; i >= 0; i--) {                          // backward pass over links: Ic_parent += Ic
         int64_t p = m.link_parentid[i];
         if (p < 0) continue;
