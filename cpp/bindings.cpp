@@ -256,6 +256,7 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.link_relative = f.ints("link_relative", {L}), m.link_dofadr = f.ints("link_dofadr", {L});
         m.link_dofnum = f.ints("link_dofnum", {L});
         m.link_mass = f.doubles("link_mass", {L}), m.link_ipos = f.doubles("link_ipos", {L, 3});
+        m.link_subtreemass = f.doubles("link_subtreemass", {L});
         m.link_inertia = f.doubles("link_inertia", {L, 3, 3});
         m.link_jnttype = f.ints("link_jnttype", {L}), m.link_qposadr = f.ints("link_qposadr", {L});
         m.link_ref = f.doubles("link_ref", {L}), m.link_G = f.doubles("link_G", {L, 3, 4, 4});
@@ -311,11 +312,6 @@ void make_model(CompiledModel *self, nb::handle mapping) {
             for (int a = 0; a < 6; a++)
                 if (m.dof_motion[6 * j + a] != 0.0) parts[size_t(j)] |= char(a < 3 ? 1 : 2);
         m.dof_motionparts = parts.data();
-        // each link's subtree's mass: a backward pass over links (support.subtree_masses)
-        std::vector<double> &subtree = nm->arrays.doubles.emplace_back(m.link_mass, m.link_mass + L);
-        for (int64_t i = L - 1; i >= 0; i--)
-            if (m.link_parentid[i] >= 0) subtree[size_t(m.link_parentid[i])] += subtree[size_t(i)];
-        m.link_subtreemass = subtree.data();
         // M's rows (model.h): row i is its parent's row, then i
         std::vector<int64_t> rownnz(static_cast<size_t>(V)), rowadr(static_cast<size_t>(V)), colind;
         for (int64_t i = 0; i < V; i++) {

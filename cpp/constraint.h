@@ -1091,20 +1091,19 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
         double D[4];
         int m = 0;
         bool any = false;
-        for (int k = i; k <= e; k++) {
-            if (k < e && state[k] == QUADRATIC) J[m] = r.val.data() + r.start[size_t(k)], D[m] = r.D[size_t(k)], m++;
-            if (m == 4) {                                              // four rows' products in one pass over G
-                for (int a = 0; a < nc; a++) {                         // cols ascending: b <= a is the lower triangle
-                    double c0 = J[0][a] * D[0], c1 = J[1][a] * D[1], c2 = J[2][a] * D[2], c3 = J[3][a] * D[3];
-                    add_scaled4(G + size_t(a) * nc, J, c0, c1, c2, c3, a + 1);
-                }
-                m = 0, any = true;
+        for (int k = i; k < e; k++) {
+            if (state[k] != QUADRATIC) continue;
+            J[m] = r.val.data() + r.start[size_t(k)], D[m] = r.D[size_t(k)], any = true;
+            if (++m < 4) continue;
+            for (int a = 0; a < nc; a++) {                             // four rows in one pass over G's lower triangle
+                double c0 = J[0][a] * D[0], c1 = J[1][a] * D[1], c2 = J[2][a] * D[2], c3 = J[3][a] * D[3];
+                add_scaled4(G + size_t(a) * nc, J, c0, c1, c2, c3, a + 1);
             }
-            if (k == e)                                                // the rest one at a time
-                for (int n = 0; n < m; n++, any = true) {
-                    for (int b = 0; b < nc; b++) g[b] = J[n][b];
-                    for (int a = 0; a < nc; a++) subtract_scaled(G + size_t(a) * nc, g, -(g[a] * D[n]), a + 1);
-                }
+            m = 0;
+        }
+        for (int n = 0; n < m; n++) {                                  // the rest one at a time
+            for (int b = 0; b < nc; b++) g[b] = J[n][b];
+            for (int a = 0; a < nc; a++) subtract_scaled(G + size_t(a) * nc, g, -(g[a] * D[n]), a + 1);
         }
         if (any)
             for (int a = 0; a < nc; a++) {

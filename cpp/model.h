@@ -23,7 +23,7 @@ struct Model {
     const int64_t *link_dofadr = nullptr, *link_dofnum = nullptr;    // its dofs: [dofadr, dofadr + dofnum), 1 to 3
     // per link: inertia in the link frame
     const double *link_mass = nullptr, *link_ipos = nullptr, *link_inertia = nullptr;   // (nlink), (nlink, 3), (nlink, 3, 3)
-    const double *link_subtreemass = nullptr;    // (nlink): the link's subtree's mass (derived by the bound Model)
+    const double *link_subtreemass = nullptr;    // (nlink): the link's subtree's mass (Model.link_subtreemass)
     // per link: the local transform (Model.link_transforms); jnttype 0: hinge or slide, G (3, 4, 4) @ (1, t, sin t,
     // 1 - cos t) with t = q[qposadr] - ref; 1: ball, rot Q(q) about the anchor, then pos
     const int64_t *link_jnttype = nullptr, *link_qposadr = nullptr;

@@ -120,10 +120,7 @@ def frame_jacobian_dot(model, q: np.ndarray, qd: np.ndarray, frame: str, referen
     NumPy text's support.point_jacobian_dots); "world" and "local" the derivatives of those rows (Pinocchio's
     getFrameJacobianTimeVariation): d/dt (Jp + [p] Jr) = Jp_dot + [pdot] Jr + [p] Jr_dot, d/dt (R^T J) = R^T (J_dot -
     [w] J)."""
-    found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None
-    if found is None:
-        model, found = frame_in_link(model, frame)
-    link, in_link, turn = found
+    model, (link, in_link, turn) = frame_in_link(model, frame)
     if reference == "local_world_aligned" and native.on and link >= 0:     # one compiled call
         return JACOBIAN_DOT_KERNEL(model, q, qd, link, in_link)
     check_reference(reference)

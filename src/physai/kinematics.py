@@ -88,10 +88,13 @@ def check_reference(reference: str) -> None:
 
 
 def frame_in_link(model, frame: str) -> tuple[Model, tuple]:
-    """(the model as a Model, Model.frame_in_link(frame): (link, pos (3,), rot (3, 3))). The frame functions' fast
-    paths read Model.frame_links first, in line (a dict lookup for a name seen before; a call costs as much again)."""
-    model = as_model(model)
-    return model, model.frame_in_link(frame)
+    """(the model as a Model, Model.frame_in_link(frame): (link, pos (3,), rot (3, 3))), read from Model.frame_links for
+    a name seen before (jacobians.frame_jacobian reads it in line: a call costs as much again)."""
+    found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None
+    if found is None:
+        model = as_model(model)
+        found = model.frame_in_link(frame)
+    return model, found
 
 
 def _frame_motion(model, q, qd, qdd, frame: str, reference: str):
@@ -144,10 +147,7 @@ def frame_velocity(model, q, qd, frame: str, reference: str = "local_world_align
     the world origin, "local" (R^T pdot; R^T w). Equals frame_jacobian(model, q, frame, reference) @ qd (Pinocchio's
     getFrameVelocity)."""
     if reference == "local_world_aligned" and native.on:      # one compiled call
-        found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None
-        if found is None:
-            model, found = frame_in_link(model, frame)
-        link, in_link, _ = found
+        model, (link, in_link, _) = frame_in_link(model, frame)
         if link >= 0:
             return FRAME_VELOCITY_KERNEL(model, q, qd, link, in_link)
     (p, R, pdot, w, _, _), batch = _frame_motion(model, q, qd, None, frame, reference)
@@ -172,10 +172,7 @@ def frame_acceleration(model, q, qd, qdd, frame: str, reference: str = "local_wo
     if not isinstance(classical, bool):
         raise InvalidArgumentError(f"classical must be True or False, got {classical!r}")
     if reference == "local_world_aligned" and classical and native.on:     # one compiled call
-        found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None
-        if found is None:
-            model, found = frame_in_link(model, frame)
-        link, in_link, _ = found
+        model, (link, in_link, _) = frame_in_link(model, frame)
         if link >= 0:
             return FRAME_ACCELERATION_KERNEL(model, q, qd, qdd, link, in_link)[1]
     (p, R, pdot, w, pddot, alpha), batch = _frame_motion(model, q, qd, qdd, frame, reference)

@@ -164,8 +164,8 @@ class Model:
     backward_links  list: the links that have a parent, deepest first: the order of every backward pass
     total_mass      float: the mass of every body, those welded to the world included [kg]
     link_subtreemass (nlink,)       the mass of the link's subtree: itself and its descendants [kg]
-    frame_links     dict: frame_in_link's results by name, made as they are asked for (the frame functions' fast paths
-                    read it in line: a plain attribute and a dict lookup for a name seen before)
+    frame_links     dict: frame_in_link's results by name, made as they are asked for (physai.kinematics.frame_in_link
+                    and jacobians.frame_jacobian read it first: a plain attribute and a dict lookup for a name seen before)
     dof_linkid      (nv,)           the link a dof moves
     dof_parentid    (nv,)           previous dof towards the root, -1 at a root
     dof_motion      (nv, 6)         motion subspace S of each dof in its link frame about the link origin

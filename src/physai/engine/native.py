@@ -218,7 +218,7 @@ def fields(model: Model) -> dict:
     rot[lt.ball], pos[lt.ball], anchor[lt.ball] = lt.ball_rot, lt.ball_pos, lt.ball_anchor
     ints = ("link_parentid", "link_centerid", "link_relative", "link_dofadr", "link_dofnum", "dof_linkid", "dof_parentid",
             "spring_qposadr", "spring_dofadr", "body_linkid")
-    floats = ("gravity", "link_mass", "link_ipos", "link_inertia", "dof_motion", "dof_armature", "dof_damping",
+    floats = ("gravity", "link_mass", "link_subtreemass", "link_ipos", "link_inertia", "dof_motion", "dof_armature", "dof_damping",
               "spring_stiffness", "spring_ref", "body_pos", "body_rot", "static_com")
     c = model.coords
     return {"nq": model.nq, "nv": model.nv, "nlink": L, "nbody": model.nbody, "static_mass": float(model.static_mass),
