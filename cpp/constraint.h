@@ -31,6 +31,7 @@
 
 #include "collision.h"
 #include "data.h"
+#include "forward.h"
 #include "model.h"
 #include "smooth.h"
 #include "spatial.h"
@@ -51,7 +52,7 @@ constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row'
 // ---------------------------------------------------------------- the workspace
 
 // a matrix on the tree's pattern (M's: entry (i, j) nonzero only for j = i or an ancestor of i on dof_parentid's chain)
-// stored compactly, MuJoCo's sparse M: row k holds its entries at k's ancestors, ascending (the chain from the root),
+// on the model's sparse layout (forward.h's tree_pack, tree_cholesky and tree_solve), MuJoCo's sparse M: row k holds its entries at k's ancestors, ascending (the chain from the root),
 // then its diagonal, at adr[k] .. adr[k] + depth[k] (depth: the number of ancestors); the ancestor at depth d of k is
 // the dof at depth d of any descendant's chain, so entry (i, j) is at adr[i] + depth[j], and row i of an ancestor i of
 // k runs along row k's first entries. col: each entry's column. The model's, made once.
@@ -233,44 +234,6 @@ inline void tree_times(const Tree &t, const double *M, int n, const double *x, d
         double xi = x[i], yi = y[i];
         for (int s = 0; s < depth[i]; s++) yi += Mi[s] * x[c[s]], y[c[s]] += Mi[s] * xi;
         y[i] = yi;
-    }
-}
-
-// cholesky on the tree's pattern (compact, in place): the same eliminations in the same order, with no fill-in (row k's
-// entries times its pivot's reciprocal, then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's
-// first); the reciprocals of L's diagonal into inv (the solves multiply, MuJoCo's qLDiagInv)
-inline bool tree_cholesky(const Tree &t, double *L, double *inv, int n) {
-    const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
-    for (int k = n - 1; k >= 0; k--) {
-        double *Lk = L + adr[k];
-        int m = depth[k];
-        if (!(Lk[m] > 0.0)) return false;
-        double d = std::sqrt(Lk[m]), di = 1 / d;
-        Lk[m] = d, inv[k] = di;
-        for (int s = 0; s < m; s++) Lk[s] = Lk[s] * di;
-        for (int a = 0; a < m; a++) {                                  // H_ij -= L_ki L_kj, j <= i < k
-            subtract_scaled(L + adr[col[adr[k] + a]], Lk, Lk[a], a + 1);
-        }
-    }
-    return true;
-}
-
-// cholesky_solve_factored from tree_cholesky's factor and reciprocal diagonal
-inline void tree_solve(const Tree &t, const double *L, const double *inv, int n, double *b) {
-    const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
-    for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
-        const double *Lk = L + adr[k];
-        const int *c = col + adr[k], m = depth[k];
-        double y = b[k] * inv[k];
-        b[k] = y;
-        for (int s = 0; s < m; s++) b[c[s]] -= Lk[s] * y;
-    }
-    for (int k = 0; k < n; k++) {                                      // L x = y
-        const double *Lk = L + adr[k];
-        const int *c = col + adr[k], m = depth[k];
-        double y = b[k];
-        for (int s = 0; s < m; s++) y -= Lk[s] * b[c[s]];
-        b[k] = y * inv[k];
     }
 }
 
@@ -1240,7 +1203,7 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
     hessian(m, w, w.state.data(), w.cones);
     std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
     fresh = false;
-    if (w.r.tree) return tree_cholesky(w.tree, w.LHt.data(), w.LHinv.data(), m.nv);
+    if (w.r.tree) return tree_cholesky(m, w.LHt.data(), w.LHinv.data());
     return cholesky(w.LH.data(), m.nv, w.nzH.data(), w.countH.data());
 }
 
@@ -1256,16 +1219,13 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
-    const Tree &t = w.tree;
-    for (int k = 0; k < nv; k++)                                       // M on the tree's pattern
-        for (int a = t.adr[size_t(k)]; a <= t.adr[size_t(k)] + t.depth[size_t(k)]; a++)
-            w.Mt[size_t(a)] = w.M[size_t(k) * nv + size_t(t.col[size_t(a)])];
+    tree_pack(m, w.M.data(), w.Mt.data());                             // M on the tree's pattern
     std::copy(w.Mt.begin(), w.Mt.end(), w.LMt.begin());
-    if (!tree_cholesky(t, w.LMt.data(), w.LMinv.data(), nv)) return SINGULAR;
+    if (!tree_cholesky(m, w.LMt.data(), w.LMinv.data())) return SINGULAR;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(t, w.LMt.data(), w.LMinv.data(), nv, w.qacc_smooth.data());
+    tree_solve(m, w.LMt.data(), w.LMinv.data(), w.qacc_smooth.data());
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
-        if (r.tree) tree_solve(t, w.LHt.data(), w.LHinv.data(), nv, b);
+        if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
         else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
     };
     double scale = 1.0 / (m.meaninertia * std::max(1, nv));
@@ -1291,7 +1251,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, dou
     bool done = false, fresh = true;
     if (gnorm < tolerance) {
         std::copy(grad, grad + nv, step);
-        tree_solve(t, w.LMt.data(), w.LMinv.data(), nv, step);
+        tree_solve(m, w.LMt.data(), w.LMinv.data(), step);
         done = 0.5 * scale * dot(grad, step, nv) < tolerance;
     }
     if (!done) {

@@ -55,16 +55,19 @@ template <class T> using Vec = std::vector<T, Aligned<T>>;
 // cpos (3), cipos (3), cinert, crb, cfrc (6), the articulated-body quantities IA (36), pA (6), U (18), Dinv (9), u (3),
 // c (6), crb_dot (36: the composite inertias' rate, centroidal.momentum_matrix_dot), subtree_moment (3: sum over the
 // subtree of m (cpos + R ipos), support.h's com_jacobian); per dof cdof, cdof_dot (6); cvel, cacc (nlink + 1, 6: the
-// world last); qM (nv, nv)
+// world last); qM (nv, nv); qL, qLinv: M's factor on its sparse layout and the reciprocals of its diagonal
+// (forward.h's tree_cholesky; MuJoCo's qLD, qLDiagInv)
 template <class T> struct Data {
-    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, IA, pA, U, Dinv, u, c, crb_dot, subtree_moment;
+    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, qL, qLinv, IA, pA, U, Dinv, u, c, crb_dot,
+        subtree_moment;
     Vec<Inertia<T>> cinert, crb;
     std::vector<int64_t> path;                                          // links from a tree's root to one link (smooth.h)
     explicit Data(const Model &m) {
         size_t L = size_t(m.nlink), V = size_t(m.nv);
         xmat.resize(9 * L), xpos.resize(3 * L), step.resize(3 * L), cpos.resize(3 * L), cipos.resize(3 * L);
         cdof.resize(6 * V), cvel.resize(6 * (L + 1)), cdof_dot.resize(6 * V), cacc.resize(6 * (L + 1)), cfrc.resize(6 * L);
-        qM.resize(V * V), IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
+        qM.resize(V * V), qL.resize(V ? size_t(m.M_rowadr[V - 1] + m.M_rownnz[V - 1]) : 0), qLinv.resize(V);
+        IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
         c.resize(6 * L), crb_dot.resize(36 * L), subtree_moment.resize(3 * L);
         cinert.resize(L), crb.resize(L), path.resize(L);
     }

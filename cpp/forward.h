@@ -43,40 +43,61 @@ template <class T> int cholesky_solve(T *M, int n, T *b) {
     return OK;
 }
 
-// x with M x = b for M on the tree's pattern (M_ij = 0 unless i and j are on one path to the root), M symmetric positive
-// definite, overwritten in its lower triangle by L with M = L^T L, L lower triangular on the same pattern: eliminating
-// the last dof first fills nothing in (forward.tree_cholesky_solve; MuJoCo's mj_factorM, as L^T L; constraint.h's
-// tree_cholesky on the compact layout). Row k's columns are the model's M_colind (its ancestors from the root, then k):
-// O(sum of depth^2) against cholesky_solve's O(n^3). SINGULAR on a non-positive pivot. The steppers' matrices keep M's
-// pattern (integrate.h's step_matrix: euler's M + h B, implicitfast's M - h D).
-template <class T> int tree_cholesky_solve(const Model &m, T *M, T *b) {
-    const int n = m.nv;
-    for (int k = n - 1; k >= 0; k--) {
-        T *Mk = M + size_t(k) * n;
+// M on the tree's pattern (M_ij = 0 unless i and j are on one path to the root) in the model's sparse layout (MuJoCo's
+// M_rowadr, M_rownnz, M_colind): row k holds its entries with its ancestors from the root, then its diagonal, so entry
+// (i, j) of an ancestor j is at M_rowadr[i] + depth(j) and an ancestor's row runs along row k's first entries.
+
+// the lower triangle of a dense M (nv x nv) onto the sparse layout, into Ms (M_rowadr[nv - 1] + M_rownnz[nv - 1])
+template <class T> void tree_pack(const Model &m, const T *M, T *Ms) {
+    for (int k = 0; k < m.nv; k++)
+        for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++) Ms[a] = M[size_t(k) * m.nv + size_t(m.M_colind[a])];
+}
+
+// L with M = L^T L on the sparse layout, in place, and the reciprocals of L's diagonal into inv (MuJoCo's mj_factorM and
+// qLDiagInv, as L^T L): eliminating the last dof first fills nothing in (row k's entries times its pivot's reciprocal,
+// then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's first). O(sum of depth^2) against
+// cholesky_solve's O(n^3); false on a non-positive pivot. forward.tree_cholesky_solve.
+template <class T> bool tree_cholesky(const Model &m, T *L, T *inv) {
+    for (int k = m.nv - 1; k >= 0; k--) {
+        T *Lk = L + m.M_rowadr[k];
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-        if (!all_positive(Mk[k])) return SINGULAR;
-        T d = vsqrt(Mk[k]), inv = 1.0 / d;
-        Mk[k] = d;
-        for (int64_t a = 0; a < depth; a++) Mk[anc[a]] = Mk[anc[a]] * inv;                 // L_ki = M_ki / L_kk
-        for (int64_t a = 0; a < depth; a++) {                                              // M_ij -= L_ki L_kj, j <= i < k
-            T *Mi = M + size_t(anc[a]) * n, lki = Mk[anc[a]];
-            for (int64_t s = 0; s <= a; s++) Mi[anc[s]] = Mi[anc[s]] - lki * Mk[anc[s]];
+        if (!all_positive(Lk[depth])) return false;
+        T d = vsqrt(Lk[depth]), di = 1.0 / d;
+        Lk[depth] = d, inv[k] = di;
+        for (int64_t s = 0; s < depth; s++) Lk[s] = Lk[s] * di;
+        for (int64_t a = 0; a < depth; a++) {                          // M_ij -= L_ki L_kj, j <= i < k
+            T *Li = L + m.M_rowadr[anc[a]], lki = Lk[a];
+            for (int64_t s = 0; s <= a; s++) Li[s] = Li[s] - lki * Lk[s];
         }
     }
-    for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
-        const T *Mk = M + size_t(k) * n;
+    return true;
+}
+
+// x with L^T L x = b from tree_cholesky's factor and reciprocal diagonal, over b (MuJoCo's mj_solveM)
+template <class T> void tree_solve(const Model &m, const T *L, const T *inv, T *b) {
+    for (int k = m.nv - 1; k >= 0; k--) {                              // L^T y = b
+        const T *Lk = L + m.M_rowadr[k];
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-        T y = b[k] / Mk[k];
+        T y = b[k] * inv[k];
         b[k] = y;
-        for (int64_t a = 0; a < depth; a++) b[anc[a]] = b[anc[a]] - Mk[anc[a]] * y;
+        for (int64_t s = 0; s < depth; s++) b[anc[s]] = b[anc[s]] - Lk[s] * y;
     }
-    for (int k = 0; k < n; k++) {                                      // L x = y
-        const T *Mk = M + size_t(k) * n;
+    for (int k = 0; k < m.nv; k++) {                                   // L x = y
+        const T *Lk = L + m.M_rowadr[k];
         const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
         T y = b[k];
-        for (int64_t a = 0; a < depth; a++) y = y - Mk[anc[a]] * b[anc[a]];
-        b[k] = y / Mk[k];
+        for (int64_t s = 0; s < depth; s++) y = y - Lk[s] * b[anc[s]];
+        b[k] = y * inv[k];
     }
+}
+
+// x with M x = b for a dense M (nv x nv, its lower triangle read) on the tree's pattern, over b: M packed into L (the
+// sparse layout's size), factored there with its reciprocal diagonal in inv (nv). SINGULAR on a non-positive pivot. The
+// steppers' matrices keep M's pattern (integrate.h's step_matrix: euler's M + h B, implicitfast's M - h D).
+template <class T> int tree_cholesky_solve(const Model &m, const T *M, T *b, T *L, T *inv) {
+    tree_pack(m, M, L);
+    if (!tree_cholesky(m, L, inv)) return SINGULAR;
+    tree_solve(m, L, inv, b);
     return OK;
 }
 
@@ -105,12 +126,12 @@ template <class T> void cholesky_solve_rows(const T *L, int n, T *X, int cols) {
 }
 
 // qdd = M^-1 (tau - c) (api.forward_dynamics) on a Data after velocity_stages(q, qd): c by rne, M by crb into d.qM,
-// solved by Cholesky on M's pattern (forward.tree_cholesky_solve)
+// solved by Cholesky on M's pattern (forward.tree_cholesky_solve; its factor in d.qL, d.qLinv)
 template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
     rne(m, d, qd, (const T *)nullptr, qdd);                            // c, then tau - c
     for (int j = 0; j < m.nv; j++) qdd[j] = tau[j] - qdd[j];
     crb(m, d, d.qM.data());
-    return tree_cholesky_solve(m, d.qM.data(), qdd);
+    return tree_cholesky_solve(m, d.qM.data(), qdd, d.qL.data(), d.qLinv.data());
 }
 
 // inverse of a symmetric positive k x k block (k = 1 or 3; by its adjugate); SINGULAR on a zero determinant

@@ -339,10 +339,10 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
             step_matrix(m, act, w, h, integrator, implicit_damping, qd);
             // euler, implicitfast: symmetric on M's pattern, factored by Cholesky on it as MuJoCo does; implicit: LU
             if constexpr (std::is_same_v<T, double>) {
-                ok = integrator == IMPLICIT ? lu_solve(M, nv, a) : tree_cholesky_solve(m, M, a) == OK;
+                ok = integrator == IMPLICIT ? lu_solve(M, nv, a) : tree_cholesky_solve(m, M, a, d.qL.data(), d.qLinv.data()) == OK;
                 if (ok && integrator == IMPLICITFAST && m.nfree) ok = free_body_solve(m, w, h, qd, rhs, a);
             } else {
-                ok = tree_cholesky_solve(m, M, a) == OK;
+                ok = tree_cholesky_solve(m, M, a, d.qL.data(), d.qLinv.data()) == OK;
             }
         }
         if (!ok) return SINGULAR;
@@ -375,7 +375,7 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
                 constrained = true;
             }
         }
-        if (!constrained && tree_cholesky_solve(m, M, f) != OK) return SINGULAR;
+        if (!constrained && tree_cholesky_solve(m, M, f, d.qL.data(), d.qLinv.data()) != OK) return SINGULAR;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
         if (stage > 0) {
             for (int j = 0; j < nv; j++) w.dq[j] = h * w.dq[j];

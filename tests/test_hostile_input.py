@@ -107,6 +107,25 @@ def test_constraint_rows_read_quaternions_of_any_size_exactly(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("batch", [None, 3])
+@pytest.mark.parametrize("warm, error, message", [
+    (lambda nv, n: np.full(nv, np.nan), InvalidStateError, r"qacc_warmstart\[0\] is nan; qacc_warmstart must be finite"),
+    (lambda nv, n: np.zeros(nv + 1), ShapeError, "qacc_warmstart has .* entries, the model needs"),
+    (lambda nv, n: np.zeros(((n or 1) + 1, nv)), ShapeError, "qacc_warmstart has [24] states"),
+    (lambda nv, n: ["a"] * nv, ShapeError, "qacc_warmstart must be"),
+])
+def test_forward_dynamics_names_a_bad_warm_start(backend, batch, warm, error, message):
+    """constraints.forward_dynamics checks qacc_warmstart (one start or one per state) as it checks q: a named error,
+    never a start silently ignored (a NaN start would lose the cost comparison and go unnoticed)."""
+    m, d = constraint_scene(0, "pyramidal", 3)
+    model, contacts = engine.from_mujoco(m), collision.from_mujoco(m, d)
+    tau = d.qfrc_passive + d.qfrc_actuator
+    q, qd, tau = (x if batch is None else np.tile(x, (batch, 1)) for x in (d.qpos, d.qvel, tau))
+    with pytest.raises(error, match=message):
+        run(backend, constraints.forward_dynamics, model, q, qd, tau, contacts, qacc_warmstart=warm(model.nv, batch))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_model_without_mass_has_no_centre_of_mass(backend):
     from physai import centroidal
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string("<mujoco><worldbody/></mujoco>"))   # MuJoCo refuses

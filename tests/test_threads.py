@@ -51,7 +51,8 @@ def test_num_threads_rule_is_the_same_in_cpp_and_python(monkeypatch):
 
 @pytest.mark.parametrize("started", [1, 0])
 def test_refused_threads_still_compute_the_result(monkeypatch, thread_limit, started):
-    """Threads past `started` fail to start (as std::thread's std::system_error): the result equals the one-thread one."""
+    """Threads past `started` fail to start (as std::thread's std::system_error): the result is the one-thread one (to
+rounding)."""
     model = engine.as_model("arm7")
     q, qd = engine.random_states(model, 20000, 3)
     q0, qd0 = q[:40], qd[:40]
@@ -62,8 +63,10 @@ def test_refused_threads_still_compute_the_result(monkeypatch, thread_limit, sta
     thread_limit(started)
     M, E = engine.mass_matrix(model, q), engine.energy(model, q, qd)
     R = integrators.rollout(model, q0, qd0, 1e-3, 50, "rk4", energy=True)
-    assert np.array_equal(M, M1) and np.array_equal(E, E1)
-    assert np.array_equal(R.q, R1.q) and np.array_equal(R.qd, R1.qd) and np.array_equal(R.energy, R1.energy)
+    # the states fall into other lanes and tails on other thread counts: equal up to rounding, not bit for bit
+    for got, want, bound in [(M, M1, 1e-13), (E, E1, 1e-13), (R.q, R1.q, 1e-11), (R.qd, R1.qd, 1e-11),
+                             (R.energy, R1.energy, 1e-11)]:
+        assert np.max(np.abs(got - want)) <= bound * max(1.0, np.max(np.abs(want)))
 
 
 # a long compiled run in a child process: "ready" on stdout just before the call

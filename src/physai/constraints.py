@@ -222,12 +222,12 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     """forward_dynamics on the compiled backend (constraint.compiled_forward)."""
     sets = _compiled_contacts(model, contacts, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
-    warm = None
-    if qacc_warmstart is not None and np.ndim(qacc_warmstart) == 1:   # one start (for every state of a batch)
-        warm = validation.vector("qacc_warmstart", qacc_warmstart, model.nv)
-        warm = np.tile(warm, (len(q), 1)) if np.ndim(q) == 2 else warm
-    elif qacc_warmstart is not None:
-        warm = np.ascontiguousarray(_warmstart(model, qacc_warmstart, data(model)[1]).T)
+    warm = qacc_warmstart                                              # one start (nv,) the kernel takes for every state
+    if warm is not None and not (type(warm) is np.ndarray and warm.dtype == np.float64 and warm.shape == (model.nv,)):
+        if np.ndim(warm) == 1:
+            warm = validation.vector("qacc_warmstart", warm, model.nv)
+        else:
+            warm = np.ascontiguousarray(_warmstart(model, warm, data(model)[1]).T)
     opt = model.opt
     qacc, qfrc, forces, its, improvement, converged = constraint.compiled_forward(
         model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from physai import spatial
+from physai import spatial, validation
 from physai.engine import native, smooth
 from physai.engine.collision import MINVAL, body_poses
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
@@ -750,6 +750,8 @@ def _kernel_options(model: Model, options: tuple) -> tuple:
     """The options of a constraint kernel as it reads them (after a "type" failure): the contacts' arrays float64 and
     int64 in C order, eq_active booleans."""
     contacts, active, *rest = options
+    if len(rest) == 4 and rest[0] is not None:                          # constraint_forward's qacc_warmstart
+        validation.states(qacc_warmstart=(rest[0], model.nv))            # raises the named error of a non-finite start
     if contacts is not None:
         offsets, floats, ints = contacts
         contacts = (None if offsets is None else np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(floats, float),
