@@ -52,10 +52,11 @@ constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row'
 // ---------------------------------------------------------------- the workspace
 
 // a matrix on the tree's pattern (M's: entry (i, j) nonzero only for j = i or an ancestor of i on dof_parentid's chain)
-// on the model's sparse layout (forward.h's tree_pack, tree_cholesky and tree_solve), MuJoCo's sparse M: row k holds its entries at k's ancestors, ascending (the chain from the root),
-// then its diagonal, at adr[k] .. adr[k] + depth[k] (depth: the number of ancestors); the ancestor at depth d of k is
-// the dof at depth d of any descendant's chain, so entry (i, j) is at adr[i] + depth[j], and row i of an ancestor i of
-// k runs along row k's first entries. col: each entry's column. The model's, made once.
+// on the model's sparse layout (forward.h's tree_pack, tree_cholesky and tree_solve), MuJoCo's sparse M: row k holds
+// its entries at k's ancestors, ascending (the chain from the root), then its diagonal, at adr[k] .. adr[k] + depth[k]
+// (depth: the number of ancestors); the ancestor at depth d of k is the dof at depth d of any descendant's chain, so
+// entry (i, j) is at adr[i] + depth[j], and row i of an ancestor i of k runs along row k's first entries. col: each
+// entry's column. The model's, made once.
 struct Tree {
     int nnz = 0;
     std::vector<int> depth, adr, col;
