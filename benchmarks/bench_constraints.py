@@ -14,7 +14,9 @@ thread (state copied into MjData first). The contacts are MuJoCo's (physai.colli
 mj_forward's time includes its collision detection, which physai does not do yet. Both solvers start from MuJoCo's
 qacc_warmstart. Ratios: physai / MuJoCo per call, and batched per state / MuJoCo per call, at the standing state
 (N/MuJoCo-1) and per state of MuJoCo's loop over the same N states (N/MuJoCo-N; its copies of the state into MjData
-take about 2% of it) (below 1: physai is faster);
+take about 2% of it) (below 1: physai is faster). The N states near the keyframe need more solver iterations than the
+keyframe itself (about 5.3 against 4 on the G1), so N/MuJoCo-1 compares unlike work; Nstand is the batch of N copies of
+the standing state (MuJoCo-1's work, each copy with its own contact set), per state, and Nstand/MuJoCo-1 its ratio;
 --numpy adds the NumPy reference backend, one call. Before timing, every state's results are checked against MuJoCo's
 (inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance) or the run stops. Times are the
 best of several rounds of wall-clock time; on a shared machine expect +-20% between runs.
@@ -110,6 +112,11 @@ def main() -> None:
     batch = {"forward": (lambda: constraints.forward_dynamics(model, Q, QD, TAU, contacts, qacc_warmstart=WARM),
                          mujoco_loop(mujoco.mj_forward, False)),
              "inverse": (lambda: constraints.inverse_dynamics(model, Q, QD, QACC, contacts), mujoco_loop(mujoco.mj_inverse, True))}
+    # the standing state N times (each copy with its own contact set): the work of MuJoCo-1's call, batched
+    tile = lambda x: np.tile(x, (args.n, 1))                                          # noqa: E731
+    Qs, QDs, TAUs, QACCs, WARMs, Cs = tile(q), tile(qd), tile(tau), tile(qacc), tile(warm), [c] * args.n
+    standing = {"forward": lambda: constraints.forward_dynamics(model, Qs, QDs, TAUs, Cs, qacc_warmstart=WARMs),
+                "inverse": lambda: constraints.inverse_dynamics(model, Qs, QDs, QACCs, Cs)}
 
     print(f"{args.model} in its scene at keyframe 0: nv {m.nv}, {stand.nefc} constraint rows ({stand.ne} equality, "
           f"{stand.nf} friction loss, {stand.nl} limit, {stand.nefc - stand.ne - stand.nf - stand.nl} contact from "
@@ -120,11 +127,13 @@ def main() -> None:
           f", {native.threads()} threads for batches; mujoco {mujoco.__version__}, numpy {np.__version__}")
     print("microseconds per call (batched: per state); ratio = physai / MuJoCo's call")
     print(f"{'':9s} {'physai-1':>9s} {'MuJoCo-1':>9s} {'ratio':>6s} {'physai-N':>9s} {'MuJoCo-N':>9s} {'N/MuJoCo-1':>10s}"
-          f" {'N/MuJoCo-N':>10s}" + (f" {'numpy-1':>9s}" if args.numpy else ""))
+          f" {'N/MuJoCo-N':>10s} {'Nstand':>7s} {'Nstand/MuJoCo-1':>15s}" + (f" {'numpy-1':>9s}" if args.numpy else ""))
     for name in one:
         p1, m1 = (best_time(f) * 1e6 for f in one[name])
         pn, mn = (best_time(f) * 1e6 / args.n for f in batch[name])
-        row = f"{name:9s} {p1:9.1f} {m1:9.1f} {p1 / m1:6.2f} {pn:9.2f} {mn:9.1f} {pn / m1:10.3f} {pn / mn:10.3f}"
+        ps = best_time(standing[name]) * 1e6 / args.n
+        row = (f"{name:9s} {p1:9.1f} {m1:9.1f} {p1 / m1:6.2f} {pn:9.2f} {mn:9.1f} {pn / m1:10.3f} {pn / mn:10.3f} {ps:7.2f}"
+               f" {ps / m1:15.3f}")
         if args.numpy:
             previous = engine.set_backend("numpy")
             try:

@@ -740,9 +740,9 @@ def contact_arrays(contacts) -> tuple | None:
         return None
     if isinstance(contacts, ContactSet):
         return (None,) + contacts.packed()
+    floats, ints = zip(*[c.packed() for c in contacts])
     offsets = np.zeros(len(contacts) + 1, np.int64)
-    np.cumsum([len(c) for c in contacts], out=offsets[1:])
-    floats, ints = zip(*(c.packed() for c in contacts))
+    np.cumsum([len(f) for f in floats], out=offsets[1:])
     return offsets, np.concatenate(floats), np.concatenate(ints)
 
 
