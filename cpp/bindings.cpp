@@ -795,18 +795,13 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
 
 // ---------------------------------------------------------------- the constraint operations
 
-// the contacts of a constraint call into c: None, or (offsets, floats (n, CONTACT_FLOATS), ints (n, CONTACT_INTS) int64:
-// ContactSet.packed()'s) with the contact sets of N states concatenated (offsets (N + 1) int64 from 0, nondecreasing, to
-// the number of contacts) or one set for every state (offsets None); KernelError "type" or "shape" naming "contacts"
-// otherwise; ValueError for a dim or a body outside the model (physai's ContactSet checks them first)
-void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c) {
-    c.contacts = Contacts{}, c.offsets = nullptr;
-    if (obj.is_none()) return;
-    if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 3) fail("type", "contacts");
-    // item k of the tuple: a C-contiguous aligned array of `type` with `entries` entries per contact (n of them, the
-    // first array's), its data
+// one contact set (floats (n, CONTACT_FLOATS) float64, ints (n, CONTACT_INTS) int64: ContactSet.packed()'s, C-contiguous
+// and aligned) read in place; KernelError "type" or "shape" naming "contacts", ValueError for a dim or a body outside
+// the model
+Contacts read_set(const Model &m, nb::handle obj) {
+    if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 2) fail("type", "contacts");
     int64_t n = -1;
-    auto array = [&](int k, int type, int64_t entries) -> const void * {
+    auto array = [&](int k, int type, int64_t entries) -> const void * {    // item k: n rows of `entries` (n the first's)
         PyObject *x = PyTuple_GET_ITEM(obj.ptr(), k);
         if (!PyArray_Check(x)) fail("type", "contacts");
         PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);
@@ -817,9 +812,9 @@ void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c)
         if (first != n || int64_t(PyArray_SIZE(a)) != n * entries) fail("shape", "contacts");
         return PyArray_DATA(a);
     };
-    Contacts &con = c.contacts;
-    con.f = static_cast<const double *>(array(1, NPY_DOUBLE, CONTACT_FLOATS));
-    con.i = static_cast<const int64_t *>(array(2, NPY_INT64, CONTACT_INTS));
+    Contacts con;
+    con.f = static_cast<const double *>(array(0, NPY_DOUBLE, CONTACT_FLOATS));
+    con.i = static_cast<const int64_t *>(array(1, NPY_INT64, CONTACT_INTS));
     con.n = n;
     for (int64_t k = 0; k < n; k++) {
         int64_t dim = con.dim(k);
@@ -827,13 +822,23 @@ void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c)
         if (con.body1(k) < -1 || con.body1(k) >= m.nbody || con.body2(k) < -1 || con.body2(k) >= m.nbody)
             throw nb::value_error("contacts: a body outside the model");
     }
-    if (PyTuple_GET_ITEM(obj.ptr(), 0) == Py_None) return;
-    n = N + 1;
-    const int64_t *o = static_cast<const int64_t *>(array(0, NPY_INT64, 1));
-    for (int64_t s = 0; s < N; s++)
-        if (o[s] > o[s + 1]) fail("shape", "contacts");
-    if (o[0] != 0 || o[N] != con.n) fail("shape", "contacts");
-    c.offsets = o;
+    return con;
+}
+
+// the contacts of a constraint call on N states into c.sets: None, or a list of one set for every state or of N sets
+// (read_set's, read where they are: no copy; keep holds them for the call, the list may change while it runs without
+// the GIL); KernelError "type" or "shape" naming "contacts"
+void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c, std::vector<nb::object> &keep) {
+    c.sets.clear();
+    if (obj.is_none()) return;
+    if (!PyList_Check(obj.ptr())) fail("type", "contacts");
+    Py_ssize_t n = PyList_GET_SIZE(obj.ptr());
+    if (n != 1 && n != N) fail("shape", "contacts");
+    c.sets.reserve(size_t(n)), keep.reserve(size_t(n));
+    for (Py_ssize_t s = 0; s < n; s++) {
+        keep.push_back(nb::borrow(PyList_GET_ITEM(obj.ptr(), s)));
+        c.sets.push_back(read_set(m, keep.back()));
+    }
 }
 
 // a new array (total, cols) of `type` (cols 0: (total,)) filled from member `field` of each range's RowsOut, in order
@@ -900,7 +905,8 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
                                                          : "constraint_rows: options (contacts, eq_active)");
     nb::tuple o = nb::borrow<nb::tuple>(args[k]);
     int64_t N = batch < 0 ? 1 : batch;
-    read_contacts(m, o[0], N, c);
+    std::vector<nb::object> kept_sets;
+    read_contacts(m, o[0], N, c, kept_sets);
     if (!o[1].is_none()) {
         PyObject *x = o[1].ptr();
         if (!PyArray_Check(x)) fail("type", "eq_active");

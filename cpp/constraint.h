@@ -213,11 +213,6 @@ inline void cholesky_solve_factored(const double *L, int n, const int *runs, con
     }
 }
 
-// y -= a x over n entries (y and x apart: the loop vectorizes without a check)
-inline void subtract_scaled(double *__restrict y, const double *__restrict x, double a, int n) {
-    for (int s = 0; s < n; s++) y[s] -= a * x[s];
-}
-
 // y += c0 x[0] + c1 x[1] + c2 x[2] + c3 x[3] over n entries (y apart from the x: the loop vectorizes without a check)
 inline void add_scaled4(double *__restrict y, const double *const *x, double c0, double c1, double c2, double c3, int n) {
     const double *__restrict x0 = x[0], *__restrict x1 = x[1], *__restrict x2 = x[2], *__restrict x3 = x[3];
@@ -1323,12 +1318,8 @@ inline void append(const Rows &r, const double *force, bool rows, RowsOut &out) 
 
 // state s's contacts of the call
 inline Contacts state_contacts(const ConstraintCall &call, int64_t s) {
-    Contacts c = call.contacts;
-    if (!call.offsets) return c;
-    int64_t a = call.offsets[s];
-    c.n = call.offsets[s + 1] - a;
-    c.f += CONTACT_FLOATS * a, c.i += CONTACT_INTS * a;
-    return c;
+    if (call.sets.empty()) return Contacts{};
+    return call.sets[call.sets.size() == 1 ? 0 : size_t(s)];
 }
 
 // state s of the call (CONSTRAINT_ROWS, CONSTRAINT_FORWARD or CONSTRAINT_INVERSE of cpp/kernels.h): its rows into w.r,

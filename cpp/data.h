@@ -199,15 +199,13 @@ struct Contacts {
 };
 
 // a call of the constraint kernels (cpp/constraint.h) on N states: q, qd and x (forward: tau; inverse: qacc) per state;
-// the contacts of every state concatenated, state s's [offsets[s], offsets[s + 1]) (offsets null: all of them for every
-// state); eq_active (neq) or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and
+// the contacts: each state's set (sets[s]), one set for every state (one in sets) or none (sets empty); eq_active (neq) or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and
 // iterations; and the results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged;
 // inverse tau, qfrc (null for the rows alone)
 struct ConstraintCall {
     int op = 0;
     Input q{}, qd{}, x{}, warm{};
-    Contacts contacts;
-    const int64_t *offsets = nullptr;
+    std::vector<Contacts> sets;
     const bool *eq_active = nullptr;
     double tolerance = 0;
     int64_t iterations = 0;

@@ -53,6 +53,11 @@ template <class T> void tree_pack(const Model &m, const T *M, T *Ms) {
         for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++) Ms[a] = M[size_t(k) * m.nv + size_t(m.M_colind[a])];
 }
 
+// y -= a x over n entries (y and x apart: the loop vectorizes without a check)
+template <class T> inline void subtract_scaled(T *__restrict y, const T *__restrict x, T a, int64_t n) {
+    for (int64_t s = 0; s < n; s++) y[s] = y[s] - a * x[s];
+}
+
 // L with M = L^T L on the sparse layout, in place, and the reciprocals of L's diagonal into inv (MuJoCo's mj_factorM and
 // qLDiagInv, as L^T L): eliminating the last dof first fills nothing in (row k's entries times its pivot's reciprocal,
 // then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's first). O(sum of depth^2) against
@@ -65,10 +70,8 @@ template <class T> bool tree_cholesky(const Model &m, T *L, T *inv) {
         T d = vsqrt(Lk[depth]), di = 1.0 / d;
         Lk[depth] = d, inv[k] = di;
         for (int64_t s = 0; s < depth; s++) Lk[s] = Lk[s] * di;
-        for (int64_t a = 0; a < depth; a++) {                          // M_ij -= L_ki L_kj, j <= i < k
-            T *Li = L + m.M_rowadr[anc[a]], lki = Lk[a];
-            for (int64_t s = 0; s <= a; s++) Li[s] = Li[s] - lki * Lk[s];
-        }
+        for (int64_t a = 0; a < depth; a++)                            // M_ij -= L_ki L_kj, j <= i < k
+            subtract_scaled(L + m.M_rowadr[anc[a]], Lk, Lk[a], a + 1);
     }
     return true;
 }

@@ -118,14 +118,18 @@ def _eq_active(model, eq_active):
     return active
 
 
-def _compiled_contacts(model, contacts, data):
+def _compiled_contacts(model, contacts, q, data):
     """The contacts as the compiled kernels take them (constraint.contact_arrays), checked as _contact_sets checks them;
-    data(model) validates the states (for a list of sets: their number)."""
+    for a list of sets, the number of states: len(q) of a float64 (N, nq) q (the kernel checks its values), else
+    data(model)'s (it validates the states)."""
     if contacts is None or isinstance(contacts, ContactSet):
         if contacts is not None:
             contacts.check_model(model)
         return constraint.contact_arrays(contacts)
-    batch = data(model)[1]
+    if type(q) is np.ndarray and q.dtype == np.float64 and q.ndim == 2 and q.shape[1] == model.nq and len(q):
+        batch = len(q)
+    else:
+        batch = data(model)[1]
     return constraint.contact_arrays(_contact_sets(model, contacts, 1 if batch is None else batch, batch))
 
 
@@ -162,7 +166,7 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Ro
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
     if native.on:
-        return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, data),
+        return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
                                         None if eq_active is None else _eq_active(model, eq_active))[0]
     return _states(model, data, contacts, eq_active)[1][0][4]
 
@@ -220,7 +224,7 @@ def _warn(iterations: int, improvement: float, k: int, batch) -> None:
 
 def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data) -> ForwardResult:
     """forward_dynamics on the compiled backend (constraint.compiled_forward)."""
-    sets = _compiled_contacts(model, contacts, data)
+    sets = _compiled_contacts(model, contacts, q, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     warm = qacc_warmstart                     # (nv,) for every state or (N, nv): the kernel checks the values it reads
     if warm is not None and not (type(warm) is np.ndarray and warm.dtype == np.float64 and
@@ -296,7 +300,7 @@ def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_act
     """inverse_dynamics on the compiled backend (constraint.compiled_inverse); discrete: (M - h D) qacc and the
     continuous qacc M^-1 (M - h D) qacc of each state computed here, tau = (M - h D) qacc + c - J^T f as on the NumPy
     path."""
-    sets = _compiled_contacts(model, contacts, data)
+    sets = _compiled_contacts(model, contacts, q, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     if not discrete:
         tau, qfrc, forces = constraint.compiled_inverse(model, q, qd, qacc, sets, active)

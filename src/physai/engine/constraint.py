@@ -731,19 +731,14 @@ def inverse_force(r: Rows, qacc: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- the compiled kernels (cpp/constraint.h)
 
-#: a ContactSet's arrays in the order the compiled kernels take them
-def contact_arrays(contacts) -> tuple | None:
-    """The contacts as the compiled kernels take them (ContactSet.packed()): None (none); one ContactSet for every state:
-    (None, floats, ints); a list of N (one per state): (offsets (N + 1,), the N sets' floats and ints concatenated),
-    state k's contacts offsets[k]:offsets[k + 1]."""
+def contact_arrays(contacts) -> list | None:
+    """The contacts as the compiled kernels take them: None (none), or a list of ContactSet.packed() (floats, ints)
+    pairs, one for every state (a ContactSet) or one per state (a list of N sets); the kernel reads them where they are."""
     if contacts is None:
         return None
     if isinstance(contacts, ContactSet):
-        return (None,) + contacts.packed()
-    floats, ints = zip(*[c.packed() for c in contacts])
-    offsets = np.zeros(len(contacts) + 1, np.int64)
-    np.cumsum([len(f) for f in floats], out=offsets[1:])
-    return offsets, np.concatenate(floats), np.concatenate(ints)
+        return [contacts.packed()]
+    return [c.packed() for c in contacts]
 
 
 def _kernel_options(model: Model, options: tuple) -> tuple:
@@ -753,9 +748,7 @@ def _kernel_options(model: Model, options: tuple) -> tuple:
     if len(rest) == 4 and rest[0] is not None:                          # constraint_forward's qacc_warmstart
         validation.states(qacc_warmstart=(rest[0], model.nv))            # raises the named error of a non-finite start
     if contacts is not None:
-        offsets, floats, ints = contacts
-        contacts = (None if offsets is None else np.ascontiguousarray(offsets, np.int64), np.ascontiguousarray(floats, float),
-                    np.ascontiguousarray(ints, np.int64))
+        contacts = [(np.ascontiguousarray(floats, float), np.ascontiguousarray(ints, np.int64)) for floats, ints in contacts]
     return (contacts, None if active is None else np.ascontiguousarray(active, bool), *rest)
 
 
@@ -771,17 +764,17 @@ def prepare_compiled(model: Model) -> None:
 
 def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
     """rows() of one state (q (nq,), qd (nv,)) or N ((N, nq), (N, nv)) on the compiled backend, a list of one Rows per
-    state; contacts: contact_arrays' tuple or None, eq_active (neq,) booleans or None (the model's)."""
+    state; contacts: contact_arrays' list or None, eq_active (neq,) booleans or None (the model's)."""
     prepare_compiled(model)
     _, sizes, J, values, (type_, id_), (row,), mu = _ROWS(model, q, qd, (contacts, eq_active))
     pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref = values
     ends, contact_ends = np.cumsum(sizes[:, 0]).tolist(), np.cumsum(sizes[:, 4]).tolist()
-    firsts = [0] * len(sizes) if contacts is None or contacts[0] is None else contacts[0].tolist()
     out, a, ca = [], 0, 0
     for k, (ne, nf, nl, nc) in enumerate(sizes[:, 1:].tolist()):
-        b, cb, c0 = ends[k], contact_ends[k], firsts[k]
-        dim = contacts[2][c0:c0 + nc, 0].astype(np.intp) if nc else np.zeros(0, np.intp)
-        friction = contacts[1][c0:c0 + nc, FRICTION_COLUMNS].copy() if nc else np.zeros((0, 5))
+        b, cb = ends[k], contact_ends[k]
+        floats, ints = contacts[k if len(contacts) > 1 else 0] if nc else (None, None)
+        dim = ints[:, 0].astype(np.intp) if nc else np.zeros(0, np.intp)
+        friction = floats[:, FRICTION_COLUMNS].copy() if nc else np.zeros((0, 5))
         out.append(Rows(J[a:b], pos[a:b], margin[a:b], frictionloss[a:b], type_[a:b], id_[a:b], ne, nf, nl, diagA[a:b], R[a:b],
                         D[a:b], K[a:b], B[a:b], imp[a:b], impP[a:b], vel[a:b], aref[a:b], dim, mu[ca:cb], friction,
                         row[ca:cb]))
