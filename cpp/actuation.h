@@ -21,21 +21,31 @@ template <class T> void passive_force(const Model &m, const T *q, const T *qd, T
 }
 
 // f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain u + bias (clamped to
-// forcerange) for the clamped controls u (forces.actuator_force)
-template <class T> void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f) {
+// forcerange) for the clamped controls u (forces.actuator_force); the sums over the arms' nonzero entries (one joint
+// for most actuators), moment^T force into t (nv) first
+template <class T> void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f,
+                                       T *t) {
     for (int a = 0; a < act.nu; a++) {
         T length = splat<T>(0.0), velocity = splat<T>(0.0);
-        for (int i = 0; i < m.nq; i++) length = length + act.qmoment[size_t(a) * m.nq + i] * q[i];
-        for (int j = 0; j < m.nv; j++) velocity = velocity + act.moment[size_t(a) * m.nv + j] * qd[j];
+        const double *qr = &act.qmoment[size_t(a) * m.nq], *r = &act.moment[size_t(a) * m.nv];
+        for (int64_t s = act.qmoment_rowadr[a]; s < act.qmoment_rowadr[a] + act.qmoment_rownnz[a]; s++)
+            length = length + qr[act.qmoment_colind[s]] * q[act.qmoment_colind[s]];
+        for (int64_t s = act.moment_rowadr[a]; s < act.moment_rowadr[a] + act.moment_rownnz[a]; s++)
+            velocity = velocity + r[act.moment_colind[s]] * qd[act.moment_colind[s]];
         const double *g = &act.gain[3 * a], *b = &act.bias[3 * a];
         T fa = (g[0] + g[1] * length + g[2] * velocity) * u[a] + b[0] + b[1] * length + b[2] * velocity;
         force[a] = act.forcelimited[a] ? vclamp(fa, act.forcerange[2 * a], act.forcerange[2 * a + 1]) : fa;
     }
-    for (int j = 0; j < m.nv; j++) {
-        T t = splat<T>(0.0);
-        for (int a = 0; a < act.nu; a++) t = t + act.moment[size_t(a) * m.nv + j] * force[a];
-        f[j] = f[j] + (act.dof_forcelimited[j] ? vclamp(t, act.dof_forcerange[2 * j], act.dof_forcerange[2 * j + 1]) : t);
+    for (int j = 0; j < m.nv; j++) t[j] = splat<T>(0.0);
+    for (int a = 0; a < act.nu; a++) {
+        const double *r = &act.moment[size_t(a) * m.nv];
+        for (int64_t s = act.moment_rowadr[a]; s < act.moment_rowadr[a] + act.moment_rownnz[a]; s++) {
+            int64_t j = act.moment_colind[s];
+            t[j] = t[j] + r[j] * force[a];
+        }
     }
+    for (int j = 0; j < m.nv; j++)
+        f[j] = f[j] + (act.dof_forcelimited[j] ? vclamp(t[j], act.dof_forcerange[2 * j], act.dof_forcerange[2 * j + 1]) : t[j]);
 }
 
 // D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange

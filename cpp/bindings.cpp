@@ -403,16 +403,21 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         a.forcerange = f.doubles("forcerange", {U, 2}), a.forcelimited = f.ints("forcelimited", {U});
         a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
         f.done();
-        std::vector<int64_t> rownnz(static_cast<size_t>(U)), rowadr(static_cast<size_t>(U)), colind;   // model.h
-        for (int64_t u = 0; u < U; u++) {
-            rowadr[size_t(u)] = int64_t(colind.size());
-            for (int64_t j = 0; j < V; j++)
-                if (a.moment[u * V + j] != 0.0) colind.push_back(j);
-            rownnz[size_t(u)] = int64_t(colind.size()) - rowadr[size_t(u)];
-        }
-        a.moment_rownnz = na->arrays.ints.emplace_back(std::move(rownnz)).data();
-        a.moment_rowadr = na->arrays.ints.emplace_back(std::move(rowadr)).data();
-        a.moment_colind = na->arrays.ints.emplace_back(std::move(colind)).data();
+        // the nonzero entries of a (U, cols) matrix row by row into rownnz, rowadr, colind (model.h)
+        auto rows = [&](const double *x, int64_t cols, const int64_t *&rownnz, const int64_t *&rowadr, const int64_t *&colind) {
+            std::vector<int64_t> nnz(static_cast<size_t>(U)), adr(static_cast<size_t>(U)), ind;
+            for (int64_t u = 0; u < U; u++) {
+                adr[size_t(u)] = int64_t(ind.size());
+                for (int64_t j = 0; j < cols; j++)
+                    if (x[u * cols + j] != 0.0) ind.push_back(j);
+                nnz[size_t(u)] = int64_t(ind.size()) - adr[size_t(u)];
+            }
+            rownnz = na->arrays.ints.emplace_back(std::move(nnz)).data();
+            rowadr = na->arrays.ints.emplace_back(std::move(adr)).data();
+            colind = na->arrays.ints.emplace_back(std::move(ind)).data();
+        };
+        rows(a.moment, V, a.moment_rownnz, a.moment_rowadr, a.moment_colind);
+        rows(a.qmoment, Q, a.qmoment_rownnz, a.qmoment_rowadr, a.qmoment_colind);
     } catch (...) {
         na->~CompiledActuators();
         throw;

@@ -218,7 +218,7 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     rne(m, d, qd, (const T *)nullptr, tmp);
     passive_force(m, q, qd, f);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
-    if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f);
+    if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f, tmp);   // tmp (the bias) read already
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
     if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
