@@ -16,7 +16,8 @@ qacc_warmstart. Ratios: physai / MuJoCo per call, and batched per state / MuJoCo
 (N/MuJoCo-1) and per state of MuJoCo's loop over the same N states (N/MuJoCo-N; its copies of the state into MjData
 take about 2% of it) (below 1: physai is faster). The N states near the keyframe need more solver iterations than the
 keyframe itself (about 5.3 against 4 on the G1), so N/MuJoCo-1 compares unlike work; Nstand is the batch of N copies of
-the standing state (MuJoCo-1's work, each copy with its own contact set), per state, and Nstand/MuJoCo-1 its ratio;
+the standing state (MuJoCo-1's work; the standing contact set for each, one ContactSet object, so its packed arrays are
+made once), per state, and Nstand/MuJoCo-1 its ratio;
 --numpy adds the NumPy reference backend, one call. Before timing, every state's results are checked against MuJoCo's
 (inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance) or the run stops. Times are the
 best of several rounds of wall-clock time; on a shared machine expect +-20% between runs.
@@ -112,11 +113,17 @@ def main() -> None:
     batch = {"forward": (lambda: constraints.forward_dynamics(model, Q, QD, TAU, contacts, qacc_warmstart=WARM),
                          mujoco_loop(mujoco.mj_forward, False)),
              "inverse": (lambda: constraints.inverse_dynamics(model, Q, QD, QACC, contacts), mujoco_loop(mujoco.mj_inverse, True))}
-    # the standing state N times (each copy with its own contact set): the work of MuJoCo-1's call, batched
+    # the standing state N times, the standing contact set for each (one ContactSet in a list of N): the work of
+    # MuJoCo-1's call, batched; checked against mj_forward's and mj_inverse's at that state
     tile = lambda x: np.tile(x, (args.n, 1))                                          # noqa: E731
     Qs, QDs, TAUs, QACCs, WARMs, Cs = tile(q), tile(qd), tile(tau), tile(qacc), tile(warm), [c] * args.n
     standing = {"forward": lambda: constraints.forward_dynamics(model, Qs, QDs, TAUs, Cs, qacc_warmstart=WARMs),
                 "inverse": lambda: constraints.inverse_dynamics(model, Qs, QDs, QACCs, Cs)}
+    mujoco.mj_inverse(m, d_inv)
+    if np.abs(standing["forward"]().qacc - qacc).max() > 1e-6 * max(1.0, np.abs(qacc).max()) or np.abs(
+            standing["inverse"]().tau - d_inv.qfrc_inverse - d_inv.qfrc_passive).max() > 1e-9 * max(
+            1.0, np.abs(d_inv.qfrc_constraint).max()):
+        raise SystemExit("the standing batch differs from MuJoCo's call")
 
     print(f"{args.model} in its scene at keyframe 0: nv {m.nv}, {stand.nefc} constraint rows ({stand.ne} equality, "
           f"{stand.nf} friction loss, {stand.nl} limit, {stand.nefc - stand.ne - stand.nf - stand.nl} contact from "

@@ -23,8 +23,8 @@ template <class T> void passive_force(const Model &m, const T *q, const T *qd, T
 // f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain u + bias (clamped to
 // forcerange) for the clamped controls u (forces.actuator_force); the sums over the arms' nonzero entries (one joint
 // for most actuators), moment^T force into t (nv) first
-template <class T> void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f,
-                                       T *t) {
+template <class T>
+void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f, T *t) {
     for (int a = 0; a < act.nu; a++) {
         T length = splat<T>(0.0), velocity = splat<T>(0.0);
         const double *qr = &act.qmoment[size_t(a) * m.nq], *r = &act.moment[size_t(a) * m.nv];
@@ -44,8 +44,10 @@ template <class T> void actuator_force(const Model &m, const Actuators &act, con
             t[j] = t[j] + r[j] * force[a];
         }
     }
-    for (int j = 0; j < m.nv; j++)
-        f[j] = f[j] + (act.dof_forcelimited[j] ? vclamp(t[j], act.dof_forcerange[2 * j], act.dof_forcerange[2 * j + 1]) : t[j]);
+    for (int j = 0; j < m.nv; j++) {
+        const double *range = &act.dof_forcerange[2 * j];
+        f[j] = f[j] + (act.dof_forcelimited[j] ? vclamp(t[j], range[0], range[1]) : t[j]);
+    }
 }
 
 // D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange

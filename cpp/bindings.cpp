@@ -404,7 +404,8 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
         f.done();
         // the nonzero entries of a (U, cols) matrix row by row into rownnz, rowadr, colind (model.h)
-        auto rows = [&](const double *x, int64_t cols, const int64_t *&rownnz, const int64_t *&rowadr, const int64_t *&colind) {
+        auto rows = [&](const double *x, int64_t cols, const int64_t *&rownnz, const int64_t *&rowadr,
+                        const int64_t *&colind) {
             std::vector<int64_t> nnz(static_cast<size_t>(U)), adr(static_cast<size_t>(U)), ind;
             for (int64_t u = 0; u < U; u++) {
                 adr[size_t(u)] = int64_t(ind.size());
@@ -806,7 +807,7 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
 Contacts read_set(const Model &m, nb::handle obj) {
     if (!PyTuple_Check(obj.ptr()) || PyTuple_GET_SIZE(obj.ptr()) != 2) fail("type", "contacts");
     int64_t n = -1;
-    auto array = [&](int k, int type, int64_t entries) -> const void * {    // item k: n rows of `entries` (n the first's)
+    auto array = [&](int k, int type, int64_t entries) -> const void * {    // item k: n rows of `entries` (n: item 0's)
         PyObject *x = PyTuple_GET_ITEM(obj.ptr(), k);
         if (!PyArray_Check(x)) fail("type", "contacts");
         PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);

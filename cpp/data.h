@@ -58,8 +58,8 @@ template <class T> using Vec = std::vector<T, Aligned<T>>;
 // world last); qM (nv, nv); qL, qLinv: M's factor on its sparse layout and the reciprocals of its diagonal
 // (forward.h's tree_cholesky; MuJoCo's qLD, qLDiagInv)
 template <class T> struct Data {
-    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, qL, qLinv, IA, pA, U, Dinv, u, c, crb_dot,
-        subtree_moment;
+    Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, qL, qLinv, IA, pA, U, Dinv, u, c,
+        crb_dot, subtree_moment;
     Vec<Inertia<T>> cinert, crb;
     std::vector<int64_t> path;                                          // links from a tree's root to one link (smooth.h)
     explicit Data(const Model &m) {
@@ -199,9 +199,10 @@ struct Contacts {
 };
 
 // a call of the constraint kernels (cpp/constraint.h) on N states: q, qd and x (forward: tau; inverse: qacc) per state;
-// the contacts: each state's set (sets[s]), one set for every state (one in sets) or none (sets empty); eq_active (neq) or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and
-// iterations; and the results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged;
-// inverse tau, qfrc (null for the rows alone)
+// the contacts: each state's set (sets[s]), one set for every state (one in sets) or none (sets empty); eq_active (neq)
+// or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and iterations; and the
+// results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged; inverse tau, qfrc (null
+// for the rows alone)
 struct ConstraintCall {
     int op = 0;
     Input q{}, qd{}, x{}, warm{};

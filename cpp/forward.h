@@ -50,7 +50,8 @@ template <class T> int cholesky_solve(T *M, int n, T *b) {
 // the lower triangle of a dense M (nv x nv) onto the sparse layout, into Ms (M_rowadr[nv - 1] + M_rownnz[nv - 1])
 template <class T> void tree_pack(const Model &m, const T *M, T *Ms) {
     for (int k = 0; k < m.nv; k++)
-        for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++) Ms[a] = M[size_t(k) * m.nv + size_t(m.M_colind[a])];
+        for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++)
+            Ms[a] = M[size_t(k) * m.nv + size_t(m.M_colind[a])];
 }
 
 // y -= a x over n entries (y and x apart: the loop vectorizes without a check)

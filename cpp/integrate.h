@@ -339,7 +339,8 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
             step_matrix(m, act, w, h, integrator, implicit_damping, qd);
             // euler, implicitfast: symmetric on M's pattern, factored by Cholesky on it as MuJoCo does; implicit: LU
             if constexpr (std::is_same_v<T, double>) {
-                ok = integrator == IMPLICIT ? lu_solve(M, nv, a) : tree_cholesky_solve(m, M, a, d.qL.data(), d.qLinv.data()) == OK;
+                ok = integrator == IMPLICIT ? lu_solve(M, nv, a)
+                                            : tree_cholesky_solve(m, M, a, d.qL.data(), d.qLinv.data()) == OK;
                 if (ok && integrator == IMPLICITFAST && m.nfree) ok = free_body_solve(m, w, h, qd, rhs, a);
             } else {
                 ok = tree_cholesky_solve(m, M, a, d.qL.data(), d.qLinv.data()) == OK;

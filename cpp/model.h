@@ -114,8 +114,8 @@ struct Actuators {
     const int64_t *dof_forcelimited = nullptr;
     const double *dof_forcerange = nullptr;
     // moment's nonzero entries row by row (MuJoCo's moment_rownnz, moment_rowadr, moment_colind; derived by the bound
-    // Actuators): actuator a's dofs at moment_colind[moment_rowadr[a] ..], moment_rownnz[a] of them, ascending; qmoment's
-    // likewise (its coordinates)
+    // Actuators): actuator a's dofs at moment_colind[moment_rowadr[a] ..], moment_rownnz[a] of them, ascending;
+    // qmoment's likewise (its coordinates)
     const int64_t *moment_rownnz = nullptr, *moment_rowadr = nullptr, *moment_colind = nullptr;
     const int64_t *qmoment_rownnz = nullptr, *qmoment_rowadr = nullptr, *qmoment_colind = nullptr;
 };

@@ -251,6 +251,30 @@ def test_broad_phase_tests_near_pairs_only():
     assert np.abs(run.q[-1] - d.qpos).max() < 1e-9 and run.ncon.max() > 144
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_explicit_pairs_of_geoms_that_collide_with_nothing_else(backend):
+    """A free sphere falls onto a fixed one, both with contype = conaffinity = 0, made to collide by an explicit <pair>:
+    their bodies have no box to sweep (no geom that collides by type) and their pair is tested in every state, as
+    mj_collision tests it. The same contacts as MuJoCo's along a short mj_step run, on both backends."""
+    xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
+             <body pos="0 0 0.3"><geom name="a" type="sphere" size="0.05" contype="0" conaffinity="0"/></body>
+             <body pos="0.02 0 0.45"><freejoint/><geom name="b" type="sphere" size="0.05" contype="0" conaffinity="0"/></body>
+             <body pos="0 0.2 0.1"><freejoint/><geom type="sphere" size="0.05"/></body></worldbody>
+             <contact><pair geom1="a" geom2="b"/></contact></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    model, touched = engine.from_mujoco(m), 0
+    for _, d in states(m, 200, 20):
+        ref = collision.from_mujoco(m, d)
+        previous = engine.set_backend(backend)
+        try:
+            got = collision.detect(model, d.qpos)
+        finally:
+            engine.set_backend(previous)
+        assert got.geom.tolist() == ref.geom.tolist()
+        touched += len(ref)
+    assert touched > 0
+
+
 def test_box_box_matches_mujoco_face_and_edge_contacts():
     """Two boxes of different sizes at 3000 random relative poses near touching (faces, edges and corners in contact,
     some with a margin): MuJoCo's box-box (separating axes, then an edge pair or the clipped incident face) found

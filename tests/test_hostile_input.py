@@ -110,6 +110,7 @@ def test_constraint_rows_read_quaternions_of_any_size_exactly(backend):
 @pytest.mark.parametrize("batch", [None, 3])
 @pytest.mark.parametrize("warm, error, message", [
     (lambda nv, n: np.full(nv, np.nan), InvalidStateError, r"qacc_warmstart\[0\] is nan; qacc_warmstart must be finite"),
+    (lambda nv, n: np.full((n or 1, nv), np.inf), InvalidStateError, r"qacc_warmstart\[0(, 0)?\] is inf"),
     (lambda nv, n: np.zeros(nv + 1), ShapeError, "qacc_warmstart has .* entries, the model needs"),
     (lambda nv, n: np.zeros(((n or 1) + 1, nv)), ShapeError, "qacc_warmstart has [24] states"),
     (lambda nv, n: ["a"] * nv, ShapeError, "qacc_warmstart must be"),
@@ -123,6 +124,21 @@ def test_forward_dynamics_names_a_bad_warm_start(backend, batch, warm, error, me
     q, qd, tau = (x if batch is None else np.tile(x, (batch, 1)) for x in (d.qpos, d.qvel, tau))
     with pytest.raises(error, match=message):
         run(backend, constraints.forward_dynamics, model, q, qd, tau, contacts, qacc_warmstart=warm(model.nv, batch))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_forward_dynamics_takes_a_warm_start_of_any_layout(backend):
+    """A warm start in unaligned or strided memory gives the result of the same numbers in a fresh array."""
+    m, d = constraint_scene(0, "pyramidal", 3)
+    model, contacts = engine.from_mujoco(m), collision.from_mujoco(m, d)
+    q, qd, tau = (np.tile(x, (3, 1)) for x in (d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator))
+    warm = np.tile(d.qacc, (3, 1)) + np.arange(3)[:, None]
+    unaligned = np.frombuffer(np.zeros(warm.nbytes + 1, np.uint8).data, np.float64, warm.size, 1).reshape(warm.shape)
+    unaligned[:] = warm
+    want = run(backend, constraints.forward_dynamics, model, q, qd, tau, contacts, qacc_warmstart=warm).qacc
+    for start in (unaligned, np.asfortranarray(warm), list(warm)):
+        got = run(backend, constraints.forward_dynamics, model, q, qd, tau, contacts, qacc_warmstart=start).qacc
+        assert np.array_equal(got, want)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -228,7 +228,8 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     active = None if eq_active is None else _eq_active(model, eq_active)
     warm = qacc_warmstart                     # (nv,) for every state or (N, nv): the kernel checks the values it reads
     if warm is not None and not (type(warm) is np.ndarray and warm.dtype == np.float64 and
-                                 warm.shape in ((model.nv,), (len(q) if np.ndim(q) == 2 else -1, model.nv))):
+                                 warm.shape in ((model.nv,), (q.shape[0] if type(q) is np.ndarray and q.ndim == 2 else -1,
+                                                              model.nv))):
         if np.ndim(warm) == 1:
             warm = validation.vector("qacc_warmstart", warm, model.nv)
         else:

@@ -126,9 +126,9 @@ class BroadPhase:
     groups of one body pair each (MuJoCo's bodies: the world 0, physai's body b is b + 1), in MuJoCo's order:
     group_body (G, 2), and the candidates of group g are [group_start[g], group_end[g]), the explicit pairs first, up
     to group_split[g]; group_always[g]: tested in every state (a body is the world or a body without dofs holding a
-    plane: MuJoCo's unbounded bodies); sweep_body: the bodies of the other groups, swept by their boxes (a body in no
-    such group cannot make a pair hit one: on a humanoid on the floor, 6 of the G1's 28 colliding bodies); pad (ngeom,):
-    a geom's bounding radius plus its margin and gap."""
+    plane: MuJoCo's unbounded bodies); sweep_body: the bodies of the other groups with candidates besides explicit pairs,
+    swept by their boxes (a body in no such group cannot make a hit change what is tested: 6 of the G1's 28 colliding
+    bodies in its scene); pad (ngeom,): a geom's bounding radius plus its margin and gap."""
 
     group_body: np.ndarray
     group_start: np.ndarray
@@ -160,7 +160,9 @@ def _broad_phase(model: Model) -> BroadPhase:
         if c.ipair >= 0:
             rows[-1][2] = k + 1
     always = [r[0][0] in unbounded or r[0][1] in unbounded for r in rows]
-    sweep = sorted({b for r, a in zip(rows, always) if not a for b in r[0]})   # only a swept pair's bodies can hit a group
+    # the bodies of the groups a hit changes (not always tested, with candidates besides explicit pairs: their geoms
+    # collide, so each body has a box); a body in no such group cannot make a pair hit one
+    sweep = sorted({b for r, a in zip(rows, always) if not a and r[3] > r[2] for b in r[0]})
     return BroadPhase(
         group_body=np.array([r[0] for r in rows], np.intp).reshape(-1, 2),
         group_start=np.array([r[1] for r in rows], np.intp), group_split=np.array([r[2] for r in rows], np.intp),

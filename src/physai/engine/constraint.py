@@ -742,18 +742,27 @@ def contact_arrays(contacts) -> list | None:
 
 
 def _kernel_options(model: Model, options: tuple) -> tuple:
-    """The options of a constraint kernel as it reads them (after a "type" failure): the contacts' arrays float64 and
-    int64 in C order, eq_active booleans."""
+    """The options of constraint_rows and constraint_inverse as the kernels read them (after a failed call: the named
+    error of what is wrong, or the options converted): the contacts' arrays float64 and int64 in C order, eq_active
+    booleans."""
     contacts, active, *rest = options
-    if len(rest) == 4 and rest[0] is not None:                          # constraint_forward's qacc_warmstart
-        validation.states(qacc_warmstart=(rest[0], model.nv))            # raises the named error of a non-finite start
     if contacts is not None:
         contacts = [(np.ascontiguousarray(floats, float), np.ascontiguousarray(ints, np.int64)) for floats, ints in contacts]
     return (contacts, None if active is None else np.ascontiguousarray(active, bool), *rest)
 
 
-_ROWS, _FORWARD, _INVERSE = (native.kernel(name, options=_kernel_options)
-                             for name in ("constraint_rows", "constraint_forward", "constraint_inverse"))
+def _forward_options(model: Model, options: tuple) -> tuple:
+    """constraint_forward's options as _kernel_options, with its qacc_warmstart (nv,) or (N, nv) checked (the named error
+    of a non-finite start or a wrong shape) and made float64 in C order."""
+    contacts, active, warm, *rest = options
+    if warm is not None:
+        (warm,), batch = validation.states(qacc_warmstart=(warm, model.nv))
+        warm = np.ascontiguousarray(warm[:, 0] if batch is None else warm.T)
+    return (*_kernel_options(model, (contacts, active)), warm, *rest)
+
+
+_ROWS, _INVERSE = (native.kernel(name, options=_kernel_options) for name in ("constraint_rows", "constraint_inverse"))
+_FORWARD = native.kernel("constraint_forward", options=_forward_options)
 
 
 def prepare_compiled(model: Model) -> None:
