@@ -40,11 +40,19 @@ struct CollisionWork {
     std::vector<int64_t> i, order, open, groups;
     std::vector<char> hit, boxed;
     std::vector<PreContact> found;
+    std::vector<int64_t> posed;          // the geoms detect reads: those that collide by type (the bodies' boxes), and
+                                         // those of the candidates and the left-out pairs
     int64_t near_missing = -1;
     explicit CollisionWork(const Model &m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         xpos.resize(3 * B), xquat.resize(4 * B), xmat.resize(9 * B), gpos.resize(3 * G), gmat.resize(9 * G);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
+        std::vector<char> read(G, 0);
+        for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = !m.geom_collides || m.geom_collides[g];
+        for (int64_t k = 0; k < 2 * m.ncand; k++) read[size_t(m.cand_geom[k])] = 1;
+        for (int64_t k = 0; k < 2 * m.nmissing; k++) read[size_t(m.missing_geom[k])] = 1;
+        for (int64_t g = 0; g < m.ngeom; g++)
+            if (read[size_t(g)]) posed.push_back(g);
     }
 };
 
@@ -169,17 +177,18 @@ inline void body_poses(const Model &m, const double *q, double *xpos, double *xq
     }
 }
 
-// every geom's world position and axes into w.gpos, w.gmat: R = mat(q_body q_geom), p = R_body geom_pos + p_body
+// the world position and axes of the geoms detect reads (w.posed) into w.gpos, w.gmat (collision.geom_poses, which
+// poses them all): R = mat(q_body q_geom), p = R_body geom_pos + p_body
 inline void geom_poses(const Model &m, CollisionWork &w, const double *q) {
     body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
-    for (int g = 0; g < m.ngeom; g++) {
+    const double identity[4] = {1.0, 0.0, 0.0, 0.0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0.0, 0.0, 0.0};
+    for (int64_t g : w.posed) {
         int64_t b = m.geom_bodyid[g];
-        const double identity[4] = {1.0, 0.0, 0.0, 0.0}, zero[3] = {0.0, 0.0, 0.0};
         const double *bq = b < 0 ? identity : &w.xquat[size_t(4 * b)], *bp = b < 0 ? zero : &w.xpos[size_t(3 * b)];
-        double quat[4], R[9], p[3];
+        const double *R = b < 0 ? eye : &w.xmat[size_t(9 * b)];      // body_poses' mat(q_body)
+        double quat[4], p[3];
         quat_mul(bq, m.geom_quat + 4 * g, quat);
         quat_to_mat_mj(quat, &w.gmat[size_t(9 * g)]);
-        quat_to_mat_mj(bq, R);
         mat3_times(R, m.geom_pos + 3 * g, p);
         for (int a = 0; a < 3; a++) w.gpos[size_t(3 * g + a)] = p[a] + bp[a];
     }
