@@ -1070,13 +1070,13 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
                 for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
             }
     });
+    const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
     if (tree) {
-        const double *M = w.Mt.data();
         for (int k = 0; k < t.nnz; k++) H[k] = M[k] + H[k];
     } else {
-        const double *M = w.M.data();
-        for (int p = 0; p < nv; p++)
-            for (int q = 0; q <= p; q++) H[size_t(p) * nv + q] = M[size_t(p) * nv + q] + H[size_t(p) * nv + q];
+        for (int k = 0; k < nv; k++)
+            for (int a = t.adr[size_t(k)]; a <= t.adr[size_t(k)] + t.depth[size_t(k)]; a++)
+                H[size_t(k) * nv + size_t(t.col[size_t(a)])] = M[a] + H[size_t(k) * nv + size_t(t.col[size_t(a)])];
     }
     for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
         int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
@@ -1205,17 +1205,17 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
 
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, exact line search), from the warm start when its cost is lower than a0's
-// (constraint.solve, with MuJoCo's stopping rules); w.M holds M, w.qfrc_smooth the forces. SINGULAR when M or H is not
-// positive definite.
-inline int solve(const Model &m, ConstraintWork &w, const double *warmstart, double tolerance, int64_t iterations,
-                 Solution &sol) {
+// (constraint.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, w.qfrc_smooth the
+// forces. SINGULAR when M or H is not positive definite.
+inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                 int64_t iterations, Solution &sol) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
     for (auto *x : {&w.force, &w.jar, &w.Jv, &w.wforce, &w.wjar})
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
-    tree_pack(m, w.M.data(), w.Mt.data());                             // M on the tree's pattern
+    tree_pack(m, M, w.Mt.data());                                      // M on the tree's pattern
     std::copy(w.Mt.begin(), w.Mt.end(), w.LMt.begin());
     if (!tree_cholesky(m, w.LMt.data(), w.LMinv.data())) return SINGULAR;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
@@ -1346,7 +1346,8 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     }
     for (int j = 0; j < nv; j++) w.qfrc_smooth[size_t(j)] = x[j] - w.c[size_t(j)];
     Solution sol;
-    st = solve(m, w, call.warm.data ? call.warm.data + s * call.warm.stride : nullptr, call.tolerance, call.iterations, sol);
+    const double *warm = call.warm.data ? call.warm.data + s * call.warm.stride : nullptr;
+    st = solve(m, w, w.M.data(), warm, call.tolerance, call.iterations, sol);
     if (st != OK) return st;
     std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
     rows_transpose_times(w.r, w.force.data(), qfrc);

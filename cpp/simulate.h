@@ -51,10 +51,9 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     s.c.stages = &stages;                                            // evaluate's velocity stages, not again
     rows(m, s.c, q, qd, con, nullptr, false);
     s.c.stages = nullptr;
-    std::copy(M, M + size_t(nv) * nv, s.c.M.begin());
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
     Solution sol;
-    int st = solve(m, s.c, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
+    int st = solve(m, s.c, M, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
     if (st != OK) return st;
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
