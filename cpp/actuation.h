@@ -20,22 +20,19 @@ template <class T> void passive_force(const Model &m, const T *q, const T *qd, T
         f[m.spring_dofadr[k]] = f[m.spring_dofadr[k]] - m.spring_stiffness[k] * (q[m.spring_qposadr[k]] - m.spring_ref[k]);
 }
 
-// f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain u + bias (clamped to
-// forcerange) for the clamped controls u (forces.actuator_force); the sums over the arms' nonzero entries (one joint
-// for most actuators), moment^T force into t (nv) first
+// actuator a's length qmoment_a q and velocity moment_a qd, over its arms' nonzero entries (one joint for most)
 template <class T>
-void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f, T *t) {
-    for (int a = 0; a < act.nu; a++) {
-        T length = splat<T>(0.0), velocity = splat<T>(0.0);
-        const double *qr = &act.qmoment[size_t(a) * m.nq], *r = &act.moment[size_t(a) * m.nv];
-        for (int64_t s = act.qmoment_rowadr[a]; s < act.qmoment_rowadr[a] + act.qmoment_rownnz[a]; s++)
-            length = length + qr[act.qmoment_colind[s]] * q[act.qmoment_colind[s]];
-        for (int64_t s = act.moment_rowadr[a]; s < act.moment_rowadr[a] + act.moment_rownnz[a]; s++)
-            velocity = velocity + r[act.moment_colind[s]] * qd[act.moment_colind[s]];
-        const double *g = &act.gain[3 * a], *b = &act.bias[3 * a];
-        T fa = (g[0] + g[1] * length + g[2] * velocity) * u[a] + b[0] + b[1] * length + b[2] * velocity;
-        force[a] = act.forcelimited[a] ? vclamp(fa, act.forcerange[2 * a], act.forcerange[2 * a + 1]) : fa;
-    }
+void actuator_length_velocity(const Model &m, const Actuators &act, int a, const T *q, const T *qd, T &length, T &velocity) {
+    const double *qr = &act.qmoment[size_t(a) * m.nq], *r = &act.moment[size_t(a) * m.nv];
+    length = splat<T>(0.0), velocity = splat<T>(0.0);
+    for (int64_t s = act.qmoment_rowadr[a]; s < act.qmoment_rowadr[a] + act.qmoment_rownnz[a]; s++)
+        length = length + qr[act.qmoment_colind[s]] * q[act.qmoment_colind[s]];
+    for (int64_t s = act.moment_rowadr[a]; s < act.moment_rowadr[a] + act.moment_rownnz[a]; s++)
+        velocity = velocity + r[act.moment_colind[s]] * qd[act.moment_colind[s]];
+}
+
+// t = moment^T force (nv), the actuators in order, over moment's nonzero entries
+template <class T> void joint_force(const Model &m, const Actuators &act, const T *force, T *t) {
     for (int j = 0; j < m.nv; j++) t[j] = splat<T>(0.0);
     for (int a = 0; a < act.nu; a++) {
         const double *r = &act.moment[size_t(a) * m.nv];
@@ -44,6 +41,20 @@ void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q
             t[j] = t[j] + r[j] * force[a];
         }
     }
+}
+
+// f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain u + bias (clamped to
+// forcerange) for the clamped controls u (forces.actuator_force); moment^T force into t (nv) first
+template <class T>
+void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f, T *t) {
+    for (int a = 0; a < act.nu; a++) {
+        T length, velocity;
+        actuator_length_velocity(m, act, a, q, qd, length, velocity);
+        const double *g = &act.gain[3 * a], *b = &act.bias[3 * a];
+        T fa = (g[0] + g[1] * length + g[2] * velocity) * u[a] + b[0] + b[1] * length + b[2] * velocity;
+        force[a] = act.forcelimited[a] ? vclamp(fa, act.forcerange[2 * a], act.forcerange[2 * a + 1]) : fa;
+    }
+    joint_force(m, act, force, t);
     for (int j = 0; j < m.nv; j++) {
         const double *range = &act.dof_forcerange[2 * j];
         f[j] = f[j] + (act.dof_forcelimited[j] ? vclamp(t[j], range[0], range[1]) : t[j]);

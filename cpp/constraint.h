@@ -15,10 +15,11 @@
 // constraint fields, computed once by physai.engine.constraint.invweight0). A row's Jacobian is kept in compressed
 // rows (its nonzero columns and their entries; dense too, MuJoCo's efc_J as the NumPy text has it, when the rows are
 // returned), in groups of rows on the same columns (a foot's contacts), which the solver's products and Hessian walk.
-// M is factored by Cholesky on the tree's pattern (Tree: MuJoCo's sparse layout, no fill-in); so is the Hessian
-// M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits), else it is
-// factored dense (the factor of forward.h's cholesky_solve, written as row updates, on its rows' nonzero runs); it is
-// updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on its cone.
+// M is factored by Cholesky on the tree's pattern (the model's sparse layout of M, forward.h: no fill-in); so is the
+// Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
+// else it is factored dense (the factor of forward.h's cholesky_solve, written as row updates, on its rows' nonzero
+// runs); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
+// its cone.
 // Every buffer is in the ConstraintWork of the caller (one per thread), grown to the largest state seen and kept.
 #pragma once
 
@@ -50,23 +51,6 @@ enum { EQ_CONNECT = 0, EQ_WELD = 1, EQ_JOINT = 2 };
 constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row's impedance
 
 // ---------------------------------------------------------------- the workspace
-
-// a matrix on the tree's pattern (M's: entry (i, j) nonzero only for j = i or an ancestor of i on dof_parentid's chain)
-// on the model's sparse layout (forward.h's tree_pack, tree_cholesky and tree_solve), MuJoCo's sparse M: row k holds
-// its entries at k's ancestors, ascending (the chain from the root), then its diagonal, at adr[k] .. adr[k] + depth[k]
-// (depth: the number of ancestors); the ancestor at depth d of k is the dof at depth d of any descendant's chain, so
-// entry (i, j) is at adr[i] + depth[j], and row i of an ancestor i of k runs along row k's first entries. col: each
-// entry's column. The model's, made once.
-struct Tree {
-    int nnz = 0;
-    std::vector<int> depth, adr, col;
-    explicit Tree(const Model &m) {                                    // the model's M_rownnz, M_rowadr, M_colind as int
-        size_t nv = size_t(m.nv);
-        depth.resize(nv), adr.resize(nv);
-        for (size_t k = 0; k < nv; k++) depth[k] = int(m.M_rownnz[k] - 1), adr[k] = int(m.M_rowadr[k]), nnz += depth[k] + 1;
-        col.assign(m.M_colind, m.M_colind + nnz);
-    }
-};
 
 // the rows of one state (constraint.Rows): nefc rows of J (nv each, dense) with their nonzero columns
 // (cols[start[i] .. start[i + 1])) and the groups of rows on the same columns, pos, margin, frictionloss, type, id,
@@ -110,10 +94,11 @@ struct ConstraintWork {
     CollisionWork col;                              // MuJoCo's body frames (welds' quaternions) and the contacts found
     std::vector<char> mark;
     std::vector<int> cols;
-    // the solver: M (nv x nv, crb's); the tree's layout, M and its factor there (Mt, LMt), H's factor there (LHt) when
-    // the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs (cholesky); the tree factors'
-    // reciprocal diagonals (LMinv, LHinv); a row's x x^T along a chain (xt, by depth); vectors of nv; vectors of nefc
-    Tree tree;
+    // the solver: M (nv x nv, crb's); M and its factor on the tree's pattern (Mt, LMt: the model's sparse layout of M,
+    // forward.h; entry (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1), H's factor
+    // there (LHt) when the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs (cholesky); the
+    // tree factors' reciprocal diagonals (LMinv, LHinv); a row's x x^T along a chain (xt, by depth); vectors of nv;
+    // vectors of nefc
     std::vector<double> M, Mt, LMt, LHt, LH, LMinv, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
     std::vector<int> nzH, countH;
@@ -121,14 +106,14 @@ struct ConstraintWork {
     std::vector<double> force, jar, Jv, wforce, wjar, x;
     std::vector<int> state, wstate, hstate;
     Cones wcones;
-    explicit ConstraintWork(const Model &m) : d(m), col(m), tree(m) {
+    explicit ConstraintWork(const Model &m) : d(m), col(m) {
         size_t V = size_t(m.nv), B = size_t(m.nbody);
         r.nv = m.nv;
         bpos.resize(3 * B), brot.resize(9 * B), acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
         for (auto *x : {&M, &LH}) x->resize(V * V);
-        for (auto *x : {&Mt, &LMt, &LHt}) x->resize(size_t(tree.nnz));
+        for (auto *x : {&Mt, &LMt, &LHt}) x->resize(size_t(tree_nnz(m)));
         nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LMinv.resize(V),
             LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
@@ -219,16 +204,16 @@ inline void add_scaled4(double *__restrict y, const double *const *x, double c0,
     for (int s = 0; s < n; s++) y[s] += c0 * x0[s] + c1 * x1[s] + c2 * x2[s] + c3 * x3[s];
 }
 
-// y = M x for a symmetric M on the tree's pattern (compact): y_i = M_ii x_i, then row by row its entries j left of the
-// diagonal into y_i and y_j
-inline void tree_times(const Tree &t, const double *M, int n, const double *x, double *y) {
-    const int *adr = t.adr.data(), *depth = t.depth.data(), *col = t.col.data();
-    for (int i = 0; i < n; i++) y[i] = M[adr[i] + depth[i]] * x[i];
-    for (int i = 0; i < n; i++) {
+// y = M x for a symmetric M on the tree's pattern (the model's sparse layout): y_i = M_ii x_i, then row by row its
+// entries j left of the diagonal into y_i and y_j
+inline void tree_times(const Model &m, const double *M, const double *x, double *y) {
+    const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz, *col = m.M_colind;
+    for (int i = 0; i < m.nv; i++) y[i] = M[adr[i] + nnz[i] - 1] * x[i];
+    for (int i = 0; i < m.nv; i++) {
         const double *Mi = M + adr[i];
-        const int *c = col + adr[i];
+        const int64_t *c = col + adr[i];
         double xi = x[i], yi = y[i];
-        for (int s = 0; s < depth[i]; s++) yi += Mi[s] * x[c[s]], y[c[s]] += Mi[s] * xi;
+        for (int64_t s = 0; s < nnz[i] - 1; s++) yi += Mi[s] * x[c[s]], y[c[s]] += Mi[s] * xi;
         y[i] = yi;
     }
 }
@@ -930,7 +915,7 @@ inline double total_cost(const Model &m, ConstraintWork &w, const double *qacc, 
     const Rows &r = w.r;
     rows_times(r, qacc, jar);
     for (int i = 0; i < r.nefc; i++) jar[i] = jar[i] - r.aref[size_t(i)];
-    tree_times(w.tree, w.Mt.data(), m.nv, qacc, Ma);
+    tree_times(m, w.Mt.data(), qacc, Ma);
     return cost_at(m, w, qacc, Ma, jar, force, state, cones);
 }
 
@@ -1007,7 +992,7 @@ inline double line_search(const Model &m, ConstraintWork &w, const double *v, in
     int nv = m.nv;
     double *Jv = w.Jv.data(), *Mv = w.Mv.data();
     rows_times(r, v, Jv);
-    tree_times(w.tree, w.Mt.data(), nv, v, Mv);
+    tree_times(m, w.Mt.data(), v, Mv);
     double q1 = 0.0, q2 = 0.0, q3 = 0.0;
     for (int j = 0; j < nv; j++) {
         size_t k = size_t(j);
@@ -1036,12 +1021,12 @@ inline double line_search(const Model &m, ConstraintWork &w, const double *v, in
 inline void hessian(const Model &m, ConstraintWork &w, const int *state, const Cones &cones) {
     const Rows &r = w.r;
     int nv = m.nv;
-    const Tree &t = w.tree;
     const bool tree = r.tree;
+    const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz, *col = m.M_colind;
     double *H = tree ? w.LHt.data() : w.LH.data();
     // entry (i, j), j <= i
-    auto at = [&](int i, int j) -> double & { return tree ? H[t.adr[size_t(i)] + t.depth[size_t(j)]] : H[size_t(i) * nv + j]; };
-    std::fill(H, H + (tree ? size_t(t.nnz) : size_t(nv) * nv), 0.0);
+    auto at = [&](int i, int j) -> double & { return tree ? H[adr[i] + nnz[j] - 1] : H[size_t(i) * nv + j]; };
+    std::fill(H, H + (tree ? size_t(tree_nnz(m)) : size_t(nv) * nv), 0.0);
     double *G = w.G.data(), *g = w.g.data();
     for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
@@ -1072,11 +1057,13 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     });
     const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
     if (tree) {
-        for (int k = 0; k < t.nnz; k++) H[k] = M[k] + H[k];
+        for (int64_t a = 0; a < tree_nnz(m); a++) H[a] = M[a] + H[a];
     } else {
         for (int k = 0; k < nv; k++)
-            for (int a = t.adr[size_t(k)]; a <= t.adr[size_t(k)] + t.depth[size_t(k)]; a++)
-                H[size_t(k) * nv + size_t(t.col[size_t(a)])] = M[a] + H[size_t(k) * nv + size_t(t.col[size_t(a)])];
+            for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++) {
+                double &h = H[size_t(k) * nv + size_t(col[a])];
+                h = M[a] + h;
+            }
     }
     for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
         int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
@@ -1119,9 +1106,9 @@ inline void gradient(const Model &m, ConstraintWork &w, const double *force) {
 // (the caller refactors). When the rows are chains, a row's x stays on the chain of its last column and L on the tree's
 // pattern (no fill-in): the rows of L on the chain alone, over their ancestors, with x by depth (w.xt: the chain's dof at
 // depth d is any of its rows' ancestor d); else every row of L from the last column down.
-inline bool update_factor(ConstraintWork &w, int nv) {
+inline bool update_factor(const Model &m, ConstraintWork &w) {
     const Rows &r = w.r;
-    const Tree &tr = w.tree;
+    const int nv = m.nv;
     double *x = w.x.data();
     char *touched = w.mark.data();                                     // the rows of L changed (mark is all zero here)
     for (int i = 0; i < r.nefc; i++) {
@@ -1132,18 +1119,18 @@ inline bool update_factor(ConstraintWork &w, int nv) {
         int top = r.cols[size_t(e - 1)];
         if (r.tree) {
             double *L = w.LHt.data(), *xt = w.xt.data();
-            const int *chain = tr.col.data() + tr.adr[size_t(top)], *depth = tr.depth.data();
-            std::fill(xt, xt + depth[top] + 1, 0.0);
-            for (int k = a; k < e; k++) xt[depth[r.cols[size_t(k)]]] = r.val[size_t(k)] * sd;
-            for (int d = depth[top]; d >= 0; d--) {                    // x x^T into the rows of L from the last
+            const int64_t *chain = m.M_colind + m.M_rowadr[top], *nnz = m.M_rownnz;   // depth(j) = nnz[j] - 1
+            std::fill(xt, xt + nnz[top], 0.0);
+            for (int k = a; k < e; k++) xt[nnz[r.cols[size_t(k)]] - 1] = r.val[size_t(k)] * sd;
+            for (int64_t d = nnz[top] - 1; d >= 0; d--) {               // x x^T into the rows of L from the last
                 if (xt[d] == 0.0) continue;
-                double *Lk = L + tr.adr[size_t(chain[d])], Lkk = Lk[d], *inv = &w.LHinv[size_t(chain[d])];
+                double *Lk = L + m.M_rowadr[chain[d]], Lkk = Lk[d], *inv = &w.LHinv[size_t(chain[d])];
                 double t = Lkk * Lkk + (is ? xt[d] * xt[d] : -xt[d] * xt[d]);
                 if (!(t >= MINVAL)) return false;
                 // c = rr / Lkk, 1 / c and sn = x / Lkk from the reciprocals of Lkk (kept) and rr (one division)
                 double rr = std::sqrt(t), ri = 1 / rr, c = rr * *inv, cinv = Lkk * ri, sn = xt[d] * *inv, s = is ? sn : -sn;
                 Lk[d] = rr, *inv = ri;
-                for (int j = 0; j < d; j++) {
+                for (int64_t j = 0; j < d; j++) {
                     Lk[j] = (Lk[j] + s * xt[j]) * cinv;
                     xt[j] = c * xt[j] - sn * Lk[j];
                 }
@@ -1191,7 +1178,7 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
     }
     if (!fresh && !cones) {
         if (changed == 0) return true;
-        if (changed <= std::max(1, m.nv / 2) && update_factor(w, m.nv)) {
+        if (changed <= std::max(1, m.nv / 2) && update_factor(m, w)) {
             std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
             return true;
         }

@@ -122,6 +122,10 @@ struct Actuators {
 
 namespace {
 
+// the number of entries of M's sparse layout (M_rowadr, M_rownnz; MuJoCo's nM): row k holds its ancestors' entries, then
+// its diagonal
+inline int64_t tree_nnz(const Model &m) { return m.nv ? m.M_rowadr[m.nv - 1] + m.M_rownnz[m.nv - 1] : 0; }
+
 // the field whose indices are inconsistent (named in the caller's ValueError), or nullptr
 inline const char *check_model(const Model &m) {
     for (int i = 0; i < m.nlink; i++) {

@@ -42,7 +42,7 @@ struct StepDerivData {
     SimData<double> s;
     DerivData<double> dw;
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
-    std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn;
+    std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau;
     std::vector<int> piv;
     std::vector<char> keep;
     StepDerivData(const Model &m, const Actuators &act)
@@ -50,7 +50,7 @@ struct StepDerivData {
         size_t V = size_t(nv), C = size_t(cols);
         for (auto *x : {&K, &tq, &tv, &cq, &cv, &cqm, &cvm, &scratch}) x->resize(V * V);
         for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
-        for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn}) x->resize(V);
+        for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn, &tau}) x->resize(V);
         qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V);
     }
 };
@@ -73,23 +73,20 @@ inline void passive_derivatives(const Model &m, double *R, int cols) {
 // R += (dA/dq, dA/dqd, dA/dctrl) of the actuator force (derivatives._actuator_derivatives) for ctrl as given (raw), u
 // clamped and the scalar forces (force, clamped) of evaluate: zero where ctrl or a force is clamped, and on a dof whose
 // total is at or beyond its actuatorfrcrange. Transmissions act on hinges, slides and fixed tendons: the length's
-// q-derivative is qmoment's scalar entries
+// q-derivative is qmoment's scalar entries; tau (nv) holds the dofs' totals
 inline void actuator_derivatives(const Model &m, const Actuators &act, const double *raw, const double *u, const double *force,
-                                 const double *q, const double *qd, char *keep, double *R, int cols) {
+                                 const double *q, const double *qd, char *keep, double *tau, double *R, int cols) {
     int nv = m.nv;
-    for (int j = 0; j < nv; j++) {                                     // the dofs whose total is not clamped
-        double tau = 0.0;
-        for (int a = 0; a < act.nu; a++) tau += act.moment[size_t(a) * nv + j] * force[a];
-        keep[j] = !act.dof_forcelimited[j] || (tau > act.dof_forcerange[2 * j] && tau < act.dof_forcerange[2 * j + 1]);
-    }
+    joint_force(m, act, force, tau);                                   // the dofs whose total is not clamped
+    for (int j = 0; j < nv; j++)
+        keep[j] = !act.dof_forcelimited[j] || (tau[j] > act.dof_forcerange[2 * j] && tau[j] < act.dof_forcerange[2 * j + 1]);
     for (int a = 0; a < act.nu; a++) {
         if (!force_free(act, a, force)) continue;
         const double *g = &act.gain[3 * a], *b = &act.bias[3 * a], *moment = &act.moment[size_t(a) * nv];
         const double *qmoment = &act.qmoment[size_t(a) * m.nq];
         bool inside = ctrl_inside(act, a, raw);
-        double length = 0.0, velocity = 0.0;
-        for (int i = 0; i < m.nq; i++) length += qmoment[i] * q[i];
-        for (int i = 0; i < nv; i++) velocity += moment[i] * qd[i];
+        double length, velocity;
+        actuator_length_velocity(m, act, a, q, qd, length, velocity);
         double kq = g[1] * u[a] + b[1], kv = g[2] * u[a] + b[2], ku = inside ? g[0] + g[1] * length + g[2] * velocity : 0.0;
         for (int j = 0; j < nv; j++) {                                 // row j += moment_aj (kq dl/dq, kv moment_a, ku e_a)
             double r = moment[j];
@@ -150,7 +147,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     // X = [dF/dq - dtau/dq | dF/dqd - dtau/dqd | dF/dctrl], F = passive + actuators (+ applied: constant)
     std::fill(X, X + size_t(nv) * cols, 0.0);
     passive_derivatives(m, X, cols);
-    if (act.nu) actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.force.data(), q, qd, w.keep.data(), X, cols);
+    if (act.nu)
+        actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.force.data(), q, qd, w.keep.data(), w.tau.data(), X, cols);
     rnea_derivatives(m, s.d, w.dw, q, qd, a, w.tq.data(), w.tv.data(), w.scratch.data());
     bool implicit = c.integrator == IMPLICIT, free = c.integrator == IMPLICITFAST && m.nfree;
     if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
