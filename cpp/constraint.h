@@ -94,12 +94,12 @@ struct ConstraintWork {
     CollisionWork col;                              // MuJoCo's body frames (welds' quaternions) and the contacts found
     std::vector<char> mark;
     std::vector<int> cols;
-    // the solver: M (nv x nv, crb's); M and its factor on the tree's pattern (Mt, LMt: the model's sparse layout of M,
-    // forward.h; entry (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1), H's factor
-    // there (LHt) when the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs (cholesky); the
-    // tree factors' reciprocal diagonals (LMinv, LHinv); a row's x x^T along a chain (xt, by depth); vectors of nv;
-    // vectors of nefc
-    std::vector<double> M, Mt, LMt, LHt, LH, LMinv, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
+    // the solver: M (nv x nv, crb's); M on the tree's pattern (Mt: the model's sparse layout of M, forward.h; entry
+    // (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1), its factor in d.qL, d.qLinv;
+    // H's factor there (LHt) when the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs
+    // (cholesky); H's tree factor's reciprocal diagonal (LHinv); a row's x x^T along a chain (xt, by depth); vectors of
+    // nv; vectors of nefc
+    std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
     std::vector<int> nzH, countH;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
@@ -113,9 +113,8 @@ struct ConstraintWork {
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
         for (auto *x : {&M, &LH}) x->resize(V * V);
-        for (auto *x : {&Mt, &LMt, &LHt}) x->resize(size_t(tree_nnz(m)));
-        nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LMinv.resize(V),
-            LHinv.resize(V);
+        for (auto *x : {&Mt, &LHt}) x->resize(size_t(tree_nnz(m)));
+        nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
 };
@@ -1203,10 +1202,11 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
     tree_pack(m, M, w.Mt.data());                                      // M on the tree's pattern
-    std::copy(w.Mt.begin(), w.Mt.end(), w.LMt.begin());
-    if (!tree_cholesky(m, w.LMt.data(), w.LMinv.data())) return SINGULAR;
+    double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
+    std::copy(w.Mt.begin(), w.Mt.end(), LM);
+    if (!tree_cholesky(m, LM, LMinv)) return SINGULAR;
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(m, w.LMt.data(), w.LMinv.data(), w.qacc_smooth.data());
+    tree_solve(m, LM, LMinv, w.qacc_smooth.data());
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
         else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
@@ -1234,7 +1234,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     bool done = false, fresh = true;
     if (gnorm < tolerance) {
         std::copy(grad, grad + nv, step);
-        tree_solve(m, w.LMt.data(), w.LMinv.data(), step);
+        tree_solve(m, LM, LMinv, step);
         done = 0.5 * scale * dot(grad, step, nv) < tolerance;
     }
     if (!done) {
