@@ -118,17 +118,23 @@ def _eq_active(model, eq_active):
     return active
 
 
+def _array_batch(model, q) -> int | None:
+    """N for q a float64 array (N, nq), N > 0, counted without a check of its values (the compiled kernels check them);
+    None for anything else (data(model) validates it)."""
+    if type(q) is np.ndarray and q.dtype == np.float64 and q.ndim == 2 and q.shape[1] == model.nq and len(q):
+        return len(q)
+    return None
+
+
 def _compiled_contacts(model, contacts, q, data):
     """The contacts as the compiled kernels take them (constraint.contact_arrays), checked as _contact_sets checks them;
-    for a list of sets, the number of states: len(q) of a float64 (N, nq) q (the kernel checks its values), else
-    data(model)'s (it validates the states)."""
+    for a list of sets, the number of states: _array_batch's, else data(model)'s (it validates the states)."""
     if contacts is None or isinstance(contacts, ContactSet):
         if contacts is not None:
             contacts.check_model(model)
         return constraint.contact_arrays(contacts)
-    if type(q) is np.ndarray and q.dtype == np.float64 and q.ndim == 2 and q.shape[1] == model.nq and len(q):
-        batch = len(q)
-    else:
+    batch = _array_batch(model, q)
+    if batch is None:
         batch = data(model)[1]
     return constraint.contact_arrays(_contact_sets(model, contacts, 1 if batch is None else batch, batch))
 
@@ -228,8 +234,7 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     active = None if eq_active is None else _eq_active(model, eq_active)
     warm = qacc_warmstart                     # (nv,) for every state or (N, nv): the kernel checks the values it reads
     if warm is not None and not (type(warm) is np.ndarray and warm.dtype == np.float64 and
-                                 warm.shape in ((model.nv,), (q.shape[0] if type(q) is np.ndarray and q.ndim == 2 else -1,
-                                                              model.nv))):
+                                 warm.shape in ((model.nv,), (_array_batch(model, q), model.nv))):
         if np.ndim(warm) == 1:
             warm = validation.vector("qacc_warmstart", warm, model.nv)
         else:
