@@ -370,7 +370,17 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.group_body = f.ints("group_body", {m.ngroup, 2}), m.group_split = f.ints("group_split", {m.ngroup});
     m.group_end = f.ints("group_end", {m.ngroup}), m.group_always = f.ints("group_always", {m.ngroup});
     m.sweep_body = f.ints("sweep_body", {-1}, &m.nsweep), m.geom_pad = f.doubles("geom_pad", {G});
-    m.geom_collides = f.ints("geom_collides", {G});
+    m.geom_collides = f.ints("geom_collides", {G}), m.geom_dataid = f.ints("geom_dataid", {G});
+    m.mesh_vertadr = f.ints("mesh_vertadr", {-1}, &m.nmesh), m.mesh_vertnum = f.ints("mesh_vertnum", {m.nmesh});
+    m.mesh_vert = f.doubles("mesh_vert", {-1, 3}, &m.nmeshvert), m.mesh_graphadr = f.ints("mesh_graphadr", {m.nmesh});
+    m.mesh_graph = f.ints("mesh_graph", {-1}, &m.nmeshgraph), m.mesh_extrema = f.ints("mesh_extrema", {m.nmesh, 27});
+    m.mesh_polyadr = f.ints("mesh_polyadr", {m.nmesh}), m.mesh_polynum = f.ints("mesh_polynum", {m.nmesh});
+    m.mesh_polyvertadr = f.ints("mesh_polyvertadr", {-1}, &m.nmeshpoly);
+    m.mesh_polyvertnum = f.ints("mesh_polyvertnum", {m.nmeshpoly});
+    m.mesh_polynormal = f.doubles("mesh_polynormal", {m.nmeshpoly, 3});
+    m.mesh_polyvert = f.ints("mesh_polyvert", {-1}, &m.nmeshpolyvert);
+    m.mesh_polymapadr = f.ints("mesh_polymapadr", {m.nmeshvert}), m.mesh_polymapnum = f.ints("mesh_polymapnum", {m.nmeshvert});
+    m.mesh_polymap = f.ints("mesh_polymap", {-1}, &m.nmeshpolymap);
     m.opt_timestep = f.number("opt_timestep"), m.opt_impratio = f.number("opt_impratio");
     m.opt_tolerance = f.number("opt_tolerance"), m.opt_ls_tolerance = f.number("opt_ls_tolerance");
     m.opt_iterations = f.size("opt_iterations"), m.opt_ls_iterations = f.size("opt_ls_iterations");

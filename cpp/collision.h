@@ -25,7 +25,7 @@ namespace {
 
 // physai.joints' joint types; physai.engine.geoms' geom types (MuJoCo's mjtGeom)
 enum { JNT_FREE = 0, JNT_BALL = 1, JNT_SLIDE = 2, JNT_HINGE = 3 };
-enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX };
+enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH };
 constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
 
 // a contact of the narrow phase (MuJoCo's mjPreContact): distance, point, normal from geom 1 to geom 2, first tangent
@@ -72,9 +72,9 @@ inline double normalize3(double *v) {
     return length;
 }
 
-// mju_normalize4, exact at any size (quat_normalize_scaled where |q|^2 over- or underflows); zero: the identity
+// MuJoCo 4's mju_normalize4 (squares summed in pairs), exact at any size (quat_normalize_scaled where |q|^2 over- or underflows); zero: the identity
 inline void normalize4(double *q) {
-    double norm2 = q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3];
+    double norm2 = (q[0] * q[0] + q[1] * q[1]) + (q[2] * q[2] + q[3] * q[3]);
     if (!norm2_in_range(norm2)) {
         if (q[0] == 0 && q[1] == 0 && q[2] == 0 && q[3] == 0) {
             q[0] = 1.0;
@@ -92,16 +92,26 @@ inline void normalize4(double *q) {
     }
 }
 
-// R (3x3, rows) of a unit quaternion (mju_quat2Mat: products of the components; the identity exact)
+// R (3x3, rows) of a unit quaternion (MuJoCo 4's mju_quat2Mat: products of the components summed in its order; the
+// identity exact)
 inline void quat_to_mat_mj(const double *q, double *R) {
     double w = q[0], x = q[1], y = q[2], z = q[3];
     if (w == 1 && x == 0 && y == 0 && z == 0) {
         for (int k = 0; k < 9; k++) R[k] = k % 4 == 0 ? 1.0 : 0.0;
         return;
     }
-    R[0] = w * w + x * x - y * y - z * z, R[4] = w * w - x * x + y * y - z * z, R[8] = w * w - x * x - y * y + z * z;
+    double ww_yy = w * w - y * y;
+    R[0] = ww_yy + (x * x - z * z), R[4] = (w * w + y * y) - (x * x + z * z), R[8] = ww_yy + (z * z - x * x);
     R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y), R[3] = 2 * (x * y + w * z);
     R[5] = 2 * (y * z - w * x), R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x);
+}
+
+// the product a b of quaternions with MuJoCo 4's arithmetic (mju_mulQuat: products summed in pairs; collision.quat_mul_mj)
+inline void quat_mul_mj(const double *a, const double *b, double *r) {
+    r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
+    r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
+    r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
+    r[3] = (a[0] * b[3] + a[1] * b[2]) + (a[3] * b[0] - a[2] * b[1]);
 }
 
 // v rotated by a unit quaternion (mju_rotVecQuat)
@@ -135,7 +145,7 @@ inline void body_poses(const Model &m, const double *q, double *xpos, double *xq
             if (p >= 0) {
                 mat3_times(xmat + 9 * p, m.body_offset + 3 * b, pos);
                 for (int a = 0; a < 3; a++) pos[a] = pos[a] + xpos[3 * p + a];
-                quat_mul(xquat + 4 * p, m.body_quat + 4 * b, quat);
+                quat_mul_mj(xquat + 4 * p, m.body_quat + 4 * b, quat);
             } else {
                 for (int a = 0; a < 3; a++) pos[a] = m.body_offset[3 * b + a];
                 for (int a = 0; a < 4; a++) quat[a] = m.body_quat[4 * b + a];
@@ -164,7 +174,7 @@ inline void body_poses(const Model &m, const double *q, double *xpos, double *xq
                         for (int a = 0; a < 3; a++) local[1 + a] = m.jnt_axis[3 * j + a] * s;
                     }
                 }
-                quat_mul(quat, local, turned);
+                quat_mul_mj(quat, local, turned);
                 for (int a = 0; a < 4; a++) quat[a] = turned[a];
                 rotate(m.jnt_pos + 3 * j, quat, offset);
                 for (int a = 0; a < 3; a++) pos[a] = anchor[a] - offset[a];
@@ -187,7 +197,7 @@ inline void geom_poses(const Model &m, CollisionWork &w, const double *q) {
         const double *bq = b < 0 ? identity : &w.xquat[size_t(4 * b)], *bp = b < 0 ? zero : &w.xpos[size_t(3 * b)];
         const double *R = b < 0 ? eye : &w.xmat[size_t(9 * b)];      // body_poses' mat(q_body)
         double quat[4], p[3];
-        quat_mul(bq, m.geom_quat + 4 * g, quat);
+        quat_mul_mj(bq, m.geom_quat + 4 * g, quat);
         quat_to_mat_mj(quat, &w.gmat[size_t(9 * g)]);
         mat3_times(R, m.geom_pos + 3 * g, p);
         for (int a = 0; a < 3; a++) w.gpos[size_t(3 * g + a)] = p[a] + bp[a];
@@ -220,9 +230,37 @@ inline void add(std::vector<PreContact> &out, double dist, const double *pos, co
 }
 
 // the narrow phase's arguments: the two geoms' world position, axes (row-major) and size, the margin
+// a convex mesh (physai.engine.geoms.ConvexMesh): the Model's mesh_* arrays of one mesh, its own ids. hull_*: its
+// graph's neighbour list starts, vertex ids and neighbour lists (null: no graph); extrema (27); polygons' corners and
+// normals; each vertex's polygons
+struct ConvexMesh {
+    int64_t nvert = 0;
+    const double *vert = nullptr, *polynormal = nullptr;
+    const int64_t *hull_start = nullptr, *hull_ids = nullptr, *hull_edges = nullptr, *extrema = nullptr;
+    const int64_t *polyvertadr = nullptr, *polyvertnum = nullptr, *polyvert = nullptr;
+    const int64_t *polymapadr = nullptr, *polymapnum = nullptr, *polymap = nullptr;
+};
+
+// mesh i of the model (Meshes.mesh)
+inline ConvexMesh convex_mesh(const Model &m, int64_t i) {
+    ConvexMesh c;
+    int64_t va = m.mesh_vertadr[i], pa = m.mesh_polyadr[i], ga = m.mesh_graphadr[i];
+    c.nvert = m.mesh_vertnum[i], c.vert = m.mesh_vert + 3 * va, c.polynormal = m.mesh_polynormal + 3 * pa;
+    if (ga >= 0) {
+        int64_t n = m.mesh_graph[ga];
+        c.hull_start = m.mesh_graph + ga + 2, c.hull_ids = c.hull_start + n, c.hull_edges = c.hull_ids + n;
+    }
+    c.extrema = m.mesh_extrema + 27 * i;
+    c.polyvertadr = m.mesh_polyvertadr + pa, c.polyvertnum = m.mesh_polyvertnum + pa, c.polyvert = m.mesh_polyvert;
+    c.polymapadr = m.mesh_polymapadr + va, c.polymapnum = m.mesh_polymapnum + va, c.polymap = m.mesh_polymap;
+    return c;
+}
+
+// a pair's geoms: world positions, axes (3x3, rows), sizes, geom 2's convex mesh (a mesh geom), the margin
 struct Pair {
     const double *pos1, *mat1, *size1, *pos2, *mat2, *size2;
     double margin;
+    const ConvexMesh *mesh2 = nullptr;
 };
 
 inline void plane_sphere(const Pair &p, std::vector<PreContact> &out) {
@@ -327,6 +365,103 @@ inline void plane_ellipsoid(const Pair &p, std::vector<PreContact> &out) {
     if (dist > p.margin) return;
     for (int a = 0; a < 3; a++) pos[a] = world[a] + normal[a] * (-0.5 * dist);
     add(out, dist, pos, normal, nullptr);
+}
+
+// the vertex of a convex mesh farthest along dir (its frame) as MuJoCo's support search finds it (primitives.mesh_support)
+inline int64_t mesh_support(const ConvexMesh &c, const double *dir) {
+    auto along = [&](int64_t v) { const double *x = c.vert + 3 * v; return dir[0] * x[0] + dir[1] * x[1] + dir[2] * x[2]; };
+    if (!c.hull_start || c.nvert < 10) {                       // every vertex, the first of equals
+        int64_t best = 0;
+        double top = along(0);
+        for (int64_t v = 1; v < c.nvert; v++) {
+            double x = along(v);
+            if (x > top) top = x, best = v;
+        }
+        return best;
+    }
+    int cell[3];                                                // climb the hull from the vertex of dir's grid cell
+    for (int a = 0; a < 3; a++) cell[a] = int(dir[a] > 0.4) - int(dir[a] < -0.4) + 1;
+    int64_t best = c.extrema[cell[0] * 9 + cell[1] * 3 + cell[2]], previous = -1;
+    double top = along(c.hull_ids[best]);
+    while (best != previous) {
+        previous = best;
+        for (int64_t k = c.hull_start[previous]; c.hull_edges[k] >= 0; k++) {
+            double x = along(c.hull_ids[c.hull_edges[k]]);
+            if (x > top) top = x, best = c.hull_edges[k];
+        }
+    }
+    return c.hull_ids[best];
+}
+
+// half the norm of (a - c) x (b - d): the area of the quadrilateral a b c d (primitives._quad_area)
+inline double quad_area(const double *a, const double *b, const double *c, const double *d) {
+    double u[3] = {a[0] - c[0], a[1] - c[1], a[2] - c[2]}, w[3] = {b[0] - d[0], b[1] - d[1], b[2] - d[2]};
+    double x = u[1] * w[2] - u[2] * w[1], y = u[2] * w[0] - u[0] * w[2], z = u[0] * w[1] - u[1] * w[0];
+    return std::sqrt(x * x + y * y + z * z) * 0.5;
+}
+
+// three more corners (b, c, d: indices into the polygon) of a wide quadrilateral on the polygon corners (n of them)
+// from its corner k (primitives._widest_quad)
+inline void widest_quad(const ConvexMesh &m, const int64_t *corners, int64_t n, int64_t k, int64_t *bcd) {
+    auto at = [&](int64_t i) { return m.vert + 3 * corners[i]; };
+    int64_t b = (k + 1) % n, c = (k + 2) % n, d = (k + 3) % n;
+    double area = quad_area(at(k), at(b), at(c), at(d)), moved;
+    while ((moved = quad_area(at(k), at(b), at(c), at((d + 1) % n))) > area) {
+        area = moved, d = (d + 1) % n;
+        while ((moved = quad_area(at(k), at(b), at((c + 1) % n), at(d))) > area) area = moved, c = (c + 1) % n;
+        while ((moved = quad_area(at(k), at((b + 1) % n), at(c), at(d))) > area) area = moved, b = (b + 1) % n;
+    }
+    bcd[0] = b, bcd[1] = c, bcd[2] = d;
+}
+
+// a plane and a convex mesh (MuJoCo 4's mjc_PlaneConvex; primitives.plane_mesh)
+inline void plane_mesh(const Pair &p, std::vector<PreContact> &out) {
+    const ConvexMesh &mesh = *p.mesh2;
+    double normal[3], dir[3], local[3];
+    column(p.mat1, 2, normal);
+    for (int a = 0; a < 3; a++) {
+        dir[a] = p.mat2[a] * -normal[0] + p.mat2[3 + a] * -normal[1] + p.mat2[6 + a] * -normal[2];
+        local[a] = p.mat2[a] * normal[0] + p.mat2[3 + a] * normal[1] + p.mat2[6 + a] * normal[2];
+    }
+    // a vertex's contact: dist = n . (R v + p2 - p1), halfway into the overlap; its side of the mesh's centre
+    auto contact = [&](int64_t v, double *pos, double &side) {
+        double point[3], dif[3];
+        mat3_times(p.mat2, mesh.vert + 3 * v, point);
+        for (int a = 0; a < 3; a++) point[a] += p.pos2[a], dif[a] = point[a] - p.pos1[a];
+        double dist = dot3(normal, dif);
+        for (int a = 0; a < 3; a++) pos[a] = point[a] + normal[a] * (-0.5 * dist), dif[a] = point[a] - p.pos2[a];
+        side = dot3(normal, dif);
+        return dist;
+    };
+    int64_t deepest = mesh_support(mesh, dir);
+    double pos[3], side;
+    double dist = contact(deepest, pos, side);
+    if (dist > p.margin) return;
+    add(out, dist, pos, normal, nullptr);
+    double best = 1.0;                                          // the polygon at it facing the plane most
+    int64_t face = -1;
+    for (int64_t k = mesh.polymapadr[deepest]; k < mesh.polymapadr[deepest] + mesh.polymapnum[deepest]; k++) {
+        int64_t poly = mesh.polymap[k];
+        double along = dot3(local, mesh.polynormal + 3 * poly);
+        if (along < best) best = along, face = poly;
+    }
+    if (face < 0) return;
+    const int64_t *corners = mesh.polyvert + mesh.polyvertadr[face];
+    int64_t n = mesh.polyvertnum[face], k = 0, others[3];
+    for (int64_t j = 0; j < n; j++)
+        if (corners[j] == deepest) {
+            k = j;
+            break;
+        }
+    if (n > 4)
+        widest_quad(mesh, corners, n, k, others);
+    else
+        for (int64_t j = 1; j < n; j++) others[j - 1] = (k + j) % n;
+    for (int64_t j = 0; j < std::min<int64_t>(n - 1, 3); j++) {
+        dist = contact(corners[others[j]], pos, side);
+        if (dist > p.margin || side > 0) continue;
+        add(out, dist, pos, normal, nullptr);
+    }
 }
 
 inline void sphere_sphere(const Pair &p, std::vector<PreContact> &out) {
@@ -782,7 +917,7 @@ using Narrow = void (*)(const Pair &, std::vector<PreContact> &);
 inline Narrow narrow_phase(int64_t t1, int64_t t2) {
     if (t1 == GEOM_PLANE) {
         return t2 == GEOM_SPHERE ? plane_sphere : t2 == GEOM_CAPSULE ? plane_capsule : t2 == GEOM_CYLINDER ? plane_cylinder
-             : t2 == GEOM_BOX ? plane_box : t2 == GEOM_ELLIPSOID ? plane_ellipsoid : nullptr;
+             : t2 == GEOM_BOX ? plane_box : t2 == GEOM_ELLIPSOID ? plane_ellipsoid : t2 == GEOM_MESH ? plane_mesh : nullptr;
     }
     if (t1 == GEOM_SPHERE) {
         return t2 == GEOM_SPHERE ? sphere_sphere : t2 == GEOM_CAPSULE ? sphere_capsule : t2 == GEOM_CYLINDER ? sphere_cylinder
@@ -941,6 +1076,11 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     w.found.clear();
     Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
+    ConvexMesh mesh;
+    if (m.geom_type[g2] == GEOM_MESH) {
+        if (m.geom_dataid[g2] < 0) return;                            // not a candidate collision.candidates makes
+        mesh = convex_mesh(m, m.geom_dataid[g2]), pair.mesh2 = &mesh;
+    }
     fn(pair, w.found);
     for (const PreContact &c : w.found) {
         if (c.dist >= margin) continue;                               // MuJoCo's exclude: in the gap

@@ -88,6 +88,15 @@ struct Model {
     const int64_t *missing_geom = nullptr;
     const double *geom_pos = nullptr, *geom_quat = nullptr, *geom_size = nullptr, *geom_rbound = nullptr;
     const double *cand_float = nullptr, *missing_bound = nullptr;
+    // the convex meshes (physai.engine.geoms.Meshes, MuJoCo's mesh_* layout): a mesh geom's mesh (geom_dataid; -1:
+    // none); per mesh its vertices, graph, extrema (27) and polygons; per polygon its corners and normal; per vertex its
+    // polygons. Sizes: nmesh, nmeshvert, nmeshgraph, nmeshpoly, nmeshpolyvert, nmeshpolymap
+    int64_t nmesh = 0, nmeshvert = 0, nmeshgraph = 0, nmeshpoly = 0, nmeshpolyvert = 0, nmeshpolymap = 0;
+    const int64_t *geom_dataid = nullptr, *mesh_vertadr = nullptr, *mesh_vertnum = nullptr, *mesh_graphadr = nullptr;
+    const int64_t *mesh_graph = nullptr, *mesh_extrema = nullptr, *mesh_polyadr = nullptr, *mesh_polynum = nullptr;
+    const int64_t *mesh_polyvertadr = nullptr, *mesh_polyvertnum = nullptr, *mesh_polyvert = nullptr;
+    const int64_t *mesh_polymapadr = nullptr, *mesh_polymapnum = nullptr, *mesh_polymap = nullptr;
+    const double *mesh_vert = nullptr, *mesh_polynormal = nullptr;
     // the broad phase (collision.BroadPhase): the candidates in groups of one body pair each (ngroup; MuJoCo's body
     // numbers, the world 0): bodies (2), [start, end) with the explicit pairs up to split, always tested or not; the
     // swept bodies (nsweep); each geom's bounding radius plus margin and gap (ngeom)
@@ -160,6 +169,47 @@ inline const char *check_model(const Model &m) {
     return nullptr;
 }
 
+// the mesh field (physai.engine.geoms.Meshes) whose indices are inconsistent, or nullptr
+inline const char *check_meshes(const Model &m) {
+    auto within = [](int64_t adr, int64_t num, int64_t size) { return num >= 0 && adr >= 0 && adr + num <= size; };
+    for (int64_t g = 0; g < m.ngeom; g++)
+        if (m.geom_dataid[g] < -1 || m.geom_dataid[g] >= m.nmesh || (m.geom_dataid[g] >= 0 && m.geom_type[g] != 7))
+            return "geom_dataid";
+    for (int64_t p = 0; p < m.nmeshpoly; p++)
+        if (!within(m.mesh_polyvertadr[p], m.mesh_polyvertnum[p], m.nmeshpolyvert)) return "mesh_polyvertadr";
+    for (int64_t v = 0; v < m.nmeshvert; v++)
+        if (!within(m.mesh_polymapadr[v], m.mesh_polymapnum[v], m.nmeshpolymap)) return "mesh_polymapadr";
+    for (int64_t i = 0; i < m.nmesh; i++) {
+        int64_t va = m.mesh_vertadr[i], nv = m.mesh_vertnum[i], pa = m.mesh_polyadr[i], np = m.mesh_polynum[i];
+        if (nv < 1 || !within(va, nv, m.nmeshvert)) return "mesh_vertadr";
+        if (!within(pa, np, m.nmeshpoly)) return "mesh_polyadr";
+        for (int64_t p = pa; p < pa + np; p++)
+            for (int64_t k = m.mesh_polyvertadr[p]; k < m.mesh_polyvertadr[p] + m.mesh_polyvertnum[p]; k++)
+                if (m.mesh_polyvert[k] < 0 || m.mesh_polyvert[k] >= nv) return "mesh_polyvert";
+        for (int64_t v = va; v < va + nv; v++)
+            for (int64_t k = m.mesh_polymapadr[v]; k < m.mesh_polymapadr[v] + m.mesh_polymapnum[v]; k++)
+                if (m.mesh_polymap[k] < 0 || m.mesh_polymap[k] >= np) return "mesh_polymap";
+        int64_t ga = m.mesh_graphadr[i];
+        if (ga < 0) continue;
+        if (ga + 2 > m.nmeshgraph) return "mesh_graphadr";
+        int64_t hull = m.mesh_graph[ga], edges = ga + 2 + 2 * hull;
+        if (hull < 1 || hull > nv || edges > m.nmeshgraph) return "mesh_graph";
+        for (int64_t c = 0; c < 27; c++)
+            if (m.mesh_extrema[27 * i + c] < 0 || m.mesh_extrema[27 * i + c] >= hull) return "mesh_extrema";
+        for (int64_t h = 0; h < hull; h++) {
+            int64_t id = m.mesh_graph[ga + 2 + hull + h], k = m.mesh_graph[ga + 2 + h];
+            if (id < 0 || id >= nv || k < 0) return "mesh_graph";
+            for (;; k++) {                                     // a neighbour list of hull vertices, ended by a negative
+                if (edges + k >= m.nmeshgraph) return "mesh_graph";
+                int64_t e = m.mesh_graph[edges + k];
+                if (e < 0) break;
+                if (e >= hull) return "mesh_graph";
+            }
+        }
+    }
+    return nullptr;
+}
+
 // the constraint model's field whose indices are inconsistent (named in the caller's ValueError), or nullptr
 inline const char *check_constraints(const Model &m) {
     for (int j = 0; j < m.njnt; j++) {
@@ -193,6 +243,7 @@ inline const char *check_constraints(const Model &m) {
     }
     for (int64_t k = 0; k < m.nsweep; k++)
         if (m.sweep_body[k] < 1 || m.sweep_body[k] > m.nbody) return "sweep_body";
+    if (const char *field = check_meshes(m)) return field;
     for (int e = 0; e < m.neq; e++) {
         int64_t t = m.eq_type[e], objects = t == 2 ? m.njnt : m.nbody;
         if (t < 0 || t > 2) return "eq_type";

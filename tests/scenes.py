@@ -53,6 +53,42 @@ def random_scene(seed: int, supported_only: bool = False, integrator: str = "Eul
                <exclude body1="b1" body2="b2"/></contact></mujoco>"""
 
 
+def convex_points(kind: str, rng: np.random.Generator) -> np.ndarray:
+    """The vertices (n, 3) of a convex mesh of a kind: "box" (8 corners: every vertex searched, ties on a face),
+    "apex" (a box with a ninth vertex over a face), "prism" (a regular prism of 5 to 12 sides: faces of more than 4
+    corners, its hull's graph climbed), "hull" (random points: triangles, some points inside)."""
+    if kind in ("box", "apex"):
+        s = rng.uniform(0.03, 0.08, 3)
+        corners = np.array([[a, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]) * s
+        return np.vstack([corners, [[0, 0, 1.6 * s[2]]]]) if kind == "apex" else corners
+    if kind == "prism":
+        k, r, h = int(rng.integers(5, 13)), rng.uniform(0.03, 0.08), rng.uniform(0.02, 0.06)
+        angle = 2 * np.pi * np.arange(k) / k
+        return np.array([[r * np.cos(a), r * np.sin(a), z] for z in (-h, h) for a in angle])
+    return rng.normal(size=(int(rng.integers(6, 40)), 3)) * rng.uniform(0.02, 0.06, 3)
+
+
+def mesh_scene(seed: int, integrator: str = "Euler") -> str:
+    """An MJCF scene of convex meshes (convex_points: one of each kind, two more at random) falling from random poses,
+    some flat, onto a tilted plane, with random margins and gaps; the meshes touch only the plane."""
+    rng = np.random.default_rng(seed)
+    tilt = rng.uniform(-0.2, 0.2, 2) if seed % 2 else np.zeros(2)
+    kinds = ["prism", "box", "apex", "hull"] + list(rng.choice(["box", "prism", "hull"], 2))     # the first lies flat
+    assets, bodies = [], []
+    for b, kind in enumerate(kinds):
+        points = " ".join(f"{x:.5f}" for x in convex_points(kind, rng).ravel())
+        assets.append(f'<mesh name="m{b}" vertex="{points}"/>')
+        flat = b % 3 == 0
+        euler = np.zeros(3) if flat else rng.uniform(-1.5, 1.5, 3)
+        x, y = rng.uniform(-0.3, 0.3, 2)
+        bodies.append(f'<body pos="{x:.3f} {y:.3f} {rng.uniform(0.05, 0.25):.3f}" euler="{euler[0]:.3f} {euler[1]:.3f} '
+                      f'{euler[2]:.3f}"><freejoint/><geom type="mesh" mesh="m{b}" contype="2" conaffinity="1" '
+                      f'margin="{rng.choice([0, 0, 0.01])}" gap="{rng.choice([0, 0.005])}" condim="{rng.choice([1, 3, 4, 6])}"/></body>')
+    return f"""<mujoco><option timestep="0.004" integrator="{integrator}"/><asset>{''.join(assets)}</asset><worldbody>
+      <geom name="floor" type="plane" size="0 0 1" euler="{tilt[0]:.3f} {tilt[1]:.3f} 0" contype="1" conaffinity="2"/>
+      {''.join(bodies)}</worldbody></mujoco>"""
+
+
 def states(m: mujoco.MjModel, steps: int, every: int, key: int | None = None):
     """MjData after mj_forward every `every` steps of mj_step from the first keyframe (or qpos0)."""
     d = mujoco.MjData(m)

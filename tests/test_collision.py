@@ -14,7 +14,7 @@ from physai.engine import collision as narrow
 from physai.engine.geoms import TYPE_NAMES
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
-from scenes import random_scene, states
+from scenes import convex_points, mesh_scene, random_scene, states
 
 TOL = 1e-12
 FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solreffriction", "solimp")
@@ -73,11 +73,11 @@ def test_random_scenes_match_mj_collision(seed):
 
 
 def test_every_narrow_phase_is_exercised():
-    """Across the random scenes, MuJoCo's contacts cover every pair of shapes physai collides, so each function above
-    was compared."""
+    """Across the random scenes (and the convex-mesh scenes), MuJoCo's contacts cover every pair of shapes physai
+    collides, so each function above was compared."""
     seen = set()
-    for seed in range(6):
-        m = mujoco.MjModel.from_xml_string(random_scene(seed))
+    for xml in [random_scene(seed) for seed in range(6)] + [mesh_scene(0)]:
+        m = mujoco.MjModel.from_xml_string(xml)
         for _, d in states(m, 300, 10):
             for g1, g2 in d.contact.geom[:d.ncon]:
                 seen.add(tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2])))))
@@ -317,3 +317,133 @@ def test_plane_ellipsoid_matches_mujoco():
         touched, seen[k + 1] = touched + len(ref), d.qpos.copy()
     run = integrators.simulate(model, m.qpos0, np.zeros(m.nv), m.opt.timestep, 400, constraints=True, energy=False)
     assert touched > 20 and max(np.abs(run.q[k] - q).max() for k, q in seen.items()) < 1e-12
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_convex_meshes_on_a_plane_match_mj_collision(seed):
+    """Convex meshes (boxes and boxes with an apex: every vertex searched, ties on flat faces; prisms of 5 to 12 sides:
+    the hull's graph climbed and faces of more than 4 corners pruned to 4 contacts; random hulls) falling onto a plane,
+    flat and tilted, with margins and gaps: MuJoCo 4's plane-mesh contacts, the same in the same order within 1e-12."""
+    m = mujoco.MjModel.from_xml_string(mesh_scene(seed))
+    model = engine.from_mujoco(m)
+    counts = set()
+    for k, d in states(m, 300, 5):
+        ref = collision.from_mujoco(m, d)
+        assert_same(collision.detect(model, d.qpos), ref, f"seed {seed}, step {k}")
+        counts |= {int((ref.geom[:, 1] == g).sum()) for g in set(ref.geom[:, 1].tolist())}
+    assert {1, 2, 3, 4} <= counts or {2, 3, 4} <= counts      # vertices, edges, triangles and quadrilaterals
+
+
+def mesh_poses(trials: int = 80):
+    """(kind, trial, MjModel, MjData after mj_forward): each kind of convex mesh (scenes.convex_points) at random poses
+    across a tilted plane, from clear of it to sunk in it, a third of them lying flat on a level plane (vertices at
+    equal depths: MuJoCo's choice among them kept), with margins (up to 0.1 m in all, so that corners above a mesh's
+    centre come within it) and gaps; MuJoCo's solver at tolerance 1e-15."""
+    rng = np.random.default_rng(3)
+    for kind in ("box", "apex", "prism", "hull"):
+        for trial in range(trials):
+            points = " ".join(f"{x:.5f}" for x in convex_points(kind, rng).ravel())
+            flat = trial % 3 == 0
+            euler = np.zeros(3) if flat else rng.uniform(-3, 3, 3)
+            margin, gap = rng.choice([0, 0.005, 0.02, 0.05], 2), rng.choice([0, 0.004], 2)
+            tilt = "0 0 0.3" if flat else "0.2 -0.1 0.3"
+            xml = f"""<mujoco><option tolerance="1e-15" iterations="500" ls_iterations="500"/>
+              <asset><mesh name="m" vertex="{points}"/></asset><worldbody>
+              <body euler="{tilt}"><geom type="plane" size="0 0 1" margin="{margin[0]}" gap="{gap[0]}"/></body>
+              <body euler="{euler[0]:.4f} {euler[1]:.4f} {euler[2]:.4f}"><freejoint/>
+                <geom type="mesh" mesh="m" margin="{margin[1]}" gap="{gap[1]}"/></body></worldbody></mujoco>"""
+            m = mujoco.MjModel.from_xml_string(xml)
+            d = mujoco.MjData(m)
+            mujoco.mj_kinematics(m, d)
+            normal = d.geom_xmat[0].reshape(3, 3)[:, 2]
+            height = (d.geom_xpos[1] - d.geom_xpos[0]) @ normal
+            d.qpos[:3] += normal * (rng.uniform(-0.03, 0.05) + m.geom_rbound[1] * rng.uniform(0.2, 1.0) - height)
+            d.qpos[:2] += rng.uniform(-1, 1, 2)
+            mujoco.mj_forward(m, d)
+            yield kind, trial, m, d
+
+
+def test_convex_meshes_at_random_poses_match_mj_collision():
+    """The contacts of mesh_poses: MuJoCo's, the same in the same order within 1e-12."""
+    compared = 0
+    for kind, trial, m, d in mesh_poses():
+        ref = collision.from_mujoco(m, d)
+        assert_same(collision.detect(engine.from_mujoco(m), d.qpos), ref, f"{kind}, trial {trial}")
+        compared += len(ref)
+    assert compared > 300
+
+
+def test_compiled_convex_mesh_contacts_step_as_mj_step():
+    """The compiled step's own plane-mesh contacts at mesh_poses: from rest, one step of the constrained dynamics reaches
+    the velocities of mj_step within 1e-12."""
+    worst, moved = 0.0, 0
+    for _, _, m, d in mesh_poses():
+        q = d.qpos.copy()
+        mujoco.mj_step(m, d)
+        _, qd = integrators.step(engine.from_mujoco(m), q, np.zeros(m.nv), m.opt.timestep, "euler", constraints=True)
+        worst, moved = max(worst, np.abs(qd - d.qvel).max()), moved + (d.ncon > 0)
+    assert moved > 120 and worst < 1e-12, worst
+
+
+@pytest.mark.parametrize("backend,seed", [("native", 0), ("native", 1), ("native", 2), ("native", 3), ("numpy", 2)])
+def test_convex_mesh_contacts_step_as_mj_step(backend, seed):
+    """One step of the constrained dynamics with physai's own plane-mesh contacts, from MuJoCo's states along a run of
+    a mesh scene (its solver at tolerance 1e-15): the velocities MuJoCo's mj_step reaches, within 1e-12."""
+    m = mujoco.MjModel.from_xml_string(mesh_scene(seed))
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 500, 500
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    start, after = [], []
+    for k in range(300):
+        if k % (5 if backend == "native" else 30) == 0:
+            start.append((d.qpos.copy(), d.qvel.copy(), d.qacc_warmstart.copy()))
+        mujoco.mj_step(m, d)
+        if len(after) < len(start):
+            after.append(d.qvel.copy())
+    q, qd, warm = (np.array(x) for x in zip(*start))
+    previous = engine.set_backend(backend)
+    try:
+        _, qd1 = integrators.step(model, q, qd, m.opt.timestep, "euler", constraints=True, qacc_warmstart=warm)
+    finally:
+        engine.set_backend(previous)
+    assert np.abs(qd1 - np.array(after)).max() < 1e-12
+
+
+def test_a_mesh_geom_without_its_mesh_is_refused_by_name():
+    """A mesh geom whose convex mesh the Model does not hold (a Geoms made by hand) has no narrow phase: detect names
+    the pair; inconsistent mesh arrays are refused when the Meshes are made."""
+    from dataclasses import replace
+
+    from physai.exceptions import InvalidModelError
+
+    m = mujoco.MjModel.from_xml_string(mesh_scene(1))
+    model = engine.from_mujoco(m)
+    G = model.geoms
+    bare = replace(model, geoms=replace(G, geom_dataid=np.full(G.ngeom, -1, np.intp)))
+    with pytest.raises(UnsupportedModelError, match="plane-mesh"):
+        collision.detect(bare, m.qpos0)
+    M = G.meshes
+    broken = [("mesh_polyvert", M.mesh_polyvert + 10**6, "outside the mesh"),
+              ("mesh_polymap", -M.mesh_polymap - 1, "outside the mesh"),
+              ("mesh_vert", np.where(M.mesh_vert == M.mesh_vert.max(), np.nan, M.mesh_vert), "finite"),
+              ("mesh_graph", np.where(M.mesh_graph < 0, 0, M.mesh_graph), "not ended by -1"),
+              ("mesh_vertnum", M.mesh_vertnum * 0, "no vertices")]
+    for name, value, message in broken:
+        with pytest.raises(InvalidModelError, match=message):
+            replace(M, **{name: value})
+    with pytest.raises(InvalidModelError, match="geom_dataid"):
+        replace(G, geom_dataid=np.full(G.ngeom, 0, np.intp))
+
+
+def test_the_compiled_model_refuses_mesh_indices_outside_its_arrays():
+    """The compiled model's mesh arrays are checked when it reads them: an index outside its array is named."""
+    from physai.engine import _native, native
+    from physai.engine.constraint import invweight0
+
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(mesh_scene(1)))
+    fields = native.constraint_fields(model, *invweight0(model))
+    graph = fields["mesh_graph"].copy()
+    graph[graph < 0] = 0                                             # neighbour lists that never end
+    for name, value in (("mesh_polyvert", fields["mesh_polyvert"] + 10**6), ("mesh_polymap", fields["mesh_polymap"] - 10**6),
+                        ("mesh_graph", graph), ("geom_dataid", fields["geom_dataid"] + 100)):
+        with pytest.raises(ValueError, match=f"{name}: an index outside"):
+            _native.Model(native.fields(model)).add_constraints({**fields, name: value})

@@ -8,10 +8,11 @@ A ContactSet holds what the constraint rows read of each contact: position, fram
 parameters, dimension, the two bodies (physai's indices: MuJoCo's body b + 1 is physai's body b, -1 the world) and the
 two geoms (MuJoCo's numbering). detect finds them from the Model's geoms (physai.engine.geoms, read from MJCF by
 engine.from_mujoco, scene files included) with MuJoCo's filters, parameter mixing and order; its narrow phase covers
-plane against sphere, capsule, cylinder and box, sphere against sphere, capsule, cylinder and box, capsule against
-capsule and box, box against box, plane against ellipsoid (physai.engine.primitives). A model with other colliding pairs (meshes, cylinder
-against capsule, ...) is refused by name unless ignore_unsupported=True (or collision.ignoring_unsupported), which
-leaves those pairs out and warns (CollisionWarning) when one may be touching.
+plane against sphere, capsule, cylinder, box, ellipsoid and convex mesh, sphere against sphere, capsule, cylinder and
+box, capsule against capsule and box, box against box (physai.engine.primitives). A model with other colliding pairs (a
+mesh against anything but a plane, cylinder against capsule, ...) is refused by name unless ignore_unsupported=True
+(or collision.ignoring_unsupported), which leaves those pairs out and warns (CollisionWarning) when one may be
+touching.
 """
 
 import dataclasses

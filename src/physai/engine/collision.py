@@ -25,10 +25,10 @@ import numpy as np
 
 from physai import joints
 from physai.engine.contact import ContactSet
-from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, PLANE, SPHERE, TYPE_NAMES
+from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
 from physai.engine.primitives import FUNCTIONS, MINVAL, make_frame
-from physai.spatial import quat_mul, quat_normalize
+from physai.spatial import quat_normalize
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
 MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
@@ -113,7 +113,7 @@ def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
         key = (types[a], types[b])
         if key[0] == PLANE and key[1] in (PLANE, HFIELD) or key == (HFIELD, HFIELD):
             continue                                                    # no collision function in MuJoCo either
-        if key not in FUNCTIONS:
+        if key not in FUNCTIONS or key[1] == MESH and G.geom_dataid[b] < 0:       # a mesh geom without its mesh
             missing.append((a, b))
             continue
         out.append(Candidate(a, b, ipair))
@@ -234,21 +234,31 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
 
 
 def quat_to_mat_mj(quat: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) with MuJoCo's arithmetic (mju_quat2Mat: products of
-    the components, the identity kept exact; cpp/collision.h's quat_to_mat_mj): near-degenerate contacts (a cylinder
-    on its cap) amplify the last digits of a geom's axes, so they are computed as MuJoCo computes them, not with the
-    normalizing spatial.quat_to_mat the dynamics use."""
+    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) with MuJoCo 4's arithmetic (mju_quat2Mat: products of
+    the components summed in its order, the identity kept exact; cpp/collision.h's quat_to_mat_mj): near-degenerate
+    contacts (a cylinder on its cap) amplify the last digits of a geom's axes, and ties (a face lying flat) follow
+    them, so they are computed as MuJoCo computes them, not with the normalizing spatial.quat_to_mat of the dynamics."""
     w, x, y, z = np.moveaxis(quat, -1, 0)
     R = np.empty(quat.shape[:-1] + (3, 3))
-    R[..., 0, 0] = w * w + x * x - y * y - z * z
-    R[..., 1, 1] = w * w - x * x + y * y - z * z
-    R[..., 2, 2] = w * w - x * x - y * y + z * z
+    ww_yy = w * w - y * y
+    R[..., 0, 0] = ww_yy + (x * x - z * z)
+    R[..., 1, 1] = (w * w + y * y) - (x * x + z * z)
+    R[..., 2, 2] = ww_yy + (z * z - x * x)
     R[..., 0, 1], R[..., 0, 2] = 2 * (x * y - w * z), 2 * (x * z + w * y)
     R[..., 1, 0], R[..., 1, 2] = 2 * (x * y + w * z), 2 * (y * z - w * x)
     R[..., 2, 0], R[..., 2, 1] = 2 * (x * z - w * y), 2 * (y * z + w * x)
     identity = (w == 1) & (x == 0) & (y == 0) & (z == 0)
     R[identity] = np.eye(3)
     return R
+
+
+def quat_mul_mj(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The product a b of quaternions (..., 4) with MuJoCo 4's arithmetic (mju_mulQuat: the four products of each
+    component summed in pairs; cpp/collision.h's quat_mul_mj)."""
+    a0, a1, a2, a3 = np.moveaxis(np.asarray(a, dtype=float), -1, 0)
+    b0, b1, b2, b3 = np.moveaxis(np.asarray(b, dtype=float), -1, 0)
+    return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
+                     (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=-1)
 
 
 def _rotate(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
@@ -261,10 +271,11 @@ def _rotate(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
 
 
 def _normalize4(quat: np.ndarray) -> np.ndarray:
-    """MuJoCo's mju_normalize4 (unchanged when its norm is within MINVAL of 1, else times 1 / norm), exact at any size
-    (spatial.quat_normalize when the squared norm would overflow or underflow); a zero quaternion is the identity."""
+    """MuJoCo 4's mju_normalize4 (squares summed in pairs; unchanged when its norm is within MINVAL of 1, else times
+    1 / norm), exact at any size (spatial.quat_normalize when the squared norm would overflow or underflow); a zero
+    quaternion is the identity."""
     with np.errstate(over="ignore", under="ignore"):
-        norm2 = quat @ quat
+        norm2 = (quat[0] * quat[0] + quat[1] * quat[1]) + (quat[2] * quat[2] + quat[3] * quat[3])
     if not 1e-200 <= norm2 <= 1e200:
         return quat_normalize(quat) if quat.any() else np.array([1.0, 0.0, 0.0, 0.0])
     norm = math.sqrt(norm2)
@@ -289,8 +300,9 @@ def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         else:
             p = int(model.body_parentid[b])
             if p >= 0:
-                pos = xmat[p] @ model.body_offset[b] + xpos[p]
-                quat = quat_mul(xquat[p], model.body_quat[b])
+                R, v = xmat[p], model.body_offset[b]
+                pos = (R[:, 0] * v[0] + R[:, 1] * v[1] + R[:, 2] * v[2]) + xpos[p]
+                quat = quat_mul_mj(xquat[p], model.body_quat[b])
             else:
                 pos, quat = model.body_offset[b].copy(), model.body_quat[b].copy()
             for j in mine:
@@ -306,7 +318,7 @@ def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
                         angle = q[a] - qpos0[a]
                         local = np.array([1.0, 0, 0, 0]) if angle == 0 else np.r_[math.cos(angle * 0.5),
                                                                                     model.jnt_axis[j] * math.sin(angle * 0.5)]
-                    quat = quat_mul(quat, local)
+                    quat = quat_mul_mj(quat, local)
                     pos = anchor - _rotate(model.jnt_pos[j], quat)
         xquat[b] = _normalize4(quat)
         xpos[b], xmat[b] = pos, quat_to_mat_mj(xquat[b])
@@ -321,8 +333,9 @@ def geom_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     bodies, world = G.geom_bodyid, G.geom_bodyid < 0
     xquat, xbody = quat[bodies], pos[bodies]
     xquat[world], xbody[world] = (1.0, 0.0, 0.0, 0.0), 0.0
-    xmat = quat_to_mat_mj(quat_mul(xquat, G.geom_quat))                         # R = mat(q_body q_geom)
-    xpos = np.einsum("gij,gj->gi", quat_to_mat_mj(xquat), G.geom_pos) + xbody   # p = R_body geom_pos + p_body
+    xmat = quat_to_mat_mj(quat_mul_mj(xquat, G.geom_quat))                      # R = mat(q_body q_geom)
+    R, v = quat_to_mat_mj(xquat), G.geom_pos
+    xpos = (R[:, :, 0] * v[:, :1] + R[:, :, 1] * v[:, 1:2] + R[:, :, 2] * v[:, 2:]) + xbody   # p = R_body geom_pos + p_body
     return xpos, xmat
 
 
@@ -425,6 +438,12 @@ def may_touch(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:
     return segment_distance(p1, d1, p2, d2) - r1 - r2 <= bound
 
 
+def _shapes(model: Model) -> list:
+    """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh."""
+    G = model.geoms
+    return [G.meshes.mesh(int(G.geom_dataid[g])) if G.geom_dataid[g] >= 0 else G.geom_size[g] for g in range(G.ngeom)]
+
+
 def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:
     """The contacts at q (nq,) as mj_collision finds them: the
     same pairs, in the same order, with the same positions, frames, distances and mixed parameters; contacts that
@@ -441,14 +460,14 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
         if may_touch(model, xpos, xmat, g1, g2, margin + gap):
             warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their "
                           "contacts are left out", CollisionWarning, stacklevel=3)
-    size = G.geom_size
+    shape = model.kept("collision_shapes", _shapes)
     for c in tested(model, xpos):
         g1, g2 = c.g1, c.g2
         condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, c.ipair)
         if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):
             continue
         function = FUNCTIONS[(int(G.geom_type[g1]), int(G.geom_type[g2]))]
-        for dist, pos, normal, tangent in function(xpos[g1], xmat[g1], size[g1], xpos[g2], xmat[g2], size[g2], margin + gap):
+        for dist, pos, normal, tangent in function(xpos[g1], xmat[g1], shape[g1], xpos[g2], xmat[g2], shape[g2], margin + gap):
             if dist >= margin:                                          # MuJoCo's exclude: in the gap
                 continue
             found.append((pos, make_frame(normal, tangent), dist, margin, friction, solref, solreffriction, solimp, condim,

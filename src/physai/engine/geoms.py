@@ -17,6 +17,9 @@ explicit pairs:
     geom_solref, geom_solimp  (ngeom, 2), (ngeom, 5)
     geom_margin, geom_gap  (ngeom,)  [m]: contacts are found below margin + gap and act below margin
     geom_name        (ngeom,)
+    geom_dataid      (ngeom,)      a mesh geom's mesh in `meshes` (-1: none, or not a mesh; a mesh geom without one has
+                                   no narrow phase)
+    meshes           Meshes: the convex meshes the mesh geoms collide with (below)
     pair_geom1, pair_geom2, pair_dim  (npair,)  explicit pairs (MuJoCo's <pair>): always tested, with their own
     pair_friction (npair, 5), pair_solref, pair_solreffriction (npair, 2), pair_solimp (npair, 5), pair_margin,
     pair_gap (npair,)                parameters
@@ -28,7 +31,7 @@ explicit pairs:
                      instead of refusing the model (physai.collision.ignoring_unsupported sets it)
 """
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 
@@ -39,12 +42,149 @@ PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF = range(9)
 TYPE_NAMES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")
 
 
+def spans(adr: np.ndarray, num: np.ndarray) -> np.ndarray:
+    """The indices adr[k] .. adr[k] + num[k] - 1 of every k, in order (num >= 0)."""
+    total = int(num.sum())
+    if not total:
+        return np.zeros(0, np.intp)
+    begin = np.repeat(adr - np.cumsum(num) + num, num)
+    return begin + np.arange(total)
+
+
 def _floats(width: tuple):
     return field(default_factory=lambda: np.zeros((0,) + width))
 
 
 def _ints():
     return field(default_factory=lambda: np.zeros(0, np.intp))
+
+
+@dataclass(frozen=True, eq=False)
+class ConvexMesh:
+    """One mesh of Meshes with its own ids: vert (n, 3) [m]; hull: its graph's (neighbour list starts, vertex ids,
+    neighbour lists) or None; extrema (27,); polygons: each polygon's vertex ids in order; normals (npoly, 3); polymap:
+    each vertex's polygon ids."""
+
+    vert: np.ndarray
+    hull: tuple | None
+    extrema: np.ndarray
+    polygons: tuple
+    normals: np.ndarray
+    polymap: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class Meshes:
+    """Convex meshes for collision, in MuJoCo's layout (mjModel's mesh_*; nmesh meshes, V vertices, P polygons):
+
+        mesh_vertadr, mesh_vertnum (nmesh,)    mesh i's vertices are mesh_vert[vertadr[i] : vertadr[i] + vertnum[i]]
+        mesh_vert (V, 3)                       vertices in the geom's frame [m] (MuJoCo's float32 values)
+        mesh_graphadr (nmesh,), mesh_graph     the convex hull's graph (-1: none): numvert, numface, then per hull
+                                               vertex the start of its neighbour list (numvert), its vertex id in the
+                                               mesh (numvert), then the neighbour lists (numvert + 3 numface entries:
+                                               hull-local ids, each list ended by -1; MuJoCo's layout without the faces)
+        mesh_extrema (nmesh, 27)               the hull vertex (hull-local id) that starts the support search for each
+                                               cell of a 3 x 3 x 3 grid of directions
+        mesh_polyadr, mesh_polynum (nmesh,)    mesh i's polygons (the hull's faces, coplanar triangles merged) are
+                                               polygons polyadr[i] .. polyadr[i] + polynum[i] - 1
+        mesh_polyvertadr, mesh_polyvertnum (P,), mesh_polyvert   a polygon's vertices (ids in its mesh), in order
+        mesh_polynormal (P, 3)                 a polygon's outward unit normal in the geom's frame
+        mesh_polymapadr, mesh_polymapnum (V,), mesh_polymap      a vertex's polygons (ids in its mesh), in order
+
+    Only the hull's vertices are kept of a mesh whose support search walks its graph (10 vertices or more, as MuJoCo);
+    its ids are then those of the kept vertices. Meshes() has none."""
+
+    mesh_vertadr: np.ndarray = _ints()
+    mesh_vertnum: np.ndarray = _ints()
+    mesh_vert: np.ndarray = _floats((3,))
+    mesh_graphadr: np.ndarray = _ints()
+    mesh_graph: np.ndarray = _ints()
+    mesh_extrema: np.ndarray = field(default_factory=lambda: np.zeros((0, 27), np.intp))
+    mesh_polyadr: np.ndarray = _ints()
+    mesh_polynum: np.ndarray = _ints()
+    mesh_polyvertadr: np.ndarray = _ints()
+    mesh_polyvertnum: np.ndarray = _ints()
+    mesh_polyvert: np.ndarray = _ints()
+    mesh_polynormal: np.ndarray = _floats((3,))
+    mesh_polymapadr: np.ndarray = _ints()
+    mesh_polymapnum: np.ndarray = _ints()
+    mesh_polymap: np.ndarray = _ints()
+
+    def __post_init__(self):
+        for f in fields(self):
+            getattr(self, f.name).setflags(write=False)
+        problem = self._problem()
+        if problem:
+            raise InvalidModelError(f"Meshes: {problem}")
+
+    @property
+    def nmesh(self) -> int:
+        return len(self.mesh_vertadr)
+
+    def mesh(self, i: int) -> "ConvexMesh":
+        """Mesh i's arrays, with its own vertex and polygon ids (ConvexMesh)."""
+        va, nv, pa, pn = (int(x[i]) for x in (self.mesh_vertadr, self.mesh_vertnum, self.mesh_polyadr, self.mesh_polynum))
+        hull = None
+        ga = int(self.mesh_graphadr[i])
+        if ga >= 0:
+            n = int(self.mesh_graph[ga])
+            hull = (self.mesh_graph[ga + 2:ga + 2 + n], self.mesh_graph[ga + 2 + n:ga + 2 + 2 * n], self.mesh_graph[ga + 2 + 2 * n:])
+        polygons = tuple(self.mesh_polyvert[self.mesh_polyvertadr[p]:self.mesh_polyvertadr[p] + self.mesh_polyvertnum[p]]
+                         for p in range(pa, pa + pn))
+        polymap = tuple(self.mesh_polymap[self.mesh_polymapadr[v]:self.mesh_polymapadr[v] + self.mesh_polymapnum[v]]
+                        for v in range(va, va + nv))
+        return ConvexMesh(self.mesh_vert[va:va + nv], hull, self.mesh_extrema[i], polygons, self.mesh_polynormal[pa:pa + pn],
+                          polymap)
+
+    def _problem(self) -> str:
+        """What makes these arrays inconsistent (an index outside its array, a size that does not match), or ''."""
+        n, V, P = self.nmesh, len(self.mesh_vert), len(self.mesh_polyvertadr)
+        shapes = {"mesh_vertnum": (n,), "mesh_graphadr": (n,), "mesh_extrema": (n, 27), "mesh_polyadr": (n,),
+                  "mesh_polynum": (n,), "mesh_vert": (V, 3), "mesh_polyvertnum": (P,), "mesh_polynormal": (P, 3),
+                  "mesh_polymapadr": (V,), "mesh_polymapnum": (V,)}
+        for name, shape in shapes.items():
+            if getattr(self, name).shape != shape:
+                return f"{name} has shape {getattr(self, name).shape}, expected {shape}"
+        if not np.isfinite(self.mesh_vert).all() or not np.isfinite(self.mesh_polynormal).all():
+            return "mesh_vert and mesh_polynormal must be finite"
+
+        def within(adr, num, size) -> bool:
+            return bool(((num >= 0) & (adr >= 0) & (adr + num <= size)).all())
+
+        if (self.mesh_vertnum < 1).any():
+            return "a mesh has no vertices"
+        if not within(self.mesh_vertadr, self.mesh_vertnum, V) or not within(self.mesh_polyadr, self.mesh_polynum, P):
+            return "a mesh's vertices or polygons lie outside mesh_vert or mesh_polyvertadr"
+        if not within(self.mesh_polyvertadr, self.mesh_polyvertnum, len(self.mesh_polyvert)):
+            return "a polygon's vertices lie outside mesh_polyvert"
+        if not within(self.mesh_polymapadr, self.mesh_polymapnum, len(self.mesh_polymap)):
+            return "a vertex's polygons lie outside mesh_polymap"
+        for i in range(n):
+            nv, va = int(self.mesh_vertnum[i]), int(self.mesh_vertadr[i])
+            pa, npoly = int(self.mesh_polyadr[i]), int(self.mesh_polynum[i])
+            corners = self.mesh_polyvert[spans(self.mesh_polyvertadr[pa:pa + npoly], self.mesh_polyvertnum[pa:pa + npoly])]
+            if ((corners < 0) | (corners >= nv)).any():
+                return f"mesh {i}: a polygon names a vertex outside the mesh"
+            faces = self.mesh_polymap[spans(self.mesh_polymapadr[va:va + nv], self.mesh_polymapnum[va:va + nv])]
+            if ((faces < 0) | (faces >= npoly)).any():
+                return f"mesh {i}: a vertex names a polygon outside the mesh"
+            ga = int(self.mesh_graphadr[i])
+            if ga < 0:
+                continue
+            graph, size = self.mesh_graph, len(self.mesh_graph)
+            if ga + 2 > size or not 0 < graph[ga] <= nv or graph[ga + 1] < 0 or \
+                    ga + 2 + 3 * int(graph[ga]) + 3 * int(graph[ga + 1]) > size:
+                return f"mesh {i}: its graph lies outside mesh_graph or names more vertices than the mesh has"
+            hull, faces = int(graph[ga]), int(graph[ga + 1])
+            start, ids = graph[ga + 2:ga + 2 + hull], graph[ga + 2 + hull:ga + 2 + 2 * hull]
+            edges = graph[ga + 2 + 2 * hull:ga + 2 + 3 * hull + 3 * faces]
+            if ((ids < 0) | (ids >= nv)).any() or ((self.mesh_extrema[i] < 0) | (self.mesh_extrema[i] >= hull)).any():
+                return f"mesh {i}: its graph or extrema name a vertex outside the mesh"
+            ends = np.flatnonzero(edges < 0)                  # each neighbour list ends at the first negative after it
+            last = np.searchsorted(ends, start)
+            if ((start < 0) | (last >= len(ends))).any() or (edges[:ends[-1] if len(ends) else 0] >= hull).any():
+                return f"mesh {i}: a neighbour list of its graph is not ended by -1 or names a vertex outside the hull"
+        return ""
 
 
 @dataclass(frozen=True, eq=False)
@@ -77,6 +217,8 @@ class Geoms:
     pair_solimp: np.ndarray = _floats((5,))
     pair_margin: np.ndarray = _floats(())
     pair_gap: np.ndarray = _floats(())
+    geom_dataid: np.ndarray = None
+    meshes: Meshes = field(default_factory=Meshes)
     exclude: frozenset = frozenset()
     filterparent: bool = True
     midphase: bool = True
@@ -85,6 +227,8 @@ class Geoms:
 
     def __post_init__(self):
         n, npair = len(self.geom_type), len(self.pair_geom1)
+        if self.geom_dataid is None:
+            object.__setattr__(self, "geom_dataid", np.full(n, -1, np.intp))
         for name, value in vars(self).items():
             if not isinstance(value, np.ndarray):
                 continue
@@ -98,6 +242,11 @@ class Geoms:
         bad = np.flatnonzero((self.geom_type < 0) | (self.geom_type >= len(TYPE_NAMES)))
         if bad.size:
             raise InvalidModelError(f"geom {int(bad[0])} has type {int(self.geom_type[bad[0]])}; geom types are 0..8 (mjtGeom)")
+        bad = np.flatnonzero((self.geom_dataid < -1) | (self.geom_dataid >= self.meshes.nmesh) |
+                             ((self.geom_dataid >= 0) & (self.geom_type != MESH)))
+        if bad.size:
+            raise InvalidModelError(f"geom {int(bad[0])} has geom_dataid {int(self.geom_dataid[bad[0]])}; a mesh geom names one "
+                                    f"of the {self.meshes.nmesh} meshes (-1: none), other geoms -1")
         for name in ("pair_geom1", "pair_geom2"):
             out = np.flatnonzero((getattr(self, name) < 0) | (getattr(self, name) >= n))
             if out.size:

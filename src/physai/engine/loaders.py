@@ -19,7 +19,7 @@ import numpy as np
 from physai import joints, models, validation
 from physai.engine import urdf
 from physai.engine.actuators import Actuators
-from physai.engine.geoms import Geoms
+from physai.engine.geoms import Geoms, Meshes, spans
 from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
@@ -108,9 +108,11 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
     if m.nflex:
         unsupported.append(f"{m.nflex} flexes")
     exclude = frozenset(tuple(sorted((int(s >> 16) - 1, int(s & 0xFFFF) - 1))) for s in m.exclude_signature)
+    meshes, dataid = meshes_from_mujoco(m)
+    pos, quat = geom_frames(m)
     return Geoms(
-        geom_type=m.geom_type.astype(np.intp), geom_bodyid=m.geom_bodyid.astype(np.intp) - 1, geom_pos=m.geom_pos.copy(),
-        geom_quat=m.geom_quat.copy(), geom_size=m.geom_size.copy(),
+        geom_type=m.geom_type.astype(np.intp), geom_bodyid=m.geom_bodyid.astype(np.intp) - 1, geom_pos=pos,
+        geom_quat=quat, geom_size=m.geom_size.copy(),
         geom_rbound=m.geom_rbound.copy(), geom_contype=m.geom_contype.astype(np.intp),
         geom_conaffinity=m.geom_conaffinity.astype(np.intp), geom_condim=m.geom_condim.astype(np.intp),
         geom_priority=m.geom_priority.astype(np.intp), geom_solmix=m.geom_solmix.copy(), geom_friction=m.geom_friction.copy(),
@@ -118,8 +120,82 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
         geom_gap=m.geom_gap.copy(), geom_name=tuple(m.geom(g).name for g in range(m.ngeom)),
         pair_geom1=m.pair_geom1.astype(np.intp), pair_geom2=m.pair_geom2.astype(np.intp), pair_dim=m.pair_dim.astype(np.intp),
         pair_friction=m.pair_friction.copy(), pair_solref=m.pair_solref.copy(), pair_solreffriction=m.pair_solreffriction.copy(),
-        pair_solimp=m.pair_solimp.copy(), pair_margin=m.pair_margin.copy(), pair_gap=m.pair_gap.copy(), exclude=exclude,
+        pair_solimp=m.pair_solimp.copy(), pair_margin=m.pair_margin.copy(), pair_gap=m.pair_gap.copy(), geom_dataid=dataid,
+        meshes=meshes, exclude=exclude,
         filterparent=not off & bit.mjDSBL_FILTERPARENT, midphase=not off & bit.mjDSBL_MIDPHASE, unsupported=tuple(unsupported))
+
+
+def geom_frames(m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
+    """(pos (ngeom, 3), quat (ngeom, 4)): each geom's frame in its body's as MuJoCo's kinematics places it: where its
+    compiler found the geom's frame within its tolerance of the body's or the body's inertial frame (geom_sameframe),
+    that frame itself (a mesh geom is often off its body's frame by a rounding of its centre)."""
+    same, frame, identity = m.geom_sameframe, mujoco.mjtSameFrame, np.array([1.0, 0.0, 0.0, 0.0])
+    body = m.geom_bodyid
+    body_same = m.body_sameframe[body][:, None]
+    ipos = np.where(body_same == frame.mjSAMEFRAME_BODY, 0.0, m.body_ipos[body])     # the inertial frame as the body's
+    iquat = np.where(np.isin(body_same, (frame.mjSAMEFRAME_BODY, frame.mjSAMEFRAME_BODYROT)), identity, m.body_iquat[body])
+    pos, quat = m.geom_pos.copy(), m.geom_quat.copy()
+    pos[same == frame.mjSAMEFRAME_BODY] = 0.0
+    pos[same == frame.mjSAMEFRAME_INERTIA] = ipos[same == frame.mjSAMEFRAME_INERTIA]
+    quat[np.isin(same, (frame.mjSAMEFRAME_BODY, frame.mjSAMEFRAME_BODYROT))] = identity
+    rot = np.isin(same, (frame.mjSAMEFRAME_INERTIA, frame.mjSAMEFRAME_INERTIAROT))
+    quat[rot] = iquat[rot]
+    return pos, quat
+
+
+def meshes_from_mujoco(m: mujoco.MjModel) -> tuple[Meshes, np.ndarray]:
+    """(the Meshes of the MjModel's mesh geoms that may collide, each geom's mesh in them (-1: none)): MuJoCo's arrays,
+    a mesh's vertices cut to its hull's when its support search walks the hull's graph (10 vertices or more)."""
+    colliding = (m.geom_type == mujoco.mjtGeom.mjGEOM_MESH) & ((m.geom_contype != 0) | (m.geom_conaffinity != 0))
+    colliding[m.pair_geom1[m.geom_type[m.pair_geom1] == mujoco.mjtGeom.mjGEOM_MESH]] = True
+    colliding[m.pair_geom2[m.geom_type[m.pair_geom2] == mujoco.mjtGeom.mjGEOM_MESH]] = True
+    used = sorted({int(m.geom_dataid[g]) for g in np.flatnonzero(colliding)})
+    dataid = np.full(m.ngeom, -1, np.intp)
+    for g in np.flatnonzero(colliding):
+        dataid[g] = used.index(int(m.geom_dataid[g]))
+    A = {name: [] for name in ("vertadr", "vertnum", "vert", "graphadr", "graph", "extrema", "polyadr", "polynum",
+                               "polyvertadr", "polyvertnum", "polyvert", "polynormal", "polymapadr", "polymapnum", "polymap")}
+    nvert = ngraph = npoly = npolyvert = npolymap = 0
+    for i in used:
+        va, nv, ga = int(m.mesh_vertadr[i]), int(m.mesh_vertnum[i]), int(m.mesh_graphadr[i])
+        graph = None
+        if ga >= 0:
+            hull, nface = int(m.mesh_graph[ga]), int(m.mesh_graph[ga + 1])
+            graph = m.mesh_graph[ga:ga + 2 + 3 * hull + 3 * nface].astype(np.intp)     # its faces left out
+        keep = np.arange(nv) if graph is None or nv < 10 else np.unique(graph[2 + hull:2 + 2 * hull])
+        new = np.full(nv, -1, np.intp)
+        new[keep] = np.arange(len(keep))
+        pa, pn = int(m.mesh_polyadr[i]), int(m.mesh_polynum[i])
+        num = m.mesh_polyvertnum[pa:pa + pn].astype(np.intp)
+        polyvert = new[m.mesh_polyvert[spans(m.mesh_polyvertadr[pa:pa + pn].astype(np.intp), num)]]
+        if (polyvert < 0).any():
+            raise UnsupportedModelError(f"mesh {i} ({m.mesh(i).name!r}) has a polygon on a vertex off its hull's graph")
+        A["vertadr"].append(nvert), A["vertnum"].append(len(keep)), A["vert"].append(m.mesh_vert[va + keep].astype(float))
+        if graph is not None:
+            graph[2 + hull:2 + 2 * hull] = new[graph[2 + hull:2 + 2 * hull]]
+            A["graphadr"].append(ngraph), A["graph"].append(graph)
+            ngraph += len(graph)
+        else:
+            A["graphadr"].append(-1)
+        A["extrema"].append(m.mesh_extrema[i].astype(np.intp))
+        A["polyadr"].append(npoly), A["polynum"].append(pn)
+        A["polyvertadr"].append(npolyvert + np.cumsum(num) - num), A["polyvertnum"].append(num), A["polyvert"].append(polyvert)
+        A["polynormal"].append(m.mesh_polynormal[pa:pa + pn].reshape(-1, 3))
+        mapnum = m.mesh_polymapnum[va + keep].astype(np.intp)
+        A["polymapadr"].append(npolymap + np.cumsum(mapnum) - mapnum), A["polymapnum"].append(mapnum)
+        A["polymap"].append(m.mesh_polymap[spans(m.mesh_polymapadr[va + keep].astype(np.intp), mapnum)])
+        nvert, npoly, npolyvert, npolymap = nvert + len(keep), npoly + pn, npolyvert + len(polyvert), npolymap + int(mapnum.sum())
+    cat = lambda parts, dtype, width=None: (np.concatenate(parts).astype(dtype) if parts else       # noqa: E731
+                                            np.zeros((0,) if width is None else (0, width), dtype))
+    meshes = Meshes(
+        mesh_vertadr=np.array(A["vertadr"], np.intp), mesh_vertnum=np.array(A["vertnum"], np.intp),
+        mesh_vert=cat(A["vert"], float, 3), mesh_graphadr=np.array(A["graphadr"], np.intp), mesh_graph=cat(A["graph"], np.intp),
+        mesh_extrema=np.array(A["extrema"], np.intp).reshape(-1, 27), mesh_polyadr=np.array(A["polyadr"], np.intp),
+        mesh_polynum=np.array(A["polynum"], np.intp), mesh_polyvertadr=cat(A["polyvertadr"], np.intp),
+        mesh_polyvertnum=cat(A["polyvertnum"], np.intp), mesh_polyvert=cat(A["polyvert"], np.intp),
+        mesh_polynormal=cat(A["polynormal"], float, 3), mesh_polymapadr=cat(A["polymapadr"], np.intp),
+        mesh_polymapnum=cat(A["polymapnum"], np.intp), mesh_polymap=cat(A["polymap"], np.intp))
+    return meshes, dataid
 
 
 def options_from_mujoco(m: mujoco.MjModel) -> Options:

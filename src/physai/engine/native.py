@@ -263,7 +263,7 @@ def collision_fields(model: Model) -> dict:
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
     friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
-    and pads (collision.broad_phase: group_*, sweep_body, geom_pad)."""
+    and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes (geom_dataid, Meshes' mesh_*)."""
     G = model.geoms
     pairs, missing = collision.candidates(model)
     params = [collision.contact_parameters(model, c.g1, c.g2, c.ipair) for c in pairs]
@@ -279,7 +279,10 @@ def collision_fields(model: Model) -> dict:
             "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds),
             "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
             "group_end": _int64(bp.group_end), "group_always": _int64(bp.group_always), "sweep_body": _int64(bp.sweep_body),
-            "geom_pad": _float64(bp.pad), "geom_collides": _int64((G.geom_contype != 0) | (G.geom_conaffinity != 0))}
+            "geom_pad": _float64(bp.pad), "geom_collides": _int64((G.geom_contype != 0) | (G.geom_conaffinity != 0)),
+            "geom_dataid": _int64(G.geom_dataid),
+            **{name: (_float64 if name in ("mesh_vert", "mesh_polynormal") else _int64)(value)
+               for name, value in vars(G.meshes).items()}}
 
 
 def with_constraints(model: Model, constants) -> object:

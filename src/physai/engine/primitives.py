@@ -4,14 +4,15 @@ Each function takes the two geoms' world poses and sizes (pos (3,) [m], mat (3, 
 (3,): physai.engine.geoms' geom_size) and the margin [m] below which a contact is kept, and returns its contacts as a
 list of (dist [m], pos (3,), normal (3,), tangent (3,)): the signed distance (negative: overlap), the point midway
 between the surfaces, the unit normal from geom 1 towards geom 2, and the first tangent of the frame (zero: MuJoCo's
-make_frame picks one). Geom 1 is the one of lower type (MuJoCo's mjtGeom order), as FUNCTIONS is keyed.
+make_frame picks one). Geom 1 is the one of lower type (MuJoCo's mjtGeom order), as FUNCTIONS is keyed. A mesh's function takes its
+ConvexMesh (physai.engine.geoms) in place of its size.
 """
 
 import math
 
 import numpy as np
 
-from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, PLANE, SPHERE
+from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE, ConvexMesh
 
 MINVAL = 1e-15                                   # MuJoCo's mjMINVAL: the smallest denominator
 
@@ -125,6 +126,100 @@ def plane_ellipsoid(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
     if dist > margin:
         return []
     return [(dist, support + normal * (-0.5 * dist), normal, np.zeros(3))]
+
+
+def _rotate(mat, v):
+    """mat (3, 3) v (3,) with MuJoCo's order of sums (mju_mulMatVec3)."""
+    return mat[:, 0] * v[0] + mat[:, 1] * v[1] + mat[:, 2] * v[2]
+
+
+def _rotate_back(mat, v):
+    """mat.T v (mju_mulMatTVec3)."""
+    return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
+
+
+def mesh_support(mesh: ConvexMesh, direction: np.ndarray) -> int:
+    """The vertex of a convex mesh farthest along direction (3,) in its frame, as MuJoCo's support search finds it: among
+    all vertices of a mesh of fewer than 10 (the first of equals), else by climbing its hull's graph from the vertex
+    kept for direction's cell of a 3 x 3 x 3 grid, to a neighbour farther along it while there is one."""
+    V = mesh.vert
+    along = V[:, 0] * direction[0] + V[:, 1] * direction[1] + V[:, 2] * direction[2]
+    if mesh.hull is None or len(V) < 10:
+        return int(np.argmax(along))
+    start, ids, neighbours = mesh.hull
+    cell = [int(x > 0.4) - int(x < -0.4) + 1 for x in direction]
+    best = int(mesh.extrema[cell[0] * 9 + cell[1] * 3 + cell[2]])
+    previous = -1
+    while best != previous:                                   # a neighbour farther along: move there
+        previous, k = best, int(start[best])
+        while neighbours[k] >= 0:
+            if along[ids[neighbours[k]]] > along[ids[best]]:
+                best = int(neighbours[k])
+            k += 1
+    return int(ids[best])
+
+
+def _quad_area(a, b, c, d) -> float:
+    """The area of the quadrilateral a b c d, half the norm of its diagonals' cross product."""
+    u, w = a - c, b - d
+    x, y, z = u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]
+    return math.sqrt(x * x + y * y + z * z) * 0.5
+
+
+def _widest_quad(V: np.ndarray, k: int) -> tuple:
+    """Three more corners (indices into V's polygon) of a wide quadrilateral on polygon V (n, 3) from its corner k:
+    k + 1, k + 2, k + 3 at first, then the last corner moved on while the area grows, after each move the second and
+    the first in turn (MuJoCo's polygon pruning with its first corner held)."""
+    n = len(V)
+    b, c, d = (k + 1) % n, (k + 2) % n, (k + 3) % n
+    area = _quad_area(V[k], V[b], V[c], V[d])
+    while (moved := _quad_area(V[k], V[b], V[c], V[(d + 1) % n])) > area:
+        area, d = moved, (d + 1) % n
+        while (moved := _quad_area(V[k], V[b], V[(c + 1) % n], V[d])) > area:
+            area, c = moved, (c + 1) % n
+        while (moved := _quad_area(V[k], V[(b + 1) % n], V[c], V[d])) > area:
+            area, b = moved, (b + 1) % n
+    return b, c, d
+
+
+def plane_mesh(pos1, mat1, size1, pos2, mesh_mat, mesh: ConvexMesh, margin) -> list:
+    """A plane and a convex mesh (MuJoCo 4's mjc_PlaneConvex): the mesh's vertex deepest below the plane (mesh_support);
+    then, of the polygon at that vertex that faces the plane most, the corners after it in the polygon's order (of a
+    polygon of more than 4 corners, 3 chosen by _widest_quad) that are below the margin and on the plane's side of the
+    mesh's centre; at most 4 contacts, halfway into the overlap."""
+    normal = mat1[:, 2].copy()
+
+    def contact(vertex):
+        point = _rotate(mesh_mat, vertex) + pos2
+        dif = point - pos1
+        dist = normal[0] * dif[0] + normal[1] * dif[1] + normal[2] * dif[2]
+        return dist, point + normal * (-0.5 * dist), point
+
+    deepest = mesh_support(mesh, _rotate_back(mesh_mat, -normal))
+    dist, pos, _ = contact(mesh.vert[deepest])
+    if dist > margin:
+        return []
+    out = [(dist, pos, normal, np.zeros(3))]
+    local = _rotate_back(mesh_mat, normal)
+    best, face = 1.0, -1
+    for p in mesh.polymap[deepest]:                            # the polygon facing the plane most (the first of equals)
+        n = mesh.normals[p]
+        along = local[0] * n[0] + local[1] * n[1] + local[2] * n[2]
+        if along < best:
+            best, face = along, int(p)
+    if face < 0:
+        return out
+    corners = mesh.polygons[face]
+    k = int(np.flatnonzero(corners == deepest)[0]) if (corners == deepest).any() else 0
+    n = len(corners)
+    others = _widest_quad(mesh.vert[corners], k) if n > 4 else [(k + j) % n for j in range(1, n)]
+    for j in others:
+        dist, pos, point = contact(mesh.vert[corners[j]])
+        side = point - pos2
+        if dist > margin or normal[0] * side[0] + normal[1] * side[1] + normal[2] * side[2] > 0:
+            continue
+        out.append((dist, pos, normal, np.zeros(3)))
+    return out
 
 
 def sphere_sphere(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
@@ -527,7 +622,7 @@ def _box_box_faces(pos1, mat1, size1, pos2, mat2, size2, pos21, pos12, rot, code
 #: (type of geom 1, type of geom 2) -> its function, geom 1 of the lower type
 FUNCTIONS = {
     (PLANE, SPHERE): plane_sphere, (PLANE, CAPSULE): plane_capsule, (PLANE, CYLINDER): plane_cylinder,
-    (PLANE, BOX): plane_box, (PLANE, ELLIPSOID): plane_ellipsoid, (SPHERE, SPHERE): sphere_sphere, (SPHERE, CAPSULE): sphere_capsule,
-    (SPHERE, CYLINDER): sphere_cylinder, (CAPSULE, CAPSULE): capsule_capsule, (SPHERE, BOX): sphere_box,
-    (CAPSULE, BOX): capsule_box, (BOX, BOX): box_box,
+    (PLANE, BOX): plane_box, (PLANE, ELLIPSOID): plane_ellipsoid, (PLANE, MESH): plane_mesh, (SPHERE, SPHERE): sphere_sphere,
+    (SPHERE, CAPSULE): sphere_capsule, (SPHERE, CYLINDER): sphere_cylinder, (CAPSULE, CAPSULE): capsule_capsule,
+    (SPHERE, BOX): sphere_box, (CAPSULE, BOX): capsule_box, (BOX, BOX): box_box,
 }
