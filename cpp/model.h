@@ -171,7 +171,7 @@ inline const char *check_model(const Model &m) {
 
 // the mesh field (physai.engine.geoms.Meshes) whose indices are inconsistent, or nullptr
 inline const char *check_meshes(const Model &m) {
-    auto within = [](int64_t adr, int64_t num, int64_t size) { return num >= 0 && adr >= 0 && adr + num <= size; };
+    auto within = [](int64_t adr, int64_t num, int64_t size) { return num >= 0 && adr >= 0 && num <= size - adr; };
     for (int64_t g = 0; g < m.ngeom; g++)
         if (m.geom_dataid[g] < -1 || m.geom_dataid[g] >= m.nmesh || (m.geom_dataid[g] >= 0 && m.geom_type[g] != 7))
             return "geom_dataid";

@@ -56,7 +56,12 @@ def random_scene(seed: int, supported_only: bool = False, integrator: str = "Eul
 def convex_points(kind: str, rng: np.random.Generator) -> np.ndarray:
     """The vertices (n, 3) of a convex mesh of a kind: "box" (8 corners: every vertex searched, ties on a face),
     "apex" (a box with a ninth vertex over a face), "prism" (a regular prism of 5 to 12 sides: faces of more than 4
-    corners, its hull's graph climbed), "hull" (random points: triangles, some points inside)."""
+    corners, its hull's graph climbed), "hull" (random points: triangles, some points inside), "padded" (a box with
+    points inside it and on its edges: more than 10 vertices, 8 on its hull, so MuJoCo climbs the graph of a box)."""
+    if kind == "padded":
+        box = convex_points("box", rng)
+        edges = [box[a] + t * (box[b] - box[a]) for a, b in ((0, 1), (2, 6), (5, 7)) for t in (0.3, 0.6)]
+        return np.vstack([box, rng.uniform(-0.5, 0.5, (3, 3)) * box.max(axis=0), edges])
     if kind in ("box", "apex"):
         s = rng.uniform(0.03, 0.08, 3)
         corners = np.array([[a, b, c] for a in (-1, 1) for b in (-1, 1) for c in (-1, 1)]) * s

@@ -340,7 +340,7 @@ def mesh_poses(trials: int = 80):
     equal depths: MuJoCo's choice among them kept), with margins (up to 0.1 m in all, so that corners above a mesh's
     centre come within it) and gaps; MuJoCo's solver at tolerance 1e-15."""
     rng = np.random.default_rng(3)
-    for kind in ("box", "apex", "prism", "hull"):
+    for kind in ("box", "apex", "prism", "hull", "padded"):
         for trial in range(trials):
             points = " ".join(f"{x:.5f}" for x in convex_points(kind, rng).ravel())
             flat = trial % 3 == 0
@@ -443,7 +443,10 @@ def test_the_compiled_model_refuses_mesh_indices_outside_its_arrays():
     fields = native.constraint_fields(model, *invweight0(model))
     graph = fields["mesh_graph"].copy()
     graph[graph < 0] = 0                                             # neighbour lists that never end
-    for name, value in (("mesh_polyvert", fields["mesh_polyvert"] + 10**6), ("mesh_polymap", fields["mesh_polymap"] - 10**6),
-                        ("mesh_graph", graph), ("geom_dataid", fields["geom_dataid"] + 100)):
+    wrap = {"mesh_polyvertadr": fields["mesh_polyvertadr"] + 2**62 + 2**36,       # adr + num wraps around
+            "mesh_polyvertnum": fields["mesh_polyvertnum"] * 0 + 2**62}
+    for name, change in (("mesh_polyvert", {"mesh_polyvert": fields["mesh_polyvert"] + 10**6}),
+                         ("mesh_polymap", {"mesh_polymap": fields["mesh_polymap"] - 10**6}), ("mesh_graph", {"mesh_graph": graph}),
+                         ("geom_dataid", {"geom_dataid": fields["geom_dataid"] + 100}), ("mesh_polyvertadr", wrap)):
         with pytest.raises(ValueError, match=f"{name}: an index outside"):
-            _native.Model(native.fields(model)).add_constraints({**fields, name: value})
+            _native.Model(native.fields(model)).add_constraints({**fields, **change})

@@ -149,7 +149,7 @@ class Meshes:
             return "mesh_vert and mesh_polynormal must be finite"
 
         def within(adr, num, size) -> bool:
-            return bool(((num >= 0) & (adr >= 0) & (adr + num <= size)).all())
+            return bool(((num >= 0) & (adr >= 0) & (num <= size - adr)).all())      # no overflow
 
         if (self.mesh_vertnum < 1).any():
             return "a mesh has no vertices"

@@ -145,7 +145,9 @@ def geom_frames(m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
 
 def meshes_from_mujoco(m: mujoco.MjModel) -> tuple[Meshes, np.ndarray]:
     """(the Meshes of the MjModel's mesh geoms that may collide, each geom's mesh in them (-1: none)): MuJoCo's arrays,
-    a mesh's vertices cut to its hull's when its support search walks the hull's graph (10 vertices or more)."""
+    a mesh's vertices cut to its hull's when that has 10 or more (MuJoCo's support search then climbs the hull's graph,
+    as it does for the cut mesh; a mesh of fewer hull vertices keeps all its vertices, so that a mesh of 10 or more
+    still climbs)."""
     colliding = (m.geom_type == mujoco.mjtGeom.mjGEOM_MESH) & ((m.geom_contype != 0) | (m.geom_conaffinity != 0))
     colliding[m.pair_geom1[m.geom_type[m.pair_geom1] == mujoco.mjtGeom.mjGEOM_MESH]] = True
     colliding[m.pair_geom2[m.geom_type[m.pair_geom2] == mujoco.mjtGeom.mjGEOM_MESH]] = True
@@ -162,7 +164,8 @@ def meshes_from_mujoco(m: mujoco.MjModel) -> tuple[Meshes, np.ndarray]:
         if ga >= 0:
             hull, nface = int(m.mesh_graph[ga]), int(m.mesh_graph[ga + 1])
             graph = m.mesh_graph[ga:ga + 2 + 3 * hull + 3 * nface].astype(np.intp)     # its faces left out
-        keep = np.arange(nv) if graph is None or nv < 10 else np.unique(graph[2 + hull:2 + 2 * hull])
+        hull_ids = np.unique(graph[2 + hull:2 + 2 * hull]) if graph is not None else np.arange(nv)
+        keep = hull_ids if len(hull_ids) >= 10 else np.arange(nv)     # MuJoCo climbs a graph of 10 vertices or more
         new = np.full(nv, -1, np.intp)
         new[keep] = np.arange(len(keep))
         pa, pn = int(m.mesh_polyadr[i]), int(m.mesh_polynum[i])
