@@ -91,8 +91,9 @@ class Meshes:
         mesh_polynormal (P, 3)                 a polygon's outward unit normal in the geom's frame
         mesh_polymapadr, mesh_polymapnum (V,), mesh_polymap      a vertex's polygons (ids in its mesh), in order
 
-    Only the hull's vertices are kept of a mesh whose support search walks its graph (10 vertices or more, as MuJoCo);
-    its ids are then those of the kept vertices. Meshes() has none."""
+    Only the hull's vertices are kept of a mesh whose hull has 10 or more (MuJoCo's support search climbs the graph of
+    a mesh of 10 vertices or more, the cut mesh's too); its ids are then those of the kept vertices. Meshes() has
+    none."""
 
     mesh_vertadr: np.ndarray = _ints()
     mesh_vertnum: np.ndarray = _ints()
