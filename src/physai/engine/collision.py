@@ -27,7 +27,7 @@ from physai import joints
 from physai.engine.contact import ContactSet
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
-from physai.engine.primitives import FUNCTIONS, MINVAL, make_frame
+from physai.engine.primitives import FUNCTIONS, MINVAL, make_frame, mat_times_mj
 from physai.spatial import quat_normalize
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
@@ -300,8 +300,7 @@ def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         else:
             p = int(model.body_parentid[b])
             if p >= 0:
-                R, v = xmat[p], model.body_offset[b]
-                pos = (R[:, 0] * v[0] + R[:, 1] * v[1] + R[:, 2] * v[2]) + xpos[p]
+                pos = mat_times_mj(xmat[p], model.body_offset[b]) + xpos[p]
                 quat = quat_mul_mj(xquat[p], model.body_quat[b])
             else:
                 pos, quat = model.body_offset[b].copy(), model.body_quat[b].copy()

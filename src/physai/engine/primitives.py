@@ -128,12 +128,12 @@ def plane_ellipsoid(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
     return [(dist, support + normal * (-0.5 * dist), normal, np.zeros(3))]
 
 
-def _rotate(mat, v):
+def mat_times_mj(mat, v):
     """mat (3, 3) v (3,) with MuJoCo's order of sums (mju_mulMatVec3)."""
     return mat[:, 0] * v[0] + mat[:, 1] * v[1] + mat[:, 2] * v[2]
 
 
-def _rotate_back(mat, v):
+def mat_t_times_mj(mat, v):
     """mat.T v (mju_mulMatTVec3)."""
     return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
 
@@ -190,17 +190,17 @@ def plane_mesh(pos1, mat1, size1, pos2, mesh_mat, mesh: ConvexMesh, margin) -> l
     normal = mat1[:, 2].copy()
 
     def contact(vertex):
-        point = _rotate(mesh_mat, vertex) + pos2
+        point = mat_times_mj(mesh_mat, vertex) + pos2
         dif = point - pos1
         dist = normal[0] * dif[0] + normal[1] * dif[1] + normal[2] * dif[2]
         return dist, point + normal * (-0.5 * dist), point
 
-    deepest = mesh_support(mesh, _rotate_back(mesh_mat, -normal))
+    deepest = mesh_support(mesh, mat_t_times_mj(mesh_mat, -normal))
     dist, pos, _ = contact(mesh.vert[deepest])
     if dist > margin:
         return []
     out = [(dist, pos, normal, np.zeros(3))]
-    local = _rotate_back(mesh_mat, normal)
+    local = mat_t_times_mj(mesh_mat, normal)
     best, face = 1.0, -1
     for p in mesh.polymap[deepest]:                            # the polygon facing the plane most (the first of equals)
         n = mesh.normals[p]
