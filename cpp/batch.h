@@ -196,6 +196,48 @@ template <class T> void simulate_states(const Model &m, const Actuators &act, co
     }
 }
 
+// Kernels::constraint_smooth for T: per block of lanes, the velocity stages, M (crb) on the tree's pattern with its
+// factor, and c = rne(q, qd, 0), each lane into its state's SmoothLayout block; a block that meets a zero quaternion or
+// a non-positive pivot is left (with the states after it) to the scalar path, which tells which state and why
+template <class T> int64_t constraint_smooth(const Model &m, Workspace &ws, Input q, Input qd, int64_t lo, int64_t hi,
+                                             double *out) {
+    if constexpr (std::is_same_v<T, double>) {
+        return lo;
+    } else {
+        Work<T> &w = work_of<T>(ws);
+        Data<T> &d = w.d;
+        const SmoothLayout at(m);
+        const size_t nq = size_t(m.nq), nv = size_t(m.nv), nM = size_t(tree_nnz(m)), L = size_t(m.nlink);
+        if (w.x.size() < nq + 2 * nv + nv * nv + nM) w.x.resize(nq + 2 * nv + nv * nv + nM);
+        T *ql = w.x.data(), *qdl = ql + nq, *c = qdl + nv, *M = c + nv, *Mt = M + nv * nv;
+        int64_t s = lo;
+        for (; hi - s >= 2; s += lanes_of<T>) {
+            int64_t count = std::min<int64_t>(lanes_of<T>, hi - s);
+            for (int l = 0; l < lanes_of<T>; l++) {                    // lanes past count repeat the last state
+                int64_t k = s + std::min<int64_t>(l, count - 1);
+                for (size_t e = 0; e < nq; e++) ql[e][l] = q.data[k * q.stride + int64_t(e)];
+                for (size_t e = 0; e < nv; e++) qdl[e][l] = qd.data[k * qd.stride + int64_t(e)];
+            }
+            if (velocity_stages(m, d, ql, qdl) != OK) break;
+            crb(m, d, M);
+            rne(m, d, qdl, (const T *)nullptr, c);
+            tree_pack(m, M, Mt);
+            std::copy(Mt, Mt + nM, d.qL.data());
+            if (!tree_cholesky(m, d.qL.data(), d.qLinv.data())) break;
+            for (int64_t l = 0; l < count; l++) {
+                double *o = out + size_t(s - lo + l) * at.size;
+                auto put = [&](size_t to, const T *x, size_t n) {
+                    for (size_t e = 0; e < n; e++) o[to + e] = x[e][l];
+                };
+                put(at.xmat, d.xmat.data(), 9 * L), put(at.xpos, d.xpos.data(), 3 * L), put(at.cdof, d.cdof.data(), 6 * nv);
+                put(at.cdof_dot, d.cdof_dot.data(), 6 * nv), put(at.cvel, d.cvel.data(), 6 * (L + 1));
+                put(at.Mt, Mt, nM), put(at.qL, d.qL.data(), nM), put(at.qLinv, d.qLinv.data(), nv), put(at.c, c, nv);
+            }
+        }
+        return s;
+    }
+}
+
 // the lane kernels inline everything they call (as the former target-attribute variants did): one function per call
 #if defined(__GNUC__)
 #define PHYSAI_FLATTEN __attribute__((flatten))
@@ -206,6 +248,10 @@ template <class L> PHYSAI_FLATTEN int64_t run_lanes(const Model &m, Workspace &w
                                                     Failures &failures) {
     return run_states<L>(m, ws, c, lo, hi, failures);
 }
+template <class L> PHYSAI_FLATTEN int64_t constraint_smooth_lanes(const Model &m, Workspace &ws, Input q, Input qd, int64_t lo,
+                                                                int64_t hi, double *out) {
+    return constraint_smooth<L>(m, ws, q, qd, lo, hi, out);
+}
 template <class L> PHYSAI_FLATTEN void simulate_lanes(const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
     simulate_states<L>(m, act, r, lo, hi);
 }
@@ -213,9 +259,9 @@ template <class L> PHYSAI_FLATTEN void simulate_lanes(const Model &m, const Actu
 // the table of cpp/kernels.h for T (double: one state at a time; lanes: flattened)
 template <class T> constexpr Kernels kernels_of(const char *name) {
     if constexpr (std::is_same_v<T, double>)
-        return {name, 1, &create<T>, &destroy<T>, &run_states<T>, &simulate_states<T>};
+        return {name, 1, &create<T>, &destroy<T>, &run_states<T>, &simulate_states<T>, &constraint_smooth<T>};
     else
-        return {name, lanes_of<T>, &create<T>, &destroy<T>, &run_lanes<T>, &simulate_lanes<T>};
+        return {name, lanes_of<T>, &create<T>, &destroy<T>, &run_lanes<T>, &simulate_lanes<T>, &constraint_smooth_lanes<T>};
 }
 
 }  // namespace

@@ -906,7 +906,7 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
     const std::vector<Argument> &signature = SIGNATURES[op];
     ConstraintCall c;
-    c.op = op;
+    c.op = op, c.lanes = &isa_kernels(active_isa());
     int64_t batch = -1;
     std::vector<std::vector<double>> copies;
     read_state(args[0], "q", m.nq, false, c.q, batch, copies);

@@ -9,7 +9,10 @@
 //     solve(m, w, ...)                           Newton's method with an exact line search (mj_solNewton's stopping
 //                                                rules), from the unconstrained accelerations or a warm start
 //     inverse_force(r, qacc)                     the forces of given accelerations, row by row (mj_invConstraint)
-//     constraint_states(m, ws, call, lo, hi)     the constraint operations (rows, forward, inverse) on states [lo, hi)
+//     constraint_states(m, ws, call, lo, hi)     the constraint operations (rows, forward, inverse) on states [lo, hi);
+//                                                forward and inverse take the smooth stages (kinematics, M and its
+//                                                factor, c) of blocks of states from the active lanes (batch.h's
+//                                                constraint_smooth), the states they leave computed here
 //
 // The invweight constants at qpos0 (body_invweight0, dof_invweight0, meaninertia) come with the model (Model's
 // constraint fields, computed once by physai.engine.constraint.invweight0). A row's Jacobian is kept in compressed
@@ -33,6 +36,7 @@
 #include "collision.h"
 #include "data.h"
 #include "forward.h"
+#include "kernels.h"
 #include "model.h"
 #include "smooth.h"
 #include "spatial.h"
@@ -106,6 +110,11 @@ struct ConstraintWork {
     std::vector<double> force, jar, Jv, wforce, wjar, x;
     std::vector<int> state, wstate, hstate;
     Cones wcones;
+    // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
+    // SmoothLayout blocks
+    const Kernels *lanes = nullptr;
+    Workspace *lanes_work = nullptr;
+    std::vector<double> smooth;
     explicit ConstraintWork(const Model &m) : d(m), col(m) {
         size_t V = size_t(m.nv), B = size_t(m.nbody);
         r.nv = m.nv;
@@ -117,6 +126,11 @@ struct ConstraintWork {
         nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
+    ConstraintWork(const ConstraintWork &) = delete;
+    ConstraintWork &operator=(const ConstraintWork &) = delete;
+    ~ConstraintWork() {
+        if (lanes_work) lanes->destroy(lanes_work);
+    }
 };
 
 // ---------------------------------------------------------------- small helpers
@@ -126,17 +140,6 @@ inline double dot(const double *a, const double *b, int n) {
     double s = 0.0;
     for (int k = 0; k < n; k++) s += a[k] * b[k];
     return s;
-}
-
-// y = M x for a symmetric n x n M (row-major): y accumulates M's rows j scaled by x_j, j ascending (the same sums as
-// M's row i times x, entry by entry, for a symmetric M)
-inline void symmetric_times(const double *M, int n, const double *x, double *y) {
-    for (int i = 0; i < n; i++) y[i] = 0.0;
-    for (int j = 0; j < n; j++) {
-        const double *Mj = M + size_t(j) * n;
-        double xj = x[j];
-        for (int i = 0; i < n; i++) y[i] += Mj[i] * xj;
-    }
 }
 
 // row k's nonzero columns left of its diagonal in L (row-major n x n) as runs of consecutive columns: [runs[2 a],
@@ -1191,8 +1194,9 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
 
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, exact line search), from the warm start when its cost is lower than a0's
-// (constraint.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, w.qfrc_smooth the
-// forces. SINGULAR when M or H is not positive definite.
+// (constraint.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
+// it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
+// positive definite.
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                  int64_t iterations, Solution &sol) {
     const Rows &r = w.r;
@@ -1201,10 +1205,12 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
-    tree_pack(m, M, w.Mt.data());                                      // M on the tree's pattern
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
-    std::copy(w.Mt.begin(), w.Mt.end(), LM);
-    if (!tree_cholesky(m, LM, LMinv)) return SINGULAR;
+    if (M) {                                                           // M on the tree's pattern, factored
+        tree_pack(m, M, w.Mt.data());
+        std::copy(w.Mt.begin(), w.Mt.end(), LM);
+        if (!tree_cholesky(m, LM, LMinv)) return SINGULAR;
+    }
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
     tree_solve(m, LM, LMinv, w.qacc_smooth.data());
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
@@ -1309,24 +1315,45 @@ inline Contacts state_contacts(const ConstraintCall &call, int64_t s) {
     return call.sets[call.sets.size() == 1 ? 0 : size_t(s)];
 }
 
+// the smooth quantities of a state from its SmoothLayout block (Kernels::constraint_smooth's) into w: the rows'
+// (w.d's xmat, xpos, cdof, cdof_dot, cvel), M on the tree's pattern (w.Mt), its factor (w.d.qL, w.d.qLinv), c (w.c)
+inline void load_smooth(const Model &m, ConstraintWork &w, const double *in) {
+    const SmoothLayout at(m);
+    auto get = [in](size_t from, size_t n, double *to) { std::copy(in + from, in + from + n, to); };
+    get(at.xmat, at.xpos - at.xmat, w.d.xmat.data()), get(at.xpos, at.cdof - at.xpos, w.d.xpos.data());
+    get(at.cdof, at.cdof_dot - at.cdof, w.d.cdof.data()), get(at.cdof_dot, at.cvel - at.cdof_dot, w.d.cdof_dot.data());
+    get(at.cvel, at.Mt - at.cvel, w.d.cvel.data()), get(at.Mt, at.qL - at.Mt, w.Mt.data());
+    get(at.qL, at.qLinv - at.qL, w.d.qL.data()), get(at.qLinv, at.c - at.qLinv, w.d.qLinv.data());
+    get(at.c, at.size - at.c, w.c.data());
+}
+
 // state s of the call (CONSTRAINT_ROWS, CONSTRAINT_FORWARD or CONSTRAINT_INVERSE of cpp/kernels.h): its rows into w.r,
-// its per-state results into the call's outputs; a Status
-inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintCall &call, int op, int64_t s) {
+// its per-state results into the call's outputs; its smooth quantities from its SmoothLayout block (null: computed
+// here); a Status
+inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintCall &call, int op, int64_t s,
+                            const double *smooth) {
     const double *q = call.q.data + s * call.q.stride, *qd = call.qd.data + s * call.qd.stride;
     int nv = m.nv;
-    int st = velocity_stages(m, w.d, q, qd);
-    if (st != OK) return st;
+    if (smooth) {
+        load_smooth(m, w, smooth);
+    } else {
+        int st = velocity_stages(m, w.d, q, qd);
+        if (st != OK) return st;
+    }
     rows(m, w, q, qd, state_contacts(call, s), call.eq_active, op == 0 || call.rows);
     if (op == 0) return OK;
     const double *x = call.x.data + s * call.x.stride;
-    crb(m, w.d, w.M.data());
-    rne(m, w.d, qd, (const double *)nullptr, w.c.data());
+    if (!smooth) {                                                     // M on the tree's pattern, c
+        crb(m, w.d, w.M.data());
+        tree_pack(m, w.M.data(), w.Mt.data());
+        rne(m, w.d, qd, (const double *)nullptr, w.c.data());
+    }
     if (w.force.size() < size_t(w.r.nefc)) w.force.resize(size_t(w.r.nefc));
     double *qfrc = call.qfrc + s * nv;
     if (op == 2) {                                                     // inverse: tau = M qacc + c - J^T f
         inverse_force(w, x, w.force.data());
         rows_transpose_times(w.r, w.force.data(), qfrc);
-        symmetric_times(w.M.data(), nv, x, w.Ma.data());
+        tree_times(m, w.Mt.data(), x, w.Ma.data());
         double *tau = call.tau + s * nv;
         for (int j = 0; j < nv; j++) tau[j] = w.Ma[size_t(j)] + w.c[size_t(j)] - qfrc[j];
         return OK;
@@ -1334,7 +1361,11 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     for (int j = 0; j < nv; j++) w.qfrc_smooth[size_t(j)] = x[j] - w.c[size_t(j)];
     Solution sol;
     const double *warm = call.warm.data ? call.warm.data + s * call.warm.stride : nullptr;
-    st = solve(m, w, w.M.data(), warm, call.tolerance, call.iterations, sol);
+    if (!smooth) {                                                     // M's factor
+        std::copy(w.Mt.begin(), w.Mt.end(), w.d.qL.begin());
+        if (!tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data())) return SINGULAR;
+    }
+    int st = solve(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
     if (st != OK) return st;
     std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
     rows_transpose_times(w.r, w.force.data(), qfrc);
@@ -1346,8 +1377,22 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
 // fails appends no rows and is recorded in failures)
 inline void constraint_states(const Model &m, ConstraintWork &w, const ConstraintCall &call, int op, int64_t lo,
                               int64_t hi, RowsOut &out, Failures &failures) {
+    const SmoothLayout at(m);
+    const int64_t BLOCK_STATES = 16;                                   // the smooth stages of up to 16 states at once
+    int64_t done = lo, block = lo;                                     // [block, done): their SmoothLayout blocks in w.smooth
     for (int64_t s = lo; s < hi; s++) {
-        int st = constraint_state(m, w, call, op, s);
+        if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2) {
+            if (w.lanes != call.lanes) {                               // the active lanes' workspace
+                if (w.lanes_work) w.lanes->destroy(w.lanes_work);
+                w.lanes_work = nullptr, w.lanes = call.lanes;
+                w.lanes_work = call.lanes->create(m);
+            }
+            int64_t e = std::min(hi, s + BLOCK_STATES);
+            if (w.smooth.size() < size_t(e - s) * at.size) w.smooth.resize(size_t(e - s) * at.size);
+            block = s, done = call.lanes->constraint_smooth(m, *w.lanes_work, call.q, call.qd, s, e, w.smooth.data());
+        }
+        const double *smooth = s < done ? w.smooth.data() + size_t(s - block) * at.size : nullptr;
+        int st = constraint_state(m, w, call, op, s, smooth);
         if (st != OK) {
             record(failures, st, s);
             w.r.nefc = w.r.ne = w.r.nf = w.r.nl = 0, w.r.con.n = 0, w.r.contact_mu.clear(), w.r.contact_row.clear();

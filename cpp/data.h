@@ -203,8 +203,10 @@ struct Contacts {
 // or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and iterations; and the
 // results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged; inverse tau, qfrc (null
 // for the rows alone)
+struct Kernels;
 struct ConstraintCall {
     int op = 0;
+    const Kernels *lanes = nullptr;                                    // the smooth stages of blocks of states (or none)
     Input q{}, qd{}, x{}, warm{};
     std::vector<Contacts> sets;
     const bool *eq_active = nullptr;
@@ -215,6 +217,21 @@ struct ConstraintCall {
     int64_t *iters = nullptr;
     bool *converged = nullptr;
 };
+
+// the smooth quantities of one state that its constraint rows and solver read (Kernels::constraint_smooth writes them,
+// constraint.h's constraint_state reads them), one after another: xmat (9 nlink), xpos (3 nlink), cdof and cdof_dot
+// (6 nv each), cvel (6 (nlink + 1)), M on the tree's pattern (Mt) and its factor (qL) (tree_nnz each), the factor's
+// reciprocal diagonal (qLinv, nv) and the bias forces c (nv)
+namespace {
+struct SmoothLayout {
+    size_t xmat, xpos, cdof, cdof_dot, cvel, Mt, qL, qLinv, c, size;
+    explicit SmoothLayout(const Model &m) {
+        size_t L = size_t(m.nlink), V = size_t(m.nv), nM = size_t(tree_nnz(m));
+        xmat = 0, xpos = xmat + 9 * L, cdof = xpos + 3 * L, cdof_dot = cdof + 6 * V, cvel = cdof_dot + 6 * V;
+        Mt = cvel + 6 * (L + 1), qL = Mt + nM, qLinv = qL + nM, c = qLinv + V, size = c + V;
+    }
+};
+}  // namespace
 
 // the rows of consecutive states, appended state by state (a thread's range of a call; the bindings concatenate them):
 // per state its sizes (nefc, ne, nf, nl, nc: ROW_SIZES each), per row MuJoCo's efc_* arrays (J nefc x nv) and the force

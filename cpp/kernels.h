@@ -102,12 +102,17 @@ struct Kernels {
     // the trajectories n in [lo, hi) of r whose status is RERUN: the scalar kernels run each and set its status; the
     // lane kernels run blocks side by side and set -1 for those they finish (not for implicit, whose LU pivots per lane)
     void (*simulate)(const Model &, const Actuators &, const Rollout &r, int64_t lo, int64_t hi);
+    // the smooth quantities of the constraint operations (data.h's SmoothLayout) of states [lo, hi) of q and qd into out
+    // (SmoothLayout::size per state, from lo's): the lane kernels in blocks of their lanes, as run; returns the first
+    // state not done (the scalar kernels: lo), which the constraint kernel computes itself
+    int64_t (*constraint_smooth)(const Model &, Workspace &, Input q, Input qd, int64_t lo, int64_t hi, double *out);
 };
 
 // the constraint operations (cpp/constraint.h), one state at a time, compiled into the scalar translation unit only (the
-// rows vary per state: no lanes): a workspace per thread (create, destroy, grown to the largest state it meets and
-// kept), and the states [lo, hi) of a call, each state's rows appended to out, a state that meets a zero quaternion or
-// a singular matrix recorded in failures
+// rows vary per state: no lanes; the smooth stages of a call's blocks of states come from the active lanes'
+// constraint_smooth): a workspace per thread (create, destroy, grown to the largest state it meets and kept), and the
+// states [lo, hi) of a call, each state's rows appended to out, a state that meets a zero quaternion or a singular
+// matrix recorded in failures
 struct ConstraintWorkspace;
 struct ConstrainedSimWorkspace;
 struct ConstraintKernels {

@@ -6,8 +6,8 @@ condim 1, 3, 4, 6) and the G1 standing in its scene.
 Bounds (helpers.assert_close, relative to max(1, the largest entry)): rows 1e-13 (the same sums in another order; the
 row types and ids equal); inverse dynamics 1e-12 of the scale of its terms; forward dynamics with both solvers at
 tolerance 1e-15: qacc 1e-10 and efc_force 1e-8 (two runs of Newton's method whose factorizations round differently
-stop within the tolerance of the same optimum). A state alone and inside a batch (any number of threads) run the same
-operations: 1e-13. The rows a compiled result computes when first read are those constraints.rows gives: 1e-13.
+stop within the tolerance of the same optimum). A state alone and inside a batch (any number of threads, any instruction
+set: a batch's smooth stages run in lanes) run the same operations: 1e-13. The rows a compiled result computes when first read are those constraints.rows gives: 1e-13.
 """
 
 import mujoco
@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 from physai import collision, constraints, engine, models
+from physai.engine import native
+from physai.exceptions import InvalidStateError
 from helpers import assert_close, constraint_scene, run
 
 CASES = [(seed, cone, condim) for seed in range(2)
@@ -122,21 +124,42 @@ def trajectory(steps: int = 40, every: int = 4):
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
-def test_a_batch_equals_its_states_one_by_one(monkeypatch, threads):
+def test_a_batch_equals_its_states_one_by_one(monkeypatch, restore_isa, threads):
+    """A batch's smooth stages run in the lanes of each instruction set (blocks of states side by side), a state's alone
+    in the scalar kernels: the same numbers within SAME."""
     monkeypatch.setenv("PHYSAI_NUM_THREADS", threads)
     model, q, qd, tau, qacc, sets = trajectory()
-    fwd = run("native", constraints.forward_dynamics, model, q, qd, tau, sets)
-    inv = run("native", constraints.inverse_dynamics, model, q, qd, qacc, sets)
-    rows = fwd.rows
-    assert len(rows) == len(sets) and len(fwd.efc_force) == len(sets)
-    for k in range(len(sets)):
-        one = run("native", constraints.forward_dynamics, model, q[k], qd[k], tau[k], sets[k])
-        assert_close(fwd.qacc[k], one.qacc, SAME, what=f"qacc, state {k}")
-        assert_close(fwd.efc_force[k], one.efc_force, SAME, what=f"efc_force, state {k}")
-        assert fwd.iterations[k] == one.iterations, f"state {k}: iterations"
-        alone = run("native", constraints.inverse_dynamics, model, q[k], qd[k], qacc[k], sets[k])
-        assert_close(inv.tau[k], alone.tau, SAME, max(1.0, np.abs(alone.qfrc_constraint).max()), what=f"tau, state {k}")
-        assert_rows_close(rows[k], run("native", constraints.rows, model, q[k], qd[k], sets[k]), SAME, f"rows, state {k}")
+    alone = [(run("native", constraints.forward_dynamics, model, q[k], qd[k], tau[k], sets[k]),
+              run("native", constraints.inverse_dynamics, model, q[k], qd[k], qacc[k], sets[k]),
+              run("native", constraints.rows, model, q[k], qd[k], sets[k])) for k in range(len(sets))]
+    for isa in native.isas():
+        assert native.set_isa(isa)
+        fwd = run("native", constraints.forward_dynamics, model, q, qd, tau, sets)
+        inv = run("native", constraints.inverse_dynamics, model, q, qd, qacc, sets)
+        rows = fwd.rows
+        assert len(rows) == len(sets) and len(fwd.efc_force) == len(sets)
+        for k, (one, one_inv, one_rows) in enumerate(alone):
+            what = f"{isa}, state {k}"
+            assert_close(fwd.qacc[k], one.qacc, SAME, what=f"qacc, {what}")
+            assert_close(fwd.efc_force[k], one.efc_force, SAME, what=f"efc_force, {what}")
+            assert fwd.iterations[k] == one.iterations, f"{what}: iterations"
+            assert_close(inv.tau[k], one_inv.tau, SAME, max(1.0, np.abs(one_inv.qfrc_constraint).max()), what=f"tau, {what}")
+            assert_rows_close(rows[k], one_rows, SAME, f"rows, {what}")
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_batch_names_its_state_with_a_zero_quaternion(monkeypatch, restore_isa, threads):
+    """A zero quaternion inside a block of lanes stops the block; the state is named as the scalar kernels name it, in
+    every instruction set, forward and inverse."""
+    monkeypatch.setenv("PHYSAI_NUM_THREADS", threads)
+    model, q, qd, tau, qacc, sets = trajectory()
+    q[6, 3:7] = 0.0
+    for isa in native.isas():
+        assert native.set_isa(isa)
+        with pytest.raises(InvalidStateError, match=r"^q\[3:7\] is a zero quaternion \(state 6\)"):
+            run("native", constraints.forward_dynamics, model, q, qd, tau, sets)
+        with pytest.raises(InvalidStateError, match=r"^q\[3:7\] is a zero quaternion \(state 6\)"):
+            run("native", constraints.inverse_dynamics, model, q, qd, qacc, sets)
 
 
 def test_a_batch_equals_the_numpy_reference():
