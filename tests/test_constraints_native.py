@@ -7,7 +7,8 @@ Bounds (helpers.assert_close, relative to max(1, the largest entry)): rows 1e-13
 row types and ids equal); inverse dynamics 1e-12 of the scale of its terms; forward dynamics with both solvers at
 tolerance 1e-15: qacc 1e-10 and efc_force 1e-8 (two runs of Newton's method whose factorizations round differently
 stop within the tolerance of the same optimum). A state alone and inside a batch (any number of threads, any instruction
-set: a batch's smooth stages run in lanes) run the same operations: 1e-13. The rows a compiled result computes when first read are those constraints.rows gives: 1e-13.
+set: a batch's smooth stages run in lanes) run the same operations: 1e-13. The rows a compiled result computes when
+first read are those constraints.rows gives: 1e-13.
 """
 
 import mujoco
