@@ -1,6 +1,6 @@
 // MuJoCo's soft constraints (src/physai/engine/constraint.py: engine_core_constraint.c, engine_solver.c,
 // engine_inverse.c), function by function with the NumPy text's names, stages and algorithm choices, one state at a
-// time (double: the rows vary per state, so no lanes; compiled into the scalar translation unit only):
+// time (double: the rows vary per state, so no lanes for them; compiled into the scalar translation unit only):
 //
 //     rows(m, w, q, qd, contacts, eq_active)     the rows of a state in MuJoCo's order and layout (efc_J, efc_pos,
 //                                                efc_margin, ..., efc_aref): equality, friction loss, limits, contacts
@@ -1382,10 +1382,10 @@ inline void constraint_states(const Model &m, ConstraintWork &w, const Constrain
     int64_t done = lo, block = lo;                                     // [block, done): their SmoothLayout blocks in w.smooth
     for (int64_t s = lo; s < hi; s++) {
         if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2) {
-            if (w.lanes != call.lanes) {                               // the active lanes' workspace
+            if (w.lanes != call.lanes || !w.lanes_work) {              // the active lanes' workspace, made first
+                Workspace *made = call.lanes->create(m);
                 if (w.lanes_work) w.lanes->destroy(w.lanes_work);
-                w.lanes_work = nullptr, w.lanes = call.lanes;
-                w.lanes_work = call.lanes->create(m);
+                w.lanes_work = made, w.lanes = call.lanes;
             }
             int64_t e = std::min(hi, s + BLOCK_STATES);
             if (w.smooth.size() < size_t(e - s) * at.size) w.smooth.resize(size_t(e - s) * at.size);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -61,7 +62,9 @@ template <class T> struct Data {
     Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, qL, qLinv, IA, pA, U, Dinv, u, c,
         crb_dot, subtree_moment;
     Vec<Inertia<T>> cinert, crb;
-    std::vector<int64_t> path;                                          // links from a tree's root to one link (smooth.h)
+    // links from a tree's root to one link (smooth.h): a plain array, not a std::vector<int64_t>, whose out-of-line
+    // members every kernel unit would emit under one name (scripts/check_isa_symbols.sh)
+    std::unique_ptr<int64_t[]> path;
     explicit Data(const Model &m) {
         size_t L = size_t(m.nlink), V = size_t(m.nv);
         xmat.resize(9 * L), xpos.resize(3 * L), step.resize(3 * L), cpos.resize(3 * L), cipos.resize(3 * L);
@@ -69,7 +72,7 @@ template <class T> struct Data {
         qM.resize(V * V), qL.resize(size_t(tree_nnz(m))), qLinv.resize(V);
         IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
         c.resize(6 * L), crb_dot.resize(36 * L), subtree_moment.resize(3 * L);
-        cinert.resize(L), crb.resize(L), path.resize(L);
+        cinert.resize(L), crb.resize(L), path.reset(new int64_t[L]());
     }
     // a link's row of cvel and cacc; the world's (the last row) for i = -1
     T *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : size_t(i)); }
@@ -89,7 +92,8 @@ template <class T> struct DerivData {
 };
 
 // what a batch call of cpp/kernels.h runs on: Data, the derivatives' buffers (made on the first derivatives call), and
-// for lanes the states gathered side by side (x: the inputs, nq + 2 nv; o: the outputs, up to 3 nv^2)
+// for lanes the states gathered side by side (x: the inputs, nq + 2 nv, or constraint_smooth's q, qd, c, M and M on the
+// tree's pattern; o: the outputs, up to 3 nv^2)
 template <class T> struct Work {
     Data<T> d;
     std::vector<DerivData<T>> deriv;                                    // empty until a derivatives call

@@ -193,7 +193,7 @@ template <class T> void com_vel(const Model &m, Data<T> &d, const T *qd) {
 template <class T> int link_path(const Model &m, Data<T> &d, int64_t l) {
     int n = 0;
     for (int64_t i = l; i >= 0; i = m.link_parentid[i]) d.path[size_t(n++)] = i;
-    std::reverse(d.path.begin(), d.path.begin() + n);
+    std::reverse(d.path.get(), d.path.get() + n);
     return n;
 }
 
@@ -204,7 +204,7 @@ template <class T> int link_path(const Model &m, Data<T> &d, int64_t l) {
 // the links of a body's first joints, above the link that carries the body)
 template <class T> int path_stages(const Model &m, Data<T> &d, const T *q, const T *qd, int64_t l) {
     int n = link_path(m, d, l);
-    const int64_t *path = d.path.data();
+    const int64_t *path = d.path.get();
     if (!m.link_pathcentred[l]) {
         if (kinematics(m, d, q) != OK) return ZERO_QUATERNION;
         motion_subspaces(m, d);
