@@ -209,15 +209,13 @@ template <class T> int64_t constraint_smooth(const Model &m, Workspace &ws, Inpu
         const SmoothLayout at(m);
         const size_t nq = size_t(m.nq), nv = size_t(m.nv), nM = size_t(tree_nnz(m)), L = size_t(m.nlink);
         if (w.x.size() < nq + 2 * nv + nv * nv + nM) w.x.resize(nq + 2 * nv + nv * nv + nM);
-        T *ql = w.x.data(), *qdl = ql + nq, *c = qdl + nv, *M = c + nv, *Mt = M + nv * nv;
+        T *ql = w.x.data(), *qdl = ql + nq, *c = qdl + nv, *M = c + nv, *Mt = M + nv * nv, *const xl[2] = {ql, qdl};
+        Call states;                                                   // q and qd as a call's inputs, for gather
+        states.nin = 2, states.in[0] = q, states.in[1] = qd, states.in_size[0] = m.nq, states.in_size[1] = m.nv;
         int64_t s = lo;
         for (; hi - s >= 2; s += lanes_of<T>) {
             int64_t count = std::min<int64_t>(lanes_of<T>, hi - s);
-            for (int l = 0; l < lanes_of<T>; l++) {                    // lanes past count repeat the last state
-                int64_t k = s + std::min<int64_t>(l, count - 1);
-                for (size_t e = 0; e < nq; e++) ql[e][l] = q.data[k * q.stride + int64_t(e)];
-                for (size_t e = 0; e < nv; e++) qdl[e][l] = qd.data[k * qd.stride + int64_t(e)];
-            }
+            gather(states, s, count, xl);
             if (velocity_stages(m, d, ql, qdl) != OK) break;
             crb(m, d, M);
             rne(m, d, qdl, (const T *)nullptr, c);

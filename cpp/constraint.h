@@ -1192,6 +1192,12 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
     return cholesky(w.LH.data(), m.nv, w.nzH.data(), w.countH.data());
 }
 
+// M's factor on the tree's pattern (w.d.qL, w.d.qLinv) from M there (w.Mt); false on a non-positive pivot
+inline bool factor_mass(const Model &m, ConstraintWork &w) {
+    std::copy(w.Mt.begin(), w.Mt.end(), w.d.qL.begin());
+    return tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data());
+}
+
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, exact line search), from the warm start when its cost is lower than a0's
 // (constraint.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
@@ -1208,8 +1214,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     if (M) {                                                           // M on the tree's pattern, factored
         tree_pack(m, M, w.Mt.data());
-        std::copy(w.Mt.begin(), w.Mt.end(), LM);
-        if (!tree_cholesky(m, LM, LMinv)) return SINGULAR;
+        if (!factor_mass(m, w)) return SINGULAR;
     }
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
     tree_solve(m, LM, LMinv, w.qacc_smooth.data());
@@ -1361,10 +1366,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     for (int j = 0; j < nv; j++) w.qfrc_smooth[size_t(j)] = x[j] - w.c[size_t(j)];
     Solution sol;
     const double *warm = call.warm.data ? call.warm.data + s * call.warm.stride : nullptr;
-    if (!smooth) {                                                     // M's factor
-        std::copy(w.Mt.begin(), w.Mt.end(), w.d.qL.begin());
-        if (!tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data())) return SINGULAR;
-    }
+    if (!smooth && !factor_mass(m, w)) return SINGULAR;
     int st = solve(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
     if (st != OK) return st;
     std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
