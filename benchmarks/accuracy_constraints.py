@@ -77,7 +77,7 @@ def with_options(m, options):
 
 
 def state(m, d):
-    """The errors of one state (m, d at any point: its qpos, qvel, ctrl are read)."""
+    """The errors of one state (m, d at any point: its qpos, qvel, ctrl are read), and its number of rows."""
     out = {}
     d = _forward(m, d)
     model, contacts = engine.from_mujoco(m), collision.from_mujoco(m, d)
@@ -103,7 +103,7 @@ def state(m, d):
     scale = max(1.0, np.abs(dt.qacc).max())
     out["defaults physai"] = float(np.abs(default.qacc - dt.qacc).max() / scale)
     out["defaults MuJoCo"] = float(np.abs(d.qacc - dt.qacc).max() / scale)
-    return out
+    return out, d.nefc
 
 
 def _forward(m, d):
@@ -123,10 +123,11 @@ def main() -> None:
     for name, states in groups().items():
         worst, n, rows = dict.fromkeys(QUANTITIES, 0.0), 0, []
         for m, d in states:
-            for q, e in state(m, d).items():
+            errors, nefc = state(m, d)
+            for q, e in errors.items():
                 worst[q] = max(worst[q], e)
             n += 1
-            rows.append(_forward(m, d).nefc)
+            rows.append(nefc)
         print(f"{name:{width}s}" + "".join(f"{bound(worst[q]):>16s}" for q in QUANTITIES) + f"  {n:6d} {min(rows):3d}-{max(rows)}")
 
 
