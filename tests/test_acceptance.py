@@ -1,7 +1,5 @@
 """physai.acceptance: every check passes on correct dynamics, and each one fails on an input broken the way it guards against."""
 
-import importlib
-import sys
 import warnings
 
 import mujoco
@@ -193,13 +191,6 @@ def test_empty_batches_and_zero_states_are_refused():
     with pytest.raises(InvalidArgumentError, match="number of states must be a whole number >= 1, got 0"):
         acceptance.balance_residual(m, acceptance.States(*(x[:0] for x in (s.q, s.qd, s.tau, s.ctrl, s.qfrc_applied,
                                                                     s.xfrc_applied, s.qdd))))
-
-
-def test_the_old_module_name_warns_and_still_works():
-    sys.modules.pop("physai.checks", None)
-    with pytest.warns(DeprecationWarning, match="physai.checks is deprecated.*physai.acceptance"):
-        checks = importlib.import_module("physai.checks")
-    assert checks.run_checks is acceptance.run_checks and checks.random_states is acceptance.mujoco_states
 
 
 def test_range_violations_name_the_joints_a_trajectory_leaves():

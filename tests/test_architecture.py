@@ -38,7 +38,7 @@ LAYERS = [
     ["physai.integrators"],
     ["physai.inverse", "physai.derivatives", "physai.constraints"],
     ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
-    ["physai.checks", "physai.lab", "physai.lab.server", "physai.lessons.check11", "physai.lesson.reader"],
+    ["physai.lab", "physai.lab.server", "physai.lessons.check11", "physai.lesson.reader"],
     ["physai.lesson", "physai.lesson.server"],
     ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab"],
     ["physai.cli"],

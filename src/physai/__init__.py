@@ -18,7 +18,7 @@ Modules, one concept each:
     inverse       continuous and discrete (invdiscrete) inverse dynamics, RK4 shooting
     constraints   joint limits, friction loss, equalities and contacts: forward (Newton) and inverse dynamics
     collision     contact sets (from MuJoCo's contacts until physai finds its own)
-    acceptance    the acceptance checks of the manipulator equation (physai.checks until the next release)
+    acceptance    the acceptance checks of the manipulator equation
     conventions   MuJoCo <-> Pinocchio free-flyer and ball-joint conventions
     derivatives   analytical derivatives of rnea, forward dynamics and one integrator step (A, B)
     identification  the inertial-parameter regressor, parameters, base parameters, physical consistency
