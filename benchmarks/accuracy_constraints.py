@@ -1,4 +1,4 @@
-"""physai's constraint model beside MuJoCo's own, on Menagerie robots in their scenes (issue I's accuracy table).
+"""physai's constraint model beside MuJoCo's own, on Menagerie robots in their scenes (the constraint model's accuracy table).
 
     uv run python benchmarks/accuracy_constraints.py
 

@@ -1,4 +1,4 @@
-"""The whole-body quantities beside MuJoCo's own, on Menagerie robots at random states (issue L's accuracy table).
+"""The whole-body quantities beside MuJoCo's own, on Menagerie robots at random states (the whole-body accuracy table).
 
     uv run python benchmarks/accuracy_whole_body.py                 # Panda, H1, G1; 20 states each
     uv run python benchmarks/accuracy_whole_body.py --models unitree_h1 --n 50

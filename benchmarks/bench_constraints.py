@@ -11,7 +11,7 @@ One call at the standing state, then one call on N states divided by N: N states
 1e-3 rad, velocities of 1e-2, numpy.random.default_rng(0)), each with its own contacts, on PHYSAI_NUM_THREADS threads
 (default: every core); MuJoCo's column on the same N states is one Python loop of mj_forward / mj_inverse on one
 thread (state copied into MjData first). The contacts are MuJoCo's (physai.collision.from_mujoco, made before timing):
-mj_forward's time includes its collision detection, which physai does not do yet. Both solvers start from MuJoCo's
+mj_forward's time includes its collision detection; physai's calls are given the contacts. Both solvers start from MuJoCo's
 qacc_warmstart. Ratios: physai / MuJoCo per call, and batched per state / MuJoCo per call, at the standing state
 (N/MuJoCo-1) and per state of MuJoCo's loop over the same N states (N/MuJoCo-N; its copies of the state into MjData
 take about 2% of it) (below 1: physai is faster). The N states near the keyframe need more solver iterations than the

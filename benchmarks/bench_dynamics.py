@@ -17,7 +17,8 @@ For each model and quantity it prints microseconds per state:
     Pin-N      pin.rneaInParallel / pin.abaInParallel on N states with one thread (Pinocchio's C++ batch), per state
 and the ratios engine-N / Pinocchio, engine-N / MuJoCo and engine-1 / Pinocchio (below 1: physai is faster).
 Contacts and constraints are disabled in MuJoCo; all inputs come from numpy.random.default_rng(0).
-Everything runs on one thread (rollout with nthread=0, Pinocchio's batch with num_thread=1).
+The peers run on one thread (rollout with nthread=0, Pinocchio's batch with num_thread=1); physai's compiled batches on
+PHYSAI_NUM_THREADS threads (default: every core).
 Times are the best of several rounds (wall clock); on a shared machine expect +-20% between runs.
 """
 

@@ -338,7 +338,8 @@ def main(argv=None) -> int:
     parser.add_argument("--models", nargs="+", default=DEFAULT_MODELS, help="model names (physai.models)")
     parser.add_argument("--n", type=int, default=100_000, help="states per batched call (default 100000)")
     parser.add_argument("--numpy", action="store_true", help="also time the NumPy backend on the batch")
-    parser.add_argument("--no-extras", action="store_true", help="skip the serial-chain scaling and the N = 1e6 memory peak")
+    parser.add_argument("--no-extras", action="store_true",
+                        help="skip the N sweep, the Jacobian/integrate/difference table, the chains and the memory peak")
     args = parser.parse_args(argv)
     print(header())
     for name in args.models:

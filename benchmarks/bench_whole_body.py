@@ -1,4 +1,4 @@
-"""Whole-body control quantities beside Pinocchio, per call and batched, from Python, in one run (issue L).
+"""Whole-body control quantities beside Pinocchio, per call and batched, from Python, in one run.
 
     uv run python benchmarks/bench_whole_body.py                     # the H1 (free base), N = 1000
     uv run python benchmarks/bench_whole_body.py --model franka_emika_panda --n 4000
