@@ -700,7 +700,6 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     r.Q = static_cast<double *>(q), r.QD = static_cast<double *>(qd), r.E = static_cast<double *>(e);
     r.status = static_cast<int64_t *>(st), r.ncon = static_cast<int64_t *>(nc), r.near = static_cast<int64_t *>(nr);
     r.warm_out = static_cast<double *>(wo);
-    std::fill_n(r.ncon, N * r.steps, 0), std::fill_n(r.near, N, -1), std::fill_n(r.warm_out, N * m.nv, 0.0);
     if (!o[10].is_none()) {                                           // (N, nv) float64, C order
         PyArrayObject *w = float64_array(o[10], 2);
         if (!w || int64_t(PyArray_DIM(w, 0)) != N || int64_t(PyArray_DIM(w, 1)) != m.nv ||
@@ -710,19 +709,25 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     }
     std::vector<int> failure(size_t(N), OK);
     r.failure = failure.data();
-    for (int64_t n = 0; n < N; n++) {
-        std::copy_n(q0.data + n * q0.stride, m.nq, r.Q + n * (r.steps + 1) * m.nq);
-        std::copy_n(qd0.data + n * qd0.stride, m.nv, r.QD + n * (r.steps + 1) * m.nv);
-        r.status[n] = RERUN;
-    }
     const Kernels &lanes = isa_kernels(active_isa());
     std::atomic<bool> stop{false};
     r.stop = &stop;
+    // trajectories [lo, hi) set to their first state, on the threads that run them, until stop: a row's first touch of
+    // a large output has the system zero its pages (seconds for N = 1000 of 20000 steps), so it is polled work too
+    auto start = [&](int64_t lo, int64_t hi) {
+        for (int64_t n = lo; n < hi && !stop.load(std::memory_order_relaxed); n++) {
+            std::copy_n(q0.data + n * q0.stride, m.nq, r.Q + n * (r.steps + 1) * m.nq);
+            std::copy_n(qd0.data + n * qd0.stride, m.nv, r.QD + n * (r.steps + 1) * m.nv);
+            std::fill_n(r.ncon + n * r.steps, r.steps, 0), std::fill_n(r.warm_out + n * m.nv, m.nv, 0.0);
+            r.near[n] = -1, r.status[n] = RERUN;
+        }
+        return !stop.load();
+    };
     const ConstraintKernels &ck = scalar::constraint_kernels;
     int64_t constrained_cost = N * r.steps * (m.nlink + 1) * 8;
     if (N == 1 && constrained_cost < 200000) {                        // short: here, the GIL kept, the model's workspace
         if (!nm.sim_one || !ck.sim_fits(nm.sim_one.get(), m, *act)) nm.sim_one = ConstrainedSimPtr(ck.create_sim(m, *act));
-        ck.simulate_in(*nm.sim_one, m, *act, r, 0, N);
+        if (start(0, N)) ck.simulate_in(*nm.sim_one, m, *act, r, 0, N);
     } else {   // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or stopped
         nb::gil_scoped_release release;
         int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
@@ -736,11 +741,13 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             }
             std::atomic<int> slot{0};
             threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) {
+                if (!start(lo, hi)) return;
                 if (kept) ck.simulate_in(*nm.sims[size_t(slot.fetch_add(1))], m, *act, r, lo, hi);
                 else ck.simulate(m, *act, r, lo, hi);
             });
         } else {
             threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
+                if (!start(lo, hi)) return;
                 lanes.simulate(m, *act, r, lo, hi);
                 scalar::kernels.simulate(m, *act, r, lo, hi);
             });

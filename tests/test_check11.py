@@ -72,8 +72,9 @@ def test_a_missing_step_and_a_missing_import_are_named(tmp_path, capsys):
     assert f"Hint: {check11.HINTS['helpers']}" in out
 
 
-def test_a_missing_file_fails_and_another_lesson_exits_2(tmp_path, capsys):
-    assert main(["lesson", "11", "check", str(tmp_path / "nowhere.py")]) == 1
-    assert "is not a file" in capsys.readouterr().out
+def test_a_missing_file_and_another_lesson_are_usage_errors_in_one_line(tmp_path, capsys):
+    assert main(["lesson", "11", "check", str(tmp_path / "nowhere.py")]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.splitlines()) == 1 and "is not a file" in err, err
     assert main(["lesson", "12", "check", "x.py"]) == 2
     assert "lesson 12 has no checker" in capsys.readouterr().err

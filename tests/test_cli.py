@@ -48,6 +48,7 @@ def test_a_malformed_mjcf_file_is_one_clear_line_and_exit_2(capsys, tmp_path, co
     err = capsys.readouterr().err
     assert err.startswith(f"physai {command}: error: MuJoCo cannot compile the MJCF file {str(path)!r}: ")
     assert "unrecognized attribute: 'typo'" in err and "Traceback" not in err
+    assert len(err.splitlines()) == 1, err                               # MuJoCo's "Element 'geom', line 1" joined
     assert main([command, str(tmp_path / "missing.xml")]) == 2
     assert f"error: no MJCF file {str(tmp_path / 'missing.xml')!r}" in capsys.readouterr().err
 
@@ -57,3 +58,14 @@ def test_help_says_a_path_to_an_mjcf_file_is_accepted(capsys, command):
     with pytest.raises(SystemExit):
         main([command, "--help"])
     assert "or path to an MJCF file" in " ".join(capsys.readouterr().out.split())
+
+
+@pytest.mark.parametrize("argv", [[], ["verify", "--bogus"], ["nosuchcommand"], ["check", "arm2", "--states"],
+                                  ["lesson", "open", "x.md", "--port"], ["verify", "double_pendulum", "--seed", "x"]])
+def test_usage_errors_are_one_line_on_stderr_and_exit_2(capsys, argv):
+    """argparse's errors (its usage block dropped), as physai's own: one line naming the command, exit status 2."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_info.value.code == 2 and out == ""
+    assert len(err.splitlines()) == 1 and err.startswith("physai") and ": error: " in err, err

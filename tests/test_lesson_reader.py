@@ -7,15 +7,19 @@ at the block's offset, line patterns counted by hand-written regular expressions
 
 import html
 import json
+import os
 import re
+import resource
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from physai.cli import main
-from physai.exceptions import LessonError
-from physai.lab import lab_from_lesson_text
-from physai.lesson.reader import lesson_from_text, read_lesson, safe_html
+from physai.exceptions import LabError, LessonError
+from physai.lab import lab_from_lesson_text, load_lab
+from physai.lesson.reader import MAX_BYTES, lesson_from_text, read_lesson, safe_html
 from physai.lab.server import serving
 from physai.lesson.server import make_server
 
@@ -236,6 +240,36 @@ def test_an_unreadable_lesson_is_a_named_error(tmp_path, capsys):
     assert main(["lesson", "eleven", "build"]) == 2
     assert main(["lesson", "open", str(EXAMPLE), "--untrusted", "--no-browser"]) == 2     # its lab holds scripts
     assert "lab 0 (The mass matrix of a swinging arm): setup, controls[0].run, readouts[0].expr" in capsys.readouterr().err
+
+
+
+def test_a_lesson_or_lab_path_that_is_no_regular_text_file_is_a_named_error(tmp_path):
+    big = tmp_path / "big.md"
+    big.write_bytes(b"a" * (MAX_BYTES + 1))
+    for path, message in [(tmp_path, "not a regular file"), (big, "larger than 1 MB"), ("lesson\0.md", "holds a NUL byte"),
+                          ("/dev/zero" if os.path.exists("/dev/zero") else tmp_path, "not a regular file")]:
+        with pytest.raises(LessonError, match=message):
+            read_lesson(path)
+        with pytest.raises(LabError, match=message):
+            load_lab(str(path))
+
+
+def _memory_cap():
+    """A child's address space capped at 4 GB: a reader that reads /dev/zero to its end fails instead of filling memory."""
+    resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo") or not os.path.exists("/dev/zero"), reason="needs a FIFO and /dev/zero (POSIX)")
+@pytest.mark.parametrize("command", [["lesson", "open"], ["lab"]])
+def test_the_cli_refuses_a_device_or_a_fifo_in_one_line(tmp_path, command):
+    """/dev/zero (size 0, endless) and a FIFO (no writer: opening it waits) are refused at once: exit 2, one line."""
+    fifo = tmp_path / "lesson.md"
+    os.mkfifo(fifo)
+    for path in ["/dev/zero", str(fifo)]:
+        done = subprocess.run([sys.executable, "-m", "physai.cli", *command, path, "--no-browser"], capture_output=True,
+                              text=True, timeout=30, preexec_fn=_memory_cap)
+        assert done.returncode == 2 and "not a regular file" in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
 # ---- the server ----

@@ -78,6 +78,26 @@ LONG_RUNS = {
 }
 
 
+def _interrupt(script: str, delay: float) -> tuple[str, str, int, float]:
+    """Run `script` in a child process, send it SIGINT `delay` s after it prints "ready": (stdout, stderr, exit status,
+    seconds from the signal to the child's end)."""
+    env = {**os.environ, "PHYSAI_NUM_THREADS": "2"}
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             env=env)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(delay)
+        sent = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, err = child.communicate(timeout=30)
+        waited = time.monotonic() - sent
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    return out, err, child.returncode, waited
+
+
 @pytest.mark.parametrize("run", LONG_RUNS)
 def test_ctrl_c_stops_a_long_compiled_run(run):
     script = textwrap.dedent(f"""
@@ -90,22 +110,31 @@ def test_ctrl_c_stops_a_long_compiled_run(run):
         {LONG_RUNS[run]}
         print("finished", flush=True)
     """)
-    env = {**os.environ, "PHYSAI_NUM_THREADS": "2"}
-    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                             env=env)
-    try:
-        assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.5)
-        sent = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=5)
-        waited = time.monotonic() - sent
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    out, err, status, waited = _interrupt(script, 0.5)
     assert "finished" not in out, "the run ended before the signal: make it longer"
-    assert child.returncode != 0 and "KeyboardInterrupt" in err, err
+    assert status != 0 and "KeyboardInterrupt" in err, err
+    assert waited < 2.0, waited
+
+
+@pytest.mark.parametrize("delay", [0.2, 1.0])
+def test_ctrl_c_stops_a_large_constrained_rollout_during_its_setup(delay):
+    """rollout(N=1000, steps=20000, constraints=True) of a box on a plane: its outputs' first touch (the system zeroing
+    gigabytes of pages) takes seconds before a trajectory steps; a signal then stops the call within the bound too."""
+    script = textwrap.dedent("""
+        import mujoco
+        import numpy as np
+        from physai import engine, integrators
+        xml = ('<mujoco><worldbody><geom type="plane" size="1 1 .1"/><body pos="0 0 .2"><freejoint/>'
+               '<geom type="box" size=".05 .05 .05"/></body></worldbody></mujoco>')
+        model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+        q, qd = np.tile([0, 0, .2, 1, 0, 0, 0], (1000, 1)), np.zeros((1000, 6))
+        print("ready", flush=True)
+        integrators.rollout(model, q, qd, 1e-3, 20000, "euler", constraints=True)
+        print("finished", flush=True)
+    """)
+    out, err, status, waited = _interrupt(script, delay)
+    assert "finished" not in out, "the run ended before the signal: make it longer"
+    assert status != 0 and "KeyboardInterrupt" in err, err
     assert waited < 2.0, waited
 
 

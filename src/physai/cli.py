@@ -1,9 +1,9 @@
 """The `physai` command line: one subcommand per module in physai.commands."""
 
-import argparse
 import importlib
 import sys
 
+from physai.commands import OneLineParser, one_line
 from physai.exceptions import PhysaiError
 
 #: subcommand name -> module in physai.commands that defines add_arguments(parser) and run(args) -> exit status
@@ -17,7 +17,7 @@ COMMANDS = {
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="physai", description="Rigid-body dynamics of robots, checked against MuJoCo.")
+    parser = OneLineParser(prog="physai", description="Rigid-body dynamics of robots, checked against MuJoCo.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     modules = {}
     for name, help_text in COMMANDS.items():
@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return modules[args.command].run(args)
     except PhysaiError as exc:
-        print(f"physai {args.command}: error: {exc}", file=sys.stderr)
+        print(f"physai {args.command}: error: {one_line(exc)}", file=sys.stderr)
         return 2
 
 

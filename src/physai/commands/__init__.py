@@ -5,6 +5,18 @@ import argparse
 from physai.exceptions import InvalidArgumentError
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse's parser whose usage errors are one line on stderr, exit status 2, pointing to --help for the usage."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {one_line(message)} (--help shows the usage)\n")
+
+
+def one_line(message: object) -> str:
+    """A message as one line: its lines (a MuJoCo compile error's "Element 'geom', line 1") joined by "; "."""
+    return "; ".join(line.strip() for line in str(message).splitlines() if line.strip())
+
+
 def positive_int(text: str) -> int:
     """argparse type of a count such as --states: a whole number >= 1, else a clear usage error."""
     return _whole_number(text, 1)

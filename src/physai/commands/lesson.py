@@ -11,6 +11,7 @@ import argparse
 import runpy
 import sys
 
+from physai.commands import OneLineParser
 from physai.exceptions import InvalidArgumentError, LabError, PhysaiError
 from physai.lab.npm import ensure_node_modules
 from physai.lab.server import port_number, serve_until_interrupted
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
 
 def open_lesson(path: str, argv: list[str]) -> int:
     """`physai lesson open PATH [--port P] [--no-browser] [--verbose]`: serve the lesson until Ctrl-C."""
-    parser = argparse.ArgumentParser(prog="physai lesson open PATH")
+    parser = OneLineParser(prog="physai lesson open PATH")
     parser.add_argument("--port", default="8766", metavar="PORT")
     parser.add_argument("--no-browser", action="store_true")
     parser.add_argument("--verbose", action="store_true")

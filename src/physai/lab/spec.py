@@ -13,14 +13,18 @@ ignored. Bad input raises LabError (UnknownLabError for an unknown bundled name)
 
 import difflib
 import json
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from physai.exceptions import LabError, UnknownLabError
+from physai.exceptions import LabError, PhysaiError, UnknownLabError
 
 LABS_DIR = Path(__file__).resolve().parent / "labs"
+#: Largest lab or lesson file read (bytes).
+MAX_FILE_BYTES = 1 << 20
 
 #: The fence that opens a lab block in a lesson: ```lab simlab {...}
 BLOCK_START = re.compile(r"```[ \t]*lab[ \t]+simlab\b")
@@ -346,23 +350,50 @@ def bundled_labs() -> list[str]:
     return sorted(p.stem for p in LABS_DIR.glob("*.json"))
 
 
+def read_text_file(path: str | Path, what: str = "the lab file", error: type[PhysaiError] = LabError,
+                   max_bytes: int = MAX_FILE_BYTES) -> str:
+    """The UTF-8 text of the regular file at `path` (a byte order mark dropped), reading at most max_bytes + 1 bytes.
+    `error` (LabError, LessonError), naming `what` the file is, says what is wrong: a NUL byte in the path, a file that
+    cannot be opened, one that is not a regular file (a device such as /dev/zero, a FIFO, a folder), one larger than
+    max_bytes, or text that is not UTF-8."""
+    if "\0" in str(path):
+        raise error(f"the path of {what} {str(path)!r} holds a NUL byte; expected a file's path")
+    path = Path(path).expanduser()
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))     # a FIFO opens without waiting for a writer
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise error(f"cannot read {what} {path}: not a regular file (a device, a FIFO or a folder); expected a "
+                            "UTF-8 text file")
+            with os.fdopen(fd, "rb", closefd=False) as f:
+                data = f.read(max_bytes + 1)
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror or exc}; expected a UTF-8 text file") from None
+    if len(data) > max_bytes:
+        raise error(f"cannot read {what} {path}: larger than {max_bytes >> 20} MB; expected a UTF-8 text file of "
+                    "at most that size")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise error(f"cannot read {what} {path}: {exc}; expected a UTF-8 text file") from None
+
+
 def load_lab(target: str) -> Lab:
     """A bundled lab by name, a lab .json file, or the first lab block of a lesson file (any other file)."""
     path = Path(target).expanduser()
     if target in bundled_labs() and not path.is_file():
         path = LABS_DIR / f"{target}.json"
         return lab_from_json(path.read_text(encoding="utf-8-sig"), f"bundled lab {target}", path.parent)
-    if not path.is_file():
+    if "\0" not in target and not path.exists():
         if path.suffix or "/" in target or "\\" in target:
             raise LabError(f"no such lab file: {target}")
         close = difflib.get_close_matches(target, bundled_labs(), n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownLabError(f"unknown lab {target!r}.{hint} Bundled labs: {', '.join(bundled_labs())}; "
                               "or give a lab .json file or a lesson file with a ```lab simlab {...}``` block")
-    try:
-        text = path.read_text(encoding="utf-8-sig")          # a byte order mark, as some editors write, is dropped
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LabError(f"cannot read {path}: {exc}") from None
+    text = read_text_file(target)                            # a byte order mark, as some editors write, is dropped
     if path.suffix.lower() == ".json":
         return lab_from_json(text, str(path), path.parent)
     return lab_from_lesson_text(text, str(path), path.parent)

@@ -39,12 +39,12 @@ from markdown_it.renderer import RendererHTML
 from mdit_py_plugins.dollarmath import dollarmath_plugin
 
 from physai.exceptions import LabError, LessonError
-from physai.lab.spec import BLOCK_START, Lab, json_at, lab_block_at
+from physai.lab.spec import BLOCK_START, MAX_FILE_BYTES, Lab, json_at, lab_block_at, read_text_file
 
 #: Tags kept in a knowledge check's HTML (explanations); their attributes are dropped, other tags become text.
 SAFE_TAGS = {"p", "br", "code", "em", "strong", "b", "i", "sub", "sup", "ul", "ol", "li", "span", "pre", "blockquote"}
 #: Largest lesson file read (bytes).
-MAX_BYTES = 1 << 20
+MAX_BYTES = MAX_FILE_BYTES
 #: A lab or knowledge-check block's JSON is looked for in at most this many characters, at most this many times a file.
 JSON_WINDOW, JSON_ATTEMPTS = 1 << 18, 200
 
@@ -89,14 +89,10 @@ class Page:
 
 
 def read_lesson(path: str | Path) -> Page:
-    """The lesson file at `path` read as a page; LessonError when it cannot be read as UTF-8 text."""
+    """The lesson file at `path` read as a page; LessonError when it is not a regular file of UTF-8 text of at most
+    MAX_BYTES (a device such as /dev/zero, a FIFO) or its path holds a NUL byte (physai.lab.spec.read_text_file)."""
+    text = read_text_file(path, "the lesson", LessonError, MAX_BYTES)
     path = Path(path).expanduser()
-    try:
-        if path.stat().st_size > MAX_BYTES:
-            raise LessonError(f"{path} is larger than {MAX_BYTES >> 20} MB; a lesson file is text")
-        text = path.read_text(encoding="utf-8-sig")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise LessonError(f"cannot read the lesson {path}: {exc}; expected a UTF-8 text file") from None
     return lesson_from_text(text, str(path), path.parent)
 
 

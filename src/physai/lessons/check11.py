@@ -20,7 +20,7 @@ import mujoco
 import numpy as np
 
 from physai import models
-from physai.exceptions import PhysaiError
+from physai.exceptions import InvalidArgumentError, PhysaiError
 from physai.lessons.lesson11 import full_mass, mj_state, random_poses
 
 #: a result passes when max |got - expected| <= RTOL max(1, max |expected|)
@@ -49,10 +49,11 @@ class StepFailed(PhysaiError):
 
 
 def load(path) -> object:
-    """The learner's module from `path` (its code runs); StepFailed naming the error when it does not import."""
+    """The learner's module from `path` (its code runs); StepFailed naming the error when it does not import,
+    InvalidArgumentError (a usage error: exit 2) when there is no such file."""
     path = Path(path)
     if not path.is_file():
-        raise StepFailed(f"{path} is not a file; give the file you typed Build it into, e.g. scratch/my_dynamics.py")
+        raise InvalidArgumentError(f"{path} is not a file; give the file you typed Build it into, e.g. scratch/my_dynamics.py")
     spec = importlib.util.spec_from_file_location(f"learner_{path.stem}", path)
     module = importlib.util.module_from_spec(spec)
     try:
