@@ -1021,12 +1021,42 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
                           gather_block(outs, {&R::contact_row}, NPY_INT64), gather_rows(outs, &R::contact_mu, 0, NPY_DOUBLE));
 }
 
+// an int64 or float64 array of shape (n, width) (width 0: (n,)) holding v
+template <class X> nb::object vector_array(const std::vector<X> &v, int64_t width) {
+    npy_intp dims[2] = {npy_intp(width ? int64_t(v.size()) / width : int64_t(v.size())), npy_intp(width)};
+    void *data;
+    nb::object r = new_array(width ? 2 : 1, dims, std::is_same_v<X, double> ? NPY_DOUBLE : NPY_INT64, data);
+    std::copy(v.begin(), v.end(), static_cast<X *>(data));
+    return r;
+}
+
+// COLLISION_DETECT: the contacts of q (nq,) or N states (N, nq) (cpp/collision.h's detect): (ncon (N,), floats (total,
+// CONTACT_FLOATS), ints (total, CONTACT_INTS), cand (total,): each contact's candidate pair, nnear (N,), near: the
+// left-out pairs that may touch, per state), the states' contacts concatenated; Ctrl-C stops it between states
+nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
+    const Model &m = nm.model;
+    if (!m.has_constraints) throw nb::value_error("the compiled model has no collision fields (Model.add_constraints)");
+    int64_t batch = -1;
+    std::vector<std::vector<double>> copies;
+    Input q;
+    read_state(args[0], "q", m.nq, false, q, batch, copies);
+    int64_t N = batch < 0 ? 1 : batch;
+    DetectOut out;
+    for (int64_t lo = 0; lo < N; lo += 64) {
+        if (lo && PyErr_CheckSignals()) throw nb::python_error();      // a signal: the results discarded
+        scalar::detect_states(m, q, lo, std::min(N, lo + 64), out);
+    }
+    return nb::make_tuple(vector_array(out.ncon, 0), vector_array(out.f, CONTACT_FLOATS), vector_array(out.i, CONTACT_INTS),
+                          vector_array(out.cand, 0), vector_array(out.nnear, 0), vector_array(out.near, 0));
+}
+
 // _native.call: one entry for every operation
 nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handle c, nb::handle d, nb::handle e) {
     if (op < 0 || op >= NOPS) throw nb::value_error("unknown operation (see OPS)");
     const nb::handle args[5] = {a, b, c, d, e};
     if (op == ROLLOUT) return rollout(nm, args);
     if (op == STEP_DERIVATIVES) return step_derivatives(nm, args);
+    if (op == COLLISION_DETECT) return collision_detect(nm, args);
     return is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
 }
 

@@ -40,6 +40,7 @@ struct CollisionWork {
     std::vector<int64_t> i, order, open, groups;
     std::vector<char> hit, boxed;
     std::vector<PreContact> found;
+    std::vector<int64_t> cand;           // the candidate pair of each contact in f, i
     std::vector<int64_t> posed;          // the geoms detect reads: those that collide by type (the bodies' boxes), and
                                          // those of the candidates and the left-out pairs
     int64_t near_missing = -1;
@@ -530,36 +531,63 @@ inline void sphere_cylinder(const Pair &p, std::vector<PreContact> &out) {
     sphere_sphere(s, out);
 }
 
+// x clamped to [0, 1] (MuJoCo's order: min(1, x), then 0 below 0)
+inline double clip01(double x) { return x < 0 ? 0.0 : std::fmin(1.0, x); }
+
+// the nearest points of segments a0-a1 and b0-b1 as weights (s, t) in [0, 1] (MuJoCo 4's mjc_segWeights) into w;
+// returns their count: one pair, or two for (near-)parallel segments, one per end of the first segment
+inline int segment_weights(const double *a0, const double *a1, const double *b0, const double *b1, double (*w)[2]) {
+    double d1[3], d2[3], r[3];
+    for (int a = 0; a < 3; a++) d1[a] = a1[a] - a0[a], d2[a] = b1[a] - b0[a], r[a] = a0[a] - b0[a];
+    double A = dot3(d1, d1), E = dot3(d2, d2);
+    if (A <= MINVAL && E <= MINVAL) {                                 // two points
+        w[0][0] = 0.0, w[0][1] = 0.0;
+        return 1;
+    }
+    double f = dot3(d2, r);
+    if (A <= MINVAL) {                                                // a point and a segment
+        w[0][0] = 0.0, w[0][1] = clip01(f / E);
+        return 1;
+    }
+    double c = dot3(d1, r);
+    if (E <= MINVAL) {
+        w[0][0] = clip01(-c / A), w[0][1] = 0.0;
+        return 1;
+    }
+    double b = dot3(d1, d2);
+    auto settle = [&](double s, double t, double *out) {             // t beyond [0, 1]: the end of segment 2, projected back
+        if (t < 0) out[0] = clip01(-c / A), out[1] = 0.0;
+        else if (t > 1) out[0] = clip01((b - c) / A), out[1] = 1.0;
+        else out[0] = s, out[1] = t;
+    };
+    double n[3], m[3];
+    cross(d1, d2, n);
+    double nn = dot3(n, n);
+    if (nn > A * 1e-8 * E) {                                          // s = (d2 x r) . n / |n|^2, t = (b s + f) / E
+        cross(d2, r, m);
+        double s = clip01(dot3(n, m) / nn);
+        settle(s, (b * s + f) / E, w[0]);
+        return 1;
+    }
+    settle(0.0, f / E, w[0]);                                         // parallel: each end of segment 1 projected
+    settle(1.0, (f + b) / E, w[1]);
+    return 2;
+}
+
 inline void capsule_capsule(const Pair &p, std::vector<PreContact> &out) {
-    double axis1[3], axis2[3], dif[3];
-    column(p.mat1, 2, axis1), column(p.mat2, 2, axis2);
-    for (int a = 0; a < 3; a++) axis1[a] = axis1[a] * p.size1[1], axis2[a] = axis2[a] * p.size2[1], dif[a] = p.pos1[a] - p.pos2[a];
-    double ma = dot3(axis1, axis1), mb = -dot3(axis1, axis2), mc = dot3(axis2, axis2);
-    double u = -dot3(axis1, dif), v = dot3(axis2, dif), det = ma * mc - mb * mb;
-    auto clip = [](double x) { return std::fmin(std::fmax(x, -1.0), 1.0); };
-    auto pair = [&](double x1, double x2) {
+    double a0[3], a1[3], b0[3], b1[3], w[2][2];
+    for (int a = 0; a < 3; a++) {
+        double axis1 = p.mat1[3 * a + 2] * p.size1[1], axis2 = p.mat2[3 * a + 2] * p.size2[1];
+        a0[a] = p.pos1[a] - axis1, a1[a] = p.pos1[a] + axis1, b0[a] = p.pos2[a] - axis2, b1[a] = p.pos2[a] + axis2;
+    }
+    int n = segment_weights(a0, a1, b0, b1, w);
+    for (int k = 0; k < n; k++) {
         double v1[3], v2[3];
-        for (int a = 0; a < 3; a++) v1[a] = p.pos1[a] + axis1[a] * x1, v2[a] = p.pos2[a] + axis2[a] * x2;
+        for (int a = 0; a < 3; a++) v1[a] = w[k][0] * (a1[a] - a0[a]) + a0[a], v2[a] = w[k][1] * (b1[a] - b0[a]) + b0[a];
         Pair s = p;
         s.pos1 = v1, s.pos2 = v2;
         sphere_sphere(s, out);
-    };
-    if (std::fabs(det) >= MINVAL) {
-        double x1 = (mc * u - mb * v) / det, x2 = (ma * v - mb * u) / det;
-        if (x1 > 1) x1 = 1.0, x2 = (v - mb) / mc;
-        else if (x1 < -1) x1 = -1.0, x2 = (v + mb) / mc;
-        if (x2 > 1) x2 = 1.0, x1 = clip((u - mb) / ma);
-        else if (x2 < -1) x2 = -1.0, x1 = clip((u + mb) / ma);
-        pair(x1, x2);
-        return;
     }
-    size_t before = out.size();
-    pair(1.0, clip((v - mb) / mc));
-    pair(-1.0, clip((v + mb) / mc));
-    if (out.size() - before >= 2) return;
-    pair(clip((u - mb) / ma), 1.0);
-    if (out.size() - before >= 2) return;
-    pair(clip((u + mb) / ma), -1.0);
 }
 
 inline void sphere_box(const Pair &p, std::vector<PreContact> &out) {
@@ -1092,13 +1120,14 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
         f[12] = c.dist, f[13] = margin;
         for (int a = 0; a < 14; a++) f[14 + a] = param[2 + a];
         w.i.push_back(m.cand_dim[k]), w.i.push_back(m.geom_bodyid[g1]), w.i.push_back(m.geom_bodyid[g2]);
+        w.cand.push_back(k);
     }
 }
 
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:
 // the first left-out pair that may touch (collision.may_touch; -1: none; not looked for unless check_missing)
 inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool check_missing = true) {
-    w.f.clear(), w.i.clear(), w.near_missing = -1;
+    w.f.clear(), w.i.clear(), w.cand.clear(), w.near_missing = -1;
     Contacts con;
     if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
     geom_poses(m, w, q);
@@ -1112,6 +1141,12 @@ inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool c
     con.n = int64_t(w.i.size()) / CONTACT_INTS;
     con.f = w.f.data(), con.i = w.i.data();
     return con;
+}
+
+// every left-out pair that may touch at the state detect(m, w, q) just posed (its near_missing the first), appended to out
+inline void near_missing_pairs(const Model &m, const CollisionWork &w, std::vector<int64_t> &out) {
+    for (int64_t k = w.near_missing; k >= 0 && k < m.nmissing; k++)
+        if (may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) out.push_back(k);
 }
 
 }  // namespace

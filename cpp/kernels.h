@@ -36,6 +36,7 @@ enum Op {
     ROLLOUT,                                                                                           // integrate.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
     STEP_DERIVATIVES,                                                                                  // step_derivative.h
+    COLLISION_DETECT,                                                                                  // collision.h
     NOPS
 };
 struct Operation {
@@ -77,6 +78,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"constraint_forward", "q:q qd:v tau:v constraint:o", "", false, false},
     {"constraint_inverse", "q:q qd:v qacc:v constraint:o", "", false, false},
     {"step_derivatives", "q:q qd:v options:o", "", false, false},
+    {"collision_detect", "q:q", "", false, false},
 };
 inline constexpr bool is_constraint(int op) { return op >= CONSTRAINT_ROWS && op <= CONSTRAINT_INVERSE; }
 
@@ -140,6 +142,15 @@ struct StepDerivativeKernels {
     void (*run)(const Model &, const Actuators &, StepDerivativeWorkspace &, const StepDerivativeCall &call, int64_t lo, int64_t hi);
 };
 
+// collision detection (cpp/collision.h's detect), one state at a time, compiled into the scalar translation unit only:
+// the contacts of states [lo, hi) of q appended to out: each state's count (ncon), CONTACT_FLOATS and CONTACT_INTS per
+// contact (f, i) and its candidate pair (cand); each state's count of left-out pairs that may touch (nnear) and their
+// indices into the model's missing_* (near)
+struct DetectOut {
+    std::vector<int64_t> ncon, i, cand, nnear, near;
+    std::vector<double> f;
+};
+
 namespace {
 
 // whether an argument of kind `kind` (OPERATIONS) is a state, (size,) or (N, size)
@@ -176,6 +187,7 @@ namespace scalar {
 extern const Kernels kernels;
 extern const ConstraintKernels constraint_kernels;
 extern const StepDerivativeKernels step_derivative_kernels;
+void detect_states(const Model &m, Input q, int64_t lo, int64_t hi, DetectOut &out);
 }  // namespace scalar
 namespace baseline { extern const Kernels kernels; }
 namespace avx2 { extern const Kernels kernels; }

@@ -40,5 +40,19 @@ const StepDerivativeKernels step_derivative_kernels = {
     },
 };
 
+void detect_states(const Model &m, Input q, int64_t lo, int64_t hi, DetectOut &out) {
+    CollisionWork w(m);
+    for (int64_t s = lo; s < hi; s++) {
+        Contacts con = detect(m, w, q.data + s * q.stride);
+        out.ncon.push_back(con.n);
+        out.f.insert(out.f.end(), w.f.begin(), w.f.end());
+        out.i.insert(out.i.end(), w.i.begin(), w.i.end());
+        out.cand.insert(out.cand.end(), w.cand.begin(), w.cand.end());
+        size_t before = out.near.size();
+        near_missing_pairs(m, w, out.near);
+        out.nnear.push_back(int64_t(out.near.size() - before));
+    }
+}
+
 }  // namespace scalar
 }  // namespace physai

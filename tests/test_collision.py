@@ -11,9 +11,11 @@ import pytest
 
 from physai import collision, engine, integrators, models
 from physai.engine import collision as narrow
+from physai.engine import native
 from physai.engine.geoms import TYPE_NAMES
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
+from helpers import run
 from scenes import convex_points, mesh_scene, random_scene, states
 
 TOL = 1e-12
@@ -450,3 +452,120 @@ def test_the_compiled_model_refuses_mesh_indices_outside_its_arrays():
                          ("geom_dataid", {"geom_dataid": fields["geom_dataid"] + 100}), ("mesh_polyvertadr", wrap)):
         with pytest.raises(ValueError, match=f"{name}: an index outside"):
             _native.Model(native.fields(model)).add_constraints({**fields, **change})
+
+
+CAPSULES = """<mujoco><worldbody><body pos="0 0 1" euler="0 90 0"><freejoint/><geom type="capsule" size=".05 .2"/></body>
+              <body pos="{}" euler="{}"><freejoint/><geom type="capsule" size=".05 .2"/></body></worldbody></mujoco>"""
+
+
+def near_parallel_capsules():
+    """(label, MjModel, MjData after mj_forward): two free capsules of CAPSULES as issue V found them (end to end, 0.5 mm
+    deep, the second tilted by 0.001 degrees), then that pair at 90 tilts (1e-7 to 0.1 degrees, both signs, about the
+    y and the z axis), side by side at the same tilts, and 120 random near-parallel poses (offsets along and across,
+    tilts up to 0.01 rad): the parallel branch of MuJoCo 4's capsule-capsule (|d1 x d2|^2 <= 1e-8 |d1|^2 |d2|^2) and
+    the general one on either side of its threshold."""
+    m = mujoco.MjModel.from_xml_string(CAPSULES.format(".4995 0 1", "0 90.001 0"))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    yield "the issue's pair", m, d
+    base, rng = d.qpos.copy(), np.random.default_rng(7)
+    tilts = np.deg2rad(np.geomspace(1e-7, 0.1, 45))
+    poses = [(np.add(shift, [0, 0, 1]), np.eye(3)[axis] * sign * tilt)
+             for shift in ([0.4995, 0, 0], [0.1, 0.095, 0]) for axis in (1, 2) for sign in (1, -1) for tilt in tilts[::2]]
+    poses += [(np.r_[rng.uniform(-0.5, 0.5), rng.uniform(0, 0.1, 2) * [1, 0.5]] + [0, 0, 1], rng.normal(0, 3e-3, 3))
+              for _ in range(120)]
+    for k, (pos, rotvec) in enumerate(poses):
+        quat = np.zeros(4)
+        mujoco.mju_mulQuat(quat, quat_of(rotvec), base[10:14])
+        d.qpos[:] = base
+        d.qpos[7:10], d.qpos[10:14] = pos, quat
+        mujoco.mj_forward(m, d)
+        yield f"pose {k}: position {pos.tolist()}, rotation {rotvec.tolist()}", m, d
+
+
+def quat_of(rotvec: np.ndarray) -> np.ndarray:
+    quat = np.zeros(4)
+    mujoco.mju_axisAngle2Quat(quat, rotvec / max(np.linalg.norm(rotvec), 1e-300), np.linalg.norm(rotvec))
+    return quat
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_near_parallel_capsules_match_mj_collision(backend):
+    """MuJoCo 4's capsule-capsule (its changelog: floating-point cancellation fixed for parallel and near-parallel axes;
+    mjc_segWeights' nearest points, two contacts below a relative threshold): near_parallel_capsules' contacts, the
+    same count, positions, frames and distances as mj_collision's within 1e-12, on both backends."""
+    counts = set()
+    for label, m, d in near_parallel_capsules():
+        ref = collision.from_mujoco(m, d)
+        assert_same(run(backend, collision.detect, engine.from_mujoco(m), d.qpos), ref, label)
+        counts.add(len(ref))
+    assert {0, 1, 2} <= counts
+
+
+def g1_states(n: int = 12):
+    """(MjModel of the G1 in its scene, MjData after mj_forward, states (n, nq)): the G1 from its keyframe, lowered by up
+    to 3 cm with its joints perturbed by N(0, 0.3): feet in the floor, and mesh pairs without a narrow phase near."""
+    m = models.load("unitree_g1", "scene")
+    d, rng, qs = mujoco.MjData(m), np.random.default_rng(5), []
+    for _ in range(n):
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        d.qpos[7:] += rng.normal(0, 0.3, m.nq - 7)
+        d.qpos[2] -= rng.uniform(0, 0.03)
+        qs.append(d.qpos.copy())
+    return m, d, np.array(qs)
+
+
+def test_compiled_detect_matches_numpy_and_mj_collision():
+    """collision.detect on the compiled backend (cpp/collision.h's detect, batched over N states) gives the NumPy text's
+    contacts within 1e-14, and mj_collision's within 1e-12, for g1_states, as a batch and one state at a time."""
+    m, d, Q = g1_states()
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        batch, reference = run("native", collision.detect, model, Q), run("numpy", collision.detect, model, Q)
+        single = [run("native", collision.detect, model, q) for q in Q]
+    kernel = native.detect(model, Q)[0]                           # the compiled kernel itself
+    touched = 0
+    for k, q in enumerate(Q):
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        ref = mujoco_contacts(m, d)
+        for mine in (batch[k], single[k], kernel[k]):
+            assert_same(mine, reference[k], f"state {k} (compiled against NumPy)", np.full(len(reference[k]), 1e-14))
+            assert_same(mine, ref, f"state {k} (compiled against MuJoCo)", tolerances(m, d, ref))
+        touched += len(ref)
+    assert touched > 20
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_unsupported_pairs_warn_once_per_pair_and_model(backend, recwarn):
+    """Repeated detects (one state, then batches) and a constrained simulation of the G1 warn of each unsupported pair
+    that comes near once for the model, not once per call or state; a new model warns anew."""
+    warnings.simplefilter("always", CollisionWarning)             # within recwarn's filters: Python's own once-per-text off
+    m, _, Q = g1_states(6)
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    for _ in range(3):
+        run(backend, collision.detect, model, Q[0])
+        run(backend, collision.detect, model, Q)
+    texts = [str(w.message) for w in recwarn.list if issubclass(w.category, CollisionWarning)]
+    assert texts and len(texts) == len(set(texts)), f"{len(texts)} warnings for {len(set(texts))} pairs"
+    recwarn.clear()
+    run(backend, integrators.simulate, model, Q[0], np.zeros(m.nv), m.opt.timestep, 3, constraints=True)
+    assert not [w for w in recwarn.list if issubclass(w.category, CollisionWarning)]
+    run(backend, collision.detect, collision.ignoring_unsupported(model), Q)
+    assert len([w for w in recwarn.list if issubclass(w.category, CollisionWarning)]) == len(set(texts))
+
+
+def test_refusal_names_the_advice_that_works_everywhere():
+    """The refusal of a model with pairs physai cannot collide names collision.ignoring_unsupported(model), and that
+    advice works for integrators.simulate (which takes no ignore_unsupported) as for detect."""
+    m, _, Q = g1_states(1)
+    model = engine.from_mujoco(m)
+    with pytest.raises(UnsupportedModelError, match=r"collision\.ignoring_unsupported\(model\)") as refused:
+        integrators.simulate(model, Q[0], np.zeros(m.nv), m.opt.timestep, 2, constraints=True)
+    assert "ignore_unsupported=True" not in str(refused.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        trajectory = integrators.simulate(collision.ignoring_unsupported(model), Q[0], np.zeros(m.nv), m.opt.timestep, 2,
+                                          constraints=True)
+    assert np.isfinite(trajectory.q).all()

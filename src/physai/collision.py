@@ -22,6 +22,7 @@ import numpy as np
 
 from physai import engine, validation
 from physai.engine import collision as narrow
+from physai.engine import constraint, native
 from physai.engine.contact import ContactSet
 from physai.exceptions import InvalidArgumentError, UnsupportedModelError
 
@@ -50,7 +51,12 @@ def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[C
         raise InvalidArgumentError(f"ignore_unsupported must be True or False, got {ignore_unsupported!r}")
     (Q,), batch = validation.states(q=(q, model.nq))
     narrow.check_supported(model, ignore_unsupported)
-    sets = [narrow.detect(model, Q[:, k], ignore_unsupported) for k in range(Q.shape[1])]
+    if native.on and not model.unsupported:                 # compiled: the model's constraint part holds the pairs
+        constraint.prepare_compiled(model)
+        sets, near = native.detect(model, np.ascontiguousarray(Q.T))
+        narrow.warn_near(model, near, stacklevel=2)
+    else:
+        sets = [narrow.detect(model, Q[:, k], ignore_unsupported) for k in range(Q.shape[1])]
     return sets[0] if batch is None else sets
 
 

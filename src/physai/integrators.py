@@ -59,7 +59,6 @@ integrator. This module calls physai.engine and physai.forces; they never call i
 """
 
 import os
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -68,7 +67,7 @@ from physai import engine, forces, joints, validation
 from physai.linalg import solve
 from physai.engine import collision, constraint, native, smooth
 from physai.engine.support import standalone_free_dofs
-from physai.exceptions import (CollisionWarning, DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError,
+from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError,
                                PhysaiError, ShapeError)
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
@@ -238,14 +237,13 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         if stopped[0] >= 0:
             return None
         if near[0] >= 0:
-            _warn_near(model, int(near[0]))
+            collision.warn_near(model, [int(near[0])], stacklevel=3)
         return Q[0, 1], QD[0, 1], warm_out[0]
     stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
     if max(stopped) >= 0:
         return None
     if max(near) >= 0:
-        for k in set(near) - {-1}:
-            _warn_near(model, k)
+        collision.warn_near(model, sorted(set(near) - {-1}), stacklevel=3)
     return Q[:, 1], QD[:, 1], warm_out
 
 
@@ -397,8 +395,7 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None,
                           _deepest_contact(model, Q[n, k]) if constrained else "")
             _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n, constrained, warm)   # another failure
-        for k in sorted(set(near.tolist()) - {-1}):
-            _warn_near(model, k)
+        collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
         return Q, QD, E, ncon, warm_out
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
@@ -432,19 +429,6 @@ def _check_output_size(model, N: int, steps: int) -> None:
         raise InvalidArgumentError(f"steps={steps}: the outputs of {N} run(s) would take {size / 1e9:.3g} GB, more than "
                                    f"this machine's {memory / 1e9:.3g} GB of memory; expected fewer steps (run in "
                                    "pieces, each starting from the last state of the one before)")
-
-
-def _warn_near(model, k: int) -> None:
-    """The CollisionWarning of the k-th geom pair without a narrow phase (collision.candidates' second list) that came
-    near, as collision.detect warns it: once per model and pair."""
-    warned = model.__dict__.setdefault("warned_pairs", set())
-    if k in warned:
-        return
-    warned.add(k)
-    g1, g2 = collision.candidates(model)[1][k]
-    G = model.geoms
-    warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their contacts "
-                  "are left out", CollisionWarning, stacklevel=4)
 
 
 def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int, constrained: bool = False, warm=None) -> None:

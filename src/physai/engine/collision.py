@@ -19,6 +19,7 @@ ids (MuJoCo's midphase).
 
 import math
 import warnings
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -227,10 +228,30 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
         problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}), e.g. {examples} "
-                        "(ignore_unsupported=True leaves them out and warns when one may touch)")
+                        "(physai.collision.ignoring_unsupported(model) leaves them out, for detect and the simulators "
+                        "alike, and warns once per pair when one may touch)")
     if problems:
         raise UnsupportedModelError("physai's collision detection does not model " + "; ".join(problems) +
                                     "; or pass MuJoCo's contacts (physai.collision.from_mujoco)")
+
+
+_warned: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()   # per model: the pairs warned of
+
+
+def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
+    """A CollisionWarning for each left-out pair (indices into candidates(model)[1]) that may be touching, once per
+    pair and model, whichever call (detect, a simulation, either backend) finds it near first. stacklevel: as
+    warnings.warn's, counted from the caller of warn_near."""
+    warned = _warned.setdefault(model, set())
+    missing, G = candidates(model)[1], model.geoms
+    for k in pairs:
+        if k in warned:
+            continue
+        warned.add(k)
+        g1, g2 = missing[k]
+        warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their "
+                      "contacts are left out (this warning comes once per pair and model)", CollisionWarning,
+                      stacklevel=stacklevel + 1)
 
 
 def quat_to_mat_mj(quat: np.ndarray) -> np.ndarray:
@@ -454,11 +475,8 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     if not has_contacts(model):
         return ContactSet.empty(model.nbody)
     xpos, xmat = geom_poses(model, q)
-    for g1, g2 in candidates(model)[1]:
-        margin, gap = contact_parameters(model, g1, g2, -1)[5:]
-        if may_touch(model, xpos, xmat, g1, g2, margin + gap):
-            warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their "
-                          "contacts are left out", CollisionWarning, stacklevel=3)
+    warn_near(model, [k for k, (g1, g2) in enumerate(candidates(model)[1])
+                      if may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
     shape = model.kept("collision_shapes", _shapes)
     for c in tested(model, xpos):
         g1, g2 = c.g1, c.g2

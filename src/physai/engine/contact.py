@@ -100,6 +100,26 @@ class ContactSet:
         return packed
 
     @classmethod
+    def unpacked(cls, nbody: int, floats: np.ndarray, ints: np.ndarray, geom: np.ndarray) -> "ContactSet":
+        """The ContactSet whose packed() is (floats (nc, 28) float64, ints (nc, 3) int64) and whose geom pairs are geom
+        (nc, 2), taken as they are: the compiled detection's own output (physai.engine.native.detect), whose dims and
+        bodies come from the model, so __post_init__'s checks (most of the cost of a state's contacts) are skipped."""
+        out, n, at = object.__new__(cls), len(floats), 0
+        columns = {"nbody": nbody, "geom": geom.astype(np.intp)}
+        for name, width in PACKED_FLOATS:
+            columns[name] = floats[:, at:at + width].reshape((n, 3, 3) if name == "frame" else (n, width)[:1 + (width > 1)])
+            at += width
+        columns.update({name: ints[:, k].astype(np.intp) for k, name in enumerate(PACKED_INTS)})
+        for name, value in columns.items():
+            if name != "nbody":
+                value.setflags(write=False)
+            object.__setattr__(out, name, value)
+        for a in (floats, ints):
+            a.setflags(write=False)
+        object.__setattr__(out, "_packed", (floats, ints))
+        return out
+
+    @classmethod
     def empty(cls, nbody: int) -> "ContactSet":
         """No contacts, for a model of nbody bodies."""
         return cls(nbody)

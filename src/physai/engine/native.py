@@ -67,6 +67,7 @@ from physai import joints
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.engine import collision
+from physai.engine.contact import ContactSet
 from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 from physai.linalg import SINGULAR
@@ -488,6 +489,21 @@ def kernel(name: str, what: str | None = None, finite=None, options=None):
 
 ROLLOUT = kernel("rollout")
 STEP_DERIVATIVES = kernel("step_derivatives")     # physai.derivatives.step_derivatives
+
+
+_DETECT = Kernel("collision_detect")
+
+
+def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
+    """collision.detect on the compiled backend (cpp/collision.h's detect; the model's constraint part added first,
+    with_constraints): for checked states Q (N, nq), a ContactSet per state and the pairs without a narrow phase that
+    may touch in any (indices into collision.candidates' second list, sorted)."""
+    ncon, floats, ints, cand, _, near = _DETECT(model, Q)
+    pairs = collision.candidates(model)[0]
+    geom = np.array([(pairs[k].g1, pairs[k].g2) for k in cand.tolist()], np.intp).reshape(-1, 2)
+    ends = np.cumsum(ncon).tolist()
+    sets = [ContactSet.unpacked(model.nbody, floats[a:b], ints[a:b], geom[a:b]) for a, b in zip([0] + ends[:-1], ends)]
+    return sets, sorted(set(near.tolist()))
 
 
 def rollout(model: Model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,

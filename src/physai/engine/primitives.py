@@ -273,34 +273,52 @@ def sphere_cylinder(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
     return sphere_sphere(pos1, mat1, size1, rim, mat2, np.zeros(1), margin)
 
 
+def _clip01(x: float) -> float:
+    """x clamped to [0, 1] (MuJoCo's order: min(1, x), then 0 below 0)."""
+    return 0.0 if x < 0 else min(1.0, x)
+
+
+def segment_weights(a0, a1, b0, b1) -> list:
+    """The nearest points of segments a0-a1 and b0-b1 as weights (s, t) in [0, 1] of a0 + s (a1 - a0), b0 + t (b1 - b0)
+    (MuJoCo 4's mjc_segWeights): one pair, or for (near-)parallel segments (|d1 x d2|^2 <= 1e-8 |d1|^2 |d2|^2) two,
+    one per end of the first segment; an end whose nearest point lies beyond the second segment takes that segment's
+    end and its nearest point on the first."""
+    d1, d2, r = a1 - a0, b1 - b0, a0 - b0
+    A, E = d1 @ d1, d2 @ d2
+    if A <= MINVAL and E <= MINVAL:                             # two points
+        return [(0.0, 0.0)]
+    f = d2 @ r
+    if A <= MINVAL:                                             # a point and a segment
+        return [(0.0, _clip01(f / E))]
+    c = d1 @ r
+    if E <= MINVAL:
+        return [(_clip01(-c / A), 0.0)]
+    b = d1 @ d2
+
+    def settle(s: float, t: float) -> tuple:                    # t beyond [0, 1]: the end of segment 2, projected back
+        if t < 0:
+            return _clip01(-c / A), 0.0
+        if t > 1:
+            return _clip01((b - c) / A), 1.0
+        return s, t
+
+    n = np.cross(d1, d2)
+    nn = n @ n
+    if nn > A * 1e-8 * E:                                       # s = (d2 x r) . n / |n|^2, t = (b s + f) / E
+        s = _clip01((n @ np.cross(d2, r)) / nn)
+        return [settle(s, (b * s + f) / E)]
+    return [settle(0.0, f / E), settle(1.0, (f + b) / E)]       # parallel: each end of segment 1 projected
+
+
 def capsule_capsule(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
-    """Two capsules: sphere-sphere tests between the nearest points of their segments; parallel segments give up to two
-    contacts, from the segments' ends."""
+    """Two capsules (MuJoCo 4's mjraw_CapsuleCapsule): sphere-sphere tests between the nearest points of their segments
+    (segment_weights); (near-)parallel segments give up to two contacts."""
     axis1, axis2 = mat1[:, 2] * size1[1], mat2[:, 2] * size2[1]
-    dif = pos1 - pos2
-    ma, mb, mc = axis1 @ axis1, -(axis1 @ axis2), axis2 @ axis2
-    u, v = -(axis1 @ dif), axis2 @ dif
-    det = ma * mc - mb * mb
-    clip = lambda x: min(max(x, -1.0), 1.0)                    # noqa: E731
-    pair = lambda x1, x2: sphere_sphere(pos1 + axis1 * x1, mat1, size1, pos2 + axis2 * x2, mat2, size2, margin)  # noqa: E731
-    if abs(det) >= MINVAL:
-        x1, x2 = (mc * u - mb * v) / det, (ma * v - mb * u) / det
-        if x1 > 1:
-            x1, x2 = 1.0, (v - mb) / mc
-        elif x1 < -1:
-            x1, x2 = -1.0, (v + mb) / mc
-        if x2 > 1:
-            x2, x1 = 1.0, clip((u - mb) / ma)
-        elif x2 < -1:
-            x2, x1 = -1.0, clip((u + mb) / ma)
-        return pair(x1, x2)
-    out = pair(1.0, clip((v - mb) / mc)) + pair(-1.0, clip((v + mb) / mc))
-    if len(out) >= 2:
-        return out
-    out += pair(clip((u - mb) / ma), 1.0)
-    if len(out) >= 2:
-        return out
-    return out + pair(clip((u + mb) / ma), -1.0)
+    a0, a1, b0, b1 = pos1 - axis1, pos1 + axis1, pos2 - axis2, pos2 + axis2
+    out = []
+    for s, t in segment_weights(a0, a1, b0, b1):
+        out += sphere_sphere(s * (a1 - a0) + a0, mat1, size1, t * (b1 - b0) + b0, mat2, size2, margin)
+    return out
 
 
 def sphere_box(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
