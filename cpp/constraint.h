@@ -107,7 +107,7 @@ struct ConstraintWork {
         tmp;
     std::vector<int> nzH, countH;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
-    std::vector<double> force, jar, Jv, wforce, wjar, x;
+    std::vector<double> force, jar, Jv, wforce, wjar, x, quad;   // quad: 3 per row (Line)
     std::vector<int> state, wstate, hstate;
     Cones wcones;
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
@@ -921,101 +921,203 @@ inline double total_cost(const Model &m, ConstraintWork &w, const double *qacc, 
     return cost_at(m, w, qacc, Ma, jar, force, state, cones);
 }
 
-// (d cost / d alpha, d2 cost / d alpha2) of the primal cost along qacc + alpha v (_line_cost: the line search reads its
-// derivatives alone)
-inline void line_cost(const Rows &r, const double *Jaref, const double *Jv, const double *quad, double alpha, double &d1,
-                      double &d2) {
-    d1 = quad[1] + 2 * alpha * quad[2], d2 = 2 * quad[2];
-    int n = r.nefc, ne = r.ne, nf = r.nf;
+// ---------------------------------------------------------------- the line search (MuJoCo's PrimalSearch)
+
+// a point of the line search: alpha, cost(alpha) - cost(0) and its first and second derivatives in alpha
+struct LinePoint {
+    double alpha = 0.0, cost = 0.0, d1 = 0.0, d2 = 0.0;
+};
+
+// the primal cost along qacc + alpha v, each row's as a polynomial in alpha (_line): quad (3 per row) 1/2 D Jaref^2,
+// D Jaref Jv, 1/2 D Jv^2 (an elliptic contact's first row: its block's sums, then in the block's next two rows' slots
+// U0, V0, UU, UV, VV, Dm: Jaref, Jv scaled by mu and friction, their tangential products); gauss the Gauss term's
+// linear and quadratic coefficients
+struct Line {
+    const Rows &r;
+    const double *Jaref, *Jv, *quad;
+    double gauss[2];
+};
+
+// the quadratics of Line into quad (MuJoCo's PrimalPrepare)
+inline void line_quadratics(const Rows &r, const double *Jaref, const double *Jv, double *quad) {
     const double *D = r.D.data();
-    // equality: quadratic
-    double s1 = 0.0, s2 = 0.0;
-    for (int i = 0; i < ne; i++) {
-        double jar = Jaref[i] + alpha * Jv[i];
-        s1 += D[i] * (jar * Jv[i]), s2 += D[i] * (Jv[i] * Jv[i]);
-    }
-    d1 += s1, d2 += s2;
-    // friction loss: Huber; limits, frictionless and pyramidal contacts: one-sided. Two partial sums each (rows even
-    // and odd in a run: half the chain of additions)
-    auto friction = [&](int i, double &t1, double &t2) {
-        double fl = r.frictionloss[size_t(i)], Rf = r.R[size_t(i)] * fl, jar = Jaref[i] + alpha * Jv[i];
-        if (jar <= -Rf) t1 += -fl * Jv[i];
-        else if (jar >= Rf) t1 += fl * Jv[i];
-        else t1 += D[i] * jar * Jv[i], t2 += D[i] * Jv[i] * Jv[i];
-    };
-    auto one_sided = [&](int i, double &t1, double &t2) {
-        double jar = Jaref[i] + alpha * Jv[i];
-        bool on = jar < 0;
-        t1 += on ? D[i] * jar * Jv[i] : 0.0, t2 += on ? D[i] * Jv[i] * Jv[i] : 0.0;
-    };
-    auto pairs = [&](auto row, int i, int e) {
-        double a1 = 0.0, a2 = 0.0, b1 = 0.0, b2 = 0.0;
-        for (; i + 2 <= e; i += 2) row(i, a1, a2), row(i + 1, b1, b2);
-        if (i < e) row(i, a1, a2);
-        d1 += a1 + b1, d2 += a2 + b2;
-    };
-    pairs(friction, ne, ne + nf);
-    for (int i = ne + nf; i < n;) {
-        if (r.type[size_t(i)] != CONTACT_ELLIPTIC) {
-            int e = i + 1;
-            while (e < n && r.type[size_t(e)] != CONTACT_ELLIPTIC) e++;
-            pairs(one_sided, i, e);
-            i = e;
-            continue;
+    for (int i = 0; i < r.nefc; i++) {
+        double *q = quad + 3 * size_t(i), DJ = D[i] * Jaref[i];
+        q[0] = Jaref[i] * DJ, q[1] = Jv[i] * DJ, q[2] = Jv[i] * D[i] * Jv[i];
+        if (r.type[size_t(i)] == CONTACT_ELLIPTIC) {
+            int64_t c = r.id[size_t(i)];
+            int dim = int(r.con.dim(c));
+            double mu = r.contact_mu[size_t(c)], UU = 0.0, UV = 0.0, VV = 0.0;
+            const double *friction = r.con.friction(c);
+            for (int j = 1; j < dim; j++) {
+                double DJj = D[i + j] * Jaref[i + j];
+                q[0] += Jaref[i + j] * DJj, q[1] += Jv[i + j] * DJj, q[2] += Jv[i + j] * D[i + j] * Jv[i + j];
+            }
+            for (int j = 1; j < dim; j++) {
+                double U = Jaref[i + j] * friction[j - 1], V = Jv[i + j] * friction[j - 1];
+                UU += U * U, UV += U * V, VV += V * V;
+            }
+            q[3] = Jaref[i] * mu, q[4] = Jv[i] * mu, q[5] = UU, q[6] = UV, q[7] = VV, q[8] = D[i] / (mu * mu * (1 + mu * mu));
+            i += dim - 1;
         }
-        int64_t c = r.id[size_t(i)];
-        int dim = int(r.con.dim(c));
-        double mu = r.contact_mu[size_t(c)], scale[6] = {mu, 0, 0, 0, 0, 0}, U[6] = {}, V[6] = {}, jar[6] = {};
-        const double *friction = r.con.friction(c);
-        for (int j = 1; j < dim; j++) scale[j] = friction[j - 1];
-        for (int j = 0; j < dim; j++) jar[j] = Jaref[i + j] + alpha * Jv[i + j], U[j] = jar[j] * scale[j], V[j] = Jv[i + j] * scale[j];
-        double N = U[0], T = std::sqrt(dot(U + 1, U + 1, dim - 1));
-        if (N >= mu * T || (T <= 0 && N >= 0)) {
-        } else if (mu * N + T <= 0 || (T <= 0 && N < 0)) {
-            s1 = s2 = 0.0;
-            for (int j = 0; j < dim; j++) s1 += D[i + j] * (jar[j] * Jv[i + j]), s2 += D[i + j] * (Jv[i + j] * Jv[i + j]);
-            d1 += s1, d2 += s2;
-        } else {
-            double Dm = D[i] / (mu * mu * (1 + mu * mu));
-            double UV = dot(U + 1, V + 1, dim - 1), VV = dot(V + 1, V + 1, dim - 1);
-            double Tp = UV / T, Tpp = (VV * T * T - UV * UV) / std::pow(T, 3), g = N - mu * T, e = V[0] - mu * Tp;
-            d1 += Dm * g * e;
-            d2 += Dm * (std::pow(e, 2) - g * mu * Tpp);
-        }
-        i += dim;
+        q[0] *= 0.5, q[2] *= 0.5;
     }
 }
 
-// alpha minimising the primal cost along qacc + alpha v: Newton's method on its derivative, kept inside a bracket that
-// shrinks by bisection where a Newton step would leave it (_line_search); w.jar holds J qacc - aref, w.Ma M qacc (of
-// the last total_cost at qacc: the same numbers) and w.grad the cost's gradient there
-inline double line_search(const Model &m, ConstraintWork &w, const double *v, int64_t max_iterations, double tolerance) {
-    const Rows &r = w.r;
-    int nv = m.nv;
-    double *Jv = w.Jv.data(), *Mv = w.Mv.data();
-    rows_times(r, v, Jv);
-    tree_times(m, w.Mt.data(), v, Mv);
-    double q1 = 0.0, q2 = 0.0, q3 = 0.0;
-    for (int j = 0; j < nv; j++) {
-        size_t k = size_t(j);
-        q1 += v[j] * w.Ma[k], q2 += w.qfrc_smooth[k] * v[j], q3 += v[j] * Mv[j];
+// the friction-loss cost at x: 1/2 D x^2 inside +-Rf, f (|x| - Rf / 2) outside (_huber)
+inline double huber(double x, double f, double Rf, double D) {
+    if (-Rf < x && x < Rf) return 0.5 * D * x * x;
+    return x <= -Rf ? f * (-0.5 * Rf - x) : f * (-0.5 * Rf + x);
+}
+
+// the friction-loss cost's change from start to x, within a zone without cancellation (_huber_change)
+inline double huber_change(double start, double x, double f, double Rf, double D) {
+    auto zone = [&](double y) { return (-Rf < y && y < Rf) ? 0 : (y <= -Rf ? -1 : 1); };
+    int z0 = zone(start), z = zone(x);
+    if (z0 == 0 && z == 0) return 0.5 * D * (x - start) * (x + start);
+    if (z0 == -1 && z == -1) return f * (start - x);
+    if (z0 == 1 && z == 1) return f * (x - start);
+    return huber(x, f, Rf, D) - huber(start, f, Rf, D);
+}
+
+// the zone of an elliptic contact at scaled normal N and tangential T^2 = Tsqr: 1 top, 2 bottom, 3 middle; T into T
+// (_cone_zone)
+inline int cone_zone(double N, double Tsqr, double mu, double &T) {
+    T = 0.0;
+    if (Tsqr <= 0) return N < 0 ? 2 : 1;
+    T = std::sqrt(Tsqr);
+    return N >= mu * T ? 1 : (mu * N + T <= 0 ? 2 : 3);
+}
+
+// cost(alpha) - cost(0) of an elliptic contact from its zones at 0 and at alpha (_cone_change)
+inline double cone_change(const double *q, double alpha, double mu) {
+    double U0 = q[3], V0 = q[4], UU = q[5], UV = q[6], VV = q[7], Dm = q[8], T0, T, N = U0 + alpha * V0;
+    int zone0 = cone_zone(U0, UU, mu, T0), zone = cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu, T);
+    double quadratic = alpha * (alpha * q[2] + q[1]);
+    // on the cone both: r - r0 with T - T0 = (T^2 - T0^2) / (T + T0), no cancellation
+    if (zone0 == 3 && zone == 3) {
+        double r_delta = alpha * V0 - mu * (alpha * (2 * UV + alpha * VV) / (T + T0));
+        return 0.5 * Dm * r_delta * (2 * (U0 - mu * T0) + r_delta);
     }
-    const double quad[3] = {0.0, q1 - q2, 0.5 * q3};                   // the constant term does not move alpha
-    double lo = 0.0, hi = 0.0, alpha = 1.0, d1, d2;
-    bool bracketed = false;
-    if (dot(w.grad.data(), v, nv) >= 0) return 0.0;                    // d cost / d alpha at 0: grad . v
-    const double *Jaref = w.jar.data();
-    for (int64_t it = 0; it < max_iterations; it++) {
-        line_cost(r, Jaref, Jv, quad, alpha, d1, d2);
-        if (std::abs(d1) <= tolerance) return alpha;
-        if (d1 < 0) lo = alpha;
-        else hi = alpha, bracketed = true;
-        double step = alpha - d1 / d2;
-        if (d2 > 0 && step > lo && (!bracketed || step < hi)) alpha = step;
-        else alpha = bracketed ? 0.5 * (lo + hi) : 2 * lo;
-        if (bracketed && hi - lo <= 1e-16 * std::max(1.0, hi)) return alpha;
+    if (zone0 == 2 && zone == 2) return alpha * alpha * q[2] + alpha * q[1];
+    // cone to bottom: the quadratic's change plus the gap at 0; bottom to cone: less the gap at alpha
+    if (zone0 == 3 && zone == 2) return quadratic + 0.5 * Dm * (mu * U0 + T0) * (mu * U0 + T0);
+    if (zone0 == 2 && zone == 3) return quadratic - 0.5 * Dm * (mu * N + T) * (mu * N + T);
+    if (zone0 == 1 && zone == 2) return alpha * alpha * q[2] + alpha * q[1] + q[0];
+    if (zone0 == 1 && zone == 3) return 0.5 * Dm * (N - mu * T) * (N - mu * T);
+    if (zone0 == 3 && zone == 1) return -0.5 * Dm * (U0 - mu * T0) * (U0 - mu * T0);
+    return zone0 == 2 && zone == 1 ? -q[0] : 0.0;
+}
+
+// the first and second derivatives of an elliptic contact's cost at alpha, by its zone there, added to d1, d2
+// (_cone_derivatives)
+inline void cone_derivatives(const double *q, double alpha, double mu, double &d1, double &d2) {
+    double U0 = q[3], V0 = q[4], UU = q[5], UV = q[6], VV = q[7], Dm = q[8], T, N = U0 + alpha * V0;
+    int zone = cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu, T);
+    if (zone == 2) d1 += 2 * alpha * q[2] + q[1], d2 += 2 * q[2];
+    if (zone != 3) return;
+    // middle: Dm/2 (N - mu T)^2 with T' = (UV + alpha VV) / T, T'' = VV / T - (UV + alpha VV) T' / T^2
+    double T1 = (UV + alpha * VV) / T, T2 = VV / T - (UV + alpha * VV) * T1 / (T * T);
+    d1 += Dm * (N - mu * T) * (V0 - mu * T1);
+    d2 += Dm * ((V0 - mu * T1) * (V0 - mu * T1) + (N - mu * T) * (-mu * T2));
+}
+
+// the line's point at alpha (MuJoCo's PrimalEval; a second derivative <= 0, which convexity rules out, is raised to
+// MINVAL) (_line_point)
+inline LinePoint line_point(const Line &line, double alpha) {
+    const Rows &r = line.r;
+    const double *Jaref = line.Jaref, *Jv = line.Jv, *D = r.D.data();
+    double total[3] = {0.0, line.gauss[0], line.gauss[1]}, cost = 0.0, d1 = 0.0, d2 = 0.0;
+    for (int i = 0; i < r.nefc; i++) {
+        const double *q = line.quad + 3 * size_t(i);
+        // equality: quadratic
+        if (i < r.ne) {
+            total[1] += q[1], total[2] += q[2];
+            continue;
+        }
+        // friction loss: Huber, cost(x) - cost(start)
+        if (i < r.ne + r.nf) {
+            double f = r.frictionloss[size_t(i)], Rf = r.R[size_t(i)] * f, x = Jaref[i] + alpha * Jv[i];
+            cost += huber_change(Jaref[i], x, f, Rf, D[i]);
+            if (-Rf < x && x < Rf) d1 += D[i] * x * Jv[i], d2 += D[i] * Jv[i] * Jv[i];
+            else d1 += x <= -Rf ? -f * Jv[i] : f * Jv[i];
+            continue;
+        }
+        // elliptic contacts: by zone
+        if (r.type[size_t(i)] == CONTACT_ELLIPTIC) {
+            int64_t c = r.id[size_t(i)];
+            double mu = r.contact_mu[size_t(c)];
+            cost += cone_change(q, alpha, mu);
+            cone_derivatives(q, alpha, mu, d1, d2);
+            i += int(r.con.dim(c)) - 1;
+            continue;
+        }
+        // limits, frictionless and pyramidal contacts: one-sided quadratics
+        double cost0 = Jaref[i] < 0 ? q[0] : 0.0;
+        if (Jaref[i] + alpha * Jv[i] < 0) total[0] += q[0] - cost0, total[1] += q[1], total[2] += q[2];
+        else cost -= cost0;
     }
-    return alpha;
+    cost += alpha * alpha * total[2] + alpha * total[1] + total[0];
+    d1 += 2 * alpha * total[2] + total[1];
+    d2 += 2 * total[2];
+    return {alpha, cost, d1, d2 > 0 ? d2 : MINVAL};
+}
+
+// p replaced by the candidate nearest the minimum on p's side (the same sign of d1, a smaller |d1|); whether it was
+// (MuJoCo's updateBracket) (_bracket)
+inline bool bracket(LinePoint &p, const LinePoint *candidates) {
+    bool updated = false;
+    for (int i = 0; i < 3; i++) {
+        const LinePoint &c = candidates[i];
+        if ((p.d1 < 0 && c.d1 < 0 && p.d1 < c.d1) || (p.d1 > 0 && c.d1 > 0 && p.d1 > c.d1)) p = c, updated = true;
+    }
+    return updated;
+}
+
+// the statuses of line_search: converged, no search direction, already optimal, not bracketed, improved without
+// converging, no improvement, the bracket at rounding (its midpoint)
+enum LineStatus { LINE_CONVERGED = 0, LINE_NO_DIRECTION = 1, LINE_OPTIMAL = 2, LINE_UNBRACKETED = 3, LINE_IMPROVED = 4,
+                  LINE_NO_IMPROVEMENT = 5, LINE_ROUNDING = 7 };
+
+// alpha of MuJoCo's PrimalSearch along the line, with its improvement cost(0) - cost(alpha) and status: one Newton step
+// from 0, Newton steps on one side until the derivative changes sign, then the bracket shrunk by Newton steps and
+// midpoints, until |d cost / d alpha| < gtol or max_evaluations evaluations of the cost (ls_iterations) (_line_search)
+inline double line_search(const Line &line, double snorm, double gtol, int64_t max_evaluations, double &improvement,
+                          int &status) {
+    auto newton = [&](const LinePoint &p) { return line_point(line, p.alpha - p.d1 / p.d2); };
+    auto done = [&](const LinePoint &p, int s) { improvement = -p.cost, status = s; return p.alpha; };
+    improvement = 0.0;
+    if (snorm < MINVAL) return done(LinePoint{}, LINE_NO_DIRECTION);
+    LinePoint p0 = line_point(line, 0.0), p1 = newton(p0), p2 = p0;
+    int64_t evaluations = 2;
+    if (std::abs(p1.d1) < gtol && (p1.alpha == 0 || p1.cost < 0)) return done(p1, p1.alpha == 0 ? LINE_OPTIMAL : LINE_CONVERGED);
+    // Newton steps on p1's side until the derivative changes sign
+    double direction = p1.d1 < 0 ? 1.0 : -1.0;
+    while (p1.d1 * direction <= -gtol && evaluations < max_evaluations) {
+        p2 = p1, p1 = newton(p1), evaluations++;
+        if (std::abs(p1.d1) < gtol && p1.cost < 0) return done(p1, LINE_CONVERGED);
+    }
+    if (evaluations >= max_evaluations) return done(p1, LINE_UNBRACKETED);
+    // the bracket [p1, p2]: its Newton points and midpoint as candidates
+    LinePoint p1next = newton(p1), p2next = p1;
+    evaluations++;
+    while (evaluations < max_evaluations) {
+        LinePoint mid = line_point(line, 0.5 * (p1.alpha + p2.alpha));
+        evaluations++;
+        const LinePoint candidates[3] = {p1next, p2next, mid};
+        int best = -1;
+        for (int i = 0; i < 3; i++)
+            if (std::abs(candidates[i].d1) < gtol && (best < 0 || candidates[i].cost < candidates[best].cost)) best = i;
+        if (best >= 0) return done(candidates[best], LINE_CONVERGED);
+        bool moved1 = bracket(p1, candidates);
+        if (moved1) p1next = newton(p1), evaluations++;
+        bool moved2 = bracket(p2, candidates);
+        if (moved2) p2next = newton(p2), evaluations++;
+        if (!moved1 && !moved2) return done(mid, mid.cost < 0 ? LINE_CONVERGED : LINE_ROUNDING);
+    }
+    if (p1.cost <= p2.cost && p1.cost < 0) return done(p1, LINE_IMPROVED);
+    if (p2.cost <= p1.cost && p2.cost < 0) return done(p2, LINE_IMPROVED);
+    return done(LinePoint{}, LINE_NO_IMPROVEMENT);
 }
 
 // H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.LH's
@@ -1211,6 +1313,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         if (x->size() < size_t(n)) x->resize(size_t(n));
     for (auto *x : {&w.state, &w.wstate, &w.hstate})
         if (x->size() < size_t(n)) x->resize(size_t(n));
+    if (w.quad.size() < 3 * size_t(n)) w.quad.resize(3 * size_t(n));
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     if (M) {                                                           // M on the tree's pattern, factored
         tree_pack(m, M, w.Mt.data());
@@ -1254,21 +1357,31 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         solve_H(step);
         done = gnorm < tolerance && 0.5 * scale * dot(grad, step, nv) < tolerance;
     }
+    int status = LINE_CONVERGED;
     while (!done && it < iterations) {
+        // the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
         for (int j = 0; j < nv; j++) v[j] = -step[j];
-        double alpha = line_search(m, w, v, m.opt_ls_iterations, tolerance * m.opt_ls_tolerance * norm(v, nv) / scale);
-        if (alpha == 0) {                                              // no descent left: the optimum to rounding
-            done = true;
-            break;
+        rows_times(r, v, w.Jv.data());
+        tree_times(m, w.Mt.data(), v, w.Mv.data());
+        double vMa = 0.0, fv = 0.0, vMv = 0.0;
+        for (int j = 0; j < nv; j++) {
+            size_t k = size_t(j);
+            vMa += v[j] * w.Ma[k], fv += w.qfrc_smooth[k] * v[j], vMv += v[j] * w.Mv[k];
         }
+        line_quadratics(r, w.jar.data(), w.Jv.data(), w.quad.data());
+        const Line line{r, w.jar.data(), w.Jv.data(), w.quad.data(), {vMa - fv, 0.5 * vMv}};
+        double snorm = norm(v, nv), ls_improvement;
+        double alpha = line_search(line, snorm, tolerance * m.opt_ls_tolerance * snorm / scale, m.opt_ls_iterations,
+                                   ls_improvement, status);
+        if (alpha == 0) break;                                         // no improvement along v: stop
         // the step, with M qacc and J qacc - aref carried along it (MuJoCo's Ma += alpha Mv, Jaref += alpha Jv)
         for (int j = 0; j < nv; j++) {
             size_t k = size_t(j);
             qacc[j] = qacc[j] + alpha * v[j], w.Ma[k] = w.Ma[k] + alpha * w.Mv[k];
         }
         for (int i = 0; i < n; i++) w.jar[size_t(i)] = w.jar[size_t(i)] + alpha * w.Jv[size_t(i)];
-        double new_cost = cost_at(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
-        improvement = scale * (cost - new_cost), cost = new_cost;
+        cost_at(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
+        improvement = scale * ls_improvement;
         gradient(m, w, w.force.data());
         gnorm = scale * norm(grad, nv);
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
@@ -1278,6 +1391,8 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         it++;
         done = (0 < improvement && improvement < tolerance) || gnorm < tolerance || decrement < tolerance;
     }
+    // converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
+    done = done || status == LINE_NO_DIRECTION || status == LINE_OPTIMAL;
     sol.iterations = it, sol.improvement = improvement, sol.converged = done;
     return OK;
 }

@@ -576,89 +576,205 @@ def _total_cost(r: Rows, M, qfrc_smooth, qacc_smooth, qacc):
     return gauss + s, force, state, hess, Ma
 
 
-def _line_cost(r: Rows, Jaref, Jv, quad_gauss, alpha: float):
-    """(cost, d cost / d alpha, d2 cost / d alpha2) of the primal cost along qacc + alpha v (a convex function of alpha)."""
-    jar = Jaref + alpha * Jv
-    cost = quad_gauss[0] + alpha * quad_gauss[1] + alpha * alpha * quad_gauss[2]
-    d1 = quad_gauss[1] + 2 * alpha * quad_gauss[2]
-    d2 = 2 * quad_gauss[2]
-    ne, nf = r.ne, r.nf
-    D = r.D
-    # equality: quadratic
-    e = slice(0, ne)
-    cost += 0.5 * float(D[e] @ (jar[e] * jar[e]))
-    d1 += float(D[e] @ (jar[e] * Jv[e]))
-    d2 += float(D[e] @ (Jv[e] * Jv[e]))
-    # friction loss: Huber
-    f = slice(ne, ne + nf)
-    Rf, fl = r.R[f] * r.frictionloss[f], r.frictionloss[f]
-    neg, pos = jar[f] <= -Rf, jar[f] >= Rf
-    quad = ~(neg | pos)
-    cost += float(np.sum(np.where(neg, -0.5 * Rf * fl - fl * jar[f], np.where(pos, -0.5 * Rf * fl + fl * jar[f],
-                                                                               0.5 * D[f] * jar[f] * jar[f]))))
-    d1 += float(np.sum(np.where(neg, -fl * Jv[f], np.where(pos, fl * Jv[f], D[f] * jar[f] * Jv[f]))))
-    d2 += float(np.sum(np.where(quad, D[f] * Jv[f] * Jv[f], 0.0)))
-    i = ne + nf
+@dataclass
+class _Line:
+    """The primal cost along qacc + alpha v, each row's as a polynomial in alpha: quad (nefc, 3) 1/2 D Jaref^2,
+    D Jaref Jv, 1/2 D Jv^2 (an elliptic contact's first row: its block's sums), cones {first row: (U0, V0, UU, UV, VV,
+    Dm)} of each elliptic contact (U, V: Jaref, Jv scaled by mu and friction; UU, UV, VV their tangential products),
+    gauss (1, 2): the Gauss term's linear and quadratic coefficients (MuJoCo's PrimalPrepare)."""
+
+    r: Rows
+    Jaref: np.ndarray
+    Jv: np.ndarray
+    quad: np.ndarray
+    cones: dict
+    gauss: tuple
+
+
+def _line(r: Rows, Jaref: np.ndarray, Jv: np.ndarray, gauss: tuple) -> _Line:
+    """The polynomials of the primal cost along the search direction (see _Line)."""
+    DJ = r.D * Jaref
+    quad = np.stack([Jaref * DJ, Jv * DJ, Jv * r.D * Jv], axis=1)
+    cones = {}
+    for i, dim, mu, friction in _elliptic_contacts(r):
+        quad[i] = quad[i:i + dim].sum(axis=0)
+        U, V = Jaref[i + 1:i + dim] * friction[:dim - 1], Jv[i + 1:i + dim] * friction[:dim - 1]
+        cones[i] = (Jaref[i] * mu, Jv[i] * mu, float(U @ U), float(U @ V), float(V @ V), r.D[i] / (mu * mu * (1 + mu * mu)))
+    quad[:, [0, 2]] *= 0.5
+    return _Line(r, Jaref, Jv, quad, cones, gauss)
+
+
+def _elliptic_contacts(r: Rows):
+    """(first row, dim, mu, friction) of each elliptic contact's block of rows."""
+    i = r.ne + r.nf
     while i < r.nefc:
         if r.type[i] != CONTACT_ELLIPTIC:
-            if jar[i] < 0:
-                cost += 0.5 * D[i] * jar[i] * jar[i]
-                d1 += D[i] * jar[i] * Jv[i]
-                d2 += D[i] * Jv[i] * Jv[i]
             i += 1
             continue
         c = r.id[i]
-        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
-        scale = np.r_[mu, friction[:dim - 1]]
-        U, V = jar[i:i + dim] * scale, Jv[i:i + dim] * scale
-        N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
-        block = slice(i, i + dim)
-        if N >= mu * T or (T <= 0 and N >= 0):
-            pass
-        elif mu * N + T <= 0 or (T <= 0 and N < 0):
-            cost += 0.5 * float(D[block] @ (jar[block] * jar[block]))
-            d1 += float(D[block] @ (jar[block] * Jv[block]))
-            d2 += float(D[block] @ (Jv[block] * Jv[block]))
-        else:
-            Dm = D[i] / (mu * mu * (1 + mu * mu))
-            UV, VV = float(U[1:] @ V[1:]), float(V[1:] @ V[1:])
-            Tp = UV / T
-            Tpp = (VV * T * T - UV * UV) / T ** 3
-            g = N - mu * T
-            cost += 0.5 * Dm * g * g
-            d1 += Dm * g * (V[0] - mu * Tp)
-            d2 += Dm * ((V[0] - mu * Tp) ** 2 - g * mu * Tpp)
-        i += dim
-    return cost, d1, d2
+        yield i, int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
+        i += int(r.contact_dim[c])
 
 
-def _line_search(r: Rows, M, qfrc_smooth, qacc_smooth, qacc, Ma, grad, v, max_iterations: int, tolerance: float) -> float:
-    """alpha minimising the primal cost along qacc + alpha v: Newton's method on its derivative, kept inside a bracket
-    that shrinks by bisection where a Newton step would leave it (the cost is convex and piecewise smooth); grad: the
-    cost's gradient at qacc, whose product with v is the derivative at alpha = 0."""
-    Jaref, Jv = r.J @ qacc - r.aref, r.J @ v
-    Mv = M @ v
-    quad = (0.5 * float((Ma - qfrc_smooth) @ (qacc - qacc_smooth)), float(v @ Ma - qfrc_smooth @ v), 0.5 * float(v @ Mv))
-    lo, hi = 0.0, None
-    alpha = 1.0
-    if float(grad @ v) >= 0:                                          # no descent along v
-        return 0.0
-    for _ in range(max_iterations):
-        _, d1, d2 = _line_cost(r, Jaref, Jv, quad, alpha)
-        if abs(d1) <= tolerance:
-            return alpha
-        if d1 < 0:
-            lo = alpha
-        else:
-            hi = alpha
-        step = alpha - d1 / d2 if d2 > 0 else None
-        if step is not None and step > lo and (hi is None or step < hi):
-            alpha = step
-        else:
-            alpha = 2 * lo if hi is None else 0.5 * (lo + hi)
-        if hi is not None and hi - lo <= 1e-16 * max(1.0, hi):
-            return alpha
-    return alpha
+def _huber(x, f, Rf, D):
+    """The friction-loss cost at x: 1/2 D x^2 inside +-Rf, f (|x| - Rf / 2) outside."""
+    return np.where((-Rf < x) & (x < Rf), 0.5 * D * x * x, np.where(x <= -Rf, f * (-0.5 * Rf - x), f * (-0.5 * Rf + x)))
+
+
+def _huber_change(start, x, f, Rf, D):
+    """The friction-loss cost's change from start to x, within a zone without cancellation (MuJoCo's frictionCostDif)."""
+    zone = lambda y: np.where((-Rf < y) & (y < Rf), 0, np.where(y <= -Rf, -1, 1))            # noqa: E731
+    z0, z = zone(start), zone(x)
+    same = np.where(z == 0, 0.5 * D * (x - start) * (x + start), np.where(z < 0, f * (start - x), f * (x - start)))
+    return np.where(z0 == z, same, _huber(x, f, Rf, D) - _huber(start, f, Rf, D))
+
+
+def _cone_zone(N: float, Tsqr: float, mu: float) -> tuple[int, float]:
+    """(zone, T) of an elliptic contact at scaled normal N and tangential T^2 = Tsqr: 1 top, 2 bottom, 3 middle."""
+    if Tsqr <= 0:
+        return (2 if N < 0 else 1), 0.0
+    T = float(np.sqrt(Tsqr))
+    return (1 if N >= mu * T else 2 if mu * N + T <= 0 else 3), T
+
+
+def _cone_change(quad: np.ndarray, cone: tuple, alpha: float, mu: float) -> float:
+    """cost(alpha) - cost(0) of an elliptic contact from its zones at 0 and at alpha (MuJoCo's ellipticCostDif)."""
+    U0, V0, UU, UV, VV, Dm = cone
+    zone0, T0 = _cone_zone(U0, UU, mu)
+    N = U0 + alpha * V0
+    zone, T = _cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu)
+    quadratic = alpha * (alpha * quad[2] + quad[1])
+    if (zone0, zone) == (3, 3):      # on the cone both: r - r0 with T - T0 = (T^2 - T0^2) / (T + T0), no cancellation
+        r_delta = alpha * V0 - mu * (alpha * (2 * UV + alpha * VV) / (T + T0))
+        return 0.5 * Dm * r_delta * (2 * (U0 - mu * T0) + r_delta)
+    if (zone0, zone) == (2, 2):
+        return alpha * alpha * quad[2] + alpha * quad[1]
+    if (zone0, zone) == (3, 2):      # cone to bottom: the quadratic's change plus the gap at 0
+        return quadratic + 0.5 * Dm * (mu * U0 + T0) ** 2
+    if (zone0, zone) == (2, 3):      # bottom to cone: the quadratic's change less the gap at alpha
+        return quadratic - 0.5 * Dm * (mu * N + T) ** 2
+    if (zone0, zone) == (1, 2):
+        return alpha * alpha * quad[2] + alpha * quad[1] + quad[0]
+    if (zone0, zone) == (1, 3):
+        return 0.5 * Dm * (N - mu * T) ** 2
+    if (zone0, zone) == (3, 1):
+        return -0.5 * Dm * (U0 - mu * T0) ** 2
+    return -quad[0] if (zone0, zone) == (2, 1) else 0.0
+
+
+def _cone_derivatives(quad: np.ndarray, cone: tuple, alpha: float, mu: float) -> tuple[float, float]:
+    """(d cost / d alpha, d2 cost / d alpha2) of an elliptic contact at alpha, by its zone there."""
+    U0, V0, UU, UV, VV, Dm = cone
+    N = U0 + alpha * V0
+    zone, T = _cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu)
+    if zone == 1:
+        return 0.0, 0.0
+    if zone == 2:
+        return 2 * alpha * quad[2] + quad[1], 2 * quad[2]
+    # middle: Dm/2 (N - mu T)^2 with T' = (UV + alpha VV) / T, T'' = VV / T - (UV + alpha VV) T' / T^2
+    T1 = (UV + alpha * VV) / T
+    T2 = VV / T - (UV + alpha * VV) * T1 / (T * T)
+    return Dm * (N - mu * T) * (V0 - mu * T1), Dm * ((V0 - mu * T1) * (V0 - mu * T1) + (N - mu * T) * (-mu * T2))
+
+
+def _line_point(line: _Line, alpha: float) -> tuple[float, float, float, float]:
+    """(alpha, cost(alpha) - cost(0), d cost / d alpha, d2 cost / d alpha2) of the primal cost along the search
+    direction (MuJoCo's PrimalEval; a second derivative <= 0, which convexity rules out, is raised to MINVAL)."""
+    r, quad, Jaref, Jv = line.r, line.quad, line.Jaref, line.Jv
+    ne, nf = r.ne, r.nf
+    total = np.array([0.0, line.gauss[0], line.gauss[1]])           # the quadratic terms' sum, shifted by cost(0)
+    cost = d1 = d2 = 0.0
+    # equality: quadratic
+    total[1:] += quad[:ne, 1:].sum(axis=0)
+    # friction loss: Huber, cost(x) - cost(start)
+    f = slice(ne, ne + nf)
+    fl, Rf, D, dir_ = r.frictionloss[f], r.R[f] * r.frictionloss[f], r.D[f], Jv[f]
+    x = Jaref[f] + alpha * dir_
+    inside = (-Rf < x) & (x < Rf)
+    cost += float(np.sum(_huber_change(Jaref[f], x, fl, Rf, D)))
+    d1 += float(np.sum(np.where(inside, D * x * dir_, np.where(x <= -Rf, -fl * dir_, fl * dir_))))
+    d2 += float(np.sum(np.where(inside, D * dir_ * dir_, 0.0)))
+    # limits, frictionless and pyramidal contacts: one-sided quadratics
+    one = np.flatnonzero(r.type[ne + nf:] != CONTACT_ELLIPTIC) + ne + nf
+    cost0 = np.where(Jaref[one] < 0, quad[one, 0], 0.0)
+    on = Jaref[one] + alpha * Jv[one] < 0
+    total[0] += float(np.sum((quad[one, 0] - cost0)[on]))
+    total[1:] += quad[one[on], 1:].sum(axis=0)
+    cost -= float(np.sum(cost0[~on]))
+    # elliptic contacts: by zone
+    for i, _, mu, _ in _elliptic_contacts(r):
+        cost += _cone_change(quad[i], line.cones[i], alpha, mu)
+        c1, c2 = _cone_derivatives(quad[i], line.cones[i], alpha, mu)
+        d1, d2 = d1 + c1, d2 + c2
+    cost += alpha * alpha * total[2] + alpha * total[1] + total[0]
+    d1 += 2 * alpha * total[2] + total[1]
+    d2 += 2 * total[2]
+    return alpha, cost, d1, d2 if d2 > 0 else MINVAL
+
+
+def _newton_point(line: _Line, p) -> tuple:
+    """The line's point at p's Newton step alpha - d1 / d2."""
+    return _line_point(line, p[0] - p[2] / p[3])
+
+
+def _bracket(line: _Line, p, candidates):
+    """(p, updated) replaced by the candidate nearest the minimum on p's side (the same sign of d1, a smaller |d1|)
+    (MuJoCo's updateBracket)."""
+    updated = False
+    for c in candidates:
+        if (p[2] < 0 and c[2] < 0 and p[2] < c[2]) or (p[2] > 0 and c[2] > 0 and p[2] > c[2]):
+            p, updated = c, True
+    return p, updated
+
+
+def _line_search(line: _Line, snorm: float, gtol: float, max_evaluations: int) -> tuple[float, float, int]:
+    """(alpha, improvement cost(0) - cost(alpha), status) of MuJoCo's PrimalSearch: one Newton step from 0, Newton steps
+    on one side until the derivative changes sign, then the bracket shrunk by Newton steps and midpoints, until
+    |d cost / d alpha| < gtol or max_evaluations evaluations of the cost (ls_iterations); status: 0 converged,
+    1 no search direction, 2 already optimal, 3 not bracketed, 4 improved without converging, 5 no improvement,
+    7 the bracket at rounding (its midpoint)."""
+    if snorm < MINVAL:
+        return 0.0, 0.0, 1
+    p0 = _line_point(line, 0.0)
+    p1 = _newton_point(line, p0)
+    evaluations = 2
+    if abs(p1[2]) < gtol and (p1[0] == 0 or p1[1] < 0):
+        return p1[0], -p1[1], 2 if p1[0] == 0 else 0
+    # Newton steps on p1's side until the derivative changes sign
+    direction = 1 if p1[2] < 0 else -1
+    p2 = p0
+    while p1[2] * direction <= -gtol and evaluations < max_evaluations:
+        p2, p1 = p1, _newton_point(line, p1)
+        evaluations += 1
+        if abs(p1[2]) < gtol and p1[1] < 0:
+            return p1[0], -p1[1], 0
+    if evaluations >= max_evaluations:
+        return p1[0], -p1[1], 3
+    # the bracket [p1, p2]: its Newton points and midpoint as candidates
+    p1next, p2next = _newton_point(line, p1), p1
+    evaluations += 1
+    while evaluations < max_evaluations:
+        mid = _line_point(line, 0.5 * (p1[0] + p2[0]))
+        evaluations += 1
+        candidates = (p1next, p2next, mid)
+        converged = [c for c in candidates if abs(c[2]) < gtol]
+        if converged:
+            best = min(converged, key=lambda c: c[1])
+            return best[0], -best[1], 0
+        p1, moved1 = _bracket(line, p1, candidates)
+        if moved1:
+            p1next = _newton_point(line, p1)
+            evaluations += 1
+        p2, moved2 = _bracket(line, p2, candidates)
+        if moved2:
+            p2next = _newton_point(line, p2)
+            evaluations += 1
+        if not (moved1 or moved2):
+            return mid[0], -mid[1], 0 if mid[1] < 0 else 7
+    for p in (p1, p2) if p1[1] <= p2[1] else (p2, p1):
+        if p[1] < 0:
+            return p[0], -p[1], 4
+    return 0.0, 0.0, 5
 
 
 def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
@@ -701,23 +817,29 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
         H = _hessian(r, M, state, hess)
         step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
         done = gradient() < tolerance and 0.5 * scale * float(grad @ step) < tolerance
+    status = 0
     while not done and it < iterations:
+        # the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
         v = -step
-        alpha = _line_search(r, M, qfrc_smooth, qacc_smooth, qacc, Ma, grad, v, opt.ls_iterations,
-                             tolerance * opt.ls_tolerance * np.linalg.norm(v) / scale)
-        if alpha == 0:                                                # no descent left: the optimum to rounding
-            done = True
+        snorm = float(np.linalg.norm(v))
+        Mv = M @ v
+        gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ Mv))
+        line = _line(r, r.J @ qacc - r.aref, r.J @ v, gauss)
+        alpha, ls_improvement, status = _line_search(line, snorm, tolerance * opt.ls_tolerance * snorm / scale,
+                                                     opt.ls_iterations)
+        if alpha == 0:                                                # no improvement along v: stop
             break
         qacc = qacc + alpha * v
-        new_cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
-        improvement, cost = scale * (cost - new_cost), new_cost
+        _, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+        improvement = scale * ls_improvement
         grad = Ma - qfrc_smooth - r.J.T @ force
         H = _hessian(r, M, state, hess)
         step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
         decrement = max(0.0, 0.5 * scale * float(grad @ step))        # Newton's predicted improvement
         it += 1
         done = (0 < improvement < tolerance) or gradient() < tolerance or decrement < tolerance
-    converged = done
+    # converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
+    converged = done or status in (1, 2)
     return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
 
 
