@@ -3,9 +3,12 @@ check stops at the step the bug breaks, with the lesson's hint for it."""
 
 from pathlib import Path
 
+import numpy as np
+
 from physai import models
 from physai.cli import main
 from physai.lessons import check11
+from physai.lessons.lesson11 import random_poses
 
 DYNAMICS = Path(__file__).resolve().parents[1] / "src" / "physai" / "dynamics.py"
 
@@ -29,17 +32,36 @@ def test_physai_dynamics_passes_every_step(capsys):
     assert status == 0 and out.count(" passes: ") == 5 and out.endswith("All five steps pass: your dynamics equal MuJoCo's.\n")
 
 
+def failure(out: str) -> list[str]:
+    """The lines of the failed step's message, from its "Step N: ..." line on."""
+    lines = out.splitlines()
+    return lines[next(k for k, line in enumerate(lines) if line.startswith("Step ") and " passes" not in line):]
+
+
 def test_armature_left_out_of_the_mass_matrix(tmp_path, capsys):
+    """The hint right under the failure, then where the matrices differ (the diagonal, by the armature, as computed from
+    the model), the pose, and the two 6 x 6 matrices one row a line."""
     status, out = run(planted(tmp_path, "return M + np.diag(tree.armature)", "return M"), capsys)
-    assert status == 1 and "Step 4: mass_matrix at robotstudio_so101 pose 0" in out
-    assert out.strip().endswith(f"Hint: {check11.HINTS['armature']}") and "Step 3 passes" in out
+    lines = failure(out)
+    assert status == 1 and lines[0].startswith("Step 4: mass_matrix at robotstudio_so101 pose 0: max difference")
+    assert lines[1] == f"Hint: {check11.HINTS['armature']}" and "Step 3 passes" in out
+    armature = models.load("robotstudio_so101").dof_armature
+    assert np.ptp(armature) == 0                               # one value on every dof: "by -a each"
+    assert lines[2] == f"Where they differ: only the diagonal, by {-armature[0]:+.3g} each (= minus the armature, m.dof_armature)"
+    q = random_poses(models.load("robotstudio_so101"), 10, np.random.default_rng(4))[0]     # Step 4's first pose
+    name, shown = lines[3].split("=")
+    assert name.strip() == "q" and np.allclose(np.array(shown.strip().strip("[]").split(), float), q, atol=1e-6)
+    assert lines[4] == "expected (MuJoCo):" and lines[11] == "got (yours):" and len(lines) == 18
+    assert all(line.lstrip().startswith(("[[", "[")) and line.rstrip().endswith("]") for line in lines[5:11] + lines[12:18])
 
 
 def test_gravity_with_the_wrong_sign(tmp_path, capsys):
     path = planted(tmp_path, "np.concatenate([np.zeros(3), -tree.gravity])", "np.concatenate([np.zeros(3), tree.gravity])")
     status, out = run(path, capsys)
     assert status == 1 and "Step 2: rnea at double_pendulum state 0" in out
-    assert out.strip().endswith(f"Hint: {check11.HINTS['gravity']}")
+    assert failure(out)[1] == f"Hint: {check11.HINTS['gravity']}"
+    assert failure(out)[2].endswith("(= minus twice the gravity torque)")
+    assert [line.split()[0] for line in failure(out)[3:6]] == ["q", "qd", "qdd"]
 
 
 def test_rnea_that_matches_qfrc_inverse_instead(tmp_path, capsys):
@@ -49,7 +71,7 @@ def test_rnea_that_matches_qfrc_inverse_instead(tmp_path, capsys):
              f"    return tau + np.array({damping}) * np.asarray(qd) if len(q) == {len(damping)} else tau\n")
     status, out = run(_appended(tmp_path, extra), capsys)
     assert status == 1 and "Step 2: rnea at robotstudio_so101 state 0" in out
-    assert out.strip().endswith(f"Hint: {check11.HINTS['qfrc_inverse']}")
+    assert failure(out)[1] == f"Hint: {check11.HINTS['qfrc_inverse']}"
 
 
 def _appended(tmp_path, extra: str) -> Path:

@@ -9,6 +9,7 @@ one unit of its last printed digit), never digit by digit. Elsewhere machine pre
 """
 
 import functools
+import io
 import importlib.util
 import math
 import warnings
@@ -297,7 +298,20 @@ def test_exercises_prompt_waits_for_the_learner(monkeypatch, capsys):
 
 def test_cli_unknown_lesson(capsys):
     assert cli.main(["lesson", "99", "build"]) == 2
-    assert "lesson 99" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no lesson 99" in err and "experiments" not in err
+    existing = sorted(int(p.name[:2]) for p in lesson_dir(11).parent.glob("[0-9][0-9]-*"))
+    assert err.strip().endswith(f"lessons with scripts: {', '.join(map(str, existing))}") and 11 in existing
+
+
+def test_exercises_without_a_terminal_ask_and_answer_only_on_request(monkeypatch, capsys, tmp_path):
+    """Input that is not a terminal (a pipe): the three questions, no answer computed or saved until --answers."""
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    exercises = load_script("exercises")
+    assert exercises.main(["--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert all(question in out for question in exercises.QUESTIONS.values()) and "--answers" in out
+    assert "== " not in out and not (tmp_path / "exercises_output.txt").exists()
 
 
 def test_lesson_integrators_are_physais_mujoco_integrators():

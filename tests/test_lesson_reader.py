@@ -243,6 +243,34 @@ def test_an_unreadable_lesson_is_a_named_error(tmp_path, capsys):
 
 
 
+def _callouts(page) -> list[tuple[str, str]]:
+    """(header text without the kind, body text) of each callout, tags dropped."""
+    found = re.findall(r'<aside class="callout[^"]*"><header><span class="kind">[^<]*</span>(.*?)</header>(.*?)</aside>',
+                       all_html(page), flags=re.S)
+    text = lambda fragment: html.unescape(re.sub(r"<[^>]+>", "", fragment)).strip()     # noqa: E731
+    return [(text(head), text(body)) for head, body in found]
+
+
+@pytest.mark.parametrize("number", ["002", "003"])
+def test_a_callout_title_joined_to_its_text_by_extraction_is_its_header(number):
+    """A rendered lesson's "[!established] How MuJoCo computes the terms qfrc_bias comes from ..." (title and text on
+    one line): the title in the header, the text below it; a callout that is one sentence keeps no title."""
+    page = read_lesson(seed(number))
+    lines = [line for line in seed(number).read_text(encoding="utf-8").splitlines() if re.match(r"^\[!\w+\] ", line)]
+    assert lines
+    callouts = _callouts(page)
+    for line in lines:                                  # each one-line callout: a header, then the rest of the line
+        rest = line.split("] ", 1)[1]
+        assert any(head and len(head.split()) <= 12 and rest.startswith(f"{head} {body[:30]}") for head, body in callouts), \
+            (rest, callouts)
+    joined = lesson_from_text("[!established] How MuJoCo computes the terms qfrc_bias comes from mj_rne.\n")
+    assert _callouts(joined) == [("How MuJoCo computes the terms", "qfrc_bias comes from mj_rne.")]
+    sentence = lesson_from_text("[!established] Armature adds to the diagonal of $M$ only, and damping goes into the "
+                                "passive forces.\n")
+    assert _callouts(sentence)[0][0] == ""
+    own_line = lesson_from_text("[!derivation] The two-link mass matrix\nM11 holds both links.\n")
+    assert _callouts(own_line) == [("The two-link mass matrix", "M11 holds both links.")]
+
 def test_a_lesson_or_lab_path_that_is_no_regular_text_file_is_a_named_error(tmp_path):
     big = tmp_path / "big.md"
     big.write_bytes(b"a" * (MAX_BYTES + 1))

@@ -7,8 +7,9 @@ Medium: mj_inverse on the Panda at home with qvel = qacc = 0, against qfrc_bias,
 Hard: the energy table with damping="0.05" on both pendulum joints.
 
 Try first: each question is asked before its answer is computed; type your answer (or only Enter) and the
-computation follows. --answers prints every answer at once (for scripts; also when the input is not a terminal or ends).
-The answers are written to exercises_output.txt beside this file either way (your own answers are not).
+computation follows. --answers prints every answer at once (for scripts); when the input is not a terminal, only the
+questions are printed, the answers on request (--answers). The answers are written to exercises_output.txt beside this
+file when they are computed (your own answers are not).
 """
 
 import argparse
@@ -161,8 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=HERE, help="folder for exercises_output.txt (default: beside this script)")
     parser.add_argument("--answers", action="store_true", help="print every answer at once, without asking first")
     args = parser.parse_args(argv)
+    if not args.answers and not sys.stdin.isatty():   # no one to ask (a pipe, a script): the questions; answers on request
+        print("\n\n".join(QUESTIONS.values()))
+        print("\nTry them first; the computed answers: physai lesson 11 exercises --answers")
+        return 0
     out = Transcript()
-    run(out, None if args.answers or not sys.stdin.isatty() else ask_terminal)
+    run(out, None if args.answers else ask_terminal)
     out.save(args.out / "exercises_output.txt")
     return 0
 

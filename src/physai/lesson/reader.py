@@ -486,7 +486,11 @@ class _Reader:
         while j < len(self.lines) and (self.lines[j].startswith(">") if quoted else not _blank(self.lines[j])):
             body.append(self.lines[j][1:].removeprefix(" ") if quoted else self.lines[j])
             j += 1
-        title, text = (rest, "\n".join(body)) if quoted and body else ("", "\n".join([rest, *body]))
+        if body and (quoted or _is_title(rest)):                    # the first line a title of its own
+            title, text = rest, "\n".join(body)
+        else:                                                       # title and text on one line, as extraction joins them
+            title, first = _title_and_text(rest)
+            text = "\n".join([first, *body])
         self.add({"kind": "html", "html": f'<aside class="callout {html.escape(kind)}"><header><span class="kind">'
                   f'{html.escape(kind)}</span> {inline(title)}</header>{markdown(dollars(text))}</aside>'})
         return j
@@ -609,6 +613,31 @@ class _Reader:
             j += 1
         self.add_code("python", self.lines[i:last + 1])
         return last + 1
+
+
+#: Words a callout's title does not end on
+TITLE_STOPWORDS = {"a", "an", "the", "of", "and", "or", "to", "in", "on", "for", "by", "with", "from", "as", "at"}
+#: A word that starts a callout's text after its title: a capitalised word ("Because"; not "MuJoCo's") or code
+TEXT_START = re.compile(r"[A-Z][a-z]+[’']?[a-z]*[,:]?|`?[a-z]\w*_\w+.*")
+
+
+def _is_title(line: str) -> bool:
+    """Whether a callout's first line reads as a title: 1 to 12 words, not ending as a sentence does."""
+    return 0 < len(line.split()) <= 12 and not re.search(r"[.,;:!?]\s*$", line)
+
+
+def _title_and_text(line: str) -> tuple[str, str]:
+    """(title, text) of a callout whose title and text extraction joined on one line ("How MuJoCo computes the terms
+    qfrc_bias comes from ..."): the title is the first 3 to 12 words, without punctuation and not ending on a word such
+    as "of", before a word that starts the text (TEXT_START) with 3 words or more after it; ("", line) when none is."""
+    words = line.split(" ")
+    for k in range(3, min(len(words) - 2, 13)):
+        head = " ".join(words[:k])
+        if re.search(r"[.,;:!?$`()\[\]{}\\]", head):
+            break
+        if words[k - 1].lower() not in TITLE_STOPWORDS and TEXT_START.fullmatch(words[k]):
+            return head, " ".join(words[k:])
+    return "", line
 
 
 def _knowledge_check(value, check_id: str) -> dict:

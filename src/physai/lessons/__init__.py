@@ -79,5 +79,11 @@ def lesson_dir(number: int) -> Path:
     """The folder of lesson `number`, e.g. experiments/11-rigid-body-dynamics; raises PhysaiError if absent."""
     found = sorted(experiments_dir().glob(f"{number:02d}-*"))
     if not found:
-        raise PhysaiError(f"lesson {number} has no folder {number:02d}-* in {experiments_dir()}")
+        raise PhysaiError(f"there is no lesson {number} to run; lessons with scripts: "
+                          f"{', '.join(str(n) for n in lesson_numbers())}")
     return found[0]
+
+
+def lesson_numbers() -> list[int]:
+    """The numbers of the lessons whose scripts are in experiments/ (its folders NN-name)."""
+    return sorted(int(p.name[:2]) for p in experiments_dir().glob("[0-9][0-9]-*") if p.is_dir())

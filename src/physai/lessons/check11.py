@@ -6,8 +6,9 @@ The file is the learner's code, imported and run as Python (as `python scratch/m
 defines what Build it writes: tree_from_mujoco(m), spatial_tree(tree, q) -> (coms, inertias, S), rnea(tree, q, qd,
 qdd), mass_matrix(tree, q), forward_dynamics(tree, q, qd, tau) and energy(tree, q, qd). Each step is checked against
 MuJoCo on the lesson's models (the double pendulum; the SO-101 and the Panda from Step 2 on), in order; the first step
-that fails stops the run with what was expected, what came back, at which state, and a hint from the lesson's traps
-(armature left out, gravity's sign, what qfrc_inverse holds). A step whose function
+that fails stops the run with a hint from the lesson's traps (armature left out, gravity's sign, what qfrc_inverse
+holds) first, then where the results differ (e.g. "only the diagonal, by -0.028 each (= minus the armature)", computed
+from the model), the state (q, qd, qdd) and both values, one row a line. A step whose function
 is missing says which to write next. A result passes within 1e-9 of its scale (the lesson's own code is at 1e-15).
 """
 
@@ -71,22 +72,61 @@ def _raised(exc: Exception) -> str:
     return f"{type(exc).__name__}: {exc}{hint}"
 
 
-def _compare(what: str, where: str, got, expected, hint: str | None = None, diagnose: Callable | None = None) -> None:
-    """StepFailed unless got equals expected within RTOL of its scale; the hint from diagnose(got, expected) if given."""
+def _compare(what: str, where: str, got, expected, hint: str | None = None, diagnose: Callable | None = None,
+             state: dict | None = None, named: dict | None = None) -> None:
+    """StepFailed unless got equals expected within RTOL of its scale. Its message: what failed and by how much, the hint
+    (diagnose(got, expected)'s, else `hint`), where the two differ (entries, and which of the `named` arrays {name: array
+    shaped as expected} the difference equals), the state {"q": ..., "qd": ...}, then both values, one row a line."""
     try:
         got = np.asarray(got, dtype=float)
     except (TypeError, ValueError):
         raise StepFailed(f"{what} at {where}: expected numbers of shape {np.shape(expected)}, got {got!r}") from None
     if got.shape != np.shape(expected):
         raise StepFailed(f"{what} at {where}: expected shape {np.shape(expected)}, got {got.shape}")
+    expected = np.asarray(expected, dtype=float)
     scale = max(1.0, float(np.abs(expected).max(initial=0.0)))
     diff = float(np.abs(got - expected).max(initial=0.0)) if np.isfinite(got).all() else np.inf
     if diff <= RTOL * scale:
         return
-    hint = (diagnose(got, np.asarray(expected)) if diagnose else None) or hint or HINTS["listing"]
-    raise StepFailed(f"{what} at {where}: expected {np.array2string(np.asarray(expected), precision=6)}, got "
-                     f"{np.array2string(got, precision=6)} (max difference {diff:.3g}, allowed {RTOL * scale:.1g}). "
-                     f"Hint: {hint}")
+    hint = (diagnose(got, expected) if diagnose else None) or hint or HINTS["listing"]
+    lines = [f"{what} at {where}: max difference {diff:.3g} to MuJoCo's (allowed {RTOL * scale:.1g})", f"Hint: {hint}",
+             f"Where they differ: {_where(got, expected, RTOL * scale, named or {})}"]
+    lines += [f"  {name:<4}= {np.array2string(np.asarray(v), precision=6, max_line_width=1000)}"
+              for name, v in (state or {}).items()]
+    lines += ["expected (MuJoCo):", _shown(expected), "got (yours):", _shown(got)]
+    raise StepFailed("\n".join(lines))
+
+
+def _shown(x: np.ndarray) -> str:
+    """x printed one row a line, indented."""
+    text = np.array2string(np.atleast_1d(x), precision=6, suppress_small=True, max_line_width=120)
+    return "\n".join("  " + line for line in text.splitlines())
+
+
+def _where(got: np.ndarray, expected: np.ndarray, tol: float, named: dict) -> str:
+    """Where got and expected differ by more than tol, in words: the diagonal only, or which entries; the difference
+    (got - expected) when it is the same everywhere it is not zero; and which named array, or its negative, it equals
+    (e.g. "only the diagonal, by -0.028 at each dof (= minus the armature, m.dof_armature)")."""
+    delta = got - expected
+    if not np.isfinite(delta).all():
+        return "your result holds NaN or infinity"
+    off = np.abs(delta) > tol
+    if got.ndim == 2 and got.shape[0] == got.shape[1] and not (off & ~np.eye(len(got), dtype=bool)).any():
+        place, values = "only the diagonal", np.diag(delta)[np.diag(off)]
+    else:
+        index = [tuple(int(i) for i in k) if got.ndim > 1 else int(k[0]) for k in np.argwhere(off)]
+        place = f"{len(index)} of {got.size} entries ({', '.join(map(str, index[:8]))}{', ...' if len(index) > 8 else ''})"
+        values = delta[off]
+    by = (f"by {values[0]:+.3g} each" if np.allclose(values, values[0], rtol=1e-9, atol=tol)
+          else f"by {np.array2string(values, precision=3, max_line_width=1000)}")
+    if np.allclose(got, -expected, atol=tol):
+        return f"{place}, {by}: yours is MuJoCo's with the sign flipped"
+    for name, value in named.items():
+        value = np.asarray(value, dtype=float)
+        for sign, word in ((1, ""), (-1, "minus ")):
+            if np.abs(value).max(initial=0) > tol and np.allclose(delta, sign * value, atol=tol):
+                return f"{place}, {by} (= {word}{name})"
+    return f"{place}, {by}"
 
 
 def _states(m: mujoco.MjModel, count: int, seed: int):
@@ -120,8 +160,8 @@ def step1(f, ms, out) -> None:
     tree = f.tree_from_mujoco(m)
     for k, q in enumerate(_states(m, 50, 1)[0]):
         coms = f.spatial_tree(tree, q)[0]
-        _compare("Step 1: the centres of mass of spatial_tree", f"double pendulum pose {k}, q = {q}", np.array(coms),
-                 _forward(m, d, q).xipos[1:])
+        _compare("Step 1: the centres of mass of spatial_tree", f"double pendulum pose {k}", np.array(coms),
+                 _forward(m, d, q).xipos[1:], state={"q": q})
     out("Step 1 passes: the body tree's centres of mass equal MuJoCo's xipos (double pendulum, 50 poses)")
 
 
@@ -144,7 +184,10 @@ def step2(f, ms, out) -> None:
                 if np.abs(gravity).max() > 0 and near(got + 2 * gravity, expected):
                     return HINTS["gravity"]
                 return None
-            _compare("Step 2: rnea", f"{name} state {k}", tau, inverse + passive, diagnose=diagnose)
+            _compare("Step 2: rnea", f"{name} state {k}", tau, inverse + passive, diagnose=diagnose,
+                     state={"q": q, "qd": qd, "qdd": qdd},
+                     named={"the armature times qdd, m.dof_armature * qdd": np.asarray(tree.armature) * qdd,
+                            "twice the gravity torque": 2 * gravity, "qfrc_passive": passive})
     out("Step 2 passes: rnea equals MuJoCo's qfrc_inverse + qfrc_passive (double pendulum and SO-101, 30 states each)")
 
 
@@ -157,9 +200,10 @@ def step3(f, ms, out) -> None:
             g = f.rnea(tree, q, zero, zero)
             expected_g = _forward(m, d, q).qfrc_bias.copy()
             _compare("Step 3: gravity rnea(tree, q, 0, 0)", f"{name} pose {k}", g, expected_g,
-                     diagnose=lambda got, exp: HINTS["gravity"] if np.allclose(got, -exp, atol=1e-9 * max(1, np.abs(exp).max())) else None)
+                     diagnose=lambda got, exp: HINTS["gravity"] if np.allclose(got, -exp, atol=1e-9 * max(1, np.abs(exp).max())) else None,
+                     state={"q": q})
             _compare("Step 3: the bias rnea(tree, q, qd, 0)", f"{name} state {k}", f.rnea(tree, q, qd, zero),
-                     _forward(m, d, q, qd).qfrc_bias.copy())
+                     _forward(m, d, q, qd).qfrc_bias.copy(), state={"q": q, "qd": qd})
     out("Step 3 passes: the bias and gravity equal MuJoCo's qfrc_bias (double pendulum and SO-101, 20 states each)")
 
 
@@ -176,7 +220,8 @@ def step4(f, ms, out) -> None:
                 if np.abs(armature).max() > 0 and np.allclose(missing, np.diag(armature), atol=1e-9 * max(1, np.abs(expected).max())):
                     return HINTS["armature"]
                 return None
-            _compare("Step 4: mass_matrix", f"{name} pose {k}", f.mass_matrix(tree, q), M, diagnose=diagnose)
+            _compare("Step 4: mass_matrix", f"{name} pose {k}", f.mass_matrix(tree, q), M, diagnose=diagnose,
+                     state={"q": q}, named={"the armature, m.dof_armature": np.diag(armature)})
     out("Step 4 passes: mass_matrix equals MuJoCo's mj_fullM (double pendulum, SO-101, Panda, 10 poses each)")
 
 
@@ -185,7 +230,8 @@ def step5(f, ms, out) -> None:
     tree = f.tree_from_mujoco(m)
     for k, (q, qd, _) in enumerate(zip(*_states(m, 20, 5))):
         _compare("Step 5: forward_dynamics(tree, q, qd, 0)", f"double pendulum state {k}",
-                 f.forward_dynamics(tree, q, qd, np.zeros(m.nv)), _forward(m, d, q, qd).qacc.copy(), hint=HINTS["forward"])
+                 f.forward_dynamics(tree, q, qd, np.zeros(m.nv)), _forward(m, d, q, qd).qacc.copy(), hint=HINTS["forward"],
+                 state={"q": q, "qd": qd})
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
     try:
         q, qd, h = np.array([np.pi / 2, 0.0]), np.zeros(2), m.opt.timestep
