@@ -6,8 +6,9 @@
 //                                Model.add_constraints(fields) adds the constraint model's (native.constraint_fields)
 //     Actuators(model, fields)   a simulation's actuators, from the named arrays of physai.engine.actuators.Actuators
 //     call(model, op, a, ..., e)  operation op (OPS[name]) of cpp/kernels.h's table on its arguments (ARGUMENTS[name]):
-//                                the kernels of batch.h (run), the rollout's loop (rollout) and the constraint
+//                                the kernels of batch.h (run), the rollout's loop (rollout), the constraint
 //                                operations (constrain: their rows vary per state, gathered from each thread's ranges)
+//                                and collision detection (collision_detect: each state's contacts, concatenated)
 //     OPS, ARGUMENTS, INTEGRATORS, KernelError, the instruction sets (isa, isas, set_isa, lanes) and the threads
 //     (num_threads, hardware_threads, max_threads; _set_thread_limit: test-only, see cpp/parallel.h)
 //
@@ -44,6 +45,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 

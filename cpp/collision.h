@@ -4,7 +4,9 @@
 //     body_poses(m, q, xpos, xquat)      every body's frame as mj_kinematics composes it (the contacts' and welds' frames)
 //     geom_poses(m, w, q)                every geom's world position and axes (geom_xpos, geom_xmat)
 //     plane_sphere, ..., capsule_box     the narrow phase, pair by pair (engine_collision_primitive.c, _box.c)
+//     segment_weights                    the nearest points of two segments (MuJoCo 4's mjc_segWeights: capsule_capsule)
 //     detect(m, w, q)                    the contacts of a state in MuJoCo's order, as a Contacts over w's arrays
+//     near_missing_pairs(m, w, out)      every left-out pair that may touch at detect's state (collision_detect's warnings)
 //
 // The candidate pairs (MuJoCo's filters and order) and their contact parameters are the model's, made once by
 // physai.engine.collision.candidates and contact_parameters (Model's cand_*); per state only the bounding-sphere test and

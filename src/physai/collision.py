@@ -9,10 +9,12 @@ parameters, dimension, the two bodies (physai's indices: MuJoCo's body b + 1 is 
 two geoms (MuJoCo's numbering). detect finds them from the Model's geoms (physai.engine.geoms, read from MJCF by
 engine.from_mujoco, scene files included) with MuJoCo's filters, parameter mixing and order; its narrow phase covers
 plane against sphere, capsule, cylinder, box, ellipsoid and convex mesh, sphere against sphere, capsule, cylinder and
-box, capsule against capsule and box, box against box (physai.engine.primitives). A model with other colliding pairs (a
-mesh against anything but a plane, cylinder against capsule, ...) is refused by name unless ignore_unsupported=True
-(or collision.ignoring_unsupported), which leaves those pairs out and warns (CollisionWarning) when one may be
-touching.
+box, capsule against capsule and box, box against box (physai.engine.primitives). It runs compiled (cpp/collision.h, the
+detection of the compiled step, on N states in one call) when the compiled backend is on, else the NumPy text; both give
+the same contacts. A model with other colliding pairs (a mesh against anything but a plane, cylinder against capsule,
+...) is refused by name unless collision.ignoring_unsupported(model) (which the simulators take too) or detect's
+ignore_unsupported=True, which leave those pairs out and warn (CollisionWarning) when one may be touching: once per
+pair and model, whichever call finds it near first.
 """
 
 import dataclasses
@@ -45,7 +47,9 @@ def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[C
     (in a pair's gap) are left out, as its constraint rows leave them out. No contacts when model.opt.contact is off.
 
     ignore_unsupported: leave out the geom pairs physai has no narrow phase for (else UnsupportedModelError lists
-    them), warning (physai.exceptions.CollisionWarning) for each that may be touching in a state."""
+    them), warning (physai.exceptions.CollisionWarning) for each that may be touching, once per pair and model. Runs
+    compiled (all N states in one call) on the compiled backend, unless the model has what the compiled constraint
+    model does not cover."""
     model = engine.as_model(model)
     if not isinstance(ignore_unsupported, bool):
         raise InvalidArgumentError(f"ignore_unsupported must be True or False, got {ignore_unsupported!r}")

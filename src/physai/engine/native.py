@@ -29,8 +29,8 @@ _native.KernelError(kind, argument, state, index, result) that Kernel.failed tur
 No kernel declines valid input, and no error reruns the NumPy algorithm. The engine's public functions take the fast
 path of dispatch (one attribute read and the compiled call); physai.derivatives' rnea_derivatives and
 forward_dynamics_derivatives, physai.jacobians, physai.kinematics.body_poses, engine.integrate / difference and
-physai.integrators' simulate and rollout (rollout below) call their Kernel. A new kernel is a row of OPERATIONS (with
-its case in cpp/batch.h) and a Kernel (or dispatch) here.
+physai.integrators' simulate and rollout (rollout below) and physai.collision.detect (detect below) call their Kernel.
+A new kernel is a row of OPERATIONS (with its case in cpp/batch.h) and a Kernel (or dispatch) here.
 
 The compiled copy of a Model is Model.compiled, a _native.Model made once from the mapping fields(model) (the Model's
 arrays by their own names) on first use; it is not pickled (a Dask worker makes its own). Actuators, which simulate and
