@@ -599,3 +599,5 @@ def test_on_divergence_takes_raise_or_report(tree):
         integ.step(tree, np.zeros(2), np.zeros(2), 0.002, on_divergence="ignore")
     q1, qd1, status = integ.step(tree, np.zeros((3, 2)), np.zeros((3, 2)), 0.002, on_divergence="report")
     assert status.ok.tolist() == [True] * 3 and status.errors == {}
+    q1, qd1, status = integ.step(tree, np.zeros(2), [0.0, np.nan], 0.002, on_divergence="report")
+    assert status.ok.shape == () and not status.ok and np.isnan(q1).all() and "its qd is not finite" in status.messages[0]

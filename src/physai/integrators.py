@@ -1,8 +1,8 @@
 """A simulator independent of MuJoCo at run time: MuJoCo's four integrators, step by step, in its order.
 
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
-    simulate(model, q0, qd0, dt=None, steps, integrator=None, ...)                             -> Trajectory
-    rollout(model, q0 (N, nq), qd0 (N, nv), dt=None, steps, integrator=None, ...)              -> Trajectory (N, ...)
+    simulate(model, q0, qd0, dt=None, steps=<required>, integrator=None, ...)                  -> Trajectory
+    rollout(model, q0 (N, nq), qd0 (N, nv), dt=None, steps=<required>, integrator=None, ...)   -> Trajectory (N, ...)
     (all take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
 
 DEFAULTS, as mj_step's, from the model (model_options): dt=None is model.opt.timestep, integrator=None model.opt.integrator
@@ -149,7 +149,8 @@ def has_constraints(model) -> bool:
     """Whether mj_step applies constraints to the model: a kind of constraint its disable flags leave on (mjDSBL_CONSTRAINT
     turns all off; the loader keeps them in model.opt) with something to act on: a limited joint, a dof with friction loss,
     an active equality, or a geom pair that may touch."""
-    model, opt = engine.as_model(model), engine.as_model(model).opt
+    model = engine.as_model(model)
+    opt = model.opt
     return bool((opt.limit and model.jnt_limited.any()) or (opt.frictionloss and (model.dof_frictionloss > 0).any())
                 or (opt.equality and model.eq_active0.any()) or collision.has_contacts(model))
 
@@ -204,8 +205,10 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
                   ((N, nq), (N, nv)): N environments stepped in one call (compiled, on threads), a policy's closed loop:
                       for k in range(T):
                           ctrl = policy(q, qd)                                   # (N, nu), NumPy or a network
-                          q, qd, warm = step(model, q, qd, dt, "implicitfast", ctrl=ctrl, constraints=True,
-                                             qacc_warmstart=warm, return_warmstart=True)
+                          q, qd, warm, status = step(model, q, qd, ctrl=ctrl, qacc_warmstart=warm, return_warmstart=True,
+                                                     on_divergence="report")     # the model's dt, integrator, constraints
+                          for n in status.failed:                                # reset what failed; the others went on
+                              q[n], qd[n] = model.qpos0, 0.0                     # (warm[n] is zero already)
     dt:           the timestep h [s], a finite number > 0; None (default): the model's, model.opt.timestep
     integrator:   "euler", "rk4", "implicit" or "implicitfast" (any case), or MuJoCo's mjtIntegrator value (0-3, e.g.
                   mujoco.mjtIntegrator.mjINT_IMPLICITFAST); None (default): the model's, model.opt.integrator
@@ -320,7 +323,10 @@ def _step_reporting(model, q, qd, inputs: dict, options: tuple):
     arrays = {key: validation.to_float(key, x, "numbers") for key, x in dict(q=q, qd=qd, **inputs).items() if x is not None}
     single = arrays["q"].ndim < 2 and arrays["qd"].ndim < 2
     N = 1 if single else len(arrays["q"] if arrays["q"].ndim == 2 else arrays["qd"])
-    rows = {key: a for key, a in arrays.items() if not single and a.ndim == _STATE_INPUTS[key] + 1 and len(a) == N}
+    if single:                                         # one state: every input is its own row
+        rows = {key: a[None] for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key]}
+    else:
+        rows = {key: a for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key] + 1 and len(a) == N}
     errors = _bad_rows(model, rows, N)
     keep = np.setdiff1d(np.arange(N), list(errors))
     Q, QD = np.full((N, model.nq), np.nan), np.full((N, model.nv), np.nan)
@@ -566,7 +572,7 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             failure = error
         else:
             failure = None
-        if failure is not None and errors is not None:                 # the others without it, then it alone
+        if failure is not None and errors is not None and hasattr(failure, "trajectory"):   # the others, then it alone
             return _report_failures(batch, [failure.trajectory], None, errors)
         if errors is not None and (stopped >= 0).any():
             return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), (Q, QD, E, ncon, warm_out), errors)
