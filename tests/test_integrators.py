@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from physai import dynamics as dyn
-from physai import derivatives, engine, forces, models
+from physai import derivatives, engine, forces, inverse, models
 from physai import integrators as integ
 from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 
@@ -529,6 +529,9 @@ def test_steps_is_required_and_step_derivatives_take_the_models_defaults():
     A, B = derivatives.step_derivatives(model, q0, qd0)
     A1, B1 = derivatives.step_derivatives(model, q0, qd0, 0.005, "implicitfast", euler_damping=True)
     assert np.abs(A - A1).max() < 1e-15 and B.shape == B1.shape
+    samples = integ.simulate(model, q0, qd0, steps=5, constraints=False).q
+    tau = inverse.trajectory_torques(model, samples, qd0=qd0)
+    assert np.abs(tau - inverse.trajectory_torques(model, samples, 0.005, "implicitfast", qd0=qd0)).max() < 1e-12
 
 
 # ---- one bad state in a batch (issue V, item 15) ----
