@@ -137,7 +137,7 @@ def test_joint_limit_stops_the_panda_as_mj_step():
     run = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,
                                qfrc_applied=applied, constraints=True, energy=False)
     free = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,
-                                qfrc_applied=applied, energy=False)
+                                qfrc_applied=applied, energy=False, constraints=False)
     assert abs(run.q[-1, 0] - d.qpos[0]) < 1e-9
     assert free.q[-1, 0] > m.jnt_range[0, 1] + 0.5             # smooth dynamics alone pass the limit
 
@@ -146,6 +146,25 @@ def test_models_with_pairs_physai_cannot_collide_are_refused():
     model = engine.from_mujoco(models.load("unitree_g1", "scene"))
     with pytest.raises(UnsupportedModelError, match="ignore_unsupported|ignoring_unsupported"):
         integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 2, constraints=True)
+
+
+def test_the_g1_in_its_scene_stands_by_default():
+    """Issue V's newcomer: simulate on the G1 scene with neither constraints nor integrator nor dt. Its pairs physai cannot
+    collide are refused by name with the way out (constraints=False); built with ignoring_unsupported, the run is the
+    model's own: implicitfast at 2 ms with its contacts (the same run as with them given, 1e-14), standing on its feet."""
+    m = models.load("unitree_g1", "scene")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    with pytest.raises(UnsupportedModelError, match="constraints=False"):
+        integrators.simulate(engine.from_mujoco(m), d.qpos, d.qvel, steps=10, ctrl=d.ctrl)
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        run = integrators.simulate(model, d.qpos, d.qvel, steps=50, ctrl=d.ctrl, energy=False)
+        given = integrators.simulate(model, d.qpos, d.qvel, m.opt.timestep, 50, "implicitfast", ctrl=d.ctrl, energy=False,
+                                     constraints=True)
+    assert run.integrator == "implicitfast" and run.dt == m.opt.timestep and (run.ncon > 0).all()
+    assert np.abs(run.q - given.q).max() < 1e-14 and abs(run.q[-1, 2] - d.qpos[2]) < 0.05
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

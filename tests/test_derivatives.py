@@ -108,23 +108,27 @@ def controls(robot, k):
 
 
 def step_fd(model, q, qd, dt, name, ctrl, eps=1e-5):
-    """Central differences of integrators.step in (q tangent, qd, ctrl), outputs through engine.difference."""
+    """Central differences of integrators.step (the smooth dynamics, as step_derivatives) in (q tangent, qd, ctrl), outputs
+    through engine.difference."""
     nv, nu = model.nv, model.nu
-    q0, _ = integrators.step(model, q, qd, dt, name, ctrl)
+
+    def step(q, qd, ctrl):
+        return integrators.step(model, q, qd, dt, name, ctrl, constraints=False)
+
+    q0, _ = step(q, qd, ctrl)
     E, cols = np.eye(nv), []
 
     def out(q1, qd1):
         return np.r_[engine.difference(model, q0, q1, 1.0), qd1]
 
     for k in range(nv):
-        cols.append(out(*integrators.step(model, engine.integrate(model, q, eps * E[k], 1.0), qd, dt, name, ctrl))
-                    - out(*integrators.step(model, engine.integrate(model, q, -eps * E[k], 1.0), qd, dt, name, ctrl)))
+        cols.append(out(*step(engine.integrate(model, q, eps * E[k], 1.0), qd, ctrl))
+                    - out(*step(engine.integrate(model, q, -eps * E[k], 1.0), qd, ctrl)))
     for k in range(nv):
-        cols.append(out(*integrators.step(model, q, qd + eps * E[k], dt, name, ctrl))
-                    - out(*integrators.step(model, q, qd - eps * E[k], dt, name, ctrl)))
+        cols.append(out(*step(q, qd + eps * E[k], ctrl)) - out(*step(q, qd - eps * E[k], ctrl)))
     for k in range(nu):
         e = eps * np.eye(nu)[k]
-        cols.append(out(*integrators.step(model, q, qd, dt, name, ctrl + e)) - out(*integrators.step(model, q, qd, dt, name, ctrl - e)))
+        cols.append(out(*step(q, qd, ctrl + e)) - out(*step(q, qd, ctrl - e)))
     T = np.array(cols).T / (2 * eps)
     return T[:, :2 * nv], T[:, 2 * nv:]
 

@@ -8,15 +8,16 @@ swing amplifies last-bit differences, so the bound keeps a 15x margin for other 
 """
 
 import copy
+import re
 
 import mujoco
 import numpy as np
 import pytest
 
 from physai import dynamics as dyn
-from physai import engine, forces, models
+from physai import derivatives, engine, forces, inverse, models
 from physai import integrators as integ
-from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError
+from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 
 TOL = 1e-12                                             # rad, over the whole run (6.6e-14 seen)
 
@@ -229,7 +230,7 @@ def tree():
     return pendulum()[1]
 
 
-@pytest.mark.parametrize("bad", ["Euler2", "semi-implicit", None, 0])
+@pytest.mark.parametrize("bad", ["Euler2", "semi-implicit", 4, -1, True, 3.0, [0]])
 def test_unknown_integrator_is_named(tree, bad):
     with pytest.raises(InvalidArgumentError, match=r"unknown integrator .*expected one of 'euler', 'rk4', 'implicit', "
                                                 r"'implicitfast'"):
@@ -241,7 +242,7 @@ def test_integrator_names_ignore_case(tree):
                           integ.step(tree, [0.1, 0], [0, 0], 0.002, "rk4")[0])
 
 
-@pytest.mark.parametrize("dt", [0.0, -0.002, np.nan, np.inf, "fast", None, True])
+@pytest.mark.parametrize("dt", [0.0, -0.002, np.nan, np.inf, "fast", True])
 def test_bad_timestep_is_refused(tree, dt):
     with pytest.raises(InvalidArgumentError, match=r"timestep dt .*finite number > 0"):
         integ.simulate(tree, np.zeros(2), np.zeros(2), dt, 10)
@@ -367,8 +368,8 @@ def test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term(b
     assert integ.standalone_free_dofs(model) == [0, 6]
     previous = engine.set_backend(backend)
     try:
-        run = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "implicitfast", energy=False)
-        euler = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "euler", energy=False)
+        run = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "implicitfast", energy=False, constraints=False)
+        euler = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "euler", energy=False, constraints=False)
     finally:
         engine.set_backend(previous)
     d = mujoco.MjData(m)
@@ -413,3 +414,193 @@ def test_divergence_names_the_step_time_and_integrator():
     tree = dyn.tree_from_mujoco(models.load("double_pendulum"))
     with pytest.raises(DivergenceError, match=r"diverged at step \d+ \(t = .* s\) with the euler integrator at dt = 1 s.*smaller timestep"):
         integ.simulate(tree, [0.0, 0.0], [300.0, -300.0], 1.0, 400, "euler")
+
+
+# ---- defaults from the model, as mj_step (issue V, item 13) ----
+
+LIMITED = """<mujoco><option timestep="0.005" integrator="implicitfast" tolerance="1e-15" iterations="1000"/><worldbody>
+  <geom type="plane" size="0 0 1"/>
+  <body pos="0 0 1"><joint type="hinge" axis="0 1 0" range="-30 30" damping="0.3"/>
+    <geom type="capsule" fromto="0 0 0 .4 0 0" size=".03" contype="0" conaffinity="0"/></body>
+  <body pos="0.5 0 0.1"><freejoint/><geom type="box" size=".05 .05 .05"/></body></worldbody></mujoco>"""
+
+
+def _limited(change=None):
+    """(m, Model, q0, qd0) of LIMITED: a damped pendulum swinging into its joint limit and a box dropped onto the plane,
+    with implicitfast at 5 ms; change(m) edits m.opt first."""
+    m = mujoco.MjModel.from_xml_string(LIMITED)
+    if change is not None:
+        change(m)
+    qd0 = np.zeros(m.nv)
+    qd0[0] = 4.0
+    return m, engine.from_mujoco(m), m.qpos0.copy(), qd0
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_simulation_follows_the_models_options_as_mj_step(backend):
+    """simulate/rollout/step without dt, integrator or constraints run as mj_step on the same model: its timestep, its
+    integrator (implicitfast), its joint limit and contacts (the pendulum stops at 30 degrees, the box lands): the same
+    run as with them given (1e-14), and as mj_step's within the solver's reach (MuJoCo solves the two islands apart)."""
+    m, model, q0, qd0 = _limited()
+    steps = 100 if backend == "native" else 40
+    d = mujoco.MjData(m)
+    d.qvel[:] = qd0
+    Q, V = [], []
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        V.append(d.qvel.copy())
+    previous = engine.set_backend(backend)
+    try:
+        run = integ.simulate(model, q0, qd0, steps=steps, energy=False)
+        given = integ.simulate(model, q0, qd0, 0.005, steps, "implicitfast", energy=False, constraints=True)
+        smooth = integ.simulate(model, q0, qd0, steps=steps, energy=False, constraints=False)
+        batch = integ.rollout(model, q0[None], qd0[None], steps=steps)
+        one = integ.step(model, q0, qd0)
+    finally:
+        engine.set_backend(previous)
+    assert run.integrator == "implicitfast" and run.dt == 0.005 and run.ncon is not None and run.ncon[-1] > 0
+    assert np.abs(run.q - given.q).max() < 1e-14 and np.abs(run.qd - given.qd).max() < 1e-14
+    assert np.abs(run.q[1:] - np.array(Q)).max() < 1e-9 and np.abs(run.qd[1:] - np.array(V)).max() < 1e-7
+    assert np.abs(batch.q[0] - run.q).max() < 1e-14
+    assert np.abs(one[0] - run.q[1]).max() < 1e-14 and np.abs(one[1] - run.qd[1]).max() < 1e-14
+    assert run.q[:, 0].max() < np.radians(30) + 0.05 < smooth.q[:, 0].max()      # the limit held
+
+
+@pytest.mark.parametrize("flag", ["mjDSBL_CONSTRAINT", "mjDSBL_EULERDAMP"])
+def test_the_models_disable_flags_are_honoured(flag):
+    """mjDSBL_CONSTRAINT: the default is the smooth dynamics (the pendulum swings through its limit, the box through the
+    plane); mjDSBL_EULERDAMP: Euler's damping explicit by default. Both as mj_step, 100 steps within 1e-12."""
+    def change(m):
+        m.opt.disableflags |= getattr(mujoco.mjtDisableBit, flag)
+        m.opt.integrator = mujoco.mjtIntegrator.mjINT_EULER
+    m, model, q0, qd0 = _limited(change)
+    assert integ.has_constraints(model) == (flag != "mjDSBL_CONSTRAINT")
+    d = mujoco.MjData(m)
+    d.qvel[:] = qd0
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    run = integ.simulate(model, q0, qd0, steps=100, energy=False)
+    assert run.integrator == "euler" and (run.ncon is None) == (flag == "mjDSBL_CONSTRAINT")
+    assert np.abs(run.q[-1] - d.qpos).max() < 1e-12
+
+
+def test_a_kind_of_constraint_turned_off_leaves_the_rest():
+    """mjDSBL_LIMIT and mjDSBL_CONTACT off on LIMITED: nothing left to constrain, so the default is smooth; one of them
+    alone leaves the other."""
+    for flags, expected in (("mjDSBL_LIMIT", True), ("mjDSBL_CONTACT", True), ("mjDSBL_LIMIT mjDSBL_CONTACT", False)):
+        m = mujoco.MjModel.from_xml_string(LIMITED)
+        for name in flags.split():
+            m.opt.disableflags |= getattr(mujoco.mjtDisableBit, name)
+        assert integ.has_constraints(engine.from_mujoco(m)) == expected, flags
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_mujocos_integrator_enum_is_taken(backend):
+    """m.opt.integrator as MuJoCo holds it (an int, a mujoco.mjtIntegrator member): the same step as by name."""
+    m, model, q0, qd0 = _limited()
+    previous = engine.set_backend(backend)
+    try:
+        for code, name in enumerate(["euler", "rk4", "implicit", "implicitfast"]):
+            by_name = integ.step(model, q0, qd0, 0.005, name)
+            for given in (code, np.int32(code), mujoco.mjtIntegrator(code)):
+                q1, qd1 = integ.step(model, q0, qd0, 0.005, given)
+                assert np.abs(q1 - by_name[0]).max() < 1e-15 and np.abs(qd1 - by_name[1]).max() < 1e-15
+            assert integ.simulate(model, q0, qd0, None, 2, mujoco.mjtIntegrator(code)).integrator == name
+    finally:
+        engine.set_backend(previous)
+
+
+def test_a_model_with_constraints_physai_cannot_model_is_refused_with_the_way_out():
+    """Two cylinders (a pair physai cannot collide): the default turns the constraints on, and the refusal names
+    constraints=False."""
+    xml = """<mujoco><worldbody><body><freejoint/><geom type="cylinder" size=".1 .1"/></body>
+             <body pos=".5 0 0"><freejoint/><geom type="cylinder" size=".1 .1"/></body></worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    with pytest.raises(UnsupportedModelError, match="constraints=False for its smooth dynamics"):
+        integ.simulate(model, model.qpos0, np.zeros(model.nv), steps=2)
+    assert integ.simulate(model, model.qpos0, np.zeros(model.nv), steps=2, constraints=False).ncon is None
+
+
+def test_steps_is_required_and_step_derivatives_take_the_models_defaults():
+    m, model, q0, qd0 = _limited()
+    with pytest.raises(InvalidArgumentError, match="steps is required"):
+        integ.simulate(model, q0, qd0)
+    A, B = derivatives.step_derivatives(model, q0, qd0)
+    A1, B1 = derivatives.step_derivatives(model, q0, qd0, 0.005, "implicitfast", euler_damping=True)
+    assert np.abs(A - A1).max() < 1e-15 and B.shape == B1.shape
+    samples = integ.simulate(model, q0, qd0, steps=5, constraints=False).q
+    tau = inverse.trajectory_torques(model, samples, qd0=qd0)
+    assert np.abs(tau - inverse.trajectory_torques(model, samples, 0.005, "implicitfast", qd0=qd0)).max() < 1e-12
+
+
+# ---- one bad state in a batch (issue V, item 15) ----
+
+@pytest.mark.parametrize("integrator", ["euler", "rk4", "implicit", "implicitfast"])
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_batch_with_bad_states_steps_the_others_as_alone(backend, integrator):
+    """arm7, 6 states: state 2 with qd 1e300 diverges, state 4's ctrl is NaN, state 5's qd is NaN. With
+    on_divergence="report" the others equal each stepped alone (1e-14), the bad ones are NaN and named; by default the
+    call raises for all."""
+    model = engine.from_mujoco(models.load("arm7"))
+    rng = np.random.default_rng(1)
+    Q, QD = engine.random_states(model, 6, 2)
+    C = rng.normal(size=(6, model.nu))
+    QD[2, 3], C[4, 0], QD[5, 1] = 1e300, np.nan, np.nan
+    previous = engine.set_backend(backend)
+    try:
+        q1, qd1, warm, status = integ.step(model, Q, QD, 0.002, integrator, ctrl=C, constraints=False,
+                                           return_warmstart=True, on_divergence="report")
+        alone = [integ.step(model, Q[n], QD[n], 0.002, integrator, ctrl=C[n], constraints=False) for n in (0, 1, 3)]
+        with pytest.raises(DivergenceError, match="diverged"):
+            integ.step(model, Q[:4], QD[:4], 0.002, integrator, ctrl=C[:4], constraints=False)
+    finally:
+        engine.set_backend(previous)
+    assert status.ok.tolist() == [True, True, False, True, False, False] and status.failed == [2, 4, 5]
+    for n, (qa, qda) in zip((0, 1, 3), alone):
+        assert np.abs(q1[n] - qa).max() < 1e-14 and np.abs(qd1[n] - qda).max() < 1e-14
+    assert np.isnan(q1[[2, 4, 5]]).all() and np.isnan(qd1[[2, 4, 5]]).all() and not warm[[2, 4, 5]].any()
+    assert isinstance(status.errors[2], DivergenceError)
+    assert re.match(rf"state 2 of the step diverged .* the {integrator} integrator", status.messages[2])
+    assert re.match(r"state 4 of the step: its ctrl is not finite", status.messages[4])
+    assert re.match(r"state 5 of the step: its qd is not finite", status.messages[5])
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_batch_with_contacts_and_a_singular_or_zero_quaternion_state_goes_on(backend):
+    """With constraints (LIMITED: the box on its plane) a state with a zero quaternion is left out and one that diverges
+    is named; the others as alone (1e-14), warm starts included. A gimbal-locked state (three hinges at one point, the
+    middle at 90 degrees: M singular) is named in its own batch."""
+    m, model, q0, qd0 = _limited()
+    Q, QD = np.repeat(q0[None], 4, 0), np.repeat(qd0[None], 4, 0)
+    Q[:, 3] -= 0.06 + 0.01 * np.arange(4)                 # the box into its plane
+    Q[1, 4:8], QD[3, 4] = 0.0, 1e300
+    gimbal = engine.from_mujoco(mujoco.MjModel.from_xml_string(
+        """<mujoco><worldbody><body><joint axis="1 0 0"/><joint axis="0 1 0"/><joint axis="0 0 1"/>
+           <geom type="box" size=".1 .2 .3" contype="0" conaffinity="0"/></body></worldbody></mujoco>"""))
+    G = np.zeros((3, 3))
+    G[1, 1] = np.pi / 2
+    previous = engine.set_backend(backend)
+    try:
+        q1, qd1, warm, status = integ.step(model, Q, QD, return_warmstart=True, on_divergence="report")
+        alone = [integ.step(model, Q[n], QD[n], return_warmstart=True) for n in (0, 2)]
+        g1, _, locked = integ.step(gimbal, G, np.ones((3, 3)), 0.002, on_divergence="report")
+        g_alone = integ.step(gimbal, G[2], np.ones(3), 0.002)
+        one = integ.step(model, Q[3], QD[3], on_divergence="report")
+    finally:
+        engine.set_backend(previous)
+    assert status.failed == [1, 3] and "zero quaternion" in status.messages[1] and "diverged" in status.messages[3]
+    for n, (qa, qda, wa) in zip((0, 2), alone):
+        assert np.abs(q1[n] - qa).max() < 1e-14 and np.abs(qd1[n] - qda).max() < 1e-14 and np.abs(warm[n] - wa).max() < 1e-9
+    assert locked.failed == [1] and re.match(r"state 1 of the step: the mass matrix is singular", locked.messages[1])
+    assert np.abs(g1[2] - g_alone[0]).max() < 1e-14 and np.isnan(g1[1]).all()
+    assert one[2].ok.shape == () and not one[2].ok and np.isnan(one[0]).all()
+
+
+def test_on_divergence_takes_raise_or_report(tree):
+    with pytest.raises(InvalidArgumentError, match="on_divergence must be 'raise' or 'report'"):
+        integ.step(tree, np.zeros(2), np.zeros(2), 0.002, on_divergence="ignore")
+    q1, qd1, status = integ.step(tree, np.zeros((3, 2)), np.zeros((3, 2)), 0.002, on_divergence="report")
+    assert status.ok.tolist() == [True] * 3 and status.errors == {}
+    q1, qd1, status = integ.step(tree, np.zeros(2), [0.0, np.nan], 0.002, on_divergence="report")
+    assert status.ok.shape == () and not status.ok and np.isnan(q1).all() and "its qd is not finite" in status.messages[0]

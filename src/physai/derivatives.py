@@ -381,13 +381,15 @@ class _Stepper:
         return a, K, Kinv @ rq, Kinv @ rv, Kinv @ Fu
 
 
-def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_applied=None, euler_damping: bool = True):
+def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None):
     """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'] = A [dq; dqd] + B dctrl.
 
     Args:
         model: a physai.engine.Model (its actuators drive ctrl) or what physai.engine.as_model takes.
         q (nq,) or (N, nq), qd (nv,) or (N, nv): the state [rad | m | quaternion], [rad/s | m/s]; dt [s] > 0.
-        integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast" or "rk4".
+        integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast" or "rk4", or
+            MuJoCo's mjtIntegrator value. dt, integrator and euler_damping default to the model's (model.opt), as
+            physai.integrators.step's (physai.integrators.model_options).
         ctrl: (nu,) or (N, nu) controls (default zeros); qfrc_applied: (nv,) or (N, nv) constant generalized force
             [N m | N]. A single state (or input) is shared by every state of a batch.
 
@@ -406,11 +408,12 @@ def step_derivatives(model, q, qd, dt, integrator="euler", ctrl=None, qfrc_appli
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     """
     model = model if type(model) is Model else engine.as_model(model)
+    dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
     if native.on:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
             return fast
-    name, h = integ.check_integrator(integrator), integ.check_timestep(dt)
+    name, h = integrator, integ.check_timestep(dt)
     euler_damping = validation.flag("euler_damping", euler_damping)
     actuators, ctrl = integ.check_actuators(model, None, ctrl)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))

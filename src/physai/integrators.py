@@ -1,9 +1,17 @@
 """A simulator independent of MuJoCo at run time: MuJoCo's four integrators, step by step, in its order.
 
-    step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
-    simulate(model, q0, qd0, dt, steps, integrator="euler", ...)                             -> Trajectory
-    rollout(model, q0 (N, nq), qd0 (N, nv), dt, steps, integrator="euler", ...)              -> Trajectory (N, ...)
-    (both take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
+    step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
+    simulate(model, q0, qd0, dt=None, steps=<required>, integrator=None, ...)                  -> Trajectory
+    rollout(model, q0 (N, nq), qd0 (N, nv), dt=None, steps=<required>, integrator=None, ...)   -> Trajectory (N, ...)
+    (all take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
+
+DEFAULTS, as mj_step's, from the model (model_options): dt=None is model.opt.timestep, integrator=None model.opt.integrator
+(MuJoCo's <option integrator>; an integrator is given by name or by MuJoCo's mjtIntegrator value, e.g. 3 or
+mujoco.mjtIntegrator.mjINT_IMPLICITFAST), euler_damping=None the model's eulerdamp flag, and constraints=None on when the
+model has any (has_constraints: a limited joint, friction loss, an active equality, a geom pair that may touch, each
+kind unless the model's disable flags turn it off); constraints=False is MuJoCo's mjDSBL_CONSTRAINT. A model with
+constraints physai does not model is then refused by name (UnsupportedModelError; pass constraints=False for its smooth
+dynamics).
 
 Every integrator starts from the smooth force of MuJoCo's forward dynamics (its qfrc_smooth),
 
@@ -38,8 +46,9 @@ stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDA
 with the damping explicit in f; euler_damping=False does the same here. implicitfast takes the lower
 triangle of D, which equals sym(D) for joint and tendon transmissions, where D is symmetric.
 
-CONSTRAINTS. By default the dynamics are smooth: joint limits, friction loss, equalities and contacts do not act
-(compare against MuJoCo with m.opt.disableflags |= mjDSBL_CONSTRAINT). constraints=True makes them act as in mj_step:
+CONSTRAINTS. constraints=False gives the smooth dynamics: joint limits, friction loss, equalities and contacts do not act
+(compare against MuJoCo with m.opt.disableflags |= mjDSBL_CONSTRAINT). constraints=True (the default for a model that has
+any) makes them act as in mj_step:
 each evaluation detects the contacts at its q (physai.collision.detect: the Model's geoms, with MuJoCo's filters),
 builds the constraint rows of physai.engine.constraint and solves them by Newton's method from the last solve's qacc
 (MuJoCo's qacc_warmstart; zero at the start), giving qacc and qfrc_constraint. Euler without damping steps with the
@@ -55,9 +64,12 @@ RK4 is the exception: each of its stages runs mj_forward again, so after an RK4 
 to the last stage's state (q + h qd_3, qd + h qdd_3), neither the start nor the end (see rk4_stages).
 
 Divergence. A step that produces NaN or infinity raises DivergenceError naming the step, the time and the
-integrator. This module calls physai.engine and physai.forces; they never call it.
+integrator. step(..., on_divergence="report") instead reports each state of a batch that failed (StepStatus) and steps
+the others as each alone: a vector environment resets the failed ones and goes on.
+This module calls physai.engine and physai.forces; they never call it.
 """
 
+import operator
 import os
 from dataclasses import dataclass
 
@@ -67,8 +79,8 @@ from physai import engine, forces, joints, validation
 from physai.linalg import solve
 from physai.engine import collision, constraint, native, smooth
 from physai.engine.support import standalone_free_dofs
-from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError,
-                               PhysaiError, ShapeError)
+from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
+                               ShapeError, UnsupportedModelError)
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -99,12 +111,60 @@ class Trajectory:
     ncon: np.ndarray | None = None
 
 
+#: The integrator of each mjtIntegrator value.
+_BY_CODE = {code: name for name, code in MUJOCO_INTEGRATOR.items()}
+
+
 def check_integrator(integrator) -> str:
-    """The integrator's name in lower case; raises InvalidArgumentError for anything but MuJoCo's four."""
-    name = integrator.lower() if isinstance(integrator, str) else integrator
+    """The integrator's name in lower case, given by name (any case) or by MuJoCo's mjtIntegrator value as m.opt.integrator
+    holds it (0 euler, 1 rk4, 2 implicit, 3 implicitfast: an int or a mujoco.mjtIntegrator member); raises
+    InvalidArgumentError for anything else (True is not 1)."""
+    if isinstance(integrator, str):
+        name = integrator.lower()
+    elif isinstance(integrator, (bool, np.bool_)) or not hasattr(type(integrator), "__index__"):
+        name = None
+    else:
+        name = _BY_CODE.get(operator.index(integrator))
     if name not in INTEGRATORS:
-        raise InvalidArgumentError(f"unknown integrator {integrator!r}; expected one of {', '.join(map(repr, INTEGRATORS))}")
+        raise InvalidArgumentError(f"unknown integrator {integrator!r}; expected one of {', '.join(map(repr, INTEGRATORS))} "
+                                   "or MuJoCo's mjtIntegrator value (0-3, e.g. mujoco.mjtIntegrator.mjINT_IMPLICITFAST)")
     return name
+
+
+def model_options(model, dt=None, integrator=None, euler_damping=None, constraints=None) -> tuple:
+    """(dt, integrator, euler_damping, constraints), each None taken from the model as mj_step takes it from m.opt:
+    model.opt.timestep [s], model.opt.integrator, model.opt.eulerdamp (MuJoCo's mjDSBL_EULERDAMP off) and constraints on
+    when the model has any (has_constraints). The integrator comes back as its name (check_integrator), the others as
+    given (checked by the caller)."""
+    opt = model.opt
+    integrator = check_integrator(opt.integrator if integrator is None else integrator)
+    dt = opt.timestep if dt is None else dt
+    euler_damping = opt.eulerdamp if euler_damping is None else euler_damping
+    constraints = model.kept("constraints_by_default", _constraints_by_default) if constraints is None else constraints
+    return dt, integrator, euler_damping, constraints
+
+
+def has_constraints(model) -> bool:
+    """Whether mj_step applies constraints to the model: a kind of constraint its disable flags leave on (mjDSBL_CONSTRAINT
+    turns all off; the loader keeps them in model.opt) with something to act on: a limited joint, a dof with friction loss,
+    an active equality, or a geom pair that may touch."""
+    model = engine.as_model(model)
+    opt = model.opt
+    return bool((opt.limit and model.jnt_limited.any()) or (opt.frictionloss and (model.dof_frictionloss > 0).any())
+                or (opt.equality and model.eq_active0.any()) or collision.has_contacts(model))
+
+
+def _constraints_by_default(model) -> bool:
+    """has_constraints(model), after checking that physai models them all: else UnsupportedModelError, with the way out."""
+    if not has_constraints(model):
+        return False
+    try:
+        constraint.check_supported(model)
+        collision.check_supported(model)
+    except UnsupportedModelError as error:
+        raise UnsupportedModelError(f"{error}. The model has constraints, which act by default as in mj_step: pass "
+                                    "constraints=False for its smooth dynamics (MuJoCo's mjDSBL_CONSTRAINT)") from None
+    return True
 
 
 def check_timestep(dt) -> float:
@@ -134,8 +194,9 @@ def check_actuators(model, actuators, ctrl):
     return actuators, np.zeros(actuators.nu) if ctrl is None else ctrl
 
 
-def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
-         euler_damping: bool = True, constraints: bool = False, qacc_warmstart=None, return_warmstart: bool = False):
+def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
+         euler_damping=None, constraints=None, qacc_warmstart=None, return_warmstart: bool = False,
+         on_divergence: str = "raise"):
     """One step of `integrator` from one state or N: (q_next, qd_next), new arrays shaped as q and qd.
 
     model:        a physai.engine.Model (or what physai.engine.as_model takes: a Tree, an MjModel, a name)
@@ -143,48 +204,164 @@ def step(model, q, qd, dt, integrator="euler", ctrl=None, actuators=None, qfrc_a
                   ((N, nq), (N, nv)): N environments stepped in one call (compiled, on threads), a policy's closed loop:
                       for k in range(T):
                           ctrl = policy(q, qd)                                   # (N, nu), NumPy or a network
-                          q, qd, warm = step(model, q, qd, dt, "implicitfast", ctrl=ctrl, constraints=True,
-                                             qacc_warmstart=warm, return_warmstart=True)
-    dt:           the timestep h [s], a finite number > 0
+                          q, qd, warm, status = step(model, q, qd, ctrl=ctrl, qacc_warmstart=warm, return_warmstart=True,
+                                                     on_divergence="report")     # the model's dt, integrator, constraints
+                          for n in status.failed:                                # reset what failed; the others went on
+                              q[n], qd[n] = model.qpos0, 0.0                     # (warm[n] is zero already)
+    dt:           the timestep h [s], a finite number > 0; None (default): the model's, model.opt.timestep
+    integrator:   "euler", "rk4", "implicit" or "implicitfast" (any case), or MuJoCo's mjtIntegrator value (0-3, e.g.
+                  mujoco.mjtIntegrator.mjINT_IMPLICITFAST); None (default): the model's, model.opt.integrator
     ctrl:         (nu,) actuator controls for `actuators` (default the model's own, physai.engine.from_mujoco), or (N, nu)
                   one row per state
     qfrc_applied: (nv,) or (N, nv) generalized force added to the joints [N m | N] (MuJoCo's qfrc_applied)
     xfrc_applied: (nbody, 6) or (N, nbody, 6) wrenches at the bodies' centres of mass, as physai.forces.applied_force
-    euler_damping: True (default, MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
+    euler_damping: True (MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
                   False reproduces MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler, M a = f.
-                  The other integrators ignore it.
+                  None (default): the model's (model.opt.eulerdamp). The other integrators ignore it.
     constraints:  True: the model's constraints act as in mj_step (joint limits, friction loss, equalities, and the
-                  contacts physai.collision.detect finds at q; see CONSTRAINTS in the module docstring).
+                  contacts physai.collision.detect finds at q; see CONSTRAINTS in the module docstring). False: the smooth
+                  dynamics (mjDSBL_CONSTRAINT). None (default): True when the model has any (has_constraints).
     qacc_warmstart: (nv,) or (N, nv) where the constraint solver starts (MuJoCo's d.qacc_warmstart: the last step's
                   qacc); default zero, as in a new MjData.
     return_warmstart: also return the next step's qacc_warmstart, shaped as qd: the last solve's qacc (MuJoCo's
                   d.qacc_warmstart after mj_step; zero without constraints).
+    on_divergence: "raise" (default): a state whose step fails raises for the whole call (DivergenceError if its result
+                  is not finite, InvalidModelError for a singular matrix). "report": every state is stepped as alone and
+                  the call returns a StepStatus last, (q_next, qd_next[, warm], status): status.ok (N,) (() for one state)
+                  is False for a state that failed (its result not finite or a singular matrix), or whose own rows of
+                  q, qd, ctrl, qfrc_applied, xfrc_applied or qacc_warmstart are not finite or hold a zero quaternion (not
+                  stepped); status.errors {state: the error, naming "state n of the step"}. A failed state's q_next and
+                  qd_next are NaN (never mistaken for a state) and its warm start zero (a new MjData's): reset it. Errors
+                  of the call itself (shapes, a non-finite input shared by every state, a bad option) still raise.
     All inputs are held constant over the step (also across RK4's stages). Raises DivergenceError if the
-    result is not finite.
+    result is not finite (on_divergence="raise").
     """
     model = engine.as_model(model)
+    dt, integrator, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
+    report = _reporting(on_divergence)
     if native.on and actuators is None and xfrc_applied is None:
         fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
         if fast is not None:
-            return fast if return_warmstart else fast[:2]
-    name, h = check_integrator(integrator), check_timestep(dt)
-    euler_damping = validation.flag("euler_damping", euler_damping)
-    constrained = validation.flag("constraints", constraints)
+            out = fast if return_warmstart else fast[:2]
+            return out + (StepStatus.all_ok(fast[0].shape[:-1]),) if report else out
+    options = (check_timestep(dt), integrator, validation.flag("euler_damping", euler_damping),
+               validation.flag("constraints", constraints), actuators)
+    inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart)
+    if report:
+        out = _step_reporting(model, q, qd, inputs, options)
+        return out if return_warmstart else out[:2] + out[3:]
+    out = _step_batch(model, q, qd, inputs, options)
+    return out if return_warmstart else out[:2]
+
+
+def _step_batch(model, q, qd, inputs: dict, options: tuple, errors: dict | None = None):
+    """step's full path: (q_next, qd_next, next warm start), each input checked; options (h, integrator, euler_damping,
+    constrained, actuators). errors: None raises a state's failure; a dict takes it (state index: the error) instead, the
+    state's outputs NaN and its warm start zero."""
+    h, name, euler_damping, constrained, actuators = options
     (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
     N = Q.shape[1]
-    per_state = lambda name, x, width: _per_state(name, x, width, batch)          # noqa: E731
-    acts, inputs = _series_inputs(model, actuators, per_state("ctrl", ctrl, 1), per_state("qfrc_applied", qfrc_applied, 1),
-                                  per_state("xfrc_applied", xfrc_applied, 2), N, 1, batched=True)
+    per_state = lambda key, width: _per_state(key, inputs[key], width, batch)         # noqa: E731
+    acts, series = _series_inputs(model, actuators, per_state("ctrl", 1), per_state("qfrc_applied", 1),
+                                  per_state("xfrc_applied", 2), N, 1, batched=True)
     warm = None
-    if qacc_warmstart is not None:
-        (W,), warm_batch = validation.states(qacc_warmstart=(qacc_warmstart, model.nv))
+    if inputs["qacc_warmstart"] is not None:
+        (W,), warm_batch = validation.states(qacc_warmstart=(inputs["qacc_warmstart"], model.nv))
         if warm_batch is not None and warm_batch != N:
             raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}")
         warm = np.ascontiguousarray(np.broadcast_to(W.T, (N, model.nv)))
     Qn, QDn, _, _, warm_out = _run_all(model, name, h, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T), acts,
-                                       inputs, euler_damping, False, constrained, warm)
-    out = (Qn[:, 1], QDn[:, 1], warm_out) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0])
-    return out if return_warmstart else out[:2]
+                                       series, euler_damping, False, constrained, warm, errors)
+    return (Qn[:, 1], QDn[:, 1], warm_out) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0])
+
+
+@dataclass(frozen=True)
+class StepStatus:
+    """Which states of a step(..., on_divergence="report") came through, and why the others did not.
+
+    ok:     bool array shaped as the states' batch, (N,) (or () for one state): True where the state was stepped
+    errors: {state index: the error} for each state that was not: the DivergenceError of a result that is not finite,
+            the InvalidStateError of an input row that is not finite or holds a zero quaternion, the InvalidModelError
+            of a singular matrix; each message names the state ("state 3 of the step ...")
+    """
+
+    ok: np.ndarray
+    errors: dict
+
+    @classmethod
+    def all_ok(cls, shape: tuple) -> "StepStatus":
+        return cls(np.ones(shape, bool), {})
+
+    @property
+    def failed(self) -> list:
+        """The indices of the states that were not stepped, in order."""
+        return sorted(self.errors)
+
+    @property
+    def messages(self) -> dict:
+        """{state index: why it was not stepped}."""
+        return {n: str(e) for n, e in sorted(self.errors.items())}
+
+
+def _reporting(on_divergence) -> bool:
+    """Whether step reports its states' failures (on_divergence "report") rather than raising them ("raise")."""
+    if isinstance(on_divergence, str) and on_divergence in ("raise", "report"):
+        return on_divergence == "report"
+    raise InvalidArgumentError(f"on_divergence must be 'raise' or 'report', got {on_divergence!r}")
+
+
+#: The per-state inputs of step, by the number of their axes after the state axis.
+_STATE_INPUTS = {"q": 1, "qd": 1, "ctrl": 1, "qfrc_applied": 1, "xfrc_applied": 2, "qacc_warmstart": 1}
+
+
+def _step_reporting(model, q, qd, inputs: dict, options: tuple):
+    """step with on_divergence="report": (q_next, qd_next, next warm start, StepStatus). The states whose own rows of the
+    inputs are not finite, or whose q holds a zero quaternion, are left out; the others are stepped in one batch as step
+    steps them (each as alone); a state that fails there is reported, not raised. A failed state's q_next and qd_next are
+    NaN and its next warm start zero (a new MjData's): reset it before the next step."""
+    arrays = {key: validation.to_float(key, x, "numbers") for key, x in dict(q=q, qd=qd, **inputs).items() if x is not None}
+    single = arrays["q"].ndim < 2 and arrays["qd"].ndim < 2
+    N = 1 if single else len(arrays["q"] if arrays["q"].ndim == 2 else arrays["qd"])
+    if single:                                         # one state: every input is its own row
+        rows = {key: a[None] for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key]}
+    else:
+        rows = {key: a for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key] + 1 and len(a) == N}
+    errors = _bad_rows(model, rows, N)
+    keep = np.setdiff1d(np.arange(N), list(errors))
+    Q, QD = np.full((N, model.nq), np.nan), np.full((N, model.nv), np.nan)
+    W = np.zeros((N, model.nv))
+    if len(keep):
+        subset = {key: rows[key][keep] if key in rows else a for key, a in arrays.items()}
+        found = {}
+        Q[keep], QD[keep], W[keep] = _step_batch(model, subset.pop("q"), subset.pop("qd"), {key: subset.get(key) for key in inputs},
+                                                 options, found)
+        errors.update({int(keep[k]): _as_state(error, int(keep[k])) for k, error in found.items()})
+    ok = np.ones(N, bool)
+    ok[list(errors)] = False
+    if single:
+        return Q[0], QD[0], W[0], StepStatus(ok[0], errors)
+    return Q, QD, W, StepStatus(ok, errors)
+
+
+def _bad_rows(model, rows: dict, N: int) -> dict:
+    """{state index: InvalidStateError} of the states whose rows (key: (N, ...) array) are not finite or whose q holds a
+    zero quaternion, the first such row of each state named."""
+    errors = {}
+    for key, a in rows.items():
+        for n in np.flatnonzero(~np.isfinite(a.reshape(N, -1)).all(axis=1)).tolist():
+            errors.setdefault(n, InvalidStateError(f"state {n} of the step: its {key} is not finite ({key}[{n}] holds "
+                                                   f"{a[n][~np.isfinite(a[n])][0]}); it was not stepped"))
+    if "q" in rows and rows["q"].shape[-1] == model.nq:
+        for n in np.flatnonzero(_zero_quaternion(model, rows["q"])).tolist():
+            errors.setdefault(n, InvalidStateError(f"state {n} of the step: its q holds a zero quaternion; it was not stepped"))
+    return errors
+
+
+def _as_state(error: Exception, n: int) -> Exception:
+    """error of a run alone ("the simulation ..."), as the same error naming state n of a step's batch."""
+    text, alone, where = str(error), "the simulation", " at step 1"
+    text = text[len(alone):] if text.startswith(alone) else ": " + text
+    return type(error)(f"state {n} of the step{text[len(where):] if text.startswith(where) else text}")
 
 
 def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart):
@@ -265,11 +442,12 @@ def _per_state(name: str, x, inner: int, batch):
     return a[:, None]
 
 
-def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
-             xfrc_applied=None, energy=True, euler_damping: bool = True, constraints: bool = False) -> Trajectory:
+def simulate(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None,
+             xfrc_applied=None, energy=True, euler_damping=None, constraints=None) -> Trajectory:
     """Run `steps` steps of `integrator` from (q0 (nq,), qd0 (nv,)); returns the Trajectory, with the energy of every state.
 
-    dt [s] as for step. ctrl, qfrc_applied and xfrc_applied are either constant, (nu,), (nv,) and (nbody, 6), or one
+    dt [s], integrator, euler_damping and constraints as for step (None: the model's, as mj_step). steps is required.
+    ctrl, qfrc_applied and xfrc_applied are either constant, (nu,), (nv,) and (nbody, 6), or one
     row per step, (steps, nu), (steps, nv) and (steps, nbody, 6): row k acts during the step from state k to state
     k+1 (what d.ctrl holds during the (k+1)-th mj_step). energy=False skips the energy (Trajectory.energy is None).
     euler_damping=False: damping explicit in Euler (MuJoCo's mjDSBL_EULERDAMP), see step. The whole loop runs in
@@ -280,8 +458,8 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
     step before; Trajectory.ncon counts each step's contacts.
     """
     model = engine.as_model(model)
-    name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
-    energy, constrained = validation.flag("energy", energy), validation.flag("constraints", constraints)
+    name, h, steps, euler_damping, constrained = _options(model, integrator, dt, steps, euler_damping, constraints)
+    energy = validation.flag("energy", energy)
     q, qd = validation.vector("q0", q0, model.nq), validation.vector("qd0", qd0, model.nv)
     acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
     Q, QD, E, ncon, _ = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy, constrained)
@@ -289,8 +467,8 @@ def simulate(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators
                       ncon[0] if constrained else None)
 
 
-def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=None, qfrc_applied=None,
-            xfrc_applied=None, energy=False, euler_damping: bool = True, constraints: bool = False) -> Trajectory:
+def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None,
+            xfrc_applied=None, energy=False, euler_damping=None, constraints=None) -> Trajectory:
     """N independent trajectories of `simulate` in one call (like mujoco.rollout): a Trajectory whose q, qd and
     energy have a leading axis of N, (N, steps+1, nq), (N, steps+1, nv), (N, steps+1); t is (steps+1,).
 
@@ -305,8 +483,8 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     trajectory by trajectory (ncon (N, steps)).
     """
     model = engine.as_model(model)
-    name, h, steps, euler_damping = _options(integrator, dt, steps, euler_damping)
-    energy, constrained = validation.flag("energy", energy), validation.flag("constraints", constraints)
+    name, h, steps, euler_damping, constrained = _options(model, integrator, dt, steps, euler_damping, constraints)
+    energy = validation.flag("energy", energy)
     q = validation.to_float("q0", q0, f"(N, {model.nq}) numbers")
     if q.ndim != 2 or q.shape[0] < 1:
         raise ShapeError(f"q0 must have shape (N, {model.nq}) with N >= 1 (one initial state per trajectory), got shape {q.shape}")
@@ -317,11 +495,15 @@ def rollout(model, q0, qd0, dt, steps, integrator="euler", ctrl=None, actuators=
     return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h, ncon if constrained else None)
 
 
-def _options(integrator, dt, steps, euler_damping):
-    name, h = check_integrator(integrator), check_timestep(dt)
+def _options(model, integrator, dt, steps, euler_damping, constraints):
+    """(integrator, h, steps, euler_damping, constraints) of simulate and rollout, checked, the model's where None."""
+    dt, name, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
+    if steps is None:
+        raise InvalidArgumentError("steps is required: the number of steps to run, a whole number >= 0")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
-    return name, h, int(steps), validation.flag("euler_damping", euler_damping)
+    return (name, check_timestep(dt), int(steps), validation.flag("euler_damping", euler_damping),
+            validation.flag("constraints", constraints))
 
 
 def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, steps: int, batched: bool):
@@ -361,12 +543,16 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
 
 
-def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained: bool = False, warm=None):
+def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained: bool = False, warm=None,
+             errors: dict | None = None):
     """Q (N, steps+1, nq), QD, E, ncon (N, steps), warm_out (N, nv) of N runs: compiled when the backend is native (which
     raises the named error of a singular matrix, naming the trajectory and the step), else the Python loop; with
     constraints, each run starts its solver from warm[n] (default zero) and warm_out is its last solve's qacc. A zero
     quaternion in an initial state is refused first; DivergenceError at the first diverging step in time (ties: the
-    lowest index), on either backend."""
+    lowest index), on either backend. errors (a dict): the runs that fail are not raised but kept there (run index: its
+    error as run alone, "the simulation ..."), their outputs NaN and warm starts zero; the others' outputs stand."""
+    if errors is not None:
+        batch = (model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained, warm)
     _check_output_size(model, len(q), steps)
     implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
     _refuse_zero_quaternions(model, q)
@@ -384,6 +570,10 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             failure = error
         else:
             failure = None
+        if failure is not None and errors is not None and hasattr(failure, "trajectory"):   # the others, then it alone
+            return _report_failures(batch, [failure.trajectory], None, errors)
+        if errors is not None and (stopped >= 0).any():
+            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), (Q, QD, E, ncon, warm_out), errors)
         if failure is not None:
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
@@ -400,13 +590,16 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
     Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
     Q[:, 0], QD[:, 0] = q, qd
     warm_out = np.zeros((len(q), model.nv))
-    first = None                                                       # (step, trajectory, error) of the first failure
+    first, failed = None, []                                           # (step, trajectory, error) of the first failure
     for n in range(len(q)):
         rows = [None if x is None else x[n] for x in inputs]
         stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], constrained, ncon[n],
                             None if warm is None else warm[n], warm_out[n])
+        failed += [n] if stop is not None else []
         if stop is not None and (first is None or stop[0] < first[0]):
             first = (stop[0], n, stop[1])
+    if first is not None and errors is not None:
+        return _report_failures(batch, failed, (Q, QD, E, ncon, warm_out), errors)
     if first is not None:
         k, n, error = first
         if error is not None:                                          # named as the compiled loop names it
@@ -415,6 +608,32 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
         _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None,
                       _deepest_contact(model, Q[n, k]) if constrained else "")
     return Q, QD, E, ncon, warm_out
+
+
+def _report_failures(batch: tuple, failed: list, out: tuple | None, errors: dict) -> tuple:
+    """_run_all's outputs of `batch` (its arguments) whose runs `failed` stopped: each failed run again alone, its error
+    into errors and its outputs NaN (warm start zero), or, if it runs alone, those outputs. out: the batch's outputs,
+    or None when the batch gave none (then every other run is run again, in one batch)."""
+    model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained, warm = batch
+    rows = lambda idx: (q[idx], qd[idx], acts, [None if x is None else x[idx] for x in inputs], euler_damping, energy,   # noqa: E731
+                        constrained, None if warm is None else warm[idx])
+    if out is None:
+        N = len(q)
+        out = (np.full((N, steps + 1, model.nq), np.nan), np.full((N, steps + 1, model.nv), np.nan),
+               np.full((N, steps + 1), np.nan), np.zeros((N, steps), np.intp), np.zeros((N, model.nv)))
+        others, found = np.setdiff1d(np.arange(N), failed), {}
+        if len(others):
+            for part, value in zip(out, _run_all(model, name, h, steps, *rows(others), found)):
+                part[others] = value
+            errors.update({int(others[k]): error for k, error in found.items()})
+    for n in failed:
+        try:
+            alone = _run_all(model, name, h, steps, *rows(slice(n, n + 1)))
+        except (DivergenceError, InvalidStateError, InvalidModelError) as error:
+            errors[n], alone = error, (np.nan, np.nan, np.nan, 0, 0.0)
+        for part, value in zip(out, alone):
+            part[n] = value
+    return out
 
 
 def _check_output_size(model, N: int, steps: int) -> None:

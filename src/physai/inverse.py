@@ -95,8 +95,8 @@ def consistent_accelerations(samples, dt, qd0=None, model=None):
     return qd, qdd
 
 
-def trajectory_torques(model, samples, dt, integrator="euler", qd0=None, actuators=None, ctrl=None,
-                       euler_damping: bool = True) -> np.ndarray:
+def trajectory_torques(model, samples, dt=None, integrator=None, qd0=None, actuators=None, ctrl=None,
+                       euler_damping=None) -> np.ndarray:
     """One generalized force per step (N, nv) [N m | N] whose open-loop replay under `integrator` lands on every sample.
 
     samples (N + 1, nq) [rad | m], dt [s], qd0 (nv,) [rad/s | m/s].
@@ -104,9 +104,10 @@ def trajectory_torques(model, samples, dt, integrator="euler", qd0=None, actuato
     Replay from (samples[0], qd0) with physai.integrators.simulate(..., qfrc_applied=tau) or, on arm7, with
     ctrl = tau; in MuJoCo, d.ctrl[:] = tau[k] before the (k+1)-th mj_step. euler_damping=False inverts
     euler with the damping explicit (MuJoCo's mjDSBL_EULERDAMP; replay with simulate(..., euler_damping=False)).
+    dt, integrator and euler_damping default to the model's, as simulate's (physai.integrators.model_options).
     """
     model = engine.as_model(model)
-    name = integ.check_integrator(integrator)
+    dt, name, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
     integ.check_actuators(model, actuators, ctrl)
     if name == "rk4":
         return rk4_shooting(model, samples, dt, qd0, actuators, ctrl).tau
