@@ -460,10 +460,10 @@ CAPSULES = """<mujoco><worldbody><body pos="0 0 1" euler="0 90 0"><freejoint/><g
 
 def near_parallel_capsules():
     """(label, MjModel, MjData after mj_forward): two free capsules of CAPSULES as issue V found them (end to end, 0.5 mm
-    deep, the second tilted by 0.001 degrees), then that pair at 90 tilts (1e-7 to 0.1 degrees, both signs, about the
-    y and the z axis), side by side at the same tilts, and 120 random near-parallel poses (offsets along and across,
-    tilts up to 0.01 rad): the parallel branch of MuJoCo 4's capsule-capsule (|d1 x d2|^2 <= 1e-8 |d1|^2 |d2|^2) and
-    the general one on either side of its threshold."""
+    deep, the second tilted by 0.001 degrees), then that pair at 92 tilts (23 angles from 1e-7 to 0.1 degrees, both
+    signs, about the y and the z axis), side by side at the same tilts, and 120 random near-parallel poses (offsets
+    along and across, rotations of about 3e-3 rad): the parallel branch of MuJoCo 4's capsule-capsule
+    (|d1 x d2|^2 <= 1e-8 |d1|^2 |d2|^2) and the general one on either side of its threshold."""
     m = mujoco.MjModel.from_xml_string(CAPSULES.format(".4995 0 1", "0 90.001 0"))
     d = mujoco.MjData(m)
     mujoco.mj_forward(m, d)
