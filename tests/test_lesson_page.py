@@ -129,6 +129,28 @@ def test_lesson_7_1_lab_runs_docked_and_inline_on_a_narrow_screen(browser):
             assert problems == []
 
 
+#: in a lab's frame: how many readout rows and plots it has, and how many lie wholly inside the frame's viewport
+IN_VIEW = """() => {
+  const inside = e => { const r = e.getBoundingClientRect();
+    return r.top >= 0 && r.left >= 0 && r.bottom <= innerHeight + 0.5 && r.right <= innerWidth + 0.5; };
+  const rows = [...document.querySelectorAll('#readouts tr')], plots = [...document.querySelectorAll('#plots canvas')];
+  return [rows.length, rows.filter(inside).length, plots.length, plots.filter(inside).length];
+}"""
+
+
+@pytest.mark.parametrize("width", [1400, 800])
+def test_the_docked_and_the_inline_lab_show_every_readout_and_plot(browser, width):
+    """Lesson 7.1's lab docked at 1400 x 900 and inline at 800 px: its readouts and its plot fit in the lab's frame
+    (they were below its fold: the plot under the docked panel, 3 of 7 readouts inline)."""
+    with lesson_page(browser, seed("002"), width) as (page, problems):
+        wait_until(page, "lesson.labs() === 1", 120)
+        lab = page.frames[1]
+        wait_until(lab, "window.lab && window.lab.frames > 2", 120)
+        rows, rows_seen, plots, plots_seen = lab.evaluate(IN_VIEW)
+        assert rows >= 1 and plots >= 1 and (rows_seen, plots_seen) == (rows, plots), (width, rows_seen, rows, plots_seen)
+        assert problems == []
+
+
 def test_clicking_an_answer_shows_the_verdict_and_the_explanation(browser):
     with lesson_page(browser, EXAMPLE) as (page, problems):
         question = page.locator('.question[data-id="example-check/0"]')
