@@ -8,6 +8,7 @@ import warnings
 import mujoco
 import numpy as np
 import pytest
+from mujoco import rollout as mujoco_rollout
 
 from physai import collision, constraints, engine, integrators, models
 from physai.exceptions import CollisionWarning, DivergenceError, ShapeError, UnsupportedModelError
@@ -100,6 +101,36 @@ def test_implicit_steps_with_saturated_joint_actuators_match_mj_step(backend, in
         limited = m.jnt_actfrclimited[1:].astype(bool)
         saturated += np.any(limited & ((d.qfrc_actuator[6:] <= lo) | (d.qfrc_actuator[6:] >= hi)))
     assert saturated > n // 2
+
+
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+def test_rollout_with_saturated_joint_actuators_matches_mujoco_rollout(integrator):
+    """Four perturbed G1 keyframes (perturbed_g1), 200 steps of integrators.rollout with constraints against
+    mujoco.rollout: every state within 1e-12 (q) and 1e-10 (qd; 2e-13 seen), with joints at their actuatorfrcrange."""
+    n, steps = 4, 200
+    m, Q, QD, ctrl = perturbed_g1(n, seed=3)
+    m.opt.integrator = CODES[integrator]
+    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
+    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
+    for k in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = Q[k], QD[k], ctrl
+        mujoco.mj_getState(m, d, initial[k], spec)
+    with mujoco_rollout.Rollout(nthread=0) as r:
+        states, _ = r.rollout(m, d, initial, np.broadcast_to(ctrl, (n, steps, m.nu)).copy(),
+                              control_spec=mujoco.mjtState.mjSTATE_CTRL)
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True)
+    lo, hi, saturated = *m.jnt_actfrcrange[1:].T, 0
+    for k in range(n):
+        for t in range(steps):
+            mujoco.mj_setState(m, d, states[k, t], spec)
+            assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-12 and np.abs(run.qd[k, t + 1] - d.qvel).max() < 1e-10, (k, t)
+            mujoco.mj_forward(m, d)
+            saturated += np.any(m.jnt_actfrclimited[1:] & ((d.qfrc_actuator[6:] <= lo) | (d.qfrc_actuator[6:] >= hi)))
+    assert saturated > 0
 
 
 def mujoco_run(m: mujoco.MjModel, steps: int):
