@@ -61,13 +61,19 @@ void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q
     }
 }
 
-// D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange
-// (forces.actuator_velocity_derivative)
-template <class T> void actuator_velocity_derivative(const Model &m, const Actuators &act, const T *u, const T *force, T *D) {
+// D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange, nor joint
+// actuators whose dof's total (moment^T force, into t (nv)) is at or beyond its actuatorfrcrange (MuJoCo 4.0;
+// forces.actuator_velocity_derivative, forces.joint_saturated)
+template <class T>
+void actuator_velocity_derivative(const Model &m, const Actuators &act, const T *u, const T *force, T *D, T *t) {
+    joint_force(m, act, force, t);
     for (int a = 0; a < act.nu; a++) {
         T k = act.bias[3 * a + 2] + act.gain[3 * a + 2] * u[a];
         if (act.forcelimited[a])
             k = select((force[a] > act.forcerange[2 * a]) & (force[a] < act.forcerange[2 * a + 1]), k, splat<T>(0.0));
+        int64_t j = act.joint_dof[a];
+        if (j >= 0 && act.dof_forcelimited[j])                         // its joint's total strictly inside the range
+            k = select((t[j] > act.dof_forcerange[2 * j]) & (t[j] < act.dof_forcerange[2 * j + 1]), k, splat<T>(0.0));
         if (!lane_any(k != 0.0)) continue;                             // a motor: no velocity gain
         const double *r = &act.moment[size_t(a) * m.nv];
         const int64_t *dofs = act.moment_colind + act.moment_rowadr[a], n = act.moment_rownnz[a];   // one joint for most

@@ -414,7 +414,10 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         a.ctrlrange = f.doubles("ctrlrange", {U, 2}), a.ctrllimited = f.ints("ctrllimited", {U});
         a.forcerange = f.doubles("forcerange", {U, 2}), a.forcelimited = f.ints("forcelimited", {U});
         a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
+        a.joint_dof = f.ints("joint_dof", {U});
         f.done();
+        for (int64_t u = 0; u < U; u++)
+            if (a.joint_dof[u] < -1 || a.joint_dof[u] >= V) f.invalid("joint_dof", "expected a dof in [0, nv) or -1 (a tendon)");
         // the nonzero entries of a (U, cols) matrix row by row into rownnz, rowadr, colind (model.h)
         auto rows = [&](const double *x, int64_t cols, const int64_t *&rownnz, const int64_t *&rowadr,
                         const int64_t *&colind) {

@@ -274,7 +274,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     T *D = w.D.data();
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
-    if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D);
+    if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D, w.tmp.data());
     if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
         T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
         for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];

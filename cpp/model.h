@@ -114,7 +114,8 @@ struct Model {
 
 // the actuators (physai.engine.actuators.Actuators, nu of them) of a simulation: moment (nu, nv) and length moment
 // qmoment (nu, nq) arms, gain and bias (nu, 3: constant, length, velocity), ctrl and force limits (nu, 2) where limited;
-// the limits of the total actuator force per dof (nv, 2) where dof_forcelimited
+// the limits of the total actuator force per dof (nv, 2) where dof_forcelimited; joint_dof (nu) the dof of a joint
+// transmission, -1 for a fixed tendon
 struct Actuators {
     int nu = 0;
     const double *moment = nullptr, *qmoment = nullptr, *gain = nullptr, *bias = nullptr;
@@ -122,6 +123,7 @@ struct Actuators {
     const double *ctrlrange = nullptr, *forcerange = nullptr;
     const int64_t *dof_forcelimited = nullptr;
     const double *dof_forcerange = nullptr;
+    const int64_t *joint_dof = nullptr;
     // moment's nonzero entries row by row (MuJoCo's moment_rownnz, moment_rowadr, moment_colind; derived by the bound
     // Actuators): actuator a's dofs at moment_colind[moment_rowadr[a] ..], moment_rownnz[a] of them, ascending;
     // qmoment's likewise (its coordinates)

@@ -101,14 +101,16 @@ inline void actuator_derivatives(const Model &m, const Actuators &act, const dou
 
 // R[:, 2nv:] += h d(D a)/dctrl for the implicit integrators' K = M - h D at a fixed a (derivatives.
 // _damping_control_derivative): D's actuator part sum_k moment_k^T (b2 + g2 u_k) moment_k on M's pattern changes with
-// u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or ctrl is outside ctrlrange
+// u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped, ctrl is outside ctrlrange or k's joint
+// is at its actuatorfrcrange (not keep[joint_dof], from actuator_derivatives: k is not in D)
 inline void damping_control_derivative(const Model &m, const Actuators &act, const double *raw, const double *force,
-                                       const double *a, double h, double *R, int cols) {
+                                       const char *keep, const double *a, double h, double *R, int cols) {
     int nv = m.nv;
     for (int k = 0; k < act.nu; k++) {
         double g2 = act.gain[3 * k + 2];
         if (g2 == 0.0) continue;
         if (!force_free(act, k, force) || !ctrl_inside(act, k, raw)) continue;
+        if (act.joint_dof[k] >= 0 && !keep[act.joint_dof[k]]) continue;
         const double *r = &act.moment[size_t(k) * nv];
         for (int i = 0; i < nv; i++) {
             if (r[i] == 0.0) continue;
@@ -175,7 +177,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
             X[size_t(i) * cols + nv + j] -= w.tv[size_t(i) * nv + j];
         }
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
-        damping_control_derivative(m, act, w.raw.data(), s.force.data(), a, c.h, X, cols);
+        damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols);
     lu_apply(K, nv, w.piv.data(), X, cols);
     return OK;
 }

@@ -346,3 +346,7 @@ def test_the_compiled_model_is_built_from_named_fields():
     other = engine.from_mujoco(models.load("double_pendulum"))
     with pytest.raises(TypeError, match="Actuators field moment: expected .* shape"):
         _native.Actuators(native.compiled(other), native.actuator_fields(model.actuators))
+    for dof in (-2, model.nv):                                          # joint_dof: a dof of the model, or -1
+        bad = {**native.actuator_fields(model.actuators), "joint_dof": np.full(model.nu, dof, dtype=np.int64)}
+        with pytest.raises(ValueError, match=r"Actuators field joint_dof: expected a dof in \[0, nv\) or -1"):
+            _native.Actuators(compiled, bad)

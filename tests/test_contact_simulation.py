@@ -8,10 +8,12 @@ import warnings
 import mujoco
 import numpy as np
 import pytest
+from mujoco import rollout as mujoco_rollout
 
 from physai import collision, constraints, engine, integrators, models
 from physai.exceptions import CollisionWarning, DivergenceError, ShapeError, UnsupportedModelError
 from scenes import random_scene
+import helpers
 
 NAMES = {0: "euler", 1: "rk4", 2: "implicit", 3: "implicitfast"}
 CODES = {name: code for code, name in NAMES.items()}
@@ -57,6 +59,78 @@ def test_one_step_on_random_scenes_matches_mj_step(seed, integrator):
     m.opt.tolerance = 1e-12
     worst_q, worst_qd = one_steps(m, integrator, 300, 10, key=None)
     assert worst_q < 1e-10 and worst_qd < 1e-8, (worst_q, worst_qd)
+
+
+def perturbed_g1(n: int, seed: int = 0):
+    """(m, q (n, nq), qd (n, nv), ctrl (nu,)): the G1 in its scene at its keyframe, its joints moved by N(0, 0.05) from
+    default_rng(seed) (state 0 is the issue's: implicitfast was 2.2 rad/s off at left_wrist_roll_joint), the first n
+    whose contacts are all with the floor (a few touch mesh to mesh, which physai cannot collide)."""
+    m = models.load("unitree_g1", "scene")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    key, rng, q = d.qpos.copy(), np.random.default_rng(seed), []
+    while len(q) < n:
+        d.qpos[:] = key
+        d.qpos[7:] += rng.normal(0, 0.05, m.nq - 7)
+        mujoco.mj_forward(m, d)
+        if all(0 in (c.geom1, c.geom2) for c in d.contact[:d.ncon]):
+            q.append(d.qpos.copy())
+    return m, np.array(q), np.repeat(d.qvel[None], n, 0), d.ctrl.copy()
+
+
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_implicit_steps_with_saturated_joint_actuators_match_mj_step(backend, integrator):
+    """MuJoCo 4.0: a joint actuator whose joint's total sits at its actuatorfrcrange adds no implicit damping. The G1
+    from perturbed keyframe states (64 on the compiled backend, 16 on NumPy), most with wrist or ankle joints at their
+    limit: one step of N states equals mj_step of each within 1e-12 (q) and 1e-11 relative (qd; 1.1e-13 seen)."""
+    n = 64 if backend == "native" else 16
+    m, Q, QD, ctrl = perturbed_g1(n)
+    m.opt.integrator = CODES[integrator]
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        q1, qd1 = helpers.run(backend, integrators.step, model, Q, QD, m.opt.timestep, integrator, ctrl=ctrl,
+                              constraints=True)
+    d, lo, hi, saturated = mujoco.MjData(m), *m.jnt_actfrcrange[1:].T, 0
+    for k in range(n):
+        d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = Q[k], QD[k], ctrl, 0.0
+        mujoco.mj_step(m, d)
+        assert np.abs(q1[k] - d.qpos).max() < 1e-12, k
+        assert np.abs(qd1[k] - d.qvel).max() < 1e-11 * max(1.0, np.abs(d.qvel).max()), k
+        limited = m.jnt_actfrclimited[1:].astype(bool)
+        saturated += np.any(limited & ((d.qfrc_actuator[6:] <= lo) | (d.qfrc_actuator[6:] >= hi)))
+    assert saturated > n // 2
+
+
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+def test_rollout_with_saturated_joint_actuators_matches_mujoco_rollout(integrator):
+    """Four perturbed G1 keyframes (perturbed_g1), 200 steps of integrators.rollout with constraints against
+    mujoco.rollout: every state within 1e-12 (q) and 1e-10 (qd; 2e-13 seen), with joints at their actuatorfrcrange."""
+    n, steps = 4, 200
+    m, Q, QD, ctrl = perturbed_g1(n, seed=3)
+    m.opt.integrator = CODES[integrator]
+    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
+    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
+    for k in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = Q[k], QD[k], ctrl
+        mujoco.mj_getState(m, d, initial[k], spec)
+    with mujoco_rollout.Rollout(nthread=0) as r:
+        states, _ = r.rollout(m, d, initial, np.broadcast_to(ctrl, (n, steps, m.nu)).copy(),
+                              control_spec=mujoco.mjtState.mjSTATE_CTRL)
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True)
+    lo, hi, saturated = *m.jnt_actfrcrange[1:].T, 0
+    for k in range(n):
+        for t in range(steps):
+            mujoco.mj_setState(m, d, states[k, t], spec)
+            assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-12 and np.abs(run.qd[k, t + 1] - d.qvel).max() < 1e-10, (k, t)
+            mujoco.mj_forward(m, d)
+            saturated += np.any(m.jnt_actfrclimited[1:] & ((d.qfrc_actuator[6:] <= lo) | (d.qfrc_actuator[6:] >= hi)))
+    assert saturated > 0
 
 
 def mujoco_run(m: mujoco.MjModel, steps: int):

@@ -272,6 +272,47 @@ def test_b_follows_the_damping_that_ctrl_scales(integrator, backend):
     assert_close(B, step_fd(model, q, qd, 0.05, integrator, ctrl)[1], 1e-7)
 
 
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_step_derivatives_with_saturated_joint_actuators(integrator, backend):
+    """MuJoCo 4.0: a joint actuator at its joint's actuatorfrcrange leaves the implicit matrix M - h D. The G1 (no
+    contacts) at perturbed keyframe states with joints at their limit, against mjd_transitionFD (1.4e-9 seen); and a
+    damper (its kv scaled by ctrl) on a hinge whose total a motor drives past its range, where B's d(D a)/dctrl drops
+    the damper too (also against physai's own step)."""
+    m = models.load("unitree_g1")
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(0)
+    lo, hi = m.jnt_actfrcrange[1:].T
+    for _ in range(2):
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        d.qpos[7:] += rng.normal(0, 0.05, m.nq - 7)
+        d.qvel[:] = rng.normal(0, 0.3, m.nv)
+        mujoco.mj_forward(m, d)
+        assert np.any(m.jnt_actfrclimited[1:] & ((d.qfrc_actuator[6:] <= lo) | (d.qfrc_actuator[6:] >= hi)))
+        q, qd, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+        A_mj, B_mj = np.zeros((2 * m.nv, 2 * m.nv)), np.zeros((2 * m.nv, m.nu))
+        mujoco.mjd_transitionFD(m, d, 1e-6, True, A_mj, B_mj, None, None)
+        A, B = run(backend, derivatives.step_derivatives, model, q, qd, m.opt.timestep, integrator, ctrl)
+        assert_close(A, A_mj, 1e-8)
+        assert_close(B, B_mj, 1e-8)
+    m = mujoco.MjModel.from_xml_string(DAMPER.replace('type="hinge" axis="0 1 0"/>',
+                                                      'type="hinge" axis="0 1 0" actuatorfrcrange="-1 1"/>')
+                                       .replace('<motor joint="s"/>', '<motor joint="s"/><motor joint="h"/>'))
+    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q, qd, ctrl = np.array([0.3, 0.1]), np.array([2.0, -1.0]), np.array([0.5, 0.4, 0.2, 5.0])
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+    mujoco.mj_forward(m, d)
+    assert d.qfrc_actuator[0] == 1.0                                   # the hinge's total (3) clamped
+    A_mj, B_mj = np.zeros((4, 4)), np.zeros((4, 4))
+    mujoco.mjd_transitionFD(m, d, 1e-7, True, A_mj, B_mj, None, None)
+    A, B = run(backend, derivatives.step_derivatives, model, q, qd, 0.05, integrator, ctrl)
+    assert_close(B, B_mj, 1e-8)
+    assert_close(A, A_mj, 1e-8)
+    assert_close(B, step_fd(model, q, qd, 0.05, integrator, ctrl)[1], 1e-7)
+
+
 # ---- Pinocchio ----
 
 @pytest.fixture(scope="module")

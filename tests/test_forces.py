@@ -168,6 +168,51 @@ def test_actuator_velocity_derivative_is_the_derivative(actuated):
     assert checked >= 5
 
 
+# Joint actuatorfrcrange on a hinge and a slide, with joint actuators (one through jointinparent) and a fixed tendon's
+# actuator on both joints and a third
+SATURATING = """<mujoco><option integrator="implicitfast"><flag contact="disable"/></option><worldbody>
+  <body><joint name="j0" axis="0 1 0" damping="0.2" actuatorfrcrange="-4 4"/><geom size=".1" pos=".2 0 0" mass="1"/>
+    <body pos=".4 0 0"><joint name="j1" type="slide" axis="1 0 0" actuatorfrcrange="-6 6"/><geom size=".1" mass=".5"/></body>
+  </body>
+  <body pos="0 1 0"><joint name="j2" axis="0 1 0"/><geom size=".1" pos=".2 0 0" mass="1"/></body></worldbody>
+  <tendon><fixed name="t"><joint joint="j0" coef="1"/><joint joint="j1" coef="-0.5"/><joint joint="j2" coef="0.7"/></fixed></tendon>
+  <actuator><velocity joint="j0" kv="3"/><motor joint="j0" gear="2" ctrlrange="-2 2"/><velocity tendon="t" kv="7"/>
+    <position jointinparent="j1" kp="2" kv="11"/><damper joint="j1" kv="2" ctrlrange="0 1"/></actuator>
+</mujoco>"""
+
+
+def test_joint_actuators_saturated_at_their_joints_range_leave_qDeriv():
+    """MuJoCo 4.0: a joint actuator whose joint's total is at or beyond its actuatorfrcrange adds no implicit damping
+    (the tendon's actuator on the same joints still does): implicitfast's qDeriv at states where j0, j1, both or
+    neither saturate, and at a total exactly at the limit."""
+    m = mujoco.MjModel.from_xml_string(SATURATING)
+    d, act, rng = mujoco.MjData(m), frc.actuators_from_mujoco(m), np.random.default_rng(6)
+    lo, hi = m.jnt_actfrcrange[:2].T
+    saturated = set()
+    states = [(q, qd, wide_controls(m, rng)) for q, qd, _ in mj.random_states(m, 40, seed=6, qd_max=1.0)]
+    for q, qd, ctrl in states + [(np.zeros(3), np.zeros(3), np.array([0.0, 2.0, 0.0, 0.0, 0.0]))]:   # j0's total: 4
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+        mujoco.mj_step(m, d)                      # qDeriv is formed at the state before the step
+        D, mask = mj.dense_qDeriv(m, d)
+        ours = frc.actuator_velocity_derivative(act, q, qd, ctrl) - np.diag(m.dof_damping)
+        assert_close(np.where(mask, ours, 0.0), D, TOL)
+        saturated.add(tuple((d.qfrc_actuator[:2] <= lo) | (d.qfrc_actuator[:2] >= hi)))
+    assert saturated == {(False, False), (True, False), (False, True), (True, True)}
+    assert d.qfrc_actuator[0] == hi[0]
+
+
+def test_joint_dof_is_checked_and_defaults_to_single_entry_rows():
+    """Actuators.joint_dof: a joint transmission's dof, -1 for a fixed tendon (read from MuJoCo's trntype; by default
+    each single-entry row of moment is a joint's)."""
+    assert frc.actuators_from_mujoco(mujoco.MjModel.from_xml_string(SATURATING)).joint_dof.tolist() == [0, 0, -1, 1, 1]
+    assert frc.actuators_from_mujoco(actuated_model()).joint_dof.tolist() == [0, 1, 2, -1, 0]
+    assert frc.Actuators(**_actuator_fields(joint_dof=None)).joint_dof.tolist() == [0, 1, 2, -1, 0]
+    with pytest.raises(InvalidModelError, match=r"joint_dof\[1\] is 3: expected a dof in \[0, 3\) or -1"):
+        frc.Actuators(**_actuator_fields(joint_dof=[0, 3, 2, -1, 0]))
+    with pytest.raises(ShapeError, match="joint_dof must be whole numbers, one per actuator"):
+        frc.Actuators(**_actuator_fields(joint_dof=[0.0, 1.0, 2.0, -1.0, 0.0]))
+
+
 def test_velocity_derivative_of_servos_is_minus_kv_gear_squared():
     act = frc.actuators_from_mujoco(actuated_model())
     dfdv = frc.actuator_velocity_derivative(act, np.zeros(3), np.zeros(3), np.zeros(5))

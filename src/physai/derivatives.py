@@ -257,10 +257,11 @@ def _actuator_derivatives(model: Model, act, q, qd, ctrl):
 def _damping_control_derivative(model: Model, act, q, qd, ctrl, a) -> np.ndarray:
     """d(D a)/dctrl (nv, nu) for the implicit integrators' matrix K = M - h D at a fixed a: D's actuator part
     sum_k moment_k^T (b2 + g2 u_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in each term)
-    changes with u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or ctrl is outside
-    ctrlrange. So K a = f gives K da/dctrl = df/dctrl + h d(D a)/dctrl."""
-    _, _, free, inside = _unclamped(act, q, qd, ctrl)
-    g2 = np.where(free & inside, act.gain[:, 2], 0.0)
+    changes with u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped, ctrl is outside
+    ctrlrange or the joint's total is at its actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives
+    K da/dctrl = df/dctrl + h d(D a)/dctrl."""
+    _, f, free, inside = _unclamped(act, q, qd, ctrl)
+    g2 = np.where(free & inside & ~forces.joint_saturated(act, f), act.gain[:, 2], 0.0)
     outer = np.einsum("ki,kj->kij", act.moment, act.moment) * integ.dof_pattern(model)
     return (g2[:, None] * (outer @ a)).T
 

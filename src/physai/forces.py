@@ -24,7 +24,7 @@ from physai.jacobians import jacobians
 
 __all__ = ["Actuators", "actuator_force", "actuator_outputs", "actuator_velocity_derivative", "actuators_from_mujoco",
            "applied_force", "body_wrench_force", "check_xfrc", "clamped_ctrl", "constraint_force", "damper_spring_force",
-           "passive_force", "running_actuator_force"]
+           "joint_saturated", "passive_force", "running_actuator_force"]
 
 # ---- passive forces ----
 
@@ -113,17 +113,29 @@ def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.nda
 
     Each actuator adds moment[a]^T (b2 + g2 ctrl_a) moment[a]; for a joint actuator with gear r that is
     (b2 + g2 ctrl) r^2 on the joint's diagonal entry (-kv r^2 for a position or velocity servo). An actuator
-    whose force is clamped at or beyond its forcerange contributes nothing, and ctrl_a is clamped to ctrlrange,
-    as in MuJoCo's mjd_actuator_vel. MuJoCo's qDeriv keeps only the entries of its dof sparsity pattern, which
-    links a dof to its ancestors and descendants: it drops the coupling a fixed tendon makes between dofs in
-    different branches (the Panda's two fingers); this function returns the full derivative.
+    whose force is clamped at or beyond its forcerange contributes nothing, nor (MuJoCo 4.0) a joint actuator
+    whose joint's total is at or beyond its actuatorfrcrange (joint_saturated; a fixed tendon's actuator still
+    does), and ctrl_a is clamped to ctrlrange, as in MuJoCo's mjd_actuator_vel. MuJoCo's qDeriv keeps only the
+    entries of its dof sparsity pattern, which links a dof to its ancestors and descendants: it drops the
+    coupling a fixed tendon makes between dofs in different branches (the Panda's two fingers); this function
+    returns the full derivative.
     """
     f = actuator_outputs(actuators, q, qd, ctrl)
     u = clamped_ctrl(actuators, ctrl)
     lo, hi = actuators.forcerange[:, 0], actuators.forcerange[:, 1]
-    free = ~actuators.forcelimited | ((f > lo) & (f < hi))
+    free = (~actuators.forcelimited | ((f > lo) & (f < hi))) & ~joint_saturated(actuators, f)
     df_dvelocity = np.where(free, actuators.bias[:, 2] + actuators.gain[:, 2] * u, 0.0)
     return actuators.moment.T @ (df_dvelocity[:, None] * actuators.moment)
+
+
+def joint_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:
+    """(nu,) bool: the joint actuators (joint_dof >= 0) whose dof's total moment^T f, for the scalar forces f (nu,), is
+    at or beyond its dof_forcerange where dof_forcelimited: their force no longer moves with the velocity."""
+    tau = actuators.moment.T @ f
+    lo, hi = actuators.dof_forcerange.T
+    saturated = actuators.dof_forcelimited & ((tau <= lo) | (tau >= hi))      # the dofs clamped at a limit
+    j = actuators.joint_dof
+    return (j >= 0) & saturated[np.maximum(j, 0)]
 
 
 # ---- applied forces ----

@@ -30,6 +30,9 @@ class Actuators:
                  (a model whose nq equals nv)
     dof_forcerange, dof_forcelimited: (nv, 2), (nv,) limits of the total actuator force on each dof
                  (MuJoCo's joint actuatorfrcrange); None means unlimited
+    joint_dof:   (nu,) the dof of actuator a's joint transmission, -1 for a fixed tendon: a joint actuator whose
+                 dof's total is at or beyond its dof_forcerange drops out of the implicit integrators' damping
+                 (MuJoCo 4.0); None means each row of moment with one nonzero entry is a joint's, the others tendons
     Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
     low > high InvalidModelError.
     """
@@ -45,6 +48,7 @@ class Actuators:
     qmoment: np.ndarray | None = None
     dof_forcerange: np.ndarray | None = None
     dof_forcelimited: np.ndarray | None = None
+    joint_dof: np.ndarray | None = None
 
     def __post_init__(self):
         self.moment = validation.matrix("moment", self.moment, "(nu, nv)")
@@ -57,6 +61,7 @@ class Actuators:
             validation.as_array("dof_forcerange", self.dof_forcerange, (nv, 2))
         self.dof_forcelimited = np.zeros(nv, bool) if self.dof_forcelimited is None else \
             validation.flags("dof_forcelimited", self.dof_forcelimited, nv)
+        self.joint_dof = self._joint_dofs()
         self.gain = validation.as_array("gain", self.gain, (nu, 3))
         self.bias = validation.as_array("bias", self.bias, (nu, 3))
         self.ctrlrange = validation.as_array("ctrlrange", self.ctrlrange, (nu, 2))
@@ -72,6 +77,21 @@ class Actuators:
                 a = int(bad[0])
                 raise InvalidModelError(f"actuator {self.names[a]!r}: {what}range is [{limits[a, 0]:g}, {limits[a, 1]:g}], "
                                         f"low > high; a limited {what}range needs low <= high")
+
+    def _joint_dofs(self) -> np.ndarray:
+        """joint_dof checked (nu,) int64 with entries in [-1, nv), or the one dof of each single-entry row of moment."""
+        if self.joint_dof is None:
+            single = np.count_nonzero(self.moment, axis=1) == 1
+            return np.where(single, np.argmax(self.moment != 0, axis=1), -1).astype(np.int64)
+        j = np.asarray(self.joint_dof)
+        if j.shape != (self.nu,) or j.dtype.kind not in "iu":
+            raise ShapeError(f"joint_dof must be whole numbers, one per actuator, shape ({self.nu},), got {j.dtype} "
+                             f"of shape {j.shape}")
+        bad = np.flatnonzero((j < -1) | (j >= self.nv))
+        if bad.size:
+            raise InvalidModelError(f"joint_dof[{bad[0]}] is {j[bad[0]]}: expected a dof in [0, {self.nv}) or -1 "
+                                    "(a tendon)")
+        return j.astype(np.int64)
 
     @property
     def nu(self) -> int:

@@ -323,6 +323,7 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
         raise UnsupportedModelError(f"joint {m.joint(j).name!r} takes its gravity compensation through the actuators "
                                     "(actuatorgravcomp); physai does not model gravity compensation")
     moment, qmoment, gain, bias = np.zeros((nu, nv)), np.zeros((nu, m.nq)), np.zeros((nu, 3)), np.zeros((nu, 3))
+    joint_dof = np.full(nu, -1, dtype=np.int64)
     names = []
     for a in range(nu):
         name = m.actuator(a).name or f"actuator{a}"
@@ -332,6 +333,7 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
         trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
         if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
             moment[a, m.jnt_dofadr[target]] = gear   # hinge or slide: length = gear * qpos
+            joint_dof[a] = m.jnt_dofadr[target]
             qmoment[a, m.jnt_qposadr[target]] = gear
         else:                                        # fixed tendon: length = gear * sum coef * qpos
             for w in range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target]):
@@ -352,7 +354,8 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
         ctrllimited[:] = False
     return Actuators(moment, gain, bias, m.actuator_ctrlrange.copy(), ctrllimited, m.actuator_forcerange.copy(),
-                     m.actuator_forcelimited.astype(bool), tuple(names), qmoment, dof_forcerange, dof_forcelimited)
+                     m.actuator_forcelimited.astype(bool), tuple(names), qmoment, dof_forcerange, dof_forcelimited,
+                     joint_dof)
 
 
 def _check_actuator(m, a: int, name: str) -> None:

@@ -315,7 +315,7 @@ def actuator_fields(actuators) -> dict:
     return {"nu": actuators.nu,
             **{name: _float64(getattr(actuators, name)) for name in
                ("moment", "qmoment", "gain", "bias", "ctrlrange", "forcerange", "dof_forcerange")},
-            **{name: _int64(getattr(actuators, name)) for name in ("ctrllimited", "forcelimited", "dof_forcelimited")}}
+            **{name: _int64(getattr(actuators, name)) for name in ("ctrllimited", "forcelimited", "dof_forcelimited", "joint_dof")}}
 
 
 def _int64(x) -> np.ndarray:
