@@ -56,6 +56,7 @@ pytest_plugins = ["pytester"]                     # tests/test_slices.py runs th
 #: files all of whose tests carry a marker
 FILE_MARKERS = {
     "install": {"test_install.py"},                                           # builds a wheel and a virtual environment
+    "slow": {"test_install.py", "test_lesson11_experiments.py"},             # ... and runs lesson 11's scripts in fixtures
     "cluster": {"test_dask_example.py"},                                      # starts a Dask distributed cluster
     "compiled": {"test_backend.py", "test_constraints_native.py", "test_native_vs_numpy.py", "test_threads.py"},
 }
@@ -173,7 +174,6 @@ SLOW = {
         "test_identification_experiment_core", "test_known_base_parameter_counts", "test_panda_against_pinocchio",
         "test_regressor_times_parameters_is_rnea",
     },
-    "test_install.py": {"test_install_without_a_compiler_runs_on_numpy"},
     "test_integrators.py": {
         "test_damped_pendulum_reproduces_mj_step", "test_free_and_ball_joints_follow_mj_step_for_1_s",
         "test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term",
@@ -193,16 +193,11 @@ SLOW = {
         "test_a_slow_sender_is_cut_off_at_the_request_deadline",
         "test_idle_connections_do_not_block_a_request_and_are_closed", "test_only_loopback_host_headers_are_answered",
     },
-    "test_lesson11_experiments.py": {
-        "test_build_checks_are_at_machine_precision", "test_build_saved_output_is_reproduced",
-        "test_cli_break_it_from_another_directory", "test_energy_table_is_deterministic",
-        "test_exercise_answers_each_after_its_question", "test_experiment_saved_output_is_reproduced",
-        "test_physai_energy_table_saved_output_is_reproduced", "test_plot_is_written",
-    },
     "test_lesson_reader.py": {"test_no_lesson_text_makes_reading_fail"},
     "test_listings.py": {
         "test_l6_2_manipulator_equation_properties", "test_l7_1_armature_and_damping_against_mujoco",
-        "test_l7_1_two_link_arm_against_mujoco", "test_l7_2_inverse_undoes_forward",
+        "test_l7_1_balance_energy_and_spectrum_against_mujoco", "test_l7_1_two_link_arm_against_mujoco",
+        "test_l7_2_box_holding_forces_against_mj_inverse", "test_l7_2_inverse_undoes_forward",
         "test_l7_2_torques_replay_exactly_only_when_consistent",
     },
     "test_mjcourse.py": {"test_the_lesson_listings_run_where_the_lessons_say"},
