@@ -195,10 +195,10 @@ SLOW = {
     },
     "test_lesson_reader.py": {"test_no_lesson_text_makes_reading_fail"},
     "test_listings.py": {
-        "test_l6_2_manipulator_equation_properties", "test_l7_1_armature_and_damping_against_mujoco",
-        "test_l7_1_balance_energy_and_spectrum_against_mujoco", "test_l7_1_two_link_arm_against_mujoco",
-        "test_l7_2_box_holding_forces_against_mj_inverse", "test_l7_2_inverse_undoes_forward",
-        "test_l7_2_torques_replay_exactly_only_when_consistent",
+        "test_cross_check_printed_lines_are_the_published_ones", "test_l6_2_manipulator_equation_properties",
+        "test_l7_1_armature_and_damping_against_mujoco", "test_l7_1_balance_energy_and_spectrum_against_mujoco",
+        "test_l7_1_two_link_arm_against_mujoco", "test_l7_2_box_holding_forces_against_mj_inverse",
+        "test_l7_2_inverse_undoes_forward", "test_l7_2_torques_replay_exactly_only_when_consistent",
     },
     "test_mjcourse.py": {"test_the_lesson_listings_run_where_the_lessons_say"},
     "test_model_cache.py": {
