@@ -1,5 +1,6 @@
 """Shared test setup: Menagerie robots come from ../shared/menagerie unless MENAGERIE_ROOT is set; the hypothesis
-profiles; the `robot` and `restore_isa` fixtures. Plain helpers (the model table, Robot, assert_close, run on a
+profiles; the `robot` and `restore_isa` fixtures; the suite's slices (markers by file, fixture and name; a test whose
+Chromium or compiled extension is missing skips, or fails on CI). Plain helpers (the model table, Robot, assert_close, run on a
 backend, assert_same_text) are in tests/helpers.py."""
 
 import os
@@ -42,3 +43,243 @@ def restore_isa():
     before = native.isa()
     yield
     assert native.set_isa(before)
+
+
+# ---- the suite's slices: markers (registered in pyproject.toml) given by file, fixture and name, so that test bodies
+# need no decorator; `uv run pytest -m "not slow and not browser"` is the developers' fast slice ----
+import lab.browser  # noqa: E402
+
+from physai.exceptions import PhysaiError  # noqa: E402
+
+pytest_plugins = ["pytester"]                     # tests/test_slices.py runs the guard below on a file of its own
+
+#: files all of whose tests carry a marker
+FILE_MARKERS = {
+    "install": {"test_install.py"},                                           # builds a wheel and a virtual environment
+    "slow": {"test_install.py", "test_lesson11_experiments.py"},             # ... and runs lesson 11's scripts in fixtures
+    "cluster": {"test_dask_example.py"},                                      # starts a Dask distributed cluster
+    "compiled": {"test_backend.py", "test_constraints_native.py", "test_native_vs_numpy.py", "test_threads.py"},
+}
+#: tests that run the compiled backend by name in their body (parametrized ones are found by their backend="native")
+COMPILED = {
+    "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays"},
+    "test_contact_simulation.py": {"test_a_diverging_contact_run_names_its_deepest_contact", "test_numpy_backend_gives_the_same_run"},
+    "test_derivatives.py": {"test_bad_input_is_named", "test_overflowing_velocities_are_named",
+                            "test_step_derivatives_batch_and_backends_agree"},
+    "test_frames.py": {"test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion",
+                       "test_frame_motion_is_the_same_on_both_backends", "test_frame_motion_of_one_state_and_bad_input"},
+    "test_kinematics.py": {"test_body_poses_equal_mujocos"},
+    "test_rollout.py": {
+        "test_a_divergence_before_a_lower_index_failure_is_named", "test_a_diverging_trajectory_is_named",
+        "test_a_failure_before_a_lower_index_divergence_is_named", "test_a_singular_mass_matrix_is_named_alike_on_both_backends",
+        "test_a_zero_quaternion_is_refused_by_name", "test_the_first_divergence_in_time_is_named",
+    },
+}
+#: fixtures whose users carry a marker: the headless Chromium page, the compiled kernel's instruction sets
+FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
+#: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
+#: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
+SLOW = {
+    "test_11_rigid_body_dynamics.py": {
+        "test_bias_and_gravity_match_qfrc_bias", "test_forward_dynamics_matches_mj_forward",
+        "test_pendulum_bias_and_gravity_match_qfrc_bias", "test_pendulum_energy_matches_mujoco",
+        "test_pendulum_forward_dynamics_matches_mj_forward", "test_pendulum_rnea_matches_mj_inverse_and_hand_formula",
+        "test_rnea_matches_mj_inverse", "test_semi_implicit_euler_reproduces_mj_step_for_10_s",
+    },
+    "test_acceptance.py": {
+        "test_all_checks_pass", "test_fake_coriolis_matrices_fail", "test_wrong_armature_fails_the_balance",
+    },
+    "test_architecture.py": {
+        "test_imports_point_down", "test_no_import_inside_a_function", "test_no_private_name_of_another_module",
+        "test_the_lesson_and_the_engine_stand_alone",
+    },
+    "test_backend.py": {
+        "test_map_states_over_dask_arrays", "test_physai_backend_numpy_selects_the_reference_at_import",
+        "test_physai_isa_chooses_the_variant_at_import", "test_threads_do_not_change_results",
+    },
+    "test_check11.py": {
+        "test_a_missing_step_and_a_missing_import_are_named", "test_armature_left_out_of_the_mass_matrix",
+        "test_gravity_with_the_wrong_sign", "test_physai_dynamics_passes_every_step",
+        "test_rnea_that_matches_qfrc_inverse_instead",
+    },
+    "test_cli_check.py": {"test_humanoids_pass", "test_passes"},
+    "test_cli_verify.py": {
+        "test_humanoids_pass", "test_panda_home_matches_mujoco",
+        "test_states_are_checks_random_states_within_verifys_ranges", "test_the_constraints_table_on_the_g1",
+    },
+    "test_collision.py": {
+        "test_box_box_matches_mujoco_face_and_edge_contacts", "test_broad_phase_tests_near_pairs_only",
+        "test_compiled_convex_mesh_contacts_step_as_mj_step", "test_convex_mesh_contacts_step_as_mj_step",
+        "test_convex_meshes_at_random_poses_match_mj_collision", "test_convex_meshes_on_a_plane_match_mj_collision",
+        "test_menagerie_scenes_match_mj_collision", "test_random_scenes_match_mj_collision",
+        "test_urdf_collision_geoms_match_mujocos_urdf_import",
+    },
+    "test_constraints.py": {
+        "test_contacts_of_another_model_are_refused", "test_discrete_inverse_equals_invdiscrete",
+        "test_forward_at_defaults_is_as_close_as_mujocos", "test_forward_equals_mujocos_at_tight_tolerance",
+        "test_g1_along_its_steps", "test_inverse_equals_mj_inverse", "test_invweight0_equals_mujocos",
+        "test_robot_forward_and_inverse", "test_robot_rows_equal_mujocos", "test_rows_equal_mujocos",
+    },
+    "test_constraints_native.py": {
+        "test_a_batch_equals_the_numpy_reference", "test_forward_equals_the_numpy_reference",
+        "test_g1_standing_equals_the_numpy_reference_and_mujoco", "test_rows_and_inverse_equal_the_numpy_reference",
+    },
+    "test_contact_simulation.py": {
+        "test_a_closed_loop_of_steps_follows_mj_step", "test_a_stack_of_boxes_follows_mj_step",
+        "test_constraint_functions_find_their_own_contacts",
+        "test_models_with_pairs_physai_cannot_collide_are_refused", "test_numpy_backend_gives_the_same_run",
+        "test_one_step_on_random_scenes_matches_mj_step", "test_one_step_on_the_falling_h1_matches_mj_step",
+        "test_trajectory_matches_mj_step",
+    },
+    "test_coriolis.py": {
+        "test_c_qd_is_bias_minus_gravity", "test_mdot_minus_2c_is_skew_and_passive",
+        "test_panda_coriolis_matches_pinocchio_mjcf_parser", "test_velocity_derivative_of_bias_is_2c",
+    },
+    "test_dask_example.py": {"test_dask_rnea_example_writes_what_the_direct_call_gives"},
+    "test_derivatives.py": {
+        "test_rnea_derivatives_against_central_differences", "test_step_derivatives_batch_and_backends_agree",
+    },
+    "test_docs.py": {"test_readme_example_runs"},
+    "test_engine.py": {
+        "test_a_zero_quaternion_in_integrate_is_named", "test_data_against_mujocos_stages",
+        "test_far_from_the_origin_keeps_its_digits", "test_free_joint_is_three_slides_and_a_ball",
+        "test_not_finite_or_not_numbers", "test_sizes", "test_teaching_layer_agrees", "test_wrong_length",
+    },
+    "test_examples.py": {
+        "test_contact_example_follows_mj_step", "test_ik_reaches_the_h1_targets_within_its_ranges",
+        "test_lqr_from_step_derivatives_balances_the_arm_upright",
+        "test_operational_space_control_keeps_the_panda_hand_on_its_circle",
+    },
+    "test_extras.py": {
+        "test_a_missing_extra_is_named", "test_every_physai_module_imports_without_the_extras",
+        "test_the_core_imports_no_extra",
+    },
+    "test_forces.py": {
+        "test_actuator_force_matches_qfrc_actuator_with_clamping",
+        "test_actuator_velocity_derivative_is_the_derivative", "test_applied_force_matches_mj_applyFT_and_qfrc_smooth",
+        "test_constraint_force_matches_qfrc_constraint", "test_full_balance_on_the_panda",
+        "test_passive_force_matches_qfrc_passive",
+    },
+    "test_frames.py": {
+        "test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion",
+        "test_frame_jacobians_equal_pinocchio_in_its_three_references",
+        "test_frame_motion_is_the_same_on_both_backends", "test_frame_poses_equal_mujoco_sites_and_bodies",
+    },
+    "test_hostile_input.py": {
+        "test_body_jacobians_keep_their_digits_far_from_the_origin", "test_forward_dynamics_names_a_bad_warm_start",
+        "test_forward_dynamics_takes_a_warm_start_of_any_layout", "test_task_space_names_bad_tasks",
+    },
+    "test_identification.py": {
+        "test_base_parameters", "test_h1_against_pinocchio_through_the_conventions",
+        "test_identification_experiment_core", "test_known_base_parameter_counts", "test_panda_against_pinocchio",
+        "test_regressor_times_parameters_is_rnea",
+    },
+    "test_integrators.py": {
+        "test_damped_pendulum_reproduces_mj_step", "test_free_and_ball_joints_follow_mj_step_for_1_s",
+        "test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term",
+        "test_panda_2_s_with_home_ctrl_reproduces_mj_step", "test_pendulum_10_s_reproduces_mj_step",
+    },
+    "test_inverse.py": {
+        "test_analytic_accelerations_do_not_replay", "test_discrete_inverse_equals_mj_inverse_with_invdiscrete",
+        "test_discrete_inverse_on_the_panda_with_servos_and_a_finger_tendon",
+        "test_rk4_shooting_replays_onto_the_samples", "test_rk4_shooting_with_finite_difference_jacobian_agrees",
+    },
+    "test_jacobians.py": {
+        "test_body_jacobian_matches_mj_jacBody_and_mj_jacBodyCom", "test_point_jacobian_matches_mj_jac_at_any_point",
+    },
+    "test_kinematics.py": {"test_body_poses_equal_mujocos"},
+    "test_lab.py": {"test_first_run_installs_the_npm_packages_into_the_cache_folder", "test_node_lib"},
+    "test_lab_server.py": {
+        "test_a_slow_sender_is_cut_off_at_the_request_deadline",
+        "test_idle_connections_do_not_block_a_request_and_are_closed", "test_only_loopback_host_headers_are_answered",
+    },
+    "test_lesson_reader.py": {"test_no_lesson_text_makes_reading_fail"},
+    "test_listings.py": {
+        "test_cross_check_printed_lines_are_the_published_ones", "test_l6_2_manipulator_equation_properties",
+        "test_l7_1_armature_and_damping_against_mujoco", "test_l7_1_balance_energy_and_spectrum_against_mujoco",
+        "test_l7_1_two_link_arm_against_mujoco", "test_l7_2_box_holding_forces_against_mj_inverse",
+        "test_l7_2_inverse_undoes_forward", "test_l7_2_torques_replay_exactly_only_when_consistent",
+    },
+    "test_mjcourse.py": {"test_the_lesson_listings_run_where_the_lessons_say"},
+    "test_model_cache.py": {
+        "test_a_cached_load_is_the_same_model", "test_another_robots_file_under_this_name_is_recompiled",
+        "test_flipped_bytes_are_recompiled",
+    },
+    "test_native_vs_numpy.py": {
+        "test_native_equals_numpy", "test_rollout_is_simulate_from_each_start",
+        "test_rollout_with_every_input_equals_numpy",
+    },
+    "test_pinocchio.py": {"test_converted_model_matches_the_tree", "test_mjcf_parser_agrees"},
+    "test_random_trees.py": {
+        "test_every_integrator_follows_mj_step_on_trees_with_free_joints", "test_every_joint_type_matches_mujoco",
+        "test_random_tree_matches_mujoco",
+    },
+    "test_rollout.py": {
+        "test_a_diverging_trajectory_is_named", "test_rollout_equals_mujoco_rollout",
+        "test_the_first_divergence_in_time_is_named",
+    },
+    "test_seed_experiments.py": {
+        "test_challenge_passivity", "test_challenge_rk4_vs_euler", "test_contact_inverse",
+        "test_point_mass_arm_checks",
+    },
+    "test_spatial.py": {"test_log_jacobians_equal_finite_differences_and_pinocchio"},
+    "test_task_space.py": {"test_inertia_pseudo_inverse_and_bias_equal_mujoco_formulas"},
+    "test_threads.py": {
+        "test_a_forked_child_runs_batches_on_a_pool_of_its_own",
+        "test_a_signal_handler_may_run_batches_during_a_batch", "test_ctrl_c_stops_a_long_compiled_run",
+    },
+    "test_urdf.py": {
+        "test_a_long_chain_needs_no_recursion", "test_building_a_chain_is_linear_in_its_links",
+        "test_example_robot_data_arms_match_pinocchio",
+    },
+}
+
+
+def _markers_of(item) -> set[str]:
+    """The slices a collected test belongs to, from its file, its fixtures, its name and its backend parameter."""
+    file, name = item.path.name, getattr(item, "originalname", item.name)
+    found = {marker for marker, files in FILE_MARKERS.items() if file in files}
+    found |= {marker for fixture, marker in FIXTURE_MARKERS.items() if fixture in getattr(item, "fixturenames", ())}
+    found |= {marker for marker, names in (("slow", SLOW), ("compiled", COMPILED)) if name in names.get(file, ())}
+    if getattr(item, "callspec", None) is not None and item.callspec.params.get("backend") == "native":
+        found.add("compiled")
+    return found
+
+
+@pytest.hookimpl(tryfirst=True)                    # before -m selects by marker
+def pytest_collection_modifyitems(items):
+    for item in items:
+        for marker in sorted(_markers_of(item)):
+            item.add_marker(marker)
+
+
+def _no_chromium() -> str | None:
+    try:
+        lab.browser.chromium_executable()
+    except PhysaiError as exc:
+        return str(exc)
+    return None
+
+
+def _no_extension() -> str | None:
+    return None if native.available() else ("the compiled extension physai.engine._native is not built (no C++ compiler "
+                                            "when physai was installed: uv sync --reinstall-package physai with one)")
+
+
+#: marker -> why a test with it cannot run on this machine (None: it can)
+REQUIREMENTS = {"browser": _no_chromium, "compiled": _no_extension}
+
+
+def in_ci() -> bool:
+    """On CI (CI=true, as CI runners set it): every test must run, so a missing requirement fails instead of skipping."""
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+@pytest.hookimpl(tryfirst=True)                    # before the test's fixtures are set up
+def pytest_runtest_setup(item):
+    for marker, missing in REQUIREMENTS.items():
+        reason = missing() if item.get_closest_marker(marker) else None
+        if reason and in_ci():
+            pytest.fail(f"CI runs every test, and this one ({marker}) cannot run here: {reason}", pytrace=False)
+        if reason:
+            pytest.skip(f"{marker}: {reason}")

@@ -19,7 +19,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: lowest first; modules in one layer may not import each other
 LAYERS = [
     ["physai", "physai.exceptions"],
-    ["physai.spatial", "physai.validation", "physai.linalg"],
+    ["physai.spatial", "physai.validation", "physai.linalg", "physai.extras"],
     ["physai.joints", "physai.models", "physai.engine.geoms"],
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
@@ -46,7 +46,7 @@ LAYERS = [
 RANK = {name: k for k, layer in enumerate(LAYERS) for name in layer}
 #: what the lesson's text may use; what the engine may use outside itself
 LESSON_DEPENDS_ON = {"physai", "physai.exceptions", "physai.spatial", "physai.validation", "physai.linalg", "physai.models"}
-ENGINE_DEPENDS_ON = LESSON_DEPENDS_ON | {"physai.joints"}
+ENGINE_DEPENDS_ON = LESSON_DEPENDS_ON | {"physai.joints", "physai.extras"}
 
 
 def module_name(path: Path) -> str:

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from matplotlib.figure import Figure   # no pyplot: a file-only figure, quicker to import
 
 from physai import dynamics as dyn
 from physai import models
+from physai.extras import require
 from physai.lessons import Transcript, bound
 from physai.lessons import lesson11 as L
 
@@ -166,7 +166,8 @@ def plot(table: L.EnergyTable, path: Path) -> None:
     """energy_drift.png: final E - E0 against timestep (log axis), one line per integrator."""
     styles = {"Euler": ("o-", 2.5), "implicitfast": ("x--", 1.2), "RK4": ("s-", 2.0), "implicit": ("^-", 2.0)}
     ms = [dt * 1000 for dt in table.timesteps]
-    fig = Figure(figsize=(7, 4.5), dpi=120)
+    figure = require("matplotlib.figure", "plot", "lesson 11's energy plot")    # no pyplot: a file-only figure
+    fig = figure.Figure(figsize=(7, 4.5), dpi=120)
     ax = fig.subplots()
     for name, cells in table.rows.items():
         style, width = styles.get(name, (".-", 1.5))

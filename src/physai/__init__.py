@@ -26,6 +26,7 @@ Modules, one concept each:
     urdf          URDF robots as the lesson's Trees (from physai.engine.urdf's safe parse, inertial rpy kept)
     lab           the lessons' interactive labs in the browser (physai lab)
     exceptions    one exception per kind of bad input
+    extras        optional dependencies by need (lab, plot, dask): imported on first use, a missing one named
 """
 
 __version__ = "0.1.0"

