@@ -218,7 +218,8 @@ def _finite(result, what: str):
     """result, or InvalidStateError naming `what` (result's qacc or tau) and the first state where it is not finite:
     finite inputs that overflowed (velocities of 1e300)."""
     x = getattr(result, what)
-    batching.result(x.reshape(-1, x.shape[-1]).T, 0, what)
+    if not np.isfinite(x).all():
+        batching.result(x.reshape(-1, x.shape[-1]).T, 0, what)          # raises, naming the state
     return result
 
 

@@ -148,6 +148,9 @@ class Model:
     source model (the world excluded), njnt joints, nlink links (the engine's rigid units, one per hinge,
     slide or ball; four per free joint), gravity.
 
+    Construction checks the model's numbers (physai.engine.model_checks): a float field that is not finite or outside its
+    domain, a contact dimension other than 1, 3, 4 or 6 or unusable options raise InvalidModelError naming the field.
+
     compiled: the compiled engine's copy of the arrays (a physai.engine._native.Model), set by physai.engine.native on
     first use; None before, and without the compiled backend. Not a field and not pickled: each process makes its own.
 

@@ -20,9 +20,9 @@ MAXVAL = 1e10
 CONTACT_DIMS = (1, 3, 4, 6)
 #: the largest iteration count: MuJoCo's int
 MAX_ITERATIONS = 2**31 - 1
-#: (field, lowest, highest) of the float fields with a domain; every other float field needs only be finite
-RANGES = (("dof_frictionloss", 0.0, math.inf), ("dof_armature", 0.0, math.inf), ("body_mass", 0.0, math.inf),
-          ("geom_size", 0.0, MAXVAL), ("geom_friction", 0.0, MAXVAL), ("pair_friction", 0.0, MAXVAL))
+#: field: (lowest, highest) of the float fields with a domain; every other float field needs only be finite
+RANGES = {"dof_frictionloss": (0.0, math.inf), "dof_armature": (0.0, math.inf), "body_mass": (0.0, math.inf),
+          "geom_size": (0.0, MAXVAL), "geom_friction": (0.0, MAXVAL), "pair_friction": (0.0, MAXVAL)}
 #: the entity each field prefix belongs to, with the Model (or Geoms) attribute holding its names
 OWNERS = {"jnt": ("joint", "jnt_name"), "body": ("body", "body_name"), "eq": ("equality", "eq_name"),
           "site": ("site", "site_name"), "geom": ("geom", "geom_name")}
@@ -33,7 +33,9 @@ def check(model) -> None:
     outside its domain (RANGES), a contact dimension other than 1, 3, 4 or 6 (geom_condim, pair_dim), or options
     check_options refuses."""
     for owner, name, value in _float_fields(model):
-        low, high = next(((lo, hi) for f, lo, hi in RANGES if f == name), (-math.inf, math.inf))
+        low, high = RANGES.get(name, (-math.inf, math.inf))
+        if name not in RANGES and np.isfinite(value).all():           # the common case: one pass
+            continue
         bad = ~(np.isfinite(value) & (value >= low) & (value <= high))
         if bad.any():
             index = tuple(int(k) for k in np.argwhere(bad)[0])
