@@ -226,10 +226,10 @@ inline const char *check_constraints(const Model &m) {
         for (int64_t j = m.body_jntadr[b]; j < m.body_jntadr[b] + m.body_jntnum[b]; j++)
             if (m.jnt_bodyid[j] != b) return "body_jntadr";
     }
-    for (int64_t g = 0; g < m.ngeom; g++)
+    for (int64_t g = 0; g < m.ngeom; g++) {
         if (m.geom_bodyid[g] < -1 || m.geom_bodyid[g] >= m.nbody) return "geom_bodyid";
-    for (int64_t g = 0; g < m.ngeom; g++)
-        if (m.geom_type[g] < 0 || m.geom_type[g] > 8) return "geom_type";                // mjtGeom
+        if (m.geom_type[g] < 0 || m.geom_type[g] > 8) return "geom_type";                 // mjtGeom's numbers
+    }
     for (int64_t k = 0; k < m.ncand; k++) {
         for (int a = 0; a < 2; a++)
             if (m.cand_geom[2 * k + a] < 0 || m.cand_geom[2 * k + a] >= m.ngeom) return "cand_geom";
