@@ -396,7 +396,7 @@ def test_per_dof_friction_of_a_free_joint_is_read_dof_by_dof():
     tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
     for backend in BACKENDS:
         qacc = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, tau, collision.from_mujoco(m, d)).qacc
-        assert np.abs(qacc - d.qacc).max() <= 1e-9 * max(1.0, np.abs(d.qacc).max())
+        assert np.abs(qacc - d.qacc).max() <= 1e-12 * max(1.0, np.abs(d.qacc).max())
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
