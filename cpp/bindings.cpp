@@ -390,7 +390,8 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.opt_frictionloss = f.size("opt_frictionloss"), m.opt_limit = f.size("opt_limit");
     m.opt_contact = f.size("opt_contact"), m.opt_refsafe = f.size("opt_refsafe");
     f.done();
-    if (const char *field = check_constraints(m)) f.invalid(field, "an index outside the model");
+    if (const char *field = check_constraints(m))
+        f.invalid(field, !std::strcmp(field, "cand_dim") ? "a contact dimension other than 1, 3, 4 or 6" : "an index outside the model");
     m.has_constraints = true;
 }
 
@@ -711,6 +712,9 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             (m.nv > 1 && PyArray_STRIDE(w, 1) != 8) || (N > 1 && PyArray_STRIDE(w, 0) != 8 * m.nv))
             throw nb::value_error("rollout: warm (N, nv), float64 in C order");
         r.warm_in = static_cast<const double *>(PyArray_DATA(w));
+        // a NaN or infinite start is refused, not taken as no start (the caller's full path names the entry)
+        if (!std::all_of(r.warm_in, r.warm_in + N * m.nv, [](double x) { return std::isfinite(x); }))
+            throw nb::value_error("rollout: warm holds NaN or infinity");
     }
     std::vector<int> failure(size_t(N), OK);
     r.failure = failure.data();

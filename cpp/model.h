@@ -228,11 +228,16 @@ inline const char *check_constraints(const Model &m) {
         for (int64_t j = m.body_jntadr[b]; j < m.body_jntadr[b] + m.body_jntnum[b]; j++)
             if (m.jnt_bodyid[j] != b) return "body_jntadr";
     }
-    for (int64_t g = 0; g < m.ngeom; g++)
+    for (int64_t g = 0; g < m.ngeom; g++) {
         if (m.geom_bodyid[g] < -1 || m.geom_bodyid[g] >= m.nbody) return "geom_bodyid";
-    for (int64_t k = 0; k < m.ncand; k++)
+        if (m.geom_type[g] < 0 || m.geom_type[g] > 8) return "geom_type";                 // mjtGeom's numbers
+    }
+    for (int64_t k = 0; k < m.ncand; k++) {
         for (int a = 0; a < 2; a++)
             if (m.cand_geom[2 * k + a] < 0 || m.cand_geom[2 * k + a] >= m.ngeom) return "cand_geom";
+        int64_t dim = m.cand_dim[k];                                                       // a contact's rows: 1, 3, 4, 6
+        if (dim != 1 && dim != 3 && dim != 4 && dim != 6) return "cand_dim";
+    }
     for (int64_t k = 0; k < m.nmissing; k++)
         for (int a = 0; a < 2; a++)
             if (m.missing_geom[2 * k + a] < 0 || m.missing_geom[2 * k + a] >= m.ngeom) return "missing_geom";

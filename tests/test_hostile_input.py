@@ -8,7 +8,8 @@ import pytest
 from physai import collision, constraints, conventions, engine, identification, integrators, jacobians, models
 from physai.cli import main
 from physai.energy_drift import EnergyMonitor, check_energy_drift
-from physai.exceptions import InvalidArgumentError, InvalidInertiaError, InvalidModelError, InvalidStateError, ShapeError
+from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidInertiaError, InvalidModelError, InvalidStateError,
+                               ShapeError)
 
 from helpers import constraint_scene, load, run
 
@@ -283,3 +284,279 @@ def test_steps_whose_outputs_cannot_fit_in_memory_are_refused(pendulum, backend,
     with pytest.raises(InvalidArgumentError, match=r"steps=1000000000000000000: the outputs of 1 run\(s\) would take "
                                                    r"4\.8e\+10 GB"):
         run(backend, f, pendulum, q, np.zeros_like(q), 0.01, 10**18)
+
+
+# ---------------------------------------------------------------- issue V: model data, contact sets, results (items 5, 6, 8, 11, 12)
+
+def _scene(edit=None, seed: int = 1) -> mujoco.MjModel:
+    """The random constraint scene of seed 1 (a free root on a plane, joints with limits and friction loss, a connect, a
+    weld and a joint equality), edited by edit(m)."""
+    from helpers import constraint_scene_xml
+    m = mujoco.MjModel.from_xml_string(constraint_scene_xml(seed))
+    if edit is not None:
+        edit(m)
+    return m
+
+
+def _set(field: str, index, value):
+    return lambda m: getattr(m, field).__setitem__(index, value)
+
+
+def _option(name: str, value):
+    return lambda m: setattr(m.opt, name, value)
+
+
+NAN_DATA = [  # model data MuJoCo turns into NaN accelerations: physai gave finite ones
+    (_option("impratio", np.nan), InvalidModelError, "opt.impratio is nan: expected a finite number >= 0"),
+    (_option("timestep", np.nan), InvalidModelError, "opt.timestep is nan: expected a finite number > 0"),
+    (_set("dof_frictionloss", 3, np.nan), InvalidModelError,
+     r"dof_frictionloss\[3\] \(joint 'joint0'\) is nan: expected a finite value >= 0"),
+    (_set("eq_data", (0, 0), np.nan), InvalidModelError, r"eq_data\[0, 0\] \(equality 'equality0'\) is nan"),
+]
+BAD_DATA = NAN_DATA + [  # tracebacks (LinAlgError), "the mass matrix is singular", or a crash of the compiled simulation
+    (_set("jnt_solimp", (1, 0), np.nan), InvalidModelError, r"jnt_solimp\[1, 0\] \(joint 'j1'\) is nan: expected a finite value"),
+    (_option("impratio", np.inf), InvalidModelError, "opt.impratio is inf: expected a finite number >= 0"),
+    (_set("body_inertia", (1, 0), np.inf), InvalidInertiaError, "body 'b0': inertia has entries that are not finite"),
+    (_set("body_iquat", (1, 0), np.nan), InvalidInertiaError, "body 'b0': inertia has entries that are not finite"),
+    (_set("geom_size", (1, 0), 1e300), InvalidModelError, r"geom_size\[1, 0\] is 1e\+300: expected a value in \[0, 1e\+10\]"),
+    (_set("geom_friction", (1, 0), 1e300), InvalidModelError, r"geom_friction\[1, 0\] is 1e\+300: expected a value in"),
+    (_option("iterations", -5), InvalidModelError, r"opt.iterations is -5: expected a whole number in 0..2147483647"),
+    (_set("geom_condim", slice(None), 8), InvalidModelError, r"geom_condim\[0\] is 8: expected a contact dimension 1, 3, 4 or 6"),
+    (_set("geom_condim", slice(None), 7), InvalidModelError, r"geom_condim\[0\] is 7"),
+    (_set("geom_condim", slice(None), 100000), InvalidModelError, r"geom_condim\[0\] is 100000"),
+    (_set("geom_condim", slice(None), 0), InvalidModelError, r"geom_condim\[0\] is 0"),
+    (_set("geom_condim", slice(None), -3), InvalidModelError, r"geom_condim\[0\] is -3"),
+]
+
+
+@pytest.mark.parametrize("edit, error, message", NAN_DATA)
+def test_mujoco_turns_the_refused_nan_model_data_into_nan(edit, error, message):
+    """The NaN model data physai refuses (test_non_finite_or_out_of_range_model_data_is_refused_at_load) gives MuJoCo
+    non-finite accelerations: no finite answer exists to reproduce."""
+    m = _scene(edit)
+    d = mujoco.MjData(m)
+    d.qpos[2] = 0.05
+    mujoco.mj_forward(m, d)
+    assert not np.isfinite(d.qacc).all()
+
+
+@pytest.mark.parametrize("edit, error, message", BAD_DATA)
+def test_non_finite_or_out_of_range_model_data_is_refused_at_load(edit, error, message):
+    with pytest.raises(error, match=message):
+        engine.from_mujoco(_scene(edit))
+
+
+#: the calls that take an MjModel and compute contacts: f(m, q, qd)
+CONTACT_CALLS = {
+    "simulate": lambda m, q, qd: integrators.simulate(m, q, qd, 0.002, 5, constraints=True),
+    "step": lambda m, q, qd: integrators.step(m, q, qd, 0.002, constraints=True),
+    "rollout": lambda m, q, qd: integrators.rollout(m, q[None], qd[None], 0.002, 5, constraints=True),
+    "detect": lambda m, q, qd: collision.detect(m, q),
+    "forward_dynamics": lambda m, q, qd: constraints.forward_dynamics(m, q, qd, np.zeros(m.nv)),
+}
+PAIR = ('<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/><body pos="0 0 .1"><freejoint/>'
+        '<geom name="ball" size=".1"/></body></worldbody><contact><pair geom1="floor" geom2="ball"/></contact></mujoco>')
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("call", list(CONTACT_CALLS))
+@pytest.mark.parametrize("edit, message", [(_set("geom_condim", slice(None), 8), r"geom_condim\[0\] is 8"),
+                                           (_set("geom_condim", slice(None), 0), r"geom_condim\[0\] is 0"),
+                                           (_set("pair_dim", slice(None), 9), r"pair_dim\[0\] is 9")])
+def test_a_contact_dimension_other_than_1_3_4_6_is_refused_on_every_path(backend, call, edit, message):
+    """condim 8 made the compiled constrained simulation write past its rows (free(): invalid pointer), 100000 hang it,
+    0 raise a bare C++ length error; pair_dim 9 the same: refused by name wherever the MjModel enters."""
+    m = mujoco.MjModel.from_xml_string(PAIR) if "pair" in message else _scene()
+    edit(m)
+    with pytest.raises(InvalidModelError, match=message):
+        run(backend, CONTACT_CALLS[call], m, m.qpos0.copy(), np.zeros(m.nv))
+
+
+def test_the_compiled_model_refuses_a_contact_dimension_outside_1_3_4_6():
+    """The compiled model checks the contact dimensions it sizes its rows by (cand_dim) when it reads them."""
+    from physai.engine import _native, native
+    from physai.engine.constraint import invweight0
+
+    model = engine.from_mujoco(_scene())
+    fields = native.constraint_fields(model, *invweight0(model))
+    for dim in (8, 0, -1, 100000):
+        with pytest.raises(ValueError, match="cand_dim: a contact dimension other than 1, 3, 4 or 6"):
+            _native.Model(native.fields(model)).add_constraints({**fields, "cand_dim": fields["cand_dim"] * 0 + dim})
+
+
+def test_per_dof_friction_of_a_free_joint_is_read_dof_by_dof():
+    """A free joint's six dofs each keep their own frictionloss (physai read the first dof's for all six)."""
+    m, d = constraint_scene(1, "pyramidal", 3)
+    m.dof_frictionloss[:6] = [0.0, 0.1, 0.2, 0.3, 0.4, 0.5]
+    model = engine.from_mujoco(m)
+    np.testing.assert_array_equal(model.dof_frictionloss, m.dof_frictionloss)
+    np.testing.assert_array_equal(model.dof_solref, m.dof_solref)
+    np.testing.assert_array_equal(model.dof_solimp, m.dof_solimp)
+    mujoco.mj_forward(m, d)
+    tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    for backend in BACKENDS:
+        qacc = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, tau, collision.from_mujoco(m, d)).qacc
+        assert np.abs(qacc - d.qacc).max() <= 1e-12 * max(1.0, np.abs(d.qacc).max())
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_constraint_dynamics_name_an_overflow(backend):
+    """qd[3] = 1e300: every entry of qacc and tau was NaN without a word (engine.forward_dynamics names it)."""
+    m, d = constraint_scene(1, "pyramidal", 3)
+    model = engine.from_mujoco(m)
+    qd = d.qvel.copy()
+    qd[3] = 1e300
+    with pytest.raises(InvalidStateError, match="^qacc is not finite at state 0 although the inputs are"):
+        run(backend, constraints.forward_dynamics, model, d.qpos, qd, np.zeros(m.nv))
+    with pytest.raises(InvalidStateError, match="^tau is not finite at state 1 although the inputs are"):
+        run(backend, constraints.inverse_dynamics, model, np.stack([d.qpos] * 2), np.stack([d.qvel, qd]), np.zeros((2, m.nv)))
+    with pytest.raises(InvalidStateError, match="forward dynamics is not finite at state 0"):
+        run(backend, engine.forward_dynamics, model, d.qpos, qd, np.zeros(m.nv))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_step_refuses_a_nan_warm_start_and_a_return_warmstart_that_is_not_a_bool(backend):
+    m, d = constraint_scene(1, "pyramidal", 3)
+    model = engine.from_mujoco(m)
+    warm = np.zeros(m.nv)
+    warm[2] = np.nan
+    for q, qd, w in ((d.qpos, d.qvel, warm), (np.stack([d.qpos] * 3), np.stack([d.qvel] * 3), np.stack([warm * 0, warm * 0, warm]))):
+        with pytest.raises(InvalidStateError, match=r"qacc_warmstart\[.*2\] is nan"):
+            run(backend, integrators.step, model, q, qd, 0.002, constraints=True, qacc_warmstart=w)
+    with pytest.raises(InvalidArgumentError, match="return_warmstart must be True or False, got 'no'"):
+        run(backend, integrators.step, model, d.qpos, d.qvel, 0.002, constraints=True, return_warmstart="no")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_iteration_limits_beyond_mujocos_int_are_refused(backend):
+    m, d = constraint_scene(1, "pyramidal", 3)
+    for iterations in (2**63, 2**31):
+        with pytest.raises(InvalidArgumentError, match=r"iterations must be a whole number in 1..2147483647"):
+            run(backend, constraints.forward_dynamics, m, d.qpos, d.qvel, np.zeros(m.nv), iterations=iterations)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("change, error, message", [
+    (lambda c: dict(frame=np.zeros_like(c.frame)), InvalidArgumentError, "contact 0's frame is not orthonormal"),
+    (lambda c: dict(frame=2 * c.frame), InvalidArgumentError, "contact 0's frame is not orthonormal"),
+    (lambda c: dict(friction=0 * c.friction), InvalidArgumentError,
+     r"contact 0 has dim 3 and friction\[0\] = 0: a contact with friction needs its first dim - 1 coefficients >= 1e-05"),
+    (lambda c: dict(friction=np.where(np.arange(5) == 1, -1.0, c.friction)), InvalidArgumentError, r"friction\[1\] = -1"),
+    (lambda c: dict(nbody="2"), InvalidArgumentError, "contacts.nbody is '2': expected a whole number >= 0"),
+    (lambda c: dict(nbody=2.5), InvalidArgumentError, "contacts.nbody is 2.5"),
+    (lambda c: dict(nbody=True), InvalidArgumentError, "contacts.nbody is True"),
+])
+def test_contact_sets_refuse_frames_frictions_and_body_counts_that_cannot_be(backend, change, error, message):
+    """All-zero frames gave free fall, friction 0 with dim 3 "the mass matrix is singular", nbody '2' a numpy ufunc error."""
+    import dataclasses
+    m, d = constraint_scene(1, "pyramidal", 3)
+    model = engine.from_mujoco(m)
+    contacts = collision.detect(model, d.qpos)
+    assert len(contacts) and (contacts.dim == 3).all()
+    with pytest.raises(error, match=message):
+        run(backend, lambda: constraints.forward_dynamics(model, d.qpos, d.qvel, np.zeros(m.nv),
+                                                          dataclasses.replace(contacts, **change(contacts))))
+
+
+def test_an_empty_contact_set_needs_a_body_count():
+    from physai.engine.contact import ContactSet
+    with pytest.raises(InvalidArgumentError, match="contacts.nbody is -1: expected a whole number >= 0"):
+        ContactSet.empty(-1)
+    assert len(ContactSet.empty(np.int64(3))) == 0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_moving_body_without_mass_is_named_with_constraints(backend):
+    """MuJoCo's compiler refuses a moving body without mass; one set to zero after it gave LinAlgError (invweight0)."""
+    m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 .1"/><body name="light" pos="0 0 .5">'
+                                       '<freejoint/><geom size=".1"/></body></worldbody></mujoco>')
+    m.body_mass[1], m.body_inertia[1] = 0.0, 0.0
+    model = engine.from_mujoco(m)
+    for call in (lambda: constraints.forward_dynamics(model, m.qpos0, np.zeros(m.nv), np.zeros(m.nv)),
+                 lambda: integrators.step(model, m.qpos0, np.zeros(m.nv), 0.002, constraints=True)):
+        with pytest.raises(InvalidModelError, match=r"the mass matrix at qpos0 is singular.*bodies without mass that move: "
+                                                    r"'light'"):
+            run(backend, call)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stiff_weld_that_diverges_under_rk4_is_a_divergence(backend):
+    """A weld with solref="-1e9 -1" (stiffness 1e9) is unstable at dt = 2 ms, in MuJoCo too (its qacc warning); the NumPy
+    RK4 reported the NaN inside a stage as "the mass matrix is singular ... moves no mass"."""
+    xml = ('<mujoco><option integrator="RK4"/><worldbody><body name="a" pos="0 0 .5"><freejoint/><geom size=".1"/></body>'
+           '</worldbody><equality><weld body1="a" solref="-1e9 -1"/></equality></mujoco>')
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    d.qpos[:] = m.qpos0 + 0.01
+    for _ in range(10):
+        mujoco.mj_step(m, d)
+    assert d.warning[mujoco.mjtWarning.mjWARN_BADQACC].number > 0
+    with pytest.raises(DivergenceError, match="the simulation diverged at step 3 .* with the rk4 integrator"):
+        run(backend, integrators.simulate, engine.from_mujoco(m), m.qpos0 + 0.01, np.zeros(m.nv), 0.002, 10, "rk4",
+            constraints=True)
+
+
+def test_a_mesh_polygon_on_a_vertex_outside_its_mesh_is_named():
+    m = models.load("unitree_g1")
+    m.mesh_polyvert[:] = -5
+    with pytest.raises(InvalidModelError, match=r"mesh_polyvert of mesh \d+ \('\w+'\) holds -5: expected indices of its"):
+        engine.from_mujoco(m)
+
+
+def test_a_body_whose_name_starts_with_body_colon_is_found_by_it():
+    """A body named "body:x" was reachable only as "body:body:x", and the error suggested the very name that failed."""
+    from physai import kinematics
+    from physai.exceptions import UnknownFrameError
+    m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body name="body:x" pos="1 2 3"><joint/><geom size=".1"/></body>'
+                                       '<body name="y" pos="0 0 1"><joint/><geom size=".1"/><site name="s" pos=".5 0 0"/></body>'
+                                       '</worldbody></mujoco>')
+    model = engine.from_mujoco(m)
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    for name in ("body:x", "body:body:x"):
+        assert model.frame(name)[0] == 0
+        np.testing.assert_allclose(kinematics.frame_poses(model, m.qpos0, [name])[0][0], d.xpos[1], atol=1e-15)
+    assert model.frame("site:s")[0] == model.frame("y")[0] == 1
+    with pytest.raises(UnknownFrameError, match=r"no site or body named 'body:z'\. Did you mean 'body:x'\?"):
+        model.frame("body:z")
+    with pytest.raises(UnknownFrameError) as error:
+        model.frame("site:body:x")
+    assert "Did you mean 'site:body:x'" not in str(error.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_errors_of_step_name_the_state_of_the_step(tree, backend):
+    """step's errors said "trajectory 3 of the rollout at step 1", the words of rollout."""
+    q, qd = engine.random_states(tree, 5, 1)
+    qd[3] = 1e200
+    with pytest.raises(DivergenceError, match=r"^state 3 of the step diverged \(t = 0.01 s\) with the rk4 integrator"):
+        run(backend, integrators.step, tree, q, qd, 0.01, "rk4")
+    with pytest.raises(DivergenceError, match=r"^the step diverged \(t = 0.01 s\)"):
+        run(backend, integrators.step, tree, q[3], qd[3], 0.01, "rk4")
+    q[2, 3:7] = 0.0
+    with pytest.raises(InvalidStateError, match=r"^state 2 of the step: q\[3:7\] is a zero quaternion"):
+        run(backend, integrators.step, tree, q, qd * 0, 0.01)
+
+
+@pytest.mark.parametrize("command", ["check", "verify"])
+def test_cli_refuses_states_that_cannot_fit_in_memory(capsys, command):
+    assert main([command, "double_pendulum", "--states", "10000000000"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"physai {command}: error: --states 10000000000: the states and their results would " \
+                                    "take" in err and "GB of memory; expected fewer states" in err, err
+
+
+def test_a_nul_byte_in_a_labs_model_path_is_named(tmp_path, capsys):
+    """It reached the file system's calls: "ValueError: embedded null byte" (physai lab, lesson open, read_lesson)."""
+    from physai.lab.spec import load_lab
+    from physai.lesson.reader import read_lesson
+    from physai.exceptions import LabError
+    (tmp_path / "lab.json").write_text('{"model": "robot\\u0000.xml"}')
+    (tmp_path / "lesson.md").write_text('# L\n\n```lab simlab {"model": "robot\\u0000.xml"}\n```\n')
+    message = r"model 'robot\\x00.xml' holds a NUL byte; expected a model name or an MJCF .xml file"
+    for name in ("lab.json", "lesson.md"):
+        with pytest.raises(LabError, match=message):
+            load_lab(str(tmp_path / name))
+    assert any("holds a NUL byte" in note for note in read_lesson(tmp_path / "lesson.md").notes)
+    assert main(["lab", str(tmp_path / "lab.json"), "--no-browser", "--port", "0"]) == 2
+    assert "holds a NUL byte" in capsys.readouterr().err

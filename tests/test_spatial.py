@@ -125,3 +125,26 @@ def test_so3_right_jacobian_is_the_inverse_of_jlog3_and_equals_pinocchio(angle):
         Jr = spatial.so3_right_jacobian(w)
         assert np.abs(Jr @ spatial.so3_log_jacobian(spatial.so3_exp(w)) - np.eye(3)).max() <= 1e-12
         assert np.abs(Jr - pin.Jexp3(w)).max() <= 1e-12
+
+
+@pytest.mark.parametrize("T, message", [
+    (np.diag([2.0, 2.0, 2.0, 1.0]), r"T's rotation block is not a rotation: expected R\^T R = I"),
+    (np.diag([1.0, 1.0, -1.0, 1.0]), r"not a reflection; det R is -1"),
+    (np.r_[np.eye(4)[:3], [[1.0, 0.0, 0.0, 1.0]]], r"T's last row is not \(0, 0, 0, 1\)"),
+    (np.eye(4) + 0.5j, "T must be real numbers, got complex values"),
+])
+def test_se3_log_refuses_what_is_not_a_rigid_transform(T, message):
+    """A scaled rotation, a reflection, a bad last row and complex input used to give a twist (zeros, or the real parts)."""
+    from physai.exceptions import InvalidArgumentError
+    with pytest.raises(InvalidArgumentError, match=message):
+        spatial.se3_log(T)
+
+
+def test_so3_log_refuses_a_reflection_and_se3_exp_an_overflowing_twist():
+    from physai.exceptions import InvalidArgumentError
+    with pytest.raises(InvalidArgumentError, match="R is not a rotation"):
+        spatial.so3_log(-np.eye(3))
+    with pytest.raises(InvalidArgumentError, match="xi is too large: its result overflows"):
+        spatial.se3_exp(np.full(6, 1e300))
+    R = spatial.so3_exp([0.3, -0.2, 0.1])                      # a rotation off by rounding is still one
+    assert np.allclose(spatial.so3_exp(spatial.so3_log(R + 1e-12)), R, atol=1e-10)

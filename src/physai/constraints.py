@@ -31,7 +31,7 @@ import numpy as np
 
 from physai import collision, engine, validation
 from physai.engine import collision as engine_collision
-from physai.engine import constraint, native, smooth
+from physai.engine import batching, constraint, model_checks, native, smooth
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
 from physai.engine.forward import tree_cholesky_solve
@@ -191,12 +191,15 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     model = engine.as_model(model)
     if tolerance is not None:
         tolerance = validation.number("tolerance", tolerance, "scaled cost", positive=True)
-    if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or iterations < 1):
-        raise InvalidArgumentError(f"iterations must be a whole number >= 1, got {iterations!r}")
+    if iterations is not None and (isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)) or
+                                   not 1 <= iterations <= model_checks.MAX_ITERATIONS):
+        raise InvalidArgumentError(f"iterations must be a whole number in 1..{model_checks.MAX_ITERATIONS} (MuJoCo's int), "
+                                   f"got {iterations!r}")
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
     if native.on:
-        return _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data)
+        return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
+                       "qacc")
     model, states, batch = _states(model, data, contacts, eq_active)
     warm = _warmstart(model, qacc_warmstart, batch)
     results = []
@@ -208,7 +211,16 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch)
         results.append((sol, r))
-    return _forward_result(results, batch)
+    return _finite(_forward_result(results, batch), "qacc")
+
+
+def _finite(result, what: str):
+    """result, or InvalidStateError naming `what` (result's qacc or tau) and the first state where it is not finite:
+    finite inputs that overflowed (velocities of 1e300)."""
+    x = getattr(result, what)
+    if not np.isfinite(x).all():
+        batching.result(x.reshape(-1, x.shape[-1]).T, 0, what)          # raises, naming the state
+    return result
 
 
 def _warmstart(model, qacc_warmstart, batch):
@@ -284,7 +296,7 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
     if native.on:
-        return _compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data)
+        return _finite(_compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data), "tau")
     model, states, batch = _states(model, data, contacts, eq_active)
     out = []
     for q1, qd1, a, d, r in states:
@@ -298,8 +310,9 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
         qfrc = r.J.T @ f
         out.append((Ma + c - qfrc, qfrc, f, r))
     if batch is None:
-        return InverseResult(*out[0])
-    return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
+        return _finite(InverseResult(*out[0]), "tau")
+    return _finite(InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out],
+                                 [o[3] for o in out]), "tau")
 
 
 def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:

@@ -70,7 +70,7 @@ This module calls physai.engine and physai.forces; they never call it.
 """
 
 import operator
-import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -239,6 +239,7 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
     model = engine.as_model(model)
     dt, integrator, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
     report = _reporting(on_divergence)
+    return_warmstart = validation.flag("return_warmstart", return_warmstart)
     if native.on and actuators is None and xfrc_applied is None:
         fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
         if fast is not None:
@@ -270,8 +271,11 @@ def _step_batch(model, q, qd, inputs: dict, options: tuple, errors: dict | None 
         if warm_batch is not None and warm_batch != N:
             raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}")
         warm = np.ascontiguousarray(np.broadcast_to(W.T, (N, model.nv)))
-    Qn, QDn, _, _, warm_out = _run_all(model, name, h, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T), acts,
-                                       series, euler_damping, False, constrained, warm, errors)
+    try:
+        Qn, QDn, _, _, warm_out = _run_all(model, name, h, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T), acts,
+                                           series, euler_damping, False, constrained, warm, errors)
+    except PhysaiError as error:
+        raise _worded_for_step(error) from None
     return (Qn[:, 1], QDn[:, 1], warm_out) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0])
 
 
@@ -362,6 +366,16 @@ def _as_state(error: Exception, n: int) -> Exception:
     text, alone, where = str(error), "the simulation", " at step 1"
     text = text[len(alone):] if text.startswith(alone) else ": " + text
     return type(error)(f"state {n} of the step{text[len(where):] if text.startswith(where) else text}")
+
+
+def _worded_for_step(error: Exception) -> Exception:
+    """The error of step's one-step run in step's words: "state 3 of the step" for "trajectory 3 of the rollout", "the
+    step" for "the simulation", without "at step 1"; its attributes (trajectory, step) kept."""
+    text = re.sub(r"^trajectory (\d+) of the rollout", r"state \1 of the step", str(error))
+    text = re.sub(r"^the simulation", "the step", text).replace(" at step 1", "", 1)
+    worded = type(error)(text)
+    worded.__dict__.update(error.__dict__)
+    return worded
 
 
 def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart):
@@ -640,10 +654,7 @@ def _check_output_size(model, N: int, steps: int) -> None:
     """InvalidArgumentError when the outputs of N runs of `steps` steps (q, qd, energy and t: 8 bytes a number) would
     not fit in this machine's memory, before anything is allocated."""
     size = 8 * (steps + 1) * (N * (model.nq + model.nv + 1) + 1)
-    try:
-        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):                   # no sysconf (Windows): a bound of 1 TB
-        memory = 2 ** 40
+    memory = validation.machine_memory()
     if size > memory:
         raise InvalidArgumentError(f"steps={steps}: the outputs of {N} run(s) would take {size / 1e9:.3g} GB, more than "
                                    f"this machine's {memory / 1e9:.3g} GB of memory; expected fewer steps (run in "

@@ -2,9 +2,17 @@
 
 import numpy as np
 
-from physai.exceptions import InvalidModelError
+from physai.exceptions import InvalidModelError, InvalidStateError
 
 SINGULAR = "the mass matrix is singular at this state: a degree of freedom moves no mass and has no armature"
+
+
+def pivot_error(pivots: np.ndarray) -> Exception:
+    """The error of a Cholesky factorization whose pivots are not all > 0: InvalidStateError when one is NaN or infinite
+    (the state or a step's stage overflowed: a divergence, not a model without mass), else InvalidModelError(SINGULAR)."""
+    if not np.isfinite(pivots).all():
+        return InvalidStateError("the mass matrix is not finite at this state: the state overflowed (a diverging step)")
+    return InvalidModelError(SINGULAR)
 
 
 def solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -149,6 +149,8 @@ def dexp_inv_coefficient(t: np.ndarray) -> np.ndarray:
 def _checked(name: str, x, shape: tuple) -> np.ndarray:
     """x as a float array whose last axes are `shape` (one of them, or a stack), finite; ShapeError or
     InvalidArgumentError naming `name` otherwise."""
+    if np.iscomplexobj(x):                           # numpy would drop the imaginary parts
+        raise InvalidArgumentError(f"{name} must be real numbers, got complex values")
     try:
         a = np.asarray(x, dtype=float)
     except (TypeError, ValueError):
@@ -159,6 +161,28 @@ def _checked(name: str, x, shape: tuple) -> np.ndarray:
     if not np.isfinite(a).all():
         raise InvalidArgumentError(f"{name} has entries that are not finite")
     return a
+
+
+#: how far R^T R may be from the identity for so3_log and se3_log to take R as a rotation
+ROTATION_TOLERANCE = 1e-6
+
+
+def _rotation(name: str, R: np.ndarray) -> None:
+    """InvalidArgumentError naming `name` unless every R (..., 3, 3) is a rotation: R^T R = I within ROTATION_TOLERANCE
+    and det R = +1 (not a reflection)."""
+    error = np.abs(np.swapaxes(R, -1, -2) @ R - np.eye(3)).max(initial=0.0)
+    det = np.linalg.det(R).reshape(-1)
+    det = det.min() if det.size else 1.0
+    if not error <= ROTATION_TOLERANCE or not det > 0:
+        raise InvalidArgumentError(f"{name} is not a rotation: expected R^T R = I (within {ROTATION_TOLERANCE:g}; it is "
+                                   f"off by {error:.3g}) and det R = +1 (not a reflection; det R is {det:.3g})")
+
+
+def _overflow(name: str, result: np.ndarray) -> np.ndarray:
+    """result, or InvalidArgumentError naming `name` when finite input overflowed (entries beyond about 1e150)."""
+    if not np.isfinite(result).all():
+        raise InvalidArgumentError(f"{name} is too large: its result overflows (keep its entries below about 1e150)")
+    return result
 
 
 def _angle(w: np.ndarray) -> np.ndarray:
@@ -172,7 +196,7 @@ def so3_exp(w) -> np.ndarray:
     t = _angle(w)[..., None, None]
     W = skew(w)
     sin_t = _series(t, lambda t: np.sin(t) / t, (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880))
-    return np.eye(3) + sin_t * W + _one_minus_cos(t) * (W @ W)
+    return _overflow("w", np.eye(3) + sin_t * W + _one_minus_cos(t) * (W @ W))
 
 
 def so3_right_jacobian(w) -> np.ndarray:
@@ -187,8 +211,9 @@ def so3_right_jacobian(w) -> np.ndarray:
 def so3_log(R) -> np.ndarray:
     """The rotation vector w (..., 3) with so3_exp(w) = R, |w| in [0, pi] (Pinocchio's log3): angle from
     atan2(|s|, (tr R - 1) / 2) with s = vee(R - R^T) / 2; near pi the axis from R's symmetric part. R is taken to be a
-    rotation (a matrix that is not one, e.g. zero, gives the log of no rotation: check R^T R = 1 where in doubt)."""
+    rotation: R^T R = I within ROTATION_TOLERANCE and det R = +1, else InvalidArgumentError."""
     R = _checked("R", R, (3, 3))
+    _rotation("R", R)
     s = 0.5 * np.stack([R[..., 2, 1] - R[..., 1, 2], R[..., 0, 2] - R[..., 2, 0], R[..., 1, 0] - R[..., 0, 1]], axis=-1)
     c = 0.5 * (np.trace(R, axis1=-2, axis2=-1) - 1.0)
     sin_t = _angle(s)
@@ -234,20 +259,24 @@ def se3_exp(xi) -> np.ndarray:
     R = so3_exp(w), p = V v with V = I + (1 - cos t)/t^2 [w] + (t - sin t)/t^3 [w]^2."""
     xi = _checked("xi", xi, (6,))
     v, w = xi[..., :3], xi[..., 3:]
-    t = _angle(w)[..., None, None]
+    t = _overflow("xi", _angle(w)[..., None, None])
     W = skew(w)
     V = np.eye(3) + _one_minus_cos(t) * W + _minus_sin(t) * (W @ W)
     T = np.zeros(xi.shape[:-1] + (4, 4))
     T[..., :3, :3] = so3_exp(w)
     T[..., :3, 3] = np.einsum("...ij,...j->...i", V, v)
     T[..., 3, 3] = 1.0
-    return T
+    return _overflow("xi", T)
 
 
 def se3_log(T) -> np.ndarray:
     """The twist xi (..., 6) = (v, w) with se3_exp(xi) = T, |w| in [0, pi] (Pinocchio's log6): w = so3_log(R),
-    v = V^-1 p, V^-1 = I - [w]/2 + c(t) [w]^2 (c: dexp_inv_coefficient)."""
+    v = V^-1 p, V^-1 = I - [w]/2 + c(t) [w]^2 (c: dexp_inv_coefficient). T must be a rigid transform: a rotation
+    (so3_log) and the last row (0, 0, 0, 1), else InvalidArgumentError."""
     T = _checked("T", T, (4, 4))
+    if (T[..., 3, :] != (0.0, 0.0, 0.0, 1.0)).any():
+        raise InvalidArgumentError("T's last row is not (0, 0, 0, 1): T must be a rigid transform")
+    _rotation("T's rotation block", T[..., :3, :3])
     w = so3_log(T[..., :3, :3])
     W = skew(w)
     Vinv = np.eye(3) - 0.5 * W + dexp_inv_coefficient(_angle(w))[..., None, None] * (W @ W)

@@ -14,6 +14,7 @@ argument and what was expected.
 """
 
 import math
+import os
 
 import numpy as np
 
@@ -118,6 +119,15 @@ def _describe(shape: tuple[int, ...]) -> str:
     return f"{shape[0]} numbers" if len(shape) == 1 else "x".join(map(str, shape)) + " numbers"
 
 
+def machine_memory() -> int:
+    """This machine's physical memory [bytes] (os.sysconf), or 1 TB where it cannot be read (Windows): the bound of an
+    output that is refused before it is allocated."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 2 ** 40
+
+
 def finite_result(what: str, x):
     """x if every entry is finite; InvalidStateError naming `what` otherwise (finite inputs that overflowed)."""
     if not np.all(np.isfinite(x)):
@@ -162,7 +172,11 @@ def mass(who: str, m: float) -> float:
 
 def inertia(who: str, I: np.ndarray) -> None:
     """Refuse a 3x3 rotational inertia [kg m^2] that no rigid body has: asymmetric, a negative principal moment, or
-    principal moments that break the triangle rule A + B >= C (InvalidInertiaError naming `who`)."""
+    principal moments that break the triangle rule A + B >= C, or entries that are not finite (InvalidInertiaError
+    naming `who`)."""
+    if not np.isfinite(I).all():
+        raise InvalidInertiaError(f"{who}: inertia has entries that are not finite (its principal moments and their "
+                                  f"axes, MuJoCo's body_inertia and body_iquat, must be finite):\n{I}")
     scale = max(1.0, np.abs(I).max())
     if np.abs(I - I.T).max() > 1e-12 * scale:
         raise InvalidInertiaError(f"{who}: inertia is not symmetric:\n{I}")

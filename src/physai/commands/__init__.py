@@ -2,6 +2,7 @@
 
 import argparse
 
+from physai import validation
 from physai.exceptions import InvalidArgumentError
 
 
@@ -35,6 +36,16 @@ def _whole_number(text: str, low: int) -> int:
     if n < low:
         raise argparse.ArgumentTypeError(f"expected a whole number >= {low}, got {n}")
     return n
+
+
+def require_memory(states: int, nq: int, nv: int) -> None:
+    """InvalidArgumentError, before anything is allocated, when --states N random states of a model (nq, nv) would not
+    fit in this machine's memory: each keeps q, about 16 vectors of nv and two nv x nv matrices (8 bytes a number)."""
+    size = 8 * states * (nq + 16 * nv + 2 * nv * nv)
+    memory = validation.machine_memory()
+    if size > memory:
+        raise InvalidArgumentError(f"--states {states}: the states and their results would take {size / 1e9:.3g} GB, more "
+                                   f"than this machine's {memory / 1e9:.3g} GB of memory; expected fewer states")
 
 
 def require_joints(name: str, nv: int) -> None:

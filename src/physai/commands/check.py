@@ -15,7 +15,7 @@ Exit status 0 when every check passes, 1 otherwise (2 for errors, from cli.py).
 import argparse
 
 from physai import acceptance, engine, joints, models
-from physai.commands import nonnegative_int, positive_int, require_joints
+from physai.commands import nonnegative_int, positive_int, require_joints, require_memory
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the table of checks; 0 when all pass, else 1."""
     m = models.load(args.model)
     require_joints(args.model, m.nv)
+    require_memory(args.states, m.nq, m.nv)
     model = engine.from_mujoco(m)                            # every joint type; the actuators come with it
     print(f"physai check {args.model}: nq = {m.nq}, nv = {m.nv} ({joints.describe(model.jnt_type)}), {m.nu} actuators, "
           f"{args.states} random states, seed {args.seed}")

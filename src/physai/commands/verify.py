@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 
 from physai import acceptance, constraints, engine, joints, models
-from physai.commands import nonnegative_int, positive_int, require_joints
+from physai.commands import nonnegative_int, positive_int, require_joints, require_memory
 from physai.engine import native
 from physai.exceptions import UnknownKeyframeError
 
@@ -64,6 +64,7 @@ def run(args: argparse.Namespace) -> int:
         args.model, args.pose = DEFAULT[0], args.pose or DEFAULT[1]
     m = models.load(args.model)
     require_joints(args.model, m.nv)
+    require_memory(args.states, m.nq, m.nv)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # contacts, limits, friction loss, equalities off
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY         # MuJoCo fills d.energy
     model = engine.from_mujoco(m)                                  # every joint type: hinge, slide, ball, free

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import spatial, validation
-from physai.engine import native, smooth
+from physai.engine import model_checks, native, smooth
 from physai.engine.collision import MINVAL, body_poses
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
@@ -76,7 +76,7 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
     q0 = model.qpos0[:, None]
     smooth.position_stages(model, d, q0)
     M = smooth.crb(model, d)[:, :, 0]
-    Minv = np.linalg.inv(M) if model.nv else np.zeros((0, 0))
+    Minv = model_checks.inverse_at_rest(model, M)
     children = set(model.body_parentid[model.body_parentid >= 0].tolist())
     pos, rot = (x[..., 0] for x in body_frames(model, d))
     body = np.zeros((model.nbody, 2))

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import validation
-from physai.exceptions import InvalidModelError, ShapeError
+from physai.exceptions import InvalidArgumentError, InvalidModelError, ShapeError
 
 DIMS = (1, 3, 4, 6)
 # packed()'s columns: (field, width) of the floats, then the ints (cpp/data.h's Contacts)
@@ -31,13 +31,16 @@ PACKED_FLOATS = (("pos", 3), ("frame", 9), ("dist", 1), ("includemargin", 1), ("
                  ("solreffriction", 2), ("solimp", 5))
 PACKED_INTS = ("dim", "body1", "body2")
 FRICTION_COLUMNS = slice(14, 19)                    # friction's columns in packed()'s floats
+MINMU = 1e-5                                        # MuJoCo's mjMINMU: the smallest friction coefficient of a contact
+FRAME_TOLERANCE = 1e-6                              # how far frame F F^T may be from the identity
 
 
 @dataclass(frozen=True, eq=False)
 class ContactSet:
     """The contacts of one state (see the module docstring); ContactSet.empty(nbody) has none. Arrays of the wrong shape
-    raise ShapeError, NaN or infinity InvalidStateError, a dim other than 1, 3, 4, 6 or a body outside the model
-    InvalidModelError."""
+    raise ShapeError, NaN or infinity InvalidStateError, a dim other than 1, 3, 4 or 6 or a body outside the model
+    InvalidModelError; an nbody that is not a whole number >= 0, a frame whose rows are not orthonormal, or a friction
+    coefficient below MINMU among the dim - 1 a contact uses InvalidArgumentError."""
 
     nbody: int
     pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
@@ -54,6 +57,9 @@ class ContactSet:
     geom: np.ndarray | None = None
 
     def __post_init__(self):
+        if isinstance(self.nbody, (bool, np.bool_)) or not isinstance(self.nbody, (int, np.integer)) or self.nbody < 0:
+            raise InvalidArgumentError(f"contacts.nbody is {self.nbody!r}: expected a whole number >= 0, the number of "
+                                       "bodies of the model the contacts belong to")
         n = len(np.atleast_1d(self.dist))
         for name, width in (("pos", (3,)), ("frame", (3, 3)), ("dist", ()), ("includemargin", ()), ("friction", (5,)),
                             ("solref", (2,)), ("solreffriction", (2,)), ("solimp", (5,))):
@@ -77,12 +83,33 @@ class ContactSet:
         bad = np.flatnonzero(~np.isin(self.dim, DIMS))
         if bad.size:
             raise InvalidModelError(f"contact {int(bad[0])} has dim {int(self.dim[bad[0]])}; a contact's dim is 1, 3, 4 or 6")
+        self._check_frames()
+        self._check_friction()
         for name in ("body1", "body2"):
             ids = getattr(self, name)
             out = np.flatnonzero((ids < -1) | (ids >= self.nbody))
             if out.size:
                 raise InvalidModelError(f"contact {int(out[0])}: {name} is {int(ids[out[0]])}, but the model has {self.nbody} "
                                         "bodies (-1 is the world): is this the contact set of another model?")
+
+    def _check_frames(self) -> None:
+        """InvalidArgumentError unless each frame's rows (normal, tangent, tangent) are unit vectors at right angles."""
+        error = np.abs(self.frame @ self.frame.transpose(0, 2, 1) - np.eye(3)).max(axis=(1, 2), initial=0.0)
+        bad = np.flatnonzero(~(error <= FRAME_TOLERANCE))
+        if bad.size:
+            k = int(bad[0])
+            raise InvalidArgumentError(f"contact {k}'s frame is not orthonormal (F F^T is off the identity by {error[k]:.3g}): "
+                                       "its rows, the normal and two tangents, must be unit vectors at right angles")
+
+    def _check_friction(self) -> None:
+        """InvalidArgumentError when a contact's friction coefficient among the dim - 1 it uses is below MINMU."""
+        used = np.arange(5) < (self.dim - 1)[:, None]                       # dim 3: sliding; 4: + torsional; 6: + rolling
+        bad = np.argwhere(used & ~(self.friction >= MINMU))
+        if bad.size:
+            k, c = (int(i) for i in bad[0])
+            raise InvalidArgumentError(f"contact {k} has dim {int(self.dim[k])} and friction[{c}] = {self.friction[k, c]:g}: "
+                                       f"a contact with friction needs its first dim - 1 coefficients >= {MINMU:g} (MuJoCo's "
+                                       "mjMINMU); a frictionless contact has dim 1")
 
     def packed(self) -> tuple[np.ndarray, np.ndarray]:
         """The contacts as two read-only arrays, one row per contact: floats (nc, 28) float64, the columns of

@@ -15,7 +15,7 @@ from physai.engine.data import Data
 from physai.engine.model import Model
 from physai.engine.smooth import base_acceleration, cross_force, inertia_times, per_link
 from physai.exceptions import InvalidModelError
-from physai.linalg import SINGULAR
+from physai.linalg import SINGULAR, pivot_error
 
 
 def cholesky_solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -28,7 +28,7 @@ def cholesky_solve(M: np.ndarray, b: np.ndarray) -> np.ndarray:
     for j in range(n):
         s = M[j, j] - np.einsum("kn,kn->n", L[j, :j], L[j, :j]) if j else M[j, j].copy()
         if not (s > 0).all():
-            raise InvalidModelError(SINGULAR)
+            raise pivot_error(s)
         L[j, j] = np.sqrt(s)
         if j + 1 < n:
             L[j + 1:, j] = (M[j + 1:, j] - np.einsum("ikn,kn->in", L[j + 1:, :j], L[j, :j])) / L[j, j]
@@ -52,7 +52,7 @@ def tree_cholesky_solve(model: Model, M: np.ndarray, b: np.ndarray) -> np.ndarra
     for k in reversed(range(len(M))):
         a = ancestors[k]
         if not (L[k, k] > 0).all():
-            raise InvalidModelError(SINGULAR)
+            raise pivot_error(L[k, k])
         L[k, k] = np.sqrt(L[k, k])
         if a:
             L[k, a] = L[k, a] * (1.0 / L[k, k])                        # L_ki = M_ki / L_kk

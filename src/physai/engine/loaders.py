@@ -79,8 +79,8 @@ def from_mujoco(source) -> Model:
                 stiffness=float(m.jnt_stiffness[j]) * spring, springref=float(m.qpos_spring[qa]) if scalar else 0.0,
                 name=m.joint(j).name or f"joint{j}", limited=bool(m.jnt_limited[j]), range=tuple(m.jnt_range[j]),
                 margin=float(m.jnt_margin[j]), solref=tuple(m.jnt_solref[j]), solimp=tuple(m.jnt_solimp[j]),
-                frictionloss=float(m.dof_frictionloss[va]), solreffriction=tuple(m.dof_solref[va]),
-                solimpfriction=tuple(m.dof_solimp[va])))
+                frictionloss=m.dof_frictionloss[va:va + joints.NV[t]].copy(), solreffriction=m.dof_solref[va:va + joints.NV[t]].copy(),
+                solimpfriction=m.dof_solimp[va:va + joints.NV[t]].copy()))
         mass, com, inertia = models.body_inertia(m, b)
         who = f"body {m.body(b).name or b!r}"
         validation.inertia(who, inertia)
@@ -170,7 +170,9 @@ def meshes_from_mujoco(m: mujoco.MjModel) -> tuple[Meshes, np.ndarray]:
         new[keep] = np.arange(len(keep))
         pa, pn = int(m.mesh_polyadr[i]), int(m.mesh_polynum[i])
         num = m.mesh_polyvertnum[pa:pa + pn].astype(np.intp)
-        polyvert = new[m.mesh_polyvert[spans(m.mesh_polyvertadr[pa:pa + pn].astype(np.intp), num)]]
+        who = f"mesh {i} ({m.mesh(i).name!r})"
+        polyvert = new[_indices("mesh_polyvert", m.mesh_polyvert[spans(m.mesh_polyvertadr[pa:pa + pn].astype(np.intp), num)],
+                                nv, who)]
         if (polyvert < 0).any():
             raise UnsupportedModelError(f"mesh {i} ({m.mesh(i).name!r}) has a polygon on a vertex off its hull's graph")
         A["vertadr"].append(nvert), A["vertnum"].append(len(keep)), A["vert"].append(m.mesh_vert[va + keep].astype(float))
@@ -186,7 +188,8 @@ def meshes_from_mujoco(m: mujoco.MjModel) -> tuple[Meshes, np.ndarray]:
         A["polynormal"].append(m.mesh_polynormal[pa:pa + pn].reshape(-1, 3))
         mapnum = m.mesh_polymapnum[va + keep].astype(np.intp)
         A["polymapadr"].append(npolymap + np.cumsum(mapnum) - mapnum), A["polymapnum"].append(mapnum)
-        A["polymap"].append(m.mesh_polymap[spans(m.mesh_polymapadr[va + keep].astype(np.intp), mapnum)])
+        A["polymap"].append(_indices("mesh_polymap", m.mesh_polymap[spans(m.mesh_polymapadr[va + keep].astype(np.intp), mapnum)],
+                                     pn, who))
         nvert, npoly, npolyvert, npolymap = nvert + len(keep), npoly + pn, npolyvert + len(polyvert), npolymap + int(mapnum.sum())
     cat = lambda parts, dtype, width=None: (np.concatenate(parts).astype(dtype) if parts else       # noqa: E731
                                             np.zeros((0,) if width is None else (0, width), dtype))
@@ -199,6 +202,16 @@ def meshes_from_mujoco(m: mujoco.MjModel) -> tuple[Meshes, np.ndarray]:
         mesh_polynormal=cat(A["polynormal"], float, 3), mesh_polymapadr=cat(A["polymapadr"], np.intp),
         mesh_polymapnum=cat(A["polymapnum"], np.intp), mesh_polymap=cat(A["polymap"], np.intp))
     return meshes, dataid
+
+
+def _indices(name: str, x: np.ndarray, size: int, who: str) -> np.ndarray:
+    """x, indices into a mesh's own vertices or polygons; InvalidModelError naming the field and the mesh unless each is in
+    0..size - 1 (a negative one would count from the end)."""
+    bad = np.flatnonzero((x < 0) | (x >= size))
+    if bad.size:
+        raise InvalidModelError(f"{name} of {who} holds {int(x[bad[0]])}: expected indices of its {size} "
+                                f"{'vertices' if name == 'mesh_polyvert' else 'polygons'}, 0..{size - 1}")
+    return x
 
 
 def options_from_mujoco(m: mujoco.MjModel) -> Options:

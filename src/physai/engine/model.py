@@ -22,6 +22,7 @@ from functools import cached_property
 import numpy as np
 
 from physai import joints
+from physai.engine import model_checks
 from physai.engine.geoms import Geoms
 from physai.spatial import mat_to_quat
 from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
@@ -40,7 +41,7 @@ class JointSpec:
     frame [m], ref (q of the rest pose, hinge/slide) [rad | m], per-dof armature [kg m^2 | kg] and damping,
     stiffness [N m/rad | N/m] and springref [rad | m] (hinge and slide only), name; and its constraints: a limit
     (limited, range [rad | m] (ball: the largest rotation angle is max(range)), margin, solref, solimp) and dry friction
-    (frictionloss [N m | N] on each of its dofs, solreffriction, solimpfriction)."""
+    (frictionloss [N m | N] on each of its dofs, solreffriction, solimpfriction: one value for every dof, or one per dof)."""
 
     type: int
     axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
@@ -146,6 +147,9 @@ class Model:
     Sizes: nq positions, nv velocities (nq != nv with ball or free joints), nu actuators, nbody bodies of the
     source model (the world excluded), njnt joints, nlink links (the engine's rigid units, one per hinge,
     slide or ball; four per free joint), gravity.
+
+    Construction checks the model's numbers (physai.engine.model_checks): a float field that is not finite or outside its
+    domain, a contact dimension other than 1, 3, 4 or 6 or unusable options raise InvalidModelError naming the field.
 
     compiled: the compiled engine's copy of the arrays (a physai.engine._native.Model), set by physai.engine.native on
     first use; None before, and without the compiled backend. Not a field and not pickled: each process makes its own.
@@ -277,6 +281,7 @@ class Model:
     geoms: Geoms = field(default_factory=Geoms)
 
     def __post_init__(self):
+        model_checks.check(self)
         for value in vars(self).values():
             if isinstance(value, np.ndarray):
                 value.setflags(write=False)
@@ -371,15 +376,17 @@ class Model:
     def frame(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
         """(body, pos (3,), rot (3, 3)) of the frame `name`: a site (its body and pose in the body's frame) or, when no
         site has that name, a body (itself, at its origin); body -1 is the world. "site:NAME" and "body:NAME" choose
-        where a site and a body share a name (MuJoCo allows it). UnknownFrameError otherwise."""
+        where a site and a body share a name (MuJoCo allows it); a name that itself starts so ("body:x") is found as it
+        is when the part after the prefix names no such frame. UnknownFrameError otherwise."""
         if isinstance(name, str):
-            kind, _, bare = name.partition(":") if name.startswith(("site:", "body:")) else ("", "", name)
-            if kind != "body" and bare in self.site_name:
-                k = self.site_name.index(bare)
-                return int(self.site_bodyid[k]), self.site_pos[k], self.site_rot[k]
-            if kind != "site" and bare in self.body_name:
-                return self.body_name.index(bare), np.zeros(3), np.eye(3)
-        known = sorted({n for n in self.frame_name if n})
+            prefixed = name.startswith(("site:", "body:"))
+            for kind, bare in ((name[:4], name[5:]), ("", name)) if prefixed else (("", name),):
+                if kind != "body" and bare in self.site_name:
+                    k = self.site_name.index(bare)
+                    return int(self.site_bodyid[k]), self.site_pos[k], self.site_rot[k]
+                if kind != "site" and bare in self.body_name:
+                    return self.body_name.index(bare), np.zeros(3), np.eye(3)
+        known = sorted({n for n in self.frame_name if n} - {name})
         close = difflib.get_close_matches(str(name), known, n=3)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
         raise UnknownFrameError(f"the model has no site or body named {name!r}.{hint} Its frames: "
@@ -545,7 +552,9 @@ def _site_fields(sites: list[SiteSpec], nbody: int) -> dict:
 def _constraint_fields(bodies: list[BodySpec], jnts: list, equalities: list[EqualitySpec]) -> dict:
     """The Model's constraint arrays from the joints' limits and friction, the equalities and the bodies' rest poses."""
     floats = lambda rows, width: np.array(rows, dtype=float).reshape(-1, width)            # noqa: E731
-    per_dof = lambda attr, width: floats([getattr(j, attr) for j, *_ in jnts for _ in range(joints.NV[j.type])], width)  # noqa: E731
+    # a joint's value for each of its dofs: one value shared, or one per dof (a ball's or free joint's own)
+    per_dof = lambda attr, width: floats([row for j, *_ in jnts for row in np.broadcast_to(  # noqa: E731
+        floats(getattr(j, attr), width), (joints.NV[j.type], width))], width)
     for e in equalities:
         if e.type not in EQUALITY_NAMES:
             raise UnsupportedModelError(f"equality {e.name!r}: unknown type {e.type}; physai has connect, weld and joint equalities")

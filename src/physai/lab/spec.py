@@ -326,6 +326,9 @@ class Lab:
         the lab's server serves the model's folder to the page.
         """
         name = self.spec["model"]
+        if "\0" in name:                                        # no file system takes it (os calls raise ValueError)
+            raise LabError(f"{self.source}: model {name!r} holds a NUL byte; expected a model name or an MJCF .xml file "
+                           "inside the lab's folder")
         if not (name.lower().endswith(".xml") or "/" in name or "\\" in name):
             return None
         if self.base_dir is None:

@@ -1,0 +1,108 @@
+"""One pass over a Model's numbers at its construction (physai.engine.model.Model): every float field finite, the
+fields with a domain inside it, the solver's options usable. What fails is an InvalidModelError naming the field, the
+entry and what was expected, e.g. "dof_frictionloss[3] (joint 'hip') is nan: expected a finite value >= 0", before any
+dynamics runs: no NaN result, no LinAlgError, no compiled kernel reading a contact dimension it has no room for.
+
+    check(model)        raises InvalidModelError for the first field out of its domain
+    check_options(opt)  the same for an Options (timestep, impratio, tolerances, iteration counts)
+"""
+
+import math
+
+import numpy as np
+
+from physai.exceptions import InvalidModelError
+
+#: MuJoCo's mjMAXVAL: the largest magnitude MuJoCo takes as a physical value; larger sizes and frictions overflow the
+#: constraint rows (a friction squared, a sphere's bounding box)
+MAXVAL = 1e10
+#: MuJoCo's contact dimensions (mjContact.dim: frictionless, sliding, + torsional, + rolling)
+CONTACT_DIMS = (1, 3, 4, 6)
+#: the largest iteration count: MuJoCo's int
+MAX_ITERATIONS = 2**31 - 1
+#: field: (lowest, highest) of the float fields with a domain; every other float field needs only be finite
+RANGES = {"dof_frictionloss": (0.0, math.inf), "dof_armature": (0.0, math.inf), "body_mass": (0.0, math.inf),
+          "geom_size": (0.0, MAXVAL), "geom_friction": (0.0, MAXVAL), "pair_friction": (0.0, MAXVAL)}
+#: the entity each field prefix belongs to, with the Model (or Geoms) attribute holding its names
+OWNERS = {"jnt": ("joint", "jnt_name"), "body": ("body", "body_name"), "eq": ("equality", "eq_name"),
+          "site": ("site", "site_name"), "geom": ("geom", "geom_name")}
+
+
+def check(model) -> None:
+    """InvalidModelError for the first float field of the Model, its Geoms or its Actuators that is not finite or lies
+    outside its domain (RANGES), a contact dimension other than 1, 3, 4 or 6 (geom_condim, pair_dim), or options
+    check_options refuses."""
+    for owner, name, value in _float_fields(model):
+        low, high = RANGES.get(name, (-math.inf, math.inf))
+        if name not in RANGES and np.isfinite(value).all():           # the common case: one pass
+            continue
+        bad = ~(np.isfinite(value) & (value >= low) & (value <= high))
+        if bad.any():
+            index = tuple(int(k) for k in np.argwhere(bad)[0])
+            raise InvalidModelError(f"{name}[{', '.join(map(str, index))}]{_who(model, owner, name, index[0])} is "
+                                    f"{value[index].item()!r}: expected {_domain(low, high)}")
+    geoms = model.geoms
+    for name in ("geom_condim", "pair_dim"):
+        dims = getattr(geoms, name)
+        bad = np.flatnonzero(~np.isin(dims, CONTACT_DIMS))
+        if bad.size:
+            k = int(bad[0])
+            raise InvalidModelError(f"{name}[{k}]{_who(model, geoms, name, k)} is {int(dims[k])}: expected a contact "
+                                    "dimension 1, 3, 4 or 6 (frictionless, sliding, + torsional, + rolling friction)")
+    check_options(model.opt)
+
+
+def check_options(opt) -> None:
+    """InvalidModelError unless opt's timestep and impratio are finite and > 0, its tolerances finite and >= 0 and its
+    iteration counts whole numbers in 0..2**31 - 1 (MuJoCo's int)."""
+    for name, positive in (("timestep", True), ("impratio", False), ("tolerance", False), ("ls_tolerance", False)):
+        value = getattr(opt, name)
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) or \
+                value < 0 or (positive and value == 0):
+            raise InvalidModelError(f"opt.{name} is {value!r}: expected a finite number {'> 0' if positive else '>= 0'}")
+    for name in ("iterations", "ls_iterations"):
+        value = getattr(opt, name)
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_ITERATIONS:
+            raise InvalidModelError(f"opt.{name} is {value!r}: expected a whole number in 0..{MAX_ITERATIONS}")
+
+
+def _float_fields(model):
+    """(owner, name, array) of every float array of the Model, its Geoms (meshes have their own check) and Actuators."""
+    for owner in (model, model.geoms, model.actuators):
+        if owner is None:
+            continue
+        for name, value in vars(owner).items():
+            if isinstance(value, np.ndarray) and value.dtype.kind == "f":
+                yield owner, name, value
+
+
+def _who(model, owner, name: str, i: int) -> str:
+    """' (joint 'hip')': the named entity entry i of field `name` belongs to, or ''."""
+    prefix = name.partition("_")[0]
+    if prefix == "dof" and owner is model:
+        j = np.searchsorted(model.jnt_dofadr, i, side="right") - 1
+        prefix, i = "jnt", int(j)
+    kind, names = OWNERS.get(prefix, (None, None))
+    found = getattr(owner, names, ()) if kind else ()
+    return f" ({kind} {found[i]!r})" if 0 <= i < len(found) and found[i] else ""
+
+
+def _domain(low: float, high: float) -> str:
+    if low == -math.inf and high == math.inf:
+        return "a finite value"
+    return f"a finite value >= {low:g}" if high == math.inf else f"a value in [{low:g}, {high:g}]"
+
+
+def inverse_at_rest(model, M: np.ndarray) -> np.ndarray:
+    """M^-1 (nv, nv) of the mass matrix M at qpos0 (the constraint rows' invweight0 constants); InvalidModelError naming
+    the moving bodies without mass when M is singular, which MuJoCo's compiler refuses ("mass and inertia of moving
+    bodies must be larger than mjMINVAL")."""
+    try:
+        np.linalg.cholesky(M)                                  # M symmetric positive definite, or the model is refused
+        return np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        moving = [i for i in range(model.nbody) if model.body_linkid[i] >= 0 and model.body_mass[i] <= 0]
+        names = ", ".join(repr(model.body_name[i] or f"body {i}") for i in moving) or "none has zero mass"
+        raise InvalidModelError(f"the mass matrix at qpos0 is singular, so the constraints cannot be weighed (MuJoCo's "
+                                f"invweight0): a moving body needs mass and inertia > 0 or a massive child (bodies "
+                                f"without mass that move: {names})") from None
