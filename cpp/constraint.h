@@ -91,11 +91,10 @@ struct ConstraintWork {
     const Data<double> *stages = nullptr;           // the velocity stages the rows read: another workspace's, or d
     Rows r;
     Cones cones;
-    // the kinematics the rows read: bodies' world position (3) and orientation (9), quaternions (4), the links' bias
-    // accelerations (nlink + 1, 6: the world last); two point Jacobians and their difference (6 x nv); chain marks (nv)
-    // and a contact's columns (nv)
-    std::vector<double> bpos, brot, acc, J1, J2, Jd;
-    CollisionWork col;                              // MuJoCo's body frames (welds' quaternions) and the contacts found
+    // the kinematics the rows read: the links' bias accelerations (nlink + 1, 6: the world last); two point Jacobians
+    // and their difference (6 x nv); chain marks (nv) and a contact's columns (nv)
+    std::vector<double> acc, J1, J2, Jd;
+    CollisionWork col;                              // MuJoCo's body frames (equalities' anchors, welds' quaternions), contacts
     std::vector<char> mark;
     std::vector<int> cols;
     // the solver: M (nv x nv, crb's); M on the tree's pattern (Mt: the model's sparse layout of M, forward.h; entry
@@ -116,9 +115,9 @@ struct ConstraintWork {
     Workspace *lanes_work = nullptr;
     std::vector<double> smooth;
     explicit ConstraintWork(const Model &m) : d(m), col(m) {
-        size_t V = size_t(m.nv), B = size_t(m.nbody);
+        size_t V = size_t(m.nv);
         r.nv = m.nv;
-        bpos.resize(3 * B), brot.resize(9 * B), acc.resize(6 * (size_t(m.nlink) + 1));
+        acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
         for (auto *x : {&M, &LH}) x->resize(V * V);
@@ -287,12 +286,6 @@ inline void negate(const double *quat, double *out) {
 
 // ---------------------------------------------------------------- kinematics the rows read
 
-// world position (3) and orientation (9) of every body frame from a Data after kinematics (MuJoCo's xpos, xmat)
-inline void body_frames(const Model &m, const Data<double> &d, double *pos, double *rot) {
-    for (int b = 0; b < m.nbody; b++)
-        body_pose(d, m.body_linkid[b], m.body_pos + 3 * b, m.body_rot + 9 * b, pos + 3 * b, rot + 9 * b);
-}
-
 // the last dof of body b's chain (its link's last dof: the chain is it and its ancestors), -1 for the world or a body
 // welded to it
 inline int64_t chain_end(const Model &m, int64_t b) {
@@ -448,8 +441,10 @@ inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, co
         const double *data = m.eq_data + 11 * e;
         if (kind == EQ_CONNECT || kind == EQ_WELD) {
             static const double zero[3] = {0, 0, 0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
-            const double *p1 = b1 >= 0 ? &w.bpos[3 * b1] : zero, *R1 = b1 >= 0 ? &w.brot[9 * b1] : eye;
-            const double *p2 = b2 >= 0 ? &w.bpos[3 * b2] : zero, *R2 = b2 >= 0 ? &w.brot[9 * b2] : eye;
+            // the bodies' frames in MuJoCo's arithmetic (body_poses): a weld's error cancels in the last digits of its anchors
+            const double *xpos = w.col.xpos.data(), *xmat = w.col.xmat.data();
+            const double *p1 = b1 >= 0 ? xpos + 3 * b1 : zero, *R1 = b1 >= 0 ? xmat + 9 * b1 : eye;
+            const double *p2 = b2 >= 0 ? xpos + 3 * b2 : zero, *R2 = b2 >= 0 ? xmat + 9 * b2 : eye;
             const double *a1 = kind == EQ_CONNECT ? data : data + 3, *a2 = kind == EQ_CONNECT ? data + 3 : data;
             double pos1[3], pos2[3];
             mat3_times(R1, a1, pos1);
@@ -697,10 +692,9 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     // equalities: connect, weld, joint
     if (m.opt_equality && m.neq) {
         bias_accelerations(m, d, qd, w.acc.data());
-        body_frames(m, d, w.bpos.data(), w.brot.data());
-        bool weld = false;
-        for (int e = 0; e < m.neq; e++) weld |= m.eq_type[e] == EQ_WELD;
-        if (weld) body_poses(m, q, w.col.xpos.data(), w.col.xquat.data(), w.col.xmat.data());
+        bool anchored = false;                                         // a connect or a weld
+        for (int e = 0; e < m.neq; e++) anchored |= m.eq_type[e] != EQ_JOINT;
+        if (anchored) body_poses(m, q, w.col.xpos.data(), w.col.xquat.data(), w.col.xmat.data());
         equality_rows(m, w, q, eq_active);
     }
     r.ne = r.nefc;
@@ -1301,7 +1295,7 @@ inline bool factor_mass(const Model &m, ConstraintWork &w) {
 }
 
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
-// Newton's method (Hessian M + J^T D J, exact line search), from the warm start when its cost is lower than a0's
+// Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
 // (constraint.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
 // it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
 // positive definite.

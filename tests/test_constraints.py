@@ -27,7 +27,7 @@ from physai import collision, constraints, dynamics, engine, models
 from physai.engine import constraint
 from physai.exceptions import ConvergenceWarning, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
-from helpers import assert_close, constraint_scene as scene
+from helpers import DATA, assert_close, constraint_scene as scene, run
 
 CASES = [(seed, cone, condim) for seed in range(3)
          for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 4),
@@ -110,6 +110,24 @@ def test_inverse_equals_mj_inverse(seed, cone, condim):
     assert_close(inv.qfrc_constraint, d2.qfrc_constraint, 1e-12, what="qfrc_constraint")
     assert_close(inv.efc_force, d2.efc_force, 1e-12, what="efc_force")
     assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-12, tau_scale(d2), what="tau")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_a_weld_near_its_anchor_has_mujocos_error(backend):
+    """tests/data/elliptic_weld.xml at its keyframe: the weld's error (2 mm) is the difference of its anchor's world
+    position (0.17 m from the sphere's centre) and the sphere's, whose last digits K imp (2000) carries into aref; with
+    MuJoCo's arithmetic for the anchor (mj_kinematics' xpos and xmat, then R a + p), qfrc_constraint equals
+    mj_inverse's to 1e-13 of the scale of the terms (3e-13 from physai's own kinematics)."""
+    m = mujoco.MjModel.from_xml_path(str(DATA / "elliptic_weld.xml"))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    _, d2 = mujoco_inverse(m, d, d.qacc)
+    assert d2.ncon and d2.nf
+    inv = run(backend, constraints.inverse_dynamics, engine.from_mujoco(m), d.qpos, d.qvel, d.qacc,
+              collision.from_mujoco(m, d))
+    assert_close(inv.qfrc_constraint, d2.qfrc_constraint, 1e-13, tau_scale(d2), what="qfrc_constraint")
+    assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-13, tau_scale(d2), what="tau")
 
 
 @pytest.mark.parametrize("integrator", ["euler", "implicitfast", "implicit"])
@@ -236,6 +254,37 @@ def test_too_few_iterations_warn_with_the_improvement():
         res = constraints.forward_dynamics(engine.from_mujoco(m), d.qpos, d.qvel, d.qfrc_passive, collision.from_mujoco(m, d),
                                            iterations=1, tolerance=1e-15)
     assert res.iterations == 1
+
+
+LIMITS = [(iterations, ls_iterations) for iterations in (1, 2, 3) for ls_iterations in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("iterations, ls_iterations", LIMITS)
+def test_solver_limits_stop_where_mj_forward_stops(iterations, ls_iterations, backend):
+    """The G1 at its keyframe with m.opt.iterations and ls_iterations of 1 to 3: MuJoCo's Newton stops unconverged,
+    its line search bounded by ls_iterations evaluations of the cost; physai stops at the same qacc (1e-11 of its
+    scale: rounding, carried through up to 3 Newton steps) after as many iterations, and warns only when it stops before
+    the tolerance (MuJoCo sets no warning: it leaves solver_niter = iterations)."""
+    m = models.load("unitree_g1", "scene")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    m.opt.iterations, m.opt.ls_iterations = iterations, ls_iterations
+    mujoco.mj_forward(m, d)
+    tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        res = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel, tau,
+                  collision.from_mujoco(m, d), qacc_warmstart=d.qacc_warmstart)
+    assert_close(res.qacc, d.qacc, 1e-11, what="qacc")
+    assert_close(res.efc_force, d.efc_force, 1e-11, what="efc_force")
+    assert res.iterations == d.solver_niter[0]
+    # a warning where MuJoCo used every iteration and its last one met neither the improvement nor the gradient test
+    # (the third, the Newton decrement, MuJoCo does not record)
+    last = d.solver[d.solver_niter[0] - 1]
+    met = 0 < last.improvement < m.opt.tolerance or last.gradient < m.opt.tolerance
+    if any(w.category is ConvergenceWarning for w in caught):
+        assert d.solver_niter[0] == iterations and not met
 
 
 def test_what_physai_does_not_model_is_refused_by_name():

@@ -12,6 +12,7 @@ from mujoco import rollout as mujoco_rollout
 
 from physai import collision, constraints, engine, integrators, models
 from physai.exceptions import CollisionWarning, DivergenceError, ShapeError, UnsupportedModelError
+from helpers import run
 from scenes import random_scene
 import helpers
 
@@ -163,6 +164,30 @@ def test_trajectory_matches_mj_step(robot, steps, tolerance):
                                    constraints=True, energy=False)
     assert np.abs(run.q[1:] - Q).max() < 1e-12
     assert run.ncon.tolist() == ncon.tolist()
+
+
+@pytest.mark.parametrize("iterations, ls_iterations, backend", [(i, ls, "native") for i in (1, 2, 3) for ls in (1, 2, 3)]
+                         + [(1, ls, "numpy") for ls in (1, 2, 3)] + [(2, 1, "numpy")])
+def test_solver_limits_follow_mj_step(iterations, ls_iterations, backend):
+    """The H1 from its keyframe (on its floor) for 60 steps with the solver's iterations and ls_iterations of 1 to 3:
+    each step's unconverged solve is MuJoCo's, so the run equals mj_step's (1e-9 in q, 1e-7 of the speed scale in qd:
+    with iterations 1 and ls_iterations 3 the contacts come and go every few steps and amplify rounding to 7e-11 in q,
+    6e-9 in qd; 1e-13 otherwise). The NumPy engine (5 s a run) on the four runs MuJoCo's limits change most."""
+    m = models.load("unitree_h1", "scene")
+    m.opt.iterations, m.opt.ls_iterations = iterations, ls_iterations
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    q0, qd0, Q, QD = d.qpos.copy(), d.qvel.copy(), [], []
+    for _ in range(60):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy()), QD.append(d.qvel.copy())
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        out = run(backend, integrators.simulate, model, q0, qd0, m.opt.timestep, 60, NAMES[int(m.opt.integrator)],
+                  constraints=True, energy=False)
+    assert np.abs(out.q[1:] - np.array(Q)).max() < 1e-9 * max(1.0, np.abs(Q).max())
+    assert np.abs(out.qd[1:] - np.array(QD)).max() < 1e-7 * max(1.0, np.abs(QD).max())
 
 
 def test_rollout_with_constraints_runs_each_trajectory_as_simulate():

@@ -185,8 +185,10 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
 
     qacc_warmstart: (nv,) or (N, nv), where the solver starts when its cost is lower than at the unconstrained
     accelerations (MuJoCo's qacc_warmstart: the previous step's qacc). tolerance and iterations default to model.opt's.
-    A state whose solve reaches the iteration limit before the tolerance warns (physai.exceptions.ConvergenceWarning,
-    with its last improvement) and returns the last iterate, as MuJoCo does.
+    A state whose solve reaches the iteration limit (or a line search its ls_iterations without improving) before the
+    tolerance warns (physai.exceptions.ConvergenceWarning, with its last improvement) and returns the last iterate, as
+    MuJoCo does; MuJoCo itself sets no warning (no mjtWarning is about the solver): it leaves solver_niter = iterations.
+    Stepping (physai.integrators) warns not, as mj_step.
     """
     model = engine.as_model(model)
     if tolerance is not None:

@@ -30,9 +30,10 @@ import numpy as np
 
 from physai import spatial, validation
 from physai.engine import model_checks, native, smooth
-from physai.engine.collision import MINVAL, body_poses
+from physai.engine.collision import MINVAL, body_poses, quat_to_mat_mj
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
+from physai.engine.primitives import mat_times_mj
 from physai.engine.forward import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import CONNECT, WELD, Model
 from physai.engine.support import body_frames, dof_chain, point_jacobians
@@ -237,7 +238,7 @@ def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active:
             x = lambda b: (pos[b], rot[b]) if b >= 0 else (np.zeros(3), np.eye(3))   # noqa: E731
             (p1, R1), (p2, R2) = x(b1), x(b2)
             a1, a2 = (data[0:3], data[3:6]) if kind == CONNECT else (data[3:6], data[0:3])
-            pos1, pos2 = R1 @ a1 + p1, R2 @ a2 + p2
+            pos1, pos2 = mat_times_mj(R1, a1) + p1, mat_times_mj(R2, a2) + p2   # R a + p (mj_equalityAnchors)
             J1, J2 = point_jacobian(model, d, b1, pos1), point_jacobian(model, d, b2, pos2)
             Jd = J1 - J2                                              # body 1 minus body 2: the opposite of a contact
             jt1, jr1 = point_bias_acceleration(model, d, acc, b1, pos1)
@@ -320,7 +321,9 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     if opt.equality and len(model.eq_type):
         active = model.eq_active0 if eq_active is None else np.asarray(eq_active, bool)
         acc = bias_accelerations(model, d, qd)
-        _equality_rows(model, d, q, qd, active, out, [x[..., 0] for x in body_frames(model, d)], body_poses(model, q)[1], acc, jdot)
+        # the bodies' frames in MuJoCo's arithmetic: a weld's error cancels in the last digits of its anchors
+        xpos, xquat = body_poses(model, q)
+        _equality_rows(model, d, q, qd, active, out, (xpos, quat_to_mat_mj(xquat)), xquat, acc, jdot)
     ne = len(out.pos)
     # dry friction of each dof: J = e_i, force within +-frictionloss
     if opt.frictionloss:
@@ -790,11 +793,13 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
           tolerance: float | None = None, iterations: int | None = None) -> Solution:
     """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
-    Newton's method (Hessian M + J^T D J, exact line search), from the warm start when its cost is lower than a0's.
+    Newton's method (Hessian M + J^T D J, MuJoCo's line search: at most opt.ls_iterations evaluations of the cost, to
+    |d cost / d alpha| < tolerance ls_tolerance |v| / scale), from the warm start when its cost is lower than a0's.
 
-    Stops as MuJoCo's mj_solNewton does: when the scaled improvement of an iteration, the scaled gradient or the Newton
-    decrement 1/2 grad H^-1 grad is below the tolerance (model.opt's unless given), scale = 1 / (meaninertia max(1, nv)),
-    or when the line search finds no descent; after `iterations` it stops anyway and converged is False."""
+    Stops as MuJoCo's mj_solNewton does: when the scaled improvement of the line search, the scaled gradient or the
+    Newton decrement 1/2 grad H^-1 grad is below the tolerance (model.opt's unless given), scale = 1 / (meaninertia
+    max(1, nv)), or when the line search improves nothing (alpha = 0); after `iterations` it stops anyway. converged is
+    False when it stopped by the iteration limit, or by a line search that ran out of evaluations without improving."""
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
