@@ -270,7 +270,8 @@ template <class T> bool finite_diagonal(const T *M, int n) {
 // w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
 // velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
 // D = dA/dqd - B (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free bodies' blocks of M kept
-// in w.free_M first (double: free_body_matrix); rk4 and euler with explicit damping: M as it is
+// in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
+// damping: M as it is
 template <class T> void step_matrix(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator,
                                     bool implicit_damping, const T *qd) {
     int nv = m.nv;
