@@ -24,7 +24,11 @@ namespace {
 
 // ---------------------------------------------------------------- the configuration manifold
 
-// q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out: scalars add h v, quaternions turn by exp(h w)
+// q (+) h v (joints.integrate, MuJoCo's mj_integratePos) into out: scalars add h v, quaternions turn by exp(h w),
+// rounded as MuJoCo 4.0's mju_quatIntegrate (joints.quat_integrate; RK4's stages collide at these positions: a box
+// resting exactly on a plane touches or not by the last bit): the axis w (1 / |w|), libm's sin and cos, q scaled by
+// 1 / |q| (|q|^2 summed in pairs) only when ||q| - 1| > 1e-15 (exactly, quat_rescale, where |q|^2 over- or
+// underflows), the product's terms added in pairs
 template <class T> void integrate_pos(const Model &m, const T *q, const T *v, double h, T *out) {
     for (int i = 0; i < m.nq; i++) out[i] = q[i];
     for (int k = 0; k < m.nscalar; k++) out[m.scalar_qposadr[k]] = q[m.scalar_qposadr[k]] + h * v[m.scalar_dofadr[k]];
@@ -32,13 +36,20 @@ template <class T> void integrate_pos(const Model &m, const T *q, const T *v, do
         const T *w = v + m.quat_dofadr[k];
         T speed = vsqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = h * speed;
         auto moving = speed > 1e-15;                                   // the axis w / |w|, or 0 at rest
-        T safe = select(moving, speed, splat<T>(1.0)), half, c;
-        sincos_any(0.5 * angle, half, c);
-        T r[4] = {c, select(moving, w[0] / safe, splat<T>(0.0)) * half, select(moving, w[1] / safe, splat<T>(0.0)) * half,
-                  select(moving, w[2] / safe, splat<T>(0.0)) * half};
-        T u[4];
-        quat_normalize(q + m.quat_qposadr[k], u);
-        quat_mul(u, r, out + m.quat_qposadr[k]);
+        T inv = 1.0 / select(moving, speed, splat<T>(1.0)), half, c;
+        sincos_libm(angle * 0.5, half, c);
+        T b[4] = {c, select(moving, w[0] * inv, splat<T>(0.0)) * half, select(moving, w[1] * inv, splat<T>(0.0)) * half,
+                  select(moving, w[2] * inv, splat<T>(0.0)) * half};
+        const T *p = q + m.quat_qposadr[k];
+        T norm2 = (p[0] * p[0] + p[1] * p[1]) + (p[2] * p[2] + p[3] * p[3]), norm = vsqrt(norm2);
+        T scale = select((norm - 1.0 > 1e-15) | (1.0 - norm > 1e-15), 1.0 / norm, splat<T>(1.0)), a[4];
+        for (int i = 0; i < 4; i++) a[i] = p[i] * scale;
+        quat_rescale(p, norm2, a, norm);
+        T *r = out + m.quat_qposadr[k];
+        r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
+        r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
+        r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
+        r[3] = (a[0] * b[3] + a[1] * b[2]) + (a[3] * b[0] - a[2] * b[1]);
     }
 }
 
@@ -259,7 +270,8 @@ template <class T> bool finite_diagonal(const T *M, int n) {
 // w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
 // velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
 // D = dA/dqd - B (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free bodies' blocks of M kept
-// in w.free_M first (double: free_body_matrix); rk4 and euler with explicit damping: M as it is
+// in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
+// damping: M as it is
 template <class T> void step_matrix(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator,
                                     bool implicit_damping, const T *qd) {
     int nv = m.nv;

@@ -105,7 +105,14 @@ inline void sincos_any(double x, double &s, double &c) {
         s = std::sin(x), c = std::cos(x);
     }
 }
+
+// libm's sin x and cos x (MuJoCo's mju_sin, mju_cos), lane by lane: where the last bit must be MuJoCo's
+inline void sincos_libm(double x, double &s, double &c) { s = std::sin(x), c = std::cos(x); }
+
 #if PHYSAI_LANES
+template <class L> inline void sincos_libm(L x, L &s, L &c) {
+    for (int i = 0; i < lanes_of<L>; i++) s[i] = std::sin(x[i]), c[i] = std::cos(x[i]);
+}
 template <class L> inline void sincos_any(L x, L &s, L &c) {
     sincos_poly<L>(x, s, c);
     for (int i = 0; i < lanes_of<L>; i++)

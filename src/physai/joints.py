@@ -242,13 +242,26 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:
-    """MuJoCo's mju_quatIntegrate: normalize(quat) * (rotation by h |w| about w / |w|), quat (..., 4, n), w (..., 3, n)."""
-    speed = np.sqrt(np.einsum("...in,...in->...n", w, w))
+    """MuJoCo's mju_quatIntegrate: normalize(quat) * (rotation by h |w| about w / |w|), quat (..., 4, n), w (..., 3, n).
+    Rounded as MuJoCo 4.0's, operation by operation (RK4's stages collide at these positions: a box resting exactly on
+    a plane touches it or not by the last bit): the axis w (1 / |w|), libm's sin and cos, quat scaled by 1 / |quat|
+    (|quat|^2 summed in pairs) only when ||quat| - 1| > 1e-15, the product's terms added in pairs."""
+    speed = np.sqrt(w[..., 0, :] * w[..., 0, :] + w[..., 1, :] * w[..., 1, :] + w[..., 2, :] * w[..., 2, :])
     angle = h * speed
-    axis = np.where(speed[..., None, :] > 1e-15, w / np.where(speed > 1e-15, speed, 1.0)[..., None, :], 0.0)
-    rot = np.concatenate([np.cos(0.5 * angle)[..., None, :], axis * np.sin(0.5 * angle)[..., None, :]], axis=-2)
-    unit = np.moveaxis(spatial.quat_normalize(np.moveaxis(quat, -2, -1)), -1, -2)
-    return quat_mul(unit, rot)
+    axis = np.where(speed[..., None, :] > 1e-15, w * (1.0 / np.where(speed > 1e-15, speed, 1.0))[..., None, :], 0.0)
+    b0, b1, b2, b3 = np.cos(angle * 0.5), *(axis * np.sin(angle * 0.5)[..., None, :]).swapaxes(0, -2)
+    q0, q1, q2, q3 = np.moveaxis(quat, -2, 0)
+    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
+        norm2 = (q0 * q0 + q1 * q1) + (q2 * q2 + q3 * q3)
+        norm = np.sqrt(norm2)
+        scale = np.where(np.abs(norm - 1.0) > 1e-15, 1.0 / norm, 1.0)   # a zero quaternion gives NaN
+        a0, a1, a2, a3 = q0 * scale, q1 * scale, q2 * scale, q3 * scale
+    extreme = ~((norm2 >= 1e-200) & (norm2 <= 1e200))   # |quat|^2 over- or underflows: scaled exactly
+    if extreme.any():
+        unit = np.moveaxis(spatial.quat_normalize(np.moveaxis(quat, -2, -1)), -1, 0)
+        a0, a1, a2, a3 = (np.where(extreme, x, y) for x, y in zip(unit, (a0, a1, a2, a3)))
+    return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
+                     (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=-2)
 
 
 def quat_difference(q1: np.ndarray, q0: np.ndarray) -> np.ndarray:
