@@ -139,7 +139,7 @@ SLOW = {
     "test_derivatives.py": {
         "test_rnea_derivatives_against_central_differences", "test_step_derivatives_batch_and_backends_agree",
     },
-    "test_docs.py": {"test_readme_example_runs"},
+    "test_docs.py": {"test_guide_example_runs"},
     "test_engine.py": {
         "test_a_zero_quaternion_in_integrate_is_named", "test_data_against_mujocos_stages",
         "test_far_from_the_origin_keeps_its_digits", "test_free_joint_is_three_slides_and_a_ball",

@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = [
     ["physai", "physai.exceptions"],
     ["physai.spatial", "physai.validation", "physai.linalg", "physai.extras"],
-    ["physai.joints", "physai.models", "physai.engine.geoms"],
+    ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks"],
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
     ["physai.engine.urdf"],
