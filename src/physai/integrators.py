@@ -339,7 +339,7 @@ def _step_reporting(model, q, qd, inputs: dict, options: tuple):
         found = {}
         Q[keep], QD[keep], W[keep] = _step_batch(model, subset.pop("q"), subset.pop("qd"), {key: subset.get(key) for key in inputs},
                                                  options, found)
-        errors.update({int(keep[k]): _as_state(error, int(keep[k])) for k, error in found.items()})
+        errors.update({int(keep[k]): _worded_for_step(error, int(keep[k])) for k, error in found.items()})
     ok = np.ones(N, bool)
     ok[list(errors)] = False
     if single:
@@ -361,19 +361,17 @@ def _bad_rows(model, rows: dict, N: int) -> dict:
     return errors
 
 
-def _as_state(error: Exception, n: int) -> Exception:
-    """error of a run alone ("the simulation ..."), as the same error naming state n of a step's batch."""
-    text, alone, where = str(error), "the simulation", " at step 1"
-    text = text[len(alone):] if text.startswith(alone) else ": " + text
-    return type(error)(f"state {n} of the step{text[len(where):] if text.startswith(where) else text}")
-
-
-def _worded_for_step(error: Exception) -> Exception:
+def _worded_for_step(error: Exception, state: int | None = None) -> Exception:
     """The error of step's one-step run in step's words: "state 3 of the step" for "trajectory 3 of the rollout", "the
-    step" for "the simulation", without "at step 1"; its attributes (trajectory, step) kept."""
-    text = re.sub(r"^trajectory (\d+) of the rollout", r"state \1 of the step", str(error))
-    text = re.sub(r"^the simulation", "the step", text).replace(" at step 1", "", 1)
-    worded = type(error)(text)
+    step" for "the simulation" (or "state n of the step" for the run alone of a batch's state n), without "at step 1";
+    its attributes (trajectory, step) kept."""
+    subject = "the step" if state is None else f"state {state} of the step"
+    if state is None:
+        text = re.sub(r"^trajectory (\d+) of the rollout", r"state \1 of the step", str(error))
+    else:
+        text = re.sub(r"^trajectory \d+ of the rollout", subject, str(error))
+    text = re.sub(r"^the simulation", subject, text).replace(" at step 1", "", 1)
+    worded = type(error)(text if text.startswith(("state", "the step")) else f"{subject}: {text}")
     worded.__dict__.update(error.__dict__)
     return worded
 
