@@ -119,6 +119,8 @@ def check_integrator(integrator) -> str:
     """The integrator's name in lower case, given by name (any case) or by MuJoCo's mjtIntegrator value as m.opt.integrator
     holds it (0 euler, 1 rk4, 2 implicit, 3 implicitfast: an int or a mujoco.mjtIntegrator member); raises
     InvalidArgumentError for anything else (True is not 1)."""
+    if type(integrator) is str and integrator in INTEGRATORS:      # the usual case, at once
+        return integrator
     if isinstance(integrator, str):
         name = integrator.lower()
     elif isinstance(integrator, (bool, np.bool_)) or not hasattr(type(integrator), "__index__"):

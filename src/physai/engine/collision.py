@@ -235,14 +235,19 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
                                     "; or pass MuJoCo's contacts (physai.collision.from_mujoco)")
 
 
-_warned: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()   # per model: the pairs warned of
+_warned: dict[int, set] = {}     # id(model): the pairs warned of (dropped with the model: no write into a Model)
 
 
 def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
     """A CollisionWarning for each left-out pair (indices into candidates(model)[1]) that may be touching, once per
     pair and model, whichever call (detect, a simulation, either backend) finds it near first. stacklevel: as
     warnings.warn's, counted from the caller of warn_near."""
-    warned = _warned.setdefault(model, set())
+    warned = _warned.get(id(model))
+    if warned is None:
+        warned = _warned[id(model)] = set()
+        weakref.finalize(model, _warned.pop, id(model), None)
+    elif warned.issuperset(pairs):                        # a stepping loop's usual case: nothing new to say
+        return
     missing, G = candidates(model)[1], model.geoms
     for k in pairs:
         if k in warned:
