@@ -16,9 +16,9 @@ from pathlib import Path
 from playwright.sync_api import sync_playwright
 
 from physai.lab.npm import ensure_node_modules
-from physai.lesson.reader import read_lesson
+from physai.lesson_page.reader import read_lesson
 from physai.lab.server import serving
-from physai.lesson.server import make_server
+from physai.lesson_page.server import make_server
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))

@@ -108,6 +108,9 @@ SLOW = {
         "test_states_are_checks_random_states_within_verifys_ranges", "test_the_constraints_table_on_the_g1",
     },
     "test_collision.py": {
+        "test_near_parallel_capsules_match_mj_collision",
+        "test_unsupported_pairs_warn_once_per_pair_and_model",
+        "test_compiled_detect_matches_numpy_and_mj_collision",
         "test_box_box_matches_mujoco_face_and_edge_contacts", "test_broad_phase_tests_near_pairs_only",
         "test_compiled_convex_mesh_contacts_step_as_mj_step", "test_convex_mesh_contacts_step_as_mj_step",
         "test_convex_meshes_at_random_poses_match_mj_collision", "test_convex_meshes_on_a_plane_match_mj_collision",
@@ -115,6 +118,7 @@ SLOW = {
         "test_urdf_collision_geoms_match_mujocos_urdf_import",
     },
     "test_constraints.py": {
+        "test_solver_limits_stop_where_mj_forward_stops",
         "test_contacts_of_another_model_are_refused", "test_discrete_inverse_equals_invdiscrete",
         "test_forward_at_defaults_is_as_close_as_mujocos", "test_forward_equals_mujocos_at_tight_tolerance",
         "test_g1_along_its_steps", "test_inverse_equals_mj_inverse", "test_invweight0_equals_mujocos",
@@ -125,6 +129,9 @@ SLOW = {
         "test_g1_standing_equals_the_numpy_reference_and_mujoco", "test_rows_and_inverse_equal_the_numpy_reference",
     },
     "test_contact_simulation.py": {
+        "test_solver_limits_follow_mj_step",
+        "test_implicit_steps_with_saturated_joint_actuators_match_mj_step",
+        "test_rollout_with_saturated_joint_actuators_matches_mujoco_rollout",
         "test_a_closed_loop_of_steps_follows_mj_step", "test_a_stack_of_boxes_follows_mj_step",
         "test_constraint_functions_find_their_own_contacts",
         "test_models_with_pairs_physai_cannot_collide_are_refused", "test_numpy_backend_gives_the_same_run",
@@ -137,6 +144,7 @@ SLOW = {
     },
     "test_dask_example.py": {"test_dask_rnea_example_writes_what_the_direct_call_gives"},
     "test_derivatives.py": {
+        "test_step_derivatives_with_saturated_joint_actuators",
         "test_rnea_derivatives_against_central_differences", "test_step_derivatives_batch_and_backends_agree",
     },
     "test_docs.py": {"test_guide_example_runs"},
@@ -175,6 +183,7 @@ SLOW = {
         "test_regressor_times_parameters_is_rnea",
     },
     "test_integrators.py": {
+        "test_simulation_follows_the_models_options_as_mj_step",
         "test_damped_pendulum_reproduces_mj_step", "test_free_and_ball_joints_follow_mj_step_for_1_s",
         "test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term",
         "test_panda_2_s_with_home_ctrl_reproduces_mj_step", "test_pendulum_10_s_reproduces_mj_step",
@@ -193,8 +202,12 @@ SLOW = {
         "test_a_slow_sender_is_cut_off_at_the_request_deadline",
         "test_idle_connections_do_not_block_a_request_and_are_closed", "test_only_loopback_host_headers_are_answered",
     },
-    "test_lesson_reader.py": {"test_no_lesson_text_makes_reading_fail"},
+    "test_lesson_reader.py": {
+        "test_the_cli_refuses_a_device_or_a_fifo_in_one_line",
+        "test_no_lesson_text_makes_reading_fail"
+    },
     "test_listings.py": {
+        "test_cross_check_published_numbers_of_the_lessons_models",
         "test_cross_check_printed_lines_are_the_published_ones", "test_l6_2_manipulator_equation_properties",
         "test_l7_1_armature_and_damping_against_mujoco", "test_l7_1_balance_energy_and_spectrum_against_mujoco",
         "test_l7_1_two_link_arm_against_mujoco", "test_l7_2_box_holding_forces_against_mj_inverse",
@@ -225,6 +238,7 @@ SLOW = {
     "test_spatial.py": {"test_log_jacobians_equal_finite_differences_and_pinocchio"},
     "test_task_space.py": {"test_inertia_pseudo_inverse_and_bias_equal_mujoco_formulas"},
     "test_threads.py": {
+        "test_ctrl_c_stops_a_large_constrained_rollout_during_its_setup",
         "test_a_forked_child_runs_batches_on_a_pool_of_its_own",
         "test_a_signal_handler_may_run_batches_during_a_batch", "test_ctrl_c_stops_a_long_compiled_run",
     },

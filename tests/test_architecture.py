@@ -38,8 +38,8 @@ LAYERS = [
     ["physai.integrators"],
     ["physai.inverse", "physai.derivatives", "physai.constraints"],
     ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
-    ["physai.lab", "physai.lab.server", "physai.lessons.check11", "physai.lesson.reader"],
-    ["physai.lesson", "physai.lesson.server"],
+    ["physai.lab", "physai.lab.server", "physai.lessons.check11", "physai.lesson_page.reader"],
+    ["physai.lesson_page", "physai.lesson_page.server"],
     ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab"],
     ["physai.cli"],
 ]
@@ -156,3 +156,14 @@ def test_the_checks_see_what_they_forbid():
     top, nested = imports_of("physai.engine.loaders", source)
     assert ("physai.integrators", 2) in top and RANK["physai.integrators"] > RANK["physai.engine.loaders"]
     assert nested == [("physai.forces", 4)]
+
+
+def test_no_public_class_shadows_a_module():
+    """No class is named as a top-level physai module (case aside) outside that module's own package:
+    integrators.Dynamics beside physai.dynamics read as the module. (Functions keep MuJoCo's stage names:
+    engine.smooth.kinematics is mj_kinematics.)"""
+    tops = {name.split(".")[1] for name in MODULES if name.count(".") == 1}
+    shadows = [f"{name}.{node.name}" for name, path in MODULES.items() for node in ast.parse(path.read_text()).body
+               if isinstance(node, ast.ClassDef) and node.name.lower() in tops
+               and not name.startswith(f"physai.{node.name.lower()}")]
+    assert not shadows, f"these classes read as physai modules: {shadows}"

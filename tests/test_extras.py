@@ -36,7 +36,7 @@ for module in pkgutil.walk_packages(physai.__path__, "physai."):
 from physai import engine
 from physai.exceptions import MissingExtraError
 from physai.lab import npm
-from physai.lesson import reader
+from physai.lesson_page import reader
 errors = {{}}
 for feature, call in [("map_states", lambda: engine.map_states(engine.rnea, "double_pendulum", None)),
                       ("node", npm.node_bin_dir), ("markdown", lambda: reader.markdown("*a*"))]:

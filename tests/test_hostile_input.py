@@ -549,7 +549,7 @@ def test_cli_refuses_states_that_cannot_fit_in_memory(capsys, command):
 def test_a_nul_byte_in_a_labs_model_path_is_named(tmp_path, capsys):
     """It reached the file system's calls: "ValueError: embedded null byte" (physai lab, lesson open, read_lesson)."""
     from physai.lab.spec import load_lab
-    from physai.lesson.reader import read_lesson
+    from physai.lesson_page.reader import read_lesson
     from physai.exceptions import LabError
     (tmp_path / "lab.json").write_text('{"model": "robot\\u0000.xml"}')
     (tmp_path / "lesson.md").write_text('# L\n\n```lab simlab {"model": "robot\\u0000.xml"}\n```\n')

@@ -1,4 +1,4 @@
-"""physai.lesson.reader on the course's four lessons (../shared/seeds/) and physai's example lesson, and the lesson
+"""physai.lesson_page.reader on the course's four lessons (../shared/seeds/) and physai's example lesson, and the lesson
 server's routes and headers (no browser; tests/test_lesson_page.py drives the page in Chromium).
 
 The expected questions, answers, steps and groups are read from the lesson text here by other means (the JSON decoder
@@ -19,9 +19,9 @@ import pytest
 from physai.cli import main
 from physai.exceptions import LabError, LessonError
 from physai.lab import lab_from_lesson_text, load_lab
-from physai.lesson.reader import MAX_BYTES, lesson_from_text, read_lesson, safe_html
+from physai.lesson_page.reader import MAX_BYTES, lesson_from_text, read_lesson, safe_html
 from physai.lab.server import serving
-from physai.lesson.server import make_server
+from physai.lesson_page.server import make_server
 
 from lab.client import request   # tests/lab/: test support
 from lab.lessons import EXAMPLE, json_checks, seed

@@ -312,7 +312,7 @@ class _Stepper:
 
     def __init__(self, model, h, inputs, euler_damping):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
-        self.run = integ.Dynamics(model, h, inputs, euler_damping)
+        self.run = integ.DynamicsEvaluator(model, h, inputs, euler_damping)
         self.nu = 0 if inputs.actuators is None else inputs.actuators.nu
         self.Pq, self.Pv = _passive_derivatives(model)
 

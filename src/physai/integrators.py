@@ -696,7 +696,7 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
     ctrls, applied, xfrc = rows
     stepper = _STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
-    run = Dynamics(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping, constrained)
+    run = DynamicsEvaluator(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping, constrained)
     if warm is not None:
         run.warmstart = np.array(warm, dtype=float)
     for k in range(steps):
@@ -717,7 +717,7 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
     return None
 
 
-def _guarded(stepper, run: "Dynamics", q, qd):
+def _guarded(stepper, run: "DynamicsEvaluator", q, qd):
     """stepper(run, q, qd), with a state that overflows inside the step (a runaway velocity makes the bias or a stage
     infinite; physai's checks then raise InvalidStateError) returned as NaN, so that the caller reports a divergence.
     A zero quaternion in q is the state's own fault: its error goes through."""
@@ -783,7 +783,7 @@ class StepInputs:
         return cls(actuators, ctrl, qfrc_applied, xfrc_applied)
 
 
-class Dynamics:
+class DynamicsEvaluator:
     """A model, a timestep h [s], the StepInputs, and one engine workspace reused by every evaluation of the dynamics:
     evaluate(q, qd) -> (M, f, potential energy), the pieces every integrator steps with (physai.inverse and
     physai.derivatives step with them too); acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), the forward dynamics
@@ -854,7 +854,7 @@ def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfr
     """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N], the f of M a = f."""
     model = engine.as_model(model)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    return Dynamics(model, 1.0, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
+    return DynamicsEvaluator(model, 1.0, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
 
 
 def bias_velocity_derivative(model, q, qd) -> np.ndarray:
@@ -960,7 +960,8 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
     model = engine.as_model(model)
     h = check_timestep(dt)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    return [s[:4] for s in rk4_stages_of(Dynamics(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)), q, qd)]
+    run = DynamicsEvaluator(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied))
+    return [s[:4] for s in rk4_stages_of(run, q, qd)]
 
 
 # ---- the integrators: each returns (q_next, qd_next, energy of (q, qd)) --------------------------
@@ -972,7 +973,7 @@ def _advance(model, q, qd, h):
 
 
 def _single_step(name: str):
-    def stepper(run: Dynamics, q, qd):
+    def stepper(run: DynamicsEvaluator, q, qd):
         M, f, potential = run.evaluate(q, qd)
         x = run.inputs
         implicit = name != "euler" or (run.euler_damping and (run.model.dof_damping > 0).any())
@@ -993,7 +994,7 @@ RK4_TIMES = (0.5, 0.5, 1.0)
 RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
 
 
-def rk4_stages_of(run: Dynamics, q, qd):
+def rk4_stages_of(run: DynamicsEvaluator, q, qd):
     """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
     hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions)."""
     stages, energy, warm = [], None, run.warmstart
@@ -1011,7 +1012,7 @@ def rk4_stages_of(run: Dynamics, q, qd):
     return stages
 
 
-def rk4_step(run: Dynamics, q, qd):
+def rk4_step(run: DynamicsEvaluator, q, qd):
     """One RK4 step: (q_next, qd_next, stages), the stages as rk4_stages_of gives them (physai.inverse shoots with it)."""
     stages = rk4_stages_of(run, q, qd)
     dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
@@ -1019,7 +1020,7 @@ def rk4_step(run: Dynamics, q, qd):
     return _advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
 
 
-def _rk4(run: Dynamics, q, qd):
+def _rk4(run: DynamicsEvaluator, q, qd):
     q_next, qd_next, _ = rk4_step(run, q, qd)
     return q_next, qd_next, run.start_energy
 

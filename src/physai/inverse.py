@@ -174,7 +174,7 @@ def rk4_shooting(model, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e
     tau, err, iters = np.zeros((N, nv)), np.zeros(N), np.zeros(N, dtype=int)
     q, qd = np.empty((N + 1, model.nq)), np.empty((N + 1, nv))
     q[0], qd[0] = Q[0], qd_all[0]
-    run = integ.Dynamics(model, h, base)
+    run = integ.DynamicsEvaluator(model, h, base)
 
     def rk4(u, k):                                     # one physai rk4 step from state k with force u
         run.inputs = integ.StepInputs(base.actuators, base.ctrl, u, None)

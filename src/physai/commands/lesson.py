@@ -1,4 +1,4 @@
-"""`physai lesson open PATH`: serve a lesson file as a page on 127.0.0.1 (physai.lesson), its math typeset, its labs
+"""`physai lesson open PATH`: serve a lesson file as a page on 127.0.0.1 (physai.lesson_page), its math typeset, its labs
 running, its knowledge checks to take and its checklist saved in the browser.
 `physai lesson N PART`: run one of a lesson's scripts (build, experiment, break-it, exercises) from anywhere, or
 check the learner's own Build it code (`physai lesson 11 check PATH`: physai.lessons.check11).
@@ -15,8 +15,8 @@ from physai.commands import OneLineParser
 from physai.exceptions import InvalidArgumentError, LabError, PhysaiError
 from physai.lab.npm import ensure_node_modules
 from physai.lab.server import port_number, serve_until_interrupted
-from physai.lesson.reader import read_lesson
-from physai.lesson.server import make_server
+from physai.lesson_page.reader import read_lesson
+from physai.lesson_page.server import make_server
 from physai.lessons import check11, lesson_dir
 
 #: PART on the command line -> script file in the lesson's folder

@@ -1,4 +1,4 @@
-// physai lesson page: the blocks of /lesson.json (physai.lesson.reader) as a page, math typeset by KaTeX, and the
+// physai lesson page: the blocks of /lesson.json (physai.lesson_page.reader) as a page, math typeset by KaTeX, and the
 // test hook window.lesson:
 //   ready; questions() -> [{id, kind, options}]; answer(id, value) -> {correct, explanation};
 //   checklist() -> [{label, done}]; check(index, done); mathErrors(); labs()

@@ -4,7 +4,7 @@ timeouts and the security headers; see that module).
     server = make_server(page, port)     # a LessonServer; server.url; server.serve_forever()
 
 Routes (GET and HEAD): /             the page (web/index.html) and its files (web/)
-        /lesson.json  the page's blocks (physai.lesson.reader.Page.as_json)
+        /lesson.json  the page's blocks (physai.lesson_page.reader.Page.as_json)
         /lab/N/...    the lesson's lab N as `physai lab` serves it (its page, lab.json, its model's files), framed by the
                       lesson page only
         /vendor/...   KaTeX, MuJoCo's WebAssembly build and three.js from the npm packages of physai.lab.npm
@@ -17,7 +17,7 @@ from pathlib import Path
 from physai.exceptions import PhysaiError
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, LabSite, LocalServer, Reply,
                                content_security_policy, security_headers)
-from physai.lesson.reader import Page
+from physai.lesson_page.reader import Page
 
 WEB_DIR = Path(__file__).resolve().parent / "web"
 #: KaTeX's files, beside the lab's packages
