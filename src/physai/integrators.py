@@ -586,6 +586,8 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
             failure = None
         if failure is not None and errors is not None and hasattr(failure, "trajectory"):   # the others, then it alone
             return _report_failures(batch, [failure.trajectory], None, errors)
+        if failure is not None and errors is not None:          # not one trajectory's: the call's own error
+            raise failure
         if errors is not None and (stopped >= 0).any():
             return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), (Q, QD, E, ncon, warm_out), errors)
         if failure is not None:

@@ -249,7 +249,7 @@ def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:
     speed = np.sqrt(w[..., 0, :] * w[..., 0, :] + w[..., 1, :] * w[..., 1, :] + w[..., 2, :] * w[..., 2, :])
     angle = h * speed
     axis = np.where(speed[..., None, :] > 1e-15, w * (1.0 / np.where(speed > 1e-15, speed, 1.0))[..., None, :], 0.0)
-    b0, b1, b2, b3 = np.cos(angle * 0.5), *(axis * np.sin(angle * 0.5)[..., None, :]).swapaxes(0, -2)
+    b0, b1, b2, b3 = np.cos(angle * 0.5), *np.moveaxis(axis * np.sin(angle * 0.5)[..., None, :], -2, 0)
     q0, q1, q2, q3 = np.moveaxis(quat, -2, 0)
     with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
         norm2 = (q0 * q0 + q1 * q1) + (q2 * q2 + q3 * q3)
