@@ -23,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import validation
+from physai.engine.model_checks import CONTACT_DIMS
 from physai.exceptions import InvalidArgumentError, InvalidModelError, ShapeError
 
-DIMS = (1, 3, 4, 6)
 # packed()'s columns: (field, width) of the floats, then the ints (cpp/data.h's Contacts)
 PACKED_FLOATS = (("pos", 3), ("frame", 9), ("dist", 1), ("includemargin", 1), ("friction", 5), ("solref", 2),
                  ("solreffriction", 2), ("solimp", 5))
@@ -80,7 +80,7 @@ class ContactSet:
         geom = geom.astype(np.intp)
         geom.setflags(write=False)
         object.__setattr__(self, "geom", geom)
-        bad = np.flatnonzero(~np.isin(self.dim, DIMS))
+        bad = np.flatnonzero(~np.isin(self.dim, CONTACT_DIMS))
         if bad.size:
             raise InvalidModelError(f"contact {int(bad[0])} has dim {int(self.dim[bad[0]])}; a contact's dim is 1, 3, 4 or 6")
         self._check_frames()

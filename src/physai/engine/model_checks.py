@@ -53,7 +53,7 @@ def check(model) -> None:
 
 
 def check_options(opt) -> None:
-    """InvalidModelError unless opt's timestep and impratio are finite and > 0, its tolerances finite and >= 0 and its
+    """InvalidModelError unless opt's timestep is finite and > 0, its impratio and tolerances finite and >= 0 and its
     iteration counts whole numbers in 0..2**31 - 1 (MuJoCo's int)."""
     for name, positive in (("timestep", True), ("impratio", False), ("tolerance", False), ("ls_tolerance", False)):
         value = getattr(opt, name)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from physai.engine.model_checks import MAXVAL
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE, ConvexMesh
 
 MINVAL = 1e-15                                   # MuJoCo's mjMINVAL: the smallest denominator
@@ -467,7 +468,6 @@ def capsule_box(pos1, mat1, size1, pos2, mat2, size2, margin) -> list:
 #: scale, sin^2 below which an edge-cross axis is noise, an axis component below which a support corner is ambiguous,
 #: the squared relative radius of clipped duplicates, the edge axes' bias against faces
 BOXBOX_SEPEPS, BOXBOX_PAREPS, BOXBOX_SGNEPS, BOXBOX_DUPEPS, BOXBOX_EDGEBIAS = 1e-13, 1e-16, 1e-9, 1e-14, 1e-6
-MAXVAL = 1e10                                                   # MuJoCo's mjMAXVAL
 
 
 def _clip_half_plane(poly: list, coord: int, sign: float, limit: float) -> list:
