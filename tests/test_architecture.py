@@ -28,6 +28,7 @@ LAYERS = [
     ["physai.engine.smooth", "physai.engine.support", "physai.engine.collision"],
     ["physai.engine.forward", "physai.engine.batching", "physai.engine.native"],
     ["physai.engine.constraint"],
+    ["physai.engine.solver", "physai.engine.inverse"],
     ["physai.engine.api", "physai.engine.configuration"],
     ["physai.engine.chunked"],
     ["physai.engine"],

@@ -19,9 +19,9 @@ none at all). Which constraints exist and the solver's settings come from the Mo
 MuJoCo model: model.opt).
 
 On the compiled backend (physai.engine.backend == "native", the default when it is built) the rows, the solver and the
-inverse run in C++ (cpp/constraint.h), a batch on threads with each state's own contacts; PHYSAI_BACKEND=numpy (or
-engine.set_backend("numpy")) runs the NumPy reference of physai.engine.constraint state by state. Both give the same
-results within rounding (tests/test_constraints_native.py).
+inverse run in C++ (cpp/constraint.h, cpp/solver.h, cpp/inverse.h), a batch on threads with each state's own contacts;
+PHYSAI_BACKEND=numpy (or engine.set_backend("numpy")) runs the NumPy reference of physai.engine.constraint, solver and
+inverse state by state. Both give the same results within rounding (tests/test_constraints_native.py).
 """
 
 import warnings
@@ -31,7 +31,7 @@ import numpy as np
 
 from physai import collision, engine, validation
 from physai.engine import collision as engine_collision
-from physai.engine import batching, constraint, model_checks, native, smooth
+from physai.engine import batching, constraint, inverse, model_checks, native, smooth, solver
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
 from physai.engine.forward import tree_cholesky_solve
@@ -209,7 +209,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         M = smooth.crb(model, d)[:, :, 0]
         c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
         start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
-        sol = constraint.solve(model, r, M, tau1 - c, start, tolerance, iterations)
+        sol = solver.solve(model, r, M, tau1 - c, start, tolerance, iterations)
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch)
         results.append((sol, r))
@@ -243,7 +243,7 @@ def _warn(iterations: int, improvement: float, k: int, batch) -> None:
 
 
 def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data) -> ForwardResult:
-    """forward_dynamics on the compiled backend (constraint.compiled_forward)."""
+    """forward_dynamics on the compiled backend (solver.compiled_forward)."""
     sets = _compiled_contacts(model, contacts, q, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     warm = qacc_warmstart                     # (nv,) for every state or (N, nv): the kernel checks the values it reads
@@ -254,7 +254,7 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
         else:
             warm = np.ascontiguousarray(_warmstart(model, warm, data(model)[1]).T)
     opt = model.opt
-    qacc, qfrc, forces, its, improvement, converged = constraint.compiled_forward(
+    qacc, qfrc, forces, its, improvement, converged = solver.compiled_forward(
         model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
         opt.iterations if iterations is None else iterations)
     batch = len(its) if qacc.ndim == 2 else None
@@ -308,7 +308,7 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
         if discrete:
             Ma = _discrete_force(model, q1, qd1, a, M, ctrl)
             a = tree_cholesky_solve(model, M[:, :, None], Ma[:, None])[:, 0]
-        f = constraint.inverse_force(r, a)
+        f = inverse.inverse_force(r, a)
         qfrc = r.J.T @ f
         out.append((Ma + c - qfrc, qfrc, f, r))
     if batch is None:
@@ -318,13 +318,13 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
 
 
 def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:
-    """inverse_dynamics on the compiled backend (constraint.compiled_inverse); discrete: (M - h D) qacc and the
+    """inverse_dynamics on the compiled backend (inverse.compiled_inverse); discrete: (M - h D) qacc and the
     continuous qacc M^-1 (M - h D) qacc of each state computed here, tau = (M - h D) qacc + c - J^T f as on the NumPy
     path."""
     sets = _compiled_contacts(model, contacts, q, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     if not discrete:
-        tau, qfrc, forces = constraint.compiled_inverse(model, q, qd, qacc, sets, active)
+        tau, qfrc, forces = inverse.compiled_inverse(model, q, qd, qacc, sets, active)
         batch = len(qfrc) if qfrc.ndim == 2 else None
     else:
         (Q, QD, A), batch = data(model)
@@ -333,7 +333,7 @@ def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_act
         a = np.array([tree_cholesky_solve(model, M[k][:, :, None], Ma[k][:, None])[:, 0] for k in range(Q.shape[1])])
         if batch is None:
             Ma, a = Ma[0], a[0]
-        _, qfrc, forces = constraint.compiled_inverse(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0], a, sets,
+        _, qfrc, forces = inverse.compiled_inverse(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0], a, sets,
                                                       active)
         tau = Ma + engine.bias(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0]) - qfrc
     rows_ = _later_rows(model, q, qd, sets, active, batch)

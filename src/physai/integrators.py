@@ -50,12 +50,12 @@ CONSTRAINTS. constraints=False gives the smooth dynamics: joint limits, friction
 (compare against MuJoCo with m.opt.disableflags |= mjDSBL_CONSTRAINT). constraints=True (the default for a model that has
 any) makes them act as in mj_step:
 each evaluation detects the contacts at its q (physai.collision.detect: the Model's geoms, with MuJoCo's filters),
-builds the constraint rows of physai.engine.constraint and solves them by Newton's method from the last solve's qacc
-(MuJoCo's qacc_warmstart; zero at the start), giving qacc and qfrc_constraint. Euler without damping steps with the
-solver's qacc; Euler with damping and the implicit integrators solve (M - h D) a = f + qfrc_constraint, as mj_Euler and
-mj_implicit do; RK4 solves the constraints at each of its four stages. The loop then runs in Python (each solve
-compiled on the compiled backend). A model with pairs of geoms physai cannot collide is refused unless built by
-physai.collision.ignoring_unsupported.
+builds the constraint rows of physai.engine.constraint and solves them by Newton's method (physai.engine.solver) from
+the last solve's qacc (MuJoCo's qacc_warmstart; zero at the start), giving qacc and qfrc_constraint. Euler without
+damping steps with the solver's qacc; Euler with damping and the implicit integrators solve (M - h D) a = f +
+qfrc_constraint, as mj_Euler and mj_implicit do; RK4 solves the constraints at each of its four stages. The loop then
+runs in Python (each solve compiled on the compiled backend). A model with pairs of geoms physai cannot collide is
+refused unless built by physai.collision.ignoring_unsupported.
 
 Energy. simulate() returns energy[k] = physai.engine.energy(model, q[k], qd[k]), the energy of the k-th
 state of the trajectory. MuJoCo computes d.energy inside mj_forward, at the start of mj_step, so after
@@ -77,7 +77,7 @@ import numpy as np
 
 from physai import engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import collision, constraint, native, smooth
+from physai.engine import collision, constraint, native, smooth, solver
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
                                ShapeError, UnsupportedModelError)
@@ -807,13 +807,13 @@ class DynamicsEvaluator:
         if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
             self.ncon = 0 if contacts is None else len(contacts)
         if native.on and self.tau is not None and np.isfinite(self.tau).all():
-            qacc, qfrc = constraint.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
+            qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
                                                      self.warmstart, opt.tolerance, opt.iterations)[:2]
         else:
             if self.tau is not None:                   # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
             rows = constraint.rows(model, self.d, q, qd, contacts)
-            solution = constraint.solve(model, rows, M, f, self.warmstart)
+            solution = solver.solve(model, rows, M, f, self.warmstart)
             qacc, qfrc = solution.qacc, solution.qfrc_constraint
         self.warmstart = qacc
         return qacc, qfrc

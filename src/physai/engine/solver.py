@@ -1,0 +1,342 @@
+"""MuJoCo's Newton solver of the forward constraint problem, one state at a time (engine_solver.c): the constrained
+accelerations of the rows physai.engine.constraint builds.
+
+    solve(model, rows, M, qfrc_smooth, ...)   qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
+
+The cost's pieces along a search direction (PrimalPrepare, PrimalEval), the exact line search (PrimalSearch) and the
+Hessian M + J^T D J come in that order. The NumPy text here is the reference; the compiled backend runs the same
+functions in C++ (cpp/solver.h):
+
+    compiled_forward                        the kernel constraint_forward (rows, M, c and Newton's method) on N states
+                                            with their own contacts
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from physai import validation
+from physai.engine import native
+from physai.engine.collision import MINVAL
+from physai.engine.constraint import (CONTACT_ELLIPTIC, QUADRATIC, Rows, kernel_options, mean_inertia, prepare_compiled,
+                                      state_forces, update)
+from physai.engine.forward import cholesky_solve, tree_cholesky_solve
+from physai.engine.model import Model
+
+
+# ---------------------------------------------------------------- the forward problem: Newton's method (mj_solNewton)
+
+@dataclass
+class Solution:
+    """qacc (nv,), efc_force (nefc,), qfrc_constraint = J^T efc_force (nv,), the Newton iterations it took and the last
+    scaled improvement of the cost (MuJoCo's solver_improvement), and whether it met the tolerance."""
+
+    qacc: np.ndarray
+    efc_force: np.ndarray
+    qfrc_constraint: np.ndarray
+    iterations: int
+    improvement: float
+    converged: bool
+    state: np.ndarray
+
+
+def _total_cost(r: Rows, M, qfrc_smooth, qacc_smooth, qacc):
+    """The primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref), with s's forces and states."""
+    force, state, s, hess = update(r, r.J @ qacc - r.aref, cone_hessian=True)
+    Ma = M @ qacc
+    gauss = 0.5 * float((Ma - qfrc_smooth) @ (qacc - qacc_smooth))
+    return gauss + s, force, state, hess, Ma
+
+
+@dataclass
+class _Line:
+    """The primal cost along qacc + alpha v, each row's as a polynomial in alpha: quad (nefc, 3) 1/2 D Jaref^2,
+    D Jaref Jv, 1/2 D Jv^2 (an elliptic contact's first row: its block's sums), cones {first row: (U0, V0, UU, UV, VV,
+    Dm)} of each elliptic contact (U, V: Jaref, Jv scaled by mu and friction; UU, UV, VV their tangential products),
+    gauss (1, 2): the Gauss term's linear and quadratic coefficients (MuJoCo's PrimalPrepare)."""
+
+    r: Rows
+    Jaref: np.ndarray
+    Jv: np.ndarray
+    quad: np.ndarray
+    cones: dict
+    gauss: tuple
+
+
+def _line(r: Rows, Jaref: np.ndarray, Jv: np.ndarray, gauss: tuple) -> _Line:
+    """The polynomials of the primal cost along the search direction (see _Line)."""
+    DJ = r.D * Jaref
+    quad = np.stack([Jaref * DJ, Jv * DJ, Jv * r.D * Jv], axis=1)
+    cones = {}
+    for i, dim, mu, friction in _elliptic_contacts(r):
+        quad[i] = quad[i:i + dim].sum(axis=0)
+        U, V = Jaref[i + 1:i + dim] * friction[:dim - 1], Jv[i + 1:i + dim] * friction[:dim - 1]
+        cones[i] = (Jaref[i] * mu, Jv[i] * mu, float(U @ U), float(U @ V), float(V @ V), r.D[i] / (mu * mu * (1 + mu * mu)))
+    quad[:, [0, 2]] *= 0.5
+    return _Line(r, Jaref, Jv, quad, cones, gauss)
+
+
+def _elliptic_contacts(r: Rows):
+    """(first row, dim, mu, friction) of each elliptic contact's block of rows."""
+    i = r.ne + r.nf
+    while i < r.nefc:
+        if r.type[i] != CONTACT_ELLIPTIC:
+            i += 1
+            continue
+        c = r.id[i]
+        yield i, int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
+        i += int(r.contact_dim[c])
+
+
+def _huber(x, f, Rf, D):
+    """The friction-loss cost at x: 1/2 D x^2 inside +-Rf, f (|x| - Rf / 2) outside."""
+    return np.where((-Rf < x) & (x < Rf), 0.5 * D * x * x, np.where(x <= -Rf, f * (-0.5 * Rf - x), f * (-0.5 * Rf + x)))
+
+
+def _huber_change(start, x, f, Rf, D):
+    """The friction-loss cost's change from start to x, within a zone without cancellation (MuJoCo's frictionCostDif)."""
+    zone = lambda y: np.where((-Rf < y) & (y < Rf), 0, np.where(y <= -Rf, -1, 1))            # noqa: E731
+    z0, z = zone(start), zone(x)
+    same = np.where(z == 0, 0.5 * D * (x - start) * (x + start), np.where(z < 0, f * (start - x), f * (x - start)))
+    return np.where(z0 == z, same, _huber(x, f, Rf, D) - _huber(start, f, Rf, D))
+
+
+def _cone_zone(N: float, Tsqr: float, mu: float) -> tuple[int, float]:
+    """(zone, T) of an elliptic contact at scaled normal N and tangential T^2 = Tsqr: 1 top, 2 bottom, 3 middle."""
+    if Tsqr <= 0:
+        return (2 if N < 0 else 1), 0.0
+    T = float(np.sqrt(Tsqr))
+    return (1 if N >= mu * T else 2 if mu * N + T <= 0 else 3), T
+
+
+def _cone_change(quad: np.ndarray, cone: tuple, alpha: float, mu: float) -> float:
+    """cost(alpha) - cost(0) of an elliptic contact from its zones at 0 and at alpha (MuJoCo's ellipticCostDif)."""
+    U0, V0, UU, UV, VV, Dm = cone
+    zone0, T0 = _cone_zone(U0, UU, mu)
+    N = U0 + alpha * V0
+    zone, T = _cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu)
+    quadratic = alpha * (alpha * quad[2] + quad[1])
+    if (zone0, zone) == (3, 3):      # on the cone both: r - r0 with T - T0 = (T^2 - T0^2) / (T + T0), no cancellation
+        r_delta = alpha * V0 - mu * (alpha * (2 * UV + alpha * VV) / (T + T0))
+        return 0.5 * Dm * r_delta * (2 * (U0 - mu * T0) + r_delta)
+    if (zone0, zone) == (2, 2):
+        return alpha * alpha * quad[2] + alpha * quad[1]
+    if (zone0, zone) == (3, 2):      # cone to bottom: the quadratic's change plus the gap at 0
+        return quadratic + 0.5 * Dm * (mu * U0 + T0) ** 2
+    if (zone0, zone) == (2, 3):      # bottom to cone: the quadratic's change less the gap at alpha
+        return quadratic - 0.5 * Dm * (mu * N + T) ** 2
+    if (zone0, zone) == (1, 2):
+        return alpha * alpha * quad[2] + alpha * quad[1] + quad[0]
+    if (zone0, zone) == (1, 3):
+        return 0.5 * Dm * (N - mu * T) ** 2
+    if (zone0, zone) == (3, 1):
+        return -0.5 * Dm * (U0 - mu * T0) ** 2
+    return -quad[0] if (zone0, zone) == (2, 1) else 0.0
+
+
+def _cone_derivatives(quad: np.ndarray, cone: tuple, alpha: float, mu: float) -> tuple[float, float]:
+    """(d cost / d alpha, d2 cost / d alpha2) of an elliptic contact at alpha, by its zone there."""
+    U0, V0, UU, UV, VV, Dm = cone
+    N = U0 + alpha * V0
+    zone, T = _cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu)
+    if zone == 1:
+        return 0.0, 0.0
+    if zone == 2:
+        return 2 * alpha * quad[2] + quad[1], 2 * quad[2]
+    # middle: Dm/2 (N - mu T)^2 with T' = (UV + alpha VV) / T, T'' = VV / T - (UV + alpha VV) T' / T^2
+    T1 = (UV + alpha * VV) / T
+    T2 = VV / T - (UV + alpha * VV) * T1 / (T * T)
+    return Dm * (N - mu * T) * (V0 - mu * T1), Dm * ((V0 - mu * T1) * (V0 - mu * T1) + (N - mu * T) * (-mu * T2))
+
+
+def _line_point(line: _Line, alpha: float) -> tuple[float, float, float, float]:
+    """(alpha, cost(alpha) - cost(0), d cost / d alpha, d2 cost / d alpha2) of the primal cost along the search
+    direction (MuJoCo's PrimalEval; a second derivative <= 0, which convexity rules out, is raised to MINVAL)."""
+    r, quad, Jaref, Jv = line.r, line.quad, line.Jaref, line.Jv
+    ne, nf = r.ne, r.nf
+    total = np.array([0.0, line.gauss[0], line.gauss[1]])           # the quadratic terms' sum, shifted by cost(0)
+    cost = d1 = d2 = 0.0
+    # equality: quadratic
+    total[1:] += quad[:ne, 1:].sum(axis=0)
+    # friction loss: Huber, cost(x) - cost(start)
+    f = slice(ne, ne + nf)
+    fl, Rf, D, dir_ = r.frictionloss[f], r.R[f] * r.frictionloss[f], r.D[f], Jv[f]
+    x = Jaref[f] + alpha * dir_
+    inside = (-Rf < x) & (x < Rf)
+    cost += float(np.sum(_huber_change(Jaref[f], x, fl, Rf, D)))
+    d1 += float(np.sum(np.where(inside, D * x * dir_, np.where(x <= -Rf, -fl * dir_, fl * dir_))))
+    d2 += float(np.sum(np.where(inside, D * dir_ * dir_, 0.0)))
+    # limits, frictionless and pyramidal contacts: one-sided quadratics
+    one = np.flatnonzero(r.type[ne + nf:] != CONTACT_ELLIPTIC) + ne + nf
+    cost0 = np.where(Jaref[one] < 0, quad[one, 0], 0.0)
+    on = Jaref[one] + alpha * Jv[one] < 0
+    total[0] += float(np.sum((quad[one, 0] - cost0)[on]))
+    total[1:] += quad[one[on], 1:].sum(axis=0)
+    cost -= float(np.sum(cost0[~on]))
+    # elliptic contacts: by zone
+    for i, _, mu, _ in _elliptic_contacts(r):
+        cost += _cone_change(quad[i], line.cones[i], alpha, mu)
+        c1, c2 = _cone_derivatives(quad[i], line.cones[i], alpha, mu)
+        d1, d2 = d1 + c1, d2 + c2
+    cost += alpha * alpha * total[2] + alpha * total[1] + total[0]
+    d1 += 2 * alpha * total[2] + total[1]
+    d2 += 2 * total[2]
+    return alpha, cost, d1, d2 if d2 > 0 else MINVAL
+
+
+def _newton_point(line: _Line, p) -> tuple:
+    """The line's point at p's Newton step alpha - d1 / d2."""
+    return _line_point(line, p[0] - p[2] / p[3])
+
+
+def _bracket(line: _Line, p, candidates):
+    """(p, updated) replaced by the candidate nearest the minimum on p's side (the same sign of d1, a smaller |d1|)
+    (MuJoCo's updateBracket)."""
+    updated = False
+    for c in candidates:
+        if (p[2] < 0 and c[2] < 0 and p[2] < c[2]) or (p[2] > 0 and c[2] > 0 and p[2] > c[2]):
+            p, updated = c, True
+    return p, updated
+
+
+def _line_search(line: _Line, snorm: float, gtol: float, max_evaluations: int) -> tuple[float, float, int]:
+    """(alpha, improvement cost(0) - cost(alpha), status) of MuJoCo's PrimalSearch: one Newton step from 0, Newton steps
+    on one side until the derivative changes sign, then the bracket shrunk by Newton steps and midpoints, until
+    |d cost / d alpha| < gtol or max_evaluations evaluations of the cost (ls_iterations); status: 0 converged,
+    1 no search direction, 2 already optimal, 3 not bracketed, 4 improved without converging, 5 no improvement,
+    7 the bracket at rounding (its midpoint)."""
+    if snorm < MINVAL:
+        return 0.0, 0.0, 1
+    p0 = _line_point(line, 0.0)
+    p1 = _newton_point(line, p0)
+    evaluations = 2
+    if abs(p1[2]) < gtol and (p1[0] == 0 or p1[1] < 0):
+        return p1[0], -p1[1], 2 if p1[0] == 0 else 0
+    # Newton steps on p1's side until the derivative changes sign
+    direction = 1 if p1[2] < 0 else -1
+    p2 = p0
+    while p1[2] * direction <= -gtol and evaluations < max_evaluations:
+        p2, p1 = p1, _newton_point(line, p1)
+        evaluations += 1
+        if abs(p1[2]) < gtol and p1[1] < 0:
+            return p1[0], -p1[1], 0
+    if evaluations >= max_evaluations:
+        return p1[0], -p1[1], 3
+    # the bracket [p1, p2]: its Newton points and midpoint as candidates
+    p1next, p2next = _newton_point(line, p1), p1
+    evaluations += 1
+    while evaluations < max_evaluations:
+        mid = _line_point(line, 0.5 * (p1[0] + p2[0]))
+        evaluations += 1
+        candidates = (p1next, p2next, mid)
+        converged = [c for c in candidates if abs(c[2]) < gtol]
+        if converged:
+            best = min(converged, key=lambda c: c[1])
+            return best[0], -best[1], 0
+        p1, moved1 = _bracket(line, p1, candidates)
+        if moved1:
+            p1next = _newton_point(line, p1)
+            evaluations += 1
+        p2, moved2 = _bracket(line, p2, candidates)
+        if moved2:
+            p2next = _newton_point(line, p2)
+            evaluations += 1
+        if not (moved1 or moved2):
+            return mid[0], -mid[1], 0 if mid[1] < 0 else 7
+    for p in (p1, p2) if p1[1] <= p2[1] else (p2, p1):
+        if p[1] < 0:
+            return p[0], -p[1], 4
+    return 0.0, 0.0, 5
+
+
+def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
+    """M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone."""
+    active = state == QUADRATIC
+    H = M + (r.J[active].T * r.D[active]) @ r.J[active]
+    for first, Hc in cone_hessians.items():
+        Jc = r.J[first:first + len(Hc)]
+        H += Jc.T @ Hc @ Jc
+    return 0.5 * (H + H.T)
+
+
+def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+          tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
+    Newton's method (Hessian M + J^T D J, MuJoCo's line search: at most opt.ls_iterations evaluations of the cost, to
+    |d cost / d alpha| < tolerance ls_tolerance |v| / scale), from the warm start when its cost is lower than a0's.
+
+    Stops as MuJoCo's mj_solNewton does: when the scaled improvement of the line search, the scaled gradient or the
+    Newton decrement 1/2 grad H^-1 grad is below the tolerance (model.opt's unless given), scale = 1 / (meaninertia
+    max(1, nv)), or when the line search improves nothing (alpha = 0); after `iterations` it stops anyway. converged is
+    False when it stopped by the iteration limit, or by a line search that ran out of evaluations without improving."""
+    opt = model.opt
+    tolerance = opt.tolerance if tolerance is None else tolerance
+    iterations = opt.iterations if iterations is None else iterations
+    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    scale = 1.0 / (mean_inertia(model) * max(1, model.nv))
+    qacc = qacc_smooth.copy()
+    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+    if warmstart is not None:
+        warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
+        if warm[0] < cost:
+            qacc = np.array(warmstart, dtype=float)
+            cost, force, state, hess, Ma = warm
+    improvement, it = 0.0, 0
+    grad = Ma - qfrc_smooth - r.J.T @ force
+    gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
+    # converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start)
+    done = 0.5 * scale * float(grad @ tree_cholesky_solve(model, M[:, :, None], grad[:, None])[:, 0]) < tolerance and gradient() < tolerance
+    H = None
+    if not done:
+        H = _hessian(r, M, state, hess)
+        step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
+        done = gradient() < tolerance and 0.5 * scale * float(grad @ step) < tolerance
+    status = 0
+    while not done and it < iterations:
+        # the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
+        v = -step
+        snorm = float(np.linalg.norm(v))
+        Mv = M @ v
+        gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ Mv))
+        line = _line(r, r.J @ qacc - r.aref, r.J @ v, gauss)
+        alpha, ls_improvement, status = _line_search(line, snorm, tolerance * opt.ls_tolerance * snorm / scale,
+                                                     opt.ls_iterations)
+        if alpha == 0:                                                # no improvement along v: stop
+            break
+        qacc = qacc + alpha * v
+        _, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+        improvement = scale * ls_improvement
+        grad = Ma - qfrc_smooth - r.J.T @ force
+        H = _hessian(r, M, state, hess)
+        step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
+        decrement = max(0.0, 0.5 * scale * float(grad @ step))        # Newton's predicted improvement
+        it += 1
+        done = (0 < improvement < tolerance) or gradient() < tolerance or decrement < tolerance
+    # converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
+    converged = done or status in (1, 2)
+    return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+
+
+# ---------------------------------------------------------------- the compiled kernel (cpp/solver.h)
+
+def _forward_options(model: Model, options: tuple) -> tuple:
+    """constraint_forward's options as kernel_options, with its qacc_warmstart (nv,) or (N, nv) checked (the named error
+    of a non-finite start or a wrong shape) and made float64 in C order."""
+    contacts, active, warm, *rest = options
+    if warm is not None:
+        (warm,), batch = validation.states(qacc_warmstart=(warm, model.nv))
+        warm = np.ascontiguousarray(warm[:, 0] if batch is None else warm.T)
+    return (*kernel_options(model, (contacts, active)), warm, *rest)
+
+
+_FORWARD = native.kernel("constraint_forward", options=_forward_options)
+
+
+def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int):
+    """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
+    efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
+    q, qd and tau; warmstart (nv,), (N, nv) or None. The rows are not returned (compiled_rows gives them)."""
+    prepare_compiled(model)
+    (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
+        model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), False))
+    return qacc, qfrc, state_forces(sizes, force), its, improvement, converged
