@@ -202,7 +202,7 @@ struct Contacts {
     int64_t body2(int64_t c) const { return i[CONTACT_INTS * c + 2]; }
 };
 
-// a call of the constraint kernels (cpp/constraint.h) on N states: q, qd and x (forward: tau; inverse: qacc) per state;
+// a call of the constraint kernels (cpp/inverse.h) on N states: q, qd and x (forward: tau; inverse: qacc) per state;
 // the contacts: each state's set (sets[s]), one set for every state (one in sets) or none (sets empty); eq_active (neq)
 // or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and iterations; and the
 // results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged; inverse tau, qfrc (null
@@ -223,7 +223,7 @@ struct ConstraintCall {
 };
 
 // the smooth quantities of one state that its constraint rows and solver read (Kernels::constraint_smooth writes them,
-// constraint.h's constraint_state reads them), one after another: xmat (9 nlink), xpos (3 nlink), cdof and cdof_dot
+// inverse.h's constraint_state reads them), one after another: xmat (9 nlink), xpos (3 nlink), cdof and cdof_dot
 // (6 nv each), cvel (6 (nlink + 1)), M on the tree's pattern (Mt) and its factor (qL) (tree_nnz each), the factor's
 // reciprocal diagonal (qLinv, nv) and the bias forces c (nv)
 namespace {

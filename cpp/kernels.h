@@ -34,7 +34,7 @@ enum Op {
     FRAME_VELOCITY, FRAME_ACCELERATION,
     BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
     ROLLOUT,                                                                                           // integrate.h's loop
-    CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // constraint.h
+    CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // inverse.h
     STEP_DERIVATIVES,                                                                                  // step_derivative.h
     COLLISION_DETECT,                                                                                  // collision.h
     NOPS
@@ -110,7 +110,7 @@ struct Kernels {
     int64_t (*constraint_smooth)(const Model &, Workspace &, Input q, Input qd, int64_t lo, int64_t hi, double *out);
 };
 
-// the constraint operations (cpp/constraint.h), one state at a time, compiled into the scalar translation unit only (the
+// the constraint operations (cpp/inverse.h), one state at a time, compiled into the scalar translation unit only (the
 // rows vary per state: no lanes; the smooth stages of a call's blocks of states come from the active lanes'
 // constraint_smooth): a workspace per thread (create, destroy, grown to the largest state it meets and kept), and the
 // states [lo, hi) of a call, each state's rows appended to out, a state that meets a zero quaternion or a singular

@@ -1,9 +1,9 @@
 // The kernels for one state at a time (double), compiled with the baseline flags: the scalar table of cpp/kernels.h
 // (every call of one state, what the lanes leave of a batch, and the operations the lanes do not run: Jacobians, body
-// poses, integrate / difference), and the constraint operations (cpp/constraint.h) and step_derivatives
+// poses, integrate / difference), and the constraint operations (cpp/inverse.h) and step_derivatives
 // (cpp/step_derivative.h), which run here only.
 #include "batch.h"
-#include "constraint.h"
+#include "inverse.h"
 #include "kernels.h"
 #include "simulate.h"
 #include "step_derivative.h"

@@ -1,7 +1,7 @@
-"""The compiled constraint kernels (cpp/constraint.h) against the NumPy reference (physai.engine.constraint), which
-tests/test_constraints.py holds to MuJoCo: the rows, inverse dynamics and forward dynamics of one state and of batches
-whose states have their own contacts, on the random scenes of tests/test_constraints.py (pyramidal and elliptic cones,
-condim 1, 3, 4, 6) and the G1 standing in its scene.
+"""The compiled constraint kernels (cpp/constraint.h, cpp/solver.h, cpp/inverse.h) against the NumPy reference
+(physai.engine.constraint, solver and inverse), which tests/test_constraints.py holds to MuJoCo: the rows, inverse
+dynamics and forward dynamics of one state and of batches whose states have their own contacts, on the random scenes
+of tests/test_constraints.py (pyramidal and elliptic cones, condim 1, 3, 4, 6) and the G1 standing in its scene.
 
 Bounds (helpers.assert_close, relative to max(1, the largest entry)): rows 1e-13 (the same sums in another order; the
 row types and ids equal); inverse dynamics 1e-12 of the scale of its terms; forward dynamics with both solvers at

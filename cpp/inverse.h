@@ -1,0 +1,152 @@
+// MuJoCo's inverse constraint problem (src/physai/engine/inverse.py: engine_inverse.c's mj_invConstraint), and the
+// constraint operations on a call's states (the kernels constraint_rows, constraint_forward and constraint_inverse of
+// physai.engine.constraint, solver and inverse), here as the header above the rows (cpp/constraint.h) and the solver
+// (cpp/solver.h), as MuJoCo's engine_inverse.c is above engine_forward.c; one state at a time (compiled into the scalar
+// translation unit only):
+//
+//     inverse_force(r, qacc)                     the forces of given accelerations, row by row (mj_invConstraint)
+//     constraint_states(m, ws, call, lo, hi)     the constraint operations (rows, forward, inverse) on states [lo, hi);
+//                                                forward and inverse take the smooth stages (kinematics, M and its
+//                                                factor, c) of blocks of states from the active lanes (batch.h's
+//                                                constraint_smooth), the states they leave computed here
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "constraint.h"
+#include "data.h"
+#include "forward.h"
+#include "kernels.h"
+#include "model.h"
+#include "smooth.h"
+#include "solver.h"
+
+namespace physai {
+namespace {
+
+// ---------------------------------------------------------------- the inverse problem (mj_invConstraint)
+
+// efc_force for given accelerations into force: each row's force at jar = J qacc - aref, without a solver
+// (inverse_force)
+inline void inverse_force(ConstraintWork &w, const double *qacc, double *force) {
+    const Rows &r = w.r;
+    if (w.jar.size() < size_t(r.nefc)) w.jar.resize(size_t(r.nefc)), w.state.resize(size_t(r.nefc));
+    rows_times(r, qacc, w.jar.data());
+    for (int i = 0; i < r.nefc; i++) w.jar[size_t(i)] = w.jar[size_t(i)] - r.aref[size_t(i)];
+    update(r, w.jar.data(), force, w.state.data(), nullptr);
+}
+
+// ---------------------------------------------------------------- the operations on a call's states
+
+// the rows of w.r (their sizes alone unless rows), with force (forward, inverse: nefc; null for the rows alone),
+// appended to out
+inline void append(const Rows &r, const double *force, bool rows, RowsOut &out) {
+    size_t n = size_t(r.nefc);
+    auto put = [n](std::vector<double> &to, const std::vector<double> &from) { to.insert(to.end(), from.begin(), from.begin() + long(n)); };
+    for (int64_t s : {int64_t(r.nefc), int64_t(r.ne), int64_t(r.nf), int64_t(r.nl), r.con.n}) out.sizes.push_back(s);
+    if (force) out.force.insert(out.force.end(), force, force + n);
+    if (!rows) return;
+    out.J.insert(out.J.end(), r.J.begin(), r.J.begin() + long(n * size_t(r.nv)));
+    put(out.pos, r.pos), put(out.margin, r.margin), put(out.frictionloss, r.frictionloss), put(out.diagA, r.diagA);
+    put(out.R, r.R), put(out.D, r.D), put(out.K, r.K), put(out.B, r.B), put(out.imp, r.imp), put(out.impP, r.impP);
+    put(out.vel, r.vel), put(out.aref, r.aref);
+    out.type.insert(out.type.end(), r.type.begin(), r.type.begin() + long(n));
+    out.id.insert(out.id.end(), r.id.begin(), r.id.begin() + long(n));
+    out.contact_mu.insert(out.contact_mu.end(), r.contact_mu.begin(), r.contact_mu.end());
+    out.contact_row.insert(out.contact_row.end(), r.contact_row.begin(), r.contact_row.end());
+}
+
+// state s's contacts of the call
+inline Contacts state_contacts(const ConstraintCall &call, int64_t s) {
+    if (call.sets.empty()) return Contacts{};
+    return call.sets[call.sets.size() == 1 ? 0 : size_t(s)];
+}
+
+// the smooth quantities of a state from its SmoothLayout block (Kernels::constraint_smooth's) into w: the rows'
+// (w.d's xmat, xpos, cdof, cdof_dot, cvel), M on the tree's pattern (w.Mt), its factor (w.d.qL, w.d.qLinv), c (w.c)
+inline void load_smooth(const Model &m, ConstraintWork &w, const double *in) {
+    const SmoothLayout at(m);
+    auto get = [in](size_t from, size_t n, double *to) { std::copy(in + from, in + from + n, to); };
+    get(at.xmat, at.xpos - at.xmat, w.d.xmat.data()), get(at.xpos, at.cdof - at.xpos, w.d.xpos.data());
+    get(at.cdof, at.cdof_dot - at.cdof, w.d.cdof.data()), get(at.cdof_dot, at.cvel - at.cdof_dot, w.d.cdof_dot.data());
+    get(at.cvel, at.Mt - at.cvel, w.d.cvel.data()), get(at.Mt, at.qL - at.Mt, w.Mt.data());
+    get(at.qL, at.qLinv - at.qL, w.d.qL.data()), get(at.qLinv, at.c - at.qLinv, w.d.qLinv.data());
+    get(at.c, at.size - at.c, w.c.data());
+}
+
+// state s of the call (CONSTRAINT_ROWS, CONSTRAINT_FORWARD or CONSTRAINT_INVERSE of cpp/kernels.h): its rows into w.r,
+// its per-state results into the call's outputs; its smooth quantities from its SmoothLayout block (null: computed
+// here); a Status
+inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintCall &call, int op, int64_t s,
+                            const double *smooth) {
+    const double *q = call.q.data + s * call.q.stride, *qd = call.qd.data + s * call.qd.stride;
+    int nv = m.nv;
+    if (smooth) {
+        load_smooth(m, w, smooth);
+    } else {
+        int st = velocity_stages(m, w.d, q, qd);
+        if (st != OK) return st;
+    }
+    rows(m, w, q, qd, state_contacts(call, s), call.eq_active, op == 0 || call.rows);
+    if (op == 0) return OK;
+    const double *x = call.x.data + s * call.x.stride;
+    if (!smooth) {                                                     // M on the tree's pattern, c
+        crb(m, w.d, w.M.data());
+        tree_pack(m, w.M.data(), w.Mt.data());
+        rne(m, w.d, qd, (const double *)nullptr, w.c.data());
+    }
+    if (w.force.size() < size_t(w.r.nefc)) w.force.resize(size_t(w.r.nefc));
+    double *qfrc = call.qfrc + s * nv;
+    if (op == 2) {                                                     // inverse: tau = M qacc + c - J^T f
+        inverse_force(w, x, w.force.data());
+        rows_transpose_times(w.r, w.force.data(), qfrc);
+        tree_times(m, w.Mt.data(), x, w.Ma.data());
+        double *tau = call.tau + s * nv;
+        for (int j = 0; j < nv; j++) tau[j] = w.Ma[size_t(j)] + w.c[size_t(j)] - qfrc[j];
+        return OK;
+    }
+    for (int j = 0; j < nv; j++) w.qfrc_smooth[size_t(j)] = x[j] - w.c[size_t(j)];
+    Solution sol;
+    const double *warm = call.warm.data ? call.warm.data + s * call.warm.stride : nullptr;
+    if (!smooth && !factor_mass(m, w)) return SINGULAR;
+    int st = solve(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
+    if (st != OK) return st;
+    std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
+    rows_transpose_times(w.r, w.force.data(), qfrc);
+    call.iters[s] = sol.iterations, call.improvement[s] = sol.improvement, call.converged[s] = sol.converged;
+    return OK;
+}
+
+// the states [lo, hi) of a constraint call (op 0: rows, 1: forward, 2: inverse), each appended to out (a state that
+// fails appends no rows and is recorded in failures)
+inline void constraint_states(const Model &m, ConstraintWork &w, const ConstraintCall &call, int op, int64_t lo,
+                              int64_t hi, RowsOut &out, Failures &failures) {
+    const SmoothLayout at(m);
+    const int64_t BLOCK_STATES = 16;                                   // the smooth stages of up to 16 states at once
+    int64_t done = lo, block = lo;                                     // [block, done): their SmoothLayout blocks in w.smooth
+    for (int64_t s = lo; s < hi; s++) {
+        if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2) {
+            if (w.lanes != call.lanes || !w.lanes_work) {              // the active lanes' workspace, made first
+                Workspace *made = call.lanes->create(m);
+                if (w.lanes_work) w.lanes->destroy(w.lanes_work);
+                w.lanes_work = made, w.lanes = call.lanes;
+            }
+            int64_t e = std::min(hi, s + BLOCK_STATES);
+            if (w.smooth.size() < size_t(e - s) * at.size) w.smooth.resize(size_t(e - s) * at.size);
+            block = s, done = call.lanes->constraint_smooth(m, *w.lanes_work, call.q, call.qd, s, e, w.smooth.data());
+        }
+        const double *smooth = s < done ? w.smooth.data() + size_t(s - block) * at.size : nullptr;
+        int st = constraint_state(m, w, call, op, s, smooth);
+        if (st != OK) {
+            record(failures, st, s);
+            w.r.nefc = w.r.ne = w.r.nf = w.r.nl = 0, w.r.con.n = 0, w.r.contact_mu.clear(), w.r.contact_row.clear();
+        }
+        append(w.r, op ? w.force.data() : nullptr, call.rows || !op, out);
+    }
+}
+
+}  // namespace
+}  // namespace physai

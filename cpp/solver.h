@@ -1,0 +1,609 @@
+// MuJoCo's Newton solver of the forward constraint problem (src/physai/engine/solver.py: engine_solver.c), function by
+// function with the NumPy text's names, stages and algorithm choices, one state at a time on the rows of
+// cpp/constraint.h (compiled into the scalar translation unit only):
+//
+//     solve(m, w, ...)                           Newton's method with an exact line search (mj_solNewton's stopping
+//                                                rules), from the unconstrained accelerations or a warm start
+//
+// M is factored by Cholesky on the tree's pattern (the model's sparse layout of M, forward.h: no fill-in); so is the
+// Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
+// else it is factored dense (the factor of forward.h's cholesky_solve, written as row updates, on its rows' nonzero
+// runs); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
+// its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "collision.h"
+#include "constraint.h"
+#include "data.h"
+#include "forward.h"
+#include "model.h"
+
+namespace physai {
+namespace {
+
+// ---------------------------------------------------------------- small helpers
+
+// row k's nonzero columns left of its diagonal in L (row-major n x n) as runs of consecutive columns: [runs[2 a],
+// runs[2 a + 1]) for a < count, into runs (k pairs at most); returns count
+inline int find_runs(const double *Lk, int k, int *runs) {
+    int count = 0;
+    for (int i = 0; i < k; i++) {
+        if (Lk[i] == 0.0) continue;
+        if (count && runs[2 * count - 1] == i) runs[2 * count - 1] = i + 1;
+        else runs[2 * count] = i, runs[2 * count + 1] = i + 1, count++;
+    }
+    return count;
+}
+
+// H = L^T L for H symmetric positive definite (row-major n x n: its lower triangle read and overwritten by L, lower
+// triangular), the rows eliminated from the last to the first (MuJoCo's mj_factorM order: a dof coupled to its
+// ancestors only, a tree's pattern, fills in nothing); row k's nonzero columns left of its diagonal as runs
+// (find_runs) into runs[2 k n ..], their number into count[k], for the solves. false on a non-positive pivot.
+inline bool cholesky(double *H, int n, int *runs, int *count) {
+    for (int k = n - 1; k >= 0; k--) {
+        double *Hk = H + size_t(k) * n;
+        if (!(Hk[k] > 0.0)) return false;
+        double d = std::sqrt(Hk[k]);
+        Hk[k] = d;
+        int *z = runs + 2 * size_t(k) * n, c = find_runs(Hk, k, z);
+        count[k] = c;
+        for (int a = 0; a < c; a++)
+            for (int i = z[2 * a]; i < z[2 * a + 1]; i++) Hk[i] = Hk[i] / d;
+        for (int a = 0; a < c; a++)                                    // H_ij -= L_ki L_kj, j <= i < k
+            for (int i = z[2 * a]; i < z[2 * a + 1]; i++) {
+                double x = Hk[i], *Hi = H + size_t(i) * n;
+                for (int b = 0; b <= a; b++) {
+                    int e = std::min(z[2 * b + 1], i + 1);
+                    for (int j = z[2 * b]; j < e; j++) Hi[j] -= x * Hk[j];
+                }
+            }
+    }
+    return true;
+}
+
+// x with L^T L x = b from cholesky's factor, over b
+inline void cholesky_solve_factored(const double *L, int n, const int *runs, const int *count, double *b) {
+    for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
+        const double *Lk = L + size_t(k) * n;
+        const int *z = runs + 2 * size_t(k) * n;
+        double y = b[k] / Lk[k];
+        b[k] = y;
+        for (int a = 0; a < count[k]; a++)
+            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) b[j] -= Lk[j] * y;
+    }
+    for (int k = 0; k < n; k++) {                                      // L x = y
+        const double *Lk = L + size_t(k) * n;
+        const int *z = runs + 2 * size_t(k) * n;
+        double t = b[k];
+        for (int a = 0; a < count[k]; a++)
+            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) t -= Lk[j] * b[j];
+        b[k] = t / Lk[k];
+    }
+}
+
+// y += c0 x[0] + c1 x[1] + c2 x[2] + c3 x[3] over n entries (y apart from the x: the loop vectorizes without a check)
+inline void add_scaled4(double *__restrict y, const double *const *x, double c0, double c1, double c2, double c3, int n) {
+    const double *__restrict x0 = x[0], *__restrict x1 = x[1], *__restrict x2 = x[2], *__restrict x3 = x[3];
+    for (int s = 0; s < n; s++) y[s] += c0 * x0[s] + c1 * x1[s] + c2 * x2[s] + c3 * x3[s];
+}
+
+// y = M x for a symmetric M on the tree's pattern (the model's sparse layout): y_i = M_ii x_i, then row by row its
+// entries j left of the diagonal into y_i and y_j
+inline void tree_times(const Model &m, const double *M, const double *x, double *y) {
+    const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz, *col = m.M_colind;
+    for (int i = 0; i < m.nv; i++) y[i] = M[adr[i] + nnz[i] - 1] * x[i];
+    for (int i = 0; i < m.nv; i++) {
+        const double *Mi = M + adr[i];
+        const int64_t *c = col + adr[i];
+        double xi = x[i], yi = y[i];
+        for (int64_t s = 0; s < nnz[i] - 1; s++) yi += Mi[s] * x[c[s]], y[c[s]] += Mi[s] * xi;
+        y[i] = yi;
+    }
+}
+
+// ---------------------------------------------------------------- the forward problem: Newton's method (mj_solNewton)
+
+// the primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref) at qacc from Ma = M qacc and jar = J qacc - aref,
+// with s's forces and states into force, state and cones
+inline double cost_at(const Model &m, ConstraintWork &w, const double *qacc, const double *Ma, const double *jar,
+                      double *force, int *state, Cones &cones) {
+    double s = update(w.r, jar, force, state, &cones), gauss = 0.0;
+    for (int j = 0; j < m.nv; j++) gauss += (Ma[j] - w.qfrc_smooth[size_t(j)]) * (qacc[j] - w.qacc_smooth[size_t(j)]);
+    return 0.5 * gauss + s;
+}
+
+// cost_at qacc with M qacc into Ma and J qacc - aref into jar (_total_cost)
+inline double total_cost(const Model &m, ConstraintWork &w, const double *qacc, double *Ma, double *jar, double *force,
+                         int *state, Cones &cones) {
+    const Rows &r = w.r;
+    rows_times(r, qacc, jar);
+    for (int i = 0; i < r.nefc; i++) jar[i] = jar[i] - r.aref[size_t(i)];
+    tree_times(m, w.Mt.data(), qacc, Ma);
+    return cost_at(m, w, qacc, Ma, jar, force, state, cones);
+}
+
+// ---------------------------------------------------------------- the line search (MuJoCo's PrimalSearch)
+
+// a point of the line search: alpha, cost(alpha) - cost(0) and its first and second derivatives in alpha
+struct LinePoint {
+    double alpha = 0.0, cost = 0.0, d1 = 0.0, d2 = 0.0;
+};
+
+// the primal cost along qacc + alpha v, each row's as a polynomial in alpha (_line): quad (3 per row) 1/2 D Jaref^2,
+// D Jaref Jv, 1/2 D Jv^2 (an elliptic contact's first row: its block's sums, then in the block's next two rows' slots
+// U0, V0, UU, UV, VV, Dm: Jaref, Jv scaled by mu and friction, their tangential products); gauss the Gauss term's
+// linear and quadratic coefficients
+struct Line {
+    const Rows &r;
+    const double *Jaref, *Jv, *quad;
+    double gauss[2];
+};
+
+// the quadratics of Line into quad (MuJoCo's PrimalPrepare)
+inline void line_quadratics(const Rows &r, const double *Jaref, const double *Jv, double *quad) {
+    const double *D = r.D.data();
+    for (int i = 0; i < r.nefc; i++) {
+        double *q = quad + 3 * size_t(i), DJ = D[i] * Jaref[i];
+        q[0] = Jaref[i] * DJ, q[1] = Jv[i] * DJ, q[2] = Jv[i] * D[i] * Jv[i];
+        if (r.type[size_t(i)] == CONTACT_ELLIPTIC) {
+            int64_t c = r.id[size_t(i)];
+            int dim = int(r.con.dim(c));
+            double mu = r.contact_mu[size_t(c)], UU = 0.0, UV = 0.0, VV = 0.0;
+            const double *friction = r.con.friction(c);
+            for (int j = 1; j < dim; j++) {
+                double DJj = D[i + j] * Jaref[i + j];
+                q[0] += Jaref[i + j] * DJj, q[1] += Jv[i + j] * DJj, q[2] += Jv[i + j] * D[i + j] * Jv[i + j];
+            }
+            for (int j = 1; j < dim; j++) {
+                double U = Jaref[i + j] * friction[j - 1], V = Jv[i + j] * friction[j - 1];
+                UU += U * U, UV += U * V, VV += V * V;
+            }
+            q[3] = Jaref[i] * mu, q[4] = Jv[i] * mu, q[5] = UU, q[6] = UV, q[7] = VV, q[8] = D[i] / (mu * mu * (1 + mu * mu));
+            i += dim - 1;
+        }
+        q[0] *= 0.5, q[2] *= 0.5;
+    }
+}
+
+// the friction-loss cost at x: 1/2 D x^2 inside +-Rf, f (|x| - Rf / 2) outside (_huber)
+inline double huber(double x, double f, double Rf, double D) {
+    if (-Rf < x && x < Rf) return 0.5 * D * x * x;
+    return x <= -Rf ? f * (-0.5 * Rf - x) : f * (-0.5 * Rf + x);
+}
+
+// the friction-loss cost's change from start to x, within a zone without cancellation (_huber_change)
+inline double huber_change(double start, double x, double f, double Rf, double D) {
+    auto zone = [&](double y) { return (-Rf < y && y < Rf) ? 0 : (y <= -Rf ? -1 : 1); };
+    int z0 = zone(start), z = zone(x);
+    if (z0 == 0 && z == 0) return 0.5 * D * (x - start) * (x + start);
+    if (z0 == -1 && z == -1) return f * (start - x);
+    if (z0 == 1 && z == 1) return f * (x - start);
+    return huber(x, f, Rf, D) - huber(start, f, Rf, D);
+}
+
+// the zone of an elliptic contact at scaled normal N and tangential T^2 = Tsqr: 1 top, 2 bottom, 3 middle; T into T
+// (_cone_zone)
+inline int cone_zone(double N, double Tsqr, double mu, double &T) {
+    T = 0.0;
+    if (Tsqr <= 0) return N < 0 ? 2 : 1;
+    T = std::sqrt(Tsqr);
+    return N >= mu * T ? 1 : (mu * N + T <= 0 ? 2 : 3);
+}
+
+// cost(alpha) - cost(0) of an elliptic contact from its zones at 0 and at alpha (_cone_change)
+inline double cone_change(const double *q, double alpha, double mu) {
+    double U0 = q[3], V0 = q[4], UU = q[5], UV = q[6], VV = q[7], Dm = q[8], T0, T, N = U0 + alpha * V0;
+    int zone0 = cone_zone(U0, UU, mu, T0), zone = cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu, T);
+    double quadratic = alpha * (alpha * q[2] + q[1]);
+    // on the cone both: r - r0 with T - T0 = (T^2 - T0^2) / (T + T0), no cancellation
+    if (zone0 == 3 && zone == 3) {
+        double r_delta = alpha * V0 - mu * (alpha * (2 * UV + alpha * VV) / (T + T0));
+        return 0.5 * Dm * r_delta * (2 * (U0 - mu * T0) + r_delta);
+    }
+    if (zone0 == 2 && zone == 2) return alpha * alpha * q[2] + alpha * q[1];
+    // cone to bottom: the quadratic's change plus the gap at 0; bottom to cone: less the gap at alpha
+    if (zone0 == 3 && zone == 2) return quadratic + 0.5 * Dm * (mu * U0 + T0) * (mu * U0 + T0);
+    if (zone0 == 2 && zone == 3) return quadratic - 0.5 * Dm * (mu * N + T) * (mu * N + T);
+    if (zone0 == 1 && zone == 2) return alpha * alpha * q[2] + alpha * q[1] + q[0];
+    if (zone0 == 1 && zone == 3) return 0.5 * Dm * (N - mu * T) * (N - mu * T);
+    if (zone0 == 3 && zone == 1) return -0.5 * Dm * (U0 - mu * T0) * (U0 - mu * T0);
+    return zone0 == 2 && zone == 1 ? -q[0] : 0.0;
+}
+
+// the first and second derivatives of an elliptic contact's cost at alpha, by its zone there, added to d1, d2
+// (_cone_derivatives)
+inline void cone_derivatives(const double *q, double alpha, double mu, double &d1, double &d2) {
+    double U0 = q[3], V0 = q[4], UU = q[5], UV = q[6], VV = q[7], Dm = q[8], T, N = U0 + alpha * V0;
+    int zone = cone_zone(N, UU + alpha * (2 * UV + alpha * VV), mu, T);
+    if (zone == 2) d1 += 2 * alpha * q[2] + q[1], d2 += 2 * q[2];
+    if (zone != 3) return;
+    // middle: Dm/2 (N - mu T)^2 with T' = (UV + alpha VV) / T, T'' = VV / T - (UV + alpha VV) T' / T^2
+    double T1 = (UV + alpha * VV) / T, T2 = VV / T - (UV + alpha * VV) * T1 / (T * T);
+    d1 += Dm * (N - mu * T) * (V0 - mu * T1);
+    d2 += Dm * ((V0 - mu * T1) * (V0 - mu * T1) + (N - mu * T) * (-mu * T2));
+}
+
+// the line's point at alpha (MuJoCo's PrimalEval; a second derivative <= 0, which convexity rules out, is raised to
+// MINVAL) (_line_point)
+inline LinePoint line_point(const Line &line, double alpha) {
+    const Rows &r = line.r;
+    const double *Jaref = line.Jaref, *Jv = line.Jv, *D = r.D.data();
+    double total[3] = {0.0, line.gauss[0], line.gauss[1]}, cost = 0.0, d1 = 0.0, d2 = 0.0;
+    for (int i = 0; i < r.nefc; i++) {
+        const double *q = line.quad + 3 * size_t(i);
+        // equality: quadratic
+        if (i < r.ne) {
+            total[1] += q[1], total[2] += q[2];
+            continue;
+        }
+        // friction loss: Huber, cost(x) - cost(start)
+        if (i < r.ne + r.nf) {
+            double f = r.frictionloss[size_t(i)], Rf = r.R[size_t(i)] * f, x = Jaref[i] + alpha * Jv[i];
+            cost += huber_change(Jaref[i], x, f, Rf, D[i]);
+            if (-Rf < x && x < Rf) d1 += D[i] * x * Jv[i], d2 += D[i] * Jv[i] * Jv[i];
+            else d1 += x <= -Rf ? -f * Jv[i] : f * Jv[i];
+            continue;
+        }
+        // elliptic contacts: by zone
+        if (r.type[size_t(i)] == CONTACT_ELLIPTIC) {
+            int64_t c = r.id[size_t(i)];
+            double mu = r.contact_mu[size_t(c)];
+            cost += cone_change(q, alpha, mu);
+            cone_derivatives(q, alpha, mu, d1, d2);
+            i += int(r.con.dim(c)) - 1;
+            continue;
+        }
+        // limits, frictionless and pyramidal contacts: one-sided quadratics
+        double cost0 = Jaref[i] < 0 ? q[0] : 0.0;
+        if (Jaref[i] + alpha * Jv[i] < 0) total[0] += q[0] - cost0, total[1] += q[1], total[2] += q[2];
+        else cost -= cost0;
+    }
+    cost += alpha * alpha * total[2] + alpha * total[1] + total[0];
+    d1 += 2 * alpha * total[2] + total[1];
+    d2 += 2 * total[2];
+    return {alpha, cost, d1, d2 > 0 ? d2 : MINVAL};
+}
+
+// p replaced by the candidate nearest the minimum on p's side (the same sign of d1, a smaller |d1|); whether it was
+// (MuJoCo's updateBracket) (_bracket)
+inline bool bracket(LinePoint &p, const LinePoint *candidates) {
+    bool updated = false;
+    for (int i = 0; i < 3; i++) {
+        const LinePoint &c = candidates[i];
+        if ((p.d1 < 0 && c.d1 < 0 && p.d1 < c.d1) || (p.d1 > 0 && c.d1 > 0 && p.d1 > c.d1)) p = c, updated = true;
+    }
+    return updated;
+}
+
+// the statuses of line_search: converged, no search direction, already optimal, not bracketed, improved without
+// converging, no improvement, the bracket at rounding (its midpoint)
+enum LineStatus { LINE_CONVERGED = 0, LINE_NO_DIRECTION = 1, LINE_OPTIMAL = 2, LINE_UNBRACKETED = 3, LINE_IMPROVED = 4,
+                  LINE_NO_IMPROVEMENT = 5, LINE_ROUNDING = 7 };
+
+// alpha of MuJoCo's PrimalSearch along the line, with its improvement cost(0) - cost(alpha) and status: one Newton step
+// from 0, Newton steps on one side until the derivative changes sign, then the bracket shrunk by Newton steps and
+// midpoints, until |d cost / d alpha| < gtol or max_evaluations evaluations of the cost (ls_iterations) (_line_search)
+inline double line_search(const Line &line, double snorm, double gtol, int64_t max_evaluations, double &improvement,
+                          int &status) {
+    auto newton = [&](const LinePoint &p) { return line_point(line, p.alpha - p.d1 / p.d2); };
+    auto done = [&](const LinePoint &p, int s) { improvement = -p.cost, status = s; return p.alpha; };
+    improvement = 0.0;
+    if (snorm < MINVAL) return done(LinePoint{}, LINE_NO_DIRECTION);
+    LinePoint p0 = line_point(line, 0.0), p1 = newton(p0), p2 = p0;
+    int64_t evaluations = 2;
+    if (std::abs(p1.d1) < gtol && (p1.alpha == 0 || p1.cost < 0)) return done(p1, p1.alpha == 0 ? LINE_OPTIMAL : LINE_CONVERGED);
+    // Newton steps on p1's side until the derivative changes sign
+    double direction = p1.d1 < 0 ? 1.0 : -1.0;
+    while (p1.d1 * direction <= -gtol && evaluations < max_evaluations) {
+        p2 = p1, p1 = newton(p1), evaluations++;
+        if (std::abs(p1.d1) < gtol && p1.cost < 0) return done(p1, LINE_CONVERGED);
+    }
+    if (evaluations >= max_evaluations) return done(p1, LINE_UNBRACKETED);
+    // the bracket [p1, p2]: its Newton points and midpoint as candidates
+    LinePoint p1next = newton(p1), p2next = p1;
+    evaluations++;
+    while (evaluations < max_evaluations) {
+        LinePoint mid = line_point(line, 0.5 * (p1.alpha + p2.alpha));
+        evaluations++;
+        const LinePoint candidates[3] = {p1next, p2next, mid};
+        int best = -1;
+        for (int i = 0; i < 3; i++)
+            if (std::abs(candidates[i].d1) < gtol && (best < 0 || candidates[i].cost < candidates[best].cost)) best = i;
+        if (best >= 0) return done(candidates[best], LINE_CONVERGED);
+        bool moved1 = bracket(p1, candidates);
+        if (moved1) p1next = newton(p1), evaluations++;
+        bool moved2 = bracket(p2, candidates);
+        if (moved2) p2next = newton(p2), evaluations++;
+        if (!moved1 && !moved2) return done(mid, mid.cost < 0 ? LINE_CONVERGED : LINE_ROUNDING);
+    }
+    if (p1.cost <= p2.cost && p1.cost < 0) return done(p1, LINE_IMPROVED);
+    if (p2.cost <= p1.cost && p2.cost < 0) return done(p2, LINE_IMPROVED);
+    return done(LinePoint{}, LINE_NO_IMPROVEMENT);
+}
+
+// H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.LH's
+// lower triangle, or w.LHt on the tree's pattern when the rows are chains (_hessian; H is symmetric by construction)
+inline void hessian(const Model &m, ConstraintWork &w, const int *state, const Cones &cones) {
+    const Rows &r = w.r;
+    int nv = m.nv;
+    const bool tree = r.tree;
+    const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz, *col = m.M_colind;
+    double *H = tree ? w.LHt.data() : w.LH.data();
+    // entry (i, j), j <= i
+    auto at = [&](int i, int j) -> double & { return tree ? H[adr[i] + nnz[j] - 1] : H[size_t(i) * nv + j]; };
+    std::fill(H, H + (tree ? size_t(tree_nnz(m)) : size_t(nv) * nv), 0.0);
+    double *G = w.G.data(), *g = w.g.data();
+    for_each_group(r, [&](int i, int e, int nc, const int *cols) {
+        // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
+        std::fill(G, G + size_t(nc) * nc, 0.0);
+        const double *J[4];
+        double D[4];
+        int m = 0;
+        bool any = false;
+        for (int k = i; k < e; k++) {
+            if (state[k] != QUADRATIC) continue;
+            J[m] = r.val.data() + r.start[size_t(k)], D[m] = r.D[size_t(k)], any = true;
+            if (++m < 4) continue;
+            for (int a = 0; a < nc; a++) {                             // four rows in one pass over G's lower triangle
+                double c0 = J[0][a] * D[0], c1 = J[1][a] * D[1], c2 = J[2][a] * D[2], c3 = J[3][a] * D[3];
+                add_scaled4(G + size_t(a) * nc, J, c0, c1, c2, c3, a + 1);
+            }
+            m = 0;
+        }
+        for (int n = 0; n < m; n++) {                                  // the rest one at a time
+            for (int b = 0; b < nc; b++) g[b] = J[n][b];
+            for (int a = 0; a < nc; a++) subtract_scaled(G + size_t(a) * nc, g, -(g[a] * D[n]), a + 1);
+        }
+        if (any)
+            for (int a = 0; a < nc; a++) {
+                const double *Ga = G + size_t(a) * nc;
+                for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
+            }
+    });
+    const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
+    if (tree) {
+        for (int64_t a = 0; a < tree_nnz(m); a++) H[a] = M[a] + H[a];
+    } else {
+        for (int k = 0; k < nv; k++)
+            for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++) {
+                double &h = H[size_t(k) * nv + size_t(col[a])];
+                h = M[a] + h;
+            }
+    }
+    for (int k = 0; k < cones.n; k++) {                                 // + Jc^T Hc Jc over the block's columns
+        int first = cones.first[size_t(k)], dim = cones.dim[size_t(k)];
+        const double *Hc = &cones.H[36 * size_t(k)];
+        for (int a = 0; a < dim; a++)
+            for (int b = 0; b < dim; b++) {
+                double h = Hc[a * dim + b];
+                int sa = r.start[size_t(first + a)], sb = r.start[size_t(first + b)];
+                const double *Ja = r.val.data() + sa, *Jb = r.val.data() + sb;
+                const int *ca = r.cols.data() + sa, na = r.start[size_t(first + a) + 1] - sa;
+                const int *cb = r.cols.data() + sb, nb = r.start[size_t(first + b) + 1] - sb;
+                for (int s = 0; s < na; s++) {
+                    double x = Ja[s] * h;
+                    for (int u = 0; u < nb && cb[u] <= ca[s]; u++) at(ca[s], cb[u]) += x * Jb[u];
+                }
+            }
+    }
+}
+
+// the results of solve: iterations, the last scaled improvement, converged; qacc in w.qacc, force in w.force, the
+// Newton states in w.state
+struct Solution {
+    int64_t iterations = 0;
+    double improvement = 0.0;
+    bool converged = false;
+};
+
+// grad = M qacc - qfrc_smooth - J^T force (w.Ma holds M qacc)
+inline void gradient(const Model &m, ConstraintWork &w, const double *force) {
+    rows_transpose_times(w.r, force, w.grad.data());
+    for (int j = 0; j < m.nv; j++) {
+        size_t k = size_t(j);
+        w.grad[k] = w.Ma[k] - w.qfrc_smooth[k] - w.grad[k];
+    }
+}
+
+// the factor of H (w.LH, or w.LHt when the rows are chains) carried to the current states from those it was made for
+// (w.hstate): a rank-1 update for each row that entered its quadratic state, a downdate for each that left it (MuJoCo's
+// HessianIncremental, mju_cholUpdate in the factor's order); false when a downdate would lose positive definiteness
+// (the caller refactors). When the rows are chains, a row's x stays on the chain of its last column and L on the tree's
+// pattern (no fill-in): the rows of L on the chain alone, over their ancestors, with x by depth (w.xt: the chain's dof at
+// depth d is any of its rows' ancestor d); else every row of L from the last column down.
+inline bool update_factor(const Model &m, ConstraintWork &w) {
+    const Rows &r = w.r;
+    const int nv = m.nv;
+    double *x = w.x.data();
+    char *touched = w.mark.data();                                     // the rows of L changed (mark is all zero here)
+    for (int i = 0; i < r.nefc; i++) {
+        bool was = w.hstate[size_t(i)] == QUADRATIC, is = w.state[size_t(i)] == QUADRATIC;
+        int a = r.start[size_t(i)], e = r.start[size_t(i) + 1];
+        if (was == is || a == e) continue;
+        const double sd = std::sqrt(r.D[size_t(i)]);
+        int top = r.cols[size_t(e - 1)];
+        if (r.tree) {
+            double *L = w.LHt.data(), *xt = w.xt.data();
+            const int64_t *chain = m.M_colind + m.M_rowadr[top], *nnz = m.M_rownnz;   // depth(j) = nnz[j] - 1
+            std::fill(xt, xt + nnz[top], 0.0);
+            for (int k = a; k < e; k++) xt[nnz[r.cols[size_t(k)]] - 1] = r.val[size_t(k)] * sd;
+            for (int64_t d = nnz[top] - 1; d >= 0; d--) {               // x x^T into the rows of L from the last
+                if (xt[d] == 0.0) continue;
+                double *Lk = L + m.M_rowadr[chain[d]], Lkk = Lk[d], *inv = &w.LHinv[size_t(chain[d])];
+                double t = Lkk * Lkk + (is ? xt[d] * xt[d] : -xt[d] * xt[d]);
+                if (!(t >= MINVAL)) return false;
+                // c = rr / Lkk, 1 / c and sn = x / Lkk from the reciprocals of Lkk (kept) and rr (one division)
+                double rr = std::sqrt(t), ri = 1 / rr, c = rr * *inv, cinv = Lkk * ri, sn = xt[d] * *inv, s = is ? sn : -sn;
+                Lk[d] = rr, *inv = ri;
+                for (int64_t j = 0; j < d; j++) {
+                    Lk[j] = (Lk[j] + s * xt[j]) * cinv;
+                    xt[j] = c * xt[j] - sn * Lk[j];
+                }
+            }
+            continue;
+        }
+        double *L = w.LH.data();
+        std::fill(x, x + top + 1, 0.0);
+        for (int k = a; k < e; k++) x[r.cols[size_t(k)]] = r.val[size_t(k)] * sd;
+        for (int k = top; k >= 0; k--) {                               // x x^T into the rows of L from the last
+            if (x[k] == 0.0) continue;
+            touched[k] = 1;
+            double *Lk = L + size_t(k) * nv, Lkk = Lk[k];
+            double t = Lkk * Lkk + (is ? x[k] * x[k] : -x[k] * x[k]);
+            if (!(t >= MINVAL)) {
+                std::fill(touched, touched + nv, 0);
+                return false;
+            }
+            double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
+            Lk[k] = rr;
+            if (is)
+                for (int j = 0; j < k; j++) Lk[j] = (Lk[j] + sn * x[j]) * cinv;
+            else
+                for (int j = 0; j < k; j++) Lk[j] = (Lk[j] - sn * x[j]) * cinv;
+            for (int j = 0; j < k; j++) x[j] = c * x[j] - sn * Lk[j];
+        }
+    }
+    for (int k = 0; k < nv && !r.tree; k++) {                          // the rows' nonzero columns, fill-in included
+        if (!touched[k]) continue;
+        touched[k] = 0;
+        w.countH[size_t(k)] = find_runs(w.LH.data() + size_t(k) * nv, k, w.nzH.data() + 2 * size_t(k) * nv);
+    }
+    return true;
+}
+
+// the factor of H at the current states into w.LH (w.LHt when the rows are chains): kept when the states are those it was made for and no contact is
+// on its cone (the same H), updated row by row when a few rows changed state and no cone is involved, made afresh
+// otherwise; false when H is not positive definite
+inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
+    int n = w.r.nefc, changed = 0;
+    bool cones = w.cones.n > 0;
+    for (int i = 0; i < n; i++) {
+        changed += w.state[size_t(i)] != w.hstate[size_t(i)];
+        cones |= w.hstate[size_t(i)] == CONE;
+    }
+    if (!fresh && !cones) {
+        if (changed == 0) return true;
+        if (changed <= std::max(1, m.nv / 2) && update_factor(m, w)) {
+            std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
+            return true;
+        }
+    }
+    hessian(m, w, w.state.data(), w.cones);
+    std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
+    fresh = false;
+    if (w.r.tree) return tree_cholesky(m, w.LHt.data(), w.LHinv.data());
+    return cholesky(w.LH.data(), m.nv, w.nzH.data(), w.countH.data());
+}
+
+// M's factor on the tree's pattern (w.d.qL, w.d.qLinv) from M there (w.Mt); false on a non-positive pivot
+inline bool factor_mass(const Model &m, ConstraintWork &w) {
+    std::copy(w.Mt.begin(), w.Mt.end(), w.d.qL.begin());
+    return tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data());
+}
+
+// the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
+// Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
+// (constraint.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
+// it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
+// positive definite.
+inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                 int64_t iterations, Solution &sol) {
+    const Rows &r = w.r;
+    int nv = m.nv, n = r.nefc;
+    for (auto *x : {&w.force, &w.jar, &w.Jv, &w.wforce, &w.wjar})
+        if (x->size() < size_t(n)) x->resize(size_t(n));
+    for (auto *x : {&w.state, &w.wstate, &w.hstate})
+        if (x->size() < size_t(n)) x->resize(size_t(n));
+    if (w.quad.size() < 3 * size_t(n)) w.quad.resize(3 * size_t(n));
+    double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
+    if (M) {                                                           // M on the tree's pattern, factored
+        tree_pack(m, M, w.Mt.data());
+        if (!factor_mass(m, w)) return SINGULAR;
+    }
+    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
+    tree_solve(m, LM, LMinv, w.qacc_smooth.data());
+    auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
+        if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
+        else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
+    };
+    double scale = 1.0 / (m.meaninertia * std::max(1, nv));
+    double *qacc = w.qacc.data();
+    std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), qacc);
+    double cost = total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
+    if (warmstart) {
+        double warm = total_cost(m, w, warmstart, w.tmp.data(), w.wjar.data(), w.wforce.data(), w.wstate.data(), w.wcones);
+        if (warm < cost) {
+            std::copy(warmstart, warmstart + nv, qacc);
+            cost = warm;
+            std::swap(w.force, w.wforce), std::swap(w.jar, w.wjar), std::swap(w.state, w.wstate), std::swap(w.cones, w.wcones);
+            std::swap(w.Ma, w.tmp);
+        }
+    }
+    double improvement = 0.0;
+    int64_t it = 0;
+    gradient(m, w, w.force.data());
+    double *grad = w.grad.data(), *step = w.step.data(), *v = w.v.data();
+    double gnorm = scale * norm(grad, nv);
+    // converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start; the
+    // gap is computed only when the gradient is small)
+    bool done = false, fresh = true;
+    if (gnorm < tolerance) {
+        std::copy(grad, grad + nv, step);
+        tree_solve(m, LM, LMinv, step);
+        done = 0.5 * scale * dot(grad, step, nv) < tolerance;
+    }
+    if (!done) {
+        if (!factor_hessian(m, w, fresh)) return SINGULAR;
+        std::copy(grad, grad + nv, step);
+        solve_H(step);
+        done = gnorm < tolerance && 0.5 * scale * dot(grad, step, nv) < tolerance;
+    }
+    int status = LINE_CONVERGED;
+    while (!done && it < iterations) {
+        // the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
+        for (int j = 0; j < nv; j++) v[j] = -step[j];
+        rows_times(r, v, w.Jv.data());
+        tree_times(m, w.Mt.data(), v, w.Mv.data());
+        double vMa = 0.0, fv = 0.0, vMv = 0.0;
+        for (int j = 0; j < nv; j++) {
+            size_t k = size_t(j);
+            vMa += v[j] * w.Ma[k], fv += w.qfrc_smooth[k] * v[j], vMv += v[j] * w.Mv[k];
+        }
+        line_quadratics(r, w.jar.data(), w.Jv.data(), w.quad.data());
+        const Line line{r, w.jar.data(), w.Jv.data(), w.quad.data(), {vMa - fv, 0.5 * vMv}};
+        double snorm = norm(v, nv), ls_improvement;
+        double alpha = line_search(line, snorm, tolerance * m.opt_ls_tolerance * snorm / scale, m.opt_ls_iterations,
+                                   ls_improvement, status);
+        if (alpha == 0) break;                                         // no improvement along v: stop
+        // the step, with M qacc and J qacc - aref carried along it (MuJoCo's Ma += alpha Mv, Jaref += alpha Jv)
+        for (int j = 0; j < nv; j++) {
+            size_t k = size_t(j);
+            qacc[j] = qacc[j] + alpha * v[j], w.Ma[k] = w.Ma[k] + alpha * w.Mv[k];
+        }
+        for (int i = 0; i < n; i++) w.jar[size_t(i)] = w.jar[size_t(i)] + alpha * w.Jv[size_t(i)];
+        cost_at(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
+        improvement = scale * ls_improvement;
+        gradient(m, w, w.force.data());
+        gnorm = scale * norm(grad, nv);
+        if (!factor_hessian(m, w, fresh)) return SINGULAR;
+        std::copy(grad, grad + nv, step);
+        solve_H(step);
+        double decrement = std::max(0.0, 0.5 * scale * dot(grad, step, nv));   // Newton's predicted improvement
+        it++;
+        done = (0 < improvement && improvement < tolerance) || gnorm < tolerance || decrement < tolerance;
+    }
+    // converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
+    done = done || status == LINE_NO_DIRECTION || status == LINE_OPTIMAL;
+    sol.iterations = it, sol.improvement = improvement, sol.converged = done;
+    return OK;
+}
+
+}  // namespace
+}  // namespace physai
