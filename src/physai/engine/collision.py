@@ -28,7 +28,8 @@ from physai import joints
 from physai.engine.contact import ContactSet
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
-from physai.engine.primitives import FUNCTIONS, MINVAL, make_frame, mat_times_mj
+from physai.engine.model_checks import MINVAL
+from physai.engine.primitives import FUNCTIONS, make_frame, mat_times_mj
 from physai.spatial import quat_normalize
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
