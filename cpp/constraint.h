@@ -37,7 +37,7 @@ enum { EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON, CONTA
        CONTACT_ELLIPTIC };
 // row states after an update, MuJoCo's numbers (mjtConstraintState)
 enum { SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE };
-// physai.engine.model's equality types (the joint types and MINVAL: cpp/collision.h)
+// physai.engine.model's equality types (the joint types and MINVAL: cpp/model.h)
 enum { EQ_CONNECT = 0, EQ_WELD = 1, EQ_JOINT = 2 };
 constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row's impedance
 

@@ -13,6 +13,11 @@ namespace physai {
 
 constexpr int64_t CAND_FLOATS = 16;                // a candidate pair's parameters (Model.cand_float)
 
+// physai.joints' joint types (MuJoCo's mjtJoint); physai.engine.geoms' geom types (MuJoCo's mjtGeom)
+enum { JNT_FREE = 0, JNT_BALL = 1, JNT_SLIDE = 2, JNT_HINGE = 3 };
+enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH };
+constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
+
 struct Model {
     int nq = 0, nv = 0, nlink = 0, nbody = 0, nspring = 0, nscalar = 0, nquat = 0;
     double gravity[3] = {0, 0, 0};

@@ -25,7 +25,8 @@ LAYERS = [
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
     ["physai.engine.urdf"],
     ["physai.engine.loaders"],
-    ["physai.engine.smooth", "physai.engine.support", "physai.engine.collision"],
+    ["physai.engine.smooth", "physai.engine.support"],
+    ["physai.engine.collision"],
     ["physai.engine.forward", "physai.engine.batching", "physai.engine.native"],
     ["physai.engine.constraint"],
     ["physai.engine.solver", "physai.engine.inverse"],
@@ -168,3 +169,11 @@ def test_no_public_class_shadows_a_module():
                if isinstance(node, ast.ClassDef) and node.name.lower() in tops
                and not name.startswith(f"physai.{node.name.lower()}")]
     assert not shadows, f"these classes read as physai modules: {shadows}"
+
+
+def test_one_module_outside_the_engine_reads_the_collision_driver():
+    """physai.collision (the user's API) is the one module outside the engine that imports physai.engine.collision (the
+    driver): the simulators and the constraint model use its names, so one `collision` name stands for both."""
+    readers = sorted(name for name in MODULES if not name.startswith("physai.engine")
+                     and any(t == "physai.engine.collision" for t, _ in imports_of(name)[0]))
+    assert readers == ["physai.collision"], f"outside the engine, only physai.collision may import the driver: {readers}"

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from physai import collision, engine, integrators, models
-from physai.engine import collision as narrow
-from physai.engine import native
+from physai.engine import collision as engine_collision
+from physai.engine import native, smooth
 from physai.engine.geoms import TYPE_NAMES
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
@@ -177,7 +177,7 @@ def test_candidates_skip_what_mujoco_cannot_collide():
              size="1 1 1"/></body><body><freejoint/><geom type="sphere" size="0.1"/></body></worldbody>
              <contact><pair geom1="a" geom2="b"/></contact></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
-    pairs, missing = narrow.candidates(model)
+    pairs, missing = engine_collision.candidates(model)
     assert [(c.g1, c.g2, c.ipair) for c in pairs] == [(0, 2, -1), (1, 2, -1)] and missing == []
 
 
@@ -241,11 +241,11 @@ def test_broad_phase_tests_near_pairs_only():
     144 and the neighbours' (about 260): contacts as mj_collision's, on both backends, along a short mj_step run."""
     m = mujoco.MjModel.from_xml_string(crowd())
     model = engine.from_mujoco(m)
-    pairs = narrow.candidates(model)[0]
+    pairs = engine_collision.candidates(model)[0]
     d = mujoco.MjData(m)
     for _, d in states(m, 60, 20):
-        xpos, _ = narrow.geom_poses(model, d.qpos)
-        kept = narrow.tested(model, xpos)
+        xpos, _ = smooth.geom_poses(model, d.qpos)
+        kept = engine_collision.tested(model, xpos)
         assert len(pairs) == 144 * 143 // 2 + 144 and len(kept) < 500
         ref = collision.from_mujoco(m, d)
         assert ref.geom.tolist() == collision.detect(model, d.qpos).geom.tolist()

@@ -23,12 +23,19 @@ import mujoco
 import numpy as np
 
 from physai import engine, validation
-from physai.engine import collision as narrow
+from physai.engine import collision as engine_collision
 from physai.engine import constraint, native
 from physai.engine.contact import ContactSet
 from physai.exceptions import InvalidArgumentError, UnsupportedModelError
 
 __all__ = ["ContactSet", "detect", "from_mujoco", "ignoring_unsupported"]
+
+# the driver's names the simulators and the constraint model use (physai.integrators, physai.constraints; physai.collision
+# is the one module outside the engine that reads physai.engine.collision): whether a model can have contacts, the
+# refusal of what physai cannot collide, the warning of left-out pairs that may touch, the NumPy text's detect of one
+# state (q (nq,), not validated: the simulators' own evaluations)
+has_contacts, check_supported, warn_near = engine_collision.has_contacts, engine_collision.check_supported, engine_collision.warn_near
+numpy_detect = engine_collision.detect
 
 
 def ignoring_unsupported(model) -> engine.Model:
@@ -54,13 +61,13 @@ def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[C
     if not isinstance(ignore_unsupported, bool):
         raise InvalidArgumentError(f"ignore_unsupported must be True or False, got {ignore_unsupported!r}")
     (Q,), batch = validation.states(q=(q, model.nq))
-    narrow.check_supported(model, ignore_unsupported)
+    check_supported(model, ignore_unsupported)
     if native.on and not model.unsupported:                 # compiled: the model's constraint part holds the pairs
         constraint.prepare_compiled(model)
         sets, near = native.detect(model, np.ascontiguousarray(Q.T))
-        narrow.warn_near(model, near, stacklevel=2)
+        warn_near(model, near, stacklevel=2)
     else:
-        sets = [narrow.detect(model, Q[:, k], ignore_unsupported) for k in range(Q.shape[1])]
+        sets = [numpy_detect(model, Q[:, k], ignore_unsupported) for k in range(Q.shape[1])]
     return sets[0] if batch is None else sets
 
 

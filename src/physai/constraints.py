@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import collision, engine, validation
-from physai.engine import collision as engine_collision
 from physai.engine import batching, constraint, inverse, model_checks, native, smooth, solver
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
@@ -158,7 +157,7 @@ def _states(model, data, contacts, eq_active):
 def _detected(model, q, contacts):
     """contacts, or physai's own at q (collision.detect: a set for one state, a list for N) when None and the model has
     geoms that may touch."""
-    if contacts is None and engine_collision.has_contacts(model):
+    if contacts is None and collision.has_contacts(model):
         return collision.detect(model, q)
     return contacts
 

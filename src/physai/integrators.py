@@ -75,9 +75,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physai import engine, forces, joints, validation
+from physai import collision, engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import collision, constraint, native, smooth, solver
+from physai.engine import constraint, native, smooth, solver
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
                                ShapeError, UnsupportedModelError)
@@ -750,7 +750,7 @@ def _deepest_contact(model, q) -> str:
     """', its deepest contact before: geom ... with geom ..., d m deep' at the last finite state q of a constrained run
     that diverged (physai.collision.detect again), or '' when it had none (or q cannot be read)."""
     try:
-        contacts = collision.detect(model, q)
+        contacts = collision.numpy_detect(model, q)
     except (PhysaiError, ValueError, FloatingPointError):
         return ""
     if not len(contacts):
@@ -803,7 +803,7 @@ class DynamicsEvaluator:
         if not self.constrained:
             return solve(M, f), np.zeros(self.model.nv)
         model, opt = self.model, self.model.opt
-        contacts = collision.detect(model, q) if collision.has_contacts(model) else None
+        contacts = collision.numpy_detect(model, q) if collision.has_contacts(model) else None
         if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
             self.ncon = 0 if contacts is None else len(contacts)
         if native.on and self.tau is not None and np.isfinite(self.tau).all():

@@ -19,6 +19,7 @@ Positions are advanced on the joint's own manifold: `integrate` is MuJoCo's mj_i
 Arrays keep the state index last: a block of q for n states is (k, n).
 """
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -67,6 +68,19 @@ def links(jtype: int, axis: np.ndarray, anchor: np.ndarray) -> list[Link]:
         e, zero = np.eye(3), np.zeros(3)
         return [Link(SLIDE, e[k], zero, k, k, True) for k in range(3)] + [Link(BALL, e[0], zero, 3, 3)]
     return [Link(jtype, np.asarray(axis, float), np.asarray(anchor, float), 0, 0)]
+
+
+def turn_mj(link: Link, x: np.ndarray, ref: float) -> np.ndarray | None:
+    """The rotation (w, x, y, z) by which a link's coordinates x (q from the link's first entry on) turn it, with
+    MuJoCo's arithmetic (mj_kinematics): a ball's quaternion x[0:4] normalized (quat_normalize_mj), a hinge's
+    (cos t/2, sin t/2 axis) at t = x[0] - ref (the identity at t = 0); None for a slide, which moves along its axis by
+    x[0] - ref instead (physai.engine.smooth.body_poses, cpp/smooth.h's turn_mj)."""
+    if link.type == SLIDE:
+        return None
+    if link.type == BALL:
+        return quat_normalize_mj(x[:4].copy())
+    angle = x[0] - ref
+    return np.array([1.0, 0, 0, 0]) if angle == 0 else np.r_[math.cos(angle * 0.5), link.axis * math.sin(angle * 0.5)]
 
 
 def motion_subspace(link: Link) -> np.ndarray:
@@ -262,6 +276,18 @@ def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:
         a0, a1, a2, a3 = (np.where(extreme, x, y) for x, y in zip(unit, (a0, a1, a2, a3)))
     return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
                      (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=-2)
+
+
+def quat_normalize_mj(quat: np.ndarray) -> np.ndarray:
+    """MuJoCo 4's mju_normalize4 of a quaternion (4,) (squares summed in pairs; unchanged when its norm is within mjMINVAL
+    = 1e-15 of 1, else times 1 / norm), exact at any size (spatial.quat_normalize when the squared norm would overflow
+    or underflow); a zero quaternion is the identity."""
+    with np.errstate(over="ignore", under="ignore"):
+        norm2 = (quat[0] * quat[0] + quat[1] * quat[1]) + (quat[2] * quat[2] + quat[3] * quat[3])
+    if not 1e-200 <= norm2 <= 1e200:
+        return spatial.quat_normalize(quat) if quat.any() else np.array([1.0, 0.0, 0.0, 0.0])
+    norm = math.sqrt(norm2)
+    return quat * (1 / norm) if abs(norm - 1) > 1e-15 else quat
 
 
 def quat_difference(q1: np.ndarray, q0: np.ndarray) -> np.ndarray:

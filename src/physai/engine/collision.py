@@ -2,10 +2,10 @@
 
     candidates(model)        the geom pairs that may touch, in the order mj_collision tests them (made once per model)
     broad_phase(model), sweep_and_prune(model, xpos), tested(model, xpos)   which candidates a state tests
-    body_poses(model, q)     every body's frame as mj_kinematics computes it
-    geom_poses(model, q)     world position and axes of every geom (MuJoCo's geom_xpos, geom_xmat)
     contact_parameters(model, g1, g2, ipair)   condim, friction, solref, solreffriction, solimp of their contacts
     detect(model, q)         the ContactSet of the state whose kinematics d holds
+
+The geoms' frames come from physai.engine.smooth.geom_poses (mj_kinematics' own arithmetic).
 
 Every geom pair that passes MuJoCo's filters (contype/conaffinity, same or parent body, <exclude>, <pair>) is a
 candidate, listed once per model in MuJoCo's order and grouped by body pair (broad_phase). Per state, a sweep over the
@@ -28,8 +28,9 @@ from physai import joints
 from physai.engine.contact import ContactSet
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
-from physai.engine.primitives import FUNCTIONS, MINVAL, make_frame, mat_times_mj
-from physai.spatial import quat_normalize
+from physai.engine.model_checks import MINVAL
+from physai.engine.primitives import FUNCTIONS, make_frame
+from physai.engine.smooth import geom_poses
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
 MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
@@ -257,111 +258,6 @@ def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
         warnings.warn(f"{G.describe(g1)} and {G.describe(g2)} may be touching, and physai cannot collide them: their "
                       "contacts are left out (this warning comes once per pair and model)", CollisionWarning,
                       stacklevel=stacklevel + 1)
-
-
-def quat_to_mat_mj(quat: np.ndarray) -> np.ndarray:
-    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) with MuJoCo 4's arithmetic (mju_quat2Mat: products of
-    the components summed in its order, the identity kept exact; cpp/collision.h's quat_to_mat_mj): near-degenerate
-    contacts (a cylinder on its cap) amplify the last digits of a geom's axes, and ties (a face lying flat) follow
-    them, so they are computed as MuJoCo computes them, not with the normalizing spatial.quat_to_mat of the dynamics."""
-    w, x, y, z = np.moveaxis(quat, -1, 0)
-    R = np.empty(quat.shape[:-1] + (3, 3))
-    ww_yy = w * w - y * y
-    R[..., 0, 0] = ww_yy + (x * x - z * z)
-    R[..., 1, 1] = (w * w + y * y) - (x * x + z * z)
-    R[..., 2, 2] = ww_yy + (z * z - x * x)
-    R[..., 0, 1], R[..., 0, 2] = 2 * (x * y - w * z), 2 * (x * z + w * y)
-    R[..., 1, 0], R[..., 1, 2] = 2 * (x * y + w * z), 2 * (y * z - w * x)
-    R[..., 2, 0], R[..., 2, 1] = 2 * (x * z - w * y), 2 * (y * z + w * x)
-    identity = (w == 1) & (x == 0) & (y == 0) & (z == 0)
-    R[identity] = np.eye(3)
-    return R
-
-
-def quat_mul_mj(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The product a b of quaternions (..., 4) with MuJoCo 4's arithmetic (mju_mulQuat: the four products of each
-    component summed in pairs; cpp/collision.h's quat_mul_mj)."""
-    a0, a1, a2, a3 = np.moveaxis(np.asarray(a, dtype=float), -1, 0)
-    b0, b1, b2, b3 = np.moveaxis(np.asarray(b, dtype=float), -1, 0)
-    return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
-                     (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=-1)
-
-
-def _rotate(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
-    """v (3,) rotated by a unit quaternion with MuJoCo's arithmetic (mju_rotVecQuat)."""
-    w, x, y, z = quat
-    if w == 1 and x == 0 and y == 0 and z == 0:
-        return v.copy()
-    t = np.array([w * v[0] + y * v[2] - z * v[1], w * v[1] + z * v[0] - x * v[2], w * v[2] + x * v[1] - y * v[0]])
-    return np.array([v[0] + 2 * (y * t[2] - z * t[1]), v[1] + 2 * (z * t[0] - x * t[2]), v[2] + 2 * (x * t[1] - y * t[0])])
-
-
-def _normalize4(quat: np.ndarray) -> np.ndarray:
-    """MuJoCo 4's mju_normalize4 (squares summed in pairs; unchanged when its norm is within MINVAL of 1, else times
-    1 / norm), exact at any size (spatial.quat_normalize when the squared norm would overflow or underflow); a zero
-    quaternion is the identity."""
-    with np.errstate(over="ignore", under="ignore"):
-        norm2 = (quat[0] * quat[0] + quat[1] * quat[1]) + (quat[2] * quat[2] + quat[3] * quat[3])
-    if not 1e-200 <= norm2 <= 1e200:
-        return quat_normalize(quat) if quat.any() else np.array([1.0, 0.0, 0.0, 0.0])
-    norm = math.sqrt(norm2)
-    return quat * (1 / norm) if abs(norm - 1) > MINVAL else quat
-
-
-def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(xpos (nbody, 3) [m], xquat (nbody, 4)) of every body at q (nq,), composed joint by joint with MuJoCo's
-    arithmetic (mj_kinematics): the frames contacts are computed in, whose last digits near-degenerate contacts
-    amplify (physai's own kinematics agrees with them to rounding)."""
-    xpos, xquat = np.zeros((model.nbody, 3)), np.zeros((model.nbody, 4))
-    xmat = np.zeros((model.nbody, 3, 3))
-    jnt_of = [[] for _ in range(model.nbody)]
-    for j in range(model.njnt):
-        jnt_of[int(model.jnt_bodyid[j])].append(j)
-    qpos0 = model.qpos0
-    for b in range(model.nbody):
-        mine = jnt_of[b]
-        if len(mine) == 1 and model.jnt_type[mine[0]] == joints.FREE:
-            a = int(model.jnt_qposadr[mine[0]])
-            pos, quat = q[a:a + 3].copy(), _normalize4(q[a + 3:a + 7].copy())
-        else:
-            p = int(model.body_parentid[b])
-            if p >= 0:
-                pos = mat_times_mj(xmat[p], model.body_offset[b]) + xpos[p]
-                quat = quat_mul_mj(xquat[p], model.body_quat[b])
-            else:
-                pos, quat = model.body_offset[b].copy(), model.body_quat[b].copy()
-            for j in mine:
-                a, kind = int(model.jnt_qposadr[j]), int(model.jnt_type[j])
-                axis = _rotate(model.jnt_axis[j], quat)
-                anchor = _rotate(model.jnt_pos[j], quat) + pos
-                if kind == joints.SLIDE:
-                    pos = pos + axis * (q[a] - qpos0[a])
-                else:
-                    if kind == joints.BALL:
-                        local = _normalize4(q[a:a + 4].copy())
-                    else:
-                        angle = q[a] - qpos0[a]
-                        local = np.array([1.0, 0, 0, 0]) if angle == 0 else np.r_[math.cos(angle * 0.5),
-                                                                                    model.jnt_axis[j] * math.sin(angle * 0.5)]
-                    quat = quat_mul_mj(quat, local)
-                    pos = anchor - _rotate(model.jnt_pos[j], quat)
-        xquat[b] = _normalize4(quat)
-        xpos[b], xmat[b] = pos, quat_to_mat_mj(xquat[b])
-    return xpos, xquat
-
-
-def geom_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(pos (ngeom, 3) [m], mat (ngeom, 3, 3)) of every geom in the world at q (nq,) as mj_kinematics computes them
-    (geom_xpos, geom_xmat): R = mat(q_body q_geom), p = p_body + mat(q_body) geom_pos."""
-    G = model.geoms
-    pos, quat = body_poses(model, q)
-    bodies, world = G.geom_bodyid, G.geom_bodyid < 0
-    xquat, xbody = quat[bodies], pos[bodies]
-    xquat[world], xbody[world] = (1.0, 0.0, 0.0, 0.0), 0.0
-    xmat = quat_to_mat_mj(quat_mul_mj(xquat, G.geom_quat))                      # R = mat(q_body q_geom)
-    R, v = quat_to_mat_mj(xquat), G.geom_pos
-    xpos = (R[:, :, 0] * v[:, :1] + R[:, :, 1] * v[:, 1:2] + R[:, :, 2] * v[:, 2:]) + xbody   # p = R_body geom_pos + p_body
-    return xpos, xmat
 
 
 def contact_parameters(model: Model, g1: int, g2: int, ipair: int) -> tuple:

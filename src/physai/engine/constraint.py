@@ -29,11 +29,12 @@ import numpy as np
 
 from physai import spatial
 from physai.engine import model_checks, native, smooth
-from physai.engine.collision import MINVAL, body_poses, quat_to_mat_mj
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.primitives import mat_times_mj
 from physai.engine.model import CONNECT, WELD, Model
+from physai.engine.model_checks import MINVAL
+from physai.engine.smooth import body_poses, quat_to_mat_mj
 from physai.engine.support import body_frames, dof_chain, point_jacobians
 from physai.exceptions import UnsupportedModelError
 from physai.joints import BALL, FREE, HINGE, SLIDE

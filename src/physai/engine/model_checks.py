@@ -16,6 +16,8 @@ from physai.exceptions import InvalidModelError
 #: MuJoCo's mjMAXVAL: the largest magnitude MuJoCo takes as a physical value; larger sizes and frictions overflow the
 #: constraint rows (a friction squared, a sphere's bounding box)
 MAXVAL = 1e10
+#: MuJoCo's mjMINVAL: the smallest denominator
+MINVAL = 1e-15
 #: MuJoCo's contact dimensions (mjContact.dim: frictionless, sliding, + torsional, + rolling)
 CONTACT_DIMS = (1, 3, 4, 6)
 #: the largest iteration count: MuJoCo's int

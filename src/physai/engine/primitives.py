@@ -12,10 +12,8 @@ import math
 
 import numpy as np
 
-from physai.engine.model_checks import MAXVAL
+from physai.engine.model_checks import MAXVAL, MINVAL
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE, ConvexMesh
-
-MINVAL = 1e-15                                   # MuJoCo's mjMINVAL: the smallest denominator
 
 
 def _normalize(v: np.ndarray) -> float:

@@ -10,6 +10,7 @@ function by the compiled engine's cpp/smooth.h), for n states at once with the s
     subtree_moments(model, d)   the subtrees' mass moments         subtree_moment               (for the CoM Jacobian)
     crb(model, d)               composite rigid bodies             crb, qM                      (mj_crb)
     energy_pos(model, d, q), energy_vel(model, d, qd)      potential and kinetic energy     (mj_energyPos, mj_energyVel)
+    body_poses(model, q), geom_poses(model, q)   one state's body and geom frames in mj_kinematics' own arithmetic
 
 Each stage is one forward and/or one backward loop over links, parents before children, written once for every
 joint type: a link moves by its dofs' columns of cdof, whatever their number. Joint types enter only through
@@ -20,8 +21,10 @@ public functions the results).
 
 import numpy as np
 
+from physai import joints
 from physai.engine.data import Data
 from physai.engine.model import Model
+from physai.engine.primitives import mat_times_mj
 
 # a x b = a[_L1] b[_L2] - a[_L2] b[_L1]; three crosses of 6-vectors' halves at once, products (k, 18, n) minus
 # (angular = 0:3, linear = 3:6):
@@ -108,6 +111,105 @@ def kinematics(model: Model, d: Data, q: np.ndarray, about_origin: bool = False)
         np.add(cs[model.link_parents[i]], step[i], out=cs[i])
     cpos[model.link_centerid == np.arange(model.nlink)] = 0.0
     d.cpos = cpos
+
+
+# ---------------------------------------------------------------- MuJoCo-order poses
+# collision must match mj_collision bit for bit (near-degenerate contacts amplify the frames' last digits), so its
+# frames are composed body by body with mj_kinematics' own arithmetic, not with the link kinematics above
+
+def quat_to_mat_mj(quat: np.ndarray) -> np.ndarray:
+    """(..., 3, 3) rotation matrices of unit quaternions (..., 4) with MuJoCo 4's arithmetic (mju_quat2Mat: products of
+    the components summed in its order, the identity kept exact; cpp/smooth.h's quat_to_mat_mj): near-degenerate
+    contacts (a cylinder on its cap) amplify the last digits of a geom's axes, and ties (a face lying flat) follow
+    them, so they are computed as MuJoCo computes them, not with the normalizing spatial.quat_to_mat of the dynamics."""
+    w, x, y, z = np.moveaxis(quat, -1, 0)
+    R = np.empty(quat.shape[:-1] + (3, 3))
+    ww_yy = w * w - y * y
+    R[..., 0, 0] = ww_yy + (x * x - z * z)
+    R[..., 1, 1] = (w * w + y * y) - (x * x + z * z)
+    R[..., 2, 2] = ww_yy + (z * z - x * x)
+    R[..., 0, 1], R[..., 0, 2] = 2 * (x * y - w * z), 2 * (x * z + w * y)
+    R[..., 1, 0], R[..., 1, 2] = 2 * (x * y + w * z), 2 * (y * z - w * x)
+    R[..., 2, 0], R[..., 2, 1] = 2 * (x * z - w * y), 2 * (y * z + w * x)
+    identity = (w == 1) & (x == 0) & (y == 0) & (z == 0)
+    R[identity] = np.eye(3)
+    return R
+
+
+def quat_mul_mj(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The product a b of quaternions (..., 4) with MuJoCo 4's arithmetic (mju_mulQuat: the four products of each
+    component summed in pairs; cpp/smooth.h's quat_mul_mj)."""
+    a0, a1, a2, a3 = np.moveaxis(np.asarray(a, dtype=float), -1, 0)
+    b0, b1, b2, b3 = np.moveaxis(np.asarray(b, dtype=float), -1, 0)
+    return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
+                     (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=-1)
+
+
+def rotate_mj(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
+    """v (3,) rotated by a unit quaternion with MuJoCo's arithmetic (mju_rotVecQuat)."""
+    w, x, y, z = quat
+    if w == 1 and x == 0 and y == 0 and z == 0:
+        return v.copy()
+    t = np.array([w * v[0] + y * v[2] - z * v[1], w * v[1] + z * v[0] - x * v[2], w * v[2] + x * v[1] - y * v[0]])
+    return np.array([v[0] + 2 * (y * t[2] - z * t[1]), v[1] + 2 * (z * t[0] - x * t[2]), v[2] + 2 * (x * t[1] - y * t[0])])
+
+
+def pose_links(model: Model) -> list[list[tuple]]:
+    """Per body, the links of its joints (physai.joints.links: a free joint is three slides along the world's axes and a
+    ball) as (link, its first q entry, its ref: qpos0 there), made once per model and kept."""
+    return model.kept("pose_links", _pose_links)
+
+
+def _pose_links(model: Model) -> list[list[tuple]]:
+    out = [[] for _ in range(model.nbody)]
+    for j in range(model.njnt):
+        a = int(model.jnt_qposadr[j])
+        for link in joints.links(int(model.jnt_type[j]), model.jnt_axis[j], model.jnt_pos[j]):
+            out[int(model.jnt_bodyid[j])].append((link, a + link.qoffset, float(model.qpos0[a + link.qoffset])))
+    return out
+
+
+def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(xpos (nbody, 3) [m], xquat (nbody, 4)) of every body at q (nq,), composed link by link with MuJoCo's
+    arithmetic (mj_kinematics): the frames contacts are computed in, whose last digits near-degenerate contacts
+    amplify (physai's own kinematics agrees with them to rounding)."""
+    xpos, xquat = np.zeros((model.nbody, 3)), np.zeros((model.nbody, 4))
+    xmat = np.zeros((model.nbody, 3, 3))
+    for b, links in enumerate(pose_links(model)):
+        p = int(model.body_parentid[b])
+        if links and links[0][0].world_axes:                       # a free joint's links start from the world
+            pos, quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
+        elif p >= 0:                                               # p = R_parent offset + p_parent, q = q_parent q_body
+            pos = mat_times_mj(xmat[p], model.body_offset[b]) + xpos[p]
+            quat = quat_mul_mj(xquat[p], model.body_quat[b])
+        else:
+            pos, quat = model.body_offset[b].copy(), model.body_quat[b].copy()
+        for link, a, ref in links:
+            axis = rotate_mj(link.axis, quat)
+            anchor = rotate_mj(link.anchor, quat) + pos
+            turn = joints.turn_mj(link, q[a:], ref)
+            if turn is None:                                       # a slide: p += axis (q - ref)
+                pos = pos + axis * (q[a] - ref)
+            else:                                                  # a turn about the anchor: q = q turn, p = anchor - R o
+                quat = quat_mul_mj(quat, turn)
+                pos = anchor - rotate_mj(link.anchor, quat)
+        xquat[b] = joints.quat_normalize_mj(quat)
+        xpos[b], xmat[b] = pos, quat_to_mat_mj(xquat[b])
+    return xpos, xquat
+
+
+def geom_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(pos (ngeom, 3) [m], mat (ngeom, 3, 3)) of every geom in the world at q (nq,) as mj_kinematics computes them
+    (geom_xpos, geom_xmat): R = mat(q_body q_geom), p = p_body + mat(q_body) geom_pos."""
+    G = model.geoms
+    pos, quat = body_poses(model, q)
+    bodies, world = G.geom_bodyid, G.geom_bodyid < 0
+    xquat, xbody = quat[bodies], pos[bodies]
+    xquat[world], xbody[world] = (1.0, 0.0, 0.0, 0.0), 0.0
+    xmat = quat_to_mat_mj(quat_mul_mj(xquat, G.geom_quat))                      # R = mat(q_body q_geom)
+    R, v = quat_to_mat_mj(xquat), G.geom_pos
+    xpos = (R[:, :, 0] * v[:, :1] + R[:, :, 1] * v[:, 1:2] + R[:, :, 2] * v[:, 2:]) + xbody   # p = R_body geom_pos + p_body
+    return xpos, xmat
 
 
 # ---------------------------------------------------------------- inertia
