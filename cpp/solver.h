@@ -510,7 +510,7 @@ inline bool factor_mass(const Model &m, ConstraintWork &w) {
 
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
-// (constraint.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
+// (solver.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
 // it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
 // positive definite.
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
