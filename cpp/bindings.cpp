@@ -359,6 +359,11 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.body_invweight0 = f.doubles("body_invweight0", {B, 2});
     m.meaninertia = f.number("meaninertia");
     m.jnt_pos = f.doubles("jnt_pos", {J, 3}), m.body_offset = f.doubles("body_offset", {B, 3});
+    m.poselink_type = f.ints("poselink_type", {-1}, &m.npose);
+    m.body_poselinkadr = f.ints("body_poselinkadr", {B}), m.body_poselinknum = f.ints("body_poselinknum", {B});
+    m.poselink_qposadr = f.ints("poselink_qposadr", {m.npose}), m.poselink_world = f.ints("poselink_world", {m.npose});
+    m.poselink_ref = f.doubles("poselink_ref", {m.npose}), m.poselink_axis = f.doubles("poselink_axis", {m.npose, 3});
+    m.poselink_anchor = f.doubles("poselink_anchor", {m.npose, 3});
     m.geom_type = f.ints("geom_type", {-1}, &m.ngeom);
     const int64_t G = m.ngeom;
     m.geom_bodyid = f.ints("geom_bodyid", {G}), m.geom_pos = f.doubles("geom_pos", {G, 3});

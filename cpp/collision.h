@@ -1,15 +1,13 @@
 // Collision detection (src/physai/engine/collision.py, MuJoCo's engine_collision_driver.c), function by function with
 // the NumPy text's names, one state at a time (double; compiled into the scalar translation unit only):
 //
-//     body_poses(m, q, xpos, xquat)      every body's frame as mj_kinematics composes it (the contacts' and welds' frames)
-//     geom_poses(m, w, q)                every geom's world position and axes (geom_xpos, geom_xmat)
 //     broad_phase(m, w)                  the groups of candidates this state tests (collision.sweep_and_prune, tested)
 //     detect(m, w, q)                    the contacts of a state in MuJoCo's order, as a Contacts over w's arrays
 //     near_missing_pairs(m, w, out)      every left-out pair that may touch at detect's state (collision_detect's warnings)
 //
 // The candidate pairs (MuJoCo's filters and order) and their contact parameters are the model's, made once by
-// physai.engine.collision.candidates and contact_parameters (Model's cand_*); per state only the broad phase, the
-// bounding-sphere test and the narrow phase (cpp/primitives.h) run. The pairs without a narrow phase here (missing_*)
+// physai.engine.collision.candidates and contact_parameters (Model's cand_*); per state only the geoms' frames
+// (cpp/smooth.h's geom_poses), the broad phase, the bounding-sphere test and the narrow phase (cpp/primitives.h) run. The pairs without a narrow phase here (missing_*)
 // are only tested for overlap, for a warning.
 #pragma once
 
@@ -21,25 +19,25 @@
 #include "data.h"
 #include "model.h"
 #include "primitives.h"
+#include "smooth.h"
 #include "spatial.h"
 
 namespace physai {
 namespace {
 
-// a state's collision workspace: every body's frame, every geom's, the contacts found (CONTACT_FLOATS and CONTACT_INTS
-// per contact, cpp/data.h's Contacts layout), and the first left-out pair that may touch (-1: none)
-struct CollisionWork {
-    std::vector<double> xpos, xquat, xmat, gpos, gmat, f, lo, hi;
+// a state's collision workspace: every body's frame, every geom's (PoseWork; posed: the geoms detect reads, those that
+// collide by type (the bodies' boxes), and those of the candidates and the left-out pairs), the contacts found
+// (CONTACT_FLOATS and CONTACT_INTS per contact, cpp/data.h's Contacts layout), and the first left-out pair that may
+// touch (-1: none)
+struct CollisionWork : PoseWork {
+    std::vector<double> f, lo, hi;
     std::vector<int64_t> i, order, open, groups;
     std::vector<char> hit, boxed;
     std::vector<PreContact> found;
     std::vector<int64_t> cand;           // the candidate pair of each contact in f, i
-    std::vector<int64_t> posed;          // the geoms detect reads: those that collide by type (the bodies' boxes), and
-                                         // those of the candidates and the left-out pairs
     int64_t near_missing = -1;
-    explicit CollisionWork(const Model &m) {
+    explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
-        xpos.resize(3 * B), xquat.resize(4 * B), xmat.resize(9 * B), gpos.resize(3 * G), gmat.resize(9 * G);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
         std::vector<char> read(G, 0);
         for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = !m.geom_collides || m.geom_collides[g];
@@ -49,137 +47,6 @@ struct CollisionWork {
             if (read[size_t(g)]) posed.push_back(g);
     }
 };
-
-// ---------------------------------------------------------------- MuJoCo's arithmetic
-
-// MuJoCo 4's mju_normalize4 (squares summed in pairs), exact at any size (quat_normalize_scaled where |q|^2 over- or underflows); zero: the identity
-inline void normalize4(double *q) {
-    double norm2 = (q[0] * q[0] + q[1] * q[1]) + (q[2] * q[2] + q[3] * q[3]);
-    if (!norm2_in_range(norm2)) {
-        if (q[0] == 0 && q[1] == 0 && q[2] == 0 && q[3] == 0) {
-            q[0] = 1.0;
-            return;
-        }
-        double u[4];
-        quat_normalize_scaled(q, u);
-        for (int a = 0; a < 4; a++) q[a] = u[a];
-        return;
-    }
-    double norm = std::sqrt(norm2);
-    if (std::fabs(norm - 1) > MINVAL) {
-        double inv = 1 / norm;
-        for (int a = 0; a < 4; a++) q[a] *= inv;
-    }
-}
-
-// R (3x3, rows) of a unit quaternion (MuJoCo 4's mju_quat2Mat: products of the components summed in its order; the
-// identity exact)
-inline void quat_to_mat_mj(const double *q, double *R) {
-    double w = q[0], x = q[1], y = q[2], z = q[3];
-    if (w == 1 && x == 0 && y == 0 && z == 0) {
-        for (int k = 0; k < 9; k++) R[k] = k % 4 == 0 ? 1.0 : 0.0;
-        return;
-    }
-    double ww_yy = w * w - y * y;
-    R[0] = ww_yy + (x * x - z * z), R[4] = (w * w + y * y) - (x * x + z * z), R[8] = ww_yy + (z * z - x * x);
-    R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y), R[3] = 2 * (x * y + w * z);
-    R[5] = 2 * (y * z - w * x), R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x);
-}
-
-// the product a b of quaternions with MuJoCo 4's arithmetic (mju_mulQuat: products summed in pairs; collision.quat_mul_mj)
-inline void quat_mul_mj(const double *a, const double *b, double *r) {
-    r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
-    r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
-    r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
-    r[3] = (a[0] * b[3] + a[1] * b[2]) + (a[3] * b[0] - a[2] * b[1]);
-}
-
-// v rotated by a unit quaternion (mju_rotVecQuat)
-inline void rotate(const double *v, const double *q, double *r) {
-    double w = q[0], x = q[1], y = q[2], z = q[3];
-    if (w == 1 && x == 0 && y == 0 && z == 0) {
-        r[0] = v[0], r[1] = v[1], r[2] = v[2];
-        return;
-    }
-    double t[3] = {w * v[0] + y * v[2] - z * v[1], w * v[1] + z * v[0] - x * v[2], w * v[2] + x * v[1] - y * v[0]};
-    r[0] = v[0] + 2 * (y * t[2] - z * t[1]), r[1] = v[1] + 2 * (z * t[0] - x * t[2]), r[2] = v[2] + 2 * (x * t[1] - y * t[0]);
-}
-
-// ---------------------------------------------------------------- frames
-
-// (xpos (nbody, 3), xquat (nbody, 4)) of every body at q, joint by joint as mj_kinematics (collision.body_poses)
-inline void body_poses(const Model &m, const double *q, double *xpos, double *xquat, double *xmat) {
-    for (int b = 0; b < m.nbody; b++) {
-        int64_t j0 = m.body_jntadr[b], nj = m.body_jntnum[b];
-        double pos[3], quat[4];
-        if (nj == 1 && m.jnt_type[j0] == JNT_FREE) {
-            const double *x = q + m.jnt_qposadr[j0];
-            for (int a = 0; a < 3; a++) pos[a] = x[a];
-            for (int a = 0; a < 4; a++) quat[a] = x[3 + a];
-            normalize4(quat);
-        } else {
-            int64_t p = m.body_parentid[b];
-            if (p >= 0) {
-                mat3_times(xmat + 9 * p, m.body_offset + 3 * b, pos);
-                for (int a = 0; a < 3; a++) pos[a] = pos[a] + xpos[3 * p + a];
-                quat_mul_mj(xquat + 4 * p, m.body_quat + 4 * b, quat);
-            } else {
-                for (int a = 0; a < 3; a++) pos[a] = m.body_offset[3 * b + a];
-                for (int a = 0; a < 4; a++) quat[a] = m.body_quat[4 * b + a];
-            }
-            for (int64_t j = j0; j < j0 + nj; j++) {
-                int64_t a0 = m.jnt_qposadr[j], t = m.jnt_type[j];
-                double axis[3], anchor[3];
-                rotate(m.jnt_axis + 3 * j, quat, axis);
-                rotate(m.jnt_pos + 3 * j, quat, anchor);
-                for (int a = 0; a < 3; a++) anchor[a] = anchor[a] + pos[a];
-                if (t == JNT_SLIDE) {
-                    for (int a = 0; a < 3; a++) pos[a] = pos[a] + axis[a] * (q[a0] - m.qpos0[a0]);
-                    continue;
-                }
-                double local[4], turned[4], offset[3];
-                if (t == JNT_BALL) {
-                    for (int a = 0; a < 4; a++) local[a] = q[a0 + a];
-                    normalize4(local);
-                } else {
-                    double angle = q[a0] - m.qpos0[a0];
-                    if (angle == 0) {
-                        local[0] = 1.0, local[1] = local[2] = local[3] = 0.0;
-                    } else {
-                        double s = std::sin(angle * 0.5);
-                        local[0] = std::cos(angle * 0.5);
-                        for (int a = 0; a < 3; a++) local[1 + a] = m.jnt_axis[3 * j + a] * s;
-                    }
-                }
-                quat_mul_mj(quat, local, turned);
-                for (int a = 0; a < 4; a++) quat[a] = turned[a];
-                rotate(m.jnt_pos + 3 * j, quat, offset);
-                for (int a = 0; a < 3; a++) pos[a] = anchor[a] - offset[a];
-            }
-        }
-        normalize4(quat);
-        for (int a = 0; a < 3; a++) xpos[3 * b + a] = pos[a];
-        for (int a = 0; a < 4; a++) xquat[4 * b + a] = quat[a];
-        quat_to_mat_mj(quat, xmat + 9 * b);
-    }
-}
-
-// the world position and axes of the geoms detect reads (w.posed) into w.gpos, w.gmat (collision.geom_poses, which
-// poses them all): R = mat(q_body q_geom), p = R_body geom_pos + p_body
-inline void geom_poses(const Model &m, CollisionWork &w, const double *q) {
-    body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
-    const double identity[4] = {1.0, 0.0, 0.0, 0.0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0.0, 0.0, 0.0};
-    for (int64_t g : w.posed) {
-        int64_t b = m.geom_bodyid[g];
-        const double *bq = b < 0 ? identity : &w.xquat[size_t(4 * b)], *bp = b < 0 ? zero : &w.xpos[size_t(3 * b)];
-        const double *R = b < 0 ? eye : &w.xmat[size_t(9 * b)];      // body_poses' mat(q_body)
-        double quat[4], p[3];
-        quat_mul_mj(bq, m.geom_quat + 4 * g, quat);
-        quat_to_mat_mj(quat, &w.gmat[size_t(9 * g)]);
-        mat3_times(R, m.geom_pos + 3 * g, p);
-        for (int a = 0; a < 3; a++) w.gpos[size_t(3 * g + a)] = p[a] + bp[a];
-    }
-}
 
 // ---------------------------------------------------------------- the broad phase
 

@@ -88,6 +88,14 @@ struct Model {
     // parameters (margin, gap, friction (5), solref (2), solreffriction (2), solimp (5)); the pairs without a narrow
     // phase (nmissing): geom ids (2) and margin + gap
     const double *jnt_pos = nullptr, *body_offset = nullptr;
+    // the bodies' joints as links (physai.engine.smooth.pose_links, from physai.joints.links: a free joint is three slides
+    // along the world's axes and a ball), for MuJoCo's frames (smooth.h's body_poses): body b's are [body_poselinkadr,
+    // + body_poselinknum); per link (npose): its joints' type (JNT_SLIDE, JNT_BALL, JNT_HINGE), first q entry, ref,
+    // axis and anchor in the body frame (3 each), and 1 if it starts from the world's frame (a free joint's)
+    int64_t npose = 0;
+    const int64_t *body_poselinkadr = nullptr, *body_poselinknum = nullptr, *poselink_type = nullptr;
+    const int64_t *poselink_qposadr = nullptr, *poselink_world = nullptr;
+    const double *poselink_ref = nullptr, *poselink_axis = nullptr, *poselink_anchor = nullptr;
     int64_t ngeom = 0, ncand = 0, nmissing = 0;
     const int64_t *geom_type = nullptr, *geom_bodyid = nullptr, *cand_geom = nullptr, *cand_dim = nullptr;
     const int64_t *missing_geom = nullptr;
@@ -232,6 +240,14 @@ inline const char *check_constraints(const Model &m) {
         if (m.body_jntadr[b] < 0 || m.body_jntnum[b] < 0 || m.body_jntadr[b] + m.body_jntnum[b] > m.njnt) return "body_jntadr";
         for (int64_t j = m.body_jntadr[b]; j < m.body_jntadr[b] + m.body_jntnum[b]; j++)
             if (m.jnt_bodyid[j] != b) return "body_jntadr";
+    }
+    for (int b = 0; b < m.nbody; b++)
+        if (m.body_poselinkadr[b] < 0 || m.body_poselinknum[b] < 0 || m.body_poselinkadr[b] + m.body_poselinknum[b] > m.npose)
+            return "body_poselinkadr";
+    for (int64_t k = 0; k < m.npose; k++) {
+        int64_t t = m.poselink_type[k];
+        if (t != JNT_SLIDE && t != JNT_BALL && t != JNT_HINGE) return "poselink_type";
+        if (m.poselink_qposadr[k] < 0 || m.poselink_qposadr[k] + (t == JNT_BALL ? 4 : 1) > m.nq) return "poselink_qposadr";
     }
     for (int64_t g = 0; g < m.ngeom; g++) {
         if (m.geom_bodyid[g] < -1 || m.geom_bodyid[g] >= m.nbody) return "geom_bodyid";

@@ -11,9 +11,14 @@
 //     position_stages, velocity_stages   kinematics and com_pos; then com_vel
 //     path_stages(m, d, q, qd, l) the poses, cdof (and velocities) of l and its ancestors alone: a point's Jacobian
 //     energy_vel, energy_pos      the kinetic and potential energies (MuJoCo's mj_energyVel, mj_energyPos)
+//     body_poses, geom_poses      one state's body and geom frames in mj_kinematics' own arithmetic (collision's)
 #pragma once
 
 #include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
 
 #include "data.h"
 #include "model.h"
@@ -97,6 +102,155 @@ template <class T> int kinematics(const Model &m, Data<T> &d, const T *q) {
         if (link_pose(m, d, q, i) != OK) return ZERO_QUATERNION;
     for (int i = 0; i < m.nlink; i++) link_offset(m, d, i);
     return OK;
+}
+
+// ---------------------------------------------------------------- MuJoCo-order poses
+// collision must match mj_collision bit for bit (near-degenerate contacts amplify the frames' last digits), so its
+// frames are composed body by body with mj_kinematics' own arithmetic (double, one state), not with the link kinematics
+// above
+
+// MuJoCo 4's mju_normalize4 (squares summed in pairs), exact at any size (quat_normalize_scaled where |q|^2 over- or
+// underflows); zero: the identity (physai.joints.quat_normalize_mj)
+inline void quat_normalize_mj(double *q) {
+    double norm2 = (q[0] * q[0] + q[1] * q[1]) + (q[2] * q[2] + q[3] * q[3]);
+    if (!norm2_in_range(norm2)) {
+        if (q[0] == 0 && q[1] == 0 && q[2] == 0 && q[3] == 0) {
+            q[0] = 1.0;
+            return;
+        }
+        double u[4];
+        quat_normalize_scaled(q, u);
+        for (int a = 0; a < 4; a++) q[a] = u[a];
+        return;
+    }
+    double norm = std::sqrt(norm2);
+    if (std::fabs(norm - 1) > MINVAL) {
+        double inv = 1 / norm;
+        for (int a = 0; a < 4; a++) q[a] *= inv;
+    }
+}
+
+// R (3x3, rows) of a unit quaternion (MuJoCo 4's mju_quat2Mat: products of the components summed in its order; the
+// identity exact; smooth.quat_to_mat_mj)
+inline void quat_to_mat_mj(const double *q, double *R) {
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    if (w == 1 && x == 0 && y == 0 && z == 0) {
+        for (int k = 0; k < 9; k++) R[k] = k % 4 == 0 ? 1.0 : 0.0;
+        return;
+    }
+    double ww_yy = w * w - y * y;
+    R[0] = ww_yy + (x * x - z * z), R[4] = (w * w + y * y) - (x * x + z * z), R[8] = ww_yy + (z * z - x * x);
+    R[1] = 2 * (x * y - w * z), R[2] = 2 * (x * z + w * y), R[3] = 2 * (x * y + w * z);
+    R[5] = 2 * (y * z - w * x), R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x);
+}
+
+// the product a b of quaternions with MuJoCo 4's arithmetic (mju_mulQuat: products summed in pairs; smooth.quat_mul_mj)
+inline void quat_mul_mj(const double *a, const double *b, double *r) {
+    r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
+    r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
+    r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
+    r[3] = (a[0] * b[3] + a[1] * b[2]) + (a[3] * b[0] - a[2] * b[1]);
+}
+
+// v rotated by a unit quaternion (mju_rotVecQuat; smooth.rotate_mj)
+inline void rotate_mj(const double *v, const double *q, double *r) {
+    double w = q[0], x = q[1], y = q[2], z = q[3];
+    if (w == 1 && x == 0 && y == 0 && z == 0) {
+        r[0] = v[0], r[1] = v[1], r[2] = v[2];
+        return;
+    }
+    double t[3] = {w * v[0] + y * v[2] - z * v[1], w * v[1] + z * v[0] - x * v[2], w * v[2] + x * v[1] - y * v[0]};
+    r[0] = v[0] + 2 * (y * t[2] - z * t[1]), r[1] = v[1] + 2 * (z * t[0] - x * t[2]), r[2] = v[2] + 2 * (x * t[1] - y * t[0]);
+}
+
+// the rotation by which pose link k's coordinates turn it, with MuJoCo's arithmetic, into local (physai.joints.turn_mj):
+// a ball's quaternion normalized, a hinge's (cos t/2, sin t/2 axis) at t = q - ref (the identity at t = 0); false for a
+// slide, which moves along its axis by q - ref instead
+inline bool turn_mj(const Model &m, const double *q, int64_t k, double *local) {
+    const double *x = q + m.poselink_qposadr[k];
+    if (m.poselink_type[k] == JNT_SLIDE) return false;
+    if (m.poselink_type[k] == JNT_BALL) {
+        for (int a = 0; a < 4; a++) local[a] = x[a];
+        quat_normalize_mj(local);
+        return true;
+    }
+    double angle = x[0] - m.poselink_ref[k];
+    if (angle == 0) {
+        local[0] = 1.0, local[1] = local[2] = local[3] = 0.0;
+    } else {
+        double s = std::sin(angle * 0.5);
+        local[0] = std::cos(angle * 0.5);
+        for (int a = 0; a < 3; a++) local[1 + a] = m.poselink_axis[3 * k + a] * s;
+    }
+    return true;
+}
+
+// (xpos (nbody, 3), xquat (nbody, 4), xmat (nbody, 9)) of every body at q, link by link as mj_kinematics
+// (smooth.body_poses; the links of its joints: Model's poselink_*)
+inline void body_poses(const Model &m, const double *q, double *xpos, double *xquat, double *xmat) {
+    for (int b = 0; b < m.nbody; b++) {
+        int64_t k0 = m.body_poselinkadr[b], n = m.body_poselinknum[b], p = m.body_parentid[b];
+        double pos[3], quat[4];
+        if (n > 0 && m.poselink_world[k0]) {                            // a free joint's links start from the world
+            pos[0] = pos[1] = pos[2] = 0.0;
+            quat[0] = 1.0, quat[1] = quat[2] = quat[3] = 0.0;
+        } else if (p >= 0) {                                            // p = R_parent offset + p_parent, q = q_parent q_body
+            mat3_times(xmat + 9 * p, m.body_offset + 3 * b, pos);
+            for (int a = 0; a < 3; a++) pos[a] = pos[a] + xpos[3 * p + a];
+            quat_mul_mj(xquat + 4 * p, m.body_quat + 4 * b, quat);
+        } else {
+            for (int a = 0; a < 3; a++) pos[a] = m.body_offset[3 * b + a];
+            for (int a = 0; a < 4; a++) quat[a] = m.body_quat[4 * b + a];
+        }
+        for (int64_t k = k0; k < k0 + n; k++) {
+            const double *o = m.poselink_anchor + 3 * k;
+            double axis[3], anchor[3], local[4], turned[4], offset[3];
+            rotate_mj(m.poselink_axis + 3 * k, quat, axis);
+            rotate_mj(o, quat, anchor);
+            for (int a = 0; a < 3; a++) anchor[a] = anchor[a] + pos[a];
+            if (!turn_mj(m, q, k, local)) {                             // a slide: p += axis (q - ref)
+                double t = q[m.poselink_qposadr[k]] - m.poselink_ref[k];
+                for (int a = 0; a < 3; a++) pos[a] = pos[a] + axis[a] * t;
+                continue;
+            }
+            quat_mul_mj(quat, local, turned);                           // a turn about the anchor: q = q turn, p = anchor - R o
+            for (int a = 0; a < 4; a++) quat[a] = turned[a];
+            rotate_mj(o, quat, offset);
+            for (int a = 0; a < 3; a++) pos[a] = anchor[a] - offset[a];
+        }
+        quat_normalize_mj(quat);
+        for (int a = 0; a < 3; a++) xpos[3 * b + a] = pos[a];
+        for (int a = 0; a < 4; a++) xquat[4 * b + a] = quat[a];
+        quat_to_mat_mj(quat, xmat + 9 * b);
+    }
+}
+
+// the MuJoCo-order frames of a state: every body's (xpos, xquat, xmat) and the geoms' (gpos, gmat) of posed (the
+// geoms a caller reads)
+struct PoseWork {
+    std::vector<double> xpos, xquat, xmat, gpos, gmat;
+    std::vector<int64_t> posed;
+    explicit PoseWork(const Model &m) {
+        size_t B = size_t(m.nbody), G = size_t(m.ngeom);
+        xpos.resize(3 * B), xquat.resize(4 * B), xmat.resize(9 * B), gpos.resize(3 * G), gmat.resize(9 * G);
+    }
+};
+
+// the world position and axes of the geoms w.posed into w.gpos, w.gmat (smooth.geom_poses, which poses them all):
+// R = mat(q_body q_geom), p = R_body geom_pos + p_body
+inline void geom_poses(const Model &m, PoseWork &w, const double *q) {
+    body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
+    const double identity[4] = {1.0, 0.0, 0.0, 0.0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0.0, 0.0, 0.0};
+    for (int64_t g : w.posed) {
+        int64_t b = m.geom_bodyid[g];
+        const double *bq = b < 0 ? identity : &w.xquat[size_t(4 * b)], *bp = b < 0 ? zero : &w.xpos[size_t(3 * b)];
+        const double *R = b < 0 ? eye : &w.xmat[size_t(9 * b)];      // body_poses' mat(q_body)
+        double quat[4], p[3];
+        quat_mul_mj(bq, m.geom_quat + 4 * g, quat);
+        quat_to_mat_mj(quat, &w.gmat[size_t(9 * g)]);
+        mat3_times(R, m.geom_pos + 3 * g, p);
+        for (int a = 0; a < 3; a++) w.gpos[size_t(3 * g + a)] = p[a] + bp[a];
+    }
 }
 
 // dof j's motion subspace about the centre, cdof = (R s_ang, x x (R s_ang) + R s_lin), from its link's pose; a zero

@@ -66,7 +66,7 @@ import numpy as np
 from physai import joints
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
-from physai.engine import collision
+from physai.engine import collision, smooth
 from physai.engine.contact import ContactSet
 from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
@@ -260,7 +260,8 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
 
 def collision_fields(model: Model) -> dict:
     """The compiled Model's collision part (cpp/collision.h): joint anchors (jnt_pos), bodies' offsets in their parents
-    (body_offset), the geoms (geom_type, geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
+    (body_offset), the bodies' joints as links for their MuJoCo-order frames (pose_link_fields), the geoms (geom_type,
+    geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
     friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
@@ -272,7 +273,7 @@ def collision_fields(model: Model) -> dict:
                        for _, friction, solref, reffric, solimp, margin, gap in params]).reshape(-1, 16)
     bounds = [sum(collision.contact_parameters(model, a, b, -1)[5:]) for a, b in missing]
     bp = collision.broad_phase(model)
-    return {"jnt_pos": _float64(model.jnt_pos), "body_offset": _float64(model.body_offset),
+    return {"jnt_pos": _float64(model.jnt_pos), "body_offset": _float64(model.body_offset), **pose_link_fields(model),
             "geom_type": _int64(G.geom_type), "geom_bodyid": _int64(G.geom_bodyid), "geom_pos": _float64(G.geom_pos),
             "geom_quat": _float64(G.geom_quat), "geom_size": _float64(G.geom_size), "geom_rbound": _float64(G.geom_rbound),
             "cand_geom": _int64(np.array([(c.g1, c.g2) for c in pairs]).reshape(-1, 2)),
@@ -284,6 +285,21 @@ def collision_fields(model: Model) -> dict:
             "geom_dataid": _int64(G.geom_dataid),
             **{name: (_float64 if name in ("mesh_vert", "mesh_polynormal") else _int64)(value)
                for name, value in vars(G.meshes).items()}}
+
+
+def pose_link_fields(model: Model) -> dict:
+    """The bodies' joints as links for MuJoCo's frames (smooth.pose_links; cpp/smooth.h's body_poses): per body its
+    first link and count (body_poselinkadr, body_poselinknum), per link its type, first q entry, ref, axis, anchor and
+    whether it starts from the world's frame (poselink_*)."""
+    per_body = smooth.pose_links(model)
+    links = [item for body in per_body for item in body]
+    counts = [len(body) for body in per_body]
+    return {"body_poselinkadr": _int64(np.cumsum([0] + counts[:-1])[:len(counts)]), "body_poselinknum": _int64(counts),
+            "poselink_type": _int64([link.type for link, _, _ in links]), "poselink_qposadr": _int64([a for _, a, _ in links]),
+            "poselink_ref": _float64([ref for _, _, ref in links]),
+            "poselink_axis": _float64(np.array([link.axis for link, _, _ in links]).reshape(-1, 3)),
+            "poselink_anchor": _float64(np.array([link.anchor for link, _, _ in links]).reshape(-1, 3)),
+            "poselink_world": _int64([link.world_axes for link, _, _ in links])}
 
 
 def with_constraints(model: Model, constants) -> object:
