@@ -34,7 +34,7 @@ from physai.engine import collision as engine_collision
 from physai.engine import batching, constraint, model_checks, native, smooth
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
-from physai.engine.forward import tree_cholesky_solve
+from physai.engine.smooth import tree_cholesky_solve
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from physai.integrators import step_matrix
 

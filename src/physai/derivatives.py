@@ -59,7 +59,7 @@ from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import batching, native
-from physai.engine.forward import cholesky_solve
+from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError, InvalidStateError

@@ -34,7 +34,7 @@ from physai.engine.collision import MINVAL, body_poses, quat_to_mat_mj
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.primitives import mat_times_mj
-from physai.engine.forward import cholesky_solve, tree_cholesky_solve
+from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import CONNECT, WELD, Model
 from physai.engine.support import body_frames, dof_chain, point_jacobians
 from physai.exceptions import UnsupportedModelError

@@ -3,7 +3,7 @@ smooth.py and forward.py in C++, and the one way physai calls it.
 
 The public functions of physai.engine (rnea, bias, gravity, mass_matrix, forward_dynamics, aba, kinetic_energy,
 potential_energy, energy) run on the compiled backend when it is built and active, and on the NumPy text of api.py
-(smooth.py, forward.py) otherwise; both take the same Model and give the same numbers within rounding
+(smooth.py) otherwise; both take the same Model and give the same numbers within rounding
 (tests/test_native_vs_numpy.py bounds the difference by 1e-13 relative to each state's largest entry; forward dynamics
 and aba by max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is used
 
