@@ -684,10 +684,10 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
                               "implicit_damping, with_energy, constrained, warm)");
     Rollout r;
     int64_t N = batch;
-    r.h = nb::cast<double>(o[0]), r.steps = nb::cast<int64_t>(o[1]), r.integrator = nb::cast<int>(o[2]);
-    r.implicit_damping = nb::cast<bool>(o[7]), r.with_energy = nb::cast<bool>(o[8]), r.constrained = nb::cast<bool>(o[9]);
+    r.opt.h = nb::cast<double>(o[0]), r.steps = nb::cast<int64_t>(o[1]), r.opt.integrator = nb::cast<int>(o[2]);
+    r.opt.implicit_damping = nb::cast<bool>(o[7]), r.with_energy = nb::cast<bool>(o[8]), r.constrained = nb::cast<bool>(o[9]);
     if (r.constrained && !m.has_constraints) throw nb::value_error("rollout: constrained, but the model has no constraint part");
-    if (r.steps < 0 || r.integrator < EULER || r.integrator > IMPLICITFAST) throw nb::value_error("rollout: steps, integrator");
+    if (r.steps < 0 || r.opt.integrator < EULER || r.opt.integrator > IMPLICITFAST) throw nb::value_error("rollout: steps, integrator");
     const Actuators *act = &actuators_option(m, o[3], "rollout");
     r.ctrl = series(o[4], N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
     r.qfrc = series(o[5], N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");

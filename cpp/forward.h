@@ -1,10 +1,24 @@
-// The forward pipeline (src/physai/engine/forward.py, MuJoCo's engine_forward.c): qdd = M^-1 (tau - c) by M's Cholesky
-// factor (smooth.h's tree_cholesky_solve).
+// The forward pipeline and the integrators (src/physai/engine/forward.py, MuJoCo's engine_forward.c): the smooth force
+// and M at a state (evaluate: mj_fwdVelocity, mj_fwdActuation without constraints), qdd = M^-1 (tau - c)
+// (forward_dynamics), and one step of each integrator from (q, qd): euler (mj_Euler), implicit and implicitfast
+// (mj_implicit), runge_kutta (mj_RungeKutta), each its own function; step picks one by StepOptions.integrator. M's
+// Cholesky solves are smooth.h's (mj_factorM, mj_solveM); positions move by configuration.h's integrate_pos.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "actuation.h"
+#include "configuration.h"
 #include "data.h"
 #include "model.h"
 #include "smooth.h"
+#include "spatial.h"
 
 namespace physai {
 namespace {
@@ -16,6 +30,340 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
     for (int j = 0; j < m.nv; j++) qdd[j] = tau[j] - qdd[j];
     crb(m, d, d.qM.data());
     return tree_cholesky_solve(m, d.qM.data(), qdd, d.qL.data(), d.qLinv.data());
+}
+
+// f = passive + actuator + applied - bias and M at (q, qd) (integrators._Run.evaluate); the actuators' scalar forces
+// into force (nu), the potential energy into pot; ZERO_QUATERNION when a quaternion is zero
+template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, const StepInputs<T> &x, const T *q,
+                                const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
+    int st = velocity_stages(m, d, q, qd);
+    if (st != OK) return st;
+    rne(m, d, qd, (const T *)nullptr, tmp);
+    passive_force(m, q, qd, f);
+    for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
+    if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f, tmp);   // tmp (the bias) read already
+    if (x.has_qfrc)
+        for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
+    if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
+    crb(m, d, M);
+    pot = energy_pos(m, d, q);
+    return OK;
+}
+
+template <class T> inline T quadratic(const T *M, const T *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
+    T s = splat<T>(0.0);
+    for (int j = 0; j < n; j++) {
+        T t = splat<T>(0.0);
+        for (int i = 0; i < n; i++) t = t + v[i] * M[size_t(i) * n + j];
+        s = s + t * v[j];
+    }
+    return s;
+}
+
+// a step's status besides cpp/data.h's (OK: stepped; DIVERGED, ZERO_QUATERNION, SINGULAR): what lanes cannot step
+// side by side (implicit: its LU pivots per lane), which the scalar kernel then steps one trajectory at a time
+constexpr int ONE_BY_ONE = NSTATUS;
+
+// whether any entry (any lane) of x[0 .. n) is NaN or infinite: x - x is 0 for a finite x and NaN otherwise, so one
+// sum tells (and vectorizes)
+template <class T> bool any_nonfinite(const T *x, size_t n) {
+    T acc = splat<T>(0.0);
+    for (size_t i = 0; i < n; i++) acc = acc + (x[i] - x[i]);
+    return !finite_all(acc);
+}
+
+// whether M's diagonal is finite (a state that ran away makes it NaN or infinite with everything else)
+template <class T> bool finite_diagonal(const T *M, int n) {
+    T acc = splat<T>(0.0);
+    for (int i = 0; i < n; i++) acc = acc + (M[size_t(i) * n + i] - M[size_t(i) * n + i]);
+    return finite_all(acc);
+}
+
+// the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
+// qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
+// warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
+struct Constrain {
+    void *ctx = nullptr;
+    int (*accel)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
+                 double *qacc, double *qfrc, bool update_warm) = nullptr;
+    void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
+};
+
+// A's LU factors with partial pivoting in place (row c swapped with piv[c] at step c); false on an exactly zero pivot
+// (one state only: the pivots differ per lane)
+inline bool lu_factor(double *A, int n, int *piv) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
+        piv[c] = p;
+        if (A[size_t(p) * n + c] == 0.0) return false;
+        if (p != c)
+            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
+        for (int r = c + 1; r < n; r++) {
+            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
+            A[size_t(r) * n + c] = f;
+            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
+        }
+    }
+    return true;
+}
+
+// X (n, cols) <- A^-1 X from lu_factor's factors
+inline void lu_apply(const double *LU, int n, const int *piv, double *X, int cols) {
+    for (int c = 0; c < n; c++)                                        // P X (the swaps moved L's rows too)
+        if (piv[c] != c)
+            for (int k = 0; k < cols; k++) std::swap(X[size_t(piv[c]) * cols + k], X[size_t(c) * cols + k]);
+    for (int c = 0; c < n; c++) {                                      // L Y = P X, then U Z = Y
+        for (int r = c + 1; r < n; r++) {
+            double f = LU[size_t(r) * n + c];
+            for (int k = 0; k < cols; k++) X[size_t(r) * cols + k] -= f * X[size_t(c) * cols + k];
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        for (int j = i + 1; j < n; j++) {
+            double a = LU[size_t(i) * n + j];
+            for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] -= a * X[size_t(j) * cols + k];
+        }
+        for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] /= LU[size_t(i) * n + i];
+    }
+}
+
+// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot
+inline bool lu_solve(double *A, int n, double *b) {
+    int piv[64];
+    std::vector<int> many;
+    int *p = n <= 64 ? piv : (many.resize(size_t(n)), many.data());
+    if (!lu_factor(A, n, p)) return false;
+    lu_apply(A, n, p, b, 1);
+    return true;
+}
+
+// implicitfast's standalone free body k (integrators.free_body_blocks, MuJoCo's mjd_freeMhat): its block of the implicit
+// integrator's matrix, A = M - h D + h dc/dqd (6, 6), with M's block as saved in w.free_M, D unsymmetrized and
+// dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2 over its 6 columns (c is quadratic in qd); leaves d at qd
+inline void free_body_matrix(const Model &m, SimData<double> &w, double h, const double *qd, int k, double *A) {
+    int nv = m.nv, adr = int(m.free_dofadr[k]);
+    Data<double> &d = w.d;
+    double *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) A[6 * i + j] = w.free_M[36 * size_t(k) + 6 * i + j] - h * w.D[size_t(adr + i) * nv + adr + j];
+    for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+    for (int c = 0; c < 6; c++) {
+        qdp[adr + c] = qd[adr + c] + 1.0, qdm[adr + c] = qd[adr + c] - 1.0;
+        com_vel(m, d, qdp);
+        rne(m, d, (const double *)qdp, (const double *)nullptr, cp);
+        com_vel(m, d, qdm);
+        rne(m, d, (const double *)qdm, (const double *)nullptr, cm);
+        for (int i = 0; i < 6; i++) A[6 * i + c] += h * (0.5 * (cp[adr + i] - cm[adr + i]));
+        qdp[adr + c] = qd[adr + c], qdm[adr + c] = qd[adr + c];
+    }
+    com_vel(m, d, qd);                                                 // the workspace back at qd
+}
+
+// implicitfast's standalone free bodies (integrators.free_body_solve): each one's 6 rows of a solved again in its own
+// block A a = rhs (free_body_matrix), by LU with partial pivoting
+inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a) {
+    for (int k = 0; k < m.nfree; k++) {
+        int adr = int(m.free_dofadr[k]);
+        double A[36], b[6];
+        free_body_matrix(m, w, h, qd, k, A);
+        for (int i = 0; i < 6; i++) b[i] = rhs[adr + i];
+        if (!lu_solve(A, 6, b)) return false;
+        for (int i = 0; i < 6; i++) a[adr + i] = b[i];
+    }
+    return true;
+}
+
+// w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
+// velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
+// D = dA/dqd - B (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free bodies' blocks of M kept
+// in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
+// damping: M as it is
+template <class T> void step_matrix(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator,
+                                    bool implicit_damping, const T *qd) {
+    int nv = m.nv;
+    T *M = w.M.data();
+    if (integrator == RK4) return;
+    if (integrator == EULER) {
+        if (implicit_damping)
+            for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
+        return;
+    }
+    Data<T> &d = w.d;
+    T *D = w.D.data();
+    for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
+    for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
+    if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D, w.tmp.data());
+    if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
+        T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+        for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+        for (int c = 0; c < nv; c++) {
+            qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
+            com_vel(m, d, qdp);
+            rne(m, d, (const T *)qdp, (const T *)nullptr, cp);
+            com_vel(m, d, qdm);
+            rne(m, d, (const T *)qdm, (const T *)nullptr, cm);
+            for (int i = 0; i < nv; i++) D[size_t(i) * nv + c] = D[size_t(i) * nv + c] - 0.5 * (cp[i] - cm[i]);
+            qdp[c] = qd[c], qdm[c] = qd[c];
+        }
+    }
+    if constexpr (std::is_same_v<T, double>) {
+        if (integrator == IMPLICITFAST)                                // the free bodies' blocks of M, before M - h D
+            for (int k = 0; k < m.nfree; k++)
+                for (int i = 0; i < 6; i++)
+                    for (int j = 0; j < 6; j++)
+                        w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
+    }
+    for (int i = 0; i < nv; i++)                                       // on M's pattern: row i's columns j <= i, and (j, i)
+        for (int64_t s = m.M_rowadr[i]; s < m.M_rowadr[i] + m.M_rownnz[i]; s++) {
+            size_t j = size_t(m.M_colind[s]), ij = size_t(i) * nv + j, ji = j * nv + size_t(i);
+            T Dij = integrator == IMPLICITFAST ? 0.5 * (D[ij] + D[ji]) : D[ij];
+            T Dji = integrator == IMPLICITFAST ? 0.5 * (D[ji] + D[ij]) : D[ji];
+            M[ij] = M[ij] - h * Dij;
+            if (ji != ij) M[ji] = M[ji] - h * Dji;
+        }
+}
+
+// ---------------------------------------------------------------- the integrators
+
+// a single-step integrator's start at (q, qd) (forward.single_step_start): M and f (evaluate), DIVERGED when they are no
+// longer finite (the state ran away), the start state's energy into e, and rhs = f; with constraints (con, double only)
+// the solver's qacc into w.a and rhs = f + qfrc_constraint, constrained true. OK, ZERO_QUATERNION or the solver's status
+template <class T> int single_step_start(const Model &m, const Actuators &act, SimData<T> &w, const T *q, const T *qd, T &e,
+                                         const Constrain *con, bool &constrained) {
+    int nv = m.nv;
+    T *M = w.M.data(), *f = w.f.data(), *rhs = w.rhs.data(), pot;
+    if (evaluate(m, act, w.d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
+    if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
+    e = 0.5 * quadratic(M, qd, nv) + pot;
+    for (int j = 0; j < nv; j++) rhs[j] = f[j];
+    constrained = false;
+    if constexpr (std::is_same_v<T, double>) {
+        if (con) {                                                     // the constrained solve: qacc, f + qfrc_constraint
+            int st = con->accel(con->ctx, w.d, q, qd, M, f, w.a.data(), w.qfrc.data(), true);
+            if (st != OK) return st;
+            for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
+            constrained = true;
+        }
+    }
+    return OK;
+}
+
+// qd' = qd + h a, q' = q (+) h qd' from the acceleration in w.a: the new velocity first, then the position
+template <class T> void semi_implicit_update(const Model &m, SimData<T> &w, double h, const T *q, const T *qd, T *qn, T *qdn) {
+    for (int j = 0; j < m.nv; j++) qdn[j] = qd[j] + h * w.a[j];
+    integrate_pos(m, q, qdn, h, qn);
+}
+
+// one semi-implicit Euler step (mj_Euler, forward.euler) from (q, qd) into (qn, qdn) with the inputs in w.x, the start
+// state's energy into e: (M + h B) a = f (+ qfrc_constraint) when the damping is implicit, else M a = f or, with
+// constraints (con), the solver's qacc. OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
+template <class T> int euler(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
+                             T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    bool constrained;
+    int st = single_step_start(m, act, w, q, qd, e, con, constrained);
+    if (st != OK) return st;
+    if (!constrained || o.implicit_damping) {                          // (M + h B) a = rhs (step_matrix), or M a = rhs
+        for (int j = 0; j < m.nv; j++) w.a[j] = w.rhs[j];
+        step_matrix(m, act, w, o.h, EULER, o.implicit_damping, qd);
+        if (tree_cholesky_solve(m, w.M.data(), w.a.data(), w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
+    }
+    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    return OK;
+}
+
+// one implicit-in-velocity step (mj_implicit, forward.implicit) as euler's with (M - h D) a = f (+ qfrc_constraint)
+// (step_matrix): implicit's D = dA/dqd - B - dc/dqd by LU; implicitfast's (fast) D = sym(dA/dqd - B) by Cholesky on M's
+// pattern, as MuJoCo does, its standalone free bodies' rows again in their own blocks (free_body_solve). ONE_BY_ONE on
+// lanes for implicit, or implicitfast with free bodies (LU pivots per lane)
+template <class T> int implicit(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, bool fast, const T *q,
+                                const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    int nv = m.nv;
+    bool constrained;
+    int st = single_step_start(m, act, w, q, qd, e, con, constrained);
+    if (st != OK) return st;
+    T *M = w.M.data(), *a = w.a.data();
+    for (int j = 0; j < nv; j++) a[j] = w.rhs[j];
+    if constexpr (!std::is_same_v<T, double>) {                        // pivots per lane: one trajectory at a time
+        if (!fast || m.nfree) return ONE_BY_ONE;
+    }
+    step_matrix(m, act, w, o.h, fast ? IMPLICITFAST : IMPLICIT, o.implicit_damping, qd);
+    bool ok;
+    if constexpr (std::is_same_v<T, double>) {
+        ok = !fast ? lu_solve(M, nv, a) : tree_cholesky_solve(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
+        if (ok && fast && m.nfree) ok = free_body_solve(m, w, o.h, qd, w.rhs.data(), a);
+    } else {
+        ok = tree_cholesky_solve(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
+    }
+    if (!ok) return SINGULAR;
+    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    return OK;
+}
+
+// one classic RK4 step (mj_RungeKutta, forward.runge_kutta) with the inputs held over the step: stage i at
+// q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i; with constraints each stage's acceleration is the solver's.
+// OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
+template <class T> int runge_kutta(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
+                                   const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    int nv = m.nv;
+    Data<T> &d = w.d;
+    T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), *rhs = w.rhs.data(), pot;
+    // the inputs held over the step: stage i at q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i
+    const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+    T *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data(), *kv = w.kv.data();
+    for (int stage = 0; stage < 4; stage++) {
+        if (stage == 0) {
+            for (int i = 0; i < m.nq; i++) qi[i] = q[i];
+            for (int j = 0; j < nv; j++) qdi[j] = qd[j];
+        } else {
+            double c = C[stage - 1];
+            for (int j = 0; j < nv; j++) w.dq[j] = c * kv[j];
+            integrate_pos(m, q, w.dq.data(), o.h, qi);
+            for (int j = 0; j < nv; j++) qdi[j] = qd[j] + o.h * (c * w.stage_a[j]);
+        }
+        if (evaluate(m, act, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
+        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
+        if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
+        bool constrained = false;
+        if constexpr (std::is_same_v<T, double>) {
+            if (con) {                                                 // the stage's constrained acceleration into f
+                int st = con->accel(con->ctx, d, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
+                if (st != OK) return st;
+                for (int j = 0; j < nv; j++) f[j] = rhs[j];
+                constrained = true;
+            }
+        }
+        if (!constrained && tree_cholesky_solve(m, M, f, d.qL.data(), d.qLinv.data()) != OK) return SINGULAR;
+        for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
+        if (stage > 0) {
+            for (int j = 0; j < nv; j++) w.dq[j] = o.h * w.dq[j];
+            dexp_inv(m, w.dq.data(), kv);
+        }
+        for (int j = 0; j < nv; j++) {
+            a[j] = stage == 0 ? 0.0 + B[0] * kv[j] : a[j] + B[stage] * kv[j];         // sum of b k_i
+            dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
+        }
+    }
+    integrate_pos(m, q, a, o.h, qn);
+    for (int j = 0; j < nv; j++) qdn[j] = qd[j] + o.h * dqd[j];
+    return OK;
+}
+
+// one step of o.integrator from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
+// (forward.STEPPERS), with the model's constraints when con (double only): euler, implicit or runge_kutta's status
+template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
+                            T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    if (o.integrator == EULER) return euler(m, act, w, o, q, qd, qn, qdn, e, con);
+    if (o.integrator == RK4) return runge_kutta(m, act, w, o, q, qd, qn, qdn, e, con);
+    return implicit(m, act, w, o, o.integrator == IMPLICITFAST, q, qd, qn, qdn, e, con);
+}
+
+// the energy of the final state into e (simulate's E[steps])
+template <class T> int final_energy(const Model &m, Data<T> &d, const T *q, const T *qd, T &e) {
+    if (velocity_stages(m, d, q, qd) != OK) return ZERO_QUATERNION;
+    e = energy_vel(m, d, qd) + energy_pos(m, d, q);
+    return OK;
 }
 
 }  // namespace

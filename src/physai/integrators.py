@@ -32,7 +32,7 @@ mj_integratePos), written q' = q + h qd' below:
                     quadratic in qd, so dc/dqd e_k = (c(qd + e_k) - c(qd - e_k)) / 2 exactly: one batched call.
     "implicitfast"  the same without the Coriolis/centripetal part, symmetrized               (mj_implicit)
                         D = sym(dA/dqd - B),              (M - h D) a = f,   then as euler
-    "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mjDynamicsgeKutta)
+    "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mj_RungeKutta)
                         stage i (c = 0, 1/2, 1/2, 1):  q_i = q (+) h c_i k_(i-1),  qd_i = qd + h c_i a_(i-1),
                                                        a_i = M(q_i)^-1 f(q_i, qd_i)       (damping explicit)
                         qd' = qd + h (a_1 + 2 a_2 + 2 a_3 + a_4) / 6
@@ -66,7 +66,9 @@ to the last stage's state (q + h qd_3, qd + h qdd_3), neither the start nor the 
 Divergence. A step that produces NaN or infinity raises DivergenceError naming the step, the time and the
 integrator. step(..., on_divergence="report") instead reports each state of a batch that failed (StepStatus) and steps
 the others as each alone: a vector environment resets the failed ones and goes on.
-This module calls physai.engine and physai.forces; they never call it.
+The steps themselves are physai.engine.forward's (euler, implicit, implicitfast, runge_kutta: MuJoCo's mj_Euler,
+mj_implicit, mj_RungeKutta, mirrored by cpp/forward.h); this module checks the inputs, batches the states, runs the
+trajectories and reports. It calls physai.engine and physai.forces; they never call it.
 """
 
 import operator
@@ -77,7 +79,7 @@ import numpy as np
 
 from physai import engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import collision, constraint, native, smooth
+from physai.engine import collision, constraint, forward, native, smooth
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
                                ShapeError, UnsupportedModelError)
@@ -696,7 +698,7 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
     (default zero), its last qacc into warm_out). Returns None, or where the run stopped: (step k, None) when Q[k + 1],
     QD[k + 1] are not finite, (step k, the error) when step k raised the named error of a singular matrix."""
     ctrls, applied, xfrc = rows
-    stepper = _STEPPERS[name]
+    stepper = forward.STEPPERS[name]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
     run = DynamicsEvaluator(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping, constrained)
     if warm is not None:
@@ -817,6 +819,16 @@ class DynamicsEvaluator:
             qacc, qfrc = solution.qacc, solution.qfrc_constraint
         self.warmstart = qacc
         return qacc, qfrc
+
+    def step_matrix(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, integrator: str) -> np.ndarray:
+        """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
+        x = self.inputs
+        return step_matrix(self.model, q, qd, self.h, integrator, x.actuators, x.ctrl, M, self.euler_damping)
+
+    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
+        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
+        x = self.inputs
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, x.actuators, x.ctrl)
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray):
         """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth (on the compiled
@@ -963,69 +975,4 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
     h = check_timestep(dt)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     run = DynamicsEvaluator(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied))
-    return [s[:4] for s in rk4_stages_of(run, q, qd)]
-
-
-# ---- the integrators: each returns (q_next, qd_next, energy of (q, qd)) --------------------------
-
-
-def _advance(model, q, qd, h):
-    """q (+) h qd (physai.joints.integrate, MuJoCo's mj_integratePos) for one state."""
-    return joints.integrate(model.coords, q[:, None], qd[:, None], h)[:, 0]
-
-
-def _single_step(name: str):
-    def stepper(run: DynamicsEvaluator, q, qd):
-        M, f, potential = run.evaluate(q, qd)
-        x = run.inputs
-        implicit = name != "euler" or (run.euler_damping and (run.model.dof_damping > 0).any())
-        qacc, qfrc = run.acceleration(q, qd, M, f)    # M^-1 f, or the constrained solve
-        if implicit:                                   # (M - h D)^-1 (f + qfrc_constraint)
-            A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping)
-            qacc = solve(A, f + qfrc)
-            if name == "implicitfast":                 # standalone free bodies: their block with the bias derivative
-                qacc = free_body_solve(run.model, q, qd, run.h, M, f + qfrc, qacc, x.actuators, x.ctrl)
-        qd_next = qd + run.h * qacc                    # new velocity first...
-        return _advance(run.model, q, qd_next, run.h), qd_next, 0.5 * qd @ M @ qd + potential   # ...then the position
-
-    return stepper
-
-
-#: RK4's stage times c_2..c_4 (MuJoCo's tableau A is diag(1/2, 1/2, 1)) and weights b_1..b_4
-RK4_TIMES = (0.5, 0.5, 1.0)
-RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
-
-
-def rk4_stages_of(run: DynamicsEvaluator, q, qd):
-    """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
-    hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions)."""
-    stages, energy, warm = [], None, run.warmstart
-    qi, qdi, theta = q, qd, None
-    for c in (None,) + RK4_TIMES:
-        if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
-            step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
-            qi, qdi, theta = _advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
-        M, f, potential = run.evaluate(qi, qdi)
-        energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
-        k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
-        run.warmstart = warm                           # every stage starts from the last step's qacc, as MuJoCo's;
-        stages.append((qi, qdi, run.acceleration(qi, qdi, M, f)[0], M, k))    # the next step from stage 4's
-    run.start_energy = energy
-    return stages
-
-
-def rk4_step(run: DynamicsEvaluator, q, qd):
-    """One RK4 step: (q_next, qd_next, stages), the stages as rk4_stages_of gives them (physai.inverse shoots with it)."""
-    stages = rk4_stages_of(run, q, qd)
-    dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
-    dqd = sum(b * s[2] for b, s in zip(RK4_WEIGHTS, stages))
-    return _advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
-
-
-def _rk4(run: DynamicsEvaluator, q, qd):
-    q_next, qd_next, _ = rk4_step(run, q, qd)
-    return q_next, qd_next, run.start_energy
-
-
-_STEPPERS = {"euler": _single_step("euler"), "implicit": _single_step("implicit"),
-             "implicitfast": _single_step("implicitfast"), "rk4": _rk4}
+    return [s[:4] for s in forward.rk4_stages(run, q, qd)]
