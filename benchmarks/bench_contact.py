@@ -19,7 +19,7 @@ MuJoCo (below 1: physai is faster). Best of 3 rounds, wall clock; on a shared ma
 --numpy also times the NumPy backend's simulate (one trajectory, a tenth of the steps).
 
 Then the closed loop of a policy: integrators.step called once per step from Python with the warm start handed back
-(return_warmstart), one state (step-1) beside mj_step called once per step (mj_step-1), and N states in one call
+(step_result's qacc_warmstart), one state (step-1) beside mj_step called once per step (mj_step-1), and N states in one call
 (step-N, per state; ratio-N: its time per state over mj_step's), over the same run from the keyframe.
 """
 
@@ -89,8 +89,8 @@ def time_loop(robot: str, steps: int, n: int) -> str:
     def loop(q, qd, c):
         warm = None
         for _ in range(steps):
-            q, qd, warm = integrators.step(model, q, qd, m.opt.timestep, name, ctrl=c, constraints=True,
-                                           qacc_warmstart=warm, return_warmstart=True)
+            r = integrators.step_result(model, q, qd, m.opt.timestep, name, ctrl=c, constraints=True, qacc_warmstart=warm)
+            q, qd, warm = r.q, r.qd, r.qacc_warmstart
 
     def mj_loop():
         d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = q0, qd0, ctrl, 0.0

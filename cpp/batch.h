@@ -1,6 +1,6 @@
 // A call's states through the kernels of one number type T: double one state at a time, lanes of states side by side
 // (gathered into lanes, the last lanes of a short block repeating a state, and scattered back); one_state is every
-// operation of cpp/kernels.h's table but the rollout, whose loop is integrate.h's. kernels_of<T> is the table of
+// operation of cpp/kernels.h's table but the rollout, whose loop is rollout.h's. kernels_of<T> is the table of
 // kernels for T; each kernel unit (scalar.cpp, isa_*.cpp) defines its table with it, for its own T.
 #pragma once
 
@@ -13,7 +13,7 @@
 #include "data.h"
 #include "derivative.h"
 #include "forward.h"
-#include "integrate.h"
+#include "rollout.h"
 #include "kernels.h"
 #include "model.h"
 #include "smooth.h"
@@ -186,7 +186,7 @@ template <class T> void simulate_states(const Model &m, const Actuators &act, co
             r.status[n] = simulate_one(m, act, *w, r, n);
         }
     } else {
-        if (r.integrator == IMPLICIT || hi - lo < 2) return;
+        if (r.opt.integrator == IMPLICIT || hi - lo < 2) return;
         SimData<T> w(m, act);
         for (int64_t n = lo; hi - n >= 2; n += lanes_of<T>) {
             int64_t count = std::min<int64_t>(lanes_of<T>, hi - n);

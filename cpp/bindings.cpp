@@ -131,6 +131,14 @@ class Fields {
         if (!PyFloat_Check(x.ptr()) && !PyLong_Check(x.ptr())) error(name, "a number", x);
         return PyFloat_AsDouble(x.ptr());
     }
+    // True or False (a bool, not a number)
+    bool flag(const char *name) {
+        nb::handle x = get(name);
+        if (!PyBool_Check(x.ptr())) error(name, "True or False", x);
+        return x.ptr() == Py_True;
+    }
+    // the object itself (an array, an Actuators or None: its reader checks it)
+    nb::handle object(const char *name) { return get(name); }
     // a copy of the int64 array `name` of this shape (an entry -1: any length, returned in *free)
     const int64_t *ints(const char *name, std::initializer_list<int64_t> shape, int64_t *free = nullptr) {
         IArr a = array<IArr>(name, shape, free, "int64");
@@ -670,12 +678,13 @@ const Actuators &actuators_option(const Model &m, nb::handle x, const char *who)
     return na.act;
 }
 
-// ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with options (h, steps, integrator
-// (INTEGRATORS), Actuators or None, ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied (N, steps, 6 nbody)
-// or None each, implicit_damping, with_energy), on threads with the GIL released: (Q (N, steps+1, nq), QD, E (N, steps+1),
-// status (N): -1, or the step at which the trajectory stopped). When the first trajectory that stopped did so on a zero
-// quaternion or a singular matrix, KernelError(kind, "q0", trajectory, step, (Q, QD, E)) instead; when it diverged,
-// status says where (the caller raises the DivergenceError).
+// ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with a dict of named options
+// (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping; steps, with_energy,
+// constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
+// (N, steps, 6 nbody) and warm (N, nv), or None each), on threads with the GIL released: (Q (N, steps+1, nq), QD,
+// E (N, steps+1), status (N): -1, or the step at which the trajectory stopped, ncon, near, warm_out). When the first
+// trajectory that stopped did so on a zero quaternion or a singular matrix, KernelError(kind, "q0", trajectory, step,
+// (Q, QD, E)) instead; when it diverged, status says where (the caller raises the DivergenceError).
 nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     int64_t batch = -1;
@@ -683,20 +692,20 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     Input q0, qd0;
     read_state(args[0], "q0", m.nq, true, q0, batch, copies);
     read_state(args[1], "qd0", m.nv, true, qd0, batch, copies);
-    nb::tuple o;
-    if (!nb::try_cast(args[2], o, false) || o.size() != 11)
-        throw nb::value_error("rollout: options (h, steps, integrator, actuators, ctrl, qfrc_applied, xfrc_applied, "
-                              "implicit_damping, with_energy, constrained, warm)");
+    Arrays none;
+    Fields o(args[2], "rollout options", none);
     Rollout r;
     int64_t N = batch;
-    r.h = nb::cast<double>(o[0]), r.steps = nb::cast<int64_t>(o[1]), r.integrator = nb::cast<int>(o[2]);
-    r.implicit_damping = nb::cast<bool>(o[7]), r.with_energy = nb::cast<bool>(o[8]), r.constrained = nb::cast<bool>(o[9]);
+    r.opt.h = o.number("h"), r.opt.integrator = o.size("integrator"), r.opt.implicit_damping = o.flag("implicit_damping");
+    r.steps = o.size("steps"), r.with_energy = o.flag("with_energy"), r.constrained = o.flag("constrained");
     if (r.constrained && !m.has_constraints) throw nb::value_error("rollout: constrained, but the model has no constraint part");
-    if (r.steps < 0 || r.integrator < EULER || r.integrator > IMPLICITFAST) throw nb::value_error("rollout: steps, integrator");
-    const Actuators *act = &actuators_option(m, o[3], "rollout");
-    r.ctrl = series(o[4], N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
-    r.qfrc = series(o[5], N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
-    r.xfrc = series(o[6], N, r.steps, 6 * int64_t(m.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
+    if (r.opt.integrator > IMPLICITFAST) o.invalid("integrator", "expected 0 (euler) ... 3 (implicitfast)");
+    const Actuators *act = &actuators_option(m, o.object("actuators"), "rollout");
+    r.ctrl = series(o.object("ctrl"), N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
+    r.qfrc = series(o.object("qfrc_applied"), N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
+    r.xfrc = series(o.object("xfrc_applied"), N, r.steps, 6 * int64_t(m.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
+    nb::handle warm = o.object("warm");
+    o.done();
     if (act->nu && !r.ctrl.data) throw nb::value_error("rollout: the actuators need ctrl");
     const npy_intp dq[3] = {npy_intp(N), npy_intp(r.steps + 1), m.nq}, dv[3] = {npy_intp(N), npy_intp(r.steps + 1), m.nv};
     void *q, *qd, *e, *st;
@@ -711,8 +720,8 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     r.Q = static_cast<double *>(q), r.QD = static_cast<double *>(qd), r.E = static_cast<double *>(e);
     r.status = static_cast<int64_t *>(st), r.ncon = static_cast<int64_t *>(nc), r.near = static_cast<int64_t *>(nr);
     r.warm_out = static_cast<double *>(wo);
-    if (!o[10].is_none()) {                                           // (N, nv) float64, C order
-        PyArrayObject *w = float64_array(o[10], 2);
+    if (!warm.is_none()) {                                            // (N, nv) float64, C order
+        PyArrayObject *w = float64_array(warm, 2);
         if (!w || int64_t(PyArray_DIM(w, 0)) != N || int64_t(PyArray_DIM(w, 1)) != m.nv ||
             (m.nv > 1 && PyArray_STRIDE(w, 1) != 8) || (N > 1 && PyArray_STRIDE(w, 0) != 8 * m.nv))
             throw nb::value_error("rollout: warm (N, nv), float64 in C order");

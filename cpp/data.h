@@ -150,14 +150,21 @@ struct Series {
 
 enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3 };
 
+// how a step advances (physai.engine.forward.StepOptions, read by field name in cpp/bindings.cpp): the timestep h [s],
+// the integrator, and whether euler's joint damping is implicit ((M + h B) a = f; euler_damping and damping in the model)
+struct StepOptions {
+    double h = 0;
+    int integrator = EULER;
+    bool implicit_damping = false;
+};
+
 // a rollout's arguments: N trajectories of `steps` steps into Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1),
 // each from its row 0; status (N): RERUN (not done yet: the scalar kernel runs it), -1 (done), or the step at which the
 // trajectory stopped, with the Status that stopped it in failure (N): DIVERGED, ZERO_QUATERNION or SINGULAR
 struct Rollout {
-    double h = 0;
+    StepOptions opt;
     int64_t steps = 0;
-    int integrator = EULER;
-    bool implicit_damping = false, with_energy = false, constrained = false;   // constrained: cpp/simulate.h's loop
+    bool with_energy = false, constrained = false;                     // constrained: cpp/simulate.h's loop
     Series ctrl, qfrc, xfrc;
     double *Q = nullptr, *QD = nullptr, *E = nullptr;
     int64_t *status = nullptr;

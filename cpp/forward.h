@@ -1,9 +1,20 @@
-// Forward dynamics (src/physai/engine/forward.py: api.forward_dynamics's solve and forward.aba): qdd = M^-1 (tau - c) with M's Cholesky factor, and
-// the articulated-body algorithm; the Cholesky solve also serves the derivatives and the steppers.
+// The forward pipeline and the integrators (src/physai/engine/forward.py, MuJoCo's engine_forward.c): the smooth force
+// and M at a state (evaluate: mj_fwdVelocity, mj_fwdActuation without constraints), qdd = M^-1 (tau - c)
+// (forward_dynamics), and one step of each integrator from (q, qd): euler (mj_Euler), implicit and implicitfast
+// (mj_implicit), runge_kutta (mj_RungeKutta), each its own function; step picks one by StepOptions.integrator. M's
+// Cholesky solves are smooth.h's (mj_factorM, mj_solveM); positions move by configuration.h's integrate_pos.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "actuation.h"
+#include "configuration.h"
 #include "data.h"
 #include "model.h"
 #include "smooth.h"
@@ -12,125 +23,8 @@
 namespace physai {
 namespace {
 
-// x with M x = b (M symmetric positive definite, overwritten by its Cholesky factor L in the lower triangle); SINGULAR on
-// a non-positive pivot
-template <class T> int cholesky_solve(T *M, int n, T *b) {
-    for (int j = 0; j < n; j++) {
-        T *Mj = M + size_t(j) * n;
-        T s = Mj[j];
-        for (int k = 0; k < j; k++) s = s - Mj[k] * Mj[k];
-        if (!all_positive(s)) return SINGULAR;
-        T L = vsqrt(s);
-        Mj[j] = L;
-        for (int i = j + 1; i < n; i++) {
-            T *Mi = M + size_t(i) * n;
-            T t = Mi[j];
-            for (int k = 0; k < j; k++) t = t - Mi[k] * Mj[k];
-            Mi[j] = t / L;
-        }
-    }
-    for (int i = 0; i < n; i++) {                                      // L y = b
-        const T *Mi = M + size_t(i) * n;
-        T t = b[i];
-        for (int k = 0; k < i; k++) t = t - Mi[k] * b[k];
-        b[i] = t / Mi[i];
-    }
-    for (int i = n - 1; i >= 0; i--) {                                 // L^T x = y
-        T t = b[i];
-        for (int k = i + 1; k < n; k++) t = t - M[size_t(k) * n + i] * b[k];
-        b[i] = t / M[size_t(i) * n + i];
-    }
-    return OK;
-}
-
-// M on the tree's pattern (M_ij = 0 unless i and j are on one path to the root) in the model's sparse layout (MuJoCo's
-// M_rowadr, M_rownnz, M_colind): row k holds its entries with its ancestors from the root, then its diagonal, so entry
-// (i, j) of an ancestor j is at M_rowadr[i] + depth(j) and an ancestor's row runs along row k's first entries.
-
-// the lower triangle of a dense M (nv x nv) onto the sparse layout, into Ms (M_rowadr[nv - 1] + M_rownnz[nv - 1])
-template <class T> void tree_pack(const Model &m, const T *M, T *Ms) {
-    for (int k = 0; k < m.nv; k++)
-        for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++)
-            Ms[a] = M[size_t(k) * m.nv + size_t(m.M_colind[a])];
-}
-
-// y -= a x over n entries (y and x apart: the loop vectorizes without a check)
-template <class T> inline void subtract_scaled(T *__restrict y, const T *__restrict x, T a, int64_t n) {
-    for (int64_t s = 0; s < n; s++) y[s] = y[s] - a * x[s];
-}
-
-// L with M = L^T L on the sparse layout, in place, and the reciprocals of L's diagonal into inv (MuJoCo's mj_factorM and
-// qLDiagInv, as L^T L): eliminating the last dof first fills nothing in (row k's entries times its pivot's reciprocal,
-// then L_ki L_kj subtracted from row i's entries j <= i: row i's are row k's first). O(sum of depth^2) against
-// cholesky_solve's O(n^3); false on a non-positive pivot. forward.tree_cholesky_solve.
-template <class T> bool tree_cholesky(const Model &m, T *L, T *inv) {
-    for (int k = m.nv - 1; k >= 0; k--) {
-        T *Lk = L + m.M_rowadr[k];
-        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-        if (!all_positive(Lk[depth])) return false;
-        T d = vsqrt(Lk[depth]), di = 1.0 / d;
-        Lk[depth] = d, inv[k] = di;
-        for (int64_t s = 0; s < depth; s++) Lk[s] = Lk[s] * di;
-        for (int64_t a = 0; a < depth; a++)                            // M_ij -= L_ki L_kj, j <= i < k
-            subtract_scaled(L + m.M_rowadr[anc[a]], Lk, Lk[a], a + 1);
-    }
-    return true;
-}
-
-// x with L^T L x = b from tree_cholesky's factor and reciprocal diagonal, over b (MuJoCo's mj_solveM)
-template <class T> void tree_solve(const Model &m, const T *L, const T *inv, T *b) {
-    for (int k = m.nv - 1; k >= 0; k--) {                              // L^T y = b
-        const T *Lk = L + m.M_rowadr[k];
-        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-        T y = b[k] * inv[k];
-        b[k] = y;
-        for (int64_t s = 0; s < depth; s++) b[anc[s]] = b[anc[s]] - Lk[s] * y;
-    }
-    for (int k = 0; k < m.nv; k++) {                                   // L x = y
-        const T *Lk = L + m.M_rowadr[k];
-        const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
-        T y = b[k];
-        for (int64_t s = 0; s < depth; s++) y = y - Lk[s] * b[anc[s]];
-        b[k] = y * inv[k];
-    }
-}
-
-// x with M x = b for a dense M (nv x nv, its lower triangle read) on the tree's pattern, over b: M packed into L (the
-// sparse layout's size), factored there with its reciprocal diagonal in inv (nv). SINGULAR on a non-positive pivot. The
-// steppers' matrices keep M's pattern (integrate.h's step_matrix: euler's M + h B, implicitfast's M - h D).
-template <class T> int tree_cholesky_solve(const Model &m, const T *M, T *b, T *L, T *inv) {
-    tree_pack(m, M, L);
-    if (!tree_cholesky(m, L, inv)) return SINGULAR;
-    tree_solve(m, L, inv, b);
-    return OK;
-}
-
-// X (n, cols) <- M^-1 X from M's Cholesky factor L (as cholesky_solve leaves it), row by row for many right-hand sides
-template <class T> void cholesky_solve_rows(const T *L, int n, T *X, int cols) {
-    for (int i = 0; i < n; i++) {                                      // L Y = X
-        T *Xi = X + size_t(i) * cols;
-        for (int k = 0; k < i; k++) {
-            T a = L[size_t(i) * n + k];
-            const T *Xk = X + size_t(k) * cols;
-            for (int c = 0; c < cols; c++) Xi[c] = Xi[c] - a * Xk[c];
-        }
-        T inv = 1.0 / L[size_t(i) * n + i];
-        for (int c = 0; c < cols; c++) Xi[c] = Xi[c] * inv;
-    }
-    for (int i = n - 1; i >= 0; i--) {                                 // L^T Z = Y
-        T *Xi = X + size_t(i) * cols;
-        for (int k = i + 1; k < n; k++) {
-            T a = L[size_t(k) * n + i];
-            const T *Xk = X + size_t(k) * cols;
-            for (int c = 0; c < cols; c++) Xi[c] = Xi[c] - a * Xk[c];
-        }
-        T inv = 1.0 / L[size_t(i) * n + i];
-        for (int c = 0; c < cols; c++) Xi[c] = Xi[c] * inv;
-    }
-}
-
 // qdd = M^-1 (tau - c) (api.forward_dynamics) on a Data after velocity_stages(q, qd): c by rne, M by crb into d.qM,
-// solved by Cholesky on M's pattern (forward.tree_cholesky_solve; its factor in d.qL, d.qLinv)
+// solved by Cholesky on M's pattern (smooth.tree_cholesky_solve; its factor in d.qL, d.qLinv)
 template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
     rne(m, d, qd, (const T *)nullptr, qdd);                            // c, then tau - c
     for (int j = 0; j < m.nv; j++) qdd[j] = tau[j] - qdd[j];
@@ -138,96 +32,337 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
     return tree_cholesky_solve(m, d.qM.data(), qdd, d.qL.data(), d.qLinv.data());
 }
 
-// inverse of a symmetric positive k x k block (k = 1 or 3; by its adjugate); SINGULAR on a zero determinant
-// (forward.block_inverse)
-template <class T> int block_inverse(const T *D, int k, T *out) {
-    if (k == 1) {
-        if (any_zero(D[0])) return SINGULAR;
-        out[0] = 1.0 / D[0];
-        return OK;
-    }
-    T A[9] = {D[4] * D[8] - D[5] * D[7], D[2] * D[7] - D[1] * D[8], D[1] * D[5] - D[2] * D[4],
-              D[5] * D[6] - D[3] * D[8], D[0] * D[8] - D[2] * D[6], D[2] * D[3] - D[0] * D[5],
-              D[3] * D[7] - D[4] * D[6], D[1] * D[6] - D[0] * D[7], D[0] * D[4] - D[1] * D[3]};
-    T det = D[0] * A[0] + D[1] * A[3] + D[2] * A[6];
-    if (any_zero(det)) return SINGULAR;
-    T inv = 1.0 / det;
-    for (int a = 0; a < 9; a++) out[a] = A[a] * inv;
+// f = passive + actuator + applied - bias and M at (q, qd) (integrators._Run.evaluate); the actuators' scalar forces
+// into force (nu), the potential energy into pot; ZERO_QUATERNION when a quaternion is zero
+template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, const StepInputs<T> &x, const T *q,
+                                const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
+    int st = velocity_stages(m, d, q, qd);
+    if (st != OK) return st;
+    rne(m, d, qd, (const T *)nullptr, tmp);
+    passive_force(m, q, qd, f);
+    for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
+    if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f, tmp);   // tmp (the bias) read already
+    if (x.has_qfrc)
+        for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
+    if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
+    crb(m, d, M);
+    pot = energy_pos(m, d, q);
     return OK;
 }
 
-// qdd by the articulated-body algorithm about the centres (RBDA table 7.1; forward.aba) on a Data after
-// velocity_stages(q, qd)
-template <class T> int aba(const Model &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
-    int L = m.nlink;
-    for (int i = 0; i < L; i++) {
-        T *c = &d.c[6 * i];                                            // velocity-product accelerations
-        for (int k = 0; k < 6; k++) c[k] = splat<T>(0.0);
-        for (int64_t j = m.link_dofadr[i]; j < m.link_dofadr[i] + m.link_dofnum[i]; j++)
-            for (int k = 0; k < 6; k++) c[k] = c[k] + d.cdof_dot[6 * j + k] * qd[j];
-        inertia_dense(d.cinert[i], &d.IA[36 * i]);                     // articulated inertias
-        T Iv[6];                                                       // pA = v x* (I v): bias forces
-        inertia_times(d.cinert[i], d.vel(i), Iv);
-        cross_force(d.vel(i), Iv, &d.pA[6 * i]);
+template <class T> inline T quadratic(const T *M, const T *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
+    T s = splat<T>(0.0);
+    for (int j = 0; j < n; j++) {
+        T t = splat<T>(0.0);
+        for (int i = 0; i < n; i++) t = t + v[i] * M[size_t(i) * n + j];
+        s = s + t * v[j];
     }
-    // backward pass over links: U = IA S, D = S^T U + armature, u = tau - S^T pA; the parent gets Ia = IA - U D^-1 U^T
-    // and pA + Ia c + U D^-1 u
-    for (int i = L - 1; i >= 0; i--) {
-        int k0 = int(m.link_dofadr[i]), n = int(m.link_dofnum[i]);
-        const T *S = &d.cdof[6 * k0], *IA = &d.IA[36 * i], *pA = &d.pA[6 * i];
-        T *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i], D[9];
-        for (int a = 0; a < n; a++) mat6_times(IA, S + 6 * a, U + 6 * a);
-        for (int a = 0; a < n; a++)
-            for (int b = 0; b < n; b++) {
-                D[n * a + b] = dot6(S + 6 * a, U + 6 * b);
-                if (a == b) D[n * a + b] = D[n * a + b] + m.dof_armature[k0 + a];
-            }
-        if (block_inverse(D, n, Dinv) != OK) return SINGULAR;
-        for (int a = 0; a < n; a++) u[a] = tau[k0 + a] - dot6(S + 6 * a, pA);
-        int64_t p = m.link_parentid[i];
-        if (p < 0) continue;
-        T UD[18], Ia[36], t[6];
-        for (int b = 0; b < n; b++)
-            for (int r = 0; r < 6; r++) {
-                T s = U[r] * Dinv[b];
-                for (int a = 1; a < n; a++) s = s + U[6 * a + r] * Dinv[n * a + b];
-                UD[6 * b + r] = s;
-            }
-        for (int r = 0; r < 6; r++)
-            for (int c = 0; c < 6; c++) {
-                T s = UD[r] * U[c];
-                for (int b = 1; b < n; b++) s = s + UD[6 * b + r] * U[6 * b + c];
-                Ia[6 * r + c] = IA[6 * r + c] - s;
-            }
-        T *IAp = &d.IA[36 * p], *pAp = &d.pA[6 * p];
-        for (int k = 0; k < 36; k++) IAp[k] = IAp[k] + Ia[k];
-        mat6_times(Ia, &d.c[6 * i], t);
-        for (int r = 0; r < 6; r++) {
-            T s = UD[r] * u[0];
-            for (int b = 1; b < n; b++) s = s + UD[6 * b + r] * u[b];
-            pAp[r] = pAp[r] + (pA[r] + (t[r] + s));
+    return s;
+}
+
+// a step's status besides cpp/data.h's (OK: stepped; DIVERGED, ZERO_QUATERNION, SINGULAR): what lanes cannot step
+// side by side (implicit: its LU pivots per lane), which the scalar kernel then steps one trajectory at a time
+constexpr int ONE_BY_ONE = NSTATUS;
+
+// whether any entry (any lane) of x[0 .. n) is NaN or infinite: x - x is 0 for a finite x and NaN otherwise, so one
+// sum tells (and vectorizes)
+template <class T> bool any_nonfinite(const T *x, size_t n) {
+    T acc = splat<T>(0.0);
+    for (size_t i = 0; i < n; i++) acc = acc + (x[i] - x[i]);
+    return !finite_all(acc);
+}
+
+// whether M's diagonal is finite (a state that ran away makes it NaN or infinite with everything else)
+template <class T> bool finite_diagonal(const T *M, int n) {
+    T acc = splat<T>(0.0);
+    for (int i = 0; i < n; i++) acc = acc + (M[size_t(i) * n + i] - M[size_t(i) * n + i]);
+    return finite_all(acc);
+}
+
+// the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
+// qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
+// warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
+struct Constrain {
+    void *ctx = nullptr;
+    int (*accel)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
+                 double *qacc, double *qfrc, bool update_warm) = nullptr;
+    void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
+};
+
+// A's LU factors with partial pivoting in place (row c swapped with piv[c] at step c); false on an exactly zero pivot
+// (one state only: the pivots differ per lane)
+inline bool lu_factor(double *A, int n, int *piv) {
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (std::fabs(A[size_t(r) * n + c]) > std::fabs(A[size_t(p) * n + c])) p = r;
+        piv[c] = p;
+        if (A[size_t(p) * n + c] == 0.0) return false;
+        if (p != c)
+            for (int t = 0; t < n; t++) std::swap(A[size_t(p) * n + t], A[size_t(c) * n + t]);
+        for (int r = c + 1; r < n; r++) {
+            double f = A[size_t(r) * n + c] / A[size_t(c) * n + c];
+            A[size_t(r) * n + c] = f;
+            for (int t = c + 1; t < n; t++) A[size_t(r) * n + t] -= f * A[size_t(c) * n + t];
         }
     }
-    // forward pass over links: a' = a_parent + c, qdd = D^-1 (u - U^T a'), a = a' + S qdd
-    base_acc(m, d.acc(-1));
-    for (int i = 0; i < L; i++) {
-        int k0 = int(m.link_dofadr[i]), n = int(m.link_dofnum[i]);
-        const T *ap = d.acc(m.link_parentid[i]), *U = &d.U[18 * i], *Dinv = &d.Dinv[9 * i], *u = &d.u[3 * i];
-        const T *S = &d.cdof[6 * k0];
-        T *a = d.acc(i), r[3];
-        for (int k = 0; k < 6; k++) a[k] = ap[k] + d.c[6 * i + k];
-        for (int b = 0; b < n; b++) r[b] = u[b] - dot6(U + 6 * b, a);
-        for (int x = 0; x < n; x++) {
-            T s = Dinv[n * x] * r[0];
-            for (int b = 1; b < n; b++) s = s + Dinv[n * x + b] * r[b];
-            qdd[k0 + x] = s;
-        }
-        for (int k = 0; k < 6; k++) {
-            T s = S[k] * qdd[k0];
-            for (int x = 1; x < n; x++) s = s + S[6 * x + k] * qdd[k0 + x];
-            a[k] = a[k] + s;
+    return true;
+}
+
+// X (n, cols) <- A^-1 X from lu_factor's factors
+inline void lu_apply(const double *LU, int n, const int *piv, double *X, int cols) {
+    for (int c = 0; c < n; c++)                                        // P X (the swaps moved L's rows too)
+        if (piv[c] != c)
+            for (int k = 0; k < cols; k++) std::swap(X[size_t(piv[c]) * cols + k], X[size_t(c) * cols + k]);
+    for (int c = 0; c < n; c++) {                                      // L Y = P X, then U Z = Y
+        for (int r = c + 1; r < n; r++) {
+            double f = LU[size_t(r) * n + c];
+            for (int k = 0; k < cols; k++) X[size_t(r) * cols + k] -= f * X[size_t(c) * cols + k];
         }
     }
+    for (int i = n - 1; i >= 0; i--) {
+        for (int j = i + 1; j < n; j++) {
+            double a = LU[size_t(i) * n + j];
+            for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] -= a * X[size_t(j) * cols + k];
+        }
+        for (int k = 0; k < cols; k++) X[size_t(i) * cols + k] /= LU[size_t(i) * n + i];
+    }
+}
+
+// x with A x = b by LU with partial pivoting (A overwritten); false on an exactly zero pivot
+inline bool lu_solve(double *A, int n, double *b) {
+    int piv[64];
+    std::vector<int> many;
+    int *p = n <= 64 ? piv : (many.resize(size_t(n)), many.data());
+    if (!lu_factor(A, n, p)) return false;
+    lu_apply(A, n, p, b, 1);
+    return true;
+}
+
+// implicitfast's standalone free body k (integrators.free_body_blocks, MuJoCo's mjd_freeMhat): its block of the implicit
+// integrator's matrix, A = M - h D + h dc/dqd (6, 6), with M's block as saved in w.free_M, D unsymmetrized and
+// dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2 over its 6 columns (c is quadratic in qd); leaves d at qd
+inline void free_body_matrix(const Model &m, SimData<double> &w, double h, const double *qd, int k, double *A) {
+    int nv = m.nv, adr = int(m.free_dofadr[k]);
+    Data<double> &d = w.d;
+    double *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) A[6 * i + j] = w.free_M[36 * size_t(k) + 6 * i + j] - h * w.D[size_t(adr + i) * nv + adr + j];
+    for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+    for (int c = 0; c < 6; c++) {
+        qdp[adr + c] = qd[adr + c] + 1.0, qdm[adr + c] = qd[adr + c] - 1.0;
+        com_vel(m, d, qdp);
+        rne(m, d, (const double *)qdp, (const double *)nullptr, cp);
+        com_vel(m, d, qdm);
+        rne(m, d, (const double *)qdm, (const double *)nullptr, cm);
+        for (int i = 0; i < 6; i++) A[6 * i + c] += h * (0.5 * (cp[adr + i] - cm[adr + i]));
+        qdp[adr + c] = qd[adr + c], qdm[adr + c] = qd[adr + c];
+    }
+    com_vel(m, d, qd);                                                 // the workspace back at qd
+}
+
+// implicitfast's standalone free bodies (integrators.free_body_solve): each one's 6 rows of a solved again in its own
+// block A a = rhs (free_body_matrix), by LU with partial pivoting
+inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a) {
+    for (int k = 0; k < m.nfree; k++) {
+        int adr = int(m.free_dofadr[k]);
+        double A[36], b[6];
+        free_body_matrix(m, w, h, qd, k, A);
+        for (int i = 0; i < 6; i++) b[i] = rhs[adr + i];
+        if (!lu_solve(A, 6, b)) return false;
+        for (int i = 0; i < 6; i++) a[adr + i] = b[i];
+    }
+    return true;
+}
+
+// w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
+// velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
+// D = dA/dqd - B (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free bodies' blocks of M kept
+// in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
+// damping: M as it is
+template <class T> void step_matrix(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator,
+                                    bool implicit_damping, const T *qd) {
+    int nv = m.nv;
+    T *M = w.M.data();
+    if (integrator == RK4) return;
+    if (integrator == EULER) {
+        if (implicit_damping)
+            for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
+        return;
+    }
+    Data<T> &d = w.d;
+    T *D = w.D.data();
+    for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
+    for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
+    if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D, w.tmp.data());
+    if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
+        T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
+        for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];
+        for (int c = 0; c < nv; c++) {
+            qdp[c] = qd[c] + 1.0, qdm[c] = qd[c] - 1.0;
+            com_vel(m, d, qdp);
+            rne(m, d, (const T *)qdp, (const T *)nullptr, cp);
+            com_vel(m, d, qdm);
+            rne(m, d, (const T *)qdm, (const T *)nullptr, cm);
+            for (int i = 0; i < nv; i++) D[size_t(i) * nv + c] = D[size_t(i) * nv + c] - 0.5 * (cp[i] - cm[i]);
+            qdp[c] = qd[c], qdm[c] = qd[c];
+        }
+    }
+    if constexpr (std::is_same_v<T, double>) {
+        if (integrator == IMPLICITFAST)                                // the free bodies' blocks of M, before M - h D
+            for (int k = 0; k < m.nfree; k++)
+                for (int i = 0; i < 6; i++)
+                    for (int j = 0; j < 6; j++)
+                        w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
+    }
+    for (int i = 0; i < nv; i++)                                       // on M's pattern: row i's columns j <= i, and (j, i)
+        for (int64_t s = m.M_rowadr[i]; s < m.M_rowadr[i] + m.M_rownnz[i]; s++) {
+            size_t j = size_t(m.M_colind[s]), ij = size_t(i) * nv + j, ji = j * nv + size_t(i);
+            T Dij = integrator == IMPLICITFAST ? 0.5 * (D[ij] + D[ji]) : D[ij];
+            T Dji = integrator == IMPLICITFAST ? 0.5 * (D[ji] + D[ij]) : D[ji];
+            M[ij] = M[ij] - h * Dij;
+            if (ji != ij) M[ji] = M[ji] - h * Dji;
+        }
+}
+
+// ---------------------------------------------------------------- the integrators
+
+// a single-step integrator's start at (q, qd) (forward.single_step_start): M and f (evaluate), DIVERGED when they are no
+// longer finite (the state ran away), the start state's energy into e, and rhs = f; with constraints (con, double only)
+// the solver's qacc into w.a and rhs = f + qfrc_constraint, constrained true. OK, ZERO_QUATERNION or the solver's status
+template <class T> int single_step_start(const Model &m, const Actuators &act, SimData<T> &w, const T *q, const T *qd, T &e,
+                                         const Constrain *con, bool &constrained) {
+    int nv = m.nv;
+    T *M = w.M.data(), *f = w.f.data(), *rhs = w.rhs.data(), pot;
+    if (evaluate(m, act, w.d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
+    if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
+    e = 0.5 * quadratic(M, qd, nv) + pot;
+    for (int j = 0; j < nv; j++) rhs[j] = f[j];
+    constrained = false;
+    if constexpr (std::is_same_v<T, double>) {
+        if (con) {                                                     // the constrained solve: qacc, f + qfrc_constraint
+            int st = con->accel(con->ctx, w.d, q, qd, M, f, w.a.data(), w.qfrc.data(), true);
+            if (st != OK) return st;
+            for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
+            constrained = true;
+        }
+    }
+    return OK;
+}
+
+// qd' = qd + h a, q' = q (+) h qd' from the acceleration in w.a: the new velocity first, then the position
+template <class T> void semi_implicit_update(const Model &m, SimData<T> &w, double h, const T *q, const T *qd, T *qn, T *qdn) {
+    for (int j = 0; j < m.nv; j++) qdn[j] = qd[j] + h * w.a[j];
+    integrate_pos(m, q, qdn, h, qn);
+}
+
+// one semi-implicit Euler step (mj_Euler, forward.euler) from (q, qd) into (qn, qdn) with the inputs in w.x, the start
+// state's energy into e: (M + h B) a = f (+ qfrc_constraint) when the damping is implicit, else M a = f or, with
+// constraints (con), the solver's qacc. OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
+template <class T> int euler(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
+                             T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    bool constrained;
+    int st = single_step_start(m, act, w, q, qd, e, con, constrained);
+    if (st != OK) return st;
+    if (!constrained || o.implicit_damping) {                          // (M + h B) a = rhs (step_matrix), or M a = rhs
+        for (int j = 0; j < m.nv; j++) w.a[j] = w.rhs[j];
+        step_matrix(m, act, w, o.h, EULER, o.implicit_damping, qd);
+        if (tree_cholesky_solve(m, w.M.data(), w.a.data(), w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
+    }
+    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    return OK;
+}
+
+// one implicit-in-velocity step (mj_implicit, forward.implicit) as euler's with (M - h D) a = f (+ qfrc_constraint)
+// (step_matrix): implicit's D = dA/dqd - B - dc/dqd by LU; implicitfast's (fast) D = sym(dA/dqd - B) by Cholesky on M's
+// pattern, as MuJoCo does, its standalone free bodies' rows again in their own blocks (free_body_solve). ONE_BY_ONE on
+// lanes for implicit, or implicitfast with free bodies (LU pivots per lane)
+template <class T> int implicit(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, bool fast, const T *q,
+                                const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    int nv = m.nv;
+    bool constrained;
+    int st = single_step_start(m, act, w, q, qd, e, con, constrained);
+    if (st != OK) return st;
+    T *M = w.M.data(), *a = w.a.data();
+    for (int j = 0; j < nv; j++) a[j] = w.rhs[j];
+    if constexpr (!std::is_same_v<T, double>) {                        // pivots per lane: one trajectory at a time
+        if (!fast || m.nfree) return ONE_BY_ONE;
+    }
+    step_matrix(m, act, w, o.h, fast ? IMPLICITFAST : IMPLICIT, o.implicit_damping, qd);
+    bool ok;
+    if constexpr (std::is_same_v<T, double>) {
+        ok = !fast ? lu_solve(M, nv, a) : tree_cholesky_solve(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
+        if (ok && fast && m.nfree) ok = free_body_solve(m, w, o.h, qd, w.rhs.data(), a);
+    } else {
+        ok = tree_cholesky_solve(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
+    }
+    if (!ok) return SINGULAR;
+    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    return OK;
+}
+
+// one classic RK4 step (mj_RungeKutta, forward.runge_kutta) with the inputs held over the step: stage i at
+// q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i; with constraints each stage's acceleration is the solver's.
+// OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
+template <class T> int runge_kutta(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
+                                   const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    int nv = m.nv;
+    Data<T> &d = w.d;
+    T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), *rhs = w.rhs.data(), pot;
+    // the inputs held over the step: stage i at q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i
+    const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
+    T *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data(), *kv = w.kv.data();
+    for (int stage = 0; stage < 4; stage++) {
+        if (stage == 0) {
+            for (int i = 0; i < m.nq; i++) qi[i] = q[i];
+            for (int j = 0; j < nv; j++) qdi[j] = qd[j];
+        } else {
+            double c = C[stage - 1];
+            for (int j = 0; j < nv; j++) w.dq[j] = c * kv[j];
+            integrate_pos(m, q, w.dq.data(), o.h, qi);
+            for (int j = 0; j < nv; j++) qdi[j] = qd[j] + o.h * (c * w.stage_a[j]);
+        }
+        if (evaluate(m, act, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
+        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
+        if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
+        bool constrained = false;
+        if constexpr (std::is_same_v<T, double>) {
+            if (con) {                                                 // the stage's constrained acceleration into f
+                int st = con->accel(con->ctx, d, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
+                if (st != OK) return st;
+                for (int j = 0; j < nv; j++) f[j] = rhs[j];
+                constrained = true;
+            }
+        }
+        if (!constrained && tree_cholesky_solve(m, M, f, d.qL.data(), d.qLinv.data()) != OK) return SINGULAR;
+        for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
+        if (stage > 0) {
+            for (int j = 0; j < nv; j++) w.dq[j] = o.h * w.dq[j];
+            dexp_inv(m, w.dq.data(), kv);
+        }
+        for (int j = 0; j < nv; j++) {
+            a[j] = stage == 0 ? 0.0 + B[0] * kv[j] : a[j] + B[stage] * kv[j];         // sum of b k_i
+            dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
+        }
+    }
+    integrate_pos(m, q, a, o.h, qn);
+    for (int j = 0; j < nv; j++) qdn[j] = qd[j] + o.h * dqd[j];
+    return OK;
+}
+
+// one step of o.integrator from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
+// (forward.STEPPERS), with the model's constraints when con (double only): euler, implicit or runge_kutta's status
+template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
+                            T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    if (o.integrator == EULER) return euler(m, act, w, o, q, qd, qn, qdn, e, con);
+    if (o.integrator == RK4) return runge_kutta(m, act, w, o, q, qd, qn, qdn, e, con);
+    return implicit(m, act, w, o, o.integrator == IMPLICITFAST, q, qd, qn, qdn, e, con);
+}
+
+// the energy of the final state into e (simulate's E[steps])
+template <class T> int final_energy(const Model &m, Data<T> &d, const T *q, const T *qd, T &e) {
+    if (velocity_stages(m, d, q, qd) != OK) return ZERO_QUATERNION;
+    e = energy_vel(m, d, qd) + energy_pos(m, d, q);
     return OK;
 }
 

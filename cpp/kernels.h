@@ -33,7 +33,7 @@ enum Op {
     MOMENTUM_MATRIX, MOMENTUM_MATRIX_DOT, COM_JACOBIAN, JACOBIAN, JACOBIAN_DOT,                        // support.h
     FRAME_VELOCITY, FRAME_ACCELERATION,
     BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
-    ROLLOUT,                                                                                           // integrate.h's loop
+    ROLLOUT,                                                                                           // rollout.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // inverse.h
     STEP_DERIVATIVES,                                                                                  // step_derivative.h
     COLLISION_DETECT,                                                                                  // collision.h

@@ -1,6 +1,6 @@
 // Simulation with constraints (src/physai/integrators.py's Dynamics.acceleration, constraints=True) with the loop
 // compiled: each evaluation of the dynamics detects the contacts at its q (cpp/collision.h), builds the constraint rows
-// (cpp/constraint.h) and solves them by Newton's method from the last solve's qacc (cpp/solver.h); cpp/integrate.h's
+// (cpp/constraint.h) and solves them by Newton's method from the last solve's qacc (cpp/solver.h); cpp/forward.h's
 // steppers then step with the solver's qacc, or with f + qfrc_constraint in their own metric. One trajectory at a time
 // (double), on threads over trajectories; compiled into the scalar translation unit only.
 #pragma once
@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "constraint.h"
-#include "integrate.h"
+#include "rollout.h"
 #include "solver.h"
 
 namespace physai {

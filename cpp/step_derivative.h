@@ -2,7 +2,7 @@
 // function by function as the NumPy text:
 //
 //     acceleration   K a = f and X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl + h d(D a)/dctrl]
-//                    (_Stepper.acceleration), with K = M - h D the integrator's matrix (integrate.h's step_matrix;
+//                    (_Stepper.acceleration), with K = M - h D the integrator's matrix (forward.h's step_matrix;
 //                    implicitfast's free bodies in their blocks)
 //     euler, implicit, implicitfast:   Tv = Ev + h X,  Tq = Ad Eq + Jw Tv   (the retraction q' = q (+) h qd')
 //     rk4: the four stages chained, Ta_i = Xq Tq_i + Xv Tv_i + Xu Eu, with the Jacobians of dexp^-1 between them
@@ -19,7 +19,7 @@
 #include "actuation.h"
 #include "data.h"
 #include "derivative.h"
-#include "integrate.h"
+#include "forward.h"
 #include "model.h"
 #include "spatial.h"
 

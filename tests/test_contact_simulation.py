@@ -324,7 +324,7 @@ def test_a_left_out_pair_that_comes_near_warns(backend):
 
 def test_a_closed_loop_of_steps_follows_mj_step():
     """The policy loop of integrators.step's docstring: one state stepped call by call with its warm start handed back
-    (return_warmstart) runs as mj_step does, within 1e-12 over the H1's fall; N states in one call equal each stepped
+    (step_result's qacc_warmstart) runs as mj_step does, within 1e-12 over the H1's fall; N states in one call equal each stepped
     alone."""
     m = models.load("unitree_h1", "scene")
     model = collision.ignoring_unsupported(engine.from_mujoco(m))
@@ -334,8 +334,9 @@ def test_a_closed_loop_of_steps_follows_mj_step():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollisionWarning)
         for _ in range(150):
-            q, qd, warm = integrators.step(model, q, qd, m.opt.timestep, "euler", ctrl=ctrl, constraints=True,
-                                           qacc_warmstart=warm, return_warmstart=True)
+            r = integrators.step_result(model, q, qd, m.opt.timestep, "euler", ctrl=ctrl, constraints=True,
+                                        qacc_warmstart=warm)
+            q, qd, warm = r.q, r.qd, r.qacc_warmstart
             mujoco.mj_step(m, d)
             assert np.abs(q - d.qpos).max() < 1e-12 and np.abs(warm - d.qacc_warmstart).max() < 1e-8
         rng = np.random.default_rng(0)

@@ -8,6 +8,7 @@ swing amplifies last-bit differences, so the bound keeps a 15x margin for other 
 """
 
 import copy
+import warnings
 import re
 
 import mujoco
@@ -425,6 +426,10 @@ LIMITED = """<mujoco><option timestep="0.005" integrator="implicitfast" toleranc
   <body pos="0.5 0 0.1"><freejoint/><geom type="box" size=".05 .05 .05"/></body></worldbody></mujoco>"""
 
 
+def _parts(result: integ.StepResult) -> tuple:
+    return result.q, result.qd, result.qacc_warmstart, result.status
+
+
 def _limited(change=None):
     """(m, Model, q0, qd0) of LIMITED: a damped pendulum swinging into its joint limit and a box dropped onto the plane,
     with implicitfast at 5 ms; change(m) edits m.opt first."""
@@ -549,8 +554,8 @@ def test_a_batch_with_bad_states_steps_the_others_as_alone(backend, integrator):
     QD[2, 3], C[4, 0], QD[5, 1] = 1e300, np.nan, np.nan
     previous = engine.set_backend(backend)
     try:
-        q1, qd1, warm, status = integ.step(model, Q, QD, 0.002, integrator, ctrl=C, constraints=False,
-                                           return_warmstart=True, on_divergence="report")
+        q1, qd1, warm, status = _parts(integ.step_result(model, Q, QD, 0.002, integrator, ctrl=C, constraints=False,
+                                                          on_divergence="report"))
         alone = [integ.step(model, Q[n], QD[n], 0.002, integrator, ctrl=C[n], constraints=False) for n in (0, 1, 3)]
         with pytest.raises(DivergenceError, match="diverged"):
             integ.step(model, Q[:4], QD[:4], 0.002, integrator, ctrl=C[:4], constraints=False)
@@ -582,11 +587,11 @@ def test_a_batch_with_contacts_and_a_singular_or_zero_quaternion_state_goes_on(b
     G[1, 1] = np.pi / 2
     previous = engine.set_backend(backend)
     try:
-        q1, qd1, warm, status = integ.step(model, Q, QD, return_warmstart=True, on_divergence="report")
-        alone = [integ.step(model, Q[n], QD[n], return_warmstart=True) for n in (0, 2)]
-        g1, _, locked = integ.step(gimbal, G, np.ones((3, 3)), 0.002, on_divergence="report")
+        q1, qd1, warm, status = _parts(integ.step_result(model, Q, QD, on_divergence="report"))
+        alone = [_parts(integ.step_result(model, Q[n], QD[n]))[:3] for n in (0, 2)]
+        g1, _, _, locked = _parts(integ.step_result(gimbal, G, np.ones((3, 3)), 0.002, on_divergence="report"))
         g_alone = integ.step(gimbal, G[2], np.ones(3), 0.002)
-        one = integ.step(model, Q[3], QD[3], on_divergence="report")
+        one = integ.step_result(model, Q[3], QD[3], on_divergence="report")
     finally:
         engine.set_backend(previous)
     assert status.failed == [1, 3] and "zero quaternion" in status.messages[1] and "diverged" in status.messages[3]
@@ -594,13 +599,48 @@ def test_a_batch_with_contacts_and_a_singular_or_zero_quaternion_state_goes_on(b
         assert np.abs(q1[n] - qa).max() < 1e-14 and np.abs(qd1[n] - qda).max() < 1e-14 and np.abs(warm[n] - wa).max() < 1e-9
     assert locked.failed == [1] and re.match(r"state 1 of the step: the mass matrix is singular", locked.messages[1])
     assert np.abs(g1[2] - g_alone[0]).max() < 1e-14 and np.isnan(g1[1]).all()
-    assert one[2].ok.shape == () and not one[2].ok and np.isnan(one[0]).all()
+    assert one.status.ok.shape == () and not one.status.ok and np.isnan(one.q).all()
 
 
 def test_on_divergence_takes_raise_or_report(tree):
     with pytest.raises(InvalidArgumentError, match="on_divergence must be 'raise' or 'report'"):
         integ.step(tree, np.zeros(2), np.zeros(2), 0.002, on_divergence="ignore")
-    q1, qd1, status = integ.step(tree, np.zeros((3, 2)), np.zeros((3, 2)), 0.002, on_divergence="report")
+    status = integ.step_result(tree, np.zeros((3, 2)), np.zeros((3, 2)), 0.002, on_divergence="report").status
     assert status.ok.tolist() == [True] * 3 and status.errors == {}
-    q1, qd1, status = integ.step(tree, np.zeros(2), [0.0, np.nan], 0.002, on_divergence="report")
-    assert status.ok.shape == () and not status.ok and np.isnan(q1).all() and "its qd is not finite" in status.messages[0]
+    r = integ.step_result(tree, np.zeros(2), [0.0, np.nan], 0.002, on_divergence="report")
+    assert r.status.ok.shape == () and not r.status.ok and np.isnan(r.q).all() and "its qd is not finite" in r.status.messages[0]
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_step_result_names_what_the_flags_of_step_returned_which_still_work_with_a_deprecation_warning(backend):
+    """step_result gives q, qd, qacc_warmstart and status by name, equal (1e-14) to what step(..., return_warmstart=True,
+    on_divergence="report") returned by position; those forms still work, with a DeprecationWarning, and step without
+    them returns (q, qd) without one. The warm start is MuJoCo's d.qacc_warmstart after mj_step (1e-8)."""
+    m, model, q0, qd0 = _limited()
+    Q, QD = np.repeat(q0[None], 3, 0), np.repeat(qd0[None], 3, 0)
+    Q[:, 3] -= 0.06 + 0.01 * np.arange(3)                 # the box into its plane
+    QD[1, 4] = np.nan
+    previous = engine.set_backend(backend)
+    try:
+        r = integ.step_result(model, Q, QD, on_divergence="report")
+        alone = integ.step_result(model, Q[0], QD[0])
+        with pytest.warns(DeprecationWarning, match="use step_result"):
+            old = integ.step(model, Q, QD, return_warmstart=True, on_divergence="report")
+        with pytest.warns(DeprecationWarning, match="use step_result"):
+            q1, qd1, warm = integ.step(model, Q[0], QD[0], return_warmstart=True)
+        with pytest.warns(DeprecationWarning, match="use step_result"):
+            q2, qd2, status = integ.step(model, Q[0], QD[0], on_divergence="report")
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", DeprecationWarning)
+            plain = integ.step(model, Q[0], QD[0])
+    finally:
+        engine.set_backend(previous)
+    d = mujoco.MjData(m)
+    d.qpos, d.qvel = Q[0], QD[0]
+    mujoco.mj_step(m, d)
+    assert isinstance(r, integ.StepResult) and r.status.failed == [1] and alone.status.ok
+    assert np.abs(alone.q - d.qpos).max() < 1e-12 and np.abs(alone.qacc_warmstart - d.qacc_warmstart).max() < 1e-8
+    assert len(old) == 4 and old[3].failed == [1] and len(plain) == 2 and status.ok
+    for a, b in [(old[0], r.q), (old[1], r.qd), (old[2], r.qacc_warmstart), (q1, alone.q), (qd1, alone.qd),
+                 (warm, alone.qacc_warmstart), (q2, alone.q), (qd2, alone.qd), (plain[0], alone.q), (plain[1], alone.qd)]:
+        assert np.allclose(a, b, rtol=0, atol=1e-14, equal_nan=True)

@@ -33,7 +33,7 @@ from physai import collision, engine, validation
 from physai.engine import batching, constraint, inverse, model_checks, native, smooth, solver
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
-from physai.engine.forward import tree_cholesky_solve
+from physai.engine.smooth import tree_cholesky_solve
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from physai.integrators import step_matrix
 

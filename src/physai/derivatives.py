@@ -58,8 +58,8 @@ from physai import engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import batching, native
-from physai.engine.forward import cholesky_solve
+from physai.engine import batching, forward, native
+from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError, InvalidStateError
@@ -486,15 +486,15 @@ def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied):
             Tv = Ev + h * (aq @ Eq + av @ Ev + au @ Eu)
             Ad, Jw = _retraction(model, qd_next, h)
             Tq = Ad @ Eq + Jw @ Tv
-        else:                                          # the stages of integrators.rk4_stages_of, with their tangents
+        else:                                          # the stages of engine.forward.rk4_stages, with their tangents
             Tq_i, Tv_i, Tk_i, qi, qdi, ki = Eq, Ev, Ev, q, qd, qd
             sum_k, sum_Tk, sum_Ta = np.zeros(nv), np.zeros_like(Ev), np.zeros_like(Ev)
-            for i, b in enumerate(integ.RK4_WEIGHTS):
+            for i, b in enumerate(forward.RK4_WEIGHTS):
                 a, _, aq, av, au = s.acceleration(qi, qdi, name)
                 Ta = aq @ Tq_i + av @ Tv_i + au @ Eu
                 sum_k, sum_Tk, sum_Ta = sum_k + b * ki, sum_Tk + b * Tk_i, sum_Ta + b * Ta
                 if i < 3:                              # q_i+1 = q (+) h c k_i, qd_i+1 = qd + h c a_i, k_i+1 = dexp^-1(h c k_i) qd_i+1
-                    c = integ.RK4_TIMES[i]
+                    c = forward.RK4_TIMES[i]
                     Ad, Jw = _retraction(model, ki, h * c)
                     theta = h * (c * ki)
                     qi = joints.integrate(model.coords, q[:, None], (c * ki)[:, None], h)[:, 0]

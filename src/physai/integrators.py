@@ -1,6 +1,7 @@
 """A simulator independent of MuJoCo at run time: MuJoCo's four integrators, step by step, in its order.
 
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
+    step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise")  -> StepResult (q, qd, qacc_warmstart, status)
     simulate(model, q0, qd0, dt=None, steps=<required>, integrator=None, ...)                  -> Trajectory
     rollout(model, q0 (N, nq), qd0 (N, nv), dt=None, steps=<required>, integrator=None, ...)   -> Trajectory (N, ...)
     (all take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
@@ -32,7 +33,7 @@ mj_integratePos), written q' = q + h qd' below:
                     quadratic in qd, so dc/dqd e_k = (c(qd + e_k) - c(qd - e_k)) / 2 exactly: one batched call.
     "implicitfast"  the same without the Coriolis/centripetal part, symmetrized               (mj_implicit)
                         D = sym(dA/dqd - B),              (M - h D) a = f,   then as euler
-    "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mjDynamicsgeKutta)
+    "rk4"           classic 4th-order Runge-Kutta on (q, qd) with ctrl held constant         (mj_RungeKutta)
                         stage i (c = 0, 1/2, 1/2, 1):  q_i = q (+) h c_i k_(i-1),  qd_i = qd + h c_i a_(i-1),
                                                        a_i = M(q_i)^-1 f(q_i, qd_i)       (damping explicit)
                         qd' = qd + h (a_1 + 2 a_2 + 2 a_3 + a_4) / 6
@@ -66,18 +67,23 @@ to the last stage's state (q + h qd_3, qd + h qdd_3), neither the start nor the 
 Divergence. A step that produces NaN or infinity raises DivergenceError naming the step, the time and the
 integrator. step(..., on_divergence="report") instead reports each state of a batch that failed (StepStatus) and steps
 the others as each alone: a vector environment resets the failed ones and goes on.
-This module calls physai.engine and physai.forces; they never call it.
+The steps themselves are physai.engine.forward's (euler, implicit, implicitfast, runge_kutta: MuJoCo's mj_Euler,
+mj_implicit, mj_RungeKutta, mirrored by cpp/forward.h); this module checks the inputs, batches the states, runs the
+trajectories and reports. It calls physai.engine and physai.forces; they never call it.
 """
 
 import operator
 import re
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import numpy as np
 
 from physai import collision, engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import constraint, native, smooth, solver
+from physai.engine import constraint, forward, native, smooth, solver
+from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
                                ShapeError, UnsupportedModelError)
@@ -203,13 +209,8 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
 
     model:        a physai.engine.Model (or what physai.engine.as_model takes: a Tree, an MjModel, a name)
     q, qd:        (nq,) joint positions [rad | m | quaternion] and (nv,) velocities [rad/s | m/s], or N of them
-                  ((N, nq), (N, nv)): N environments stepped in one call (compiled, on threads), a policy's closed loop:
-                      for k in range(T):
-                          ctrl = policy(q, qd)                                   # (N, nu), NumPy or a network
-                          q, qd, warm, status = step(model, q, qd, ctrl=ctrl, qacc_warmstart=warm, return_warmstart=True,
-                                                     on_divergence="report")     # the model's dt, integrator, constraints
-                          for n in status.failed:                                # reset what failed; the others went on
-                              q[n], qd[n] = model.qpos0, 0.0                     # (warm[n] is zero already)
+                  ((N, nq), (N, nv)): N environments stepped in one call (compiled, on threads); a policy's closed
+                  loop takes step_result, which returns the next warm start and the states that failed too
     dt:           the timestep h [s], a finite number > 0; None (default): the model's, model.opt.timestep
     integrator:   "euler", "rk4", "implicit" or "implicitfast" (any case), or MuJoCo's mjtIntegrator value (0-3, e.g.
                   mujoco.mjtIntegrator.mjINT_IMPLICITFAST); None (default): the model's, model.opt.integrator
@@ -225,10 +226,11 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
                   dynamics (mjDSBL_CONSTRAINT). None (default): True when the model has any (has_constraints).
     qacc_warmstart: (nv,) or (N, nv) where the constraint solver starts (MuJoCo's d.qacc_warmstart: the last step's
                   qacc); default zero, as in a new MjData.
-    return_warmstart: also return the next step's qacc_warmstart, shaped as qd: the last solve's qacc (MuJoCo's
-                  d.qacc_warmstart after mj_step; zero without constraints).
+    return_warmstart: deprecated (DeprecationWarning; use step_result): also return the next step's qacc_warmstart,
+                  shaped as qd: the last solve's qacc (MuJoCo's d.qacc_warmstart after mj_step; zero without constraints).
     on_divergence: "raise" (default): a state whose step fails raises for the whole call (DivergenceError if its result
-                  is not finite, InvalidModelError for a singular matrix). "report": every state is stepped as alone and
+                  is not finite, InvalidModelError for a singular matrix). "report" (deprecated here, DeprecationWarning;
+                  use step_result): every state is stepped as alone and
                   the call returns a StepStatus last, (q_next, qd_next[, warm], status): status.ok (N,) (() for one state)
                   is False for a state that failed (its result not finite or a singular matrix), or whose own rows of
                   q, qd, ctrl, qfrc_applied, xfrc_applied or qacc_warmstart are not finite or hold a zero quaternion (not
@@ -238,35 +240,54 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
     All inputs are held constant over the step (also across RK4's stages). Raises DivergenceError if the
     result is not finite (on_divergence="raise").
     """
+    return_warmstart = validation.flag("return_warmstart", return_warmstart)
+    result = step_result(model, q, qd, dt, integrator, ctrl, actuators, qfrc_applied, xfrc_applied, euler_damping,
+                         constraints, qacc_warmstart, on_divergence)
+    if not return_warmstart and on_divergence == "raise":
+        return result.q, result.qd
+    warnings.warn("step(..., return_warmstart=True) and step(..., on_divergence='report'), which add values to the "
+                  "returned tuple by flag, are deprecated: use step_result(...), which returns a StepResult (q, qd, "
+                  "qacc_warmstart, status)", DeprecationWarning, stacklevel=2)
+    return ((result.q, result.qd) + ((result.qacc_warmstart,) if return_warmstart else ())
+            + ((result.status,) if on_divergence == "report" else ()))
+
+
+def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
+                euler_damping=None, constraints=None, qacc_warmstart=None, on_divergence: str = "raise") -> "StepResult":
+    """One step of `integrator` from one state or N, as step, with everything it produces: a StepResult (q, qd,
+    qacc_warmstart, status). The arguments are step's; on_divergence="report" steps every state as alone and reports
+    the ones that failed in status (on_divergence="raise", the default, raises, and status is all ok). A policy's loop:
+
+        for k in range(T):
+            ctrl = policy(q, qd)                                                # (N, nu), NumPy or a network
+            r = step_result(model, q, qd, ctrl=ctrl, qacc_warmstart=warm, on_divergence="report")
+            q, qd, warm = r.q, r.qd, r.qacc_warmstart
+            for n in r.status.failed:                                           # reset what failed; the others went on
+                q[n], qd[n] = model.qpos0, 0.0                                  # (warm[n] is zero already)
+    """
     model = engine.as_model(model)
     dt, integrator, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
     report = _reporting(on_divergence)
-    return_warmstart = validation.flag("return_warmstart", return_warmstart)
     if native.on and actuators is None and xfrc_applied is None:
         fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
         if fast is not None:
-            out = fast if return_warmstart else fast[:2]
-            return out + (StepStatus.all_ok(fast[0].shape[:-1]),) if report else out
-    options = (check_timestep(dt), integrator, validation.flag("euler_damping", euler_damping),
-               validation.flag("constraints", constraints), actuators)
+            return StepResult(*fast, StepStatus.all_ok(fast[0].shape[:-1]))
+    options = _step_options(integrator, dt, euler_damping, constraints)
     inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart)
     if report:
-        out = _step_reporting(model, q, qd, inputs, options)
-        return out if return_warmstart else out[:2] + out[3:]
-    out = _step_batch(model, q, qd, inputs, options)
-    return out if return_warmstart else out[:2]
+        return StepResult(*_step_reporting(model, q, qd, inputs, options, actuators))
+    out = _step_batch(model, q, qd, inputs, options, actuators)
+    return StepResult(*out, StepStatus.all_ok(out[0].shape[:-1]))
 
 
-def _step_batch(model, q, qd, inputs: dict, options: tuple, errors: dict | None = None):
-    """step's full path: (q_next, qd_next, next warm start), each input checked; options (h, integrator, euler_damping,
-    constrained, actuators). errors: None raises a state's failure; a dict takes it (state index: the error) instead, the
-    state's outputs NaN and its warm start zero."""
-    h, name, euler_damping, constrained, actuators = options
+def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, errors: dict | None = None):
+    """step's full path: (q_next, qd_next, next warm start), each input checked. errors: None raises a state's failure; a
+    dict takes it (state index: the error) instead, the state's outputs NaN and its warm start zero."""
     (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
     N = Q.shape[1]
     per_state = lambda key, width: _per_state(key, inputs[key], width, batch)         # noqa: E731
-    acts, series = _series_inputs(model, actuators, per_state("ctrl", 1), per_state("qfrc_applied", 1),
-                                  per_state("xfrc_applied", 2), N, 1, batched=True)
+    series = _series_inputs(model, actuators, per_state("ctrl", 1), per_state("qfrc_applied", 1),
+                            per_state("xfrc_applied", 2), N, 1, batched=True)
     warm = None
     if inputs["qacc_warmstart"] is not None:
         (W,), warm_batch = validation.states(qacc_warmstart=(inputs["qacc_warmstart"], model.nv))
@@ -274,8 +295,8 @@ def _step_batch(model, q, qd, inputs: dict, options: tuple, errors: dict | None 
             raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}")
         warm = np.ascontiguousarray(np.broadcast_to(W.T, (N, model.nv)))
     try:
-        Qn, QDn, _, _, warm_out = _run_all(model, name, h, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T), acts,
-                                           series, euler_damping, False, constrained, warm, errors)
+        Qn, QDn, _, _, warm_out = _run_all(model, options, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T),
+                                           replace(series, warm=warm), False, errors)
     except PhysaiError as error:
         raise _worded_for_step(error) from None
     return (Qn[:, 1], QDn[:, 1], warm_out) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0])
@@ -309,6 +330,22 @@ class StepStatus:
         return {n: str(e) for n, e in sorted(self.errors.items())}
 
 
+@dataclass(frozen=True)
+class StepResult:
+    """What step_result gives for one state or N (shaped as the q and qd given):
+
+    q, qd:          the next state, (nq,) and (nv,) or (N, nq) and (N, nv) [rad | m | quaternion], [rad/s | m/s]
+    qacc_warmstart: the next step's constraint warm start, shaped as qd: the last solve's qacc (MuJoCo's
+                    d.qacc_warmstart after mj_step; zero without constraints, and for a state that failed)
+    status:         the StepStatus: which states came through (all, with on_divergence="raise")
+    """
+
+    q: np.ndarray
+    qd: np.ndarray
+    qacc_warmstart: np.ndarray
+    status: "StepStatus"
+
+
 def _reporting(on_divergence) -> bool:
     """Whether step reports its states' failures (on_divergence "report") rather than raising them ("raise")."""
     if isinstance(on_divergence, str) and on_divergence in ("raise", "report"):
@@ -320,7 +357,7 @@ def _reporting(on_divergence) -> bool:
 _STATE_INPUTS = {"q": 1, "qd": 1, "ctrl": 1, "qfrc_applied": 1, "xfrc_applied": 2, "qacc_warmstart": 1}
 
 
-def _step_reporting(model, q, qd, inputs: dict, options: tuple):
+def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators):
     """step with on_divergence="report": (q_next, qd_next, next warm start, StepStatus). The states whose own rows of the
     inputs are not finite, or whose q holds a zero quaternion, are left out; the others are stepped in one batch as step
     steps them (each as alone); a state that fails there is reported, not raised. A failed state's q_next and qd_next are
@@ -340,7 +377,7 @@ def _step_reporting(model, q, qd, inputs: dict, options: tuple):
         subset = {key: rows[key][keep] if key in rows else a for key, a in arrays.items()}
         found = {}
         Q[keep], QD[keep], W[keep] = _step_batch(model, subset.pop("q"), subset.pop("qd"), {key: subset.get(key) for key in inputs},
-                                                 options, found)
+                                                 options, actuators, found)
         errors.update({int(keep[k]): _worded_for_step(error, int(keep[k])) for k, error in found.items()})
     ok = np.ones(N, bool)
     ok[list(errors)] = False
@@ -417,11 +454,10 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             model.__dict__["constraints_ready"] = True
     else:
         warm = None
-    damping = bool(code == 0 and euler_damping and model.kept("any_damping", _any_damping))
+    options = StepOptions(integrator, float(dt), bool(euler_damping), bool(constraints))
     try:
-        options = (float(dt), 1, code, native.compiled_actuators(model, model.actuators), inputs[0], inputs[1], None,
-                   damping, False, bool(constraints), warm)
-        Q, QD, _, stopped, _, near, warm_out = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv), options)
+        fields = native.rollout_fields(model, options, 1, RolloutInputs(model.actuators, inputs[0], inputs[1], None, warm))
+        Q, QD, _, stopped, _, near, warm_out = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv), fields)
     except (PhysaiError, ValueError):
         return None
     if single:
@@ -439,10 +475,6 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
 
 
 _BOOLS = (bool, np.bool_)
-
-
-def _any_damping(model) -> bool:
-    return bool((model.dof_damping > 0).any())
 
 
 def _per_state(name: str, x, inner: int, batch):
@@ -472,13 +504,14 @@ def simulate(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, ac
     step before; Trajectory.ncon counts each step's contacts.
     """
     model = engine.as_model(model)
-    name, h, steps, euler_damping, constrained = _options(model, integrator, dt, steps, euler_damping, constraints)
+    options, steps = _options(model, integrator, dt, steps, euler_damping, constraints)
     energy = validation.flag("energy", energy)
     q, qd = validation.vector("q0", q0, model.nq), validation.vector("qd0", qd0, model.nv)
-    acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
-    Q, QD, E, ncon, _ = _run_all(model, name, h, steps, q[None], qd[None], acts, inputs, euler_damping, energy, constrained)
-    return Trajectory(np.arange(steps + 1) * h, Q[0], QD[0], E[0] if energy else None, name, h,
-                      ncon[0] if constrained else None)
+    inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
+    out = _run_all(model, options, steps, q[None], qd[None], inputs, energy)
+    h = options.h
+    return Trajectory(np.arange(steps + 1) * h, out.Q[0], out.QD[0], out.E[0] if energy else None, options.integrator, h,
+                      out.ncon[0] if options.constraints else None)
 
 
 def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None,
@@ -497,39 +530,47 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
     trajectory by trajectory (ncon (N, steps)).
     """
     model = engine.as_model(model)
-    name, h, steps, euler_damping, constrained = _options(model, integrator, dt, steps, euler_damping, constraints)
+    options, steps = _options(model, integrator, dt, steps, euler_damping, constraints)
     energy = validation.flag("energy", energy)
     q = validation.to_float("q0", q0, f"(N, {model.nq}) numbers")
     if q.ndim != 2 or q.shape[0] < 1:
         raise ShapeError(f"q0 must have shape (N, {model.nq}) with N >= 1 (one initial state per trajectory), got shape {q.shape}")
     N = q.shape[0]
     q, qd = validation.as_array("q0", q, (N, model.nq)), validation.as_array("qd0", qd0, (N, model.nv))
-    acts, inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True)
-    Q, QD, E, ncon, _ = _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained)
-    return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, name, h, ncon if constrained else None)
+    inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True)
+    Q, QD, E, ncon, _ = _run_all(model, options, steps, q, qd, inputs, energy)
+    h = options.h
+    return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, options.integrator, h,
+                      ncon if options.constraints else None)
 
 
-def _options(model, integrator, dt, steps, euler_damping, constraints):
-    """(integrator, h, steps, euler_damping, constraints) of simulate and rollout, checked, the model's where None."""
+def _options(model, integrator, dt, steps, euler_damping, constraints) -> tuple[StepOptions, int]:
+    """(StepOptions, steps) of simulate and rollout, checked, the model's where None."""
     dt, name, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
     if steps is None:
         raise InvalidArgumentError("steps is required: the number of steps to run, a whole number >= 0")
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 0:
         raise InvalidArgumentError(f"steps must be a whole number >= 0, got {steps!r}")
-    return (name, check_timestep(dt), int(steps), validation.flag("euler_damping", euler_damping),
-            validation.flag("constraints", constraints))
+    return _step_options(name, dt, euler_damping, constraints), int(steps)
 
 
-def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, steps: int, batched: bool):
-    """(actuators, [ctrl, qfrc_applied, xfrc_applied]) checked and broadcast to (N, steps, ...) views, or None each."""
+def _step_options(integrator: str, dt, euler_damping, constraints) -> StepOptions:
+    """StepOptions of a checked integrator name, the rest checked here."""
+    return StepOptions(integrator, check_timestep(dt), validation.flag("euler_damping", euler_damping),
+                       validation.flag("constraints", constraints))
+
+
+def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, steps: int, batched: bool) -> RolloutInputs:
+    """RolloutInputs: the actuators, ctrl, qfrc_applied and xfrc_applied checked and broadcast to (N, steps, ...) views,
+    or None each (no warm start)."""
     acts, _ = check_actuators(model, actuators, ctrl)
     if acts is not None and ctrl is None:
         ctrl = np.zeros(acts.nu)
     if xfrc_applied is not None and np.ndim(xfrc_applied) == 2:
         xfrc_applied = forces.check_xfrc(model, xfrc_applied)          # with the hint for MuJoCo's full array
-    return acts, [_series(name, value, N, steps, tail, batched) for name, value, tail in (
+    return RolloutInputs(acts, *(_series(name, value, N, steps, tail, batched) for name, value, tail in (
         ("ctrl", ctrl, (0 if acts is None else acts.nu,)), ("qfrc_applied", qfrc_applied, (model.nv,)),
-        ("xfrc_applied", xfrc_applied, (model.nbody, 6)))]
+        ("xfrc_applied", xfrc_applied, (model.nbody, 6)))))
 
 
 def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
@@ -557,20 +598,30 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
 
 
-def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained: bool = False, warm=None,
-             errors: dict | None = None):
-    """Q (N, steps+1, nq), QD, E, ncon (N, steps), warm_out (N, nv) of N runs: compiled when the backend is native (which
-    raises the named error of a singular matrix, naming the trajectory and the step), else the Python loop; with
-    constraints, each run starts its solver from warm[n] (default zero) and warm_out is its last solve's qacc. A zero
-    quaternion in an initial state is refused first; DivergenceError at the first diverging step in time (ties: the
-    lowest index), on either backend. errors (a dict): the runs that fail are not raised but kept there (run index: its
-    error as run alone, "the simulation ..."), their outputs NaN and warm starts zero; the others' outputs stand."""
-    if errors is not None:
-        batch = (model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained, warm)
+class RunOutputs(NamedTuple):
+    """The outputs of N runs of `steps` steps: Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1), ncon (N, steps)
+    the contacts of each step (zero without constraints) and warm_out (N, nv) each run's last solve's qacc."""
+
+    Q: np.ndarray
+    QD: np.ndarray
+    E: np.ndarray
+    ncon: np.ndarray
+    warm_out: np.ndarray
+
+
+def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInputs, energy: bool,
+             errors: dict | None = None) -> RunOutputs:
+    """The RunOutputs of N runs from q (N, nq), qd (N, nv), stepped as options say with the inputs' (N, steps, ...)
+    series: compiled when the backend is native (which raises the named error of a singular matrix, naming the
+    trajectory and the step), else the Python loop; with constraints, each run starts its solver from inputs.warm[n]
+    (default zero) and warm_out is its last solve's qacc. A zero quaternion in an initial state is refused first;
+    DivergenceError at the first diverging step in time (ties: the lowest index), on either backend. errors (a dict):
+    the runs that fail are not raised but kept there (run index: its error as run alone, "the simulation ..."), their
+    outputs NaN and warm starts zero; the others' outputs stand."""
+    batch = _Batch(model, options, steps, q, qd, inputs, energy)
     _check_output_size(model, len(q), steps)
-    implicit = name == "euler" and euler_damping and bool((model.dof_damping > 0).any())
     _refuse_zero_quaternions(model, q)
-    ncon = np.zeros((len(q), steps), np.intp)
+    constrained = options.constraints
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
@@ -578,8 +629,7 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
         if constrained:
             constraint.prepare_compiled(model)
         try:
-            Q, QD, E, stopped, ncon, near, warm_out = native.rollout(model, q, qd, h, steps, name, acts, *inputs, implicit,
-                                                                     energy, constrained, warm)
+            Q, QD, E, stopped, ncon, near, warm_out = native.rollout(model, q, qd, options, steps, inputs, energy)
         except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
             failure = error
         else:
@@ -589,62 +639,77 @@ def _run_all(model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, 
         if failure is not None and errors is not None:          # not one trajectory's: the call's own error
             raise failure
         if errors is not None and (stopped >= 0).any():
-            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), (Q, QD, E, ncon, warm_out), errors)
+            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), RunOutputs(Q, QD, E, ncon, warm_out),
+                                    errors)
         if failure is not None:
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
-                _run_all(model, name, h, k, q, qd, acts, [None if x is None else x[:, :k] for x in inputs], euler_damping,
-                         False, constrained, warm)
+                _run_all(model, options, k, q, qd, inputs.prefix(k), False)
             raise failure
         for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
             k = int(stopped[n])                                        # the first to stop in time (then by index)
-            _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None,
+            _check_finite(Q[n, k + 1], QD[n, k + 1], k, options.h, options.integrator, n if len(q) > 1 else None,
                           _deepest_contact(model, Q[n, k]) if constrained else "")
-            _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n, constrained, warm)   # another failure
+            _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
-        return Q, QD, E, ncon, warm_out
-    Q, QD, E = np.empty((len(q), steps + 1, model.nq)), np.empty((len(q), steps + 1, model.nv)), np.empty((len(q), steps + 1))
-    Q[:, 0], QD[:, 0] = q, qd
-    warm_out = np.zeros((len(q), model.nv))
+        return RunOutputs(Q, QD, E, ncon, warm_out)
+    N = len(q)
+    out = RunOutputs(np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1)),
+                     np.zeros((N, steps), np.intp), np.zeros((N, model.nv)))
+    out.Q[:, 0], out.QD[:, 0] = q, qd
     first, failed = None, []                                           # (step, trajectory, error) of the first failure
-    for n in range(len(q)):
-        rows = [None if x is None else x[n] for x in inputs]
-        stop = _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q[n], QD[n], E[n], constrained, ncon[n],
-                            None if warm is None else warm[n], warm_out[n])
+    for n in range(N):
+        stop = _python_loop(model, options, steps, inputs.rows(n), energy, RunOutputs(*(x[n] for x in out)))
         failed += [n] if stop is not None else []
         if stop is not None and (first is None or stop[0] < first[0]):
             first = (stop[0], n, stop[1])
     if first is not None and errors is not None:
-        return _report_failures(batch, failed, (Q, QD, E, ncon, warm_out), errors)
+        return _report_failures(batch, failed, out, errors)
     if first is not None:
         k, n, error = first
         if error is not None:                                          # named as the compiled loop names it
-            which = "the simulation" if len(q) == 1 else f"trajectory {n} of the rollout"
+            which = "the simulation" if N == 1 else f"trajectory {n} of the rollout"
             raise type(error)(f"{which} at step {k + 1}: {error}") from None
-        _check_finite(Q[n, k + 1], QD[n, k + 1], k, h, name, n if len(q) > 1 else None,
-                      _deepest_contact(model, Q[n, k]) if constrained else "")
-    return Q, QD, E, ncon, warm_out
+        _check_finite(out.Q[n, k + 1], out.QD[n, k + 1], k, options.h, options.integrator, n if N > 1 else None,
+                      _deepest_contact(model, out.Q[n, k]) if constrained else "")
+    return out
 
 
-def _report_failures(batch: tuple, failed: list, out: tuple | None, errors: dict) -> tuple:
-    """_run_all's outputs of `batch` (its arguments) whose runs `failed` stopped: each failed run again alone, its error
-    into errors and its outputs NaN (warm start zero), or, if it runs alone, those outputs. out: the batch's outputs,
-    or None when the batch gave none (then every other run is run again, in one batch)."""
-    model, name, h, steps, q, qd, acts, inputs, euler_damping, energy, constrained, warm = batch
-    rows = lambda idx: (q[idx], qd[idx], acts, [None if x is None else x[idx] for x in inputs], euler_damping, energy,   # noqa: E731
-                        constrained, None if warm is None else warm[idx])
+@dataclass(frozen=True)
+class _Batch:
+    """The arguments of one _run_all call, to run some of its runs again."""
+
+    model: object
+    options: StepOptions
+    steps: int
+    q: np.ndarray
+    qd: np.ndarray
+    inputs: RolloutInputs
+    energy: bool
+
+    def run(self, index, errors: dict | None = None) -> RunOutputs:
+        """_run_all of the runs `index` (an index array or a slice)."""
+        return _run_all(self.model, self.options, self.steps, self.q[index], self.qd[index], self.inputs.rows(index),
+                        self.energy, errors)
+
+
+def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors: dict) -> RunOutputs:
+    """_run_all's outputs of `batch` whose runs `failed` stopped: each failed run again alone, its error into errors and
+    its outputs NaN (warm start zero), or, if it runs alone, those outputs. out: the batch's outputs, or None when the
+    batch gave none (then every other run is run again, in one batch)."""
+    model, steps = batch.model, batch.steps
     if out is None:
-        N = len(q)
-        out = (np.full((N, steps + 1, model.nq), np.nan), np.full((N, steps + 1, model.nv), np.nan),
-               np.full((N, steps + 1), np.nan), np.zeros((N, steps), np.intp), np.zeros((N, model.nv)))
+        N = len(batch.q)
+        out = RunOutputs(np.full((N, steps + 1, model.nq), np.nan), np.full((N, steps + 1, model.nv), np.nan),
+                         np.full((N, steps + 1), np.nan), np.zeros((N, steps), np.intp), np.zeros((N, model.nv)))
         others, found = np.setdiff1d(np.arange(N), failed), {}
         if len(others):
-            for part, value in zip(out, _run_all(model, name, h, steps, *rows(others), found)):
+            for part, value in zip(out, batch.run(others, found)):
                 part[others] = value
             errors.update({int(others[k]): error for k, error in found.items()})
     for n in failed:
         try:
-            alone = _run_all(model, name, h, steps, *rows(slice(n, n + 1)))
+            alone = batch.run(slice(n, n + 1))
         except (DivergenceError, InvalidStateError, InvalidModelError) as error:
             errors[n], alone = error, (np.nan, np.nan, np.nan, 0, 0.0)
         for part, value in zip(out, alone):
@@ -663,14 +728,13 @@ def _check_output_size(model, N: int, steps: int) -> None:
                                    "pieces, each starting from the last state of the one before)")
 
 
-def _rerun_alone(model, name, h, steps, q, qd, acts, inputs, implicit, n: int, constrained: bool = False, warm=None) -> None:
+def _rerun_alone(batch: _Batch, n: int) -> None:
     """Trajectory n of a compiled rollout that stopped without diverging, run again alone (the same operations, the same
     numbers): the compiled loop raises the named error of what stopped it (a singular matrix), raised here naming
     trajectory n. The compiled rollout names only the lowest-index failure of a batch; the first in time comes here."""
-    rows = [None if x is None else x[n:n + 1] for x in inputs]
+    alone = slice(n, n + 1)
     try:
-        native.rollout(model, q[n:n + 1], qd[n:n + 1], h, steps, name, acts, *rows, implicit, False, constrained,
-                       None if warm is None else warm[n:n + 1])
+        native.rollout(batch.model, batch.q[alone], batch.qd[alone], batch.options, batch.steps, batch.inputs.rows(alone))
     except (InvalidStateError, InvalidModelError) as error:
         text = str(error)
         alone = "the simulation"                                       # native.Kernel.failed's words for one trajectory
@@ -689,18 +753,20 @@ def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
             raise InvalidStateError(f"{which} at step 1: {e}") from None
 
 
-def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD, E, constrained=False, ncon=None,
-                 warm=None, warm_out=None):
-    """The simulation of one trajectory from Q[0], QD[0] step by step in Python, in place; rows: (steps, ...) ctrl, qfrc,
-    xfrc or None; constrained: with the model's constraints (each step's contact count into ncon, the solver from warm
-    (default zero), its last qacc into warm_out). Returns None, or where the run stopped: (step k, None) when Q[k + 1],
-    QD[k + 1] are not finite, (step k, the error) when step k raised the named error of a singular matrix."""
-    ctrls, applied, xfrc = rows
-    stepper = _STEPPERS[name]
+def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool, out: RunOutputs):
+    """The simulation of one trajectory from out.Q[0], out.QD[0] step by step in Python, in place; inputs: its (steps, ...)
+    ctrl, qfrc, xfrc or None; with constraints, each step's contact count into out.ncon, the solver from inputs.warm
+    (default zero), its last qacc into out.warm_out. Returns None, or where the run stopped: (step k, None) when
+    Q[k + 1], QD[k + 1] are not finite, (step k, the error) when step k raised the named error of a singular matrix."""
+    Q, QD, E, ncon, warm_out = out
+    acts, ctrls, applied, xfrc = inputs.actuators, inputs.ctrl, inputs.qfrc_applied, inputs.xfrc_applied
+    constrained = options.constraints
+    stepper = forward.STEPPERS[options.integrator]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
-    run = DynamicsEvaluator(model, h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)), euler_damping, constrained)
-    if warm is not None:
-        run.warmstart = np.array(warm, dtype=float)
+    run = DynamicsEvaluator(model, options.h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)),
+                            options.euler_damping, constrained)
+    if inputs.warm is not None:
+        run.warmstart = np.array(inputs.warm, dtype=float)
     for k in range(steps):
         run.inputs, run.ncon = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k)), None
         try:
@@ -708,9 +774,8 @@ def _python_loop(model, name, h, steps, acts, rows, euler_damping, energy, Q, QD
                 Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
         except (InvalidModelError, InvalidStateError) as error:
             return k, error
-        if ncon is not None:
-            ncon[k] = run.ncon or 0
-        if warm_out is not None and constrained:
+        ncon[k] = run.ncon or 0
+        if constrained:
             warm_out[:] = run.warmstart
         if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
             return k, None
@@ -817,6 +882,16 @@ class DynamicsEvaluator:
             qacc, qfrc = solution.qacc, solution.qfrc_constraint
         self.warmstart = qacc
         return qacc, qfrc
+
+    def step_matrix(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, integrator: str) -> np.ndarray:
+        """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
+        x = self.inputs
+        return step_matrix(self.model, q, qd, self.h, integrator, x.actuators, x.ctrl, M, self.euler_damping)
+
+    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
+        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
+        x = self.inputs
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, x.actuators, x.ctrl)
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray):
         """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth (on the compiled
@@ -963,69 +1038,4 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
     h = check_timestep(dt)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     run = DynamicsEvaluator(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied))
-    return [s[:4] for s in rk4_stages_of(run, q, qd)]
-
-
-# ---- the integrators: each returns (q_next, qd_next, energy of (q, qd)) --------------------------
-
-
-def _advance(model, q, qd, h):
-    """q (+) h qd (physai.joints.integrate, MuJoCo's mj_integratePos) for one state."""
-    return joints.integrate(model.coords, q[:, None], qd[:, None], h)[:, 0]
-
-
-def _single_step(name: str):
-    def stepper(run: DynamicsEvaluator, q, qd):
-        M, f, potential = run.evaluate(q, qd)
-        x = run.inputs
-        implicit = name != "euler" or (run.euler_damping and (run.model.dof_damping > 0).any())
-        qacc, qfrc = run.acceleration(q, qd, M, f)    # M^-1 f, or the constrained solve
-        if implicit:                                   # (M - h D)^-1 (f + qfrc_constraint)
-            A = step_matrix(run.model, q, qd, run.h, name, x.actuators, x.ctrl, M, run.euler_damping)
-            qacc = solve(A, f + qfrc)
-            if name == "implicitfast":                 # standalone free bodies: their block with the bias derivative
-                qacc = free_body_solve(run.model, q, qd, run.h, M, f + qfrc, qacc, x.actuators, x.ctrl)
-        qd_next = qd + run.h * qacc                    # new velocity first...
-        return _advance(run.model, q, qd_next, run.h), qd_next, 0.5 * qd @ M @ qd + potential   # ...then the position
-
-    return stepper
-
-
-#: RK4's stage times c_2..c_4 (MuJoCo's tableau A is diag(1/2, 1/2, 1)) and weights b_1..b_4
-RK4_TIMES = (0.5, 0.5, 1.0)
-RK4_WEIGHTS = (1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0)
-
-
-def rk4_stages_of(run: DynamicsEvaluator, q, qd):
-    """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
-    hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions)."""
-    stages, energy, warm = [], None, run.warmstart
-    qi, qdi, theta = q, qd, None
-    for c in (None,) + RK4_TIMES:
-        if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
-            step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
-            qi, qdi, theta = _advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
-        M, f, potential = run.evaluate(qi, qdi)
-        energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
-        k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
-        run.warmstart = warm                           # every stage starts from the last step's qacc, as MuJoCo's;
-        stages.append((qi, qdi, run.acceleration(qi, qdi, M, f)[0], M, k))    # the next step from stage 4's
-    run.start_energy = energy
-    return stages
-
-
-def rk4_step(run: DynamicsEvaluator, q, qd):
-    """One RK4 step: (q_next, qd_next, stages), the stages as rk4_stages_of gives them (physai.inverse shoots with it)."""
-    stages = rk4_stages_of(run, q, qd)
-    dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
-    dqd = sum(b * s[2] for b, s in zip(RK4_WEIGHTS, stages))
-    return _advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
-
-
-def _rk4(run: DynamicsEvaluator, q, qd):
-    q_next, qd_next, _ = rk4_step(run, q, qd)
-    return q_next, qd_next, run.start_energy
-
-
-_STEPPERS = {"euler": _single_step("euler"), "implicit": _single_step("implicit"),
-             "implicitfast": _single_step("implicitfast"), "rk4": _rk4}
+    return [s[:4] for s in forward.rk4_stages(run, q, qd)]

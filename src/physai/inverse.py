@@ -26,6 +26,7 @@ import numpy as np
 
 from physai import engine, forces, validation
 from physai import integrators as integ
+from physai.engine import forward
 from physai.exceptions import ConvergenceError, InvalidArgumentError, ShapeError, UnsupportedModelError
 
 
@@ -178,7 +179,7 @@ def rk4_shooting(model, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e
 
     def rk4(u, k):                                     # one physai rk4 step from state k with force u
         run.inputs = integ.StepInputs(base.actuators, base.ctrl, u, None)
-        return integ.rk4_step(run, q[k], qd[k])
+        return forward.rk4_step(run, q[k], qd[k])
 
     def miss(q1, k):                                   # how far q1 lands from sample k + 1, in the tangent space
         return engine.difference(model, Q[k + 1], q1)
@@ -219,7 +220,7 @@ def _stage_jacobian(model, stages, h, inputs) -> np.ndarray:
 
     D = d f / d qd from joint damping and the actuators (constant along the step); the Coriolis part of D and
     the position dependence of the forces are left out, an error of relative size O(h |M^-1 C|, h^2 |M^-1 df/dq|);
-    so is dexp^-1 on quaternion stage velocities (integrators.rk4_stages_of), O(h |qd|).
+    so is dexp^-1 on quaternion stage velocities (physai.engine.forward.rk4_stages), O(h |qd|).
     """
     D = -np.diag(model.dof_damping)
     if inputs.actuators is not None:
@@ -227,7 +228,7 @@ def _stage_jacobian(model, stages, h, inputs) -> np.ndarray:
     I = np.eye(model.nv)
     da = np.linalg.inv(stages[0][3])
     total = da
-    for c, s in zip(integ.RK4_TIMES[:2], stages[1:3]):
+    for c, s in zip(forward.RK4_TIMES[:2], stages[1:3]):
         da = np.linalg.solve(s[3], I + h * c * D @ da)
         total = total + da
     return h * h / 6.0 * total

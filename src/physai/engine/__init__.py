@@ -9,12 +9,12 @@
 
 Organised like MuJoCo's engine: a constant Model of flat arrays (model.py; actuators.py), a per-state Data workspace
 (data.py), loaders that read MuJoCo models, URDFs and lesson Trees and compute nothing (loaders.py, urdf.py), the
-stages of the smooth dynamics (smooth.py: kinematics, com_pos, com_vel, rne, crb, energy) and of forward dynamics
-(forward.py: Cholesky, aba), each one forward and one backward pass over links vectorized over states, and the public
+stages of the smooth dynamics (smooth.py: kinematics, com_pos, com_vel, rne, crb, M's Cholesky solves, aba, energy),
+each one forward and one backward pass over links vectorized over states, and the public
 functions built on them (api.py; batching.py takes one state or N). Joint types are known to physai.joints alone.
 
-The public functions run on a compiled backend (native.py: C++ kernels in cpp/ that mirror smooth.py and forward.py
-function by function) when it is built, and on the NumPy text otherwise: physai.engine.backend says which ("native"
+The public functions run on a compiled backend (native.py: C++ kernels in cpp/ that mirror smooth.py, forward.py and the
+others function by function) when it is built, and on the NumPy text otherwise: physai.engine.backend says which ("native"
 or "numpy"); PHYSAI_BACKEND=numpy or physai.engine.set_backend("numpy") selects the NumPy reference.
 engine.map_states(engine.rnea, model, q, qd, qdd) runs a function over Dask arrays of states, chunk by chunk
 (chunked.py), on one machine or a cluster.

@@ -12,19 +12,18 @@ Every function takes q of shape (nq,) for one state or (N, nq) for N states, and
     aba(model, q, qd, tau)               the same qdd by the articulated-body algorithm (pin.aba)
     kinetic_energy, potential_energy, energy    [J], () | (N,)              (MuJoCo's energy)
 
-Each runs the stages of physai.engine.smooth and physai.engine.forward on a Data workspace (pass data=Data(model, N)
+Each runs the stages of physai.engine.smooth on a Data workspace (pass data=Data(model, N)
 to keep the intermediate quantities). On the compiled backend (physai.engine.native) the same stages run in C++;
 the NumPy text here is the reference, and runs where no compiler was found.
 """
 
 import numpy as np
 
-from physai.engine import batching, forward, native
+from physai.engine import batching, native, smooth
 from physai.engine.data import Data
-from physai.engine.forward import tree_cholesky_solve
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
-from physai.engine.smooth import crb, energy_pos, energy_vel, position_stages, rne, velocity_stages
+from physai.engine.smooth import crb, energy_pos, energy_vel, position_stages, rne, tree_cholesky_solve, velocity_stages
 
 __all__ = ["aba", "bias", "energy", "forward_dynamics", "gravity", "kinetic_energy", "mass_matrix", "potential_energy",
            "rnea"]
@@ -133,7 +132,7 @@ def aba(model: Model, q, qd, tau, *, data: Data | None = None) -> np.ndarray:
     model = as_model(model)
     def compute(d, q, qd, tau):
         velocity_stages(model, d, q, qd)
-        return forward.aba(model, d, qd, tau)
+        return smooth.aba(model, d, qd, tau)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv), tau=(tau, model.nv))
     return batching.result(*batching.run(model, data, arrays, compute), "aba")
 

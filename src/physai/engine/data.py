@@ -9,6 +9,10 @@ Model.link_centerid), as MuJoCo takes them about a subtree's centre of mass; thi
 small wherever the robot stands. Velocities are (omega, v) with v the velocity of the body point at the centre.
 """
 
+from dataclasses import dataclass
+
+import numpy as np
+
 from physai.exceptions import ShapeError
 
 
@@ -62,3 +66,48 @@ class Data:
     def __repr__(self) -> str:
         filled = [name for name in self.__slots__[2:] if getattr(self, name) is not None]
         return f"<physai.engine.Data: n={self.n}, filled: {', '.join(filled) or 'nothing'}>"
+
+
+@dataclass(frozen=True)
+class StepOptions:
+    """How a step advances (cpp/data.h's StepOptions, whose fields the compiled rollout reads by name: h,
+    integrator, implicit_damping; physai.engine.native.rollout_fields):
+
+    integrator:     "euler", "rk4", "implicit" or "implicitfast" (physai.engine.forward.STEPPERS)
+    h:              the timestep [s], finite and > 0
+    euler_damping:  euler treats joint damping implicitly ((M + h B) a = f; False: MuJoCo's mjDSBL_EULERDAMP)
+    constraints:    the model's constraints act (False: MuJoCo's mjDSBL_CONSTRAINT)
+    """
+
+    integrator: str
+    h: float
+    euler_damping: bool = True
+    constraints: bool = False
+
+    def implicit_damping(self, model) -> bool:
+        """Whether euler solves (M + h B) a = f: euler, euler_damping, and a dof of the model has damping."""
+        return self.integrator == "euler" and self.euler_damping and bool((model.dof_damping > 0).any())
+
+
+@dataclass(frozen=True)
+class RolloutInputs:
+    """What drives N runs besides their states: actuators (physai.engine.actuators.Actuators or None) and, per run and
+    step, ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied (N, steps, nbody, 6), or None each; warm
+    (N, nv): each run's first constraint warm start (None: zero, as a new MjData's)."""
+
+    actuators: object = None
+    ctrl: np.ndarray | None = None
+    qfrc_applied: np.ndarray | None = None
+    xfrc_applied: np.ndarray | None = None
+    warm: np.ndarray | None = None
+
+    def rows(self, index) -> "RolloutInputs":
+        """The inputs of the runs `index` (an index or slice along the runs' axis; an integer drops the axis)."""
+        pick = lambda x: None if x is None else x[index]                   # noqa: E731
+        return RolloutInputs(self.actuators, pick(self.ctrl), pick(self.qfrc_applied), pick(self.xfrc_applied),
+                             pick(self.warm))
+
+    def prefix(self, steps: int) -> "RolloutInputs":
+        """The inputs of the first `steps` steps."""
+        cut = lambda x: None if x is None else x[:, :steps]                 # noqa: E731
+        return RolloutInputs(self.actuators, cut(self.ctrl), cut(self.qfrc_applied), cut(self.xfrc_applied), self.warm)

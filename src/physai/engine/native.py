@@ -3,7 +3,7 @@ smooth.py and forward.py in C++, and the one way physai calls it.
 
 The public functions of physai.engine (rnea, bias, gravity, mass_matrix, forward_dynamics, aba, kinetic_energy,
 potential_energy, energy) run on the compiled backend when it is built and active, and on the NumPy text of api.py
-(smooth.py, forward.py) otherwise; both take the same Model and give the same numbers within rounding
+(smooth.py) otherwise; both take the same Model and give the same numbers within rounding
 (tests/test_native_vs_numpy.py bounds the difference by 1e-13 relative to each state's largest entry; forward dynamics
 and aba by max(1e-13, 1e-16 cond(M))). The NumPy text stays the readable reference and is used
 
@@ -68,6 +68,7 @@ from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.engine import collision, smooth
 from physai.engine.contact import ContactSet
+from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 from physai.linalg import SINGULAR
@@ -522,22 +523,30 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
     return sets, sorted(set(near.tolist()))
 
 
-def rollout(model: Model, q0, qd0, h: float, steps: int, integrator: str, actuators, ctrl, qfrc_applied, xfrc_applied,
-            implicit_damping: bool, energy: bool, constrained: bool = False, warm=None):
+def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
+    """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
+    cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; steps, with_energy, constrained; and the
+    inputs (actuators compiled, xfrc_applied as (N, steps, 6 nbody), warm in C order), None where there are none."""
+    xfrc, warm = inputs.xfrc_applied, inputs.warm
+    return {"h": float(options.h), "integrator": INTEGRATOR_CODES[options.integrator],
+            "implicit_damping": options.implicit_damping(model), "steps": int(steps), "with_energy": bool(energy),
+            "constrained": bool(options.constraints), "actuators": compiled_actuators(model, inputs.actuators),
+            "ctrl": inputs.ctrl, "qfrc_applied": inputs.qfrc_applied,
+            "xfrc_applied": None if xfrc is None else xfrc.reshape(len(xfrc), steps, 6 * model.nbody),
+            "warm": None if warm is None else np.ascontiguousarray(warm, dtype=np.float64)}
+
+
+def rollout(model: Model, q0, qd0, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False):
     """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
-    checked q0 (N, nq), qd0 (N, nv); ctrl (N, steps, nu), qfrc_applied (N, steps, nv) and xfrc_applied
-    (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or None. Returns
-    (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,), warm_out (N, nv)): status -1, or the step at which a
+    checked q0 (N, nq), qd0 (N, nv), stepped as options say; the inputs' ctrl (N, steps, nu), qfrc_applied
+    (N, steps, nv) and xfrc_applied (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or
+    None. Returns (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,), warm_out (N, nv)):
+    status -1, or the step at which a
     trajectory stopped; the first that stopped diverged (the caller raises the DivergenceError) unless it met a zero
     quaternion or a singular matrix, raised here as the named error naming the trajectory and the step (also as its
     attributes .trajectory and .step, see located). "The first" is the lowest index: the caller finds the first in time.
-    constrained: with the model's constraints (cpp/simulate.h; the model's constraint part added first, with_constraints):
-    ncon the contacts of each step, near the first geom pair without a narrow phase that came near (-1: none; an index
-    into collision.candidates' second list), warm_out the last solve's qacc (the next warm start; warm (N, nv): the first,
-    default zero); zero and -1 without."""
-    N = len(q0)
-    acts = compiled_actuators(model, actuators)
-    xfrc = None if xfrc_applied is None else xfrc_applied.reshape(N, steps, 6 * model.nbody)
-    options = (float(h), int(steps), INTEGRATOR_CODES[integrator], acts, ctrl, qfrc_applied, xfrc, bool(implicit_damping),
-               bool(energy), bool(constrained), None if warm is None else np.ascontiguousarray(warm, dtype=np.float64))
-    return ROLLOUT(model, q0, qd0, options)
+    options.constraints: with the model's constraints (cpp/simulate.h; the model's constraint part added first,
+    with_constraints): ncon the contacts of each step, near the first geom pair without a narrow phase that came near
+    (-1: none; an index into collision.candidates' second list), warm_out the last solve's qacc (the next warm start;
+    inputs.warm (N, nv): the first, default zero); zero and -1 without."""
+    return ROLLOUT(model, q0, qd0, rollout_fields(model, options, steps, inputs, energy))

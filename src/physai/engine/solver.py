@@ -20,7 +20,7 @@ from physai.engine import native
 from physai.engine.collision import MINVAL
 from physai.engine.constraint import (CONTACT_ELLIPTIC, QUADRATIC, Rows, kernel_options, mean_inertia, prepare_compiled,
                                       state_forces, update)
-from physai.engine.forward import cholesky_solve, tree_cholesky_solve
+from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
 
 
