@@ -25,7 +25,7 @@ namespace {
 // link i's pose at positions q from its parent's: xmat, xpos (and step, R_parent p_loc); ZERO_QUATERNION for a ball
 // joint's zero quaternion
 template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) {
-    T Tl[12];                                                      // the local transform [R | p] (Model.link_transforms)
+    T R[9], p[3];                                                  // the local transform (Model.link_transforms)
     if (m.link_jnttype[i] == 0) {                                  // hinge or slide: G @ (1, t, sin t, 1 - cos t)
         T t = q[m.link_qposadr[i]] - m.link_ref[i];
         // sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
@@ -36,6 +36,7 @@ template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) 
             coef[2] = 2.0 * sh * ch, coef[3] = 2.0 * sh * sh;
         }
         const double *G = &m.link_G[48 * i];
+        T Tl[12];
         if (m.link_hinge[i]) {                                     // G[:, :, 1] = 0: the same numbers without it
             for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
         } else if (m.link_slide[i]) {                              // G[:, :, 2:] = 0
@@ -44,8 +45,12 @@ template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) 
             for (int a = 0; a < 12; a++)
                 Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
         }
+        for (int a = 0; a < 3; a++) {
+            for (int b = 0; b < 3; b++) R[3 * a + b] = Tl[4 * a + b];
+            p[a] = Tl[4 * a + 3];
+        }
     } else {                                                       // ball: R = rot Q, p = pos + rot (o - Q o)
-        T u[4], Q[9], R[9], Qo[3], e[3], re[3];
+        T u[4], Q[9], Qo[3], e[3], re[3];
         if (any_zero(quat_normalize(q + m.link_qposadr[i], u))) return ZERO_QUATERNION;
         quat_to_mat(u, Q);
         const double *rot = &m.link_ballrot[9 * i], *pos = &m.link_ballpos[3 * i], *o = &m.link_ballanchor[3 * i];
@@ -53,25 +58,18 @@ template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) 
         mat3_times(Q, o, Qo);
         for (int a = 0; a < 3; a++) e[a] = o[a] - Qo[a];
         mat3_times(rot, e, re);
-        for (int a = 0; a < 3; a++) {
-            for (int b = 0; b < 3; b++) Tl[4 * a + b] = R[3 * a + b];
-            Tl[4 * a + 3] = pos[a] + re[a];
-        }
+        for (int a = 0; a < 3; a++) p[a] = pos[a] + re[a];
     }
     // forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc
     T *X = &d.xmat[9 * i], *x = &d.xpos[3 * i], *st = &d.step[3 * i];
     int64_t par = m.link_parentid[i];
     if (par < 0) {
-        for (int a = 0; a < 3; a++) {
-            for (int b = 0; b < 3; b++) X[3 * a + b] = Tl[4 * a + b];
-            x[a] = Tl[4 * a + 3], st[a] = Tl[4 * a + 3];
-        }
+        for (int a = 0; a < 9; a++) X[a] = R[a];
+        for (int a = 0; a < 3; a++) x[a] = p[a], st[a] = p[a];
     } else {
         const T *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
-        for (int a = 0; a < 3; a++) {                              // mat3_mul and mat3_times with Tl's stride 4
-            for (int b = 0; b < 3; b++) X[3 * a + b] = Xp[3 * a] * Tl[b] + Xp[3 * a + 1] * Tl[4 + b] + Xp[3 * a + 2] * Tl[8 + b];
-            st[a] = Xp[3 * a] * Tl[3] + Xp[3 * a + 1] * Tl[7] + Xp[3 * a + 2] * Tl[11];
-        }
+        mat3_mul(Xp, R, X);
+        mat3_times(Xp, p, st);
         for (int a = 0; a < 3; a++) x[a] = st[a] + xp[a];
     }
     return OK;
