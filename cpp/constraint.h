@@ -202,27 +202,6 @@ inline int64_t chain_end(const Model &m, int64_t b) {
     return link < 0 ? -1 : m.link_dofadr[link] + m.link_dofnum[link] - 1;
 }
 
-// (Jp; Jr) (6, nv, row-major) of the world point `point` moving with body b in the columns of b's chain (others left as
-// they are): Jp = S_lin + S_ang x (point - centre), Jr = S_ang; columns with mark[j] == skip are left too (skip 0: none)
-inline void point_jacobian(const Model &m, const Data<double> &d, int64_t b, const double *point, double *J,
-                           const char *mark = nullptr, char skip = 0) {
-    int64_t link = b >= 0 ? m.body_linkid[b] : -1;
-    if (link < 0) return;
-    const double *center = &d.xpos[3 * size_t(m.link_centerid[link])];
-    double r[3] = {point[0] - center[0], point[1] - center[1], point[2] - center[2]};
-    int nv = m.nv;
-    for (int64_t j = chain_end(m, b); j >= 0; j = m.dof_parentid[j]) {
-        if (skip && mark[j] == skip) continue;
-        const double *S = &d.cdof[6 * size_t(j)];
-        double wr[3];
-        cross(S, r, wr);
-        for (int a = 0; a < 3; a++) {
-            J[a * nv + j] = S[3 + a] + wr[a];
-            J[(3 + a) * nv + j] = S[a];
-        }
-    }
-}
-
 // (nlink + 1, 6) each link's spatial acceleration with qdd = 0 and no gravity: the sum of cdof_dot qd over its dofs
 // (the last row: the world, zero), from a Data after com_vel
 inline void bias_accelerations(const Model &m, const Data<double> &d, const double *qd, double *acc) {
@@ -362,8 +341,9 @@ inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, co
             double *J1 = w.J1.data(), *J2 = w.J2.data(), *Jd = w.Jd.data();
             std::fill(J1, J1 + 6 * nv, 0.0);
             std::fill(J2, J2 + 6 * nv, 0.0);
-            point_jacobian(m, d, b1, pos1, J1);
-            point_jacobian(m, d, b2, pos2, J2);
+            double r1[3] = {0, 0, 0}, r2[3] = {0, 0, 0};
+            point_jacobians(m, d, world_offset(m, d, b1, pos1, r1), r1, J1);
+            point_jacobians(m, d, world_offset(m, d, b2, pos2, r2), r2, J2);
             for (int k = 0; k < 6 * nv; k++) Jd[k] = J1[k] - J2[k];    // body 1 minus body 2: the opposite of a contact
             double jt1[3], jr1[3], jt2[3], jr2[3];
             point_bias_acceleration(m, d, w.acc.data(), b1, pos1, jt1, jr1);
@@ -666,18 +646,11 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                     if (mark[j] != 3) cols[n++] = int(j);
             std::sort(cols, cols + n);
             double *Jd = w.Jd.data(), r1[3] = {0, 0, 0}, r2[3] = {0, 0, 0};
-            for (int64_t b : {b1, b2}) {
-                int64_t link = b >= 0 ? m.body_linkid[b] : -1;
-                if (link < 0) continue;
-                const double *center = &d.xpos[3 * size_t(m.link_centerid[link])];
-                for (int a = 0; a < 3; a++) (b == b1 ? r1 : r2)[a] = p[a] - center[a];
-            }
+            world_offset(m, d, b1, p, r1), world_offset(m, d, b2, p, r2);
             for (int k = 0; k < n; k++) {
                 int j = cols[k];
-                const double *S = &d.cdof[6 * size_t(j)];
-                double wr[3], *col = Jd + 6 * k;
-                cross(S, mark[j] == 2 ? r2 : r1, wr);
-                for (int a = 0; a < 3; a++) col[a] = S[3 + a] + wr[a], col[3 + a] = S[a];
+                double *col = Jd + 6 * k;
+                jacobian_column(d, j, mark[j] == 2 ? r2 : r1, col);   // point_jacobians' column j
                 if (mark[j] == 1)                                      // J2 - J1 with J2 = 0 there
                     for (int a = 0; a < 6; a++) col[a] = 0.0 - col[a];
             }

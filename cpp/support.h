@@ -52,17 +52,36 @@ template <class T> inline void point_velocity(const Data<T> &d, int64_t l, const
     for (int a = 0; a < 3; a++) pdot[a] = vb[3 + a] + wr[a];
 }
 
-// (Jp; Jr) (6, nv) of a point fixed in link l (p: its position in the link's frame) from a Data after com_pos:
-// r = p - centre, Jp = S_lin + S_ang x r, Jr = S_ang in the columns of l's dofs and their ancestors, 0 elsewhere
-template <class T> void jacobian(const Model &m, const Data<T> &d, int64_t l, const double *p, T *J) {
+// the world point `point` moving with body b relative to the centre of its link's tree, r = point - centre; returns b's
+// link, or -1 (r left as it is) for the world (b = -1) or a body welded to it
+template <class T> int64_t world_offset(const Model &m, const Data<T> &d, int64_t b, const T *point, T *r) {
+    int64_t link = b >= 0 ? m.body_linkid[b] : -1;
+    if (link < 0) return -1;
+    const T *center = &d.xpos[3 * m.link_centerid[link]];
+    for (int a = 0; a < 3; a++) r[a] = point[a] - center[a];
+    return link;
+}
+
+// THE point Jacobian (support.point_jacobians; MuJoCo's mj_jac): (Jp; Jr) (6, nv, row-major) of the point at r
+// (relative to the centre of link l's tree) moving with link l, from a Data after com_pos: Jp = S_lin + S_ang x r,
+// Jr = S_ang in the columns of l's dofs and their ancestors, the others left as they are (all of them for l = -1)
+template <class T> void point_jacobians(const Model &m, const Data<T> &d, int64_t l, const T *r, T *J) {
+    if (l < 0) return;
     int nv = m.nv;
-    for (int k = 0; k < 6 * nv; k++) J[k] = splat<T>(0.0);
-    T r[3], col[6];
-    point_offset(d, l, p, r);
+    T col[6];
     for (int64_t i = m.link_dofadr[l] + m.link_dofnum[l] - 1; i >= 0; i = m.dof_parentid[i]) {
         jacobian_column(d, i, r, col);
         for (int a = 0; a < 6; a++) J[a * nv + i] = col[a];
     }
+}
+
+// (Jp; Jr) (6, nv) of a point fixed in link l (p: its position in the link's frame) from a Data after com_pos:
+// point_jacobians at r = cpos + R p, 0 elsewhere
+template <class T> void jacobian(const Model &m, const Data<T> &d, int64_t l, const double *p, T *J) {
+    for (int k = 0; k < 6 * m.nv; k++) J[k] = splat<T>(0.0);
+    T r[3];
+    point_offset(d, l, p, r);
+    point_jacobians(m, d, l, r, J);
 }
 
 // (Jp_dot; Jr_dot) (6, nv) of a point fixed in link l (p in the link's frame) from a Data after com_vel

@@ -19,8 +19,8 @@ from physai import engine, validation
 from physai.engine import smooth
 from physai.engine.actuators import Actuators
 from physai.engine.loaders import actuators_from_mujoco
+from physai.engine.support import point_jacobians, point_offsets
 from physai.exceptions import ShapeError
-from physai.jacobians import jacobians
 
 __all__ = ["Actuators", "actuator_force", "actuator_outputs", "actuator_velocity_derivative", "actuators_from_mujoco",
            "applied_force", "body_wrench_force", "check_xfrc", "clamped_ctrl", "constraint_force", "damper_spring_force",
@@ -182,7 +182,8 @@ def body_wrench_force(model, d, xfrc: np.ndarray) -> np.ndarray:
     positions are done (kinematics, com_pos): what applied_force adds for xfrc_applied, without recomputing them."""
     tau = np.zeros(model.nv)
     for b in np.flatnonzero(np.abs(xfrc).sum(axis=1)):
-        tau += jacobians(model, d, int(b), model.body_ipos[b][None])[0, :, :, 0].T @ xfrc[b]
+        r = point_offsets(model, d, int(b), model.body_ipos[b][None])
+        tau += point_jacobians(model, d, int(b), r, centered=True)[0, :, :, 0].T @ xfrc[b]
     return tau
 
 

@@ -25,7 +25,7 @@ from physai.engine import Data, as_model, native
 from physai.kinematics import check_reference, frame_in_link, frame_poses
 from physai.spatial import skew
 from physai.engine.smooth import com_pos, com_vel, kinematics, motion_subspaces
-from physai.engine.support import point_jacobian_dots, point_jacobians
+from physai.engine.support import point_jacobian_dots, point_jacobians, point_offsets
 from physai.validation import states
 from physai.engine.model import Model
 
@@ -51,7 +51,7 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
     point: (3,) in the body's frame [m]; None means the body's origin. Rows 0-2 are MuJoCo's jacp and
     rows 3-5 its jacr: mj_jacBody for point=None, mj_jacBodyCom for point = the body's centre of mass.
     On the compiled backend one compiled call computes it (positions, cdof and the columns); the NumPy text below
-    (jacobians) is the reference.
+    (physai.engine.support.point_jacobians) is the reference.
     """
     model = model if type(model) is Model else as_model(model)
     b = model.body_id(body)
@@ -64,20 +64,8 @@ def body_jacobian(model, q: np.ndarray, body: int | str, point: np.ndarray | Non
     d = Data(model, Q.shape[1])
     kinematics(model, d, Q)
     motion_subspaces(model, d)                                # the Jacobian needs cdof, not the inertias
-    J = jacobians(model, d, b, point[None])[0]
+    J = point_jacobians(model, d, b, point_offsets(model, d, b, point[None]), centered=True)[0]
     return J[:, :, 0] if batch is None else J.transpose(2, 0, 1)
-
-
-def jacobians(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
-    """(Jp; Jr) (k, 6, nv, n) of k points (k, 3) fixed in body b (in its frame), from a Data with cdof done (all n
-    states): physai.engine.support.point_jacobians at their positions relative to the centre of b's link's tree,
-    r = cpos + R (body_pos + body_rot p) (as the compiled kernel: exact however far the robot is from the origin)."""
-    link = int(model.body_linkid[b])
-    if link < 0:                                                       # welded to the world: no dof moves it
-        return np.zeros((len(points), 6, model.nv, d.n))
-    in_link = model.body_pos[b][None] + points @ model.body_rot[b].T   # (k, 3): the points in the link's frame
-    r = d.cpos[link][None] + np.einsum("ijn,kj->kin", d.xmat[link], in_link)
-    return point_jacobians(model, d, b, r, centered=True)
 
 
 def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_world_aligned") -> np.ndarray:
@@ -85,15 +73,14 @@ def frame_jacobian(model, q: np.ndarray, frame: str, reference: str = "local_wor
     kinematics.REFERENCES (see the module docstring); q (N, nq) gives (N, 6, nv). Equals MuJoCo's mj_jacSite (jacp; jacr) for
     "local_world_aligned" and Pinocchio's getFrameJacobian with LOCAL_WORLD_ALIGNED, WORLD and LOCAL (velocities in
     MuJoCo's coordinates: physai.conventions for a free joint). A frame welded to the world has zeros."""
-    found = model.frame_links.get(frame) if type(model) is Model and type(frame) is str else None   # a name seen before
-    if found is None:
-        model, found = frame_in_link(model, frame)
-    link, point, _ = found
-    if link >= 0 and reference == "local_world_aligned" and native.on:     # one compiled call, the point in its link
+    if reference == "local_world_aligned" and native.on:      # a Model and a frame seen before: one compiled call
         try:
-            return native.call(model.compiled, JACOBIAN, q, link, point)    # a Model seen before: no other Python call
-        except (native.KernelError, TypeError):
-            pass
+            link, point, _ = model.frame_links[frame]
+            return native.call(model.compiled, JACOBIAN, q, link, point)
+        except (AttributeError, KeyError, TypeError, ValueError, native.KernelError):
+            pass                                              # ValueError: a frame welded to the world (link -1)
+    model, (link, point, _) = frame_in_link(model, frame)
+    if link >= 0 and reference == "local_world_aligned" and native.on:     # one compiled call, the point in its link
         return JACOBIAN_KERNEL(model, q, link, point)                      # compiles, converts, or names the error
     check_reference(reference)
     b, offset, turn = model.frame(frame)

@@ -86,7 +86,7 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
         if _simple_slider(model, b, children):
             body[b] = 1.0 / max(MINVAL, model.body_mass[b]), 0.0
             continue
-        J = point_jacobian(model, d, b, pos[b] + rot[b] @ model.body_ipos[b])
+        J = point_jacobians(model, d, b, (pos[b] + rot[b] @ model.body_ipos[b])[None, :, None])[0, :, :, 0]
         A = J @ Minv @ J.T
         body[b] = np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3
     dof = np.zeros(model.nv)
@@ -112,15 +112,6 @@ def mean_inertia(model: Model) -> float:
 
 
 # ---------------------------------------------------------------- kinematics the rows read
-
-def point_jacobian(model: Model, d: Data, b: int, point: np.ndarray, skip: np.ndarray | None = None) -> np.ndarray:
-    """(Jp; Jr) (6, nv) of the world point `point` (3,) moving with body b (-1: the world, zero) in a one-state Data
-    (physai.engine.support.point_jacobians); the columns where skip is True are left zero."""
-    J = point_jacobians(model, d, b, point[None, :, None])[0, :, :, 0]
-    if skip is not None:
-        J[:, skip] = 0.0
-    return J
-
 
 def bias_accelerations(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
     """(nlink + 1, 6) each link's spatial acceleration with qdd = 0 and no gravity: sum of cdof_dot qd over its dofs
@@ -238,7 +229,7 @@ def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active:
             (p1, R1), (p2, R2) = x(b1), x(b2)
             a1, a2 = (data[0:3], data[3:6]) if kind == CONNECT else (data[3:6], data[0:3])
             pos1, pos2 = mat_times_mj(R1, a1) + p1, mat_times_mj(R2, a2) + p2   # R a + p (mj_equalityAnchors)
-            J1, J2 = point_jacobian(model, d, b1, pos1), point_jacobian(model, d, b2, pos2)
+            J1, J2 = (point_jacobians(model, d, b, p[None, :, None])[0, :, :, 0] for b, p in ((b1, pos1), (b2, pos2)))
             Jd = J1 - J2                                              # body 1 minus body 2: the opposite of a contact
             jt1, jr1 = point_bias_acceleration(model, d, acc, b1, pos1)
             jt2, jr2 = point_bias_acceleration(model, d, acc, b2, pos2)
@@ -361,7 +352,9 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
         if not (c1 ^ c2).any():
             continue                                                  # no dof moves one body but not the other
         common = c1 & c2
-        Jd = point_jacobian(model, d, b2, p, common) - point_jacobian(model, d, b1, p, common)
+        J2, J1 = (point_jacobians(model, d, b, p[None, :, None])[0, :, :, 0] for b in (b2, b1))
+        Jd = J2 - J1
+        Jd[:, common] = 0.0                                           # the dofs that move both bodies: skipped
         jac = np.vstack([frame[:3 if dim > 1 else 1] @ Jd[:3]] + ([frame[:dim - 3] @ Jd[3:]] if dim > 3 else []))
         tran = sum(bw[b, 0] for b in (b1, b2) if b >= 0)
         rot = sum(bw[b, 1] for b in (b1, b2) if b >= 0)

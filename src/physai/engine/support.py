@@ -1,7 +1,9 @@
 """Bodies and points on a Data workspace (mirrored by cpp/support.h): where the bodies are and how points on them move.
 
     body_frames(model, d)                     every body's world position and orientation (MuJoCo's xpos, xmat)
-    point_jacobians(model, d, b, points)      (Jp; Jr) of world points moving with body b (MuJoCo's mj_jac)
+    point_offsets(model, d, b, points)        points fixed in body b, relative to the centre of its link's tree
+    point_jacobians(model, d, b, points)      (Jp; Jr) of world points moving with body b (MuJoCo's mj_jac): THE point
+                                              Jacobian, which every other one calls
     point_jacobian_dots(model, d, b, r)       their time derivatives (MuJoCo's mj_jacDot)
     centre_of_mass(model, d)                  the whole model's centre of mass (after com_pos)
     momentum_matrix(model, d)                 the centroidal momentum matrix A_g (after composite_inertias)
@@ -43,10 +45,22 @@ def dof_chain(model: Model, b: int) -> np.ndarray:
     return model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1].copy()
 
 
+def point_offsets(model: Model, d: Data, b: int, points: np.ndarray) -> np.ndarray:
+    """(k, 3, n) [m]: k points (k, 3) fixed in body b (in its frame) relative to the centre of b's link's tree, from a
+    Data with kinematics done, r = cpos + R (body_pos + body_rot p) (cpp/support.h's point_offset: exact however far the
+    robot is from the origin); zeros for a body welded to the world."""
+    link = model.body_linkid[b]
+    if link < 0:
+        return np.zeros((len(points), 3, d.n))
+    in_link = model.body_pos[b][None] + points @ model.body_rot[b].T   # (k, 3): the points in the link's frame
+    return d.cpos[link][None] + np.einsum("ijn,kj->kin", d.xmat[link], in_link)
+
+
 def point_jacobians(model: Model, d: Data, b: int, points: np.ndarray, centered: bool = False) -> np.ndarray:
     """(Jp; Jr) (k, 6, nv, n) of k world points (k, 3, n) moving with body b (-1: the world: zero), from a Data with
-    com_pos done: Jp = S_lin + S_ang x (p - centre), Jr = S_ang in the columns of the dofs that move b. centered: the
-    points are given as p - centre (the centre of b's link's tree), which keeps every digit far from the origin."""
+    com_pos done (MuJoCo's mj_jac; cpp/support.h's point_jacobians): Jp = S_lin + S_ang x (p - centre), Jr = S_ang in the
+    columns of the dofs that move b. centered: the points are given as p - centre (the centre of b's link's tree, e.g.
+    point_offsets), which keeps every digit far from the origin."""
     J = np.zeros((len(points), 6, model.nv, d.n))
     dofs = np.flatnonzero(dof_chain(model, b))
     if not len(dofs):
