@@ -787,8 +787,9 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
 }
 
 // STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,
-// (nq,), (nv,)) with options (h, integrator (INTEGRATORS), implicit_damping, Actuators or None, ctrl (N, nu) or None,
-// qfrc_applied (N, nv) or None; float64 in C order), on threads with the GIL released for more than one state:
+// (nq,), (nv,)) with a dict of named options (physai.engine.native.step_derivative_fields: StepOptions' h, integrator
+// (INTEGRATORS), implicit_damping; actuators (an Actuators or None), ctrl (N, nu) or None, qfrc_applied (N, nv) or None;
+// float64 in C order), on threads with the GIL released for more than one state:
 // (A, B, status (N): OK, or the Status a state met, its A and B undefined; the caller names it)
 nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
@@ -798,12 +799,11 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     read_state(args[0], "q", m.nq, false, call.q, batch, copies);
     read_state(args[1], "qd", m.nv, false, call.qd, batch, copies);
     int64_t N = batch < 0 ? 1 : batch;
-    nb::tuple o;
-    if (!nb::try_cast(args[2], o, false) || o.size() != 6)
-        throw nb::value_error("step_derivatives: options (h, integrator, implicit_damping, actuators, ctrl, qfrc_applied)");
-    call.h = nb::cast<double>(o[0]), call.integrator = nb::cast<int>(o[1]), call.implicit_damping = nb::cast<bool>(o[2]);
-    if (call.integrator < EULER || call.integrator > IMPLICITFAST) throw nb::value_error("step_derivatives: integrator");
-    const Actuators *act = &actuators_option(m, o[3], "step_derivatives");
+    Arrays none;
+    Fields o(args[2], "step_derivatives options", none);
+    call.opt.h = o.number("h"), call.opt.integrator = o.size("integrator"), call.opt.implicit_damping = o.flag("implicit_damping");
+    if (call.opt.integrator > IMPLICITFAST) o.invalid("integrator", "expected 0 (euler) ... 3 (implicitfast)");
+    const Actuators *act = &actuators_option(m, o.object("actuators"), "step_derivatives");
     DArr ctrl, qfrc;                                                   // (N, size) in C order, or None
     auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {
         if (x.is_none()) return;
@@ -811,8 +811,9 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
             throw nb::value_error(what);
         in = {a.data(), size};
     };
-    per_state(o[4], act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
-    per_state(o[5], m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
+    per_state(o.object("ctrl"), act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
+    per_state(o.object("qfrc_applied"), m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
+    o.done();
     if (act->nu && !call.ctrl.data) throw nb::value_error("step_derivatives: the actuators need ctrl");
     int64_t nv = m.nv, nu = act->nu;
     const npy_intp da[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(2 * nv)}, db[3] = {npy_intp(N), npy_intp(2 * nv), npy_intp(nu)};

@@ -181,9 +181,7 @@ constexpr int64_t RERUN = -3;
 // 2 nv), B (2 nv, nu) and its Status (a state that failed is left for the NumPy text to name)
 struct StepDerivativeCall {
     Input q{}, qd{}, ctrl{}, qfrc{};
-    double h = 0;
-    int integrator = EULER;
-    bool implicit_damping = true;
+    StepOptions opt;
     double *A = nullptr, *B = nullptr;
     int64_t *status = nullptr;
 };

@@ -347,7 +347,7 @@ inline void step_derivative_states(const Model &m, const Actuators &act, StepDer
     int64_t nv = m.nv, nu = act.nu;
     for (int64_t n = lo; n < hi; n++) {
         StepDerivative c;
-        c.h = call.h, c.integrator = call.integrator, c.implicit_damping = call.implicit_damping;
+        c.h = call.opt.h, c.integrator = call.opt.integrator, c.implicit_damping = call.opt.implicit_damping;
         c.ctrl = call.ctrl.data + n * call.ctrl.stride;
         c.qfrc = call.qfrc.data ? call.qfrc.data + n * call.qfrc.stride : nullptr;
         c.A = call.A + n * 4 * nv * nv, c.B = call.B + n * 2 * nv * nu;

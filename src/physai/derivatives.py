@@ -61,6 +61,7 @@ from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import batching, forward, native
 from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
+from physai.engine.data import StepOptions
 from physai.engine.model import Model
 from physai.exceptions import InvalidArgumentError, InvalidStateError
 
@@ -426,9 +427,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     n = 1 if batch is None else batch
     x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n, size) each
     if native.on:
-        options = (h, native.INTEGRATOR_CODES[name], euler_damping, native.compiled_actuators(model, actuators),
-                   x.get("ctrl"), x.get("qfrc_applied"))
-        A, B, status = native.STEP_DERIVATIVES(model, x["q"], x["qd"], options)
+        fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), actuators, x.get("ctrl"),
+                                               x.get("qfrc_applied"))
+        A, B, status = native.STEP_DERIVATIVES(model, x["q"], x["qd"], fields)
         redo = status.nonzero()[0].tolist() if status.any() else ()
     else:
         nv, nu = model.nv, 0 if actuators is None else actuators.nu
@@ -466,8 +467,8 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
         return None
     if act is not None and inputs[0] is None:
         inputs[0] = np.zeros((1, nu))
-    options = (dt, native.INTEGRATOR_CODES[integrator], euler_damping, native.compiled_actuators(model, act), *inputs)
-    A, B, status = native.STEP_DERIVATIVES(model, q, qd, options)
+    fields = native.step_derivative_fields(model, StepOptions(integrator, dt, euler_damping), act, *inputs)
+    A, B, status = native.STEP_DERIVATIVES(model, q, qd, fields)
     return None if status[0] else (A[0], B[0])
 
 

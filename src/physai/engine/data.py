@@ -86,7 +86,7 @@ class StepOptions:
 
     def implicit_damping(self, model) -> bool:
         """Whether euler solves (M + h B) a = f: euler, euler_damping, and a dof of the model has damping."""
-        return self.integrator == "euler" and self.euler_damping and bool((model.dof_damping > 0).any())
+        return bool(self.integrator == "euler" and self.euler_damping and (model.dof_damping > 0).any())
 
 
 @dataclass(frozen=True)

@@ -536,6 +536,15 @@ def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: Rollo
             "warm": None if warm is None else np.ascontiguousarray(warm, dtype=np.float64)}
 
 
+def step_derivative_fields(model: Model, options: StepOptions, actuators, ctrl, qfrc_applied) -> dict:
+    """The named options of the compiled step_derivatives (cpp/data.h's StepDerivativeCall and StepOptions, read by
+    name in cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; the actuators compiled, ctrl
+    (N, nu) and qfrc_applied (N, nv) in C order, or None."""
+    return {"h": float(options.h), "integrator": INTEGRATOR_CODES[options.integrator],
+            "implicit_damping": options.implicit_damping(model), "actuators": compiled_actuators(model, actuators),
+            "ctrl": ctrl, "qfrc_applied": qfrc_applied}
+
+
 def rollout(model: Model, q0, qd0, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False):
     """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
     checked q0 (N, nq), qd0 (N, nv), stepped as options say; the inputs' ctrl (N, steps, nu), qfrc_applied
