@@ -263,10 +263,10 @@ def collision_fields(model: Model) -> dict:
     (body_offset), the geoms (geom_type, geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
     friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
-    without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
+    it leaves out (collision.left_out: missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
     and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes (geom_dataid, Meshes' mesh_*)."""
     G = model.geoms
-    pairs, missing = collision.candidates(model)
+    pairs, missing = collision.candidates(model)[0], collision.left_out(model)
     params = [collision.contact_parameters(model, c.g1, c.g2, c.ipair) for c in pairs]
     floats = np.array([np.r_[margin, gap, friction, solref, reffric, solimp]
                        for _, friction, solref, reffric, solimp, margin, gap in params]).reshape(-1, 16)
