@@ -182,6 +182,39 @@ def test_trajectory_matches_mj_step():
     assert err < 1e-9, f"qpos differs from mj_step's by {err:.3g}"
 
 
+def test_large_hulls_match_mj_collision():
+    """A sphere and an ellipsoid against convex meshes of 400 hull vertices (the support climbs the hull's graph):
+    the same contacts as mj_collision, within AGREE."""
+    rng = np.random.default_rng(5)
+    for seed in range(4):
+        points = rng.normal(size=(400, 3))
+        points *= rng.uniform(0.05, 0.1, 3) / np.linalg.norm(points, axis=1)[:, None]
+        vertices = " ".join(f"{x:.5f}" for x in points.ravel())
+        for other, size in (("sphere", "0.05"), ("ellipsoid", "0.05 0.03 0.04")):
+            m = mujoco.MjModel.from_xml_string(
+                f'<mujoco><asset><mesh name="m" vertex="{vertices}"/></asset><worldbody><body><freejoint/><geom '
+                f'type="{other}" size="{size}" margin="{rng.choice([0, 0.01])}"/></body><body><freejoint/><geom '
+                'type="mesh" mesh="m"/></body></worldbody></mujoco>')
+            d, model = mujoco.MjData(m), engine.from_mujoco(m)
+            for q in random_states(m, np.random.default_rng(seed), 5):
+                d.qpos[:] = q
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_collision(m, d)
+                ref, mine = collision.from_mujoco(m, d), run("numpy", collision.detect, model, q)
+                assert mine.geom.tolist() == ref.geom.tolist()
+                for name in ("pos", "frame", "dist"):
+                    assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
+
+
+def test_libccd_is_refused_by_name():
+    """MuJoCo's older libccd path (nativeccd disabled) for a model with GJK pairs: UnsupportedModelError naming it."""
+    m = mujoco.MjModel.from_xml_string(pair_scene("sphere", "ellipsoid", 0).replace(
+        "<mujoco>", '<mujoco><option><flag nativeccd="disable"/></option>'))
+    model = engine.from_mujoco(m)
+    with pytest.raises(UnsupportedModelError, match="mjDSBL_NATIVECCD"):
+        run("numpy", collision.detect, model, np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 0.5, 1, 0, 0, 0])
+
+
 if __name__ == "__main__":                       # the accuracy table of the closing note
     for pair in PAIRS:
         print(*pair, compare(*pair, range(60)))
