@@ -264,6 +264,9 @@ struct Pair {
     const double *pos1, *mat1, *size1, *pos2, *mat2, *size2;
     double margin;
     const ConvexMesh *mesh2 = nullptr;
+    int64_t type1 = 0, type2 = 0;                     // the geoms' types and GJK's settings (the convex pairs, convex.h)
+    double ccd_tolerance = 1e-6;
+    int64_t ccd_iterations = 35;
 };
 
 inline void plane_sphere(const Pair &p, std::vector<PreContact> &out) {
@@ -944,7 +947,10 @@ inline void box_box(const Pair &p, std::vector<PreContact> &out) {
 
 // the narrow phase of a pair of geom types (geom 1 the lower type; primitives.FUNCTIONS), or nullptr
 using Narrow = void (*)(const Pair &, std::vector<PreContact> &);
+inline bool is_convex_pair(int64_t t1, int64_t t2);                      // convex.h
+void convex_pair(const Pair &p, std::vector<PreContact> &out);
 inline Narrow narrow_phase(int64_t t1, int64_t t2) {
+    if (is_convex_pair(t1, t2)) return convex_pair;                       // GJK/EPA (convex.h)
     if (t1 == GEOM_PLANE) {
         return t2 == GEOM_SPHERE ? plane_sphere : t2 == GEOM_CAPSULE ? plane_capsule : t2 == GEOM_CYLINDER ? plane_cylinder
              : t2 == GEOM_BOX ? plane_box : t2 == GEOM_ELLIPSOID ? plane_ellipsoid : t2 == GEOM_MESH ? plane_mesh : nullptr;
@@ -1106,6 +1112,8 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     w.found.clear();
     Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
+    pair.type1 = m.geom_type[g1], pair.type2 = m.geom_type[g2];
+    pair.ccd_tolerance = m.opt_ccd_tolerance, pair.ccd_iterations = m.opt_ccd_iterations;
     ConvexMesh mesh;
     if (m.geom_type[g2] == GEOM_MESH) {
         if (m.geom_dataid[g2] < 0) return;                            // not a candidate collision.candidates makes
@@ -1153,3 +1161,5 @@ inline void near_missing_pairs(const Model &m, const CollisionWork &w, std::vect
 
 }  // namespace
 }  // namespace physai
+
+#include "convex.h"                               // the convex pairs narrow_phase names

@@ -1,7 +1,7 @@
 """The convex pairs by GJK/EPA (physai.engine.gjk, physai.engine.convex) against MuJoCo 4's mj_collision, computed
 here: random scenes of each pair (random sizes, poses, margins and gaps, apart, resting and interpenetrating), the
 contact count and geom pairs, and the positions, frames and distances where the counts agree; a short mj_step
-trajectory; termination on degenerate input; the compiled path's refusal by name.
+trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h).
 
 Tolerances. physai's text follows MuJoCo 4.0's algorithm (its 3.x source with the changes 4.0's library shows: a
 geom's margin taken off before GJK and added back, the nearest point moved to the origin's projection, EPA ending
@@ -20,7 +20,7 @@ import pytest
 from physai import collision, engine, integrators
 from physai.engine import convex, gjk
 from physai.engine.geoms import ELLIPSOID, SPHERE
-from physai.exceptions import CollisionWarning, UnsupportedModelError
+from physai.exceptions import UnsupportedModelError
 from helpers import run
 from scenes import convex_points
 
@@ -72,8 +72,8 @@ def random_states(m: mujoco.MjModel, rng: np.random.Generator, n: int) -> list:
     return out
 
 
-def compare(kind1: str, kind2: str, seeds, per_scene: int = 4) -> dict:
-    """Counts and errors of physai's contacts (NumPy backend) against mj_collision's on random scenes of a pair:
+def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy") -> dict:
+    """Counts and errors of physai's contacts (on the backend) against mj_collision's on random scenes of a pair:
     states, agree (same count and geom pairs), contacts (where they agree), close (within AGREE in every field),
     max_pos, max_frame, max_dist (the largest errors)."""
     out = dict(states=0, agree=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0)
@@ -86,7 +86,7 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4) -> dict:
             mujoco.mj_kinematics(m, d)
             mujoco.mj_collision(m, d)
             ref = collision.from_mujoco(m, d)
-            mine = run("numpy", collision.detect, model, q)
+            mine = run(backend, collision.detect, model, q)
             out["states"] += 1
             if mine.geom.tolist() != ref.geom.tolist():
                 continue
@@ -101,11 +101,13 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4) -> dict:
     return out
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
 @pytest.mark.parametrize("kind1,kind2", PAIRS)
-def test_pairs_match_mj_collision(kind1, kind2):
-    """Each pair: the same contact count and geom pairs as mj_collision in at least 99% of the states; where they
-    agree, distances within AGREE, positions and frames within AGREE in CLOSE of the contacts and WITNESS_TOL in all."""
-    r = compare(kind1, kind2, range(SCENES))
+def test_pairs_match_mj_collision(kind1, kind2, backend):
+    """Each pair, on both backends: the same contact count and geom pairs as mj_collision in at least 99% of the
+    states; where they agree, distances within AGREE, positions and frames within AGREE in CLOSE of the contacts and
+    WITNESS_TOL in all."""
+    r = compare(kind1, kind2, range(SCENES), backend=backend)
     where = f"{kind1}-{kind2}: {r}"
     assert r["agree"] >= 0.99 * r["states"], where
     assert r["contacts"] > 0.2 * r["states"], where
@@ -144,24 +146,9 @@ def test_degenerate_input_terminates(kind1, kind2):
         assert all(np.isfinite(c[0]) and np.isfinite(c[1]).all() for c in contacts)
 
 
-@pytest.mark.parametrize("backend", ["native"])
-def test_compiled_path_refuses_by_name(backend):
-    """A model with GJK pairs on the compiled backend: simulate refuses naming the pair, or with ignoring_unsupported
-    leaves it out with a CollisionWarning (never a silent missing contact); detect collides them with the NumPy text."""
-    m = mujoco.MjModel.from_xml_string(pair_scene("sphere", "ellipsoid", 0))
-    model = engine.from_mujoco(m)
-    q = np.r_[0, 0, 0, 1, 0, 0, 0, 0.01, 0, 0, 1, 0, 0, 0]
-    with pytest.raises(UnsupportedModelError, match=r"GJK/EPA.*geom 0 \(sphere\) with geom 1 \(ellipsoid\)"):
-        run(backend, integrators.simulate, model, q, np.zeros(model.nv), 0.002, 2, constraints=True)
-    with pytest.warns(CollisionWarning, match="geom 0 .* geom 1"):
-        run(backend, integrators.simulate, collision.ignoring_unsupported(model), q, np.zeros(model.nv), 0.002, 2,
-            constraints=True)
-    mine, ref = run(backend, collision.detect, model, q), run("numpy", collision.detect, model, q)
-    assert len(ref) == 1 and mine.geom.tolist() == ref.geom.tolist()
-
-
-def test_trajectory_matches_mj_step():
-    """An ellipsoid dropped on a sphere and an ellipsoid, 100 steps: physai's simulate (NumPy) beside mj_step."""
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_trajectory_matches_mj_step(backend):
+    """Ellipsoids dropped on a sphere and an ellipsoid, 100 steps: physai's simulate beside mj_step."""
     xml = """<mujoco><option timestep="0.002"/><worldbody>
       <geom type="sphere" size="0.1" pos="0 0 0"/><geom type="ellipsoid" size="0.2 0.1 0.05" pos="0.3 0 0"/>
       <body pos="0.05 0.02 0.2" euler="0.3 0.2 0.1"><freejoint/><geom type="ellipsoid" size="0.06 0.04 0.05"/></body>
@@ -175,7 +162,7 @@ def test_trajectory_matches_mj_step():
         mujoco.mj_step(m, d)
         Q.append(d.qpos.copy())
         touching += d.ncon > 0
-    trajectory = run("numpy", integrators.simulate, model, Q[0], np.zeros(model.nv), m.opt.timestep, steps,
+    trajectory = run(backend, integrators.simulate, model, Q[0], np.zeros(model.nv), m.opt.timestep, steps,
                      constraints=True)
     err = np.abs(trajectory.q - np.array(Q)).max()
     assert touching > steps // 4, f"only {touching} steps with contacts"

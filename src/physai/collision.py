@@ -49,13 +49,13 @@ def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[C
     ignore_unsupported: leave out the geom pairs physai has no narrow phase for (else UnsupportedModelError lists
     them), warning (physai.exceptions.CollisionWarning) for each that may be touching, once per pair and model. Runs
     compiled (all N states in one call) on the compiled backend, unless the model has what the compiled constraint
-    model does not cover (pairs collided by GJK/EPA among them: then the NumPy text)."""
+    model does not cover."""
     model = engine.as_model(model)
     if not isinstance(ignore_unsupported, bool):
         raise InvalidArgumentError(f"ignore_unsupported must be True or False, got {ignore_unsupported!r}")
     (Q,), batch = validation.states(q=(q, model.nq))
     narrow.check_supported(model, ignore_unsupported)
-    if native.on and not model.unsupported and not narrow.convex_candidates(model):   # compiled: its pairs are there
+    if native.on and not model.unsupported:                 # compiled: the model's constraint part holds the pairs
         constraint.prepare_compiled(model)
         sets, near = native.detect(model, np.ascontiguousarray(Q.T))
         narrow.warn_near(model, near, stacklevel=2)

@@ -73,16 +73,9 @@ def narrow_functions(model: Model) -> dict:
 
 
 def convex_candidates(model: Model) -> list[Candidate]:
-    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS), which the compiled engine does not have yet."""
+    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS)."""
     types = model.geoms.geom_type
     return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in convex.CONVEX_PAIRS]
-
-
-def left_out(model: Model) -> list[tuple[int, int]]:
-    """The pairs a model's collision may leave out, as (g1, g2): those without a narrow phase (candidates(model)[1]),
-    then the GJK/EPA pairs, which the compiled engine leaves out of a model built with ignoring_unsupported (it refuses
-    them otherwise) until it has them. warn_near's indices count in this list."""
-    return model.kept("collision_left_out", lambda m: candidates(m)[1] + [(c.g1, c.g2) for c in convex_candidates(m)])
 
 
 def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
@@ -264,7 +257,7 @@ _warned: dict[int, set] = {}     # id(model): the pairs warned of (dropped with 
 
 
 def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
-    """A CollisionWarning for each left-out pair (indices into left_out(model)) that may be touching, once per
+    """A CollisionWarning for each left-out pair (indices into candidates(model)[1]) that may be touching, once per
     pair and model, whichever call (detect, a simulation, either backend) finds it near first. stacklevel: as
     warnings.warn's, counted from the caller of warn_near."""
     warned = _warned.get(id(model))
@@ -273,7 +266,7 @@ def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
         weakref.finalize(model, _warned.pop, id(model), None)
     elif warned.issuperset(pairs):                        # a stepping loop's usual case: nothing new to say
         return
-    missing, G = left_out(model), model.geoms
+    missing, G = candidates(model)[1], model.geoms
     for k in pairs:
         if k in warned:
             continue

@@ -30,7 +30,7 @@ import numpy as np
 
 from physai import spatial, validation
 from physai.engine import model_checks, native, smooth
-from physai.engine.collision import MINVAL, body_poses, convex_candidates, quat_to_mat_mj
+from physai.engine.collision import MINVAL, body_poses, quat_to_mat_mj
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.primitives import mat_times_mj
@@ -893,18 +893,8 @@ _FORWARD = native.kernel("constraint_forward", options=_forward_options)
 
 
 def prepare_compiled(model: Model) -> None:
-    """The compiled model with its constraint part (native.with_constraints), after check_supported; a model with
-    pairs collided by GJK/EPA (collision.convex_candidates), which the compiled engine does not have yet, is refused
-    by name (the NumPy backend collides them) unless built with ignoring_unsupported (then they are left out, with a
-    CollisionWarning when one may touch: collision.left_out)."""
+    """The compiled model with its constraint part (native.with_constraints), after check_supported."""
     check_supported(model)
-    convex = convex_candidates(model)
-    if convex and not model.geoms.ignore_unsupported:
-        G = model.geoms
-        raise UnsupportedModelError(
-            f"the compiled engine cannot collide {len(convex)} geom pairs of this model yet (GJK/EPA pairs, e.g. "
-            f"{G.describe(convex[0].g1)} with {G.describe(convex[0].g2)}); physai.engine.set_backend('numpy') collides "
-            "them, physai.collision.ignoring_unsupported(model) leaves them out")
     native.with_constraints(model, lambda: invweight0(model))
 
 

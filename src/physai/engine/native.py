@@ -252,9 +252,10 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             "body_jntnum": _int64((model.jnt_bodyid[:, None] == bodies).sum(axis=0)),
             "body_invweight0": _float64(body_invweight0), "dof_invweight0": _float64(dof_invweight0),
             "meaninertia": float(meaninertia),
-            **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance")},
+            **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance",
+                                                                     "ccd_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
-                                                                   "limit", "contact", "refsafe")},
+                                                                   "limit", "contact", "refsafe", "ccd_iterations")},
             "opt_elliptic": int(opt.cone == "elliptic"), **collision_fields(model)}
 
 
@@ -263,10 +264,10 @@ def collision_fields(model: Model) -> dict:
     (body_offset), the geoms (geom_type, geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
     friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
-    it leaves out (collision.left_out: missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
+    without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
     and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes (geom_dataid, Meshes' mesh_*)."""
     G = model.geoms
-    pairs, missing = collision.candidates(model)[0], collision.left_out(model)
+    pairs, missing = collision.candidates(model)
     params = [collision.contact_parameters(model, c.g1, c.g2, c.ipair) for c in pairs]
     floats = np.array([np.r_[margin, gap, friction, solref, reffric, solimp]
                        for _, friction, solref, reffric, solimp, margin, gap in params]).reshape(-1, 16)
