@@ -169,6 +169,22 @@ def test_trajectory_matches_mj_step(backend):
     assert err < 1e-9, f"qpos differs from mj_step's by {err:.3g}"
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_coincident_geoms_terminate_as_mujoco(backend):
+    """Coincident geoms of every pair (the same centre and axes): both backends end, with mj_collision's contacts."""
+    for kind1, kind2 in PAIRS:
+        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, 3))
+        d, model = mujoco.MjData(m), engine.from_mujoco(m)
+        q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        ref, mine = collision.from_mujoco(m, d), run(backend, collision.detect, model, q)
+        assert mine.geom.tolist() == ref.geom.tolist(), f"{kind1}-{kind2}"
+        for name in ("pos", "frame", "dist"):
+            assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, f"{kind1}-{kind2}: {name}"
+
+
 def test_large_hulls_match_mj_collision():
     """A sphere and an ellipsoid against convex meshes of 400 hull vertices (the support climbs the hull's graph):
     the same contacts as mj_collision, within AGREE."""
