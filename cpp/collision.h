@@ -196,6 +196,8 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     w.found.clear();
     Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
+    pair.type1 = m.geom_type[g1], pair.type2 = m.geom_type[g2];
+    pair.ccd_tolerance = m.opt_ccd_tolerance, pair.ccd_iterations = m.opt_ccd_iterations;
     ConvexMesh mesh;
     if (m.geom_type[g2] == GEOM_MESH) {
         if (m.geom_dataid[g2] < 0) return;                            // not a candidate collision.candidates makes

@@ -121,6 +121,8 @@ struct Model {
     // tolerance and iterations, the line search's, and which constraints are on
     double opt_timestep = 0.002, opt_impratio = 1.0, opt_tolerance = 1e-8, opt_ls_tolerance = 0.01;
     int64_t opt_iterations = 100, opt_ls_iterations = 50;
+    double opt_ccd_tolerance = 1e-6;                  // GJK/EPA's tolerance and iteration limit (convex.h)
+    int64_t opt_ccd_iterations = 35;
     bool opt_elliptic = false, opt_equality = true, opt_frictionloss = true, opt_limit = true, opt_contact = true,
          opt_refsafe = true;
 };

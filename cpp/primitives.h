@@ -100,6 +100,9 @@ struct Pair {
     const double *pos1, *mat1, *size1, *pos2, *mat2, *size2;
     double margin;
     const ConvexMesh *mesh2 = nullptr;
+    int64_t type1 = 0, type2 = 0;                     // the geoms' types and GJK's settings (the convex pairs, convex.h)
+    double ccd_tolerance = 1e-6;
+    int64_t ccd_iterations = 35;
 };
 
 inline void plane_sphere(const Pair &p, std::vector<PreContact> &out) {
@@ -780,7 +783,10 @@ inline void box_box(const Pair &p, std::vector<PreContact> &out) {
 
 // the narrow phase of a pair of geom types (geom 1 the lower type; primitives.FUNCTIONS), or nullptr
 using Narrow = void (*)(const Pair &, std::vector<PreContact> &);
+inline bool is_convex_pair(int64_t t1, int64_t t2);                      // convex.h
+void convex_pair(const Pair &p, std::vector<PreContact> &out);
 inline Narrow narrow_phase(int64_t t1, int64_t t2) {
+    if (is_convex_pair(t1, t2)) return convex_pair;                       // GJK/EPA (convex.h)
     if (t1 == GEOM_PLANE) {
         return t2 == GEOM_SPHERE ? plane_sphere : t2 == GEOM_CAPSULE ? plane_capsule : t2 == GEOM_CYLINDER ? plane_cylinder
              : t2 == GEOM_BOX ? plane_box : t2 == GEOM_ELLIPSOID ? plane_ellipsoid : t2 == GEOM_MESH ? plane_mesh : nullptr;
@@ -796,3 +802,5 @@ inline Narrow narrow_phase(int64_t t1, int64_t t2) {
 
 }  // namespace
 }  // namespace physai
+
+#include "convex.h"                               // the convex pairs narrow_phase names

@@ -20,10 +20,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = [
     ["physai", "physai.exceptions"],
     ["physai.spatial", "physai.validation", "physai.linalg", "physai.extras"],
-    ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks"],
+    ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks", "physai.engine.gjk"],
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
-    ["physai.engine.urdf"],
+    ["physai.engine.urdf", "physai.engine.convex"],
     ["physai.engine.loaders"],
     ["physai.engine.smooth", "physai.engine.support"],
     ["physai.engine.collision"],

@@ -13,6 +13,7 @@ from physai import collision, engine, integrators, models
 from physai.engine import collision as engine_collision
 from physai.engine import native, smooth
 from physai.engine.geoms import TYPE_NAMES
+from physai.engine.convex import CONVEX_PAIRS
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from helpers import run
@@ -24,7 +25,7 @@ FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solref
 
 def supported(m: mujoco.MjModel, g1: int, g2: int) -> bool:
     pair = tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2]))))
-    return pair in FUNCTIONS
+    return pair in FUNCTIONS or pair in CONVEX_PAIRS
 
 
 def mujoco_contacts(m, d) -> collision.ContactSet:

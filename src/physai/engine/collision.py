@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from physai import joints
+from physai.engine import convex
 from physai.engine.contact import ContactSet
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
@@ -65,8 +66,22 @@ def candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
     return model.kept("collision_candidates", _candidates)
 
 
+def narrow_functions(model: Model) -> dict:
+    """{(type1, type2): the pair's narrow phase}: primitives.FUNCTIONS and the convex pairs by GJK/EPA
+    (convex.functions, with the model's ccd_tolerance and ccd_iterations); made once per model."""
+    return model.kept("collision_functions", lambda m: {
+        **FUNCTIONS, **convex.functions(m.opt.ccd_tolerance, m.opt.ccd_iterations)})
+
+
+def convex_candidates(model: Model) -> list[Candidate]:
+    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS)."""
+    types = model.geoms.geom_type
+    return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in convex.CONVEX_PAIRS]
+
+
 def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
     G = model.geoms
+    functions = narrow_functions(model)
     types, body = G.geom_type.tolist(), (G.geom_bodyid + 1).tolist()
     n = model.nbody + 1
     geoms_of = [[] for _ in range(n)]
@@ -115,7 +130,7 @@ def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
         key = (types[a], types[b])
         if key[0] == PLANE and key[1] in (PLANE, HFIELD) or key == (HFIELD, HFIELD):
             continue                                                    # no collision function in MuJoCo either
-        if key not in FUNCTIONS or key[1] == MESH and G.geom_dataid[b] < 0:       # a mesh geom without its mesh
+        if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0:       # a mesh geom without its mesh
             missing.append((a, b))
             continue
         out.append(Candidate(a, b, ipair))
@@ -225,6 +240,9 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     G = model.geoms
     problems = list(G.unsupported)
     missing = candidates(model)[1]
+    if not G.nativeccd and convex_candidates(model):
+        problems.append("MuJoCo's older libccd convex collision (mjDSBL_NATIVECCD set; physai collides convex pairs "
+                        "as MuJoCo's native GJK/EPA does)")
     if missing and not (ignore_unsupported or G.ignore_unsupported):
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
@@ -378,13 +396,13 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     xpos, xmat = geom_poses(model, q)
     warn_near(model, [k for k, (g1, g2) in enumerate(candidates(model)[1])
                       if may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
-    shape = model.kept("collision_shapes", _shapes)
+    shape, functions = model.kept("collision_shapes", _shapes), narrow_functions(model)
     for c in tested(model, xpos):
         g1, g2 = c.g1, c.g2
         condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, c.ipair)
         if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):
             continue
-        function = FUNCTIONS[(int(G.geom_type[g1]), int(G.geom_type[g2]))]
+        function = functions[(int(G.geom_type[g1]), int(G.geom_type[g2]))]
         for dist, pos, normal, tangent in function(xpos[g1], xmat[g1], shape[g1], xpos[g2], xmat[g2], shape[g2], margin + gap):
             if dist >= margin:                                          # MuJoCo's exclude: in the gap
                 continue

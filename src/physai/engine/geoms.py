@@ -26,6 +26,8 @@ explicit pairs:
     exclude          frozenset of (body, body) pairs (physai's indices, the smaller first) never tested (<exclude>)
     filterparent     MuJoCo's parent filter on: a body does not touch its parent (mjDSBL_FILTERPARENT off)
     midphase         MuJoCo's midphase on (mjDSBL_MIDPHASE off): it sorts the contacts of a multi-geom body pair
+    nativeccd        MuJoCo's native GJK/EPA collides the convex pairs (mjDSBL_NATIVECCD off; on: its older libccd,
+                     which physai refuses for them)
     unsupported      what the source has that physai's collision does not model (adhesion, flexes, ...): detect refuses
     ignore_unsupported  detect leaves out the geom pairs it has no narrow phase for (warning when one may touch)
                      instead of refusing the model (physai.collision.ignoring_unsupported sets it)
@@ -223,6 +225,7 @@ class Geoms:
     exclude: frozenset = frozenset()
     filterparent: bool = True
     midphase: bool = True
+    nativeccd: bool = True
     unsupported: tuple = ()
     ignore_unsupported: bool = False
 

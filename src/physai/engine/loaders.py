@@ -122,7 +122,8 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
         pair_friction=m.pair_friction.copy(), pair_solref=m.pair_solref.copy(), pair_solreffriction=m.pair_solreffriction.copy(),
         pair_solimp=m.pair_solimp.copy(), pair_margin=m.pair_margin.copy(), pair_gap=m.pair_gap.copy(), geom_dataid=dataid,
         meshes=meshes, exclude=exclude,
-        filterparent=not off & bit.mjDSBL_FILTERPARENT, midphase=not off & bit.mjDSBL_MIDPHASE, unsupported=tuple(unsupported))
+        filterparent=not off & bit.mjDSBL_FILTERPARENT, midphase=not off & bit.mjDSBL_MIDPHASE,
+        nativeccd=not off & bit.mjDSBL_NATIVECCD, unsupported=tuple(unsupported))
 
 
 def geom_frames(m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
@@ -226,7 +227,8 @@ def options_from_mujoco(m: mujoco.MjModel) -> Options:
                    tolerance=float(m.opt.tolerance), iterations=int(m.opt.iterations), ls_tolerance=float(m.opt.ls_tolerance),
                    ls_iterations=int(m.opt.ls_iterations), equality=on(bit.mjDSBL_EQUALITY),
                    frictionloss=on(bit.mjDSBL_FRICTIONLOSS), limit=on(bit.mjDSBL_LIMIT), contact=on(bit.mjDSBL_CONTACT),
-                   refsafe=not off & bit.mjDSBL_REFSAFE)
+                   refsafe=not off & bit.mjDSBL_REFSAFE, ccd_tolerance=float(m.opt.ccd_tolerance),
+                   ccd_iterations=int(m.opt.ccd_iterations))
 
 
 def _equalities_from_mujoco(m: mujoco.MjModel) -> tuple[list[EqualitySpec], tuple]:

@@ -106,7 +106,8 @@ class Options:
     integrator and eulerdamp (which step invdiscrete inverts: physai.integrators' names; MuJoCo's mjDSBL_EULERDAMP off),
     impratio (friction-to-normal impedance ratio), cone ("pyramidal" or "elliptic"), the solver's tolerance, iterations,
     ls_tolerance and ls_iterations (MuJoCo's Newton defaults), and which constraints are on (MuJoCo's disable flags
-    off): equality, frictionloss, limit, contact, refsafe (time constants raised to at least 2 timesteps)."""
+    off): equality, frictionloss, limit, contact, refsafe (time constants raised to at least 2 timesteps); ccd_tolerance
+    [m] and ccd_iterations of the convex pairs' GJK and EPA (MuJoCo's defaults)."""
 
     timestep: float = 0.002
     integrator: str = "euler"
@@ -122,6 +123,8 @@ class Options:
     limit: bool = True
     contact: bool = True
     refsafe: bool = True
+    ccd_tolerance: float = 1e-6
+    ccd_iterations: int = 35
 
 
 @dataclass

@@ -57,12 +57,13 @@ def check(model) -> None:
 def check_options(opt) -> None:
     """InvalidModelError unless opt's timestep is finite and > 0, its impratio and tolerances finite and >= 0 and its
     iteration counts whole numbers in 0..2**31 - 1 (MuJoCo's int)."""
-    for name, positive in (("timestep", True), ("impratio", False), ("tolerance", False), ("ls_tolerance", False)):
+    for name, positive in (("timestep", True), ("impratio", False), ("tolerance", False), ("ls_tolerance", False),
+                           ("ccd_tolerance", False)):
         value = getattr(opt, name)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) or \
                 value < 0 or (positive and value == 0):
             raise InvalidModelError(f"opt.{name} is {value!r}: expected a finite number {'> 0' if positive else '>= 0'}")
-    for name in ("iterations", "ls_iterations"):
+    for name in ("iterations", "ls_iterations", "ccd_iterations"):
         value = getattr(opt, name)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_ITERATIONS:
             raise InvalidModelError(f"opt.{name} is {value!r}: expected a whole number in 0..{MAX_ITERATIONS}")

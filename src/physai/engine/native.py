@@ -253,9 +253,10 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             "body_jntnum": _int64((model.jnt_bodyid[:, None] == bodies).sum(axis=0)),
             "body_invweight0": _float64(body_invweight0), "dof_invweight0": _float64(dof_invweight0),
             "meaninertia": float(meaninertia),
-            **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance")},
+            **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance",
+                                                                     "ccd_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
-                                                                   "limit", "contact", "refsafe")},
+                                                                   "limit", "contact", "refsafe", "ccd_iterations")},
             "opt_elliptic": int(opt.cone == "elliptic"), **collision_fields(model)}
 
 

@@ -1,0 +1,162 @@
+"""Convex pairs by GJK and EPA, the NumPy text of MuJoCo 4's engine_collision_convex.c (native CCD, one contact).
+
+    Shape(kind, pos, mat, shape, margin)    a geom as GJK sees it (MuJoCo's mjCCDObj): its support function
+    sphere_support ... mesh_support_point   the support functions: the geom's point farthest along a unit direction
+    convex(kind1, kind2, pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations)
+                                            MuJoCo's mjc_Convex: the pair's contact (physai.engine.gjk's ccd)
+    functions(opt)                          the narrow phase of each pair CONVEX_PAIRS lists, with the model's
+                                            ccd_tolerance and ccd_iterations
+
+The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
+contact: a sphere or an ellipsoid with a convex geom (a sphere or an ellipsoid has no face or edge for MuJoCo's
+multi-contact; measured with MuJoCo 4.0: at most one contact for these pairs). Each geom is grown by half the pair's
+margin (support points moved out along the direction) so that contacts within the margin are found; a contact's
+distance is the margin plus GJK/EPA's signed distance. MuJoCo's mjc_fixNormal belongs to its older libccd path
+(mjDSBL_NATIVECCD), which physai refuses, and is not here.
+"""
+
+import functools
+import math
+
+import numpy as np
+
+from physai.engine import gjk
+from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, SPHERE
+from physai.engine.primitives import MINVAL, mat_t_times_mj, mat_times_mj, mesh_support
+
+MINVAL2 = MINVAL * MINVAL
+
+
+def sphere_support(obj, d: np.ndarray) -> np.ndarray:
+    """A sphere's point farthest along d: p + r d."""
+    return obj.size[0] * d + obj.pos
+
+
+def point_support(obj, d: np.ndarray) -> np.ndarray:
+    """A sphere collided as its centre: p."""
+    return obj.pos.copy()
+
+
+def line_support(obj, d: np.ndarray) -> np.ndarray:
+    """A capsule collided as its segment: the end p +- h z along d."""
+    z = obj.mat[:, 2]
+    along = z[0] * d[0] + z[1] * d[1] + z[2] * d[2]
+    return z * (obj.size[1] if along >= 0 else -obj.size[1]) + obj.pos
+
+
+def _to_world(obj, local: np.ndarray) -> np.ndarray:
+    """R local + p."""
+    return mat_times_mj(obj.mat, local) + obj.pos
+
+
+def capsule_support(obj, d: np.ndarray) -> np.ndarray:
+    """A capsule's: r d_local + (0, 0, +-h), in the world."""
+    local = mat_t_times_mj(obj.mat, d)
+    out = local * obj.size[0]
+    out[2] += obj.size[1] if local[2] >= 0 else -obj.size[1]
+    return _to_world(obj, out)
+
+
+def ellipsoid_support(obj, d: np.ndarray) -> np.ndarray:
+    """An ellipsoid's (semi-axes a): a * u / |u| with u = a * d_local (the x axis's end when u is below 1e-15)."""
+    local = mat_t_times_mj(obj.mat, d)
+    a = obj.size
+    u = local * a
+    norm2 = u[0] * u[0] + u[1] * u[1] + u[2] * u[2]
+    if norm2 < MINVAL2:
+        return obj.mat[:, 0] * a[0] + obj.pos
+    return _to_world(obj, u * ((1 / math.sqrt(norm2)) * a))
+
+
+def cylinder_support(obj, d: np.ndarray) -> np.ndarray:
+    """A cylinder's: the rim point r d_xy / |d_xy| (the axis when d_xy is below 1e-15) at the cap z = +-h along d."""
+    local = mat_t_times_mj(obj.mat, d)
+    n2 = local[0] * local[0] + local[1] * local[1]
+    scale = obj.size[0] / math.sqrt(n2) if n2 >= MINVAL2 else 0.0
+    return _to_world(obj, np.array([scale * local[0], scale * local[1], obj.size[1] if local[2] >= 0 else -obj.size[1]]))
+
+
+def box_support(obj, d: np.ndarray) -> np.ndarray:
+    """A box's corner along d; obj.vertex its id (bit k: the + side of axis k)."""
+    local = mat_t_times_mj(obj.mat, d)
+    corner = np.where(local >= 0, obj.size, -obj.size)
+    obj.vertex = int(corner[0] > 0) | int(corner[1] > 0) << 1 | int(corner[2] > 0) << 2
+    return _to_world(obj, corner)
+
+
+def mesh_support_point(obj, d: np.ndarray) -> np.ndarray:
+    """A convex mesh's vertex along d (primitives.mesh_support: the hull graph's climb); obj.vertex its id."""
+    obj.vertex = mesh_support(obj.mesh, mat_t_times_mj(obj.mat, d))
+    return _to_world(obj, obj.mesh.vert[obj.vertex])
+
+
+SUPPORTS = {SPHERE: sphere_support, CAPSULE: capsule_support, ELLIPSOID: ellipsoid_support, CYLINDER: cylinder_support,
+            BOX: box_support, MESH: mesh_support_point}
+
+
+class Shape:
+    """A geom for GJK (MuJoCo's mjCCDObj): kind, pos (3,) [m], mat (3, 3), size (3,) (a mesh: its ConvexMesh in mesh),
+    margin [m] (the geom grown by half of it), support(d) its support function, vertex the id of the last support
+    point's corner or vertex (a box or a mesh; else -1). polytope: a box or a mesh; rounded: a sphere or a capsule,
+    which ccd first collides as its centre point or segment (shrink, restore), as it does a geom with a margin
+    without it."""
+
+    def __init__(self, kind: int, pos: np.ndarray, mat: np.ndarray, shape, margin: float):
+        self.kind, self.pos, self.mat, self.margin, self.vertex = kind, pos, mat, margin, -1
+        self.mesh = shape if kind == MESH else None
+        self.size = None if kind == MESH else shape
+        self.polytope, self.rounded = kind in (BOX, MESH), kind in (SPHERE, CAPSULE)
+        self._support = SUPPORTS[kind]
+        self._saved = None
+
+    def support(self, d: np.ndarray) -> np.ndarray:
+        """The geom's point farthest along the unit direction d (3,) [m], world frame."""
+        return self._support(self, d)
+
+    def shrink(self) -> float:
+        """The geom without its margin, a sphere as its centre and a capsule as its segment; what was taken off its
+        surface: half the margin, plus the radius of a sphere or capsule."""
+        self._saved = (self._support, self.margin)
+        full = 0.5 * self.margin
+        if self.rounded:
+            full += self.size[0]
+            self._support = point_support if self.kind == SPHERE else line_support
+        self.margin = 0.0
+        return full
+
+    def restore(self) -> None:
+        """The support function and margin shrink took."""
+        if self._saved is not None:
+            self._support, self.margin = self._saved
+            self._saved = None
+
+
+def convex(kind1: int, kind2: int, pos1, mat1, shape1, pos2, mat2, shape2, margin: float, tolerance: float,
+           iterations: int) -> list:
+    """MuJoCo's mjc_Convex with native CCD, one contact: [(dist [m], pos (3,), normal (3,), tangent (3,))] when the two
+    geoms, each grown by margin / 2, overlap (gjk.ccd's distance below 0), else []. dist = margin + ccd's distance,
+    pos halfway between the witness points, normal along x1 - x2 (from geom 1 into geom 2)."""
+    obj1, obj2 = Shape(kind1, pos1, mat1, shape1, margin), Shape(kind2, pos2, mat2, shape2, margin)
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # degenerate input: C's IEEE answers
+        status = gjk.ccd(obj1, obj2, tolerance, iterations)
+    if not status.dist < 0 or not status.nx:
+        return []
+    normal = status.x1 - status.x2
+    length = gjk.norm3(normal)
+    normal = normal * (1 / length) if length >= MINVAL else np.array([1.0, 0.0, 0.0])
+    return [(margin + status.dist, (status.x1 + status.x2) * 0.5, normal, np.zeros(3))]
+
+
+CONVEX_PAIRS = ((SPHERE, ELLIPSOID), (SPHERE, MESH), (CAPSULE, ELLIPSOID), (ELLIPSOID, ELLIPSOID),
+                (ELLIPSOID, CYLINDER), (ELLIPSOID, BOX), (ELLIPSOID, MESH))
+
+
+def functions(tolerance: float, iterations: int) -> dict:
+    """{(type1, type2): the narrow phase of that pair (primitives' signature)} for CONVEX_PAIRS, with ccd_tolerance
+    and ccd_iterations."""
+    return {pair: functools.partial(_pair, pair, tolerance, iterations) for pair in CONVEX_PAIRS}
+
+
+def _pair(kinds: tuple, tolerance: float, iterations: int, pos1, mat1, shape1, pos2, mat2, shape2, margin) -> list:
+    """convex() in the narrow phase's signature."""
+    return convex(kinds[0], kinds[1], pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations)

@@ -1,0 +1,223 @@
+"""The convex pairs by GJK/EPA (physai.engine.gjk, physai.engine.convex) against MuJoCo 4's mj_collision, computed
+here: random scenes of each pair (random sizes, poses, margins and gaps, apart, resting and interpenetrating), the
+contact count and geom pairs, and the positions, frames and distances where the counts agree; a short mj_step
+trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h).
+
+Tolerances. physai's text follows MuJoCo 4.0's algorithm (its 3.x source with the changes 4.0's library shows: a
+geom's margin taken off before GJK and added back, the nearest point moved to the origin's projection, EPA ending
+when a support point closes the gap). Where both stop on the same iterate the contacts agree to rounding (1e-13, EPA
+included). GJK's distance between a point and a curved surface converges slowly; it stops when |x_k| changes by less
+than 1e-15 between iterations, a rounding-level test, so the two codes, summing in different orders, can stop one
+iteration apart: the distance (second order in the witness points' error) still agrees to 1e-11, the witness points
+(the contact's position and normal) move along the surface by up to 2.5e-5. The tests hold every distance to 1e-9
+(AGREE), positions and frames to 1e-9 in at least CLOSE of the contacts and to WITNESS_TOL in all.
+"""
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import collision, engine, integrators
+from physai.engine import convex, gjk
+from physai.engine.geoms import ELLIPSOID, SPHERE
+from physai.exceptions import UnsupportedModelError
+from helpers import run
+from scenes import convex_points
+
+KINDS = {"sphere": SPHERE, "ellipsoid": ELLIPSOID}
+PAIRS = [("sphere", "ellipsoid"), ("sphere", "mesh"), ("capsule", "ellipsoid"), ("ellipsoid", "ellipsoid"),
+         ("ellipsoid", "cylinder"), ("ellipsoid", "box"), ("ellipsoid", "mesh")]
+SCENES = 40
+AGREE = 1e-9
+CLOSE = 0.9
+WITNESS_TOL = 1e-4
+
+
+def size(kind: str, rng: np.random.Generator) -> str:
+    """A random size attribute of a geom kind [m]."""
+    if kind == "sphere":
+        return f"{rng.uniform(0.02, 0.12):.4f}"
+    if kind in ("capsule", "cylinder"):
+        return f"{rng.uniform(0.02, 0.1):.4f} {rng.uniform(0.02, 0.12):.4f}"
+    return " ".join(f"{x:.4f}" for x in rng.uniform(0.02, 0.12, 3))
+
+
+def pair_scene(kind1: str, kind2: str, seed: int) -> str:
+    """Two free bodies with one geom each (a mesh: a random convex hull or prism), random sizes, margins and gaps."""
+    rng = np.random.default_rng(seed)
+    assets, geoms = [], []
+    for k, kind in enumerate((kind1, kind2)):
+        margin, gap = rng.choice([0, 0, 0.01, 0.03]), rng.choice([0, 0, 0.005])
+        if kind == "mesh":
+            points = " ".join(f"{x:.5f}" for x in convex_points(str(rng.choice(["hull", "prism", "apex"])), rng).ravel())
+            assets.append(f'<mesh name="m{k}" vertex="{points}"/>')
+            shape = f'type="mesh" mesh="m{k}"'
+        else:
+            shape = f'type="{kind}" size="{size(kind, rng)}"'
+        geoms.append(f'<body><freejoint/><geom {shape} margin="{margin}" gap="{gap}"/></body>')
+    return f"<mujoco><asset>{''.join(assets)}</asset><worldbody>{''.join(geoms)}</worldbody></mujoco>"
+
+
+def random_states(m: mujoco.MjModel, rng: np.random.Generator, n: int) -> list:
+    """n qpos of the two free bodies: random orientations, the second within about its size of the first."""
+    out = []
+    reach = 0.5 * (m.geom_rbound[0] + m.geom_rbound[1])
+    for _ in range(n):
+        q = np.zeros(m.nq)
+        for b in range(2):
+            quat = rng.normal(size=4)
+            q[7 * b + 3:7 * b + 7] = quat / np.linalg.norm(quat)
+        q[7:10] = rng.normal(size=3) * reach
+        out.append(q)
+    return out
+
+
+def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy") -> dict:
+    """Counts and errors of physai's contacts (on the backend) against mj_collision's on random scenes of a pair:
+    states, agree (same count and geom pairs), contacts (where they agree), close (within AGREE in every field),
+    max_pos, max_frame, max_dist (the largest errors)."""
+    out = dict(states=0, agree=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0)
+    for seed in seeds:
+        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed))
+        d = mujoco.MjData(m)
+        model = engine.from_mujoco(m)
+        for q in random_states(m, np.random.default_rng(seed), per_scene):
+            d.qpos[:] = q
+            mujoco.mj_kinematics(m, d)
+            mujoco.mj_collision(m, d)
+            ref = collision.from_mujoco(m, d)
+            mine = run(backend, collision.detect, model, q)
+            out["states"] += 1
+            if mine.geom.tolist() != ref.geom.tolist():
+                continue
+            out["agree"] += 1
+            for k in range(len(ref)):
+                errs = (np.abs(mine.pos[k] - ref.pos[k]).max(), np.abs(mine.frame[k] - ref.frame[k]).max(),
+                        abs(mine.dist[k] - ref.dist[k]))
+                out["contacts"] += 1
+                out["close"] += int(max(errs) <= AGREE)
+                for name, err in zip(("max_pos", "max_frame", "max_dist"), errs):
+                    out[name] = max(out[name], float(err))
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", PAIRS)
+def test_pairs_match_mj_collision(kind1, kind2, backend):
+    """Each pair, on both backends: the same contact count and geom pairs as mj_collision in at least 99% of the
+    states; where they agree, distances within AGREE, positions and frames within AGREE in CLOSE of the contacts and
+    WITNESS_TOL in all."""
+    r = compare(kind1, kind2, range(SCENES), backend=backend)
+    where = f"{kind1}-{kind2}: {r}"
+    assert r["agree"] >= 0.99 * r["states"], where
+    assert r["contacts"] > 0.2 * r["states"], where
+    assert r["max_dist"] <= AGREE, where
+    assert r["close"] >= CLOSE * r["contacts"], where
+    assert max(r["max_pos"], r["max_frame"]) <= WITNESS_TOL, where
+
+
+def test_mujoco_gives_one_contact_for_these_pairs():
+    """MuJoCo 4 (multiccd on) returns at most one contact for each pair collided here: the pairs of multi-contact
+    stay refused until it exists."""
+    for kind1, kind2 in PAIRS:
+        for seed in range(10):
+            m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed))
+            d = mujoco.MjData(m)
+            for q in random_states(m, np.random.default_rng(seed), 4):
+                d.qpos[:] = q
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_collision(m, d)
+                assert d.ncon <= 1, f"{kind1}-{kind2}: MuJoCo found {d.ncon} contacts"
+
+
+@pytest.mark.parametrize("kind1,kind2", [("sphere", "ellipsoid"), ("ellipsoid", "ellipsoid")])
+def test_degenerate_input_terminates(kind1, kind2):
+    """Zero-size and coincident geoms: GJK and EPA end within their iteration limits, with a finite answer or none."""
+    mat = np.eye(3)
+    for size1, size2, offset in ((np.zeros(3), np.zeros(3), np.zeros(3)), (np.full(3, 0.1), np.full(3, 0.1), np.zeros(3)),
+                                 (np.zeros(3), np.full(3, 0.1), np.array([0.05, 0, 0])),
+                                 (np.full(3, 0.1), np.array([0.1, 0.0, 0.0]), np.array([1e-12, 0, 0]))):
+        obj1 = convex.Shape(KINDS[kind1], np.zeros(3), mat, size1, 0.0)
+        obj2 = convex.Shape(KINDS[kind2], offset, mat, size2, 0.0)
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            status = gjk.ccd(obj1, obj2, 1e-6, 35)
+        assert status.gjk_iterations <= 35 and status.epa_iterations <= 35
+        contacts = convex.convex(KINDS[kind1], KINDS[kind2], np.zeros(3), mat, size1, offset, mat, size2, 0.0, 1e-6, 35)
+        assert all(np.isfinite(c[0]) and np.isfinite(c[1]).all() for c in contacts)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_trajectory_matches_mj_step(backend):
+    """Ellipsoids dropped on a sphere and an ellipsoid, 100 steps: physai's simulate beside mj_step."""
+    xml = """<mujoco><option timestep="0.002"/><worldbody>
+      <geom type="sphere" size="0.1" pos="0 0 0"/><geom type="ellipsoid" size="0.2 0.1 0.05" pos="0.3 0 0"/>
+      <body pos="0.05 0.02 0.2" euler="0.3 0.2 0.1"><freejoint/><geom type="ellipsoid" size="0.06 0.04 0.05"/></body>
+      <body pos="0.32 0 0.15"><freejoint/><geom type="ellipsoid" size="0.05 0.03 0.04"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    model = engine.from_mujoco(m)
+    steps, touching = 100, 0
+    Q = [d.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        touching += d.ncon > 0
+    trajectory = run(backend, integrators.simulate, model, Q[0], np.zeros(model.nv), m.opt.timestep, steps,
+                     constraints=True)
+    err = np.abs(trajectory.q - np.array(Q)).max()
+    assert touching > steps // 4, f"only {touching} steps with contacts"
+    assert err < 1e-9, f"qpos differs from mj_step's by {err:.3g}"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_coincident_geoms_terminate_as_mujoco(backend):
+    """Coincident geoms of every pair (the same centre and axes): both backends end, with mj_collision's contacts."""
+    for kind1, kind2 in PAIRS:
+        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, 3))
+        d, model = mujoco.MjData(m), engine.from_mujoco(m)
+        q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        ref, mine = collision.from_mujoco(m, d), run(backend, collision.detect, model, q)
+        assert mine.geom.tolist() == ref.geom.tolist(), f"{kind1}-{kind2}"
+        for name in ("pos", "frame", "dist"):
+            assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, f"{kind1}-{kind2}: {name}"
+
+
+def test_large_hulls_match_mj_collision():
+    """A sphere and an ellipsoid against convex meshes of 400 hull vertices (the support climbs the hull's graph):
+    the same contacts as mj_collision, within AGREE."""
+    rng = np.random.default_rng(5)
+    for seed in range(4):
+        points = rng.normal(size=(400, 3))
+        points *= rng.uniform(0.05, 0.1, 3) / np.linalg.norm(points, axis=1)[:, None]
+        vertices = " ".join(f"{x:.5f}" for x in points.ravel())
+        for other, size in (("sphere", "0.05"), ("ellipsoid", "0.05 0.03 0.04")):
+            m = mujoco.MjModel.from_xml_string(
+                f'<mujoco><asset><mesh name="m" vertex="{vertices}"/></asset><worldbody><body><freejoint/><geom '
+                f'type="{other}" size="{size}" margin="{rng.choice([0, 0.01])}"/></body><body><freejoint/><geom '
+                'type="mesh" mesh="m"/></body></worldbody></mujoco>')
+            d, model = mujoco.MjData(m), engine.from_mujoco(m)
+            for q in random_states(m, np.random.default_rng(seed), 5):
+                d.qpos[:] = q
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_collision(m, d)
+                ref, mine = collision.from_mujoco(m, d), run("numpy", collision.detect, model, q)
+                assert mine.geom.tolist() == ref.geom.tolist()
+                for name in ("pos", "frame", "dist"):
+                    assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
+
+
+def test_libccd_is_refused_by_name():
+    """MuJoCo's older libccd path (nativeccd disabled) for a model with GJK pairs: UnsupportedModelError naming it."""
+    m = mujoco.MjModel.from_xml_string(pair_scene("sphere", "ellipsoid", 0).replace(
+        "<mujoco>", '<mujoco><option><flag nativeccd="disable"/></option>'))
+    model = engine.from_mujoco(m)
+    with pytest.raises(UnsupportedModelError, match="mjDSBL_NATIVECCD"):
+        run("numpy", collision.detect, model, np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 0.5, 1, 0, 0, 0])
+
+
+if __name__ == "__main__":                       # the accuracy table of the closing note
+    for pair in PAIRS:
+        print(*pair, compare(*pair, range(60)))
