@@ -227,7 +227,7 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     int st = velocity_stages(m, d, q, qd);
     if (st != OK) return st;
     rne(m, d, qd, (const T *)nullptr, tmp);
-    passive_force(m, q, qd, f);
+    damper_spring_force(m, q, qd, f);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
     body_forces(m, d, f, tmp);                                         // gravcomp, fluid (passive.h); tmp read already
     if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f, tmp);   // tmp (the bias) read already

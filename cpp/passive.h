@@ -17,7 +17,7 @@ constexpr double FLUID_MINVAL = 1e-15;               // MuJoCo's mjMINVAL: the f
 constexpr double FLUID_PI = 3.14159265358979323846;
 
 // f = -damping qd - k (q - springref) (passive.damper_spring_force)
-template <class T> void passive_force(const Model &m, const T *q, const T *qd, T *f) {
+template <class T> void damper_spring_force(const Model &m, const T *q, const T *qd, T *f) {
     for (int j = 0; j < m.nv; j++) f[j] = -m.dof_damping[j] * qd[j];
     for (int k = 0; k < m.nspring; k++)
         f[m.spring_dofadr[k]] = f[m.spring_dofadr[k]] - m.spring_stiffness[k] * (q[m.spring_qposadr[k]] - m.spring_ref[k]);

@@ -1,8 +1,10 @@
 """physai.engine.passive against MuJoCo's engine_passive.c, computed live: gravity compensation (gravcomp and
 actuatorgravcomp) and fluid forces (the inertia-box and the ellipsoid models, with density, viscosity and wind) on
 random trees; qfrc_passive, qfrc_gravcomp and qfrc_fluid within 1e-12 relative, a step of the compiled and the NumPy
-engines, and Gymnasium's and dm_control's swimmers over 100 steps of mj_step."""
+engines, the inertia boxes' velocity derivative in implicit steps, and Gymnasium's and dm_control's swimmers (from the
+installed packages) over 100 steps of mj_step."""
 
+import importlib.util
 from pathlib import Path
 
 import mujoco
@@ -15,8 +17,18 @@ from physai.exceptions import UnsupportedModelError
 
 RTOL = 1e-12
 BACKENDS = ("native", "numpy")
-DATA = Path(__file__).resolve().parent / "data"
-SWIMMERS = ("gymnasium_swimmer.xml", "dm_control_swimmer6.xml")
+SWIMMERS = ("gymnasium", "dm_control")
+
+
+def swimmer(source: str) -> mujoco.MjModel:
+    """Gymnasium 1.4's Swimmer (envs/mujoco/assets/swimmer.xml) or dm_control 1.0's 6-body suite swimmer, from the
+    installed packages (the dev group's)."""
+    if source == "gymnasium":
+        root = Path(importlib.util.find_spec("gymnasium").submodule_search_locations[0])
+        return mujoco.MjModel.from_xml_path(str(root / "envs" / "mujoco" / "assets" / "swimmer.xml"))
+    from dm_control.suite import swimmer as dm_swimmer
+    xml, assets = dm_swimmer.get_model_and_assets(6)
+    return mujoco.MjModel.from_xml_string(xml, assets)
 
 
 def fluid_tree_xml(seed: int, ellipsoid: bool, nbody: int = 6, integrator: str = "Euler") -> str:
@@ -155,11 +167,11 @@ def mj_trajectory(m: mujoco.MjModel, ctrl: np.ndarray, steps: int) -> np.ndarray
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("name", SWIMMERS)
-def test_swimmer_follows_mj_step(name, backend):
+@pytest.mark.parametrize("source", SWIMMERS)
+def test_swimmer_follows_mj_step(source, backend):
     """Gymnasium's Swimmer (RK4, inertia-box fluid, limits) and dm_control's 6-body swimmer (Euler, limits) under a
     constant control in ctrlrange follow mj_step within 1e-8 in q over 100 steps, with their own integrators."""
-    m = mujoco.MjModel.from_xml_path(str(DATA / name))
+    m = swimmer(source)
     ctrl = np.linspace(-0.8, 0.9, m.nu)
     expected = mj_trajectory(m, ctrl, 100)
     # dm_control's swimmer disables contacts, yet physai's collision check still refuses its ellipsoid pairs (issue Q)
@@ -168,6 +180,24 @@ def test_swimmer_follows_mj_step(name, backend):
                constraints=True)
     assert np.abs(traj.q - expected).max() < 1e-8
     assert np.abs(expected[-1] - expected[0]).max() > 1e-3          # it swam
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_fish_without_tendon_springs_follows_mj_step(backend):
+    """dm_control's Fish (a free body in an inertia-box fluid) still needs what physai does not model, its fins' tendon
+    springs, refused by name; without them (stiffness 0 on both sides) it follows mj_step within 1e-8 over 100 steps."""
+    from dm_control.suite import fish
+    m = mujoco.MjModel.from_xml_string(*fish.get_model_and_assets())
+    assert m.opt.density > 0
+    with pytest.raises(UnsupportedModelError, match="tendon stiffness"):
+        engine.from_mujoco(m)
+    m.tendon_stiffness[:] = 0.0
+    ctrl = np.linspace(-0.8, 0.9, m.nu)
+    expected = mj_trajectory(m, ctrl, 100)
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    traj = run(backend, integrators.simulate, model, expected[0], np.zeros(m.nv), steps=100, ctrl=ctrl, energy=False,
+               constraints=True)
+    assert np.abs(traj.q - expected).max() < 1e-8
 
 
 def test_implicit_with_ellipsoid_fluid_is_refused():
