@@ -1,4 +1,4 @@
-// The forces besides the rigid bodies' own (src/physai/forces.py): passive (joint damping and springs), the actuators'
+// The forces besides the rigid bodies' own (src/physai/forces.py; passive forces in cpp/passive.h): the actuators'
 // forces and their velocity derivative, and the joint forces of wrenches applied to bodies. Written once for a number
 // type T as the smooth stages.
 #pragma once
@@ -8,17 +8,11 @@
 
 #include "data.h"
 #include "model.h"
+#include "passive.h"
 #include "spatial.h"
 
 namespace physai {
 namespace {
-
-// f = -damping qd - k (q - springref) (forces.passive_force)
-template <class T> void passive_force(const Model &m, const T *q, const T *qd, T *f) {
-    for (int j = 0; j < m.nv; j++) f[j] = -m.dof_damping[j] * qd[j];
-    for (int k = 0; k < m.nspring; k++)
-        f[m.spring_dofadr[k]] = f[m.spring_dofadr[k]] - m.spring_stiffness[k] * (q[m.spring_qposadr[k]] - m.spring_ref[k]);
-}
 
 // actuator a's length qmoment_a q and velocity moment_a qd, over its arms' nonzero entries (one joint for most)
 template <class T>
@@ -95,16 +89,9 @@ template <class T> void body_wrench_force(const Model &m, const Data<T> &d, cons
         if (l < 0) continue;
         if constexpr (std::is_same_v<T, double>)
             if (w[0] == 0.0 && w[1] == 0.0 && w[2] == 0.0 && w[3] == 0.0 && w[4] == 0.0 && w[5] == 0.0) continue;
-        const T *R = &d.xmat[9 * l], *c = &d.cpos[3 * l];
-        T r[3], rF[3], moment[3];
-        mat3_times(R, &m.body_linkipos[3 * b], r);
-        for (int a = 0; a < 3; a++) r[a] = c[a] + r[a];
-        cross(r, w, rF);
-        for (int a = 0; a < 3; a++) moment[a] = rF[a] + w[3 + a];
-        for (int64_t i = m.link_dofadr[l] + m.link_dofnum[l] - 1; i >= 0; i = m.dof_parentid[i]) {
-            const T *S = &d.cdof[6 * i];
-            f[i] = f[i] + (S[3] * w[0] + S[4] * w[1] + S[5] * w[2] + S[0] * moment[0] + S[1] * moment[1] + S[2] * moment[2]);
-        }
+        T r[3];
+        link_point(d, l, &m.body_linkipos[3 * b], r);
+        apply_force(m, d, l, r, w, w + 3, f);
     }
 }
 

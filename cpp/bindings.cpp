@@ -285,6 +285,15 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.body_rot = f.doubles("body_rot", {B, 3, 3}), m.body_linkipos = f.doubles("body_linkipos", {B, 3});
         int64_t nfree = 0;
         m.free_dofadr = f.ints("free_dofadr", {-1}, &nfree);
+        m.has_gravcomp = f.number("has_gravcomp") != 0;
+        m.body_gravcompforce = f.doubles("body_gravcompforce", {B, 3}), m.dof_gravcompshare = f.doubles("dof_gravcompshare", {V});
+        m.fluid_density = f.number("fluid_density"), m.fluid_viscosity = f.number("fluid_viscosity");
+        const double *wind = f.doubles("fluid_wind", {3});
+        for (int k = 0; k < 3; k++) m.fluid_wind[k] = wind[k];
+        m.fluid_linkid = f.ints("fluid_linkid", {-1}, &m.nfluid);
+        m.fluid_ellipsoid = f.ints("fluid_ellipsoid", {m.nfluid}), m.fluid_linkpos = f.doubles("fluid_linkpos", {m.nfluid, 3});
+        m.fluid_linkrot = f.doubles("fluid_linkrot", {m.nfluid, 3, 3}), m.fluid_size = f.doubles("fluid_size", {m.nfluid, 3});
+        m.fluid_coef = f.doubles("fluid_coef", {m.nfluid, 12});
         m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat), m.nfree = int(nfree);
         f.done();
         if (const char *field = check_model(m)) f.invalid(field, "an index outside the model");

@@ -39,8 +39,9 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     int st = velocity_stages(m, d, q, qd);
     if (st != OK) return st;
     rne(m, d, qd, (const T *)nullptr, tmp);
-    passive_force(m, q, qd, f);
+    damper_spring_force(m, q, qd, f);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
+    body_forces(m, d, f, tmp);                                         // gravcomp, fluid (passive.h); tmp read already
     if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f, tmp);   // tmp (the bias) read already
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
@@ -177,8 +178,8 @@ inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const 
 
 // w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
 // velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
-// D = dA/dqd - B (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free bodies' blocks of M kept
-// in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
+// D = dA/dqd - B + dF/dqd (fluid) (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free
+// bodies' blocks of M kept in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
 // damping: M as it is
 template <class T> void step_matrix(const Model &m, const Actuators &act, SimData<T> &w, double h, int integrator,
                                     bool implicit_damping, const T *qd) {
@@ -195,6 +196,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
     if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D, w.tmp.data());
+    if (m.nfluid) fluid_velocity_derivative(m, d, D, w.tmp.data());   // the inertia boxes' (passive.h)
     if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
         T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
         for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];

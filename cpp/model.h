@@ -62,6 +62,16 @@ struct Model {
     // of mass there (body_pos + body_rot body_ipos: where wrenches act)
     const int64_t *body_linkid = nullptr;
     const double *body_pos = nullptr, *body_rot = nullptr, *body_linkipos = nullptr;      // (nbody, 3), (nbody, 9), (nbody, 3)
+    // passive forces besides joint springs and dampers (cpp/passive.h): gravity compensation's constant force per body
+    // (nbody, 3: -gravcomp m g) and the share of it each dof takes (nv: passive.body_forces); the fluid (density,
+    // viscosity, wind) and its elements (nfluid): link, origin (3) and frame (3, 3) in the link's frame, model (1:
+    // ellipsoid, 0: inertia box), size (3: the box's sides or the semi-axes), coefficients (12: MuJoCo's geom_fluid)
+    bool has_gravcomp = false;
+    const double *body_gravcompforce = nullptr, *dof_gravcompshare = nullptr;
+    int64_t nfluid = 0;
+    double fluid_density = 0, fluid_viscosity = 0, fluid_wind[3] = {0, 0, 0};
+    const int64_t *fluid_linkid = nullptr, *fluid_ellipsoid = nullptr;
+    const double *fluid_linkpos = nullptr, *fluid_linkrot = nullptr, *fluid_size = nullptr, *fluid_coef = nullptr;
     // bodies welded to the world (their gravity moment)
     double static_mass = 0, static_com[3] = {0, 0, 0};
     // the constraint model (physai.engine.constraint, cpp/constraint.h), by the Model's names; set by the bound Model's
@@ -183,6 +193,8 @@ inline const char *check_model(const Model &m) {
         if (m.body_linkid[b] < -1 || m.body_linkid[b] >= m.nlink) return "body_linkid";
     for (int k = 0; k < m.nfree; k++)
         if (m.free_dofadr[k] < 0 || m.free_dofadr[k] + 6 > m.nv) return "free_dofadr";
+    for (int64_t e = 0; e < m.nfluid; e++)
+        if (m.fluid_linkid[e] < -1 || m.fluid_linkid[e] >= m.nlink) return "fluid_linkid";
     return nullptr;
 }
 

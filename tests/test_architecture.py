@@ -23,7 +23,7 @@ LAYERS = [
     ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks", "physai.engine.gjk"],
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
-    ["physai.engine.urdf", "physai.engine.convex"],
+    ["physai.engine.urdf", "physai.engine.convex", "physai.engine.passive"],
     ["physai.engine.loaders"],
     ["physai.engine.smooth", "physai.engine.support"],
     ["physai.engine.collision"],

@@ -48,10 +48,20 @@ def test_tampered_model_exits_1(capsys, monkeypatch):
 def test_errors_exit_2(capsys, tmp_path):
     assert main(["check", "no_such_robot"]) == 2
     assert "no_such_robot" in capsys.readouterr().err
-    gravcomp = tmp_path / "gravcomp.xml"
-    gravcomp.write_text('<mujoco><worldbody><body gravcomp="1"><joint/><geom size="0.1"/></body></worldbody></mujoco>')
-    assert main(["check", str(gravcomp), "--states", "2"]) == 2          # gravity compensation: unsupported
-    assert "gravity compensation" in capsys.readouterr().err
+    tendon = tmp_path / "tendon.xml"
+    tendon.write_text('<mujoco><worldbody><body><joint name="h"/><geom size="0.1"/></body></worldbody>'
+                      '<tendon><fixed stiffness="1"><joint joint="h" coef="1"/></fixed></tendon></mujoco>')
+    assert main(["check", str(tendon), "--states", "2"]) == 2            # tendon stiffness: unsupported
+    assert "tendon stiffness" in capsys.readouterr().err
+
+
+def test_gravity_compensation_and_fluid_pass(capsys, tmp_path):
+    """Gravity compensation and fluid forces (physai.engine.passive): every check passes against MuJoCo."""
+    path = tmp_path / "passive.xml"
+    path.write_text('<mujoco><option density="1000" viscosity="0.01" wind="0.3 0 0"/><worldbody><body gravcomp="0.7">'
+                    '<joint/><geom size="0.1"/><body pos="0 0 -0.3"><joint/><geom type="box" size="0.1 0.05 0.02" '
+                    'fluidshape="ellipsoid"/></body></body></worldbody></mujoco>')
+    assert main(["check", str(path), "--states", "3"]) == 0
 
 
 @pytest.mark.parametrize("name", ["unitree_h1", "unitree_g1"])

@@ -2,7 +2,8 @@
 
     M(q) qdd + c(q, qd) = tau_actuator + tau_passive + tau_applied + J^T f
 
-    passive_force(model, q, qd)                joint dampers and springs            (MuJoCo's qfrc_passive)
+    passive_force(model, q, qd)                dampers, springs, gravity compensation, fluid   (MuJoCo's qfrc_passive)
+    body_passive_forces(model, q, qd)          gravity compensation and fluid forces            (qfrc_gravcomp, qfrc_fluid)
     actuator_force(actuators, q, qd, ctrl)     motors, servos, general actuators    (qfrc_actuator)
     applied_force(model, q, qfrc, xfrc)        forces you push with                 (qfrc_applied + xfrc_applied)
     constraint_force(J, f)                     J^T f of any constraint or contact force f
@@ -16,38 +17,45 @@ d tau_actuator / d qd for implicit integrators.
 import numpy as np
 
 from physai import engine, validation
-from physai.engine import smooth
+from physai.engine import passive, smooth
+from physai.engine.passive import damper_spring_force
 from physai.engine.actuators import Actuators
 from physai.engine.loaders import actuators_from_mujoco
 from physai.engine.support import point_jacobians, point_offsets
 from physai.exceptions import ShapeError
 
 __all__ = ["Actuators", "actuator_force", "actuator_outputs", "actuator_velocity_derivative", "actuators_from_mujoco",
-           "applied_force", "body_wrench_force", "check_xfrc", "clamped_ctrl", "constraint_force", "damper_spring_force",
-           "joint_saturated", "passive_force", "running_actuator_force"]
+           "applied_force", "body_passive_forces", "body_wrench_force", "check_xfrc", "clamped_ctrl", "constraint_force",
+           "damper_spring_force", "joint_saturated", "passive_force", "running_actuator_force"]
 
 # ---- passive forces ----
 
 
 def passive_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """Joint damping and spring forces -damping qd - stiffness (q - springref) (nv,) [N m | N].
+    """MuJoCo's qfrc_passive (nv,) [N m | N]: joint damping and spring forces -damping qd - stiffness (q - springref),
+    gravity compensation (but a joint's with actuatorgravcomp) and fluid forces (physai.engine.passive).
 
-    Damping acts on every dof, springs on hinges and slides. Equals MuJoCo's qfrc_passive on a model whose
-    passive forces are joint dampers and springs only (no gravity compensation, fluid forces, tendon springs or
-    polynomial damping).
+    Damping acts on every dof, springs on hinges and slides (no tendon springs or polynomial damping).
     """
     model = engine.as_model(model)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    return damper_spring_force(model, q, qd)
-
-
-def damper_spring_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """passive_force of a Model for arrays already checked (a simulation's running state), q (nq, ...) and qd (nv, ...):
-    a batch keeps the state index last."""
-    f = -model.dof_damping.reshape((-1,) + (1,) * (qd.ndim - 1)) * qd
-    k = model.spring_stiffness.reshape((-1,) + (1,) * (q.ndim - 1))
-    f[model.spring_dofadr] -= k * (q[model.spring_qposadr] - model.spring_ref.reshape(k.shape))
+    f = damper_spring_force(model, q, qd)
+    if passive.has_body_forces(model):
+        gravcomp, fluid = body_passive_forces(model, q, qd)
+        f = f + model.gravcomp_passive * gravcomp + fluid
     return f
+
+
+def body_passive_forces(model, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(MuJoCo's qfrc_gravcomp, qfrc_fluid) (nv,) each [N m | N]: gravity compensation of every body (all of it: the
+    part a joint's actuatorgravcomp sends into qfrc_actuator included) and fluid forces (physai.engine.passive)."""
+    model = engine.as_model(model)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    d = engine.Data(model)
+    smooth.velocity_stages(model, d, q[:, None], qd[:, None])
+    zero = np.zeros(model.nv)
+    return (passive.gravcomp(model, d)[:, 0] if passive.has_gravcomp(model) else zero,
+            passive.fluid(model, d)[:, 0] if passive.has_fluid(model) else zero)
 
 
 # ---- actuators ----

@@ -82,7 +82,7 @@ import numpy as np
 
 from physai import collision, engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import constraint, forward, native, smooth, solver
+from physai.engine import constraint, forward, native, passive, smooth, solver
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
@@ -146,6 +146,7 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
     given (checked by the caller)."""
     opt = model.opt
     integrator = check_integrator(opt.integrator if integrator is None else integrator)
+    passive.check_integrator(model, integrator)
     dt = opt.timestep if dt is None else dt
     euler_damping = opt.eulerdamp if euler_damping is None else euler_damping
     constraints = model.kept("constraints_by_default", _constraints_by_default) if constraints is None else constraints
@@ -898,7 +899,8 @@ class DynamicsEvaluator:
         backend, without body wrenches: its mass_matrix, bias and potential_energy calls instead)."""
         model, d, x = self.model, self.d, self.inputs
         self.tau = None                                # set again below once this evaluation's forces are known
-        if native.on and x.xfrc_applied is None and np.isfinite(q).all() and np.isfinite(qd).all():
+        if native.on and x.xfrc_applied is None and not passive.has_body_forces(model) and np.isfinite(q).all() and \
+                np.isfinite(qd).all():
             try:
                 M, c, potential = engine.mass_matrix(model, q), engine.bias(model, q, qd), engine.potential_energy(model, q)
             except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check
@@ -917,6 +919,8 @@ class DynamicsEvaluator:
         Q, QD = q[:, None], qd[:, None]
         smooth.velocity_stages(model, d, Q, QD)
         f = forces.damper_spring_force(model, q, qd) - smooth.rne(model, d, QD, None)[:, 0]
+        if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
+            f = f + passive.body_forces(model, d)[:, 0]
         M = smooth.crb(model, d)[:, :, 0]
         if x.actuators is not None:
             f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
@@ -951,8 +955,9 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     """D = d f / d qd as the single-step integrator uses it (nv, nv): the matrix in M - h D.
 
     euler:        -B                                   (B = diag(damping); actuators stay explicit)
-    implicitfast: sym(dA/dqd) - B                      (dA/dqd from physai.forces.actuator_velocity_derivative)
-    implicit:     dA/dqd - B - dc/dqd                  (dc/dqd = bias_velocity_derivative)
+    implicitfast: sym(dA/dqd) - B + dF/dqd             (dA/dqd from physai.forces.actuator_velocity_derivative)
+    implicit:     dA/dqd - B + dF/dqd - dc/dqd         (dc/dqd = bias_velocity_derivative)
+    dF/dqd is the fluid's inertia boxes' (physai.engine.passive.fluid_velocity_derivative, MuJoCo's mjd_passive_vel).
     Like MuJoCo's qDeriv, D keeps only the entries of the mass matrix's sparsity pattern (dof pairs where one
     is an ancestor of the other): a fixed tendon coupling two branches, such as the Panda's fingers, drops out.
     Raises InvalidArgumentError for rk4, which has no such matrix, and for ctrl without actuators.
@@ -962,9 +967,14 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     actuators, ctrl = check_actuators(model, actuators, ctrl)
     if name == "rk4":
         raise InvalidArgumentError("rk4 has no velocity-derivative matrix; it is a 4-stage explicit method")
+    passive.check_integrator(model, name)
     D = -np.diag(model.dof_damping)
     if name == "euler":
         return D
+    if passive.has_fluid(model):                       # the inertia boxes' (mjd_passive_vel)
+        d = engine.Data(model)
+        smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
+        D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
     if actuators is not None:
         A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float)
         D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)

@@ -21,6 +21,7 @@ from physai.engine import urdf
 from physai.engine.actuators import Actuators
 from physai.engine.geoms import Geoms, Meshes, spans
 from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
+from physai.engine.passive import MINVAL
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
 
@@ -56,11 +57,11 @@ def from_mujoco(source) -> Model:
     masses, centres of mass, inertias (principal axes turned into the body frame), armature, joint damping,
     stiffness and springref, gravity (honouring the gravity, spring and damper disable flags) and the actuators
     (actuators_from_mujoco). Contacts, limits and equality constraints are not modelled: compare
-    with MuJoCo with mjDSBL_CONSTRAINT. Raises UnsupportedModelError for passive forces physai does not model
-    (polynomial or tendon springs and dampers, gravity compensation, fluid forces).
+    with MuJoCo with mjDSBL_CONSTRAINT, gravity compensation and fluid forces (passive_from_mujoco). Raises
+    UnsupportedModelError for passive forces physai does not model (polynomial or tendon springs and dampers).
     """
     m = models.as_mjmodel(source, "from_mujoco")
-    models.check_passive_forces(m)
+    models.check_passive_forces(m, body_forces=True)
     off = m.opt.disableflags
     damper = not off & mujoco.mjtDisableBit.mjDSBL_DAMPER
     spring = not off & mujoco.mjtDisableBit.mjDSBL_SPRING
@@ -91,7 +92,74 @@ def from_mujoco(source) -> Model:
     sites = [SiteSpec(int(m.site_bodyid[k]) - 1, m.site_pos[k].copy(), quat_to_mat(m.site_quat[k]), m.site(k).name or f"site{k}")
              for k in range(m.nsite)]
     return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
-                 unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m))
+                 unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m), passive_from_mujoco(m))
+
+
+def passive_from_mujoco(m: mujoco.MjModel) -> dict:
+    """The Model's gravity compensation and fluid fields of an MjModel (physai.engine.model.Model: body_gravcomp,
+    gravcomp_passive, gravcomp_actuator, fluid_*), as MuJoCo's mj_passive applies them: none when its spring and damper
+    flags are both off; gravity compensation only with gravity on; a joint's actuatorgravcomp goes into the actuators'
+    force when the model has actuators (and is lost without: mj_fwdActuation), refused on a joint that also limits its
+    actuator force; fluid forces when density or viscosity is not zero, on every body of mass >= mjMINVAL: its geoms of
+    fluidshape "ellipsoid" if it has any, else its inertia box."""
+    off, bit = m.opt.disableflags, mujoco.mjtDisableBit
+    if off & bit.mjDSBL_SPRING and off & bit.mjDSBL_DAMPER:
+        return {}
+    gravity_on = not off & bit.mjDSBL_GRAVITY and np.linalg.norm(m.opt.gravity) > 0
+    actuated = m.nu > 0 and not off & bit.mjDSBL_ACTUATION
+    dof_jnt = m.dof_jntid
+    to_actuator = m.jnt_actgravcomp[dof_jnt].astype(bool)
+    both = np.flatnonzero(m.jnt_actgravcomp.astype(bool) & m.jnt_actfrclimited.astype(bool))
+    if gravity_on and m.body_gravcomp.any() and both.size:
+        raise UnsupportedModelError(f"joint {m.joint(int(both[0])).name!r} takes its gravity compensation through the "
+                                    "actuators (actuatorgravcomp) and limits its actuator force (actuatorfrcrange); "
+                                    "physai models actuatorgravcomp on joints without that limit")
+    fields = {"body_gravcomp": m.body_gravcomp[1:] * gravity_on, "gravcomp_passive": (~to_actuator).astype(float),
+              "gravcomp_actuator": (to_actuator & actuated).astype(float)}
+    if m.opt.density or m.opt.viscosity:
+        fields.update(_fluid_elements(m), fluid_density=float(m.opt.density), fluid_viscosity=float(m.opt.viscosity),
+                      fluid_wind=m.opt.wind.copy())
+    return fields
+
+
+def _fluid_elements(m: mujoco.MjModel) -> dict:
+    """The Model's fluid_* element arrays: per body of mass >= mjMINVAL, its ellipsoid-model geoms (geom_fluid[0] > 0:
+    the interaction coefficient) each in its geom frame, or else its inertia box in its inertial frame."""
+    E = {name: [] for name in ("bodyid", "pos", "rot", "ellipsoid", "size", "coef")}
+
+    def add(b, pos, rot, ellipsoid, size, coef):
+        for name, value in zip(E, (b - 1, pos, rot, ellipsoid, size, coef)):
+            E[name].append(value)
+
+    geom_pos, geom_quat = geom_frames(m)
+    for b in range(1, m.nbody):
+        if m.body_mass[b] < MINVAL:
+            continue
+        geoms = range(m.body_geomadr[b], m.body_geomadr[b] + m.body_geomnum[b])
+        if any(m.geom_fluid[g, 0] > 0 for g in geoms):
+            for g in (g for g in geoms if m.geom_fluid[g, 0] != 0):
+                add(b, geom_pos[g], quat_to_mat(geom_quat[g]), True, _semiaxes(m, g), m.geom_fluid[g].copy())
+        else:
+            com, R = models.inertial_frame(m, b)
+            I, mass = m.body_inertia[b], m.body_mass[b]
+            # the box of equal mass and principal moments: side_i = sqrt(6 (I_j + I_k - I_i) / m)
+            box = [np.sqrt(max(MINVAL, I[(i + 1) % 3] + I[(i + 2) % 3] - I[i]) / mass * 6.0) for i in range(3)]
+            add(b, com, R, False, np.array(box), np.zeros(12))
+    return {"fluid_bodyid": np.array(E["bodyid"], np.intp), "fluid_pos": np.array(E["pos"], float).reshape(-1, 3),
+            "fluid_rot": np.array(E["rot"], float).reshape(-1, 3, 3), "fluid_ellipsoid": np.array(E["ellipsoid"], bool),
+            "fluid_size": np.array(E["size"], float).reshape(-1, 3), "fluid_coef": np.array(E["coef"], float).reshape(-1, 12)}
+
+
+def _semiaxes(m: mujoco.MjModel, g: int) -> np.ndarray:
+    """The semi-axes (3,) [m] of geom g's ellipsoid in the fluid model (MuJoCo's mju_geomSemiAxes)."""
+    size, kind = m.geom_size[g], int(m.geom_type[g])
+    if kind == mujoco.mjtGeom.mjGEOM_SPHERE:
+        return np.full(3, size[0])
+    if kind == mujoco.mjtGeom.mjGEOM_CAPSULE:
+        return np.array([size[0], size[0], size[1] + size[0]])
+    if kind == mujoco.mjtGeom.mjGEOM_CYLINDER:
+        return np.array([size[0], size[0], size[1]])
+    return size.copy()
 
 
 def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
@@ -333,10 +401,6 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
     disables clampctrl; with actuation disabled every moment arm is zero.
     """
     nu, nv = m.nu, m.nv
-    if nu and m.ngravcomp and np.any(m.jnt_actgravcomp):
-        j = int(np.flatnonzero(m.jnt_actgravcomp)[0])
-        raise UnsupportedModelError(f"joint {m.joint(j).name!r} takes its gravity compensation through the actuators "
-                                    "(actuatorgravcomp); physai does not model gravity compensation")
     moment, qmoment, gain, bias = np.zeros((nu, nv)), np.zeros((nu, m.nq)), np.zeros((nu, 3)), np.zeros((nu, 3))
     joint_dof = np.full(nu, -1, dtype=np.int64)
     names = []

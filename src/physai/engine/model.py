@@ -210,6 +210,16 @@ class Model:
     geoms           physai.engine.geoms.Geoms: the collision geometry (MuJoCo's geoms, explicit pairs, excluded body pairs)
     unsupported     what the source model has that physai's constraint model does not (tendon limits, a PGS solver,
                     ...): the smooth dynamics run, the constraint functions refuse the model naming these
+    passive forces besides joint springs and dampers (physai.engine.passive, MuJoCo's engine_passive.c):
+    body_gravcomp   (nbody,)        gravity compensation: the fraction of each body's weight held up (MuJoCo's gravcomp)
+    gravcomp_passive, gravcomp_actuator  (nv,) 1.0 where a dof's gravity compensation goes into qfrc_passive, or into
+                                    qfrc_actuator (its joint's actuatorgravcomp, when the model has actuators), else 0.0
+    fluid_density [kg/m^3], fluid_viscosity [Pa s], fluid_wind (3,) [m/s]   MuJoCo's opt.density, viscosity, wind
+    fluid_bodyid, fluid_pos, fluid_rot  (nfluid,), (nfluid, 3), (nfluid, 3, 3) the fluid elements (a body's inertia box,
+                                    or each of its ellipsoid-model geoms): body, frame in the body's frame [m]
+    fluid_ellipsoid (nfluid,)       bool: the ellipsoid model (else the inertia box)
+    fluid_size      (nfluid, 3)     the box's sides or the ellipsoid's semi-axes [m]
+    fluid_coef      (nfluid, 12)    the ellipsoid's coefficients (MuJoCo's geom_fluid); zeros for a box
     """
 
     nq: int
@@ -282,6 +292,18 @@ class Model:
     opt: Options = field(default_factory=Options)
     unsupported: tuple = ()
     geoms: Geoms = field(default_factory=Geoms)
+    body_gravcomp: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    gravcomp_passive: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    gravcomp_actuator: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    fluid_density: float = 0.0
+    fluid_viscosity: float = 0.0
+    fluid_wind: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    fluid_bodyid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    fluid_pos: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    fluid_rot: np.ndarray = field(default_factory=lambda: np.zeros((0, 3, 3)))
+    fluid_ellipsoid: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    fluid_size: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
+    fluid_coef: np.ndarray = field(default_factory=lambda: np.zeros((0, 12)))
 
     def __post_init__(self):
         model_checks.check(self)
@@ -433,9 +455,10 @@ def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
 
 
 def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[EqualitySpec] = (), opt: Options | None = None,
-          unsupported: tuple = (), sites: list[SiteSpec] = (), geoms: Geoms | None = None) -> Model:
+          unsupported: tuple = (), sites: list[SiteSpec] = (), geoms: Geoms | None = None, passive: dict | None = None) -> Model:
     """The Model of a body list (parents before children), its equality constraints, solver options, sites and
-    collision geoms; see the module docstring. Computes nothing of a state."""
+    collision geoms, and passive: the Model's gravity compensation and fluid fields by name (body_gravcomp, fluid_*; see
+    Model); see the module docstring. Computes nothing of a state."""
     nb = len(bodies)
     geoms = Geoms() if geoms is None else geoms
     geoms.check_bodies(nb)
@@ -539,7 +562,14 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         actuators=actuators,
         **_constraint_fields(bodies, jnts, equalities),
         opt=Options() if opt is None else opt, unsupported=tuple(unsupported), **_site_fields(sites, nb), geoms=geoms,
+        **_passive_fields(passive or {}, nb, nv),
     )
+
+
+def _passive_fields(passive: dict, nbody: int, nv: int) -> dict:
+    """The Model's gravity compensation fields, zero where not given (body_gravcomp (nbody,), gravcomp_passive and
+    gravcomp_actuator (nv,)), and the fluid fields as given."""
+    return {"body_gravcomp": np.zeros(nbody), "gravcomp_passive": np.ones(nv), "gravcomp_actuator": np.zeros(nv), **passive}
 
 
 def _site_fields(sites: list[SiteSpec], nbody: int) -> dict:

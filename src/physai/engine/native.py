@@ -66,7 +66,7 @@ import numpy as np
 from physai import joints
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
-from physai.engine import collision, smooth
+from physai.engine import collision, passive, smooth
 from physai.engine.contact import ContactSet
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import dof_turnlink, standalone_free_dofs
@@ -231,7 +231,22 @@ def fields(model: Model) -> dict:
             "scalar_qposadr": _int64(c.scalar_q), "scalar_dofadr": _int64(c.scalar_v), "quat_qposadr": _int64(c.quat_q),
             "quat_dofadr": _int64(c.quat_v),
             "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)),
-            "dof_turnlink": _int64(dof_turnlink(model)), "free_dofadr": _int64(standalone_free_dofs(model))}
+            "dof_turnlink": _int64(dof_turnlink(model)), "free_dofadr": _int64(standalone_free_dofs(model)),
+            **passive_fields(model)}
+
+
+def passive_fields(model: Model) -> dict:
+    """The compiled Model's passive part (cpp/passive.h): has_gravcomp, each body's gravity compensation force
+    (body_gravcompforce, passive.gravcomp_force) and each dof's share of it (dof_gravcompshare: gravcomp_passive +
+    gravcomp_actuator); the fluid_density, fluid_viscosity, fluid_wind and the fluid elements in their links' frames
+    (fluid_linkid, fluid_linkpos, fluid_linkrot: passive.link_frames), fluid_ellipsoid, fluid_size, fluid_coef."""
+    link, pos, rot = passive.link_frames(model, model.fluid_bodyid, model.fluid_pos, model.fluid_rot)
+    return {"has_gravcomp": int(passive.has_gravcomp(model)), "body_gravcompforce": _float64(passive.gravcomp_force(model)),
+            "dof_gravcompshare": _float64(model.gravcomp_passive + model.gravcomp_actuator),
+            "fluid_density": float(model.fluid_density), "fluid_viscosity": float(model.fluid_viscosity),
+            "fluid_wind": _float64(model.fluid_wind), "fluid_linkid": _int64(link), "fluid_linkpos": _float64(pos),
+            "fluid_linkrot": _float64(rot), "fluid_ellipsoid": _int64(model.fluid_ellipsoid),
+            "fluid_size": _float64(model.fluid_size), "fluid_coef": _float64(model.fluid_coef)}
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:

@@ -395,19 +395,22 @@ def as_mjmodel(source, needed_by: str = "physai") -> mujoco.MjModel:
                             f"got {type(source).__name__}{hint}")
 
 
-def check_passive_forces(m: mujoco.MjModel) -> None:
+def check_passive_forces(m: mujoco.MjModel, body_forces: bool = False) -> None:
     """Refuse (UnsupportedModelError) the passive forces physai does not model: polynomial or tendon springs and dampers,
-    gravity compensation, fluid forces. physai's passive forces are linear joint damping and stiffness."""
+    and, unless body_forces (the engine's Model models them: physai.engine.passive), gravity compensation and fluid
+    forces. physai's joint passive forces are linear damping and stiffness."""
     unsupported = (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
-                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"),
-                   ("body_gravcomp", "body gravity compensation"))
+                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"))
+    if not body_forces:
+        unsupported += (("body_gravcomp", "body gravity compensation"),)
+    covered = "linear joint damping and stiffness" + (", gravity compensation and fluid forces" if body_forces else "")
     for attribute, what in unsupported:
         if getattr(m, attribute, None) is not None and getattr(m, attribute).any():
-            raise UnsupportedModelError(f"the model has {what} ({attribute}); physai's passive forces cover linear joint "
-                                        "damping and stiffness only")
-    if m.opt.density or m.opt.viscosity or m.opt.wind.any():
+            raise UnsupportedModelError(f"the model has {what} ({attribute}); physai's passive forces cover {covered} only")
+    if not body_forces and (m.opt.density or m.opt.viscosity or m.opt.wind.any()):
         raise UnsupportedModelError(f"the model has fluid forces (density {m.opt.density}, viscosity {m.opt.viscosity}, "
-                                    f"wind {m.opt.wind}); physai's passive forces cover linear joint damping and stiffness only")
+                                    f"wind {m.opt.wind}); physai's passive forces here cover {covered} only (load it "
+                                    "with physai.engine.from_mujoco for fluid forces)")
 
 
 def body_inertia(m: mujoco.MjModel, b: int) -> tuple[float, np.ndarray, np.ndarray]:
@@ -415,7 +418,14 @@ def body_inertia(m: mujoco.MjModel, b: int) -> tuple[float, np.ndarray, np.ndarr
     own frame: MuJoCo stores principal moments in a principal frame (body_ipos, body_iquat); where its compiler found
     that frame within its tolerance of the body frame (body_sameframe), its kinematics uses the body frame itself, and
     so does physai."""
+    com, R = inertial_frame(m, b)
+    return float(m.body_mass[b]), com, R @ np.diag(m.body_inertia[b]) @ R.T
+
+
+def inertial_frame(m: mujoco.MjModel, b: int) -> tuple[np.ndarray, np.ndarray]:
+    """(centre of mass (3,) [m], principal axes (3, 3)) of MuJoCo body b in its own frame, as its kinematics places
+    them (MuJoCo's xipos, ximat): the body frame itself where its compiler found them within its tolerance of it."""
     same = int(m.body_sameframe[b])
     R = np.eye(3) if same in (_SAMEFRAME_BODY, _SAMEFRAME_BODYROT) else quat_to_mat(m.body_iquat[b])
     com = np.zeros(3) if same == _SAMEFRAME_BODY else m.body_ipos[b].copy()
-    return float(m.body_mass[b]), com, R @ np.diag(m.body_inertia[b]) @ R.T
+    return com, R
