@@ -32,7 +32,7 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
     return tree_cholesky_solve(m, d.qM.data(), qdd, d.qL.data(), d.qLinv.data());
 }
 
-// f = passive + actuator + applied - bias and M at (q, qd) (integrators._Run.evaluate); the actuators' scalar forces
+// f = passive + actuator + applied - bias and M at (q, qd) (integrators.DynamicsEvaluator.evaluate); the actuators' scalar forces
 // into force (nu), the potential energy into pot; ZERO_QUATERNION when a quaternion is zero
 template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, const StepInputs<T> &x, const T *q,
                                 const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {

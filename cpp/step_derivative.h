@@ -291,7 +291,7 @@ inline int step_derivative(const Model &m, const Actuators &act, StepDerivData &
         ev(Tv, h, X);
         for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] + h * w.a[j];
         retraction_tangent(m, w.qdn.data(), h, Tv, Tq, cols);
-    } else {                                                           // the stages of integrators.rk4_stages_of, with their tangents
+    } else {                                                           // the stages of engine.forward.rk4_stages, with their tangents
         const double C[3] = {0.5, 0.5, 1.0}, Bw[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
         double *Tk = w.Tk.data(), *Ta = w.Ta.data(), *sumTk = w.sumTk.data(), *sumTa = w.sumTa.data(), *Tn = w.Tnext.data();
         std::fill(Tq, Tq + size_t(nv) * cols, 0.0);

@@ -138,7 +138,7 @@ def _minus_sin(t):                                # (t - sin t) / t^3
 
 def dexp_inv_coefficient(t: np.ndarray) -> np.ndarray:
     """c(t) = 1/t^2 - 1/(2 t tan(t/2)) of SO(3)'s inverse dexp and of Jlog3 (-> 1/12 + t^2/720 as t -> 0; series below
-    1e-4, as cpp/integrate.h's dexp_inv). Just above 1e-4 the closed form keeps about 7 digits, but every use multiplies
+    1e-4, as cpp/configuration.h's dexp_inv). Just above 1e-4 the closed form keeps about 7 digits, but every use multiplies
     it by |w|^2 <= 1e-8 there, so the products keep all of theirs."""
     t = np.asarray(t, dtype=float)
     small = t < 1e-4

@@ -53,8 +53,8 @@ CPU lacks) the best the CPU supports. Elsewhere (another compiler or CPU) there 
 One text serves one state and lanes of them, without FMA contraction: the same operations in the same order for a
 state alone, anywhere in a batch, on any thread count and any of the variants (tests/test_native_vs_numpy.py bounds the
 difference by 4 eps). physai.integrators.simulate runs its whole loop here too (every integrator, actuators, per-step
-ctrl and applied forces; cpp/integrate.h), and physai.integrators.rollout runs N trajectories in one call, side by
-side in the variant's lanes and on threads with the GIL released.
+ctrl and applied forces; cpp/forward.h, cpp/rollout.h), and physai.integrators.rollout runs N trajectories in one call,
+side by side in the variant's lanes and on threads with the GIL released.
 """
 
 import functools
