@@ -411,10 +411,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             return None
         warm = np.ascontiguousarray(warm.reshape(N, model.nv) if warm.ndim == q.ndim else np.tile(warm, (N, 1)))
     if constraints:
-        if not model.__dict__.get("constraints_ready"):
-            constraint.prepare_compiled(model)
-            collision.check_supported(model)
-            model.__dict__["constraints_ready"] = True
+        collision.check_supported(model)          # each call: nothing is written into the Model to skip it
+        constraint.prepare_compiled(model)
     else:
         warm = None
     damping = bool(code == 0 and euler_damping and model.kept("any_damping", _any_damping))

@@ -297,16 +297,13 @@ def with_constraints(model: Model, constants) -> object:
 
 def compiled_actuators(model: Model, actuators):
     """The compiled copy of a simulation's actuators for the model (None for None), made once per (model, actuators)
-    and kept on the Model (the last one used)."""
+    and kept on the model's compiled copy (the last one used; nothing is written into the Model)."""
     if actuators is None:
         return None
     c = compiled(model)
-    cache = model.__dict__.get("compiled_actuators")
-    if cache is not None and cache[0] is actuators and cache[1] is c:
-        return cache[2]
-    acts = _ext.Actuators(c, actuator_fields(actuators))
-    model.__dict__["compiled_actuators"] = (actuators, c, acts)
-    return acts
+    if c.actuators_of is not actuators:
+        c.actuators_of, c.actuators = actuators, _ext.Actuators(c, actuator_fields(actuators))
+    return c.actuators
 
 
 def actuator_fields(actuators) -> dict:
