@@ -18,6 +18,7 @@ from helpers import constraint_scene_xml, run
 from physai import centroidal, collision, constraints, derivatives, engine, integrators, inverse, jacobians, kinematics
 from physai.engine import native
 from physai.engine.model import Model
+from physai.exceptions import UnsupportedModelError
 
 BACKENDS = ["native", "numpy"] if native.available() else ["numpy"]
 LAZY = set(Model.KEPT) | {"compiled"} | {n for n, v in vars(Model).items() if isinstance(v, functools.cached_property)}
@@ -121,3 +122,19 @@ def test_a_model_refuses_writes():
         model.link_mass[0] = 1.0
     with pytest.raises(KeyError, match="Model.KEPT"):
         model.kept("warned_pairs", lambda _: set())
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled extension is not built: no compiled copy to prepare")
+def test_a_prepared_compiled_copy_does_not_skip_the_collision_check():
+    """Readiness is the compiled copy's own (its constraint part), not a flag on the Model: once detect(...,
+    ignore_unsupported=True) has prepared it, a step on a model with pairs physai cannot collide still refuses it."""
+    xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+             <body pos="0 0 .5"><freejoint/><geom type="cylinder" size=".05 .05"/></body>
+             <body pos="0 0 .2"><freejoint/><geom type="cylinder" size=".05 .05"/></body></worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run("native", collision.detect, model, model.qpos0, ignore_unsupported=True)
+    assert native.compiled(model).has_constraints
+    with pytest.raises(UnsupportedModelError, match="cannot collide"):
+        run("native", integrators.step, model, model.qpos0, np.zeros(model.nv))

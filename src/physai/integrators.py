@@ -411,8 +411,10 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             return None
         warm = np.ascontiguousarray(warm.reshape(N, model.nv) if warm.ndim == q.ndim else np.tile(warm, (N, 1)))
     if constraints:
-        collision.check_supported(model)          # each call: nothing is written into the Model to skip it
-        constraint.prepare_compiled(model)
+        G = model.geoms                           # the compiled copy's constraint part, after the collision check
+        if not native.compiled(model).has_constraints or G.unsupported or (collision.candidates(model)[1] and not G.ignore_unsupported):
+            collision.check_supported(model)
+            constraint.prepare_compiled(model)
     else:
         warm = None
     damping = bool(code == 0 and euler_damping and model.kept("any_damping", _any_damping))
