@@ -186,8 +186,8 @@ struct CompiledModel {
     Model model;
     Call calls[NOPS];                                                   // each operation's layout for this model
     Workspaces work;
-    // the last actuators compiled for this model (physai.engine.native.compiled_actuators): their source, their copy
-    nb::object actuators_of = nb::none(), actuators = nb::none();
+    // (source, compiled copy) of the last actuators compiled for this model (physai.engine.native.compiled_actuators)
+    nb::object actuators = nb::none();
 };
 
 void make_model(CompiledModel *self, nb::handle mapping) {
@@ -923,8 +923,8 @@ NB_MODULE(_native, mod) {
         .def("add_constraints", &add_constraints, nb::arg("fields"),
              "the constraint model's fields (physai.engine.native.constraint_fields), once")
         .def_prop_ro("has_constraints", [](const CompiledModel &m) { return m.model.has_constraints; })
-        .def_rw("actuators_of", &CompiledModel::actuators_of, "the source of `actuators` (physai.engine.actuators.Actuators)")
-        .def_rw("actuators", &CompiledModel::actuators, "the last actuators compiled for this model (_native.Actuators)");
+        .def_rw("actuators", &CompiledModel::actuators,
+                "(physai.engine.actuators.Actuators, _native.Actuators) of the last actuators compiled for it, or None");
     nb::class_<CompiledActuators>(mod, "Actuators", "a simulation's actuators for a compiled Model, from a dict of named fields")
         .def("__init__", &make_actuators, nb::arg("model"), nb::arg("fields"))
         .def_prop_ro("nu", [](const CompiledActuators &a) { return a.act.nu; });
