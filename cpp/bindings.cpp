@@ -25,9 +25,9 @@
 //     "nonfinite_result"   finite inputs gave a result that is not finite (an overflow); `result`: what was computed
 //
 // The Model's arrays are copied once into the compiled Model (cached on the Python Model, physai.engine.Model.compiled):
-// the const Model the kernels read, the arrays it points into, and the workspaces of the calls that keep the GIL (one
-// state, and the lanes of each instruction set; the constraint operations' workspace), made on first use. Large batches
-// run on threads (cpp/parallel.h), each with workspaces of its own (the constraint operations keep theirs between calls).
+// the const Model the kernels read, the arrays it points into, and the workspaces its calls keep (cpp/workspace.h, which
+// also shares a call's states among threads, cpp/parallel.h). The GIL is kept for calls on the calling thread and
+// released around threads (the Release type given to cpp/workspace.h's runs).
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -50,7 +50,7 @@
 #include <vector>
 
 #include "kernels.h"
-#include "parallel.h"
+#include "workspace.h"
 
 namespace nb = nanobind;
 
@@ -78,13 +78,6 @@ PyObject *kernel_error = nullptr;                                      // _nativ
 bool signal_pending() {
     nb::gil_scoped_acquire gil;
     return PyErr_CheckSignals() != 0;
-}
-
-// parallel_for (cpp/parallel.h) with the calling thread polling for signals, unless the work is short (cost, in
-// cost_per_state's units, under 200000: a few milliseconds) and runs on it alone
-template <class Fn> void threads_for(int64_t N, int T, int64_t cost, std::atomic<bool> &stop, Fn &&fn) {
-    if (T <= 1 && cost < 200000) parallel_for(N, T, stop, fn);
-    else parallel_for(N, T, stop, fn, signal_pending);
 }
 
 // ---------------------------------------------------------------- the compiled model, from named fields
@@ -194,61 +187,15 @@ class Fields {
     std::vector<std::string> read_;
 };
 
-// a kernel set's workspace, freed by its set
-struct FreeWorkspace {
-    const Kernels *kernels;
-    void operator()(Workspace *w) const { kernels->destroy(w); }
-};
-using WorkspacePtr = std::unique_ptr<Workspace, FreeWorkspace>;
-WorkspacePtr workspace(const Kernels &k, const Model &m) { return WorkspacePtr(k.create(m), FreeWorkspace{&k}); }
-
-// a constraint workspace, freed by the scalar kernels that made it
-struct FreeConstraintWorkspace {
-    void operator()(ConstraintWorkspace *w) const { scalar::constraint_kernels.destroy(w); }
-};
-using ConstraintPtr = std::unique_ptr<ConstraintWorkspace, FreeConstraintWorkspace>;
-struct FreeConstrainedSim {
-    void operator()(ConstrainedSimWorkspace *w) const { scalar::constraint_kernels.destroy_sim(w); }
-};
-using ConstrainedSimPtr = std::unique_ptr<ConstrainedSimWorkspace, FreeConstrainedSim>;
-struct FreeStepDerivative {
-    void operator()(StepDerivativeWorkspace *w) const { scalar::step_derivative_kernels.destroy(w); }
-};
-using StepDerivativePtr = std::unique_ptr<StepDerivativeWorkspace, FreeStepDerivative>;
-
-// the bound Model (_native.Model)
+// the bound Model (_native.Model): the arrays, the const Model the kernels read, each operation's layout, and the
+// workspaces its calls keep (cpp/workspace.h)
 struct CompiledModel {
     Arrays arrays, constraint_arrays;
     Model model;
     Call calls[NOPS];                                                   // each operation's layout for this model
-    WorkspacePtr one{nullptr, FreeWorkspace{&scalar::kernels}};      // the calls that keep the GIL: one state,
-    std::vector<WorkspacePtr> lanes;                                    // and the lanes of each instruction set
-    // the constraint operations: the workspace and rows of the calls that keep the GIL; the threads' of larger calls,
-    // kept between calls (pool_lock: one call at a time uses them, another makes its own)
-    ConstraintPtr constraint_one;
-    RowsOut constraint_out;
-    ConstrainedSimPtr sim_one;                                          // short rollouts of one state (the GIL kept)
-    std::mutex sims_lock;                                               // constrained rollouts on threads: a workspace
-    std::vector<ConstrainedSimPtr> sims;                                // per thread, kept (one call at a time)
-    StepDerivativePtr step_derivative_one;                              // step_derivatives of one state (the GIL kept)
-    std::mutex pool_lock;
-    std::vector<ConstraintPtr> pool;
-    std::vector<RowsOut> pool_out;
-    // the batch kernels' threads: a scalar and a lanes workspace per thread of a call, for instruction set
-    // threads_variant, kept between calls (threads_lock: one call at a time uses them, another makes its own)
-    std::mutex threads_lock;
-    int threads_variant = -1;
-    std::vector<std::pair<WorkspacePtr, WorkspacePtr>> threads_work;
-    Workspace &scalar_work() {
-        if (!one) one = workspace(scalar::kernels, model);
-        return *one;
-    }
-    Workspace &lanes_work(int variant) {
-        if (lanes.empty())
-            for (int k = 0; k < isa_count(); k++) lanes.emplace_back(nullptr, FreeWorkspace{&isa_kernels(k)});
-        if (!lanes[size_t(variant)]) lanes[size_t(variant)] = workspace(isa_kernels(variant), model);
-        return *lanes[size_t(variant)];
-    }
+    Workspaces work;
+    // (source, compiled copy) of the last actuators compiled for this model (physai.engine.native.compiled_actuators)
+    nb::object actuators = nb::none();
 };
 
 void make_model(CompiledModel *self, nb::handle mapping) {
@@ -473,14 +420,6 @@ struct Argument {
 };
 std::vector<Argument> SIGNATURES[NOPS];
 
-// the lock of workspaces a compiled model keeps for a call's threads, taken if free; not taken (the call makes its own)
-// when another call holds it, or when this thread's own run does (a nested call from a signal handler in its poll)
-std::unique_lock<std::mutex> kept_workspaces(std::mutex &lock) {
-    std::unique_lock<std::mutex> kept(lock, std::defer_lock);
-    if (!in_run()) kept.try_lock();
-    return kept;
-}
-
 // obj as a float64 NumPy array of nd dimensions (aligned, in the machine's byte order, strides in whole doubles, any
 // sign or 0), read in place; null for anything else (no DLPack: a fraction of a microsecond less per argument)
 PyArrayObject *float64_array(nb::handle obj, int nd) {
@@ -565,62 +504,6 @@ nb::object new_result(const Model &m, char kind, int64_t batch, double *&out, do
 
 // ---------------------------------------------------------------- running the kernels
 
-// the work of one state of op, in units of one pass over the links: where threads pay (about 20 us to start each)
-int64_t cost_per_state(const Model &m, int op) {
-    int64_t pass = m.nlink + 1;
-    if (op == MASS_MATRIX || op == FORWARD_DYNAMICS) return pass * (m.nv + 1);
-    if (op == RNEA_DERIVATIVES || op == FORWARD_DYNAMICS_DERIVATIVES) return 4 * pass * (m.nv + 1);   // about 4 crb's
-    if (op == MOMENTUM_MATRIX || op == COM_JACOBIAN || op == JACOBIAN || op == JACOBIAN_DOT || op == FRAME_VELOCITY ||
-        op == FRAME_ACCELERATION)
-        return 8 * pass;                                               // stages, columns
-    if (op == MOMENTUM_MATRIX_DOT) return 16 * pass;                  // and the composite inertias' rates
-    return pass;
-}
-
-// the call's states [0, N): the active instruction set's lanes, then the scalar kernels for what they leave. Small calls
-// (cost < 40000) run on the caller's thread with the CompiledModel's workspaces and the GIL kept; larger ones on threads
-// where the work outweighs starting them, GIL released, each thread with workspaces of its own, in pieces of about
-// 20000 (a few milliseconds) between which it stops on a signal (KeyboardInterrupt, the results discarded).
-void run_states(CompiledModel &nm, const Call &c, int64_t N, Failures &failures) {
-    const Model &m = nm.model;
-    const int variant = active_isa();                                  // the batch kernels' variant for this call
-    const Kernels &lanes = isa_kernels(variant);
-    auto work = [&](int64_t lo, int64_t hi, Workspace &one, Workspace *lw) {
-        int64_t s = hi - lo >= 2 ? lanes.run(m, *lw, c, lo, hi, failures) : lo;
-        scalar::kernels.run(m, one, c, s, hi, failures);
-    };
-    int64_t cost = N * cost_per_state(m, c.op);
-    if (cost < 40000) {
-        work(int64_t(0), N, nm.scalar_work(), N > 1 ? &nm.lanes_work(variant) : nullptr);
-    } else {
-        int T = int(std::min<int64_t>({int64_t(num_threads()), cost / 20000, (N + BLOCK - 1) / BLOCK}));
-        int64_t piece = std::max<int64_t>(1, 20000 / cost_per_state(m, c.op) / BLOCK) * BLOCK;
-        std::atomic<bool> stop{false};
-        std::unique_lock<std::mutex> kept = kept_workspaces(nm.threads_lock);
-        if (kept) {
-            if (nm.threads_variant != variant) nm.threads_work.clear(), nm.threads_variant = variant;
-            while (nm.threads_work.size() < size_t(T)) nm.threads_work.emplace_back(workspace(scalar::kernels, m), workspace(lanes, m));
-        }
-        std::atomic<int> slot{0};                                      // each thread's pair of the kept workspaces
-        {
-            nb::gil_scoped_release release;
-            threads_for(N, T, cost, stop, [&](int64_t lo, int64_t hi) {
-                WorkspacePtr own_one{nullptr, FreeWorkspace{&scalar::kernels}}, own_lanes{nullptr, FreeWorkspace{&lanes}};
-                Workspace *one, *lw;
-                if (kept) {
-                    auto &pair = nm.threads_work[size_t(slot.fetch_add(1))];
-                    one = pair.first.get(), lw = pair.second.get();
-                } else {
-                    own_one = workspace(scalar::kernels, m), own_lanes = workspace(lanes, m);
-                    one = own_one.get(), lw = own_lanes.get();
-                }
-                in_pieces(lo, hi, piece, stop, [&](int64_t a, int64_t b) { work(a, b, *one, lw); });
-            });
-        }
-        if (stop) throw nb::python_error();
-    }
-}
-
 // op (every operation but ROLLOUT) on its arguments a, b, c: its result (an array, a float, or a tuple of them)
 nb::object run(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
@@ -654,7 +537,9 @@ nb::object run(CompiledModel &nm, int op, const nb::handle *args) {
     for (int k = 0; k < c.nout; k++) results[k] = new_result(m, OPERATIONS[op].outputs[k], batch, c.out[k], scalar);
     Failures failures;
     for (auto &first : failures.first) first.store(NO_STATE, std::memory_order_relaxed);   // before any thread starts
-    run_states(nm, c, N, failures);
+    std::atomic<bool> stop{false};
+    run_states<nb::gil_scoped_release>(nm.work, m, c, N, failures, stop, signal_pending);
+    if (stop) throw nb::python_error();                                // a signal: the results discarded
     nb::object result = c.nout == 1 ? (results[0].is_valid() ? results[0] : nb::float_(scalar))
                       : c.nout == 2 ? nb::object(nb::make_tuple(results[0], results[1]))
                                     : nb::object(nb::make_tuple(results[0], results[1], results[2]));
@@ -742,7 +627,6 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     }
     std::vector<int> failure(size_t(N), OK);
     r.failure = failure.data();
-    const Kernels &lanes = isa_kernels(active_isa());
     std::atomic<bool> stop{false};
     r.stop = &stop;
     // trajectories [lo, hi) set to their first state, on the threads that run them, until stop: a row's first touch of
@@ -756,36 +640,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
         }
         return !stop.load();
     };
-    const ConstraintKernels &ck = scalar::constraint_kernels;
-    int64_t constrained_cost = N * r.steps * (m.nlink + 1) * 8;
-    if (N == 1 && constrained_cost < 200000) {                        // short: here, the GIL kept, the model's workspace
-        if (!nm.sim_one || !ck.sim_fits(nm.sim_one.get(), m, *act)) nm.sim_one = ConstrainedSimPtr(ck.create_sim(m, *act));
-        if (start(0, N)) ck.simulate_in(*nm.sim_one, m, *act, r, 0, N);
-    } else {   // trajectories [lo, hi): blocks of the variant's lanes side by side, then one by one what is left or stopped
-        nb::gil_scoped_release release;
-        int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
-        if (r.constrained) {                                           // one at a time: cpp/simulate.h
-            T = int(std::min<int64_t>(int64_t(num_threads()), N));
-            std::unique_lock<std::mutex> kept = kept_workspaces(nm.sims_lock);
-            if (kept) {                                                // made for these actuators, one per thread
-                for (auto &w : nm.sims)
-                    if (!ck.sim_fits(w.get(), m, *act)) w = ConstrainedSimPtr(ck.create_sim(m, *act));
-                while (nm.sims.size() < size_t(T)) nm.sims.emplace_back(ck.create_sim(m, *act));
-            }
-            std::atomic<int> slot{0};
-            threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) {
-                if (!start(lo, hi)) return;
-                if (kept) ck.simulate_in(*nm.sims[size_t(slot.fetch_add(1))], m, *act, r, lo, hi);
-                else ck.simulate(m, *act, r, lo, hi);
-            });
-        } else {
-            threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
-                if (!start(lo, hi)) return;
-                lanes.simulate(m, *act, r, lo, hi);
-                scalar::kernels.simulate(m, *act, r, lo, hi);
-            });
-        }
-    }
+    simulate_states<nb::gil_scoped_release>(nm.work, m, *act, r, N, start, stop, signal_pending);
     if (stop) throw nb::python_error();                                // a signal: the trajectories discarded
     for (int64_t n = 0; n < N; n++) {
         if (r.status[n] == -1) continue;
@@ -830,22 +685,8 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     void *a, *b, *st;
     nb::object A = new_array(3, da, NPY_DOUBLE, a), B = new_array(3, db, NPY_DOUBLE, b), status = new_array(1, da, NPY_INT64, st);
     call.A = static_cast<double *>(a), call.B = static_cast<double *>(b), call.status = static_cast<int64_t *>(st);
-    const StepDerivativeKernels &k = scalar::step_derivative_kernels;
-    if (N == 1) {                                                      // here, the GIL kept, the model's workspace
-        if (!nm.step_derivative_one || k.nu(nm.step_derivative_one.get()) != nu)
-            nm.step_derivative_one = StepDerivativePtr(k.create(m, *act));
-        k.run(m, *act, *nm.step_derivative_one, call, 0, 1);
-        return nb::make_tuple(A, B, status);
-    }
     std::atomic<bool> stop{false};
-    {
-        nb::gil_scoped_release release;
-        int T = int(std::min<int64_t>(int64_t(num_threads()), N));
-        threads_for(N, T, N * (m.nlink + 1) * nv, stop, [&](int64_t lo, int64_t hi) {
-            StepDerivativePtr w(k.create(m, *act));
-            in_pieces(lo, hi, 16, stop, [&](int64_t l, int64_t h) { k.run(m, *act, *w, call, l, h); });
-        });
-    }
+    step_derivative_states<nb::gil_scoped_release>(nm.work, m, *act, call, N, stop, signal_pending);
     if (stop) throw nb::python_error();                                // a signal: the results discarded
     return nb::make_tuple(A, B, status);
 }
@@ -926,13 +767,6 @@ template <class X> nb::object gather_block(const std::vector<const RowsOut *> &o
     return r;
 }
 
-void clear(RowsOut &o) {
-    for (auto *v : {&o.sizes, &o.type, &o.id, &o.contact_row}) v->clear();
-    for (auto *v : {&o.J, &o.pos, &o.margin, &o.frictionloss, &o.diagA, &o.R, &o.D, &o.K, &o.B, &o.imp, &o.impP, &o.vel,
-                    &o.aref, &o.force, &o.contact_mu})
-        v->clear();
-}
-
 // CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
 // eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations; forward and inverse
 // last: rows, whether to return the rows). Returns (results, sizes, rows...): results per state (forward: qacc,
@@ -1007,38 +841,11 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     }
     Failures failures;
     for (auto &first : failures.first) first.store(NO_STATE, std::memory_order_relaxed);
-    const ConstraintKernels &kern = scalar::constraint_kernels;
-    std::vector<const RowsOut *> outs;
-    int T = int(std::min<int64_t>(int64_t(num_threads()), N / 4));
-    std::vector<ConstraintPtr> own;                                    // a call's own, when another holds the pool
-    std::vector<RowsOut> own_out;
-    std::unique_lock<std::mutex> pool;
-    if (T <= 1) {
-        if (!nm.constraint_one) nm.constraint_one = ConstraintPtr(kern.create(m));
-        clear(nm.constraint_out);
-        kern.run(m, *nm.constraint_one, c, 0, N, nm.constraint_out, failures);
-        outs.push_back(&nm.constraint_out);
-    } else {
-        pool = kept_workspaces(nm.pool_lock);
-        bool shared = pool.owns_lock();
-        std::vector<ConstraintPtr> &works = shared ? nm.pool : own;
-        std::vector<RowsOut> &rows = shared ? nm.pool_out : own_out;
-        while (works.size() < size_t(T)) works.emplace_back(kern.create(m));
-        // pieces of PIECE states, taken by whichever thread is free, each into its own RowsOut (in state order)
-        const int64_t PIECE = 8, pieces = (N + PIECE - 1) / PIECE;
-        if (rows.size() < size_t(pieces)) rows.resize(size_t(pieces));
-        std::atomic<bool> stop{false};
-        {
-            nb::gil_scoped_release release;
-            parallel_pieces(pieces, T, stop, [&](int t, int64_t k) {
-                RowsOut &out = rows[size_t(k)];
-                clear(out);
-                kern.run(m, *works[size_t(t)], c, k * PIECE, std::min(N, (k + 1) * PIECE), out, failures);
-            }, signal_pending);
-        }
-        if (stop) throw nb::python_error();                            // a signal: the results discarded
-        for (int64_t k = 0; k < pieces; k++) outs.push_back(&rows[size_t(k)]);
-    }
+    ConstraintRun run;
+    std::atomic<bool> stop{false};
+    constrain_states<nb::gil_scoped_release>(nm.work, m, c, N, failures, run, stop, signal_pending);
+    if (stop) throw nb::python_error();                                // a signal: the results discarded
+    const std::vector<const RowsOut *> &outs = run.outs;
     auto first = [&](int status) { return failures.first[status].load(std::memory_order_relaxed); };
     if (first(ZERO_QUATERNION) != NO_STATE) fail("zero_quaternion", "q", first(ZERO_QUATERNION));
     if (first(SINGULAR) != NO_STATE) fail("singular", nullptr, first(SINGULAR));
@@ -1140,7 +947,9 @@ NB_MODULE(_native, mod) {
         .def_prop_ro("nbody", [](const CompiledModel &m) { return m.model.nbody; })
         .def("add_constraints", &add_constraints, nb::arg("fields"),
              "the constraint model's fields (physai.engine.native.constraint_fields), once")
-        .def_prop_ro("has_constraints", [](const CompiledModel &m) { return m.model.has_constraints; });
+        .def_prop_ro("has_constraints", [](const CompiledModel &m) { return m.model.has_constraints; })
+        .def_rw("actuators", &CompiledModel::actuators,
+                "(physai.engine.actuators.Actuators, _native.Actuators) of the last actuators compiled for it, or None");
     nb::class_<CompiledActuators>(mod, "Actuators", "a simulation's actuators for a compiled Model, from a dict of named fields")
         .def("__init__", &make_actuators, nb::arg("model"), nb::arg("fields"))
         .def_prop_ro("nu", [](const CompiledActuators &a) { return a.act.nu; });

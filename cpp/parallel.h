@@ -270,6 +270,13 @@ template <class Fn, class Poll = NeverStop> void parallel_for(int64_t N, int T, 
     }, stop, poll);
 }
 
+// parallel_for with the calling thread asking poll() (see on_threads), unless the work is short (cost, in units of one
+// pass over a model's links, under 200000: a few milliseconds) and runs on the calling thread alone
+template <class Fn, class Poll> void threads_for(int64_t N, int T, int64_t cost, std::atomic<bool> &stop, Fn &&fn, Poll &&poll) {
+    if (T <= 1 && cost < 200000) parallel_for(N, T, stop, fn);
+    else parallel_for(N, T, stop, fn, poll);
+}
+
 // fn(t, k) for every piece k in [0, pieces) on T threads t (see on_threads), each thread taking the next piece when it
 // finishes one (the work balances when threads run at different speeds); none once stop is set
 template <class Fn, class Poll = NeverStop> void parallel_pieces(int64_t pieces, int T, std::atomic<bool> &stop, Fn &&fn, Poll &&poll = Poll{}) {

@@ -449,10 +449,10 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             return None
         warm = np.ascontiguousarray(warm.reshape(N, model.nv) if warm.ndim == q.ndim else np.tile(warm, (N, 1)))
     if constraints:
-        if not model.__dict__.get("constraints_ready"):
-            constraint.prepare_compiled(model)
+        G = model.geoms                           # the compiled copy's constraint part, after the collision check
+        if not native.compiled(model).has_constraints or G.unsupported or (collision.candidates(model)[1] and not G.ignore_unsupported):
             collision.check_supported(model)
-            model.__dict__["constraints_ready"] = True
+            constraint.prepare_compiled(model)
     else:
         warm = None
     options = StepOptions(integrator, float(dt), bool(euler_damping), bool(constraints))

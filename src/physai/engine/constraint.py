@@ -22,7 +22,6 @@ The NumPy text here is the reference; it works on one state (a batch loops over 
                                             kernels of the solver and the inverse: solver.py, inverse.py)
 """
 
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,9 +47,6 @@ MINIMP, MAXIMP = 0.0001, 0.9999                  # MuJoCo's bounds of a row's im
 
 # ---------------------------------------------------------------- the constants at qpos0 (mj_setConst)
 
-_INVWEIGHT0: "weakref.WeakKeyDictionary[Model, tuple]" = weakref.WeakKeyDictionary()
-
-
 def _simple_slider(model: Model, b: int, children: set) -> bool:
     """MuJoCo's body_simple == 2: a body whose inertia frame is its own (centre of mass at its origin, diagonal
     inertia), at a tree's root (its parent the world or welded to it), without children, moved only by slides along a
@@ -68,10 +64,12 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
     """(body_invweight0 (nbody, 2), dof_invweight0 (nv,)) of MuJoCo's mj_setConst, computed once per Model at qpos0:
     a body's mean translational and rotational diagonal of J M^-1 J^T (J its centre-of-mass Jacobian), a joint's mean
     diagonal of its block of M^-1 (free joints: translation and rotation apart); zero for bodies welded to the world;
-    1 / mass for MuJoCo's "simple" sliding bodies. They scale each row's regulariser R (diagApprox)."""
-    cached = _INVWEIGHT0.get(model)
-    if cached is not None:
-        return cached
+    1 / mass for MuJoCo's "simple" sliding bodies. They scale each row's regulariser R (diagApprox). Kept on the Model
+    (Model.kept)."""
+    return model.kept("invweight0", _invweight0)
+
+
+def _invweight0(model: Model) -> tuple[np.ndarray, np.ndarray, float]:
     d = Data(model)
     q0 = model.qpos0[:, None]
     smooth.position_stages(model, d, q0)
@@ -102,8 +100,7 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
         else:
             dof[a] = Minv[a, a]
     diag = np.diag(M)
-    _INVWEIGHT0[model] = body, dof, float(diag.mean()) if model.nv else 1.0
-    return _INVWEIGHT0[model]
+    return body, dof, float(diag.mean()) if model.nv else 1.0
 
 
 def mean_inertia(model: Model) -> float:

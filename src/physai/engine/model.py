@@ -351,11 +351,22 @@ class Model:
         """(nv, nv, 1) 1.0 where M[i, j] can be nonzero (one dof an ancestor of the other), else 0.0."""
         return _read_only((self.dof_ancestor | self.dof_ancestor.T).astype(float)[:, :, None])
 
+    #: the constants other modules derive from a model on first use (Model.kept), each made once, by the module named:
+    #: not at build, as their cost grows faster than the model's (a pile of 800 free spheres builds in about a second;
+    #: its 320,000 candidate pairs and broad phase take 7 s, its invweight0 minutes)
+    KEPT = ("collision_candidates", "collision_broad_phase", "collision_groups", "collision_shapes",   # engine.collision
+            "standalone_free_dofs",                                                                   # engine.support
+            "dof_ancestors",                                                                          # engine.forward
+            "invweight0",                                                                             # engine.constraint
+            "constraints_by_default", "any_damping")                                                 # physai.integrators
+
     def kept(self, name: str, make):
-        """make(self), computed on first use and kept under `name` (the model is constant): what other modules derive
-        from a model once (collision's candidate pairs and broad phase, support's standalone free joints, ...)."""
+        """make(self), computed on first use and kept under `name`, one of KEPT (the model is constant): what other
+        modules derive from a model once. Nothing else is written into a Model (tests/test_model_constant.py)."""
         value = self.__dict__.get(name)
         if value is None:
+            if name not in self.KEPT:
+                raise KeyError(f"{name!r} is not one of Model.KEPT: a Model keeps no other derived value")
             value = self.__dict__[name] = make(self)
         return value
 
@@ -363,8 +374,7 @@ class Model:
         """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
         receiving process makes its own on first use (physai.engine.native)."""
         state = dict(self.__dict__)
-        for name in ("compiled", "compiled_actuators", "constraints_ready"):     # what belongs to the compiled copy
-            state.pop(name, None)
+        state.pop("compiled", None)
         return state
 
     @property

@@ -34,7 +34,9 @@ A new kernel is a row of OPERATIONS (with its case in cpp/batch.h) and a Kernel 
 
 The compiled copy of a Model is Model.compiled, a _native.Model made once from the mapping fields(model) (the Model's
 arrays by their own names) on first use; it is not pickled (a Dask worker makes its own). Actuators, which simulate and
-rollout may override per call, are a _native.Actuators of their own (actuator_fields).
+rollout may override per call, are a _native.Actuators of their own (actuator_fields), the last one kept on the compiled
+copy (compiled_actuators), which also holds the constraint part once it is added (with_constraints): nothing of the
+compiled backend but Model.compiled is written into a Model.
 
 The kernels loop over links in C++ (one compiled call per public call, whatever the batch, checks included). A
 batch runs lanes of states side by side (states innermost), in chunks on threads with the GIL released
@@ -330,16 +332,14 @@ def with_constraints(model: Model, constants) -> object:
 
 def compiled_actuators(model: Model, actuators):
     """The compiled copy of a simulation's actuators for the model (None for None), made once per (model, actuators)
-    and kept on the Model (the last one used)."""
+    and kept on the model's compiled copy (the last one used; nothing is written into the Model)."""
     if actuators is None:
         return None
     c = compiled(model)
-    cache = model.__dict__.get("compiled_actuators")
-    if cache is not None and cache[0] is actuators and cache[1] is c:
-        return cache[2]
-    acts = _ext.Actuators(c, actuator_fields(actuators))
-    model.__dict__["compiled_actuators"] = (actuators, c, acts)
-    return acts
+    kept = c.actuators                                             # one pair, replaced whole: no thread sees half of it
+    if kept is None or kept[0] is not actuators:
+        kept = c.actuators = actuators, _ext.Actuators(c, actuator_fields(actuators))
+    return kept[1]
 
 
 def actuator_fields(actuators) -> dict:

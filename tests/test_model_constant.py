@@ -1,0 +1,140 @@
+"""A Model is constant: no public call writes into it. Every attribute of a Model (arrays by value and by
+flags.writeable, every other value by identity, one level into the objects it holds: geoms, opt, coords, actuators) is
+the same before and after each public call, on both backends, on a model with contacts, equalities, limits, friction
+loss, damping and actuators. The only values a Model gains are those Model.KEPT names (each made once, on first use,
+by the module that needs it), the compiled copy (made once per process) and the O(nv^2) CRBA gathers (functools
+cached_property): a second round of every call changes nothing at all."""
+
+import dataclasses
+import functools
+import re
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from helpers import constraint_scene_xml, run
+from physai import centroidal, collision, constraints, derivatives, engine, integrators, inverse, jacobians, kinematics
+from physai.engine import native
+from physai.engine.model import Model
+from physai.exceptions import UnsupportedModelError
+
+BACKENDS = ["native", "numpy"] if native.available() else ["numpy"]
+LAZY = set(Model.KEPT) | {"compiled"} | {n for n, v in vars(Model).items() if isinstance(v, functools.cached_property)}
+
+
+def scene() -> tuple[mujoco.MjModel, Model]:
+    """constraint_scene_xml's tree (contacts, connect, weld and joint equalities, limits, friction loss, damping) with a
+    motor on each hinge and slide; built fresh, so that nothing is kept yet."""
+    xml = constraint_scene_xml(3)
+    scalar = re.findall(r'<joint name="(j\d+)" type="(?:hinge|slide)"', xml)
+    motors = "".join(f'<motor joint="{j}" gear="{k + 1}"/>' for k, j in enumerate(scalar))
+    m = mujoco.MjModel.from_xml_string(xml.replace("</mujoco>", f"<actuator>{motors}</actuator></mujoco>"))
+    return m, engine.from_mujoco(m)
+
+
+def snapshot(obj, depth: int = 1) -> dict:
+    """Each attribute of obj: (id, a copy and writeable flag for arrays, the attributes of held objects to `depth`)."""
+    out = {}
+    for name, value in vars(obj).items():
+        if isinstance(value, np.ndarray):
+            out[name] = (id(value), value.copy(), value.flags.writeable)
+        elif depth and hasattr(value, "__dict__") and not isinstance(value, type):
+            out[name] = (id(value), snapshot(value, depth - 1))
+        else:
+            out[name] = (id(value),)
+    return out
+
+
+def differences(before: dict, after: dict, path: str = "") -> list[str]:
+    """What changed between two snapshots, by attribute path."""
+    found = [f"{path}{name} added" for name in after.keys() - before.keys()]
+    found += [f"{path}{name} removed" for name in before.keys() - after.keys()]
+    for name in before.keys() & after.keys():
+        b, a = before[name], after[name]
+        if b[0] != a[0]:
+            found.append(f"{path}{name} replaced")
+        elif len(b) == 3 and (b[2] != a[2] or b[1].shape != a[1].shape or not np.array_equal(b[1], a[1], equal_nan=True)):
+            found.append(f"{path}{name} changed (values or writeable)")
+        elif len(b) == 2:
+            found += differences(b[1], a[1], f"{path}{name}.")
+    return found
+
+
+def public_calls(m: mujoco.MjModel, model: Model) -> dict:
+    """Every public call on the model, by name: a function of no argument."""
+    rng = np.random.default_rng(0)
+    q = m.qpos0.copy()
+    q[2] -= 0.25                                                       # the tree's root down on the floor: contacts
+    qd, x = rng.normal(size=model.nv) * 0.3, rng.normal(size=model.nv)
+    ctrl = rng.normal(size=model.nu)
+    Q, QD = np.stack([q, q]), np.stack([qd, -qd])
+    return {
+        "step": lambda: integrators.step(model, q, qd, ctrl=ctrl),
+        "simulate": lambda: integrators.simulate(model, q, qd, steps=3, ctrl=ctrl),
+        "rollout": lambda: integrators.rollout(model, Q, QD, steps=3, ctrl=ctrl),
+        "forward_dynamics": lambda: engine.forward_dynamics(model, q, qd, x),
+        "rnea": lambda: engine.rnea(model, q, qd, x),
+        "mass_matrix": lambda: engine.mass_matrix(model, q),
+        "energy": lambda: engine.energy(model, q, qd),
+        "inverse": lambda: inverse.inverse_dynamics(model, q, qd, x, ctrl=ctrl),
+        "constraint_rows": lambda: constraints.rows(model, q, qd),
+        "constraint_forward": lambda: constraints.forward_dynamics(model, q, qd, x),
+        "constraint_inverse": lambda: constraints.inverse_dynamics(model, q, qd, x),
+        "collision_detect": lambda: collision.detect(model, q),
+        "rnea_derivatives": lambda: derivatives.rnea_derivatives(model, q, qd, x),
+        "forward_dynamics_derivatives": lambda: derivatives.forward_dynamics_derivatives(model, q, qd, x),
+        "step_derivatives": lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl),
+        "body_jacobian": lambda: jacobians.body_jacobian(model, q, "b1"),
+        "frame_jacobian": lambda: jacobians.frame_jacobian(model, q, "b2"),
+        "frame_velocity": lambda: kinematics.frame_velocity(model, q, qd, "c"),
+        "com_jacobian": lambda: centroidal.com_jacobian(model, q),
+        "momentum_matrix": lambda: centroidal.momentum_matrix(model, q),
+    }
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_no_public_call_writes_into_a_model(backend):
+    m, model = scene()
+    calls = public_calls(m, model)
+    assert model.nu and model.eq_type.size and model.jnt_limited.any() and model.geoms.ngeom
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for round_ in ("first", "second"):
+            for name, call in calls.items():
+                before = snapshot(model)
+                run(backend, call)
+                changed = differences(before, snapshot(model))
+                if round_ == "first":                            # the kept constants appear, once; nothing else moves
+                    changed = [c for c in changed if not (c.endswith(" added") and c.split(" ")[0] in LAZY)
+                               and not c.startswith("frame_links")]
+                assert not changed, f"{backend} {name} ({round_} round) wrote into the Model: {changed}"
+
+
+def test_a_model_refuses_writes():
+    _, model = scene()
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        model.nq = 3
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        model.constraints_ready = True
+    with pytest.raises(ValueError):
+        model.link_mass[0] = 1.0
+    with pytest.raises(KeyError, match="Model.KEPT"):
+        model.kept("warned_pairs", lambda _: set())
+
+
+@pytest.mark.skipif(not native.available(), reason="the compiled extension is not built: no compiled copy to prepare")
+def test_a_prepared_compiled_copy_does_not_skip_the_collision_check():
+    """Readiness is the compiled copy's own (its constraint part), not a flag on the Model: once detect(...,
+    ignore_unsupported=True) has prepared it, a step on a model with pairs physai cannot collide still refuses it."""
+    xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
+             <body pos="0 0 .5"><freejoint/><geom type="cylinder" size=".05 .05"/></body>
+             <body pos="0 0 .2"><freejoint/><geom type="cylinder" size=".05 .05"/></body></worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run("native", collision.detect, model, model.qpos0, ignore_unsupported=True)
+    assert native.compiled(model).has_constraints
+    with pytest.raises(UnsupportedModelError, match="cannot collide"):
+        run("native", integrators.step, model, model.qpos0, np.zeros(model.nv))
