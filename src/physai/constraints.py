@@ -198,7 +198,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
                                    f"got {iterations!r}")
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
-    if native.on:
+    if native.on and model.opt.solver == "newton":
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
                        "qacc")
     model, states, batch = _states(model, data, contacts, eq_active)
@@ -208,7 +208,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         M = smooth.crb(model, d)[:, :, 0]
         c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
         start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
-        sol = solver.solve(model, r, M, tau1 - c, start, tolerance, iterations)
+        sol = solver.solve_with(model, r, M, tau1 - c, start, tolerance, iterations)
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch)
         results.append((sol, r))

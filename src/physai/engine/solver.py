@@ -18,8 +18,8 @@ import numpy as np
 from physai import validation
 from physai.engine import native
 from physai.engine.collision import MINVAL
-from physai.engine.constraint import (CONTACT_ELLIPTIC, QUADRATIC, Rows, kernel_options, mean_inertia, prepare_compiled,
-                                      state_forces, update)
+from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, LINEARNEG, LINEARPOS, QUADRATIC, SATISFIED, Rows,
+                                      kernel_options, mean_inertia, prepare_compiled, state_forces, update)
 from physai.engine.forward import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
 
@@ -315,6 +315,217 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     # converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
     converged = done or status in (1, 2)
     return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+
+
+# ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
+
+def _pcg32(state: int) -> tuple[int, int]:
+    """(next state, 32-bit draw) of MuJoCo's PCG32 generator with increment 1 (pcg32_next)."""
+    mask = (1 << 64) - 1
+    xorshifted = (((state >> 18) ^ state) >> 27) & 0xFFFFFFFF
+    rot = state >> 59
+    return (state * 6364136223846793005 + 1) & mask, ((xorshifted >> rot) | (xorshifted << ((-rot) & 31))) & 0xFFFFFFFF
+
+
+def _shuffle(order: list, state: int) -> int:
+    """Fisher-Yates shuffle of order in place by PCG32 draws (shuffle_int); returns the generator's state."""
+    for i in range(len(order) - 1, 0, -1):
+        state, draw = _pcg32(state)
+        j = draw % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return state
+
+
+def _blocks(r: Rows) -> list:
+    """(first row, dim) of each block the dual solver visits: one row, or an elliptic contact's dim rows."""
+    blocks, i = [], 0
+    while i < r.nefc:
+        dim = int(r.contact_dim[r.id[i]]) if r.type[i] == CONTACT_ELLIPTIC else 1
+        blocks.append((i, dim))
+        i += dim
+    return blocks
+
+
+def _project_ellipsoid(t: np.ndarray, normal: float, mu: np.ndarray, feasible: bool) -> np.ndarray:
+    """Tangential forces t scaled onto sum (t_j / mu_j)^2 = normal^2 (when feasible: only if outside) (projectEllipsoid)."""
+    s = float(np.sum(t * t / (mu * mu)))
+    if not feasible or s > normal * normal:
+        return t * np.sqrt(normal * normal / max(MINVAL, s))
+    return t
+
+
+def _project_cone(r: Rows, force: np.ndarray, blocks: list) -> None:
+    """force projected in place: friction loss into +-frictionloss, limits and contacts onto their cones (projectCone)."""
+    f = slice(r.ne, r.ne + r.nf)
+    force[f] = np.clip(force[f], -r.frictionloss[f], r.frictionloss[f])
+    for i, dim in blocks:
+        if i < r.ne + r.nf:
+            continue
+        if dim == 1 or force[i] < 0:                                  # non-negative normal (a negative one: all zero)
+            force[i:i + dim] = max(force[i], 0.0) if dim == 1 else 0.0
+        else:
+            mu = r.contact_friction[r.id[i]][:dim - 1]
+            force[i + 1:i + dim] = _project_ellipsoid(force[i + 1:i + dim], force[i], mu, True)
+
+
+def _qcqp(A: np.ndarray, b: np.ndarray, d: np.ndarray, radius: float) -> tuple[np.ndarray, bool]:
+    """(x, on the constraint) minimising 1/2 x^T A x + x^T b with sum (x_i / d_i)^2 <= radius^2, by Newton's method on
+    the multiplier la of (A + la) x = -b in the scaled x / d (mju_QCQP2, mju_QCQP3, mju_QCQP: 20 steps, 1e-10 bounds)."""
+    As, bs = A * np.outer(d, d), b * d
+    la, v = 0.0, np.zeros(len(b))
+    for _ in range(20):
+        Ala = As + la * np.eye(len(b))
+        if np.linalg.det(Ala) < 1e-10:                                # not positive definite: no friction
+            return np.zeros(len(b)), False
+        P = np.linalg.inv(Ala)
+        v = -P @ bs
+        val = float(v @ v) - radius * radius                        # |v|^2 - r^2: inside, or on the constraint
+        if val < 1e-10:
+            break
+        delta = val / (2.0 * float(v @ P @ v))                      # Newton step on la: -val / (d val / d la)
+        if delta < 1e-10:
+            break
+        la += delta
+    return v * d, la != 0
+
+
+def _pgs_elliptic(r: Rows, force: np.ndarray, i: int, dim: int, A: np.ndarray, res: np.ndarray, old: np.ndarray,
+                  ARinv: float) -> None:
+    """An elliptic contact's block updated in place: the normal alone (zero normal) or along the force's ray, then the
+    tangential forces by the QCQP on the friction ellipsoid at the new normal (mj_solPGS's elliptic update)."""
+    mu = r.contact_friction[r.id[i]][:dim - 1]
+    if force[i] < MINVAL:                                             # normal update: f_n -= res_n / AR_nn, f_n >= 0
+        force[i] = max(0.0, force[i] - res[0] * ARinv)
+        force[i + 1:i + dim] = 0.0
+    else:                                                             # ray update: f += x f, x = -f.res / f^T A f
+        v = force[i:i + dim].copy()
+        denom = float(v @ A @ v)
+        if denom >= MINVAL:
+            x = -float(v @ res) / denom
+            if force[i] + x * v[0] < 0:
+                x = -v[0] / force[i]
+            force[i:i + dim] += x * v
+    # friction at a fixed normal: Ac = A_tt, bc = res_t - A_tt old_t + A_tn (f_n - old_n)
+    Ac = A[1:, 1:]
+    bc = res[1:] - Ac @ old[1:] + A[1:, 0] * (force[i] - old[0])
+    if force[i] < MINVAL:
+        force[i + 1:i + dim] = 0.0
+        return
+    v, active = _qcqp(Ac, bc, mu, force[i])
+    force[i + 1:i + dim] = _project_ellipsoid(v, force[i], mu, False) if active else v
+
+
+def _pgs_sweep(r: Rows, AR: np.ndarray, ARinv: np.ndarray, b: np.ndarray, force: np.ndarray, blocks: list,
+               order: list) -> float:
+    """One Gauss-Seidel sweep over the blocks in `order`, each minimising 1/2 f^T AR f + f^T b over its own forces and
+    projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. Returns the improvement."""
+    improvement = 0.0
+    for k in order:
+        i, dim = blocks[k]
+        res = b[i:i + dim] + AR[i:i + dim] @ force                    # the residual AR f + b of the block
+        old = force[i:i + dim].copy()
+        if dim == 1:                                                  # one row: f -= res / AR_ii, then clamped
+            force[i] -= res[0] * ARinv[i]
+            if r.ne <= i < r.ne + r.nf:
+                force[i] = min(max(force[i], -r.frictionloss[i]), r.frictionloss[i])
+            elif i >= r.ne + r.nf:
+                force[i] = max(force[i], 0.0)
+            A = np.array([[1.0 / ARinv[i]]])
+        else:
+            A = AR[i:i + dim, i:i + dim]
+            _pgs_elliptic(r, force, i, dim, A, res, old, ARinv[i])
+        # the cost's change 1/2 delta^T A delta + delta^T res, undone when positive
+        delta = force[i:i + dim] - old
+        change = 0.5 * float(delta @ A @ delta) + float(delta @ res) if dim > 1 else \
+            0.5 * delta[0] * delta[0] * A[0, 0] + delta[0] * res[0]
+        if change > 1e-10:
+            force[i:i + dim] = old
+            change = 0.0
+        improvement -= change
+    return improvement
+
+
+def _dual_state(r: Rows, force: np.ndarray, blocks: list) -> np.ndarray:
+    """MuJoCo's efc_state of dual forces (dualState): friction loss at a bound linear (of the opposite sign to the
+    primal's), limits and pyramidal rows quadratic when pushing, elliptic contacts by the zone of (f_n / mu, f_t / friction)."""
+    state = np.full(r.nefc, QUADRATIC)
+    f = slice(r.ne, r.ne + r.nf)
+    state[f] = np.where(force[f] <= -r.frictionloss[f], LINEARPOS, np.where(force[f] >= r.frictionloss[f], LINEARNEG,
+                                                                            QUADRATIC))
+    for i, dim in blocks:
+        if i < r.ne + r.nf:
+            continue
+        if dim == 1:
+            state[i] = SATISFIED if force[i] <= 0 else QUADRATIC
+            continue
+        c = r.id[i]
+        mu, N = r.contact_mu[c], force[i] / r.contact_mu[c]
+        T = float(np.linalg.norm(force[i + 1:i + dim] / r.contact_friction[c][:dim - 1]))
+        state[i:i + dim] = SATISFIED if mu * N >= T else QUADRATIC if N + mu * T <= 0 else CONE
+    return state
+
+
+def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+              tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The constrained accelerations by MuJoCo's projected Gauss-Seidel on the dual problem (mj_solPGS): the forces f
+    (nefc,) minimising 1/2 f^T AR f + f^T b, AR = J M^-1 J^T + diag(R), b = J a0 - aref, a0 = M^-1 qfrc_smooth,
+    f within each row's set (friction loss +-frictionloss, limits and contacts >= 0, elliptic contacts in their cone);
+    then qacc = a0 + M^-1 J^T f (mj_dualFinish).
+
+    Each iteration: Nesterov's extrapolation beta = (k - 1) / (k + 2) projected on the sets (k reset to 0 when the
+    sweep's correction opposes it, O'Donoghue-Candes), then one sweep over the blocks in MuJoCo's PCG32 order (a
+    fixed seed, reshuffled every sweep). Stops when the sweep's improvement, scaled by 1 / (meaninertia max(1, nv)),
+    meaninertia = trace(M) / nv at this state (MuJoCo 4.0; before it, stat.meaninertia at qpos0), is below the
+    tolerance, or after `iterations` sweeps (converged False). The warm start (nv,) gives the forces of the rows at
+    J warmstart - aref, kept when their dual cost is <= 0 (None: zero forces, MuJoCo's cold start)."""
+    opt = model.opt
+    tolerance = opt.tolerance if tolerance is None else tolerance
+    iterations = opt.iterations if iterations is None else iterations
+    nefc = r.nefc
+    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    # AR = J M^-1 J^T + R, b = J a0 - aref
+    MinvJT = tree_cholesky_solve(model, np.repeat(M[:, :, None], nefc, axis=2), r.J.T)
+    AR = r.J @ MinvJT
+    AR = 0.5 * (AR + AR.T) + np.diag(r.R)
+    b = r.J @ qacc_smooth - r.aref
+    force = np.zeros(nefc)
+    if warmstart is not None:                                         # the rows' forces at the warm start, if cost <= 0
+        force = update(r, r.J @ warmstart - r.aref)[0].copy()
+        if float(force @ b) + 0.5 * float(force @ AR @ force) > 0:
+            force[:] = 0.0
+    scale = 1.0 / (float(np.trace(M)) / max(1, model.nv) * max(1, model.nv))   # meaninertia: M's mean diagonal here
+    ARinv = 1.0 / np.diag(AR)
+    blocks = _blocks(r)
+    order, rng = list(range(len(blocks))), _pcg32(0)[0]             # MuJoCo's seed: state 0, one draw
+    previous, k, it, improvement = force.copy(), 0, 0, 0.0
+    while it < iterations:
+        # Nesterov: f += beta (f - f_prev), projected; f_prev the value before
+        beta = (k - 1) / (k + 2) if it > 0 else 0.0
+        if beta > 0:
+            force, previous = force + beta * (force - previous), force
+            _project_cone(r, force, blocks)
+        else:
+            previous = force.copy()
+        momentum = force.copy()
+        rng = _shuffle(order, rng)
+        improvement = scale * _pgs_sweep(r, AR, ARinv, b, force, blocks, order)
+        # restart when the sweep's correction opposes the extrapolation
+        restart = it > 0 and float((force - momentum) @ (momentum - previous)) < 0
+        k = 0 if restart else k + 1
+        it += 1
+        if improvement < tolerance:
+            break
+    # qacc = a0 + M^-1 J^T f
+    qfrc = r.J.T @ force
+    qacc = qacc_smooth + tree_cholesky_solve(model, M[:, :, None], qfrc[:, None])[:, 0]
+    return Solution(qacc, force, qfrc, it, improvement, improvement < tolerance, _dual_state(r, force, blocks))
+
+
+def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+               tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The solver model.opt.solver names ("newton": solve, "pgs": solve_pgs) on the rows r (MuJoCo's mj_fwdConstraint)."""
+    run = solve_pgs if model.opt.solver == "pgs" else solve
+    return run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations)
 
 
 # ---------------------------------------------------------------- the compiled kernel (cpp/solver.h)
