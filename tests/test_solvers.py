@@ -1,7 +1,8 @@
 """MuJoCo's PGS solver (mj_solPGS, physai.engine.solver.solve_pgs) against MuJoCo 4 computed in the test: forward
 dynamics (qacc, efc_force) of the random constraint scenes (tests/helpers.constraint_scene: pyramidal and elliptic
 cones, condim 1, 3, 4, 6) and of the G1 standing, and a 100-step trajectory of a Gymnasium-like humanoid
-(tests/data/humanoid_pgs.xml: RK4, PGS with 50 iterations) against mj_step, on both backends.
+(tests/data/humanoid_pgs.xml: RK4, PGS with 50 iterations) against mj_step, on both backends (the NumPy solve_pgs
+and its C++ twin in cpp/solver.h).
 
 Bounds: PGS is deterministic given its visitation order (MuJoCo's PCG32 with a fixed seed, which physai replays), so
 at the same options and warm start physai runs the same sweeps as MuJoCo and stops at the same iteration: qacc and
@@ -119,3 +120,17 @@ def test_cg_and_noslip_are_refused_by_name():
         model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml.format(solver, noslip)))
         with pytest.raises(UnsupportedModelError, match=message):
             constraints.forward_dynamics(model, model.qpos0, np.zeros(model.nv), np.zeros(model.nv))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_pgs_at_its_iteration_limit_warns_with_the_improvement(backend):
+    """Two sweeps do not reach the tolerance: ConvergenceWarning with the last improvement, as MuJoCo leaves
+    solver_niter = iterations."""
+    m, d = scene(0, "pyramidal", 3)
+    m.opt.iterations = 2
+    res, d = pgs_forward_both(m, d, backend)
+    assert d.solver_niter[0] == 2
+    model = engine.from_mujoco(m)
+    with pytest.warns(ConvergenceWarning, match="stopped after 2 iterations.*last improvement"):
+        run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive, collision.from_mujoco(m, d),
+            eq_active=d.eq_active.astype(bool))

@@ -233,12 +233,16 @@ def fields(model: Model) -> dict:
             "dof_turnlink": _int64(dof_turnlink(model)), "free_dofadr": _int64(standalone_free_dofs(model))}
 
 
+#: the compiled Model's opt_solver codes of physai.engine.model.Options.solver (cpp/model.h: SOLVER_NEWTON, SOLVER_PGS)
+SOLVERS = {"newton": 0, "pgs": 1}
+
+
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
     """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
     Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,
     body_parentid; flags as int64), qpos0, each body's joints (body_jntadr, body_jntnum: a body's joints are
     consecutive), the invweight constants at qpos0 (physai.engine.constraint.invweight0) and model.opt's settings
-    (opt_<name>; opt_elliptic for the elliptic cone)."""
+    (opt_<name>; opt_elliptic for the elliptic cone, opt_solver the solver's code in SOLVERS)."""
     ints = ("jnt_type", "jnt_qposadr", "jnt_dofadr", "jnt_bodyid", "jnt_limited", "eq_type", "eq_obj1id", "eq_obj2id",
             "eq_active0", "body_parentid")
     floats = ("jnt_axis", "jnt_range", "jnt_margin", "jnt_solref", "jnt_solimp", "dof_frictionloss", "dof_solref",
@@ -255,7 +259,7 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
                                                                    "limit", "contact", "refsafe")},
-            "opt_elliptic": int(opt.cone == "elliptic"), **collision_fields(model)}
+            "opt_elliptic": int(opt.cone == "elliptic"), "opt_solver": SOLVERS[opt.solver], **collision_fields(model)}
 
 
 def collision_fields(model: Model) -> dict:

@@ -1,13 +1,15 @@
-"""MuJoCo's Newton solver of the forward constraint problem, one state at a time (engine_solver.c): the constrained
-accelerations of the rows physai.engine.constraint builds.
+"""MuJoCo's Newton and PGS solvers of the forward constraint problem, one state at a time (engine_solver.c): the
+constrained accelerations of the rows physai.engine.constraint builds.
 
-    solve(model, rows, M, qfrc_smooth, ...)   qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
+    solve(model, rows, M, qfrc_smooth, ...)       qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
+    solve_pgs(model, rows, M, qfrc_smooth, ...)   the dual forces minimising 1/2 f^T AR f + f^T b on their cones (mj_solPGS)
+    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names
 
 The cost's pieces along a search direction (PrimalPrepare, PrimalEval), the exact line search (PrimalSearch) and the
 Hessian M + J^T D J come in that order. The NumPy text here is the reference; the compiled backend runs the same
 functions in C++ (cpp/solver.h):
 
-    compiled_forward                        the kernel constraint_forward (rows, M, c and Newton's method) on N states
+    compiled_forward                        the kernel constraint_forward (rows, M, c and model.opt.solver) on N states
                                             with their own contacts
 """
 
@@ -336,7 +338,7 @@ def _shuffle(order: list, state: int) -> int:
     return state
 
 
-def _blocks(r: Rows) -> list:
+def _pgs_blocks(r: Rows) -> list:
     """(first row, dim) of each block the dual solver visits: one row, or an elliptic contact's dim rows."""
     blocks, i = [], 0
     while i < r.nefc:
@@ -495,7 +497,7 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
             force[:] = 0.0
     scale = 1.0 / (float(np.trace(M)) / max(1, model.nv) * max(1, model.nv))   # meaninertia: M's mean diagonal here
     ARinv = 1.0 / np.diag(AR)
-    blocks = _blocks(r)
+    blocks = _pgs_blocks(r)
     order, rng = list(range(len(blocks))), _pcg32(0)[0]             # MuJoCo's seed: state 0, one draw
     previous, k, it, improvement = force.copy(), 0, 0, 0.0
     while it < iterations:
