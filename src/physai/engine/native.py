@@ -233,8 +233,14 @@ def fields(model: Model) -> dict:
             "dof_turnlink": _int64(dof_turnlink(model)), "free_dofadr": _int64(standalone_free_dofs(model))}
 
 
-#: the compiled Model's opt_solver codes of physai.engine.model.Options.solver (cpp/model.h: SOLVER_NEWTON, SOLVER_PGS)
-SOLVERS = {"newton": 0, "pgs": 1}
+#: the compiled Model's opt_solver codes of physai.engine.model.Options.solver (cpp/model.h: SOLVER_NEWTON, SOLVER_PGS;
+#: CG has a code but no compiled solver yet: compiled_solver)
+SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
+
+
+def compiled_solver(model) -> bool:
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS); else the NumPy one runs."""
+    return model.opt.solver != "cg"
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:

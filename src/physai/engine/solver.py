@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from physai import validation
+from physai.exceptions import UnsupportedModelError
 from physai.engine import native
 from physai.engine.collision import MINVAL
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, LINEARNEG, LINEARPOS, QUADRATIC, SATISFIED, Rows,
@@ -261,6 +262,29 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
     return 0.5 * (H + H.T)
 
 
+def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart):
+    """(a0 = M^-1 qfrc_smooth, the start qacc, its forces, states, cone Hessians and M qacc): the warm start when its
+    primal cost is lower than a0's, else a0 (MuJoCo's warmstart)."""
+    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    qacc = qacc_smooth.copy()
+    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+    if warmstart is not None:
+        warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
+        if warm[0] < cost:
+            qacc = np.array(warmstart, dtype=float)
+            cost, force, state, hess, Ma = warm
+    return qacc_smooth, qacc, force, state, hess, Ma
+
+
+def _primal_search(model: Model, r: Rows, M, qfrc_smooth, qacc, Ma, v, tolerance: float, scale: float):
+    """_line_search's (alpha, improvement, status) along v from qacc (M qacc = Ma), at most opt.ls_iterations
+    evaluations, to |d cost / d alpha| < tolerance ls_tolerance |v| / scale."""
+    snorm = float(np.linalg.norm(v))
+    gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ (M @ v)))
+    line = _line(r, r.J @ qacc - r.aref, r.J @ v, gauss)
+    return _line_search(line, snorm, tolerance * model.opt.ls_tolerance * snorm / scale, model.opt.ls_iterations)
+
+
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
           tolerance: float | None = None, iterations: int | None = None) -> Solution:
     """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
@@ -274,15 +298,8 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
-    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
     scale = 1.0 / (mean_inertia(model) * max(1, model.nv))
-    qacc = qacc_smooth.copy()
-    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
-    if warmstart is not None:
-        warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
-        if warm[0] < cost:
-            qacc = np.array(warmstart, dtype=float)
-            cost, force, state, hess, Ma = warm
+    qacc_smooth, qacc, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
@@ -297,12 +314,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     while not done and it < iterations:
         # the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
         v = -step
-        snorm = float(np.linalg.norm(v))
-        Mv = M @ v
-        gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ Mv))
-        line = _line(r, r.J @ qacc - r.aref, r.J @ v, gauss)
-        alpha, ls_improvement, status = _line_search(line, snorm, tolerance * opt.ls_tolerance * snorm / scale,
-                                                     opt.ls_iterations)
+        alpha, ls_improvement, status = _primal_search(model, r, M, qfrc_smooth, qacc, Ma, v, tolerance, scale)
         if alpha == 0:                                                # no improvement along v: stop
             break
         qacc = qacc + alpha * v
@@ -315,6 +327,55 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
         it += 1
         done = (0 < improvement < tolerance) or gradient() < tolerance or decrement < tolerance
     # converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
+    converged = done or status in (1, 2)
+    return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+
+
+# ---------------------------------------------------------------- the primal problem by conjugate gradients (mj_solCG)
+
+def _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) -> float:
+    """The conjugate direction's beta (Hager-Zhang, M-preconditioned; 0: restart when d.y < MINVAL), bounded below by
+    -1 / (|d| min(0.01, |grad|)) (mj_solPrimal's update)."""
+    y, My = grad - grad_old, Mgrad - Mgrad_old
+    d_dot_y = float(search @ y)
+    if d_dot_y < MINVAL:
+        return 0.0
+    beta = (float(y @ Mgrad) - 2 * (float(y @ My) / d_dot_y) * float(search @ grad)) / d_dot_y
+    eta = -1.0 / max(MINVAL, float(np.linalg.norm(search)) * min(0.01, float(np.linalg.norm(grad))))
+    return max(eta, beta)
+
+
+def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+             tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The constrained accelerations of solve by MuJoCo's conjugate gradients (mj_solCG): the same primal cost, start
+    and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1 grad is
+    below the tolerance at the start, then when the scaled improvement or gradient is, scale = 1 / trace(M) (MuJoCo
+    4.0's meaninertia at this state), or when the line search improves nothing; after `iterations` anyway."""
+    opt = model.opt
+    tolerance = opt.tolerance if tolerance is None else tolerance
+    iterations = opt.iterations if iterations is None else iterations
+    scale = 1.0 / (float(np.trace(M)) / max(1, model.nv) * max(1, model.nv))   # meaninertia: M's mean diagonal here
+    M_solve = lambda x: tree_cholesky_solve(model, M[:, :, None], x[:, None])[:, 0]   # noqa: E731
+    qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
+    grad = Ma - qfrc_smooth - r.J.T @ force
+    Mgrad = M_solve(grad)
+    # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start)
+    done = max(0.0, 0.5 * scale * float(grad @ Mgrad)) < tolerance
+    search, improvement, it, status = -Mgrad, 0.0, 0, 0
+    while not done and it < iterations:
+        alpha, ls_improvement, status = _primal_search(model, r, M, qfrc_smooth, qacc, Ma, search, tolerance, scale)
+        if alpha == 0:                                                # no improvement along the direction: stop
+            break
+        qacc = qacc + alpha * search
+        grad_old, Mgrad_old = grad, Mgrad
+        _, force, state, _, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+        grad = Ma - qfrc_smooth - r.J.T @ force
+        Mgrad = M_solve(grad)
+        improvement = scale * ls_improvement
+        it += 1
+        done = (0 < improvement < tolerance) or scale * float(np.linalg.norm(grad)) < tolerance
+        if not done:                                                  # d = -M^-1 grad + beta d
+            search = -Mgrad + _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) * search
     converged = done or status in (1, 2)
     return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
 
@@ -525,8 +586,9 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
 
 def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
                tolerance: float | None = None, iterations: int | None = None) -> Solution:
-    """The solver model.opt.solver names ("newton": solve, "pgs": solve_pgs) on the rows r (MuJoCo's mj_fwdConstraint)."""
-    run = solve_pgs if model.opt.solver == "pgs" else solve
+    """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r (MuJoCo's
+    mj_fwdConstraint)."""
+    run = {"pgs": solve_pgs, "cg": solve_cg}.get(model.opt.solver, solve)
     return run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations)
 
 
@@ -550,6 +612,8 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
     q, qd and tau; warmstart (nv,), (N, nv) or None. The rows are not returned (compiled_rows gives them)."""
     prepare_compiled(model)
+    if not native.compiled_solver(model):
+        raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
     (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
         model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), False))
     return qacc, qfrc, state_forces(sizes, force), its, improvement, converged
