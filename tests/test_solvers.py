@@ -1,4 +1,5 @@
-"""MuJoCo's PGS solver (mj_solPGS, physai.engine.solver.solve_pgs) against MuJoCo 4 computed in the test: forward
+"""MuJoCo's PGS and CG solvers (mj_solPGS, mj_solCG: physai.engine.solver.solve_pgs, solve_cg) against MuJoCo 4
+computed in the test (CG's bounds at its test): forward
 dynamics (qacc, efc_force) of the random constraint scenes (tests/helpers.constraint_scene: pyramidal and elliptic
 cones, condim 1, 3, 4, 6) and of the G1 standing, and a 100-step trajectory of a Gymnasium-like humanoid
 (tests/data/humanoid_pgs.xml: RK4, PGS with 50 iterations) against mj_step, on both backends (the NumPy solve_pgs
