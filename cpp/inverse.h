@@ -112,7 +112,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     Solution sol;
     const double *warm = call.warm.data ? call.warm.data + s * call.warm.stride : nullptr;
     if (!smooth && !factor_mass(m, w)) return SINGULAR;
-    int st = solve(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
+    int st = solve_with(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
     if (st != OK) return st;
     std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
     rows_transpose_times(w.r, w.force.data(), qfrc);

@@ -54,7 +54,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     s.c.stages = nullptr;
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
     Solution sol;
-    int st = solve(m, s.c, M, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
+    int st = solve_with(m, s.c, M, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
     if (st != OK) return st;
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);

@@ -1,9 +1,11 @@
-// MuJoCo's Newton solver of the forward constraint problem (src/physai/engine/solver.py: engine_solver.c), function by
+// MuJoCo's Newton and PGS solvers of the forward constraint problem (src/physai/engine/solver.py: engine_solver.c), function by
 // function with the NumPy text's names, stages and algorithm choices, one state at a time on the rows of
 // cpp/constraint.h (compiled into the scalar translation unit only):
 //
 //     solve(m, w, ...)                           Newton's method with an exact line search (mj_solNewton's stopping
 //                                                rules), from the unconstrained accelerations or a warm start
+//     solve_pgs(m, w, ...)                       projected Gauss-Seidel on the dual problem (mj_solPGS), AR dense
+//     solve_with(m, w, ...)                      the one m.opt_solver names
 //
 // M is factored by Cholesky on the tree's pattern (the model's sparse layout of M, forward.h: no fill-in); so is the
 // Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
@@ -603,6 +605,312 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     done = done || status == LINE_NO_DIRECTION || status == LINE_OPTIMAL;
     sol.iterations = it, sol.improvement = improvement, sol.converged = done;
     return OK;
+}
+
+// ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
+
+// (next state, 32-bit draw) of MuJoCo's PCG32 generator with increment 1 (pcg32_next)
+inline uint32_t pcg32(uint64_t &state) {
+    uint64_t old = state;
+    state = old * 6364136223846793005ULL + 1;
+    uint32_t xorshifted = uint32_t(((old >> 18u) ^ old) >> 27u), rot = uint32_t(old >> 59u);
+    return (xorshifted >> rot) | (xorshifted << ((-rot) & 31));
+}
+
+// Fisher-Yates shuffle of order in place by PCG32 draws (shuffle_int)
+inline void shuffle(std::vector<int> &order, uint64_t &state) {
+    for (int i = int(order.size()) - 1; i > 0; i--) {
+        int j = int(pcg32(state) % uint32_t(i + 1));
+        std::swap(order[size_t(i)], order[size_t(j)]);
+    }
+}
+
+// (first row, dim) of each block the dual solver visits: one row, or an elliptic contact's dim rows
+inline void pgs_blocks(const Rows &r, std::vector<int> &first, std::vector<int> &dim) {
+    first.clear(), dim.clear();
+    for (int i = 0; i < r.nefc;) {
+        int d = r.type[size_t(i)] == CONTACT_ELLIPTIC ? int(r.con.dim(r.id[size_t(i)])) : 1;
+        first.push_back(i), dim.push_back(d);
+        i += d;
+    }
+}
+
+// tangential forces t (n) scaled onto sum (t_j / mu_j)^2 = normal^2 (when feasible: only if outside) (projectEllipsoid)
+inline void project_ellipsoid(double *t, double normal, const double *mu, int n, bool feasible) {
+    double s = 0.0;
+    for (int j = 0; j < n; j++) s += t[j] * t[j] / (mu[j] * mu[j]);
+    if (!feasible || s > normal * normal) {
+        double scl = std::sqrt(normal * normal / std::max(MINVAL, s));
+        for (int j = 0; j < n; j++) t[j] *= scl;
+    }
+}
+
+// force projected in place: friction loss into +-frictionloss, limits and contacts onto their cones (projectCone)
+inline void project_cone(const Rows &r, double *force, const std::vector<int> &first, const std::vector<int> &dim) {
+    for (int i = r.ne; i < r.ne + r.nf; i++) {
+        double fl = r.frictionloss[size_t(i)];
+        force[i] = std::min(std::max(force[i], -fl), fl);
+    }
+    for (size_t k = 0; k < first.size(); k++) {
+        int i = first[k], d = dim[k];
+        if (i < r.ne + r.nf) continue;
+        if (d == 1 || force[i] < 0) {                                   // non-negative normal (a negative one: all zero)
+            if (d == 1) force[i] = std::max(force[i], 0.0);
+            else std::fill(force + i, force + i + d, 0.0);
+        } else {
+            project_ellipsoid(force + i + 1, force[i], r.con.friction(r.id[size_t(i)]), d - 1, true);
+        }
+    }
+}
+
+// x (n <= 5) minimising 1/2 x^T A x + x^T b with sum (x_i / d_i)^2 <= radius^2, by Newton's method on the multiplier
+// la of (A + la) x = -b in the scaled x / d (mju_QCQP2, mju_QCQP3, mju_QCQP: 20 steps, 1e-10 bounds); true when on
+// the constraint
+inline bool qcqp(const double *A, const double *b, const double *d, double radius, int n, double *x) {
+    double As[25], bs[5], v[5] = {}, P[25], L[25];
+    for (int i = 0; i < n; i++) {
+        bs[i] = b[i] * d[i];
+        for (int j = 0; j < n; j++) As[i * n + j] = A[i * n + j] * d[i] * d[j];
+    }
+    double la = 0.0;
+    for (int iter = 0; iter < 20; iter++) {
+        // P = (A + la)^-1 by Gauss-Jordan; det < 1e-10: not positive definite, no friction
+        for (int i = 0; i < n * n; i++) L[i] = As[i] + (i % (n + 1) == 0 ? la : 0.0), P[i] = i % (n + 1) == 0 ? 1.0 : 0.0;
+        double det = 1.0;
+        for (int c = 0; c < n; c++) {
+            int p = c;
+            for (int i = c + 1; i < n; i++)
+                if (std::abs(L[i * n + c]) > std::abs(L[p * n + c])) p = i;
+            if (L[p * n + c] == 0.0) { det = 0.0; break; }
+            if (p != c) {
+                det = -det;
+                for (int j = 0; j < n; j++) std::swap(L[c * n + j], L[p * n + j]), std::swap(P[c * n + j], P[p * n + j]);
+            }
+            double piv = L[c * n + c];
+            det *= piv;
+            for (int j = 0; j < n; j++) L[c * n + j] /= piv, P[c * n + j] /= piv;
+            for (int i = 0; i < n; i++) {
+                if (i == c) continue;
+                double f = L[i * n + c];
+                for (int j = 0; j < n; j++) L[i * n + j] -= f * L[c * n + j], P[i * n + j] -= f * P[c * n + j];
+            }
+        }
+        if (det < 1e-10) {
+            std::fill(x, x + n, 0.0);
+            return false;
+        }
+        for (int i = 0; i < n; i++) v[i] = -dot(P + i * n, bs, n);
+        double val = dot(v, v, n) - radius * radius;                  // |v|^2 - r^2: inside, or on the constraint
+        if (val < 1e-10) break;
+        double vPv = 0.0;
+        for (int i = 0; i < n; i++) vPv += v[i] * dot(P + i * n, v, n);
+        double delta = val / (2.0 * vPv);                               // Newton step on la: -val / (d val / d la)
+        if (delta < 1e-10) break;
+        la += delta;
+    }
+    for (int i = 0; i < n; i++) x[i] = v[i] * d[i];
+    return la != 0;
+}
+
+// an elliptic contact's block updated in place: the normal alone (zero normal) or along the force's ray, then the
+// tangential forces by the QCQP on the friction ellipsoid at the new normal (mj_solPGS's elliptic update)
+inline void pgs_elliptic(const Rows &r, double *force, int i, int dim, const double *A, const double *res, const double *old,
+                         double ARinv) {
+    const double *mu = r.con.friction(r.id[size_t(i)]);
+    if (force[i] < MINVAL) {                                           // normal update: f_n -= res_n / AR_nn, f_n >= 0
+        force[i] = std::max(0.0, force[i] - res[0] * ARinv);
+        std::fill(force + i + 1, force + i + dim, 0.0);
+    } else {                                                           // ray update: f += x f, x = -f.res / f^T A f
+        double v[6], denom = 0.0;
+        std::copy(force + i, force + i + dim, v);
+        for (int j = 0; j < dim; j++) denom += v[j] * dot(A + j * dim, v, dim);
+        if (denom >= MINVAL) {
+            double x = -dot(v, res, dim) / denom;
+            if (force[i] + x * v[0] < 0) x = -v[0] / force[i];
+            for (int j = 0; j < dim; j++) force[i + j] += x * v[j];
+        }
+    }
+    // friction at a fixed normal: Ac = A_tt, bc = res_t - A_tt old_t + A_tn (f_n - old_n)
+    int n = dim - 1;
+    double Ac[25], bc[5], v[5];
+    for (int j = 0; j < n; j++) {
+        for (int l = 0; l < n; l++) Ac[j * n + l] = A[(j + 1) * dim + l + 1];
+        bc[j] = res[j + 1] - dot(Ac + j * n, old + 1, n) + A[(j + 1) * dim] * (force[i] - old[0]);
+    }
+    if (force[i] < MINVAL) {
+        std::fill(force + i + 1, force + i + dim, 0.0);
+        return;
+    }
+    if (qcqp(Ac, bc, mu, force[i], n, v)) project_ellipsoid(v, force[i], mu, n, false);
+    std::copy(v, v + n, force + i + 1);
+}
+
+// one Gauss-Seidel sweep over the blocks in `order`, each minimising 1/2 f^T AR f + f^T b over its own forces and
+// projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. Returns the improvement
+inline double pgs_sweep(const Rows &r, const double *AR, const double *ARinv, const double *b, double *force,
+                        const std::vector<int> &first, const std::vector<int> &dims, const std::vector<int> &order) {
+    int n = r.nefc;
+    double improvement = 0.0;
+    for (int k : order) {
+        int i = first[size_t(k)], dim = dims[size_t(k)];
+        double res[6], old[6], A[36];
+        for (int j = 0; j < dim; j++) res[j] = b[i + j] + dot(AR + size_t(i + j) * n, force, n);   // the residual AR f + b
+        std::copy(force + i, force + i + dim, old);
+        if (dim == 1) {                                                // one row: f -= res / AR_ii, then clamped
+            force[i] -= res[0] * ARinv[i];
+            if (i >= r.ne && i < r.ne + r.nf) {
+                double fl = r.frictionloss[size_t(i)];
+                force[i] = std::min(std::max(force[i], -fl), fl);
+            } else if (i >= r.ne + r.nf) {
+                force[i] = std::max(force[i], 0.0);
+            }
+            A[0] = 1.0 / ARinv[i];
+        } else {
+            for (int j = 0; j < dim; j++)
+                for (int l = 0; l < dim; l++) A[j * dim + l] = AR[size_t(i + j) * n + size_t(i + l)];
+            pgs_elliptic(r, force, i, dim, A, res, old, ARinv[i]);
+        }
+        // the cost's change 1/2 delta^T A delta + delta^T res, undone when positive
+        double delta[6], change;
+        for (int j = 0; j < dim; j++) delta[j] = force[i + j] - old[j];
+        if (dim == 1) {
+            change = 0.5 * delta[0] * delta[0] * A[0] + delta[0] * res[0];
+        } else {
+            double quad = 0.0;
+            for (int j = 0; j < dim; j++) quad += delta[j] * dot(A + j * dim, delta, dim);
+            change = 0.5 * quad + dot(delta, res, dim);
+        }
+        if (change > 1e-10) {
+            std::copy(old, old + dim, force + i);
+            change = 0.0;
+        }
+        improvement -= change;
+    }
+    return improvement;
+}
+
+// MuJoCo's efc_state of dual forces (dualState): friction loss at a bound linear (of the opposite sign to the
+// primal's), limits and pyramidal rows quadratic when pushing, elliptic contacts by the zone of (f_n / mu, f_t / friction)
+inline void dual_state(const Rows &r, const double *force, const std::vector<int> &first, const std::vector<int> &dims,
+                       int *state) {
+    for (int i = 0; i < r.nefc; i++) state[i] = QUADRATIC;
+    for (int i = r.ne; i < r.ne + r.nf; i++) {
+        double fl = r.frictionloss[size_t(i)];
+        state[i] = force[i] <= -fl ? LINEARPOS : force[i] >= fl ? LINEARNEG : QUADRATIC;
+    }
+    for (size_t k = 0; k < first.size(); k++) {
+        int i = first[k], dim = dims[k];
+        if (i < r.ne + r.nf) continue;
+        if (dim == 1) {
+            state[i] = force[i] <= 0 ? SATISFIED : QUADRATIC;
+            continue;
+        }
+        int64_t c = r.id[size_t(i)];
+        const double *friction = r.con.friction(c);
+        double mu = r.contact_mu[size_t(c)], N = force[i] / mu, T = 0.0;
+        for (int j = 1; j < dim; j++) T += (force[i + j] / friction[j - 1]) * (force[i + j] / friction[j - 1]);
+        T = std::sqrt(T);
+        int s = mu * N >= T ? SATISFIED : N + mu * T <= 0 ? QUADRATIC : CONE;
+        std::fill(state + i, state + i + dim, s);
+    }
+}
+
+// the constrained accelerations by MuJoCo's projected Gauss-Seidel on the dual problem (solver.solve_pgs): forces f
+// minimising 1/2 f^T AR f + f^T b, AR = J M^-1 J^T + diag(R), b = J a0 - aref, in each row's set, Nesterov's
+// extrapolation with restart and sweeps in MuJoCo's PCG32 order, stopped by the scaled improvement (1 / trace(M)) or
+// the iteration limit; then qacc = a0 + M^-1 J^T f (mj_dualFinish). M as for solve; SINGULAR when M is not positive
+// definite.
+inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                     int64_t iterations, Solution &sol) {
+    const Rows &r = w.r;
+    int nv = m.nv, n = r.nefc;
+    for (auto *x : {&w.force, &w.jar, &w.wforce})
+        if (x->size() < size_t(n)) x->resize(size_t(n));
+    for (auto *x : {&w.state, &w.wstate})
+        if (x->size() < size_t(n)) x->resize(size_t(n));
+    double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
+    if (M) {
+        tree_pack(m, M, w.Mt.data());
+        if (!factor_mass(m, w)) return SINGULAR;
+    }
+    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
+    tree_solve(m, LM, LMinv, w.qacc_smooth.data());
+    // AR = J M^-1 J^T + R, b = J a0 - aref
+    const size_t N = static_cast<size_t>(n);
+    std::vector<double> MinvJT(N * static_cast<size_t>(nv), 0.0), AR(N * N), b(N), ARinv(N);
+    for (int i = 0; i < n; i++) {
+        double *y = MinvJT.data() + size_t(i) * nv;
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[r.cols[size_t(k)]] = r.val[size_t(k)];
+        tree_solve(m, LM, LMinv, y);
+        rows_times(r, y, AR.data() + size_t(i) * n);                   // column i of J M^-1 J^T
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < i; k++) {
+            double a = 0.5 * (AR[size_t(i) * n + k] + AR[size_t(k) * n + i]);
+            AR[size_t(i) * n + k] = AR[size_t(k) * n + i] = a;
+        }
+    for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += r.R[size_t(i)], ARinv[size_t(i)] = 1.0 / AR[size_t(i) * (n + 1)];
+    rows_times(r, w.qacc_smooth.data(), b.data());
+    for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
+    double *force = w.force.data();
+    std::fill(force, force + n, 0.0);
+    if (warmstart) {                                                   // the rows' forces at the warm start, if cost <= 0
+        rows_times(r, warmstart, w.jar.data());
+        for (int i = 0; i < n; i++) w.jar[size_t(i)] -= r.aref[size_t(i)];
+        update(r, w.jar.data(), force, w.wstate.data(), nullptr);
+        double cost = dot(force, b.data(), n);
+        for (int i = 0; i < n; i++) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
+        if (cost > 0) std::fill(force, force + n, 0.0);
+    }
+    double trace = 0.0;                                                // meaninertia: M's mean diagonal here
+    for (int j = 0; j < nv; j++) trace += w.Mt[size_t(m.M_rowadr[j] + m.M_rownnz[j] - 1)];
+    double scale = 1.0 / (trace / std::max(1, nv) * std::max(1, nv));
+    std::vector<int> first, dims, order;
+    pgs_blocks(r, first, dims);
+    for (size_t k = 0; k < first.size(); k++) order.push_back(int(k));
+    uint64_t rng = 0;                                                  // MuJoCo's seed: state 0, one draw
+    pcg32(rng);
+    std::vector<double> previous(force, force + n), momentum(N);
+    int64_t k = 0, it = 0;
+    double improvement = 0.0;
+    while (it < iterations) {
+        // Nesterov: f += beta (f - f_prev), projected; f_prev the value before
+        double beta = it > 0 ? double(k - 1) / double(k + 2) : 0.0;
+        if (beta > 0) {
+            for (int i = 0; i < n; i++) {
+                double saved = force[i];
+                force[i] += beta * (force[i] - previous[size_t(i)]);
+                previous[size_t(i)] = saved;
+            }
+            project_cone(r, force, first, dims);
+        } else {
+            std::copy(force, force + n, previous.begin());
+        }
+        std::copy(force, force + n, momentum.begin());
+        shuffle(order, rng);
+        improvement = scale * pgs_sweep(r, AR.data(), ARinv.data(), b.data(), force, first, dims, order);
+        // restart when the sweep's correction opposes the extrapolation
+        double opposed = 0.0;
+        for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);
+        k = it > 0 && opposed < 0 ? 0 : k + 1;
+        it++;
+        if (improvement < tolerance) break;
+    }
+    // qacc = a0 + M^-1 J^T f
+    double *qacc = w.qacc.data();
+    rows_transpose_times(r, force, qacc);
+    tree_solve(m, LM, LMinv, qacc);
+    for (int j = 0; j < nv; j++) qacc[j] += w.qacc_smooth[size_t(j)];
+    dual_state(r, force, first, dims, w.state.data());
+    sol.iterations = it, sol.improvement = improvement, sol.converged = improvement < tolerance;
+    return OK;
+}
+
+// the solver m.opt_solver names (Newton: solve, PGS: solve_pgs) on w's rows (MuJoCo's mj_fwdConstraint; solver.solve_with)
+inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                      int64_t iterations, Solution &sol) {
+    if (m.opt_solver == SOLVER_PGS) return solve_pgs(m, w, M, warmstart, tolerance, iterations, sol);
+    return solve(m, w, M, warmstart, tolerance, iterations, sol);
 }
 
 }  // namespace

@@ -179,7 +179,9 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Ro
 def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, eq_active=None, tolerance: float | None = None,
                      iterations: int | None = None) -> ForwardResult:
     """Accelerations and constraint forces at (q, qd) under the non-constraint forces tau: MuJoCo's mj_forward with its
-    constraints (qacc, qfrc_constraint, efc_force), solved by Newton's method as mj_solNewton. contacts: see the module
+    constraints (qacc, qfrc_constraint, efc_force), solved by model.opt.solver: Newton's method as mj_solNewton, or
+    projected Gauss-Seidel as mj_solPGS, or conjugate gradients as mj_solCG (NumPy on both backends).
+    contacts: see the module
     docstring (None: physai's own, physai.collision.detect).
 
     qacc_warmstart: (nv,) or (N, nv), where the solver starts when its cost is lower than at the unconstrained
@@ -198,7 +200,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
                                    f"got {iterations!r}")
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
-    if native.on:
+    if native.on and native.compiled_solver(model):
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
                        "qacc")
     model, states, batch = _states(model, data, contacts, eq_active)
@@ -208,7 +210,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         M = smooth.crb(model, d)[:, :, 0]
         c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
         start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
-        sol = solver.solve(model, r, M, tau1 - c, start, tolerance, iterations)
+        sol = solver.solve_with(model, r, M, tau1 - c, start, tolerance, iterations)
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch)
         results.append((sol, r))

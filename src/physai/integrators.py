@@ -424,6 +424,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
         return None
+    if constraints and not native.compiled_solver(model):
+        return None
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
             or qd.shape != q.shape[:-1] + (model.nv,)):
@@ -626,7 +628,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    if native.on:
+    if native.on and (not constrained or native.compiled_solver(model)):
         if constrained:
             constraint.prepare_compiled(model)
         try:
@@ -872,14 +874,14 @@ class DynamicsEvaluator:
         contacts = collision.numpy_detect(model, q) if collision.has_contacts(model) else None
         if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
             self.ncon = 0 if contacts is None else len(contacts)
-        if native.on and self.tau is not None and np.isfinite(self.tau).all():
+        if native.on and native.compiled_solver(model) and self.tau is not None and np.isfinite(self.tau).all():
             qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
                                                      self.warmstart, opt.tolerance, opt.iterations)[:2]
         else:
             if self.tau is not None:                   # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
             rows = constraint.rows(model, self.d, q, qd, contacts)
-            solution = solver.solve(model, rows, M, f, self.warmstart)
+            solution = solver.solve_with(model, rows, M, f, self.warmstart)
             qacc, qfrc = solution.qacc, solution.qfrc_constraint
         self.warmstart = qacc
         return qacc, qfrc

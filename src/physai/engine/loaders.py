@@ -283,6 +283,11 @@ def _indices(name: str, x: np.ndarray, size: int, who: str) -> np.ndarray:
     return x
 
 
+#: physai's names of MuJoCo's solvers it runs (mjtSolver)
+_SOLVERS = {int(mujoco.mjtSolver.mjSOL_NEWTON): "newton", int(mujoco.mjtSolver.mjSOL_PGS): "pgs",
+            int(mujoco.mjtSolver.mjSOL_CG): "cg"}
+
+
 def options_from_mujoco(m: mujoco.MjModel) -> Options:
     """The solver options and the constraint switches of a MuJoCo model (m.opt and its disable flags)."""
     off, bit = m.opt.disableflags, mujoco.mjtDisableBit
@@ -293,7 +298,8 @@ def options_from_mujoco(m: mujoco.MjModel) -> Options:
                    eulerdamp=not off & bit.mjDSBL_EULERDAMP, impratio=float(m.opt.impratio),
                    cone="elliptic" if m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC else "pyramidal",
                    tolerance=float(m.opt.tolerance), iterations=int(m.opt.iterations), ls_tolerance=float(m.opt.ls_tolerance),
-                   ls_iterations=int(m.opt.ls_iterations), equality=on(bit.mjDSBL_EQUALITY),
+                   ls_iterations=int(m.opt.ls_iterations), solver=_SOLVERS[int(m.opt.solver)],
+                   equality=on(bit.mjDSBL_EQUALITY),
                    frictionloss=on(bit.mjDSBL_FRICTIONLOSS), limit=on(bit.mjDSBL_LIMIT), contact=on(bit.mjDSBL_CONTACT),
                    refsafe=not off & bit.mjDSBL_REFSAFE, ccd_tolerance=float(m.opt.ccd_tolerance),
                    ccd_iterations=int(m.opt.ccd_iterations))
@@ -330,8 +336,8 @@ def _unsupported_constraints(m: mujoco.MjModel) -> tuple:
     found = []
     if m.ntendon and (m.tendon_limited.any() or m.tendon_frictionloss.any()):
         found.append("tendon limits or tendon friction loss")
-    if m.opt.solver != mujoco.mjtSolver.mjSOL_NEWTON:
-        found.append(f"the {mujoco.mjtSolver(m.opt.solver).name} solver (physai solves with Newton's method, mjSOL_NEWTON)")
+    if int(m.opt.solver) not in _SOLVERS:
+        found.append(f"the {mujoco.mjtSolver(m.opt.solver).name} solver (physai solves with mjSOL_NEWTON, mjSOL_PGS, mjSOL_CG)")
     if m.opt.noslip_iterations:
         found.append(f"noslip iterations ({m.opt.noslip_iterations}; physai has no noslip solver)")
     if m.nflex:

@@ -105,9 +105,10 @@ class Options:
     """What the constraint solver reads of MuJoCo's mjOption: timestep [s] (the solref safety floor, invdiscrete),
     integrator and eulerdamp (which step invdiscrete inverts: physai.integrators' names; MuJoCo's mjDSBL_EULERDAMP off),
     impratio (friction-to-normal impedance ratio), cone ("pyramidal" or "elliptic"), the solver's tolerance, iterations,
-    ls_tolerance and ls_iterations (MuJoCo's Newton defaults), and which constraints are on (MuJoCo's disable flags
-    off): equality, frictionloss, limit, contact, refsafe (time constants raised to at least 2 timesteps); ccd_tolerance
-    [m] and ccd_iterations of the convex pairs' GJK and EPA (MuJoCo's defaults)."""
+    ls_tolerance and ls_iterations (MuJoCo's Newton defaults), solver ("newton", "pgs" or "cg": mjSOL_NEWTON, mjSOL_PGS,
+    mjSOL_CG), and which constraints are on (MuJoCo's disable flags off): equality, frictionloss, limit, contact, refsafe
+    (time constants raised to at least 2 timesteps); ccd_tolerance [m] and ccd_iterations of the convex pairs' GJK and
+    EPA (MuJoCo's defaults)."""
 
     timestep: float = 0.002
     integrator: str = "euler"
@@ -118,6 +119,7 @@ class Options:
     iterations: int = 100
     ls_tolerance: float = 0.01
     ls_iterations: int = 50
+    solver: str = "newton"
     equality: bool = True
     frictionloss: bool = True
     limit: bool = True

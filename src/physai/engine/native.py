@@ -251,12 +251,22 @@ def passive_fields(model: Model) -> dict:
             "fluid_size": _float64(model.fluid_size), "fluid_coef": _float64(model.fluid_coef)}
 
 
+#: the compiled Model's opt_solver codes of physai.engine.model.Options.solver (cpp/model.h: SOLVER_NEWTON, SOLVER_PGS;
+#: CG has a code but no compiled solver yet: compiled_solver)
+SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
+
+
+def compiled_solver(model) -> bool:
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS); else the NumPy one runs."""
+    return model.opt.solver != "cg"
+
+
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
     """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
     Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,
     body_parentid; flags as int64), qpos0, each body's joints (body_jntadr, body_jntnum: a body's joints are
     consecutive), the invweight constants at qpos0 (physai.engine.constraint.invweight0) and model.opt's settings
-    (opt_<name>; opt_elliptic for the elliptic cone)."""
+    (opt_<name>; opt_elliptic for the elliptic cone, opt_solver the solver's code in SOLVERS)."""
     ints = ("jnt_type", "jnt_qposadr", "jnt_dofadr", "jnt_bodyid", "jnt_limited", "eq_type", "eq_obj1id", "eq_obj2id",
             "eq_active0", "body_parentid")
     floats = ("jnt_axis", "jnt_range", "jnt_margin", "jnt_solref", "jnt_solimp", "dof_frictionloss", "dof_solref",
@@ -274,7 +284,7 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
                                                                      "ccd_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
                                                                    "limit", "contact", "refsafe", "ccd_iterations")},
-            "opt_elliptic": int(opt.cone == "elliptic"), **collision_fields(model)}
+            "opt_elliptic": int(opt.cone == "elliptic"), "opt_solver": SOLVERS[opt.solver], **collision_fields(model)}
 
 
 def collision_fields(model: Model) -> dict:

@@ -1,13 +1,15 @@
-"""MuJoCo's Newton solver of the forward constraint problem, one state at a time (engine_solver.c): the constrained
-accelerations of the rows physai.engine.constraint builds.
+"""MuJoCo's Newton and PGS solvers of the forward constraint problem, one state at a time (engine_solver.c): the
+constrained accelerations of the rows physai.engine.constraint builds.
 
-    solve(model, rows, M, qfrc_smooth, ...)   qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
+    solve(model, rows, M, qfrc_smooth, ...)       qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
+    solve_pgs(model, rows, M, qfrc_smooth, ...)   the dual forces minimising 1/2 f^T AR f + f^T b on their cones (mj_solPGS)
+    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names
 
 The cost's pieces along a search direction (PrimalPrepare, PrimalEval), the exact line search (PrimalSearch) and the
 Hessian M + J^T D J come in that order. The NumPy text here is the reference; the compiled backend runs the same
 functions in C++ (cpp/solver.h):
 
-    compiled_forward                        the kernel constraint_forward (rows, M, c and Newton's method) on N states
+    compiled_forward                        the kernel constraint_forward (rows, M, c and model.opt.solver) on N states
                                             with their own contacts
 """
 
@@ -16,10 +18,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from physai import validation
+from physai.exceptions import UnsupportedModelError
 from physai.engine import native
-from physai.engine.collision import MINVAL
-from physai.engine.constraint import (CONTACT_ELLIPTIC, QUADRATIC, Rows, kernel_options, mean_inertia, prepare_compiled,
-                                      state_forces, update)
+from physai.engine.model_checks import MINVAL
+from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, LINEARNEG, LINEARPOS, QUADRATIC, SATISFIED, Rows,
+                                      kernel_options, mean_inertia, prepare_compiled, state_forces, update)
 from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
 
@@ -259,6 +262,29 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
     return 0.5 * (H + H.T)
 
 
+def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart):
+    """(a0 = M^-1 qfrc_smooth, the start qacc, its forces, states, cone Hessians and M qacc): the warm start when its
+    primal cost is lower than a0's, else a0 (MuJoCo's warmstart)."""
+    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    qacc = qacc_smooth.copy()
+    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+    if warmstart is not None:
+        warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
+        if warm[0] < cost:
+            qacc = np.array(warmstart, dtype=float)
+            cost, force, state, hess, Ma = warm
+    return qacc_smooth, qacc, force, state, hess, Ma
+
+
+def _primal_search(model: Model, r: Rows, M, qfrc_smooth, qacc, Ma, v, tolerance: float, scale: float):
+    """_line_search's (alpha, improvement, status) along v from qacc (M qacc = Ma), at most opt.ls_iterations
+    evaluations, to |d cost / d alpha| < tolerance ls_tolerance |v| / scale."""
+    snorm = float(np.linalg.norm(v))
+    gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ (M @ v)))
+    line = _line(r, r.J @ qacc - r.aref, r.J @ v, gauss)
+    return _line_search(line, snorm, tolerance * model.opt.ls_tolerance * snorm / scale, model.opt.ls_iterations)
+
+
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
           tolerance: float | None = None, iterations: int | None = None) -> Solution:
     """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
@@ -272,15 +298,8 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
-    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
     scale = 1.0 / (mean_inertia(model) * max(1, model.nv))
-    qacc = qacc_smooth.copy()
-    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
-    if warmstart is not None:
-        warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
-        if warm[0] < cost:
-            qacc = np.array(warmstart, dtype=float)
-            cost, force, state, hess, Ma = warm
+    qacc_smooth, qacc, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
@@ -295,12 +314,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     while not done and it < iterations:
         # the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
         v = -step
-        snorm = float(np.linalg.norm(v))
-        Mv = M @ v
-        gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ Mv))
-        line = _line(r, r.J @ qacc - r.aref, r.J @ v, gauss)
-        alpha, ls_improvement, status = _line_search(line, snorm, tolerance * opt.ls_tolerance * snorm / scale,
-                                                     opt.ls_iterations)
+        alpha, ls_improvement, status = _primal_search(model, r, M, qfrc_smooth, qacc, Ma, v, tolerance, scale)
         if alpha == 0:                                                # no improvement along v: stop
             break
         qacc = qacc + alpha * v
@@ -315,6 +329,267 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     # converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
     converged = done or status in (1, 2)
     return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+
+
+# ---------------------------------------------------------------- the primal problem by conjugate gradients (mj_solCG)
+
+def _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) -> float:
+    """The conjugate direction's beta (Hager-Zhang, M-preconditioned; 0: restart when d.y < MINVAL), bounded below by
+    -1 / (|d| min(0.01, |grad|)) (mj_solPrimal's update)."""
+    y, My = grad - grad_old, Mgrad - Mgrad_old
+    d_dot_y = float(search @ y)
+    if d_dot_y < MINVAL:
+        return 0.0
+    beta = (float(y @ Mgrad) - 2 * (float(y @ My) / d_dot_y) * float(search @ grad)) / d_dot_y
+    eta = -1.0 / max(MINVAL, float(np.linalg.norm(search)) * min(0.01, float(np.linalg.norm(grad))))
+    return max(eta, beta)
+
+
+def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+             tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The constrained accelerations of solve by MuJoCo's conjugate gradients (mj_solCG): the same primal cost, start
+    and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1 grad is
+    below the tolerance at the start, then when the scaled improvement or gradient is, scale = 1 / trace(M) (MuJoCo
+    4.0's meaninertia at this state), or when the line search improves nothing; after `iterations` anyway."""
+    opt = model.opt
+    tolerance = opt.tolerance if tolerance is None else tolerance
+    iterations = opt.iterations if iterations is None else iterations
+    scale = 1.0 / (float(np.trace(M)) / max(1, model.nv) * max(1, model.nv))   # meaninertia: M's mean diagonal here
+    M_solve = lambda x: tree_cholesky_solve(model, M[:, :, None], x[:, None])[:, 0]   # noqa: E731
+    qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
+    grad = Ma - qfrc_smooth - r.J.T @ force
+    Mgrad = M_solve(grad)
+    # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start)
+    done = max(0.0, 0.5 * scale * float(grad @ Mgrad)) < tolerance
+    search, improvement, it, status = -Mgrad, 0.0, 0, 0
+    while not done and it < iterations:
+        alpha, ls_improvement, status = _primal_search(model, r, M, qfrc_smooth, qacc, Ma, search, tolerance, scale)
+        if alpha == 0:                                                # no improvement along the direction: stop
+            break
+        qacc = qacc + alpha * search
+        grad_old, Mgrad_old = grad, Mgrad
+        _, force, state, _, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+        grad = Ma - qfrc_smooth - r.J.T @ force
+        Mgrad = M_solve(grad)
+        improvement = scale * ls_improvement
+        it += 1
+        done = (0 < improvement < tolerance) or scale * float(np.linalg.norm(grad)) < tolerance
+        if not done:                                                  # d = -M^-1 grad + beta d
+            search = -Mgrad + _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) * search
+    converged = done or status in (1, 2)
+    return Solution(qacc, force, r.J.T @ force, it, improvement, bool(converged), state)
+
+
+# ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
+
+def _pcg32(state: int) -> tuple[int, int]:
+    """(next state, 32-bit draw) of MuJoCo's PCG32 generator with increment 1 (pcg32_next)."""
+    mask = (1 << 64) - 1
+    xorshifted = (((state >> 18) ^ state) >> 27) & 0xFFFFFFFF
+    rot = state >> 59
+    return (state * 6364136223846793005 + 1) & mask, ((xorshifted >> rot) | (xorshifted << ((-rot) & 31))) & 0xFFFFFFFF
+
+
+def _shuffle(order: list, state: int) -> int:
+    """Fisher-Yates shuffle of order in place by PCG32 draws (shuffle_int); returns the generator's state."""
+    for i in range(len(order) - 1, 0, -1):
+        state, draw = _pcg32(state)
+        j = draw % (i + 1)
+        order[i], order[j] = order[j], order[i]
+    return state
+
+
+def _pgs_blocks(r: Rows) -> list:
+    """(first row, dim) of each block the dual solver visits: one row, or an elliptic contact's dim rows."""
+    blocks, i = [], 0
+    while i < r.nefc:
+        dim = int(r.contact_dim[r.id[i]]) if r.type[i] == CONTACT_ELLIPTIC else 1
+        blocks.append((i, dim))
+        i += dim
+    return blocks
+
+
+def _project_ellipsoid(t: np.ndarray, normal: float, mu: np.ndarray, feasible: bool) -> np.ndarray:
+    """Tangential forces t scaled onto sum (t_j / mu_j)^2 = normal^2 (when feasible: only if outside) (projectEllipsoid)."""
+    s = float(np.sum(t * t / (mu * mu)))
+    if not feasible or s > normal * normal:
+        return t * np.sqrt(normal * normal / max(MINVAL, s))
+    return t
+
+
+def _project_cone(r: Rows, force: np.ndarray, blocks: list) -> None:
+    """force projected in place: friction loss into +-frictionloss, limits and contacts onto their cones (projectCone)."""
+    f = slice(r.ne, r.ne + r.nf)
+    force[f] = np.clip(force[f], -r.frictionloss[f], r.frictionloss[f])
+    for i, dim in blocks:
+        if i < r.ne + r.nf:
+            continue
+        if dim == 1 or force[i] < 0:                                  # non-negative normal (a negative one: all zero)
+            force[i:i + dim] = max(force[i], 0.0) if dim == 1 else 0.0
+        else:
+            mu = r.contact_friction[r.id[i]][:dim - 1]
+            force[i + 1:i + dim] = _project_ellipsoid(force[i + 1:i + dim], force[i], mu, True)
+
+
+def _qcqp(A: np.ndarray, b: np.ndarray, d: np.ndarray, radius: float) -> tuple[np.ndarray, bool]:
+    """(x, on the constraint) minimising 1/2 x^T A x + x^T b with sum (x_i / d_i)^2 <= radius^2, by Newton's method on
+    the multiplier la of (A + la) x = -b in the scaled x / d (mju_QCQP2, mju_QCQP3, mju_QCQP: 20 steps, 1e-10 bounds)."""
+    As, bs = A * np.outer(d, d), b * d
+    la, v = 0.0, np.zeros(len(b))
+    for _ in range(20):
+        Ala = As + la * np.eye(len(b))
+        if np.linalg.det(Ala) < 1e-10:                                # not positive definite: no friction
+            return np.zeros(len(b)), False
+        P = np.linalg.inv(Ala)
+        v = -P @ bs
+        val = float(v @ v) - radius * radius                        # |v|^2 - r^2: inside, or on the constraint
+        if val < 1e-10:
+            break
+        delta = val / (2.0 * float(v @ P @ v))                      # Newton step on la: -val / (d val / d la)
+        if delta < 1e-10:
+            break
+        la += delta
+    return v * d, la != 0
+
+
+def _pgs_elliptic(r: Rows, force: np.ndarray, i: int, dim: int, A: np.ndarray, res: np.ndarray, old: np.ndarray,
+                  ARinv: float) -> None:
+    """An elliptic contact's block updated in place: the normal alone (zero normal) or along the force's ray, then the
+    tangential forces by the QCQP on the friction ellipsoid at the new normal (mj_solPGS's elliptic update)."""
+    mu = r.contact_friction[r.id[i]][:dim - 1]
+    if force[i] < MINVAL:                                             # normal update: f_n -= res_n / AR_nn, f_n >= 0
+        force[i] = max(0.0, force[i] - res[0] * ARinv)
+        force[i + 1:i + dim] = 0.0
+    else:                                                             # ray update: f += x f, x = -f.res / f^T A f
+        v = force[i:i + dim].copy()
+        denom = float(v @ A @ v)
+        if denom >= MINVAL:
+            x = -float(v @ res) / denom
+            if force[i] + x * v[0] < 0:
+                x = -v[0] / force[i]
+            force[i:i + dim] += x * v
+    # friction at a fixed normal: Ac = A_tt, bc = res_t - A_tt old_t + A_tn (f_n - old_n)
+    Ac = A[1:, 1:]
+    bc = res[1:] - Ac @ old[1:] + A[1:, 0] * (force[i] - old[0])
+    if force[i] < MINVAL:
+        force[i + 1:i + dim] = 0.0
+        return
+    v, active = _qcqp(Ac, bc, mu, force[i])
+    force[i + 1:i + dim] = _project_ellipsoid(v, force[i], mu, False) if active else v
+
+
+def _pgs_sweep(r: Rows, AR: np.ndarray, ARinv: np.ndarray, b: np.ndarray, force: np.ndarray, blocks: list,
+               order: list) -> float:
+    """One Gauss-Seidel sweep over the blocks in `order`, each minimising 1/2 f^T AR f + f^T b over its own forces and
+    projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. Returns the improvement."""
+    improvement = 0.0
+    for k in order:
+        i, dim = blocks[k]
+        res = b[i:i + dim] + AR[i:i + dim] @ force                    # the residual AR f + b of the block
+        old = force[i:i + dim].copy()
+        if dim == 1:                                                  # one row: f -= res / AR_ii, then clamped
+            force[i] -= res[0] * ARinv[i]
+            if r.ne <= i < r.ne + r.nf:
+                force[i] = min(max(force[i], -r.frictionloss[i]), r.frictionloss[i])
+            elif i >= r.ne + r.nf:
+                force[i] = max(force[i], 0.0)
+            A = np.array([[1.0 / ARinv[i]]])
+        else:
+            A = AR[i:i + dim, i:i + dim]
+            _pgs_elliptic(r, force, i, dim, A, res, old, ARinv[i])
+        # the cost's change 1/2 delta^T A delta + delta^T res, undone when positive
+        delta = force[i:i + dim] - old
+        change = 0.5 * float(delta @ A @ delta) + float(delta @ res) if dim > 1 else \
+            0.5 * delta[0] * delta[0] * A[0, 0] + delta[0] * res[0]
+        if change > 1e-10:
+            force[i:i + dim] = old
+            change = 0.0
+        improvement -= change
+    return improvement
+
+
+def _dual_state(r: Rows, force: np.ndarray, blocks: list) -> np.ndarray:
+    """MuJoCo's efc_state of dual forces (dualState): friction loss at a bound linear (of the opposite sign to the
+    primal's), limits and pyramidal rows quadratic when pushing, elliptic contacts by the zone of (f_n / mu, f_t / friction)."""
+    state = np.full(r.nefc, QUADRATIC)
+    f = slice(r.ne, r.ne + r.nf)
+    state[f] = np.where(force[f] <= -r.frictionloss[f], LINEARPOS, np.where(force[f] >= r.frictionloss[f], LINEARNEG,
+                                                                            QUADRATIC))
+    for i, dim in blocks:
+        if i < r.ne + r.nf:
+            continue
+        if dim == 1:
+            state[i] = SATISFIED if force[i] <= 0 else QUADRATIC
+            continue
+        c = r.id[i]
+        mu, N = r.contact_mu[c], force[i] / r.contact_mu[c]
+        T = float(np.linalg.norm(force[i + 1:i + dim] / r.contact_friction[c][:dim - 1]))
+        state[i:i + dim] = SATISFIED if mu * N >= T else QUADRATIC if N + mu * T <= 0 else CONE
+    return state
+
+
+def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+              tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The constrained accelerations by MuJoCo's projected Gauss-Seidel on the dual problem (mj_solPGS): the forces f
+    (nefc,) minimising 1/2 f^T AR f + f^T b, AR = J M^-1 J^T + diag(R), b = J a0 - aref, a0 = M^-1 qfrc_smooth,
+    f within each row's set (friction loss +-frictionloss, limits and contacts >= 0, elliptic contacts in their cone);
+    then qacc = a0 + M^-1 J^T f (mj_dualFinish).
+
+    Each iteration: Nesterov's extrapolation beta = (k - 1) / (k + 2) projected on the sets (k reset to 0 when the
+    sweep's correction opposes it, O'Donoghue-Candes), then one sweep over the blocks in MuJoCo's PCG32 order (a
+    fixed seed, reshuffled every sweep). Stops when the sweep's improvement, scaled by 1 / (meaninertia max(1, nv)),
+    meaninertia = trace(M) / nv at this state (MuJoCo 4.0; before it, stat.meaninertia at qpos0), is below the
+    tolerance, or after `iterations` sweeps (converged False). The warm start (nv,) gives the forces of the rows at
+    J warmstart - aref, kept when their dual cost is <= 0 (None: zero forces, MuJoCo's cold start)."""
+    opt = model.opt
+    tolerance = opt.tolerance if tolerance is None else tolerance
+    iterations = opt.iterations if iterations is None else iterations
+    nefc = r.nefc
+    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    # AR = J M^-1 J^T + R, b = J a0 - aref
+    MinvJT = tree_cholesky_solve(model, np.repeat(M[:, :, None], nefc, axis=2), r.J.T)
+    AR = r.J @ MinvJT
+    AR = 0.5 * (AR + AR.T) + np.diag(r.R)
+    b = r.J @ qacc_smooth - r.aref
+    force = np.zeros(nefc)
+    if warmstart is not None:                                         # the rows' forces at the warm start, if cost <= 0
+        force = update(r, r.J @ warmstart - r.aref)[0].copy()
+        if float(force @ b) + 0.5 * float(force @ AR @ force) > 0:
+            force[:] = 0.0
+    scale = 1.0 / (float(np.trace(M)) / max(1, model.nv) * max(1, model.nv))   # meaninertia: M's mean diagonal here
+    ARinv = 1.0 / np.diag(AR)
+    blocks = _pgs_blocks(r)
+    order, rng = list(range(len(blocks))), _pcg32(0)[0]             # MuJoCo's seed: state 0, one draw
+    previous, k, it, improvement = force.copy(), 0, 0, 0.0
+    while it < iterations:
+        # Nesterov: f += beta (f - f_prev), projected; f_prev the value before
+        beta = (k - 1) / (k + 2) if it > 0 else 0.0
+        if beta > 0:
+            force, previous = force + beta * (force - previous), force
+            _project_cone(r, force, blocks)
+        else:
+            previous = force.copy()
+        momentum = force.copy()
+        rng = _shuffle(order, rng)
+        improvement = scale * _pgs_sweep(r, AR, ARinv, b, force, blocks, order)
+        # restart when the sweep's correction opposes the extrapolation
+        restart = it > 0 and float((force - momentum) @ (momentum - previous)) < 0
+        k = 0 if restart else k + 1
+        it += 1
+        if improvement < tolerance:
+            break
+    # qacc = a0 + M^-1 J^T f
+    qfrc = r.J.T @ force
+    qacc = qacc_smooth + tree_cholesky_solve(model, M[:, :, None], qfrc[:, None])[:, 0]
+    return Solution(qacc, force, qfrc, it, improvement, improvement < tolerance, _dual_state(r, force, blocks))
+
+
+def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
+               tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r (MuJoCo's
+    mj_fwdConstraint)."""
+    run = {"pgs": solve_pgs, "cg": solve_cg}.get(model.opt.solver, solve)
+    return run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations)
 
 
 # ---------------------------------------------------------------- the compiled kernel (cpp/solver.h)
@@ -337,6 +612,8 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
     q, qd and tau; warmstart (nv,), (N, nv) or None. The rows are not returned (compiled_rows gives them)."""
     prepare_compiled(model)
+    if not native.compiled_solver(model):
+        raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
     (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
         model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), False))
     return qacc, qfrc, state_forces(sizes, force), its, improvement, converged

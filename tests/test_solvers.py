@@ -1,0 +1,161 @@
+"""MuJoCo's PGS and CG solvers (mj_solPGS, mj_solCG: physai.engine.solver.solve_pgs, solve_cg) against MuJoCo 4
+computed in the test (CG's bounds at its test): forward
+dynamics (qacc, efc_force) of the random constraint scenes (tests/helpers.constraint_scene: pyramidal and elliptic
+cones, condim 1, 3, 4, 6) and of the G1 standing, and a 100-step trajectory of a Gymnasium-like humanoid
+(tests/data/humanoid_pgs.xml: RK4, PGS with 50 iterations) against mj_step, on both backends (the NumPy solve_pgs
+and its C++ twin in cpp/solver.h).
+
+Bounds: PGS is deterministic given its visitation order (MuJoCo's PCG32 with a fixed seed, which physai replays), so
+at the same options and warm start physai runs the same sweeps as MuJoCo and stops at the same iteration: qacc and
+efc_force within 1e-12 of MuJoCo's (relative to max(1, max |MuJoCo|); 1e-14 seen), whether it stops by the tolerance
+or by the iteration limit. A trajectory of 100 steps stays within 1e-8 in q (contacts that switch amplify rounding).
+"""
+
+import warnings
+
+import mujoco
+import numpy as np
+import pytest
+
+from physai import collision, constraints, engine, integrators, models
+from physai.exceptions import ConvergenceWarning, UnsupportedModelError
+
+from helpers import DATA, assert_close, constraint_scene as scene, run
+
+PGS = mujoco.mjtSolver.mjSOL_PGS
+CASES = [(seed, cone, condim) for seed in range(2)
+         for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 4),
+                              ("elliptic", 6), ("pyramidal", 6)]]
+
+
+def pgs_forward_both(m, d, backend: str, seed: int = 0):
+    """(physai's ForwardResult, MuJoCo's d) at d's state with m's options and solver PGS, both warm-started from
+    MuJoCo's qacc perturbed (the warm start's forces are kept or dropped by the dual cost, as MuJoCo does)."""
+    m.opt.solver = PGS
+    mujoco.mj_forward(m, d)
+    d.qacc_warmstart[:] = d.qacc + 0.01 * np.random.default_rng(seed).normal(size=m.nv)
+    warm = d.qacc_warmstart.copy()
+    mujoco.mj_forward(m, d)
+    tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel, tau,
+                  collision.from_mujoco(m, d), eq_active=d.eq_active.astype(bool), qacc_warmstart=warm)
+    return res, d
+
+
+def assert_pgs_equal(res, d, what: str = "", bound: float = 1e-12) -> None:
+    assert_close(res.qacc, d.qacc, bound, what=f"qacc {what}")
+    assert_close(res.efc_force, d.efc_force, bound, what=f"efc_force {what}")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("seed, cone, condim", CASES)
+def test_pgs_forward_equals_mj_forward(seed, cone, condim, backend):
+    """At MuJoCo's defaults (tolerance 1e-8, 100 iterations), at a loose tolerance and at the iteration limit (20 sweeps
+    at tolerance 1e-15): the same sweeps, the same forces and accelerations within 1e-12."""
+    m, d = scene(seed, cone, condim)
+    for tolerance, iterations in [(1e-8, 100), (1e-3, 100), (1e-15, 20)]:
+        m.opt.tolerance, m.opt.iterations = tolerance, iterations
+        res, d = pgs_forward_both(m, d, backend, seed)
+        assert res.iterations == d.solver_niter[0], (tolerance, res.iterations, d.solver_niter[0])
+        assert_pgs_equal(res, d, f"tolerance {tolerance}, {iterations} iterations")
+
+
+@pytest.mark.parametrize("seed, cone, condim", CASES[::2])
+def test_pgs_to_convergence_is_as_close_as_mujocos(seed, cone, condim):
+    """Run to convergence (tolerance 1e-15, 1000 sweeps) the last sweeps' improvements are rounding, so the sweep each
+    stops at may differ (52 and 45 seen): physai's qacc is no further from the exact solution (Newton's at 1e-15) than
+    MuJoCo's PGS result is (plus 1e-9 of the scale)."""
+    m, d = scene(seed, cone, condim)
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    mujoco.mj_forward(m, d)
+    exact = d.qacc.copy()
+    res, d = pgs_forward_both(m, d, "numpy", seed)
+    assert res.iterations < 1000 and d.solver_niter[0] < 1000
+    scale = max(1.0, np.abs(exact).max())
+    assert np.abs(res.qacc - exact).max() <= np.abs(d.qacc - exact).max() + 1e-9 * scale
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_pgs_g1_along_its_steps(backend):
+    """The G1 standing with solver PGS under position control from its keyframe: every 20th of 100 mj_step states."""
+    m = models.load("unitree_g1", "scene")
+    m.opt.solver = PGS
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    rng = np.random.default_rng(3)
+    for k in range(100):
+        d.ctrl[:] = d.qpos[7:7 + m.nu] + 0.05 * rng.normal(size=m.nu)
+        mujoco.mj_step(m, d)
+        if k % 20 == 0:
+            res, _ = pgs_forward_both(m, d, backend, k)
+            assert d.nefc and res.rows.nefc == d.nefc
+            assert_pgs_equal(res, d, f"step {k}")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_humanoid_with_pgs_follows_mj_step(backend):
+    """tests/data/humanoid_pgs.xml (Gymnasium's Humanoid's features: RK4, PGS, 50 iterations, condim 1 limbs on a
+    condim 3 floor, joint limits) from qpos0 under a constant control: 100 steps of simulate(constraints=True) within
+    1e-8 of mj_step in q, with contacts on the way."""
+    m = mujoco.MjModel.from_xml_path(str(DATA / "humanoid_pgs.xml"))
+    d = mujoco.MjData(m)
+    ctrl = 0.3 * np.sin(np.arange(m.nu))
+    d.ctrl[:] = ctrl
+    Q, ncon = [], 0
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        ncon = max(ncon, d.ncon)
+    traj = run(backend, integrators.simulate, engine.from_mujoco(m), m.qpos0, np.zeros(m.nv), steps=100, ctrl=ctrl,
+               energy=False, constraints=True)
+    assert ncon > 0
+    assert np.abs(traj.q[1:] - np.array(Q)).max() < 1e-8
+
+
+def test_noslip_is_refused_by_name():
+    xml = ('<mujoco><option solver="PGS" noslip_iterations="3"/><worldbody><body><joint limited="true" range="-1 1"/>'
+           '<geom size=".1"/></body></worldbody></mujoco>')
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    with pytest.raises(UnsupportedModelError, match="noslip iterations"):
+        constraints.forward_dynamics(model, model.qpos0, np.zeros(model.nv), np.zeros(model.nv))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("seed, cone, condim", CASES[::2])
+def test_cg_forward_equals_mj_forward(seed, cone, condim, backend):
+    """MuJoCo's CG (mj_solCG: Hager-Zhang directions, the primal line search; NumPy on both backends). At the default
+    tolerance both stop at the same iteration, and the line searches' rounding, which CG's directions carry on, leaves
+    qacc within 1e-7 of MuJoCo's (relative; 2.8e-8 seen); at tolerance 1e-15 (1000 iterations) both converge, the
+    iteration each stops at may differ, and qacc and efc_force agree within 1e-9 (3.3e-10 seen)."""
+    m, d = scene(seed, cone, condim)
+    for tolerance, iterations, bound in [(1e-8, 100, 1e-7), (1e-15, 1000, 1e-9)]:
+        m.opt.tolerance, m.opt.iterations = tolerance, iterations
+        m.opt.solver = mujoco.mjtSolver.mjSOL_CG
+        mujoco.mj_forward(m, d)
+        d.qacc_warmstart[:] = d.qacc + 0.01 * np.random.default_rng(seed).normal(size=m.nv)
+        warm = d.qacc_warmstart.copy()
+        mujoco.mj_forward(m, d)
+        res = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel,
+                  d.qfrc_passive + d.qfrc_actuator, collision.from_mujoco(m, d), eq_active=d.eq_active.astype(bool),
+                  qacc_warmstart=warm)
+        if tolerance > 1e-15:
+            assert res.iterations == d.solver_niter[0]
+        assert_close(res.qacc, d.qacc, bound, what=f"qacc, tolerance {tolerance}")
+        if tolerance == 1e-15:
+            assert_close(res.efc_force, d.efc_force, bound, what="efc_force")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_pgs_at_its_iteration_limit_warns_with_the_improvement(backend):
+    """Two sweeps do not reach the tolerance: ConvergenceWarning with the last improvement, as MuJoCo leaves
+    solver_niter = iterations."""
+    m, d = scene(0, "pyramidal", 3)
+    m.opt.iterations = 2
+    res, d = pgs_forward_both(m, d, backend)
+    assert d.solver_niter[0] == 2
+    model = engine.from_mujoco(m)
+    with pytest.warns(ConvergenceWarning, match="stopped after 2 iterations.*last improvement"):
+        run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive, collision.from_mujoco(m, d),
+            eq_active=d.eq_active.astype(bool))
