@@ -105,7 +105,7 @@ class Options:
     """What the constraint solver reads of MuJoCo's mjOption: timestep [s] (the solref safety floor, invdiscrete),
     integrator and eulerdamp (which step invdiscrete inverts: physai.integrators' names; MuJoCo's mjDSBL_EULERDAMP off),
     impratio (friction-to-normal impedance ratio), cone ("pyramidal" or "elliptic"), the solver's tolerance, iterations,
-    ls_tolerance and ls_iterations (MuJoCo's Newton defaults), solver ("newton" or "pgs": mjSOL_NEWTON, mjSOL_PGS),
+    ls_tolerance and ls_iterations (MuJoCo's Newton defaults), solver ("newton", "pgs" or "cg": mjSOL_NEWTON, mjSOL_PGS, mjSOL_CG),
     and which constraints are on (MuJoCo's disable flags off): equality, frictionloss, limit, contact, refsafe (time
     constants raised to at least 2 timesteps)."""
 
