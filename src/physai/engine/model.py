@@ -357,10 +357,12 @@ class Model:
     #: not at build, as their cost grows faster than the model's (a pile of 800 free spheres builds in about a second;
     #: its 320,000 candidate pairs and broad phase take 7 s, its invweight0 minutes)
     KEPT = ("collision_candidates", "collision_broad_phase", "collision_groups", "collision_shapes",   # engine.collision
-            "standalone_free_dofs",                                                                   # engine.support
-            "dof_ancestors",                                                                          # engine.forward
+            "collision_functions",
+            "standalone_free_dofs", "link_dofchains",                                                 # engine.support
+            "dof_ancestors", "pose_links",                                                            # engine.smooth
+            "fluid_links",                                                                            # engine.passive
             "invweight0",                                                                             # engine.constraint
-            "constraints_by_default", "any_damping")                                                 # physai.integrators
+            "constraints_by_default")                                                                 # physai.integrators
 
     def kept(self, name: str, make):
         """make(self), computed on first use and kept under `name`, one of KEPT (the model is constant): what other
