@@ -38,6 +38,11 @@ has_contacts, check_supported, warn_near = engine_collision.has_contacts, engine
 numpy_detect = engine_collision.detect
 
 
+def has_unsupported_pairs(model: engine.Model) -> bool:
+    """Whether model has candidate geom pairs physai cannot collide (left out only by ignoring_unsupported)."""
+    return bool(engine_collision.candidates(model)[1])
+
+
 def ignoring_unsupported(model) -> engine.Model:
     """The model with its geom pairs that physai cannot collide left out of every detection (detect, the constrained
     simulators), with a CollisionWarning when one may be touching: the caller's choice for a robot whose unsupported
