@@ -177,3 +177,63 @@ def test_one_module_outside_the_engine_reads_the_collision_driver():
     readers = sorted(name for name in MODULES if not name.startswith("physai.engine")
                      and any(t == "physai.engine.collision" for t, _ in imports_of(name)[0]))
     assert readers == ["physai.collision"], f"outside the engine, only physai.collision may import the driver: {readers}"
+
+
+ENGINE = SRC / "physai" / "engine"
+CPP = SRC.parent / "cpp"
+#: engine modules with no compiled twin: data classes, loaders and the dispatch to the extension
+PYTHON_ONLY = {"__init__", "api", "actuators", "batching", "chunked", "contact", "geoms", "loaders", "model_checks",
+               "native", "urdf"}
+#: compiled files with no engine twin: SIMD lanes, spatial helpers, the batched kernels, threads and workspaces, the
+#: compiled loops over steps and trajectories; actuation.h's and the derivatives' NumPy text is above the engine
+#: (physai.forces, physai.derivatives)
+CPP_ONLY = {"lanes", "spatial", "kernels", "batch", "parallel", "workspace", "rollout", "simulate", "actuation",
+            "derivative", "step_derivative"}
+
+
+def test_each_engine_stage_has_one_twin_in_each_language():
+    """The file map: engine/X.py does in NumPy what cpp/X.h does compiled, named after MuJoCo's engine file."""
+    python = {p.stem for p in ENGINE.glob("*.py")} - PYTHON_ONLY
+    compiled = {p.stem for p in CPP.glob("*.h")} - CPP_ONLY
+    assert python == compiled, (f"engine/*.py without cpp/*.h: {sorted(python - compiled)}; "
+                                f"cpp/*.h without engine/*.py: {sorted(compiled - python)}")
+    stale = sorted((PYTHON_ONLY - {p.stem for p in ENGINE.glob("*.py")}) | (CPP_ONLY - {p.stem for p in CPP.glob("*.h")}))
+    assert not stale, f"the file map names files that no longer exist: {stale}"
+
+
+def model_writes(source: str) -> list[str]:
+    """Writes into an object's __dict__ or through object.__setattr__: how a module would store state in a Model."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AugAssign) else []
+        for t in targets:
+            if isinstance(t, ast.Subscript) and isinstance(t.value, ast.Attribute) and t.value.attr == "__dict__":
+                bad.append(f"__dict__[...] = (line {node.lineno})")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ("__setattr__", "setdefault") \
+                and isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "__dict__":
+            bad.append(f"__dict__.{node.func.attr}(...) (line {node.lineno})")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "__setattr__" \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id == "object" \
+                and not (node.args and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"):
+            who = node.args[0].id if node.args and isinstance(node.args[0], ast.Name) else "..."
+            bad.append(f"object.__setattr__({who}, ...) (line {node.lineno})")
+    return bad
+
+
+#: the writes allowed, with their reason: the Model's compiled copy (its declared field `compiled`, made per process on
+#: first use), and a frozen ContactSet built from the compiled arrays by its own class method
+ALLOWED_WRITES = {("physai.engine.native", "object.__setattr__(model, ...)"),
+                  ("physai.engine.contact", "object.__setattr__(out, ...)")}
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - {"physai.engine.model"}))
+def test_no_module_writes_into_a_model(name):
+    """Only engine.model builds a Model; nothing else stores state in one (or in another object's __dict__; a frozen
+    class may set its own fields in __post_init__)."""
+    bad = [w for w in model_writes(MODULES[name].read_text()) if (name, w.split(" (line")[0]) not in ALLOWED_WRITES]
+    assert not bad, f"{name} writes into an object's attributes behind its back: {bad}"
+
+
+def test_the_model_write_check_sees_a_write():
+    source = "def f(model):\n    model.__dict__['ready'] = True\n    object.__setattr__(model, 'x', 1)\n"
+    assert model_writes(source) == ["__dict__[...] = (line 2)", "object.__setattr__(model, ...) (line 3)"]
