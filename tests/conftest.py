@@ -56,7 +56,8 @@ pytest_plugins = ["pytester"]                     # tests/test_slices.py runs th
 #: files all of whose tests carry a marker
 FILE_MARKERS = {
     "install": {"test_install.py"},                                           # builds a wheel and a virtual environment
-    "slow": {"test_install.py", "test_lesson11_experiments.py"},             # ... and runs lesson 11's scripts in fixtures
+    "slow": {"test_install.py", "test_lesson11_experiments.py",             # ... and runs lesson 11's scripts in fixtures
+             "test_task_models.py"},                                          # 36 runs of 100 steps beside mj_step
     "cluster": {"test_dask_example.py"},                                      # starts a Dask distributed cluster
     "compiled": {"test_backend.py", "test_constraints_native.py", "test_native_vs_numpy.py", "test_threads.py"},
 }
