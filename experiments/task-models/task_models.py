@@ -66,32 +66,32 @@ def start(m: mujoco.MjModel):
     return d.qpos.copy(), d.qvel.copy(), ctrl
 
 
-def mujoco_run(m: mujoco.MjModel, q0, qd0, ctrl) -> np.ndarray:
-    """q after each of STEPS mj_steps under the constant ctrl, (STEPS, nq)."""
+def mujoco_run(m: mujoco.MjModel, q0, qd0, ctrl, steps: int = STEPS) -> np.ndarray:
+    """q after each of `steps` mj_steps under the constant ctrl, (steps, nq)."""
     d = mujoco.MjData(m)
     if m.nkey:
         mujoco.mj_resetDataKeyframe(m, d, 0)
     d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
-    Q = np.empty((STEPS, m.nq))
-    for k in range(STEPS):
+    Q = np.empty((steps, m.nq))
+    for k in range(steps):
         mujoco.mj_step(m, d)
         Q[k] = d.qpos
     return Q
 
 
-def survey(path: Path) -> tuple[int, int, str, float | str]:
-    """(nq, nv, outcome, detail) for the model at `path` on the current engine backend: ("matches", max |dq| over
-    the run) or ("refused", the UnsupportedModelError's message). A run that differs from mj_step by MATCH or more
+def survey(path: Path, steps: int = STEPS) -> tuple[int, int, str, float | str]:
+    """(nq, nv, outcome, detail) for the model at `path` on the current engine backend over `steps` steps: ("matches",
+    max |dq| over the run) or ("refused", the UnsupportedModelError's message). A run that differs from mj_step by MATCH or more
     is ("mismatch", max |dq|); any other exception propagates."""
     m = load(path)
     q0, qd0, ctrl = start(m)
     try:
         model = engine.from_mujoco(m)
-        run = integrators.simulate(model, q0, qd0, steps=STEPS, ctrl=ctrl if m.nu else None, constraints=True,
+        run = integrators.simulate(model, q0, qd0, steps=steps, ctrl=ctrl if m.nu else None, constraints=True,
                                    energy=False)
     except UnsupportedModelError as error:
         return m.nq, m.nv, "refused", str(error)
-    dq = float(np.abs(run.q[1:] - mujoco_run(m, q0, qd0, ctrl)).max()) if m.nq else 0.0
+    dq = float(np.abs(run.q[1:] - mujoco_run(m, q0, qd0, ctrl, steps)).max()) if m.nq else 0.0
     return m.nq, m.nv, "matches" if dq < MATCH else "mismatch", dq
 
 

@@ -452,7 +452,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         warm = np.ascontiguousarray(warm.reshape(N, model.nv) if warm.ndim == q.ndim else np.tile(warm, (N, 1)))
     if constraints:
         G = model.geoms                           # the compiled copy's constraint part, after the collision check
-        if not native.compiled(model).has_constraints or G.unsupported or (collision.has_unsupported_pairs(model) and not G.ignore_unsupported):
+        unchecked = collision.has_unsupported_pairs(model) and not G.ignore_unsupported
+        if not native.compiled(model).has_constraints or G.unsupported or unchecked:
             collision.check_supported(model)
             constraint.prepare_compiled(model)
     else:
