@@ -73,6 +73,7 @@ trajectories and reports. It calls physai.engine and physai.forces; they never c
 """
 
 import operator
+import functools
 import re
 import warnings
 from dataclasses import dataclass, replace
@@ -303,6 +304,14 @@ def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, err
     return (Qn[:, 1], QDn[:, 1], warm_out) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0])
 
 
+@functools.lru_cache(maxsize=64)
+def _all_true(shape: tuple) -> np.ndarray:
+    """A read-only bool array of `shape`, all True: one per shape, shared by the statuses of a policy's steps."""
+    ok = np.ones(shape, bool)
+    ok.setflags(write=False)
+    return ok
+
+
 @dataclass(frozen=True)
 class StepStatus:
     """Which states of a step(..., on_divergence="report") came through, and why the others did not.
@@ -318,7 +327,7 @@ class StepStatus:
 
     @classmethod
     def all_ok(cls, shape: tuple) -> "StepStatus":
-        return cls(np.ones(shape, bool), {})
+        return cls(_all_true(shape), {})
 
     @property
     def failed(self) -> list:
