@@ -397,6 +397,15 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     }
 }
 
+// the solvers' tolerance scale (solver.tolerance_scale): 1 / (meaninertia max(1, nv)), meaninertia = trace(M) / nv of
+// M at this state (Mt: M on the tree's pattern; MuJoCo 4.0, before it stat.meaninertia at qpos0)
+inline double tolerance_scale(const Model &m, const double *Mt) {
+    int nv = std::max(1, m.nv);
+    double trace = 0.0;
+    for (int j = 0; j < m.nv; j++) trace += Mt[size_t(m.M_rowadr[j] + m.M_rownnz[j] - 1)];
+    return 1.0 / (trace / nv * nv);                                    // meaninertia: M's mean diagonal here
+}
+
 // the results of solve: iterations, the last scaled improvement, converged; qacc in w.qacc, force in w.force, the
 // Newton states in w.state
 struct Solution {
@@ -535,7 +544,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
         else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
     };
-    double scale = 1.0 / (m.meaninertia * std::max(1, nv));
+    double scale = tolerance_scale(m, w.Mt.data());
     double *qacc = w.qacc.data();
     std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), qacc);
     double cost = total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
@@ -862,9 +871,7 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
         for (int i = 0; i < n; i++) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
         if (cost > 0) std::fill(force, force + n, 0.0);
     }
-    double trace = 0.0;                                                // meaninertia: M's mean diagonal here
-    for (int j = 0; j < nv; j++) trace += w.Mt[size_t(m.M_rowadr[j] + m.M_rownnz[j] - 1)];
-    double scale = 1.0 / (trace / std::max(1, nv) * std::max(1, nv));
+    double scale = tolerance_scale(m, w.Mt.data());
     std::vector<int> first, dims, order;
     pgs_blocks(r, first, dims);
     for (size_t k = 0; k < first.size(); k++) order.push_back(int(k));

@@ -159,3 +159,42 @@ def test_pgs_at_its_iteration_limit_warns_with_the_improvement(backend):
     with pytest.warns(ConvergenceWarning, match="stopped after 2 iterations.*last improvement"):
         run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive, collision.from_mujoco(m, d),
             eq_active=d.eq_active.astype(bool))
+
+
+def folded_chain(cone: str = "elliptic"):
+    """(m, d): a box on a free joint with a chain of 8 hinged capsules (limits at +-150 degrees), folded against its
+    limits 0.5 m under the box's start and thrown onto a plane, mj_forward done: M's trace here (22.7 kg m^2) is about
+    half of nv stat.meaninertia at the straight qpos0 (41.9), so the two scales stop the solvers apart."""
+    links = "".join(f'<body pos="{0.3 if i else 0} 0 0"><joint type="hinge" axis="0 1 0" limited="true" range="-150 150"/>'
+                    f'<geom type="capsule" fromto="0 0 0 .3 0 0" size=".03" mass="{1 if i < 2 else 0.3}"/>' for i in range(8))
+    m = mujoco.MjModel.from_xml_string(
+        f'<mujoco><option cone="{cone}"/><worldbody><geom type="plane" size="5 5 .1" pos="0 0 -.4"/><body pos="0 0 .5">'
+        f'<freejoint/><geom type="box" size=".1 .1 .1" mass="3"/>{links}{"</body>" * 8}</body></worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    d.qpos[2], d.qpos[7:] = 0.1, np.deg2rad(148) * np.array([1, -1] * 4)
+    d.qvel[:] = np.random.default_rng(0).normal(size=m.nv)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("solver", ["NEWTON", "CG"])
+def test_newton_and_cg_stop_by_the_trace_of_the_current_mass_matrix(solver, backend):
+    """MuJoCo 4.0 scales the solvers' improvement, gradient and line search tolerance by 1 / trace(M) at the current
+    state, not by 1 / (nv stat.meaninertia) at qpos0 (changelog, c8362756d): on the folded chain, where the two differ
+    by 1.85 times, physai stops Newton and CG (cold, elliptic cones) at MuJoCo's iteration at each of 45 tolerances
+    from 1e-12 to 0.1 (the old scale stopped Newton one iteration early at two of them), qacc within 1e-11."""
+    m, d = folded_chain()
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    assert m.stat.meaninertia * m.nv > 1.5 * np.trace(M)
+    m.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{solver}")
+    model = engine.from_mujoco(m)
+    for tolerance in np.logspace(-12, -1, 45):
+        m.opt.tolerance = tolerance
+        d.qacc_warmstart[:] = 0
+        mujoco.mj_forward(m, d)
+        res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive,
+                  collision.from_mujoco(m, d), qacc_warmstart=np.zeros(m.nv), tolerance=tolerance)
+        assert res.iterations == d.solver_niter[0], (tolerance, res.iterations, d.solver_niter[0])
+        assert_close(res.qacc, d.qacc, 1e-11, what=f"qacc, tolerance {tolerance:.3g}")

@@ -22,7 +22,7 @@ from physai.exceptions import UnsupportedModelError
 from physai.engine import native
 from physai.engine.model_checks import MINVAL
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, LINEARNEG, LINEARPOS, QUADRATIC, SATISFIED, Rows,
-                                      kernel_options, mean_inertia, prepare_compiled, state_forces, update)
+                                      kernel_options, prepare_compiled, state_forces, update)
 from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
 
@@ -276,6 +276,14 @@ def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart):
     return qacc_smooth, qacc, force, state, hess, Ma
 
 
+def tolerance_scale(M: np.ndarray) -> float:
+    """The solvers' tolerance scale [1 / (kg m^2 | kg)]: 1 / (meaninertia max(1, nv)), meaninertia = trace(M) / nv of
+    M (nv, nv) at this state (MuJoCo 4.0; before it, stat.meaninertia at qpos0), scaling the improvements, gradients
+    and line search tolerances of Newton, CG and PGS."""
+    nv = max(1, M.shape[0])
+    return 1.0 / (float(np.trace(M)) / nv * nv)   # meaninertia: M's mean diagonal here
+
+
 def _primal_search(model: Model, r: Rows, M, qfrc_smooth, qacc, Ma, v, tolerance: float, scale: float):
     """_line_search's (alpha, improvement, status) along v from qacc (M qacc = Ma), at most opt.ls_iterations
     evaluations, to |d cost / d alpha| < tolerance ls_tolerance |v| / scale."""
@@ -292,13 +300,13 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     |d cost / d alpha| < tolerance ls_tolerance |v| / scale), from the warm start when its cost is lower than a0's.
 
     Stops as MuJoCo's mj_solNewton does: when the scaled improvement of the line search, the scaled gradient or the
-    Newton decrement 1/2 grad H^-1 grad is below the tolerance (model.opt's unless given), scale = 1 / (meaninertia
-    max(1, nv)), or when the line search improves nothing (alpha = 0); after `iterations` it stops anyway. converged is
+    Newton decrement 1/2 grad H^-1 grad is below the tolerance (model.opt's unless given), scale = tolerance_scale(M)
+    (1 / trace(M)), or when the line search improves nothing (alpha = 0); after `iterations` it stops anyway. converged is
     False when it stopped by the iteration limit, or by a line search that ran out of evaluations without improving."""
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
-    scale = 1.0 / (mean_inertia(model) * max(1, model.nv))
+    scale = tolerance_scale(M)
     qacc_smooth, qacc, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
@@ -349,12 +357,12 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
              tolerance: float | None = None, iterations: int | None = None) -> Solution:
     """The constrained accelerations of solve by MuJoCo's conjugate gradients (mj_solCG): the same primal cost, start
     and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1 grad is
-    below the tolerance at the start, then when the scaled improvement or gradient is, scale = 1 / trace(M) (MuJoCo
-    4.0's meaninertia at this state), or when the line search improves nothing; after `iterations` anyway."""
+    below the tolerance at the start, then when the scaled improvement or gradient is, scale = tolerance_scale(M)
+    (1 / trace(M)), or when the line search improves nothing; after `iterations` anyway."""
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
-    scale = 1.0 / (float(np.trace(M)) / max(1, model.nv) * max(1, model.nv))   # meaninertia: M's mean diagonal here
+    scale = tolerance_scale(M)
     M_solve = lambda x: tree_cholesky_solve(model, M[:, :, None], x[:, None])[:, 0]   # noqa: E731
     qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
     grad = Ma - qfrc_smooth - r.J.T @ force
@@ -537,8 +545,7 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
 
     Each iteration: Nesterov's extrapolation beta = (k - 1) / (k + 2) projected on the sets (k reset to 0 when the
     sweep's correction opposes it, O'Donoghue-Candes), then one sweep over the blocks in MuJoCo's PCG32 order (a
-    fixed seed, reshuffled every sweep). Stops when the sweep's improvement, scaled by 1 / (meaninertia max(1, nv)),
-    meaninertia = trace(M) / nv at this state (MuJoCo 4.0; before it, stat.meaninertia at qpos0), is below the
+    fixed seed, reshuffled every sweep). Stops when the sweep's improvement, scaled by tolerance_scale(M), is below the
     tolerance, or after `iterations` sweeps (converged False). The warm start (nv,) gives the forces of the rows at
     J warmstart - aref, kept when their dual cost is <= 0 (None: zero forces, MuJoCo's cold start)."""
     opt = model.opt
@@ -556,7 +563,7 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
         force = update(r, r.J @ warmstart - r.aref)[0].copy()
         if float(force @ b) + 0.5 * float(force @ AR @ force) > 0:
             force[:] = 0.0
-    scale = 1.0 / (float(np.trace(M)) / max(1, model.nv) * max(1, model.nv))   # meaninertia: M's mean diagonal here
+    scale = tolerance_scale(M)
     ARinv = 1.0 / np.diag(AR)
     blocks = _pgs_blocks(r)
     order, rng = list(range(len(blocks))), _pcg32(0)[0]             # MuJoCo's seed: state 0, one draw
