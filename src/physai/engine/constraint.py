@@ -103,11 +103,6 @@ def _invweight0(model: Model) -> tuple[np.ndarray, np.ndarray, float]:
     return body, dof, float(diag.mean()) if model.nv else 1.0
 
 
-def mean_inertia(model: Model) -> float:
-    """MuJoCo's stat.meaninertia: the mean diagonal of M at qpos0 [kg m^2 | kg], the scale of the solver's tolerance."""
-    return invweight0(model)[2]
-
-
 # ---------------------------------------------------------------- kinematics the rows read
 
 def bias_accelerations(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
