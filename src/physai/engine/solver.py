@@ -4,6 +4,7 @@ constrained accelerations of the rows physai.engine.constraint builds.
     solve(model, rows, M, qfrc_smooth, ...)       qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
     solve_pgs(model, rows, M, qfrc_smooth, ...)   the dual forces minimising 1/2 f^T AR f + f^T b on their cones (mj_solPGS)
     solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names
+    tolerance_scale(M)                            1 / trace(M): the scale of their tolerances at this state (MuJoCo 4.0)
 
 The cost's pieces along a search direction (PrimalPrepare, PrimalEval), the exact line search (PrimalSearch) and the
 Hessian M + J^T D J come in that order. The NumPy text here is the reference; the compiled backend runs the same
