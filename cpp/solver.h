@@ -400,7 +400,8 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
 // the solvers' tolerance scale (solver.tolerance_scale): 1 / (meaninertia max(1, nv)), meaninertia = trace(M) / nv of
 // M at this state (Mt: M on the tree's pattern; MuJoCo 4.0, before it stat.meaninertia at qpos0)
 inline double tolerance_scale(const Model &m, const double *Mt) {
-    int nv = std::max(1, m.nv);
+    if (m.nv == 0) return 1.0;                                         // no dofs, no rows: nothing to scale
+    int nv = m.nv;
     double trace = 0.0;
     for (int j = 0; j < m.nv; j++) trace += Mt[size_t(m.M_rowadr[j] + m.M_rownnz[j] - 1)];
     return 1.0 / (trace / nv * nv);                                    // meaninertia: M's mean diagonal here

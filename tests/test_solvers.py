@@ -215,3 +215,22 @@ def test_folded_chain_at_a_loose_tolerance_follows_mj_step(cone, tolerance, back
         Q.append(d.qpos.copy())
     traj = run(backend, integrators.simulate, engine.from_mujoco(m), q0, qd0, steps=100, energy=False, constraints=True)
     assert np.abs(traj.q[1:] - np.array(Q)).max() < 1e-10
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("solver", ["Newton", "PGS", "CG"])
+def test_a_model_without_dofs_solves_to_mujocos_empty_answer(solver, backend):
+    """Every body welded to the world (nv = 0): each solver gives mj_forward's and mj_inverse's empty qacc and
+    qfrc_inverse, without a warning (the solvers' tolerance scale has no trace to divide by)."""
+    m = mujoco.MjModel.from_xml_string(f'<mujoco><option solver="{solver}"/><worldbody><geom type="plane" size="1 1 .1"/>'
+                                       '<body><geom type="sphere" size=".1" pos="0 0 .05"/></body></worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    mujoco.mj_inverse(m, d)
+    model, empty = engine.from_mujoco(m), np.zeros(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        forward = run(backend, constraints.forward_dynamics, model, empty, empty, empty)
+        inverse = run(backend, constraints.inverse_dynamics, model, empty, empty, empty)
+    assert forward.qacc.shape == d.qacc.shape == (0,) and inverse.tau.shape == d.qfrc_inverse.shape == (0,)
+    assert forward.efc_force.shape == d.efc_force.shape

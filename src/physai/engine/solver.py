@@ -281,7 +281,9 @@ def tolerance_scale(M: np.ndarray) -> float:
     """The solvers' tolerance scale [1 / (kg m^2 | kg)]: 1 / (meaninertia max(1, nv)), meaninertia = trace(M) / nv of
     M (nv, nv) at this state (MuJoCo 4.0; before it, stat.meaninertia at qpos0), scaling the improvements, gradients
     and line search tolerances of Newton, CG and PGS."""
-    nv = max(1, M.shape[0])
+    if M.shape[0] == 0:                           # no dofs, no rows: nothing to scale
+        return 1.0
+    nv = M.shape[0]
     return 1.0 / (float(np.trace(M)) / nv * nv)   # meaninertia: M's mean diagonal here
 
 

@@ -28,6 +28,9 @@ def body_frames(model: Model, d: Data) -> tuple[np.ndarray, np.ndarray]:
     body's link pose composed with the body's pose in it (model.body_pos, body_rot); bodies welded to the world keep
     their world pose."""
     link = model.body_linkid
+    if model.nlink == 0:                                               # every body welded to the world
+        n = d.xpos.shape[-1]
+        return np.repeat(model.body_pos[..., None], n, -1), np.repeat(model.body_rot[..., None], n, -1)
     R, x = d.xmat[link], d.xpos[link]                                  # (nbody, 3, 3, n), (nbody, 3, n)
     # body frame = link frame * (body_pos, body_rot):  p = x + R body_pos,  rot = R body_rot
     pos = x + np.einsum("bijn,bj->bin", R, model.body_pos)
