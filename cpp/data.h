@@ -150,7 +150,7 @@ struct Series {
 
 enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3 };
 
-// how a step advances (physai.engine.forward.StepOptions, read by field name in cpp/bindings.cpp): the timestep h [s],
+// how a step advances (physai.engine.data.StepOptions, read by field name in cpp/bindings.cpp): the timestep h [s],
 // the integrator, and whether euler's joint damping is implicit ((M + h B) a = f; euler_damping and damping in the model)
 struct StepOptions {
     double h = 0;
