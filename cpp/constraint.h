@@ -28,6 +28,7 @@
 #include "kernels.h"
 #include "model.h"
 #include "spatial.h"
+#include "support.h"
 
 namespace physai {
 namespace {
