@@ -122,17 +122,32 @@ def test_noslip_is_refused_by_name():
         constraints.forward_dynamics(model, model.qpos0, np.zeros(model.nv), np.zeros(model.nv))
 
 
+def cg_stop_is_clear(d, improvement: float, tolerance: float, factor: float = 2.0) -> bool:
+    """Whether CG's stopping iteration is decided clear of the tolerance, so that rounding cannot move it: MuJoCo's last
+    stopping quantity (the smaller of its improvement and gradient) below tolerance / factor, its one before above
+    tolerance * factor, and physai's last improvement not within a factor of the tolerance. (CG's line searches stop
+    at a slope tolerance, and their rounding, which the directions carry on, moves late improvements by more than
+    rounding: 7.2e-9 against MuJoCo's 3.1e-9 at tolerance 1e-8 under OpenBLAS's Prescott kernels.)"""
+    stops = [min(d.solver[i].improvement, d.solver[i].gradient) for i in range(d.solver_niter[0])]
+    earlier_clear = len(stops) < 2 or stops[-2] > factor * tolerance
+    return stops[-1] < tolerance / factor and earlier_clear and not tolerance / factor <= improvement <= factor * tolerance
+
+
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 @pytest.mark.parametrize("seed, cone, condim", CASES[::2])
 def test_cg_forward_equals_mj_forward(seed, cone, condim, backend):
-    """MuJoCo's CG (mj_solCG: Hager-Zhang directions, the primal line search; NumPy on both backends). At the default
-    tolerance both stop at the same iteration, and the line searches' rounding, which CG's directions carry on, leaves
-    qacc within 1e-7 of MuJoCo's (relative; 2.8e-8 seen); at tolerance 1e-15 (1000 iterations) both converge, the
-    iteration each stops at may differ, and qacc and efc_force agree within 1e-9 (3.3e-10 seen)."""
+    """MuJoCo's CG (mj_solCG: Hager-Zhang directions, the primal line search), warm-started near the solution. At
+    tolerances 1e-3 to 1e-8 physai stops at MuJoCo's iteration wherever that decision is clear of the tolerance
+    (cg_stop_is_clear), and its qacc is always no further from MuJoCo's than MuJoCo's own is from the exact solution
+    (Newton's at tolerance 1e-15; a quarter of it at most seen); at tolerance 1e-15 (1000 iterations) both converge and
+    qacc and efc_force agree within 1e-9 (3.3e-10 seen)."""
     m, d = scene(seed, cone, condim)
-    for tolerance, iterations, bound in [(1e-8, 100, 1e-7), (1e-15, 1000, 1e-9)]:
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1000
+    mujoco.mj_forward(m, d)
+    exact = d.qacc.copy()
+    m.opt.solver = mujoco.mjtSolver.mjSOL_CG
+    for tolerance, iterations in [(1e-3, 100), (1e-4, 100), (1e-6, 100), (1e-8, 100), (1e-15, 1000)]:
         m.opt.tolerance, m.opt.iterations = tolerance, iterations
-        m.opt.solver = mujoco.mjtSolver.mjSOL_CG
         mujoco.mj_forward(m, d)
         d.qacc_warmstart[:] = d.qacc + 0.01 * np.random.default_rng(seed).normal(size=m.nv)
         warm = d.qacc_warmstart.copy()
@@ -140,11 +155,12 @@ def test_cg_forward_equals_mj_forward(seed, cone, condim, backend):
         res = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel,
                   d.qfrc_passive + d.qfrc_actuator, collision.from_mujoco(m, d), eq_active=d.eq_active.astype(bool),
                   qacc_warmstart=warm)
-        if tolerance > 1e-15:
-            assert res.iterations == d.solver_niter[0]
-        assert_close(res.qacc, d.qacc, bound, what=f"qacc, tolerance {tolerance}")
+        if tolerance > 1e-15 and cg_stop_is_clear(d, res.improvement, tolerance):   # 1e-15: rounding decides
+            assert res.iterations == d.solver_niter[0], (tolerance, res.iterations, d.solver_niter[0])
+        own = np.abs(d.qacc - exact).max() / max(1.0, np.abs(d.qacc).max())
+        assert_close(res.qacc, d.qacc, max(own, 1e-9), what=f"qacc, tolerance {tolerance}")
         if tolerance == 1e-15:
-            assert_close(res.efc_force, d.efc_force, bound, what="efc_force")
+            assert_close(res.efc_force, d.efc_force, 1e-9, what="efc_force")
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
