@@ -15,7 +15,7 @@ constexpr int64_t CAND_FLOATS = 16;                // a candidate pair's paramet
 
 // physai.joints' joint types (MuJoCo's mjtJoint); physai.engine.geoms' geom types (MuJoCo's mjtGeom)
 enum { JNT_FREE = 0, JNT_BALL = 1, JNT_SLIDE = 2, JNT_HINGE = 3 };
-enum { SOLVER_NEWTON = 0, SOLVER_PGS = 1 };                // Model.opt_solver (physai.engine.native.SOLVERS)
+enum { SOLVER_NEWTON = 0, SOLVER_PGS = 1, SOLVER_CG = 2 };   // Model.opt_solver (physai.engine.native.SOLVERS)
 enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH };
 constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
 
@@ -131,7 +131,7 @@ struct Model {
     // physai.engine.model.Options: the solref floor's timestep, impratio, the cone (elliptic or pyramidal), Newton's
     // tolerance and iterations, the line search's, and which constraints are on
     double opt_timestep = 0.002, opt_impratio = 1.0, opt_tolerance = 1e-8, opt_ls_tolerance = 0.01;
-    int64_t opt_iterations = 100, opt_ls_iterations = 50, opt_solver = 0;   // opt_solver: SOLVER_NEWTON or SOLVER_PGS
+    int64_t opt_iterations = 100, opt_ls_iterations = 50, opt_solver = 0;   // opt_solver: SOLVER_NEWTON, SOLVER_PGS or SOLVER_CG
     double opt_ccd_tolerance = 1e-6;                  // GJK/EPA's tolerance and iteration limit (convex.h)
     int64_t opt_ccd_iterations = 35;
     bool opt_elliptic = false, opt_equality = true, opt_frictionloss = true, opt_limit = true, opt_contact = true,

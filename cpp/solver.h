@@ -1,9 +1,10 @@
-// MuJoCo's Newton and PGS solvers of the forward constraint problem (src/physai/engine/solver.py: engine_solver.c), function by
+// MuJoCo's Newton, CG and PGS solvers of the forward constraint problem (src/physai/engine/solver.py: engine_solver.c), function by
 // function with the NumPy text's names, stages and algorithm choices, one state at a time on the rows of
 // cpp/constraint.h (compiled into the scalar translation unit only):
 //
 //     solve(m, w, ...)                           Newton's method with an exact line search (mj_solNewton's stopping
 //                                                rules), from the unconstrained accelerations or a warm start
+//     solve_cg(m, w, ...)                        conjugate gradients on the same primal problem (mj_solCG)
 //     solve_pgs(m, w, ...)                       projected Gauss-Seidel on the dual problem (mj_solPGS), AR dense
 //     solve_with(m, w, ...)                      the one m.opt_solver names
 //
@@ -520,6 +521,74 @@ inline bool factor_mass(const Model &m, ConstraintWork &w) {
     return tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data());
 }
 
+// the start of the primal solvers (_primal_start): w's buffers sized for its rows, M (nv x nv, dense: crb's) on the
+// tree's pattern and factored (null: w.Mt, w.d.qL and w.d.qLinv hold them), a0 = M^-1 qfrc_smooth into w.qacc_smooth,
+// and into w.qacc the warm start when its primal cost is lower than a0's, else a0 (MuJoCo's warmstart), with its
+// forces, states, cones, M qacc (w.Ma) and J qacc - aref (w.jar); SINGULAR when M is not positive definite
+inline int primal_start(const Model &m, ConstraintWork &w, const double *M, const double *warmstart) {
+    const Rows &r = w.r;
+    int nv = m.nv, n = r.nefc;
+    for (auto *x : {&w.force, &w.jar, &w.Jv, &w.wforce, &w.wjar})
+        if (x->size() < size_t(n)) x->resize(size_t(n));
+    for (auto *x : {&w.state, &w.wstate, &w.hstate})
+        if (x->size() < size_t(n)) x->resize(size_t(n));
+    if (w.quad.size() < 3 * size_t(n)) w.quad.resize(3 * size_t(n));
+    if (M) {                                                           // M on the tree's pattern, factored
+        tree_pack(m, M, w.Mt.data());
+        if (!factor_mass(m, w)) return SINGULAR;
+    }
+    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
+    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), w.qacc_smooth.data());
+    double *qacc = w.qacc.data();
+    std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), qacc);
+    double cost = total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
+    if (warmstart) {
+        double warm = total_cost(m, w, warmstart, w.tmp.data(), w.wjar.data(), w.wforce.data(), w.wstate.data(), w.wcones);
+        if (warm < cost) {
+            std::copy(warmstart, warmstart + nv, qacc);
+            std::swap(w.force, w.wforce), std::swap(w.jar, w.wjar), std::swap(w.state, w.wstate), std::swap(w.cones, w.wcones);
+            std::swap(w.Ma, w.tmp);
+        }
+    }
+    return OK;
+}
+
+// alpha of the line search along v (w.v) from w.qacc (_primal_search): at most opt.ls_iterations evaluations of the
+// cost, to |d cost / d alpha| < tolerance ls_tolerance |v| / scale; its improvement and status; J v into w.Jv and
+// M v into w.Mv
+inline double primal_search(const Model &m, ConstraintWork &w, double tolerance, double scale, double &ls_improvement,
+                            int &status) {
+    const Rows &r = w.r;
+    int nv = m.nv;
+    const double *v = w.v.data();
+    rows_times(r, v, w.Jv.data());
+    tree_times(m, w.Mt.data(), v, w.Mv.data());
+    double vMa = 0.0, fv = 0.0, vMv = 0.0;
+    for (int j = 0; j < nv; j++) {
+        size_t k = size_t(j);
+        vMa += v[j] * w.Ma[k], fv += w.qfrc_smooth[k] * v[j], vMv += v[j] * w.Mv[k];
+    }
+    line_quadratics(r, w.jar.data(), w.Jv.data(), w.quad.data());
+    const Line line{r, w.jar.data(), w.Jv.data(), w.quad.data(), {vMa - fv, 0.5 * vMv}};
+    double snorm = norm(v, nv);
+    return line_search(line, snorm, tolerance * m.opt_ls_tolerance * snorm / scale, m.opt_ls_iterations, ls_improvement,
+                       status);
+}
+
+// the step qacc += alpha v, with M qacc and J qacc - aref carried along it (MuJoCo's Ma += alpha Mv, Jaref += alpha
+// Jv), then the forces, states and gradient there
+inline void primal_step(const Model &m, ConstraintWork &w, double alpha) {
+    double *qacc = w.qacc.data();
+    const double *v = w.v.data();
+    for (int j = 0; j < m.nv; j++) {
+        size_t k = size_t(j);
+        qacc[j] = qacc[j] + alpha * v[j], w.Ma[k] = w.Ma[k] + alpha * w.Mv[k];
+    }
+    for (int i = 0; i < w.r.nefc; i++) w.jar[size_t(i)] = w.jar[size_t(i)] + alpha * w.Jv[size_t(i)];
+    cost_at(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
+    gradient(m, w, w.force.data());
+}
+
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
 // (solver.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
@@ -528,36 +597,14 @@ inline bool factor_mass(const Model &m, ConstraintWork &w) {
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                  int64_t iterations, Solution &sol) {
     const Rows &r = w.r;
-    int nv = m.nv, n = r.nefc;
-    for (auto *x : {&w.force, &w.jar, &w.Jv, &w.wforce, &w.wjar})
-        if (x->size() < size_t(n)) x->resize(size_t(n));
-    for (auto *x : {&w.state, &w.wstate, &w.hstate})
-        if (x->size() < size_t(n)) x->resize(size_t(n));
-    if (w.quad.size() < 3 * size_t(n)) w.quad.resize(3 * size_t(n));
+    int nv = m.nv;
+    if (primal_start(m, w, M, warmstart) != OK) return SINGULAR;
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
-    if (M) {                                                           // M on the tree's pattern, factored
-        tree_pack(m, M, w.Mt.data());
-        if (!factor_mass(m, w)) return SINGULAR;
-    }
-    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(m, LM, LMinv, w.qacc_smooth.data());
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
         else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
     };
     double scale = tolerance_scale(m, w.Mt.data());
-    double *qacc = w.qacc.data();
-    std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), qacc);
-    double cost = total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
-    if (warmstart) {
-        double warm = total_cost(m, w, warmstart, w.tmp.data(), w.wjar.data(), w.wforce.data(), w.wstate.data(), w.wcones);
-        if (warm < cost) {
-            std::copy(warmstart, warmstart + nv, qacc);
-            cost = warm;
-            std::swap(w.force, w.wforce), std::swap(w.jar, w.wjar), std::swap(w.state, w.wstate), std::swap(w.cones, w.wcones);
-            std::swap(w.Ma, w.tmp);
-        }
-    }
     double improvement = 0.0;
     int64_t it = 0;
     gradient(m, w, w.force.data());
@@ -581,28 +628,10 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     while (!done && it < iterations) {
         // the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
         for (int j = 0; j < nv; j++) v[j] = -step[j];
-        rows_times(r, v, w.Jv.data());
-        tree_times(m, w.Mt.data(), v, w.Mv.data());
-        double vMa = 0.0, fv = 0.0, vMv = 0.0;
-        for (int j = 0; j < nv; j++) {
-            size_t k = size_t(j);
-            vMa += v[j] * w.Ma[k], fv += w.qfrc_smooth[k] * v[j], vMv += v[j] * w.Mv[k];
-        }
-        line_quadratics(r, w.jar.data(), w.Jv.data(), w.quad.data());
-        const Line line{r, w.jar.data(), w.Jv.data(), w.quad.data(), {vMa - fv, 0.5 * vMv}};
-        double snorm = norm(v, nv), ls_improvement;
-        double alpha = line_search(line, snorm, tolerance * m.opt_ls_tolerance * snorm / scale, m.opt_ls_iterations,
-                                   ls_improvement, status);
+        double ls_improvement, alpha = primal_search(m, w, tolerance, scale, ls_improvement, status);
         if (alpha == 0) break;                                         // no improvement along v: stop
-        // the step, with M qacc and J qacc - aref carried along it (MuJoCo's Ma += alpha Mv, Jaref += alpha Jv)
-        for (int j = 0; j < nv; j++) {
-            size_t k = size_t(j);
-            qacc[j] = qacc[j] + alpha * v[j], w.Ma[k] = w.Ma[k] + alpha * w.Mv[k];
-        }
-        for (int i = 0; i < n; i++) w.jar[size_t(i)] = w.jar[size_t(i)] + alpha * w.Jv[size_t(i)];
-        cost_at(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
+        primal_step(m, w, alpha);
         improvement = scale * ls_improvement;
-        gradient(m, w, w.force.data());
         gnorm = scale * norm(grad, nv);
         if (!factor_hessian(m, w, fresh)) return SINGULAR;
         std::copy(grad, grad + nv, step);
@@ -612,6 +641,62 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
         done = (0 < improvement && improvement < tolerance) || gnorm < tolerance || decrement < tolerance;
     }
     // converged: stopped by a tolerance, or with no descent left (no search direction, or already optimal along it)
+    done = done || status == LINE_NO_DIRECTION || status == LINE_OPTIMAL;
+    sol.iterations = it, sol.improvement = improvement, sol.converged = done;
+    return OK;
+}
+
+// ---------------------------------------------------------------- the primal problem by conjugate gradients (mj_solCG)
+
+// the conjugate direction's beta (Hager-Zhang, M-preconditioned; 0: restart when d.y < MINVAL), bounded below by
+// -1 / (|d| min(0.01, |grad|)) (mj_solPrimal's update; _hager_zhang); search d, y = grad - grad_old, My = Mgrad - Mgrad_old
+inline double hager_zhang(const double *search, const double *grad, const double *y, const double *Mgrad,
+                          const double *My, int nv) {
+    double d_dot_y = dot(search, y, nv);
+    if (d_dot_y < MINVAL) return 0.0;
+    double beta = (dot(y, Mgrad, nv) - 2 * (dot(y, My, nv) / d_dot_y) * dot(search, grad, nv)) / d_dot_y;
+    double eta = -1.0 / std::max(MINVAL, norm(search, nv) * std::min(0.01, norm(grad, nv)));
+    return std::max(eta, beta);
+}
+
+// the constrained accelerations of solve by MuJoCo's conjugate gradients (mj_solCG; solver.solve_cg): the same primal
+// cost, start and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1
+// grad is below the tolerance at the start, then when the scaled improvement or gradient is, scale = tolerance_scale
+// (1 / trace(M)), or when the line search improves nothing; after `iterations` anyway. M as for solve; SINGULAR when M
+// is not positive definite.
+inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                    int64_t iterations, Solution &sol) {
+    int nv = m.nv;
+    if (primal_start(m, w, M, warmstart) != OK) return SINGULAR;
+    double scale = tolerance_scale(m, w.Mt.data());
+    double *grad = w.grad.data(), *Mgrad = w.step.data(), *search = w.v.data();
+    std::vector<double> y(static_cast<size_t>(nv)), My(static_cast<size_t>(nv));   // grad - grad_old, Mgrad - Mgrad_old
+    auto M_solve = [&](double *b) { tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), b); };
+    gradient(m, w, w.force.data());
+    std::copy(grad, grad + nv, Mgrad);
+    M_solve(Mgrad);
+    // converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start)
+    bool done = std::max(0.0, 0.5 * scale * dot(grad, Mgrad, nv)) < tolerance;
+    for (int j = 0; j < nv; j++) search[j] = -Mgrad[j];
+    double improvement = 0.0;
+    int64_t it = 0;
+    int status = LINE_CONVERGED;
+    while (!done && it < iterations) {
+        double ls_improvement, alpha = primal_search(m, w, tolerance, scale, ls_improvement, status);
+        if (alpha == 0) break;                                         // no improvement along the direction: stop
+        for (int j = 0; j < nv; j++) y[size_t(j)] = -grad[j], My[size_t(j)] = -Mgrad[j];
+        primal_step(m, w, alpha);
+        std::copy(grad, grad + nv, Mgrad);
+        M_solve(Mgrad);
+        for (int j = 0; j < nv; j++) y[size_t(j)] += grad[j], My[size_t(j)] += Mgrad[j];
+        improvement = scale * ls_improvement;
+        it++;
+        done = (0 < improvement && improvement < tolerance) || scale * norm(grad, nv) < tolerance;
+        if (!done) {                                                   // d = -M^-1 grad + beta d
+            double beta = hager_zhang(search, grad, y.data(), Mgrad, My.data(), nv);
+            for (int j = 0; j < nv; j++) search[j] = -Mgrad[j] + beta * search[j];
+        }
+    }
     done = done || status == LINE_NO_DIRECTION || status == LINE_OPTIMAL;
     sol.iterations = it, sol.improvement = improvement, sol.converged = done;
     return OK;
@@ -914,10 +999,12 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     return OK;
 }
 
-// the solver m.opt_solver names (Newton: solve, PGS: solve_pgs) on w's rows (MuJoCo's mj_fwdConstraint; solver.solve_with)
+// the solver m.opt_solver names (Newton: solve, PGS: solve_pgs, CG: solve_cg) on w's rows (MuJoCo's mj_fwdConstraint;
+// solver.solve_with)
 inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol) {
     if (m.opt_solver == SOLVER_PGS) return solve_pgs(m, w, M, warmstart, tolerance, iterations, sol);
+    if (m.opt_solver == SOLVER_CG) return solve_cg(m, w, M, warmstart, tolerance, iterations, sol);
     return solve(m, w, M, warmstart, tolerance, iterations, sol);
 }
 

@@ -70,6 +70,7 @@ COMPILED = {
     "test_frames.py": {"test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion",
                        "test_frame_motion_is_the_same_on_both_backends", "test_frame_motion_of_one_state_and_bad_input"},
     "test_kinematics.py": {"test_body_poses_equal_mujocos"},
+    "test_solvers.py": {"test_humanoid_with_cg_follows_mj_step_compiled"},
     "test_rollout.py": {
         "test_a_divergence_before_a_lower_index_failure_is_named", "test_a_diverging_trajectory_is_named",
         "test_a_failure_before_a_lower_index_divergence_is_named", "test_a_singular_mass_matrix_is_named_alike_on_both_backends",

@@ -180,7 +180,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
                      iterations: int | None = None) -> ForwardResult:
     """Accelerations and constraint forces at (q, qd) under the non-constraint forces tau: MuJoCo's mj_forward with its
     constraints (qacc, qfrc_constraint, efc_force), solved by model.opt.solver: Newton's method as mj_solNewton, or
-    projected Gauss-Seidel as mj_solPGS, or conjugate gradients as mj_solCG (NumPy on both backends).
+    projected Gauss-Seidel as mj_solPGS, or conjugate gradients as mj_solCG (compiled on the native backend).
     contacts: see the module
     docstring (None: physai's own, physai.collision.detect).
 

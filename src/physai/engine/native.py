@@ -251,14 +251,14 @@ def passive_fields(model: Model) -> dict:
             "fluid_size": _float64(model.fluid_size), "fluid_coef": _float64(model.fluid_coef)}
 
 
-#: the compiled Model's opt_solver codes of physai.engine.model.Options.solver (cpp/model.h: SOLVER_NEWTON, SOLVER_PGS;
-#: CG has a code but no compiled solver yet: compiled_solver)
+#: the compiled Model's opt_solver codes of physai.engine.model.Options.solver (cpp/model.h: SOLVER_NEWTON, SOLVER_PGS,
+#: SOLVER_CG)
 SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def compiled_solver(model) -> bool:
-    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS); else the NumPy one runs."""
-    return model.opt.solver != "cg"
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG); else the NumPy one runs."""
+    return model.opt.solver in SOLVERS
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:

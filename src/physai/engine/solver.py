@@ -1,4 +1,4 @@
-"""MuJoCo's Newton and PGS solvers of the forward constraint problem, one state at a time (engine_solver.c): the
+"""MuJoCo's Newton, PGS and CG solvers of the forward constraint problem, one state at a time (engine_solver.c): the
 constrained accelerations of the rows physai.engine.constraint builds.
 
     solve(model, rows, M, qfrc_smooth, ...)       qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
