@@ -378,9 +378,10 @@ def may_touch(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:
 
 
 def _shapes(model: Model) -> list:
-    """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh."""
+    """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh, a heightfield geom's HField."""
     G = model.geoms
-    return [G.meshes.mesh(int(G.geom_dataid[g])) if G.geom_dataid[g] >= 0 else G.geom_size[g] for g in range(G.ngeom)]
+    return [G.geom_size[g] if G.geom_dataid[g] < 0 else G.hfields.hfield(int(G.geom_dataid[g])) if G.geom_type[g] == HFIELD
+            else G.meshes.mesh(int(G.geom_dataid[g])) for g in range(G.ngeom)]
 
 
 def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:

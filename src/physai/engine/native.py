@@ -70,6 +70,7 @@ from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.engine import collision, passive, smooth
 from physai.engine.contact import ContactSet
+from physai.engine.geoms import HFIELD
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
@@ -257,8 +258,16 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def compiled_solver(model) -> bool:
-    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS); else the NumPy one runs."""
-    return model.opt.solver != "cg"
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS) and collide its geom pairs
+    (compiled_collision); else the NumPy engine runs."""
+    return model.opt.solver != "cg" and compiled_collision(model)
+
+
+def compiled_collision(model) -> bool:
+    """Whether the compiled kernels collide every candidate pair of model: not yet a heightfield's (the NumPy engine's
+    convex.hfield_convex collides those)."""
+    return model.kept("compiled_collision", lambda m: not any(
+        int(m.geoms.geom_type[c.g1]) == HFIELD for c in collision.candidates(m)[0]))
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
