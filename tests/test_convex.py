@@ -277,7 +277,7 @@ def test_hfield_terrains_match_mj_collision(backend):
     same contact count and geom pairs as mj_collision in every state, and every position, frame and distance within
     AGREE in at least 97% of them (the compiled backend declines heightfield pairs: the NumPy engine collides them).
     What differs, now and then: a mesh without margin on a prism (both polytopes: EPA ends when a support point repeats)
-    ends on another face than MuJoCo's (none of these 120 states; about 1 in 100 mesh states on other seeds).""" 
+    ends on another face than MuJoCo's (none of these 120 states; about 1 in 100 mesh states on other seeds)."""
     total = dict(states=0, agree=0, close=0, contacts=0)
     for seed in range(6):
         m = mujoco.MjModel.from_xml_string(hfield_scene(seed))
