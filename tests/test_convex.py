@@ -340,3 +340,42 @@ def test_quadruped_on_a_heightfield_matches_mj_collision():
     r = compare_along_steps(m, engine.from_mujoco(m), 400, 40, "numpy", ignore_unsupported=True)
     assert r["agree"] == r["states"] and r["close"] == r["states"], r
     assert r["contacts"] > 4 * r["states"], r
+
+
+def test_constraint_rows_of_a_terrain_equal_on_both_backends():
+    """The compiled constraint rows of a model with a heightfield (its contacts from the NumPy engine's collision)
+    equal the NumPy rows: the compiled copy of the model takes the heightfield geoms."""
+    from physai import constraints
+    m = mujoco.MjModel.from_xml_string(hfield_scene(2))
+    d, model = mujoco.MjData(m), engine.from_mujoco(m)
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    rows = [run(backend, constraints.rows, model, q, qd) for backend in ("numpy", "native")]
+    assert rows[0].J.shape[0] > 0
+    assert np.abs(rows[0].J - rows[1].J).max() < 1e-12 and np.abs(rows[0].aref - rows[1].aref).max() < 1e-9
+
+
+def test_libccd_is_refused_by_name_for_heightfields():
+    """MuJoCo's older libccd path (nativeccd disabled) for a model whose only convex pairs are a heightfield's:
+    UnsupportedModelError naming it."""
+    m = mujoco.MjModel.from_xml_string(hfield_scene(0).replace("<mujoco>", '<mujoco><option><flag nativeccd="disable"/></option>'))
+    model = engine.from_mujoco(m)
+    with pytest.raises(UnsupportedModelError, match="mjDSBL_NATIVECCD"):
+        run("numpy", collision.detect, model, m.qpos0)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_sdf_geoms_are_refused_by_name(backend):
+    """A colliding SDF geom (MuJoCo's signed-distance-field plugin shapes): UnsupportedModelError naming it, even with
+    ignoring_unsupported (nothing of it is left out silently)."""
+    xml = """<mujoco><extension><plugin plugin="mujoco.sdf.torus"><instance name="torus"><config key="radius1" value="0.35"/>
+      <config key="radius2" value="0.15"/></instance></plugin></extension><asset><mesh name="torus"><plugin instance="torus"/>
+      </mesh></asset><worldbody><geom type="plane" size="1 1 .1"/><body pos="0 0 .1"><freejoint/><geom name="ring"
+      type="sdf" mesh="torus"><plugin instance="torus"/></geom></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    model = engine.from_mujoco(m)
+    for call in (lambda: collision.detect(model, m.qpos0), lambda: collision.detect(model, m.qpos0, ignore_unsupported=True),
+                 lambda: integrators.simulate(model, m.qpos0, np.zeros(model.nv), 0.002, 3, constraints=True)):
+        with pytest.raises(UnsupportedModelError, match="1 SDF geoms .*geom 1 'ring'"):
+            run(backend, call)

@@ -74,9 +74,9 @@ def narrow_functions(model: Model) -> dict:
 
 
 def convex_candidates(model: Model) -> list[Candidate]:
-    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS)."""
-    types = model.geoms.geom_type
-    return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in convex.CONVEX_PAIRS]
+    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS, convex.HFIELD_PAIRS)."""
+    types, pairs = model.geoms.geom_type, convex.CONVEX_PAIRS + convex.HFIELD_PAIRS
+    return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in pairs]
 
 
 def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
@@ -130,8 +130,8 @@ def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
         key = (types[a], types[b])
         if key[0] == PLANE and key[1] in (PLANE, HFIELD) or key == (HFIELD, HFIELD):
             continue                                                    # no collision function in MuJoCo either
-        if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0:       # a mesh geom without its mesh
-            missing.append((a, b))
+        if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0 or key[0] == HFIELD and G.geom_dataid[a] < 0:
+            missing.append((a, b))                                      # a mesh or heightfield geom without its data
             continue
         out.append(Candidate(a, b, ipair))
     return out, missing

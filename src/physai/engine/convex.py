@@ -246,6 +246,8 @@ def hfield_convex(kind2: int, tolerance: float, iterations: int, pos1, mat1, hfi
     local_mat = mat1[0][:, None] * mat2[0] + mat1[1][:, None] * mat2[1] + mat1[2][:, None] * mat2[2]   # mat1^T mat2
     obj2 = Shape(kind2, mat_t_times_mj(mat1, pos2 - pos1), local_mat, shape2, 0.0)
     lo, hi = local_extent(obj2)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):          # a pose or size not finite: no cell under it
+        return []
     if lo[0] - margin > size[0] or hi[0] + margin < -size[0] or lo[1] - margin > size[1] or \
             hi[1] + margin < -size[1] or lo[2] - margin > size[2] or hi[2] + margin < -size[3]:
         return []                                                       # boxes apart

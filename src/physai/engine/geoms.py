@@ -327,6 +327,21 @@ class Geoms:
             out = np.flatnonzero((getattr(self, name) < 0) | (getattr(self, name) >= n))
             if out.size:
                 raise InvalidModelError(f"pair {int(out[0])}: {name} is {int(getattr(self, name)[out[0]])}; the model has {n} geoms")
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        """InvalidModelError naming a colliding geom (contype or conaffinity set, or in an explicit pair) whose size is
+        not finite and positive where its type uses it (a sphere's radius, a capsule's or cylinder's radius and half
+        length, an ellipsoid's or box's three), as MuJoCo's compiler requires."""
+        used = {SPHERE: 1, CAPSULE: 2, CYLINDER: 2, ELLIPSOID: 3, BOX: 3}
+        colliding = (self.geom_contype != 0) | (self.geom_conaffinity != 0)
+        colliding[self.pair_geom1], colliding[self.pair_geom2] = True, True
+        for g in np.flatnonzero(colliding).tolist():
+            size = self.geom_size[g, :used.get(int(self.geom_type[g]), 0)]
+            if not (np.isfinite(size) & (size > 0)).all():
+                raise InvalidModelError(f"{self.describe(g)} has size {self.geom_size[g].tolist()}; a colliding "
+                                        f"{TYPE_NAMES[int(self.geom_type[g])]} needs its first {len(size)} sizes finite "
+                                        "and > 0")
 
     @property
     def ngeom(self) -> int:

@@ -175,6 +175,11 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
             unsupported.append(what)
     if m.nflex:
         unsupported.append(f"{m.nflex} flexes")
+    sdf = np.flatnonzero((m.geom_type == mujoco.mjtGeom.mjGEOM_SDF) & ((m.geom_contype != 0) | (m.geom_conaffinity != 0)))
+    if sdf.size:
+        unsupported.append(f"{sdf.size} SDF geoms (a plugin's signed distance field, e.g. geom {int(sdf[0])} "
+                           f"{m.geom(int(sdf[0])).name!r}; physai collides planes, heightfields, spheres, capsules, "
+                           "ellipsoids, cylinders, boxes and convex meshes)")
     exclude = frozenset(tuple(sorted((int(s >> 16) - 1, int(s & 0xFFFF) - 1))) for s in m.exclude_signature)
     meshes, dataid = meshes_from_mujoco(m)
     hfield = m.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD
