@@ -140,6 +140,9 @@ SLOW = {
         "test_one_step_on_random_scenes_matches_mj_step", "test_one_step_on_the_falling_h1_matches_mj_step",
         "test_trajectory_matches_mj_step",
     },
+    "test_convex.py": {
+        "test_hfield_terrains_match_mj_collision", "test_quadruped_on_a_heightfield_matches_mj_collision",
+    },
     "test_coriolis.py": {
         "test_c_qd_is_bias_minus_gravity", "test_mdot_minus_2c_is_skew_and_passive",
         "test_panda_coriolis_matches_pinocchio_mjcf_parser", "test_velocity_derivative_of_bias_is_2c",

@@ -560,3 +560,112 @@ def test_a_nul_byte_in_a_labs_model_path_is_named(tmp_path, capsys):
     assert any("holds a NUL byte" in note for note in read_lesson(tmp_path / "lesson.md").notes)
     assert main(["lab", str(tmp_path / "lab.json"), "--no-browser", "--port", "0"]) == 2
     assert "holds a NUL byte" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- degenerate geometry (issue 35)
+
+def _mesh_scene(vertices: str) -> str:
+    return (f'<mujoco><asset><mesh name="m" vertex="{vertices}"/></asset><worldbody><body><freejoint/><geom type="sphere" '
+            'size=".05"/></body><body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("vertices, message", [
+    ("0 0 0  1 0 0  0 1 0  1 1 0", "coplanar"),                    # flat
+    ("0 0 0  1 0 0  0 1 0", "at least 4 vertices"),
+    ("0 0 0  1 0 0  2 0 0  3 0 0", "collinear"),
+    ("0 0 0  0 0 0  0 0 0  0 0 0  1 0 0", "collinear"),              # duplicates of one point
+    ("0 0 0  1e-9 0 0  0 1e-9 0  0 0 1e-9", "surface area is too small")])
+def test_degenerate_meshes_are_named_at_load(tmp_path, vertices, message):
+    """Meshes MuJoCo's compiler refuses (flat, fewer than 4 vertices, collinear or coincident points, too small): an
+    MJCF file of one is an InvalidModelError with MuJoCo's reason."""
+    with pytest.raises(ValueError, match=message):
+        mujoco.MjModel.from_xml_string(_mesh_scene(vertices))
+    path = tmp_path / "mesh.xml"
+    path.write_text(_mesh_scene(vertices))
+    with pytest.raises(InvalidModelError, match=f"MuJoCo cannot compile.*{message}"):
+        engine.from_mujoco(str(path))
+
+
+def test_a_mesh_with_repeated_points_collides_as_mujoco():
+    """A mesh whose vertex list repeats points (MuJoCo compiles it: its hull is a tetrahedron) touches a sphere as in
+    mj_collision, at random poses."""
+    m = mujoco.MjModel.from_xml_string(_mesh_scene("0 0 0  .1 0 0  0 .1 0  0 0 .1  0 0 .1  .1 0 0  0 0 0"))
+    d, model = mujoco.MjData(m), engine.from_mujoco(m)
+    rng, touching = np.random.default_rng(0), 0
+    for _ in range(100):
+        d.qpos[:] = np.r_[0, 0, 0, 1, 0, 0, 0, rng.normal(size=3) * 0.06, rng.normal(size=4)]
+        d.qpos[10:] /= np.linalg.norm(d.qpos[10:])
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        ref, mine = collision.from_mujoco(m, d), collision.detect(model, d.qpos.copy())
+        touching += len(ref) > 0
+        assert mine.geom.tolist() == ref.geom.tolist()
+        for name in ("pos", "frame", "dist"):
+            assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) < 1e-9
+    assert touching > 20
+
+
+def _terrain(edit=None) -> mujoco.MjModel:
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><asset><hfield name="ground" nrow="3" ncol="4" size="1 1 .2 .1" elevation="0 1 2 3 4 5 6 7 8 9 10 11"/>'
+        '</asset><worldbody><geom type="hfield" hfield="ground"/><body pos="0 0 .3"><freejoint/><geom name="ball" '
+        'size=".1"/></body></worldbody></mujoco>')
+    if edit is not None:
+        edit(m)
+    return m
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_a_heightfield_of_non_finite_elevations_is_refused_at_load(value):
+    """MuJoCo compiles a heightfield whose elevations hold NaN or infinity (and collides it as no terrain at all):
+    physai names it when loading."""
+    m = _terrain(_set("hfield_data", 7, value))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    with pytest.raises(InvalidModelError, match=rf"heightfield 0 has elevation {value} at row 1, column 3; elevations "
+                                                r"must be finite \(the model's heightfields: \['ground'\]\)"):
+        engine.from_mujoco(m)
+
+
+@pytest.mark.parametrize("kind, size, index", [("sphere", ".1", 0), ("capsule", ".1 .2", 1), ("box", ".1 .2 .3", 2),
+                                              ("ellipsoid", ".1 .2 .3", 0), ("cylinder", ".1 .2", 1)])
+@pytest.mark.parametrize("value", [0.0, -0.1, np.nan])
+def test_a_colliding_geom_without_size_is_refused_at_load(kind, size, index, value):
+    """MuJoCo's compiler refuses a geom size that is not positive; set into a compiled model, physai names it when
+    loading (its collision would divide by it)."""
+    xml = '<mujoco><worldbody><body><freejoint/><geom name="g" type="{}" size="{}"/></body></worldbody></mujoco>'
+    with pytest.raises(ValueError, match="must be positive"):
+        mujoco.MjModel.from_xml_string(xml.format(kind, size.replace(".1", "0", 1)))
+    m = mujoco.MjModel.from_xml_string(xml.format(kind, size))
+    m.geom_size[0, index] = value
+    with pytest.raises(InvalidModelError, match=f"geom 0 \\('g', {kind}\\) has size .*; a colliding {kind} needs its first"):
+        engine.from_mujoco(m)
+
+
+def test_gjk_and_epa_end_on_poses_that_are_not_finite():
+    """NaN and infinite poses and sizes for every convex kind and a heightfield: GJK and EPA end within their iteration
+    limits, with no contact or a finite one."""
+    from physai.engine import convex, gjk
+    from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HField, MESH, SPHERE
+    from scenes import convex_points
+    rng = np.random.default_rng(0)
+    mesh = engine.from_mujoco(mujoco.MjModel.from_xml_string(_mesh_scene(" ".join(
+        f"{x:.4f}" for x in convex_points("hull", rng).ravel())))).geoms.meshes.mesh(0)
+    shapes = {SPHERE: np.full(3, 0.1), CAPSULE: np.full(3, 0.1), ELLIPSOID: np.full(3, 0.1), CYLINDER: np.full(3, 0.1),
+              BOX: np.full(3, 0.1), MESH: mesh}
+    terrain = HField(np.array([1.0, 1.0, 0.2, 0.1]), rng.uniform(0, 1, (4, 5)))
+    for bad in (np.nan, np.inf, -np.inf):
+        for pos, mat in ((np.full(3, bad), np.eye(3)), (np.zeros(3), np.full((3, 3), bad))):
+            for kind1, shape1 in shapes.items():
+                for kind2, shape2 in shapes.items():
+                    obj1 = convex.Shape(kind1, np.zeros(3), np.eye(3), shape1, 0.0)
+                    obj2 = convex.Shape(kind2, pos, mat, shape2, 0.01)
+                    with np.errstate(all="ignore"):
+                        status = gjk.ccd(obj1, obj2, 1e-6, 35)
+                    assert status.gjk_iterations <= 35 and status.epa_iterations <= 35
+                    with np.errstate(all="ignore"):
+                        found = convex.convex(kind1, kind2, np.zeros(3), np.eye(3), shape1, pos, mat, shape2, 0.0, 1e-6, 35)
+                    assert all(np.isfinite(c[0]) for c in found)
+                with np.errstate(all="ignore"):
+                    found = convex.hfield_convex(kind1, 1e-6, 35, np.zeros(3), np.eye(3), terrain, pos, mat, shape1, 0.0)
+                assert all(np.isfinite(c[0]) for c in found) and (found == [] or kind1 == SPHERE)    # a sphere has no axes

@@ -74,9 +74,9 @@ def narrow_functions(model: Model) -> dict:
 
 
 def convex_candidates(model: Model) -> list[Candidate]:
-    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS)."""
-    types = model.geoms.geom_type
-    return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in convex.CONVEX_PAIRS]
+    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS, convex.HFIELD_PAIRS)."""
+    types, pairs = model.geoms.geom_type, convex.CONVEX_PAIRS + convex.HFIELD_PAIRS
+    return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in pairs]
 
 
 def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
@@ -130,8 +130,8 @@ def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
         key = (types[a], types[b])
         if key[0] == PLANE and key[1] in (PLANE, HFIELD) or key == (HFIELD, HFIELD):
             continue                                                    # no collision function in MuJoCo either
-        if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0:       # a mesh geom without its mesh
-            missing.append((a, b))
+        if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0 or key[0] == HFIELD and G.geom_dataid[a] < 0:
+            missing.append((a, b))                                      # a mesh or heightfield geom without its data
             continue
         out.append(Candidate(a, b, ipair))
     return out, missing
@@ -378,9 +378,10 @@ def may_touch(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:
 
 
 def _shapes(model: Model) -> list:
-    """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh."""
+    """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh, a heightfield geom's HField."""
     G = model.geoms
-    return [G.meshes.mesh(int(G.geom_dataid[g])) if G.geom_dataid[g] >= 0 else G.geom_size[g] for g in range(G.ngeom)]
+    return [G.geom_size[g] if G.geom_dataid[g] < 0 else G.hfields.hfield(int(G.geom_dataid[g])) if G.geom_type[g] == HFIELD
+            else G.meshes.mesh(int(G.geom_dataid[g])) for g in range(G.ngeom)]
 
 
 def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:

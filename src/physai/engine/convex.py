@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from physai.engine import gjk
-from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, SPHERE
+from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, SPHERE
 from physai.engine.primitives import MINVAL, mat_t_times_mj, mat_times_mj, mesh_support
 
 MINVAL2 = MINVAL * MINVAL
@@ -139,6 +139,12 @@ def convex(kind1: int, kind2: int, pos1, mat1, shape1, pos2, mat2, shape2, margi
     obj1, obj2 = Shape(kind1, pos1, mat1, shape1, margin), Shape(kind2, pos2, mat2, shape2, margin)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # degenerate input: C's IEEE answers
         status = gjk.ccd(obj1, obj2, tolerance, iterations)
+    return _contact(status, margin)
+
+
+def _contact(status, margin: float) -> list:
+    """[(margin + dist, pos, normal, tangent)] of gjk.ccd's status when in contact (dist < 0), else []: pos halfway
+    between the witness points, normal along x1 - x2 ((1, 0, 0) when they coincide), tangent 0."""
     if not status.dist < 0 or not status.nx:
         return []
     normal = status.x1 - status.x2
@@ -151,12 +157,129 @@ CONVEX_PAIRS = ((SPHERE, ELLIPSOID), (SPHERE, MESH), (CAPSULE, ELLIPSOID), (ELLI
                 (ELLIPSOID, CYLINDER), (ELLIPSOID, BOX), (ELLIPSOID, MESH))
 
 
+HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
+
+
 def functions(tolerance: float, iterations: int) -> dict:
-    """{(type1, type2): the narrow phase of that pair (primitives' signature)} for CONVEX_PAIRS, with ccd_tolerance
-    and ccd_iterations."""
-    return {pair: functools.partial(_pair, pair, tolerance, iterations) for pair in CONVEX_PAIRS}
+    """{(type1, type2): the narrow phase of that pair (primitives' signature)} for CONVEX_PAIRS and HFIELD_PAIRS, with
+    ccd_tolerance and ccd_iterations."""
+    return {**{pair: functools.partial(_pair, pair, tolerance, iterations) for pair in CONVEX_PAIRS},
+            **{pair: functools.partial(hfield_convex, pair[1], tolerance, iterations) for pair in HFIELD_PAIRS}}
 
 
 def _pair(kinds: tuple, tolerance: float, iterations: int, pos1, mat1, shape1, pos2, mat2, shape2, margin) -> list:
     """convex() in the narrow phase's signature."""
     return convex(kinds[0], kinds[1], pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations)
+
+
+# ------------------------------------------------------------------ heightfields (MuJoCo's mjc_ConvexHField)
+
+MAXCONPAIR = 50                                  # MuJoCo's mjMAXCONPAIR: the most contacts of one geom pair
+
+
+class Prism:
+    """One triangular prism of a heightfield for GJK (MuJoCo's hfield mjCCDObj), in the heightfield's frame: vert (6, 3)
+    [m], 0-2 the bottom triangle at the base's depth, 3-5 the top one on the surface, the newest corner last (add); pos
+    its centre (GJK's first guess); margin [m] (grown by half of it, as a geom). A polytope whose corners have no ids."""
+
+    kind, vertex, polytope, rounded = HFIELD, -1, True, False
+
+    def __init__(self, depth: float, margin: float):
+        self.vert = np.zeros((6, 3))
+        self.vert[:3, 2] = -depth
+        self.pos, self.margin, self._saved = np.zeros(3), margin, margin
+
+    def add(self, x: float, y: float, z: float) -> None:
+        """A new corner (x, y) at height z on top: the oldest of the three dropped."""
+        self.vert[[0, 1, 3, 4]] = self.vert[[1, 2, 4, 5]]
+        self.vert[2, :2] = self.vert[5, :2] = x, y
+        self.vert[5, 2] = z
+
+    def center(self) -> None:
+        """pos = the mean of the six corners (MuJoCo's mjc_center: summed in order, times 1/6)."""
+        total = np.zeros(3)
+        for v in self.vert:
+            total = total + v
+        self.pos = total * (1.0 / 6.0)
+
+    def support(self, d: np.ndarray) -> np.ndarray:
+        """The corner farthest along d: of the top triangle when d_z >= 0, else of the bottom one (the first of equals)."""
+        start = 0 if d[2] < 0 else 3
+        best, out = gjk.dot3(self.vert[start], d), start
+        for i in (start + 1, start + 2):
+            value = gjk.dot3(self.vert[i], d)
+            if value > best:
+                best, out = value, i
+        return self.vert[out].copy()
+
+    def shrink(self) -> float:
+        """The prism without its margin; half the margin (what was taken off)."""
+        self._saved, self.margin = self.margin, 0.0
+        return 0.5 * self._saved
+
+    def restore(self) -> None:
+        """The margin shrink took."""
+        self.margin = self._saved
+
+
+def local_extent(obj) -> tuple[np.ndarray, np.ndarray]:
+    """(lo (3,), hi (3,)): the geom's axis-aligned box in its frame's axes, by its support points along -+x, y, z."""
+    lo, hi = np.zeros(3), np.zeros(3)
+    for axis in range(3):
+        d = np.zeros(3)
+        d[axis] = 1.0
+        hi[axis] = obj.support(d)[axis]
+        d[axis] = -1.0
+        lo[axis] = obj.support(d)[axis]
+    return lo, hi
+
+
+def hfield_convex(kind2: int, tolerance: float, iterations: int, pos1, mat1, hfield, pos2, mat2, shape2,
+                  margin: float) -> list:
+    """MuJoCo's mjc_ConvexHField: the contacts (dist, pos, normal, tangent; world frame) of the heightfield geom 1
+    (HField) with the convex geom 2 of type kind2, at most MAXCONPAIR. In the heightfield's frame, the cells under
+    geom 2's box (local_extent) are cut into two triangular prisms each (Prism, from the base to the surface raised by
+    margin); a prism whose top lies wholly below the geom is skipped, the others collided with geom 2 (grown by margin
+    / 2) by GJK/EPA, one contact each (gjk.ccd's witness points: pos halfway, normal from geom 2 to the prism)."""
+    size, elevation = hfield.size, hfield.elevation
+    nrow, ncol = elevation.shape
+    local_mat = mat1[0][:, None] * mat2[0] + mat1[1][:, None] * mat2[1] + mat1[2][:, None] * mat2[2]   # mat1^T mat2
+    obj2 = Shape(kind2, mat_t_times_mj(mat1, pos2 - pos1), local_mat, shape2, 0.0)
+    lo, hi = local_extent(obj2)
+    if not (np.isfinite(lo).all() and np.isfinite(hi).all()):          # a pose or size not finite: no cell under it
+        return []
+    if lo[0] - margin > size[0] or hi[0] + margin < -size[0] or lo[1] - margin > size[1] or \
+            hi[1] + margin < -size[1] or lo[2] - margin > size[2] or hi[2] + margin < -size[3]:
+        return []                                                       # boxes apart
+    # the grid's columns and rows under the box grown by margin: c = (x + size_x) / (2 size_x) (ncol - 1), r along y
+    cmin = max(0, math.floor((lo[0] - margin + size[0]) / (2.0 * size[0]) * (ncol - 1)))
+    cmax = min(ncol - 1, math.ceil((hi[0] + margin + size[0]) / (2.0 * size[0]) * (ncol - 1)))
+    rmin = max(0, math.floor((lo[1] - margin + size[1]) / (2.0 * size[1]) * (nrow - 1)))
+    rmax = min(nrow - 1, math.ceil((hi[1] + margin + size[1]) / (2.0 * size[1]) * (nrow - 1)))
+    obj2.margin = margin
+    dx, dy = 2.0 * size[0] / (ncol - 1), 2.0 * size[1] / (nrow - 1)
+    prism, out = Prism(size[3], margin), []
+
+    def corner(r: int, c: int) -> None:                                # grid point (r, c) on top
+        prism.add(dx * c - size[0], dy * r - size[1], elevation[r, c] * size[2])
+
+    for r in range(rmin, rmax):
+        corner(r + 1, cmin), corner(r, cmin)
+        for c in range(cmin + 1, cmax + 1):
+            for row in (r + 1, r):                                      # two prisms per cell
+                corner(row, c)
+                if (prism.vert[3:, 2] < lo[2] - margin).all():          # wholly below the geom and its margin
+                    continue
+                prism.center()
+                for dist, pos, normal, tangent in _prism_contact(prism, obj2, tolerance, iterations):
+                    out.append((dist, mat_times_mj(mat1, pos) + pos1, mat_times_mj(mat1, normal), tangent))
+                if len(out) >= MAXCONPAIR:
+                    return out
+    return out
+
+
+def _prism_contact(prism: Prism, obj2: Shape, tolerance: float, iterations: int) -> list:
+    """[(dist, pos, normal, tangent)] of a prism and geom 2 in the heightfield's frame (gjk.ccd; [] when apart)."""
+    with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+        status = gjk.ccd(prism, obj2, tolerance, iterations)
+    return _contact(status, prism.margin)

@@ -17,9 +17,10 @@ explicit pairs:
     geom_solref, geom_solimp  (ngeom, 2), (ngeom, 5)
     geom_margin, geom_gap  (ngeom,)  [m]: contacts are found below margin + gap and act below margin
     geom_name        (ngeom,)
-    geom_dataid      (ngeom,)      a mesh geom's mesh in `meshes` (-1: none, or not a mesh; a mesh geom without one has
-                                   no narrow phase)
+    geom_dataid      (ngeom,)      a mesh geom's mesh in `meshes`, a heightfield geom's heightfield in `hfields` (-1:
+                                   none, or neither; a mesh geom without one has no narrow phase)
     meshes           Meshes: the convex meshes the mesh geoms collide with (below)
+    hfields          Hfields: the heightfields of the hfield geoms (below)
     pair_geom1, pair_geom2, pair_dim  (npair,)  explicit pairs (MuJoCo's <pair>): always tested, with their own
     pair_friction (npair, 5), pair_solref, pair_solreffriction (npair, 2), pair_solimp (npair, 5), pair_margin,
     pair_gap (npair,)                parameters
@@ -191,6 +192,75 @@ class Meshes:
 
 
 @dataclass(frozen=True, eq=False)
+class HField:
+    """One heightfield of Hfields: size (4,) [m] (x and y half sides, the top's height, the base's depth), elevation
+    (nrow, ncol) in [0, 1] (row r at y = -size[1] + 2 size[1] r / (nrow - 1), column c at x likewise)."""
+
+    size: np.ndarray
+    elevation: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class Hfields:
+    """Heightfields for collision, in MuJoCo's layout (mjModel's hfield_*; nhfield fields):
+
+        hfield_size (nhfield, 4)               x, y half sides, the top's height above the geom's frame, the base's
+                                               depth below it [m]
+        hfield_nrow, hfield_ncol (nhfield,)    the grid's rows (along y) and columns (along x), at least 2 each
+        hfield_adr (nhfield,), hfield_data     field i's elevations are hfield_data[adr : adr + nrow ncol], row after row,
+                                               in [0, 1] (MuJoCo's float32 values): a point's height is elevation
+                                               times size[2]
+
+    Hfields() has none."""
+
+    hfield_size: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    hfield_nrow: np.ndarray = _ints()
+    hfield_ncol: np.ndarray = _ints()
+    hfield_adr: np.ndarray = _ints()
+    hfield_data: np.ndarray = _floats(())
+
+    def __post_init__(self):
+        problem = self._problem()
+        if problem:
+            raise InvalidModelError(f"Hfields: {problem}")
+        for value in vars(self).values():
+            value.setflags(write=False)
+
+    @property
+    def nhfield(self) -> int:
+        return len(self.hfield_size)
+
+    def hfield(self, i: int) -> HField:
+        """Heightfield i (HField)."""
+        nrow, ncol, adr = int(self.hfield_nrow[i]), int(self.hfield_ncol[i]), int(self.hfield_adr[i])
+        return HField(self.hfield_size[i], self.hfield_data[adr:adr + nrow * ncol].reshape(nrow, ncol))
+
+    def _problem(self) -> str:
+        """What makes these arrays unusable (a shape, a grid of fewer than 2 x 2, a size that is not positive and
+        finite, an elevation that is not finite or lies outside hfield_data), or ''."""
+        n = self.nhfield
+        for name in ("hfield_nrow", "hfield_ncol", "hfield_adr"):
+            if getattr(self, name).shape != (n,):
+                return f"{name} has shape {getattr(self, name).shape}, expected {(n,)}"
+        if self.hfield_size.shape != (n, 4) or self.hfield_data.ndim != 1:
+            return f"hfield_size has shape {self.hfield_size.shape}, expected {(n, 4)}; hfield_data must be flat"
+        for i in range(n):
+            nrow, ncol, adr, size = int(self.hfield_nrow[i]), int(self.hfield_ncol[i]), int(self.hfield_adr[i]), self.hfield_size[i]
+            if nrow < 2 or ncol < 2:
+                return f"heightfield {i} has {nrow} x {ncol} points, expected at least 2 x 2"
+            if adr < 0 or nrow * ncol > len(self.hfield_data) - adr:
+                return f"heightfield {i}'s {nrow} x {ncol} elevations lie outside hfield_data ({len(self.hfield_data)} values)"
+            if not np.isfinite(size).all() or (size[:2] <= 0).any() or (size[2:] < 0).any():
+                return f"heightfield {i} has size {size.tolist()}, expected finite half sides > 0 and heights >= 0"
+            data = self.hfield_data[adr:adr + nrow * ncol]
+            if not np.isfinite(data).all():
+                bad = int(np.flatnonzero(~np.isfinite(data))[0])
+                return (f"heightfield {i} has elevation {data[bad]} at row {bad // ncol}, column {bad % ncol}; "
+                        "elevations must be finite")
+        return ""
+
+
+@dataclass(frozen=True, eq=False)
 class Geoms:
     """A Model's collision geometry and filters (see the module docstring); Geoms() has none."""
 
@@ -222,6 +292,7 @@ class Geoms:
     pair_gap: np.ndarray = _floats(())
     geom_dataid: np.ndarray = None
     meshes: Meshes = field(default_factory=Meshes)
+    hfields: Hfields = field(default_factory=Hfields)
     exclude: frozenset = frozenset()
     filterparent: bool = True
     midphase: bool = True
@@ -246,15 +317,31 @@ class Geoms:
         bad = np.flatnonzero((self.geom_type < 0) | (self.geom_type >= len(TYPE_NAMES)))
         if bad.size:
             raise InvalidModelError(f"geom {int(bad[0])} has type {int(self.geom_type[bad[0]])}; geom types are 0..8 (mjtGeom)")
-        bad = np.flatnonzero((self.geom_dataid < -1) | (self.geom_dataid >= self.meshes.nmesh) |
-                             ((self.geom_dataid >= 0) & (self.geom_type != MESH)))
+        count = np.where(self.geom_type == MESH, self.meshes.nmesh, np.where(self.geom_type == HFIELD, self.hfields.nhfield, 0))
+        bad = np.flatnonzero((self.geom_dataid < -1) | (self.geom_dataid >= count))
         if bad.size:
             raise InvalidModelError(f"geom {int(bad[0])} has geom_dataid {int(self.geom_dataid[bad[0]])}; a mesh geom names one "
-                                    f"of the {self.meshes.nmesh} meshes (-1: none), other geoms -1")
+                                    f"of the {self.meshes.nmesh} meshes, a heightfield geom one of the {self.hfields.nhfield} "
+                                    "heightfields (-1: none), other geoms -1")
         for name in ("pair_geom1", "pair_geom2"):
             out = np.flatnonzero((getattr(self, name) < 0) | (getattr(self, name) >= n))
             if out.size:
                 raise InvalidModelError(f"pair {int(out[0])}: {name} is {int(getattr(self, name)[out[0]])}; the model has {n} geoms")
+        self._check_sizes()
+
+    def _check_sizes(self) -> None:
+        """InvalidModelError naming a colliding geom (contype or conaffinity set, or in an explicit pair) whose size is
+        not finite and positive where its type uses it (a sphere's radius, a capsule's or cylinder's radius and half
+        length, an ellipsoid's or box's three), as MuJoCo's compiler requires."""
+        used = {SPHERE: 1, CAPSULE: 2, CYLINDER: 2, ELLIPSOID: 3, BOX: 3}
+        colliding = (self.geom_contype != 0) | (self.geom_conaffinity != 0)
+        colliding[self.pair_geom1], colliding[self.pair_geom2] = True, True
+        for g in np.flatnonzero(colliding).tolist():
+            size = self.geom_size[g, :used.get(int(self.geom_type[g]), 0)]
+            if not (np.isfinite(size) & (size > 0)).all():
+                raise InvalidModelError(f"{self.describe(g)} has size {self.geom_size[g].tolist()}; a colliding "
+                                        f"{TYPE_NAMES[int(self.geom_type[g])]} needs its first {len(size)} sizes finite "
+                                        "and > 0")
 
     @property
     def ngeom(self) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from physai import joints, models, validation
 from physai.engine import urdf
 from physai.engine.actuators import Actuators
-from physai.engine.geoms import Geoms, Meshes, spans
+from physai.engine.geoms import Geoms, Hfields, Meshes, spans
 from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
 from physai.engine.passive import MINVAL
 from physai.exceptions import InvalidModelError, UnsupportedModelError
@@ -175,8 +175,15 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
             unsupported.append(what)
     if m.nflex:
         unsupported.append(f"{m.nflex} flexes")
+    sdf = np.flatnonzero((m.geom_type == mujoco.mjtGeom.mjGEOM_SDF) & ((m.geom_contype != 0) | (m.geom_conaffinity != 0)))
+    if sdf.size:
+        unsupported.append(f"{sdf.size} SDF geoms (a plugin's signed distance field, e.g. geom {int(sdf[0])} "
+                           f"{m.geom(int(sdf[0])).name!r}; physai collides planes, heightfields, spheres, capsules, "
+                           "ellipsoids, cylinders, boxes and convex meshes)")
     exclude = frozenset(tuple(sorted((int(s >> 16) - 1, int(s & 0xFFFF) - 1))) for s in m.exclude_signature)
     meshes, dataid = meshes_from_mujoco(m)
+    hfield = m.geom_type == mujoco.mjtGeom.mjGEOM_HFIELD
+    dataid[hfield] = m.geom_dataid[hfield]
     pos, quat = geom_frames(m)
     return Geoms(
         geom_type=m.geom_type.astype(np.intp), geom_bodyid=m.geom_bodyid.astype(np.intp) - 1, geom_pos=pos,
@@ -189,9 +196,21 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
         pair_geom1=m.pair_geom1.astype(np.intp), pair_geom2=m.pair_geom2.astype(np.intp), pair_dim=m.pair_dim.astype(np.intp),
         pair_friction=m.pair_friction.copy(), pair_solref=m.pair_solref.copy(), pair_solreffriction=m.pair_solreffriction.copy(),
         pair_solimp=m.pair_solimp.copy(), pair_margin=m.pair_margin.copy(), pair_gap=m.pair_gap.copy(), geom_dataid=dataid,
-        meshes=meshes, exclude=exclude,
+        meshes=meshes, hfields=hfields_from_mujoco(m), exclude=exclude,
         filterparent=not off & bit.mjDSBL_FILTERPARENT, midphase=not off & bit.mjDSBL_MIDPHASE,
         nativeccd=not off & bit.mjDSBL_NATIVECCD, unsupported=tuple(unsupported))
+
+
+def hfields_from_mujoco(m: mujoco.MjModel) -> Hfields:
+    """The MjModel's heightfields (physai.engine.geoms.Hfields; InvalidModelError naming one whose elevations are not
+    finite)."""
+    try:
+        return Hfields(hfield_size=m.hfield_size.astype(float), hfield_nrow=m.hfield_nrow.astype(np.intp),
+                       hfield_ncol=m.hfield_ncol.astype(np.intp), hfield_adr=m.hfield_adr.astype(np.intp),
+                       hfield_data=m.hfield_data.astype(float))
+    except InvalidModelError as error:
+        names = [m.hfield(i).name for i in range(m.nhfield)]
+        raise InvalidModelError(f"{error} (the model's heightfields: {names})") from None
 
 
 def geom_frames(m: mujoco.MjModel) -> tuple[np.ndarray, np.ndarray]:
