@@ -127,8 +127,21 @@ class Actuators:
         for name in ("actlimited", "actearly"):
             value = getattr(self, name)
             setattr(self, name, np.zeros(nu, bool) if value is None else validation.flags(name, value, nu))
+        self._check_muscles()
         self.stateful = self.dyntype != DYN_NONE
         self.act_index = np.where(self.stateful, np.cumsum(self.stateful) - 1, -1)
+
+    def _check_muscles(self) -> None:
+        """InvalidModelError for a muscle gain or bias whose parameters MuJoCo's compiler refuses: range[0] < range[1]
+        and lmin < 1 < lmax are required (MuJoCo's words)."""
+        for kind, types, prm in (("gain", self.gaintype, self.gainprm), ("bias", self.biastype, self.biasprm)):
+            for a in np.flatnonzero(types == MUSCLE):
+                p = prm[a]
+                for bad, need in ((p[0] >= p[1], "range[0]<range[1]"), (not p[4] < 1 < p[5], "lmin<1<lmax")):
+                    if bad:
+                        raise InvalidModelError(f"actuator {self.names[a]!r}: its muscle {kind} has range = "
+                                                f"[{p[0]:g}, {p[1]:g}], lmin = {p[4]:g}, lmax = {p[5]:g}; {need} "
+                                                "required in muscle (as MuJoCo's compiler requires)")
 
     @property
     def na(self) -> int:
@@ -136,10 +149,15 @@ class Actuators:
         return int(self.stateful.sum())
 
     @property
+    def affine_each(self) -> np.ndarray:
+        """(nu,) bool: the actuators without activation dynamics whose gain and bias are fixed, affine or none."""
+        return ~self.stateful & (self.gaintype != MUSCLE) & (self.biastype != MUSCLE)
+
+    @property
     def affine(self) -> bool:
-        """Whether every actuator is stateless with affine (or fixed) gain and bias: f = gain(length, velocity) ctrl +
-        bias(length, velocity), what the compiled engine and the derivatives model."""
-        return not self.na and not (self.gaintype == MUSCLE).any() and not (self.biastype == MUSCLE).any()
+        """Whether every actuator is affine_each: f = gain(length, velocity) ctrl + bias(length, velocity), what the
+        compiled engine and the derivatives model."""
+        return bool(self.affine_each.all())
 
     def _joint_dofs(self) -> np.ndarray:
         """joint_dof checked (nu,) int64 with entries in [-1, nv), or the one dof of each single-entry row of moment."""
