@@ -1,6 +1,7 @@
-// The forces besides the rigid bodies' own (src/physai/forces.py; passive forces in cpp/passive.h): the actuators'
-// forces and their velocity derivative, and the joint forces of wrenches applied to bodies. Written once for a number
-// type T as the smooth stages.
+// The actuators' forces and their velocity derivative (src/physai/engine/actuation.py, MuJoCo's mj_fwdActuation;
+// passive forces in cpp/passive.h), and the joint forces of wrenches applied to bodies (physai.forces.body_wrench_force).
+// Written once for a number type T as the smooth stages. Stateless affine actuators only: the others (activation
+// dynamics, muscles) run in the NumPy engine (native.compiled_actuation).
 #pragma once
 
 #include <cstddef>
@@ -38,7 +39,7 @@ template <class T> void joint_force(const Model &m, const Actuators &act, const 
 }
 
 // f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain u + bias (clamped to
-// forcerange) for the clamped controls u (forces.actuator_force); moment^T force into t (nv) first
+// forcerange) for the clamped controls u (actuation.scalar_forces, actuation.joint_force); moment^T force into t (nv) first
 template <class T>
 void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q, const T *qd, T *force, T *f, T *t) {
     for (int a = 0; a < act.nu; a++) {
@@ -57,7 +58,7 @@ void actuator_force(const Model &m, const Actuators &act, const T *u, const T *q
 
 // D += dA/dqd = sum_a moment_a^T (b2 + g2 u_a) moment_a over the actuators not clamped at their forcerange, nor joint
 // actuators whose dof's total (moment^T force, into t (nv)) is at or beyond its actuatorfrcrange (MuJoCo 4.0;
-// forces.actuator_velocity_derivative, forces.joint_saturated)
+// actuation.velocity_derivative, actuation.joint_saturated)
 template <class T>
 void actuator_velocity_derivative(const Model &m, const Actuators &act, const T *u, const T *force, T *D, T *t) {
     joint_force(m, act, force, t);

@@ -23,7 +23,7 @@ LAYERS = [
     ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks", "physai.engine.gjk"],
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
-    ["physai.engine.urdf", "physai.engine.convex", "physai.engine.passive"],
+    ["physai.engine.urdf", "physai.engine.convex", "physai.engine.passive", "physai.engine.actuation"],
     ["physai.engine.loaders"],
     ["physai.engine.smooth", "physai.engine.support"],
     ["physai.engine.collision"],
@@ -185,10 +185,9 @@ CPP = SRC.parent / "cpp"
 PYTHON_ONLY = {"__init__", "api", "actuators", "batching", "chunked", "contact", "geoms", "loaders", "model_checks",
                "native", "urdf"}
 #: compiled files with no engine twin: SIMD lanes, spatial helpers, the batched kernels, threads and workspaces, the
-#: compiled loops over steps and trajectories; actuation.h's and the derivatives' NumPy text is above the engine
-#: (physai.forces, physai.derivatives)
-CPP_ONLY = {"lanes", "spatial", "kernels", "batch", "parallel", "workspace", "rollout", "simulate", "actuation",
-            "derivative", "step_derivative"}
+#: compiled loops over steps and trajectories; the derivatives' NumPy text is above the engine (physai.derivatives)
+CPP_ONLY = {"lanes", "spatial", "kernels", "batch", "parallel", "workspace", "rollout", "simulate", "derivative",
+            "step_derivative"}
 
 
 def test_each_engine_stage_has_one_twin_in_each_language():

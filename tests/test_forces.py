@@ -344,9 +344,9 @@ SITES = """<worldbody><site name="anchor" pos="0 0 1"/>
 
 
 @pytest.mark.parametrize("actuator, fragment, why", [
-    ('<general name="filtered" joint="j" dyntype="filter" dynprm="0.1"/>', "", "activation dynamics mjDYN_FILTER"),
-    ('<position name="slow" joint="j" kp="10" timeconst="0.05"/>', "", "activation dynamics mjDYN_FILTEREXACT"),
-    ('<muscle name="biceps" joint="j"/>', "", "activation dynamics mjDYN_MUSCLE"),
+    ('<general name="own" joint="j" dyntype="user"/>', "", "activation dynamics mjDYN_USER"),
+    ('<general name="callback" joint="j" gaintype="user"/>', "", "gain type mjGAIN_USER"),
+    ('<general name="biased" joint="j" biastype="user"/>', "", "bias type mjBIAS_USER"),
     ('<motor name="pull" tendon="rope"/>',
      '<tendon><spatial name="rope"><site site="anchor"/><site site="s"/></spatial></tendon>', "tendon 'rope' is spatial"),
     ('<motor name="thrust" site="s" gear="0 0 1 0 0 0"/>', "", "transmission mjTRN_SITE"),

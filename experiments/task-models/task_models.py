@@ -88,7 +88,7 @@ def survey(path: Path, steps: int = STEPS) -> tuple[int, int, str, float | str]:
     try:
         model = engine.from_mujoco(m)
         run = integrators.simulate(model, q0, qd0, steps=steps, ctrl=ctrl if m.nu else None, constraints=True,
-                                   energy=False)
+                                   energy=False, act=m.key_act[0] if m.nkey and m.na else None)
     except UnsupportedModelError as error:
         return m.nq, m.nv, "refused", str(error)
     dq = float(np.abs(run.q[1:] - mujoco_run(m, q0, qd0, ctrl, steps)).max()) if m.nq else 0.0

@@ -412,6 +412,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
     passive.check_derivatives(model)
+    integ.refuse_stateful_actuators(model, None, "step_derivatives")
     if native.on:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:

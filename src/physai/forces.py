@@ -4,7 +4,7 @@
 
     passive_force(model, q, qd)                dampers, springs, gravity compensation, fluid   (MuJoCo's qfrc_passive)
     body_passive_forces(model, q, qd)          gravity compensation and fluid forces            (qfrc_gravcomp, qfrc_fluid)
-    actuator_force(actuators, q, qd, ctrl)     motors, servos, general actuators    (qfrc_actuator)
+    actuator_force(actuators, q, qd, ctrl, act)  motors, servos, muscles, general actuators  (qfrc_actuator)
     applied_force(model, q, qfrc, xfrc)        forces you push with                 (qfrc_applied + xfrc_applied)
     constraint_force(J, f)                     J^T f of any constraint or contact force f
 
@@ -17,15 +17,15 @@ d tau_actuator / d qd for implicit integrators.
 import numpy as np
 
 from physai import engine, validation
-from physai.engine import passive, smooth
+from physai.engine import actuation, passive, smooth
 from physai.engine.passive import damper_spring_force
 from physai.engine.actuators import Actuators
 from physai.engine.loaders import actuators_from_mujoco
 from physai.engine.support import point_jacobians, point_offsets
 from physai.exceptions import ShapeError
 
-__all__ = ["Actuators", "actuator_force", "actuator_outputs", "actuator_velocity_derivative", "actuators_from_mujoco",
-           "applied_force", "body_passive_forces", "body_wrench_force", "check_xfrc", "clamped_ctrl", "constraint_force",
+__all__ = ["Actuators", "activation_rate", "actuator_force", "actuator_outputs", "actuator_velocity_derivative", "actuators_from_mujoco",
+           "applied_force", "body_passive_forces", "body_wrench_force", "check_act", "check_xfrc", "clamped_ctrl", "constraint_force",
            "damper_spring_force", "joint_saturated", "passive_force", "running_actuator_force"]
 
 # ---- passive forces ----
@@ -62,88 +62,96 @@ def body_passive_forces(model, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarra
 
 
 def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:
-    """ctrl checked to have nu finite entries and clamped to ctrlrange where ctrllimited."""
-    u = np.asarray(ctrl, dtype=float)
-    if u.shape != (actuators.nu,):
-        got = f"{u.shape[0]} entries" if u.ndim == 1 else f"shape {u.shape}"
-        raise ShapeError(f"ctrl has {got}, the model has nu = {actuators.nu} actuators (one control each)")
-    u = validation.vector("ctrl", u, actuators.nu)
-    return np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
+    """ctrl checked to have nu finite entries and clamped to ctrlrange where ctrllimited (physai.engine.actuation)."""
+    return actuation.clamped_ctrl(actuators, ctrl)
 
 
-def _state(actuators: Actuators, q, qd):
-    return validation.vector("q", q, actuators.nq), validation.vector("qd", qd, actuators.nv)
+def _state(actuators: Actuators, q, qd, act):
+    """q, qd and act checked: act None is zeros (na,), a new MjData's activations; ShapeError names a wrong act."""
+    q, qd = validation.vector("q", q, actuators.nq), validation.vector("qd", qd, actuators.nv)
+    return q, qd, check_act(actuators, act)
 
 
-def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+def check_act(actuators: Actuators, act) -> np.ndarray:
+    """act as a finite (na,) array, zeros for None; ShapeError for another shape (naming na), InvalidStateError for NaN."""
+    na = actuators.na
+    if act is None:
+        return np.zeros(na)
+    a = validation.to_float("act", act, f"({na},) numbers")
+    if a.shape != (na,):
+        raise ShapeError(f"act has shape {a.shape}, the actuators have na = {na} activations (one per actuator with "
+                         "activation dynamics), so act must have shape ({na},)")
+    return validation.vector("act", a, na)
+
+
+def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
+                     dt: float = 0.0) -> np.ndarray:
     """Scalar actuator forces f (nu,) [N m | N] (MuJoCo's actuator_force), as mj_fwdActuation computes them.
 
-    ctrl is clamped to ctrlrange where ctrllimited; then f = gain ctrl + bias with
+    ctrl is clamped to ctrlrange where ctrllimited; then f = gain input + bias with, for affine actuators,
     gain = g0 + g1 length + g2 velocity, bias = b0 + b1 length + b2 velocity,
-    length = moment q, velocity = moment qd; f is clamped to forcerange where forcelimited.
+    length = moment q, velocity = moment qd (muscles: MuJoCo's muscle curves); input is ctrl, or for an actuator with
+    activation dynamics its activation act (na,) (None: zeros; with actearly the next one, after dt [s]); f is clamped
+    to forcerange where forcelimited (physai.engine.actuation.scalar_forces).
     """
-    q, qd = _state(actuators, q, qd)
-    return _outputs(actuators, q, qd, clamped_ctrl(actuators, ctrl))
+    q, qd, act = _state(actuators, q, qd, act)
+    u = clamped_ctrl(actuators, ctrl)
+    return actuation.scalar_forces(actuators, q, qd, u, act, actuation.activation_rate(actuators, u, act), dt)
 
 
-def _outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray) -> np.ndarray:
-    """actuator_outputs for checked, clamped controls u, without checking q and qd (a simulation's running state)."""
-    length, velocity = actuators.qmoment @ q, actuators.moment @ qd
-    g, b = actuators.gain, actuators.bias
-    f = (g[:, 0] + g[:, 1] * length + g[:, 2] * velocity) * u + b[:, 0] + b[:, 1] * length + b[:, 2] * velocity
-    return np.where(actuators.forcelimited, np.clip(f, actuators.forcerange[:, 0], actuators.forcerange[:, 1]), f)
+def activation_rate(actuators: Actuators, ctrl: np.ndarray, act=None) -> np.ndarray:
+    """act_dot (na,) [1/s] of the actuators with activation dynamics (MuJoCo's act_dot) for controls ctrl (nu,,
+    clamped to ctrlrange) and activations act (na,; None: zeros): integrator ctrl, filter (ctrl - act) / tau, muscle
+    MuJoCo's mju_muscleDynamics."""
+    act = check_act(actuators, act)
+    return actuation.activation_rate(actuators, clamped_ctrl(actuators, ctrl), act)
 
 
-def actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+def actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
+                   dt: float = 0.0) -> np.ndarray:
     """Generalized actuator force moment^T f (nv,) [N m | N] for controls ctrl (nu,); equals MuJoCo's qfrc_actuator.
 
-    f are the clamped scalar forces of actuator_outputs; the total on a dof is clamped to dof_forcerange where
-    dof_forcelimited. Raises ShapeError if ctrl does not have nu entries.
+    f are the clamped scalar forces of actuator_outputs (act, dt: as there); the total on a dof is clamped to
+    dof_forcerange where dof_forcelimited. Raises ShapeError if ctrl does not have nu entries or act na.
     """
-    return _joint_force(actuators, actuator_outputs(actuators, q, qd, ctrl))
+    return actuation.joint_force(actuators, actuator_outputs(actuators, q, qd, ctrl, act, dt))
 
 
-def _joint_force(actuators: Actuators, f: np.ndarray) -> np.ndarray:
-    """moment^T f clamped to dof_forcerange where dof_forcelimited."""
-    tau = actuators.moment.T @ f
-    lo, hi = actuators.dof_forcerange.T
-    return np.where(actuators.dof_forcelimited, np.clip(tau, lo, hi), tau)
+def running_actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
+                           dt: float = 0.0) -> np.ndarray:
+    """actuator_force inside a simulation: ctrl checked and clamped, q, qd and act (na,; None: zeros) taken as they
+    come (a diverging state is NaN or infinite, and the simulator reports it as a divergence, by name)."""
+    u = clamped_ctrl(actuators, ctrl)
+    act = np.zeros(actuators.na) if act is None else act
+    act_dot = actuation.activation_rate(actuators, u, act)
+    return actuation.joint_force(actuators, actuation.scalar_forces(actuators, q, qd, u, act, act_dot, dt))
 
 
-def running_actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
-    """actuator_force inside a simulation: ctrl checked and clamped, q and qd taken as they come (a diverging state
-    is NaN or infinite, and the simulator reports it as a divergence, by name)."""
-    return _joint_force(actuators, _outputs(actuators, q, qd, clamped_ctrl(actuators, ctrl)))
-
-
-def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
+                                 dt: float = 0.0) -> np.ndarray:
     """d qfrc_actuator / d qd (nv, nv), the actuators' share of the implicit integrators' damping matrix.
 
-    Each actuator adds moment[a]^T (b2 + g2 ctrl_a) moment[a]; for a joint actuator with gear r that is
+    Each actuator adds moment[a]^T (b2 + g2 input_a) moment[a] (a muscle: its gain's velocity derivative times its
+    activation); for a joint actuator with gear r that is
     (b2 + g2 ctrl) r^2 on the joint's diagonal entry (-kv r^2 for a position or velocity servo). An actuator
     whose force is clamped at or beyond its forcerange contributes nothing, nor (MuJoCo 4.0) a joint actuator
     whose joint's total is at or beyond its actuatorfrcrange (joint_saturated; a fixed tendon's actuator still
     does), and ctrl_a is clamped to ctrlrange, as in MuJoCo's mjd_actuator_vel. MuJoCo's qDeriv keeps only the
     entries of its dof sparsity pattern, which links a dof to its ancestors and descendants: it drops the
     coupling a fixed tendon makes between dofs in different branches (the Panda's two fingers); this function
-    returns the full derivative.
+    returns the full derivative. act, dt: as actuator_outputs.
     """
-    f = actuator_outputs(actuators, q, qd, ctrl)
+    q, qd, act = _state(actuators, q, qd, act)
     u = clamped_ctrl(actuators, ctrl)
-    lo, hi = actuators.forcerange[:, 0], actuators.forcerange[:, 1]
-    free = (~actuators.forcelimited | ((f > lo) & (f < hi))) & ~joint_saturated(actuators, f)
-    df_dvelocity = np.where(free, actuators.bias[:, 2] + actuators.gain[:, 2] * u, 0.0)
-    return actuators.moment.T @ (df_dvelocity[:, None] * actuators.moment)
+    act_dot = actuation.activation_rate(actuators, u, act)
+    f = actuation.scalar_forces(actuators, q, qd, u, act, act_dot, dt)
+    return actuation.velocity_derivative(actuators, q, qd, u, f, act, act_dot, dt)
 
 
 def joint_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:
     """(nu,) bool: the joint actuators (joint_dof >= 0) whose dof's total moment^T f, for the scalar forces f (nu,), is
     at or beyond its dof_forcerange where dof_forcelimited: their force no longer moves with the velocity."""
-    tau = actuators.moment.T @ f
-    lo, hi = actuators.dof_forcerange.T
-    saturated = actuators.dof_forcelimited & ((tau <= lo) | (tau >= hi))      # the dofs clamped at a limit
-    j = actuators.joint_dof
-    return (j >= 0) & saturated[np.maximum(j, 0)]
+    return actuation.joint_saturated(actuators, f)
 
 
 # ---- applied forces ----

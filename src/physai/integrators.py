@@ -83,7 +83,7 @@ import numpy as np
 
 from physai import collision, engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import constraint, forward, native, passive, smooth, solver
+from physai.engine import actuation, constraint, forward, native, passive, smooth, solver
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
@@ -107,6 +107,8 @@ class Trajectory:
             last stage); None when simulate(..., energy=False)
     integrator: the integrator's name;  dt: the timestep [s]
     ncon:   (steps,) the number of contacts of each step (found at its start state), with constraints=True; else None
+    act:    (steps+1, na) the actuators' activations (MuJoCo's d.act; act[0] the initial ones), (steps+1, 0) for a
+            model without activation dynamics
     """
 
     t: np.ndarray
@@ -116,6 +118,7 @@ class Trajectory:
     integrator: str
     dt: float
     ncon: np.ndarray | None = None
+    act: np.ndarray | None = None
 
 
 #: The integrator of each mjtIntegrator value.
@@ -204,10 +207,23 @@ def check_actuators(model, actuators, ctrl):
     return actuators, np.zeros(actuators.nu) if ctrl is None else ctrl
 
 
+def refuse_stateful_actuators(model, actuators, who: str) -> None:
+    """UnsupportedModelError when the actuators (given, else the model's) have activation dynamics or muscles, which
+    `who` does not model yet (it models stateless actuators with affine gain and bias)."""
+    actuators = model.actuators if actuators is None else actuators
+    if actuators is None or actuators.affine:
+        return
+    a = int(np.flatnonzero(~actuators.affine_each)[0])
+    raise UnsupportedModelError(f"{who} models actuators without activation dynamics and with affine gain and bias; "
+                                f"actuator {actuators.names[a]!r} has activation dynamics or a muscle's gain or bias "
+                                "(simulate, step and rollout run it)")
+
+
 def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
          euler_damping=None, constraints=None, qacc_warmstart=None, return_warmstart: bool = False,
-         on_divergence: str = "raise"):
-    """One step of `integrator` from one state or N: (q_next, qd_next), new arrays shaped as q and qd.
+         on_divergence: str = "raise", act=None):
+    """One step of `integrator` from one state or N: (q_next, qd_next), new arrays shaped as q and qd; for actuators
+    with activation dynamics (na > 0) (q_next, qd_next, act_next), the activations being part of the state.
 
     model:        a physai.engine.Model (or what physai.engine.as_model takes: a Tree, an MjModel, a name)
     q, qd:        (nq,) joint positions [rad | m | quaternion] and (nv,) velocities [rad/s | m/s], or N of them
@@ -230,6 +246,9 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
                   qacc); default zero, as in a new MjData.
     return_warmstart: deprecated (DeprecationWarning; use step_result): also return the next step's qacc_warmstart,
                   shaped as qd: the last solve's qacc (MuJoCo's d.qacc_warmstart after mj_step; zero without constraints).
+    act:          (na,) or (N, na) the activations of the actuators with activation dynamics (MuJoCo's d.act: filters,
+                  integrators, muscles, in actuator order); None (default): zero, as in a new MjData. ShapeError for
+                  another shape.
     on_divergence: "raise" (default): a state whose step fails raises for the whole call (DivergenceError if its result
                   is not finite, InvalidModelError for a singular matrix). "report" (deprecated here, DeprecationWarning;
                   use step_result): every state is stepped as alone and
@@ -244,9 +263,10 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
     """
     return_warmstart = validation.flag("return_warmstart", return_warmstart)
     result = step_result(model, q, qd, dt, integrator, ctrl, actuators, qfrc_applied, xfrc_applied, euler_damping,
-                         constraints, qacc_warmstart, on_divergence)
+                         constraints, qacc_warmstart, on_divergence, act)
+    stateful = result.act.shape[-1] > 0
     if not return_warmstart and on_divergence == "raise":
-        return result.q, result.qd
+        return (result.q, result.qd, result.act) if stateful else (result.q, result.qd)
     warnings.warn("step(..., return_warmstart=True) and step(..., on_divergence='report'), which add values to the "
                   "returned tuple by flag, are deprecated: use step_result(...), which returns a StepResult (q, qd, "
                   "qacc_warmstart, status)", DeprecationWarning, stacklevel=2)
@@ -255,9 +275,10 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
 
 
 def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
-                euler_damping=None, constraints=None, qacc_warmstart=None, on_divergence: str = "raise") -> "StepResult":
+                euler_damping=None, constraints=None, qacc_warmstart=None, on_divergence: str = "raise",
+                act=None) -> "StepResult":
     """One step of `integrator` from one state or N, as step, with everything it produces: a StepResult (q, qd,
-    qacc_warmstart, status). The arguments are step's; on_divergence="report" steps every state as alone and reports
+    qacc_warmstart, status, act). The arguments are step's; on_divergence="report" steps every state as alone and reports
     the ones that failed in status (on_divergence="raise", the default, raises, and status is all ok). A policy's loop:
 
         for k in range(T):
@@ -270,26 +291,28 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
     model = engine.as_model(model)
     dt, integrator, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
     report = _reporting(on_divergence)
-    if native.on and actuators is None and xfrc_applied is None:
+    if native.on and actuators is None and xfrc_applied is None and act is None and \
+            native.compiled_actuation(model.actuators):
         fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
         if fast is not None:
-            return StepResult(*fast, StepStatus.all_ok(fast[0].shape[:-1]))
+            return StepResult(*fast, StepStatus.all_ok(fast[0].shape[:-1]), np.zeros(fast[0].shape[:-1] + (0,)))
     options = _step_options(integrator, dt, euler_damping, constraints)
-    inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart)
+    inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart, act=act)
     if report:
-        return StepResult(*_step_reporting(model, q, qd, inputs, options, actuators))
-    out = _step_batch(model, q, qd, inputs, options, actuators)
-    return StepResult(*out, StepStatus.all_ok(out[0].shape[:-1]))
+        q_next, qd_next, warm, act_next, status = _step_reporting(model, q, qd, inputs, options, actuators)
+        return StepResult(q_next, qd_next, warm, status, act_next)
+    q_next, qd_next, warm, act_next = _step_batch(model, q, qd, inputs, options, actuators)
+    return StepResult(q_next, qd_next, warm, StepStatus.all_ok(q_next.shape[:-1]), act_next)
 
 
 def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, errors: dict | None = None):
-    """step's full path: (q_next, qd_next, next warm start), each input checked. errors: None raises a state's failure; a
+    """step's full path: (q_next, qd_next, next warm start, act_next), each input checked. errors: None raises a state's failure; a
     dict takes it (state index: the error) instead, the state's outputs NaN and its warm start zero."""
     (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
     N = Q.shape[1]
     per_state = lambda key, width: _per_state(key, inputs[key], width, batch)         # noqa: E731
     series = _series_inputs(model, actuators, per_state("ctrl", 1), per_state("qfrc_applied", 1),
-                            per_state("xfrc_applied", 2), N, 1, batched=True)
+                            per_state("xfrc_applied", 2), N, 1, batched=True, act=inputs["act"], batch=batch)
     warm = None
     if inputs["qacc_warmstart"] is not None:
         (W,), warm_batch = validation.states(qacc_warmstart=(inputs["qacc_warmstart"], model.nv))
@@ -297,11 +320,11 @@ def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, err
             raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}")
         warm = np.ascontiguousarray(np.broadcast_to(W.T, (N, model.nv)))
     try:
-        Qn, QDn, _, _, warm_out = _run_all(model, options, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T),
-                                           replace(series, warm=warm), False, errors)
+        Qn, QDn, _, _, warm_out, A = _run_all(model, options, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T),
+                                              replace(series, warm=warm), False, errors)
     except PhysaiError as error:
         raise _worded_for_step(error) from None
-    return (Qn[:, 1], QDn[:, 1], warm_out) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0])
+    return (Qn[:, 1], QDn[:, 1], warm_out, A[:, 1]) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0], A[0, 1])
 
 
 @functools.lru_cache(maxsize=64)
@@ -348,12 +371,14 @@ class StepResult:
     qacc_warmstart: the next step's constraint warm start, shaped as qd: the last solve's qacc (MuJoCo's
                     d.qacc_warmstart after mj_step; zero without constraints, and for a state that failed)
     status:         the StepStatus: which states came through (all, with on_divergence="raise")
+    act:            the next activations, (na,) or (N, na) (MuJoCo's d.act after mj_step; NaN for a state that failed)
     """
 
     q: np.ndarray
     qd: np.ndarray
     qacc_warmstart: np.ndarray
     status: "StepStatus"
+    act: np.ndarray | None = None
 
 
 def _reporting(on_divergence) -> bool:
@@ -364,11 +389,11 @@ def _reporting(on_divergence) -> bool:
 
 
 #: The per-state inputs of step, by the number of their axes after the state axis.
-_STATE_INPUTS = {"q": 1, "qd": 1, "ctrl": 1, "qfrc_applied": 1, "xfrc_applied": 2, "qacc_warmstart": 1}
+_STATE_INPUTS = {"q": 1, "qd": 1, "ctrl": 1, "qfrc_applied": 1, "xfrc_applied": 2, "qacc_warmstart": 1, "act": 1}
 
 
 def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators):
-    """step with on_divergence="report": (q_next, qd_next, next warm start, StepStatus). The states whose own rows of the
+    """step with on_divergence="report": (q_next, qd_next, next warm start, act_next, StepStatus). The states whose own rows of the
     inputs are not finite, or whose q holds a zero quaternion, are left out; the others are stepped in one batch as step
     steps them (each as alone); a state that fails there is reported, not raised. A failed state's q_next and qd_next are
     NaN and its next warm start zero (a new MjData's): reset it before the next step."""
@@ -383,17 +408,24 @@ def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators)
     keep = np.setdiff1d(np.arange(N), list(errors))
     Q, QD = np.full((N, model.nq), np.nan), np.full((N, model.nv), np.nan)
     W = np.zeros((N, model.nv))
+    A = np.full((N, _stateful_count(model, actuators)), np.nan)
     if len(keep):
         subset = {key: rows[key][keep] if key in rows else a for key, a in arrays.items()}
         found = {}
-        Q[keep], QD[keep], W[keep] = _step_batch(model, subset.pop("q"), subset.pop("qd"), {key: subset.get(key) for key in inputs},
-                                                 options, actuators, found)
+        Q[keep], QD[keep], W[keep], A[keep] = _step_batch(model, subset.pop("q"), subset.pop("qd"),
+                                                          {key: subset.get(key) for key in inputs}, options, actuators, found)
         errors.update({int(keep[k]): _worded_for_step(error, int(keep[k])) for k, error in found.items()})
     ok = np.ones(N, bool)
     ok[list(errors)] = False
     if single:
-        return Q[0], QD[0], W[0], StepStatus(ok[0], errors)
-    return Q, QD, W, StepStatus(ok, errors)
+        return Q[0], QD[0], W[0], A[0], StepStatus(ok[0], errors)
+    return Q, QD, W, A, StepStatus(ok, errors)
+
+
+def _stateful_count(model, actuators) -> int:
+    """na of the actuators given, else of the model's own (0 without)."""
+    actuators = model.actuators if actuators is None else actuators
+    return 0 if actuators is None else actuators.na
 
 
 def _bad_rows(model, rows: dict, N: int) -> dict:
@@ -502,7 +534,7 @@ def _per_state(name: str, x, inner: int, batch):
 
 
 def simulate(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None,
-             xfrc_applied=None, energy=True, euler_damping=None, constraints=None) -> Trajectory:
+             xfrc_applied=None, energy=True, euler_damping=None, constraints=None, act=None) -> Trajectory:
     """Run `steps` steps of `integrator` from (q0 (nq,), qd0 (nv,)); returns the Trajectory, with the energy of every state.
 
     dt [s], integrator, euler_damping and constraints as for step (None: the model's, as mj_step). steps is required.
@@ -514,21 +546,23 @@ def simulate(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, ac
     the run and each step evaluates the dynamics once (RK4: four times). Raises DivergenceError at the first step
     whose result is not finite. constraints=True: the model's constraints act in every step as in mj_step (see step and
     CONSTRAINTS in the module docstring; the loop runs in Python, each step's solve compiled), warm-started from the
-    step before; Trajectory.ncon counts each step's contacts.
+    step before; Trajectory.ncon counts each step's contacts. act (na,): the initial activations of the actuators with
+    activation dynamics (None: zero, as a new MjData's); Trajectory.act holds them at every state. A model with such
+    actuators (or muscles) runs in the NumPy engine.
     """
     model = engine.as_model(model)
     options, steps = _options(model, integrator, dt, steps, euler_damping, constraints)
     energy = validation.flag("energy", energy)
     q, qd = validation.vector("q0", q0, model.nq), validation.vector("qd0", qd0, model.nv)
-    inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False)
+    inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False, act=act)
     out = _run_all(model, options, steps, q[None], qd[None], inputs, energy)
     h = options.h
     return Trajectory(np.arange(steps + 1) * h, out.Q[0], out.QD[0], out.E[0] if energy else None, options.integrator, h,
-                      out.ncon[0] if options.constraints else None)
+                      out.ncon[0] if options.constraints else None, out.A[0])
 
 
 def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None,
-            xfrc_applied=None, energy=False, euler_damping=None, constraints=None) -> Trajectory:
+            xfrc_applied=None, energy=False, euler_damping=None, constraints=None, act=None) -> Trajectory:
     """N independent trajectories of `simulate` in one call (like mujoco.rollout): a Trajectory whose q, qd and
     energy have a leading axis of N, (N, steps+1, nq), (N, steps+1, nv), (N, steps+1); t is (steps+1,).
 
@@ -540,7 +574,8 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
     trajectory) and share the cores, with the GIL released; each trajectory equals simulate from its own start within
     rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest index), and
     InvalidStateError naming the trajectory whose initial state holds a zero quaternion. constraints=True: as simulate,
-    trajectory by trajectory (ncon (N, steps)).
+    trajectory by trajectory (ncon (N, steps)). act: the initial activations, (na,) for every trajectory or (N, na)
+    (None: zero); Trajectory.act is (N, steps+1, na).
     """
     model = engine.as_model(model)
     options, steps = _options(model, integrator, dt, steps, euler_damping, constraints)
@@ -550,11 +585,11 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
         raise ShapeError(f"q0 must have shape (N, {model.nq}) with N >= 1 (one initial state per trajectory), got shape {q.shape}")
     N = q.shape[0]
     q, qd = validation.as_array("q0", q, (N, model.nq)), validation.as_array("qd0", qd0, (N, model.nv))
-    inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True)
-    Q, QD, E, ncon, _ = _run_all(model, options, steps, q, qd, inputs, energy)
+    inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True, act=act, batch=N)
+    Q, QD, E, ncon, _, A = _run_all(model, options, steps, q, qd, inputs, energy)
     h = options.h
     return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, options.integrator, h,
-                      ncon if options.constraints else None)
+                      ncon if options.constraints else None, A)
 
 
 def _options(model, integrator, dt, steps, euler_damping, constraints) -> tuple[StepOptions, int]:
@@ -573,9 +608,11 @@ def _step_options(integrator: str, dt, euler_damping, constraints) -> StepOption
                        validation.flag("constraints", constraints))
 
 
-def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, steps: int, batched: bool) -> RolloutInputs:
+def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, steps: int, batched: bool, act=None,
+                   batch: int | None = None) -> RolloutInputs:
     """RolloutInputs: the actuators, ctrl, qfrc_applied and xfrc_applied checked and broadcast to (N, steps, ...) views,
-    or None each (no warm start)."""
+    or None each (no warm start), and the first activations act (N, na) (check_act; batch: the number of states act
+    may have rows for, None for one)."""
     acts, _ = check_actuators(model, actuators, ctrl)
     if acts is not None and ctrl is None:
         ctrl = np.zeros(acts.nu)
@@ -583,7 +620,22 @@ def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, s
         xfrc_applied = forces.check_xfrc(model, xfrc_applied)          # with the hint for MuJoCo's full array
     return RolloutInputs(acts, *(_series(name, value, N, steps, tail, batched) for name, value, tail in (
         ("ctrl", ctrl, (0 if acts is None else acts.nu,)), ("qfrc_applied", qfrc_applied, (model.nv,)),
-        ("xfrc_applied", xfrc_applied, (model.nbody, 6)))))
+        ("xfrc_applied", xfrc_applied, (model.nbody, 6)))), None, check_act(acts, act, N, batch))
+
+
+def check_act(actuators, act, N: int, batch: int | None = None) -> np.ndarray | None:
+    """The first activations as a finite (N, na) array (None stays None: zero): act (na,) for every state, or (batch,
+    na) one row per state; ShapeError naming na otherwise, InvalidStateError for NaN or infinity."""
+    if act is None:
+        return None
+    na = 0 if actuators is None else actuators.na
+    a = validation.to_float("act", act, f"({na},) numbers")
+    rows = a.shape == (batch, na) and batch is not None
+    if a.shape != (na,) and not rows:
+        per_state = f" or ({batch}, {na}), one row per state" if batch is not None else ""
+        raise ShapeError(f"act has shape {a.shape}; the actuators have na = {na} activations (one per actuator with "
+                         f"activation dynamics), so act must have shape ({na},){per_state}")
+    return np.broadcast_to(validation.as_array("act", a, a.shape), (N, na)).copy()
 
 
 def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
@@ -613,13 +665,24 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
 
 class RunOutputs(NamedTuple):
     """The outputs of N runs of `steps` steps: Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1), ncon (N, steps)
-    the contacts of each step (zero without constraints) and warm_out (N, nv) each run's last solve's qacc."""
+    the contacts of each step (zero without constraints), warm_out (N, nv) each run's last solve's qacc and A
+    (N, steps+1, na) the activations."""
 
     Q: np.ndarray
     QD: np.ndarray
     E: np.ndarray
     ncon: np.ndarray
     warm_out: np.ndarray
+    A: np.ndarray
+
+
+def _activations(inputs: RolloutInputs, N: int, steps: int) -> np.ndarray:
+    """A (N, steps+1, na) with each run's first activations (inputs.act, zero when None) in A[:, 0]."""
+    na = 0 if inputs.actuators is None else inputs.actuators.na
+    A = np.zeros((N, steps + 1, na))
+    if inputs.act is not None:
+        A[:, 0] = inputs.act
+    return A
 
 
 def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInputs, energy: bool,
@@ -638,7 +701,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    if native.on and (not constrained or native.compiled_solver(model)):
+    if native.on and (not constrained or native.compiled_solver(model)) and native.compiled_actuation(inputs.actuators):
         if constrained:
             constraint.prepare_compiled(model)
         try:
@@ -652,8 +715,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         if failure is not None and errors is not None:          # not one trajectory's: the call's own error
             raise failure
         if errors is not None and (stopped >= 0).any():
-            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), RunOutputs(Q, QD, E, ncon, warm_out),
-                                    errors)
+            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(),
+                                    RunOutputs(Q, QD, E, ncon, warm_out, _activations(inputs, len(q), steps)), errors)
         if failure is not None:
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
@@ -665,10 +728,10 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
                           _deepest_contact(model, Q[n, k]) if constrained else "")
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
-        return RunOutputs(Q, QD, E, ncon, warm_out)
+        return RunOutputs(Q, QD, E, ncon, warm_out, _activations(inputs, len(q), steps))
     N = len(q)
     out = RunOutputs(np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1)),
-                     np.zeros((N, steps), np.intp), np.zeros((N, model.nv)))
+                     np.zeros((N, steps), np.intp), np.zeros((N, model.nv)), _activations(inputs, N, steps))
     out.Q[:, 0], out.QD[:, 0] = q, qd
     first, failed = None, []                                           # (step, trajectory, error) of the first failure
     for n in range(N):
@@ -714,7 +777,8 @@ def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors
     if out is None:
         N = len(batch.q)
         out = RunOutputs(np.full((N, steps + 1, model.nq), np.nan), np.full((N, steps + 1, model.nv), np.nan),
-                         np.full((N, steps + 1), np.nan), np.zeros((N, steps), np.intp), np.zeros((N, model.nv)))
+                         np.full((N, steps + 1), np.nan), np.zeros((N, steps), np.intp), np.zeros((N, model.nv)),
+                         np.full(_activations(batch.inputs, N, steps).shape, np.nan))
         others, found = np.setdiff1d(np.arange(N), failed), {}
         if len(others):
             for part, value in zip(out, batch.run(others, found)):
@@ -724,7 +788,7 @@ def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors
         try:
             alone = batch.run(slice(n, n + 1))
         except (DivergenceError, InvalidStateError, InvalidModelError) as error:
-            errors[n], alone = error, (np.nan, np.nan, np.nan, 0, 0.0)
+            errors[n], alone = error, (np.nan, np.nan, np.nan, 0, 0.0, np.nan)
         for part, value in zip(out, alone):
             part[n] = value
     return out
@@ -771,13 +835,13 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
     ctrl, qfrc, xfrc or None; with constraints, each step's contact count into out.ncon, the solver from inputs.warm
     (default zero), its last qacc into out.warm_out. Returns None, or where the run stopped: (step k, None) when
     Q[k + 1], QD[k + 1] are not finite, (step k, the error) when step k raised the named error of a singular matrix."""
-    Q, QD, E, ncon, warm_out = out
+    Q, QD, E, ncon, warm_out, A = out
     acts, ctrls, applied, xfrc = inputs.actuators, inputs.ctrl, inputs.qfrc_applied, inputs.xfrc_applied
     constrained = options.constraints
     stepper = forward.STEPPERS[options.integrator]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
     run = DynamicsEvaluator(model, options.h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)),
-                            options.euler_damping, constrained)
+                            options.euler_damping, constrained, A[0].copy())
     if inputs.warm is not None:
         run.warmstart = np.array(inputs.warm, dtype=float)
     for k in range(steps):
@@ -787,7 +851,7 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
                 Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
         except (InvalidModelError, InvalidStateError) as error:
             return k, error
-        ncon[k] = run.ncon or 0
+        ncon[k], A[k + 1] = run.ncon or 0, run.act
         if constrained:
             warm_out[:] = run.warmstart
         if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
@@ -870,10 +934,22 @@ class DynamicsEvaluator:
     with the model's constraints when `constrained` (MuJoCo's mj_fwdConstraint: contacts detected at q, Newton's method
     warm-started from the last solve's qacc, kept in `warmstart`, zero at first as in a new MjData)."""
 
-    def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True, constrained: bool = False):
+    def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True, constrained: bool = False,
+                 act: np.ndarray | None = None):
         self.model, self.h, self.inputs, self.euler_damping = model, h, inputs, euler_damping
         self.d = engine.Data(model)
         self.constrained, self.warmstart, self.tau, self.ncon = constrained, np.zeros(model.nv), None, None
+        na = 0 if inputs.actuators is None else inputs.actuators.na
+        self.act = np.zeros(na) if act is None else act       # the activations of the state stepped (MuJoCo's d.act)
+        self.act_dot = np.zeros(na)                              # their rate at the last evaluation (d.act_dot)
+
+    def actuator_force(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray) -> np.ndarray:
+        """qfrc_actuator (nv,) at (q, qd, act) with this run's ctrl (physai.engine.actuation; the clamped ctrl checked),
+        the activations' rate into act_dot."""
+        acts = self.inputs.actuators
+        u = actuation.clamped_ctrl(acts, self.inputs.ctrl)
+        self.act_dot = actuation.activation_rate(acts, u, act)
+        return actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
 
     def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
@@ -899,17 +975,19 @@ class DynamicsEvaluator:
     def step_matrix(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, integrator: str) -> np.ndarray:
         """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
         x = self.inputs
-        return step_matrix(self.model, q, qd, self.h, integrator, x.actuators, x.ctrl, M, self.euler_damping)
+        return step_matrix(self.model, q, qd, self.h, integrator, x.actuators, x.ctrl, M, self.euler_damping, self.act)
 
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
         """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
         x = self.inputs
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, x.actuators, x.ctrl)
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, x.actuators, x.ctrl, self.act)
 
-    def evaluate(self, q: np.ndarray, qd: np.ndarray):
-        """(M, f, potential energy) at (q, qd): one kinematics pass, M by CRBA, f = qfrc_smooth (on the compiled
-        backend, without body wrenches: its mass_matrix, bias and potential_energy calls instead)."""
+    def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
+        """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
+        CRBA, f = qfrc_smooth (on the compiled backend, without body wrenches: its mass_matrix, bias and
+        potential_energy calls instead); the activations' rate into act_dot."""
         model, d, x = self.model, self.d, self.inputs
+        act = self.act if act is None else act
         self.tau = None                                # set again below once this evaluation's forces are known
         if native.on and x.xfrc_applied is None and not passive.has_body_forces(model) and np.isfinite(q).all() and \
                 np.isfinite(qd).all():
@@ -923,7 +1001,7 @@ class DynamicsEvaluator:
             else:
                 f = forces.damper_spring_force(model, q, qd) - c
                 if x.actuators is not None:
-                    f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
+                    f = f + self.actuator_force(q, qd, act)
                 if x.qfrc_applied is not None:
                     f = f + x.qfrc_applied
                 self.tau = f + c                       # every non-constraint force, as the compiled solver takes it
@@ -935,7 +1013,7 @@ class DynamicsEvaluator:
             f = f + passive.body_forces(model, d)[:, 0]
         M = smooth.crb(model, d)[:, :, 0]
         if x.actuators is not None:
-            f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
+            f = f + self.actuator_force(q, qd, act)
         if x.qfrc_applied is not None:
             f = f + x.qfrc_applied
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
@@ -963,7 +1041,7 @@ def bias_velocity_derivative(model, q, qd) -> np.ndarray:
     return 0.5 * (c[:model.nv] - c[model.nv:]).T
 
 
-def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None) -> np.ndarray:
+def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None, act=None, dt: float = 0.0) -> np.ndarray:
     """D = d f / d qd as the single-step integrator uses it (nv, nv): the matrix in M - h D.
 
     euler:        -B                                   (B = diag(damping); actuators stay explicit)
@@ -972,6 +1050,7 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     dF/dqd is the fluid's inertia boxes' (physai.engine.passive.fluid_velocity_derivative, MuJoCo's mjd_passive_vel).
     Like MuJoCo's qDeriv, D keeps only the entries of the mass matrix's sparsity pattern (dof pairs where one
     is an ancestor of the other): a fixed tendon coupling two branches, such as the Panda's fingers, drops out.
+    act (na,), dt [s]: the activations and, for actearly, the step (physai.forces.actuator_velocity_derivative).
     Raises InvalidArgumentError for rk4, which has no such matrix, and for ctrl without actuators.
     """
     model = engine.as_model(model)
@@ -988,14 +1067,14 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
         smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
         D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
     if actuators is not None:
-        A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float)
+        A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl, act, dt), dtype=float)
         D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
     if name == "implicit":
         D = D - bias_velocity_derivative(model, q, qd)
     return np.where(dof_pattern(model), D, 0.0)
 
 
-def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None) -> list:
+def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:
     """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
     integrator's matrix (which implicitfast leaves the bias out of): MuJoCo's implicitfast solves these rows in it
     (mj_implicitSkip's local solve, mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
@@ -1003,7 +1082,7 @@ def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl
     dofs = standalone_free_dofs(model)
     if not dofs:
         return []
-    A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl), dtype=float) if actuators is not None else None
+    A = None if actuators is None else np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl, act, h))
     blocks = []
     for a in dofs:
         block = slice(a, a + 6)
@@ -1016,10 +1095,10 @@ def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl
 
 
 def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
-                    ctrl=None) -> np.ndarray:
+                    ctrl=None, act=None) -> np.ndarray:
     """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
     A a = rhs: MuJoCo's implicitfast."""
-    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl)
+    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act)
     if not blocks:
         return qacc
     qacc = qacc.copy()
@@ -1034,11 +1113,11 @@ def dof_pattern(model) -> np.ndarray:
 
 
 def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=None, M=None,
-                euler_damping: bool = True) -> np.ndarray:
+                euler_damping: bool = True, act=None) -> np.ndarray:
     """The matrix a single-step integrator solves with (nv, nv) [kg m^2 | kg]: M - h D, h [s].
 
     euler: M + h B, or M without damping or with euler_damping=False (MuJoCo's mjDSBL_EULERDAMP: the damping
-    stays explicit in f). M (optional) is mass_matrix(model, q) if already computed.
+    stays explicit in f). M (optional) is mass_matrix(model, q) if already computed; act (na,) the activations.
     """
     model = engine.as_model(model)
     name = check_integrator(integrator)
@@ -1046,7 +1125,7 @@ def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=No
     M = engine.mass_matrix(model, q) if M is None else M
     if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
-    return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl)
+    return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
 
 
 def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):

@@ -49,6 +49,7 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     q = validation.vector("q", q, model.nq)
     qd, qdd = (validation.vector(n, x, model.nv) for n, x in (("qd", qd), ("qdd", qdd)))
     integ.check_actuators(model, actuators, ctrl)
+    integ.refuse_stateful_actuators(model, actuators, "inverse_dynamics")
     passive = forces.passive_force(model, q, qd)
     if dt is None and integrator is None:
         return engine.rnea(model, q, qd, qdd) - passive
@@ -110,6 +111,7 @@ def trajectory_torques(model, samples, dt=None, integrator=None, qd0=None, actua
     model = engine.as_model(model)
     dt, name, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
     integ.check_actuators(model, actuators, ctrl)
+    integ.refuse_stateful_actuators(model, actuators, "trajectory_torques")
     if name == "rk4":
         return rk4_shooting(model, samples, dt, qd0, actuators, ctrl).tau
     Q = validation.to_float("samples", samples, "an (N + 1, nq) array of positions")
@@ -172,6 +174,7 @@ def rk4_shooting(model, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e
         raise InvalidArgumentError(f"unknown jacobian {jacobian!r}; expected 'stages' or 'fd'")
     N, nv = Q.shape[0] - 1, model.nv
     base = integ.StepInputs.make(model, actuators, ctrl, None, None)
+    integ.refuse_stateful_actuators(model, actuators, "rk4_shooting")
     tau, err, iters = np.zeros((N, nv)), np.zeros(N), np.zeros(N, dtype=int)
     q, qd = np.empty((N + 1, model.nq)), np.empty((N + 1, nv))
     q[0], qd[0] = Q[0], qd_all[0]

@@ -9,6 +9,11 @@ import numpy as np
 from physai import validation
 from physai.exceptions import InvalidModelError, ShapeError
 
+#: activation dynamics (MuJoCo's mjtDyn values): none, integrator, filter, filterexact, muscle
+DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE = range(5)
+#: gain and bias types (MuJoCo's mjtGain, mjtBias values): fixed (gain) or none (bias), affine, muscle
+FIXED, AFFINE, MUSCLE = range(3)
+
 
 @dataclass(eq=False)
 class Actuators:
@@ -33,8 +38,18 @@ class Actuators:
     joint_dof:   (nu,) the dof of actuator a's joint transmission, -1 for a fixed tendon: a joint actuator whose
                  dof's total is at or beyond its dof_forcerange drops out of the implicit integrators' damping
                  (MuJoCo 4.0); None means each row of moment with one nonzero entry is a joint's, the others tendons
+    dyntype:     (nu,) activation dynamics, MuJoCo's mjtDyn: DYN_NONE (default; the gain multiplies ctrl),
+                 DYN_INTEGRATOR (act_dot = ctrl), DYN_FILTER and DYN_FILTEREXACT (act_dot = (ctrl - act) / tau),
+                 DYN_MUSCLE (mju_muscleDynamics); a stateful actuator's gain multiplies its activation act
+    dynprm:      (nu, 3) tau [s] of a filter; (tau_act, tau_deact, smoothing width) of a muscle
+    gaintype, biastype: (nu,) FIXED (gain g0) / none (bias 0), AFFINE (default: gain and bias above), or MUSCLE
+                 (mju_muscleGain, mju_muscleBias with gainprm, biasprm (nu, 9) = (range (2), force, scale, lmin, lmax,
+                 vmax, fpmax, fvmax), lengthrange (nu, 2) [m | rad] and acc0 (nu,), MuJoCo's actuator_lengthrange
+                 and actuator_acc0)
+    actlimited, actrange: (nu,), (nu, 2) the activation's clamp after each step (mj_nextActivation)
+    actearly:    (nu,) the force uses the next activation (act + h act_dot) rather than act
     Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
-    low > high InvalidModelError.
+    low > high or an unknown type InvalidModelError.
     """
 
     moment: np.ndarray
@@ -49,6 +64,17 @@ class Actuators:
     dof_forcerange: np.ndarray | None = None
     dof_forcelimited: np.ndarray | None = None
     joint_dof: np.ndarray | None = None
+    dyntype: np.ndarray | None = None
+    dynprm: np.ndarray | None = None
+    gaintype: np.ndarray | None = None
+    biastype: np.ndarray | None = None
+    gainprm: np.ndarray | None = None
+    biasprm: np.ndarray | None = None
+    lengthrange: np.ndarray | None = None
+    acc0: np.ndarray | None = None
+    actlimited: np.ndarray | None = None
+    actrange: np.ndarray | None = None
+    actearly: np.ndarray | None = None
 
     def __post_init__(self):
         self.moment = validation.matrix("moment", self.moment, "(nu, nv)")
@@ -71,12 +97,67 @@ class Actuators:
         self.names = tuple(self.names) or tuple(f"actuator{a}" for a in range(nu))
         if len(self.names) != nu:
             raise ShapeError(f"names has {len(self.names)} entries, there are nu = {nu} actuators")
-        for what, limits, limited in (("ctrl", self.ctrlrange, self.ctrllimited), ("force", self.forcerange, self.forcelimited)):
+        self._check_dynamics()
+        for what, limits, limited in (("ctrl", self.ctrlrange, self.ctrllimited), ("force", self.forcerange, self.forcelimited),
+                                      ("act", self.actrange, self.actlimited)):
             bad = np.flatnonzero(limited & (limits[:, 0] > limits[:, 1]))
             if bad.size:
                 a = int(bad[0])
                 raise InvalidModelError(f"actuator {self.names[a]!r}: {what}range is [{limits[a, 0]:g}, {limits[a, 1]:g}], "
                                         f"low > high; a limited {what}range needs low <= high")
+
+    def _check_dynamics(self) -> None:
+        """The activation, gain and bias fields checked (None: none, affine, zeros, False)."""
+        nu = self.nu
+        for name, kinds, default in (("dyntype", 5, DYN_NONE), ("gaintype", 3, AFFINE), ("biastype", 3, AFFINE)):
+            value = getattr(self, name)
+            kind = np.full(nu, default, np.int64) if value is None else np.asarray(value)
+            if kind.shape != (nu,) or kind.dtype.kind not in "iu":
+                raise ShapeError(f"{name} must be whole numbers, one per actuator, shape ({nu},), got {kind.dtype} of "
+                                 f"shape {kind.shape}")
+            bad = np.flatnonzero((kind < 0) | (kind >= kinds))
+            if bad.size:
+                raise InvalidModelError(f"{name}[{bad[0]}] is {kind[bad[0]]}: expected one of 0..{kinds - 1} "
+                                        "(MuJoCo's mjtDyn, mjtGain, mjtBias values physai models)")
+            setattr(self, name, kind.astype(np.int64))
+        for name, shape in (("dynprm", (nu, 3)), ("gainprm", (nu, 9)), ("biasprm", (nu, 9)), ("lengthrange", (nu, 2)),
+                            ("acc0", (nu,)), ("actrange", (nu, 2))):
+            value = getattr(self, name)
+            setattr(self, name, np.zeros(shape) if value is None else validation.as_array(name, value, shape))
+        for name in ("actlimited", "actearly"):
+            value = getattr(self, name)
+            setattr(self, name, np.zeros(nu, bool) if value is None else validation.flags(name, value, nu))
+        self._check_muscles()
+        self.stateful = self.dyntype != DYN_NONE
+        self.act_index = np.where(self.stateful, np.cumsum(self.stateful) - 1, -1)
+
+    def _check_muscles(self) -> None:
+        """InvalidModelError for a muscle gain or bias whose parameters MuJoCo's compiler refuses: range[0] < range[1]
+        and lmin < 1 < lmax are required (MuJoCo's words)."""
+        for kind, types, prm in (("gain", self.gaintype, self.gainprm), ("bias", self.biastype, self.biasprm)):
+            for a in np.flatnonzero(types == MUSCLE):
+                p = prm[a]
+                for bad, need in ((p[0] >= p[1], "range[0]<range[1]"), (not p[4] < 1 < p[5], "lmin<1<lmax")):
+                    if bad:
+                        raise InvalidModelError(f"actuator {self.names[a]!r}: its muscle {kind} has range = "
+                                                f"[{p[0]:g}, {p[1]:g}], lmin = {p[4]:g}, lmax = {p[5]:g}; {need} "
+                                                "required in muscle (as MuJoCo's compiler requires)")
+
+    @property
+    def na(self) -> int:
+        """Number of activations (MuJoCo's na): one per actuator with activation dynamics."""
+        return int(self.stateful.sum())
+
+    @property
+    def affine_each(self) -> np.ndarray:
+        """(nu,) bool: the actuators without activation dynamics whose gain and bias are fixed, affine or none."""
+        return ~self.stateful & (self.gaintype != MUSCLE) & (self.biastype != MUSCLE)
+
+    @property
+    def affine(self) -> bool:
+        """Whether every actuator is affine_each: f = gain(length, velocity) ctrl + bias(length, velocity), what the
+        compiled engine and the derivatives model."""
+        return bool(self.affine_each.all())
 
     def _joint_dofs(self) -> np.ndarray:
         """joint_dof checked (nu,) int64 with entries in [-1, nv), or the one dof of each single-entry row of moment."""

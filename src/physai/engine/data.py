@@ -93,21 +93,24 @@ class StepOptions:
 class RolloutInputs:
     """What drives N runs besides their states: actuators (physai.engine.actuators.Actuators or None) and, per run and
     step, ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied (N, steps, nbody, 6), or None each; warm
-    (N, nv): each run's first constraint warm start (None: zero, as a new MjData's)."""
+    (N, nv): each run's first constraint warm start (None: zero, as a new MjData's); act (N, na): each run's first
+    activations (None: zero, as a new MjData's)."""
 
     actuators: object = None
     ctrl: np.ndarray | None = None
     qfrc_applied: np.ndarray | None = None
     xfrc_applied: np.ndarray | None = None
     warm: np.ndarray | None = None
+    act: np.ndarray | None = None
 
     def rows(self, index) -> "RolloutInputs":
         """The inputs of the runs `index` (an index or slice along the runs' axis; an integer drops the axis)."""
         pick = lambda x: None if x is None else x[index]                   # noqa: E731
         return RolloutInputs(self.actuators, pick(self.ctrl), pick(self.qfrc_applied), pick(self.xfrc_applied),
-                             pick(self.warm))
+                             pick(self.warm), pick(self.act))
 
     def prefix(self, steps: int) -> "RolloutInputs":
         """The inputs of the first `steps` steps."""
         cut = lambda x: None if x is None else x[:, :steps]                 # noqa: E731
-        return RolloutInputs(self.actuators, cut(self.ctrl), cut(self.qfrc_applied), cut(self.xfrc_applied), self.warm)
+        return RolloutInputs(self.actuators, cut(self.ctrl), cut(self.qfrc_applied), cut(self.xfrc_applied), self.warm,
+                             self.act)

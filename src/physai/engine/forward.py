@@ -8,13 +8,15 @@ cpp/forward.h): one step from (q, qd) of one state, each returning (q_next, qd_n
     STEPPERS                    each integrator's name to its function
 
 `run` is the forward pipeline of one run (physai.integrators.DynamicsEvaluator: a model, the timestep h [s], the
-inputs and one workspace), which gives what a step needs at a state: evaluate(q, qd) -> (M, f, potential energy)
-with f MuJoCo's qfrc_smooth; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
+inputs, the activations act (na,) of the state being stepped, and one workspace), which gives what a step needs at a
+state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smooth and the activations' rate in
+run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
 step_matrix(q, qd, M, integrator) -> M - h D; free_body_solve(q, qd, M, rhs, qacc). The equations are in
 physai.integrators' docstring.
 """
 
 from physai import joints
+from physai.engine import actuation
 from physai.linalg import solve
 
 #: RK4's stage times c_2..c_4 (MuJoCo's tableau A is diag(1/2, 1/2, 1)) and weights b_1..b_4
@@ -27,8 +29,17 @@ def advance(model, q, qd, h):
     return joints.integrate(model.coords, q[:, None], qd[:, None], h)[:, 0]
 
 
+def advance_activation(run, act_dot):
+    """run.act after the step (mj_advance): act + h act_dot (filterexact exactly), clamped to actrange (actuation.
+    next_activation); nothing without activations."""
+    if len(run.act):
+        run.act = actuation.next_activation(run.inputs.actuators, run.act, act_dot, run.h)
+
+
 def _semi_implicit_update(run, q, qd, qacc, M, potential):
-    """(q_next, qd_next, energy of (q, qd)) of a single-step integrator: qd' = qd + h a, q' = q (+) h qd'."""
+    """(q_next, qd_next, energy of (q, qd)) of a single-step integrator: qd' = qd + h a, q' = q (+) h qd'; the
+    activations advance at the start state's rate."""
+    advance_activation(run, run.act_dot)               # act' = act + h act_dot, clamped
     qd_next = qd + run.h * qacc                        # new velocity first...
     return advance(run.model, q, qd_next, run.h), qd_next, 0.5 * qd @ M @ qd + potential   # ...then the position
 
@@ -61,14 +72,19 @@ def implicitfast(run, q, qd):
 
 def rk4_stages(run, q, qd):
     """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
-    hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions)."""
+    hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions).
+    The activations ride along: stage i at act + h c act_dot_(i-1), unclamped; each stage's act_dot into
+    run.stage_act_dot."""
     stages, energy, warm = [], None, run.warmstart
-    qi, qdi, theta = q, qd, None
+    qi, qdi, theta, act_i = q, qd, None, run.act
+    run.stage_act_dot = []
     for c in (None,) + RK4_TIMES:
         if c is not None:                              # stage i uses only stage i - 1 (A is diagonal)
             step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
             qi, qdi, theta = advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
-        M, f, potential = run.evaluate(qi, qdi)
+            act_i = run.act + run.h * (c * run.stage_act_dot[-1])
+        M, f, potential = run.evaluate(qi, qdi, act_i)
+        run.stage_act_dot.append(run.act_dot)
         energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
         k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
         run.warmstart = warm                           # every stage starts from the last step's qacc, as MuJoCo's;
@@ -82,6 +98,7 @@ def rk4_step(run, q, qd):
     stages = rk4_stages(run, q, qd)
     dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
     dqd = sum(b * s[2] for b, s in zip(RK4_WEIGHTS, stages))
+    advance_activation(run, sum(b * a for b, a in zip(RK4_WEIGHTS, run.stage_act_dot)))   # act' from the weighted rates
     return advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
 
 

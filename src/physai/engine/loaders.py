@@ -420,8 +420,9 @@ def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 
 def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
     """The Actuators of a compiled MuJoCo model (static model data only).
 
-    Supported: motor, position, velocity and general actuators without activation dynamics (dyntype none),
-    with fixed or affine gain and no or affine bias, on a hinge or slide joint or on a fixed tendon.
+    Supported: motor, position, velocity, intvelocity, muscle and general actuators with activation dynamics none,
+    integrator, filter, filterexact or muscle (actlimited, actrange, actearly), fixed, affine or muscle gain and no,
+    affine or muscle bias, on a hinge or slide joint or on a fixed tendon.
     Anything else raises UnsupportedModelError naming the actuator. Controls are not clamped if the model
     disables clampctrl; with actuation disabled every moment arm is zero.
     """
@@ -444,8 +445,8 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
                 moment[a, m.jnt_dofadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
                 qmoment[a, m.jnt_qposadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
         g, b = m.actuator_gainprm[a], m.actuator_biasprm[a]
-        gain[a] = (g[0], 0, 0) if int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_FIXED else g[:3]
-        bias[a] = (0, 0, 0) if int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_NONE else b[:3]
+        gain[a] = g[:3] if int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_AFFINE else (g[0], 0, 0)
+        bias[a] = b[:3] if int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_AFFINE else (0, 0, 0)
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ACTUATION:
         moment[:] = qmoment[:] = 0.0
     dof_forcerange, dof_forcelimited = np.zeros((nv, 2)), np.zeros(nv, bool)
@@ -459,21 +460,33 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
         ctrllimited[:] = False
     return Actuators(moment, gain, bias, m.actuator_ctrlrange.copy(), ctrllimited, m.actuator_forcerange.copy(),
                      m.actuator_forcelimited.astype(bool), tuple(names), qmoment, dof_forcerange, dof_forcelimited,
-                     joint_dof)
+                     joint_dof, **_actuator_dynamics(m))
+
+
+def _actuator_dynamics(m: mujoco.MjModel) -> dict:
+    """The Actuators' activation, gain and bias fields of an MjModel (MuJoCo's actuator_dyntype, dynprm[:3], gaintype,
+    biastype, gainprm[:9], biasprm[:9], lengthrange, acc0, actlimited, actrange, actearly)."""
+    return {"dyntype": m.actuator_dyntype.astype(np.int64), "dynprm": m.actuator_dynprm[:, :3].copy(),
+            "gaintype": m.actuator_gaintype.astype(np.int64), "biastype": m.actuator_biastype.astype(np.int64),
+            "gainprm": m.actuator_gainprm[:, :9].copy(), "biasprm": m.actuator_biasprm[:, :9].copy(),
+            "lengthrange": m.actuator_lengthrange.copy(), "acc0": m.actuator_acc0.copy(),
+            "actlimited": m.actuator_actlimited.astype(bool), "actrange": m.actuator_actrange.copy(),
+            "actearly": m.actuator_actearly.astype(bool)}
 
 
 def _check_actuator(m, a: int, name: str) -> None:
     """Raise UnsupportedModelError if actuator a uses a feature actuator_force does not model."""
     def refuse(what: str):
-        raise UnsupportedModelError(f"actuator {name!r}: {what}; physai supports actuators without activation "
-                                    "dynamics, with affine gain and bias, on a hinge or slide joint or a fixed tendon")
+        raise UnsupportedModelError(f"actuator {name!r}: {what}; physai supports actuators with activation dynamics "
+                                    "none, integrator, filter, filterexact or muscle, fixed, affine or muscle gain and "
+                                    "bias, on a hinge or slide joint or a fixed tendon")
 
     dyn, gtype, btype = int(m.actuator_dyntype[a]), int(m.actuator_gaintype[a]), int(m.actuator_biastype[a])
-    if dyn != mujoco.mjtDyn.mjDYN_NONE:
-        refuse(f"activation dynamics {mujoco.mjtDyn(dyn).name} (dyntype must be none)")
-    if gtype not in (mujoco.mjtGain.mjGAIN_FIXED, mujoco.mjtGain.mjGAIN_AFFINE):
+    if dyn > int(mujoco.mjtDyn.mjDYN_MUSCLE):
+        refuse(f"activation dynamics {mujoco.mjtDyn(dyn).name}")
+    if gtype > int(mujoco.mjtGain.mjGAIN_MUSCLE):
         refuse(f"gain type {mujoco.mjtGain(gtype).name}")
-    if btype not in (mujoco.mjtBias.mjBIAS_NONE, mujoco.mjtBias.mjBIAS_AFFINE):
+    if btype > int(mujoco.mjtBias.mjBIAS_MUSCLE):
         refuse(f"bias type {mujoco.mjtBias(btype).name}")
     trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
     if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
@@ -491,6 +504,9 @@ def _check_actuator(m, a: int, name: str) -> None:
     checks = [
         (m.actuator_plugin[a] >= 0, "it is a plugin"),
         (m.actuator_ctrlnum[a] != 1 or m.actuator_outnum[a] != 1, "it has more than one control or output"),
+        (m.actuator_actnum[a] != (dyn != mujoco.mjtDyn.mjDYN_NONE), f"it has {m.actuator_actnum[a]} activations"),
+        (dyn != mujoco.mjtDyn.mjDYN_NONE and m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ACTUATION,
+         "actuation is disabled, which freezes its activation"),
         (m.actuator_delay[a] != 0, "it has a control delay"),
         (m.actuator_damping[a] != 0 or np.any(m.actuator_dampingpoly[a]), "it has actuator damping"),
         (m.actuator_armature[a] != 0, "it has actuator armature"),

@@ -270,6 +270,12 @@ def compiled_collision(model) -> bool:
         int(m.geoms.geom_type[c.g1]) == HFIELD for c in collision.candidates(m)[0]))
 
 
+def compiled_actuation(actuators) -> bool:
+    """Whether the compiled kernels model these actuators (None, or stateless with affine gain and bias: cpp/actuation.h);
+    else the NumPy engine (physai.engine.actuation) runs: activation dynamics and muscles."""
+    return actuators is None or actuators.affine
+
+
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
     """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
     Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,

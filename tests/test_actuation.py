@@ -1,0 +1,194 @@
+"""Actuators with activation dynamics (MuJoCo's dyntype integrator, filter, filterexact, muscle; act, act_dot, actearly,
+actlimited) and muscle gains and biases (physai.engine.actuation), against MuJoCo computed live: the forces and rates
+at random states of random models, and simulate with the activations as state against mj_step for every integrator."""
+
+import mujoco
+import numpy as np
+import pytest
+
+from helpers import assert_close, run
+from physai import derivatives, engine, forces, integrators
+from physai.exceptions import InvalidModelError, ShapeError, UnsupportedModelError
+
+INTEGRATORS = ("Euler", "implicit", "implicitfast", "RK4")
+
+
+def _actuator(rng, k: int, target: str) -> str:
+    """One random actuator on `target` (joint="..." or tendon="..."), its kind chosen by k (every kind in turn)."""
+    u = lambda lo, hi: f"{rng.uniform(lo, hi):.4g}"                       # noqa: E731
+    limits = f'ctrllimited="true" ctrlrange="{u(-1, -0.3)} {u(0.3, 1)}"' if rng.random() < 0.6 else ""
+    force = f'forcelimited="true" forcerange="{u(-3, -1)} {u(1, 3)}"' if rng.random() < 0.4 else ""
+    act = f'actlimited="true" actrange="{u(-0.8, -0.2)} {u(0.2, 0.8)}"' if rng.random() < 0.5 else ""
+    early = f'actearly="{str(rng.random() < 0.5).lower()}"'
+    affine = (f'gaintype="affine" gainprm="{u(0.5, 2)} {u(-1, 1)} {u(-0.5, 0.5)}" '
+              f'biastype="affine" biasprm="{u(-0.5, 0.5)} {u(-2, 0)} {u(-0.5, 0)}"')
+    kinds = [
+        f'<general {target} dyntype="filter" dynprm="{u(0.01, 0.1)}" gainprm="{u(0.5, 2)}" {limits} {force} {act} {early}/>',
+        f'<general {target} dyntype="filterexact" dynprm="{u(0.01, 0.1)}" {affine} {limits} {act} {early}/>',
+        f'<general {target} dyntype="integrator" gainprm="{u(0.5, 2)}" {limits} {force} {act} {early}/>',
+        f'<muscle {target} lengthrange="{u(-0.6, -0.3)} {u(0.3, 0.6)}" force="{u(1, 5)}" timeconst="{u(0.01, 0.02)} '
+        f'{u(0.03, 0.06)}" tausmooth="{u(0, 0.3) if rng.random() < 0.5 else 0}"/>',
+        f'<general {target} dyntype="muscle" dynprm="{u(0.01, 0.02)} {u(0.03, 0.06)}" gaintype="muscle" '
+        f'biastype="affine" biasprm="0 {u(-1, 0)} 0" lengthrange="{u(-0.6, -0.3)} {u(0.3, 0.6)}" '
+        f'gainprm="0.75 1.05 {u(1, 3)} 200 0.5 1.6 {u(1, 2)} 1.3 1.2" {act} {early}/>',
+        f'<general {target} gaintype="muscle" biastype="muscle" lengthrange="{u(-0.6, -0.3)} {u(0.3, 0.6)}" '
+        f'gainprm="0.75 1.05 -1 {u(50, 200)} 0.5 1.6 1.5 1.3 1.2" biasprm="0.75 1.05 -1 {u(50, 200)} 0.5 1.6 1.5 1.3 1.2" '
+        f'{limits}/>',
+        f'<general {target} {affine} {limits} {force}/>',
+    ]
+    return kinds[k % len(kinds)]
+
+
+def actuated_xml(seed: int, integrator: str = "Euler", nbody: int = 5) -> str:
+    """A random chain of hinges and slides with every kind of actuator (_actuator) on its joints and on a fixed tendon,
+    joint actuatorfrcrange on one joint, tilted gravity and damping."""
+    rng = np.random.default_rng(seed)
+    f = lambda x: " ".join(f"{v:.4g}" for v in np.ravel(x))              # noqa: E731
+    body = ""
+    for b in reversed(range(nbody)):
+        axis = rng.normal(size=3)
+        kind = "slide" if b % 3 == 1 else "hinge"
+        frc = 'actuatorfrclimited="true" actuatorfrcrange="-2 2"' if b == 2 else ""
+        body = (f'<body pos="{f(rng.uniform(-0.3, 0.3, 3))}"><joint name="j{b}" type="{kind}" axis="{f(axis)}" '
+                f'damping="{rng.uniform(0, 0.2):.3g}" {frc}/><geom type="sphere" size="0.05" '
+                f'mass="{rng.uniform(0.3, 1.5):.3g}"/>{body}</body>')
+    tendon = f'<tendon><fixed name="t"><joint joint="j0" coef="0.7"/><joint joint="j{nbody - 1}" coef="-0.4"/></fixed></tendon>'
+    acts = [_actuator(rng, k, f'joint="j{k % nbody}"') for k in range(7)]
+    acts += [_actuator(rng, int(rng.integers(0, 7)), 'tendon="t"') for _ in range(2)]
+    return (f'<mujoco><option timestep="0.002" integrator="{integrator}" gravity="0.5 -0.3 -9.7">'
+            f'<flag contact="disable"/></option><worldbody>{body}</worldbody>{tendon}'
+            f'<actuator>{"".join(acts)}</actuator></mujoco>')
+
+
+def random_state(m: mujoco.MjModel, rng) -> tuple:
+    """(qpos, qvel, act, ctrl): random, the controls partly outside ctrlrange, the activations partly outside actrange."""
+    return (rng.normal(size=m.nq) * 0.3, rng.normal(size=m.nv), rng.uniform(-1, 1, m.na), rng.uniform(-1.5, 1.5, m.nu))
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_forces_and_rates_equal_mujoco(seed):
+    """actuator_force, act_dot and qfrc_actuator at random states of random models: within 1e-12 of MuJoCo's."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(seed))
+    d = mujoco.MjData(m)
+    acts = engine.from_mujoco(m).actuators
+    assert acts.na == m.na > 0
+    rng = np.random.default_rng(seed)
+    for _ in range(8):
+        d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = random_state(m, rng)
+        mujoco.mj_forward(m, d)
+        args = (acts, d.qpos, d.qvel, d.ctrl, d.act, m.opt.timestep)
+        assert_close(forces.actuator_outputs(*args), d.actuator_force, 1e-12, what="actuator_force")
+        assert_close(forces.actuator_force(*args), d.qfrc_actuator, 1e-12, what="qfrc_actuator")
+        assert_close(forces.activation_rate(acts, d.ctrl, d.act), d.act_dot, 1e-12, what="act_dot")
+
+
+def mj_run(m: mujoco.MjModel, q0, qd0, act0, ctrl, steps: int) -> tuple:
+    """(qpos, act) after each of `steps` mj_step from (q0, qd0, act0) under a constant ctrl."""
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = q0, qd0, act0, ctrl
+    Q, A = [], []
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        A.append(d.act.copy())
+    return np.array(Q), np.array(A)
+
+
+@pytest.mark.parametrize("backend", ("native", "numpy"))
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_simulate_carries_the_activations_as_mj_step(integrator, backend):
+    """100 steps of simulate with the activations as state follow mj_step within 1e-8 in q and act, for each
+    integrator; the compiled backend hands such a model to the NumPy engine."""
+    for seed in range(2):
+        m = mujoco.MjModel.from_xml_string(actuated_xml(seed, integrator))
+        q0, qd0, act0, ctrl = random_state(m, np.random.default_rng(seed))
+        Q, A = mj_run(m, q0, qd0, act0, ctrl, 100)
+        tr = run(backend, integrators.simulate, engine.from_mujoco(m), q0, qd0, steps=100, ctrl=ctrl, act=act0)
+        assert_close(tr.q[1:], Q, 1e-8, what=f"q, seed {seed}")
+        assert_close(tr.act[1:], A, 1e-8, what=f"act, seed {seed}")
+        assert_close(tr.act[0], act0, 0.0)
+
+
+def test_filter_actuators_with_joint_limits_follow_mj_step():
+    """Quadruped's kind of actuator (mjDYN_FILTER, position servos with a time constant) on limited joints, with the
+    constraints acting: simulate follows mj_step within 1e-8 over 100 steps."""
+    xml = actuated_xml(3, "Euler").replace('damping=', 'limited="true" range="-0.2 0.2" damping=')
+    xml = xml.replace('<flag contact="disable"/>', '<flag contact="disable"/>').replace("<actuator>", (
+        '<actuator><position joint="j0" kp="5" timeconst="0.03"/><position joint="j1" kp="3" kv="0.2" timeconst="0.05"/>'))
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.tolerance = 1e-15
+    q0, qd0, act0, ctrl = random_state(m, np.random.default_rng(3))
+    Q, A = mj_run(m, q0 * 0.3, qd0, act0, ctrl, 100)
+    tr = integrators.simulate(engine.from_mujoco(m), q0 * 0.3, qd0, steps=100, ctrl=ctrl, act=act0, constraints=True)
+    assert_close(tr.q[1:], Q, 1e-8, what="q")
+    assert_close(tr.act[1:], A, 1e-8, what="act")
+
+
+def test_step_and_rollout_carry_the_activations():
+    """step returns (q, qd, act) for a model with activations, and a loop of steps is simulate; rollout from N
+    activations is simulate from each."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(1, "implicitfast"))
+    model = engine.from_mujoco(m)
+    rng = np.random.default_rng(1)
+    q0, qd0, act0, ctrl = random_state(m, rng)
+    tr = integrators.simulate(model, q0, qd0, steps=5, ctrl=ctrl, act=act0)
+    q, qd, act = q0, qd0, act0
+    for _ in range(5):
+        q, qd, act = integrators.step(model, q, qd, ctrl=ctrl, act=act)
+    assert_close(q, tr.q[-1], 1e-14)
+    assert_close(act, tr.act[-1], 1e-14)
+    acts = rng.uniform(-1, 1, (3, m.na))
+    roll = integrators.rollout(model, np.tile(q0, (3, 1)), np.tile(qd0, (3, 1)), steps=5, ctrl=ctrl, act=acts)
+    for n in range(3):
+        alone = integrators.simulate(model, q0, qd0, steps=5, ctrl=ctrl, act=acts[n])
+        assert_close(roll.act[n], alone.act, 1e-14)
+        assert_close(roll.q[n], alone.q, 1e-14)
+    r = integrators.step_result(model, np.tile(q0, (3, 1)), np.tile(qd0, (3, 1)), ctrl=ctrl, act=acts)
+    assert r.act.shape == (3, m.na)
+
+
+def test_models_without_activations_keep_their_call_forms():
+    """na = 0: step returns (q, qd), and Trajectory.act and StepResult.act have no columns."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(0).replace("<actuator>", "<actuator><motor joint='j0'/>").split(
+        "<actuator>")[0] + "<actuator><motor joint='j0'/></actuator></mujoco>")
+    model = engine.from_mujoco(m)
+    assert len(integrators.step(model, np.zeros(m.nq), np.zeros(m.nv), ctrl=[0.3])) == 2
+    assert integrators.simulate(model, np.zeros(m.nq), np.zeros(m.nv), steps=3).act.shape == (4, 0)
+    assert integrators.step_result(model, np.zeros(m.nq), np.zeros(m.nv)).act.shape == (0,)
+
+
+def test_act_of_the_wrong_shape_is_named():
+    m = mujoco.MjModel.from_xml_string(actuated_xml(2))
+    model = engine.from_mujoco(m)
+    q, qd = np.zeros(m.nq), np.zeros(m.nv)
+    with pytest.raises(ShapeError, match=f"act has shape \\(3,\\).*na = {m.na}"):
+        integrators.simulate(model, q, qd, steps=2, act=np.zeros(3))
+    with pytest.raises(ShapeError, match=f"na = {m.na}"):
+        integrators.step(model, q, qd, act=np.zeros((2, m.na)))
+    with pytest.raises(ShapeError, match=f"na = {m.na}"):
+        integrators.rollout(model, np.zeros((2, m.nq)), np.zeros((2, m.nv)), steps=2, act=np.zeros((3, m.na)))
+    with pytest.raises(ShapeError, match=f"na = {m.na}"):
+        forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu), act=np.zeros(m.na + 1))
+
+
+def test_a_muscle_with_impossible_parameters_is_refused_as_mujoco_refuses_it():
+    """MuJoCo's compiler refuses a muscle with range[0] >= range[1] or lmin, lmax not around 1; an MjModel edited after
+    compiling gets the same refusal from physai (InvalidModelError), not a number from a guarded division."""
+    xml = '<muscle joint="j0" lengthrange="-0.5 0.5"/>'
+    for bad in ('range="1.2 0.5"', 'lmin="1.5"'):
+        with pytest.raises(ValueError, match="required in muscle"):
+            mujoco.MjModel.from_xml_string(actuated_xml(0).split("<actuator>")[0] +
+                                           f"<actuator>{xml[:-2]} {bad}/></actuator></mujoco>")
+    m = mujoco.MjModel.from_xml_string(actuated_xml(0).split("<actuator>")[0] + f"<actuator>{xml}</actuator></mujoco>")
+    m.actuator_gainprm[0, :2] = (1.2, 0.5)
+    with pytest.raises(InvalidModelError, match="range\\[0\\]<range\\[1\\] required in muscle"):
+        engine.from_mujoco(m)
+    m.actuator_gainprm[0, :2], m.actuator_biasprm[0, 4] = (0.75, 1.05), 1.5
+    with pytest.raises(InvalidModelError, match="lmin<1<lmax required in muscle"):
+        engine.from_mujoco(m)
+
+
+def test_what_does_not_model_activations_refuses_them_by_name():
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(actuated_xml(0)))
+    with pytest.raises(UnsupportedModelError, match="step_derivatives models actuators without activation dynamics"):
+        derivatives.step_derivatives(model, np.zeros(model.nq), np.zeros(model.nv))
