@@ -25,10 +25,6 @@ EXPECTED_REFUSED = {
     "gymnasium/pusher_v5": "capsule-cylinder",
     "dm_control/reacher": "capsule-cylinder",
     "dm_control/finger": "cylinder-cylinder",
-    "dm_control/ball_in_cup": "tendon limits",                    # its string is a spatial tendon with a limit
-    "dm_control/fish": "tendon stiffness",
-    "dm_control/manipulator": "mjEQ_TENDON",                      # a tendon equality couples the fingers
-    "dm_control/stacker": "mjEQ_TENDON",
     "dm_control/dog": "mjDYN_FILTER",                             # activation dynamics
     "dm_control/quadruped": "mjDYN_FILTER",
 }

@@ -256,9 +256,15 @@ def passive_fields(model: Model) -> dict:
 SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
+def runs(model) -> bool:
+    """Whether the compiled engine models all of the model's dynamics: not a model with tendon forces (springs, dampers,
+    armature, limits, friction loss, equalities: Model.has_tendon_forces), which the NumPy engine runs."""
+    return not model.has_tendon_forces
+
+
 def compiled_solver(model) -> bool:
     """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS); else the NumPy one runs."""
-    return model.opt.solver != "cg"
+    return model.opt.solver != "cg" and runs(model)
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
