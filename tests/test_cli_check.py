@@ -50,9 +50,9 @@ def test_errors_exit_2(capsys, tmp_path):
     assert "no_such_robot" in capsys.readouterr().err
     tendon = tmp_path / "tendon.xml"
     tendon.write_text('<mujoco><worldbody><body><joint name="h"/><geom size="0.1"/></body></worldbody>'
-                      '<tendon><fixed stiffness="1"><joint joint="h" coef="1"/></fixed></tendon></mujoco>')
-    assert main(["check", str(tendon), "--states", "2"]) == 2            # tendon stiffness: unsupported
-    assert "tendon stiffness" in capsys.readouterr().err
+                      '<tendon><fixed stiffness="1 0.5"><joint joint="h" coef="1"/></fixed></tendon></mujoco>')
+    assert main(["check", str(tendon), "--states", "2"]) == 2            # polynomial tendon stiffness: unsupported
+    assert "polynomial tendon stiffness" in capsys.readouterr().err
 
 
 def test_gravity_compensation_and_fluid_pass(capsys, tmp_path):

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import collision, engine, validation
-from physai.engine import batching, constraint, inverse, model_checks, native, smooth, solver
+from physai.engine import batching, constraint, inverse, model_checks, native, smooth, solver, tendon
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
 from physai.engine.smooth import tree_cholesky_solve
@@ -170,7 +170,7 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Ro
     contacts = _detected(model, q, contacts)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
-    if native.on:
+    if native.on and native.runs(model):
         return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
                                         None if eq_active is None else _eq_active(model, eq_active))[0]
     return _states(model, data, contacts, eq_active)[1][0][4]
@@ -206,8 +206,8 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     model, states, batch = _states(model, data, contacts, eq_active)
     warm = _warmstart(model, qacc_warmstart, batch)
     results = []
-    for k, (_, qd1, tau1, d, r) in enumerate(states):
-        M = smooth.crb(model, d)[:, :, 0]
+    for k, (q1, qd1, tau1, d, r) in enumerate(states):
+        M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, q1)
         c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
         start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
         sol = solver.solve_with(model, r, M, tau1 - c, start, tolerance, iterations)
@@ -298,12 +298,12 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     discrete = validation.flag("discrete", discrete)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
-    if native.on:
+    if native.on and native.runs(model):
         return _finite(_compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data), "tau")
     model, states, batch = _states(model, data, contacts, eq_active)
     out = []
     for q1, qd1, a, d, r in states:
-        M = smooth.crb(model, d)[:, :, 0]
+        M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, q1)
         c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
         Ma = M @ a
         if discrete:

@@ -17,7 +17,7 @@ d tau_actuator / d qd for implicit integrators.
 import numpy as np
 
 from physai import engine, validation
-from physai.engine import actuation, passive, smooth
+from physai.engine import actuation, passive, smooth, tendon
 from physai.engine.passive import damper_spring_force
 from physai.engine.actuators import Actuators
 from physai.engine.loaders import actuators_from_mujoco
@@ -33,13 +33,18 @@ __all__ = ["Actuators", "activation_rate", "actuator_force", "actuator_outputs",
 
 def passive_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """MuJoCo's qfrc_passive (nv,) [N m | N]: joint damping and spring forces -damping qd - stiffness (q - springref),
-    gravity compensation (but a joint's with actuatorgravcomp) and fluid forces (physai.engine.passive).
+    tendon springs and dampers J^T (-k x - b v) (x: the length beyond the spring's dead band), gravity compensation (but
+    a joint's with actuatorgravcomp) and fluid forces (physai.engine.passive).
 
-    Damping acts on every dof, springs on hinges and slides (no tendon springs or polynomial damping).
+    Damping acts on every dof, springs on hinges and slides (no polynomial springs or damping).
     """
     model = engine.as_model(model)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     f = damper_spring_force(model, q, qd)
+    if model.tendon_stiffness.any() or model.tendon_damping.any():
+        d = engine.Data(model)
+        smooth.position_stages(model, d, q[:, None])
+        f = f + passive.tendon_passive_force(model, *tendon.tendons(model, d, q), qd)
     if passive.has_body_forces(model):
         gravcomp, fluid = body_passive_forces(model, q, qd)
         f = f + model.gravcomp_passive * gravcomp + fluid

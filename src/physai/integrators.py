@@ -83,7 +83,7 @@ import numpy as np
 
 from physai import collision, engine, forces, joints, validation
 from physai.linalg import solve
-from physai.engine import actuation, constraint, forward, native, passive, smooth, solver
+from physai.engine import actuation, constraint, forward, native, passive, smooth, solver, tendon
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
@@ -465,7 +465,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
         return None
-    if constraints and not native.compiled_solver(model):
+    if (constraints and not native.compiled_solver(model)) or not native.runs(model):
         return None
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
@@ -701,7 +701,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    if native.on and (not constrained or native.compiled_solver(model)) and native.compiled_actuation(inputs.actuators):
+    if native.on and native.runs(model) and (not constrained or native.compiled_solver(model)) and \
+            native.compiled_actuation(inputs.actuators):
         if constrained:
             constraint.prepare_compiled(model)
         try:
@@ -989,8 +990,8 @@ class DynamicsEvaluator:
         model, d, x = self.model, self.d, self.inputs
         act = self.act if act is None else act
         self.tau = None                                # set again below once this evaluation's forces are known
-        if native.on and x.xfrc_applied is None and not passive.has_body_forces(model) and np.isfinite(q).all() and \
-                np.isfinite(qd).all():
+        if native.on and native.runs(model) and x.xfrc_applied is None and not passive.has_body_forces(model) and \
+                np.isfinite(q).all() and np.isfinite(qd).all():
             try:
                 M, c, potential = engine.mass_matrix(model, q), engine.bias(model, q, qd), engine.potential_energy(model, q)
             except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check
@@ -1012,6 +1013,10 @@ class DynamicsEvaluator:
         if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
             f = f + passive.body_forces(model, d)[:, 0]
         M = smooth.crb(model, d)[:, :, 0]
+        if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
+            length, J = tendon.tendons(model, d, q)
+            f = f + passive.tendon_passive_force(model, length, J, qd)
+            M = M + tendon.armature_matrix(model, J)
         if x.actuators is not None:
             f = f + self.actuator_force(q, qd, act)
         if x.qfrc_applied is not None:
@@ -1047,7 +1052,8 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     euler:        -B                                   (B = diag(damping); actuators stay explicit)
     implicitfast: sym(dA/dqd) - B + dF/dqd             (dA/dqd from physai.forces.actuator_velocity_derivative)
     implicit:     dA/dqd - B + dF/dqd - dc/dqd         (dc/dqd = bias_velocity_derivative)
-    dF/dqd is the fluid's inertia boxes' (physai.engine.passive.fluid_velocity_derivative, MuJoCo's mjd_passive_vel).
+    dF/dqd is the fluid's inertia boxes' (physai.engine.passive.fluid_velocity_derivative, MuJoCo's mjd_passive_vel) and
+    the tendon dampers' -J^T diag(b) J.
     Like MuJoCo's qDeriv, D keeps only the entries of the mass matrix's sparsity pattern (dof pairs where one
     is an ancestor of the other): a fixed tendon coupling two branches, such as the Panda's fingers, drops out.
     act (na,), dt [s]: the activations and, for actearly, the step (physai.forces.actuator_velocity_derivative).
@@ -1062,10 +1068,14 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     D = -np.diag(model.dof_damping)
     if name == "euler":
         return D
-    if passive.has_fluid(model):                       # the inertia boxes' (mjd_passive_vel)
+    if passive.has_fluid(model) or model.tendon_damping.any():
         d = engine.Data(model)
         smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
-        D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
+        if passive.has_fluid(model):                   # the inertia boxes' (mjd_passive_vel)
+            D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
+        if model.tendon_damping.any():                 # the tendons' dampers: -J^T diag(b) J (mjd_passive_vel)
+            J = tendon.tendons(model, d, np.asarray(q, float))[1]
+            D = D - (J.T * model.tendon_damping) @ J
     if actuators is not None:
         A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl, act, dt), dtype=float)
         D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)

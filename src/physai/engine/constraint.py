@@ -2,6 +2,7 @@
 of every row (engine_core_constraint.c; the forward problem they pose is solver.py's, the inverse problem inverse.py's).
 
     invweight0(model)                       body_invweight0 (nbody, 2), dof_invweight0 (nv,) at qpos0 (mj_setConst)
+    tendon_invweight0(model)                tendon_invweight0 (ntendon,): J M^-1 J^T of each tendon at qpos0
     rows(model, d, q, qd, contacts, ...)    Rows: MuJoCo's efc_* arrays for the state in d      (mj_makeConstraint,
                                             mj_makeImpedance, mj_referenceConstraint)
     update(rows, jar)                       the force of every row for jar = J qacc - aref, the cost   (mj_constraintUpdate)
@@ -27,11 +28,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from physai import spatial
-from physai.engine import model_checks, native, smooth
+from physai.engine import model_checks, native, smooth, tendon
 from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.primitives import mat_times_mj
-from physai.engine.model import CONNECT, WELD, Model
+from physai.engine.model import CONNECT, TENDON, WELD, Model
 from physai.engine.model_checks import MINVAL
 from physai.engine.smooth import body_poses, quat_to_mat_mj
 from physai.engine.support import body_frames, dof_chain, point_jacobians
@@ -70,11 +71,7 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _invweight0(model: Model) -> tuple[np.ndarray, np.ndarray, float]:
-    d = Data(model)
-    q0 = model.qpos0[:, None]
-    smooth.position_stages(model, d, q0)
-    M = smooth.crb(model, d)[:, :, 0]
-    Minv = model_checks.inverse_at_rest(model, M)
+    d, M, Minv = _at_rest(model)
     children = set(model.body_parentid[model.body_parentid >= 0].tolist())
     pos, rot = (x[..., 0] for x in body_frames(model, d))
     body = np.zeros((model.nbody, 2))
@@ -101,6 +98,26 @@ def _invweight0(model: Model) -> tuple[np.ndarray, np.ndarray, float]:
             dof[a] = Minv[a, a]
     diag = np.diag(M)
     return body, dof, float(diag.mean()) if model.nv else 1.0
+
+
+def _at_rest(model: Model) -> tuple[Data, np.ndarray, np.ndarray]:
+    """(a Data at qpos0 with its position stages done, M there (tendon armature included), M^-1)."""
+    d = Data(model)
+    smooth.position_stages(model, d, model.qpos0[:, None])
+    M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, model.qpos0)
+    return d, M, model_checks.inverse_at_rest(model, M)
+
+
+def tendon_invweight0(model: Model) -> np.ndarray:
+    """(ntendon,) MuJoCo's tendon_invweight0: J M^-1 J^T of each tendon at qpos0 (mj_setConst), the diagApprox of its
+    limit, friction and equality rows. Kept on the Model (Model.kept)."""
+    return model.kept("tendon_invweight0", _tendon_invweight0)
+
+
+def _tendon_invweight0(model: Model) -> np.ndarray:
+    d, _, Minv = _at_rest(model)
+    J = tendon.tendons(model, d, model.qpos0)[1]
+    return np.einsum("ti,ij,tj->t", J, Minv, J)
 
 
 # ---------------------------------------------------------------- kinematics the rows read
@@ -207,10 +224,10 @@ def _negate(quat: np.ndarray) -> np.ndarray:
 
 
 def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active: np.ndarray, out: _Builder,
-                   frames, quats, acc, jdot: list) -> None:
-    """Connect (3 rows), weld (6) and joint (1) equalities in model order (mj_instantiateEquality); jdot collects
-    (first row, Jdot qd of the rows) for the Jdot qd correction of aref (mj_Jdotv)."""
-    bw, dw = invweight0(model)[:2]
+                   frames, quats, acc, jdot: list, tendons) -> None:
+    """Connect (3 rows), weld (6), joint and tendon (1) equalities in model order (mj_instantiateEquality); jdot collects
+    (first row, Jdot qd of the rows) for the Jdot qd correction of aref (mj_Jdotv); tendons: (ten_length, ten_J)."""
+    bw = invweight0(model)[0]
     pos, rot = frames
     weld_rows = 0
     for e in np.flatnonzero(active):
@@ -252,22 +269,29 @@ def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active:
                 t3 = spatial.quat_mul(_quat_axis(neg, dw_), spatial.quat_mul(qdot1, data[6:10]))
                 jdot.append((len(out.pos) - 6, np.r_[jt1 - jt2, 0.5 * (t1 + t2 + t3)[1:] * ts]))
             continue
-        # joint: q1 - ref1 - data[0] - poly(q2 - ref2), J = e1 - poly'(q2 - ref2) e2
-        j1, j2 = b1, b2
-        a1, v1 = model.jnt_qposadr[j1], model.jnt_dofadr[j1]
-        J = np.zeros(model.nv)
-        J[v1] = 1.0
-        cpos = q[a1] - model.qpos0[a1] - data[0]
-        dA = dw[v1]
-        if j2 >= 0:
-            a2, v2 = model.jnt_qposadr[j2], model.jnt_dofadr[j2]
-            dif = q[a2] - model.qpos0[a2]
-            cpos = q[a1] - model.qpos0[a1] - data[0] - (data[1] * dif + data[2] * dif * dif + data[3] * dif * dif * dif
-                                                        + data[4] * dif * dif * dif * dif)
+        # joint or tendon: x1 - ref1 - data[0] - poly(x2 - ref2), J = J1 - poly'(x2 - ref2) J2
+        x1, ref1, J1, w1 = _scalar_object(model, kind, b1, q, tendons)
+        cpos, J, dA = x1 - ref1 - data[0], J1.copy(), w1
+        if b2 >= 0:
+            x2, ref2, J2, w2 = _scalar_object(model, kind, b2, q, tendons)
+            dif = x2 - ref2
+            cpos = x1 - ref1 - data[0] - (data[1] * dif + data[2] * dif * dif + data[3] * dif * dif * dif
+                                          + data[4] * dif * dif * dif * dif)
             deriv = data[1] + 2 * data[2] * dif + 3 * data[3] * dif * dif + 4 * data[4] * dif * dif * dif
-            J[v2] += -deriv
-            dA += dw[v2]
+            J = J - deriv * J2
+            dA += w2
         out.add(J, cpos, 0.0, 0.0, EQUALITY, e, dA)
+
+
+def _scalar_object(model: Model, kind: int, i: int, q: np.ndarray, tendons) -> tuple[float, float, np.ndarray, float]:
+    """(value, its reference, Jacobian (nv,), invweight0) of joint i (q, qpos0, the unit row of its dof) or, for a
+    tendon equality, tendon i (its length, tendon_length0, ten_J, tendon_invweight0)."""
+    if kind == TENDON:
+        return tendons[0][i], model.tendon_length0[i], tendons[1][i], tendon_invweight0(model)[i]
+    a, v = model.jnt_qposadr[i], model.jnt_dofadr[i]
+    J = np.zeros(model.nv)
+    J[v] = 1.0
+    return q[a], model.qpos0[a], J, invweight0(model)[1][v]
 
 
 def _ball_angle_axis(quat: np.ndarray) -> tuple[float, np.ndarray]:
@@ -299,13 +323,15 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     bw, dw = invweight0(model)[:2]
     out = _Builder(nv)
     jdot: list = []
+    tendons = tendon.tendons(model, d, q) if model.has_tendon_forces else None
+    tw = tendon_invweight0(model) if tendons is not None else None
     # equalities: connect, weld, joint
     if opt.equality and len(model.eq_type):
         active = model.eq_active0 if eq_active is None else np.asarray(eq_active, bool)
         acc = bias_accelerations(model, d, qd)
         # the bodies' frames in MuJoCo's arithmetic: a weld's error cancels in the last digits of its anchors
         xpos, xquat = body_poses(model, q)
-        _equality_rows(model, d, q, qd, active, out, (xpos, quat_to_mat_mj(xquat)), xquat, acc, jdot)
+        _equality_rows(model, d, q, qd, active, out, (xpos, quat_to_mat_mj(xquat)), xquat, acc, jdot, tendons)
     ne = len(out.pos)
     # dry friction of each dof: J = e_i, force within +-frictionloss
     if opt.frictionloss:
@@ -313,6 +339,9 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
             J = np.zeros(nv)
             J[i] = 1.0
             out.add(J, 0.0, 0.0, model.dof_frictionloss[i], FRICTION_DOF, i, dw[i])
+        # dry friction along each tendon: J = ten_J
+        for t in np.flatnonzero(model.tendon_frictionloss):
+            out.add(tendons[1][t], 0.0, 0.0, model.tendon_frictionloss[t], FRICTION_TENDON, t, tw[t])
     nf = len(out.pos) - ne
     # joint limits: dist = side (range - q) for hinge and slide, max(range) - angle for a ball, active below the margin
     if opt.limit:
@@ -332,6 +361,13 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
                     J = np.zeros(nv)
                     J[v:v + 3] = -axis
                     out.add(J, dist, margin, 0.0, LIMIT_JOINT, j, dw[v])
+        # tendon limits: dist = side (range - length), J = -side ten_J
+        for t in np.flatnonzero(model.tendon_limited):
+            margin = model.tendon_margin[t]
+            for side in (-1, 1):
+                dist = side * (model.tendon_range[t, (side + 1) // 2] - tendons[0][t])
+                if dist < margin:
+                    out.add(-side * tendons[1][t], dist, margin, 0.0, LIMIT_TENDON, t, tw[t])
     nl = len(out.pos) - ne - nf
     # contacts: the frame applied to the difference of the two bodies' point Jacobians (body 2 minus body 1, skipping
     # the dofs that move both)
@@ -386,6 +422,10 @@ def _solver_parameters(model: Model, r: Rows, i: int, contacts: ContactSet | Non
         ref, imp = model.jnt_solref[ident], model.jnt_solimp[ident]
     elif kind == FRICTION_DOF:
         ref, imp = model.dof_solref[ident], model.dof_solimp[ident]
+    elif kind == LIMIT_TENDON:
+        ref, imp = model.tendon_solref_lim[ident], model.tendon_solimp_lim[ident]
+    elif kind == FRICTION_TENDON:
+        ref, imp = model.tendon_solref_fri[ident], model.tendon_solimp_fri[ident]
     else:
         ref, reffric, imp = contacts.solref[ident], contacts.solreffriction[ident], contacts.solimp[ident]
     ref, reffric, imp = np.array(ref, float), np.array(reffric, float), np.array(imp, float)

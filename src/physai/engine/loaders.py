@@ -20,7 +20,7 @@ from physai import joints, models, validation
 from physai.engine import urdf
 from physai.engine.actuators import Actuators
 from physai.engine.geoms import Geoms, Hfields, Meshes, spans
-from physai.engine.model import CONNECT, JOINT, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
+from physai.engine.model import CONNECT, JOINT, TENDON, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
 from physai.engine.passive import MINVAL
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
@@ -92,7 +92,28 @@ def from_mujoco(source) -> Model:
     sites = [SiteSpec(int(m.site_bodyid[k]) - 1, m.site_pos[k].copy(), quat_to_mat(m.site_quat[k]), m.site(k).name or f"site{k}")
              for k in range(m.nsite)]
     return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
-                 unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m), passive_from_mujoco(m))
+                 unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m), passive_from_mujoco(m),
+                 tendons_from_mujoco(m))
+
+
+def tendons_from_mujoco(m: mujoco.MjModel) -> dict:
+    """The Model's tendon fields of an MjModel (physai.engine.model.Model: tendon_*, wrap_*), as MuJoCo's mj_tendon,
+    mj_passive and constraints read them: springs and dampers off with MuJoCo's spring and damper flags; the spring's
+    dead band (tendon_lengthspring) and the lengths at qpos0 (tendon_length0) as MuJoCo's compiler set them."""
+    if not m.ntendon:
+        return {}
+    off, bit = m.opt.disableflags, mujoco.mjtDisableBit
+    spring, damper = not off & bit.mjDSBL_SPRING, not off & bit.mjDSBL_DAMPER
+    ints = lambda x: np.asarray(x, dtype=np.intp).copy()         # noqa: E731
+    return dict(tendon_adr=ints(m.tendon_adr), tendon_num=ints(m.tendon_num), wrap_type=ints(m.wrap_type),
+                wrap_objid=ints(m.wrap_objid), wrap_prm=m.wrap_prm.copy(), tendon_limited=m.tendon_limited.astype(bool),
+                tendon_range=m.tendon_range.copy(), tendon_margin=m.tendon_margin.copy(),
+                tendon_solref_lim=m.tendon_solref_lim.copy(), tendon_solimp_lim=m.tendon_solimp_lim.copy(),
+                tendon_frictionloss=m.tendon_frictionloss.copy(), tendon_solref_fri=m.tendon_solref_fri.copy(),
+                tendon_solimp_fri=m.tendon_solimp_fri.copy(), tendon_stiffness=m.tendon_stiffness * spring,
+                tendon_damping=m.tendon_damping * damper, tendon_lengthspring=m.tendon_lengthspring.copy(),
+                tendon_armature=m.tendon_armature.copy(), tendon_length0=m.tendon_length0.copy(),
+                tendon_name=tuple(m.tendon(t).name for t in range(m.ntendon)))
 
 
 def passive_from_mujoco(m: mujoco.MjModel) -> dict:
@@ -325,25 +346,27 @@ def options_from_mujoco(m: mujoco.MjModel) -> Options:
 
 
 def _equalities_from_mujoco(m: mujoco.MjModel) -> tuple[list[EqualitySpec], tuple]:
-    """The connect, weld and joint equalities of a MuJoCo model in physai's body and joint indices (connects between
-    sites become connects between their bodies), and what physai does not model (tendon and flex equalities, welds
-    between sites)."""
-    kinds = {int(mujoco.mjtEq.mjEQ_CONNECT): CONNECT, int(mujoco.mjtEq.mjEQ_WELD): WELD, int(mujoco.mjtEq.mjEQ_JOINT): JOINT}
+    """The connect, weld, joint and tendon equalities of a MuJoCo model in physai's body, joint and tendon indices
+    (connects between sites become connects between their bodies), and what physai does not model (flex equalities,
+    welds between sites)."""
+    kinds = {int(mujoco.mjtEq.mjEQ_CONNECT): CONNECT, int(mujoco.mjtEq.mjEQ_WELD): WELD, int(mujoco.mjtEq.mjEQ_JOINT): JOINT,
+             int(mujoco.mjtEq.mjEQ_TENDON): TENDON}
     site = int(mujoco.mjtObj.mjOBJ_SITE)
     equalities, unsupported = [], []
     for e in range(m.neq):
         name, kind = m.equality(e).name or f"equality{e}", int(m.eq_type[e])
         if kind not in kinds:
-            unsupported.append(f"equality {name!r} is a {mujoco.mjtEq(kind).name} constraint (physai has connect, weld, joint)")
+            unsupported.append(f"equality {name!r} is a {mujoco.mjtEq(kind).name} constraint (physai has connect, weld, joint, "
+                               "tendon)")
             continue
         obj1, obj2, data = int(m.eq_obj1id[e]), int(m.eq_obj2id[e]), m.eq_data[e, :11].copy()   # the 11 entries physai reads
-        if kinds[kind] != JOINT and int(m.eq_objtype[e]) == site:
+        if kinds[kind] in (CONNECT, WELD) and int(m.eq_objtype[e]) == site:
             if kinds[kind] == WELD:
                 unsupported.append(f"equality {name!r} welds two sites (physai welds bodies)")
                 continue
             data[0:3], data[3:6] = m.site_pos[obj1], m.site_pos[obj2]     # a connect between sites: between their bodies
             obj1, obj2 = int(m.site_bodyid[obj1]), int(m.site_bodyid[obj2])
-        if kinds[kind] != JOINT:
+        if kinds[kind] in (CONNECT, WELD):
             obj1, obj2 = obj1 - 1, obj2 - 1                                 # MuJoCo's body b + 1 is physai's body b
         equalities.append(EqualitySpec(kinds[kind], obj1, obj2, data, tuple(m.eq_solref[e]), tuple(m.eq_solimp[e]),
                                        bool(m.eq_active0[e]), name))
@@ -353,8 +376,6 @@ def _equalities_from_mujoco(m: mujoco.MjModel) -> tuple[list[EqualitySpec], tupl
 def _unsupported_constraints(m: mujoco.MjModel) -> tuple:
     """The constraint features of a MuJoCo model that physai does not model (refused when constraints are computed)."""
     found = []
-    if m.ntendon and (m.tendon_limited.any() or m.tendon_frictionloss.any()):
-        found.append("tendon limits or tendon friction loss")
     if int(m.opt.solver) not in _SOLVERS:
         found.append(f"the {mujoco.mjtSolver(m.opt.solver).name} solver (physai solves with mjSOL_NEWTON, mjSOL_PGS, mjSOL_CG)")
     if m.opt.noslip_iterations:

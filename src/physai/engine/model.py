@@ -23,6 +23,7 @@ import numpy as np
 
 from physai import joints
 from physai.engine import model_checks
+from physai.engine import geoms as geoms_module
 from physai.engine.geoms import Geoms
 from physai.spatial import mat_to_quat
 from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
@@ -63,8 +64,10 @@ class JointSpec:
 
 
 #: equality constraint types, MuJoCo's numbers (mjtEq)
-CONNECT, WELD, JOINT = 0, 1, 2
-EQUALITY_NAMES = {CONNECT: "connect", WELD: "weld", JOINT: "joint"}
+CONNECT, WELD, JOINT, TENDON = 0, 1, 2, 3
+EQUALITY_NAMES = {CONNECT: "connect", WELD: "weld", JOINT: "joint", TENDON: "tendon"}
+#: a tendon path's element types, MuJoCo's numbers (mjtWrap)
+WRAP_NONE, WRAP_JOINT, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE, WRAP_CYLINDER = range(6)
 
 
 @dataclass
@@ -83,8 +86,10 @@ class EqualitySpec:
     """An equality constraint as a loader reads it, in MuJoCo's terms (mjModel's eq_*):
 
     type     CONNECT (a point of body obj1 held on a point of body obj2: a ball joint), WELD (the two bodies' relative
-             pose held), or JOINT (joint obj1's position a quartic polynomial of joint obj2's, or constant without one)
-    obj1, obj2  body indices (-1: the world) for connect and weld; joint indices (obj2 -1: none) for joint
+             pose held), JOINT (joint obj1's position a quartic polynomial of joint obj2's, or constant without one) or
+             TENDON (the same of two tendons' lengths)
+    obj1, obj2  body indices (-1: the world) for connect and weld; joint or tendon indices (obj2 -1: none) for joint
+             and tendon
     data     (11,) MuJoCo's eq_data: connect: anchor in body 1, anchor in body 2 [m]; weld: anchor in body 2 [m], anchor
              in body 1 [m], relpose quaternion (w x y z), torquescale; joint: the polynomial's 5 coefficients
     solref, solimp, active (MuJoCo's eq_active0), name
@@ -222,6 +227,18 @@ class Model:
     fluid_ellipsoid (nfluid,)       bool: the ellipsoid model (else the inertia box)
     fluid_size      (nfluid, 3)     the box's sides or the ellipsoid's semi-axes [m]
     fluid_coef      (nfluid, 12)    the ellipsoid's coefficients (MuJoCo's geom_fluid); zeros for a box
+    tendons (physai.engine.tendon, MuJoCo's mj_tendon; ntendon tendons, nwrap path elements):
+    tendon_adr, tendon_num (ntendon,)  each tendon's first path element and their number
+    wrap_type, wrap_objid, wrap_prm (nwrap,)  the path: tendon.WRAP_JOINT (a fixed tendon's joint, prm its coefficient),
+                                    WRAP_SITE, WRAP_SPHERE or WRAP_CYLINDER (a geom, prm its side site or -1), WRAP_PULLEY
+                                    (prm its divisor): MuJoCo's mjtWrap and indices
+    tendon_limited, tendon_range, tendon_margin, tendon_solref_lim, tendon_solimp_lim   (ntendon,), (ntendon, 2), ... a
+                                    length limit [m | rad] as a constraint row (MuJoCo's mjCNSTR_LIMIT_TENDON)
+    tendon_frictionloss, tendon_solref_fri, tendon_solimp_fri   dry friction along the tendon [N | N m]
+    tendon_stiffness, tendon_damping, tendon_lengthspring (ntendon, 2)   the spring (zero force inside the dead band
+                                    [lower, upper] [m | rad]) and damper along the tendon
+    tendon_armature (ntendon,)      inertia added to M as armature J^T J [kg | kg m^2]
+    tendon_length0  (ntendon,)      the lengths at qpos0 (tendon equalities' references); tendon_name
     """
 
     nq: int
@@ -306,6 +323,25 @@ class Model:
     fluid_ellipsoid: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
     fluid_size: np.ndarray = field(default_factory=lambda: np.zeros((0, 3)))
     fluid_coef: np.ndarray = field(default_factory=lambda: np.zeros((0, 12)))
+    tendon_adr: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    tendon_num: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    wrap_type: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    wrap_objid: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    wrap_prm: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tendon_limited: np.ndarray = field(default_factory=lambda: np.zeros(0, bool))
+    tendon_range: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    tendon_margin: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tendon_solref_lim: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    tendon_solimp_lim: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    tendon_frictionloss: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tendon_solref_fri: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    tendon_solimp_fri: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    tendon_stiffness: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tendon_damping: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tendon_lengthspring: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
+    tendon_armature: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tendon_length0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    tendon_name: tuple = ()
 
     def __post_init__(self):
         model_checks.check(self)
@@ -361,7 +397,7 @@ class Model:
             "standalone_free_dofs", "link_dofchains",                                                 # engine.support
             "dof_ancestors", "pose_links",                                                            # engine.smooth
             "fluid_links",                                                                            # engine.passive
-            "invweight0",                                                                             # engine.constraint
+            "invweight0", "tendon_invweight0",                                                        # engine.constraint
             "constraints_by_default")                                                                 # physai.integrators
 
     def kept(self, name: str, make):
@@ -385,6 +421,24 @@ class Model:
     def nu(self) -> int:
         """Number of actuators (0 without actuators)."""
         return 0 if self.actuators is None else self.actuators.nu
+
+    @property
+    def ntendon(self) -> int:
+        return len(self.tendon_adr)
+
+    @property
+    def has_tendon_forces(self) -> bool:
+        """Whether a tendon acts on the dynamics: a spring, damper, armature, limit or friction loss, or an equality
+        between tendons (a fixed tendon that only transmits an actuator's force does not count: Actuators hold it). The
+        compiled engine declines such models and the NumPy engine runs them (physai.engine.tendon)."""
+        return bool(self.ntendon and (self.tendon_stiffness.any() or self.tendon_damping.any() or self.tendon_armature.any()
+                                      or self.tendon_limited.any() or self.tendon_frictionloss.any()
+                                      or self.has_tendon_equality))
+
+    @property
+    def has_tendon_equality(self) -> bool:
+        """Whether an equality constraint couples tendons (MuJoCo's mjEQ_TENDON)."""
+        return bool((self.eq_type == TENDON).any())
 
     @property
     def qpos0(self) -> np.ndarray:
@@ -469,10 +523,11 @@ def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
 
 
 def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[EqualitySpec] = (), opt: Options | None = None,
-          unsupported: tuple = (), sites: list[SiteSpec] = (), geoms: Geoms | None = None, passive: dict | None = None) -> Model:
+          unsupported: tuple = (), sites: list[SiteSpec] = (), geoms: Geoms | None = None, passive: dict | None = None,
+          tendons: dict | None = None) -> Model:
     """The Model of a body list (parents before children), its equality constraints, solver options, sites and
-    collision geoms, and passive: the Model's gravity compensation and fluid fields by name (body_gravcomp, fluid_*; see
-    Model); see the module docstring. Computes nothing of a state."""
+    collision geoms, passive: the Model's gravity compensation and fluid fields by name (body_gravcomp, fluid_*; see
+    Model), and tendons: its tendon_* and wrap_* fields by name; see the module docstring. Computes nothing of a state."""
     nb = len(bodies)
     geoms = Geoms() if geoms is None else geoms
     geoms.check_bodies(nb)
@@ -574,10 +629,47 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         static_mass=float(static[0]), static_com=static[1],
         coords=joints.Coordinates.of(jtype, qadr, vadr, [float(j.ref) for j, *_ in jnts], nq, nv),
         actuators=actuators,
-        **_constraint_fields(bodies, jnts, equalities),
+        **_constraint_fields(bodies, jnts, equalities, len((tendons or {}).get("tendon_adr", ()))),
         opt=Options() if opt is None else opt, unsupported=tuple(unsupported), **_site_fields(sites, nb), geoms=geoms,
-        **_passive_fields(passive or {}, nb, nv),
+        **_passive_fields(passive or {}, nb, nv), **_tendon_fields(tendons or {}, jtype, len(sites), geoms),
     )
+
+
+def _tendon_fields(tendons: dict, jnt_type: np.ndarray, nsite: int, geoms: Geoms) -> dict:
+    """The tendon fields as given, each path element checked to name an object the model has: a hinge or slide joint,
+    a site, a sphere or cylinder geom (with a side site or -1), a pulley with a divisor > 0; InvalidModelError naming the
+    tendon and the element otherwise."""
+    if not tendons:
+        return {}
+    names = tendons.get("tendon_name", ())
+    kinds, ids, prm = tendons["wrap_type"], tendons["wrap_objid"], tendons["wrap_prm"]
+    spans = list(zip(tendons["tendon_adr"], tendons["tendon_num"]))
+    for t, (adr, num) in enumerate(spans):
+        who = f"tendon {names[t] if t < len(names) and names[t] else t!r}"
+        for w in range(adr, adr + num):
+            kind, i = int(kinds[w]), int(ids[w])
+            what = {WRAP_JOINT: ("a joint", len(jnt_type)), WRAP_SITE: ("a site", nsite), WRAP_SPHERE: ("a geom", geoms.ngeom),
+                    WRAP_CYLINDER: ("a geom", geoms.ngeom), WRAP_PULLEY: ("a pulley", 1)}.get(kind)
+            if what is None:
+                raise InvalidModelError(f"{who}: path element {w - adr} has type {kind}: expected a joint, site, sphere "
+                                        "or cylinder geom, or pulley (MuJoCo's mjtWrap 1..5)")
+            if kind != WRAP_PULLEY and not 0 <= i < what[1]:
+                raise InvalidModelError(f"{who}: path element {w - adr} names {what[0]} {i}; the model has {what[1]} "
+                                        f"({what[0][2:]} indices 0..{what[1] - 1})")
+            if kind == WRAP_JOINT and jnt_type[i] not in (joints.HINGE, joints.SLIDE):
+                raise InvalidModelError(f"{who}: path element {w - adr} is joint {i}, a {joints.NAMES[jnt_type[i]]} joint: a "
+                                        "fixed tendon's joints are hinges and slides")
+            if kind in (WRAP_SPHERE, WRAP_CYLINDER):
+                gtype = int(geoms.geom_type[i])
+                if gtype != {WRAP_SPHERE: geoms_module.SPHERE, WRAP_CYLINDER: geoms_module.CYLINDER}[kind]:
+                    raise InvalidModelError(f"{who} wraps around {geoms.describe(i)}, of geom type {gtype}: expected a "
+                                            "sphere or cylinder geom")
+                if not -1 <= round(prm[w]) < nsite:
+                    raise InvalidModelError(f"{who}: the side site of its wrap around {geoms.describe(i)} is {prm[w]}; "
+                                            f"expected -1 (none) or a site 0..{nsite - 1}")
+            if kind == WRAP_PULLEY and not prm[w] > 0:
+                raise InvalidModelError(f"{who}: a pulley's divisor is {prm[w]}: expected a value > 0")
+    return tendons
 
 
 def _passive_fields(passive: dict, nbody: int, nv: int) -> dict:
@@ -596,7 +688,7 @@ def _site_fields(sites: list[SiteSpec], nbody: int) -> dict:
                 site_rot=np.array([site.rot for site in sites], dtype=float).reshape(-1, 3, 3))
 
 
-def _constraint_fields(bodies: list[BodySpec], jnts: list, equalities: list[EqualitySpec]) -> dict:
+def _constraint_fields(bodies: list[BodySpec], jnts: list, equalities: list[EqualitySpec], ntendon: int = 0) -> dict:
     """The Model's constraint arrays from the joints' limits and friction, the equalities and the bodies' rest poses."""
     floats = lambda rows, width: np.array(rows, dtype=float).reshape(-1, width)            # noqa: E731
     # a joint's value for each of its dofs: one value shared, or one per dof (a ball's or free joint's own)
@@ -604,11 +696,14 @@ def _constraint_fields(bodies: list[BodySpec], jnts: list, equalities: list[Equa
         floats(getattr(j, attr), width), (joints.NV[j.type], width))], width)
     for e in equalities:
         if e.type not in EQUALITY_NAMES:
-            raise UnsupportedModelError(f"equality {e.name!r}: unknown type {e.type}; physai has connect, weld and joint equalities")
-        objects = len(jnts) if e.type == JOINT else len(bodies)
-        if not (0 <= e.obj1 < objects or (e.type != JOINT and e.obj1 == -1)) or not -1 <= e.obj2 < objects:
+            raise UnsupportedModelError(f"equality {e.name!r}: unknown type {e.type}; physai has connect, weld, joint and "
+                                        "tendon equalities")
+        scalar = e.type in (JOINT, TENDON)
+        objects = {JOINT: len(jnts), TENDON: ntendon}.get(e.type, len(bodies))
+        if not (0 <= e.obj1 < objects or (not scalar and e.obj1 == -1)) or not -1 <= e.obj2 < objects:
+            kind = {JOINT: "joints", TENDON: "tendons"}.get(e.type, "bodies")
             raise InvalidModelError(f"equality {e.name!r} names {EQUALITY_NAMES[e.type]} objects {e.obj1}, {e.obj2}; "
-                                    f"the model has {objects} {'joints' if e.type == JOINT else 'bodies'}")
+                                    f"the model has {objects} {kind}")
     return dict(
         jnt_axis=floats([j.axis for j, *_ in jnts], 3), jnt_pos=floats([j.anchor for j, *_ in jnts], 3),
         body_inertia=np.array([b.inertia for b in bodies], dtype=float).reshape(-1, 3, 3),

@@ -24,10 +24,11 @@ CONTACT_DIMS = (1, 3, 4, 6)
 MAX_ITERATIONS = 2**31 - 1
 #: field: (lowest, highest) of the float fields with a domain; every other float field needs only be finite
 RANGES = {"dof_frictionloss": (0.0, math.inf), "dof_armature": (0.0, math.inf), "body_mass": (0.0, math.inf),
-          "geom_size": (0.0, MAXVAL), "geom_friction": (0.0, MAXVAL), "pair_friction": (0.0, MAXVAL)}
+          "geom_size": (0.0, MAXVAL), "geom_friction": (0.0, MAXVAL), "pair_friction": (0.0, MAXVAL),
+          "tendon_frictionloss": (0.0, math.inf), "tendon_armature": (0.0, math.inf)}
 #: the entity each field prefix belongs to, with the Model (or Geoms) attribute holding its names
 OWNERS = {"jnt": ("joint", "jnt_name"), "body": ("body", "body_name"), "eq": ("equality", "eq_name"),
-          "site": ("site", "site_name"), "geom": ("geom", "geom_name")}
+          "site": ("site", "site_name"), "geom": ("geom", "geom_name"), "tendon": ("tendon", "tendon_name")}
 
 
 def check(model) -> None:

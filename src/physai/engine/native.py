@@ -257,10 +257,16 @@ def passive_fields(model: Model) -> dict:
 SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
+def runs(model) -> bool:
+    """Whether the compiled engine models all of the model's dynamics: not a model with tendon forces (springs, dampers,
+    armature, limits, friction loss, equalities: Model.has_tendon_forces), which the NumPy engine runs."""
+    return not model.has_tendon_forces
+
+
 def compiled_solver(model) -> bool:
     """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG) and collide its geom pairs
-    (compiled_collision); else the NumPy engine runs."""
-    return model.opt.solver in SOLVERS and compiled_collision(model)
+    (compiled_collision) and runs its dynamics (runs); else the NumPy engine runs."""
+    return model.opt.solver in SOLVERS and compiled_collision(model) and runs(model)
 
 
 def compiled_collision(model) -> bool:

@@ -1,6 +1,8 @@
 """Passive forces on a Data workspace (MuJoCo's engine_passive.c; mirrored function by function by cpp/passive.h):
 
     damper_spring_force(model, q, qd)   joint dampers and springs -b qd - k (q - springref)        (qfrc_damper + qfrc_spring)
+    tendon_force(model, length, velocity)  tendon springs (dead band [lower, upper]) and dampers, along each tendon
+    tendon_passive_force(model, L, J, qd)  their joint forces J^T f                                   (mj_passive's tendons)
     apply_force(model, d, link, r, F, T, out)   joint forces of a force F and torque T at r          (mj_applyFT)
     gravcomp(model, d)                  -gravcomp m g at every body's centre of mass                (mj_gravcomp, qfrc_gravcomp)
     inertia_box_force(...)              drag and viscosity of a body's equivalent inertia box       (mj_inertiaBoxFluidModel)
@@ -35,6 +37,20 @@ def damper_spring_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     return f
 
 
+def tendon_force(model: Model, length: np.ndarray, velocity: np.ndarray) -> np.ndarray:
+    """(ntendon,) [N | N m] the passive force along each tendon: -k x - b v, x the length beyond the spring's dead band
+    [lower, upper] (tendon_lengthspring; zero inside), v the tendon's velocity (MuJoCo's mj_passive)."""
+    lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
+    x = np.where(length > upper, length - upper, np.where(length < lower, length - lower, 0.0))
+    return -x * model.tendon_stiffness - velocity * model.tendon_damping
+
+
+def tendon_passive_force(model, length: np.ndarray, J: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """(nv,) [N m | N] J^T f of the tendons' springs and dampers f = tendon_force(length, J qd), for one state's tendon
+    lengths (ntendon,) and Jacobian J (ntendon, nv) (physai.engine.tendon.tendons)."""
+    return J.T @ tendon_force(model, length, J @ qd)
+
+
 def has_body_forces(model: Model) -> bool:
     """Whether the model has gravity compensation or fluid forces (forces that need the bodies' poses)."""
     return has_gravcomp(model) or has_fluid(model)
@@ -59,7 +75,10 @@ def check_integrator(model: Model, integrator: str) -> None:
 
 
 def check_derivatives(model: Model) -> None:
-    """UnsupportedModelError for gravity compensation or fluid forces in step derivatives (not modelled)."""
+    """UnsupportedModelError for gravity compensation, fluid or tendon forces in step derivatives (not modelled)."""
+    if model.has_tendon_forces:
+        raise UnsupportedModelError("the model has tendon springs, dampers, armature or tendon constraints; physai's "
+                                    "step derivatives do not differentiate them")
     if has_body_forces(model):
         raise UnsupportedModelError("the model has gravity compensation or fluid forces; physai's step derivatives do "
                                     "not differentiate them")

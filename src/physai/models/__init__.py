@@ -396,14 +396,18 @@ def as_mjmodel(source, needed_by: str = "physai") -> mujoco.MjModel:
 
 
 def check_passive_forces(m: mujoco.MjModel, body_forces: bool = False) -> None:
-    """Refuse (UnsupportedModelError) the passive forces physai does not model: polynomial or tendon springs and dampers,
-    and, unless body_forces (the engine's Model models them: physai.engine.passive), gravity compensation and fluid
-    forces. physai's joint passive forces are linear damping and stiffness."""
+    """Refuse (UnsupportedModelError) the passive forces physai does not model: polynomial springs and dampers, elasto-
+    plastic tendon springs, and, unless body_forces (the engine's Model models them: physai.engine.passive and
+    physai.engine.tendon), linear tendon springs and dampers, gravity compensation and fluid forces. physai's joint
+    passive forces are linear damping and stiffness."""
     unsupported = (("dof_dampingpoly", "polynomial joint damping"), ("jnt_stiffnesspoly", "polynomial joint stiffness"),
-                   ("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"))
+                   ("tendon_stiffnesspoly", "polynomial tendon stiffness"), ("tendon_dampingpoly", "polynomial tendon damping"),
+                   ("tendon_springyield", "elasto-plastic tendon springs"))
     if not body_forces:
-        unsupported += (("body_gravcomp", "body gravity compensation"),)
-    covered = "linear joint damping and stiffness" + (", gravity compensation and fluid forces" if body_forces else "")
+        unsupported += (("tendon_stiffness", "tendon stiffness"), ("tendon_damping", "tendon damping"),
+                        ("body_gravcomp", "body gravity compensation"))
+    covered = "linear joint damping and stiffness" + (", linear tendon springs and dampers, gravity compensation and "
+                                                      "fluid forces" if body_forces else "")
     for attribute, what in unsupported:
         if getattr(m, attribute, None) is not None and getattr(m, attribute).any():
             raise UnsupportedModelError(f"the model has {what} ({attribute}); physai's passive forces cover {covered} only")
