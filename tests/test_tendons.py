@@ -156,6 +156,7 @@ def test_passive_forces_and_mass_matrix_equal_mujocos(seed):
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
         assert_close(M, full, 1e-12, what="M with tendon armature")
+        assert_close(engine.mass_matrix(model, q) + tendons.armature(model, q), full, 1e-12, what="physai.tendons.armature")
         assert_close(f, d.qfrc_smooth, 1e-12, what="qfrc_smooth")
         lo, hi = m.tendon_lengthspring[1]
         banded += lo <= d.ten_length[1] <= hi

@@ -5,6 +5,7 @@ d.ten_velocity after mj_forward).
     J = tendons.jacobians(model, q)          # (ntendon, nv) or (N, ntendon, nv): L's rate is J qd
     L, J = tendons.kinematics(model, q)      # both from one pass
     v = tendons.velocities(model, q, qd)     # (ntendon,) or (N, ntendon) [m/s | rad/s]
+    A = tendons.armature(model, q)           # (nv, nv) or (N, nv, nv): the tendons' armature in MuJoCo's M
 
 A fixed tendon is a linear combination of hinge and slide positions; a spatial tendon a path through sites, wrapping
 around spheres and cylinders (with side sites), divided by pulleys (physai.engine.tendon, MuJoCo's mj_tendon). Tendons
@@ -17,10 +18,10 @@ import numpy as np
 from physai.engine import Data, as_model
 from physai.engine.model import Model
 from physai.engine.smooth import position_stages
-from physai.engine.tendon import tendons as _tendons
+from physai.engine.tendon import armature_matrix, tendons as _tendons
 from physai.validation import states
 
-__all__ = ["jacobians", "kinematics", "lengths", "velocities"]
+__all__ = ["armature", "jacobians", "kinematics", "lengths", "velocities"]
 
 
 def kinematics(model, q) -> tuple[np.ndarray, np.ndarray]:
@@ -57,3 +58,11 @@ def velocities(model, q, qd) -> np.ndarray:
         return jacobians(model, Q[:, 0]) @ QD[:, 0]
     J = jacobians(model, np.broadcast_to(Q, (model.nq, batch)).T)                  # (N, ntendon, nv)
     return np.einsum("ntj,nj->nt", J, np.broadcast_to(QD, (model.nv, batch)).T)
+
+
+def armature(model, q) -> np.ndarray:
+    """The tendons' armature sum_t armature_t J_t^T J_t in M's sparsity pattern (nv, nv) [kg m^2 | kg] at q (nq,), or
+    (N, nv, nv) for q (N, nq): what MuJoCo's M (mj_fullM) adds to the rigid bodies' (physai.engine.mass_matrix)."""
+    model = model if type(model) is Model else as_model(model)
+    J = jacobians(model, q)
+    return armature_matrix(model, J) if J.ndim == 2 else np.array([armature_matrix(model, j) for j in J])
