@@ -33,7 +33,7 @@ LAYERS = [
     ["physai.engine.api", "physai.engine.configuration"],
     ["physai.engine.chunked"],
     ["physai.engine"],
-    ["physai.kinematics"],
+    ["physai.kinematics", "physai.tendons"],
     ["physai.jacobians", "physai.coriolis", "physai.trajectories", "physai.energy_drift",
      "physai.urdf", "physai.conventions", "physai.collision"],
     ["physai.forces", "physai.identification", "physai.centroidal", "physai.task_space"],

@@ -17,6 +17,7 @@ Modules, one concept each:
     integrators   MuJoCo's euler, rk4, implicit and implicitfast steps, without MuJoCo
     inverse       continuous and discrete (invdiscrete) inverse dynamics, RK4 shooting
     constraints   joint limits, friction loss, equalities and contacts: forward (Newton) and inverse dynamics
+    tendons       tendon lengths, Jacobians and velocities (fixed and spatial tendons, wrapping, pulleys)
     collision     contact sets (from MuJoCo's contacts until physai finds its own)
     acceptance    the acceptance checks of the manipulator equation
     conventions   MuJoCo <-> Pinocchio free-flyer and ball-joint conventions

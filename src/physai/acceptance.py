@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import mujoco
 import numpy as np
 
-from physai import collision, constraints, engine, forces, joints
+from physai import collision, constraints, engine, forces, joints, tendons
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
 from physai.exceptions import InvalidArgumentError, RangeWarning, ShapeError
 from physai.validation import states as checked_states
@@ -281,7 +281,8 @@ def mujoco_terms(m: mujoco.MjModel, states: States, model=None, actuators=None) 
             if d.nefc:
                 constraint = constraints.inverse_dynamics(model, q, qd, d.qacc, collision.from_mujoco(m, d),
                                                           eq_active=d.eq_active.astype(bool)).qfrc_constraint
-            ours = Terms(engine.mass_matrix(model, q), engine.bias(model, q, qd), act,
+            M = engine.mass_matrix(model, q) + (tendons.armature(model, q) if model.tendon_armature.any() else 0.0)
+            ours = Terms(M, engine.bias(model, q, qd), act,
                          forces.passive_force(model, q, qd), forces.applied_force(model, q, qfrc, xfrc),
                          constraint, d.qacc.copy())
         out.append((theirs, ours))

@@ -99,9 +99,16 @@ def from_mujoco(source) -> Model:
 def tendons_from_mujoco(m: mujoco.MjModel) -> dict:
     """The Model's tendon fields of an MjModel (physai.engine.model.Model: tendon_*, wrap_*), as MuJoCo's mj_tendon,
     mj_passive and constraints read them: springs and dampers off with MuJoCo's spring and damper flags; the spring's
-    dead band (tendon_lengthspring) and the lengths at qpos0 (tendon_length0) as MuJoCo's compiler set them."""
+    dead band (tendon_lengthspring) and the lengths at qpos0 (tendon_length0) as MuJoCo's compiler set them.
+    UnsupportedModelError for armature on a spatial tendon (its Jdot qd bias is not modelled)."""
     if not m.ntendon:
         return {}
+    spatial = m.wrap_type[m.tendon_adr] != mujoco.mjtWrap.mjWRAP_JOINT
+    heavy = np.flatnonzero(spatial & (m.tendon_armature != 0))
+    if heavy.size:
+        raise UnsupportedModelError(f"tendon {m.tendon(int(heavy[0])).name or int(heavy[0])!r} is spatial and has armature: "
+                                    "its bias force (MuJoCo's mj_tendonBias, armature J (Jdot qd)) is not modelled; "
+                                    "physai models armature on fixed tendons")
     off, bit = m.opt.disableflags, mujoco.mjtDisableBit
     spring, damper = not off & bit.mjDSBL_SPRING, not off & bit.mjDSBL_DAMPER
     ints = lambda x: np.asarray(x, dtype=np.intp).copy()         # noqa: E731
