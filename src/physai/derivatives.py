@@ -63,7 +63,7 @@ from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
 from physai.engine.model import Model
-from physai.exceptions import InvalidArgumentError, InvalidStateError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, UnsupportedModelError
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
 
@@ -411,6 +411,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
+    if integrator == "discrete":
+        raise UnsupportedModelError("step_derivatives of the discrete integrator: physai does not differentiate its step "
+                                    "yet; choose another integrator (implicitfast is its nearest)")
     passive.check_derivatives(model)
     integ.refuse_stateful_actuators(model, None, "step_derivatives")
     if native.on:

@@ -1,4 +1,4 @@
-"""A simulator independent of MuJoCo at run time: MuJoCo's four integrators, step by step, in its order.
+"""A simulator independent of MuJoCo at run time: MuJoCo's five integrators (discrete without constraints), step by step, in its order.
 
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
     step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise")  -> StepResult (q, qd, qacc_warmstart, status)
@@ -41,6 +41,13 @@ mj_integratePos), written q' = q + h qd' below:
                     k_i = qd_i for hinges and slides; for quaternions k_i = dexp^-1(h c_i k_(i-1)) qd_i, the stage
                     velocity carried back to q's tangent space (joints.dexp_inv): Runge-Kutta-Munthe-Kaas on SO(3),
                     which MuJoCo 4's RK4 takes (its 3.x text, k_i = qd_i, differs by O(h^2 |qd|^2) per step)
+    "discrete"      MuJoCo 4's discrete-time step, implicit in velocity and position (mjINT_DISCRETE, since 3.13):
+                        (M + h B + h^2 K) a = f - h K qd,   then as euler
+                    a the step map (qd' - qd) / h; B = diag(damping), K = diag(stiffness) of the joints' springs;
+                    standalone free bodies solved again in their blocks as implicitfast's. physai steps it without
+                    constraints and without actuators that depend on length or velocity (their gains join K and D in
+                    MuJoCo): those, fluid forces and constraints are refused by name (UnsupportedModelError); the
+                    NumPy text runs it on both backends, and step_derivatives and the discrete inverse refuse it.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -94,6 +101,10 @@ INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 #: MuJoCo's mjtIntegrator values of each integrator (m.opt.integrator).
 MUJOCO_INTEGRATOR = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
+#: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate and rollout take besides INTEGRATORS (the
+#: NumPy text, without constraints; the compiled kernels, step_derivatives and the discrete inverse do not)
+DISCRETE = "discrete"
+
 
 @dataclass(frozen=True)
 class Trajectory:
@@ -122,14 +133,15 @@ class Trajectory:
 
 
 #: The integrator of each mjtIntegrator value.
-_BY_CODE = {code: name for name, code in MUJOCO_INTEGRATOR.items()}
+_BY_CODE = {code: name for name, code in MUJOCO_INTEGRATOR.items()} | {4: DISCRETE}
+_NAMES = INTEGRATORS + (DISCRETE,)
 
 
 def check_integrator(integrator) -> str:
     """The integrator's name in lower case, given by name (any case) or by MuJoCo's mjtIntegrator value as m.opt.integrator
-    holds it (0 euler, 1 rk4, 2 implicit, 3 implicitfast: an int or a mujoco.mjtIntegrator member); raises
+    holds it (0 euler, 1 rk4, 2 implicit, 3 implicitfast, 4 discrete: an int or a mujoco.mjtIntegrator member); raises
     InvalidArgumentError for anything else (True is not 1)."""
-    if type(integrator) is str and integrator in INTEGRATORS:      # the usual case, at once
+    if type(integrator) is str and integrator in _NAMES:           # the usual case, at once
         return integrator
     if isinstance(integrator, str):
         name = integrator.lower()
@@ -137,8 +149,8 @@ def check_integrator(integrator) -> str:
         name = None
     else:
         name = _BY_CODE.get(operator.index(integrator))
-    if name not in INTEGRATORS:
-        raise InvalidArgumentError(f"unknown integrator {integrator!r}; expected one of {', '.join(map(repr, INTEGRATORS))} "
+    if name not in _NAMES:
+        raise InvalidArgumentError(f"unknown integrator {integrator!r}; expected one of {', '.join(map(repr, _NAMES))} "
                                    "or MuJoCo's mjtIntegrator value (0-3, e.g. mujoco.mjtIntegrator.mjINT_IMPLICITFAST)")
     return name
 
@@ -154,7 +166,38 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
     dt = opt.timestep if dt is None else dt
     euler_damping = opt.eulerdamp if euler_damping is None else euler_damping
     constraints = model.kept("constraints_by_default", _constraints_by_default) if constraints is None else constraints
+    if integrator == DISCRETE:
+        check_discrete(model, constraints)
     return dt, integrator, euler_damping, constraints
+
+
+def check_discrete(model, constraints) -> None:
+    """UnsupportedModelError for what physai's discrete integrator does not model: constraints (MuJoCo solves them in
+    the metric M + h B + h^2 K with their springs at the end of the step) and fluid forces (their drag joins B)."""
+    if constraints is True and has_constraints(model):
+        raise UnsupportedModelError("the discrete integrator with constraints (MuJoCo solves them in its step's metric "
+                                    "M + h B + h^2 K; physai steps it without constraints): pass constraints=False for "
+                                    "the smooth dynamics, or choose another integrator")
+    if passive.has_fluid(model):
+        raise UnsupportedModelError("the discrete integrator with fluid forces (their drag joins its damping matrix; "
+                                    "physai does not model that): choose another integrator")
+
+
+def discrete_stiffness(model) -> np.ndarray:
+    """K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position
+    derivative -d f / d q (diagonal: hinges and slides)."""
+    K = np.zeros(model.nv)
+    K[model.spring_dofadr] = model.spring_stiffness
+    return K
+
+
+def _refuse_servo_gains(actuators) -> None:
+    """UnsupportedModelError for actuators whose force depends on length or velocity under the discrete integrator
+    (MuJoCo adds their gains to its K and D)."""
+    if actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()):
+        raise UnsupportedModelError("the discrete integrator with actuators whose gain or bias depends on length or "
+                                    "velocity (position and velocity servos: MuJoCo folds them into its step's metric; "
+                                    "physai does not): choose another integrator")
 
 
 def has_constraints(model) -> bool:
@@ -701,8 +744,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    if native.on and native.runs(model) and (not constrained or native.compiled_solver(model)) and \
-            native.compiled_actuation(inputs.actuators):
+    if native.on and native.runs(model) and options.integrator in native.INTEGRATOR_CODES and \
+            (not constrained or native.compiled_solver(model)) and native.compiled_actuation(inputs.actuators):
         if constrained:
             constraint.prepare_compiled(model)
         try:
@@ -978,6 +1021,11 @@ class DynamicsEvaluator:
         x = self.inputs
         return step_matrix(self.model, q, qd, self.h, integrator, x.actuators, x.ctrl, M, self.euler_damping, self.act)
 
+    def stiffness_force(self, qd: np.ndarray) -> np.ndarray:
+        """h K qd (nv,): the discrete integrator's spring force at the end of the step less at its start, to first order
+        (discrete_stiffness)."""
+        return self.h * discrete_stiffness(self.model) * qd
+
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
         """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
         x = self.inputs
@@ -1127,7 +1175,8 @@ def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=No
     """The matrix a single-step integrator solves with (nv, nv) [kg m^2 | kg]: M - h D, h [s].
 
     euler: M + h B, or M without damping or with euler_damping=False (MuJoCo's mjDSBL_EULERDAMP: the damping
-    stays explicit in f). M (optional) is mass_matrix(model, q) if already computed; act (na,) the activations.
+    stays explicit in f); discrete: M + h B + h^2 K (discrete_stiffness). M (optional) is mass_matrix(model, q) if
+    already computed; act (na,) the activations.
     """
     model = engine.as_model(model)
     name = check_integrator(integrator)
@@ -1135,6 +1184,9 @@ def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=No
     M = engine.mass_matrix(model, q) if M is None else M
     if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
+    if name == "discrete":                             # M + h B + h^2 K
+        _refuse_servo_gains(actuators)
+        return M + np.diag(h * model.dof_damping + h * h * discrete_stiffness(model))
     return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
 
 

@@ -63,6 +63,9 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
                                     "constant, so no single matrix maps the force to the step (MuJoCo's mj_inverse "
                                     "refuses invdiscrete too); use physai.inverse.rk4_shooting to solve for each "
                                     "step's force")
+    if name == "discrete":
+        raise UnsupportedModelError("discrete inverse dynamics of the discrete integrator: physai does not invert its "
+                                    "step (M + h B + h^2 K) a = f - h K qd yet; choose another integrator")
     A = integ.step_matrix(model, q, qd, h, name, actuators, ctrl, euler_damping=euler_damping)
     return A @ qdd + engine.bias(model, q, qd) - passive
 

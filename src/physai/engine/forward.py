@@ -5,14 +5,15 @@ cpp/forward.h): one step from (q, qd) of one state, each returning (q_next, qd_n
     implicit(run, q, qd)        implicit in velocity, (M - h D) a = f                          (mj_implicit)
     implicitfast(run, q, qd)    the same without the bias's derivative, D symmetrized           (mj_implicit)
     runge_kutta(run, q, qd)     classic 4th-order Runge-Kutta, inputs held over the step        (mj_RungeKutta)
+    discrete(run, q, qd)        implicit in velocity and position, (M + h B + h^2 K) a = f - h K qd   (mjINT_DISCRETE)
     STEPPERS                    each integrator's name to its function
 
 `run` is the forward pipeline of one run (physai.integrators.DynamicsEvaluator: a model, the timestep h [s], the
 inputs, the activations act (na,) of the state being stepped, and one workspace), which gives what a step needs at a
 state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smooth and the activations' rate in
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
-step_matrix(q, qd, M, integrator) -> M - h D; free_body_solve(q, qd, M, rhs, qacc). The equations are in
-physai.integrators' docstring.
+step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); stiffness_force(qd) -> h K qd;
+free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' docstring.
 """
 
 from physai import joints
@@ -70,6 +71,16 @@ def implicitfast(run, q, qd):
     return implicit(run, q, qd, fast=True)
 
 
+def discrete(run, q, qd):
+    """One step of MuJoCo 4's discrete integrator without constraints (mjINT_DISCRETE): (M + h B + h^2 K) a = f - h K qd,
+    B the joint damping, K the joint stiffness (f at the end of the step to first order in h), a the step map
+    (qd' - qd) / h; standalone free bodies solved again in their blocks as implicitfast's."""
+    M, f, potential = run.evaluate(q, qd)
+    rhs = f - run.stiffness_force(qd)
+    qacc = run.free_body_solve(q, qd, M, rhs, solve(run.step_matrix(q, qd, M, "discrete"), rhs))
+    return _semi_implicit_update(run, q, qd, qacc, M, potential)
+
+
 def rk4_stages(run, q, qd):
     """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
     hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions).
@@ -109,5 +120,5 @@ def runge_kutta(run, q, qd):
 
 
 #: each integrator's name (physai.integrators.INTEGRATORS) to its step
-STEPPERS = {"euler": euler, "implicit": implicit, "implicitfast": implicitfast, "rk4": runge_kutta}
+STEPPERS = {"euler": euler, "implicit": implicit, "implicitfast": implicitfast, "rk4": runge_kutta, "discrete": discrete}
 

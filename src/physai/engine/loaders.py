@@ -340,7 +340,8 @@ def options_from_mujoco(m: mujoco.MjModel) -> Options:
     off, bit = m.opt.disableflags, mujoco.mjtDisableBit
     on = lambda flag: not (off & bit.mjDSBL_CONSTRAINT) and not (off & flag)       # noqa: E731
     integrators = {int(mujoco.mjtIntegrator.mjINT_EULER): "euler", int(mujoco.mjtIntegrator.mjINT_RK4): "rk4",
-                   int(mujoco.mjtIntegrator.mjINT_IMPLICIT): "implicit", int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): "implicitfast"}
+                   int(mujoco.mjtIntegrator.mjINT_IMPLICIT): "implicit", int(mujoco.mjtIntegrator.mjINT_IMPLICITFAST): "implicitfast",
+                   int(mujoco.mjtIntegrator.mjINT_DISCRETE): "discrete"}
     return Options(timestep=float(m.opt.timestep), integrator=integrators[int(m.opt.integrator)],
                    eulerdamp=not off & bit.mjDSBL_EULERDAMP, impratio=float(m.opt.impratio),
                    cone="elliptic" if m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC else "pyramidal",
