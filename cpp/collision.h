@@ -198,10 +198,14 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
     pair.type1 = m.geom_type[g1], pair.type2 = m.geom_type[g2];
     pair.ccd_tolerance = m.opt_ccd_tolerance, pair.ccd_iterations = m.opt_ccd_iterations;
-    ConvexMesh mesh;
+    ConvexMesh mesh1, mesh2;
+    if (m.geom_type[g1] == GEOM_MESH) {
+        if (m.geom_dataid[g1] < 0) return;                            // not a candidate collision.candidates makes
+        mesh1 = convex_mesh(m, m.geom_dataid[g1]), pair.mesh1 = &mesh1;
+    }
     if (m.geom_type[g2] == GEOM_MESH) {
         if (m.geom_dataid[g2] < 0) return;                            // not a candidate collision.candidates makes
-        mesh = convex_mesh(m, m.geom_dataid[g2]), pair.mesh2 = &mesh;
+        mesh2 = convex_mesh(m, m.geom_dataid[g2]), pair.mesh2 = &mesh2;
     }
     fn(pair, w.found);
     for (const PreContact &c : w.found) {

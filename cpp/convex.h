@@ -113,15 +113,17 @@ void restore(CcdObject &o) {
     if (o.saved_support) o.support = o.saved_support, o.margin = o.saved_margin, o.saved_support = nullptr;
 }
 
-// the pairs collided here (convex.CONVEX_PAIRS)
+// the pairs collided here (convex.CONVEX_PAIRS and MULTI_PAIRS; which candidates they take: collision.candidates)
 inline bool is_convex_pair(int64_t t1, int64_t t2) {
     return (t1 == GEOM_SPHERE && (t2 == GEOM_ELLIPSOID || t2 == GEOM_MESH)) || (t1 == GEOM_CAPSULE && t2 == GEOM_ELLIPSOID) ||
-           (t1 == GEOM_ELLIPSOID && (t2 == GEOM_ELLIPSOID || t2 == GEOM_CYLINDER || t2 == GEOM_BOX || t2 == GEOM_MESH));
+           (t1 == GEOM_ELLIPSOID && (t2 == GEOM_ELLIPSOID || t2 == GEOM_CYLINDER || t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
+           ((t1 == GEOM_CAPSULE || t1 == GEOM_CYLINDER) && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH)) ||
+           (t1 == GEOM_CYLINDER && t2 == GEOM_BOX) || ((t1 == GEOM_BOX || t1 == GEOM_MESH) && t2 == GEOM_MESH);
 }
 
 // MuJoCo's mjc_Convex with native CCD, one contact (convex.convex)
 void convex_pair(const Pair &p, std::vector<PreContact> &out) {
-    CcdObject o1 = make_object(p.type1, p.pos1, p.mat1, p.size1, nullptr, p.margin);
+    CcdObject o1 = make_object(p.type1, p.pos1, p.mat1, p.size1, p.mesh1, p.margin);
     CcdObject o2 = make_object(p.type2, p.pos2, p.mat2, p.size2, p.mesh2, p.margin);
     Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations);
     if (!(status.dist < 0) || !status.nx) return;

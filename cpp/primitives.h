@@ -99,7 +99,7 @@ inline ConvexMesh convex_mesh(const Model &m, int64_t i) {
 struct Pair {
     const double *pos1, *mat1, *size1, *pos2, *mat2, *size2;
     double margin;
-    const ConvexMesh *mesh2 = nullptr;
+    const ConvexMesh *mesh1 = nullptr, *mesh2 = nullptr;
     int64_t type1 = 0, type2 = 0;                     // the geoms' types and GJK's settings (the convex pairs, convex.h)
     double ccd_tolerance = 1e-6;
     int64_t ccd_iterations = 35;

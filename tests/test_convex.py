@@ -1,7 +1,9 @@
 """The convex pairs by GJK/EPA (physai.engine.gjk, physai.engine.convex) against MuJoCo 4's mj_collision, computed
 here: random scenes of each pair (random sizes, poses, margins and gaps, apart, resting and interpenetrating), the
 contact count and geom pairs, and the positions, frames and distances where the counts agree; a short mj_step
-trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h).
+trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h). The
+pairs of MuJoCo 4's multi-contact (MULTI_PAIRS: capsules, cylinders, boxes and meshes with cylinders, boxes and meshes)
+with multiccd disabled (one contact), and their refusal by name with it on.
 
 Tolerances. physai's text follows MuJoCo 4.0's algorithm (its 3.x source with the changes 4.0's library shows: a
 geom's margin taken off before GJK and added back, the nearest point moved to the origin's projection, EPA ending
@@ -27,6 +29,9 @@ from scenes import convex_points
 KINDS = {"sphere": SPHERE, "ellipsoid": ELLIPSOID}
 PAIRS = [("sphere", "ellipsoid"), ("sphere", "mesh"), ("capsule", "ellipsoid"), ("ellipsoid", "ellipsoid"),
          ("ellipsoid", "cylinder"), ("ellipsoid", "box"), ("ellipsoid", "mesh")]
+MULTI_PAIRS = [("capsule", "cylinder"), ("cylinder", "cylinder"), ("cylinder", "box"), ("capsule", "mesh"),
+               ("cylinder", "mesh"), ("box", "mesh"), ("mesh", "mesh")]
+NO_MULTICCD = '<option><flag multiccd="disable"/></option>'
 SCENES = 40
 AGREE = 1e-9
 CLOSE = 0.9
@@ -42,8 +47,9 @@ def size(kind: str, rng: np.random.Generator) -> str:
     return " ".join(f"{x:.4f}" for x in rng.uniform(0.02, 0.12, 3))
 
 
-def pair_scene(kind1: str, kind2: str, seed: int) -> str:
-    """Two free bodies with one geom each (a mesh: a random convex hull or prism), random sizes, margins and gaps."""
+def pair_scene(kind1: str, kind2: str, seed: int, option: str = "") -> str:
+    """Two free bodies with one geom each (a mesh: a random convex hull or prism), random sizes, margins and gaps;
+    option: MJCF put first (an <option>)."""
     rng = np.random.default_rng(seed)
     assets, geoms = [], []
     for k, kind in enumerate((kind1, kind2)):
@@ -55,7 +61,7 @@ def pair_scene(kind1: str, kind2: str, seed: int) -> str:
         else:
             shape = f'type="{kind}" size="{size(kind, rng)}"'
         geoms.append(f'<body><freejoint/><geom {shape} margin="{margin}" gap="{gap}"/></body>')
-    return f"<mujoco><asset>{''.join(assets)}</asset><worldbody>{''.join(geoms)}</worldbody></mujoco>"
+    return f"<mujoco>{option}<asset>{''.join(assets)}</asset><worldbody>{''.join(geoms)}</worldbody></mujoco>"
 
 
 def random_states(m: mujoco.MjModel, rng: np.random.Generator, n: int) -> list:
@@ -72,13 +78,13 @@ def random_states(m: mujoco.MjModel, rng: np.random.Generator, n: int) -> list:
     return out
 
 
-def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy") -> dict:
-    """Counts and errors of physai's contacts (on the backend) against mj_collision's on random scenes of a pair:
-    states, agree (same count and geom pairs), contacts (where they agree), close (within AGREE in every field),
-    max_pos, max_frame, max_dist (the largest errors)."""
+def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy", option: str = "") -> dict:
+    """Counts and errors of physai's contacts (on the backend) against mj_collision's on random scenes of a pair
+    (pair_scene's option): states, agree (same count and geom pairs), contacts (where they agree), close (within AGREE
+    in every field), max_pos, max_frame, max_dist (the largest errors)."""
     out = dict(states=0, agree=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0)
     for seed in seeds:
-        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed))
+        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed, option))
         d = mujoco.MjData(m)
         model = engine.from_mujoco(m)
         for q in random_states(m, np.random.default_rng(seed), per_scene):
@@ -101,19 +107,44 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "n
     return out
 
 
-@pytest.mark.parametrize("backend", ["numpy", "native"])
-@pytest.mark.parametrize("kind1,kind2", PAIRS)
-def test_pairs_match_mj_collision(kind1, kind2, backend):
-    """Each pair, on both backends: the same contact count and geom pairs as mj_collision in at least 99% of the
+def check_agreement(kind1: str, kind2: str, backend: str, option: str = "") -> None:
+    """compare's result on SCENES scenes: the same contact count and geom pairs as mj_collision in at least 99% of the
     states; where they agree, distances within AGREE, positions and frames within AGREE in CLOSE of the contacts and
     WITNESS_TOL in all."""
-    r = compare(kind1, kind2, range(SCENES), backend=backend)
+    r = compare(kind1, kind2, range(SCENES), backend=backend, option=option)
     where = f"{kind1}-{kind2}: {r}"
     assert r["agree"] >= 0.99 * r["states"], where
     assert r["contacts"] > 0.2 * r["states"], where
     assert r["max_dist"] <= AGREE, where
     assert r["close"] >= CLOSE * r["contacts"], where
     assert max(r["max_pos"], r["max_frame"]) <= WITNESS_TOL, where
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", PAIRS)
+def test_pairs_match_mj_collision(kind1, kind2, backend):
+    """Each pair, on both backends, as check_agreement states."""
+    check_agreement(kind1, kind2, backend)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", MULTI_PAIRS)
+def test_multi_pairs_without_multiccd_match_mj_collision(kind1, kind2, backend):
+    """The pairs of MuJoCo 4's multi-contact with mjDSBL_MULTICCD set (one contact each), on both backends, as
+    check_agreement states."""
+    check_agreement(kind1, kind2, backend, NO_MULTICCD)
+
+
+def test_multi_pairs_are_refused_with_multiccd():
+    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS: UnsupportedModelError naming multi-contact and
+    the flag that makes physai collide it; physai.collision.ignoring_unsupported leaves the pair out."""
+    for kind1, kind2 in MULTI_PAIRS:
+        model = engine.from_mujoco(mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, 0)))
+        q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 2.0, 1, 0, 0, 0]
+        for backend in ("numpy", "native"):
+            with pytest.raises(UnsupportedModelError, match="multi-contact.*mjDSBL_MULTICCD"):
+                run(backend, collision.detect, model, q)
+            assert len(run(backend, collision.detect, collision.ignoring_unsupported(model), q)) == 0
 
 
 def test_mujoco_gives_one_contact_for_these_pairs():
@@ -170,10 +201,44 @@ def test_trajectory_matches_mj_step(backend):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_multi_pairs_trajectory_without_multiccd_matches_mj_step(backend):
+    """A cube, a cylinder and a capsule dropped on a mesh slab, a cylinder post and each other (mjDSBL_MULTICCD set:
+    one contact a pair), 150 steps: physai's simulate beside mj_step, and the cube at rest on the mesh touching it in
+    one contact, as MuJoCo's."""
+    xml = f"""<mujoco>{NO_MULTICCD}<asset><mesh name="slab" vertex="-.5 -.5 -.05  .5 -.5 -.05  .5 .5 -.05  -.5 .5 -.05
+      -.5 -.5 .05  .5 -.5 .05  .5 .5 .05  -.5 .5 .05"/></asset><worldbody>
+      <body><geom type="mesh" mesh="slab"/></body><geom type="cylinder" size="0.04 0.1" pos="0.25 0 0.15"/>
+      <body pos="-0.2 0.1 0.1"><freejoint/><geom type="box" size="0.04 0.04 0.04"/></body>
+      <body pos="0.05 -0.1 0.12" euler="0.4 0.2 0"><freejoint/><geom type="cylinder" size="0.04 0.03"/></body>
+      <body pos="0.22 0.02 0.38" euler="0.7 0.3 0"><freejoint/><geom type="capsule" size="0.02 0.08"/></body>
+      </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    d = mujoco.MjData(m)
+    model = engine.from_mujoco(m)
+    steps, kinds = 150, set()
+    Q = [d.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        kinds |= {tuple(sorted(m.geom_type[c.geom])) for c in d.contact[:d.ncon]}
+    trajectory = run(backend, integrators.simulate, model, Q[0], np.zeros(model.nv), m.opt.timestep, steps,
+                     constraints=True)
+    err = np.abs(trajectory.q - np.array(Q)).max()
+    mujoco.mj_kinematics(m, d)
+    mujoco.mj_collision(m, d)
+    resting, ref = run(backend, collision.detect, model, Q[-1]), collision.from_mujoco(m, d)
+    cube = [2, 1]                                         # the cube (geom 2) on the slab (geom 1; world geoms first)
+    assert {(5, 7), (6, 7), (3, 5)} <= kinds, f"pairs touched: {kinds}"
+    assert err < 1e-9, f"qpos differs from mj_step's by {err:.3g}"
+    assert resting.geom.tolist().count(cube) == 1 == ref.geom.tolist().count(cube)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
 def test_coincident_geoms_terminate_as_mujoco(backend):
-    """Coincident geoms of every pair (the same centre and axes): both backends end, with mj_collision's contacts."""
-    for kind1, kind2 in PAIRS:
-        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, 3))
+    """Coincident geoms of every pair (the same centre and axes; MULTI_PAIRS without multiccd): both backends end, with
+    mj_collision's contacts."""
+    for kind1, kind2, option in [(*pair, "") for pair in PAIRS] + [(*pair, NO_MULTICCD) for pair in MULTI_PAIRS]:
+        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, 3, option))
         d, model = mujoco.MjData(m), engine.from_mujoco(m)
         q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0]
         d.qpos[:] = q

@@ -74,8 +74,8 @@ def narrow_functions(model: Model) -> dict:
 
 
 def convex_candidates(model: Model) -> list[Candidate]:
-    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS, convex.HFIELD_PAIRS)."""
-    types, pairs = model.geoms.geom_type, convex.CONVEX_PAIRS + convex.HFIELD_PAIRS
+    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS, MULTI_PAIRS, HFIELD_PAIRS)."""
+    types, pairs = model.geoms.geom_type, convex.CONVEX_PAIRS + convex.MULTI_PAIRS + convex.HFIELD_PAIRS
     return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in pairs]
 
 
@@ -132,6 +132,9 @@ def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
             continue                                                    # no collision function in MuJoCo either
         if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0 or key[0] == HFIELD and G.geom_dataid[a] < 0:
             missing.append((a, b))                                      # a mesh or heightfield geom without its data
+            continue
+        if key in convex.MULTI_PAIRS and not convex.collided(key, G.multiccd) or key[0] == MESH and G.geom_dataid[a] < 0:
+            missing.append((a, b))                      # MuJoCo 4's multi-contact (multiccd on); a mesh geom without mesh
             continue
         out.append(Candidate(a, b, ipair))
     return out, missing
@@ -246,7 +249,9 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     if missing and not (ignore_unsupported or G.ignore_unsupported):
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
-        problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}), e.g. {examples} "
+        multi = " (MuJoCo 4's multi-contact, multiccd on: physai collides these kinds with mjDSBL_MULTICCD set)" if any(
+            (int(G.geom_type[a]), int(G.geom_type[b])) in convex.MULTI_PAIRS for a, b in missing) else ""
+        problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}){multi}, e.g. {examples} "
                         "(physai.collision.ignoring_unsupported(model) leaves them out, for detect and the simulators "
                         "alike, and warns once per pair when one may touch)")
     if problems:

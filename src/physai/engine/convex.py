@@ -4,15 +4,22 @@
     sphere_support ... mesh_support_point   the support functions: the geom's point farthest along a unit direction
     convex(kind1, kind2, pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations)
                                             MuJoCo's mjc_Convex: the pair's contact (physai.engine.gjk's ccd)
-    functions(opt)                          the narrow phase of each pair CONVEX_PAIRS lists, with the model's
-                                            ccd_tolerance and ccd_iterations
+    functions(tolerance, iterations)        the narrow phase of each pair CONVEX_PAIRS and MULTI_PAIRS list
+    collided(kinds, multiccd)               whether physai collides that pair as MuJoCo 4 does
 
 The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
 contact: a sphere or an ellipsoid with a convex geom (a sphere or an ellipsoid has no face or edge for MuJoCo's
 multi-contact; measured with MuJoCo 4.0: at most one contact for these pairs). Each geom is grown by half the pair's
 margin (support points moved out along the direction) so that contacts within the margin are found; a contact's
-distance is the margin plus GJK/EPA's signed distance. MuJoCo's mjc_fixNormal belongs to its older libccd path
-(mjDSBL_NATIVECCD), which physai refuses, and is not here.
+distance is the margin plus GJK/EPA's signed distance.
+
+MULTI_PAIRS (a capsule, cylinder, box or mesh with a cylinder, box or mesh) are the pairs MuJoCo 4 may give several
+contacts (multiccd, on by default): with mjDSBL_MULTICCD set they are one contact each, as above, and collided here.
+With multiccd on, MuJoCo 4's single-shot multi-contact (polygon clipping of the touching faces; its capsule, cylinder
+and margin variants came in 3.14 to 3.17 and its clipping changed in 4.0, none of it in the published source) is not
+reproduced: those candidates are refused by name (collision.check_supported), or left out with
+physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
 import functools
@@ -134,8 +141,8 @@ class Shape:
 def convex(kind1: int, kind2: int, pos1, mat1, shape1, pos2, mat2, shape2, margin: float, tolerance: float,
            iterations: int) -> list:
     """MuJoCo's mjc_Convex with native CCD, one contact: [(dist [m], pos (3,), normal (3,), tangent (3,))] when the two
-    geoms, each grown by margin / 2, overlap (gjk.ccd's distance below 0), else []. dist = margin + ccd's distance,
-    pos halfway between the witness points, normal along x1 - x2 (from geom 1 into geom 2)."""
+    geoms, each grown by margin / 2, overlap (gjk.ccd's distance below 0), else []. dist = margin + ccd's distance, pos
+    halfway between the witness points, normal along x1 - x2 (from geom 1 into geom 2)."""
     obj1, obj2 = Shape(kind1, pos1, mat1, shape1, margin), Shape(kind2, pos2, mat2, shape2, margin)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # degenerate input: C's IEEE answers
         status = gjk.ccd(obj1, obj2, tolerance, iterations)
@@ -155,15 +162,23 @@ def _contact(status, margin: float) -> list:
 
 CONVEX_PAIRS = ((SPHERE, ELLIPSOID), (SPHERE, MESH), (CAPSULE, ELLIPSOID), (ELLIPSOID, ELLIPSOID),
                 (ELLIPSOID, CYLINDER), (ELLIPSOID, BOX), (ELLIPSOID, MESH))
+MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPSULE, MESH), (CYLINDER, MESH),
+               (BOX, MESH), (MESH, MESH))            # the pairs MuJoCo 4's multi-contact may give several contacts
+
+
+def collided(kinds: tuple, multiccd: bool) -> bool:
+    """Whether physai collides a pair of geom kinds (type1, type2) as MuJoCo 4 does: CONVEX_PAIRS always (one contact);
+    MULTI_PAIRS with multiccd off (one contact). MuJoCo 4's multi-contact (multiccd on) is not here."""
+    return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and not multiccd
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
 
 
 def functions(tolerance: float, iterations: int) -> dict:
-    """{(type1, type2): the narrow phase of that pair (primitives' signature)} for CONVEX_PAIRS and HFIELD_PAIRS, with
-    ccd_tolerance and ccd_iterations."""
-    return {**{pair: functools.partial(_pair, pair, tolerance, iterations) for pair in CONVEX_PAIRS},
+    """{(type1, type2): the narrow phase of that pair (primitives' signature)} for CONVEX_PAIRS, MULTI_PAIRS and
+    HFIELD_PAIRS, with ccd_tolerance and ccd_iterations (collided says which candidates they take)."""
+    return {**{pair: functools.partial(_pair, pair, tolerance, iterations) for pair in CONVEX_PAIRS + MULTI_PAIRS},
             **{pair: functools.partial(hfield_convex, pair[1], tolerance, iterations) for pair in HFIELD_PAIRS}}
 
 

@@ -226,7 +226,8 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
         pair_solimp=m.pair_solimp.copy(), pair_margin=m.pair_margin.copy(), pair_gap=m.pair_gap.copy(), geom_dataid=dataid,
         meshes=meshes, hfields=hfields_from_mujoco(m), exclude=exclude,
         filterparent=not off & bit.mjDSBL_FILTERPARENT, midphase=not off & bit.mjDSBL_MIDPHASE,
-        nativeccd=not off & bit.mjDSBL_NATIVECCD, unsupported=tuple(unsupported))
+        nativeccd=not off & bit.mjDSBL_NATIVECCD,
+        multiccd=not off & bit.mjDSBL_MULTICCD, unsupported=tuple(unsupported))
 
 
 def hfields_from_mujoco(m: mujoco.MjModel) -> Hfields:
