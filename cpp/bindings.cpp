@@ -352,6 +352,9 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.mesh_polyvert = f.ints("mesh_polyvert", {-1}, &m.nmeshpolyvert);
     m.mesh_polymapadr = f.ints("mesh_polymapadr", {m.nmeshvert}), m.mesh_polymapnum = f.ints("mesh_polymapnum", {m.nmeshvert});
     m.mesh_polymap = f.ints("mesh_polymap", {-1}, &m.nmeshpolymap);
+    m.hfield_nrow = f.ints("hfield_nrow", {-1}, &m.nhfield), m.hfield_ncol = f.ints("hfield_ncol", {m.nhfield});
+    m.hfield_adr = f.ints("hfield_adr", {m.nhfield}), m.hfield_size = f.doubles("hfield_size", {m.nhfield, 4});
+    m.hfield_data = f.doubles("hfield_data", {-1}, &m.nhfielddata);
     m.opt_timestep = f.number("opt_timestep"), m.opt_impratio = f.number("opt_impratio");
     m.opt_tolerance = f.number("opt_tolerance"), m.opt_ls_tolerance = f.number("opt_ls_tolerance");
     m.opt_iterations = f.size("opt_iterations"), m.opt_ls_iterations = f.size("opt_ls_iterations");

@@ -207,6 +207,11 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
         if (m.geom_dataid[g2] < 0) return;                            // not a candidate collision.candidates makes
         mesh2 = convex_mesh(m, m.geom_dataid[g2]), pair.mesh2 = &mesh2;
     }
+    HField hfield;
+    if (m.geom_type[g1] == GEOM_HFIELD) {
+        if (m.geom_dataid[g1] < 0) return;                            // not a candidate collision.candidates makes
+        hfield = hfield_of(m, m.geom_dataid[g1]), pair.hfield1 = &hfield;
+    }
     fn(pair, w.found);
     for (const PreContact &c : w.found) {
         if (c.dist >= margin) continue;                               // MuJoCo's exclude: in the gap

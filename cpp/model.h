@@ -121,6 +121,11 @@ struct Model {
     const int64_t *mesh_polyvertadr = nullptr, *mesh_polyvertnum = nullptr, *mesh_polyvert = nullptr;
     const int64_t *mesh_polymapadr = nullptr, *mesh_polymapnum = nullptr, *mesh_polymap = nullptr;
     const double *mesh_vert = nullptr, *mesh_polynormal = nullptr;
+    // the heightfields (physai.engine.geoms.Hfields, MuJoCo's hfield_* layout): a heightfield geom's field (geom_dataid);
+    // per field its size (4: x, y half sides, top, base depth), rows, columns and elevations' start in hfield_data
+    int64_t nhfield = 0, nhfielddata = 0;
+    const int64_t *hfield_nrow = nullptr, *hfield_ncol = nullptr, *hfield_adr = nullptr;
+    const double *hfield_size = nullptr, *hfield_data = nullptr;
     // the broad phase (collision.BroadPhase): the candidates in groups of one body pair each (ngroup; MuJoCo's body
     // numbers, the world 0): bodies (2), [start, end) with the explicit pairs up to split, always tested or not; the
     // swept bodies (nsweep); each geom's bounding radius plus margin and gap (ngeom)
@@ -203,8 +208,12 @@ inline const char *check_model(const Model &m) {
 inline const char *check_meshes(const Model &m) {
     auto within = [](int64_t adr, int64_t num, int64_t size) { return num >= 0 && adr >= 0 && num <= size - adr; };
     for (int64_t g = 0; g < m.ngeom; g++)
-        if (m.geom_dataid[g] < -1 || m.geom_dataid[g] >= m.nmesh || (m.geom_dataid[g] >= 0 && m.geom_type[g] != 7))
+        if (m.geom_dataid[g] < -1 || m.geom_dataid[g] >= (m.geom_type[g] == 7 ? m.nmesh : m.geom_type[g] == 1 ? m.nhfield : 0))
             return "geom_dataid";
+    for (int64_t i = 0; i < m.nhfield; i++)
+        if (m.hfield_nrow[i] < 2 || m.hfield_ncol[i] < 2 || m.hfield_ncol[i] > m.nhfielddata ||
+            !within(m.hfield_adr[i], m.hfield_nrow[i] * m.hfield_ncol[i], m.nhfielddata))
+            return "hfield_adr";
     for (int64_t p = 0; p < m.nmeshpoly; p++)
         if (!within(m.mesh_polyvertadr[p], m.mesh_polyvertnum[p], m.nmeshpolyvert)) return "mesh_polyvertadr";
     for (int64_t v = 0; v < m.nmeshvert; v++)

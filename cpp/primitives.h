@@ -95,11 +95,23 @@ inline ConvexMesh convex_mesh(const Model &m, int64_t i) {
     return c;
 }
 
+// a heightfield (physai.engine.geoms.HField): size (4: x, y half sides, top, base depth), nrow x ncol elevations
+struct HField {
+    const double *size = nullptr, *elevation = nullptr;
+    int64_t nrow = 0, ncol = 0;
+};
+
+// heightfield i of the model (Hfields.hfield)
+inline HField hfield_of(const Model &m, int64_t i) {
+    return HField{m.hfield_size + 4 * i, m.hfield_data + m.hfield_adr[i], m.hfield_nrow[i], m.hfield_ncol[i]};
+}
+
 // a pair's geoms: world positions, axes (3x3, rows), sizes, geom 2's convex mesh (a mesh geom), the margin
 struct Pair {
     const double *pos1, *mat1, *size1, *pos2, *mat2, *size2;
     double margin;
     const ConvexMesh *mesh1 = nullptr, *mesh2 = nullptr;
+    const HField *hfield1 = nullptr;                  // geom 1's heightfield (convex.h's hfield_convex)
     int64_t type1 = 0, type2 = 0;                     // the geoms' types and GJK's settings (the convex pairs, convex.h)
     double ccd_tolerance = 1e-6;
     int64_t ccd_iterations = 35;
@@ -785,8 +797,10 @@ inline void box_box(const Pair &p, std::vector<PreContact> &out) {
 using Narrow = void (*)(const Pair &, std::vector<PreContact> &);
 inline bool is_convex_pair(int64_t t1, int64_t t2);                      // convex.h
 void convex_pair(const Pair &p, std::vector<PreContact> &out);
+void hfield_convex(const Pair &p, std::vector<PreContact> &out);
 inline Narrow narrow_phase(int64_t t1, int64_t t2) {
     if (is_convex_pair(t1, t2)) return convex_pair;                       // GJK/EPA (convex.h)
+    if (t1 == GEOM_HFIELD) return t2 >= GEOM_SPHERE && t2 <= GEOM_MESH ? hfield_convex : nullptr;   // prisms (convex.h)
     if (t1 == GEOM_PLANE) {
         return t2 == GEOM_SPHERE ? plane_sphere : t2 == GEOM_CAPSULE ? plane_capsule : t2 == GEOM_CYLINDER ? plane_cylinder
              : t2 == GEOM_BOX ? plane_box : t2 == GEOM_ELLIPSOID ? plane_ellipsoid : t2 == GEOM_MESH ? plane_mesh : nullptr;

@@ -340,7 +340,7 @@ def compare_along_steps(m: mujoco.MjModel, model, steps: int, every: int, backen
 def test_hfield_terrains_match_mj_collision(backend):
     """Spheres, capsules, boxes, ellipsoids, cylinders and meshes dropped on random terrains, along mj_step runs: the
     same contact count and geom pairs as mj_collision in every state, and every position, frame and distance within
-    AGREE in at least 97% of them (the compiled backend declines heightfield pairs: the NumPy engine collides them).
+    AGREE in at least 97% of them.
     What differs, now and then: a mesh without margin on a prism (both polytopes: EPA ends when a support point repeats)
     ends on another face than MuJoCo's (none of these 120 states; about 1 in 100 mesh states on other seeds)."""
     total = dict(states=0, agree=0, close=0, contacts=0)
@@ -354,22 +354,39 @@ def test_hfield_terrains_match_mj_collision(backend):
     assert total["close"] >= 0.97 * total["states"], total
 
 
-def test_hfield_pairs_are_collided_by_the_numpy_engine():
-    """A model with heightfield pairs: the compiled collision declines it (native.compiled_collision), and simulate on
-    the native backend runs the NumPy engine's collision, as the numpy backend does, beside mj_step."""
-    from physai.engine import native
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_hfield_terrain_steps_as_mj_step(backend):
+    """Six convex bodies falling on a terrain: from each of 150 states of an mj_step run, physai's step (with MuJoCo's
+    warm start) lands on mj_step's next state within 1e-9, on both backends (the compiled one collides the prisms in
+    cpp/convex.h's hfield_convex). Longer runs part from MuJoCo's by more: EPA on a prism against a curved geom can
+    pick another face for a state 1e-15 away, in MuJoCo as in physai."""
     m = mujoco.MjModel.from_xml_string(hfield_scene(1))
-    model = engine.from_mujoco(m)
-    assert not native.compiled_collision(model) and not native.compiled_solver(model)
-    d = mujoco.MjData(m)
-    Q = [d.qpos.copy()]
-    for _ in range(60):
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    contacts, err = 0, 0.0
+    for step in range(150):
+        q, qd, warm = d.qpos.copy(), d.qvel.copy(), d.qacc_warmstart.copy()
         mujoco.mj_step(m, d)
-        Q.append(d.qpos.copy())
-    runs = [run(backend, integrators.simulate, model, Q[0], np.zeros(model.nv), m.opt.timestep, 60, constraints=True)
-            for backend in ("numpy", "native")]
-    assert np.abs(runs[0].q - runs[1].q).max() < 1e-12
-    assert np.abs(runs[1].q - np.array(Q)).max() < 1e-9
+        contacts += d.ncon
+        if step >= 60:
+            q1, qd1 = run(backend, integrators.step, model, q, qd, m.opt.timestep, constraints=True, qacc_warmstart=warm)[:2]
+            err = max(err, np.abs(q1 - d.qpos).max(), np.abs(qd1 - d.qvel).max() * m.opt.timestep)
+    assert contacts > 200
+    assert err < 1e-9, err
+
+
+def test_compiled_hfield_contacts_equal_the_numpy_text():
+    """cpp/convex.h's hfield_convex mirrors convex.hfield_convex: the same contacts, within rounding, at the states of
+    mj_step runs on random terrains."""
+    for seed in range(3):
+        m = mujoco.MjModel.from_xml_string(hfield_scene(seed))
+        model, d = engine.from_mujoco(m), mujoco.MjData(m)
+        for step in range(200):
+            mujoco.mj_step(m, d)
+            if step % 20 == 0:
+                mine, ref = (run(backend, collision.detect, model, d.qpos.copy()) for backend in ("native", "numpy"))
+                assert mine.geom.tolist() == ref.geom.tolist()
+                for name in ("pos", "frame", "dist"):
+                    assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) < 1e-12, name
 
 
 def test_hfield_contacts_mujoco_gives_several_per_pair():
@@ -388,7 +405,8 @@ def test_hfield_contacts_mujoco_gives_several_per_pair():
     assert mine.geom.tolist() == ref.geom.tolist()
 
 
-def test_quadruped_on_a_heightfield_matches_mj_collision():
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_quadruped_on_a_heightfield_matches_mj_collision(backend):
     """dm_control's Quadruped (its actuators left out: their activation dynamics are not collision's) falling on a
     bumpy terrain in its heightfield: physai's contacts equal mj_collision's along an mj_step run."""
     from pathlib import Path
@@ -402,14 +420,14 @@ def test_quadruped_on_a_heightfield_matches_mj_collision():
     rng = np.random.default_rng(0)
     bumps = 1.5 + np.sin(np.linspace(0, 6 * np.pi, ncol))[None, :] * np.cos(np.linspace(0, 5 * np.pi, nrow))[:, None]
     m.hfield_data[:] = ((bumps + rng.uniform(0, 0.3, bumps.shape)) / 2.8).ravel()
-    r = compare_along_steps(m, engine.from_mujoco(m), 400, 40, "numpy", ignore_unsupported=True)
+    r = compare_along_steps(m, engine.from_mujoco(m), 400, 40, backend, ignore_unsupported=True)
     assert r["agree"] == r["states"] and r["close"] == r["states"], r
     assert r["contacts"] > 4 * r["states"], r
 
 
 def test_constraint_rows_of_a_terrain_equal_on_both_backends():
-    """The compiled constraint rows of a model with a heightfield (its contacts from the NumPy engine's collision)
-    equal the NumPy rows: the compiled copy of the model takes the heightfield geoms."""
+    """The constraint rows of a model with a heightfield on both backends: the compiled copy of the model takes the
+    heightfield geoms and their fields."""
     from physai import constraints
     m = mujoco.MjModel.from_xml_string(hfield_scene(2))
     d, model = mujoco.MjData(m), engine.from_mujoco(m)

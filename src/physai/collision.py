@@ -67,7 +67,7 @@ def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[C
         raise InvalidArgumentError(f"ignore_unsupported must be True or False, got {ignore_unsupported!r}")
     (Q,), batch = validation.states(q=(q, model.nq))
     check_supported(model, ignore_unsupported)
-    if native.on and not model.unsupported and native.compiled_collision(model):   # compiled: its constraint part holds the pairs
+    if native.on and not model.unsupported:                 # compiled: the model's constraint part holds the pairs
         constraint.prepare_compiled(model)
         sets, near = native.detect(model, np.ascontiguousarray(Q.T))
         warn_near(model, near, stacklevel=2)

@@ -393,7 +393,7 @@ class Model:
     #: not at build, as their cost grows faster than the model's (a pile of 800 free spheres builds in about a second;
     #: its 320,000 candidate pairs and broad phase take 7 s, its invweight0 minutes)
     KEPT = ("collision_candidates", "collision_broad_phase", "collision_groups", "collision_shapes",   # engine.collision
-            "collision_functions", "compiled_collision",
+            "collision_functions",
             "standalone_free_dofs", "link_dofchains",                                                 # engine.support
             "dof_ancestors", "pose_links",                                                            # engine.smooth
             "fluid_links",                                                                            # engine.passive

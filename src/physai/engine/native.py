@@ -70,7 +70,6 @@ from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.engine import collision, passive, smooth
 from physai.engine.contact import ContactSet
-from physai.engine.geoms import HFIELD, MESH
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
@@ -264,16 +263,9 @@ def runs(model) -> bool:
 
 
 def compiled_solver(model) -> bool:
-    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG) and collide its geom pairs
-    (compiled_collision) and runs its dynamics (runs); else the NumPy engine runs."""
-    return model.opt.solver in SOLVERS and compiled_collision(model) and runs(model)
-
-
-def compiled_collision(model) -> bool:
-    """Whether the compiled kernels collide every candidate pair of model: not yet a heightfield's (the NumPy engine's
-    convex.hfield_convex collides those)."""
-    return model.kept("compiled_collision", lambda m: not any(
-        int(m.geoms.geom_type[c.g1]) == HFIELD for c in collision.candidates(m)[0]))
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG) and run its dynamics
+    (runs); else the NumPy engine runs."""
+    return model.opt.solver in SOLVERS and runs(model)
 
 
 def compiled_actuation(actuators) -> bool:
@@ -315,8 +307,8 @@ def collision_fields(model: Model) -> dict:
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
     friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
-    and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes (geom_dataid, Meshes' mesh_*; the
-    heightfields are not here: compiled_collision)."""
+    and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes and heightfields (geom_dataid,
+    Meshes' mesh_*, Hfields' hfield_*)."""
     G = model.geoms
     pairs, missing = collision.candidates(model)
     params = [collision.contact_parameters(model, c.g1, c.g2, c.ipair) for c in pairs]
@@ -333,9 +325,11 @@ def collision_fields(model: Model) -> dict:
             "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
             "group_end": _int64(bp.group_end), "group_always": _int64(bp.group_always), "sweep_body": _int64(bp.sweep_body),
             "geom_pad": _float64(bp.pad), "geom_collides": _int64((G.geom_contype != 0) | (G.geom_conaffinity != 0)),
-            "geom_dataid": _int64(np.where(G.geom_type == MESH, G.geom_dataid, -1)),      # a heightfield's: not here
+            "geom_dataid": _int64(G.geom_dataid),
             **{name: (_float64 if name in ("mesh_vert", "mesh_polynormal") else _int64)(value)
-               for name, value in vars(G.meshes).items()}}
+               for name, value in vars(G.meshes).items()},
+            **{name: (_float64 if name in ("hfield_size", "hfield_data") else _int64)(value)
+               for name, value in vars(G.hfields).items()}}
 
 
 def pose_link_fields(model: Model) -> dict:
