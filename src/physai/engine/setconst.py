@@ -40,17 +40,20 @@ def has_constraints(model: Model) -> bool:
                 or (opt.equality and model.eq_active0.any()) or collision.has_contacts(model))
 
 
-def simple_slider(model: Model, b: int, children: set) -> bool:
-    """MuJoCo's body_simple == 2: a body whose inertia frame is its own (centre of mass at its origin, diagonal
-    inertia), at a tree's root (its parent the world or welded to it), without children, moved only by slides along a
-    body axis through its origin: M is diag(mass) there."""
-    parent = model.body_parentid[b]
-    mine = np.flatnonzero(model.jnt_bodyid == b)
-    inertia = model.body_inertia[b]
-    return bool((parent < 0 or model.body_linkid[parent] < 0) and b not in children and len(mine)
-                and (model.body_ipos[b] == 0).all() and (inertia == np.diag(np.diag(inertia))).all()
-                and all(model.jnt_type[j] == SLIDE and (np.abs(model.jnt_axis[j]) > 1e-14).sum() == 1
-                        and (model.jnt_pos[j] == 0).all() for j in mine))
+def simple_sliders(model: Model) -> np.ndarray:
+    """(nbody,) bool, MuJoCo's body_simple == 2: a body whose inertia frame is its own (centre of mass at its origin,
+    diagonal inertia), at a tree's root (its parent the world or welded to it), without children, moved only by slides
+    along a body axis through its origin: M is diag(mass) there."""
+    parent, nbody = model.body_parentid, model.nbody
+    at_root = (parent < 0) | (model.body_linkid[np.maximum(parent, 0)] < 0)
+    childless = np.bincount(parent[parent >= 0], minlength=nbody) == 0
+    inertia = model.body_inertia
+    own_frame = (model.body_ipos == 0).all(axis=1) & (inertia == inertia * np.eye(3)).all(axis=(1, 2))
+    axial_slide = (model.jnt_type == SLIDE) & ((np.abs(model.jnt_axis) > 1e-14).sum(axis=1) == 1) & \
+        (model.jnt_pos == 0).all(axis=1)
+    joints_of = np.bincount(model.jnt_bodyid, minlength=nbody)
+    sliding = np.bincount(model.jnt_bodyid, weights=axial_slide, minlength=nbody) == joints_of
+    return at_root & childless & own_frame & (joints_of > 0) & sliding
 
 
 def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
@@ -70,24 +73,23 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
     if found is None:
         return None
     omega, minv_diag = found
-    children = set(model.body_parentid[model.body_parentid >= 0].tolist())
+    simple, inv_mass = simple_sliders(model), 1.0 / np.maximum(MINVAL, model.body_mass)
     pos, rot = (x[..., 0] for x in support.body_frames(model, d))
     body = np.zeros((model.nbody, 2))
-    for b in np.flatnonzero(model.body_linkid >= 0).tolist():
-        link = model.body_linkid[b]
-        if simple_slider(model, b, children):
-            body[b] = 1.0 / max(MINVAL, model.body_mass[b]), 0.0
-            continue
-        # the centre of mass's velocity from the spatial one: v = v_centre - r x w, T = [-[r]x, 1]
-        r = pos[b] + rot[b] @ model.body_ipos[b] - d.center[link, :, 0]
-        T = np.hstack([-np.cross(np.eye(3), r), np.eye(3)])           # np.cross(1, r) = [r]x
-        A = T @ omega[link] @ T.T
-        body[b] = np.trace(A) / 3, np.trace(omega[link][:3, :3]) / 3
+    moving = np.flatnonzero((model.body_linkid >= 0) & ~simple)
+    link = model.body_linkid[moving]
+    # the centre of mass's velocity from the spatial one: v = v_centre - r x w, T = [-[r]x, 1] (np.cross(1, r) = [r]x)
+    r = pos[moving] + np.einsum("bij,bj->bi", rot[moving], model.body_ipos[moving]) - d.center[link, :, 0]
+    T = np.concatenate([-np.cross(np.eye(3)[None], r[:, None]), np.broadcast_to(np.eye(3), (len(moving), 3, 3))], axis=2)
+    A = T @ omega[link] @ T.transpose(0, 2, 1)
+    body[moving, 0] = np.trace(A, axis1=1, axis2=2) / 3
+    body[moving, 1] = np.trace(omega[link][:, :3, :3], axis1=1, axis2=2) / 3
+    body[simple, 0] = inv_mass[simple]
     dof = np.zeros(model.nv)
     for j in range(model.njnt):
-        a, t = model.jnt_dofadr[j], model.jnt_type[j]
-        if simple_slider(model, int(model.jnt_bodyid[j]), children):
-            dof[a] = 1.0 / max(MINVAL, model.body_mass[model.jnt_bodyid[j]])
+        a, t, b = model.jnt_dofadr[j], model.jnt_type[j], model.jnt_bodyid[j]
+        if simple[b]:
+            dof[a] = inv_mass[b]
         elif t == FREE:
             dof[a:a + 3], dof[a + 3:a + 6] = minv_diag[a:a + 3].sum() / 3, minv_diag[a + 3:a + 6].sum() / 3
         elif t == BALL:
@@ -104,31 +106,39 @@ def inverse_inertias(model: Model, d: Data) -> tuple[np.ndarray, np.ndarray] | N
 
     Backward over links (RBDA table 7.1 with no velocity): U = IA S, D = S^T U + armature, the parent's IA gains
     IA - U D^-1 U^T. Forward: P = 1 - U D^-1 S^T, Omega_i = P^T Omega_parent P + S D^-1 S^T (a force f on link i reaches
-    its parent as P f), M^-1's block of link i = D^-1 + D^-1 U^T Omega_parent U D^-1 (the world's Omega is 0)."""
-    nlink, parents = model.nlink, model.link_parents
+    its parent as P f), M^-1's block of link i = D^-1 + D^-1 U^T Omega_parent U D^-1 (the world's Omega is 0). Links
+    of one depth and dof count go together (link_groups): a pile of free bodies is four steps each way."""
     IA = d.cinert[..., 0].copy()
-    S = [d.cdof[a:a + k, :, 0].T for a, k in zip(model.link_dofadr.tolist(), model.link_dofnum.tolist())]   # (6, k)
-    U, Dinv = [None] * nlink, [None] * nlink
-    for i in reversed(range(nlink)):
-        a, k = model.link_dofadr[i], model.link_dofnum[i]
-        U[i] = IA[i] @ S[i]
-        D = S[i].T @ U[i] + np.diag(model.dof_armature[a:a + k])
+    groups = link_groups(model)
+    U, Dinv, S = {}, {}, {}
+    for key, links in reversed(groups):
+        dofs = model.link_dofadr[links][:, None] + np.arange(key[1])             # (g, k)
+        S[key] = d.cdof[dofs, :, 0].transpose(0, 2, 1)                          # (g, 6, k)
+        U[key] = IA[links] @ S[key]
+        D = S[key].transpose(0, 2, 1) @ U[key] + model.dof_armature[dofs][:, :, None] * np.eye(key[1])
         try:
             np.linalg.cholesky(D)                                  # D positive definite, or M is singular
         except np.linalg.LinAlgError:
             return None
-        Dinv[i] = np.linalg.inv(D)
-        if parents[i] >= 0:
-            IA[parents[i]] += IA[i] - U[i] @ Dinv[i] @ U[i].T
-    omega, minv_diag = np.zeros((nlink, 6, 6)), np.zeros(model.nv)
-    for i, p in enumerate(parents):
-        a, k = model.link_dofadr[i], model.link_dofnum[i]
-        block = Dinv[i]
-        if p >= 0:
-            W = U[i] @ Dinv[i]
-            P = np.eye(6) - W @ S[i].T
-            block = block + W.T @ omega[p] @ W
-            omega[i] = P.T @ omega[p] @ P
-        omega[i] += S[i] @ Dinv[i] @ S[i].T
-        minv_diag[a:a + k] = np.diag(block)
+        Dinv[key] = np.linalg.inv(D)
+        parents, moving = model.link_parentid[links], model.link_parentid[links] >= 0
+        np.add.at(IA, parents[moving], (IA[links] - U[key] @ Dinv[key] @ U[key].transpose(0, 2, 1))[moving])
+    omega, minv_diag = np.zeros((model.nlink, 6, 6)), np.zeros(model.nv)
+    for key, links in groups:
+        parent = model.link_parentid[links]
+        above = np.where(parent[:, None, None] >= 0, omega[parent], 0.0)         # Omega of the parent, 0 for the world
+        W = U[key] @ Dinv[key]
+        P = np.eye(6) - W @ S[key].transpose(0, 2, 1)
+        omega[links] = P.transpose(0, 2, 1) @ above @ P + S[key] @ Dinv[key] @ S[key].transpose(0, 2, 1)
+        block = Dinv[key] + W.transpose(0, 2, 1) @ above @ W
+        minv_diag[model.link_dofadr[links][:, None] + np.arange(key[1])] = np.diagonal(block, axis1=1, axis2=2)
     return omega, minv_diag
+
+
+def link_groups(model: Model) -> list[tuple[tuple[int, int], np.ndarray]]:
+    """The links by (depth, dof count), depth first: ((depth, k), links (g,)); a link's parent is in an earlier group."""
+    depth = np.zeros(model.nlink, np.intp)
+    for i, p in enumerate(model.link_parents):
+        depth[i] = depth[p] + 1 if p >= 0 else 0
+    keys = sorted(set(zip(depth.tolist(), model.link_dofnum.tolist())))
+    return [((lv, k), np.flatnonzero((depth == lv) & (model.link_dofnum == k))) for lv, k in keys]
