@@ -321,7 +321,6 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.body_parentid = f.ints("body_parentid", {B}), m.body_jntadr = f.ints("body_jntadr", {B});
     m.body_jntnum = f.ints("body_jntnum", {B}), m.body_quat = f.doubles("body_quat", {B, 4});
     m.body_invweight0 = f.doubles("body_invweight0", {B, 2});
-    m.meaninertia = f.number("meaninertia");
     m.jnt_pos = f.doubles("jnt_pos", {J, 3}), m.body_offset = f.doubles("body_offset", {B, 3});
     m.poselink_type = f.ints("poselink_type", {-1}, &m.npose);
     m.body_poselinkadr = f.ints("body_poselinkadr", {B}), m.body_poselinknum = f.ints("body_poselinknum", {B});

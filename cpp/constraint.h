@@ -10,8 +10,8 @@
 // The solver of the forward problem they pose is cpp/solver.h; the inverse problem and the constraint operations on a
 // call's states, cpp/inverse.h.
 //
-// The invweight constants at qpos0 (body_invweight0, dof_invweight0, meaninertia) come with the model (Model's
-// constraint fields, computed once by physai.engine.constraint.invweight0). A row's Jacobian is kept in compressed
+// The invweight constants at qpos0 (body_invweight0, dof_invweight0) come with the model (Model's constraint
+// fields, computed once when the Model is built: physai.engine.setconst.invweight0, mj_setConst's). A row's Jacobian is kept in compressed
 // rows (its nonzero columns and their entries; dense too, MuJoCo's efc_J as the NumPy text has it, when the rows are
 // returned), in groups of rows on the same columns (a foot's contacts), which the solver's products and Hessian walk.
 // Every buffer is in the ConstraintWork of the caller (one per thread), grown to the largest state seen and kept.

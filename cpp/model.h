@@ -80,7 +80,7 @@ struct Model {
     // (3) in the body frame, limit (limited, range (2), margin, solref (2), solimp (5)); dofs (nv): dry friction and
     // its solref, solimp, and dof_invweight0 (mj_setConst); equalities (neq): type (CONNECT 0, WELD 1, JOINT 2), the
     // two objects, data (11), solref, solimp, eq_active0; bodies (nbody): parent, rest quaternion (4), joints
-    // [body_jntadr, body_jntadr + body_jntnum), body_invweight0 (2); qpos0 (nq), meaninertia; and opt's settings
+    // [body_jntadr, body_jntadr + body_jntnum), body_invweight0 (2); qpos0 (nq); and opt's settings
     bool has_constraints = false;
     int njnt = 0, neq = 0;
     const double *qpos0 = nullptr;
@@ -92,7 +92,6 @@ struct Model {
     const double *eq_data = nullptr, *eq_solref = nullptr, *eq_solimp = nullptr;
     const int64_t *body_parentid = nullptr, *body_jntadr = nullptr, *body_jntnum = nullptr;
     const double *body_quat = nullptr, *body_invweight0 = nullptr;
-    double meaninertia = 1.0;
     // collision (physai.engine.collision; set with the constraints): joints' anchors (njnt, 3) and bodies' offsets in
     // their parents (nbody, 3: MuJoCo's body_pos) for MuJoCo's frames; geoms (ngeom): type, body, pos (3), quat (4),
     // size (3), bounding radius; the candidate pairs (ncand) in MuJoCo's order, geom ids (2), dim and CAND_FLOATS

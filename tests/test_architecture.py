@@ -1,5 +1,6 @@
 """physai's imports point one way: leaves -> joints -> engine (model -> loaders -> stages -> api) -> the libraries
-built on it -> lessons, commands, lab. Read from the source (ast), not from a running interpreter.
+built on it -> lessons, commands, lab (the loaders come after the stages whose constants set_const makes). Read from
+the source (ast), not from a running interpreter.
 
 - LAYERS ranks every module; an import must go to a strictly lower layer, so the module graph has no cycle (a new
   module fails test_every_module_has_a_layer until it is placed);
@@ -24,9 +25,10 @@ LAYERS = [
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
     ["physai.engine.urdf", "physai.engine.convex", "physai.engine.passive", "physai.engine.actuation"],
-    ["physai.engine.loaders"],
     ["physai.engine.smooth", "physai.engine.support"],
     ["physai.engine.collision", "physai.engine.tendon"],
+    ["physai.engine.setconst"],
+    ["physai.engine.loaders"],
     ["physai.engine.forward", "physai.engine.batching", "physai.engine.native"],
     ["physai.engine.constraint"],
     ["physai.engine.solver", "physai.engine.inverse"],
@@ -181,10 +183,11 @@ def test_one_module_outside_the_engine_reads_the_collision_driver():
 
 ENGINE = SRC / "physai" / "engine"
 CPP = SRC.parent / "cpp"
-#: engine modules with no compiled twin: data classes, loaders and the dispatch to the extension; tendon until its
-#: cpp/tendon.h (the compiled engine declines models with tendon forces: physai.engine.native.runs)
+#: engine modules with no compiled twin: data classes, loaders, the constants made once per model (setconst: the
+#: compiled model receives them as fields), the dispatch to the extension; tendon until its cpp/tendon.h (the compiled
+#: engine declines models with tendon forces it lacks: physai.engine.native.runs)
 PYTHON_ONLY = {"__init__", "api", "actuators", "batching", "chunked", "contact", "geoms", "loaders", "model_checks",
-               "native", "urdf", "tendon"}
+               "native", "setconst", "urdf", "tendon"}
 #: compiled files with no engine twin: SIMD lanes, spatial helpers, the batched kernels, threads and workspaces, the
 #: compiled loops over steps and trajectories; the derivatives' NumPy text is above the engine (physai.derivatives)
 CPP_ONLY = {"lanes", "spatial", "kernels", "batch", "parallel", "workspace", "rollout", "simulate", "derivative",

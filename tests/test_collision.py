@@ -179,7 +179,7 @@ def test_candidates_skip_what_mujoco_cannot_collide():
              <contact><pair geom1="a" geom2="b"/></contact></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
     pairs, missing = engine_collision.candidates(model)
-    assert [(c.g1, c.g2, c.ipair) for c in pairs] == [(0, 2, -1), (1, 2, -1)] and missing == []
+    assert pairs.geom.tolist() == [[0, 2], [1, 2]] and pairs.ipair.tolist() == [-1, -1] and missing == []
 
 
 LIMIT = '<limit lower="-3" upper="3" effort="1" velocity="1"/>'
@@ -421,7 +421,7 @@ def test_a_mesh_geom_without_its_mesh_is_refused_by_name():
     m = mujoco.MjModel.from_xml_string(mesh_scene(1))
     model = engine.from_mujoco(m)
     G = model.geoms
-    bare = replace(model, geoms=replace(G, geom_dataid=np.full(G.ngeom, -1, np.intp)))
+    bare = engine.set_const(replace(model, geoms=replace(G, geom_dataid=np.full(G.ngeom, -1, np.intp))))
     with pytest.raises(UnsupportedModelError, match="plane-mesh"):
         collision.detect(bare, m.qpos0)
     M = G.meshes

@@ -1,9 +1,9 @@
 """A Model is constant: no public call writes into it. Every attribute of a Model (arrays by value and by
 flags.writeable, every other value by identity, one level into the objects it holds: geoms, opt, coords, actuators) is
 the same before and after each public call, on both backends, on a model with contacts, equalities, limits, friction
-loss, damping and actuators. The only values a Model gains are those Model.KEPT names (each made once, on first use,
-by the module that needs it), the compiled copy (made once per process) and the O(nv^2) CRBA gathers (functools
-cached_property): a second round of every call changes nothing at all."""
+loss, damping and actuators. A Model holds every value Model.KEPT names from the moment it is loaded (made once by
+physai.engine.set_const, MuJoCo's mj_setConst); the only values it gains are the compiled copy (made once per process)
+and M's sparsity pattern (functools cached_property, O(nv depth)): a second round of every call changes nothing at all."""
 
 import dataclasses
 import functools
@@ -14,14 +14,15 @@ import mujoco
 import numpy as np
 import pytest
 
-from helpers import constraint_scene_xml, run
-from physai import centroidal, collision, constraints, derivatives, engine, integrators, inverse, jacobians, kinematics
-from physai.engine import native
+from helpers import assert_close, constraint_scene_xml, run
+from physai import (centroidal, collision, constraints, derivatives, engine, integrators, inverse, jacobians, kinematics,
+                    models)
+from physai.engine import constraint, native
 from physai.engine.model import Model
-from physai.exceptions import UnsupportedModelError
+from physai.exceptions import InvalidModelError, UnsupportedModelError
 
 BACKENDS = ["native", "numpy"] if native.available() else ["numpy"]
-LAZY = set(Model.KEPT) | {"compiled"} | {n for n, v in vars(Model).items() if isinstance(v, functools.cached_property)}
+LAZY = {"compiled"} | {n for n, v in vars(Model).items() if isinstance(v, functools.cached_property)}
 
 
 def scene() -> tuple[mujoco.MjModel, Model]:
@@ -106,10 +107,54 @@ def test_no_public_call_writes_into_a_model(backend):
                 before = snapshot(model)
                 run(backend, call)
                 changed = differences(before, snapshot(model))
-                if round_ == "first":                            # the kept constants appear, once; nothing else moves
+                if round_ == "first":                            # the compiled copy and M's pattern appear, once
                     changed = [c for c in changed if not (c.endswith(" added") and c.split(" ")[0] in LAZY)
                                and not c.startswith("frame_links")]
                 assert not changed, f"{backend} {name} ({round_} round) wrote into the Model: {changed}"
+
+
+def fresh(source: str) -> tuple[mujoco.MjModel, Model]:
+    """The MjModel and a freshly loaded Model of a Menagerie robot, or of the contact scene (scene())."""
+    if source == "scene":
+        return scene()
+    m = models.load(source)
+    return m, engine.from_mujoco(m)
+
+
+@pytest.mark.parametrize("source", ["franka_emika_panda", "scene", "unitree_g1"])
+def test_a_loaded_model_holds_every_constant(source):
+    """Before any call, a loaded Model holds every value Model.KEPT names (set_const, as mj_setConst at the end of
+    MuJoCo's compiler); its invweight0 is MuJoCo's within 1e-13 relative (1.0e-14 seen, on the G1's dofs)."""
+    m, model = fresh(source)
+    assert set(Model.KEPT) <= set(vars(model)), f"missing: {set(Model.KEPT) - set(vars(model))}"
+    body, dof = model.kept("invweight0")
+    assert_close(body, m.body_invweight0[1:], 1e-13, floor=0.0, what="body_invweight0")
+    assert_close(dof, m.dof_invweight0, 1e-13, floor=0.0, what="dof_invweight0")
+
+
+def test_a_model_without_geoms_or_body_forces_holds_empty_structures():
+    """A URDF chain (no collision geoms, no gravity compensation, no fluid) pays for no collision structure and no dof
+    chains: its candidates, broad phase and link_dofchains are empty; its limits are its constraints by default."""
+    links = "".join(f'<link name="l{i}"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1"/></inertial></link>'
+                    for i in range(4))
+    joints = "".join(f'<joint name="j{i}" type="revolute"><parent link="l{i - 1}"/><child link="l{i}"/><axis xyz="0 1 0"/>'
+                     '<limit lower="-1" upper="1" effort="1" velocity="1"/></joint>' for i in range(1, 4))
+    model = engine.from_urdf(f'<robot name="chain">{links}{joints}</robot>')
+    pairs, missing = model.kept("collision_candidates")
+    assert not len(pairs) and not missing and not len(model.kept("collision_broad_phase").group_start)
+    assert model.kept("link_dofchains") == [] and model.kept("constraints_by_default") is True and model.jnt_limited.all()
+
+
+def test_a_replaced_model_is_given_its_constants_by_set_const():
+    """dataclasses.replace makes a Model without constants (they are not fields): reading one names set_const, which
+    makes them from the new fields (here a ten times heavier tree: its invweight0 ten times smaller)."""
+    _, model = scene()
+    heavier = dataclasses.replace(model, link_mass=model.link_mass * 10, link_inertia=model.link_inertia * 10,
+                                  body_mass=model.body_mass * 10, dof_armature=model.dof_armature * 10)
+    with pytest.raises(InvalidModelError, match="made without physai.engine.set_const"):
+        constraint.invweight0(heavier)
+    assert engine.set_const(heavier) is heavier
+    np.testing.assert_allclose(constraint.invweight0(heavier)[1], constraint.invweight0(model)[1] / 10, rtol=1e-12)
 
 
 def test_a_model_refuses_writes():
@@ -121,7 +166,11 @@ def test_a_model_refuses_writes():
     with pytest.raises(ValueError):
         model.link_mass[0] = 1.0
     with pytest.raises(KeyError, match="Model.KEPT"):
-        model.kept("warned_pairs", lambda _: set())
+        model.kept("warned_pairs")
+    with pytest.raises(KeyError, match="Model.KEPT"):
+        model.keep("warned_pairs", set())
+    with pytest.raises(KeyError, match="holds 'invweight0' already"):
+        model.keep("invweight0", None)
 
 
 @pytest.mark.skipif(not native.available(), reason="the compiled extension is not built: no compiled copy to prepare")

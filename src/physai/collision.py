@@ -49,7 +49,7 @@ def ignoring_unsupported(model) -> engine.Model:
     pairs (meshes of the G1's body, capsule-cylinder pairs of the H1) stay apart while its supported ones (feet on the
     floor) carry it."""
     model = engine.as_model(model)
-    return dataclasses.replace(model, geoms=dataclasses.replace(model.geoms, ignore_unsupported=True))
+    return engine.set_const(dataclasses.replace(model, geoms=dataclasses.replace(model.geoms, ignore_unsupported=True)))
 
 
 def detect(model, q, *, ignore_unsupported: bool = False) -> ContactSet | list[ContactSet]:

@@ -202,7 +202,8 @@ def from_parameters(model, pi, check: bool = True) -> Model:
         J = pseudo_inertia(row)
         Io = np.trace(J[:3, :3]) * np.eye(3) - J[:3, :3]
         ipos[i], inertia[i] = c, Io - m * (c @ c * np.eye(3) - np.outer(c, c))
-    return replace(model, link_mass=mass, link_ipos=ipos, link_inertia=0.5 * (inertia + inertia.transpose(0, 2, 1)))
+    return engine.set_const(replace(model, link_mass=mass, link_ipos=ipos,
+                                    link_inertia=0.5 * (inertia + inertia.transpose(0, 2, 1))))
 
 
 def link_names(model) -> list[str]:

@@ -165,7 +165,7 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
     passive.check_integrator(model, integrator)
     dt = opt.timestep if dt is None else dt
     euler_damping = opt.eulerdamp if euler_damping is None else euler_damping
-    constraints = model.kept("constraints_by_default", _constraints_by_default) if constraints is None else constraints
+    constraints = _constraints_by_default(model) if constraints is None else constraints
     if integrator == DISCRETE:
         check_discrete(model, constraints)
     return dt, integrator, euler_damping, constraints
@@ -203,16 +203,14 @@ def _refuse_servo_gains(actuators) -> None:
 def has_constraints(model) -> bool:
     """Whether mj_step applies constraints to the model: a kind of constraint its disable flags leave on (mjDSBL_CONSTRAINT
     turns all off; the loader keeps them in model.opt) with something to act on: a limited joint, a dof with friction loss,
-    an active equality, or a geom pair that may touch."""
-    model = engine.as_model(model)
-    opt = model.opt
-    return bool((opt.limit and model.jnt_limited.any()) or (opt.frictionloss and (model.dof_frictionloss > 0).any())
-                or (opt.equality and model.eq_active0.any()) or collision.has_contacts(model))
+    an active equality, or a geom pair that may touch. Made when the model is built (physai.engine.setconst)."""
+    return engine.as_model(model).kept("constraints_by_default")
 
 
 def _constraints_by_default(model) -> bool:
-    """has_constraints(model), after checking that physai models them all: else UnsupportedModelError, with the way out."""
-    if not has_constraints(model):
+    """has_constraints(model), after checking that physai models them all: else UnsupportedModelError, with the way out
+    (checked at each call: a few attribute reads)."""
+    if not model.kept("constraints_by_default"):
         return False
     try:
         constraint.check_supported(model)

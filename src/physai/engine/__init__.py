@@ -30,11 +30,12 @@ from physai.engine.data import Data
 from physai.engine.loaders import as_model, compile_tree, from_mujoco, from_urdf
 from physai.engine.model import Model
 from physai.engine.native import set_backend
+from physai.engine.setconst import set_const
 
 __all__ = [
     "Data", "Model", "aba", "as_model", "bias", "compile_tree", "difference", "energy", "forward_dynamics", "from_mujoco",
     "from_urdf", "gravity", "integrate", "kinetic_energy", "map_states", "mass_matrix", "potential_energy", "random_states",
-    "rnea", "set_backend",
+    "rnea", "set_backend", "set_const",
 ]
 
 #: names of earlier releases, kept for one release: old name -> (its object, what to write instead)

@@ -38,15 +38,18 @@ MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smalles
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A geom pair that may touch: g1 of the lower type (the narrow phase's geom 1), ipair its explicit pair (-1: none)."""
+class Candidates:
+    """The geom pairs that may touch, in the order mj_collision tests them: geom (n, 2), each pair's g1 of the lower type
+    first (the narrow phase's geom 1), and ipair (n,) its explicit pair (-1: none)."""
 
-    g1: int
-    g2: int
-    ipair: int
+    geom: np.ndarray
+    ipair: np.ndarray
+
+    def __len__(self) -> int:
+        return len(self.ipair)
 
 
-def _welds(model: Model) -> tuple[list, list, list]:
+def _welds(model: Model) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per MuJoCo body (0: the world, b + 1: physai's body b): the body it is welded to (itself when it has joints, the
     world 0), that body's parent's weld, and the number of dofs of its weld body (MuJoCo's body_weldid, ...)."""
     n = model.nbody + 1
@@ -57,87 +60,121 @@ def _welds(model: Model) -> tuple[list, list, list]:
     weld = [0] * n
     for b in range(1, n):
         weld[b] = b if dofs[b] else weld[parent[b]]
-    return weld, [weld[parent[w]] for w in weld], [dofs[w] for w in weld]
+    return np.array(weld, np.intp), np.array([weld[parent[w]] for w in weld], np.intp), np.array([dofs[w] for w in weld], np.intp)
 
 
-def candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
+def candidates(model: Model) -> tuple[Candidates, list[tuple[int, int]]]:
     """(the candidate pairs in MuJoCo's order, the pairs of geom types that have no narrow phase here as (g1, g2)); made
-    once per model and kept. MuJoCo's pairs without a collision function (plane-plane, ...) are left out as it does."""
-    return model.kept("collision_candidates", _candidates)
+    when the model is built (make_candidates). MuJoCo's pairs without a collision function (plane-plane, ...) are left
+    out as it does."""
+    return model.kept("collision_candidates")
 
 
 def narrow_functions(model: Model) -> dict:
     """{(type1, type2): the pair's narrow phase}: primitives.FUNCTIONS and the convex pairs by GJK/EPA
-    (convex.functions, with the model's ccd_tolerance and ccd_iterations); made once per model."""
-    return model.kept("collision_functions", lambda m: {
-        **FUNCTIONS, **convex.functions(m.opt.ccd_tolerance, m.opt.ccd_iterations)})
+    (convex.functions, with the model's ccd_tolerance and ccd_iterations); made when the model is built."""
+    return model.kept("collision_functions")
 
 
-def convex_candidates(model: Model) -> list[Candidate]:
-    """The candidates collided by GJK/EPA (convex.CONVEX_PAIRS, MULTI_PAIRS, HFIELD_PAIRS)."""
-    types, pairs = model.geoms.geom_type, convex.CONVEX_PAIRS + convex.MULTI_PAIRS + convex.HFIELD_PAIRS
-    return [c for c in candidates(model)[0] if (int(types[c.g1]), int(types[c.g2])) in pairs]
+def make_functions(model: Model) -> dict:
+    """narrow_functions' value, made once by physai.engine.setconst.set_const."""
+    return {**FUNCTIONS, **convex.functions(model.opt.ccd_tolerance, model.opt.ccd_iterations)}
 
 
-def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
-    G = model.geoms
-    functions = narrow_functions(model)
-    types, body = G.geom_type.tolist(), (G.geom_bodyid + 1).tolist()
-    n = model.nbody + 1
-    geoms_of = [[] for _ in range(n)]
-    for g in range(G.ngeom):
-        geoms_of[body[g]].append(g)
-    contype, conaffinity = [0] * n, [0] * n
-    for g in range(G.ngeom):
-        contype[body[g]] |= int(G.geom_contype[g])
-        conaffinity[body[g]] |= int(G.geom_conaffinity[g])
+def convex_candidates(model: Model) -> np.ndarray:
+    """The indices of the candidates collided by GJK/EPA (convex.CONVEX_PAIRS, MULTI_PAIRS, HFIELD_PAIRS)."""
+    types = model.geoms.geom_type[candidates(model)[0].geom]                       # (n, 2)
+    pairs = convex.CONVEX_PAIRS + convex.MULTI_PAIRS + convex.HFIELD_PAIRS
+    return np.flatnonzero(_type_table(pairs)[types[:, 0], types[:, 1]])
+
+
+def _type_table(pairs) -> np.ndarray:
+    """(ntypes, ntypes) bool: True at the (type1, type2) pairs given."""
+    table = np.zeros((len(TYPE_NAMES), len(TYPE_NAMES)), bool)
+    for t1, t2 in pairs:
+        table[t1, t2] = True
+    return table
+
+
+def _body_pairs(model: Model, body: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(b1, b2) the MuJoCo body pairs b1 < b2, both with geoms, that MuJoCo's filterBodyPair, add_pair and <exclude> keep."""
+    G, n = model.geoms, model.nbody + 1
+    contype, conaffinity = np.zeros(n, np.int64), np.zeros(n, np.int64)
+    np.bitwise_or.at(contype, body, G.geom_contype.astype(np.int64))
+    np.bitwise_or.at(conaffinity, body, G.geom_conaffinity.astype(np.int64))
+    bodies = np.flatnonzero((np.bincount(body, minlength=n) > 0) & ((contype | conaffinity) != 0))
+    i, j = np.triu_indices(len(bodies), 1)
+    b1, b2 = bodies[i], bodies[j]
     weld, parent_weld, dofnum = _welds(model)
-    can = [bool(contype[b] or conaffinity[b]) for b in range(n)]
-    touch = lambda t1, a1, t2, a2: bool(t1 & a2 or t2 & a1)                        # noqa: E731
-    exclude = {(b1 + 1, b2 + 1) for b1, b2 in G.exclude}
+    w1, w2 = weld[b1], weld[b2]
+    keep = (w1 != w2) & ((dofnum[b1] != 0) | (dofnum[b2] != 0))
+    if G.filterparent:
+        keep &= ~((w1 != 0) & (w2 != 0) & ((w1 == parent_weld[b2]) | (w2 == parent_weld[b1])))
+    keep &= ((contype[b1] & conaffinity[b2]) | (contype[b2] & conaffinity[b1])) != 0
+    if G.exclude:
+        keep &= ~np.isin(b1 * n + b2, [(e1 + 1) * n + e2 + 1 for e1, e2 in G.exclude])
+    return b1[keep], b2[keep]
 
-    def body_pair_kept(b1: int, b2: int) -> bool:                  # MuJoCo's filterBodyPair, add_pair and <exclude>
-        if weld[b1] == weld[b2] or (dofnum[b1] == 0 and dofnum[b2] == 0):
-            return False
-        if G.filterparent and weld[b1] and weld[b2] and (weld[b1] == parent_weld[b2] or weld[b2] == parent_weld[b1]):
-            return False
-        return touch(contype[b1], conaffinity[b1], contype[b2], conaffinity[b2]) and (b1, b2) not in exclude
 
-    def signature(g1: int, g2: int) -> tuple:
-        return tuple(sorted((body[g1], body[g2])))
+def _geom_pairs(model: Model, body: np.ndarray, b1: np.ndarray, b2: np.ndarray) -> tuple:
+    """(g1, g2, several) every geom of b1 with every geom of b2, in the loops' order (b1's geoms outer, geom ids
+    ascending), and whether the pair's bodies hold several geoms (MuJoCo's midphase sorts those)."""
+    n = model.nbody + 1
+    count = np.bincount(body, minlength=n)
+    start = np.concatenate([[0], np.cumsum(count)[:-1]])
+    order = np.argsort(body, kind="stable")                           # the geoms body by body, ids ascending
+    c1, c2 = count[b1], count[b2]
+    per = c1 * c2
+    pair = np.repeat(np.arange(len(b1)), per)
+    k = np.arange(per.sum()) - np.repeat(np.cumsum(per) - per, per)  # the index within the pair's c1 x c2 block
+    g1 = order[start[b1][pair] + k // c2[pair]]
+    g2 = order[start[b2][pair] + k % c2[pair]]
+    return g1, g2, ((c1 > 1) | (c2 > 1))[pair]
 
-    explicit = sorted(range(G.npair), key=lambda k: signature(int(G.pair_geom1[k]), int(G.pair_geom2[k])))
-    merged = {frozenset((int(G.pair_geom1[k]), int(G.pair_geom2[k]))) for k in explicit}
-    items = [(signature(int(G.pair_geom1[k]), int(G.pair_geom2[k])), 0, 0, (int(G.pair_geom1[k]), int(G.pair_geom2[k]), k))
-             for k in explicit]
-    for b1 in range(n):
-        for b2 in range(b1 + 1, n):
-            if not (can[b1] and can[b2] and geoms_of[b1] and geoms_of[b2] and body_pair_kept(b1, b2)):
-                continue
-            several = len(geoms_of[b1]) > 1 or len(geoms_of[b2]) > 1
-            for g1 in geoms_of[b1]:
-                for g2 in geoms_of[b2]:
-                    if frozenset((g1, g2)) in merged or not touch(int(G.geom_contype[g1]), int(G.geom_conaffinity[g1]),
-                                                                  int(G.geom_contype[g2]), int(G.geom_conaffinity[g2])):
-                        continue
-                    a, b = (g2, g1) if types[g1] > types[g2] else (g1, g2)
-                    order = (a, b) if several and G.midphase else (0, 0)    # the midphase sorts by geom ids
-                    items.append(((b1, b2), 1, order, (g1, g2, -1)))
-    items.sort(key=lambda item: item[:3])                              # stable: all-to-all keeps its loop order
-    out, missing = [], []
-    for _, _, _, (g1, g2, ipair) in items:
-        a, b = (g2, g1) if types[g1] > types[g2] else (g1, g2)
-        key = (types[a], types[b])
-        if key[0] == PLANE and key[1] in (PLANE, HFIELD) or key == (HFIELD, HFIELD):
-            continue                                                    # no collision function in MuJoCo either
-        if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0 or key[0] == HFIELD and G.geom_dataid[a] < 0:
-            missing.append((a, b))                                      # a mesh or heightfield geom without its data
-            continue
-        if key in convex.MULTI_PAIRS and not convex.collided(key, G.multiccd) or key[0] == MESH and G.geom_dataid[a] < 0:
-            missing.append((a, b))                      # MuJoCo 4's multi-contact (multiccd on); a mesh geom without mesh
-            continue
-        out.append(Candidate(a, b, ipair))
-    return out, missing
+
+def make_candidates(model: Model) -> tuple[Candidates, list[tuple[int, int]]]:
+    """candidates' value, made once by physai.engine.setconst.set_const, in arrays: the body pairs the filters keep,
+    each geom pair of theirs that contype/conaffinity keeps and no explicit pair names, and the explicit pairs; sorted by
+    body pair (explicit pairs first, then by geom ids where the midphase sorts), a stable sort that keeps the loops'
+    order within a key (mj_collision's)."""
+    G = model.geoms
+    types, body = G.geom_type.astype(np.intp), (G.geom_bodyid + 1).astype(np.intp)
+    b1, b2 = _body_pairs(model, body)
+    g1, g2, several = _geom_pairs(model, body, b1, b2)
+    p1, p2 = G.pair_geom1.astype(np.intp), G.pair_geom2.astype(np.intp)
+    ng = max(G.ngeom, 1)
+    touch = ((G.geom_contype[g1] & G.geom_conaffinity[g2]) | (G.geom_contype[g2] & G.geom_conaffinity[g1])) != 0
+    merged = np.isin(np.minimum(g1, g2) * ng + np.maximum(g1, g2), np.minimum(p1, p2) * ng + np.maximum(p1, p2))
+    keep = touch & ~merged
+    g1, g2, several = g1[keep], g2[keep], several[keep]
+    # the explicit pairs, then the all-to-all ones, each with its sort key (body pair, explicit first, midphase order)
+    g1, g2 = np.concatenate([p1, g1]), np.concatenate([p2, g2])
+    ipair = np.concatenate([np.arange(len(p1)), np.full(len(g1) - len(p1), -1)]).astype(np.intp)
+    swap = types[g1] > types[g2]
+    a, b = np.where(swap, g2, g1), np.where(swap, g1, g2)
+    sorted_ = np.concatenate([np.zeros(len(p1), bool), several & G.midphase])
+    order = np.lexsort((np.where(sorted_, b, 0), np.where(sorted_, a, 0), ipair < 0,
+                        np.maximum(body[g1], body[g2]), np.minimum(body[g1], body[g2])))
+    a, b, ipair = a[order], b[order], ipair[order]
+    ta, tb = types[a], types[b]
+    # no collision function in MuJoCo either: plane-plane, plane-hfield, hfield-hfield
+    none = ((ta == PLANE) & ((tb == PLANE) | (tb == HFIELD))) | ((ta == HFIELD) & (tb == HFIELD))
+    # a pair without a function, a mesh or heightfield geom without its data, multi-contact physai does not reproduce
+    missing = ~_type_table(make_functions(model))[ta, tb] | ((tb == MESH) & (G.geom_dataid[b] < 0)) | \
+        (((ta == MESH) | (ta == HFIELD)) & (G.geom_dataid[a] < 0))
+    missing |= _multi_refused(model, ta, tb, a, b, ipair) & ~none
+    out, gone = ~none & ~missing, ~none & missing
+    return (Candidates(geom=np.stack([a[out], b[out]], axis=1), ipair=ipair[out]),
+            list(zip(a[gone].tolist(), b[gone].tolist())))
+
+
+def _multi_refused(model: Model, ta: np.ndarray, tb: np.ndarray, a: np.ndarray, b: np.ndarray, ipair: np.ndarray) -> np.ndarray:
+    """(n,) bool: the candidates of convex.MULTI_PAIRS that MuJoCo 4 may give several contacts physai does not reproduce
+    (convex.collided)."""
+    refused = np.zeros(len(ta), bool)
+    for i in np.flatnonzero(_type_table(convex.MULTI_PAIRS)[ta, tb]):
+        refused[i] = not convex.collided((int(ta[i]), int(tb[i])), model.geoms.multiccd)
+    return refused
 
 
 @dataclass(frozen=True)
@@ -160,35 +197,38 @@ class BroadPhase:
 
 
 def broad_phase(model: Model) -> BroadPhase:
-    """The model's BroadPhase (see it), made once and kept."""
-    return model.kept("collision_broad_phase", _broad_phase)
+    """The model's BroadPhase (see it), made when the model is built (make_broad_phase)."""
+    return model.kept("collision_broad_phase")
 
 
-def _broad_phase(model: Model) -> BroadPhase:
+def make_broad_phase(model: Model) -> BroadPhase:
+    """broad_phase's value, made once by physai.engine.setconst.set_const from the candidates, in arrays: a group starts
+    where the candidates' body pair changes."""
     G = model.geoms
     pairs = candidates(model)[0]
-    body = G.geom_bodyid + 1
-    key = [tuple(sorted((int(body[c.g1]), int(body[c.g2])))) for c in pairs]
-    weld, _, dofnum = _welds(model)
-    unbounded = {0} | {int(body[g]) for g in range(G.ngeom) if G.geom_type[g] == PLANE and dofnum[int(body[g])] == 0}
-    rows = []
-    for k, c in enumerate(pairs):
-        if k == 0 or key[k] != key[k - 1]:
-            rows.append([key[k], k, k, k + 1])
-        else:
-            rows[-1][3] = k + 1
-        if c.ipair >= 0:
-            rows[-1][2] = k + 1
-    always = [r[0][0] in unbounded or r[0][1] in unbounded for r in rows]
+    body = (G.geom_bodyid + 1).astype(np.intp)
+    k1, k2 = (np.minimum(body[pairs.geom[:, 0]], body[pairs.geom[:, 1]]), np.maximum(body[pairs.geom[:, 0]], body[pairs.geom[:, 1]]))
+    start = np.flatnonzero(np.r_[True, (k1[1:] != k1[:-1]) | (k2[1:] != k2[:-1])]) if len(pairs) else np.zeros(0, np.intp)
+    end = np.append(start[1:], len(pairs))[:len(start)].astype(np.intp)
+    split = start + (np.add.reduceat((pairs.ipair >= 0).astype(np.intp), start) if len(start) else 0)
+    dofnum = _welds(model)[2]
+    unbounded = np.r_[0, body[(G.geom_type == PLANE) & (dofnum[body] == 0)]]
+    group = np.stack([k1[start], k2[start]], axis=1)
+    always = np.isin(group, unbounded).any(axis=1)
     # the bodies of the groups a hit changes (not always tested, with candidates besides explicit pairs: their geoms
     # collide, so each body has a box); a body in no such group cannot make a pair hit one
-    sweep = sorted({b for r, a in zip(rows, always) if not a and r[3] > r[2] for b in r[0]})
-    return BroadPhase(
-        group_body=np.array([r[0] for r in rows], np.intp).reshape(-1, 2),
-        group_start=np.array([r[1] for r in rows], np.intp), group_split=np.array([r[2] for r in rows], np.intp),
-        group_end=np.array([r[3] for r in rows], np.intp),
-        group_always=np.array(always, bool),
-        sweep_body=np.array(sweep, np.intp), pad=G.geom_rbound + G.geom_margin + G.geom_gap)
+    sweep = np.unique(group[~always & (end > split)])
+    return BroadPhase(group_body=group.astype(np.intp), group_start=start.astype(np.intp), group_split=split.astype(np.intp),
+                      group_end=end, group_always=always, sweep_body=sweep.astype(np.intp),
+                      pad=G.geom_rbound + G.geom_margin + G.geom_gap)
+
+
+def make_groups(model: Model) -> tuple[np.ndarray, np.ndarray]:
+    """(each group's body pair as one sorted key b1 (nbody + 1) + b2, the groups tested in every state: always tested or
+    with explicit pairs), made once by physai.engine.setconst.set_const for tested."""
+    bp = broad_phase(model)
+    return (bp.group_body[:, 0] * (model.nbody + 1) + bp.group_body[:, 1],
+            np.flatnonzero(bp.group_always | (bp.group_split > bp.group_start)))
 
 
 def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
@@ -215,25 +255,33 @@ def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
     return found
 
 
-def tested(model: Model, xpos: np.ndarray) -> list:
-    """The candidates (candidates(model)'s) to test in the state whose geoms are at xpos, in MuJoCo's order: every
-    explicit pair, every pair with an unbounded body, and the pairs of bodies whose boxes overlap (sweep_and_prune)."""
-    bp, pairs = broad_phase(model), candidates(model)[0]
-    index, every = model.kept("collision_groups", lambda _: (    # each body pair's group; the groups of every state
-        {(int(a), int(b)): g for g, (a, b) in enumerate(bp.group_body)},
-        np.flatnonzero(bp.group_always | (bp.group_split > bp.group_start)).tolist()))
-    hit = {index[p] for p in sweep_and_prune(model, xpos) if p in index}
-    out = []
-    for g in sorted(hit | set(every)):                  # groups in MuJoCo's order
-        end = bp.group_end[g] if bp.group_always[g] or g in hit else bp.group_split[g]
-        out.extend(pairs[bp.group_start[g]:end])
-    return out
+def tested(model: Model, xpos: np.ndarray) -> np.ndarray:
+    """The indices of the candidates (candidates(model)'s) to test in the state whose geoms are at xpos, in MuJoCo's
+    order: every explicit pair, every pair with an unbounded body, and the pairs of bodies whose boxes overlap
+    (sweep_and_prune)."""
+    bp, (keys, every) = broad_phase(model), model.kept("collision_groups")
+    if not len(keys):
+        return np.zeros(0, np.intp)
+    found = np.array([a * (model.nbody + 1) + b for a, b in sweep_and_prune(model, xpos)], np.intp)
+    at = np.searchsorted(keys, found)
+    hit = np.zeros(len(keys), bool)
+    hit[at[(at < len(keys)) & (keys[np.minimum(at, len(keys) - 1)] == found)]] = True
+    groups = np.flatnonzero(hit | np.isin(np.arange(len(keys)), every))        # groups in MuJoCo's order
+    start = bp.group_start[groups]
+    end = np.where(bp.group_always[groups] | hit[groups], bp.group_end[groups], bp.group_split[groups])
+    return _ranges(start, end)
+
+
+def _ranges(start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """The integers of [start[k], end[k]) for each k, in order."""
+    length = end - start
+    return np.repeat(start - np.cumsum(length) + length, length) + np.arange(length.sum())
 
 
 def has_contacts(model: Model) -> bool:
     """Whether the model can have contacts: contacts on (model.opt.contact) and a geom pair that may touch."""
     pairs, missing = candidates(model)
-    return bool(model.opt.contact and (pairs or missing))
+    return bool(model.opt.contact and (len(pairs) or missing))
 
 
 def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
@@ -243,7 +291,7 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     G = model.geoms
     problems = list(G.unsupported)
     missing = candidates(model)[1]
-    if not G.nativeccd and convex_candidates(model):
+    if not G.nativeccd and len(convex_candidates(model)):
         problems.append("MuJoCo's older libccd convex collision (mjDSBL_NATIVECCD set; physai collides convex pairs "
                         "as MuJoCo's native GJK/EPA does)")
     if missing and not (ignore_unsupported or G.ignore_unsupported):
@@ -382,11 +430,14 @@ def may_touch(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:
     return segment_distance(p1, d1, p2, d2) - r1 - r2 <= bound
 
 
-def _shapes(model: Model) -> list:
-    """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh, a heightfield geom's HField."""
+def make_shapes(model: Model) -> list:
+    """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh, a heightfield geom's HField;
+    made once by physai.engine.setconst.set_const."""
     G = model.geoms
-    return [G.geom_size[g] if G.geom_dataid[g] < 0 else G.hfields.hfield(int(G.geom_dataid[g])) if G.geom_type[g] == HFIELD
-            else G.meshes.mesh(int(G.geom_dataid[g])) for g in range(G.ngeom)]
+    paired = np.zeros(G.ngeom, bool)                 # the meshes of geoms in no candidate pair are never read
+    paired[candidates(model)[0].geom.ravel()] = True
+    return [G.geom_size[g] if G.geom_dataid[g] < 0 or not paired[g] else G.hfields.hfield(int(G.geom_dataid[g]))
+            if G.geom_type[g] == HFIELD else G.meshes.mesh(int(G.geom_dataid[g])) for g in range(G.ngeom)]
 
 
 def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:
@@ -402,10 +453,10 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     xpos, xmat = geom_poses(model, q)
     warn_near(model, [k for k, (g1, g2) in enumerate(candidates(model)[1])
                       if may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
-    shape, functions = model.kept("collision_shapes", _shapes), narrow_functions(model)
-    for c in tested(model, xpos):
-        g1, g2 = c.g1, c.g2
-        condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, c.ipair)
+    shape, functions, pairs = model.kept("collision_shapes"), narrow_functions(model), candidates(model)[0]
+    for k in tested(model, xpos).tolist():
+        (g1, g2), ipair = pairs.geom[k].tolist(), int(pairs.ipair[k])
+        condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, ipair)
         if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):
             continue
         function = functions[(int(G.geom_type[g1]), int(G.geom_type[g2]))]

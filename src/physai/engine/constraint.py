@@ -35,9 +35,9 @@ from physai.engine.primitives import mat_times_mj
 from physai.engine.model import CONNECT, TENDON, WELD, Model
 from physai.engine.model_checks import MINVAL
 from physai.engine.smooth import body_poses, quat_to_mat_mj
-from physai.engine.support import body_frames, dof_chain, point_jacobians
+from physai.engine.support import dof_chain, point_jacobians
 from physai.exceptions import UnsupportedModelError
-from physai.joints import BALL, FREE, HINGE, SLIDE
+from physai.joints import BALL, HINGE, SLIDE
 
 #: row types, MuJoCo's numbers (mjtConstraint)
 EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = range(8)
@@ -48,76 +48,24 @@ MINIMP, MAXIMP = 0.0001, 0.9999                  # MuJoCo's bounds of a row's im
 
 # ---------------------------------------------------------------- the constants at qpos0 (mj_setConst)
 
-def _simple_slider(model: Model, b: int, children: set) -> bool:
-    """MuJoCo's body_simple == 2: a body whose inertia frame is its own (centre of mass at its origin, diagonal
-    inertia), at a tree's root (its parent the world or welded to it), without children, moved only by slides along a
-    body axis through its origin: M is diag(mass) there."""
-    parent = model.body_parentid[b]
-    mine = np.flatnonzero(model.jnt_bodyid == b)
-    inertia = model.body_inertia[b]
-    return bool((parent < 0 or model.body_linkid[parent] < 0) and b not in children and len(mine)
-                and (model.body_ipos[b] == 0).all() and (inertia == np.diag(np.diag(inertia))).all()
-                and all(model.jnt_type[j] == SLIDE and (np.abs(model.jnt_axis[j]) > 1e-14).sum() == 1
-                        and (model.jnt_pos[j] == 0).all() for j in mine))
-
-
 def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray]:
-    """(body_invweight0 (nbody, 2), dof_invweight0 (nv,)) of MuJoCo's mj_setConst, computed once per Model at qpos0:
-    a body's mean translational and rotational diagonal of J M^-1 J^T (J its centre-of-mass Jacobian), a joint's mean
-    diagonal of its block of M^-1 (free joints: translation and rotation apart); zero for bodies welded to the world;
-    1 / mass for MuJoCo's "simple" sliding bodies. They scale each row's regulariser R (diagApprox). Kept on the Model
-    (Model.kept)."""
-    return model.kept("invweight0", _invweight0)
-
-
-def _invweight0(model: Model) -> tuple[np.ndarray, np.ndarray, float]:
-    d, M, Minv = _at_rest(model)
-    children = set(model.body_parentid[model.body_parentid >= 0].tolist())
-    pos, rot = (x[..., 0] for x in body_frames(model, d))
-    body = np.zeros((model.nbody, 2))
-    for b in range(model.nbody):
-        if model.body_linkid[b] < 0:
-            continue
-        if _simple_slider(model, b, children):
-            body[b] = 1.0 / max(MINVAL, model.body_mass[b]), 0.0
-            continue
-        J = point_jacobians(model, d, b, (pos[b] + rot[b] @ model.body_ipos[b])[None, :, None])[0, :, :, 0]
-        A = J @ Minv @ J.T
-        body[b] = np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3
-    dof = np.zeros(model.nv)
-    for j in range(model.njnt):
-        a, t = model.jnt_dofadr[j], model.jnt_type[j]
-        if _simple_slider(model, int(model.jnt_bodyid[j]), children):
-            dof[a] = 1.0 / max(MINVAL, model.body_mass[model.jnt_bodyid[j]])
-        elif t == FREE:
-            A = Minv[a:a + 6, a:a + 6]
-            dof[a:a + 3], dof[a + 3:a + 6] = np.trace(A[:3, :3]) / 3, np.trace(A[3:, 3:]) / 3
-        elif t == BALL:
-            dof[a:a + 3] = np.trace(Minv[a:a + 3, a:a + 3]) / 3
-        else:
-            dof[a] = Minv[a, a]
-    diag = np.diag(M)
-    return body, dof, float(diag.mean()) if model.nv else 1.0
-
-
-def _at_rest(model: Model) -> tuple[Data, np.ndarray, np.ndarray]:
-    """(a Data at qpos0 with its position stages done, M there (tendon armature included), M^-1)."""
-    d = Data(model)
-    smooth.position_stages(model, d, model.qpos0[:, None])
-    M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, model.qpos0)
-    return d, M, model_checks.inverse_at_rest(model, M)
+    """(body_invweight0 (nbody, 2), dof_invweight0 (nv,)) at qpos0, made when the model was built
+    (physai.engine.setconst.invweight0, mj_setConst's); they scale each row's regulariser R (diagApprox).
+    InvalidModelError naming the moving bodies without mass when M is singular at qpos0, which MuJoCo's compiler
+    refuses ("mass and inertia of moving bodies must be larger than mjMINVAL")."""
+    found = model.kept("invweight0")
+    if found is None:
+        raise model_checks.singular_at_rest(model)
+    return found
 
 
 def tendon_invweight0(model: Model) -> np.ndarray:
-    """(ntendon,) MuJoCo's tendon_invweight0: J M^-1 J^T of each tendon at qpos0 (mj_setConst), the diagApprox of its
-    limit, friction and equality rows. Kept on the Model (Model.kept)."""
-    return model.kept("tendon_invweight0", _tendon_invweight0)
-
-
-def _tendon_invweight0(model: Model) -> np.ndarray:
-    d, _, Minv = _at_rest(model)
-    J = tendon.tendons(model, d, model.qpos0)[1]
-    return np.einsum("ti,ij,tj->t", J, Minv, J)
+    """(ntendon,) MuJoCo's tendon_invweight0: J M^-1 J^T of each tendon at qpos0, made when the model was built
+    (physai.engine.setconst.tendon_invweight0); the diagApprox of its limit, friction and equality rows."""
+    found = model.kept("tendon_invweight0")
+    if found is None:
+        raise model_checks.singular_at_rest(model)
+    return found
 
 
 # ---------------------------------------------------------------- kinematics the rows read
@@ -320,7 +268,7 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     contacts given, in MuJoCo's order, with their impedance, regulariser and reference acceleration."""
     check_supported(model)
     opt, nv = model.opt, model.nv
-    bw, dw = invweight0(model)[:2]
+    bw, dw = invweight0(model)
     out = _Builder(nv)
     jdot: list = []
     tendons = tendon.tendons(model, d, q) if model.has_tendon_forces else None

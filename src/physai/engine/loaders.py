@@ -1,8 +1,8 @@
 """Loaders: a Model from a MuJoCo model (MjModel, model name or MJCF path), a URDF, or a lesson Tree.
 
-They read static model data, build a body list (physai.engine.model.BodySpec) and call build; nothing here
-depends on a state or computes dynamics. Joint-type knowledge stays in physai.joints: the loaders only name
-the type each joint has.
+They read static model data, build a body list (physai.engine.model.BodySpec) and call build, then set_const
+(the constants derived once, MuJoCo's mj_setConst: physai.engine.setconst); nothing here depends on a state.
+Joint-type knowledge stays in physai.joints: the loaders only name the type each joint has.
 
     from_mujoco(m)                        MjModel | name | path -> Model (constraints are not modelled)
     from_urdf(source, floating_base=False)  URDF path, text or bytes -> Model; floating_base puts a free joint at the root
@@ -22,6 +22,7 @@ from physai.engine.actuators import Actuators
 from physai.engine.geoms import Geoms, Hfields, Meshes, spans
 from physai.engine.model import CONNECT, JOINT, TENDON, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
 from physai.engine.passive import MINVAL
+from physai.engine.setconst import set_const
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 from physai.spatial import quat_to_mat
 
@@ -91,9 +92,9 @@ def from_mujoco(source) -> Model:
     equalities, unsupported = _equalities_from_mujoco(m)
     sites = [SiteSpec(int(m.site_bodyid[k]) - 1, m.site_pos[k].copy(), quat_to_mat(m.site_quat[k]), m.site(k).name or f"site{k}")
              for k in range(m.nsite)]
-    return build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
-                 unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m), passive_from_mujoco(m),
-                 tendons_from_mujoco(m))
+    return set_const(build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
+                           unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m), passive_from_mujoco(m),
+                           tendons_from_mujoco(m)))
 
 
 def tendons_from_mujoco(m: mujoco.MjModel) -> dict:
@@ -409,7 +410,7 @@ def compile_tree(tree, *, range=None, frictionloss=None, opt: Options | None = N
     if frictionloss is not None:
         for joint, value in zip(moving, validation.vector("frictionloss", frictionloss, len(moving))):
             joint.frictionloss = float(value)
-    return build(bodies, tree.gravity, opt=opt)
+    return set_const(build(bodies, tree.gravity, opt=opt))
 
 
 def _tree_bodies(tree) -> list[BodySpec]:
@@ -444,7 +445,7 @@ def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 
         if bodies[0].joints:
             raise UnsupportedModelError("floating_base: the URDF's root link already has a joint")
         bodies[0].joints = [JointSpec(joints.FREE, name=f"{bodies[0].name or 'root'}_free")]
-    return build(bodies, validation.vector("gravity", gravity, 3), geoms=geoms)
+    return set_const(build(bodies, validation.vector("gravity", gravity, 3), geoms=geoms))
 
 
 def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:

@@ -373,6 +373,15 @@ class Model:
         return _read_only(np.ascontiguousarray(above.T))
 
     @cached_property
+    def dof_ancestors(self) -> list[list[int]]:
+        """Each dof's ancestors on dof_parentid's chain, from the root (the columns left of the diagonal in M's row:
+        MuJoCo's M_colind, which the compiled model derives the same way); made on first use (O(nv depth))."""
+        chains: list[list[int]] = []
+        for p in self.dof_parentid.tolist():
+            chains.append([] if p < 0 else chains[p] + [p])
+        return chains
+
+    @cached_property
     def dof_Mrow(self) -> np.ndarray:
         """(nv, nv) CRBA gather rows: i where dof i is an ancestor of dof j, else j (see the class docstring)."""
         nv = np.arange(self.nv)
@@ -389,26 +398,38 @@ class Model:
         """(nv, nv, 1) 1.0 where M[i, j] can be nonzero (one dof an ancestor of the other), else 0.0."""
         return _read_only((self.dof_ancestor | self.dof_ancestor.T).astype(float)[:, :, None])
 
-    #: the constants other modules derive from a model on first use (Model.kept), each made once, by the module named:
-    #: not at build, as their cost grows faster than the model's (a pile of 800 free spheres builds in about a second;
-    #: its 320,000 candidate pairs and broad phase take 7 s, its invweight0 minutes)
-    KEPT = ("collision_candidates", "collision_broad_phase", "collision_groups", "collision_shapes",   # engine.collision
-            "collision_functions",
-            "standalone_free_dofs", "link_dofchains",                                                 # engine.support
-            "dof_ancestors", "pose_links",                                                            # engine.smooth
-            "fluid_links",                                                                            # engine.passive
-            "invweight0", "tendon_invweight0",                                                        # engine.constraint
-            "constraints_by_default")                                                                 # physai.integrators
+    #: the constants derived from a model once, when it is built: MuJoCo's mj_setConst (physai.engine.setconst.set_const,
+    #: the loaders' last step), each made by the module named and held from then on (Model.kept reads them). A model
+    #: without geoms, contacts, gravity compensation or fluid makes empty ones. M's sparsity pattern (dof_ancestor and
+    #: the gathers below, dof_ancestors) is the exception, made on first use: its size is nv times the tree's depth,
+    #: quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
+    KEPT = ("collision_functions", "collision_candidates", "collision_broad_phase", "collision_groups",   # engine.collision
+            "collision_shapes",
+            "standalone_free_dofs",                                                                   # engine.support
+            "pose_links",                                                                             # engine.smooth
+            "link_dofchains", "fluid_links",                                                          # engine.passive
+            "invweight0", "tendon_invweight0", "constraints_by_default")                              # engine.setconst
 
-    def kept(self, name: str, make):
-        """make(self), computed on first use and kept under `name`, one of KEPT (the model is constant): what other
-        modules derive from a model once. Nothing else is written into a Model (tests/test_model_constant.py)."""
-        value = self.__dict__.get(name)
-        if value is None:
+    def keep(self, name: str, value) -> None:
+        """Hold `value` as the constant `name`, one of KEPT, once: physai.engine.setconst.set_const's way of handing the
+        model what it derives (MuJoCo's mj_setConst writing into mjModel); a constant held already is never replaced."""
+        if name not in self.KEPT:
+            raise KeyError(f"{name!r} is not one of Model.KEPT: a Model keeps no other derived value")
+        if name in self.__dict__:
+            raise KeyError(f"the Model holds {name!r} already: its constants are made once, by set_const")
+        self.__dict__[name] = value
+
+    def kept(self, name: str):
+        """The constant `name` (one of KEPT) that set_const made when the model was built. Nothing else is written
+        into a Model (tests/test_model_constant.py). InvalidModelError for a Model that did not go through set_const
+        (one made by dataclasses.replace: pass it to physai.engine.set_const)."""
+        try:
+            return self.__dict__[name]
+        except KeyError:
             if name not in self.KEPT:
-                raise KeyError(f"{name!r} is not one of Model.KEPT: a Model keeps no other derived value")
-            value = self.__dict__[name] = make(self)
-        return value
+                raise KeyError(f"{name!r} is not one of Model.KEPT: a Model keeps no other derived value") from None
+            raise InvalidModelError(f"the Model holds no {name!r}: it was made without physai.engine.set_const (by "
+                                    "dataclasses.replace?); set_const(model) derives its constants") from None
 
     def __getstate__(self) -> dict:
         """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the

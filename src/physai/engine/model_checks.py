@@ -97,16 +97,11 @@ def _domain(low: float, high: float) -> str:
     return f"a finite value >= {low:g}" if high == math.inf else f"a value in [{low:g}, {high:g}]"
 
 
-def inverse_at_rest(model, M: np.ndarray) -> np.ndarray:
-    """M^-1 (nv, nv) of the mass matrix M at qpos0 (the constraint rows' invweight0 constants); InvalidModelError naming
-    the moving bodies without mass when M is singular, which MuJoCo's compiler refuses ("mass and inertia of moving
-    bodies must be larger than mjMINVAL")."""
-    try:
-        np.linalg.cholesky(M)                                  # M symmetric positive definite, or the model is refused
-        return np.linalg.inv(M)
-    except np.linalg.LinAlgError:
-        moving = [i for i in range(model.nbody) if model.body_linkid[i] >= 0 and model.body_mass[i] <= 0]
-        names = ", ".join(repr(model.body_name[i] or f"body {i}") for i in moving) or "none has zero mass"
-        raise InvalidModelError(f"the mass matrix at qpos0 is singular, so the constraints cannot be weighed (MuJoCo's "
-                                f"invweight0): a moving body needs mass and inertia > 0 or a massive child (bodies "
-                                f"without mass that move: {names})") from None
+def singular_at_rest(model) -> InvalidModelError:
+    """The error of a model whose mass matrix is singular at qpos0 (no invweight0 constants), naming the moving bodies
+    without mass."""
+    moving = [i for i in range(model.nbody) if model.body_linkid[i] >= 0 and model.body_mass[i] <= 0]
+    names = ", ".join(repr(model.body_name[i] or f"body {i}") for i in moving) or "none has zero mass"
+    return InvalidModelError(f"the mass matrix at qpos0 is singular, so the constraints cannot be weighed (MuJoCo's "
+                             f"invweight0): a moving body needs mass and inertia > 0 or a massive child (bodies "
+                             f"without mass that move: {names})")

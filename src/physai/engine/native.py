@@ -274,7 +274,7 @@ def compiled_actuation(actuators) -> bool:
     return actuators is None or actuators.affine
 
 
-def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
+def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray) -> dict:
     """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
     Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,
     body_parentid; flags as int64), qpos0, each body's joints (body_jntadr, body_jntnum: a body's joints are
@@ -292,7 +292,6 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             "body_jntadr": _int64(np.searchsorted(model.jnt_bodyid, bodies)),
             "body_jntnum": _int64((model.jnt_bodyid[:, None] == bodies).sum(axis=0)),
             "body_invweight0": _float64(body_invweight0), "dof_invweight0": _float64(dof_invweight0),
-            "meaninertia": float(meaninertia),
             **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance",
                                                                      "ccd_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
@@ -311,7 +310,8 @@ def collision_fields(model: Model) -> dict:
     Meshes' mesh_*, Hfields' hfield_*)."""
     G = model.geoms
     pairs, missing = collision.candidates(model)
-    params = [collision.contact_parameters(model, c.g1, c.g2, c.ipair) for c in pairs]
+    params = [collision.contact_parameters(model, g1, g2, ipair)
+              for (g1, g2), ipair in zip(pairs.geom.tolist(), pairs.ipair.tolist())]
     floats = np.array([np.r_[margin, gap, friction, solref, reffric, solimp]
                        for _, friction, solref, reffric, solimp, margin, gap in params]).reshape(-1, 16)
     bounds = [sum(collision.contact_parameters(model, a, b, -1)[5:]) for a, b in missing]
@@ -319,7 +319,7 @@ def collision_fields(model: Model) -> dict:
     return {"jnt_pos": _float64(model.jnt_pos), "body_offset": _float64(model.body_offset), **pose_link_fields(model),
             "geom_type": _int64(G.geom_type), "geom_bodyid": _int64(G.geom_bodyid), "geom_pos": _float64(G.geom_pos),
             "geom_quat": _float64(G.geom_quat), "geom_size": _float64(G.geom_size), "geom_rbound": _float64(G.geom_rbound),
-            "cand_geom": _int64(np.array([(c.g1, c.g2) for c in pairs]).reshape(-1, 2)),
+            "cand_geom": _int64(pairs.geom),
             "cand_dim": _int64([p[0] for p in params]), "cand_float": _float64(floats),
             "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds),
             "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
@@ -349,7 +349,7 @@ def pose_link_fields(model: Model) -> dict:
 
 def with_constraints(model: Model, constants) -> object:
     """model.compiled with its constraint part (constraint_fields), added on first use: constants() gives the
-    invweight constants (body_invweight0, dof_invweight0, meaninertia), called only then."""
+    invweight constants (body_invweight0, dof_invweight0), called only then."""
     c = compiled(model)
     if not c.has_constraints:
         c.add_constraints(constraint_fields(model, *constants()))
@@ -559,7 +559,7 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
     may touch in any (indices into collision.candidates' second list, sorted)."""
     ncon, floats, ints, cand, _, near = _DETECT(model, Q)
     pairs = collision.candidates(model)[0]
-    geom = np.array([(pairs[k].g1, pairs[k].g2) for k in cand.tolist()], np.intp).reshape(-1, 2)
+    geom = pairs.geom[cand].reshape(-1, 2)
     ends = np.cumsum(ncon).tolist()
     sets = [ContactSet.unpacked(model.nbody, floats[a:b], ints[a:b], geom[a:b]) for a, b in zip([0] + ends[:-1], ends)]
     return sets, sorted(set(near.tolist()))

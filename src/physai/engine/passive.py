@@ -92,19 +92,28 @@ def link_frames(model: Model, bodies: np.ndarray, pos: np.ndarray, rot: np.ndarr
             np.einsum("kij,kjl->kil", R, rot))
 
 
+def make_fluid_links(model: Model) -> tuple:
+    """The fluid elements' frames in their links' frames (link_frames), made once by physai.engine.setconst.set_const."""
+    return link_frames(model, model.fluid_bodyid, model.fluid_pos, model.fluid_rot)
+
+
 def apply_force(model: Model, d: Data, link: int, r: np.ndarray, F: np.ndarray, T: np.ndarray, out: np.ndarray) -> None:
     """out (nv, n) += the joint forces of a force F (3, n) [N] and torque T (3, n) [N m] acting at r (3, n) (relative to
     the centre of link's tree) on link: dof i of the link's chain takes S_lin . F + S_ang . (r x F + T)."""
-    dofs = model.kept("link_dofchains", _link_dofchains)[link]
+    dofs = model.kept("link_dofchains")[link]
     S = d.cdof[dofs]                                                   # (m, 6, n)
     # f_i = S_lin . F + S_ang . (r x F + T)
     moment = np.cross(r, F, axis=0) + T
     out[dofs] += np.einsum("min,in->mn", S[:, 3:], F) + np.einsum("min,in->mn", S[:, :3], moment)
 
 
-def _link_dofchains(model: Model) -> list[np.ndarray]:
-    """Each link's dofs and its ancestors' (its chain to the root)."""
-    chains = []
+def make_link_dofchains(model: Model) -> list[np.ndarray]:
+    """Each link's dofs and its ancestors' (its chain to the root), made once by physai.engine.setconst.set_const for a
+    model with forces on its bodies (has_body_forces: apply_force's only callers), none otherwise (a chain's are
+    quadratic in its length)."""
+    chains: list[np.ndarray] = []
+    if not has_body_forces(model):
+        return chains
     for link in range(model.nlink):
         dofs, i = [], model.link_dofadr[link] + model.link_dofnum[link] - 1
         while i >= 0:
@@ -215,7 +224,7 @@ def fluid(model: Model, d: Data) -> np.ndarray:
 def _element_motions(model: Model, d: Data):
     """(element, link, R (3, 3, n), r (3, n), local w, local v (3, n)) of each fluid element on a moving link: its frame
     in the world, its origin relative to the centre, and its local velocity there with the wind subtracted."""
-    links, pos, rot = model.kept("fluid_links", lambda m: link_frames(m, m.fluid_bodyid, m.fluid_pos, m.fluid_rot))
+    links, pos, rot = model.kept("fluid_links")
     for e, link in enumerate(links.tolist()):
         if link < 0:
             continue
@@ -249,7 +258,7 @@ def fluid_velocity_derivative(model: Model, d: Data) -> np.ndarray:
     in its own velocity component alone); from a Data with com_pos and com_vel done. The ellipsoid model's is not
     modelled (check_integrator refuses it)."""
     D = np.zeros((model.nv, model.nv, d.n))
-    chains = model.kept("link_dofchains", _link_dofchains)
+    chains = model.kept("link_dofchains")
     for e, link, R, r, lw, lv in _element_motions(model, d):
         dofs = chains[link]
         S = d.cdof[dofs]                                               # (m, 6, n)

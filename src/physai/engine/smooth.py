@@ -163,11 +163,12 @@ def rotate_mj(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
 
 def pose_links(model: Model) -> list[list[tuple]]:
     """Per body, the links of its joints (physai.joints.links: a free joint is three slides along the world's axes and a
-    ball) as (link, its first q entry, its ref: qpos0 there), made once per model and kept."""
-    return model.kept("pose_links", _pose_links)
+    ball) as (link, its first q entry, its ref: qpos0 there), made when the model is built (make_pose_links)."""
+    return model.kept("pose_links")
 
 
-def _pose_links(model: Model) -> list[list[tuple]]:
+def make_pose_links(model: Model) -> list[list[tuple]]:
+    """pose_links' value, made once by physai.engine.setconst.set_const."""
     out = [[] for _ in range(model.nbody)]
     for j in range(model.njnt):
         a = int(model.jnt_qposadr[j])
@@ -406,13 +407,8 @@ def tree_cholesky_solve(model: Model, M: np.ndarray, b: np.ndarray) -> np.ndarra
 
 def dof_ancestors(model: Model) -> list[list[int]]:
     """Each dof's ancestors on dof_parentid's chain, from the root (the columns left of the diagonal in M's row: MuJoCo's
-    M_colind, which the compiled model derives the same way). Made once per model and kept."""
-    def make(model):
-        chains: list[list[int]] = []
-        for p in model.dof_parentid.tolist():
-            chains.append([] if p < 0 else chains[p] + [p])
-        return chains
-    return model.kept("dof_ancestors", make)
+    M_colind, which the compiled model derives the same way): Model.dof_ancestors, made on first use with M's pattern."""
+    return model.dof_ancestors
 
 
 def block_inverse(D: np.ndarray) -> np.ndarray:
