@@ -98,7 +98,7 @@ def mj_run(m: mujoco.MjModel, q0, qd0, act0, ctrl, steps: int) -> tuple:
 @pytest.mark.parametrize("integrator", INTEGRATORS)
 def test_simulate_carries_the_activations_as_mj_step(integrator, backend):
     """100 steps of simulate with the activations as state follow mj_step within 1e-8 in q and act, for each
-    integrator; the compiled backend hands such a model to the NumPy engine."""
+    integrator, on both engines (cpp/actuation.h, cpp/forward.h carry act as engine/actuation.py and forward.py do)."""
     for seed in range(2):
         m = mujoco.MjModel.from_xml_string(actuated_xml(seed, integrator))
         q0, qd0, act0, ctrl = random_state(m, np.random.default_rng(seed))
@@ -107,6 +107,23 @@ def test_simulate_carries_the_activations_as_mj_step(integrator, backend):
         assert_close(tr.q[1:], Q, 1e-8, what=f"q, seed {seed}")
         assert_close(tr.act[1:], A, 1e-8, what=f"act, seed {seed}")
         assert_close(tr.act[0], act0, 0.0)
+
+
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_compiled_rollout_equals_the_numpy_engine(integrator):
+    """rollout of 3 trajectories with their own activations (and a step's fast path from zero activations) on the
+    compiled backend equals the NumPy engine's within 1e-12."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(4, integrator))
+    model = engine.from_mujoco(m)
+    rng = np.random.default_rng(4)
+    q0, qd0, act0, ctrl = random_state(m, rng)
+    Q0, QD0, A0 = np.tile(q0, (3, 1)), qd0 + rng.normal(size=(3, m.nv)), rng.uniform(-1, 1, (3, m.na))
+    native, numpy = (run(b, integrators.rollout, model, Q0, QD0, steps=30, ctrl=ctrl, act=A0) for b in ("native", "numpy"))
+    assert_close(native.q, numpy.q, 1e-12, what="q")
+    assert_close(native.act, numpy.act, 1e-12, what="act")
+    native, numpy = (run(b, integrators.step_result, model, Q0, QD0, ctrl=ctrl) for b in ("native", "numpy"))
+    assert_close(native.act, numpy.act, 1e-12, what="act of a step")
+    assert_close(native.q, numpy.q, 1e-12, what="q of a step")
 
 
 def test_filter_actuators_with_joint_limits_follow_mj_step():
