@@ -8,7 +8,7 @@ import pytest
 
 from helpers import assert_close, run
 from physai import derivatives, engine, forces, integrators
-from physai.exceptions import InvalidModelError, ShapeError, UnsupportedModelError
+from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
 INTEGRATORS = ("Euler", "implicit", "implicitfast", "RK4")
 
@@ -186,6 +186,21 @@ def test_act_of_the_wrong_shape_is_named():
         integrators.rollout(model, np.zeros((2, m.nq)), np.zeros((2, m.nv)), steps=2, act=np.zeros((3, m.na)))
     with pytest.raises(ShapeError, match=f"na = {m.na}"):
         forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu), act=np.zeros(m.na + 1))
+    with pytest.raises(InvalidStateError, match="act\\[0\\] is nan; act must be finite"):
+        integrators.simulate(model, q, qd, steps=2, act=np.full(m.na, np.nan))
+    with pytest.raises(ShapeError, match="na = 0"):
+        integrators.simulate(engine.from_mujoco("double_pendulum"), np.zeros(2), np.zeros(2), steps=2, act=np.zeros(1))
+
+
+def test_a_state_with_activations_that_are_not_finite_is_reported():
+    """step_result(..., on_divergence="report"): the state whose act row is NaN is not stepped (its act NaN, named);
+    the others are."""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(actuated_xml(2)))
+    A = np.zeros((3, model.actuators.na))
+    A[1] = np.nan
+    r = integrators.step_result(model, np.zeros((3, model.nq)), np.zeros((3, model.nv)), act=A, on_divergence="report")
+    assert r.status.failed == [1] and "its act is not finite" in r.status.messages[1]
+    assert np.isnan(r.act[1]).all() and np.isfinite(r.act[[0, 2]]).all()
 
 
 def test_a_muscle_with_impossible_parameters_is_refused_as_mujoco_refuses_it():

@@ -14,6 +14,13 @@ kind unless the model's disable flags turn it off); constraints=False is MuJoCo'
 constraints physai does not model is then refused by name (UnsupportedModelError; pass constraints=False for its smooth
 dynamics).
 
+ACTIVATIONS. Actuators with activation dynamics (MuJoCo's dyntype integrator, filter, filterexact, muscle) have a state
+of their own, the activations act (na,), one per such actuator in order (MuJoCo's d.act): step(..., act=...) returns
+(q_next, qd_next, act_next) for such a model, step_result its StepResult.act, simulate and rollout take the first act and
+return Trajectory.act (None: zero, as a new MjData's). Each integrator advances act as mj_step does: euler and the
+implicit ones by act + h act_dot at the start state (filterexact exactly, then clamped to actrange), rk4 with act in
+its stages (physai.engine.actuation, physai.engine.forward).
+
 Every integrator starts from the smooth force of MuJoCo's forward dynamics (its qfrc_smooth),
 
     f(q, qd) = actuator_force + passive_force + applied_force - bias        [N m | N]
