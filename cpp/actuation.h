@@ -1,7 +1,7 @@
 // The actuators' forces and their velocity derivative (src/physai/engine/actuation.py, MuJoCo's mj_fwdActuation;
 // passive forces in cpp/passive.h), and the joint forces of wrenches applied to bodies (physai.forces.body_wrench_force).
-// Written once for a number type T as the smooth stages. Stateless affine actuators only: the others (activation
-// dynamics, muscles) run in the NumPy engine (native.compiled_actuation).
+// Written once for a number type T as the smooth stages; muscles' curves in double only (a model with muscles steps one
+// trajectory at a time: Actuators::lanes).
 #pragma once
 
 #include <algorithm>
@@ -59,28 +59,32 @@ inline double muscle_dynamics(double u, double act, const double *prm) {
 }
 
 // act_dot (na) of the stateful actuators (actuation.activation_rate): integrator u; filter and filterexact
-// (u - act) / tau; muscle muscle_dynamics
-inline void activation_rate(const Actuators &act, const double *u, const double *a, double *act_dot) {
+// (u - act) / tau; muscle muscle_dynamics (double: lanes step no muscle, Actuators::lanes)
+template <class T> void activation_rate(const Actuators &act, const T *u, const T *a, T *act_dot) {
     for (int k = 0; k < act.nu; k++) {
         int64_t i = act.act_index[k];
         if (i < 0) continue;
         const double *prm = &act.dynprm[3 * k];
-        if (act.dyntype[k] == DYN_INTEGRATOR) act_dot[i] = u[k];
-        else if (act.dyntype[k] == DYN_MUSCLE) act_dot[i] = muscle_dynamics(u[k], a[i], prm);
-        else act_dot[i] = (u[k] - a[i]) / std::max(MINVAL, prm[0]);
+        if (act.dyntype[k] == DYN_INTEGRATOR) {
+            act_dot[i] = u[k];
+        } else if (act.dyntype[k] == DYN_MUSCLE) {
+            if constexpr (std::is_same_v<T, double>) act_dot[i] = muscle_dynamics(u[k], a[i], prm);
+        } else {
+            act_dot[i] = (u[k] - a[i]) / std::max(MINVAL, prm[0]);
+        }
     }
 }
 
 // actuator k's activation a after h [s] at the rate act_dot (actuation.next_activation, mj_nextActivation): a + h act_dot
 // (filterexact: a + act_dot tau (1 - exp(-h / tau))), clamped to actrange where actlimited
-inline double next_activation(const Actuators &act, int k, double a, double act_dot, double h) {
+template <class T> T next_activation(const Actuators &act, int k, T a, T act_dot, double h) {
     double tau = std::max(MINVAL, act.dynprm[3 * k]);
-    double next = act.dyntype[k] == DYN_FILTEREXACT ? a + act_dot * (tau * (1 - std::exp(-h / tau))) : a + act_dot * h;
+    T next = act.dyntype[k] == DYN_FILTEREXACT ? a + act_dot * (tau * (1 - std::exp(-h / tau))) : a + act_dot * h;
     return act.actlimited[k] ? vclamp(next, act.actrange[2 * k], act.actrange[2 * k + 1]) : next;
 }
 
 // a <- every activation after h at the rates act_dot (na each)
-inline void advance_activations(const Actuators &act, double *a, const double *act_dot, double h) {
+template <class T> void advance_activations(const Actuators &act, T *a, const T *act_dot, double h) {
     for (int k = 0; k < act.nu; k++)
         if (act.act_index[k] >= 0) a[act.act_index[k]] = next_activation(act, k, a[act.act_index[k]], act_dot[act.act_index[k]], h);
 }
@@ -152,12 +156,10 @@ template <class T> T actuator_bias(const Actuators &act, int k, T length, T velo
     return act.biastype[k] == GAIN_AFFINE ? b[0] + b[1] * length + b[2] * velocity : splat<T>(0.0);
 }
 
-// what actuator k's gain multiplies (actuation.inputs): u, or its activation (with actearly its next one; double)
+// what actuator k's gain multiplies (actuation.inputs): u, or its activation (with actearly its next one)
 template <class T> T actuator_input(const Actuators &act, int k, const StepInputs<T> &x) {
-    if constexpr (std::is_same_v<T, double>) {
-        int64_t i = act.act_index[k];
-        if (i >= 0) return act.actearly[k] ? next_activation(act, k, x.act[i], x.act_dot[i], x.h) : x.act[i];
-    }
+    int64_t i = act.act_index[k];
+    if (i >= 0) return act.actearly[k] ? next_activation(act, k, x.act[i], x.act_dot[i], x.h) : x.act[i];
     return x.u[k];
 }
 
@@ -172,11 +174,10 @@ template <class T> T actuator_slope(const Actuators &act, int k, T length, T vel
 
 // f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain input + bias (clamped to
 // forcerange) for the clamped controls x.u and activations x.act (actuation.scalar_forces, actuation.joint_force); their
-// rates into x.act_dot first (double), each actuator's slope into x.slope; moment^T force into t (nv) first
+// rates into x.act_dot first, each actuator's slope into x.slope; moment^T force into t (nv) first
 template <class T>
 void actuator_force(const Model &m, const Actuators &act, StepInputs<T> &x, const T *q, const T *qd, T *force, T *f, T *t) {
-    if constexpr (std::is_same_v<T, double>)
-        if (act.na) activation_rate(act, x.u.data(), x.act.data(), x.act_dot.data());
+    if (act.na) activation_rate(act, x.u.data(), x.act.data(), x.act_dot.data());
     for (int a = 0; a < act.nu; a++) {
         T length, velocity;
         actuator_length_velocity(m, act, a, q, qd, length, velocity);

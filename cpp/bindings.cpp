@@ -400,7 +400,7 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
             if (a.biastype[u] < GAIN_FIXED || a.biastype[u] > GAIN_MUSCLE) f.invalid("biastype", "expected 0 .. 2 (mjtBias)");
             if (a.act_index[u] != (a.dyntype[u] != DYN_NONE ? a.na : -1)) f.invalid("act_index", "expected 0, 1, .. in order");
             a.na += a.dyntype[u] != DYN_NONE;
-            a.affine = a.affine && a.dyntype[u] == DYN_NONE && a.gaintype[u] != GAIN_MUSCLE && a.biastype[u] != GAIN_MUSCLE;
+            a.lanes = a.lanes && a.dyntype[u] != DYN_MUSCLE && a.gaintype[u] != GAIN_MUSCLE && a.biastype[u] != GAIN_MUSCLE;
         }
         for (int64_t u = 0; u < U; u++)
             if (a.joint_dof[u] < -1 || a.joint_dof[u] >= V) f.invalid("joint_dof", "expected a dof in [0, nv) or -1 (a tendon)");

@@ -254,11 +254,10 @@ template <class T> int single_step_start(const Model &m, const Actuators &act, S
 }
 
 // qd' = qd + h a, q' = q (+) h qd' from the acceleration in w.a: the new velocity first, then the position; the
-// activations w.x.act advance at the start state's rate (forward.advance_activation: mj_advance, double)
+// activations w.x.act advance at the start state's rate (forward.advance_activation: mj_advance)
 template <class T>
 void semi_implicit_update(const Model &m, const Actuators &act, SimData<T> &w, double h, const T *q, const T *qd, T *qn, T *qdn) {
-    if constexpr (std::is_same_v<T, double>)
-        if (act.na) advance_activations(act, w.x.act.data(), w.x.act_dot.data(), h);   // act' = act + h act_dot, clamped
+    if (act.na) advance_activations(act, w.x.act.data(), w.x.act_dot.data(), h);      // act' = act + h act_dot, clamped
     for (int j = 0; j < m.nv; j++) qdn[j] = qd[j] + h * w.a[j];
     integrate_pos(m, q, qdn, h, qn);
 }
@@ -357,10 +356,8 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
             dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
         }
     }
-    if constexpr (std::is_same_v<T, double>) {                        // act' from the weighted rates (mj_advance)
-        for (int i = 0; i < na; i++) act[i] = act0[i];
-        if (na) advance_activations(acts, act, act_sum, o.h);
-    }
+    for (int i = 0; i < na; i++) act[i] = act0[i];                    // act' from the weighted rates (mj_advance)
+    if (na) advance_activations(acts, act, act_sum, o.h);
     integrate_pos(m, q, a, o.h, qn);
     for (int j = 0; j < nv; j++) qdn[j] = qd[j] + o.h * dqd[j];
     return OK;

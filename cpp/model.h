@@ -157,10 +157,10 @@ struct Actuators {
     const int64_t *qmoment_rownnz = nullptr, *qmoment_rowadr = nullptr, *qmoment_colind = nullptr;
     // activation dynamics, gain and bias types (physai.engine.actuators.Actuators: MuJoCo's mjtDyn, mjtGain, mjtBias
     // values) with their parameters: dynprm (nu, 3), gainprm and biasprm (nu, 9), lengthrange (nu, 2), acc0 (nu),
-    // actrange (nu, 2); act_index (nu) each stateful actuator's activation (-1: none), na of them; affine: every
-    // actuator stateless with fixed or affine gain and bias (the lanes' kernels step only those)
+    // actrange (nu, 2); act_index (nu) each stateful actuator's activation (-1: none), na of them; lanes: no actuator
+    // has a muscle's dynamics, gain or bias (the lanes' kernels step only those; muscles run one trajectory at a time)
     int na = 0;
-    bool affine = true;
+    bool lanes = true;
     const int64_t *dyntype = nullptr, *gaintype = nullptr, *biastype = nullptr, *actlimited = nullptr, *actearly = nullptr;
     const int64_t *act_index = nullptr;
     const double *dynprm = nullptr, *gainprm = nullptr, *biasprm = nullptr, *lengthrange = nullptr, *acc0 = nullptr;

@@ -82,18 +82,19 @@ inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double
     return -1;
 }
 
-// trajectories n .. n + count - 1 of r (count <= the lanes of L) side by side, from their Q[0], QD[0], for actuators
-// without activations (Actuators::affine): OK with every state written, or not (a lane diverged, a zero quaternion,
+// trajectories n .. n + count - 1 of r (count <= the lanes of L) side by side, from their Q[0], QD[0] and A[0], for
+// actuators without muscles (Actuators::lanes): OK with every state written, or not (a lane diverged, a zero quaternion,
 // implicit, a matrix that does not factor): the caller then runs them one by one (simulate_one), which reports exactly
 // what and where
 template <class L> int simulate_block(const Model &m, const Actuators &act, SimData<L> &w, const Rollout &r, int64_t n, int64_t count) {
     constexpr int W = lanes_of<L>;
-    int nq = m.nq, nv = m.nv;
-    int64_t steps = r.steps, rowq = (steps + 1) * nq, rowv = (steps + 1) * nv, rowe = steps + 1;
+    int nq = m.nq, nv = m.nv, na = act.na;
+    int64_t steps = r.steps, rowq = (steps + 1) * nq, rowv = (steps + 1) * nv, rowe = steps + 1, rowa = (steps + 1) * na;
     auto lane = [&](int64_t l) { return n + std::min<int64_t>(l, count - 1); };
     for (int l = 0; l < W; l++) {
         for (int i = 0; i < nq; i++) w.q[i][l] = r.Q[lane(l) * rowq + i];
         for (int j = 0; j < nv; j++) w.qd[j][l] = r.QD[lane(l) * rowv + j];
+        for (int i = 0; i < na; i++) w.x.act[i][l] = r.A[lane(l) * rowa + i];
     }
     L e;
     for (int64_t k = 0; k < steps; k++) {
@@ -106,6 +107,7 @@ template <class L> int simulate_block(const Model &m, const Actuators &act, SimD
             for (int i = 0; i < nq; i++) r.Q[(n + l) * rowq + (k + 1) * nq + i] = w.qn[i][l];
             for (int j = 0; j < nv; j++) r.QD[(n + l) * rowv + (k + 1) * nv + j] = w.qdn[j][l];
             r.E[(n + l) * rowe + k] = e[l];
+            for (int i = 0; i < na; i++) r.A[(n + l) * rowa + (k + 1) * na + i] = w.x.act[i][l];
         }
         std::swap(w.q, w.qn);
         std::swap(w.qd, w.qdn);

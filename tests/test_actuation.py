@@ -13,8 +13,9 @@ from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError, 
 INTEGRATORS = ("Euler", "implicit", "implicitfast", "RK4")
 
 
-def _actuator(rng, k: int, target: str) -> str:
-    """One random actuator on `target` (joint="..." or tendon="..."), its kind chosen by k (every kind in turn)."""
+def _actuator(rng, k: int, target: str, muscles: bool = True) -> str:
+    """One random actuator on `target` (joint="..." or tendon="..."), its kind chosen by k (every kind in turn; without
+    muscles: the kinds without a muscle's dynamics, gain or bias)."""
     u = lambda lo, hi: f"{rng.uniform(lo, hi):.4g}"                       # noqa: E731
     limits = f'ctrllimited="true" ctrlrange="{u(-1, -0.3)} {u(0.3, 1)}"' if rng.random() < 0.6 else ""
     force = f'forcelimited="true" forcerange="{u(-3, -1)} {u(1, 3)}"' if rng.random() < 0.4 else ""
@@ -36,12 +37,13 @@ def _actuator(rng, k: int, target: str) -> str:
         f'{limits}/>',
         f'<general {target} {affine} {limits} {force}/>',
     ]
+    kinds = kinds if muscles else kinds[:3] + kinds[-1:]
     return kinds[k % len(kinds)]
 
 
-def actuated_xml(seed: int, integrator: str = "Euler", nbody: int = 5) -> str:
-    """A random chain of hinges and slides with every kind of actuator (_actuator) on its joints and on a fixed tendon,
-    joint actuatorfrcrange on one joint, tilted gravity and damping."""
+def actuated_xml(seed: int, integrator: str = "Euler", nbody: int = 5, muscles: bool = True) -> str:
+    """A random chain of hinges and slides with every kind of actuator (_actuator; muscles or not) on its joints and on a
+    fixed tendon, joint actuatorfrcrange on one joint, tilted gravity and damping."""
     rng = np.random.default_rng(seed)
     f = lambda x: " ".join(f"{v:.4g}" for v in np.ravel(x))              # noqa: E731
     body = ""
@@ -53,8 +55,8 @@ def actuated_xml(seed: int, integrator: str = "Euler", nbody: int = 5) -> str:
                 f'damping="{rng.uniform(0, 0.2):.3g}" {frc}/><geom type="sphere" size="0.05" '
                 f'mass="{rng.uniform(0.3, 1.5):.3g}"/>{body}</body>')
     tendon = f'<tendon><fixed name="t"><joint joint="j0" coef="0.7"/><joint joint="j{nbody - 1}" coef="-0.4"/></fixed></tendon>'
-    acts = [_actuator(rng, k, f'joint="j{k % nbody}"') for k in range(7)]
-    acts += [_actuator(rng, int(rng.integers(0, 7)), 'tendon="t"') for _ in range(2)]
+    acts = [_actuator(rng, k, f'joint="j{k % nbody}"', muscles) for k in range(7)]
+    acts += [_actuator(rng, int(rng.integers(0, 7)), 'tendon="t"', muscles) for _ in range(2)]
     return (f'<mujoco><option timestep="0.002" integrator="{integrator}" gravity="0.5 -0.3 -9.7">'
             f'<flag contact="disable"/></option><worldbody>{body}</worldbody>{tendon}'
             f'<actuator>{"".join(acts)}</actuator></mujoco>')
@@ -109,11 +111,13 @@ def test_simulate_carries_the_activations_as_mj_step(integrator, backend):
         assert_close(tr.act[0], act0, 0.0)
 
 
+@pytest.mark.parametrize("muscles", (True, False))
 @pytest.mark.parametrize("integrator", INTEGRATORS)
-def test_compiled_rollout_equals_the_numpy_engine(integrator):
+def test_compiled_rollout_equals_the_numpy_engine(integrator, muscles):
     """rollout of 3 trajectories with their own activations (and a step's fast path from zero activations) on the
-    compiled backend equals the NumPy engine's within 1e-12."""
-    m = mujoco.MjModel.from_xml_string(actuated_xml(4, integrator))
+    compiled backend equals the NumPy engine's within 1e-12: side by side in the lanes without muscles, one by one
+    with them."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(4, integrator, muscles=muscles))
     model = engine.from_mujoco(m)
     rng = np.random.default_rng(4)
     q0, qd0, act0, ctrl = random_state(m, rng)
