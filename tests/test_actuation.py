@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from helpers import assert_close, run
-from physai import derivatives, engine, forces, integrators
-from physai.exceptions import InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
+from physai import acceptance, derivatives, engine, forces, integrators
+from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
 INTEGRATORS = ("Euler", "implicit", "implicitfast", "RK4")
 
@@ -189,11 +189,14 @@ def test_act_of_the_wrong_shape_is_named():
     with pytest.raises(ShapeError, match=f"na = {m.na}"):
         integrators.rollout(model, np.zeros((2, m.nq)), np.zeros((2, m.nv)), steps=2, act=np.zeros((3, m.na)))
     with pytest.raises(ShapeError, match=f"na = {m.na}"):
-        forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu), act=np.zeros(m.na + 1))
+        forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu), act=np.zeros(m.na + 1), dt=m.opt.timestep)
     with pytest.raises(InvalidStateError, match="act\\[0\\] is nan; act must be finite"):
         integrators.simulate(model, q, qd, steps=2, act=np.full(m.na, np.nan))
     with pytest.raises(ShapeError, match="na = 0"):
         integrators.simulate(engine.from_mujoco("double_pendulum"), np.zeros(2), np.zeros(2), steps=2, act=np.zeros(1))
+    early = np.flatnonzero(model.actuators.actearly & model.actuators.stateful)[0]
+    with pytest.raises(InvalidArgumentError, match=f"actuator '{model.actuators.names[early]}' has actearly.*dt"):
+        forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu))
 
 
 def test_a_state_with_activations_that_are_not_finite_is_reported():
@@ -228,3 +231,11 @@ def test_what_does_not_model_activations_refuses_them_by_name():
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(actuated_xml(0)))
     with pytest.raises(UnsupportedModelError, match="step_derivatives models actuators without activation dynamics"):
         derivatives.step_derivatives(model, np.zeros(model.nq), np.zeros(model.nv))
+
+
+def test_physai_check_balances_a_model_with_activations():
+    """physai check's terms (acceptance.term_differences): the actuator term of a model with actearly actuators equals
+    MuJoCo's qfrc_actuator (its force uses the next activation, after MuJoCo's timestep)."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(1))
+    differences = acceptance.term_differences(m, acceptance.mujoco_states(m, 10), engine.from_mujoco(m))
+    assert differences["actuator"] < 1e-12, differences

@@ -1049,7 +1049,7 @@ def bias_velocity_derivative(model, q, qd) -> np.ndarray:
     return 0.5 * (c[:model.nv] - c[model.nv:]).T
 
 
-def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None, act=None, dt: float = 0.0) -> np.ndarray:
+def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None, act=None, dt: float | None = None) -> np.ndarray:
     """D = d f / d qd as the single-step integrator uses it (nv, nv): the matrix in M - h D.
 
     euler:        -B                                   (B = diag(damping); actuators stay explicit)
