@@ -191,7 +191,7 @@ template <class T> void simulate_states(const Model &m, const Actuators &act, co
             r.status[n] = simulate_one(m, act, *w, r, n);
         }
     } else {
-        if (r.opt.integrator == IMPLICIT || hi - lo < 2) return;
+        if (r.opt.integrator == IMPLICIT || hi - lo < 2 || !act.lanes) return;    // muscles: one by one
         SimData<T> w(m, act);
         for (int64_t n = lo; hi - n >= 2; n += lanes_of<T>) {
             int64_t count = std::min<int64_t>(lanes_of<T>, hi - n);

@@ -389,7 +389,21 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         a.forcerange = f.doubles("forcerange", {U, 2}), a.forcelimited = f.ints("forcelimited", {U});
         a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
         a.joint_dof = f.ints("joint_dof", {U});
+        a.dyntype = f.ints("dyntype", {U}), a.gaintype = f.ints("gaintype", {U}), a.biastype = f.ints("biastype", {U});
+        a.dynprm = f.doubles("dynprm", {U, 3}), a.gainprm = f.doubles("gainprm", {U, 9});
+        a.biasprm = f.doubles("biasprm", {U, 9}), a.lengthrange = f.doubles("lengthrange", {U, 2});
+        a.acc0 = f.doubles("acc0", {U}), a.actrange = f.doubles("actrange", {U, 2});
+        a.actlimited = f.ints("actlimited", {U}), a.actearly = f.ints("actearly", {U});
+        a.act_index = f.ints("act_index", {U});
         f.done();
+        for (int64_t u = 0; u < U; u++) {
+            if (a.dyntype[u] < DYN_NONE || a.dyntype[u] > DYN_MUSCLE) f.invalid("dyntype", "expected 0 .. 4 (mjtDyn)");
+            if (a.gaintype[u] < GAIN_FIXED || a.gaintype[u] > GAIN_MUSCLE) f.invalid("gaintype", "expected 0 .. 2 (mjtGain)");
+            if (a.biastype[u] < GAIN_FIXED || a.biastype[u] > GAIN_MUSCLE) f.invalid("biastype", "expected 0 .. 2 (mjtBias)");
+            if (a.act_index[u] != (a.dyntype[u] != DYN_NONE ? a.na : -1)) f.invalid("act_index", "expected 0, 1, .. in order");
+            a.na += a.dyntype[u] != DYN_NONE;
+            a.lanes = a.lanes && a.dyntype[u] != DYN_MUSCLE && a.gaintype[u] != GAIN_MUSCLE && a.biastype[u] != GAIN_MUSCLE;
+        }
         for (int64_t u = 0; u < U; u++)
             if (a.joint_dof[u] < -1 || a.joint_dof[u] >= V) f.invalid("joint_dof", "expected a dof in [0, nv) or -1 (a tendon)");
         // the nonzero entries of a (U, cols) matrix row by row into rownnz, rowadr, colind (model.h)
@@ -579,8 +593,9 @@ const Actuators &actuators_option(const Model &m, nb::handle x, const char *who)
 // ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with a dict of named options
 // (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping; steps, with_energy,
 // constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
-// (N, steps, 6 nbody) and warm (N, nv), or None each), on threads with the GIL released: (Q (N, steps+1, nq), QD,
-// E (N, steps+1), status (N): -1, or the step at which the trajectory stopped, ncon, near, warm_out). When the first
+// (N, steps, 6 nbody), warm (N, nv) and act (N, na), or None each), on threads with the GIL released: (Q (N, steps+1, nq),
+// QD, E (N, steps+1), status (N): -1, or the step at which the trajectory stopped, ncon, near, warm_out, A (N, steps+1,
+// na) the activations). When the first
 // trajectory that stopped did so on a zero quaternion or a singular matrix, KernelError(kind, "q0", trajectory, step,
 // (Q, QD, E)) instead; when it diverged, status says where (the caller raises the DivergenceError).
 nb::object rollout(CompiledModel &nm, const nb::handle *args) {
@@ -602,9 +617,23 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     r.ctrl = series(o.object("ctrl"), N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
     r.qfrc = series(o.object("qfrc_applied"), N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
     r.xfrc = series(o.object("xfrc_applied"), N, r.steps, 6 * int64_t(m.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
-    nb::handle warm = o.object("warm");
+    nb::handle warm = o.object("warm"), act_in = o.object("act");
     o.done();
     if (act->nu && !r.ctrl.data) throw nb::value_error("rollout: the actuators need ctrl");
+    const npy_intp da[3] = {npy_intp(N), npy_intp(r.steps + 1), act->na};
+    void *av;
+    nb::object A = new_array(3, da, NPY_DOUBLE, av);
+    r.A = static_cast<double *>(av);
+    const double *act0 = nullptr;
+    if (!act_in.is_none()) {                                          // (N, na) float64, C order, finite
+        PyArrayObject *a = float64_array(act_in, 2);
+        if (!a || int64_t(PyArray_DIM(a, 0)) != N || int64_t(PyArray_DIM(a, 1)) != act->na ||
+            (act->na > 1 && PyArray_STRIDE(a, 1) != 8) || (N > 1 && PyArray_STRIDE(a, 0) != 8 * act->na))
+            throw nb::value_error("rollout: act (N, na), float64 in C order");
+        act0 = static_cast<const double *>(PyArray_DATA(a));
+        if (!std::all_of(act0, act0 + N * act->na, [](double x) { return std::isfinite(x); }))
+            throw nb::value_error("rollout: act holds NaN or infinity");
+    }
     const npy_intp dq[3] = {npy_intp(N), npy_intp(r.steps + 1), m.nq}, dv[3] = {npy_intp(N), npy_intp(r.steps + 1), m.nv};
     void *q, *qd, *e, *st;
     nb::object Q = new_array(3, dq, NPY_DOUBLE, q), QD = new_array(3, dv, NPY_DOUBLE, qd), E = new_array(2, dq, NPY_DOUBLE, e);
@@ -639,6 +668,9 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             std::copy_n(q0.data + n * q0.stride, m.nq, r.Q + n * (r.steps + 1) * m.nq);
             std::copy_n(qd0.data + n * qd0.stride, m.nv, r.QD + n * (r.steps + 1) * m.nv);
             std::fill_n(r.ncon + n * r.steps, r.steps, 0), std::fill_n(r.warm_out + n * m.nv, m.nv, 0.0);
+            double *an = r.A + n * (r.steps + 1) * act->na;             // row 0: the first activations, or zero
+            if (act0) std::copy_n(act0 + n * act->na, act->na, an);
+            else std::fill_n(an, act->na, 0.0);
             r.near[n] = -1, r.status[n] = RERUN;
         }
         return !stop.load();
@@ -651,7 +683,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             fail(failure[size_t(n)] == SINGULAR ? "singular" : "zero_quaternion", "q0", n, r.status[n], nb::make_tuple(Q, QD, E));
         break;
     }
-    return nb::make_tuple(Q, QD, E, status, ncon, near, warm_out);
+    return nb::make_tuple(Q, QD, E, status, ncon, near, warm_out, A);
 }
 
 // STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,

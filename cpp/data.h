@@ -101,10 +101,13 @@ template <class T> struct Work {
     explicit Work(const Model &m) : d(m) {}
 };
 
-// the inputs of one simulation step: clamped ctrl (nu), qfrc_applied (nv), xfrc_applied (nbody, 6)
+// the inputs of one simulation step: clamped ctrl (nu), qfrc_applied (nv), xfrc_applied (nbody, 6); the activations
+// act (na) the forces read (MuJoCo's d.act: the state's, an RK4 stage's; the next ones after a step), their rate act_dot
+// (na) and each actuator's d force / d velocity slope (nu) as the last evaluation left them; h [s] for actearly
 template <class T> struct StepInputs {
-    Vec<T> u, qfrc, xfrc;
+    Vec<T> u, qfrc, xfrc, act, act_dot, slope;
     bool has_qfrc = false, has_xfrc = false;
+    double h = 0;
 };
 
 // the buffers of one trajectory's (or one lane block's) steps
@@ -112,9 +115,11 @@ template <class T> struct SimData {
     Data<T> d;
     StepInputs<T> x;
     Vec<T> M, D, f, tmp, force, a, rhs, qfrc, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn, free_M;
+    Vec<T> act0, act_sum;                                              // RK4: the step's first activations, sum of b act_dot
     SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
-        x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody));
+        x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody)), x.slope.resize(size_t(act.nu));
+        for (auto *v : {&x.act, &x.act_dot, &act0, &act_sum}) v->resize(size_t(act.na));
         free_M.resize(36 * size_t(m.nfree));
         for (auto *v : {&M, &D}) v->resize(V * V);
         for (auto *v : {&f, &tmp, &a, &rhs, &qfrc, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
@@ -171,6 +176,7 @@ struct Rollout {
     int64_t *ncon = nullptr, *near = nullptr;      // constrained: contacts per step (N, steps); a left-out pair near (N)
     const double *warm_in = nullptr;               // constrained: each trajectory's first warm start (N, nv), or zero
     double *warm_out = nullptr;                    // constrained: its last solve's qacc (N, nv)
+    double *A = nullptr;                           // the activations (N, steps+1, na), each from its row 0
     int *failure = nullptr;
     const std::atomic<bool> *stop = nullptr;                           // set: stop at the next step (the run is discarded)
 };

@@ -32,9 +32,10 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
     return tree_cholesky_solve(m, d.qM.data(), qdd, d.qL.data(), d.qLinv.data());
 }
 
-// f = passive + actuator + applied - bias and M at (q, qd) (integrators.DynamicsEvaluator.evaluate); the actuators' scalar forces
-// into force (nu), the potential energy into pot; ZERO_QUATERNION when a quaternion is zero
-template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, const StepInputs<T> &x, const T *q,
+// f = passive + actuator + applied - bias and M at (q, qd) and the activations x.act (integrators.DynamicsEvaluator.evaluate);
+// the actuators' scalar forces into force (nu), their activations' rates into x.act_dot, the potential energy into pot;
+// ZERO_QUATERNION when a quaternion is zero
+template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
                                 const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
     int st = velocity_stages(m, d, q, qd);
     if (st != OK) return st;
@@ -42,7 +43,7 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     damper_spring_force(m, q, qd, f);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
     body_forces(m, d, f, tmp);                                         // gravcomp, fluid (passive.h); tmp read already
-    if (act.nu) actuator_force(m, act, x.u.data(), q, qd, force, f, tmp);   // tmp (the bias) read already
+    if (act.nu) actuator_force(m, act, x, q, qd, force, f, tmp);       // tmp (the bias) read already
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
     if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
@@ -195,7 +196,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     T *D = w.D.data();
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
-    if (act.nu) actuator_velocity_derivative(m, act, w.x.u.data(), w.force.data(), D, w.tmp.data());
+    if (act.nu) actuator_velocity_derivative(m, act, w.x.slope.data(), w.force.data(), D, w.tmp.data());
     if (m.nfluid) fluid_velocity_derivative(m, d, D, w.tmp.data());   // the inertia boxes' (passive.h)
     if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
         T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
@@ -252,8 +253,11 @@ template <class T> int single_step_start(const Model &m, const Actuators &act, S
     return OK;
 }
 
-// qd' = qd + h a, q' = q (+) h qd' from the acceleration in w.a: the new velocity first, then the position
-template <class T> void semi_implicit_update(const Model &m, SimData<T> &w, double h, const T *q, const T *qd, T *qn, T *qdn) {
+// qd' = qd + h a, q' = q (+) h qd' from the acceleration in w.a: the new velocity first, then the position; the
+// activations w.x.act advance at the start state's rate (forward.advance_activation: mj_advance)
+template <class T>
+void semi_implicit_update(const Model &m, const Actuators &act, SimData<T> &w, double h, const T *q, const T *qd, T *qn, T *qdn) {
+    if (act.na) advance_activations(act, w.x.act.data(), w.x.act_dot.data(), h);      // act' = act + h act_dot, clamped
     for (int j = 0; j < m.nv; j++) qdn[j] = qd[j] + h * w.a[j];
     integrate_pos(m, q, qdn, h, qn);
 }
@@ -271,7 +275,7 @@ template <class T> int euler(const Model &m, const Actuators &act, SimData<T> &w
         step_matrix(m, act, w, o.h, EULER, o.implicit_damping, qd);
         if (tree_cholesky_solve(m, w.M.data(), w.a.data(), w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
     }
-    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;
 }
 
@@ -299,14 +303,14 @@ template <class T> int implicit(const Model &m, const Actuators &act, SimData<T>
         ok = tree_cholesky_solve(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
     }
     if (!ok) return SINGULAR;
-    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;
 }
 
 // one classic RK4 step (mj_RungeKutta, forward.runge_kutta) with the inputs held over the step: stage i at
 // q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i; with constraints each stage's acceleration is the solver's.
 // OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
-template <class T> int runge_kutta(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
+template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimData<T> &w, const StepOptions &o, const T *q,
                                    const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
     int nv = m.nv;
     Data<T> &d = w.d;
@@ -314,6 +318,9 @@ template <class T> int runge_kutta(const Model &m, const Actuators &act, SimData
     // the inputs held over the step: stage i at q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i
     const double C[3] = {0.5, 0.5, 1.0}, B[4] = {1.0 / 6.0, 1.0 / 3.0, 1.0 / 3.0, 1.0 / 6.0};
     T *qi = w.qi.data(), *qdi = w.qdi.data(), *dqd = w.dqd.data(), *kv = w.kv.data();
+    T *act = w.x.act.data(), *act0 = w.act0.data(), *act_dot = w.x.act_dot.data(), *act_sum = w.act_sum.data();
+    int na = acts.na;
+    for (int i = 0; i < na; i++) act0[i] = act[i];
     for (int stage = 0; stage < 4; stage++) {
         if (stage == 0) {
             for (int i = 0; i < m.nq; i++) qi[i] = q[i];
@@ -323,10 +330,12 @@ template <class T> int runge_kutta(const Model &m, const Actuators &act, SimData
             for (int j = 0; j < nv; j++) w.dq[j] = c * kv[j];
             integrate_pos(m, q, w.dq.data(), o.h, qi);
             for (int j = 0; j < nv; j++) qdi[j] = qd[j] + o.h * (c * w.stage_a[j]);
+            for (int i = 0; i < na; i++) act[i] = act0[i] + o.h * (c * act_dot[i]);      // the stage's act, unclamped
         }
-        if (evaluate(m, act, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
+        if (evaluate(m, acts, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
         if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
         if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
+        for (int i = 0; i < na; i++) act_sum[i] = stage == 0 ? 0.0 + B[0] * act_dot[i] : act_sum[i] + B[stage] * act_dot[i];
         bool constrained = false;
         if constexpr (std::is_same_v<T, double>) {
             if (con) {                                                 // the stage's constrained acceleration into f
@@ -347,6 +356,8 @@ template <class T> int runge_kutta(const Model &m, const Actuators &act, SimData
             dqd[j] = stage == 0 ? 0.0 + B[0] * f[j] : dqd[j] + B[stage] * f[j];       // sum of b a_i
         }
     }
+    for (int i = 0; i < na; i++) act[i] = act0[i];                    // act' from the weighted rates (mj_advance)
+    if (na) advance_activations(acts, act, act_sum, o.h);
     integrate_pos(m, q, a, o.h, qn);
     for (int j = 0; j < nv; j++) qdn[j] = qd[j] + o.h * dqd[j];
     return OK;
@@ -356,6 +367,7 @@ template <class T> int runge_kutta(const Model &m, const Actuators &act, SimData
 // (forward.STEPPERS), with the model's constraints when con (double only): euler, implicit or runge_kutta's status
 template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
                             T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+    w.x.h = o.h;                                                       // actearly's step
     if (o.integrator == EULER) return euler(m, act, w, o, q, qd, qn, qdn, e, con);
     if (o.integrator == RK4) return runge_kutta(m, act, w, o, q, qd, qn, qdn, e, con);
     return implicit(m, act, w, o, o.integrator == IMPLICITFAST, q, qd, qn, qdn, e, con);

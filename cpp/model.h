@@ -159,7 +159,21 @@ struct Actuators {
     // qmoment's likewise (its coordinates)
     const int64_t *moment_rownnz = nullptr, *moment_rowadr = nullptr, *moment_colind = nullptr;
     const int64_t *qmoment_rownnz = nullptr, *qmoment_rowadr = nullptr, *qmoment_colind = nullptr;
+    // activation dynamics, gain and bias types (physai.engine.actuators.Actuators: MuJoCo's mjtDyn, mjtGain, mjtBias
+    // values) with their parameters: dynprm (nu, 3), gainprm and biasprm (nu, 9), lengthrange (nu, 2), acc0 (nu),
+    // actrange (nu, 2); act_index (nu) each stateful actuator's activation (-1: none), na of them; lanes: no actuator
+    // has a muscle's dynamics, gain or bias (the lanes' kernels step only those; muscles run one trajectory at a time)
+    int na = 0;
+    bool lanes = true;
+    const int64_t *dyntype = nullptr, *gaintype = nullptr, *biastype = nullptr, *actlimited = nullptr, *actearly = nullptr;
+    const int64_t *act_index = nullptr;
+    const double *dynprm = nullptr, *gainprm = nullptr, *biasprm = nullptr, *lengthrange = nullptr, *acc0 = nullptr;
+    const double *actrange = nullptr;
 };
+
+// the activation dynamics and the gain and bias types (physai.engine.actuators' DYN_*, FIXED, AFFINE, MUSCLE)
+enum ActuatorKind { DYN_NONE = 0, DYN_INTEGRATOR = 1, DYN_FILTER = 2, DYN_FILTEREXACT = 3, DYN_MUSCLE = 4 };
+enum GainKind { GAIN_FIXED = 0, GAIN_AFFINE = 1, GAIN_MUSCLE = 2 };
 
 namespace {
 

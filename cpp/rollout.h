@@ -49,9 +49,11 @@ template <class T> void step_inputs(const Model &m, const Actuators &act, const 
 // stopped it, with the reason (DIVERGED: the state k + 1 is not finite; ZERO_QUATERNION, SINGULAR) in r.failure[n]
 inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double> &w, const Rollout &r, int64_t n,
                             const Constrain *con = nullptr) {
-    int nq = m.nq, nv = m.nv;
+    int nq = m.nq, nv = m.nv, na = act.na;
     int64_t steps = r.steps;
     double *Q = r.Q + n * (steps + 1) * nq, *QD = r.QD + n * (steps + 1) * nv, *E = r.E + n * (steps + 1);
+    double *A = r.A + n * (steps + 1) * na;
+    std::copy_n(A, na, w.x.act.begin());                               // the activations, stepped in w.x.act
     for (int64_t k = 0; k < steps; k++) {
         if (r.stop && r.stop->load(std::memory_order_relaxed)) return k;                  // stopped: discarded
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
@@ -71,6 +73,7 @@ inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double
             r.failure[n] = st;
             return k;
         }
+        std::copy_n(w.x.act.begin(), na, A + (k + 1) * na);
     }
     if (r.with_energy && final_energy(m, w.d, Q + steps * nq, QD + steps * nv, E[steps]) != OK) {
         r.failure[n] = ZERO_QUATERNION;
@@ -79,17 +82,19 @@ inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double
     return -1;
 }
 
-// trajectories n .. n + count - 1 of r (count <= the lanes of L) side by side, from their Q[0], QD[0]: OK with every
-// state written, or not (a lane diverged, a zero quaternion, implicit, a matrix that does not factor): the caller then
-// runs them one by one (simulate_one), which reports exactly what and where
+// trajectories n .. n + count - 1 of r (count <= the lanes of L) side by side, from their Q[0], QD[0] and A[0], for
+// actuators without muscles (Actuators::lanes): OK with every state written, or not (a lane diverged, a zero quaternion,
+// implicit, a matrix that does not factor): the caller then runs them one by one (simulate_one), which reports exactly
+// what and where
 template <class L> int simulate_block(const Model &m, const Actuators &act, SimData<L> &w, const Rollout &r, int64_t n, int64_t count) {
     constexpr int W = lanes_of<L>;
-    int nq = m.nq, nv = m.nv;
-    int64_t steps = r.steps, rowq = (steps + 1) * nq, rowv = (steps + 1) * nv, rowe = steps + 1;
+    int nq = m.nq, nv = m.nv, na = act.na;
+    int64_t steps = r.steps, rowq = (steps + 1) * nq, rowv = (steps + 1) * nv, rowe = steps + 1, rowa = (steps + 1) * na;
     auto lane = [&](int64_t l) { return n + std::min<int64_t>(l, count - 1); };
     for (int l = 0; l < W; l++) {
         for (int i = 0; i < nq; i++) w.q[i][l] = r.Q[lane(l) * rowq + i];
         for (int j = 0; j < nv; j++) w.qd[j][l] = r.QD[lane(l) * rowv + j];
+        for (int i = 0; i < na; i++) w.x.act[i][l] = r.A[lane(l) * rowa + i];
     }
     L e;
     for (int64_t k = 0; k < steps; k++) {
@@ -102,6 +107,7 @@ template <class L> int simulate_block(const Model &m, const Actuators &act, SimD
             for (int i = 0; i < nq; i++) r.Q[(n + l) * rowq + (k + 1) * nq + i] = w.qn[i][l];
             for (int j = 0; j < nv; j++) r.QD[(n + l) * rowv + (k + 1) * nv + j] = w.qdn[j][l];
             r.E[(n + l) * rowe + k] = e[l];
+            for (int i = 0; i < na; i++) r.A[(n + l) * rowa + (k + 1) * na + i] = w.x.act[i][l];
         }
         std::swap(w.q, w.qn);
         std::swap(w.qd, w.qdn);

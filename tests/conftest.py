@@ -63,6 +63,7 @@ FILE_MARKERS = {
 }
 #: tests that run the compiled backend by name in their body (parametrized ones are found by their backend="native")
 COMPILED = {
+    "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine"},
     "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays"},
     "test_contact_simulation.py": {"test_a_diverging_contact_run_names_its_deepest_contact", "test_numpy_backend_gives_the_same_run"},
     "test_convex.py": {"test_compiled_hfield_contacts_equal_the_numpy_text", "test_constraint_rows_of_a_terrain_equal_on_both_backends"},

@@ -7,14 +7,15 @@ import numpy as np
 import pytest
 
 from helpers import assert_close, run
-from physai import derivatives, engine, forces, integrators
-from physai.exceptions import InvalidModelError, ShapeError, UnsupportedModelError
+from physai import acceptance, derivatives, engine, forces, integrators
+from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
 INTEGRATORS = ("Euler", "implicit", "implicitfast", "RK4")
 
 
-def _actuator(rng, k: int, target: str) -> str:
-    """One random actuator on `target` (joint="..." or tendon="..."), its kind chosen by k (every kind in turn)."""
+def _actuator(rng, k: int, target: str, muscles: bool = True) -> str:
+    """One random actuator on `target` (joint="..." or tendon="..."), its kind chosen by k (every kind in turn; without
+    muscles: the kinds without a muscle's dynamics, gain or bias)."""
     u = lambda lo, hi: f"{rng.uniform(lo, hi):.4g}"                       # noqa: E731
     limits = f'ctrllimited="true" ctrlrange="{u(-1, -0.3)} {u(0.3, 1)}"' if rng.random() < 0.6 else ""
     force = f'forcelimited="true" forcerange="{u(-3, -1)} {u(1, 3)}"' if rng.random() < 0.4 else ""
@@ -36,12 +37,13 @@ def _actuator(rng, k: int, target: str) -> str:
         f'{limits}/>',
         f'<general {target} {affine} {limits} {force}/>',
     ]
+    kinds = kinds if muscles else kinds[:3] + kinds[-1:]
     return kinds[k % len(kinds)]
 
 
-def actuated_xml(seed: int, integrator: str = "Euler", nbody: int = 5) -> str:
-    """A random chain of hinges and slides with every kind of actuator (_actuator) on its joints and on a fixed tendon,
-    joint actuatorfrcrange on one joint, tilted gravity and damping."""
+def actuated_xml(seed: int, integrator: str = "Euler", nbody: int = 5, muscles: bool = True) -> str:
+    """A random chain of hinges and slides with every kind of actuator (_actuator; muscles or not) on its joints and on a
+    fixed tendon, joint actuatorfrcrange on one joint, tilted gravity and damping."""
     rng = np.random.default_rng(seed)
     f = lambda x: " ".join(f"{v:.4g}" for v in np.ravel(x))              # noqa: E731
     body = ""
@@ -53,8 +55,8 @@ def actuated_xml(seed: int, integrator: str = "Euler", nbody: int = 5) -> str:
                 f'damping="{rng.uniform(0, 0.2):.3g}" {frc}/><geom type="sphere" size="0.05" '
                 f'mass="{rng.uniform(0.3, 1.5):.3g}"/>{body}</body>')
     tendon = f'<tendon><fixed name="t"><joint joint="j0" coef="0.7"/><joint joint="j{nbody - 1}" coef="-0.4"/></fixed></tendon>'
-    acts = [_actuator(rng, k, f'joint="j{k % nbody}"') for k in range(7)]
-    acts += [_actuator(rng, int(rng.integers(0, 7)), 'tendon="t"') for _ in range(2)]
+    acts = [_actuator(rng, k, f'joint="j{k % nbody}"', muscles) for k in range(7)]
+    acts += [_actuator(rng, int(rng.integers(0, 7)), 'tendon="t"', muscles) for _ in range(2)]
     return (f'<mujoco><option timestep="0.002" integrator="{integrator}" gravity="0.5 -0.3 -9.7">'
             f'<flag contact="disable"/></option><worldbody>{body}</worldbody>{tendon}'
             f'<actuator>{"".join(acts)}</actuator></mujoco>')
@@ -98,7 +100,7 @@ def mj_run(m: mujoco.MjModel, q0, qd0, act0, ctrl, steps: int) -> tuple:
 @pytest.mark.parametrize("integrator", INTEGRATORS)
 def test_simulate_carries_the_activations_as_mj_step(integrator, backend):
     """100 steps of simulate with the activations as state follow mj_step within 1e-8 in q and act, for each
-    integrator; the compiled backend hands such a model to the NumPy engine."""
+    integrator, on both engines (cpp/actuation.h, cpp/forward.h carry act as engine/actuation.py and forward.py do)."""
     for seed in range(2):
         m = mujoco.MjModel.from_xml_string(actuated_xml(seed, integrator))
         q0, qd0, act0, ctrl = random_state(m, np.random.default_rng(seed))
@@ -107,6 +109,25 @@ def test_simulate_carries_the_activations_as_mj_step(integrator, backend):
         assert_close(tr.q[1:], Q, 1e-8, what=f"q, seed {seed}")
         assert_close(tr.act[1:], A, 1e-8, what=f"act, seed {seed}")
         assert_close(tr.act[0], act0, 0.0)
+
+
+@pytest.mark.parametrize("muscles", (True, False))
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_compiled_rollout_equals_the_numpy_engine(integrator, muscles):
+    """rollout of 3 trajectories with their own activations (and a step's fast path from zero activations) on the
+    compiled backend equals the NumPy engine's within 1e-12: side by side in the lanes without muscles, one by one
+    with them."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(4, integrator, muscles=muscles))
+    model = engine.from_mujoco(m)
+    rng = np.random.default_rng(4)
+    q0, qd0, act0, ctrl = random_state(m, rng)
+    Q0, QD0, A0 = np.tile(q0, (3, 1)), qd0 + rng.normal(size=(3, m.nv)), rng.uniform(-1, 1, (3, m.na))
+    native, numpy = (run(b, integrators.rollout, model, Q0, QD0, steps=30, ctrl=ctrl, act=A0) for b in ("native", "numpy"))
+    assert_close(native.q, numpy.q, 1e-12, what="q")
+    assert_close(native.act, numpy.act, 1e-12, what="act")
+    native, numpy = (run(b, integrators.step_result, model, Q0, QD0, ctrl=ctrl) for b in ("native", "numpy"))
+    assert_close(native.act, numpy.act, 1e-12, what="act of a step")
+    assert_close(native.q, numpy.q, 1e-12, what="q of a step")
 
 
 def test_filter_actuators_with_joint_limits_follow_mj_step():
@@ -168,7 +189,25 @@ def test_act_of_the_wrong_shape_is_named():
     with pytest.raises(ShapeError, match=f"na = {m.na}"):
         integrators.rollout(model, np.zeros((2, m.nq)), np.zeros((2, m.nv)), steps=2, act=np.zeros((3, m.na)))
     with pytest.raises(ShapeError, match=f"na = {m.na}"):
-        forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu), act=np.zeros(m.na + 1))
+        forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu), act=np.zeros(m.na + 1), dt=m.opt.timestep)
+    with pytest.raises(InvalidStateError, match="act\\[0\\] is nan; act must be finite"):
+        integrators.simulate(model, q, qd, steps=2, act=np.full(m.na, np.nan))
+    with pytest.raises(ShapeError, match="na = 0"):
+        integrators.simulate(engine.from_mujoco("double_pendulum"), np.zeros(2), np.zeros(2), steps=2, act=np.zeros(1))
+    early = np.flatnonzero(model.actuators.actearly & model.actuators.stateful)[0]
+    with pytest.raises(InvalidArgumentError, match=f"actuator '{model.actuators.names[early]}' has actearly.*dt"):
+        forces.actuator_force(model.actuators, q, qd, np.zeros(m.nu))
+
+
+def test_a_state_with_activations_that_are_not_finite_is_reported():
+    """step_result(..., on_divergence="report"): the state whose act row is NaN is not stepped (its act NaN, named);
+    the others are."""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(actuated_xml(2)))
+    A = np.zeros((3, model.actuators.na))
+    A[1] = np.nan
+    r = integrators.step_result(model, np.zeros((3, model.nq)), np.zeros((3, model.nv)), act=A, on_divergence="report")
+    assert r.status.failed == [1] and "its act is not finite" in r.status.messages[1]
+    assert np.isnan(r.act[1]).all() and np.isfinite(r.act[[0, 2]]).all()
 
 
 def test_a_muscle_with_impossible_parameters_is_refused_as_mujoco_refuses_it():
@@ -192,3 +231,11 @@ def test_what_does_not_model_activations_refuses_them_by_name():
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(actuated_xml(0)))
     with pytest.raises(UnsupportedModelError, match="step_derivatives models actuators without activation dynamics"):
         derivatives.step_derivatives(model, np.zeros(model.nq), np.zeros(model.nv))
+
+
+def test_physai_check_balances_a_model_with_activations():
+    """physai check's terms (acceptance.term_differences): the actuator term of a model with actearly actuators equals
+    MuJoCo's qfrc_actuator (its force uses the next activation, after MuJoCo's timestep)."""
+    m = mujoco.MjModel.from_xml_string(actuated_xml(1))
+    differences = acceptance.term_differences(m, acceptance.mujoco_states(m, 10), engine.from_mujoco(m))
+    assert differences["actuator"] < 1e-12, differences

@@ -276,7 +276,8 @@ def mujoco_terms(m: mujoco.MjModel, states: States, model=None, actuators=None) 
                        d.qfrc_constraint.copy(), d.qacc.copy())
         ours = None
         if model is not None:
-            act = np.zeros(nv) if actuators is None else forces.actuator_force(actuators, q, qd, ctrl)
+            act = np.zeros(nv) if actuators is None else forces.actuator_force(actuators, q, qd, ctrl, d.act,
+                                                                                 m.opt.timestep)
             constraint = np.zeros(nv)
             if d.nefc:
                 constraint = constraints.inverse_dynamics(model, q, qd, d.qacc, collision.from_mujoco(m, d),

@@ -22,7 +22,7 @@ from physai.engine.passive import damper_spring_force
 from physai.engine.actuators import Actuators
 from physai.engine.loaders import actuators_from_mujoco
 from physai.engine.support import point_jacobians, point_offsets
-from physai.exceptions import ShapeError
+from physai.exceptions import InvalidArgumentError, ShapeError
 
 __all__ = ["Actuators", "activation_rate", "actuator_force", "actuator_outputs", "actuator_velocity_derivative", "actuators_from_mujoco",
            "applied_force", "body_passive_forces", "body_wrench_force", "check_act", "check_xfrc", "clamped_ctrl", "constraint_force",
@@ -71,10 +71,15 @@ def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:
     return actuation.clamped_ctrl(actuators, ctrl)
 
 
-def _state(actuators: Actuators, q, qd, act):
-    """q, qd and act checked: act None is zeros (na,), a new MjData's activations; ShapeError names a wrong act."""
+def _state(actuators: Actuators, q, qd, act, dt):
+    """(q, qd, act, dt) checked: act None is zeros (na,), a new MjData's activations; ShapeError names a wrong act; dt
+    [s] is the timestep of actearly's next activation, required (InvalidArgumentError) when an actuator has it."""
     q, qd = validation.vector("q", q, actuators.nq), validation.vector("qd", qd, actuators.nv)
-    return q, qd, check_act(actuators, act)
+    early = np.flatnonzero(actuators.stateful & actuators.actearly)
+    if dt is None and early.size:
+        raise InvalidArgumentError(f"actuator {actuators.names[early[0]]!r} has actearly: its force uses the activation "
+                                   "after one step, so dt (the timestep [s], MuJoCo's m.opt.timestep) is required")
+    return q, qd, check_act(actuators, act), 0.0 if dt is None else validation.number("dt", dt, "s", positive=True)
 
 
 def check_act(actuators: Actuators, act) -> np.ndarray:
@@ -90,16 +95,16 @@ def check_act(actuators: Actuators, act) -> np.ndarray:
 
 
 def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
-                     dt: float = 0.0) -> np.ndarray:
+                     dt: float | None = None) -> np.ndarray:
     """Scalar actuator forces f (nu,) [N m | N] (MuJoCo's actuator_force), as mj_fwdActuation computes them.
 
     ctrl is clamped to ctrlrange where ctrllimited; then f = gain input + bias with, for affine actuators,
     gain = g0 + g1 length + g2 velocity, bias = b0 + b1 length + b2 velocity,
     length = moment q, velocity = moment qd (muscles: MuJoCo's muscle curves); input is ctrl, or for an actuator with
-    activation dynamics its activation act (na,) (None: zeros; with actearly the next one, after dt [s]); f is clamped
-    to forcerange where forcelimited (physai.engine.actuation.scalar_forces).
+    activation dynamics its activation act (na,) (None: zeros; with actearly the next one, after dt [s], required then);
+    f is clamped to forcerange where forcelimited (physai.engine.actuation.scalar_forces).
     """
-    q, qd, act = _state(actuators, q, qd, act)
+    q, qd, act, dt = _state(actuators, q, qd, act, dt)
     u = clamped_ctrl(actuators, ctrl)
     return actuation.scalar_forces(actuators, q, qd, u, act, actuation.activation_rate(actuators, u, act), dt)
 
@@ -113,7 +118,7 @@ def activation_rate(actuators: Actuators, ctrl: np.ndarray, act=None) -> np.ndar
 
 
 def actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
-                   dt: float = 0.0) -> np.ndarray:
+                   dt: float | None = None) -> np.ndarray:
     """Generalized actuator force moment^T f (nv,) [N m | N] for controls ctrl (nu,); equals MuJoCo's qfrc_actuator.
 
     f are the clamped scalar forces of actuator_outputs (act, dt: as there); the total on a dof is clamped to
@@ -133,7 +138,7 @@ def running_actuator_force(actuators: Actuators, q: np.ndarray, qd: np.ndarray, 
 
 
 def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
-                                 dt: float = 0.0) -> np.ndarray:
+                                 dt: float | None = None) -> np.ndarray:
     """d qfrc_actuator / d qd (nv, nv), the actuators' share of the implicit integrators' damping matrix.
 
     Each actuator adds moment[a]^T (b2 + g2 input_a) moment[a] (a muscle: its gain's velocity derivative times its
@@ -146,7 +151,7 @@ def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.nda
     coupling a fixed tendon makes between dofs in different branches (the Panda's two fingers); this function
     returns the full derivative. act, dt: as actuator_outputs.
     """
-    q, qd, act = _state(actuators, q, qd, act)
+    q, qd, act, dt = _state(actuators, q, qd, act, dt)
     u = clamped_ctrl(actuators, ctrl)
     act_dot = actuation.activation_rate(actuators, u, act)
     f = actuation.scalar_forces(actuators, q, qd, u, act, act_dot, dt)

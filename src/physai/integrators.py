@@ -14,6 +14,13 @@ kind unless the model's disable flags turn it off); constraints=False is MuJoCo'
 constraints physai does not model is then refused by name (UnsupportedModelError; pass constraints=False for its smooth
 dynamics).
 
+ACTIVATIONS. Actuators with activation dynamics (MuJoCo's dyntype integrator, filter, filterexact, muscle) have a state
+of their own, the activations act (na,), one per such actuator in order (MuJoCo's d.act): step(..., act=...) returns
+(q_next, qd_next, act_next) for such a model, step_result its StepResult.act, simulate and rollout take the first act and
+return Trajectory.act (None: zero, as a new MjData's). Each integrator advances act as mj_step does: euler and the
+implicit ones by act + h act_dot at the start state (filterexact exactly, then clamped to actrange), rk4 with act in
+its stages (physai.engine.actuation, physai.engine.forward).
+
 Every integrator starts from the smooth force of MuJoCo's forward dynamics (its qfrc_smooth),
 
     f(q, qd) = actuator_force + passive_force + applied_force - bias        [N m | N]
@@ -332,11 +339,11 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
     model = engine.as_model(model)
     dt, integrator, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
     report = _reporting(on_divergence)
-    if native.on and actuators is None and xfrc_applied is None and act is None and \
-            native.compiled_actuation(model.actuators):
+    if native.on and actuators is None and xfrc_applied is None and act is None:
         fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
         if fast is not None:
-            return StepResult(*fast, StepStatus.all_ok(fast[0].shape[:-1]), np.zeros(fast[0].shape[:-1] + (0,)))
+            q_next, qd_next, warm, act_next = fast
+            return StepResult(q_next, qd_next, warm, StepStatus.all_ok(q_next.shape[:-1]), act_next)
     options = _step_options(integrator, dt, euler_damping, constraints)
     inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart, act=act)
     if report:
@@ -543,7 +550,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     options = StepOptions(integrator, float(dt), bool(euler_damping), bool(constraints))
     try:
         fields = native.rollout_fields(model, options, 1, RolloutInputs(model.actuators, inputs[0], inputs[1], None, warm))
-        Q, QD, _, stopped, _, near, warm_out = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv), fields)
+        Q, QD, _, stopped, _, near, warm_out, A = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv),
+                                                                 fields)
     except (PhysaiError, ValueError):
         return None
     if single:
@@ -551,13 +559,13 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             return None
         if near[0] >= 0:
             collision.warn_near(model, [int(near[0])], stacklevel=3)
-        return Q[0, 1], QD[0, 1], warm_out[0]
+        return Q[0, 1], QD[0, 1], warm_out[0], A[0, 1]
     stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
     if max(stopped) >= 0:
         return None
     if max(near) >= 0:
         collision.warn_near(model, sorted(set(near) - {-1}), stacklevel=3)
-    return Q[:, 1], QD[:, 1], warm_out
+    return Q[:, 1], QD[:, 1], warm_out, A[:, 1]
 
 
 _BOOLS = (bool, np.bool_)
@@ -743,11 +751,11 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         constraint.check_supported(model)
         collision.check_supported(model)
     if native.on and native.runs(model) and options.integrator in native.INTEGRATOR_CODES and \
-            (not constrained or native.compiled_solver(model)) and native.compiled_actuation(inputs.actuators):
+            (not constrained or native.compiled_solver(model)):
         if constrained:
             constraint.prepare_compiled(model)
         try:
-            Q, QD, E, stopped, ncon, near, warm_out = native.rollout(model, q, qd, options, steps, inputs, energy)
+            Q, QD, E, stopped, ncon, near, warm_out, A = native.rollout(model, q, qd, options, steps, inputs, energy)
         except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
             failure = error
         else:
@@ -757,8 +765,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         if failure is not None and errors is not None:          # not one trajectory's: the call's own error
             raise failure
         if errors is not None and (stopped >= 0).any():
-            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(),
-                                    RunOutputs(Q, QD, E, ncon, warm_out, _activations(inputs, len(q), steps)), errors)
+            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), RunOutputs(Q, QD, E, ncon, warm_out, A),
+                                    errors)
         if failure is not None:
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
@@ -770,7 +778,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
                           _deepest_contact(model, Q[n, k]) if constrained else "")
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
-        return RunOutputs(Q, QD, E, ncon, warm_out, _activations(inputs, len(q), steps))
+        return RunOutputs(Q, QD, E, ncon, warm_out, A)
     N = len(q)
     out = RunOutputs(np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1)),
                      np.zeros((N, steps), np.intp), np.zeros((N, model.nv)), _activations(inputs, N, steps))
@@ -1092,7 +1100,7 @@ def bias_velocity_derivative(model, q, qd) -> np.ndarray:
     return 0.5 * (c[:model.nv] - c[model.nv:]).T
 
 
-def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None, act=None, dt: float = 0.0) -> np.ndarray:
+def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None, act=None, dt: float | None = None) -> np.ndarray:
     """D = d f / d qd as the single-step integrator uses it (nv, nv): the matrix in M - h D.
 
     euler:        -B                                   (B = diag(damping); actuators stay explicit)

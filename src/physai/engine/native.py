@@ -268,12 +268,6 @@ def compiled_solver(model) -> bool:
     return model.opt.solver in SOLVERS and runs(model)
 
 
-def compiled_actuation(actuators) -> bool:
-    """Whether the compiled kernels model these actuators (None, or stateless with affine gain and bias: cpp/actuation.h);
-    else the NumPy engine (physai.engine.actuation) runs: activation dynamics and muscles."""
-    return actuators is None or actuators.affine
-
-
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray) -> dict:
     """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
     Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,
@@ -373,8 +367,11 @@ def actuator_fields(actuators) -> dict:
     int64), and nu."""
     return {"nu": actuators.nu,
             **{name: _float64(getattr(actuators, name)) for name in
-               ("moment", "qmoment", "gain", "bias", "ctrlrange", "forcerange", "dof_forcerange")},
-            **{name: _int64(getattr(actuators, name)) for name in ("ctrllimited", "forcelimited", "dof_forcelimited", "joint_dof")}}
+               ("moment", "qmoment", "gain", "bias", "ctrlrange", "forcerange", "dof_forcerange", "dynprm", "gainprm",
+                "biasprm", "lengthrange", "acc0", "actrange")},
+            **{name: _int64(getattr(actuators, name)) for name in ("ctrllimited", "forcelimited", "dof_forcelimited", "joint_dof",
+                                                                  "dyntype", "gaintype", "biastype", "actlimited",
+                                                                  "actearly", "act_index")}}
 
 
 def _int64(x) -> np.ndarray:
@@ -568,14 +565,15 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
     """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
     cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; steps, with_energy, constrained; and the
-    inputs (actuators compiled, xfrc_applied as (N, steps, 6 nbody), warm in C order), None where there are none."""
-    xfrc, warm = inputs.xfrc_applied, inputs.warm
+    inputs (actuators compiled, xfrc_applied as (N, steps, 6 nbody), warm and act in C order), None where there are none."""
+    xfrc, warm, act = inputs.xfrc_applied, inputs.warm, inputs.act
     return {"h": float(options.h), "integrator": INTEGRATOR_CODES[options.integrator],
             "implicit_damping": options.implicit_damping(model), "steps": int(steps), "with_energy": bool(energy),
             "constrained": bool(options.constraints), "actuators": compiled_actuators(model, inputs.actuators),
             "ctrl": inputs.ctrl, "qfrc_applied": inputs.qfrc_applied,
             "xfrc_applied": None if xfrc is None else xfrc.reshape(len(xfrc), steps, 6 * model.nbody),
-            "warm": None if warm is None else np.ascontiguousarray(warm, dtype=np.float64)}
+            "warm": None if warm is None else np.ascontiguousarray(warm, dtype=np.float64),
+            "act": None if act is None else np.ascontiguousarray(act, dtype=np.float64)}
 
 
 def step_derivative_fields(model: Model, options: StepOptions, actuators, ctrl, qfrc_applied) -> dict:
@@ -591,7 +589,8 @@ def rollout(model: Model, q0, qd0, options: StepOptions, steps: int, inputs: Rol
     """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
     checked q0 (N, nq), qd0 (N, nv), stepped as options say; the inputs' ctrl (N, steps, nu), qfrc_applied
     (N, steps, nv) and xfrc_applied (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or
-    None. Returns (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,), warm_out (N, nv)):
+    None. Returns (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,), warm_out (N, nv),
+    A (N, steps+1, na): the activations from inputs.act (default zero)):
     status -1, or the step at which a
     trajectory stopped; the first that stopped diverged (the caller raises the DivergenceError) unless it met a zero
     quaternion or a singular matrix, raised here as the named error naming the trajectory and the step (also as its
