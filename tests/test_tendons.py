@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import constraints, engine, forces, integrators, joints, tendons
+from physai import constraints, engine, forces, integrators, inverse, joints, tendons
 from physai.engine.model import WRAP_PULLEY, BodySpec, JointSpec, SiteSpec
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
@@ -188,6 +188,27 @@ def test_forward_dynamics_with_tendon_rows_equals_mujocos():
         d = forward(m, q, qd)
         res = constraints.forward_dynamics(model, q, qd, d.qfrc_smooth + d.qfrc_bias, qacc_warmstart=d.qacc)
         assert_close(res.qacc, d.qacc, 1e-7, what="qacc")
+
+
+@pytest.mark.parametrize("integrator", [None, "euler", "implicitfast", "implicit"])
+def test_inverse_dynamics_equals_mj_inverse(integrator):
+    """physai.inverse.inverse_dynamics with the tendons' springs, dampers (in D) and armature (in M): MuJoCo's
+    qfrc_inverse, continuous or with invdiscrete, constraints off."""
+    m = mujoco.MjModel.from_xml_string(tendon_xml(1))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    if integrator is not None:
+        m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_INVDISCRETE
+        m.opt.integrator = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
+                            "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST}[integrator]
+    model = engine.from_mujoco(m)
+    rng = np.random.default_rng(4)
+    for q, qd in random_states(m, 5, 4):
+        d = forward(m, q, qd)
+        d.qacc[:] = rng.normal(size=m.nv)
+        mujoco.mj_inverse(m, d)
+        dt = None if integrator is None else m.opt.timestep
+        tau = inverse.inverse_dynamics(model, q, qd, d.qacc, dt=dt, integrator=integrator)
+        assert_close(tau, d.qfrc_inverse, 1e-12, what="qfrc_inverse")
 
 
 def test_a_fixed_tendons_actuator_has_mujocos_length_and_moment():

@@ -81,7 +81,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from physai import collision, engine, forces, joints, validation
+from physai import collision, engine, forces, joints, tendons, validation
 from physai.linalg import solve
 from physai.engine import constraint, forward, native, passive, smooth, solver, tendon
 from physai.engine.data import RolloutInputs, StepOptions
@@ -1047,15 +1047,23 @@ def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=No
     """The matrix a single-step integrator solves with (nv, nv) [kg m^2 | kg]: M - h D, h [s].
 
     euler: M + h B, or M without damping or with euler_damping=False (MuJoCo's mjDSBL_EULERDAMP: the damping
-    stays explicit in f). M (optional) is mass_matrix(model, q) if already computed.
+    stays explicit in f). M (optional) is mass_matrix(model, q) (tendon armature included) if already computed.
     """
     model = engine.as_model(model)
     name = check_integrator(integrator)
     actuators, ctrl = check_actuators(model, actuators, ctrl)
-    M = engine.mass_matrix(model, q) if M is None else M
+    M = mass_matrix(model, q) if M is None else M
     if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
     return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl)
+
+
+def mass_matrix(model, q) -> np.ndarray:
+    """MuJoCo's M (nv, nv) [kg m^2 | kg] at q (nq,): the rigid bodies' (engine.mass_matrix) and the tendons' armature
+    (physai.tendons.armature)."""
+    model = engine.as_model(model)
+    M = engine.mass_matrix(model, q)
+    return M + tendons.armature(model, q) if model.tendon_armature.any() else M
 
 
 def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):
