@@ -143,8 +143,10 @@ def test_a_side_site_inside_the_geom_wraps_through_it():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_passive_forces_and_mass_matrix_equal_mujocos(seed):
-    """Tendon springs (outside their dead band and in it) and dampers in qfrc_passive; tendon armature in M."""
+    """Tendon springs (outside their dead band and in it) and dampers in qfrc_passive, their potential energy (MuJoCo's
+    energy[0]); tendon armature in M."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
     model = engine.from_mujoco(m)
     ctrl = np.array([0.7])
     banded = 0
@@ -152,12 +154,13 @@ def test_passive_forces_and_mass_matrix_equal_mujocos(seed):
         d = forward(m, q, qd, ctrl)
         assert_close(forces.passive_force(model, q, qd), d.qfrc_passive, 1e-12, what="qfrc_passive")
         run = integrators.DynamicsEvaluator(model, m.opt.timestep, integrators.StepInputs.make(model, None, ctrl, None, None))
-        M, f, _ = run.evaluate(q, qd)
+        M, f, potential = run.evaluate(q, qd)
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
         assert_close(M, full, 1e-12, what="M with tendon armature")
         assert_close(engine.mass_matrix(model, q) + tendons.armature(model, q), full, 1e-12, what="physai.tendons.armature")
         assert_close(f, d.qfrc_smooth, 1e-12, what="qfrc_smooth")
+        assert_close(potential, d.energy[0], 1e-12, what="potential energy with the tendon springs")
         lo, hi = m.tendon_lengthspring[1]
         banded += lo <= d.ten_length[1] <= hi
     assert banded < 10                                                 # a spring stretched beyond its band

@@ -934,17 +934,19 @@ class DynamicsEvaluator:
         if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
             f = f + passive.body_forces(model, d)[:, 0]
         M = smooth.crb(model, d)[:, :, 0]
+        potential = float(smooth.energy_pos(model, d, Q)[0])
         if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
             length, J = tendon.tendons(model, d, q)
             f = f + passive.tendon_passive_force(model, length, J, qd)
             M = M + tendon.armature_matrix(model, J)
+            potential += passive.tendon_spring_energy(model, length)
         if x.actuators is not None:
             f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
         if x.qfrc_applied is not None:
             f = f + x.qfrc_applied
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
             f = f + forces.body_wrench_force(model, d, x.xfrc_applied)
-        return M, f, float(smooth.energy_pos(model, d, Q)[0])
+        return M, f, potential
 
 
 def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> np.ndarray:
