@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import constraints, engine, forces, integrators, inverse, joints, tendons
+from physai import constraints, derivatives, engine, forces, integrators, inverse, joints, tendons
 from physai.engine.model import WRAP_PULLEY, BodySpec, JointSpec, SiteSpec
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
@@ -332,3 +332,29 @@ def test_a_pulley_needs_a_positive_divisor_and_spatial_armature_is_refused():
     m.tendon_armature[0] = 0.1
     with pytest.raises(UnsupportedModelError, match="tendon 't' is spatial and has armature"):
         engine.from_mujoco(m)
+
+
+def test_rollout_runs_each_state_as_simulate_and_energy_is_mujocos():
+    """rollout of two starts equals simulate of each (the NumPy loop on either backend); the energy of each state is
+    MuJoCo's (tendon springs included)."""
+    m = mujoco.MjModel.from_xml_string(tendon_xml(3))
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    model = engine.from_mujoco(m)
+    (q0, qd0), (q1, qd1) = random_states(m, 2, 3)
+    ctrl = np.array([0.2])
+    runs = integrators.rollout(model, np.array([q0, q1]), np.array([qd0, qd1]), steps=10, ctrl=ctrl, energy=True,
+                               constraints=True)
+    d = forward(m, q1, qd1, ctrl)
+    for k in range(10):
+        mujoco.mj_step(m, d)
+        assert_close(runs.energy[1, k], d.energy.sum(), 1e-10, what=f"energy at step {k}")
+    one = integrators.simulate(model, q0, qd0, steps=10, ctrl=ctrl, energy=False, constraints=True)
+    assert_close(runs.q[0], one.q, 1e-13, what="rollout vs simulate")
+
+
+def test_step_derivatives_refuse_tendon_forces_by_name():
+    m = mujoco.MjModel.from_xml_string(tendon_xml(0))
+    model = engine.from_mujoco(m)
+    q, qd = next(random_states(m, 1, 0))
+    with pytest.raises(UnsupportedModelError, match="tendon springs, dampers, armature or tendon constraints"):
+        derivatives.step_derivatives(model, q, qd, ctrl=np.zeros(1))
