@@ -241,6 +241,11 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.fluid_ellipsoid = f.ints("fluid_ellipsoid", {m.nfluid}), m.fluid_linkpos = f.doubles("fluid_linkpos", {m.nfluid, 3});
         m.fluid_linkrot = f.doubles("fluid_linkrot", {m.nfluid, 3, 3}), m.fluid_size = f.doubles("fluid_size", {m.nfluid, 3});
         m.fluid_coef = f.doubles("fluid_coef", {m.nfluid, 12});
+        m.tendon_adr = f.ints("tendon_adr", {-1}, &m.ntendon), m.tendon_num = f.ints("tendon_num", {m.ntendon});
+        m.wrap_qposadr = f.ints("wrap_qposadr", {-1}, &m.nwrap), m.wrap_dofadr = f.ints("wrap_dofadr", {m.nwrap});
+        m.wrap_prm = f.doubles("wrap_prm", {m.nwrap}), m.tendon_stiffness = f.doubles("tendon_stiffness", {m.ntendon});
+        m.tendon_damping = f.doubles("tendon_damping", {m.ntendon});
+        m.tendon_lengthspring = f.doubles("tendon_lengthspring", {m.ntendon, 2});
         m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat), m.nfree = int(nfree);
         f.done();
         if (const char *field = check_model(m)) f.invalid(field, "an index outside the model");

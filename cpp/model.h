@@ -73,6 +73,12 @@ struct Model {
     double fluid_density = 0, fluid_viscosity = 0, fluid_wind[3] = {0, 0, 0};
     const int64_t *fluid_linkid = nullptr, *fluid_ellipsoid = nullptr;
     const double *fluid_linkpos = nullptr, *fluid_linkrot = nullptr, *fluid_size = nullptr, *fluid_coef = nullptr;
+    // the fixed tendons with a spring or a damper (ntendon; physai.engine.native.tendon_fields): their path elements
+    // (tendon_adr, tendon_num into the nwrap joints: q index, dof, coefficient), stiffness, damping and the spring's dead
+    // band (2: lower, upper). The compiled engine runs no other tendon (native.runs)
+    int64_t ntendon = 0, nwrap = 0;
+    const int64_t *tendon_adr = nullptr, *tendon_num = nullptr, *wrap_qposadr = nullptr, *wrap_dofadr = nullptr;
+    const double *wrap_prm = nullptr, *tendon_stiffness = nullptr, *tendon_damping = nullptr, *tendon_lengthspring = nullptr;
     // bodies welded to the world (their gravity moment)
     double static_mass = 0, static_com[3] = {0, 0, 0};
     // the constraint model (physai.engine.constraint, cpp/constraint.h), by the Model's names; set by the bound Model's
@@ -196,6 +202,12 @@ inline const char *check_model(const Model &m) {
         if (m.free_dofadr[k] < 0 || m.free_dofadr[k] + 6 > m.nv) return "free_dofadr";
     for (int64_t e = 0; e < m.nfluid; e++)
         if (m.fluid_linkid[e] < -1 || m.fluid_linkid[e] >= m.nlink) return "fluid_linkid";
+    for (int64_t t = 0; t < m.ntendon; t++)
+        if (m.tendon_adr[t] < 0 || m.tendon_num[t] < 1 || m.tendon_adr[t] + m.tendon_num[t] > m.nwrap) return "tendon_adr";
+    for (int64_t w = 0; w < m.nwrap; w++) {
+        if (m.wrap_qposadr[w] < 0 || m.wrap_qposadr[w] >= m.nq) return "wrap_qposadr";
+        if (m.wrap_dofadr[w] < 0 || m.wrap_dofadr[w] >= m.nv) return "wrap_dofadr";
+    }
     return nullptr;
 }
 

@@ -358,3 +358,45 @@ def test_step_derivatives_refuse_tendon_forces_by_name():
     q, qd = next(random_states(m, 1, 0))
     with pytest.raises(UnsupportedModelError, match="tendon springs, dampers, armature or tendon constraints"):
         derivatives.step_derivatives(model, q, qd, ctrl=np.zeros(1))
+
+
+SPRUNG = """<mujoco><option gravity="0.3 -0.4 -9.7"/><worldbody>
+  <body><joint name="a" axis="0 1 0" damping="0.1"/><geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+    <body pos="0.5 0 0"><joint name="b" axis="0.3 1 0"/><joint name="c" type="slide" axis="1 0 0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/>
+      <body pos="0.4 0 0"><joint name="d" type="ball"/><geom size="0.05" pos="0.1 0 0"/></body></body></body></worldbody>
+  <tendon><fixed name="one" stiffness="30" springlength="-0.05 0.05" damping="0.6"><joint joint="a" coef="1"/>
+    <joint joint="b" coef="-0.7"/><joint joint="c" coef="0.4"/></fixed>
+    <fixed name="two" stiffness="12" damping="0.3"><joint joint="c" coef="2"/><joint joint="a" coef="0.5"/></fixed>
+    <fixed name="free"><joint joint="b" coef="1"/></fixed></tendon>
+  <actuator><motor tendon="free" gear="2"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "implicit", "rk4"])
+def test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step(backend, integrator):
+    """Fixed tendons' springs (with a dead band) and dampers (in implicit's D): the compiled engine runs them
+    (cpp/passive.h tendon_passive_force, native.runs), 100 steps within 1e-8 of mj_step, energies (but RK4's) 1e-10."""
+    if backend == "native" and not engine.native.available():
+        pytest.skip("the compiled extension is not built")
+    m = mujoco.MjModel.from_xml_string(SPRUNG)
+    m.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    model = engine.from_mujoco(m)
+    assert model.has_tendon_forces and engine.native.runs(model)
+    q0 = np.array([0.4, -0.3, 0.1, 0.9, 0.1, 0.3, -0.2])
+    q0[3:] /= np.linalg.norm(q0[3:])
+    qd0, ctrl = np.array([1.0, -0.5, 0.3, 0.2, -0.4, 0.6]), np.array([0.3])
+    d = forward(m, q0, qd0, ctrl)
+    Q, E = [], []
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy()), E.append(d.energy.sum())
+    previous = engine.set_backend(backend)
+    try:
+        run = integrators.simulate(model, q0, qd0, steps=100, ctrl=ctrl, energy=True)
+    finally:
+        engine.set_backend(previous)
+    assert_close(run.q[1:], np.array(Q), 1e-8, what="q")
+    if integrator != "rk4":                                            # MuJoCo's RK4 energy is its last stage's
+        assert_close(run.energy[:100], np.array(E), 1e-10, what="energy")

@@ -922,6 +922,10 @@ class DynamicsEvaluator:
                 return np.full((model.nv, model.nv), np.nan), nan, np.nan
             else:
                 f = forces.damper_spring_force(model, q, qd) - c
+                if model.has_tendon_forces:            # the fixed tendons' springs and dampers (native.runs)
+                    length, J = tendons.kinematics(model, q)
+                    f = f + passive.tendon_passive_force(model, length, J, qd)
+                    potential += passive.tendon_spring_energy(model, length)
                 if x.actuators is not None:
                     f = f + forces.running_actuator_force(x.actuators, q, qd, x.ctrl)
                 if x.qfrc_applied is not None:

@@ -67,7 +67,7 @@ import numpy as np
 
 from physai import joints
 from physai.engine.loaders import as_model
-from physai.engine.model import Model
+from physai.engine.model import WRAP_JOINT, Model
 from physai.engine import collision, passive, smooth
 from physai.engine.contact import ContactSet
 from physai.engine.data import RolloutInputs, StepOptions
@@ -212,7 +212,8 @@ def fields(model: Model) -> dict:
     (scalar_qposadr, scalar_dofadr, quat_qposadr, quat_dofadr); M's pattern (dof_pattern, as integrators.dof_pattern);
     each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos); and the link whose
     velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink); the first dofs of the
-    free joints that move a body alone (free_dofadr, support.standalone_free_dofs)."""
+    free joints that move a body alone (free_dofadr, support.standalone_free_dofs); the passive part (passive_fields)
+    and the fixed tendons' springs and dampers (tendon_fields)."""
     lt, L = model.link_transforms, model.nlink
     jnttype, qposadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
     G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
@@ -234,7 +235,7 @@ def fields(model: Model) -> dict:
             "quat_dofadr": _int64(c.quat_v),
             "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)),
             "dof_turnlink": _int64(dof_turnlink(model)), "free_dofadr": _int64(standalone_free_dofs(model)),
-            **passive_fields(model)}
+            **passive_fields(model), **tendon_fields(model)}
 
 
 def passive_fields(model: Model) -> dict:
@@ -257,9 +258,31 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def runs(model) -> bool:
-    """Whether the compiled engine models all of the model's dynamics: not a model with tendon forces (springs, dampers,
-    armature, limits, friction loss, equalities: Model.has_tendon_forces), which the NumPy engine runs."""
-    return not model.has_tendon_forces
+    """Whether the compiled engine models all of the model's dynamics: its tendons' forces are at most springs and
+    dampers on fixed tendons (tendon_fields); tendon armature, limits, friction loss, equalities and spatial tendons'
+    springs and dampers are the NumPy engine's (physai.engine.tendon)."""
+    if not model.has_tendon_forces:
+        return True
+    sprung = (model.tendon_stiffness != 0) | (model.tendon_damping != 0)
+    fixed = model.wrap_type[model.tendon_adr] == WRAP_JOINT
+    return not (model.tendon_armature.any() or model.tendon_limited.any() or model.tendon_frictionloss.any()
+                or model.has_tendon_equality or (sprung & ~fixed).any())
+
+
+def tendon_fields(model: Model) -> dict:
+    """The compiled Model's tendon part (cpp/model.h): the fixed tendons with a spring or a damper, their path elements
+    as (tendon_adr, tendon_num) into wrap_qposadr, wrap_dofadr (their joints' q and v index) and wrap_prm (coefficients),
+    tendon_stiffness, tendon_damping, tendon_lengthspring; none for a model the compiled engine does not run (runs)."""
+    keep = np.flatnonzero((model.tendon_stiffness != 0) | (model.tendon_damping != 0)) if runs(model) else np.zeros(0, int)
+    num = model.tendon_num[keep]
+    wraps = np.concatenate([np.arange(a, a + n) for a, n in zip(model.tendon_adr[keep], num)]) if len(keep) else \
+        np.zeros(0, np.intp)
+    joints = model.wrap_objid[wraps]
+    return {"tendon_adr": _int64(np.cumsum(num) - num), "tendon_num": _int64(num),
+            "wrap_qposadr": _int64(model.jnt_qposadr[joints]), "wrap_dofadr": _int64(model.jnt_dofadr[joints]),
+            "wrap_prm": _float64(model.wrap_prm[wraps]), "tendon_stiffness": _float64(model.tendon_stiffness[keep]),
+            "tendon_damping": _float64(model.tendon_damping[keep]),
+            "tendon_lengthspring": _float64(model.tendon_lengthspring[keep].reshape(-1, 2))}
 
 
 def compiled_solver(model) -> bool:
