@@ -323,6 +323,8 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.eq_type = f.ints("eq_type", {E}), m.eq_obj1id = f.ints("eq_obj1id", {E}), m.eq_obj2id = f.ints("eq_obj2id", {E});
     m.eq_active0 = f.ints("eq_active0", {E}), m.eq_data = f.doubles("eq_data", {E, 11});
     m.eq_solref = f.doubles("eq_solref", {E, 2}), m.eq_solimp = f.doubles("eq_solimp", {E, 5});
+    m.tendon_length0 = f.doubles("tendon_length0", {m.ntendon});
+    m.tendon_invweight0 = f.doubles("tendon_invweight0", {m.ntendon});
     m.body_parentid = f.ints("body_parentid", {B}), m.body_jntadr = f.ints("body_jntadr", {B});
     m.body_jntnum = f.ints("body_jntnum", {B}), m.body_quat = f.doubles("body_quat", {B, 4});
     m.body_invweight0 = f.doubles("body_invweight0", {B, 2});

@@ -182,8 +182,8 @@ def test_one_module_outside_the_engine_reads_the_collision_driver():
 ENGINE = SRC / "physai" / "engine"
 CPP = SRC.parent / "cpp"
 #: engine modules with no compiled twin: data classes, loaders and the dispatch to the extension; tendon until its
-#: cpp/tendon.h (the compiled engine runs fixed tendons' springs and dampers in passive.h and declines other tendon
-#: forces: physai.engine.native.runs)
+#: cpp/tendon.h (the compiled engine runs fixed tendons' springs and dampers in passive.h and their equalities in
+#: constraint.h, and declines other tendon forces: physai.engine.native.runs)
 PYTHON_ONLY = {"__init__", "api", "actuators", "batching", "chunked", "contact", "geoms", "loaders", "model_checks",
                "native", "urdf", "tendon"}
 #: compiled files with no engine twin: SIMD lanes, spatial helpers, the batched kernels, threads and workspaces, the

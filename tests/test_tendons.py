@@ -400,3 +400,36 @@ def test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step(backend, integ
     assert_close(run.q[1:], np.array(Q), 1e-8, what="q")
     if integrator != "rk4":                                            # MuJoCo's RK4 energy is its last stage's
         assert_close(run.energy[:100], np.array(E), 1e-10, what="energy")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_fixed_tendon_equality_runs_compiled_as_mujoco(backend):
+    """An equality between fixed tendons (polycoef) and one on a single tendon: the compiled engine's rows (cpp/
+    constraint.h scalar_object) equal MuJoCo's efc rows, and 100 constrained steps follow mj_step within 1e-8."""
+    if backend == "native" and not engine.native.available():
+        pytest.skip("the compiled extension is not built")
+    xml = SPRUNG.replace("</tendon>", "</tendon><equality><tendon tendon1=\"two\" tendon2=\"one\" "
+                         "polycoef=\"0.01 0.4 -0.3 0.2 0\"/><tendon tendon1=\"free\" solref=\"0.05 1\"/></equality>")
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1000
+    model = engine.from_mujoco(m)
+    assert engine.native.runs(model)
+    previous = engine.set_backend(backend)
+    try:
+        for q, qd in random_states(m, 5, 6):
+            d = forward(m, q, qd)
+            r = constraints.rows(model, q, qd)
+            assert r.nefc == d.nefc == 2
+            for ours, theirs in ROWS.items():
+                assert_close(getattr(r, ours), getattr(d, theirs), 1e-12, what=ours)
+            assert_close(r.J, d.efc_J.reshape(d.nefc, m.nv), 1e-12, what="efc_J")
+        q0, qd0 = next(random_states(m, 1, 8))
+        run = integrators.simulate(model, q0, qd0, steps=100, ctrl=np.array([0.3]), constraints=True, energy=False)
+    finally:
+        engine.set_backend(previous)
+    d = forward(m, q0, qd0, np.array([0.3]))
+    Q = []
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+    assert_close(run.q[1:], np.array(Q), 1e-8, what="q")

@@ -115,6 +115,8 @@ def tendon_invweight0(model: Model) -> np.ndarray:
 
 
 def _tendon_invweight0(model: Model) -> np.ndarray:
+    if not model.ntendon:
+        return np.zeros(0)
     d, _, Minv = _at_rest(model)
     J = tendon.tendons(model, d, model.qpos0)[1]
     return np.einsum("ti,ij,tj->t", J, Minv, J)
@@ -607,7 +609,7 @@ _ROWS = native.kernel("constraint_rows", options=kernel_options)
 def prepare_compiled(model: Model) -> None:
     """The compiled model with its constraint part (native.with_constraints), after check_supported."""
     check_supported(model)
-    native.with_constraints(model, lambda: invweight0(model))
+    native.with_constraints(model, lambda: (*invweight0(model), tendon_invweight0(model)))
 
 
 def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:

@@ -67,7 +67,7 @@ import numpy as np
 
 from physai import joints
 from physai.engine.loaders import as_model
-from physai.engine.model import WRAP_JOINT, Model
+from physai.engine.model import TENDON, WRAP_JOINT, Model
 from physai.engine import collision, passive, smooth
 from physai.engine.contact import ContactSet
 from physai.engine.data import RolloutInputs, StepOptions
@@ -258,31 +258,34 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def runs(model) -> bool:
-    """Whether the compiled engine models all of the model's dynamics: its tendons' forces are at most springs and
-    dampers on fixed tendons (tendon_fields); tendon armature, limits, friction loss, equalities and spatial tendons'
-    springs and dampers are the NumPy engine's (physai.engine.tendon)."""
+    """Whether the compiled engine models all of the model's dynamics: its tendons' forces are at most springs, dampers
+    and equalities of fixed tendons (tendon_fields); tendon armature, limits, friction loss and spatial tendons' forces
+    are the NumPy engine's (physai.engine.tendon)."""
     if not model.has_tendon_forces:
         return True
-    sprung = (model.tendon_stiffness != 0) | (model.tendon_damping != 0)
+    used = (model.tendon_stiffness != 0) | (model.tendon_damping != 0)
+    tendon_eq = model.eq_type == TENDON
+    used[model.eq_obj1id[tendon_eq]] = True
+    used[model.eq_obj2id[tendon_eq & (model.eq_obj2id >= 0)]] = True
     fixed = model.wrap_type[model.tendon_adr] == WRAP_JOINT
     return not (model.tendon_armature.any() or model.tendon_limited.any() or model.tendon_frictionloss.any()
-                or model.has_tendon_equality or (sprung & ~fixed).any())
+                or (used & ~fixed).any())
 
 
 def tendon_fields(model: Model) -> dict:
-    """The compiled Model's tendon part (cpp/model.h): the fixed tendons with a spring or a damper, their path elements
+    """The compiled Model's tendon part (cpp/model.h), every tendon in the model's order: a fixed tendon's path elements
     as (tendon_adr, tendon_num) into wrap_qposadr, wrap_dofadr (their joints' q and v index) and wrap_prm (coefficients),
-    tendon_stiffness, tendon_damping, tendon_lengthspring; none for a model the compiled engine does not run (runs)."""
-    keep = np.flatnonzero((model.tendon_stiffness != 0) | (model.tendon_damping != 0)) if runs(model) else np.zeros(0, int)
-    num = model.tendon_num[keep]
-    wraps = np.concatenate([np.arange(a, a + n) for a, n in zip(model.tendon_adr[keep], num)]) if len(keep) else \
-        np.zeros(0, np.intp)
+    none for a spatial one; tendon_stiffness, tendon_damping, tendon_lengthspring; no path and no force for a model the
+    compiled engine does not run (runs: only its collision part is compiled then)."""
+    on = runs(model)
+    num = np.where((model.wrap_type[model.tendon_adr] == WRAP_JOINT) & on, model.tendon_num, 0)
+    wraps = np.concatenate([np.arange(a, a + n) for a, n in zip(model.tendon_adr, num)] + [np.zeros(0, np.intp)])
     joints = model.wrap_objid[wraps]
     return {"tendon_adr": _int64(np.cumsum(num) - num), "tendon_num": _int64(num),
             "wrap_qposadr": _int64(model.jnt_qposadr[joints]), "wrap_dofadr": _int64(model.jnt_dofadr[joints]),
-            "wrap_prm": _float64(model.wrap_prm[wraps]), "tendon_stiffness": _float64(model.tendon_stiffness[keep]),
-            "tendon_damping": _float64(model.tendon_damping[keep]),
-            "tendon_lengthspring": _float64(model.tendon_lengthspring[keep].reshape(-1, 2))}
+            "wrap_prm": _float64(model.wrap_prm[wraps]), "tendon_stiffness": _float64(model.tendon_stiffness * on),
+            "tendon_damping": _float64(model.tendon_damping * on),
+            "tendon_lengthspring": _float64(model.tendon_lengthspring.reshape(-1, 2))}
 
 
 def compiled_solver(model) -> bool:
@@ -290,11 +293,13 @@ def compiled_solver(model) -> bool:
     return model.opt.solver != "cg" and runs(model)
 
 
-def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
+def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float,
+                      tendon_invweight0: np.ndarray | None = None) -> dict:
     """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
     Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,
     body_parentid; flags as int64), qpos0, each body's joints (body_jntadr, body_jntnum: a body's joints are
-    consecutive), the invweight constants at qpos0 (physai.engine.constraint.invweight0) and model.opt's settings
+    consecutive), the invweight constants at qpos0 (physai.engine.constraint.invweight0; tendon_invweight0: its
+    tendon_invweight0, zeros when not given, for a model without tendon equalities) and model.opt's settings
     (opt_<name>; opt_elliptic for the elliptic cone, opt_solver the solver's code in SOLVERS)."""
     ints = ("jnt_type", "jnt_qposadr", "jnt_dofadr", "jnt_bodyid", "jnt_limited", "eq_type", "eq_obj1id", "eq_obj2id",
             "eq_active0", "body_parentid")
@@ -309,6 +314,8 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             "body_jntnum": _int64((model.jnt_bodyid[:, None] == bodies).sum(axis=0)),
             "body_invweight0": _float64(body_invweight0), "dof_invweight0": _float64(dof_invweight0),
             "meaninertia": float(meaninertia),
+            "tendon_invweight0": _float64(np.zeros(model.ntendon) if tendon_invweight0 is None else tendon_invweight0),
+            "tendon_length0": _float64(model.tendon_length0),
             **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance",
                                                                      "ccd_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
@@ -362,7 +369,7 @@ def pose_link_fields(model: Model) -> dict:
 
 def with_constraints(model: Model, constants) -> object:
     """model.compiled with its constraint part (constraint_fields), added on first use: constants() gives the
-    invweight constants (body_invweight0, dof_invweight0, meaninertia), called only then."""
+    invweight constants (body_invweight0, dof_invweight0, meaninertia, tendon_invweight0), called only then."""
     c = compiled(model)
     if not c.has_constraints:
         c.add_constraints(constraint_fields(model, *constants()))
