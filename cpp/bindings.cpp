@@ -241,6 +241,11 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.fluid_ellipsoid = f.ints("fluid_ellipsoid", {m.nfluid}), m.fluid_linkpos = f.doubles("fluid_linkpos", {m.nfluid, 3});
         m.fluid_linkrot = f.doubles("fluid_linkrot", {m.nfluid, 3, 3}), m.fluid_size = f.doubles("fluid_size", {m.nfluid, 3});
         m.fluid_coef = f.doubles("fluid_coef", {m.nfluid, 12});
+        m.tendon_adr = f.ints("tendon_adr", {-1}, &m.ntendon), m.tendon_num = f.ints("tendon_num", {m.ntendon});
+        m.wrap_qposadr = f.ints("wrap_qposadr", {-1}, &m.nwrap), m.wrap_dofadr = f.ints("wrap_dofadr", {m.nwrap});
+        m.wrap_prm = f.doubles("wrap_prm", {m.nwrap}), m.tendon_stiffness = f.doubles("tendon_stiffness", {m.ntendon});
+        m.tendon_damping = f.doubles("tendon_damping", {m.ntendon});
+        m.tendon_lengthspring = f.doubles("tendon_lengthspring", {m.ntendon, 2});
         m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat), m.nfree = int(nfree);
         f.done();
         if (const char *field = check_model(m)) f.invalid(field, "an index outside the model");
@@ -318,6 +323,8 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.eq_type = f.ints("eq_type", {E}), m.eq_obj1id = f.ints("eq_obj1id", {E}), m.eq_obj2id = f.ints("eq_obj2id", {E});
     m.eq_active0 = f.ints("eq_active0", {E}), m.eq_data = f.doubles("eq_data", {E, 11});
     m.eq_solref = f.doubles("eq_solref", {E, 2}), m.eq_solimp = f.doubles("eq_solimp", {E, 5});
+    m.tendon_length0 = f.doubles("tendon_length0", {m.ntendon});
+    m.tendon_invweight0 = f.doubles("tendon_invweight0", {m.ntendon});
     m.body_parentid = f.ints("body_parentid", {B}), m.body_jntadr = f.ints("body_jntadr", {B});
     m.body_jntnum = f.ints("body_jntnum", {B}), m.body_quat = f.doubles("body_quat", {B, 4});
     m.body_invweight0 = f.doubles("body_invweight0", {B, 2});

@@ -39,7 +39,7 @@ enum { EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON, CONTA
 // row states after an update, MuJoCo's numbers (mjtConstraintState)
 enum { SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE };
 // physai.engine.model's equality types (the joint types and MINVAL: cpp/model.h)
-enum { EQ_CONNECT = 0, EQ_WELD = 1, EQ_JOINT = 2 };
+enum { EQ_CONNECT = 0, EQ_WELD = 1, EQ_JOINT = 2, EQ_TENDON = 3 };
 constexpr double MINIMP = 0.0001, MAXIMP = 0.9999;  // MuJoCo's bounds of a row's impedance
 
 // ---------------------------------------------------------------- the workspace
@@ -316,13 +316,31 @@ inline int row_bound(const Model &m, const bool *eq_active, const Contacts &con)
     return n;
 }
 
-// connect (3 rows), weld (6) and joint (1) equalities in model order (mj_instantiateEquality), with the connect and weld
+// (value, its reference, Jacobian J (nv, added into), invweight0) of joint i (q, qpos0, the unit row of its dof) or, for a
+// tendon equality, fixed tendon i (its length sum coef q, tendon_length0, its coefficients, tendon_invweight0)
+// (constraint._scalar_object)
+inline void scalar_object(const Model &m, int64_t kind, int64_t i, const double *q, double &x, double &ref, double *J,
+                          double &weight) {
+    if (kind == EQ_TENDON) {
+        x = 0.0;
+        for (int64_t w = m.tendon_adr[i]; w < m.tendon_adr[i] + m.tendon_num[i]; w++) {
+            x += m.wrap_prm[w] * q[m.wrap_qposadr[w]];
+            J[m.wrap_dofadr[w]] += m.wrap_prm[w];
+        }
+        ref = m.tendon_length0[i], weight = m.tendon_invweight0[i];
+        return;
+    }
+    int64_t a = m.jnt_qposadr[i], v = m.jnt_dofadr[i];
+    x = q[a], ref = m.qpos0[a], J[v] = 1.0, weight = m.dof_invweight0[v];
+}
+
+// connect (3 rows), weld (6), joint and tendon (1) equalities in model order (mj_instantiateEquality), with the connect and weld
 // blocks' Jdot qd for the correction of aref (mj_Jdotv)
 inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, const bool *eq_active) {
     Rows &r = w.r;
     const Data<double> &d = w.stages ? *w.stages : w.d;
     int nv = m.nv;
-    const double *bw = m.body_invweight0, *dw = m.dof_invweight0;
+    const double *bw = m.body_invweight0;
     auto inv = [&](int64_t b, int k) { return b >= 0 ? bw[2 * b + k] : 0.0; };
     for (int e = 0; e < m.neq; e++) {
         if (!(eq_active ? eq_active[e] : m.eq_active0[e] != 0)) continue;
@@ -406,19 +424,21 @@ inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, co
             }
             continue;
         }
-        // joint: q1 - ref1 - data[0] - poly(q2 - ref2), J = e1 - poly'(q2 - ref2) e2
-        int64_t j1 = b1, j2 = b2, a1 = m.jnt_qposadr[j1], v1 = m.jnt_dofadr[j1];
-        double *J = next_rows(r, 1);
-        J[v1] = 1.0;
-        double cpos = q[a1] - m.qpos0[a1] - data[0], dA = dw[v1], zero = 0.0;
-        if (j2 >= 0) {
-            int64_t a2 = m.jnt_qposadr[j2], v2 = m.jnt_dofadr[j2];
-            double dif = q[a2] - m.qpos0[a2];
-            cpos = q[a1] - m.qpos0[a1] - data[0] - (data[1] * dif + data[2] * dif * dif + data[3] * dif * dif * dif +
-                                                    data[4] * dif * dif * dif * dif);
+        // joint or tendon: x1 - ref1 - data[0] - poly(x2 - ref2), J = J1 - poly'(x2 - ref2) J2
+        double *J = next_rows(r, 1), *J2 = w.J2.data();
+        double x1, ref1, w1, zero = 0.0;
+        scalar_object(m, kind, b1, q, x1, ref1, J, w1);
+        double cpos = x1 - ref1 - data[0], dA = w1;
+        if (b2 >= 0) {
+            double x2, ref2, w2;
+            std::fill(J2, J2 + nv, 0.0);
+            scalar_object(m, kind, b2, q, x2, ref2, J2, w2);
+            double dif = x2 - ref2;
+            cpos = x1 - ref1 - data[0] - (data[1] * dif + data[2] * dif * dif + data[3] * dif * dif * dif +
+                                          data[4] * dif * dif * dif * dif);
             double deriv = data[1] + 2 * data[2] * dif + 3 * data[3] * dif * dif + 4 * data[4] * dif * dif * dif;
-            J[v2] += -deriv;
-            dA += dw[v2];
+            for (int j = 0; j < nv; j++) J[j] = J[j] - deriv * J2[j];
+            dA += w2;
         }
         add(r, 1, &cpos, &zero, 0.0, EQUALITY, e, &dA);
     }
@@ -465,7 +485,7 @@ inline int block(const Model &m, const Rows &r, int i, double &pos) {
     pos = r.pos[size_t(i)];
     if (kind == CONTACT_ELLIPTIC) return int(r.con.dim(r.id[size_t(i)]));
     if (kind == CONTACT_PYRAMIDAL) return 2 * (int(r.con.dim(r.id[size_t(i)])) - 1);
-    if (kind == EQUALITY && m.eq_type[r.id[size_t(i)]] != EQ_JOINT) {
+    if (kind == EQUALITY && m.eq_type[r.id[size_t(i)]] < EQ_JOINT) {
         int n = m.eq_type[r.id[size_t(i)]] == EQ_WELD ? 6 : 3;
         pos = norm(&r.pos[size_t(i)], n);
         return n;
@@ -583,7 +603,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     if (m.opt_equality && m.neq) {
         bias_accelerations(m, d, qd, w.acc.data());
         bool anchored = false;                                         // a connect or a weld
-        for (int e = 0; e < m.neq; e++) anchored |= m.eq_type[e] != EQ_JOINT;
+        for (int e = 0; e < m.neq; e++) anchored |= m.eq_type[e] < EQ_JOINT;
         if (anchored) body_poses(m, q, w.col.xpos.data(), w.col.xquat.data(), w.col.xmat.data());
         equality_rows(m, w, q, eq_active);
     }

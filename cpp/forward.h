@@ -43,12 +43,14 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     damper_spring_force(m, q, qd, f);
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
     body_forces(m, d, f, tmp);                                         // gravcomp, fluid (passive.h); tmp read already
+    T tendon_pot = splat<T>(0.0);
+    if (m.ntendon) tendon_passive_force(m, q, qd, f, tendon_pot);      // fixed tendons' springs, dampers (passive.h)
     if (act.nu) actuator_force(m, act, x, q, qd, force, f, tmp);       // tmp (the bias) read already
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
     if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
     crb(m, d, M);
-    pot = energy_pos(m, d, q);
+    pot = energy_pos(m, d, q) + tendon_pot;
     return OK;
 }
 
@@ -198,6 +200,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
     if (act.nu) actuator_velocity_derivative(m, act, w.x.slope.data(), w.force.data(), D, w.tmp.data());
     if (m.nfluid) fluid_velocity_derivative(m, d, D, w.tmp.data());   // the inertia boxes' (passive.h)
+    if (m.ntendon) tendon_damping_derivative(m, D);                     // the fixed tendons' dampers (passive.h)
     if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
         T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
         for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];

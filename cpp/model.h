@@ -73,12 +73,18 @@ struct Model {
     double fluid_density = 0, fluid_viscosity = 0, fluid_wind[3] = {0, 0, 0};
     const int64_t *fluid_linkid = nullptr, *fluid_ellipsoid = nullptr;
     const double *fluid_linkpos = nullptr, *fluid_linkrot = nullptr, *fluid_size = nullptr, *fluid_coef = nullptr;
+    // the tendons (ntendon; physai.engine.native.tendon_fields): a fixed tendon's path elements (tendon_adr, tendon_num
+    // into the nwrap joints: q index, dof, coefficient; none for a spatial tendon), stiffness, damping and the spring's
+    // dead band (2: lower, upper); the compiled engine runs fixed tendons' springs, dampers and equalities (native.runs)
+    int64_t ntendon = 0, nwrap = 0;
+    const int64_t *tendon_adr = nullptr, *tendon_num = nullptr, *wrap_qposadr = nullptr, *wrap_dofadr = nullptr;
+    const double *wrap_prm = nullptr, *tendon_stiffness = nullptr, *tendon_damping = nullptr, *tendon_lengthspring = nullptr;
     // bodies welded to the world (their gravity moment)
     double static_mass = 0, static_com[3] = {0, 0, 0};
     // the constraint model (physai.engine.constraint, cpp/constraint.h), by the Model's names; set by the bound Model's
     // add_constraints (null until then: has_constraints). joints (njnt): physai.joints' type, q and v index, body, axis
     // (3) in the body frame, limit (limited, range (2), margin, solref (2), solimp (5)); dofs (nv): dry friction and
-    // its solref, solimp, and dof_invweight0 (mj_setConst); equalities (neq): type (CONNECT 0, WELD 1, JOINT 2), the
+    // its solref, solimp, and dof_invweight0 (mj_setConst); equalities (neq): type (CONNECT 0, WELD 1, JOINT 2, TENDON 3), the
     // two objects, data (11), solref, solimp, eq_active0; bodies (nbody): parent, rest quaternion (4), joints
     // [body_jntadr, body_jntadr + body_jntnum), body_invweight0 (2); qpos0 (nq); and opt's settings
     bool has_constraints = false;
@@ -92,6 +98,7 @@ struct Model {
     const double *eq_data = nullptr, *eq_solref = nullptr, *eq_solimp = nullptr;
     const int64_t *body_parentid = nullptr, *body_jntadr = nullptr, *body_jntnum = nullptr;
     const double *body_quat = nullptr, *body_invweight0 = nullptr;
+    const double *tendon_length0 = nullptr, *tendon_invweight0 = nullptr;   // (ntendon): at qpos0 (tendon equalities)
     // collision (physai.engine.collision; set with the constraints): joints' anchors (njnt, 3) and bodies' offsets in
     // their parents (nbody, 3: MuJoCo's body_pos) for MuJoCo's frames; geoms (ngeom): type, body, pos (3), quat (4),
     // size (3), bounding radius; the candidate pairs (ncand) in MuJoCo's order, geom ids (2), dim and CAND_FLOATS
@@ -214,6 +221,12 @@ inline const char *check_model(const Model &m) {
         if (m.free_dofadr[k] < 0 || m.free_dofadr[k] + 6 > m.nv) return "free_dofadr";
     for (int64_t e = 0; e < m.nfluid; e++)
         if (m.fluid_linkid[e] < -1 || m.fluid_linkid[e] >= m.nlink) return "fluid_linkid";
+    for (int64_t t = 0; t < m.ntendon; t++)
+        if (m.tendon_adr[t] < 0 || m.tendon_num[t] < 0 || m.tendon_adr[t] + m.tendon_num[t] > m.nwrap) return "tendon_adr";
+    for (int64_t w = 0; w < m.nwrap; w++) {
+        if (m.wrap_qposadr[w] < 0 || m.wrap_qposadr[w] >= m.nq) return "wrap_qposadr";
+        if (m.wrap_dofadr[w] < 0 || m.wrap_dofadr[w] >= m.nv) return "wrap_dofadr";
+    }
     return nullptr;
 }
 
@@ -310,9 +323,9 @@ inline const char *check_constraints(const Model &m) {
         if (m.sweep_body[k] < 1 || m.sweep_body[k] > m.nbody) return "sweep_body";
     if (const char *field = check_meshes(m)) return field;
     for (int e = 0; e < m.neq; e++) {
-        int64_t t = m.eq_type[e], objects = t == 2 ? m.njnt : m.nbody;
-        if (t < 0 || t > 2) return "eq_type";
-        if (m.eq_obj1id[e] < (t == 2 ? 0 : -1) || m.eq_obj1id[e] >= objects) return "eq_obj1id";
+        int64_t t = m.eq_type[e], objects = t == 2 ? m.njnt : t == 3 ? m.ntendon : m.nbody;
+        if (t < 0 || t > 3) return "eq_type";
+        if (m.eq_obj1id[e] < (t >= 2 ? 0 : -1) || m.eq_obj1id[e] >= objects) return "eq_obj1id";
         if (m.eq_obj2id[e] < -1 || m.eq_obj2id[e] >= objects) return "eq_obj2id";
     }
     return nullptr;

@@ -84,7 +84,7 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
-    "test_tendons.py": {"test_simulate_follows_mj_step"},
+    "test_tendons.py": {"test_simulate_follows_mj_step", "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step"},
     "test_11_rigid_body_dynamics.py": {
         "test_bias_and_gravity_match_qfrc_bias", "test_forward_dynamics_matches_mj_forward",
         "test_pendulum_bias_and_gravity_match_qfrc_bias", "test_pendulum_energy_matches_mujoco",

@@ -21,6 +21,18 @@ from physai import engine, models
 import mj
 
 DATA = Path(__file__).resolve().parent / "data"
+#: a small model with tendons: a fixed tendon with armature (in MuJoCo's M), a spring with a dead band and a limit, a
+#: spatial one around a sphere with a damper and friction loss, an equality between them (polycoef)
+TENDON_XML = ('<mujoco><worldbody><site name="top" pos="0 0 1"/><body><joint name="a" axis="0 1 0"/>'
+              '<geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/><site name="s" pos="0.3 0 0.05"/>'
+              '<geom name="ball" size="0.06" pos="0.5 0 0" contype="0" conaffinity="0"/>'
+              '<body pos="0.5 0 0"><joint name="b" axis="0 1 0"/><joint name="c" type="slide"/>'
+              '<geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/><site name="e" pos="0.4 0 0"/></body>'
+              '</body></worldbody><tendon><fixed name="f" armature="0.05" stiffness="3" springlength="-0.1 0.2" '
+              'limited="true" range="-0.5 0.5"><joint joint="a" coef="1"/><joint joint="b" coef="-0.5"/>'
+              '<joint joint="c" coef="0.3"/></fixed><spatial name="t" damping="0.4" frictionloss="0.1">'
+              '<site site="top"/><site site="s"/><geom geom="ball"/><site site="e"/></spatial></tendon>'
+              '<equality><tendon tendon1="t" tendon2="f" polycoef="0 0.5 0.1 0 0"/></equality></mujoco>')
 
 
 def random_tree_xml(seed: int, nbody: int = 7, free_root: bool = True) -> str:

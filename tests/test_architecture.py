@@ -185,7 +185,8 @@ ENGINE = SRC / "physai" / "engine"
 CPP = SRC.parent / "cpp"
 #: engine modules with no compiled twin: data classes, loaders, the constants made once per model (setconst: the
 #: compiled model receives them as fields), the dispatch to the extension; tendon until its cpp/tendon.h (the compiled
-#: engine declines models with tendon forces it lacks: physai.engine.native.runs)
+#: engine runs fixed tendons' springs and dampers in passive.h and their equalities in constraint.h, and declines other
+#: tendon forces: physai.engine.native.runs)
 PYTHON_ONLY = {"__init__", "api", "actuators", "batching", "chunked", "contact", "geoms", "loaders", "model_checks",
                "native", "setconst", "urdf", "tendon"}
 #: compiled files with no engine twin: SIMD lanes, spatial helpers, the batched kernels, threads and workspaces, the

@@ -8,6 +8,8 @@ from physai import dynamics, engine
 from physai.cli import main
 from physai.commands import check
 
+from helpers import TENDON_XML
+
 LABELS = ("(a) M symmetric", "(a) M positive definite", "(b) hold torque", "(c) ID(FD(tau))", "(d) C qd",
           "(d) Mdot - 2C skew", "(d) passivity", "(e) balance, physai terms", "(e) balance, MuJoCo's own",
           "(e) M vs mj_fullM", "(e) bias vs", "(e) actuator vs", "(e) passive vs", "(e) applied vs")
@@ -65,19 +67,9 @@ def test_gravity_compensation_and_fluid_pass(capsys, tmp_path):
 
 
 def test_tendons_pass(capsys, tmp_path):
-    """Tendons (physai.engine.tendon): a fixed tendon with armature (in MuJoCo's M), a spring and a limit, a spatial one
-    around a sphere with a damper and friction loss, an equality between them: every check passes against MuJoCo."""
+    """Tendons (physai.engine.tendon, helpers.TENDON_XML): every check passes against MuJoCo."""
     path = tmp_path / "tendons.xml"
-    path.write_text('<mujoco><worldbody><site name="top" pos="0 0 1"/><body><joint name="a" axis="0 1 0"/>'
-                    '<geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/><site name="s" pos="0.3 0 0.05"/>'
-                    '<geom name="ball" size="0.06" pos="0.5 0 0" contype="0" conaffinity="0"/>'
-                    '<body pos="0.5 0 0"><joint name="b" axis="0 1 0"/><joint name="c" type="slide"/>'
-                    '<geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/><site name="e" pos="0.4 0 0"/></body>'
-                    '</body></worldbody><tendon><fixed name="f" armature="0.05" stiffness="3" springlength="-0.1 0.2" '
-                    'limited="true" range="-0.5 0.5"><joint joint="a" coef="1"/><joint joint="b" coef="-0.5"/>'
-                    '<joint joint="c" coef="0.3"/></fixed><spatial name="t" damping="0.4" frictionloss="0.1">'
-                    '<site site="top"/><site site="s"/><geom geom="ball"/><site site="e"/></spatial></tendon>'
-                    '<equality><tendon tendon1="t" tendon2="f" polycoef="0 0.5 0.1 0 0"/></equality></mujoco>')
+    path.write_text(TENDON_XML)
     assert main(["check", str(path), "--states", "3"]) == 0
 
 

@@ -10,6 +10,8 @@ from physai import acceptance, models
 from physai.cli import main
 from physai.commands import verify
 
+from helpers import TENDON_XML
+
 QUANTITIES = ("rnea", "bias", "gravity", "mass matrix", "forward dynamics", "energy")
 
 
@@ -49,6 +51,15 @@ def test_panda_home_matches_mujoco(capsys):
     cond = next(line for line in out.splitlines() if line.startswith("cond(M)"))
     assert "M[0:7, 0:7]" in cond
     assert float(cond.rsplit(":", 1)[1]) == pytest.approx(np.linalg.cond(M[:7, :7]), abs=0.05)
+
+
+def test_a_model_with_tendons_passes(capsys, tmp_path):
+    """Tendons (helpers.TENDON_XML): the rigid tree's quantities with the tendons' armature and springs off on MuJoCo's
+    side (said in the header), and the constraints table with the tendon rows, pass."""
+    path = tmp_path / "tendons.xml"
+    path.write_text(TENDON_XML)
+    assert main(["verify", str(path), "--states", "5"]) == 0
+    assert "tendon armature and tendon springs off" in capsys.readouterr().out
 
 
 def test_unknown_model_exits_2(capsys):

@@ -21,7 +21,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import constraints, engine, forces, integrators, joints, tendons
+from physai import constraints, derivatives, engine, forces, integrators, inverse, joints, tendons
 from physai.engine.model import WRAP_PULLEY, BodySpec, JointSpec, SiteSpec
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
@@ -143,8 +143,10 @@ def test_a_side_site_inside_the_geom_wraps_through_it():
 
 @pytest.mark.parametrize("seed", range(3))
 def test_passive_forces_and_mass_matrix_equal_mujocos(seed):
-    """Tendon springs (outside their dead band and in it) and dampers in qfrc_passive; tendon armature in M."""
+    """Tendon springs (outside their dead band and in it) and dampers in qfrc_passive, their potential energy (MuJoCo's
+    energy[0]); tendon armature in M."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
     model = engine.from_mujoco(m)
     ctrl = np.array([0.7])
     banded = 0
@@ -152,12 +154,13 @@ def test_passive_forces_and_mass_matrix_equal_mujocos(seed):
         d = forward(m, q, qd, ctrl)
         assert_close(forces.passive_force(model, q, qd), d.qfrc_passive, 1e-12, what="qfrc_passive")
         run = integrators.DynamicsEvaluator(model, m.opt.timestep, integrators.StepInputs.make(model, None, ctrl, None, None))
-        M, f, _ = run.evaluate(q, qd)
+        M, f, potential = run.evaluate(q, qd)
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)
         assert_close(M, full, 1e-12, what="M with tendon armature")
         assert_close(engine.mass_matrix(model, q) + tendons.armature(model, q), full, 1e-12, what="physai.tendons.armature")
         assert_close(f, d.qfrc_smooth, 1e-12, what="qfrc_smooth")
+        assert_close(potential, d.energy[0], 1e-12, what="potential energy with the tendon springs")
         lo, hi = m.tendon_lengthspring[1]
         banded += lo <= d.ten_length[1] <= hi
     assert banded < 10                                                 # a spring stretched beyond its band
@@ -188,6 +191,27 @@ def test_forward_dynamics_with_tendon_rows_equals_mujocos():
         d = forward(m, q, qd)
         res = constraints.forward_dynamics(model, q, qd, d.qfrc_smooth + d.qfrc_bias, qacc_warmstart=d.qacc)
         assert_close(res.qacc, d.qacc, 1e-7, what="qacc")
+
+
+@pytest.mark.parametrize("integrator", [None, "euler", "implicitfast", "implicit"])
+def test_inverse_dynamics_equals_mj_inverse(integrator):
+    """physai.inverse.inverse_dynamics with the tendons' springs, dampers (in D) and armature (in M): MuJoCo's
+    qfrc_inverse, continuous or with invdiscrete, constraints off."""
+    m = mujoco.MjModel.from_xml_string(tendon_xml(1))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    if integrator is not None:
+        m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_INVDISCRETE
+        m.opt.integrator = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "implicit": mujoco.mjtIntegrator.mjINT_IMPLICIT,
+                            "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST}[integrator]
+    model = engine.from_mujoco(m)
+    rng = np.random.default_rng(4)
+    for q, qd in random_states(m, 5, 4):
+        d = forward(m, q, qd)
+        d.qacc[:] = rng.normal(size=m.nv)
+        mujoco.mj_inverse(m, d)
+        dt = None if integrator is None else m.opt.timestep
+        tau = inverse.inverse_dynamics(model, q, qd, d.qacc, dt=dt, integrator=integrator)
+        assert_close(tau, d.qfrc_inverse, 1e-12, what="qfrc_inverse")
 
 
 def test_a_fixed_tendons_actuator_has_mujocos_length_and_moment():
@@ -308,3 +332,104 @@ def test_a_pulley_needs_a_positive_divisor_and_spatial_armature_is_refused():
     m.tendon_armature[0] = 0.1
     with pytest.raises(UnsupportedModelError, match="tendon 't' is spatial and has armature"):
         engine.from_mujoco(m)
+
+
+def test_rollout_runs_each_state_as_simulate_and_energy_is_mujocos():
+    """rollout of two starts equals simulate of each (the NumPy loop on either backend); the energy of each state is
+    MuJoCo's (tendon springs included)."""
+    m = mujoco.MjModel.from_xml_string(tendon_xml(3))
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    model = engine.from_mujoco(m)
+    (q0, qd0), (q1, qd1) = random_states(m, 2, 3)
+    ctrl = np.array([0.2])
+    runs = integrators.rollout(model, np.array([q0, q1]), np.array([qd0, qd1]), steps=10, ctrl=ctrl, energy=True,
+                               constraints=True)
+    d = forward(m, q1, qd1, ctrl)
+    for k in range(10):
+        mujoco.mj_step(m, d)
+        assert_close(runs.energy[1, k], d.energy.sum(), 1e-10, what=f"energy at step {k}")
+    one = integrators.simulate(model, q0, qd0, steps=10, ctrl=ctrl, energy=False, constraints=True)
+    assert_close(runs.q[0], one.q, 1e-13, what="rollout vs simulate")
+
+
+def test_step_derivatives_refuse_tendon_forces_by_name():
+    m = mujoco.MjModel.from_xml_string(tendon_xml(0))
+    model = engine.from_mujoco(m)
+    q, qd = next(random_states(m, 1, 0))
+    with pytest.raises(UnsupportedModelError, match="tendon springs, dampers, armature or tendon constraints"):
+        derivatives.step_derivatives(model, q, qd, ctrl=np.zeros(1))
+
+
+SPRUNG = """<mujoco><option gravity="0.3 -0.4 -9.7"/><worldbody>
+  <body><joint name="a" axis="0 1 0" damping="0.1"/><geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.05"/>
+    <body pos="0.5 0 0"><joint name="b" axis="0.3 1 0"/><joint name="c" type="slide" axis="1 0 0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04"/>
+      <body pos="0.4 0 0"><joint name="d" type="ball"/><geom size="0.05" pos="0.1 0 0"/></body></body></body></worldbody>
+  <tendon><fixed name="one" stiffness="30" springlength="-0.05 0.05" damping="0.6"><joint joint="a" coef="1"/>
+    <joint joint="b" coef="-0.7"/><joint joint="c" coef="0.4"/></fixed>
+    <fixed name="two" stiffness="12" damping="0.3"><joint joint="c" coef="2"/><joint joint="a" coef="0.5"/></fixed>
+    <fixed name="free"><joint joint="b" coef="1"/></fixed></tendon>
+  <actuator><motor tendon="free" gear="2"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "implicit", "rk4"])
+def test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step(backend, integrator):
+    """Fixed tendons' springs (with a dead band) and dampers (in implicit's D): the compiled engine runs them
+    (cpp/passive.h tendon_passive_force, native.runs), 100 steps within 1e-8 of mj_step, energies (but RK4's) 1e-10."""
+    if backend == "native" and not engine.native.available():
+        pytest.skip("the compiled extension is not built")
+    m = mujoco.MjModel.from_xml_string(SPRUNG)
+    m.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
+    m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
+    model = engine.from_mujoco(m)
+    assert model.has_tendon_forces and engine.native.runs(model)
+    q0 = np.array([0.4, -0.3, 0.1, 0.9, 0.1, 0.3, -0.2])
+    q0[3:] /= np.linalg.norm(q0[3:])
+    qd0, ctrl = np.array([1.0, -0.5, 0.3, 0.2, -0.4, 0.6]), np.array([0.3])
+    d = forward(m, q0, qd0, ctrl)
+    Q, E = [], []
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy()), E.append(d.energy.sum())
+    previous = engine.set_backend(backend)
+    try:
+        run = integrators.simulate(model, q0, qd0, steps=100, ctrl=ctrl, energy=True)
+    finally:
+        engine.set_backend(previous)
+    assert_close(run.q[1:], np.array(Q), 1e-8, what="q")
+    if integrator != "rk4":                                            # MuJoCo's RK4 energy is its last stage's
+        assert_close(run.energy[:100], np.array(E), 1e-10, what="energy")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_fixed_tendon_equality_runs_compiled_as_mujoco(backend):
+    """An equality between fixed tendons (polycoef) and one on a single tendon: the compiled engine's rows (cpp/
+    constraint.h scalar_object) equal MuJoCo's efc rows, and 100 constrained steps follow mj_step within 1e-8."""
+    if backend == "native" and not engine.native.available():
+        pytest.skip("the compiled extension is not built")
+    xml = SPRUNG.replace("</tendon>", "</tendon><equality><tendon tendon1=\"two\" tendon2=\"one\" "
+                         "polycoef=\"0.01 0.4 -0.3 0.2 0\"/><tendon tendon1=\"free\" solref=\"0.05 1\"/></equality>")
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1000
+    model = engine.from_mujoco(m)
+    assert engine.native.runs(model)
+    previous = engine.set_backend(backend)
+    try:
+        for q, qd in random_states(m, 5, 6):
+            d = forward(m, q, qd)
+            r = constraints.rows(model, q, qd)
+            assert r.nefc == d.nefc == 2
+            for ours, theirs in ROWS.items():
+                assert_close(getattr(r, ours), getattr(d, theirs), 1e-12, what=ours)
+            assert_close(r.J, d.efc_J.reshape(d.nefc, m.nv), 1e-12, what="efc_J")
+        q0, qd0 = next(random_states(m, 1, 8))
+        run = integrators.simulate(model, q0, qd0, steps=100, ctrl=np.array([0.3]), constraints=True, energy=False)
+    finally:
+        engine.set_backend(previous)
+    d = forward(m, q0, qd0, np.array([0.3]))
+    Q = []
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+    assert_close(run.q[1:], np.array(Q), 1e-8, what="q")

@@ -95,7 +95,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from physai import collision, engine, forces, joints, validation
+from physai import collision, engine, forces, joints, tendons, validation
 from physai.linalg import solve
 from physai.engine import actuation, constraint, forward, native, passive, smooth, solver, tendon
 from physai.engine.data import RolloutInputs, StepOptions
@@ -1055,6 +1055,10 @@ class DynamicsEvaluator:
                 return np.full((model.nv, model.nv), np.nan), nan, np.nan
             else:
                 f = forces.damper_spring_force(model, q, qd) - c
+                if model.has_tendon_forces:            # the fixed tendons' springs and dampers (native.runs)
+                    length, J = tendons.kinematics(model, q)
+                    f = f + passive.tendon_passive_force(model, length, J, qd)
+                    potential += passive.tendon_spring_energy(model, length)
                 if x.actuators is not None:
                     f = f + self.actuator_force(q, qd, act)
                 if x.qfrc_applied is not None:
@@ -1067,17 +1071,19 @@ class DynamicsEvaluator:
         if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
             f = f + passive.body_forces(model, d)[:, 0]
         M = smooth.crb(model, d)[:, :, 0]
+        potential = float(smooth.energy_pos(model, d, Q)[0])
         if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
             length, J = tendon.tendons(model, d, q)
             f = f + passive.tendon_passive_force(model, length, J, qd)
             M = M + tendon.armature_matrix(model, J)
+            potential += passive.tendon_spring_energy(model, length)
         if x.actuators is not None:
             f = f + self.actuator_force(q, qd, act)
         if x.qfrc_applied is not None:
             f = f + x.qfrc_applied
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
             f = f + forces.body_wrench_force(model, d, x.xfrc_applied)
-        return M, f, float(smooth.energy_pos(model, d, Q)[0])
+        return M, f, potential
 
 
 def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> np.ndarray:
@@ -1181,19 +1187,27 @@ def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=No
     """The matrix a single-step integrator solves with (nv, nv) [kg m^2 | kg]: M - h D, h [s].
 
     euler: M + h B, or M without damping or with euler_damping=False (MuJoCo's mjDSBL_EULERDAMP: the damping
-    stays explicit in f); discrete: M + h B + h^2 K (discrete_stiffness). M (optional) is mass_matrix(model, q) if
-    already computed; act (na,) the activations.
+    stays explicit in f); discrete: M + h B + h^2 K (discrete_stiffness). M (optional) is mass_matrix(model, q) (tendon
+    armature included) if already computed; act (na,) the activations.
     """
     model = engine.as_model(model)
     name = check_integrator(integrator)
     actuators, ctrl = check_actuators(model, actuators, ctrl)
-    M = engine.mass_matrix(model, q) if M is None else M
+    M = mass_matrix(model, q) if M is None else M
     if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
     if name == "discrete":                             # M + h B + h^2 K
         _refuse_servo_gains(actuators)
         return M + np.diag(h * model.dof_damping + h * h * discrete_stiffness(model))
     return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
+
+
+def mass_matrix(model, q) -> np.ndarray:
+    """MuJoCo's M (nv, nv) [kg m^2 | kg] at q (nq,): the rigid bodies' (engine.mass_matrix) and the tendons' armature
+    (physai.tendons.armature)."""
+    model = engine.as_model(model)
+    M = engine.mass_matrix(model, q)
+    return M + tendons.armature(model, q) if model.tendon_armature.any() else M
 
 
 def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from physai import engine, forces, validation
+from physai import engine, forces, tendons, validation
 from physai import integrators as integ
 from physai.engine import forward
 from physai.exceptions import ConvergenceError, InvalidArgumentError, ShapeError, UnsupportedModelError
@@ -35,7 +35,7 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     """Generalized force tau (nv,) [N m | N] the actuators and applied forces must add to give qdd at (q, qd).
 
     Continuous (dt and integrator None): tau = M(q) qdd + c(q, qd) - passive(q, qd) = rnea - passive,
-        MuJoCo's qfrc_inverse without constraints.
+        MuJoCo's qfrc_inverse without constraints (M with the tendons' armature: physai.tendons.armature).
     Discrete (dt and integrator given): qdd is the finite-difference acceleration (qd_next - qd) / dt of one
         step of `integrator`, and tau = (M - dt D) qdd + c - passive inverts that step (MuJoCo's mj_inverse
         with invdiscrete). D as in physai.integrators.velocity_derivative; `actuators` and `ctrl` enter D
@@ -52,7 +52,8 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     integ.refuse_stateful_actuators(model, actuators, "inverse_dynamics")
     passive = forces.passive_force(model, q, qd)
     if dt is None and integrator is None:
-        return engine.rnea(model, q, qd, qdd) - passive
+        armature = tendons.armature(model, q) @ qdd if model.tendon_armature.any() else 0.0
+        return engine.rnea(model, q, qd, qdd) + armature - passive
     if dt is None or integrator is None:
         missing = "dt" if dt is None else "integrator"
         raise InvalidArgumentError(f"discrete inverse dynamics needs both dt and integrator; {missing} is missing "

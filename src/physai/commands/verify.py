@@ -67,6 +67,7 @@ def run(args: argparse.Namespace) -> int:
     require_memory(args.states, m.nq, m.nv)
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT   # contacts, limits, friction loss, equalities off
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY         # MuJoCo fills d.energy
+    m.tendon_armature[:] = m.tendon_stiffness[:] = 0.0             # the tree's M and energy (physai check: the tendons')
     model = engine.from_mujoco(m)                                  # every joint type: hinge, slide, ball, free
     key = _keyframe(m, args.model, args.pose) if args.pose else None
     print(f"physai verify {args.model}: nq = {m.nq}, nv = {m.nv} ({joints.describe(model.jnt_type)}), "
@@ -75,7 +76,8 @@ def run(args: argparse.Namespace) -> int:
           f"qd in [-{QD_MAX:g}, {QD_MAX:g}]; qdd in [-{QDD_MAX:g}, {QDD_MAX:g}] (rad, rad/s, rad/s^2 for rotations; "
           "m, m/s, m/s^2 for translations)")
     print(f"MuJoCo: constraints disabled on this model (mjDSBL_CONSTRAINT), so that {_constraints(m)} do not enter "
-          "qfrc_inverse and qacc; energy flag enabled (mjENBL_ENERGY)")
+          "qfrc_inverse and qacc; energy flag enabled (mjENBL_ENERGY)"
+          + ("; tendon armature and tendon springs off (the rigid tree's M and energy)" if m.ntendon else ""))
     print("forward dynamics: MuJoCo gets qfrc_applied = rnea(q, qd, qdd) - qfrc_passive - qfrc_actuator (ctrl = 0), "
           "physai the sum of the three as tau")
     print(f"tolerance: {RTOL:g} x scale, scale = max(1, largest |MuJoCo value|); times: µs per call, best of {REPEATS} sweeps")

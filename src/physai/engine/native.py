@@ -67,7 +67,7 @@ import numpy as np
 
 from physai import joints
 from physai.engine.loaders import as_model
-from physai.engine.model import Model
+from physai.engine.model import TENDON, WRAP_JOINT, Model
 from physai.engine import collision, passive, smooth
 from physai.engine.contact import ContactSet
 from physai.engine.data import RolloutInputs, StepOptions
@@ -212,7 +212,8 @@ def fields(model: Model) -> dict:
     (scalar_qposadr, scalar_dofadr, quat_qposadr, quat_dofadr); M's pattern (dof_pattern, as integrators.dof_pattern);
     each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos); and the link whose
     velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink); the first dofs of the
-    free joints that move a body alone (free_dofadr, support.standalone_free_dofs)."""
+    free joints that move a body alone (free_dofadr, support.standalone_free_dofs); the passive part (passive_fields)
+    and the fixed tendons' springs and dampers (tendon_fields)."""
     lt, L = model.link_transforms, model.nlink
     jnttype, qposadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
     G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
@@ -234,7 +235,7 @@ def fields(model: Model) -> dict:
             "quat_dofadr": _int64(c.quat_v),
             "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)),
             "dof_turnlink": _int64(dof_turnlink(model)), "free_dofadr": _int64(standalone_free_dofs(model)),
-            **passive_fields(model)}
+            **passive_fields(model), **tendon_fields(model)}
 
 
 def passive_fields(model: Model) -> dict:
@@ -257,9 +258,34 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def runs(model) -> bool:
-    """Whether the compiled engine models all of the model's dynamics: not a model with tendon forces (springs, dampers,
-    armature, limits, friction loss, equalities: Model.has_tendon_forces), which the NumPy engine runs."""
-    return not model.has_tendon_forces
+    """Whether the compiled engine models all of the model's dynamics: its tendons' forces are at most springs, dampers
+    and equalities of fixed tendons (tendon_fields); tendon armature, limits, friction loss and spatial tendons' forces
+    are the NumPy engine's (physai.engine.tendon)."""
+    if not model.has_tendon_forces:
+        return True
+    used = (model.tendon_stiffness != 0) | (model.tendon_damping != 0)
+    tendon_eq = model.eq_type == TENDON
+    used[model.eq_obj1id[tendon_eq]] = True
+    used[model.eq_obj2id[tendon_eq & (model.eq_obj2id >= 0)]] = True
+    fixed = model.wrap_type[model.tendon_adr] == WRAP_JOINT
+    return not (model.tendon_armature.any() or model.tendon_limited.any() or model.tendon_frictionloss.any()
+                or (used & ~fixed).any())
+
+
+def tendon_fields(model: Model) -> dict:
+    """The compiled Model's tendon part (cpp/model.h), every tendon in the model's order: a fixed tendon's path elements
+    as (tendon_adr, tendon_num) into wrap_qposadr, wrap_dofadr (their joints' q and v index) and wrap_prm (coefficients),
+    none for a spatial one; tendon_stiffness, tendon_damping, tendon_lengthspring; no path and no force for a model the
+    compiled engine does not run (runs: only its collision part is compiled then)."""
+    on = runs(model)
+    num = np.where((model.wrap_type[model.tendon_adr] == WRAP_JOINT) & on, model.tendon_num, 0)
+    wraps = np.concatenate([np.arange(a, a + n) for a, n in zip(model.tendon_adr, num)] + [np.zeros(0, np.intp)])
+    joints = model.wrap_objid[wraps]
+    return {"tendon_adr": _int64(np.cumsum(num) - num), "tendon_num": _int64(num),
+            "wrap_qposadr": _int64(model.jnt_qposadr[joints]), "wrap_dofadr": _int64(model.jnt_dofadr[joints]),
+            "wrap_prm": _float64(model.wrap_prm[wraps]), "tendon_stiffness": _float64(model.tendon_stiffness * on),
+            "tendon_damping": _float64(model.tendon_damping * on),
+            "tendon_lengthspring": _float64(model.tendon_lengthspring.reshape(-1, 2))}
 
 
 def compiled_solver(model) -> bool:
@@ -268,11 +294,13 @@ def compiled_solver(model) -> bool:
     return model.opt.solver in SOLVERS and runs(model)
 
 
-def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray) -> dict:
+def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray,
+                      tendon_invweight0: np.ndarray | None = None) -> dict:
     """The named fields of the compiled Model's constraint part (cpp/model.h; _native.Model.add_constraints): the
     Model's constraint arrays by their own names (jnt_*, dof_frictionloss, dof_solref, dof_solimp, eq_*, body_quat,
     body_parentid; flags as int64), qpos0, each body's joints (body_jntadr, body_jntnum: a body's joints are
-    consecutive), the invweight constants at qpos0 (physai.engine.constraint.invweight0) and model.opt's settings
+    consecutive), the invweight constants at qpos0 (physai.engine.constraint.invweight0; tendon_invweight0: its
+    tendon_invweight0, zeros when not given, for a model without tendon equalities) and model.opt's settings
     (opt_<name>; opt_elliptic for the elliptic cone, opt_solver the solver's code in SOLVERS)."""
     ints = ("jnt_type", "jnt_qposadr", "jnt_dofadr", "jnt_bodyid", "jnt_limited", "eq_type", "eq_obj1id", "eq_obj2id",
             "eq_active0", "body_parentid")
@@ -286,6 +314,8 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             "body_jntadr": _int64(np.searchsorted(model.jnt_bodyid, bodies)),
             "body_jntnum": _int64((model.jnt_bodyid[:, None] == bodies).sum(axis=0)),
             "body_invweight0": _float64(body_invweight0), "dof_invweight0": _float64(dof_invweight0),
+            "tendon_invweight0": _float64(np.zeros(model.ntendon) if tendon_invweight0 is None else tendon_invweight0),
+            "tendon_length0": _float64(model.tendon_length0),
             **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance",
                                                                      "ccd_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
@@ -343,7 +373,7 @@ def pose_link_fields(model: Model) -> dict:
 
 def with_constraints(model: Model, constants) -> object:
     """model.compiled with its constraint part (constraint_fields), added on first use: constants() gives the
-    invweight constants (body_invweight0, dof_invweight0), called only then."""
+    invweight constants (body_invweight0, dof_invweight0, tendon_invweight0), called only then."""
     c = compiled(model)
     if not c.has_constraints:
         c.add_constraints(constraint_fields(model, *constants()))

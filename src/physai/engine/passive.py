@@ -3,6 +3,7 @@
     damper_spring_force(model, q, qd)   joint dampers and springs -b qd - k (q - springref)        (qfrc_damper + qfrc_spring)
     tendon_force(model, length, velocity)  tendon springs (dead band [lower, upper]) and dampers, along each tendon
     tendon_passive_force(model, L, J, qd)  their joint forces J^T f                                   (mj_passive's tendons)
+    tendon_spring_energy(model, L)      the tendon springs' potential energy 1/2 k x^2               (mj_energyPos)
     apply_force(model, d, link, r, F, T, out)   joint forces of a force F and torque T at r          (mj_applyFT)
     gravcomp(model, d)                  -gravcomp m g at every body's centre of mass                (mj_gravcomp, qfrc_gravcomp)
     inertia_box_force(...)              drag and viscosity of a body's equivalent inertia box       (mj_inertiaBoxFluidModel)
@@ -40,9 +41,20 @@ def damper_spring_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
 def tendon_force(model: Model, length: np.ndarray, velocity: np.ndarray) -> np.ndarray:
     """(ntendon,) [N | N m] the passive force along each tendon: -k x - b v, x the length beyond the spring's dead band
     [lower, upper] (tendon_lengthspring; zero inside), v the tendon's velocity (MuJoCo's mj_passive)."""
+    return -_stretch(model, length) * model.tendon_stiffness - velocity * model.tendon_damping
+
+
+def tendon_spring_energy(model, length: np.ndarray) -> float:
+    """The tendons' spring potential energy sum 1/2 k x^2 [J], x the length beyond the dead band (MuJoCo's
+    mj_energyPos)."""
+    x = _stretch(model, length)
+    return float(0.5 * (model.tendon_stiffness * x * x).sum())
+
+
+def _stretch(model, length: np.ndarray) -> np.ndarray:
+    """(ntendon,) each tendon's length beyond its spring's dead band [lower, upper] (tendon_lengthspring), 0 inside."""
     lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
-    x = np.where(length > upper, length - upper, np.where(length < lower, length - lower, 0.0))
-    return -x * model.tendon_stiffness - velocity * model.tendon_damping
+    return np.where(length > upper, length - upper, np.where(length < lower, length - lower, 0.0))
 
 
 def tendon_passive_force(model, length: np.ndarray, J: np.ndarray, qd: np.ndarray) -> np.ndarray:

@@ -15,6 +15,9 @@ Jacobian by its divisor. Its Jacobian is the sum over the segments whose ends mo
 u^T (J_p1 - J_p0) / divisor, u the unit vector from p0 to p1 (MuJoCo's chain rule; the wrap points are taken as fixed in
 the geom's body). Positions come from the MuJoCo-order body poses (smooth.body_poses), so lengths agree with MuJoCo's to
 rounding; Jacobians from the point Jacobians of the Data (support.point_jacobians, after com_pos).
+
+Known gap: a side site inside the wrapped geom (_wrap_inside) follows MuJoCo 3's Newton iteration; MuJoCo 4 places the
+touching point differently by up to ~1e-8 m, so such a tendon's length agrees to rounding and its Jacobian to ~1e-6.
 """
 
 import math
