@@ -400,3 +400,19 @@ def test_sdf_geoms_are_refused_by_name(backend):
                  lambda: integrators.simulate(model, m.qpos0, np.zeros(model.nv), 0.002, 3, constraints=True)):
         with pytest.raises(UnsupportedModelError, match="1 SDF geoms .*geom 1 'ring'"):
             run(backend, call)
+
+
+def test_the_compiled_model_refuses_heightfield_indices_outside_its_arrays():
+    """The compiled model's heightfield arrays are checked when it reads them: a field outside hfield_data, a grid of
+    fewer than 2 x 2, a geom naming a field it does not have are named."""
+    from physai.engine import _native, native
+    from physai.engine.constraint import invweight0
+
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(hfield_scene(0)))
+    fields = native.constraint_fields(model, *invweight0(model))
+    for name, change in (("hfield_adr", {"hfield_adr": fields["hfield_adr"] + 1}),
+                         ("hfield_adr", {"hfield_nrow": fields["hfield_nrow"] * 0 + 1}),
+                         ("hfield_adr", {"hfield_ncol": fields["hfield_ncol"] * 0 + 2**40}),
+                         ("geom_dataid", {"geom_dataid": fields["geom_dataid"] + 100})):
+        with pytest.raises(ValueError, match=f"{name}: an index outside"):
+            _native.Model(native.fields(model)).add_constraints({**fields, **change})
