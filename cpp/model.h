@@ -237,7 +237,7 @@ inline const char *check_meshes(const Model &m) {
         if (m.geom_dataid[g] < -1 || m.geom_dataid[g] >= (m.geom_type[g] == 7 ? m.nmesh : m.geom_type[g] == 1 ? m.nhfield : 0))
             return "geom_dataid";
     for (int64_t i = 0; i < m.nhfield; i++)
-        if (m.hfield_nrow[i] < 2 || m.hfield_ncol[i] < 2 || m.hfield_ncol[i] > m.nhfielddata ||
+        if (m.hfield_nrow[i] < 2 || m.hfield_ncol[i] < 2 || m.hfield_nrow[i] > m.nhfielddata || m.hfield_ncol[i] > m.nhfielddata ||
             !within(m.hfield_adr[i], m.hfield_nrow[i] * m.hfield_ncol[i], m.nhfielddata))
             return "hfield_adr";
     for (int64_t p = 0; p < m.nmeshpoly; p++)

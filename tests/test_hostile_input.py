@@ -669,3 +669,22 @@ def test_gjk_and_epa_end_on_poses_that_are_not_finite():
                 with np.errstate(all="ignore"):
                     found = convex.hfield_convex(kind1, 1e-6, 35, np.zeros(3), np.eye(3), terrain, pos, mat, shape1, 0.0)
                 assert all(np.isfinite(c[0]) for c in found) and (found == [] or kind1 == SPHERE)    # a sphere has no axes
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_convex_pairs_far_out_end_on_both_backends(backend):
+    """Geoms at 1e300 and 1.7e308 m (finite states whose GJK arithmetic overflows): detection ends, on both backends,
+    with finite contacts or none, for a heightfield's prisms and a GJK pair alike."""
+    from scenes import convex_points
+    rng = np.random.default_rng(0)
+    points = " ".join(f"{x:.4f}" for x in convex_points("hull", rng).ravel())
+    m = mujoco.MjModel.from_xml_string(
+        f'<mujoco><asset><hfield name="h" nrow="3" ncol="3" size="1 1 .2 .1" elevation="0 1 0 1 0 1 0 1 0"/><mesh name="m" '
+        f'vertex="{points}"/></asset><worldbody><geom type="hfield" hfield="h"/><body><freejoint/><geom type="ellipsoid" '
+        'size=".1 .2 .1"/></body><body><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>')
+    model = engine.from_mujoco(m)
+    for big in (1e300, 1.7e308, -1e300):
+        q = m.qpos0.copy()
+        q[[0, 7]], q[8] = big, 0.01
+        found = run(backend, collision.detect, model, q)
+        assert np.isfinite(found.dist).all() and np.isfinite(found.pos).all()

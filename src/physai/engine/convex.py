@@ -4,7 +4,10 @@
     sphere_support ... mesh_support_point   the support functions: the geom's point farthest along a unit direction
     convex(kind1, kind2, pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations)
                                             MuJoCo's mjc_Convex: the pair's contact (physai.engine.gjk's ccd)
-    functions(tolerance, iterations)        the narrow phase of each pair CONVEX_PAIRS and MULTI_PAIRS list
+    hfield_convex(kind2, tolerance, iterations, pos1, mat1, hfield, pos2, mat2, shape2, margin)
+                                            MuJoCo's mjc_ConvexHField: a heightfield's prisms (Prism) against a convex
+                                            geom, one contact a prism (HFIELD_PAIRS)
+    functions(tolerance, iterations)        the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and HFIELD_PAIRS list
     collided(kinds, multiccd)               whether physai collides that pair as MuJoCo 4 does
 
 The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
@@ -253,9 +256,12 @@ def hfield_convex(kind2: int, tolerance: float, iterations: int, pos1, mat1, hfi
                   margin: float) -> list:
     """MuJoCo's mjc_ConvexHField: the contacts (dist, pos, normal, tangent; world frame) of the heightfield geom 1
     (HField) with the convex geom 2 of type kind2, at most MAXCONPAIR. In the heightfield's frame, the cells under
-    geom 2's box (local_extent) are cut into two triangular prisms each (Prism, from the base to the surface raised by
-    margin); a prism whose top lies wholly below the geom is skipped, the others collided with geom 2 (grown by margin
-    / 2) by GJK/EPA, one contact each (gjk.ccd's witness points: pos halfway, normal from geom 2 to the prism)."""
+    geom 2's box (local_extent) grown by the margin are cut into two triangular prisms each (Prism, from the base to
+    the surface); a prism whose top lies wholly below the geom's box and margin is skipped, the others collided with
+    geom 2 by GJK/EPA, both grown by margin / 2 as in mjc_Convex, one contact each (convex's: dist = margin + ccd's
+    distance, pos halfway between the witness points, normal from geom 2 to the prism). MuJoCo 4.0 differs here from
+    its 3.x source (measured: the same contacts as mj_collision): there the prism's top was raised by the margin, the
+    geom alone grown, the grid taken under the box without the margin and the distance not offset by it."""
     size, elevation = hfield.size, hfield.elevation
     nrow, ncol = elevation.shape
     local_mat = mat1[0][:, None] * mat2[0] + mat1[1][:, None] * mat2[1] + mat1[2][:, None] * mat2[2]   # mat1^T mat2
