@@ -758,19 +758,34 @@ inline void project_cone(const Rows &r, double *force, const std::vector<int> &f
     }
 }
 
+// whether A (n x n, n <= 5) of determinant det is not positive definite to MuJoCo's 1e-10: det below it for n <= 3
+// (mju_QCQP2, mju_QCQP3), else a pivot of its Cholesky factor below it (mju_QCQP's mju_cholFactor rank < n)
+// (_not_positive_definite)
+inline bool not_positive_definite(const double *A, int n, double det) {
+    if (n <= 3) return det < 1e-10;
+    double L[25] = {};
+    for (int j = 0; j < n; j++) {                                      // pivot t = A_jj - L_j L_j^T
+        double t = A[j * n + j] - dot(L + j * n, L + j * n, j);
+        if (t < 1e-10) return true;
+        L[j * n + j] = std::sqrt(t);
+        for (int i = j + 1; i < n; i++) L[i * n + j] = (A[i * n + j] - dot(L + i * n, L + j * n, j)) / L[j * n + j];
+    }
+    return false;
+}
+
 // x (n <= 5) minimising 1/2 x^T A x + x^T b with sum (x_i / d_i)^2 <= radius^2, by Newton's method on the multiplier
 // la of (A + la) x = -b in the scaled x / d (mju_QCQP2, mju_QCQP3, mju_QCQP: 20 steps, 1e-10 bounds); true when on
 // the constraint
 inline bool qcqp(const double *A, const double *b, const double *d, double radius, int n, double *x) {
-    double As[25], bs[5], v[5] = {}, P[25], L[25];
+    double As[25], bs[5], v[5] = {}, P[25], L[25], Ala[25];
     for (int i = 0; i < n; i++) {
         bs[i] = b[i] * d[i];
         for (int j = 0; j < n; j++) As[i * n + j] = A[i * n + j] * d[i] * d[j];
     }
     double la = 0.0;
     for (int iter = 0; iter < 20; iter++) {
-        // P = (A + la)^-1 by Gauss-Jordan; det < 1e-10: not positive definite, no friction
-        for (int i = 0; i < n * n; i++) L[i] = As[i] + (i % (n + 1) == 0 ? la : 0.0), P[i] = i % (n + 1) == 0 ? 1.0 : 0.0;
+        // P = (A + la)^-1 by Gauss-Jordan; not positive definite: no friction
+        for (int i = 0; i < n * n; i++) Ala[i] = L[i] = As[i] + (i % (n + 1) == 0 ? la : 0.0), P[i] = i % (n + 1) == 0 ? 1.0 : 0.0;
         double det = 1.0;
         for (int c = 0; c < n; c++) {
             int p = c;
@@ -790,7 +805,7 @@ inline bool qcqp(const double *A, const double *b, const double *d, double radiu
                 for (int j = 0; j < n; j++) L[i * n + j] -= f * L[c * n + j], P[i * n + j] -= f * P[c * n + j];
             }
         }
-        if (det < 1e-10) {
+        if (not_positive_definite(Ala, n, det)) {
             std::fill(x, x + n, 0.0);
             return false;
         }

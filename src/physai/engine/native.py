@@ -257,8 +257,9 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def compiled_solver(model) -> bool:
-    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG); else the NumPy one runs."""
-    return model.opt.solver in SOLVERS
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG; without noslip sweeps);
+    else the NumPy one runs."""
+    return model.opt.solver in SOLVERS and model.opt.noslip_iterations == 0
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
