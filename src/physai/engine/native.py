@@ -257,9 +257,9 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def compiled_solver(model) -> bool:
-    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG; without noslip sweeps);
-    else the NumPy one runs."""
-    return model.opt.solver in SOLVERS and model.opt.noslip_iterations == 0
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG, each with its noslip
+    sweeps); else the NumPy one runs."""
+    return model.opt.solver in SOLVERS
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray, meaninertia: float) -> dict:
@@ -282,9 +282,10 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             "body_invweight0": _float64(body_invweight0), "dof_invweight0": _float64(dof_invweight0),
             "meaninertia": float(meaninertia),
             **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance",
-                                                                     "ccd_tolerance")},
+                                                                     "ccd_tolerance", "noslip_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
-                                                                   "limit", "contact", "refsafe", "ccd_iterations")},
+                                                                   "limit", "contact", "refsafe", "ccd_iterations",
+                                                                   "noslip_iterations")},
             "opt_elliptic": int(opt.cone == "elliptic"), "opt_solver": SOLVERS[opt.solver], **collision_fields(model)}
 
 

@@ -3,7 +3,8 @@ constrained accelerations of the rows physai.engine.constraint builds.
 
     solve(model, rows, M, qfrc_smooth, ...)       qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
     solve_pgs(model, rows, M, qfrc_smooth, ...)   the dual forces minimising 1/2 f^T AR f + f^T b on their cones (mj_solPGS)
-    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names
+    noslip(model, rows, M, qfrc_smooth, sol)      sol's friction forces again without R (mj_solNoSlip)
+    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names, then noslip
     tolerance_scale(M)                            1 / trace(M): the scale of their tolerances at this state (MuJoCo 4.0)
 
 The cost's pieces along a search direction (PrimalPrepare, PrimalEval), the exact line search (PrimalSearch) and the
@@ -692,7 +693,8 @@ def _noslip_sweep(r: Rows, A: np.ndarray, Ainv: np.ndarray, b: np.ndarray, force
         improvement -= 0.5 * delta * delta / Ainv[i] + delta * res
     for i, dim in blocks:                                             # contact friction
         if r.type[i] == CONTACT_PYRAMIDAL:
-            improvement -= sum(_noslip_pyramid(A, b, force, j) for j in range(i, i + 2 * (dim - 1), 2))
+            for j in range(i, i + 2 * (dim - 1), 2):
+                improvement -= _noslip_pyramid(A, b, force, j)
         else:
             improvement -= _noslip_ellipse(r, A, b, force, i, dim)
     return improvement
