@@ -596,7 +596,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     r.opt.h = o.number("h"), r.opt.integrator = o.size("integrator"), r.opt.implicit_damping = o.flag("implicit_damping");
     r.steps = o.size("steps"), r.with_energy = o.flag("with_energy"), r.constrained = o.flag("constrained");
     if (r.constrained && !m.has_constraints) throw nb::value_error("rollout: constrained, but the model has no constraint part");
-    if (r.opt.integrator > IMPLICITFAST) o.invalid("integrator", "expected 0 (euler) ... 3 (implicitfast)");
+    if (r.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");
     const Actuators *act = &actuators_option(m, o.object("actuators"), "rollout");
     r.ctrl = series(o.object("ctrl"), N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
     r.qfrc = series(o.object("qfrc_applied"), N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
@@ -937,7 +937,7 @@ NB_MODULE(_native, mod) {
         ops[OPERATIONS[k].name] = k;
         arguments[OPERATIONS[k].name] = nb::steal<nb::tuple>(PySequence_Tuple(names.ptr()));
     }
-    for (int k = EULER; k <= IMPLICITFAST; k++) integrators[INTEGRATOR_NAMES[k]] = k;
+    for (int k = EULER; k <= DISCRETE; k++) integrators[INTEGRATOR_NAMES[k]] = k;
     mod.attr("OPS") = ops;
     mod.attr("ARGUMENTS") = arguments;
     mod.attr("INTEGRATORS") = integrators;
