@@ -366,6 +366,7 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.opt_iterations = f.size("opt_iterations"), m.opt_ls_iterations = f.size("opt_ls_iterations");
     m.opt_ccd_tolerance = f.number("opt_ccd_tolerance"), m.opt_ccd_iterations = f.size("opt_ccd_iterations");
     m.opt_solver = f.size("opt_solver");
+    m.opt_noslip_iterations = f.size("opt_noslip_iterations"), m.opt_noslip_tolerance = f.number("opt_noslip_tolerance");
     m.opt_elliptic = f.size("opt_elliptic"), m.opt_equality = f.size("opt_equality");
     m.opt_frictionloss = f.size("opt_frictionloss"), m.opt_limit = f.size("opt_limit");
     m.opt_contact = f.size("opt_contact"), m.opt_refsafe = f.size("opt_refsafe");
@@ -619,7 +620,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     r.opt.h = o.number("h"), r.opt.integrator = o.size("integrator"), r.opt.implicit_damping = o.flag("implicit_damping");
     r.steps = o.size("steps"), r.with_energy = o.flag("with_energy"), r.constrained = o.flag("constrained");
     if (r.constrained && !m.has_constraints) throw nb::value_error("rollout: constrained, but the model has no constraint part");
-    if (r.opt.integrator > IMPLICITFAST) o.invalid("integrator", "expected 0 (euler) ... 3 (implicitfast)");
+    if (r.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");
     const Actuators *act = &actuators_option(m, o.object("actuators"), "rollout");
     r.ctrl = series(o.object("ctrl"), N, r.steps, act->nu, "rollout: ctrl (N, steps, nu)");
     r.qfrc = series(o.object("qfrc_applied"), N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
@@ -977,7 +978,7 @@ NB_MODULE(_native, mod) {
         ops[OPERATIONS[k].name] = k;
         arguments[OPERATIONS[k].name] = nb::steal<nb::tuple>(PySequence_Tuple(names.ptr()));
     }
-    for (int k = EULER; k <= IMPLICITFAST; k++) integrators[INTEGRATOR_NAMES[k]] = k;
+    for (int k = EULER; k <= DISCRETE; k++) integrators[INTEGRATOR_NAMES[k]] = k;
     mod.attr("OPS") = ops;
     mod.attr("ARGUMENTS") = arguments;
     mod.attr("INTEGRATORS") = integrators;

@@ -153,7 +153,7 @@ struct Series {
     int64_t trajectory = 0, step = 0, entry = 1;
 };
 
-enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3 };
+enum Integrator { EULER = 0, RK4 = 1, IMPLICIT = 2, IMPLICITFAST = 3, DISCRETE = 4 };
 
 // how a step advances (physai.engine.data.StepOptions, read by field name in cpp/bindings.cpp): the timestep h [s],
 // the integrator, and whether euler's joint damping is implicit ((M + h B) a = f; euler_damping and damping in the model)

@@ -179,6 +179,29 @@ inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const 
     return true;
 }
 
+// K (nv): the joints' spring stiffness on their dofs (integrators.discrete_stiffness)
+inline std::vector<double> discrete_stiffness(const Model &m) {
+    std::vector<double> K(static_cast<size_t>(m.nv), 0.0);
+    for (int s = 0; s < m.nspring; s++) K[size_t(m.spring_dofadr[s])] = m.spring_stiffness[s];
+    return K;
+}
+
+// w.M <- M + h B + h^2 K, the discrete integrator's matrix (integrators.step_matrix), with D = -B in w.D and the free
+// bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
+template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h) {
+    int nv = m.nv;
+    T *M = w.M.data(), *D = w.D.data();
+    for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
+    for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
+    if constexpr (std::is_same_v<T, double>)
+        for (int k = 0; k < m.nfree; k++)
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++)
+                    w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
+    std::vector<double> K = discrete_stiffness(m);
+    for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + (h * m.dof_damping[j] + h * h * K[size_t(j)]);
+}
+
 // w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
 // velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
 // D = dA/dqd - B + dF/dqd (fluid) (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free
@@ -189,6 +212,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     int nv = m.nv;
     T *M = w.M.data();
     if (integrator == RK4) return;
+    if (integrator == DISCRETE) return discrete_matrix(m, w, h);
     if (integrator == EULER) {
         if (implicit_damping)
             for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
@@ -310,6 +334,30 @@ template <class T> int implicit(const Model &m, const Actuators &act, SimData<T>
     return OK;
 }
 
+// one step of MuJoCo 4's discrete integrator without constraints (mjINT_DISCRETE, forward.discrete): (M + h B + h^2 K) a
+// = f - h K qd (discrete_matrix), a the step map, standalone free bodies solved again in their blocks as implicitfast's
+// (free_body_solve). ONE_BY_ONE on lanes with free bodies (LU pivots per lane)
+template <class T> int discrete(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
+                                const T *qd, T *qn, T *qdn, T &e) {
+    int nv = m.nv;
+    bool constrained;
+    int st = single_step_start(m, act, w, q, qd, e, nullptr, constrained);
+    if (st != OK) return st;
+    if constexpr (!std::is_same_v<T, double>) {
+        if (m.nfree) return ONE_BY_ONE;
+    }
+    std::vector<double> K = discrete_stiffness(m);
+    T *rhs = w.rhs.data(), *a = w.a.data();
+    for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - (o.h * K[size_t(j)]) * qd[j], a[j] = rhs[j];   // f - h K qd
+    step_matrix(m, act, w, o.h, DISCRETE, o.implicit_damping, qd);
+    if (tree_cholesky_solve(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
+    if constexpr (std::is_same_v<T, double>) {
+        if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a)) return SINGULAR;
+    }
+    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    return OK;
+}
+
 // one classic RK4 step (mj_RungeKutta, forward.runge_kutta) with the inputs held over the step: stage i at
 // q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i; with constraints each stage's acceleration is the solver's.
 // OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
@@ -373,6 +421,7 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
     w.x.h = o.h;                                                       // actearly's step
     if (o.integrator == EULER) return euler(m, act, w, o, q, qd, qn, qdn, e, con);
     if (o.integrator == RK4) return runge_kutta(m, act, w, o, q, qd, qn, qdn, e, con);
+    if (o.integrator == DISCRETE) return discrete(m, act, w, o, q, qd, qn, qdn, e);
     return implicit(m, act, w, o, o.integrator == IMPLICITFAST, q, qd, qn, qdn, e, con);
 }
 

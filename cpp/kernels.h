@@ -83,8 +83,8 @@ inline constexpr Operation OPERATIONS[NOPS] = {
 inline constexpr bool is_constraint(int op) { return op >= CONSTRAINT_ROWS && op <= CONSTRAINT_INVERSE; }
 
 // the integrators of a rollout by code (data.h's Integrator), named as physai.integrators names them (_native.INTEGRATORS)
-inline constexpr const char *INTEGRATOR_NAMES[] = {"euler", "rk4", "implicit", "implicitfast"};
-static_assert(sizeof(INTEGRATOR_NAMES) / sizeof(INTEGRATOR_NAMES[0]) == IMPLICITFAST + 1, "a name per Integrator");
+inline constexpr const char *INTEGRATOR_NAMES[] = {"euler", "rk4", "implicit", "implicitfast", "discrete"};
+static_assert(sizeof(INTEGRATOR_NAMES) / sizeof(INTEGRATOR_NAMES[0]) == DISCRETE + 1, "a name per Integrator");
 
 // a kernel set's workspace (Work<T> of data.h for its number type T), made and freed by the set
 struct Workspace;

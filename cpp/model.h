@@ -145,6 +145,8 @@ struct Model {
     int64_t opt_iterations = 100, opt_ls_iterations = 50, opt_solver = 0;   // opt_solver: SOLVER_NEWTON, SOLVER_PGS or SOLVER_CG
     double opt_ccd_tolerance = 1e-6;                  // GJK/EPA's tolerance and iteration limit (convex.h)
     int64_t opt_ccd_iterations = 35;
+    int64_t opt_noslip_iterations = 0;                // the noslip sweeps after the solver (0: none) and their tolerance
+    double opt_noslip_tolerance = 1e-6;
     bool opt_elliptic = false, opt_equality = true, opt_frictionloss = true, opt_limit = true, opt_contact = true,
          opt_refsafe = true;
 };

@@ -6,7 +6,8 @@
 //                                                rules), from the unconstrained accelerations or a warm start
 //     solve_cg(m, w, ...)                        conjugate gradients on the same primal problem (mj_solCG)
 //     solve_pgs(m, w, ...)                       projected Gauss-Seidel on the dual problem (mj_solPGS), AR dense
-//     solve_with(m, w, ...)                      the one m.opt_solver names
+//     noslip(m, w, ...)                          the friction forces again without R (mj_solNoSlip)
+//     solve_with(m, w, ...)                      the one m.opt_solver names, then noslip
 //
 // M is factored by Cholesky on the tree's pattern (the model's sparse layout of M, forward.h: no fill-in); so is the
 // Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
@@ -704,6 +705,32 @@ inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const do
 
 // ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
 
+// a0 = M^-1 qfrc_smooth into w.qacc_smooth, A = J M^-1 J^T (nefc x nefc) symmetrized and b = J a0 - aref of the dual
+// problem, from M's factor in w.d.qL, w.d.qLinv (_dual_problem)
+inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b) {
+    const Rows &r = w.r;
+    int nv = m.nv, n = r.nefc;
+    const double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();
+    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
+    tree_solve(m, LM, LMinv, w.qacc_smooth.data());
+    const size_t N = static_cast<size_t>(n);
+    std::vector<double> MinvJT(N * static_cast<size_t>(nv), 0.0);
+    A.assign(N * N, 0.0), b.assign(N, 0.0);
+    for (int i = 0; i < n; i++) {
+        double *y = MinvJT.data() + size_t(i) * nv;
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[r.cols[size_t(k)]] = r.val[size_t(k)];
+        tree_solve(m, LM, LMinv, y);
+        rows_times(r, y, A.data() + size_t(i) * n);                    // column i of J M^-1 J^T
+    }
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < i; k++) {
+            double a = 0.5 * (A[size_t(i) * n + k] + A[size_t(k) * n + i]);
+            A[size_t(i) * n + k] = A[size_t(k) * n + i] = a;
+        }
+    rows_times(r, w.qacc_smooth.data(), b.data());
+    for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
+}
+
 // (next state, 32-bit draw) of MuJoCo's PCG32 generator with increment 1 (pcg32_next)
 inline uint32_t pcg32(uint64_t &state) {
     uint64_t old = state;
@@ -758,19 +785,34 @@ inline void project_cone(const Rows &r, double *force, const std::vector<int> &f
     }
 }
 
+// whether A (n x n, n <= 5) of determinant det is not positive definite to MuJoCo's 1e-10: det below it for n <= 3
+// (mju_QCQP2, mju_QCQP3), else a pivot of its Cholesky factor below it (mju_QCQP's mju_cholFactor rank < n)
+// (_not_positive_definite)
+inline bool not_positive_definite(const double *A, int n, double det) {
+    if (n <= 3) return det < 1e-10;
+    double L[25] = {};
+    for (int j = 0; j < n; j++) {                                      // pivot t = A_jj - L_j L_j^T
+        double t = A[j * n + j] - dot(L + j * n, L + j * n, j);
+        if (t < 1e-10) return true;
+        L[j * n + j] = std::sqrt(t);
+        for (int i = j + 1; i < n; i++) L[i * n + j] = (A[i * n + j] - dot(L + i * n, L + j * n, j)) / L[j * n + j];
+    }
+    return false;
+}
+
 // x (n <= 5) minimising 1/2 x^T A x + x^T b with sum (x_i / d_i)^2 <= radius^2, by Newton's method on the multiplier
 // la of (A + la) x = -b in the scaled x / d (mju_QCQP2, mju_QCQP3, mju_QCQP: 20 steps, 1e-10 bounds); true when on
 // the constraint
 inline bool qcqp(const double *A, const double *b, const double *d, double radius, int n, double *x) {
-    double As[25], bs[5], v[5] = {}, P[25], L[25];
+    double As[25], bs[5], v[5] = {}, P[25], L[25], Ala[25];
     for (int i = 0; i < n; i++) {
         bs[i] = b[i] * d[i];
         for (int j = 0; j < n; j++) As[i * n + j] = A[i * n + j] * d[i] * d[j];
     }
     double la = 0.0;
     for (int iter = 0; iter < 20; iter++) {
-        // P = (A + la)^-1 by Gauss-Jordan; det < 1e-10: not positive definite, no friction
-        for (int i = 0; i < n * n; i++) L[i] = As[i] + (i % (n + 1) == 0 ? la : 0.0), P[i] = i % (n + 1) == 0 ? 1.0 : 0.0;
+        // P = (A + la)^-1 by Gauss-Jordan; not positive definite: no friction
+        for (int i = 0; i < n * n; i++) Ala[i] = L[i] = As[i] + (i % (n + 1) == 0 ? la : 0.0), P[i] = i % (n + 1) == 0 ? 1.0 : 0.0;
         double det = 1.0;
         for (int c = 0; c < n; c++) {
             int p = c;
@@ -790,7 +832,7 @@ inline bool qcqp(const double *A, const double *b, const double *d, double radiu
                 for (int j = 0; j < n; j++) L[i * n + j] -= f * L[c * n + j], P[i * n + j] -= f * P[c * n + j];
             }
         }
-        if (det < 1e-10) {
+        if (not_positive_definite(Ala, n, det)) {
             std::fill(x, x + n, 0.0);
             return false;
         }
@@ -928,25 +970,11 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
         tree_pack(m, M, w.Mt.data());
         if (!factor_mass(m, w)) return SINGULAR;
     }
-    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(m, LM, LMinv, w.qacc_smooth.data());
     // AR = J M^-1 J^T + R, b = J a0 - aref
     const size_t N = static_cast<size_t>(n);
-    std::vector<double> MinvJT(N * static_cast<size_t>(nv), 0.0), AR(N * N), b(N), ARinv(N);
-    for (int i = 0; i < n; i++) {
-        double *y = MinvJT.data() + size_t(i) * nv;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[r.cols[size_t(k)]] = r.val[size_t(k)];
-        tree_solve(m, LM, LMinv, y);
-        rows_times(r, y, AR.data() + size_t(i) * n);                   // column i of J M^-1 J^T
-    }
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < i; k++) {
-            double a = 0.5 * (AR[size_t(i) * n + k] + AR[size_t(k) * n + i]);
-            AR[size_t(i) * n + k] = AR[size_t(k) * n + i] = a;
-        }
+    std::vector<double> AR, b, ARinv(N);
+    dual_problem(m, w, AR, b);
     for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += r.R[size_t(i)], ARinv[size_t(i)] = 1.0 / AR[size_t(i) * (n + 1)];
-    rows_times(r, w.qacc_smooth.data(), b.data());
-    for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
     double *force = w.force.data();
     std::fill(force, force + n, 0.0);
     if (warmstart) {                                                   // the rows' forces at the warm start, if cost <= 0
@@ -999,13 +1027,149 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     return OK;
 }
 
-// the solver m.opt_solver names (Newton: solve, PGS: solve_pgs, CG: solve_cg) on w's rows (MuJoCo's mj_fwdConstraint;
-// solver.solve_with)
+// ---------------------------------------------------------------- noslip: the friction forces again (mj_solNoSlip)
+
+// the cost's change 1/2 delta^T A delta + delta^T res of a block's new forces (n of them, in place), which keeps its old
+// forces when the change is above 1e-10 (MuJoCo's costChange; _friction_change)
+inline double friction_change(const double *A, double *force, const double *old, const double *res, int n) {
+    double delta[5], change = 0.0;
+    for (int j = 0; j < n; j++) delta[j] = force[j] - old[j];
+    for (int j = 0; j < n; j++) change += 0.5 * delta[j] * dot(A + j * n, delta, n) + delta[j] * res[j];
+    if (change > 1e-10) {
+        std::copy(old, old + n, force);
+        return 0.0;
+    }
+    return change;
+}
+
+// A's diagonal block of rows first..first + n into block, its diagonal at least 1e-10 (extractBlock without R;
+// _friction_block); the block's residual A f + b into res and its forces into old
+inline void friction_block(const std::vector<double> &A, const std::vector<double> &b, const double *force, int nefc,
+                           int first, int n, double *block, double *res, double *old) {
+    for (int j = 0; j < n; j++) {
+        const double *row = A.data() + size_t(first + j) * nefc;
+        for (int k = 0; k < n; k++) block[j * n + k] = row[first + k];
+        block[j * (n + 1)] = std::max(1e-10, block[j * (n + 1)]);
+        res[j] = b[size_t(first + j)] + dot(row, force, nefc), old[j] = force[first + j];
+    }
+}
+
+// a pair of opposing pyramid edges j, j + 1 at a fixed sum 2 mid: f = mid +- y minimising the cost over y in
+// [-mid, mid] (K1 y + K0 = 0); returns the cost's change (_noslip_pyramid)
+inline double noslip_pyramid(const std::vector<double> &A, const std::vector<double> &b, double *force, int nefc, int j) {
+    double Ac[4], res[2], old[2], bc[2];
+    friction_block(A, b, force, nefc, j, 2, Ac, res, old);
+    for (int k = 0; k < 2; k++) bc[k] = res[k] - dot(Ac + 2 * k, old, 2);
+    double mid = 0.5 * (old[0] + old[1]), K1 = Ac[0] + Ac[3] - Ac[1] - Ac[2];
+    if (K1 < MINVAL) {                                                 // guard against Ac = 0
+        force[j] = force[j + 1] = mid;
+    } else {                                                           // y = -K0 / K1, clamped to [-mid, mid]
+        double y = std::min(std::max(-(mid * (Ac[0] - Ac[3]) + bc[0] - bc[1]) / K1, -mid), mid);
+        force[j] = mid + y, force[j + 1] = mid - y;
+    }
+    return friction_change(Ac, force + j, old, res, 2);
+}
+
+// an elliptic contact's tangential forces at its normal force: the QCQP on its friction ellipsoid (zero at a zero
+// normal); returns the cost's change (_noslip_ellipse)
+inline double noslip_ellipse(const Rows &r, const std::vector<double> &A, const std::vector<double> &b, double *force,
+                             int i, int dim) {
+    int n = dim - 1;
+    double Ac[25], res[5], old[5], bc[5], v[5];
+    friction_block(A, b, force, r.nefc, i + 1, n, Ac, res, old);
+    if (force[i] < MINVAL) {
+        std::fill(force + i + 1, force + i + dim, 0.0);
+    } else {
+        const double *mu = r.con.friction(r.id[size_t(i)]);
+        for (int j = 0; j < n; j++) bc[j] = res[j] - dot(Ac + j * n, old, n);
+        if (qcqp(Ac, bc, mu, force[i], n, v)) project_ellipsoid(v, force[i], mu, n, false);
+        std::copy(v, v + n, force + i + 1);
+    }
+    return friction_change(Ac, force + i + 1, old, res, n);
+}
+
+// (first row, dim) of each contact with friction: a pyramidal one's 2 (dim - 1) rows, an elliptic one's dim
+// (_friction_contacts)
+inline void friction_contacts(const Rows &r, std::vector<int> &first, std::vector<int> &dims) {
+    first.clear(), dims.clear();
+    for (int i = r.ne + r.nf; i < r.nefc;) {
+        int64_t kind = r.type[size_t(i)];
+        if (kind != CONTACT_PYRAMIDAL && kind != CONTACT_ELLIPTIC) {
+            i++;
+            continue;
+        }
+        int dim = int(r.con.dim(r.id[size_t(i)]));
+        first.push_back(i), dims.push_back(dim);
+        i += kind == CONTACT_PYRAMIDAL ? 2 * (dim - 1) : dim;
+    }
+}
+
+// one noslip sweep in row order: friction loss f -= res / A_ii clamped to +-frictionloss, then each contact's friction
+// (pyramid edge pairs, or the elliptic block), res = A f + b without R; returns the improvement (_noslip_sweep)
+inline double noslip_sweep(const Rows &r, const std::vector<double> &A, const std::vector<double> &Ainv,
+                           const std::vector<double> &b, double *force, const std::vector<int> &first,
+                           const std::vector<int> &dims) {
+    double improvement = 0.0;
+    int n = r.nefc;
+    for (int i = r.ne; i < r.ne + r.nf; i++) {                         // dry friction
+        double res = b[size_t(i)] + dot(A.data() + size_t(i) * n, force, n), old = force[i], fl = r.frictionloss[size_t(i)];
+        force[i] = std::min(std::max(force[i] - res * Ainv[size_t(i)], -fl), fl);
+        double delta = force[i] - old;
+        improvement -= 0.5 * delta * delta / Ainv[size_t(i)] + delta * res;
+    }
+    for (size_t k = 0; k < first.size(); k++) {                        // contact friction
+        int i = first[k], dim = dims[k];
+        if (r.type[size_t(i)] == CONTACT_PYRAMIDAL) {
+            for (int j = i; j < i + 2 * (dim - 1); j += 2) improvement -= noslip_pyramid(A, b, force, n, j);
+        } else {
+            improvement -= noslip_ellipse(r, A, b, force, i, dim);
+        }
+    }
+    return improvement;
+}
+
+// the solution with its friction forces solved again without the regulariser R (MuJoCo's mj_solNoSlip, after every
+// solver when opt.noslip_iterations > 0; solver.noslip): Gauss-Seidel sweeps on 1/2 f^T A f + f^T b, A = J M^-1 J^T,
+// until the sweep's improvement scaled by tolerance_scale (the first sweep's plus 1/2 sum R f^2) is below
+// opt.noslip_tolerance, at most opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its
+// iterations add to the solver's. M's factor in w.d.qL, w.d.qLinv (the solver's).
+inline void noslip(const Model &m, ConstraintWork &w, Solution &sol) {
+    const Rows &r = w.r;
+    int nv = m.nv, n = r.nefc;
+    std::vector<double> A, b, Ainv(static_cast<size_t>(n));
+    dual_problem(m, w, A, b);
+    for (int i = 0; i < n; i++) Ainv[size_t(i)] = 1.0 / std::max(MINVAL, A[size_t(i) * (n + 1)]);
+    std::vector<int> first, dims;
+    friction_contacts(r, first, dims);
+    double *force = w.force.data(), scale = tolerance_scale(m, w.Mt.data());
+    int64_t it = 0;
+    while (it < m.opt_noslip_iterations) {
+        double improvement = 0.0;
+        if (it == 0)                                                   // the cost without R at the start
+            for (int i = 0; i < n; i++) improvement += 0.5 * force[i] * (r.R[size_t(i)] * force[i]);
+        improvement = scale * (improvement + noslip_sweep(r, A, Ainv, b, force, first, dims));
+        it++;
+        if (improvement < m.opt_noslip_tolerance) break;
+    }
+    // qacc = a0 + M^-1 J^T f
+    double *qacc = w.qacc.data();
+    rows_transpose_times(r, force, qacc);
+    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc);
+    for (int j = 0; j < nv; j++) qacc[j] += w.qacc_smooth[size_t(j)];
+    pgs_blocks(r, first, dims);
+    dual_state(r, force, first, dims, w.state.data());
+    sol.iterations += it;
+}
+
+// the solver m.opt_solver names (Newton: solve, PGS: solve_pgs, CG: solve_cg) on w's rows, then noslip when
+// opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint; solver.solve_with)
 inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol) {
-    if (m.opt_solver == SOLVER_PGS) return solve_pgs(m, w, M, warmstart, tolerance, iterations, sol);
-    if (m.opt_solver == SOLVER_CG) return solve_cg(m, w, M, warmstart, tolerance, iterations, sol);
-    return solve(m, w, M, warmstart, tolerance, iterations, sol);
+    int status = m.opt_solver == SOLVER_PGS ? solve_pgs(m, w, M, warmstart, tolerance, iterations, sol)
+                 : m.opt_solver == SOLVER_CG ? solve_cg(m, w, M, warmstart, tolerance, iterations, sol)
+                                             : solve(m, w, M, warmstart, tolerance, iterations, sol);
+    if (status == OK && m.opt_noslip_iterations > 0) noslip(m, w, sol);
+    return status;
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ import pytest
 
 from physai import collision, constraints, engine, integrators, models
 from physai.engine import native
-from physai.exceptions import ConvergenceWarning, UnsupportedModelError
+from physai.exceptions import ConvergenceWarning
 
 from helpers import DATA, assert_close, constraint_scene as scene, run
 
@@ -136,12 +136,36 @@ def test_humanoid_with_cg_follows_mj_step_compiled():
         assert np.abs(traj.q[1:] - np.array(Q)).max() < 1e-8, tolerance
 
 
-def test_noslip_is_refused_by_name():
-    xml = ('<mujoco><option solver="PGS" noslip_iterations="3"/><worldbody><body><joint limited="true" range="-1 1"/>'
-           '<geom size=".1"/></body></worldbody></mujoco>')
-    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
-    with pytest.raises(UnsupportedModelError, match="noslip iterations"):
-        constraints.forward_dynamics(model, model.qpos0, np.zeros(model.nv), np.zeros(model.nv))
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("solver", ["NEWTON", "PGS", "CG"])
+@pytest.mark.parametrize("seed, cone, condim", CASES)
+def test_noslip_forward_equals_mj_forward(seed, cone, condim, solver, backend):
+    """MuJoCo's noslip sweeps (mj_solNoSlip, 20 at most, tolerance 1e-6) after each solver, cold-started: the same
+    iterations in all (the solver's plus the sweeps', MuJoCo's solver_niter) and qacc and efc_force within 1e-9 of
+    mj_forward's (8.3e-11 seen: PGS, elliptic condim 6; most 1e-14; before mju_QCQP's Cholesky rank test for five
+    tangential forces, 1.9e-6), on both engines (cpp/solver.h's noslip)."""
+    m, d = scene(seed, cone, condim)
+    m.opt.solver, m.opt.noslip_iterations = getattr(mujoco.mjtSolver, f"mjSOL_{solver}"), 20
+    d.qacc_warmstart[:] = 0
+    mujoco.mj_forward(m, d)
+    model = engine.from_mujoco(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator,
+                  collision.from_mujoco(m, d), eq_active=d.eq_active.astype(bool), qacc_warmstart=np.zeros(m.nv))
+    assert res.iterations == d.solver_niter[0]
+    assert_close(res.qacc, d.qacc, 1e-9, what="qacc")
+    assert_close(res.efc_force, d.efc_force, 1e-9, what="efc_force")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
+def test_folded_chain_with_noslip_follows_mj_step(cone, backend):
+    """The folded chain falling on its plane with 10 noslip sweeps after Newton: 100 steps of simulate(constraints=True)
+    within 1e-10 of mj_step in q."""
+    m, d = folded_chain(cone)
+    m.opt.noslip_iterations = 10
+    assert drift_from_mj_step(m, d, backend) < 1e-10
 
 
 def cg_stop_is_clear(d, improvement: float, tolerance: float, factor: float = 2.0) -> bool:
@@ -215,6 +239,17 @@ def folded_chain(cone: str = "elliptic"):
     return m, d
 
 
+def drift_from_mj_step(m, d, backend: str) -> float:
+    """max |q - mj_step's q| over 100 steps of simulate(constraints=True) from d's state (d is stepped)."""
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    Q = []
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+    traj = run(backend, integrators.simulate, engine.from_mujoco(m), q0, qd0, steps=100, energy=False, constraints=True)
+    return float(np.abs(traj.q[1:] - np.array(Q)).max())
+
+
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 @pytest.mark.parametrize("solver", ["NEWTON", "CG"])
 def test_newton_and_cg_stop_by_the_trace_of_the_current_mass_matrix(solver, backend):
@@ -246,13 +281,7 @@ def test_folded_chain_at_a_loose_tolerance_follows_mj_step(cone, tolerance, back
     solves an iteration apart and drifted 1.8e-6 (elliptic), 5.1e-6 (pyramidal))."""
     m, d = folded_chain(cone)
     m.opt.tolerance = tolerance
-    q0, qd0 = d.qpos.copy(), d.qvel.copy()
-    Q = []
-    for _ in range(100):
-        mujoco.mj_step(m, d)
-        Q.append(d.qpos.copy())
-    traj = run(backend, integrators.simulate, engine.from_mujoco(m), q0, qd0, steps=100, energy=False, constraints=True)
-    assert np.abs(traj.q[1:] - np.array(Q)).max() < 1e-10
+    assert drift_from_mj_step(m, d, backend) < 1e-10
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

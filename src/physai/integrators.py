@@ -53,8 +53,8 @@ mj_integratePos), written q' = q + h qd' below:
                     a the step map (qd' - qd) / h; B = diag(damping), K = diag(stiffness) of the joints' springs;
                     standalone free bodies solved again in their blocks as implicitfast's. physai steps it without
                     constraints and without actuators that depend on length or velocity (their gains join K and D in
-                    MuJoCo): those, fluid forces and constraints are refused by name (UnsupportedModelError); the
-                    NumPy text runs it on both backends, and step_derivatives and the discrete inverse refuse it.
+                    MuJoCo): those, fluid forces and constraints are refused by name (UnsupportedModelError), and
+                    step_derivatives and the discrete inverse refuse it.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -108,8 +108,8 @@ INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 #: MuJoCo's mjtIntegrator values of each integrator (m.opt.integrator).
 MUJOCO_INTEGRATOR = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
-#: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate and rollout take besides INTEGRATORS (the
-#: NumPy text, without constraints; the compiled kernels, step_derivatives and the discrete inverse do not)
+#: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate and rollout take besides INTEGRATORS (both
+#: engines, without constraints; step_derivatives and the discrete inverse do not)
 DISCRETE = "discrete"
 
 
@@ -515,6 +515,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         return None
     if (constraints and not native.compiled_solver(model)) or not native.runs(model):
         return None
+    if integrator == DISCRETE:
+        _refuse_servo_gains(model.actuators)
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
             or qd.shape != q.shape[:-1] + (model.nv,)):
@@ -750,6 +752,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
+    if options.integrator == DISCRETE:
+        _refuse_servo_gains(inputs.actuators)
     if native.on and native.runs(model) and options.integrator in native.INTEGRATOR_CODES and \
             (not constrained or native.compiled_solver(model)):
         if constrained:

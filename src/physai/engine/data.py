@@ -73,8 +73,7 @@ class StepOptions:
     """How a step advances (cpp/data.h's StepOptions, whose fields the compiled rollout reads by name: h,
     integrator, implicit_damping; physai.engine.native.rollout_fields):
 
-    integrator:     "euler", "rk4", "implicit", "implicitfast" or "discrete" (physai.engine.forward.STEPPERS; discrete:
-                    the NumPy text only, physai.engine.native.INTEGRATOR_CODES has no code for it)
+    integrator:     "euler", "rk4", "implicit", "implicitfast" or "discrete" (physai.engine.forward.STEPPERS)
     h:              the timestep [s], finite and > 0
     euler_damping:  euler treats joint damping implicitly ((M + h B) a = f; False: MuJoCo's mjDSBL_EULERDAMP)
     constraints:    the model's constraints act (False: MuJoCo's mjDSBL_CONSTRAINT)

@@ -352,7 +352,8 @@ def options_from_mujoco(m: mujoco.MjModel) -> Options:
                    equality=on(bit.mjDSBL_EQUALITY),
                    frictionloss=on(bit.mjDSBL_FRICTIONLOSS), limit=on(bit.mjDSBL_LIMIT), contact=on(bit.mjDSBL_CONTACT),
                    refsafe=not off & bit.mjDSBL_REFSAFE, ccd_tolerance=float(m.opt.ccd_tolerance),
-                   ccd_iterations=int(m.opt.ccd_iterations))
+                   ccd_iterations=int(m.opt.ccd_iterations), noslip_iterations=int(m.opt.noslip_iterations),
+                   noslip_tolerance=float(m.opt.noslip_tolerance))
 
 
 def _equalities_from_mujoco(m: mujoco.MjModel) -> tuple[list[EqualitySpec], tuple]:
@@ -388,8 +389,6 @@ def _unsupported_constraints(m: mujoco.MjModel) -> tuple:
     found = []
     if int(m.opt.solver) not in _SOLVERS:
         found.append(f"the {mujoco.mjtSolver(m.opt.solver).name} solver (physai solves with mjSOL_NEWTON, mjSOL_PGS, mjSOL_CG)")
-    if m.opt.noslip_iterations:
-        found.append(f"noslip iterations ({m.opt.noslip_iterations}; physai has no noslip solver)")
     if m.nflex:
         found.append("flexes")
     return tuple(found)

@@ -289,8 +289,8 @@ def tendon_fields(model: Model) -> dict:
 
 
 def compiled_solver(model) -> bool:
-    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG) and run its dynamics
-    (runs); else the NumPy engine runs."""
+    """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG, each with its noslip
+    sweeps) and run its dynamics (runs); else the NumPy engine runs."""
     return model.opt.solver in SOLVERS and runs(model)
 
 
@@ -317,9 +317,10 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
             "tendon_invweight0": _float64(np.zeros(model.ntendon) if tendon_invweight0 is None else tendon_invweight0),
             "tendon_length0": _float64(model.tendon_length0),
             **{f"opt_{name}": float(getattr(opt, name)) for name in ("timestep", "impratio", "tolerance", "ls_tolerance",
-                                                                     "ccd_tolerance")},
+                                                                     "ccd_tolerance", "noslip_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
-                                                                   "limit", "contact", "refsafe", "ccd_iterations")},
+                                                                   "limit", "contact", "refsafe", "ccd_iterations",
+                                                                   "noslip_iterations")},
             "opt_elliptic": int(opt.cone == "elliptic"), "opt_solver": SOLVERS[opt.solver], **collision_fields(model)}
 
 

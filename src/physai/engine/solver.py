@@ -3,7 +3,8 @@ constrained accelerations of the rows physai.engine.constraint builds.
 
     solve(model, rows, M, qfrc_smooth, ...)       qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
     solve_pgs(model, rows, M, qfrc_smooth, ...)   the dual forces minimising 1/2 f^T AR f + f^T b on their cones (mj_solPGS)
-    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names
+    noslip(model, rows, M, qfrc_smooth, sol)      sol's friction forces again without R (mj_solNoSlip)
+    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names, then noslip
     tolerance_scale(M)                            1 / trace(M): the scale of their tolerances at this state (MuJoCo 4.0)
 
 The cost's pieces along a search direction (PrimalPrepare, PrimalEval), the exact line search (PrimalSearch) and the
@@ -22,7 +23,8 @@ from physai import validation
 from physai.exceptions import UnsupportedModelError
 from physai.engine import native
 from physai.engine.model_checks import MINVAL
-from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, LINEARNEG, LINEARPOS, QUADRATIC, SATISFIED, Rows,
+from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, CONTACT_PYRAMIDAL, LINEARNEG, LINEARPOS,
+                                      QUADRATIC, SATISFIED, Rows,
                                       kernel_options, prepare_compiled, state_forces, update)
 from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
@@ -410,6 +412,13 @@ def _shuffle(order: list, state: int) -> int:
     return state
 
 
+def _dual_problem(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray) -> tuple:
+    """(a0 = M^-1 qfrc_smooth, A = J M^-1 J^T (nefc, nefc) symmetrized, b = J a0 - aref) of the dual problem."""
+    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    A = r.J @ tree_cholesky_solve(model, np.repeat(M[:, :, None], r.nefc, axis=2), r.J.T)
+    return qacc_smooth, 0.5 * (A + A.T), r.J @ qacc_smooth - r.aref
+
+
 def _pgs_blocks(r: Rows) -> list:
     """(first row, dim) of each block the dual solver visits: one row, or an elliptic contact's dim rows."""
     blocks, i = [], 0
@@ -442,6 +451,22 @@ def _project_cone(r: Rows, force: np.ndarray, blocks: list) -> None:
             force[i + 1:i + dim] = _project_ellipsoid(force[i + 1:i + dim], force[i], mu, True)
 
 
+def _not_positive_definite(A: np.ndarray) -> bool:
+    """Whether A (n, n) is not positive definite to MuJoCo's 1e-10: its determinant below it for n <= 3 (mju_QCQP2,
+    mju_QCQP3), else a pivot of its Cholesky factor below it (mju_QCQP's mju_cholFactor rank < n)."""
+    n = len(A)
+    if n <= 3:
+        return np.linalg.det(A) < 1e-10
+    L = np.zeros_like(A)
+    for j in range(n):                                                # pivot t = A_jj - L_j L_j^T
+        t = A[j, j] - float(L[j, :j] @ L[j, :j])
+        if t < 1e-10:
+            return True
+        L[j, j] = np.sqrt(t)
+        L[j + 1:, j] = (A[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return False
+
+
 def _qcqp(A: np.ndarray, b: np.ndarray, d: np.ndarray, radius: float) -> tuple[np.ndarray, bool]:
     """(x, on the constraint) minimising 1/2 x^T A x + x^T b with sum (x_i / d_i)^2 <= radius^2, by Newton's method on
     the multiplier la of (A + la) x = -b in the scaled x / d (mju_QCQP2, mju_QCQP3, mju_QCQP: 20 steps, 1e-10 bounds)."""
@@ -449,7 +474,7 @@ def _qcqp(A: np.ndarray, b: np.ndarray, d: np.ndarray, radius: float) -> tuple[n
     la, v = 0.0, np.zeros(len(b))
     for _ in range(20):
         Ala = As + la * np.eye(len(b))
-        if np.linalg.det(Ala) < 1e-10:                                # not positive definite: no friction
+        if _not_positive_definite(Ala):                               # not positive definite: no friction
             return np.zeros(len(b)), False
         P = np.linalg.inv(Ala)
         v = -P @ bs
@@ -555,12 +580,9 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     nefc = r.nefc
-    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
     # AR = J M^-1 J^T + R, b = J a0 - aref
-    MinvJT = tree_cholesky_solve(model, np.repeat(M[:, :, None], nefc, axis=2), r.J.T)
-    AR = r.J @ MinvJT
-    AR = 0.5 * (AR + AR.T) + np.diag(r.R)
-    b = r.J @ qacc_smooth - r.aref
+    qacc_smooth, A, b = _dual_problem(model, r, M, qfrc_smooth)
+    AR = A + np.diag(r.R)
     force = np.zeros(nefc)
     if warmstart is not None:                                         # the rows' forces at the warm start, if cost <= 0
         force = update(r, r.J @ warmstart - r.aref)[0].copy()
@@ -594,12 +616,119 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
     return Solution(qacc, force, qfrc, it, improvement, improvement < tolerance, _dual_state(r, force, blocks))
 
 
+# ---------------------------------------------------------------- noslip: the friction forces again (mj_solNoSlip)
+
+def _friction_change(A: np.ndarray, force: np.ndarray, old: np.ndarray, res: np.ndarray) -> float:
+    """The cost's change 1/2 delta^T A delta + delta^T res of a block's new forces (in place), which keeps its old forces
+    when the change is above 1e-10 (MuJoCo's costChange)."""
+    delta = force - old
+    change = 0.5 * float(delta @ A @ delta) + float(delta @ res)
+    if change > 1e-10:
+        force[:] = old
+        return 0.0
+    return change
+
+
+def _friction_block(A: np.ndarray, first: int, n: int) -> np.ndarray:
+    """A's diagonal block of rows first..first + n, its diagonal at least 1e-10 (extractBlock without R)."""
+    block = A[first:first + n, first:first + n].copy()
+    block[np.diag_indices(n)] = np.maximum(1e-10, np.diag(block))
+    return block
+
+
+def _noslip_pyramid(A: np.ndarray, b: np.ndarray, force: np.ndarray, j: int) -> float:
+    """A pair of opposing pyramid edges j, j + 1 at a fixed sum 2 mid: f = mid +- y minimising the cost over
+    y in [-mid, mid] (K1 y + K0 = 0); returns the cost's change."""
+    res = b[j:j + 2] + A[j:j + 2] @ force
+    old = force[j:j + 2].copy()
+    Ac = _friction_block(A, j, 2)
+    bc = res - Ac @ old
+    mid, K1 = 0.5 * (old[0] + old[1]), Ac[0, 0] + Ac[1, 1] - Ac[0, 1] - Ac[1, 0]
+    if K1 < MINVAL:                                                   # guard against Ac = 0
+        force[j:j + 2] = mid
+    else:                                                             # y = -K0 / K1, clamped to [-mid, mid]
+        y = min(max(-(mid * (Ac[0, 0] - Ac[1, 1]) + bc[0] - bc[1]) / K1, -mid), mid)
+        force[j:j + 2] = (mid + y, mid - y)
+    return _friction_change(Ac, force[j:j + 2], old, res)
+
+
+def _noslip_ellipse(r: Rows, A: np.ndarray, b: np.ndarray, force: np.ndarray, i: int, dim: int) -> float:
+    """An elliptic contact's tangential forces at its normal force: the QCQP on its friction ellipsoid (zero at a zero
+    normal); returns the cost's change."""
+    t = slice(i + 1, i + dim)
+    res = b[t] + A[t] @ force
+    old = force[t].copy()
+    Ac = _friction_block(A, i + 1, dim - 1)
+    if force[i] < MINVAL:
+        force[t] = 0.0
+    else:
+        mu = r.contact_friction[r.id[i]][:dim - 1]
+        v, active = _qcqp(Ac, res - Ac @ old, mu, force[i])
+        force[t] = _project_ellipsoid(v, force[i], mu, False) if active else v
+    return _friction_change(Ac, force[t], old, res)
+
+
+def _friction_contacts(r: Rows) -> list:
+    """(first row, dim) of each contact with friction: a pyramidal one's 2 (dim - 1) rows, an elliptic one's dim."""
+    contacts, i = [], r.ne + r.nf
+    while i < r.nefc:
+        if r.type[i] not in (CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC):
+            i += 1
+            continue
+        dim = int(r.contact_dim[r.id[i]])
+        contacts.append((i, dim))
+        i += 2 * (dim - 1) if r.type[i] == CONTACT_PYRAMIDAL else dim
+    return contacts
+
+
+def _noslip_sweep(r: Rows, A: np.ndarray, Ainv: np.ndarray, b: np.ndarray, force: np.ndarray, blocks: list) -> float:
+    """One noslip sweep in row order: friction loss f -= res / A_ii clamped to +-frictionloss, then each contact's
+    friction (pyramid edge pairs, or the elliptic block), res = A f + b without R; returns the improvement."""
+    improvement = 0.0
+    for i in range(r.ne, r.ne + r.nf):                                # dry friction
+        res = b[i] + float(A[i] @ force)
+        old = force[i]
+        force[i] = min(max(force[i] - res * Ainv[i], -r.frictionloss[i]), r.frictionloss[i])
+        delta = force[i] - old
+        improvement -= 0.5 * delta * delta / Ainv[i] + delta * res
+    for i, dim in blocks:                                             # contact friction
+        if r.type[i] == CONTACT_PYRAMIDAL:
+            for j in range(i, i + 2 * (dim - 1), 2):
+                improvement -= _noslip_pyramid(A, b, force, j)
+        else:
+            improvement -= _noslip_ellipse(r, A, b, force, i, dim)
+    return improvement
+
+
+def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, solution: Solution) -> Solution:
+    """The solution with its friction forces solved again without the regulariser R (MuJoCo's mj_solNoSlip, after every
+    solver when opt.noslip_iterations > 0): Gauss-Seidel sweeps on 1/2 f^T A f + f^T b, A = J M^-1 J^T, over the
+    friction-loss rows and the contacts' friction at their normal forces, until the sweep's improvement scaled by
+    tolerance_scale(M) (the first sweep's plus 1/2 sum R f^2) is below opt.noslip_tolerance, at most
+    opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its iterations add to the solver's."""
+    qacc_smooth, A, b = _dual_problem(model, r, M, qfrc_smooth)
+    force = solution.efc_force.copy()
+    Ainv = 1.0 / np.maximum(MINVAL, np.diag(A))
+    blocks, scale, it = _friction_contacts(r), tolerance_scale(M), 0
+    while it < model.opt.noslip_iterations:
+        improvement = 0.5 * float(force @ (r.R * force)) if it == 0 else 0.0   # the cost without R at the start
+        improvement = scale * (improvement + _noslip_sweep(r, A, Ainv, b, force, blocks))
+        it += 1
+        if improvement < model.opt.noslip_tolerance:
+            break
+    qfrc = r.J.T @ force
+    qacc = qacc_smooth + tree_cholesky_solve(model, M[:, :, None], qfrc[:, None])[:, 0]
+    return Solution(qacc, force, qfrc, solution.iterations + it, solution.improvement, solution.converged,
+                    _dual_state(r, force, _pgs_blocks(r)))
+
+
 def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
                tolerance: float | None = None, iterations: int | None = None) -> Solution:
-    """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r (MuJoCo's
-    mj_fwdConstraint)."""
+    """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r, then noslip
+    when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint)."""
     run = {"pgs": solve_pgs, "cg": solve_cg}.get(model.opt.solver, solve)
-    return run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations)
+    solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations)
+    return noslip(model, r, M, qfrc_smooth, solution) if model.opt.noslip_iterations > 0 else solution
 
 
 # ---------------------------------------------------------------- the compiled kernel (cpp/solver.h)
