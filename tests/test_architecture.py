@@ -39,10 +39,12 @@ LAYERS = [
     ["physai.forces", "physai.identification", "physai.centroidal", "physai.task_space"],
     ["physai.integrators"],
     ["physai.inverse", "physai.derivatives", "physai.constraints"],
-    ["physai.acceptance", "physai.recording", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
+    ["physai.acceptance", "physai.recording", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm",
+     "physai.lab.chromium"],
     ["physai.lab", "physai.lab.server", "physai.lessons.check11", "physai.lesson_page.reader"],
-    ["physai.lesson_page", "physai.lesson_page.server"],
-    ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab"],
+    ["physai.lesson_page", "physai.lesson_page.server", "physai.lab.viewer"],
+    ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab",
+     "physai.commands.view"],
     ["physai.cli"],
 ]
 RANK = {name: k for k, layer in enumerate(LAYERS) for name in layer}

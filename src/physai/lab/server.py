@@ -85,14 +85,21 @@ def model_files(lab: Lab) -> tuple[Path, str, list[str]]:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownModelError(f"{lab.source}: unknown model {name!r}.{hint} Expected a model name "
                                 f"({', '.join(models.names())}) or an MJCF .xml file inside the lab's folder")
+    return folder_files(path, name not in models.bundled(), lab.source)
+
+
+def folder_files(path: Path, whole_folder: bool, source: str) -> tuple[Path, str, list[str]]:
+    """(root folder, main MJCF file, files to serve) of the MJCF file `path`: the file alone, or with whole_folder its
+    folder's model files (meshes, textures, includes) except any a symbolic link places outside it; LabError naming
+    `source` past MAX_MODEL_FILES."""
     root = path.parent
     files = {path.name}
-    if name not in models.bundled():               # a Menagerie robot or a file: its folder's meshes, textures, includes
+    if whole_folder:
         for p in sorted(root.rglob("*")):
             if p.suffix.lower() in ASSET_SUFFIXES and p.is_file() and inside(p, root):
                 files.add(p.relative_to(root).as_posix())
         if len(files) > MAX_MODEL_FILES:
-            raise LabError(f"{lab.source}: model folder {root} holds {len(files)} asset files (limit {MAX_MODEL_FILES})")
+            raise LabError(f"{source}: model folder {root} holds {len(files)} asset files (limit {MAX_MODEL_FILES})")
     return root, path.name, sorted(files)
 
 
