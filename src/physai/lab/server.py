@@ -222,11 +222,16 @@ class LabSite:
         if path == "/lab.json":
             return Reply(self.lab_json, "application/json", headers=self.headers)
         if path.startswith("/model/"):
-            rel = path[len("/model/"):]
-            if rel not in self.model_set:
-                return Reply(reason="not a file of this lab's model", headers=self.headers)
-            return Reply(path=self.model_root / rel, root=self.model_root, headers=self.headers)
+            return model_file_reply(path, self.model_root, self.model_set, self.headers)
         return Reply(path=WEB_DIR / ("index.html" if path == "/" else path.lstrip("/")), root=WEB_DIR, headers=self.headers)
+
+
+def model_file_reply(path: str, root: Path, files: set[str], headers: dict | None = None) -> Reply:
+    """The reply to /model/<file>: the file under `root` when it is one of `files` (the model's), else 404."""
+    rel = path[len("/model/"):]
+    if rel not in files:
+        return Reply(reason="not a file of this model", headers=headers)
+    return Reply(path=root / rel, root=root, headers=headers)
 
 
 class LocalServer(ThreadingHTTPServer):

@@ -25,7 +25,7 @@ from physai import models
 from physai.exceptions import TrajectoryFileError
 from physai.integrators import Trajectory
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, WEB_DIR, LocalServer, Reply,
-                               content_security_policy, folder_files, security_headers)
+                               content_security_policy, folder_files, model_file_reply, security_headers)
 
 PAGE = "view.html"
 
@@ -84,10 +84,7 @@ class ViewServer(LocalServer):
         if path == "/view.json":
             return Reply(self.view_json, "application/json")
         if path.startswith("/model/"):
-            rel = path[len("/model/"):]
-            if rel not in self.model_set:
-                return Reply(reason="not a file of this model")
-            return Reply(path=self.model_root / rel, root=self.model_root)
+            return model_file_reply(path, self.model_root, self.model_set)
         return Reply(path=WEB_DIR / (PAGE if path == "/" else path.lstrip("/")), root=WEB_DIR)
 
 

@@ -1,0 +1,88 @@
+"""physai view (physai.lab.viewer, physai.commands.view): the server by the lab server's rules (127.0.0.1 only, the Host
+check, the page's and the model's files only, the security headers), a run of another model or a bad file refused by
+name, and in Debian's headless Chromium: the page replays the run, scrubbing to a state puts every body where physai's
+kinematics.body_poses says, the contact arrows are the state's contacts, and the plot's cursor reads the run."""
+
+import dataclasses
+import json
+
+import numpy as np
+import pytest
+
+from physai import engine, integrators, kinematics, models, recording
+from physai.cli import main
+from physai.exceptions import TrajectoryFileError
+from physai.lab.server import serving
+from physai.lab.viewer import make_server
+from lab.client import request   # tests/lab/: test support
+from test_lab import browser     # noqa: F401 (the headless Chromium fixture)
+
+
+def falling_box(folder):
+    """A box dropped on a floor, 80 steps, its contacts recorded: (its MJCF file in `folder`, model, trajectory)."""
+    xml = folder / "box.xml"
+    xml.write_text("""<mujoco><option timestep="0.004"/><worldbody><light pos="0 0 3"/>
+      <geom name="floor" type="plane" size="2 2 0.1"/>
+      <body name="box" pos="0 0 0.3" euler="10 20 0"><freejoint/><geom type="box" size="0.1 0.08 0.05" mass="1"/></body>
+      </worldbody></mujoco>""")
+    model = engine.from_mujoco(models.load(xml))
+    q0 = np.r_[0, 0, 0.3, np.array([0.98, 0.08, 0.17, 0.0]) / np.linalg.norm([0.98, 0.08, 0.17, 0.0])]
+    run = integrators.simulate(model, q0, np.zeros(6), steps=80)
+    return xml, model, dataclasses.replace(recording.record_contacts(model, run), model=str(xml))
+
+
+def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
+    xml, _, run = falling_box(tmp_path)
+    (tmp_path / "secret.txt").write_text("not a model file")
+    with serving(make_server(xml, run)) as server:
+        assert server.server_address[0] == "127.0.0.1"
+        status, headers, body = request(server, "/")
+        assert status == 200 and b"view.js" in body and "frame-ancestors 'none'" in headers["Content-Security-Policy"]
+        status, _, body = request(server, "/view.json")
+        replay = json.loads(body)["run"]
+        assert status == 200 and np.array_equal(np.array(replay["q"]), run.q)
+        assert replay["contacts"]["start"] == run.contacts.start.tolist()
+        assert request(server, "/model/box.xml")[0] == 200
+        assert request(server, "/model/secret.txt")[0] == 404           # only the model's files
+        assert request(server, "/view.json", host="evil.example")[0] == 403
+        assert request(server, "/view.json", host=None)[0] == 403
+        assert request(server, "/model/../secret.txt")[0] == 400
+        assert request(server, "/lab.js")[0] == 200                       # the lab's modules the page imports
+
+
+def test_a_run_of_another_model_or_a_bad_file_is_refused_by_name(tmp_path, capsys):
+    xml, _, run = falling_box(tmp_path)
+    other = integrators.simulate(engine.from_mujoco(models.load("arm2")), [0.1, 0.2], [0.0, 0.0], steps=3)
+    with pytest.raises(TrajectoryFileError, match="another model"):
+        make_server(xml, other)
+    other.save(tmp_path / "arm2.npz")
+    (tmp_path / "text.npz").write_text("hello")
+    assert main(["view", str(xml), str(tmp_path / "arm2.npz"), "--no-browser", "--port", "0"]) == 2
+    assert "another model" in capsys.readouterr().err
+    assert main(["view", str(xml), str(tmp_path / "text.npz"), "--no-browser", "--port", "0"]) == 2
+    assert "not a readable NumPy" in capsys.readouterr().err
+
+
+def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa: F811 (the fixture)
+    """The page at three times: bodies() equals kinematics.body_poses of the state shown (1e-6 m), contacts() the
+    number of recorded contacts, cursor() the plotted base height; the page reports no error."""
+    xml, model, run = falling_box(tmp_path)
+    with serving(make_server(xml, run)) as server:
+        page = browser.new_page()
+        problems = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(server.url)
+        page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
+        frames = page.evaluate("viewer.frames")
+        for k in (0, 40, 80):
+            shown = page.evaluate(f"viewer.seek({run.t[k]})")
+            assert shown == k
+            drawn = np.array(page.evaluate("viewer.bodies()"))
+            positions, _ = kinematics.body_poses(model, run.q[k])
+            assert np.abs(drawn - positions).max() < 1e-6
+            assert page.evaluate("viewer.contacts()") == run.contacts.start[k + 1] - run.contacts.start[k]
+            page.evaluate("viewer.select('base height [m]')")
+            assert abs(page.evaluate("viewer.cursor()") - run.q[k, 2]) < 1e-12
+        assert page.evaluate("viewer.frames") > frames and problems == [] and page.evaluate("viewer.errors") == []
+        assert run.contacts.start[-1] > run.contacts.start[-2]           # the box has landed at the last state: arrows counted
+        page.close()
