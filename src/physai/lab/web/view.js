@@ -13,6 +13,7 @@ const IDS = ['title', 'time', 'status', 'view', 'canvas', 'play', 'back', 'forwa
   'slider', 'series', 'plot', 'legend', 'errors', 'versions'];
 const ARROW_LENGTH = 0.4;              // [m] the drawn length of the run's largest contact force
 const HINGE_OR_SLIDE = new Set([2, 3]);
+const MAX_FRAME_WALL = 1.0;           // [s] the most one frame advances (times speed): a slow browser skips states, keeping time
 
 /** The state index shown at time t [s]: the last saved state at or before t. */
 function frameAt(run, t) {
@@ -166,7 +167,7 @@ async function main(page, hook) {
   const frame = (now) => {
     try {
       if (v.playing) {
-        const wall = v.last === null ? 0 : Math.min((now - v.last) / 1000, 0.1);
+        const wall = v.last === null ? 0 : Math.min((now - v.last) / 1000, MAX_FRAME_WALL);
         let t = v.time + wall * Number(page.speed.value);
         if (t > duration) { if (page.loop.checked) t = 0; else pause(); }
         show(t);
