@@ -5,6 +5,8 @@ kinematics.body_poses says, the contact arrows are the state's contacts, and the
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -55,6 +57,8 @@ def test_a_run_of_another_model_or_a_bad_file_is_refused_by_name(tmp_path, capsy
     other = integrators.simulate(engine.from_mujoco(models.load("arm2")), [0.1, 0.2], [0.0, 0.0], steps=3)
     with pytest.raises(TrajectoryFileError, match="another model"):
         make_server(xml, other)
+    with pytest.raises(TrajectoryFileError, match="NaN"):
+        make_server(xml, dataclasses.replace(run, qd=np.where(np.arange(6) == 2, np.nan, run.qd)))
     other.save(tmp_path / "arm2.npz")
     (tmp_path / "text.npz").write_text("hello")
     assert main(["view", str(xml), str(tmp_path / "arm2.npz"), "--no-browser", "--port", "0"]) == 2
@@ -86,3 +90,19 @@ def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa:
         assert page.evaluate("viewer.frames") > frames and problems == [] and page.evaluate("viewer.errors") == []
         assert run.contacts.start[-1] > run.contacts.start[-2]           # the box has landed at the last state: arrows counted
         page.close()
+
+
+def test_out_renders_one_moment_to_a_png(tmp_path, browser, capsys):  # noqa: F811 (the fixture: Chromium is here)
+    """physai view --frame T --out pic.png (in its own process: Playwright's sync API runs one per process): a PNG of
+    the asked size, not blank, at the saved state at or before T; a video is refused by name (not made yet)."""
+    from PIL import Image
+    xml, _, run = falling_box(tmp_path)
+    run.save(tmp_path / "box.npz")
+    out = tmp_path / "box.png"
+    done = subprocess.run([sys.executable, "-m", "physai.cli", "view", "-", str(tmp_path / "box.npz"), "--frame", "0.3",
+                           "--out", str(out), "--size", "400x300"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0 and f"t = {run.t[int(0.3 / run.dt + 1e-9)]:.4f} s" in done.stdout, done.stderr
+    pixels = np.asarray(Image.open(out).convert("RGB"), dtype=float)
+    assert pixels.shape == (300, 400, 3) and pixels.std() > 10
+    assert main(["view", "-", str(tmp_path / "box.npz"), "--out", str(tmp_path / "box.mp4")]) == 2
+    assert "expected a .png file" in capsys.readouterr().err
