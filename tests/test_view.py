@@ -69,7 +69,7 @@ def test_a_run_of_another_model_or_a_bad_file_is_refused_by_name(tmp_path, capsy
 
 def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa: F811 (the fixture)
     """The page at three times: bodies() equals kinematics.body_poses of the state shown (1e-6 m), contacts() the
-    number of recorded contacts, cursor() the plotted base height; the page reports no error."""
+    number of recorded contacts, cursor() the plotted base height; the slider moves the bodies alike; no error."""
     xml, model, run = falling_box(tmp_path)
     with serving(make_server(xml, run)) as server:
         page = browser.new_page()
@@ -87,6 +87,9 @@ def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa:
             assert page.evaluate("viewer.contacts()") == run.contacts.start[k + 1] - run.contacts.start[k]
             page.evaluate("viewer.select('base height [m]')")
             assert abs(page.evaluate("viewer.cursor()") - run.q[k, 2]) < 1e-12
+        page.eval_on_selector("#slider", "(s) => { s.value = 60; s.dispatchEvent(new Event('input')); }")  # the slider
+        assert page.evaluate("viewer.time()") == run.t[60]
+        assert np.abs(np.array(page.evaluate("viewer.bodies()")) - kinematics.body_poses(model, run.q[60])[0]).max() < 1e-6
         assert page.evaluate("viewer.frames") > frames and problems == [] and page.evaluate("viewer.errors") == []
         assert run.contacts.start[-1] > run.contacts.start[-2]           # the box has landed at the last state: arrows counted
         page.close()
