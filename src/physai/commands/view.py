@@ -27,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     parser.add_argument("--frame", type=float, default=None, metavar="T", help="with --out: the time shown [s]")
     parser.add_argument("--out", default=None, metavar="PIC.png", help="render one moment (--frame) to a PNG, headless")
+    parser.add_argument("--plot", default=None, metavar="LABEL", help="with --out: the series plotted (default: the first)")
     parser.add_argument("--size", default="1280x800", metavar="WxH", help="the picture's size in pixels (default 1280x800)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
 
@@ -38,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     if not model:
         raise InvalidArgumentError(f"{args.run} names no model; give MODEL (a model name or an MJCF file)")
     if args.out is not None:
-        return picture(model, trajectory, Path(args.out), args.frame or 0.0, size(args.size))
+        return picture(model, trajectory, Path(args.out), args.frame or 0.0, size(args.size), args.plot)
     server = make_server(model, trajectory, port, quiet=not args.verbose)
     ensure_node_modules()
     print(f"physai view: {args.run} on {model} at {server.url}  (Ctrl-C stops)", flush=True)
@@ -56,8 +57,9 @@ def size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, int]) -> int:
-    """The viewer at time t [s], paused, saved as the PNG `out` by headless Chromium; 0."""
+def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, int], plot: str | None = None) -> int:
+    """The viewer at time t [s], paused, its plot showing the series `plot` (None: the first), saved as the PNG `out`
+    by headless Chromium; 0. InvalidArgumentError for a series the run does not have, naming those it has."""
     if out.suffix.lower() != ".png":
         raise InvalidArgumentError(f"--out {out}: expected a .png file (videos are not made yet)")
     sync_api = extras.require("playwright.sync_api", "lab", "physai view --out (with Debian's Chromium)")
@@ -68,6 +70,9 @@ def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, i
             page = browser.new_page(viewport={"width": wh[0], "height": wh[1]})
             page.goto(server.url)
             page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=LOAD_TIMEOUT)
+            if plot is not None and not page.evaluate("(label) => viewer.select(label)", plot):
+                raise InvalidArgumentError(f"--plot {plot!r}: the run has no such series; expected one of "
+                                           f"{', '.join(map(repr, page.evaluate('viewer.series()')))}")
             shown = page.evaluate(f"viewer.seek({float(t)}), viewer.time()")
             page.screenshot(path=str(out))
         finally:

@@ -2,7 +2,8 @@
 // WebAssembly build, scene.js draws its geoms. Each shown frame writes physai's q into qpos and runs mj_kinematics:
 // the positions are physai's, MuJoCo only poses the geoms. Play, pause, step, speed, loop and a slider scrub the run;
 // the contacts of the shown state are points and force arrows; the plot shows a chosen series with a cursor.
-// window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), contacts(), cursor(), errors}.
+// window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), contacts(), cursor(), series(),
+// select(label), errors}.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import loadMujoco from '@mujoco/mujoco';
@@ -186,7 +187,13 @@ async function main(page, hook) {
     bodies: () => Array.from({ length: model.nbody - 1 }, (_, b) => Array.from(data.xpos.slice(3 * (b + 1), 3 * (b + 2)))),
     contacts: () => contacts.shown,
     cursor: () => { const y = series[page.series.value]; return y ? y[frameAt(run, v.time)] : null; },
-    select(label) { page.series.value = label; show(v.time); },
+    series: () => Object.keys(series),
+    select(label) {
+      if (!(label in series)) return false;
+      page.series.value = label;
+      show(v.time);
+      return true;
+    },
   });
   Object.defineProperty(hook, 'frames', { get: () => v.frames, enumerable: true });
   page.versions.textContent = `MuJoCo ${mujoco.mj_versionString()} (WebAssembly; kinematics only) · three.js r${THREE.REVISION} · positions: physai`;
