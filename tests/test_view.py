@@ -97,7 +97,8 @@ def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa:
 
 def test_out_renders_one_moment_to_a_png(tmp_path, browser, capsys):  # noqa: F811 (the fixture: Chromium is here)
     """physai view --frame T --out pic.png (in its own process: Playwright's sync API runs one per process): a PNG of
-    the asked size, not blank, at the saved state at or before T; a video is refused by name (not made yet)."""
+    the asked size, not blank, at the saved state at or before T; a series the run lacks (--plot) and a video (not
+    made yet) are refused by name."""
     from PIL import Image
     xml, _, run = falling_box(tmp_path)
     run.save(tmp_path / "box.npz")
@@ -107,5 +108,8 @@ def test_out_renders_one_moment_to_a_png(tmp_path, browser, capsys):  # noqa: F8
     assert done.returncode == 0 and f"t = {run.t[int(0.3 / run.dt + 1e-9)]:.4f} s" in done.stdout, done.stderr
     pixels = np.asarray(Image.open(out).convert("RGB"), dtype=float)
     assert pixels.shape == (300, 400, 3) and pixels.std() > 10
+    wrong = subprocess.run([sys.executable, "-m", "physai.cli", "view", "-", str(tmp_path / "box.npz"), "--out", str(out),
+                            "--plot", "no such"], capture_output=True, text=True, timeout=300)
+    assert wrong.returncode == 2 and "no such series; expected one of 'energy [J]', 'base height [m]'" in wrong.stderr
     assert main(["view", "-", str(tmp_path / "box.npz"), "--out", str(tmp_path / "box.mp4")]) == 2
     assert "expected a .png file" in capsys.readouterr().err
