@@ -20,15 +20,16 @@ from lab.client import request   # tests/lab/: test support
 from test_lab import browser     # noqa: F401 (the headless Chromium fixture)
 
 
-def falling_box(folder):
-    """A box dropped on a floor, 80 steps, its contacts recorded: (its MJCF file in `folder`, model, trajectory)."""
+def falling_box(folder, height: float = 0.3):
+    """A box dropped from `height` on a floor, 80 steps, its contacts recorded: (its MJCF file in `folder`, model,
+    trajectory)."""
     xml = folder / "box.xml"
     xml.write_text("""<mujoco><option timestep="0.004"/><worldbody><light pos="0 0 3"/>
       <geom name="floor" type="plane" size="2 2 0.1"/>
       <body name="box" pos="0 0 0.3" euler="10 20 0"><freejoint/><geom type="box" size="0.1 0.08 0.05" mass="1"/></body>
       </worldbody></mujoco>""")
     model = engine.from_mujoco(models.load(xml))
-    q0 = np.r_[0, 0, 0.3, np.array([0.98, 0.08, 0.17, 0.0]) / np.linalg.norm([0.98, 0.08, 0.17, 0.0])]
+    q0 = np.r_[0, 0, height, np.array([0.98, 0.08, 0.17, 0.0]) / np.linalg.norm([0.98, 0.08, 0.17, 0.0])]
     run = integrators.simulate(model, q0, np.zeros(6), steps=80)
     return xml, model, dataclasses.replace(recording.record_contacts(model, run), model=str(xml))
 
@@ -36,7 +37,8 @@ def falling_box(folder):
 def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
     xml, _, run = falling_box(tmp_path)
     (tmp_path / "secret.txt").write_text("not a model file")
-    with serving(make_server(xml, run)) as server:
+    ghost = falling_box(tmp_path, 0.5)[2]
+    with serving(make_server(xml, run, ghost=ghost)) as server:
         assert server.server_address[0] == "127.0.0.1"
         status, headers, body = request(server, "/")
         assert status == 200 and b"view.js" in body and "frame-ancestors 'none'" in headers["Content-Security-Policy"]
@@ -44,6 +46,7 @@ def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
         replay = json.loads(body)["run"]
         assert status == 200 and np.array_equal(np.array(replay["q"]), run.q)
         assert replay["contacts"]["start"] == run.contacts.start.tolist()
+        assert np.array_equal(np.array(replay["ghost"]["q"]), ghost.q)
         assert request(server, "/model/box.xml")[0] == 200
         assert request(server, "/model/secret.txt")[0] == 404           # only the model's files
         assert request(server, "/view.json", host="evil.example")[0] == 403
@@ -57,6 +60,8 @@ def test_a_run_of_another_model_or_a_bad_file_is_refused_by_name(tmp_path, capsy
     other = integrators.simulate(engine.from_mujoco(models.load("arm2")), [0.1, 0.2], [0.0, 0.0], steps=3)
     with pytest.raises(TrajectoryFileError, match="another model"):
         make_server(xml, other)
+    with pytest.raises(TrajectoryFileError, match="the ghost.*another model"):
+        make_server(xml, run, ghost=other)
     with pytest.raises(TrajectoryFileError, match="NaN"):
         make_server(xml, dataclasses.replace(run, qd=np.where(np.arange(6) == 2, np.nan, run.qd)))
     other.save(tmp_path / "arm2.npz")
@@ -69,9 +74,11 @@ def test_a_run_of_another_model_or_a_bad_file_is_refused_by_name(tmp_path, capsy
 
 def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa: F811 (the fixture)
     """The page at three times: bodies() equals kinematics.body_poses of the state shown (1e-6 m), contacts() the
-    number of recorded contacts, cursor() the plotted base height; the slider moves the bodies alike; no error."""
+    number of recorded contacts, cursor() the plotted base height, ghostBodies() the second run's; the slider moves
+    the bodies alike; no error."""
     xml, model, run = falling_box(tmp_path)
-    with serving(make_server(xml, run)) as server:
+    ghost = falling_box(tmp_path, 0.5)[2]
+    with serving(make_server(xml, run, ghost=ghost)) as server:
         page = browser.new_page()
         problems = []
         page.on("pageerror", lambda e: problems.append(str(e)))
@@ -84,6 +91,8 @@ def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa:
             drawn = np.array(page.evaluate("viewer.bodies()"))
             positions, _ = kinematics.body_poses(model, run.q[k])
             assert np.abs(drawn - positions).max() < 1e-6
+            ghost_drawn = np.array(page.evaluate("viewer.ghostBodies()"))
+            assert np.abs(ghost_drawn - kinematics.body_poses(model, ghost.q[k])[0]).max() < 1e-6
             assert page.evaluate("viewer.contacts()") == run.contacts.start[k + 1] - run.contacts.start[k]
             page.evaluate("viewer.select('base height [m]')")
             assert abs(page.evaluate("viewer.cursor()") - run.q[k, 2]) < 1e-12

@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("model", metavar="MODEL", help="a model name or an MJCF file ('-': the one the run names)")
     parser.add_argument("run", metavar="RUN.npz", help="a trajectory written by Trajectory.save")
     parser.add_argument("--port", default="8766", metavar="PORT", help="port on 127.0.0.1, 0..65535 (default 8766; 0: any)")
+    parser.add_argument("--ghost", default=None, metavar="OTHER.npz", help="a second run of the model, drawn over the first")
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     parser.add_argument("--frame", type=float, default=None, metavar="T", help="with --out: the time shown [s]")
     parser.add_argument("--out", default=None, metavar="PIC.png", help="render one moment (--frame) to a PNG, headless")
@@ -35,12 +36,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     port = port_number(args.port)
     trajectory = Trajectory.load(args.run)                  # TrajectoryFileError: exit 2
+    ghost = None if args.ghost is None else Trajectory.load(args.ghost)
     model = trajectory.model if args.model == "-" else args.model
     if not model:
         raise InvalidArgumentError(f"{args.run} names no model; give MODEL (a model name or an MJCF file)")
     if args.out is not None:
-        return picture(model, trajectory, Path(args.out), args.frame or 0.0, size(args.size), args.plot)
-    server = make_server(model, trajectory, port, quiet=not args.verbose)
+        return picture(model, trajectory, Path(args.out), args.frame or 0.0, size(args.size), args.plot, ghost)
+    server = make_server(model, trajectory, port, quiet=not args.verbose, ghost=ghost)
     ensure_node_modules()
     print(f"physai view: {args.run} on {model} at {server.url}  (Ctrl-C stops)", flush=True)
     return serve_until_interrupted(server, not args.no_browser)
@@ -57,14 +59,15 @@ def size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, int], plot: str | None = None) -> int:
+def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, int], plot: str | None = None,
+            ghost: Trajectory | None = None) -> int:
     """The viewer at time t [s], paused, its plot showing the series `plot` (None: the first), saved as the PNG `out`
     by headless Chromium; 0. InvalidArgumentError for a series the run does not have, naming those it has."""
     if out.suffix.lower() != ".png":
         raise InvalidArgumentError(f"--out {out}: expected a .png file (videos are not made yet)")
     sync_api = extras.require("playwright.sync_api", "lab", "physai view --out (with Debian's Chromium)")
     ensure_node_modules()
-    with serving(make_server(model, trajectory, 0)) as server, sync_api.sync_playwright() as p:
+    with serving(make_server(model, trajectory, 0, ghost=ghost)) as server, sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=str(chromium_executable()))
         try:
             page = browser.new_page(viewport={"width": wh[0], "height": wh[1]})

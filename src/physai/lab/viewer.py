@@ -8,11 +8,13 @@ model: a model name (physai.models.names()) or an MJCF file's path (a Menagerie 
 the page loads that file into MuJoCo and, for each frame, writes physai's q into qpos and runs mj_kinematics.
 
 Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page's files (web/) it imports
-        /view.json   the run: times, q, qd, energy, joints, each state's contacts (position, force in the world [N])
+        /view.json   the run: times, q, qd, energy, joints, each state's contacts (position, force in the world [N]),
+                     and a second run's t and q if given (a ghost, drawn translucent over the first)
         /model/...   the model's files, those listed in view.json only
         /vendor/...  MuJoCo's WebAssembly build and three.js (physai.lab.npm)
 """
 
+import dataclasses
 import json
 import threading
 import webbrowser
@@ -35,6 +37,12 @@ def model_source(model: str | Path) -> tuple[Path, bool]:
     or a file's folder (meshes, textures, includes). UnknownModelError / ModelUnavailableError as physai.models."""
     path = models.model_path(model).resolve()
     return path, not (isinstance(model, str) and model in models.bundled())
+
+
+def ghost_replay(m: mujoco.MjModel, ghost: Trajectory, source: str) -> dict:
+    """A second run drawn over the first (view.json's "run"'s "ghost"): its t (S,) and q (S, nq), checked as replay."""
+    checked = replay(m, dataclasses.replace(ghost, contacts=None), source)
+    return {"t": checked["t"], "q": checked["q"], "dt": checked["dt"]}
 
 
 def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
@@ -67,11 +75,13 @@ class ViewServer(LocalServer):
 
     def __init__(self, model: str | Path, trajectory: Trajectory, port: int, quiet: bool = True,
                  idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 request_timeout: float = REQUEST_TIMEOUT, title: str | None = None):
+                 request_timeout: float = REQUEST_TIMEOUT, title: str | None = None, ghost: Trajectory | None = None):
         path, whole = model_source(model)
         self.model_root, main, files = folder_files(path, whole, str(model))
         self.model_set = set(files)
-        run = replay(models.load(path), trajectory, str(model))
+        m = models.load(path)
+        run = replay(m, trajectory, str(model))
+        run["ghost"] = None if ghost is None else ghost_replay(m, ghost, f"{model} (the ghost)")
         self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files},
                                      "run": run}).encode()
         csp = content_security_policy((WEB_DIR / PAGE).read_text(encoding="utf-8"))
@@ -88,19 +98,20 @@ class ViewServer(LocalServer):
         return Reply(path=WEB_DIR / (PAGE if path == "/" else path.lstrip("/")), root=WEB_DIR)
 
 
-def make_server(model, trajectory: Trajectory, port: int = 0, quiet: bool = True, **limits) -> ViewServer:
-    """A viewer's server for `trajectory` of `model` on 127.0.0.1:port (0: any free port); serve_forever(), then
-    shutdown() and server_close(). TrajectoryFileError for a run of another model; LabError for a port in use."""
-    return ViewServer(model, trajectory, port, quiet, **limits)
+def make_server(model, trajectory: Trajectory, port: int = 0, quiet: bool = True, ghost: Trajectory | None = None,
+                **limits) -> ViewServer:
+    """A viewer's server for `trajectory` of `model` on 127.0.0.1:port (0: any free port), with `ghost` (a second run of
+    the model) drawn translucent over it; serve_forever(), then shutdown() and server_close(). TrajectoryFileError for a
+    run of another model; LabError for a port in use."""
+    return ViewServer(model, trajectory, port, quiet, ghost=ghost, **limits)
 
 
-def view(model, trajectory: Trajectory, port: int = 0, open_browser: bool = True) -> ViewServer:
+def view(model, trajectory: Trajectory, port: int = 0, open_browser: bool = True, ghost=None) -> ViewServer:
     """Serve the replay of `trajectory` (a Trajectory, or the path of one saved with Trajectory.save) of `model` (None:
-    the one the trajectory names) in a thread and open it in a browser; returns the server (server.url; stop it with
-    server.shutdown() and server.server_close())."""
-    if not isinstance(trajectory, Trajectory):
-        trajectory = Trajectory.load(trajectory)
-    server = make_server(model or trajectory.model, trajectory, port)
+    the one the trajectory names), and of `ghost` over it if given (the same), in a thread and open it in a browser;
+    returns the server (server.url; stop it with server.shutdown() and server.server_close())."""
+    trajectory, ghost = (x if x is None or isinstance(x, Trajectory) else Trajectory.load(x) for x in (trajectory, ghost))
+    server = make_server(model or trajectory.model, trajectory, port, ghost=ghost)
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
     if open_browser:
         webbrowser.open(server.url)

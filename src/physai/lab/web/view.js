@@ -2,13 +2,13 @@
 // WebAssembly build, scene.js draws its geoms. Each shown frame writes physai's q into qpos and runs mj_kinematics:
 // the positions are physai's, MuJoCo only poses the geoms. Play, pause, step, speed, loop and a slider scrub the run;
 // the contacts of the shown state are points and force arrows; the plot shows a chosen series with a cursor.
-// window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), contacts(), cursor(), series(),
-// select(label), errors}.
+// A second run (a ghost) is drawn translucent over the first. window.viewer (the test hook): {ready, duration, frames,
+// time(), seek(t), bodies(), ghostBodies(), contacts(), cursor(), series(), select(label), errors}.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import loadMujoco from '@mujoco/mujoco';
 import { errorText, fetchModelFiles, loadModel, niceTicks } from './lib.js';
-import { buildScene, drawScene } from './scene.js';
+import { buildScene, drawScene, updateGeoms } from './scene.js';
 
 const IDS = ['title', 'time', 'status', 'view', 'canvas', 'play', 'back', 'forward', 'speed', 'loop', 'follow', 'show-contacts',
   'slider', 'series', 'plot', 'legend', 'errors', 'versions'];
@@ -74,6 +74,11 @@ function buildContacts(view, run) {
   };
 }
 
+/** Each body's world position in `data` [m], physai's body order (MuJoCo's body b + 1 is physai's body b). */
+function bodyPositions(model, data) {
+  return Array.from({ length: model.nbody - 1 }, (_, b) => Array.from(data.xpos.slice(3 * (b + 1), 3 * (b + 2))));
+}
+
 /** The chosen series against time, the cursor at the shown time and its value. */
 function drawPlot(canvas, t, y, label, time, k) {
   const dpr = window.devicePixelRatio || 1, w = canvas.clientWidth || 320, h = canvas.clientHeight || 220;
@@ -97,6 +102,28 @@ function drawPlot(canvas, t, y, label, time, k) {
   for (let i = 0; i < t.length; i += every) (i ? g.lineTo(X(t[i]), Y(y[i])) : g.moveTo(X(t[i]), Y(y[i])));
   g.stroke();
   g.strokeStyle = '#d62728'; g.beginPath(); g.moveTo(X(time), top); g.lineTo(X(time), h - bottom); g.stroke();
+}
+
+/** The second run, drawn translucent over the first: its own MjData and a copy of each drawn geom; null without one. */
+function buildGhost(state, ghost) {
+  if (!ghost) return null;
+  const { mujoco, model, view } = state;
+  const data = new mujoco.MjData(model);
+  const material = new THREE.MeshStandardMaterial({ color: 0xff7f0e, transparent: true, opacity: 0.35, depthWrite: false });
+  const geoms = view.geoms.filter(({ i }) => model.geom_type[i] !== 0).map(({ i, mesh }) => {   // planes: once
+    const copy = new THREE.Mesh(mesh.geometry, material);
+    copy.matrixAutoUpdate = false;
+    view.scene.add(copy);
+    return { i, mesh: copy };
+  });
+  return {
+    data,
+    show(time) {
+      data.qpos.set(ghost.q[frameAt(ghost, time)]);
+      mujoco.mj_kinematics(model, data);
+      updateGeoms(geoms, data);
+    },
+  };
 }
 
 function showError(page, where, error) {
@@ -125,6 +152,7 @@ async function main(page, hook) {
   state.view.camera.position.copy(base()).add(new THREE.Vector3(2.2, -2.2, 0.9).multiplyScalar(Math.max(0.5, model.stat.meansize * 8)));
   orbit.update();
   const contacts = buildContacts(state.view, run);
+  const ghost = buildGhost(state, run.ghost);
   const series = seriesOf(run);
   for (const label of Object.keys(series)) page.series.add(new Option(label, label));
   page.legend.textContent = run.contacts ? `arrows: contact forces, ${ARROW_LENGTH} m = ${(ARROW_LENGTH / contacts.scale).toPrecision(3)} N`
@@ -145,6 +173,7 @@ async function main(page, hook) {
       orbit.update();
     }
     contacts.update(k, page['show-contacts'].checked);
+    ghost?.show(v.time);
     page.slider.value = k;
     page.time.textContent = `t = ${v.time.toFixed(3)} s / ${duration.toFixed(3)} s`;
     drawPlot(page.plot, run.t, series[page.series.value], page.series.value, v.time, k);
@@ -183,9 +212,11 @@ async function main(page, hook) {
     seek(t) { pause(); show(t); return frameAt(run, v.time); },
     play() { if (!v.playing) page.play.click(); },
     pause,
-    // each body's world position as drawn, physai's body order (MuJoCo's body b + 1 is physai's body b)
-    bodies: () => Array.from({ length: model.nbody - 1 }, (_, b) => Array.from(data.xpos.slice(3 * (b + 1), 3 * (b + 2)))),
+    // each body's world position as drawn
+    bodies: () => bodyPositions(model, data),
     contacts: () => contacts.shown,
+    // the ghost's bodies likewise (null without a ghost)
+    ghostBodies: () => ghost && bodyPositions(model, ghost.data),
     cursor: () => { const y = series[page.series.value]; return y ? y[frameAt(run, v.time)] : null; },
     series: () => Object.keys(series),
     select(label) {
