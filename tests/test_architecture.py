@@ -20,7 +20,7 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 #: lowest first; modules in one layer may not import each other
 LAYERS = [
     ["physai", "physai.exceptions"],
-    ["physai.spatial", "physai.validation", "physai.linalg", "physai.extras"],
+    ["physai.spatial", "physai.validation", "physai.linalg", "physai.extras", "physai.trajectory_files"],
     ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks", "physai.engine.gjk"],
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
@@ -41,10 +41,12 @@ LAYERS = [
     ["physai.forces", "physai.identification", "physai.centroidal", "physai.task_space"],
     ["physai.integrators"],
     ["physai.inverse", "physai.derivatives", "physai.constraints"],
-    ["physai.acceptance", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm"],
+    ["physai.acceptance", "physai.recording", "physai.lessons", "physai.lessons.lesson11", "physai.lab.spec", "physai.lab.npm",
+     "physai.lab.chromium"],
     ["physai.lab", "physai.lab.server", "physai.lessons.check11", "physai.lesson_page.reader"],
-    ["physai.lesson_page", "physai.lesson_page.server"],
-    ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab"],
+    ["physai.lesson_page", "physai.lesson_page.server", "physai.lab.viewer"],
+    ["physai.commands", "physai.commands.check", "physai.commands.verify", "physai.commands.lesson", "physai.commands.lab",
+     "physai.commands.view"],
     ["physai.cli"],
 ]
 RANK = {name: k for k, layer in enumerate(LAYERS) for name in layer}

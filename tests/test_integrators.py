@@ -8,6 +8,7 @@ swing amplifies last-bit differences, so the bound keeps a 15x margin for other 
 """
 
 import copy
+import dataclasses
 import warnings
 import re
 
@@ -18,7 +19,8 @@ import pytest
 from physai import dynamics as dyn
 from physai import derivatives, engine, forces, inverse, models
 from physai import integrators as integ
-from physai.exceptions import DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
+from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError, TrajectoryFileError,
+                               UnsupportedModelError)
 
 from helpers import run
 
@@ -740,3 +742,41 @@ def test_discrete_rollout_of_many_states_follows_mj_step(backend):
         for _ in range(50):
             mujoco.mj_step(m, d)
         assert np.abs(traj.q[n, -1] - d.qpos).max() < 1e-10 and np.abs(traj.qd[n, -1] - d.qvel).max() < 1e-10
+
+
+def test_a_trajectory_saved_and_loaded_is_the_same_run(tmp_path):
+    """Trajectory.save / Trajectory.load: every array back bit for bit (a file round trip, no arithmetic), the model's
+    name kept, energy and ncon absent when the run had none."""
+    model = engine.from_mujoco(models.load("arm2"))
+    run = integ.simulate(model, [0.3, -0.5], [1.0, 2.0], steps=20)
+    run = dataclasses.replace(run, model="arm2")
+    run.save(tmp_path / "run.npz")
+    back = integ.Trajectory.load(tmp_path / "run.npz")
+    for name in ("t", "q", "qd", "energy", "ncon"):
+        assert np.array_equal(getattr(back, name), getattr(run, name)), name
+    assert (back.integrator, back.dt, back.model, back.contacts) == (run.integrator, run.dt, "arm2", None)
+    bare = integ.simulate(model, [0.3, -0.5], [1.0, 2.0], steps=3, energy=False, constraints=False)
+    bare.save(tmp_path / "bare.npz")
+    assert (integ.Trajectory.load(tmp_path / "bare.npz").energy, integ.Trajectory.load(tmp_path / "bare.npz").ncon) == (None, None)
+
+
+def test_a_bad_trajectory_file_is_named(tmp_path):
+    """Not an .npz, an .npz of other arrays, a pickled object array, NaN, a mis-shaped array, a rollout: each a
+    TrajectoryFileError saying what is wrong (np.load runs with allow_pickle=False: a pickle is refused, not run)."""
+    model = engine.from_mujoco(models.load("arm2"))
+    run = integ.simulate(model, [0.3, -0.5], [1.0, 2.0], steps=4)
+    (tmp_path / "text.npz").write_text("not a zip")
+    np.savez(tmp_path / "other.npz", x=np.zeros(3))
+    run.save(tmp_path / "good.npz")
+    good = dict(np.load(tmp_path / "good.npz"))
+    np.savez(tmp_path / "pickled.npz", **{**good, "q": np.array([{"a": 1}], dtype=object)})
+    np.savez(tmp_path / "nan.npz", **{**good, "qd": np.where(np.eye(5, 2) > 0, np.nan, good["qd"])})
+    np.savez(tmp_path / "short.npz", **{**good, "q": good["q"][:3]})
+    cases = {"text": "not a readable NumPy", "other": "not a physai trajectory", "pickled": "not a readable NumPy",
+             "nan": "NaN or infinity", "short": r"q has shape \(3, 2\)"}
+    for name, message in cases.items():
+        with pytest.raises(TrajectoryFileError, match=message):
+            integ.Trajectory.load(tmp_path / f"{name}.npz")
+    batch = integ.rollout(model, np.zeros((2, 2)), np.zeros((2, 2)), steps=2)
+    with pytest.raises(TrajectoryFileError, match="one run"):
+        batch.save(tmp_path / "batch.npz")

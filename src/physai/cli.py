@@ -13,6 +13,7 @@ COMMANDS = {
     "check": "The four acceptance checks of the manipulator equation on a model (a name or an MJCF file), "
              "plus the full balance against MuJoCo.",
     "lab": "Serve a lesson's interactive lab (MuJoCo in the browser) on 127.0.0.1.",
+    "view": "Replay a saved physai trajectory (Trajectory.save) in the browser on 127.0.0.1, or render one moment to a PNG.",
 }
 
 

@@ -96,3 +96,8 @@ class CollisionWarning(RuntimeWarning):
 class MissingExtraError(PhysaiError, ImportError):
     """A feature needs an optional dependency group that is not installed, e.g. "physai lab needs the lab extra:
     pip install 'physai[lab]'" (physai.extras.require)."""
+
+
+class TrajectoryFileError(PhysaiError, ValueError):
+    """A saved trajectory (.npz) cannot be used: not a NumPy .npz, not a physai trajectory, a missing or mis-shaped
+    array, NaN or infinity, or the trajectory of another model (Trajectory.load, physai view)."""

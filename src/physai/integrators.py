@@ -95,8 +95,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from physai import collision, engine, forces, joints, tendons, validation
+from physai import collision, engine, forces, joints, tendons, trajectory_files, validation
 from physai.linalg import solve
+from physai.trajectory_files import ContactRecord
 from physai.engine import actuation, constraint, forward, native, passive, smooth, solver, tendon
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import standalone_free_dofs
@@ -127,6 +128,9 @@ class Trajectory:
     ncon:   (steps,) the number of contacts of each step (found at its start state), with constraints=True; else None
     act:    (steps+1, na) the actuators' activations (MuJoCo's d.act; act[0] the initial ones), (steps+1, 0) for a
             model without activation dynamics
+    model:  the model's name or MJCF path, for a viewer to rebuild it (None: not given)
+    contacts: each state's contacts and forces (trajectory_files.ContactRecord, from physai.recording.record_contacts)
+    save(path) / Trajectory.load(path): a .npz file (physai.trajectory_files; one run, not a rollout's N)
     """
 
     t: np.ndarray
@@ -137,6 +141,17 @@ class Trajectory:
     dt: float
     ncon: np.ndarray | None = None
     act: np.ndarray | None = None
+    model: str | None = None
+    contacts: ContactRecord | None = None
+
+    def save(self, path) -> None:
+        """Write this run to `path` (NumPy .npz): trajectory_files.save."""
+        trajectory_files.save(path, vars(self))
+
+    @classmethod
+    def load(cls, path) -> "Trajectory":
+        """The run saved at `path`; TrajectoryFileError for a file that is not one (trajectory_files.load)."""
+        return cls(**trajectory_files.load(path))
 
 
 #: The integrator of each mjtIntegrator value.

@@ -1,12 +1,10 @@
 """Test support, not shipped: the headless browser tests/test_lab.py and scripts/lab_screenshot.py drive, Debian's Chromium,
 never a downloaded one.
 
-chromium_executable() returns the real binary (not the /usr/bin shell wrappers, whose `[` test misfires under
-Playwright): $PHYSAI_CHROMIUM if set, else Debian's chromium-headless-shell, else Debian's chromium.
-.ci/run installs chromium-headless-shell with apt-get when it is missing.
+chromium_executable (physai.lab.chromium, shared with `physai view --out`) returns the real binary; .ci/run installs
+chromium-headless-shell with apt-get when it is missing.
 """
 
-import os
 import re
 import socket
 import subprocess
@@ -15,23 +13,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from physai.exceptions import PhysaiError
-
-CANDIDATES = ("/usr/lib/chromium/chromium-headless-shell", "/usr/lib/chromium/chromium")
-
-
-def chromium_executable() -> Path:
-    """Path of the Chromium binary to launch; PhysaiError naming the install command if there is none."""
-    override = os.environ.get("PHYSAI_CHROMIUM")
-    if override:
-        if not Path(override).is_file():
-            raise PhysaiError(f"PHYSAI_CHROMIUM={override} is not a file")
-        return Path(override)
-    for candidate in CANDIDATES:
-        if Path(candidate).is_file():
-            return Path(candidate)
-    raise PhysaiError("no Chromium found (looked for " + ", ".join(CANDIDATES) + "); install Debian's headless shell: "
-                      "apt-get install chromium-headless-shell (.ci/run does this), or set PHYSAI_CHROMIUM")
+from physai.lab.chromium import chromium_executable  # noqa: F401 (the tests import it from here)
 
 
 def chromium_version(executable: Path) -> str:

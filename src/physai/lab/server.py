@@ -85,14 +85,21 @@ def model_files(lab: Lab) -> tuple[Path, str, list[str]]:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise UnknownModelError(f"{lab.source}: unknown model {name!r}.{hint} Expected a model name "
                                 f"({', '.join(models.names())}) or an MJCF .xml file inside the lab's folder")
+    return folder_files(path, name not in models.bundled(), lab.source)
+
+
+def folder_files(path: Path, whole_folder: bool, source: str) -> tuple[Path, str, list[str]]:
+    """(root folder, main MJCF file, files to serve) of the MJCF file `path`: the file alone, or with whole_folder its
+    folder's model files (meshes, textures, includes) except any a symbolic link places outside it; LabError naming
+    `source` past MAX_MODEL_FILES."""
     root = path.parent
     files = {path.name}
-    if name not in models.bundled():               # a Menagerie robot or a file: its folder's meshes, textures, includes
+    if whole_folder:
         for p in sorted(root.rglob("*")):
             if p.suffix.lower() in ASSET_SUFFIXES and p.is_file() and inside(p, root):
                 files.add(p.relative_to(root).as_posix())
         if len(files) > MAX_MODEL_FILES:
-            raise LabError(f"{lab.source}: model folder {root} holds {len(files)} asset files (limit {MAX_MODEL_FILES})")
+            raise LabError(f"{source}: model folder {root} holds {len(files)} asset files (limit {MAX_MODEL_FILES})")
     return root, path.name, sorted(files)
 
 
@@ -215,11 +222,16 @@ class LabSite:
         if path == "/lab.json":
             return Reply(self.lab_json, "application/json", headers=self.headers)
         if path.startswith("/model/"):
-            rel = path[len("/model/"):]
-            if rel not in self.model_set:
-                return Reply(reason="not a file of this lab's model", headers=self.headers)
-            return Reply(path=self.model_root / rel, root=self.model_root, headers=self.headers)
+            return model_file_reply(path, self.model_root, self.model_set, self.headers)
         return Reply(path=WEB_DIR / ("index.html" if path == "/" else path.lstrip("/")), root=WEB_DIR, headers=self.headers)
+
+
+def model_file_reply(path: str, root: Path, files: set[str], headers: dict | None = None) -> Reply:
+    """The reply to /model/<file>: the file under `root` when it is one of `files` (the model's), else 404."""
+    rel = path[len("/model/"):]
+    if rel not in files:
+        return Reply(reason="not a file of this model", headers=headers)
+    return Reply(path=root / rel, root=root, headers=headers)
 
 
 class LocalServer(ThreadingHTTPServer):

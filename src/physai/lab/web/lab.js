@@ -5,7 +5,7 @@
 // testhook.js (window.lab).
 import * as THREE from 'three';
 import loadMujoco from '@mujoco/mujoco';
-import { loadModel, makeLib } from './lib.js';
+import { fetchModelFiles, loadModel, makeLib } from './lib.js';
 import { applySelects, buildControls } from './controls.js';
 import { render, startFrames } from './loop.js';
 import { buildPlots } from './plots.js';
@@ -33,16 +33,6 @@ function createState() {
   };
 }
 
-async function loadFiles(files) {
-  const bytes = {};
-  await Promise.all(files.map(async (f) => {
-    const res = await fetch(`model/${f}`);
-    if (!res.ok) throw new Error(`model file ${f}: HTTP ${res.status}`);
-    bytes[f] = new Uint8Array(await res.arrayBuffer());
-  }));
-  return bytes;
-}
-
 async function main(state, hook) {
   const cfg = await (await fetch('lab.json')).json();
   const spec = state.spec = cfg.spec;
@@ -50,7 +40,7 @@ async function main(state, hook) {
   state.page.title.textContent = spec.title ?? spec.model;
   state.page.note.textContent = spec.note ?? '';
   const mujoco = state.mujoco = await loadMujoco();
-  const files = await loadFiles(cfg.model.files);
+  const files = await fetchModelFiles(cfg.model.files);
   state.model = loadModel(mujoco, files, cfg.model.file);
   state.data = new mujoco.MjData(state.model);
   state.lib = makeLib(mujoco, state.model, state.data);

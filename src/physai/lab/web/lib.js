@@ -9,6 +9,17 @@
 // a DoubleBuffer, loading a model) may grow that memory and detach views taken before it, so nothing here
 // keeps a view across calls; each use reads the property again.
 
+/** The model's files, fetched from the page's model/ folder: {name: bytes}. */
+export async function fetchModelFiles(files) {
+  const bytes = {};
+  await Promise.all(files.map(async (f) => {
+    const res = await fetch(`model/${f}`);
+    if (!res.ok) throw new Error(`model file ${f}: HTTP ${res.status}`);
+    bytes[f] = new Uint8Array(await res.arrayBuffer());
+  }));
+  return bytes;
+}
+
 /** Write the model's files into MuJoCo's in-memory FS under /model and compile the main MJCF file. */
 export function loadModel(mujoco, files, main, root = '/model') {
   for (const [name, bytes] of Object.entries(files)) {

@@ -127,7 +127,8 @@ function makeTrail(state, t) {
   };
 }
 
-function updateGeoms(geoms, data) {
+/** Each {i, mesh} of `geoms` posed at geom i's place in `data` (geom_xpos, geom_xmat). */
+export function updateGeoms(geoms, data) {
   const xpos = data.geom_xpos, xmat = data.geom_xmat;
   for (const { i, mesh } of geoms) {
     const p = 3 * i, r = 9 * i;

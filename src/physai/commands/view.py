@@ -1,0 +1,84 @@
+"""`physai view MODEL RUN.npz`: replay a saved physai Trajectory (Trajectory.save) in the browser, on 127.0.0.1.
+
+MODEL: a model name or an MJCF file (a Menagerie scene.xml, to draw the floor the run stood on); "-" takes the name the
+file holds. Prints the URL and opens a browser unless --no-browser; Ctrl-C stops the server. --frame T --out pic.png
+renders the moment T [s] headless instead, with Debian's Chromium through Playwright (what the browser tests use).
+"""
+
+import argparse
+from pathlib import Path
+
+from physai import extras
+from physai.exceptions import InvalidArgumentError
+from physai.integrators import Trajectory
+from physai.lab.chromium import chromium_executable
+from physai.lab.npm import ensure_node_modules
+from physai.lab.server import port_number, serve_until_interrupted, serving
+from physai.lab.viewer import make_server
+
+#: [ms] how long the headless page may take to load MuJoCo, the model and the run
+LOAD_TIMEOUT = 120_000
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", metavar="MODEL", help="a model name or an MJCF file ('-': the one the run names)")
+    parser.add_argument("run", metavar="RUN.npz", help="a trajectory written by Trajectory.save")
+    parser.add_argument("--port", default="8766", metavar="PORT", help="port on 127.0.0.1, 0..65535 (default 8766; 0: any)")
+    parser.add_argument("--ghost", default=None, metavar="OTHER.npz", help="a second run of the model, drawn over the first")
+    parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
+    parser.add_argument("--frame", type=float, default=None, metavar="T", help="with --out: the time shown [s]")
+    parser.add_argument("--out", default=None, metavar="PIC.png", help="render one moment (--frame) to a PNG, headless")
+    parser.add_argument("--plot", default=None, metavar="LABEL", help="with --out: the series plotted (default: the first)")
+    parser.add_argument("--size", default="1280x800", metavar="WxH", help="the picture's size in pixels (default 1280x800)")
+    parser.add_argument("--verbose", action="store_true", help="log every request")
+
+
+def run(args: argparse.Namespace) -> int:
+    port = port_number(args.port)
+    trajectory = Trajectory.load(args.run)                  # TrajectoryFileError: exit 2
+    ghost = None if args.ghost is None else Trajectory.load(args.ghost)
+    model = trajectory.model if args.model == "-" else args.model
+    if not model:
+        raise InvalidArgumentError(f"{args.run} names no model; give MODEL (a model name or an MJCF file)")
+    if args.out is not None:
+        return picture(model, trajectory, Path(args.out), args.frame or 0.0, size(args.size), args.plot, ghost)
+    server = make_server(model, trajectory, port, quiet=not args.verbose, ghost=ghost)
+    ensure_node_modules()
+    print(f"physai view: {args.run} on {model} at {server.url}  (Ctrl-C stops)", flush=True)
+    return serve_until_interrupted(server, not args.no_browser)
+
+
+def size(text: str) -> tuple[int, int]:
+    """(width, height) from "WxH"; InvalidArgumentError otherwise."""
+    try:
+        w, h = (int(x) for x in text.lower().split("x"))
+    except ValueError:
+        w = h = 0
+    if not (16 <= w <= 8192 and 16 <= h <= 8192):
+        raise InvalidArgumentError(f"--size {text!r}: expected WIDTHxHEIGHT in pixels, 16 to 8192 each, e.g. 1280x800")
+    return w, h
+
+
+def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, int], plot: str | None = None,
+            ghost: Trajectory | None = None) -> int:
+    """The viewer at time t [s], paused, its plot showing the series `plot` (None: the first), saved as the PNG `out`
+    by headless Chromium; 0. InvalidArgumentError for a series the run does not have, naming those it has."""
+    if out.suffix.lower() != ".png":
+        raise InvalidArgumentError(f"--out {out}: expected a .png file (videos are not made yet)")
+    sync_api = extras.require("playwright.sync_api", "lab", "physai view --out (with Debian's Chromium)")
+    ensure_node_modules()
+    with serving(make_server(model, trajectory, 0, ghost=ghost)) as server, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium_executable()))
+        try:
+            page = browser.new_page(viewport={"width": wh[0], "height": wh[1]})
+            page.goto(server.url)
+            page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=LOAD_TIMEOUT)
+            if plot is not None and not page.evaluate("(label) => viewer.select(label)", plot):
+                raise InvalidArgumentError(f"--plot {plot!r}: the run has no such series; expected one of "
+                                           f"{', '.join(map(repr, page.evaluate('viewer.series()')))}")
+            shown = page.evaluate(f"viewer.seek({float(t)}), viewer.time()")
+            page.screenshot(path=str(out))
+        finally:
+            browser.close()
+    print(f"physai view: t = {shown:.4f} s of {model} written to {out}")
+    return 0

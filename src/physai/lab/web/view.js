@@ -1,0 +1,246 @@
+// physai view: replays a physai Trajectory (/view.json) with the lab's pieces: lib.js loads the model into MuJoCo's
+// WebAssembly build, scene.js draws its geoms. Each shown frame writes physai's q into qpos and runs mj_kinematics:
+// the positions are physai's, MuJoCo only poses the geoms. Play, pause, step, speed, loop and a slider scrub the run;
+// the contacts of the shown state are points and force arrows; the plot shows a chosen series with a cursor.
+// A second run (a ghost) is drawn translucent over the first. window.viewer (the test hook): {ready, duration, frames,
+// time(), seek(t), bodies(), ghostBodies(), contacts(), cursor(), series(), select(label), errors}.
+import * as THREE from 'three';
+import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
+import loadMujoco from '@mujoco/mujoco';
+import { errorText, fetchModelFiles, loadModel, niceTicks } from './lib.js';
+import { buildScene, drawScene, updateGeoms } from './scene.js';
+
+const IDS = ['title', 'time', 'status', 'view', 'canvas', 'play', 'back', 'forward', 'speed', 'loop', 'follow', 'show-contacts',
+  'slider', 'series', 'plot', 'legend', 'errors', 'versions'];
+const ARROW_LENGTH = 0.4;              // [m] the drawn length of the run's largest contact force
+const HINGE_OR_SLIDE = new Set([2, 3]);
+const MAX_FRAME_WALL = 1.0;           // [s] the most one frame advances (times speed): a slow browser skips states, keeping time
+
+/** The state index shown at time t [s]: the last saved state at or before t. */
+function frameAt(run, t) {
+  const k = Math.floor(t / run.dt + 1e-9);
+  return Math.max(0, Math.min(run.t.length - 1, k));
+}
+
+/** The plot's series by label: energy, base height, total contact force, each hinge or slide joint's q and qd. */
+function seriesOf(run) {
+  const out = {};
+  if (run.energy) out['energy [J]'] = run.energy;
+  if (run.base_height !== null) out['base height [m]'] = run.q.map((q) => q[run.base_height]);
+  if (run.contacts) {
+    const { start, force } = run.contacts;
+    out['contact force, sum of |f| [N]'] = run.t.map((_, k) => {
+      let s = 0;
+      for (let i = start[k]; i < start[k + 1]; i++) s += Math.hypot(...force[i]);
+      return s;
+    });
+  }
+  for (const j of run.joints.filter((j) => HINGE_OR_SLIDE.has(j.type))) {
+    out[`${j.name} q`] = run.q.map((q) => q[j.qpos]);
+    out[`${j.name} qd`] = run.qd.map((qd) => qd[j.dof]);
+  }
+  return out;
+}
+
+/** Points at the contacts and arrows along their forces, for the shown state; a pool of arrows reused frame to frame. */
+function buildContacts(view, run) {
+  const group = new THREE.Group();
+  view.scene.add(group);
+  const forces = run.contacts ? run.contacts.force.map((f) => Math.hypot(...f)) : [];
+  const scale = ARROW_LENGTH / Math.max(1e-12, ...forces, 0);
+  const points = new THREE.Points(new THREE.BufferGeometry(),
+    new THREE.PointsMaterial({ color: 0xd62728, size: 7, sizeAttenuation: false, depthTest: false }));
+  points.renderOrder = 2;
+  group.add(points);
+  const arrows = [];
+  return {
+    scale, shown: 0,
+    update(k, visible) {
+      group.visible = visible;
+      const c = run.contacts;
+      const from = c ? c.start[k] : 0, to = c ? c.start[k + 1] : 0;
+      points.geometry.setAttribute('position', new THREE.Float32BufferAttribute(c ? c.pos.slice(from, to).flat() : [], 3));
+      for (let i = from; i < to; i++) {
+        const n = i - from, f = new THREE.Vector3(...c.force[i]), len = f.length() * scale;
+        if (!arrows[n]) { arrows[n] = new THREE.ArrowHelper(); arrows[n].setColor(0x1f77b4); group.add(arrows[n]); }
+        arrows[n].position.set(...c.pos[i]);
+        arrows[n].setDirection(len > 0 ? f.normalize() : new THREE.Vector3(0, 0, 1));
+        arrows[n].setLength(Math.max(len, 1e-6), Math.min(0.05, 0.3 * len + 1e-6), Math.min(0.03, 0.2 * len + 1e-6));
+        arrows[n].visible = true;
+      }
+      for (let n = to - from; n < arrows.length; n++) arrows[n].visible = false;
+      this.shown = visible ? to - from : 0;
+    },
+  };
+}
+
+/** Each body's world position in `data` [m], physai's body order (MuJoCo's body b + 1 is physai's body b). */
+function bodyPositions(model, data) {
+  return Array.from({ length: model.nbody - 1 }, (_, b) => Array.from(data.xpos.slice(3 * (b + 1), 3 * (b + 2))));
+}
+
+/** The chosen series against time, the cursor at the shown time and its value. */
+function drawPlot(canvas, t, y, label, time, k) {
+  const dpr = window.devicePixelRatio || 1, w = canvas.clientWidth || 320, h = canvas.clientHeight || 220;
+  if (canvas.width !== Math.round(w * dpr)) { canvas.width = Math.round(w * dpr); canvas.height = Math.round(h * dpr); }
+  const g = canvas.getContext('2d');
+  g.setTransform(dpr, 0, 0, dpr, 0, 0);
+  g.clearRect(0, 0, w, h);
+  if (!y) return;
+  const left = 58, right = 8, top = 20, bottom = 22, t1 = Math.max(t[t.length - 1], 1e-9);
+  let lo = Math.min(...y), hi = Math.max(...y);
+  if (hi - lo < 1e-12 * Math.max(1, Math.abs(hi))) { lo -= 0.5; hi += 0.5; }
+  const X = (s) => left + s / t1 * (w - left - right), Y = (v) => top + (hi - v) / (hi - lo) * (h - top - bottom);
+  g.strokeStyle = '#999'; g.strokeRect(left, top, w - left - right, h - top - bottom);
+  g.fillStyle = '#333'; g.font = '11px sans-serif'; g.textAlign = 'right';
+  for (const { value, text } of niceTicks(lo, hi, 4)) g.fillText(text, left - 4, Y(value) + 4);
+  g.textAlign = 'left';
+  g.fillText(`${label} = ${y[k].toPrecision(6)} at t = ${time.toFixed(3)} s`, 4, 12);
+  g.fillText(`0 … ${t1.toFixed(2)} s`, left + 4, h - 6);
+  g.strokeStyle = '#1f77b4'; g.lineWidth = 1.4; g.beginPath();
+  const every = Math.max(1, Math.floor(t.length / (2 * w)));          // about two points per pixel
+  for (let i = 0; i < t.length; i += every) (i ? g.lineTo(X(t[i]), Y(y[i])) : g.moveTo(X(t[i]), Y(y[i])));
+  g.stroke();
+  g.strokeStyle = '#d62728'; g.beginPath(); g.moveTo(X(time), top); g.lineTo(X(time), h - bottom); g.stroke();
+}
+
+/** The second run, drawn translucent over the first: its own MjData and a copy of each drawn geom; null without one. */
+function buildGhost(state, ghost) {
+  if (!ghost) return null;
+  const { mujoco, model, view } = state;
+  const data = new mujoco.MjData(model);
+  const material = new THREE.MeshStandardMaterial({ color: 0xff7f0e, transparent: true, opacity: 0.35, depthWrite: false });
+  const geoms = view.geoms.filter(({ i }) => model.geom_type[i] !== 0).map(({ i, mesh }) => {   // planes: once
+    const copy = new THREE.Mesh(mesh.geometry, material);
+    copy.matrixAutoUpdate = false;
+    view.scene.add(copy);
+    return { i, mesh: copy };
+  });
+  return {
+    data,
+    show(time) {
+      data.qpos.set(ghost.q[frameAt(ghost, time)]);
+      mujoco.mj_kinematics(model, data);
+      updateGeoms(geoms, data);
+    },
+  };
+}
+
+function showError(page, where, error) {
+  const li = document.createElement('li');
+  li.textContent = `${where}: ${errorText(error)}`;
+  page.errors.appendChild(li);
+  page.errors.hidden = false;
+}
+
+async function main(page, hook) {
+  const cfg = await (await fetch('view.json')).json();
+  const run = cfg.run, duration = run.t[run.t.length - 1];
+  page.title.textContent = cfg.title;
+  document.title = `${cfg.title} · physai view`;
+  const mujoco = await loadMujoco();
+  const model = loadModel(mujoco, await fetchModelFiles(cfg.model.files), cfg.model.file);
+  const data = new mujoco.MjData(model);
+  if (model.nq !== run.q[0].length) throw new Error(`the model has nq = ${model.nq}, the run ${run.q[0].length}`);
+  const state = { spec: { height: 480 }, mujoco, model, data, page, view: null };
+  buildScene(state);
+  const orbit = new OrbitControls(state.view.camera, page.canvas);
+  const base = () => new THREE.Vector3(...data.xpos.slice(3, 6));    // body 1: the base, which the camera follows
+  data.qpos.set(run.q[0]);
+  mujoco.mj_kinematics(model, data);
+  orbit.target.copy(base());
+  state.view.camera.position.copy(base()).add(new THREE.Vector3(2.2, -2.2, 0.9).multiplyScalar(Math.max(0.5, model.stat.meansize * 8)));
+  orbit.update();
+  const contacts = buildContacts(state.view, run);
+  const ghost = buildGhost(state, run.ghost);
+  const series = seriesOf(run);
+  for (const label of Object.keys(series)) page.series.add(new Option(label, label));
+  page.legend.textContent = run.contacts ? `arrows: contact forces, ${ARROW_LENGTH} m = ${(ARROW_LENGTH / contacts.scale).toPrecision(3)} N`
+    : 'no contacts recorded (physai.recording.record_contacts)';
+  page.slider.max = run.t.length - 1;
+  const v = { time: 0, playing: false, frames: 0, last: null };
+
+  const show = (time) => {
+    v.time = Math.max(0, Math.min(duration, time));
+    const k = frameAt(run, v.time);
+    const before = base();
+    data.qpos.set(run.q[k]);
+    mujoco.mj_kinematics(model, data);
+    if (page.follow.checked) {                                         // the camera moves with the base
+      const moved = base().sub(before);
+      state.view.camera.position.add(moved);
+      orbit.target.add(moved);
+      orbit.update();
+    }
+    contacts.update(k, page['show-contacts'].checked);
+    ghost?.show(v.time);
+    page.slider.value = k;
+    page.time.textContent = `t = ${v.time.toFixed(3)} s / ${duration.toFixed(3)} s`;
+    drawPlot(page.plot, run.t, series[page.series.value], page.series.value, v.time, k);
+    drawScene(state);
+    v.frames++;
+  };
+  const pause = () => { v.playing = false; page.play.textContent = 'Play'; };
+  const step = (n) => { pause(); show(run.t[Math.max(0, Math.min(run.t.length - 1, frameAt(run, v.time) + n))]); };
+  page.play.onclick = () => {
+    v.playing = !v.playing; v.last = null;
+    if (v.playing && v.time >= duration) v.time = 0;
+    page.play.textContent = v.playing ? 'Pause' : 'Play';
+  };
+  page.back.onclick = () => step(-1);
+  page.forward.onclick = () => step(1);
+  page.slider.oninput = () => { pause(); show(run.t[Number(page.slider.value)]); };
+  page.series.onchange = page['show-contacts'].onchange = () => show(v.time);
+  orbit.addEventListener('change', () => drawScene(state));
+  for (const el of [page.play, page.back, page.forward, page.slider]) el.disabled = false;
+
+  const frame = (now) => {
+    try {
+      if (v.playing) {
+        const wall = v.last === null ? 0 : Math.min((now - v.last) / 1000, MAX_FRAME_WALL);
+        let t = v.time + wall * Number(page.speed.value);
+        if (t > duration) { if (page.loop.checked) t = 0; else pause(); }
+        show(t);
+      }
+      v.last = now;
+    } catch (error) { showError(page, 'frame', error); }
+    requestAnimationFrame(frame);
+  };
+  Object.assign(hook, {
+    duration,
+    time: () => v.time,
+    seek(t) { pause(); show(t); return frameAt(run, v.time); },
+    play() { if (!v.playing) page.play.click(); },
+    pause,
+    // each body's world position as drawn
+    bodies: () => bodyPositions(model, data),
+    contacts: () => contacts.shown,
+    // the ghost's bodies likewise (null without a ghost)
+    ghostBodies: () => ghost && bodyPositions(model, ghost.data),
+    cursor: () => { const y = series[page.series.value]; return y ? y[frameAt(run, v.time)] : null; },
+    series: () => Object.keys(series),
+    select(label) {
+      if (!(label in series)) return false;
+      page.series.value = label;
+      show(v.time);
+      return true;
+    },
+  });
+  Object.defineProperty(hook, 'frames', { get: () => v.frames, enumerable: true });
+  page.versions.textContent = `MuJoCo ${mujoco.mj_versionString()} (WebAssembly; kinematics only) · three.js r${THREE.REVISION} · positions: physai`;
+  show(0);
+  page.status.textContent = '';
+  requestAnimationFrame(frame);
+}
+
+const page = Object.fromEntries(IDS.map((id) => [id, document.getElementById(id)]));
+const hook = { errors: [] };
+hook.ready = new Promise((resolve, reject) => {
+  main(page, hook).then(() => resolve(true), (error) => {
+    showError(page, 'loading', error);
+    hook.errors.push(errorText(error));
+    page.status.textContent = 'failed to load';
+    reject(error);
+  });
+});
+window.viewer = hook;
