@@ -134,6 +134,7 @@ struct Model {
     int64_t opt_iterations = 100, opt_ls_iterations = 50, opt_solver = 0;   // opt_solver: SOLVER_NEWTON or SOLVER_PGS
     double opt_ccd_tolerance = 1e-6;                  // GJK/EPA's tolerance and iteration limit (convex.h)
     int64_t opt_ccd_iterations = 35;
+    int64_t opt_multiccd = 1;                         // MuJoCo's multi-contact on (Geoms.multiccd; convex.h)
     bool opt_elliptic = false, opt_equality = true, opt_frictionloss = true, opt_limit = true, opt_contact = true,
          opt_refsafe = true;
 };

@@ -65,6 +65,7 @@ FILE_MARKERS = {
 COMPILED = {
     "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays"},
     "test_contact_simulation.py": {"test_a_diverging_contact_run_names_its_deepest_contact", "test_numpy_backend_gives_the_same_run"},
+    "test_convex.py": {"test_multi_pairs_are_refused_with_multiccd"},
     "test_derivatives.py": {"test_bad_input_is_named", "test_overflowing_velocities_are_named",
                             "test_step_derivatives_batch_and_backends_agree"},
     "test_frames.py": {"test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion",
@@ -138,6 +139,9 @@ SLOW = {
         "test_models_with_pairs_physai_cannot_collide_are_refused", "test_numpy_backend_gives_the_same_run",
         "test_one_step_on_random_scenes_matches_mj_step", "test_one_step_on_the_falling_h1_matches_mj_step",
         "test_trajectory_matches_mj_step",
+    },
+    "test_convex.py": {
+        "test_multi_pairs_trajectory_without_multiccd_matches_mj_step", "test_polygon_pairs_trajectory_matches_mj_step",
     },
     "test_coriolis.py": {
         "test_c_qd_is_bias_minus_gravity", "test_mdot_minus_2c_is_skew_and_passive",

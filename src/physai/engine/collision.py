@@ -70,7 +70,7 @@ def narrow_functions(model: Model) -> dict:
     """{(type1, type2): the pair's narrow phase}: primitives.FUNCTIONS and the convex pairs by GJK/EPA
     (convex.functions, with the model's ccd_tolerance and ccd_iterations); made once per model."""
     return model.kept("collision_functions", lambda m: {
-        **FUNCTIONS, **convex.functions(m.opt.ccd_tolerance, m.opt.ccd_iterations)})
+        **FUNCTIONS, **convex.functions(m.opt.ccd_tolerance, m.opt.ccd_iterations, m.geoms.multiccd)})
 
 
 def convex_candidates(model: Model) -> list[Candidate]:
@@ -133,8 +133,10 @@ def _candidates(model: Model) -> tuple[list[Candidate], list[tuple[int, int]]]:
         if key not in functions or key[1] == MESH and G.geom_dataid[b] < 0:       # a mesh geom without its mesh
             missing.append((a, b))
             continue
-        if key in convex.MULTI_PAIRS and not convex.collided(key, G.multiccd) or key[0] == MESH and G.geom_dataid[a] < 0:
-            missing.append((a, b))                      # MuJoCo 4's multi-contact (multiccd on); a mesh geom without mesh
+        margin = sum(contact_parameters(model, a, b, ipair)[5:]) if key in convex.MULTI_PAIRS else 0.0
+        if not convex.collided(key, margin, G.multiccd) and key in convex.MULTI_PAIRS or \
+                key[0] == MESH and G.geom_dataid[a] < 0:    # multi-contact physai does not reproduce; a mesh without mesh
+            missing.append((a, b))
             continue
         out.append(Candidate(a, b, ipair))
     return out, missing
@@ -249,7 +251,8 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     if missing and not (ignore_unsupported or G.ignore_unsupported):
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
-        multi = " (MuJoCo 4's multi-contact, multiccd on: physai collides these kinds with mjDSBL_MULTICCD set)" if any(
+        multi = (" (MuJoCo 4's multi-contact of capsules, cylinders and pairs with a margin, multiccd on: physai collides "
+                 "these kinds with mjDSBL_MULTICCD set)") if any(
             (int(G.geom_type[a]), int(G.geom_type[b])) in convex.MULTI_PAIRS for a, b in missing) else ""
         problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}){multi}, e.g. {examples} "
                         "(physai.collision.ignoring_unsupported(model) leaves them out, for detect and the simulators "
