@@ -286,12 +286,17 @@ inline void edge_normals(const CcdObject &o, int dim, const V3 points[3], int64_
 // face f of a box or mesh, its points in the world (box_face, mesh_face)
 inline std::vector<V3> face_points(const CcdObject &o, int64_t f) { return o.kind == GEOM_BOX ? box_face(o, f) : mesh_face(o, f); }
 
-// the first (i, j) of normals n1[i], n2[j] facing each other within FACE_TOL; false: none
+// the (i, j) of the normals n1[i], n2[j] facing each other most closely (least cosine, the first of equals) when
+// their cosine is below -FACE_TOL; false: none
 inline bool aligned_faces(const std::vector<V3> &n1, const std::vector<V3> &n2, size_t &i, size_t &j) {
-    for (i = 0; i < n1.size(); i++)
-        for (j = 0; j < n2.size(); j++)
-            if (dot3(n1[i], n2[j]) < -FACE_TOL) return true;
-    return false;
+    double best = -FACE_TOL;
+    bool found = false;
+    for (size_t a = 0; a < n1.size(); a++)
+        for (size_t b = 0; b < n2.size(); b++) {
+            double cos = dot3(n1[a], n2[b]);
+            if (cos < best) best = cos, i = a, j = b, found = true;
+        }
+    return found;
 }
 
 // the first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL; false: none

@@ -329,6 +329,35 @@ def test_large_hulls_match_mj_collision():
                     assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_large_hull_polygon_pairs_match_mj_collision(backend):
+    """A box and a convex mesh against convex meshes of 200 hull vertices (triangulated hulls: many faces at a vertex,
+    the best aligned pair of faces taken) under MuJoCo 4's multi-contact: mj_collision's contacts, within AGREE."""
+    rng, several = np.random.default_rng(5), 0
+    for seed in range(3):
+        hulls = []
+        for _ in range(2):
+            points = rng.normal(size=(200, 3))
+            points *= rng.uniform(0.05, 0.1, 3) / np.linalg.norm(points, axis=1)[:, None]
+            hulls.append(" ".join(f"{x:.5f}" for x in points.ravel()))
+        for other in ('type="box" size="0.05 0.03 0.04"', 'type="mesh" mesh="b"'):
+            m = mujoco.MjModel.from_xml_string(
+                f'<mujoco><asset><mesh name="a" vertex="{hulls[0]}"/><mesh name="b" vertex="{hulls[1]}"/></asset>'
+                f'<worldbody><body><freejoint/><geom {other}/></body><body><freejoint/><geom type="mesh" mesh="a"/>'
+                '</body></worldbody></mujoco>')
+            d, model = mujoco.MjData(m), engine.from_mujoco(m)
+            for q in random_states(m, np.random.default_rng(seed), 5):
+                d.qpos[:] = q
+                mujoco.mj_kinematics(m, d)
+                mujoco.mj_collision(m, d)
+                ref, mine = collision.from_mujoco(m, d), run(backend, collision.detect, model, q)
+                assert mine.geom.tolist() == ref.geom.tolist()
+                several += len(ref) > 1
+                for name in ("pos", "frame", "dist"):
+                    assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
+    assert several >= 3, f"{several} states of several contacts"
+
+
 def test_libccd_is_refused_by_name():
     """MuJoCo's older libccd path (nativeccd disabled) for a model with GJK pairs: UnsupportedModelError naming it."""
     m = mujoco.MjModel.from_xml_string(pair_scene("sphere", "ellipsoid", 0).replace(

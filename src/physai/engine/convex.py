@@ -314,12 +314,14 @@ def face_points(obj, f: int) -> list:
 
 
 def aligned_faces(n1: list, n2: list) -> tuple | None:
-    """The first (i, j) of normals n1[i], n2[j] facing each other within FACE_TOL, or None."""
+    """The (i, j) of the normals n1[i], n2[j] facing each other most closely (least cosine, the first of equals) when
+    their cosine is below -FACE_TOL, or None."""
+    best, found = -FACE_TOL, None
     for i, a in enumerate(n1):
         for j, b in enumerate(n2):
-            if gjk.dot3(a, b) < -FACE_TOL:
-                return i, j
-    return None
+            if (cos := gjk.dot3(a, b)) < best:
+                best, found = cos, (i, j)
+    return found
 
 
 def aligned_face_edge(edges: list, normals: list) -> tuple | None:
