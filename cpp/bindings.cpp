@@ -365,6 +365,7 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.opt_tolerance = f.number("opt_tolerance"), m.opt_ls_tolerance = f.number("opt_ls_tolerance");
     m.opt_iterations = f.size("opt_iterations"), m.opt_ls_iterations = f.size("opt_ls_iterations");
     m.opt_ccd_tolerance = f.number("opt_ccd_tolerance"), m.opt_ccd_iterations = f.size("opt_ccd_iterations");
+    m.opt_multiccd = f.size("opt_multiccd");
     m.opt_solver = f.size("opt_solver");
     m.opt_noslip_iterations = f.size("opt_noslip_iterations"), m.opt_noslip_tolerance = f.number("opt_noslip_tolerance");
     m.opt_elliptic = f.size("opt_elliptic"), m.opt_equality = f.size("opt_equality");

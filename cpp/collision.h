@@ -197,7 +197,7 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     Pair pair{&w.gpos[size_t(3 * g1)], &w.gmat[size_t(9 * g1)], m.geom_size + 3 * g1, &w.gpos[size_t(3 * g2)],
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
     pair.type1 = m.geom_type[g1], pair.type2 = m.geom_type[g2];
-    pair.ccd_tolerance = m.opt_ccd_tolerance, pair.ccd_iterations = m.opt_ccd_iterations;
+    pair.ccd_tolerance = m.opt_ccd_tolerance, pair.ccd_iterations = m.opt_ccd_iterations, pair.multiccd = m.opt_multiccd != 0;
     ConvexMesh mesh1, mesh2;
     if (m.geom_type[g1] == GEOM_MESH) {
         if (m.geom_dataid[g1] < 0) return;                            // not a candidate collision.candidates makes

@@ -1,10 +1,12 @@
-// Convex pairs by GJK and EPA (src/physai/engine/convex.py, MuJoCo 4's engine_collision_convex.c, native CCD, one
-// contact), function by function with the NumPy text's names:
+// Convex pairs by GJK and EPA and their multi-contact (src/physai/engine/convex.py, MuJoCo 4's
+// engine_collision_convex.c and multicontact of engine_collision_gjk.c), function by function with the NumPy text's names:
 //
 //     sphere_support ... mesh_support_point   the geoms' support functions (their point farthest along a direction)
 //     shrink, restore                         a geom without its margin, a sphere as its centre, a capsule as its segment
-//     convex_pair(p, out)                     MuJoCo's mjc_Convex: the pair's contact (gjk.h's ccd)
-//     is_convex_pair(t1, t2)                  the pairs convex.CONVEX_PAIRS lists
+//     normalize ... polygon_clip              multi-contact's pieces: face and edge normals, faces, clipping
+//     multicontact(status, o1, o2)            MuJoCo's single-shot multi-contact of two boxes or meshes
+//     convex_pair(p, out)                     MuJoCo's mjc_Convex: the pair's contacts (gjk.h's ccd, multicontact)
+//     is_convex_pair(t1, t2)                  the pairs convex.CONVEX_PAIRS and MULTI_PAIRS list
 //     Prism, prism_add, prism_center, prism_support, local_extent, hfield_convex
 //                                             MuJoCo's mjc_ConvexHField: a heightfield's prisms against a convex geom
 #pragma once
@@ -115,6 +117,323 @@ void restore(CcdObject &o) {
     if (o.saved_support) o.support = o.saved_support, o.margin = o.saved_margin, o.saved_support = nullptr;
 }
 
+// ---------------------------------------------------------------- multi-contact (MuJoCo's multiccd, single shot)
+
+constexpr double FACE_TOL = 0.996;             // two faces touch when their normals' cosine is below -FACE_TOL
+constexpr double EDGE_TOL = 0.0888;            // an edge lies on a face when |cos| to its normal is below it
+constexpr int MAX_POLYGON_CONTACTS = 4;        // a box or mesh pair's contact limit (MuJoCo's maxContacts)
+constexpr double BOX_NORMALS[6][3] = {{1, 0, 0}, {-1, 0, 0}, {0, 1, 0}, {0, -1, 0}, {0, 0, 1}, {0, 0, -1}};
+// the corners of box face f (2 axis + (0: +, 1: -)) in MuJoCo's order; corner id bit k: the + side of axis k
+constexpr int BOX_FACES[6][4] = {{7, 3, 1, 5}, {2, 6, 4, 0}, {2, 3, 7, 6}, {4, 5, 1, 0}, {6, 7, 5, 4}, {3, 2, 0, 1}};
+
+// a contact of multi-contact: its distance and witness points (convex.multicontact's tuples)
+struct Witness {
+    double dist;
+    V3 x1, x2;
+};
+
+// R v, MuJoCo's order of sums (mat_times_mj)
+inline V3 rotate(const CcdObject &o, const V3 &v) {
+    const double *R = o.mat;
+    return {R[0] * v[0] + R[1] * v[1] + R[2] * v[2], R[3] * v[0] + R[4] * v[1] + R[5] * v[2],
+            R[6] * v[0] + R[7] * v[1] + R[8] * v[2]};
+}
+
+// v / |v| ((1, 0, 0) when |v| < 1e-15: mju_normalize3)
+inline V3 normalize(const V3 &v) {
+    double n = norm3(v);
+    return n >= GJK_MINVAL ? v * (1 / n) : V3{1.0, 0.0, 0.0};
+}
+
+// how many distinct corners (1, 2, 3) one shape's side of EPA's face has; a repeated one dropped
+inline int simplex_dim(int64_t ids[3], V3 points[3]) {
+    if (ids[0] == ids[1]) {
+        if (ids[0] == ids[2]) return 1;
+        ids[1] = ids[2], points[1] = points[2];
+        return 2;
+    }
+    return ids[2] == ids[0] || ids[2] == ids[1] ? 2 : 3;
+}
+
+// a box's corner (bit k of its id: the + side of axis k) in the world
+inline V3 box_corner(const CcdObject &o, int64_t corner) {
+    V3 local;
+    for (int k = 0; k < 3; k++) local[k] = corner >> k & 1 ? o.size[k] : -o.size[k];
+    return to_world(o, local);
+}
+
+// the world normal of box face f
+inline V3 box_normal(const CcdObject &o, int f) { return rotate(o, {BOX_NORMALS[f][0], BOX_NORMALS[f][1], BOX_NORMALS[f][2]}); }
+
+// the first box face within FACE_TOL of direction n: its world normal and face id, else none
+inline void box_normal_near(const CcdObject &o, const V3 &n, std::vector<V3> &normals, std::vector<int64_t> &faces) {
+    V3 local = to_local(o, n);
+    local = local * (1 / std::sqrt(dot3(local, local)));
+    for (int i = 0; i < 6; i++)
+        if (dot3(local, {BOX_NORMALS[i][0], BOX_NORMALS[i][1], BOX_NORMALS[i][2]}) > FACE_TOL) {
+            normals.push_back(box_normal(o, i)), faces.push_back(i);
+            return;
+        }
+}
+
+// the world normals and face ids of the box faces holding all dim corners ids (a vertex: its 3 faces); when the
+// corners do not name them (a face of 3, an edge of 2), the face along direction
+inline void box_normals(const CcdObject &o, int dim, const int64_t ids[3], const V3 &direction, std::vector<V3> &normals,
+                        std::vector<int64_t> &faces) {
+    if (dim == 1) {
+        for (int k = 0; k < 3; k++) faces.push_back(2 * k + !(ids[0] >> k & 1)), normals.push_back(box_normal(o, int(faces.back())));
+        return;
+    }
+    std::vector<int64_t> shared;
+    for (int k = 0; k < 3; k++) {
+        bool all = true, none = true;
+        for (int i = 0; i < dim; i++) all = all && (ids[i] >> k & 1), none = none && !(ids[i] >> k & 1);
+        if (all || none) shared.push_back(2 * k + none);
+    }
+    if (int(shared.size()) != 4 - dim) return box_normal_near(o, direction, normals, faces);   // a face: 1 axis; an edge: 2
+    for (int64_t f : shared) normals.push_back(box_normal(o, int(f))), faces.push_back(f);
+}
+
+// the unit directions and far ends of the box edges at a corner (dim 1: its 3 edges) or of the edge points[0] points[1]
+inline void box_edge_normals(const CcdObject &o, int dim, const V3 points[3], int64_t corner, std::vector<V3> &edges,
+                             std::vector<V3> &ends) {
+    if (dim == 2) {
+        edges.push_back(normalize(points[1] - points[0])), ends.push_back(points[1]);
+        return;
+    }
+    for (int k = 0; k < 3; k++) ends.push_back(box_corner(o, corner ^ (int64_t(1) << k)));
+    for (const V3 &e : ends) edges.push_back(normalize(e - points[0]));
+}
+
+// box face f's 4 corners in the world, in MuJoCo's order
+inline std::vector<V3> box_face(const CcdObject &o, int64_t f) {
+    std::vector<V3> out;
+    for (int c : BOX_FACES[f]) out.push_back(box_corner(o, c));
+    return out;
+}
+
+// the first (up to limit) entries of a also in b, in a's order
+inline std::vector<int64_t> shared_entries(const int64_t *a, int64_t na, const int64_t *b, int64_t nb, size_t limit = 2) {
+    std::vector<int64_t> out;
+    for (int64_t i = 0; i < na && out.size() < limit; i++)
+        if (std::find(b, b + nb, a[i]) != b + nb) out.push_back(a[i]);
+    return out;
+}
+
+// the world normals and polygon ids of the mesh polygons holding all dim vertices ids (a vertex: all of its
+// polygons; an edge: up to 2; a face of 3: the first)
+inline void mesh_normals(const CcdObject &o, int dim, const int64_t ids[3], std::vector<V3> &normals,
+                         std::vector<int64_t> &faces) {
+    const ConvexMesh &mesh = *static_cast<const ConvexMesh *>(o.mesh);
+    auto polys = [&](int64_t v) { return mesh.polymap + mesh.polymapadr[v]; };
+    std::vector<int64_t> found;
+    if (dim == 1) {
+        found.assign(polys(ids[0]), polys(ids[0]) + mesh.polymapnum[ids[0]]);
+    } else {
+        found = shared_entries(polys(ids[0]), mesh.polymapnum[ids[0]], polys(ids[1]), mesh.polymapnum[ids[1]]);
+        if (dim == 3) found = shared_entries(found.data(), int64_t(found.size()), polys(ids[2]), mesh.polymapnum[ids[2]], 1);
+    }
+    for (int64_t p : found) {
+        const double *n = mesh.polynormal + 3 * p;
+        normals.push_back(rotate(o, {n[0], n[1], n[2]})), faces.push_back(p);
+    }
+}
+
+// mesh vertex v in the world
+inline V3 mesh_vertex(const CcdObject &o, int64_t v) {
+    const double *p = static_cast<const ConvexMesh *>(o.mesh)->vert + 3 * v;
+    return to_world(o, {p[0], p[1], p[2]});
+}
+
+// the unit directions and far ends of the mesh edges at a vertex (dim 1: one per polygon holding it, to the vertex
+// before it in that polygon) or of the edge points[0] points[1]
+inline void mesh_edge_normals(const CcdObject &o, int dim, const V3 points[3], int64_t vertex, std::vector<V3> &edges,
+                              std::vector<V3> &ends) {
+    if (dim == 2) {
+        edges.push_back(normalize(points[1] - points[0])), ends.push_back(points[1]);
+        return;
+    }
+    const ConvexMesh &mesh = *static_cast<const ConvexMesh *>(o.mesh);
+    for (int64_t i = 0; i < mesh.polymapnum[vertex]; i++) {
+        int64_t p = mesh.polymap[mesh.polymapadr[vertex] + i], n = mesh.polyvertnum[p];
+        const int64_t *poly = mesh.polyvert + mesh.polyvertadr[p];
+        int64_t at = std::find(poly, poly + n, vertex) - poly;
+        ends.push_back(mesh_vertex(o, poly[at == 0 ? n - 1 : at - 1]));
+    }
+    for (const V3 &e : ends) edges.push_back(normalize(e - points[0]));
+}
+
+// mesh polygon p's vertices in the world, in reverse order
+inline std::vector<V3> mesh_face(const CcdObject &o, int64_t p) {
+    const ConvexMesh &mesh = *static_cast<const ConvexMesh *>(o.mesh);
+    std::vector<V3> out;
+    for (int64_t k = mesh.polyvertnum[p] - 1; k >= 0; k--) out.push_back(mesh_vertex(o, mesh.polyvert[mesh.polyvertadr[p] + k]));
+    return out;
+}
+
+// the face normals and face ids of a box or mesh at its side of EPA's face (box_normals, mesh_normals)
+inline void feature_normals(const CcdObject &o, int dim, const int64_t ids[3], const V3 &direction, std::vector<V3> &normals,
+                            std::vector<int64_t> &faces) {
+    if (o.kind == GEOM_BOX) box_normals(o, dim, ids, direction, normals, faces);
+    else mesh_normals(o, dim, ids, normals, faces);
+}
+
+// the edge directions and far ends of a box or mesh (box_edge_normals, mesh_edge_normals)
+inline void edge_normals(const CcdObject &o, int dim, const V3 points[3], int64_t vertex, std::vector<V3> &edges,
+                         std::vector<V3> &ends) {
+    if (o.kind == GEOM_BOX) box_edge_normals(o, dim, points, vertex, edges, ends);
+    else mesh_edge_normals(o, dim, points, vertex, edges, ends);
+}
+
+// face f of a box or mesh, its points in the world (box_face, mesh_face)
+inline std::vector<V3> face_points(const CcdObject &o, int64_t f) { return o.kind == GEOM_BOX ? box_face(o, f) : mesh_face(o, f); }
+
+// the (i, j) of the normals n1[i], n2[j] facing each other most closely (least cosine, the first of equals) when
+// their cosine is below -FACE_TOL; false: none
+inline bool aligned_faces(const std::vector<V3> &n1, const std::vector<V3> &n2, size_t &i, size_t &j) {
+    double best = -FACE_TOL;
+    bool found = false;
+    for (size_t a = 0; a < n1.size(); a++)
+        for (size_t b = 0; b < n2.size(); b++) {
+            double cos = dot3(n1[a], n2[b]);
+            if (cos < best) best = cos, i = a, j = b, found = true;
+        }
+    return found;
+}
+
+// the first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL; false: none
+inline bool aligned_face_edge(const std::vector<V3> &edges, const std::vector<V3> &normals, size_t &j, size_t &i) {
+    for (i = 0; i < normals.size(); i++)
+        for (j = 0; j < edges.size(); j++)
+            if (std::fabs(dot3(edges[j], normals[i])) < EDGE_TOL) return true;
+    return false;
+}
+
+// the area of the quadrilateral a b c d: |(c - a) x (d - b)| / 2 (half its diagonals' cross product)
+inline double area4(const V3 &a, const V3 &b, const V3 &c, const V3 &d) { return 0.5 * norm3(cross3(c - a, d - b)); }
+
+// the 4 vertices of the polygon (n > 4, convex, in order) spanning the largest quadrilateral, as MuJoCo's rotating
+// search finds them: for each first corner a, move d, then c, then b forward while the area grows
+inline std::vector<V3> polygon_quad(const std::vector<V3> &polygon) {
+    size_t n = polygon.size();
+    auto area = [&](size_t a, size_t b, size_t c, size_t d) { return area4(polygon[a], polygon[b], polygon[c], polygon[d]); };
+    auto step = [n](size_t i) { return (i + 1) % n; };
+    size_t b = 1, c = 2, d = 3, best[4] = {0, 1, 2, 3};
+    double m = area(0, 1, 2, 3), m_next;
+    for (size_t a = 0; a < n; a++) {
+        while ((m_next = area(a, b, c, step(d))) > m) {
+            m = m_next, d = step(d), best[0] = a, best[1] = b, best[2] = c, best[3] = d;
+            while ((m_next = area(a, b, step(c), d)) > m) m = m_next, c = step(c), best[0] = a, best[1] = b, best[2] = c, best[3] = d;
+            while ((m_next = area(a, step(b), c, d)) > m) m = m_next, b = step(b), best[0] = a, best[1] = b, best[2] = c, best[3] = d;
+        }
+        if (b == a) {
+            b = step(b);
+            if (c == b) {
+                c = step(c);
+                if (d == c) d = step(d);
+            }
+        }
+    }
+    return {polygon[best[0]], polygon[best[1]], polygon[best[2]], polygon[best[3]]};
+}
+
+// the unit normal of the plane through the edge v1 v2 along n: (v2 - v1) x n, normalized
+inline V3 plane_normal(const V3 &v1, const V3 &v2, const V3 &n) { return normalize(cross3(v2 - v1, (v1 + n) - v1)); }
+
+// a clipped vertex v's contact: x1 its projection along n onto the face's plane through origin, dist
+// <x1 - v, direction>, x2 = x1 - direction dist
+inline Witness witness_on_face(const V3 &v, const V3 &origin, const V3 &n, const V3 &direction) {
+    V3 w = v - n * dot3(v - origin, n);
+    double dist = dot3(w - v, direction);
+    return {dist, w, w - direction * dist};
+}
+
+// the polygon clipped by the half space <p - a, pn> > -1e-15 of one edge (Sutherland-Hodgman): a vertex inside kept,
+// and where an edge PQ crosses the plane, P + (Q - P) d_P / (d_P - d_Q) (d: <p - a, pn>)
+inline std::vector<V3> clip(const std::vector<V3> &polygon, const V3 &a, const V3 &pn) {
+    std::vector<V3> out;
+    for (size_t i = 0; i < polygon.size(); i++) {
+        const V3 &P = polygon[i], &Q = polygon[(i + 1) % polygon.size()];
+        double dP = dot3(P - a, pn), dQ = dot3(Q - a, pn);
+        bool inside1 = dP > -GJK_MINVAL, inside2 = dQ > -GJK_MINVAL;
+        if (inside1 && inside2) {
+            out.push_back(Q);
+        } else if (inside1 || inside2) {
+            double t = dP != dQ ? dP / (dP - dQ) : -1.0;               // where PQ crosses the edge's plane
+            if (0.0 <= t && t <= 1.0) out.push_back(P + (Q - P) * t);
+            if (inside2) out.push_back(Q);
+        }
+    }
+    return out;
+}
+
+// the contacts of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes through face1's edges
+// along n, its points on or below face1's plane kept, each a witness pair; more than 4: the largest quadrilateral's;
+// an edge's: its two farthest points (convex.polygon_clip)
+inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std::vector<V3> &face2, const V3 &n,
+                                         const V3 &direction) {
+    std::vector<Witness> out;
+    if (face1.size() < 3) return out;
+    std::vector<V3> polygon = face2, kept;
+    for (size_t e = 0; e < face1.size(); e++) polygon = clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % face1.size()], n));
+    for (const V3 &p : polygon)
+        if (dot3(p - face1[0], n) <= 0) kept.push_back(p);              // on or below face1's plane
+    if (kept.size() > size_t(MAX_POLYGON_CONTACTS)) {
+        kept = polygon_quad(kept);
+    } else if (face2.size() == 2 && kept.size() > 2) {                  // an edge: its two farthest points
+        size_t b1 = 0, b2 = 1;
+        double far = 0.0;
+        for (size_t i = 0; i < kept.size(); i++)
+            for (size_t j = i + 1; j < kept.size(); j++) {
+                double d2 = dot3(kept[j] - kept[i], kept[j] - kept[i]);
+                if (d2 > far) b1 = i, b2 = j, far = d2;
+            }
+        kept = {kept[b1], kept[b2]};
+    }
+    for (const V3 &p : kept) out.push_back(witness_on_face(p, face1[0], n, direction));
+    return out;
+}
+
+// MuJoCo's multicontact: up to 4 contacts of two boxes or meshes from EPA's last face, or none (keep EPA's one)
+inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2) {
+    std::vector<Witness> none;
+    for (const CcdObject *o : {&o1, &o2})
+        if (o->kind == GEOM_MESH && !static_cast<const ConvexMesh *>(o->mesh)->npoly) return none;
+    int64_t ids1[3], ids2[3];
+    V3 p1[3], p2[3];
+    for (int k = 0; k < 3; k++) {
+        const Vertex &v = status.face[size_t(k)];
+        ids1[k] = v.index1, ids2[k] = v.index2, p1[k] = v.vert1, p2[k] = v.vert2;
+    }
+    int dim1 = simplex_dim(ids1, p1), dim2 = simplex_dim(ids2, p2);
+    std::vector<V3> n1, n2, edges, ends;
+    std::vector<int64_t> faces1, faces2;
+    feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
+    feature_normals(o2, dim2, ids2, status.x2 - status.x1, n2, faces2);
+    size_t i, j;
+    if (aligned_faces(n1, n2, i, j))                                   // face on face
+        return polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j]);
+    if (dim1 < 3 && dim1 <= dim2) {                                    // an edge of 1 on a face of 2
+        edge_normals(o1, dim1, p1, ids1[0], edges, ends);
+        if (aligned_face_edge(edges, n2, i, j)) {
+            std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j]);
+            for (Witness &w : found) std::swap(w.x1, w.x2);             // the faces were swapped
+            return found;
+        }
+    }
+    if (dim2 < 3) {                                                    // an edge of 2 on a face of 1
+        edges.clear(), ends.clear();
+        edge_normals(o2, dim2, p2, ids2[0], edges, ends);
+        if (aligned_face_edge(edges, n1, i, j)) return polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j]);
+    }
+    return none;
+}
+
+// whether MuJoCo 4 collides a pair by multicontact: two boxes or meshes without margin, multiccd on (convex.polygon_pair)
+inline bool polygon_pair(int64_t t1, int64_t t2, double margin, bool multiccd) {
+    return multiccd && margin == 0 && (t1 == GEOM_BOX || t1 == GEOM_MESH) && (t2 == GEOM_BOX || t2 == GEOM_MESH);
+}
+
 // the pairs collided here (convex.CONVEX_PAIRS and MULTI_PAIRS; which candidates they take: collision.candidates)
 inline bool is_convex_pair(int64_t t1, int64_t t2) {
     return (t1 == GEOM_SPHERE && (t2 == GEOM_ELLIPSOID || t2 == GEOM_MESH)) || (t1 == GEOM_CAPSULE && t2 == GEOM_ELLIPSOID) ||
@@ -123,24 +442,34 @@ inline bool is_convex_pair(int64_t t1, int64_t t2) {
            (t1 == GEOM_CYLINDER && t2 == GEOM_BOX) || ((t1 == GEOM_BOX || t1 == GEOM_MESH) && t2 == GEOM_MESH);
 }
 
-// ccd's contact when in contact (dist < 0): margin + dist, pos halfway between the witness points, normal along x1 - x2
-// ((1, 0, 0) when they coincide), appended to out; whether there was one (convex._contact)
-inline bool contact(const Status &status, double margin, std::vector<PreContact> &out) {
-    if (!(status.dist < 0) || !status.nx) return false;
-    V3 normal = status.x1 - status.x2;
-    double length = norm3(normal);
-    normal = length >= GJK_MINVAL ? normal * (1 / length) : V3{1.0, 0.0, 0.0};
-    V3 pos = (status.x1 + status.x2) * 0.5;
-    add(out, margin + status.dist, pos.data(), normal.data(), nullptr);
+// the contacts of witness pairs when in contact (the least dist < 0): margin + dist, pos halfway between the witness
+// points, normal along x1 - x2 ((1, 0, 0) when they coincide), appended to out; whether there were any (convex._contact)
+inline bool contact(const std::vector<Witness> &found, double margin, std::vector<PreContact> &out) {
+    double least = MAX_LIMIT;
+    for (const Witness &w : found) least = std::fmin(least, w.dist);
+    if (found.empty() || !(least < 0)) return false;
+    for (const Witness &w : found) {
+        V3 normal = normalize(w.x1 - w.x2), pos = (w.x1 + w.x2) * 0.5;
+        add(out, margin + w.dist, pos.data(), normal.data(), nullptr);
+    }
     return true;
 }
 
-// MuJoCo's mjc_Convex with native CCD, one contact (convex.convex)
+// ccd's one witness pair (none when it found none)
+inline std::vector<Witness> witnesses(const Status &status) {
+    std::vector<Witness> found;
+    if (status.nx) found.push_back({status.dist, status.x1, status.x2});
+    return found;
+}
+
+// MuJoCo's mjc_Convex with native CCD (convex.convex): EPA's contact, or up to 4 by multicontact (polygon_pair)
 void convex_pair(const Pair &p, std::vector<PreContact> &out) {
     CcdObject o1 = make_object(p.type1, p.pos1, p.mat1, p.size1, p.mesh1, p.margin);
     CcdObject o2 = make_object(p.type2, p.pos2, p.mat2, p.size2, p.mesh2, p.margin);
     Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations);
-    contact(status, p.margin, out);
+    std::vector<Witness> found;
+    if (polygon_pair(p.type1, p.type2, p.margin, p.multiccd) && !status.face.empty()) found = multicontact(status, o1, o2);
+    contact(found.empty() ? witnesses(status) : found, p.margin, out);
 }
 
 // ---------------------------------------------------------------- heightfields (MuJoCo's mjc_ConvexHField)
@@ -235,7 +564,7 @@ void hfield_convex(const Pair &p, std::vector<PreContact> &out) {
                     continue;                                          // wholly below the geom and its margin
                 o1.pos = prism_center(prism);
                 Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations);
-                if (contact(status, margin, out)) {                    // back to the world: R1 x + p1
+                if (contact(witnesses(status), margin, out)) {         // back to the world: R1 x + p1
                     PreContact &con = out.back();
                     double pos[3] = {con.pos[0], con.pos[1], con.pos[2]};
                     double normal[3] = {con.normal[0], con.normal[1], con.normal[2]};

@@ -62,6 +62,7 @@ struct Status {
     bool separated = false;
     int64_t gjk_iterations = 0, epa_iterations = 0;
     std::vector<Vertex> simplex;
+    std::vector<Vertex> face;                                           // EPA's last face (multi-contact reads it)
 };
 
 // s_{A-B}(direction), each shape grown by half its margin
@@ -559,7 +560,7 @@ inline bool join(Polytope &pt, int wi, double lower2, double upper2) {
 }
 
 // EPA: the nearest face bounds the depth below, the support point along it above
-inline void epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
+inline int epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
     double upper = MAX_LIMIT, upper2 = MAX_LIMIT;
     int f = -1;
     bool polytopes = discrete(o1, o2);
@@ -609,6 +610,7 @@ inline void epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
     } else {
         status.dist = 0.0, status.nx = 0;
     }
+    return f;
 }
 
 // the witness points of a point or segment moved out by the radii along x2 - x1, the distance shortened
@@ -651,7 +653,8 @@ inline Status ccd(CcdObject &o1, CcdObject &o2, double tolerance, int64_t iterat
         pt.max_faces = 6 * iterations;
         int ret = status.simplex.size() == 2 ? polytope2(pt, status, o1, o2)
                 : status.simplex.size() == 3 ? polytope3(pt, status, o1, o2) : polytope4(pt, status, o1, o2);
-        if (ret == 0) epa(status, pt, o1, o2);
+        int face = ret == 0 ? epa(status, pt, o1, o2) : -1;
+        for (int k = 0; face >= 0 && k < 3; k++) status.face.push_back(pt.verts[size_t(pt.faces[size_t(face)].v[k])]);
     }
     return status;
 }

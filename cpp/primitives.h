@@ -73,7 +73,7 @@ inline void add(std::vector<PreContact> &out, double dist, const double *pos, co
 // graph's neighbour list starts, vertex ids and neighbour lists (null: no graph); extrema (27); polygons' corners and
 // normals; each vertex's polygons
 struct ConvexMesh {
-    int64_t nvert = 0;
+    int64_t nvert = 0, npoly = 0;
     const double *vert = nullptr, *polynormal = nullptr;
     const int64_t *hull_start = nullptr, *hull_ids = nullptr, *hull_edges = nullptr, *extrema = nullptr;
     const int64_t *polyvertadr = nullptr, *polyvertnum = nullptr, *polyvert = nullptr;
@@ -84,7 +84,7 @@ struct ConvexMesh {
 inline ConvexMesh convex_mesh(const Model &m, int64_t i) {
     ConvexMesh c;
     int64_t va = m.mesh_vertadr[i], pa = m.mesh_polyadr[i], ga = m.mesh_graphadr[i];
-    c.nvert = m.mesh_vertnum[i], c.vert = m.mesh_vert + 3 * va, c.polynormal = m.mesh_polynormal + 3 * pa;
+    c.nvert = m.mesh_vertnum[i], c.npoly = m.mesh_polynum[i], c.vert = m.mesh_vert + 3 * va, c.polynormal = m.mesh_polynormal + 3 * pa;
     if (ga >= 0) {
         int64_t n = m.mesh_graph[ga];
         c.hull_start = m.mesh_graph + ga + 2, c.hull_ids = c.hull_start + n, c.hull_edges = c.hull_ids + n;
@@ -115,6 +115,7 @@ struct Pair {
     int64_t type1 = 0, type2 = 0;                     // the geoms' types and GJK's settings (the convex pairs, convex.h)
     double ccd_tolerance = 1e-6;
     int64_t ccd_iterations = 35;
+    bool multiccd = true;                             // MuJoCo's multi-contact (mjDSBL_MULTICCD off)
 };
 
 inline void plane_sphere(const Pair &p, std::vector<PreContact> &out) {

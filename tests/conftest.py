@@ -67,7 +67,8 @@ COMPILED = {
     "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays"},
     "test_contact_simulation.py": {"test_a_diverging_contact_run_names_its_deepest_contact", "test_numpy_backend_gives_the_same_run"},
     "test_convex.py": {"test_compiled_hfield_contacts_equal_the_numpy_text", "test_constraint_rows_of_a_terrain_equal_on_both_backends",
-                       "test_the_compiled_model_refuses_heightfield_indices_outside_its_arrays"},
+                       "test_the_compiled_model_refuses_heightfield_indices_outside_its_arrays",
+                       "test_multi_pairs_are_refused_with_multiccd"},
     "test_derivatives.py": {"test_bad_input_is_named", "test_overflowing_velocities_are_named",
                             "test_step_derivatives_batch_and_backends_agree"},
     "test_frames.py": {"test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion",
@@ -147,6 +148,7 @@ SLOW = {
     "test_convex.py": {
         "test_hfield_terrains_match_mj_collision", "test_quadruped_on_a_heightfield_matches_mj_collision",
         "test_hfield_terrain_steps_as_mj_step",
+        "test_multi_pairs_trajectory_without_multiccd_matches_mj_step", "test_polygon_pairs_trajectory_matches_mj_step",
     },
     "test_coriolis.py": {
         "test_c_qd_is_bias_minus_gravity", "test_mdot_minus_2c_is_skew_and_passive",

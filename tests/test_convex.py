@@ -12,7 +12,10 @@ included). GJK's distance between a point and a curved surface converges slowly;
 than 1e-15 between iterations, a rounding-level test, so the two codes, summing in different orders, can stop one
 iteration apart: the distance (second order in the witness points' error) still agrees to 1e-11, the witness points
 (the contact's position and normal) move along the surface by up to 2.5e-5. The tests hold every distance to 1e-9
-(AGREE), positions and frames to 1e-9 in at least CLOSE of the contacts and to WITNESS_TOL in all.
+(AGREE), positions and frames to 1e-9 in at least CLOSE of the contacts and to WITNESS_TOL in all. Two boxes or meshes
+(MuJoCo 4's multi-contact) take nothing iterative to its end: GJK and EPA on polytopes stop on a repeated vertex or a
+closed gap (tolerance 1e-15, "discrete"), on the same face as MuJoCo's, and the clipping after them is closed-form, so
+every contact is held to AGREE (measured: 1e-13).
 """
 
 import mujoco
@@ -47,13 +50,14 @@ def size(kind: str, rng: np.random.Generator) -> str:
     return " ".join(f"{x:.4f}" for x in rng.uniform(0.02, 0.12, 3))
 
 
-def pair_scene(kind1: str, kind2: str, seed: int, option: str = "") -> str:
-    """Two free bodies with one geom each (a mesh: a random convex hull or prism), random sizes, margins and gaps;
-    option: MJCF put first (an <option>)."""
+def pair_scene(kind1: str, kind2: str, seed: int, option: str = "", margins: bool = True) -> str:
+    """Two free bodies with one geom each (a mesh: a random convex hull or prism), random sizes, margins and gaps (none
+    unless margins); option: MJCF put first (an <option>)."""
     rng = np.random.default_rng(seed)
     assets, geoms = [], []
     for k, kind in enumerate((kind1, kind2)):
         margin, gap = rng.choice([0, 0, 0.01, 0.03]), rng.choice([0, 0, 0.005])
+        margin, gap = (margin, gap) if margins else (0, 0)
         if kind == "mesh":
             points = " ".join(f"{x:.5f}" for x in convex_points(str(rng.choice(["hull", "prism", "apex"])), rng).ravel())
             assets.append(f'<mesh name="m{k}" vertex="{points}"/>')
@@ -78,13 +82,15 @@ def random_states(m: mujoco.MjModel, rng: np.random.Generator, n: int) -> list:
     return out
 
 
-def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy", option: str = "") -> dict:
+def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy", option: str = "",
+            margins: bool = True) -> dict:
     """Counts and errors of physai's contacts (on the backend) against mj_collision's on random scenes of a pair
-    (pair_scene's option): states, agree (same count and geom pairs), contacts (where they agree), close (within AGREE
-    in every field), max_pos, max_frame, max_dist (the largest errors)."""
-    out = dict(states=0, agree=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0)
+    (pair_scene's option and margins): states, agree (same count and geom pairs), several (of those, states of more
+    than one contact), contacts (where they agree), close (within AGREE in every field), max_pos, max_frame, max_dist
+    (the largest errors)."""
+    out = dict(states=0, agree=0, several=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0)
     for seed in seeds:
-        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed, option))
+        m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed, option, margins))
         d = mujoco.MjData(m)
         model = engine.from_mujoco(m)
         for q in random_states(m, np.random.default_rng(seed), per_scene):
@@ -97,6 +103,7 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "n
             if mine.geom.tolist() != ref.geom.tolist():
                 continue
             out["agree"] += 1
+            out["several"] += len(ref) > 1
             for k in range(len(ref)):
                 errs = (np.abs(mine.pos[k] - ref.pos[k]).max(), np.abs(mine.frame[k] - ref.frame[k]).max(),
                         abs(mine.dist[k] - ref.dist[k]))
@@ -107,17 +114,18 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "n
     return out
 
 
-def check_agreement(kind1: str, kind2: str, backend: str, option: str = "") -> None:
+def check_agreement(kind1: str, kind2: str, backend: str, option: str = "", margins: bool = True) -> dict:
     """compare's result on SCENES scenes: the same contact count and geom pairs as mj_collision in at least 99% of the
     states; where they agree, distances within AGREE, positions and frames within AGREE in CLOSE of the contacts and
-    WITNESS_TOL in all."""
-    r = compare(kind1, kind2, range(SCENES), backend=backend, option=option)
+    WITNESS_TOL in all. Returns compare's counts."""
+    r = compare(kind1, kind2, range(SCENES), backend=backend, option=option, margins=margins)
     where = f"{kind1}-{kind2}: {r}"
     assert r["agree"] >= 0.99 * r["states"], where
     assert r["contacts"] > 0.2 * r["states"], where
     assert r["max_dist"] <= AGREE, where
     assert r["close"] >= CLOSE * r["contacts"], where
     assert max(r["max_pos"], r["max_frame"]) <= WITNESS_TOL, where
+    return r
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
@@ -135,11 +143,24 @@ def test_multi_pairs_without_multiccd_match_mj_collision(kind1, kind2, backend):
     check_agreement(kind1, kind2, backend, NO_MULTICCD)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", [("box", "mesh"), ("mesh", "mesh")])
+def test_polygon_pairs_match_mj_collision(kind1, kind2, backend):
+    """Boxes and meshes without margin under MuJoCo 4's multi-contact (multiccd on), on both backends, as
+    check_agreement states, every contact within AGREE, in scenes where MuJoCo finds up to 4 contacts a pair."""
+    r = check_agreement(kind1, kind2, backend, margins=False)
+    assert r["close"] == r["contacts"] and r["several"] > 0.05 * r["states"], f"{kind1}-{kind2}: {r}"
+
+
 def test_multi_pairs_are_refused_with_multiccd():
-    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS: UnsupportedModelError naming multi-contact and
-    the flag that makes physai collide it; physai.collision.ignoring_unsupported leaves the pair out."""
+    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS with a capsule or cylinder, and a box or mesh
+    pair with a margin: UnsupportedModelError naming multi-contact and the flag that makes physai collide it;
+    physai.collision.ignoring_unsupported leaves the pair out."""
     for kind1, kind2 in MULTI_PAIRS:
-        model = engine.from_mujoco(mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, 0)))
+        xml = pair_scene(kind1, kind2, 0, margins=False)
+        if kind1 in ("box", "mesh"):
+            xml = xml.replace('margin="0"', 'margin="0.01"', 1)
+        model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
         q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 2.0, 1, 0, 0, 0]
         for backend in ("numpy", "native"):
             with pytest.raises(UnsupportedModelError, match="multi-contact.*mjDSBL_MULTICCD"):
@@ -177,6 +198,20 @@ def test_degenerate_input_terminates(kind1, kind2):
         assert all(np.isfinite(c[0]) and np.isfinite(c[1]).all() for c in contacts)
 
 
+def beside_mj_step(m: mujoco.MjModel, steps: int, backend: str) -> tuple:
+    """physai's simulate on the backend beside mj_step from m's initial state: (the largest qpos difference, each
+    step's contacts as mj_step found them (geom pairs), mj_step's last MjData)."""
+    d = mujoco.MjData(m)
+    Q, contacts = [d.qpos.copy()], []
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        contacts.append([tuple(int(g) for g in c.geom) for c in d.contact[:d.ncon]])
+    trajectory = run(backend, integrators.simulate, engine.from_mujoco(m), Q[0], np.zeros(m.nv), m.opt.timestep, steps,
+                     constraints=True)
+    return np.abs(trajectory.q - np.array(Q)).max(), contacts, d
+
+
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 def test_trajectory_matches_mj_step(backend):
     """Ellipsoids dropped on a sphere and an ellipsoid, 100 steps: physai's simulate beside mj_step."""
@@ -184,18 +219,9 @@ def test_trajectory_matches_mj_step(backend):
       <geom type="sphere" size="0.1" pos="0 0 0"/><geom type="ellipsoid" size="0.2 0.1 0.05" pos="0.3 0 0"/>
       <body pos="0.05 0.02 0.2" euler="0.3 0.2 0.1"><freejoint/><geom type="ellipsoid" size="0.06 0.04 0.05"/></body>
       <body pos="0.32 0 0.15"><freejoint/><geom type="ellipsoid" size="0.05 0.03 0.04"/></body></worldbody></mujoco>"""
-    m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    model = engine.from_mujoco(m)
-    steps, touching = 100, 0
-    Q = [d.qpos.copy()]
-    for _ in range(steps):
-        mujoco.mj_step(m, d)
-        Q.append(d.qpos.copy())
-        touching += d.ncon > 0
-    trajectory = run(backend, integrators.simulate, model, Q[0], np.zeros(model.nv), m.opt.timestep, steps,
-                     constraints=True)
-    err = np.abs(trajectory.q - np.array(Q)).max()
+    steps = 100
+    err, contacts, _ = beside_mj_step(mujoco.MjModel.from_xml_string(xml), steps, backend)
+    touching = sum(bool(c) for c in contacts)
     assert touching > steps // 4, f"only {touching} steps with contacts"
     assert err < 1e-9, f"qpos differs from mj_step's by {err:.3g}"
 
@@ -213,24 +239,56 @@ def test_multi_pairs_trajectory_without_multiccd_matches_mj_step(backend):
       <body pos="0.22 0.02 0.38" euler="0.7 0.3 0"><freejoint/><geom type="capsule" size="0.02 0.08"/></body>
       </worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
-    d = mujoco.MjData(m)
-    model = engine.from_mujoco(m)
-    steps, kinds = 150, set()
-    Q = [d.qpos.copy()]
-    for _ in range(steps):
-        mujoco.mj_step(m, d)
-        Q.append(d.qpos.copy())
-        kinds |= {tuple(sorted(m.geom_type[c.geom])) for c in d.contact[:d.ncon]}
-    trajectory = run(backend, integrators.simulate, model, Q[0], np.zeros(model.nv), m.opt.timestep, steps,
-                     constraints=True)
-    err = np.abs(trajectory.q - np.array(Q)).max()
+    err, contacts, d = beside_mj_step(m, 150, backend)
+    kinds = {tuple(sorted(m.geom_type[list(pair)])) for step in contacts for pair in step}
     mujoco.mj_kinematics(m, d)
     mujoco.mj_collision(m, d)
-    resting, ref = run(backend, collision.detect, model, Q[-1]), collision.from_mujoco(m, d)
+    resting, ref = run(backend, collision.detect, engine.from_mujoco(m), d.qpos.copy()), collision.from_mujoco(m, d)
     cube = [2, 1]                                         # the cube (geom 2) on the slab (geom 1; world geoms first)
     assert {(5, 7), (6, 7), (3, 5)} <= kinds, f"pairs touched: {kinds}"
     assert err < 1e-9, f"qpos differs from mj_step's by {err:.3g}"
     assert resting.geom.tolist().count(cube) == 1 == ref.geom.tolist().count(cube)
+
+
+SLAB = """<mesh name="slab" vertex="-.5 -.5 -.05  .5 -.5 -.05  .5 .5 -.05  -.5 .5 -.05  -.5 -.5 .05  .5 -.5 .05
+    .5 .5 .05  -.5 .5 .05"/>"""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_a_cube_resting_on_a_mesh_gets_mujocos_four_contacts(backend):
+    """A cube resting on a mesh slab and a box on it: 4 contacts each as mj_collision's (multiccd on), 1 each with
+    mjDSBL_MULTICCD, within AGREE."""
+    for option, count in (("", 4), (NO_MULTICCD, 1)):
+        m = mujoco.MjModel.from_xml_string(f"""<mujoco>{option}<asset>{SLAB}</asset><worldbody>
+          <geom type="mesh" mesh="slab"/><body pos="0.1 0.05 0.0895" euler="0 0 0.3"><freejoint/>
+          <geom type="box" size="0.04 0.04 0.04"/></body><body pos="0.1 0.05 0.1688" euler="0 0 0.7"><freejoint/>
+          <geom type="mesh" mesh="slab" pos="0 0 0" size="1 1 1"/></body></worldbody></mujoco>""".replace(
+            '<geom type="mesh" mesh="slab" pos="0 0 0" size="1 1 1"/>', '<geom type="box" size="0.03 0.02 0.04"/>'))
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        mine, ref = run(backend, collision.detect, engine.from_mujoco(m), d.qpos.copy()), collision.from_mujoco(m, d)
+        assert ref.geom.tolist().count([1, 0]) == count and mine.geom.tolist() == ref.geom.tolist(), (option, ref.geom)
+        for name in ("pos", "frame", "dist"):
+            assert np.abs(getattr(mine, name) - getattr(ref, name)).max() <= AGREE, name
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_polygon_pairs_trajectory_matches_mj_step(backend):
+    """Cubes and convex meshes (a hull, a prism) dropped on a mesh slab and each other under MuJoCo 4's multi-contact,
+    150 steps: physai's simulate beside mj_step, with several contacts a pair on the way."""
+    rng = np.random.default_rng(2)
+    meshes = "".join(f'<mesh name="m{k}" vertex="{" ".join(f"{x:.5f}" for x in convex_points(kind, rng).ravel())}"/>'
+                     for k, kind in enumerate(("hull", "prism")))
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><asset>{SLAB}{meshes}</asset><worldbody><geom type="mesh" mesh="slab"/>
+      <body pos="-0.1 0.1 0.1" euler="0.1 0 0"><freejoint/><geom type="box" size="0.04 0.04 0.04"/></body>
+      <body pos="-0.08 0.12 0.22" euler="0 0.3 0.2"><freejoint/><geom type="mesh" mesh="m0"/></body>
+      <body pos="0.15 -0.1 0.12"><freejoint/><geom type="mesh" mesh="m1"/></body>
+      <body pos="0.15 -0.1 0.3" euler="0.2 0.1 0"><freejoint/><geom type="box" size="0.03 0.05 0.02"/></body>
+      </worldbody></mujoco>""")
+    err, contacts, _ = beside_mj_step(m, 150, backend)
+    most = max(step.count(pair) for step in contacts for pair in step)
+    assert most >= 3, f"at most {most} contacts a pair"
+    assert err < 1e-9, f"qpos differs from mj_step's by {err:.3g}"
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
@@ -250,28 +308,58 @@ def test_coincident_geoms_terminate_as_mujoco(backend):
             assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, f"{kind1}-{kind2}: {name}"
 
 
+def hull_vertices(rng: np.random.Generator, n: int) -> str:
+    """An MJCF vertex list of n random points on an ellipsoid of random semi-axes (0.05 to 0.1 m): a hull of n vertices."""
+    points = rng.normal(size=(n, 3))
+    points *= rng.uniform(0.05, 0.1, 3) / np.linalg.norm(points, axis=1)[:, None]
+    return " ".join(f"{x:.5f}" for x in points.ravel())
+
+
+def assert_contacts_as_mujoco(m: mujoco.MjModel, states: list, backend: str) -> list:
+    """physai's contacts (on the backend) at each state equal mj_collision's (geom pairs, then pos, frame and dist
+    within AGREE); the number of contacts at each state."""
+    d, model, counts = mujoco.MjData(m), engine.from_mujoco(m), []
+    for q in states:
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        ref, mine = collision.from_mujoco(m, d), run(backend, collision.detect, model, q)
+        assert mine.geom.tolist() == ref.geom.tolist()
+        for name in ("pos", "frame", "dist"):
+            assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
+        counts.append(len(ref))
+    return counts
+
+
 def test_large_hulls_match_mj_collision():
     """A sphere and an ellipsoid against convex meshes of 400 hull vertices (the support climbs the hull's graph):
     the same contacts as mj_collision, within AGREE."""
     rng = np.random.default_rng(5)
     for seed in range(4):
-        points = rng.normal(size=(400, 3))
-        points *= rng.uniform(0.05, 0.1, 3) / np.linalg.norm(points, axis=1)[:, None]
-        vertices = " ".join(f"{x:.5f}" for x in points.ravel())
+        vertices = hull_vertices(rng, 400)
         for other, size in (("sphere", "0.05"), ("ellipsoid", "0.05 0.03 0.04")):
             m = mujoco.MjModel.from_xml_string(
                 f'<mujoco><asset><mesh name="m" vertex="{vertices}"/></asset><worldbody><body><freejoint/><geom '
                 f'type="{other}" size="{size}" margin="{rng.choice([0, 0.01])}"/></body><body><freejoint/><geom '
                 'type="mesh" mesh="m"/></body></worldbody></mujoco>')
-            d, model = mujoco.MjData(m), engine.from_mujoco(m)
-            for q in random_states(m, np.random.default_rng(seed), 5):
-                d.qpos[:] = q
-                mujoco.mj_kinematics(m, d)
-                mujoco.mj_collision(m, d)
-                ref, mine = collision.from_mujoco(m, d), run("numpy", collision.detect, model, q)
-                assert mine.geom.tolist() == ref.geom.tolist()
-                for name in ("pos", "frame", "dist"):
-                    assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
+            assert_contacts_as_mujoco(m, random_states(m, np.random.default_rng(seed), 5), "numpy")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_large_hull_polygon_pairs_match_mj_collision(backend):
+    """A box and a convex mesh against convex meshes of 200 hull vertices (triangulated hulls: many faces at a vertex,
+    the best aligned pair of faces taken) under MuJoCo 4's multi-contact: mj_collision's contacts, within AGREE."""
+    rng, several = np.random.default_rng(5), 0
+    for seed in range(3):
+        hulls = [hull_vertices(rng, 200) for _ in range(2)]
+        for other in ('type="box" size="0.05 0.03 0.04"', 'type="mesh" mesh="b"'):
+            m = mujoco.MjModel.from_xml_string(
+                f'<mujoco><asset><mesh name="a" vertex="{hulls[0]}"/><mesh name="b" vertex="{hulls[1]}"/></asset>'
+                f'<worldbody><body><freejoint/><geom {other}/></body><body><freejoint/><geom type="mesh" mesh="a"/>'
+                '</body></worldbody></mujoco>')
+            counts = assert_contacts_as_mujoco(m, random_states(m, np.random.default_rng(seed), 5), backend)
+            several += sum(c > 1 for c in counts)
+    assert several >= 3, f"{several} states of several contacts"
 
 
 def test_libccd_is_refused_by_name():
@@ -281,11 +369,6 @@ def test_libccd_is_refused_by_name():
     model = engine.from_mujoco(m)
     with pytest.raises(UnsupportedModelError, match="mjDSBL_NATIVECCD"):
         run("numpy", collision.detect, model, np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 0.5, 1, 0, 0, 0])
-
-
-if __name__ == "__main__":                       # the accuracy table of the closing note
-    for pair in PAIRS:
-        print(*pair, compare(*pair, range(60)))
 
 
 # ------------------------------------------------------------------ heightfields (mjc_ConvexHField)
@@ -481,3 +564,12 @@ def test_the_compiled_model_refuses_heightfield_indices_outside_its_arrays():
                          ("geom_dataid", {"geom_dataid": fields["geom_dataid"] + 100})):
         with pytest.raises(ValueError, match=f"{name}: an index outside"):
             _native.Model(native.fields(model)).add_constraints({**fields, **change})
+
+
+if __name__ == "__main__":                       # the accuracy table of the closing note
+    for pair in PAIRS:
+        print(*pair, compare(*pair, range(60)))
+    for pair in MULTI_PAIRS:
+        print(*pair, "(multiccd off)", compare(*pair, range(60), option=NO_MULTICCD))
+    for pair in (("box", "mesh"), ("mesh", "mesh")):
+        print(*pair, "(multiccd on, no margin)", compare(*pair, range(60), margins=False))

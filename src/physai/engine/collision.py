@@ -78,7 +78,7 @@ def narrow_functions(model: Model) -> dict:
 
 def make_functions(model: Model) -> dict:
     """narrow_functions' value, made once by physai.engine.setconst.set_const."""
-    return {**FUNCTIONS, **convex.functions(model.opt.ccd_tolerance, model.opt.ccd_iterations)}
+    return {**FUNCTIONS, **convex.functions(model.opt.ccd_tolerance, model.opt.ccd_iterations, model.geoms.multiccd)}
 
 
 def convex_candidates(model: Model) -> np.ndarray:
@@ -170,10 +170,11 @@ def make_candidates(model: Model) -> tuple[Candidates, list[tuple[int, int]]]:
 
 def _multi_refused(model: Model, ta: np.ndarray, tb: np.ndarray, a: np.ndarray, b: np.ndarray, ipair: np.ndarray) -> np.ndarray:
     """(n,) bool: the candidates of convex.MULTI_PAIRS that MuJoCo 4 may give several contacts physai does not reproduce
-    (convex.collided)."""
+    (convex.collided, with each pair's margin + gap)."""
     refused = np.zeros(len(ta), bool)
     for i in np.flatnonzero(_type_table(convex.MULTI_PAIRS)[ta, tb]):
-        refused[i] = not convex.collided((int(ta[i]), int(tb[i])), model.geoms.multiccd)
+        margin = sum(contact_parameters(model, int(a[i]), int(b[i]), int(ipair[i]))[5:])
+        refused[i] = not convex.collided((int(ta[i]), int(tb[i])), margin, model.geoms.multiccd)
     return refused
 
 
@@ -297,7 +298,8 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     if missing and not (ignore_unsupported or G.ignore_unsupported):
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
-        multi = " (MuJoCo 4's multi-contact, multiccd on: physai collides these kinds with mjDSBL_MULTICCD set)" if any(
+        multi = (" (MuJoCo 4's multi-contact of capsules, cylinders and pairs with a margin, multiccd on: physai collides "
+                 "these kinds with mjDSBL_MULTICCD set)") if any(
             (int(G.geom_type[a]), int(G.geom_type[b])) in convex.MULTI_PAIRS for a, b in missing) else ""
         problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}){multi}, e.g. {examples} "
                         "(physai.collision.ignoring_unsupported(model) leaves them out, for detect and the simulators "

@@ -1,4 +1,5 @@
-"""Convex pairs by GJK and EPA, the NumPy text of MuJoCo 4's engine_collision_convex.c (native CCD, one contact).
+"""Convex pairs by GJK and EPA, the NumPy text of MuJoCo 4's engine_collision_convex.c (native CCD) and of the
+multi-contact of engine_collision_gjk.c (multicontact, polygonClip, the face and edge normals of boxes and meshes).
 
     Shape(kind, pos, mat, shape, margin)    a geom as GJK sees it (MuJoCo's mjCCDObj): its support function
     sphere_support ... mesh_support_point   the support functions: the geom's point farthest along a unit direction
@@ -7,8 +8,11 @@
     hfield_convex(kind2, tolerance, iterations, pos1, mat1, hfield, pos2, mat2, shape2, margin)
                                             MuJoCo's mjc_ConvexHField: a heightfield's prisms (Prism) against a convex
                                             geom, one contact a prism (HFIELD_PAIRS)
-    functions(tolerance, iterations)        the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and HFIELD_PAIRS list
-    collided(kinds, multiccd)               whether physai collides that pair as MuJoCo 4 does
+    functions(tolerance, iterations, multiccd)   the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and
+                                            HFIELD_PAIRS list
+    collided(kinds, margin, multiccd)       whether physai collides that pair as MuJoCo 4 does
+    multicontact(status, obj1, obj2)        MuJoCo's single-shot multi-contact of two boxes or meshes: up to 4
+                                            contacts from EPA's last face (face and edge normals, polygon_clip)
 
 The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
 contact: a sphere or an ellipsoid with a convex geom (a sphere or an ellipsoid has no face or edge for MuJoCo's
@@ -17,11 +21,16 @@ margin (support points moved out along the direction) so that contacts within th
 distance is the margin plus GJK/EPA's signed distance.
 
 MULTI_PAIRS (a capsule, cylinder, box or mesh with a cylinder, box or mesh) are the pairs MuJoCo 4 may give several
-contacts (multiccd, on by default): with mjDSBL_MULTICCD set they are one contact each, as above, and collided here.
-With multiccd on, MuJoCo 4's single-shot multi-contact (polygon clipping of the touching faces; its capsule, cylinder
-and margin variants came in 3.14 to 3.17 and its clipping changed in 4.0, none of it in the published source) is not
-reproduced: those candidates are refused by name (collision.check_supported), or left out with
-physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+contacts (multiccd, on by default): with mjDSBL_MULTICCD set they are one contact each, as above. With multiccd on, two
+boxes or meshes without margin get MuJoCo's single-shot multi-contact (polygon_pair, multicontact): EPA's last face
+names a vertex, edge or face of each; a face of one facing a face of the other (normals within FACE_TOL), or an edge of
+one lying on a face of the other (EDGE_TOL), is clipped against it, and each clipped point is a contact. This is the
+3.x source's algorithm with the changes MuJoCo 4.0's contacts show (measured against mj_collision): the clipped point
+projected onto the reference face is the witness x1, its distance measured along the other face's normal; a crossing
+point interpolated by the two ends' distances to the clipping plane; the quadrilateral's area by its diagonals; an edge
+of geom 2 tried when geom 1's edge lies on no face. MuJoCo 4's multi-contact of capsules and cylinders and of pairs with
+a margin (3.14 to 3.17, not in the published source) is not reproduced: those candidates are refused by name
+(collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -142,25 +151,30 @@ class Shape:
 
 
 def convex(kind1: int, kind2: int, pos1, mat1, shape1, pos2, mat2, shape2, margin: float, tolerance: float,
-           iterations: int) -> list:
-    """MuJoCo's mjc_Convex with native CCD, one contact: [(dist [m], pos (3,), normal (3,), tangent (3,))] when the two
-    geoms, each grown by margin / 2, overlap (gjk.ccd's distance below 0), else []. dist = margin + ccd's distance, pos
-    halfway between the witness points, normal along x1 - x2 (from geom 1 into geom 2)."""
+           iterations: int, max_contacts: int = 1) -> list:
+    """MuJoCo's mjc_Convex with native CCD: [(dist [m], pos (3,), normal (3,), tangent (3,))] when the two geoms, each
+    grown by margin / 2, overlap (gjk.ccd's distance below 0), else []. dist = margin + ccd's distance, pos halfway
+    between the witness points, normal along x1 - x2 (from geom 1 into geom 2). max_contacts > 1 (two boxes or meshes
+    without margin, multiccd on): up to 4 contacts from EPA's face (multicontact), else EPA's one."""
     obj1, obj2 = Shape(kind1, pos1, mat1, shape1, margin), Shape(kind2, pos2, mat2, shape2, margin)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # degenerate input: C's IEEE answers
         status = gjk.ccd(obj1, obj2, tolerance, iterations)
-    return _contact(status, margin)
+        found = multicontact(status, obj1, obj2) if max_contacts > 1 and status.face else []
+    return _contact(found or _witnesses(status), margin)
 
 
-def _contact(status, margin: float) -> list:
-    """[(margin + dist, pos, normal, tangent)] of gjk.ccd's status when in contact (dist < 0), else []: pos halfway
-    between the witness points, normal along x1 - x2 ((1, 0, 0) when they coincide), tangent 0."""
-    if not status.dist < 0 or not status.nx:
+def _witnesses(status) -> list:
+    """[(dist, x1, x2)]: ccd's one witness pair ([] when it found none)."""
+    return [(status.dist, status.x1, status.x2)] if status.nx else []
+
+
+def _contact(found: list, margin: float) -> list:
+    """[(margin + dist, pos, normal, tangent)] of the witness pairs found [(dist, x1, x2)] when in contact (the least
+    dist < 0), else []: pos halfway between the witness points, normal along x1 - x2 ((1, 0, 0) when they coincide),
+    tangent 0."""
+    if not found or not min(dist for dist, _, _ in found) < 0:
         return []
-    normal = status.x1 - status.x2
-    length = gjk.norm3(normal)
-    normal = normal * (1 / length) if length >= MINVAL else np.array([1.0, 0.0, 0.0])
-    return [(margin + status.dist, (status.x1 + status.x2) * 0.5, normal, np.zeros(3))]
+    return [(margin + dist, (x1 + x2) * 0.5, normalize(x1 - x2), np.zeros(3)) for dist, x1, x2 in found]
 
 
 CONVEX_PAIRS = ((SPHERE, ELLIPSOID), (SPHERE, MESH), (CAPSULE, ELLIPSOID), (ELLIPSOID, ELLIPSOID),
@@ -169,25 +183,34 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
                (BOX, MESH), (MESH, MESH))            # the pairs MuJoCo 4's multi-contact may give several contacts
 
 
-def collided(kinds: tuple, multiccd: bool) -> bool:
-    """Whether physai collides a pair of geom kinds (type1, type2) as MuJoCo 4 does: CONVEX_PAIRS always (one contact);
-    MULTI_PAIRS with multiccd off (one contact). MuJoCo 4's multi-contact (multiccd on) is not here."""
-    return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and not multiccd
+def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
+    """Whether MuJoCo 4 collides a pair by multicontact: two boxes or meshes without margin (margin + gap), multiccd on."""
+    return multiccd and margin == 0 and kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH)
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
 
 
-def functions(tolerance: float, iterations: int) -> dict:
+def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
+    """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
+    CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
+    MuJoCo 4's multi-contact of capsules and cylinders, and of pairs with a margin, is not here."""
+    return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
+
+
+def functions(tolerance: float, iterations: int, multiccd: bool) -> dict:
     """{(type1, type2): the narrow phase of that pair (primitives' signature)} for CONVEX_PAIRS, MULTI_PAIRS and
-    HFIELD_PAIRS, with ccd_tolerance and ccd_iterations (collided says which candidates they take)."""
-    return {**{pair: functools.partial(_pair, pair, tolerance, iterations) for pair in CONVEX_PAIRS + MULTI_PAIRS},
+    HFIELD_PAIRS, with ccd_tolerance, ccd_iterations and MuJoCo's multiccd flag (collided says which candidates they
+    take)."""
+    return {**{pair: functools.partial(_pair, pair, tolerance, iterations, multiccd) for pair in CONVEX_PAIRS + MULTI_PAIRS},
             **{pair: functools.partial(hfield_convex, pair[1], tolerance, iterations) for pair in HFIELD_PAIRS}}
 
 
-def _pair(kinds: tuple, tolerance: float, iterations: int, pos1, mat1, shape1, pos2, mat2, shape2, margin) -> list:
-    """convex() in the narrow phase's signature."""
-    return convex(kinds[0], kinds[1], pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations)
+def _pair(kinds: tuple, tolerance: float, iterations: int, multiccd: bool, pos1, mat1, shape1, pos2, mat2, shape2,
+          margin) -> list:
+    """convex() in the narrow phase's signature, up to 4 contacts for a polygon_pair."""
+    return convex(kinds[0], kinds[1], pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations,
+                  MAX_POLYGON_CONTACTS if polygon_pair(kinds, margin, multiccd) else 1)
 
 
 # ------------------------------------------------------------------ heightfields (MuJoCo's mjc_ConvexHField)
@@ -303,4 +326,256 @@ def _prism_contact(prism: Prism, obj2: Shape, tolerance: float, iterations: int)
     """[(dist, pos, normal, tangent)] of a prism and geom 2 in the heightfield's frame (gjk.ccd; [] when apart)."""
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
         status = gjk.ccd(prism, obj2, tolerance, iterations)
-    return _contact(status, prism.margin)
+    return _contact(_witnesses(status), prism.margin)
+
+
+# ------------------------------------------------------------------ multi-contact (MuJoCo's multiccd, single shot)
+
+FACE_TOL = 0.996                   # MuJoCo's mjFACE_TOL: two faces touch when their normals' cosine is below -FACE_TOL
+EDGE_TOL = 0.0888                  # MuJoCo's mjEDGE_TOL: an edge lies on a face when |cos| to its normal is below it
+MAX_POLYGON_CONTACTS = 4           # a box or mesh pair's contact limit (MuJoCo's maxContacts)
+BOX_NORMALS = np.array([[1.0, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1]])
+BOX_FACES = ((7, 3, 1, 5), (2, 6, 4, 0), (2, 3, 7, 6), (4, 5, 1, 0), (6, 7, 5, 4), (3, 2, 0, 1))
+# BOX_FACES[f]: the corners of face f (2 axis + (0: +, 1: -)) in MuJoCo's order; corner id bit k: the + side of axis k
+
+
+def normalize(v: np.ndarray) -> np.ndarray:
+    """v / |v| ((1, 0, 0) when |v| < 1e-15: mju_normalize3)."""
+    n = gjk.norm3(v)
+    return v * (1 / n) if n >= MINVAL else np.array([1.0, 0.0, 0.0])
+
+
+def simplex_dim(ids: list, points: list) -> int:
+    """How many distinct corners (1, 2, 3) one shape's side of EPA's face has; a repeated one dropped (ids and points
+    (3 each) reordered so the distinct ones come first)."""
+    if ids[0] == ids[1]:
+        if ids[0] == ids[2]:
+            return 1
+        ids[1], points[1] = ids[2], points[2]
+        return 2
+    return 2 if ids[2] in (ids[0], ids[1]) else 3
+
+
+def box_corner(obj, corner: int) -> np.ndarray:
+    """A box's corner (bit k of its id: the + side of axis k) in the world."""
+    return _to_world(obj, np.array([obj.size[k] if corner >> k & 1 else -obj.size[k] for k in range(3)]))
+
+
+def box_normal_near(obj, n: np.ndarray) -> tuple[list, list]:
+    """([the world normal], [its face id]) of the first box face within FACE_TOL of direction n, else ([], [])."""
+    local = mat_t_times_mj(obj.mat, n)
+    local = local * (1 / math.sqrt(gjk.dot3(local, local)))
+    for i in range(6):
+        if gjk.dot3(local, BOX_NORMALS[i]) > FACE_TOL:
+            return [mat_times_mj(obj.mat, BOX_NORMALS[i])], [i]
+    return [], []
+
+
+def box_normals(obj, dim: int, ids: list, direction: np.ndarray) -> tuple[list, list]:
+    """The world normals and face ids (2 axis + (0: +, 1: -)) of the box faces holding all `dim` corners ids (a vertex:
+    its 3 faces); when the corners do not name them (a face of 3, an edge of 2), the face along direction."""
+    if dim == 1:
+        signs = [1 if ids[0] >> k & 1 else -1 for k in range(3)]
+        return ([mat_times_mj(obj.mat, BOX_NORMALS[2 * k + (signs[k] < 0)]) for k in range(3)],
+                [2 * k + (signs[k] < 0) for k in range(3)])
+    shared = [int(all(i >> k & 1 for i in ids[:dim])) - int(not any(i >> k & 1 for i in ids[:dim])) for k in range(3)]
+    faces = [2 * k + (shared[k] < 0) for k in range(3) if shared[k]]
+    if len(faces) != 4 - dim:                                          # a face: 1 shared axis; an edge: 2
+        return box_normal_near(obj, direction)
+    return [mat_times_mj(obj.mat, BOX_NORMALS[f]) for f in faces], faces
+
+
+def box_edge_normals(obj, dim: int, points: list, corner: int) -> tuple[list, list]:
+    """(unit directions, far ends) of the box edges at a corner (dim 1: its 3 edges) or of the edge points[0] points[1]."""
+    if dim == 2:
+        return [normalize(points[1] - points[0])], [points[1]]
+    ends = [box_corner(obj, corner ^ (1 << k)) for k in range(3)]
+    return [normalize(e - points[0]) for e in ends], ends
+
+
+def box_face(obj, f: int) -> list:
+    """Box face f's 4 corners in the world, in MuJoCo's order."""
+    return [box_corner(obj, c) for c in BOX_FACES[f]]
+
+
+def _shared(a, b, limit: int = 2) -> list:
+    """The first (up to limit) entries of a also in b, in a's order."""
+    return [x for x in a if x in b][:limit]
+
+
+def mesh_normals(obj, dim: int, ids: list) -> tuple[list, list]:
+    """The world normals and polygon ids of the mesh polygons holding all `dim` vertices ids (a vertex: all of its
+    polygons; an edge: up to 2; a face of 3: the first)."""
+    mesh = obj.mesh
+    if dim == 1:
+        polys = list(mesh.polymap[ids[0]])
+    else:
+        polys = _shared(mesh.polymap[ids[0]], mesh.polymap[ids[1]])
+        if dim == 3:
+            polys = _shared(polys, mesh.polymap[ids[2]])[:1]
+    return [mat_times_mj(obj.mat, mesh.normals[p]) for p in polys], polys
+
+
+def mesh_edge_normals(obj, dim: int, points: list, vertex: int) -> tuple[list, list]:
+    """(unit directions, far ends) of the mesh edges at a vertex (dim 1: one per polygon holding it, to the vertex before
+    it in that polygon) or of the edge points[0] points[1]."""
+    if dim == 2:
+        return [normalize(points[1] - points[0])], [points[1]]
+    mesh, ends = obj.mesh, []
+    for p in mesh.polymap[vertex]:
+        poly = list(mesh.polygons[p])
+        ends.append(_to_world(obj, mesh.vert[poly[poly.index(vertex) - 1]]))
+    return [normalize(e - points[0]) for e in ends], ends
+
+
+def mesh_face(obj, p: int) -> list:
+    """Mesh polygon p's vertices in the world, in reverse order."""
+    return [_to_world(obj, obj.mesh.vert[v]) for v in obj.mesh.polygons[p][::-1]]
+
+
+def feature_normals(obj, dim: int, ids: list, direction: np.ndarray) -> tuple[list, list]:
+    """The face normals and face ids of a box or mesh at its side of EPA's face (box_normals, mesh_normals)."""
+    return box_normals(obj, dim, ids, direction) if obj.kind == BOX else mesh_normals(obj, dim, ids)
+
+
+def edge_normals(obj, dim: int, points: list, vertex: int) -> tuple[list, list]:
+    """The edge directions and far ends of a box or mesh (box_edge_normals, mesh_edge_normals)."""
+    return (box_edge_normals if obj.kind == BOX else mesh_edge_normals)(obj, dim, points, vertex)
+
+
+def face_points(obj, f: int) -> list:
+    """Face f of a box or mesh, its points in the world (box_face, mesh_face)."""
+    return box_face(obj, f) if obj.kind == BOX else mesh_face(obj, f)
+
+
+def aligned_faces(n1: list, n2: list) -> tuple | None:
+    """The (i, j) of the normals n1[i], n2[j] facing each other most closely (least cosine, the first of equals) when
+    their cosine is below -FACE_TOL, or None."""
+    best, found = -FACE_TOL, None
+    for i, a in enumerate(n1):
+        for j, b in enumerate(n2):
+            if (cos := gjk.dot3(a, b)) < best:
+                best, found = cos, (i, j)
+    return found
+
+
+def aligned_face_edge(edges: list, normals: list) -> tuple | None:
+    """The first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL, or None."""
+    for i, n in enumerate(normals):
+        for j, e in enumerate(edges):
+            if abs(gjk.dot3(e, n)) < EDGE_TOL:
+                return j, i
+    return None
+
+
+def area4(a, b, c, d) -> float:
+    """The area of the quadrilateral a b c d: |(c - a) x (d - b)| / 2 (half its diagonals' cross product)."""
+    return 0.5 * gjk.norm3(gjk.cross3(c - a, d - b))
+
+
+def polygon_quad(polygon: list) -> list:
+    """The 4 vertices of the polygon (n > 4, convex, in order) spanning the largest quadrilateral, as MuJoCo's rotating
+    search finds them: for each first corner a, move d, then c, then b forward while the area grows."""
+    n = len(polygon)
+    area = lambda *k: area4(*(polygon[i] for i in k))                  # noqa: E731
+    step = lambda i: (i + 1) % n                                       # noqa: E731
+    b, c, d = 1, 2, 3
+    best, m = (0, 1, 2, 3), area(0, 1, 2, 3)
+    for a in range(n):
+        while (m_next := area(a, b, c, step(d))) > m:
+            m, d, best = m_next, step(d), (a, b, c, step(d))
+            while (m_next := area(a, b, step(c), d)) > m:
+                m, c, best = m_next, step(c), (a, b, step(c), d)
+            while (m_next := area(a, step(b), c, d)) > m:
+                m, b, best = m_next, step(b), (a, step(b), c, d)
+        if b == a:
+            b = step(b)
+            if c == b:
+                c = step(c)
+                if d == c:
+                    d = step(d)
+    return [polygon[i] for i in best]
+
+
+def plane_normal(v1, v2, n) -> np.ndarray:
+    """The unit normal of the plane through the edge v1 v2 along n: (v2 - v1) x n, normalized."""
+    return normalize(gjk.cross3(v2 - v1, (v1 + n) - v1))
+
+
+def witness_on_face(v, origin, n, direction) -> tuple[float, np.ndarray, np.ndarray]:
+    """(dist, x1, x2) of a clipped vertex v: x1 its projection along n onto the face's plane through origin, dist
+    <x1 - v, direction> (direction: the other side's face normal, or -n), x2 = x1 - direction dist."""
+    w = v - n * gjk.dot3(v - origin, n)
+    dist = gjk.dot3(w - v, direction)
+    return dist, w, w - direction * dist
+
+
+def clip(polygon: list, a, pn) -> list:
+    """The polygon clipped by the half space <p - a, pn> > -1e-15 of one edge (Sutherland-Hodgman): a vertex inside
+    kept, and where an edge PQ crosses the plane, P + (Q - P) d_P / (d_P - d_Q) (d: <p - a, pn>)."""
+    out = []
+    for i, P in enumerate(polygon):
+        Q = polygon[(i + 1) % len(polygon)]
+        dP, dQ = gjk.dot3(P - a, pn), gjk.dot3(Q - a, pn)
+        inside1, inside2 = dP > -MINVAL, dQ > -MINVAL
+        if inside1 and inside2:
+            out.append(Q)
+        elif inside1 or inside2:
+            if dP != dQ and 0.0 <= (t := dP / (dP - dQ)) <= 1.0:        # where PQ crosses the edge's plane
+                out.append(P + (Q - P) * t)
+            if inside2:
+                out.append(Q)
+    return out
+
+
+def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray) -> list:
+    """The contacts [(dist, x1, x2)] of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes
+    through face1's edges along n, its points on or below face1's plane kept, each a witness pair (witness_on_face);
+    more than 4: the 4 of the largest quadrilateral (polygon_quad); an edge's: its two farthest points. [] when face1 has
+    fewer than 3 points or nothing is left."""
+    if len(face1) < 3:
+        return []
+    polygon = list(face2)
+    for e in range(len(face1)):
+        polygon = clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % len(face1)], n))
+    polygon = [p for p in polygon if gjk.dot3(p - face1[0], n) <= 0]   # on or below face1's plane
+    if len(polygon) > MAX_POLYGON_CONTACTS:
+        polygon = polygon_quad(polygon)
+    elif len(face2) == 2 and len(polygon) > 2:                          # an edge: its two farthest points
+        best, far = (0, 1), 0.0
+        for i in range(len(polygon)):
+            for j in range(i + 1, len(polygon)):
+                if (d2 := gjk.dot3(polygon[j] - polygon[i], polygon[j] - polygon[i])) > far:
+                    best, far = (i, j), d2
+        polygon = [polygon[best[0]], polygon[best[1]]]
+    return [witness_on_face(p, face1[0], n, direction) for p in polygon]
+
+
+def multicontact(status, obj1, obj2) -> list:
+    """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes or meshes from EPA's last face, or [] (keep
+    EPA's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim); when a face of one is
+    aligned with a face of the other (aligned_faces) the two faces are clipped (polygon_clip), else when an edge of one
+    lies on a face of the other (aligned_face_edge; geom 1's edge first, unless its side is the larger) the edge is
+    clipped by the face."""
+    if any(o.kind == MESH and not o.mesh.polygons for o in (obj1, obj2)):
+        return []
+    ids1, ids2 = [v.index[0] for v in status.face], [v.index[1] for v in status.face]
+    p1, p2 = [v.vert1 for v in status.face], [v.vert2 for v in status.face]
+    dim1, dim2 = simplex_dim(ids1, p1), simplex_dim(ids2, p2)
+    n1, faces1 = feature_normals(obj1, dim1, ids1, status.x1 - status.x2)
+    n2, faces2 = feature_normals(obj2, dim2, ids2, status.x2 - status.x1)
+    if (match := aligned_faces(n1, n2)) is not None:                   # face on face
+        i, j = match
+        return polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j])
+    if dim1 < 3 and dim1 <= dim2:                                      # an edge of 1 on a face of 2
+        edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
+        if (match := aligned_face_edge(edges, n2)) is not None:
+            i, j = match
+            found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j])
+            return [(dist, x2, x1) for dist, x1, x2 in found]           # the faces were swapped
+    if dim2 < 3:                                                       # an edge of 2 on a face of 1
+        edges, ends = edge_normals(obj2, dim2, p2, ids2[0])
+        if (match := aligned_face_edge(edges, n1)) is not None:
+            i, j = match
+            return polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j])
+    return []

@@ -47,7 +47,8 @@ class Status:
     """What GJK and EPA find (MuJoCo's mjCCDStatus, one witness pair): dist [m] (negative: depth), x1, x2 the witness
     points on A and B, nx how many (0 or 1), the last simplex, and the settings they ran with; bounds (lower, upper)
     on the exact signed distance that the iterations proved (GJK: <x, s> / |x| and |x|; EPA: -(its upper bound on the
-    depth) and -(the nearest face's distance))."""
+    depth) and -(the nearest face's distance)); face: the 3 Vertex of the face EPA ended on ([]: none), which
+    multi-contact reads (physai.engine.convex.multicontact)."""
 
     tolerance: float
     max_iterations: int
@@ -61,6 +62,7 @@ class Status:
     epa_iterations: int = 0
     simplex: list = field(default_factory=list)
     bounds: tuple = (-MAX_LIMIT, MAX_LIMIT)
+    face: list = field(default_factory=list)
 
 
 def support(obj1, obj2, direction: np.ndarray) -> Vertex:
@@ -647,7 +649,8 @@ def ccd(obj1, obj2, tolerance: float, iterations: int) -> Status:
         pt = Polytope(max_faces=6 * iterations)
         start = {2: polytope2, 3: polytope3}.get(len(status.simplex), polytope4)
         if start(pt, status, obj1, obj2) == 0:
-            epa(status, pt, obj1, obj2)
+            face = epa(status, pt, obj1, obj2)
+            status.face = [pt.verts[i] for i in face.verts] if face is not None else []
     return status
 
 
