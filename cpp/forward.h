@@ -354,7 +354,7 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     if constexpr (std::is_same_v<T, double>) {
         if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a)) return SINGULAR;
     }
-    semi_implicit_update(m, w, o.h, q, qd, qn, qdn);
+    semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;
 }
 
