@@ -428,7 +428,10 @@ def make_shapes(model: Model) -> list:
     """What the narrow phase takes of each geom: its size (3,), a mesh geom's ConvexMesh; made once by
     physai.engine.setconst.set_const."""
     G = model.geoms
-    return [G.meshes.mesh(int(G.geom_dataid[g])) if G.geom_dataid[g] >= 0 else G.geom_size[g] for g in range(G.ngeom)]
+    paired = np.zeros(G.ngeom, bool)                 # the meshes of geoms in no candidate pair are never read
+    paired[candidates(model)[0].geom.ravel()] = True
+    return [G.meshes.mesh(int(G.geom_dataid[g])) if G.geom_dataid[g] >= 0 and paired[g] else G.geom_size[g]
+            for g in range(G.ngeom)]
 
 
 def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:

@@ -75,6 +75,11 @@ class ConvexMesh:
     polymap: tuple
 
 
+def _slices(values: np.ndarray, adr: np.ndarray, num: np.ndarray) -> tuple:
+    """(values[adr[k]:adr[k] + num[k]] for each k) as a tuple of views."""
+    return tuple(values[a:a + n] for a, n in zip(adr.tolist(), num.tolist()))
+
+
 @dataclass(frozen=True, eq=False)
 class Meshes:
     """Convex meshes for collision, in MuJoCo's layout (mjModel's mesh_*; nmesh meshes, V vertices, P polygons):
@@ -132,10 +137,8 @@ class Meshes:
         if ga >= 0:
             n = int(self.mesh_graph[ga])
             hull = (self.mesh_graph[ga + 2:ga + 2 + n], self.mesh_graph[ga + 2 + n:ga + 2 + 2 * n], self.mesh_graph[ga + 2 + 2 * n:])
-        polygons = tuple(self.mesh_polyvert[self.mesh_polyvertadr[p]:self.mesh_polyvertadr[p] + self.mesh_polyvertnum[p]]
-                         for p in range(pa, pa + pn))
-        polymap = tuple(self.mesh_polymap[self.mesh_polymapadr[v]:self.mesh_polymapadr[v] + self.mesh_polymapnum[v]]
-                        for v in range(va, va + nv))
+        polygons = _slices(self.mesh_polyvert, self.mesh_polyvertadr[pa:pa + pn], self.mesh_polyvertnum[pa:pa + pn])
+        polymap = _slices(self.mesh_polymap, self.mesh_polymapadr[va:va + nv], self.mesh_polymapnum[va:va + nv])
         return ConvexMesh(self.mesh_vert[va:va + nv], hull, self.mesh_extrema[i], polygons, self.mesh_polynormal[pa:pa + pn],
                           polymap)
 
