@@ -291,7 +291,7 @@ def collision_fields(model: Model) -> dict:
     (body_offset), the bodies' joints as links for their MuJoCo-order frames (pose_link_fields), the geoms (geom_type,
     geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
-    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
+    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameter_arrays), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
     and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes (geom_dataid, Meshes' mesh_*)."""
     G = model.geoms
