@@ -1,4 +1,4 @@
-"""physai's imports point one way: leaves -> joints -> engine (model -> loaders -> stages -> api) -> the libraries
+"""physai's imports point one way: leaves -> joints -> engine (model -> stages -> loaders -> api) -> the libraries
 built on it -> lessons, commands, lab (the loaders come after the stages whose constants set_const makes). Read from
 the source (ast), not from a running interpreter.
 

@@ -8,7 +8,8 @@
     q_next = engine.integrate(model, q, qd, dt) # MuJoCo's mj_integratePos
 
 Organised like MuJoCo's engine: a constant Model of flat arrays (model.py; actuators.py), a per-state Data workspace
-(data.py), loaders that read MuJoCo models, URDFs and lesson Trees and compute nothing (loaders.py, urdf.py), the
+(data.py), loaders that read MuJoCo models, URDFs and lesson Trees (loaders.py, urdf.py) and end with set_const, which
+makes the model's constants once (setconst.py, MuJoCo's mj_setConst: collision candidates, invweight0, ...), the
 stages of the smooth dynamics (smooth.py: kinematics, com_pos, com_vel, rne, crb, M's Cholesky solves, aba, energy),
 each one forward and one backward pass over links vectorized over states, and the public
 functions built on them (api.py; batching.py takes one state or N). Joint types are known to physai.joints alone.

@@ -3,6 +3,7 @@
     candidates(model)        the geom pairs that may touch, in the order mj_collision tests them (made once per model)
     broad_phase(model), sweep_and_prune(model, xpos), tested(model, xpos)   which candidates a state tests
     contact_parameters(model, g1, g2, ipair)   condim, friction, solref, solreffriction, solimp of their contacts
+    contact_parameter_arrays(model, g1, g2, ipair)   the same of n pairs, in arrays
     detect(model, q)         the ContactSet of the state whose kinematics d holds
 
 The geoms' frames come from physai.engine.smooth.geom_poses (mj_kinematics' own arithmetic).
@@ -335,33 +336,41 @@ def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
 
 def contact_parameters(model: Model, g1: int, g2: int, ipair: int) -> tuple:
     """(condim, friction (5,), solref (2,), solreffriction (2,), solimp (5,), margin, gap) of the contacts of a pair:
-    the explicit pair's own, else mixed from the two geoms as mj_contactParam does (the higher priority wins; at equal
-    priority condim and friction the larger, solref and solimp averaged with solmix weights, direct solrefs the
-    smaller); frictions at least MINMU."""
+    contact_parameter_arrays of the one pair."""
+    condim, friction, solref, reffric, solimp, margin, gap = contact_parameter_arrays(model, [g1], [g2], [ipair])
+    return int(condim[0]), friction[0], solref[0], reffric[0], solimp[0], float(margin[0]), float(gap[0])
+
+
+def contact_parameter_arrays(model: Model, g1, g2, ipair) -> tuple:
+    """(condim (n,), friction (n, 5), solref (n, 2), solreffriction (n, 2), solimp (n, 5), margin (n,), gap (n,)) of
+    the contacts of n pairs (g1, g2, ipair (n,) each): an explicit pair's own, else mixed from the two geoms as
+    mj_contactParam does (the higher priority wins; at equal priority condim and friction the larger, solref and solimp
+    averaged with solmix weights, direct solrefs the smaller); frictions at least MINMU."""
     G = model.geoms
-    if ipair >= 0:
-        friction = G.pair_friction[ipair]
-        reffric = G.pair_solreffriction[ipair] if G.pair_solreffriction[ipair].any() else np.zeros(2)
-        return (int(G.pair_dim[ipair]), np.maximum(MINMU, friction), G.pair_solref[ipair].copy(), reffric,
-                G.pair_solimp[ipair].copy(), float(G.pair_margin[ipair]), float(G.pair_gap[ipair]))
+    g1, g2, ipair = (np.asarray(x, np.intp) for x in (g1, g2, ipair))
     p1, p2 = G.geom_priority[g1], G.geom_priority[g2]
-    if p1 != p2:
-        g = g1 if p1 > p2 else g2
-        condim, solref, solimp, fri = int(G.geom_condim[g]), G.geom_solref[g].copy(), G.geom_solimp[g].copy(), G.geom_friction[g]
-    else:
-        condim = int(max(G.geom_condim[g1], G.geom_condim[g2]))
-        s1, s2 = G.geom_solmix[g1], G.geom_solmix[g2]
-        if s1 >= MINVAL and s2 >= MINVAL:
-            mix = s1 / (s1 + s2)
-        else:
-            mix = 0.5 if s1 < MINVAL and s2 < MINVAL else 0.0 if s1 < MINVAL else 1.0
-        r1, r2 = G.geom_solref[g1], G.geom_solref[g2]
-        solref = mix * r1 + (1 - mix) * r2 if r1[0] > 0 and r2[0] > 0 else np.minimum(r1, r2)
-        solimp = mix * G.geom_solimp[g1] + (1 - mix) * G.geom_solimp[g2]
-        fri = np.maximum(G.geom_friction[g1], G.geom_friction[g2])
-    friction = np.maximum(MINMU, fri[[0, 0, 1, 2, 2]])
-    return (condim, friction, solref, np.zeros(2), solimp, float(G.geom_margin[g1] + G.geom_margin[g2]),
-            float(G.geom_gap[g1] + G.geom_gap[g2]))
+    win, equal = np.where(p1 > p2, g1, g2), (p1 == p2)[:, None]
+    # solmix weight of geom 1: s1 / (s1 + s2), 0.5 when both are below MINVAL, else the one above it takes all
+    s1, s2 = G.geom_solmix[g1], G.geom_solmix[g2]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mix = np.where((s1 >= MINVAL) & (s2 >= MINVAL), s1 / (s1 + s2),
+                       np.where((s1 < MINVAL) & (s2 < MINVAL), 0.5, np.where(s1 < MINVAL, 0.0, 1.0)))[:, None]
+    r1, r2 = G.geom_solref[g1], G.geom_solref[g2]
+    mixed = np.where(((r1[:, 0] > 0) & (r2[:, 0] > 0))[:, None], mix * r1 + (1 - mix) * r2, np.minimum(r1, r2))
+    condim = np.where(equal[:, 0], np.maximum(G.geom_condim[g1], G.geom_condim[g2]), G.geom_condim[win]).astype(np.intp)
+    solref = np.where(equal, mixed, G.geom_solref[win])
+    solimp = np.where(equal, mix * G.geom_solimp[g1] + (1 - mix) * G.geom_solimp[g2], G.geom_solimp[win])
+    friction = np.maximum(MINMU, np.where(equal, np.maximum(G.geom_friction[g1], G.geom_friction[g2]),
+                                          G.geom_friction[win])[:, [0, 0, 1, 2, 2]])
+    reffric, margin, gap = np.zeros((len(g1), 2)), G.geom_margin[g1] + G.geom_margin[g2], G.geom_gap[g1] + G.geom_gap[g2]
+    # the explicit pairs: their own parameters
+    k = np.flatnonzero(ipair >= 0)
+    e = ipair[k]
+    condim[k], friction[k], solref[k], solimp[k] = G.pair_dim[e], np.maximum(MINMU, G.pair_friction[e]), G.pair_solref[e], \
+        G.pair_solimp[e]
+    reffric[k] = np.where(G.pair_solreffriction[e].any(axis=1)[:, None], G.pair_solreffriction[e], 0.0)
+    margin[k], gap[k] = G.pair_margin[e], G.pair_gap[e]
+    return condim, friction, solref, reffric, solimp, margin, gap
 
 
 def _sphere_apart(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:

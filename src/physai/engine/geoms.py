@@ -67,14 +67,31 @@ def _ints():
 class ConvexMesh:
     """One mesh of Meshes with its own ids: vert (n, 3) [m]; hull: its graph's (neighbour list starts, vertex ids,
     neighbour lists) or None; extrema (27,); polygons: each polygon's vertex ids in order; normals (npoly, 3); polymap:
-    each vertex's polygon ids."""
+    each vertex's polygon ids (polygons and polymap: Rows, indexed by the mesh's own ids)."""
 
     vert: np.ndarray
     hull: tuple | None
     extrema: np.ndarray
-    polygons: tuple
+    polygons: "Rows"
     normals: np.ndarray
-    polymap: tuple
+    polymap: "Rows"
+
+
+@dataclass(frozen=True)
+class Rows:
+    """Rows of different lengths in one flat array: row k is values[adr[k] : adr[k] + num[k]], a view made when asked
+    for (a mesh's polygons and its vertices' polygons, without one array per row)."""
+
+    values: np.ndarray
+    adr: np.ndarray
+    num: np.ndarray
+
+    def __getitem__(self, k: int) -> np.ndarray:
+        a = int(self.adr[k])
+        return self.values[a:a + int(self.num[k])]
+
+    def __len__(self) -> int:
+        return len(self.adr)
 
 
 @dataclass(frozen=True, eq=False)
@@ -134,10 +151,8 @@ class Meshes:
         if ga >= 0:
             n = int(self.mesh_graph[ga])
             hull = (self.mesh_graph[ga + 2:ga + 2 + n], self.mesh_graph[ga + 2 + n:ga + 2 + 2 * n], self.mesh_graph[ga + 2 + 2 * n:])
-        polygons = tuple(self.mesh_polyvert[self.mesh_polyvertadr[p]:self.mesh_polyvertadr[p] + self.mesh_polyvertnum[p]]
-                         for p in range(pa, pa + pn))
-        polymap = tuple(self.mesh_polymap[self.mesh_polymapadr[v]:self.mesh_polymapadr[v] + self.mesh_polymapnum[v]]
-                        for v in range(va, va + nv))
+        polygons = Rows(self.mesh_polyvert, self.mesh_polyvertadr[pa:pa + pn], self.mesh_polyvertnum[pa:pa + pn])
+        polymap = Rows(self.mesh_polymap, self.mesh_polymapadr[va:va + nv], self.mesh_polymapnum[va:va + nv])
         return ConvexMesh(self.mesh_vert[va:va + nv], hull, self.mesh_extrema[i], polygons, self.mesh_polynormal[pa:pa + pn],
                           polymap)
 

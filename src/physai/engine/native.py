@@ -330,23 +330,23 @@ def collision_fields(model: Model) -> dict:
     (body_offset), the bodies' joints as links for their MuJoCo-order frames (pose_link_fields), the geoms (geom_type,
     geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
-    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameters), and the pairs
+    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameter_arrays), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
     and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes and heightfields (geom_dataid,
     Meshes' mesh_*, Hfields' hfield_*)."""
     G = model.geoms
     pairs, missing = collision.candidates(model)
-    params = [collision.contact_parameters(model, g1, g2, ipair)
-              for (g1, g2), ipair in zip(pairs.geom.tolist(), pairs.ipair.tolist())]
-    floats = np.array([np.r_[margin, gap, friction, solref, reffric, solimp]
-                       for _, friction, solref, reffric, solimp, margin, gap in params]).reshape(-1, 16)
-    bounds = [sum(collision.contact_parameters(model, a, b, -1)[5:]) for a, b in missing]
+    condim, friction, solref, reffric, solimp, margin, gap = collision.contact_parameter_arrays(
+        model, pairs.geom[:, 0], pairs.geom[:, 1], pairs.ipair)
+    floats = np.column_stack([margin, gap, friction, solref, reffric, solimp]).reshape(-1, 16)
+    m1, m2 = np.array(missing, np.intp).reshape(-1, 2).T
+    bounds = np.sum(collision.contact_parameter_arrays(model, m1, m2, np.full(len(m1), -1))[5:], axis=0)
     bp = collision.broad_phase(model)
     return {"jnt_pos": _float64(model.jnt_pos), "body_offset": _float64(model.body_offset), **pose_link_fields(model),
             "geom_type": _int64(G.geom_type), "geom_bodyid": _int64(G.geom_bodyid), "geom_pos": _float64(G.geom_pos),
             "geom_quat": _float64(G.geom_quat), "geom_size": _float64(G.geom_size), "geom_rbound": _float64(G.geom_rbound),
             "cand_geom": _int64(pairs.geom),
-            "cand_dim": _int64([p[0] for p in params]), "cand_float": _float64(floats),
+            "cand_dim": _int64(condim), "cand_float": _float64(floats),
             "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds),
             "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
             "group_end": _int64(bp.group_end), "group_always": _int64(bp.group_always), "sweep_body": _int64(bp.sweep_body),
