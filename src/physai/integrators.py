@@ -467,9 +467,9 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             constraint.prepare_compiled(model)
     else:
         warm = None
-    options = StepOptions(integrator, float(dt), bool(euler_damping), bool(constraints))
-    try:
-        fields = native.rollout_fields(model, options, 1, RolloutInputs(model.actuators, inputs[0], inputs[1], None, warm))
+    try:                                                           # the options' fields made once, the inputs per call
+        fields = native.step_fields(model, integrator, float(dt), bool(euler_damping), bool(constraints)).copy()
+        fields["ctrl"], fields["qfrc_applied"], fields["warm"] = inputs[0], inputs[1], warm
         Q, QD, _, stopped, _, near, warm_out = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv), fields)
     except (PhysaiError, ValueError):
         return None
