@@ -90,17 +90,6 @@ template <class T> Work<T> &work_of(Workspace &ws) { return *reinterpret_cast<Wo
 template <class T> Workspace *create(const Model &m) { return reinterpret_cast<Workspace *>(new Work<T>(m)); }
 template <class T> void destroy(Workspace *ws) { delete reinterpret_cast<Work<T> *>(ws); }
 
-// whether the n entries of x are all finite: v - v is 0 for a finite v and NaN otherwise (four sums side by side, no
-// branch per entry, as scatter's check)
-inline bool all_finite(const double *x, int64_t n) {
-    double acc[4] = {0.0, 0.0, 0.0, 0.0};
-    int64_t e = 0;
-    for (; e + 4 <= n; e += 4)
-        for (int k = 0; k < 4; k++) acc[k] = acc[k] + (x[e + k] - x[e + k]);
-    for (; e < n; e++) acc[0] = acc[0] + (x[e] - x[e]);
-    return (acc[0] + acc[1]) + (acc[2] + acc[3]) == 0.0;
-}
-
 // for lanes: the call's inputs' lanes (xl, in w.x) and outputs' lanes (ol, in w.o), allocated once
 template <class L> void lanes_buffers(Work<L> &w, const Call &c, L **xl, L **ol) {
     size_t inputs = 0, outputs = 0;

@@ -46,6 +46,7 @@
 #include <mutex>
 #include <string>
 #include <type_traits>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -141,12 +142,15 @@ class Fields {
         DArr a = array<DArr>(name, shape, free, "float64");
         return keep_.doubles.emplace_back(a.data(), a.data() + a.size()).data();
     }
-    // every field was read: ValueError naming those that were not (a misspelt name)
+    // every field was read: ValueError naming those that were not (a misspelt name); at once when the mapping holds as
+    // many fields as were read (each read one is in it)
     void done() {
+        if (size_t(PyDict_GET_SIZE(dict_.ptr())) == read_.size()) return;
         std::string unknown;
         for (auto item : dict_) {
-            std::string name = text(item.first);
-            if (std::find(read_.begin(), read_.end(), name) == read_.end()) unknown += (unknown.empty() ? "" : ", ") + name;
+            bool read = false;
+            for (PyObject *k : read_) read = read || PyObject_RichCompareBool(item.first.ptr(), k, Py_EQ) == 1;
+            if (!read) unknown += (unknown.empty() ? "" : ", ") + text(item.first);
         }
         if (!unknown.empty()) throw nb::value_error((owner_ + ": unknown fields " + unknown).c_str());
     }
@@ -155,11 +159,22 @@ class Fields {
     }
 
   private:
+    // the interned str of a field name (a string literal: its address keys the cache), made once; the GIL is held
+    static PyObject *key(const char *name) {
+        static std::unordered_map<const char *, PyObject *> keys;
+        auto at = keys.find(name);
+        if (at != keys.end()) return at->second;
+        PyObject *k = PyUnicode_InternFromString(name);
+        if (!k) throw nb::python_error();
+        return keys.emplace(name, k).first->second;
+    }
     nb::handle get(const char *name) {
-        read_.emplace_back(name);
-        nb::str key(name);
-        if (!dict_.contains(key)) throw nb::value_error((owner_ + ": the field " + name + " is missing").c_str());
-        return dict_[key];
+        PyObject *k = key(name);                                       // equal names: the same interned str
+        if (std::find(read_.begin(), read_.end(), k) == read_.end()) read_.push_back(k);
+        PyObject *x = PyDict_GetItemWithError(dict_.ptr(), k);
+        if (!x && PyErr_Occurred()) throw nb::python_error();
+        if (!x) throw nb::value_error((owner_ + ": the field " + name + " is missing").c_str());
+        return x;
     }
     [[noreturn]] void error(const char *name, const std::string &expected, nb::handle got) {
         std::string what = nb::hasattr(got, "dtype") && nb::hasattr(got, "shape")
@@ -184,7 +199,7 @@ class Fields {
     std::string owner_;
     Arrays &keep_;
     nb::dict dict_;
-    std::vector<std::string> read_;
+    std::vector<PyObject *> read_;                                      // the names read, interned (key)
 };
 
 // the bound Model (_native.Model): the arrays, the const Model the kernels read, each operation's layout, and the
@@ -196,6 +211,8 @@ struct CompiledModel {
     Workspaces work;
     // (source, compiled copy) of the last actuators compiled for this model (physai.engine.native.compiled_actuators)
     nb::object actuators = nb::none();
+    // (options, fields) of the last one-step rollout options made for this model (physai.engine.native.step_fields)
+    nb::object step_fields = nb::none();
 };
 
 void make_model(CompiledModel *self, nb::handle mapping) {
@@ -262,6 +279,37 @@ void make_model(CompiledModel *self, nb::handle mapping) {
             hinge[size_t(i)] = !t, slide[size_t(i)] = !trig;
         }
         m.link_hinge = hinge.data(), m.link_slide = slide.data();
+        // link_pose's constants (model.h): G[:, :, 0] as (R, p), the entries of (R, p) with a term in t, the links whose
+        // axes are the world's, the balls about their own origin
+        std::vector<double> T0(size_t(12 * L), 0.0);
+        std::vector<int64_t> tvaryadr(static_cast<size_t>(L)), tvarynum(static_cast<size_t>(L)), tvary;
+        std::vector<char> worldaxes(static_cast<size_t>(L), 0), ballplain(static_cast<size_t>(L), 0);
+        for (int64_t i = 0; i < L; i++) {
+            tvaryadr[size_t(i)] = int64_t(tvary.size());
+            bool turns = m.link_jnttype[i] != 0, eye = true;
+            for (int a = 0; a < 12 && !turns; a++) {                   // entry a of G's rows (3, 4): (R, p) entry RP_OF[a]
+                const double *g = &m.link_G[48 * i + 4 * a];
+                T0[size_t(12 * i + RP_OF[a])] = g[0];
+                bool varies = g[1] != 0.0 || g[2] != 0.0 || g[3] != 0.0;
+                if (varies) tvary.push_back(a);
+                if (a % 4 < 3) eye = eye && !varies && g[0] == (a % 4 == a / 4 ? 1.0 : 0.0);
+            }
+            tvarynum[size_t(i)] = int64_t(tvary.size()) - tvaryadr[size_t(i)];
+            int64_t p = m.link_parentid[i];
+            worldaxes[size_t(i)] = !turns && eye && (p < 0 || worldaxes[size_t(p)]);
+            if (turns) {
+                bool plain = true;
+                for (int a = 0; a < 9; a++) plain = plain && m.link_ballrot[9 * i + a] == (a % 4 == 0 ? 1.0 : 0.0);
+                for (int a = 0; a < 3; a++) plain = plain && m.link_ballpos[3 * i + a] == 0.0 && m.link_ballanchor[3 * i + a] == 0.0;
+                ballplain[size_t(i)] = plain;
+            }
+        }
+        m.link_T0 = nm->arrays.doubles.emplace_back(std::move(T0)).data();
+        m.link_tvaryadr = nm->arrays.ints.emplace_back(std::move(tvaryadr)).data();
+        m.link_tvarynum = nm->arrays.ints.emplace_back(std::move(tvarynum)).data();
+        m.link_tvary = nm->arrays.ints.emplace_back(std::move(tvary)).data();
+        m.link_worldaxes = nm->arrays.flags.emplace_back(std::move(worldaxes)).data();
+        m.link_ballplain = nm->arrays.flags.emplace_back(std::move(ballplain)).data();
         // each link's path centred (model.h): its path links' centres and its path dofs' turning links on the path
         std::vector<char> &centred = nm->arrays.flags.emplace_back(size_t(L), 1);
         for (int64_t l = 0; l < L; l++) {
@@ -488,8 +536,10 @@ void read_state(nb::handle obj, const char *name, int64_t size, bool batched, In
     in = {data, stride_state};
     for (int64_t s = 0; s < n; s++) {
         if ((s & 0xFFFFF) == 0xFFFFF && PyErr_CheckSignals()) throw nb::python_error();   // Ctrl-C in a long check
-        for (int64_t e = 0; e < size; e++)
-            if (!std::isfinite(data[s * stride_state + e])) fail("nonfinite", name, s, e);
+        const double *row = data + s * stride_state;                   // contiguous: a strided input was gathered
+        if (all_finite(row, size)) continue;
+        for (int64_t e = 0; e < size; e++)                             // the entry that is not
+            if (!std::isfinite(row[e])) fail("nonfinite", name, s, e);
     }
 }
 
@@ -945,6 +995,56 @@ nb::object call(CompiledModel &nm, int op, nb::handle a, nb::handle b, nb::handl
     return is_constraint(op) ? constrain(nm, op, args) : run(nm, op, args);
 }
 
+// the Python exception of the C++ exception being handled (nanobind's translation: a Python error as it was; nanobind's
+// builtin exceptions, std::bad_alloc, nb::cast_error and other std::exceptions as their Python types)
+PyObject *raise_handled() noexcept {
+    try {
+        throw;
+    } catch (nb::python_error &e) {
+        e.restore();
+    } catch (const nb::builtin_exception &e) {
+        nb::exception_type t = e.type();
+        PyErr_SetString(t == nb::exception_type::type_error ? PyExc_TypeError
+                        : t == nb::exception_type::index_error ? PyExc_IndexError
+                        : t == nb::exception_type::key_error ? PyExc_KeyError
+                        : PyExc_ValueError, e.what());
+    } catch (const std::bad_alloc &) {
+        PyErr_NoMemory();
+    } catch (const nb::cast_error &) {
+        PyErr_SetString(PyExc_TypeError, "an argument of the wrong type");
+    } catch (const std::exception &e) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+    } catch (...) {
+        PyErr_SetString(PyExc_SystemError, "an unknown C++ exception");
+    }
+    return nullptr;
+}
+
+PyTypeObject *compiled_model_type = nullptr;                            // _native.Model, set at import
+
+// _native.call(model, op, a, b=None, c=None, d=None, e=None) as CPython's fast call of positional arguments: call's
+// arguments read without nanobind's general dispatch (a few hundred instructions a call); TypeError for another model
+// or op type
+PyObject *call_fast(PyObject *, PyObject *const *args, Py_ssize_t nargs) noexcept {
+    if (nargs < 3 || nargs > 7 || Py_TYPE(args[0]) != compiled_model_type || !nb::inst_ready(args[0]) || !PyLong_Check(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "call(model: physai.engine._native.Model, op: int, a, b=None, c=None, d=None, e=None)");
+        return nullptr;
+    }
+    long op = PyLong_AsLong(args[1]);
+    if (op == -1 && PyErr_Occurred()) return nullptr;
+    nb::handle x[5];
+    for (Py_ssize_t k = 0; k < 5; k++) x[k] = k + 2 < nargs ? nb::handle(args[k + 2]) : nb::none();
+    try {
+        return call(*nb::inst_ptr<CompiledModel>(args[0]), int(op), x[0], x[1], x[2], x[3], x[4]).release().ptr();
+    } catch (...) {
+        return raise_handled();
+    }
+}
+
+PyMethodDef CALL_DEF = {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&call_fast)), METH_FASTCALL,
+                        "call(model, op, a, b=None, c=None, d=None, e=None): operation op (OPS) on its arguments (ARGUMENTS): "
+                        "its result, or KernelError (see cpp/bindings.cpp)"};
+
 // the instruction sets this CPU supports, best first
 nb::list isas() {
     nb::list r;
@@ -993,13 +1093,16 @@ NB_MODULE(_native, mod) {
              "the constraint model's fields (physai.engine.native.constraint_fields), once")
         .def_prop_ro("has_constraints", [](const CompiledModel &m) { return m.model.has_constraints; })
         .def_rw("actuators", &CompiledModel::actuators,
-                "(physai.engine.actuators.Actuators, _native.Actuators) of the last actuators compiled for it, or None");
+                "(physai.engine.actuators.Actuators, _native.Actuators) of the last actuators compiled for it, or None")
+        .def_rw("step_fields", &CompiledModel::step_fields,
+                "(options, rollout fields) of the last one-step options made for it (native.step_fields), or None");
     nb::class_<CompiledActuators>(mod, "Actuators", "a simulation's actuators for a compiled Model, from a dict of named fields")
         .def("__init__", &make_actuators, nb::arg("model"), nb::arg("fields"))
         .def_prop_ro("nu", [](const CompiledActuators &a) { return a.act.nu; });
-    mod.def("call", &call, nb::arg("model"), nb::arg("op"), nb::arg("a").none(), nb::arg("b").none() = nb::none(),
-            nb::arg("c").none() = nb::none(), nb::arg("d").none() = nb::none(), nb::arg("e").none() = nb::none(),
-            "operation op (OPS) on its arguments (ARGUMENTS): its result, or KernelError (see cpp/bindings.cpp)");
+    compiled_model_type = reinterpret_cast<PyTypeObject *>(nb::type<CompiledModel>().ptr());
+    PyObject *call_function = PyCFunction_NewEx(&CALL_DEF, nullptr, mod.ptr());
+    if (!call_function) throw nb::python_error();
+    mod.attr("call") = nb::steal(call_function);
     mod.def("isa", [] { return isa_kernels(active_isa()).name; },
             "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
             "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");

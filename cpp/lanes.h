@@ -10,6 +10,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 namespace physai {
 
@@ -36,6 +37,17 @@ inline bool all_positive(double x) { return x > 0.0; }
 inline double select(bool m, double a, double b) { return m ? a : b; }
 inline bool lane_any(bool m) { return m; }
 inline bool finite_all(double x) { return std::isfinite(x); }
+// whether the n entries of x are all finite: v - v is 0 for a finite v and NaN otherwise (four sums side by side, no
+// branch per entry, as scatter's check)
+inline bool all_finite(const double *x, int64_t n) {
+    double acc[4] = {0.0, 0.0, 0.0, 0.0};
+    int64_t e = 0;
+    for (; e + 4 <= n; e += 4)
+        for (int k = 0; k < 4; k++) acc[k] = acc[k] + (x[e + k] - x[e + k]);
+    for (; e < n; e++) acc[0] = acc[0] + (x[e] - x[e]);
+    return (acc[0] + acc[1]) + (acc[2] + acc[3]) == 0.0;
+}
+
 // x clamped to [lo, hi] as std::min(std::max(x, lo), hi) (a NaN stays NaN)
 inline double vclamp(double x, double lo, double hi) {
     double y = x < lo ? lo : x;
@@ -93,9 +105,18 @@ template <class T> inline void sincos_poly(T x, T &s, T &c) {
                + 2.48015872888517045348e-5) * z - 1.38888888888730564116e-3) * z + 4.16666666666665929218e-2);
     T sr = r + r * z * ps;
     T cr = (1.0 - 0.5 * z) + z * z * pc;
-    T quad = j - 4.0 * round_nearest<T>((j - 1.5) * 0.25);              // j mod 4 in {0, 1, 2, 3}
-    s = select(quad == 0.0, sr, select(quad == 1.0, cr, select(quad == 2.0, -sr, -cr)));
-    c = select(quad == 0.0, cr, select(quad == 1.0, -sr, select(quad == 2.0, -cr, sr)));
+    if constexpr (std::is_same_v<T, double>) {                          // one state: the same pick by j's last bits
+        switch (int64_t(j) & 3) {
+            case 0: s = sr, c = cr; break;
+            case 1: s = cr, c = -sr; break;
+            case 2: s = -sr, c = -cr; break;
+            default: s = -cr, c = sr; break;
+        }
+    } else {
+        T quad = j - 4.0 * round_nearest<T>((j - 1.5) * 0.25);          // j mod 4 in {0, 1, 2, 3}
+        s = select(quad == 0.0, sr, select(quad == 1.0, cr, select(quad == 2.0, -sr, -cr)));
+        c = select(quad == 0.0, cr, select(quad == 1.0, -sr, select(quad == 2.0, -cr, sr)));
+    }
 }
 
 inline void sincos_any(double x, double &s, double &c) {

@@ -13,6 +13,9 @@ namespace physai {
 
 constexpr int64_t CAND_FLOATS = 16;                // a candidate pair's parameters (Model.cand_float)
 
+// entry a of a scalar link's G rows (3, 4) is entry RP_OF[a] of its local transform (R (9, row-major), p (3))
+constexpr int RP_OF[12] = {0, 1, 2, 9, 3, 4, 5, 10, 6, 7, 8, 11};
+
 // physai.joints' joint types (MuJoCo's mjtJoint); physai.engine.geoms' geom types (MuJoCo's mjtGeom)
 enum { JNT_FREE = 0, JNT_BALL = 1, JNT_SLIDE = 2, JNT_HINGE = 3 };
 enum { SOLVER_NEWTON = 0, SOLVER_PGS = 1, SOLVER_CG = 2 };   // Model.opt_solver (physai.engine.native.SOLVERS)
@@ -36,6 +39,14 @@ struct Model {
     const double *link_ref = nullptr, *link_G = nullptr;                                 // (nlink), (nlink, 48)
     const double *link_ballrot = nullptr, *link_ballpos = nullptr, *link_ballanchor = nullptr;   // (nlink, 9), (nlink, 3) x2
     const char *link_hinge = nullptr, *link_slide = nullptr;   // scalar links whose G has no t term, or only 1 and t terms
+    // per link, derived by the bound Model for link_pose (the same numbers, fewer operations): the local transform's
+    // constant part as (R (9), p (3)), G[:, :, 0]; the entries of (R, p) whose G has a term in t (link_tvary, indices
+    // into the (R, p) of 12, from link_tvaryadr, link_tvarynum of them; the others are the constant part); whether the
+    // link's axes are the world's at every q (a slide that does not turn, on the world or on such a link: a free joint's
+    // translations); whether a ball turns about its own origin alone (rot 1, pos and anchor 0: a free joint's rotation)
+    const double *link_T0 = nullptr;                             // (nlink, 12)
+    const int64_t *link_tvaryadr = nullptr, *link_tvarynum = nullptr, *link_tvary = nullptr;
+    const char *link_worldaxes = nullptr, *link_ballplain = nullptr;
     // per link: its path's stages suffice for its Jacobians (smooth.h's path_stages): every path link's centre and every
     // path dof's turning link on the path from its tree's root to it (derived by the bound Model)
     const char *link_pathcentred = nullptr;

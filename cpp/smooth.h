@@ -31,9 +31,11 @@ namespace physai {
 namespace {
 
 // link i's pose at positions q from its parent's: xmat, xpos (and step, R_parent p_loc); ZERO_QUATERNION for a ball
-// joint's zero quaternion
+// joint's zero quaternion. The constant entries of the local transform and a parent whose axes are the world's are read
+// as they are (model.h's link_T0, link_tvary, link_worldaxes, link_ballplain): the same numbers as the products by
+// their zeros and ones
 template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) {
-    T R[9], p[3];                                                  // the local transform (Model.link_transforms)
+    T Rp[12], *R = Rp, *p = Rp + 9;                                // the local transform (Model.link_transforms)
     if (m.link_jnttype[i] == 0) {                                  // hinge or slide: G @ (1, t, sin t, 1 - cos t)
         T t = q[m.link_qposadr[i]] - m.link_ref[i];
         // sin t = 2 sin(t/2) cos(t/2), 1 - cos t = 2 sin(t/2)^2: 1 - cos t keeps its relative precision for small t
@@ -43,37 +45,51 @@ template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) 
             sincos_any(0.5 * t, sh, ch);
             coef[2] = 2.0 * sh * ch, coef[3] = 2.0 * sh * sh;
         }
-        const double *G = &m.link_G[48 * i];
-        T Tl[12];
+        const double *G = &m.link_G[48 * i], *T0 = &m.link_T0[12 * i];
+        for (int a = 0; a < 12; a++) Rp[a] = splat<T>(T0[a]);
+        const int64_t *vary = m.link_tvary + m.link_tvaryadr[i], nvary = m.link_tvarynum[i];
         if (m.link_hinge[i]) {                                     // G[:, :, 1] = 0: the same numbers without it
-            for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            for (int64_t k = 0; k < nvary; k++) {
+                int64_t a = vary[k];
+                Rp[RP_OF[a]] = G[4 * a] * coef[0] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            }
         } else if (m.link_slide[i]) {                              // G[:, :, 2:] = 0
-            for (int a = 0; a < 12; a++) Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1];
+            for (int64_t k = 0; k < nvary; k++) {
+                int64_t a = vary[k];
+                Rp[RP_OF[a]] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1];
+            }
         } else {
-            for (int a = 0; a < 12; a++)
-                Tl[a] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
-        }
-        for (int a = 0; a < 3; a++) {
-            for (int b = 0; b < 3; b++) R[3 * a + b] = Tl[4 * a + b];
-            p[a] = Tl[4 * a + 3];
+            for (int64_t k = 0; k < nvary; k++) {
+                int64_t a = vary[k];
+                Rp[RP_OF[a]] = G[4 * a] * coef[0] + G[4 * a + 1] * coef[1] + G[4 * a + 2] * coef[2] + G[4 * a + 3] * coef[3];
+            }
         }
     } else {                                                       // ball: R = rot Q, p = pos + rot (o - Q o)
         T u[4], Q[9], Qo[3], e[3], re[3];
         if (any_zero(quat_normalize(q + m.link_qposadr[i], u))) return ZERO_QUATERNION;
-        quat_to_mat(u, Q);
-        const double *rot = &m.link_ballrot[9 * i], *pos = &m.link_ballpos[3 * i], *o = &m.link_ballanchor[3 * i];
-        mat3_mul(rot, Q, R);
-        mat3_times(Q, o, Qo);
-        for (int a = 0; a < 3; a++) e[a] = o[a] - Qo[a];
-        mat3_times(rot, e, re);
-        for (int a = 0; a < 3; a++) p[a] = pos[a] + re[a];
+        if (m.link_ballplain[i]) {                                 // rot = 1, pos = o = 0: R = Q, p = 0
+            quat_to_mat(u, R);
+            p[0] = p[1] = p[2] = splat<T>(0.0);
+        } else {
+            quat_to_mat(u, Q);
+            const double *rot = &m.link_ballrot[9 * i], *pos = &m.link_ballpos[3 * i], *o = &m.link_ballanchor[3 * i];
+            mat3_mul(rot, Q, R);
+            mat3_times(Q, o, Qo);
+            for (int a = 0; a < 3; a++) e[a] = o[a] - Qo[a];
+            mat3_times(rot, e, re);
+            for (int a = 0; a < 3; a++) p[a] = pos[a] + re[a];
+        }
     }
-    // forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc
+    // forward pass over links: R = R_parent R_loc, x = x_parent + R_parent p_loc (R_parent = 1: R_loc, p_loc)
     T *X = &d.xmat[9 * i], *x = &d.xpos[3 * i], *st = &d.step[3 * i];
     int64_t par = m.link_parentid[i];
     if (par < 0) {
         for (int a = 0; a < 9; a++) X[a] = R[a];
         for (int a = 0; a < 3; a++) x[a] = p[a], st[a] = p[a];
+    } else if (m.link_worldaxes[par]) {
+        const T *xp = &d.xpos[3 * par];
+        for (int a = 0; a < 9; a++) X[a] = R[a];
+        for (int a = 0; a < 3; a++) st[a] = p[a], x[a] = p[a] + xp[a];
     } else {
         const T *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
         mat3_mul(Xp, R, X);
@@ -368,11 +384,10 @@ template <class T> int path_stages(const Model &m, Data<T> &d, const T *q, const
         if (qd) com_vel(m, d, qd);
         return OK;
     }
-    for (int i = 0; i < m.nlink; i++)                                  // every quaternion checked, as kinematics does
-        if (m.link_jnttype[i] == 1) {
-            T u[4];
-            if (any_zero(quat_normalize(q + m.link_qposadr[i], u))) return ZERO_QUATERNION;
-        }
+    for (int k = 0; k < m.nquat; k++) {                                // every quaternion checked, as kinematics does
+        T u[4];
+        if (any_zero(quat_normalize(q + m.quat_qposadr[k], u))) return ZERO_QUATERNION;
+    }
     for (int k = 0; k < n; k++) link_pose(m, d, q, int(path[k]));
     for (int k = 0; k < n; k++) link_offset(m, d, int(path[k]));
     for (int k = 0; k < n; k++)

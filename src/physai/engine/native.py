@@ -608,6 +608,19 @@ def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: Rollo
             "act": None if act is None else np.ascontiguousarray(act, dtype=np.float64)}
 
 
+def step_fields(model: Model, integrator: str, h: float, euler_damping: bool, constraints: bool) -> dict:
+    """rollout_fields of one step (StepOptions(integrator, h, euler_damping, constraints)) of the model's own actuators
+    without per-step inputs (ctrl, qfrc_applied, xfrc_applied and warm None: the caller sets them in a copy), made once
+    and kept on the compiled copy (for the last options asked): a policy's loop of step calls builds them once."""
+    c = compiled(model)
+    key = (integrator, h, euler_damping, constraints)
+    kept = c.step_fields                                           # one pair, replaced whole: no thread sees half of it
+    if kept is None or kept[0] != key:
+        options = StepOptions(integrator, h, euler_damping, constraints)
+        kept = c.step_fields = key, rollout_fields(model, options, 1, RolloutInputs(model.actuators))
+    return kept[1]
+
+
 def step_derivative_fields(model: Model, options: StepOptions, actuators, ctrl, qfrc_applied) -> dict:
     """The named options of the compiled step_derivatives (cpp/data.h's StepDerivativeCall and StepOptions, read by
     name in cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; the actuators compiled, ctrl
