@@ -13,7 +13,7 @@ from physai import collision, engine, integrators, models
 from physai.engine import collision as engine_collision
 from physai.engine import native, smooth
 from physai.engine.geoms import TYPE_NAMES
-from physai.engine.convex import CONVEX_PAIRS
+from physai.engine.convex import CONVEX_PAIRS, HFIELD_PAIRS, MULTI_PAIRS, collided
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from helpers import run
@@ -24,8 +24,13 @@ FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solref
 
 
 def supported(m: mujoco.MjModel, g1: int, g2: int) -> bool:
+    """Whether physai collides the geom pair (g1, g2) of m: an analytic or GJK pair, a heightfield's, or a multi-contact
+    pair MuJoCo 4 collides as physai does at its margin + gap (the larger of the geoms', mj_contactParam)."""
     pair = tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2]))))
-    return pair in FUNCTIONS or pair in CONVEX_PAIRS
+    margin = max(m.geom_margin[g1], m.geom_margin[g2]) + max(m.geom_gap[g1], m.geom_gap[g2])
+    multiccd = not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_MULTICCD
+    return pair in FUNCTIONS or pair in CONVEX_PAIRS or pair in HFIELD_PAIRS or \
+        pair in MULTI_PAIRS and collided(pair, margin, multiccd)
 
 
 def mujoco_contacts(m, d) -> collision.ContactSet:
