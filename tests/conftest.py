@@ -86,6 +86,7 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
+    "test_passive.py": {"test_swimmer_follows_mj_step"},
     "test_tendons.py": {"test_simulate_follows_mj_step", "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step"},
     "test_11_rigid_body_dynamics.py": {
         "test_bias_and_gravity_match_qfrc_bias", "test_forward_dynamics_matches_mj_forward",
@@ -146,6 +147,9 @@ SLOW = {
         "test_trajectory_matches_mj_step",
     },
     "test_convex.py": {
+        "test_pairs_match_mj_collision", "test_polygon_pairs_match_mj_collision",
+        "test_multi_pairs_without_multiccd_match_mj_collision", "test_trajectory_matches_mj_step",
+        "test_compiled_hfield_contacts_equal_the_numpy_text",
         "test_hfield_terrains_match_mj_collision", "test_quadruped_on_a_heightfield_matches_mj_collision",
         "test_hfield_terrain_steps_as_mj_step",
         "test_multi_pairs_trajectory_without_multiccd_matches_mj_step", "test_polygon_pairs_trajectory_matches_mj_step",
@@ -186,6 +190,7 @@ SLOW = {
         "test_frame_motion_is_the_same_on_both_backends", "test_frame_poses_equal_mujoco_sites_and_bodies",
     },
     "test_hostile_input.py": {
+        "test_gjk_and_epa_end_on_poses_that_are_not_finite",
         "test_body_jacobians_keep_their_digits_far_from_the_origin", "test_forward_dynamics_names_a_bad_warm_start",
         "test_forward_dynamics_takes_a_warm_start_of_any_layout", "test_task_space_names_bad_tasks",
     },
@@ -195,6 +200,7 @@ SLOW = {
         "test_regressor_times_parameters_is_rnea",
     },
     "test_integrators.py": {
+        "test_discrete_integrator_follows_mj_step", "test_discrete_rollout_of_many_states_follows_mj_step",
         "test_simulation_follows_the_models_options_as_mj_step",
         "test_damped_pendulum_reproduces_mj_step", "test_free_and_ball_joints_follow_mj_step_for_1_s",
         "test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term",
@@ -247,7 +253,11 @@ SLOW = {
         "test_challenge_passivity", "test_challenge_rk4_vs_euler", "test_contact_inverse",
         "test_point_mass_arm_checks",
     },
-    "test_solvers.py": {"test_humanoid_with_pgs_follows_mj_step", "test_folded_chain_with_noslip_follows_mj_step"},
+    "test_solvers.py": {
+        "test_newton_and_cg_stop_by_the_trace_of_the_current_mass_matrix",
+        "test_folded_chain_at_a_loose_tolerance_follows_mj_step", "test_pgs_g1_along_its_steps",
+        "test_humanoid_with_pgs_follows_mj_step", "test_folded_chain_with_noslip_follows_mj_step",
+    },
     "test_spatial.py": {"test_log_jacobians_equal_finite_differences_and_pinocchio"},
     "test_task_space.py": {"test_inertia_pseudo_inverse_and_bias_equal_mujoco_formulas"},
     "test_threads.py": {
