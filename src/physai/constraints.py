@@ -60,8 +60,8 @@ class ForwardResult:
     MuJoCo's solver_improvement), rows (Rows). With constraint islands (model.opt.island, MuJoCo's default) each island is
     solved alone and MuJoCo reports per island (solver_niter[k]): iterations and improvement are the largest over the
     islands (an iteration limit reached by any island shows; forward_dynamics warns when any island stops unconverged).
-    A batch of N: qacc and qfrc_constraint (N, nv), iterations and improvement (N,), efc_force and rows lists of N (each state has its own rows). On the compiled backend the rows are
-    computed when first read."""
+    A batch of N: qacc and qfrc_constraint (N, nv), iterations and improvement (N,), efc_force and rows lists of N (each
+    state has its own rows). On the compiled backend the rows are computed when first read."""
 
     qacc: np.ndarray
     qfrc_constraint: np.ndarray
