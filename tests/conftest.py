@@ -247,7 +247,8 @@ SLOW = {
         "test_challenge_passivity", "test_challenge_rk4_vs_euler", "test_contact_inverse",
         "test_point_mass_arm_checks",
     },
-    "test_solvers.py": {"test_humanoid_with_pgs_follows_mj_step", "test_folded_chain_with_noslip_follows_mj_step"},
+    "test_solvers.py": {"test_humanoid_with_pgs_follows_mj_step", "test_folded_chain_with_noslip_follows_mj_step",
+                        "test_islands_solved_apart_follow_mj_step"},
     "test_spatial.py": {"test_log_jacobians_equal_finite_differences_and_pinocchio"},
     "test_task_space.py": {"test_inertia_pseudo_inverse_and_bias_equal_mujoco_formulas"},
     "test_threads.py": {
