@@ -416,6 +416,7 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.opt_multiccd = f.size("opt_multiccd");
     m.opt_solver = f.size("opt_solver");
     m.opt_noslip_iterations = f.size("opt_noslip_iterations"), m.opt_noslip_tolerance = f.number("opt_noslip_tolerance");
+    m.opt_island = f.size("opt_island");
     m.opt_elliptic = f.size("opt_elliptic"), m.opt_equality = f.size("opt_equality");
     m.opt_frictionloss = f.size("opt_frictionloss"), m.opt_limit = f.size("opt_limit");
     m.opt_contact = f.size("opt_contact"), m.opt_refsafe = f.size("opt_refsafe");

@@ -158,6 +158,7 @@ struct Model {
     int64_t opt_ccd_iterations = 35;
     int64_t opt_noslip_iterations = 0;                // the noslip sweeps after the solver (0: none) and their tolerance
     double opt_noslip_tolerance = 1e-6;
+    int64_t opt_island = 1;                           // the solver runs on each constraint island alone (island.h)
     int64_t opt_multiccd = 1;                         // MuJoCo's multi-contact on (Geoms.multiccd; convex.h)
     bool opt_elliptic = false, opt_equality = true, opt_frictionloss = true, opt_limit = true, opt_contact = true,
          opt_refsafe = true;

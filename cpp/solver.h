@@ -7,7 +7,8 @@
 //     solve_cg(m, w, ...)                        conjugate gradients on the same primal problem (mj_solCG)
 //     solve_pgs(m, w, ...)                       projected Gauss-Seidel on the dual problem (mj_solPGS), AR dense
 //     noslip(m, w, ...)                          the friction forces again without R (mj_solNoSlip)
-//     solve_with(m, w, ...)                      the one m.opt_solver names, then noslip
+//     solve_with(m, w, ...)                      the one m.opt_solver names, then noslip: on each island alone
+//                                                (island.h) when m.opt_island
 //
 // M is factored by Cholesky on the tree's pattern (the model's sparse layout of M, forward.h: no fill-in); so is the
 // Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
@@ -27,6 +28,7 @@
 #include "constraint.h"
 #include "data.h"
 #include "forward.h"
+#include "island.h"
 #include "model.h"
 
 namespace physai {
@@ -524,9 +526,10 @@ inline bool factor_mass(const Model &m, ConstraintWork &w) {
 
 // the start of the primal solvers (_primal_start): w's buffers sized for its rows, M (nv x nv, dense: crb's) on the
 // tree's pattern and factored (null: w.Mt, w.d.qL and w.d.qLinv hold them), a0 = M^-1 qfrc_smooth into w.qacc_smooth,
-// and into w.qacc the warm start when its primal cost is lower than a0's, else a0 (MuJoCo's warmstart), with its
+// and into w.qacc the warm start when its primal cost is lower than a0's (or when chosen: already chosen, an island's),
+// else a0 (MuJoCo's warmstart), with its
 // forces, states, cones, M qacc (w.Ma) and J qacc - aref (w.jar); SINGULAR when M is not positive definite
-inline int primal_start(const Model &m, ConstraintWork &w, const double *M, const double *warmstart) {
+inline int primal_start(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, bool chosen = false) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
     for (auto *x : {&w.force, &w.jar, &w.Jv, &w.wforce, &w.wjar})
@@ -541,6 +544,11 @@ inline int primal_start(const Model &m, ConstraintWork &w, const double *M, cons
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
     tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), w.qacc_smooth.data());
     double *qacc = w.qacc.data();
+    if (chosen && warmstart) {                                         // already chosen: an island's start
+        std::copy(warmstart, warmstart + nv, qacc);
+        total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
+        return OK;
+    }
     std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), qacc);
     double cost = total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
     if (warmstart) {
@@ -596,16 +604,16 @@ inline void primal_step(const Model &m, ConstraintWork &w, double alpha) {
 // it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
 // positive definite.
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
-                 int64_t iterations, Solution &sol) {
+                 int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     const Rows &r = w.r;
     int nv = m.nv;
-    if (primal_start(m, w, M, warmstart) != OK) return SINGULAR;
+    if (primal_start(m, w, M, warmstart, chosen) != OK) return SINGULAR;
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
         else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
     };
-    double scale = tolerance_scale(m, w.Mt.data());
+    if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     double improvement = 0.0;
     int64_t it = 0;
     gradient(m, w, w.force.data());
@@ -666,10 +674,10 @@ inline double hager_zhang(const double *search, const double *grad, const double
 // (1 / trace(M)), or when the line search improves nothing; after `iterations` anyway. M as for solve; SINGULAR when M
 // is not positive definite.
 inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
-                    int64_t iterations, Solution &sol) {
+                    int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     int nv = m.nv;
-    if (primal_start(m, w, M, warmstart) != OK) return SINGULAR;
-    double scale = tolerance_scale(m, w.Mt.data());
+    if (primal_start(m, w, M, warmstart, chosen) != OK) return SINGULAR;
+    if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     double *grad = w.grad.data(), *Mgrad = w.step.data(), *search = w.v.data();
     std::vector<double> y(static_cast<size_t>(nv)), My(static_cast<size_t>(nv));   // grad - grad_old, Mgrad - Mgrad_old
     auto M_solve = [&](double *b) { tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), b); };
@@ -957,8 +965,23 @@ inline void dual_state(const Rows &r, const double *force, const std::vector<int
 // extrapolation with restart and sweeps in MuJoCo's PCG32 order, stopped by the scaled improvement (1 / trace(M)) or
 // the iteration limit; then qacc = a0 + M^-1 J^T f (mj_dualFinish). M as for solve; SINGULAR when M is not positive
 // definite.
+// the rows' forces at J warmstart - aref into w.force, zero when their dual cost f^T b + 1/2 f^T AR f is positive
+// (unless chosen: an island's, whose start the whole problem chose) (_pgs_start)
+inline void pgs_start(ConstraintWork &w, const std::vector<double> &AR, const std::vector<double> &b,
+                      const double *warmstart, bool chosen) {
+    const Rows &r = w.r;
+    int n = r.nefc;
+    double *force = w.force.data();
+    rows_times(r, warmstart, w.jar.data());
+    for (int i = 0; i < n; i++) w.jar[size_t(i)] -= r.aref[size_t(i)];
+    update(r, w.jar.data(), force, w.wstate.data(), nullptr);
+    double cost = dot(force, b.data(), n);
+    for (int i = 0; i < n; i++) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
+    if (!chosen && cost > 0) std::fill(force, force + n, 0.0);
+}
+
 inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
-                     int64_t iterations, Solution &sol) {
+                     int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
     for (auto *x : {&w.force, &w.jar, &w.wforce})
@@ -977,15 +1000,8 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += r.R[size_t(i)], ARinv[size_t(i)] = 1.0 / AR[size_t(i) * (n + 1)];
     double *force = w.force.data();
     std::fill(force, force + n, 0.0);
-    if (warmstart) {                                                   // the rows' forces at the warm start, if cost <= 0
-        rows_times(r, warmstart, w.jar.data());
-        for (int i = 0; i < n; i++) w.jar[size_t(i)] -= r.aref[size_t(i)];
-        update(r, w.jar.data(), force, w.wstate.data(), nullptr);
-        double cost = dot(force, b.data(), n);
-        for (int i = 0; i < n; i++) cost += 0.5 * force[i] * dot(AR.data() + size_t(i) * n, force, n);
-        if (cost > 0) std::fill(force, force + n, 0.0);
-    }
-    double scale = tolerance_scale(m, w.Mt.data());
+    if (warmstart) pgs_start(w, AR, b, warmstart, chosen);               // the rows' forces at the warm start, if cost <= 0
+    if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     std::vector<int> first, dims, order;
     pgs_blocks(r, first, dims);
     for (size_t k = 0; k < first.size(); k++) order.push_back(int(k));
@@ -1133,7 +1149,7 @@ inline double noslip_sweep(const Rows &r, const std::vector<double> &A, const st
 // until the sweep's improvement scaled by tolerance_scale (the first sweep's plus 1/2 sum R f^2) is below
 // opt.noslip_tolerance, at most opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its
 // iterations add to the solver's. M's factor in w.d.qL, w.d.qLinv (the solver's).
-inline void noslip(const Model &m, ConstraintWork &w, Solution &sol) {
+inline void noslip(const Model &m, ConstraintWork &w, Solution &sol, double scale = 0.0) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
     std::vector<double> A, b, Ainv(static_cast<size_t>(n));
@@ -1141,7 +1157,8 @@ inline void noslip(const Model &m, ConstraintWork &w, Solution &sol) {
     for (int i = 0; i < n; i++) Ainv[size_t(i)] = 1.0 / std::max(MINVAL, A[size_t(i) * (n + 1)]);
     std::vector<int> first, dims;
     friction_contacts(r, first, dims);
-    double *force = w.force.data(), scale = tolerance_scale(m, w.Mt.data());
+    double *force = w.force.data();
+    if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     int64_t it = 0;
     while (it < m.opt_noslip_iterations) {
         double improvement = 0.0;
@@ -1161,15 +1178,93 @@ inline void noslip(const Model &m, ConstraintWork &w, Solution &sol) {
     sol.iterations += it;
 }
 
-// the solver m.opt_solver names (Newton: solve, PGS: solve_pgs, CG: solve_cg) on w's rows, then noslip when
-// opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint; solver.solve_with)
+// the solver m.opt_solver names (Newton: solve, PGS: solve_pgs, CG: solve_cg) on w's rows with the tolerance scale
+// (0: tolerance_scale) and a start already chosen or not, then noslip when opt.noslip_iterations > 0
+inline int run_solver(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                      int64_t iterations, Solution &sol, double scale, bool chosen) {
+    int status = m.opt_solver == SOLVER_PGS ? solve_pgs(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen)
+                 : m.opt_solver == SOLVER_CG ? solve_cg(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen)
+                                             : solve(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen);
+    if (status == OK && m.opt_noslip_iterations > 0) noslip(m, w, sol, scale);
+    return status;
+}
+
+// the start every island continues from, chosen on all rows (MuJoCo's warmstart; _island_start) into start (nv):
+// Newton and CG the warm start when its primal cost is lower than a0's, else a0; PGS the warm start unless its forces'
+// dual cost is positive (false: zero forces). M's factor in w.d.qL, w.d.qLinv.
+inline bool island_start(const Model &m, ConstraintWork &w, const double *warmstart, std::vector<double> &start) {
+    if (!warmstart) return false;
+    if (m.opt_solver != SOLVER_PGS) {
+        primal_start(m, w, nullptr, warmstart);
+        start.assign(w.qacc.begin(), w.qacc.begin() + m.nv);
+        return true;
+    }
+    int n = w.r.nefc;
+    std::vector<double> AR, b;
+    dual_problem(m, w, AR, b);
+    for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += w.r.R[size_t(i)];
+    for (auto *x : {&w.force, &w.jar})
+        if (x->size() < size_t(n)) x->resize(size_t(n));
+    if (w.wstate.size() < size_t(n)) w.wstate.resize(size_t(n));
+    pgs_start(w, AR, b, warmstart, false);
+    start.assign(warmstart, warmstart + m.nv);
+    return std::any_of(w.force.begin(), w.force.begin() + n, [](double f) { return f != 0.0; });
+}
+
+// run_solver on each island alone (mj_fwdConstraint with islands; _solve_islands): its rows, its dofs' qfrc_smooth and
+// start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island), iteration count
+// and stopping test, then its own noslip; dofs in no island keep a0. sol's iterations and improvement are the largest
+// over the islands, converged whether every island converged; w's rows, qacc, force and state those of all rows.
+inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                         int64_t iterations, const std::vector<Island> &islands, Solution &sol) {
+    int nv = m.nv, n = w.r.nefc;
+    if (M) {                                                           // M on the tree's pattern, factored
+        tree_pack(m, M, w.Mt.data());
+        if (!factor_mass(m, w)) return SINGULAR;
+    }
+    std::vector<double> start, warm(static_cast<size_t>(nv)), qfrc(w.qfrc_smooth), qacc(qfrc), force(static_cast<size_t>(n));
+    std::vector<int> state(static_cast<size_t>(n));
+    bool started = island_start(m, w, warmstart, start);
+    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc.data());
+    Rows all = std::move(w.r);
+    sol = Solution{0, 0.0, true};
+    int status = OK;
+    for (const Island &island : islands) {
+        island_rows(m, all, island, w.r);
+        std::fill(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), 0.0), std::fill(warm.begin(), warm.end(), 0.0);
+        double trace = 0.0;
+        for (int j : island.dofs) {
+            size_t k = size_t(j);
+            w.qfrc_smooth[k] = qfrc[k], warm[k] = started ? start[k] : 0.0;
+            trace += w.Mt[size_t(m.M_rowadr[j] + m.M_rownnz[j] - 1)];
+        }
+        Solution one;
+        status = run_solver(m, w, nullptr, started ? warm.data() : nullptr, tolerance, iterations, one, 1.0 / trace, true);
+        if (status != OK) break;
+        for (int j : island.dofs) qacc[size_t(j)] = w.qacc[size_t(j)];
+        for (size_t c = 0; c < island.rows.size(); c++)
+            force[size_t(island.rows[c])] = w.force[c], state[size_t(island.rows[c])] = w.state[c];
+        sol.iterations = std::max(sol.iterations, one.iterations), sol.improvement = std::max(sol.improvement, one.improvement);
+        sol.converged = sol.converged && one.converged;
+    }
+    w.r = std::move(all), w.qfrc_smooth = qfrc;
+    std::copy(qacc.begin(), qacc.end(), w.qacc.begin());
+    w.force = force, w.state = state;
+    return status;
+}
+
+// the solver m.opt_solver names on w's rows, then noslip (MuJoCo's mj_fwdConstraint; solver.solve_with): on each
+// island by itself when opt.island, else on all rows at once (as is one island over every dof: the same problem, without
+// the copies)
 inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol) {
-    int status = m.opt_solver == SOLVER_PGS ? solve_pgs(m, w, M, warmstart, tolerance, iterations, sol)
-                 : m.opt_solver == SOLVER_CG ? solve_cg(m, w, M, warmstart, tolerance, iterations, sol)
-                                             : solve(m, w, M, warmstart, tolerance, iterations, sol);
-    if (status == OK && m.opt_noslip_iterations > 0) noslip(m, w, sol);
-    return status;
+    if (m.opt_island && w.r.nefc) {
+        std::vector<Island> islands;
+        partition(m, w.r, islands);
+        if (islands.size() != 1 || islands[0].dofs.size() < size_t(m.nv))
+            return solve_islands(m, w, M, warmstart, tolerance, iterations, islands, sol);
+    }
+    return run_solver(m, w, M, warmstart, tolerance, iterations, sol, 0.0, false);
 }
 
 }  // namespace

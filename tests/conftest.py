@@ -257,6 +257,7 @@ SLOW = {
         "test_newton_and_cg_stop_by_the_trace_of_the_current_mass_matrix",
         "test_folded_chain_at_a_loose_tolerance_follows_mj_step", "test_pgs_g1_along_its_steps",
         "test_humanoid_with_pgs_follows_mj_step", "test_folded_chain_with_noslip_follows_mj_step",
+        "test_islands_solved_apart_follow_mj_step",
     },
     "test_spatial.py": {"test_log_jacobians_equal_finite_differences_and_pinocchio"},
     "test_task_space.py": {"test_inertia_pseudo_inverse_and_bias_equal_mujoco_formulas"},

@@ -31,6 +31,7 @@ LAYERS = [
     ["physai.engine.loaders"],
     ["physai.engine.forward", "physai.engine.batching", "physai.engine.native"],
     ["physai.engine.constraint"],
+    ["physai.engine.island"],
     ["physai.engine.solver", "physai.engine.inverse"],
     ["physai.engine.api", "physai.engine.configuration"],
     ["physai.engine.chunked"],

@@ -304,3 +304,88 @@ def test_a_model_without_dofs_solves_to_mujocos_empty_answer(solver, backend):
         inverse = run(backend, constraints.inverse_dynamics, model, empty, empty, empty)
     assert forward.qacc.shape == d.qacc.shape == (0,) and inverse.tau.shape == d.qfrc_inverse.shape == (0,)
     assert forward.efc_force.shape == d.efc_force.shape
+
+
+def islands_scene(scene: str, solver: str, noslip: int = 0):
+    """(m, d): three tilted free bodies apart on a plane (elliptic cones; each touching it: one island each) or two
+    hinged arms against their limits (two trees, one island each), under `solver` with `noslip` sweeps, moving."""
+    if scene == "bodies":
+        bodies = "".join(f'<body pos="{x} {y} .12" euler="{10 * k} {20 * k} 0"><freejoint/>'
+                         f'<geom type="{g}" size=".1 .08 .06" mass="{1 + k}"/></body>'
+                         for k, (x, y, g) in enumerate([(0, 0, "box"), (.6, .1, "sphere"), (-.5, .4, "capsule")]))
+        world, speed = f'<geom type="plane" size="5 5 .1"/>{bodies}', 2.0
+    else:
+        arm = lambda x: (f'<body pos="{x} 0 .6"><joint type="hinge" axis="0 1 0" limited="true" range="-30 30"/>'  # noqa: E731
+                         '<geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/><body pos=".3 0 0"><joint type="hinge" '
+                         'axis="0 1 0" limited="true" range="-20 20"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/>'
+                         '</body></body>')
+        world, speed = arm(0) + arm(1), 4.0
+    cone = "elliptic" if scene == "bodies" else "pyramidal"
+    m = mujoco.MjModel.from_xml_string(f'<mujoco><option solver="{solver}" cone="{cone}" noslip_iterations="{noslip}"/>'
+                                       f'<worldbody>{world}</worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    d.qvel[:] = speed * np.random.default_rng(0).normal(size=m.nv)
+    return m, d
+
+
+ISLAND_CASES = [("bodies", "Newton", 0), ("bodies", "PGS", 0), ("bodies", "CG", 0), ("bodies", "Newton", 10),
+                ("arms", "Newton", 0), ("arms", "PGS", 0), ("arms", "CG", 0)]
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("tolerance", [1e-15, 1e-8])
+@pytest.mark.parametrize("scene, solver, noslip", ISLAND_CASES)
+def test_islands_solved_apart_follow_mj_step(scene, solver, noslip, tolerance, backend):
+    """MuJoCo 4 solves each constraint island by itself (its own iterations, scale 1 / trace(M_island) and stopping
+    test; mj_island, mj_fwdConstraint): 100 steps of simulate(constraints=True) within 1e-10 of mj_step in q, with
+    islands (on by default) and with mjDSBL_ISLAND (one problem): 1.8e-15 seen. Solved as one problem, the islands
+    drifted at tolerance 1e-8 by 2.3e-8 (bodies, Newton), 5.8e-8 (PGS), 1.5e-6 (CG), 4.1e-7 (Newton and noslip), 3.5e-8
+    (arms, PGS), 4.5e-8 (arms, CG); the arms under Newton converge in one step either way."""
+    for flags in (0, mujoco.mjtDisableBit.mjDSBL_ISLAND):
+        m, d = islands_scene(scene, solver, noslip)
+        m.opt.tolerance, m.opt.disableflags = tolerance, m.opt.disableflags | flags
+        assert drift_from_mj_step(m, d, backend) < 1e-10, flags
+
+
+@pytest.mark.parametrize("scene", ["bodies", "arms"])
+def test_island_partition_is_mujocos(scene):
+    """physai.engine.island.partition gives MuJoCo's islands (mj_island) along 100 steps of mj_step: the island of every
+    row (d.efc_island) and of every dof (d.dof_island, -1: in none), in MuJoCo's numbering (two islands seen)."""
+    from physai.engine import island
+    m, d = islands_scene(scene, "Newton")
+    model, seen = engine.from_mujoco(m), set()
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        mujoco.mj_forward(m, d)
+        rows = constraints.rows(model, d.qpos, d.qvel, collision.from_mujoco(m, d), eq_active=d.eq_active.astype(bool))
+        efc_island, dof_island = np.full(rows.nefc, -1), np.full(m.nv, -1)
+        for k, part in enumerate(island.partition(model, rows)):
+            efc_island[part.rows], dof_island[part.dofs] = k, k
+        assert rows.nefc == d.nefc
+        np.testing.assert_array_equal(efc_island, d.efc_island[:d.nefc])
+        np.testing.assert_array_equal(dof_island, d.dof_island)
+        seen.add(int(d.nisland))
+    assert max(seen) >= 2, seen
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("solver", ["Newton", "PGS", "CG"])
+def test_island_statistics_are_the_largest_islands(solver, backend):
+    """forward_dynamics with islands, warm-started as mj_forward is, along 60 steps of the three bodies: qacc and
+    efc_force within 1e-12 of MuJoCo's, iterations the largest of MuJoCo's per-island solver_niter (two islands seen)."""
+    m, d = islands_scene("bodies", solver)
+    model, seen = engine.from_mujoco(m), set()
+    for _ in range(60):
+        mujoco.mj_step(m, d)
+        warm = d.qacc_warmstart.copy()
+        mujoco.mj_forward(m, d)
+        tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, tau, collision.from_mujoco(m, d),
+                      qacc_warmstart=warm)
+        assert_close(res.qacc, d.qacc, 1e-12, what="qacc")
+        assert_close(res.efc_force, d.efc_force, 1e-12, what="efc_force")
+        assert res.iterations == max(d.solver_niter[:max(1, d.nisland)]), (res.iterations, d.solver_niter[:3])
+        seen.add(int(d.nisland))
+    assert max(seen) >= 2, seen

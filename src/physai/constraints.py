@@ -57,9 +57,11 @@ class _Later:
 class ForwardResult:
     """Forward dynamics with constraints. One state: qacc (nv,) [rad/s^2 | m/s^2], qfrc_constraint (nv,) [N m | N],
     efc_force (nefc,) (MuJoCo's efc_force), iterations (int), improvement (the last iteration's scaled cost decrease,
-    MuJoCo's solver_improvement), rows (Rows). A batch of N: qacc and qfrc_constraint (N, nv), iterations and
-    improvement (N,), efc_force and rows lists of N (each state has its own rows). On the compiled backend the rows are
-    computed when first read."""
+    MuJoCo's solver_improvement), rows (Rows). With constraint islands (model.opt.island, MuJoCo's default) each island is
+    solved alone and MuJoCo reports per island (solver_niter[k]): iterations and improvement are the largest over the
+    islands (an iteration limit reached by any island shows; forward_dynamics warns when any island stops unconverged).
+    A batch of N: qacc and qfrc_constraint (N, nv), iterations and improvement (N,), efc_force and rows lists of N (each
+    state has its own rows). On the compiled backend the rows are computed when first read."""
 
     qacc: np.ndarray
     qfrc_constraint: np.ndarray
@@ -185,7 +187,8 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     docstring (None: physai's own, physai.collision.detect).
 
     qacc_warmstart: (nv,) or (N, nv), where the solver starts when its cost is lower than at the unconstrained
-    accelerations (MuJoCo's qacc_warmstart: the previous step's qacc). tolerance and iterations default to model.opt's.
+    accelerations (MuJoCo's qacc_warmstart: the previous step's qacc; with islands chosen once on all rows, each island
+    starting from its dofs' part). tolerance and iterations default to model.opt's.
     A state whose solve reaches the iteration limit (or a line search its ls_iterations without improving) before the
     tolerance warns (physai.exceptions.ConvergenceWarning, with its last improvement) and returns the last iterate, as
     MuJoCo does; MuJoCo itself sets no warning (no mjtWarning is about the solver): it leaves solver_niter = iterations.

@@ -353,7 +353,7 @@ def options_from_mujoco(m: mujoco.MjModel) -> Options:
                    frictionloss=on(bit.mjDSBL_FRICTIONLOSS), limit=on(bit.mjDSBL_LIMIT), contact=on(bit.mjDSBL_CONTACT),
                    refsafe=not off & bit.mjDSBL_REFSAFE, ccd_tolerance=float(m.opt.ccd_tolerance),
                    ccd_iterations=int(m.opt.ccd_iterations), noslip_iterations=int(m.opt.noslip_iterations),
-                   noslip_tolerance=float(m.opt.noslip_tolerance))
+                   noslip_tolerance=float(m.opt.noslip_tolerance), island=not off & bit.mjDSBL_ISLAND)
 
 
 def _equalities_from_mujoco(m: mujoco.MjModel) -> tuple[list[EqualitySpec], tuple]:

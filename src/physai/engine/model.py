@@ -113,7 +113,8 @@ class Options:
     ls_tolerance and ls_iterations (MuJoCo's Newton defaults), solver ("newton", "pgs" or "cg": mjSOL_NEWTON, mjSOL_PGS,
     mjSOL_CG), and which constraints are on (MuJoCo's disable flags off): equality, frictionloss, limit, contact, refsafe
     (time constants raised to at least 2 timesteps); ccd_tolerance [m] and ccd_iterations of the convex pairs' GJK and
-    EPA (MuJoCo's defaults); noslip_iterations (0: off) and noslip_tolerance of the noslip sweeps after the solver."""
+    EPA (MuJoCo's defaults); noslip_iterations (0: off) and noslip_tolerance of the noslip sweeps after the solver; island:
+    the solver runs on each constraint island alone (MuJoCo's mjDSBL_ISLAND off, its default; physai.engine.island)."""
 
     timestep: float = 0.002
     integrator: str = "euler"
@@ -134,6 +135,7 @@ class Options:
     ccd_iterations: int = 35
     noslip_iterations: int = 0
     noslip_tolerance: float = 1e-6
+    island: bool = True
 
 
 @dataclass

@@ -320,7 +320,7 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
                                                                      "ccd_tolerance", "noslip_tolerance")},
             **{f"opt_{name}": int(getattr(opt, name)) for name in ("iterations", "ls_iterations", "equality", "frictionloss",
                                                                    "limit", "contact", "refsafe", "ccd_iterations",
-                                                                   "noslip_iterations")},
+                                                                   "noslip_iterations", "island")},
             "opt_elliptic": int(opt.cone == "elliptic"), "opt_solver": SOLVERS[opt.solver],
             "opt_multiccd": int(model.geoms.multiccd), **collision_fields(model)}
 

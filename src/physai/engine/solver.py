@@ -4,7 +4,8 @@ constrained accelerations of the rows physai.engine.constraint builds.
     solve(model, rows, M, qfrc_smooth, ...)       qacc minimising  1/2 |qacc - a0|_M^2 + s(J qacc - aref)  (mj_solNewton)
     solve_pgs(model, rows, M, qfrc_smooth, ...)   the dual forces minimising 1/2 f^T AR f + f^T b on their cones (mj_solPGS)
     noslip(model, rows, M, qfrc_smooth, sol)      sol's friction forces again without R (mj_solNoSlip)
-    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names, then noslip
+    solve_with(model, rows, M, qfrc_smooth, ...)  the one model.opt.solver names, then noslip: on each island alone
+                                                  (physai.engine.island) when model.opt.island
     tolerance_scale(M)                            1 / trace(M): the scale of their tolerances at this state (MuJoCo 4.0)
 
 The cost's pieces along a search direction (PrimalPrepare, PrimalEval), the exact line search (PrimalSearch) and the
@@ -21,7 +22,7 @@ import numpy as np
 
 from physai import validation
 from physai.exceptions import UnsupportedModelError
-from physai.engine import native
+from physai.engine import island, native
 from physai.engine.model_checks import MINVAL
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, CONTACT_PYRAMIDAL, LINEARNEG, LINEARPOS,
                                       QUADRATIC, SATISFIED, Rows,
@@ -265,10 +266,13 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
     return 0.5 * (H + H.T)
 
 
-def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart):
+def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart, chosen: bool = False):
     """(a0 = M^-1 qfrc_smooth, the start qacc, its forces, states, cone Hessians and M qacc): the warm start when its
-    primal cost is lower than a0's, else a0 (MuJoCo's warmstart)."""
+    primal cost is lower than a0's (or `chosen`: already chosen, an island's), else a0 (MuJoCo's warmstart)."""
     qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    if chosen and warmstart is not None:
+        qacc = np.array(warmstart, dtype=float)
+        return (qacc_smooth, qacc, *_total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)[1:])
     qacc = qacc_smooth.copy()
     cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
     if warmstart is not None:
@@ -299,7 +303,8 @@ def _primal_search(model: Model, r: Rows, M, qfrc_smooth, qacc, Ma, v, tolerance
 
 
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
-          tolerance: float | None = None, iterations: int | None = None) -> Solution:
+          tolerance: float | None = None, iterations: int | None = None, scale: float | None = None,
+          chosen: bool = False) -> Solution:
     """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
     Newton's method (Hessian M + J^T D J, MuJoCo's line search: at most opt.ls_iterations evaluations of the cost, to
     |d cost / d alpha| < tolerance ls_tolerance |v| / scale), from the warm start when its cost is lower than a0's.
@@ -311,8 +316,8 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
-    scale = tolerance_scale(M)
-    qacc_smooth, qacc, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
+    scale = tolerance_scale(M) if scale is None else scale
+    qacc_smooth, qacc, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
@@ -359,7 +364,8 @@ def _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) -> float:
 
 
 def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
-             tolerance: float | None = None, iterations: int | None = None) -> Solution:
+             tolerance: float | None = None, iterations: int | None = None, scale: float | None = None,
+             chosen: bool = False) -> Solution:
     """The constrained accelerations of solve by MuJoCo's conjugate gradients (mj_solCG): the same primal cost, start
     and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1 grad is
     below the tolerance at the start, then when the scaled improvement or gradient is, scale = tolerance_scale(M)
@@ -367,9 +373,9 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
-    scale = tolerance_scale(M)
+    scale = tolerance_scale(M) if scale is None else scale
     M_solve = lambda x: tree_cholesky_solve(model, M[:, :, None], x[:, None])[:, 0]   # noqa: E731
-    qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart)
+    qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
     grad = Ma - qfrc_smooth - r.J.T @ force
     Mgrad = M_solve(grad)
     # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start)
@@ -564,8 +570,18 @@ def _dual_state(r: Rows, force: np.ndarray, blocks: list) -> np.ndarray:
     return state
 
 
+def _pgs_start(r: Rows, AR: np.ndarray, b: np.ndarray, warmstart: np.ndarray, chosen: bool) -> np.ndarray:
+    """The rows' forces at J warmstart - aref, zero when their dual cost f^T b + 1/2 f^T AR f is positive (unless
+    `chosen`: an island's, whose start the whole problem chose)."""
+    force = update(r, r.J @ warmstart - r.aref)[0].copy()
+    if not chosen and float(force @ b) + 0.5 * float(force @ AR @ force) > 0:
+        force[:] = 0.0
+    return force
+
+
 def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
-              tolerance: float | None = None, iterations: int | None = None) -> Solution:
+              tolerance: float | None = None, iterations: int | None = None, scale: float | None = None,
+              chosen: bool = False) -> Solution:
     """The constrained accelerations by MuJoCo's projected Gauss-Seidel on the dual problem (mj_solPGS): the forces f
     (nefc,) minimising 1/2 f^T AR f + f^T b, AR = J M^-1 J^T + diag(R), b = J a0 - aref, a0 = M^-1 qfrc_smooth,
     f within each row's set (friction loss +-frictionloss, limits and contacts >= 0, elliptic contacts in their cone);
@@ -585,10 +601,8 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
     AR = A + np.diag(r.R)
     force = np.zeros(nefc)
     if warmstart is not None:                                         # the rows' forces at the warm start, if cost <= 0
-        force = update(r, r.J @ warmstart - r.aref)[0].copy()
-        if float(force @ b) + 0.5 * float(force @ AR @ force) > 0:
-            force[:] = 0.0
-    scale = tolerance_scale(M)
+        force = _pgs_start(r, AR, b, warmstart, chosen)
+    scale = tolerance_scale(M) if scale is None else scale
     ARinv = 1.0 / np.diag(AR)
     blocks = _pgs_blocks(r)
     order, rng = list(range(len(blocks))), _pcg32(0)[0]             # MuJoCo's seed: state 0, one draw
@@ -700,7 +714,8 @@ def _noslip_sweep(r: Rows, A: np.ndarray, Ainv: np.ndarray, b: np.ndarray, force
     return improvement
 
 
-def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, solution: Solution) -> Solution:
+def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, solution: Solution,
+           scale: float | None = None) -> Solution:
     """The solution with its friction forces solved again without the regulariser R (MuJoCo's mj_solNoSlip, after every
     solver when opt.noslip_iterations > 0): Gauss-Seidel sweeps on 1/2 f^T A f + f^T b, A = J M^-1 J^T, over the
     friction-loss rows and the contacts' friction at their normal forces, until the sweep's improvement scaled by
@@ -709,7 +724,8 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
     qacc_smooth, A, b = _dual_problem(model, r, M, qfrc_smooth)
     force = solution.efc_force.copy()
     Ainv = 1.0 / np.maximum(MINVAL, np.diag(A))
-    blocks, scale, it = _friction_contacts(r), tolerance_scale(M), 0
+    blocks, it = _friction_contacts(r), 0
+    scale = tolerance_scale(M) if scale is None else scale
     while it < model.opt.noslip_iterations:
         improvement = 0.5 * float(force @ (r.R * force)) if it == 0 else 0.0   # the cost without R at the start
         improvement = scale * (improvement + _noslip_sweep(r, A, Ainv, b, force, blocks))
@@ -725,10 +741,56 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
 def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
                tolerance: float | None = None, iterations: int | None = None) -> Solution:
     """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r, then noslip
-    when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint)."""
+    when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint): on each island (physai.engine.island) by itself when
+    opt.island, else on all rows at once (as is one island over every dof: the same problem, without the copies)."""
+    if model.opt.island and r.nefc:
+        parts = island.partition(model, r)
+        if len(parts) != 1 or len(parts[0].dofs) < model.nv:
+            return _solve_islands(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, parts)
+    return _run_solver(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, None, False)
+
+
+def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance, iterations,
+                scale: float | None, chosen: bool) -> Solution:
+    """The solver model.opt.solver names on the rows r with the tolerance scale (None: tolerance_scale(M)) and a start
+    already chosen or not, then noslip when opt.noslip_iterations > 0."""
     run = {"pgs": solve_pgs, "cg": solve_cg}.get(model.opt.solver, solve)
-    solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations)
-    return noslip(model, r, M, qfrc_smooth, solution) if model.opt.noslip_iterations > 0 else solution
+    solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
+    return noslip(model, r, M, qfrc_smooth, solution, scale) if model.opt.noslip_iterations > 0 else solution
+
+
+def _island_start(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart) -> np.ndarray | None:
+    """The start every island continues from, chosen on all rows (MuJoCo's warmstart): Newton and CG the warm start
+    when its primal cost is lower than a0's, else a0; PGS the warm start unless its forces' dual cost is positive
+    (None: zero forces)."""
+    if warmstart is None:
+        return None
+    if model.opt.solver != "pgs":
+        return _primal_start(model, r, M, qfrc_smooth, warmstart)[1]
+    _, A, b = _dual_problem(model, r, M, qfrc_smooth)
+    return warmstart if _pgs_start(r, A + np.diag(r.R), b, warmstart, False).any() else None
+
+
+def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance,
+                   iterations, parts: list) -> Solution:
+    """solve_with on each island of parts (island.partition) alone (mj_fwdConstraint with islands): its rows, its dofs'
+    qfrc_smooth and start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island),
+    iteration count and stopping test, then its own noslip; dofs in no island keep a0. The Solution's iterations and improvement are the largest over
+    the islands (MuJoCo reports them per island), converged whether every island converged."""
+    start = _island_start(model, r, M, qfrc_smooth, warmstart)
+    qacc = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    force, state = np.zeros(r.nefc), np.zeros(r.nefc, dtype=int)
+    iterations_, improvement, converged = 0, 0.0, True
+    for part in parts:
+        rows, mask = island.island_rows(r, part), np.zeros(model.nv)
+        mask[part.dofs] = 1.0
+        scale = 1.0 / float(np.sum(np.diag(M)[part.dofs]))
+        warm = None if start is None else start * mask
+        sol = _run_solver(model, rows, M, qfrc_smooth * mask, warm, tolerance, iterations, scale, True)
+        qacc[part.dofs], force[part.rows], state[part.rows] = sol.qacc[part.dofs], sol.efc_force, sol.state
+        iterations_, improvement = max(iterations_, sol.iterations), max(improvement, sol.improvement)
+        converged = converged and sol.converged
+    return Solution(qacc, force, r.J.T @ force, iterations_, improvement, converged, state)
 
 
 # ---------------------------------------------------------------- the compiled kernel (cpp/solver.h)

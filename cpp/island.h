@@ -1,0 +1,125 @@
+// MuJoCo's constraint islands (src/physai/engine/island.py: engine_island.c mj_island): the dofs coupled through
+// constraint rows and the kinematic trees, each solved as its own problem (m.opt_island; mjDSBL_ISLAND turns it off):
+//
+//     dof_trees(m, trees)                 the tree of each dof: the link carrying its tree's root body
+//     partition(m, r, islands)            each island's dofs and rows, in MuJoCo's order (islands by their first tree,
+//                                         dofs and rows ascending within one)
+//     island_rows(m, r, island, out)      the rows of one island (all nv columns; J is zero off the island's dofs)
+//
+// Trees are joined by the rows: the trees of a row's nonzero Jacobian columns form one island; the rows that continue a
+// constraint (same type and id as the row before) go where its first row goes. Dofs of trees without rows are in no
+// island.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "constraint.h"
+#include "model.h"
+
+namespace physai {
+namespace {
+
+// the dof and row indices of one island, ascending
+struct Island {
+    std::vector<int> dofs, rows;
+};
+
+// the tree of each dof (nv): the index of the link carrying its tree's root body
+inline void dof_trees(const Model &m, std::vector<int64_t> &trees) {
+    trees.resize(size_t(m.nv));
+    for (int j = 0; j < m.nv; j++) trees[size_t(j)] = m.link_centerid[m.dof_linkid[j]];
+}
+
+// the root of tree's set (mj_dsuRoot), the path to it compressed
+inline int64_t tree_root(std::vector<int64_t> &parent, int64_t tree) {
+    int64_t root = tree;
+    while (parent[size_t(root)] != root) root = parent[size_t(root)];
+    while (parent[size_t(tree)] != root) {
+        int64_t next = parent[size_t(tree)];
+        parent[size_t(tree)] = root, tree = next;
+    }
+    return root;
+}
+
+// the islands of the rows r (see above), ordered by their first tree
+inline void partition(const Model &m, const Rows &r, std::vector<Island> &islands) {
+    std::vector<int64_t> trees, parent(size_t(m.nlink), -1), row_tree(size_t(r.nefc), -1);
+    dof_trees(m, trees);
+    // union the trees of each row, a set's root its smallest tree (mj_dsuMerge)
+    for (int i = 0; i < r.nefc; i++) {
+        size_t k = size_t(i);
+        if (i > 0 && r.type[k] == r.type[k - 1] && r.id[k] == r.id[k - 1]) {
+            row_tree[k] = row_tree[k - 1];
+            continue;
+        }
+        for (int a = r.start[k]; a < r.start[k + 1]; a++) {
+            if (r.val[size_t(a)] == 0.0) continue;
+            int64_t t = trees[size_t(r.cols[size_t(a)])];
+            if (parent[size_t(t)] < 0) parent[size_t(t)] = t;
+            if (row_tree[k] < 0) {
+                row_tree[k] = t;
+                continue;
+            }
+            int64_t ra = tree_root(parent, row_tree[k]), rb = tree_root(parent, t);
+            parent[size_t(std::max(ra, rb))] = std::min(ra, rb);
+        }
+    }
+    // islands numbered by their root, trees ascending (mj_dsuAssign)
+    std::vector<int64_t> number(size_t(m.nlink), -1);
+    int64_t n = 0;
+    for (int64_t t = 0; t < m.nlink; t++)
+        if (parent[size_t(t)] == t) number[size_t(t)] = n++;
+    islands.assign(size_t(n), Island{});
+    for (int j = 0; j < m.nv; j++) {
+        int64_t t = trees[size_t(j)];
+        if (parent[size_t(t)] >= 0) islands[size_t(number[size_t(tree_root(parent, t))])].dofs.push_back(j);
+    }
+    for (int i = 0; i < r.nefc; i++) {
+        int64_t t = row_tree[size_t(i)];
+        islands[size_t(t < 0 ? 0 : number[size_t(tree_root(parent, t))])].rows.push_back(i);
+    }
+}
+
+// the rows of one island (MuJoCo's iefc_*) into out: each row's entries and compressed columns at island.rows, ne, nf,
+// nl counted there, the groups of consecutive rows kept; the contacts kept (contact ids still index them), contact_row
+// renumbered (-1: the contact's rows are elsewhere)
+inline void island_rows(const Model &m, const Rows &r, const Island &island, Rows &out) {
+    const std::vector<int> &k = island.rows;
+    out.nv = r.nv, out.nefc = int(k.size()), out.dense = false;
+    out.ne = out.nf = out.nl = 0;
+    std::vector<double> Rows::*per_row[] = {&Rows::pos, &Rows::margin, &Rows::frictionloss, &Rows::diagA, &Rows::R,
+                                            &Rows::D, &Rows::K, &Rows::B, &Rows::imp, &Rows::impP, &Rows::vel,
+                                            &Rows::aref};
+    for (auto field : per_row) {
+        (out.*field).resize(k.size());
+        for (size_t c = 0; c < k.size(); c++) (out.*field)[c] = (r.*field)[size_t(k[c])];
+    }
+    out.type.resize(k.size()), out.id.resize(k.size());
+    out.start.assign(1, 0), out.cols.clear(), out.val.clear(), out.group.clear();
+    std::vector<char> first(size_t(r.nefc) + 1, 0);
+    for (int g : r.group) first[size_t(g)] = 1;
+    std::vector<int64_t> position(size_t(r.nefc), -1);
+    for (size_t c = 0; c < k.size(); c++) {
+        size_t i = size_t(k[c]);
+        position[i] = int64_t(c);
+        out.type[c] = r.type[i], out.id[c] = r.id[i];
+        out.ne += int(k[c] < r.ne), out.nf += int(k[c] >= r.ne && k[c] < r.ne + r.nf);
+        out.nl += int(k[c] >= r.ne + r.nf && k[c] < r.ne + r.nf + r.nl);
+        if (first[i] || c == 0 || k[c - 1] != k[c] - 1) out.group.push_back(int(c));   // a group starts here
+        out.cols.insert(out.cols.end(), r.cols.begin() + r.start[i], r.cols.begin() + r.start[i + 1]);
+        out.val.insert(out.val.end(), r.val.begin() + r.start[i], r.val.begin() + r.start[i + 1]);
+        out.start.push_back(int(out.cols.size()));
+    }
+    out.group.push_back(out.nefc);
+    out.con = r.con, out.contact_mu = r.contact_mu;
+    out.contact_row.resize(r.contact_row.size());
+    for (size_t c = 0; c < r.contact_row.size(); c++)
+        out.contact_row[c] = r.contact_row[c] < 0 ? -1 : position[size_t(r.contact_row[c])];
+    out.tree = chains(m, out);
+}
+
+}  // namespace
+}  // namespace physai

@@ -1,0 +1,88 @@
+"""MuJoCo's constraint islands (engine_island.c mj_island): the dofs coupled through constraint rows and the kinematic
+trees, each solved as its own problem (MuJoCo 4.0's default; mjDSBL_ISLAND, model.opt.island False, turns it off).
+
+    dof_trees(model)           (nv,) the tree of each dof: the link carrying its tree's root body (MuJoCo's dof_treeid,
+                               up to numbering: trees are ordered as their roots)
+    partition(model, rows)     [Island]: each island's dofs and rows, in MuJoCo's order (islands by their first tree,
+                               dofs and rows ascending within one)
+    island_rows(rows, island)  the rows of one island (all nv columns; J is zero off the island's dofs)
+
+Trees are joined by the rows: the trees of a row's nonzero Jacobian columns form one island; the rows that continue a
+constraint (same type and id as the row before) go where its first row goes. Dofs of trees without rows are in no island.
+"""
+
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from physai.engine.constraint import Rows
+from physai.engine.model import Model
+
+
+@dataclass
+class Island:
+    """dofs (k,) and rows (n,): the dof and row indices of one island, ascending."""
+
+    dofs: np.ndarray
+    rows: np.ndarray
+
+
+def dof_trees(model: Model) -> np.ndarray:
+    """(nv,) the tree of each dof: the index of the link carrying its tree's root body."""
+    return np.asarray(model.link_centerid)[np.asarray(model.dof_linkid)]
+
+
+def _root(parent: dict, tree: int) -> int:
+    """The root of tree's set (mj_dsuRoot), the path to it compressed."""
+    root = tree
+    while parent[root] != root:
+        root = parent[root]
+    while parent[tree] != root:
+        parent[tree], tree = root, parent[tree]
+    return root
+
+
+def _row_trees(r: Rows, trees: np.ndarray) -> list:
+    """The trees of each row's nonzero Jacobian columns; a row continuing a constraint: its first row's."""
+    out = []
+    for i in range(r.nefc):
+        if i > 0 and r.type[i] == r.type[i - 1] and r.id[i] == r.id[i - 1]:
+            out.append(out[-1])
+        else:
+            out.append(sorted(set(trees[np.flatnonzero(r.J[i])].tolist())))
+    return out
+
+
+def partition(model: Model, r: Rows) -> list:
+    """The islands of the rows r (see the module): [Island], ordered by their first tree."""
+    trees = dof_trees(model)
+    row_trees = _row_trees(r, trees)
+    # union the trees of each row, a set's root its smallest tree (mj_dsuMerge)
+    parent: dict = {}
+    for ts in row_trees:
+        for t in ts:
+            parent.setdefault(t, t)
+        for a, b in zip(ts, ts[1:]):
+            ra, rb = _root(parent, a), _root(parent, b)
+            parent[max(ra, rb)] = min(ra, rb)
+    # islands numbered by their root, trees ascending (mj_dsuAssign)
+    roots = sorted({_root(parent, t) for t in parent})
+    number = {root: k for k, root in enumerate(roots)}
+    tree_island = {t: number[_root(parent, t)] for t in parent}
+    dof_island = np.array([tree_island.get(t, -1) for t in trees.tolist()], dtype=np.intp)
+    row_island = np.array([tree_island[ts[0]] if ts else 0 for ts in row_trees], dtype=np.intp)
+    return [Island(np.flatnonzero(dof_island == k), np.flatnonzero(row_island == k)) for k in range(len(roots))]
+
+
+def island_rows(r: Rows, island: Island) -> Rows:
+    """The rows of one island (MuJoCo's iefc_*): each per-row array at island.rows, ne, nf, nl counted there; the
+    per-contact arrays kept (contact ids still index them), contact_row renumbered (-1: the contact's rows are elsewhere)."""
+    k = island.rows
+    per_row = {name: getattr(r, name)[k] for name in ("J", "pos", "margin", "frictionloss", "type", "id", "diagA", "R",
+                                                     "D", "K", "B", "imp", "impP", "vel", "aref")}
+    position = np.full(r.nefc + 1, -1, np.intp)
+    position[k] = np.arange(len(k))
+    contact_row = position[r.contact_row] if len(r.contact_row) else r.contact_row
+    count = lambda lo, hi: int(np.count_nonzero((k >= lo) & (k < hi)))             # noqa: E731
+    return replace(r, **per_row, ne=count(0, r.ne), nf=count(r.ne, r.ne + r.nf),
+                   nl=count(r.ne + r.nf, r.ne + r.nf + r.nl), contact_row=contact_row)
