@@ -775,8 +775,9 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
                    iterations, parts: list) -> Solution:
     """solve_with on each island of parts (island.partition) alone (mj_fwdConstraint with islands): its rows, its dofs'
     qfrc_smooth and start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island),
-    iteration count and stopping test, then its own noslip; dofs in no island keep a0. The Solution's iterations and improvement are the largest over
-    the islands (MuJoCo reports them per island), converged whether every island converged."""
+    iteration count and stopping test, then its own noslip; dofs in no island keep a0. The Solution's iterations and
+    improvement are the largest over the islands (MuJoCo reports them per island), converged whether every island
+    converged."""
     start = _island_start(model, r, M, qfrc_smooth, warmstart)
     qacc = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
     force, state = np.zeros(r.nefc), np.zeros(r.nefc, dtype=int)
