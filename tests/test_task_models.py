@@ -24,7 +24,7 @@ EXPECTED_REFUSED = {
     "gymnasium/pusher": "capsule-cylinder",                       # collision pairs (issue 36 counts them Q's)
     "gymnasium/pusher_v5": "capsule-cylinder",
     "dm_control/reacher": "capsule-cylinder",
-    "dm_control/finger": "cylinder-cylinder",
+    "dm_control/finger": "capsule-cylinder",
     "dm_control/ball_in_cup": "tendon limits",                    # its string is a spatial tendon with a limit
     "dm_control/fish": "tendon stiffness",
     "dm_control/manipulator": "mjEQ_TENDON",                      # a tendon equality couples the fingers
