@@ -32,7 +32,9 @@ crossing point interpolated by the two ends' distances to the clipping plane; th
 diagonals; geom 1's edge tried whatever the size of geom 2's side, then geom 2's edge. A cylinder (MuJoCo 3.14's
 multi-contact) names its caps by its support point's cap (vertex 0: +z, 1: -z); a cap point is a vertex whose one face
 is its cap, a 16-gon of rim points (cos and sin of 2 pi k / 16 to 15 decimals, MuJoCo's table); its edge is the side
-line through the point, to the other cap. MuJoCo 4's multi-contact of capsules (3.15), of pairs with a margin (not in
+line through the point, to the other cap. A cap inside the other face clips to the whole 16-gon, whose largest
+quadrilaterals tie: rounding picks one, so a state 1e-18 away may get 4 contacts turned by 22.5 degrees about the axis
+(as MuJoCo's own). MuJoCo 4's multi-contact of capsules (3.15), of pairs with a margin (not in
 the published source) and of a cylinder with a box (polygon_pair) is not reproduced: those candidates are refused by
 name (collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
