@@ -4,7 +4,7 @@
 //     sphere_support ... mesh_support_point   the geoms' support functions (their point farthest along a direction)
 //     shrink, restore                         a geom without its margin, a sphere as its centre, a capsule as its segment
 //     normalize ... polygon_clip              multi-contact's pieces: face and edge normals, faces, clipping
-//     multicontact(status, o1, o2)            MuJoCo's single-shot multi-contact of two boxes or meshes
+//     multicontact(status, o1, o2)            MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders
 //     convex_pair(p, out)                     MuJoCo's mjc_Convex: the pair's contacts (gjk.h's ccd, multicontact)
 //     is_convex_pair(t1, t2)                  the pairs convex.CONVEX_PAIRS and MULTI_PAIRS list
 //     Prism, prism_add, prism_center, prism_support, local_extent, hfield_convex
@@ -68,6 +68,7 @@ inline V3 cylinder_support(CcdObject &o, const V3 &d) {
     V3 local = to_local(o, d);
     double n2 = local[0] * local[0] + local[1] * local[1];
     double scale = n2 >= GJK_MINVAL2 ? o.size[0] / std::sqrt(n2) : 0.0;
+    o.vertex = local[2] >= 0 ? 0 : 1;
     return to_world(o, {scale * local[0], scale * local[1], local[2] >= 0 ? o.size[1] : -o.size[1]});
 }
 
@@ -271,22 +272,54 @@ inline std::vector<V3> mesh_face(const CcdObject &o, int64_t p) {
     return out;
 }
 
-// the face normals and face ids of a box or mesh at its side of EPA's face (box_normals, mesh_normals)
+// a cylinder's cap normal and cap id (0: +z, 1: -z) when its side of EPA's face is one cap point, else none
+inline void cylinder_normals(const CcdObject &o, int dim, const int64_t ids[3], std::vector<V3> &normals,
+                             std::vector<int64_t> &faces) {
+    if (dim != 1) return;
+    normals.push_back(rotate(o, {0.0, 0.0, ids[0] ? -1.0 : 1.0})), faces.push_back(ids[0]);
+}
+
+// (the unit direction along the side, its far end points[0] + 2 h direction) of the cylinder's side line through
+// points[0] on cap (0: +z, going down; 1: -z, going up)
+inline void cylinder_edge_normals(const CcdObject &o, const V3 points[3], int64_t cap, std::vector<V3> &edges,
+                                  std::vector<V3> &ends) {
+    V3 direction = V3{o.mat[2], o.mat[5], o.mat[8]} * (cap ? 1.0 : -1.0);
+    edges.push_back(direction), ends.push_back(points[0] + direction * (2 * o.size[1]));
+}
+
+// cos and sin of 2 pi k / 16 to 15 decimals (MuJoCo's table; its rounding breaks polygon_quad's ties on a cap)
+constexpr double COS16[16] = {1.0, 0.923879532511287, 0.707106781186548, 0.382683432365090, 0.0, -0.382683432365090,
+                              -0.707106781186547, -0.923879532511287, -1.0, -0.923879532511287, -0.707106781186548,
+                              -0.382683432365090, 0.0, 0.382683432365090, 0.707106781186547, 0.923879532511287};
+
+// cap f (0: +z, 1: -z) as a 16-gon of rim points in the world, clockwise seen from outside
+inline std::vector<V3> cylinder_face(const CcdObject &o, int64_t f) {
+    double sign = f ? -1.0 : 1.0, r = o.size[0], h = o.size[1];
+    std::vector<V3> out;
+    for (int k = 0; k < 16; k++) out.push_back(to_world(o, {COS16[k] * r, -COS16[(k + 12) % 16] * r * sign, sign * h}));
+    return out;
+}
+
+// the face normals and face ids of a box, mesh or cylinder at its side of EPA's face
 inline void feature_normals(const CcdObject &o, int dim, const int64_t ids[3], const V3 &direction, std::vector<V3> &normals,
                             std::vector<int64_t> &faces) {
-    if (o.kind == GEOM_BOX) box_normals(o, dim, ids, direction, normals, faces);
+    if (o.kind == GEOM_CYLINDER) cylinder_normals(o, dim, ids, normals, faces);
+    else if (o.kind == GEOM_BOX) box_normals(o, dim, ids, direction, normals, faces);
     else mesh_normals(o, dim, ids, normals, faces);
 }
 
-// the edge directions and far ends of a box or mesh (box_edge_normals, mesh_edge_normals)
+// the edge directions and far ends of a box, mesh or cylinder
 inline void edge_normals(const CcdObject &o, int dim, const V3 points[3], int64_t vertex, std::vector<V3> &edges,
                          std::vector<V3> &ends) {
     if (o.kind == GEOM_BOX) box_edge_normals(o, dim, points, vertex, edges, ends);
-    else mesh_edge_normals(o, dim, points, vertex, edges, ends);
+    else if (o.kind == GEOM_MESH) mesh_edge_normals(o, dim, points, vertex, edges, ends);
+    else cylinder_edge_normals(o, points, vertex, edges, ends);
 }
 
-// face f of a box or mesh, its points in the world (box_face, mesh_face)
-inline std::vector<V3> face_points(const CcdObject &o, int64_t f) { return o.kind == GEOM_BOX ? box_face(o, f) : mesh_face(o, f); }
+// face f of a box, mesh or cylinder, its points in the world
+inline std::vector<V3> face_points(const CcdObject &o, int64_t f) {
+    return o.kind == GEOM_BOX ? box_face(o, f) : o.kind == GEOM_MESH ? mesh_face(o, f) : cylinder_face(o, f);
+}
 
 // the (i, j) of the normals n1[i], n2[j] facing each other most closely (least cosine, the first of equals) when
 // their cosine is below -FACE_TOL; false: none
@@ -394,7 +427,8 @@ inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std
     return out;
 }
 
-// MuJoCo's multicontact: up to 4 contacts of two boxes or meshes from EPA's last face, or none (keep EPA's one)
+// MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders from EPA's last face, or none (keep
+// EPA's one)
 inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2) {
     std::vector<Witness> none;
     for (const CcdObject *o : {&o1, &o2})
@@ -413,7 +447,7 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     size_t i, j;
     if (aligned_faces(n1, n2, i, j))                                   // face on face
         return polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j]);
-    if (dim1 < 3 && dim1 <= dim2) {                                    // an edge of 1 on a face of 2
+    if (dim1 < 3) {                                                    // an edge of 1 on a face of 2
         edge_normals(o1, dim1, p1, ids1[0], edges, ends);
         if (aligned_face_edge(edges, n2, i, j)) {
             std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j]);
@@ -429,9 +463,12 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     return none;
 }
 
-// whether MuJoCo 4 collides a pair by multicontact: two boxes or meshes without margin, multiccd on (convex.polygon_pair)
+// whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a cylinder with a cylinder or a
+// mesh, without margin, multiccd on (convex.polygon_pair)
 inline bool polygon_pair(int64_t t1, int64_t t2, double margin, bool multiccd) {
-    return multiccd && margin == 0 && (t1 == GEOM_BOX || t1 == GEOM_MESH) && (t2 == GEOM_BOX || t2 == GEOM_MESH);
+    bool polygonal = ((t1 == GEOM_BOX || t1 == GEOM_MESH) && (t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
+                     (t1 == GEOM_CYLINDER && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH));
+    return multiccd && margin == 0 && polygonal;
 }
 
 // the pairs collided here (convex.CONVEX_PAIRS and MULTI_PAIRS; which candidates they take: collision.candidates)

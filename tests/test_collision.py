@@ -94,7 +94,7 @@ def test_every_narrow_phase_is_exercised():
 
 
 @pytest.mark.parametrize("robot,steps,ignore", [("kuka_iiwa_14", 600, False), ("unitree_h1", 1000, True),
-                                                ("unitree_g1", 400, True)])
+                                                ("unitree_g1", 400, False)])
 def test_menagerie_scenes_match_mj_collision(robot, steps, ignore):
     """The iiwa (spheres) falling on its floor, the H1 left to fall from its keyframe (plane against capsules,
     spheres, boxes and cylinders; sphere against capsule and cylinder), the G1 standing on its foot spheres."""
@@ -133,16 +133,17 @@ def test_explicit_pair_signatures_follow_mujoco():
 
 
 def test_unsupported_pairs_are_refused_by_name():
-    m = models.load("unitree_g1", "scene")
-    with pytest.raises(UnsupportedModelError, match="mesh"):
+    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.1 0.1"/>
+        </body><body pos="1 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>""")
+    with pytest.raises(UnsupportedModelError, match="capsule-cylinder"):
         collision.detect(engine.from_mujoco(m), m.qpos0)
 
 
 def test_unsupported_pair_that_may_touch_warns():
-    xml = """<mujoco><worldbody><body><freejoint/><geom type="cylinder" size="0.1 0.1"/></body>
+    xml = """<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.1 0.1"/></body>
              <body pos="0.05 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
-    with pytest.warns(CollisionWarning, match="cylinder"):
+    with pytest.warns(CollisionWarning, match="capsule"):
         assert len(collision.detect(model, model.qpos0, ignore_unsupported=True)) == 0
 
 
@@ -508,10 +509,13 @@ def test_near_parallel_capsules_match_mj_collision(backend):
     assert {0, 1, 2} <= counts
 
 
-def g1_states(n: int = 12):
+def g1_states(n: int = 12, unsupported: bool = False):
     """(MjModel of the G1 in its scene, MjData after mj_forward, states (n, nq)): the G1 from its keyframe, lowered by up
-    to 3 cm with its joints perturbed by N(0, 0.3): feet in the floor, and mesh pairs without a narrow phase near."""
+    to 3 cm with its joints perturbed by N(0, 0.3): feet in the floor, and cylinder-mesh pairs near; unsupported: its
+    cylinders given a 1 mm margin (MuJoCo 4's multi-contact with a margin, which physai refuses)."""
     m = models.load("unitree_g1", "scene")
+    if unsupported:
+        m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CYLINDER] = 0.001
     d, rng, qs = mujoco.MjData(m), np.random.default_rng(5), []
     for _ in range(n):
         mujoco.mj_resetDataKeyframe(m, d, 0)
@@ -548,7 +552,7 @@ def test_unsupported_pairs_warn_once_per_pair_and_model(backend, recwarn):
     """Repeated detects (one state, then batches) and a constrained simulation of the G1 warn of each unsupported pair
     that comes near once for the model, not once per call or state; a new model warns anew."""
     warnings.simplefilter("always", CollisionWarning)             # within recwarn's filters: Python's own once-per-text off
-    m, _, Q = g1_states(6)
+    m, _, Q = g1_states(6, unsupported=True)
     model = collision.ignoring_unsupported(engine.from_mujoco(m))
     for _ in range(3):
         run(backend, collision.detect, model, Q[0])
@@ -565,7 +569,7 @@ def test_unsupported_pairs_warn_once_per_pair_and_model(backend, recwarn):
 def test_refusal_names_the_advice_that_works_everywhere():
     """The refusal of a model with pairs physai cannot collide names collision.ignoring_unsupported(model), and that
     advice works for integrators.simulate (which takes no ignore_unsupported) as for detect."""
-    m, _, Q = g1_states(1)
+    m, _, Q = g1_states(1, unsupported=True)
     model = engine.from_mujoco(m)
     with pytest.raises(UnsupportedModelError, match=r"collision\.ignoring_unsupported\(model\)") as refused:
         integrators.simulate(model, Q[0], np.zeros(m.nv), m.opt.timestep, 2, constraints=True)

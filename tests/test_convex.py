@@ -3,7 +3,8 @@ here: random scenes of each pair (random sizes, poses, margins and gaps, apart, 
 contact count and geom pairs, and the positions, frames and distances where the counts agree; a short mj_step
 trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h). The
 pairs of MuJoCo 4's multi-contact (MULTI_PAIRS: capsules, cylinders, boxes and meshes with cylinders, boxes and meshes)
-with multiccd disabled (one contact), and their refusal by name with it on.
+with multiccd disabled (one contact), with it on for boxes and meshes and a cylinder with a cylinder or a mesh without
+margin (up to 4 contacts), and the refusal by name of the rest (capsules, cylinder-box, margins) with it on.
 
 Tolerances. physai's text follows MuJoCo 4.0's algorithm (its 3.x source with the changes 4.0's library shows: a
 geom's margin taken off before GJK and added back, the nearest point moved to the origin's projection, EPA ending
@@ -15,7 +16,9 @@ iteration apart: the distance (second order in the witness points' error) still 
 (AGREE), positions and frames to 1e-9 in at least CLOSE of the contacts and to WITNESS_TOL in all. Two boxes or meshes
 (MuJoCo 4's multi-contact) take nothing iterative to its end: GJK and EPA on polytopes stop on a repeated vertex or a
 closed gap (tolerance 1e-15, "discrete"), on the same face as MuJoCo's, and the clipping after them is closed-form, so
-every contact is held to AGREE (measured: 1e-13).
+every contact is held to AGREE (measured: 1e-13). A cylinder with a mesh or a cylinder under multi-contact (its
+caps clipped as 16-gons) is held to AGREE in every contact too: in the scenes tried both codes stop on the same
+iterates (measured: 4e-13).
 """
 
 import mujoco
@@ -152,13 +155,60 @@ def test_polygon_pairs_match_mj_collision(kind1, kind2, backend):
     assert r["close"] == r["contacts"] and r["several"] > 0.05 * r["states"], f"{kind1}-{kind2}: {r}"
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", [("cylinder", "cylinder"), ("cylinder", "mesh")])
+def test_cylinder_polygon_pairs_match_mj_collision(kind1, kind2, backend):
+    """A cylinder with a cylinder or a mesh, without margin, under MuJoCo 4's multi-contact (multiccd on; a cap
+    clipped as a 16-gon), on both backends, as check_agreement states, every contact within AGREE."""
+    r = check_agreement(kind1, kind2, backend, margins=False)
+    assert r["close"] == r["contacts"] and r["several"] > 0, f"{kind1}-{kind2}: {r}"
+
+
+def resting_cylinder_states(rng: np.random.Generator, n: int) -> tuple:
+    """(model, n qpos): a cylinder (free) pressed 0 to 5 mm into a wider cylinder below it, standing on its cap or
+    lying on its side, level or tilted by a few degrees, where MuJoCo 4 finds 2 to 4 contacts."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body><freejoint/><geom type="cylinder" size="0.05 0.04"/>
+      </body><body><freejoint/><geom type="cylinder" size="0.07 0.03"/></body></worldbody></mujoco>""")
+    states = []
+    for k in range(n):
+        q = np.zeros(m.nq)
+        q[3] = q[10] = 1
+        if k % 2:                                                      # lying on its side
+            mujoco.mju_axisAngle2Quat(q[3:7], np.array([1.0, 0, 0]), np.pi / 2)
+        if k % 3:                                                      # the one below tilted
+            axis = rng.normal(size=3)
+            mujoco.mju_axisAngle2Quat(q[10:14], axis / np.linalg.norm(axis), 0.03 * (k % 3))
+        q[7:10] = rng.normal(size=3) * 0.02
+        q[9] = -0.07 - rng.uniform(0, 0.005)
+        states.append(q)
+    return m, states
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_a_cylinder_resting_on_a_cylinder_gets_mujocos_contacts(backend):
+    """A cylinder on its cap or side on a cylinder (resting_cylinder_states): mj_collision's contacts (multiccd on:
+    several in most states, up to 4), every one within AGREE."""
+    m, states = resting_cylinder_states(np.random.default_rng(0), 60)
+    d, model, several = mujoco.MjData(m), engine.from_mujoco(m), 0
+    for q in states:
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        mine, ref = run(backend, collision.detect, model, q), collision.from_mujoco(m, d)
+        assert mine.geom.tolist() == ref.geom.tolist(), (q, ref.geom)
+        several += len(ref) > 1
+        for name in ("pos", "frame", "dist"):
+            assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
+    assert several >= 30, f"several contacts in only {several} states"
+
+
 def test_multi_pairs_are_refused_with_multiccd():
-    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS with a capsule or cylinder, and a box or mesh
-    pair with a margin: UnsupportedModelError naming multi-contact and the flag that makes physai collide it;
+    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS with a capsule, a cylinder with a box, and the
+    other pairs with a margin: UnsupportedModelError naming multi-contact and the flag that makes physai collide it;
     physai.collision.ignoring_unsupported leaves the pair out."""
     for kind1, kind2 in MULTI_PAIRS:
         xml = pair_scene(kind1, kind2, 0, margins=False)
-        if kind1 in ("box", "mesh"):
+        if kind1 != "capsule":
             xml = xml.replace('margin="0"', 'margin="0.01"', 1)
         model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
         q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 2.0, 1, 0, 0, 0]
@@ -571,5 +621,5 @@ if __name__ == "__main__":                       # the accuracy table of the clo
         print(*pair, compare(*pair, range(60)))
     for pair in MULTI_PAIRS:
         print(*pair, "(multiccd off)", compare(*pair, range(60), option=NO_MULTICCD))
-    for pair in (("box", "mesh"), ("mesh", "mesh")):
+    for pair in (("cylinder", "cylinder"), ("cylinder", "mesh"), ("box", "mesh"), ("mesh", "mesh")):
         print(*pair, "(multiccd on, no margin)", compare(*pair, range(60), margins=False))

@@ -24,7 +24,7 @@ EXPECTED_REFUSED = {
     "gymnasium/pusher": "capsule-cylinder",                       # collision pairs (issue 36 counts them Q's)
     "gymnasium/pusher_v5": "capsule-cylinder",
     "dm_control/reacher": "capsule-cylinder",
-    "dm_control/finger": "cylinder-cylinder",
+    "dm_control/finger": "capsule-cylinder",
     "dm_control/dog": "capsule-cylinder",                          # and cylinder-box: the first refusal its run meets
     "dm_control/quadruped": "capsule-cylinder",                    # the first refusal its run meets
 }

@@ -1,5 +1,6 @@
 """Convex pairs by GJK and EPA, the NumPy text of MuJoCo 4's engine_collision_convex.c (native CCD) and of the
-multi-contact of engine_collision_gjk.c (multicontact, polygonClip, the face and edge normals of boxes and meshes).
+multi-contact of engine_collision_gjk.c (multicontact, polygonClip, the face and edge normals of boxes, meshes and
+cylinders).
 
     Shape(kind, pos, mat, shape, margin)    a geom as GJK sees it (MuJoCo's mjCCDObj): its support function
     sphere_support ... mesh_support_point   the support functions: the geom's point farthest along a unit direction
@@ -11,8 +12,8 @@ multi-contact of engine_collision_gjk.c (multicontact, polygonClip, the face and
     functions(tolerance, iterations, multiccd)   the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and
                                             HFIELD_PAIRS list
     collided(kinds, margin, multiccd)       whether physai collides that pair as MuJoCo 4 does
-    multicontact(status, obj1, obj2)        MuJoCo's single-shot multi-contact of two boxes or meshes: up to 4
-                                            contacts from EPA's last face (face and edge normals, polygon_clip)
+    multicontact(status, obj1, obj2)        MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders: up
+                                            to 4 contacts from EPA's last face (face and edge normals, polygon_clip)
 
 The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
 contact: a sphere or an ellipsoid with a convex geom (a sphere or an ellipsoid has no face or edge for MuJoCo's
@@ -22,15 +23,20 @@ distance is the margin plus GJK/EPA's signed distance.
 
 MULTI_PAIRS (a capsule, cylinder, box or mesh with a cylinder, box or mesh) are the pairs MuJoCo 4 may give several
 contacts (multiccd, on by default): with mjDSBL_MULTICCD set they are one contact each, as above. With multiccd on, two
-boxes or meshes without margin get MuJoCo's single-shot multi-contact (polygon_pair, multicontact): EPA's last face
-names a vertex, edge or face of each; a face of one facing a face of the other (normals within FACE_TOL), or an edge of
-one lying on a face of the other (EDGE_TOL), is clipped against it, and each clipped point is a contact. This is the
-3.x source's algorithm with the changes MuJoCo 4.0's contacts show (measured against mj_collision): the clipped point
-projected onto the reference face is the witness x1, its distance measured along the other face's normal; a crossing
-point interpolated by the two ends' distances to the clipping plane; the quadrilateral's area by its diagonals; an edge
-of geom 2 tried when geom 1's edge lies on no face. MuJoCo 4's multi-contact of capsules and cylinders and of pairs with
-a margin (3.14 to 3.17, not in the published source) is not reproduced: those candidates are refused by name
-(collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+boxes, meshes or cylinders without margin get MuJoCo's single-shot multi-contact (polygon_pair, multicontact): EPA's
+last face names a vertex, edge or face of each; a face of one facing a face of the other (normals within FACE_TOL), or
+an edge of one lying on a face of the other (EDGE_TOL), is clipped against it, and each clipped point is a contact. This
+is the 3.x source's algorithm with the changes MuJoCo 4.0's contacts show (measured against mj_collision): the clipped
+point projected onto the reference face is the witness x1, its distance measured along the other face's normal; a
+crossing point interpolated by the two ends' distances to the clipping plane; the quadrilateral's area by its
+diagonals; geom 1's edge tried whatever the size of geom 2's side, then geom 2's edge. A cylinder (MuJoCo 3.14's
+multi-contact) names its caps by its support point's cap (vertex 0: +z, 1: -z); a cap point is a vertex whose one face
+is its cap, a 16-gon of rim points (cos and sin of 2 pi k / 16 to 15 decimals, MuJoCo's table); its edge is the side
+line through the point, to the other cap. A cap inside the other face clips to the whole 16-gon, whose largest
+quadrilaterals tie: rounding picks one, so a state 1e-18 away may get 4 contacts turned by 22.5 degrees about the axis
+(as MuJoCo's own). MuJoCo 4's multi-contact of capsules (3.15), of pairs with a margin (not in
+the published source) and of a cylinder with a box (polygon_pair) is not reproduced: those candidates are refused by
+name (collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -92,6 +98,7 @@ def cylinder_support(obj, d: np.ndarray) -> np.ndarray:
     local = mat_t_times_mj(obj.mat, d)
     n2 = local[0] * local[0] + local[1] * local[1]
     scale = obj.size[0] / math.sqrt(n2) if n2 >= MINVAL2 else 0.0
+    obj.vertex = 0 if local[2] >= 0 else 1
     return _to_world(obj, np.array([scale * local[0], scale * local[1], obj.size[1] if local[2] >= 0 else -obj.size[1]]))
 
 
@@ -184,8 +191,12 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
 
 
 def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
-    """Whether MuJoCo 4 collides a pair by multicontact: two boxes or meshes without margin (margin + gap), multiccd on."""
-    return multiccd and margin == 0 and kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH)
+    """Whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a cylinder with a cylinder or a
+    mesh, without margin (margin + gap), multiccd on. A cylinder with a box stays refused: where a box face clips a
+    cylinder's side line at both ends, the duplicate crossing point makes the farthest pair a tie that rounding
+    breaks, and MuJoCo 4 breaks it otherwise in some states (the same contacts in the other order)."""
+    polygonal = kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH) or kinds in ((CYLINDER, CYLINDER), (CYLINDER, MESH))
+    return multiccd and margin == 0 and polygonal
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
@@ -194,7 +205,7 @@ HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYL
 def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
     """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
     CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
-    MuJoCo 4's multi-contact of capsules and cylinders, and of pairs with a margin, is not here."""
+    MuJoCo 4's multi-contact of capsules, and of pairs with a margin, is not here."""
     return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
 
 
@@ -433,19 +444,51 @@ def mesh_face(obj, p: int) -> list:
     return [_to_world(obj, obj.mesh.vert[v]) for v in obj.mesh.polygons[p][::-1]]
 
 
+def cylinder_normals(obj, dim: int, ids: list) -> tuple[list, list]:
+    """A cylinder's cap normal and cap id (0: +z, 1: -z) when its side of EPA's face is one cap point, else ([], [])."""
+    if dim != 1:
+        return [], []
+    return [obj.mat[:, 2] * (-1.0 if ids[0] else 1.0)], [ids[0]]
+
+
+def cylinder_edge_normals(obj, points: list, cap: int) -> tuple[list, list]:
+    """(the unit direction along the side, its far end points[0] + 2 h direction) of the cylinder's side line through
+    points[0] on cap (0: +z, going down; 1: -z, going up)."""
+    direction = obj.mat[:, 2] * (1.0 if cap else -1.0)
+    return [direction], [points[0] + direction * (2 * obj.size[1])]
+
+
+COS16 = (1.0, 0.923879532511287, 0.707106781186548, 0.382683432365090, 0.0, -0.382683432365090, -0.707106781186547,
+         -0.923879532511287, -1.0, -0.923879532511287, -0.707106781186548, -0.382683432365090, 0.0, 0.382683432365090,
+         0.707106781186547, 0.923879532511287)
+SIN16 = COS16[12:] + COS16[:12]
+# cos and sin of 2 pi k / 16 to 15 decimals (MuJoCo's table; its rounding breaks polygon_quad's ties on a cap)
+
+
+def cylinder_face(obj, f: int) -> list:
+    """Cap f (0: +z, 1: -z) as a 16-gon of rim points in the world, clockwise seen from outside."""
+    sign = -1.0 if f else 1.0
+    r, h = obj.size[0], obj.size[1]
+    return [_to_world(obj, np.array([c * r, -s * r * sign, sign * h])) for c, s in zip(COS16, SIN16)]
+
+
 def feature_normals(obj, dim: int, ids: list, direction: np.ndarray) -> tuple[list, list]:
-    """The face normals and face ids of a box or mesh at its side of EPA's face (box_normals, mesh_normals)."""
+    """The face normals and face ids of a box, mesh or cylinder at its side of EPA's face."""
+    if obj.kind == CYLINDER:
+        return cylinder_normals(obj, dim, ids)
     return box_normals(obj, dim, ids, direction) if obj.kind == BOX else mesh_normals(obj, dim, ids)
 
 
 def edge_normals(obj, dim: int, points: list, vertex: int) -> tuple[list, list]:
-    """The edge directions and far ends of a box or mesh (box_edge_normals, mesh_edge_normals)."""
+    """The edge directions and far ends of a box, mesh or cylinder."""
+    if obj.kind == CYLINDER:
+        return cylinder_edge_normals(obj, points, vertex)
     return (box_edge_normals if obj.kind == BOX else mesh_edge_normals)(obj, dim, points, vertex)
 
 
 def face_points(obj, f: int) -> list:
-    """Face f of a box or mesh, its points in the world (box_face, mesh_face)."""
-    return box_face(obj, f) if obj.kind == BOX else mesh_face(obj, f)
+    """Face f of a box, mesh or cylinder, its points in the world."""
+    return {BOX: box_face, MESH: mesh_face, CYLINDER: cylinder_face}[obj.kind](obj, f)
 
 
 def aligned_faces(n1: list, n2: list) -> tuple | None:
@@ -552,11 +595,10 @@ def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray)
 
 
 def multicontact(status, obj1, obj2) -> list:
-    """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes or meshes from EPA's last face, or [] (keep
-    EPA's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim); when a face of one is
+    """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders from EPA's last face,
+    or [] (keep EPA's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim); when a face of one is
     aligned with a face of the other (aligned_faces) the two faces are clipped (polygon_clip), else when an edge of one
-    lies on a face of the other (aligned_face_edge; geom 1's edge first, unless its side is the larger) the edge is
-    clipped by the face."""
+    lies on a face of the other (aligned_face_edge; geom 1's edge first) the edge is clipped by the face."""
     if any(o.kind == MESH and not o.mesh.polygons for o in (obj1, obj2)):
         return []
     ids1, ids2 = [v.index[0] for v in status.face], [v.index[1] for v in status.face]
@@ -567,7 +609,7 @@ def multicontact(status, obj1, obj2) -> list:
     if (match := aligned_faces(n1, n2)) is not None:                   # face on face
         i, j = match
         return polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j])
-    if dim1 < 3 and dim1 <= dim2:                                      # an edge of 1 on a face of 2
+    if dim1 < 3:                                      # an edge of 1 on a face of 2
         edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
         if (match := aligned_face_edge(edges, n2)) is not None:
             i, j = match

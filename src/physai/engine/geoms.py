@@ -29,7 +29,8 @@ explicit pairs:
     midphase         MuJoCo's midphase on (mjDSBL_MIDPHASE off): it sorts the contacts of a multi-geom body pair
     nativeccd        MuJoCo's native GJK/EPA collides the convex pairs (mjDSBL_NATIVECCD off; on: its older libccd,
                      which physai refuses for them)
-    multiccd         MuJoCo 4's multi-contact on (mjDSBL_MULTICCD off): boxes and meshes may touch in several contacts
+    multiccd         MuJoCo 4's multi-contact on (mjDSBL_MULTICCD off): boxes, meshes and cylinders may touch in several
+                     contacts
     unsupported      what the source has that physai's collision does not model (adhesion, flexes, ...): detect refuses
     ignore_unsupported  detect leaves out the geom pairs it has no narrow phase for (warning when one may touch)
                      instead of refusing the model (physai.collision.ignoring_unsupported sets it)
