@@ -281,41 +281,38 @@ def test_joint_limit_stops_the_panda_as_mj_step():
 
 
 def test_models_with_pairs_physai_cannot_collide_are_refused():
-    model = engine.from_mujoco(models.load("unitree_g1", "scene"))
+    model = engine.from_mujoco(models.load("unitree_h1", "scene"))              # capsule-cylinder pairs
     with pytest.raises(UnsupportedModelError, match="ignore_unsupported|ignoring_unsupported"):
         integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 2, constraints=True)
 
 
 def test_the_g1_in_its_scene_stands_by_default():
-    """Issue V's newcomer: simulate on the G1 scene with neither constraints nor integrator nor dt. Its pairs physai cannot
-    collide are refused by name with the way out (constraints=False); built with ignoring_unsupported, the run is the
-    model's own: implicitfast at 2 ms with its contacts (the same run as with them given, 1e-14), standing on its feet."""
+    """Issue V's newcomer: simulate on the G1 scene with neither constraints nor integrator nor dt, every geom pair
+    collided (meshes too): the run is the model's own, implicitfast at 2 ms with its contacts (the same run as with them
+    given, 1e-14), standing on its feet."""
     m = models.load("unitree_g1", "scene")
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
-    with pytest.raises(UnsupportedModelError, match="constraints=False"):
-        integrators.simulate(engine.from_mujoco(m), d.qpos, d.qvel, steps=10, ctrl=d.ctrl)
-    model = collision.ignoring_unsupported(engine.from_mujoco(m))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", CollisionWarning)
-        run = integrators.simulate(model, d.qpos, d.qvel, steps=50, ctrl=d.ctrl, energy=False)
-        given = integrators.simulate(model, d.qpos, d.qvel, m.opt.timestep, 50, "implicitfast", ctrl=d.ctrl, energy=False,
-                                     constraints=True)
+    model = engine.from_mujoco(m)
+    run = integrators.simulate(model, d.qpos, d.qvel, steps=50, ctrl=d.ctrl, energy=False)
+    given = integrators.simulate(model, d.qpos, d.qvel, m.opt.timestep, 50, "implicitfast", ctrl=d.ctrl, energy=False,
+                                 constraints=True)
     assert run.integrator == "implicitfast" and run.dt == m.opt.timestep and (run.ncon > 0).all()
     assert np.abs(run.q - given.q).max() < 1e-14 and abs(run.q[-1, 2] - d.qpos[2]) < 0.05
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_a_left_out_pair_that_comes_near_warns(backend):
-    """Two cylinders (a pair physai cannot collide) on a floor, the model built with collision.ignoring_unsupported:
-    the run goes on with their floor contacts and warns that the cylinders may touch, on both backends."""
+    """A capsule and a cylinder (a pair physai cannot collide under MuJoCo 4's multi-contact) on a floor, the model built
+    with collision.ignoring_unsupported: the run goes on with their floor contacts and warns that they may touch, on
+    both backends."""
     xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
-             <body pos="0 0 0.1"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body>
+             <body pos="0 0 0.1"><freejoint/><geom type="capsule" size="0.1 0.1"/></body>
              <body pos="0.15 0 0.1"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
     model = collision.ignoring_unsupported(engine.from_mujoco(mujoco.MjModel.from_xml_string(xml)))
     previous = engine.set_backend(backend)
     try:
-        with pytest.warns(CollisionWarning, match="cylinder.*may be touching"):
+        with pytest.warns(CollisionWarning, match="may be touching"):
             run = integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 10, constraints=True, energy=False)
     finally:
         engine.set_backend(previous)
