@@ -63,6 +63,7 @@ FILE_MARKERS = {
 }
 #: tests that run the compiled backend by name in their body (parametrized ones are found by their backend="native")
 COMPILED = {
+    "test_model_constant.py": {"test_a_prepared_compiled_copy_does_not_skip_the_collision_check"},
     "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine"},
     "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays"},
     "test_contact_simulation.py": {"test_a_diverging_contact_run_names_its_deepest_contact", "test_numpy_backend_gives_the_same_run"},

@@ -173,7 +173,6 @@ def test_a_model_refuses_writes():
         model.keep("invweight0", None)
 
 
-@pytest.mark.skipif(not native.available(), reason="the compiled extension is not built: no compiled copy to prepare")
 def test_a_prepared_compiled_copy_does_not_skip_the_collision_check():
     """Readiness is the compiled copy's own (its constraint part), not a flag on the Model: once detect(...,
     ignore_unsupported=True) has prepared it, a step on a model with pairs physai cannot collide still refuses it."""

@@ -231,8 +231,6 @@ def test_a_fixed_tendons_actuator_has_mujocos_length_and_moment():
 @pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])
 def test_simulate_follows_mj_step(backend, integrator, request):
     """100 steps with the constraints on (limits reached, friction, the tendon equality) under a constant control."""
-    if backend == "native" and not engine.native.available():
-        pytest.skip("the compiled extension is not built")
     m = mujoco.MjModel.from_xml_string(tendon_xml(2))
     m.opt.integrator = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
                         "rk4": mujoco.mjtIntegrator.mjINT_RK4}[integrator]
@@ -377,8 +375,6 @@ SPRUNG = """<mujoco><option gravity="0.3 -0.4 -9.7"/><worldbody>
 def test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step(backend, integrator):
     """Fixed tendons' springs (with a dead band) and dampers (in implicit's D): the compiled engine runs them
     (cpp/passive.h tendon_passive_force, native.runs), 100 steps within 1e-8 of mj_step, energies (but RK4's) 1e-10."""
-    if backend == "native" and not engine.native.available():
-        pytest.skip("the compiled extension is not built")
     m = mujoco.MjModel.from_xml_string(SPRUNG)
     m.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
     m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_ENERGY
@@ -406,8 +402,6 @@ def test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step(backend, integ
 def test_a_fixed_tendon_equality_runs_compiled_as_mujoco(backend):
     """An equality between fixed tendons (polycoef) and one on a single tendon: the compiled engine's rows (cpp/
     constraint.h scalar_object) equal MuJoCo's efc rows, and 100 constrained steps follow mj_step within 1e-8."""
-    if backend == "native" and not engine.native.available():
-        pytest.skip("the compiled extension is not built")
     xml = SPRUNG.replace("</tendon>", "</tendon><equality><tendon tendon1=\"two\" tendon2=\"one\" "
                          "polycoef=\"0.01 0.4 -0.3 0.2 0\"/><tendon tendon1=\"free\" solref=\"0.05 1\"/></equality>")
     m = mujoco.MjModel.from_xml_string(xml)
