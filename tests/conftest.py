@@ -87,8 +87,12 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
-    "test_passive.py": {"test_swimmer_follows_mj_step"},
-    "test_tendons.py": {"test_simulate_follows_mj_step", "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step"},
+    "test_passive.py": {"test_fish_with_its_tendon_springs_follows_mj_step", "test_swimmer_follows_mj_step"},
+    "test_tendons.py": {
+        "test_lengths_jacobians_and_velocities_equal_mujocos", "test_a_fixed_tendon_equality_runs_compiled_as_mujoco",
+        "test_rollout_runs_each_state_as_simulate_and_energy_is_mujocos", "test_simulate_follows_mj_step",
+        "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step",
+    },
     "test_11_rigid_body_dynamics.py": {
         "test_bias_and_gravity_match_qfrc_bias", "test_forward_dynamics_matches_mj_forward",
         "test_pendulum_bias_and_gravity_match_qfrc_bias", "test_pendulum_energy_matches_mujoco",
@@ -99,6 +103,7 @@ SLOW = {
         "test_all_checks_pass", "test_fake_coriolis_matrices_fail", "test_wrong_armature_fails_the_balance",
     },
     "test_architecture.py": {
+        "test_no_public_class_shadows_a_module", "test_one_module_outside_the_engine_reads_the_collision_driver",
         "test_imports_point_down", "test_no_import_inside_a_function", "test_no_private_name_of_another_module",
         "test_the_lesson_and_the_engine_stand_alone",
     },
@@ -113,10 +118,13 @@ SLOW = {
     },
     "test_cli_check.py": {"test_humanoids_pass", "test_passes"},
     "test_cli_verify.py": {
+        "test_the_constraints_table_times_warm_calls_not_one_time_work", "test_a_wrong_constraint_force_fails_with_exit_1",
+        "test_without_a_model_it_verifies_the_panda_at_home",
         "test_humanoids_pass", "test_panda_home_matches_mujoco",
         "test_states_are_checks_random_states_within_verifys_ranges", "test_the_constraints_table_on_the_g1",
     },
     "test_collision.py": {
+        "test_refusal_names_the_advice_that_works_everywhere",
         "test_near_parallel_capsules_match_mj_collision",
         "test_unsupported_pairs_warn_once_per_pair_and_model",
         "test_compiled_detect_matches_numpy_and_mj_collision",
@@ -148,6 +156,7 @@ SLOW = {
         "test_trajectory_matches_mj_step",
     },
     "test_convex.py": {
+        "test_cylinder_polygon_pairs_match_mj_collision",
         "test_pairs_match_mj_collision", "test_polygon_pairs_match_mj_collision",
         "test_multi_pairs_without_multiccd_match_mj_collision", "test_trajectory_matches_mj_step",
         "test_compiled_hfield_contacts_equal_the_numpy_text",
@@ -255,6 +264,7 @@ SLOW = {
         "test_point_mass_arm_checks",
     },
     "test_solvers.py": {
+        "test_island_statistics_are_the_largest_islands", "test_noslip_forward_equals_mj_forward",
         "test_newton_and_cg_stop_by_the_trace_of_the_current_mass_matrix",
         "test_folded_chain_at_a_loose_tolerance_follows_mj_step", "test_pgs_g1_along_its_steps",
         "test_humanoid_with_pgs_follows_mj_step", "test_folded_chain_with_noslip_follows_mj_step",
@@ -271,6 +281,11 @@ SLOW = {
         "test_a_long_chain_needs_no_recursion", "test_building_a_chain_is_linear_in_its_links",
         "test_example_robot_data_arms_match_pinocchio",
     },
+    "test_actuation.py": {
+        "test_simulate_carries_the_activations_as_mj_step", "test_compiled_rollout_equals_the_numpy_engine",
+    },
+    "test_model_constant.py": {"test_no_public_call_writes_into_a_model"},
+    "test_conventions.py": {"test_the_maps_invert_each_other"},
 }
 
 
