@@ -4,9 +4,10 @@ onto its floor, each beside mj_step (issue J).
     uv run python examples/contact_g1_h1.py                          # 2 s each; writes contact_g1_h1.png
     uv run python examples/contact_g1_h1.py --seconds 4 --plot /tmp/contact.png
 
-physai detects the contacts with the floor (physai.collision), builds the constraint rows and solves them every step
-(integrators.simulate with constraints=True; the models built by collision.ignoring_unsupported: the robots' mesh and
-cylinder pairs stay apart here and are left out with a CollisionWarning). The G1 holds its keyframe pose through its
+physai detects the contacts (physai.collision), builds the constraint rows and solves them every step
+(integrators.simulate with constraints=True): every geom pair of the G1 (its meshes, cylinders and foot spheres); the
+H1's pairs but its capsule-cylinder ones, which physai cannot collide yet (collision.ignoring_unsupported leaves them
+out, with a CollisionWarning should one touch; they stay apart in these runs). The G1 holds its keyframe pose through its
 own actuators (position servos: PD control to the keyframe's ctrl); the H1, started 0.3 m above its keyframe with
 no control, falls and lands. The plot shows each robot's base height and the total normal force of its contacts
 (physai.constraints.forward_dynamics at the states of the run, the contacts found again) beside MuJoCo's
@@ -48,7 +49,9 @@ def run(robot: str, seconds: float, lift: float, control: bool):
     d.qpos[2] += lift
     if not control:
         d.ctrl[:] = 0.0
-    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    model = engine.from_mujoco(m)
+    if collision.has_unsupported_pairs(model):                 # the H1's capsule-cylinder pairs
+        model = collision.ignoring_unsupported(model)
     steps = int(round(seconds / m.opt.timestep))
     q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
     traj = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,

@@ -181,7 +181,8 @@ SLOW = {
     },
     "test_examples.py": {
         "test_contact_example_follows_mj_step", "test_ik_reaches_the_h1_targets_within_its_ranges",
-        "test_lqr_from_step_derivatives_balances_the_arm_upright",
+        "test_lqr_from_step_derivatives_balances_the_arm_upright", "test_panda_grasp_lifts_the_box_as_mj_step",
+        "test_g1_squat_follows_mj_step",
         "test_operational_space_control_keeps_the_panda_hand_on_its_circle",
     },
     "test_extras.py": {

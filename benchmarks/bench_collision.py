@@ -1,0 +1,199 @@
+"""Collision detection's speed: physai's compiled narrow phases beside MuJoCo's, in one run (issue Q).
+
+    uv run python benchmarks/bench_collision.py                     # the three tables below
+    uv run python benchmarks/bench_collision.py --trajectories 32 --steps 200
+
+(a) A pile: 40 free convex bodies (10 meshes, each the convex hull of 24 random points; 10 cylinders, 10 ellipsoids,
+10 boxes; 1.5 to 3 cm) dropped from a 4 x 5 x 2 grid into a box of five planes 20 cm wide (numpy.random.default_rng(0)).
+MuJoCo 4's defaults (multi-contact on); boxes and cylinders pass through each other (contype bits: MuJoCo 4
+collides that pair by multi-contact, which physai refuses, physai.engine.convex.polygon_pair). --trajectories runs
+from the grid with each body moved by up to 5 mm: integrators.rollout with constraints=True beside mujoco.rollout on
+the same number of threads (physai's PHYSAI_NUM_THREADS, default every core), steps per second of all trajectories;
+ratio = physai / MuJoCo (above 1: physai is faster). "apart": the first step at which physai's first trajectory
+differs from mujoco.rollout's by more than 1e-9 in q (None: never), as a pile's chaos grows a contact's rounding.
+
+(b) The G1 (every geom pair: meshes, cylinders, foot spheres) at 16 states from its keyframe, lowered up to 3 cm and
+its joints moved by N(0, 0.15) rad: microseconds per state of collision.detect (one state per call: poses, broad and
+narrow phase, the ContactSet) and of the compiled kernel alone (physai.engine.native's detect), beside MuJoCo's
+mj_collision (its poses made by mj_kinematics first, not timed) and mj_kinematics + mj_collision; ratio = physai's
+kernel / mj_collision (below 1: physai is faster).
+
+(c) Two meshes of 2,000 vertices each (hulls of points on a sphere of 5 cm) overlapping by 1 mm at 16 random
+orientations: microseconds per state as in (b).
+
+Best of 3 rounds, wall clock; on a shared machine expect +-20% between runs.
+"""
+
+import argparse
+import os
+import platform
+
+import mujoco
+import numpy as np
+from bench_contact import best  # the best of 3 rounds, wall clock
+from mujoco import rollout as mj_rollout
+
+from physai import collision, engine, integrators, models
+from physai.engine import native
+
+KINDS = ("mesh", "cylinder", "ellipsoid", "box")
+#: contype, conaffinity of each kind (boxes and cylinders never collide with each other; the planes with everything)
+BITS = {"box": (1, 1), "cylinder": (2, 2), "mesh": (3, 3), "ellipsoid": (3, 3), "plane": (3, 3)}
+HALF_WIDTH = 0.1                                   # the container's half width [m]
+
+
+def pile(rng: np.random.Generator) -> mujoco.MjModel:
+    """The container of five planes and the 40 free bodies on their grid (see (a))."""
+    spec = mujoco.MjSpec()
+    world = spec.worldbody
+    walls = [([0, 0, 0], [0, 0, 1])] + [(np.r_[s * HALF_WIDTH * np.eye(3)[a][:2], 0.1], -s * np.eye(3)[a])
+                                        for a in (0, 1) for s in (1, -1)]
+    for pos, normal in walls:
+        world.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], pos=pos, zaxis=normal,
+                       contype=BITS["plane"][0], conaffinity=BITS["plane"][1])
+    for k in range(40):
+        kind = KINDS[k % 4]
+        i, j, level = k % 4, (k // 4) % 5, k // 20
+        body = spec.worldbody.add_body(pos=[-0.06 + 0.04 * i, -0.08 + 0.04 * j, 0.05 + 0.05 * level])
+        body.add_freejoint()
+        size = rng.uniform(0.0075, 0.015, 3)
+        geom = dict(contype=BITS[kind][0], conaffinity=BITS[kind][1], density=500.0)
+        if kind == "mesh":
+            spec.add_mesh(name=f"hull{k}", uservert=(rng.normal(size=(24, 3)) * size).ravel())
+            body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"hull{k}", **geom)
+        else:
+            body.add_geom(type=getattr(mujoco.mjtGeom, f"mjGEOM_{kind.upper()}"), size=size, **geom)
+    return spec.compile()
+
+
+def time_pile(n: int, steps: int, threads: int) -> str:
+    """(a)'s row."""
+    rng = np.random.default_rng(0)
+    m = pile(rng)
+    model = engine.from_mujoco(m)
+    Q0 = np.repeat(m.qpos0[None], n, axis=0)
+    for b in range(40):                                            # each body's position moved by up to 5 mm
+        Q0[1:, 7 * b:7 * b + 3] += rng.uniform(-0.005, 0.005, (n - 1, 3))
+    QD0 = np.zeros((n, m.nv))
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    start, d0 = np.empty((n, mujoco.mj_stateSize(m, spec))), mujoco.MjData(m)
+    for k in range(n):
+        mujoco.mj_resetData(m, d0)
+        d0.qpos[:] = Q0[k]
+        mujoco.mj_getState(m, d0, start[k], spec)
+    datas = [mujoco.MjData(m) for _ in range(max(threads, 1))]
+    name = "euler"
+
+    def physai_run():
+        return integrators.rollout(model, Q0, QD0, m.opt.timestep, steps, name, constraints=True)
+
+    with mj_rollout.Rollout(nthread=threads if threads > 1 else 0) as r:
+        state, _ = r.rollout(m, datas, start, nstep=steps)
+        run = physai_run()
+        apart = np.abs(run.q[0, 1:] - state[0, :, 1:1 + m.nq]).max(axis=1) > 1e-9
+        first = int(apart.argmax()) + 1 if apart.any() else None       # the first step differing by more than 1e-9
+        t_mj = best(lambda: r.rollout(m, datas, start, nstep=steps))
+    t_physai = best(physai_run)
+    return (f"{n:>5} {steps:>5} {run.ncon.max():>8} {str(first):>7} {n * steps / t_physai:>11.0f} {n * steps / t_mj:>11.0f} "
+            f"{t_mj / t_physai:>6.2f}")
+
+
+def g1_states(rng: np.random.Generator, n: int):
+    """(MjModel of the G1's scene, states (n, nq)) as (b) says."""
+    m = models.load("unitree_g1", "scene")
+    d, qs = mujoco.MjData(m), []
+    for _ in range(n):
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        d.qpos[7:] += rng.normal(0, 0.15, m.nq - 7)
+        d.qpos[2] -= rng.uniform(0, 0.03)
+        qs.append(d.qpos.copy())
+    return m, np.array(qs)
+
+
+def hulls(rng: np.random.Generator, n: int, vertices: int = 2000):
+    """(MjModel of two free meshes of `vertices` points on a 5 cm sphere, states (n, nq) overlapping by 1 mm)."""
+    spec = mujoco.MjSpec()
+    for k in range(2):
+        points = rng.normal(size=(vertices, 3))
+        spec.add_mesh(name=f"hull{k}", uservert=(0.05 * points / np.linalg.norm(points, axis=1)[:, None]).ravel())
+        body = spec.worldbody.add_body()
+        body.add_freejoint()
+        body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"hull{k}")
+    m = spec.compile()
+    qs = np.zeros((n, m.nq))
+    for q in qs:
+        for b, x in enumerate((0.0, 0.099)):
+            quat = rng.normal(size=4)
+            q[7 * b:7 * b + 7] = np.r_[x, 0, 0.5, quat / np.linalg.norm(quat)]
+    return m, qs
+
+
+def time_detect(label: str, m: mujoco.MjModel, Q: np.ndarray) -> str:
+    """(b)'s or (c)'s row: microseconds per state (see the module docstring)."""
+    model = engine.from_mujoco(m)
+    d = mujoco.MjData(m)
+    total = 0
+    for q in Q:                                                   # the same contacts as mj_collision's
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        ours = collision.detect(model, q)
+        if len(ours.geom) != d.ncon or (d.ncon and np.abs(ours.dist - d.contact.dist[:d.ncon]).max() > 1e-9):
+            raise SystemExit(f"{label}: physai's contacts differ from mj_collision's")
+        total += d.ncon
+    rounds = 20
+    Qs = [np.ascontiguousarray(q[None]) for q in Q]
+
+    def detect():
+        for _ in range(rounds):
+            for q in Q:
+                collision.detect(model, q)
+
+    def kernel():
+        for _ in range(rounds):
+            for q in Qs:
+                native.detect(model, q)
+
+    def mj(kinematics: bool):
+        datas = []
+        for q in Q:
+            d = mujoco.MjData(m)
+            d.qpos[:] = q
+            mujoco.mj_kinematics(m, d)
+            datas.append(d)
+
+        def run():
+            for _ in range(rounds):
+                for d in datas:
+                    if kinematics:
+                        mujoco.mj_kinematics(m, d)
+                    mujoco.mj_collision(m, d)
+        return run
+
+    per = 1e6 / (rounds * len(Q))
+    t_detect, t_kernel = best(detect) * per, best(kernel) * per
+    t_mj, t_mj_kin = best(mj(False)) * per, best(mj(True)) * per
+    return (f"{label:<15} {total / len(Q):>8.1f} {t_detect:>8.1f} {t_kernel:>8.1f} {t_mj:>12.1f} {t_mj_kin:>11.1f} "
+            f"{t_kernel / t_mj:>6.2f}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trajectories", type=int, default=16)
+    parser.add_argument("--steps", type=int, default=500)
+    args = parser.parse_args()
+    threads = native.threads()
+    print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}, "
+          f"{threads} threads for batches; mujoco {mujoco.__version__}, numpy {np.__version__}")
+    print("\n(a) the pile of 40 convex bodies: steps per second of all trajectories; ratio = physai / MuJoCo")
+    print(f"{'traj':>5} {'steps':>5} {'contacts':>8} {'apart':>7} {'physai':>11} {'rollout':>11} {'ratio':>6}")
+    print(time_pile(args.trajectories, args.steps, threads))
+    rng = np.random.default_rng(0)
+    print("\n(b), (c) microseconds per state, one state per call; ratio = physai's kernel / mj_collision")
+    print(f"{'model':<15} {'contacts':>8} {'detect':>8} {'kernel':>8} {'mj_collision':>12} {'+kinematics':>11} {'ratio':>6}")
+    print(time_detect("G1", *g1_states(rng, 16)))
+    print(time_detect("2000-vertex pair", *hulls(rng, 16)))
+
+
+if __name__ == "__main__":
+    main()
