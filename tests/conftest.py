@@ -87,6 +87,7 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
+    "test_actuation.py": {"test_simulate_with_every_transmission_follows_mj_step"},
     "test_passive.py": {"test_swimmer_follows_mj_step"},
     "test_tendons.py": {"test_simulate_follows_mj_step", "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step"},
     "test_11_rigid_body_dynamics.py": {
