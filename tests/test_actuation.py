@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from helpers import assert_close, run
-from physai import acceptance, collision, derivatives, engine, forces, integrators, inverse
-from physai.engine import actuation, native, smooth
+from physai import acceptance, derivatives, engine, forces, integrators, inverse
+from physai.engine import native
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
 INTEGRATORS = ("Euler", "implicit", "implicitfast", "RK4")
@@ -287,14 +287,6 @@ def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False
             f'<actuator>{"".join(acts)}</actuator></mujoco>')
 
 
-def posed_at(model, q, qd):
-    """The model's actuators posed at (q, qd) (actuation.posed, with the contacts at q)."""
-    d = engine.Data(model)
-    smooth.velocity_stages(model, d, q[:, None], qd[:, None])
-    contacts = collision.numpy_detect(model, q) if collision.has_contacts(model) else None
-    return actuation.posed(model.actuators, model, d, q, contacts)
-
-
 @pytest.mark.parametrize("seed", range(4))
 def test_transmissions_equal_mujoco(seed):
     """actuator_length, actuator_moment, actuator_velocity, actuator_force and qfrc_actuator of every transmission
@@ -309,7 +301,7 @@ def test_transmissions_equal_mujoco(seed):
         d.qpos[:], d.qvel[:], d.ctrl[:] = m.qpos0 + rng.normal(size=m.nq) * 0.5, rng.normal(size=m.nv), rng.uniform(-1, 1, m.nu)
         mujoco.mj_forward(m, d)
         touching += d.ncon > 0
-        acts = posed_at(model, d.qpos.copy(), d.qvel.copy())
+        acts = forces.actuators_at(model, d.qpos)
         moment = np.zeros((m.nu, m.nv))
         mujoco.mju_sparse2dense(moment, d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind)
         assert_close(acts.length, d.actuator_length, 1e-12, what="actuator_length")
@@ -361,3 +353,7 @@ def test_configuration_dependent_arms_need_a_state():
         bad = dataclasses.replace(acts, **trn)
         with pytest.raises(InvalidModelError, match=f"actuator 'actuator0': its transmission's targets .* {what}"):
             integrators.simulate(model, q, qd, steps=1, actuators=bad)
+    m = mujoco.MjModel.from_xml_string(transmission_xml(0))
+    m.actuator_trnid[4, 0] = m.nsite                   # a site transmission edited to a site the model lacks
+    with pytest.raises(InvalidModelError, match="actuator 'actuator4': its transmission's targets .* a site and a refsite"):
+        engine.from_mujoco(m)

@@ -34,8 +34,8 @@ OWNERS = {"jnt": ("joint", "jnt_name"), "body": ("body", "body_name"), "eq": ("e
 
 def check(model) -> None:
     """InvalidModelError for the first float field of the Model, its Geoms or its Actuators that is not finite or lies
-    outside its domain (RANGES), a contact dimension other than 1, 3, 4 or 6 (geom_condim, pair_dim), or options
-    check_options refuses."""
+    outside its domain (RANGES), a contact dimension other than 1, 3, 4 or 6 (geom_condim, pair_dim), a transmission
+    whose targets are not in the model (check_transmissions), or options check_options refuses."""
     for owner, name, value in _float_fields(model):
         low, high = RANGES.get(name, (-math.inf, math.inf))
         if name not in RANGES and np.isfinite(value).all():           # the common case: one pass
@@ -53,6 +53,8 @@ def check(model) -> None:
             k = int(bad[0])
             raise InvalidModelError(f"{name}[{k}]{_who(model, geoms, name, k)} is {int(dims[k])}: expected a contact "
                                     "dimension 1, 3, 4 or 6 (frictionless, sliding, + torsional, + rolling friction)")
+    if model.actuators is not None:
+        check_transmissions(model, model.actuators)
     check_options(model.opt)
 
 
