@@ -357,3 +357,11 @@ def test_configuration_dependent_arms_need_a_state():
     m.actuator_trnid[4, 0] = m.nsite                   # a site transmission edited to a site the model lacks
     with pytest.raises(InvalidModelError, match="actuator 'actuator4': its transmission's targets .* a site and a refsite"):
         engine.from_mujoco(m)
+
+
+def test_physai_check_balances_a_model_with_every_transmission():
+    """physai check's actuator term (acceptance.term_differences) on a model with every transmission, the adhesive box
+    in contact: equal to MuJoCo's qfrc_actuator within 1e-12."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(3, contact=True))
+    differences = acceptance.term_differences(m, acceptance.mujoco_states(m, 6), engine.from_mujoco(m))
+    assert differences["actuator"] < 1e-12, differences
