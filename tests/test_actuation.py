@@ -247,11 +247,12 @@ def test_physai_check_balances_a_model_with_activations():
 # ---- transmissions whose moment arms depend on the configuration (mj_transmission) ----
 
 
-def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False) -> str:
+def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False, cone: str = "pyramidal") -> str:
     """A random tree: a free body carrying a hinge-slide chain and a ball-jointed arm, sites at random poses on them
     (and one on the world), a spatial tendon through three sites; an actuator of each transmission with random gears:
     ball and free joints (joint and jointinparent), sites without and with a refsite (on a relative, across the tree,
-    on the world), a slider-crank, the spatial tendon, and (contact) an adhesion actuator on a box on a floor."""
+    on the world), a slider-crank, the spatial tendon, and (contact) adhesion actuators on the world and (last) on a box
+    on a floor, with friction cones `cone`."""
     rng = np.random.default_rng(seed)
     f = lambda x: " ".join(f"{v:.4g}" for v in np.ravel(x))              # noqa: E731
     u = lambda n: f(rng.uniform(-1, 1, n))                                # noqa: E731
@@ -280,9 +281,10 @@ def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False
             f'<general cranksite="s2" slidersite="s4" cranklength="{rng.uniform(0.3, 1.5):.3g}" gear="{gear()}" '
             'biastype="affine" biasprm="0 -1 -0.1"/>',
             f'<position tendon="sp" gear="{gear()}" kp="3" kv="0.1"/>']
-    acts += ['<adhesion body="pad" ctrlrange="0 1" gain="5"/>'] if contact else []
+    acts += ['<adhesion body="world" ctrlrange="0 1" gain="2"/><adhesion body="pad" ctrlrange="0 1" gain="5"/>'] if contact else []
     flag = "" if contact else '<flag contact="disable"/>'
-    return (f'<mujoco><option timestep="0.002" integrator="{integrator}" gravity="0.5 -0.3 -9.7">{flag}</option>'
+    return (f'<mujoco><option timestep="0.002" integrator="{integrator}" gravity="0.5 -0.3 -9.7" cone="{cone}">{flag}'
+            '</option>'
             f'<default><joint armature="0.02" damping="0.2"/></default>{world}{tendon}'
             f'<actuator>{"".join(acts)}</actuator></mujoco>')
 
@@ -291,14 +293,16 @@ def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False
 def test_transmissions_equal_mujoco(seed):
     """actuator_length, actuator_moment, actuator_velocity, actuator_force and qfrc_actuator of every transmission
     (ball and free joints, jointinparent, sites with and without refsite, slider-crank, spatial tendon, adhesion on a
-    body in contact) at random poses (quaternions not normalized), gears and controls: within 1e-12 of MuJoCo's."""
-    m = mujoco.MjModel.from_xml_string(transmission_xml(seed, contact=seed % 2 == 1))
+    body in contact and on the world, pyramidal and elliptic cones) at random poses (quaternions not normalized, the
+    ball's half the time beyond a half turn), gears and controls: within 1e-12 of MuJoCo's."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(seed, contact=seed % 2 == 1, cone=("pyramidal", "elliptic")[seed // 2]))
     d, model = mujoco.MjData(m), engine.from_mujoco(m)
     assert model.actuators.posed_each.all()
     rng = np.random.default_rng(seed)
-    touching = 0
-    for _ in range(6):
+    touching, ball = 0, m.jnt_qposadr[m.joint("ball").id]
+    for k in range(6):
         d.qpos[:], d.qvel[:], d.ctrl[:] = m.qpos0 + rng.normal(size=m.nq) * 0.5, rng.normal(size=m.nv), rng.uniform(-1, 1, m.nu)
+        d.qpos[ball] -= 2 * (k % 2)                    # w < 0: a rotation vector beyond pi wrapped
         mujoco.mj_forward(m, d)
         touching += d.ncon > 0
         acts = forces.actuators_at(model, d.qpos)

@@ -103,7 +103,7 @@ def _domain(low: float, high: float) -> str:
 #: mjtTrn value: (what the transmission's targets are, the Model's count of each of them; None: none)
 TRANSMISSION_TARGETS = {0: ("a ball or free joint", "njnt", None), 1: ("a ball or free joint", "njnt", None),
                         2: ("a crank site and a slider site", "nsite", "nsite"), 3: ("a spatial tendon", "ntendon", None),
-                        4: ("a site and a refsite (-1: none)", "nsite", "nsite"), 5: ("a body", "nbody", None)}
+                        4: ("a site and a refsite (-1: none)", "nsite", "nsite"), 5: ("a body or the world", "nbody", None)}
 
 
 def check_transmissions(model, actuators) -> None:
@@ -114,7 +114,7 @@ def check_transmissions(model, actuators) -> None:
         kind = int(actuators.trntype[a])
         what, first, second = TRANSMISSION_TARGETS[kind]
         ids = actuators.trnid[a]
-        good = 0 <= ids[0] < getattr(model, first)
+        good = (-1 if kind == 5 else 0) <= ids[0] < getattr(model, first)   # a body may be the world (-1)
         if second is None:                             # no second target
             good &= bool(ids[1] == -1)
         else:                                          # a slider site, or a refsite (-1: none)
