@@ -19,7 +19,8 @@ TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = 
 
 @dataclass(eq=False)
 class Actuators:
-    """The nu actuators of a model, each a scalar force acting along a transmission with constant moment arms.
+    """The nu actuators of a model, each a scalar force acting along a transmission: constant moment arms (hinges,
+    slides, fixed tendons) or arms of the configuration (posed_each below).
 
     moment:      (nu, nv) transmission: actuator a has length moment[a] @ q and velocity moment[a] @ qd, and
                  its scalar force f_a adds moment[a] * f_a to qfrc_actuator (MuJoCo's actuator_moment).

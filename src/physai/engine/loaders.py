@@ -474,6 +474,8 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
                 for w in range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target]):
                     moment[a, m.jnt_dofadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
                     qmoment[a, m.jnt_qposadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+            elif int(m.jnt_type[target]) == mujoco.mjtJoint.mjJNT_FREE:   # free joint in its own frame: length 0
+                moment[a, m.jnt_dofadr[target]:m.jnt_dofadr[target] + 6] = m.actuator_gear[a]
             else:                                    # hinge or slide: length = gear * qpos
                 moment[a, m.jnt_dofadr[target]] = gear
                 joint_dof[a] = m.jnt_dofadr[target]
@@ -503,10 +505,12 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
 
 
 def _constant_transmission(m: mujoco.MjModel, a: int) -> bool:
-    """Whether actuator a's moment arms are constant: a hinge or a slide joint, or a fixed tendon."""
+    """Whether actuator a's moment arms and length map are constant: a hinge or a slide joint, a free joint in its own
+    frame (the gear, length 0), or a fixed tendon."""
     trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
     if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
-        return int(m.jnt_type[target]) in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+        free_own = trn == mujoco.mjtTrn.mjTRN_JOINT and int(m.jnt_type[target]) == mujoco.mjtJoint.mjJNT_FREE
+        return free_own or int(m.jnt_type[target]) in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
     if trn == mujoco.mjtTrn.mjTRN_TENDON:
         wraps = range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target])
         return all(int(m.wrap_type[w]) == mujoco.mjtWrap.mjWRAP_JOINT for w in wraps)
