@@ -1,6 +1,7 @@
 """Actuators with activation dynamics (MuJoCo's dyntype integrator, filter, filterexact, muscle; act, act_dot, actearly,
 actlimited) and muscle gains and biases (physai.engine.actuation), against MuJoCo computed live: the forces and rates
-at random states of random models, and simulate with the activations as state against mj_step for every integrator."""
+at random states of random models, and simulate with the activations as state against mj_step for every integrator;
+the transmissions whose arms depend on the configuration (mj_transmission) likewise."""
 
 import dataclasses
 
