@@ -283,6 +283,7 @@ SLOW = {
         "test_example_robot_data_arms_match_pinocchio",
     },
     "test_actuation.py": {
+        "test_simulate_with_every_transmission_follows_mj_step",
         "test_simulate_carries_the_activations_as_mj_step", "test_compiled_rollout_equals_the_numpy_engine",
     },
     "test_model_constant.py": {"test_no_public_call_writes_into_a_model"},

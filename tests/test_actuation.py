@@ -1,13 +1,17 @@
 """Actuators with activation dynamics (MuJoCo's dyntype integrator, filter, filterexact, muscle; act, act_dot, actearly,
 actlimited) and muscle gains and biases (physai.engine.actuation), against MuJoCo computed live: the forces and rates
-at random states of random models, and simulate with the activations as state against mj_step for every integrator."""
+at random states of random models, and simulate with the activations as state against mj_step for every integrator;
+the transmissions whose arms depend on the configuration (mj_transmission) likewise."""
+
+import dataclasses
 
 import mujoco
 import numpy as np
 import pytest
 
 from helpers import assert_close, run
-from physai import acceptance, derivatives, engine, forces, integrators
+from physai import acceptance, derivatives, engine, forces, integrators, inverse
+from physai.engine import native
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
 
 INTEGRATORS = ("Euler", "implicit", "implicitfast", "RK4")
@@ -239,3 +243,147 @@ def test_physai_check_balances_a_model_with_activations():
     m = mujoco.MjModel.from_xml_string(actuated_xml(1))
     differences = acceptance.term_differences(m, acceptance.mujoco_states(m, 10), engine.from_mujoco(m))
     assert differences["actuator"] < 1e-12, differences
+
+
+# ---- transmissions whose moment arms depend on the configuration (mj_transmission) ----
+
+
+def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False, cone: str = "pyramidal") -> str:
+    """A random tree: a free body carrying a hinge-slide chain and a ball-jointed arm, sites at random poses on them
+    (and one on the world), a spatial tendon through three sites; an actuator of each transmission with random gears:
+    ball and free joints (joint and jointinparent), sites without and with a refsite (on a relative, across the tree,
+    on the world), a slider-crank, the spatial tendon, and (contact) adhesion actuators on the world and (last) on a box
+    on a floor, with friction cones `cone`."""
+    rng = np.random.default_rng(seed)
+    f = lambda x: " ".join(f"{v:.4g}" for v in np.ravel(x))              # noqa: E731
+    u = lambda n: f(rng.uniform(-1, 1, n))                                # noqa: E731
+    quat = lambda: f(rng.normal(size=4))                                  # noqa: E731
+    site = lambda name: f'<site name="{name}" pos="{f(rng.uniform(-0.1, 0.1, 3))}" quat="{quat()}"/>'   # noqa: E731
+    geom = lambda: f'<geom type="sphere" size="0.05" mass="{rng.uniform(0.3, 1.5):.3g}"/>'               # noqa: E731
+    chain = (f'<body pos="{u(3)}"><joint name="h1" type="hinge" axis="{u(3)}"/>{geom()}{site("s1")}'
+             f'<body pos="{u(3)}"><joint name="sl" type="slide" axis="{u(3)}"/>{geom()}{site("s2")}'
+             f'<body pos="{u(3)}" quat="{quat()}"><joint name="h2" type="hinge" axis="{u(3)}"/>{geom()}{site("s3")}'
+             '</body></body></body>')
+    arm = (f'<body pos="{u(3)}" quat="{quat()}"><joint name="ball" type="ball"/>{geom()}{site("s4")}'
+           f'<body pos="{u(3)}"><joint name="h3" type="hinge" axis="{u(3)}"/>{geom()}{site("s5")}</body></body>')
+    floor = '<geom type="plane" size="5 5 0.1"/>' if contact else ""
+    pad = ('<body name="pad" pos="0 0 0.045"><joint type="slide" axis="0 0 1"/><joint type="hinge" axis="1 0 0"/>'
+           '<geom type="box" size="0.2 0.15 0.05" mass="1"/></body>') if contact else ""
+    world = (f'<worldbody>{floor}{site("s0")}<body pos="0 0 1" quat="{quat()}"><freejoint name="free"/>{geom()}'
+             f'{site("sf")}{chain}{arm}</body>{pad}</worldbody>')
+    tendon = '<tendon><spatial name="sp"><site site="s1"/><site site="s3"/><site site="s5"/></spatial></tendon>'
+    gear = lambda: f(rng.uniform(-2, 2, 6))                               # noqa: E731
+    acts = [f'<motor joint="ball" gear="{gear()}"/>', f'<motor jointinparent="ball" gear="{gear()}"/>',
+            f'<motor joint="free" gear="{gear()}"/>', f'<motor jointinparent="free" gear="{gear()}"/>',
+            f'<general site="s3" gear="{gear()}" gainprm="{rng.uniform(0.5, 2):.3g}"/>',
+            f'<position site="s5" refsite="s4" gear="{gear()}" kp="{rng.uniform(1, 3):.3g}" kv="0.2"/>',
+            f'<velocity site="s2" refsite="s5" gear="{gear()}" kv="{rng.uniform(0.5, 2):.3g}"/>',
+            f'<position site="s3" refsite="s0" gear="{gear()}" kp="2"/>',
+            f'<general cranksite="s2" slidersite="s4" cranklength="{rng.uniform(0.3, 1.5):.3g}" gear="{gear()}" '
+            'biastype="affine" biasprm="0 -1 -0.1"/>',
+            f'<position tendon="sp" gear="{gear()}" kp="3" kv="0.1"/>']
+    acts += ['<adhesion body="world" ctrlrange="0 1" gain="2"/><adhesion body="pad" ctrlrange="0 1" gain="5"/>'] if contact else []
+    flag = "" if contact else '<flag contact="disable"/>'
+    return (f'<mujoco><option timestep="0.002" integrator="{integrator}" gravity="0.5 -0.3 -9.7" cone="{cone}">{flag}'
+            '</option>'
+            f'<default><joint armature="0.02" damping="0.2"/></default>{world}{tendon}'
+            f'<actuator>{"".join(acts)}</actuator></mujoco>')
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_transmissions_equal_mujoco(seed):
+    """actuator_length, actuator_moment, actuator_velocity, actuator_force and qfrc_actuator of every transmission
+    (ball and free joints, jointinparent, sites with and without refsite, slider-crank, spatial tendon, adhesion on a
+    body in contact and on the world, pyramidal and elliptic cones) at random poses (quaternions not normalized, the
+    ball's half the time beyond a half turn), gears and controls: within 1e-12 of MuJoCo's."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(seed, contact=seed % 2 == 1, cone=("pyramidal", "elliptic")[seed // 2]))
+    d, model = mujoco.MjData(m), engine.from_mujoco(m)
+    assert model.actuators.posed_each.sum() == m.nu - 1                 # all but the free joint's own-frame motor
+    rng = np.random.default_rng(seed)
+    touching, ball = 0, m.jnt_qposadr[m.joint("ball").id]
+    for k in range(6):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = m.qpos0 + rng.normal(size=m.nq) * 0.5, rng.normal(size=m.nv), rng.uniform(-1, 1, m.nu)
+        d.qpos[ball] -= 2 * (k % 2)                    # w < 0: a rotation vector beyond pi wrapped
+        mujoco.mj_forward(m, d)
+        touching += d.ncon > 0
+        acts = forces.actuators_at(model, d.qpos)
+        moment = np.zeros((m.nu, m.nv))
+        mujoco.mju_sparse2dense(moment, d.actuator_moment, d.moment_rownnz, d.moment_rowadr, d.moment_colind)
+        assert_close(acts.length, d.actuator_length, 1e-12, what="actuator_length")
+        assert_close(acts.moment, moment, 1e-12, what="actuator_moment")
+        assert_close(acts.moment @ d.qvel, d.actuator_velocity, 1e-12, what="actuator_velocity")
+        assert_close(forces.actuator_outputs(acts, d.qpos, d.qvel, d.ctrl), d.actuator_force, 1e-12, what="actuator_force")
+        assert_close(forces.actuator_force(acts, d.qpos, d.qvel, d.ctrl), d.qfrc_actuator, 1e-12, what="qfrc_actuator")
+    assert touching or seed % 2 == 0
+
+
+@pytest.mark.parametrize("backend", ("native", "numpy"))
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_simulate_with_every_transmission_follows_mj_step(integrator, backend):
+    """100 steps of simulate(constraints=True) on a model with an actuator of each transmission (the adhesive box held
+    on its floor) follow mj_step within 1e-10 in q; the compiled backend declines the model (native.runs) and the
+    NumPy engine runs it."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(1, integrator, contact=True))
+    model = engine.from_mujoco(m)
+    assert not native.runs(model)
+    rng = np.random.default_rng(1)
+    q0, qd0, ctrl = m.qpos0.copy(), rng.normal(size=m.nv) * 0.3, rng.uniform(-0.3, 0.3, m.nu)
+    ctrl[-1] = 0.8
+    Q = mj_run(m, q0, qd0, np.zeros(0), ctrl, 100)[0]
+    tr = run(backend, integrators.simulate, model, q0, qd0, steps=100, ctrl=ctrl, constraints=True)
+    assert_close(tr.q[1:], Q, 1e-10, what="q")
+    assert tr.ncon.min() > 0                           # the adhesive box touched its floor throughout
+
+
+def test_configuration_dependent_arms_need_a_state():
+    """Actuators whose moment arms depend on the configuration are refused by name where no state poses them (the
+    forces of bare Actuators, inverse dynamics, step derivatives), and where their targets are not in the model."""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(transmission_xml(0)))
+    q, qd = model.qpos0.copy(), np.zeros(model.nv)
+    for call in (lambda: forces.actuator_force(model.actuators, q, qd, np.zeros(model.nu)),
+                 lambda: forces.actuator_velocity_derivative(model.actuators, q, qd, np.zeros(model.nu))):
+        with pytest.raises(UnsupportedModelError, match="actuator 'actuator0': its moment arms depend on the configuration"):
+            call()
+    with pytest.raises(UnsupportedModelError, match="inverse_dynamics models actuators with constant moment arms"):
+        inverse.inverse_dynamics(model, q, qd, qd)
+    with pytest.raises(UnsupportedModelError, match="step_derivatives models actuators with constant moment arms"):
+        derivatives.step_derivatives(model, q, qd)
+    for field, value, what in (("trnid", [[9, -1]], "a ball or free joint"), ("trnid", [[0, 7]], "a ball or free joint"),
+                               ("trntype", [4], "a site and a refsite"), ("trntype", [2], "a crank site and a slider site")):
+        acts = model.actuators
+        trn = {"trntype": acts.trntype.copy(), "trnid": acts.trnid.copy()}
+        trn[field][0] = value[0]
+        if field == "trntype":
+            trn["trnid"][0] = (len(model.site_name), -1)
+        bad = dataclasses.replace(acts, **trn)
+        with pytest.raises(InvalidModelError, match=f"actuator 'actuator0': its transmission's targets .* {what}"):
+            integrators.simulate(model, q, qd, steps=1, actuators=bad)
+    m = mujoco.MjModel.from_xml_string(transmission_xml(0))
+    m.actuator_trnid[4, 0] = m.nsite                   # a site transmission edited to a site the model lacks
+    with pytest.raises(InvalidModelError, match="actuator 'actuator4': its transmission's targets .* a site and a refsite"):
+        engine.from_mujoco(m)
+
+
+def test_physai_check_balances_a_model_with_every_transmission():
+    """physai check's actuator term (acceptance.term_differences) on a model with every transmission, the adhesive box
+    in contact: equal to MuJoCo's qfrc_actuator within 1e-12."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(3, contact=True))
+    differences = acceptance.term_differences(m, acceptance.mujoco_states(m, 6), engine.from_mujoco(m))
+    assert differences["actuator"] < 1e-12, differences
+
+
+@pytest.mark.parametrize("backend", ("native", "numpy"))
+def test_free_joint_motors_run_compiled_as_mj_step(backend):
+    """A motor on a free joint in its own frame has constant arms (its 6-gear, length 0): the compiled engine runs the
+    model (native.runs), and 100 steps follow mj_step within 1e-10, a jointinparent one beside it declining."""
+    for inparent in (False, True):
+        parent = '<motor jointinparent="free" gear="0 0 1 0.1 0 0"/>' if inparent else ""
+        xml = (transmission_xml(0).split("<actuator>")[0] +
+               f'<actuator><motor joint="free" gear="0.3 -0.2 1.5 0.1 0.2 -0.1"/>{parent}</actuator></mujoco>')
+        m = mujoco.MjModel.from_xml_string(xml)
+        model = engine.from_mujoco(m)
+        assert native.runs(model) == (not inparent)
+        q0, qd0, ctrl = m.qpos0.copy(), np.full(m.nv, 0.2), np.linspace(0.5, 1.0, m.nu)
+        Q = mj_run(m, q0, qd0, np.zeros(0), ctrl, 100)[0]
+        tr = run(backend, integrators.simulate, model, q0, qd0, steps=100, ctrl=ctrl)
+        assert_close(tr.q[1:], Q, 1e-10, what=f"q, jointinparent {inparent}")

@@ -347,9 +347,9 @@ SITES = """<worldbody><site name="anchor" pos="0 0 1"/>
     ('<general name="own" joint="j" dyntype="user"/>', "", "activation dynamics mjDYN_USER"),
     ('<general name="callback" joint="j" gaintype="user"/>', "", "gain type mjGAIN_USER"),
     ('<general name="biased" joint="j" biastype="user"/>', "", "bias type mjBIAS_USER"),
-    ('<motor name="pull" tendon="rope"/>',
-     '<tendon><spatial name="rope"><site site="anchor"/><site site="s"/></spatial></tendon>', "tendon 'rope' is spatial"),
-    ('<motor name="thrust" site="s" gear="0 0 1 0 0 0"/>', "", "transmission mjTRN_SITE"),
+    ('<adhesion name="stick" body="pad" gain="1" ctrlrange="0 1"/>',
+     '<worldbody><body name="pad"><joint axis="0 0 1" type="slide"/><geom size="0.1" gap="0.01"/></body></worldbody>',
+     "body 'pad' has geoms with a gap"),
 ])
 def test_unsupported_actuators_are_named(actuator, fragment, why):
     m = mujoco.MjModel.from_xml_string(f"<mujoco>{SITES}{fragment}<actuator>{actuator}</actuator></mujoco>")

@@ -276,8 +276,8 @@ def mujoco_terms(m: mujoco.MjModel, states: States, model=None, actuators=None) 
                        d.qfrc_constraint.copy(), d.qacc.copy())
         ours = None
         if model is not None:
-            act = np.zeros(nv) if actuators is None else forces.actuator_force(actuators, q, qd, ctrl, d.act,
-                                                                                 m.opt.timestep)
+            act = np.zeros(nv) if actuators is None else forces.actuator_force(_posed(m, d, model, actuators), q, qd, ctrl,
+                                                                                 d.act, m.opt.timestep)
             constraint = np.zeros(nv)
             if d.nefc:
                 constraint = constraints.inverse_dynamics(model, q, qd, d.qacc, collision.from_mujoco(m, d),
@@ -288,6 +288,13 @@ def mujoco_terms(m: mujoco.MjModel, states: States, model=None, actuators=None) 
                          constraint, d.qacc.copy())
         out.append((theirs, ours))
     return out
+
+
+def _posed(m: mujoco.MjModel, d: mujoco.MjData, model, actuators):
+    """The actuators with the moment arms of d's state (forces.actuators_at; adhesion through MuJoCo's contacts)."""
+    if not actuators.posed_each.any():
+        return actuators
+    return forces.actuators_at(model, d.qpos, collision.from_mujoco(m, d), actuators)
 
 
 def balance_residual(m: mujoco.MjModel, states: States, model=None, actuators=None) -> float:

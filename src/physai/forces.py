@@ -5,6 +5,7 @@
     passive_force(model, q, qd)                dampers, springs, gravity compensation, fluid   (MuJoCo's qfrc_passive)
     body_passive_forces(model, q, qd)          gravity compensation and fluid forces            (qfrc_gravcomp, qfrc_fluid)
     actuator_force(actuators, q, qd, ctrl, act)  motors, servos, muscles, general actuators  (qfrc_actuator)
+    actuators_at(model, q)                     the actuators with the moment arms of q    (mj_transmission)
     applied_force(model, q, qfrc, xfrc)        forces you push with                 (qfrc_applied + xfrc_applied)
     constraint_force(J, f)                     J^T f of any constraint or contact force f
 
@@ -16,7 +17,7 @@ d tau_actuator / d qd for implicit integrators.
 
 import numpy as np
 
-from physai import engine, validation
+from physai import collision, engine, validation
 from physai.engine import actuation, passive, smooth, tendon
 from physai.engine.passive import damper_spring_force
 from physai.engine.actuators import Actuators
@@ -24,9 +25,10 @@ from physai.engine.loaders import actuators_from_mujoco
 from physai.engine.support import point_jacobians, point_offsets
 from physai.exceptions import InvalidArgumentError, ShapeError
 
-__all__ = ["Actuators", "activation_rate", "actuator_force", "actuator_outputs", "actuator_velocity_derivative", "actuators_from_mujoco",
-           "applied_force", "body_passive_forces", "body_wrench_force", "check_act", "check_xfrc", "clamped_ctrl", "constraint_force",
-           "damper_spring_force", "joint_saturated", "passive_force", "running_actuator_force"]
+__all__ = ["Actuators", "activation_rate", "actuators_at", "actuator_force", "actuator_outputs",
+           "actuator_velocity_derivative", "actuators_from_mujoco", "applied_force", "body_passive_forces",
+           "body_wrench_force", "check_act", "check_xfrc", "clamped_ctrl", "constraint_force", "damper_spring_force",
+           "joint_saturated", "passive_force", "running_actuator_force"]
 
 # ---- passive forces ----
 
@@ -92,6 +94,26 @@ def check_act(actuators: Actuators, act) -> np.ndarray:
         raise ShapeError(f"act has shape {a.shape}, the actuators have na = {na} activations (one per actuator with "
                          "activation dynamics), so act must have shape ({na},)")
     return validation.vector("act", a, na)
+
+
+def actuators_at(model, q: np.ndarray, contacts=None, actuators: Actuators | None = None) -> Actuators:
+    """The actuators (default the model's own) with the moment arms and lengths of the state q (nq,) (MuJoCo's
+    mj_transmission: actuator_moment (nu, nv) in .moment, actuator_length (nu,) in .length), which the functions below
+    then take: needed where an arm depends on the configuration (a ball or free joint, a site, a slider-crank, a body's
+    contacts, a spatial tendon; Actuators.posed_each), the actuators themselves otherwise. contacts: a ContactSet for
+    adhesion, default the contacts physai detects at q."""
+    model = engine.as_model(model)
+    q = validation.vector("q", q, model.nq)
+    actuators = model.actuators if actuators is None else actuators
+    if actuators is None:
+        raise InvalidArgumentError("actuators_at: the model has no actuators and none were given")
+    if not actuators.posed_each.any():
+        return actuators
+    d = engine.Data(model)
+    smooth.position_stages(model, d, q[:, None])
+    if contacts is None and collision.has_contacts(model):
+        contacts = collision.numpy_detect(model, q)
+    return actuation.posed(actuators, model, d, q, contacts)
 
 
 def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,

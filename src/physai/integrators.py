@@ -98,7 +98,8 @@ import numpy as np
 from physai import collision, engine, forces, joints, tendons, trajectory_files, validation
 from physai.linalg import solve
 from physai.trajectory_files import ContactRecord
-from physai.engine import actuation, constraint, forward, native, passive, smooth, solver, tendon
+from physai.engine import actuation, constraint, forward, model_checks, native, passive, smooth, solver, tendon
+from physai.engine.actuators import TRN_BODY
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import standalone_free_dofs
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
@@ -267,6 +268,7 @@ def check_actuators(model, actuators, ctrl):
     if actuators.nv != model.nv:
         raise ShapeError(f"the actuators act on {actuators.nv} dofs (actuators.nv), the model has nv = {model.nv}: "
                          "pass the actuators of the model's own MuJoCo model")
+    model_checks.check_transmissions(model, actuators)
     return actuators, np.zeros(actuators.nu) if ctrl is None else ctrl
 
 
@@ -274,6 +276,11 @@ def refuse_stateful_actuators(model, actuators, who: str) -> None:
     """UnsupportedModelError when the actuators (given, else the model's) have activation dynamics or muscles, which
     `who` does not model yet (it models stateless actuators with affine gain and bias)."""
     actuators = model.actuators if actuators is None else actuators
+    if actuators is not None and actuators.needs_pose:
+        a = int(np.flatnonzero(actuators.posed_each)[0])
+        raise UnsupportedModelError(f"{who} models actuators with constant moment arms; actuator {actuators.names[a]!r}'s "
+                                    "depend on the configuration (a ball or free joint, a slider-crank, a site, a body or "
+                                    "a spatial tendon) (simulate, step and rollout run it)")
     if actuators is None or actuators.affine:
         return
     a = int(np.flatnonzero(~actuators.affine_each)[0])
@@ -777,7 +784,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         collision.check_supported(model)
     if options.integrator == DISCRETE:
         _refuse_servo_gains(inputs.actuators)
-    if native.on and native.runs(model) and options.integrator in native.INTEGRATOR_CODES and \
+    if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
             (not constrained or native.compiled_solver(model)):
         if constrained:
             constraint.prepare_compiled(model)
@@ -1019,11 +1026,25 @@ class DynamicsEvaluator:
         na = 0 if inputs.actuators is None else inputs.actuators.na
         self.act = np.zeros(na) if act is None else act       # the activations of the state stepped (MuJoCo's d.act)
         self.act_dot = np.zeros(na)                              # their rate at the last evaluation (d.act_dot)
+        self.actuators = inputs.actuators                        # posed at the last evaluation's q (actuation.posed)
+        self.detected = None                                     # (q, its contacts) of the last detection
+
+    def contacts(self, q: np.ndarray):
+        """The contacts at q (None when the model has no collision), detected once per q."""
+        if not collision.has_contacts(self.model):
+            return None
+        if self.detected is None or not np.array_equal(self.detected[0], q):
+            self.detected = q.copy(), collision.numpy_detect(self.model, q)
+        return self.detected[1]
 
     def actuator_force(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray) -> np.ndarray:
         """qfrc_actuator (nv,) at (q, qd, act) with this run's ctrl (physai.engine.actuation; the clamped ctrl checked),
-        the activations' rate into act_dot."""
+        the activations' rate into act_dot; the actuators posed at q from this evaluation's Data (and, constrained, the
+        contacts at q: adhesion) into self.actuators."""
         acts = self.inputs.actuators
+        if acts.posed_each.any():
+            adhesion = self.constrained and (acts.posed_each & (acts.trntype == TRN_BODY)).any()
+            acts = self.actuators = actuation.posed(acts, self.model, self.d, q, self.contacts(q) if adhesion else None)
         u = actuation.clamped_ctrl(acts, self.inputs.ctrl)
         self.act_dot = actuation.activation_rate(acts, u, act)
         return actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
@@ -1034,7 +1055,7 @@ class DynamicsEvaluator:
         if not self.constrained:
             return solve(M, f), np.zeros(self.model.nv)
         model, opt = self.model, self.model.opt
-        contacts = collision.numpy_detect(model, q) if collision.has_contacts(model) else None
+        contacts = self.contacts(q)
         if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
             self.ncon = 0 if contacts is None else len(contacts)
         if native.on and native.compiled_solver(model) and self.tau is not None and np.isfinite(self.tau).all():
@@ -1052,7 +1073,7 @@ class DynamicsEvaluator:
     def step_matrix(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, integrator: str) -> np.ndarray:
         """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
         x = self.inputs
-        return step_matrix(self.model, q, qd, self.h, integrator, x.actuators, x.ctrl, M, self.euler_damping, self.act)
+        return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
 
     def stiffness_force(self, qd: np.ndarray) -> np.ndarray:
         """h K qd (nv,): the discrete integrator's spring force at the end of the step less at its start, to first order
@@ -1062,7 +1083,7 @@ class DynamicsEvaluator:
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
         """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
         x = self.inputs
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, x.actuators, x.ctrl, self.act)
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act)
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
         """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
@@ -1071,8 +1092,8 @@ class DynamicsEvaluator:
         model, d, x = self.model, self.d, self.inputs
         act = self.act if act is None else act
         self.tau = None                                # set again below once this evaluation's forces are known
-        if native.on and native.runs(model) and x.xfrc_applied is None and not passive.has_body_forces(model) and \
-                np.isfinite(q).all() and np.isfinite(qd).all():
+        if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and \
+                not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
             try:
                 M, c, potential = engine.mass_matrix(model, q), engine.bias(model, q, qd), engine.potential_energy(model, q)
             except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check

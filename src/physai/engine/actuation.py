@@ -7,17 +7,32 @@ curves of engine_util_misc.c; mirrored by the compiled engine's cpp/actuation.h)
     scalar_forces(actuators, q, qd, u, act, act_dot, h)    f (nu,) [N m | N]                       (actuator_force)
     joint_force(actuators, f)                              moment^T f clamped per dof (nv,)         (qfrc_actuator)
     velocity_derivative(actuators, q, qd, u, f, act, act_dot, h)   d qfrc_actuator / d qd (nv, nv)  (mjd_actuator_vel)
+    transmission(actuators, model, d, q, contacts)         actuator_length (nu,), actuator_moment (nu, nv) (mj_transmission)
+    posed(actuators, model, d, q, contacts)                the actuators with the moment arms of the state q
+
+Actuators whose moment arms depend on the configuration (Actuators.posed_each: ball and free joints, slider-cranks,
+sites, bodies, spatial tendons) are used through posed at each state; the functions above refuse them unposed.
 
 f = gain * input + bias, input = u (dyntype none) or the actuator's activation (its next one with actearly); gain and
 bias are affine in the actuator's length and velocity, or MuJoCo's muscle curves. u are the controls after
 clamped_ctrl; act (na,) the activations, one per stateful actuator in order (Actuators.act_index).
 """
 
+import dataclasses
+import math
+
 import numpy as np
 
-from physai import validation
-from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, Actuators
-from physai.exceptions import ShapeError
+from physai import joints, validation
+from physai.engine.actuators import (AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_JOINT,
+                                     TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON, Actuators)
+from physai.engine.data import Data
+from physai.engine.model import Model
+from physai.engine.smooth import body_poses, quat_mul_mj, quat_to_mat_mj, rotate_mj
+from physai.engine.support import dof_chain, point_jacobians
+from physai.engine.tendon import tendons
+from physai.exceptions import ShapeError, UnsupportedModelError
+from physai.spatial import mat_to_quat
 
 #: MuJoCo's mjMINVAL: the floor of the divisors in the actuator models
 MINVAL = 1e-15
@@ -33,9 +48,175 @@ def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:
     return np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
 
 
+def check_posed(actuators: Actuators) -> None:
+    """UnsupportedModelError when some actuator's moment arms depend on the configuration and these actuators hold no
+    state's (posed makes a copy that does)."""
+    if actuators.needs_pose:
+        a = int(np.flatnonzero(actuators.posed_each)[0])
+        raise UnsupportedModelError(f"actuator {actuators.names[a]!r}: its moment arms depend on the configuration (a "
+                                    "ball or free joint, a slider-crank, a site, a body or a spatial tendon); use the "
+                                    "actuators posed at the state (physai.engine.actuation.posed) or the integrators")
+
+
 def lengths_velocities(actuators: Actuators, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(actuator_length, actuator_velocity) (nu,) each: qmoment q, moment qd."""
-    return actuators.qmoment @ q, actuators.moment @ qd
+    """(actuator_length, actuator_velocity) (nu,) each: qmoment q (a posed copy's length), moment qd."""
+    check_posed(actuators)
+    length = actuators.qmoment @ q if actuators.length is None else actuators.length
+    return length, actuators.moment @ qd
+
+
+# ---- transmissions (mj_transmission) ----
+
+
+def quat_to_vel(quat: np.ndarray) -> np.ndarray:
+    """The rotation vector (3,) of a unit quaternion (4,) (mju_quat2Vel over a unit time): its axis times its angle,
+    wrapped to (-pi, pi]."""
+    axis = quat[1:].copy()
+    sin_half = math.sqrt(axis @ axis)
+    axis = axis / sin_half if sin_half >= MINVAL else np.array([1.0, 0.0, 0.0])
+    angle = 2 * math.atan2(sin_half, quat[0])
+    return axis * (angle - 2 * math.pi if angle > math.pi else angle)
+
+
+def conjugate(quat: np.ndarray) -> np.ndarray:
+    """The inverse (w, -x, -y, -z) of a unit quaternion (mju_negQuat)."""
+    return np.array([quat[0], -quat[1], -quat[2], -quat[3]])
+
+
+class SiteFrames:
+    """The site frames of one state q that the transmissions read: xpos (nsite, 3) [m], quat (nsite, 4) and xmat
+    (nsite, 3, 3), from the bodies' MuJoCo-order poses (smooth.body_poses)."""
+
+    def __init__(self, model: Model, q: np.ndarray):
+        bxpos, bxquat = body_poses(model, q)
+        self.xpos, self.quat = np.zeros((model.nsite, 3)), np.zeros((model.nsite, 4))
+        for k, b in enumerate(model.site_bodyid.tolist()):
+            body_quat = np.array([1.0, 0.0, 0.0, 0.0]) if b < 0 else bxquat[b]
+            # site pose: p = R_body site_pos + p_body, q = q_body q_site
+            self.xpos[k] = model.site_pos[k] if b < 0 else rotate_mj(model.site_pos[k], body_quat) + bxpos[b]
+            self.quat[k] = quat_mul_mj(body_quat, mat_to_quat(model.site_rot[k]))
+        self.xmat = quat_to_mat_mj(self.quat)
+
+
+def site_jacobian(model: Model, d: Data, frames: SiteFrames, s: int) -> tuple[np.ndarray, np.ndarray]:
+    """(Jp, Jr) (3, nv) each of site s (mj_jacSite), from a one-state Data with com_pos done."""
+    J = point_jacobians(model, d, int(model.site_bodyid[s]), frames.xpos[s][None, :, None])[0, :, :, 0]
+    return J[:3], J[3:]
+
+
+def joint_transmission(actuators: Actuators, model: Model, q: np.ndarray, a: int) -> tuple[float, np.ndarray]:
+    """(length, moment (nv,)) of actuator a on a ball or free joint: a ball's length is its rotation vector along
+    the gear axis, a free joint's 0; the moment is the gear (the rotation's part turned into the parent frame by the
+    joint's inverse quaternion for jointinparent)."""
+    j, gear = int(actuators.trnid[a, 0]), actuators.gear6[a]
+    ball = model.jnt_type[j] == joints.BALL
+    qadr, vadr = int(model.jnt_qposadr[j]), int(model.jnt_dofadr[j])
+    quat = joints.quat_normalize_mj(q[qadr:qadr + 4] if ball else q[qadr + 3:qadr + 7])
+    turn = gear[:3] if ball else gear[3:]
+    axis = turn if actuators.trntype[a] == TRN_JOINT else rotate_mj(turn, conjugate(quat))
+    moment = np.zeros(model.nv)
+    if ball:                                           # L = rotation vector . gear axis, moment = gear axis
+        moment[vadr:vadr + 3] = axis
+        return float(quat_to_vel(quat) @ axis), moment
+    moment[vadr:vadr + 3], moment[vadr + 3:vadr + 6] = gear[:3], axis
+    return 0.0, moment
+
+
+def slider_crank(actuators: Actuators, model: Model, d: Data, frames: SiteFrames, a: int) -> tuple[float, np.ndarray]:
+    """(length, moment (nv,)) of slider-crank actuator a: with v = crank - slider and a the slider's z axis,
+    L = a.v - sqrt((a.v)^2 + r^2 - v.v) (a.v where the root is not real), times the gear; the moment by the chain rule
+    through the Jacobians of v and of the axis."""
+    crank, slider = (int(s) for s in actuators.trnid[a])
+    rod, gear = actuators.cranklength[a], actuators.gear6[a, 0]
+    axis, vec = frames.xmat[slider][:, 2], frames.xpos[crank] - frames.xpos[slider]
+    av = vec @ axis
+    det = av * av + rod * rod - vec @ vec
+    if det <= 0:                                       # no real root: L = a.v
+        length, dlda, dldv = av, vec, axis
+    else:                                              # dL/dv = a (1 - a.v / s) + v / s, dL/da = v (1 - a.v / s)
+        sdet = math.sqrt(det)
+        length, dlda, dldv = av - sdet, vec * (1 - av / sdet), axis * (1 - av / sdet) + vec / sdet
+    Jslider, Jrot = site_jacobian(model, d, frames, slider)
+    Jaxis = np.cross(Jrot.T, axis).T                   # the axis' rate: omega x a per dof
+    Jvec = site_jacobian(model, d, frames, crank)[0] - Jslider
+    return length * gear, (dlda @ Jaxis + dldv @ Jvec) * gear
+
+
+def site_transmission(actuators: Actuators, model: Model, d: Data, frames: SiteFrames, a: int) -> tuple[float, np.ndarray]:
+    """(length, moment (nv,)) of site actuator a: without a refsite, length 0 and the moment the site's Jacobian
+    projected on the gear wrench turned into the world; with one, the site's position and rotation vector relative to the
+    refsite's frame along the gear, the moment through the relative Jacobians without the dofs that move both."""
+    s, ref = (int(k) for k in actuators.trnid[a])
+    gear = actuators.gear6[a]
+    Jp, Jr = site_jacobian(model, d, frames, s)
+    if ref < 0:                                        # moment = Jp^T R gear_t + Jr^T R gear_r
+        R = frames.xmat[s]
+        return 0.0, (R @ gear[:3]) @ Jp + (R @ gear[3:]) @ Jr
+    common = dof_chain(model, int(model.site_bodyid[s])) & dof_chain(model, int(model.site_bodyid[ref]))
+    Jp_ref, Jr_ref = site_jacobian(model, d, frames, ref)
+    R = frames.xmat[ref]
+    length, moment = 0.0, np.zeros(model.nv)
+    if gear[:3].any():                                 # L += gear_t . R_ref^T (p - p_ref), moment += (R_ref gear_t)^T dJp
+        length += (R.T @ (frames.xpos[s] - frames.xpos[ref])) @ gear[:3]
+        dJ = Jp - Jp_ref
+        dJ[:, common] = 0.0
+        moment += (R @ gear[:3]) @ dJ
+    if gear[3:].any():                                 # L += gear_r . log(q_ref^-1 q), moment += (R_ref gear_r)^T dJr
+        length += quat_to_vel(quat_mul_mj(conjugate(frames.quat[ref]), frames.quat[s])) @ gear[3:]
+        dJ = Jr - Jr_ref
+        dJ[:, common] = 0.0
+        moment += (R @ gear[3:]) @ dJ
+    return float(length), moment
+
+
+def body_transmission(model: Model, d: Data, body: int, contacts) -> np.ndarray:
+    """The moment (nv,) of an adhesion actuator on `body`: minus the mean over the contacts that touch it (a
+    physai.engine.contact.ContactSet, None for none) of their normal rows n^T (J_body2 - J_body1) at the contact point
+    (what MuJoCo's mean of the normal efc rows, or of a pyramid's, adds up to); zero without such contacts."""
+    moment, count = np.zeros(model.nv), 0
+    if contacts is None:
+        return moment
+    for c in np.flatnonzero((contacts.body1 == body) | (contacts.body2 == body)).tolist():
+        count += 1
+        J1, J2 = (point_jacobians(model, d, int(b), contacts.pos[c][None, :, None])[0, :3, :, 0]
+                  for b in (contacts.body1[c], contacts.body2[c]))
+        moment += contacts.frame[c, 0] @ (J2 - J1)
+    # moment = -sum n^T (J2 - J1) / count
+    return -moment / count if count else moment
+
+
+def transmission(actuators: Actuators, model: Model, d: Data, q: np.ndarray, contacts=None) -> tuple[np.ndarray, np.ndarray]:
+    """(actuator_length (nu,) [m | rad], actuator_moment (nu, nv)) at q (nq,) (MuJoCo's mj_transmission), from a
+    one-state Data with com_pos done: the constant rows as qmoment q and moment, the posed_each rows computed (joint_transmission,
+    slider_crank, site_transmission, a spatial tendon's length and Jacobian times the gear, body_transmission with the
+    contacts of q (a physai.engine.contact.ContactSet, None: none))."""
+    length, moment = actuators.qmoment @ q, actuators.moment.copy()
+    posed_rows = np.flatnonzero(actuators.posed_each)
+    kinds = actuators.trntype[posed_rows]
+    frames = SiteFrames(model, q) if np.isin(kinds, (TRN_SLIDERCRANK, TRN_SITE)).any() else None
+    ten_length, ten_J = tendons(model, d, q) if (kinds == TRN_TENDON).any() else (None, None)
+    for a, kind in zip(posed_rows.tolist(), kinds.tolist()):
+        if kind in (TRN_JOINT, TRN_JOINTINPARENT):
+            length[a], moment[a] = joint_transmission(actuators, model, q, a)
+        elif kind == TRN_SLIDERCRANK:
+            length[a], moment[a] = slider_crank(actuators, model, d, frames, a)
+        elif kind == TRN_SITE:
+            length[a], moment[a] = site_transmission(actuators, model, d, frames, a)
+        elif kind == TRN_TENDON:                       # L = gear ten_length, moment = gear ten_J
+            t, gear = int(actuators.trnid[a, 0]), actuators.gear6[a, 0]
+            length[a], moment[a] = ten_length[t] * gear, ten_J[t] * gear
+        else:
+            length[a], moment[a] = 0.0, body_transmission(model, d, int(actuators.trnid[a, 0]), contacts)
+    return length, moment
+
+
+def posed(actuators: Actuators, model: Model, d: Data, q: np.ndarray, contacts=None) -> Actuators:
+    """The actuators with the moment arms and lengths of the state q (transmission), or themselves when none depends on
+    the configuration."""
+    if not actuators.posed_each.any():
+        return actuators
+    length, moment = transmission(actuators, model, d, q, contacts)
+    return dataclasses.replace(actuators, moment=moment, length=length)
 
 
 # ---- activation dynamics ----
@@ -170,6 +351,7 @@ def scalar_forces(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.nda
 
 def joint_force(actuators: Actuators, f: np.ndarray) -> np.ndarray:
     """moment^T f (nv,) clamped to dof_forcerange where dof_forcelimited (MuJoCo's qfrc_actuator)."""
+    check_posed(actuators)
     tau = actuators.moment.T @ f
     lo, hi = actuators.dof_forcerange.T
     return np.where(actuators.dof_forcelimited, np.clip(tau, lo, hi), tau)
@@ -203,6 +385,8 @@ def velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: 
     return actuators.moment.T @ (k[:, None] * actuators.moment)
 
 
-__all__ = ["MINVAL", "activation_rate", "biases", "clamped_ctrl", "gains", "inputs", "joint_force",
-           "joint_saturated", "lengths_velocities", "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length",
-           "next_activation", "scalar_forces", "velocity_derivative"]
+__all__ = ["MINVAL", "SiteFrames", "activation_rate", "biases", "body_transmission", "check_posed", "clamped_ctrl",
+           "conjugate", "gains", "inputs", "joint_force", "joint_saturated", "joint_transmission", "lengths_velocities",
+           "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length", "next_activation", "posed",
+           "quat_to_vel", "scalar_forces", "site_jacobian", "site_transmission", "slider_crank", "transmission",
+           "velocity_derivative"]

@@ -13,11 +13,14 @@ from physai.exceptions import InvalidModelError, ShapeError
 DYN_NONE, DYN_INTEGRATOR, DYN_FILTER, DYN_FILTEREXACT, DYN_MUSCLE = range(5)
 #: gain and bias types (MuJoCo's mjtGain, mjtBias values): fixed (gain) or none (bias), affine, muscle
 FIXED, AFFINE, MUSCLE = range(3)
+#: transmission types (MuJoCo's mjtTrn values): joint, joint in the parent frame, slider-crank, tendon, site, body
+TRN_JOINT, TRN_JOINTINPARENT, TRN_SLIDERCRANK, TRN_TENDON, TRN_SITE, TRN_BODY = range(6)
 
 
 @dataclass(eq=False)
 class Actuators:
-    """The nu actuators of a model, each a scalar force acting along a transmission with constant moment arms.
+    """The nu actuators of a model, each a scalar force acting along a transmission: constant moment arms (hinges,
+    slides, fixed tendons) or arms of the configuration (posed_each below).
 
     moment:      (nu, nv) transmission: actuator a has length moment[a] @ q and velocity moment[a] @ qd, and
                  its scalar force f_a adds moment[a] * f_a to qfrc_actuator (MuJoCo's actuator_moment).
@@ -48,6 +51,14 @@ class Actuators:
                  and actuator_acc0)
     actlimited, actrange: (nu,), (nu, 2) the activation's clamp after each step (mj_nextActivation)
     actearly:    (nu,) the force uses the next activation (act + h act_dot) rather than act
+    posed_each:  (nu,) the actuators whose moment arms depend on the configuration (MuJoCo's mj_transmission: a ball or
+                 free joint, a slider-crank, a site, a body's contacts, a spatial tendon); their rows of moment and
+                 qmoment are zero and physai.engine.actuation.posed computes them at each state from
+                 trntype (nu,) (TRN_JOINT ... TRN_BODY), trnid (nu, 2) (the joint, tendon, site or body, with the
+                 slider site or refsite second, -1 for none; physai's own indices), gear6 (nu, 6) (MuJoCo's
+                 actuator_gear) and cranklength (nu,) [m]; None: no such actuator
+    length:      (nu,) the lengths at the state a posed copy was made at (physai.engine.actuation.posed), whose moment
+                 holds that state's arms; None: qmoment q
     Arrays of the wrong shape raise ShapeError, NaN or infinity InvalidStateError, a used range with
     low > high or an unknown type InvalidModelError.
     """
@@ -75,6 +86,12 @@ class Actuators:
     actlimited: np.ndarray | None = None
     actrange: np.ndarray | None = None
     actearly: np.ndarray | None = None
+    posed_each: np.ndarray | None = None
+    trntype: np.ndarray | None = None
+    trnid: np.ndarray | None = None
+    gear6: np.ndarray | None = None
+    cranklength: np.ndarray | None = None
+    length: np.ndarray | None = None
 
     def __post_init__(self):
         self.moment = validation.matrix("moment", self.moment, "(nu, nv)")
@@ -98,6 +115,7 @@ class Actuators:
         if len(self.names) != nu:
             raise ShapeError(f"names has {len(self.names)} entries, there are nu = {nu} actuators")
         self._check_dynamics()
+        self._check_transmissions()
         for what, limits, limited in (("ctrl", self.ctrlrange, self.ctrllimited), ("force", self.forcerange, self.forcelimited),
                                       ("act", self.actrange, self.actlimited)):
             bad = np.flatnonzero(limited & (limits[:, 0] > limits[:, 1]))
@@ -130,6 +148,32 @@ class Actuators:
         self._check_muscles()
         self.stateful = self.dyntype != DYN_NONE
         self.act_index = np.where(self.stateful, np.cumsum(self.stateful) - 1, -1)
+
+    def _check_transmissions(self) -> None:
+        """The configuration-dependent transmissions' fields checked (None: none such, joint transmissions)."""
+        nu = self.nu
+        self.posed_each = np.zeros(nu, bool) if self.posed_each is None else validation.flags("posed_each", self.posed_each, nu)
+        for name, shape, default in (("trntype", (nu,), TRN_JOINT), ("trnid", (nu, 2), -1)):
+            value = getattr(self, name)
+            kind = np.full(shape, default, np.int64) if value is None else np.asarray(value)
+            if kind.shape != shape or kind.dtype.kind not in "iu":
+                raise ShapeError(f"{name} must be whole numbers of shape {shape}, got {kind.dtype} of shape {kind.shape}")
+            setattr(self, name, kind.astype(np.int64))
+        bad = np.flatnonzero((self.trntype < TRN_JOINT) | (self.trntype > TRN_BODY))
+        if bad.size:
+            raise InvalidModelError(f"trntype[{bad[0]}] is {self.trntype[bad[0]]}: expected one of 0..{TRN_BODY} "
+                                    "(MuJoCo's mjtTrn values physai models)")
+        self.gear6 = np.zeros((nu, 6)) if self.gear6 is None else validation.as_array("gear6", self.gear6, (nu, 6))
+        self.cranklength = np.zeros(nu) if self.cranklength is None else \
+            validation.as_array("cranklength", self.cranklength, (nu,))
+        if self.length is not None:
+            self.length = validation.as_array("length", self.length, (nu,))
+
+    @property
+    def needs_pose(self) -> bool:
+        """Whether some actuator's moment arms depend on the configuration and this copy holds none of a state's
+        (physai.engine.actuation.posed makes one that does)."""
+        return self.length is None and bool(self.posed_each.any())
 
     def _check_muscles(self) -> None:
         """InvalidModelError for a muscle gain or bias whose parameters MuJoCo's compiler refuses: range[0] < range[1]

@@ -450,15 +450,18 @@ def from_urdf(source, floating_base: bool = False, armature=None, gravity=(0.0, 
 def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
     """The Actuators of a compiled MuJoCo model (static model data only).
 
-    Supported: motor, position, velocity, intvelocity, muscle and general actuators with activation dynamics none,
-    integrator, filter, filterexact or muscle (actlimited, actrange, actearly), fixed, affine or muscle gain and no,
-    affine or muscle bias, on a hinge or slide joint or on a fixed tendon.
+    Supported: motor, position, velocity, intvelocity, muscle, adhesion and general actuators with activation dynamics
+    none, integrator, filter, filterexact or muscle (actlimited, actrange, actearly), fixed, affine or muscle gain and no,
+    affine or muscle bias, on a joint (jointinparent too), a tendon, a site (with or without a refsite), a slider-crank
+    or a body (adhesion); the moment arms of all but hinges, slides and fixed tendons depend on the configuration
+    (Actuators.posed_each, physai.engine.actuation.posed).
     Anything else raises UnsupportedModelError naming the actuator. Controls are not clamped if the model
     disables clampctrl; with actuation disabled every moment arm is zero.
     """
     nu, nv = m.nu, m.nv
     moment, qmoment, gain, bias = np.zeros((nu, nv)), np.zeros((nu, m.nq)), np.zeros((nu, 3)), np.zeros((nu, 3))
     joint_dof = np.full(nu, -1, dtype=np.int64)
+    posed_each, trnid = np.zeros(nu, bool), np.full((nu, 2), -1, dtype=np.int64)
     names = []
     for a in range(nu):
         name = m.actuator(a).name or f"actuator{a}"
@@ -466,19 +469,26 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
         _check_actuator(m, a, name)
         gear = m.actuator_gear[a, 0]
         trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
-        if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
-            moment[a, m.jnt_dofadr[target]] = gear   # hinge or slide: length = gear * qpos
-            joint_dof[a] = m.jnt_dofadr[target]
-            qmoment[a, m.jnt_qposadr[target]] = gear
-        else:                                        # fixed tendon: length = gear * sum coef * qpos
-            for w in range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target]):
-                moment[a, m.jnt_dofadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
-                qmoment[a, m.jnt_qposadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+        if _constant_transmission(m, a):
+            if trn == mujoco.mjtTrn.mjTRN_TENDON:    # fixed tendon: length = gear * sum coef * qpos
+                for w in range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target]):
+                    moment[a, m.jnt_dofadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+                    qmoment[a, m.jnt_qposadr[m.wrap_objid[w]]] += gear * m.wrap_prm[w]
+            elif int(m.jnt_type[target]) == mujoco.mjtJoint.mjJNT_FREE:   # free joint in its own frame: length 0
+                moment[a, m.jnt_dofadr[target]:m.jnt_dofadr[target] + 6] = m.actuator_gear[a]
+            else:                                    # hinge or slide: length = gear * qpos
+                moment[a, m.jnt_dofadr[target]] = gear
+                joint_dof[a] = m.jnt_dofadr[target]
+                qmoment[a, m.jnt_qposadr[target]] = gear
+        else:                                        # computed at each state (physai.engine.actuation.transmission)
+            posed_each[a] = True
+            trnid[a] = m.actuator_trnid[a] - (trn == mujoco.mjtTrn.mjTRN_BODY) * np.array([1, 0])
         g, b = m.actuator_gainprm[a], m.actuator_biasprm[a]
         gain[a] = g[:3] if int(m.actuator_gaintype[a]) == mujoco.mjtGain.mjGAIN_AFFINE else (g[0], 0, 0)
         bias[a] = b[:3] if int(m.actuator_biastype[a]) == mujoco.mjtBias.mjBIAS_AFFINE else (0, 0, 0)
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_ACTUATION:
         moment[:] = qmoment[:] = 0.0
+        posed_each[:] = False
     dof_forcerange, dof_forcelimited = np.zeros((nv, 2)), np.zeros(nv, bool)
     for j in np.flatnonzero(m.jnt_actfrclimited):     # limits of the total actuator force on a hinge or slide
         if int(m.jnt_type[j]) not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
@@ -490,7 +500,21 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
         ctrllimited[:] = False
     return Actuators(moment, gain, bias, m.actuator_ctrlrange.copy(), ctrllimited, m.actuator_forcerange.copy(),
                      m.actuator_forcelimited.astype(bool), tuple(names), qmoment, dof_forcerange, dof_forcelimited,
-                     joint_dof, **_actuator_dynamics(m))
+                     joint_dof, **_actuator_dynamics(m), posed_each=posed_each, trntype=m.actuator_trntype.astype(np.int64),
+                     trnid=trnid, gear6=m.actuator_gear.copy(), cranklength=m.actuator_cranklength.copy())
+
+
+def _constant_transmission(m: mujoco.MjModel, a: int) -> bool:
+    """Whether actuator a's moment arms and length map are constant: a hinge or a slide joint, a free joint in its own
+    frame (the gear, length 0), or a fixed tendon."""
+    trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
+    if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+        free_own = trn == mujoco.mjtTrn.mjTRN_JOINT and int(m.jnt_type[target]) == mujoco.mjtJoint.mjJNT_FREE
+        return free_own or int(m.jnt_type[target]) in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE)
+    if trn == mujoco.mjtTrn.mjTRN_TENDON:
+        wraps = range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target])
+        return all(int(m.wrap_type[w]) == mujoco.mjtWrap.mjWRAP_JOINT for w in wraps)
+    return False
 
 
 def _actuator_dynamics(m: mujoco.MjModel) -> dict:
@@ -509,7 +533,7 @@ def _check_actuator(m, a: int, name: str) -> None:
     def refuse(what: str):
         raise UnsupportedModelError(f"actuator {name!r}: {what}; physai supports actuators with activation dynamics "
                                     "none, integrator, filter, filterexact or muscle, fixed, affine or muscle gain and "
-                                    "bias, on a hinge or slide joint or a fixed tendon")
+                                    "bias, on a joint, tendon, site, slider-crank or body transmission")
 
     dyn, gtype, btype = int(m.actuator_dyntype[a]), int(m.actuator_gaintype[a]), int(m.actuator_biastype[a])
     if dyn > int(mujoco.mjtDyn.mjDYN_MUSCLE):
@@ -519,18 +543,13 @@ def _check_actuator(m, a: int, name: str) -> None:
     if btype > int(mujoco.mjtBias.mjBIAS_MUSCLE):
         refuse(f"bias type {mujoco.mjtBias(btype).name}")
     trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
-    if trn in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
-        jtype = int(m.jnt_type[target])
-        if jtype not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
-            refuse(f"its joint {m.joint(target).name!r} is a {mujoco.mjtJoint(jtype).name} joint")
-    elif trn == mujoco.mjtTrn.mjTRN_TENDON:
-        wraps = range(m.tendon_adr[target], m.tendon_adr[target] + m.tendon_num[target])
-        if any(int(m.wrap_type[w]) != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
-            refuse(f"its tendon {m.tendon(target).name!r} is spatial (only fixed tendons have constant moment arms)")
-        if m.tendon_actfrclimited[target]:
-            refuse(f"its tendon {m.tendon(target).name!r} limits the total actuator force (actuatorfrcrange)")
-    else:
-        refuse(f"transmission {mujoco.mjtTrn(trn).name} (a joint or a fixed tendon is needed)")
+    if trn == mujoco.mjtTrn.mjTRN_TENDON and m.tendon_actfrclimited[target]:
+        refuse(f"its tendon {m.tendon(target).name!r} limits the total actuator force (actuatorfrcrange)")
+    elif trn == mujoco.mjtTrn.mjTRN_BODY and np.any(m.geom_gap[m.geom_bodyid == target]):
+        refuse(f"its body {m.body(target).name!r} has geoms with a gap (MuJoCo counts the contacts inside the gap, "
+               "which physai's collision leaves out)")
+    elif trn > int(mujoco.mjtTrn.mjTRN_BODY):
+        refuse(f"transmission {mujoco.mjtTrn(trn).name}")
     checks = [
         (m.actuator_plugin[a] >= 0, "it is a plugin"),
         (m.actuator_ctrlnum[a] != 1 or m.actuator_outnum[a] != 1, "it has more than one control or output"),

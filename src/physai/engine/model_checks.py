@@ -5,6 +5,7 @@ dynamics runs: no NaN result, no LinAlgError, no compiled kernel reading a conta
 
     check(model)        raises InvalidModelError for the first field out of its domain
     check_options(opt)  the same for an Options (timestep, impratio, tolerances, iteration counts)
+    check_transmissions(model, actuators)  the configuration-dependent transmissions' targets inside the model
 """
 
 import math
@@ -33,8 +34,8 @@ OWNERS = {"jnt": ("joint", "jnt_name"), "body": ("body", "body_name"), "eq": ("e
 
 def check(model) -> None:
     """InvalidModelError for the first float field of the Model, its Geoms or its Actuators that is not finite or lies
-    outside its domain (RANGES), a contact dimension other than 1, 3, 4 or 6 (geom_condim, pair_dim), or options
-    check_options refuses."""
+    outside its domain (RANGES), a contact dimension other than 1, 3, 4 or 6 (geom_condim, pair_dim), a transmission
+    whose targets are not in the model (check_transmissions), or options check_options refuses."""
     for owner, name, value in _float_fields(model):
         low, high = RANGES.get(name, (-math.inf, math.inf))
         if name not in RANGES and np.isfinite(value).all():           # the common case: one pass
@@ -52,6 +53,8 @@ def check(model) -> None:
             k = int(bad[0])
             raise InvalidModelError(f"{name}[{k}]{_who(model, geoms, name, k)} is {int(dims[k])}: expected a contact "
                                     "dimension 1, 3, 4 or 6 (frictionless, sliding, + torsional, + rolling friction)")
+    if model.actuators is not None:
+        check_transmissions(model, model.actuators)
     check_options(model.opt)
 
 
@@ -95,6 +98,32 @@ def _domain(low: float, high: float) -> str:
     if low == -math.inf and high == math.inf:
         return "a finite value"
     return f"a finite value >= {low:g}" if high == math.inf else f"a value in [{low:g}, {high:g}]"
+
+
+#: mjtTrn value: (what the transmission's targets are, the Model's count of each of them; None: none)
+TRANSMISSION_TARGETS = {0: ("a ball or free joint", "njnt", None), 1: ("a ball or free joint", "njnt", None),
+                        2: ("a crank site and a slider site", "nsite", "nsite"), 3: ("a spatial tendon", "ntendon", None),
+                        4: ("a site and a refsite (-1: none)", "nsite", "nsite"), 5: ("a body or the world", "nbody", None)}
+
+
+def check_transmissions(model, actuators) -> None:
+    """InvalidModelError naming the first actuator whose moment arms depend on the configuration (posed_each) and whose
+    targets (trnid) are not in the model: a joint that is not a ball or free joint, a site, tendon or body index out of
+    range, a missing slider site (only a site's refsite may be -1)."""
+    for a in np.flatnonzero(actuators.posed_each).tolist():
+        kind = int(actuators.trntype[a])
+        what, first, second = TRANSMISSION_TARGETS[kind]
+        ids = actuators.trnid[a]
+        good = (-1 if kind == 5 else 0) <= ids[0] < getattr(model, first)   # a body may be the world (-1)
+        if second is None:                             # no second target
+            good &= bool(ids[1] == -1)
+        else:                                          # a slider site, or a refsite (-1: none)
+            good &= bool((-1 if kind == 4 else 0) <= ids[1] < getattr(model, second))
+        if good and kind in (0, 1):                    # ball (1) or free (0)
+            good = int(model.jnt_type[ids[0]]) in (0, 1)
+        if not good:
+            raise InvalidModelError(f"actuator {actuators.names[a]!r}: its transmission's targets trnid = {ids.tolist()} "
+                                    f"are not {what} of the model")
 
 
 def singular_at_rest(model) -> InvalidModelError:

@@ -257,10 +257,13 @@ def passive_fields(model: Model) -> dict:
 SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
-def runs(model) -> bool:
+def runs(model, actuators=None) -> bool:
     """Whether the compiled engine models all of the model's dynamics: its tendons' forces are at most springs, dampers
     and equalities of fixed tendons (tendon_fields); tendon armature, limits, friction loss and spatial tendons' forces
-    are the NumPy engine's (physai.engine.tendon)."""
+    are the NumPy engine's (physai.engine.tendon), and so are the actuators (given, and the model's own) whose moment
+    arms depend on the configuration (Actuators.posed_each: physai.engine.actuation.transmission)."""
+    if any(acts is not None and acts.posed_each.any() for acts in (model.actuators, actuators)):
+        return False
     if not model.has_tendon_forces:
         return True
     used = (model.tendon_stiffness != 0) | (model.tendon_damping != 0)
