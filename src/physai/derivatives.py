@@ -42,8 +42,9 @@ S_k . F is invariant under a common rotation, which removes the rotation of S_k 
 
 Forces. rnea excludes passive forces (joint damping and springs), as physai.engine.rnea does: dtau/dqd holds no
 damping; MuJoCo's mjd_inverseFD differentiates qfrc_inverse, which includes damping (DfDv = dtau/dqd^T + diag(b)).
-step_derivatives differentiates the whole step: passive forces (damping, springs), actuators (gains, biases,
-clamping), applied joint forces (constant), the bias and the mass matrix.
+step_derivatives differentiates the whole step: passive forces (damping, springs, fixed tendons' springs and dampers),
+actuators (gains, biases, clamping, activation dynamics with the activations in the state), applied joint forces
+(constant), the bias and the mass matrix.
 
 Backends. rnea_derivatives and forward_dynamics_derivatives run on the engine's compiled backend (cpp/derivative.h,
 the same recursion for one state in C++, batches on threads) when it is active (physai.engine.native.on) and no data=
@@ -58,7 +59,7 @@ from physai import engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, batching, forward, native, passive
+from physai.engine import actuation, batching, forward, native, passive, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE
 from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
@@ -215,6 +216,16 @@ def _passive_derivatives(model: Model):
     dq = np.zeros((model.nv, model.nv))
     dq[model.spring_dofadr, model.spring_dofadr] = -model.spring_stiffness
     return dq, -np.diag(model.dof_damping)
+
+
+def _tendon_derivatives(model: Model, d: engine.Data, q: np.ndarray):
+    """(dP/dq, dP/dqd) (nv, nv) of the fixed tendons' springs and dampers J^T (-k x(J q) - b J qd) (passive.
+    tendon_passive_force; J constant, on hinges and slides): -J^T diag(k, where the length is beyond the dead band) J,
+    -J^T diag(b) J (passive.check_derivatives refuses spatial tendons' forces)."""
+    length, J = tendon.tendons(model, d, q)
+    lower, upper = model.tendon_lengthspring.T
+    k = np.where((length > upper) | (length < lower), model.tendon_stiffness, 0.0)
+    return -(J.T * k) @ J, -(J.T * model.tendon_damping) @ J
 
 
 def _tangent_of_scalars(model: Model, X: np.ndarray) -> np.ndarray:
@@ -417,11 +428,15 @@ class _Stepper:
     def force_derivatives(self, q, qd, act):
         """(df/dq, df/dqd, df/dctrl, df/dact, _Inputs or None) of f = actuator + passive + applied (the bias is handled
         through rnea) at the activations act."""
-        nv = self.model.nv
+        model, nv = self.model, self.model.nv
+        Pq, Pv = self.Pq, self.Pv
+        if model.ntendon and (model.tendon_stiffness.any() or model.tendon_damping.any()):
+            Tq, Tv = _tendon_derivatives(model, self.run.d, q)
+            Pq, Pv = Pq + Tq, Pv + Tv
         if self.x.actuators is None:
-            return self.Pq, self.Pv, np.zeros((nv, self.nu)), np.zeros((nv, self.na)), None
-        (Aq, Av, Au, Aa), x = _actuator_derivatives(self.model, self.x.actuators, q, qd, self.x.ctrl, act, self.h)
-        return self.Pq + Aq, self.Pv + Av, Au, Aa, x
+            return Pq, Pv, np.zeros((nv, self.nu)), np.zeros((nv, self.na)), None
+        (Aq, Av, Au, Aa), x = _actuator_derivatives(model, self.x.actuators, q, qd, self.x.ctrl, act, self.h)
+        return Pq + Aq, Pv + Av, Au, Aa, x
 
     def refuse_overflow(self, q, qd, f) -> None:
         """InvalidStateError for finite inputs whose accelerations are not: which forces overflow, and the input that
@@ -509,11 +524,13 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them), and
     rk4 by chaining the derivatives of its four stages. Activation dynamics (integrator, filter, filterexact, muscle;
     actearly: the force takes act', clamped to actrange) enter through the gains' input and act' = act + h act_dot
-    (filterexact exactly); muscle gains and biases are refused (UnsupportedModelError). The smooth dynamics only: the
-    model's constraints do not enter.
+    (filterexact exactly); muscle gains and biases are refused (UnsupportedModelError). Fixed tendons' springs (dead
+    band included), dampers and armature enter; spatial tendons' forces, gravity compensation and fluid forces are
+    refused (passive.check_derivatives). The smooth dynamics only: the model's constraints (tendon limits and
+    equalities too) do not enter.
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
-    Models with activations run on the NumPy text (the compiled kernel does not model them yet).
+    Models with activations or tendon forces run on the NumPy text (the compiled kernel does not model them yet).
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
@@ -523,7 +540,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     passive.check_derivatives(model)
     check_actuators(model)
     na = 0 if model.actuators is None else model.actuators.na
-    compiled = native.on and na == 0                   # the compiled kernel declines activations: the NumPy text runs
+    # the compiled kernel declines activations and tendon forces: the NumPy text runs
+    compiled = native.on and na == 0 and not model.has_tendon_forces
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
