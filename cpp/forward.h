@@ -180,11 +180,11 @@ inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const 
     return true;
 }
 
-// K (nv): the joints' spring stiffness on their dofs (integrators.discrete_stiffness)
-inline std::vector<double> discrete_stiffness(const Model &m) {
-    std::vector<double> K(static_cast<size_t>(m.nv), 0.0);
+// K (nv) <- the joints' spring stiffness on their dofs (integrators.discrete_stiffness), into the workspace's w.stiffness
+inline const double *discrete_stiffness(const Model &m, std::vector<double> &K) {
+    std::fill(K.begin(), K.end(), 0.0);
     for (int s = 0; s < m.nspring; s++) K[size_t(m.spring_dofadr[s])] = m.spring_stiffness[s];
-    return K;
+    return K.data();
 }
 
 // w.M <- M + h B + h^2 K, the discrete integrator's matrix (integrators.step_matrix), with D = -B in w.D and the free
@@ -199,8 +199,8 @@ template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h)
             for (int i = 0; i < 6; i++)
                 for (int j = 0; j < 6; j++)
                     w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
-    std::vector<double> K = discrete_stiffness(m);
-    for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + (h * m.dof_damping[j] + h * h * K[size_t(j)]);
+    const double *K = discrete_stiffness(m, w.stiffness);
+    for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + (h * m.dof_damping[j] + h * h * K[j]);
 }
 
 // w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
@@ -347,9 +347,9 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     if constexpr (!std::is_same_v<T, double>) {
         if (m.nfree) return ONE_BY_ONE;
     }
-    std::vector<double> K = discrete_stiffness(m);
+    const double *K = discrete_stiffness(m, w.stiffness);
     T *rhs = w.rhs.data(), *a = w.a.data();
-    for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - (o.h * K[size_t(j)]) * qd[j], a[j] = rhs[j];   // f - h K qd
+    for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - (o.h * K[j]) * qd[j], a[j] = rhs[j];   // f - h K qd
     step_matrix(m, act, w, o.h, DISCRETE, o.implicit_damping, qd);
     if (tree_cholesky_solve(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
     if constexpr (std::is_same_v<T, double>) {

@@ -231,9 +231,9 @@ def test_a_muscle_with_impossible_parameters_is_refused_as_mujoco_refuses_it():
         engine.from_mujoco(m)
 
 
-def test_what_does_not_model_activations_refuses_them_by_name():
+def test_what_does_not_model_muscle_gains_refuses_them_by_name():
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(actuated_xml(0)))
-    with pytest.raises(UnsupportedModelError, match="step_derivatives models actuators without activation dynamics"):
+    with pytest.raises(UnsupportedModelError, match="step_derivatives differentiates affine gains and biases; actuator"):
         derivatives.step_derivatives(model, np.zeros(model.nq), np.zeros(model.nv))
 
 

@@ -13,13 +13,15 @@ RK4: mjd_transitionFD refuses it, so MuJoCo's mj_step is differenced here (mj_in
 at the same bound; on ball and free joints this checks the derivatives of the Munthe-Kaas stages (8.4e-10 seen).
 """
 
+from pathlib import Path
+
 import mujoco
 import numpy as np
 import pinocchio as pin
 import pytest
 
 from physai import conventions, derivatives, engine, integrators, models
-from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, run
 
 ROBOTS = ["mixed_joints", "random_free", "random_fixed", "unitree_h1", "franka_emika_panda"]
@@ -147,21 +149,21 @@ def test_step_derivatives_against_central_differences(robot, integrator):
 
 def mj_step_fd(m, d, eps=1e-6):
     """Centred differences of mj_step as mjd_transitionFD takes them: q moved by mj_integratePos, the output
-    position by mj_differentiatePos, for the state in d (qpos, qvel, ctrl)."""
-    nv, nu = m.nv, m.nu
-    q, qd, u = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    position by mj_differentiatePos, for the state in d (qpos, qvel, act, ctrl); (A (2nv+na, 2nv+na), B (2nv+na, nu))."""
+    nv, nu, na = m.nv, m.nu, m.na
+    q, qd, a, u = d.qpos.copy(), d.qvel.copy(), d.act.copy(), d.ctrl.copy()
 
-    def step(q1, qd1, u1):
-        d.qpos[:], d.qvel[:], d.ctrl[:], d.time = q1, qd1, u1, 0.0
+    def step(q1, qd1, a1, u1):
+        d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:], d.time = q1, qd1, a1, u1, 0.0
         mujoco.mj_step(m, d)
-        return d.qpos.copy(), d.qvel.copy()
+        return d.qpos.copy(), d.qvel.copy(), d.act.copy()
 
-    q0, _ = step(q, qd, u)
+    q0 = step(q, qd, a, u)[0]
 
-    def out(q1, qd1):
+    def out(q1, qd1, a1):
         dq = np.zeros(nv)
         mujoco.mj_differentiatePos(m, dq, 1.0, q0, q1)
-        return np.r_[dq, qd1]
+        return np.r_[dq, qd1, a1]
 
     cols = []
     for k in range(nv):
@@ -170,32 +172,42 @@ def mj_step_fd(m, d, eps=1e-6):
             qp, v = q.copy(), np.zeros(nv)
             v[k] = s
             mujoco.mj_integratePos(m, qp, v, 1.0)
-            pair.append(out(*step(qp, qd, u)))
+            pair.append(out(*step(qp, qd, a, u)))
         cols.append(pair[0] - pair[1])
     for k in range(nv):
         e = eps * np.eye(nv)[k]
-        cols.append(out(*step(q, qd + e, u)) - out(*step(q, qd - e, u)))
+        cols.append(out(*step(q, qd + e, a, u)) - out(*step(q, qd - e, a, u)))
+    for k in range(na):
+        e = eps * np.eye(na)[k]
+        cols.append(out(*step(q, qd, a + e, u)) - out(*step(q, qd, a - e, u)))
     for k in range(nu):
         e = eps * np.eye(nu)[k]
-        cols.append(out(*step(q, qd, u + e)) - out(*step(q, qd, u - e)))
+        cols.append(out(*step(q, qd, a, u + e)) - out(*step(q, qd, a, u - e)))
     T = np.array(cols).T / (2 * eps)
-    return T[:, :2 * nv], T[:, 2 * nv:]
+    return T[:, :2 * nv + na], T[:, 2 * nv + na:]
+
+
+def transition_fd(m, d, integrator):
+    """MuJoCo's step linearised at the state in d: mjd_transitionFD (centred, eps 1e-6), or mj_step_fd for RK4
+    (mjd_transitionFD refuses it)."""
+    n = 2 * m.nv + m.na
+    if integrator == "rk4":
+        return mj_step_fd(m, d)
+    A, B = np.zeros((n, n)), np.zeros((n, m.nu))
+    mujoco.mjd_transitionFD(m, d, 1e-6, True, A, B, None, None)
+    return A, B
 
 
 @pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
 def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
-    m, model, nv, k = robot.m, robot.model, robot.model.nv, 1
+    m, model, k = robot.m, robot.model, 1
     m.opt.integrator, m.opt.timestep = integrators.MUJOCO_INTEGRATOR[integrator], 0.005
     d = mujoco.MjData(m)
     ctrl = controls(robot, k)
     d.qpos[:], d.qvel[:] = robot.q[k], robot.qd[k]
     if ctrl is not None:
         d.ctrl[:] = ctrl
-    A_mj, B_mj = np.zeros((2 * nv, 2 * nv)), np.zeros((2 * nv, m.nu))
-    if integrator == "rk4":                             # mjd_transitionFD refuses RK4: difference mj_step here
-        A_mj, B_mj = mj_step_fd(m, d)
-    else:
-        mujoco.mjd_transitionFD(m, d, 1e-6, True, A_mj, B_mj, None, None)
+    A_mj, B_mj = transition_fd(m, d, integrator)
     A, B = derivatives.step_derivatives(model, robot.q[k], robot.qd[k], 0.005, integrator, ctrl)
     assert_close(A, A_mj, 1e-8)
     if m.nu:
@@ -309,6 +321,144 @@ def test_step_derivatives_with_saturated_joint_actuators(integrator, backend):
     mujoco.mj_forward(m, d)
     assert d.qfrc_actuator[0] == 1.0                                   # the hinge's total (3) clamped
     damper_against_transition_fd(m, integrator, backend, ctrl)
+
+
+# ---- activations in the state ----
+
+ACTIVATIONS = """<mujoco><option timestep="0.01"/><worldbody>
+  <body pos="0 0 1"><joint name="h" type="hinge" axis="0 1 0" damping="0.2"/>
+  <geom type="capsule" size=".05 .2" pos="0 0 -.2" mass="1"/>
+  <body pos="0 0 -.4"><joint name="s" type="slide" axis="1 0 0" damping=".1"/><geom size=".05" mass=".5"/>
+  <body pos="0 0 -.2"><joint name="b" type="ball" damping=".05"/><geom type="box" size=".05 .1 .15" pos=".02 0 -.1" mass=".7"/>
+  </body></body></body></worldbody>
+  <actuator>
+   <general joint="h" dyntype="filter" dynprm="0.05" gainprm="3" EARLY/>
+   <general joint="s" dyntype="integrator" gainprm="2" biastype="affine" biasprm="0 -1 -0.5" EARLY/>
+   <general joint="h" dyntype="filterexact" dynprm="0.03" gainprm="1.5" gaintype="affine" EARLY ctrlrange="-1 1"/>
+   <general joint="s" dyntype="muscle" dynprm="0.01 0.04 0.3" gainprm="2" EARLY/>
+   <general joint="h" dyntype="muscle" dynprm="0.02 0.05 0" gainprm="1" EARLY/>
+   <intvelocity joint="h" kp="4" actrange="-1 1"/>
+   <velocity joint="s" kv="1.5"/>
+   <general joint="h" dyntype="filter" dynprm="0.05" gaintype="affine" gainprm="1 0.5 0.3" EARLY/>
+  </actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("early", [False, True])
+def test_step_derivatives_with_activations_against_mujoco(integrator, early):
+    """With activation dynamics the state is (q, qd, act), A (2nv+na)^2 and B (2nv+na, nu) as mjd_transitionFD's
+    (integrator, filter, filterexact, muscle dynamics with a smooth and a sharp switch, an intvelocity's actrange,
+    actearly): within 1e-8 of MuJoCo's centred differences (truncation ~1e-12, rounding ~1e-10 relative; 7e-10 seen).
+    The compiled backend declines activations: both backends give the NumPy text's matrices (1e-10)."""
+    m = mujoco.MjModel.from_xml_string(ACTIVATIONS.replace("EARLY", f'actearly="{str(early).lower()}"'))
+    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(3)
+    q, qd = engine.random_states(model, 1, 3, qd_max=1.0)
+    act, ctrl = rng.uniform(0.1, 0.8, m.na), rng.uniform(0.1, 0.9, m.nu)
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = q[0], qd[0], act, ctrl
+    A_mj, B_mj = transition_fd(m, d, integrator)
+    out = {b: run(b, derivatives.step_derivatives, model, q[0], qd[0], 0.01, integrator, ctrl, act=act)
+           for b in ("native", "numpy")}
+    assert out["numpy"][0].shape == (2 * m.nv + m.na,) * 2
+    assert_close(out["numpy"][0], A_mj, 1e-8)
+    assert_close(out["numpy"][1], B_mj, 1e-8)
+    for k in range(2):
+        assert_close(out["native"][k], out["numpy"][k], 1e-10)
+
+
+MJCF_INTEGRATOR = {"euler": "Euler", "rk4": "RK4"}                 # MJCF's spelling where it differs
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_step_derivatives_of_random_actuated_models(integrator):
+    """Random chains with every kind of stateless and stateful actuator (test_actuation.actuated_xml without muscles: on
+    joints and a fixed tendon, actearly, actrange and ctrlrange partly active at the random state, actuatorfrcrange),
+    and a batch of their states equal to each state alone: against MuJoCo within 1e-8 (3.2e-9 seen)."""
+    from test_actuation import actuated_xml, random_state
+    for seed in range(3):
+        m = mujoco.MjModel.from_xml_string(actuated_xml(seed, MJCF_INTEGRATOR.get(integrator, integrator),
+                                                        muscles=False))
+        model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(seed)
+        states = [random_state(m, rng) for _ in range(2)]
+        A, B = derivatives.step_derivatives(model, *(np.array([s[k] for s in states]) for k in (0, 1)), m.opt.timestep,
+                                            integrator, np.array([s[3] for s in states]),
+                                            act=np.array([s[2] for s in states]))
+        for k, (q, qd, act, ctrl) in enumerate(states):
+            d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = q, qd, act, ctrl
+            A_mj, B_mj = transition_fd(m, d, integrator)
+            assert_close(A[k], A_mj, 1e-8)
+            assert_close(B[k], B_mj, 1e-8)
+
+
+@pytest.mark.parametrize("name", ["dog", "quadruped"])
+def test_step_derivatives_of_dm_control_models_with_activations(name):
+    """dm_control's dog (38 filter actuators on tendons, 208 states) and quadruped (12 filter actuators on fixed
+    tendons, tendon equalities: constraints, left out) at their first keyframe with random velocities, controls and
+    activations: against mjd_transitionFD without constraints (step_derivatives differentiates the smooth dynamics)
+    within 1e-8 (9e-10 seen)."""
+    import dm_control
+    m = mujoco.MjModel.from_xml_path(str(Path(dm_control.__file__).parent / "suite" / f"{name}.xml"))
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(1)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.act[:], d.ctrl[:], d.qvel[:] = rng.uniform(-0.5, 0.5, m.na), rng.uniform(-0.5, 0.5, m.nu), rng.normal(0, 0.2, m.nv)
+    A, B = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), ctrl=d.ctrl.copy(), act=d.act.copy())
+    A_mj, B_mj = transition_fd(m, d, integrators.check_integrator(int(m.opt.integrator)))
+    assert_close(A, A_mj, 1e-8)
+    assert_close(B, B_mj, 1e-8)
+
+
+def test_muscle_gains_are_refused_by_name():
+    """step_derivatives differentiates affine gains and biases; a muscle's force-length-velocity curves are refused."""
+    m = mujoco.MjModel.from_xml_string(ACTIVATIONS.replace("EARLY", "").replace(
+        "<velocity", '<muscle joint="s" lengthrange="-0.5 0.5"/><velocity'))
+    model = engine.from_mujoco(m)
+    with pytest.raises(UnsupportedModelError, match="has a muscle's gain or bias"):
+        derivatives.step_derivatives(model, model.qpos0, np.zeros(model.nv), 0.01, "euler", act=np.zeros(m.na))
+
+
+# ---- tendons ----
+
+TENDONS = """<mujoco><option timestep="0.01"/><worldbody>
+  <body pos="0 0 1"><joint name="h" type="hinge" axis="0 1 0" damping="0.2"/>
+  <geom type="capsule" size=".05 .2" pos="0 0 -.2" mass="1"/>
+  <body pos="0 0 -.4"><joint name="s" type="slide" axis="1 0 0"/><geom size=".05" mass=".5"/>
+  <body pos="0 0 -.2"><joint name="h2" type="hinge" axis="1 0 0"/><geom type="box" size=".05 .1 .15" pos=".02 0 -.1" mass=".7"/>
+  </body></body></body></worldbody>
+  <tendon><fixed name="t1" stiffness="3" damping="0.4" springlength="SPRING" armature="0.05" limited="true" range="-1 1">
+     <joint joint="h" coef="0.7"/><joint joint="h2" coef="-0.4"/></fixed>
+   <fixed name="t2" damping="0.7" stiffness="1.5"><joint joint="s" coef="1"/><joint joint="h2" coef="0.3"/></fixed></tendon>
+  <actuator><motor tendon="t1"/><general joint="s" dyntype="filter" dynprm="0.05" gainprm="2"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("spring", ["0.1", "-0.3 0.2", "0.5 0.9"])
+def test_step_derivatives_with_fixed_tendon_springs_and_dampers(integrator, spring):
+    """Fixed tendons' springs (a spring length, or a dead band the length is inside or outside of), dampers, armature,
+    a tendon limit (a constraint: left out, constraints disabled in MuJoCo) and a tendon actuator: against MuJoCo within
+    1e-8 (2.8e-10 seen); the compiled backend declines tendon forces, both backends agree (1e-10)."""
+    m = mujoco.MjModel.from_xml_string(TENDONS.replace("SPRING", spring))
+    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(1)
+    q, qd, act, ctrl = rng.normal(0, 0.5, m.nq), rng.normal(0, 1, m.nv), rng.uniform(-1, 1, m.na), rng.uniform(-1, 1, m.nu)
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = q, qd, act, ctrl
+    A_mj, B_mj = transition_fd(m, d, integrator)
+    out = {b: run(b, derivatives.step_derivatives, model, q, qd, 0.01, integrator, ctrl, act=act) for b in ("native", "numpy")}
+    assert_close(out["numpy"][0], A_mj, 1e-8)
+    assert_close(out["numpy"][1], B_mj, 1e-8)
+    for k in range(2):
+        assert_close(out["native"][k], out["numpy"][k], 1e-10)
+
+
+def test_spatial_tendon_forces_are_refused_by_name():
+    """A spatial tendon's spring moves its Jacobian with q, which step_derivatives does not differentiate: named."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><site name="a" pos="0 0 2"/><body pos="0 0 1">
+      <joint type="hinge" axis="0 1 0"/><geom size=".1" mass="1"/><site name="b" pos=".1 0 0"/></body></worldbody>
+      <tendon><spatial name="cord" stiffness="10"><site site="a"/><site site="b"/></spatial></tendon></mujoco>""")
+    model = engine.from_mujoco(m)
+    with pytest.raises(UnsupportedModelError, match="tendon 'cord' is a spatial tendon with a spring"):
+        derivatives.step_derivatives(model, np.zeros(1), np.zeros(1), 0.01, "euler")
 
 
 # ---- Pinocchio ----

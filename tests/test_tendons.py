@@ -354,7 +354,7 @@ def test_step_derivatives_refuse_tendon_forces_by_name():
     m = mujoco.MjModel.from_xml_string(tendon_xml(0))
     model = engine.from_mujoco(m)
     q, qd = next(random_states(m, 1, 0))
-    with pytest.raises(UnsupportedModelError, match="tendon springs, dampers, armature or tendon constraints"):
+    with pytest.raises(UnsupportedModelError, match="is a spatial tendon with a spring, damper or armature"):
         derivatives.step_derivatives(model, q, qd, ctrl=np.zeros(1))
 
 

@@ -2,7 +2,7 @@
 
     rnea_derivatives(model, q, qd, qdd)                     -> (dtau/dq, dtau/dqd, M)          each (nv, nv)
     forward_dynamics_derivatives(model, q, qd, tau)         -> (dqdd/dq, dqdd/dqd, M^-1)       each (nv, nv)
-    step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv, 2nv), B (2nv, nu))
+    step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv+na, 2nv+na), B (2nv+na, nu))
 
 q is (nq,) or (N, nq); qd, qdd, tau (nv,) or (N, nv); a batch returns (N, nv, nv) (step_derivatives: (N, 2nv, 2nv),
 (N, 2nv, nu)).
@@ -42,8 +42,9 @@ S_k . F is invariant under a common rotation, which removes the rotation of S_k 
 
 Forces. rnea excludes passive forces (joint damping and springs), as physai.engine.rnea does: dtau/dqd holds no
 damping; MuJoCo's mjd_inverseFD differentiates qfrc_inverse, which includes damping (DfDv = dtau/dqd^T + diag(b)).
-step_derivatives differentiates the whole step: passive forces (damping, springs), actuators (gains, biases,
-clamping), applied joint forces (constant), the bias and the mass matrix.
+step_derivatives differentiates the whole step: passive forces (damping, springs, fixed tendons' springs and dampers),
+actuators (gains, biases, clamping, activation dynamics with the activations in the state), applied joint forces
+(constant), the bias and the mass matrix.
 
 Backends. rnea_derivatives and forward_dynamics_derivatives run on the engine's compiled backend (cpp/derivative.h,
 the same recursion for one state in C++, batches on threads) when it is active (physai.engine.native.on) and no data=
@@ -58,7 +59,8 @@ from physai import engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import batching, forward, native, passive
+from physai.engine import actuation, batching, forward, native, passive, tendon
+from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE
 from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
@@ -216,6 +218,16 @@ def _passive_derivatives(model: Model):
     return dq, -np.diag(model.dof_damping)
 
 
+def _tendon_derivatives(model: Model, d: engine.Data, q: np.ndarray):
+    """(dP/dq, dP/dqd) (nv, nv) of the fixed tendons' springs and dampers J^T (-k x(J q) - b J qd) (passive.
+    tendon_passive_force; J constant, on hinges and slides): -J^T diag(k, where the length is beyond the dead band) J,
+    -J^T diag(b) J (passive.check_derivatives refuses spatial tendons' forces)."""
+    length, J = tendon.tendons(model, d, q)
+    lower, upper = model.tendon_lengthspring.T
+    k = np.where((length > upper) | (length < lower), model.tendon_stiffness, 0.0)
+    return -(J.T * k) @ J, -(J.T * model.tendon_damping) @ J
+
+
 def _tangent_of_scalars(model: Model, X: np.ndarray) -> np.ndarray:
     """A map on q (rows of (., nq)) restricted to the tangent (., nv): scalar q entries carry to their velocity."""
     c = model.coords
@@ -224,47 +236,142 @@ def _tangent_of_scalars(model: Model, X: np.ndarray) -> np.ndarray:
     return out
 
 
-def _unclamped(act, q, qd, ctrl):
-    """(u, f, free, inside) (nu each): the clamped controls, the actuators' scalar forces, whether each force is inside its
-    forcerange (or unlimited) and each ctrl inside its ctrlrange (or unlimited): where their derivatives are not zero."""
-    raw = validation.vector("ctrl", ctrl, act.nu)
-    f = forces.actuator_outputs(act, q, qd, raw)
-    lo, hi = act.forcerange[:, 0], act.forcerange[:, 1]
-    free = ~act.forcelimited | ((f > lo) & (f < hi))
-    inside = ~act.ctrllimited | ((raw > act.ctrlrange[:, 0]) & (raw < act.ctrlrange[:, 1]))
-    return forces.clamped_ctrl(act, raw), f, free, inside
+def _muscle_rate_derivatives(u, act, prm):
+    """(d act_dot/du, d act_dot/dact) (each (k,)) of actuation.muscle_dynamics act_dot = dctrl / tau, dctrl = clip(u, 0, 1)
+    - act, tau = tau_d + (tau_a - tau_d) s(dctrl / width + 1/2) (s the quintic sigmoid, s' = 30 x^2 (x - 1)^2; width 0:
+    tau_a or tau_d by the sign of dctrl), tau_a = p0 (1/2 + 3/2 a), tau_d = p1 / (1/2 + 3/2 a), a = clip(act, 0, 1)."""
+    inner = (act > 0) & (act < 1)
+    scale = 0.5 + 1.5 * np.clip(act, 0.0, 1.0)
+    tau_a, tau_d = prm[:, 0] * scale, prm[:, 1] / scale
+    dtau_a, dtau_d = np.where(inner, 1.5 * prm[:, 0], 0.0), np.where(inner, -1.5 * prm[:, 1] / scale**2, 0.0)
+    smooth, dctrl = prm[:, 2] >= actuation.MINVAL, np.clip(u, 0.0, 1.0) - act
+    width = np.where(smooth, prm[:, 2], 1.0)
+    x = dctrl / width + 0.5
+    within = (x > 0) & (x < 1)
+    sig = np.where(x <= 0, 0.0, np.where(x >= 1, 1.0, x**3 * (3 * x * (2 * x - 5) + 10)))
+    # tau and its derivatives in dctrl (through x) and in act (through a)
+    tau = np.where(smooth, tau_d + (tau_a - tau_d) * sig, np.where(dctrl > 0, tau_a, tau_d))
+    tau_x = np.where(smooth & within, (tau_a - tau_d) * 30 * x**2 * (x - 1) ** 2 / width, 0.0)
+    tau_a_ = np.where(smooth, dtau_d + (dtau_a - dtau_d) * sig, np.where(dctrl > 0, dtau_a, dtau_d))
+    floor = tau <= actuation.MINVAL                    # tau floored at MINVAL: constant
+    tau = np.maximum(actuation.MINVAL, tau)
+    tau_x, tau_a_ = np.where(floor, 0.0, tau_x), np.where(floor, 0.0, tau_a_)
+    # d(dctrl / tau) = d dctrl / tau - dctrl / tau^2 d tau, d dctrl/du = [0 < u < 1], d dctrl/dact = -1
+    du = ((u > 0) & (u < 1)) * (1.0 / tau - dctrl / tau**2 * tau_x)
+    da = -1.0 / tau - dctrl / tau**2 * (tau_a_ - tau_x)
+    return du, da
 
 
-def _actuator_derivatives(model: Model, act, q, qd, ctrl):
-    """(dA/dq, dA/dqd, dA/dctrl) of physai.forces.actuator_force: (nv, nv), (nv, nv), (nv, nu).
+def _rate_derivatives(acts, u, act):
+    """(d act_dot/du, d act_dot/dact) (na,) each of actuation.activation_rate (each rate depends on its own control u
+    (the stateful actuators' clamped controls, (na,)) and activation only): integrator (1, 0), filter and filterexact
+    (1 / tau, -1 / tau), muscle _muscle_rate_derivatives."""
+    s = acts.stateful
+    dyn, prm = acts.dyntype[s], acts.dynprm[s]
+    tau = np.maximum(actuation.MINVAL, prm[:, 0])
+    du, da = np.where(dyn == DYN_INTEGRATOR, 1.0, 1.0 / tau), np.where(dyn == DYN_INTEGRATOR, 0.0, -1.0 / tau)
+    if (dyn == DYN_MUSCLE).any():
+        mu, ma = _muscle_rate_derivatives(u, act, prm)
+        du, da = np.where(dyn == DYN_MUSCLE, mu, du), np.where(dyn == DYN_MUSCLE, ma, da)
+    return du, da
+
+
+def _activation_step(acts, act, act_dot, h):
+    """(c, moving) (na,) of actuation.next_activation act' = clamp(act + c act_dot): c = h (filterexact: tau (1 -
+    exp(-h / tau))), moving where act' is strictly inside actrange or unlimited (elsewhere d act' = 0)."""
+    s = acts.stateful
+    tau = np.maximum(actuation.MINVAL, acts.dynprm[s, 0])
+    c = np.where(acts.dyntype[s] == DYN_FILTEREXACT, tau * (1 - np.exp(-h / tau)), h)
+    nxt = act + c * act_dot
+    lo, hi = acts.actrange[s, 0], acts.actrange[s, 1]
+    return c, ~acts.actlimited[s] | ((nxt > lo) & (nxt < hi))
+
+
+class _Inputs:
+    """What each actuator's gain multiplies (actuation.inputs) and its derivatives at clamped controls u (nu,) and
+    activations act (na,), with the raw ctrl's clamp (inside: ctrl within ctrlrange): x (nu,), dx/dctrl (nu, nu),
+    dx/dact (nu, na); the activation after the step act' (actuation.next_activation at this act_dot) and
+    d act'/dctrl (na, nu), d act'/dact (na, na); d act_dot/dctrl (na, nu), d act_dot/dact (na,) (RK4's stages)."""
+
+    def __init__(self, acts, u, inside, act, h):
+        nu, na, s = acts.nu, acts.na, acts.stateful
+        self.x, self.x_u, self.x_a = u.copy(), np.diag(inside.astype(float)), np.zeros((nu, na))
+        self.rate_u, self.rate_a = np.zeros((na, nu)), np.zeros(na)
+        self.next_u, self.next_a = np.zeros((na, nu)), np.zeros((na, na))
+        if not na:
+            return
+        idx, rows = np.flatnonzero(s), np.arange(na)
+        act_dot = actuation.activation_rate(acts, u, act)
+        du, self.rate_a = _rate_derivatives(acts, u[s], act)
+        self.rate_u[rows, idx] = du * inside[s]
+        c, moving = _activation_step(acts, act, act_dot, h)
+        # act' = clamp(act + c act_dot): d act' = moving (d act + c d act_dot)
+        self.next_u[rows, idx] = np.where(moving, c * self.rate_u[rows, idx], 0.0)
+        self.next_a[rows, rows] = np.where(moving, 1 + c * self.rate_a, 0.0)
+        early = acts.actearly[s]
+        self.x[s] = np.where(early, actuation.next_activation(acts, act, act_dot, h), act)
+        self.x_u[idx] = np.where(early[:, None], self.next_u, 0.0)
+        self.x_a[idx] = np.where(early[:, None], self.next_a, np.eye(na))
+
+
+def _unclamped(acts, q, qd, ctrl, act, h):
+    """(u, f, free, x) (nu each but x): the clamped controls, the actuators' scalar forces, whether each force is inside
+    its forcerange (or unlimited): where their derivatives are not zero; x the _Inputs (the raw ctrl's clamp in it)."""
+    raw = validation.vector("ctrl", ctrl, acts.nu)
+    u = forces.clamped_ctrl(acts, raw)
+    f = actuation.scalar_forces(acts, q, qd, u, act, actuation.activation_rate(acts, u, act), h)
+    lo, hi = acts.forcerange[:, 0], acts.forcerange[:, 1]
+    free = ~acts.forcelimited | ((f > lo) & (f < hi))
+    inside = ~acts.ctrllimited | ((raw > acts.ctrlrange[:, 0]) & (raw < acts.ctrlrange[:, 1]))
+    return u, f, free, _Inputs(acts, u, inside, act, h)
+
+
+def _actuator_derivatives(model: Model, acts, q, qd, ctrl, act, h):
+    """(dA/dq, dA/dqd, dA/dctrl, dA/dact) of the actuators' joint force (actuation.joint_force): (nv, nv), (nv, nv),
+    (nv, nu), (nv, na), f = gain(l, v) x + bias(l, v) (affine gain and bias; x the _Inputs: ctrl or the activation).
 
     Zero where a clamp is active: ctrl outside ctrlrange, a scalar force at or beyond forcerange, a dof's total
-    at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel). Transmissions act on hinges, slides and
-    fixed tendons only (physai.forces), so the length map has no quaternion part.
+    at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel), act' at its actrange. Transmissions act on
+    hinges, slides and fixed tendons only (physai.forces), so the length map has no quaternion part.
     """
-    u, f, free, inside = _unclamped(act, q, qd, ctrl)
-    g, b = act.gain, act.bias
-    length, velocity = act.qmoment @ q, act.moment @ qd
-    Lq = _tangent_of_scalars(model, act.qmoment)
-    df_dq = np.where(free, g[:, 1] * u + b[:, 1], 0.0)[:, None] * Lq
-    df_dv = np.where(free, g[:, 2] * u + b[:, 2], 0.0)[:, None] * act.moment
-    df_du = np.diag(np.where(free & inside, g[:, 0] + g[:, 1] * length + g[:, 2] * velocity, 0.0))
-    tau = act.moment.T @ f
-    dlo, dhi = act.dof_forcerange.T
-    keep = (~act.dof_forcelimited | ((tau > dlo) & (tau < dhi)))[:, None]
-    return tuple(np.where(keep, act.moment.T @ x, 0.0) for x in (df_dq, df_dv, df_du))
+    u, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
+    affine_gain, affine_bias = acts.gaintype == AFFINE, acts.biastype == AFFINE
+    g, b = np.where(affine_gain[:, None], acts.gain, 0.0), np.where(affine_bias[:, None], acts.bias, 0.0)
+    length, velocity = actuation.lengths_velocities(acts, q, qd)
+    Lq = _tangent_of_scalars(model, acts.qmoment)
+    df_dq = np.where(free, g[:, 1] * x.x + b[:, 1], 0.0)[:, None] * Lq
+    df_dv = np.where(free, g[:, 2] * x.x + b[:, 2], 0.0)[:, None] * acts.moment
+    gain = np.where(free, actuation.gains(acts, length, velocity), 0.0)[:, None]
+    tau = acts.moment.T @ f
+    dlo, dhi = acts.dof_forcerange.T
+    keep = (~acts.dof_forcelimited | ((tau > dlo) & (tau < dhi)))[:, None]
+    return tuple(np.where(keep, acts.moment.T @ y, 0.0) for y in (df_dq, df_dv, gain * x.x_u, gain * x.x_a)), x
 
 
-def _damping_control_derivative(model: Model, act, q, qd, ctrl, a) -> np.ndarray:
-    """d(D a)/dctrl (nv, nu) for the implicit integrators' matrix K = M - h D at a fixed a: D's actuator part
-    sum_k moment_k^T (b2 + g2 u_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in each term)
-    changes with u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped, ctrl is outside
-    ctrlrange or the joint's total is at its actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives
-    K da/dctrl = df/dctrl + h d(D a)/dctrl."""
-    _, f, free, inside = _unclamped(act, q, qd, ctrl)
-    g2 = np.where(free & inside & ~forces.joint_saturated(act, f), act.gain[:, 2], 0.0)
-    outer = np.einsum("ki,kj->kij", act.moment, act.moment) * integ.dof_pattern(model)
-    return (g2[:, None] * (outer @ a)).T
+def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
+    """(d(D a)/dctrl (nv, nu), d(D a)/dact (nv, na)) for the implicit integrators' matrix K = M - h D at a fixed a: D's
+    actuator part sum_k moment_k^T (b2 + g2 x_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in
+    each term, x the _Inputs) changes with x_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped
+    or the joint's total is at its actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives
+    K da/dy = df/dy + h d(D a)/dy."""
+    _, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
+    g2 = np.where(free & ~forces.joint_saturated(acts, f) & (acts.gaintype == AFFINE), acts.gain[:, 2], 0.0)
+    outer = np.einsum("ki,kj->kij", acts.moment, acts.moment) * integ.dof_pattern(model)
+    W = (g2[:, None] * (outer @ a)).T                  # (nv, nu): column k is g2_k (pattern * m_k m_k^T) a
+    return W @ x.x_u, W @ x.x_a
+
+
+def check_actuators(model: Model) -> None:
+    """UnsupportedModelError for muscle gains or biases, which step_derivatives does not differentiate yet (their
+    force-length and force-velocity curves); activation dynamics of every type are differentiated."""
+    acts = model.actuators
+    if acts is None:
+        return
+    muscle = np.flatnonzero((acts.gaintype == MUSCLE) | (acts.biastype == MUSCLE))
+    if muscle.size:
+        raise UnsupportedModelError(f"step_derivatives differentiates affine gains and biases; actuator "
+                                    f"{acts.names[muscle[0]]!r} has a muscle's gain or bias (its force-length and "
+                                    "force-velocity curves are not differentiated yet); simulate, step and rollout run it")
 
 
 # ---------------------------------------------------------------- the retraction q (+) s w
@@ -311,19 +418,25 @@ def _retraction(model: Model, w: np.ndarray, s: float):
 class _Stepper:
     """The pieces of one integrator step and their derivatives at a state."""
 
-    def __init__(self, model, h, inputs, euler_damping):
+    def __init__(self, model, h, inputs, euler_damping, act):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
-        self.run = integ.DynamicsEvaluator(model, h, inputs, euler_damping)
-        self.nu = 0 if inputs.actuators is None else inputs.actuators.nu
+        self.run = integ.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
+        acts = inputs.actuators
+        self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
 
-    def force_derivatives(self, q, qd):
-        """(df/dq, df/dqd, df/dctrl) of f = actuator + passive + applied (the bias is handled through rnea)."""
-        Fq, Fv, Fu = self.Pq, self.Pv, np.zeros((self.model.nv, self.nu))
-        if self.x.actuators is not None:
-            Aq, Av, Au = _actuator_derivatives(self.model, self.x.actuators, q, qd, self.x.ctrl)
-            Fq, Fv, Fu = Fq + Aq, Fv + Av, Au
-        return Fq, Fv, Fu
+    def force_derivatives(self, q, qd, act):
+        """(df/dq, df/dqd, df/dctrl, df/dact, _Inputs or None) of f = actuator + passive + applied (the bias is handled
+        through rnea) at the activations act."""
+        model, nv = self.model, self.model.nv
+        Pq, Pv = self.Pq, self.Pv
+        if model.ntendon and (model.tendon_stiffness.any() or model.tendon_damping.any()):
+            Tq, Tv = _tendon_derivatives(model, self.run.d, q)
+            Pq, Pv = Pq + Tq, Pv + Tv
+        if self.x.actuators is None:
+            return Pq, Pv, np.zeros((nv, self.nu)), np.zeros((nv, self.na)), None
+        (Aq, Av, Au, Aa), x = _actuator_derivatives(model, self.x.actuators, q, qd, self.x.ctrl, act, self.h)
+        return Pq + Aq, Pv + Av, Au, Aa, x
 
     def refuse_overflow(self, q, qd, f) -> None:
         """InvalidStateError for finite inputs whose accelerations are not: which forces overflow, and the input that
@@ -345,10 +458,11 @@ class _Stepper:
         raise InvalidStateError(f"step_derivatives: the accelerations at this state are not finite although the forces "
                                 f"are ({inputs}): they overflow, or a body moves without mass, inertia or armature")
 
-    def acceleration(self, q, qd, name):
-        """(a, K, da/dq, da/dqd, da/dctrl) of K a = f: K = M (rk4, euler without damping), M + h B (euler), M - h D."""
+    def acceleration(self, q, qd, name, act):
+        """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of K a = f at the activations act: K = M (rk4, euler
+        without damping), M + h B (euler), M - h D."""
         model, h, x = self.model, self.h, self.x
-        M, f, _ = self.run.evaluate(q, qd)
+        M, f, _ = self.run.evaluate(q, qd, act)
         if not np.isfinite(f).all():
             self.refuse_overflow(q, qd, f)
         free = []                                      # implicitfast: standalone free bodies in their own blocks
@@ -356,9 +470,9 @@ class _Stepper:
             K = M
         else:
             try:
-                K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping)
+                K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping, act)
                 if name == "implicitfast":
-                    free = integ.free_body_blocks(model, q, qd, h, M, x.actuators, x.ctrl)
+                    free = integ.free_body_blocks(model, q, qd, h, M, x.actuators, x.ctrl, act)
             except InvalidStateError:                  # the bias's velocity derivative overflowed
                 self.refuse_overflow(q, qd, np.full_like(f, np.nan))
             for adr, block in free:
@@ -366,7 +480,7 @@ class _Stepper:
         a = solve(K, f)
         if not np.isfinite(a).all():
             self.refuse_overflow(q, qd, f)
-        Fq, Fv, Fu = self.force_derivatives(q, qd)
+        Fq, Fv, Fu, Fa, inputs = self.force_derivatives(q, qd, act)
         tq, tv, _ = rnea_derivatives(model, q, qd, a)                 # compiled when the backend is native
         rq, rv = Fq - tq, Fv - tv
         if name == "implicit" or free:
@@ -377,14 +491,15 @@ class _Stepper:
             cq, cv, _ = rnea_derivatives(model, q, np.stack([qd + a, qd - a]), np.zeros(model.nv))
             rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
             rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
-        if name in ("implicit", "implicitfast") and x.actuators is not None:   # K's actuator damping moves with ctrl
-            Fu = Fu + h * _damping_control_derivative(model, x.actuators, q, qd, x.ctrl, a)
+        if name in ("implicit", "implicitfast") and x.actuators is not None:   # K's actuator damping moves with its input
+            Du, Da = _damping_input_derivative(model, x.actuators, q, qd, x.ctrl, act, h, a)
+            Fu, Fa = Fu + h * Du, Fa + h * Da
         Kinv = inverse(K)
-        return a, K, Kinv @ rq, Kinv @ rv, Kinv @ Fu
+        return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
 
 
-def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None):
-    """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'] = A [dq; dqd] + B dctrl.
+def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None, act=None):
+    """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'; dact'] = A [dq; dqd; dact] + B dctrl.
 
     Args:
         model: a physai.engine.Model (its actuators drive ctrl) or what physai.engine.as_model takes.
@@ -394,20 +509,28 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             physai.integrators.step's (physai.integrators.model_options).
         ctrl: (nu,) or (N, nu) controls (default zeros); qfrc_applied: (nv,) or (N, nv) constant generalized force
             [N m | N]. A single state (or input) is shared by every state of a batch.
+        act: (na,) or (N, na) the activations of the actuators with activation dynamics (default zeros), part of the
+            state when the model has any (na > 0).
 
     Returns:
-        A (2 nv, 2 nv), B (2 nv, nu), or (N, 2 nv, 2 nv), (N, 2 nv, nu) for a batch: MuJoCo's layout
-        (mjd_transitionFD without activations or sensors). The state is (dq, dqd) with dq in the tangent space of
-        physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q' for the outputs (for a
-        quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
+        A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
+        sensors). The state is (dq, dqd, dact) with dq in the tangent space of physai.joints.integrate (MuJoCo's
+        mj_differentiatePos): at q for the inputs, at q' for the outputs (for a quaternion, dq' = exp(h w)^T dq +
+        h J_r(h w) dw).
     Passive damping and springs, the actuators' gains and biases (zero where ctrl or a force is clamped), the
     bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
     through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), "implicit" and
-    "implicitfast" through the ctrl dependence of that matrix (an actuator's velocity gain, a damper's -kv ctrl), implicitfast's
-    standalone free bodies through their own blocks of that matrix (as its step solves them), and rk4 by chaining the
-    derivatives of its four stages. The smooth dynamics only: the model's constraints do not enter.
+    "implicitfast" through the ctrl and act dependence of that matrix (an actuator's velocity gain, a damper's -kv
+    ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them), and
+    rk4 by chaining the derivatives of its four stages. Activation dynamics (integrator, filter, filterexact, muscle;
+    actearly: the force takes act', clamped to actrange) enter through the gains' input and act' = act + h act_dot
+    (filterexact exactly); muscle gains and biases are refused (UnsupportedModelError). Fixed tendons' springs (dead
+    band included), dampers and armature enter; spatial tendons' forces, gravity compensation and fluid forces are
+    refused (passive.check_derivatives). The smooth dynamics only: the model's constraints (tendon limits and
+    equalities too) do not enter.
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
+    Models with activations or tendon forces run on the NumPy text (the compiled kernel does not model them yet).
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
@@ -415,8 +538,11 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         raise UnsupportedModelError("step_derivatives of the discrete integrator: physai does not differentiate its step "
                                     "yet; choose another integrator (implicitfast is its nearest)")
     passive.check_derivatives(model)
-    integ.refuse_stateful_actuators(model, None, "step_derivatives")
-    if native.on:
+    check_actuators(model)
+    na = 0 if model.actuators is None else model.actuators.na
+    # the compiled kernel declines activations and tendon forces: the NumPy text runs
+    compiled = native.on and na == 0 and not model.has_tendon_forces
+    if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
             return fast
@@ -428,25 +554,29 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         arrays["ctrl"] = (ctrl, actuators.nu)
     if qfrc_applied is not None:
         arrays["qfrc_applied"] = (qfrc_applied, model.nv)
+    if act is not None:
+        arrays["act"] = (act, na)
     columns, batch = validation.states(**arrays)
     n = 1 if batch is None else batch
     x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n, size) each
-    if native.on:
+    nv, nu = model.nv, 0 if actuators is None else actuators.nu
+    if compiled:
         fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), actuators, x.get("ctrl"),
                                                x.get("qfrc_applied"))
         A, B, status = native.STEP_DERIVATIVES(model, x["q"], x["qd"], fields)
         redo = status.nonzero()[0].tolist() if status.any() else ()
     else:
-        nv, nu = model.nv, 0 if actuators is None else actuators.nu
-        A, B, redo = np.empty((n, 2 * nv, 2 * nv)), np.empty((n, 2 * nv, nu)), range(n)
+        size = 2 * nv + na
+        A, B, redo = np.empty((n, size, size)), np.empty((n, size, nu)), range(n)
     for k in redo:
-        inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
+        inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied", "act")}
         try:
-            A[k], B[k] = _step_derivatives(model, name, h, euler_damping, **inputs)
+            T = _step_derivatives(model, name, h, euler_damping, **inputs)
         except (InvalidStateError, InvalidArgumentError) as error:
             if batch is None:
                 raise
             raise type(error)(f"{error} (state {k} of {n})") from None
+        A[k], B[k] = T[:, :A.shape[-1]], T[:, A.shape[-1]:]
     return (A[0], B[0]) if batch is None else (A, B)
 
 
@@ -477,28 +607,33 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
     return None if status[0] else (A[0], B[0])
 
 
-def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied):
-    """step_derivatives of one checked state (the NumPy text)."""
+def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act):
+    """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map."""
     inputs = integ.StepInputs.make(model, None, ctrl, qfrc_applied, None)
-    s = _Stepper(model, h, inputs, euler_damping)
-    nv, nu = model.nv, s.nu
-    Eq = np.hstack([np.eye(nv), np.zeros((nv, nv + nu))])       # d(input) w.r.t. (dq, dqd, dctrl)
-    Ev = np.hstack([np.zeros((nv, nv)), np.eye(nv), np.zeros((nv, nu))])
-    Eu = np.hstack([np.zeros((nu, 2 * nv)), np.eye(nu)])
+    act = np.zeros(0) if act is None else act
+    s = _Stepper(model, h, inputs, euler_damping, act)
+    nv, nu, na = model.nv, s.nu, s.na
+    E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
+    Eq, Ev, Ea, Eu = E[:nv], E[nv:2 * nv], E[2 * nv:2 * nv + na], E[2 * nv + na:]
     with np.errstate(over="ignore", invalid="ignore"):
         if name != "rk4":
-            a, _, aq, av, au = s.acceleration(q, qd, name)
+            a, aq, av, au, aa, x = s.acceleration(q, qd, name, act)
             qd_next = qd + h * a
-            Tv = Ev + h * (aq @ Eq + av @ Ev + au @ Eu)
+            Tv = Ev + h * (aq @ Eq + av @ Ev + au @ Eu + aa @ Ea)
             Ad, Jw = _retraction(model, qd_next, h)
             Tq = Ad @ Eq + Jw @ Tv
+            Ta = np.zeros((0, E.shape[1])) if x is None else x.next_a @ Ea + x.next_u @ Eu
         else:                                          # the stages of engine.forward.rk4_stages, with their tangents
-            Tq_i, Tv_i, Tk_i, qi, qdi, ki = Eq, Ev, Ev, q, qd, qd
+            Tq_i, Tv_i, Tk_i, Tact_i, qi, qdi, ki, act_i = Eq, Ev, Ev, Ea, q, qd, qd, act
             sum_k, sum_Tk, sum_Ta = np.zeros(nv), np.zeros_like(Ev), np.zeros_like(Ev)
+            sum_r, sum_Tr = np.zeros(na), np.zeros_like(Ea)
             for i, b in enumerate(forward.RK4_WEIGHTS):
-                a, _, aq, av, au = s.acceleration(qi, qdi, name)
-                Ta = aq @ Tq_i + av @ Tv_i + au @ Eu
+                a, aq, av, au, aa, x = s.acceleration(qi, qdi, name, act_i)
+                Ta = aq @ Tq_i + av @ Tv_i + au @ Eu + aa @ Tact_i
                 sum_k, sum_Tk, sum_Ta = sum_k + b * ki, sum_Tk + b * Tk_i, sum_Ta + b * Ta
+                if na:                                 # act_dot_i = r(u, act_i): its tangent r_u du + r_a dact_i
+                    r, Tr = s.run.act_dot, x.rate_u @ Eu + x.rate_a[:, None] * Tact_i
+                    sum_r, sum_Tr = sum_r + b * r, sum_Tr + b * Tr
                 if i < 3:                              # q_i+1 = q (+) h c k_i, qd_i+1 = qd + h c a_i, k_i+1 = dexp^-1(h c k_i) qd_i+1
                     c = forward.RK4_TIMES[i]
                     Ad, Jw = _retraction(model, ki, h * c)
@@ -509,12 +644,17 @@ def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied):
                     Tq_i, Tv_i = Ad @ Eq + Jw @ Tk_i, Ev + h * c * Ta
                     Tk_i = Kv @ Tv_i + Kt @ (h * c * Tk_i)
                     ki = joints.dexp_inv(model.coords, theta[:, None], qdi[:, None])[:, 0]
+                    if na:                             # act_i+1 = act + h c act_dot_i (unclamped)
+                        act_i, Tact_i = act + h * c * r, Ea + h * c * Tr
             Tv = Ev + h * sum_Ta
             Ad, Jw = _retraction(model, sum_k, h)
             Tq = Ad @ Eq + Jw @ sum_Tk
-    T = np.vstack([Tq, Tv])
-    A, B = T[:, :2 * nv], T[:, 2 * nv:]
-    if not (np.isfinite(A).all() and np.isfinite(B).all()):
+            Ta = np.zeros((0, E.shape[1]))
+            if na:                                     # act' = clamp(act + c sum b act_dot_i)
+                c, moving = _activation_step(inputs.actuators, act, sum_r, h)
+                Ta = moving[:, None] * (Ea + c[:, None] * sum_Tr)
+    T = np.vstack([Tq, Tv, Ta])
+    if not np.isfinite(T).all():
         raise InvalidArgumentError(f"the step derivatives are not finite at dt = {h:g} s with {name}: the state or "
                                    "the timestep is too large, or M - h D is singular")
-    return A, B
+    return T

@@ -22,7 +22,7 @@ the centre of the link's tree, as every spatial vector of the engine (physai.eng
 import numpy as np
 
 from physai.engine.data import Data
-from physai.engine.model import Model
+from physai.engine.model import WRAP_JOINT, Model
 from physai.exceptions import UnsupportedModelError
 
 #: MuJoCo's mjMINVAL: the floor of a denominator
@@ -87,10 +87,16 @@ def check_integrator(model: Model, integrator: str) -> None:
 
 
 def check_derivatives(model: Model) -> None:
-    """UnsupportedModelError for gravity compensation, fluid or tendon forces in step derivatives (not modelled)."""
-    if model.has_tendon_forces:
-        raise UnsupportedModelError("the model has tendon springs, dampers, armature or tendon constraints; physai's "
-                                    "step derivatives do not differentiate them")
+    """UnsupportedModelError for what step derivatives do not differentiate: gravity compensation, fluid forces, and a
+    spatial tendon's spring, damper or armature (its Jacobian moves with q). Fixed tendons' springs, dampers and armature
+    are differentiated; tendon limits, friction loss and equalities are constraints, which step derivatives leave out."""
+    if model.ntendon:
+        spatial = model.wrap_type[model.tendon_adr] != WRAP_JOINT
+        acting = (model.tendon_stiffness != 0) | (model.tendon_damping != 0) | (model.tendon_armature != 0)
+        if (spatial & acting).any():
+            t = int(np.flatnonzero(spatial & acting)[0])
+            raise UnsupportedModelError(f"tendon {model.tendon_name[t]!r} is a spatial tendon with a spring, damper or "
+                                        "armature; physai's step derivatives differentiate fixed tendons' only")
     if has_body_forces(model):
         raise UnsupportedModelError("the model has gravity compensation or fluid forces; physai's step derivatives do "
                                     "not differentiate them")
