@@ -148,7 +148,7 @@ SLOW = {
         "test_trajectory_matches_mj_step",
     },
     "test_convex.py": {
-        "test_pairs_match_mj_collision", "test_polygon_pairs_match_mj_collision",
+        "test_pairs_match_mj_collision", "test_polygon_pairs_match_mj_collision", "test_capsule_pairs_match_mj_collision",
         "test_multi_pairs_without_multiccd_match_mj_collision", "test_trajectory_matches_mj_step",
         "test_compiled_hfield_contacts_equal_the_numpy_text",
         "test_hfield_terrains_match_mj_collision", "test_quadruped_on_a_heightfield_matches_mj_collision",
