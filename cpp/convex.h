@@ -4,7 +4,8 @@
 //     sphere_support ... mesh_support_point   the geoms' support functions (their point farthest along a direction)
 //     shrink, restore                         a geom without its margin, a sphere as its centre, a capsule as its segment
 //     normalize ... polygon_clip              multi-contact's pieces: face and edge normals, faces, clipping
-//     multicontact(status, o1, o2)            MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders
+//     multicontact(status, o1, o2)            MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders, or a
+//                                             capsule with a cylinder or a mesh (capsule_side, capsule_on_face)
 //     convex_pair(p, out)                     MuJoCo's mjc_Convex: the pair's contacts (gjk.h's ccd, multicontact)
 //     is_convex_pair(t1, t2)                  the pairs convex.CONVEX_PAIRS and MULTI_PAIRS list
 //     Prism, prism_add, prism_center, prism_support, local_extent, hfield_convex
@@ -300,6 +301,22 @@ inline std::vector<V3> cylinder_face(const CcdObject &o, int64_t f) {
     return out;
 }
 
+// a capsule's side line through point (its witness point), from the -z end's level to the +z end's:
+// point + (-s -+ h) z with s = <point - p, z>, the axial coordinate of point
+inline std::vector<V3> capsule_side(const CcdObject &o, const V3 &point) {
+    V3 z{o.mat[2], o.mat[5], o.mat[8]};
+    double s = dot3(point - o.pos, z);
+    return {z * (-s - o.size[1]) + point, z * (o.size[1] - s) + point};
+}
+
+// the 3 vertices multi-contact reads: EPA's last face, or after a capsule's shallow contact GJK's last simplex (1 to 3
+// vertices) filled up with its first vertex
+inline std::vector<Vertex> features(const Status &status) {
+    if (!status.face.empty()) return status.face;
+    const std::vector<Vertex> &simplex = status.simplex;
+    return {simplex[0], simplex[simplex.size() > 1 ? 1 : 0], simplex[simplex.size() > 2 ? 2 : 0]};
+}
+
 // the face normals and face ids of a box, mesh or cylinder at its side of EPA's face
 inline void feature_normals(const CcdObject &o, int dim, const int64_t ids[3], const V3 &direction, std::vector<V3> &normals,
                             std::vector<int64_t> &faces) {
@@ -427,6 +444,17 @@ inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std
     return out;
 }
 
+// MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
+// (capsule_side) clipped by the first face of geom 2 its axis lies on, as a box's edge is, else none
+inline std::vector<Witness> capsule_on_face(const Status &status, const CcdObject &o1, const CcdObject &o2,
+                                            const std::vector<V3> &n2, const std::vector<int64_t> &faces2) {
+    size_t i, j;
+    if (!aligned_face_edge({V3{o1.mat[2], o1.mat[5], o1.mat[8]}}, n2, i, j)) return {};
+    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), capsule_side(o1, status.x1), n2[j], -n2[j]);
+    for (Witness &w : found) std::swap(w.x1, w.x2);                     // the faces were swapped
+    return found;
+}
+
 // MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders from EPA's last face, or none (keep
 // EPA's one)
 inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2) {
@@ -435,15 +463,17 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
         if (o->kind == GEOM_MESH && !static_cast<const ConvexMesh *>(o->mesh)->npoly) return none;
     int64_t ids1[3], ids2[3];
     V3 p1[3], p2[3];
+    std::vector<Vertex> face = features(status);
     for (int k = 0; k < 3; k++) {
-        const Vertex &v = status.face[size_t(k)];
+        const Vertex &v = face[size_t(k)];
         ids1[k] = v.index1, ids2[k] = v.index2, p1[k] = v.vert1, p2[k] = v.vert2;
     }
     int dim1 = simplex_dim(ids1, p1), dim2 = simplex_dim(ids2, p2);
     std::vector<V3> n1, n2, edges, ends;
     std::vector<int64_t> faces1, faces2;
-    feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
     feature_normals(o2, dim2, ids2, status.x2 - status.x1, n2, faces2);
+    if (o1.kind == GEOM_CAPSULE) return capsule_on_face(status, o1, o2, n2, faces2);   // a capsule's side on a face of 2
+    feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
     size_t i, j;
     if (aligned_faces(n1, n2, i, j))                                   // face on face
         return polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j]);
@@ -463,11 +493,11 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     return none;
 }
 
-// whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a cylinder with a cylinder or a
-// mesh, without margin, multiccd on (convex.polygon_pair)
+// whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a capsule or a cylinder with a
+// cylinder or a mesh, without margin, multiccd on (convex.polygon_pair)
 inline bool polygon_pair(int64_t t1, int64_t t2, double margin, bool multiccd) {
     bool polygonal = ((t1 == GEOM_BOX || t1 == GEOM_MESH) && (t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
-                     (t1 == GEOM_CYLINDER && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH));
+                     ((t1 == GEOM_CAPSULE || t1 == GEOM_CYLINDER) && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH));
     return multiccd && margin == 0 && polygonal;
 }
 
@@ -505,7 +535,8 @@ void convex_pair(const Pair &p, std::vector<PreContact> &out) {
     CcdObject o2 = make_object(p.type2, p.pos2, p.mat2, p.size2, p.mesh2, p.margin);
     Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations);
     std::vector<Witness> found;
-    if (polygon_pair(p.type1, p.type2, p.margin, p.multiccd) && !status.face.empty()) found = multicontact(status, o1, o2);
+    bool touching = !status.face.empty() || (status.shallow && status.dist < 0);
+    if (polygon_pair(p.type1, p.type2, p.margin, p.multiccd) && touching) found = multicontact(status, o1, o2);
     contact(found.empty() ? witnesses(status) : found, p.margin, out);
 }
 

@@ -63,6 +63,7 @@ struct Status {
     int64_t gjk_iterations = 0, epa_iterations = 0;
     std::vector<Vertex> simplex;
     std::vector<Vertex> face;                                           // EPA's last face (multi-contact reads it)
+    bool shallow = false;                                               // ended on a sphere's centre or capsule's segment
 };
 
 // s_{A-B}(direction), each shape grown by half its margin
@@ -640,6 +641,7 @@ inline Status ccd(CcdObject &o1, CcdObject &o2, double tolerance, int64_t iterat
         restore(o1), restore(o2);
         if (status.dist > tolerance) {                                  // shallow: the radii added back
             inflate(status, full1, full2);
+            status.shallow = true;
             if (status.dist > 0) status.dist = MAX_LIMIT;
             return status;
         }

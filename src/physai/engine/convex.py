@@ -12,8 +12,9 @@ cylinders).
     functions(tolerance, iterations, multiccd)   the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and
                                             HFIELD_PAIRS list
     collided(kinds, margin, multiccd)       whether physai collides that pair as MuJoCo 4 does
-    multicontact(status, obj1, obj2)        MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders: up
-                                            to 4 contacts from EPA's last face (face and edge normals, polygon_clip)
+    multicontact(status, obj1, obj2)        MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders, or a
+                                            capsule with a cylinder or a mesh: up to 4 contacts from EPA's last face
+                                            (face and edge normals, polygon_clip)
 
 The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
 contact: a sphere or an ellipsoid with a convex geom (a sphere or an ellipsoid has no face or edge for MuJoCo's
@@ -34,9 +35,15 @@ multi-contact) names its caps by its support point's cap (vertex 0: +z, 1: -z); 
 is its cap, a 16-gon of rim points (cos and sin of 2 pi k / 16 to 15 decimals, MuJoCo's table); its edge is the side
 line through the point, to the other cap. A cap inside the other face clips to the whole 16-gon, whose largest
 quadrilaterals tie: rounding picks one, so a state 1e-18 away may get 4 contacts turned by 22.5 degrees about the axis
-(as MuJoCo's own). MuJoCo 4's multi-contact of capsules (3.15), of pairs with a margin (not in
-the published source) and of a cylinder with a box (polygon_pair) is not reproduced: those candidates are refused by
-name (collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+(as MuJoCo's own). A capsule (MuJoCo 3.15's multi-contact, measured against 4.0's mj_collision) has no face: its edge
+is its side line through its witness point x1, parallel to its axis from the level of one end to the other
+(capsule_side), clipped as a box's edge by the first face of the other geom its axis lies on (capsule_on_face); after a
+shallow contact (its segment outside the other geom, the radius added back) that face is named by GJK's last simplex
+(features). Where both ends of that line are clipped, the duplicate crossing points make the two contacts' order a
+tie that rounding breaks (MuJoCo's order differs in about 1 state in 20 of those with 2 contacts; the contacts are the
+same). MuJoCo 4's multi-contact of pairs with a margin (not in the published source) and of a cylinder with a box
+(polygon_pair) is not reproduced: those candidates are refused by name (collision.check_supported), or left out with
+physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -166,7 +173,8 @@ def convex(kind1: int, kind2: int, pos1, mat1, shape1, pos2, mat2, shape2, margi
     obj1, obj2 = Shape(kind1, pos1, mat1, shape1, margin), Shape(kind2, pos2, mat2, shape2, margin)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # degenerate input: C's IEEE answers
         status = gjk.ccd(obj1, obj2, tolerance, iterations)
-        found = multicontact(status, obj1, obj2) if max_contacts > 1 and status.face else []
+        touching = status.face or status.shallow and status.dist < 0
+        found = multicontact(status, obj1, obj2) if max_contacts > 1 and touching else []
     return _contact(found or _witnesses(status), margin)
 
 
@@ -191,11 +199,12 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
 
 
 def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
-    """Whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a cylinder with a cylinder or a
-    mesh, without margin (margin + gap), multiccd on. A cylinder with a box stays refused: where a box face clips a
+    """Whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a capsule or a cylinder with a
+    cylinder or a mesh, without margin (margin + gap), multiccd on. A cylinder with a box stays refused: where a box face clips a
     cylinder's side line at both ends, the duplicate crossing point makes the farthest pair a tie that rounding
     breaks, and MuJoCo 4 breaks it otherwise in some states (the same contacts in the other order)."""
-    polygonal = kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH) or kinds in ((CYLINDER, CYLINDER), (CYLINDER, MESH))
+    polygonal = kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH) or kinds[0] in (CAPSULE, CYLINDER) and kinds[1] in (
+        CYLINDER, MESH)
     return multiccd and margin == 0 and polygonal
 
 
@@ -205,7 +214,7 @@ HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYL
 def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
     """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
     CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
-    MuJoCo 4's multi-contact of capsules, and of pairs with a margin, is not here."""
+    MuJoCo 4's multi-contact of pairs with a margin is not here."""
     return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
 
 
@@ -472,6 +481,23 @@ def cylinder_face(obj, f: int) -> list:
     return [_to_world(obj, np.array([c * r, -s * r * sign, sign * h])) for c, s in zip(COS16, SIN16)]
 
 
+def capsule_side(obj, point: np.ndarray) -> list:
+    """A capsule's side line through point (3,) [m] (its witness point), from the -z end's level to the +z end's:
+    point + (-s -+ h) z with s = <point - p, z>, the axial coordinate of point."""
+    z = obj.mat[:, 2]
+    s = gjk.dot3(point - obj.pos, z)
+    return [z * (-s - obj.size[1]) + point, z * (obj.size[1] - s) + point]
+
+
+def features(status) -> list:
+    """The 3 Vertex multi-contact reads: EPA's last face, or after a capsule's shallow contact GJK's last simplex (1 to
+    3 vertices) filled up with its first vertex."""
+    if status.face:
+        return status.face
+    simplex = status.simplex
+    return [simplex[0], simplex[1 if len(simplex) > 1 else 0], simplex[2 if len(simplex) > 2 else 0]]
+
+
 def feature_normals(obj, dim: int, ids: list, direction: np.ndarray) -> tuple[list, list]:
     """The face normals and face ids of a box, mesh or cylinder at its side of EPA's face."""
     if obj.kind == CYLINDER:
@@ -594,6 +620,17 @@ def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray)
     return [witness_on_face(p, face1[0], n, direction) for p in polygon]
 
 
+def capsule_on_face(status, obj1, obj2, n2: list, faces2: list) -> list:
+    """MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
+    (capsule_side) clipped by the first face of geom 2 its axis lies on (aligned_face_edge), as a box's edge is, else
+    []."""
+    if (match := aligned_face_edge([obj1.mat[:, 2]], n2)) is None:
+        return []
+    j = match[1]
+    found = polygon_clip(face_points(obj2, faces2[j]), capsule_side(obj1, status.x1), n2[j], -n2[j])
+    return [(dist, x2, x1) for dist, x1, x2 in found]                   # the faces were swapped
+
+
 def multicontact(status, obj1, obj2) -> list:
     """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders from EPA's last face,
     or [] (keep EPA's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim); when a face of one is
@@ -601,11 +638,14 @@ def multicontact(status, obj1, obj2) -> list:
     lies on a face of the other (aligned_face_edge; geom 1's edge first) the edge is clipped by the face."""
     if any(o.kind == MESH and not o.mesh.polygons for o in (obj1, obj2)):
         return []
-    ids1, ids2 = [v.index[0] for v in status.face], [v.index[1] for v in status.face]
-    p1, p2 = [v.vert1 for v in status.face], [v.vert2 for v in status.face]
+    face = features(status)
+    ids1, ids2 = [v.index[0] for v in face], [v.index[1] for v in face]
+    p1, p2 = [v.vert1 for v in face], [v.vert2 for v in face]
     dim1, dim2 = simplex_dim(ids1, p1), simplex_dim(ids2, p2)
-    n1, faces1 = feature_normals(obj1, dim1, ids1, status.x1 - status.x2)
     n2, faces2 = feature_normals(obj2, dim2, ids2, status.x2 - status.x1)
+    if obj1.kind == CAPSULE:                                           # a capsule's side on a face of 2
+        return capsule_on_face(status, obj1, obj2, n2, faces2)
+    n1, faces1 = feature_normals(obj1, dim1, ids1, status.x1 - status.x2)
     if (match := aligned_faces(n1, n2)) is not None:                   # face on face
         i, j = match
         return polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j])

@@ -48,7 +48,8 @@ class Status:
     points on A and B, nx how many (0 or 1), the last simplex, and the settings they ran with; bounds (lower, upper)
     on the exact signed distance that the iterations proved (GJK: <x, s> / |x| and |x|; EPA: -(its upper bound on the
     depth) and -(the nearest face's distance)); face: the 3 Vertex of the face EPA ended on ([]: none), which
-    multi-contact reads (physai.engine.convex.multicontact)."""
+    multi-contact reads (physai.engine.convex.multicontact); shallow: ended with a sphere or capsule collided as its
+    centre or segment (inflate), whose last simplex a capsule's multi-contact reads instead."""
 
     tolerance: float
     max_iterations: int
@@ -63,6 +64,7 @@ class Status:
     simplex: list = field(default_factory=list)
     bounds: tuple = (-MAX_LIMIT, MAX_LIMIT)
     face: list = field(default_factory=list)
+    shallow: bool = False
 
 
 def support(obj1, obj2, direction: np.ndarray) -> Vertex:
@@ -638,6 +640,7 @@ def ccd(obj1, obj2, tolerance: float, iterations: int) -> Status:
         obj1.restore(), obj2.restore()
         if status.dist > tolerance:                                     # shallow: the radii added back
             inflate(status, full1, full2)
+            status.shallow = True
             if status.dist > 0:
                 status.dist = MAX_LIMIT
             return status
