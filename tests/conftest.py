@@ -76,6 +76,7 @@ COMPILED = {
                        "test_frame_motion_is_the_same_on_both_backends", "test_frame_motion_of_one_state_and_bad_input"},
     "test_kinematics.py": {"test_body_poses_equal_mujocos"},
     "test_solvers.py": {"test_humanoid_with_cg_follows_mj_step_compiled"},
+    "test_tendons.py": {"test_compiled_lengths_and_jacobians_equal_numpys", "test_dm_control_tendon_models_run_compiled_as_mj_step"},
     "test_rollout.py": {
         "test_a_divergence_before_a_lower_index_failure_is_named", "test_a_diverging_trajectory_is_named",
         "test_a_failure_before_a_lower_index_divergence_is_named", "test_a_singular_mass_matrix_is_named_alike_on_both_backends",
@@ -88,7 +89,8 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
     "test_passive.py": {"test_swimmer_follows_mj_step"},
-    "test_tendons.py": {"test_simulate_follows_mj_step", "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step"},
+    "test_tendons.py": {"test_simulate_follows_mj_step", "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step",
+                        "test_dm_control_tendon_models_run_compiled_as_mj_step"},
     "test_11_rigid_body_dynamics.py": {
         "test_bias_and_gravity_match_qfrc_bias", "test_forward_dynamics_matches_mj_forward",
         "test_pendulum_bias_and_gravity_match_qfrc_bias", "test_pendulum_energy_matches_mujoco",
