@@ -28,7 +28,9 @@ from physai import constraints, derivatives, engine, forces, integrators, invers
 from physai.engine.model import WRAP_PULLEY, BodySpec, JointSpec, SiteSpec
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
-from helpers import assert_close
+from helpers import assert_close, run
+
+TENDONS = engine.native.Kernel("tendons")                               # cpp/tendon.h's tendons, called directly
 
 BACKENDS = ["numpy", "native"]
 ROWS = {"type": "efc_type", "id": "efc_id", "pos": "efc_pos", "margin": "efc_margin", "diagA": "efc_diagA", "R": "efc_R",
@@ -269,16 +271,9 @@ def test_compiled_lengths_and_jacobians_equal_numpys(seed):
     m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
     model = engine.from_mujoco(m)
     Q = np.array([q for q, _ in random_states(m, 20, seed)])
-    previous = engine.set_backend("numpy")
-    try:
-        L, J = tendons.kinematics(model, Q)
-    finally:
-        engine.set_backend("native")
-    try:
-        Lc, Jc = tendons.kinematics(model, Q)
-        one = tendons.kinematics(model, Q[0])
-    finally:
-        engine.set_backend(previous)
+    L, J = run("numpy", tendons.kinematics, model, Q)
+    Lc, Jc = TENDONS(model, Q)                                         # the compiled kernel itself
+    one = run("native", tendons.kinematics, model, Q[0])
     assert_close(Lc, L, 1e-12, what="ten_length")
     assert_close(Jc, J, 1e-12, what="ten_J")
     assert_close(one[1], J[0], 1e-12, what="ten_J of one state")
@@ -316,21 +311,15 @@ def test_dm_control_tendon_models_run_compiled_as_mj_step(name):
         d.qpos[:] = q
         mujoco.mj_forward(m, d)
         L.append(d.ten_length.copy()), J.append(dense_J(m, d))
-    previous = engine.set_backend("numpy")
-    try:
-        numpy_L, numpy_J = tendons.kinematics(model, Q[::10])
-    finally:
-        engine.set_backend("native")
-    try:
-        Lc, Jc = tendons.kinematics(model, Q[::10])
-        run = integrators.simulate(model, q0, qd0, steps=100, ctrl=ctrl, constraints=True, energy=False)
-    finally:
-        engine.set_backend(previous)
+    numpy_L, numpy_J = run("numpy", tendons.kinematics, model, Q[::10])
+    Lc, Jc = TENDONS(model, Q[::10])                                   # the compiled kernel itself
+    assert engine.native.runs(model)                                   # simulate's loop compiled (cpp/simulate.h)
+    steps = run("native", integrators.simulate, model, q0, qd0, steps=100, ctrl=ctrl, constraints=True, energy=False)
     assert_close(Lc, np.array(L), 1e-12, what="ten_length vs MuJoCo")
     assert_close(Jc, np.array(J), 1e-12, what="ten_J vs MuJoCo")
     assert_close(Lc, numpy_L, 1e-12, what="ten_length vs NumPy")
     assert_close(Jc, numpy_J, 1e-12, what="ten_J vs NumPy")
-    assert_close(run.q[1:], Q, 1e-10, what="q")
+    assert_close(steps.q[1:], Q, 1e-10, what="q")
 
 
 # ---- bad input ----
