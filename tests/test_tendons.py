@@ -241,12 +241,11 @@ def test_a_fixed_tendons_actuator_has_mujocos_length_and_moment():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "implicit", "rk4"])
 def test_simulate_follows_mj_step(backend, integrator, request):
     """100 steps with the constraints on (limits reached, friction, the tendon equality) under a constant control."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(2))
-    m.opt.integrator = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
-                        "rk4": mujoco.mjtIntegrator.mjINT_RK4}[integrator]
+    m.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
     m.opt.tolerance, m.opt.iterations = 1e-15, 1000
     q0, qd0 = next(random_states(m, 1, 2))
     ctrl = np.array([0.4])

@@ -213,7 +213,7 @@ def fields(model: Model) -> dict:
     each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos); and the link whose
     velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink); the first dofs of the
     free joints that move a body alone (free_dofadr, support.standalone_free_dofs); the passive part (passive_fields)
-    and the fixed tendons' springs and dampers (tendon_fields)."""
+    and the tendons (tendon_fields)."""
     lt, L = model.link_transforms, model.nlink
     jnttype, qposadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
     G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
