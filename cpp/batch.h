@@ -47,6 +47,14 @@ template <class T> int one_state(const Model &m, Work<T> &w, const Call &c, cons
                     body_pose(d, m.body_linkid[b], m.body_pos + 3 * b, m.body_rot + 9 * b, o[0] + 3 * b, o[1] + 9 * b);
                 return OK;
             }
+            case TENDONS: {                                            // ten_length, ten_J (tendon.h)
+                int st = position_stages(m, d, q);
+                if (st != OK) return st;
+                tendons(m, d, q);
+                std::copy(d.ten_length.begin(), d.ten_length.end(), o[0]);
+                std::copy(d.ten_J.begin(), d.ten_J.end(), o[1]);
+                return OK;
+            }
             default: break;
         }
     }
@@ -180,7 +188,7 @@ template <class T> void simulate_states(const Model &m, const Actuators &act, co
             r.status[n] = simulate_one(m, act, *w, r, n);
         }
     } else {
-        if (r.opt.integrator == IMPLICIT || hi - lo < 2 || !act.lanes) return;    // muscles: one by one
+        if (r.opt.integrator == IMPLICIT || hi - lo < 2 || !act.lanes || m.tendon_spatial) return;   // muscles: one by one
         SimData<T> w(m, act);
         for (int64_t n = lo; hi - n >= 2; n += lanes_of<T>) {
             int64_t count = std::min<int64_t>(lanes_of<T>, hi - n);

@@ -259,10 +259,18 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.fluid_linkrot = f.doubles("fluid_linkrot", {m.nfluid, 3, 3}), m.fluid_size = f.doubles("fluid_size", {m.nfluid, 3});
         m.fluid_coef = f.doubles("fluid_coef", {m.nfluid, 12});
         m.tendon_adr = f.ints("tendon_adr", {-1}, &m.ntendon), m.tendon_num = f.ints("tendon_num", {m.ntendon});
+        const int64_t NT = m.ntendon;
         m.wrap_qposadr = f.ints("wrap_qposadr", {-1}, &m.nwrap), m.wrap_dofadr = f.ints("wrap_dofadr", {m.nwrap});
-        m.wrap_prm = f.doubles("wrap_prm", {m.nwrap}), m.tendon_stiffness = f.doubles("tendon_stiffness", {m.ntendon});
-        m.tendon_damping = f.doubles("tendon_damping", {m.ntendon});
-        m.tendon_lengthspring = f.doubles("tendon_lengthspring", {m.ntendon, 2});
+        m.wrap_type = f.ints("wrap_type", {m.nwrap}), m.wrap_objid = f.ints("wrap_objid", {m.nwrap});
+        m.wrap_prm = f.doubles("wrap_prm", {m.nwrap}), m.tendon_stiffness = f.doubles("tendon_stiffness", {NT});
+        m.tendon_damping = f.doubles("tendon_damping", {NT}), m.tendon_lengthspring = f.doubles("tendon_lengthspring", {NT, 2});
+        m.tendon_armature = f.doubles("tendon_armature", {NT}), m.tendon_limited = f.ints("tendon_limited", {NT});
+        m.tendon_range = f.doubles("tendon_range", {NT, 2}), m.tendon_margin = f.doubles("tendon_margin", {NT});
+        m.tendon_solref_lim = f.doubles("tendon_solref_lim", {NT, 2}), m.tendon_solimp_lim = f.doubles("tendon_solimp_lim", {NT, 5});
+        m.tendon_frictionloss = f.doubles("tendon_frictionloss", {NT});
+        m.tendon_solref_fri = f.doubles("tendon_solref_fri", {NT, 2}), m.tendon_solimp_fri = f.doubles("tendon_solimp_fri", {NT, 5});
+        m.site_bodyid = f.ints("site_bodyid", {-1}, &m.nsite), m.site_pos = f.doubles("site_pos", {m.nsite, 3});
+        for (int64_t w = 0; w < m.nwrap; w++) m.tendon_spatial |= m.wrap_type[w] != WRAP_JOINT;
         m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat), m.nfree = int(nfree);
         f.done();
         if (const char *field = check_model(m)) f.invalid(field, "an index outside the model");
@@ -567,6 +575,8 @@ nb::object new_result(const Model &m, char kind, int64_t batch, double *&out, do
         case 'C': dims[nd++] = 3, dims[nd++] = m.nv; break;
         case 'P': dims[nd++] = m.nbody, dims[nd++] = 3; break;
         case 'R': dims[nd++] = m.nbody, dims[nd++] = 3, dims[nd++] = 3; break;
+        case 'L': dims[nd++] = npy_intp(m.ntendon); break;
+        case 'T': dims[nd++] = npy_intp(m.ntendon), dims[nd++] = m.nv; break;
         default: break;                                                // 's': one number per state
     }
     if (nd == 0) {

@@ -29,6 +29,7 @@
 #include "model.h"
 #include "spatial.h"
 #include "support.h"
+#include "tendon.h"
 
 namespace physai {
 namespace {
@@ -305,10 +306,14 @@ inline int row_bound(const Model &m, const bool *eq_active, const Contacts &con)
     if (m.opt_equality)
         for (int e = 0; e < m.neq; e++)
             if (eq_active ? eq_active[e] : m.eq_active0[e] != 0) n += m.eq_type[e] == EQ_CONNECT ? 3 : m.eq_type[e] == EQ_WELD ? 6 : 1;
-    if (m.opt_frictionloss)
+    if (m.opt_frictionloss) {
         for (int i = 0; i < m.nv; i++) n += m.dof_frictionloss[i] != 0.0;
-    if (m.opt_limit)
+        for (int64_t t = 0; t < m.ntendon; t++) n += m.tendon_frictionloss[t] != 0.0;
+    }
+    if (m.opt_limit) {
         for (int j = 0; j < m.njnt; j++) n += m.jnt_limited[j] ? (m.jnt_type[j] == JNT_BALL ? 1 : 2) : 0;
+        for (int64_t t = 0; t < m.ntendon; t++) n += m.tendon_limited[t] ? 2 : 0;
+    }
     for (int64_t c = 0; c < con.n; c++) {
         int64_t dim = con.dim(c);
         n += int(dim == 1 ? 1 : m.opt_elliptic ? dim : 2 * (dim - 1));
@@ -317,16 +322,13 @@ inline int row_bound(const Model &m, const bool *eq_active, const Contacts &con)
 }
 
 // (value, its reference, Jacobian J (nv, added into), invweight0) of joint i (q, qpos0, the unit row of its dof) or, for a
-// tendon equality, fixed tendon i (its length sum coef q, tendon_length0, its coefficients, tendon_invweight0)
+// tendon equality, tendon i (its length, tendon_length0, ten_J, tendon_invweight0: d's, tendon.h's tendons)
 // (constraint._scalar_object)
-inline void scalar_object(const Model &m, int64_t kind, int64_t i, const double *q, double &x, double &ref, double *J,
-                          double &weight) {
+inline void scalar_object(const Model &m, const Data<double> &d, int64_t kind, int64_t i, const double *q, double &x,
+                          double &ref, double *J, double &weight) {
     if (kind == EQ_TENDON) {
-        x = 0.0;
-        for (int64_t w = m.tendon_adr[i]; w < m.tendon_adr[i] + m.tendon_num[i]; w++) {
-            x += m.wrap_prm[w] * q[m.wrap_qposadr[w]];
-            J[m.wrap_dofadr[w]] += m.wrap_prm[w];
-        }
+        x = d.ten_length[size_t(i)];
+        for (int64_t j = 0; j < m.nv; j++) J[j] += d.ten_J[size_t(i * m.nv + j)];
         ref = m.tendon_length0[i], weight = m.tendon_invweight0[i];
         return;
     }
@@ -427,12 +429,12 @@ inline void equality_rows(const Model &m, ConstraintWork &w, const double *q, co
         // joint or tendon: x1 - ref1 - data[0] - poly(x2 - ref2), J = J1 - poly'(x2 - ref2) J2
         double *J = next_rows(r, 1), *J2 = w.J2.data();
         double x1, ref1, w1, zero = 0.0;
-        scalar_object(m, kind, b1, q, x1, ref1, J, w1);
+        scalar_object(m, d, kind, b1, q, x1, ref1, J, w1);
         double cpos = x1 - ref1 - data[0], dA = w1;
         if (b2 >= 0) {
             double x2, ref2, w2;
             std::fill(J2, J2 + nv, 0.0);
-            scalar_object(m, kind, b2, q, x2, ref2, J2, w2);
+            scalar_object(m, d, kind, b2, q, x2, ref2, J2, w2);
             double dif = x2 - ref2;
             cpos = x1 - ref1 - data[0] - (data[1] * dif + data[2] * dif * dif + data[3] * dif * dif * dif +
                                           data[4] * dif * dif * dif * dif);
@@ -468,6 +470,8 @@ inline void solver_parameters(const Model &m, const Rows &r, int i, double *ref,
     if (kind == EQUALITY) rf = m.eq_solref + 2 * ident, im = m.eq_solimp + 5 * ident;
     else if (kind == LIMIT_JOINT) rf = m.jnt_solref + 2 * ident, im = m.jnt_solimp + 5 * ident;
     else if (kind == FRICTION_DOF) rf = m.dof_solref + 2 * ident, im = m.dof_solimp + 5 * ident;
+    else if (kind == LIMIT_TENDON) rf = m.tendon_solref_lim + 2 * ident, im = m.tendon_solimp_lim + 5 * ident;
+    else if (kind == FRICTION_TENDON) rf = m.tendon_solref_fri + 2 * ident, im = m.tendon_solimp_fri + 5 * ident;
     else rf = r.con.solref(ident), rff = r.con.solreffriction(ident), im = r.con.solimp(ident);
     for (int a = 0; a < 2; a++) ref[a] = rf[a], reffric[a] = rff ? rff[a] : 0.0;
     for (int a = 0; a < 5; a++) imp[a] = im[a];
@@ -582,6 +586,12 @@ inline bool chains(const Model &m, const Rows &r) {
     return true;
 }
 
+// the next row's J = scale ten_J of tendon t (a tendon's friction or limit row, its columns found by add)
+inline void tendon_row(Rows &r, const Data<double> &d, int64_t t, double scale) {
+    double *J = next_rows(r, 1);
+    for (int j = 0; j < r.nv; j++) J[j] = scale * d.ten_J[size_t(t * r.nv + j)];
+}
+
 // the constraint rows of the state (q, qd) whose velocity stages w.d holds (or *w.stages), with the contacts con, in
 // MuJoCo's order, with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when
 // dense (else its compressed rows alone); the caller checks the model has no constraint physai does not model
@@ -599,6 +609,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     reserve_rows(r, row_bound(m, eq_active, r.con));
     r.start[0] = 0;
     r.group.clear();
+    if (m.ntendon && !w.stages) tendons(m, w.d, q);                    // ten_length, ten_J (tendon.h)
     // equalities: connect, weld, joint
     if (m.opt_equality && m.neq) {
         bias_accelerations(m, d, qd, w.acc.data());
@@ -615,6 +626,13 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
             if (m.dof_frictionloss[i] == 0.0) continue;
             next_rows(r, 1, true)[i] = 1.0;
             add(r, 1, &zero, &zero, m.dof_frictionloss[i], FRICTION_DOF, i, dw + i, &i, 1);
+        }
+    // dry friction along each tendon: J = ten_J
+    if (m.opt_frictionloss)
+        for (int64_t t = 0; t < m.ntendon; t++) {
+            if (m.tendon_frictionloss[t] == 0.0) continue;
+            tendon_row(r, d, t, 1.0);
+            add(r, 1, &zero, &zero, m.tendon_frictionloss[t], FRICTION_TENDON, t, m.tendon_invweight0 + t);
         }
     r.nf = r.nefc - r.ne;
     // joint limits: dist = side (range - q) for hinge and slide, max(range) - angle for a ball, active below the margin
@@ -641,6 +659,19 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                     for (int k = 0; k < 3; k++) J[v + k] = -axis[k];
                     const int cols[3] = {int(v), int(v) + 1, int(v) + 2};
                     add(r, 1, &dist, &margin, 0.0, LIMIT_JOINT, j, dw + v, cols, 3);
+                }
+            }
+        }
+    // tendon limits: dist = side (range - length), J = -side ten_J
+    if (m.opt_limit)
+        for (int64_t t = 0; t < m.ntendon; t++) {
+            if (!m.tendon_limited[t]) continue;
+            double margin = m.tendon_margin[t];
+            for (int side = -1; side <= 1; side += 2) {
+                double dist = side * (m.tendon_range[2 * t + (side + 1) / 2] - d.ten_length[size_t(t)]);
+                if (dist < margin) {
+                    tendon_row(r, d, t, -side);
+                    add(r, 1, &dist, &margin, 0.0, LIMIT_TENDON, t, m.tendon_invweight0 + t);
                 }
             }
         }

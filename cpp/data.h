@@ -61,6 +61,10 @@ template <class T> using Vec = std::vector<T, Aligned<T>>;
 template <class T> struct Data {
     Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, qL, qLinv, IA, pA, U, Dinv, u, c,
         crb_dot, subtree_moment;
+    // the tendons (cpp/tendon.h; MuJoCo's ten_length, ten_J dense): ten_length (ntendon), ten_J (ntendon, nv); with a
+    // spatial tendon also the bodies' MuJoCo-order frames body_xpos (nbody, 3), body_xquat (4), body_xmat (9) and two
+    // point Jacobians (6, nv each) in ten_jac
+    Vec<T> ten_length, ten_J, body_xpos, body_xquat, body_xmat, ten_jac;
     Vec<Inertia<T>> cinert, crb;
     // links from a tree's root to one link (smooth.h): a plain array, not a std::vector<int64_t>, whose out-of-line
     // members every kernel unit would emit under one name (scripts/check_isa_symbols.sh)
@@ -73,6 +77,11 @@ template <class T> struct Data {
         IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
         c.resize(6 * L), crb_dot.resize(36 * L), subtree_moment.resize(3 * L);
         cinert.resize(L), crb.resize(L), path.reset(new int64_t[L]());
+        ten_length.resize(size_t(m.ntendon)), ten_J.resize(size_t(m.ntendon) * V);
+        if (m.tendon_spatial) {
+            size_t B = size_t(m.nbody);
+            body_xpos.resize(3 * B), body_xquat.resize(4 * B), body_xmat.resize(9 * B), ten_jac.resize(12 * V);
+        }
     }
     // a link's row of cvel and cacc; the world's (the last row) for i = -1
     T *vel(int64_t i) { return cvel.data() + 6 * (i < 0 ? cvel.size() / 6 - 1 : size_t(i)); }

@@ -20,6 +20,7 @@
 #include "model.h"
 #include "smooth.h"
 #include "spatial.h"
+#include "tendon.h"
 
 namespace physai {
 namespace {
@@ -33,6 +34,11 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
     return tree_cholesky_solve(m, d.qM.data(), qdd, d.qL.data(), d.qLinv.data());
 }
 
+// a step's status besides cpp/data.h's (OK: stepped; DIVERGED, ZERO_QUATERNION, SINGULAR): what lanes cannot step
+// side by side (implicit: its LU pivots per lane; a spatial tendon's path), which the scalar kernel then steps one
+// trajectory at a time
+constexpr int ONE_BY_ONE = NSTATUS;
+
 // f = passive + actuator + applied - bias and M at (q, qd) and the activations x.act (integrators.DynamicsEvaluator.evaluate);
 // the actuators' scalar forces into force (nu), their activations' rates into x.act_dot, the potential energy into pot;
 // ZERO_QUATERNION when a quaternion is zero
@@ -45,12 +51,18 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     for (int j = 0; j < m.nv; j++) f[j] = f[j] - tmp[j];
     body_forces(m, d, f, tmp);                                         // gravcomp, fluid (passive.h); tmp read already
     T tendon_pot = splat<T>(0.0);
-    if (m.ntendon) tendon_passive_force(m, q, qd, f, tendon_pot);      // fixed tendons' springs, dampers (passive.h)
+    if (m.ntendon) {                                                   // the tendons' springs and dampers (tendon.h, passive.h)
+        if constexpr (!std::is_same_v<T, double>)
+            if (m.tendon_spatial) return ONE_BY_ONE;                   // a spatial tendon's path: one state at a time
+        tendons(m, d, q);
+        tendon_passive_force(m, d, qd, f, tendon_pot);
+    }
     if (act.nu) actuator_force(m, act, x, q, qd, force, f, tmp);       // tmp (the bias) read already
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
     if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
     crb(m, d, M);
+    if (m.ntendon) armature_matrix(m, d.ten_J.data(), M);              // tendon armature (mj_tendonArmature)
     pot = energy_pos(m, d, q) + tendon_pot;
     return OK;
 }
@@ -64,10 +76,6 @@ template <class T> inline T quadratic(const T *M, const T *v, int n) {   // v @ 
     }
     return s;
 }
-
-// a step's status besides cpp/data.h's (OK: stepped; DIVERGED, ZERO_QUATERNION, SINGULAR): what lanes cannot step
-// side by side (implicit: its LU pivots per lane), which the scalar kernel then steps one trajectory at a time
-constexpr int ONE_BY_ONE = NSTATUS;
 
 // whether any entry (any lane) of x[0 .. n) is NaN or infinite: x - x is 0 for a finite x and NaN otherwise, so one
 // sum tells (and vectorizes)
@@ -225,7 +233,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
     if (act.nu) actuator_velocity_derivative(m, act, w.x.slope.data(), w.force.data(), D, w.tmp.data());
     if (m.nfluid) fluid_velocity_derivative(m, d, D, w.tmp.data());   // the inertia boxes' (passive.h)
-    if (m.ntendon) tendon_damping_derivative(m, D);                     // the fixed tendons' dampers (passive.h)
+    if (m.ntendon) tendon_damping_derivative(m, d, D);                  // the tendons' dampers (passive.h)
     if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2
         T *qdp = w.qdp.data(), *qdm = w.qdm.data(), *cp = w.cp.data(), *cm = w.cm.data();
         for (int j = 0; j < nv; j++) qdp[j] = qd[j], qdm[j] = qd[j];

@@ -93,8 +93,9 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     rows(m, w, q, qd, state_contacts(call, s), call.eq_active, op == 0 || call.rows);
     if (op == 0) return OK;
     const double *x = call.x.data + s * call.x.stride;
-    if (!smooth) {                                                     // M on the tree's pattern, c
+    if (!smooth) {                                                     // M (with tendon armature) on the tree's pattern, c
         crb(m, w.d, w.M.data());
+        if (m.ntendon) armature_matrix(m, w.d.ten_J.data(), w.M.data());
         tree_pack(m, w.M.data(), w.Mt.data());
         rne(m, w.d, qd, (const double *)nullptr, w.c.data());
     }
@@ -128,7 +129,7 @@ inline void constraint_states(const Model &m, ConstraintWork &w, const Constrain
     const int64_t BLOCK_STATES = 16;                                   // the smooth stages of up to 16 states at once
     int64_t done = lo, block = lo;                                     // [block, done): their SmoothLayout blocks in w.smooth
     for (int64_t s = lo; s < hi; s++) {
-        if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2) {
+        if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2 && !has_armature(m)) {
             if (w.lanes != call.lanes || !w.lanes_work) {              // the active lanes' workspace, made first
                 Workspace *made = call.lanes->create(m);
                 if (w.lanes_work) w.lanes->destroy(w.lanes_work);

@@ -32,7 +32,7 @@ enum Op {
     RNEA_DERIVATIVES, FORWARD_DYNAMICS_DERIVATIVES,                                                    // derivative.h
     MOMENTUM_MATRIX, MOMENTUM_MATRIX_DOT, COM_JACOBIAN, JACOBIAN, JACOBIAN_DOT,                        // support.h
     FRAME_VELOCITY, FRAME_ACCELERATION,
-    BODY_POSES, INTEGRATE, DIFFERENCE,                                                                 // one state at a time
+    BODY_POSES, TENDONS, INTEGRATE, DIFFERENCE,                                                        // one state at a time
     ROLLOUT,                                                                                           // rollout.h's loop
     CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE,                                           // inverse.h
     STEP_DERIVATIVES,                                                                                  // step_derivative.h
@@ -46,7 +46,8 @@ struct Operation {
                              // o: options (a tuple: rollout's, the constraint operations' contacts and settings,
                              // step_derivatives' inputs; cpp/bindings.cpp)
     const char *outputs;     // its results per state, one kind each: v (nv), q (nq), M (nv, nv), s (one number),
-                             // J (6, nv), C (3, nv), w (6: a twist), P (nbody, 3), R (nbody, 3, 3); none for the rollout and the constraint
+                             // J (6, nv), C (3, nv), w (6: a twist), P (nbody, 3), R (nbody, 3, 3), L (ntendon), T
+                             // (ntendon, nv); none for the rollout and the constraint
                              // operations, whose runners in cpp/bindings.cpp make their results (rows vary per state)
     bool finite;             // whether a result that is not finite is an error (NONFINITE), as on the NumPy path
     bool lanes;              // whether the lane kernels run it (else the scalar kernels run every state)
@@ -71,6 +72,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"frame_velocity", "q:q qd:v link:l point:p", "w", false, true},
     {"frame_acceleration", "q:q qd:v qdd:v link:l point:p", "ww", false, true},
     {"body_poses", "q:q", "PR", false, false},
+    {"tendons", "q:q", "LT", true, false},
     {"integrate", "q:q qd:v h:h", "q", true, false},
     {"difference", "q0:q q1:q h:h", "v", true, false},
     {"rollout", "q0:Q qd0:V options:o", "", false, false},
@@ -168,6 +170,8 @@ inline int64_t entries(const Model &m, char kind) {
         case 'C': return 3 * int64_t(m.nv);
         case 'P': return 3 * int64_t(m.nbody);
         case 'R': return 9 * int64_t(m.nbody);
+        case 'L': return m.ntendon;
+        case 'T': return m.ntendon * m.nv;
     }
     return 0;
 }

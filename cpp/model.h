@@ -19,6 +19,7 @@ constexpr int RP_OF[12] = {0, 1, 2, 9, 3, 4, 5, 10, 6, 7, 8, 11};
 // physai.joints' joint types (MuJoCo's mjtJoint); physai.engine.geoms' geom types (MuJoCo's mjtGeom)
 enum { JNT_FREE = 0, JNT_BALL = 1, JNT_SLIDE = 2, JNT_HINGE = 3 };
 enum { SOLVER_NEWTON = 0, SOLVER_PGS = 1, SOLVER_CG = 2 };   // Model.opt_solver (physai.engine.native.SOLVERS)
+enum { WRAP_NONE = 0, WRAP_JOINT, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE, WRAP_CYLINDER };   // mjtWrap
 enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH };
 constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
 
@@ -84,12 +85,21 @@ struct Model {
     double fluid_density = 0, fluid_viscosity = 0, fluid_wind[3] = {0, 0, 0};
     const int64_t *fluid_linkid = nullptr, *fluid_ellipsoid = nullptr;
     const double *fluid_linkpos = nullptr, *fluid_linkrot = nullptr, *fluid_size = nullptr, *fluid_coef = nullptr;
-    // the tendons (ntendon; physai.engine.native.tendon_fields): a fixed tendon's path elements (tendon_adr, tendon_num
-    // into the nwrap joints: q index, dof, coefficient; none for a spatial tendon), stiffness, damping and the spring's
-    // dead band (2: lower, upper); the compiled engine runs fixed tendons' springs, dampers and equalities (native.runs)
-    int64_t ntendon = 0, nwrap = 0;
-    const int64_t *tendon_adr = nullptr, *tendon_num = nullptr, *wrap_qposadr = nullptr, *wrap_dofadr = nullptr;
+    // the tendons (ntendon; physai.engine.native.tendon_fields, cpp/tendon.h): each one's path elements [tendon_adr,
+    // + tendon_num) of the nwrap: type (WRAP_JOINT, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE, WRAP_CYLINDER), object (joint,
+    // site or geom), prm (a joint's coefficient, a geom's side site or -1, a pulley's divisor) and a joint's q index and
+    // dof (0 for the other elements); stiffness, damping, the spring's dead band (2: lower, upper), armature; the limit
+    // (limited, range (2), margin, solref (2), solimp (5)) and friction loss (frictionloss, solref (2), solimp (5));
+    // tendon_spatial: whether a tendon is spatial (its path needs the constraint part's MuJoCo-order body frames and
+    // geoms: native.compiled adds it at once); the sites (nsite): body (-1: the world) and position in its frame
+    int64_t ntendon = 0, nwrap = 0, nsite = 0;
+    bool tendon_spatial = false;
+    const int64_t *tendon_adr = nullptr, *tendon_num = nullptr, *wrap_type = nullptr, *wrap_objid = nullptr;
+    const int64_t *wrap_qposadr = nullptr, *wrap_dofadr = nullptr, *tendon_limited = nullptr, *site_bodyid = nullptr;
     const double *wrap_prm = nullptr, *tendon_stiffness = nullptr, *tendon_damping = nullptr, *tendon_lengthspring = nullptr;
+    const double *tendon_armature = nullptr, *tendon_range = nullptr, *tendon_margin = nullptr;
+    const double *tendon_solref_lim = nullptr, *tendon_solimp_lim = nullptr, *tendon_frictionloss = nullptr;
+    const double *tendon_solref_fri = nullptr, *tendon_solimp_fri = nullptr, *site_pos = nullptr;
     // bodies welded to the world (their gravity moment)
     double static_mass = 0, static_com[3] = {0, 0, 0};
     // the constraint model (physai.engine.constraint, cpp/constraint.h), by the Model's names; set by the bound Model's
@@ -241,7 +251,12 @@ inline const char *check_model(const Model &m) {
     for (int64_t w = 0; w < m.nwrap; w++) {
         if (m.wrap_qposadr[w] < 0 || m.wrap_qposadr[w] >= m.nq) return "wrap_qposadr";
         if (m.wrap_dofadr[w] < 0 || m.wrap_dofadr[w] >= m.nv) return "wrap_dofadr";
+        if (m.wrap_type[w] < WRAP_JOINT || m.wrap_type[w] > WRAP_CYLINDER) return "wrap_type";
+        if (m.wrap_type[w] == WRAP_SITE && (m.wrap_objid[w] < 0 || m.wrap_objid[w] >= m.nsite)) return "wrap_objid";
+        if (m.wrap_type[w] >= WRAP_SPHERE && (m.wrap_prm[w] < -1 || m.wrap_prm[w] >= double(m.nsite))) return "wrap_prm";
     }
+    for (int64_t s = 0; s < m.nsite; s++)
+        if (m.site_bodyid[s] < -1 || m.site_bodyid[s] >= m.nbody) return "site_bodyid";
     return nullptr;
 }
 
@@ -292,6 +307,8 @@ inline const char *check_meshes(const Model &m) {
 
 // the constraint model's field whose indices are inconsistent (named in the caller's ValueError), or nullptr
 inline const char *check_constraints(const Model &m) {
+    for (int64_t w = 0; w < m.nwrap; w++)                              // a spatial tendon's wrapping geoms
+        if (m.wrap_type[w] >= WRAP_SPHERE && (m.wrap_objid[w] < 0 || m.wrap_objid[w] >= m.ngeom)) return "wrap_objid";
     for (int j = 0; j < m.njnt; j++) {
         int64_t t = m.jnt_type[j];
         if (t < 0 || t > 3) return "jnt_type";

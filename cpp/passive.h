@@ -23,35 +23,39 @@ template <class T> void damper_spring_force(const Model &m, const T *q, const T 
         f[m.spring_dofadr[k]] = f[m.spring_dofadr[k]] - m.spring_stiffness[k] * (q[m.spring_qposadr[k]] - m.spring_ref[k]);
 }
 
-// f += J^T (-k x - b v) of the fixed tendons' springs and dampers: length L = sum coef q, x the part of L beyond the
-// dead band [lower, upper], v = J qd (passive.tendon_passive_force); pot += 1/2 k x^2 (passive.tendon_spring_energy)
-template <class T> void tendon_passive_force(const Model &m, const T *q, const T *qd, T *f, T &pot) {
+// f += J^T (-k x - b v) of the tendons' springs and dampers from d's ten_length and ten_J (tendon.h's tendons): x the
+// part of the length beyond the dead band [lower, upper], v = J qd (passive.tendon_passive_force); pot += 1/2 k x^2
+// (passive.tendon_spring_energy)
+template <class T> void tendon_passive_force(const Model &m, const Data<T> &d, const T *qd, T *f, T &pot) {
+    const int64_t nv = m.nv;
     for (int64_t t = 0; t < m.ntendon; t++) {
-        T L = splat<T>(0.0), v = splat<T>(0.0);
-        for (int64_t w = m.tendon_adr[t]; w < m.tendon_adr[t] + m.tendon_num[t]; w++) {
-            L = L + m.wrap_prm[w] * q[m.wrap_qposadr[w]];
-            v = v + m.wrap_prm[w] * qd[m.wrap_dofadr[w]];
-        }
+        if (m.tendon_stiffness[t] == 0.0 && m.tendon_damping[t] == 0.0) continue;
+        const T L = d.ten_length[t], *J = &d.ten_J[t * nv];
+        T v = splat<T>(0.0);
+        for (int64_t i = 0; i < nv; i++) v = v + J[i] * qd[i];
         const double lower = m.tendon_lengthspring[2 * t], upper = m.tendon_lengthspring[2 * t + 1];
         T x = select(L > upper, L - upper, select(L < lower, L - lower, splat<T>(0.0)));
         T frc = -(x * m.tendon_stiffness[t]) - v * m.tendon_damping[t];
         pot = pot + 0.5 * (m.tendon_stiffness[t] * x * x);
-        for (int64_t w = m.tendon_adr[t]; w < m.tendon_adr[t] + m.tendon_num[t]; w++)
-            f[m.wrap_dofadr[w]] = f[m.wrap_dofadr[w]] + m.wrap_prm[w] * frc;
+        for (int64_t i = 0; i < nv; i++) f[i] = f[i] + J[i] * frc;
     }
 }
 
-// D -= J^T diag(b) J of the fixed tendons' dampers on M's pattern (integrators.velocity_derivative, mjd_passive_vel)
-template <class T> void tendon_damping_derivative(const Model &m, T *D) {
+// D -= J^T diag(b) J of the tendons' dampers on M's pattern, J from d's ten_J (integrators.velocity_derivative,
+// mjd_passive_vel)
+template <class T> void tendon_damping_derivative(const Model &m, const Data<T> &d, T *D) {
     const int64_t nv = m.nv;
-    for (int64_t t = 0; t < m.ntendon; t++) {
-        const int64_t a = m.tendon_adr[t], n = m.tendon_num[t];
-        for (int64_t i = a; i < a + n; i++)
-            for (int64_t j = a; j < a + n; j++) {
-                const int64_t r = m.wrap_dofadr[i], c = m.wrap_dofadr[j];
-                if (m.dof_pattern[r * nv + c]) D[r * nv + c] = D[r * nv + c] - m.tendon_damping[t] * m.wrap_prm[i] * m.wrap_prm[j];
-            }
-    }
+    bool any = false;
+    for (int64_t t = 0; t < m.ntendon; t++) any |= m.tendon_damping[t] != 0.0;
+    if (!any) return;
+    const T *J = d.ten_J.data();
+    for (int64_t r = 0; r < nv; r++)
+        for (int64_t c = 0; c < nv; c++) {
+            if (!m.dof_pattern[r * nv + c]) continue;
+            T s = splat<T>(0.0);
+            for (int64_t t = 0; t < m.ntendon; t++) s = s + (J[t * nv + r] * m.tendon_damping[t]) * J[t * nv + c];
+            D[r * nv + c] = D[r * nv + c] - s;
+        }
 }
 
 // f += the joint forces of a force F and torque tq at r on link l: dof i of its chain takes S_lin . F + S_ang . (r x F

@@ -255,21 +255,26 @@ struct PoseWork {
     }
 };
 
-// the world position and axes of the geoms w.posed into w.gpos, w.gmat (smooth.geom_poses, which poses them all):
-// R = mat(q_body q_geom), p = R_body geom_pos + p_body
+// geom g's world position p and axes R from the bodies' MuJoCo-order frames (body_poses'): R = mat(q_body q_geom),
+// p = R_body geom_pos + p_body
+inline void geom_pose(const Model &m, const double *xpos, const double *xquat, const double *xmat, int64_t g, double *p,
+                      double *R) {
+    int64_t b = m.geom_bodyid[g];
+    const double identity[4] = {1.0, 0.0, 0.0, 0.0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0.0, 0.0, 0.0};
+    const double *bq = b < 0 ? identity : xquat + 4 * b, *bp = b < 0 ? zero : xpos + 3 * b;
+    const double *Rb = b < 0 ? eye : xmat + 9 * b;                    // body_poses' mat(q_body)
+    double quat[4];
+    quat_mul_mj(bq, m.geom_quat + 4 * g, quat);
+    quat_to_mat_mj(quat, R);
+    mat3_times(Rb, m.geom_pos + 3 * g, p);
+    for (int a = 0; a < 3; a++) p[a] = p[a] + bp[a];
+}
+
+// the world position and axes of the geoms w.posed into w.gpos, w.gmat (smooth.geom_poses, which poses them all)
 inline void geom_poses(const Model &m, PoseWork &w, const double *q) {
     body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
-    const double identity[4] = {1.0, 0.0, 0.0, 0.0}, eye[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero[3] = {0.0, 0.0, 0.0};
-    for (int64_t g : w.posed) {
-        int64_t b = m.geom_bodyid[g];
-        const double *bq = b < 0 ? identity : &w.xquat[size_t(4 * b)], *bp = b < 0 ? zero : &w.xpos[size_t(3 * b)];
-        const double *R = b < 0 ? eye : &w.xmat[size_t(9 * b)];      // body_poses' mat(q_body)
-        double quat[4], p[3];
-        quat_mul_mj(bq, m.geom_quat + 4 * g, quat);
-        quat_to_mat_mj(quat, &w.gmat[size_t(9 * g)]);
-        mat3_times(R, m.geom_pos + 3 * g, p);
-        for (int a = 0; a < 3; a++) w.gpos[size_t(3 * g + a)] = p[a] + bp[a];
-    }
+    for (int64_t g : w.posed)
+        geom_pose(m, w.xpos.data(), w.xquat.data(), w.xmat.data(), g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
 }
 
 // dof j's motion subspace about the centre, cdof = (R s_ang, x x (R s_ang) + R s_lin), from its link's pose; a zero

@@ -81,6 +81,7 @@ COMPILED = {
         "test_a_failure_before_a_lower_index_divergence_is_named", "test_a_singular_mass_matrix_is_named_alike_on_both_backends",
         "test_a_zero_quaternion_is_refused_by_name", "test_the_first_divergence_in_time_is_named",
     },
+    "test_tendons.py": {"test_compiled_lengths_and_jacobians_equal_numpys", "test_dm_control_tendon_models_run_compiled_as_mj_step"},
 }
 #: fixtures whose users carry a marker: the headless Chromium page, the compiled kernel's instruction sets
 FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
@@ -89,6 +90,7 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 SLOW = {
     "test_passive.py": {"test_fish_with_its_tendon_springs_follows_mj_step", "test_swimmer_follows_mj_step"},
     "test_tendons.py": {
+        "test_dm_control_tendon_models_run_compiled_as_mj_step",
         "test_lengths_jacobians_and_velocities_equal_mujocos", "test_a_fixed_tendon_equality_runs_compiled_as_mujoco",
         "test_rollout_runs_each_state_as_simulate_and_energy_is_mujocos", "test_simulate_follows_mj_step",
         "test_fixed_tendon_springs_and_dampers_run_compiled_as_mj_step",

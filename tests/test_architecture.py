@@ -187,11 +187,9 @@ def test_one_module_outside_the_engine_reads_the_collision_driver():
 ENGINE = SRC / "physai" / "engine"
 CPP = SRC.parent / "cpp"
 #: engine modules with no compiled twin: data classes, loaders, the constants made once per model (setconst: the
-#: compiled model receives them as fields), the dispatch to the extension; tendon until its cpp/tendon.h (the compiled
-#: engine runs fixed tendons' springs and dampers in passive.h and their equalities in constraint.h, and declines other
-#: tendon forces: physai.engine.native.runs)
+#: compiled model receives them as fields), the dispatch to the extension
 PYTHON_ONLY = {"__init__", "api", "actuators", "batching", "chunked", "contact", "geoms", "loaders", "model_checks",
-               "native", "setconst", "urdf", "tendon"}
+               "native", "setconst", "urdf"}
 #: compiled files with no engine twin: SIMD lanes, spatial helpers, the batched kernels, threads and workspaces, the
 #: compiled loops over steps and trajectories; the derivatives' NumPy text is above the engine (physai.derivatives)
 CPP_ONLY = {"lanes", "spatial", "kernels", "batch", "parallel", "workspace", "rollout", "simulate", "derivative",

@@ -10,8 +10,11 @@ the fixed tendon. Compared at random states after mj_forward:
     qfrc_passive, qfrc_smooth, M (tendon armature)   1e-12
     efc_* rows (tendon equality, friction, limits)   1e-12
     actuator_length, actuator_moment                 1e-12 (a fixed tendon's actuator)
-    simulate(constraints=True) vs mj_step            1e-8 in q over 100 steps, both backends (the compiled one declines
-                                                     tendon models: the NumPy engine runs them)
+    simulate(constraints=True) vs mj_step            1e-10 in q over 100 steps, both backends
+
+Each comparison runs on both backends (the compiled one: cpp/tendon.h, passive.h, constraint.h), and the compiled
+lengths and Jacobians equal the NumPy text's within 1e-12; dm_control's tendon models (ball_in_cup, fish, manipulator,
+stacker) run compiled as mj_step.
 
 Known gap: a side site inside the wrapped geom (MuJoCo's wrap_inside): lengths agree to 1e-12, Jacobians only to 1e-6
 (MuJoCo 4 solves the touching point differently from the 3.x Newton iteration physai follows).
@@ -25,7 +28,9 @@ from physai import constraints, derivatives, engine, forces, integrators, invers
 from physai.engine.model import WRAP_PULLEY, BodySpec, JointSpec, SiteSpec
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
-from helpers import assert_close
+from helpers import assert_close, run
+
+TENDONS = engine.native.Kernel("tendons")                               # cpp/tendon.h's tendons, called directly
 
 BACKENDS = ["numpy", "native"]
 ROWS = {"type": "efc_type", "id": "efc_id", "pos": "efc_pos", "margin": "efc_margin", "diagA": "efc_diagA", "R": "efc_R",
@@ -110,8 +115,16 @@ def dense_J(m, d) -> np.ndarray:
     return J
 
 
+@pytest.fixture(params=BACKENDS)
+def backend(request):
+    """Each test that takes it runs on the NumPy engine and on the compiled one."""
+    previous = engine.set_backend(request.param)
+    yield request.param
+    engine.set_backend(previous)
+
+
 @pytest.mark.parametrize("seed", range(4))
-def test_lengths_jacobians_and_velocities_equal_mujocos(seed):
+def test_lengths_jacobians_and_velocities_equal_mujocos(seed, backend):
     m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
     model = engine.from_mujoco(m)
     Q, QD, L, J, V = [], [], [], [], []
@@ -130,7 +143,7 @@ def test_lengths_jacobians_and_velocities_equal_mujocos(seed):
     assert_close(tendons.velocities(model, np.array(Q), np.array(QD)), np.array(V), 1e-12, what="N velocities")
 
 
-def test_a_side_site_inside_the_geom_wraps_through_it():
+def test_a_side_site_inside_the_geom_wraps_through_it(backend):
     """The known gap (module docstring): lengths 1e-12, Jacobians 1e-6."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(7, inside=True))
     model = engine.from_mujoco(m)
@@ -142,7 +155,7 @@ def test_a_side_site_inside_the_geom_wraps_through_it():
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_passive_forces_and_mass_matrix_equal_mujocos(seed):
+def test_passive_forces_and_mass_matrix_equal_mujocos(seed, backend):
     """Tendon springs (outside their dead band and in it) and dampers in qfrc_passive, their potential energy (MuJoCo's
     energy[0]); tendon armature in M."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
@@ -167,7 +180,7 @@ def test_passive_forces_and_mass_matrix_equal_mujocos(seed):
 
 
 @pytest.mark.parametrize("seed", range(3))
-def test_rows_equal_mujocos(seed):
+def test_rows_equal_mujocos(seed, backend):
     """The tendon equality (polycoef), the tendons' friction loss and their limits: MuJoCo's efc rows."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
     model = engine.from_mujoco(m)
@@ -183,7 +196,7 @@ def test_rows_equal_mujocos(seed):
     assert limits                                                      # the limits were reached
 
 
-def test_forward_dynamics_with_tendon_rows_equals_mujocos():
+def test_forward_dynamics_with_tendon_rows_equals_mujocos(backend):
     m = mujoco.MjModel.from_xml_string(tendon_xml(0))
     m.opt.tolerance = 1e-15
     model = engine.from_mujoco(m)
@@ -194,7 +207,7 @@ def test_forward_dynamics_with_tendon_rows_equals_mujocos():
 
 
 @pytest.mark.parametrize("integrator", [None, "euler", "implicitfast", "implicit"])
-def test_inverse_dynamics_equals_mj_inverse(integrator):
+def test_inverse_dynamics_equals_mj_inverse(integrator, backend):
     """physai.inverse.inverse_dynamics with the tendons' springs, dampers (in D) and armature (in M): MuJoCo's
     qfrc_inverse, continuous or with invdiscrete, constraints off."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(1))
@@ -228,12 +241,11 @@ def test_a_fixed_tendons_actuator_has_mujocos_length_and_moment():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "implicit", "rk4"])
 def test_simulate_follows_mj_step(backend, integrator, request):
     """100 steps with the constraints on (limits reached, friction, the tendon equality) under a constant control."""
     m = mujoco.MjModel.from_xml_string(tendon_xml(2))
-    m.opt.integrator = {"euler": mujoco.mjtIntegrator.mjINT_EULER, "implicitfast": mujoco.mjtIntegrator.mjINT_IMPLICITFAST,
-                        "rk4": mujoco.mjtIntegrator.mjINT_RK4}[integrator]
+    m.opt.integrator = getattr(mujoco.mjtIntegrator, f"mjINT_{integrator.upper()}")
     m.opt.tolerance, m.opt.iterations = 1e-15, 1000
     q0, qd0 = next(random_states(m, 1, 2))
     ctrl = np.array([0.4])
@@ -249,16 +261,64 @@ def test_simulate_follows_mj_step(backend, integrator, request):
     finally:
         engine.set_backend(previous)
     assert nl
-    assert_close(run.q[1:], np.array(Q), 1e-8, what="q")
+    assert_close(run.q[1:], np.array(Q), 1e-10, what="q")
 
 
-def test_the_compiled_engine_declines_and_a_model_without_tendon_forces_keeps_it():
-    m = mujoco.MjModel.from_xml_string(tendon_xml(0))
-    assert not engine.native.runs(engine.from_mujoco(m))
-    bare = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body><joint name="h"/><geom size="0.1"/></body></worldbody>'
-                                          '<tendon><fixed name="t"><joint joint="h" coef="2"/></fixed></tendon>'
-                                          '<actuator><motor tendon="t"/></actuator></mujoco>')
-    assert engine.native.runs(engine.from_mujoco(bare))
+@pytest.mark.parametrize("seed", range(3))
+def test_compiled_lengths_and_jacobians_equal_numpys(seed):
+    """cpp/tendon.h's tendons against the NumPy text (tendon.py) at 20 states: fixed, spatial, wrapped and pulleys."""
+    m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
+    model = engine.from_mujoco(m)
+    Q = np.array([q for q, _ in random_states(m, 20, seed)])
+    L, J = run("numpy", tendons.kinematics, model, Q)
+    Lc, Jc = TENDONS(model, Q)                                         # the compiled kernel itself
+    one = run("native", tendons.kinematics, model, Q[0])
+    assert_close(Lc, L, 1e-12, what="ten_length")
+    assert_close(Jc, J, 1e-12, what="ten_J")
+    assert_close(one[1], J[0], 1e-12, what="ten_J of one state")
+
+
+def _task_models():
+    """experiments/task-models/task_models.py (its task_files, load, start, mujoco_run)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "experiments" / "task-models" / "task_models.py"
+    spec = importlib.util.spec_from_file_location("task_models", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+DM_TENDONS = ["dm_control/ball_in_cup", "dm_control/fish", "dm_control/manipulator", "dm_control/stacker"]
+
+
+@pytest.mark.parametrize("name", DM_TENDONS)
+def test_dm_control_tendon_models_run_compiled_as_mj_step(name):
+    """dm_control's models with tendon forces: the compiled lengths and Jacobians equal MuJoCo's and the NumPy text's
+    (1e-12) along MuJoCo's run, and the compiled simulate(constraints=True) follows mj_step within 1e-10 over 100 steps
+    (the survey's start: first keyframe, constant control)."""
+    tm = _task_models()
+    m = tm.load(tm.task_files()[name])
+    model = engine.from_mujoco(m)
+    assert model.has_tendon_forces
+    q0, qd0, ctrl = tm.start(m)
+    Q = tm.mujoco_run(m, q0, qd0, ctrl)
+    d = mujoco.MjData(m)
+    L, J = [], []
+    for q in Q[::10]:
+        d.qpos[:] = q
+        mujoco.mj_forward(m, d)
+        L.append(d.ten_length.copy()), J.append(dense_J(m, d))
+    numpy_L, numpy_J = run("numpy", tendons.kinematics, model, Q[::10])
+    Lc, Jc = TENDONS(model, Q[::10])                                   # the compiled kernel itself
+    assert engine.native.runs(model)                                   # simulate's loop compiled (cpp/simulate.h)
+    steps = run("native", integrators.simulate, model, q0, qd0, steps=100, ctrl=ctrl, constraints=True, energy=False)
+    assert_close(Lc, np.array(L), 1e-12, what="ten_length vs MuJoCo")
+    assert_close(Jc, np.array(J), 1e-12, what="ten_J vs MuJoCo")
+    assert_close(Lc, numpy_L, 1e-12, what="ten_length vs NumPy")
+    assert_close(Jc, numpy_J, 1e-12, what="ten_J vs NumPy")
+    assert_close(steps.q[1:], Q, 1e-10, what="q")
 
 
 # ---- bad input ----

@@ -1103,9 +1103,10 @@ class DynamicsEvaluator:
                 return np.full((model.nv, model.nv), np.nan), nan, np.nan
             else:
                 f = forces.damper_spring_force(model, q, qd) - c
-                if model.has_tendon_forces:            # the fixed tendons' springs and dampers (native.runs)
+                if model.has_tendon_forces:            # tendon springs, dampers and armature (mj_passive, mj_crb)
                     length, J = tendons.kinematics(model, q)
                     f = f + passive.tendon_passive_force(model, length, J, qd)
+                    M = M + tendon.armature_matrix(model, J)
                     potential += passive.tendon_spring_energy(model, length)
                 if x.actuators is not None:
                     f = f + self.actuator_force(q, qd, act)

@@ -9,13 +9,13 @@ d.ten_velocity after mj_forward).
 
 A fixed tendon is a linear combination of hinge and slide positions; a spatial tendon a path through sites, wrapping
 around spheres and cylinders (with side sites), divided by pulleys (physai.engine.tendon, MuJoCo's mj_tendon). Tendons
-are the model's, in MuJoCo's order (Model.tendon_name). NumPy on either backend (the compiled engine has no tendon stage
-yet).
+are the model's, in MuJoCo's order (Model.tendon_name). On the compiled backend the lengths and Jacobians come from
+cpp/tendon.h (the kernel "tendons"), else from the NumPy text.
 """
 
 import numpy as np
 
-from physai.engine import Data, as_model
+from physai.engine import Data, as_model, batching, native
 from physai.engine.model import Model
 from physai.engine.smooth import position_stages
 from physai.engine.tendon import armature_matrix, tendons as _tendons
@@ -23,11 +23,15 @@ from physai.validation import states
 
 __all__ = ["armature", "jacobians", "kinematics", "lengths", "velocities"]
 
+_TENDONS = native.kernel("tendons", "the tendons' lengths and Jacobians", batching.result)
+
 
 def kinematics(model, q) -> tuple[np.ndarray, np.ndarray]:
     """(lengths (ntendon,) [m | rad], Jacobians (ntendon, nv)) at joint positions q (nq,), or with a leading N for q
     (N, nq). Equal MuJoCo's d.ten_length and d.ten_J (dense) after mj_kinematics, mj_comPos and mj_tendon."""
     model = model if type(model) is Model else as_model(model)
+    if native.on:
+        return _TENDONS(model, q)
     (Q,), batch = states(q=(q, model.nq))
     n = Q.shape[1]
     L, J = np.zeros((n, model.ntendon)), np.zeros((n, model.ntendon, model.nv))

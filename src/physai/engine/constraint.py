@@ -555,7 +555,7 @@ _ROWS = native.kernel("constraint_rows", options=kernel_options)
 def prepare_compiled(model: Model) -> None:
     """The compiled model with its constraint part (native.with_constraints), after check_supported."""
     check_supported(model)
-    native.with_constraints(model, lambda: (*invweight0(model), tendon_invweight0(model)))
+    native.with_constraints(model, lambda: native.kept_invweights(model))
 
 
 def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:

@@ -67,8 +67,8 @@ import numpy as np
 
 from physai import joints
 from physai.engine.loaders import as_model
-from physai.engine.model import TENDON, WRAP_JOINT, Model
-from physai.engine import collision, passive, smooth
+from physai.engine.model import WRAP_JOINT, Model
+from physai.engine import collision, model_checks, passive, smooth
 from physai.engine.contact import ContactSet
 from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import dof_turnlink, standalone_free_dofs
@@ -213,7 +213,7 @@ def fields(model: Model) -> dict:
     each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos); and the link whose
     velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink); the first dofs of the
     free joints that move a body alone (free_dofadr, support.standalone_free_dofs); the passive part (passive_fields)
-    and the fixed tendons' springs and dampers (tendon_fields)."""
+    and the tendons (tendon_fields)."""
     lt, L = model.link_transforms, model.nlink
     jnttype, qposadr, ref = np.zeros(L, np.int64), np.zeros(L, np.int64), np.zeros(L)
     G, rot, pos, anchor = np.zeros((L, 3, 4, 4)), np.zeros((L, 3, 3)), np.zeros((L, 3)), np.zeros((L, 3))
@@ -258,37 +258,37 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 
 def runs(model, actuators=None) -> bool:
-    """Whether the compiled engine models all of the model's dynamics: its tendons' forces are at most springs, dampers
-    and equalities of fixed tendons (tendon_fields); tendon armature, limits, friction loss and spatial tendons' forces
-    are the NumPy engine's (physai.engine.tendon), and so are the actuators (given, and the model's own) whose moment
-    arms depend on the configuration (Actuators.posed_each: physai.engine.actuation.transmission)."""
-    if any(acts is not None and acts.posed_each.any() for acts in (model.actuators, actuators)):
-        return False
-    if not model.has_tendon_forces:
-        return True
-    used = (model.tendon_stiffness != 0) | (model.tendon_damping != 0)
-    tendon_eq = model.eq_type == TENDON
-    used[model.eq_obj1id[tendon_eq]] = True
-    used[model.eq_obj2id[tendon_eq & (model.eq_obj2id >= 0)]] = True
-    fixed = model.wrap_type[model.tendon_adr] == WRAP_JOINT
-    return not (model.tendon_armature.any() or model.tendon_limited.any() or model.tendon_frictionloss.any()
-                or (used & ~fixed).any())
+    """Whether the compiled engine models all of the model's dynamics: every tendon physai models (cpp/tendon.h: fixed
+    and spatial tendons' springs, dampers, armature, limits, friction loss and equalities), but not the actuators
+    (given, and the model's own) whose moment arms depend on the configuration (Actuators.posed_each: the NumPy
+    engine's physai.engine.actuation.transmission)."""
+    return not any(acts is not None and acts.posed_each.any() for acts in (model.actuators, actuators))
 
 
 def tendon_fields(model: Model) -> dict:
-    """The compiled Model's tendon part (cpp/model.h), every tendon in the model's order: a fixed tendon's path elements
-    as (tendon_adr, tendon_num) into wrap_qposadr, wrap_dofadr (their joints' q and v index) and wrap_prm (coefficients),
-    none for a spatial one; tendon_stiffness, tendon_damping, tendon_lengthspring; no path and no force for a model the
-    compiled engine does not run (runs: only its collision part is compiled then)."""
-    on = runs(model)
-    num = np.where((model.wrap_type[model.tendon_adr] == WRAP_JOINT) & on, model.tendon_num, 0)
-    wraps = np.concatenate([np.arange(a, a + n) for a, n in zip(model.tendon_adr, num)] + [np.zeros(0, np.intp)])
-    joints = model.wrap_objid[wraps]
-    return {"tendon_adr": _int64(np.cumsum(num) - num), "tendon_num": _int64(num),
-            "wrap_qposadr": _int64(model.jnt_qposadr[joints]), "wrap_dofadr": _int64(model.jnt_dofadr[joints]),
-            "wrap_prm": _float64(model.wrap_prm[wraps]), "tendon_stiffness": _float64(model.tendon_stiffness * on),
-            "tendon_damping": _float64(model.tendon_damping * on),
-            "tendon_lengthspring": _float64(model.tendon_lengthspring.reshape(-1, 2))}
+    """The compiled Model's tendon part (cpp/model.h, cpp/tendon.h), every tendon in the model's order: the path elements
+    (tendon_adr, tendon_num) into wrap_type, wrap_objid, wrap_prm, and a joint element's q index and dof (wrap_qposadr,
+    wrap_dofadr; 0 for the others); the springs and dampers (tendon_stiffness, tendon_damping, tendon_lengthspring),
+    tendon_armature, the limits (tendon_limited, tendon_range, tendon_margin, tendon_solref_lim, tendon_solimp_lim) and
+    friction loss (tendon_frictionloss, tendon_solref_fri, tendon_solimp_fri); the sites (site_bodyid, site_pos). A
+    spatial tendon also reads the constraint part's body frames and geoms (compiled adds it)."""
+    joint = model.wrap_type == WRAP_JOINT
+    objid = np.where(joint, model.wrap_objid, 0)
+    return {"tendon_adr": _int64(model.tendon_adr), "tendon_num": _int64(model.tendon_num),
+            "wrap_type": _int64(model.wrap_type), "wrap_objid": _int64(model.wrap_objid), "wrap_prm": _float64(model.wrap_prm),
+            "wrap_qposadr": _int64(np.where(joint, model.jnt_qposadr[objid], 0)),
+            "wrap_dofadr": _int64(np.where(joint, model.jnt_dofadr[objid], 0)),
+            "tendon_limited": _int64(model.tendon_limited),
+            **{name: _float64(getattr(model, name)) for name in
+               ("tendon_stiffness", "tendon_damping", "tendon_armature", "tendon_range", "tendon_margin", "tendon_solref_lim",
+                "tendon_solimp_lim", "tendon_frictionloss", "tendon_solref_fri", "tendon_solimp_fri")},
+            "tendon_lengthspring": _float64(model.tendon_lengthspring.reshape(-1, 2)),
+            "site_bodyid": _int64(model.site_bodyid), "site_pos": _float64(model.site_pos.reshape(-1, 3))}
+
+
+def has_spatial_tendon(model: Model) -> bool:
+    """Whether a tendon of the model is spatial (its compiled path reads the constraint part's frames and geoms)."""
+    return bool(model.ntendon and (model.wrap_type[model.tendon_adr] != WRAP_JOINT).any())
 
 
 def compiled_solver(model) -> bool:
@@ -376,6 +376,15 @@ def pose_link_fields(model: Model) -> dict:
             "poselink_world": _int64([link.world_axes for link, _, _ in links])}
 
 
+def kept_invweights(model: Model) -> tuple:
+    """(body_invweight0, dof_invweight0, tendon_invweight0): the constants set_const kept in the Model
+    (constraint.invweight0, constraint.tendon_invweight0); InvalidModelError when M is singular at qpos0."""
+    body_dof, tendon = model.kept("invweight0"), model.kept("tendon_invweight0")
+    if body_dof is None or tendon is None:
+        raise model_checks.singular_at_rest(model)
+    return (*body_dof, tendon)
+
+
 def with_constraints(model: Model, constants) -> object:
     """model.compiled with its constraint part (constraint_fields), added on first use: constants() gives the
     invweight constants (body_invweight0, dof_invweight0, tendon_invweight0), called only then."""
@@ -418,9 +427,12 @@ def _float64(x) -> np.ndarray:
 
 
 def compiled(model: Model):
-    """model.compiled: the Model's compiled copy, made on first use from fields(model)."""
+    """model.compiled: the Model's compiled copy, made on first use from fields(model), with its constraint part when a
+    tendon is spatial (with_constraints)."""
     if model.compiled is None:
         object.__setattr__(model, "compiled", _ext.Model(fields(model)))
+        if has_spatial_tendon(model):             # its path's body frames and geoms: the constraint part, at once
+            with_constraints(model, lambda: kept_invweights(model))
     return model.compiled
 
 

@@ -6,7 +6,7 @@
     armature(model, d, q)                  the same at a state
 
 The passive force along a tendon is physai.engine.passive.tendon_force; whether a tendon acts on the dynamics at all
-is Model.has_tendon_forces (the compiled engine declines such models: the NumPy engine runs them).
+is Model.has_tendon_forces. cpp/tendon.h is the compiled twin, function by function.
 
 A fixed tendon's length is sum_k coef_k q_k over its joints (hinges and slides), its Jacobian the coefficients at their
 dofs. A spatial tendon is a path through sites; a sphere or cylinder between two sites wraps it when the straight segment
