@@ -3,7 +3,7 @@
     uv run python benchmarks/bench_collision.py                     # the three tables below
     uv run python benchmarks/bench_collision.py --trajectories 32 --steps 200
 
-(a) A pile: 40 free convex bodies (10 meshes, each the convex hull of 24 random points; 10 cylinders, 10 ellipsoids,
+(a) A pile: 40 free convex bodies (10 meshes, each the convex hull of 24 random points in a box; 10 cylinders, 10 ellipsoids,
 10 boxes; 1.5 to 3 cm) dropped from a 4 x 5 x 2 grid into a box of five planes 20 cm wide (numpy.random.default_rng(0)).
 MuJoCo 4's defaults (multi-contact on); boxes and cylinders pass through each other (contype bits: MuJoCo 4
 collides that pair by multi-contact, which physai refuses, physai.engine.convex.polygon_pair). --trajectories runs
@@ -16,17 +16,20 @@ differs from mujoco.rollout's by more than 1e-9 in q (None: never), as a pile's 
 its joints moved by N(0, 0.15) rad: microseconds per state of collision.detect (one state per call: poses, broad and
 narrow phase, the ContactSet) and of the compiled kernel alone (physai.engine.native's detect), beside MuJoCo's
 mj_collision (its poses made by mj_kinematics first, not timed) and mj_kinematics + mj_collision; ratio = physai's
-kernel / mj_collision (below 1: physai is faster).
+kernel (which makes the poses too) / (mj_kinematics + mj_collision) (below 1: physai is faster).
 
 (c) Two meshes of 2,000 vertices each (hulls of points on a sphere of 5 cm) overlapping by 1 mm at 16 random
 orientations: microseconds per state as in (b).
 
-Best of 3 rounds, wall clock; on a shared machine expect +-20% between runs.
+(a): best of 3 rounds, wall clock (threads); (b), (c): best of 5 rounds of CPU time (one thread: on a loaded machine
+the wall clock of a long round counts other processes' turns, which a short one escapes); on a shared machine expect
++-20% between runs.
 """
 
 import argparse
 import os
 import platform
+import time
 
 import mujoco
 import numpy as np
@@ -40,6 +43,17 @@ KINDS = ("mesh", "cylinder", "ellipsoid", "box")
 #: contype, conaffinity of each kind (boxes and cylinders never collide with each other; the planes with everything)
 BITS = {"box": (1, 1), "cylinder": (2, 2), "mesh": (3, 3), "ellipsoid": (3, 3), "plane": (3, 3)}
 HALF_WIDTH = 0.1                                   # the container's half width [m]
+
+
+def cpu_seconds(fn) -> float:
+    """The CPU time of fn() [s] (one thread: the wall clock on a loaded machine counts the other processes' turns)."""
+    start = time.process_time()
+    fn()
+    return time.process_time() - start
+
+
+def cpu_best(fn, rounds: int = 5) -> float:
+    return min(cpu_seconds(fn) for _ in range(rounds))
 
 
 def pile(rng: np.random.Generator) -> mujoco.MjModel:
@@ -59,7 +73,7 @@ def pile(rng: np.random.Generator) -> mujoco.MjModel:
         size = rng.uniform(0.0075, 0.015, 3)
         geom = dict(contype=BITS[kind][0], conaffinity=BITS[kind][1], density=500.0)
         if kind == "mesh":
-            spec.add_mesh(name=f"hull{k}", uservert=(rng.normal(size=(24, 3)) * size).ravel())
+            spec.add_mesh(name=f"hull{k}", uservert=(rng.uniform(-1.0, 1.0, (24, 3)) * size).ravel())
             body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"hull{k}", **geom)
         else:
             body.add_geom(type=getattr(mujoco.mjtGeom, f"mjGEOM_{kind.upper()}"), size=size, **geom)
@@ -171,10 +185,10 @@ def time_detect(label: str, m: mujoco.MjModel, Q: np.ndarray) -> str:
         return run
 
     per = 1e6 / (rounds * len(Q))
-    t_detect, t_kernel = best(detect) * per, best(kernel) * per
-    t_mj, t_mj_kin = best(mj(False)) * per, best(mj(True)) * per
+    t_detect, t_kernel = cpu_best(detect) * per, cpu_best(kernel) * per
+    t_mj, t_mj_kin = cpu_best(mj(False)) * per, cpu_best(mj(True)) * per
     return (f"{label:<15} {total / len(Q):>8.1f} {t_detect:>8.1f} {t_kernel:>8.1f} {t_mj:>12.1f} {t_mj_kin:>11.1f} "
-            f"{t_kernel / t_mj:>6.2f}")
+            f"{t_kernel / t_mj_kin:>6.2f}")
 
 
 def main() -> None:
@@ -189,7 +203,7 @@ def main() -> None:
     print(f"{'traj':>5} {'steps':>5} {'contacts':>8} {'apart':>7} {'physai':>11} {'rollout':>11} {'ratio':>6}")
     print(time_pile(args.trajectories, args.steps, threads))
     rng = np.random.default_rng(0)
-    print("\n(b), (c) microseconds per state, one state per call; ratio = physai's kernel / mj_collision")
+    print("\n(b), (c) microseconds per state, one state per call; ratio = physai's kernel / (mj_kinematics + mj_collision)")
     print(f"{'model':<15} {'contacts':>8} {'detect':>8} {'kernel':>8} {'mj_collision':>12} {'+kinematics':>11} {'ratio':>6}")
     print(time_detect("G1", *g1_states(rng, 16)))
     print(time_detect("2000-vertex pair", *hulls(rng, 16)))

@@ -223,9 +223,9 @@ def test_implicit_with_inertia_boxes_follows_mj_step(seed, integrator, backend):
     assert_close(traj.q, np.array(expected), 1e-10, what=f"{integrator} q")
 
 
-def test_step_derivatives_refuse_gravcomp_and_fluid():
+def test_step_derivatives_refuse_fluid():
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(fluid_tree_xml(1, False)))
-    with pytest.raises(UnsupportedModelError, match="gravity compensation or fluid forces"):
+    with pytest.raises(UnsupportedModelError, match="the model has fluid forces"):
         derivatives.step_derivatives(model, model.qpos0, np.zeros(model.nv), ctrl=np.zeros(model.nu) if model.nu else None)
 
 

@@ -21,12 +21,9 @@ FILES = task_models.task_files()
 
 #: The models physai refuses, each with a part of its refusal that names the missing feature.
 EXPECTED_REFUSED = {
-    "gymnasium/pusher": "capsule-cylinder",                       # collision pairs (issue 36 counts them Q's)
+    "gymnasium/pusher": "capsule-cylinder",                       # with a margin (issue 36 counts them Q's)
     "gymnasium/pusher_v5": "capsule-cylinder",
-    "dm_control/reacher": "capsule-cylinder",
-    "dm_control/finger": "capsule-cylinder",
-    "dm_control/dog": "capsule-cylinder",                          # and cylinder-box: the first refusal its run meets
-    "dm_control/quadruped": "capsule-cylinder",                    # the first refusal its run meets
+    "dm_control/dog": "cylinder-box",
 }
 #: The models whose run leaves mj_step's by more than 1e-8: (the reason, the steps they follow it before).
 KNOWN_MISMATCH = {

@@ -228,6 +228,33 @@ def _tendon_derivatives(model: Model, d: engine.Data, q: np.ndarray):
     return -(J.T * k) @ J, -(J.T * model.tendon_damping) @ J
 
 
+def _gravcomp_derivative(model: Model, d: engine.Data) -> np.ndarray:
+    """dG/dq (nv, nv) of the gravity compensation G (passive.gravcomp, times each dof's share gravcomp_passive +
+    gravcomp_actuator), from a one-state Data with com_pos done. A body's constant world force F at its centre of mass
+    p (relative to the tree's centre) gives tau_k = S_k . (p x F; F) over its chain's dofs k; a dof j of the chain moves
+    p by w_j x p + v_j (S_j = (w_j; v_j)) and turns the S_k below it, so (with (S_j x S_k) . W = -S_k . (S_j x* W))
+        k in the subtree of j:  d tau_k/dq_j = S_k . (p x G; G),  G = F x w_j
+        k a strict ancestor:    d tau_k/dq_j = S_k^ang . ((w_j x p + v_j) x F)."""
+    D = np.zeros((model.nv, model.nv))
+    same = model.dof_linkid[:, None] == model.dof_linkid[None, :]
+    below, above = model.dof_ancestor.T | same, model.dof_ancestor & ~same
+    chains, forces_ = model.kept("link_dofchains"), passive.gravcomp_force(model)
+    for b in np.flatnonzero(model.body_gravcomp).tolist():
+        link = int(model.body_linkid[b])
+        if link < 0:
+            continue
+        dofs, F = chains[link], forces_[b]
+        p = passive.body_com(model, d, b)[:, 0]
+        S = d.cdof[dofs][:, :, 0]                                      # (m, 6): (angular; linear)
+        G = np.cross(F, S[:, :3])
+        Wsub = np.concatenate([np.cross(p, G), G], axis=1)
+        dp = np.cross(S[:, :3], p) + S[:, 3:]
+        Wanc = np.concatenate([np.cross(dp, F), np.zeros_like(dp)], axis=1)
+        block = np.ix_(dofs, dofs)
+        D[block] += np.where(below[block], S @ Wsub.T, np.where(above[block], S @ Wanc.T, 0.0))
+    return (model.gravcomp_passive + model.gravcomp_actuator)[:, None] * D
+
+
 def _tangent_of_scalars(model: Model, X: np.ndarray) -> np.ndarray:
     """A map on q (rows of (., nq)) restricted to the tangent (., nv): scalar q entries carry to their velocity."""
     c = model.coords
@@ -433,6 +460,9 @@ class _Stepper:
         if model.ntendon and (model.tendon_stiffness.any() or model.tendon_damping.any()):
             Tq, Tv = _tendon_derivatives(model, self.run.d, q)
             Pq, Pv = Pq + Tq, Pv + Tv
+        if passive.has_gravcomp(model):
+            velocity_stages(model, self.run.d, q[:, None], qd[:, None])
+            Pq = Pq + _gravcomp_derivative(model, self.run.d)
         if self.x.actuators is None:
             return Pq, Pv, np.zeros((nv, self.nu)), np.zeros((nv, self.na)), None
         (Aq, Av, Au, Aa), x = _actuator_derivatives(model, self.x.actuators, q, qd, self.x.ctrl, act, self.h)
@@ -540,8 +570,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     passive.check_derivatives(model)
     check_actuators(model)
     na = 0 if model.actuators is None else model.actuators.na
-    # the compiled kernel declines activations and tendon forces: the NumPy text runs
-    compiled = native.on and na == 0 and not model.has_tendon_forces
+    # the compiled kernel declines activations, tendon forces and gravcomp: the NumPy text runs
+    compiled = native.on and na == 0 and not model.has_tendon_forces and not passive.has_body_forces(model)
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:

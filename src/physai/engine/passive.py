@@ -87,8 +87,8 @@ def check_integrator(model: Model, integrator: str) -> None:
 
 
 def check_derivatives(model: Model) -> None:
-    """UnsupportedModelError for what step derivatives do not differentiate: gravity compensation, fluid forces, and a
-    spatial tendon's spring, damper or armature (its Jacobian moves with q). Fixed tendons' springs, dampers and armature
+    """UnsupportedModelError for what step derivatives do not differentiate: fluid forces, and a spatial tendon's spring,
+    damper or armature (its Jacobian moves with q). Gravity compensation and fixed tendons' springs, dampers and armature
     are differentiated; tendon limits, friction loss and equalities are constraints, which step derivatives leave out."""
     if model.ntendon:
         spatial = model.wrap_type[model.tendon_adr] != WRAP_JOINT
@@ -97,9 +97,8 @@ def check_derivatives(model: Model) -> None:
             t = int(np.flatnonzero(spatial & acting)[0])
             raise UnsupportedModelError(f"tendon {model.tendon_name[t]!r} is a spatial tendon with a spring, damper or "
                                         "armature; physai's step derivatives differentiate fixed tendons' only")
-    if has_body_forces(model):
-        raise UnsupportedModelError("the model has gravity compensation or fluid forces; physai's step derivatives do "
-                                    "not differentiate them")
+    if has_fluid(model):
+        raise UnsupportedModelError("the model has fluid forces; physai's step derivatives do not differentiate them")
 
 
 def link_frames(model: Model, bodies: np.ndarray, pos: np.ndarray, rot: np.ndarray):
@@ -159,9 +158,13 @@ def gravcomp(model: Model, d: Data) -> np.ndarray:
     for b in np.flatnonzero(model.body_gravcomp):
         link = int(model.body_linkid[b])
         if link >= 0:
-            com = model.body_pos[b] + model.body_rot[b] @ model.body_ipos[b]
-            apply_force(model, d, link, _origin(d, link, com), np.repeat(forces[b][:, None], d.n, axis=1), zero, out)
+            apply_force(model, d, link, body_com(model, d, b), np.repeat(forces[b][:, None], d.n, axis=1), zero, out)
     return out
+
+
+def body_com(model: Model, d: Data, b: int) -> np.ndarray:
+    """(3, n) body b's centre of mass relative to the centre of its tree, from a Data with com_pos done."""
+    return _origin(d, int(model.body_linkid[b]), model.body_pos[b] + model.body_rot[b] @ model.body_ipos[b])
 
 
 def inertia_box_force(w: np.ndarray, v: np.ndarray, box: np.ndarray, density: float, viscosity: float) -> np.ndarray:
