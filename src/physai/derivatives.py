@@ -390,7 +390,9 @@ def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
 
 def check_actuators(model: Model) -> None:
     """UnsupportedModelError for muscle gains or biases, which step_derivatives does not differentiate yet (their
-    force-length and force-velocity curves); activation dynamics of every type are differentiated."""
+    force-length and force-velocity curves) and for moment arms that depend on the configuration; activation dynamics
+    of every type are differentiated."""
+    integ.refuse_posed_actuators(model, None, "step_derivatives")
     acts = model.actuators
     if acts is None:
         return

@@ -272,15 +272,23 @@ def check_actuators(model, actuators, ctrl):
     return actuators, np.zeros(actuators.nu) if ctrl is None else ctrl
 
 
-def refuse_stateful_actuators(model, actuators, who: str) -> None:
-    """UnsupportedModelError when the actuators (given, else the model's) have activation dynamics or muscles, which
-    `who` does not model yet (it models stateless actuators with affine gain and bias)."""
+def refuse_posed_actuators(model, actuators, who: str) -> None:
+    """UnsupportedModelError when some actuator (given, else the model's) has moment arms that depend on the
+    configuration, which `who` does not model yet (it models constant moment arms)."""
     actuators = model.actuators if actuators is None else actuators
     if actuators is not None and actuators.needs_pose:
         a = int(np.flatnonzero(actuators.posed_each)[0])
         raise UnsupportedModelError(f"{who} models actuators with constant moment arms; actuator {actuators.names[a]!r}'s "
                                     "depend on the configuration (a ball or free joint, a slider-crank, a site, a body or "
                                     "a spatial tendon) (simulate, step and rollout run it)")
+
+
+def refuse_stateful_actuators(model, actuators, who: str) -> None:
+    """UnsupportedModelError when the actuators (given, else the model's) have configuration-dependent moment arms,
+    activation dynamics or muscles, which `who` does not model yet (it models stateless actuators with constant arms
+    and affine gain and bias)."""
+    refuse_posed_actuators(model, actuators, who)
+    actuators = model.actuators if actuators is None else actuators
     if actuators is None or actuators.affine:
         return
     a = int(np.flatnonzero(~actuators.affine_each)[0])
