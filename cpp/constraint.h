@@ -87,13 +87,15 @@ struct ConstraintWork {
     std::vector<int> cols;
     // the solver: M (nv x nv, crb's); M on the tree's pattern (Mt: the model's sparse layout of M, forward.h; entry
     // (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1), its factor in d.qL, d.qLinv;
-    // H's factor there (LHt) when the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs
-    // (cholesky); H's tree factor's reciprocal diagonal (LHinv); a row's x x^T along a chain (xt, by depth); vectors of
-    // nv; vectors of nefc
+    // H's factor there (LHt) when the rows are chains (r.tree), else on its sparse pattern (LH at Ladr, Lcol, from
+    // factor_pattern, Lrows its rows' columns while made); H's tree factor's reciprocal diagonal (LHinv); a row's x x^T
+    // along a chain (xt, by depth); vectors of nv; vectors of nefc
     std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
-    std::vector<int> nzH, countH;
-    std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent;     // Ltadr, Ltent: its columns' entries (factor_pattern)
+    std::vector<std::vector<int>> Lrows;
+    std::vector<double> Lwork;
+    std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)
     std::vector<double> force, jar, Jv, wforce, wjar, x, quad;   // quad: 3 per row (Line)
     std::vector<int> state, wstate, hstate;
     Cones wcones;
@@ -108,9 +110,9 @@ struct ConstraintWork {
         acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
-        for (auto *x : {&M, &LH}) x->resize(V * V);
+        M.resize(V * V);
         for (auto *x : {&Mt, &LHt}) x->resize(size_t(tree_nnz(m)));
-        nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LHinv.resize(V);
+        g.resize(V), xt.resize(V), LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
     ConstraintWork(const ConstraintWork &) = delete;
