@@ -19,7 +19,6 @@ second (above 1: physai is faster; targets: simulate >= 1, rollout >= 2). Best o
 import argparse
 import os
 import sys
-import time
 from pathlib import Path
 
 import mujoco
@@ -32,19 +31,11 @@ from physai.exceptions import UnsupportedModelError
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments" / "task-models"))
 import task_models  # noqa: E402  (the survey's loading and start state)
+from bench_contact import best  # noqa: E402  (best of 3 rounds)
 
 MODELS = ["dm_control/fish", "dm_control/quadruped", "gymnasium/humanoid"]
 NAMES = {code: name for name, code in integrators.MUJOCO_INTEGRATOR.items()}
 CHECK = 1e-8                         # [rad or m] physai's q within this of mj_step's
-
-
-def best(fn, rounds: int = 3) -> float:
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def setup(name: str):
