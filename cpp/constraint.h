@@ -242,20 +242,25 @@ inline void point_bias_acceleration(const Model &m, const Data<double> &d, const
 
 // ---------------------------------------------------------------- the rows
 
-// the rows' buffers for up to n rows
+// the rows' buffers for up to n rows: J (n x nv) when it is returned (r.dense; else a block's scratch, next_rows), the
+// nonzero columns and their entries grown as rows are added (add)
 inline void reserve_rows(Rows &r, int n) {
     size_t N = size_t(n);
+    if (r.dense && r.J.size() < N * size_t(r.nv)) r.J.resize(N * size_t(r.nv));
     if (r.start.size() > N) return;
     for (auto *x : {&r.pos, &r.margin, &r.frictionloss, &r.diagA, &r.R, &r.D, &r.K, &r.B, &r.imp, &r.impP, &r.vel, &r.aref})
         x->resize(N);
-    r.type.resize(N), r.id.resize(N), r.start.resize(N + 1), r.cols.resize(N * size_t(r.nv));
-    r.J.resize(N * size_t(r.nv)), r.val.resize(N * size_t(r.nv));
+    r.type.resize(N), r.id.resize(N), r.start.resize(N + 1);
 }
+
+// the next block's rows of J: at row nefc when J is returned (r.dense), else the scratch's first rows
+inline double *block_rows(Rows &r) { return r.J.data() + (r.dense ? size_t(r.nefc) * r.nv : 0); }
 
 // the next n rows of J, zeroed for a block to write (a block that writes all its given columns, which add reads alone,
 // needs no zeros when J is not returned)
 inline double *next_rows(Rows &r, int n, bool given = false) {
-    double *J = r.J.data() + size_t(r.nefc) * r.nv;
+    if (!r.dense && r.J.size() < size_t(n) * r.nv) r.J.resize(size_t(n) * r.nv);
+    double *J = block_rows(r);
     if (r.dense || !given) std::fill(J, J + size_t(n) * r.nv, 0.0);
     return J;
 }
@@ -265,9 +270,11 @@ inline double *next_rows(Rows &r, int n, bool given = false) {
 // ascending columns outside which the rows are zero). Returns whether it was added.
 inline bool add(Rows &r, int n, const double *pos, const double *margin, double frictionloss, int kind, int64_t id,
                 const double *diagA, const int *given = nullptr, int ncols = 0) {
-    int nv = r.nv;
-    const double *J = r.J.data() + size_t(r.nefc) * nv;
-    int *cols = r.cols.data(), at = r.start[size_t(r.nefc)], first = at;
+    int nv = r.nv, at = r.start[size_t(r.nefc)], first = at;
+    const double *J = block_rows(r);
+    size_t room = size_t(at) + size_t(n) * nv;                         // the block's columns at most
+    if (r.cols.size() < room) r.cols.resize(room), r.val.resize(room);
+    int *cols = r.cols.data();
     for (int i = 0; i < n; i++) {
         if (given)
             for (int k = 0; k < ncols; k++) cols[at++] = given[k];
