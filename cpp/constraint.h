@@ -88,13 +88,15 @@ struct ConstraintWork {
     std::vector<int> cols;
     // the solver: M (nv x nv, crb's); M on the tree's pattern (Mt: the model's sparse layout of M, forward.h; entry
     // (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1), its factor in d.qL, d.qLinv;
-    // H's factor there (LHt) when the rows are chains (r.tree), else dense (LH, nv x nv) with its rows' nonzero runs
-    // (cholesky); H's tree factor's reciprocal diagonal (LHinv); a row's x x^T along a chain (xt, by depth); vectors of
-    // nv; vectors of nefc
+    // H's factor there (LHt) when the rows are chains (r.tree), else on its sparse pattern (LH at Ladr, Lcol, from
+    // factor_pattern, Lrows its rows' columns while made); H's tree factor's reciprocal diagonal (LHinv); a row's x x^T
+    // along a chain (xt, by depth); vectors of nv; vectors of nefc
     std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
-    std::vector<int> nzH, countH;
-    std::vector<double> G, g;                       // a group of rows' J^T D J (nv x nv), a row's entries (nv)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent;     // Ltadr, Ltent: its columns' entries (factor_pattern)
+    std::vector<std::vector<int>> Lrows;
+    std::vector<double> Lwork;
+    std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)
     std::vector<double> force, jar, Jv, wforce, wjar, x, quad;   // quad: 3 per row (Line)
     std::vector<int> state, wstate, hstate;
     Cones wcones;
@@ -109,9 +111,9 @@ struct ConstraintWork {
         acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
-        for (auto *x : {&M, &LH}) x->resize(V * V);
+        M.resize(V * V);
         for (auto *x : {&Mt, &LHt}) x->resize(size_t(tree_nnz(m)));
-        nzH.resize(2 * V * V), countH.resize(V), G.resize(V * V), g.resize(V), xt.resize(V), LHinv.resize(V);
+        g.resize(V), xt.resize(V), LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
     }
     ConstraintWork(const ConstraintWork &) = delete;
@@ -241,20 +243,25 @@ inline void point_bias_acceleration(const Model &m, const Data<double> &d, const
 
 // ---------------------------------------------------------------- the rows
 
-// the rows' buffers for up to n rows
+// the rows' buffers for up to n rows: J (n x nv) when it is returned (r.dense; else a block's scratch, next_rows), the
+// nonzero columns and their entries grown as rows are added (add)
 inline void reserve_rows(Rows &r, int n) {
     size_t N = size_t(n);
+    if (r.dense && r.J.size() < N * size_t(r.nv)) r.J.resize(N * size_t(r.nv));
     if (r.start.size() > N) return;
     for (auto *x : {&r.pos, &r.margin, &r.frictionloss, &r.diagA, &r.R, &r.D, &r.K, &r.B, &r.imp, &r.impP, &r.vel, &r.aref})
         x->resize(N);
-    r.type.resize(N), r.id.resize(N), r.start.resize(N + 1), r.cols.resize(N * size_t(r.nv));
-    r.J.resize(N * size_t(r.nv)), r.val.resize(N * size_t(r.nv));
+    r.type.resize(N), r.id.resize(N), r.start.resize(N + 1);
 }
+
+// the next block's rows of J: at row nefc when J is returned (r.dense), else the scratch's first rows
+inline double *block_rows(Rows &r) { return r.J.data() + (r.dense ? size_t(r.nefc) * r.nv : 0); }
 
 // the next n rows of J, zeroed for a block to write (a block that writes all its given columns, which add reads alone,
 // needs no zeros when J is not returned)
 inline double *next_rows(Rows &r, int n, bool given = false) {
-    double *J = r.J.data() + size_t(r.nefc) * r.nv;
+    if (!r.dense && r.J.size() < size_t(n) * r.nv) r.J.resize(size_t(n) * r.nv);
+    double *J = block_rows(r);
     if (r.dense || !given) std::fill(J, J + size_t(n) * r.nv, 0.0);
     return J;
 }
@@ -264,9 +271,11 @@ inline double *next_rows(Rows &r, int n, bool given = false) {
 // ascending columns outside which the rows are zero). Returns whether it was added.
 inline bool add(Rows &r, int n, const double *pos, const double *margin, double frictionloss, int kind, int64_t id,
                 const double *diagA, const int *given = nullptr, int ncols = 0) {
-    int nv = r.nv;
-    const double *J = r.J.data() + size_t(r.nefc) * nv;
-    int *cols = r.cols.data(), at = r.start[size_t(r.nefc)], first = at;
+    int nv = r.nv, at = r.start[size_t(r.nefc)], first = at;
+    const double *J = block_rows(r);
+    size_t room = size_t(at) + size_t(n) * nv;                         // the block's columns at most
+    if (r.cols.size() < room) r.cols.resize(room), r.val.resize(room);
+    int *cols = r.cols.data();
     for (int i = 0; i < n; i++) {
         if (given)
             for (int k = 0; k < ncols; k++) cols[at++] = given[k];

@@ -12,8 +12,8 @@
 //
 // M is factored by Cholesky on the tree's pattern (the model's sparse layout of M, forward.h: no fill-in); so is the
 // Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
-// else it is factored dense (the factor of forward.h's cholesky_solve, written as row updates, on its rows' nonzero
-// runs); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
+// else on its sparse pattern with the elimination's fill-in (factor_pattern, as MuJoCo's sparse Cholesky: the same
+// elimination as forward.h's cholesky_solve, written as row updates); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
 // its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h).
 #pragma once
 
@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <utility>
 #include <vector>
 
@@ -36,61 +37,93 @@ namespace {
 
 // ---------------------------------------------------------------- small helpers
 
-// row k's nonzero columns left of its diagonal in L (row-major n x n) as runs of consecutive columns: [runs[2 a],
-// runs[2 a + 1]) for a < count, into runs (k pairs at most); returns count
-inline int find_runs(const double *Lk, int k, int *runs) {
-    int count = 0;
-    for (int i = 0; i < k; i++) {
-        if (Lk[i] == 0.0) continue;
-        if (count && runs[2 * count - 1] == i) runs[2 * count - 1] = i + 1;
-        else runs[2 * count] = i, runs[2 * count + 1] = i + 1, count++;
+// the pattern of H's factor when the rows are not chains (w.Ladr, w.Lcol: row k's columns left of its diagonal
+// ascending, then k): M's on the tree's pattern and each group's columns pairwise, over every row whatever its state
+// (a contact's rows share their columns, so its cone's J_c^T H_c J_c is inside), with the fill-in of the elimination from
+// the last row to the first (MuJoCo's mju_cholFactorSymbolic: row k's columns left of its parent p, its last column
+// left of the diagonal, merged into row p's)
+inline void factor_pattern(const Model &m, ConstraintWork &w) {
+    const int nv = m.nv;
+    std::vector<std::vector<int>> &rows = w.Lrows;
+    rows.resize(size_t(nv));
+    for (int i = 0; i < nv; i++) rows[size_t(i)].assign(m.M_colind + m.M_rowadr[i], m.M_colind + m.M_rowadr[i] + m.M_rownnz[i]);
+    for_each_group(w.r, [&](int, int, int nc, const int *cols) {
+        for (int a = 0; a < nc; a++) rows[size_t(cols[a])].insert(rows[size_t(cols[a])].end(), cols, cols + a + 1);
+    });
+    for (std::vector<int> &row : rows) {
+        std::sort(row.begin(), row.end());
+        row.erase(std::unique(row.begin(), row.end()), row.end());
     }
-    return count;
+    std::vector<int> merged;
+    for (int k = nv - 1; k >= 0; k--) {
+        std::vector<int> &row = rows[size_t(k)];
+        if (row.size() < 2) continue;
+        std::vector<int> &parent = rows[size_t(row[row.size() - 2])];     // row p gains row k's columns left of p
+        merged.clear();
+        std::set_union(row.begin(), row.end() - 2, parent.begin(), parent.end(), std::back_inserter(merged));
+        parent.swap(merged);
+    }
+    w.Ladr.assign(1, 0), w.Lcol.clear();
+    for (int k = 0; k < nv; k++) {
+        const std::vector<int> &row = rows[size_t(k)];
+        w.Lcol.insert(w.Lcol.end(), row.begin(), row.end());
+        w.Ladr.push_back(int(w.Lcol.size()));
+    }
+    // the columns: column j's entries left of the diagonal (their index in Lcol) by row descending
+    w.Ltadr.assign(size_t(nv) + 1, 0);
+    for (int k = 0; k < nv; k++)
+        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) w.Ltadr[size_t(w.Lcol[size_t(a)]) + 1]++;
+    for (int j = 0; j < nv; j++) w.Ltadr[size_t(j) + 1] += w.Ltadr[size_t(j)];
+    w.Ltent.resize(size_t(w.Ltadr[size_t(nv)]));
+    std::vector<int> fill(w.Ltadr.begin(), w.Ltadr.end() - 1);
+    for (int k = nv - 1; k >= 0; k--)
+        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) w.Ltent[size_t(fill[size_t(w.Lcol[size_t(a)])]++)] = a;
+    if (w.LH.size() < w.Lcol.size()) w.LH.resize(w.Lcol.size());
+    if (w.Lwork.size() < size_t(nv)) w.Lwork.assign(size_t(nv), 0.0);
 }
 
-// H = L^T L for H symmetric positive definite (row-major n x n: its lower triangle read and overwritten by L, lower
-// triangular), the rows eliminated from the last to the first (MuJoCo's mj_factorM order: a dof coupled to its
-// ancestors only, a tree's pattern, fills in nothing); row k's nonzero columns left of its diagonal as runs
-// (find_runs) into runs[2 k n ..], their number into count[k], for the solves. false on a non-positive pivot.
-inline bool cholesky(double *H, int n, int *runs, int *count) {
-    for (int k = n - 1; k >= 0; k--) {
-        double *Hk = H + size_t(k) * n;
-        if (!(Hk[k] > 0.0)) return false;
-        double d = std::sqrt(Hk[k]);
-        Hk[k] = d;
-        int *z = runs + 2 * size_t(k) * n, c = find_runs(Hk, k, z);
-        count[k] = c;
-        for (int a = 0; a < c; a++)
-            for (int i = z[2 * a]; i < z[2 * a + 1]; i++) Hk[i] = Hk[i] / d;
-        for (int a = 0; a < c; a++)                                    // H_ij -= L_ki L_kj, j <= i < k
-            for (int i = z[2 * a]; i < z[2 * a + 1]; i++) {
-                double x = Hk[i], *Hi = H + size_t(i) * n;
-                for (int b = 0; b <= a; b++) {
-                    int e = std::min(z[2 * b + 1], i + 1);
-                    for (int j = z[2 * b]; j < e; j++) Hi[j] -= x * Hk[j];
-                }
-            }
+// H = L^T L for H symmetric positive definite on the pattern of factor_pattern (w.Ladr, w.Lcol: row k's columns
+// ascending, its diagonal last; H's lower triangle there read and overwritten by L in w.LH), the rows eliminated from
+// the last to the first (MuJoCo's mj_factorM order: a dof coupled to its ancestors only, a tree's pattern, fills in
+// nothing; mju_cholFactorNumeric): row i gathers H_ij - sum_k L_ki L_kj over the rows k > i with L_ki != 0 (k
+// descending, in w.Lwork: the updates of the elimination, in its order), then is scaled by its pivot's square root.
+// false on a non-positive pivot.
+inline bool cholesky(ConstraintWork &w, int n) {
+    double *L = w.LH.data(), *work = w.Lwork.data();
+    const int *adr = w.Ladr.data(), *col = w.Lcol.data(), *tadr = w.Ltadr.data(), *tent = w.Ltent.data();
+    for (int i = n - 1; i >= 0; i--) {
+        double *Li = L + adr[i];
+        const int *ci = col + adr[i], ni = adr[i + 1] - adr[i] - 1;
+        for (int a = 0; a <= ni; a++) work[ci[a]] = Li[a];
+        for (int t = tadr[i]; t < tadr[i + 1]; t++) {                  // H_ij -= L_ki L_kj, j <= i < k
+            int e = tent[t], k0 = adr[std::upper_bound(adr, adr + n + 1, e) - adr - 1];
+            double x = L[e];
+            for (int b = k0; b <= e; b++) work[col[b]] -= x * L[b];
+        }
+        for (int a = 0; a <= ni; a++) Li[a] = work[ci[a]], work[ci[a]] = 0.0;
+        if (!(Li[ni] > 0.0)) return false;
+        double d = std::sqrt(Li[ni]);
+        Li[ni] = d;
+        for (int a = 0; a < ni; a++) Li[a] = Li[a] / d;
     }
     return true;
 }
 
 // x with L^T L x = b from cholesky's factor, over b
-inline void cholesky_solve_factored(const double *L, int n, const int *runs, const int *count, double *b) {
+inline void cholesky_solve_factored(const double *L, const int *adr, const int *col, int n, double *b) {
     for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
-        const double *Lk = L + size_t(k) * n;
-        const int *z = runs + 2 * size_t(k) * n;
-        double y = b[k] / Lk[k];
+        const double *Lk = L + adr[k];
+        const int *ck = col + adr[k], nk = adr[k + 1] - adr[k] - 1;
+        double y = b[k] / Lk[nk];
         b[k] = y;
-        for (int a = 0; a < count[k]; a++)
-            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) b[j] -= Lk[j] * y;
+        for (int a = 0; a < nk; a++) b[ck[a]] -= Lk[a] * y;
     }
     for (int k = 0; k < n; k++) {                                      // L x = y
-        const double *Lk = L + size_t(k) * n;
-        const int *z = runs + 2 * size_t(k) * n;
+        const double *Lk = L + adr[k];
+        const int *ck = col + adr[k], nk = adr[k + 1] - adr[k] - 1;
         double t = b[k];
-        for (int a = 0; a < count[k]; a++)
-            for (int j = z[2 * a]; j < z[2 * a + 1]; j++) t -= Lk[j] * b[j];
-        b[k] = t / Lk[k];
+        for (int a = 0; a < nk; a++) t -= Lk[a] * b[ck[a]];
+        b[k] = t / Lk[nk];
     }
 }
 
@@ -335,19 +368,25 @@ inline double line_search(const Line &line, double snorm, double gtol, int64_t m
 }
 
 // H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.LH's
-// lower triangle, or w.LHt on the tree's pattern when the rows are chains (_hessian; H is symmetric by construction)
+// lower triangle on factor_pattern's pattern, or w.LHt on the tree's pattern when the rows are chains (_hessian; H is
+// symmetric by construction)
 inline void hessian(const Model &m, ConstraintWork &w, const int *state, const Cones &cones) {
     const Rows &r = w.r;
     int nv = m.nv;
     const bool tree = r.tree;
     const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz, *col = m.M_colind;
     double *H = tree ? w.LHt.data() : w.LH.data();
+    const int *Ladr = w.Ladr.data(), *Lcol = w.Lcol.data();
     // entry (i, j), j <= i
-    auto at = [&](int i, int j) -> double & { return tree ? H[adr[i] + nnz[j] - 1] : H[size_t(i) * nv + j]; };
-    std::fill(H, H + (tree ? size_t(tree_nnz(m)) : size_t(nv) * nv), 0.0);
-    double *G = w.G.data(), *g = w.g.data();
+    auto at = [&](int i, int j) -> double & {
+        return tree ? H[adr[i] + nnz[j] - 1] : H[std::lower_bound(Lcol + Ladr[i], Lcol + Ladr[i + 1], j) - Lcol];
+    };
+    std::fill(H, H + (tree ? size_t(tree_nnz(m)) : w.Lcol.size()), 0.0);
+    double *g = w.g.data();
     for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
+        if (w.G.size() < size_t(nc) * nc) w.G.resize(size_t(nc) * nc);
+        double *G = w.G.data();
         std::fill(G, G + size_t(nc) * nc, 0.0);
         const double *J[4];
         double D[4];
@@ -379,7 +418,7 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
     } else {
         for (int k = 0; k < nv; k++)
             for (int64_t a = adr[k]; a < adr[k] + nnz[k]; a++) {
-                double &h = H[size_t(k) * nv + size_t(col[a])];
+                double &h = at(k, int(col[a]));
                 h = M[a] + h;
             }
     }
@@ -436,9 +475,7 @@ inline void gradient(const Model &m, ConstraintWork &w, const double *force) {
 // depth d is any of its rows' ancestor d); else every row of L from the last column down.
 inline bool update_factor(const Model &m, ConstraintWork &w) {
     const Rows &r = w.r;
-    const int nv = m.nv;
     double *x = w.x.data();
-    char *touched = w.mark.data();                                     // the rows of L changed (mark is all zero here)
     for (int i = 0; i < r.nefc; i++) {
         bool was = w.hstate[size_t(i)] == QUADRATIC, is = w.state[size_t(i)] == QUADRATIC;
         int a = r.start[size_t(i)], e = r.start[size_t(i) + 1];
@@ -469,27 +506,19 @@ inline bool update_factor(const Model &m, ConstraintWork &w) {
         std::fill(x, x + top + 1, 0.0);
         for (int k = a; k < e; k++) x[r.cols[size_t(k)]] = r.val[size_t(k)] * sd;
         for (int k = top; k >= 0; k--) {                               // x x^T into the rows of L from the last
-            if (x[k] == 0.0) continue;
-            touched[k] = 1;
-            double *Lk = L + size_t(k) * nv, Lkk = Lk[k];
-            double t = Lkk * Lkk + (is ? x[k] * x[k] : -x[k] * x[k]);
-            if (!(t >= MINVAL)) {
-                std::fill(touched, touched + nv, 0);
-                return false;
-            }
+            if (x[k] == 0.0) continue;                                 // x's other entries are in row k's pattern
+            double *Lk = L + w.Ladr[size_t(k)];
+            const int *ck = w.Lcol.data() + w.Ladr[size_t(k)], nk = w.Ladr[size_t(k) + 1] - w.Ladr[size_t(k)] - 1;
+            double Lkk = Lk[nk], t = Lkk * Lkk + (is ? x[k] * x[k] : -x[k] * x[k]);
+            if (!(t >= MINVAL)) return false;
             double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
-            Lk[k] = rr;
+            Lk[nk] = rr;
             if (is)
-                for (int j = 0; j < k; j++) Lk[j] = (Lk[j] + sn * x[j]) * cinv;
+                for (int j = 0; j < nk; j++) Lk[j] = (Lk[j] + sn * x[ck[j]]) * cinv;
             else
-                for (int j = 0; j < k; j++) Lk[j] = (Lk[j] - sn * x[j]) * cinv;
-            for (int j = 0; j < k; j++) x[j] = c * x[j] - sn * Lk[j];
+                for (int j = 0; j < nk; j++) Lk[j] = (Lk[j] - sn * x[ck[j]]) * cinv;
+            for (int j = 0; j < nk; j++) x[ck[j]] = c * x[ck[j]] - sn * Lk[j];
         }
-    }
-    for (int k = 0; k < nv && !r.tree; k++) {                          // the rows' nonzero columns, fill-in included
-        if (!touched[k]) continue;
-        touched[k] = 0;
-        w.countH[size_t(k)] = find_runs(w.LH.data() + size_t(k) * nv, k, w.nzH.data() + 2 * size_t(k) * nv);
     }
     return true;
 }
@@ -515,7 +544,7 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
     std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
     fresh = false;
     if (w.r.tree) return tree_cholesky(m, w.LHt.data(), w.LHinv.data());
-    return cholesky(w.LH.data(), m.nv, w.nzH.data(), w.countH.data());
+    return cholesky(w, m.nv);
 }
 
 // M's factor on the tree's pattern (w.d.qL, w.d.qLinv) from M there (w.Mt); false on a non-positive pivot
@@ -611,8 +640,9 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
-        else cholesky_solve_factored(w.LH.data(), nv, w.nzH.data(), w.countH.data(), b);
+        else cholesky_solve_factored(w.LH.data(), w.Ladr.data(), w.Lcol.data(), nv, b);
     };
+    if (!r.tree) factor_pattern(m, w);
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     double improvement = 0.0;
     int64_t it = 0;

@@ -104,3 +104,21 @@ def states(m: mujoco.MjModel, steps: int, every: int, key: int | None = None):
         if k % every == 0:
             mujoco.mj_forward(m, d)
             yield k, d
+
+
+def sphere_pile(spheres: int, radius: float = 0.05, overlap: float = 0.01) -> str:
+    """An MJCF scene: `spheres` spheres (radius [m], each on a free joint) stacked in a square lattice of layers inside
+    four walls on a floor (planes), neighbours overlapping by `overlap` of the radius: every sphere touches its
+    neighbours from the first step (as in a settled pile, one island of them all) and the pile collapses."""
+    side = int(np.ceil(np.sqrt(spheres / 4)))
+    pitch = (2 - overlap) * radius
+    half = side * pitch / 2 + radius                   # the walls just outside the outer spheres' centres
+    bodies = []
+    for i in range(spheres):
+        layer, k = divmod(i, side * side)
+        x, y = (np.array(divmod(k, side)) - (side - 1) / 2) * pitch
+        z = radius * (1 - overlap) + layer * pitch
+        bodies.append(f'<body pos="{x} {y} {z}"><freejoint/><geom type="sphere" size="{radius}"/></body>')
+    walls = "".join(f'<geom type="plane" size="0 0 1" pos="{px} {py} 0" zaxis="{zx} {zy} 0"/>'
+                    for px, py, zx, zy in [(-half, 0, 1, 0), (half, 0, -1, 0), (0, -half, 0, 1), (0, half, 0, -1)])
+    return f'<mujoco><worldbody><geom type="plane" size="0 0 1"/>{walls}{"".join(bodies)}</worldbody></mujoco>'
