@@ -323,6 +323,12 @@ void make_model(CompiledModel *self, nb::handle mapping) {
                 if (kept) keptaxis[size_t(i)] = k;
             }
         m.link_keptaxis = nm->arrays.ints.emplace_back(std::move(keptaxis)).data();
+        // the links without mass or inertia (model.h)
+        std::vector<char> &massless = nm->arrays.flags.emplace_back(size_t(L), 0);
+        for (int64_t i = 0; i < L; i++)
+            massless[size_t(i)] = m.link_mass[i] == 0.0 && std::all_of(m.link_inertia + 9 * i, m.link_inertia + 9 * i + 9,
+                                                                        [](double x) { return x == 0.0; });
+        m.link_massless = massless.data();
         // each link's path centred (model.h): its path links' centres and its path dofs' turning links on the path
         std::vector<char> &centred = nm->arrays.flags.emplace_back(size_t(L), 1);
         for (int64_t l = 0; l < L; l++) {

@@ -50,6 +50,7 @@ struct Model {
     // per link: the axis k a hinge's local rotation keeps, its row k and column k e_k at every t (a hinge about a
     // coordinate axis of its link's frame), or -1 (derived by the bound Model: link_pose's product skips the zeros)
     const int64_t *link_keptaxis = nullptr;
+    const char *link_massless = nullptr;         // (nlink): no mass and no inertia (com_pos: its cinert is zero)
     // per link: its path's stages suffice for its Jacobians (smooth.h's path_stages): every path link's centre and every
     // path dof's turning link on the path from its tree's root to it (derived by the bound Model)
     const char *link_pathcentred = nullptr;

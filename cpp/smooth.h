@@ -313,6 +313,12 @@ template <class T> void com_pos(const Model &m, Data<T> &d) {
         // c = x + R ipos;  h = m c
         mat3_times(R, &m.link_ipos[3 * i], Rp);
         for (int a = 0; a < 3; a++) c[a] = x[a] + Rp[a];
+        if (m.link_massless[i]) {                                      // no mass, no inertia: I = 0
+            for (int k = 0; k < 9; k++) I.I[k] = splat<T>(0.0);
+            for (int a = 0; a < 3; a++) I.h[a] = splat<T>(0.0);
+            I.m = splat<T>(0.0);
+            continue;
+        }
         for (int a = 0; a < 3; a++) I.h[a] = mass * c[a];
         // Ibar = R I R^T - h c^T + (h . c) 1
         mat3_mul(R, J, RI);
