@@ -318,6 +318,25 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.link_tvary = nm->arrays.ints.emplace_back(std::move(tvary)).data();
         m.link_worldaxes = nm->arrays.flags.emplace_back(std::move(worldaxes)).data();
         m.link_ballplain = nm->arrays.flags.emplace_back(std::move(ballplain)).data();
+        // the axis each hinge's local rotation keeps (model.h): row k and column k of its R constant e_k
+        std::vector<int64_t> keptaxis(static_cast<size_t>(L), -1);
+        for (int64_t i = 0; i < L; i++)
+            for (int k = 2; k >= 0 && m.link_jnttype[i] == 0; k--) {
+                bool kept = true;
+                for (int c = 0; c < 3; c++)
+                    for (int a : {3 * k + c, 3 * c + k}) {             // (R, p) entries (k, c) and (c, k): G's rows a + a / 3
+                        const double *g = &m.link_G[48 * i + 4 * (a + a / 3)];
+                        kept = kept && g[1] == 0.0 && g[2] == 0.0 && g[3] == 0.0 && g[0] == (c == k ? 1.0 : 0.0);
+                    }
+                if (kept) keptaxis[size_t(i)] = k;
+            }
+        m.link_keptaxis = nm->arrays.ints.emplace_back(std::move(keptaxis)).data();
+        // the links without mass or inertia (model.h)
+        std::vector<char> &massless = nm->arrays.flags.emplace_back(size_t(L), 0);
+        for (int64_t i = 0; i < L; i++)
+            massless[size_t(i)] = m.link_mass[i] == 0.0 && std::all_of(m.link_inertia + 9 * i, m.link_inertia + 9 * i + 9,
+                                                                        [](double x) { return x == 0.0; });
+        m.link_massless = massless.data();
         // each link's path centred (model.h): its path links' centres and its path dofs' turning links on the path
         std::vector<char> &centred = nm->arrays.flags.emplace_back(size_t(L), 1);
         for (int64_t l = 0; l < L; l++) {
@@ -339,6 +358,14 @@ void make_model(CompiledModel *self, nb::handle mapping) {
             for (int a = 0; a < 6; a++)
                 if (m.dof_motion[6 * j + a] != 0.0) parts[size_t(j)] |= char(a < 3 ? 1 : 2);
         m.dof_motionparts = parts.data();
+        // each dof's angular part as a signed coordinate axis (model.h), or -1
+        std::vector<int64_t> unitaxis(static_cast<size_t>(V), -1);
+        for (int64_t j = 0; j < V; j++) {
+            const double *s = &m.dof_motion[6 * j];
+            for (int k = 0; k < 3; k++)
+                if (std::fabs(s[k]) == 1.0 && s[(k + 1) % 3] == 0.0 && s[(k + 2) % 3] == 0.0) unitaxis[size_t(j)] = s[k] > 0 ? k : k + 3;
+        }
+        m.dof_unitaxis = nm->arrays.ints.emplace_back(std::move(unitaxis)).data();
         // M's rows (model.h): row i is its parent's row, then i
         std::vector<int64_t> rownnz(static_cast<size_t>(V)), rowadr(static_cast<size_t>(V)), colind;
         for (int64_t i = 0; i < V; i++) {

@@ -48,6 +48,10 @@ struct Model {
     const double *link_T0 = nullptr;                             // (nlink, 12)
     const int64_t *link_tvaryadr = nullptr, *link_tvarynum = nullptr, *link_tvary = nullptr;
     const char *link_worldaxes = nullptr, *link_ballplain = nullptr;
+    // per link: the axis k a hinge's local rotation keeps, its row k and column k e_k at every t (a hinge about a
+    // coordinate axis of its link's frame), or -1 (derived by the bound Model: link_pose's product skips the zeros)
+    const int64_t *link_keptaxis = nullptr;
+    const char *link_massless = nullptr;         // (nlink): no mass and no inertia (com_pos: its cinert is zero)
     // per link: its path's stages suffice for its Jacobians (smooth.h's path_stages): every path link's centre and every
     // path dof's turning link on the path from its tree's root to it (derived by the bound Model)
     const char *link_pathcentred = nullptr;
@@ -57,6 +61,8 @@ struct Model {
                                                // turns its column (mj_jacDot); -1 for the others (cdof_dot as it is)
     const double *dof_motion = nullptr, *dof_armature = nullptr;    // (nv, 6) in the link frame, (nv)
     const char *dof_motionparts = nullptr;     // (nv): 1 if dof_motion's angular part is not zero, + 2 if its linear part is not
+    const int64_t *dof_unitaxis = nullptr;     // (nv): k if dof_motion's angular part is e_k, k + 3 if -e_k, else -1 (derived
+                                               // by the bound Model: dof_subspace reads R s as a column of R)
     const double *dof_damping = nullptr;                            // (nv)
     const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
     // M's lower triangle row by row (MuJoCo's M_rownnz, M_rowadr, M_colind, derived from dof_parentid by the bound

@@ -92,7 +92,12 @@ template <class T> int link_pose(const Model &m, Data<T> &d, const T *q, int i) 
         for (int a = 0; a < 3; a++) st[a] = p[a], x[a] = p[a] + xp[a];
     } else {
         const T *Xp = &d.xmat[9 * par], *xp = &d.xpos[3 * par];
-        mat3_mul(Xp, R, X);
+        switch (m.link_keptaxis[i]) {                                  // a hinge about a coordinate axis: R_loc's zeros skipped
+            case 0: mat3_mul_keeping<0>(Xp, R, X); break;
+            case 1: mat3_mul_keeping<1>(Xp, R, X); break;
+            case 2: mat3_mul_keeping<2>(Xp, R, X); break;
+            default: mat3_mul(Xp, R, X);
+        }
         mat3_times(Xp, p, st);
         for (int a = 0; a < 3; a++) x[a] = st[a] + xp[a];
     }
@@ -285,8 +290,14 @@ template <class T> void dof_subspace(const Model &m, Data<T> &d, int j) {
     const double *s = &m.dof_motion[6 * j];
     const int parts = m.dof_motionparts[j];
     T *S = &d.cdof[6 * j], xs[3];
-    if (parts & 1) mat3_times(R, s, S);
-    else S[0] = S[1] = S[2] = splat<T>(0.0);
+    const int64_t axis = m.dof_unitaxis[j];
+    if (axis >= 0) {                                                   // s_ang = +-e_k: R s_ang is R's column k
+        for (int a = 0; a < 3; a++) S[a] = axis < 3 ? R[3 * a + axis] : -R[3 * a + axis - 3];
+    } else if (parts & 1) {
+        mat3_times(R, s, S);
+    } else {
+        S[0] = S[1] = S[2] = splat<T>(0.0);
+    }
     if (parts & 2) mat3_times(R, s + 3, S + 3);
     else S[3] = S[4] = S[5] = splat<T>(0.0);
     if (!(parts & 1)) return;
@@ -307,6 +318,12 @@ template <class T> void com_pos(const Model &m, Data<T> &d) {
         // c = x + R ipos;  h = m c
         mat3_times(R, &m.link_ipos[3 * i], Rp);
         for (int a = 0; a < 3; a++) c[a] = x[a] + Rp[a];
+        if (m.link_massless[i]) {                                      // no mass, no inertia: I = 0
+            for (int k = 0; k < 9; k++) I.I[k] = splat<T>(0.0);
+            for (int a = 0; a < 3; a++) I.h[a] = splat<T>(0.0);
+            I.m = splat<T>(0.0);
+            continue;
+        }
         for (int a = 0; a < 3; a++) I.h[a] = mass * c[a];
         // Ibar = R I R^T - h c^T + (h . c) 1
         mat3_mul(R, J, RI);

@@ -43,6 +43,15 @@ template <class A, class B, class R> inline void mat3_mul(const A *a, const B *b
         for (int j = 0; j < 3; j++) r[3 * i + j] = a[3 * i] * b[j] + a[3 * i + 1] * b[3 + j] + a[3 * i + 2] * b[6 + j];
 }
 
+// r = A B for a B whose row k and column k are e_k: r's column k is A's, the others the two other terms of the sum in
+// mat3_mul's order (the products by B's zeros left out: the same numbers)
+template <int K, class A, class B, class R> inline void mat3_mul_keeping(const A *a, const B *b, R *r) {
+    constexpr int u = K == 0 ? 1 : 0, w = K == 2 ? 1 : 2;              // the other two indices, in order
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            r[3 * i + j] = j == K ? a[3 * i + K] : a[3 * i + u] * b[3 * u + j] + a[3 * i + w] * b[3 * w + j];
+}
+
 // v x m (crm(v) m) for motion vectors v = (w, u): (w x m_ang, w x m_lin + u x m_ang)
 template <class T> inline void cross_motion(const T *v, const T *m, T *r) {
     T a[3], b[3];
