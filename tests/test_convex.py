@@ -3,8 +3,9 @@ here: random scenes of each pair (random sizes, poses, margins and gaps, apart, 
 contact count and geom pairs, and the positions, frames and distances where the counts agree; a short mj_step
 trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h). The
 pairs of MuJoCo 4's multi-contact (MULTI_PAIRS: capsules, cylinders, boxes and meshes with cylinders, boxes and meshes)
-with multiccd disabled (one contact), with it on for boxes and meshes and a cylinder with a cylinder or a mesh without
-margin (up to 4 contacts), and the refusal by name of the rest (capsules, cylinder-box, margins) with it on.
+with multiccd disabled (one contact), with it on for boxes and meshes (with and without margins) and a cylinder with a
+cylinder or a mesh without margin (up to 4 contacts), and the refusal by name of the rest (capsules, cylinder-box,
+cylinders with a margin) with it on.
 
 Tolerances. physai's text follows MuJoCo 4.0's algorithm (its 3.x source with the changes 4.0's library shows: a
 geom's margin taken off before GJK and added back, the nearest point moved to the origin's projection, EPA ending
@@ -85,13 +86,21 @@ def random_states(m: mujoco.MjModel, rng: np.random.Generator, n: int) -> list:
     return out
 
 
+def nearest_order(mine, ref) -> list:
+    """For each of ref's contacts, the index of mine's contact nearest to it (position), when that is a permutation of
+    mine's; else mine's own order."""
+    order = [int(np.argmin(np.abs(mine.pos - p).max(axis=1))) for p in ref.pos]
+    return order if sorted(order) == list(range(len(mine))) else list(range(len(mine)))
+
+
 def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy", option: str = "",
-            margins: bool = True) -> dict:
+            margins: bool = True, reorder: bool = False) -> dict:
     """Counts and errors of physai's contacts (on the backend) against mj_collision's on random scenes of a pair
     (pair_scene's option and margins): states, agree (same count and geom pairs), several (of those, states of more
     than one contact), contacts (where they agree), close (within AGREE in every field), max_pos, max_frame, max_dist
-    (the largest errors)."""
-    out = dict(states=0, agree=0, several=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0)
+    (the largest errors); reorder: mine's contacts of a state compared in nearest_order, reordered counting the states
+    where that is not their own order."""
+    out = dict(states=0, agree=0, several=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0, reordered=0)
     for seed in seeds:
         m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed, option, margins))
         d = mujoco.MjData(m)
@@ -107,9 +116,11 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "n
                 continue
             out["agree"] += 1
             out["several"] += len(ref) > 1
-            for k in range(len(ref)):
-                errs = (np.abs(mine.pos[k] - ref.pos[k]).max(), np.abs(mine.frame[k] - ref.frame[k]).max(),
-                        abs(mine.dist[k] - ref.dist[k]))
+            order = nearest_order(mine, ref) if reorder else list(range(len(ref)))
+            out["reordered"] += order != list(range(len(ref)))
+            for k, i in enumerate(order):
+                errs = (np.abs(mine.pos[i] - ref.pos[k]).max(), np.abs(mine.frame[i] - ref.frame[k]).max(),
+                        abs(mine.dist[i] - ref.dist[k]))
                 out["contacts"] += 1
                 out["close"] += int(max(errs) <= AGREE)
                 for name, err in zip(("max_pos", "max_frame", "max_dist"), errs):
@@ -117,13 +128,14 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "n
     return out
 
 
-def check_agreement(kind1: str, kind2: str, backend: str, option: str = "", margins: bool = True) -> dict:
+def check_agreement(kind1: str, kind2: str, backend: str, option: str = "", margins: bool = True,
+                    reorder: bool = False) -> dict:
     """compare's result on SCENES scenes: the same contact count and geom pairs as mj_collision in at least 99% of the
     states; where they agree, distances within AGREE, positions and frames within AGREE in CLOSE of the contacts and
-    WITNESS_TOL in all. Returns compare's counts."""
-    r = compare(kind1, kind2, range(SCENES), backend=backend, option=option, margins=margins)
+    WITNESS_TOL in all (reorder: compare's, in at most 1% of the states). Returns compare's counts."""
+    r = compare(kind1, kind2, range(SCENES), backend=backend, option=option, margins=margins, reorder=reorder)
     where = f"{kind1}-{kind2}: {r}"
-    assert r["agree"] >= 0.99 * r["states"], where
+    assert r["agree"] >= 0.99 * r["states"] and r["reordered"] <= 0.01 * r["states"], where
     assert r["contacts"] > 0.2 * r["states"], where
     assert r["max_dist"] <= AGREE, where
     assert r["close"] >= CLOSE * r["contacts"], where
@@ -152,6 +164,19 @@ def test_polygon_pairs_match_mj_collision(kind1, kind2, backend):
     """Boxes and meshes without margin under MuJoCo 4's multi-contact (multiccd on), on both backends, as
     check_agreement states, every contact within AGREE, in scenes where MuJoCo finds up to 4 contacts a pair."""
     r = check_agreement(kind1, kind2, backend, margins=False)
+    assert r["close"] == r["contacts"] and r["several"] > 0.05 * r["states"], f"{kind1}-{kind2}: {r}"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", [("box", "mesh"), ("mesh", "mesh")])
+def test_polygon_pairs_with_margins_match_mj_collision(kind1, kind2, backend):
+    """Boxes and meshes with random margins and gaps under MuJoCo 4's multi-contact (multiccd on: the bare geoms'
+    features from GJK's last simplex while apart, from EPA's face in contact; points within the margin kept), on both
+    backends, as check_agreement states, every contact within AGREE, several contacts a pair in some states. Up to
+    1% of the states may hold the same contacts in the other order (reorder): an edge clipped at both ends by a face
+    gives two pairs of duplicate crossing points, whose farthest pair is a tie that rounding breaks (MuJoCo 4.0's
+    polygonClip does physai's arithmetic; in 1 of 160 states of mesh-mesh it breaks the tie the other way)."""
+    r = check_agreement(kind1, kind2, backend, reorder=True)
     assert r["close"] == r["contacts"] and r["several"] > 0.05 * r["states"], f"{kind1}-{kind2}: {r}"
 
 
@@ -204,9 +229,9 @@ def test_a_cylinder_resting_on_a_cylinder_gets_mujocos_contacts(backend):
 
 def test_multi_pairs_are_refused_with_multiccd():
     """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS with a capsule, a cylinder with a box, and the
-    other pairs with a margin: UnsupportedModelError naming multi-contact and the flag that makes physai collide it;
+    cylinder pairs with a margin: UnsupportedModelError naming multi-contact and the flag that makes physai collide it;
     physai.collision.ignoring_unsupported leaves the pair out."""
-    for kind1, kind2 in MULTI_PAIRS:
+    for kind1, kind2 in [pair for pair in MULTI_PAIRS if pair not in (("box", "mesh"), ("mesh", "mesh"))]:
         xml = pair_scene(kind1, kind2, 0, margins=False)
         if kind1 != "capsule":
             xml = xml.replace('margin="0"', 'margin="0.01"', 1)

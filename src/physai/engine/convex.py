@@ -12,7 +12,7 @@ cylinders).
     functions(tolerance, iterations, multiccd)   the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and
                                             HFIELD_PAIRS list
     collided(kinds, margin, multiccd)       whether physai collides that pair as MuJoCo 4 does
-    multicontact(status, obj1, obj2)        MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders: up
+    multicontact(status, obj1, obj2, margin)   MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders: up
                                             to 4 contacts from EPA's last face (face and edge normals, polygon_clip)
 
 The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
@@ -34,9 +34,14 @@ multi-contact) names its caps by its support point's cap (vertex 0: +z, 1: -z); 
 is its cap, a 16-gon of rim points (cos and sin of 2 pi k / 16 to 15 decimals, MuJoCo's table); its edge is the side
 line through the point, to the other cap. A cap inside the other face clips to the whole 16-gon, whose largest
 quadrilaterals tie: rounding picks one, so a state 1e-18 away may get 4 contacts turned by 22.5 degrees about the axis
-(as MuJoCo's own). MuJoCo 4's multi-contact of capsules (3.15), of pairs with a margin (not in
-the published source) and of a cylinder with a box (polygon_pair) is not reproduced: those candidates are refused by
-name (collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+(as MuJoCo's own). Two boxes or meshes with a margin (MuJoCo 3.17's multi-contact with margins, read from 4.0's
+library and contacts): the geoms without their margin name the features, from GJK's last simplex while they are apart
+within the margin, else from EPA's face of the grown geoms, their points the bare support points (Vertex.bare); the
+bare faces are clipped, points within the margin of the reference face kept, and each witness pair is grown by half the
+margin along that face's normal from geom 1 into geom 2 (inflate_witnesses: dist the bare distance). MuJoCo 4's
+multi-contact of capsules (3.15), of cylinders with a margin (4.0 moves a cylinder's edge point onto its bare rim from
+the grown point, not reproduced) and of a cylinder with a box (polygon_pair) is not reproduced: those candidates are
+refused by name (collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -161,13 +166,25 @@ def convex(kind1: int, kind2: int, pos1, mat1, shape1, pos2, mat2, shape2, margi
            iterations: int, max_contacts: int = 1) -> list:
     """MuJoCo's mjc_Convex with native CCD: [(dist [m], pos (3,), normal (3,), tangent (3,))] when the two geoms, each
     grown by margin / 2, overlap (gjk.ccd's distance below 0), else []. dist = margin + ccd's distance, pos halfway
-    between the witness points, normal along x1 - x2 (from geom 1 into geom 2). max_contacts > 1 (two boxes or meshes
-    without margin, multiccd on): up to 4 contacts from EPA's face (multicontact), else EPA's one."""
+    between the witness points, normal along x1 - x2 (from geom 1 into geom 2). max_contacts > 1 (a polygon_pair,
+    multiccd on): up to 4 contacts from EPA's face, or with a margin from GJK's last simplex while the geoms without
+    it are apart (multicontact), else ccd's one."""
     obj1, obj2 = Shape(kind1, pos1, mat1, shape1, margin), Shape(kind2, pos2, mat2, shape2, margin)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # degenerate input: C's IEEE answers
         status = gjk.ccd(obj1, obj2, tolerance, iterations)
-        found = multicontact(status, obj1, obj2) if max_contacts > 1 and status.face else []
+        apart = margin > 0 and status.simplex and status.dist < gjk.MAX_LIMIT   # within the margin: GJK's simplex
+        found = multicontact(status, obj1, obj2, margin) if max_contacts > 1 and (status.face or apart) else []
     return _contact(found or _witnesses(status), margin)
+
+
+def inflate_witnesses(found: list, n: np.ndarray, margin: float) -> list:
+    """multicontact's witness pairs [(dist, x1, x2)] (dist: the bare geoms' signed distance [m]) as ccd's: each geom
+    grown by margin / 2 along the clipped face's unit normal n (3,) from geom 1 into geom 2 (gjk.inflate_along), dist
+    - margin; unchanged without margin."""
+    if not margin:
+        return found
+    half = 0.5 * margin
+    return [(dist - (half + half), *gjk.inflate_along(x1, x2, n, half, half)) for dist, x1, x2 in found]
 
 
 def _witnesses(status) -> list:
@@ -191,12 +208,14 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
 
 
 def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
-    """Whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a cylinder with a cylinder or a
-    mesh, without margin (margin + gap), multiccd on. A cylinder with a box stays refused: where a box face clips a
-    cylinder's side line at both ends, the duplicate crossing point makes the farthest pair a tie that rounding
-    breaks, and MuJoCo 4 breaks it otherwise in some states (the same contacts in the other order)."""
-    polygonal = kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH) or kinds in ((CYLINDER, CYLINDER), (CYLINDER, MESH))
-    return multiccd and margin == 0 and polygonal
+    """Whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes with any margin
+    (margin + gap >= 0), a cylinder with a cylinder or a mesh without margin. A cylinder with a box, and a cylinder with
+    a margin, stay refused: where a face clips a cylinder's side line at one or both ends, the duplicate crossing point
+    makes the farthest pair a tie that rounding breaks, and MuJoCo 4 breaks it otherwise in some states (the same
+    contacts in the other order)."""
+    polygonal = kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH)
+    cylinders = kinds in ((CYLINDER, CYLINDER), (CYLINDER, MESH))
+    return multiccd and (polygonal and margin >= 0 or cylinders and margin == 0)
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
@@ -205,7 +224,7 @@ HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYL
 def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
     """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
     CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
-    MuJoCo 4's multi-contact of capsules, and of pairs with a margin, is not here."""
+    MuJoCo 4's multi-contact of capsules, of a cylinder with a box and of cylinders with a margin is not here."""
     return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
 
 
@@ -571,9 +590,9 @@ def clip(polygon: list, a, pn) -> list:
     return out
 
 
-def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray) -> list:
+def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray, margin: float) -> list:
     """The contacts [(dist, x1, x2)] of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes
-    through face1's edges along n, its points on or below face1's plane kept, each a witness pair (witness_on_face);
+    through face1's edges along n, its points within margin [m] of face1's plane kept, each a witness pair (witness_on_face);
     more than 4: the 4 of the largest quadrilateral (polygon_quad); an edge's: its two farthest points. [] when face1 has
     fewer than 3 points or nothing is left."""
     if len(face1) < 3:
@@ -581,7 +600,7 @@ def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray)
     polygon = list(face2)
     for e in range(len(face1)):
         polygon = clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % len(face1)], n))
-    polygon = [p for p in polygon if gjk.dot3(p - face1[0], n) <= 0]   # on or below face1's plane
+    polygon = [p for p in polygon if gjk.dot3(p - face1[0], n) <= margin]   # within margin of face1's plane
     if len(polygon) > MAX_POLYGON_CONTACTS:
         polygon = polygon_quad(polygon)
     elif len(face2) == 2 and len(polygon) > 2:                          # an edge: its two farthest points
@@ -594,30 +613,44 @@ def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray)
     return [witness_on_face(p, face1[0], n, direction) for p in polygon]
 
 
-def multicontact(status, obj1, obj2) -> list:
-    """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders from EPA's last face,
-    or [] (keep EPA's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim); when a face of one is
-    aligned with a face of the other (aligned_faces) the two faces are clipped (polygon_clip), else when an edge of one
-    lies on a face of the other (aligned_face_edge; geom 1's edge first) the edge is clipped by the face."""
+def simplex_face(status) -> list:
+    """The 3 Vertex multi-contact reads: EPA's last face, else (the geoms without margin apart) GJK's last simplex, its
+    last vertex repeated to 3."""
+    if status.face:
+        return status.face
+    return status.simplex + status.simplex[-1:] * (3 - len(status.simplex))
+
+
+def multicontact(status, obj1, obj2, margin: float) -> list:
+    """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders from EPA's last face
+    (or GJK's last simplex: simplex_face), or [] (keep ccd's one). Each shape's side of that face is a vertex, an edge or
+    a face (simplex_dim) of the bare geom (no margin); when a face of one is aligned with a face of the other
+    (aligned_faces) the two faces are clipped (polygon_clip, points within margin [m] kept), else when an edge of one
+    lies on a face of the other (aligned_face_edge; geom 1's edge first) the edge is clipped by the face; the witness
+    pairs then grown by the margin (inflate_witnesses)."""
     if any(o.kind == MESH and not o.mesh.polygons for o in (obj1, obj2)):
         return []
-    ids1, ids2 = [v.index[0] for v in status.face], [v.index[1] for v in status.face]
-    p1, p2 = [v.vert1 for v in status.face], [v.vert2 for v in status.face]
+    face = simplex_face(status)
+    ids1, ids2 = [v.index[0] for v in face], [v.index[1] for v in face]
+    p1, p2 = [v.bare[0] for v in face], [v.bare[1] for v in face]
     dim1, dim2 = simplex_dim(ids1, p1), simplex_dim(ids2, p2)
     n1, faces1 = feature_normals(obj1, dim1, ids1, status.x1 - status.x2)
     n2, faces2 = feature_normals(obj2, dim2, ids2, status.x2 - status.x1)
     if (match := aligned_faces(n1, n2)) is not None:                   # face on face
         i, j = match
-        return polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j])
+        found = polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j], margin)
+        return inflate_witnesses(found, -n2[j], margin)
     if dim1 < 3:                                      # an edge of 1 on a face of 2
         edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
         if (match := aligned_face_edge(edges, n2)) is not None:
             i, j = match
-            found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j])
-            return [(dist, x2, x1) for dist, x1, x2 in found]           # the faces were swapped
+            found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j], margin)
+            found = [(dist, x2, x1) for dist, x1, x2 in found]          # the faces were swapped
+            return inflate_witnesses(found, -n2[j], margin)
     if dim2 < 3:                                                       # an edge of 2 on a face of 1
         edges, ends = edge_normals(obj2, dim2, p2, ids2[0])
         if (match := aligned_face_edge(edges, n1)) is not None:
             i, j = match
-            return polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j])
+            found = polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j], margin)
+            return inflate_witnesses(found, n1[j], margin)
     return []
