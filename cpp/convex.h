@@ -449,6 +449,28 @@ inline std::vector<Vertex> simplex_face(const Status &status) {
     return face;
 }
 
+// the rim point of cap (0: +z, 1: -z) radially out from point (its local x, y scaled to the radius; the axis when they
+// are below 1e-15), in the world (convex.cylinder_rim)
+inline V3 cylinder_rim(const CcdObject &o, const V3 &point, int64_t cap) {
+    V3 local = to_local(o, point - o.pos);
+    double n2 = local[0] * local[0] + local[1] * local[1];
+    double scale = n2 >= GJK_MINVAL2 ? o.size[0] / std::sqrt(n2) : 0.0;
+    return to_world(o, {scale * local[0], scale * local[1], cap ? -o.size[1] : o.size[1]});
+}
+
+// the 3 points of one geom (side 0: geom 1, 1: geom 2) at EPA's face or GJK's simplex that multi-contact reads: the
+// bare support points; a cylinder's, with a margin, its grown points moved radially onto its rim (convex.edge_points)
+inline void edge_points(const CcdObject &o, const std::vector<Vertex> &face, int side, double margin, V3 out[3]) {
+    for (int k = 0; k < 3; k++) {
+        const Vertex &v = face[size_t(k)];
+        if (o.kind == GEOM_CYLINDER && margin > 0) {
+            out[k] = cylinder_rim(o, side ? v.vert2 : v.vert1, side ? v.index2 : v.index1);
+        } else {
+            out[k] = side ? v.bare2 : v.bare1;
+        }
+    }
+}
+
 // MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders from EPA's last face (or GJK's last
 // simplex), the bare geoms' features clipped, points within margin kept, or none (keep ccd's one)
 inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2, double margin) {
@@ -458,10 +480,8 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     std::vector<Vertex> face = simplex_face(status);
     int64_t ids1[3], ids2[3];
     V3 p1[3], p2[3];
-    for (int k = 0; k < 3; k++) {
-        const Vertex &v = face[size_t(k)];
-        ids1[k] = v.index1, ids2[k] = v.index2, p1[k] = v.bare1, p2[k] = v.bare2;
-    }
+    for (int k = 0; k < 3; k++) ids1[k] = face[size_t(k)].index1, ids2[k] = face[size_t(k)].index2;
+    edge_points(o1, face, 0, margin, p1), edge_points(o2, face, 1, margin, p2);
     int dim1 = simplex_dim(ids1, p1), dim2 = simplex_dim(ids2, p2);
     std::vector<V3> n1, n2, edges, ends;
     std::vector<int64_t> faces1, faces2;
@@ -489,12 +509,12 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     return none;
 }
 
-// whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes with any margin, a
-// cylinder with a cylinder or a mesh without margin (convex.polygon_pair)
+// whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a cylinder with a cylinder, a
+// box or a mesh, with margin >= 0, multiccd on (convex.polygon_pair)
 inline bool polygon_pair(int64_t t1, int64_t t2, double margin, bool multiccd) {
-    bool polygonal = (t1 == GEOM_BOX || t1 == GEOM_MESH) && (t2 == GEOM_BOX || t2 == GEOM_MESH);
-    bool cylinders = t1 == GEOM_CYLINDER && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH);
-    return multiccd && ((polygonal && margin >= 0) || (cylinders && margin == 0));
+    bool polygonal = ((t1 == GEOM_BOX || t1 == GEOM_MESH || t1 == GEOM_CYLINDER) && (t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
+                     (t1 == GEOM_CYLINDER && t2 == GEOM_CYLINDER);
+    return multiccd && margin >= 0 && polygonal;
 }
 
 // the pairs collided here (convex.CONVEX_PAIRS and MULTI_PAIRS; which candidates they take: collision.candidates)

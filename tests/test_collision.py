@@ -512,10 +512,11 @@ def test_near_parallel_capsules_match_mj_collision(backend):
 def g1_states(n: int = 12, unsupported: bool = False):
     """(MjModel of the G1 in its scene, MjData after mj_forward, states (n, nq)): the G1 from its keyframe, lowered by up
     to 3 cm with its joints perturbed by N(0, 0.3): feet in the floor, and cylinder-mesh pairs near; unsupported: its
-    cylinders given a 1 mm margin (MuJoCo 4's multi-contact with a margin, which physai refuses)."""
+    cylinders given a -1 mm margin (margin + gap < 0: MuJoCo 4's multi-contact with a negative margin, which physai
+    refuses)."""
     m = models.load("unitree_g1", "scene")
     if unsupported:
-        m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CYLINDER] = 0.001
+        m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CYLINDER] = -0.001
     d, rng, qs = mujoco.MjData(m), np.random.default_rng(5), []
     for _ in range(n):
         mujoco.mj_resetDataKeyframe(m, d, 0)

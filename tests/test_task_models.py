@@ -25,7 +25,7 @@ EXPECTED_REFUSED = {
     "gymnasium/pusher_v5": "capsule-cylinder",
     "dm_control/reacher": "capsule-cylinder",
     "dm_control/finger": "capsule-cylinder",
-    "dm_control/dog": "capsule-cylinder",                          # and cylinder-box: the first refusal its run meets
+    "dm_control/dog": "capsule-cylinder",                          # the first refusal its run meets
     "dm_control/quadruped": "capsule-cylinder",                    # the first refusal its run meets
 }
 #: The models whose run leaves mj_step's by more than 1e-8: (the reason, the steps they follow it before).

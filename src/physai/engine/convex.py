@@ -23,7 +23,7 @@ distance is the margin plus GJK/EPA's signed distance.
 
 MULTI_PAIRS (a capsule, cylinder, box or mesh with a cylinder, box or mesh) are the pairs MuJoCo 4 may give several
 contacts (multiccd, on by default): with mjDSBL_MULTICCD set they are one contact each, as above. With multiccd on, two
-boxes, meshes or cylinders without margin get MuJoCo's single-shot multi-contact (polygon_pair, multicontact): EPA's
+boxes, meshes or cylinders get MuJoCo's single-shot multi-contact (polygon_pair, multicontact): EPA's
 last face names a vertex, edge or face of each; a face of one facing a face of the other (normals within FACE_TOL), or
 an edge of one lying on a face of the other (EDGE_TOL), is clipped against it, and each clipped point is a contact. This
 is the 3.x source's algorithm with the changes MuJoCo 4.0's contacts show (measured against mj_collision): the clipped
@@ -38,10 +38,12 @@ quadrilaterals tie: rounding picks one, so a state 1e-18 away may get 4 contacts
 library and contacts): the geoms without their margin name the features, from GJK's last simplex while they are apart
 within the margin, else from EPA's face of the grown geoms, their points the bare support points (Vertex.bare); the
 bare faces are clipped, points within the margin of the reference face kept, and each witness pair is grown by half the
-margin along that face's normal from geom 1 into geom 2 (inflate_witnesses: dist the bare distance). MuJoCo 4's
-multi-contact of capsules (3.15), of cylinders with a margin (4.0 moves a cylinder's edge point onto its bare rim from
-the grown point, not reproduced) and of a cylinder with a box (polygon_pair) is not reproduced: those candidates are
-refused by name (collision.check_supported), or left out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+margin along that face's normal from geom 1 into geom 2 (inflate_witnesses: dist the bare distance). A cylinder's edge
+point, with a margin, is its grown support point moved radially onto its rim (cylinder_rim, as 4.0's library does):
+where a face clips a side line at one or both ends, the duplicate crossing points make the farthest pair a tie, and
+those bits break it as MuJoCo's. MuJoCo 4's multi-contact of capsules (3.15) and of pairs with a negative margin
+(margin + gap < 0) is not reproduced: those candidates are refused by name (collision.check_supported), or left out
+with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -208,14 +210,10 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
 
 
 def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
-    """Whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes with any margin
-    (margin + gap >= 0), a cylinder with a cylinder or a mesh without margin. A cylinder with a box, and a cylinder with
-    a margin, stay refused: where a face clips a cylinder's side line at one or both ends, the duplicate crossing point
-    makes the farthest pair a tie that rounding breaks, and MuJoCo 4 breaks it otherwise in some states (the same
-    contacts in the other order)."""
-    polygonal = kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH)
-    cylinders = kinds in ((CYLINDER, CYLINDER), (CYLINDER, MESH))
-    return multiccd and (polygonal and margin >= 0 or cylinders and margin == 0)
+    """Whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a cylinder with a cylinder, a
+    box or a mesh, with margin (margin + gap) >= 0, multiccd on."""
+    polygonal = kinds[0] in (BOX, MESH, CYLINDER) and kinds[1] in (BOX, MESH) or kinds == (CYLINDER, CYLINDER)
+    return multiccd and margin >= 0 and polygonal
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
@@ -224,7 +222,7 @@ HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYL
 def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
     """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
     CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
-    MuJoCo 4's multi-contact of capsules, of a cylinder with a box and of cylinders with a margin is not here."""
+    MuJoCo 4's multi-contact of capsules, and of pairs with a negative margin, is not here."""
     return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
 
 
@@ -621,6 +619,23 @@ def simplex_face(status) -> list:
     return status.simplex + status.simplex[-1:] * (3 - len(status.simplex))
 
 
+def cylinder_rim(obj, point: np.ndarray, cap: int) -> np.ndarray:
+    """The rim point of cap (0: +z, 1: -z) radially out from point (3,) [m] (its local x, y scaled to the radius; the
+    axis when they are below 1e-15), in the world."""
+    local = mat_t_times_mj(obj.mat, point - obj.pos)
+    n2 = local[0] * local[0] + local[1] * local[1]
+    scale = obj.size[0] / math.sqrt(n2) if n2 >= MINVAL2 else 0.0
+    return _to_world(obj, np.array([scale * local[0], scale * local[1], -obj.size[1] if cap else obj.size[1]]))
+
+
+def edge_points(obj, face: list, side: int, margin: float) -> list:
+    """The 3 points of one geom (side 0: geom 1, 1: geom 2) at EPA's face or GJK's simplex that multi-contact reads:
+    the bare support points; a cylinder's, with a margin, its grown points moved radially onto its rim (cylinder_rim)."""
+    if obj.kind == CYLINDER and margin > 0:
+        return [cylinder_rim(obj, (v.vert1, v.vert2)[side], v.index[side]) for v in face]
+    return [v.bare[side] for v in face]
+
+
 def multicontact(status, obj1, obj2, margin: float) -> list:
     """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders from EPA's last face
     (or GJK's last simplex: simplex_face), or [] (keep ccd's one). Each shape's side of that face is a vertex, an edge or
@@ -632,7 +647,7 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
         return []
     face = simplex_face(status)
     ids1, ids2 = [v.index[0] for v in face], [v.index[1] for v in face]
-    p1, p2 = [v.bare[0] for v in face], [v.bare[1] for v in face]
+    p1, p2 = edge_points(obj1, face, 0, margin), edge_points(obj2, face, 1, margin)
     dim1, dim2 = simplex_dim(ids1, p1), simplex_dim(ids2, p2)
     n1, faces1 = feature_normals(obj1, dim1, ids1, status.x1 - status.x2)
     n2, faces2 = feature_normals(obj2, dim2, ids2, status.x2 - status.x1)
