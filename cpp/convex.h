@@ -334,11 +334,15 @@ inline bool aligned_faces(const std::vector<V3> &n1, const std::vector<V3> &n2, 
     return found;
 }
 
-// the first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL; false: none
-inline bool aligned_face_edge(const std::vector<V3> &edges, const std::vector<V3> &normals, size_t &j, size_t &i) {
-    for (i = 0; i < normals.size(); i++)
+// the first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL, of the faces whose
+// normal points along toward (facing the other geom); false: none
+inline bool aligned_face_edge(const std::vector<V3> &edges, const std::vector<V3> &normals, const V3 &toward, size_t &j,
+                              size_t &i) {
+    for (i = 0; i < normals.size(); i++) {
+        if (dot3(normals[i], toward) <= GJK_MINVAL) continue;          // facing away from the other geom
         for (j = 0; j < edges.size(); j++)
             if (std::fabs(dot3(edges[j], normals[i])) < EDGE_TOL) return true;
+    }
     return false;
 }
 
@@ -493,7 +497,7 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
                                  -n2[j], margin);
     if (dim1 < 3) {                                                    // an edge of 1 on a face of 2
         edge_normals(o1, dim1, p1, ids1[0], edges, ends);
-        if (aligned_face_edge(edges, n2, i, j)) {
+        if (aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) {
             std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin);
             for (Witness &w : found) std::swap(w.x1, w.x2);             // the faces were swapped
             return inflate_witnesses(found, -n2[j], margin);
@@ -502,7 +506,7 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     if (dim2 < 3) {                                                    // an edge of 2 on a face of 1
         edges.clear(), ends.clear();
         edge_normals(o2, dim2, p2, ids2[0], edges, ends);
-        if (aligned_face_edge(edges, n1, i, j))
+        if (aligned_face_edge(edges, n1, status.x1 - status.x2, i, j))
             return inflate_witnesses(polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j], margin), n1[j],
                                      margin);
     }

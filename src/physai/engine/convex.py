@@ -519,9 +519,12 @@ def aligned_faces(n1: list, n2: list) -> tuple | None:
     return found
 
 
-def aligned_face_edge(edges: list, normals: list) -> tuple | None:
-    """The first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL, or None."""
+def aligned_face_edge(edges: list, normals: list, toward: np.ndarray) -> tuple | None:
+    """The first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL, of the faces
+    whose normal points along toward (3,) (<n, toward> > 1e-15: facing the other geom), or None."""
     for i, n in enumerate(normals):
+        if gjk.dot3(n, toward) <= MINVAL:                              # facing away from the other geom
+            continue
         for j, e in enumerate(edges):
             if abs(gjk.dot3(e, n)) < EDGE_TOL:
                 return j, i
@@ -657,14 +660,14 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
         return inflate_witnesses(found, -n2[j], margin)
     if dim1 < 3:                                      # an edge of 1 on a face of 2
         edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
-        if (match := aligned_face_edge(edges, n2)) is not None:
+        if (match := aligned_face_edge(edges, n2, status.x2 - status.x1)) is not None:
             i, j = match
             found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j], margin)
             found = [(dist, x2, x1) for dist, x1, x2 in found]          # the faces were swapped
             return inflate_witnesses(found, -n2[j], margin)
     if dim2 < 3:                                                       # an edge of 2 on a face of 1
         edges, ends = edge_normals(obj2, dim2, p2, ids2[0])
-        if (match := aligned_face_edge(edges, n1)) is not None:
+        if (match := aligned_face_edge(edges, n1, status.x1 - status.x2)) is not None:
             i, j = match
             found = polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j], margin)
             return inflate_witnesses(found, n1[j], margin)
