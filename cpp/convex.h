@@ -4,8 +4,8 @@
 //     sphere_support ... mesh_support_point   the geoms' support functions (their point farthest along a direction)
 //     shrink, restore                         a geom without its margin, a sphere as its centre, a capsule as its segment
 //     normalize ... polygon_clip              multi-contact's pieces: face and edge normals, faces, clipping
-//     multicontact(status, o1, o2)            MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders, or a
-//                                             capsule with a cylinder or a mesh (capsule_side, capsule_on_face)
+//     multicontact(status, o1, o2, margin)    MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders, or
+//                                             a capsule with a cylinder or a mesh (capsule_side, capsule_on_face)
 //     convex_pair(p, out)                     MuJoCo's mjc_Convex: the pair's contacts (gjk.h's ccd, multicontact)
 //     is_convex_pair(t1, t2)                  the pairs convex.CONVEX_PAIRS and MULTI_PAIRS list
 //     Prism, prism_add, prism_center, prism_support, local_extent, hfield_convex
@@ -309,14 +309,6 @@ inline std::vector<V3> capsule_side(const CcdObject &o, const V3 &point) {
     return {z * (-s - o.size[1]) + point, z * (o.size[1] - s) + point};
 }
 
-// the 3 vertices multi-contact reads: EPA's last face, or after a capsule's shallow contact GJK's last simplex (1 to 3
-// vertices) filled up with its first vertex
-inline std::vector<Vertex> features(const Status &status) {
-    if (!status.face.empty()) return status.face;
-    const std::vector<Vertex> &simplex = status.simplex;
-    return {simplex[0], simplex[simplex.size() > 1 ? 1 : 0], simplex[simplex.size() > 2 ? 2 : 0]};
-}
-
 // the face normals and face ids of a box, mesh or cylinder at its side of EPA's face
 inline void feature_normals(const CcdObject &o, int dim, const int64_t ids[3], const V3 &direction, std::vector<V3> &normals,
                             std::vector<int64_t> &faces) {
@@ -351,11 +343,15 @@ inline bool aligned_faces(const std::vector<V3> &n1, const std::vector<V3> &n2, 
     return found;
 }
 
-// the first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL; false: none
-inline bool aligned_face_edge(const std::vector<V3> &edges, const std::vector<V3> &normals, size_t &j, size_t &i) {
-    for (i = 0; i < normals.size(); i++)
+// the first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL, of the faces whose
+// normal points along toward (facing the other geom); false: none
+inline bool aligned_face_edge(const std::vector<V3> &edges, const std::vector<V3> &normals, const V3 &toward, size_t &j,
+                              size_t &i) {
+    for (i = 0; i < normals.size(); i++) {
+        if (dot3(normals[i], toward) <= GJK_MINVAL) continue;          // facing away from the other geom
         for (j = 0; j < edges.size(); j++)
             if (std::fabs(dot3(edges[j], normals[i])) < EDGE_TOL) return true;
+    }
     return false;
 }
 
@@ -418,16 +414,16 @@ inline std::vector<V3> clip(const std::vector<V3> &polygon, const V3 &a, const V
 }
 
 // the contacts of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes through face1's edges
-// along n, its points on or below face1's plane kept, each a witness pair; more than 4: the largest quadrilateral's;
-// an edge's: its two farthest points (convex.polygon_clip)
+// along n, its points within margin of face1's plane kept, each a witness pair; more than 4: the largest
+// quadrilateral's; an edge's: its two farthest points (convex.polygon_clip)
 inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std::vector<V3> &face2, const V3 &n,
-                                         const V3 &direction) {
+                                         const V3 &direction, double margin) {
     std::vector<Witness> out;
     if (face1.size() < 3) return out;
     std::vector<V3> polygon = face2, kept;
     for (size_t e = 0; e < face1.size(); e++) polygon = clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % face1.size()], n));
     for (const V3 &p : polygon)
-        if (dot3(p - face1[0], n) <= 0) kept.push_back(p);              // on or below face1's plane
+        if (dot3(p - face1[0], n) <= margin) kept.push_back(p);         // within margin of face1's plane
     if (kept.size() > size_t(MAX_POLYGON_CONTACTS)) {
         kept = polygon_quad(kept);
     } else if (face2.size() == 2 && kept.size() > 2) {                  // an edge: its two farthest points
@@ -444,30 +440,74 @@ inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std
     return out;
 }
 
-// MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
-// (capsule_side) clipped by the first face of geom 2 its axis lies on, as a box's edge is, else none
+// multicontact's witness pairs (dist: the bare geoms' signed distance) as ccd's: each geom grown by margin / 2 along
+// the clipped face's unit normal n from geom 1 into geom 2, dist - margin; unchanged without margin
+// (convex.inflate_witnesses)
+inline std::vector<Witness> inflate_witnesses(std::vector<Witness> found, const V3 &n, double margin) {
+    if (!margin) return found;
+    double half = 0.5 * margin;
+    for (Witness &w : found) {
+        w.dist -= half + half;
+        inflate_along(w.x1, w.x2, n, half, half);
+    }
+    return found;
+}
+
+// the 3 Vertex multi-contact reads: EPA's last face, else GJK's last simplex (the geoms without their margin apart, or
+// a capsule's segment apart from the other geom: a shallow contact), its last vertex repeated to 3 (convex.simplex_face)
+inline std::vector<Vertex> simplex_face(const Status &status) {
+    if (!status.face.empty()) return status.face;
+    std::vector<Vertex> face = status.simplex;
+    while (face.size() < 3) face.push_back(status.simplex.back());
+    return face;
+}
+
+// the rim point of cap (0: +z, 1: -z) radially out from point (its local x, y scaled to the radius; the axis when they
+// are below 1e-15), in the world (convex.cylinder_rim)
+inline V3 cylinder_rim(const CcdObject &o, const V3 &point, int64_t cap) {
+    V3 local = to_local(o, point - o.pos);
+    double n2 = local[0] * local[0] + local[1] * local[1];
+    double scale = n2 >= GJK_MINVAL2 ? o.size[0] / std::sqrt(n2) : 0.0;
+    return to_world(o, {scale * local[0], scale * local[1], cap ? -o.size[1] : o.size[1]});
+}
+
+// the 3 points of one geom (side 0: geom 1, 1: geom 2) at EPA's face or GJK's simplex that multi-contact reads: the
+// bare support points; a cylinder's, with a margin, its grown points moved radially onto its rim (convex.edge_points)
+inline void edge_points(const CcdObject &o, const std::vector<Vertex> &face, int side, double margin, V3 out[3]) {
+    for (int k = 0; k < 3; k++) {
+        const Vertex &v = face[size_t(k)];
+        if (o.kind == GEOM_CYLINDER && margin > 0) {
+            out[k] = cylinder_rim(o, side ? v.vert2 : v.vert1, side ? v.index2 : v.index1);
+        } else {
+            out[k] = side ? v.bare2 : v.bare1;
+        }
+    }
+}
+
+// MuJoCo 4's multi-contact of a capsule (geom 1, without margin; it has no faces): its side line through its witness
+// point x1 (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on, as a box's edge is,
+// else none
 inline std::vector<Witness> capsule_on_face(const Status &status, const CcdObject &o1, const CcdObject &o2,
                                             const std::vector<V3> &n2, const std::vector<int64_t> &faces2) {
     size_t i, j;
-    if (!aligned_face_edge({V3{o1.mat[2], o1.mat[5], o1.mat[8]}}, n2, i, j)) return {};
-    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), capsule_side(o1, status.x1), n2[j], -n2[j]);
+    if (!aligned_face_edge({V3{o1.mat[2], o1.mat[5], o1.mat[8]}}, n2, status.x2 - status.x1, i, j)) return {};
+    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), capsule_side(o1, status.x1), n2[j], -n2[j], 0.0);
     for (Witness &w : found) std::swap(w.x1, w.x2);                     // the faces were swapped
     return found;
 }
 
-// MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders from EPA's last face, or none (keep
-// EPA's one)
-inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2) {
+// MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders, or of a capsule (geom 1) with a cylinder
+// or a mesh (capsule_on_face), from EPA's last face (or GJK's last simplex), the bare geoms' features clipped, points
+// within margin kept, or none (keep ccd's one)
+inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2, double margin) {
     std::vector<Witness> none;
     for (const CcdObject *o : {&o1, &o2})
         if (o->kind == GEOM_MESH && !static_cast<const ConvexMesh *>(o->mesh)->npoly) return none;
+    std::vector<Vertex> face = simplex_face(status);
     int64_t ids1[3], ids2[3];
     V3 p1[3], p2[3];
-    std::vector<Vertex> face = features(status);
-    for (int k = 0; k < 3; k++) {
-        const Vertex &v = face[size_t(k)];
-        ids1[k] = v.index1, ids2[k] = v.index2, p1[k] = v.vert1, p2[k] = v.vert2;
-    }
+    for (int k = 0; k < 3; k++) ids1[k] = face[size_t(k)].index1, ids2[k] = face[size_t(k)].index2;
+    edge_points(o1, face, 0, margin, p1), edge_points(o2, face, 1, margin, p2);
     int dim1 = simplex_dim(ids1, p1), dim2 = simplex_dim(ids2, p2);
     std::vector<V3> n1, n2, edges, ends;
     std::vector<int64_t> faces1, faces2;
@@ -476,29 +516,33 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
     size_t i, j;
     if (aligned_faces(n1, n2, i, j))                                   // face on face
-        return polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j]);
+        return inflate_witnesses(polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j], margin),
+                                 -n2[j], margin);
     if (dim1 < 3) {                                                    // an edge of 1 on a face of 2
         edge_normals(o1, dim1, p1, ids1[0], edges, ends);
-        if (aligned_face_edge(edges, n2, i, j)) {
-            std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j]);
+        if (aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) {
+            std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin);
             for (Witness &w : found) std::swap(w.x1, w.x2);             // the faces were swapped
-            return found;
+            return inflate_witnesses(found, -n2[j], margin);
         }
     }
     if (dim2 < 3) {                                                    // an edge of 2 on a face of 1
         edges.clear(), ends.clear();
         edge_normals(o2, dim2, p2, ids2[0], edges, ends);
-        if (aligned_face_edge(edges, n1, i, j)) return polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j]);
+        if (aligned_face_edge(edges, n1, status.x1 - status.x2, i, j))
+            return inflate_witnesses(polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j], margin), n1[j],
+                                     margin);
     }
     return none;
 }
 
-// whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a capsule or a cylinder with a
-// cylinder or a mesh, without margin, multiccd on (convex.polygon_pair)
+// whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, or a cylinder with a
+// cylinder, a box or a mesh, with margin >= 0; a capsule with a cylinder or a mesh without margin (convex.polygon_pair)
 inline bool polygon_pair(int64_t t1, int64_t t2, double margin, bool multiccd) {
-    bool polygonal = ((t1 == GEOM_BOX || t1 == GEOM_MESH) && (t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
-                     ((t1 == GEOM_CAPSULE || t1 == GEOM_CYLINDER) && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH));
-    return multiccd && margin == 0 && polygonal;
+    bool polygonal = ((t1 == GEOM_BOX || t1 == GEOM_MESH || t1 == GEOM_CYLINDER) && (t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
+                     (t1 == GEOM_CYLINDER && t2 == GEOM_CYLINDER);
+    bool capsule = t1 == GEOM_CAPSULE && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH);
+    return multiccd && ((margin >= 0 && polygonal) || (margin == 0 && capsule));
 }
 
 // the pairs collided here (convex.CONVEX_PAIRS and MULTI_PAIRS; which candidates they take: collision.candidates)
@@ -529,14 +573,18 @@ inline std::vector<Witness> witnesses(const Status &status) {
     return found;
 }
 
-// MuJoCo's mjc_Convex with native CCD (convex.convex): EPA's contact, or up to 4 by multicontact (polygon_pair)
+// MuJoCo's mjc_Convex with native CCD (convex.convex): ccd's contact, or up to 4 by multicontact (polygon_pair) from
+// EPA's face, or from GJK's last simplex with a margin while the geoms without it are apart, or after a capsule's
+// shallow contact
 void convex_pair(const Pair &p, std::vector<PreContact> &out) {
     CcdObject o1 = make_object(p.type1, p.pos1, p.mat1, p.size1, p.mesh1, p.margin);
     CcdObject o2 = make_object(p.type2, p.pos2, p.mat2, p.size2, p.mesh2, p.margin);
     Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations);
     std::vector<Witness> found;
-    bool touching = !status.face.empty() || (status.shallow && status.dist < 0);
-    if (polygon_pair(p.type1, p.type2, p.margin, p.multiccd) && touching) found = multicontact(status, o1, o2);
+    bool shallow = status.shallow && status.dist < 0;                  // a capsule touching, its segment apart
+    bool apart = p.margin > 0 && !status.simplex.empty() && status.dist < MAX_LIMIT;   // within the margin: GJK's simplex
+    if (polygon_pair(p.type1, p.type2, p.margin, p.multiccd) && (!status.face.empty() || shallow || apart))
+        found = multicontact(status, o1, o2, p.margin);
     contact(found.empty() ? witnesses(status) : found, p.margin, out);
 }
 

@@ -45,10 +45,11 @@ struct CcdObject {
     double saved_margin = 0.0;
 };
 
-// a point of A - B (gjk.Vertex)
+// a point of A - B (gjk.Vertex); bare1, bare2: vert1, vert2 before the margins grew them
 struct Vertex {
     V3 vert{}, vert1{}, vert2{};
     int64_t index1 = -1, index2 = -1;
+    V3 bare1{}, bare2{};
 };
 
 // what GJK and EPA find (gjk.Status)
@@ -68,12 +69,12 @@ struct Status {
 
 // s_{A-B}(direction), each shape grown by half its margin
 inline Vertex support(CcdObject &o1, CcdObject &o2, const V3 &d) {
-    V3 v1 = o1.support(o1, d);
-    if (o1.margin > 0) v1 = v1 + d * (0.5 * o1.margin);
+    V3 bare1 = o1.support(o1, d), v1 = bare1;
+    if (o1.margin > 0) v1 = bare1 + d * (0.5 * o1.margin);
     V3 nd = -d;
-    V3 v2 = o2.support(o2, nd);
-    if (o2.margin > 0) v2 = v2 + nd * (0.5 * o2.margin);
-    return Vertex{v1 - v2, v1, v2, o1.vertex, o2.vertex};
+    V3 bare2 = o2.support(o2, nd), v2 = bare2;
+    if (o2.margin > 0) v2 = bare2 + nd * (0.5 * o2.margin);
+    return Vertex{v1 - v2, v1, v2, o1.vertex, o2.vertex, bare1, bare2};
 }
 
 // the support point of A - B towards the origin from x
@@ -614,13 +615,18 @@ inline int epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
     return f;
 }
 
+// witness points moved out by margin1, margin2 along the unit direction n from geom 1 into geom 2 (gjk.inflate_along)
+inline void inflate_along(V3 &x1, V3 &x2, const V3 &n, double margin1, double margin2) {
+    if (margin1) x1 = x1 + margin1 * n;
+    if (margin2) x2 = x2 - margin2 * n;
+}
+
 // the witness points of a point or segment moved out by the radii along x2 - x1, the distance shortened
 inline void inflate(Status &status, double margin1, double margin2) {
     V3 n = status.x2 - status.x1;
     double length = norm3(n);
     n = length >= GJK_MINVAL ? n * (1 / length) : V3{1.0, 0.0, 0.0};
-    if (margin1) status.x1 = status.x1 + margin1 * n;
-    if (margin2) status.x2 = status.x2 - margin2 * n;
+    inflate_along(status.x1, status.x2, n, margin1, margin2);
     status.dist -= margin1 + margin2;
 }
 

@@ -1,5 +1,5 @@
 """Random MJCF scenes of primitive geoms falling on a tilted plane, and MuJoCo's states along them, for the collision
-and contact-simulation tests."""
+and contact-simulation tests; in_mujocos_order, the order that pairs physai's contacts with MuJoCo's."""
 
 import mujoco
 import numpy as np
@@ -122,3 +122,15 @@ def sphere_pile(spheres: int, radius: float = 0.05, overlap: float = 0.01) -> st
     walls = "".join(f'<geom type="plane" size="0 0 1" pos="{px} {py} 0" zaxis="{zx} {zy} 0"/>'
                     for px, py, zx, zy in [(-half, 0, 1, 0), (half, 0, -1, 0), (0, -half, 0, 1), (0, half, 0, -1)])
     return f'<mujoco><worldbody><geom type="plane" size="0 0 1"/>{walls}{"".join(bodies)}</worldbody></mujoco>'
+
+
+def in_mujocos_order(mine, ref) -> list:
+    """The order of physai's contacts mine that puts each nearest its MuJoCo twin in ref (same geom pairs): within a
+    pair, the contact nearest ref's first, then ref's second... (where a clipped edge's or a capsule's side line's
+    duplicate crossing points tie, MuJoCo's order of the contacts is rounding's)."""
+    order, free = [], list(range(len(ref)))
+    for k in range(len(ref)):
+        same = [i for i in free if mine.geom[i].tolist() == ref.geom[k].tolist()]
+        order.append(min(same, key=lambda i: np.abs(mine.pos[i] - ref.pos[k]).max()))
+        free.remove(order[-1])
+    return order

@@ -17,9 +17,10 @@ from physai.engine.convex import CONVEX_PAIRS, HFIELD_PAIRS, MULTI_PAIRS, collid
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from helpers import run
-from scenes import convex_points, mesh_scene, random_scene, states
+from scenes import convex_points, in_mujocos_order, mesh_scene, random_scene, states
 
 TOL = 1e-12
+GJK_AGREE = 1e-9   # GJK apart on curved sides stops when |x_k| changes by < 1e-15: an iterate apart (test_convex's AGREE)
 FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solreffriction", "solimp")
 
 
@@ -44,9 +45,13 @@ def mujoco_contacts(m, d) -> collision.ContactSet:
 def tolerances(m, d, ref: collision.ContactSet) -> np.ndarray:
     """(nc,) each contact's bound: TOL, and for a cylinder nearly upright on a plane TOL + 1e-15 r / sin(tilt): its rim
     point's direction is (axis cos - normal) / sin, so the last digit of the geom's axes (physai's and MuJoCo's frames
-    agree to 2e-16) moves the contact by about that much in MuJoCo itself."""
+    agree to 2e-16) moves the contact by about that much in MuJoCo itself; for a GJK pair apart within its margin
+    (dist > 0: GJK's witness points on curved sides, no EPA) GJK_AGREE."""
     out = np.full(len(ref), TOL)
     for k, (g1, g2) in enumerate(ref.geom):
+        pair = tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2]))))
+        if (pair in MULTI_PAIRS or pair in CONVEX_PAIRS) and ref.dist[k] > 0:
+            out[k] = GJK_AGREE
         if m.geom_type[g1] == mujoco.mjtGeom.mjGEOM_PLANE and m.geom_type[g2] == mujoco.mjtGeom.mjGEOM_CYLINDER:
             cos = d.geom_xmat[g1].reshape(3, 3)[:, 2] @ d.geom_xmat[g2].reshape(3, 3)[:, 2]
             out[k] += 1e-15 * m.geom_size[g2, 0] / max(np.sqrt(max(1 - cos * cos, 0.0)), 1e-15)
@@ -208,13 +213,15 @@ URDF = f"""<robot name="r"><link name="base">
 def test_urdf_collision_geoms_match_mujocos_urdf_import():
     """engine.from_urdf reads the links' <collision> spheres, boxes and cylinders with MuJoCo's URDF defaults: at 300
     random joint angles of two arms over a base, the contacts equal mj_collision's on MuJoCo's own import of the file
-    (pairs physai cannot collide left out of both)."""
+    (pairs physai cannot collide left out of both), each beside its MuJoCo twin (in_mujocos_order: a box face clipping
+    a cylinder's side line at both ends makes the two contacts' order a tie that rounding breaks), in MuJoCo's own order
+    in all but 1% of the states."""
     m = mujoco.MjModel.from_xml_string(URDF)
     model = engine.from_urdf(URDF)
     assert model.geoms.geom_bodyid.tolist() == m.geom_bodyid.tolist()
     d = mujoco.MjData(m)
     rng = np.random.default_rng(0)
-    touched = 0
+    touched = reordered = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollisionWarning)
         for k in range(300):
@@ -223,10 +230,12 @@ def test_urdf_collision_geoms_match_mujocos_urdf_import():
             ref = mujoco_contacts(m, d)
             mine = collision.detect(model, d.qpos, ignore_unsupported=True)
             assert mine.geom.tolist() == ref.geom.tolist()
+            order = in_mujocos_order(mine, ref)
+            reordered += order != list(range(len(ref)))
             for f in ("pos", "frame", "dist", "friction", "solref", "solimp"):
-                assert np.abs(getattr(mine, f) - getattr(ref, f)).max(initial=0.0) < TOL, (k, f)
+                assert np.abs(getattr(mine, f)[order] - getattr(ref, f)).max(initial=0.0) < TOL, (k, f)
             touched += len(ref)
-    assert touched > 50
+    assert touched > 50 and reordered <= 3
 
 
 def test_urdf_mesh_collisions_are_named_when_contacts_are_asked():
@@ -513,10 +522,11 @@ def test_near_parallel_capsules_match_mj_collision(backend):
 def g1_states(n: int = 12, unsupported: bool = False):
     """(MjModel of the G1 in its scene, MjData after mj_forward, states (n, nq)): the G1 from its keyframe, lowered by up
     to 3 cm with its joints perturbed by N(0, 0.3): feet in the floor, and cylinder-mesh pairs near; unsupported: its
-    cylinders given a 1 mm margin (MuJoCo 4's multi-contact with a margin, which physai refuses)."""
+    cylinders given a -1 mm margin (margin + gap < 0: MuJoCo 4's multi-contact with a negative margin, which physai
+    refuses)."""
     m = models.load("unitree_g1", "scene")
     if unsupported:
-        m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CYLINDER] = 0.001
+        m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CYLINDER] = -0.001
     d, rng, qs = mujoco.MjData(m), np.random.default_rng(5), []
     for _ in range(n):
         mujoco.mj_resetDataKeyframe(m, d, 0)

@@ -3,8 +3,9 @@ here: random scenes of each pair (random sizes, poses, margins and gaps, apart, 
 contact count and geom pairs, and the positions, frames and distances where the counts agree; a short mj_step
 trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h). The
 pairs of MuJoCo 4's multi-contact (MULTI_PAIRS: capsules, cylinders, boxes and meshes with cylinders, boxes and meshes)
-with multiccd disabled (one contact), with it on for boxes and meshes and a capsule or a cylinder with a cylinder or a
-mesh without margin (up to 4 contacts), and the refusal by name of the rest (cylinder-box, margins) with it on.
+with multiccd disabled (one contact), with it on for boxes, meshes and cylinders, with and without margins, and a
+capsule with a cylinder or a mesh without margin (up to 4 contacts), and the refusal by name of the rest (capsules with
+a margin) with it on.
 
 Tolerances. physai's text follows MuJoCo 4.0's algorithm (its 3.x source with the changes 4.0's library shows: a
 geom's margin taken off before GJK and added back, the nearest point moved to the origin's projection, EPA ending
@@ -30,7 +31,7 @@ from physai.engine import convex, gjk
 from physai.engine.geoms import ELLIPSOID, SPHERE
 from physai.exceptions import UnsupportedModelError
 from helpers import run
-from scenes import convex_points
+from scenes import convex_points, in_mujocos_order
 
 KINDS = {"sphere": SPHERE, "ellipsoid": ELLIPSOID}
 PAIRS = [("sphere", "ellipsoid"), ("sphere", "mesh"), ("capsule", "ellipsoid"), ("ellipsoid", "ellipsoid"),
@@ -85,26 +86,14 @@ def random_states(m: mujoco.MjModel, rng: np.random.Generator, n: int) -> list:
     return out
 
 
-def in_mujocos_order(mine, ref) -> tuple[list, bool]:
-    """The order of physai's contacts mine that puts each nearest its MuJoCo twin in ref (same geom pairs): within a
-    pair, the contact nearest ref's first, then ref's second... (MuJoCo's order of a capsule's two contacts where its
-    clipped side line's duplicate crossing points tie is rounding); and whether that is mine's own order."""
-    order, free = [], list(range(len(ref)))
-    for k in range(len(ref)):
-        same = [i for i in free if mine.geom[i].tolist() == ref.geom[k].tolist()]
-        order.append(min(same, key=lambda i: np.abs(mine.pos[i] - ref.pos[k]).max()))
-        free.remove(order[-1])
-    return order, order == list(range(len(ref)))
-
-
 def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "numpy", option: str = "",
-            margins: bool = True, any_order: bool = False) -> dict:
+            margins: bool = True, reorder: bool = False) -> dict:
     """Counts and errors of physai's contacts (on the backend) against mj_collision's on random scenes of a pair
     (pair_scene's option and margins): states, agree (same count and geom pairs), several (of those, states of more
     than one contact), contacts (where they agree), close (within AGREE in every field), max_pos, max_frame, max_dist
-    (the largest errors); any_order: each contact compared with its twin (in_mujocos_order), ordered: the states whose
-    contacts were in MuJoCo's order."""
-    out = dict(states=0, agree=0, several=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0, ordered=0)
+    (the largest errors); reorder: each contact compared with its MuJoCo twin (in_mujocos_order), reordered counting
+    the states where that is not mine's own order."""
+    out = dict(states=0, agree=0, several=0, contacts=0, close=0, max_pos=0.0, max_frame=0.0, max_dist=0.0, reordered=0)
     for seed in seeds:
         m = mujoco.MjModel.from_xml_string(pair_scene(kind1, kind2, seed, option, margins))
         d = mujoco.MjData(m)
@@ -120,8 +109,8 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "n
                 continue
             out["agree"] += 1
             out["several"] += len(ref) > 1
-            order, ordered = in_mujocos_order(mine, ref) if any_order else (range(len(ref)), True)
-            out["ordered"] += ordered
+            order = in_mujocos_order(mine, ref) if reorder else list(range(len(ref)))
+            out["reordered"] += order != list(range(len(ref)))
             for k, i in enumerate(order):
                 errs = (np.abs(mine.pos[i] - ref.pos[k]).max(), np.abs(mine.frame[i] - ref.frame[k]).max(),
                         abs(mine.dist[i] - ref.dist[k]))
@@ -133,13 +122,14 @@ def compare(kind1: str, kind2: str, seeds, per_scene: int = 4, backend: str = "n
 
 
 def check_agreement(kind1: str, kind2: str, backend: str, option: str = "", margins: bool = True, per_scene: int = 4,
-                    any_order: bool = False) -> dict:
-    """compare's result on SCENES scenes (per_scene states each, any_order): the same contact count and geom pairs as
-    mj_collision in at least 99% of the states; where they agree, distances within AGREE, positions and frames within
-    AGREE in CLOSE of the contacts and WITNESS_TOL in all. Returns compare's counts."""
-    r = compare(kind1, kind2, range(SCENES), per_scene, backend, option, margins, any_order)
+                    reordered: float = 0.0) -> dict:
+    """compare's result on SCENES scenes (per_scene states each): the same contact count and geom pairs as mj_collision
+    in at least 99% of the states; where they agree, distances within AGREE, positions and frames within AGREE in CLOSE
+    of the contacts and WITNESS_TOL in all; reordered > 0: each contact compared with its MuJoCo twin (compare's
+    reorder), in another order in at most that share of the states that agree. Returns compare's counts."""
+    r = compare(kind1, kind2, range(SCENES), per_scene, backend, option, margins, reordered > 0)
     where = f"{kind1}-{kind2}: {r}"
-    assert r["agree"] >= 0.99 * r["states"], where
+    assert r["agree"] >= 0.99 * r["states"] and r["reordered"] <= reordered * r["agree"], where
     assert r["contacts"] > 0.2 * r["states"], where
     assert r["max_dist"] <= AGREE, where
     assert r["close"] >= CLOSE * r["contacts"], where
@@ -172,12 +162,36 @@ def test_polygon_pairs_match_mj_collision(kind1, kind2, backend):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
-@pytest.mark.parametrize("kind1,kind2", [("cylinder", "cylinder"), ("cylinder", "mesh")])
+@pytest.mark.parametrize("kind1,kind2", [("box", "mesh"), ("mesh", "mesh")])
+def test_polygon_pairs_with_margins_match_mj_collision(kind1, kind2, backend):
+    """Boxes and meshes with random margins and gaps under MuJoCo 4's multi-contact (multiccd on: the bare geoms'
+    features from GJK's last simplex while apart, from EPA's face in contact; points within the margin kept), on both
+    backends, as check_agreement states, every contact within AGREE, several contacts a pair in some states. Up to
+    1% of the states may hold the same contacts in the other order (reordered): an edge clipped at both ends by a face
+    gives two pairs of duplicate crossing points, whose farthest pair is a tie that rounding breaks (MuJoCo 4.0's
+    polygonClip does physai's arithmetic; in 1 of 160 states of mesh-mesh it breaks the tie the other way)."""
+    r = check_agreement(kind1, kind2, backend, reordered=0.01)
+    assert r["close"] == r["contacts"] and r["several"] > 0.05 * r["states"], f"{kind1}-{kind2}: {r}"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", [("cylinder", "cylinder"), ("cylinder", "box"), ("cylinder", "mesh")])
 def test_cylinder_polygon_pairs_match_mj_collision(kind1, kind2, backend):
-    """A cylinder with a cylinder or a mesh, without margin, under MuJoCo 4's multi-contact (multiccd on; a cap
+    """A cylinder with a cylinder, a box or a mesh, without margin, under MuJoCo 4's multi-contact (multiccd on; a cap
     clipped as a 16-gon), on both backends, as check_agreement states, every contact within AGREE."""
     r = check_agreement(kind1, kind2, backend, margins=False)
     assert r["close"] == r["contacts"] and r["several"] > 0, f"{kind1}-{kind2}: {r}"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind1,kind2", [("cylinder", "cylinder"), ("cylinder", "box"), ("cylinder", "mesh")])
+def test_cylinder_polygon_pairs_with_margins_match_mj_collision(kind1, kind2, backend):
+    """A cylinder with a cylinder, a box or a mesh with random margins and gaps under MuJoCo 4's multi-contact (a
+    cylinder's edge point moved radially onto its rim from the grown support point, as 4.0 does: where a face clips the
+    side line at one or both ends, the duplicate crossing points tie and those bits break the tie), on both backends,
+    as check_agreement states, several contacts a pair in some states."""
+    r = check_agreement(kind1, kind2, backend)
+    assert r["several"] > 0, f"{kind1}-{kind2}: {r}"
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
@@ -186,8 +200,8 @@ def test_capsule_pairs_match_mj_collision(kind2, backend):
     """A capsule with a cylinder or a mesh, without margin, under MuJoCo 4's multi-contact (multiccd on; its side line
     clipped by a face its axis lies on), on both backends, as check_agreement states with each contact beside its
     MuJoCo twin, in scenes where MuJoCo finds 2 contacts a pair; in MuJoCo's own order in 90% of the states."""
-    r = check_agreement("capsule", kind2, backend, margins=False, per_scene=8, any_order=True)
-    assert r["several"] > 0 and r["ordered"] >= 0.9 * r["agree"], f"capsule-{kind2}: {r}"
+    r = check_agreement("capsule", kind2, backend, margins=False, per_scene=8, reordered=0.1)
+    assert r["several"] > 0, f"capsule-{kind2}: {r}"
 
 
 def resting_capsule_states(rng: np.random.Generator, n: int) -> tuple:
@@ -223,7 +237,7 @@ def test_a_capsule_resting_on_a_mesh_and_a_cylinder_gets_mujocos_contacts(backen
         mine, ref = run(backend, collision.detect, model, q), collision.from_mujoco(m, d)
         assert mine.geom.tolist() == ref.geom.tolist(), (q, ref.geom)
         several += len(ref) > 2
-        order = in_mujocos_order(mine, ref)[0]
+        order = in_mujocos_order(mine, ref)
         for name in ("pos", "frame", "dist"):
             assert np.abs(getattr(mine, name)[order] - getattr(ref, name)).max(initial=0) <= AGREE, name
     assert several >= 20, f"more than one contact a pair in only {several} states"
@@ -268,10 +282,10 @@ def test_a_cylinder_resting_on_a_cylinder_gets_mujocos_contacts(backend):
 
 
 def test_multi_pairs_are_refused_with_multiccd():
-    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS with a margin: UnsupportedModelError naming
-    multi-contact and the flag that makes physai collide it; physai.collision.ignoring_unsupported leaves the pair
-    out."""
-    for kind1, kind2 in MULTI_PAIRS:
+    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS with a capsule, given a margin:
+    UnsupportedModelError naming multi-contact and the flag that makes physai collide it;
+    physai.collision.ignoring_unsupported leaves the pair out."""
+    for kind1, kind2 in [pair for pair in MULTI_PAIRS if "capsule" in pair]:
         xml = pair_scene(kind1, kind2, 0, margins=False).replace('margin="0"', 'margin="0.01"', 1)
         model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
         q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 2.0, 1, 0, 0, 0]

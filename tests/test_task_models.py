@@ -23,7 +23,6 @@ FILES = task_models.task_files()
 EXPECTED_REFUSED = {
     "gymnasium/pusher": "capsule-cylinder",                       # with a margin (issue 36 counts them Q's)
     "gymnasium/pusher_v5": "capsule-cylinder",
-    "dm_control/dog": "cylinder-box",
 }
 #: The models whose run leaves mj_step's by more than 1e-8: (the reason, the steps they follow it before).
 KNOWN_MISMATCH = {
@@ -32,6 +31,11 @@ KNOWN_MISMATCH = {
     # (1.1e-16 at step 82) takes a contact MuJoCo's stage has not at step 84 (2e-6 in q, 9e-5 at step 100). Where the
     # tie falls depends on rounding, so the test holds the run to MuJoCo's only up to the steps before it.
     "gymnasium/point": ("a contact at distance 0 decided by rounding", 80),
+    # collided since cylinder-box and capsule-cylinder multi-contact: 4e-12 in q at step 27, then 3.6e-8 at step 28 with
+    # the same 21 contacts as MuJoCo's (their distances within 1e-12; not diagnosed); later (MuJoCo's state at step 54)
+    # a capsule-ellipsoid contact's normal 1.8e-6 from MuJoCo's (GJK on curved sides an iterate apart, its distance
+    # within 1e-13: tests/test_convex.py); 1.6e-7 in q at step 100
+    "dm_control/dog": ("leaves mj_step's at step 28 with the same contacts (not diagnosed)", 27),
 }
 #: Small models also run on the NumPy engine.
 NUMPY = ("dm_control/pendulum", "dm_control/cartpole", "gymnasium/inverted_double_pendulum")

@@ -46,8 +46,8 @@ def has_unsupported_pairs(model: engine.Model) -> bool:
 def ignoring_unsupported(model) -> engine.Model:
     """The model with its geom pairs that physai cannot collide left out of every detection (detect, the constrained
     simulators), with a CollisionWarning when one may be touching: the caller's choice for a robot whose unsupported
-    pairs (meshes of the G1's body, capsule-cylinder pairs of the H1) stay apart while its supported ones (feet on the
-    floor) carry it."""
+    pairs (e.g. capsule-cylinder pairs with a margin under MuJoCo 4's multi-contact) stay apart while its supported
+    ones (feet on the floor) carry it."""
     model = engine.as_model(model)
     return engine.set_const(dataclasses.replace(model, geoms=dataclasses.replace(model.geoms, ignore_unsupported=True)))
 

@@ -12,9 +12,9 @@ cylinders).
     functions(tolerance, iterations, multiccd)   the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and
                                             HFIELD_PAIRS list
     collided(kinds, margin, multiccd)       whether physai collides that pair as MuJoCo 4 does
-    multicontact(status, obj1, obj2)        MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders, or a
-                                            capsule with a cylinder or a mesh: up to 4 contacts from EPA's last face
-                                            (face and edge normals, polygon_clip)
+    multicontact(status, obj1, obj2, margin)   MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders, or
+                                            a capsule with a cylinder or a mesh: up to 4 contacts from EPA's last face
+                                            or GJK's last simplex (face and edge normals, polygon_clip)
 
 The pairs here are those of MuJoCo 4's collision table (mjCOLLISIONFUNC) collided by mjc_Convex whose result is one
 contact: a sphere or an ellipsoid with a convex geom (a sphere or an ellipsoid has no face or edge for MuJoCo's
@@ -24,7 +24,7 @@ distance is the margin plus GJK/EPA's signed distance.
 
 MULTI_PAIRS (a capsule, cylinder, box or mesh with a cylinder, box or mesh) are the pairs MuJoCo 4 may give several
 contacts (multiccd, on by default): with mjDSBL_MULTICCD set they are one contact each, as above. With multiccd on, two
-boxes, meshes or cylinders without margin get MuJoCo's single-shot multi-contact (polygon_pair, multicontact): EPA's
+boxes, meshes or cylinders get MuJoCo's single-shot multi-contact (polygon_pair, multicontact): EPA's
 last face names a vertex, edge or face of each; a face of one facing a face of the other (normals within FACE_TOL), or
 an edge of one lying on a face of the other (EDGE_TOL), is clipped against it, and each clipped point is a contact. This
 is the 3.x source's algorithm with the changes MuJoCo 4.0's contacts show (measured against mj_collision): the clipped
@@ -35,15 +35,23 @@ multi-contact) names its caps by its support point's cap (vertex 0: +z, 1: -z); 
 is its cap, a 16-gon of rim points (cos and sin of 2 pi k / 16 to 15 decimals, MuJoCo's table); its edge is the side
 line through the point, to the other cap. A cap inside the other face clips to the whole 16-gon, whose largest
 quadrilaterals tie: rounding picks one, so a state 1e-18 away may get 4 contacts turned by 22.5 degrees about the axis
-(as MuJoCo's own). A capsule (MuJoCo 3.15's multi-contact, measured against 4.0's mj_collision) has no face: its edge
-is its side line through its witness point x1, parallel to its axis from the level of one end to the other
-(capsule_side), clipped as a box's edge by the first face of the other geom its axis lies on (capsule_on_face); after a
-shallow contact (its segment outside the other geom, the radius added back) that face is named by GJK's last simplex
-(features). Where both ends of that line are clipped, the duplicate crossing points make the two contacts' order a
-tie that rounding breaks (MuJoCo's order differs in about 1 state in 20 of those with 2 contacts; the contacts are the
-same). MuJoCo 4's multi-contact of pairs with a margin (not in the published source) and of a cylinder with a box
-(polygon_pair) is not reproduced: those candidates are refused by name (collision.check_supported), or left out with
-physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+(as MuJoCo's own). Two boxes, meshes or cylinders with a margin (MuJoCo 3.17's multi-contact with margins, read from
+4.0's library and contacts): the geoms without their margin name the features, from GJK's last simplex while they are
+apart within the margin, else from EPA's face of the grown geoms, their points the bare support points (Vertex.bare);
+the bare faces are clipped, points within the margin of the reference face kept, and each witness pair is grown by half
+the margin along that face's normal from geom 1 into geom 2 (inflate_witnesses: dist the bare distance). A cylinder's
+edge point, with a margin, is its grown support point moved radially onto its rim (cylinder_rim, as 4.0's library
+does): where a face clips a side line at one or both ends, the duplicate crossing points make the farthest pair a tie,
+and those bits break it as MuJoCo's (without a margin a box's two contacts may come in MuJoCo's other order: 1 state
+in 300 of the URDF arms of tests/test_collision.py). A capsule without margin (MuJoCo 3.15's multi-contact, measured against 4.0's
+mj_collision) has no face: its edge is its side line through its witness point x1, parallel to its axis from the level
+of one end to the other (capsule_side), clipped as a box's edge by the first face of the other geom its axis lies on
+(capsule_on_face); after a shallow contact (its segment outside the other geom, the radius added back) that face is
+named by GJK's last simplex too (simplex_face). Where both ends of that line are clipped, the duplicate crossing points
+make the two contacts' order a tie that rounding breaks (MuJoCo's order differs in about 1 state in 20 of those with 2
+contacts; the contacts are the same). MuJoCo 4's multi-contact of capsules with a margin and of pairs with a negative
+margin (margin + gap < 0) is not reproduced: those candidates are refused by name (collision.check_supported), or left
+out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -168,14 +176,27 @@ def convex(kind1: int, kind2: int, pos1, mat1, shape1, pos2, mat2, shape2, margi
            iterations: int, max_contacts: int = 1) -> list:
     """MuJoCo's mjc_Convex with native CCD: [(dist [m], pos (3,), normal (3,), tangent (3,))] when the two geoms, each
     grown by margin / 2, overlap (gjk.ccd's distance below 0), else []. dist = margin + ccd's distance, pos halfway
-    between the witness points, normal along x1 - x2 (from geom 1 into geom 2). max_contacts > 1 (two boxes or meshes
-    without margin, multiccd on): up to 4 contacts from EPA's face (multicontact), else EPA's one."""
+    between the witness points, normal along x1 - x2 (from geom 1 into geom 2). max_contacts > 1 (a polygon_pair,
+    multiccd on): up to 4 contacts from EPA's face, or from GJK's last simplex with a margin while the geoms without it
+    are apart or after a capsule's shallow contact (multicontact), else ccd's one."""
     obj1, obj2 = Shape(kind1, pos1, mat1, shape1, margin), Shape(kind2, pos2, mat2, shape2, margin)
     with np.errstate(invalid="ignore", divide="ignore", over="ignore"):   # degenerate input: C's IEEE answers
         status = gjk.ccd(obj1, obj2, tolerance, iterations)
-        touching = status.face or status.shallow and status.dist < 0
-        found = multicontact(status, obj1, obj2) if max_contacts > 1 and touching else []
+        shallow = status.shallow and status.dist < 0                    # a capsule touching, its segment apart
+        apart = margin > 0 and status.simplex and status.dist < gjk.MAX_LIMIT   # within the margin: GJK's simplex
+        touching = status.face or shallow or apart
+        found = multicontact(status, obj1, obj2, margin) if max_contacts > 1 and touching else []
     return _contact(found or _witnesses(status), margin)
+
+
+def inflate_witnesses(found: list, n: np.ndarray, margin: float) -> list:
+    """multicontact's witness pairs [(dist, x1, x2)] (dist: the bare geoms' signed distance [m]) as ccd's: each geom
+    grown by margin / 2 along the clipped face's unit normal n (3,) from geom 1 into geom 2 (gjk.inflate_along), dist
+    - margin; unchanged without margin."""
+    if not margin:
+        return found
+    half = 0.5 * margin
+    return [(dist - (half + half), *gjk.inflate_along(x1, x2, n, half, half)) for dist, x1, x2 in found]
 
 
 def _witnesses(status) -> list:
@@ -199,13 +220,11 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
 
 
 def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
-    """Whether physai collides a pair by MuJoCo 4's multicontact: two boxes or meshes, or a capsule or a cylinder with a
-    cylinder or a mesh, without margin (margin + gap), multiccd on. A cylinder with a box stays refused: where a box face clips a
-    cylinder's side line at both ends, the duplicate crossing point makes the farthest pair a tie that rounding
-    breaks, and MuJoCo 4 breaks it otherwise in some states (the same contacts in the other order)."""
-    polygonal = kinds[0] in (BOX, MESH) and kinds[1] in (BOX, MESH) or kinds[0] in (CAPSULE, CYLINDER) and kinds[1] in (
-        CYLINDER, MESH)
-    return multiccd and margin == 0 and polygonal
+    """Whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, or a cylinder with a
+    cylinder, a box or a mesh, with margin (margin + gap) >= 0; a capsule with a cylinder or a mesh without margin."""
+    polygonal = kinds[0] in (BOX, MESH, CYLINDER) and kinds[1] in (BOX, MESH) or kinds == (CYLINDER, CYLINDER)
+    capsule = kinds in ((CAPSULE, CYLINDER), (CAPSULE, MESH))
+    return multiccd and (margin >= 0 and polygonal or margin == 0 and capsule)
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
@@ -214,7 +233,7 @@ HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYL
 def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
     """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
     CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
-    MuJoCo 4's multi-contact of pairs with a margin is not here."""
+    MuJoCo 4's multi-contact of capsules with a margin, and of pairs with a negative margin, is not here."""
     return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
 
 
@@ -489,15 +508,6 @@ def capsule_side(obj, point: np.ndarray) -> list:
     return [z * (-s - obj.size[1]) + point, z * (obj.size[1] - s) + point]
 
 
-def features(status) -> list:
-    """The 3 Vertex multi-contact reads: EPA's last face, or after a capsule's shallow contact GJK's last simplex (1 to
-    3 vertices) filled up with its first vertex."""
-    if status.face:
-        return status.face
-    simplex = status.simplex
-    return [simplex[0], simplex[1 if len(simplex) > 1 else 0], simplex[2 if len(simplex) > 2 else 0]]
-
-
 def feature_normals(obj, dim: int, ids: list, direction: np.ndarray) -> tuple[list, list]:
     """The face normals and face ids of a box, mesh or cylinder at its side of EPA's face."""
     if obj.kind == CYLINDER:
@@ -528,9 +538,12 @@ def aligned_faces(n1: list, n2: list) -> tuple | None:
     return found
 
 
-def aligned_face_edge(edges: list, normals: list) -> tuple | None:
-    """The first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL, or None."""
+def aligned_face_edge(edges: list, normals: list, toward: np.ndarray) -> tuple | None:
+    """The first (edge j, face i) (faces outer) with the edge across the face's normal within EDGE_TOL, of the faces
+    whose normal points along toward (3,) (<n, toward> > 1e-15: facing the other geom), or None."""
     for i, n in enumerate(normals):
+        if gjk.dot3(n, toward) <= MINVAL:                              # facing away from the other geom
+            continue
         for j, e in enumerate(edges):
             if abs(gjk.dot3(e, n)) < EDGE_TOL:
                 return j, i
@@ -597,9 +610,9 @@ def clip(polygon: list, a, pn) -> list:
     return out
 
 
-def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray) -> list:
+def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray, margin: float) -> list:
     """The contacts [(dist, x1, x2)] of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes
-    through face1's edges along n, its points on or below face1's plane kept, each a witness pair (witness_on_face);
+    through face1's edges along n, its points within margin [m] of face1's plane kept, each a witness pair (witness_on_face);
     more than 4: the 4 of the largest quadrilateral (polygon_quad); an edge's: its two farthest points. [] when face1 has
     fewer than 3 points or nothing is left."""
     if len(face1) < 3:
@@ -607,7 +620,7 @@ def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray)
     polygon = list(face2)
     for e in range(len(face1)):
         polygon = clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % len(face1)], n))
-    polygon = [p for p in polygon if gjk.dot3(p - face1[0], n) <= 0]   # on or below face1's plane
+    polygon = [p for p in polygon if gjk.dot3(p - face1[0], n) <= margin]   # within margin of face1's plane
     if len(polygon) > MAX_POLYGON_CONTACTS:
         polygon = polygon_quad(polygon)
     elif len(face2) == 2 and len(polygon) > 2:                          # an edge: its two farthest points
@@ -620,27 +633,56 @@ def polygon_clip(face1: list, face2: list, n: np.ndarray, direction: np.ndarray)
     return [witness_on_face(p, face1[0], n, direction) for p in polygon]
 
 
+def simplex_face(status) -> list:
+    """The 3 Vertex multi-contact reads: EPA's last face, else GJK's last simplex (the geoms without their margin
+    apart, or a capsule's segment apart from the other geom: a shallow contact), its last vertex repeated to 3 (its
+    first repeated would name the same features: simplex_dim reads the distinct ids)."""
+    if status.face:
+        return status.face
+    return status.simplex + status.simplex[-1:] * (3 - len(status.simplex))
+
+
+def cylinder_rim(obj, point: np.ndarray, cap: int) -> np.ndarray:
+    """The rim point of cap (0: +z, 1: -z) radially out from point (3,) [m] (its local x, y scaled to the radius; the
+    axis when they are below 1e-15), in the world."""
+    local = mat_t_times_mj(obj.mat, point - obj.pos)
+    n2 = local[0] * local[0] + local[1] * local[1]
+    scale = obj.size[0] / math.sqrt(n2) if n2 >= MINVAL2 else 0.0
+    return _to_world(obj, np.array([scale * local[0], scale * local[1], -obj.size[1] if cap else obj.size[1]]))
+
+
+def edge_points(obj, face: list, side: int, margin: float) -> list:
+    """The 3 points of one geom (side 0: geom 1, 1: geom 2) at EPA's face or GJK's simplex that multi-contact reads:
+    the bare support points; a cylinder's, with a margin, its grown points moved radially onto its rim (cylinder_rim)."""
+    if obj.kind == CYLINDER and margin > 0:
+        return [cylinder_rim(obj, (v.vert1, v.vert2)[side], v.index[side]) for v in face]
+    return [v.bare[side] for v in face]
+
+
 def capsule_on_face(status, obj1, obj2, n2: list, faces2: list) -> list:
-    """MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
-    (capsule_side) clipped by the first face of geom 2 its axis lies on (aligned_face_edge), as a box's edge is, else
-    []."""
-    if (match := aligned_face_edge([obj1.mat[:, 2]], n2)) is None:
+    """MuJoCo 4's multi-contact of a capsule (geom 1, without margin; it has no faces): its side line through its
+    witness point x1 (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on
+    (aligned_face_edge), as a box's edge is, else []."""
+    if (match := aligned_face_edge([obj1.mat[:, 2]], n2, status.x2 - status.x1)) is None:
         return []
     j = match[1]
-    found = polygon_clip(face_points(obj2, faces2[j]), capsule_side(obj1, status.x1), n2[j], -n2[j])
+    found = polygon_clip(face_points(obj2, faces2[j]), capsule_side(obj1, status.x1), n2[j], -n2[j], 0.0)
     return [(dist, x2, x1) for dist, x1, x2 in found]                   # the faces were swapped
 
 
-def multicontact(status, obj1, obj2) -> list:
-    """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders from EPA's last face,
-    or [] (keep EPA's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim); when a face of one is
-    aligned with a face of the other (aligned_faces) the two faces are clipped (polygon_clip), else when an edge of one
-    lies on a face of the other (aligned_face_edge; geom 1's edge first) the edge is clipped by the face."""
+def multicontact(status, obj1, obj2, margin: float) -> list:
+    """MuJoCo's multicontact: up to 4 contacts [(dist, x1, x2)] of two boxes, meshes or cylinders, or of a capsule
+    (geom 1) with a cylinder or a mesh (capsule_on_face), from EPA's last face (or GJK's last simplex: simplex_face), or
+    [] (keep ccd's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim) of the bare geom (no
+    margin); when a face of one is aligned with a face of the other (aligned_faces) the two faces are clipped
+    (polygon_clip, points within margin [m] kept), else when an edge of one lies on a face of the other
+    (aligned_face_edge; geom 1's edge first) the edge is clipped by the face; the witness pairs then grown by the margin
+    (inflate_witnesses)."""
     if any(o.kind == MESH and not o.mesh.polygons for o in (obj1, obj2)):
         return []
-    face = features(status)
+    face = simplex_face(status)
     ids1, ids2 = [v.index[0] for v in face], [v.index[1] for v in face]
-    p1, p2 = [v.vert1 for v in face], [v.vert2 for v in face]
+    p1, p2 = edge_points(obj1, face, 0, margin), edge_points(obj2, face, 1, margin)
     dim1, dim2 = simplex_dim(ids1, p1), simplex_dim(ids2, p2)
     n2, faces2 = feature_normals(obj2, dim2, ids2, status.x2 - status.x1)
     if obj1.kind == CAPSULE:                                           # a capsule's side on a face of 2
@@ -648,16 +690,19 @@ def multicontact(status, obj1, obj2) -> list:
     n1, faces1 = feature_normals(obj1, dim1, ids1, status.x1 - status.x2)
     if (match := aligned_faces(n1, n2)) is not None:                   # face on face
         i, j = match
-        return polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j])
+        found = polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j], margin)
+        return inflate_witnesses(found, -n2[j], margin)
     if dim1 < 3:                                      # an edge of 1 on a face of 2
         edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
-        if (match := aligned_face_edge(edges, n2)) is not None:
+        if (match := aligned_face_edge(edges, n2, status.x2 - status.x1)) is not None:
             i, j = match
-            found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j])
-            return [(dist, x2, x1) for dist, x1, x2 in found]           # the faces were swapped
+            found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j], margin)
+            found = [(dist, x2, x1) for dist, x1, x2 in found]          # the faces were swapped
+            return inflate_witnesses(found, -n2[j], margin)
     if dim2 < 3:                                                       # an edge of 2 on a face of 1
         edges, ends = edge_normals(obj2, dim2, p2, ids2[0])
-        if (match := aligned_face_edge(edges, n1)) is not None:
+        if (match := aligned_face_edge(edges, n1, status.x1 - status.x2)) is not None:
             i, j = match
-            return polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j])
+            found = polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j], margin)
+            return inflate_witnesses(found, n1[j], margin)
     return []

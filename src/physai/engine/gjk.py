@@ -34,12 +34,14 @@ MINDIST2 = MINDIST3 = MINDIST4 = MINVAL2  # smallest squared distance of the ori
 @dataclass(eq=False)
 class Vertex:
     """A point of A - B: vert = vert1 - vert2, vert1 on A and vert2 on B (each (3,) [m]); index: the ids of the box
-    corners or mesh vertices they are (-1: neither)."""
+    corners or mesh vertices they are (-1: neither); bare: (vert1, vert2) before the margins grew them (multi-contact
+    clips the geoms' own faces and edges)."""
 
     vert: np.ndarray
     vert1: np.ndarray
     vert2: np.ndarray
     index: tuple = (-1, -1)
+    bare: tuple = ()
 
 
 @dataclass(eq=False)
@@ -69,13 +71,13 @@ class Status:
 
 def support(obj1, obj2, direction: np.ndarray) -> Vertex:
     """s_{A-B}(direction) = s_A(d) - s_B(-d) for a unit direction (3,), each shape grown by half its margin."""
-    v1 = obj1.support(direction)
+    v1 = bare1 = obj1.support(direction)
     if obj1.margin > 0:
-        v1 = v1 + direction * (0.5 * obj1.margin)
-    v2 = obj2.support(-direction)
+        v1 = bare1 + direction * (0.5 * obj1.margin)
+    v2 = bare2 = obj2.support(-direction)
     if obj2.margin > 0:
-        v2 = v2 + -direction * (0.5 * obj2.margin)
-    return Vertex(v1 - v2, v1, v2, (obj1.vertex, obj2.vertex))
+        v2 = bare2 + -direction * (0.5 * obj2.margin)
+    return Vertex(v1 - v2, v1, v2, (obj1.vertex, obj2.vertex), (bare1, bare2))
 
 
 def gjk_support(obj1, obj2, x: np.ndarray, x_norm: float) -> Vertex:
@@ -611,16 +613,19 @@ def _join(pt: Polytope, wi: int, lower2: float, upper2: float) -> bool:
     return True
 
 
+def inflate_along(x1: np.ndarray, x2: np.ndarray, n: np.ndarray, margin1: float, margin2: float) -> tuple:
+    """Witness points x1, x2 (3,) moved out by margin1, margin2 [m] along the unit direction n (3,) from geom 1 into
+    geom 2: (x1 + margin1 n, x2 - margin2 n)."""
+    return (x1 + margin1 * n if margin1 else x1), (x2 - margin2 * n if margin2 else x2)
+
+
 def inflate(status: Status, margin1: float, margin2: float) -> None:
     """The witness points of a point or segment moved out by the radii margin1, margin2 along x2 - x1, and the
     distance shortened by their sum."""
     n = status.x2 - status.x1
     length = norm3(n)
     n = n * (1 / length) if length >= MINVAL else np.array([1.0, 0.0, 0.0])
-    if margin1:
-        status.x1 = status.x1 + margin1 * n
-    if margin2:
-        status.x2 = status.x2 - margin2 * n
+    status.x1, status.x2 = inflate_along(status.x1, status.x2, n, margin1, margin2)
     status.dist -= margin1 + margin2
     status.bounds = (status.bounds[0] - (margin1 + margin2), status.bounds[1] - (margin1 + margin2))
 
