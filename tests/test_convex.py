@@ -229,6 +229,14 @@ def test_a_capsule_resting_on_a_mesh_and_a_cylinder_gets_mujocos_contacts(backen
     """Capsules lying on a mesh slab and a cylinder's cap (resting_capsule_states): mj_collision's contacts (multiccd
     on: 2 a pair in most states), each beside its MuJoCo twin within AGREE."""
     m, states = resting_capsule_states(np.random.default_rng(0), 40)
+    several = resting_contacts_agree(backend, m, states, 2, reordered=True)
+    assert several >= 20, f"more than one contact a pair in only {several} states"
+
+
+def resting_contacts_agree(backend: str, m, states: list, above: int, reordered: bool) -> int:
+    """Asserts that collision.detect finds mj_collision's contacts at each state, each within AGREE of its MuJoCo twin
+    (reordered: paired by in_mujocos_order, else in MuJoCo's order); returns the number of states with more than
+    `above` contacts."""
     d, model, several = mujoco.MjData(m), engine.from_mujoco(m), 0
     for q in states:
         d.qpos[:] = q
@@ -236,11 +244,11 @@ def test_a_capsule_resting_on_a_mesh_and_a_cylinder_gets_mujocos_contacts(backen
         mujoco.mj_collision(m, d)
         mine, ref = run(backend, collision.detect, model, q), collision.from_mujoco(m, d)
         assert mine.geom.tolist() == ref.geom.tolist(), (q, ref.geom)
-        several += len(ref) > 2
-        order = in_mujocos_order(mine, ref)
+        several += len(ref) > above
+        order = in_mujocos_order(mine, ref) if reordered else np.arange(len(ref))
         for name in ("pos", "frame", "dist"):
             assert np.abs(getattr(mine, name)[order] - getattr(ref, name)).max(initial=0) <= AGREE, name
-    assert several >= 20, f"more than one contact a pair in only {several} states"
+    return several
 
 
 def resting_cylinder_states(rng: np.random.Generator, n: int) -> tuple:
@@ -268,16 +276,7 @@ def test_a_cylinder_resting_on_a_cylinder_gets_mujocos_contacts(backend):
     """A cylinder on its cap or side on a cylinder (resting_cylinder_states): mj_collision's contacts (multiccd on:
     several in most states, up to 4), every one within AGREE."""
     m, states = resting_cylinder_states(np.random.default_rng(0), 60)
-    d, model, several = mujoco.MjData(m), engine.from_mujoco(m), 0
-    for q in states:
-        d.qpos[:] = q
-        mujoco.mj_kinematics(m, d)
-        mujoco.mj_collision(m, d)
-        mine, ref = run(backend, collision.detect, model, q), collision.from_mujoco(m, d)
-        assert mine.geom.tolist() == ref.geom.tolist(), (q, ref.geom)
-        several += len(ref) > 1
-        for name in ("pos", "frame", "dist"):
-            assert np.abs(getattr(mine, name) - getattr(ref, name)).max(initial=0) <= AGREE, name
+    several = resting_contacts_agree(backend, m, states, 1, reordered=False)
     assert several >= 30, f"several contacts in only {several} states"
 
 
