@@ -5,8 +5,7 @@
 
 (a) A pile: 40 free convex bodies (10 meshes, each the convex hull of 24 random points in a box; 10 cylinders, 10 ellipsoids,
 10 boxes; 1.5 to 3 cm) dropped from a 4 x 5 x 2 grid into a box of five planes 20 cm wide (numpy.random.default_rng(0)).
-MuJoCo 4's defaults (multi-contact on); boxes and cylinders pass through each other (contype bits: MuJoCo 4
-collides that pair by multi-contact, which physai refuses, physai.engine.convex.polygon_pair). --trajectories runs
+MuJoCo 4's defaults (multi-contact on; every pair collides, cylinder-box included). --trajectories runs
 from the grid with each body moved by up to 5 mm: integrators.rollout with constraints=True beside mujoco.rollout on
 the same number of threads (physai's PHYSAI_NUM_THREADS, default every core), steps per second of all trajectories;
 ratio = physai / MuJoCo (above 1: physai is faster). "apart": the first step at which physai's first trajectory
@@ -40,8 +39,6 @@ from physai import collision, engine, integrators, models
 from physai.engine import native
 
 KINDS = ("mesh", "cylinder", "ellipsoid", "box")
-#: contype, conaffinity of each kind (boxes and cylinders never collide with each other; the planes with everything)
-BITS = {"box": (1, 1), "cylinder": (2, 2), "mesh": (3, 3), "ellipsoid": (3, 3), "plane": (3, 3)}
 HALF_WIDTH = 0.1                                   # the container's half width [m]
 
 
@@ -63,15 +60,14 @@ def pile(rng: np.random.Generator) -> mujoco.MjModel:
     walls = [([0, 0, 0], [0, 0, 1])] + [(np.r_[s * HALF_WIDTH * np.eye(3)[a][:2], 0.1], -s * np.eye(3)[a])
                                         for a in (0, 1) for s in (1, -1)]
     for pos, normal in walls:
-        world.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], pos=pos, zaxis=normal,
-                       contype=BITS["plane"][0], conaffinity=BITS["plane"][1])
+        world.add_geom(type=mujoco.mjtGeom.mjGEOM_PLANE, size=[0, 0, 1], pos=pos, zaxis=normal)
     for k in range(40):
         kind = KINDS[k % 4]
         i, j, level = k % 4, (k // 4) % 5, k // 20
         body = spec.worldbody.add_body(pos=[-0.06 + 0.04 * i, -0.08 + 0.04 * j, 0.05 + 0.05 * level])
         body.add_freejoint()
         size = rng.uniform(0.0075, 0.015, 3)
-        geom = dict(contype=BITS[kind][0], conaffinity=BITS[kind][1], density=500.0)
+        geom = dict(density=500.0)
         if kind == "mesh":
             spec.add_mesh(name=f"hull{k}", uservert=(rng.uniform(-1.0, 1.0, (24, 3)) * size).ravel())
             body.add_geom(type=mujoco.mjtGeom.mjGEOM_MESH, meshname=f"hull{k}", **geom)
