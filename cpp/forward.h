@@ -39,7 +39,7 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
 // trajectory at a time
 constexpr int ONE_BY_ONE = NSTATUS;
 
-// f = passive + actuator + applied - bias and M at (q, qd) and the activations x.act (integrators.DynamicsEvaluator.evaluate);
+// f = passive + actuator + applied - bias and M at (q, qd) and the activations x.act (forward.DynamicsEvaluator.evaluate);
 // the actuators' scalar forces into force (nu), their activations' rates into x.act_dot, the potential energy into pot;
 // ZERO_QUATERNION when a quaternion is zero
 template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
@@ -152,7 +152,7 @@ inline bool lu_solve(double *A, int n, double *b) {
     return true;
 }
 
-// implicitfast's standalone free body k (integrators.free_body_blocks, MuJoCo's mjd_freeMhat): its block of the implicit
+// implicitfast's standalone free body k (forward.free_body_blocks, MuJoCo's mjd_freeMhat): its block of the implicit
 // integrator's matrix, A = M - h D + h dc/dqd (6, 6), with M's block as saved in w.free_M, D unsymmetrized and
 // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2 over its 6 columns (c is quadratic in qd); leaves d at qd
 inline void free_body_matrix(const Model &m, SimData<double> &w, double h, const double *qd, int k, double *A) {
@@ -174,7 +174,7 @@ inline void free_body_matrix(const Model &m, SimData<double> &w, double h, const
     com_vel(m, d, qd);                                                 // the workspace back at qd
 }
 
-// implicitfast's standalone free bodies (integrators.free_body_solve): each one's 6 rows of a solved again in its own
+// implicitfast's standalone free bodies (forward.free_body_solve): each one's 6 rows of a solved again in its own
 // block A a = rhs (free_body_matrix), by LU with partial pivoting
 inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a) {
     for (int k = 0; k < m.nfree; k++) {
@@ -188,14 +188,14 @@ inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const 
     return true;
 }
 
-// K (nv) <- the joints' spring stiffness on their dofs (integrators.discrete_stiffness), into the workspace's w.stiffness
+// K (nv) <- the joints' spring stiffness on their dofs (forward.discrete_stiffness), into the workspace's w.stiffness
 inline const double *discrete_stiffness(const Model &m, std::vector<double> &K) {
     std::fill(K.begin(), K.end(), 0.0);
     for (int s = 0; s < m.nspring; s++) K[size_t(m.spring_dofadr[s])] = m.spring_stiffness[s];
     return K.data();
 }
 
-// w.M <- M + h B + h^2 K, the discrete integrator's matrix (integrators.step_matrix), with D = -B in w.D and the free
+// w.M <- M + h B + h^2 K, the discrete integrator's matrix (forward.step_matrix), with D = -B in w.D and the free
 // bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
 template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h) {
     int nv = m.nv;
@@ -211,7 +211,7 @@ template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h)
     for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + (h * m.dof_damping[j] + h * h * K[j]);
 }
 
-// w.M <- the matrix a single-step integrator solves with (integrators.step_matrix), w.M holding M at (q, qd) and w.d its
+// w.M <- the matrix a single-step integrator solves with (forward.step_matrix), w.M holding M at (q, qd) and w.d its
 // velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
 // D = dA/dqd - B + dF/dqd (fluid) (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free
 // bodies' blocks of M kept in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit

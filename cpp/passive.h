@@ -41,7 +41,7 @@ template <class T> void tendon_passive_force(const Model &m, const Data<T> &d, c
     }
 }
 
-// D -= J^T diag(b) J of the tendons' dampers on M's pattern, J from d's ten_J (integrators.velocity_derivative,
+// D -= J^T diag(b) J of the tendons' dampers on M's pattern, J from d's ten_J (forward.velocity_derivative,
 // mjd_passive_vel)
 template <class T> void tendon_damping_derivative(const Model &m, const Data<T> &d, T *D) {
     const int64_t nv = m.nv;

@@ -29,12 +29,12 @@ LAYERS = [
     ["physai.engine.collision", "physai.engine.tendon"],
     ["physai.engine.setconst", "physai.engine.actuation"],
     ["physai.engine.loaders"],
-    ["physai.engine.forward", "physai.engine.batching", "physai.engine.native"],
+    ["physai.engine.batching", "physai.engine.native"],
     ["physai.engine.constraint"],
     ["physai.engine.island"],
     ["physai.engine.solver", "physai.engine.inverse"],
     ["physai.engine.api", "physai.engine.configuration"],
-    ["physai.engine.chunked"],
+    ["physai.engine.chunked", "physai.engine.forward"],
     ["physai.engine"],
     ["physai.kinematics", "physai.tendons"],
     ["physai.jacobians", "physai.coriolis", "physai.trajectories", "physai.energy_drift",
@@ -182,6 +182,35 @@ def test_one_module_outside_the_engine_reads_the_collision_driver():
     readers = sorted(name for name in MODULES if not name.startswith("physai.engine")
                      and any(t == "physai.engine.collision" for t, _ in imports_of(name)[0]))
     assert readers == ["physai.collision"], f"outside the engine, only physai.collision may import the driver: {readers}"
+
+
+def workspace_owners(source: str) -> list[str]:
+    """Classes that keep an engine workspace (self.x = Data(...) or engine.Data(...)): a forward pipeline of their own,
+    which belongs in the engine (physai.engine.forward.DynamicsEvaluator)."""
+    bad = []
+    for cls in (n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and any(
+                    isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self"
+                    for t in node.targets):
+                f = node.value.func
+                if (f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None) == "Data":
+                    bad.append(f"{cls.name} (line {node.lineno})")
+    return bad
+
+
+@pytest.mark.parametrize("name", sorted(n for n in MODULES if not n.startswith("physai.engine")))
+def test_top_level_modules_run_the_engine_through_its_names(name):
+    """Above the engine, modules validate, batch and call the engine's public names: none keeps a workspace of its own
+    to run the engine's stages (the forward pipeline of a run is physai.engine.DynamicsEvaluator)."""
+    bad = workspace_owners(MODULES[name].read_text())
+    assert not bad, f"{name} runs the engine's pipeline itself (a class holding an engine Data): {bad}"
+
+
+def test_the_workspace_check_sees_a_pipeline():
+    source = ("class Evaluator:\n    def __init__(self, model):\n        self.d = engine.Data(model)\n"
+              "class Other:\n    def __init__(self, m):\n        self.data = mujoco.MjData(m)\n")
+    assert workspace_owners(source) == ["Evaluator (line 3)"]
 
 
 ENGINE = SRC / "physai" / "engine"

@@ -166,7 +166,7 @@ def test_passive_forces_and_mass_matrix_equal_mujocos(seed, backend):
     for q, qd in random_states(m, 10, seed):
         d = forward(m, q, qd, ctrl)
         assert_close(forces.passive_force(model, q, qd), d.qfrc_passive, 1e-12, what="qfrc_passive")
-        run = integrators.DynamicsEvaluator(model, m.opt.timestep, integrators.StepInputs.make(model, None, ctrl, None, None))
+        run = engine.DynamicsEvaluator(model, m.opt.timestep, integrators.step_inputs(model, None, ctrl, None, None))
         M, f, potential = run.evaluate(q, qd)
         full = np.zeros((m.nv, m.nv))
         mujoco.mj_fullM(m, d, full)

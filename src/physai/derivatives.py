@@ -383,7 +383,7 @@ def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
     K da/dy = df/dy + h d(D a)/dy."""
     _, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
     g2 = np.where(free & ~forces.joint_saturated(acts, f) & (acts.gaintype == AFFINE), acts.gain[:, 2], 0.0)
-    outer = np.einsum("ki,kj->kij", acts.moment, acts.moment) * integ.dof_pattern(model)
+    outer = np.einsum("ki,kj->kij", acts.moment, acts.moment) * forward.dof_pattern(model)
     W = (g2[:, None] * (outer @ a)).T                  # (nv, nu): column k is g2_k (pattern * m_k m_k^T) a
     return W @ x.x_u, W @ x.x_a
 
@@ -449,7 +449,7 @@ class _Stepper:
 
     def __init__(self, model, h, inputs, euler_damping, act):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
-        self.run = integ.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
+        self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
@@ -504,7 +504,7 @@ class _Stepper:
             try:
                 K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping, act)
                 if name == "implicitfast":
-                    free = integ.free_body_blocks(model, q, qd, h, M, x.actuators, x.ctrl, act)
+                    free = forward.free_body_blocks(model, q, qd, h, M, x.actuators, x.ctrl, act)
             except InvalidStateError:                  # the bias's velocity derivative overflowed
                 self.refuse_overflow(q, qd, np.full_like(f, np.nan))
             for adr, block in free:
@@ -641,7 +641,7 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
 
 def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act):
     """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map."""
-    inputs = integ.StepInputs.make(model, None, ctrl, qfrc_applied, None)
+    inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     act = np.zeros(0) if act is None else act
     s = _Stepper(model, h, inputs, euler_damping, act)
     nv, nu, na = model.nv, s.nu, s.na

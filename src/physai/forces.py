@@ -20,9 +20,10 @@ import numpy as np
 from physai import collision, engine, validation
 from physai.engine import actuation, passive, smooth, tendon
 from physai.engine.passive import damper_spring_force
+from physai.engine.actuation import check_act
 from physai.engine.actuators import Actuators
 from physai.engine.loaders import actuators_from_mujoco
-from physai.engine.support import point_jacobians, point_offsets
+from physai.engine.support import body_wrench_force
 from physai.exceptions import InvalidArgumentError, ShapeError
 
 __all__ = ["Actuators", "activation_rate", "actuators_at", "actuator_force", "actuator_outputs",
@@ -73,29 +74,6 @@ def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:
     return actuation.clamped_ctrl(actuators, ctrl)
 
 
-def _state(actuators: Actuators, q, qd, act, dt):
-    """(q, qd, act, dt) checked: act None is zeros (na,), a new MjData's activations; ShapeError names a wrong act; dt
-    [s] is the timestep of actearly's next activation, required (InvalidArgumentError) when an actuator has it."""
-    q, qd = validation.vector("q", q, actuators.nq), validation.vector("qd", qd, actuators.nv)
-    early = np.flatnonzero(actuators.stateful & actuators.actearly)
-    if dt is None and early.size:
-        raise InvalidArgumentError(f"actuator {actuators.names[early[0]]!r} has actearly: its force uses the activation "
-                                   "after one step, so dt (the timestep [s], MuJoCo's m.opt.timestep) is required")
-    return q, qd, check_act(actuators, act), 0.0 if dt is None else validation.number("dt", dt, "s", positive=True)
-
-
-def check_act(actuators: Actuators, act) -> np.ndarray:
-    """act as a finite (na,) array, zeros for None; ShapeError for another shape (naming na), InvalidStateError for NaN."""
-    na = actuators.na
-    if act is None:
-        return np.zeros(na)
-    a = validation.to_float("act", act, f"({na},) numbers")
-    if a.shape != (na,):
-        raise ShapeError(f"act has shape {a.shape}, the actuators have na = {na} activations (one per actuator with "
-                         "activation dynamics), so act must have shape ({na},)")
-    return validation.vector("act", a, na)
-
-
 def actuators_at(model, q: np.ndarray, contacts=None, actuators: Actuators | None = None) -> Actuators:
     """The actuators (default the model's own) with the moment arms and lengths of the state q (nq,) (MuJoCo's
     mj_transmission: actuator_moment (nu, nv) in .moment, actuator_length (nu,) in .length), which the functions below
@@ -126,7 +104,7 @@ def actuator_outputs(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: 
     activation dynamics its activation act (na,) (None: zeros; with actearly the next one, after dt [s], required then);
     f is clamped to forcerange where forcelimited (physai.engine.actuation.scalar_forces).
     """
-    q, qd, act, dt = _state(actuators, q, qd, act, dt)
+    q, qd, act, dt = actuation.check_state(actuators, q, qd, act, dt)
     u = clamped_ctrl(actuators, ctrl)
     return actuation.scalar_forces(actuators, q, qd, u, act, actuation.activation_rate(actuators, u, act), dt)
 
@@ -173,11 +151,7 @@ def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.nda
     coupling a fixed tendon makes between dofs in different branches (the Panda's two fingers); this function
     returns the full derivative. act, dt: as actuator_outputs.
     """
-    q, qd, act, dt = _state(actuators, q, qd, act, dt)
-    u = clamped_ctrl(actuators, ctrl)
-    act_dot = actuation.activation_rate(actuators, u, act)
-    f = actuation.scalar_forces(actuators, q, qd, u, act, act_dot, dt)
-    return actuation.velocity_derivative(actuators, q, qd, u, f, act, act_dot, dt)
+    return actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, dt)
 
 
 def joint_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:
@@ -223,16 +197,6 @@ def check_xfrc(model, xfrc_applied) -> np.ndarray:
             raise ShapeError(f"{exc}: it has one row more than the model has bodies, as MuJoCo's d.xfrc_applied "
                              "(row 0 is the world); pass d.xfrc_applied[1:]") from None
         raise
-
-
-def body_wrench_force(model, d, xfrc: np.ndarray) -> np.ndarray:
-    """sum_b J_b(com_b)^T w_b (nv,) for checked wrenches xfrc (nbody, 6), from a one-state engine Data whose
-    positions are done (kinematics, com_pos): what applied_force adds for xfrc_applied, without recomputing them."""
-    tau = np.zeros(model.nv)
-    for b in np.flatnonzero(np.abs(xfrc).sum(axis=1)):
-        r = point_offsets(model, d, int(b), model.body_ipos[b][None])
-        tau += point_jacobians(model, d, int(b), r, centered=True)[0, :, :, 0].T @ xfrc[b]
-    return tau
 
 
 def constraint_force(jacobian: np.ndarray, f: np.ndarray) -> np.ndarray:

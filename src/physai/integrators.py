@@ -96,12 +96,13 @@ from typing import NamedTuple
 import numpy as np
 
 from physai import collision, engine, forces, joints, tendons, trajectory_files, validation
-from physai.linalg import solve
 from physai.trajectory_files import ContactRecord
-from physai.engine import actuation, constraint, forward, model_checks, native, passive, smooth, solver, tendon
-from physai.engine.actuators import TRN_BODY
-from physai.engine.data import RolloutInputs, StepOptions
-from physai.engine.support import standalone_free_dofs
+from physai.engine import constraint, forward, model_checks, native, passive
+from physai.engine.data import RolloutInputs, StepInputs, StepOptions
+# the step matrices' pieces and the standalone free bodies live in the engine; kept here under their public names
+from physai.engine.forward import (bias_velocity_derivative, discrete_stiffness, dof_pattern, free_body_blocks,  # noqa: F401
+                                   free_body_solve)
+from physai.engine.support import standalone_free_dofs  # noqa: F401
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
                                ShapeError, UnsupportedModelError)
 
@@ -204,23 +205,6 @@ def check_discrete(model, constraints) -> None:
     if passive.has_fluid(model):
         raise UnsupportedModelError("the discrete integrator with fluid forces (their drag joins its damping matrix; "
                                     "physai does not model that): choose another integrator")
-
-
-def discrete_stiffness(model) -> np.ndarray:
-    """K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position
-    derivative -d f / d q (diagonal: hinges and slides)."""
-    K = np.zeros(model.nv)
-    K[model.spring_dofadr] = model.spring_stiffness
-    return K
-
-
-def _refuse_servo_gains(actuators) -> None:
-    """UnsupportedModelError for actuators whose force depends on length or velocity under the discrete integrator
-    (MuJoCo adds their gains to its K and D)."""
-    if actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()):
-        raise UnsupportedModelError("the discrete integrator with actuators whose gain or bias depends on length or "
-                                    "velocity (position and velocity servos: MuJoCo folds them into its step's metric; "
-                                    "physai does not): choose another integrator")
 
 
 def has_constraints(model) -> bool:
@@ -523,7 +507,7 @@ def _bad_rows(model, rows: dict, N: int) -> dict:
             errors.setdefault(n, InvalidStateError(f"state {n} of the step: its {key} is not finite ({key}[{n}] holds "
                                                    f"{a[n][~np.isfinite(a[n])][0]}); it was not stepped"))
     if "q" in rows and rows["q"].shape[-1] == model.nq:
-        for n in np.flatnonzero(_zero_quaternion(model, rows["q"])).tolist():
+        for n in np.flatnonzero(forward.zero_quaternion(model, rows["q"])).tolist():
             errors.setdefault(n, InvalidStateError(f"state {n} of the step: its q holds a zero quaternion; it was not stepped"))
     return errors
 
@@ -554,7 +538,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if (constraints and not native.compiled_solver(model)) or not native.runs(model):
         return None
     if integrator == DISCRETE:
-        _refuse_servo_gains(model.actuators)
+        forward.refuse_servo_gains(model.actuators)
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
             or qd.shape != q.shape[:-1] + (model.nv,)):
@@ -791,7 +775,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         constraint.check_supported(model)
         collision.check_supported(model)
     if options.integrator == DISCRETE:
-        _refuse_servo_gains(inputs.actuators)
+        forward.refuse_servo_gains(inputs.actuators)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
             (not constrained or native.compiled_solver(model)):
         if constrained:
@@ -914,7 +898,7 @@ def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
     """InvalidStateError naming the first trajectory whose initial state (a row of q (N, nq)) holds a zero quaternion,
     and the quaternion, on either backend: "trajectory 5 of the rollout at step 1: q[3:7] is a zero quaternion; ..."."""
     iq = model.coords.quats()[0]
-    for n in np.flatnonzero(_zero_quaternion(model, q))[:1]:
+    for n in np.flatnonzero(forward.zero_quaternion(model, q))[:1]:
         try:
             joints.quat_to_mat(q[n][iq][..., None], iq[:, 0])
         except InvalidStateError as e:
@@ -932,7 +916,7 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
     constrained = options.constraints
     stepper = forward.STEPPERS[options.integrator]
     row = lambda x, k: None if x is None else x[k]                   # noqa: E731
-    run = DynamicsEvaluator(model, options.h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)),
+    run = forward.DynamicsEvaluator(model, options.h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)),
                             options.euler_damping, constrained, A[0].copy())
     if inputs.warm is not None:
         run.warmstart = np.array(inputs.warm, dtype=float)
@@ -940,7 +924,7 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
         run.inputs, run.ncon = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k)), None
         try:
             with np.errstate(over="ignore", invalid="ignore"):        # a diverging step is reported by name
-                Q[k + 1], QD[k + 1], E[k] = _guarded(stepper, run, Q[k], QD[k])
+                Q[k + 1], QD[k + 1], E[k] = forward.guarded(stepper, run, Q[k], QD[k])
         except (InvalidModelError, InvalidStateError) as error:
             return k, error
         ncon[k], A[k + 1] = run.ncon or 0, run.act
@@ -951,25 +935,6 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
     if energy:
         E[steps] = engine.energy(model, Q[steps], QD[steps])
     return None
-
-
-def _guarded(stepper, run: "DynamicsEvaluator", q, qd):
-    """stepper(run, q, qd), with a state that overflows inside the step (a runaway velocity makes the bias or a stage
-    infinite; physai's checks then raise InvalidStateError) returned as NaN, so that the caller reports a divergence.
-    A zero quaternion in q is the state's own fault: its error goes through."""
-    try:
-        return stepper(run, q, qd)
-    except InvalidStateError:
-        if _zero_quaternion(run.model, q):
-            raise
-        return np.full_like(q, np.nan), np.full_like(qd, np.nan), np.nan
-
-
-def _zero_quaternion(model, q) -> np.ndarray:
-    """Whether a ball or free joint's quaternion is zero (all four components, as physai.joints.quat_to_mat refuses it:
-    the state's own fault, not a divergence), per state of q (..., nq)."""
-    iq = model.coords.quats()[0]
-    return (q[..., iq] == 0).all(axis=-1).any(axis=-1)
 
 
 def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None, contact: str = "") -> None:
@@ -996,171 +961,22 @@ def _deepest_contact(model, q) -> str:
             f"{-contacts.dist[c]:.3g} m deep")
 
 
-# ---- one evaluation of the dynamics --------------------------------------------------------------
-
-
-@dataclass
-class StepInputs:
-    """What drives the model during a step besides its own state: actuators with their ctrl (nu,), applied forces
-    qfrc_applied (nv,) [N m | N] and xfrc_applied (nbody, 6) [N, N m]; None where there are none."""
-
-    actuators: object
-    ctrl: np.ndarray | None
-    qfrc_applied: np.ndarray | None
-    xfrc_applied: np.ndarray | None
-
-    @classmethod
-    def make(cls, model, actuators, ctrl, qfrc_applied, xfrc_applied) -> "StepInputs":
-        actuators, ctrl = check_actuators(model, actuators, ctrl)
-        if qfrc_applied is not None:
-            qfrc_applied = validation.vector("qfrc_applied", qfrc_applied, model.nv)
-        if xfrc_applied is not None:
-            xfrc_applied = forces.check_xfrc(model, xfrc_applied)
-        return cls(actuators, ctrl, qfrc_applied, xfrc_applied)
-
-
-class DynamicsEvaluator:
-    """A model, a timestep h [s], the StepInputs, and one engine workspace reused by every evaluation of the dynamics:
-    evaluate(q, qd) -> (M, f, potential energy), the pieces every integrator steps with (physai.inverse and
-    physai.derivatives step with them too); acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), the forward dynamics
-    with the model's constraints when `constrained` (MuJoCo's mj_fwdConstraint: contacts detected at q, Newton's method
-    warm-started from the last solve's qacc, kept in `warmstart`, zero at first as in a new MjData)."""
-
-    def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True, constrained: bool = False,
-                 act: np.ndarray | None = None):
-        self.model, self.h, self.inputs, self.euler_damping = model, h, inputs, euler_damping
-        self.d = engine.Data(model)
-        self.constrained, self.warmstart, self.tau, self.ncon = constrained, np.zeros(model.nv), None, None
-        na = 0 if inputs.actuators is None else inputs.actuators.na
-        self.act = np.zeros(na) if act is None else act       # the activations of the state stepped (MuJoCo's d.act)
-        self.act_dot = np.zeros(na)                              # their rate at the last evaluation (d.act_dot)
-        self.actuators = inputs.actuators                        # posed at the last evaluation's q (actuation.posed)
-        self.detected = None                                     # (q, its contacts) of the last detection
-
-    def contacts(self, q: np.ndarray):
-        """The contacts at q (None when the model has no collision), detected once per q."""
-        if not collision.has_contacts(self.model):
-            return None
-        if self.detected is None or not np.array_equal(self.detected[0], q):
-            self.detected = q.copy(), collision.numpy_detect(self.model, q)
-        return self.detected[1]
-
-    def actuator_force(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray) -> np.ndarray:
-        """qfrc_actuator (nv,) at (q, qd, act) with this run's ctrl (physai.engine.actuation; the clamped ctrl checked),
-        the activations' rate into act_dot; the actuators posed at q from this evaluation's Data (and, constrained, the
-        contacts at q: adhesion) into self.actuators."""
-        acts = self.inputs.actuators
-        if acts.posed_each.any():
-            adhesion = self.constrained and (acts.posed_each & (acts.trntype == TRN_BODY)).any()
-            acts = self.actuators = actuation.posed(acts, self.model, self.d, q, self.contacts(q) if adhesion else None)
-        u = actuation.clamped_ctrl(acts, self.inputs.ctrl)
-        self.act_dot = actuation.activation_rate(acts, u, act)
-        return actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
-
-    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
-        """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
-        constrained, else the constrained solve (its qacc becomes the next warm start)."""
-        if not self.constrained:
-            return solve(M, f), np.zeros(self.model.nv)
-        model, opt = self.model, self.model.opt
-        contacts = self.contacts(q)
-        if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
-            self.ncon = 0 if contacts is None else len(contacts)
-        if native.on and native.compiled_solver(model) and self.tau is not None and np.isfinite(self.tau).all():
-            qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
-                                                     self.warmstart, opt.tolerance, opt.iterations)[:2]
-        else:
-            if self.tau is not None:                   # the compiled evaluate left the workspace empty
-                smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
-            rows = constraint.rows(model, self.d, q, qd, contacts)
-            solution = solver.solve_with(model, rows, M, f, self.warmstart)
-            qacc, qfrc = solution.qacc, solution.qfrc_constraint
-        self.warmstart = qacc
-        return qacc, qfrc
-
-    def step_matrix(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, integrator: str) -> np.ndarray:
-        """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
-        x = self.inputs
-        return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
-
-    def stiffness_force(self, qd: np.ndarray) -> np.ndarray:
-        """h K qd (nv,): the discrete integrator's spring force at the end of the step less at its start, to first order
-        (discrete_stiffness)."""
-        return self.h * discrete_stiffness(self.model) * qd
-
-    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
-        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
-        x = self.inputs
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act)
-
-    def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
-        """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
-        CRBA, f = qfrc_smooth (on the compiled backend, without body wrenches: its mass_matrix, bias and
-        potential_energy calls instead); the activations' rate into act_dot."""
-        model, d, x = self.model, self.d, self.inputs
-        act = self.act if act is None else act
-        self.tau = None                                # set again below once this evaluation's forces are known
-        if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and \
-                not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
-            try:
-                M, c, potential = engine.mass_matrix(model, q), engine.bias(model, q, qd), engine.potential_energy(model, q)
-            except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check
-                if _zero_quaternion(model, q):
-                    raise
-                nan = np.full(model.nv, np.nan)
-                return np.full((model.nv, model.nv), np.nan), nan, np.nan
-            else:
-                f = forces.damper_spring_force(model, q, qd) - c
-                if model.has_tendon_forces:            # tendon springs, dampers and armature (mj_passive, mj_crb)
-                    length, J = tendons.kinematics(model, q)
-                    f = f + passive.tendon_passive_force(model, length, J, qd)
-                    M = M + tendon.armature_matrix(model, J)
-                    potential += passive.tendon_spring_energy(model, length)
-                if x.actuators is not None:
-                    f = f + self.actuator_force(q, qd, act)
-                if x.qfrc_applied is not None:
-                    f = f + x.qfrc_applied
-                self.tau = f + c                       # every non-constraint force, as the compiled solver takes it
-                return M, f, potential
-        Q, QD = q[:, None], qd[:, None]
-        smooth.velocity_stages(model, d, Q, QD)
-        f = forces.damper_spring_force(model, q, qd) - smooth.rne(model, d, QD, None)[:, 0]
-        if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
-            f = f + passive.body_forces(model, d)[:, 0]
-        M = smooth.crb(model, d)[:, :, 0]
-        potential = float(smooth.energy_pos(model, d, Q)[0])
-        if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
-            length, J = tendon.tendons(model, d, q)
-            f = f + passive.tendon_passive_force(model, length, J, qd)
-            M = M + tendon.armature_matrix(model, J)
-            potential += passive.tendon_spring_energy(model, length)
-        if x.actuators is not None:
-            f = f + self.actuator_force(q, qd, act)
-        if x.qfrc_applied is not None:
-            f = f + x.qfrc_applied
-        if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
-            f = f + forces.body_wrench_force(model, d, x.xfrc_applied)
-        return M, f, potential
-
-
 def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> np.ndarray:
     """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N], the f of M a = f."""
     model = engine.as_model(model)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    return DynamicsEvaluator(model, 1.0, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
+    return forward.DynamicsEvaluator(model, 1.0, step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
 
 
-def bias_velocity_derivative(model, q, qd) -> np.ndarray:
-    """dc/dqd (nv, nv) [N m s | N s] of the bias c(q, qd) (MuJoCo's mjd_rne_vel, 2C on hinges and slides).
-
-    c is quadratic in qd, so column k is (c(q, qd + e_k) - c(q, qd - e_k)) / 2 exactly, up to rounding; the 2 nv
-    biases are one batched engine call.
-    """
-    model = engine.as_model(model)
-    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    E = np.eye(model.nv)
-    c = engine.bias(model, np.broadcast_to(q, (2 * model.nv, model.nq)), np.concatenate([qd + E, qd - E]))
-    return 0.5 * (c[:model.nv] - c[model.nv:]).T
+def step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied) -> StepInputs:
+    """The StepInputs (physai.engine.data) of a step, checked: the actuators (given, else the model's) and ctrl
+    (check_actuators), qfrc_applied (nv,), xfrc_applied (nbody, 6) (physai.forces.check_xfrc)."""
+    actuators, ctrl = check_actuators(model, actuators, ctrl)
+    if qfrc_applied is not None:
+        qfrc_applied = validation.vector("qfrc_applied", qfrc_applied, model.nv)
+    if xfrc_applied is not None:
+        xfrc_applied = forces.check_xfrc(model, xfrc_applied)
+    return StepInputs(actuators, ctrl, qfrc_applied, xfrc_applied)
 
 
 def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None, act=None, dt: float | None = None) -> np.ndarray:
@@ -1181,62 +997,7 @@ def velocity_derivative(model, q, qd, integrator: str, actuators=None, ctrl=None
     actuators, ctrl = check_actuators(model, actuators, ctrl)
     if name == "rk4":
         raise InvalidArgumentError("rk4 has no velocity-derivative matrix; it is a 4-stage explicit method")
-    passive.check_integrator(model, name)
-    D = -np.diag(model.dof_damping)
-    if name == "euler":
-        return D
-    if passive.has_fluid(model) or model.tendon_damping.any():
-        d = engine.Data(model)
-        smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
-        if passive.has_fluid(model):                   # the inertia boxes' (mjd_passive_vel)
-            D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
-        if model.tendon_damping.any():                 # the tendons' dampers: -J^T diag(b) J (mjd_passive_vel)
-            J = tendon.tendons(model, d, np.asarray(q, float))[1]
-            D = D - (J.T * model.tendon_damping) @ J
-    if actuators is not None:
-        A = np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl, act, dt), dtype=float)
-        D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
-    if name == "implicit":
-        D = D - bias_velocity_derivative(model, q, qd)
-    return np.where(dof_pattern(model), D, 0.0)
-
-
-def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:
-    """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
-    integrator's matrix (which implicitfast leaves the bias out of): MuJoCo's implicitfast solves these rows in it
-    (mj_implicitSkip's local solve, mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
-    qd); dA/dqd unsymmetrized, as MuJoCo's block."""
-    dofs = standalone_free_dofs(model)
-    if not dofs:
-        return []
-    A = None if actuators is None else np.asarray(forces.actuator_velocity_derivative(actuators, q, qd, ctrl, act, h))
-    blocks = []
-    for a in dofs:
-        block = slice(a, a + 6)
-        E = np.zeros((6, model.nv))
-        E[:, block] = np.eye(6)
-        c = engine.bias(model, np.broadcast_to(q, (12, model.nq)), np.concatenate([qd + E, qd - E]))
-        D = -np.diag(model.dof_damping[block]) + (0.0 if A is None else A[block, block])
-        blocks.append((a, M[block, block] - h * D + h * 0.5 * (c[:6, block] - c[6:, block]).T))
-    return blocks
-
-
-def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
-                    ctrl=None, act=None) -> np.ndarray:
-    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
-    A a = rhs: MuJoCo's implicitfast."""
-    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act)
-    if not blocks:
-        return qacc
-    qacc = qacc.copy()
-    for a, A in blocks:
-        qacc[a:a + 6] = solve(A, rhs[a:a + 6])
-    return qacc
-
-
-def dof_pattern(model) -> np.ndarray:
-    """(nv, nv) booleans: True where dof i is dof j, an ancestor or a descendant (where M can be non-zero)."""
-    return engine.as_model(model).dof_Mmask[:, :, 0] > 0
+    return forward.velocity_derivative(model, q, qd, name, actuators, ctrl, act, dt)
 
 
 def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=None, M=None,
@@ -1251,12 +1012,7 @@ def step_matrix(model, q, qd, h: float, integrator: str, actuators=None, ctrl=No
     name = check_integrator(integrator)
     actuators, ctrl = check_actuators(model, actuators, ctrl)
     M = mass_matrix(model, q) if M is None else M
-    if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
-        return M                                       # mj_Euler skips the second factorization then
-    if name == "discrete":                             # M + h B + h^2 K
-        _refuse_servo_gains(actuators)
-        return M + np.diag(h * model.dof_damping + h * h * discrete_stiffness(model))
-    return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
+    return forward.step_matrix(model, q, qd, h, name, actuators, ctrl, M, euler_damping, act)
 
 
 def mass_matrix(model, q) -> np.ndarray:
@@ -1277,5 +1033,5 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
     model = engine.as_model(model)
     h = check_timestep(dt)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    run = DynamicsEvaluator(model, h, StepInputs.make(model, actuators, ctrl, qfrc_applied, xfrc_applied))
+    run = forward.DynamicsEvaluator(model, h, step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied))
     return [s[:4] for s in forward.rk4_stages(run, q, qd)]

@@ -27,6 +27,7 @@ import numpy as np
 from physai import engine, forces, tendons, validation
 from physai import integrators as integ
 from physai.engine import forward
+from physai.engine.data import StepInputs
 from physai.exceptions import ConvergenceError, InvalidArgumentError, ShapeError, UnsupportedModelError
 
 
@@ -177,15 +178,15 @@ def rk4_shooting(model, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e
     if jacobian not in ("stages", "fd"):
         raise InvalidArgumentError(f"unknown jacobian {jacobian!r}; expected 'stages' or 'fd'")
     N, nv = Q.shape[0] - 1, model.nv
-    base = integ.StepInputs.make(model, actuators, ctrl, None, None)
+    base = integ.step_inputs(model, actuators, ctrl, None, None)
     integ.refuse_stateful_actuators(model, actuators, "rk4_shooting")
     tau, err, iters = np.zeros((N, nv)), np.zeros(N), np.zeros(N, dtype=int)
     q, qd = np.empty((N + 1, model.nq)), np.empty((N + 1, nv))
     q[0], qd[0] = Q[0], qd_all[0]
-    run = integ.DynamicsEvaluator(model, h, base)
+    run = engine.DynamicsEvaluator(model, h, base)
 
     def rk4(u, k):                                     # one physai rk4 step from state k with force u
-        run.inputs = integ.StepInputs(base.actuators, base.ctrl, u, None)
+        run.inputs = StepInputs(base.actuators, base.ctrl, u, None)
         return forward.rk4_step(run, q[k], qd[k])
 
     def miss(q1, k):                                   # how far q1 lands from sample k + 1, in the tangent space

@@ -15,31 +15,18 @@ cpp/tendon.h (the kernel "tendons"), else from the NumPy text.
 
 import numpy as np
 
-from physai.engine import Data, as_model, batching, native
+from physai.engine import api, as_model
 from physai.engine.model import Model
-from physai.engine.smooth import position_stages
-from physai.engine.tendon import armature_matrix, tendons as _tendons
+from physai.engine.tendon import armature_matrix
 from physai.validation import states
 
 __all__ = ["armature", "jacobians", "kinematics", "lengths", "velocities"]
 
-_TENDONS = native.kernel("tendons", "the tendons' lengths and Jacobians", batching.result)
-
-
 def kinematics(model, q) -> tuple[np.ndarray, np.ndarray]:
     """(lengths (ntendon,) [m | rad], Jacobians (ntendon, nv)) at joint positions q (nq,), or with a leading N for q
-    (N, nq). Equal MuJoCo's d.ten_length and d.ten_J (dense) after mj_kinematics, mj_comPos and mj_tendon."""
-    model = model if type(model) is Model else as_model(model)
-    if native.on:
-        return _TENDONS(model, q)
-    (Q,), batch = states(q=(q, model.nq))
-    n = Q.shape[1]
-    L, J = np.zeros((n, model.ntendon)), np.zeros((n, model.ntendon, model.nv))
-    for k in range(n):                                  # the NumPy reference: one state at a time
-        d = Data(model)
-        position_stages(model, d, Q[:, k:k + 1])
-        L[k], J[k] = _tendons(model, d, Q[:, k])
-    return (L[0], J[0]) if batch is None else (L, J)
+    (N, nq). Equal MuJoCo's d.ten_length and d.ten_J (dense) after mj_kinematics, mj_comPos and mj_tendon
+    (physai.engine.api.tendon_kinematics)."""
+    return api.tendon_kinematics(model, q)
 
 
 def lengths(model, q) -> np.ndarray:

@@ -12,7 +12,8 @@ Organised like MuJoCo's engine: a constant Model of flat arrays (model.py; actua
 makes the model's constants once (setconst.py, MuJoCo's mj_setConst: collision candidates, invweight0, ...), the
 stages of the smooth dynamics (smooth.py: kinematics, com_pos, com_vel, rne, crb, M's Cholesky solves, aba, energy),
 each one forward and one backward pass over links vectorized over states, and the public
-functions built on them (api.py; batching.py takes one state or N). Joint types are known to physai.joints alone.
+functions built on them (api.py; batching.py takes one state or N), and the forward pipeline of one run and the
+integrators (forward.py: DynamicsEvaluator, MuJoCo's engine_forward.c). Joint types are known to physai.joints alone.
 
 The public functions run on a compiled backend (native.py: C++ kernels in cpp/ that mirror smooth.py, forward.py and the
 others function by function) when it is built, and on the NumPy text otherwise: physai.engine.backend says which ("native"
@@ -27,16 +28,17 @@ from physai.engine import native, smooth
 from physai.engine.api import aba, bias, energy, forward_dynamics, gravity, kinetic_energy, mass_matrix, potential_energy, rnea
 from physai.engine.chunked import map_states
 from physai.engine.configuration import difference, integrate, random_states
-from physai.engine.data import Data
+from physai.engine.data import Data, StepInputs
+from physai.engine.forward import DynamicsEvaluator
 from physai.engine.loaders import as_model, compile_tree, from_mujoco, from_urdf
 from physai.engine.model import Model
 from physai.engine.native import set_backend
 from physai.engine.setconst import set_const
 
 __all__ = [
-    "Data", "Model", "aba", "as_model", "bias", "compile_tree", "difference", "energy", "forward_dynamics", "from_mujoco",
-    "from_urdf", "gravity", "integrate", "kinetic_energy", "map_states", "mass_matrix", "potential_energy", "random_states",
-    "rnea", "set_backend", "set_const",
+    "Data", "DynamicsEvaluator", "Model", "StepInputs", "aba", "as_model", "bias", "compile_tree", "difference", "energy",
+    "forward_dynamics", "from_mujoco", "from_urdf", "gravity", "integrate", "kinetic_energy", "map_states", "mass_matrix",
+    "potential_energy", "random_states", "rnea", "set_backend", "set_const",
 ]
 
 #: names of earlier releases, kept for one release: old name -> (its object, what to write instead)

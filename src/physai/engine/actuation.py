@@ -31,7 +31,7 @@ from physai.engine.model import Model
 from physai.engine.smooth import body_poses, quat_mul_mj, quat_to_mat_mj, rotate_mj
 from physai.engine.support import dof_chain, point_jacobians
 from physai.engine.tendon import tendons
-from physai.exceptions import ShapeError, UnsupportedModelError
+from physai.exceptions import InvalidArgumentError, ShapeError, UnsupportedModelError
 from physai.spatial import mat_to_quat
 
 #: MuJoCo's mjMINVAL: the floor of the divisors in the actuator models
@@ -46,6 +46,29 @@ def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:
         raise ShapeError(f"ctrl has {got}, the model has nu = {actuators.nu} actuators (one control each)")
     u = validation.vector("ctrl", u, actuators.nu)
     return np.where(actuators.ctrllimited, np.clip(u, actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]), u)
+
+
+def check_state(actuators: Actuators, q, qd, act, dt):
+    """(q, qd, act, dt) checked: act None is zeros (na,), a new MjData's activations; ShapeError names a wrong act; dt
+    [s] is the timestep of actearly's next activation, required (InvalidArgumentError) when an actuator has it."""
+    q, qd = validation.vector("q", q, actuators.nq), validation.vector("qd", qd, actuators.nv)
+    early = np.flatnonzero(actuators.stateful & actuators.actearly)
+    if dt is None and early.size:
+        raise InvalidArgumentError(f"actuator {actuators.names[early[0]]!r} has actearly: its force uses the activation "
+                                   "after one step, so dt (the timestep [s], MuJoCo's m.opt.timestep) is required")
+    return q, qd, check_act(actuators, act), 0.0 if dt is None else validation.number("dt", dt, "s", positive=True)
+
+
+def check_act(actuators: Actuators, act) -> np.ndarray:
+    """act as a finite (na,) array, zeros for None; ShapeError for another shape (naming na), InvalidStateError for NaN."""
+    na = actuators.na
+    if act is None:
+        return np.zeros(na)
+    a = validation.to_float("act", act, f"({na},) numbers")
+    if a.shape != (na,):
+        raise ShapeError(f"act has shape {a.shape}, the actuators have na = {na} activations (one per actuator with "
+                         "activation dynamics), so act must have shape ({na},)")
+    return validation.vector("act", a, na)
 
 
 def check_posed(actuators: Actuators) -> None:
@@ -390,3 +413,15 @@ __all__ = ["MINVAL", "SiteFrames", "activation_rate", "biases", "body_transmissi
            "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length", "next_activation", "posed",
            "quat_to_vel", "scalar_forces", "site_jacobian", "site_transmission", "slider_crank", "transmission",
            "velocity_derivative"]
+
+
+def force_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
+                              dt: float | None = None) -> np.ndarray:
+    """d qfrc_actuator / d qd (nv, nv) at (q, qd, act) with ctrl (physai.forces.actuator_velocity_derivative, which
+    explains it; the implicit integrators' damping matrix through physai.engine.forward.velocity_derivative): the
+    state checked (check_state), ctrl clamped, then velocity_derivative of the scalar forces."""
+    q, qd, act, dt = check_state(actuators, q, qd, act, dt)
+    u = clamped_ctrl(actuators, ctrl)
+    act_dot = activation_rate(actuators, u, act)
+    f = scalar_forces(actuators, q, qd, u, act, act_dot, dt)
+    return velocity_derivative(actuators, q, qd, u, f, act, act_dot, dt)

@@ -11,6 +11,7 @@ Every function takes q of shape (nq,) for one state or (N, nq) for N states, and
     forward_dynamics(model, q, qd, tau)  qdd = M(q)^-1 (tau - c), M by Cholesky     (mj_forward's qacc)
     aba(model, q, qd, tau)               the same qdd by the articulated-body algorithm (pin.aba)
     kinetic_energy, potential_energy, energy    [J], () | (N,)              (MuJoCo's energy)
+    tendon_kinematics(model, q)          the tendons' lengths (ntendon,) and Jacobians (ntendon, nv)  (mj_tendon)
 
 Each runs the stages of physai.engine.smooth on a Data workspace (pass data=Data(model, N)
 to keep the intermediate quantities). On the compiled backend (physai.engine.native) the same stages run in C++;
@@ -24,9 +25,11 @@ from physai.engine.data import Data
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
 from physai.engine.smooth import crb, energy_pos, energy_vel, position_stages, rne, tree_cholesky_solve, velocity_stages
+from physai.engine.tendon import tendons
+from physai.validation import states
 
 __all__ = ["aba", "bias", "energy", "forward_dynamics", "gravity", "kinetic_energy", "mass_matrix", "potential_energy",
-           "rnea"]
+           "rnea", "tendon_kinematics"]
 
 
 @native.dispatch("rnea", "rnea", batching.result)
@@ -174,3 +177,22 @@ def energy(model: Model, q, qd, *, data: Data | None = None):
         return energy_vel(model, d, qd) + energy_pos(model, d, q)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
     return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+
+
+_TENDONS = native.kernel("tendons", "the tendons' lengths and Jacobians", batching.result)
+
+
+def tendon_kinematics(model, q) -> tuple[np.ndarray, np.ndarray]:
+    """(lengths (ntendon,) [m | rad], Jacobians (ntendon, nv)) at joint positions q (nq,), or with a leading N for q
+    (N, nq). Equal MuJoCo's d.ten_length and d.ten_J (dense) after mj_kinematics, mj_comPos and mj_tendon."""
+    model = model if type(model) is Model else as_model(model)
+    if native.on:
+        return _TENDONS(model, q)
+    (Q,), batch = states(q=(q, model.nq))
+    n = Q.shape[1]
+    L, J = np.zeros((n, model.ntendon)), np.zeros((n, model.ntendon, model.nv))
+    for k in range(n):                                  # the NumPy reference: one state at a time
+        d = Data(model)
+        position_stages(model, d, Q[:, k:k + 1])
+        L[k], J[k] = tendons(model, d, Q[:, k])
+    return (L[0], J[0]) if batch is None else (L, J)

@@ -89,6 +89,18 @@ class StepOptions:
         return bool(self.integrator == "euler" and self.euler_damping and (model.dof_damping > 0).any())
 
 
+@dataclass
+class StepInputs:
+    """What drives the model during a step besides its own state (cpp/data.h's StepInputs): actuators with their ctrl
+    (nu,), applied forces qfrc_applied (nv,) [N m | N] and xfrc_applied (nbody, 6) [N, N m]; None where there are none
+    (checked by physai.integrators.step_inputs)."""
+
+    actuators: object
+    ctrl: np.ndarray | None
+    qfrc_applied: np.ndarray | None
+    xfrc_applied: np.ndarray | None
+
+
 @dataclass(frozen=True)
 class RolloutInputs:
     """What drives N runs besides their states: actuators (physai.engine.actuators.Actuators or None) and, per run and

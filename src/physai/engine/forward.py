@@ -1,5 +1,5 @@
-"""The integrators, named after MuJoCo's engine_forward.c (mirrored function by function by the compiled engine's
-cpp/forward.h): one step from (q, qd) of one state, each returning (q_next, qd_next, energy of (q, qd)).
+"""The forward pipeline and the integrators, named after MuJoCo's engine_forward.c (mirrored function by function by the
+compiled engine's cpp/forward.h): one step from (q, qd) of one state, each returning (q_next, qd_next, energy of (q, qd)).
 
     euler(run, q, qd)           semi-implicit Euler, joint damping implicit                      (mj_Euler)
     implicit(run, q, qd)        implicit in velocity, (M - h D) a = f                          (mj_implicit)
@@ -7,8 +7,10 @@ cpp/forward.h): one step from (q, qd) of one state, each returning (q_next, qd_n
     runge_kutta(run, q, qd)     classic 4th-order Runge-Kutta, inputs held over the step        (mj_RungeKutta)
     discrete(run, q, qd)        implicit in velocity and position, (M + h B + h^2 K) a = f - h K qd   (mjINT_DISCRETE)
     STEPPERS                    each integrator's name to its function
+    DynamicsEvaluator           the forward pipeline of one run (engine.DynamicsEvaluator)
+    step_matrix, velocity_derivative, free_body_solve   the single-step integrators' M - h D and its pieces
 
-`run` is the forward pipeline of one run (physai.integrators.DynamicsEvaluator: a model, the timestep h [s], the
+`run` is the forward pipeline of one run (DynamicsEvaluator below: a model, the timestep h [s], the
 inputs, the activations act (na,) of the state being stepped, and one workspace), which gives what a step needs at a
 state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smooth and the activations' rate in
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
@@ -16,8 +18,15 @@ step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); stiffn
 free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' docstring.
 """
 
-from physai import joints
-from physai.engine import actuation
+import numpy as np
+
+from physai import joints, validation
+from physai.engine import actuation, api, collision, constraint, native, passive, smooth, solver, support, tendon
+from physai.engine.actuators import TRN_BODY
+from physai.engine.data import Data, StepInputs
+from physai.engine.loaders import as_model
+from physai.engine.support import standalone_free_dofs
+from physai.exceptions import InvalidStateError, UnsupportedModelError
 from physai.linalg import solve
 
 #: RK4's stage times c_2..c_4 (MuJoCo's tableau A is diag(1/2, 1/2, 1)) and weights b_1..b_4
@@ -122,3 +131,258 @@ def runge_kutta(run, q, qd):
 #: each integrator's name (physai.integrators.INTEGRATORS) to its step
 STEPPERS = {"euler": euler, "implicit": implicit, "implicitfast": implicitfast, "rk4": runge_kutta, "discrete": discrete}
 
+
+# ---------------------------------------------------------------- the forward pipeline of one run
+
+
+class DynamicsEvaluator:
+    """The forward pipeline of one run (MuJoCo's mj_forward for one state; engine.DynamicsEvaluator): a model, a timestep
+    h [s], the StepInputs (physai.engine.data), and one workspace reused by every evaluation of the dynamics:
+    evaluate(q, qd) -> (M, f, potential energy), the pieces every integrator steps with (physai.inverse and
+    physai.derivatives step with them too); acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), the forward dynamics
+    with the model's constraints when `constrained` (MuJoCo's mj_fwdConstraint: contacts detected at q, Newton's method
+    warm-started from the last solve's qacc, kept in `warmstart`, zero at first as in a new MjData)."""
+
+    def __init__(self, model, h: float, inputs: StepInputs, euler_damping: bool = True, constrained: bool = False,
+                 act: np.ndarray | None = None):
+        self.model, self.h, self.inputs, self.euler_damping = model, h, inputs, euler_damping
+        self.d = Data(model)
+        self.constrained, self.warmstart, self.tau, self.ncon = constrained, np.zeros(model.nv), None, None
+        na = 0 if inputs.actuators is None else inputs.actuators.na
+        self.act = np.zeros(na) if act is None else act       # the activations of the state stepped (MuJoCo's d.act)
+        self.act_dot = np.zeros(na)                              # their rate at the last evaluation (d.act_dot)
+        self.actuators = inputs.actuators                        # posed at the last evaluation's q (actuation.posed)
+        self.detected = None                                     # (q, its contacts) of the last detection
+
+    def contacts(self, q: np.ndarray):
+        """The contacts at q (None when the model has no collision), detected once per q."""
+        if not collision.has_contacts(self.model):
+            return None
+        if self.detected is None or not np.array_equal(self.detected[0], q):
+            self.detected = q.copy(), collision.detect(self.model, q)
+        return self.detected[1]
+
+    def actuator_force(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray) -> np.ndarray:
+        """qfrc_actuator (nv,) at (q, qd, act) with this run's ctrl (physai.engine.actuation; the clamped ctrl checked),
+        the activations' rate into act_dot; the actuators posed at q from this evaluation's Data (and, constrained, the
+        contacts at q: adhesion) into self.actuators."""
+        acts = self.inputs.actuators
+        if acts.posed_each.any():
+            adhesion = self.constrained and (acts.posed_each & (acts.trntype == TRN_BODY)).any()
+            acts = self.actuators = actuation.posed(acts, self.model, self.d, q, self.contacts(q) if adhesion else None)
+        u = actuation.clamped_ctrl(acts, self.inputs.ctrl)
+        self.act_dot = actuation.activation_rate(acts, u, act)
+        return actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
+
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
+        """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
+        constrained, else the constrained solve (its qacc becomes the next warm start)."""
+        if not self.constrained:
+            return solve(M, f), np.zeros(self.model.nv)
+        model, opt = self.model, self.model.opt
+        contacts = self.contacts(q)
+        if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
+            self.ncon = 0 if contacts is None else len(contacts)
+        if native.on and native.compiled_solver(model) and self.tau is not None and np.isfinite(self.tau).all():
+            qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
+                                                     self.warmstart, opt.tolerance, opt.iterations)[:2]
+        else:
+            if self.tau is not None:                   # the compiled evaluate left the workspace empty
+                smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
+            rows = constraint.rows(model, self.d, q, qd, contacts)
+            solution = solver.solve_with(model, rows, M, f, self.warmstart)
+            qacc, qfrc = solution.qacc, solution.qfrc_constraint
+        self.warmstart = qacc
+        return qacc, qfrc
+
+    def step_matrix(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, integrator: str) -> np.ndarray:
+        """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
+        x = self.inputs
+        return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
+
+    def stiffness_force(self, qd: np.ndarray) -> np.ndarray:
+        """h K qd (nv,): the discrete integrator's spring force at the end of the step less at its start, to first order
+        (discrete_stiffness)."""
+        return self.h * discrete_stiffness(self.model) * qd
+
+    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
+        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
+        x = self.inputs
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act)
+
+    def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
+        """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
+        CRBA, f = qfrc_smooth (on the compiled backend, without body wrenches: its mass_matrix, bias and
+        potential_energy calls instead); the activations' rate into act_dot."""
+        model, d, x = self.model, self.d, self.inputs
+        act = self.act if act is None else act
+        self.tau = None                                # set again below once this evaluation's forces are known
+        if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and \
+                not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
+            try:
+                M, c, potential = api.mass_matrix(model, q), api.bias(model, q, qd), api.potential_energy(model, q)
+            except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check
+                if zero_quaternion(model, q):
+                    raise
+                nan = np.full(model.nv, np.nan)
+                return np.full((model.nv, model.nv), np.nan), nan, np.nan
+            else:
+                f = passive.damper_spring_force(model, q, qd) - c
+                if model.has_tendon_forces:            # tendon springs, dampers and armature (mj_passive, mj_crb)
+                    length, J = api.tendon_kinematics(model, q)
+                    f = f + passive.tendon_passive_force(model, length, J, qd)
+                    M = M + tendon.armature_matrix(model, J)
+                    potential += passive.tendon_spring_energy(model, length)
+                if x.actuators is not None:
+                    f = f + self.actuator_force(q, qd, act)
+                if x.qfrc_applied is not None:
+                    f = f + x.qfrc_applied
+                self.tau = f + c                       # every non-constraint force, as the compiled solver takes it
+                return M, f, potential
+        Q, QD = q[:, None], qd[:, None]
+        smooth.velocity_stages(model, d, Q, QD)
+        f = passive.damper_spring_force(model, q, qd) - smooth.rne(model, d, QD, None)[:, 0]
+        if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
+            f = f + passive.body_forces(model, d)[:, 0]
+        M = smooth.crb(model, d)[:, :, 0]
+        potential = float(smooth.energy_pos(model, d, Q)[0])
+        if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
+            length, J = tendon.tendons(model, d, q)
+            f = f + passive.tendon_passive_force(model, length, J, qd)
+            M = M + tendon.armature_matrix(model, J)
+            potential += passive.tendon_spring_energy(model, length)
+        if x.actuators is not None:
+            f = f + self.actuator_force(q, qd, act)
+        if x.qfrc_applied is not None:
+            f = f + x.qfrc_applied
+        if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
+            f = f + support.body_wrench_force(model, d, x.xfrc_applied)
+        return M, f, potential
+
+
+def guarded(stepper, run: "DynamicsEvaluator", q, qd):
+    """stepper(run, q, qd), with a state that overflows inside the step (a runaway velocity makes the bias or a stage
+    infinite; physai's checks then raise InvalidStateError) returned as NaN, so that the caller reports a divergence.
+    A zero quaternion in q is the state's own fault: its error goes through."""
+    try:
+        return stepper(run, q, qd)
+    except InvalidStateError:
+        if zero_quaternion(run.model, q):
+            raise
+        return np.full_like(q, np.nan), np.full_like(qd, np.nan), np.nan
+
+
+def zero_quaternion(model, q) -> np.ndarray:
+    """Whether a ball or free joint's quaternion is zero (all four components, as physai.joints.quat_to_mat refuses it:
+    the state's own fault, not a divergence), per state of q (..., nq)."""
+    iq = model.coords.quats()[0]
+    return (q[..., iq] == 0).all(axis=-1).any(axis=-1)
+
+
+# ---------------------------------------------------------------- the single-step integrators' matrices (mj_implicit)
+
+
+def step_matrix(model, q, qd, h: float, name: str, actuators, ctrl, M: np.ndarray, euler_damping: bool = True,
+                act=None) -> np.ndarray:
+    """M - h D (nv, nv) [kg m^2 | kg] of the single-step integrator `name` at (q, qd), h [s], M the mass matrix there
+    (tendon armature included), actuators and ctrl checked (physai.integrators.step_matrix checks them and explains it):
+    euler M + h B (M without damping or without euler_damping), discrete M + h B + h^2 K (discrete_stiffness)."""
+    if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
+        return M                                       # mj_Euler skips the second factorization then
+    if name == "discrete":                             # M + h B + h^2 K
+        refuse_servo_gains(actuators)
+        return M + np.diag(h * model.dof_damping + h * h * discrete_stiffness(model))
+    return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
+
+
+def velocity_derivative(model, q, qd, name: str, actuators=None, ctrl=None, act=None, dt: float | None = None) -> np.ndarray:
+    """D = d f / d qd (nv, nv) of the single-step integrator `name` (not rk4) with checked actuators and ctrl
+    (physai.integrators.velocity_derivative checks them and explains D): -B, plus the fluid's and the tendon dampers',
+    the actuators' (implicitfast: symmetrized) and, implicit, -dc/dqd; on M's sparsity pattern. UnsupportedModelError
+    for ellipsoid fluid forces under an implicit integrator (physai.engine.passive.check_integrator)."""
+    passive.check_integrator(model, name)
+    D = -np.diag(model.dof_damping)
+    if name == "euler":
+        return D
+    if passive.has_fluid(model) or model.tendon_damping.any():
+        d = Data(model)
+        smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
+        if passive.has_fluid(model):                   # the inertia boxes' (mjd_passive_vel)
+            D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
+        if model.tendon_damping.any():                 # the tendons' dampers: -J^T diag(b) J (mjd_passive_vel)
+            J = tendon.tendons(model, d, np.asarray(q, float))[1]
+            D = D - (J.T * model.tendon_damping) @ J
+    if actuators is not None:
+        A = np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, dt), dtype=float)
+        D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
+    if name == "implicit":
+        D = D - bias_velocity_derivative(model, q, qd)
+    return np.where(dof_pattern(model), D, 0.0)
+
+
+def bias_velocity_derivative(model, q, qd) -> np.ndarray:
+    """dc/dqd (nv, nv) [N m s | N s] of the bias c(q, qd) (MuJoCo's mjd_rne_vel, 2C on hinges and slides).
+
+    c is quadratic in qd, so column k is (c(q, qd + e_k) - c(q, qd - e_k)) / 2 exactly, up to rounding; the 2 nv
+    biases are one batched engine call.
+    """
+    model = as_model(model)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    E = np.eye(model.nv)
+    c = api.bias(model, np.broadcast_to(q, (2 * model.nv, model.nq)), np.concatenate([qd + E, qd - E]))
+    return 0.5 * (c[:model.nv] - c[model.nv:]).T
+
+
+def dof_pattern(model) -> np.ndarray:
+    """(nv, nv) booleans: True where dof i is dof j, an ancestor or a descendant (where M can be non-zero)."""
+    return as_model(model).dof_Mmask[:, :, 0] > 0
+
+
+def discrete_stiffness(model) -> np.ndarray:
+    """K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position
+    derivative -d f / d q (diagonal: hinges and slides)."""
+    K = np.zeros(model.nv)
+    K[model.spring_dofadr] = model.spring_stiffness
+    return K
+
+
+def refuse_servo_gains(actuators) -> None:
+    """UnsupportedModelError for actuators whose force depends on length or velocity under the discrete integrator
+    (MuJoCo adds their gains to its K and D)."""
+    if actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()):
+        raise UnsupportedModelError("the discrete integrator with actuators whose gain or bias depends on length or "
+                                    "velocity (position and velocity servos: MuJoCo folds them into its step's metric; "
+                                    "physai does not): choose another integrator")
+
+
+def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:
+    """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
+    integrator's matrix (which implicitfast leaves the bias out of): MuJoCo's implicitfast solves these rows in it
+    (mj_implicitSkip's local solve, mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
+    qd); dA/dqd unsymmetrized, as MuJoCo's block."""
+    dofs = standalone_free_dofs(model)
+    if not dofs:
+        return []
+    A = None if actuators is None else np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, h))
+    blocks = []
+    for a in dofs:
+        block = slice(a, a + 6)
+        E = np.zeros((6, model.nv))
+        E[:, block] = np.eye(6)
+        c = api.bias(model, np.broadcast_to(q, (12, model.nq)), np.concatenate([qd + E, qd - E]))
+        D = -np.diag(model.dof_damping[block]) + (0.0 if A is None else A[block, block])
+        blocks.append((a, M[block, block] - h * D + h * 0.5 * (c[:6, block] - c[6:, block]).T))
+    return blocks
+
+
+def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
+                    ctrl=None, act=None) -> np.ndarray:
+    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
+    A a = rhs: MuJoCo's implicitfast."""
+    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act)
+    if not blocks:
+        return qacc
+    qacc = qacc.copy()
+    for a, A in blocks:
+        qacc[a:a + 6] = solve(A, rhs[a:a + 6])
+    return qacc

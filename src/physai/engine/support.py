@@ -129,6 +129,16 @@ def point_jacobian_dots(model: Model, d: Data, b: int, r: np.ndarray) -> np.ndar
     return J
 
 
+def body_wrench_force(model, d, xfrc: np.ndarray) -> np.ndarray:
+    """sum_b J_b(com_b)^T w_b (nv,) for checked wrenches xfrc (nbody, 6), from a one-state engine Data whose
+    positions are done (kinematics, com_pos): what applied_force adds for xfrc_applied, without recomputing them."""
+    tau = np.zeros(model.nv)
+    for b in np.flatnonzero(np.abs(xfrc).sum(axis=1)):
+        r = point_offsets(model, d, int(b), model.body_ipos[b][None])
+        tau += point_jacobians(model, d, int(b), r, centered=True)[0, :, :, 0].T @ xfrc[b]
+    return tau
+
+
 def centre_of_mass(model: Model, d: Data) -> np.ndarray:
     """The whole model's centre of mass (3, n) [m] from a Data with com_pos done: (sum_l m_l (centre_l + cipos_l) + the
     mass welded to the world at its centre) / the model's mass (cpp/support.h's centre_of_mass)."""
