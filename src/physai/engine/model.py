@@ -240,7 +240,7 @@ class Model:
                                     length limit [m | rad] as a constraint row (MuJoCo's mjCNSTR_LIMIT_TENDON)
     tendon_frictionloss, tendon_solref_fri, tendon_solimp_fri   dry friction along the tendon [N | N m]
     tendon_stiffness, tendon_damping, tendon_lengthspring (ntendon, 2)   the spring (zero force inside the dead band
-                                    [lower, upper] [m | rad]) and damper along the tendon
+                                    [lower, upper], in m | rad) and damper along the tendon
     tendon_armature (ntendon,)      inertia added to M as armature J^T J [kg | kg m^2]
     tendon_length0  (ntendon,)      the lengths at qpos0 (tendon equalities' references); tendon_name
     """
