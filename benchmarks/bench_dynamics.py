@@ -43,16 +43,35 @@ COLUMNS = ["teaching", "engine-1", "engine-N", "MuJoCo", "MuJoCo-N", "Pinocchio"
 ROUNDS = 9
 
 
+def calibrated(fn, seconds: float) -> tuple[timeit.Timer, int]:
+    """fn's timer and the number of calls that take about `seconds` (at least one)."""
+    timer = timeit.Timer(fn)
+    number, elapsed = 1, timer.timeit(1)
+    while elapsed < seconds and number < 1_000_000:
+        number = max(2 * number, int(seconds / max(elapsed, 1e-9) * number))
+        elapsed = timer.timeit(number)
+    return timer, number
+
+
 def best_time(fn, budget: float = 0.2, rounds: int = ROUNDS) -> float:
     """Seconds per call: the best of `rounds` rounds, each of as many calls as fit in about budget / rounds.
 
     The timing rule of every script in benchmarks/ (they import it)."""
-    timer = timeit.Timer(fn)
-    number, elapsed = 1, timer.timeit(1)
-    while elapsed < budget / rounds and number < 1_000_000:
-        number = max(2 * number, int(budget / rounds / max(elapsed, 1e-9) * number))
-        elapsed = timer.timeit(number)
+    timer, number = calibrated(fn, budget / rounds)
     return min(timer.repeat(rounds, number)) / number
+
+
+def paired_times(fn, peer, budget: float = 0.4, rounds: int = 3 * ROUNDS) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds per call of fn and of peer in each of `rounds` rounds (two arrays), the two timed back to back in every
+    round (which goes first alternates), each for about budget / (2 rounds): a load that comes and goes on a shared
+    machine slows both sides of a round alike, so their ratio per round holds where each one's time does not."""
+    (a, na), (b, nb) = calibrated(fn, budget / (2 * rounds)), calibrated(peer, budget / (2 * rounds))
+    times = np.zeros((rounds, 2))
+    for r in range(rounds):
+        for side in ((0, 1) if r % 2 == 0 else (1, 0)):
+            timer, number = (a, na) if side == 0 else (b, nb)
+            times[r, side] = timer.timeit(number) / number
+    return times[:, 0], times[:, 1]
 
 
 class Bench:

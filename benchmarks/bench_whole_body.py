@@ -19,7 +19,9 @@ Jacobian and its rate in C++)
 physai-1: one state per call; physai-N: one call on N states divided by N (PHYSAI_NUM_THREADS threads, default every
 core); Pinocchio: one state per call (it has no batch of these). Ratios physai / Pinocchio (below 1: physai is faster).
 Pinocchio reads the robot's MJCF (pin.buildModelFromMJCF: the free joint becomes its free flyer, whose velocity
-convention differs; timings only). Times are the best of several rounds; on a shared machine expect +-20% between runs.
+convention differs; timings only). physai-1 and Pinocchio are timed back to back in each of 27 rounds (paired_times in
+bench_dynamics.py): their times are each one's best round, and beside the ratio of the bests the min and median of the
+rounds' own ratios show the spread a loaded machine leaves; physai-N is the best of several rounds.
 """
 
 import argparse
@@ -29,7 +31,7 @@ import platform
 import numpy as np
 import pinocchio as pin
 
-from bench_dynamics import best_time
+from bench_dynamics import best_time, paired_times
 from physai import centroidal, engine, jacobians, kinematics, models
 from physai.engine import native
 
@@ -88,11 +90,16 @@ def main() -> None:
     print(f"{args.model}: nq {model.nq}, nv {model.nv}, frame {frame!r}; N = {args.n} random states")
     print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}"
           f"{f', {native.threads()} threads for batches' if native.on else ''}; pinocchio {pin.__version__}, numpy {np.__version__}")
-    print("microseconds per state; ratios physai / Pinocchio")
-    print(f"{'':15s} {'physai-1':>9s} {'physai-N':>9s} {'Pinocchio':>10s} {'1/Pin':>7s} {'N/Pin':>7s}")
+    print("microseconds per state (best of the rounds); ratios physai / Pinocchio: 1/Pin of the bests, and the min and "
+          "median of the rounds' own ratios (physai-1 and Pinocchio timed back to back in each round)")
+    print(f"{'':15s} {'physai-1':>9s} {'physai-N':>9s} {'Pinocchio':>10s} {'1/Pin':>7s} {'min':>6s} {'median':>6s} "
+          f"{'N/Pin':>7s}")
     for name, one, batch, peer in rows:
-        p1, pn, pp = best_time(one) * 1e6, best_time(batch, 0.5) * 1e6 / args.n, best_time(peer) * 1e6
-        print(f"{name:15s} {p1:9.2f} {pn:9.3f} {pp:10.2f} {p1 / pp:7.2f} {pn / pp:7.3f}")
+        t1, tp = paired_times(one, peer)
+        p1, pn, pp = t1.min() * 1e6, best_time(batch, 0.5) * 1e6 / args.n, tp.min() * 1e6
+        ratios = t1 / tp
+        print(f"{name:15s} {p1:9.2f} {pn:9.3f} {pp:10.2f} {p1 / pp:7.2f} {ratios.min():6.2f} {np.median(ratios):6.2f} "
+              f"{pn / pp:7.3f}")
 
 
 if __name__ == "__main__":
