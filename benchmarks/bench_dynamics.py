@@ -61,10 +61,10 @@ def best_time(fn, budget: float = 0.2, rounds: int = ROUNDS) -> float:
     return min(timer.repeat(rounds, number)) / number
 
 
-def paired_times(fn, peer, budget: float = 0.4, rounds: int = 3 * ROUNDS) -> tuple[np.ndarray, np.ndarray]:
-    """Seconds per call of fn and of peer in each of `rounds` rounds (two arrays), the two timed back to back in every
-    round (which goes first alternates), each for about budget / (2 rounds): a load that comes and goes on a shared
-    machine slows both sides of a round alike, so their ratio per round holds where each one's time does not."""
+def paired_times(fn, peer, budget: float = 0.6, rounds: int = 205) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds per call of fn and of peer in each of `rounds` short rounds (two arrays), the two timed back to back in
+    every round (which goes first alternates), each for about budget / (2 rounds): on a shared machine a short round
+    often runs undisturbed, and a load that comes and goes falls on both alike, so the best rounds compare fairly."""
     (a, na), (b, nb) = calibrated(fn, budget / (2 * rounds)), calibrated(peer, budget / (2 * rounds))
     times = np.zeros((rounds, 2))
     for r in range(rounds):
