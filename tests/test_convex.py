@@ -643,8 +643,8 @@ def test_hfield_contacts_mujoco_gives_several_per_pair():
 def test_quadruped_on_a_heightfield_matches_mj_collision(backend):
     """dm_control's Quadruped (its actuators and tendon couplings left out: their activation dynamics and tendon
     equalities are not collision's, and the second would keep the compiled path off) falling on a bumpy terrain in
-    its heightfield: physai's contacts equal mj_collision's along an mj_step run, distances within AGREE, positions
-    and frames within WITNESS_TOL (an ellipsoid foot on a prism: GJK's witness points, see the module's note)."""
+    its heightfield: physai's contacts equal mj_collision's along an mj_step run, every one within AGREE (an ellipsoid
+    foot on a prism: GJK's thin last triangle weighted as MuJoCo 4 weighs it, see the module's note; measured 2e-13)."""
     from pathlib import Path
 
     import dm_control
@@ -657,7 +657,7 @@ def test_quadruped_on_a_heightfield_matches_mj_collision(backend):
     bumps = 1.5 + np.sin(np.linspace(0, 6 * np.pi, ncol))[None, :] * np.cos(np.linspace(0, 5 * np.pi, nrow))[:, None]
     m.hfield_data[:] = ((bumps + rng.uniform(0, 0.3, bumps.shape)) / 2.8).ravel()
     r = compare_along_steps(m, engine.from_mujoco(m), 400, 40, backend, ignore_unsupported=True)
-    assert r["agree"] == r["states"] and r["max_dist"] <= AGREE and r["max_witness"] <= WITNESS_TOL, r
+    assert r["agree"] == r["close"] == r["states"] and r["max_dist"] <= AGREE and r["max_witness"] <= AGREE, r
     assert r["contacts"] > 4 * r["states"], r
 
 
