@@ -144,7 +144,7 @@ inline std::vector<double> nearest_of_faces(const std::vector<SubSolution> &cand
     return best;
 }
 
-// C / det when every C shares det's sign, else the nearest of the faces without a vertex whose C does not
+// C / sum C when every C shares det's sign, else the nearest of the faces without a vertex whose C does not
 template <class Sub>
 inline std::vector<double> inside_or_faces(const std::vector<double> &C, double det, const std::vector<V3> &pts, Sub sub) {
     int n = int(pts.size());
@@ -152,8 +152,10 @@ inline std::vector<double> inside_or_faces(const std::vector<double> &C, double 
     bool all = true;
     for (int i = 0; i < n; i++) comp[size_t(i)] = same_sign(det, C[size_t(i)]), all = all && comp[size_t(i)];
     if (all) {
+        double total = C[0];
+        for (int i = 1; i < n; i++) total += C[size_t(i)];             // summed in order (s3d: det itself)
         std::vector<double> out(pts.size());
-        for (int i = 0; i < n; i++) out[size_t(i)] = C[size_t(i)] / det;
+        for (int i = 0; i < n; i++) out[size_t(i)] = C[size_t(i)] / total;
         return out;
     }
     std::vector<SubSolution> faces;
@@ -175,23 +177,24 @@ inline std::vector<double> s3d(const V3 &s1, const V3 &s2, const V3 &s3, const V
     return inside_or_faces(C, m_det, {s1, s2, s3, s4}, [](const std::vector<V3> &p) { return s2d(p[0], p[1], p[2]); });
 }
 
-// the largest minor M_i4 of [s1 s2 s3; 1 1 1] and the two axes kept
+// the largest minor M_i4 of [s1 s2 s3; 1 1 1] and the two axes kept: (s2 - s1) x (s3 - s1), up to sign, from the edges
 inline double minors(const V3 &s1, const V3 &s2, const V3 &s3, int &x, int &y) {
-    double m14 = s2[1] * s3[2] - s2[2] * s3[1] - s1[1] * s3[2] + s1[2] * s3[1] + s1[1] * s2[2] - s1[2] * s2[1];
-    double m24 = s2[0] * s3[2] - s2[2] * s3[0] - s1[0] * s3[2] + s1[2] * s3[0] + s1[0] * s2[2] - s1[2] * s2[0];
-    double m34 = s2[0] * s3[1] - s2[1] * s3[0] - s1[0] * s3[1] + s1[1] * s3[0] + s1[0] * s2[1] - s1[1] * s2[0];
+    V3 d21 = s2 - s1, d31 = s3 - s1;
+    double m14 = d21[1] * d31[2] - d21[2] * d31[1];
+    double m24 = d21[0] * d31[2] - d21[2] * d31[0];
+    double m34 = d21[0] * d31[1] - d21[1] * d31[0];
     double mu1 = std::fabs(m14), mu2 = std::fabs(m24), mu3 = std::fabs(m34);
     if (mu1 >= mu2 && mu1 >= mu3) return x = 1, y = 2, m14;
     if (mu2 >= mu3) return x = 0, y = 2, m24;
     return x = 0, y = 1, m34;
 }
 
-// the signed areas C3i of p with each edge of the triangle, in the plane of axes x, y
+// the signed areas C3i of p with each edge of the triangle, in the plane of axes x, y: u_j x u_k of the offsets from p
 inline std::vector<double> areas(const V3 &p, const V3 &s1, const V3 &s2, const V3 &s3, int x, int y) {
-    auto area = [&](const V3 &a, const V3 &b) {
-        return p[x] * a[y] + p[y] * b[x] + a[x] * b[y] - p[x] * b[y] - p[y] * a[x] - b[x] * a[y];
-    };
-    return {area(s2, s3), area(s3, s1), area(s1, s2)};
+    auto offset = [&](const V3 &s) { return std::array<double, 2>{s[x] - p[x], s[y] - p[y]}; };
+    std::array<double, 2> u1 = offset(s1), u2 = offset(s2), u3 = offset(s3);
+    auto area = [](const std::array<double, 2> &a, const std::array<double, 2> &b) { return a[0] * b[1] - b[0] * a[1]; };
+    return {area(u2, u3), area(u3, u1), area(u1, u2)};
 }
 
 // weights of a triangle's point nearest the origin; a degenerate triangle: the nearer of its edges s2 s3 and s1 s3
@@ -426,9 +429,10 @@ inline int polytope2(Polytope &pt, Status &status, CcdObject &o1, CcdObject &o2)
 // the affine coordinates of p on the triangle v1 v2 v3
 inline std::vector<double> tri_affine(const V3 &v1, const V3 &v2, const V3 &v3, const V3 &p) {
     int x, y;
-    double m_max = minors(v1, v2, v3, x, y);
+    minors(v1, v2, v3, x, y);
     std::vector<double> C = areas(p, v1, v2, v3, x, y);
-    for (double &c : C) c = div(c, m_max);
+    double total = C[0] + C[1] + C[2];
+    for (double &c : C) c = div(c, total);
     return C;
 }
 

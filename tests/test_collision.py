@@ -20,7 +20,7 @@ from helpers import run
 from scenes import convex_points, in_mujocos_order, mesh_scene, random_scene, states
 
 TOL = 1e-12
-GJK_AGREE = 1e-9   # GJK apart on curved sides stops when |x_k| changes by < 1e-15: an iterate apart (test_convex's AGREE)
+GJK_AGREE = 1e-9   # GJK apart on curved sides: where rounding breaks a tie between faces MuJoCo's own contact moves (test_convex's note)
 FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solreffriction", "solimp")
 
 

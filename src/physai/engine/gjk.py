@@ -241,11 +241,14 @@ def s3d(s1, s2, s3, s4) -> list:
 
 
 def _inside_or_faces(C: list, det: float, pts: list, sub) -> list:
-    """The weights C / det of the simplex pts when every C shares det's sign (the origin's projection inside), else
+    """The weights C / sum C of the simplex pts when every C shares det's sign (the origin's projection inside), else
     those of the nearest (_nearest_of_faces) of the faces without a vertex whose C does not (each by sub)."""
     comp = [same_sign(det, c) for c in C]
     if all(comp):
-        return [c / det for c in C]
+        total = C[0]
+        for c in C[1:]:                                                 # summed in order (s3d: det itself)
+            total += c
+        return [c / total for c in C]
     faces = []
     for drop in range(len(pts)):
         if not comp[drop]:
@@ -255,10 +258,12 @@ def _inside_or_faces(C: list, det: float, pts: list, sub) -> list:
 
 
 def _minors(s1, s2, s3) -> tuple[float, int, int]:
-    """(the largest minor M_i4 of [s1 s2 s3; 1 1 1], the two axes kept by dropping its axis)."""
-    m14 = s2[1] * s3[2] - s2[2] * s3[1] - s1[1] * s3[2] + s1[2] * s3[1] + s1[1] * s2[2] - s1[2] * s2[1]
-    m24 = s2[0] * s3[2] - s2[2] * s3[0] - s1[0] * s3[2] + s1[2] * s3[0] + s1[0] * s2[2] - s1[2] * s2[0]
-    m34 = s2[0] * s3[1] - s2[1] * s3[0] - s1[0] * s3[1] + s1[1] * s3[0] + s1[0] * s2[1] - s1[1] * s2[0]
+    """(the largest minor M_i4 of [s1 s2 s3; 1 1 1], the two axes kept by dropping its axis): the components of
+    (s2 - s1) x (s3 - s1), up to sign, from the edges (MuJoCo 4's, stable for a thin triangle far from the origin)."""
+    d21, d31 = s2 - s1, s3 - s1
+    m14 = d21[1] * d31[2] - d21[2] * d31[1]
+    m24 = d21[0] * d31[2] - d21[2] * d31[0]
+    m34 = d21[0] * d31[1] - d21[1] * d31[0]
     mu1, mu2, mu3 = abs(m14), abs(m24), abs(m34)
     if mu1 >= mu2 and mu1 >= mu3:
         return m14, 1, 2
@@ -268,15 +273,18 @@ def _minors(s1, s2, s3) -> tuple[float, int, int]:
 
 
 def _areas(p, s1, s2, s3, x: int, y: int) -> list:
-    """The signed areas C3i of p with each edge of the triangle, in the plane of axes x, y."""
+    """The signed areas C3i of p with each edge of the triangle, in the plane of axes x, y: 2D cross products of the
+    vertices' offsets from p, u_j x u_k (MuJoCo 4's)."""
+    u1, u2, u3 = ((s[x] - p[x], s[y] - p[y]) for s in (s1, s2, s3))
+
     def area(a, b):
-        return p[x] * a[y] + p[y] * b[x] + a[x] * b[y] - p[x] * b[y] - p[y] * a[x] - b[x] * a[y]
-    return [area(s2, s3), area(s3, s1), area(s1, s2)]
+        return a[0] * b[1] - b[0] * a[1]
+    return [area(u2, u3), area(u3, u1), area(u1, u2)]
 
 
 def s2d(s1, s2, s3) -> list:
     """Weights of a triangle's point nearest the origin: the origin's projection on its plane when inside (signed
-    areas in the plane of its largest shadow), else the nearest of its edges facing it (s1d); a degenerate triangle:
+    areas in the plane of its largest shadow, over their sum), else the nearest of its edges facing it (s1d); a degenerate triangle:
     the nearer of its edges s2 s3 and s1 s3."""
     p_o = project_origin_plane(s1, s2, s3)
     if p_o is None:                                                     # degenerate: the nearer of two edges
@@ -414,9 +422,12 @@ def polytope2(pt: Polytope, status: Status, obj1, obj2) -> int:
 
 
 def tri_affine(v1, v2, v3, p) -> list:
-    """The affine coordinates of p on the triangle v1 v2 v3 (signed areas in the plane of its largest shadow)."""
-    m_max, x, y = _minors(v1, v2, v3)
-    return [div(c, m_max) for c in _areas(p, v1, v2, v3, x, y)]
+    """The affine coordinates of p on the triangle v1 v2 v3 (signed areas in the plane of its largest shadow, over
+    their sum)."""
+    _, x, y = _minors(v1, v2, v3)
+    C = _areas(p, v1, v2, v3, x, y)
+    total = C[0] + C[1] + C[2]
+    return [div(c, total) for c in C]
 
 
 def tri_point_intersect(v1, v2, v3, p) -> bool:
