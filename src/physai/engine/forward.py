@@ -210,6 +210,21 @@ class DynamicsEvaluator:
         x = self.inputs
         return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act)
 
+    def tendon_and_input_forces(self, q, qd, act, M, f, potential, tendon_kinematics):
+        """(M, f, potential) with the tendons' springs, dampers and armature added (their lengths and Jacobians from
+        tendon_kinematics()), then the actuators' force at act and qfrc_applied (evaluate's common tail)."""
+        model, x = self.model, self.inputs
+        if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
+            length, J = tendon_kinematics()
+            f = f + passive.tendon_passive_force(model, length, J, qd)
+            M = M + tendon.armature_matrix(model, J)
+            potential += passive.tendon_spring_energy(model, length)
+        if x.actuators is not None:
+            f = f + self.actuator_force(q, qd, act)
+        if x.qfrc_applied is not None:
+            f = f + x.qfrc_applied
+        return M, f, potential
+
     def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
         """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
         CRBA, f = qfrc_smooth (on the compiled backend, without body wrenches: its mass_matrix, bias and
@@ -228,15 +243,8 @@ class DynamicsEvaluator:
                 return np.full((model.nv, model.nv), np.nan), nan, np.nan
             else:
                 f = passive.damper_spring_force(model, q, qd) - c
-                if model.has_tendon_forces:            # tendon springs, dampers and armature (mj_passive, mj_crb)
-                    length, J = api.tendon_kinematics(model, q)
-                    f = f + passive.tendon_passive_force(model, length, J, qd)
-                    M = M + tendon.armature_matrix(model, J)
-                    potential += passive.tendon_spring_energy(model, length)
-                if x.actuators is not None:
-                    f = f + self.actuator_force(q, qd, act)
-                if x.qfrc_applied is not None:
-                    f = f + x.qfrc_applied
+                M, f, potential = self.tendon_and_input_forces(q, qd, act, M, f, potential,
+                                                               lambda: api.tendon_kinematics(model, q))
                 self.tau = f + c                       # every non-constraint force, as the compiled solver takes it
                 return M, f, potential
         Q, QD = q[:, None], qd[:, None]
@@ -246,15 +254,7 @@ class DynamicsEvaluator:
             f = f + passive.body_forces(model, d)[:, 0]
         M = smooth.crb(model, d)[:, :, 0]
         potential = float(smooth.energy_pos(model, d, Q)[0])
-        if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
-            length, J = tendon.tendons(model, d, q)
-            f = f + passive.tendon_passive_force(model, length, J, qd)
-            M = M + tendon.armature_matrix(model, J)
-            potential += passive.tendon_spring_energy(model, length)
-        if x.actuators is not None:
-            f = f + self.actuator_force(q, qd, act)
-        if x.qfrc_applied is not None:
-            f = f + x.qfrc_applied
+        M, f, potential = self.tendon_and_input_forces(q, qd, act, M, f, potential, lambda: tendon.tendons(model, d, q))
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
             f = f + support.body_wrench_force(model, d, x.xfrc_applied)
         return M, f, potential
