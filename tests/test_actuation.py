@@ -377,6 +377,24 @@ def test_compiled_transmissions_equal_the_numpy_engine(integrator):
         assert_close(f, d.qfrc_smooth, 1e-12, what=f"qfrc_smooth, {backend}")
 
 
+def test_the_kept_simulation_workspace_follows_the_actuators():
+    """The compiled engine's kept workspace of a short simulation is made again for actuators of the same nu whose arms
+    depend on the configuration, or with activations, where the last ones' did not or had none: one model stepped 10
+    times with constant arms, its own arms of the configuration, then a filter on the first actuator, each equal to the
+    NumPy engine's within 1e-12."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(1))
+    model = engine.from_mujoco(m)
+    constant = dataclasses.replace(model.actuators, posed_each=np.zeros(m.nu, bool))
+    filtered = dataclasses.replace(constant, dyntype=np.eye(1, m.nu, dtype=np.int64)[0] * 2, dynprm=np.full((m.nu, 3), 0.05))
+    rng = np.random.default_rng(1)
+    q0, qd0, ctrl = m.qpos0.copy(), rng.normal(size=m.nv) * 0.3, rng.uniform(-0.3, 0.3, m.nu)
+    for acts in (constant, model.actuators, filtered):
+        native_run, numpy_run = (run(b, integrators.simulate, model, q0, qd0, steps=10, ctrl=ctrl, actuators=acts)
+                                 for b in ("native", "numpy"))
+        assert_close(native_run.q, numpy_run.q, 1e-12, what="q")
+        assert_close(native_run.act, numpy_run.act, 1e-12, what="act")
+
+
 def test_configuration_dependent_arms_need_a_state():
     """Actuators whose moment arms depend on the configuration are refused by name where no state poses them (the
     forces of bare Actuators, inverse dynamics, step derivatives), and where their targets are not in the model."""
