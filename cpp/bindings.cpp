@@ -270,6 +270,7 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.tendon_frictionloss = f.doubles("tendon_frictionloss", {NT});
         m.tendon_solref_fri = f.doubles("tendon_solref_fri", {NT, 2}), m.tendon_solimp_fri = f.doubles("tendon_solimp_fri", {NT, 5});
         m.site_bodyid = f.ints("site_bodyid", {-1}, &m.nsite), m.site_pos = f.doubles("site_pos", {m.nsite, 3});
+        m.site_quat = f.doubles("site_quat", {m.nsite, 4});
         for (int64_t w = 0; w < m.nwrap; w++) m.tendon_spatial |= m.wrap_type[w] != WRAP_JOINT;
         m.nspring = int(nspring), m.nscalar = int(nscalar), m.nquat = int(nquat), m.nfree = int(nfree);
         f.done();
@@ -488,7 +489,25 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         a.acc0 = f.doubles("acc0", {U}), a.actrange = f.doubles("actrange", {U, 2});
         a.actlimited = f.ints("actlimited", {U}), a.actearly = f.ints("actearly", {U});
         a.act_index = f.ints("act_index", {U});
+        a.posed_each = f.ints("posed_each", {U}), a.trntype = f.ints("trntype", {U}), a.trnid = f.ints("trnid", {U, 2});
+        a.gear6 = f.doubles("gear6", {U, 6}), a.cranklength = f.doubles("cranklength", {U});
         f.done();
+        for (int64_t u = 0; u < U; u++) {                              // the posed transmissions' targets (transmission)
+            if (!a.posed_each[u]) continue;
+            a.posed = true;
+            const int64_t kind = a.trntype[u], *id = a.trnid + 2 * u;
+            if (!m.has_constraints) f.invalid("posed_each", "the model's constraint part first (native.compiled_actuators)");
+            if (kind == TRN_BODY) f.invalid("trntype", "no body transmission (adhesion runs on the NumPy engine: native.runs)");
+            bool joint = kind == TRN_JOINT || kind == TRN_JOINTINPARENT;
+            if (kind < TRN_JOINT || kind > TRN_SITE) f.invalid("trntype", "expected 0 .. 4 (mjtTrn)");
+            if (joint && (id[0] < 0 || id[0] >= m.njnt || (m.jnt_type[id[0]] != JNT_BALL && m.jnt_type[id[0]] != JNT_FREE)))
+                f.invalid("trnid", "expected a ball or free joint");
+            if (kind == TRN_TENDON && (id[0] < 0 || id[0] >= m.ntendon)) f.invalid("trnid", "expected a tendon");
+            if ((kind == TRN_SITE || kind == TRN_SLIDERCRANK) &&
+                (id[0] < 0 || id[0] >= m.nsite || id[1] < (kind == TRN_SITE ? -1 : 0) || id[1] >= m.nsite))
+                f.invalid("trnid", "expected sites (a crank and a slider, or a site and a refsite or -1)");
+        }
+        a.lanes = a.lanes && !a.posed;                                 // posed arms: one state at a time
         for (int64_t u = 0; u < U; u++) {
             if (a.dyntype[u] < DYN_NONE || a.dyntype[u] > DYN_MUSCLE) f.invalid("dyntype", "expected 0 .. 4 (mjtDyn)");
             if (a.gaintype[u] < GAIN_FIXED || a.gaintype[u] > GAIN_MUSCLE) f.invalid("gaintype", "expected 0 .. 2 (mjtGain)");
@@ -499,22 +518,23 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         }
         for (int64_t u = 0; u < U; u++)
             if (a.joint_dof[u] < -1 || a.joint_dof[u] >= V) f.invalid("joint_dof", "expected a dof in [0, nv) or -1 (a tendon)");
-        // the nonzero entries of a (U, cols) matrix row by row into rownnz, rowadr, colind (model.h)
+        // the nonzero entries of a (U, cols) matrix row by row into rownnz, rowadr, colind (model.h); with posed_rows, every
+        // column of a posed actuator's row (its arms computed at each state)
         auto rows = [&](const double *x, int64_t cols, const int64_t *&rownnz, const int64_t *&rowadr,
-                        const int64_t *&colind) {
+                        const int64_t *&colind, bool posed_rows) {
             std::vector<int64_t> nnz(static_cast<size_t>(U)), adr(static_cast<size_t>(U)), ind;
             for (int64_t u = 0; u < U; u++) {
                 adr[size_t(u)] = int64_t(ind.size());
                 for (int64_t j = 0; j < cols; j++)
-                    if (x[u * cols + j] != 0.0) ind.push_back(j);
+                    if (x[u * cols + j] != 0.0 || (posed_rows && a.posed_each[u])) ind.push_back(j);
                 nnz[size_t(u)] = int64_t(ind.size()) - adr[size_t(u)];
             }
             rownnz = na->arrays.ints.emplace_back(std::move(nnz)).data();
             rowadr = na->arrays.ints.emplace_back(std::move(adr)).data();
             colind = na->arrays.ints.emplace_back(std::move(ind)).data();
         };
-        rows(a.moment, V, a.moment_rownnz, a.moment_rowadr, a.moment_colind);
-        rows(a.qmoment, Q, a.qmoment_rownnz, a.qmoment_rowadr, a.qmoment_colind);
+        rows(a.moment, V, a.moment_rownnz, a.moment_rowadr, a.moment_colind, true);     // a posed row: every dof
+        rows(a.qmoment, Q, a.qmoment_rownnz, a.qmoment_rowadr, a.qmoment_colind, false);
     } catch (...) {
         na->~CompiledActuators();
         throw;

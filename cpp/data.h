@@ -62,8 +62,8 @@ template <class T> struct Data {
     Vec<T> xmat, xpos, step, cpos, cipos, cdof, cvel, cdof_dot, cacc, cfrc, qM, qL, qLinv, IA, pA, U, Dinv, u, c,
         crb_dot, subtree_moment;
     // the tendons (cpp/tendon.h; MuJoCo's ten_length, ten_J dense): ten_length (ntendon), ten_J (ntendon, nv); with a
-    // spatial tendon also the bodies' MuJoCo-order frames body_xpos (nbody, 3), body_xquat (4), body_xmat (9) and two
-    // point Jacobians (6, nv each) in ten_jac
+    // spatial tendon or a site also the bodies' MuJoCo-order frames body_xpos (nbody, 3), body_xquat (4), body_xmat (9)
+    // and two point Jacobians (6, nv each) in ten_jac
     Vec<T> ten_length, ten_J, body_xpos, body_xquat, body_xmat, ten_jac;
     Vec<Inertia<T>> cinert, crb;
     // links from a tree's root to one link (smooth.h): a plain array, not a std::vector<int64_t>, whose out-of-line
@@ -78,7 +78,7 @@ template <class T> struct Data {
         c.resize(6 * L), crb_dot.resize(36 * L), subtree_moment.resize(3 * L);
         cinert.resize(L), crb.resize(L), path.reset(new int64_t[L]());
         ten_length.resize(size_t(m.ntendon)), ten_J.resize(size_t(m.ntendon) * V);
-        if (m.tendon_spatial) {
+        if (m.tendon_spatial || m.nsite) {                               // spatial tendons' and sites' frames
             size_t B = size_t(m.nbody);
             body_xpos.resize(3 * B), body_xquat.resize(4 * B), body_xmat.resize(9 * B), ten_jac.resize(12 * V);
         }
@@ -110,11 +110,27 @@ template <class T> struct Work {
     explicit Work(const Model &m) : d(m) {}
 };
 
+// the actuators' arms at one state when some depend on the configuration (Actuators::posed; actuation.h's transmission,
+// one state at a time): MuJoCo's actuator_length (nu) and actuator_moment (nu, nv, dense), and what they are computed
+// with: the sites' frames site_xpos (nsite, 3), site_xquat (4), site_xmat (9), four point Jacobians (6, nv each) in
+// jac, and which dofs move a site's body (chain, nv: 1 the first site's, 2 both sites')
+struct Transmission {
+    std::vector<double> length, moment, site_xpos, site_xquat, site_xmat, jac;
+    std::vector<char> chain;
+    void resize(const Model &m, int nu) {
+        size_t S = size_t(m.nsite), V = size_t(m.nv);
+        length.resize(size_t(nu)), moment.resize(size_t(nu) * V), jac.resize(24 * V), chain.resize(V);
+        site_xpos.resize(3 * S), site_xquat.resize(4 * S), site_xmat.resize(9 * S);
+    }
+};
+
 // the inputs of one simulation step: clamped ctrl (nu), qfrc_applied (nv), xfrc_applied (nbody, 6); the activations
 // act (na) the forces read (MuJoCo's d.act: the state's, an RK4 stage's; the next ones after a step), their rate act_dot
-// (na) and each actuator's d force / d velocity slope (nu) as the last evaluation left them; h [s] for actearly
+// (na) and each actuator's d force / d velocity slope (nu) as the last evaluation left them, with its arms (trn: when
+// some depend on the configuration); h [s] for actearly
 template <class T> struct StepInputs {
     Vec<T> u, qfrc, xfrc, act, act_dot, slope;
+    Transmission trn;
     bool has_qfrc = false, has_xfrc = false;
     double h = 0;
 };
@@ -136,6 +152,7 @@ template <class T> struct SimData {
         for (auto *v : {&f, &tmp, &a, &rhs, &qfrc, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
         for (auto *v : {&qi, &q, &qn}) v->resize(Qn);
         force.resize(size_t(act.nu));
+        if (act.posed) x.trn.resize(m, act.nu);
     }
 };
 

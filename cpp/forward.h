@@ -57,6 +57,12 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
         tendons(m, d, q);
         tendon_passive_force(m, d, qd, f, tendon_pot);
     }
+    if (act.posed) {                                                   // arms of the configuration (actuation.posed)
+        if constexpr (std::is_same_v<T, double>)
+            transmission(m, act, d, x.trn, q);
+        else
+            return ONE_BY_ONE;                                         // one state at a time (Actuators::lanes)
+    }
     if (act.nu) actuator_force(m, act, x, q, qd, force, f, tmp);       // tmp (the bias) read already
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
@@ -231,7 +237,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     T *D = w.D.data();
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
-    if (act.nu) actuator_velocity_derivative(m, act, w.x.slope.data(), w.force.data(), D, w.tmp.data());
+    if (act.nu) actuator_velocity_derivative(m, act, w.x, w.force.data(), D, w.tmp.data());
     if (m.nfluid) fluid_velocity_derivative(m, d, D, w.tmp.data());   // the inertia boxes' (passive.h)
     if (m.ntendon) tendon_damping_derivative(m, d, D);                  // the tendons' dampers (passive.h)
     if (integrator == IMPLICIT) {                                      // dc/dqd e_c = (c(qd + e_c) - c(qd - e_c)) / 2

@@ -97,7 +97,8 @@ struct Model {
     // dof (0 for the other elements); stiffness, damping, the spring's dead band (2: lower, upper), armature; the limit
     // (limited, range (2), margin, solref (2), solimp (5)) and friction loss (frictionloss, solref (2), solimp (5));
     // tendon_spatial: whether a tendon is spatial (its path needs the constraint part's MuJoCo-order body frames and
-    // geoms: native.compiled adds it at once); the sites (nsite): body (-1: the world) and position in its frame
+    // geoms: native.compiled adds it at once); the sites (nsite): body (-1: the world), position and orientation
+    // (quaternion, 4) in its frame
     int64_t ntendon = 0, nwrap = 0, nsite = 0;
     bool tendon_spatial = false;
     const int64_t *tendon_adr = nullptr, *tendon_num = nullptr, *wrap_type = nullptr, *wrap_objid = nullptr;
@@ -105,7 +106,7 @@ struct Model {
     const double *wrap_prm = nullptr, *tendon_stiffness = nullptr, *tendon_damping = nullptr, *tendon_lengthspring = nullptr;
     const double *tendon_armature = nullptr, *tendon_range = nullptr, *tendon_margin = nullptr;
     const double *tendon_solref_lim = nullptr, *tendon_solimp_lim = nullptr, *tendon_frictionloss = nullptr;
-    const double *tendon_solref_fri = nullptr, *tendon_solimp_fri = nullptr, *site_pos = nullptr;
+    const double *tendon_solref_fri = nullptr, *tendon_solimp_fri = nullptr, *site_pos = nullptr, *site_quat = nullptr;
     // bodies welded to the world (their gravity moment)
     double static_mass = 0, static_com[3] = {0, 0, 0};
     // the constraint model (physai.engine.constraint, cpp/constraint.h), by the Model's names; set by the bound Model's
@@ -207,7 +208,17 @@ struct Actuators {
     const int64_t *act_index = nullptr;
     const double *dynprm = nullptr, *gainprm = nullptr, *biasprm = nullptr, *lengthrange = nullptr, *acc0 = nullptr;
     const double *actrange = nullptr;
+    // the transmissions (physai.engine.actuators.Actuators): posed_each (nu) the actuators whose arms depend on the
+    // configuration (their rows of moment and qmoment zero; actuation.h's transmission computes them at each state),
+    // posed whether any does; trntype (nu, MuJoCo's mjtTrn), trnid (nu, 2: joint, tendon or site, the slider site or
+    // refsite second, -1 for none), gear6 (nu, 6), cranklength (nu)
+    bool posed = false;
+    const int64_t *posed_each = nullptr, *trntype = nullptr, *trnid = nullptr;
+    const double *gear6 = nullptr, *cranklength = nullptr;
 };
+
+// the transmission types (physai.engine.actuators' TRN_*, MuJoCo's mjtTrn)
+enum TransmissionKind { TRN_JOINT = 0, TRN_JOINTINPARENT = 1, TRN_SLIDERCRANK = 2, TRN_TENDON = 3, TRN_SITE = 4, TRN_BODY = 5 };
 
 // the activation dynamics and the gain and bias types (physai.engine.actuators' DYN_*, FIXED, AFFINE, MUSCLE)
 enum ActuatorKind { DYN_NONE = 0, DYN_INTEGRATOR = 1, DYN_FILTER = 2, DYN_FILTEREXACT = 3, DYN_MUSCLE = 4 };

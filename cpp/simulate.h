@@ -27,16 +27,19 @@ struct ConstrainedRun {
     explicit ConstrainedRun(const Model &model) : m(model), c(model), warm(size_t(model.nv), 0.0) {}
 };
 
-// a simulation's workspace: the steppers' and the constraint context, for actuators of nu controls and the model as it
-// was (with its constraint part or not: the contexts' sizes)
+// a simulation's workspace: the steppers' and the constraint context, for actuators of nu controls, na activations and
+// arms of the configuration or not (posed: the state's arms), and the model as it was (with its constraint part or not:
+// the contexts' sizes)
 struct ConstrainedSim {
     SimData<double> w;
     ConstrainedRun run;
-    int nu;
-    bool with_constraints;
+    int nu, na;
+    bool posed, with_constraints;
     ConstrainedSim(const Model &m, const Actuators &act)
-        : w(m, act), run(m), nu(act.nu), with_constraints(m.has_constraints) {}
-    bool fits(const Model &m, const Actuators &act) const { return nu == act.nu && with_constraints == m.has_constraints; }
+        : w(m, act), run(m), nu(act.nu), na(act.na), posed(act.posed), with_constraints(m.has_constraints) {}
+    bool fits(const Model &m, const Actuators &act) const {
+        return nu == act.nu && na == act.na && posed == act.posed && with_constraints == m.has_constraints;
+    }
 };
 
 // Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm

@@ -77,7 +77,7 @@ inline void passive_derivatives(const Model &m, double *R, int cols) {
 inline void actuator_derivatives(const Model &m, const Actuators &act, const double *raw, const double *u, const double *force,
                                  const double *q, const double *qd, char *keep, double *tau, double *R, int cols) {
     int nv = m.nv;
-    joint_force(m, act, force, tau);                                   // the dofs whose total is not clamped
+    joint_force(m, act, act.moment, force, tau);                       // the dofs whose total is not clamped
     for (int j = 0; j < nv; j++)
         keep[j] = !act.dof_forcelimited[j] || (tau[j] > act.dof_forcerange[2 * j] && tau[j] < act.dof_forcerange[2 * j + 1]);
     for (int a = 0; a < act.nu; a++) {
@@ -86,7 +86,7 @@ inline void actuator_derivatives(const Model &m, const Actuators &act, const dou
         const double *qmoment = &act.qmoment[size_t(a) * m.nq];
         bool inside = ctrl_inside(act, a, raw);
         double length, velocity;
-        actuator_length_velocity(m, act, a, q, qd, length, velocity);
+        actuator_length_velocity(m, act, act.moment, (const double *)nullptr, a, q, qd, length, velocity);
         double kq = g[1] * u[a] + b[1], kv = g[2] * u[a] + b[2], ku = inside ? g[0] + g[1] * length + g[2] * velocity : 0.0;
         for (int j = 0; j < nv; j++) {                                 // row j += moment_aj (kq dl/dq, kv moment_a, ku e_a)
             double r = moment[j];

@@ -64,7 +64,8 @@ FILE_MARKERS = {
 #: tests that run the compiled backend by name in their body (parametrized ones are found by their backend="native")
 COMPILED = {
     "test_model_constant.py": {"test_a_prepared_compiled_copy_does_not_skip_the_collision_check"},
-    "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine"},
+    "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine", "test_compiled_transmissions_equal_the_numpy_engine",
+                          "test_the_kept_simulation_workspace_follows_the_actuators"},
     "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays"},
     "test_contact_simulation.py": {"test_a_diverging_contact_run_names_its_deepest_contact", "test_numpy_backend_gives_the_same_run"},
     "test_convex.py": {"test_compiled_hfield_contacts_equal_the_numpy_text", "test_constraint_rows_of_a_terrain_equal_on_both_backends",
@@ -287,7 +288,8 @@ SLOW = {
         "test_example_robot_data_arms_match_pinocchio",
     },
     "test_actuation.py": {
-        "test_simulate_with_every_transmission_follows_mj_step",
+        "test_simulate_with_every_transmission_follows_mj_step", "test_compiled_transmissions_follow_mj_step",
+        "test_compiled_transmissions_equal_the_numpy_engine",
         "test_simulate_carries_the_activations_as_mj_step", "test_compiled_rollout_equals_the_numpy_engine",
     },
     "test_model_constant.py": {"test_no_public_call_writes_into_a_model"},

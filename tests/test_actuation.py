@@ -248,12 +248,13 @@ def test_physai_check_balances_a_model_with_activations():
 # ---- transmissions whose moment arms depend on the configuration (mj_transmission) ----
 
 
-def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False, cone: str = "pyramidal") -> str:
+def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False, cone: str = "pyramidal",
+                     adhesion: bool = True) -> str:
     """A random tree: a free body carrying a hinge-slide chain and a ball-jointed arm, sites at random poses on them
     (and one on the world), a spatial tendon through three sites; an actuator of each transmission with random gears:
     ball and free joints (joint and jointinparent), sites without and with a refsite (on a relative, across the tree,
-    on the world), a slider-crank, the spatial tendon, and (contact) adhesion actuators on the world and (last) on a box
-    on a floor, with friction cones `cone`."""
+    on the world), a slider-crank, the spatial tendon, and (contact) a box on a floor, with friction cones `cone`, and
+    (adhesion) adhesion actuators on the world and (last) on the box."""
     rng = np.random.default_rng(seed)
     f = lambda x: " ".join(f"{v:.4g}" for v in np.ravel(x))              # noqa: E731
     u = lambda n: f(rng.uniform(-1, 1, n))                                # noqa: E731
@@ -282,7 +283,8 @@ def transmission_xml(seed: int, integrator: str = "Euler", contact: bool = False
             f'<general cranksite="s2" slidersite="s4" cranklength="{rng.uniform(0.3, 1.5):.3g}" gear="{gear()}" '
             'biastype="affine" biasprm="0 -1 -0.1"/>',
             f'<position tendon="sp" gear="{gear()}" kp="3" kv="0.1"/>']
-    acts += ['<adhesion body="world" ctrlrange="0 1" gain="2"/><adhesion body="pad" ctrlrange="0 1" gain="5"/>'] if contact else []
+    acts += ['<adhesion body="world" ctrlrange="0 1" gain="2"/><adhesion body="pad" ctrlrange="0 1" gain="5"/>'] \
+        if contact and adhesion else []
     flag = "" if contact else '<flag contact="disable"/>'
     return (f'<mujoco><option timestep="0.002" integrator="{integrator}" gravity="0.5 -0.3 -9.7" cone="{cone}">{flag}'
             '</option>'
@@ -321,8 +323,8 @@ def test_transmissions_equal_mujoco(seed):
 @pytest.mark.parametrize("integrator", INTEGRATORS)
 def test_simulate_with_every_transmission_follows_mj_step(integrator, backend):
     """100 steps of simulate(constraints=True) on a model with an actuator of each transmission (the adhesive box held
-    on its floor) follow mj_step within 1e-10 in q; the compiled backend declines the model (native.runs) and the
-    NumPy engine runs it."""
+    on its floor) follow mj_step within 1e-10 in q; the compiled backend declines the model for its adhesion
+    (native.runs: a body's arms come from the contacts) and the NumPy engine runs it."""
     m = mujoco.MjModel.from_xml_string(transmission_xml(1, integrator, contact=True))
     model = engine.from_mujoco(m)
     assert not native.runs(model)
@@ -333,6 +335,64 @@ def test_simulate_with_every_transmission_follows_mj_step(integrator, backend):
     tr = run(backend, integrators.simulate, model, q0, qd0, steps=100, ctrl=ctrl, constraints=True)
     assert_close(tr.q[1:], Q, 1e-10, what="q")
     assert tr.ncon.min() > 0                           # the adhesive box touched its floor throughout
+
+
+@pytest.mark.parametrize("backend", ("native", "numpy"))
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_compiled_transmissions_follow_mj_step(integrator, backend):
+    """Every transmission but adhesion (ball and free joints, jointinparent, sites with and without refsite, a
+    slider-crank, a spatial tendon) runs compiled (native.runs; cpp/actuation.h's transmission at each evaluation):
+    100 steps of simulate(constraints=True), the box on its floor, follow mj_step within 1e-10 in q on both backends."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(1, integrator, contact=True, adhesion=False))
+    model = engine.from_mujoco(m)
+    assert native.runs(model) and model.actuators.posed_each.sum() == m.nu - 1
+    rng = np.random.default_rng(1)
+    q0, qd0, ctrl = m.qpos0.copy(), rng.normal(size=m.nv) * 0.3, rng.uniform(-0.3, 0.3, m.nu)
+    Q = mj_run(m, q0, qd0, np.zeros(0), ctrl, 100)[0]
+    tr = run(backend, integrators.simulate, model, q0, qd0, steps=100, ctrl=ctrl, constraints=True)
+    assert_close(tr.q[1:], Q, 1e-10, what="q")
+    assert tr.ncon.min() > 0                           # the box touched its floor throughout
+
+
+@pytest.mark.parametrize("integrator", INTEGRATORS)
+def test_compiled_transmissions_equal_the_numpy_engine(integrator):
+    """rollout of 3 trajectories from perturbed states (the ball beyond a half turn in one), and a step, of a model with
+    every transmission but adhesion: the compiled backend (one trajectory at a time: Actuators::lanes) equals the
+    NumPy engine within 1e-12, and so does smooth_force (qfrc_smooth, which MuJoCo's equals within 1e-12) with its arms
+    of the state."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(2, integrator))
+    model = engine.from_mujoco(m)
+    rng = np.random.default_rng(2)
+    Q0, QD0, ctrl = m.qpos0 + rng.normal(size=(3, m.nq)) * 0.3, rng.normal(size=(3, m.nv)) * 0.5, rng.uniform(-1, 1, m.nu)
+    Q0[0, m.jnt_qposadr[m.joint("ball").id]] -= 2
+    native_run, numpy_run = (run(b, integrators.rollout, model, Q0, QD0, steps=30, ctrl=ctrl) for b in ("native", "numpy"))
+    assert_close(native_run.q, numpy_run.q, 1e-12, what="q")
+    native_step, numpy_step = (run(b, integrators.step_result, model, Q0, QD0, ctrl=ctrl) for b in ("native", "numpy"))
+    assert_close(native_step.q, numpy_step.q, 1e-12, what="q of a step")
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = Q0[0], QD0[0], ctrl
+    mujoco.mj_forward(m, d)
+    for backend in ("native", "numpy"):
+        f = run(backend, integrators.smooth_force, model, d.qpos, d.qvel, ctrl=ctrl)
+        assert_close(f, d.qfrc_smooth, 1e-12, what=f"qfrc_smooth, {backend}")
+
+
+def test_the_kept_simulation_workspace_follows_the_actuators():
+    """The compiled engine's kept workspace of a short simulation is made again for actuators of the same nu whose arms
+    depend on the configuration, or with activations, where the last ones' did not or had none: one model stepped 10
+    times with constant arms, its own arms of the configuration, then a filter on the first actuator, each equal to the
+    NumPy engine's within 1e-12."""
+    m = mujoco.MjModel.from_xml_string(transmission_xml(1))
+    model = engine.from_mujoco(m)
+    constant = dataclasses.replace(model.actuators, posed_each=np.zeros(m.nu, bool))
+    filtered = dataclasses.replace(constant, dyntype=np.eye(1, m.nu, dtype=np.int64)[0] * 2, dynprm=np.full((m.nu, 3), 0.05))
+    rng = np.random.default_rng(1)
+    q0, qd0, ctrl = m.qpos0.copy(), rng.normal(size=m.nv) * 0.3, rng.uniform(-0.3, 0.3, m.nu)
+    for acts in (constant, model.actuators, filtered):
+        native_run, numpy_run = (run(b, integrators.simulate, model, q0, qd0, steps=10, ctrl=ctrl, actuators=acts)
+                                 for b in ("native", "numpy"))
+        assert_close(native_run.q, numpy_run.q, 1e-12, what="q")
+        assert_close(native_run.act, numpy_run.act, 1e-12, what="act")
 
 
 def test_configuration_dependent_arms_need_a_state():
@@ -374,15 +434,15 @@ def test_physai_check_balances_a_model_with_every_transmission():
 
 @pytest.mark.parametrize("backend", ("native", "numpy"))
 def test_free_joint_motors_run_compiled_as_mj_step(backend):
-    """A motor on a free joint in its own frame has constant arms (its 6-gear, length 0): the compiled engine runs the
-    model (native.runs), and 100 steps follow mj_step within 1e-10, a jointinparent one beside it declining."""
+    """A motor on a free joint in its own frame has constant arms (its 6-gear, length 0), a jointinparent one arms of
+    the configuration: the compiled engine runs both (native.runs), and 100 steps follow mj_step within 1e-10."""
     for inparent in (False, True):
         parent = '<motor jointinparent="free" gear="0 0 1 0.1 0 0"/>' if inparent else ""
         xml = (transmission_xml(0).split("<actuator>")[0] +
                f'<actuator><motor joint="free" gear="0.3 -0.2 1.5 0.1 0.2 -0.1"/>{parent}</actuator></mujoco>')
         m = mujoco.MjModel.from_xml_string(xml)
         model = engine.from_mujoco(m)
-        assert native.runs(model) == (not inparent)
+        assert native.runs(model) and model.actuators.posed_each.any() == inparent
         q0, qd0, ctrl = m.qpos0.copy(), np.full(m.nv, 0.2), np.linspace(0.5, 1.0, m.nu)
         Q = mj_run(m, q0, qd0, np.zeros(0), ctrl, 100)[0]
         tr = run(backend, integrators.simulate, model, q0, qd0, steps=100, ctrl=ctrl)

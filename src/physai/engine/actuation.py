@@ -11,7 +11,8 @@ curves of engine_util_misc.c; mirrored by the compiled engine's cpp/actuation.h)
     posed(actuators, model, d, q, contacts)                the actuators with the moment arms of the state q
 
 Actuators whose moment arms depend on the configuration (Actuators.posed_each: ball and free joints, slider-cranks,
-sites, bodies, spatial tendons) are used through posed at each state; the functions above refuse them unposed.
+sites, bodies, spatial tendons) are used through posed at each state; the functions above refuse them unposed. The
+compiled twin (cpp/actuation.h's transmission) computes all but a body's at each evaluation of its steppers.
 
 f = gain * input + bias, input = u (dyntype none) or the actuator's activation (its next one with actearly); gain and
 bias are affine in the actuator's length and velocity, or MuJoCo's muscle curves. u are the controls after
@@ -108,10 +109,10 @@ def conjugate(quat: np.ndarray) -> np.ndarray:
 
 class SiteFrames:
     """The site frames of one state q that the transmissions read: xpos (nsite, 3) [m], quat (nsite, 4) and xmat
-    (nsite, 3, 3), from the bodies' MuJoCo-order poses (smooth.body_poses)."""
+    (nsite, 3, 3), from the bodies' MuJoCo-order poses (smooth.body_poses; poses: theirs when the caller has them)."""
 
-    def __init__(self, model: Model, q: np.ndarray):
-        bxpos, bxquat = body_poses(model, q)
+    def __init__(self, model: Model, q: np.ndarray, poses: tuple | None = None):
+        bxpos, bxquat = body_poses(model, q) if poses is None else poses
         self.xpos, self.quat = np.zeros((model.nsite, 3)), np.zeros((model.nsite, 4))
         for k, b in enumerate(model.site_bodyid.tolist()):
             body_quat = np.array([1.0, 0.0, 0.0, 0.0]) if b < 0 else bxquat[b]
@@ -212,12 +213,15 @@ def transmission(actuators: Actuators, model: Model, d: Data, q: np.ndarray, con
     """(actuator_length (nu,) [m | rad], actuator_moment (nu, nv)) at q (nq,) (MuJoCo's mj_transmission), from a
     one-state Data with com_pos done: the constant rows as qmoment q and moment, the posed_each rows computed (joint_transmission,
     slider_crank, site_transmission, a spatial tendon's length and Jacobian times the gear, body_transmission with the
-    contacts of q (a physai.engine.contact.ContactSet, None: none))."""
+    contacts of q (a physai.engine.contact.ContactSet, None: none)); one pass of the bodies' MuJoCo-order poses serves
+    the sites and the spatial tendons."""
     length, moment = actuators.qmoment @ q, actuators.moment.copy()
     posed_rows = np.flatnonzero(actuators.posed_each)
     kinds = actuators.trntype[posed_rows]
-    frames = SiteFrames(model, q) if np.isin(kinds, (TRN_SLIDERCRANK, TRN_SITE)).any() else None
-    ten_length, ten_J = tendons(model, d, q) if (kinds == TRN_TENDON).any() else (None, None)
+    sites, spatial = np.isin(kinds, (TRN_SLIDERCRANK, TRN_SITE)).any(), (kinds == TRN_TENDON).any()
+    poses = body_poses(model, q) if sites or spatial else None
+    frames = SiteFrames(model, q, poses) if sites else None
+    ten_length, ten_J = tendons(model, d, q, poses) if spatial else (None, None)
     for a, kind in zip(posed_rows.tolist(), kinds.tolist()):
         if kind in (TRN_JOINT, TRN_JOINTINPARENT):
             length[a], moment[a] = joint_transmission(actuators, model, q, a)

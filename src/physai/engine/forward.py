@@ -228,11 +228,13 @@ class DynamicsEvaluator:
     def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
         """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
         CRBA, f = qfrc_smooth (on the compiled backend, without body wrenches: its mass_matrix, bias and
-        potential_energy calls instead); the activations' rate into act_dot."""
+        potential_energy calls instead, unless some actuator's arms depend on the configuration: actuation.posed reads
+        this pass's Data); the activations' rate into act_dot."""
         model, d, x = self.model, self.d, self.inputs
         act = self.act if act is None else act
         self.tau = None                                # set again below once this evaluation's forces are known
-        if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and \
+        posed = x.actuators is not None and x.actuators.posed_each.any()
+        if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and not posed and \
                 not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
             try:
                 M, c, potential = api.mass_matrix(model, q), api.bias(model, q, qd), api.potential_energy(model, q)

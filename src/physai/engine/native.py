@@ -66,6 +66,7 @@ import os
 import numpy as np
 
 from physai import joints
+from physai.engine.actuators import TRN_BODY
 from physai.engine.loaders import as_model
 from physai.engine.model import WRAP_JOINT, Model
 from physai.engine import collision, model_checks, passive, smooth
@@ -74,6 +75,7 @@ from physai.engine.data import RolloutInputs, StepOptions
 from physai.engine.support import dof_turnlink, standalone_free_dofs
 from physai.exceptions import InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError
 from physai.linalg import SINGULAR
+from physai.spatial import mat_to_quat
 from physai.validation import states
 
 try:
@@ -259,10 +261,12 @@ SOLVERS = {"newton": 0, "pgs": 1, "cg": 2}
 
 def runs(model, actuators=None) -> bool:
     """Whether the compiled engine models all of the model's dynamics: every tendon physai models (cpp/tendon.h: fixed
-    and spatial tendons' springs, dampers, armature, limits, friction loss and equalities), but not the actuators
-    (given, and the model's own) whose moment arms depend on the configuration (Actuators.posed_each: the NumPy
-    engine's physai.engine.actuation.transmission)."""
-    return not any(acts is not None and acts.posed_each.any() for acts in (model.actuators, actuators))
+    and spatial tendons' springs, dampers, armature, limits, friction loss and equalities) and every transmission
+    (cpp/actuation.h's transmission: ball and free joints, slider-cranks, sites, spatial tendons) but a body's
+    (adhesion, whose arms come from the contacts: the NumPy engine's physai.engine.actuation.body_transmission), of the
+    actuators given and the model's own."""
+    return not any(acts is not None and (acts.posed_each & (acts.trntype == TRN_BODY)).any()
+                   for acts in (model.actuators, actuators))
 
 
 def tendon_fields(model: Model) -> dict:
@@ -270,7 +274,8 @@ def tendon_fields(model: Model) -> dict:
     (tendon_adr, tendon_num) into wrap_type, wrap_objid, wrap_prm, and a joint element's q index and dof (wrap_qposadr,
     wrap_dofadr; 0 for the others); the springs and dampers (tendon_stiffness, tendon_damping, tendon_lengthspring),
     tendon_armature, the limits (tendon_limited, tendon_range, tendon_margin, tendon_solref_lim, tendon_solimp_lim) and
-    friction loss (tendon_frictionloss, tendon_solref_fri, tendon_solimp_fri); the sites (site_bodyid, site_pos). A
+    friction loss (tendon_frictionloss, tendon_solref_fri, tendon_solimp_fri); the sites (site_bodyid, site_pos, and
+    site_quat: site_rot as MuJoCo's quaternion, which the transmissions compose with the bodies'). A
     spatial tendon also reads the constraint part's body frames and geoms (compiled adds it)."""
     joint = model.wrap_type == WRAP_JOINT
     objid = np.where(joint, model.wrap_objid, 0)
@@ -283,7 +288,8 @@ def tendon_fields(model: Model) -> dict:
                ("tendon_stiffness", "tendon_damping", "tendon_armature", "tendon_range", "tendon_margin", "tendon_solref_lim",
                 "tendon_solimp_lim", "tendon_frictionloss", "tendon_solref_fri", "tendon_solimp_fri")},
             "tendon_lengthspring": _float64(model.tendon_lengthspring.reshape(-1, 2)),
-            "site_bodyid": _int64(model.site_bodyid), "site_pos": _float64(model.site_pos.reshape(-1, 3))}
+            "site_bodyid": _int64(model.site_bodyid), "site_pos": _float64(model.site_pos.reshape(-1, 3)),
+            "site_quat": _float64(np.array([mat_to_quat(R) for R in model.site_rot]).reshape(-1, 4))}
 
 
 def has_spatial_tendon(model: Model) -> bool:
@@ -396,10 +402,11 @@ def with_constraints(model: Model, constants) -> object:
 
 def compiled_actuators(model: Model, actuators):
     """The compiled copy of a simulation's actuators for the model (None for None), made once per (model, actuators)
-    and kept on the model's compiled copy (the last one used; nothing is written into the Model)."""
+    and kept on the model's compiled copy (the last one used; nothing is written into the Model); with arms that depend
+    on the configuration, the model's constraint part first (their joints, and the bodies' MuJoCo-order frames)."""
     if actuators is None:
         return None
-    c = compiled(model)
+    c = compiled(model) if not actuators.posed_each.any() else with_constraints(model, lambda: kept_invweights(model))
     kept = c.actuators                                             # one pair, replaced whole: no thread sees half of it
     if kept is None or kept[0] is not actuators:
         kept = c.actuators = actuators, _ext.Actuators(c, actuator_fields(actuators))
@@ -408,14 +415,15 @@ def compiled_actuators(model: Model, actuators):
 
 def actuator_fields(actuators) -> dict:
     """The named fields of a compiled Actuators: physai.engine.actuators.Actuators' arrays by their own names (flags as
-    int64), and nu."""
+    int64; the transmissions' posed_each, trntype, trnid, gear6, cranklength too), and nu."""
     return {"nu": actuators.nu,
             **{name: _float64(getattr(actuators, name)) for name in
                ("moment", "qmoment", "gain", "bias", "ctrlrange", "forcerange", "dof_forcerange", "dynprm", "gainprm",
-                "biasprm", "lengthrange", "acc0", "actrange")},
+                "biasprm", "lengthrange", "acc0", "actrange", "gear6", "cranklength")},
             **{name: _int64(getattr(actuators, name)) for name in ("ctrllimited", "forcelimited", "dof_forcelimited", "joint_dof",
                                                                   "dyntype", "gaintype", "biastype", "actlimited",
-                                                                  "actearly", "act_index")}}
+                                                                  "actearly", "act_index", "posed_each", "trntype",
+                                                                  "trnid")}}
 
 
 def _int64(x) -> np.ndarray:

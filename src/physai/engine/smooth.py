@@ -206,11 +206,12 @@ def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return xpos, xquat
 
 
-def geom_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def geom_poses(model: Model, q: np.ndarray, poses: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(pos (ngeom, 3) [m], mat (ngeom, 3, 3)) of every geom in the world at q (nq,) as mj_kinematics computes them
-    (geom_xpos, geom_xmat): R = mat(q_body q_geom), p = p_body + mat(q_body) geom_pos."""
+    (geom_xpos, geom_xmat): R = mat(q_body q_geom), p = p_body + mat(q_body) geom_pos; poses: body_poses(model, q) when
+    the caller has them."""
     G = model.geoms
-    pos, quat = body_poses(model, q)
+    pos, quat = body_poses(model, q) if poses is None else poses
     bodies, world = G.geom_bodyid, G.geom_bodyid < 0
     xquat, xbody = quat[bodies], pos[bodies]
     xquat[world], xbody[world] = (1.0, 0.0, 0.0, 0.0), 0.0

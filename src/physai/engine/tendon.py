@@ -31,10 +31,10 @@ from physai.engine.primitives import mat_t_times_mj, mat_times_mj
 from physai.engine.smooth import body_poses, geom_poses, quat_to_mat_mj
 from physai.engine.support import point_jacobians
 
-def site_positions(model: Model, q: np.ndarray) -> np.ndarray:
+def site_positions(model: Model, q: np.ndarray, poses: tuple | None = None) -> np.ndarray:
     """site_xpos (nsite, 3) [m] at q (nq,): each site at p_body + R_body site_pos, with MuJoCo's arithmetic
-    (mj_kinematics)."""
-    xpos, xquat = body_poses(model, q)
+    (mj_kinematics); poses: body_poses(model, q) when the caller has them."""
+    xpos, xquat = body_poses(model, q) if poses is None else poses
     xmat = quat_to_mat_mj(xquat)
     sites = np.zeros((model.nsite, 3))
     for k, b in enumerate(model.site_bodyid.tolist()):
@@ -42,15 +42,17 @@ def site_positions(model: Model, q: np.ndarray) -> np.ndarray:
     return sites
 
 
-def tendons(model: Model, d: Data, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def tendons(model: Model, d: Data, q: np.ndarray, poses: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(ten_length (ntendon,) [m | rad], ten_J (ntendon, nv)) of one state q (nq,), from a one-state Data with
-    com_pos done (MuJoCo's mj_tendon); ten_velocity is ten_J qd."""
+    com_pos done (MuJoCo's mj_tendon); ten_velocity is ten_J qd. poses: body_poses(model, q) when the caller has them
+    (spatial tendons' sites and geoms are placed from one pass of them)."""
     length, J = np.zeros(model.ntendon), np.zeros((model.ntendon, model.nv))
     if not model.ntendon:
         return length, J
     spatial = (model.wrap_type[model.tendon_adr] != WRAP_JOINT).any()
-    sites = site_positions(model, q) if spatial else None
-    geoms = geom_poses(model, q) if spatial and model.geoms.ngeom else None
+    poses = body_poses(model, q) if spatial and poses is None else poses
+    sites = site_positions(model, q, poses) if spatial else None
+    geoms = geom_poses(model, q, poses) if spatial and model.geoms.ngeom else None
     for t in range(model.ntendon):
         adr, num = int(model.tendon_adr[t]), int(model.tendon_num[t])
         if model.wrap_type[adr] == WRAP_JOINT:
