@@ -1,4 +1,4 @@
-"""A simulator independent of MuJoCo at run time: MuJoCo's five integrators (discrete without constraints), step by step, in its order.
+"""A simulator independent of MuJoCo at run time: MuJoCo's five integrators, step by step, in its order.
 
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
     step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise")  -> StepResult (q, qd, qacc_warmstart, status)
@@ -51,10 +51,10 @@ mj_integratePos), written q' = q + h qd' below:
     "discrete"      MuJoCo 4's discrete-time step, implicit in velocity and position (mjINT_DISCRETE, since 3.13):
                         (M + h B + h^2 K) a = f - h K qd,   then as euler
                     a the step map (qd' - qd) / h; B = diag(damping), K = diag(stiffness) of the joints' springs;
-                    standalone free bodies solved again in their blocks as implicitfast's. physai steps it without
-                    constraints and without actuators that depend on length or velocity (their gains join K and D in
-                    MuJoCo): those, fluid forces and constraints are refused by name (UnsupportedModelError), and
-                    step_derivatives and the discrete inverse refuse it.
+                    standalone free bodies solved again in their blocks as implicitfast's. With constraints the solver
+                    minimises in the metric M + h B + h^2 K (see CONSTRAINTS). physai steps it without actuators that
+                    depend on length or velocity (their gains join K and D in MuJoCo): those and fluid forces are
+                    refused by name (UnsupportedModelError), and step_derivatives and the discrete inverse refuse it.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -68,8 +68,14 @@ each evaluation detects the contacts at its q (physai.collision.detect: the Mode
 builds the constraint rows of physai.engine.constraint and solves them by Newton's method (physai.engine.solver) from
 the last solve's qacc (MuJoCo's qacc_warmstart; zero at the start), giving qacc and qfrc_constraint. Euler without
 damping steps with the solver's qacc; Euler with damping and the implicit integrators solve (M - h D) a = f +
-qfrc_constraint, as mj_Euler and mj_implicit do; RK4 solves the constraints at each of its four stages. The loop then
-runs in Python (each solve compiled on the compiled backend). A model with pairs of geoms physai cannot collide is
+qfrc_constraint, as mj_Euler and mj_implicit do; RK4 solves the constraints at each of its four stages. The discrete
+integrator solves (M + h B + h^2 K) a = f - h K qd + J^T f_c in one solve, each row's spring-damper at the end of the
+step (physai.engine.constraint.rows' discrete_h: aref = (aref - h K imp vel) / s, R / s with s = 1 + h B + h^2 K imp,
+the effective impedance at most MAXIMP, diagApprox scaled by J diag(M + h B + h^2 K)^-1 J^T / J diag(M)^-1 J^T; with
+refsafe a limit's or contact's spring with timeconst dampratio < h becomes K = 1 / (imp h^2), B = 2 dampratio sqrt(K),
+and no time constant is raised to 2 h); standalone free bodies that no row moves are solved again in their blocks (the
+NumPy engine runs this step on either backend). The loop then runs in Python (each solve compiled on the compiled
+backend). A model with pairs of geoms physai cannot collide is
 refused unless built by physai.collision.ignoring_unsupported.
 
 Energy. simulate() returns energy[k] = physai.engine.energy(model, q[k], qd[k]), the energy of the k-th
@@ -111,7 +117,7 @@ INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 MUJOCO_INTEGRATOR = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
 #: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate and rollout take besides INTEGRATORS (both
-#: engines, without constraints; step_derivatives and the discrete inverse do not)
+#: engines; with constraints the NumPy engine; step_derivatives and the discrete inverse do not)
 DISCRETE = "discrete"
 
 
@@ -190,28 +196,19 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
     euler_damping = opt.eulerdamp if euler_damping is None else euler_damping
     constraints = _constraints_by_default(model) if constraints is None else constraints
     if integrator == DISCRETE:
-        check_discrete(model, constraints)
+        check_discrete(model)
     return dt, integrator, euler_damping, constraints
 
 
-def check_discrete(model, constraints) -> None:
-    """UnsupportedModelError for what physai's discrete integrator does not model: constraints (MuJoCo solves them in
-    the metric M + h B + h^2 K with their springs at the end of the step) and fluid forces (their drag joins B)."""
-    if constraints is True and has_constraints(model):
-        raise UnsupportedModelError("the discrete integrator with constraints (MuJoCo solves them in its step's metric "
-                                    "M + h B + h^2 K; physai steps it without constraints): pass constraints=False for "
-                                    "the smooth dynamics, or choose another integrator")
+def check_discrete(model) -> None:
+    """UnsupportedModelError for what physai's discrete integrator does not model: fluid forces (their drag joins B)."""
     if passive.has_fluid(model):
         raise UnsupportedModelError("the discrete integrator with fluid forces (their drag joins its damping matrix; "
                                     "physai does not model that): choose another integrator")
 
 
-def discrete_stiffness(model) -> np.ndarray:
-    """K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position
-    derivative -d f / d q (diagonal: hinges and slides)."""
-    K = np.zeros(model.nv)
-    K[model.spring_dofadr] = model.spring_stiffness
-    return K
+#: K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position derivative
+discrete_stiffness = constraint.discrete_stiffness
 
 
 def _refuse_servo_gains(actuators) -> None:
@@ -551,7 +548,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
         return None
-    if (constraints and not native.compiled_solver(model)) or not native.runs(model):
+    if (constraints and not native.compiled_solver(model, integrator)) or not native.runs(model):
         return None
     if integrator == DISCRETE:
         _refuse_servo_gains(model.actuators)
@@ -793,7 +790,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if options.integrator == DISCRETE:
         _refuse_servo_gains(inputs.actuators)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
-            (not constrained or native.compiled_solver(model)):
+            (not constrained or native.compiled_solver(model, options.integrator)):
         if constrained:
             constraint.prepare_compiled(model)
         try:
@@ -1036,6 +1033,7 @@ class DynamicsEvaluator:
         self.act_dot = np.zeros(na)                              # their rate at the last evaluation (d.act_dot)
         self.actuators = inputs.actuators                        # posed at the last evaluation's q (actuation.posed)
         self.detected = None                                     # (q, its contacts) of the last detection
+        self.row_dofs = None                                     # (nv,) bool: the dofs the last discrete solve's rows move
 
     def contacts(self, q: np.ndarray):
         """The contacts at q (None when the model has no collision), detected once per q."""
@@ -1057,24 +1055,28 @@ class DynamicsEvaluator:
         self.act_dot = actuation.activation_rate(acts, u, act)
         return actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
 
-    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
-        constrained, else the constrained solve (its qacc becomes the next warm start)."""
+        constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
+        step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
+        discrete_h); the dofs the rows move are kept in row_dofs."""
         if not self.constrained:
             return solve(M, f), np.zeros(self.model.nv)
         model, opt = self.model, self.model.opt
         contacts = self.contacts(q)
         if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
             self.ncon = 0 if contacts is None else len(contacts)
-        if native.on and native.compiled_solver(model) and self.tau is not None and np.isfinite(self.tau).all():
+        if not discrete and native.on and native.compiled_solver(model) and self.tau is not None and \
+                np.isfinite(self.tau).all():
             qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
                                                      self.warmstart, opt.tolerance, opt.iterations)[:2]
         else:
             if self.tau is not None:                   # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
-            rows = constraint.rows(model, self.d, q, qd, contacts)
+            rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None)
             solution = solver.solve_with(model, rows, M, f, self.warmstart)
             qacc, qfrc = solution.qacc, solution.qfrc_constraint
+            self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
         return qacc, qfrc
 
@@ -1088,10 +1090,12 @@ class DynamicsEvaluator:
         (discrete_stiffness)."""
         return self.h * discrete_stiffness(self.model) * qd
 
-    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
-        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
+    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
+                        skip: np.ndarray | None = None) -> np.ndarray:
+        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve), but those
+        with a dof in skip (nv,) bool (the discrete step's bodies that constraint rows move)."""
         x = self.inputs
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act)
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act, skip)
 
     def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
         """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
@@ -1222,15 +1226,16 @@ def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl
 
 
 def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
-                    ctrl=None, act=None) -> np.ndarray:
+                    ctrl=None, act=None, skip: np.ndarray | None = None) -> np.ndarray:
     """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
-    A a = rhs: MuJoCo's implicitfast."""
+    A a = rhs: MuJoCo's implicitfast; the bodies with a dof in skip (nv,) bool keep qacc."""
     blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act)
     if not blocks:
         return qacc
     qacc = qacc.copy()
     for a, A in blocks:
-        qacc[a:a + 6] = solve(A, rhs[a:a + 6])
+        if skip is None or not skip[a:a + 6].any():
+            qacc[a:a + 6] = solve(A, rhs[a:a + 6])
     return qacc
 
 

@@ -5,7 +5,7 @@ cpp/forward.h): one step from (q, qd) of one state, each returning (q_next, qd_n
     implicit(run, q, qd)        implicit in velocity, (M - h D) a = f                          (mj_implicit)
     implicitfast(run, q, qd)    the same without the bias's derivative, D symmetrized           (mj_implicit)
     runge_kutta(run, q, qd)     classic 4th-order Runge-Kutta, inputs held over the step        (mj_RungeKutta)
-    discrete(run, q, qd)        implicit in velocity and position, (M + h B + h^2 K) a = f - h K qd   (mjINT_DISCRETE)
+    discrete(run, q, qd)        implicit in velocity and position, (M + h B + h^2 K) a = f - h K qd (+ J^T f_c) (mjINT_DISCRETE)
     STEPPERS                    each integrator's name to its function
 
 `run` is the forward pipeline of one run (physai.integrators.DynamicsEvaluator: a model, the timestep h [s], the
@@ -72,12 +72,14 @@ def implicitfast(run, q, qd):
 
 
 def discrete(run, q, qd):
-    """One step of MuJoCo 4's discrete integrator without constraints (mjINT_DISCRETE): (M + h B + h^2 K) a = f - h K qd,
-    B the joint damping, K the joint stiffness (f at the end of the step to first order in h), a the step map
-    (qd' - qd) / h; standalone free bodies solved again in their blocks as implicitfast's."""
+    """One step of MuJoCo 4's discrete integrator (mjINT_DISCRETE): (M + h B + h^2 K) a = f - h K qd (+ J^T f_c), B the
+    joint damping, K the joint stiffness (f at the end of the step to first order in h), a the step map (qd' - qd) / h;
+    with constraints, the solver minimises in the metric M + h B + h^2 K with the rows at the end of the step
+    (constraint.rows' discrete_h); standalone free bodies no row moves solved again in their blocks as implicitfast's."""
     M, f, potential = run.evaluate(q, qd)
     rhs = f - run.stiffness_force(qd)
-    qacc = run.free_body_solve(q, qd, M, rhs, solve(run.step_matrix(q, qd, M, "discrete"), rhs))
+    qacc = run.acceleration(q, qd, run.step_matrix(q, qd, M, "discrete"), rhs, discrete=True)[0]   # the solve in M^
+    qacc = run.free_body_solve(q, qd, M, rhs, qacc, run.row_dofs if run.constrained else None)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
 
 
