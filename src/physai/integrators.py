@@ -73,9 +73,9 @@ integrator solves (M + h B + h^2 K) a = f - h K qd + J^T f_c in one solve, each 
 step (physai.engine.constraint.rows' discrete_h: aref = (aref - h K imp vel) / s, R / s with s = 1 + h B + h^2 K imp,
 the effective impedance at most MAXIMP, diagApprox scaled by J diag(M + h B + h^2 K)^-1 J^T / J diag(M)^-1 J^T; with
 refsafe a limit's or contact's spring with timeconst dampratio < h becomes K = 1 / (imp h^2), B = 2 dampratio sqrt(K),
-and no time constant is raised to 2 h); standalone free bodies that no row moves are solved again in their blocks (the
-NumPy engine runs this step on either backend). The loop then runs in Python (each solve compiled on the compiled
-backend). A model with pairs of geoms physai cannot collide is
+and no time constant is raised to 2 h); standalone free bodies that no row moves are solved again in their blocks
+(cpp/forward.h's discrete and cpp/constraint.h's rows on the compiled backend). The loop then runs in Python (each solve
+compiled on the compiled backend), or compiled whole (cpp/simulate.h). A model with pairs of geoms physai cannot collide is
 refused unless built by physai.collision.ignoring_unsupported.
 
 Energy. simulate() returns energy[k] = physai.engine.energy(model, q[k], qd[k]), the energy of the k-th
@@ -117,7 +117,7 @@ INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 MUJOCO_INTEGRATOR = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
 #: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate and rollout take besides INTEGRATORS (both
-#: engines; with constraints the NumPy engine; step_derivatives and the discrete inverse do not)
+#: engines, with or without constraints; step_derivatives and the discrete inverse do not)
 DISCRETE = "discrete"
 
 
@@ -548,7 +548,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
         return None
-    if (constraints and not native.compiled_solver(model, integrator)) or not native.runs(model):
+    if (constraints and not native.compiled_solver(model)) or not native.runs(model):
         return None
     if integrator == DISCRETE:
         _refuse_servo_gains(model.actuators)
@@ -790,7 +790,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if options.integrator == DISCRETE:
         _refuse_servo_gains(inputs.actuators)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
-            (not constrained or native.compiled_solver(model, options.integrator)):
+            (not constrained or native.compiled_solver(model)):
         if constrained:
             constraint.prepare_compiled(model)
         try:

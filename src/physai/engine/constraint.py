@@ -382,7 +382,7 @@ def discrete_diagonal_ratio(model: Model, d: Data, J: np.ndarray, h: float) -> n
     M = np.diag(smooth.crb(model, d)[:, :, 0])
     J2 = J * J
     bare = J2 @ (1 / M)
-    effective = J2 @ (1 / (M + h * model.dof_damping + h * h * discrete_stiffness(model)))
+    effective = J2 @ (1 / (M + (h * model.dof_damping + h * h * discrete_stiffness(model))))
     return np.where(bare > 0, effective / np.where(bare > 0, bare, 1.0), 1.0)
 
 

@@ -291,11 +291,10 @@ def has_spatial_tendon(model: Model) -> bool:
     return bool(model.ntendon and (model.wrap_type[model.tendon_adr] != WRAP_JOINT).any())
 
 
-def compiled_solver(model, integrator: str | None = None) -> bool:
+def compiled_solver(model) -> bool:
     """Whether the compiled kernels solve model's constraints with its solver (Newton, PGS, CG, each with its noslip
-    sweeps) and run its dynamics (runs), stepped by `integrator` (None: any but the discrete one, whose constrained
-    step, in its own metric, the NumPy engine alone takes); else the NumPy engine runs."""
-    return model.opt.solver in SOLVERS and runs(model) and integrator != "discrete"
+    sweeps) and run its dynamics (runs); else the NumPy engine runs."""
+    return model.opt.solver in SOLVERS and runs(model)
 
 
 def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0: np.ndarray,
