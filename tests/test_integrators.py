@@ -705,8 +705,8 @@ def test_discrete_integrator_follows_mj_step(seed, backend):
 
 
 def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
-    """Position servos (their gains join K), and its step derivatives and inverse: UnsupportedModelError naming the
-    discrete integrator; a model with contacts steps with and without its constraints."""
+    """Position servos (their gains join K), tendon springs, and its step derivatives and inverse: UnsupportedModelError
+    naming the discrete integrator; a model with contacts steps with and without its constraints."""
     model = engine.from_mujoco(discrete_model(0, contacts=True))
     q0, qd0 = model.qpos0, np.zeros(model.nv)
     assert integ.simulate(model, q0, qd0, steps=2).ncon is not None
@@ -716,6 +716,12 @@ def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
                                            '<position joint="j" kp="10"/></actuator></mujoco>')
     with pytest.raises(UnsupportedModelError, match="discrete integrator with actuators"):
         integ.simulate(engine.from_mujoco(servo), np.zeros(1), np.zeros(1), steps=2, ctrl=np.ones(1))
+    tendon = mujoco.MjModel.from_xml_string('<mujoco><option integrator="discrete"/><worldbody><body><joint name="a"/>'
+                                            '<geom size=".1" pos=".2 0 0"/><body pos=".3 0 0"><joint name="b"/><geom '
+                                            'size=".1"/></body></body></worldbody><tendon><fixed stiffness="50"><joint '
+                                            'joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon></mujoco>')
+    with pytest.raises(UnsupportedModelError, match="discrete integrator with tendon stiffness"):
+        integ.simulate(engine.from_mujoco(tendon), np.zeros(2), np.ones(2), steps=2)
     with pytest.raises(UnsupportedModelError, match="step_derivatives of the discrete integrator"):
         derivatives.step_derivatives(model, q0, qd0)
     with pytest.raises(UnsupportedModelError, match="discrete integrator"):

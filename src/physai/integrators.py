@@ -53,8 +53,9 @@ mj_integratePos), written q' = q + h qd' below:
                     a the step map (qd' - qd) / h; B = diag(damping), K = diag(stiffness) of the joints' springs;
                     standalone free bodies solved again in their blocks as implicitfast's. With constraints the solver
                     minimises in the metric M + h B + h^2 K (see CONSTRAINTS). physai steps it without actuators that
-                    depend on length or velocity (their gains join K and D in MuJoCo): those and fluid forces are
-                    refused by name (UnsupportedModelError), and step_derivatives and the discrete inverse refuse it.
+                    depend on length or velocity (their gains join K and D in MuJoCo): those, tendon springs and
+                    dampers and fluid forces are refused by name (UnsupportedModelError), and step_derivatives and the
+                    discrete inverse refuse it.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -201,7 +202,11 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
 
 
 def check_discrete(model) -> None:
-    """UnsupportedModelError for what physai's discrete integrator does not model: fluid forces (their drag joins B)."""
+    """UnsupportedModelError for what physai's discrete integrator does not model: tendon springs and dampers (their
+    stiffness and damping join K and B) and fluid forces (their drag joins B)."""
+    if model.tendon_stiffness.any() or model.tendon_damping.any():
+        raise UnsupportedModelError("the discrete integrator with tendon stiffness or damping (MuJoCo folds them into its "
+                                    "step's metric; physai does not): choose another integrator")
     if passive.has_fluid(model):
         raise UnsupportedModelError("the discrete integrator with fluid forces (their drag joins its damping matrix; "
                                     "physai does not model that): choose another integrator")
