@@ -472,8 +472,10 @@ inline double ball_angle_axis(const double *q, double *axis) {
     return value;
 }
 
-// (solref, solreffriction, solimp) of row i's constraint, with MuJoCo's safety rules applied
-inline void solver_parameters(const Model &m, const Rows &r, int i, double *ref, double *reffric, double *imp) {
+// (solref, solreffriction, solimp) of row i's constraint, with MuJoCo's safety rules applied (the discrete integrator
+// keeps the time constants as authored: impedance_all replaces its unresolved springs instead)
+inline void solver_parameters(const Model &m, const Rows &r, int i, double *ref, double *reffric, double *imp,
+                              bool discrete = false) {
     int64_t kind = r.type[size_t(i)], ident = r.id[size_t(i)];
     const double *rf, *im, *rff = nullptr;
     if (kind == EQUALITY) rf = m.eq_solref + 2 * ident, im = m.eq_solimp + 5 * ident;
@@ -485,9 +487,10 @@ inline void solver_parameters(const Model &m, const Rows &r, int i, double *ref,
     for (int a = 0; a < 2; a++) ref[a] = rf[a], reffric[a] = rff ? rff[a] : 0.0;
     for (int a = 0; a < 5; a++) imp[a] = im[a];
     if ((ref[0] > 0) != (ref[1] > 0)) ref[0] = 0.02, ref[1] = 1.0;    // mixed standard and direct: MuJoCo's default
-    if (m.opt_refsafe && ref[0] > 0) ref[0] = std::max(ref[0], 2 * m.opt_timestep);   // at least two steps
+    bool clamp = m.opt_refsafe && !discrete;
+    if (clamp && ref[0] > 0) ref[0] = std::max(ref[0], 2 * m.opt_timestep);   // a time constant of at least two steps
     if ((reffric[0] > 0) != (reffric[1] > 0)) reffric[0] = reffric[1] = 0.0;
-    if (m.opt_refsafe && reffric[0] > 0) reffric[0] = std::max(reffric[0], 2 * m.opt_timestep);
+    if (clamp && reffric[0] > 0) reffric[0] = std::max(reffric[0], 2 * m.opt_timestep);
     for (int a : {0, 1, 3}) imp[a] = std::min(MAXIMP, std::max(MINIMP, imp[a]));
     imp[2] = std::max(0.0, imp[2]), imp[4] = std::max(1.0, imp[4]);
 }
@@ -531,12 +534,31 @@ inline double impedance(const double *solimp, double pos, double margin, double 
     return d0 + y * (dwidth - d0);
 }
 
-// R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts (_impedance)
-inline void impedance_all(const Model &m, Rows &r) {
+// s = 1 + h B + h^2 K imp: a row's spring-damper (K, B, imp) evaluated at the end of a discrete step of h [s] divides
+// its aref and R by s (end_of_step_factor)
+inline double end_of_step_factor(double h, double B, double K, double imp) { return 1 + h * B + h * h * K * imp; }
+
+// row j under the discrete integrator of step h [s] (_discrete_row): with refsafe, a limit's or contact's spring faster
+// than the step (timeconst dampratio < h) replaced by the stiffest zero-restitution spring the step resolves, at the
+// authored damping ratio; then R = (1 - imp) / (imp s) diagA, at least (1 - MAXIMP) / MAXIMP diagA
+inline void discrete_row(const Model &m, Rows &r, int j, const double *ref, double h) {
+    size_t k = size_t(j);
+    bool spring = r.K[k] > 0 && r.type[k] >= LIMIT_JOINT;
+    if (m.opt_refsafe && spring && ref[0] > 0 && ref[0] * ref[1] < h) {   // K = 1 / (imp h^2), B = 2 dampratio sqrt(K)
+        r.K[k] = 1 / (r.imp[k] * h * h);
+        r.B[k] = 2 * ref[1] * std::sqrt(r.K[k]);
+    }
+    double s = end_of_step_factor(h, r.B[k], r.K[k], r.imp[k]);
+    r.R[k] = std::max(MINVAL, std::max((1 - r.imp[k]) / (r.imp[k] * s), (1 - MAXIMP) / MAXIMP) * r.diagA[k]);
+}
+
+// R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts (_impedance);
+// discrete_h > 0 [s]: the discrete integrator's rows (refsafe's resolved springs, R / s capped at MAXIMP)
+inline void impedance_all(const Model &m, Rows &r, double discrete_h = 0) {
     int n = r.nefc;
     for (int i = 0; i < n;) {
         double ref[2], reffric[2], solimp[5], pos, impP;
-        solver_parameters(m, r, i, ref, reffric, solimp);
+        solver_parameters(m, r, i, ref, reffric, solimp, discrete_h > 0);
         int dim = block(m, r, i, pos);
         double imp = impedance(solimp, pos, r.margin[size_t(i)], impP);
         for (int j = i; j < i + dim; j++) {
@@ -552,6 +574,7 @@ inline void impedance_all(const Model &m, Rows &r) {
                 r.K[k] = -use[0] / std::max(MINVAL, solimp[1] * solimp[1]);
             r.B[k] = use[1] > 0 ? 2 / std::max(MINVAL, solimp[1] * use[0]) : -use[1] / std::max(MINVAL, solimp[1]);
             r.imp[k] = imp, r.impP[k] = impP;
+            if (discrete_h > 0) discrete_row(m, r, j, ref, discrete_h);
         }
         i += dim;
     }
@@ -601,11 +624,36 @@ inline void tendon_row(Rows &r, const Data<double> &d, int64_t t, double scale) 
     for (int j = 0; j < r.nv; j++) J[j] = scale * d.ten_J[size_t(t * r.nv + j)];
 }
 
+// each row's diagApprox scaled by its factor under the discrete integrator (discrete_diagonal_ratio):
+// J diag(M^)^-1 J^T / J diag(M)^-1 J^T with M's diagonal bare (nv) and M^ = M + h B + h^2 K (nv x nv), diagA scaled by it
+inline void discrete_diagonal_ratio(Rows &r, const double *bare, const double *Mstep) {
+    int nv = r.nv;
+    for (int i = 0; i < r.nefc; i++) {
+        double b = 0.0, e = 0.0;
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) {
+            int j = r.cols[size_t(k)];
+            double J2 = r.val[size_t(k)] * r.val[size_t(k)];
+            b += J2 * (1 / bare[j]), e += J2 * (1 / Mstep[size_t(j) * nv + j]);
+        }
+        if (b > 0) r.diagA[size_t(i)] *= e / b;
+    }
+}
+
+// the dofs the rows move (nv): a nonzero entry of J in their column
+inline void row_dofs(const Rows &r, char *dofs) {
+    std::fill(dofs, dofs + r.nv, char(0));
+    for (int k = 0; k < (r.nefc ? r.start[size_t(r.nefc)] : 0); k++)
+        if (r.val[size_t(k)] != 0) dofs[r.cols[size_t(k)]] = 1;
+}
+
 // the constraint rows of the state (q, qd) whose velocity stages w.d holds (or *w.stages), with the contacts con, in
 // MuJoCo's order, with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when
-// dense (else its compressed rows alone); the caller checks the model has no constraint physai does not model
+// dense (else its compressed rows alone); the caller checks the model has no constraint physai does not model.
+// discrete_h > 0 [s]: those of MuJoCo 4's discrete integrator (their spring-dampers at the end of the step), with M's
+// diagonal bare (nv) and the step's metric M^ (nv x nv)
 inline void rows(const Model &m, ConstraintWork &w, const double *q, const double *qd, const Contacts &con,
-                 const bool *eq_active, bool dense = true) {
+                 const bool *eq_active, bool dense = true, double discrete_h = 0, const double *bare = nullptr,
+                 const double *Mstep = nullptr) {
     Rows &r = w.r;
     const Data<double> &d = w.stages ? *w.stages : w.d;
     int nv = m.nv;
@@ -756,7 +804,8 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     }
     r.group.push_back(r.nefc);
     r.tree = chains(m, r);
-    impedance_all(m, r);
+    if (discrete_h > 0) discrete_diagonal_ratio(r, bare, Mstep);      // diagApprox in the metric M + h B + h^2 K
+    impedance_all(m, r, discrete_h);
     rows_times(r, qd, r.vel.data());
     for (int i = 0; i < r.nefc; i++) {
         size_t k = size_t(i);
@@ -764,6 +813,12 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     }
     for (size_t b = 0; b < r.jdot_first.size(); b++)                   // connect and weld: aref -= Jdot qd
         for (int a = 0; a < r.jdot_n[b]; a++) r.aref[size_t(r.jdot_first[b] + a)] -= r.jdot[6 * b + size_t(a)];
+    if (discrete_h > 0)                                                // the spring-damper at the step's end: (aref - h K imp vel) / s
+        for (int i = 0; i < r.nefc; i++) {
+            size_t k = size_t(i);
+            double s = end_of_step_factor(discrete_h, r.B[k], r.K[k], r.imp[k]);
+            r.aref[k] = (r.aref[k] - discrete_h * r.K[k] * r.imp[k] * r.vel[k]) / s;
+        }
 }
 
 // ---------------------------------------------------------------- the force of every row (mj_constraintUpdate)

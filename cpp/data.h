@@ -142,12 +142,14 @@ template <class T> struct SimData {
     Vec<T> M, D, f, tmp, force, a, rhs, qfrc, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn, free_M;
     Vec<T> act0, act_sum;                                              // RK4: the step's first activations, sum of b act_dot
     std::vector<double> stiffness;                                      // discrete: K (nv), the joints' spring stiffness
+    std::vector<double> bare_diag;                                      // discrete with constraints: M's diagonal (nv)
+    std::vector<char> row_dofs;                                         // discrete with constraints: the dofs rows move (nv)
     SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
         x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody)), x.slope.resize(size_t(act.nu));
         for (auto *v : {&x.act, &x.act_dot, &act0, &act_sum}) v->resize(size_t(act.na));
         free_M.resize(36 * size_t(m.nfree));
-        stiffness.resize(size_t(m.nv));
+        stiffness.resize(size_t(m.nv)), bare_diag.resize(size_t(m.nv)), row_dofs.resize(size_t(m.nv));
         for (auto *v : {&M, &D}) v->resize(V * V);
         for (auto *v : {&f, &tmp, &a, &rhs, &qfrc, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
         for (auto *v : {&qi, &q, &qn}) v->resize(Qn);

@@ -101,10 +101,18 @@ template <class T> bool finite_diagonal(const T *M, int n) {
 // the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
 // qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
 // warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
+// the discrete step's part of a constrained solve (forward.discrete): its h [s], M's diagonal before M + h B + h^2 K
+// (nv; M itself is the step's metric then), and out the dofs the rows move (nv)
+struct DiscreteSolve {
+    double h = 0;
+    const double *bare_diag = nullptr;
+    char *row_dofs = nullptr;
+};
+
 struct Constrain {
     void *ctx = nullptr;
     int (*accel)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
-                 double *qacc, double *qfrc, bool update_warm) = nullptr;
+                 double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete) = nullptr;
     void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
 };
 
@@ -181,10 +189,12 @@ inline void free_body_matrix(const Model &m, SimData<double> &w, double h, const
 }
 
 // implicitfast's standalone free bodies (forward.free_body_solve): each one's 6 rows of a solved again in its own
-// block A a = rhs (free_body_matrix), by LU with partial pivoting
-inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a) {
+// block A a = rhs (free_body_matrix), by LU with partial pivoting; the bodies with a dof in skip (nv, or null) keep a
+inline bool free_body_solve(const Model &m, SimData<double> &w, double h, const double *qd, const double *rhs, double *a,
+                            const char *skip = nullptr) {
     for (int k = 0; k < m.nfree; k++) {
         int adr = int(m.free_dofadr[k]);
+        if (skip && std::any_of(skip + adr, skip + adr + 6, [](char c) { return c != 0; })) continue;
         double A[36], b[6];
         free_body_matrix(m, w, h, qd, k, A);
         for (int i = 0; i < 6; i++) b[i] = rhs[adr + i];
@@ -286,7 +296,7 @@ template <class T> int single_step_start(const Model &m, const Actuators &act, S
     constrained = false;
     if constexpr (std::is_same_v<T, double>) {
         if (con) {                                                     // the constrained solve: qacc, f + qfrc_constraint
-            int st = con->accel(con->ctx, w.d, q, qd, M, f, w.a.data(), w.qfrc.data(), true);
+            int st = con->accel(con->ctx, w.d, q, qd, M, f, w.a.data(), w.qfrc.data(), true, nullptr);
             if (st != OK) return st;
             for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
             constrained = true;
@@ -349,11 +359,12 @@ template <class T> int implicit(const Model &m, const Actuators &act, SimData<T>
     return OK;
 }
 
-// one step of MuJoCo 4's discrete integrator without constraints (mjINT_DISCRETE, forward.discrete): (M + h B + h^2 K) a
-// = f - h K qd (discrete_matrix), a the step map, standalone free bodies solved again in their blocks as implicitfast's
-// (free_body_solve). ONE_BY_ONE on lanes with free bodies (LU pivots per lane)
+// one step of MuJoCo 4's discrete integrator (mjINT_DISCRETE, forward.discrete): (M + h B + h^2 K) a = f - h K qd
+// (+ J^T f_c) (discrete_matrix), a the step map; with constraints (con, double only) the solver minimises in that metric
+// with the rows at the end of the step (DiscreteSolve); standalone free bodies no row moves solved again in their blocks
+// as implicitfast's (free_body_solve). ONE_BY_ONE on lanes with free bodies (LU pivots per lane)
 template <class T> int discrete(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
-                                const T *qd, T *qn, T *qdn, T &e) {
+                                const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
     int nv = m.nv;
     bool constrained;
     int st = single_step_start(m, act, w, q, qd, e, nullptr, constrained);
@@ -364,10 +375,23 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     const double *K = discrete_stiffness(m, w.stiffness);
     T *rhs = w.rhs.data(), *a = w.a.data();
     for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - (o.h * K[j]) * qd[j], a[j] = rhs[j];   // f - h K qd
-    step_matrix(m, act, w, o.h, DISCRETE, o.implicit_damping, qd);
-    if (tree_cholesky_solve(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
     if constexpr (std::is_same_v<T, double>) {
-        if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a)) return SINGULAR;
+        if (con)
+            for (int j = 0; j < nv; j++) w.bare_diag[size_t(j)] = w.M[size_t(j) * nv + j];
+    }
+    step_matrix(m, act, w, o.h, DISCRETE, o.implicit_damping, qd);
+    bool solved = false;
+    if constexpr (std::is_same_v<T, double>) {
+        if (con) {                                                     // the solve in M^, the rows at the step's end
+            DiscreteSolve step{o.h, w.bare_diag.data(), w.row_dofs.data()};
+            st = con->accel(con->ctx, w.d, q, qd, w.M.data(), rhs, a, w.qfrc.data(), true, &step);
+            if (st != OK) return st;
+            solved = true;
+        }
+    }
+    if (!solved && tree_cholesky_solve(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
+    if constexpr (std::is_same_v<T, double>) {
+        if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a, con ? w.row_dofs.data() : nullptr)) return SINGULAR;
     }
     semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;
@@ -405,7 +429,7 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
         bool constrained = false;
         if constexpr (std::is_same_v<T, double>) {
             if (con) {                                                 // the stage's constrained acceleration into f
-                int st = con->accel(con->ctx, d, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
+                int st = con->accel(con->ctx, d, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3, nullptr);
                 if (st != OK) return st;
                 for (int j = 0; j < nv; j++) f[j] = rhs[j];
                 constrained = true;
@@ -436,7 +460,7 @@ template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w,
     w.x.h = o.h;                                                       // actearly's step
     if (o.integrator == EULER) return euler(m, act, w, o, q, qd, qn, qdn, e, con);
     if (o.integrator == RK4) return runge_kutta(m, act, w, o, q, qd, qn, qdn, e, con);
-    if (o.integrator == DISCRETE) return discrete(m, act, w, o, q, qd, qn, qdn, e);
+    if (o.integrator == DISCRETE) return discrete(m, act, w, o, q, qd, qn, qdn, e, con);
     return implicit(m, act, w, o, o.integrator == IMPLICITFAST, q, qd, qn, qdn, e, con);
 }
 

@@ -43,9 +43,10 @@ struct ConstrainedSim {
 };
 
 // Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
-// start; qacc and qfrc_constraint = J^T efc_force out
+// start; qacc and qfrc_constraint = J^T efc_force out; discrete: M the discrete step's metric, the rows at the end of
+// its step, the dofs they move into discrete->row_dofs
 inline int constrained_accel(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
-                             const double *f, double *qacc, double *qfrc, bool update_warm) {
+                             const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
     const Model &m = s.m;
     int nv = m.nv;
@@ -53,8 +54,12 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     if (s.ncon < 0) s.ncon = con.n;
     if (s.near < 0) s.near = s.c.col.near_missing;
     s.c.stages = &stages;                                            // evaluate's velocity stages, not again
-    rows(m, s.c, q, qd, con, nullptr, false);
+    if (discrete)
+        rows(m, s.c, q, qd, con, nullptr, false, discrete->h, discrete->bare_diag, M);
+    else
+        rows(m, s.c, q, qd, con, nullptr, false);
     s.c.stages = nullptr;
+    if (discrete) row_dofs(s.c.r, discrete->row_dofs);
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
     Solution sol;
     int st = solve_with(m, s.c, M, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);

@@ -217,6 +217,8 @@ SLOW = {
     },
     "test_integrators.py": {
         "test_discrete_integrator_follows_mj_step", "test_discrete_rollout_of_many_states_follows_mj_step",
+        "test_discrete_integrator_with_constraints_follows_mj_step", "test_discrete_constraint_rows_and_forces_equal_mujocos",
+        "test_discrete_integrator_with_constraints_under_cg_pgs_and_without_islands",
         "test_simulation_follows_the_models_options_as_mj_step",
         "test_damped_pendulum_reproduces_mj_step", "test_free_and_ball_joints_follow_mj_step_for_1_s",
         "test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term",

@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 
 from physai import dynamics as dyn
-from physai import derivatives, engine, forces, inverse, models
+from physai import collision, derivatives, engine, forces, inverse, models
+from physai.engine import constraint, smooth, solver
 from physai import integrators as integ
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError, TrajectoryFileError,
                                UnsupportedModelError)
@@ -704,22 +705,136 @@ def test_discrete_integrator_follows_mj_step(seed, backend):
 
 
 def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
-    """Contacts (MuJoCo solves them in the discrete step's metric), position servos (their gains join K), and its step
-    derivatives and inverse: UnsupportedModelError naming the discrete integrator; its smooth dynamics still step."""
+    """Position servos (their gains join K), tendon springs, and its step derivatives and inverse: UnsupportedModelError
+    naming the discrete integrator; a model with contacts steps with and without its constraints."""
     model = engine.from_mujoco(discrete_model(0, contacts=True))
     q0, qd0 = model.qpos0, np.zeros(model.nv)
-    with pytest.raises(UnsupportedModelError, match="discrete integrator with constraints"):
-        integ.simulate(model, q0, qd0, steps=2)
+    assert integ.simulate(model, q0, qd0, steps=2).ncon is not None
     assert integ.simulate(model, q0, qd0, steps=2, constraints=False).q.shape == (3, model.nq)
     servo = mujoco.MjModel.from_xml_string('<mujoco><option integrator="discrete"/><worldbody><body><joint name="j"/>'
                                            '<geom size=".1" pos=".2 0 0"/></body></worldbody><actuator>'
                                            '<position joint="j" kp="10"/></actuator></mujoco>')
     with pytest.raises(UnsupportedModelError, match="discrete integrator with actuators"):
         integ.simulate(engine.from_mujoco(servo), np.zeros(1), np.zeros(1), steps=2, ctrl=np.ones(1))
+    tendon = mujoco.MjModel.from_xml_string('<mujoco><option integrator="discrete"/><worldbody><body><joint name="a"/>'
+                                            '<geom size=".1" pos=".2 0 0"/><body pos=".3 0 0"><joint name="b"/><geom '
+                                            'size=".1"/></body></body></worldbody><tendon><fixed stiffness="50"><joint '
+                                            'joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon></mujoco>')
+    with pytest.raises(UnsupportedModelError, match="discrete integrator with tendon stiffness"):
+        integ.simulate(engine.from_mujoco(tendon), np.zeros(2), np.ones(2), steps=2)
     with pytest.raises(UnsupportedModelError, match="step_derivatives of the discrete integrator"):
         derivatives.step_derivatives(model, q0, qd0)
     with pytest.raises(UnsupportedModelError, match="discrete integrator"):
         inverse.inverse_dynamics(model, q0, qd0, np.zeros(model.nv), dt=0.01, integrator="discrete")
+
+
+def discrete_constrained_model(seed: int) -> mujoco.MjModel:
+    """A random scene for the discrete integrator with every kind of constraint row: a hinge with a limit (its solref
+    sometimes faster than the step, which refsafe resolves), friction loss, damping and a spring, a damped slide on it, a
+    joint and a connect equality, free bodies on a plane (a box, an ellipsoid of condim 1, 3, 4 or 6 whose solref may be
+    faster than the step) and one flying free; pyramidal or elliptic cones, refsafe on or off, solver tolerance 1e-15."""
+    rng = np.random.default_rng(seed)
+    num = lambda *x: " ".join(f"{v:.6g}" for v in x)                                    # noqa: E731
+    cone, refsafe = ("pyramidal", "elliptic")[seed % 2], ("enable", "disable")[seed // 2 % 2]
+    xml = (f'<mujoco><option integrator="discrete" timestep="{num(rng.uniform(.002, .01))}" tolerance="1e-15" '
+           f'cone="{cone}"><flag refsafe="{refsafe}"/></option><worldbody>'
+           f'<geom type="plane" size="5 5 .1" solref="{num(rng.uniform(.002, .03), rng.uniform(.5, 1.2))}"/>'
+           f'<body pos="0 0 .5"><joint name="h" type="hinge" axis="0 1 0" limited="true" range="-.3 .3" armature=".01" '
+           f'damping="{num(rng.uniform(0, 2))}" stiffness="{num(rng.uniform(0, 30))}" springref=".1" '
+           f'frictionloss="{num(rng.uniform(0, .3))}" solreflimit="{num(rng.uniform(.002, .03), rng.uniform(.3, 1.5))}"/>'
+           '<geom type="capsule" fromto="0 0 0 .3 0 -.45" size=".05"/><body name="tip" pos=".3 0 -.45">'
+           f'<joint name="s" type="slide" axis="1 0 0" damping="{num(rng.uniform(0, 2))}" stiffness="{num(rng.uniform(0, 30))}"/>'
+           '<geom type="sphere" size=".06"/></body></body>'
+           '<body name="box" pos="1 0 .1"><freejoint/><geom type="box" size=".1 .2 .1"/></body>'
+           f'<body pos="-1 0 .1"><freejoint/><geom type="ellipsoid" size=".1 .05 .08" condim="{(1, 3, 4, 6)[seed % 4]}" '
+           f'solref="{num(rng.uniform(.001, .03))} 1"/></body><body pos="0 2 1"><freejoint/>'
+           '<geom type="box" size=".1 .05 .02" contype="0" conaffinity="0"/></body></worldbody><equality>'
+           '<connect body1="tip" body2="box" anchor="0 0 0" solref=".05 1"/><joint joint1="h" joint2="s" polycoef="0 .5"/>'
+           '</equality></mujoco>')
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+def discrete_constrained_start(m, seed: int) -> mujoco.MjData:
+    """An MjData in a random state of discrete_constrained_model: the hinge past its limit, the free bodies touching."""
+    d = mujoco.MjData(m)
+    d.qpos[0] = .35
+    d.qpos[m.jnt_qposadr[2] + 2], d.qpos[m.jnt_qposadr[3] + 2] = .09, .075
+    d.qvel[:] = np.random.default_rng(seed).normal(size=m.nv)
+    return d
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("seed", range(4))
+def test_discrete_integrator_with_constraints_follows_mj_step(seed, backend):
+    """MuJoCo 4's discrete integrator with contacts, a joint limit, friction loss and equalities (the solver in the metric
+    M + h B + h^2 K, the rows' spring-dampers at the end of the step, refsafe's resolved springs): 100 steps of simulate
+    within 1e-10 of mj_step in q and qd (1.9e-13 seen), one step and a rollout of two states likewise, on both engines
+    (cpp/forward.h's discrete with cpp/simulate.h's constrained solve)."""
+    m = discrete_constrained_model(seed)
+    d = discrete_constrained_start(m, seed)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    Q, QD = [], []
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+        QD.append(d.qvel.copy())
+    model = engine.from_mujoco(m)
+    traj = run(backend, integ.simulate, model, q0, qd0, steps=100, energy=False)
+    assert traj.ncon[0] > 0 and np.abs(traj.q[1:] - np.array(Q)).max() < 1e-10
+    assert np.abs(traj.qd[1:] - np.array(QD)).max() < 1e-10
+    q1, qd1 = run(backend, integ.step, model, q0, qd0)
+    assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+    batch = run(backend, integ.rollout, model, np.stack([q0, q0]), np.stack([qd0, qd0]), steps=20, energy=False)
+    assert np.abs(batch.q[:, 1:] - np.array(Q[:20])).max() < 1e-10
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("variant", ["cg", "pgs", "no islands"])
+def test_discrete_integrator_with_constraints_under_cg_pgs_and_without_islands(variant, backend):
+    """The discrete step with constraints under MuJoCo's CG and PGS solvers and with islands off (mjDSBL_ISLAND): 50
+    steps of simulate within 1e-10 of mj_step in q (5.6e-14 seen)."""
+    m = discrete_constrained_model(1)
+    if variant == "no islands":
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
+    else:
+        m.opt.solver = {"pgs": mujoco.mjtSolver.mjSOL_PGS, "cg": mujoco.mjtSolver.mjSOL_CG}[variant]
+    d = discrete_constrained_start(m, 1)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    Q = []
+    for _ in range(50):
+        mujoco.mj_step(m, d)
+        Q.append(d.qpos.copy())
+    traj = run(backend, integ.simulate, engine.from_mujoco(m), q0, qd0, steps=50, energy=False)
+    assert np.abs(traj.q[1:] - np.array(Q)).max() < 1e-10
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_discrete_constraint_rows_and_forces_equal_mujocos(seed):
+    """The discrete integrator's rows at the states of an mj_step run: efc_R, efc_aref, efc_KBIP (refsafe's resolved
+    springs) within 1e-12 relative, and efc_force from the solve in M + h B + h^2 K from MuJoCo's warm start within
+    1e-12 relative to the largest force (the solvers' tolerance 1e-15 on both sides; over 100 steps of each scene: R
+    2.2e-14, aref 1.8e-15, efc_force 7.2e-15 seen)."""
+    m = discrete_constrained_model(seed)
+    d = discrete_constrained_start(m, seed)
+    model, h = engine.from_mujoco(m), m.opt.timestep
+    for _ in range(5):
+        warm = d.qacc_warmstart.copy()
+        mujoco.mj_forward(m, d)
+        q, qd = d.qpos.copy(), d.qvel.copy()
+        data = engine.Data(model)
+        smooth.velocity_stages(model, data, q[:, None], qd[:, None])
+        rows = constraint.rows(model, data, q, qd, collision.numpy_detect(model, q), discrete_h=h)
+        assert rows.nefc == d.nefc > 0
+        np.testing.assert_allclose(rows.R, d.efc_R, rtol=1e-12)
+        np.testing.assert_allclose(rows.aref, d.efc_aref, rtol=1e-12, atol=1e-12 * np.abs(d.efc_aref).max())
+        np.testing.assert_allclose(np.c_[rows.K, rows.B], d.efc_KBIP[:, :2], rtol=1e-12)
+        M = integ.mass_matrix(model, q)
+        Mhat = integ.step_matrix(model, q, qd, h, "discrete", M=M)
+        rhs = integ.smooth_force(model, q, qd) - h * integ.discrete_stiffness(model) * qd
+        force = solver.solve_with(model, rows, Mhat, rhs, warm).efc_force
+        assert np.abs(force - d.efc_force).max() < 1e-12 * np.abs(d.efc_force).max()
+        for _ in range(10):
+            mujoco.mj_step(m, d)
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

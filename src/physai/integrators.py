@@ -1,4 +1,4 @@
-"""A simulator independent of MuJoCo at run time: MuJoCo's five integrators (discrete without constraints), step by step, in its order.
+"""A simulator independent of MuJoCo at run time: MuJoCo's five integrators, step by step, in its order.
 
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
     step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise")  -> StepResult (q, qd, qacc_warmstart, status)
@@ -51,10 +51,11 @@ mj_integratePos), written q' = q + h qd' below:
     "discrete"      MuJoCo 4's discrete-time step, implicit in velocity and position (mjINT_DISCRETE, since 3.13):
                         (M + h B + h^2 K) a = f - h K qd,   then as euler
                     a the step map (qd' - qd) / h; B = diag(damping), K = diag(stiffness) of the joints' springs;
-                    standalone free bodies solved again in their blocks as implicitfast's. physai steps it without
-                    constraints and without actuators that depend on length or velocity (their gains join K and D in
-                    MuJoCo): those, fluid forces and constraints are refused by name (UnsupportedModelError), and
-                    step_derivatives and the discrete inverse refuse it.
+                    standalone free bodies solved again in their blocks as implicitfast's. With constraints the solver
+                    minimises in the metric M + h B + h^2 K (see CONSTRAINTS). physai steps it without actuators that
+                    depend on length or velocity (their gains join K and D in MuJoCo): those, tendon springs and
+                    dampers and fluid forces are refused by name (UnsupportedModelError), and step_derivatives and the
+                    discrete inverse refuse it.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -68,8 +69,14 @@ each evaluation detects the contacts at its q (physai.collision.detect: the Mode
 builds the constraint rows of physai.engine.constraint and solves them by Newton's method (physai.engine.solver) from
 the last solve's qacc (MuJoCo's qacc_warmstart; zero at the start), giving qacc and qfrc_constraint. Euler without
 damping steps with the solver's qacc; Euler with damping and the implicit integrators solve (M - h D) a = f +
-qfrc_constraint, as mj_Euler and mj_implicit do; RK4 solves the constraints at each of its four stages. The loop then
-runs in Python (each solve compiled on the compiled backend). A model with pairs of geoms physai cannot collide is
+qfrc_constraint, as mj_Euler and mj_implicit do; RK4 solves the constraints at each of its four stages. The discrete
+integrator solves (M + h B + h^2 K) a = f - h K qd + J^T f_c in one solve, each row's spring-damper at the end of the
+step (physai.engine.constraint.rows' discrete_h: aref = (aref - h K imp vel) / s, R / s with s = 1 + h B + h^2 K imp,
+the effective impedance at most MAXIMP, diagApprox scaled by J diag(M + h B + h^2 K)^-1 J^T / J diag(M)^-1 J^T; with
+refsafe a limit's or contact's spring with timeconst dampratio < h becomes K = 1 / (imp h^2), B = 2 dampratio sqrt(K),
+and no time constant is raised to 2 h); standalone free bodies that no row moves are solved again in their blocks
+(cpp/forward.h's discrete and cpp/constraint.h's rows on the compiled backend). The loop then runs in Python (each solve
+compiled on the compiled backend), or compiled whole (cpp/simulate.h). A model with pairs of geoms physai cannot collide is
 refused unless built by physai.collision.ignoring_unsupported.
 
 Energy. simulate() returns energy[k] = physai.engine.energy(model, q[k], qd[k]), the energy of the k-th
@@ -112,7 +119,7 @@ INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 MUJOCO_INTEGRATOR = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
 #: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate and rollout take besides INTEGRATORS (both
-#: engines, without constraints; step_derivatives and the discrete inverse do not)
+#: engines, with or without constraints; step_derivatives and the discrete inverse do not)
 DISCRETE = "discrete"
 
 
@@ -191,17 +198,16 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
     euler_damping = opt.eulerdamp if euler_damping is None else euler_damping
     constraints = _constraints_by_default(model) if constraints is None else constraints
     if integrator == DISCRETE:
-        check_discrete(model, constraints)
+        check_discrete(model)
     return dt, integrator, euler_damping, constraints
 
 
-def check_discrete(model, constraints) -> None:
-    """UnsupportedModelError for what physai's discrete integrator does not model: constraints (MuJoCo solves them in
-    the metric M + h B + h^2 K with their springs at the end of the step) and fluid forces (their drag joins B)."""
-    if constraints is True and has_constraints(model):
-        raise UnsupportedModelError("the discrete integrator with constraints (MuJoCo solves them in its step's metric "
-                                    "M + h B + h^2 K; physai steps it without constraints): pass constraints=False for "
-                                    "the smooth dynamics, or choose another integrator")
+def check_discrete(model) -> None:
+    """UnsupportedModelError for what physai's discrete integrator does not model: tendon springs and dampers (their
+    stiffness and damping join K and B) and fluid forces (their drag joins B)."""
+    if model.tendon_stiffness.any() or model.tendon_damping.any():
+        raise UnsupportedModelError("the discrete integrator with tendon stiffness or damping (MuJoCo folds them into its "
+                                    "step's metric; physai does not): choose another integrator")
     if passive.has_fluid(model):
         raise UnsupportedModelError("the discrete integrator with fluid forces (their drag joins its damping matrix; "
                                     "physai does not model that): choose another integrator")

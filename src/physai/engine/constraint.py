@@ -4,7 +4,8 @@ of every row (engine_core_constraint.c; the forward problem they pose is solver.
     invweight0(model)                       body_invweight0 (nbody, 2), dof_invweight0 (nv,) at qpos0 (mj_setConst)
     tendon_invweight0(model)                tendon_invweight0 (ntendon,): J M^-1 J^T of each tendon at qpos0
     rows(model, d, q, qd, contacts, ...)    Rows: MuJoCo's efc_* arrays for the state in d      (mj_makeConstraint,
-                                            mj_makeImpedance, mj_referenceConstraint)
+                                            mj_makeImpedance, mj_referenceConstraint); discrete_h: those of MuJoCo 4's
+                                            discrete integrator (their spring-dampers at the end of the step)
     update(rows, jar)                       the force of every row for jar = J qacc - aref, the cost   (mj_constraintUpdate)
 
 A row is one scalar constraint; the rows come in MuJoCo's order (equality, friction loss, limits, contacts) and layout
@@ -263,9 +264,10 @@ def check_supported(model: Model) -> None:
 
 
 def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: ContactSet | None,
-         eq_active: np.ndarray | None = None) -> Rows:
+         eq_active: np.ndarray | None = None, discrete_h: float | None = None) -> Rows:
     """The constraint rows of the state (q (nq,), qd (nv,)) whose velocity stages d holds (a one-state Data), with the
-    contacts given, in MuJoCo's order, with their impedance, regulariser and reference acceleration."""
+    contacts given, in MuJoCo's order, with their impedance, regulariser and reference acceleration. discrete_h: the
+    timestep h [s] of MuJoCo 4's discrete integrator, whose rows act at the end of the step (discrete_metric)."""
     check_supported(model)
     opt, nv = model.opt, model.nv
     bw, dw = invweight0(model)
@@ -350,18 +352,51 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     r.contact_dim = contacts.dim[:nc].copy() if nc else np.zeros(0, np.intp)
     r.contact_friction = contacts.friction[:nc].copy() if nc else np.zeros((0, 5))
     r.contact_row, r.contact_mu = contact_row, np.zeros(nc)
-    _impedance(model, r, contacts)
+    if discrete_h is not None:                                        # diagApprox in the metric M + h B + h^2 K
+        r.diagA = r.diagA * discrete_diagonal_ratio(model, d, r.J, discrete_h)
+    _impedance(model, r, contacts, discrete_h)
     r.vel = r.J @ qd
     r.aref = -r.B * r.vel - r.K * r.imp * (r.pos - r.margin)
     for first, jdv in jdot:                                           # connect and weld: aref -= Jdot qd
         r.aref[first:first + len(jdv)] -= jdv
+    if discrete_h is not None:                                        # the spring-damper at the step's end: (aref - h K imp vel) / s
+        r.aref = (r.aref - discrete_h * r.K * r.imp * r.vel) / end_of_step_factor(discrete_h, r.B, r.K, r.imp)
     return r
+
+
+# ---------------------------------------------------------------- MuJoCo 4's discrete integrator (mjINT_DISCRETE)
+
+def discrete_stiffness(model: Model) -> np.ndarray:
+    """K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position
+    derivative -d f / d q (diagonal: hinges and slides)."""
+    K = np.zeros(model.nv)
+    K[model.spring_dofadr] = model.spring_stiffness
+    return K
+
+
+def discrete_diagonal_ratio(model: Model, d: Data, J: np.ndarray, h: float) -> np.ndarray:
+    """(nefc,) each row's diagApprox factor under the discrete integrator, for rows J (nefc, nv) at the state whose
+    positions the one-state Data d holds and the timestep h [s]: J diag(M + h B + h^2 K)^-1 J^T / J diag(M)^-1 J^T with
+    M's diagonal at the state: the row's inverse inertia in the step's metric over the bare one (1 for a row without
+    any)."""
+    M = np.diag(smooth.crb(model, d)[:, :, 0])
+    J2 = J * J
+    bare = J2 @ (1 / M)
+    effective = J2 @ (1 / (M + (h * model.dof_damping + h * h * discrete_stiffness(model))))
+    return np.where(bare > 0, effective / np.where(bare > 0, bare, 1.0), 1.0)
+
+
+def end_of_step_factor(h: float, B, K, imp):
+    """s = 1 + h B + h^2 K imp, of one row or each: a row's spring-damper (K, B, imp) evaluated at the end of a discrete
+    step of h [s] divides its aref and R by s."""
+    return 1 + h * B + h * h * K * imp
 
 
 # ---------------------------------------------------------------- impedance and reference (mj_makeImpedance)
 
-def _solver_parameters(model: Model, r: Rows, i: int, contacts: ContactSet | None):
-    """(solref, solreffriction, solimp) of row i's constraint, with MuJoCo's safety rules applied."""
+def _solver_parameters(model: Model, r: Rows, i: int, contacts: ContactSet | None, discrete: bool = False):
+    """(solref, solreffriction, solimp) of row i's constraint, with MuJoCo's safety rules applied (the discrete
+    integrator keeps the time constants as authored: _impedance replaces its unresolved springs instead)."""
     kind, ident = r.type[i], r.id[i]
     reffric = np.zeros(2)
     if kind == EQUALITY:
@@ -379,11 +414,12 @@ def _solver_parameters(model: Model, r: Rows, i: int, contacts: ContactSet | Non
     ref, reffric, imp = np.array(ref, float), np.array(reffric, float), np.array(imp, float)
     if (ref[0] > 0) != (ref[1] > 0):                                  # mixed standard and direct: MuJoCo's default
         ref = np.array([0.02, 1.0])
-    if model.opt.refsafe and ref[0] > 0:                              # a time constant of at least two steps
+    clamp = model.opt.refsafe and not discrete
+    if clamp and ref[0] > 0:                                          # a time constant of at least two steps
         ref[0] = max(ref[0], 2 * model.opt.timestep)
     if (reffric[0] > 0) != (reffric[1] > 0):
         reffric = np.zeros(2)
-    if model.opt.refsafe and reffric[0] > 0:
+    if clamp and reffric[0] > 0:
         reffric[0] = max(reffric[0], 2 * model.opt.timestep)
     imp[0], imp[1], imp[3] = (min(MAXIMP, max(MINIMP, x)) for x in imp[[0, 1, 3]])
     imp[2], imp[4] = max(0.0, imp[2]), max(1.0, imp[4])
@@ -427,13 +463,14 @@ def impedance(solimp: np.ndarray, pos: float, margin: float) -> tuple[float, flo
     return d0 + y * (dwidth - d0), yP * sign * (dwidth - d0) / width
 
 
-def _impedance(model: Model, r: Rows, contacts: ContactSet | None) -> None:
-    """R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts."""
+def _impedance(model: Model, r: Rows, contacts: ContactSet | None, discrete_h: float | None = None) -> None:
+    """R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts.
+    discrete_h [s]: the discrete integrator's rows (refsafe's resolved springs, R / s capped at MAXIMP)."""
     n = r.nefc
     r.R, r.K, r.B, r.imp, r.impP = np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n), np.zeros(n)
     i = 0
     while i < n:
-        ref, reffric, solimp = _solver_parameters(model, r, i, contacts)
+        ref, reffric, solimp = _solver_parameters(model, r, i, contacts, discrete_h is not None)
         dim, pos = _block(model, r, i)
         imp, impP = impedance(solimp, pos, r.margin[i])
         for j in range(i, i + dim):
@@ -448,6 +485,8 @@ def _impedance(model: Model, r: Rows, contacts: ContactSet | None) -> None:
                 r.K[j] = -use[0] / max(MINVAL, solimp[1] * solimp[1])
             r.B[j] = 2 / max(MINVAL, solimp[1] * use[0]) if use[1] > 0 else -use[1] / max(MINVAL, solimp[1])
             r.imp[j], r.impP[j] = imp, impP
+            if discrete_h is not None:
+                _discrete_row(model, r, j, ref, discrete_h)
         i += dim
     # frictional contacts: R of the friction directions from impratio, the regularised cone's mu
     for c, first in enumerate(r.contact_row):
@@ -465,6 +504,19 @@ def _impedance(model: Model, r: Rows, contacts: ContactSet | None) -> None:
             r.R[first:first + 2 * (dim - 1)] = 2 * mu * mu * r.R[first]
     r.D = 1 / r.R
     r.diagA = r.R * r.imp / (1 - r.imp)
+
+
+def _discrete_row(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> None:
+    """Row j under the discrete integrator of step h [s]: with refsafe, a limit's or contact's spring faster than the
+    step (timeconst dampratio < h) replaced by the stiffest zero-restitution spring the step resolves, at the authored
+    damping ratio; then R = (1 - imp) / (imp s) diagA, at least (1 - MAXIMP) / MAXIMP diagA (the effective impedance
+    at most MAXIMP)."""
+    spring = r.K[j] > 0 and r.type[j] >= LIMIT_JOINT
+    if model.opt.refsafe and spring and ref[0] > 0 and ref[0] * ref[1] < h:   # K = 1 / (imp h^2), B = 2 dampratio sqrt(K)
+        r.K[j] = 1 / (r.imp[j] * h * h)
+        r.B[j] = 2 * ref[1] * np.sqrt(r.K[j])
+    s = end_of_step_factor(h, r.B[j], r.K[j], r.imp[j])
+    r.R[j] = max(MINVAL, max((1 - r.imp[j]) / (r.imp[j] * s), (1 - MAXIMP) / MAXIMP) * r.diagA[j])
 
 
 # ---------------------------------------------------------------- the force of every row (mj_constraintUpdate)

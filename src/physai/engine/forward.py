@@ -5,7 +5,7 @@ compiled engine's cpp/forward.h): one step from (q, qd) of one state, each retur
     implicit(run, q, qd)        implicit in velocity, (M - h D) a = f                          (mj_implicit)
     implicitfast(run, q, qd)    the same without the bias's derivative, D symmetrized           (mj_implicit)
     runge_kutta(run, q, qd)     classic 4th-order Runge-Kutta, inputs held over the step        (mj_RungeKutta)
-    discrete(run, q, qd)        implicit in velocity and position, (M + h B + h^2 K) a = f - h K qd   (mjINT_DISCRETE)
+    discrete(run, q, qd)        implicit in velocity and position, (M + h B + h^2 K) a = f - h K qd (+ J^T f_c) (mjINT_DISCRETE)
     STEPPERS                    each integrator's name to its function
     DynamicsEvaluator           the forward pipeline of one run (engine.DynamicsEvaluator)
     step_matrix, velocity_derivative, free_body_solve   the single-step integrators' M - h D and its pieces
@@ -81,12 +81,14 @@ def implicitfast(run, q, qd):
 
 
 def discrete(run, q, qd):
-    """One step of MuJoCo 4's discrete integrator without constraints (mjINT_DISCRETE): (M + h B + h^2 K) a = f - h K qd,
-    B the joint damping, K the joint stiffness (f at the end of the step to first order in h), a the step map
-    (qd' - qd) / h; standalone free bodies solved again in their blocks as implicitfast's."""
+    """One step of MuJoCo 4's discrete integrator (mjINT_DISCRETE): (M + h B + h^2 K) a = f - h K qd (+ J^T f_c), B the
+    joint damping, K the joint stiffness (f at the end of the step to first order in h), a the step map (qd' - qd) / h;
+    with constraints, the solver minimises in the metric M + h B + h^2 K with the rows at the end of the step
+    (constraint.rows' discrete_h); standalone free bodies no row moves solved again in their blocks as implicitfast's."""
     M, f, potential = run.evaluate(q, qd)
     rhs = f - run.stiffness_force(qd)
-    qacc = run.free_body_solve(q, qd, M, rhs, solve(run.step_matrix(q, qd, M, "discrete"), rhs))
+    qacc = run.acceleration(q, qd, run.step_matrix(q, qd, M, "discrete"), rhs, discrete=True)[0]   # the solve in M^
+    qacc = run.free_body_solve(q, qd, M, rhs, qacc, run.row_dofs if run.constrained else None)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
 
 
@@ -153,6 +155,7 @@ class DynamicsEvaluator:
         self.act_dot = np.zeros(na)                              # their rate at the last evaluation (d.act_dot)
         self.actuators = inputs.actuators                        # posed at the last evaluation's q (actuation.posed)
         self.detected = None                                     # (q, its contacts) of the last detection
+        self.row_dofs = None                                     # (nv,) bool: the dofs the last discrete solve's rows move
 
     def contacts(self, q: np.ndarray):
         """The contacts at q (None when the model has no collision), detected once per q."""
@@ -174,24 +177,28 @@ class DynamicsEvaluator:
         self.act_dot = actuation.activation_rate(acts, u, act)
         return actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
 
-    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
-        constrained, else the constrained solve (its qacc becomes the next warm start)."""
+        constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
+        step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
+        discrete_h); the dofs the rows move are kept in row_dofs."""
         if not self.constrained:
             return solve(M, f), np.zeros(self.model.nv)
         model, opt = self.model, self.model.opt
         contacts = self.contacts(q)
         if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
             self.ncon = 0 if contacts is None else len(contacts)
-        if native.on and native.compiled_solver(model) and self.tau is not None and np.isfinite(self.tau).all():
+        if not discrete and native.on and native.compiled_solver(model) and self.tau is not None and \
+                np.isfinite(self.tau).all():
             qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
                                                      self.warmstart, opt.tolerance, opt.iterations)[:2]
         else:
             if self.tau is not None:                   # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
-            rows = constraint.rows(model, self.d, q, qd, contacts)
+            rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None)
             solution = solver.solve_with(model, rows, M, f, self.warmstart)
             qacc, qfrc = solution.qacc, solution.qfrc_constraint
+            self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
         return qacc, qfrc
 
@@ -205,10 +212,12 @@ class DynamicsEvaluator:
         (discrete_stiffness)."""
         return self.h * discrete_stiffness(self.model) * qd
 
-    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray) -> np.ndarray:
-        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve)."""
+    def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
+                        skip: np.ndarray | None = None) -> np.ndarray:
+        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve), but those
+        with a dof in skip (nv,) bool (the discrete step's bodies that constraint rows move)."""
         x = self.inputs
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act)
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act, skip)
 
     def tendon_and_input_forces(self, q, qd, act, M, f, potential, tendon_kinematics):
         """(M, f, potential) with the tendons' springs, dampers and armature added (their lengths and Jacobians from
@@ -340,12 +349,8 @@ def dof_pattern(model) -> np.ndarray:
     return as_model(model).dof_Mmask[:, :, 0] > 0
 
 
-def discrete_stiffness(model) -> np.ndarray:
-    """K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position
-    derivative -d f / d q (diagonal: hinges and slides)."""
-    K = np.zeros(model.nv)
-    K[model.spring_dofadr] = model.spring_stiffness
-    return K
+#: K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position derivative
+discrete_stiffness = constraint.discrete_stiffness
 
 
 def refuse_servo_gains(actuators) -> None:
@@ -378,13 +383,14 @@ def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl
 
 
 def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
-                    ctrl=None, act=None) -> np.ndarray:
+                    ctrl=None, act=None, skip: np.ndarray | None = None) -> np.ndarray:
     """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
-    A a = rhs: MuJoCo's implicitfast."""
+    A a = rhs: MuJoCo's implicitfast; the bodies with a dof in skip (nv,) bool keep qacc."""
     blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act)
     if not blocks:
         return qacc
     qacc = qacc.copy()
     for a, A in blocks:
-        qacc[a:a + 6] = solve(A, rhs[a:a + 6])
+        if skip is None or not skip[a:a + 6].any():
+            qacc[a:a + 6] = solve(A, rhs[a:a + 6])
     return qacc
