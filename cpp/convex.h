@@ -484,16 +484,19 @@ inline void edge_points(const CcdObject &o, const std::vector<Vertex> &face, int
     }
 }
 
-// MuJoCo 4's multi-contact of a capsule (geom 1, without margin; it has no faces): its side line through its witness
-// point x1 (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on, as a box's edge is,
-// else none
+// MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
+// (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on, as a box's edge is, else none; with
+// a margin, the line moved by half of it along that face's normal, its points within the margin kept and the witness
+// pairs grown back (convex.capsule_on_face)
 inline std::vector<Witness> capsule_on_face(const Status &status, const CcdObject &o1, const CcdObject &o2,
-                                            const std::vector<V3> &n2, const std::vector<int64_t> &faces2) {
+                                            const std::vector<V3> &n2, const std::vector<int64_t> &faces2, double margin) {
     size_t i, j;
     if (!aligned_face_edge({V3{o1.mat[2], o1.mat[5], o1.mat[8]}}, n2, status.x2 - status.x1, i, j)) return {};
-    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), capsule_side(o1, status.x1), n2[j], -n2[j], 0.0);
+    std::vector<V3> side = capsule_side(o1, status.x1);
+    for (V3 &end : side) end = end + n2[j] * (0.5 * margin);           // onto the bare capsule
+    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), side, n2[j], -n2[j], margin);
     for (Witness &w : found) std::swap(w.x1, w.x2);                     // the faces were swapped
-    return found;
+    return inflate_witnesses(found, -n2[j], margin);
 }
 
 // MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders, or of a capsule (geom 1) with a cylinder
@@ -512,7 +515,7 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     std::vector<V3> n1, n2, edges, ends;
     std::vector<int64_t> faces1, faces2;
     feature_normals(o2, dim2, ids2, status.x2 - status.x1, n2, faces2);
-    if (o1.kind == GEOM_CAPSULE) return capsule_on_face(status, o1, o2, n2, faces2);   // a capsule's side on a face of 2
+    if (o1.kind == GEOM_CAPSULE) return capsule_on_face(status, o1, o2, n2, faces2, margin);   // a capsule's side on a face of 2
     feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
     size_t i, j;
     if (aligned_faces(n1, n2, i, j))                                   // face on face
@@ -536,13 +539,13 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     return none;
 }
 
-// whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, or a cylinder with a
-// cylinder, a box or a mesh, with margin >= 0; a capsule with a cylinder or a mesh without margin (convex.polygon_pair)
+// whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, a cylinder with a
+// cylinder, a box or a mesh, or a capsule with a cylinder or a mesh, with margin >= 0 (convex.polygon_pair)
 inline bool polygon_pair(int64_t t1, int64_t t2, double margin, bool multiccd) {
     bool polygonal = ((t1 == GEOM_BOX || t1 == GEOM_MESH || t1 == GEOM_CYLINDER) && (t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
                      (t1 == GEOM_CYLINDER && t2 == GEOM_CYLINDER);
     bool capsule = t1 == GEOM_CAPSULE && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH);
-    return multiccd && ((margin >= 0 && polygonal) || (margin == 0 && capsule));
+    return multiccd && margin >= 0 && (polygonal || capsule);
 }
 
 // the pairs collided here (convex.CONVEX_PAIRS and MULTI_PAIRS; which candidates they take: collision.candidates)

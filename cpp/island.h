@@ -79,6 +79,7 @@ inline void partition(const Model &m, const Rows &r, std::vector<Island> &island
     }
     for (int i = 0; i < r.nefc; i++) {
         int64_t t = row_tree[size_t(i)];
+        if (t < 0 && islands.empty()) continue;                        // a row of no tree: island 0, or in none when there is no island
         islands[size_t(t < 0 ? 0 : number[size_t(tree_root(parent, t))])].rows.push_back(i);
     }
 }

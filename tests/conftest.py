@@ -159,7 +159,7 @@ SLOW = {
         "test_trajectory_matches_mj_step", "test_a_pile_of_spheres_follows_mj_step",
     },
     "test_convex.py": {
-        "test_capsule_pairs_match_mj_collision",
+        "test_capsule_pairs_match_mj_collision", "test_capsule_pairs_with_margins_match_mj_collision",
         "test_cylinder_polygon_pairs_match_mj_collision",
         "test_pairs_match_mj_collision", "test_polygon_pairs_match_mj_collision",
         "test_multi_pairs_without_multiccd_match_mj_collision", "test_trajectory_matches_mj_step",

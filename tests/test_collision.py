@@ -139,14 +139,14 @@ def test_explicit_pair_signatures_follow_mujoco():
 
 def test_unsupported_pairs_are_refused_by_name():
     m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.1 0.1"
-        margin="0.01"/></body><body pos="1 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody>
-        </mujoco>""")                                # with a margin: MuJoCo 4's multi-contact physai has not
+        margin="-0.01"/></body><body pos="1 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody>
+        </mujoco>""")                                # a negative margin: MuJoCo 4's multi-contact physai has not
     with pytest.raises(UnsupportedModelError, match="capsule-cylinder"):
         collision.detect(engine.from_mujoco(m), m.qpos0)
 
 
 def test_unsupported_pair_that_may_touch_warns():
-    xml = """<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.1 0.1" margin="0.01"/></body>
+    xml = """<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.1 0.1" margin="-0.01"/></body>
              <body pos="0.05 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
     with pytest.warns(CollisionWarning, match="capsule"):

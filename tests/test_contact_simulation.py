@@ -319,11 +319,11 @@ def test_the_g1_in_its_scene_stands_by_default():
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_a_left_out_pair_that_comes_near_warns(backend):
-    """A capsule with a margin and a cylinder (a pair physai cannot collide under MuJoCo 4's multi-contact) on a floor,
+    """A capsule with a negative margin and a cylinder (a pair physai cannot collide under MuJoCo 4's multi-contact) on a floor,
     the model built with collision.ignoring_unsupported: the run goes on with their floor contacts and warns that they
     may touch, on both backends."""
     xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
-             <body pos="0 0 0.1"><freejoint/><geom type="capsule" size="0.1 0.1" margin="0.01"/></body>
+             <body pos="0 0 0.1"><freejoint/><geom type="capsule" size="0.1 0.1" margin="-0.01"/></body>
              <body pos="0.15 0 0.1"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
     model = collision.ignoring_unsupported(engine.from_mujoco(mujoco.MjModel.from_xml_string(xml)))
     previous = engine.set_backend(backend)

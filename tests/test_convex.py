@@ -4,8 +4,8 @@ contact count and geom pairs, and the positions, frames and distances where the 
 trajectory; termination on degenerate input; both backends (the compiled mirror, cpp/gjk.h and cpp/convex.h). The
 pairs of MuJoCo 4's multi-contact (MULTI_PAIRS: capsules, cylinders, boxes and meshes with cylinders, boxes and meshes)
 with multiccd disabled (one contact), with it on for boxes, meshes and cylinders, with and without margins, and a
-capsule with a cylinder or a mesh without margin (up to 4 contacts), and the refusal by name of the rest (capsules with
-a margin) with it on.
+capsule with a cylinder or a mesh with and without margins (up to 4 contacts), and the refusal by name of the rest
+(negative margins: margin + gap < 0) with it on.
 
 Tolerances. physai's text follows MuJoCo 4.0's algorithm (its 3.x source with the changes 4.0's library shows: a
 geom's margin taken off before GJK and added back, the nearest point moved to the origin's projection, EPA ending
@@ -209,12 +209,24 @@ def test_capsule_pairs_match_mj_collision(kind2, backend):
     assert r["several"] > 0, f"capsule-{kind2}: {r}"
 
 
-def resting_capsule_states(rng: np.random.Generator, n: int) -> tuple:
-    """(model, n qpos): a capsule (free) lying 0 to 5 mm deep on a mesh slab and on a cylinder's cap, level or tilted by
-    up to 3 degrees, where MuJoCo 4 finds 1 or 2 contacts with each."""
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind2", ["cylinder", "mesh"])
+def test_capsule_pairs_with_margins_match_mj_collision(kind2, backend):
+    """A capsule with a cylinder or a mesh with random margins and gaps under MuJoCo 4's multi-contact (multiccd on;
+    its side line moved by half the margin onto the bare capsule, points within the margin kept), on both backends, as
+    check_agreement states with each contact beside its MuJoCo twin, several contacts a pair in some states."""
+    r = check_agreement("capsule", kind2, backend, per_scene=8, reordered=0.1)
+    assert r["several"] > 0, f"capsule-{kind2}: {r}"
+
+
+def resting_capsule_states(rng: np.random.Generator, n: int, margin: float = 0.0) -> tuple:
+    """(model, n qpos): a capsule (free, with margin [m]) lying 0 to 5 mm deep on a mesh slab and on a cylinder's cap,
+    or up to the margin above them, level or tilted by up to 3 degrees, where MuJoCo 4 finds 1 or 2 contacts with
+    each."""
     m = mujoco.MjModel.from_xml_string(f"""<mujoco><asset>{SLAB}</asset><worldbody><geom type="mesh" mesh="slab"/>
-      <geom type="cylinder" size="0.15 0.05" pos="1 0 0"/><body><freejoint/><geom type="capsule" size="0.02 0.08"/>
-      </body><body><freejoint/><geom type="capsule" size="0.03 0.06"/></body></worldbody></mujoco>""")
+      <geom type="cylinder" size="0.15 0.05" pos="1 0 0"/><body><freejoint/><geom type="capsule" size="0.02 0.08"
+      margin="{margin}"/></body><body><freejoint/><geom type="capsule" size="0.03 0.06" margin="{margin}"/></body>
+      </worldbody></mujoco>""")
     states = []
     for _ in range(n):
         q = np.zeros(m.nq)
@@ -224,7 +236,7 @@ def resting_capsule_states(rng: np.random.Generator, n: int) -> tuple:
             mujoco.mju_axisAngle2Quat(quat, axis / np.linalg.norm(axis), np.pi / 2 + rng.uniform(-0.05, 0.05))
             radius = m.geom_size[2 + b, 0]
             q[7 * b:7 * b + 7] = np.r_[x + rng.uniform(-0.05, 0.05), rng.uniform(-0.05, 0.05),
-                                       0.05 + radius - rng.uniform(0, 0.005), quat]
+                                       0.05 + radius - rng.uniform(-margin, 0.005), quat]
         states.append(q)
     return m, states
 
@@ -234,6 +246,16 @@ def test_a_capsule_resting_on_a_mesh_and_a_cylinder_gets_mujocos_contacts(backen
     """Capsules lying on a mesh slab and a cylinder's cap (resting_capsule_states): mj_collision's contacts (multiccd
     on: 2 a pair in most states), each beside its MuJoCo twin within AGREE."""
     m, states = resting_capsule_states(np.random.default_rng(0), 40)
+    several = resting_contacts_agree(backend, m, states, 2, reordered=True)
+    assert several >= 20, f"more than one contact a pair in only {several} states"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_a_capsule_with_a_margin_resting_on_a_mesh_and_a_cylinder_gets_mujocos_contacts(backend):
+    """Capsules with a 1 cm margin lying on a mesh slab and a cylinder's cap, or above them within the margin
+    (resting_capsule_states): mj_collision's contacts (multiccd on: 2 a pair in most states), each beside its MuJoCo
+    twin within AGREE."""
+    m, states = resting_capsule_states(np.random.default_rng(1), 40, margin=0.01)
     several = resting_contacts_agree(backend, m, states, 2, reordered=True)
     assert several >= 20, f"more than one contact a pair in only {several} states"
 
@@ -286,11 +308,11 @@ def test_a_cylinder_resting_on_a_cylinder_gets_mujocos_contacts(backend):
 
 
 def test_multi_pairs_are_refused_with_multiccd():
-    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS with a capsule, given a margin:
+    """With multiccd on (MuJoCo 4's default) each pair of MULTI_PAIRS given a negative margin (margin + gap < 0):
     UnsupportedModelError naming multi-contact and the flag that makes physai collide it;
     physai.collision.ignoring_unsupported leaves the pair out."""
-    for kind1, kind2 in [pair for pair in MULTI_PAIRS if "capsule" in pair]:
-        xml = pair_scene(kind1, kind2, 0, margins=False).replace('margin="0"', 'margin="0.01"', 1)
+    for kind1, kind2 in MULTI_PAIRS:
+        xml = pair_scene(kind1, kind2, 0, margins=False).replace('margin="0"', 'margin="-0.01"', 1)
         model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
         q = np.r_[0, 0, 0, 1, 0, 0, 0, 0, 0, 2.0, 1, 0, 0, 0]
         for backend in ("numpy", "native"):
@@ -423,11 +445,13 @@ def test_polygon_pairs_trajectory_matches_mj_step(backend):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
-def test_capsule_pairs_trajectory_matches_mj_step(backend):
-    """Capsules dropped on a mesh slab, a cylinder, a convex hull and each other under MuJoCo 4's multi-contact, 150
-    steps: physai's simulate beside mj_step, with 2 contacts a capsule pair on the way."""
+@pytest.mark.parametrize("margin", [0.0, 0.005])
+def test_capsule_pairs_trajectory_matches_mj_step(backend, margin):
+    """Capsules dropped on a mesh slab, a cylinder, a convex hull and each other under MuJoCo 4's multi-contact, every
+    geom with margin [m], 150 steps: physai's simulate beside mj_step, with 2 contacts a capsule pair on the way."""
     hull = " ".join(f"{x:.5f}" for x in convex_points("hull", np.random.default_rng(3)).ravel())
-    m = mujoco.MjModel.from_xml_string(f"""<mujoco><asset>{SLAB}<mesh name="hull" vertex="{hull}"/></asset><worldbody>
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><default><geom margin="{margin}"/></default><asset>{SLAB}
+      <mesh name="hull" vertex="{hull}"/></asset><worldbody>
       <geom type="mesh" mesh="slab"/><geom type="cylinder" size="0.1 0.04" pos="0.25 0.2 0.09"/>
       <body pos="-0.15 0 0.1" euler="0 88 10"><freejoint/><geom type="capsule" size="0.02 0.08"/></body>
       <body pos="0.25 0.2 0.19" euler="0 91 0"><freejoint/><geom type="capsule" size="0.025 0.06"/></body>

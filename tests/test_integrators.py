@@ -522,9 +522,9 @@ def test_mujocos_integrator_enum_is_taken(backend):
 
 
 def test_a_model_with_constraints_physai_cannot_model_is_refused_with_the_way_out():
-    """A capsule with a margin and a cylinder (a pair physai cannot collide under MuJoCo 4's multi-contact): the default
+    """A capsule with a negative margin and a cylinder (a pair physai cannot collide under MuJoCo 4's multi-contact): the default
     turns the constraints on, and the refusal names constraints=False."""
-    xml = """<mujoco><worldbody><body><freejoint/><geom type="capsule" size=".1 .1" margin=".01"/></body>
+    xml = """<mujoco><worldbody><body><freejoint/><geom type="capsule" size=".1 .1" margin="-.01"/></body>
              <body pos=".5 0 0"><freejoint/><geom type="cylinder" size=".1 .1"/></body></worldbody></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
     with pytest.raises(UnsupportedModelError, match="constraints=False for its smooth dynamics"):

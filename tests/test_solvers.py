@@ -347,6 +347,21 @@ def test_islands_solved_apart_follow_mj_step(scene, solver, noslip, tolerance, b
         assert drift_from_mj_step(m, d, backend) < 1e-10, flags
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_a_contact_row_no_dof_moves_follows_mj_step(backend):
+    """A sphere on a slide along x resting on a plane, condim 1 (Gymnasium's Pusher has such contacts): the contact's
+    one row has a zero Jacobian, so physai finds no tree for it and no island; 100 steps of simulate within 1e-12 of
+    mj_step (the compiled engine crashed here, putting that row into an island 0 that did not exist)."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><default><geom condim="1"/></default><worldbody>
+      <geom type="plane" size="1 1 0.1"/><body pos="0 0 0.049"><joint type="slide" axis="1 0 0"/>
+      <geom type="sphere" size="0.05"/></body></worldbody></mujoco>""")
+    d = mujoco.MjData(m)
+    d.qvel[0] = 0.1
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 1 and d.nefc == 1 and not d.efc_J[:m.nv].any()
+    assert drift_from_mj_step(m, d, backend) < 1e-12
+
+
 @pytest.mark.parametrize("scene", ["bodies", "arms"])
 def test_island_partition_is_mujocos(scene):
     """physai.engine.island.partition gives MuJoCo's islands (mj_island) along 100 steps of mj_step: the island of every

@@ -20,10 +20,7 @@ _SPEC.loader.exec_module(task_models)
 FILES = task_models.task_files()
 
 #: The models physai refuses, each with a part of its refusal that names the missing feature.
-EXPECTED_REFUSED = {
-    "gymnasium/pusher": "capsule-cylinder",                       # with a margin (issue 36 counts them Q's)
-    "gymnasium/pusher_v5": "capsule-cylinder",
-}
+EXPECTED_REFUSED: dict[str, str] = {}
 #: The models whose run leaves mj_step's by more than 1e-8: (the reason, the steps they follow it before).
 KNOWN_MISMATCH = {
     # RK4. The sphere pointbody (radius 0.5, its centre 0.5 above its body on the hinge's axis) rests on the floor:

@@ -299,7 +299,7 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     if missing and not (ignore_unsupported or G.ignore_unsupported):
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
-        multi = (" (MuJoCo 4's multi-contact of capsules with a margin and of pairs with a negative margin + gap, "
+        multi = (" (MuJoCo 4's multi-contact of pairs with a negative margin + gap, "
                  "multiccd on: physai collides these kinds with mjDSBL_MULTICCD set)") if any(
             (int(G.geom_type[a]), int(G.geom_type[b])) in convex.MULTI_PAIRS for a, b in missing) else ""
         problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}){multi}, e.g. {examples} "

@@ -49,9 +49,12 @@ of one end to the other (capsule_side), clipped as a box's edge by the first fac
 (capsule_on_face); after a shallow contact (its segment outside the other geom, the radius added back) that face is
 named by GJK's last simplex too (simplex_face). Where both ends of that line are clipped, the duplicate crossing points
 make the two contacts' order a tie that rounding breaks (MuJoCo's order differs in about 1 state in 20 of those with 2
-contacts; the contacts are the same). MuJoCo 4's multi-contact of capsules with a margin and of pairs with a negative
-margin (margin + gap < 0) is not reproduced: those candidates are refused by name (collision.check_supported), or left
-out with physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+contacts; the contacts are the same). A capsule with a margin (MuJoCo 4's, read from its contacts): the side line
+through the grown capsule's witness point, its ends at the segment's levels, moved by half the margin along the face's
+normal onto the bare capsule, clipped keeping points within the margin, the witness pairs grown back as a box's
+(inflate_witnesses). MuJoCo 4's multi-contact of pairs with a negative margin (margin + gap < 0) is not reproduced:
+those candidates are refused by name (collision.check_supported), or left out with
+physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -220,11 +223,11 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
 
 
 def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
-    """Whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, or a cylinder with a
-    cylinder, a box or a mesh, with margin (margin + gap) >= 0; a capsule with a cylinder or a mesh without margin."""
+    """Whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, a cylinder with a
+    cylinder, a box or a mesh, or a capsule with a cylinder or a mesh, with margin (margin + gap) >= 0."""
     polygonal = kinds[0] in (BOX, MESH, CYLINDER) and kinds[1] in (BOX, MESH) or kinds == (CYLINDER, CYLINDER)
     capsule = kinds in ((CAPSULE, CYLINDER), (CAPSULE, MESH))
-    return multiccd and (margin >= 0 and polygonal or margin == 0 and capsule)
+    return multiccd and margin >= 0 and (polygonal or capsule)
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
@@ -233,7 +236,7 @@ HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYL
 def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
     """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
     CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
-    MuJoCo 4's multi-contact of capsules with a margin, and of pairs with a negative margin, is not here."""
+    MuJoCo 4's multi-contact of pairs with a negative margin is not here."""
     return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
 
 
@@ -659,15 +662,17 @@ def edge_points(obj, face: list, side: int, margin: float) -> list:
     return [v.bare[side] for v in face]
 
 
-def capsule_on_face(status, obj1, obj2, n2: list, faces2: list) -> list:
-    """MuJoCo 4's multi-contact of a capsule (geom 1, without margin; it has no faces): its side line through its
-    witness point x1 (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on
-    (aligned_face_edge), as a box's edge is, else []."""
+def capsule_on_face(status, obj1, obj2, n2: list, faces2: list, margin: float) -> list:
+    """MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
+    (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on (aligned_face_edge), as a box's
+    edge is, else []; with a margin [m], the line moved by half of it along that face's normal (onto the bare capsule
+    at x1's level), its points within the margin kept and the witness pairs grown back (inflate_witnesses)."""
     if (match := aligned_face_edge([obj1.mat[:, 2]], n2, status.x2 - status.x1)) is None:
         return []
     j = match[1]
-    found = polygon_clip(face_points(obj2, faces2[j]), capsule_side(obj1, status.x1), n2[j], -n2[j], 0.0)
-    return [(dist, x2, x1) for dist, x1, x2 in found]                   # the faces were swapped
+    side = [end + n2[j] * (0.5 * margin) for end in capsule_side(obj1, status.x1)]   # onto the bare capsule
+    found = polygon_clip(face_points(obj2, faces2[j]), side, n2[j], -n2[j], margin)
+    return inflate_witnesses([(dist, x2, x1) for dist, x1, x2 in found], -n2[j], margin)   # the faces were swapped
 
 
 def multicontact(status, obj1, obj2, margin: float) -> list:
@@ -686,7 +691,7 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
     dim1, dim2 = simplex_dim(ids1, p1), simplex_dim(ids2, p2)
     n2, faces2 = feature_normals(obj2, dim2, ids2, status.x2 - status.x1)
     if obj1.kind == CAPSULE:                                           # a capsule's side on a face of 2
-        return capsule_on_face(status, obj1, obj2, n2, faces2)
+        return capsule_on_face(status, obj1, obj2, n2, faces2, margin)
     n1, faces1 = feature_normals(obj1, dim1, ids1, status.x1 - status.x2)
     if (match := aligned_faces(n1, n2)) is not None:                   # face on face
         i, j = match

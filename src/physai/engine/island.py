@@ -70,6 +70,7 @@ def partition(model: Model, r: Rows) -> list:
     number = {root: k for k, root in enumerate(roots)}
     tree_island = {t: number[_root(parent, t)] for t in parent}
     dof_island = np.array([tree_island.get(t, -1) for t in trees.tolist()], dtype=np.intp)
+    # a row of no tree: island 0, or in none when there is no island
     row_island = np.array([tree_island[ts[0]] if ts else 0 for ts in row_trees], dtype=np.intp)
     return [Island(np.flatnonzero(dof_island == k), np.flatnonzero(row_island == k)) for k in range(len(roots))]
 
