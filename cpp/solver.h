@@ -743,8 +743,10 @@ inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const do
 
 // ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
 
-// a0 = M^-1 qfrc_smooth into w.qacc_smooth, A = J M^-1 J^T (nefc x nefc) symmetrized and b = J a0 - aref of the dual
-// problem, from M's factor in w.d.qL, w.d.qLinv (_dual_problem)
+// a0 = M^-1 qfrc_smooth into w.qacc_smooth, A = J M^-1 J^T (nefc x nefc) and b = J a0 - aref of the dual problem, from
+// M's factor M = L^T L in w.d.qL, w.d.qLinv (_dual_problem): A = B^T B with B = L^-T J^T (MuJoCo's mj_solveM2 half
+// solve), each column of B solved from the leaves only over the dofs J's row reaches (its nonzeros and their
+// ancestors), and each product only over the dofs two columns share
 inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
@@ -752,18 +754,32 @@ inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> 
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
     tree_solve(m, LM, LMinv, w.qacc_smooth.data());
     const size_t N = static_cast<size_t>(n);
-    std::vector<double> MinvJT(N * static_cast<size_t>(nv), 0.0);
+    std::vector<double> B(N * static_cast<size_t>(nv), 0.0);
+    std::vector<int> lo(N), hi(N);                                     // the dofs column i of B reaches: [lo, hi)
     A.assign(N * N, 0.0), b.assign(N, 0.0);
-    for (int i = 0; i < n; i++) {
-        double *y = MinvJT.data() + size_t(i) * nv;
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) y[r.cols[size_t(k)]] = r.val[size_t(k)];
-        tree_solve(m, LM, LMinv, y);
-        rows_times(r, y, A.data() + size_t(i) * n);                    // column i of J M^-1 J^T
+    for (int i = 0; i < n; i++) {                                      // L^T B_i = J_i^T, zeros skipped
+        double *y = B.data() + size_t(i) * nv;
+        int top = 0;
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) {
+            y[r.cols[size_t(k)]] = r.val[size_t(k)];
+            top = std::max(top, r.cols[size_t(k)] + 1);
+        }
+        int low = top;
+        for (int k = top - 1; k >= 0; k--) {
+            if (y[k] == 0.0) continue;
+            const double *Lk = LM + m.M_rowadr[k];
+            const int64_t *anc = m.M_colind + m.M_rowadr[k], depth = m.M_rownnz[k] - 1;
+            double x = y[k] * LMinv[k];
+            y[k] = x, low = k;
+            for (int64_t s = 0; s < depth; s++) y[anc[s]] = y[anc[s]] - Lk[s] * x;
+        }
+        lo[size_t(i)] = low, hi[size_t(i)] = top;
     }
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < i; k++) {
-            double a = 0.5 * (A[size_t(i) * n + k] + A[size_t(k) * n + i]);
-            A[size_t(i) * n + k] = A[size_t(k) * n + i] = a;
+    for (int i = 0; i < n; i++)                                        // A_ik = A_ki = B_i . B_k
+        for (int k = 0; k <= i; k++) {
+            int a = std::max(lo[size_t(i)], lo[size_t(k)]), e = std::min(hi[size_t(i)], hi[size_t(k)]);
+            double s = a < e ? dot(B.data() + size_t(i) * nv + a, B.data() + size_t(k) * nv + a, e - a) : 0.0;
+            A[size_t(i) * n + k] = A[size_t(k) * n + i] = s;
         }
     rows_times(r, w.qacc_smooth.data(), b.data());
     for (int i = 0; i < n; i++) b[size_t(i)] -= r.aref[size_t(i)];
