@@ -31,14 +31,15 @@ inline V3 operator-(const V3 &a) { return {-a[0], -a[1], -a[2]}; }
 inline V3 operator*(const V3 &a, double s) { return {a[0] * s, a[1] * s, a[2] * s}; }
 inline V3 operator*(double s, const V3 &a) { return {s * a[0], s * a[1], s * a[2]}; }
 
-// a geom for GJK (convex.Shape): kind, pose, size or mesh, margin, its support function, the last support vertex id
+// a geom for GJK (convex.Shape): kind, pose, size or mesh, margin, its support function, the last support vertex id,
+// where a mesh's last support search ended (its next one starts there; -1: none yet)
 struct CcdObject {
     int kind = 0;
     V3 pos{};
     const double *mat = nullptr, *size = nullptr;
     const void *mesh = nullptr;
     double margin = 0.0;
-    int64_t vertex = -1;
+    int64_t vertex = -1, climbed = -1;
     bool polytope = false, rounded = false;
     V3 (*support)(CcdObject &, const V3 &) = nullptr;
     V3 (*saved_support)(CcdObject &, const V3 &) = nullptr;
