@@ -92,13 +92,12 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
                 overlap = overlap && w.lo[3 * a + k] <= w.hi[3 * b + k] && w.lo[3 * b + k] <= w.hi[3 * a + k];
             if (!overlap) continue;
             int64_t g = group_of(m, std::min(a, b), std::max(a, b));
-            if (g >= 0 && !w.hit[g]) w.hit[g] = 1, w.groups.push_back(g);
+            if (g >= 0) w.hit[g] = 1;
         }
         w.open.push_back(b);
     }
-    for (int64_t g = 0; g < m.ngroup; g++)
-        if ((m.group_always[g] || m.group_split[g] > m.group_start[g]) && !w.hit[g]) w.groups.push_back(g);
-    std::sort(w.groups.begin(), w.groups.end());
+    for (int64_t g = 0; g < m.ngroup; g++)                            // in order: hit, always tested or explicit pairs
+        if (w.hit[g] || m.group_always[g] || m.group_split[g] > m.group_start[g]) w.groups.push_back(g);
 }
 
 // ---------------------------------------------------------------- detection (collision.detect)
