@@ -136,7 +136,8 @@ class ContactSet:
         geom = geom.astype(np.intp, copy=False)
         for a in (floats, ints, geom):
             a.setflags(write=False)
-        out.__dict__.update(nbody=nbody, geom=geom, _packed=(floats, ints))
+        for name, value in (("nbody", nbody), ("geom", geom), ("_packed", (floats, ints))):
+            object.__setattr__(out, name, value)
         return out
 
     @classmethod
@@ -171,5 +172,5 @@ class _Unpacked(ContactSet):
         n = len(array)
         value = array[:, at:at + width].reshape((n, 3, 3) if name == "frame" else (n, width)[:1 + (width > 1)])
         value = value.astype(np.intp, copy=False) if which else value
-        self.__dict__[name] = value
+        object.__setattr__(self, name, value)                              # made once: the next read finds it
         return value
