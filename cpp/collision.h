@@ -92,13 +92,12 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
                 overlap = overlap && w.lo[3 * a + k] <= w.hi[3 * b + k] && w.lo[3 * b + k] <= w.hi[3 * a + k];
             if (!overlap) continue;
             int64_t g = group_of(m, std::min(a, b), std::max(a, b));
-            if (g >= 0 && !w.hit[g]) w.hit[g] = 1, w.groups.push_back(g);
+            if (g >= 0) w.hit[g] = 1;
         }
         w.open.push_back(b);
     }
-    for (int64_t g = 0; g < m.ngroup; g++)
-        if ((m.group_always[g] || m.group_split[g] > m.group_start[g]) && !w.hit[g]) w.groups.push_back(g);
-    std::sort(w.groups.begin(), w.groups.end());
+    for (int64_t g = 0; g < m.ngroup; g++)                            // in order: hit, always tested or explicit pairs
+        if (w.hit[g] || m.group_always[g] || m.group_split[g] > m.group_start[g]) w.groups.push_back(g);
 }
 
 // ---------------------------------------------------------------- detection (collision.detect)
@@ -119,6 +118,38 @@ inline bool sphere_apart(const Model &m, const CollisionWork &w, int64_t g1, int
         const double *pp = &w.gpos[size_t(3 * plane)], *po = &w.gpos[size_t(3 * other)], *R = &w.gmat[size_t(9 * plane)];
         double d[3] = {po[0] - pp[0], po[1] - pp[1], po[2] - pp[2]}, normal[3] = {R[2], R[5], R[8]};
         if (dot3(d, normal) > bound + r) return true;
+    }
+    return false;
+}
+
+// MuJoCo's midphase box test (mj_collideOBB; collision.boxes_apart): whether the geoms' boxes (geom_aabb, in their
+// frames), grown by bound, are apart along one of their six face normals; a box unbounded on every axis is never apart,
+// nor is anything along the normals of one unbounded on any axis
+inline bool boxes_apart(const Model &m, const CollisionWork &w, int64_t g1, int64_t g2, double bound) {
+    const int64_t g[2] = {g1, g2};
+    const double *aabb[2] = {m.geom_aabb + 6 * g1, m.geom_aabb + 6 * g2};
+    bool all[2], any[2];
+    double centre[2][3];
+    for (int i = 0; i < 2; i++) {
+        const double *h = aabb[i] + 3;
+        all[i] = h[0] >= MAXVAL && h[1] >= MAXVAL && h[2] >= MAXVAL, any[i] = h[0] >= MAXVAL || h[1] >= MAXVAL || h[2] >= MAXVAL;
+        mat3_times(&w.gmat[size_t(9 * g[i])], aabb[i], centre[i]);
+        for (int a = 0; a < 3; a++) centre[i][a] += w.gpos[size_t(3 * g[i] + a)];
+    }
+    if (all[0] || all[1]) return false;
+    for (int j = 0; j < 2; j++) {
+        if (any[1 - j]) continue;                                     // the other box unbounded: not tested
+        const double *Rj = &w.gmat[size_t(9 * g[j])];
+        for (int k = 0; k < 3; k++) {
+            // |c2 - c1| . n against the boxes' extents along n: sum |half_l (R_l . n)|
+            double n[3] = {Rj[k], Rj[3 + k], Rj[6 + k]}, proj[2], radius[2];
+            for (int i = 0; i < 2; i++) {
+                const double *R = &w.gmat[size_t(9 * g[i])], *h = aabb[i] + 3;
+                proj[i] = dot3(centre[i], n), radius[i] = 0.0;
+                for (int l = 0; l < 3; l++) radius[i] += std::fabs(h[l] * (R[l] * n[0] + R[3 + l] * n[1] + R[6 + l] * n[2]));
+            }
+            if (radius[0] + radius[1] + bound < std::fabs(proj[1] - proj[0])) return true;
+        }
     }
     return false;
 }
@@ -190,7 +221,7 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
     const double *param = m.cand_float + CAND_FLOATS * k;             // margin, gap, friction (5), solref, solreffriction, solimp
     double margin = param[0], gap = param[1];
-    if (sphere_apart(m, w, g1, g2, margin + gap)) return;
+    if (sphere_apart(m, w, g1, g2, margin + gap) || (m.cand_midphase[k] && boxes_apart(m, w, g1, g2, margin + gap))) return;
     Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);
     if (!fn) return;                                                  // not a candidate collision.candidates makes
     w.found.clear();

@@ -81,11 +81,11 @@ inline V3 box_support(CcdObject &o, const V3 &d) {
     return to_world(o, corner);
 }
 
-// a convex mesh's vertex along d (mesh_support: the hull graph's climb); o.vertex its id
+// a convex mesh's vertex along d (mesh_support: the hull graph's climb, from where o's last one ended); o.vertex its id
 inline V3 mesh_support_point(CcdObject &o, const V3 &d) {
     const ConvexMesh &mesh = *static_cast<const ConvexMesh *>(o.mesh);
     V3 local = to_local(o, d);
-    o.vertex = mesh_support(mesh, local.data());
+    o.vertex = mesh_support(mesh, local.data(), o.climbed);
     const double *v = mesh.vert + 3 * o.vertex;
     return to_world(o, {v[0], v[1], v[2]});
 }

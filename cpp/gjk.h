@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <vector>
 
@@ -31,14 +32,36 @@ inline V3 operator-(const V3 &a) { return {-a[0], -a[1], -a[2]}; }
 inline V3 operator*(const V3 &a, double s) { return {a[0] * s, a[1] * s, a[2] * s}; }
 inline V3 operator*(double s, const V3 &a) { return {s * a[0], s * a[1], s * a[2]}; }
 
-// a geom for GJK (convex.Shape): kind, pose, size or mesh, margin, its support function, the last support vertex id
+// a list of at most N values kept in place, without allocating: the few weights, points and vertices of GJK's simplex
+template <class T, size_t N> struct Few {
+    T items[N];
+    size_t n = 0;
+    Few() = default;
+    Few(std::initializer_list<T> values) { for (const T &x : values) push_back(x); }
+    size_t size() const { return n; }
+    bool empty() const { return n == 0; }
+    void clear() { n = 0; }
+    void push_back(const T &x) { items[n++] = x; }
+    void assign(size_t count, const T &x) { n = 0; while (n < count) items[n++] = x; }
+    T &operator[](size_t i) { return items[i]; }
+    const T &operator[](size_t i) const { return items[i]; }
+    T *begin() { return items; }
+    T *end() { return items + n; }
+    const T *begin() const { return items; }
+    const T *end() const { return items + n; }
+};
+using Weights = Few<double, 4>;
+using Points = Few<V3, 4>;
+
+// a geom for GJK (convex.Shape): kind, pose, size or mesh, margin, its support function, the last support vertex id,
+// where a mesh's last support search ended (its next one starts there; -1: none yet)
 struct CcdObject {
     int kind = 0;
     V3 pos{};
     const double *mat = nullptr, *size = nullptr;
     const void *mesh = nullptr;
     double margin = 0.0;
-    int64_t vertex = -1;
+    int64_t vertex = -1, climbed = -1;
     bool polytope = false, rounded = false;
     V3 (*support)(CcdObject &, const V3 &) = nullptr;
     V3 (*saved_support)(CcdObject &, const V3 &) = nullptr;
@@ -51,6 +74,7 @@ struct Vertex {
     int64_t index1 = -1, index2 = -1;
     V3 bare1{}, bare2{};
 };
+using Simplex = Few<Vertex, 4>;                                         // GJK's simplex (at most a tetrahedron)
 
 // what GJK and EPA find (gjk.Status)
 struct Status {
@@ -91,7 +115,7 @@ inline bool discrete(const CcdObject &o1, const CcdObject &o2) {
 inline double div(double a, double b) { return a / b; }
 
 // sum coef_i points_i, in order
-inline V3 lincomb(const std::vector<double> &coef, const std::vector<V3> &p) {
+inline V3 lincomb(const Weights &coef, const Points &p) {
     V3 out = coef[0] * p[0];
     for (size_t i = 1; i < coef.size() && i < p.size(); i++) out = out + coef[i] * p[i];
     return out;
@@ -121,17 +145,18 @@ inline double det3(const V3 &a, const V3 &b, const V3 &c) {
     return a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0]);
 }
 
-std::vector<double> s1d(const V3 &s1, const V3 &s2);
-std::vector<double> s2d(const V3 &s1, const V3 &s2, const V3 &s3);
+Weights s1d(const V3 &s1, const V3 &s2);
+Weights s2d(const V3 &s1, const V3 &s2, const V3 &s3);
 
 // of sub-simplex solutions (weights, kept vertex ids, their points), the weights (n) of the nearest (first of equals)
 struct SubSolution {
-    std::vector<double> weights;
-    std::vector<int> keep;
-    std::vector<V3> points;
+    Weights weights;
+    Few<int, 4> keep;
+    Points points;
 };
-inline std::vector<double> nearest_of_faces(const std::vector<SubSolution> &candidates, int n) {
-    std::vector<double> best(size_t(n), 0.0);
+inline Weights nearest_of_faces(const Few<SubSolution, 4> &candidates, int n) {
+    Weights best;
+    best.assign(size_t(n), 0.0);
     double dmin = MAX_LIMIT;
     for (const SubSolution &c : candidates) {
         V3 x = lincomb(c.weights, c.points);
@@ -146,19 +171,21 @@ inline std::vector<double> nearest_of_faces(const std::vector<SubSolution> &cand
 
 // C / sum C when every C shares det's sign, else the nearest of the faces without a vertex whose C does not
 template <class Sub>
-inline std::vector<double> inside_or_faces(const std::vector<double> &C, double det, const std::vector<V3> &pts, Sub sub) {
+inline Weights inside_or_faces(const Weights &C, double det, const Points &pts, Sub sub) {
     int n = int(pts.size());
-    std::vector<int> comp(pts.size());
+    Few<int, 4> comp;
+    comp.assign(pts.size(), 0);
     bool all = true;
     for (int i = 0; i < n; i++) comp[size_t(i)] = same_sign(det, C[size_t(i)]), all = all && comp[size_t(i)];
     if (all) {
         double total = C[0];
         for (int i = 1; i < n; i++) total += C[size_t(i)];             // summed in order (s3d: det itself)
-        std::vector<double> out(pts.size());
+        Weights out;
+        out.assign(pts.size(), 0.0);
         for (int i = 0; i < n; i++) out[size_t(i)] = C[size_t(i)] / total;
         return out;
     }
-    std::vector<SubSolution> faces;
+    Few<SubSolution, 4> faces;
     for (int drop = 0; drop < n; drop++) {
         if (comp[size_t(drop)]) continue;
         SubSolution s;
@@ -171,10 +198,10 @@ inline std::vector<double> inside_or_faces(const std::vector<double> &C, double 
 }
 
 // weights of a tetrahedron's point nearest the origin
-inline std::vector<double> s3d(const V3 &s1, const V3 &s2, const V3 &s3, const V3 &s4) {
-    std::vector<double> C = {-det3(s2, s3, s4), det3(s1, s3, s4), -det3(s1, s2, s4), det3(s1, s2, s3)};
+inline Weights s3d(const V3 &s1, const V3 &s2, const V3 &s3, const V3 &s4) {
+    Weights C = {-det3(s2, s3, s4), det3(s1, s3, s4), -det3(s1, s2, s4), det3(s1, s2, s3)};
     double m_det = C[0] + C[1] + C[2] + C[3];
-    return inside_or_faces(C, m_det, {s1, s2, s3, s4}, [](const std::vector<V3> &p) { return s2d(p[0], p[1], p[2]); });
+    return inside_or_faces(C, m_det, {s1, s2, s3, s4}, [](const Points &p) { return s2d(p[0], p[1], p[2]); });
 }
 
 // the largest minor M_i4 of [s1 s2 s3; 1 1 1] and the two axes kept: (s2 - s1) x (s3 - s1), up to sign, from the edges
@@ -190,7 +217,7 @@ inline double minors(const V3 &s1, const V3 &s2, const V3 &s3, int &x, int &y) {
 }
 
 // the signed areas C3i of p with each edge of the triangle, in the plane of axes x, y: u_j x u_k of the offsets from p
-inline std::vector<double> areas(const V3 &p, const V3 &s1, const V3 &s2, const V3 &s3, int x, int y) {
+inline Weights areas(const V3 &p, const V3 &s1, const V3 &s2, const V3 &s3, int x, int y) {
     auto offset = [&](const V3 &s) { return std::array<double, 2>{s[x] - p[x], s[y] - p[y]}; };
     std::array<double, 2> u1 = offset(s1), u2 = offset(s2), u3 = offset(s3);
     auto area = [](const std::array<double, 2> &a, const std::array<double, 2> &b) { return a[0] * b[1] - b[0] * a[1]; };
@@ -198,7 +225,7 @@ inline std::vector<double> areas(const V3 &p, const V3 &s1, const V3 &s2, const 
 }
 
 // weights of a triangle's point nearest the origin; a degenerate triangle: the nearer of its edges s2 s3 and s1 s3
-std::vector<double> s2d(const V3 &s1, const V3 &s2, const V3 &s3) {
+Weights s2d(const V3 &s1, const V3 &s2, const V3 &s3) {
     V3 p_o;
     if (!project_origin_plane(s1, s2, s3, p_o)) {                       // degenerate: the nearer of two edges
         return nearest_of_faces({{s1d(s2, s3), {1, 2}, {s2, s3}}, {s1d(s1, s3), {0, 2}, {s1, s3}}}, 3);
@@ -206,11 +233,11 @@ std::vector<double> s2d(const V3 &s1, const V3 &s2, const V3 &s3) {
     int x, y;
     double m_max = minors(s1, s2, s3, x, y);
     return inside_or_faces(areas(p_o, s1, s2, s3, x, y), m_max, {s1, s2, s3},
-                           [](const std::vector<V3> &p) { return s1d(p[0], p[1]); });
+                           [](const Points &p) { return s1d(p[0], p[1]); });
 }
 
 // weights of a segment's point nearest the origin: the projection when inside, else the nearer end
-std::vector<double> s1d(const V3 &s1, const V3 &s2) {
+Weights s1d(const V3 &s1, const V3 &s2) {
     V3 diff = s2 - s1;
     double dd = dot3(diff, diff);
     if (dd < GJK_MINVAL2) return {0.0, 1.0};
@@ -221,25 +248,25 @@ std::vector<double> s1d(const V3 &s1, const V3 &s2) {
         if (std::fabs(s1[i] - s2[i]) >= std::fabs(mu_max)) index = i, mu_max = s1[i] - s2[i];
     double c1 = p_o[index] - s2[index], c2 = s1[index] - p_o[index];
     if (same_sign(mu_max, c1) && same_sign(mu_max, c2)) return {c1 / mu_max, c2 / mu_max};
-    return same_sign(mu_max, c1) ? std::vector<double>{1.0, 0.0} : std::vector<double>{0.0, 1.0};
+    return same_sign(mu_max, c1) ? Weights{1.0, 0.0} : Weights{0.0, 1.0};
 }
 
 // barycentric weights of the simplex's point nearest the origin
-inline std::vector<double> subdistance(const std::vector<Vertex> &s) {
+inline Weights subdistance(const Simplex &s) {
     if (s.size() == 4) return s3d(s[0].vert, s[1].vert, s[2].vert, s[3].vert);
     if (s.size() == 3) return s2d(s[0].vert, s[1].vert, s[2].vert);
     if (s.size() == 2) return s1d(s[0].vert, s[1].vert);
     return {1.0};
 }
 
-inline std::vector<V3> verts_of(const std::vector<Vertex> &s, int which) {
-    std::vector<V3> out;
+inline Points verts_of(const Simplex &s, int which) {
+    Points out;
     for (const Vertex &v : s) out.push_back(which == 0 ? v.vert : which == 1 ? v.vert1 : v.vert2);
     return out;
 }
 
 // the point of the simplex's affine hull nearest the origin: projected on its line or plane, else lincomb
-inline V3 nearest(const std::vector<Vertex> &s, const std::vector<double> &lam) {
+inline V3 nearest(const Simplex &s, const Weights &lam) {
     if (s.size() == 2) {
         V3 d = s[1].vert - s[0].vert;
         double dd = dot3(d, d);
@@ -258,21 +285,22 @@ inline void apart(Status &status, int64_t k) {
 }
 
 // GJK's result: the witness points, a last separation check, the distance and the simplex
-inline void finish(Status &status, CcdObject &o1, CcdObject &o2, const std::vector<Vertex> &simplex,
-                   const std::vector<double> &lam, const V3 &x, double dist, int64_t k) {
+inline void finish(Status &status, CcdObject &o1, CcdObject &o2, const Simplex &simplex,
+                   const Weights &lam, const V3 &x, double dist, int64_t k) {
     if (!simplex.empty()) status.x1 = lincomb(lam, verts_of(simplex, 1)), status.x2 = lincomb(lam, verts_of(simplex, 2));
     double x_norm = norm3(x);
     if (simplex.size() <= 3 && !status.separated && x_norm >= GJK_MINVAL &&
         dot3(x, gjk_support(o1, o2, x, x_norm).vert) > 0)
         status.separated = true;
-    status.nx = 1, status.gjk_iterations = k, status.simplex = simplex, status.dist = dist;
+    status.nx = 1, status.gjk_iterations = k, status.dist = dist;
+    status.simplex.assign(simplex.begin(), simplex.end());
 }
 
 // GJK from the guess x = x1 - x2 ((1, 0, 0) when they coincide)
 inline void gjk(Status &status, CcdObject &o1, CcdObject &o2) {
     bool get_dist = status.dist_cutoff > 0;
-    std::vector<Vertex> simplex;
-    std::vector<double> lam = {1.0};
+    Simplex simplex;
+    Weights lam = {1.0};
     status.separated = false;
     bool polytopes = discrete(o1, o2);
     double epsilon = polytopes ? 0.0 : 0.5 * status.tolerance * status.tolerance;
@@ -292,9 +320,9 @@ inline void gjk(Status &status, CcdObject &o1, CcdObject &o2) {
             }
         }
         if (k && dot3(x, x - s.vert) < epsilon) break;                  // duality gap <x, x - s> closed
-        std::vector<Vertex> grown = simplex;
+        Simplex grown = simplex;
         grown.push_back(s);
-        std::vector<double> weights = subdistance(grown);
+        Weights weights = subdistance(grown);
         simplex.clear(), lam.clear();                                   // drop the points not needed
         for (size_t i = 0; i < grown.size(); i++)
             if (weights[i] != 0) simplex.push_back(grown[i]), lam.push_back(weights[i]);
@@ -427,10 +455,10 @@ inline int polytope2(Polytope &pt, Status &status, CcdObject &o1, CcdObject &o2)
 }
 
 // the affine coordinates of p on the triangle v1 v2 v3
-inline std::vector<double> tri_affine(const V3 &v1, const V3 &v2, const V3 &v3, const V3 &p) {
+inline Weights tri_affine(const V3 &v1, const V3 &v2, const V3 &v3, const V3 &p) {
     int x, y;
     minors(v1, v2, v3, x, y);
-    std::vector<double> C = areas(p, v1, v2, v3, x, y);
+    Weights C = areas(p, v1, v2, v3, x, y);
     double total = C[0] + C[1] + C[2];
     for (double &c : C) c = div(c, total);
     return C;
@@ -438,7 +466,7 @@ inline std::vector<double> tri_affine(const V3 &v1, const V3 &v2, const V3 &v3, 
 
 // whether p lies on the triangle v1 v2 v3
 inline bool tri_point_intersect(const V3 &v1, const V3 &v2, const V3 &v3, const V3 &p) {
-    std::vector<double> lam = tri_affine(v1, v2, v3, p);
+    Weights lam = tri_affine(v1, v2, v3, p);
     if (lam[0] < 0 || lam[1] < 0 || lam[2] < 0) return false;
     return norm3(v1 * lam[0] + v2 * lam[1] + v3 * lam[2] - p) < GJK_MINVAL;
 }
@@ -540,7 +568,7 @@ inline void horizon(Polytope &pt, int f, const V3 &w) {
 // the witness points of face in status; -|v|
 inline double epa_witness(const Polytope &pt, const Face &face, Status &status) {
     const Vertex &a = pt.verts[size_t(face.v[0])], &b = pt.verts[size_t(face.v[1])], &c = pt.verts[size_t(face.v[2])];
-    std::vector<double> lam = tri_affine(a.vert, b.vert, c.vert, face.proj);
+    Weights lam = tri_affine(a.vert, b.vert, c.vert, face.proj);
     status.x1 = lincomb(lam, {a.vert1, b.vert1, c.vert1});
     status.x2 = lincomb(lam, {a.vert2, b.vert2, c.vert2});
     return -std::sqrt(face.dist2);
@@ -663,6 +691,7 @@ inline Status ccd(CcdObject &o1, CcdObject &o2, double tolerance, int64_t iterat
         status.dist = 0.0;                                              // touching at least
         Polytope pt;
         pt.max_faces = 6 * iterations;
+        pt.verts.reserve(64), pt.faces.reserve(256), pt.map.reserve(256), pt.horizon.reserve(64);   // room made once
         int ret = status.simplex.size() == 2 ? polytope2(pt, status, o1, o2)
                 : status.simplex.size() == 3 ? polytope3(pt, status, o1, o2) : polytope4(pt, status, o1, o2);
         int face = ret == 0 ? epa(status, pt, o1, o2) : -1;

@@ -146,6 +146,10 @@ struct Model {
     const int64_t *missing_geom = nullptr;
     const double *geom_pos = nullptr, *geom_quat = nullptr, *geom_size = nullptr, *geom_rbound = nullptr;
     const double *cand_float = nullptr, *missing_bound = nullptr;
+    // each geom's box in its frame (centre, half sides: MuJoCo's geom_aabb); whether a candidate's boxes are tested
+    // (MuJoCo's midphase: collision.Candidates.midphase)
+    const double *geom_aabb = nullptr;
+    const int64_t *cand_midphase = nullptr;
     // the convex meshes (physai.engine.geoms.Meshes, MuJoCo's mesh_* layout): a mesh geom's mesh (geom_dataid; -1:
     // none); per mesh its vertices, graph, extrema (27) and polygons; per polygon its corners and normal; per vertex its
     // polygons. Sizes: nmesh, nmeshvert, nmeshgraph, nmeshpoly, nmeshpolyvert, nmeshpolymap

@@ -222,21 +222,24 @@ inline void plane_ellipsoid(const Pair &p, std::vector<PreContact> &out) {
     add(out, dist, pos, normal, nullptr);
 }
 
-// the vertex of a convex mesh farthest along dir (its frame) as MuJoCo's support search finds it (primitives.mesh_support)
-inline int64_t mesh_support(const ConvexMesh &c, const double *dir) {
+// the vertex of a convex mesh farthest along dir (its frame) as MuJoCo's support search finds it, from last (where the
+// previous search of the same geom ended; -1: none), which is set to where the next one starts (primitives.mesh_support)
+inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &last) {
     auto along = [&](int64_t v) { const double *x = c.vert + 3 * v; return dir[0] * x[0] + dir[1] * x[1] + dir[2] * x[2]; };
-    if (!c.hull_start || c.nvert < 10) {                       // every vertex, the first of equals
+    if (!c.hull_start || c.nvert < 10) {                       // every vertex, the first of equals unless last is as far
         int64_t best = 0;
         double top = along(0);
         for (int64_t v = 1; v < c.nvert; v++) {
             double x = along(v);
             if (x > top) top = x, best = v;
         }
-        return best;
+        if (last >= 0 && !(top > along(last))) best = last;
+        return last = best;
     }
     int cell[3];                                                // climb the hull from the vertex of dir's grid cell
     for (int a = 0; a < 3; a++) cell[a] = int(dir[a] > 0.4) - int(dir[a] < -0.4) + 1;
     int64_t best = c.extrema[cell[0] * 9 + cell[1] * 3 + cell[2]], previous = -1;
+    if (last >= 0 && !(along(c.hull_ids[best]) > along(c.hull_ids[last]))) best = last;   // warm start: last unless worse
     double top = along(c.hull_ids[best]);
     while (best != previous) {
         previous = best;
@@ -245,6 +248,7 @@ inline int64_t mesh_support(const ConvexMesh &c, const double *dir) {
             if (x > top) top = x, best = c.hull_edges[k];
         }
     }
+    last = best;
     return c.hull_ids[best];
 }
 
@@ -288,7 +292,7 @@ inline void plane_mesh(const Pair &p, std::vector<PreContact> &out) {
         side = dot3(normal, dif);
         return dist;
     };
-    int64_t deepest = mesh_support(mesh, dir);
+    int64_t cold = -1, deepest = mesh_support(mesh, dir, cold);
     double pos[3], side;
     double dist = contact(deepest, pos, side);
     if (dist > p.margin) return;

@@ -536,6 +536,21 @@ def test_large_hull_polygon_pairs_match_mj_collision(backend):
     assert several >= 3, f"{several} states of several contacts"
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_a_cube_mesh_keeps_its_last_support_vertex_as_mujoco(backend):
+    """A cube mesh (8 vertices: MuJoCo 4 scans them all, keeping the vertex its last search found among equals, and
+    warm-starts a climb of a larger hull where the last one ended) with a capsule above it turned 45 degrees and a
+    cylinder beside it, their axes aligned (support directions along the cube's axes: ties): mj_collision's contacts,
+    within AGREE (from the first of equal vertices instead, a capsule's contact moves by 1e-4 m)."""
+    cube = " ".join(f"{0.05 * x:g}" for corner in np.ndindex(2, 2, 2) for x in 2 * np.array(corner) - 1)
+    for other, pose in (('type="capsule" size="0.04 0.03"', 'pos="0 -0.01 0.07" euler="0 0 45"'),
+                        ('type="cylinder" size="0.04 0.03"', 'pos="0 0.05 0.03"')):
+        m = mujoco.MjModel.from_xml_string(
+            f'<mujoco><asset><mesh name="cube" vertex="{cube}"/></asset><worldbody><body><freejoint/><geom type="mesh" '
+            f'mesh="cube"/></body><body {pose}><freejoint/><geom {other}/></body></worldbody></mujoco>')
+        assert assert_contacts_as_mujoco(m, [m.qpos0.copy()], backend) != [0]
+
+
 def test_libccd_is_refused_by_name():
     """MuJoCo's older libccd path (nativeccd disabled) for a model with GJK pairs: UnsupportedModelError naming it."""
     m = mujoco.MjModel.from_xml_string(pair_scene("sphere", "ellipsoid", 0).replace(

@@ -30,8 +30,8 @@ from physai.engine import convex
 from physai.engine.contact import ContactSet
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE, TYPE_NAMES
 from physai.engine.model import Model
-from physai.engine.model_checks import MINVAL
-from physai.engine.primitives import FUNCTIONS, make_frame
+from physai.engine.model_checks import MAXVAL, MINVAL
+from physai.engine.primitives import FUNCTIONS, make_frame, mat_times_mj
 from physai.engine.smooth import geom_poses
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
@@ -41,10 +41,12 @@ MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smalles
 @dataclass(frozen=True)
 class Candidates:
     """The geom pairs that may touch, in the order mj_collision tests them: geom (n, 2), each pair's g1 of the lower type
-    first (the narrow phase's geom 1), and ipair (n,) its explicit pair (-1: none)."""
+    first (the narrow phase's geom 1), ipair (n,) its explicit pair (-1: none), and midphase (n,) whether MuJoCo's
+    midphase tests its geoms' boxes (boxes_apart: a body pair of several geoms, no explicit pair, midphase on)."""
 
     geom: np.ndarray
     ipair: np.ndarray
+    midphase: np.ndarray
 
     def __len__(self) -> int:
         return len(self.ipair)
@@ -156,7 +158,7 @@ def make_candidates(model: Model) -> tuple[Candidates, list[tuple[int, int]]]:
     sorted_ = np.concatenate([np.zeros(len(p1), bool), several & G.midphase])
     order = np.lexsort((np.where(sorted_, b, 0), np.where(sorted_, a, 0), ipair < 0,
                         np.maximum(body[g1], body[g2]), np.minimum(body[g1], body[g2])))
-    a, b, ipair = a[order], b[order], ipair[order]
+    a, b, ipair, sorted_ = a[order], b[order], ipair[order], sorted_[order]
     ta, tb = types[a], types[b]
     # no collision function in MuJoCo either: plane-plane, plane-hfield, hfield-hfield
     none = ((ta == PLANE) & ((tb == PLANE) | (tb == HFIELD))) | ((ta == HFIELD) & (tb == HFIELD))
@@ -165,7 +167,7 @@ def make_candidates(model: Model) -> tuple[Candidates, list[tuple[int, int]]]:
         (((ta == MESH) | (ta == HFIELD)) & (G.geom_dataid[a] < 0))
     missing |= _multi_refused(model, ta, tb, a, b, ipair) & ~none
     out, gone = ~none & ~missing, ~none & missing
-    return (Candidates(geom=np.stack([a[out], b[out]], axis=1), ipair=ipair[out]),
+    return (Candidates(geom=np.stack([a[out], b[out]], axis=1), ipair=ipair[out], midphase=sorted_[out]),
             list(zip(a[gone].tolist(), b[gone].tolist())))
 
 
@@ -387,6 +389,29 @@ def _sphere_apart(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> b
     return False
 
 
+def boxes_apart(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> bool:
+    """MuJoCo's midphase box test (mj_collideOBB): whether the geoms' boxes (geom_aabb, in their frames), grown by
+    `bound`, are apart along one of their six face normals; a box unbounded on every axis is never apart, nor is
+    anything along the normals of one unbounded on any axis."""
+    aabb = model.geoms.geom_aabb[g1], model.geoms.geom_aabb[g2]
+    infinite = [a[3:] >= MAXVAL for a in aabb]
+    if infinite[0].all() or infinite[1].all():
+        return False
+    centre = [mat_times_mj(xmat[g], a[:3]) + xpos[g] for g, a in zip((g1, g2), aabb)]
+    for j in range(2):
+        if infinite[1 - j].any():
+            continue                                                 # the other box unbounded: not tested
+        for k in range(3):
+            n = xmat[(g1, g2)[j]][:, k]
+            # |c2 - c1| . n against the boxes' extents along n: sum |half_l (R_l . n)|
+            proj = [c[0] * n[0] + c[1] * n[1] + c[2] * n[2] for c in centre]
+            radius = [sum(abs(a[3 + l] * (xmat[g][0, l] * n[0] + xmat[g][1, l] * n[1] + xmat[g][2, l] * n[2])) for l in range(3))
+                      for g, a in zip((g1, g2), aabb)]
+            if radius[0] + radius[1] + bound < abs(proj[1] - proj[0]):
+                return True
+    return False
+
+
 def bounding_capsule(model: Model, xpos, xmat, g: int) -> tuple[np.ndarray, np.ndarray, float]:
     """(centre (3,), half axis (3,), radius) of a capsule that holds geom g (a plane: its point, its normal, 0): a
     capsule itself; a cylinder's of its radius and half length; a box's and an ellipsoid's along their longest axis, as
@@ -468,7 +493,8 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     for k in tested(model, xpos).tolist():
         (g1, g2), ipair = pairs.geom[k].tolist(), int(pairs.ipair[k])
         condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, ipair)
-        if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap):
+        if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap) or \
+                (pairs.midphase[k] and boxes_apart(model, xpos, xmat, g1, g2, margin + gap)):
             continue
         function = functions[(int(G.geom_type[g1]), int(G.geom_type[g2]))]
         for dist, pos, normal, tangent in function(xpos[g1], xmat[g1], shape[g1], xpos[g2], xmat[g2], shape[g2], margin + gap):

@@ -130,20 +130,14 @@ class ContactSet:
     def unpacked(cls, nbody: int, floats: np.ndarray, ints: np.ndarray, geom: np.ndarray) -> "ContactSet":
         """The ContactSet whose packed() is (floats (nc, 28) float64, ints (nc, 3) int64) and whose geom pairs are geom
         (nc, 2), taken as they are: the compiled detection's own output (physai.engine.native.detect), whose dims and
-        bodies come from the model, so __post_init__'s checks (most of the cost of a state's contacts) are skipped."""
-        out, n, at = object.__new__(cls), len(floats), 0
-        columns = {"nbody": nbody, "geom": geom.astype(np.intp)}
-        for name, width in PACKED_FLOATS:
-            columns[name] = floats[:, at:at + width].reshape((n, 3, 3) if name == "frame" else (n, width)[:1 + (width > 1)])
-            at += width
-        columns.update({name: ints[:, k].astype(np.intp) for k, name in enumerate(PACKED_INTS)})
-        for name, value in columns.items():
-            if name != "nbody":
-                value.setflags(write=False)
-            object.__setattr__(out, name, value)
-        for a in (floats, ints):
+        bodies come from the model, so __post_init__'s checks (most of the cost of a state's contacts) are skipped; the
+        other fields are read-only views of packed()'s arrays, each made when first read (_Unpacked)."""
+        out = object.__new__(_Unpacked)
+        geom = geom.astype(np.intp, copy=False)
+        for a in (floats, ints, geom):
             a.setflags(write=False)
-        object.__setattr__(out, "_packed", (floats, ints))
+        for name, value in (("nbody", nbody), ("geom", geom), ("_packed", (floats, ints))):
+            object.__setattr__(out, name, value)
         return out
 
     @classmethod
@@ -159,3 +153,24 @@ class ContactSet:
         if self.nbody != model.nbody:
             raise InvalidModelError(f"the contact set was made for a model with {self.nbody} bodies; this model has "
                                     f"{model.nbody}: pass the contacts of this model's own state")
+
+
+# packed()'s columns of each field: (floats or ints, first column, width)
+_COLUMNS = {name: (0, sum(w for _, w in PACKED_FLOATS[:k]), width) for k, (name, width) in enumerate(PACKED_FLOATS)}
+_COLUMNS.update({name: (1, k, 1) for k, name in enumerate(PACKED_INTS)})
+
+
+class _Unpacked(ContactSet):
+    """A ContactSet made by ContactSet.unpacked: a field not read yet is made from packed()'s arrays when first read, a
+    read-only view (frame (nc, 3, 3), the one-column fields (nc,), the others (nc, width))."""
+
+    def __getattr__(self, name: str):
+        if name not in _COLUMNS:
+            raise AttributeError(f"'ContactSet' object has no attribute {name!r}")
+        which, at, width = _COLUMNS[name]
+        array = self.__dict__["_packed"][which]
+        n = len(array)
+        value = array[:, at:at + width].reshape((n, 3, 3) if name == "frame" else (n, width)[:1 + (width > 1)])
+        value = value.astype(np.intp, copy=False) if which else value
+        object.__setattr__(self, name, value)                              # made once: the next read finds it
+        return value

@@ -129,8 +129,9 @@ def box_support(obj, d: np.ndarray) -> np.ndarray:
 
 
 def mesh_support_point(obj, d: np.ndarray) -> np.ndarray:
-    """A convex mesh's vertex along d (primitives.mesh_support: the hull graph's climb); obj.vertex its id."""
-    obj.vertex = mesh_support(obj.mesh, mat_t_times_mj(obj.mat, d))
+    """A convex mesh's vertex along d (primitives.mesh_support: the hull graph's climb, from where obj's last one
+    ended); obj.vertex its id."""
+    obj.vertex, obj.climbed = mesh_support(obj.mesh, mat_t_times_mj(obj.mat, d), obj.climbed)
     return _to_world(obj, obj.mesh.vert[obj.vertex])
 
 
@@ -141,12 +142,13 @@ SUPPORTS = {SPHERE: sphere_support, CAPSULE: capsule_support, ELLIPSOID: ellipso
 class Shape:
     """A geom for GJK (MuJoCo's mjCCDObj): kind, pos (3,) [m], mat (3, 3), size (3,) (a mesh: its ConvexMesh in mesh),
     margin [m] (the geom grown by half of it), support(d) its support function, vertex the id of the last support
-    point's corner or vertex (a box or a mesh; else -1). polytope: a box or a mesh; rounded: a sphere or a capsule,
+    point's corner or vertex (a box or a mesh; else -1), climbed where a mesh's last support search ended (its next
+    one starts there: MuJoCo's warm start; -1: none yet). polytope: a box or a mesh; rounded: a sphere or a capsule,
     which ccd first collides as its centre point or segment (shrink, restore), as it does a geom with a margin
     without it."""
 
     def __init__(self, kind: int, pos: np.ndarray, mat: np.ndarray, shape, margin: float):
-        self.kind, self.pos, self.mat, self.margin, self.vertex = kind, pos, mat, margin, -1
+        self.kind, self.pos, self.mat, self.margin, self.vertex, self.climbed = kind, pos, mat, margin, -1, -1
         self.mesh = shape if kind == MESH else None
         self.size = None if kind == MESH else shape
         self.polytope, self.rounded = kind in (BOX, MESH), kind in (SPHERE, CAPSULE)

@@ -10,6 +10,8 @@ explicit pairs:
     geom_size        (ngeom, 3)    MuJoCo's geom_size [m]: sphere (r), capsule and cylinder (r, half length), box (half
                                    sides), plane (half sides, 0: infinite), ellipsoid (semi-axes)
     geom_rbound      (ngeom,)      radius of its bounding sphere about geom_pos [m] (0: a plane, unbounded)
+    geom_aabb        (ngeom, 6)    its box in its own frame: centre (3), half sides (3) [m] (MuJoCo's geom_aabb;
+                                   default: half sides UNBOUNDED)
     geom_contype, geom_conaffinity  (ngeom,)  bitmasks: two geoms may touch when one's contype shares a bit with the
                                    other's conaffinity
     geom_condim, geom_priority, geom_solmix  (ngeom,)  contact dimension (1, 3, 4, 6), priority, solver mix weight
@@ -44,6 +46,7 @@ from physai.exceptions import InvalidModelError
 
 #: geom types, MuJoCo's numbers (mjtGeom)
 PLANE, HFIELD, SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH, SDF = range(9)
+UNBOUNDED = 1e10                 #: MuJoCo's mjMAXVAL: a box's half side at least this large is unbounded
 TYPE_NAMES = ("plane", "hfield", "sphere", "capsule", "ellipsoid", "cylinder", "box", "mesh", "sdf")
 
 
@@ -308,6 +311,7 @@ class Geoms:
     pair_margin: np.ndarray = _floats(())
     pair_gap: np.ndarray = _floats(())
     geom_dataid: np.ndarray = None
+    geom_aabb: np.ndarray = None
     meshes: Meshes = field(default_factory=Meshes)
     hfields: Hfields = field(default_factory=Hfields)
     exclude: frozenset = frozenset()
@@ -322,6 +326,8 @@ class Geoms:
         n, npair = len(self.geom_type), len(self.pair_geom1)
         if self.geom_dataid is None:
             object.__setattr__(self, "geom_dataid", np.full(n, -1, np.intp))
+        if self.geom_aabb is None:
+            object.__setattr__(self, "geom_aabb", np.tile([0.0, 0.0, 0.0] + [UNBOUNDED] * 3, (n, 1)))
         for name, value in vars(self).items():
             if not isinstance(value, np.ndarray):
                 continue

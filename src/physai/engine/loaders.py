@@ -225,6 +225,7 @@ def geoms_from_mujoco(m: mujoco.MjModel) -> Geoms:
         pair_geom1=m.pair_geom1.astype(np.intp), pair_geom2=m.pair_geom2.astype(np.intp), pair_dim=m.pair_dim.astype(np.intp),
         pair_friction=m.pair_friction.copy(), pair_solref=m.pair_solref.copy(), pair_solreffriction=m.pair_solreffriction.copy(),
         pair_solimp=m.pair_solimp.copy(), pair_margin=m.pair_margin.copy(), pair_gap=m.pair_gap.copy(), geom_dataid=dataid,
+        geom_aabb=m.geom_aabb.copy(),
         meshes=meshes, hfields=hfields_from_mujoco(m), exclude=exclude,
         filterparent=not off & bit.mjDSBL_FILTERPARENT, midphase=not off & bit.mjDSBL_MIDPHASE,
         nativeccd=not off & bit.mjDSBL_NATIVECCD,

@@ -337,9 +337,10 @@ def constraint_fields(model: Model, body_invweight0: np.ndarray, dof_invweight0:
 def collision_fields(model: Model) -> dict:
     """The compiled Model's collision part (cpp/collision.h): joint anchors (jnt_pos), bodies' offsets in their parents
     (body_offset), the bodies' joints as links for their MuJoCo-order frames (pose_link_fields), the geoms (geom_type,
-    geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound), the candidate pairs
+    geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound, geom_aabb), the candidate pairs
     in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
-    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameter_arrays), and the pairs
+    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameter_arrays) and
+    whether MuJoCo's midphase tests their boxes (cand_midphase), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
     and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes and heightfields (geom_dataid,
     Meshes' mesh_*, Hfields' hfield_*)."""
@@ -354,7 +355,7 @@ def collision_fields(model: Model) -> dict:
     return {"jnt_pos": _float64(model.jnt_pos), "body_offset": _float64(model.body_offset), **pose_link_fields(model),
             "geom_type": _int64(G.geom_type), "geom_bodyid": _int64(G.geom_bodyid), "geom_pos": _float64(G.geom_pos),
             "geom_quat": _float64(G.geom_quat), "geom_size": _float64(G.geom_size), "geom_rbound": _float64(G.geom_rbound),
-            "cand_geom": _int64(pairs.geom),
+            "geom_aabb": _float64(G.geom_aabb), "cand_geom": _int64(pairs.geom), "cand_midphase": _int64(pairs.midphase),
             "cand_dim": _int64(condim), "cand_float": _float64(floats),
             "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds),
             "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
@@ -610,8 +611,9 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
     with_constraints): for checked states Q (N, nq), a ContactSet per state and the pairs without a narrow phase that
     may touch in any (indices into collision.candidates' second list, sorted)."""
     ncon, floats, ints, cand, _, near = _DETECT(model, Q)
-    pairs = collision.candidates(model)[0]
-    geom = pairs.geom[cand].reshape(-1, 2)
+    geom = collision.candidates(model)[0].geom[cand]
+    if len(ncon) == 1:                                                  # one state: its contacts are all of them
+        return [ContactSet.unpacked(model.nbody, floats, ints, geom)], sorted(set(near.tolist()))
     ends = np.cumsum(ncon).tolist()
     sets = [ContactSet.unpacked(model.nbody, floats[a:b], ints[a:b], geom[a:b]) for a, b in zip([0] + ends[:-1], ends)]
     return sets, sorted(set(near.tolist()))

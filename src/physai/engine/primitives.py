@@ -137,17 +137,24 @@ def mat_t_times_mj(mat, v):
     return mat[0] * v[0] + mat[1] * v[1] + mat[2] * v[2]
 
 
-def mesh_support(mesh: ConvexMesh, direction: np.ndarray) -> int:
-    """The vertex of a convex mesh farthest along direction (3,) in its frame, as MuJoCo's support search finds it: among
-    all vertices of a mesh of fewer than 10 (the first of equals), else by climbing its hull's graph from the vertex
-    kept for direction's cell of a 3 x 3 x 3 grid, to a neighbour farther along it while there is one."""
+def mesh_support(mesh: ConvexMesh, direction: np.ndarray, last: int = -1) -> tuple[int, int]:
+    """(the vertex of a convex mesh farthest along direction (3,) in its frame as MuJoCo's support search finds it, where
+    the next search of the same geom starts): among all vertices of a mesh of fewer than 10 (the first of equals, unless
+    `last`, the vertex the previous search found, is as far: MuJoCo's cached vertex), else by climbing its hull's graph
+    from the vertex kept for direction's cell of a 3 x 3 x 3 grid (or from `last`, the hull-local id where the previous
+    climb ended, when that is at least as far along), to a neighbour farther along it while there is one. The second
+    value: the vertex (a scan) or its hull-local id (a climb); last = -1: a cold start (MuJoCo's new mjCCDObj)."""
     V = mesh.vert
     along = V[:, 0] * direction[0] + V[:, 1] * direction[1] + V[:, 2] * direction[2]
     if mesh.hull is None or len(V) < 10:
-        return int(np.argmax(along))
+        best = int(np.argmax(along))
+        best = last if last >= 0 and not along[best] > along[last] else best
+        return best, best
     start, ids, neighbours = mesh.hull
     cell = [int(x > 0.4) - int(x < -0.4) + 1 for x in direction]
     best = int(mesh.extrema[cell[0] * 9 + cell[1] * 3 + cell[2]])
+    if last >= 0 and not along[ids[best]] > along[ids[last]]:      # warm start: the last climb's end unless worse
+        best = last
     previous = -1
     while best != previous:                                   # a neighbour farther along: move there
         previous, k = best, int(start[best])
@@ -155,7 +162,7 @@ def mesh_support(mesh: ConvexMesh, direction: np.ndarray) -> int:
             if along[ids[neighbours[k]]] > along[ids[best]]:
                 best = int(neighbours[k])
             k += 1
-    return int(ids[best])
+    return int(ids[best]), best
 
 
 def _quad_area(a, b, c, d) -> float:
@@ -194,7 +201,7 @@ def plane_mesh(pos1, mat1, size1, pos2, mesh_mat, mesh: ConvexMesh, margin) -> l
         dist = normal[0] * dif[0] + normal[1] * dif[1] + normal[2] * dif[2]
         return dist, point + normal * (-0.5 * dist), point
 
-    deepest = mesh_support(mesh, mat_t_times_mj(mesh_mat, -normal))
+    deepest = mesh_support(mesh, mat_t_times_mj(mesh_mat, -normal))[0]
     dist, pos, _ = contact(mesh.vert[deepest])
     if dist > margin:
         return []
