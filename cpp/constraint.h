@@ -93,7 +93,9 @@ struct ConstraintWork {
     // along a chain (xt, by depth); vectors of nv; vectors of nefc
     std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
-    std::vector<int> Ladr, Lcol, Ltadr, Ltent;     // Ltadr, Ltent: its columns' entries (factor_pattern)
+    // Ltadr, Ltent, Ltfirst: its columns' entries and the first entry of each one's row; Lrun: the first entry of each
+    // entry's run of consecutive columns in its row (factor_pattern)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Ltfirst, Lrun;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)
