@@ -86,14 +86,17 @@ struct ConstraintWork {
     CollisionWork col;                              // MuJoCo's body frames (equalities' anchors, welds' quaternions), contacts
     std::vector<char> mark;
     std::vector<int> cols;
-    // the solver: M (nv x nv, crb's); M on the tree's pattern (Mt: the model's sparse layout of M, forward.h; entry
-    // (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1), its factor in d.qL, d.qLinv;
+    // the solver: M (nv x nv, crb's; inverse.h makes it on first use); M on the tree's pattern (Mt: the model's sparse
+    // layout of M, forward.h; entry (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1),
+    // its factor in d.qL, d.qLinv;
     // H's factor there (LHt) when the rows are chains (r.tree), else on its sparse pattern (LH at Ladr, Lcol, from
     // factor_pattern, Lrows its rows' columns while made); H's tree factor's reciprocal diagonal (LHinv); a row's x x^T
     // along a chain (xt, by depth); vectors of nv; vectors of nefc
     std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
-    std::vector<int> Ladr, Lcol, Ltadr, Ltent;     // Ltadr, Ltent: its columns' entries (factor_pattern)
+    // Ltadr, Ltent, Ltfirst: its columns' entries and the first entry of each one's row; Lrun: the first entry of each
+    // entry's run of consecutive columns in its row (factor_pattern)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Ltfirst, Lrun;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)
@@ -111,7 +114,6 @@ struct ConstraintWork {
         acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
         mark.assign(V, 0), cols.resize(V);
-        M.resize(V * V);
         for (auto *x : {&Mt, &LHt}) x->resize(size_t(tree_nnz(m)));
         g.resize(V), xt.resize(V), LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);

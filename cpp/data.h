@@ -73,7 +73,7 @@ template <class T> struct Data {
         size_t L = size_t(m.nlink), V = size_t(m.nv);
         xmat.resize(9 * L), xpos.resize(3 * L), step.resize(3 * L), cpos.resize(3 * L), cipos.resize(3 * L);
         cdof.resize(6 * V), cvel.resize(6 * (L + 1)), cdof_dot.resize(6 * V), cacc.resize(6 * (L + 1)), cfrc.resize(6 * L);
-        qM.resize(V * V), qL.resize(size_t(tree_nnz(m))), qLinv.resize(V);
+        qL.resize(size_t(tree_nnz(m))), qLinv.resize(V);               // qM (nv x nv) made by forward_dynamics
         IA.resize(36 * L), pA.resize(6 * L), U.resize(18 * L), Dinv.resize(9 * L), u.resize(3 * L);
         c.resize(6 * L), crb_dot.resize(36 * L), subtree_moment.resize(3 * L);
         cinert.resize(L), crb.resize(L), path.reset(new int64_t[L]());

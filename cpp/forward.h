@@ -30,6 +30,7 @@ namespace {
 template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd, const T *tau, T *qdd) {
     rne(m, d, qd, (const T *)nullptr, qdd);                            // c, then tau - c
     for (int j = 0; j < m.nv; j++) qdd[j] = tau[j] - qdd[j];
+    d.qM.resize(size_t(m.nv) * m.nv);                                  // made on first use (a simulation never uses it)
     crb(m, d, d.qM.data());
     return tree_cholesky_solve(m, d.qM.data(), qdd, d.qL.data(), d.qLinv.data());
 }

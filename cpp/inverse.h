@@ -94,6 +94,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     if (op == 0) return OK;
     const double *x = call.x.data + s * call.x.stride;
     if (!smooth) {                                                     // M (with tendon armature) on the tree's pattern, c
+        w.M.resize(size_t(m.nv) * m.nv);                              // made on first use (a simulation never uses it)
         crb(m, w.d, w.M.data());
         if (m.ntendon) armature_matrix(m, w.d.ten_J.data(), w.M.data());
         tree_pack(m, w.M.data(), w.Mt.data());

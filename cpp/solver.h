@@ -74,10 +74,18 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
     for (int k = 0; k < nv; k++)
         for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) w.Ltadr[size_t(w.Lcol[size_t(a)]) + 1]++;
     for (int j = 0; j < nv; j++) w.Ltadr[size_t(j) + 1] += w.Ltadr[size_t(j)];
-    w.Ltent.resize(size_t(w.Ltadr[size_t(nv)]));
+    w.Ltent.resize(size_t(w.Ltadr[size_t(nv)])), w.Ltfirst.resize(w.Ltent.size());
     std::vector<int> fill(w.Ltadr.begin(), w.Ltadr.end() - 1);
     for (int k = nv - 1; k >= 0; k--)
-        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) w.Ltent[size_t(fill[size_t(w.Lcol[size_t(a)])]++)] = a;
+        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) {
+            int t = fill[size_t(w.Lcol[size_t(a)])]++;
+            w.Ltent[size_t(t)] = a, w.Ltfirst[size_t(t)] = w.Ladr[size_t(k)];
+        }
+    // the runs: an entry continues the run of the entry before it when their columns are consecutive
+    w.Lrun.resize(w.Lcol.size());
+    for (int k = 0; k < nv; k++)
+        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1]; a++)
+            w.Lrun[size_t(a)] = a > w.Ladr[size_t(k)] && w.Lcol[size_t(a) - 1] == w.Lcol[size_t(a)] - 1 ? w.Lrun[size_t(a) - 1] : a;
     if (w.LH.size() < w.Lcol.size()) w.LH.resize(w.Lcol.size());
     if (w.Lwork.size() < size_t(nv)) w.Lwork.assign(size_t(nv), 0.0);
 }
@@ -86,19 +94,20 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
 // ascending, its diagonal last; H's lower triangle there read and overwritten by L in w.LH), the rows eliminated from
 // the last to the first (MuJoCo's mj_factorM order: a dof coupled to its ancestors only, a tree's pattern, fills in
 // nothing; mju_cholFactorNumeric): row i gathers H_ij - sum_k L_ki L_kj over the rows k > i with L_ki != 0 (k
-// descending, in w.Lwork: the updates of the elimination, in its order), then is scaled by its pivot's square root.
-// false on a non-positive pivot.
+// descending, in w.Lwork: the updates of the elimination, in its order; row k's entries run by run of consecutive
+// columns, each run one contiguous loop), then is scaled by its pivot's square root. false on a non-positive pivot.
 inline bool cholesky(ConstraintWork &w, int n) {
     double *L = w.LH.data(), *work = w.Lwork.data();
     const int *adr = w.Ladr.data(), *col = w.Lcol.data(), *tadr = w.Ltadr.data(), *tent = w.Ltent.data();
+    const int *tfirst = w.Ltfirst.data(), *run = w.Lrun.data();
     for (int i = n - 1; i >= 0; i--) {
         double *Li = L + adr[i];
         const int *ci = col + adr[i], ni = adr[i + 1] - adr[i] - 1;
         for (int a = 0; a <= ni; a++) work[ci[a]] = Li[a];
         for (int t = tadr[i]; t < tadr[i + 1]; t++) {                  // H_ij -= L_ki L_kj, j <= i < k
-            int e = tent[t], k0 = adr[std::upper_bound(adr, adr + n + 1, e) - adr - 1];
+            int e = tent[t], k0 = tfirst[t];
             double x = L[e];
-            for (int b = k0; b <= e; b++) work[col[b]] -= x * L[b];
+            for (int b = e; b >= k0; b = run[b] - 1) subtract_scaled(work + col[run[b]], L + run[b], x, b - run[b] + 1);
         }
         for (int a = 0; a <= ni; a++) Li[a] = work[ci[a]], work[ci[a]] = 0.0;
         if (!(Li[ni] > 0.0)) return false;
