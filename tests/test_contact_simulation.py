@@ -296,7 +296,7 @@ def test_joint_limit_stops_the_panda_as_mj_step():
 
 def test_models_with_pairs_physai_cannot_collide_are_refused():
     m = models.load("unitree_h1", "scene")
-    m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CAPSULE] = 0.001          # capsule-cylinder pairs with a margin
+    m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CAPSULE] = -0.001   # capsule-cylinder pairs, negative margin + gap
     model = engine.from_mujoco(m)
     with pytest.raises(UnsupportedModelError, match="ignore_unsupported|ignoring_unsupported"):
         integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 2, constraints=True)

@@ -177,7 +177,7 @@ def test_a_prepared_compiled_copy_does_not_skip_the_collision_check():
     """Readiness is the compiled copy's own (its constraint part), not a flag on the Model: once detect(...,
     ignore_unsupported=True) has prepared it, a step on a model with pairs physai cannot collide still refuses it."""
     xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
-             <body pos="0 0 .5"><freejoint/><geom type="capsule" size=".05 .05" margin=".01"/></body>
+             <body pos="0 0 .5"><freejoint/><geom type="capsule" size=".05 .05" margin="-.01"/></body>
              <body pos="0 0 .2"><freejoint/><geom type="cylinder" size=".05 .05"/></body></worldbody></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
     with warnings.catch_warnings():
