@@ -158,7 +158,13 @@ template <class T> int momentum_matrix(const Model &m, Data<T> &d, T *out) {
     for (int j = 0; j < nv; j++) {
         int64_t l = m.dof_linkid[j];
         T F[6], r[3], rF[3];
-        inertia_times(d.crb[l], &d.cdof[6 * j], F);
+        const T *S = &d.cdof[6 * j];
+        if (m.dof_motionparts[j] & 1) {
+            inertia_times(d.crb[l], S, F);
+        } else {                                                       // S_ang = 0 (a slide): F = (h x u, m u)
+            cross(d.crb[l].h, S + 3, F);
+            for (int a = 0; a < 3; a++) F[3 + a] = d.crb[l].m * S[3 + a];
+        }
         const T *ctr = &d.xpos[3 * m.link_centerid[l]];
         for (int a = 0; a < 3; a++) r[a] = ctr[a] - c[a];
         cross(r, F + 3, rF);
