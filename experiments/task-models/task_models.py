@@ -119,8 +119,9 @@ def feature(refusal: str) -> str:
 def mismatch(detail: tuple[float, float]) -> str:
     """A mismatch's text: not within MATCH, and whether mj_step's own run, its qvel0 moved by PERTURBATION, is."""
     own = "neither is" if detail[1] >= MATCH else "but"
-    return (f"not within {MATCH:.0e}; {own} mj_step's own run from qvel0 + {PERTURBATION:.0e}"
-            + ("" if detail[1] >= MATCH else " is")).replace("e-0", "e-")
+    exponent = round(np.log10(PERTURBATION))          # printed as a power of ten: an input, not a residual
+    return (f"not within {MATCH:.0e}".replace("e-0", "e-") + f"; {own} mj_step's own run from qvel0 + 10^{exponent}"
+            + ("" if detail[1] >= MATCH else " is"))
 
 
 def row(name: str, nq: int, nv: int, outcome: str, detail) -> str:
