@@ -7,9 +7,8 @@ mujoco.rollout, in one run.
 Each robot in its Menagerie scene (the floor) from its first keyframe under its own integrator and ctrl: the H1 left to
 fall (Euler: it lands on the floor within 0.5 s), the G1 standing on its eight foot spheres (implicitfast; joint
 limits, friction loss on 29 dofs, up to 61 constraint rows). physai detects the contacts itself (physai.collision),
-builds the rows and solves them each step as mj_step does: every geom pair of the G1 (meshes, cylinders, foot spheres);
-the H1's but its capsule-cylinder pairs, which physai cannot collide yet (collision.ignoring_unsupported leaves them out;
-they stay apart in these runs). Before timing, physai's run is checked against mj_step's
+builds the rows and solves them each step as mj_step does, every geom pair of both robots (meshes, cylinders, capsules,
+foot spheres). Before timing, physai's run is checked against mj_step's
 (every state within 1e-9) or the script stops.
 
 One trajectory: microseconds per step of integrators.simulate (its loop compiled), of mj_step called from Python in a
@@ -34,7 +33,7 @@ import mujoco
 import numpy as np
 from mujoco import rollout as mj_rollout
 
-from physai import collision, engine, integrators, models
+from physai import engine, integrators, models
 from physai.engine import native
 from physai.exceptions import CollisionWarning
 
@@ -73,14 +72,11 @@ def main() -> None:
 
 
 def setup(robot: str):
-    """(MjModel in its scene, the physai Model (ignoring_unsupported where physai refuses pairs: the H1's capsule-cylinder
-    ones), the integrator's name, MjData at keyframe 0, q0, qd0, ctrl)."""
+    """(MjModel in its scene, the physai Model, the integrator's name, MjData at keyframe 0, q0, qd0, ctrl)."""
     m = models.load(robot, "scene")
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
     model = engine.from_mujoco(m)
-    if collision.has_unsupported_pairs(model):
-        model = collision.ignoring_unsupported(model)
     return m, model, NAMES[int(m.opt.integrator)], d, d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
 
 
