@@ -49,3 +49,12 @@ def dense_qDeriv(m, d) -> tuple[np.ndarray, np.ndarray]:
         D[i, cols] = d.qDeriv[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]
         mask[i, cols] = True
     return D, mask
+
+
+def steps(m, d, count: int) -> tuple[np.ndarray, np.ndarray]:
+    """(qpos, qvel) after each of `count` mj_steps from d, ((count, nq), (count, nv)); d is left at the last state."""
+    Q, QD = np.empty((count, m.nq)), np.empty((count, m.nv))
+    for k in range(count):
+        mujoco.mj_step(m, d)
+        Q[k], QD[k] = d.qpos, d.qvel
+    return Q, QD

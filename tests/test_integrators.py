@@ -23,6 +23,7 @@ from physai import integrators as integ
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError, TrajectoryFileError,
                                UnsupportedModelError)
 
+import mj
 from helpers import run
 
 TOL = 1e-12                                             # rad, over the whole run (6.6e-14 seen)
@@ -688,20 +689,16 @@ def test_discrete_integrator_follows_mj_step(seed, backend):
     d.qvel[:] = 2 * rng.normal(size=m.nv)
     d.ctrl[:] = ctrl = rng.normal(size=m.nu)
     q0, qd0 = d.qpos.copy(), d.qvel.copy()
-    Q, QD = [], []
-    for _ in range(100):
-        mujoco.mj_step(m, d)
-        Q.append(d.qpos.copy())
-        QD.append(d.qvel.copy())
+    Q, QD = mj.steps(m, d, 100)
     model = engine.from_mujoco(m)
     assert model.opt.integrator == "discrete"
     traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
-    assert np.abs(traj.q[1:] - np.array(Q)).max() < 1e-10
-    assert np.abs(traj.qd[1:] - np.array(QD)).max() < 1e-10
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10
+    assert np.abs(traj.qd[1:] - QD).max() < 1e-10
     q1, qd1 = run(backend, integ.step, model, q0, qd0, ctrl=ctrl)
     assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
     batch = run(backend, integ.rollout, model, np.stack([q0, q0]), np.stack([qd0, qd0]), steps=100, ctrl=ctrl, energy=False)
-    assert np.abs(batch.q[:, 1:] - np.array(Q)).max() < 1e-10
+    assert np.abs(batch.q[:, 1:] - Q).max() < 1e-10
 
 
 def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
@@ -773,19 +770,15 @@ def test_discrete_integrator_with_constraints_follows_mj_step(seed, backend):
     m = discrete_constrained_model(seed)
     d = discrete_constrained_start(m, seed)
     q0, qd0 = d.qpos.copy(), d.qvel.copy()
-    Q, QD = [], []
-    for _ in range(100):
-        mujoco.mj_step(m, d)
-        Q.append(d.qpos.copy())
-        QD.append(d.qvel.copy())
+    Q, QD = mj.steps(m, d, 100)
     model = engine.from_mujoco(m)
     traj = run(backend, integ.simulate, model, q0, qd0, steps=100, energy=False)
-    assert traj.ncon[0] > 0 and np.abs(traj.q[1:] - np.array(Q)).max() < 1e-10
-    assert np.abs(traj.qd[1:] - np.array(QD)).max() < 1e-10
+    assert traj.ncon[0] > 0 and np.abs(traj.q[1:] - Q).max() < 1e-10
+    assert np.abs(traj.qd[1:] - QD).max() < 1e-10
     q1, qd1 = run(backend, integ.step, model, q0, qd0)
     assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
     batch = run(backend, integ.rollout, model, np.stack([q0, q0]), np.stack([qd0, qd0]), steps=20, energy=False)
-    assert np.abs(batch.q[:, 1:] - np.array(Q[:20])).max() < 1e-10
+    assert np.abs(batch.q[:, 1:] - Q[:20]).max() < 1e-10
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
