@@ -82,10 +82,10 @@ def mujoco_run(m: mujoco.MjModel, q0, qd0, ctrl, steps: int = STEPS) -> np.ndarr
     return Q
 
 
-def mujoco_sensitivity(m: mujoco.MjModel, q0, qd0, ctrl, steps: int = STEPS) -> float:
-    """max |q - q'| over `steps` mj_steps [rad or m], q' the run from qd0 + PERTURBATION: how far mj_step's own run
-    leaves itself when its starting velocity moves by a few ulps."""
-    return float(np.abs(mujoco_run(m, q0, qd0 + PERTURBATION, ctrl, steps) - mujoco_run(m, q0, qd0, ctrl, steps)).max())
+def mujoco_sensitivity(m: mujoco.MjModel, q0, qd0, ctrl, Q: np.ndarray) -> float:
+    """max |Q - Q'| [rad or m], Q (steps, nq) mj_step's run from (q0, qd0) (mujoco_run) and Q' its run from
+    qd0 + PERTURBATION: how far mj_step's own run leaves itself when its starting velocity moves by a few ulps."""
+    return float(np.abs(mujoco_run(m, q0, qd0 + PERTURBATION, ctrl, len(Q)) - Q).max())
 
 
 def survey(path: Path, steps: int = STEPS) -> tuple[int, int, str, float | str]:
@@ -100,10 +100,11 @@ def survey(path: Path, steps: int = STEPS) -> tuple[int, int, str, float | str]:
                                    energy=False, act=m.key_act[0] if m.nkey and m.na else None)
     except UnsupportedModelError as error:
         return m.nq, m.nv, "refused", str(error)
-    dq = float(np.abs(run.q[1:] - mujoco_run(m, q0, qd0, ctrl, steps)).max()) if m.nq else 0.0
+    Q = mujoco_run(m, q0, qd0, ctrl, steps)
+    dq = float(np.abs(run.q[1:] - Q).max()) if m.nq else 0.0
     if dq < MATCH:
         return m.nq, m.nv, "matches", dq
-    return m.nq, m.nv, "mismatch", (dq, mujoco_sensitivity(m, q0, qd0, ctrl, steps))
+    return m.nq, m.nv, "mismatch", (dq, mujoco_sensitivity(m, q0, qd0, ctrl, Q))
 
 
 def printed_bound(dq: float) -> str:
