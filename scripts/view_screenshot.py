@@ -10,12 +10,11 @@ Runs physai (integrators.simulate, recording.record_contacts), saves the run, th
 import argparse
 import dataclasses
 import tempfile
-import warnings
 from pathlib import Path
 
 import mujoco
 
-from physai import collision, engine, integrators, models, recording
+from physai import engine, integrators, models, recording
 from physai.cli import main as physai
 
 REPO = Path(__file__).resolve().parents[1]
@@ -30,12 +29,10 @@ def main() -> int:
     m = models.load("unitree_g1", "scene")
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
-    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    model = engine.from_mujoco(m)                                # every geom pair collided, meshes too
     steps = round(args.seconds / m.opt.timestep)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")                         # the pairs physai leaves out (CollisionWarning)
-        run = integrators.simulate(model, d.qpos, d.qvel, steps=steps, ctrl=0.5 * d.ctrl)
-        run = recording.record_contacts(model, run, ctrl=0.5 * d.ctrl)
+    run = integrators.simulate(model, d.qpos, d.qvel, steps=steps, ctrl=0.5 * d.ctrl)
+    run = recording.record_contacts(model, run, ctrl=0.5 * d.ctrl)
     run = dataclasses.replace(run, model=str(models.model_path("unitree_g1", "scene")))
     with tempfile.TemporaryDirectory() as folder:
         run.save(Path(folder) / "g1.npz")
