@@ -6,9 +6,10 @@
 //                                         dofs and rows ascending within one)
 //     island_rows(m, r, island, out)      the rows of one island (all nv columns; J is zero off the island's dofs)
 //
-// Trees are joined by the rows: the trees of a row's nonzero Jacobian columns form one island; the rows that continue a
-// constraint (same type and id as the row before) go where its first row goes. Dofs of trees without rows are in no
-// island.
+// Trees are joined by the rows, each row's trees found as MuJoCo 4's treeIterInit finds them: a contact's are its two
+// geoms' bodies' trees, a connect's or weld's its two bodies' trees, any other row's those of its nonzero Jacobian
+// columns; the rows that continue a constraint (same type and id as the row before) go where its first row goes. Dofs
+// of trees without rows are in no island.
 #pragma once
 
 #include <algorithm>
@@ -44,28 +45,47 @@ inline int64_t tree_root(std::vector<int64_t> &parent, int64_t tree) {
     return root;
 }
 
+// the tree of a body (MuJoCo's body_treeid): its link's tree, -1 for the world and bodies welded to it
+inline int64_t body_tree(const Model &m, int64_t body) {
+    int64_t link = body >= 0 ? m.body_linkid[body] : -1;
+    return link >= 0 ? m.link_centerid[link] : -1;
+}
+
 // the islands of the rows r (see above), ordered by their first tree
 inline void partition(const Model &m, const Rows &r, std::vector<Island> &islands) {
     std::vector<int64_t> trees, parent(size_t(m.nlink), -1), row_tree(size_t(r.nefc), -1);
     dof_trees(m, trees);
-    // union the trees of each row, a set's root its smallest tree (mj_dsuMerge)
+    // join tree t to row k's trees, a set's root its smallest tree (mj_dsuMerge)
+    auto join = [&](size_t k, int64_t t) {
+        if (t < 0) return;
+        if (parent[size_t(t)] < 0) parent[size_t(t)] = t;
+        if (row_tree[k] < 0) {
+            row_tree[k] = t;
+            return;
+        }
+        int64_t ra = tree_root(parent, row_tree[k]), rb = tree_root(parent, t);
+        parent[size_t(std::max(ra, rb))] = std::min(ra, rb);
+    };
     for (int i = 0; i < r.nefc; i++) {
         size_t k = size_t(i);
-        if (i > 0 && r.type[k] == r.type[k - 1] && r.id[k] == r.id[k - 1]) {
+        int kind = r.type[k];
+        int64_t ident = r.id[k];
+        if (i > 0 && kind == r.type[k - 1] && ident == r.id[k - 1]) {
             row_tree[k] = row_tree[k - 1];
             continue;
         }
-        for (int a = r.start[k]; a < r.start[k + 1]; a++) {
-            if (r.val[size_t(a)] == 0.0) continue;
-            int64_t t = trees[size_t(r.cols[size_t(a)])];
-            if (parent[size_t(t)] < 0) parent[size_t(t)] = t;
-            if (row_tree[k] < 0) {
-                row_tree[k] = t;
-                continue;
-            }
-            int64_t ra = tree_root(parent, row_tree[k]), rb = tree_root(parent, t);
-            parent[size_t(std::max(ra, rb))] = std::min(ra, rb);
+        // a contact: its geoms' bodies' trees; a connect or weld: its bodies' trees (treeIterInit)
+        if (kind >= CONTACT_FRICTIONLESS) {
+            join(k, body_tree(m, r.con.body1(ident))), join(k, body_tree(m, r.con.body2(ident)));
+            continue;
         }
+        if (kind == EQUALITY && (m.eq_type[ident] == EQ_CONNECT || m.eq_type[ident] == EQ_WELD)) {
+            join(k, body_tree(m, m.eq_obj1id[ident])), join(k, body_tree(m, m.eq_obj2id[ident]));
+            continue;
+        }
+        // any other row: the trees of its nonzero Jacobian columns
+        for (int a = r.start[k]; a < r.start[k + 1]; a++)
+            if (r.val[size_t(a)] != 0.0) join(k, trees[size_t(r.cols[size_t(a)])]);
     }
     // islands numbered by their root, trees ascending (mj_dsuAssign)
     std::vector<int64_t> number(size_t(m.nlink), -1);

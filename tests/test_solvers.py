@@ -350,8 +350,9 @@ def test_islands_solved_apart_follow_mj_step(scene, solver, noslip, tolerance, b
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 def test_a_contact_row_no_dof_moves_follows_mj_step(backend):
     """A sphere on a slide along x resting on a plane, condim 1 (Gymnasium's Pusher has such contacts): the contact's
-    one row has a zero Jacobian, so physai finds no tree for it and no island; 100 steps of simulate within 1e-12 of
-    mj_step (the compiled engine crashed here, putting that row into an island 0 that did not exist)."""
+    one row has a zero Jacobian; its island is the sphere's tree all the same (MuJoCo's treeIterInit takes a contact's
+    trees from its geoms' bodies); 100 steps of simulate within 1e-12 of mj_step (the compiled engine once crashed
+    here, putting that row into an island 0 that did not exist)."""
     m = mujoco.MjModel.from_xml_string("""<mujoco><default><geom condim="1"/></default><worldbody>
       <geom type="plane" size="1 1 0.1"/><body pos="0 0 0.049"><joint type="slide" axis="1 0 0"/>
       <geom type="sphere" size="0.05"/></body></worldbody></mujoco>""")
@@ -360,6 +361,43 @@ def test_a_contact_row_no_dof_moves_follows_mj_step(backend):
     mujoco.mj_forward(m, d)
     assert d.ncon == 1 and d.nefc == 1 and not d.efc_J[:m.nv].any()
     assert drift_from_mj_step(m, d, backend) < 1e-12
+
+
+def weight_on_a_slider(cone: str):
+    """(m, d): a damped box on a slide along x, moving, under a ball on a slide along z that weighs on it: the contact's
+    normal row has no entry on the box's slide and its friction rows none on the ball's, yet it joins the two trees."""
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><option cone="{cone}"/><worldbody>
+      <body pos="0 0 0.1"><joint type="slide" axis="1 0 0" damping="0.2"/><geom type="box" size="0.3 0.3 0.1"/></body>
+      <body pos="0 0 0.3"><joint type="slide" axis="0 0 1"/><geom type="sphere" size="0.1" mass="3"/></body>
+    </worldbody></mujoco>""")
+    d = mujoco.MjData(m)
+    d.qvel[0] = 0.5
+    return m, d
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
+def test_a_contact_joins_its_bodies_trees_whatever_its_jacobian(cone, backend):
+    """MuJoCo 4 puts a contact's rows in the island of its geoms' bodies' trees, not of its Jacobian's nonzero columns
+    (engine_island.c treeIterInit): along 100 steps of mj_step physai's partition gives MuJoCo's efc_island and
+    dof_island (one island of both slides while the ball bounces on the box), and simulate follows mj_step within 1e-12
+    in q. Taking the trees from the first row's Jacobian left the box's slide out of the island and its friction
+    unsolved: 1.1e-6 off in q."""
+    from physai.engine import island
+    m, d = weight_on_a_slider(cone)
+    model, joined = engine.from_mujoco(m), 0
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+        mujoco.mj_forward(m, d)
+        rows = constraints.rows(model, d.qpos, d.qvel, collision.from_mujoco(m, d))
+        efc_island, dof_island = np.full(rows.nefc, -1), np.full(m.nv, -1)
+        for k, part in enumerate(island.partition(model, rows)):
+            efc_island[part.rows], dof_island[part.dofs] = k, k
+        np.testing.assert_array_equal(efc_island, d.efc_island[:d.nefc])
+        np.testing.assert_array_equal(dof_island, d.dof_island)
+        joined += int(d.nisland == 1 and (d.dof_island == 0).all())
+    assert joined >= 10, joined
+    assert drift_from_mj_step(*weight_on_a_slider(cone), backend) < 1e-12
 
 
 @pytest.mark.parametrize("scene", ["bodies", "arms"])

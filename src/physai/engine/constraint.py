@@ -105,6 +105,8 @@ class Rows:
     vel, aref                                                efc_vel = J qd, efc_aref
     contact_dim, contact_mu, contact_friction, contact_row   per contact with rows: dim, the regularised cone's mu, the
                                                              5 friction coefficients, its first row (-1: no rows)
+    contact_body                                             (ncon, 2) its geoms' bodies (-1: the world), which place
+                                                             its rows in an island (physai.engine.island)
     """
 
     J: np.ndarray
@@ -129,6 +131,7 @@ class Rows:
     contact_mu: np.ndarray = field(default_factory=lambda: np.zeros(0))
     contact_friction: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
     contact_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
+    contact_body: np.ndarray = field(default_factory=lambda: np.zeros((0, 2), np.intp))
 
     @property
     def nefc(self) -> int:
@@ -352,6 +355,7 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     r.contact_dim = contacts.dim[:nc].copy() if nc else np.zeros(0, np.intp)
     r.contact_friction = contacts.friction[:nc].copy() if nc else np.zeros((0, 5))
     r.contact_row, r.contact_mu = contact_row, np.zeros(nc)
+    r.contact_body = np.stack([contacts.body1[:nc], contacts.body2[:nc]], axis=1) if nc else np.zeros((0, 2), np.intp)
     if discrete_h is not None:                                        # diagApprox in the metric M + h B + h^2 K
         r.diagA = r.diagA * discrete_diagonal_ratio(model, d, r.J, discrete_h)
     _impedance(model, r, contacts, discrete_h)
@@ -623,9 +627,10 @@ def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
         floats, ints = contacts[k if len(contacts) > 1 else 0] if nc else (None, None)
         dim = ints[:, 0].astype(np.intp) if nc else np.zeros(0, np.intp)
         friction = floats[:, FRICTION_COLUMNS].copy() if nc else np.zeros((0, 5))
+        bodies = ints[:nc, 1:3].astype(np.intp) if nc else np.zeros((0, 2), np.intp)
         out.append(Rows(J[a:b], pos[a:b], margin[a:b], frictionloss[a:b], type_[a:b], id_[a:b], ne, nf, nl, diagA[a:b], R[a:b],
                         D[a:b], K[a:b], B[a:b], imp[a:b], impP[a:b], vel[a:b], aref[a:b], dim, mu[ca:cb], friction,
-                        row[ca:cb]))
+                        row[ca:cb], bodies))
         a, ca = b, cb
     return out
 

@@ -7,16 +7,18 @@ trees, each solved as its own problem (MuJoCo 4.0's default; mjDSBL_ISLAND, mode
                                dofs and rows ascending within one)
     island_rows(rows, island)  the rows of one island (all nv columns; J is zero off the island's dofs)
 
-Trees are joined by the rows: the trees of a row's nonzero Jacobian columns form one island; the rows that continue a
-constraint (same type and id as the row before) go where its first row goes. Dofs of trees without rows are in no island.
+Trees are joined by the rows, each row's trees found as MuJoCo 4's treeIterInit finds them: a contact's are its two geoms'
+bodies' trees, a connect's or weld's its two bodies' trees (even where the Jacobian is zero on one of them), any other
+row's those of its nonzero Jacobian columns; the rows that continue a constraint (same type and id as the row before)
+go where its first row goes. Dofs of trees without rows are in no island.
 """
 
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from physai.engine.constraint import Rows
-from physai.engine.model import Model
+from physai.engine.constraint import CONTACT_FRICTIONLESS, EQUALITY, Rows
+from physai.engine.model import CONNECT, WELD, Model
 
 
 @dataclass
@@ -42,21 +44,36 @@ def _root(parent: dict, tree: int) -> int:
     return root
 
 
-def _row_trees(r: Rows, trees: np.ndarray) -> list:
-    """The trees of each row's nonzero Jacobian columns; a row continuing a constraint: its first row's."""
+def body_tree(model: Model, body: int) -> int:
+    """The tree of a body (MuJoCo's body_treeid): its link's tree, -1 for the world and bodies welded to it."""
+    link = int(model.body_linkid[body]) if body >= 0 else -1
+    return int(model.link_centerid[link]) if link >= 0 else -1
+
+
+def _row_trees(model: Model, r: Rows, trees: np.ndarray) -> list:
+    """The trees of each row (treeIterInit): a contact's geoms' bodies', a connect's or weld's bodies', else those of
+    its nonzero Jacobian columns; a row continuing a constraint: its first row's."""
     out = []
     for i in range(r.nefc):
-        if i > 0 and r.type[i] == r.type[i - 1] and r.id[i] == r.id[i - 1]:
+        kind, ident = int(r.type[i]), int(r.id[i])
+        if i > 0 and kind == r.type[i - 1] and ident == r.id[i - 1]:
             out.append(out[-1])
+            continue
+        if kind >= CONTACT_FRICTIONLESS:
+            bodies = r.contact_body[ident].tolist()
+        elif kind == EQUALITY and model.eq_type[ident] in (CONNECT, WELD):
+            bodies = [int(model.eq_obj1id[ident]), int(model.eq_obj2id[ident])]
         else:
             out.append(sorted(set(trees[np.flatnonzero(r.J[i])].tolist())))
+            continue
+        out.append(sorted({t for t in (body_tree(model, b) for b in bodies) if t >= 0}))
     return out
 
 
 def partition(model: Model, r: Rows) -> list:
     """The islands of the rows r (see the module): [Island], ordered by their first tree."""
     trees = dof_trees(model)
-    row_trees = _row_trees(r, trees)
+    row_trees = _row_trees(model, r, trees)
     # union the trees of each row, a set's root its smallest tree (mj_dsuMerge)
     parent: dict = {}
     for ts in row_trees:
