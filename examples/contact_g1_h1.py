@@ -5,9 +5,8 @@ onto its floor, each beside mj_step (issue J).
     uv run python examples/contact_g1_h1.py --seconds 4 --plot /tmp/contact.png
 
 physai detects the contacts (physai.collision), builds the constraint rows and solves them every step
-(integrators.simulate with constraints=True): every geom pair of the G1 (its meshes, cylinders and foot spheres); the
-H1's pairs but its capsule-cylinder ones, which physai cannot collide yet (collision.ignoring_unsupported leaves them
-out, with a CollisionWarning should one touch; they stay apart in these runs). The G1 holds its keyframe pose through its
+(integrators.simulate with constraints=True): every geom pair of the G1 (its meshes, cylinders and foot spheres) and
+of the H1 (its capsules and cylinders among them), as MuJoCo 4 collides them. The G1 holds its keyframe pose through its
 own actuators (position servos: PD control to the keyframe's ctrl); the H1, started 0.3 m above its keyframe with
 no control, falls and lands. The plot shows each robot's base height and the total normal force of its contacts
 (physai.constraints.forward_dynamics at the states of the run, the contacts found again) beside MuJoCo's
@@ -16,14 +15,12 @@ no control, falls and lands. The plot shows each robot's base height and the tot
 """
 
 import argparse
-import warnings
 
 import mujoco
 import numpy as np
 
-from physai import collision, constraints, engine, integrators, models
+from physai import constraints, engine, integrators, models
 from physai.engine.constraint import CONTACT_ELLIPTIC, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL
-from physai.exceptions import CollisionWarning
 
 NAMES = {code: name for name, code in integrators.MUJOCO_INTEGRATOR.items()}
 
@@ -50,8 +47,6 @@ def run(robot: str, seconds: float, lift: float, control: bool):
     if not control:
         d.ctrl[:] = 0.0
     model = engine.from_mujoco(m)
-    if collision.has_unsupported_pairs(model):                 # the H1's capsule-cylinder pairs
-        model = collision.ignoring_unsupported(model)
     steps = int(round(seconds / m.opt.timestep))
     q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
     traj = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,
@@ -81,7 +76,6 @@ def main(argv=None):
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--plot", default="contact_g1_h1.png", help="the figure's file ('' for none)")
     args = parser.parse_args(argv)
-    warnings.simplefilter("ignore", CollisionWarning)
     runs = {"G1 standing (position servos at the keyframe)": run("unitree_g1", args.seconds, 0.0, True),
             "H1 dropped from 0.3 m (no control)": run("unitree_h1", args.seconds, 0.3, False)}
     out = []
