@@ -106,8 +106,8 @@ def test_scrubbing_puts_each_body_where_physai_says(tmp_path, browser):  # noqa:
 
 def test_out_renders_one_moment_to_a_png(tmp_path, browser, capsys):  # noqa: F811 (the fixture: Chromium is here)
     """physai view --frame T --out pic.png (in its own process: Playwright's sync API runs one per process): a PNG of
-    the asked size, not blank, at the saved state at or before T; a series the run lacks (--plot) and a video (not
-    made yet) are refused by name."""
+    the asked size, not blank, at the saved state at or before T; a series the run lacks (--plot) and a video format
+    other than GIF are refused by name."""
     from PIL import Image
     xml, _, run = falling_box(tmp_path)
     run.save(tmp_path / "box.npz")
@@ -121,4 +121,23 @@ def test_out_renders_one_moment_to_a_png(tmp_path, browser, capsys):  # noqa: F8
                             "--plot", "no such"], capture_output=True, text=True, timeout=300)
     assert wrong.returncode == 2 and "no such series; expected one of 'energy [J]', 'base height [m]'" in wrong.stderr
     assert main(["view", "-", str(tmp_path / "box.npz"), "--out", str(tmp_path / "box.mp4")]) == 2
-    assert "expected a .png file" in capsys.readouterr().err
+    assert "expected a .png file (one moment) or a .gif file (the run)" in capsys.readouterr().err
+
+
+def test_out_renders_the_run_to_a_gif(tmp_path, browser, capsys):  # noqa: F811 (the fixture: Chromium is here)
+    """physai view --out run.gif --fps F: an animated GIF of floor(duration F) + 1 frames of the asked size, none blank,
+    the box falling between the first and the last; an fps outside (0, 100] is refused by name."""
+    from PIL import Image, ImageSequence
+    _, _, run = falling_box(tmp_path)
+    run.save(tmp_path / "box.npz")
+    out = tmp_path / "box.gif"
+    done = subprocess.run([sys.executable, "-m", "physai.cli", "view", "-", str(tmp_path / "box.npz"), "--out", str(out),
+                           "--fps", "10", "--size", "640x400"], capture_output=True, text=True, timeout=600)
+    frames = int(np.floor((run.t[-1] - run.t[0]) * 10 + 1e-9)) + 1
+    assert done.returncode == 0 and f"{frames} frames" in done.stdout, done.stderr
+    with Image.open(out) as gif:
+        pixels = [np.asarray(f.convert("RGB"), dtype=float) for f in ImageSequence.Iterator(gif)]
+    assert len(pixels) == frames > 1 and all(p.shape == (400, 640, 3) and p.std() > 10 for p in pixels)
+    assert np.abs(pixels[0] - pixels[-1]).max() > 50
+    assert main(["view", "-", str(tmp_path / "box.npz"), "--out", str(out), "--fps", "0"]) == 2
+    assert "--fps 0.0: expected frames per second in (0, 100]" in capsys.readouterr().err

@@ -2,10 +2,14 @@
 
 MODEL: a model name or an MJCF file (a Menagerie scene.xml, to draw the floor the run stood on); "-" takes the name the
 file holds. Prints the URL and opens a browser unless --no-browser; Ctrl-C stops the server. --frame T --out pic.png
-renders the moment T [s] headless instead, with Debian's Chromium through Playwright (what the browser tests use).
+renders the moment T [s] headless instead, with Debian's Chromium through Playwright (what the browser tests use);
+--out run.gif renders the whole run as an animated GIF, --fps frames per second of simulated time (Pillow assembles it).
 """
 
 import argparse
+import contextlib
+import io
+import math
 from pathlib import Path
 
 from physai import extras
@@ -27,7 +31,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ghost", default=None, metavar="OTHER.npz", help="a second run of the model, drawn over the first")
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     parser.add_argument("--frame", type=float, default=None, metavar="T", help="with --out: the time shown [s]")
-    parser.add_argument("--out", default=None, metavar="PIC.png", help="render one moment (--frame) to a PNG, headless")
+    parser.add_argument("--out", default=None, metavar="PIC.png|RUN.gif",
+                        help="render one moment (--frame) to a PNG, or the run to an animated GIF, headless")
+    parser.add_argument("--fps", type=float, default=25.0, help="with --out RUN.gif: frames per simulated second (25)")
     parser.add_argument("--plot", default=None, metavar="LABEL", help="with --out: the series plotted (default: the first)")
     parser.add_argument("--size", default="1280x800", metavar="WxH", help="the picture's size in pixels (default 1280x800)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
@@ -40,6 +46,8 @@ def run(args: argparse.Namespace) -> int:
     model = trajectory.model if args.model == "-" else args.model
     if not model:
         raise InvalidArgumentError(f"{args.run} names no model; give MODEL (a model name or an MJCF file)")
+    if args.out is not None and Path(args.out).suffix.lower() == ".gif":
+        return video(model, trajectory, Path(args.out), args.fps, size(args.size), args.plot, ghost)
     if args.out is not None:
         return picture(model, trajectory, Path(args.out), args.frame or 0.0, size(args.size), args.plot, ghost)
     server = make_server(model, trajectory, port, quiet=not args.verbose, ghost=ghost)
@@ -59,12 +67,10 @@ def size(text: str) -> tuple[int, int]:
     return w, h
 
 
-def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, int], plot: str | None = None,
-            ghost: Trajectory | None = None) -> int:
-    """The viewer at time t [s], paused, its plot showing the series `plot` (None: the first), saved as the PNG `out`
-    by headless Chromium; 0. InvalidArgumentError for a series the run does not have, naming those it has."""
-    if out.suffix.lower() != ".png":
-        raise InvalidArgumentError(f"--out {out}: expected a .png file (videos are not made yet)")
+@contextlib.contextmanager
+def headless_page(model, trajectory: Trajectory, wh: tuple[int, int], plot: str | None, ghost: Trajectory | None):
+    """The viewer's page loaded in headless Chromium (wh: its size in pixels), its plot showing the series `plot` (None:
+    the first); InvalidArgumentError for a series the run does not have, naming those it has."""
     sync_api = extras.require("playwright.sync_api", "lab", "physai view --out (with Debian's Chromium)")
     ensure_node_modules()
     with serving(make_server(model, trajectory, 0, ghost=ghost)) as server, sync_api.sync_playwright() as p:
@@ -76,9 +82,36 @@ def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, i
             if plot is not None and not page.evaluate("(label) => viewer.select(label)", plot):
                 raise InvalidArgumentError(f"--plot {plot!r}: the run has no such series; expected one of "
                                            f"{', '.join(map(repr, page.evaluate('viewer.series()')))}")
-            shown = page.evaluate(f"viewer.seek({float(t)}), viewer.time()")
-            page.screenshot(path=str(out))
+            yield page
         finally:
             browser.close()
+
+
+def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, int], plot: str | None = None,
+            ghost: Trajectory | None = None) -> int:
+    """The viewer at time t [s], paused, saved as the PNG `out` by headless Chromium (headless_page); 0."""
+    if out.suffix.lower() != ".png":
+        raise InvalidArgumentError(f"--out {out}: expected a .png file (one moment) or a .gif file (the run)")
+    with headless_page(model, trajectory, wh, plot, ghost) as page:
+        shown = page.evaluate(f"viewer.seek({float(t)}), viewer.time()")
+        page.screenshot(path=str(out))
     print(f"physai view: t = {shown:.4f} s of {model} written to {out}")
+    return 0
+
+
+def video(model, trajectory: Trajectory, out: Path, fps: float, wh: tuple[int, int], plot: str | None = None,
+          ghost: Trajectory | None = None) -> int:
+    """The run as the animated GIF `out`: the viewer at t = k / fps [s] for k = 0 .. floor(duration fps), each frame
+    shown for 1 / fps s of the GIF, looping; 0. InvalidArgumentError for an fps outside (0, 100]."""
+    if not (0.0 < fps <= 100.0):
+        raise InvalidArgumentError(f"--fps {fps}: expected frames per second in (0, 100]")
+    image = extras.require("PIL.Image", "plot", "physai view --out RUN.gif")
+    frames = []
+    with headless_page(model, trajectory, wh, plot, ghost) as page:
+        duration = float(page.evaluate("viewer.duration"))
+        for k in range(math.floor(duration * fps + 1e-9) + 1):
+            page.evaluate(f"viewer.seek({k / fps})")
+            frames.append(image.open(io.BytesIO(page.screenshot())).convert("RGB"))
+    frames[0].save(out, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
+    print(f"physai view: {len(frames)} frames ({duration:.4f} s at {fps:g} frames/s) of {model} written to {out}")
     return 0
