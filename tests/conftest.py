@@ -89,7 +89,8 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
-    "test_passive.py": {"test_fish_with_its_tendon_springs_follows_mj_step", "test_swimmer_follows_mj_step"},
+    "test_passive.py": {"test_fish_with_its_tendon_springs_follows_mj_step", "test_swimmer_follows_mj_step",
+                        "test_implicitfast_solves_a_free_body_in_a_fluid_with_its_damping"},
     "test_tendons.py": {
         "test_dm_control_tendon_models_run_compiled_as_mj_step",
         "test_lengths_jacobians_and_velocities_equal_mujocos", "test_a_fixed_tendon_equality_runs_compiled_as_mujoco",
