@@ -89,7 +89,8 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
-    "test_passive.py": {"test_fish_with_its_tendon_springs_follows_mj_step", "test_swimmer_follows_mj_step"},
+    "test_passive.py": {"test_fish_with_its_tendon_springs_follows_mj_step", "test_swimmer_follows_mj_step",
+                        "test_step_derivatives_in_a_fluid", "test_implicitfast_solves_a_free_body_in_a_fluid_with_its_damping"},
     "test_tendons.py": {
         "test_dm_control_tendon_models_run_compiled_as_mj_step",
         "test_lengths_jacobians_and_velocities_equal_mujocos", "test_a_fixed_tendon_equality_runs_compiled_as_mujoco",
@@ -175,7 +176,8 @@ SLOW = {
     },
     "test_dask_example.py": {"test_dask_rnea_example_writes_what_the_direct_call_gives"},
     "test_derivatives.py": {
-        "test_step_derivatives_with_saturated_joint_actuators",
+        "test_step_derivatives_with_saturated_joint_actuators", "test_step_derivatives_of_every_transmission",
+        "test_step_derivatives_of_random_muscle_models",
         "test_rnea_derivatives_against_central_differences", "test_step_derivatives_batch_and_backends_agree",
     },
     "test_docs.py": {"test_guide_example_runs"},

@@ -187,14 +187,14 @@ def mj_step_fd(m, d, eps=1e-6):
     return T[:, :2 * nv + na], T[:, 2 * nv + na:]
 
 
-def transition_fd(m, d, integrator):
-    """MuJoCo's step linearised at the state in d: mjd_transitionFD (centred, eps 1e-6), or mj_step_fd for RK4
-    (mjd_transitionFD refuses it)."""
+def transition_fd(m, d, integrator, eps: float = 1e-6):
+    """MuJoCo's step linearised at the state in d: mjd_transitionFD (centred, eps 1e-6 unless given), or mj_step_fd for
+    RK4 (mjd_transitionFD refuses it)."""
     n = 2 * m.nv + m.na
     if integrator == "rk4":
-        return mj_step_fd(m, d)
+        return mj_step_fd(m, d, eps)
     A, B = np.zeros((n, n)), np.zeros((n, m.nu))
-    mujoco.mjd_transitionFD(m, d, 1e-6, True, A, B, None, None)
+    mujoco.mjd_transitionFD(m, d, eps, True, A, B, None, None)
     return A, B
 
 
@@ -408,13 +408,62 @@ def test_step_derivatives_of_dm_control_models_with_activations(name):
     assert_close(B, B_mj, 1e-8)
 
 
-def test_muscle_gains_are_refused_by_name():
-    """step_derivatives differentiates affine gains and biases; a muscle's force-length-velocity curves are refused."""
-    m = mujoco.MjModel.from_xml_string(ACTIVATIONS.replace("EARLY", "").replace(
-        "<velocity", '<muscle joint="s" lengthrange="-0.5 0.5"/><velocity'))
-    model = engine.from_mujoco(m)
-    with pytest.raises(UnsupportedModelError, match="has a muscle's gain or bias"):
-        derivatives.step_derivatives(model, model.qpos0, np.zeros(model.nv), 0.01, "euler", act=np.zeros(m.na))
+def against_mujoco(m: mujoco.MjModel, states, integrator: str, eps_a: float = 1e-5, eps_b: float = 1e-5,
+                   bound: float = 1e-8) -> None:
+    """step_derivatives at each state (q, qd, act, ctrl) of m against MuJoCo's centred differences (transition_fd, A's
+    with step eps_a, B's with eps_b: 1e-5 by default, as at 1e-6 their rounding reaches 2e-8 relative on the random
+    models' light bodies and large forces) within bound of the largest entry; on both backends, which agree within 1e-10
+    (the compiled kernel declines what derivatives.numpy_only names: the NumPy text runs on both, with the compiled
+    engine's calls inside on one)."""
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    assert derivatives.numpy_only(model)
+    for q, qd, act, ctrl in states:
+        A_mj, B_mj = None, None
+        for eps in {eps_a, eps_b}:
+            d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = q, qd, act, ctrl
+            A, B = transition_fd(m, d, integrator, eps)
+            A_mj, B_mj = A if eps == eps_a else A_mj, B if eps == eps_b else B_mj
+        out = {b: run(b, derivatives.step_derivatives, model, q, qd, m.opt.timestep, integrator,
+                      ctrl if m.nu else None, act=act if m.na else None) for b in ("native", "numpy")}
+        assert_close(out["numpy"][0], A_mj, bound, what="A")
+        if m.nu:
+            assert_close(out["numpy"][1], B_mj, bound, what="B")
+        for k in range(2 if m.nu else 1):
+            assert_close(out["native"][k], out["numpy"][k], 1e-10)
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_step_derivatives_of_random_muscle_models(integrator):
+    """Random chains with every kind of actuator, muscles among them (their force-length-velocity gains and passive
+    biases, on joints and a fixed tendon; test_actuation.actuated_xml), differenced by derivatives._HardForces inside
+    the analytic step: against MuJoCo within 1e-8 (A's reference with step 1e-6: at 1e-5 it crosses a kink of the
+    force-length curve, 6e-8 off)."""
+    from test_actuation import actuated_xml, random_state
+    for seed in range(2):
+        m = mujoco.MjModel.from_xml_string(actuated_xml(seed, MJCF_INTEGRATOR.get(integrator, integrator)))
+        rng = np.random.default_rng(seed)
+        against_mujoco(m, [random_state(m, rng)], integrator, eps_a=1e-6)     # A: the curves' kinks near 1e-5
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_step_derivatives_of_every_transmission(integrator):
+    """Random trees with an actuator of each transmission whose moment arms depend on the configuration (ball and free
+    joints, jointinparent, sites with and without refsite, a slider-crank, a spatial tendon; test_actuation.
+    transmission_xml without contacts): against MuJoCo within 1e-8."""
+    from test_actuation import transmission_xml
+    for seed in range(2):
+        m = mujoco.MjModel.from_xml_string(transmission_xml(seed, MJCF_INTEGRATOR.get(integrator, integrator)))
+        rng = np.random.default_rng(seed)
+        q = m.qpos0 + rng.normal(size=m.nq) * 0.3
+        against_mujoco(m, [(q, rng.normal(size=m.nv) * 0.5, np.zeros(0), rng.uniform(-1, 1, m.nu))], integrator)
+
+
+def test_adhesion_is_refused_by_name():
+    """An adhesion actuator's arms come from the contacts, which step_derivatives (the smooth dynamics) leaves out."""
+    from test_actuation import transmission_xml
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(transmission_xml(1, contact=True)))
+    with pytest.raises(UnsupportedModelError, match="is an adhesion actuator"):
+        derivatives.step_derivatives(model, model.qpos0, np.zeros(model.nv), ctrl=np.zeros(model.nu))
 
 
 # ---- tendons ----
@@ -451,14 +500,20 @@ def test_step_derivatives_with_fixed_tendon_springs_and_dampers(integrator, spri
         assert_close(out["native"][k], out["numpy"][k], 1e-10)
 
 
-def test_spatial_tendon_forces_are_refused_by_name():
-    """A spatial tendon's spring moves its Jacobian with q, which step_derivatives does not differentiate: named."""
-    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><site name="a" pos="0 0 2"/><body pos="0 0 1">
-      <joint type="hinge" axis="0 1 0"/><geom size=".1" mass="1"/><site name="b" pos=".1 0 0"/></body></worldbody>
-      <tendon><spatial name="cord" stiffness="10"><site site="a"/><site site="b"/></spatial></tendon></mujoco>""")
-    model = engine.from_mujoco(m)
-    with pytest.raises(UnsupportedModelError, match="tendon 'cord' is a spatial tendon with a spring"):
-        derivatives.step_derivatives(model, np.zeros(1), np.zeros(1), 0.01, "euler")
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+def test_step_derivatives_with_spatial_tendons(integrator):
+    """Random models with spatial tendons through sites, wrapping around a sphere (with a side site) and a cylinder, a
+    pulley, their springs (dead band) and dampers, beside a fixed tendon and its actuator (test_tendons.tendon_xml;
+    limits, friction loss and the tendon equality are constraints, disabled): the spatial tendons' forces, whose Jacobian
+    moves with q, differenced (derivatives._HardForces): against MuJoCo within 1e-8."""
+    from test_tendons import random_states, tendon_xml
+    for seed in range(2):
+        m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
+        m.opt.integrator, m.opt.timestep = integrators.MUJOCO_INTEGRATOR[integrator], 0.005
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        rng = np.random.default_rng(seed)
+        against_mujoco(m, [(q, qd, np.zeros(0), rng.uniform(-1, 1, m.nu)) for q, qd in random_states(m, 1, seed)],
+                       integrator)
 
 
 GRAVCOMP = """<mujoco><option timestep="0.01" gravity="0.3 -0.4 -9.7"/><worldbody>

@@ -42,9 +42,10 @@ S_k . F is invariant under a common rotation, which removes the rotation of S_k 
 
 Forces. rnea excludes passive forces (joint damping and springs), as physai.engine.rnea does: dtau/dqd holds no
 damping; MuJoCo's mjd_inverseFD differentiates qfrc_inverse, which includes damping (DfDv = dtau/dqd^T + diag(b)).
-step_derivatives differentiates the whole step: passive forces (damping, springs, fixed tendons' springs and dampers),
-actuators (gains, biases, clamping, activation dynamics with the activations in the state), applied joint forces
-(constant), the bias and the mass matrix.
+step_derivatives differentiates the whole step: passive forces (damping, springs, fixed tendons' springs and dampers,
+gravity compensation), actuators (gains, biases, clamping, activation dynamics with the activations in the state),
+applied joint forces (constant), the bias and the mass matrix; fluid forces, spatial tendons' forces, muscle curves
+and configuration-dependent moment arms by 4th-order centred differences of those forces alone (_HardForces).
 
 Backends. rnea_derivatives and forward_dynamics_derivatives run on the engine's compiled backend (cpp/derivative.h,
 the same recursion for one state in C++, batches on threads) when it is active (physai.engine.native.on) and no data=
@@ -60,11 +61,11 @@ from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import actuation, batching, forward, native, passive, tendon
-from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE
+from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
-from physai.engine.model import Model
+from physai.engine.model import WRAP_JOINT, Model
 from physai.exceptions import InvalidArgumentError, InvalidStateError, UnsupportedModelError
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
@@ -221,11 +222,83 @@ def _passive_derivatives(model: Model):
 def _tendon_derivatives(model: Model, d: engine.Data, q: np.ndarray):
     """(dP/dq, dP/dqd) (nv, nv) of the fixed tendons' springs and dampers J^T (-k x(J q) - b J qd) (passive.
     tendon_passive_force; J constant, on hinges and slides): -J^T diag(k, where the length is beyond the dead band) J,
-    -J^T diag(b) J (passive.check_derivatives refuses spatial tendons' forces)."""
+    -J^T diag(b) J (a spatial tendon's, whose J moves with q, are _HardForces')."""
     length, J = tendon.tendons(model, d, q)
     lower, upper = model.tendon_lengthspring.T
-    k = np.where((length > upper) | (length < lower), model.tendon_stiffness, 0.0)
-    return -(J.T * k) @ J, -(J.T * model.tendon_damping) @ J
+    fixed = ~_spatial_tendons(model)
+    k = np.where(fixed & ((length > upper) | (length < lower)), model.tendon_stiffness, 0.0)
+    return -(J.T * k) @ J, -(J.T * np.where(fixed, model.tendon_damping, 0.0)) @ J
+
+
+def _spatial_tendons(model: Model) -> np.ndarray:
+    """(ntendon,) bool: the spatial tendons (their Jacobian moves with q)."""
+    return model.wrap_type[model.tendon_adr] != WRAP_JOINT
+
+
+def _hard_actuators(acts) -> np.ndarray:
+    """(nu,) bool: the actuators whose force is differenced (_HardForces): a muscle's gain or bias (its force-length and
+    force-velocity curves), or moment arms that depend on the configuration."""
+    return (acts.gaintype == MUSCLE) | (acts.biastype == MUSCLE) | acts.posed_each
+
+
+#: 4th-order centred differences: the steps (multiples of FD_STEP) and their weights over 12 FD_STEP
+FD_STEP = 1e-4
+FD_WEIGHTS = ((-2.0, 1.0), (-1.0, -8.0), (1.0, 8.0), (2.0, -1.0))
+
+
+class _HardForces:
+    """The forces step_derivatives differences instead of differentiating them (each with many branches; the rest of
+    the step stays analytic): the fluid forces (passive.fluid), the spatial tendons' springs and dampers and their
+    armature's M a, the whole actuator force when some actuator is _hard_actuators' (muscle curves, configuration-
+    dependent moment arms), and for the implicit integrators h D a, D the non-bias part of d f / d qd, which moves with
+    (q, qd) through these forces. Their derivatives in (q, qd) at a fixed acceleration a, ctrl and act are 4th-order
+    centred differences (FD_STEP along each tangent direction of q, physai.joints.integrate, and each qd): truncation
+    ~FD_STEP^4, rounding ~eps / FD_STEP of the forces' scale."""
+
+    def __init__(self, model: Model, h: float, inputs, euler_damping: bool, act, name: str):
+        acts = inputs.actuators
+        self.model, self.h, self.x, self.act = model, h, inputs, act
+        self.fluid = passive.has_fluid(model)
+        spatial = _spatial_tendons(model) if model.ntendon else np.zeros(0, bool)
+        self.tendon_forces = spatial & ((model.tendon_stiffness != 0) | (model.tendon_damping != 0))
+        self.tendon_armature = np.where(spatial, model.tendon_armature, 0.0)
+        self.actuators = acts is not None and bool(_hard_actuators(acts).any())
+        self.damping = name in ("implicit", "implicitfast")
+        self.any = self.fluid or self.tendon_forces.any() or self.tendon_armature.any() or self.actuators
+        self.probe = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act) if self.any else None
+
+    def force(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """(nv,) the hard forces at (q, qd) and the acceleration a: fluid + spatial tendons' J^T f - J^T diag(armature) J a
+        + actuators (when hard) + h D a (implicit, implicitfast)."""
+        model, run = self.model, self.probe
+        velocity_stages(model, run.d, q[:, None], qd[:, None])
+        f = passive.fluid(model, run.d)[:, 0] if self.fluid else np.zeros(model.nv)
+        if self.tendon_forces.any() or self.tendon_armature.any():
+            length, J = tendon.tendons(model, run.d, q)
+            ft = np.where(self.tendon_forces, passive.tendon_force(model, length, J @ qd), 0.0)
+            f = f + J.T @ (ft - self.tendon_armature * (J @ a))
+        if self.actuators:
+            f = f + run.actuator_force(q, qd, self.act)
+        if self.damping:
+            acts = run.actuators if self.actuators else self.x.actuators
+            f = f + self.h * forward.velocity_derivative(model, q, qd, "implicitfast", acts, self.x.ctrl, self.act,
+                                                         self.h) @ a
+        return f
+
+    def derivatives(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray):
+        """(d force/dq, d force/dqd) (nv, nv) by 4th-order centred differences (zeros when there is nothing hard)."""
+        nv = self.model.nv
+        Fq, Fv = np.zeros((nv, nv)), np.zeros((nv, nv))
+        if not self.any:
+            return Fq, Fv
+        E = np.eye(nv)
+        for k in range(nv):
+            for s, w in FD_WEIGHTS:
+                t = s * FD_STEP
+                qk = joints.integrate(self.model.coords, q[:, None], E[k][:, None], t)[:, 0]
+                Fq[:, k] += w * self.force(qk, qd, a)
+                Fv[:, k] += w * self.force(q, qd + t * E[k], a)
+        return Fq / (12 * FD_STEP), Fv / (12 * FD_STEP)
 
 
 def _gravcomp_derivative(model: Model, d: engine.Data) -> np.ndarray:
@@ -358,8 +431,10 @@ def _actuator_derivatives(model: Model, acts, q, qd, ctrl, act, h):
     (nv, nu), (nv, na), f = gain(l, v) x + bias(l, v) (affine gain and bias; x the _Inputs: ctrl or the activation).
 
     Zero where a clamp is active: ctrl outside ctrlrange, a scalar force at or beyond forcerange, a dof's total
-    at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel), act' at its actrange. Transmissions act on
-    hinges, slides and fixed tendons only (physai.forces), so the length map has no quaternion part.
+    at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel), act' at its actrange. acts are posed at q
+    (actuation.posed). dA/dq and dA/dqd are those of the affine gains and biases on constant moment arms (the length map
+    qmoment has no quaternion part); with a _hard_actuators' actuator _HardForces differences them instead. dA/dctrl,
+    dA/dact: the gain (muscle's too) at (length, velocity) on the moment arms at q.
     """
     u, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
     affine_gain, affine_bias = acts.gaintype == AFFINE, acts.biastype == AFFINE
@@ -378,29 +453,44 @@ def _actuator_derivatives(model: Model, acts, q, qd, ctrl, act, h):
 def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
     """(d(D a)/dctrl (nv, nu), d(D a)/dact (nv, na)) for the implicit integrators' matrix K = M - h D at a fixed a: D's
     actuator part sum_k moment_k^T (b2 + g2 x_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in
-    each term, x the _Inputs) changes with x_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped
-    or the joint's total is at its actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives
-    K da/dy = df/dy + h d(D a)/dy."""
+    each term, x the _Inputs; g2 a muscle's dgain/dvelocity for a muscle gain; acts posed at q) changes with x_k by
+    g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or the joint's total is at its
+    actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives K da/dy = df/dy + h d(D a)/dy."""
     _, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
-    g2 = np.where(free & ~forces.joint_saturated(acts, f) & (acts.gaintype == AFFINE), acts.gain[:, 2], 0.0)
+    g2 = np.where(acts.gaintype == AFFINE, acts.gain[:, 2], 0.0)
+    m = acts.gaintype == MUSCLE
+    if m.any():                                        # a muscle's dgain/dvelocity (mjd_muscleGain_vel)
+        length, velocity = actuation.lengths_velocities(acts, q, qd)
+        g2[m] = actuation.muscle_gain(length[m], velocity[m], acts.lengthrange[m], acts.acc0[m], acts.gainprm[m],
+                                      derivative=True)
+    g2 = np.where(free & ~forces.joint_saturated(acts, f), g2, 0.0)
     outer = np.einsum("ki,kj->kij", acts.moment, acts.moment) * forward.dof_pattern(model)
     W = (g2[:, None] * (outer @ a)).T                  # (nv, nu): column k is g2_k (pattern * m_k m_k^T) a
     return W @ x.x_u, W @ x.x_a
 
 
 def check_actuators(model: Model) -> None:
-    """UnsupportedModelError for muscle gains or biases, which step_derivatives does not differentiate yet (their
-    force-length and force-velocity curves) and for moment arms that depend on the configuration; activation dynamics
-    of every type are differentiated."""
-    integ.refuse_posed_actuators(model, None, "step_derivatives")
+    """UnsupportedModelError for a body's transmission (adhesion: its moment arms come from the contacts, which step
+    derivatives leave out); every other transmission, gain, bias and activation dynamics is differentiated."""
     acts = model.actuators
     if acts is None:
         return
-    muscle = np.flatnonzero((acts.gaintype == MUSCLE) | (acts.biastype == MUSCLE))
-    if muscle.size:
-        raise UnsupportedModelError(f"step_derivatives differentiates affine gains and biases; actuator "
-                                    f"{acts.names[muscle[0]]!r} has a muscle's gain or bias (its force-length and "
-                                    "force-velocity curves are not differentiated yet); simulate, step and rollout run it")
+    body = np.flatnonzero(acts.trntype == TRN_BODY)
+    if body.size:
+        raise UnsupportedModelError(f"step_derivatives differentiates the smooth dynamics; actuator {acts.names[body[0]]!r}"
+                                    " is an adhesion actuator (a body's transmission: its moment arms come from the "
+                                    "contacts); simulate, step and rollout run it")
+
+
+def numpy_only(model: Model) -> str:
+    """What of the model the compiled step_derivatives (cpp/step_derivative.h) does not model, by name ("" when it
+    models everything): the NumPy text then runs."""
+    acts = model.actuators
+    reasons = {"activations": acts is not None and acts.na > 0, "tendon forces": model.has_tendon_forces,
+               "gravity compensation or fluid forces": passive.has_body_forces(model),
+               "muscle gains or biases, or configuration-dependent moment arms":
+                   acts is not None and bool(_hard_actuators(acts).any())}
+    return ", ".join(name for name, present in reasons.items() if present)
 
 
 # ---------------------------------------------------------------- the retraction q (+) s w
@@ -447,27 +537,36 @@ def _retraction(model: Model, w: np.ndarray, s: float):
 class _Stepper:
     """The pieces of one integrator step and their derivatives at a state."""
 
-    def __init__(self, model, h, inputs, euler_damping, act):
+    def __init__(self, model, h, inputs, euler_damping, act, name):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
         self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
+        self.hard = _HardForces(model, h, inputs, euler_damping, act, name)
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
 
-    def force_derivatives(self, q, qd, act):
+    def force_derivatives(self, q, qd, act, a):
         """(df/dq, df/dqd, df/dctrl, df/dact, _Inputs or None) of f = actuator + passive + applied (the bias is handled
-        through rnea) at the activations act."""
+        through rnea) at the activations act, after run.evaluate(q, qd, act) (its actuators posed at q), with the
+        _HardForces' differences at the acceleration a (h D a among them: K's motion with (q, qd))."""
         model, nv = self.model, self.model.nv
         Pq, Pv = self.Pq, self.Pv
-        if model.ntendon and (model.tendon_stiffness.any() or model.tendon_damping.any()):
+        tendons = model.ntendon and (model.tendon_stiffness.any() or model.tendon_damping.any())
+        if tendons or passive.has_gravcomp(model):     # the workspace at (q, qd) (the compiled evaluate leaves it empty)
+            velocity_stages(model, self.run.d, q[:, None], qd[:, None])
+        if tendons:
             Tq, Tv = _tendon_derivatives(model, self.run.d, q)
             Pq, Pv = Pq + Tq, Pv + Tv
         if passive.has_gravcomp(model):
-            velocity_stages(model, self.run.d, q[:, None], qd[:, None])
             Pq = Pq + _gravcomp_derivative(model, self.run.d)
+        self.hard.act = act
+        Hq, Hv = self.hard.derivatives(q, qd, a)
+        Pq, Pv = Pq + Hq, Pv + Hv
         if self.x.actuators is None:
             return Pq, Pv, np.zeros((nv, self.nu)), np.zeros((nv, self.na)), None
-        (Aq, Av, Au, Aa), x = _actuator_derivatives(model, self.x.actuators, q, qd, self.x.ctrl, act, self.h)
+        (Aq, Av, Au, Aa), x = _actuator_derivatives(model, self.run.actuators, q, qd, self.x.ctrl, act, self.h)
+        if self.hard.actuators:                        # differenced in Hq, Hv
+            return Pq, Pv, Au, Aa, x
         return Pq + Aq, Pv + Av, Au, Aa, x
 
     def refuse_overflow(self, q, qd, f) -> None:
@@ -502,9 +601,10 @@ class _Stepper:
             K = M
         else:
             try:
-                K = integ.step_matrix(model, q, qd, h, name, x.actuators, x.ctrl, M, self.euler_damping, act)
+                acts = self.run.actuators                  # posed at q
+                K = integ.step_matrix(model, q, qd, h, name, acts, x.ctrl, M, self.euler_damping, act)
                 if name == "implicitfast":
-                    free = forward.free_body_blocks(model, q, qd, h, M, x.actuators, x.ctrl, act)
+                    free = forward.free_body_blocks(model, q, qd, h, M, acts, x.ctrl, act)
             except InvalidStateError:                  # the bias's velocity derivative overflowed
                 self.refuse_overflow(q, qd, np.full_like(f, np.nan))
             for adr, block in free:
@@ -512,7 +612,8 @@ class _Stepper:
         a = solve(K, f)
         if not np.isfinite(a).all():
             self.refuse_overflow(q, qd, f)
-        Fq, Fv, Fu, Fa, inputs = self.force_derivatives(q, qd, act)
+        acts = self.run.actuators                      # posed at q (before the differences move the probe)
+        Fq, Fv, Fu, Fa, inputs = self.force_derivatives(q, qd, act, a)
         tq, tv, _ = rnea_derivatives(model, q, qd, a)                 # compiled when the backend is native
         rq, rv = Fq - tq, Fv - tv
         if name == "implicit" or free:
@@ -524,7 +625,7 @@ class _Stepper:
             rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
             rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
         if name in ("implicit", "implicitfast") and x.actuators is not None:   # K's actuator damping moves with its input
-            Du, Da = _damping_input_derivative(model, x.actuators, q, qd, x.ctrl, act, h, a)
+            Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a)
             Fu, Fa = Fu + h * Du, Fa + h * Da
         Kinv = inverse(K)
         return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
@@ -556,24 +657,27 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them), and
     rk4 by chaining the derivatives of its four stages. Activation dynamics (integrator, filter, filterexact, muscle;
     actearly: the force takes act', clamped to actrange) enter through the gains' input and act' = act + h act_dot
-    (filterexact exactly); muscle gains and biases are refused (UnsupportedModelError). Fixed tendons' springs (dead
-    band included), dampers and armature enter; spatial tendons' forces, gravity compensation and fluid forces are
-    refused (passive.check_derivatives). The smooth dynamics only: the model's constraints (tendon limits and
-    equalities too) do not enter.
+    (filterexact exactly). Fixed tendons' springs (dead band included), dampers and armature, and gravity compensation
+    enter analytically. The forces with many branches enter by 4th-order centred differences of those forces alone
+    (_HardForces, at the step's acceleration, inside the analytic step): fluid forces (the inertia-box model; the
+    ellipsoid model under euler and rk4: the implicit integrators refuse it, passive.check_integrator), spatial tendons'
+    springs, dampers and armature, muscle gains and biases and configuration-dependent moment arms (every transmission
+    but adhesion, refused by name: check_actuators), and under implicit and implicitfast the motion of their velocity
+    derivative in M - h D. The smooth dynamics only: the model's constraints (tendon limits and equalities too) do not
+    enter.
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
-    Models with activations or tendon forces run on the NumPy text (the compiled kernel does not model them yet).
+    What the compiled kernel does not model (numpy_only names it: activations, tendon forces, gravity compensation, fluid
+    forces, muscles, configuration-dependent moment arms) runs on the NumPy text.
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
     if integrator == "discrete":
         raise UnsupportedModelError("step_derivatives of the discrete integrator: physai does not differentiate its step "
                                     "yet; choose another integrator (implicitfast is its nearest)")
-    passive.check_derivatives(model)
     check_actuators(model)
     na = 0 if model.actuators is None else model.actuators.na
-    # the compiled kernel declines activations, tendon forces and gravcomp: the NumPy text runs
-    compiled = native.on and na == 0 and not model.has_tendon_forces and not passive.has_body_forces(model)
+    compiled = native.on and not numpy_only(model)     # what the compiled kernel declines, the NumPy text runs
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
@@ -643,7 +747,7 @@ def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, 
     """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     act = np.zeros(0) if act is None else act
-    s = _Stepper(model, h, inputs, euler_damping, act)
+    s = _Stepper(model, h, inputs, euler_damping, act, name)
     nv, nu, na = model.nv, s.nu, s.na
     E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
     Eq, Ev, Ea, Eu = E[:nv], E[nv:2 * nv], E[2 * nv:2 * nv + na], E[2 * nv + na:]

@@ -312,9 +312,21 @@ def velocity_derivative(model, q, qd, name: str, actuators=None, ctrl=None, act=
     the actuators' (implicitfast: symmetrized) and, implicit, -dc/dqd; on M's sparsity pattern. UnsupportedModelError
     for ellipsoid fluid forces under an implicit integrator (physai.engine.passive.check_integrator)."""
     passive.check_integrator(model, name)
-    D = -np.diag(model.dof_damping)
     if name == "euler":
-        return D
+        return -np.diag(model.dof_damping)
+    D = passive_velocity_derivative(model, q, qd)
+    if actuators is not None:
+        A = np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, dt), dtype=float)
+        D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
+    if name == "implicit":
+        D = D - bias_velocity_derivative(model, q, qd)
+    return np.where(dof_pattern(model), D, 0.0)
+
+
+def passive_velocity_derivative(model, q, qd) -> np.ndarray:
+    """d qfrc_passive / d qd (nv, nv) [N m s | N s] (MuJoCo's mjd_passive_vel): -B, the inertia boxes' fluid forces' and
+    the tendon dampers' -J^T diag(b) J."""
+    D = -np.diag(model.dof_damping)
     if passive.has_fluid(model) or model.tendon_damping.any():
         d = Data(model)
         smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
@@ -323,12 +335,7 @@ def velocity_derivative(model, q, qd, name: str, actuators=None, ctrl=None, act=
         if model.tendon_damping.any():                 # the tendons' dampers: -J^T diag(b) J (mjd_passive_vel)
             J = tendon.tendons(model, d, np.asarray(q, float))[1]
             D = D - (J.T * model.tendon_damping) @ J
-    if actuators is not None:
-        A = np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, dt), dtype=float)
-        D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
-    if name == "implicit":
-        D = D - bias_velocity_derivative(model, q, qd)
-    return np.where(dof_pattern(model), D, 0.0)
+    return D
 
 
 def bias_velocity_derivative(model, q, qd) -> np.ndarray:
@@ -364,20 +371,22 @@ def refuse_servo_gains(actuators) -> None:
 
 def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:
     """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
-    integrator's matrix (which implicitfast leaves the bias out of): MuJoCo's implicitfast solves these rows in it
-    (mj_implicitSkip's local solve, mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
+    integrator's matrix (which implicitfast leaves the bias out of), B with the fluid's and tendon dampers' parts
+    (passive_velocity_derivative): MuJoCo's implicitfast solves these rows in it (mj_implicitSkip's local solve,
+    mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
     qd); dA/dqd unsymmetrized, as MuJoCo's block."""
     dofs = standalone_free_dofs(model)
     if not dofs:
         return []
     A = None if actuators is None else np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, h))
+    P = passive_velocity_derivative(model, q, qd)      # damping, fluid and tendon dampers (mjd_freeMhat's qDeriv)
     blocks = []
     for a in dofs:
         block = slice(a, a + 6)
         E = np.zeros((6, model.nv))
         E[:, block] = np.eye(6)
         c = api.bias(model, np.broadcast_to(q, (12, model.nq)), np.concatenate([qd + E, qd - E]))
-        D = -np.diag(model.dof_damping[block]) + (0.0 if A is None else A[block, block])
+        D = P[block, block] + (0.0 if A is None else A[block, block])
         blocks.append((a, M[block, block] - h * D + h * 0.5 * (c[:6, block] - c[6:, block]).T))
     return blocks
 

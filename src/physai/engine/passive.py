@@ -22,7 +22,7 @@ the centre of the link's tree, as every spatial vector of the engine (physai.eng
 import numpy as np
 
 from physai.engine.data import Data
-from physai.engine.model import WRAP_JOINT, Model
+from physai.engine.model import Model
 from physai.exceptions import UnsupportedModelError
 
 #: MuJoCo's mjMINVAL: the floor of a denominator
@@ -84,21 +84,6 @@ def check_integrator(model: Model, integrator: str) -> None:
         raise UnsupportedModelError(f"body {body!r} has fluid forces of the ellipsoid model (fluidshape) and the model "
                                     f"steps with the {integrator} integrator: physai does not model their velocity "
                                     "derivative (MuJoCo's mjd_ellipsoidFluid); use euler or rk4, or the inertia-box model")
-
-
-def check_derivatives(model: Model) -> None:
-    """UnsupportedModelError for what step derivatives do not differentiate: fluid forces, and a spatial tendon's spring,
-    damper or armature (its Jacobian moves with q). Gravity compensation and fixed tendons' springs, dampers and armature
-    are differentiated; tendon limits, friction loss and equalities are constraints, which step derivatives leave out."""
-    if model.ntendon:
-        spatial = model.wrap_type[model.tendon_adr] != WRAP_JOINT
-        acting = (model.tendon_stiffness != 0) | (model.tendon_damping != 0) | (model.tendon_armature != 0)
-        if (spatial & acting).any():
-            t = int(np.flatnonzero(spatial & acting)[0])
-            raise UnsupportedModelError(f"tendon {model.tendon_name[t]!r} is a spatial tendon with a spring, damper or "
-                                        "armature; physai's step derivatives differentiate fixed tendons' only")
-    if has_fluid(model):
-        raise UnsupportedModelError("the model has fluid forces; physai's step derivatives do not differentiate them")
 
 
 def link_frames(model: Model, bodies: np.ndarray, pos: np.ndarray, rot: np.ndarray):
