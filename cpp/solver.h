@@ -1203,7 +1203,8 @@ inline double noslip_sweep(const Rows &r, const std::vector<double> &A, const st
 // solver when opt.noslip_iterations > 0; solver.noslip): Gauss-Seidel sweeps on 1/2 f^T A f + f^T b, A = J M^-1 J^T,
 // until the sweep's improvement scaled by tolerance_scale (the first sweep's plus 1/2 sum R f^2) is below
 // opt.noslip_tolerance, at most opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its
-// iterations add to the solver's. M's factor in w.d.qL, w.d.qLinv (the solver's).
+// iterations add to the solver's; stopped at its limit, the solution is not converged and its improvement is the
+// last sweep's. M's factor in w.d.qL, w.d.qLinv (the solver's).
 inline void noslip(const Model &m, ConstraintWork &w, Solution &sol, double scale = 0.0) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
@@ -1215,8 +1216,9 @@ inline void noslip(const Model &m, ConstraintWork &w, Solution &sol, double scal
     double *force = w.force.data();
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     int64_t it = 0;
+    double improvement = 0.0;
     while (it < m.opt_noslip_iterations) {
-        double improvement = 0.0;
+        improvement = 0.0;
         if (it == 0)                                                   // the cost without R at the start
             for (int i = 0; i < n; i++) improvement += 0.5 * force[i] * (r.R[size_t(i)] * force[i]);
         improvement = scale * (improvement + noslip_sweep(r, A, Ainv, b, force, first, dims));
@@ -1231,6 +1233,10 @@ inline void noslip(const Model &m, ConstraintWork &w, Solution &sol, double scal
     pgs_blocks(r, first, dims);
     dual_state(r, force, first, dims, w.state.data());
     sol.iterations += it;
+    if (!(improvement < m.opt_noslip_tolerance)) {                     // stopped at its limit: the warning's numbers
+        sol.converged = false;
+        sol.improvement = improvement;
+    }
 }
 
 // the solver m.opt_solver names (Newton: solve, PGS: solve_pgs, CG: solve_cg) on w's rows with the tolerance scale

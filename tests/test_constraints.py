@@ -296,6 +296,24 @@ def test_too_few_iterations_warn_with_the_improvement():
     assert res.iterations == 1
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_noslip_at_its_limit_warns_and_counts_iterations_as_mujoco(backend):
+    """A noslip sweep that stops at opt.noslip_iterations (1, tolerance 0: its first sweep's improvement is positive)
+    warns with its last improvement, and the iterations count the solver's and noslip's together as MuJoCo's
+    solver_niter does (one island: islands off), on both engines."""
+    m, d = scene(0, "elliptic", 6)
+    m.opt.noslip_iterations, m.opt.noslip_tolerance = 1, 0.0
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ISLAND
+    warm = d.qacc_warmstart.copy()                      # the start mj_forward's solver reads
+    mujoco.mj_forward(m, d)
+    assert d.nefc > 0
+    with pytest.warns(ConvergenceWarning, match=r"noslip sweeps \(at most 1\) stopped after \d+ iterations .* last "
+                                                r"improvement"):
+        res = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel, d.qfrc_passive,
+                  collision.from_mujoco(m, d), qacc_warmstart=warm)
+    assert res.iterations == d.solver_niter[0]
+
+
 LIMITS = [(iterations, ls_iterations) for iterations in (1, 2, 3) for ls_iterations in (1, 2, 3)]
 
 

@@ -326,6 +326,14 @@ BAD_DATA = NAN_DATA + [  # tracebacks (LinAlgError), "the mass matrix is singula
     (_set("geom_condim", slice(None), 100000), InvalidModelError, r"geom_condim\[0\] is 100000"),
     (_set("geom_condim", slice(None), 0), InvalidModelError, r"geom_condim\[0\] is 0"),
     (_set("geom_condim", slice(None), -3), InvalidModelError, r"geom_condim\[0\] is -3"),
+    (_set("geom_margin", 1, 1e300), InvalidModelError, r"geom_margin\[1\] is 1e\+300: expected a value in \[-1e\+10, 1e\+10\]"),
+    (_set("geom_rbound", 1, -1.0), InvalidModelError, r"geom_rbound\[1\] is -1.0: expected a value in \[0, 1e\+10\]"),
+    (_set("body_gravcomp", 1, 1e11), InvalidModelError, r"body_gravcomp\[0\] \(body 'b0'\) is 100000000000.0: expected a value in"),
+    (_option("noslip_iterations", -1), InvalidModelError, r"opt.noslip_iterations is -1: expected a whole number in 0.."),
+    (_option("noslip_tolerance", -1.0), InvalidModelError, r"opt.noslip_tolerance is -1.0: expected a finite number >= 0"),
+    (_option("noslip_tolerance", np.nan), InvalidModelError, r"opt.noslip_tolerance is nan: expected a finite number >= 0"),
+    (_option("density", np.nan), InvalidModelError, r"fluid_density is nan: expected a finite value"),
+    (_option("viscosity", np.inf), InvalidModelError, r"fluid_viscosity is inf: expected a finite value"),
 ]
 
 
@@ -624,6 +632,80 @@ def test_a_heightfield_of_non_finite_elevations_is_refused_at_load(value):
     mujoco.mj_forward(m, d)
     with pytest.raises(InvalidModelError, match=rf"heightfield 0 has elevation {value} at row 1, column 3; elevations "
                                                 r"must be finite \(the model's heightfields: \['ground'\]\)"):
+        engine.from_mujoco(m)
+
+
+@pytest.mark.parametrize("field, value", [((0, 0), 0.0), ((0, 1), -1.0), ((0, 2), np.nan), ((0, 3), np.inf)])
+def test_a_heightfield_of_sizes_that_are_not_positive_and_finite_is_refused_at_load(field, value):
+    m = _terrain(_set("hfield_size", field, value))
+    with pytest.raises(InvalidModelError, match=r"Hfields: .*\(the model's heightfields: \['ground'\]\)"):
+        engine.from_mujoco(m)
+
+
+def test_a_mesh_polygon_normal_that_is_not_unit_is_refused_at_load():
+    """A mesh's polygon normals are unit (MuJoCo's compiler makes them so); one set to twice its length is named."""
+    m = mujoco.MjModel.from_xml_string(_mesh_scene("0 0 0  .1 0 0  0 .1 0  0 0 .1"))
+    m.mesh_polynormal[0] *= 2.0
+    with pytest.raises(InvalidModelError, match=r"polygon 0's normal mesh_polynormal\[0\] has length 2: expected a unit"):
+        engine.from_mujoco(m)
+
+
+def test_a_mesh_graph_naming_a_vertex_outside_the_mesh_is_refused_at_load():
+    vertices = " ".join(f"{x:.3f}" for x in np.random.default_rng(0).normal(size=(12, 3)).ravel())
+    m = mujoco.MjModel.from_xml_string(_mesh_scene(vertices))
+    hull = m.mesh_graph[m.mesh_graphadr[0]]
+    m.mesh_graph[m.mesh_graphadr[0] + 2 + hull] = 99            # the first hull vertex's id in the mesh
+    with pytest.raises(InvalidModelError, match=r"mesh_graph of mesh 0 \('m'\) holds 99: expected indices of its \d+ "
+                                                "vertices"):
+        engine.from_mujoco(m)
+
+
+FLUID = ('<mujoco><option density="1.2"/><worldbody><body><freejoint/><geom name="s" size=".1" fluidshape="ellipsoid"/>'
+         '<site name="a"/></body><body pos=".5 0 0"><joint type="hinge"/><geom name="w" size=".05" contype="0" '
+         'conaffinity="0"/><site name="b" pos="0 0 .2"/></body></worldbody><tendon><spatial name="t"><site site="a"/>'
+         '<geom geom="w"/><site site="b"/></spatial></tendon></mujoco>')
+
+
+@pytest.mark.parametrize("field, index, value, message", [
+    ("geom_fluid", (0, 3), np.nan, r"fluid_coef\[0, 3\] is nan: expected a finite value"),
+    ("geom_size", (1, 0), 0.0, r"tendon 't' wraps around geom 1 \('w', sphere\) of radius 0.0: expected a finite radius > 0"),
+    ("wrap_objid", 1, 7, r"tendon 't': path element 1 names a geom 7; the model has 2"),
+    ("tendon_num", 0, 9, r"tendon 't': its path elements tendon_adr = 0, tendon_num = 9 lie outside the 3 wrap entries"),
+])
+def test_fluid_coefficients_and_tendon_paths_that_cannot_be_are_refused_at_load(field, index, value, message):
+    """A fluid coefficient of a geom in the ellipsoid model that is not finite, a wrap around a geom (not colliding,
+    so no other check sees its size) of radius 0, a wrap around a geom the model lacks, a tendon's path running past
+    the wrap arrays: named at load. The model as compiled loads."""
+    m = mujoco.MjModel.from_xml_string(FLUID)
+    engine.from_mujoco(m)
+    getattr(m, field)[index] = value
+    with pytest.raises(InvalidModelError, match=message):
+        engine.from_mujoco(m)
+
+
+MUSCLE = ('<mujoco><worldbody><body><joint name="j" type="hinge" axis="0 1 0"/><geom type="capsule" size=".05" '
+          'fromto="0 0 0 .3 0 0"/></body></worldbody><actuator><muscle name="mu" joint="j" lengthrange="-1 1"/>'
+          '</actuator></mujoco>')
+
+
+@pytest.mark.parametrize("field, index, value, message", [
+    ("actuator_gainprm", 3, 0.0, "positive scale, vmax, fpmax, fvmax required in muscle"),
+    ("actuator_gainprm", 6, -1.0, "positive scale, vmax, fpmax, fvmax required in muscle"),
+    ("actuator_gainprm", 7, -1.0, "positive scale, vmax, fpmax, fvmax required in muscle"),
+    ("actuator_gainprm", 8, -1.0, "positive scale, vmax, fpmax, fvmax required in muscle"),
+    ("actuator_biasprm", 8, 0.0, "positive scale, vmax, fpmax, fvmax required in muscle"),
+    ("actuator_gainprm", 4, 1.5, "lmin<1<lmax required in muscle"),
+    ("actuator_lengthrange", 1, -1.0, r"lengthrange = \[-1, -1\]: expected lengthrange\[0\] < lengthrange\[1\]"),
+    ("actuator_acc0", None, 0.0, r"acc0 = 0: expected acc0 > 0"),
+])
+def test_a_muscle_of_impossible_parameters_is_refused_at_load(field, index, value, message):
+    """Muscle parameters MuJoCo's compiler refuses (its words), an empty lengthrange (the optimal length would be 0)
+    and an automatic peak force (force < 0: scale / acc0) over acc0 = 0, set into a compiled model: named at load.
+    The model as compiled loads."""
+    m = mujoco.MjModel.from_xml_string(MUSCLE)
+    engine.from_mujoco(m)
+    getattr(m, field)[(0,) if index is None else (0, index)] = value
+    with pytest.raises(InvalidModelError, match=rf"actuator 'mu': its muscle (gain|bias) .*{message}"):
         engine.from_mujoco(m)
 
 

@@ -190,8 +190,10 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     accelerations (MuJoCo's qacc_warmstart: the previous step's qacc; with islands chosen once on all rows, each island
     starting from its dofs' part). tolerance and iterations default to model.opt's.
     A state whose solve reaches the iteration limit (or a line search its ls_iterations without improving) before the
-    tolerance warns (physai.exceptions.ConvergenceWarning, with its last improvement) and returns the last iterate, as
-    MuJoCo does; MuJoCo itself sets no warning (no mjtWarning is about the solver): it leaves solver_niter = iterations.
+    tolerance, or noslip's sweeps reach opt.noslip_iterations before opt.noslip_tolerance, warns
+    (physai.exceptions.ConvergenceWarning, with its last improvement; iterations count the solver's and noslip's
+    together, as MuJoCo's solver_niter) and returns the last iterate, as MuJoCo does; MuJoCo itself sets no warning
+    (no mjtWarning is about the solver): it leaves solver_niter = iterations.
     Stepping (physai.integrators) warns not, as mj_step.
     """
     model = engine.as_model(model)
@@ -215,7 +217,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
         sol = solver.solve_with(model, r, M, tau1 - c, start, tolerance, iterations)
         if not sol.converged:
-            _warn(sol.iterations, sol.improvement, k, batch)
+            _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
         results.append((sol, r))
     return _finite(_forward_result(results, batch), "qacc")
 
@@ -240,9 +242,13 @@ def _warmstart(model, qacc_warmstart, batch):
     return warm
 
 
-def _warn(iterations: int, improvement: float, k: int, batch) -> None:
+def _warn(iterations: int, improvement: float, k: int, batch, noslip: int = 0) -> None:
+    """The ConvergenceWarning of state k; with noslip sweeps (opt.noslip_iterations > 0) the iterations count the
+    solver's and noslip's together (MuJoCo's solver_niter), the improvement is the last sweep's of the one that
+    stopped at its limit."""
     where = f" (state {k})" if batch is not None else ""
-    warnings.warn(f"the constraint solver stopped after {iterations} iterations{where} before reaching its tolerance; "
+    what = f"the constraint solver and its noslip sweeps (at most {noslip})" if noslip else "the constraint solver"
+    warnings.warn(f"{what} stopped after {iterations} iterations{where} before reaching its tolerance; "
                   f"last improvement {improvement:.3g}: raise iterations or check the model", ConvergenceWarning, stacklevel=3)
 
 
@@ -264,7 +270,7 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     batch = len(its) if qacc.ndim == 2 else None
     if not converged.all():
         for k in np.flatnonzero(~converged).tolist():
-            _warn(int(its[k]), float(improvement[k]), k, batch)
+            _warn(int(its[k]), float(improvement[k]), k, batch, opt.noslip_iterations)
     rows_ = _later_rows(model, q, qd, sets, active, batch)
     if batch is None:
         return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)

@@ -176,16 +176,31 @@ class Actuators:
         return self.length is None and bool(self.posed_each.any())
 
     def _check_muscles(self) -> None:
-        """InvalidModelError for a muscle gain or bias whose parameters MuJoCo's compiler refuses: range[0] < range[1]
-        and lmin < 1 < lmax are required (MuJoCo's words)."""
+        """InvalidModelError for a muscle gain or bias whose parameters MuJoCo's compiler refuses: range[0] < range[1],
+        lmin < 1 < lmax and positive scale, vmax, fpmax, fvmax are required (MuJoCo's words); and for one whose
+        lengthrange is empty (no optimal length L0: lengthrange[0] < lengthrange[1] is required) or whose peak force
+        comes from acc0 (force < 0: scale / acc0) with acc0 <= 0 (an actuator that moves nothing; MuJoCo would divide
+        by mjMINVAL, a force of scale * 1e15)."""
         for kind, types, prm in (("gain", self.gaintype, self.gainprm), ("bias", self.biastype, self.biasprm)):
             for a in np.flatnonzero(types == MUSCLE):
-                p = prm[a]
+                p, lengths = prm[a], self.lengthrange[a]
+                who = f"actuator {self.names[a]!r}: its muscle {kind}"
                 for bad, need in ((p[0] >= p[1], "range[0]<range[1]"), (not p[4] < 1 < p[5], "lmin<1<lmax")):
                     if bad:
-                        raise InvalidModelError(f"actuator {self.names[a]!r}: its muscle {kind} has range = "
-                                                f"[{p[0]:g}, {p[1]:g}], lmin = {p[4]:g}, lmax = {p[5]:g}; {need} "
-                                                "required in muscle (as MuJoCo's compiler requires)")
+                        raise InvalidModelError(f"{who} has range = [{p[0]:g}, {p[1]:g}], lmin = {p[4]:g}, lmax = "
+                                                f"{p[5]:g}; {need} required in muscle (as MuJoCo's compiler requires)")
+                if not (p[[3, 6, 7, 8]] > 0).all():
+                    raise InvalidModelError(f"{who} has scale = {p[3]:g}, vmax = {p[6]:g}, fpmax = {p[7]:g}, fvmax = "
+                                            f"{p[8]:g}; positive scale, vmax, fpmax, fvmax required in muscle (as "
+                                            "MuJoCo's compiler requires)")
+                if not lengths[0] < lengths[1]:
+                    raise InvalidModelError(f"{who} has lengthrange = [{lengths[0]:g}, {lengths[1]:g}]: expected "
+                                            "lengthrange[0] < lengthrange[1] (the muscle's optimal length is their "
+                                            "difference over range[1] - range[0])")
+                if p[2] < 0 and not self.acc0[a] > 0:
+                    raise InvalidModelError(f"{who} takes its peak force from acc0 (force = {p[2]:g} < 0: scale / "
+                                            f"acc0) and acc0 = {self.acc0[a]:g}: expected acc0 > 0 (the acceleration a "
+                                            "unit force of the actuator gives at qpos0; 0: it moves nothing)")
 
     @property
     def na(self) -> int:

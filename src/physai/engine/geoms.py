@@ -98,6 +98,10 @@ class Rows:
         return len(self.adr)
 
 
+#: how far a mesh polygon's normal may be from unit length (MuJoCo computes it from float32 vertices)
+UNIT_NORMAL = 1e-5
+
+
 @dataclass(frozen=True, eq=False)
 class Meshes:
     """Convex meshes for collision, in MuJoCo's layout (mjModel's mesh_*; nmesh meshes, V vertices, P polygons):
@@ -171,6 +175,11 @@ class Meshes:
                 return f"{name} has shape {getattr(self, name).shape}, expected {shape}"
         if not np.isfinite(self.mesh_vert).all() or not np.isfinite(self.mesh_polynormal).all():
             return "mesh_vert and mesh_polynormal must be finite"
+        lengths = np.linalg.norm(self.mesh_polynormal, axis=1)
+        off = np.flatnonzero(np.abs(lengths - 1.0) > UNIT_NORMAL)
+        if off.size:
+            return (f"polygon {int(off[0])}'s normal mesh_polynormal[{int(off[0])}] has length {lengths[off[0]]:.6g}: "
+                    f"expected a unit normal (length within {UNIT_NORMAL:g} of 1)")
 
         def within(adr, num, size) -> bool:
             return bool(((num >= 0) & (adr >= 0) & (num <= size - adr)).all())      # no overflow

@@ -104,7 +104,8 @@ def tendons_from_mujoco(m: mujoco.MjModel) -> dict:
     UnsupportedModelError for armature on a spatial tendon (its Jdot qd bias is not modelled)."""
     if not m.ntendon:
         return {}
-    spatial = m.wrap_type[m.tendon_adr] != mujoco.mjtWrap.mjWRAP_JOINT
+    first = m.wrap_type[np.clip(m.tendon_adr, 0, max(m.nwrap - 1, 0))] if m.nwrap else np.zeros(m.ntendon, int)
+    spatial = first != mujoco.mjtWrap.mjWRAP_JOINT                       # (a tendon_adr outside: named by Model)
     heavy = np.flatnonzero(spatial & (m.tendon_armature != 0))
     if heavy.size:
         raise UnsupportedModelError(f"tendon {m.tendon(int(heavy[0])).name or int(heavy[0])!r} is spatial and has armature: "
@@ -283,13 +284,15 @@ def meshes_from_mujoco(m: mujoco.MjModel) -> tuple[Meshes, np.ndarray]:
         if ga >= 0:
             hull, nface = int(m.mesh_graph[ga]), int(m.mesh_graph[ga + 1])
             graph = m.mesh_graph[ga:ga + 2 + 3 * hull + 3 * nface].astype(np.intp)     # its faces left out
+        who = f"mesh {i} ({m.mesh(i).name!r})"
+        if graph is not None:
+            _indices("mesh_graph", graph[2 + hull:2 + 2 * hull], nv, who)      # its hull vertices' ids in the mesh
         hull_ids = np.unique(graph[2 + hull:2 + 2 * hull]) if graph is not None else np.arange(nv)
         keep = hull_ids if len(hull_ids) >= 10 else np.arange(nv)     # MuJoCo climbs a graph of 10 vertices or more
         new = np.full(nv, -1, np.intp)
         new[keep] = np.arange(len(keep))
         pa, pn = int(m.mesh_polyadr[i]), int(m.mesh_polynum[i])
         num = m.mesh_polyvertnum[pa:pa + pn].astype(np.intp)
-        who = f"mesh {i} ({m.mesh(i).name!r})"
         polyvert = new[_indices("mesh_polyvert", m.mesh_polyvert[spans(m.mesh_polyvertadr[pa:pa + pn].astype(np.intp), num)],
                                 nv, who)]
         if (polyvert < 0).any():
@@ -329,7 +332,7 @@ def _indices(name: str, x: np.ndarray, size: int, who: str) -> np.ndarray:
     bad = np.flatnonzero((x < 0) | (x >= size))
     if bad.size:
         raise InvalidModelError(f"{name} of {who} holds {int(x[bad[0]])}: expected indices of its {size} "
-                                f"{'vertices' if name == 'mesh_polyvert' else 'polygons'}, 0..{size - 1}")
+                                f"{'polygons' if name == 'mesh_polymap' else 'vertices'}, 0..{size - 1}")
     return x
 
 

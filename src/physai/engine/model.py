@@ -16,6 +16,7 @@ of an engine link; the frame of a body with joints is the frame of its last link
 """
 
 import difflib
+import math
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -669,8 +670,15 @@ def _tendon_fields(tendons: dict, jnt_type: np.ndarray, nsite: int, geoms: Geoms
     names = tendons.get("tendon_name", ())
     kinds, ids, prm = tendons["wrap_type"], tendons["wrap_objid"], tendons["wrap_prm"]
     spans = list(zip(tendons["tendon_adr"], tendons["tendon_num"]))
+    nwrap = len(kinds)
+    if len(ids) != nwrap or len(prm) != nwrap:
+        raise InvalidModelError(f"wrap_type, wrap_objid and wrap_prm have {nwrap}, {len(ids)} and {len(prm)} entries: "
+                                "expected one each per path element")
     for t, (adr, num) in enumerate(spans):
         who = f"tendon {names[t] if t < len(names) and names[t] else t!r}"
+        if not (0 <= adr and 0 <= num <= nwrap - adr):
+            raise InvalidModelError(f"{who}: its path elements tendon_adr = {adr}, tendon_num = {num} lie outside the "
+                                    f"{nwrap} wrap entries: expected 0 <= adr and adr + num <= {nwrap}")
         for w in range(adr, adr + num):
             kind, i = int(kinds[w]), int(ids[w])
             what = {WRAP_JOINT: ("a joint", len(jnt_type)), WRAP_SITE: ("a site", nsite), WRAP_SPHERE: ("a geom", geoms.ngeom),
@@ -689,6 +697,10 @@ def _tendon_fields(tendons: dict, jnt_type: np.ndarray, nsite: int, geoms: Geoms
                 if gtype != {WRAP_SPHERE: geoms_module.SPHERE, WRAP_CYLINDER: geoms_module.CYLINDER}[kind]:
                     raise InvalidModelError(f"{who} wraps around {geoms.describe(i)}, of geom type {gtype}: expected a "
                                             "sphere or cylinder geom")
+                radius = float(geoms.geom_size[i, 0])
+                if not (math.isfinite(radius) and radius > 0):
+                    raise InvalidModelError(f"{who} wraps around {geoms.describe(i)} of radius {radius!r}: expected a "
+                                            "finite radius > 0")
                 if not -1 <= round(prm[w]) < nsite:
                     raise InvalidModelError(f"{who}: the side site of its wrap around {geoms.describe(i)} is {prm[w]}; "
                                             f"expected -1 (none) or a site 0..{nsite - 1}")

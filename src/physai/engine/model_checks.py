@@ -26,7 +26,11 @@ MAX_ITERATIONS = 2**31 - 1
 #: field: (lowest, highest) of the float fields with a domain; every other float field needs only be finite
 RANGES = {"dof_frictionloss": (0.0, math.inf), "dof_armature": (0.0, math.inf), "body_mass": (0.0, math.inf),
           "geom_size": (0.0, MAXVAL), "geom_friction": (0.0, MAXVAL), "pair_friction": (0.0, MAXVAL),
-          "tendon_frictionloss": (0.0, math.inf), "tendon_armature": (0.0, math.inf)}
+          "tendon_frictionloss": (0.0, math.inf), "tendon_armature": (0.0, math.inf),
+          "geom_rbound": (0.0, MAXVAL), "geom_margin": (-MAXVAL, MAXVAL), "geom_gap": (-MAXVAL, MAXVAL),
+          "pair_margin": (-MAXVAL, MAXVAL), "pair_gap": (-MAXVAL, MAXVAL), "body_gravcomp": (-MAXVAL, MAXVAL)}
+#: the Model's scalar float fields, each needing only be finite
+SCALARS = ("fluid_density", "fluid_viscosity")
 #: the entity each field prefix belongs to, with the Model (or Geoms) attribute holding its names
 OWNERS = {"jnt": ("joint", "jnt_name"), "body": ("body", "body_name"), "eq": ("equality", "eq_name"),
           "site": ("site", "site_name"), "geom": ("geom", "geom_name"), "tendon": ("tendon", "tendon_name")}
@@ -45,6 +49,10 @@ def check(model) -> None:
             index = tuple(int(k) for k in np.argwhere(bad)[0])
             raise InvalidModelError(f"{name}[{', '.join(map(str, index))}]{_who(model, owner, name, index[0])} is "
                                     f"{value[index].item()!r}: expected {_domain(low, high)}")
+    for name in SCALARS:
+        value = getattr(model, name)
+        if not math.isfinite(value):
+            raise InvalidModelError(f"{name} is {value!r}: expected a finite value")
     geoms = model.geoms
     for name in ("geom_condim", "pair_dim"):
         dims = getattr(geoms, name)
@@ -59,15 +67,19 @@ def check(model) -> None:
 
 
 def check_options(opt) -> None:
-    """InvalidModelError unless opt's timestep is finite and > 0, its impratio and tolerances finite and >= 0 and its
-    iteration counts whole numbers in 0..2**31 - 1 (MuJoCo's int)."""
+    """InvalidModelError unless opt's timestep is finite and > 0, its impratio and tolerances (the solver's, the line
+    search's, GJK/EPA's, noslip's) finite and >= 0, ccd_tolerance at most MAXVAL, and its iteration counts whole
+    numbers in 0..2**31 - 1 (MuJoCo's int)."""
     for name, positive in (("timestep", True), ("impratio", False), ("tolerance", False), ("ls_tolerance", False),
-                           ("ccd_tolerance", False)):
+                           ("ccd_tolerance", False), ("noslip_tolerance", False)):
         value = getattr(opt, name)
         if isinstance(value, bool) or not isinstance(value, (int, float, np.number)) or not math.isfinite(value) or \
                 value < 0 or (positive and value == 0):
             raise InvalidModelError(f"opt.{name} is {value!r}: expected a finite number {'> 0' if positive else '>= 0'}")
-    for name in ("iterations", "ls_iterations", "ccd_iterations"):
+    if opt.ccd_tolerance > MAXVAL:                     # GJK's stopping test squares it: 1e200 would overflow
+        raise InvalidModelError(f"opt.ccd_tolerance is {opt.ccd_tolerance!r}: expected a value in [0, {MAXVAL:g}] [m] "
+                                "(GJK compares the duality gap with its square, which must not overflow)")
+    for name in ("iterations", "ls_iterations", "ccd_iterations", "noslip_iterations"):
         value = getattr(opt, name)
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or not 0 <= value <= MAX_ITERATIONS:
             raise InvalidModelError(f"opt.{name} is {value!r}: expected a whole number in 0..{MAX_ITERATIONS}")

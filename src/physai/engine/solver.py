@@ -720,11 +720,12 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
     solver when opt.noslip_iterations > 0): Gauss-Seidel sweeps on 1/2 f^T A f + f^T b, A = J M^-1 J^T, over the
     friction-loss rows and the contacts' friction at their normal forces, until the sweep's improvement scaled by
     tolerance_scale(M) (the first sweep's plus 1/2 sum R f^2) is below opt.noslip_tolerance, at most
-    opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its iterations add to the solver's."""
+    opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its iterations add to the solver's;
+    stopped at its limit, the solution is not converged and its improvement is the last sweep's (the warning's)."""
     qacc_smooth, A, b = _dual_problem(model, r, M, qfrc_smooth)
     force = solution.efc_force.copy()
     Ainv = 1.0 / np.maximum(MINVAL, np.diag(A))
-    blocks, it = _friction_contacts(r), 0
+    blocks, it, improvement = _friction_contacts(r), 0, 0.0
     scale = tolerance_scale(M) if scale is None else scale
     while it < model.opt.noslip_iterations:
         improvement = 0.5 * float(force @ (r.R * force)) if it == 0 else 0.0   # the cost without R at the start
@@ -734,8 +735,9 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
             break
     qfrc = r.J.T @ force
     qacc = qacc_smooth + tree_cholesky_solve(model, M[:, :, None], qfrc[:, None])[:, 0]
-    return Solution(qacc, force, qfrc, solution.iterations + it, solution.improvement, solution.converged,
-                    _dual_state(r, force, _pgs_blocks(r)))
+    done = improvement < model.opt.noslip_tolerance                    # else stopped at its limit
+    return Solution(qacc, force, qfrc, solution.iterations + it, solution.improvement if done else improvement,
+                    solution.converged and done, _dual_state(r, force, _pgs_blocks(r)))
 
 
 def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
