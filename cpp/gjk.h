@@ -593,7 +593,8 @@ inline bool join(Polytope &pt, int wi, double lower2, double upper2) {
     return true;
 }
 
-// EPA: the nearest face bounds the depth below, the support point along it above
+// EPA: the nearest face bounds the depth below, the support point along it above; a degenerate new face ends it on
+// the nearest face found (gjk.epa)
 inline int epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
     double upper = MAX_LIMIT, upper2 = MAX_LIMIT;
     int f = -1;
@@ -633,7 +634,10 @@ inline int epa(Status &status, Polytope &pt, CcdObject &o1, CcdObject &o2) {
             break;
         }
         if (int64_t(pt.horizon.size()) > pt.max_faces - int64_t(pt.faces.size())) break;   // out of room
-        if (!join(pt, wi, lower2, upper2)) f = -1;
+        if (!join(pt, wi, lower2, upper2)) {                           // a degenerate new face: keep the nearest
+            pt.horizon.clear();
+            break;
+        }
         pt.horizon.clear();
         if (pt.map.empty() || f < 0) break;
         k++;

@@ -366,6 +366,19 @@ def test_degenerate_input_terminates(kind1, kind2):
         assert all(np.isfinite(c[0]) and np.isfinite(c[1]).all() for c in contacts)
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("tolerance", ["0", "1e-200"])
+def test_every_pair_at_a_zero_ccd_tolerance_matches_mj_collision(tolerance, backend):
+    """ccd_tolerance 0 (and 1e-200, whose square GJK compares with underflows to 0): GJK and EPA run until a repeated
+    vertex, a degenerate face or their iteration limits, and still find mj_collision's contacts in every state of
+    every pair (one contact: multiccd off). A degenerate new face of EPA ends it on the nearest face found, as MuJoCo
+    4.0 does: measured, 25 of 1,400 states (25 scenes of each pair) lost their contact before, none after."""
+    option = f'<option ccd_tolerance="{tolerance}"><flag multiccd="disable"/></option>'
+    for kind1, kind2 in PAIRS + MULTI_PAIRS:
+        r = compare(kind1, kind2, range(10), 4, backend, option)
+        assert r["agree"] == r["states"] and r["max_dist"] <= AGREE, f"{kind1}-{kind2}: {r}"
+
+
 def beside_mj_step(m: mujoco.MjModel, steps: int, backend: str) -> tuple:
     """physai's simulate on the backend beside mj_step from m's initial state: (the largest qpos difference, each
     step's contacts as mj_step found them (geom pairs), mj_step's last MjData)."""
