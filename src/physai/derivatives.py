@@ -248,12 +248,12 @@ FD_WEIGHTS = ((-2.0, 1.0), (-1.0, -8.0), (1.0, 8.0), (2.0, -1.0))
 
 class _HardForces:
     """The forces step_derivatives differences instead of differentiating them (each with many branches; the rest of
-    the step stays analytic): the fluid forces (passive.fluid), the spatial tendons' springs and dampers and their
-    armature's M a, the whole actuator force when some actuator is _hard_actuators' (muscle curves, configuration-
-    dependent moment arms), and for the implicit integrators h D a, D the non-bias part of d f / d qd, which moves with
-    (q, qd) through these forces. Their derivatives in (q, qd) at a fixed acceleration a, ctrl and act are 4th-order
-    centred differences (FD_STEP along each tangent direction of q, physai.joints.integrate, and each qd): truncation
-    ~FD_STEP^4, rounding ~eps / FD_STEP of the forces' scale."""
+    the step stays analytic): the fluid forces (passive.fluid), the spatial tendons' springs and dampers, the whole
+    actuator force when some actuator is _hard_actuators' (muscle curves, configuration-dependent moment arms), and for
+    the implicit integrators h D a, D the non-bias part of d f / d qd, which moves with (q, qd) through these forces.
+    Their derivatives in (q, qd) at a fixed acceleration a, ctrl and act are 4th-order centred differences (FD_STEP
+    along each tangent direction of q, physai.joints.integrate, and each qd): truncation ~FD_STEP^4, rounding
+    ~eps / FD_STEP of the forces' scale."""
 
     def __init__(self, model: Model, h: float, inputs, euler_damping: bool, act, name: str):
         acts = inputs.actuators
@@ -261,22 +261,20 @@ class _HardForces:
         self.fluid = passive.has_fluid(model)
         spatial = _spatial_tendons(model) if model.ntendon else np.zeros(0, bool)
         self.tendon_forces = spatial & ((model.tendon_stiffness != 0) | (model.tendon_damping != 0))
-        self.tendon_armature = np.where(spatial, model.tendon_armature, 0.0)
         self.actuators = acts is not None and bool(_hard_actuators(acts).any())
         self.damping = name in ("implicit", "implicitfast")
-        self.any = self.fluid or self.tendon_forces.any() or self.tendon_armature.any() or self.actuators
+        self.any = self.fluid or self.tendon_forces.any() or self.actuators
         self.probe = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act) if self.any else None
 
     def force(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray) -> np.ndarray:
-        """(nv,) the hard forces at (q, qd) and the acceleration a: fluid + spatial tendons' J^T f - J^T diag(armature) J a
-        + actuators (when hard) + h D a (implicit, implicitfast)."""
+        """(nv,) the hard forces at (q, qd) and the acceleration a: fluid + spatial tendons' J^T f + actuators (when hard)
+        + h D a (implicit, implicitfast)."""
         model, run = self.model, self.probe
         velocity_stages(model, run.d, q[:, None], qd[:, None])
         f = passive.fluid(model, run.d)[:, 0] if self.fluid else np.zeros(model.nv)
-        if self.tendon_forces.any() or self.tendon_armature.any():
+        if self.tendon_forces.any():
             length, J = tendon.tendons(model, run.d, q)
-            ft = np.where(self.tendon_forces, passive.tendon_force(model, length, J @ qd), 0.0)
-            f = f + J.T @ (ft - self.tendon_armature * (J @ a))
+            f = f + J.T @ np.where(self.tendon_forces, passive.tendon_force(model, length, J @ qd), 0.0)
         if self.actuators:
             f = f + run.actuator_force(q, qd, self.act)
         if self.damping:
@@ -467,6 +465,15 @@ def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
     outer = np.einsum("ki,kj->kij", acts.moment, acts.moment) * forward.dof_pattern(model)
     W = (g2[:, None] * (outer @ a)).T                  # (nv, nu): column k is g2_k (pattern * m_k m_k^T) a
     return W @ x.x_u, W @ x.x_a
+
+
+def check_tendons(model: Model) -> None:
+    """UnsupportedModelError for a spatial tendon's armature (its M moves with q and MuJoCo adds a bias, mj_tendonBias:
+    not differentiated; the loader refuses it today, physai.engine.loaders)."""
+    heavy = _spatial_tendons(model) & (model.tendon_armature != 0) if model.ntendon else np.zeros(0, bool)
+    if heavy.any():
+        raise UnsupportedModelError(f"step_derivatives differentiates fixed tendons' armature; tendon "
+                                    f"{model.tendon_name[int(np.flatnonzero(heavy)[0])]!r} is spatial and has armature")
 
 
 def check_actuators(model: Model) -> None:
@@ -661,10 +668,10 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     enter analytically. The forces with many branches enter by 4th-order centred differences of those forces alone
     (_HardForces, at the step's acceleration, inside the analytic step): fluid forces (the inertia-box model; the
     ellipsoid model under euler and rk4: the implicit integrators refuse it, passive.check_integrator), spatial tendons'
-    springs, dampers and armature, muscle gains and biases and configuration-dependent moment arms (every transmission
-    but adhesion, refused by name: check_actuators), and under implicit and implicitfast the motion of their velocity
-    derivative in M - h D. The smooth dynamics only: the model's constraints (tendon limits and equalities too) do not
-    enter.
+    springs and dampers (their armature is refused: check_tendons), muscle gains and biases and configuration-dependent
+    moment arms (every transmission but adhesion, refused by name: check_actuators), and under implicit and
+    implicitfast the motion of their velocity derivative in M - h D. The smooth dynamics only: the model's constraints
+    (tendon limits and equalities too) do not enter.
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     What the compiled kernel does not model (numpy_only names it: activations, tendon forces, gravity compensation, fluid
@@ -675,6 +682,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     if integrator == "discrete":
         raise UnsupportedModelError("step_derivatives of the discrete integrator: physai does not differentiate its step "
                                     "yet; choose another integrator (implicitfast is its nearest)")
+    check_tendons(model)
     check_actuators(model)
     na = 0 if model.actuators is None else model.actuators.na
     compiled = native.on and not numpy_only(model)     # what the compiled kernel declines, the NumPy text runs
