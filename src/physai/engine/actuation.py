@@ -441,8 +441,8 @@ def servo_metric(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.n
 __all__ = ["MINVAL", "SiteFrames", "activation_rate", "biases", "body_transmission", "check_posed", "clamped_ctrl",
            "conjugate", "gains", "inputs", "joint_force", "joint_saturated", "joint_transmission", "lengths_velocities",
            "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length", "next_activation", "posed",
-           "quat_to_vel", "scalar_forces", "servo_metric", "servo_slopes", "site_jacobian", "site_transmission", "slider_crank", "transmission",
-           "velocity_derivative"]
+           "quat_to_vel", "scalar_forces", "servo_metric", "servo_slopes", "site_jacobian", "site_transmission",
+           "slider_crank", "transmission", "velocity_derivative"]
 
 
 def force_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
