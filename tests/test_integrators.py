@@ -701,11 +701,11 @@ def test_discrete_integrator_follows_mj_step(seed, backend):
     assert np.abs(batch.q[:, 1:] - Q).max() < 1e-10
 
 
-def discrete_servo_model(seed: int, limit: bool = False) -> mujoco.MjModel:
+def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> mujoco.MjModel:
     """A random chain of hinges and slides for the discrete integrator's coupled metric: joint dampers and springs, a fixed
     and a spatial tendon with stiffness, damping and a springlength (a dead band for the fixed one), position and
     velocity servos on joints and tendons, an affine general actuator (slopes of either sign, sometimes a filter or
-    force-limited), and a standalone free body; with `limit` a limited hinge pressed past its range."""
+    force-limited), and (`free`) a standalone free body; with `limit` a limited hinge pressed past its range."""
     rng = np.random.default_rng(seed)
     num = lambda *x: " ".join(f"{v:.6g}" for v in x)                                    # noqa: E731
     body = '<site name="tip" pos=".1 .05 0"/>'
@@ -722,6 +722,7 @@ def discrete_servo_model(seed: int, limit: bool = False) -> mujoco.MjModel:
                f'springlength="{num(low, low + rng.uniform(0, .2))}">{coefs}</fixed>'
                f'<spatial name="sp" stiffness="{num(rng.uniform(0, 40))}" damping="{num(rng.uniform(0, 2))}" '
                f'springlength="{num(rng.uniform(0, .3))}"><site site="base"/><site site="tip"/></spatial>')
+    drifter = '<body pos="1 0 -.85"><freejoint/><geom type="box" size=".1 .2 .05"/></body>'
     dyn = f'dyntype="filter" dynprm="{num(rng.uniform(.02, .2))}"' if seed % 2 else ""
     limited = 'forcelimited="true" forcerange="-2 2"' if seed % 3 == 0 else ""
     actuators = (f'<position joint="j0" kp="{num(rng.uniform(10, 100))}" kv="{num(rng.uniform(0, 3))}" {limited}/>'
@@ -730,7 +731,7 @@ def discrete_servo_model(seed: int, limit: bool = False) -> mujoco.MjModel:
                  f'biasprm="{num(*rng.normal(size=3))}" {dyn}/>')
     xml = (f'<mujoco><option integrator="discrete" timestep="{num(rng.uniform(.002, .01))}" tolerance="1e-15"/>'
            f'<default><geom contype="0" conaffinity="0"/></default><worldbody><site name="base" pos=".3 .2 .6"/>'
-           f'<body pos="0 0 .5">{body}</body><body pos="1 0 -.85"><freejoint/><geom type="box" size=".1 .2 .05"/></body>'
+           f'<body pos="0 0 .5">{body}</body>{drifter if free else ""}'
            f'</worldbody><tendon>{tendons}</tendon><actuator>{actuators}</actuator></mujoco>')
     return mujoco.MjModel.from_xml_string(xml)
 
@@ -762,8 +763,29 @@ def test_discrete_integrator_with_tendons_and_servos_follows_mj_step(seed, limit
     assert np.abs(batch.q[:, 1:] - Q).max() < 1e-10
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("seed", range(3))
+def test_discrete_integrator_with_fluid_forces_follows_mj_step(seed, backend):
+    """The inertia boxes' drag in the discrete metric's B (-d qfrc_fluid / d qd, engine.forward.discrete_metric) on the
+    random chains of discrete_servo_model in a fluid (random density, viscosity and wind), the free body kept out of it
+    (fluid on a standalone free body is refused): 100 steps within 1e-10 of mj_step in q and qd."""
+    rng = np.random.default_rng(seed)
+    m = discrete_servo_model(seed, limit=seed == 2, free=False)
+    m.opt.density, m.opt.viscosity, m.opt.wind = rng.uniform(.5, 2), rng.uniform(0, .1), rng.normal(size=3)
+    d = mujoco.MjData(m)
+    model = engine.from_mujoco(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    d.qvel[:] = rng.normal(size=m.nv)
+    d.ctrl[:] = ctrl = rng.normal(size=m.nu)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    Q, QD = mj.steps(m, d, 100)
+    traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
+
+
 def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
-    """Muscles (their slopes are not affine), fluid forces, tendon springs under PGS (MuJoCo leaves them out of its
+    """Muscles (their slopes are not affine), fluid forces on a standalone free body or of the ellipsoid model, tendon
+    springs under PGS (MuJoCo leaves them out of its
     factorized metric), and its step derivatives and inverse: UnsupportedModelError naming the discrete integrator; a
     model with contacts steps with and without its constraints."""
     model = engine.from_mujoco(discrete_model(0, contacts=True))
@@ -774,12 +796,16 @@ def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
            'pos=".3 0 0"><joint name="b"/><geom size=".1"/></body></body></worldbody>')
     tendon = '<tendon><fixed stiffness="50"><joint joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon>'
     cases = [('<option integrator="discrete"/>' + arm + '<actuator><muscle joint="a"/></actuator>', "muscle"),
-             ('<option integrator="discrete" density="1.2" viscosity=".1"/>' + arm, "fluid"),
+             ('<option integrator="discrete" density="1.2" viscosity=".1"/>' + arm.replace(
+                 "</worldbody>", '<body name="drifter"><freejoint/><geom size=".1"/></body></worldbody>'), "drifter"),
+             ('<option integrator="discrete" density="1.2"/>' + arm.replace('<geom size=".1"/>',
+                                                                            '<geom size=".1" fluidshape="ellipsoid"/>'),
+              "ellipsoid"),
              ('<option integrator="discrete" solver="PGS"/>' + arm + tendon, "PGS")]
     for xml, what in cases:
         bad = engine.from_mujoco(mujoco.MjModel.from_xml_string(f"<mujoco>{xml}</mujoco>"))
-        with pytest.raises(UnsupportedModelError, match=f"discrete integrator.*{what}"):
-            integ.simulate(bad, np.full(2, .2), np.ones(2), steps=2, ctrl=np.ones(bad.nu) if bad.nu else None)
+        with pytest.raises(UnsupportedModelError, match=f"discrete integrator.*{what}|{what}.*discrete integrator"):
+            integ.simulate(bad, bad.qpos0, np.ones(bad.nv), steps=2, ctrl=np.ones(bad.nu) if bad.nu else None)
     with pytest.raises(UnsupportedModelError, match="step_derivatives of the discrete integrator"):
         derivatives.step_derivatives(model, q0, qd0)
     with pytest.raises(UnsupportedModelError, match="discrete integrator"):

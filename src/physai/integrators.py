@@ -51,12 +51,13 @@ mj_integratePos), written q' = q + h qd' below:
     "discrete"      MuJoCo 4's discrete-time step, implicit in velocity and position (mjINT_DISCRETE, since 3.13):
                         (M + h B + h^2 K) a = f - h K qd,   then as euler
                     a the step map (qd' - qd) / h; B and K the positive damping and stiffness: the joints' diagonal,
-                    the tendons' J^T diag(b) J and J^T diag(k) J, the servos' moment^T max(-slope, 0) moment of their
-                    velocity and length slopes (engine.forward.discrete_metric; the NumPy engine steps those, the
-                    compiled one the joints' alone); standalone free bodies solved again in their blocks as
-                    implicitfast's. With constraints the solver minimises in the metric M + h B + h^2 K (see
-                    CONSTRAINTS). Refused by name (UnsupportedModelError): fluid forces, muscles, tendon or servo terms
-                    under PGS or noslip; step_derivatives and the discrete inverse refuse the integrator.
+                    the inertia boxes' fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J,
+                    the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
+                    (engine.forward.discrete_metric; the NumPy engine steps those, the compiled one the joints' alone);
+                    standalone free bodies solved again in their blocks as implicitfast's. With constraints the solver
+                    minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by name (UnsupportedModelError):
+                    ellipsoid-model fluid, fluid on a standalone free body, muscles, tendon or servo terms under PGS or
+                    noslip; step_derivatives and the discrete inverse refuse the integrator.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -204,10 +205,15 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
 
 
 def check_discrete(model) -> None:
-    """UnsupportedModelError for what physai's discrete integrator does not model: fluid forces (their drag joins B)."""
-    if passive.has_fluid(model):
-        raise UnsupportedModelError("the discrete integrator with fluid forces (their drag joins its damping matrix; "
-                                    "physai does not model that): choose another integrator")
+    """UnsupportedModelError for what physai's discrete integrator does not model: fluid forces on a standalone free body
+    (their drag joins the free body's own 6 x 6 block solve, which physai's leaves out); the ellipsoid model's are
+    refused with the implicit integrators' (passive.check_integrator)."""
+    free = set(standalone_free_dofs(model))
+    for b in model.fluid_bodyid:
+        if free.intersection(model.jnt_dofadr[model.jnt_bodyid == b].tolist()):
+            raise UnsupportedModelError(f"the discrete integrator with fluid forces on the standalone free body "
+                                        f"{model.body_name[int(b)]!r} (their drag joins its 6 x 6 block solve; physai "
+                                        "does not model that): choose another integrator")
 
 
 def has_constraints(model) -> bool:

@@ -214,10 +214,9 @@ class DynamicsEvaluator:
         """(B, K) (nv, nv) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric);
         UnsupportedModelError for the couplings PGS and noslip would leave out (refuse_discrete_couplings)."""
         x = self.inputs
-        B, K = discrete_metric(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
         if self.constrained:
-            refuse_discrete_couplings(self.model, B, K)
-        return B, K
+            refuse_discrete_couplings(self.model, self.actuators)
+        return discrete_metric(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
                         skip: np.ndarray | None = None) -> np.ndarray:
@@ -362,10 +361,15 @@ discrete_stiffness = constraint.discrete_stiffness
 
 def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None) -> tuple[np.ndarray, np.ndarray]:
     """(B, K) (nv, nv) [N m s/rad | N s/m, N m/rad | N/m]: the positive damping and stiffness of MuJoCo 4's discrete
-    step metric M + h B + h^2 K at (q, qd): the joints' (diagonal), the tendons' J^T diag(b) J and J^T diag(k) J (k zero
+    step metric M + h B + h^2 K at (q, qd): the joints' (diagonal), the inertia boxes' fluid drag (-d qfrc_fluid / d qd),
+    the tendons' J^T diag(b) J and J^T diag(k) J (k zero
     inside a spring's dead band), and the
     actuators' slopes with the stabilizing sign (actuation.servo_metric)."""
     B, K = np.diag(model.dof_damping.astype(float)), np.diag(discrete_stiffness(model))
+    if passive.has_fluid(model):                                        # the inertia boxes' drag (mjd_passive_vel)
+        d = Data(model)
+        smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
+        B = B - passive.fluid_velocity_derivative(model, d)[:, :, 0]
     if model.tendon_damping.any() or model.tendon_stiffness.any():      # J^T diag(b) J, J^T diag(k) J
         length, J = api.tendon_kinematics(model, np.asarray(q, float))
         lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
@@ -377,23 +381,27 @@ def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None)
     return B, K
 
 
-def refuse_discrete_couplings(model, B: np.ndarray, K: np.ndarray) -> None:
-    """UnsupportedModelError when tendons or actuators add to the discrete metric (B, K beyond the joints' diagonal) and
-    the constraint solver is PGS or noslip runs: MuJoCo then leaves those terms out of its factorized metric (physai
-    does not)."""
-    coupled = (B != np.diag(model.dof_damping)).any() or (K != np.diag(discrete_stiffness(model))).any()
-    if coupled and (model.opt.solver == "pgs" or model.opt.noslip_iterations):
+def refuse_discrete_couplings(model, actuators) -> None:
+    """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and the constraint
+    solver is PGS or noslip runs: MuJoCo then leaves those terms out of its factorized metric (physai does not)."""
+    if metric_couplings(model, actuators) and (model.opt.solver == "pgs" or model.opt.noslip_iterations):
         raise UnsupportedModelError("the discrete integrator with tendon springs, dampers or servo gains under the PGS "
                                     "solver or noslip (MuJoCo leaves them out of its factorized metric; physai does "
                                     "not): choose the Newton or CG solver without noslip, or another integrator")
 
 
-def compiled_discrete(model, actuators) -> bool:
-    """Whether the compiled discrete step (cpp/forward.h's discrete: the joints' diagonal B and K only) models the
-    discrete metric: no tendon springs or dampers, no actuator gain or bias on length or velocity, no muscle."""
+def metric_couplings(model, actuators) -> bool:
+    """Whether tendons or actuators add to the discrete metric: tendon springs or dampers, an actuator gain or bias on
+    length or velocity, or a muscle."""
     servo = actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()
                                        or (actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
-    return not (servo or model.tendon_damping.any() or model.tendon_stiffness.any())
+    return bool(servo or model.tendon_damping.any() or model.tendon_stiffness.any())
+
+
+def compiled_discrete(model, actuators) -> bool:
+    """Whether the compiled discrete step (cpp/forward.h's discrete: the joints' diagonal B and K only) models the
+    discrete metric: no fluid forces and no tendon or actuator terms (metric_couplings)."""
+    return not (metric_couplings(model, actuators) or passive.has_fluid(model))
 
 
 def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:
