@@ -219,6 +219,8 @@ SLOW = {
     },
     "test_integrators.py": {
         "test_discrete_integrator_follows_mj_step", "test_discrete_rollout_of_many_states_follows_mj_step",
+        "test_discrete_integrator_with_tendons_and_servos_follows_mj_step",
+        "test_discrete_integrator_with_fluid_forces_follows_mj_step",
         "test_discrete_integrator_with_constraints_follows_mj_step", "test_discrete_constraint_rows_and_forces_equal_mujocos",
         "test_discrete_integrator_with_constraints_under_cg_pgs_and_without_islands",
         "test_simulation_follows_the_models_options_as_mj_step",

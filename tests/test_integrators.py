@@ -701,24 +701,111 @@ def test_discrete_integrator_follows_mj_step(seed, backend):
     assert np.abs(batch.q[:, 1:] - Q).max() < 1e-10
 
 
+def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> mujoco.MjModel:
+    """A random chain of hinges and slides for the discrete integrator's coupled metric: joint dampers and springs, a fixed
+    and a spatial tendon with stiffness, damping and a springlength (a dead band for the fixed one), position and
+    velocity servos on joints and tendons, an affine general actuator (slopes of either sign, sometimes a filter or
+    force-limited), and (`free`) a standalone free body; with `limit` a limited hinge pressed past its range."""
+    rng = np.random.default_rng(seed)
+    num = lambda *x: " ".join(f"{v:.6g}" for v in x)                                    # noqa: E731
+    body = '<site name="tip" pos=".1 .05 0"/>'
+    n = int(rng.integers(3, 6))
+    for i in range(n)[::-1]:
+        kind = ["hinge", "slide"][i % 2]
+        rng_lim = ' limited="true" range="-.2 .2"' if limit and i == 0 else ""
+        body = (f'<body pos="{num(*rng.uniform(-.2, .2, 3))}"><joint name="j{i}" type="{kind}" axis="{num(*rng.normal(size=3))}" '
+                f'damping="{num(rng.uniform(0, 1))}" stiffness="{num(rng.uniform(0, 5))}"{rng_lim}/>'
+                f'<geom type="box" size="{num(*rng.uniform(.03, .1, 3))}" pos="{num(*rng.uniform(-.1, .1, 3))}"/>{body}</body>')
+    coefs = "".join(f'<joint joint="j{i}" coef="{num(rng.normal())}"/>' for i in range(n))
+    low = rng.uniform(-.3, .3)
+    tendons = (f'<fixed name="fx" stiffness="{num(rng.uniform(0, 40))}" damping="{num(rng.uniform(0, 2))}" '
+               f'springlength="{num(low, low + rng.uniform(0, .2))}">{coefs}</fixed>'
+               f'<spatial name="sp" stiffness="{num(rng.uniform(0, 40))}" damping="{num(rng.uniform(0, 2))}" '
+               f'springlength="{num(rng.uniform(0, .3))}"><site site="base"/><site site="tip"/></spatial>')
+    drifter = '<body pos="1 0 -.85"><freejoint/><geom type="box" size=".1 .2 .05"/></body>'
+    dyn = f'dyntype="filter" dynprm="{num(rng.uniform(.02, .2))}"' if seed % 2 else ""
+    limited = 'forcelimited="true" forcerange="-2 2"' if seed % 3 == 0 else ""
+    actuators = (f'<position joint="j0" kp="{num(rng.uniform(10, 100))}" kv="{num(rng.uniform(0, 3))}" {limited}/>'
+                 f'<velocity tendon="fx" kv="{num(rng.uniform(0, 5))}"/><position tendon="sp" kp="{num(rng.uniform(10, 60))}"/>'
+                 f'<general joint="j1" gaintype="affine" biastype="affine" gainprm="{num(*rng.normal(size=3))}" '
+                 f'biasprm="{num(*rng.normal(size=3))}" {dyn}/>')
+    xml = (f'<mujoco><option integrator="discrete" timestep="{num(rng.uniform(.002, .01))}" tolerance="1e-15"/>'
+           f'<default><geom contype="0" conaffinity="0"/></default><worldbody><site name="base" pos=".3 .2 .6"/>'
+           f'<body pos="0 0 .5">{body}</body>{drifter if free else ""}'
+           f'</worldbody><tendon>{tendons}</tendon><actuator>{actuators}</actuator></mujoco>')
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("limit", [False, True])
+@pytest.mark.parametrize("seed", range(3))
+def test_discrete_integrator_with_tendons_and_servos_follows_mj_step(seed, limit, backend):
+    """The discrete metric M + h B + h^2 K with the tendons' J^T diag(b) J and J^T diag(k) J and the servos' slopes kept
+    with their stabilizing sign (engine.forward.discrete_metric), on random chains with fixed and spatial tendon springs
+    and dampers, position, velocity and affine servos (filters, force limits), with and without a limit row: 100 steps
+    of simulate and rollout within 1e-10 of mj_step in q and qd, one step within 1e-12 (the compiled backend hands the
+    step to the NumPy engine: engine.forward.compiled_discrete)."""
+    m = discrete_servo_model(seed, limit)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    model = engine.from_mujoco(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    d.qvel[:] = rng.normal(size=m.nv)
+    d.ctrl[:] = ctrl = rng.normal(size=m.nu)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    Q, QD = mj.steps(m, d, 100)
+    traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10
+    assert np.abs(traj.qd[1:] - QD).max() < 1e-10
+    q1, qd1 = run(backend, integ.step, model, q0, qd0, ctrl=ctrl)[:2]              # (q, qd, act) with a filter
+    assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+    batch = run(backend, integ.rollout, model, np.stack([q0, q0]), np.stack([qd0, qd0]), steps=100, ctrl=ctrl, energy=False)
+    assert np.abs(batch.q[:, 1:] - Q).max() < 1e-10
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("seed", range(3))
+def test_discrete_integrator_with_fluid_forces_follows_mj_step(seed, backend):
+    """The inertia boxes' drag in the discrete metric's B (-d qfrc_fluid / d qd, engine.forward.discrete_metric) on the
+    random chains of discrete_servo_model in a fluid (random density, viscosity and wind), the free body kept out of it
+    (fluid on a standalone free body is refused): 100 steps within 1e-10 of mj_step in q and qd."""
+    rng = np.random.default_rng(seed)
+    m = discrete_servo_model(seed, limit=seed == 2, free=False)
+    m.opt.density, m.opt.viscosity, m.opt.wind = rng.uniform(.5, 2), rng.uniform(0, .1), rng.normal(size=3)
+    d = mujoco.MjData(m)
+    model = engine.from_mujoco(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    d.qvel[:] = rng.normal(size=m.nv)
+    d.ctrl[:] = ctrl = rng.normal(size=m.nu)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    Q, QD = mj.steps(m, d, 100)
+    traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
+
+
 def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
-    """Position servos (their gains join K), tendon springs, and its step derivatives and inverse: UnsupportedModelError
-    naming the discrete integrator; a model with contacts steps with and without its constraints."""
+    """Muscles (their slopes are not affine), fluid forces on a standalone free body or of the ellipsoid model, tendon
+    springs under PGS (MuJoCo leaves them out of its
+    factorized metric), and its step derivatives and inverse: UnsupportedModelError naming the discrete integrator; a
+    model with contacts steps with and without its constraints."""
     model = engine.from_mujoco(discrete_model(0, contacts=True))
     q0, qd0 = model.qpos0, np.zeros(model.nv)
     assert integ.simulate(model, q0, qd0, steps=2).ncon is not None
     assert integ.simulate(model, q0, qd0, steps=2, constraints=False).q.shape == (3, model.nq)
-    servo = mujoco.MjModel.from_xml_string('<mujoco><option integrator="discrete"/><worldbody><body><joint name="j"/>'
-                                           '<geom size=".1" pos=".2 0 0"/></body></worldbody><actuator>'
-                                           '<position joint="j" kp="10"/></actuator></mujoco>')
-    with pytest.raises(UnsupportedModelError, match="discrete integrator with actuators"):
-        integ.simulate(engine.from_mujoco(servo), np.zeros(1), np.zeros(1), steps=2, ctrl=np.ones(1))
-    tendon = mujoco.MjModel.from_xml_string('<mujoco><option integrator="discrete"/><worldbody><body><joint name="a"/>'
-                                            '<geom size=".1" pos=".2 0 0"/><body pos=".3 0 0"><joint name="b"/><geom '
-                                            'size=".1"/></body></body></worldbody><tendon><fixed stiffness="50"><joint '
-                                            'joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon></mujoco>')
-    with pytest.raises(UnsupportedModelError, match="discrete integrator with tendon stiffness"):
-        integ.simulate(engine.from_mujoco(tendon), np.zeros(2), np.ones(2), steps=2)
+    arm = ('<worldbody><body><joint name="a" limited="true" range="-.1 .1"/><geom size=".1" pos=".2 0 0"/><body '
+           'pos=".3 0 0"><joint name="b"/><geom size=".1"/></body></body></worldbody>')
+    tendon = '<tendon><fixed stiffness="50"><joint joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon>'
+    cases = [('<option integrator="discrete"/>' + arm + '<actuator><muscle joint="a"/></actuator>', "muscle"),
+             ('<option integrator="discrete" density="1.2" viscosity=".1"/>' + arm.replace(
+                 "</worldbody>", '<body name="drifter"><freejoint/><geom size=".1"/></body></worldbody>'), "drifter"),
+             ('<option integrator="discrete" density="1.2"/>' + arm.replace('<geom size=".1"/>',
+                                                                            '<geom size=".1" fluidshape="ellipsoid"/>'),
+              "ellipsoid"),
+             ('<option integrator="discrete" solver="PGS"/>' + arm + tendon, "PGS")]
+    for xml, what in cases:
+        bad = engine.from_mujoco(mujoco.MjModel.from_xml_string(f"<mujoco>{xml}</mujoco>"))
+        with pytest.raises(UnsupportedModelError, match=f"discrete integrator.*{what}|{what}.*discrete integrator"):
+            integ.simulate(bad, bad.qpos0, np.ones(bad.nv), steps=2, ctrl=np.ones(bad.nu) if bad.nu else None)
     with pytest.raises(UnsupportedModelError, match="step_derivatives of the discrete integrator"):
         derivatives.step_derivatives(model, q0, qd0)
     with pytest.raises(UnsupportedModelError, match="discrete integrator"):

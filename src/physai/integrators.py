@@ -50,12 +50,14 @@ mj_integratePos), written q' = q + h qd' below:
                     which MuJoCo 4's RK4 takes (its 3.x text, k_i = qd_i, differs by O(h^2 |qd|^2) per step)
     "discrete"      MuJoCo 4's discrete-time step, implicit in velocity and position (mjINT_DISCRETE, since 3.13):
                         (M + h B + h^2 K) a = f - h K qd,   then as euler
-                    a the step map (qd' - qd) / h; B = diag(damping), K = diag(stiffness) of the joints' springs;
+                    a the step map (qd' - qd) / h; B and K the positive damping and stiffness: the joints' diagonal,
+                    the inertia boxes' fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J,
+                    the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
+                    (engine.forward.discrete_metric; the NumPy engine steps those, the compiled one the joints' alone);
                     standalone free bodies solved again in their blocks as implicitfast's. With constraints the solver
-                    minimises in the metric M + h B + h^2 K (see CONSTRAINTS). physai steps it without actuators that
-                    depend on length or velocity (their gains join K and D in MuJoCo): those, tendon springs and
-                    dampers and fluid forces are refused by name (UnsupportedModelError), and step_derivatives and the
-                    discrete inverse refuse it.
+                    minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by name (UnsupportedModelError):
+                    ellipsoid-model fluid, fluid on a standalone free body, muscles, tendon or servo terms under PGS or
+                    noslip; step_derivatives and the discrete inverse refuse the integrator.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -203,14 +205,15 @@ def model_options(model, dt=None, integrator=None, euler_damping=None, constrain
 
 
 def check_discrete(model) -> None:
-    """UnsupportedModelError for what physai's discrete integrator does not model: tendon springs and dampers (their
-    stiffness and damping join K and B) and fluid forces (their drag joins B)."""
-    if model.tendon_stiffness.any() or model.tendon_damping.any():
-        raise UnsupportedModelError("the discrete integrator with tendon stiffness or damping (MuJoCo folds them into its "
-                                    "step's metric; physai does not): choose another integrator")
-    if passive.has_fluid(model):
-        raise UnsupportedModelError("the discrete integrator with fluid forces (their drag joins its damping matrix; "
-                                    "physai does not model that): choose another integrator")
+    """UnsupportedModelError for what physai's discrete integrator does not model: fluid forces on a standalone free body
+    (their drag joins the free body's own 6 x 6 block solve, which physai's leaves out); the ellipsoid model's are
+    refused with the implicit integrators' (passive.check_integrator)."""
+    free = set(standalone_free_dofs(model))
+    for b in model.fluid_bodyid:
+        if free.intersection(model.jnt_dofadr[model.jnt_bodyid == b].tolist()):
+            raise UnsupportedModelError(f"the discrete integrator with fluid forces on the standalone free body "
+                                        f"{model.body_name[int(b)]!r} (their drag joins its 6 x 6 block solve; physai "
+                                        "does not model that): choose another integrator")
 
 
 def has_constraints(model) -> bool:
@@ -543,8 +546,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         return None
     if (constraints and not native.compiled_solver(model)) or not native.runs(model):
         return None
-    if integrator == DISCRETE:
-        forward.refuse_servo_gains(model.actuators)
+    if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators):
+        return None                                                # the NumPy engine's discrete metric
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
             or qd.shape != q.shape[:-1] + (model.nv,)):
@@ -780,10 +783,9 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    if options.integrator == DISCRETE:
-        forward.refuse_servo_gains(inputs.actuators)
+    compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
-            (not constrained or native.compiled_solver(model)):
+            compiled_metric and (not constrained or native.compiled_solver(model)):
         if constrained:
             constraint.prepare_compiled(model)
         try:

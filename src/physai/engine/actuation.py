@@ -405,18 +405,44 @@ def velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: 
     if m.any():
         gain_vel[m] = muscle_gain(length[m], velocity[m], actuators.lengthrange[m], actuators.acc0[m],
                                   actuators.gainprm[m], derivative=True)
-    bias_vel = np.where(actuators.biastype == AFFINE, actuators.bias[:, 2], 0.0)
+    k = servo_slopes(actuators, u, f, act, act_dot, h, gain_vel, 2)
+    return actuators.moment.T @ (k[:, None] * actuators.moment)
+
+
+def servo_slopes(actuators: Actuators, u: np.ndarray, f: np.ndarray, act, act_dot, h: float, gain_slope: np.ndarray,
+                 column: int) -> np.ndarray:
+    """d force / d x (nu,) of each actuator's scalar force, x its length (column 1) or velocity (column 2): the affine
+    bias's slope plus gain_slope times the input (inputs), zero for an actuator saturated by its forcerange or its
+    joint's actuatorfrcrange (joint_saturated) at the scalar forces f."""
+    bias_slope = np.where(actuators.biastype == AFFINE, actuators.bias[:, column], 0.0)
     lo, hi = actuators.forcerange[:, 0], actuators.forcerange[:, 1]
     free = (~actuators.forcelimited | ((f > lo) & (f < hi))) & ~joint_saturated(actuators, f)
-    k = np.where(free, bias_vel + gain_vel * inputs(actuators, u, act, act_dot, h), 0.0)
-    return actuators.moment.T @ (k[:, None] * actuators.moment)
+    return np.where(free, bias_slope + gain_slope * inputs(actuators, u, act, act_dot, h), 0.0)
+
+
+def servo_metric(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
+                 dt: float | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(B, K) (nv, nv): the actuators' part of MuJoCo 4's discrete-step metric M + h B + h^2 K, sum_a moment_a^T
+    max(-d force_a / d x, 0) moment_a with x the actuator's velocity (B) or length (K): each slope (servo_slopes) kept
+    only with the stabilizing sign. UnsupportedModelError for muscles (their gain and bias are not affine)."""
+    if (actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any():
+        raise UnsupportedModelError("the discrete integrator with muscle actuators (MuJoCo folds their length and "
+                                    "velocity slopes into its step's metric; physai does not): choose another integrator")
+    q, qd, act, dt = check_state(actuators, q, qd, act, dt)
+    u = clamped_ctrl(actuators, ctrl)
+    act_dot = activation_rate(actuators, u, act)
+    f = scalar_forces(actuators, q, qd, u, act, act_dot, dt)
+    B, K = (np.maximum(-servo_slopes(actuators, u, f, act, act_dot, dt,
+                                     np.where(actuators.gaintype == AFFINE, actuators.gain[:, column], 0.0), column), 0.0)
+            for column in (2, 1))
+    return tuple(actuators.moment.T @ (c[:, None] * actuators.moment) for c in (B, K))
 
 
 __all__ = ["MINVAL", "SiteFrames", "activation_rate", "biases", "body_transmission", "check_posed", "clamped_ctrl",
            "conjugate", "gains", "inputs", "joint_force", "joint_saturated", "joint_transmission", "lengths_velocities",
            "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length", "next_activation", "posed",
-           "quat_to_vel", "scalar_forces", "site_jacobian", "site_transmission", "slider_crank", "transmission",
-           "velocity_derivative"]
+           "quat_to_vel", "scalar_forces", "servo_metric", "servo_slopes", "site_jacobian", "site_transmission",
+           "slider_crank", "transmission", "velocity_derivative"]
 
 
 def force_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,

@@ -267,10 +267,12 @@ def check_supported(model: Model) -> None:
 
 
 def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: ContactSet | None,
-         eq_active: np.ndarray | None = None, discrete_h: float | None = None) -> Rows:
+         eq_active: np.ndarray | None = None, discrete_h: float | None = None,
+         step_diagonal: np.ndarray | None = None) -> Rows:
     """The constraint rows of the state (q (nq,), qd (nv,)) whose velocity stages d holds (a one-state Data), with the
     contacts given, in MuJoCo's order, with their impedance, regulariser and reference acceleration. discrete_h: the
-    timestep h [s] of MuJoCo 4's discrete integrator, whose rows act at the end of the step (discrete_metric)."""
+    timestep h [s] of MuJoCo 4's discrete integrator, whose rows act at the end of the step (discrete_metric);
+    step_diagonal (nv,): the diagonal of its metric M + h B + h^2 K (default: the joints' B and K alone)."""
     check_supported(model)
     opt, nv = model.opt, model.nv
     bw, dw = invweight0(model)
@@ -357,7 +359,7 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
     r.contact_row, r.contact_mu = contact_row, np.zeros(nc)
     r.contact_body = np.stack([contacts.body1[:nc], contacts.body2[:nc]], axis=1) if nc else np.zeros((0, 2), np.intp)
     if discrete_h is not None:                                        # diagApprox in the metric M + h B + h^2 K
-        r.diagA = r.diagA * discrete_diagonal_ratio(model, d, r.J, discrete_h)
+        r.diagA = r.diagA * discrete_diagonal_ratio(model, d, r.J, discrete_h, step_diagonal)
     _impedance(model, r, contacts, discrete_h)
     r.vel = r.J @ qd
     r.aref = -r.B * r.vel - r.K * r.imp * (r.pos - r.margin)
@@ -378,15 +380,19 @@ def discrete_stiffness(model: Model) -> np.ndarray:
     return K
 
 
-def discrete_diagonal_ratio(model: Model, d: Data, J: np.ndarray, h: float) -> np.ndarray:
+def discrete_diagonal_ratio(model: Model, d: Data, J: np.ndarray, h: float,
+                            step_diagonal: np.ndarray | None = None) -> np.ndarray:
     """(nefc,) each row's diagApprox factor under the discrete integrator, for rows J (nefc, nv) at the state whose
     positions the one-state Data d holds and the timestep h [s]: J diag(M + h B + h^2 K)^-1 J^T / J diag(M)^-1 J^T with
     M's diagonal at the state: the row's inverse inertia in the step's metric over the bare one (1 for a row without
-    any)."""
+    any). step_diagonal (nv,): diag(M + h B + h^2 K) with the tendons' and servos' terms (forward.discrete_metric);
+    default the joints' B and K alone."""
     M = np.diag(smooth.crb(model, d)[:, :, 0])
     J2 = J * J
     bare = J2 @ (1 / M)
-    effective = J2 @ (1 / (M + (h * model.dof_damping + h * h * discrete_stiffness(model))))
+    if step_diagonal is None:                                           # the joints' diagonal B and K
+        step_diagonal = M + (h * model.dof_damping + h * h * discrete_stiffness(model))
+    effective = J2 @ (1 / step_diagonal)
     return np.where(bare > 0, effective / np.where(bare > 0, bare, 1.0), 1.0)
 
 

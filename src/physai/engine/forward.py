@@ -14,7 +14,7 @@ compiled engine's cpp/forward.h): one step from (q, qd) of one state, each retur
 inputs, the activations act (na,) of the state being stepped, and one workspace), which gives what a step needs at a
 state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smooth and the activations' rate in
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
-step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); stiffness_force(qd) -> h K qd;
+step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K);
 free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' docstring.
 """
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from physai import joints, validation
 from physai.engine import actuation, api, collision, constraint, native, passive, smooth, solver, support, tendon
-from physai.engine.actuators import TRN_BODY
+from physai.engine.actuators import MUSCLE, TRN_BODY
 from physai.engine.data import Data, StepInputs
 from physai.engine.loaders import as_model
 from physai.engine.support import standalone_free_dofs
@@ -86,8 +86,10 @@ def discrete(run, q, qd):
     with constraints, the solver minimises in the metric M + h B + h^2 K with the rows at the end of the step
     (constraint.rows' discrete_h); standalone free bodies no row moves solved again in their blocks as implicitfast's."""
     M, f, potential = run.evaluate(q, qd)
-    rhs = f - run.stiffness_force(qd)
-    qacc = run.acceleration(q, qd, run.step_matrix(q, qd, M, "discrete"), rhs, discrete=True)[0]   # the solve in M^
+    B, K = run.discrete_metric(q, qd)
+    rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
+    M_hat = M + run.h * B + run.h * run.h * K
+    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True)[0]   # the solve in M^
     qacc = run.free_body_solve(q, qd, M, rhs, qacc, run.row_dofs if run.constrained else None)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
 
@@ -195,7 +197,8 @@ class DynamicsEvaluator:
         else:
             if self.tau is not None:                   # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
-            rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None)
+            rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None,
+                                   step_diagonal=np.diag(M).copy() if discrete else None)
             solution = solver.solve_with(model, rows, M, f, self.warmstart)
             qacc, qfrc = solution.qacc, solution.qfrc_constraint
             self.row_dofs = (rows.J != 0).any(axis=0)
@@ -207,10 +210,13 @@ class DynamicsEvaluator:
         x = self.inputs
         return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
 
-    def stiffness_force(self, qd: np.ndarray) -> np.ndarray:
-        """h K qd (nv,): the discrete integrator's spring force at the end of the step less at its start, to first order
-        (discrete_stiffness)."""
-        return self.h * discrete_stiffness(self.model) * qd
+    def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(B, K) (nv, nv) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric);
+        UnsupportedModelError for the couplings PGS and noslip would leave out (refuse_discrete_couplings)."""
+        x = self.inputs
+        if self.constrained:
+            refuse_discrete_couplings(self.model, self.actuators)
+        return discrete_metric(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
                         skip: np.ndarray | None = None) -> np.ndarray:
@@ -301,8 +307,8 @@ def step_matrix(model, q, qd, h: float, name: str, actuators, ctrl, M: np.ndarra
     if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
     if name == "discrete":                             # M + h B + h^2 K
-        refuse_servo_gains(actuators)
-        return M + np.diag(h * model.dof_damping + h * h * discrete_stiffness(model))
+        B, K = discrete_metric(model, q, qd, h, actuators, ctrl, act)
+        return M + h * B + h * h * K
     return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
 
 
@@ -360,13 +366,49 @@ def dof_pattern(model) -> np.ndarray:
 discrete_stiffness = constraint.discrete_stiffness
 
 
-def refuse_servo_gains(actuators) -> None:
-    """UnsupportedModelError for actuators whose force depends on length or velocity under the discrete integrator
-    (MuJoCo adds their gains to its K and D)."""
-    if actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()):
-        raise UnsupportedModelError("the discrete integrator with actuators whose gain or bias depends on length or "
-                                    "velocity (position and velocity servos: MuJoCo folds them into its step's metric; "
-                                    "physai does not): choose another integrator")
+def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None) -> tuple[np.ndarray, np.ndarray]:
+    """(B, K) (nv, nv) [N m s/rad | N s/m, N m/rad | N/m]: the positive damping and stiffness of MuJoCo 4's discrete
+    step metric M + h B + h^2 K at (q, qd): the joints' (diagonal), the inertia boxes' fluid drag (-d qfrc_fluid / d qd),
+    the tendons' J^T diag(b) J and J^T diag(k) J (k zero
+    inside a spring's dead band), and the
+    actuators' slopes with the stabilizing sign (actuation.servo_metric)."""
+    B, K = np.diag(model.dof_damping.astype(float)), np.diag(discrete_stiffness(model))
+    if passive.has_fluid(model):                                        # the inertia boxes' drag (mjd_passive_vel)
+        d = Data(model)
+        smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
+        B = B - passive.fluid_velocity_derivative(model, d)[:, :, 0]
+    if model.tendon_damping.any() or model.tendon_stiffness.any():      # J^T diag(b) J, J^T diag(k) J
+        length, J = api.tendon_kinematics(model, np.asarray(q, float))
+        lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
+        k = np.where((length < lower) | (length > upper), model.tendon_stiffness, 0.0)   # none inside the dead band
+        B, K = B + (J.T * model.tendon_damping) @ J, K + (J.T * k) @ J
+    if actuators is not None:                                           # the servos' gains
+        B_act, K_act = actuation.servo_metric(actuators, q, qd, ctrl, act, h)
+        B, K = B + B_act, K + K_act
+    return B, K
+
+
+def refuse_discrete_couplings(model, actuators) -> None:
+    """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and the constraint
+    solver is PGS or noslip runs: MuJoCo then leaves those terms out of its factorized metric (physai does not)."""
+    if metric_couplings(model, actuators) and (model.opt.solver == "pgs" or model.opt.noslip_iterations):
+        raise UnsupportedModelError("the discrete integrator with tendon springs, dampers or servo gains under the PGS "
+                                    "solver or noslip (MuJoCo leaves them out of its factorized metric; physai does "
+                                    "not): choose the Newton or CG solver without noslip, or another integrator")
+
+
+def metric_couplings(model, actuators) -> bool:
+    """Whether tendons or actuators add to the discrete metric: tendon springs or dampers, an actuator gain or bias on
+    length or velocity, or a muscle."""
+    servo = actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()
+                                       or (actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
+    return bool(servo or model.tendon_damping.any() or model.tendon_stiffness.any())
+
+
+def compiled_discrete(model, actuators) -> bool:
+    """Whether the compiled discrete step (cpp/forward.h's discrete: the joints' diagonal B and K only) models the
+    discrete metric: no fluid forces and no tendon or actuator terms (metric_couplings)."""
+    return not (metric_couplings(model, actuators) or passive.has_fluid(model))
 
 
 def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:

@@ -77,9 +77,9 @@ def has_fluid(model: Model) -> bool:
 
 
 def check_integrator(model: Model, integrator: str) -> None:
-    """UnsupportedModelError for ellipsoid-model fluid forces under an implicit integrator: their velocity derivative
+    """UnsupportedModelError for ellipsoid-model fluid forces under an implicit or the discrete integrator: their velocity derivative
     (MuJoCo's mjd_ellipsoidFluid, in qDeriv) is not modelled (the inertia box's is: fluid_velocity_derivative)."""
-    if integrator in ("implicit", "implicitfast") and has_fluid(model) and model.fluid_ellipsoid.any():
+    if integrator in ("implicit", "implicitfast", "discrete") and has_fluid(model) and model.fluid_ellipsoid.any():
         body = model.body_name[int(model.fluid_bodyid[np.argmax(model.fluid_ellipsoid)])]
         raise UnsupportedModelError(f"body {body!r} has fluid forces of the ellipsoid model (fluidshape) and the model "
                                     f"steps with the {integrator} integrator: physai does not model their velocity "
