@@ -540,12 +540,12 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
 }
 
 // whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, a cylinder with a
-// cylinder, a box or a mesh, or a capsule with a cylinder or a mesh, with margin >= 0 (convex.polygon_pair)
-inline bool polygon_pair(int64_t t1, int64_t t2, double margin, bool multiccd) {
+// cylinder, a box or a mesh, or a capsule with a cylinder or a mesh, whatever their margin (convex.polygon_pair)
+inline bool polygon_pair(int64_t t1, int64_t t2, bool multiccd) {
     bool polygonal = ((t1 == GEOM_BOX || t1 == GEOM_MESH || t1 == GEOM_CYLINDER) && (t2 == GEOM_BOX || t2 == GEOM_MESH)) ||
                      (t1 == GEOM_CYLINDER && t2 == GEOM_CYLINDER);
     bool capsule = t1 == GEOM_CAPSULE && (t2 == GEOM_CYLINDER || t2 == GEOM_MESH);
-    return multiccd && margin >= 0 && (polygonal || capsule);
+    return multiccd && (polygonal || capsule);
 }
 
 // the pairs collided here (convex.CONVEX_PAIRS and MULTI_PAIRS; which candidates they take: collision.candidates)
@@ -586,7 +586,7 @@ void convex_pair(const Pair &p, std::vector<PreContact> &out) {
     std::vector<Witness> found;
     bool shallow = status.shallow && status.dist < 0;                  // a capsule touching, its segment apart
     bool apart = p.margin > 0 && !status.simplex.empty() && status.dist < MAX_LIMIT;   // within the margin: GJK's simplex
-    if (polygon_pair(p.type1, p.type2, p.margin, p.multiccd) && (!status.face.empty() || shallow || apart))
+    if (polygon_pair(p.type1, p.type2, p.multiccd) && (!status.face.empty() || shallow || apart))
         found = multicontact(status, o1, o2, p.margin);
     contact(found.empty() ? witnesses(status) : found, p.margin, out);
 }

@@ -134,3 +134,28 @@ def in_mujocos_order(mine, ref) -> list:
         order.append(min(same, key=lambda i: np.abs(mine.pos[i] - ref.pos[k]).max()))
         free.remove(order[-1])
     return order
+
+
+def without_meshes(model):
+    """The physai model with its mesh geoms' data left out (geom_dataid -1, as a loader leaves a mesh it cannot read):
+    every pair with such a geom is one physai cannot collide, refused by name (or left out by ignoring_unsupported)."""
+    import dataclasses
+
+    from physai import engine
+    from physai.engine.geoms import MESH
+    G = model.geoms
+    bare = dataclasses.replace(G, geom_dataid=np.where(G.geom_type == MESH, -1, G.geom_dataid))
+    return engine.set_const(dataclasses.replace(model, geoms=bare))
+
+
+def capsule_beside_a_bare_mesh(gap: float, floor: bool = False):
+    """A physai model: a free capsule (radius 0.1 m, half length 0.1 m, at 0.1 m height) and a free cube mesh (0.2 m
+    side) gap [m] beside it, on a plane when floor, the mesh's data left out (without_meshes): the capsule-mesh pair
+    (and the mesh's with the floor) refused by name."""
+    from physai import engine
+    cube = " ".join(f"{x} {y} {z}" for x in (-.1, .1) for y in (-.1, .1) for z in (-.1, .1))
+    plane = '<geom type="plane" size="0 0 1"/>' if floor else ""
+    xml = f"""<mujoco><asset><mesh name="cube" vertex="{cube}"/></asset><worldbody>{plane}
+        <body pos="0 0 0.1"><freejoint/><geom type="capsule" size="0.1 0.1"/></body>
+        <body pos="{0.2 + gap} 0 0.1"><freejoint/><geom type="mesh" mesh="cube"/></body></worldbody></mujoco>"""
+    return without_meshes(engine.from_mujoco(mujoco.MjModel.from_xml_string(xml)))

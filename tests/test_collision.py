@@ -17,7 +17,7 @@ from physai.engine.convex import CONVEX_PAIRS, HFIELD_PAIRS, MULTI_PAIRS, collid
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from helpers import run
-from scenes import convex_points, in_mujocos_order, mesh_scene, random_scene, states
+from scenes import capsule_beside_a_bare_mesh, convex_points, in_mujocos_order, mesh_scene, random_scene, states, without_meshes
 
 TOL = 1e-12
 GJK_AGREE = 1e-9   # GJK apart on curved sides: where rounding breaks a tie between faces MuJoCo's own contact moves (test_convex's note)
@@ -25,13 +25,10 @@ FIELDS = ("pos", "frame", "dist", "includemargin", "friction", "solref", "solref
 
 
 def supported(m: mujoco.MjModel, g1: int, g2: int) -> bool:
-    """Whether physai collides the geom pair (g1, g2) of m: an analytic or GJK pair, a heightfield's, or a multi-contact
-    pair MuJoCo 4 collides as physai does at its margin + gap (the larger of the geoms', mj_contactParam)."""
+    """Whether physai collides the geom pair (g1, g2) of m: an analytic or GJK pair (multi-contact ones at any margin),
+    or a heightfield's."""
     pair = tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2]))))
-    margin = max(m.geom_margin[g1], m.geom_margin[g2]) + max(m.geom_gap[g1], m.geom_gap[g2])
-    multiccd = not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_MULTICCD
-    return pair in FUNCTIONS or pair in CONVEX_PAIRS or pair in HFIELD_PAIRS or \
-        pair in MULTI_PAIRS and collided(pair, margin, multiccd)
+    return pair in FUNCTIONS or pair in HFIELD_PAIRS or collided(pair)
 
 
 def mujoco_contacts(m, d) -> collision.ContactSet:
@@ -138,17 +135,13 @@ def test_explicit_pair_signatures_follow_mujoco():
 
 
 def test_unsupported_pairs_are_refused_by_name():
-    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.1 0.1"
-        margin="-0.01"/></body><body pos="1 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody>
-        </mujoco>""")                                # a negative margin: MuJoCo 4's multi-contact physai has not
-    with pytest.raises(UnsupportedModelError, match="capsule-cylinder"):
-        collision.detect(engine.from_mujoco(m), m.qpos0)
+    model = capsule_beside_a_bare_mesh(0.9)                       # a mesh geom without its data
+    with pytest.raises(UnsupportedModelError, match="capsule-mesh"):
+        collision.detect(model, model.qpos0)
 
 
 def test_unsupported_pair_that_may_touch_warns():
-    xml = """<mujoco><worldbody><body><freejoint/><geom type="capsule" size="0.1 0.1" margin="-0.01"/></body>
-             <body pos="0.05 0 0"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
-    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    model = capsule_beside_a_bare_mesh(-0.05)
     with pytest.warns(CollisionWarning, match="capsule"):
         assert len(collision.detect(model, model.qpos0, ignore_unsupported=True)) == 0
 
@@ -519,14 +512,10 @@ def test_near_parallel_capsules_match_mj_collision(backend):
     assert {0, 1, 2} <= counts
 
 
-def g1_states(n: int = 12, unsupported: bool = False):
+def g1_states(n: int = 12):
     """(MjModel of the G1 in its scene, MjData after mj_forward, states (n, nq)): the G1 from its keyframe, lowered by up
-    to 3 cm with its joints perturbed by N(0, 0.3): feet in the floor, and cylinder-mesh pairs near; unsupported: its
-    cylinders given a -1 mm margin (margin + gap < 0: MuJoCo 4's multi-contact with a negative margin, which physai
-    refuses)."""
+    to 3 cm with its joints perturbed by N(0, 0.3): feet in the floor, and cylinder-mesh pairs near."""
     m = models.load("unitree_g1", "scene")
-    if unsupported:
-        m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CYLINDER] = -0.001
     d, rng, qs = mujoco.MjData(m), np.random.default_rng(5), []
     for _ in range(n):
         mujoco.mj_resetDataKeyframe(m, d, 0)
@@ -563,8 +552,8 @@ def test_unsupported_pairs_warn_once_per_pair_and_model(backend, recwarn):
     """Repeated detects (one state, then batches) and a constrained simulation of the G1 warn of each unsupported pair
     that comes near once for the model, not once per call or state; a new model warns anew."""
     warnings.simplefilter("always", CollisionWarning)             # within recwarn's filters: Python's own once-per-text off
-    m, _, Q = g1_states(6, unsupported=True)
-    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    m, _, Q = g1_states(6)
+    model = collision.ignoring_unsupported(without_meshes(engine.from_mujoco(m)))    # its mesh pairs: unsupported
     for _ in range(3):
         run(backend, collision.detect, model, Q[0])
         run(backend, collision.detect, model, Q)
@@ -580,8 +569,8 @@ def test_unsupported_pairs_warn_once_per_pair_and_model(backend, recwarn):
 def test_refusal_names_the_advice_that_works_everywhere():
     """The refusal of a model with pairs physai cannot collide names collision.ignoring_unsupported(model), and that
     advice works for integrators.simulate (which takes no ignore_unsupported) as for detect."""
-    m, _, Q = g1_states(1, unsupported=True)
-    model = engine.from_mujoco(m)
+    m, _, Q = g1_states(1)
+    model = without_meshes(engine.from_mujoco(m))                 # its mesh pairs: unsupported
     with pytest.raises(UnsupportedModelError, match=r"collision\.ignoring_unsupported\(model\)") as refused:
         integrators.simulate(model, Q[0], np.zeros(m.nv), m.opt.timestep, 2, constraints=True)
     assert "ignore_unsupported=True" not in str(refused.value)

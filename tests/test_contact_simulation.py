@@ -14,7 +14,7 @@ from physai import collision, constraints, engine, integrators, models
 from physai.engine.collision import candidates
 from physai.exceptions import CollisionWarning, DivergenceError, ShapeError, UnsupportedModelError
 from helpers import run
-from scenes import random_scene, sphere_pile
+from scenes import capsule_beside_a_bare_mesh, random_scene, sphere_pile, without_meshes
 import helpers
 
 NAMES = {0: "euler", 1: "rk4", 2: "implicit", 3: "implicitfast"}
@@ -295,9 +295,7 @@ def test_joint_limit_stops_the_panda_as_mj_step():
 
 
 def test_models_with_pairs_physai_cannot_collide_are_refused():
-    m = models.load("unitree_h1", "scene")
-    m.geom_margin[m.geom_type == mujoco.mjtGeom.mjGEOM_CAPSULE] = -0.001   # capsule-cylinder pairs, negative margin + gap
-    model = engine.from_mujoco(m)
+    model = without_meshes(engine.from_mujoco(models.load("unitree_g1", "scene")))   # its mesh pairs: unsupported
     with pytest.raises(UnsupportedModelError, match="ignore_unsupported|ignoring_unsupported"):
         integrators.simulate(model, model.qpos0, np.zeros(model.nv), 0.002, 2, constraints=True)
 
@@ -319,13 +317,10 @@ def test_the_g1_in_its_scene_stands_by_default():
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_a_left_out_pair_that_comes_near_warns(backend):
-    """A capsule with a negative margin and a cylinder (a pair physai cannot collide under MuJoCo 4's multi-contact) on a floor,
-    the model built with collision.ignoring_unsupported: the run goes on with their floor contacts and warns that they
+    """A capsule beside a mesh geom without its data (pairs physai cannot collide) on a floor, the model built with
+    collision.ignoring_unsupported: the run goes on with the capsule's floor contacts and warns that the left-out pairs
     may touch, on both backends."""
-    xml = """<mujoco><worldbody><geom type="plane" size="0 0 1"/>
-             <body pos="0 0 0.1"><freejoint/><geom type="capsule" size="0.1 0.1" margin="-0.01"/></body>
-             <body pos="0.15 0 0.1"><freejoint/><geom type="cylinder" size="0.1 0.1"/></body></worldbody></mujoco>"""
-    model = collision.ignoring_unsupported(engine.from_mujoco(mujoco.MjModel.from_xml_string(xml)))
+    model = collision.ignoring_unsupported(capsule_beside_a_bare_mesh(-0.05, floor=True))
     previous = engine.set_backend(backend)
     try:
         with pytest.warns(CollisionWarning, match="may be touching"):

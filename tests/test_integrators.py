@@ -25,6 +25,7 @@ from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidSta
 
 import mj
 from helpers import run
+from scenes import capsule_beside_a_bare_mesh
 
 TOL = 1e-12                                             # rad, over the whole run (6.6e-14 seen)
 
@@ -523,11 +524,9 @@ def test_mujocos_integrator_enum_is_taken(backend):
 
 
 def test_a_model_with_constraints_physai_cannot_model_is_refused_with_the_way_out():
-    """A capsule with a negative margin and a cylinder (a pair physai cannot collide under MuJoCo 4's multi-contact): the default
-    turns the constraints on, and the refusal names constraints=False."""
-    xml = """<mujoco><worldbody><body><freejoint/><geom type="capsule" size=".1 .1" margin="-.01"/></body>
-             <body pos=".5 0 0"><freejoint/><geom type="cylinder" size=".1 .1"/></body></worldbody></mujoco>"""
-    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    """A capsule beside a mesh geom without its data (a pair physai cannot collide): the default turns the constraints
+    on, and the refusal names constraints=False."""
+    model = capsule_beside_a_bare_mesh(0.3)
     with pytest.raises(UnsupportedModelError, match="constraints=False for its smooth dynamics"):
         integ.simulate(model, model.qpos0, np.zeros(model.nv), steps=2)
     assert integ.simulate(model, model.qpos0, np.zeros(model.nv), steps=2, constraints=False).ncon is None

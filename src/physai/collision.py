@@ -46,7 +46,7 @@ def has_unsupported_pairs(model: engine.Model) -> bool:
 def ignoring_unsupported(model) -> engine.Model:
     """The model with its geom pairs that physai cannot collide left out of every detection (detect, the constrained
     simulators), with a CollisionWarning when one may be touching: the caller's choice for a robot whose unsupported
-    pairs (e.g. cylinder-box pairs with a negative margin + gap under MuJoCo 4's multi-contact) stay apart while its supported
+    pairs (e.g. mesh geoms whose mesh data was left out) stay apart while its supported
     ones (feet on the floor) carry it."""
     model = engine.as_model(model)
     return engine.set_const(dataclasses.replace(model, geoms=dataclasses.replace(model.geoms, ignore_unsupported=True)))

@@ -162,23 +162,12 @@ def make_candidates(model: Model) -> tuple[Candidates, list[tuple[int, int]]]:
     ta, tb = types[a], types[b]
     # no collision function in MuJoCo either: plane-plane, plane-hfield, hfield-hfield
     none = ((ta == PLANE) & ((tb == PLANE) | (tb == HFIELD))) | ((ta == HFIELD) & (tb == HFIELD))
-    # a pair without a function, a mesh or heightfield geom without its data, multi-contact physai does not reproduce
+    # a pair without a function, a mesh or heightfield geom without its data
     missing = ~_type_table(make_functions(model))[ta, tb] | ((tb == MESH) & (G.geom_dataid[b] < 0)) | \
         (((ta == MESH) | (ta == HFIELD)) & (G.geom_dataid[a] < 0))
-    missing |= _multi_refused(model, ta, tb, a, b, ipair) & ~none
     out, gone = ~none & ~missing, ~none & missing
     return (Candidates(geom=np.stack([a[out], b[out]], axis=1), ipair=ipair[out], midphase=sorted_[out]),
             list(zip(a[gone].tolist(), b[gone].tolist())))
-
-
-def _multi_refused(model: Model, ta: np.ndarray, tb: np.ndarray, a: np.ndarray, b: np.ndarray, ipair: np.ndarray) -> np.ndarray:
-    """(n,) bool: the candidates of convex.MULTI_PAIRS that MuJoCo 4 may give several contacts physai does not reproduce
-    (convex.collided, with each pair's margin + gap)."""
-    refused = np.zeros(len(ta), bool)
-    for i in np.flatnonzero(_type_table(convex.MULTI_PAIRS)[ta, tb]):
-        margin = sum(contact_parameters(model, int(a[i]), int(b[i]), int(ipair[i]))[5:])
-        refused[i] = not convex.collided((int(ta[i]), int(tb[i])), margin, model.geoms.multiccd)
-    return refused
 
 
 @dataclass(frozen=True)
@@ -301,10 +290,7 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
     if missing and not (ignore_unsupported or G.ignore_unsupported):
         kinds = sorted({f"{TYPE_NAMES[int(G.geom_type[a])]}-{TYPE_NAMES[int(G.geom_type[b])]}" for a, b in missing})
         examples = "; ".join(f"{G.describe(a)} with {G.describe(b)}" for a, b in missing[:3])
-        multi = (" (MuJoCo 4's multi-contact of pairs with a negative margin + gap, "
-                 "multiccd on: physai collides these kinds with mjDSBL_MULTICCD set)") if any(
-            (int(G.geom_type[a]), int(G.geom_type[b])) in convex.MULTI_PAIRS for a, b in missing) else ""
-        problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}){multi}, e.g. {examples} "
+        problems.append(f"{len(missing)} geom pairs of kinds physai cannot collide yet ({', '.join(kinds)}), e.g. {examples} "
                         "(physai.collision.ignoring_unsupported(model) leaves them out, for detect and the simulators "
                         "alike, and warns once per pair when one may touch)")
     if problems:

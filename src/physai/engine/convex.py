@@ -52,9 +52,8 @@ make the two contacts' order a tie that rounding breaks (MuJoCo's order differs 
 contacts; the contacts are the same). A capsule with a margin (MuJoCo 4's, read from its contacts): the side line
 through the grown capsule's witness point, its ends at the segment's levels, moved by half the margin along the face's
 normal onto the bare capsule, clipped keeping points within the margin, the witness pairs grown back as a box's
-(inflate_witnesses). MuJoCo 4's multi-contact of pairs with a negative margin (margin + gap < 0) is not reproduced:
-those candidates are refused by name (collision.check_supported), or left out with
-physai.collision.ignoring_unsupported. MuJoCo's mjc_fixNormal belongs to
+(inflate_witnesses). A negative margin (margin + gap < 0) grows nothing (MuJoCo grows a geom only by a positive
+margin): the bare geoms are collided, their contacts kept where deeper than the margin. MuJoCo's mjc_fixNormal belongs to
 its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
@@ -224,22 +223,21 @@ MULTI_PAIRS = ((CAPSULE, CYLINDER), (CYLINDER, CYLINDER), (CYLINDER, BOX), (CAPS
                (BOX, MESH), (MESH, MESH))            # the pairs MuJoCo 4's multi-contact may give several contacts
 
 
-def polygon_pair(kinds: tuple, margin: float, multiccd: bool) -> bool:
+def polygon_pair(kinds: tuple, multiccd: bool) -> bool:
     """Whether physai collides a pair by MuJoCo 4's multicontact, multiccd on: two boxes or meshes, a cylinder with a
-    cylinder, a box or a mesh, or a capsule with a cylinder or a mesh, with margin (margin + gap) >= 0."""
+    cylinder, a box or a mesh, or a capsule with a cylinder or a mesh, whatever their margin (margin + gap)."""
     polygonal = kinds[0] in (BOX, MESH, CYLINDER) and kinds[1] in (BOX, MESH) or kinds == (CYLINDER, CYLINDER)
     capsule = kinds in ((CAPSULE, CYLINDER), (CAPSULE, MESH))
-    return multiccd and margin >= 0 and (polygonal or capsule)
+    return multiccd and (polygonal or capsule)
 
 
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
 
 
-def collided(kinds: tuple, margin: float, multiccd: bool) -> bool:
-    """Whether physai collides a pair of geom kinds (type1, type2) with margin [m] (margin + gap) as MuJoCo 4 does:
-    CONVEX_PAIRS always (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair).
-    MuJoCo 4's multi-contact of pairs with a negative margin is not here."""
-    return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS and (not multiccd or polygon_pair(kinds, margin, multiccd))
+def collided(kinds: tuple) -> bool:
+    """Whether physai collides a pair of geom kinds (type1, type2) by GJK/EPA as MuJoCo 4 does, at any margin:
+    CONVEX_PAIRS (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair)."""
+    return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS
 
 
 def functions(tolerance: float, iterations: int, multiccd: bool) -> dict:
@@ -254,7 +252,7 @@ def _pair(kinds: tuple, tolerance: float, iterations: int, multiccd: bool, pos1,
           margin) -> list:
     """convex() in the narrow phase's signature, up to 4 contacts for a polygon_pair."""
     return convex(kinds[0], kinds[1], pos1, mat1, shape1, pos2, mat2, shape2, margin, tolerance, iterations,
-                  MAX_POLYGON_CONTACTS if polygon_pair(kinds, margin, multiccd) else 1)
+                  MAX_POLYGON_CONTACTS if polygon_pair(kinds, multiccd) else 1)
 
 
 # ------------------------------------------------------------------ heightfields (MuJoCo's mjc_ConvexHField)
