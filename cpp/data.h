@@ -132,6 +132,7 @@ template <class T> struct StepInputs {
     Vec<T> u, qfrc, xfrc, act, act_dot, slope;
     Transmission trn;
     bool has_qfrc = false, has_xfrc = false;
+    bool energy = true;                                                 // the start state's energy (mjENBL_ENERGY)
     double h = 0;
 };
 

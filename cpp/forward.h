@@ -41,8 +41,8 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
 constexpr int ONE_BY_ONE = NSTATUS;
 
 // f = passive + actuator + applied - bias and M at (q, qd) and the activations x.act (forward.DynamicsEvaluator.evaluate);
-// the actuators' scalar forces into force (nu), their activations' rates into x.act_dot, the potential energy into pot;
-// ZERO_QUATERNION when a quaternion is zero
+// the actuators' scalar forces into force (nu), their activations' rates into x.act_dot, the potential energy into pot
+// when x.energy (else 0, as MuJoCo without mjENBL_ENERGY); ZERO_QUATERNION when a quaternion is zero
 template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
                                 const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
     int st = velocity_stages(m, d, q, qd);
@@ -70,7 +70,7 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
     crb(m, d, M);
     if (m.ntendon) armature_matrix(m, d.ten_J.data(), M);              // tendon armature (mj_tendonArmature)
-    pot = energy_pos(m, d, q) + tendon_pot;
+    pot = x.energy ? energy_pos(m, d, q) + tendon_pot : splat<T>(0.0);
     return OK;
 }
 
@@ -292,7 +292,7 @@ template <class T> int single_step_start(const Model &m, const Actuators &act, S
     T *M = w.M.data(), *f = w.f.data(), *rhs = w.rhs.data(), pot;
     if (evaluate(m, act, w.d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
     if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
-    e = 0.5 * quadratic(M, qd, nv) + pot;
+    e = w.x.energy ? 0.5 * quadratic(M, qd, nv) + pot : splat<T>(0.0);  // the energy only when asked
     for (int j = 0; j < nv; j++) rhs[j] = f[j];
     constrained = false;
     if constexpr (std::is_same_v<T, double>) {
@@ -425,7 +425,7 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
         }
         if (evaluate(m, acts, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
         if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
-        if (stage == 0) e = 0.5 * quadratic(M, qdi, nv) + pot;
+        if (stage == 0) e = w.x.energy ? 0.5 * quadratic(M, qdi, nv) + pot : splat<T>(0.0);
         for (int i = 0; i < na; i++) act_sum[i] = stage == 0 ? 0.0 + B[0] * act_dot[i] : act_sum[i] + B[stage] * act_dot[i];
         bool constrained = false;
         if constexpr (std::is_same_v<T, double>) {

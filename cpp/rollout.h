@@ -21,7 +21,7 @@ namespace {
 // ctrlrange (forces._ctrl)
 template <class T> void step_inputs(const Model &m, const Actuators &act, const Rollout &r, int64_t n, int64_t count, int64_t k,
                                     StepInputs<T> &x) {
-    x.has_qfrc = r.qfrc.data != nullptr, x.has_xfrc = r.xfrc.data != nullptr;
+    x.has_qfrc = r.qfrc.data != nullptr, x.has_xfrc = r.xfrc.data != nullptr, x.energy = r.with_energy;
     auto at = [&](const Series &in, int64_t l) { return in.data + (n + l) * in.trajectory + k * in.step; };
     for (int64_t l = 0; l < count; l++) {
         auto put = [&](Vec<T> &dst, size_t e, double v) {

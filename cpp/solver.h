@@ -763,8 +763,9 @@ inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> 
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
     tree_solve(m, LM, LMinv, w.qacc_smooth.data());
     const size_t N = static_cast<size_t>(n);
-    std::vector<double> B(N * static_cast<size_t>(nv), 0.0);
-    std::vector<int> lo(N), hi(N);                                     // the dofs column i of B reaches: [lo, hi)
+    std::vector<double> &B = w.dual_B;
+    std::vector<int> &lo = w.dual_lo, &hi = w.dual_hi;                 // the dofs column i of B reaches: [lo, hi)
+    B.assign(N * static_cast<size_t>(nv), 0.0), lo.resize(N), hi.resize(N);
     A.assign(N * N, 0.0), b.assign(N, 0.0);
     for (int i = 0; i < n; i++) {                                      // L^T B_i = J_i^T, zeros skipped
         double *y = B.data() + size_t(i) * nv;
@@ -1050,19 +1051,22 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     }
     // AR = J M^-1 J^T + R, b = J a0 - aref
     const size_t N = static_cast<size_t>(n);
-    std::vector<double> AR, b, ARinv(N);
+    std::vector<double> &AR = w.dual_A, &b = w.dual_b, &ARinv = w.dual_inv;   // kept in w: no allocation per call
+    ARinv.resize(N);
     dual_problem(m, w, AR, b);
     for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += r.R[size_t(i)], ARinv[size_t(i)] = 1.0 / AR[size_t(i) * (n + 1)];
     double *force = w.force.data();
     std::fill(force, force + n, 0.0);
     if (warmstart) pgs_start(w, AR, b, warmstart, chosen);               // the rows' forces at the warm start, if cost <= 0
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
-    std::vector<int> first, dims, order;
+    std::vector<int> &first = w.pgs_first, &dims = w.pgs_dims, &order = w.pgs_order;
     pgs_blocks(r, first, dims);
-    for (size_t k = 0; k < first.size(); k++) order.push_back(int(k));
+    order.resize(first.size());
+    for (size_t k = 0; k < first.size(); k++) order[k] = int(k);
     uint64_t rng = 0;                                                  // MuJoCo's seed: state 0, one draw
     pcg32(rng);
-    std::vector<double> previous(force, force + n), momentum(N);
+    std::vector<double> &previous = w.pgs_previous, &momentum = w.pgs_momentum;
+    previous.assign(force, force + n), momentum.resize(N);
     int64_t k = 0, it = 0;
     double improvement = 0.0;
     while (it < iterations) {
@@ -1239,10 +1243,27 @@ inline void noslip(const Model &m, ConstraintWork &w, Solution &sol, double scal
     }
 }
 
+// no rows (nefc = 0, mj_fwdConstraint's early return; solver._solve_without_rows): qacc = a0 = M^-1 qfrc_smooth (M as
+// for solve), no iterations, no improvement, converged (MuJoCo's solver_niter 0); SINGULAR when M is not positive
+// definite
+inline int solve_without_rows(const Model &m, ConstraintWork &w, const double *M, Solution &sol) {
+    if (M) {                                                           // M on the tree's pattern, factored
+        tree_pack(m, M, w.Mt.data());
+        if (!factor_mass(m, w)) return SINGULAR;
+    }
+    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
+    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), w.qacc_smooth.data());
+    std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), w.qacc.begin());
+    sol.iterations = 0, sol.improvement = 0.0, sol.converged = true;
+    return OK;
+}
+
 // the solver m.opt_solver names (Newton: solve, PGS: solve_pgs, CG: solve_cg) on w's rows with the tolerance scale
-// (0: tolerance_scale) and a start already chosen or not, then noslip when opt.noslip_iterations > 0
+// (0: tolerance_scale) and a start already chosen or not, then noslip when opt.noslip_iterations > 0; without rows
+// no solver runs (solve_without_rows)
 inline int run_solver(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol, double scale, bool chosen) {
+    if (w.r.nefc == 0) return solve_without_rows(m, w, M, sol);
     int status = m.opt_solver == SOLVER_PGS ? solve_pgs(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen)
                  : m.opt_solver == SOLVER_CG ? solve_cg(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen)
                                              : solve(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen);

@@ -306,6 +306,30 @@ def test_a_model_without_dofs_solves_to_mujocos_empty_answer(solver, backend):
     assert forward.efc_force.shape == d.efc_force.shape
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("solver", ["Newton", "PGS", "CG"])
+@pytest.mark.parametrize("noslip", [0, 5])
+def test_a_state_without_rows_runs_no_solver_as_mujoco(solver, noslip, backend):
+    """A sphere in the air above a plane on a hinged arm (no contact, no limit: nefc = 0): mj_forward's qacc (= its
+    qacc_smooth) within 1e-12, its solver_niter (no iteration, noslip's neither) and no force, from a warm start."""
+    m = mujoco.MjModel.from_xml_string(
+        f'<mujoco><option solver="{solver}" noslip_iterations="{noslip}"/><worldbody><geom type="plane" size="1 1 .1"/>'
+        '<body pos="0 0 1"><joint type="hinge" axis="0 1 0" damping=".1"/><geom type="capsule" fromto="0 0 0 .3 0 0" '
+        'size=".03"/><body pos=".3 0 0"><joint type="ball"/><geom type="sphere" size=".1" pos=".1 0 0"/></body></body>'
+        '</worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(0).normal(size=m.nv)
+    d.qacc_warmstart[:] = 1.0
+    warm = d.qacc_warmstart.copy()
+    mujoco.mj_forward(m, d)
+    assert d.nefc == 0
+    tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    res = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel, tau,
+              collision.from_mujoco(m, d), qacc_warmstart=warm)
+    assert_close(res.qacc, d.qacc, 1e-12, what="qacc without rows")
+    assert res.iterations == d.solver_niter[0] == 0 and res.efc_force.shape == d.efc_force.shape == (0,)
+
+
 def islands_scene(scene: str, solver: str, noslip: int = 0):
     """(m, d): three tilted free bodies apart on a plane (elliptic cones; each touching it: one island each) or two
     hinged arms against their limits (two trees, one island each), under `solver` with `noslip` sweeps, moving."""

@@ -755,10 +755,19 @@ def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, wa
 def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance, iterations,
                 scale: float | None, chosen: bool) -> Solution:
     """The solver model.opt.solver names on the rows r with the tolerance scale (None: tolerance_scale(M)) and a start
-    already chosen or not, then noslip when opt.noslip_iterations > 0."""
+    already chosen or not, then noslip when opt.noslip_iterations > 0; without rows no solver runs."""
+    if r.nefc == 0:
+        return _solve_without_rows(model, M, qfrc_smooth)
     run = {"pgs": solve_pgs, "cg": solve_cg}.get(model.opt.solver, solve)
     solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
     return noslip(model, r, M, qfrc_smooth, solution, scale) if model.opt.noslip_iterations > 0 else solution
+
+
+def _solve_without_rows(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray) -> Solution:
+    """No rows (nefc = 0, mj_fwdConstraint's early return): qacc = a0 = M^-1 qfrc_smooth (nv,), no iterations, no
+    improvement, converged (MuJoCo's solver_niter 0)."""
+    qacc = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    return Solution(qacc, np.zeros(0), np.zeros(model.nv), 0, 0.0, True, np.zeros(0, dtype=int))
 
 
 def _island_start(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart) -> np.ndarray | None:
