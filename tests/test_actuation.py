@@ -231,10 +231,13 @@ def test_a_muscle_with_impossible_parameters_is_refused_as_mujoco_refuses_it():
         engine.from_mujoco(m)
 
 
-def test_what_does_not_model_muscle_gains_refuses_them_by_name():
+def test_step_derivatives_take_zero_activations_by_default():
+    """step_derivatives of a model with activations (muscles among them) without act: the derivatives at act = 0."""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(actuated_xml(0)))
-    with pytest.raises(UnsupportedModelError, match="step_derivatives differentiates affine gains and biases; actuator"):
-        derivatives.step_derivatives(model, np.zeros(model.nq), np.zeros(model.nv))
+    q, qd = np.zeros(model.nq), np.zeros(model.nv)
+    A, B = derivatives.step_derivatives(model, q, qd)
+    A0, B0 = derivatives.step_derivatives(model, q, qd, act=np.zeros(model.actuators.na))
+    assert model.actuators.na > 0 and np.array_equal(A, A0) and np.array_equal(B, B0)
 
 
 def test_physai_check_balances_a_model_with_activations():
@@ -397,7 +400,7 @@ def test_the_kept_simulation_workspace_follows_the_actuators():
 
 def test_configuration_dependent_arms_need_a_state():
     """Actuators whose moment arms depend on the configuration are refused by name where no state poses them (the
-    forces of bare Actuators, inverse dynamics, step derivatives), and where their targets are not in the model."""
+    forces of bare Actuators, inverse dynamics), and where their targets are not in the model."""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(transmission_xml(0)))
     q, qd = model.qpos0.copy(), np.zeros(model.nv)
     for call in (lambda: forces.actuator_force(model.actuators, q, qd, np.zeros(model.nu)),
@@ -406,8 +409,6 @@ def test_configuration_dependent_arms_need_a_state():
             call()
     with pytest.raises(UnsupportedModelError, match="inverse_dynamics models actuators with constant moment arms"):
         inverse.inverse_dynamics(model, q, qd, qd)
-    with pytest.raises(UnsupportedModelError, match="step_derivatives models actuators with constant moment arms"):
-        derivatives.step_derivatives(model, q, qd)
     for field, value, what in (("trnid", [[9, -1]], "a ball or free joint"), ("trnid", [[0, 7]], "a ball or free joint"),
                                ("trntype", [4], "a site and a refsite"), ("trntype", [2], "a crank site and a slider site")):
         acts = model.actuators

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from helpers import assert_close, constraint_scene_xml, run
+from scenes import capsule_beside_a_bare_mesh
 from physai import (centroidal, collision, constraints, derivatives, engine, integrators, inverse, jacobians, kinematics,
                     models)
 from physai.engine import constraint, native
@@ -176,10 +177,7 @@ def test_a_model_refuses_writes():
 def test_a_prepared_compiled_copy_does_not_skip_the_collision_check():
     """Readiness is the compiled copy's own (its constraint part), not a flag on the Model: once detect(...,
     ignore_unsupported=True) has prepared it, a step on a model with pairs physai cannot collide still refuses it."""
-    xml = """<mujoco><worldbody><geom type="plane" size="1 1 .1"/>
-             <body pos="0 0 .5"><freejoint/><geom type="capsule" size=".05 .05" margin="-.01"/></body>
-             <body pos="0 0 .2"><freejoint/><geom type="cylinder" size=".05 .05"/></body></worldbody></mujoco>"""
-    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    model = capsule_beside_a_bare_mesh(0.01, floor=True)       # the mesh's data left out: its pairs refused
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         run("native", collision.detect, model, model.qpos0, ignore_unsupported=True)

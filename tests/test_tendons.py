@@ -24,7 +24,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import constraints, derivatives, engine, forces, integrators, inverse, joints, tendons
+from physai import constraints, engine, forces, integrators, inverse, joints, tendons
 from physai.engine.model import WRAP_PULLEY, BodySpec, JointSpec, SiteSpec
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
@@ -408,14 +408,6 @@ def test_rollout_runs_each_state_as_simulate_and_energy_is_mujocos():
         assert_close(runs.energy[1, k], d.energy.sum(), 1e-10, what=f"energy at step {k}")
     one = integrators.simulate(model, q0, qd0, steps=10, ctrl=ctrl, energy=False, constraints=True)
     assert_close(runs.q[0], one.q, 1e-13, what="rollout vs simulate")
-
-
-def test_step_derivatives_refuse_tendon_forces_by_name():
-    m = mujoco.MjModel.from_xml_string(tendon_xml(0))
-    model = engine.from_mujoco(m)
-    q, qd = next(random_states(m, 1, 0))
-    with pytest.raises(UnsupportedModelError, match="is a spatial tendon with a spring, damper or armature"):
-        derivatives.step_derivatives(model, q, qd, ctrl=np.zeros(1))
 
 
 SPRUNG = """<mujoco><option gravity="0.3 -0.4 -9.7"/><worldbody>

@@ -754,7 +754,7 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
 def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act):
     """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
-    act = np.zeros(0) if act is None else act
+    act = np.zeros(0 if model.actuators is None else model.actuators.na) if act is None else act
     s = _Stepper(model, h, inputs, euler_damping, act, name)
     nv, nu, na = model.nv, s.nu, s.na
     E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
