@@ -95,8 +95,10 @@ struct ConstraintWork {
     std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
     // Ltadr, Ltent, Ltfirst: its columns' entries and the first entry of each one's row; Lrun: the first entry of each
-    // entry's run of consecutive columns in its row (factor_pattern)
-    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Ltfirst, Lrun;
+    // entry's run of consecutive columns in its row; Lgroup: the lowest row of the supernode (up to 6 consecutive rows
+    // whose columns have the same entries in the rows below it) each row heads or belongs to, Lgroupnt: the number of
+    // those shared entries (factor_pattern)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Ltfirst, Lrun, Lgroup, Lgroupnt;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)

@@ -151,11 +151,17 @@ template <class T> struct SimData {
         for (auto *v : {&x.act, &x.act_dot, &act0, &act_sum}) v->resize(size_t(act.na));
         free_M.resize(36 * size_t(m.nfree));
         stiffness.resize(size_t(m.nv)), bare_diag.resize(size_t(m.nv)), row_dofs.resize(size_t(m.nv));
-        for (auto *v : {&M, &D}) v->resize(V * V);
+        M.resize(V * V);
         for (auto *v : {&f, &tmp, &a, &rhs, &qfrc, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
         for (auto *v : {&qi, &q, &qn}) v->resize(Qn);
         force.resize(size_t(act.nu));
         if (act.posed) x.trn.resize(m, act.nu);
+    }
+    // D (nv, nv), the velocity-derivative matrix of the implicit and discrete integrators, made at its first use (euler
+    // and rk4 never hold it)
+    T *velocity_matrix(const Model &m) {
+        if (D.empty()) D.resize(size_t(m.nv) * size_t(m.nv));
+        return D.data();
     }
 };
 

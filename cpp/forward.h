@@ -216,7 +216,7 @@ inline const double *discrete_stiffness(const Model &m, std::vector<double> &K) 
 // bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
 template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h) {
     int nv = m.nv;
-    T *M = w.M.data(), *D = w.D.data();
+    T *M = w.M.data(), *D = w.velocity_matrix(m);
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
     if constexpr (std::is_same_v<T, double>)
@@ -245,7 +245,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
         return;
     }
     Data<T> &d = w.d;
-    T *D = w.D.data();
+    T *D = w.velocity_matrix(m);
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
     if (act.nu) actuator_velocity_derivative(m, act, w.x, w.force.data(), D, w.tmp.data());

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 
 namespace physai {
 
@@ -64,7 +65,6 @@ struct Model {
     const int64_t *dof_unitaxis = nullptr;     // (nv): k if dof_motion's angular part is e_k, k + 3 if -e_k, else -1 (derived
                                                // by the bound Model: dof_subspace reads R s as a column of R)
     const double *dof_damping = nullptr;                            // (nv)
-    const int64_t *dof_pattern = nullptr;          // (nv, nv): M's sparsity (dof i is j, an ancestor or a descendant)
     // M's lower triangle row by row (MuJoCo's M_rownnz, M_rowadr, M_colind, derived from dof_parentid by the bound
     // Model): row i's columns are i's ancestors from the root, then i, at M_colind[M_rowadr[i] ..] (M_rownnz[i] of them)
     const int64_t *M_rownnz = nullptr, *M_rowadr = nullptr, *M_colind = nullptr;
@@ -233,6 +233,14 @@ namespace {
 // the number of entries of M's sparse layout (M_rowadr, M_rownnz; MuJoCo's nM): row k holds its ancestors' entries, then
 // its diagonal
 inline int64_t tree_nnz(const Model &m) { return m.nv ? m.M_rowadr[m.nv - 1] + m.M_rownnz[m.nv - 1] : 0; }
+
+// whether M_ij is on M's pattern (i is j, an ancestor or a descendant of j; forward.dof_pattern): the lower of the two
+// is in the higher's row of M's layout at its depth (M_rownnz - 1), in O(1) and no nv x nv table
+inline bool tree_pair(const Model &m, int64_t i, int64_t j) {
+    if (i < j) std::swap(i, j);
+    const int64_t depth = m.M_rownnz[j] - 1;
+    return m.M_rownnz[i] > depth && m.M_colind[m.M_rowadr[i] + depth] == j;
+}
 
 // the field whose indices are inconsistent (named in the caller's ValueError), or nullptr
 inline const char *check_model(const Model &m) {

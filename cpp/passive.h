@@ -51,7 +51,7 @@ template <class T> void tendon_damping_derivative(const Model &m, const Data<T> 
     const T *J = d.ten_J.data();
     for (int64_t r = 0; r < nv; r++)
         for (int64_t c = 0; c < nv; c++) {
-            if (!m.dof_pattern[r * nv + c]) continue;
+            if (!tree_pair(m, r, c)) continue;
             T s = splat<T>(0.0);
             for (int64_t t = 0; t < m.ntendon; t++) s = s + (J[t * nv + r] * m.tendon_damping[t]) * J[t * nv + c];
             D[r * nv + c] = D[r * nv + c] - s;

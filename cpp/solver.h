@@ -37,23 +37,57 @@ namespace {
 
 // ---------------------------------------------------------------- small helpers
 
-// the pattern of H's factor when the rows are not chains (w.Ladr, w.Lcol: row k's columns left of its diagonal
-// ascending, then k): M's on the tree's pattern and each group's columns pairwise, over every row whatever its state
-// (a contact's rows share their columns, so its cone's J_c^T H_c J_c is inside), with the fill-in of the elimination from
-// the last row to the first (MuJoCo's mju_cholFactorSymbolic: row k's columns left of its parent p, its last column
-// left of the diagonal, merged into row p's)
-inline void factor_pattern(const Model &m, ConstraintWork &w) {
-    const int nv = m.nv;
-    std::vector<std::vector<int>> &rows = w.Lrows;
-    rows.resize(size_t(nv));
-    for (int i = 0; i < nv; i++) rows[size_t(i)].assign(m.M_colind + m.M_rowadr[i], m.M_colind + m.M_rowadr[i] + m.M_rownnz[i]);
-    for_each_group(w.r, [&](int, int, int nc, const int *cols) {
-        for (int a = 0; a < nc; a++) rows[size_t(cols[a])].insert(rows[size_t(cols[a])].end(), cols, cols + a + 1);
-    });
-    for (std::vector<int> &row : rows) {
-        std::sort(row.begin(), row.end());
-        row.erase(std::unique(row.begin(), row.end()), row.end());
+constexpr int kMaxGroup = 6;                                         // a supernode's rows at most (a free joint's dofs)
+
+// true when column i joins the supernode of columns i+1..hi: the entries of column i in the rows below hi are in the
+// same rows as column hi's (nt of them), each just left of column i+1's, and column i has no other rows below hi
+inline bool joins_group(const ConstraintWork &w, int i, int hi, int nt) {
+    const int *tadr = w.Ltadr.data(), *tent = w.Ltent.data(), *tfirst = w.Ltfirst.data(), *col = w.Lcol.data();
+    if (tadr[i + 1] - tadr[i] < nt) return false;
+    for (int t = 0; t < nt; t++) {
+        int a = tadr[i] + t, b = tadr[i + 1] + t;                       // column i's and column i+1's t-th entries
+        if (tfirst[a] != tfirst[b] || tent[a] != tent[b] - 1 || col[tent[a]] != i) return false;
     }
+    int rest = tadr[i] + nt;                                            // column i's next entry is in a row <= hi
+    return rest == tadr[i + 1] || tfirst[rest] <= w.Ladr[size_t(hi)];
+}
+
+// the supernodes (w.Lgroup, w.Lgroupnt): from the last row down, consecutive rows grouped while joins_group
+inline void supernodes(ConstraintWork &w, int nv) {
+    w.Lgroup.assign(size_t(nv), 0), w.Lgroupnt.assign(size_t(nv), 0);
+    for (int hi = nv - 1; hi >= 0;) {
+        int nt = w.Ltadr[size_t(hi) + 1] - w.Ltadr[size_t(hi)], lo = hi;
+        while (lo > 0 && hi - lo + 1 < kMaxGroup && joins_group(w, lo - 1, hi, nt)) lo--;
+        for (int i = lo; i <= hi; i++) w.Lgroup[size_t(i)] = lo, w.Lgroupnt[size_t(i)] = nt;
+        hi = lo - 1;
+    }
+}
+
+// y_g -= a_g x for the G rows y_g (each of n), x read once: the group's subtraction of one row of L
+// (the rows and x never overlap: ivdep lets the loop run in vectors, each entry's operation unchanged)
+template <int G> inline void subtract_rows(double *const *y, const double *__restrict x, const double *a, int n) {
+#pragma GCC ivdep
+    for (int s = 0; s < n; s++) {
+        double v = x[s];
+        for (int g = 0; g < G; g++) y[g][s] = y[g][s] - a[g] * v;
+    }
+}
+
+inline void subtract_rows(int G, double *const *y, const double *x, const double *a, int n) {
+    switch (G) {
+    case 1: subtract_rows<1>(y, x, a, n); break;
+    case 2: subtract_rows<2>(y, x, a, n); break;
+    case 3: subtract_rows<3>(y, x, a, n); break;
+    case 4: subtract_rows<4>(y, x, a, n); break;
+    case 5: subtract_rows<5>(y, x, a, n); break;
+    default: subtract_rows<6>(y, x, a, n); break;
+    }
+}
+
+// factor_pattern's layout from the rows' columns before the fill-in (w.Lrows): the fill-in of the elimination, then the
+// rows (w.Ladr, w.Lcol), the columns (w.Ltadr, w.Ltent, w.Ltfirst), the runs (w.Lrun) and the supernodes
+inline void factor_layout(ConstraintWork &w, int nv) {
+    std::vector<std::vector<int>> &rows = w.Lrows;
     std::vector<int> merged;
     for (int k = nv - 1; k >= 0; k--) {
         std::vector<int> &row = rows[size_t(k)];
@@ -86,8 +120,29 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
     for (int k = 0; k < nv; k++)
         for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1]; a++)
             w.Lrun[size_t(a)] = a > w.Ladr[size_t(k)] && w.Lcol[size_t(a) - 1] == w.Lcol[size_t(a)] - 1 ? w.Lrun[size_t(a) - 1] : a;
+    supernodes(w, nv);
     if (w.LH.size() < w.Lcol.size()) w.LH.resize(w.Lcol.size());
-    if (w.Lwork.size() < size_t(nv)) w.Lwork.assign(size_t(nv), 0.0);
+    if (w.Lwork.size() < size_t(kMaxGroup) * size_t(nv)) w.Lwork.assign(size_t(kMaxGroup) * size_t(nv), 0.0);
+}
+
+// the pattern of H's factor when the rows are not chains (w.Ladr, w.Lcol: row k's columns left of its diagonal
+// ascending, then k): M's on the tree's pattern and each group's columns pairwise, over every row whatever its state
+// (a contact's rows share their columns, so its cone's J_c^T H_c J_c is inside), with the fill-in of the elimination from
+// the last row to the first (MuJoCo's mju_cholFactorSymbolic: row k's columns left of its parent p, its last column
+// left of the diagonal, merged into row p's)
+inline void factor_pattern(const Model &m, ConstraintWork &w) {
+    const int nv = m.nv;
+    std::vector<std::vector<int>> &rows = w.Lrows;
+    rows.resize(size_t(nv));
+    for (int i = 0; i < nv; i++) rows[size_t(i)].assign(m.M_colind + m.M_rowadr[i], m.M_colind + m.M_rowadr[i] + m.M_rownnz[i]);
+    for_each_group(w.r, [&](int, int, int nc, const int *cols) {
+        for (int a = 0; a < nc; a++) rows[size_t(cols[a])].insert(rows[size_t(cols[a])].end(), cols, cols + a + 1);
+    });
+    for (std::vector<int> &row : rows) {
+        std::sort(row.begin(), row.end());
+        row.erase(std::unique(row.begin(), row.end()), row.end());
+    }
+    factor_layout(w, nv);
 }
 
 // H = L^T L for H symmetric positive definite on the pattern of factor_pattern (w.Ladr, w.Lcol: row k's columns
@@ -96,24 +151,52 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
 // nothing; mju_cholFactorNumeric): row i gathers H_ij - sum_k L_ki L_kj over the rows k > i with L_ki != 0 (k
 // descending, in w.Lwork: the updates of the elimination, in its order; row k's entries run by run of consecutive
 // columns, each run one contiguous loop), then is scaled by its pivot's square root. false on a non-positive pivot.
+// A supernode's rows (supernodes) take the rows below it together, each such row read once (subtract_rows), before
+// their own updates among themselves: every entry's subtractions in the same order, the same factor to the bit.
 inline bool cholesky(ConstraintWork &w, int n) {
-    double *L = w.LH.data(), *work = w.Lwork.data();
+    double *L = w.LH.data();
     const int *adr = w.Ladr.data(), *col = w.Lcol.data(), *tadr = w.Ltadr.data(), *tent = w.Ltent.data();
     const int *tfirst = w.Ltfirst.data(), *run = w.Lrun.data();
-    for (int i = n - 1; i >= 0; i--) {
-        double *Li = L + adr[i];
-        const int *ci = col + adr[i], ni = adr[i + 1] - adr[i] - 1;
-        for (int a = 0; a <= ni; a++) work[ci[a]] = Li[a];
-        for (int t = tadr[i]; t < tadr[i + 1]; t++) {                  // H_ij -= L_ki L_kj, j <= i < k
-            int e = tent[t], k0 = tfirst[t];
-            double x = L[e];
-            for (int b = e; b >= k0; b = run[b] - 1) subtract_scaled(work + col[run[b]], L + run[b], x, b - run[b] + 1);
+    for (int hi = n - 1; hi >= 0;) {
+        const int lo = w.Lgroup[size_t(hi)], G = hi - lo + 1, nt = w.Lgroupnt[size_t(hi)];
+        double *work[kMaxGroup];
+        double x[kMaxGroup];
+        for (int g = 0; g < G; g++) {                                   // row hi - g into work[g]
+            work[g] = w.Lwork.data() + size_t(g) * size_t(n);
+            const int i = hi - g;
+            for (int a = adr[i]; a < adr[i + 1]; a++) work[g][col[a]] = L[a];
         }
-        for (int a = 0; a <= ni; a++) Li[a] = work[ci[a]], work[ci[a]] = 0.0;
-        if (!(Li[ni] > 0.0)) return false;
-        double d = std::sqrt(Li[ni]);
-        Li[ni] = d;
-        for (int a = 0; a < ni; a++) Li[a] = Li[a] / d;
+        for (int t = 0; t < nt; t++) {                                  // H_ij -= L_ki L_kj for the rows k below hi
+            const int e = tent[tadr[hi] + t], k0 = tfirst[tadr[hi] + t], elo = e - (G - 1);
+            for (int g = 0; g < G; g++) x[g] = L[e - g];
+            for (int b = elo; b >= k0; b = run[b] - 1) {                 // the columns up to lo: every row of the group
+                double *y[kMaxGroup];
+                for (int g = 0; g < G; g++) y[g] = work[g] + col[run[b]];
+                subtract_rows(G, y, L + run[b], x, b - run[b] + 1);
+            }
+            for (int g = 0; g < G - 1; g++)                             // columns lo+1 .. hi-g: row hi - g only
+                for (int a = elo + 1; a <= e - g; a++) work[g][col[a]] = work[g][col[a]] - x[g] * L[a];
+        }
+        for (int g = 0; g < G; g++) {                                   // the group's rows, hi first
+            const int i = hi - g;
+            double *Li = L + adr[i];
+            const int *ci = col + adr[i], ni = adr[i + 1] - adr[i] - 1;
+            for (int t = tadr[i] + nt; t < tadr[i + 1]; t++) {          // H_ij -= L_ki L_kj for the rows i < k <= hi
+                int e = tent[t], k0 = tfirst[t];
+                double xk = L[e];
+                for (int b = e; b >= k0; b = run[b] - 1) subtract_scaled(work[g] + col[run[b]], L + run[b], xk, b - run[b] + 1);
+            }
+            for (int a = 0; a <= ni; a++) Li[a] = work[g][ci[a]], work[g][ci[a]] = 0.0;
+            if (!(Li[ni] > 0.0)) {
+                for (int h = g + 1; h < G; h++)
+                    for (int a = adr[hi - h]; a < adr[hi - h + 1]; a++) work[h][col[a]] = 0.0;
+                return false;
+            }
+            double d = std::sqrt(Li[ni]);
+            Li[ni] = d;
+            for (int a = 0; a < ni; a++) Li[a] = Li[a] / d;
+        }
+        hi = lo - 1;
     }
     return true;
 }

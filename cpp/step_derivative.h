@@ -116,7 +116,7 @@ inline void damping_control_derivative(const Model &m, const Actuators &act, con
             if (r[i] == 0.0) continue;
             double t = 0.0;                                            // (pattern * r r^T) a, row i
             for (int j = 0; j < nv; j++)
-                if (m.dof_pattern[size_t(i) * nv + j]) t += r[j] * a[j];
+                if (tree_pair(m, i, j)) t += r[j] * a[j];
             R[size_t(i) * cols + 2 * nv + k] += h * (g2 * (r[i] * t));
         }
     }

@@ -342,7 +342,7 @@ template <class T> void armature_matrix(const Model &m, const T *J, T *M) {
     if (!has_armature(m)) return;
     for (int64_t i = 0; i < nv; i++)
         for (int64_t j = 0; j < nv; j++) {
-            if (!m.dof_pattern[i * nv + j]) continue;
+            if (!tree_pair(m, i, j)) continue;
             T s = splat<T>(0.0);
             for (int64_t t = 0; t < m.ntendon; t++) s = s + (J[t * nv + i] * m.tendon_armature[t]) * J[t * nv + j];
             M[i * nv + j] = M[i * nv + j] + s;

@@ -351,3 +351,16 @@ def test_the_compiled_model_is_built_from_named_fields():
         bad = {**native.actuator_fields(model.actuators), "joint_dof": np.full(model.nu, dof, dtype=np.int64)}
         with pytest.raises(ValueError, match=r"Actuators field joint_dof: expected a dof in \[0, nv\) or -1"):
             _native.Actuators(compiled, bad)
+
+
+def test_the_compiled_model_holds_nothing_of_nv_squared_size():
+    """A pile of 64 free spheres (nv 384): every field of the compiled model (native.fields) holds fewer than nv^2 / 4
+    entries (M's pattern is its sparse layout, M_colind, not an nv x nv table), and the compiled model is built from them."""
+    import mujoco
+
+    from scenes import sphere_pile
+    m = mujoco.MjModel.from_xml_string(sphere_pile(64))
+    model = engine.from_mujoco(m)
+    sizes = {name: np.size(x) for name, x in native.fields(model).items()}
+    assert model.nv == 384 and max(sizes.values()) < model.nv ** 2 / 4, max(sizes.items(), key=lambda item: item[1])
+    assert native.compiled(model).nv == model.nv

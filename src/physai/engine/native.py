@@ -211,7 +211,7 @@ def fields(model: Model) -> dict:
     Model's sizes and arrays by their own names, int64 or float64 in C order; the link transforms' constants per link
     (Model.link_transforms: link_jnttype 0 for a hinge or slide, with link_qposadr, link_ref and link_G (3, 4, 4); 1 for
     a ball, with link_qposadr, link_ballrot, link_ballpos and link_ballanchor); q's layout from Model.coords
-    (scalar_qposadr, scalar_dofadr, quat_qposadr, quat_dofadr); M's pattern (dof_pattern, as forward.dof_pattern);
+    (scalar_qposadr, scalar_dofadr, quat_qposadr, quat_dofadr);
     each body's centre of mass in its link's frame (body_linkipos = body_pos + body_rot body_ipos); and the link whose
     velocity turns a ball's or free joint's rotation column (dof_turnlink, support.dof_turnlink); the first dofs of the
     free joints that move a body alone (free_dofadr, support.standalone_free_dofs); the passive part (passive_fields)
@@ -232,7 +232,7 @@ def fields(model: Model) -> dict:
             **{name: _int64(getattr(model, name)) for name in ints},
             **{name: _float64(getattr(model, name)) for name in floats},
             "link_jnttype": jnttype, "link_qposadr": qposadr, "link_ref": ref, "link_G": G, "link_ballrot": rot,
-            "link_ballpos": pos, "link_ballanchor": anchor, "dof_pattern": _int64(model.dof_Mmask[:, :, 0] > 0),
+            "link_ballpos": pos, "link_ballanchor": anchor,
             "scalar_qposadr": _int64(c.scalar_q), "scalar_dofadr": _int64(c.scalar_v), "quat_qposadr": _int64(c.quat_q),
             "quat_dofadr": _int64(c.quat_v),
             "body_linkipos": _float64(model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)),
