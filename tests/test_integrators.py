@@ -735,6 +735,18 @@ def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> m
     return mujoco.MjModel.from_xml_string(xml)
 
 
+def random_start_and_mj_steps(m: mujoco.MjModel, seed: int, rng: np.random.Generator):
+    """(physai model, q0, qd0, ctrl, mj_step's qpos (100, nq), its qvel (100, nv)) from a random state, velocity and
+    control (random_states' seed, then rng)."""
+    d = mujoco.MjData(m)
+    model = engine.from_mujoco(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    d.qvel[:] = rng.normal(size=m.nv)
+    d.ctrl[:] = ctrl = rng.normal(size=m.nu)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    return (model, q0, qd0, ctrl, *mj.steps(m, d, 100))
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("limit", [False, True])
 @pytest.mark.parametrize("seed", range(3))
@@ -744,15 +756,7 @@ def test_discrete_integrator_with_tendons_and_servos_follows_mj_step(seed, limit
     and dampers, position, velocity and affine servos (filters, force limits), with and without a limit row: 100 steps
     of simulate and rollout within 1e-10 of mj_step in q and qd, one step within 1e-12 (the compiled backend hands the
     step to the NumPy engine: engine.forward.compiled_discrete)."""
-    m = discrete_servo_model(seed, limit)
-    d = mujoco.MjData(m)
-    rng = np.random.default_rng(seed)
-    model = engine.from_mujoco(m)
-    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
-    d.qvel[:] = rng.normal(size=m.nv)
-    d.ctrl[:] = ctrl = rng.normal(size=m.nu)
-    q0, qd0 = d.qpos.copy(), d.qvel.copy()
-    Q, QD = mj.steps(m, d, 100)
+    model, q0, qd0, ctrl, Q, QD = random_start_and_mj_steps(discrete_servo_model(seed, limit), seed, np.random.default_rng(seed))
     traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
     assert np.abs(traj.q[1:] - Q).max() < 1e-10
     assert np.abs(traj.qd[1:] - QD).max() < 1e-10
@@ -771,13 +775,7 @@ def test_discrete_integrator_with_fluid_forces_follows_mj_step(seed, backend):
     rng = np.random.default_rng(seed)
     m = discrete_servo_model(seed, limit=seed == 2, free=False)
     m.opt.density, m.opt.viscosity, m.opt.wind = rng.uniform(.5, 2), rng.uniform(0, .1), rng.normal(size=3)
-    d = mujoco.MjData(m)
-    model = engine.from_mujoco(m)
-    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
-    d.qvel[:] = rng.normal(size=m.nv)
-    d.ctrl[:] = ctrl = rng.normal(size=m.nu)
-    q0, qd0 = d.qpos.copy(), d.qvel.copy()
-    Q, QD = mj.steps(m, d, 100)
+    model, q0, qd0, ctrl, Q, QD = random_start_and_mj_steps(m, seed, rng)
     traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
     assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
 
