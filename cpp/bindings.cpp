@@ -436,6 +436,7 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.mesh_vertadr = f.ints("mesh_vertadr", {-1}, &m.nmesh), m.mesh_vertnum = f.ints("mesh_vertnum", {m.nmesh});
     m.mesh_vert = f.doubles("mesh_vert", {-1, 3}, &m.nmeshvert), m.mesh_graphadr = f.ints("mesh_graphadr", {m.nmesh});
     m.mesh_graph = f.ints("mesh_graph", {-1}, &m.nmeshgraph), m.mesh_extrema = f.ints("mesh_extrema", {m.nmesh, 27});
+    m.mesh_graph_vert = f.doubles("mesh_graph_vert", {m.nmeshgraph, 3});
     m.mesh_polyadr = f.ints("mesh_polyadr", {m.nmesh}), m.mesh_polynum = f.ints("mesh_polynum", {m.nmesh});
     m.mesh_polyvertadr = f.ints("mesh_polyvertadr", {-1}, &m.nmeshpoly);
     m.mesh_polyvertnum = f.ints("mesh_polyvertnum", {m.nmeshpoly});

@@ -158,6 +158,9 @@ struct Model {
     const int64_t *mesh_graph = nullptr, *mesh_extrema = nullptr, *mesh_polyadr = nullptr, *mesh_polynum = nullptr;
     const int64_t *mesh_polyvertadr = nullptr, *mesh_polyvertnum = nullptr, *mesh_polyvert = nullptr;
     const int64_t *mesh_polymapadr = nullptr, *mesh_polymapnum = nullptr, *mesh_polymap = nullptr;
+    // beside each entry of mesh_graph, the point it names when it is a hull edge's far end (nmeshgraph, 3; else 0):
+    // the climb reads a neighbour's coordinates in one load (physai.engine.native.graph_points)
+    const double *mesh_graph_vert = nullptr;
     const double *mesh_vert = nullptr, *mesh_polynormal = nullptr;
     // the heightfields (physai.engine.geoms.Hfields, MuJoCo's hfield_* layout): a heightfield geom's field (geom_dataid);
     // per field its size (4: x, y half sides, top, base depth), rows, columns and elevations' start in hfield_data

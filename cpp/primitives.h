@@ -76,6 +76,7 @@ struct ConvexMesh {
     int64_t nvert = 0, npoly = 0;
     const double *vert = nullptr, *polynormal = nullptr;
     const int64_t *hull_start = nullptr, *hull_ids = nullptr, *hull_edges = nullptr, *extrema = nullptr;
+    const double *edge_vert = nullptr;                                 // hull_edges[k]'s point at 3 k
     const int64_t *polyvertadr = nullptr, *polyvertnum = nullptr, *polyvert = nullptr;
     const int64_t *polymapadr = nullptr, *polymapnum = nullptr, *polymap = nullptr;
 };
@@ -88,6 +89,7 @@ inline ConvexMesh convex_mesh(const Model &m, int64_t i) {
     if (ga >= 0) {
         int64_t n = m.mesh_graph[ga];
         c.hull_start = m.mesh_graph + ga + 2, c.hull_ids = c.hull_start + n, c.hull_edges = c.hull_ids + n;
+        c.edge_vert = m.mesh_graph_vert + 3 * (ga + 2 + 2 * n);
     }
     c.extrema = m.mesh_extrema + 27 * i;
     c.polyvertadr = m.mesh_polyvertadr + pa, c.polyvertnum = m.mesh_polyvertnum + pa, c.polyvert = m.mesh_polyvert;
@@ -244,8 +246,9 @@ inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &las
     while (best != previous) {
         previous = best;
         for (int64_t k = c.hull_start[previous]; c.hull_edges[k] >= 0; k++) {
-            double x = along(c.hull_ids[c.hull_edges[k]]);
-            if (x > top) top = x, best = c.hull_edges[k];
+            const double *x = c.edge_vert + 3 * k;                     // the neighbour's point, stored beside its edge
+            double reach = dir[0] * x[0] + dir[1] * x[1] + dir[2] * x[2];
+            if (reach > top) top = reach, best = c.hull_edges[k];
         }
     }
     last = best;

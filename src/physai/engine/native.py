@@ -364,8 +364,24 @@ def collision_fields(model: Model) -> dict:
             "geom_dataid": _int64(G.geom_dataid),
             **{name: (_float64 if name in ("mesh_vert", "mesh_polynormal") else _int64)(value)
                for name, value in vars(G.meshes).items()},
+            "mesh_graph_vert": graph_points(G.meshes),
             **{name: (_float64 if name in ("hfield_size", "hfield_data") else _int64)(value)
                for name, value in vars(G.hfields).items()}}
+
+
+def graph_points(meshes) -> np.ndarray:
+    """(len(mesh_graph), 3) beside each entry of the meshes' hull graphs, the point it names when it is an edge's far
+    end (mesh_vert of hull_ids[edge]; else 0): the compiled climb (cpp/primitives.h mesh_support) reads a neighbour's
+    coordinates there, one load instead of three, the same numbers as the NumPy text's."""
+    graph, out = np.asarray(meshes.mesh_graph), np.zeros((len(meshes.mesh_graph), 3))
+    for i, ga in enumerate(np.asarray(meshes.mesh_graphadr).tolist()):
+        if ga < 0:
+            continue
+        n, faces = int(graph[ga]), int(graph[ga + 1])
+        ids, edges = graph[ga + 2 + n:ga + 2 + 2 * n], ga + 2 + 2 * n      # the lists: n + 3 faces entries, -1 ended
+        k = edges + np.flatnonzero(graph[edges:edges + n + 3 * faces] >= 0)
+        out[k] = meshes.mesh_vert[int(meshes.mesh_vertadr[i]) + ids[graph[k]]]
+    return _float64(out)
 
 
 def pose_link_fields(model: Model) -> dict:
