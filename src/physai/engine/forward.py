@@ -372,16 +372,13 @@ def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None)
     the tendons' J^T diag(b) J and J^T diag(k) J (k zero
     inside a spring's dead band), and the
     actuators' slopes with the stabilizing sign (actuation.servo_metric)."""
-    B, K = np.diag(model.dof_damping.astype(float)), np.diag(discrete_stiffness(model))
-    if passive.has_fluid(model):                                        # the inertia boxes' drag (mjd_passive_vel)
-        d = Data(model)
-        smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
-        B = B - passive.fluid_velocity_derivative(model, d)[:, :, 0]
-    if model.tendon_damping.any() or model.tendon_stiffness.any():      # J^T diag(b) J, J^T diag(k) J
+    B = -passive_velocity_derivative(model, q, qd)                     # joints, fluid drag, tendon dampers
+    K = np.diag(discrete_stiffness(model))
+    if model.tendon_stiffness.any():                                    # J^T diag(k) J
         length, J = api.tendon_kinematics(model, np.asarray(q, float))
         lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
         k = np.where((length < lower) | (length > upper), model.tendon_stiffness, 0.0)   # none inside the dead band
-        B, K = B + (J.T * model.tendon_damping) @ J, K + (J.T * k) @ J
+        K = K + (J.T * k) @ J
     if actuators is not None:                                           # the servos' gains
         B_act, K_act = actuation.servo_metric(actuators, q, qd, ctrl, act, h)
         B, K = B + B_act, K + K_act
