@@ -13,7 +13,7 @@ from physai import collision, engine, integrators, models
 from physai.engine import collision as engine_collision
 from physai.engine import native, smooth
 from physai.engine.geoms import TYPE_NAMES
-from physai.engine.convex import CONVEX_PAIRS, HFIELD_PAIRS, MULTI_PAIRS, collided
+from physai.engine.convex import CONVEX_PAIRS, HFIELD_PAIRS, MULTI_PAIRS
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from helpers import run
@@ -28,7 +28,7 @@ def supported(m: mujoco.MjModel, g1: int, g2: int) -> bool:
     """Whether physai collides the geom pair (g1, g2) of m: an analytic or GJK pair (multi-contact ones at any margin),
     or a heightfield's."""
     pair = tuple(sorted((int(m.geom_type[g1]), int(m.geom_type[g2]))))
-    return pair in FUNCTIONS or pair in HFIELD_PAIRS or collided(pair)
+    return pair in FUNCTIONS or pair in HFIELD_PAIRS or pair in CONVEX_PAIRS + MULTI_PAIRS
 
 
 def mujoco_contacts(m, d) -> collision.ContactSet:

@@ -11,7 +11,6 @@ cylinders).
                                             geom, one contact a prism (HFIELD_PAIRS)
     functions(tolerance, iterations, multiccd)   the narrow phase of each pair CONVEX_PAIRS, MULTI_PAIRS and
                                             HFIELD_PAIRS list
-    collided(kinds, margin, multiccd)       whether physai collides that pair as MuJoCo 4 does
     multicontact(status, obj1, obj2, margin)   MuJoCo's single-shot multi-contact of two boxes, meshes or cylinders, or
                                             a capsule with a cylinder or a mesh: up to 4 contacts from EPA's last face
                                             or GJK's last simplex (face and edge normals, polygon_clip)
@@ -234,16 +233,10 @@ def polygon_pair(kinds: tuple, multiccd: bool) -> bool:
 HFIELD_PAIRS = tuple((HFIELD, kind) for kind in (SPHERE, CAPSULE, ELLIPSOID, CYLINDER, BOX, MESH))
 
 
-def collided(kinds: tuple) -> bool:
-    """Whether physai collides a pair of geom kinds (type1, type2) by GJK/EPA as MuJoCo 4 does, at any margin:
-    CONVEX_PAIRS (one contact); MULTI_PAIRS with multiccd off (one contact) or by multicontact (polygon_pair)."""
-    return kinds in CONVEX_PAIRS or kinds in MULTI_PAIRS
-
-
 def functions(tolerance: float, iterations: int, multiccd: bool) -> dict:
     """{(type1, type2): the narrow phase of that pair (primitives' signature)} for CONVEX_PAIRS, MULTI_PAIRS and
-    HFIELD_PAIRS, with ccd_tolerance, ccd_iterations and MuJoCo's multiccd flag (collided says which candidates they
-    take)."""
+    HFIELD_PAIRS, with ccd_tolerance, ccd_iterations and MuJoCo's multiccd flag (MULTI_PAIRS: one contact with multiccd
+    off, up to 4 by multicontact with it on, polygon_pair)."""
     return {**{pair: functools.partial(_pair, pair, tolerance, iterations, multiccd) for pair in CONVEX_PAIRS + MULTI_PAIRS},
             **{pair: functools.partial(hfield_convex, pair[1], tolerance, iterations) for pair in HFIELD_PAIRS}}
 
