@@ -22,7 +22,7 @@ import pytest
 
 from physai import conventions, derivatives, engine, integrators, models
 from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
-from helpers import MIXED, assert_close, run
+from helpers import MIXED, assert_close, constraint_scene, run
 
 ROBOTS = ["mixed_joints", "random_free", "random_fixed", "unitree_h1", "franka_emika_panda"]
 ROBOT_STATES = {"n": 3, "seed": 5}
@@ -656,3 +656,129 @@ def test_step_derivatives_batch_shapes_are_named():
         derivatives.step_derivatives(model, q, qd, 0.01, "euler", ctrl=np.zeros((2, model.nu)))
     with pytest.raises(ShapeError, match="qfrc_applied has shape"):
         derivatives.step_derivatives(model, q, qd, 0.01, "euler", qfrc_applied=np.zeros((3, model.nv + 1)))
+
+
+# ---------------------------------------------------------------- through the constraints (issue U)
+
+BOX_ON_A_PLANE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody><geom type="plane" size="1 1 .1"/>
+<body pos="0 0 0.099"><freejoint/><geom type="box" size=".1 .1 .1" mass="1" friction="0.5 0.01 0.001" condim="{condim}"/>
+</body></worldbody></mujoco>"""
+
+
+def exact_solver(m: mujoco.MjModel) -> mujoco.MjModel:
+    """m with its solver at tolerance 1e-15 (1000 iterations, 100 line-search steps): its optimum to the last digits."""
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    return m
+
+
+def extrapolated_transition_fd(m, d, integrator):
+    """MuJoCo's step linearised at d's state by transition_fd at eps 2e-6 and 1e-6, Richardson-extrapolated
+    ((4 T(eps) - T(2 eps)) / 3): the centred differences' eps^2 term, large through a contact's impedance curve
+    (1e-7 relative at eps 1e-6 on a resting box), cancels; what stays is their rounding, ~1e-9 of the largest entry."""
+    state = d.qpos.copy(), d.qvel.copy(), d.act.copy(), d.ctrl.copy()
+    out = []
+    for eps in (2e-6, 1e-6):
+        d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = state
+        out.append(transition_fd(m, d, integrator, eps))
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = state
+    return tuple((4 * out[1][k] - out[0][k]) / 3 for k in (0, 1))
+
+
+def constrained_against_mujoco(m, d, integrator, bound=1e-7):
+    """step_derivatives(constraints=True) at d's state against extrapolated_transition_fd within bound of the largest
+    entry (A, and B when the model has actuators)."""
+    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    A_mj, B_mj = extrapolated_transition_fd(m, d, integrator)
+    A, B = derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), ctrl=d.ctrl.copy() if m.nu else None,
+                                        constraints=True)
+    assert_close(A, A_mj, bound, what="A")
+    if m.nu:
+        assert_close(B, B_mj, bound, what="B")
+
+
+def box_on_a_plane(cone: str, condim: int, sliding: bool):
+    """(m, d): the box settled on its 4 corners (100 steps of Euler), or then pushed to slide at 0.2 m/s and stepped
+    twice (its friction on the cone when elliptic)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(BOX_ON_A_PLANE.format(cone=cone, condim=condim)))
+    d = mujoco.MjData(m)
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    if sliding:
+        d.qvel[:] = [0.2, 0.06, 0, 0, 0, 0]
+        for _ in range(2):
+            mujoco.mj_step(m, d)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
+@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("cone, condim", [("pyramidal", 3), ("elliptic", 3), ("elliptic", 6)])
+def test_constrained_step_derivatives_of_a_box_resting_on_a_plane(integrator, cone, condim):
+    """A box resting on a plane (4 contacts): A through the solver's optimum against MuJoCo's centred differences
+    (without the Richardson step the references' own truncation is 1e-7 here)."""
+    m, d = box_on_a_plane(cone, condim, sliding=False)
+    assert d.ncon == 4
+    constrained_against_mujoco(m, d, integrator)
+
+
+@pytest.mark.parametrize("integrator", ["euler", "implicit", "implicitfast"])
+@pytest.mark.parametrize("cone, condim", [("pyramidal", 3), ("elliptic", 3), ("elliptic", 6)])
+def test_constrained_step_derivatives_of_a_box_sliding_on_a_plane(integrator, cone, condim):
+    """The box sliding (box_on_a_plane) on its 4 corners, their friction on the cone when elliptic."""
+    m, d = box_on_a_plane(cone, condim, sliding=True)
+    assert d.ncon == 4
+    assert cone == "pyramidal" or mujoco.mjtConstraintState.mjCNSTRSTATE_CONE in d.efc_state
+    constrained_against_mujoco(m, d, integrator)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_constrained_step_derivatives_of_random_constraint_scenes(seed, cone):
+    """Random scenes with every kind of row: contacts (condim 3 and 6), joint limits, friction loss (rows on both of
+    its linear branches), connect, weld and joint equalities (MuJoCo 4's Jdot qd in their aref), free and ball joints."""
+    m, d = constraint_scene(seed, cone, 3 + 3 * (seed % 2), tolerance=1e-15)
+    mujoco.mj_forward(m, d)
+    state = mujoco.mjtConstraintState
+    states = set(d.efc_state.tolist())
+    assert state.mjCNSTRSTATE_QUADRATIC in states and {state.mjCNSTRSTATE_LINEARNEG, state.mjCNSTRSTATE_LINEARPOS} <= states
+    assert cone == "pyramidal" or state.mjCNSTRSTATE_CONE in states
+    constrained_against_mujoco(m, d, ("euler", "implicitfast", "implicit")[seed])
+
+
+@pytest.mark.parametrize("name", ["robotstudio_so101", "franka_emika_panda", "unitree_g1"])
+def test_constrained_step_derivatives_of_robots(name):
+    """The SO-101 driven past its joint limits, the Panda's fingers held together by their equality and gripping
+    nothing, the G1 standing on its floor (keyframe, 20 steps): A and B (their actuators) against MuJoCo."""
+    m = exact_solver(models.load(name, "scene") if name == "unitree_g1" else models.load(name))
+    d = mujoco.MjData(m)
+    if m.nkey:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+    if name == "robotstudio_so101":
+        d.qpos[:] = np.where(m.jnt_limited, m.jnt_range[:, 1] + 0.02, 0.0)
+    d.ctrl[:] = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange.mean(1), 0.0) if name != "unitree_g1" else d.ctrl
+    for _ in range(20):
+        mujoco.mj_step(m, d)
+    mujoco.mj_forward(m, d)
+    kinds = set(d.efc_type.tolist())
+    expected = {"robotstudio_so101": mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT, "franka_emika_panda": mujoco.mjtConstraint.mjCNSTR_EQUALITY,
+                "unitree_g1": mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL}[name]
+    assert expected in kinds
+    constrained_against_mujoco(m, d, integrators.check_integrator(int(m.opt.integrator)))
+
+
+def test_constrained_step_derivatives_name_a_switch_and_noslip():
+    """A hinge exactly at its limit (the row appears on one side of the state) is named, not differenced across the
+    switch; noslip's post-pass, which is not differentiated, is refused by name."""
+    xml = """<mujoco><compiler angle="radian"/><worldbody><body><joint name="j" range="-0.5 0.5" limited="true"/>
+             <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    model = engine.from_mujoco(m)
+    with pytest.raises(InvalidStateError, match="appears, disappears or changes state"):
+        derivatives.step_derivatives(model, np.array([0.5]), np.array([0.1]), constraints=True)
+    A, _ = derivatives.step_derivatives(model, np.array([0.52]), np.array([0.1]), constraints=True)   # inside: fine
+    assert np.isfinite(A).all()
+    m.opt.noslip_iterations = 5
+    with pytest.raises(UnsupportedModelError, match="noslip"):
+        derivatives.step_derivatives(engine.from_mujoco(m), np.array([0.52]), np.array([0.1]), constraints=True)
+    with pytest.raises(InvalidArgumentError, match="constraints"):
+        derivatives.step_derivatives(model, np.array([0.52]), np.array([0.1]), constraints=1)

@@ -3,6 +3,7 @@
     rnea_derivatives(model, q, qd, qdd)                     -> (dtau/dq, dtau/dqd, M)          each (nv, nv)
     forward_dynamics_derivatives(model, q, qd, tau)         -> (dqdd/dq, dqdd/dqd, M^-1)       each (nv, nv)
     step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv+na, 2nv+na), B (2nv+na, nu))
+    step_derivatives(..., constraints=True)                 the constrained step, through the solver's optimum
 
 q is (nq,) or (N, nq); qd, qdd, tau (nv,) or (N, nv); a batch returns (N, nv, nv) (step_derivatives: (N, 2nv, 2nv),
 (N, 2nv, nu)).
@@ -60,7 +61,7 @@ from physai import engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, batching, forward, native, passive, tendon
+from physai.engine import actuation, batching, constraint, forward, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
@@ -297,6 +298,99 @@ class _HardForces:
                 Fq[:, k] += w * self.force(qk, qd, a)
                 Fv[:, k] += w * self.force(q, qd + t * E[k], a)
         return Fq / (12 * FD_STEP), Fv / (12 * FD_STEP)
+
+
+#: [rad | m] the differencing step of the constraint rows in q (_Constraints): truncation ~ROW_STEP^4, rounding ~eps /
+#: ROW_STEP of the constraint forces' scale
+ROW_STEP = 1e-6
+
+
+class _Constraints:
+    """qfrc_constraint of a step and its derivatives through the solver's optimum (issue U), for step_derivatives(...,
+    constraints=True). The solver's qacc a_c minimises 1/2 |a - a0|_M^2 + s(J a - aref) (physai.engine.solver); at the
+    optimum M a_c - f + G(q, qd; a_c) = 0 with G = -J^T force(J a - aref) (constraint.update: each row's force in its
+    state, held: satisfied, quadratic, linear, on the cone). Differentiating with the states held, for an input x:
+
+        H da_c/dx = r_x - dG/dx|a_c,     dqfrc_constraint/dx = M da_c/dx - r_x,     H = M + J^T S J
+
+    with r_x = df/dx - d(M a)/dx|a_c (rnea_derivatives at a_c), S the force's derivative in jar (D on quadratic rows,
+    each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
+    connect and weld rows: _aref_velocity_derivative), and dG/dq by 4th-order centred differences of G along q's
+    tangent (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames, impedances and
+    aref rebuilt at each point, collision included. A point where a row appears, disappears or changes state raises
+    InvalidStateError: the step is not differentiable there (a contact or limit at its switch)."""
+
+    def __init__(self, model: Model, h: float):
+        self.model = model
+        self.run = engine.DynamicsEvaluator(model, h, integ.step_inputs(model, None, None, None, None), constrained=True)
+
+    def rows(self, q: np.ndarray, qd: np.ndarray):
+        """The constraint rows at (q, qd) (engine.constraint.rows, the contacts detected at q)."""
+        run = self.run
+        velocity_stages(self.model, run.d, q[:, None], qd[:, None])
+        return constraint.rows(self.model, run.d, q, qd, run.contacts(q))
+
+    def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
+        """(a_c, qfrc_constraint) at (q, qd) for M and qfrc_smooth f (the step's solver and options); keeps the rows,
+        their forces' states and S for derivatives()."""
+        if self.model.opt.noslip_iterations > 0:
+            raise UnsupportedModelError("step_derivatives(constraints=True) with noslip (opt.noslip_iterations > 0): "
+                                        "noslip's post-pass is not differentiated; set noslip_iterations to 0")
+        r = self.rows(q, qd)
+        a = solver.solve_with(self.model, r, M, f).qacc
+        force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
+        self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
+        return a, r.J.T @ force
+
+    def _times_S(self, X: np.ndarray) -> np.ndarray:
+        """S X (nefc, k): the derivative of the rows' forces in jar (minus sign aside) applied to X."""
+        r, state = self.r, self.state
+        Y = np.where((state == constraint.QUADRATIC)[:, None], r.D[:, None] * X, 0.0)
+        for first, Hc in self.cones.items():
+            Y[first:first + len(Hc)] = Hc @ X[first:first + len(Hc)]
+        return Y
+
+    def _held_force(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """G(q, qd; a_c) (nv,): -J^T force(J a_c - aref) with the rows rebuilt at (q, qd) in the states held;
+        InvalidStateError where a row appears, disappears or changes state."""
+        r, held = self.rows(q, qd), self.r
+        same = r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)
+        if same:
+            force, state, _, _ = constraint.update(r, r.J @ self.a - r.aref)
+            same = np.array_equal(state, self.state)
+        if not same:
+            raise InvalidStateError(
+                f"step_derivatives(constraints=True): a constraint row appears, disappears or changes state within "
+                f"{2 * ROW_STEP:g} of q (a contact or limit at its switch, a cone boundary): the step is not "
+                "differentiable here; linearise at a nearby state")
+        return -r.J.T @ force
+
+    def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """d aref/dqd (nefc, nv): -B J, and on the equality rows also MuJoCo 4's -d(Jdot qd)/dqd (connect, weld), aref
+        being quadratic in qd there: centred differences of a unit step are exact (rounding aside)."""
+        r = self.r
+        out = -r.B[:, None] * r.J
+        if r.ne:
+            for k, e in enumerate(np.eye(self.model.nv)):
+                out[:r.ne, k] = 0.5 * (self.rows(q, qd + e).aref - self.rows(q, qd - e).aref)[:r.ne]
+        self.rows(q, qd)                               # the workspace back at the state
+        return out
+
+    def derivatives(self, q, qd, rq, rv, Fu, Fa):
+        """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
+        (see the class): held at solve()'s optimum."""
+        r, M, nv = self.r, self.M, self.model.nv
+        H = M + r.J.T @ self._times_S(r.J)
+        Gq, E = np.zeros((nv, nv)), np.eye(nv)
+        for k in range(nv):
+            for s, w in FD_WEIGHTS:
+                qk = joints.integrate(self.model.coords, q[:, None], E[k][:, None], s * ROW_STEP)[:, 0]
+                Gq[:, k] += w * self._held_force(qk, qd)
+        Gq /= 12 * ROW_STEP
+        Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
+        da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
+        out = M @ da - np.hstack([rq, rv, Fu, Fa])
+        return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
 
 
 def _gravcomp_derivative(model: Model, d: engine.Data) -> np.ndarray:
@@ -544,10 +638,11 @@ def _retraction(model: Model, w: np.ndarray, s: float):
 class _Stepper:
     """The pieces of one integrator step and their derivatives at a state."""
 
-    def __init__(self, model, h, inputs, euler_damping, act, name):
+    def __init__(self, model, h, inputs, euler_damping, act, name, constraints: bool = False):
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
         self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
         self.hard = _HardForces(model, h, inputs, euler_damping, act, name)
+        self.constraints = _Constraints(model, h) if constraints else None
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
@@ -597,12 +692,15 @@ class _Stepper:
                                 f"are ({inputs}): they overflow, or a body moves without mass, inertia or armature")
 
     def acceleration(self, q, qd, name, act):
-        """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of K a = f at the activations act: K = M (rk4, euler
-        without damping), M + h B (euler), M - h D."""
+        """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of K a = f (+ qfrc_constraint with constraints) at the
+        activations act: K = M (rk4, euler without damping), M + h B (euler), M - h D."""
         model, h, x = self.model, self.h, self.x
         M, f, _ = self.run.evaluate(q, qd, act)
         if not np.isfinite(f).all():
             self.refuse_overflow(q, qd, f)
+        qfrc = 0.0
+        if self.constraints is not None:               # the constrained solve in M (mj_fwdConstraint), then K as below
+            a_c, qfrc = self.constraints.solve(q, qd, M, f)
         free = []                                      # implicitfast: standalone free bodies in their own blocks
         if name == "rk4" or (name == "euler" and not (self.euler_damping and (model.dof_damping > 0).any())):
             K = M
@@ -616,13 +714,19 @@ class _Stepper:
                 self.refuse_overflow(q, qd, np.full_like(f, np.nan))
             for adr, block in free:
                 K[adr:adr + 6, adr:adr + 6] = block
-        a = solve(K, f)
+        a = solve(K, f + qfrc)
         if not np.isfinite(a).all():
             self.refuse_overflow(q, qd, f)
         acts = self.run.actuators                      # posed at q (before the differences move the probe)
         Fq, Fv, Fu, Fa, inputs = self.force_derivatives(q, qd, act, a)
         tq, tv, _ = rnea_derivatives(model, q, qd, a)                 # compiled when the backend is native
         rq, rv = Fq - tq, Fv - tv
+        if self.constraints is not None:               # d qfrc_constraint, from f's derivatives alone (h D a aside)
+            Fq0, Fv0 = (Fq, Fv) if not (self.hard.any and self.hard.damping) else \
+                self.force_derivatives(q, qd, act, np.zeros(model.nv))[:2]
+            cq, cv, _ = rnea_derivatives(model, q, qd, a_c)
+            Cq, Cv, Cu, Ca = self.constraints.derivatives(q, qd, Fq0 - cq, Fv0 - cv, Fu, Fa)
+            rq, rv, Fu, Fa = rq + Cq, rv + Cv, Fu + Cu, Fa + Ca
         if name == "implicit" or free:
             # K = M - h D with D containing -dc/dqd(q, qd) (implicit: every row; implicitfast: a free body's block);
             # d(K a) adds h d(dc/dqd a)/dx, where dc/dqd(q, qd) a = (c(q, qd + a) - c(q, qd - a)) / 2 exactly (c is
@@ -638,7 +742,8 @@ class _Stepper:
         return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
 
 
-def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None, act=None):
+def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None, act=None,
+                     constraints: bool = False):
     """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'; dact'] = A [dq; dqd; dact] + B dctrl.
 
     Args:
@@ -651,6 +756,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             [N m | N]. A single state (or input) is shared by every state of a batch.
         act: (na,) or (N, na) the activations of the actuators with activation dynamics (default zeros), part of the
             state when the model has any (na > 0).
+        constraints: False (default): the smooth dynamics (MuJoCo's step with mjDSBL_CONSTRAINT). True: the step of
+            physai.integrators.step(..., constraints=True), through the constraint solver's optimum (_Constraints):
+            contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
+            quadratic, linear, on the cone); InvalidStateError where a row switches within the differencing step. The
+            rows' dependence on q (Jacobians, contact geometry, impedance, aref) is differenced (4th order), the rest
+            analytic; the NumPy text runs (the compiled kernel does not do constraints yet).
 
     Returns:
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
@@ -670,8 +781,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     ellipsoid model under euler and rk4: the implicit integrators refuse it, passive.check_integrator), spatial tendons'
     springs and dampers (their armature is refused: check_tendons), muscle gains and biases and configuration-dependent
     moment arms (every transmission but adhesion, refused by name: check_actuators), and under implicit and
-    implicitfast the motion of their velocity derivative in M - h D. The smooth dynamics only: the model's constraints
-    (tendon limits and equalities too) do not enter.
+    implicitfast the motion of their velocity derivative in M - h D. The model's constraints enter with constraints=True
+    only.
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     What the compiled kernel does not model (numpy_only names it: activations, tendon forces, gravity compensation, fluid
@@ -684,8 +795,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
                                     "yet; choose another integrator (implicitfast is its nearest)")
     check_tendons(model)
     check_actuators(model)
+    constraints = validation.flag("constraints", constraints)
     na = 0 if model.actuators is None else model.actuators.na
-    compiled = native.on and not numpy_only(model)     # what the compiled kernel declines, the NumPy text runs
+    compiled = native.on and not numpy_only(model) and not constraints   # what the kernel declines, NumPy runs
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
@@ -715,7 +827,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied", "act")}
         try:
-            T = _step_derivatives(model, name, h, euler_damping, **inputs)
+            T = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints)
         except (InvalidStateError, InvalidArgumentError) as error:
             if batch is None:
                 raise
@@ -751,11 +863,11 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
     return None if status[0] else (A[0], B[0])
 
 
-def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act):
+def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act, constraints=False):
     """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     act = np.zeros(0 if model.actuators is None else model.actuators.na) if act is None else act
-    s = _Stepper(model, h, inputs, euler_damping, act, name)
+    s = _Stepper(model, h, inputs, euler_damping, act, name, constraints)
     nv, nu, na = model.nv, s.nu, s.na
     E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
     Eq, Ev, Ea, Eu = E[:nv], E[nv:2 * nv], E[2 * nv:2 * nv + na], E[2 * nv + na:]
