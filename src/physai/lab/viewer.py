@@ -66,7 +66,8 @@ def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
     free = m.njnt > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
     run = {"t": np.asarray(trajectory.t).tolist(), "q": q.tolist(), "qd": qd.tolist(), "dt": float(trajectory.dt),
            "energy": None if trajectory.energy is None else np.asarray(trajectory.energy).tolist(), "joints": joints,
-           "sites": sites, "actuators": actuator_replay(m, trajectory.actuator_force, len(q), source), "base_height": int(m.jnt_qposadr[0]) + 2 if free else None, "contacts": None}
+           "sites": sites, "actuators": actuator_replay(m, trajectory.actuator_force, len(q), source),
+           "base_height": int(m.jnt_qposadr[0]) + 2 if free else None, "contacts": None}
     c = trajectory.contacts
     if c is not None:
         world = np.einsum("kij,ki->kj", c.frame, c.force[:, :3])       # f_world = frame^T f_contact
