@@ -3,7 +3,7 @@ its contacts recorded, shown at one moment with the contact forces drawn and the
 
     uv run python scripts/view_screenshot.py [--out docs/view_g1.png] [--seconds 0.6] [--frame 0.4]
 
-Runs physai (integrators.simulate, recording.record_contacts), saves the run, then renders it with
+Runs physai (integrators.simulate, recording.record), saves the run, then renders it with
 `physai view - RUN.npz --frame T --out PNG` (Debian's headless Chromium through Playwright).
 """
 
@@ -32,7 +32,7 @@ def main() -> int:
     model = engine.from_mujoco(m)                                # every geom pair collided, meshes too
     steps = round(args.seconds / m.opt.timestep)
     run = integrators.simulate(model, d.qpos, d.qvel, steps=steps, ctrl=0.5 * d.ctrl)
-    run = recording.record_contacts(model, run, ctrl=0.5 * d.ctrl)
+    run = recording.record(model, run, ctrl=0.5 * d.ctrl)              # contacts, their forces, actuator forces
     run = dataclasses.replace(run, model=str(models.model_path("unitree_g1", "scene")))
     with tempfile.TemporaryDirectory() as folder:
         run.save(Path(folder) / "g1.npz")

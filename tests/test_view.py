@@ -64,6 +64,8 @@ def test_a_run_of_another_model_or_a_bad_file_is_refused_by_name(tmp_path, capsy
         make_server(xml, run, ghost=other)
     with pytest.raises(TrajectoryFileError, match="NaN"):
         make_server(xml, dataclasses.replace(run, qd=np.where(np.arange(6) == 2, np.nan, run.qd)))
+    with pytest.raises(TrajectoryFileError, match=r"actuator_force has shape \(81, 2\), the model has nu = 0"):
+        make_server(xml, dataclasses.replace(run, actuator_force=np.zeros((81, 2))))
     other.save(tmp_path / "arm2.npz")
     (tmp_path / "text.npz").write_text("hello")
     assert main(["view", str(xml), str(tmp_path / "arm2.npz"), "--no-browser", "--port", "0"]) == 2
@@ -141,3 +143,59 @@ def test_out_renders_the_run_to_a_gif(tmp_path, browser, capsys):  # noqa: F811 
     assert np.abs(pixels[0] - pixels[-1]).max() > 50
     assert main(["view", "-", str(tmp_path / "box.npz"), "--out", str(out), "--fps", "0"]) == 2
     assert "--fps 0.0: expected frames per second in (0, 100]" in capsys.readouterr().err
+
+
+def actuated_box(folder):
+    """The box of falling_box carrying an arm on a hinge (a position servo) and a slider on it (a motor), named sites on
+    the world, the box and the arm, dropped on the floor for 80 steps under a changing ctrl, its contacts and actuator
+    forces recorded (recording.record): (its MJCF file, model, trajectory)."""
+    xml = folder / "actuated.xml"
+    xml.write_text("""<mujoco><option timestep="0.004"/><worldbody><light pos="0 0 3"/>
+      <geom name="floor" type="plane" size="2 2 0.1"/><site name="origin" pos="0.3 0 0"/>
+      <body name="box" pos="0 0 0.3" euler="10 20 0"><freejoint/><geom type="box" size="0.1 0.08 0.05" mass="1"/>
+        <site name="lid" pos="0 0 0.05" euler="0 0 30"/>
+        <body name="arm" pos="0.1 0 0"><joint name="hinge" axis="0 1 0" damping="0.1"/>
+          <geom type="capsule" fromto="0 0 0 0.15 0 0" size="0.02" mass="0.1"/><site name="tip" pos="0.15 0 0" euler="40 0 0"/>
+          <body name="slider" pos="0.15 0 0"><joint name="slide" type="slide" axis="0 0 1" damping="1"/>
+            <geom type="sphere" size="0.03" mass="0.05"/></body></body></body></worldbody>
+      <actuator><position name="servo" joint="hinge" kp="5"/><motor name="push" joint="slide"/></actuator></mujoco>""")
+    model = engine.from_mujoco(models.load(xml))
+    q0 = np.r_[0, 0, 0.3, np.array([0.98, 0.08, 0.17, 0.0]) / np.linalg.norm([0.98, 0.08, 0.17, 0.0]), 0, 0]
+    ctrl = np.c_[np.sin(np.arange(80) * 0.1), 0.2 * np.cos(np.arange(80) * 0.07)]
+    run = integrators.simulate(model, q0, np.zeros(8), steps=80, ctrl=ctrl)
+    return xml, model, dataclasses.replace(recording.record(model, run, ctrl=ctrl), model=str(xml))
+
+
+def test_actuator_forces_site_frames_and_contact_normals_are_drawn(tmp_path, browser):  # noqa: F811 (the fixture)
+    """The page at four times: the plot's actuator series read the recorded actuator forces (cursor(), exactly: the
+    numbers travel as JSON), sites() puts each named site's frame where physai's kinematics.frame_poses says (1e-6 m),
+    normals() are the recorded contact frames' first rows (1e-6), one per contact; the sites' checkbox hides them."""
+    xml, model, run = actuated_box(tmp_path)
+    m = models.load(xml)
+    names = [m.site(i).name for i in range(m.nsite)]
+    with serving(make_server(xml, run)) as server:
+        page = browser.new_page()
+        problems = []
+        page.on("pageerror", lambda e: problems.append(str(e)))
+        page.goto(server.url)
+        page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
+        series = page.evaluate("viewer.series()")
+        assert {"actuator servo force [N m]", "actuator push force [N]"} <= set(series)
+        touching = 0
+        for k in (0, 30, 55, 80):
+            assert page.evaluate(f"viewer.seek({run.t[k]})") == k
+            for a, label in enumerate(("actuator servo force [N m]", "actuator push force [N]")):
+                assert page.evaluate(f"viewer.select({label!r})")
+                assert page.evaluate("viewer.cursor()") == run.actuator_force[k, a]
+            drawn = np.array(page.evaluate("viewer.sites()"))
+            assert drawn.shape == (3, 3) and np.abs(drawn - kinematics.frame_poses(model, run.q[k], names)[0]).max() < 1e-6
+            normals = np.array(page.evaluate("viewer.normals()")).reshape(-1, 3)
+            expected = run.contacts.frame[run.contacts.at(k), 0]
+            assert normals.shape == expected.shape and page.evaluate("viewer.contacts()") == len(expected)
+            assert np.abs(normals - expected).max(initial=0) < 1e-6
+            touching += len(expected)
+        assert touching > 0 and np.abs(run.actuator_force).max() > 0.1
+        page.click("#show-sites")                                       # hidden: no frame drawn
+        assert page.evaluate("viewer.sites()") == []
+        assert problems == [] and page.evaluate("viewer.errors") == []
+        page.close()

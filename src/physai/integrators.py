@@ -141,6 +141,8 @@ class Trajectory:
             model without activation dynamics
     model:  the model's name or MJCF path, for a viewer to rebuild it (None: not given)
     contacts: each state's contacts and forces (trajectory_files.ContactRecord, from physai.recording.record_contacts)
+    actuator_force: (steps+1, nu) each state's actuator forces [N | N m] (MuJoCo's d.actuator_force after mj_forward at
+            that state and its ctrl; physai.recording.record_actuator_forces), or None
     save(path) / Trajectory.load(path): a .npz file (physai.trajectory_files; one run, not a rollout's N)
     """
 
@@ -154,6 +156,7 @@ class Trajectory:
     act: np.ndarray | None = None
     model: str | None = None
     contacts: ContactRecord | None = None
+    actuator_force: np.ndarray | None = None
 
     def save(self, path) -> None:
         """Write this run to `path` (NumPy .npz): trajectory_files.save."""

@@ -3,6 +3,9 @@ state of a Trajectory, for the viewer (physai view) and for plots.
 
     f = recording.contact_forces(model, q, qd, ctrl=ctrl, actuators=acts)   # ContactForces: f.contacts, f.force (ncon, 6)
     run = recording.record_contacts(model, trajectory, ctrl=ctrl)          # the Trajectory with .contacts (ContactRecord)
+    f = recording.actuator_forces(model, q, qd, ctrl, act=act)              # (nu,) MuJoCo's actuator_force [N | N m]
+    run = recording.record_actuator_forces(model, trajectory, ctrl=ctrl)   # the Trajectory with .actuator_force (S, nu)
+    run = recording.record(model, trajectory, ctrl=ctrl)                   # both
 
 Built on the public constraint model: physai.collision.detect finds the contacts, physai.constraints.forward_dynamics
 solves their forces (efc_force) at (q, qd) under the smooth forces (actuators, passive, applied), and each contact's
@@ -20,12 +23,13 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from physai import collision, constraints, engine, validation
+from physai import collision, constraints, engine, forces, validation
 from physai.collision import ContactSet
-from physai.integrators import Trajectory, smooth_force
+from physai.exceptions import InvalidArgumentError
+from physai.integrators import Trajectory, check_actuators, smooth_force
 from physai.trajectory_files import CONTACT_ARRAYS, ContactRecord
 
-__all__ = ["ContactForces", "contact_forces", "record_contacts"]
+__all__ = ["ContactForces", "actuator_forces", "contact_forces", "record", "record_actuator_forces", "record_contacts"]
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,42 @@ def record_contacts(model, trajectory: Trajectory, ctrl=None, actuators=None, qf
         start.append(start[-1] + n)
     record = ContactRecord(np.array(start), **{name: np.concatenate(v) for name, v in parts.items()})
     return replace(trajectory, contacts=record)
+
+
+def actuator_forces(model, q, qd, ctrl=None, actuators=None, act=None, dt=None) -> np.ndarray:
+    """Each actuator's scalar force f (nu,) [N | N m] at (q (nq,), qd (nv,)) under ctrl (nu,) (clamped to ctrlrange) and
+    activations act (na,; None: zeros), as mj_forward leaves MuJoCo's d.actuator_force: physai.forces.actuator_outputs
+    with the moment arms of q (forces.actuators_at). actuators: None, the model's. dt [s]: the step, which an actearly
+    actuator looks ahead by (None: model.opt.timestep). InvalidArgumentError for a model without actuators."""
+    model = engine.as_model(model)
+    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    actuators, ctrl = check_actuators(model, actuators, ctrl)
+    if actuators is None:
+        raise InvalidArgumentError("actuator_forces: the model has no actuators and none were given")
+    dt = model.opt.timestep if dt is None else dt
+    return forces.actuator_outputs(forces.actuators_at(model, q, actuators=actuators), q, qd, ctrl, act, dt)
+
+
+def record_actuator_forces(model, trajectory: Trajectory, ctrl=None, actuators=None) -> Trajectory:
+    """The trajectory (one run) with .actuator_force (S, nu) [N | N m]: every state's actuator forces (actuator_forces),
+    state k under row k of ctrl (steps, nu) as the run had it (a constant (nu,): the same in every state; the last
+    state takes the last row) and its activations trajectory.act[k] (none recorded: zeros), looking ahead by the run's
+    dt for actearly."""
+    model = engine.as_model(model)
+    act = trajectory.act if trajectory.act is not None and np.shape(trajectory.act)[-1] > 0 else None
+    force = [actuator_forces(model, trajectory.q[k], trajectory.qd[k], _row(ctrl, k, 1), actuators,
+                             None if act is None else act[k], trajectory.dt) for k in range(len(trajectory.t))]
+    return replace(trajectory, actuator_force=np.array(force).reshape(len(trajectory.t), -1))
+
+
+def record(model, trajectory: Trajectory, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None) -> Trajectory:
+    """The trajectory with what the viewer shows: its contacts and their forces (record_contacts) and, if the model has
+    actuators, their forces (record_actuator_forces), under the run's ctrl, qfrc_applied and xfrc_applied."""
+    model = engine.as_model(model)
+    trajectory = record_contacts(model, trajectory, ctrl, actuators, qfrc_applied, xfrc_applied)
+    if (model.actuators if actuators is None else actuators) is None:
+        return trajectory
+    return record_actuator_forces(model, trajectory, ctrl, actuators)
 
 
 def _row(x, k: int, constant_ndim: int):

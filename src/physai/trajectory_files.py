@@ -8,7 +8,8 @@ Arrays in the file: format (the text FORMAT), t (S,), q (S, nq), qd (S, nv), ene
 ncon (S-1,) or absent, model (text), and the contacts of each state when recorded: contact_start (S+1,) (state k's
 contacts are rows contact_start[k]:contact_start[k+1]), contact_pos (K, 3), contact_frame (K, 3, 3) (rows: normal,
 two tangents), contact_dist (K,), contact_force (K, 6) (MuJoCo's mj_contactForce: normal, two tangential, three
-torsional/rolling components in the contact frame [N | N m]), contact_geom (K, 2).
+torsional/rolling components in the contact frame [N | N m]), contact_geom (K, 2); actuator_force (S, nu) (each
+state's actuator forces, MuJoCo's d.actuator_force [N | N m]) when recorded.
 """
 
 import zipfile
@@ -43,13 +44,18 @@ class ContactRecord:
 
 
 def save(path, fields: dict) -> None:
-    """Write the trajectory `fields` (t, q, qd, energy, integrator, dt, ncon, act, model, contacts) to `path` (.npz)."""
+    """Write the trajectory `fields` (t, q, qd, energy, integrator, dt, ncon, act, model, contacts, actuator_force) to
+    `path` (.npz); TrajectoryFileError for q not (S, nq) or an actuator_force not (S, nu)."""
     if np.ndim(fields["q"]) != 2:
         raise TrajectoryFileError(f"a trajectory to save holds one run, q of shape (S, nq); got shape {np.shape(fields['q'])} "
                                   "(save each trajectory of a rollout on its own: Trajectory(t, q[n], qd[n], ...))")
     arrays = {"format": np.array(FORMAT), "model": np.array(fields.get("model") or ""), "t": fields["t"],
               "q": fields["q"], "qd": fields["qd"], "integrator": np.array(fields["integrator"]), "dt": np.array(fields["dt"])}
-    arrays |= {name: fields[name] for name in ("energy", "ncon", "act") if fields.get(name) is not None}
+    force = fields.get("actuator_force")
+    if force is not None and (np.ndim(force) != 2 or len(force) != len(fields["q"])):
+        raise TrajectoryFileError(f"actuator_force has shape {np.shape(force)}; expected (S, nu) with S = {len(fields['q'])} "
+                                  "states, as physai.recording.record_actuator_forces gives")
+    arrays |= {name: fields[name] for name in ("energy", "ncon", "act", "actuator_force") if fields.get(name) is not None}
     contacts = fields.get("contacts")
     if contacts is not None:
         arrays |= {"contact_start": contacts.start} | {f"contact_{n}": getattr(contacts, n) for n in CONTACT_ARRAYS}
@@ -97,6 +103,7 @@ def _checked(path, arrays: dict) -> dict:
               "integrator": str(arrays.get("integrator", "")), "dt": float(_array(path, arrays, "dt", ())),
               "ncon": _array(path, arrays, "ncon", (S - 1,), np.intp) if "ncon" in arrays else None,
               "act": _array(path, arrays, "act", (S, None)) if "act" in arrays else None,
+              "actuator_force": _array(path, arrays, "actuator_force", (S, None)) if "actuator_force" in arrays else None,
               "model": str(arrays.get("model", "")) or None, "contacts": None}
     if "contact_start" in arrays:
         start = _array(path, arrays, "contact_start", (S + 1,), np.intp)

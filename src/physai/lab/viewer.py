@@ -8,8 +8,9 @@ model: a model name (physai.models.names()) or an MJCF file's path (a Menagerie 
 the page loads that file into MuJoCo and, for each frame, writes physai's q into qpos and runs mj_kinematics.
 
 Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page's files (web/) it imports
-        /view.json   the run: times, q, qd, energy, joints, each state's contacts (position, force in the world [N]),
-                     and a second run's t and q if given (a ghost, drawn translucent over the first)
+        /view.json   the run: times, q, qd, energy, joints, the named sites, each state's contacts (position, normal,
+                     force in the world [N]) and actuator forces, and a second run's t and q if given (a ghost, drawn
+                     translucent over the first)
         /model/...   the model's files, those listed in view.json only
         /vendor/...  MuJoCo's WebAssembly build and three.js (physai.lab.npm)
 """
@@ -41,15 +42,17 @@ def model_source(model: str | Path) -> tuple[Path, bool]:
 
 def ghost_replay(m: mujoco.MjModel, ghost: Trajectory, source: str) -> dict:
     """A second run drawn over the first (view.json's "run"'s "ghost"): its t (S,) and q (S, nq), checked as replay."""
-    checked = replay(m, dataclasses.replace(ghost, contacts=None), source)
+    checked = replay(m, dataclasses.replace(ghost, contacts=None, actuator_force=None), source)
     return {"t": checked["t"], "q": checked["q"], "dt": checked["dt"]}
 
 
 def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
     """What the page replays (view.json's "run"): t (S,), q (S, nq), qd (S, nv), energy (S,) or None, the joints (name,
-    qpos and dof address, type), the base height's qpos index (a free first joint's z, else None) and each state's
-    contacts: start (S+1,), pos (K, 3) [m], force (K, 3) in the world frame [N] (the contact frame's rows applied to
-    mj_contactForce's first three components). TrajectoryFileError for a run of another model (nq, nv)."""
+    qpos and dof address, type), the named sites (name, MuJoCo's site id), the base height's qpos index (a free first
+    joint's z, else None), each state's contacts: start (S+1,), pos (K, 3) [m], normal (K, 3) (the contact frame's first
+    row), force (K, 3) in the world frame [N] (the contact frame's rows applied to mj_contactForce's first three
+    components), and the actuators' names, units and forces (S, nu) [N | N m] if recorded. TrajectoryFileError for a
+    run of another model (nq, nv, nu)."""
     q, qd = np.asarray(trajectory.q), np.asarray(trajectory.qd)
     if q.ndim != 2 or q.shape[1] != m.nq or qd.shape != (len(q), m.nv):
         raise TrajectoryFileError(f"{source}: the trajectory's q {q.shape} and qd {qd.shape} are not those of the model "
@@ -59,15 +62,39 @@ def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
         raise TrajectoryFileError(f"{source}: the trajectory holds NaN or infinity; expected finite positions and velocities")
     joints = [{"name": mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint {j}", "type": int(m.jnt_type[j]),
                "qpos": int(m.jnt_qposadr[j]), "dof": int(m.jnt_dofadr[j])} for j in range(m.njnt)]
+    sites = [{"name": name, "id": i} for i in range(m.nsite) if (name := mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SITE, i))]
     free = m.njnt > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
     run = {"t": np.asarray(trajectory.t).tolist(), "q": q.tolist(), "qd": qd.tolist(), "dt": float(trajectory.dt),
            "energy": None if trajectory.energy is None else np.asarray(trajectory.energy).tolist(), "joints": joints,
+           "sites": sites, "actuators": actuator_replay(m, trajectory.actuator_force, len(q), source),
            "base_height": int(m.jnt_qposadr[0]) + 2 if free else None, "contacts": None}
     c = trajectory.contacts
     if c is not None:
         world = np.einsum("kij,ki->kj", c.frame, c.force[:, :3])       # f_world = frame^T f_contact
-        run["contacts"] = {"start": c.start.tolist(), "pos": c.pos.tolist(), "force": world.tolist()}
+        run["contacts"] = {"start": c.start.tolist(), "pos": c.pos.tolist(), "normal": c.frame[:, 0].tolist(),
+                           "force": world.tolist()}
     return run
+
+
+def actuator_replay(m: mujoco.MjModel, force, S: int, source: str) -> dict | None:
+    """view.json's "actuators": each actuator's name and unit ("N m" on a hinge, "N" on a slide, else "N | N m") and
+    the recorded forces (S, nu) [N | N m]; None without them. TrajectoryFileError for forces not (S, nu) or not finite."""
+    if force is None:
+        return None
+    force = np.asarray(force, dtype=float)
+    if force.shape != (S, m.nu) or not np.all(np.isfinite(force)):
+        raise TrajectoryFileError(f"{source}: the trajectory's actuator_force has shape {force.shape}, the model has nu = "
+                                  f"{m.nu} actuators: expected finite numbers of shape ({S}, {m.nu})")
+    return {"names": [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator {a}" for a in range(m.nu)],
+            "units": [_actuator_unit(m, a) for a in range(m.nu)], "force": force.tolist()}
+
+
+def _actuator_unit(m: mujoco.MjModel, a: int) -> str:
+    """The unit of actuator a's force: N m on a hinge, N on a slide (joint transmissions), else "N | N m"."""
+    if int(m.actuator_trntype[a]) in (mujoco.mjtTrn.mjTRN_JOINT, mujoco.mjtTrn.mjTRN_JOINTINPARENT):
+        kind = int(m.jnt_type[m.actuator_trnid[a, 0]])
+        return {mujoco.mjtJoint.mjJNT_HINGE: "N m", mujoco.mjtJoint.mjJNT_SLIDE: "N"}.get(kind, "N | N m")
+    return "N | N m"
 
 
 class ViewServer(LocalServer):

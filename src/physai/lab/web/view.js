@@ -1,9 +1,10 @@
 // physai view: replays a physai Trajectory (/view.json) with the lab's pieces: lib.js loads the model into MuJoCo's
 // WebAssembly build, scene.js draws its geoms. Each shown frame writes physai's q into qpos and runs mj_kinematics:
 // the positions are physai's, MuJoCo only poses the geoms. Play, pause, step, speed, loop and a slider scrub the run;
-// the contacts of the shown state are points and force arrows; the plot shows a chosen series with a cursor.
-// A second run (a ghost) is drawn translucent over the first. window.viewer (the test hook): {ready, duration, frames,
-// time(), seek(t), bodies(), ghostBodies(), contacts(), cursor(), series(), select(label), errors}.
+// the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
+// the plot shows a chosen series with a cursor. A second run (a ghost) is drawn translucent over the first.
+// window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), ghostBodies(), contacts(),
+// normals(), sites(), cursor(), series(), select(label), errors}.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import loadMujoco from '@mujoco/mujoco';
@@ -11,8 +12,11 @@ import { errorText, fetchModelFiles, loadModel, niceTicks } from './lib.js';
 import { buildScene, drawScene, updateGeoms } from './scene.js';
 
 const IDS = ['title', 'time', 'status', 'view', 'canvas', 'play', 'back', 'forward', 'speed', 'loop', 'follow', 'show-contacts',
-  'slider', 'series', 'plot', 'legend', 'errors', 'versions'];
+  'show-sites', 'slider', 'series', 'plot', 'legend', 'errors', 'versions'];
 const ARROW_LENGTH = 0.4;              // [m] the drawn length of the run's largest contact force
+const NORMAL_LENGTH = 0.1;             // [m] the drawn length of a contact normal
+const SITE_AXIS = 0.06;                // [m] the drawn length of a site frame's axes
+const MANY_SITES = 10;                 // more named sites than this: their frames hidden until asked for
 const HINGE_OR_SLIDE = new Set([2, 3]);
 const MAX_FRAME_WALL = 1.0;           // [s] the most one frame advances (times speed): a slow browser skips states, keeping time
 
@@ -22,7 +26,8 @@ function frameAt(run, t) {
   return Math.max(0, Math.min(run.t.length - 1, k));
 }
 
-/** The plot's series by label: energy, base height, total contact force, each hinge or slide joint's q and qd. */
+/** The plot's series by label: energy, base height, total contact force, each hinge or slide joint's q and qd, each
+ * actuator's force if recorded. */
 function seriesOf(run) {
   const out = {};
   if (run.energy) out['energy [J]'] = run.energy;
@@ -39,10 +44,13 @@ function seriesOf(run) {
     out[`${j.name} q`] = run.q.map((q) => q[j.qpos]);
     out[`${j.name} qd`] = run.qd.map((qd) => qd[j.dof]);
   }
+  const a = run.actuators;
+  a?.names.forEach((name, i) => { out[`actuator ${name} force [${a.units[i]}]`] = a.force.map((f) => f[i]); });
   return out;
 }
 
-/** Points at the contacts and arrows along their forces, for the shown state; a pool of arrows reused frame to frame. */
+/** Points at the contacts, lines along their normals and arrows along their forces, for the shown state; a pool of
+ * arrows reused frame to frame. normals: the drawn normals' directions (the contact frames' first rows). */
 function buildContacts(view, run) {
   const group = new THREE.Group();
   view.scene.add(group);
@@ -52,14 +60,21 @@ function buildContacts(view, run) {
     new THREE.PointsMaterial({ color: 0xd62728, size: 7, sizeAttenuation: false, depthTest: false }));
   points.renderOrder = 2;
   group.add(points);
+  const lines = new THREE.LineSegments(new THREE.BufferGeometry(),
+    new THREE.LineBasicMaterial({ color: 0x2ca02c, depthTest: false }));
+  lines.renderOrder = 2;
+  group.add(lines);
   const arrows = [];
   return {
-    scale, shown: 0,
+    scale, shown: 0, normals: [],
     update(k, visible) {
       group.visible = visible;
       const c = run.contacts;
       const from = c ? c.start[k] : 0, to = c ? c.start[k + 1] : 0;
       points.geometry.setAttribute('position', new THREE.Float32BufferAttribute(c ? c.pos.slice(from, to).flat() : [], 3));
+      this.normals = c ? c.normal.slice(from, to) : [];
+      const ends = this.normals.flatMap((n, i) => [...c.pos[from + i], ...c.pos[from + i].map((p, j) => p + NORMAL_LENGTH * n[j])]);
+      lines.geometry.setAttribute('position', new THREE.Float32BufferAttribute(ends, 3));
       for (let i = from; i < to; i++) {
         const n = i - from, f = new THREE.Vector3(...c.force[i]), len = f.length() * scale;
         if (!arrows[n]) { arrows[n] = new THREE.ArrowHelper(); arrows[n].setColor(0x1f77b4); group.add(arrows[n]); }
@@ -71,6 +86,31 @@ function buildContacts(view, run) {
       for (let n = to - from; n < arrows.length; n++) arrows[n].visible = false;
       this.shown = visible ? to - from : 0;
     },
+  };
+}
+
+/** The frames of the named sites (run.sites) as three short axes (x red, y green, z blue), posed from `data`. */
+function buildSites(view, run) {
+  const group = new THREE.Group();
+  view.scene.add(group);
+  const axes = run.sites.map(() => {
+    const helper = new THREE.AxesHelper(SITE_AXIS);
+    helper.material.depthTest = false;
+    helper.renderOrder = 2;
+    helper.matrixAutoUpdate = false;
+    group.add(helper);
+    return helper;
+  });
+  return {
+    update(data, visible) {
+      group.visible = visible;
+      run.sites.forEach(({ id }, i) => {
+        const p = data.site_xpos.slice(3 * id, 3 * id + 3), r = data.site_xmat.slice(9 * id, 9 * id + 9);
+        axes[i].matrix.set(r[0], r[1], r[2], p[0], r[3], r[4], r[5], p[1], r[6], r[7], r[8], p[2], 0, 0, 0, 1);
+      });
+    },
+    // each drawn site's world position [m], in run.sites' order ([] when hidden)
+    positions: () => (group.visible ? axes.map((a) => a.matrix.elements.slice(12, 15)) : []),
   };
 }
 
@@ -152,10 +192,14 @@ async function main(page, hook) {
   state.view.camera.position.copy(base()).add(new THREE.Vector3(2.2, -2.2, 0.9).multiplyScalar(Math.max(0.5, model.stat.meansize * 8)));
   orbit.update();
   const contacts = buildContacts(state.view, run);
+  const sites = buildSites(state.view, run);
+  page['show-sites'].checked = run.sites.length <= MANY_SITES;
+  page['show-sites'].disabled = run.sites.length === 0;
   const ghost = buildGhost(state, run.ghost);
   const series = seriesOf(run);
   for (const label of Object.keys(series)) page.series.add(new Option(label, label));
-  page.legend.textContent = run.contacts ? `arrows: contact forces, ${ARROW_LENGTH} m = ${(ARROW_LENGTH / contacts.scale).toPrecision(3)} N`
+  page.legend.textContent = run.contacts ? `arrows: contact forces, ${ARROW_LENGTH} m = ${(ARROW_LENGTH / contacts.scale).toPrecision(3)} N; `
+    + `green lines: contact normals (${NORMAL_LENGTH} m); sites: x red, y green, z blue`
     : 'no contacts recorded (physai.recording.record_contacts)';
   page.slider.max = run.t.length - 1;
   const v = { time: 0, playing: false, frames: 0, last: null };
@@ -173,6 +217,7 @@ async function main(page, hook) {
       orbit.update();
     }
     contacts.update(k, page['show-contacts'].checked);
+    sites.update(data, page['show-sites'].checked);
     ghost?.show(v.time);
     page.slider.value = k;
     page.time.textContent = `t = ${v.time.toFixed(3)} s / ${duration.toFixed(3)} s`;
@@ -190,7 +235,7 @@ async function main(page, hook) {
   page.back.onclick = () => step(-1);
   page.forward.onclick = () => step(1);
   page.slider.oninput = () => { pause(); show(run.t[Number(page.slider.value)]); };
-  page.series.onchange = page['show-contacts'].onchange = () => show(v.time);
+  page.series.onchange = page['show-contacts'].onchange = page['show-sites'].onchange = () => show(v.time);
   orbit.addEventListener('change', () => drawScene(state));
   for (const el of [page.play, page.back, page.forward, page.slider]) el.disabled = false;
 
@@ -215,6 +260,9 @@ async function main(page, hook) {
     // each body's world position as drawn
     bodies: () => bodyPositions(model, data),
     contacts: () => contacts.shown,
+    // the drawn contact normals' directions (the contact frames' first rows; [] when the contacts are hidden)
+    normals: () => (contacts.shown ? contacts.normals : []),
+    sites: () => sites.positions(),
     // the ghost's bodies likewise (null without a ghost)
     ghostBodies: () => ghost && bodyPositions(model, ghost.data),
     cursor: () => { const y = series[page.series.value]; return y ? y[frameAt(run, v.time)] : null; },
