@@ -125,7 +125,7 @@ def port_number(value: int | str) -> int:
 
 
 def content_security_policy(index_html: str, framed_by_self: bool = False, frames_self: bool = False,
-                            inline_styles: bool = False, evaluates: bool = True) -> str:
+                            inline_styles: bool = False, evaluates: bool = True, ancestors: str | None = None) -> str:
     """The page's Content-Security-Policy: its own origin only, plus what the page needs.
 
     - script-src: this origin's files, the inline import map of index.html (by its hash), 'wasm-unsafe-eval' (MuJoCo's
@@ -134,7 +134,8 @@ def content_security_policy(index_html: str, framed_by_self: bool = False, frame
       you trust.
     - img-src adds data: (the page's empty favicon). By default nothing may frame the page, and it frames, posts and
       embeds nothing; a lesson page frames its labs (frames_self), which then let their own origin frame them
-      (framed_by_self); inline_styles: KaTeX's typeset math sets style attributes; a page that compiles no code
+      (framed_by_self); `ancestors` names the pages that may frame it instead (the viewer in a notebook);
+      inline_styles: KaTeX's typeset math sets style attributes; a page that compiles no code
       (not evaluates: the lesson page) gets neither eval.
     """
     hashes = [f"'sha256-{b64encode(hashlib.sha256(m.encode()).digest()).decode()}'"
@@ -144,7 +145,7 @@ def content_security_policy(index_html: str, framed_by_self: bool = False, frame
         " ".join(["script-src 'self'", *(["'wasm-unsafe-eval' 'unsafe-eval'"] if evaluates else []), *hashes]),
         "connect-src 'self'", "style-src 'self'" + (" 'unsafe-inline'" if inline_styles else ""), "img-src 'self' data:",
         "font-src 'self'", "worker-src 'self'", "frame-src " + ("'self'" if frames_self else "'none'"),
-        "frame-ancestors " + ("'self'" if framed_by_self else "'none'"), "object-src 'none'", "base-uri 'none'",
+        "frame-ancestors " + (ancestors or ("'self'" if framed_by_self else "'none'")), "object-src 'none'", "base-uri 'none'",
         "form-action 'none'",
     ])
 
