@@ -4,7 +4,8 @@
     with serving(server): ...          # answering in a thread meanwhile (scripts, tests)
 
 Routes (GET and HEAD): /           the page (web/index.html) and its files (web/)
-        /lab.json   {"spec": the lab, "model": {"file": main MJCF file, "files": every file the page writes into MuJoCo's FS}}
+        /lab.json   {"spec": the lab, "model": {"file": main MJCF file, "files": every file the page writes into MuJoCo's FS},
+                    "replay": the run a lab's `replay` field names (t, q, qd, dt) or null}
         /model/...  the model's files: those listed in lab.json, nothing else
         /vendor/mujoco/..., /vendor/three/...   MuJoCo's WebAssembly build and three.js, from the npm packages that
                     physai.lab.npm.ensure_node_modules() installs into physai's cache folder
@@ -206,6 +207,20 @@ class Reply:
     headers: dict | None = None
 
 
+def lab_replay(lab: Lab, path: Path) -> dict | None:
+    """lab.json's "replay": the run the lab replays (t (S,) [s], q (S, nq), qd (S, nv), dt), None without one;
+    LabError naming the field for a run whose q and qd do not fit the model compiled from `path`."""
+    run = lab.trajectory
+    if run is None:
+        return None
+    m = models.load(path)
+    if run["q"].shape[1] != m.nq or run["qd"].shape[1] != m.nv:
+        raise LabError(f"{lab.source}: replay {lab.spec['replay']!r}: the trajectory's q {run['q'].shape} and qd "
+                       f"{run['qd'].shape} are not those of the model {lab.spec['model']!r} (nq = {m.nq}, nv = {m.nv}): "
+                       f"a trajectory of another model? Expected (S, {m.nq}) and (S, {m.nv})")
+    return {"t": run["t"].tolist(), "q": run["q"].tolist(), "qd": run["qd"].tolist(), "dt": run["dt"]}
+
+
 class LabSite:
     """One lab's routes, from the folder it is served at: /lab.json, /model/... (its model's files only) and the page
     (web/ files). `headers`: the security headers of its responses."""
@@ -215,7 +230,8 @@ class LabSite:
         self.model_root, main, files = model_files(lab)
         self.model_set = set(files)
         self.lab_json = json.dumps({"spec": lab.spec, "source": lab.source, "notes": lab.notes,
-                                    "model": {"name": lab.spec["model"], "file": main, "files": files}}).encode()
+                                    "model": {"name": lab.spec["model"], "file": main, "files": files},
+                                    "replay": lab_replay(lab, self.model_root / main)}).encode()
         csp = content_security_policy((WEB_DIR / "index.html").read_text(encoding="utf-8"), framed_by_self=framed_by_self)
         self.headers = security_headers(csp, framed_by_self)
 
