@@ -250,3 +250,29 @@ def test_the_inline_viewer_runs_framed_by_a_notebook_and_asks_nothing_off_this_m
         finally:
             notebook.shutdown()
             notebook.server_close()
+
+
+def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_path, browser):  # noqa: F811 (the fixture)
+    """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
+    the server serves the MJCF files and the meshes the model reads, not the others; the page loads the model from
+    them and draws its bodies where physai puts them (1e-6 m)."""
+    (tmp_path / "meshes").mkdir()
+    tetra = "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+    for name in ("tetra.obj", "unused.obj"):
+        (tmp_path / "meshes" / name).write_text(tetra)
+    (tmp_path / "part.xml").write_text('<mujoco><asset><mesh name="m" file="tetra.obj"/></asset></mujoco>')
+    xml = tmp_path / "model.xml"
+    xml.write_text("""<mujoco><compiler meshdir="meshes"/><include file="part.xml"/><worldbody>
+      <body name="b" pos="0 0 1"><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>""")
+    model = engine.from_mujoco(models.load(xml))
+    run = integrators.simulate(model, model.qpos0, np.r_[0.3, 0, 0, 1, 2, 3], steps=20)
+    with serving(make_server(xml, run)) as server:
+        assert json.loads(request(server, "/view.json")[2])["model"]["files"] == ["meshes/tetra.obj", "model.xml", "part.xml"]
+        assert request(server, "/model/meshes/tetra.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
+        page = browser.new_page()
+        page.goto(server.url)
+        page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
+        page.evaluate(f"viewer.seek({run.t[20]})")
+        assert np.abs(np.array(page.evaluate("viewer.bodies()")) - kinematics.body_poses(model, run.q[20])[0]).max() < 1e-6
+        assert page.evaluate("viewer.errors") == []
+        page.close()

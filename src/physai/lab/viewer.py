@@ -42,6 +42,29 @@ LOCAL_FRAMERS = ("'self' http://127.0.0.1:* http://localhost:* https://127.0.0.1
 INLINE_HEIGHT = 640
 
 
+def used_files(path: Path, files: list[str]) -> list[str]:
+    """Of a model folder's `files` (folder_files: paths relative to the folder of the MJCF file `path`), those the model
+    reads: every .xml file (its includes) and the meshes, skins, height fields and textures its MjSpec names; all of
+    `files` when one it names is not among them (a path spelled otherwise, strippath). A Menagerie folder holds the
+    meshes of several variants (the G1's: 35 MB, of which its scene.xml reads 19.7 MB)."""
+    spec = mujoco.MjSpec.from_file(str(path))
+    root = path.parent.resolve()
+    named = set()
+    for items, folder in ((spec.meshes, spec.meshdir), (spec.skins, spec.meshdir), (spec.hfields, spec.meshdir),
+                          (spec.textures, spec.texturedir)):
+        for item in items:
+            for name in (item.file, *getattr(item, "cubefiles", ())):
+                if name:
+                    named.add((root / folder / name).resolve())
+    kept = {f for f in files if f.lower().endswith(".xml")}
+    for file in named:
+        rel = file.relative_to(root).as_posix() if file.is_relative_to(root) else None
+        if rel not in files:
+            return files
+        kept.add(rel)
+    return sorted(kept)
+
+
 def model_source(model: str | Path) -> tuple[Path, bool]:
     """(the MJCF file of `model`, whether to serve its whole folder): a bundled model's file alone, a Menagerie robot's
     or a file's folder (meshes, textures, includes). UnknownModelError / ModelUnavailableError as physai.models."""
@@ -91,6 +114,7 @@ class ViewServer(LocalServer):
                  embeddable: bool = False):
         path, whole = model_source(model)
         self.model_root, main, files = folder_files(path, whole, str(model))
+        files = used_files(path, files) if whole else files
         self.model_set = set(files)
         m = models.load(path)
         run = replay(m, trajectory, str(model))
