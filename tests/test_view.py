@@ -4,17 +4,23 @@ name, and in Debian's headless Chromium: the page replays the run, scrubbing to 
 kinematics.body_poses says, the contact arrows are the state's contacts, and the plot's cursor reads the run."""
 
 import dataclasses
+import http.server
 import json
+import re
 import subprocess
 import sys
+import threading
+import types
 
 import numpy as np
 import pytest
 
+import physai
 from physai import engine, integrators, kinematics, models, recording
 from physai.cli import main
 from physai.exceptions import TrajectoryFileError
 from physai.lab.server import serving
+from physai.lab import viewer
 from physai.lab.viewer import make_server
 from lab.client import request   # tests/lab/: test support
 from test_lab import browser     # noqa: F401 (the headless Chromium fixture)
@@ -198,4 +204,133 @@ def test_actuator_forces_site_frames_and_contact_normals_are_drawn(tmp_path, bro
         page.click("#show-sites")                                       # hidden: no frame drawn
         assert page.evaluate("viewer.sites()") == []
         assert problems == [] and page.evaluate("viewer.errors") == []
+        page.close()
+
+
+# ---- physai.view, inline in a notebook ----
+
+def test_physai_view_is_the_viewers_view_imported_on_first_use():
+    """`import physai` loads neither the viewer nor MuJoCo; physai.view is physai.lab.viewer.view once asked for."""
+    code = ("import sys, physai; before = 'physai.lab.viewer' in sys.modules or 'mujoco' in sys.modules; "
+            "import physai.lab.viewer as v; print(before, physai.view is v.view, 'view' in dir(physai))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert done.stdout.split() == ["False", "True", "True"], done.stderr
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        physai.nope  # noqa: B018 (the attribute access is the test)
+
+
+def iframe_src(html: str) -> str:
+    match = re.fullmatch(r'<iframe src="([^"]+)" width="100%" height="\d+" [^>]*></iframe>', html)
+    assert match, html
+    return match.group(1)
+
+
+@pytest.fixture
+def stopping():
+    """Servers to shut down after the test (physai.view serves in a thread of its own)."""
+    servers = []
+    yield servers.append
+    for server in servers:
+        server.shutdown()
+        server.server_close()
+
+
+def test_in_a_notebook_view_shows_an_iframe_and_opens_no_browser(tmp_path, monkeypatch, stopping):
+    """Under an IPython kernel (a stand-in for IPython in sys.modules), physai.view opens no browser tab and returns a
+    server whose _repr_html_ is an iframe of its URL, which serves the page and lets a local notebook frame it; the
+    Host check holds. Outside a notebook the page refuses to be framed, the repr is a link, and a browser is opened."""
+    xml, _, run = falling_box(tmp_path)
+    opened = []
+    monkeypatch.setattr(viewer.webbrowser, "open", opened.append)
+    kernel = types.SimpleNamespace(config={"IPKernelApp": {}})
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: kernel))
+    assert viewer.in_notebook()
+    server = physai.view(xml, run)
+    stopping(server)
+    assert opened == [] and iframe_src(server._repr_html_()) == server.url
+    status, headers, body = request(server, "/")
+    assert status == 200 and b"view.js" in body and "X-Frame-Options" not in headers
+    assert "frame-ancestors 'self' http://127.0.0.1:* http://localhost:*" in headers["Content-Security-Policy"]
+    assert request(server, "/view.json", host="evil.example")[0] == 403
+    monkeypatch.setitem(sys.modules, "IPython", types.SimpleNamespace(get_ipython=lambda: None))   # a terminal IPython
+    assert not viewer.in_notebook()
+    plain = physai.view(xml, run)
+    stopping(plain)
+    assert opened == [plain.url] and plain._repr_html_().startswith("<a href=")
+    _, headers, _ = request(plain, "/")
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"] and headers["X-Frame-Options"] == "DENY"
+
+
+def notebook_page(html: str) -> http.server.ThreadingHTTPServer:
+    """A stand-in for a notebook's page (Jupyter on localhost:PORT) holding `html`, on a port of its own."""
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the base class's name)
+            body = f"<!doctype html><html><body><p>a notebook</p>{html}</body></html>".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
+    return server
+
+
+def test_the_inline_viewer_runs_framed_by_a_notebook_and_asks_nothing_off_this_machine(tmp_path, browser):  # noqa: F811
+    """A page on http://localhost:OTHER (as Jupyter's) holding _repr_html_'s iframe: the framed viewer loads, its bodies
+    are physai's (1e-6 m), and every request the browser makes goes to the viewer's or the notebook's server on this
+    machine (no internet needed). A server made for a browser tab (not embeddable) is refused the frame."""
+    xml, model, run = falling_box(tmp_path)
+    with serving(make_server(xml, run, embeddable=True)) as server, serving(make_server(xml, run)) as tab:
+        notebook = notebook_page(server._repr_html_() + tab._repr_html_().replace("<a href", "<iframe src")
+                                 .replace("</a>", "</iframe>"))
+        try:
+            page = browser.new_page()
+            urls, problems = [], []
+            page.on("request", lambda r: urls.append(r.url))
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(f"http://localhost:{notebook.server_address[1]}/")
+            framed = next(f for f in page.frames if f.url == server.url)
+            framed.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
+            assert framed.evaluate(f"viewer.seek({run.t[50]})") == 50
+            drawn = np.array(framed.evaluate("viewer.bodies()"))
+            assert np.abs(drawn - kinematics.body_poses(model, run.q[50])[0]).max() < 1e-6
+            refused = next((f for f in page.frames if f.url == tab.url), None)
+            assert refused is None or not refused.evaluate("'viewer' in window")
+            local = (f"http://localhost:{notebook.server_address[1]}/", server.url)
+            assert len(urls) > 10 and [u for u in urls if not u.startswith(local + (tab.url,))] == []
+            assert problems == [] and framed.evaluate("viewer.errors") == []
+            page.close()
+        finally:
+            notebook.shutdown()
+            notebook.server_close()
+
+
+def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_path, browser):  # noqa: F811 (the fixture)
+    """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
+    the server serves the MJCF files and the meshes the model reads, not the others; the page loads the model from
+    them and draws its bodies where physai puts them (1e-6 m)."""
+    (tmp_path / "meshes").mkdir()
+    tetra = "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
+    for name in ("tetra.obj", "unused.obj"):
+        (tmp_path / "meshes" / name).write_text(tetra)
+    (tmp_path / "part.xml").write_text('<mujoco><asset><mesh name="m" file="tetra.obj"/></asset></mujoco>')
+    xml = tmp_path / "model.xml"
+    xml.write_text("""<mujoco><compiler meshdir="meshes"/><include file="part.xml"/><worldbody>
+      <body name="b" pos="0 0 1"><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>""")
+    model = engine.from_mujoco(models.load(xml))
+    run = integrators.simulate(model, model.qpos0, np.r_[0.3, 0, 0, 1, 2, 3], steps=20)
+    with serving(make_server(xml, run)) as server:
+        assert json.loads(request(server, "/view.json")[2])["model"]["files"] == ["meshes/tetra.obj", "model.xml", "part.xml"]
+        assert request(server, "/model/meshes/tetra.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
+        page = browser.new_page()
+        page.goto(server.url)
+        page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
+        page.evaluate(f"viewer.seek({run.t[20]})")
+        assert np.abs(np.array(page.evaluate("viewer.bodies()")) - kinematics.body_poses(model, run.q[20])[0]).max() < 1e-6
+        assert page.evaluate("viewer.errors") == []
         page.close()

@@ -3,6 +3,7 @@
     from physai import engine
     model = engine.from_mujoco("unitree_h1")          # any robot: hinge, slide, ball and free joints
     tau = engine.rnea(model, q, qd, qdd)              # q (nq,) or (N, nq); qd, qdd (nv,) or (N, nv)
+    physai.view("unitree_h1", run)                    # replay a Trajectory in the browser (inline in a notebook)
 
 Modules, one concept each:
     engine        the one engine: Model (flat arrays), Data (workspace), loaders, the stages (smooth, forward,
@@ -25,9 +26,26 @@ Modules, one concept each:
     identification  the inertial-parameter regressor, parameters, base parameters, physical consistency
     models        bundled MJCF files and Menagerie robots by name
     urdf          URDF robots as the lesson's Trees (from physai.engine.urdf's safe parse, inertial rpy kept)
-    lab           the lessons' interactive labs in the browser (physai lab)
+    lab           the lessons' interactive labs in the browser (physai lab), and the viewer of a run (physai view)
     exceptions    one exception per kind of bad input
     extras        optional dependencies by need (lab, plot, dask): imported on first use, a missing one named
 """
 
+import importlib
+
 __version__ = "0.1.0"
+
+#: Names re-exported here from deeper modules, imported on first use so that `import physai` stays light.
+LAZY = {"view": "physai.lab.viewer"}
+
+
+def __getattr__(name: str):
+    """physai.view (physai.lab.viewer.view: replay a Trajectory in the browser, or inline in a notebook), imported
+    when first asked for."""
+    if name in LAZY:
+        return getattr(importlib.import_module(LAZY[name]), name)
+    raise AttributeError(f"module 'physai' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *LAZY])

@@ -77,7 +77,7 @@ def headless_page(model, trajectory: Trajectory, wh: tuple[int, int], plot: str 
         browser = p.chromium.launch(executable_path=str(chromium_executable()))
         try:
             page = browser.new_page(viewport={"width": wh[0], "height": wh[1]})
-            page.goto(server.url)
+            page.goto(server.url + "?antialias")                  # multisampled, though rendered in software
             page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=LOAD_TIMEOUT)
             if plot is not None and not page.evaluate("(label) => viewer.select(label)", plot):
                 raise InvalidArgumentError(f"--plot {plot!r}: the run has no such series; expected one of "

@@ -4,7 +4,8 @@
     with serving(server): ...          # answering in a thread meanwhile (scripts, tests)
 
 Routes (GET and HEAD): /           the page (web/index.html) and its files (web/)
-        /lab.json   {"spec": the lab, "model": {"file": main MJCF file, "files": every file the page writes into MuJoCo's FS}}
+        /lab.json   {"spec": the lab, "model": {"file": main MJCF file, "files": every file the page writes into MuJoCo's FS},
+                    "replay": the run a lab's `replay` field names (t, q, qd, dt) or null}
         /model/...  the model's files: those listed in lab.json, nothing else
         /vendor/mujoco/..., /vendor/three/...   MuJoCo's WebAssembly build and three.js, from the npm packages that
                     physai.lab.npm.ensure_node_modules() installs into physai's cache folder
@@ -125,7 +126,7 @@ def port_number(value: int | str) -> int:
 
 
 def content_security_policy(index_html: str, framed_by_self: bool = False, frames_self: bool = False,
-                            inline_styles: bool = False, evaluates: bool = True) -> str:
+                            inline_styles: bool = False, evaluates: bool = True, ancestors: str | None = None) -> str:
     """The page's Content-Security-Policy: its own origin only, plus what the page needs.
 
     - script-src: this origin's files, the inline import map of index.html (by its hash), 'wasm-unsafe-eval' (MuJoCo's
@@ -134,7 +135,8 @@ def content_security_policy(index_html: str, framed_by_self: bool = False, frame
       you trust.
     - img-src adds data: (the page's empty favicon). By default nothing may frame the page, and it frames, posts and
       embeds nothing; a lesson page frames its labs (frames_self), which then let their own origin frame them
-      (framed_by_self); inline_styles: KaTeX's typeset math sets style attributes; a page that compiles no code
+      (framed_by_self); `ancestors` names the pages that may frame it instead (the viewer in a notebook);
+      inline_styles: KaTeX's typeset math sets style attributes; a page that compiles no code
       (not evaluates: the lesson page) gets neither eval.
     """
     hashes = [f"'sha256-{b64encode(hashlib.sha256(m.encode()).digest()).decode()}'"
@@ -144,7 +146,7 @@ def content_security_policy(index_html: str, framed_by_self: bool = False, frame
         " ".join(["script-src 'self'", *(["'wasm-unsafe-eval' 'unsafe-eval'"] if evaluates else []), *hashes]),
         "connect-src 'self'", "style-src 'self'" + (" 'unsafe-inline'" if inline_styles else ""), "img-src 'self' data:",
         "font-src 'self'", "worker-src 'self'", "frame-src " + ("'self'" if frames_self else "'none'"),
-        "frame-ancestors " + ("'self'" if framed_by_self else "'none'"), "object-src 'none'", "base-uri 'none'",
+        "frame-ancestors " + (ancestors or ("'self'" if framed_by_self else "'none'")), "object-src 'none'", "base-uri 'none'",
         "form-action 'none'",
     ])
 
@@ -205,6 +207,20 @@ class Reply:
     headers: dict | None = None
 
 
+def lab_replay(lab: Lab, path: Path) -> dict | None:
+    """lab.json's "replay": the run the lab replays (t (S,) [s], q (S, nq), qd (S, nv), dt), None without one;
+    LabError naming the field for a run whose q and qd do not fit the model compiled from `path`."""
+    run = lab.trajectory
+    if run is None:
+        return None
+    m = models.load(path)
+    if run["q"].shape[1] != m.nq or run["qd"].shape[1] != m.nv:
+        raise LabError(f"{lab.source}: replay {lab.spec['replay']!r}: the trajectory's q {run['q'].shape} and qd "
+                       f"{run['qd'].shape} are not those of the model {lab.spec['model']!r} (nq = {m.nq}, nv = {m.nv}): "
+                       f"a trajectory of another model? Expected (S, {m.nq}) and (S, {m.nv})")
+    return {"t": run["t"].tolist(), "q": run["q"].tolist(), "qd": run["qd"].tolist(), "dt": run["dt"]}
+
+
 class LabSite:
     """One lab's routes, from the folder it is served at: /lab.json, /model/... (its model's files only) and the page
     (web/ files). `headers`: the security headers of its responses."""
@@ -214,7 +230,8 @@ class LabSite:
         self.model_root, main, files = model_files(lab)
         self.model_set = set(files)
         self.lab_json = json.dumps({"spec": lab.spec, "source": lab.source, "notes": lab.notes,
-                                    "model": {"name": lab.spec["model"], "file": main, "files": files}}).encode()
+                                    "model": {"name": lab.spec["model"], "file": main, "files": files},
+                                    "replay": lab_replay(lab, self.model_root / main)}).encode()
         csp = content_security_policy((WEB_DIR / "index.html").read_text(encoding="utf-8"), framed_by_self=framed_by_self)
         self.headers = security_headers(csp, framed_by_self)
 

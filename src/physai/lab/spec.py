@@ -20,7 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from physai.exceptions import LabError, PhysaiError, UnknownLabError
+import numpy as np
+
+from physai import trajectory_files
+from physai.exceptions import LabError, PhysaiError, TrajectoryFileError, UnknownLabError
 
 LABS_DIR = Path(__file__).resolve().parent / "labs"
 #: Largest lab or lesson file read (bytes).
@@ -243,6 +246,9 @@ PLOT = Record("a plot", (
 
 LAB = Record("a lab", (
     Field("model", NAME, "a bundled model name, a Menagerie robot, or an MJCF path relative to the lab file", required=True),
+    Field("replay", NAME, "a physai run (a .npz file of Trajectory.save, a path relative to the lab file, inside its "
+          "folder) replayed on the page's time line instead of simulating: qpos and qvel at time t are the run's saved "
+          "state at or before t"),
     Field("title", TEXT, "the page's heading (default the model's name)"),
     Field("note", TEXT, "a paragraph under the page"),
     Field("dock", BOOLEAN, "the course page docks the lab beside the lesson's text (physai's page ignores it)"),
@@ -292,6 +298,8 @@ class Lab:
     source: str
     base_dir: Path | None = None
     notes: list[str] = field(default_factory=list)
+    #: the run the `replay` field names, as trajectory_files.load reads it (None without one)
+    trajectory: dict | None = None
 
     @property
     def title(self) -> str:
@@ -346,6 +354,42 @@ class Lab:
         if not path.is_file():
             raise LabError(f"{self.source}: model file {path} does not exist")
         return path
+
+
+    def replay_file(self) -> Path | None:
+        """The resolved trajectory file the `replay` field names (None without one); LabError unless it is a file inside
+        the lab's folder (the rule of the model's path: neither `..`, an absolute path nor a symbolic link leads out)."""
+        name = self.spec.get("replay")
+        if name is None:
+            return None
+        where = f"{self.source}: replay {name!r}"
+        if "\0" in name:
+            raise LabError(f"{where} holds a NUL byte; expected a trajectory .npz file inside the lab's folder")
+        if self.base_dir is None:
+            raise LabError(f"{where} is a file path, but the lab has no folder to start it from; expected a lab file")
+        folder = self.base_dir.resolve()
+        path = (folder / name).resolve()
+        if not path.is_relative_to(folder):
+            raise LabError(f"{where} leads outside the lab's folder {folder} (to {path}); expected a trajectory file "
+                           "(Trajectory.save's .npz) inside that folder")
+        if not path.is_file():
+            raise LabError(f"{where}: the file {path} does not exist; expected a trajectory saved by Trajectory.save")
+        return path
+
+    def load_replay(self) -> None:
+        """Read the run the `replay` field names into `trajectory`; LabError naming the field for a file that is not a
+        physai trajectory, holds NaN, or whose times do not rise from its first state by a positive dt."""
+        path = self.replay_file()
+        if path is None:
+            return
+        try:
+            run = trajectory_files.load(path)
+        except TrajectoryFileError as exc:
+            raise LabError(f"{self.source}: replay {self.spec['replay']!r}: {exc}") from None
+        if not (run["dt"] > 0 and np.all(np.diff(run["t"]) > 0)):
+            raise LabError(f"{self.source}: replay {self.spec['replay']!r}: its times do not rise (dt = {run['dt']}); "
+                           "expected a run saved by Trajectory.save")
+        self.trajectory = run
 
 
 def bundled_labs() -> list[str]:
@@ -453,9 +497,11 @@ def lab_from_json(text: str, source: str = "<lab>", base_dir: Path | None = None
 
 
 def _checked(lab: Lab) -> Lab:
-    """The lab, once a model given as a path is known to be a file inside the lab's folder (LabError otherwise)."""
+    """The lab, once a model given as a path is known to be a file inside the lab's folder, and the run it replays
+    read (LabError otherwise)."""
     if lab.base_dir is not None:
         lab.model_file()
+    lab.load_replay()
     return lab
 
 

@@ -2,7 +2,8 @@
 kinematics, three.js to draw) fed with physai's positions, served on 127.0.0.1 by physai.lab.server's rules.
 
     server = make_server(model, trajectory, port)   # a ViewServer; server.url; server.serve_forever()
-    server = view(model, trajectory)                # the same, answering in a thread, the page opened in a browser
+    server = view(model, trajectory)                # the same, answering in a thread, the page opened in a browser;
+                                                    # in a Jupyter notebook shown inline instead (server._repr_html_)
 
 model: a model name (physai.models.names()) or an MJCF file's path (a Menagerie scene.xml draws the floor and lights);
 the page loads that file into MuJoCo and, for each frame, writes physai's q into qpos and runs mj_kinematics.
@@ -16,7 +17,9 @@ Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page
 """
 
 import dataclasses
+import html
 import json
+import sys
 import threading
 import webbrowser
 from pathlib import Path
@@ -27,10 +30,40 @@ import numpy as np
 from physai import models
 from physai.exceptions import TrajectoryFileError
 from physai.integrators import Trajectory
+from physai.lab.npm import ensure_node_modules
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, WEB_DIR, LocalServer, Reply,
                                content_security_policy, folder_files, model_file_reply, security_headers)
 
 PAGE = "view.html"
+#: Who may frame the page when it is shown inline (embeddable): a notebook served from this machine (Jupyter on
+#: localhost or 127.0.0.1, any port) or VS Code's notebook webviews; nothing else
+LOCAL_FRAMERS = ("'self' http://127.0.0.1:* http://localhost:* https://127.0.0.1:* https://localhost:* "
+                 "vscode-webview:")
+#: [px] the height of the inline viewer's frame in a notebook
+INLINE_HEIGHT = 640
+
+
+def used_files(path: Path, files: list[str]) -> list[str]:
+    """Of a model folder's `files` (folder_files: paths relative to the folder of the MJCF file `path`), those the model
+    reads: every .xml file (its includes) and the meshes, skins, height fields and textures its MjSpec names; all of
+    `files` when one it names is not among them (a path spelled otherwise, strippath). A Menagerie folder holds the
+    meshes of several variants (the G1's: 35 MB, of which its scene.xml reads 19.7 MB)."""
+    spec = mujoco.MjSpec.from_file(str(path))
+    root = path.parent.resolve()
+    named = set()
+    for items, folder in ((spec.meshes, spec.meshdir), (spec.skins, spec.meshdir), (spec.hfields, spec.meshdir),
+                          (spec.textures, spec.texturedir)):
+        for item in items:
+            for name in (item.file, *getattr(item, "cubefiles", ())):
+                if name:
+                    named.add((root / folder / name).resolve())
+    kept = {f for f in files if f.lower().endswith(".xml")}
+    for file in named:
+        rel = file.relative_to(root).as_posix() if file.is_relative_to(root) else None
+        if rel not in files:
+            return files
+        kept.add(rel)
+    return sorted(kept)
 
 
 def model_source(model: str | Path) -> tuple[Path, bool]:
@@ -98,21 +131,39 @@ def _actuator_unit(m: mujoco.MjModel, a: int) -> str:
 
 
 class ViewServer(LocalServer):
-    """The viewer's server on 127.0.0.1:port (see the module docstring)."""
+    """The viewer's server on 127.0.0.1:port (see the module docstring). `embeddable`: the page lets a notebook on this
+    machine frame it (LOCAL_FRAMERS), else nothing may; in a notebook, the server shows itself as that frame
+    (_repr_html_)."""
 
     def __init__(self, model: str | Path, trajectory: Trajectory, port: int, quiet: bool = True,
                  idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
-                 request_timeout: float = REQUEST_TIMEOUT, title: str | None = None, ghost: Trajectory | None = None):
+                 request_timeout: float = REQUEST_TIMEOUT, title: str | None = None, ghost: Trajectory | None = None,
+                 embeddable: bool = False):
         path, whole = model_source(model)
         self.model_root, main, files = folder_files(path, whole, str(model))
+        files = used_files(path, files) if whole else files
         self.model_set = set(files)
         m = models.load(path)
         run = replay(m, trajectory, str(model))
         run["ghost"] = None if ghost is None else ghost_replay(m, ghost, f"{model} (the ghost)")
         self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files},
                                      "run": run}).encode()
-        csp = content_security_policy((WEB_DIR / PAGE).read_text(encoding="utf-8"))
-        super().__init__(port, security_headers(csp), VENDOR, quiet, idle_timeout, max_connections, request_timeout)
+        self.embeddable = embeddable
+        csp = content_security_policy((WEB_DIR / PAGE).read_text(encoding="utf-8"),
+                                      ancestors=LOCAL_FRAMERS if embeddable else None)
+        headers = security_headers(csp)
+        if embeddable:
+            del headers["X-Frame-Options"]                           # it cannot name origins; frame-ancestors does
+        super().__init__(port, headers, VENDOR, quiet, idle_timeout, max_connections, request_timeout)
+
+    def _repr_html_(self) -> str:
+        """How a notebook shows the server: the page in an <iframe> of the notebook's width (only when embeddable;
+        otherwise a link, since the page refuses to be framed)."""
+        url = html.escape(self.url)
+        if not self.embeddable:
+            return f'<a href="{url}" target="_blank">physai view: {url}</a>'
+        return (f'<iframe src="{url}" width="100%" height="{INLINE_HEIGHT}" style="border: 0" '
+                f'title="physai view"></iframe>')
 
     def route(self, path: str) -> Reply:
         reply = super().route(path)
@@ -126,20 +177,36 @@ class ViewServer(LocalServer):
 
 
 def make_server(model, trajectory: Trajectory, port: int = 0, quiet: bool = True, ghost: Trajectory | None = None,
-                **limits) -> ViewServer:
+                embeddable: bool = False, **limits) -> ViewServer:
     """A viewer's server for `trajectory` of `model` on 127.0.0.1:port (0: any free port), with `ghost` (a second run of
-    the model) drawn translucent over it; serve_forever(), then shutdown() and server_close(). TrajectoryFileError for a
-    run of another model; LabError for a port in use."""
-    return ViewServer(model, trajectory, port, quiet, ghost=ghost, **limits)
+    the model) drawn translucent over it, its page framable by a local notebook if `embeddable`; serve_forever(), then
+    shutdown() and server_close(). TrajectoryFileError for a run of another model; LabError for a port in use."""
+    return ViewServer(model, trajectory, port, quiet, ghost=ghost, embeddable=embeddable, **limits)
 
 
-def view(model, trajectory: Trajectory, port: int = 0, open_browser: bool = True, ghost=None) -> ViewServer:
+def in_notebook() -> bool:
+    """Whether this interpreter is a Jupyter kernel (IPython's kernel app: Jupyter, JupyterLab, VS Code's notebooks),
+    found without importing IPython: only if something imported it already."""
+    ipython = sys.modules.get("IPython")
+    shell = getattr(ipython, "get_ipython", lambda: None)()
+    return shell is not None and ("IPKernelApp" in getattr(shell, "config", {})
+                                  or type(shell).__name__ == "ZMQInteractiveShell")
+
+
+def view(model, trajectory: Trajectory, ghost=None, port: int = 0, open_browser: bool | None = None,
+         inline: bool | None = None) -> ViewServer:
     """Serve the replay of `trajectory` (a Trajectory, or the path of one saved with Trajectory.save) of `model` (None:
-    the one the trajectory names), and of `ghost` over it if given (the same), in a thread and open it in a browser;
-    returns the server (server.url; stop it with server.shutdown() and server.server_close())."""
+    the one the trajectory names), and of `ghost` over it if given (the same), in a thread; returns the server
+    (server.url; stop it with server.shutdown() and server.server_close()).
+
+    inline (None: whether this is a Jupyter kernel, in_notebook()): the page may be framed by a local notebook and the
+    server, the cell's value, shows as that frame (_repr_html_); open_browser (None: not inline) opens the page in a
+    browser tab. The page loads nothing but the server's own files: it works without internet."""
     trajectory, ghost = (x if x is None or isinstance(x, Trajectory) else Trajectory.load(x) for x in (trajectory, ghost))
-    server = make_server(model or trajectory.model, trajectory, port, ghost=ghost)
+    inline = in_notebook() if inline is None else inline
+    server = make_server(model or trajectory.model, trajectory, port, ghost=ghost, embeddable=inline)
+    ensure_node_modules()                                  # MuJoCo's WebAssembly build and three.js, once, into the cache
     threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.1}, daemon=True).start()
-    if open_browser:
+    if open_browser if open_browser is not None else not inline:
         webbrowser.open(server.url)
     return server

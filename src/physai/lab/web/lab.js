@@ -7,7 +7,7 @@ import * as THREE from 'three';
 import loadMujoco from '@mujoco/mujoco';
 import { fetchModelFiles, loadModel, makeLib } from './lib.js';
 import { applySelects, buildControls } from './controls.js';
-import { render, startFrames } from './loop.js';
+import { render, showReplay, startFrames } from './loop.js';
 import { buildPlots } from './plots.js';
 import { buildReadouts } from './readouts.js';
 import { buildScene } from './scene.js';
@@ -23,6 +23,7 @@ function createState() {
   return {
     page: Object.fromEntries(PAGE_IDS.map((id) => [id, document.getElementById(id)])),
     spec: null, mujoco: null, model: null, data: null, lib: null, versions: null,
+    replay: null,                       // the physai run a lab's `replay` field names: {t, q, qd, dt}
     scripts: {},                        // compiled scripts: setup, control, controls by label
     readouts: [],                       // {label, fn, digits, format, cell}
     plots: [],                          // Plot
@@ -36,6 +37,7 @@ function createState() {
 async function main(state, hook) {
   const cfg = await (await fetch('lab.json')).json();
   const spec = state.spec = cfg.spec;
+  state.replay = cfg.replay ?? null;
   document.title = `${spec.title ?? spec.model} · physai lab`;
   state.page.title.textContent = spec.title ?? spec.model;
   state.page.note.textContent = spec.note ?? '';
@@ -54,8 +56,9 @@ async function main(state, hook) {
   run(state, 'setup', state.scripts.setup);
   applySelects(state);
   mujoco.mj_forward(state.model, state.data);
+  if (state.replay) showReplay(state, state.replay.t[0]);
   state.versions = { mujoco: mujoco.mj_versionString(), three: THREE.REVISION };
-  state.page.versions.textContent = `MuJoCo ${state.versions.mujoco} (WebAssembly, @mujoco/mujoco) · three.js r${state.versions.three} · ${cfg.source}`;
+  state.page.versions.textContent = `MuJoCo ${state.versions.mujoco} (WebAssembly, @mujoco/mujoco) · three.js r${state.versions.three} · ${cfg.source}${state.replay ? ` · replaying ${spec.replay}: physai's run, not MuJoCo's simulation` : ''}`;
   completeHook(hook, state);
   render(state);
   state.frames = 1;

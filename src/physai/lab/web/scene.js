@@ -32,11 +32,23 @@ function geomGeometry(model, i) {
   }
 }
 
-/** The renderer, scene, camera, a mesh per visible geom and the trail, as state.view. */
+/** Whether WebGL runs on the CPU (SwiftShader, llvmpipe: a headless browser, a machine without a GPU), where
+ * multisampling makes each frame about 4 times slower. */
+function softwareRendering() {
+  const gl = document.createElement('canvas').getContext('webgl2');
+  const info = gl?.getExtension('WEBGL_debug_renderer_info');
+  const name = info ? String(gl.getParameter(info.UNMASKED_RENDERER_WEBGL)) : '';
+  gl?.getExtension('WEBGL_lose_context')?.loseContext();
+  return /SwiftShader|llvmpipe|softpipe|software/i.test(name);
+}
+
+/** The renderer, scene, camera, a mesh per visible geom and the trail, as state.view. Antialiased (multisampled)
+ * unless WebGL renders in software, or as spec.antialias says. */
 export function buildScene(state) {
   const { spec, model, page } = state;
   const height = Math.max(spec.height ?? 420, 420);
-  const renderer = new THREE.WebGLRenderer({ canvas: page.canvas, antialias: true, preserveDrawingBuffer: true });
+  const antialias = spec.antialias ?? !softwareRendering();
+  const renderer = new THREE.WebGLRenderer({ canvas: page.canvas, antialias, preserveDrawingBuffer: true });
   renderer.setPixelRatio(window.devicePixelRatio || 1);
   renderer.setSize(page.view.clientWidth, height);
   const scene = new THREE.Scene();

@@ -2,7 +2,7 @@
 // (loop.js advances by the real time since the last frame) unless the lab fixes "frame_time"; when the browser cannot
 // keep up, the speed shows how far behind real time the simulation runs.
 import { applySelects } from './controls.js';
-import { afterChange, stepOnce } from './loop.js';
+import { afterChange, showReplay, stepOnce } from './loop.js';
 import { run } from './scripts.js';
 
 /** Pause or run (the button's label says what a press does). */
@@ -21,11 +21,13 @@ export function stepButton(state) {
   afterChange(state, false);
 }
 
-/** Back to the start: mj_resetData, the lab's setup, its selects' current choices; time 0, trail and plots cleared. */
+/** Back to the start: mj_resetData, the lab's setup, its selects' current choices; time 0 (a replayed run's first
+ * state), trail and plots cleared. */
 export function reset(state) {
   state.mujoco.mj_resetData(state.model, state.data);
   run(state, 'setup', state.scripts.setup);
   applySelects(state);
+  if (state.replay) showReplay(state, state.replay.t[0]);
   afterChange(state, true);
 }
 

@@ -174,15 +174,22 @@ function showError(page, where, error) {
 }
 
 async function main(page, hook) {
+  const timings = hook.timings = {};                                   // [ms] since navigation: the load's stages
   const cfg = await (await fetch('view.json')).json();
+  timings.json = performance.now();
   const run = cfg.run, duration = run.t[run.t.length - 1];
   page.title.textContent = cfg.title;
   document.title = `${cfg.title} · physai view`;
   const mujoco = await loadMujoco();
-  const model = loadModel(mujoco, await fetchModelFiles(cfg.model.files), cfg.model.file);
+  timings.mujoco = performance.now();
+  const files = await fetchModelFiles(cfg.model.files);
+  timings.files = performance.now();
+  const model = loadModel(mujoco, files, cfg.model.file);
   const data = new mujoco.MjData(model);
+  timings.model = performance.now();
   if (model.nq !== run.q[0].length) throw new Error(`the model has nq = ${model.nq}, the run ${run.q[0].length}`);
-  const state = { spec: { height: 480 }, mujoco, model, data, page, view: null };
+  const antialias = new URLSearchParams(location.search).has('antialias') || undefined;   // ?antialias: pictures
+  const state = { spec: { height: 480, antialias }, mujoco, model, data, page, view: null };
   buildScene(state);
   const orbit = new OrbitControls(state.view.camera, page.canvas);
   const base = () => new THREE.Vector3(...data.xpos.slice(3, 6));    // body 1: the base, which the camera follows
@@ -202,9 +209,10 @@ async function main(page, hook) {
     + `green lines: contact normals (${NORMAL_LENGTH} m); sites: x red, y green, z blue`
     : 'no contacts recorded (physai.recording.record_contacts)';
   page.slider.max = run.t.length - 1;
-  const v = { time: 0, playing: false, frames: 0, last: null };
+  const v = { time: 0, playing: false, frames: 0, last: null, showing: false };
 
   const show = (time) => {
+    v.showing = true;                                                  // the orbit's change event draws nothing now
     v.time = Math.max(0, Math.min(duration, time));
     const k = frameAt(run, v.time);
     const before = base();
@@ -224,6 +232,7 @@ async function main(page, hook) {
     drawPlot(page.plot, run.t, series[page.series.value], page.series.value, v.time, k);
     drawScene(state);
     v.frames++;
+    v.showing = false;
   };
   const pause = () => { v.playing = false; page.play.textContent = 'Play'; };
   const step = (n) => { pause(); show(run.t[Math.max(0, Math.min(run.t.length - 1, frameAt(run, v.time) + n))]); };
@@ -236,7 +245,7 @@ async function main(page, hook) {
   page.forward.onclick = () => step(1);
   page.slider.oninput = () => { pause(); show(run.t[Number(page.slider.value)]); };
   page.series.onchange = page['show-contacts'].onchange = page['show-sites'].onchange = () => show(v.time);
-  orbit.addEventListener('change', () => drawScene(state));
+  orbit.addEventListener('change', () => v.showing || drawScene(state));   // a frame is drawn once
   for (const el of [page.play, page.back, page.forward, page.slider]) el.disabled = false;
 
   const frame = (now) => {
@@ -277,6 +286,7 @@ async function main(page, hook) {
   Object.defineProperty(hook, 'frames', { get: () => v.frames, enumerable: true });
   page.versions.textContent = `MuJoCo ${mujoco.mj_versionString()} (WebAssembly; kinematics only) · three.js r${THREE.REVISION} · positions: physai`;
   show(0);
+  timings.ready = performance.now();
   page.status.textContent = '';
   requestAnimationFrame(frame);
 }

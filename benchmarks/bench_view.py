@@ -1,0 +1,104 @@
+"""Playback of `physai view`: 10 s of the G1 at 500 Hz (5,000 states, 5,001 with the first) in headless Chromium.
+
+    uv run python benchmarks/bench_view.py                 # 10 s of the G1, its contacts recorded; 4 s of playing
+    uv run python benchmarks/bench_view.py --seconds 2 --play 2 --no-contacts
+
+The run: physai's integrators.simulate of the G1 on its floor (Menagerie's scene.xml) from its keyframe, under the
+keyframe's controls, with contacts and constraints, then recording.record_contacts (each state's contacts and forces,
+drawn as arrows); deterministic. It is served by physai.lab.viewer.make_server and opened in Debian's headless
+Chromium through Playwright (physai.lab.chromium, as the tests). Printed:
+
+- the load: the wall time from page.goto to the page's viewer.ready, and the page's own stages (performance.now()
+  since navigation: view.json fetched and parsed, MuJoCo's WebAssembly loaded, the model compiled, the first frame);
+- the playing at 1x, measured in the page over --play seconds: animation frames per second (requestAnimationFrame
+  callbacks), frames drawn per second (viewer.frames: each a state posed, its contacts and plot updated, the scene
+  rendered), and simulated seconds shown per wall second (1.00 is real time).
+
+The targets (issue S): plays at real time (1.00 simulated s per wall s, each animation frame drawn) and loads in under
+3 s. There is no peer to compare with: the requirement is printed beside the measurement. No test asserts timings.
+"""
+
+import argparse
+import dataclasses
+import os
+import time
+
+import mujoco
+
+from physai import engine, extras, integrators, models, recording
+from physai.lab.chromium import chromium_executable
+from physai.lab.npm import ensure_node_modules
+from physai.lab.server import serving
+from physai.lab.viewer import make_server
+
+#: in the page: play at 1x from t = 0 for `seconds` of wall time, counting animation frames and frames drawn
+MEASURE = """async (seconds) => {
+  viewer.seek(0);
+  document.getElementById('speed').value = '1';
+  viewer.play();
+  const f0 = viewer.frames, s0 = viewer.time(), w0 = performance.now();
+  let raf = 0;
+  await new Promise((resolve) => {
+    const tick = (now) => { raf++; if (now - w0 < 1000 * seconds) requestAnimationFrame(tick); else resolve(); };
+    requestAnimationFrame(tick);
+  });
+  const wall = (performance.now() - w0) / 1000, simulated = viewer.time() - s0;
+  viewer.pause();
+  return {wall, raf: raf / wall, drawn: (viewer.frames - f0) / wall, speed: simulated / wall};
+}"""
+
+
+def g1_run(seconds: float, contacts: bool) -> tuple[integrators.Trajectory, float]:
+    """(the G1's run of `seconds` from its keyframe, the wall time physai took to make it [s])."""
+    m = models.load("unitree_g1", "scene")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    model = engine.from_mujoco(m)
+    start = time.perf_counter()
+    run = integrators.simulate(model, d.qpos, d.qvel, steps=round(seconds / m.opt.timestep), ctrl=d.ctrl)
+    if contacts:
+        run = recording.record_contacts(model, run, ctrl=d.ctrl)
+    made = time.perf_counter() - start
+    return dataclasses.replace(run, model=str(models.model_path("unitree_g1", "scene"))), made
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="simulated time of the run [s] (10)")
+    parser.add_argument("--play", type=float, default=4.0, help="wall time the page plays while measured [s] (4)")
+    parser.add_argument("--no-contacts", action="store_true", help="without recording the contacts")
+    parser.add_argument("--size", default="1280x800", help="the page's size in pixels (1280x800)")
+    args = parser.parse_args()
+    sync_api = extras.require("playwright.sync_api", "lab", "benchmarks/bench_view.py")
+    ensure_node_modules()
+    run, made = g1_run(args.seconds, not args.no_contacts)
+    width, height = (int(x) for x in args.size.split("x"))
+    ncontacts = 0 if run.contacts is None else int(run.contacts.start[-1])
+    with serving(make_server(run.model, run, 0)) as server, sync_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(chromium_executable()))
+        page = browser.new_page(viewport={"width": width, "height": height})
+        start = time.perf_counter()
+        page.goto(server.url)
+        page.evaluate("window.viewer.ready")
+        load = time.perf_counter() - start
+        stages = page.evaluate("viewer.timings")
+        measured = page.evaluate(MEASURE, args.play)
+        version = browser.version
+        browser.close()
+    print(f"physai view, playback: the G1 (unitree_g1 scene.xml), {args.seconds:g} s at {1 / run.dt:g} Hz = "
+          f"{len(run.t)} states, {ncontacts} contacts recorded; made by physai in {made:.1f} s "
+          f"({engine.backend}); view.json {len(server.view_json) / 1e6:.1f} MB")
+    print(f"headless Chromium {version} (Debian), {width}x{height}; load average {os.getloadavg()[0]:.2f} "
+          f"on {os.cpu_count()} CPUs")
+    print(f"load: page.goto -> viewer.ready {load:.2f} s   (target < 3 s)   in the page [s since navigation]: "
+          f"view.json {stages['json'] / 1e3:.2f}, MuJoCo {stages['mujoco'] / 1e3:.2f}, model files "
+          f"{stages['files'] / 1e3:.2f}, model compiled "
+          f"{stages['model'] / 1e3:.2f}, first frame {stages['ready'] / 1e3:.2f}")
+    print(f"playing at 1x for {measured['wall']:.1f} s: {measured['raf']:.1f} animation frames/s, "
+          f"{measured['drawn']:.1f} frames drawn/s, {measured['speed']:.3f} simulated s per wall s   "
+          f"(target: real time, 1.00 s/s, every animation frame drawn)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
