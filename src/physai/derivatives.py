@@ -57,12 +57,13 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 
 import numpy as np
 
-from physai import engine, forces, joints, validation
+from physai import collision, engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import actuation, batching, constraint, forward, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
+from physai.engine.collision import has_contacts
 from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
@@ -320,15 +321,21 @@ class _Constraints:
     aref rebuilt at each point, collision included. A point where a row appears, disappears or changes state raises
     InvalidStateError: the step is not differentiable there (a contact or limit at its switch)."""
 
-    def __init__(self, model: Model, h: float):
-        self.model = model
-        self.run = engine.DynamicsEvaluator(model, h, integ.step_inputs(model, None, None, None, None), constrained=True)
+    def __init__(self, model: Model):
+        self.model, self.d = model, engine.Data(model)
 
-    def rows(self, q: np.ndarray, qd: np.ndarray):
-        """The constraint rows at (q, qd) (engine.constraint.rows, the contacts detected at q)."""
-        run = self.run
-        velocity_stages(self.model, run.d, q[:, None], qd[:, None])
-        return constraint.rows(self.model, run.d, q, qd, run.contacts(q))
+    def rows(self, Q: np.ndarray, QD: np.ndarray) -> list:
+        """The constraint rows at each state (Q (n, nq), QD (n, nv)), the contacts at Q from physai.collision.detect:
+        compiled in one call when the backend is (engine.constraint.compiled_rows), else engine.constraint.rows."""
+        model = self.model
+        contacts = collision.detect(model, Q) if has_contacts(model) else None
+        if native.on and native.runs(model):
+            return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
+        out = []
+        for k, (q, qd) in enumerate(zip(Q, QD)):
+            velocity_stages(model, self.d, q[:, None], qd[:, None])
+            out.append(constraint.rows(model, self.d, q, qd, None if contacts is None else contacts[k]))
+        return out
 
     def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
         """(a_c, qfrc_constraint) at (q, qd) for M and qfrc_smooth f (the step's solver and options); keeps the rows,
@@ -336,7 +343,7 @@ class _Constraints:
         if self.model.opt.noslip_iterations > 0:
             raise UnsupportedModelError("step_derivatives(constraints=True) with noslip (opt.noslip_iterations > 0): "
                                         "noslip's post-pass is not differentiated; set noslip_iterations to 0")
-        r = self.rows(q, qd)
+        r = self.rows(q[None], qd[None])[0]
         a = solver.solve_with(self.model, r, M, f).qacc
         force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
@@ -350,10 +357,10 @@ class _Constraints:
             Y[first:first + len(Hc)] = Hc @ X[first:first + len(Hc)]
         return Y
 
-    def _held_force(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        """G(q, qd; a_c) (nv,): -J^T force(J a_c - aref) with the rows rebuilt at (q, qd) in the states held;
+    def _held_force(self, r) -> np.ndarray:
+        """G(q, qd; a_c) (nv,): -J^T force(J a_c - aref) of the rows r, built at another (q, qd), in the states held;
         InvalidStateError where a row appears, disappears or changes state."""
-        r, held = self.rows(q, qd), self.r
+        held = self.r
         same = r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)
         if same:
             force, state, _, _ = constraint.update(r, r.J @ self.a - r.aref)
@@ -368,25 +375,25 @@ class _Constraints:
     def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """d aref/dqd (nefc, nv): -B J, and on the equality rows also MuJoCo 4's -d(Jdot qd)/dqd (connect, weld), aref
         being quadratic in qd there: centred differences of a unit step are exact (rounding aside)."""
-        r = self.r
+        r, nv = self.r, self.model.nv
         out = -r.B[:, None] * r.J
         if r.ne:
-            for k, e in enumerate(np.eye(self.model.nv)):
-                out[:r.ne, k] = 0.5 * (self.rows(q, qd + e).aref - self.rows(q, qd - e).aref)[:r.ne]
-        self.rows(q, qd)                               # the workspace back at the state
+            E = np.eye(nv)
+            rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]))
+            out[:r.ne] = 0.5 * np.array([rows[k].aref[:r.ne] - rows[nv + k].aref[:r.ne] for k in range(nv)]).T
         return out
 
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
         (see the class): held at solve()'s optimum."""
-        r, M, nv = self.r, self.M, self.model.nv
+        r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
-        Gq, E = np.zeros((nv, nv)), np.eye(nv)
-        for k in range(nv):
-            for s, w in FD_WEIGHTS:
-                qk = joints.integrate(self.model.coords, q[:, None], E[k][:, None], s * ROW_STEP)[:, 0]
-                Gq[:, k] += w * self._held_force(qk, qd)
-        Gq /= 12 * ROW_STEP
+        # G at q moved by s ROW_STEP along each tangent direction, all rows built in one call
+        steps = np.array([s * ROW_STEP * e for e in np.eye(nv) for s, _ in FD_WEIGHTS])
+        Q = joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T, 1.0).T
+        G = np.array([self._held_force(x) for x in self.rows(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0))])
+        weights = np.array([w for _, w in FD_WEIGHTS])
+        Gq = np.einsum("ksv,s->vk", G.reshape(nv, len(FD_WEIGHTS), nv), weights) / (12 * ROW_STEP)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
         da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
@@ -642,7 +649,7 @@ class _Stepper:
         self.model, self.h, self.x, self.euler_damping = model, h, inputs, euler_damping
         self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
         self.hard = _HardForces(model, h, inputs, euler_damping, act, name)
-        self.constraints = _Constraints(model, h) if constraints else None
+        self.constraints = _Constraints(model) if constraints else None
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)

@@ -1,0 +1,79 @@
+"""The constrained step's derivatives (issue U): physai's step_derivatives(..., constraints=True) beside MuJoCo's
+mjd_transitionFD, one state per call, in one run.
+
+    uv run python benchmarks/bench_contact_derivatives.py
+
+States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_control's humanoid after 100 steps of
+mj_step from its start state (task_models.start), both with their own integrator, the solver at tolerance 1e-15.
+Timed: physai's call (the solve at the state, the rows rebuilt at 4 nv points in one compiled call, the rest
+analytic), MuJoCo's mjd_transitionFD with forward differences (eps 1e-6) and centred ones; ratio = physai / MuJoCo's
+(below 1: physai is faster; issue U's target is 0.1 against the forward differences). Also printed: the largest
+difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the
+largest entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs.
+"""
+
+import os
+import sys
+from pathlib import Path
+
+import mujoco
+import numpy as np
+from bench_dynamics import best_time
+
+from physai import derivatives, engine, models
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments" / "task-models"))
+import task_models  # noqa: E402  (the survey's loading and start state)
+
+
+def g1():
+    m = models.load("unitree_g1", "scene")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    return m, d, 20
+
+
+def humanoid():
+    m = mujoco.MjModel.from_xml_path(str(task_models.task_files()["dm_control/humanoid"]))
+    d = mujoco.MjData(m)
+    q0, qd0, ctrl = task_models.start(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+    return m, d, 100
+
+
+def transition_fd(m, d, eps: float, centred: bool):
+    n = 2 * m.nv + m.na
+    A, B = np.zeros((n, n)), np.zeros((n, m.nu))
+    mujoco.mjd_transitionFD(m, d, eps, centred, A, B, None, None)
+    return A, B
+
+
+def row(name: str, make) -> str:
+    m, d, steps = make()
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+    mujoco.mj_forward(m, d)
+    model = engine.from_mujoco(m)
+    q, qd, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy() if m.nu else None
+    A, B = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
+    fine, coarse = transition_fd(m, d, 1e-6, True), transition_fd(m, d, 2e-6, True)
+    ref = [(4 * fine[k] - coarse[k]) / 3 for k in (0, 1)]
+    err = [np.abs(X - R).max() / np.abs(R).max() for X, R in zip((A, B), ref)]
+    physai = best_time(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True), budget=2.0)
+    forward = best_time(lambda: transition_fd(m, d, 1e-6, False), budget=1.0)
+    centred = best_time(lambda: transition_fd(m, d, 1e-6, True), budget=1.0)
+    return (f"{name:12s} {m.nv:3d} {d.ncon:4d} {d.nefc:5d} {1e3 * physai:9.2f} {1e3 * forward:9.2f} {1e3 * centred:9.2f} "
+            f"{physai / forward:8.2f} {physai / centred:8.2f}   {err[0]:.1e} {err[1]:.1e}")
+
+
+def main() -> None:
+    print(f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; physai backend {engine.backend}; mujoco {mujoco.__version__}")
+    print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated mjd_transitionFD")
+    print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B")
+    for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
+        print(row(name, make))
+
+
+if __name__ == "__main__":
+    main()
