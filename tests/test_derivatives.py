@@ -773,7 +773,7 @@ def test_constrained_step_derivatives_name_a_switch_and_noslip():
              <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/></body></worldbody></mujoco>"""
     m = mujoco.MjModel.from_xml_string(xml)
     model = engine.from_mujoco(m)
-    with pytest.raises(InvalidStateError, match="appears, disappears or changes state"):
+    with pytest.raises(InvalidStateError, match="a constraint row appears or disappears within 2e-06 of q"):
         derivatives.step_derivatives(model, np.array([0.5]), np.array([0.1]), constraints=True)
     A, _ = derivatives.step_derivatives(model, np.array([0.52]), np.array([0.1]), constraints=True)   # inside: fine
     assert np.isfinite(A).all()
@@ -799,3 +799,22 @@ def test_constrained_step_derivatives_on_both_backends_and_in_a_batch():
     assert A.shape == (2, 2 * m.nv, 2 * m.nv)
     assert_close(A[0], out["native"][0], 1e-12)
     assert_close(A[1], derivatives.step_derivatives(model, q, 0.5 * qd, constraints=True)[0], 1e-12)
+
+
+def test_switch_margins_say_how_far_a_state_is_from_a_switch():
+    """margins=True: [how far a row's jar is from the edge of its state, how far a contact or limit row is from leaving].
+    A hinge pressed 0.02 rad into its limit: the distance margin is that depth (limit margin 0), the acceleration margin
+    the row's |jar| (MuJoCo's efc_J qacc - efc_aref at the state); 1e-5 into it, 1e-5."""
+    xml = """<mujoco><compiler angle="radian"/><worldbody><body><joint name="j" range="-0.5 0.5" limited="true"/>
+             <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = 0.52, 0.1
+    mujoco.mj_forward(m, d)
+    A, B, margins = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), constraints=True, margins=True)
+    jar = float(d.efc_J.reshape(d.nefc, m.nv)[0] @ d.qacc - d.efc_aref[0])
+    assert abs(margins[1] - 0.02) < 1e-12 and abs(margins[0] - abs(jar)) < 1e-6 * abs(jar)
+    near = derivatives.step_derivatives(model, np.array([0.5 + 1e-5]), np.array([0.0]), constraints=True, margins=True)[2]
+    assert abs(near[1] - 1e-5) < 1e-12
+    with pytest.raises(InvalidArgumentError, match="margins=True needs constraints=True"):
+        derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), margins=True)

@@ -318,11 +318,13 @@ class _Constraints:
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
     connect and weld rows: _aref_velocity_derivative), and dG/dq by 4th-order centred differences of G along q's
     tangent (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames, impedances and
-    aref rebuilt at each point, collision included. A point where a row appears, disappears or changes state raises
-    InvalidStateError: the step is not differentiable there (a contact or limit at its switch)."""
+    aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
+    row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
+    switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True)."""
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
+        self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), the contacts at Q from physai.collision.detect:
@@ -347,6 +349,7 @@ class _Constraints:
         a = solver.solve_with(self.model, r, M, f).qacc
         force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
+        self.margins = np.minimum(self.margins, switch_margins(r, r.J @ a - r.aref, state))
         return a, r.J.T @ force
 
     def _times_S(self, X: np.ndarray) -> np.ndarray:
@@ -358,19 +361,14 @@ class _Constraints:
         return Y
 
     def _held_force(self, r) -> np.ndarray:
-        """G(q, qd; a_c) (nv,): -J^T force(J a_c - aref) of the rows r, built at another (q, qd), in the states held;
-        InvalidStateError where a row appears, disappears or changes state."""
+        """G(q, qd; a_c) (nv,): -J^T force(J a_c - aref) of the rows r, built at another (q, qd), each row's force in
+        the state it holds at the optimum (held_forces); InvalidStateError where a row appears or disappears."""
         held = self.r
-        same = r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)
-        if same:
-            force, state, _, _ = constraint.update(r, r.J @ self.a - r.aref)
-            same = np.array_equal(state, self.state)
-        if not same:
+        if not (r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)):
             raise InvalidStateError(
-                f"step_derivatives(constraints=True): a constraint row appears, disappears or changes state within "
-                f"{2 * ROW_STEP:g} of q (a contact or limit at its switch, a cone boundary): the step is not "
-                "differentiable here; linearise at a nearby state")
-        return -r.J.T @ force
+                f"step_derivatives(constraints=True): a constraint row appears or disappears within {2 * ROW_STEP:g} of q "
+                "(a contact or limit at its switch): the step is not differentiable here; linearise at a nearby state")
+        return -r.J.T @ held_forces(r, r.J @ self.a - r.aref, self.state)
 
     def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """d aref/dqd (nefc, nv): -B J, and on the equality rows also MuJoCo 4's -d(Jdot qd)/dqd (connect, weld), aref
@@ -398,6 +396,55 @@ class _Constraints:
         da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+
+def held_forces(r, jar: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """(nefc,) the rows' forces at jar with each row in the state given (engine.constraint.update's formulas, the zone
+    not decided again): quadratic -D jar, satisfied 0, friction loss +-frictionloss, an elliptic contact on its cone
+    -Dm (N - mu T) (mu, -U_j friction_j / T), Dm = D_0 / (mu^2 (1 + mu^2)), U = (mu jar_0, friction_j jar_j)."""
+    force = np.where(state == constraint.QUADRATIC, -r.D * jar, 0.0)
+    force = np.where(state == constraint.LINEARNEG, r.frictionloss, np.where(state == constraint.LINEARPOS, -r.frictionloss,
+                                                                               force))
+    for i in np.flatnonzero((state == constraint.CONE) & (r.type == constraint.CONTACT_ELLIPTIC)):
+        if i > 0 and state[i - 1] == constraint.CONE and r.id[i - 1] == r.id[i]:
+            continue                                   # not the contact's first row
+        c = r.id[i]
+        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
+        U = np.r_[jar[i] * mu, jar[i + 1:i + dim] * friction[:dim - 1]]
+        N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
+        Dm = r.D[i] / (mu * mu * (1 + mu * mu))
+        force[i] = -Dm * (N - mu * T) * mu
+        force[i + 1:i + dim] = -force[i] / T * U[1:] * friction[:dim - 1]
+    return force
+
+
+def switch_margins(r, jar: np.ndarray, state: np.ndarray) -> np.ndarray:
+    """(2,): how far the rows r (engine.constraint.Rows) are from a switch, at jar = J qacc - aref in the states given:
+    [0] the smallest distance of a row's jar from the edge of its state [m/s^2 | rad/s^2]: a one-sided row's |jar|,
+    a friction-loss row's from +-R frictionloss, an elliptic contact's from the cone's surfaces N = mu T and
+    mu N + T = 0 in its scaled space (U = (mu jar_0, friction_j jar_j), over sqrt(1 + mu^2)); [1] the smallest
+    margin - pos of a contact or limit row [m | rad]: how far it is from leaving (a row appears at pos = margin too;
+    rows not yet present, an approaching contact or limit, are not counted). inf where there is no such row."""
+    edge = [np.inf]
+    f = slice(r.ne, r.ne + r.nf)
+    Rf = r.R[f] * r.frictionloss[f]
+    edge += np.where(state[f] == constraint.QUADRATIC, np.minimum(jar[f] + Rf, Rf - jar[f]), np.abs(np.abs(jar[f]) - Rf)).tolist()
+    i = r.ne + r.nf
+    while i < r.nefc:
+        if r.type[i] != constraint.CONTACT_ELLIPTIC:
+            edge.append(abs(jar[i]))
+            i += 1
+            continue
+        c = r.id[i]
+        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
+        U = np.r_[jar[i] * mu, jar[i + 1:i + dim] * friction[:dim - 1]]
+        N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
+        edge.append(min(abs(N - mu * T), abs(mu * N + T)) / np.sqrt(1 + mu * mu))
+        i += dim
+    limits = np.flatnonzero((r.type == constraint.LIMIT_JOINT) | (r.type == constraint.LIMIT_TENDON))
+    first = np.r_[limits, r.contact_row[r.contact_row >= 0]].astype(np.intp)   # a contact's distance is its first row's
+    leave = (r.margin - r.pos)[first]
+    return np.array([min(edge), leave.min(initial=np.inf)])
 
 
 def _gravcomp_derivative(model: Model, d: engine.Data) -> np.ndarray:
@@ -750,7 +797,7 @@ class _Stepper:
 
 
 def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None, act=None,
-                     constraints: bool = False):
+                     constraints: bool = False, margins: bool = False):
     """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'; dact'] = A [dq; dqd; dact] + B dctrl.
 
     Args:
@@ -766,15 +813,18 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         constraints: False (default): the smooth dynamics (MuJoCo's step with mjDSBL_CONSTRAINT). True: the step of
             physai.integrators.step(..., constraints=True), through the constraint solver's optimum (_Constraints):
             contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
-            quadratic, linear, on the cone); InvalidStateError where a row switches within the differencing step. The
+            quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
+            differencing step (margins=True says how close the rows are to changing state). The
             rows' dependence on q (Jacobians, contact geometry, impedance, aref) is differenced (4th order), the rest
             analytic; the NumPy text runs (the compiled kernel does not do constraints yet).
+        margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
+            over RK4's stages): where they are small the linearisation holds only that close.
 
     Returns:
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
-        sensors). The state is (dq, dqd, dact) with dq in the tangent space of physai.joints.integrate (MuJoCo's
-        mj_differentiatePos): at q for the inputs, at q' for the outputs (for a quaternion, dq' = exp(h w)^T dq +
-        h J_r(h w) dw).
+        sensors); with margins=True also the margins (2,) or (N, 2): [acceleration, distance] (switch_margins). The
+        state is (dq, dqd, dact) with dq in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos):
+        at q for the inputs, at q' for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
     Passive damping and springs, the actuators' gains and biases (zero where ctrl or a force is clamped), the
     bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
     through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), "implicit" and
@@ -803,6 +853,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     check_tendons(model)
     check_actuators(model)
     constraints = validation.flag("constraints", constraints)
+    if validation.flag("margins", margins) and not constraints:
+        raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
     na = 0 if model.actuators is None else model.actuators.na
     compiled = native.on and not numpy_only(model) and not constraints   # what the kernel declines, NumPy runs
     if compiled and act is None:
@@ -831,15 +883,18 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     else:
         size = 2 * nv + na
         A, B, redo = np.empty((n, size, size)), np.empty((n, size, nu)), range(n)
+    distances = np.full((n, 2), np.inf)
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied", "act")}
         try:
-            T = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints)
+            T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints)
         except (InvalidStateError, InvalidArgumentError) as error:
             if batch is None:
                 raise
             raise type(error)(f"{error} (state {k} of {n})") from None
         A[k], B[k] = T[:, :A.shape[-1]], T[:, A.shape[-1]:]
+    if margins:
+        return (A[0], B[0], distances[0]) if batch is None else (A, B, distances)
     return (A[0], B[0]) if batch is None else (A, B)
 
 
@@ -920,4 +975,4 @@ def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, 
     if not np.isfinite(T).all():
         raise InvalidArgumentError(f"the step derivatives are not finite at dt = {h:g} s with {name}: the state or "
                                    "the timestep is too large, or M - h D is singular")
-    return T
+    return T, np.full(2, np.inf) if s.constraints is None else s.constraints.margins
