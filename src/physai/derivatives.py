@@ -61,7 +61,7 @@ from physai import collision, engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, batching, constraint, forward, native, passive, solver, tendon
+from physai.engine import actuation, api, batching, constraint, forward, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.collision import has_contacts
 from physai.engine.smooth import cholesky_solve
@@ -326,11 +326,13 @@ class _Constraints:
         self.model, self.d = model, engine.Data(model)
         self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
 
-    def rows(self, Q: np.ndarray, QD: np.ndarray) -> list:
-        """The constraint rows at each state (Q (n, nq), QD (n, nv)), the contacts at Q from physai.collision.detect:
-        compiled in one call when the backend is (engine.constraint.compiled_rows), else engine.constraint.rows."""
+    def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
+        """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
+        Q (physai.collision.detect): compiled in one call when the backend is (engine.constraint.compiled_rows), else
+        engine.constraint.rows."""
         model = self.model
-        contacts = collision.detect(model, Q) if has_contacts(model) else None
+        if contacts is None and has_contacts(model):
+            contacts = collision.detect(model, Q)
         if native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
         out = []
@@ -345,8 +347,14 @@ class _Constraints:
         if self.model.opt.noslip_iterations > 0:
             raise UnsupportedModelError("step_derivatives(constraints=True) with noslip (opt.noslip_iterations > 0): "
                                         "noslip's post-pass is not differentiated; set noslip_iterations to 0")
-        r = self.rows(q[None], qd[None])[0]
-        a = solver.solve_with(self.model, r, M, f).qacc
+        model, opt = self.model, self.model.opt
+        contacts = [collision.detect(model, q)] if has_contacts(model) else None
+        r = self.rows(q[None], qd[None], contacts)[0]
+        if native.on and native.compiled_solver(model):               # the step's solver, compiled: tau = f + c
+            a = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
+                                        None, None, opt.tolerance, opt.iterations)[0]
+        else:
+            a = solver.solve_with(model, r, M, f).qacc
         force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
         self.margins = np.minimum(self.margins, switch_margins(r, r.J @ a - r.aref, state))
