@@ -21,7 +21,7 @@ import pinocchio as pin
 import pytest
 
 from physai import conventions, derivatives, engine, integrators, models
-from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
+from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
 
 ROBOTS = ["mixed_joints", "random_free", "random_fixed", "unitree_h1", "franka_emika_panda"]
@@ -818,3 +818,15 @@ def test_switch_margins_say_how_far_a_state_is_from_a_switch():
     assert abs(near[1] - 1e-5) < 1e-12
     with pytest.raises(InvalidArgumentError, match="margins=True needs constraints=True"):
         derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), margins=True)
+
+
+def test_an_unconverged_solve_is_named_by_a_warning():
+    """The solver stopped at its iteration limit (1 iteration, tolerance 1e-15, a random scene) on either backend: a
+    ConvergenceWarning naming the limit, and the derivatives still finite."""
+    m, d = constraint_scene(0, "pyramidal", 3)
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1
+    model = engine.from_mujoco(m)
+    for backend in ("native", "numpy"):
+        with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
+            A, _ = run(backend, derivatives.step_derivatives, model, d.qpos.copy(), d.qvel.copy(), constraints=True)
+        assert np.isfinite(A).all()

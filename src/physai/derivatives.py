@@ -55,6 +55,8 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 (cpp/step_derivative.h mirrors _Stepper and step_derivatives function by function: one state in C++, batches on threads).
 """
 
+import warnings
+
 import numpy as np
 
 from physai import collision, engine, forces, joints, validation
@@ -68,7 +70,7 @@ from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
 from physai.engine.model import WRAP_JOINT, Model
-from physai.exceptions import InvalidArgumentError, InvalidStateError, UnsupportedModelError
+from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
 
@@ -351,10 +353,17 @@ class _Constraints:
         contacts = [collision.detect(model, q)] if has_contacts(model) else None
         r = self.rows(q[None], qd[None], contacts)[0]
         if native.on and native.compiled_solver(model):               # the step's solver, compiled: tau = f + c
-            a = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
-                                        None, None, opt.tolerance, opt.iterations)[0]
+            out = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
+                                          None, None, opt.tolerance, opt.iterations)
+            a, converged = out[0], bool(np.all(out[5]))
         else:
-            a = solver.solve_with(model, r, M, f).qacc
+            solution = solver.solve_with(model, r, M, f)
+            a, converged = solution.qacc, solution.converged
+        if not converged:
+            warnings.warn(f"step_derivatives(constraints=True): the {opt.solver} solver stopped at its iteration limit "
+                          f"({opt.iterations}) before its tolerance ({opt.tolerance:g}): the derivatives are those of "
+                          "the optimum's conditions at its last iterate; raise model.opt.iterations", ConvergenceWarning,
+                          stacklevel=5)
         force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
         self.margins = np.minimum(self.margins, switch_margins(r, r.J @ a - r.aref, state))
@@ -401,7 +410,12 @@ class _Constraints:
         weights = np.array([w for _, w in FD_WEIGHTS])
         Gq = np.einsum("ksv,s->vk", G.reshape(nv, len(FD_WEIGHTS), nv), weights) / (12 * ROW_STEP)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
-        da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
+        try:
+            da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
+        except np.linalg.LinAlgError:
+            raise InvalidStateError("step_derivatives(constraints=True): the solver's Hessian M + J^T S J is singular "
+                                    "at this state (a body without mass or inertia?); expected a positive definite "
+                                    "mass matrix") from None
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
 
