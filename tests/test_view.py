@@ -128,8 +128,28 @@ def test_out_renders_one_moment_to_a_png(tmp_path, browser, capsys):  # noqa: F8
     wrong = subprocess.run([sys.executable, "-m", "physai.cli", "view", "-", str(tmp_path / "box.npz"), "--out", str(out),
                             "--plot", "no such"], capture_output=True, text=True, timeout=300)
     assert wrong.returncode == 2 and "no such series; expected one of 'energy [J]', 'base height [m]'" in wrong.stderr
-    assert main(["view", "-", str(tmp_path / "box.npz"), "--out", str(tmp_path / "box.mp4")]) == 2
-    assert "expected a .png file (one moment) or a .gif file (the run)" in capsys.readouterr().err
+    assert main(["view", "-", str(tmp_path / "box.npz"), "--out", str(tmp_path / "box.avi")]) == 2
+    assert "expected a .png file (one moment), or a .gif, .mp4 or .webm file (the run)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("suffix", [".mp4", ".webm"])
+def test_out_renders_the_run_to_a_video(tmp_path, browser, suffix):  # noqa: F811 (the fixture: Chromium is here)
+    """physai view --out run.mp4 | run.webm --fps F: a video of floor(duration F) + 1 frames at F frames/s (read back
+    by the same ffmpeg), of the asked size, none blank, the box falling between the first and the last."""
+    import imageio_ffmpeg
+    _, _, run = falling_box(tmp_path)
+    run.save(tmp_path / "box.npz")
+    out = tmp_path / f"box{suffix}"
+    done = subprocess.run([sys.executable, "-m", "physai.cli", "view", "-", str(tmp_path / "box.npz"), "--out", str(out),
+                           "--fps", "10", "--size", "640x400"], capture_output=True, text=True, timeout=600)
+    frames = int(np.floor((run.t[-1] - run.t[0]) * 10 + 1e-9)) + 1
+    assert done.returncode == 0 and f"{frames} frames" in done.stdout, done.stderr
+    reader = imageio_ffmpeg.read_frames(str(out))
+    meta = next(reader)
+    pixels = [np.frombuffer(f, np.uint8).reshape(400, 640, 3).astype(float) for f in reader]
+    assert meta["size"] == (640, 400) and abs(meta["fps"] - 10) < 1e-6
+    assert len(pixels) == frames > 1 and all(p.std() > 10 for p in pixels)
+    assert np.abs(pixels[0] - pixels[-1]).max() > 50
 
 
 def test_out_renders_the_run_to_a_gif(tmp_path, browser, capsys):  # noqa: F811 (the fixture: Chromium is here)

@@ -3,17 +3,20 @@
 MODEL: a model name or an MJCF file (a Menagerie scene.xml, to draw the floor the run stood on); "-" takes the name the
 file holds. Prints the URL and opens a browser unless --no-browser; Ctrl-C stops the server. --frame T --out pic.png
 renders the moment T [s] headless instead, with Debian's Chromium through Playwright (what the browser tests use);
---out run.gif renders the whole run as an animated GIF, --fps frames per second of simulated time (Pillow assembles it).
+--out run.gif renders the whole run as an animated GIF, --fps frames per second of simulated time (Pillow assembles it);
+--out run.mp4 (H.264) or run.webm (VP9) the same frames as a video, encoded by the ffmpeg of the `video` extra
+(imageio-ffmpeg's wheel carries it).
 """
 
 import argparse
 import contextlib
 import io
 import math
+import subprocess
 from pathlib import Path
 
 from physai import extras
-from physai.exceptions import InvalidArgumentError
+from physai.exceptions import InvalidArgumentError, LabError
 from physai.integrators import Trajectory
 from physai.lab.chromium import chromium_executable
 from physai.lab.npm import ensure_node_modules
@@ -31,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ghost", default=None, metavar="OTHER.npz", help="a second run of the model, drawn over the first")
     parser.add_argument("--no-browser", action="store_true", help="print the URL without opening a browser")
     parser.add_argument("--frame", type=float, default=None, metavar="T", help="with --out: the time shown [s]")
-    parser.add_argument("--out", default=None, metavar="PIC.png|RUN.gif",
-                        help="render one moment (--frame) to a PNG, or the run to an animated GIF, headless")
-    parser.add_argument("--fps", type=float, default=25.0, help="with --out RUN.gif: frames per simulated second (25)")
+    parser.add_argument("--out", default=None, metavar="PIC.png|RUN.gif|RUN.mp4|RUN.webm",
+                        help="render one moment (--frame) to a PNG, or the run to an animated GIF or a video, headless")
+    parser.add_argument("--fps", type=float, default=25.0, help="with --out RUN.gif|mp4|webm: frames per simulated second (25)")
     parser.add_argument("--plot", default=None, metavar="LABEL", help="with --out: the series plotted (default: the first)")
     parser.add_argument("--size", default="1280x800", metavar="WxH", help="the picture's size in pixels (default 1280x800)")
     parser.add_argument("--verbose", action="store_true", help="log every request")
@@ -46,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     model = trajectory.model if args.model == "-" else args.model
     if not model:
         raise InvalidArgumentError(f"{args.run} names no model; give MODEL (a model name or an MJCF file)")
-    if args.out is not None and Path(args.out).suffix.lower() == ".gif":
+    if args.out is not None and Path(args.out).suffix.lower() in VIDEO_CODECS:
         return video(model, trajectory, Path(args.out), args.fps, size(args.size), args.plot, ghost)
     if args.out is not None:
         return picture(model, trajectory, Path(args.out), args.frame or 0.0, size(args.size), args.plot, ghost)
@@ -91,7 +94,7 @@ def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, i
             ghost: Trajectory | None = None) -> int:
     """The viewer at time t [s], paused, saved as the PNG `out` by headless Chromium (headless_page); 0."""
     if out.suffix.lower() != ".png":
-        raise InvalidArgumentError(f"--out {out}: expected a .png file (one moment) or a .gif file (the run)")
+        raise InvalidArgumentError(f"--out {out}: expected a .png file (one moment), or a .gif, .mp4 or .webm file (the run)")
     with headless_page(model, trajectory, wh, plot, ghost) as page:
         shown = page.evaluate(f"viewer.seek({float(t)}), viewer.time()")
         page.screenshot(path=str(out))
@@ -99,19 +102,46 @@ def picture(model, trajectory: Trajectory, out: Path, t: float, wh: tuple[int, i
     return 0
 
 
+#: the run's file types (--out): None, a GIF assembled by Pillow; else ffmpeg's codec and options (one thread and
+#: bitexact: the same frames give the same file)
+VIDEO_CODECS = {
+    ".gif": None,
+    ".mp4": ["-c:v", "libx264", "-pix_fmt", "yuv420p", "-crf", "18", "-movflags", "+faststart"],
+    ".webm": ["-c:v", "libvpx-vp9", "-pix_fmt", "yuv420p", "-crf", "32", "-b:v", "0", "-row-mt", "0"],
+}
+
+
 def video(model, trajectory: Trajectory, out: Path, fps: float, wh: tuple[int, int], plot: str | None = None,
           ghost: Trajectory | None = None) -> int:
-    """The run as the animated GIF `out`: the viewer at t = k / fps [s] for k = 0 .. floor(duration fps), each frame
-    shown for 1 / fps s of the GIF, looping; 0. InvalidArgumentError for an fps outside (0, 100]."""
+    """The run as the file `out` (.gif: an animated GIF by Pillow, looping; .mp4: H.264; .webm: VP9, by the `video`
+    extra's ffmpeg): the viewer at t = k / fps [s] for k = 0 .. floor(duration fps), each frame shown for 1 / fps s; 0.
+    InvalidArgumentError for an fps outside (0, 100]."""
     if not (0.0 < fps <= 100.0):
         raise InvalidArgumentError(f"--fps {fps}: expected frames per second in (0, 100]")
-    image = extras.require("PIL.Image", "plot", "physai view --out RUN.gif")
+    image = extras.require("PIL.Image", "plot", f"physai view --out RUN{out.suffix}")
+    codec = VIDEO_CODECS[out.suffix.lower()]
+    ffmpeg = None if codec is None else extras.require("imageio_ffmpeg", "video", f"physai view --out RUN{out.suffix}")
     frames = []
     with headless_page(model, trajectory, wh, plot, ghost) as page:
         duration = float(page.evaluate("viewer.duration"))
         for k in range(math.floor(duration * fps + 1e-9) + 1):
             page.evaluate(f"viewer.seek({k / fps})")
             frames.append(image.open(io.BytesIO(page.screenshot())).convert("RGB"))
-    frames[0].save(out, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
+    if codec is None:
+        frames[0].save(out, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
+    else:
+        encode(ffmpeg.get_ffmpeg_exe(), frames, fps, codec, out)
     print(f"physai view: {len(frames)} frames ({duration:.4f} s at {fps:g} frames/s) of {model} written to {out}")
     return 0
+
+
+def encode(ffmpeg: str, frames: list, fps: float, codec: list[str], out: Path) -> None:
+    """Pillow RGB frames (one size) encoded by ffmpeg into `out` at fps frames per second, the size padded to even
+    pixels (yuv420p needs them); LabError with ffmpeg's last words when it fails."""
+    w, h = frames[0].size
+    command = [ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}",
+               "-framerate", f"{fps:g}", "-i", "-", "-an", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", *codec,
+               "-threads", "1", "-fflags", "+bitexact", "-flags:v", "+bitexact", "-map_metadata", "-1", str(out)]
+    done = subprocess.run(command, input=b"".join(f.tobytes() for f in frames), capture_output=True)
+    if done.returncode != 0:
+        raise LabError(f"ffmpeg could not write {out}: {done.stderr.decode(errors='replace').strip()[-400:]}")
