@@ -3,6 +3,7 @@ onto its floor, each beside mj_step (issue J).
 
     uv run python examples/contact_g1_h1.py                          # 2 s each; writes contact_g1_h1.png
     uv run python examples/contact_g1_h1.py --seconds 4 --plot /tmp/contact.png
+    uv run python examples/contact_g1_h1.py --runs runs/ && uv run physai view - runs/g1.npz    # watch physai's run
 
 physai detects the contacts (physai.collision), builds the constraint rows and solves them every step
 (integrators.simulate with constraints=True): every geom pair of the G1 (its meshes, cylinders and foot spheres) and
@@ -11,15 +12,19 @@ own actuators (position servos: PD control to the keyframe's ctrl); the H1, star
 no control, falls and lands. The plot shows each robot's base height and the total normal force of its contacts
 (physai.constraints.forward_dynamics at the states of the run, the contacts found again) beside MuJoCo's
 (mj_contactForce), against time. main(argv) returns, per robot, the largest difference in base height from mj_step's
-[m], the largest in total normal force [N] and the final base height [m]; tests/test_examples.py runs it.
+[m], the largest in total normal force [N] and the final base height [m]; tests/test_examples.py runs it. --runs DIR
+writes physai's runs as DIR/g1.npz and DIR/h1.npz (Trajectory.save, with their contacts, contact forces and actuator
+forces: physai.recording.record, and the scene's path) for `physai view`.
 """
 
 import argparse
+import dataclasses
+from pathlib import Path
 
 import mujoco
 import numpy as np
 
-from physai import constraints, engine, integrators, models
+from physai import constraints, engine, integrators, models, recording
 from physai.engine.constraint import CONTACT_ELLIPTIC, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL
 
 NAMES = {code: name for name, code in integrators.MUJOCO_INTEGRATOR.items()}
@@ -37,9 +42,10 @@ def normal_force(model, q, qd, tau, warm) -> float:
     return float(total + result.efc_force[firsts].sum())
 
 
-def run(robot: str, seconds: float, lift: float, control: bool):
+def run(robot: str, seconds: float, lift: float, control: bool, save: Path | None = None):
     """(time (n,), physai's and MuJoCo's base height (n,) each, physai's and MuJoCo's total normal force (n,) each) of
-    a run from the robot's keyframe, raised by `lift` [m], with the keyframe's ctrl or none."""
+    a run from the robot's keyframe, raised by `lift` [m], with the keyframe's ctrl or none; physai's run written to
+    `save` (recorded for the viewer) when given."""
     m = models.load(robot, "scene")
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
@@ -51,6 +57,10 @@ def run(robot: str, seconds: float, lift: float, control: bool):
     q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
     traj = integrators.simulate(model, q0, qd0, m.opt.timestep, steps, NAMES[int(m.opt.integrator)], ctrl=ctrl,
                                 constraints=True, energy=False)
+    if save is not None:
+        recorded = recording.record(model, traj, ctrl=ctrl)
+        dataclasses.replace(recorded, model=str(models.model_path(robot, "scene"))).save(save)
+        print(f"wrote {save}: uv run physai view - {save}")
     every = max(1, steps // 200)
     height, force_mj, force = [], [], []
     wrench = np.zeros(6)
@@ -75,9 +85,14 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=2.0)
     parser.add_argument("--plot", default="contact_g1_h1.png", help="the figure's file ('' for none)")
+    parser.add_argument("--runs", default=None, metavar="DIR", help="write physai's runs there for physai view")
     args = parser.parse_args(argv)
-    runs = {"G1 standing (position servos at the keyframe)": run("unitree_g1", args.seconds, 0.0, True),
-            "H1 dropped from 0.3 m (no control)": run("unitree_h1", args.seconds, 0.3, False)}
+    folder = None if args.runs is None else Path(args.runs)
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    save = (lambda name: None) if folder is None else (lambda name: folder / f"{name}.npz")   # noqa: E731
+    runs = {"G1 standing (position servos at the keyframe)": run("unitree_g1", args.seconds, 0.0, True, save("g1")),
+            "H1 dropped from 0.3 m (no control)": run("unitree_h1", args.seconds, 0.3, False, save("h1"))}
     out = []
     for title, (t, z, z_mj, f, f_mj) in runs.items():
         dz, df = float(np.abs(z - z_mj).max()), float(np.abs(f - f_mj).max())

@@ -6,7 +6,11 @@ two-link arm upright with a gain from step_derivatives (MuJoCo simulates), examp
 G1 standing with a gain from its linearisation through contact (MuJoCo simulates)."""
 
 import importlib.util
+import json
+import threading
 from pathlib import Path
+
+import numpy as np
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -36,10 +40,27 @@ def test_contact_example_follows_mj_step(tmp_path, capsys):
     1e-9 m of mj_step's base height and 1e-6 of its largest normal force; the H1 lands above its floor (it does not
     fall through, as without contacts); the figure is written."""
     plot = tmp_path / "contact.png"
-    (g1_dz, g1_df, g1_z), (h1_dz, h1_df, h1_z) = example("contact_g1_h1").main(["--seconds", "1", "--plot", str(plot)])
+    (g1_dz, g1_df, g1_z), (h1_dz, h1_df, h1_z) = example("contact_g1_h1").main(["--seconds", "1", "--plot", str(plot),
+                                                                                "--runs", str(tmp_path)])
     assert g1_dz < 1e-9 and h1_dz < 1e-9 and g1_df < 1e-3 and h1_df < 1e-2
     assert g1_z > 0.7 and 0.05 < h1_z < 0.5 and plot.stat().st_size > 10_000
     assert "largest difference from mj_step" in capsys.readouterr().out
+    # the runs it wrote open in the viewer (its server, no browser): the scene the file names, q and contacts as saved
+    from physai.integrators import Trajectory
+    from physai.lab.viewer import make_server
+    from lab.client import request
+    for name in ("g1", "h1"):
+        saved = Trajectory.load(tmp_path / f"{name}.npz")
+        server = make_server(saved.model, saved, 0)
+        try:
+            threading.Thread(target=server.serve_forever, daemon=True).start()
+            status, _, body = request(server, "/view.json")
+            shown = json.loads(body)["run"]
+            assert status == 200 and np.array_equal(shown["q"], saved.q) and saved.contacts.force.shape[1] == 6
+            assert shown["contacts"]["start"] == saved.contacts.start.tolist()
+        finally:
+            server.shutdown()
+            server.server_close()
 
 
 def test_panda_grasp_lifts_the_box_as_mj_step(capsys):
