@@ -189,6 +189,17 @@ template <class T> void simulate_states(const Model &m, const Actuators &act, co
         }
     } else {
         if (r.opt.integrator == IMPLICIT || hi - lo < 2 || !act.lanes || m.tendon_spatial) return;   // muscles: one by one
+        if (r.constrained) {                                           // the steps before the first that may touch
+            if ((r.opt.integrator != EULER && r.opt.integrator != IMPLICITFAST) || !r.resume || !contacts_only(m)) return;
+            SimData<T> w(m, act);
+            ContactFree<T> free(m);
+            for (int64_t n = lo; hi - n >= 2; n += lanes_of<T>) {
+                int64_t count = std::min<int64_t>(lanes_of<T>, hi - n), done = 0;
+                if (simulate_block(m, act, w, r, n, count, &free, &done) != OK) done = 0;
+                for (int64_t l = 0; l < count; l++) r.resume[n + l] = std::max<int64_t>(done - 1, 0);
+            }
+            return;
+        }
         SimData<T> w(m, act);
         for (int64_t n = lo; hi - n >= 2; n += lanes_of<T>) {
             int64_t count = std::min<int64_t>(lanes_of<T>, hi - n);

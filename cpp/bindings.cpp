@@ -778,6 +778,8 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     }
     std::vector<int> failure(size_t(N), OK);
     r.failure = failure.data();
+    std::vector<int64_t> resume(size_t(N), 0);                        // constrained: where each scalar run starts
+    r.resume = resume.data();
     std::atomic<bool> stop{false};
     r.stop = &stop;
     // trajectories [lo, hi) set to their first state, on the threads that run them, until stop: a row's first touch of
@@ -790,7 +792,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             double *an = r.A + n * (r.steps + 1) * act->na;             // row 0: the first activations, or zero
             if (act0) std::copy_n(act0 + n * act->na, act->na, an);
             else std::fill_n(an, act->na, 0.0);
-            r.near[n] = -1, r.status[n] = RERUN;
+            r.near[n] = -1, r.status[n] = RERUN, r.resume[n] = 0;
         }
         return !stop.load();
     };

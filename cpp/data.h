@@ -214,6 +214,8 @@ struct Rollout {
     const double *warm_in = nullptr;               // constrained: each trajectory's first warm start (N, nv), or zero
     double *warm_out = nullptr;                    // constrained: its last solve's qacc (N, nv)
     double *A = nullptr;                           // the activations (N, steps+1, na), each from its row 0
+    int64_t *resume = nullptr;                     // constrained: the step each trajectory's scalar run starts from (N;
+                                                   // the lanes took the steps before it without rows), or null: 0
     int *failure = nullptr;
     const std::atomic<bool> *stop = nullptr;                           // set: stop at the next step (the run is discarded)
 };

@@ -96,7 +96,7 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
         run.ncon = run.near = -1;
-        r.status[n] = simulate_one(m, act, w, r, n, &con);
+        r.status[n] = simulate_one(m, act, w, r, n, &con, r.resume ? r.resume[n] : 0);
         r.near[n] = run.near;
         std::copy(run.warm.begin(), run.warm.end(), r.warm_out + size_t(n) * nv);
     }

@@ -135,8 +135,9 @@ template <class Release, class Poll> void run_states(Workspaces &w, const Model 
 
 // N trajectories of a rollout (cpp/simulate.h), each first set by start(lo, hi) (false: stopped) on the thread that
 // runs it: one short trajectory here with the kept workspace; otherwise on threads (a Release held), constrained ones
-// one at a time with a kept workspace per thread (made for these actuators) or the call's own, the others in blocks of
-// the lanes, then one by one what is left; poll() says when to stop
+// in blocks of the lanes up to the first step that may have a row (a model whose only rows are contacts: r.resume),
+// then one at a time from there with a kept workspace per thread (made for these actuators) or the call's own, the
+// others in blocks of the lanes, then one by one what is left; poll() says when to stop
 template <class Release, class Start, class Poll> void simulate_states(Workspaces &w, const Model &m, const Actuators &act,
                                                                        Rollout &r, int64_t N, Start &&start,
                                                                        std::atomic<bool> &stop, Poll &&poll) {
@@ -161,6 +162,7 @@ template <class Release, class Start, class Poll> void simulate_states(Workspace
         std::atomic<int> slot{0};
         threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) {
             if (!start(lo, hi)) return;
+            lanes.simulate(m, act, r, lo, hi);                         // the steps before the first contact, in lanes
             if (kept) ck.simulate_in(*w.sims[size_t(slot.fetch_add(1))], m, act, r, lo, hi);
             else ck.simulate(m, act, r, lo, hi);
         }, poll);

@@ -256,6 +256,50 @@ def test_rollout_with_constraints_runs_each_trajectory_as_simulate():
     assert batch.ncon.sum() > 0
 
 
+DROPS = """<mujoco><option timestep="0.005"/><worldbody>
+  <geom type="plane" size="2 2 0.1"/>
+  <body pos="0 0 0.35"><joint type="hinge" axis="0 1 0" damping="0.01"/>
+    <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.04"/><geom type="sphere" pos="0.3 0 0" size="0.06"/></body>
+  {ball}</worldbody></mujoco>"""
+BALL = '<body pos="1 0 0.3"><freejoint/><geom type="sphere" size="0.1"/></body>'
+
+
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast"])
+def test_rollout_whose_contacts_start_midway_matches_mujoco_rollout(integrator):
+    """A swinging arm (and with euler a falling ball) above a plane, contacts the only constraint: 19 trajectories from
+    angles, heights and speeds that meet the plane at different steps against mujoco.rollout (the steps before a
+    trajectory's first contact side by side in lanes, the rest one by one from the step before it), every state
+    within 1e-12 (q) and 1e-10 (qd), and each trajectory as simulate runs it alone (the same contact counts)."""
+    m = mujoco.MjModel.from_xml_string(DROPS.format(ball=BALL if integrator == "euler" else ""))
+    m.opt.integrator = CODES[integrator]
+    n, steps = 19, 150
+    rng = np.random.default_rng(5)
+    Q = np.repeat(m.qpos0[None], n, axis=0)
+    Q[:, 0] = rng.uniform(-1.5, 1.4, n)                            # the arm's angle [rad]
+    QD = np.zeros((n, m.nv))
+    QD[:, 0] = rng.uniform(-3.0, 1.0, n)
+    if m.nq > 1:
+        Q[:, 3] += rng.uniform(0.0, 1.5, n)                        # the ball's height
+    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
+    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
+    for k in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:], d.qvel[:] = Q[k], QD[k]
+        mujoco.mj_getState(m, d, initial[k], spec)
+    with mujoco_rollout.Rollout(nthread=0) as r:
+        states, _ = r.rollout(m, d, initial, nstep=steps)
+    model = engine.from_mujoco(m)
+    run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, integrator, constraints=True)
+    first = [int(np.argmax(c > 0)) if c.any() else steps for c in run.ncon]
+    assert min(first) == 0 and max(first) > 40, first          # touching from the start, and only after 40 steps
+    for k in range(n):
+        for t in range(steps):
+            mujoco.mj_setState(m, d, states[k, t], spec)
+            assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-12 and np.abs(run.qd[k, t + 1] - d.qvel).max() < 1e-10, (k, t)
+        alone = integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, integrator, constraints=True, energy=False)
+        assert np.abs(run.q[k] - alone.q).max() < 1e-12 and run.ncon[k].tolist() == alone.ncon.tolist(), k
+
+
 def test_numpy_backend_gives_the_same_run():
     m = mujoco.MjModel.from_xml_string(random_scene(3, supported_only=True))
     model = engine.from_mujoco(m)
