@@ -88,6 +88,7 @@ struct Arrays {
     std::vector<std::vector<int64_t>> ints;
     std::vector<std::vector<double>> doubles;
     std::vector<std::vector<char>> flags;
+    std::vector<ClimbEdge> climb;                                       // Model.mesh_climb
 };
 
 // str(x)
@@ -461,6 +462,8 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     f.done();
     if (const char *field = check_constraints(m))
         f.invalid(field, !std::strcmp(field, "cand_dim") ? "a contact dimension other than 1, 3, 4 or 6" : "an index outside the model");
+    nm.constraint_arrays.climb = climb_edges(m);
+    m.mesh_climb = nm.constraint_arrays.climb.empty() ? nullptr : nm.constraint_arrays.climb.data();
     m.has_constraints = true;
 }
 
@@ -1036,10 +1039,23 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     Input q;
     read_state(args[0], "q", m.nq, false, q, batch, copies);
     int64_t N = batch < 0 ? 1 : batch;
-    DetectOut out;
+    Workspaces &kept = nm.work;                                         // the kept workspace, unless a call holds it
+    CollisionPtr own_work;
+    DetectOut own_out;
+    bool keeps = !kept.detecting;
+    if (keeps && !kept.collision_one) kept.collision_one = CollisionPtr(scalar::make_collision_work(m));
+    if (!keeps) own_work = CollisionPtr(scalar::make_collision_work(m));
+    CollisionWorkspace &w = keeps ? *kept.collision_one : *own_work;
+    DetectOut &out = keeps && N <= 64 ? kept.detect_out : own_out;     // a large call's output not kept
+    struct Hold {                                                       // kept.detecting while this call runs
+        bool *flag;
+        ~Hold() { if (flag) *flag = false; }
+    } hold{keeps ? &kept.detecting : nullptr};
+    if (keeps) kept.detecting = true;
+    out.clear();
     for (int64_t lo = 0; lo < N; lo += 64) {
         if (lo && PyErr_CheckSignals()) throw nb::python_error();      // a signal: the results discarded
-        scalar::detect_states(m, q, lo, std::min(N, lo + 64), out);
+        scalar::detect_states(m, w, q, lo, std::min(N, lo + 64), out);
     }
     return nb::make_tuple(vector_array(out.ncon, 0), vector_array(out.f, CONTACT_FLOATS), vector_array(out.i, CONTACT_INTS),
                           vector_array(out.cand, 0), vector_array(out.nnear, 0), vector_array(out.near, 0));
