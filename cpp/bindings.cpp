@@ -1029,8 +1029,9 @@ template <class X> nb::object vector_array(const std::vector<X> &v, int64_t widt
 }
 
 // COLLISION_DETECT: the contacts of q (nq,) or N states (N, nq) (cpp/collision.h's detect): (ncon (N,), floats (total,
-// CONTACT_FLOATS), ints (total, CONTACT_INTS), cand (total,): each contact's candidate pair, nnear (N,), near: the
-// left-out pairs that may touch, per state), the states' contacts concatenated; Ctrl-C stops it between states
+// CONTACT_FLOATS), ints (total, CONTACT_INTS), geom (total, 2): each contact's candidate pair's geoms (cand_geom),
+// nnear (N,), near: the left-out pairs that may touch, per state), the states' contacts concatenated, floats, ints and
+// geom read-only (a ContactSet's, as they are); Ctrl-C stops it between states
 nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no collision fields (Model.add_constraints)");
@@ -1057,8 +1058,14 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
         if (lo && PyErr_CheckSignals()) throw nb::python_error();      // a signal: the results discarded
         scalar::detect_states(m, w, q, lo, std::min(N, lo + 64), out);
     }
-    return nb::make_tuple(vector_array(out.ncon, 0), vector_array(out.f, CONTACT_FLOATS), vector_array(out.i, CONTACT_INTS),
-                          vector_array(out.cand, 0), vector_array(out.nnear, 0), vector_array(out.near, 0));
+    npy_intp dims[2] = {npy_intp(out.cand.size()), 2};
+    void *data;
+    nb::object geom = new_array(2, dims, NPY_INT64, data);
+    for (size_t k = 0; k < out.cand.size(); k++)
+        for (int a = 0; a < 2; a++) static_cast<int64_t *>(data)[2 * k + a] = m.cand_geom[2 * out.cand[k] + a];
+    nb::object f = vector_array(out.f, CONTACT_FLOATS), i = vector_array(out.i, CONTACT_INTS);
+    for (const nb::object &a : {f, i, geom}) PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject *>(a.ptr()), NPY_ARRAY_WRITEABLE);
+    return nb::make_tuple(vector_array(out.ncon, 0), f, i, geom, vector_array(out.nnear, 0), vector_array(out.near, 0));
 }
 
 // _native.call: one entry for every operation

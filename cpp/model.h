@@ -28,8 +28,8 @@ enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, G
 constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
 
 // an entry of a mesh's hull graph as the climb reads it (cpp/primitives.h mesh_support; Model.mesh_climb): the point it
-// names when it is a hull edge's far end, as floats, and the neighbour (-1 ends a vertex's list): 16 bytes, four to a
-// cache line where mesh_graph and mesh_graph_vert take 32 in two
+// names, as floats, and the entry (a hull edge's far end: the neighbour, -1 ending a vertex's list; a hull vertex's id:
+// the mesh vertex): 16 bytes, four to a cache line where mesh_graph and mesh_graph_vert take 32 in two
 struct ClimbEdge {
     float x[3];
     int32_t next;
@@ -172,8 +172,9 @@ struct Model {
     // beside each entry of mesh_graph, the point it names when it is a hull edge's far end (nmeshgraph, 3; else 0):
     // the climb reads a neighbour's coordinates in one load (physai.engine.native.graph_points)
     const double *mesh_graph_vert = nullptr;
-    // mesh_graph and mesh_graph_vert as ClimbEdge (climb_edges), made from them when every point is a float (MuJoCo's
-    // mesh_vert is float: the same numbers); nullptr otherwise, when the climb reads them
+    // mesh_graph and mesh_graph_vert as ClimbEdge (climb_edges; a hull vertex's id entry with its mesh_vert point),
+    // made from them when every point is a float (MuJoCo's mesh_vert is float: the same numbers); nullptr otherwise,
+    // when the climb reads them
     const ClimbEdge *mesh_climb = nullptr;
     const double *mesh_vert = nullptr, *mesh_polynormal = nullptr;
     // the heightfields (physai.engine.geoms.Hfields, MuJoCo's hfield_* layout): a heightfield geom's field (geom_dataid);
@@ -363,6 +364,17 @@ inline std::vector<ClimbEdge> climb_edges(const Model &m) {
         }
         if (m.mesh_graph[k] > INT32_MAX || m.mesh_graph[k] < INT32_MIN) return {};
         e.next = int32_t(m.mesh_graph[k]);
+    }
+    for (int64_t i = 0; i < m.nmesh; i++) {                           // the hull vertices' points beside their ids
+        int64_t ga = m.mesh_graphadr[i];
+        if (ga < 0) continue;
+        int64_t n = m.mesh_graph[ga];
+        for (int64_t h = ga + 2 + n; h < ga + 2 + 2 * n; h++)
+            for (int a = 0; a < 3; a++) {
+                double x = m.mesh_vert[3 * (m.mesh_vertadr[i] + m.mesh_graph[h]) + a];
+                ClimbEdge &e = out[size_t(h)];
+                if (!(std::fabs(x) <= FLT_MAX) || double(e.x[a] = float(x)) != x) return {};
+            }
     }
     return out;
 }

@@ -628,8 +628,7 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
     """collision.detect on the compiled backend (cpp/collision.h's detect; the model's constraint part added first,
     with_constraints): for checked states Q (N, nq), a ContactSet per state and the pairs without a narrow phase that
     may touch in any (indices into collision.candidates' second list, sorted)."""
-    ncon, floats, ints, cand, _, near = _DETECT(model, Q)
-    geom = collision.candidates(model)[0].geom.take(cand, axis=0)
+    ncon, floats, ints, geom, _, near = _DETECT(model, Q)          # floats, ints, geom: read-only
     near = sorted(set(near.tolist())) if len(near) else []
     if len(ncon) == 1:                                                  # one state: its contacts are all of them
         return [ContactSet.unpacked(model.nbody, floats, ints, geom)], near
