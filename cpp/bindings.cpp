@@ -88,6 +88,7 @@ struct Arrays {
     std::vector<std::vector<int64_t>> ints;
     std::vector<std::vector<double>> doubles;
     std::vector<std::vector<char>> flags;
+    std::vector<ClimbEdge> climb;                                       // Model.mesh_climb
 };
 
 // str(x)
@@ -461,6 +462,8 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     f.done();
     if (const char *field = check_constraints(m))
         f.invalid(field, !std::strcmp(field, "cand_dim") ? "a contact dimension other than 1, 3, 4 or 6" : "an index outside the model");
+    nm.constraint_arrays.climb = climb_edges(m);
+    m.mesh_climb = nm.constraint_arrays.climb.empty() ? nullptr : nm.constraint_arrays.climb.data();
     m.has_constraints = true;
 }
 
@@ -1028,8 +1031,9 @@ template <class X> nb::object vector_array(const std::vector<X> &v, int64_t widt
 }
 
 // COLLISION_DETECT: the contacts of q (nq,) or N states (N, nq) (cpp/collision.h's detect): (ncon (N,), floats (total,
-// CONTACT_FLOATS), ints (total, CONTACT_INTS), cand (total,): each contact's candidate pair, nnear (N,), near: the
-// left-out pairs that may touch, per state), the states' contacts concatenated; Ctrl-C stops it between states
+// CONTACT_FLOATS), ints (total, CONTACT_INTS), geom (total, 2): each contact's candidate pair's geoms (cand_geom),
+// nnear (N,), near: the left-out pairs that may touch, per state), the states' contacts concatenated, floats, ints and
+// geom read-only (a ContactSet's, as they are); Ctrl-C stops it between states
 nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no collision fields (Model.add_constraints)");
@@ -1038,13 +1042,32 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     Input q;
     read_state(args[0], "q", m.nq, false, q, batch, copies);
     int64_t N = batch < 0 ? 1 : batch;
-    DetectOut out;
+    Workspaces &kept = nm.work;                                         // the kept workspace, unless a call holds it
+    CollisionPtr own_work;
+    DetectOut own_out;
+    bool keeps = !kept.detecting;
+    if (keeps && !kept.collision_one) kept.collision_one = CollisionPtr(scalar::make_collision_work(m));
+    if (!keeps) own_work = CollisionPtr(scalar::make_collision_work(m));
+    CollisionWorkspace &w = keeps ? *kept.collision_one : *own_work;
+    DetectOut &out = keeps && N <= 64 ? kept.detect_out : own_out;     // a large call's output not kept
+    struct Hold {                                                       // kept.detecting while this call runs
+        bool *flag;
+        ~Hold() { if (flag) *flag = false; }
+    } hold{keeps ? &kept.detecting : nullptr};
+    if (keeps) kept.detecting = true;
+    out.clear();
     for (int64_t lo = 0; lo < N; lo += 64) {
         if (lo && PyErr_CheckSignals()) throw nb::python_error();      // a signal: the results discarded
-        scalar::detect_states(m, q, lo, std::min(N, lo + 64), out);
+        scalar::detect_states(m, w, q, lo, std::min(N, lo + 64), out);
     }
-    return nb::make_tuple(vector_array(out.ncon, 0), vector_array(out.f, CONTACT_FLOATS), vector_array(out.i, CONTACT_INTS),
-                          vector_array(out.cand, 0), vector_array(out.nnear, 0), vector_array(out.near, 0));
+    npy_intp dims[2] = {npy_intp(out.cand.size()), 2};
+    void *data;
+    nb::object geom = new_array(2, dims, NPY_INT64, data);
+    for (size_t k = 0; k < out.cand.size(); k++)
+        for (int a = 0; a < 2; a++) static_cast<int64_t *>(data)[2 * k + a] = m.cand_geom[2 * out.cand[k] + a];
+    nb::object f = vector_array(out.f, CONTACT_FLOATS), i = vector_array(out.i, CONTACT_INTS);
+    for (const nb::object &a : {f, i, geom}) PyArray_CLEARFLAGS(reinterpret_cast<PyArrayObject *>(a.ptr()), NPY_ARRAY_WRITEABLE);
+    return nb::make_tuple(vector_array(out.ncon, 0), f, i, geom, vector_array(out.nnear, 0), vector_array(out.near, 0));
 }
 
 // _native.call: one entry for every operation

@@ -35,6 +35,9 @@ struct CollisionWork : PoseWork {
     std::vector<char> hit, boxed;
     std::vector<PreContact> found;
     std::vector<int64_t> cand;           // the candidate pair of each contact in f, i
+    // each body's place in m.sweep_body (-1: not swept; nbody + 1) and the group of swept bodies i, j at i nsweep + j
+    // (-1: none; made when nsweep <= 256, else group_of looks it up)
+    std::vector<int32_t> sweep_at, sweep_group;
     int64_t near_missing = -1;
     explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
@@ -45,6 +48,14 @@ struct CollisionWork : PoseWork {
         for (int64_t k = 0; k < 2 * m.nmissing; k++) read[size_t(m.missing_geom[k])] = 1;
         for (int64_t g = 0; g < m.ngeom; g++)
             if (read[size_t(g)]) posed.push_back(g);
+        if (m.nsweep > 256) return;
+        size_t S = size_t(m.nsweep);
+        sweep_at.assign(B + 1, -1), sweep_group.assign(S * S, -1);
+        for (size_t k = 0; k < S; k++) sweep_at[size_t(m.sweep_body[k])] = int32_t(k);
+        for (int64_t g = 0; g < m.ngroup; g++) {
+            int32_t a = sweep_at[size_t(m.group_body[2 * g])], b = sweep_at[size_t(m.group_body[2 * g + 1])];
+            if (a >= 0 && b >= 0) sweep_group[size_t(a) * S + size_t(b)] = sweep_group[size_t(b) * S + size_t(a)] = int32_t(g);
+        }
     }
 };
 
@@ -91,7 +102,8 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
             for (int k = 1; k < 3; k++)
                 overlap = overlap && w.lo[3 * a + k] <= w.hi[3 * b + k] && w.lo[3 * b + k] <= w.hi[3 * a + k];
             if (!overlap) continue;
-            int64_t g = group_of(m, std::min(a, b), std::max(a, b));
+            int64_t g = w.sweep_group.empty() ? group_of(m, std::min(a, b), std::max(a, b))
+                      : w.sweep_group[size_t(w.sweep_at[size_t(a)]) * size_t(m.nsweep) + size_t(w.sweep_at[size_t(b)])];
             if (g >= 0) w.hit[g] = 1;
         }
         w.open.push_back(b);

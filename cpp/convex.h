@@ -455,9 +455,9 @@ inline std::vector<Witness> inflate_witnesses(std::vector<Witness> found, const 
 
 // the 3 Vertex multi-contact reads: EPA's last face, else GJK's last simplex (the geoms without their margin apart, or
 // a capsule's segment apart from the other geom: a shallow contact), its last vertex repeated to 3 (convex.simplex_face)
-inline std::vector<Vertex> simplex_face(const Status &status) {
+inline Simplex simplex_face(const Status &status) {
     if (!status.face.empty()) return status.face;
-    std::vector<Vertex> face = status.simplex;
+    Simplex face = status.simplex;
     while (face.size() < 3) face.push_back(status.simplex.back());
     return face;
 }
@@ -473,7 +473,7 @@ inline V3 cylinder_rim(const CcdObject &o, const V3 &point, int64_t cap) {
 
 // the 3 points of one geom (side 0: geom 1, 1: geom 2) at EPA's face or GJK's simplex that multi-contact reads: the
 // bare support points; a cylinder's, with a margin, its grown points moved radially onto its rim (convex.edge_points)
-inline void edge_points(const CcdObject &o, const std::vector<Vertex> &face, int side, double margin, V3 out[3]) {
+inline void edge_points(const CcdObject &o, const Simplex &face, int side, double margin, V3 out[3]) {
     for (int k = 0; k < 3; k++) {
         const Vertex &v = face[size_t(k)];
         if (o.kind == GEOM_CYLINDER && margin > 0) {
@@ -506,7 +506,7 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     std::vector<Witness> none;
     for (const CcdObject *o : {&o1, &o2})
         if (o->kind == GEOM_MESH && !static_cast<const ConvexMesh *>(o->mesh)->npoly) return none;
-    std::vector<Vertex> face = simplex_face(status);
+    Simplex face = simplex_face(status);
     int64_t ids1[3], ids2[3];
     V3 p1[3], p2[3];
     for (int k = 0; k < 3; k++) ids1[k] = face[size_t(k)].index1, ids2[k] = face[size_t(k)].index2;

@@ -42,6 +42,7 @@ template <class T, size_t N> struct Few {
     bool empty() const { return n == 0; }
     void clear() { n = 0; }
     void push_back(const T &x) { items[n++] = x; }
+    const T &back() const { return items[n - 1]; }
     void assign(size_t count, const T &x) { n = 0; while (n < count) items[n++] = x; }
     T &operator[](size_t i) { return items[i]; }
     const T &operator[](size_t i) const { return items[i]; }
@@ -86,8 +87,8 @@ struct Status {
     int nx = 0;
     bool separated = false;
     int64_t gjk_iterations = 0, epa_iterations = 0;
-    std::vector<Vertex> simplex;
-    std::vector<Vertex> face;                                           // EPA's last face (multi-contact reads it)
+    Simplex simplex;                                                    // kept in place: no allocation per call
+    Simplex face;                                                       // EPA's last face (multi-contact reads it)
     bool shallow = false;                                               // ended on a sphere's centre or capsule's segment
 };
 
@@ -293,7 +294,7 @@ inline void finish(Status &status, CcdObject &o1, CcdObject &o2, const Simplex &
         dot3(x, gjk_support(o1, o2, x, x_norm).vert) > 0)
         status.separated = true;
     status.nx = 1, status.gjk_iterations = k, status.dist = dist;
-    status.simplex.assign(simplex.begin(), simplex.end());
+    status.simplex = simplex;
 }
 
 // GJK from the guess x = x1 - x2 ((1, 0, 0) when they coincide)

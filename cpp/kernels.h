@@ -151,7 +151,9 @@ struct StepDerivativeKernels {
 struct DetectOut {
     std::vector<int64_t> ncon, i, cand, nnear, near;
     std::vector<double> f;
+    void clear() { ncon.clear(), i.clear(), cand.clear(), nnear.clear(), near.clear(), f.clear(); }
 };
+struct CollisionWorkspace;
 
 namespace {
 
@@ -191,7 +193,10 @@ namespace scalar {
 extern const Kernels kernels;
 extern const ConstraintKernels constraint_kernels;
 extern const StepDerivativeKernels step_derivative_kernels;
-void detect_states(const Model &m, Input q, int64_t lo, int64_t hi, DetectOut &out);
+// collision detection's workspace (cpp/collision.h's CollisionWork), made for a model and kept by the caller
+CollisionWorkspace *make_collision_work(const Model &m);
+void free_collision_work(CollisionWorkspace *w);
+void detect_states(const Model &m, CollisionWorkspace &w, Input q, int64_t lo, int64_t hi, DetectOut &out);
 }  // namespace scalar
 namespace baseline { extern const Kernels kernels; }
 namespace avx2 { extern const Kernels kernels; }

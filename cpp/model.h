@@ -7,8 +7,11 @@
 // translation units.
 #pragma once
 
+#include <cfloat>
+#include <cmath>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 namespace physai {
 
@@ -23,6 +26,14 @@ enum { SOLVER_NEWTON = 0, SOLVER_PGS = 1, SOLVER_CG = 2 };   // Model.opt_solver
 enum { WRAP_NONE = 0, WRAP_JOINT, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE, WRAP_CYLINDER };   // mjtWrap
 enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH };
 constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
+
+// an entry of a mesh's hull graph as the climb reads it (cpp/primitives.h mesh_support; Model.mesh_climb): the point it
+// names, as floats, and the entry (a hull edge's far end: the neighbour, -1 ending a vertex's list; a hull vertex's id:
+// the mesh vertex): 16 bytes, four to a cache line where mesh_graph and mesh_graph_vert take 32 in two
+struct ClimbEdge {
+    float x[3];
+    int32_t next;
+};
 
 struct Model {
     int nq = 0, nv = 0, nlink = 0, nbody = 0, nspring = 0, nscalar = 0, nquat = 0;
@@ -161,6 +172,10 @@ struct Model {
     // beside each entry of mesh_graph, the point it names when it is a hull edge's far end (nmeshgraph, 3; else 0):
     // the climb reads a neighbour's coordinates in one load (physai.engine.native.graph_points)
     const double *mesh_graph_vert = nullptr;
+    // mesh_graph and mesh_graph_vert as ClimbEdge (climb_edges; a hull vertex's id entry with its mesh_vert point),
+    // made from them when every point is a float (MuJoCo's mesh_vert is float: the same numbers); nullptr otherwise,
+    // when the climb reads them
+    const ClimbEdge *mesh_climb = nullptr;
     const double *mesh_vert = nullptr, *mesh_polynormal = nullptr;
     // the heightfields (physai.engine.geoms.Hfields, MuJoCo's hfield_* layout): a heightfield geom's field (geom_dataid);
     // per field its size (4: x, y half sides, top, base depth), rows, columns and elevations' start in hfield_data
@@ -335,6 +350,33 @@ inline const char *check_meshes(const Model &m) {
         }
     }
     return nullptr;
+}
+
+// Model.mesh_climb's entries from mesh_graph and mesh_graph_vert, or none when a point is not a float or an entry not an
+// int32 (a mesh made from doubles: the climb reads the model's arrays)
+inline std::vector<ClimbEdge> climb_edges(const Model &m) {
+    std::vector<ClimbEdge> out(size_t(m.nmeshgraph));
+    for (int64_t k = 0; k < m.nmeshgraph; k++) {
+        ClimbEdge &e = out[size_t(k)];
+        for (int a = 0; a < 3; a++) {
+            double x = m.mesh_graph_vert[3 * k + a];
+            if (!(std::fabs(x) <= FLT_MAX) || double(e.x[a] = float(x)) != x) return {};
+        }
+        if (m.mesh_graph[k] > INT32_MAX || m.mesh_graph[k] < INT32_MIN) return {};
+        e.next = int32_t(m.mesh_graph[k]);
+    }
+    for (int64_t i = 0; i < m.nmesh; i++) {                           // the hull vertices' points beside their ids
+        int64_t ga = m.mesh_graphadr[i];
+        if (ga < 0) continue;
+        int64_t n = m.mesh_graph[ga];
+        for (int64_t h = ga + 2 + n; h < ga + 2 + 2 * n; h++)
+            for (int a = 0; a < 3; a++) {
+                double x = m.mesh_vert[3 * (m.mesh_vertadr[i] + m.mesh_graph[h]) + a];
+                ClimbEdge &e = out[size_t(h)];
+                if (!(std::fabs(x) <= FLT_MAX) || double(e.x[a] = float(x)) != x) return {};
+            }
+    }
+    return out;
 }
 
 // the constraint model's field whose indices are inconsistent (named in the caller's ValueError), or nullptr

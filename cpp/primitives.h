@@ -77,6 +77,8 @@ struct ConvexMesh {
     const double *vert = nullptr, *polynormal = nullptr;
     const int64_t *hull_start = nullptr, *hull_ids = nullptr, *hull_edges = nullptr, *extrema = nullptr;
     const double *edge_vert = nullptr;                                 // hull_edges[k]'s point at 3 k
+    const ClimbEdge *climb = nullptr;                                  // hull_edges and edge_vert as floats (or nullptr)
+    const ClimbEdge *climb_ids = nullptr;                              // hull_ids with their points as floats
     const int64_t *polyvertadr = nullptr, *polyvertnum = nullptr, *polyvert = nullptr;
     const int64_t *polymapadr = nullptr, *polymapnum = nullptr, *polymap = nullptr;
 };
@@ -90,6 +92,7 @@ inline ConvexMesh convex_mesh(const Model &m, int64_t i) {
         int64_t n = m.mesh_graph[ga];
         c.hull_start = m.mesh_graph + ga + 2, c.hull_ids = c.hull_start + n, c.hull_edges = c.hull_ids + n;
         c.edge_vert = m.mesh_graph_vert + 3 * (ga + 2 + 2 * n);
+        if (m.mesh_climb) c.climb = m.mesh_climb + ga + 2 + 2 * n, c.climb_ids = m.mesh_climb + ga + 2 + n;
     }
     c.extrema = m.mesh_extrema + 27 * i;
     c.polyvertadr = m.mesh_polyvertadr + pa, c.polyvertnum = m.mesh_polyvertnum + pa, c.polyvert = m.mesh_polyvert;
@@ -241,6 +244,20 @@ inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &las
     int cell[3];                                                // climb the hull from the vertex of dir's grid cell
     for (int a = 0; a < 3; a++) cell[a] = int(dir[a] > 0.4) - int(dir[a] < -0.4) + 1;
     int64_t best = c.extrema[cell[0] * 9 + cell[1] * 3 + cell[2]], previous = -1;
+    if (c.climb) {                                              // the same numbers from the compact entries
+        auto reach = [&](const ClimbEdge &e) { return dir[0] * double(e.x[0]) + dir[1] * double(e.x[1]) + dir[2] * double(e.x[2]); };
+        if (last >= 0 && !(reach(c.climb_ids[best]) > reach(c.climb_ids[last]))) best = last;
+        double top = reach(c.climb_ids[best]);
+        while (best != previous) {
+            previous = best;
+            for (const ClimbEdge *e = c.climb + c.hull_start[previous]; e->next >= 0; e++) {
+                double x = reach(*e);
+                if (x > top) top = x, best = e->next;
+            }
+        }
+        last = best;
+        return c.climb_ids[best].next;
+    }
     if (last >= 0 && !(along(c.hull_ids[best]) > along(c.hull_ids[last]))) best = last;   // warm start: last unless worse
     double top = along(c.hull_ids[best]);
     while (best != previous) {

@@ -40,8 +40,12 @@ const StepDerivativeKernels step_derivative_kernels = {
     },
 };
 
-void detect_states(const Model &m, Input q, int64_t lo, int64_t hi, DetectOut &out) {
-    CollisionWork w(m);
+CollisionWorkspace *make_collision_work(const Model &m) { return reinterpret_cast<CollisionWorkspace *>(new CollisionWork(m)); }
+
+void free_collision_work(CollisionWorkspace *w) { delete reinterpret_cast<CollisionWork *>(w); }
+
+void detect_states(const Model &m, CollisionWorkspace &work, Input q, int64_t lo, int64_t hi, DetectOut &out) {
+    CollisionWork &w = *reinterpret_cast<CollisionWork *>(&work);
     for (int64_t s = lo; s < hi; s++) {
         Contacts con = detect(m, w, q.data + s * q.stride);
         out.ncon.push_back(con.n);

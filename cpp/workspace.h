@@ -40,6 +40,10 @@ struct FreeStepDerivative {
     void operator()(StepDerivativeWorkspace *w) const { scalar::step_derivative_kernels.destroy(w); }
 };
 using StepDerivativePtr = std::unique_ptr<StepDerivativeWorkspace, FreeStepDerivative>;
+struct FreeCollisionWork {
+    void operator()(CollisionWorkspace *w) const { scalar::free_collision_work(w); }
+};
+using CollisionPtr = std::unique_ptr<CollisionWorkspace, FreeCollisionWork>;
 
 // the workspaces one compiled model keeps between its calls, made on first use
 struct Workspaces {
@@ -53,6 +57,9 @@ struct Workspaces {
     std::mutex sims_lock;                                               // constrained rollouts on threads: a workspace
     std::vector<ConstrainedSimPtr> sims;                                // per thread, kept (one call at a time)
     StepDerivativePtr step_derivative_one;                              // step_derivatives of one state (calling thread)
+    CollisionPtr collision_one;                                         // collision_detect's workspace and output (the
+    DetectOut detect_out;                                               // calling thread, the GIL held; detecting: in
+    bool detecting = false;                                             // use, a call inside one makes its own)
     std::mutex pool_lock;
     std::vector<ConstraintPtr> pool;
     std::vector<RowsOut> pool_out;

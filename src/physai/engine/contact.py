@@ -129,13 +129,11 @@ class ContactSet:
     @classmethod
     def unpacked(cls, nbody: int, floats: np.ndarray, ints: np.ndarray, geom: np.ndarray) -> "ContactSet":
         """The ContactSet whose packed() is (floats (nc, 28) float64, ints (nc, 3) int64) and whose geom pairs are geom
-        (nc, 2), taken as they are: the compiled detection's own output (physai.engine.native.detect), whose dims and
-        bodies come from the model, so __post_init__'s checks (most of the cost of a state's contacts) are skipped; the
-        other fields are read-only views of packed()'s arrays, each made when first read (_Unpacked)."""
+        (nc, 2), read-only arrays taken as they are: the compiled detection's own output (physai.engine.native.detect),
+        whose dims and bodies come from the model, so __post_init__'s checks (most of the cost of a state's contacts)
+        are skipped; the other fields are read-only views of packed()'s arrays, each made when first read (_Unpacked)."""
         out = object.__new__(_Unpacked)
         geom = geom.astype(np.intp, copy=False)
-        for a in (floats, ints, geom):
-            a.setflags(write=False)
         for name, value in (("nbody", nbody), ("geom", geom), ("_packed", (floats, ints))):
             object.__setattr__(out, name, value)
         return out

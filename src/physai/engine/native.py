@@ -372,7 +372,9 @@ def collision_fields(model: Model) -> dict:
 def graph_points(meshes) -> np.ndarray:
     """(len(mesh_graph), 3) beside each entry of the meshes' hull graphs, the point it names when it is an edge's far
     end (mesh_vert of hull_ids[edge]; else 0): the compiled climb (cpp/primitives.h mesh_support) reads a neighbour's
-    coordinates there, one load instead of three, the same numbers as the NumPy text's."""
+    coordinates there, one load instead of three, the same numbers as the NumPy text's; the compiled model copies them
+    as floats beside the graph's entries (cpp/model.h climb_edges: MuJoCo's points are floats, half the memory) and
+    reads these arrays only when a point is not a float."""
     graph, out = np.asarray(meshes.mesh_graph), np.zeros((len(meshes.mesh_graph), 3))
     for i, ga in enumerate(np.asarray(meshes.mesh_graphadr).tolist()):
         if ga < 0:
@@ -626,13 +628,13 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
     """collision.detect on the compiled backend (cpp/collision.h's detect; the model's constraint part added first,
     with_constraints): for checked states Q (N, nq), a ContactSet per state and the pairs without a narrow phase that
     may touch in any (indices into collision.candidates' second list, sorted)."""
-    ncon, floats, ints, cand, _, near = _DETECT(model, Q)
-    geom = collision.candidates(model)[0].geom[cand]
+    ncon, floats, ints, geom, _, near = _DETECT(model, Q)          # floats, ints, geom: read-only
+    near = sorted(set(near.tolist())) if len(near) else []
     if len(ncon) == 1:                                                  # one state: its contacts are all of them
-        return [ContactSet.unpacked(model.nbody, floats, ints, geom)], sorted(set(near.tolist()))
+        return [ContactSet.unpacked(model.nbody, floats, ints, geom)], near
     ends = np.cumsum(ncon).tolist()
     sets = [ContactSet.unpacked(model.nbody, floats[a:b], ints[a:b], geom[a:b]) for a, b in zip([0] + ends[:-1], ends)]
-    return sets, sorted(set(near.tolist()))
+    return sets, near
 
 
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
