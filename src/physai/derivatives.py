@@ -377,15 +377,20 @@ class _Constraints:
             Y[first:first + len(Hc)] = Hc @ X[first:first + len(Hc)]
         return Y
 
-    def _held_force(self, r) -> np.ndarray:
-        """G(q, qd; a_c) (nv,): -J^T force(J a_c - aref) of the rows r, built at another (q, qd), each row's force in
-        the state it holds at the optimum (held_forces); InvalidStateError where a row appears or disappears."""
+    def _held_forces(self, rows: list) -> np.ndarray:
+        """G(q, qd; a_c) (n, nv) of each rows' state: -J^T force(J a_c - aref) of the rows built at another (q, qd),
+        each row's force in the state it holds at the optimum (held_forces); InvalidStateError where a row appears or
+        disappears."""
         held = self.r
-        if not (r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)):
-            raise InvalidStateError(
-                f"step_derivatives(constraints=True): a constraint row appears or disappears within {2 * ROW_STEP:g} of q "
-                "(a contact or limit at its switch): the step is not differentiable here; linearise at a nearby state")
-        return -r.J.T @ held_forces(r, r.J @ self.a - r.aref, self.state)
+        for r in rows:
+            if not (r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)):
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a constraint row appears or disappears within {2 * ROW_STEP:g} "
+                    "of q (a contact or limit at its switch): the step is not differentiable here; linearise at a "
+                    "nearby state")
+        J, aref, D = (np.stack([getattr(r, name) for r in rows]) for name in ("J", "aref", "D"))
+        force = held_forces(held, J @ self.a - aref, self.state, D)
+        return -np.einsum("nrv,nr->nv", J, force)
 
     def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """d aref/dqd (nefc, nv): -B J, and on the equality rows also MuJoCo 4's -d(Jdot qd)/dqd (connect, weld), aref
@@ -406,7 +411,7 @@ class _Constraints:
         # G at q moved by s ROW_STEP along each tangent direction, all rows built in one call
         steps = np.array([s * ROW_STEP * e for e in np.eye(nv) for s, _ in FD_WEIGHTS])
         Q = joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T, 1.0).T
-        G = np.array([self._held_force(x) for x in self.rows(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0))])
+        G = self._held_forces(self.rows(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0)))
         weights = np.array([w for _, w in FD_WEIGHTS])
         Gq = np.einsum("ksv,s->vk", G.reshape(nv, len(FD_WEIGHTS), nv), weights) / (12 * ROW_STEP)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
@@ -420,11 +425,12 @@ class _Constraints:
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
 
 
-def held_forces(r, jar: np.ndarray, state: np.ndarray) -> np.ndarray:
-    """(nefc,) the rows' forces at jar with each row in the state given (engine.constraint.update's formulas, the zone
-    not decided again): quadratic -D jar, satisfied 0, friction loss +-frictionloss, an elliptic contact on its cone
+def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndarray:
+    """(n, nefc) the forces of rows laid out as r's (engine.constraint.Rows: types, ids, friction loss, contacts) at jar
+    and D (n, nefc) each, every row in the state given (nefc,) (engine.constraint.update's formulas, the zone not
+    decided again): quadratic -D jar, satisfied 0, friction loss +-frictionloss, an elliptic contact on its cone
     -Dm (N - mu T) (mu, -U_j friction_j / T), Dm = D_0 / (mu^2 (1 + mu^2)), U = (mu jar_0, friction_j jar_j)."""
-    force = np.where(state == constraint.QUADRATIC, -r.D * jar, 0.0)
+    force = np.where(state == constraint.QUADRATIC, -D * jar, 0.0)
     force = np.where(state == constraint.LINEARNEG, r.frictionloss, np.where(state == constraint.LINEARPOS, -r.frictionloss,
                                                                                force))
     for i in np.flatnonzero((state == constraint.CONE) & (r.type == constraint.CONTACT_ELLIPTIC)):
@@ -432,11 +438,11 @@ def held_forces(r, jar: np.ndarray, state: np.ndarray) -> np.ndarray:
             continue                                   # not the contact's first row
         c = r.id[i]
         dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
-        U = np.r_[jar[i] * mu, jar[i + 1:i + dim] * friction[:dim - 1]]
-        N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
-        Dm = r.D[i] / (mu * mu * (1 + mu * mu))
-        force[i] = -Dm * (N - mu * T) * mu
-        force[i + 1:i + dim] = -force[i] / T * U[1:] * friction[:dim - 1]
+        U = np.concatenate([jar[:, i:i + 1] * mu, jar[:, i + 1:i + dim] * friction[:dim - 1]], axis=1)
+        N, T = U[:, 0], np.sqrt((U[:, 1:] ** 2).sum(axis=1))
+        Dm = D[:, i] / (mu * mu * (1 + mu * mu))
+        force[:, i] = -Dm * (N - mu * T) * mu
+        force[:, i + 1:i + dim] = -(force[:, i] / T)[:, None] * U[:, 1:] * friction[:dim - 1]
     return force
 
 
