@@ -94,11 +94,12 @@ struct ConstraintWork {
     // along a chain (xt, by depth); vectors of nv; vectors of nefc
     std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
-    // Ltadr, Ltent, Ltfirst: its columns' entries and the first entry of each one's row; Lrun: the first entry of each
-    // entry's run of consecutive columns in its row; Lgroup: the lowest row of the supernode (up to 6 consecutive rows
-    // whose columns have the same entries in the rows below it) each row heads or belongs to, Lgroupnt: the number of
-    // those shared entries (factor_pattern)
-    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Ltfirst, Lrun, Lgroup, Lgroupnt;
+    // Ltadr, Ltent: its columns' entries; Lrun: each entry's distance to the first entry of its run of consecutive
+    // columns in its row (16 bits: a run in pieces of at most 65536); Lgroup: the lowest row of the supernode (up to 6
+    // consecutive rows whose columns have the same entries in the rows below it) each row heads or belongs to,
+    // Lgroupnt: the number of those shared entries (factor_pattern)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt;
+    std::vector<uint16_t> Lrun;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)
