@@ -66,12 +66,12 @@ inline int run_start(const uint16_t *run, int a) { return a - int(run[a]); }
 inline bool joins_group(const ConstraintWork &w, int i, int hi, int nt) {
     const int *tadr = w.Ltadr.data(), *tent = w.Ltent.data(), *col = w.Lcol.data();
     if (tadr[i + 1] - tadr[i] < nt) return false;
-    for (int t = 0; t < nt; t++) {
-        int a = tadr[i] + t, b = tadr[i + 1] + t;                       // column i's and column i+1's t-th entries
-        if (tent[a] != tent[b] - 1 || col[tent[a]] != i || row_first(w, tent[a]) != row_first(w, tent[b])) return false;
+    for (int t = 0; t < nt; t++) {                                      // (an entry left of a diagonal: the next
+        int a = tadr[i] + t, b = tadr[i + 1] + t;                       // entry is in its row) column i's and column
+        if (tent[a] != tent[b] - 1 || col[tent[a]] != i) return false;  // i+1's t-th entries
     }
     int rest = tadr[i] + nt;                                            // column i's next entry is in a row <= hi
-    return rest == tadr[i + 1] || row_first(w, tent[rest]) <= w.Ladr[size_t(hi)];
+    return rest == tadr[i + 1] || tent[rest] < w.Ladr[size_t(hi) + 1];
 }
 
 // the supernodes (w.Lgroup, w.Lgroupnt): from the last row down, consecutive rows grouped while joins_group
@@ -85,50 +85,67 @@ inline void supernodes(ConstraintWork &w, int nv) {
     }
 }
 
-// y_g -= a_g x for the G rows y_g (each of n), x read once: the group's subtraction of one row of L
-// (the rows and x never overlap: ivdep lets the loop run in vectors, each entry's operation unchanged)
-template <int G> inline void subtract_rows(double *const *y, const double *__restrict x, const double *a, int n) {
+// y_g -= a_kg x_k for the G rows y_g (each of n) and the K rows x_k of L (on the same columns), k ascending: each y
+// read and written once, each x once, every entry's subtractions in the order of k (the rows and x never overlap:
+// ivdep lets the loop run in vectors, each entry's operations unchanged)
+template <int G, int K> inline void subtract_rows(double *const *y, const double *const *x, const double *a, int n) {
+    double *yy[G];
+    const double *xx[K];
+    double aa[K * G];
+    for (int g = 0; g < G; g++) yy[g] = y[g];
+    for (int k = 0; k < K; k++) xx[k] = x[k];
+    for (int c = 0; c < K * G; c++) aa[c] = a[c];
 #pragma GCC ivdep
-    for (int s = 0; s < n; s++) {
-        double v = x[s];
-        for (int g = 0; g < G; g++) y[g][s] = y[g][s] - a[g] * v;
-    }
+    for (int s = 0; s < n; s++)
+        for (int g = 0; g < G; g++) {
+            double t = yy[g][s];
+            for (int k = 0; k < K; k++) t = t - aa[k * G + g] * xx[k][s];
+            yy[g][s] = t;
+        }
 }
 
 // subtract_rows compiled for AVX2 and AVX-512 too (the same operations on each entry, in wider vectors: no FMA, the
 // same results), chosen at run time by the active instruction set (cpp/kernels.h's active_isa: the CPU's best, or
-// PHYSAI_ISA); the cholesky's inner loop
-using SubtractRows = void (*)(double *const *, const double *, const double *, int);
-template <int G> void subtract_rows_default(double *const *y, const double *x, const double *a, int n) {
-    subtract_rows<G>(y, x, a, n);
+// PHYSAI_ISA); the cholesky's inner loop, sub[K - 1][G - 1] (subtract_rows_set)
+constexpr int kMaxSources = 4;                                       // rows of L subtracted together at most
+using SubtractRows = void (*)(double *const *, const double *const *, const double *, int);
+template <int G, int K> void subtract_plain(double *const *y, const double *const *x, const double *a, int n) {
+    subtract_rows<G, K>(y, x, a, n);
 }
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-template <int G> __attribute__((target("avx2"))) void subtract_rows_avx2(double *const *y, const double *x, const double *a, int n) {
-    subtract_rows<G>(y, x, a, n);
-}
-template <int G> __attribute__((target("avx512f"))) void subtract_rows_avx512(double *const *y, const double *x,
-                                                                             const double *a, int n) {
-    subtract_rows<G>(y, x, a, n);
-}
+#define PHYSAI_WIDE(isa) __attribute__((target(isa)))
+#else
+#define PHYSAI_WIDE(isa)
 #endif
+template <int G, int K> PHYSAI_WIDE("avx2") void subtract_avx2(double *const *y, const double *const *x, const double *a, int n) {
+    subtract_rows<G, K>(y, x, a, n);
+}
+template <int G, int K> PHYSAI_WIDE("avx512f") void subtract_avx512(double *const *y, const double *const *x, const double *a,
+                                                                   int n) {
+    subtract_rows<G, K>(y, x, a, n);
+}
+#undef PHYSAI_WIDE
 
-// the subtract_rows of G = 1 .. kMaxGroup rows (sub[G - 1]) for the active instruction set
-inline void subtract_rows_set(SubtractRows *sub) {
-    const SubtractRows plain[kMaxGroup] = {subtract_rows_default<1>, subtract_rows_default<2>, subtract_rows_default<3>,
-                                           subtract_rows_default<4>, subtract_rows_default<5>, subtract_rows_default<6>};
-    std::copy(plain, plain + kMaxGroup, sub);
+template <int K> void subtract_rows_set_k(SubtractRows (*sub)[kMaxGroup], int isa) {
+    const SubtractRows table[3][kMaxGroup] = {
+        {subtract_plain<1, K>, subtract_plain<2, K>, subtract_plain<3, K>, subtract_plain<4, K>, subtract_plain<5, K>,
+         subtract_plain<6, K>},
+        {subtract_avx2<1, K>, subtract_avx2<2, K>, subtract_avx2<3, K>, subtract_avx2<4, K>, subtract_avx2<5, K>,
+         subtract_avx2<6, K>},
+        {subtract_avx512<1, K>, subtract_avx512<2, K>, subtract_avx512<3, K>, subtract_avx512<4, K>, subtract_avx512<5, K>,
+         subtract_avx512<6, K>}};
+    std::copy(table[isa], table[isa] + kMaxGroup, sub[K - 1]);
+}
+
+// the subtract_rows of K = 1 .. kMaxSources rows of L into G = 1 .. kMaxGroup rows for the active instruction set
+inline void subtract_rows_set(SubtractRows (*sub)[kMaxGroup]) {
+    int isa = 0;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-    const char *isa = isa_kernels(active_isa()).name;
-    if (std::strcmp(isa, "avx512f") == 0) {
-        const SubtractRows wide[kMaxGroup] = {subtract_rows_avx512<1>, subtract_rows_avx512<2>, subtract_rows_avx512<3>,
-                                              subtract_rows_avx512<4>, subtract_rows_avx512<5>, subtract_rows_avx512<6>};
-        std::copy(wide, wide + kMaxGroup, sub);
-    } else if (std::strcmp(isa, "avx2") == 0) {
-        const SubtractRows wide[kMaxGroup] = {subtract_rows_avx2<1>, subtract_rows_avx2<2>, subtract_rows_avx2<3>,
-                                              subtract_rows_avx2<4>, subtract_rows_avx2<5>, subtract_rows_avx2<6>};
-        std::copy(wide, wide + kMaxGroup, sub);
-    }
+    const char *name = isa_kernels(active_isa()).name;
+    isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
 #endif
+    subtract_rows_set_k<1>(sub, isa), subtract_rows_set_k<2>(sub, isa), subtract_rows_set_k<3>(sub, isa);
+    subtract_rows_set_k<4>(sub, isa);
 }
 
 // factor_pattern's layout from the rows' columns before the fill-in (w.Lrows): the fill-in of the elimination, then the
@@ -203,28 +220,42 @@ inline bool cholesky(ConstraintWork &w, int n) {
     double *L = w.LH.data();
     const int *adr = w.Ladr.data(), *col = w.Lcol.data(), *tadr = w.Ltadr.data(), *tent = w.Ltent.data();
     const uint16_t *run = w.Lrun.data();
-    SubtractRows sub[kMaxGroup];
+    SubtractRows sub[kMaxSources][kMaxGroup];
     subtract_rows_set(sub);
     for (int hi = n - 1; hi >= 0;) {
         const int lo = w.Lgroup[size_t(hi)], G = hi - lo + 1, nt = w.Lgroupnt[size_t(hi)];
         double *work[kMaxGroup];
-        double x[kMaxGroup];
+        double x[kMaxSources * kMaxGroup];
         for (int g = 0; g < G; g++) {                                   // row hi - g into work[g]
             work[g] = w.Lwork.data() + size_t(g) * size_t(n);
             const int i = hi - g;
             for (int a = adr[i]; a < adr[i + 1]; a++) work[g][col[a]] = L[a];
         }
-        for (int t = 0; t < nt; t++) {                                  // H_ij -= L_ki L_kj for the rows k below hi
-            const int e = tent[tadr[hi] + t], k0 = row_first(w, e), elo = e - (G - 1);
-            for (int g = 0; g < G; g++) x[g] = L[e - g];
-            for (int b = elo; b >= k0; b = run_start(run, b) - 1) {     // the columns up to lo: every row of the group
+        for (int t = 0; t < nt;) {                                      // H_ij -= L_ki L_kj for the rows k below hi
+            // the next rows k (up to kMaxSources) whose columns up to lo are the same (a free body's rows): together
+            int e[kMaxSources], k0[kMaxSources], K = 1;
+            e[0] = tent[tadr[hi] + t], k0[0] = row_first(w, e[0]);
+            const int len = e[0] - (G - 1) - k0[0];                    // entries left of column lo
+            while (K < kMaxSources && t + K < nt) {
+                int ek = tent[tadr[hi] + t + K], kk = row_first(w, ek);
+                if (ek - (G - 1) - kk != len || !std::equal(col + kk, col + kk + len, col + k0[0])) break;
+                e[K] = ek, k0[K] = kk, K++;
+            }
+            for (int k = 0; k < K; k++)
+                for (int g = 0; g < G; g++) x[k * G + g] = L[e[k] - g];
+            const int elo = e[0] - (G - 1);
+            for (int b = elo; b >= k0[0]; b = run_start(run, b) - 1) {  // the columns up to lo: every row of the group
                 const int r0 = run_start(run, b);
                 double *y[kMaxGroup];
+                const double *xs[kMaxSources];
                 for (int g = 0; g < G; g++) y[g] = work[g] + col[r0];
-                sub[G - 1](y, L + r0, x, b - r0 + 1);
+                for (int k = 0; k < K; k++) xs[k] = L + k0[k] + (r0 - k0[0]);
+                sub[K - 1][G - 1](y, xs, x, b - r0 + 1);
             }
-            for (int g = 0; g < G - 1; g++)                             // columns lo+1 .. hi-g: row hi - g only
-                for (int a = elo + 1; a <= e - g; a++) work[g][col[a]] = work[g][col[a]] - x[g] * L[a];
+            for (int k = 0; k < K; k++)                                 // columns lo+1 .. hi-g: row hi - g only
+                for (int g = 0; g < G - 1; g++)
+                    for (int a = e[k] - (G - 1) + 1; a <= e[k] - g; a++) work[g][col[a]] = work[g][col[a]] - x[k * G + g] * L[a];
+            t += K;
         }
         for (int g = 0; g < G; g++) {                                   // the group's rows, hi first
             const int i = hi - g;
@@ -236,7 +267,8 @@ inline bool cholesky(ConstraintWork &w, int n) {
                 for (int b = e; b >= k0; b = run_start(run, b) - 1) {
                     const int r0 = run_start(run, b);
                     double *y = work[g] + col[r0];
-                    sub[0](&y, L + r0, &xk, b - r0 + 1);
+                    const double *xs = L + r0;
+                    sub[0][0](&y, &xs, &xk, b - r0 + 1);
                 }
             }
             for (int a = 0; a <= ni; a++) Li[a] = work[g][ci[a]], work[g][ci[a]] = 0.0;
