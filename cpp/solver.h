@@ -88,7 +88,8 @@ inline void supernodes(ConstraintWork &w, int nv) {
 // y_g -= a_kg x_k for the G rows y_g (each of n) and the K rows x_k of L (on the same columns), k ascending: each y
 // read and written once, each x once, every entry's subtractions in the order of k (the rows and x never overlap:
 // ivdep lets the loop run in vectors, each entry's operations unchanged)
-template <int G, int K> inline void subtract_rows(double *const *y, const double *const *x, const double *a, int n) {
+template <int G, int K>
+__attribute__((always_inline)) inline void subtract_rows(double *const *y, const double *const *x, const double *a, int n) {
     double *yy[G];
     const double *xx[K];
     double aa[K * G];
