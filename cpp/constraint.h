@@ -97,8 +97,9 @@ struct ConstraintWork {
     // Ltadr, Ltent: its columns' entries; Lrun: each entry's distance to the first entry of its run of consecutive
     // columns in its row (16 bits: a run in pieces of at most 65536); Lgroup: the lowest row of the supernode (up to 6
     // consecutive rows whose columns have the same entries in the rows below it) each row heads or belongs to,
-    // Lgroupnt: the number of those shared entries (factor_pattern)
-    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt;
+    // Lgroupnt: the number of those shared entries; Lsame: the leading entries each row shares with the row before it
+    // (factor_pattern)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt, Lsame;
     std::vector<uint16_t> Lrun;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;

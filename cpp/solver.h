@@ -53,9 +53,9 @@ template <class V> inline void resize_exact(V &v, size_t n) {
     v.resize(n);
 }
 
-// the first entry of the row of L holding entry a (w.Ladr[k] <= a < w.Ladr[k + 1])
-inline int row_first(const ConstraintWork &w, int a) {
-    return *(std::upper_bound(w.Ladr.begin(), w.Ladr.end(), a) - 1);
+// the row k of L holding entry a (w.Ladr[k] <= a < w.Ladr[k + 1])
+inline int row_of(const ConstraintWork &w, int a) {
+    return int(std::upper_bound(w.Ladr.begin(), w.Ladr.end(), a) - w.Ladr.begin()) - 1;
 }
 
 // the first entry of entry a's run (consecutive columns in its row; runs longer than kMaxRun + 1 in pieces)
@@ -108,7 +108,7 @@ __attribute__((always_inline)) inline void subtract_rows(double *const *y, const
 // subtract_rows compiled for AVX2 and AVX-512 too (the same operations on each entry, in wider vectors: no FMA, the
 // same results), chosen at run time by the active instruction set (cpp/kernels.h's active_isa: the CPU's best, or
 // PHYSAI_ISA); the cholesky's inner loop, sub[K - 1][G - 1] (subtract_rows_set)
-constexpr int kMaxSources = 4;                                       // rows of L subtracted together at most
+constexpr int kMaxSources = 6;                                       // rows of L subtracted together at most
 using SubtractRows = void (*)(double *const *, const double *const *, const double *, int);
 template <int G, int K> void subtract_plain(double *const *y, const double *const *x, const double *a, int n) {
     subtract_rows<G, K>(y, x, a, n);
@@ -146,7 +146,7 @@ inline void subtract_rows_set(SubtractRows (*sub)[kMaxGroup]) {
     isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
 #endif
     subtract_rows_set_k<1>(sub, isa), subtract_rows_set_k<2>(sub, isa), subtract_rows_set_k<3>(sub, isa);
-    subtract_rows_set_k<4>(sub, isa);
+    subtract_rows_set_k<4>(sub, isa), subtract_rows_set_k<5>(sub, isa), subtract_rows_set_k<6>(sub, isa);
 }
 
 // factor_pattern's layout from the rows' columns before the fill-in (w.Lrows): the fill-in of the elimination, then the
@@ -184,6 +184,14 @@ inline void factor_layout(ConstraintWork &w, int nv) {
             bool more = a > w.Ladr[size_t(k)] && w.Lcol[size_t(a) - 1] == w.Lcol[size_t(a)] - 1 && w.Lrun[size_t(a) - 1] < kMaxRun;
             w.Lrun[size_t(a)] = more ? uint16_t(w.Lrun[size_t(a) - 1] + 1) : uint16_t(0);
         }
+    // the leading entries each row shares with the row before it (the same columns)
+    w.Lsame.assign(size_t(nv), 0);
+    for (int k = 1; k < nv; k++) {
+        const int *a = w.Lcol.data() + w.Ladr[size_t(k)], *b = w.Lcol.data() + w.Ladr[size_t(k) - 1];
+        int n = std::min(w.Ladr[size_t(k) + 1] - w.Ladr[size_t(k)], w.Ladr[size_t(k)] - w.Ladr[size_t(k) - 1]), same = 0;
+        while (same < n && a[same] == b[same]) same++;
+        w.Lsame[size_t(k)] = same;
+    }
     supernodes(w, nv);
     if (w.LH.size() < w.Lcol.size()) resize_exact(w.LH, w.Lcol.size());
     if (w.Lwork.size() < size_t(kMaxGroup) * size_t(nv)) w.Lwork.assign(size_t(kMaxGroup) * size_t(nv), 0.0);
@@ -233,14 +241,15 @@ inline bool cholesky(ConstraintWork &w, int n) {
             for (int a = adr[i]; a < adr[i + 1]; a++) work[g][col[a]] = L[a];
         }
         for (int t = 0; t < nt;) {                                      // H_ij -= L_ki L_kj for the rows k below hi
-            // the next rows k (up to kMaxSources) whose columns up to lo are the same (a free body's rows): together
-            int e[kMaxSources], k0[kMaxSources], K = 1;
-            e[0] = tent[tadr[hi] + t], k0[0] = row_first(w, e[0]);
+            // the next rows k (up to kMaxSources, each the row before the last) whose columns up to lo are the same (a
+            // free body's rows, w.Lsame): together
+            int e[kMaxSources], k0[kMaxSources], K = 1, row = row_of(w, tent[tadr[hi] + t]);
+            e[0] = tent[tadr[hi] + t], k0[0] = adr[row];
             const int len = e[0] - (G - 1) - k0[0];                    // entries left of column lo
             while (K < kMaxSources && t + K < nt) {
-                int ek = tent[tadr[hi] + t + K], kk = row_first(w, ek);
-                if (ek - (G - 1) - kk != len || !std::equal(col + kk, col + kk + len, col + k0[0])) break;
-                e[K] = ek, k0[K] = kk, K++;
+                int ek = tent[tadr[hi] + t + K], kk = adr[row - 1];
+                if (ek < kk || ek >= adr[row] || ek - (G - 1) - kk != len || w.Lsame[size_t(row)] < len) break;
+                e[K] = ek, k0[K] = kk, K++, row--;
             }
             for (int k = 0; k < K; k++)
                 for (int g = 0; g < G; g++) x[k * G + g] = L[e[k] - g];
@@ -263,7 +272,7 @@ inline bool cholesky(ConstraintWork &w, int n) {
             double *Li = L + adr[i];
             const int *ci = col + adr[i], ni = adr[i + 1] - adr[i] - 1;
             for (int t = tadr[i] + nt; t < tadr[i + 1]; t++) {          // H_ij -= L_ki L_kj for the rows i < k <= hi
-                int e = tent[t], k0 = row_first(w, e);
+                int e = tent[t], k0 = adr[row_of(w, e)];
                 double xk = L[e];
                 for (int b = e; b >= k0; b = run_start(run, b) - 1) {
                     const int r0 = run_start(run, b);
@@ -691,11 +700,16 @@ inline bool update_factor(const Model &m, ConstraintWork &w) {
             if (!(t >= MINVAL)) return false;
             double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
             Lk[nk] = rr;
-            if (is)
-                for (int j = 0; j < nk; j++) Lk[j] = (Lk[j] + sn * x[ck[j]]) * cinv;
+            if (is)                                                    // each entry's L, then its x from that L
+                for (int j = 0; j < nk; j++) {
+                    double xj = x[ck[j]], l = (Lk[j] + sn * xj) * cinv;
+                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
+                }
             else
-                for (int j = 0; j < nk; j++) Lk[j] = (Lk[j] - sn * x[ck[j]]) * cinv;
-            for (int j = 0; j < nk; j++) x[ck[j]] = c * x[ck[j]] - sn * Lk[j];
+                for (int j = 0; j < nk; j++) {
+                    double xj = x[ck[j]], l = (Lk[j] - sn * xj) * cinv;
+                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
+                }
         }
     }
     return true;
