@@ -262,9 +262,13 @@ inline bool cholesky(ConstraintWork &w, int n) {
                 for (int k = 0; k < K; k++) xs[k] = L + k0[k] + (r0 - k0[0]);
                 sub[K - 1][G - 1](y, xs, x, b - r0 + 1);
             }
-            for (int k = 0; k < K; k++)                                 // columns lo+1 .. hi-g: row hi - g only
-                for (int g = 0; g < G - 1; g++)
-                    for (int a = e[k] - (G - 1) + 1; a <= e[k] - g; a++) work[g][col[a]] = work[g][col[a]] - x[k * G + g] * L[a];
+            for (int k = 0; k < K; k++) {                               // columns lo+1 .. hi-g: row hi - g only
+                const double *Lg = L + e[k] - (G - 1);                 // row k's entries of columns lo .. hi
+                for (int g = 0; g < G - 1; g++) {
+                    double xg = x[k * G + g], *wg = work[g] + lo;
+                    for (int j = 1; j <= G - 1 - g; j++) wg[j] = wg[j] - xg * Lg[j];
+                }
+            }
             t += K;
         }
         for (int g = 0; g < G; g++) {                                   // the group's rows, hi first
