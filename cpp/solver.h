@@ -161,7 +161,9 @@ inline void factor_layout(ConstraintWork &w, int nv) {
         std::vector<int> &parent = rows[size_t(row[row.size() - 2])];     // row p gains row k's columns left of p
         merged.clear();
         std::set_union(row.begin(), row.end() - 2, parent.begin(), parent.end(), std::back_inserter(merged));
-        parent.swap(merged);
+        parent.assign(merged.begin(), merged.end());                    // copied, not swapped: each row keeps a buffer
+                                                                        // of its own size (swaps passed the largest
+                                                                        // around, every row's growing to it over solves)
     }
     w.Ladr.assign(1, 0);
     for (int k = 0; k < nv; k++) w.Ladr.push_back(w.Ladr.back() + int(rows[size_t(k)].size()));
