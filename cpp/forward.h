@@ -40,9 +40,10 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
 // trajectory at a time
 constexpr int ONE_BY_ONE = NSTATUS;
 
-// f = passive + actuator + applied - bias and M (on the tree's pattern: tree_nnz) at (q, qd) and the activations x.act (forward.DynamicsEvaluator.evaluate);
-// the actuators' scalar forces into force (nu), their activations' rates into x.act_dot, the potential energy into pot
-// when x.energy (else 0, as MuJoCo without mjENBL_ENERGY); ZERO_QUATERNION when a quaternion is zero
+// f = passive + actuator + applied - bias and M (on the tree's pattern: tree_nnz) at (q, qd) and the activations x.act
+// (forward.DynamicsEvaluator.evaluate); the actuators' scalar forces into force (nu), their activations' rates into
+// x.act_dot, the potential energy into pot when x.energy (else 0, as MuJoCo without mjENBL_ENERGY); ZERO_QUATERNION when
+// a quaternion is zero
 template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
                                 const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
     int st = velocity_stages(m, d, q, qd);
@@ -233,8 +234,8 @@ inline const double *discrete_stiffness(const Model &m, std::vector<double> &K) 
     return K.data();
 }
 
-// w.M <- M + h B + h^2 K (on the tree's pattern), the discrete integrator's matrix (forward.step_matrix), with D = -B in w.D and the free
-// bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
+// w.M <- M + h B + h^2 K (on the tree's pattern), the discrete integrator's matrix (forward.step_matrix), with D = -B
+// in w.D and the free bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
 template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h) {
     int nv = m.nv;
     T *M = w.M.data(), *D = w.velocity_matrix(m);
