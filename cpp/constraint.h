@@ -94,11 +94,13 @@ struct ConstraintWork {
     // along a chain (xt, by depth); vectors of nv; vectors of nefc
     std::vector<double> M, Mt, LHt, LH, LHinv, xt, c, qfrc_smooth, qacc_smooth, qacc, Ma, grad, step, v, Mv,
         tmp;
-    // Ltadr, Ltent, Ltfirst: its columns' entries and the first entry of each one's row; Lrun: the first entry of each
-    // entry's run of consecutive columns in its row; Lgroup: the lowest row of the supernode (up to 6 consecutive rows
-    // whose columns have the same entries in the rows below it) each row heads or belongs to, Lgroupnt: the number of
-    // those shared entries (factor_pattern)
-    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Ltfirst, Lrun, Lgroup, Lgroupnt;
+    // Ltadr, Ltent: its columns' entries; Lrun: each entry's distance to the first entry of its run of consecutive
+    // columns in its row (16 bits: a run in pieces of at most 65536); Lgroup: the lowest row of the supernode (up to 6
+    // consecutive rows whose columns have the same entries in the rows below it) each row heads or belongs to,
+    // Lgroupnt: the number of those shared entries; Lsame: the leading entries each row shares with the row before it
+    // (factor_pattern)
+    std::vector<int> Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt, Lsame;
+    std::vector<uint16_t> Lrun;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)
@@ -634,15 +636,14 @@ inline void tendon_row(Rows &r, const Data<double> &d, int64_t t, double scale) 
 }
 
 // each row's diagApprox scaled by its factor under the discrete integrator (discrete_diagonal_ratio):
-// J diag(M^)^-1 J^T / J diag(M)^-1 J^T with M's diagonal bare (nv) and M^ = M + h B + h^2 K (nv x nv), diagA scaled by it
-inline void discrete_diagonal_ratio(Rows &r, const double *bare, const double *Mstep) {
-    int nv = r.nv;
+// J diag(M^)^-1 J^T / J diag(M)^-1 J^T with M's diagonal bare (nv) and M^ = M + h B + h^2 K's (nv), diagA scaled by it
+inline void discrete_diagonal_ratio(Rows &r, const double *bare, const double *step_diag) {
     for (int i = 0; i < r.nefc; i++) {
         double b = 0.0, e = 0.0;
         for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) {
             int j = r.cols[size_t(k)];
             double J2 = r.val[size_t(k)] * r.val[size_t(k)];
-            b += J2 * (1 / bare[j]), e += J2 * (1 / Mstep[size_t(j) * nv + j]);
+            b += J2 * (1 / bare[j]), e += J2 * (1 / step_diag[j]);
         }
         if (b > 0) r.diagA[size_t(i)] *= e / b;
     }
@@ -659,10 +660,10 @@ inline void row_dofs(const Rows &r, char *dofs) {
 // MuJoCo's order, with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when
 // dense (else its compressed rows alone); the caller checks the model has no constraint physai does not model.
 // discrete_h > 0 [s]: those of MuJoCo 4's discrete integrator (their spring-dampers at the end of the step), with M's
-// diagonal bare (nv) and the step's metric M^ (nv x nv)
+// diagonal bare (nv) and the step's metric M^'s (nv)
 inline void rows(const Model &m, ConstraintWork &w, const double *q, const double *qd, const Contacts &con,
                  const bool *eq_active, bool dense = true, double discrete_h = 0, const double *bare = nullptr,
-                 const double *Mstep = nullptr) {
+                 const double *step_diag = nullptr) {
     Rows &r = w.r;
     const Data<double> &d = w.stages ? *w.stages : w.d;
     int nv = m.nv;
@@ -813,7 +814,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
     }
     r.group.push_back(r.nefc);
     r.tree = chains(m, r);
-    if (discrete_h > 0) discrete_diagonal_ratio(r, bare, Mstep);      // diagApprox in the metric M + h B + h^2 K
+    if (discrete_h > 0) discrete_diagonal_ratio(r, bare, step_diag);      // diagApprox in the metric M + h B + h^2 K
     impedance_all(m, r, discrete_h);
     rows_times(r, qd, r.vel.data());
     for (int i = 0; i < r.nefc; i++) {

@@ -136,11 +136,13 @@ template <class T> struct StepInputs {
     double h = 0;
 };
 
-// the buffers of one trajectory's (or one lane block's) steps
+// the buffers of one trajectory's (or one lane block's) steps: M on the tree's pattern (tree_nnz, MuJoCo's qM: never
+// nv x nv), Mv (nv) a product with it
 template <class T> struct SimData {
     Data<T> d;
     StepInputs<T> x;
-    Vec<T> M, D, f, tmp, force, a, rhs, qfrc, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn, free_M;
+    Vec<T> M, D, Mdense, f, tmp, force, a, rhs, qfrc, qi, qdi, dq, dqd, kv, stage_a, qdp, qdm, cp, cm, q, qd, qn, qdn,
+        free_M, Mv;
     Vec<T> act0, act_sum;                                              // RK4: the step's first activations, sum of b act_dot
     std::vector<double> stiffness;                                      // discrete: K (nv), the joints' spring stiffness
     std::vector<double> bare_diag;                                      // discrete with constraints: M's diagonal (nv)
@@ -151,8 +153,8 @@ template <class T> struct SimData {
         for (auto *v : {&x.act, &x.act_dot, &act0, &act_sum}) v->resize(size_t(act.na));
         free_M.resize(36 * size_t(m.nfree));
         stiffness.resize(size_t(m.nv)), bare_diag.resize(size_t(m.nv)), row_dofs.resize(size_t(m.nv));
-        M.resize(V * V);
-        for (auto *v : {&f, &tmp, &a, &rhs, &qfrc, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
+        M.resize(size_t(tree_nnz(m)));
+        for (auto *v : {&Mv, &f, &tmp, &a, &rhs, &qfrc, &qdi, &dq, &dqd, &kv, &stage_a, &qdp, &qdm, &cp, &cm, &qd, &qdn}) v->resize(V);
         for (auto *v : {&qi, &q, &qn}) v->resize(Qn);
         force.resize(size_t(act.nu));
         if (act.posed) x.trn.resize(m, act.nu);
@@ -162,6 +164,11 @@ template <class T> struct SimData {
     T *velocity_matrix(const Model &m) {
         if (D.empty()) D.resize(size_t(m.nv) * size_t(m.nv));
         return D.data();
+    }
+    // the implicit integrator's M - h D (nv, nv), dense for its LU, made at its first use
+    T *dense_matrix(const Model &m) {
+        if (Mdense.empty()) Mdense.resize(size_t(m.nv) * size_t(m.nv));
+        return Mdense.data();
     }
 };
 

@@ -40,9 +40,10 @@ template <class T> int forward_dynamics(const Model &m, Data<T> &d, const T *qd,
 // trajectory at a time
 constexpr int ONE_BY_ONE = NSTATUS;
 
-// f = passive + actuator + applied - bias and M at (q, qd) and the activations x.act (forward.DynamicsEvaluator.evaluate);
-// the actuators' scalar forces into force (nu), their activations' rates into x.act_dot, the potential energy into pot
-// when x.energy (else 0, as MuJoCo without mjENBL_ENERGY); ZERO_QUATERNION when a quaternion is zero
+// f = passive + actuator + applied - bias and M (on the tree's pattern: tree_nnz) at (q, qd) and the activations x.act
+// (forward.DynamicsEvaluator.evaluate); the actuators' scalar forces into force (nu), their activations' rates into
+// x.act_dot, the potential energy into pot when x.energy (else 0, as MuJoCo without mjENBL_ENERGY); ZERO_QUATERNION when
+// a quaternion is zero
 template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d, StepInputs<T> &x, const T *q,
                                 const T *qd, T *f, T *M, T *tmp, T *force, T &pot) {
     int st = velocity_stages(m, d, q, qd);
@@ -68,19 +69,28 @@ template <class T> int evaluate(const Model &m, const Actuators &act, Data<T> &d
     if (x.has_qfrc)
         for (int j = 0; j < m.nv; j++) f[j] = f[j] + x.qfrc[j];
     if (x.has_xfrc) body_wrench_force(m, d, x.xfrc.data(), f);
-    crb(m, d, M);
-    if (m.ntendon) armature_matrix(m, d.ten_J.data(), M);              // tendon armature (mj_tendonArmature)
+    crb_tree(m, d, M);                                                 // M on the tree's pattern (MuJoCo's qM)
+    if (m.ntendon) armature_tree(m, d.ten_J.data(), M);                // tendon armature (mj_tendonArmature)
     pot = x.energy ? energy_pos(m, d, q) + tendon_pot : splat<T>(0.0);
     return OK;
 }
 
-template <class T> inline T quadratic(const T *M, const T *v, int n) {   // v @ M @ v, as numpy: (v @ M) @ v
-    T s = splat<T>(0.0);
-    for (int j = 0; j < n; j++) {
-        T t = splat<T>(0.0);
-        for (int i = 0; i < n; i++) t = t + v[i] * M[size_t(i) * n + j];
-        s = s + t * v[j];
+// v @ M @ v for M on the tree's pattern, as numpy: (v @ M) @ v, each (v @ M)_j summed over i ascending (its ancestors,
+// j, then its descendants: the entries the dense sum adds besides zeros) in t (nv)
+template <class T> inline T quadratic(const Model &m, const T *M, const T *v, T *t) {
+    int n = m.nv;
+    for (int j = 0; j < n; j++) {                                      // the ancestors i <= j: row j
+        T s = splat<T>(0.0);
+        for (int64_t a = m.M_rowadr[j]; a < m.M_rowadr[j] + m.M_rownnz[j]; a++) s = s + v[m.M_colind[a]] * M[a];
+        t[j] = s;
     }
+    for (int i = 0; i < n; i++)                                        // the descendants i > j, i ascending
+        for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i] - 1; a++) {
+            int64_t j = m.M_colind[a];
+            t[j] = t[j] + v[i] * M[a];
+        }
+    T s = splat<T>(0.0);
+    for (int j = 0; j < n; j++) s = s + t[j] * v[j];
     return s;
 }
 
@@ -92,11 +102,23 @@ template <class T> bool any_nonfinite(const T *x, size_t n) {
     return !finite_all(acc);
 }
 
-// whether M's diagonal is finite (a state that ran away makes it NaN or infinite with everything else)
-template <class T> bool finite_diagonal(const T *M, int n) {
+// whether M's diagonal (M on the tree's pattern) is finite (a state that ran away makes it NaN or infinite with
+// everything else)
+template <class T> bool finite_diagonal(const Model &m, const T *M) {
     T acc = splat<T>(0.0);
-    for (int i = 0; i < n; i++) acc = acc + (M[size_t(i) * n + i] - M[size_t(i) * n + i]);
+    for (int i = 0; i < m.nv; i++) acc = acc + (tree_diagonal(m, M, i) - tree_diagonal(m, M, i));
     return finite_all(acc);
+}
+
+// free body k's block of M (6 x 6, both triangles) from M on the tree's pattern into B (its dofs a chain: row adr + i
+// holds columns adr .. adr + i)
+template <class T> void free_block(const Model &m, const T *M, int64_t k, T *B) {
+    int64_t adr = m.free_dofadr[k];
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j <= i; j++) {
+            T v = M[m.M_rowadr[adr + i] + m.M_rownnz[adr + j] - 1];
+            B[6 * i + j] = v, B[6 * j + i] = v;
+        }
 }
 
 // the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
@@ -212,24 +234,22 @@ inline const double *discrete_stiffness(const Model &m, std::vector<double> &K) 
     return K.data();
 }
 
-// w.M <- M + h B + h^2 K, the discrete integrator's matrix (forward.step_matrix), with D = -B in w.D and the free
-// bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
+// w.M <- M + h B + h^2 K (on the tree's pattern), the discrete integrator's matrix (forward.step_matrix), with D = -B
+// in w.D and the free bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
 template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h) {
     int nv = m.nv;
     T *M = w.M.data(), *D = w.velocity_matrix(m);
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
     if constexpr (std::is_same_v<T, double>)
-        for (int k = 0; k < m.nfree; k++)
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++)
-                    w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
+        for (int k = 0; k < m.nfree; k++) free_block(m, M, k, &w.free_M[36 * size_t(k)]);
     const double *K = discrete_stiffness(m, w.stiffness);
-    for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + (h * m.dof_damping[j] + h * h * K[j]);
+    for (int j = 0; j < nv; j++) tree_diagonal(m, M, j) = tree_diagonal(m, M, j) + (h * m.dof_damping[j] + h * h * K[j]);
 }
 
-// w.M <- the matrix a single-step integrator solves with (forward.step_matrix), w.M holding M at (q, qd) and w.d its
-// velocity stages: euler M + h B when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
+// w.M <- the matrix a single-step integrator solves with (forward.step_matrix), w.M holding M at (q, qd) on the tree's
+// pattern and w.d its velocity stages (implicit's into w.dense_matrix: dense, for LU; w.M as it was): euler M + h B
+// when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
 // D = dA/dqd - B + dF/dqd (fluid) (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free
 // bodies' blocks of M kept in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
 // damping: M as it is
@@ -241,7 +261,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
     if (integrator == DISCRETE) return discrete_matrix(m, w, h);
     if (integrator == EULER) {
         if (implicit_damping)
-            for (int j = 0; j < nv; j++) M[size_t(j) * nv + j] = M[size_t(j) * nv + j] + h * m.dof_damping[j];
+            for (int j = 0; j < nv; j++) tree_diagonal(m, M, j) = tree_diagonal(m, M, j) + h * m.dof_damping[j];
         return;
     }
     Data<T> &d = w.d;
@@ -264,20 +284,23 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
             qdp[c] = qd[c], qdm[c] = qd[c];
         }
     }
-    if constexpr (std::is_same_v<T, double>) {
-        if (integrator == IMPLICITFAST)                                // the free bodies' blocks of M, before M - h D
-            for (int k = 0; k < m.nfree; k++)
-                for (int i = 0; i < 6; i++)
-                    for (int j = 0; j < 6; j++)
-                        w.free_M[36 * size_t(k) + 6 * i + j] = M[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j];
+    if (integrator == IMPLICITFAST) {
+        if constexpr (std::is_same_v<T, double>)                       // the free bodies' blocks of M, before M - h D
+            for (int k = 0; k < m.nfree; k++) free_block(m, M, k, &w.free_M[36 * size_t(k)]);
+        for (int i = 0; i < nv; i++)                                   // on M's pattern: row i's columns j <= i
+            for (int64_t s = m.M_rowadr[i]; s < m.M_rowadr[i] + m.M_rownnz[i]; s++) {
+                size_t j = size_t(m.M_colind[s]), ij = size_t(i) * nv + j, ji = j * nv + size_t(i);
+                M[s] = M[s] - h * (0.5 * (D[ij] + D[ji]));
+            }
+        return;
     }
-    for (int i = 0; i < nv; i++)                                       // on M's pattern: row i's columns j <= i, and (j, i)
+    T *A = w.dense_matrix(m);                                          // implicit: M dense, then (i, j) and (j, i)
+    tree_unpack(m, (const T *)M, A);
+    for (int i = 0; i < nv; i++)
         for (int64_t s = m.M_rowadr[i]; s < m.M_rowadr[i] + m.M_rownnz[i]; s++) {
             size_t j = size_t(m.M_colind[s]), ij = size_t(i) * nv + j, ji = j * nv + size_t(i);
-            T Dij = integrator == IMPLICITFAST ? 0.5 * (D[ij] + D[ji]) : D[ij];
-            T Dji = integrator == IMPLICITFAST ? 0.5 * (D[ji] + D[ij]) : D[ji];
-            M[ij] = M[ij] - h * Dij;
-            if (ji != ij) M[ji] = M[ji] - h * Dji;
+            A[ij] = A[ij] - h * D[ij];
+            if (ji != ij) A[ji] = A[ji] - h * D[ji];
         }
 }
 
@@ -291,8 +314,8 @@ template <class T> int single_step_start(const Model &m, const Actuators &act, S
     int nv = m.nv;
     T *M = w.M.data(), *f = w.f.data(), *rhs = w.rhs.data(), pot;
     if (evaluate(m, act, w.d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
-    if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
-    e = w.x.energy ? 0.5 * quadratic(M, qd, nv) + pot : splat<T>(0.0);  // the energy only when asked
+    if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(m, M)) return DIVERGED;
+    e = w.x.energy ? 0.5 * quadratic(m, M, qd, w.Mv.data()) + pot : splat<T>(0.0);   // the energy only when asked
     for (int j = 0; j < nv; j++) rhs[j] = f[j];
     constrained = false;
     if constexpr (std::is_same_v<T, double>) {
@@ -326,7 +349,7 @@ template <class T> int euler(const Model &m, const Actuators &act, SimData<T> &w
     if (!constrained || o.implicit_damping) {                          // (M + h B) a = rhs (step_matrix), or M a = rhs
         for (int j = 0; j < m.nv; j++) w.a[j] = w.rhs[j];
         step_matrix(m, act, w, o.h, EULER, o.implicit_damping, qd);
-        if (tree_cholesky_solve(m, w.M.data(), w.a.data(), w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
+        if (tree_cholesky_solve_packed(m, w.M.data(), w.a.data(), w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
     }
     semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;
@@ -350,10 +373,10 @@ template <class T> int implicit(const Model &m, const Actuators &act, SimData<T>
     step_matrix(m, act, w, o.h, fast ? IMPLICITFAST : IMPLICIT, o.implicit_damping, qd);
     bool ok;
     if constexpr (std::is_same_v<T, double>) {
-        ok = !fast ? lu_solve(M, nv, a) : tree_cholesky_solve(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
+        ok = !fast ? lu_solve(w.Mdense.data(), nv, a) : tree_cholesky_solve_packed(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
         if (ok && fast && m.nfree) ok = free_body_solve(m, w, o.h, qd, w.rhs.data(), a);
     } else {
-        ok = tree_cholesky_solve(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
+        ok = tree_cholesky_solve_packed(m, M, a, w.d.qL.data(), w.d.qLinv.data()) == OK;
     }
     if (!ok) return SINGULAR;
     semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
@@ -378,7 +401,7 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - (o.h * K[j]) * qd[j], a[j] = rhs[j];   // f - h K qd
     if constexpr (std::is_same_v<T, double>) {
         if (con)
-            for (int j = 0; j < nv; j++) w.bare_diag[size_t(j)] = w.M[size_t(j) * nv + j];
+            for (int j = 0; j < nv; j++) w.bare_diag[size_t(j)] = tree_diagonal(m, w.M.data(), j);
     }
     step_matrix(m, act, w, o.h, DISCRETE, o.implicit_damping, qd);
     bool solved = false;
@@ -390,7 +413,7 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
             solved = true;
         }
     }
-    if (!solved && tree_cholesky_solve(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
+    if (!solved && tree_cholesky_solve_packed(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
     if constexpr (std::is_same_v<T, double>) {
         if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a, con ? w.row_dofs.data() : nullptr)) return SINGULAR;
     }
@@ -424,8 +447,8 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
             for (int i = 0; i < na; i++) act[i] = act0[i] + o.h * (c * act_dot[i]);      // the stage's act, unclamped
         }
         if (evaluate(m, acts, d, w.x, qi, qdi, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
-        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(M, nv)) return DIVERGED;
-        if (stage == 0) e = w.x.energy ? 0.5 * quadratic(M, qdi, nv) + pot : splat<T>(0.0);
+        if (any_nonfinite(f, size_t(nv)) || !finite_diagonal(m, M)) return DIVERGED;
+        if (stage == 0) e = w.x.energy ? 0.5 * quadratic(m, M, qdi, w.Mv.data()) + pot : splat<T>(0.0);
         for (int i = 0; i < na; i++) act_sum[i] = stage == 0 ? 0.0 + B[0] * act_dot[i] : act_sum[i] + B[stage] * act_dot[i];
         bool constrained = false;
         if constexpr (std::is_same_v<T, double>) {
@@ -436,7 +459,7 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
                 constrained = true;
             }
         }
-        if (!constrained && tree_cholesky_solve(m, M, f, d.qL.data(), d.qLinv.data()) != OK) return SINGULAR;
+        if (!constrained && tree_cholesky_solve_packed(m, M, f, d.qL.data(), d.qLinv.data()) != OK) return SINGULAR;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
         if (stage > 0) {
             for (int j = 0; j < nv; j++) w.dq[j] = o.h * w.dq[j];

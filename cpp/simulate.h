@@ -16,15 +16,16 @@
 namespace physai {
 namespace {
 
-// a trajectory's constraint context: the workspace, the warm start (zero at the start, as a new MjData's), the contacts
-// of the step's first evaluation (-1 before it) and the first left-out geom pair that may touch (-1: none)
+// a trajectory's constraint context: the workspace, the warm start (zero at the start, as a new MjData's), the
+// discrete step's metric's diagonal (nv), the contacts of the step's first evaluation (-1 before it) and the first
+// left-out geom pair that may touch (-1: none)
 struct ConstrainedRun {
     const Model &m;
     const Rollout *r = nullptr;
     ConstraintWork c;
-    std::vector<double> warm;
+    std::vector<double> warm, diag;
     int64_t ncon = -1, near = -1;
-    explicit ConstrainedRun(const Model &model) : m(model), c(model), warm(size_t(model.nv), 0.0) {}
+    explicit ConstrainedRun(const Model &model) : m(model), c(model), warm(size_t(model.nv), 0.0), diag(size_t(model.nv)) {}
 };
 
 // a simulation's workspace: the steppers' and the constraint context, for actuators of nu controls, na activations and
@@ -43,8 +44,8 @@ struct ConstrainedSim {
 };
 
 // Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
-// start; qacc and qfrc_constraint = J^T efc_force out; discrete: M the discrete step's metric, the rows at the end of
-// its step, the dofs they move into discrete->row_dofs
+// start; qacc and qfrc_constraint = J^T efc_force out; M on the tree's pattern (the steppers', cpp/forward.h); discrete:
+// M the discrete step's metric, the rows at the end of its step, the dofs they move into discrete->row_dofs
 inline int constrained_accel(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
                              const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
@@ -54,15 +55,18 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     if (s.ncon < 0) s.ncon = con.n;
     if (s.near < 0) s.near = s.c.col.near_missing;
     s.c.stages = &stages;                                            // evaluate's velocity stages, not again
-    if (discrete)
-        rows(m, s.c, q, qd, con, nullptr, false, discrete->h, discrete->bare_diag, M);
-    else
+    if (discrete) {
+        for (int j = 0; j < nv; j++) s.diag[size_t(j)] = tree_diagonal(m, M, j);
+        rows(m, s.c, q, qd, con, nullptr, false, discrete->h, discrete->bare_diag, s.diag.data());
+    } else
         rows(m, s.c, q, qd, con, nullptr, false);
     s.c.stages = nullptr;
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
+    std::copy(M, M + tree_nnz(m), s.c.Mt.begin());                   // M and its factor where the solvers read them
+    if (!factor_mass(m, s.c)) return SINGULAR;
     Solution sol;
-    int st = solve_with(m, s.c, M, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
+    int st = solve_with(m, s.c, nullptr, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
     if (st != OK) return st;
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);

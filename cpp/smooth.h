@@ -519,6 +519,23 @@ template <class T> void crb(const Model &m, Data<T> &d, T *out) {
     for (size_t j = 0; j < nv; j++) out[j * nv + j] = out[j * nv + j] + m.dof_armature[j];
 }
 
+// M on the tree's pattern (the model's sparse layout, below: MuJoCo's qM) into out (tree_nnz), armature included: crb's
+// entries (i, j) of j and its ancestors i, each the same product, without the dense nv x nv (its zeros between
+// unrelated branches never written)
+template <class T> void crb_tree(const Model &m, Data<T> &d, T *out) {
+    composite_inertias(m, d);
+    for (int64_t j = 0; j < m.nv; j++) {
+        T F[6];
+        inertia_times(d.crb[m.dof_linkid[j]], &d.cdof[6 * j], F);
+        T *row = out + m.M_rowadr[j];                                  // entry (j, i) at depth(i) = M_rownnz[i] - 1
+        for (int64_t i = j; i >= 0; i = m.dof_parentid[i]) row[m.M_rownnz[i] - 1] = dot6(&d.cdof[6 * i], F);
+    }
+    for (int64_t j = 0; j < m.nv; j++) {
+        T &diag = out[m.M_rowadr[j] + m.M_rownnz[j] - 1];
+        diag = diag + m.dof_armature[j];
+    }
+}
+
 // ---------------------------------------------------------------- solves with M (mj_factorM, mj_solveM), ABA
 
 // x with M x = b (M symmetric positive definite, overwritten by its Cholesky factor L in the lower triangle); SINGULAR on
@@ -561,6 +578,24 @@ template <class T> void tree_pack(const Model &m, const T *M, T *Ms) {
     for (int k = 0; k < m.nv; k++)
         for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++)
             Ms[a] = M[size_t(k) * m.nv + size_t(m.M_colind[a])];
+}
+
+// the symmetric dense M (nv x nv) of a matrix on the tree's pattern Ms: entry (k, j) and (j, k) from Ms's row k, zero
+// elsewhere
+template <class T> void tree_unpack(const Model &m, const T *Ms, T *M) {
+    size_t nv = size_t(m.nv);
+    for (size_t k = 0; k < nv * nv; k++) M[k] = splat<T>(0.0);
+    for (int k = 0; k < m.nv; k++)
+        for (int64_t a = m.M_rowadr[k]; a < m.M_rowadr[k] + m.M_rownnz[k]; a++) {
+            size_t j = size_t(m.M_colind[a]);
+            M[size_t(k) * nv + j] = Ms[a], M[j * nv + size_t(k)] = Ms[a];
+        }
+}
+
+// entry (i, i) of a matrix on the tree's pattern
+template <class T> inline T &tree_diagonal(const Model &m, T *Ms, int64_t i) { return Ms[m.M_rowadr[i] + m.M_rownnz[i] - 1]; }
+template <class T> inline const T &tree_diagonal(const Model &m, const T *Ms, int64_t i) {
+    return Ms[m.M_rowadr[i] + m.M_rownnz[i] - 1];
 }
 
 // y -= a x over n entries (y and x apart: the loop vectorizes without a check)
@@ -609,6 +644,14 @@ template <class T> void tree_solve(const Model &m, const T *L, const T *inv, T *
 // steppers' matrices keep M's pattern (forward.h's step_matrix: euler's M + h B, implicitfast's M - h D).
 template <class T> int tree_cholesky_solve(const Model &m, const T *M, T *b, T *L, T *inv) {
     tree_pack(m, M, L);
+    if (!tree_cholesky(m, L, inv)) return SINGULAR;
+    tree_solve(m, L, inv, b);
+    return OK;
+}
+
+// tree_cholesky_solve of M already on the tree's pattern (Ms, tree_nnz: the steppers' matrices, cpp/forward.h)
+template <class T> int tree_cholesky_solve_packed(const Model &m, const T *Ms, T *b, T *L, T *inv) {
+    std::copy(Ms, Ms + tree_nnz(m), L);
     if (!tree_cholesky(m, L, inv)) return SINGULAR;
     tree_solve(m, L, inv, b);
     return OK;

@@ -21,6 +21,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <iterator>
 #include <utility>
 #include <vector>
@@ -38,18 +39,39 @@ namespace {
 // ---------------------------------------------------------------- small helpers
 
 constexpr int kMaxGroup = 6;                                         // a supernode's rows at most (a free joint's dofs)
+constexpr int kMaxRun = 65535;                                       // a run's entries at most, less one (w.Lrun: 16 bits)
+
+// v resized to n, its capacity exactly n when it grows (std::vector's resize may double it: the factor's arrays are
+// large)
+template <class V> inline void resize_exact(V &v, size_t n) {
+    if (v.capacity() < n) {
+        V u;
+        u.reserve(n);
+        u.assign(v.begin(), v.end());
+        v.swap(u);
+    }
+    v.resize(n);
+}
+
+// the row k of L holding entry a (w.Ladr[k] <= a < w.Ladr[k + 1])
+inline int row_of(const ConstraintWork &w, int a) {
+    return int(std::upper_bound(w.Ladr.begin(), w.Ladr.end(), a) - w.Ladr.begin()) - 1;
+}
+
+// the first entry of entry a's run (consecutive columns in its row; runs longer than kMaxRun + 1 in pieces)
+inline int run_start(const uint16_t *run, int a) { return a - int(run[a]); }
 
 // true when column i joins the supernode of columns i+1..hi: the entries of column i in the rows below hi are in the
 // same rows as column hi's (nt of them), each just left of column i+1's, and column i has no other rows below hi
 inline bool joins_group(const ConstraintWork &w, int i, int hi, int nt) {
-    const int *tadr = w.Ltadr.data(), *tent = w.Ltent.data(), *tfirst = w.Ltfirst.data(), *col = w.Lcol.data();
+    const int *tadr = w.Ltadr.data(), *tent = w.Ltent.data(), *col = w.Lcol.data();
     if (tadr[i + 1] - tadr[i] < nt) return false;
-    for (int t = 0; t < nt; t++) {
-        int a = tadr[i] + t, b = tadr[i + 1] + t;                       // column i's and column i+1's t-th entries
-        if (tfirst[a] != tfirst[b] || tent[a] != tent[b] - 1 || col[tent[a]] != i) return false;
+    for (int t = 0; t < nt; t++) {                                      // (an entry left of a diagonal: the next
+        int a = tadr[i] + t, b = tadr[i + 1] + t;                       // entry is in its row) column i's and column
+        if (tent[a] != tent[b] - 1 || col[tent[a]] != i) return false;  // i+1's t-th entries
     }
     int rest = tadr[i] + nt;                                            // column i's next entry is in a row <= hi
-    return rest == tadr[i + 1] || tfirst[rest] <= w.Ladr[size_t(hi)];
+    return rest == tadr[i + 1] || tent[rest] < w.Ladr[size_t(hi) + 1];
 }
 
 // the supernodes (w.Lgroup, w.Lgroupnt): from the last row down, consecutive rows grouped while joins_group
@@ -63,29 +85,73 @@ inline void supernodes(ConstraintWork &w, int nv) {
     }
 }
 
-// y_g -= a_g x for the G rows y_g (each of n), x read once: the group's subtraction of one row of L
-// (the rows and x never overlap: ivdep lets the loop run in vectors, each entry's operation unchanged)
-template <int G> inline void subtract_rows(double *const *y, const double *__restrict x, const double *a, int n) {
+// y_g -= a_kg x_k for the G rows y_g (each of n) and the K rows x_k of L (on the same columns), k ascending: each y
+// read and written once, each x once, every entry's subtractions in the order of k (the rows and x never overlap:
+// ivdep lets the loop run in vectors, each entry's operations unchanged)
+template <int G, int K>
+__attribute__((always_inline)) inline void subtract_rows(double *const *y, const double *const *x, const double *a, int n) {
+    double *yy[G];
+    const double *xx[K];
+    double aa[K * G];
+    for (int g = 0; g < G; g++) yy[g] = y[g];
+    for (int k = 0; k < K; k++) xx[k] = x[k];
+    for (int c = 0; c < K * G; c++) aa[c] = a[c];
 #pragma GCC ivdep
-    for (int s = 0; s < n; s++) {
-        double v = x[s];
-        for (int g = 0; g < G; g++) y[g][s] = y[g][s] - a[g] * v;
-    }
+    for (int s = 0; s < n; s++)
+        for (int g = 0; g < G; g++) {
+            double t = yy[g][s];
+            for (int k = 0; k < K; k++) t = t - aa[k * G + g] * xx[k][s];
+            yy[g][s] = t;
+        }
 }
 
-inline void subtract_rows(int G, double *const *y, const double *x, const double *a, int n) {
-    switch (G) {
-    case 1: subtract_rows<1>(y, x, a, n); break;
-    case 2: subtract_rows<2>(y, x, a, n); break;
-    case 3: subtract_rows<3>(y, x, a, n); break;
-    case 4: subtract_rows<4>(y, x, a, n); break;
-    case 5: subtract_rows<5>(y, x, a, n); break;
-    default: subtract_rows<6>(y, x, a, n); break;
-    }
+// subtract_rows compiled for AVX2 and AVX-512 too (the same operations on each entry, in wider vectors: no FMA, the
+// same results), chosen at run time by the active instruction set (cpp/kernels.h's active_isa: the CPU's best, or
+// PHYSAI_ISA); the cholesky's inner loop, sub[K - 1][G - 1] (subtract_rows_set)
+constexpr int kMaxSources = 6;                                       // rows of L subtracted together at most
+using SubtractRows = void (*)(double *const *, const double *const *, const double *, int);
+template <int G, int K> void subtract_plain(double *const *y, const double *const *x, const double *a, int n) {
+    subtract_rows<G, K>(y, x, a, n);
+}
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+#define PHYSAI_WIDE(isa) __attribute__((target(isa)))
+#else
+#define PHYSAI_WIDE(isa)
+#endif
+template <int G, int K> PHYSAI_WIDE("avx2") void subtract_avx2(double *const *y, const double *const *x, const double *a, int n) {
+    subtract_rows<G, K>(y, x, a, n);
+}
+template <int G, int K> PHYSAI_WIDE("avx512f") void subtract_avx512(double *const *y, const double *const *x, const double *a,
+                                                                   int n) {
+    subtract_rows<G, K>(y, x, a, n);
+}
+#undef PHYSAI_WIDE
+
+template <int K> void subtract_rows_set_k(SubtractRows (*sub)[kMaxGroup], int isa) {
+    const SubtractRows table[3][kMaxGroup] = {
+        {subtract_plain<1, K>, subtract_plain<2, K>, subtract_plain<3, K>, subtract_plain<4, K>, subtract_plain<5, K>,
+         subtract_plain<6, K>},
+        {subtract_avx2<1, K>, subtract_avx2<2, K>, subtract_avx2<3, K>, subtract_avx2<4, K>, subtract_avx2<5, K>,
+         subtract_avx2<6, K>},
+        {subtract_avx512<1, K>, subtract_avx512<2, K>, subtract_avx512<3, K>, subtract_avx512<4, K>, subtract_avx512<5, K>,
+         subtract_avx512<6, K>}};
+    std::copy(table[isa], table[isa] + kMaxGroup, sub[K - 1]);
+}
+
+// the subtract_rows of K = 1 .. kMaxSources rows of L into G = 1 .. kMaxGroup rows for the active instruction set
+inline void subtract_rows_set(SubtractRows (*sub)[kMaxGroup]) {
+    int isa = 0;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+    const char *name = isa_kernels(active_isa()).name;
+    isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
+#endif
+    subtract_rows_set_k<1>(sub, isa), subtract_rows_set_k<2>(sub, isa), subtract_rows_set_k<3>(sub, isa);
+    subtract_rows_set_k<4>(sub, isa), subtract_rows_set_k<5>(sub, isa), subtract_rows_set_k<6>(sub, isa);
 }
 
 // factor_pattern's layout from the rows' columns before the fill-in (w.Lrows): the fill-in of the elimination, then the
-// rows (w.Ladr, w.Lcol), the columns (w.Ltadr, w.Ltent, w.Ltfirst), the runs (w.Lrun) and the supernodes
+// rows (w.Ladr, w.Lcol), the columns (w.Ltadr, w.Ltent), the runs (w.Lrun) and the supernodes; the arrays of one
+// entry each sized exactly
 inline void factor_layout(ConstraintWork &w, int nv) {
     std::vector<std::vector<int>> &rows = w.Lrows;
     std::vector<int> merged;
@@ -95,33 +161,41 @@ inline void factor_layout(ConstraintWork &w, int nv) {
         std::vector<int> &parent = rows[size_t(row[row.size() - 2])];     // row p gains row k's columns left of p
         merged.clear();
         std::set_union(row.begin(), row.end() - 2, parent.begin(), parent.end(), std::back_inserter(merged));
-        parent.swap(merged);
+        parent.assign(merged.begin(), merged.end());                    // copied, not swapped: each row keeps a buffer
+                                                                        // of its own size (swaps passed the largest
+                                                                        // around, every row's growing to it over solves)
     }
-    w.Ladr.assign(1, 0), w.Lcol.clear();
-    for (int k = 0; k < nv; k++) {
-        const std::vector<int> &row = rows[size_t(k)];
-        w.Lcol.insert(w.Lcol.end(), row.begin(), row.end());
-        w.Ladr.push_back(int(w.Lcol.size()));
-    }
+    w.Ladr.assign(1, 0);
+    for (int k = 0; k < nv; k++) w.Ladr.push_back(w.Ladr.back() + int(rows[size_t(k)].size()));
+    resize_exact(w.Lcol, size_t(w.Ladr.back()));
+    for (int k = 0; k < nv; k++) std::copy(rows[size_t(k)].begin(), rows[size_t(k)].end(), w.Lcol.begin() + w.Ladr[size_t(k)]);
     // the columns: column j's entries left of the diagonal (their index in Lcol) by row descending
     w.Ltadr.assign(size_t(nv) + 1, 0);
     for (int k = 0; k < nv; k++)
         for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) w.Ltadr[size_t(w.Lcol[size_t(a)]) + 1]++;
     for (int j = 0; j < nv; j++) w.Ltadr[size_t(j) + 1] += w.Ltadr[size_t(j)];
-    w.Ltent.resize(size_t(w.Ltadr[size_t(nv)])), w.Ltfirst.resize(w.Ltent.size());
+    resize_exact(w.Ltent, size_t(w.Ltadr[size_t(nv)]));
     std::vector<int> fill(w.Ltadr.begin(), w.Ltadr.end() - 1);
     for (int k = nv - 1; k >= 0; k--)
-        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) {
-            int t = fill[size_t(w.Lcol[size_t(a)])]++;
-            w.Ltent[size_t(t)] = a, w.Ltfirst[size_t(t)] = w.Ladr[size_t(k)];
-        }
-    // the runs: an entry continues the run of the entry before it when their columns are consecutive
-    w.Lrun.resize(w.Lcol.size());
+        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1] - 1; a++) w.Ltent[size_t(fill[size_t(w.Lcol[size_t(a)])]++)] = a;
+    // the runs: an entry continues the run of the entry before it when their columns are consecutive (and the run has
+    // fewer than kMaxRun + 1 entries: a longer one is taken in pieces, the same entries); Lrun its distance to the start
+    resize_exact(w.Lrun, w.Lcol.size());
     for (int k = 0; k < nv; k++)
-        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1]; a++)
-            w.Lrun[size_t(a)] = a > w.Ladr[size_t(k)] && w.Lcol[size_t(a) - 1] == w.Lcol[size_t(a)] - 1 ? w.Lrun[size_t(a) - 1] : a;
+        for (int a = w.Ladr[size_t(k)]; a < w.Ladr[size_t(k) + 1]; a++) {
+            bool more = a > w.Ladr[size_t(k)] && w.Lcol[size_t(a) - 1] == w.Lcol[size_t(a)] - 1 && w.Lrun[size_t(a) - 1] < kMaxRun;
+            w.Lrun[size_t(a)] = more ? uint16_t(w.Lrun[size_t(a) - 1] + 1) : uint16_t(0);
+        }
+    // the leading entries each row shares with the row before it (the same columns)
+    w.Lsame.assign(size_t(nv), 0);
+    for (int k = 1; k < nv; k++) {
+        const int *a = w.Lcol.data() + w.Ladr[size_t(k)], *b = w.Lcol.data() + w.Ladr[size_t(k) - 1];
+        int n = std::min(w.Ladr[size_t(k) + 1] - w.Ladr[size_t(k)], w.Ladr[size_t(k)] - w.Ladr[size_t(k) - 1]), same = 0;
+        while (same < n && a[same] == b[same]) same++;
+        w.Lsame[size_t(k)] = same;
+    }
     supernodes(w, nv);
-    if (w.LH.size() < w.Lcol.size()) w.LH.resize(w.Lcol.size());
+    if (w.LH.size() < w.Lcol.size()) resize_exact(w.LH, w.Lcol.size());
     if (w.Lwork.size() < size_t(kMaxGroup) * size_t(nv)) w.Lwork.assign(size_t(kMaxGroup) * size_t(nv), 0.0);
 }
 
@@ -156,35 +230,62 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
 inline bool cholesky(ConstraintWork &w, int n) {
     double *L = w.LH.data();
     const int *adr = w.Ladr.data(), *col = w.Lcol.data(), *tadr = w.Ltadr.data(), *tent = w.Ltent.data();
-    const int *tfirst = w.Ltfirst.data(), *run = w.Lrun.data();
+    const uint16_t *run = w.Lrun.data();
+    SubtractRows sub[kMaxSources][kMaxGroup];
+    subtract_rows_set(sub);
     for (int hi = n - 1; hi >= 0;) {
         const int lo = w.Lgroup[size_t(hi)], G = hi - lo + 1, nt = w.Lgroupnt[size_t(hi)];
         double *work[kMaxGroup];
-        double x[kMaxGroup];
+        double x[kMaxSources * kMaxGroup];
         for (int g = 0; g < G; g++) {                                   // row hi - g into work[g]
             work[g] = w.Lwork.data() + size_t(g) * size_t(n);
             const int i = hi - g;
             for (int a = adr[i]; a < adr[i + 1]; a++) work[g][col[a]] = L[a];
         }
-        for (int t = 0; t < nt; t++) {                                  // H_ij -= L_ki L_kj for the rows k below hi
-            const int e = tent[tadr[hi] + t], k0 = tfirst[tadr[hi] + t], elo = e - (G - 1);
-            for (int g = 0; g < G; g++) x[g] = L[e - g];
-            for (int b = elo; b >= k0; b = run[b] - 1) {                 // the columns up to lo: every row of the group
-                double *y[kMaxGroup];
-                for (int g = 0; g < G; g++) y[g] = work[g] + col[run[b]];
-                subtract_rows(G, y, L + run[b], x, b - run[b] + 1);
+        for (int t = 0; t < nt;) {                                      // H_ij -= L_ki L_kj for the rows k below hi
+            // the next rows k (up to kMaxSources, each the row before the last) whose columns up to lo are the same (a
+            // free body's rows, w.Lsame): together
+            int e[kMaxSources], k0[kMaxSources], K = 1, row = row_of(w, tent[tadr[hi] + t]);
+            e[0] = tent[tadr[hi] + t], k0[0] = adr[row];
+            const int len = e[0] - (G - 1) - k0[0];                    // entries left of column lo
+            while (K < kMaxSources && t + K < nt) {
+                int ek = tent[tadr[hi] + t + K], kk = adr[row - 1];
+                if (ek < kk || ek >= adr[row] || ek - (G - 1) - kk != len || w.Lsame[size_t(row)] < len) break;
+                e[K] = ek, k0[K] = kk, K++, row--;
             }
-            for (int g = 0; g < G - 1; g++)                             // columns lo+1 .. hi-g: row hi - g only
-                for (int a = elo + 1; a <= e - g; a++) work[g][col[a]] = work[g][col[a]] - x[g] * L[a];
+            for (int k = 0; k < K; k++)
+                for (int g = 0; g < G; g++) x[k * G + g] = L[e[k] - g];
+            const int elo = e[0] - (G - 1);
+            for (int b = elo; b >= k0[0]; b = run_start(run, b) - 1) {  // the columns up to lo: every row of the group
+                const int r0 = run_start(run, b);
+                double *y[kMaxGroup];
+                const double *xs[kMaxSources];
+                for (int g = 0; g < G; g++) y[g] = work[g] + col[r0];
+                for (int k = 0; k < K; k++) xs[k] = L + k0[k] + (r0 - k0[0]);
+                sub[K - 1][G - 1](y, xs, x, b - r0 + 1);
+            }
+            for (int k = 0; k < K; k++) {                               // columns lo+1 .. hi-g: row hi - g only
+                const double *Lg = L + e[k] - (G - 1);                 // row k's entries of columns lo .. hi
+                for (int g = 0; g < G - 1; g++) {
+                    double xg = x[k * G + g], *wg = work[g] + lo;
+                    for (int j = 1; j <= G - 1 - g; j++) wg[j] = wg[j] - xg * Lg[j];
+                }
+            }
+            t += K;
         }
         for (int g = 0; g < G; g++) {                                   // the group's rows, hi first
             const int i = hi - g;
             double *Li = L + adr[i];
             const int *ci = col + adr[i], ni = adr[i + 1] - adr[i] - 1;
             for (int t = tadr[i] + nt; t < tadr[i + 1]; t++) {          // H_ij -= L_ki L_kj for the rows i < k <= hi
-                int e = tent[t], k0 = tfirst[t];
+                int e = tent[t], k0 = adr[row_of(w, e)];
                 double xk = L[e];
-                for (int b = e; b >= k0; b = run[b] - 1) subtract_scaled(work[g] + col[run[b]], L + run[b], xk, b - run[b] + 1);
+                for (int b = e; b >= k0; b = run_start(run, b) - 1) {
+                    const int r0 = run_start(run, b);
+                    double *y = work[g] + col[r0];
+                    const double *xs = L + r0;
+                    sub[0][0](&y, &xs, &xk, b - r0 + 1);
+                }
             }
             for (int a = 0; a <= ni; a++) Li[a] = work[g][ci[a]], work[g][ci[a]] = 0.0;
             if (!(Li[ni] > 0.0)) {
@@ -605,11 +706,16 @@ inline bool update_factor(const Model &m, ConstraintWork &w) {
             if (!(t >= MINVAL)) return false;
             double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
             Lk[nk] = rr;
-            if (is)
-                for (int j = 0; j < nk; j++) Lk[j] = (Lk[j] + sn * x[ck[j]]) * cinv;
+            if (is)                                                    // each entry's L, then its x from that L
+                for (int j = 0; j < nk; j++) {
+                    double xj = x[ck[j]], l = (Lk[j] + sn * xj) * cinv;
+                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
+                }
             else
-                for (int j = 0; j < nk; j++) Lk[j] = (Lk[j] - sn * x[ck[j]]) * cinv;
-            for (int j = 0; j < nk; j++) x[ck[j]] = c * x[ck[j]] - sn * Lk[j];
+                for (int j = 0; j < nk; j++) {
+                    double xj = x[ck[j]], l = (Lk[j] - sn * xj) * cinv;
+                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
+                }
         }
     }
     return true;

@@ -133,8 +133,9 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     double *M = s.M.data(), *f = s.f.data(), *K = w.K.data(), *X = w.X.data(), *a = w.a.data(), pot;
     if (evaluate(m, act, s.d, s.x, q, qd, f, M, s.tmp.data(), s.force.data(), pot) != OK) return ZERO_QUATERNION;
     if (any_nonfinite(f, size_t(nv))) return NONFINITE;
-    step_matrix(m, act, s, c.h, c.integrator, c.implicit_damping, qd);                 // s.M <- K
-    std::copy(M, M + size_t(nv) * nv, K);
+    step_matrix(m, act, s, c.h, c.integrator, c.implicit_damping, qd);                 // s.M <- K (implicit: s.Mdense)
+    if (c.integrator == IMPLICIT) std::copy(s.Mdense.begin(), s.Mdense.end(), K);
+    else tree_unpack(m, (const double *)M, K);                         // K dense from the tree's pattern
     if (c.integrator == IMPLICITFAST)                                  // free bodies: their blocks of the implicit matrix
         for (int k = 0; k < m.nfree; k++) {
             double block[36];

@@ -349,5 +349,19 @@ template <class T> void armature_matrix(const Model &m, const T *J, T *M) {
         }
 }
 
+// armature_matrix with M on the tree's pattern (Ms, tree_nnz: the steppers' layout), entry (i, j) of row i's pattern
+// as armature_matrix's (i, j)
+template <class T> void armature_tree(const Model &m, const T *J, T *Ms) {
+    const int64_t nv = m.nv;
+    if (!has_armature(m)) return;
+    for (int64_t i = 0; i < nv; i++)
+        for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i]; a++) {
+            int64_t j = m.M_colind[a];
+            T s = splat<T>(0.0);
+            for (int64_t t = 0; t < m.ntendon; t++) s = s + (J[t * nv + i] * m.tendon_armature[t]) * J[t * nv + j];
+            Ms[a] = Ms[a] + s;
+        }
+}
+
 }  // namespace
 }  // namespace physai
