@@ -65,7 +65,6 @@ from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import actuation, api, batching, constraint, forward, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
-from physai.engine.collision import has_contacts
 from physai.engine.smooth import cholesky_solve
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
@@ -333,7 +332,7 @@ class _Constraints:
         Q (physai.collision.detect): compiled in one call when the backend is (engine.constraint.compiled_rows), else
         engine.constraint.rows."""
         model = self.model
-        if contacts is None and has_contacts(model):
+        if contacts is None and collision.has_contacts(model):
             contacts = collision.detect(model, Q)
         if native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
@@ -350,7 +349,7 @@ class _Constraints:
             raise UnsupportedModelError("step_derivatives(constraints=True) with noslip (opt.noslip_iterations > 0): "
                                         "noslip's post-pass is not differentiated; set noslip_iterations to 0")
         model, opt = self.model, self.model.opt
-        contacts = [collision.detect(model, q)] if has_contacts(model) else None
+        contacts = [collision.detect(model, q)] if collision.has_contacts(model) else None
         r = self.rows(q[None], qd[None], contacts)[0]
         if native.on and native.compiled_solver(model):               # the step's solver, compiled: tau = f + c
             out = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
@@ -436,9 +435,7 @@ def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndar
     for i in np.flatnonzero((state == constraint.CONE) & (r.type == constraint.CONTACT_ELLIPTIC)):
         if i > 0 and state[i - 1] == constraint.CONE and r.id[i - 1] == r.id[i]:
             continue                                   # not the contact's first row
-        c = r.id[i]
-        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
-        U = np.concatenate([jar[:, i:i + 1] * mu, jar[:, i + 1:i + dim] * friction[:dim - 1]], axis=1)
+        dim, mu, friction, U = constraint.elliptic_coordinates(r, i, jar)
         N, T = U[:, 0], np.sqrt((U[:, 1:] ** 2).sum(axis=1))
         Dm = D[:, i] / (mu * mu * (1 + mu * mu))
         force[:, i] = -Dm * (N - mu * T) * mu
@@ -463,9 +460,7 @@ def switch_margins(r, jar: np.ndarray, state: np.ndarray) -> np.ndarray:
             edge.append(abs(jar[i]))
             i += 1
             continue
-        c = r.id[i]
-        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
-        U = np.r_[jar[i] * mu, jar[i + 1:i + dim] * friction[:dim - 1]]
+        dim, mu, _, U = constraint.elliptic_coordinates(r, i, jar)
         N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
         edge.append(min(abs(N - mu * T), abs(mu * N + T)) / np.sqrt(1 + mu * mu))
         i += dim

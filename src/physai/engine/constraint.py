@@ -531,6 +531,15 @@ def _discrete_row(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> N
 
 # ---------------------------------------------------------------- the force of every row (mj_constraintUpdate)
 
+def elliptic_coordinates(r: Rows, i: int, jar: np.ndarray):
+    """(dim, mu, friction (5,), U) of the elliptic contact whose first row is i: U = (mu jar_0, friction_j jar_j) (dim,),
+    its rows' jar in the regularised dual space (jar (nefc,); or (n, nefc), U then (n, dim))."""
+    c = r.id[i]
+    dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
+    U = np.concatenate([jar[..., i:i + 1] * mu, jar[..., i + 1:i + dim] * friction[:dim - 1]], axis=-1)
+    return dim, mu, friction, U
+
+
 def update(r: Rows, jar: np.ndarray, cone_hessian: bool = False):
     """(force (nefc,), state (nefc,), cost, cone Hessians {first row: (dim, dim)}) for jar = J qacc - aref: the force
     of each row and the constraint cost s(jar) whose gradient in jar is -force."""
@@ -561,9 +570,7 @@ def update(r: Rows, jar: np.ndarray, cone_hessian: bool = False):
             i += 1
             continue
         # elliptic cone in the regularised dual space: U = (mu jar_0, friction_j jar_j)
-        c = r.id[i]
-        dim, mu, friction = int(r.contact_dim[c]), r.contact_mu[c], r.contact_friction[c]
-        U = np.r_[jar[i] * mu, jar[i + 1:i + dim] * friction[:dim - 1]]
+        dim, mu, friction, U = elliptic_coordinates(r, i, jar)
         N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
         block = slice(i, i + dim)
         if N >= mu * T or (T <= 0 and N >= 0):                        # top zone: separating
