@@ -45,6 +45,7 @@ def main(argv=None):
     last = int(round(0.2 / m.opt.timestep))
     results = {}
     for name, gain in (("servos alone", None), ("LQR", K)):
+        mujoco.mj_resetData(m, d)                      # each run from the same data: no warm start carried over
         d.qpos[:], d.qvel[:] = q_star, 0.0
         d.qvel[:3] = [args.push, 0.5 * args.push, 0.0]
         deviation = []

@@ -326,6 +326,7 @@ class _Constraints:
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
         self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
+        self.contacts = None                           # [the contacts at the last solve's q], or None
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
@@ -351,6 +352,7 @@ class _Constraints:
         model, opt = self.model, self.model.opt
         contacts = [collision.detect(model, q)] if collision.has_contacts(model) else None
         r = self.rows(q[None], qd[None], contacts)[0]
+        self.contacts = contacts
         if native.on and native.compiled_solver(model):               # the step's solver, compiled: tau = f + c
             out = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
                                           None, None, opt.tolerance, opt.iterations)
@@ -382,7 +384,8 @@ class _Constraints:
         disappears."""
         held = self.r
         for r in rows:
-            if not (r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)):
+            if not (r.nefc == held.nefc and np.array_equal(r.type, held.type) and np.array_equal(r.id, held.id)
+                    and np.array_equal(r.contact_body, held.contact_body) and np.array_equal(r.contact_dim, held.contact_dim)):
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a constraint row appears or disappears within {2 * ROW_STEP:g} "
                     "of q (a contact or limit at its switch): the step is not differentiable here; linearise at a "
@@ -398,7 +401,8 @@ class _Constraints:
         out = -r.B[:, None] * r.J
         if r.ne:
             E = np.eye(nv)
-            rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]))
+            rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]),
+                             None if self.contacts is None else self.contacts * (2 * nv))
             out[:r.ne] = 0.5 * np.array([rows[k].aref[:r.ne] - rows[nv + k].aref[:r.ne] for k in range(nv)]).T
         return out
 
@@ -445,9 +449,10 @@ def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndar
 
 def switch_margins(r, jar: np.ndarray, state: np.ndarray) -> np.ndarray:
     """(2,): how far the rows r (engine.constraint.Rows) are from a switch, at jar = J qacc - aref in the states given:
-    [0] the smallest distance of a row's jar from the edge of its state [m/s^2 | rad/s^2]: a one-sided row's |jar|,
-    a friction-loss row's from +-R frictionloss, an elliptic contact's from the cone's surfaces N = mu T and
-    mu N + T = 0 in its scaled space (U = (mu jar_0, friction_j jar_j), over sqrt(1 + mu^2)); [1] the smallest
+    [0] the smallest distance of a row's jar from the edge of its state: a one-sided row's |jar|, a friction-loss
+    row's from +-R frictionloss [m/s^2 | rad/s^2], an elliptic contact's from the cone's surfaces N = mu T and
+    mu N + T = 0 in its scaled space (U = (mu jar_0, friction_j jar_j), over sqrt(1 + mu^2): jar times the friction
+    coefficients), the smallest of these mixed units; [1] the smallest
     margin - pos of a contact or limit row [m | rad]: how far it is from leaving (a row appears at pos = margin too;
     rows not yet present, an approaching contact or limit, are not counted). inf where there is no such row."""
     edge = [np.inf]
@@ -839,7 +844,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
             differencing step (margins=True says how close the rows are to changing state). The
             rows' dependence on q (Jacobians, contact geometry, impedance, aref) is differenced (4th order), the rest
-            analytic; the NumPy text runs (the compiled kernel does not do constraints yet).
+            analytic; the NumPy text runs, not the compiled step kernel (the rows, the contacts and the solve are the
+            compiled engine's when the backend is native).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.
 

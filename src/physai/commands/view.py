@@ -121,27 +121,49 @@ def video(model, trajectory: Trajectory, out: Path, fps: float, wh: tuple[int, i
     image = extras.require("PIL.Image", "plot", f"physai view --out RUN{out.suffix}")
     codec = VIDEO_CODECS[out.suffix.lower()]
     ffmpeg = None if codec is None else extras.require("imageio_ffmpeg", "video", f"physai view --out RUN{out.suffix}")
-    frames = []
+    frames, encoder = [], None
     with headless_page(model, trajectory, wh, plot, ghost) as page:
         duration = float(page.evaluate("viewer.duration"))
         for k in range(math.floor(duration * fps + 1e-9) + 1):
             page.evaluate(f"viewer.seek({k / fps})")
-            frames.append(image.open(io.BytesIO(page.screenshot())).convert("RGB"))
+            frame = image.open(io.BytesIO(page.screenshot())).convert("RGB")
+            if codec is None:
+                frames.append(frame)
+                continue
+            encoder = encoder or Encoder(ffmpeg.get_ffmpeg_exe(), frame.size, fps, codec, out)
+            encoder.write(frame)
+            frames.append(None)                        # counted; the encoder holds the picture
     if codec is None:
         frames[0].save(out, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
     else:
-        encode(ffmpeg.get_ffmpeg_exe(), frames, fps, codec, out)
+        encoder.close()
     print(f"physai view: {len(frames)} frames ({duration:.4f} s at {fps:g} frames/s) of {model} written to {out}")
     return 0
 
 
-def encode(ffmpeg: str, frames: list, fps: float, codec: list[str], out: Path) -> None:
-    """Pillow RGB frames (one size) encoded by ffmpeg into `out` at fps frames per second, the size padded to even
-    pixels (yuv420p needs them); LabError with ffmpeg's last words when it fails."""
-    w, h = frames[0].size
-    command = [ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{w}x{h}",
-               "-framerate", f"{fps:g}", "-i", "-", "-an", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", *codec,
-               "-threads", "1", "-fflags", "+bitexact", "-flags:v", "+bitexact", "-map_metadata", "-1", str(out)]
-    done = subprocess.run(command, input=b"".join(f.tobytes() for f in frames), capture_output=True)
-    if done.returncode != 0:
-        raise LabError(f"ffmpeg could not write {out}: {done.stderr.decode(errors='replace').strip()[-400:]}")
+class Encoder:
+    """ffmpeg encoding Pillow RGB frames (one size (w, h)) into `out` at fps frames per second, frame by frame (write,
+    then close), the size padded to even pixels (yuv420p needs them); LabError with ffmpeg's last words when it fails."""
+
+    def __init__(self, ffmpeg: str, size: tuple[int, int], fps: float, codec: list[str], out: Path):
+        self.out = out
+        command = [ffmpeg, "-y", "-loglevel", "error", "-f", "rawvideo", "-pix_fmt", "rgb24", "-s", f"{size[0]}x{size[1]}",
+                   "-framerate", f"{fps:g}", "-i", "-", "-an", "-vf", "pad=ceil(iw/2)*2:ceil(ih/2)*2", *codec,
+                   "-threads", "1", "-fflags", "+bitexact", "-flags:v", "+bitexact", "-map_metadata", "-1",
+                   str(out.resolve())]                 # absolute: a name starting with '-' is no option
+        self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def write(self, frame) -> None:
+        try:
+            self.process.stdin.write(frame.tobytes())
+        except BrokenPipeError:
+            self.close()
+
+    def close(self) -> None:
+        try:
+            self.process.stdin.close()
+        except BrokenPipeError:
+            pass
+        error = self.process.stderr.read()
+        if self.process.wait() != 0:
+            raise LabError(f"ffmpeg could not write {self.out}: {error.decode(errors='replace').strip()[-400:]}")
