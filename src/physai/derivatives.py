@@ -432,7 +432,7 @@ def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndar
     """(n, nefc) the forces of rows laid out as r's (engine.constraint.Rows: types, ids, friction loss, contacts) at jar
     and D (n, nefc) each, every row in the state given (nefc,) (engine.constraint.update's formulas, the zone not
     decided again): quadratic -D jar, satisfied 0, friction loss +-frictionloss, an elliptic contact on its cone
-    -Dm (N - mu T) (mu, -U_j friction_j / T), Dm = D_0 / (mu^2 (1 + mu^2)), U = (mu jar_0, friction_j jar_j)."""
+    engine.constraint.cone_force."""
     force = np.where(state == constraint.QUADRATIC, -D * jar, 0.0)
     force = np.where(state == constraint.LINEARNEG, r.frictionloss, np.where(state == constraint.LINEARPOS, -r.frictionloss,
                                                                                force))
@@ -441,9 +441,7 @@ def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndar
             continue                                   # not the contact's first row
         dim, mu, friction, U = constraint.elliptic_coordinates(r, i, jar)
         N, T = U[:, 0], np.sqrt((U[:, 1:] ** 2).sum(axis=1))
-        Dm = D[:, i] / (mu * mu * (1 + mu * mu))
-        force[:, i] = -Dm * (N - mu * T) * mu
-        force[:, i + 1:i + dim] = -(force[:, i] / T)[:, None] * U[:, 1:] * friction[:dim - 1]
+        force[:, i:i + dim] = constraint.cone_force(D[:, i], mu, friction, U, N, T)[0]
     return force
 
 

@@ -540,6 +540,17 @@ def elliptic_coordinates(r: Rows, i: int, jar: np.ndarray):
     return dim, mu, friction, U
 
 
+def cone_force(D0, mu: float, friction: np.ndarray, U: np.ndarray, N, T):
+    """(force (..., dim), Dm, N - mu T) of an elliptic contact on its cone (update's middle zone) at U (..., dim)
+    (elliptic_coordinates), N = U_0 and T = |U_1..| (its caller's), D0 its first row's D: f_0 = -Dm (N - mu T) mu,
+    f_j = -f_0 U_j friction_j / T, Dm = D0 / (mu^2 (1 + mu^2))."""
+    Dm = D0 / (mu * mu * (1 + mu * mu))
+    NmT = N - mu * T
+    f0 = -Dm * NmT * mu
+    dim = U.shape[-1]
+    return np.concatenate([f0[..., None], -(f0 / T)[..., None] * U[..., 1:] * friction[:dim - 1]], axis=-1), Dm, NmT
+
+
 def update(r: Rows, jar: np.ndarray, cone_hessian: bool = False):
     """(force (nefc,), state (nefc,), cost, cone Hessians {first row: (dim, dim)}) for jar = J qacc - aref: the force
     of each row and the constraint cost s(jar) whose gradient in jar is -force."""
@@ -578,11 +589,8 @@ def update(r: Rows, jar: np.ndarray, cone_hessian: bool = False):
         elif mu * N + T <= 0 or (T <= 0 and N < 0):                   # bottom zone: quadratic
             cost += 0.5 * float(r.D[block] @ (jar[block] * jar[block]))
         else:                                                         # middle zone: on the cone
-            Dm = r.D[i] / (mu * mu * (1 + mu * mu))
-            NmT = N - mu * T
+            force[block], Dm, NmT = cone_force(r.D[i], mu, friction, U, N, T)
             cost += 0.5 * Dm * NmT * NmT
-            force[i] = -Dm * NmT * mu
-            force[i + 1:i + dim] = -force[i] / T * U[1:] * friction[:dim - 1]
             state[block] = CONE
             if cone_hessian:
                 H = np.zeros((dim, dim))
