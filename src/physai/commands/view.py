@@ -124,20 +124,20 @@ def video(model, trajectory: Trajectory, out: Path, fps: float, wh: tuple[int, i
     frames, encoder = [], None
     with headless_page(model, trajectory, wh, plot, ghost) as page:
         duration = float(page.evaluate("viewer.duration"))
-        for k in range(math.floor(duration * fps + 1e-9) + 1):
+        count = math.floor(duration * fps + 1e-9) + 1
+        for k in range(count):
             page.evaluate(f"viewer.seek({k / fps})")
             frame = image.open(io.BytesIO(page.screenshot())).convert("RGB")
-            if codec is None:
+            if codec is None:                          # the GIF is assembled at the end
                 frames.append(frame)
-                continue
-            encoder = encoder or Encoder(ffmpeg.get_ffmpeg_exe(), frame.size, fps, codec, out)
-            encoder.write(frame)
-            frames.append(None)                        # counted; the encoder holds the picture
+            else:                                      # a video is encoded frame by frame
+                encoder = encoder or Encoder(ffmpeg.get_ffmpeg_exe(), frame.size, fps, codec, out)
+                encoder.write(frame)
     if codec is None:
         frames[0].save(out, save_all=True, append_images=frames[1:], duration=round(1000 / fps), loop=0)
     else:
         encoder.close()
-    print(f"physai view: {len(frames)} frames ({duration:.4f} s at {fps:g} frames/s) of {model} written to {out}")
+    print(f"physai view: {count} frames ({duration:.4f} s at {fps:g} frames/s) of {model} written to {out}")
     return 0
 
 
