@@ -198,3 +198,24 @@ def test_the_compiled_step_observes_what_the_numpy_engine_does(name, integrator)
     for name_, value in fast[4].items():
         ref = reference.observed[name_]
         assert np.abs(value - ref).max(initial=0.0) <= BOUND * max(1.0, np.abs(ref).max(initial=0.0)), name_
+
+
+def test_body_quantities_outside_a_step_are_mj_forwards_then_rne_post_constraints():
+    """integrators.body_quantities at N = 3 of the Ant's states (its contacts) and at one: every field within 1e-12
+    (relative to the field) of MjData's after mj_forward + mj_rnePostConstraint."""
+    m = load("ant.xml")
+    states = start_states(m, 3)
+    model = engine.from_mujoco(m)
+    refs = []
+    for q, qd, warm, ctrl in states:
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:], d.qacc_warmstart[:], d.ctrl[:] = q, qd, warm, ctrl
+        mujoco.mj_forward(m, d)
+        mujoco.mj_rnePostConstraint(m, d)
+        refs.append(d)
+    Q, QD, W, U = (np.array(x) for x in zip(*states))
+    assert_observed(integrators.body_quantities(model, Q, QD, ctrl=U, qacc_warmstart=W), refs)
+    one = integrators.body_quantities(model, Q[1], QD[1], ("cfrc_ext", "qacc"), ctrl=U[1], qacc_warmstart=W[1])
+    assert set(one) == {"cfrc_ext", "qacc"}
+    assert_observed({k: v[None] for k, v in one.items()}, refs[1:2])
+    assert max(d.ncon for d in refs) > 0
