@@ -1,7 +1,9 @@
 """A simulator independent of MuJoCo at run time: MuJoCo's five integrators, step by step, in its order.
 
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
-    step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise")  -> StepResult (q, qd, qacc_warmstart, status)
+    step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise", observe=None)
+                                                            -> StepResult (q, qd, qacc_warmstart, status, act, observed)
+    body_quantities(model, q, qd, names=OBSERVABLE, ...)    -> {name: MjData field} (mj_forward + mj_rnePostConstraint)
     simulate(model, q0, qd0, dt=None, steps=<required>, integrator=None, ...)                  -> Trajectory
     rollout(model, q0 (N, nq), qd0 (N, nv), dt=None, steps=<required>, integrator=None, ...)   -> Trajectory (N, ...)
     (all take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
