@@ -87,13 +87,12 @@ def main() -> int:
         browser.close()
     print(f"physai view, playback: the G1 (unitree_g1 scene.xml), {args.seconds:g} s at {1 / run.dt:g} Hz = "
           f"{len(run.t)} states, {ncontacts} contacts recorded; made by physai in {made:.1f} s "
-          f"({engine.backend}); view.json {len(server.view_json) / 1e6:.1f} MB")
+          f"({engine.backend}); view.json {len(server.view_json) / 1e6:.1f} MB, view.bin {len(server.view_bin) / 1e6:.1f} MB")
     print(f"headless Chromium {version} (Debian), {width}x{height}; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
     print(f"load: page.goto -> viewer.ready {load:.2f} s   (target < 3 s)   in the page [s since navigation]: "
-          f"view.json {stages['json'] / 1e3:.2f}, MuJoCo {stages['mujoco'] / 1e3:.2f}, model files "
-          f"{stages['files'] / 1e3:.2f}, model compiled "
-          f"{stages['model'] / 1e3:.2f}, first frame {stages['ready'] / 1e3:.2f}")
+          f"view.json {stages['json'] / 1e3:.2f}, view.bin (the model) {stages['model'] / 1e3:.2f}, "
+          f"first frame {stages['ready'] / 1e3:.2f}")
     print(f"playing at 1x for {measured['wall']:.1f} s: {measured['raf']:.1f} animation frames/s, "
           f"{measured['drawn']:.1f} frames drawn/s, {measured['speed']:.3f} simulated s per wall s   "
           f"(target: real time, 1.00 s/s, every animation frame drawn)")

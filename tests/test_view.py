@@ -332,8 +332,9 @@ def test_the_inline_viewer_runs_framed_by_a_notebook_and_asks_nothing_off_this_m
 
 def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_path, browser):  # noqa: F811 (the fixture)
     """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
-    the server serves the MJCF files and the meshes the model reads, not the others; the page loads the model from
-    them and draws its bodies where physai puts them (1e-6 m)."""
+    the server serves the MJCF files and the meshes the model reads, not the others; view.bin holds the compiled
+    model's arrays (its mesh as MuJoCo compiled it), from which the page draws its bodies where physai puts them
+    (1e-6 m)."""
     (tmp_path / "meshes").mkdir()
     tetra = "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
     for name in ("tetra.obj", "unused.obj"):
@@ -345,7 +346,14 @@ def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_pat
     model = engine.from_mujoco(models.load(xml))
     run = integrators.simulate(model, model.qpos0, np.r_[0.3, 0, 0, 1, 2, 3], steps=20)
     with serving(make_server(xml, run)) as server:
-        assert json.loads(request(server, "/view.json")[2])["model"]["files"] == ["meshes/tetra.obj", "model.xml", "part.xml"]
+        cfg = json.loads(request(server, "/view.json")[2])["model"]
+        assert cfg["files"] == ["meshes/tetra.obj", "model.xml", "part.xml"]
+        status, headers, blob = request(server, "/view.bin")             # the compiled model the page draws
+        m = models.load(xml)
+        assert status == 200 and headers["Content-Type"] == "application/octet-stream"
+        for name, kind in (("mesh_vert", np.float32), ("mesh_face", np.int32), ("body_pos", np.float64)):
+            at = cfg["scene"]["arrays"][name]
+            assert np.array_equal(np.frombuffer(blob, kind, at["length"], at["offset"]), getattr(m, name).ravel())
         assert request(server, "/model/meshes/tetra.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
         page = browser.new_page()
         page.goto(server.url)

@@ -1,19 +1,22 @@
-"""Replay a physai Trajectory in the browser: the lab's page pieces (MuJoCo's WebAssembly build for the model and its
-kinematics, three.js to draw) fed with physai's positions, served on 127.0.0.1 by physai.lab.server's rules.
+"""Replay a physai Trajectory in the browser: the lab's page pieces (three.js to draw) fed with physai's positions and
+the model as MuJoCo compiled it here, served on 127.0.0.1 by physai.lab.server's rules.
 
     server = make_server(model, trajectory, port)   # a ViewServer; server.url; server.serve_forever()
     server = view(model, trajectory)                # the same, answering in a thread, the page opened in a browser;
                                                     # in a Jupyter notebook shown inline instead (server._repr_html_)
 
 model: a model name (physai.models.names()) or an MJCF file's path (a Menagerie scene.xml draws the floor and lights);
-the page loads that file into MuJoCo and, for each frame, writes physai's q into qpos and runs mj_kinematics.
+the server compiles it with MuJoCo and sends the page the compiled model's kinematic tree, geoms, materials and meshes
+(view.bin); for each frame the page writes physai's q into qpos and runs MuJoCo's mj_kinematics, in JavaScript
+(web/kinematics.js). The page compiles no model and loads no MuJoCo WebAssembly build.
 
 Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page's files (web/) it imports
         /view.json   the run: times, q, qd, energy, joints, the named sites, each state's contacts (position, normal,
                      force in the world [N]) and actuator forces, and a second run's t and q if given (a ghost, drawn
-                     translucent over the first)
+                     translucent over the first); the layout of view.bin's arrays ("model"'s "scene")
+        /view.bin    the compiled model's arrays the page draws and poses it from (scene_model)
         /model/...   the model's files, those listed in view.json only
-        /vendor/...  MuJoCo's WebAssembly build and three.js (physai.lab.npm)
+        /vendor/...  three.js (physai.lab.npm)
 """
 
 import dataclasses
@@ -35,6 +38,14 @@ from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, V
                                content_security_policy, folder_files, model_file_reply, security_headers)
 
 PAGE = "view.html"
+#: MjModel's arrays the page draws and poses the model from (kinematics.js, scene.js), by name: the kinematic tree,
+#: the geoms, their materials and meshes, the sites
+SCENE_ARRAYS = ("body_parentid", "body_jntnum", "body_jntadr", "body_pos", "body_quat", "jnt_type", "jnt_qposadr",
+                "jnt_pos", "jnt_axis", "qpos0", "geom_bodyid", "geom_type", "geom_size", "geom_pos", "geom_quat",
+                "geom_dataid", "geom_matid", "geom_group", "geom_rgba", "mat_rgba", "site_bodyid", "site_pos",
+                "site_quat", "mesh_vertadr", "mesh_vertnum", "mesh_faceadr", "mesh_facenum", "mesh_vert", "mesh_face")
+#: NumPy's dtypes as the page reads them (a JavaScript typed array of each)
+TYPED = {"f8": "Float64Array", "f4": "Float32Array", "i4": "Int32Array"}
 #: Who may frame the page when it is shown inline (embeddable): a notebook served from this machine (Jupyter on
 #: localhost or 127.0.0.1, any port) or VS Code's notebook webviews; nothing else
 LOCAL_FRAMERS = ("'self' http://127.0.0.1:* http://localhost:* https://127.0.0.1:* https://localhost:* "
@@ -64,6 +75,32 @@ def used_files(path: Path, files: list[str]) -> list[str]:
             return files
         kept.add(rel)
     return sorted(kept)
+
+
+def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[dict, bytes]:
+    """(each array's {type, offset [bytes], length} by name, the arrays' bytes one after another, each at a multiple of
+    8 bytes): how view.bin carries the model's numbers to the page without a text round trip (float64 stays exact)."""
+    layout, chunks, offset = {}, [], 0
+    for name, a in arrays.items():
+        a = np.ascontiguousarray(a)
+        data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+        layout[name] = {"type": TYPED[a.dtype.str[1:]], "offset": offset, "length": a.size}
+        pad = -len(data) % 8
+        chunks += [data, bytes(pad)]
+        offset += len(data) + pad
+    return layout, b"".join(chunks)
+
+
+def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes]:
+    """What the page needs of the compiled model `m` to pose and draw it without compiling it again: (view.json's
+    "model" numbers: the sizes and MuJoCo's statistics (extent, center, meansize), with the layout of view.bin, its
+    arrays (SCENE_ARRAYS, as MjModel holds them: float64, float32 for colors and mesh vertices, int32))."""
+    arrays = {name: getattr(m, name) for name in SCENE_ARRAYS}
+    arrays["geom_group"] = arrays["geom_group"].astype(np.int32)
+    layout, blob = pack_arrays(arrays)
+    sizes = {name: int(getattr(m, name)) for name in ("nq", "nbody", "njnt", "ngeom", "nsite", "nmesh")}
+    stat = {"extent": float(m.stat.extent), "meansize": float(m.stat.meansize), "center": m.stat.center.tolist()}
+    return {**sizes, "stat": stat, "arrays": layout, "mujoco": mujoco.__version__}, blob
 
 
 def model_source(model: str | Path) -> tuple[Path, bool]:
@@ -146,8 +183,9 @@ class ViewServer(LocalServer):
         m = models.load(path)
         run = replay(m, trajectory, str(model))
         run["ghost"] = None if ghost is None else ghost_replay(m, ghost, f"{model} (the ghost)")
-        self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files},
-                                     "run": run}).encode()
+        scene, self.view_bin = scene_model(m)
+        self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files,
+                                     "scene": scene}, "run": run}).encode()
         self.embeddable = embeddable
         csp = content_security_policy((WEB_DIR / PAGE).read_text(encoding="utf-8"),
                                       ancestors=LOCAL_FRAMERS if embeddable else None)
@@ -171,6 +209,8 @@ class ViewServer(LocalServer):
             return reply
         if path == "/view.json":
             return Reply(self.view_json, "application/json")
+        if path == "/view.bin":
+            return Reply(self.view_bin, "application/octet-stream")
         if path.startswith("/model/"):
             return model_file_reply(path, self.model_root, self.model_set)
         return Reply(path=WEB_DIR / (PAGE if path == "/" else path.lstrip("/")), root=WEB_DIR)

@@ -1,14 +1,14 @@
-// physai view: replays a physai Trajectory (/view.json) with the lab's pieces: lib.js loads the model into MuJoCo's
-// WebAssembly build, scene.js draws its geoms. Each shown frame writes physai's q into qpos and runs mj_kinematics:
-// the positions are physai's, MuJoCo only poses the geoms. Play, pause, step, speed, loop and a slider scrub the run;
+// physai view: replays a physai Trajectory (/view.json) with the lab's scene.js drawing the model as the server's MuJoCo
+// compiled it (/view.bin: its meshes, materials and kinematic tree; no MuJoCo in the page). Each shown frame writes
+// physai's q into qpos and runs kinematics.js (MuJoCo's mj_kinematics): the positions are physai's. Play, pause, step, speed, loop and a slider scrub the run;
 // the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
 // the plot shows a chosen series with a cursor. A second run (a ghost) is drawn translucent over the first.
 // window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), ghostBodies(), contacts(),
 // normals(), sites(), cursor(), series(), select(label), errors}.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import loadMujoco from '@mujoco/mujoco';
-import { errorText, fetchModelFiles, loadModel, niceTicks } from './lib.js';
+import { kinematics, makeData, modelFrom } from './kinematics.js';
+import { errorText, niceTicks } from './lib.js';
 import { buildScene, drawScene, updateGeoms } from './scene.js';
 
 const IDS = ['title', 'time', 'status', 'view', 'canvas', 'play', 'back', 'forward', 'speed', 'loop', 'follow', 'show-contacts',
@@ -147,8 +147,8 @@ function drawPlot(canvas, t, y, label, time, k) {
 /** The second run, drawn translucent over the first: its own MjData and a copy of each drawn geom; null without one. */
 function buildGhost(state, ghost) {
   if (!ghost) return null;
-  const { mujoco, model, view } = state;
-  const data = new mujoco.MjData(model);
+  const { model, view } = state;
+  const data = makeData(model);
   const material = new THREE.MeshStandardMaterial({ color: 0xff7f0e, transparent: true, opacity: 0.35, depthWrite: false });
   const geoms = view.geoms.filter(({ i }) => model.geom_type[i] !== 0).map(({ i, mesh }) => {   // planes: once
     const copy = new THREE.Mesh(mesh.geometry, material);
@@ -160,7 +160,7 @@ function buildGhost(state, ghost) {
     data,
     show(time) {
       data.qpos.set(ghost.q[frameAt(ghost, time)]);
-      mujoco.mj_kinematics(model, data);
+      kinematics(model, data);
       updateGeoms(geoms, data);
     },
   };
@@ -175,26 +175,27 @@ function showError(page, where, error) {
 
 async function main(page, hook) {
   const timings = hook.timings = {};                                   // [ms] since navigation: the load's stages
-  const cfg = await (await fetch('view.json')).json();
+  const fetched = (url) => fetch(url).then((res) => {
+    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+    return res;
+  });
+  const bin = fetched('view.bin').then((res) => res.arrayBuffer());   // both at once
+  const cfg = await (await fetched('view.json')).json();
   timings.json = performance.now();
   const run = cfg.run, duration = run.t[run.t.length - 1];
   page.title.textContent = cfg.title;
   document.title = `${cfg.title} · physai view`;
-  const mujoco = await loadMujoco();
-  timings.mujoco = performance.now();
-  const files = await fetchModelFiles(cfg.model.files);
-  timings.files = performance.now();
-  const model = loadModel(mujoco, files, cfg.model.file);
-  const data = new mujoco.MjData(model);
+  const model = modelFrom(cfg.model.scene, await bin);
+  const data = makeData(model);
   timings.model = performance.now();
   if (model.nq !== run.q[0].length) throw new Error(`the model has nq = ${model.nq}, the run ${run.q[0].length}`);
   const antialias = new URLSearchParams(location.search).has('antialias') || undefined;   // ?antialias: pictures
-  const state = { spec: { height: 480, antialias }, mujoco, model, data, page, view: null };
+  const state = { spec: { height: 480, antialias }, model, data, page, view: null };
   buildScene(state);
   const orbit = new OrbitControls(state.view.camera, page.canvas);
   const base = () => new THREE.Vector3(...data.xpos.slice(3, 6));    // body 1: the base, which the camera follows
   data.qpos.set(run.q[0]);
-  mujoco.mj_kinematics(model, data);
+  kinematics(model, data);
   orbit.target.copy(base());
   state.view.camera.position.copy(base()).add(new THREE.Vector3(2.2, -2.2, 0.9).multiplyScalar(Math.max(0.5, model.stat.meansize * 8)));
   orbit.update();
@@ -217,7 +218,7 @@ async function main(page, hook) {
     const k = frameAt(run, v.time);
     const before = base();
     data.qpos.set(run.q[k]);
-    mujoco.mj_kinematics(model, data);
+    kinematics(model, data);
     if (page.follow.checked) {                                         // the camera moves with the base
       const moved = base().sub(before);
       state.view.camera.position.add(moved);
@@ -284,7 +285,7 @@ async function main(page, hook) {
     },
   });
   Object.defineProperty(hook, 'frames', { get: () => v.frames, enumerable: true });
-  page.versions.textContent = `MuJoCo ${mujoco.mj_versionString()} (WebAssembly; kinematics only) · three.js r${THREE.REVISION} · positions: physai`;
+  page.versions.textContent = `the model compiled by MuJoCo ${model.mujoco} (Python) · three.js r${THREE.REVISION} · positions: physai`;
   show(0);
   timings.ready = performance.now();
   page.status.textContent = '';
