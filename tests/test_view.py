@@ -330,6 +330,43 @@ def test_the_inline_viewer_runs_framed_by_a_notebook_and_asks_nothing_off_this_m
             notebook.server_close()
 
 
+def vertex_normals(vert, face):
+    """Each vertex's normal as three.js computes it: its faces' area-weighted normals summed, then normalized."""
+    normal = np.zeros_like(vert)
+    for c in range(3):
+        np.add.at(normal, face[:, c], viewer.face_normals(vert, face))
+    return normal / np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+
+
+def facing_share(vert, face, normal):
+    """The share of the faces whose normal points the way the sum of their corners' normals does."""
+    return (np.einsum("ij,ij->i", viewer.face_normals(vert, face), normal[face].sum(axis=1)) > 0).mean()
+
+
+def test_simplified_meshes_stay_within_their_cubes_and_keep_their_normals():
+    """viewer.clustered_meshes on the G1's meshes (what the page draws while playing in software): every vertex of a
+    simplified mesh lies within sqrt(3) cell of a vertex of the compiled mesh and every compiled vertex within sqrt(3)
+    cell of a simplified one; faces index their own mesh, fewer of them; as large a share of them faces the way its
+    corners' normals point as of the compiled mesh's (less 0.05: creases); unit normals (zero where the compiled
+    mesh's vertex normals sum to zero, as three.js's would)."""
+    m = models.load("unitree_g1", "scene")
+    cell = m.stat.meansize / 20
+    lod = viewer.clustered_meshes(m, cell)
+    assert lod["lod_mesh_facenum"].sum() < m.mesh_facenum.sum() / 3
+    length = np.linalg.norm(lod["lod_mesh_normal"], axis=1)              # zero where the compiled faces' cancel
+    assert np.all((np.abs(length - 1) < 1e-6) | (length == 0)) and (length == 0).mean() < 1e-3
+    for i in range(0, m.nmesh, 7):
+        full = m.mesh_vert[m.mesh_vertadr[i]:m.mesh_vertadr[i] + m.mesh_vertnum[i]].astype(float)
+        a, n = lod["lod_mesh_vertadr"][i], lod["lod_mesh_vertnum"][i]
+        vert, normal = lod["lod_mesh_vert"][a:a + n].astype(float), lod["lod_mesh_normal"][a:a + n]
+        face = lod["lod_mesh_face"][lod["lod_mesh_faceadr"][i]:lod["lod_mesh_faceadr"][i] + lod["lod_mesh_facenum"][i]]
+        compiled = m.mesh_face[m.mesh_faceadr[i]:m.mesh_faceadr[i] + m.mesh_facenum[i]]
+        distance = np.linalg.norm(full[:, None] - vert[None], axis=2)
+        assert distance.min(axis=0).max() <= np.sqrt(3) * cell and distance.min(axis=1).max() <= np.sqrt(3) * cell
+        assert 0 < len(face) < m.mesh_facenum[i] and face.min() >= 0 and face.max() < n
+        assert facing_share(vert, face, normal) > facing_share(full, compiled, vertex_normals(full, compiled)) - 0.05
+
+
 def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_path, browser):  # noqa: F811 (the fixture)
     """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
     the server serves the MJCF files and the meshes the model reads, not the others; view.bin holds the compiled

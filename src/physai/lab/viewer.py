@@ -19,6 +19,7 @@ Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page
         /vendor/...  three.js (physai.lab.npm)
 """
 
+import contextlib
 import dataclasses
 import html
 import json
@@ -44,6 +45,9 @@ SCENE_ARRAYS = ("body_parentid", "body_jntnum", "body_jntadr", "body_pos", "body
                 "jnt_pos", "jnt_axis", "qpos0", "geom_bodyid", "geom_type", "geom_size", "geom_pos", "geom_quat",
                 "geom_dataid", "geom_matid", "geom_group", "geom_rgba", "mat_rgba", "site_bodyid", "site_pos",
                 "site_quat", "mesh_vertadr", "mesh_vertnum", "mesh_faceadr", "mesh_facenum", "mesh_vert", "mesh_face")
+#: The simplified meshes' cubes, finest first, in the model's mean body size (stat.meansize; the G1's 0.125 m: cubes of
+#: 3.1, 6.2 and 12.5 mm: 156,242, 93,737 and 46,166 triangles of the 393,270 it draws)
+LOD_CELLS = np.array([1 / 40, 1 / 20, 1 / 10])
 #: NumPy's dtypes as the page reads them (a JavaScript typed array of each)
 TYPED = {"f8": "Float64Array", "f4": "Float32Array", "i4": "Int32Array"}
 #: Who may frame the page when it is shown inline (embeddable): a notebook served from this machine (Jupyter on
@@ -91,16 +95,85 @@ def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[dict, bytes]:
     return layout, b"".join(chunks)
 
 
+def one_number(rows: np.ndarray) -> np.ndarray:
+    """Each row of non-negative integers (n, k) as one int64, equal for equal rows and ordered as the rows are
+    (lexicographically): the digits of a number in base max + 1. ValueError if that overflows 63 bits."""
+    base = int(rows.max(initial=0)) + 1
+    if base ** rows.shape[1] >= 2 ** 63:
+        raise ValueError(f"rows of {rows.shape[1]} numbers up to {base - 1} do not fit one int64")
+    out = np.zeros(len(rows), dtype=np.int64)
+    for column in rows.T:
+        out = out * base + column
+    return out
+
+
+def face_normals(vert: np.ndarray, face: np.ndarray) -> np.ndarray:
+    """Each triangle's (F, 3) corners' (V, 3) cross product (v1 - v0) x (v2 - v0): its normal times twice its area."""
+    v0, v1, v2 = (vert[face[:, c]] for c in range(3))
+    return np.cross(v1 - v0, v2 - v0)
+
+
+def clustered_meshes(m: mujoco.MjModel, cell: float, prefix: str = "lod_") -> dict[str, np.ndarray]:
+    """The meshes of `m` simplified by vertex clustering, as MjModel's mesh arrays named with `prefix` (lod_mesh_vertadr,
+    lod_mesh_vertnum, lod_mesh_faceadr, lod_mesh_facenum (nmesh,), lod_mesh_vert (V, 3) float32 [m], lod_mesh_face
+    (F, 3) int32, each mesh's vertices from 0): each mesh's vertices in one cube of side `cell` [m] (of a grid in the
+    mesh's frame) whose normals are nearest the same axis (+-x, +-y, +-z: the two sides of a thin plate apart) merged
+    into their mean, so none moves farther than sqrt(3) cell; triangles left with two corners
+    in one cube dropped, those turned over (their normal against the compiled triangle's), and repeated ones;
+    lod_mesh_normal (V, 3) float32: each merged vertex's normal, the compiled mesh's area-weighted vertex normals
+    summed over the cube (so that the shading stays the compiled mesh's). What the page draws while playing under a
+    software renderer."""
+    owner = np.repeat(np.arange(m.nmesh), m.mesh_vertnum)
+    face_owner = np.repeat(np.arange(m.nmesh), m.mesh_facenum)
+    corners = m.mesh_face + m.mesh_vertadr[face_owner][:, None]
+    before = face_normals(m.mesh_vert.astype(float), corners)
+    normal = np.zeros((len(m.mesh_vert), 3))                            # the compiled mesh's vertex normals,
+    for c in range(3):                                                  # as three.js computes them
+        np.add.at(normal, corners[:, c], before)
+    side = 2 * np.argmax(np.abs(normal), axis=1) + (np.take_along_axis(normal, np.argmax(np.abs(normal), axis=1)[:, None],
+                                                                      axis=1)[:, 0] < 0)   # the normal's nearest axis
+    grid = np.floor(m.mesh_vert / cell).astype(np.int64)
+    grid -= grid.min(axis=0, initial=0)
+    _, cluster = np.unique(one_number(np.c_[owner, grid, side]), return_inverse=True)   # clusters sorted by mesh first
+    count = np.bincount(cluster)
+    vert = np.stack([np.bincount(cluster, m.mesh_vert[:, r]) for r in range(3)], axis=1) / count[:, None]
+    normal = np.stack([np.bincount(cluster, normal[:, r]) for r in range(3)], axis=1)   # summed in each cluster
+    normal /= np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+    face = cluster[corners]
+    kept = (face[:, 0] != face[:, 1]) & (face[:, 1] != face[:, 2]) & (face[:, 2] != face[:, 0])
+    kept &= np.einsum("ij,ij->i", face_normals(vert, face), before) > 0    # no triangle turned over
+    face, face_owner = face[kept], face_owner[kept]
+    turn = (np.argmin(face, axis=1)[:, None] + np.arange(3)) % 3        # each triangle from its least corner
+    _, first = np.unique(one_number(np.take_along_axis(face, turn, axis=1)), return_index=True)
+    first = np.sort(first)
+    face, face_owner = face[first], face_owner[first]
+    cluster_owner = owner[np.unique(cluster, return_index=True)[1]]
+    vertadr = np.searchsorted(cluster_owner, np.arange(m.nmesh))
+    facenum = np.bincount(face_owner, minlength=m.nmesh)
+    arrays = {"mesh_vertadr": vertadr, "mesh_vertnum": np.bincount(cluster_owner, minlength=m.nmesh),
+              "mesh_faceadr": np.cumsum(facenum) - facenum, "mesh_facenum": facenum, "mesh_vert": vert.astype(np.float32),
+              "mesh_face": face - vertadr[face_owner][:, None], "mesh_normal": normal.astype(np.float32)}
+    return {prefix + name: a if a.dtype == np.float32 else a.astype(np.int32) for name, a in arrays.items()}
+
+
 def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes]:
     """What the page needs of the compiled model `m` to pose and draw it without compiling it again: (view.json's
     "model" numbers: the sizes and MuJoCo's statistics (extent, center, meansize), with the layout of view.bin, its
-    arrays (SCENE_ARRAYS, as MjModel holds them: float64, float32 for colors and mesh vertices, int32))."""
+    arrays (SCENE_ARRAYS, as MjModel holds them: float64, float32 for colors and mesh vertices, int32), and the meshes
+    simplified at a few levels (clustered_meshes in cubes of LOD_CELLS times the model's mean body size, "lod_cells"
+    [m], arrays prefixed lod0_, lod1_, ...))."""
     arrays = {name: getattr(m, name) for name in SCENE_ARRAYS}
     arrays["geom_group"] = arrays["geom_group"].astype(np.int32)
+    cells = []
+    with contextlib.suppress(ValueError):                             # meshes too large for the grid: drawn whole
+        for level, cell in enumerate(LOD_CELLS * float(m.stat.meansize) if m.nmesh else ()):
+            arrays |= clustered_meshes(m, cell, f"lod{level}_")
+            cells.append(float(cell))
     layout, blob = pack_arrays(arrays)
     sizes = {name: int(getattr(m, name)) for name in ("nq", "nbody", "njnt", "ngeom", "nsite", "nmesh")}
     stat = {"extent": float(m.stat.extent), "meansize": float(m.stat.meansize), "center": m.stat.center.tolist()}
-    return {**sizes, "stat": stat, "arrays": layout, "mujoco": mujoco.__version__}, blob
+    return {**sizes, "stat": stat, "arrays": layout, "mujoco": mujoco.__version__,
+            "lod_cells": cells}, blob
 
 
 def model_source(model: str | Path) -> tuple[Path, bool]:

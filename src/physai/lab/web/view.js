@@ -4,12 +4,13 @@
 // the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
 // the plot shows a chosen series with a cursor. A second run (a ghost) is drawn translucent over the first.
 // window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), ghostBodies(), contacts(),
-// normals(), sites(), cursor(), series(), select(label), errors}.
+// normals(), sites(), cursor(), series(), select(label), triangles(), detail(), errors}. Playing under a software
+// renderer (headless Chromium's SwiftShader), the meshes are drawn simplified (buildDetail); paused, as compiled.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { kinematics, makeData, modelFrom } from './kinematics.js';
 import { errorText, niceTicks } from './lib.js';
-import { buildScene, drawScene, updateGeoms } from './scene.js';
+import { buildScene, drawScene, geomGeometry, updateGeoms } from './scene.js';
 
 const IDS = ['title', 'time', 'status', 'view', 'canvas', 'play', 'back', 'forward', 'speed', 'loop', 'follow', 'show-contacts',
   'show-sites', 'slider', 'series', 'plot', 'legend', 'errors', 'versions'];
@@ -18,6 +19,7 @@ const NORMAL_LENGTH = 0.1;             // [m] the drawn length of a contact norm
 const SITE_AXIS = 0.06;                // [m] the drawn length of a site frame's axes
 const MANY_SITES = 10;                 // more named sites than this: their frames hidden until asked for
 const HINGE_OR_SLIDE = new Set([2, 3]);
+const LOD_PIXELS = 1.5;               // playing in software: meshes simplified in cubes up to this many pixels wide
 const MAX_FRAME_WALL = 1.0;           // [s] the most one frame advances (times speed): a slow browser skips states, keeping time
 
 /** The state index shown at time t [s]: the last saved state at or before t. */
@@ -157,12 +159,50 @@ function buildGhost(state, ghost) {
     return { i, mesh: copy };
   });
   return {
-    data,
+    data, geoms,
     show(time) {
       data.qpos.set(ghost.q[frameAt(ghost, time)]);
       kinematics(model, data);
       updateGeoms(geoms, data);
     },
+  };
+}
+
+/** Mesh geom i's geometry from a simplified model's mesh arrays, with the normals they carry (mesh_normal). */
+function simplified(lod, i) {
+  const g = geomGeometry(lod, i), id = lod.geom_dataid[i], a = lod.mesh_vertadr[id], n = lod.mesh_vertnum[id];
+  g.setAttribute('normal', new THREE.BufferAttribute(lod.mesh_normal.slice(3 * a, 3 * (a + n)), 3));
+  return g;
+}
+
+/** The meshes' level of detail: set(k) draws each mesh as view.bin's k-th simplification (the lod<k>_ arrays: vertex
+ * clustering in cubes of model.lod_cells[k] [m], finest first, no vertex moved farther than sqrt(3) times that), the
+ * ghost's copies alike; set(-1) as MuJoCo compiled it. coarsest(pixel): the coarsest level whose cube is at most
+ * LOD_PIXELS pixels of `pixel` [m], else -1. Only under a software renderer (view.software), where each frame's time
+ * grows with the triangles drawn; else set() changes nothing. */
+function buildDetail(state, ghost) {
+  const { model, view } = state;
+  const cells = view.software ? model.lod_cells : [];
+  let level = -1;
+  const levels = cells.map((_, k) => {
+    const lod = { ...model };
+    for (const name of ['mesh_vert', 'mesh_face', 'mesh_vertadr', 'mesh_vertnum', 'mesh_faceadr', 'mesh_facenum', 'mesh_normal']) {
+      lod[name] = model[`lod${k}_${name}`];
+    }
+    return lod;
+  });
+  const swaps = view.geoms.filter(({ i }) => model.geom_type[i] === 7).map(({ i, mesh }) => ({
+    meshes: [mesh, ...(ghost ? ghost.geoms.filter((g) => g.i === i).map((g) => g.mesh) : [])],
+    geometries: [...levels.map((lod) => simplified(lod, i)), mesh.geometry],        // [-1]: the compiled mesh
+  }));
+  return {
+    set(to) {
+      if (to === level || (to >= 0 && !levels.length)) return;
+      level = to;
+      for (const { meshes, geometries } of swaps) for (const mesh of meshes) mesh.geometry = geometries.at(to);
+    },
+    coarsest: (pixel) => cells.findLastIndex((cell) => cell <= LOD_PIXELS * pixel),
+    level: () => level,
   };
 }
 
@@ -204,6 +244,12 @@ async function main(page, hook) {
   page['show-sites'].checked = run.sites.length <= MANY_SITES;
   page['show-sites'].disabled = run.sites.length === 0;
   const ghost = buildGhost(state, run.ghost);
+  const detail = buildDetail(state, ghost);
+  const pixelSize = () => {                                          // [m] a pixel's size at the camera's target
+    const { camera, renderer } = state.view;
+    const distance = camera.position.distanceTo(orbit.target);
+    return 2 * distance * Math.tan(camera.fov * Math.PI / 360) / renderer.domElement.height;
+  };
   const series = seriesOf(run);
   for (const label of Object.keys(series)) page.series.add(new Option(label, label));
   page.legend.textContent = run.contacts ? `arrows: contact forces, ${ARROW_LENGTH} m = ${(ARROW_LENGTH / contacts.scale).toPrecision(3)} N; `
@@ -231,6 +277,7 @@ async function main(page, hook) {
     page.slider.value = k;
     page.time.textContent = `t = ${v.time.toFixed(3)} s / ${duration.toFixed(3)} s`;
     drawPlot(page.plot, run.t, series[page.series.value], page.series.value, v.time, k);
+    detail.set(v.playing ? detail.coarsest(pixelSize()) : -1);        // paused: the meshes as compiled
     drawScene(state);
     v.frames++;
     v.showing = false;
@@ -241,6 +288,7 @@ async function main(page, hook) {
     v.playing = !v.playing; v.last = null;
     if (v.playing && v.time >= duration) v.time = 0;
     page.play.textContent = v.playing ? 'Pause' : 'Play';
+    if (!v.playing) show(v.time);                                      // drawn again in full detail
   };
   page.back.onclick = () => step(-1);
   page.forward.onclick = () => step(1);
@@ -266,13 +314,17 @@ async function main(page, hook) {
     time: () => v.time,
     seek(t) { pause(); show(t); return frameAt(run, v.time); },
     play() { if (!v.playing) page.play.click(); },
-    pause,
+    pause() { if (v.playing) page.play.click(); },
     // each body's world position as drawn
     bodies: () => bodyPositions(model, data),
     contacts: () => contacts.shown,
     // the drawn contact normals' directions (the contact frames' first rows; [] when the contacts are hidden)
     normals: () => (contacts.shown ? contacts.normals : []),
     sites: () => sites.positions(),
+    // the triangles of the last frame drawn, and the meshes' level of detail then (-1: as compiled; k: simplified in
+    // cubes of model.lod_cells[k], playing under a software renderer), with a pixel's size at the target [m]
+    triangles: () => state.view.renderer.info.render.triangles,
+    detail: () => ({ level: detail.level(), cell: model.lod_cells[detail.level()] ?? 0, pixel: pixelSize() }),
     // the ghost's bodies likewise (null without a ghost)
     ghostBodies: () => ghost && bodyPositions(model, ghost.data),
     cursor: () => { const y = series[page.series.value]; return y ? y[frameAt(run, v.time)] : null; },
