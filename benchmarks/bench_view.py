@@ -107,6 +107,7 @@ def main() -> int:
         page.evaluate("window.viewer.ready")
         load = time.perf_counter() - start
         stages = page.evaluate("viewer.timings")
+        page.evaluate("viewer.detailed")                               # the simplified meshes, fetched after ready
         cpu = browser_cpu()
         measured = page.evaluate(MEASURE, args.play)
         cpu = browser_cpu() - cpu
@@ -114,7 +115,8 @@ def main() -> int:
         browser.close()
     print(f"physai view, playback: the G1 (unitree_g1 scene.xml), {args.seconds:g} s at {1 / run.dt:g} Hz = "
           f"{len(run.t)} states, {ncontacts} contacts recorded; made by physai in {made:.1f} s "
-          f"({engine.backend}); view.json {len(server.view_json) / 1e6:.1f} MB, view.bin {len(server.view_bin) / 1e6:.1f} MB")
+          f"({engine.backend}); view.json {len(server.view_json) / 1e6:.1f} MB, view.bin {len(server.view_bin) / 1e6:.1f} MB, "
+          f"view.lod.bin {len(server.view_lod_bin) / 1e6:.1f} MB")
     print(f"headless Chromium {version} (Debian), {width}x{height}; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
     print(f"load: page.goto -> viewer.ready {load:.2f} s   (target < 3 s)   in the page [s since navigation]: "

@@ -371,7 +371,7 @@ def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_pat
     """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
     the server serves the MJCF files and the meshes the model reads, not the others; view.bin holds the compiled
     model's arrays (its mesh as MuJoCo compiled it), from which the page draws its bodies where physai puts them
-    (1e-6 m)."""
+    (1e-6 m); rendering in software, the page fetches the simplified meshes and draws them while playing, not paused."""
     (tmp_path / "meshes").mkdir()
     tetra = "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
     for name in ("tetra.obj", "unused.obj"):
@@ -395,7 +395,12 @@ def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_pat
         page = browser.new_page()
         page.goto(server.url)
         page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
+        assert page.evaluate("viewer.detailed") is True       # WebGL in software here: the simplified meshes fetched
+        page.evaluate("viewer.play()")
+        page.wait_for_function("viewer.frames > 3", timeout=60000)
+        assert page.evaluate("viewer.detail().level") >= 0                # playing: a simplified mesh drawn
         page.evaluate(f"viewer.seek({run.t[20]})")
+        assert page.evaluate("viewer.detail().level") == -1               # paused: as compiled
         assert np.abs(np.array(page.evaluate("viewer.bodies()")) - kinematics.body_poses(model, run.q[20])[0]).max() < 1e-6
         assert page.evaluate("viewer.errors") == []
         page.close()

@@ -15,6 +15,7 @@ Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page
                      force in the world [N]) and actuator forces, and a second run's t and q if given (a ghost, drawn
                      translucent over the first); the layout of view.bin's arrays ("model"'s "scene")
         /view.bin    the compiled model's arrays the page draws and poses it from (scene_model)
+        /view.lod.bin  its meshes simplified, which a page rendering in software draws while playing (scene_model)
         /model/...   the model's files, those listed in view.json only
         /vendor/...  three.js (physai.lab.npm)
 """
@@ -156,24 +157,25 @@ def clustered_meshes(m: mujoco.MjModel, cell: float, prefix: str = "lod_") -> di
     return {prefix + name: a if a.dtype == np.float32 else a.astype(np.int32) for name, a in arrays.items()}
 
 
-def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes]:
+def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes, bytes]:
     """What the page needs of the compiled model `m` to pose and draw it without compiling it again: (view.json's
-    "model" numbers: the sizes and MuJoCo's statistics (extent, center, meansize), with the layout of view.bin, its
-    arrays (SCENE_ARRAYS, as MjModel holds them: float64, float32 for colors and mesh vertices, int32), and the meshes
-    simplified at a few levels (clustered_meshes in cubes of LOD_CELLS times the model's mean body size, "lod_cells"
-    [m], arrays prefixed lod0_, lod1_, ...))."""
+    "model"'s "scene": the sizes and MuJoCo's statistics (extent, center, meansize), with the layouts of the next two,
+    view.bin: the arrays SCENE_ARRAYS as MjModel holds them (float64, float32 for colors and mesh vertices, int32),
+    and view.lod.bin: the meshes simplified at a few levels (clustered_meshes in cubes of LOD_CELLS times the model's
+    mean body size, "lod_cells" [m]; arrays prefixed lod0_, lod1_, ...), which only a page rendering in software
+    fetches, once it has drawn its first frame)."""
     arrays = {name: getattr(m, name) for name in SCENE_ARRAYS}
     arrays["geom_group"] = arrays["geom_group"].astype(np.int32)
-    cells = []
+    lod, cells = {}, []
     with contextlib.suppress(ValueError):                             # meshes too large for the grid: drawn whole
         for level, cell in enumerate(LOD_CELLS * float(m.stat.meansize) if m.nmesh else ()):
-            arrays |= clustered_meshes(m, cell, f"lod{level}_")
+            lod |= clustered_meshes(m, cell, f"lod{level}_")
             cells.append(float(cell))
-    layout, blob = pack_arrays(arrays)
+    (layout, blob), (lod_layout, lod_blob) = pack_arrays(arrays), pack_arrays(lod)
     sizes = {name: int(getattr(m, name)) for name in ("nq", "nbody", "njnt", "ngeom", "nsite", "nmesh")}
     stat = {"extent": float(m.stat.extent), "meansize": float(m.stat.meansize), "center": m.stat.center.tolist()}
-    return {**sizes, "stat": stat, "arrays": layout, "mujoco": mujoco.__version__,
-            "lod_cells": cells}, blob
+    return {**sizes, "stat": stat, "arrays": layout, "mujoco": mujoco.__version__, "lod_cells": cells,
+            "lod_arrays": lod_layout}, blob, lod_blob
 
 
 def model_source(model: str | Path) -> tuple[Path, bool]:
@@ -256,7 +258,7 @@ class ViewServer(LocalServer):
         m = models.load(path)
         run = replay(m, trajectory, str(model))
         run["ghost"] = None if ghost is None else ghost_replay(m, ghost, f"{model} (the ghost)")
-        scene, self.view_bin = scene_model(m)
+        scene, self.view_bin, self.view_lod_bin = scene_model(m)
         self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files,
                                      "scene": scene}, "run": run}).encode()
         self.embeddable = embeddable
@@ -284,6 +286,8 @@ class ViewServer(LocalServer):
             return Reply(self.view_json, "application/json")
         if path == "/view.bin":
             return Reply(self.view_bin, "application/octet-stream")
+        if path == "/view.lod.bin":
+            return Reply(self.view_lod_bin, "application/octet-stream")
         if path.startswith("/model/"):
             return model_file_reply(path, self.model_root, self.model_set)
         return Reply(path=WEB_DIR / (PAGE if path == "/" else path.lstrip("/")), root=WEB_DIR)

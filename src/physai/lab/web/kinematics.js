@@ -11,9 +11,13 @@ const TYPES = { Float64Array, Float32Array, Int32Array };
 /** The model's arrays over `buffer` (view.bin) as `meta.arrays` lays them out ({type, offset [bytes], length} by
  * name), beside meta's sizes and statistics. */
 export function modelFrom(meta, buffer) {
-  const model = { ...meta };
-  for (const [name, { type, offset, length }] of Object.entries(meta.arrays)) {
-    if (!(type in TYPES)) throw new Error(`view.bin: ${name} of an unknown type ${type}`);
+  return addArrays({ ...meta }, meta.arrays, buffer, 'view.bin');
+}
+
+/** `model` with the arrays over `buffer` that `layout` names ({type, offset [bytes], length} by name). */
+export function addArrays(model, layout, buffer, source) {
+  for (const [name, { type, offset, length }] of Object.entries(layout)) {
+    if (!(type in TYPES)) throw new Error(`${source}: ${name} of an unknown type ${type}`);
     model[name] = new TYPES[type](buffer, offset, length);
   }
   return model;

@@ -4,11 +4,12 @@
 // the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
 // the plot shows a chosen series with a cursor. A second run (a ghost) is drawn translucent over the first.
 // window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), ghostBodies(), contacts(),
-// normals(), sites(), cursor(), series(), select(label), triangles(), detail(), errors}. Playing under a software
-// renderer (headless Chromium's SwiftShader), the meshes are drawn simplified (buildDetail); paused, as compiled.
+// normals(), sites(), cursor(), series(), select(label), triangles(), detail(), detailed, errors}. Playing under a
+// software renderer (headless Chromium's SwiftShader), the meshes are drawn simplified (buildDetail; `detailed`: the
+// promise of their loading, after the first frame); paused, as compiled.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import { kinematics, makeData, modelFrom } from './kinematics.js';
+import { addArrays, kinematics, makeData, modelFrom } from './kinematics.js';
 import { errorText, niceTicks } from './lib.js';
 import { buildScene, drawScene, geomGeometry, updateGeoms } from './scene.js';
 
@@ -175,29 +176,38 @@ function simplified(lod, i) {
   return g;
 }
 
-/** The meshes' level of detail: set(k) draws each mesh as view.bin's k-th simplification (the lod<k>_ arrays: vertex
- * clustering in cubes of model.lod_cells[k] [m], finest first, no vertex moved farther than sqrt(3) times that), the
- * ghost's copies alike; set(-1) as MuJoCo compiled it. coarsest(pixel): the coarsest level whose cube is at most
- * LOD_PIXELS pixels of `pixel` [m], else -1. Only under a software renderer (view.software), where each frame's time
- * grows with the triangles drawn; else set() changes nothing. */
+/** The meshes' level of detail: set(k) draws each mesh as its k-th simplification (view.lod.bin's lod<k>_ arrays:
+ * vertex clustering in cubes of model.lod_cells[k] [m], finest first, no vertex moved farther than sqrt(3) times
+ * that), the ghost's copies alike; set(-1) as MuJoCo compiled it. coarsest(pixel): the coarsest level whose cube is at
+ * most LOD_PIXELS pixels of `pixel` [m], else -1. Only under a software renderer (view.software), where each frame's
+ * time grows with the triangles drawn, and once load() has fetched view.lod.bin (its promise: whether it did; the
+ * page calls it after its first frame); else set() changes nothing. */
 function buildDetail(state, ghost) {
   const { model, view } = state;
-  const cells = view.software ? model.lod_cells : [];
-  let level = -1;
-  const levels = cells.map((_, k) => {
-    const lod = { ...model };
-    for (const name of ['mesh_vert', 'mesh_face', 'mesh_vertadr', 'mesh_vertnum', 'mesh_faceadr', 'mesh_facenum', 'mesh_normal']) {
-      lod[name] = model[`lod${k}_${name}`];
-    }
-    return lod;
-  });
-  const swaps = view.geoms.filter(({ i }) => model.geom_type[i] === 7).map(({ i, mesh }) => ({
-    meshes: [mesh, ...(ghost ? ghost.geoms.filter((g) => g.i === i).map((g) => g.mesh) : [])],
-    geometries: [...levels.map((lod) => simplified(lod, i)), mesh.geometry],        // [-1]: the compiled mesh
-  }));
+  let level = -1, cells = [], swaps = [];
+  const load = async () => {
+    if (!view.software || !model.lod_cells.length) return false;
+    const res = await fetch('view.lod.bin');
+    if (!res.ok) throw new Error(`view.lod.bin: HTTP ${res.status}`);
+    addArrays(model, model.lod_arrays, await res.arrayBuffer(), 'view.lod.bin');
+    const levels = model.lod_cells.map((_, k) => {
+      const lod = { ...model };
+      for (const name of ['mesh_vert', 'mesh_face', 'mesh_vertadr', 'mesh_vertnum', 'mesh_faceadr', 'mesh_facenum', 'mesh_normal']) {
+        lod[name] = model[`lod${k}_${name}`];
+      }
+      return lod;
+    });
+    swaps = view.geoms.filter(({ i }) => model.geom_type[i] === 7).map(({ i, mesh }) => ({
+      meshes: [mesh, ...(ghost ? ghost.geoms.filter((g) => g.i === i).map((g) => g.mesh) : [])],
+      geometries: [...levels.map((lod) => simplified(lod, i)), mesh.geometry],      // [-1]: the compiled mesh
+    }));
+    cells = model.lod_cells;
+    return true;
+  };
   return {
+    load,
     set(to) {
-      if (to === level || (to >= 0 && !levels.length)) return;
+      if (to === level || to >= cells.length) return;
       level = to;
       for (const { meshes, geometries } of swaps) for (const mesh of meshes) mesh.geometry = geometries.at(to);
     },
@@ -340,6 +350,11 @@ async function main(page, hook) {
   page.versions.textContent = `the model compiled by MuJoCo ${model.mujoco} (Python) · three.js r${THREE.REVISION} · positions: physai`;
   show(0);
   timings.ready = performance.now();
+  hook.detailed = detail.load().catch((error) => {                    // playing in software: the simplified meshes
+    showError(page, 'simplified meshes', error);
+    hook.errors.push(errorText(error));
+    return false;
+  });
   page.status.textContent = '';
   requestAnimationFrame(frame);
 }
