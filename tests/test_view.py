@@ -344,12 +344,19 @@ def facing_share(vert, face, normal):
 
 
 def test_simplified_meshes_stay_within_their_cubes_and_keep_their_normals():
-    """viewer.clustered_meshes on the G1's meshes (what the page draws while playing in software): every vertex of a
+    """view.lod.bin (viewer.simplified_model) for the G1: levels each of at most 2/3 of the finer one's triangles; and
+    viewer.clustered_meshes on the G1's meshes (what the page draws while playing in software): every vertex of a
     simplified mesh lies within sqrt(3) cell of a vertex of the compiled mesh and every compiled vertex within sqrt(3)
     cell of a simplified one; faces index their own mesh, fewer of them; as large a share of them faces the way its
     corners' normals point as of the compiled mesh's (less 0.05: creases); unit normals (zero where the compiled
     mesh's vertex normals sum to zero, as three.js's would)."""
     m = models.load("unitree_g1", "scene")
+    blob = viewer.simplified_model(m)                                  # view.lod.bin: header, then the levels
+    size = int(np.frombuffer(blob, "<u4", 1)[0])
+    header = json.loads(blob[4:4 + size])
+    faces = [m.mesh_facenum.sum()] + [np.frombuffer(blob, "<i4", a["length"], 4 + size + a["offset"]).sum()
+                                      for k in range(len(header["cells"])) if (a := header["arrays"][f"lod{k}_mesh_facenum"])]
+    assert len(faces) > 2 and (size + 4) % 8 == 0 and all(b <= 2 / 3 * a for a, b in zip(faces, faces[1:]))
     cell = m.stat.meansize / 20
     lod = viewer.clustered_meshes(m, cell)
     assert lod["lod_mesh_facenum"].sum() < m.mesh_facenum.sum() / 3
@@ -367,16 +374,30 @@ def test_simplified_meshes_stay_within_their_cubes_and_keep_their_normals():
         assert facing_share(vert, face, normal) > facing_share(full, compiled, vertex_normals(full, compiled)) - 0.05
 
 
+def fine_ball(radius: float = 0.1, n: int = 96) -> str:
+    """An OBJ file's text: a sphere of `radius` [m] in n longitudes and n / 2 latitudes (about n^2 triangles, fine
+    enough for the viewer's simplified meshes to have fewer)."""
+    theta, phi = np.meshgrid(np.linspace(0, np.pi, n // 2 + 1)[1:-1], np.linspace(0, 2 * np.pi, n + 1)[:-1], indexing="ij")
+    rings = radius * np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], -1).reshape(-1, 3)
+    vert = np.r_[[[0, 0, radius]], rings, [[0, 0, -radius]]]
+    ring = lambda i, j: 2 + i * n + j % n                                 # noqa: E731 (1-based OBJ index)
+    faces = [(1, ring(0, j + 1), ring(0, j)) for j in range(n)]
+    faces += [f for i in range(n // 2 - 2) for j in range(n)
+              for f in ((ring(i, j), ring(i, j + 1), ring(i + 1, j)), (ring(i, j + 1), ring(i + 1, j + 1), ring(i + 1, j)))]
+    faces += [(len(vert), ring(n // 2 - 2, j), ring(n // 2 - 2, j + 1)) for j in range(n)]
+    return "".join(f"v {x} {y} {z}\n" for x, y, z in vert) + "".join(f"f {a} {b} {c}\n" for a, b, c in faces)
+
+
 def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_path, browser):  # noqa: F811 (the fixture)
     """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
     the server serves the MJCF files and the meshes the model reads, not the others; view.bin holds the compiled
     model's arrays (its mesh as MuJoCo compiled it), from which the page draws its bodies where physai puts them
     (1e-6 m); rendering in software, the page fetches the simplified meshes and draws them while playing, not paused."""
     (tmp_path / "meshes").mkdir()
-    tetra = "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
-    for name in ("tetra.obj", "unused.obj"):
-        (tmp_path / "meshes" / name).write_text(tetra)
-    (tmp_path / "part.xml").write_text('<mujoco><asset><mesh name="m" file="tetra.obj"/></asset></mujoco>')
+    (tmp_path / "meshes" / "ball.obj").write_text(fine_ball())
+    (tmp_path / "meshes" / "unused.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\n"
+                                                   "f 2 3 4\n")
+    (tmp_path / "part.xml").write_text('<mujoco><asset><mesh name="m" file="ball.obj"/></asset></mujoco>')
     xml = tmp_path / "model.xml"
     xml.write_text("""<mujoco><compiler meshdir="meshes"/><include file="part.xml"/><worldbody>
       <body name="b" pos="0 0 1"><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>""")
@@ -384,14 +405,14 @@ def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_pat
     run = integrators.simulate(model, model.qpos0, np.r_[0.3, 0, 0, 1, 2, 3], steps=20)
     with serving(make_server(xml, run)) as server:
         cfg = json.loads(request(server, "/view.json")[2])["model"]
-        assert cfg["files"] == ["meshes/tetra.obj", "model.xml", "part.xml"]
+        assert cfg["files"] == ["meshes/ball.obj", "model.xml", "part.xml"]
         status, headers, blob = request(server, "/view.bin")             # the compiled model the page draws
         m = models.load(xml)
         assert status == 200 and headers["Content-Type"] == "application/octet-stream"
         for name, kind in (("mesh_vert", np.float32), ("mesh_face", np.int32), ("body_pos", np.float64)):
             at = cfg["scene"]["arrays"][name]
             assert np.array_equal(np.frombuffer(blob, kind, at["length"], at["offset"]), getattr(m, name).ravel())
-        assert request(server, "/model/meshes/tetra.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
+        assert request(server, "/model/meshes/ball.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
         page = browser.new_page()
         page.goto(server.url)
         page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)

@@ -15,7 +15,8 @@ Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page
                      force in the world [N]) and actuator forces, and a second run's t and q if given (a ghost, drawn
                      translucent over the first); the layout of view.bin's arrays ("model"'s "scene")
         /view.bin    the compiled model's arrays the page draws and poses it from (scene_model)
-        /view.lod.bin  its meshes simplified, which a page rendering in software draws while playing (scene_model)
+        /view.lod.bin  its meshes simplified, which a page rendering in software draws while playing
+                     (simplified_model, made on the first request)
         /model/...   the model's files, those listed in view.json only
         /vendor/...  three.js (physai.lab.npm)
 """
@@ -24,6 +25,7 @@ import contextlib
 import dataclasses
 import html
 import json
+import struct
 import sys
 import threading
 import webbrowser
@@ -49,6 +51,8 @@ SCENE_ARRAYS = ("body_parentid", "body_jntnum", "body_jntadr", "body_pos", "body
 #: The simplified meshes' cubes, finest first, in the model's mean body size (stat.meansize; the G1's 0.125 m: cubes of
 #: 3.1, 6.2 and 12.5 mm: 156,242, 93,737 and 46,166 triangles of the 393,270 it draws)
 LOD_CELLS = np.array([1 / 40, 1 / 20, 1 / 10])
+#: A simplification is kept if it draws at most this share of the triangles of the finer level kept
+LOD_SHARE = 2 / 3
 #: NumPy's dtypes as the page reads them (a JavaScript typed array of each)
 TYPED = {"f8": "Float64Array", "f4": "Float32Array", "i4": "Int32Array"}
 #: Who may frame the page when it is shown inline (embeddable): a notebook served from this machine (Jupyter on
@@ -157,25 +161,38 @@ def clustered_meshes(m: mujoco.MjModel, cell: float, prefix: str = "lod_") -> di
     return {prefix + name: a if a.dtype == np.float32 else a.astype(np.int32) for name, a in arrays.items()}
 
 
-def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes, bytes]:
+def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes]:
     """What the page needs of the compiled model `m` to pose and draw it without compiling it again: (view.json's
-    "model"'s "scene": the sizes and MuJoCo's statistics (extent, center, meansize), with the layouts of the next two,
-    view.bin: the arrays SCENE_ARRAYS as MjModel holds them (float64, float32 for colors and mesh vertices, int32),
-    and view.lod.bin: the meshes simplified at a few levels (clustered_meshes in cubes of LOD_CELLS times the model's
-    mean body size, "lod_cells" [m]; arrays prefixed lod0_, lod1_, ...), which only a page rendering in software
-    fetches, once it has drawn its first frame)."""
+    "model"'s "scene": the sizes and MuJoCo's statistics (extent, center, meansize), with the layout of view.bin: the
+    arrays SCENE_ARRAYS as MjModel holds them (float64, float32 for colors and mesh vertices, int32))."""
     arrays = {name: getattr(m, name) for name in SCENE_ARRAYS}
     arrays["geom_group"] = arrays["geom_group"].astype(np.int32)
-    lod, cells = {}, []
-    with contextlib.suppress(ValueError):                             # meshes too large for the grid: drawn whole
-        for level, cell in enumerate(LOD_CELLS * float(m.stat.meansize) if m.nmesh else ()):
-            lod |= clustered_meshes(m, cell, f"lod{level}_")
-            cells.append(float(cell))
-    (layout, blob), (lod_layout, lod_blob) = pack_arrays(arrays), pack_arrays(lod)
+    layout, blob = pack_arrays(arrays)
     sizes = {name: int(getattr(m, name)) for name in ("nq", "nbody", "njnt", "ngeom", "nsite", "nmesh")}
     stat = {"extent": float(m.stat.extent), "meansize": float(m.stat.meansize), "center": m.stat.center.tolist()}
-    return {**sizes, "stat": stat, "arrays": layout, "mujoco": mujoco.__version__, "lod_cells": cells,
-            "lod_arrays": lod_layout}, blob, lod_blob
+    return {**sizes, "stat": stat, "arrays": layout, "mujoco": mujoco.__version__}, blob
+
+
+def simplified_model(m: mujoco.MjModel) -> bytes:
+    """view.lod.bin: the meshes of `m` simplified at a few levels (clustered_meshes in cubes of LOD_CELLS times the
+    model's mean body size; a level kept only if it draws at most LOD_SHARE of the triangles of the finer one kept, the
+    compiled meshes first), which only a page rendering in software fetches, once it has drawn its first frame. Its
+    bytes: a JSON header's length (uint32, little-endian), the header {"cells": each kept level's cube [m], finest
+    first, "arrays": their layout (pack_arrays, offsets after the header; arrays prefixed lod0_, lod1_, ...)} padded
+    to a multiple of 8 bytes, then the arrays."""
+    arrays, cells, triangles = {}, [], int(m.mesh_facenum.sum())
+    with contextlib.suppress(ValueError):                             # meshes too large for the grid: drawn whole
+        for cell in LOD_CELLS * float(m.stat.meansize) if m.nmesh else ():
+            level = clustered_meshes(m, cell, f"lod{len(cells)}_")
+            drawn = int(level[f"lod{len(cells)}_mesh_facenum"].sum())
+            if drawn <= LOD_SHARE * triangles:
+                arrays |= level
+                cells.append(float(cell))
+                triangles = drawn
+    layout, blob = pack_arrays(arrays)
+    header = json.dumps({"cells": cells, "arrays": layout}).encode()
+    header += b" " * (-(len(header) + 4) % 8)
+    return struct.pack("<I", len(header)) + header + blob
 
 
 def model_source(model: str | Path) -> tuple[Path, bool]:
@@ -258,7 +275,8 @@ class ViewServer(LocalServer):
         m = models.load(path)
         run = replay(m, trajectory, str(model))
         run["ghost"] = None if ghost is None else ghost_replay(m, ghost, f"{model} (the ghost)")
-        scene, self.view_bin, self.view_lod_bin = scene_model(m)
+        scene, self.view_bin = scene_model(m)
+        self.compiled, self.simplified, self.simplifying = m, None, threading.Lock()
         self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files,
                                      "scene": scene}, "run": run}).encode()
         self.embeddable = embeddable
@@ -277,6 +295,14 @@ class ViewServer(LocalServer):
             return f'<a href="{url}" target="_blank">physai view: {url}</a>'
         return (f'<iframe src="{url}" width="100%" height="{INLINE_HEIGHT}" style="border: 0" '
                 f'title="physai view"></iframe>')
+
+    @property
+    def view_lod_bin(self) -> bytes:
+        """simplified_model of the served model, made on the first request (only pages rendering in software ask)."""
+        with self.simplifying:
+            if self.simplified is None:
+                self.simplified = simplified_model(self.compiled)
+            return self.simplified
 
     def route(self, path: str) -> Reply:
         reply = super().route(path)

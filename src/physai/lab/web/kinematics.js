@@ -14,11 +14,11 @@ export function modelFrom(meta, buffer) {
   return addArrays({ ...meta }, meta.arrays, buffer, 'view.bin');
 }
 
-/** `model` with the arrays over `buffer` that `layout` names ({type, offset [bytes], length} by name). */
-export function addArrays(model, layout, buffer, source) {
+/** `model` with the arrays over `buffer` that `layout` names ({type, offset [bytes] from `start`, length} by name). */
+export function addArrays(model, layout, buffer, source, start = 0) {
   for (const [name, { type, offset, length }] of Object.entries(layout)) {
     if (!(type in TYPES)) throw new Error(`${source}: ${name} of an unknown type ${type}`);
-    model[name] = new TYPES[type](buffer, offset, length);
+    model[name] = new TYPES[type](buffer, start + offset, length);
   }
   return model;
 }

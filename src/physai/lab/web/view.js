@@ -177,7 +177,7 @@ function simplified(lod, i) {
 }
 
 /** The meshes' level of detail: set(k) draws each mesh as its k-th simplification (view.lod.bin's lod<k>_ arrays:
- * vertex clustering in cubes of model.lod_cells[k] [m], finest first, no vertex moved farther than sqrt(3) times
+ * vertex clustering in cubes of its header's cells[k] [m], finest first, no vertex moved farther than sqrt(3) times
  * that), the ghost's copies alike; set(-1) as MuJoCo compiled it. coarsest(pixel): the coarsest level whose cube is at
  * most LOD_PIXELS pixels of `pixel` [m], else -1. Only under a software renderer (view.software), where each frame's
  * time grows with the triangles drawn, and once load() has fetched view.lod.bin (its promise: whether it did; the
@@ -186,11 +186,13 @@ function buildDetail(state, ghost) {
   const { model, view } = state;
   let level = -1, cells = [], swaps = [];
   const load = async () => {
-    if (!view.software || !model.lod_cells.length) return false;
+    if (!view.software || !model.nmesh) return false;
     const res = await fetch('view.lod.bin');
     if (!res.ok) throw new Error(`view.lod.bin: HTTP ${res.status}`);
-    addArrays(model, model.lod_arrays, await res.arrayBuffer(), 'view.lod.bin');
-    const levels = model.lod_cells.map((_, k) => {
+    const buffer = await res.arrayBuffer(), size = new DataView(buffer).getUint32(0, true);
+    const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, size)));   // {cells, arrays}
+    addArrays(model, header.arrays, buffer, 'view.lod.bin', 4 + size);
+    const levels = header.cells.map((_, k) => {
       const lod = { ...model };
       for (const name of ['mesh_vert', 'mesh_face', 'mesh_vertadr', 'mesh_vertnum', 'mesh_faceadr', 'mesh_facenum', 'mesh_normal']) {
         lod[name] = model[`lod${k}_${name}`];
@@ -201,8 +203,8 @@ function buildDetail(state, ghost) {
       meshes: [mesh, ...(ghost ? ghost.geoms.filter((g) => g.i === i).map((g) => g.mesh) : [])],
       geometries: [...levels.map((lod) => simplified(lod, i)), mesh.geometry],      // [-1]: the compiled mesh
     }));
-    cells = model.lod_cells;
-    return true;
+    cells = header.cells;
+    return cells.length > 0;
   };
   return {
     load,
@@ -213,6 +215,7 @@ function buildDetail(state, ghost) {
     },
     coarsest: (pixel) => cells.findLastIndex((cell) => cell <= LOD_PIXELS * pixel),
     level: () => level,
+    cell: () => cells[level] ?? 0,
   };
 }
 
@@ -331,10 +334,10 @@ async function main(page, hook) {
     // the drawn contact normals' directions (the contact frames' first rows; [] when the contacts are hidden)
     normals: () => (contacts.shown ? contacts.normals : []),
     sites: () => sites.positions(),
-    // the triangles of the last frame drawn, and the meshes' level of detail then (-1: as compiled; k: simplified in
-    // cubes of model.lod_cells[k], playing under a software renderer), with a pixel's size at the target [m]
+    // the triangles of the last frame drawn, and the meshes' level of detail then (level -1: as compiled; k: simplified
+    // in cubes of `cell` [m], playing under a software renderer), with a pixel's size at the camera's target [m]
     triangles: () => state.view.renderer.info.render.triangles,
-    detail: () => ({ level: detail.level(), cell: model.lod_cells[detail.level()] ?? 0, pixel: pixelSize() }),
+    detail: () => ({ level: detail.level(), cell: detail.cell(), pixel: pixelSize() }),
     // the ghost's bodies likewise (null without a ghost)
     ghostBodies: () => ghost && bodyPositions(model, ghost.data),
     cursor: () => { const y = series[page.series.value]; return y ? y[frameAt(run, v.time)] : null; },
