@@ -176,7 +176,7 @@ def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes]:
 def simplified_model(m: mujoco.MjModel) -> bytes:
     """view.lod.bin: the meshes of `m` simplified at a few levels (clustered_meshes in cubes of LOD_CELLS times the
     model's mean body size; a level kept only if it draws at most LOD_SHARE of the triangles of the finer one kept, the
-    compiled meshes first), which only a page rendering in software fetches, once it has drawn its first frame. Its
+    compiled meshes first), which only a page rendering in software fetches, when first played. Its
     bytes: a JSON header's length (uint32, little-endian), the header {"cells": each kept level's cube [m], finest
     first, "arrays": their layout (pack_arrays, offsets after the header; arrays prefixed lod0_, lod1_, ...)} padded
     to a multiple of 8 bytes, then the arrays."""

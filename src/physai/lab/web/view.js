@@ -4,9 +4,9 @@
 // the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
 // the plot shows a chosen series with a cursor. A second run (a ghost) is drawn translucent over the first.
 // window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), ghostBodies(), contacts(),
-// normals(), sites(), cursor(), series(), select(label), triangles(), detail(), detailed, errors}. Playing under a
-// software renderer (headless Chromium's SwiftShader), the meshes are drawn simplified (buildDetail; `detailed`: the
-// promise of their loading, after the first frame); paused, as compiled.
+// normals(), sites(), cursor(), series(), select(label), triangles(), detail(), simplify(), errors}. Playing under a
+// software renderer (headless Chromium's SwiftShader), the meshes are drawn simplified (buildDetail; fetched when
+// first played, or by simplify()); paused, as compiled.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
 import { addArrays, kinematics, makeData, modelFrom } from './kinematics.js';
@@ -181,7 +181,7 @@ function simplified(lod, i) {
  * that), the ghost's copies alike; set(-1) as MuJoCo compiled it. coarsest(pixel): the coarsest level whose cube is at
  * most LOD_PIXELS pixels of `pixel` [m], else -1. Only under a software renderer (view.software), where each frame's
  * time grows with the triangles drawn, and once load() has fetched view.lod.bin (its promise: whether it did; the
- * page calls it after its first frame); else set() changes nothing. */
+ * page calls it when first played); else set() changes nothing. */
 function buildDetail(state, ghost) {
   const { model, view } = state;
   let level = -1, cells = [], swaps = [];
@@ -297,11 +297,18 @@ async function main(page, hook) {
   };
   const pause = () => { v.playing = false; page.play.textContent = 'Play'; };
   const step = (n) => { pause(); show(run.t[Math.max(0, Math.min(run.t.length - 1, frameAt(run, v.time) + n))]); };
+  let detailed = null;
+  const simplify = () => (detailed ??= detail.load().catch((error) => {   // the simplified meshes, once
+    showError(page, 'simplified meshes', error);
+    hook.errors.push(errorText(error));
+    return false;
+  }));
   page.play.onclick = () => {
     v.playing = !v.playing; v.last = null;
     if (v.playing && v.time >= duration) v.time = 0;
     page.play.textContent = v.playing ? 'Pause' : 'Play';
-    if (!v.playing) show(v.time);                                      // drawn again in full detail
+    if (v.playing) simplify();                                         // first played: fetched (in software)
+    else show(v.time);                                                 // drawn again in full detail
   };
   page.back.onclick = () => step(-1);
   page.forward.onclick = () => step(1);
@@ -327,6 +334,8 @@ async function main(page, hook) {
     time: () => v.time,
     seek(t) { pause(); show(t); return frameAt(run, v.time); },
     play() { if (!v.playing) page.play.click(); },
+    // the simplified meshes fetched (a promise: whether there are some; a page rendering on a GPU fetches none)
+    simplify,
     pause() { if (v.playing) page.play.click(); },
     // each body's world position as drawn
     bodies: () => bodyPositions(model, data),
@@ -353,11 +362,6 @@ async function main(page, hook) {
   page.versions.textContent = `the model compiled by MuJoCo ${model.mujoco} (Python) · three.js r${THREE.REVISION} · positions: physai`;
   show(0);
   timings.ready = performance.now();
-  hook.detailed = detail.load().catch((error) => {                    // playing in software: the simplified meshes
-    showError(page, 'simplified meshes', error);
-    hook.errors.push(errorText(error));
-    return false;
-  });
   page.status.textContent = '';
   requestAnimationFrame(frame);
 }
