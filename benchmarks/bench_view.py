@@ -9,7 +9,8 @@ drawn as arrows); deterministic. It is served by physai.lab.viewer.make_server a
 Chromium through Playwright (physai.lab.chromium, as the tests). Printed:
 
 - the load: the wall time from page.goto to the page's viewer.ready, and the page's own stages (performance.now()
-  since navigation: view.json fetched and parsed, view.bin (the compiled model) fetched, the first frame drawn);
+  since navigation: view.json and run.bin (the run) fetched, view.bin (the compiled model) fetched, the first frame
+  drawn);
 - the playing at 1x, measured in the page over --play seconds: animation frames per second (requestAnimationFrame
   callbacks), frames drawn per second (viewer.frames: each a state posed, its contacts and plot updated, the scene
   rendered), and simulated seconds shown per wall second (1.00 is real time); beside them the browser's CPU time per
@@ -115,12 +116,13 @@ def main() -> int:
         browser.close()
     print(f"physai view, playback: the G1 (unitree_g1 scene.xml), {args.seconds:g} s at {1 / run.dt:g} Hz = "
           f"{len(run.t)} states, {ncontacts} contacts recorded; made by physai in {made:.1f} s "
-          f"({engine.backend}); view.json {len(server.view_json) / 1e6:.1f} MB, view.bin {len(server.view_bin) / 1e6:.1f} MB, "
+          f"({engine.backend}); view.json {len(server.view_json) / 1e3:.0f} kB, run.bin {len(server.run_bin) / 1e6:.1f} MB, "
+          f"view.bin {len(server.view_bin) / 1e6:.1f} MB, "
           f"view.lod.bin {len(server.view_lod_bin) / 1e6:.1f} MB")
     print(f"headless Chromium {version} (Debian), {width}x{height}; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
     print(f"load: page.goto -> viewer.ready {load:.2f} s   (target < 3 s)   in the page [s since navigation]: "
-          f"view.json {stages['json'] / 1e3:.2f}, view.bin (the model) {stages['model'] / 1e3:.2f}, "
+          f"the run {stages['json'] / 1e3:.2f}, view.bin (the model) {stages['model'] / 1e3:.2f}, "
           f"first frame {stages['ready'] / 1e3:.2f}")
     print(f"playing at 1x for {measured['wall']:.1f} s: {measured['raf']:.1f} animation frames/s, "
           f"{measured['drawn']:.1f} frames drawn/s, {measured['speed']:.3f} simulated s per wall s   "

@@ -22,7 +22,7 @@ from physai.exceptions import TrajectoryFileError
 from physai.lab.server import serving
 from physai.lab import viewer
 from physai.lab.viewer import make_server
-from lab.client import request   # tests/lab/: test support
+from lab.client import request, served_run   # tests/lab/: test support
 from test_lab import browser     # noqa: F401 (the headless Chromium fixture)
 
 
@@ -48,11 +48,11 @@ def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
         assert server.server_address[0] == "127.0.0.1"
         status, headers, body = request(server, "/")
         assert status == 200 and b"view.js" in body and "frame-ancestors 'none'" in headers["Content-Security-Policy"]
-        status, _, body = request(server, "/view.json")
-        replay = json.loads(body)["run"]
-        assert status == 200 and np.array_equal(np.array(replay["q"]), run.q)
-        assert replay["contacts"]["start"] == run.contacts.start.tolist()
-        assert np.array_equal(np.array(replay["ghost"]["q"]), ghost.q)
+        replay = served_run(server)                                       # view.json, its arrays from run.bin
+        assert np.array_equal(replay["q"], run.q) and np.array_equal(replay["qd"], run.qd)
+        assert np.array_equal(replay["contacts"]["start"], run.contacts.start)
+        assert np.array_equal(replay["contacts"]["normal"], run.contacts.frame[:, 0])
+        assert np.array_equal(replay["ghost"]["q"], ghost.q) and np.array_equal(replay["ghost"]["t"], ghost.t)
         assert request(server, "/model/box.xml")[0] == 200
         assert request(server, "/model/secret.txt")[0] == 404           # only the model's files
         assert request(server, "/view.json", host="evil.example")[0] == 403
@@ -368,7 +368,7 @@ def test_simplified_meshes_stay_within_their_cubes_and_keep_their_normals():
         vert, normal = lod["lod_mesh_vert"][a:a + n].astype(float), lod["lod_mesh_normal"][a:a + n]
         face = lod["lod_mesh_face"][lod["lod_mesh_faceadr"][i]:lod["lod_mesh_faceadr"][i] + lod["lod_mesh_facenum"][i]]
         compiled = m.mesh_face[m.mesh_faceadr[i]:m.mesh_faceadr[i] + m.mesh_facenum[i]]
-        distance = np.linalg.norm(full[:, None] - vert[None], axis=2)
+        distance = np.sqrt(np.maximum((full ** 2).sum(1)[:, None] + (vert ** 2).sum(1)[None] - 2 * full @ vert.T, 0))
         assert distance.min(axis=0).max() <= np.sqrt(3) * cell and distance.min(axis=1).max() <= np.sqrt(3) * cell
         assert 0 < len(face) < m.mesh_facenum[i] and face.min() >= 0 and face.max() < n
         assert facing_share(vert, face, normal) > facing_share(full, compiled, vertex_normals(full, compiled)) - 0.05

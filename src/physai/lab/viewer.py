@@ -13,7 +13,9 @@ the server compiles it with MuJoCo and sends the page the compiled model's kinem
 Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page's files (web/) it imports
         /view.json   the run: times, q, qd, energy, joints, the named sites, each state's contacts (position, normal,
                      force in the world [N]) and actuator forces, and a second run's t and q if given (a ghost, drawn
-                     translucent over the first); the layout of view.bin's arrays ("model"'s "scene")
+                     translucent over the first), its arrays as references into run.bin (split_arrays); the layout
+                     of view.bin's arrays ("model"'s "scene")
+        /run.bin     the run's arrays (float64, int32 contact starts)
         /view.bin    the compiled model's arrays the page draws and poses it from (scene_model)
         /view.lod.bin  its meshes simplified, which a page rendering in software draws while playing
                      (simplified_model, made on the first request)
@@ -161,6 +163,34 @@ def clustered_meshes(m: mujoco.MjModel, cell: float, prefix: str = "lod_") -> di
     return {prefix + name: a if a.dtype == np.float32 else a.astype(np.int32) for name, a in arrays.items()}
 
 
+def split_arrays(tree: dict) -> tuple[dict, bytes]:
+    """(`tree` with each NumPy array in it, at any depth of dicts, replaced by {"bin": {type, offset, length, shape}},
+    those arrays' bytes one after another (pack_arrays)): view.json's run, its numbers in run.bin, read by the page
+    without parsing them as text (float64 stays exact)."""
+    arrays = {}
+
+    def swap(node, path):
+        if isinstance(node, np.ndarray):
+            arrays[path] = node
+            return {"bin": path, "shape": list(node.shape)}
+        if isinstance(node, dict):
+            return {key: swap(value, f"{path}.{key}") for key, value in node.items()}
+        return node
+
+    light = swap(tree, "run")
+    layout, blob = pack_arrays(arrays)
+    return resolve_layout(light, layout), blob
+
+
+def resolve_layout(node, layout: dict):
+    """split_arrays' references {"bin": name, "shape"} completed with the array's layout (type, offset, length)."""
+    if isinstance(node, dict) and "bin" in node:
+        return {**node, **layout[node["bin"]]}
+    if isinstance(node, dict):
+        return {key: resolve_layout(value, layout) for key, value in node.items()}
+    return node
+
+
 def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes]:
     """What the page needs of the compiled model `m` to pose and draw it without compiling it again: (view.json's
     "model"'s "scene": the sizes and MuJoCo's statistics (extent, center, meansize), with the layout of view.bin: the
@@ -209,9 +239,10 @@ def ghost_replay(m: mujoco.MjModel, ghost: Trajectory, source: str) -> dict:
 
 
 def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
-    """What the page replays (view.json's "run"): t (S,), q (S, nq), qd (S, nv), energy (S,) or None, the joints (name,
+    """What the page replays (view.json's "run", its arrays in run.bin: split_arrays): t (S,), q (S, nq), qd (S, nv),
+    energy (S,) or None (float64 arrays), the joints (name,
     qpos and dof address, type), the named sites (name, MuJoCo's site id), the base height's qpos index (a free first
-    joint's z, else None), each state's contacts: start (S+1,), pos (K, 3) [m], normal (K, 3) (the contact frame's first
+    joint's z, else None), each state's contacts: start (S+1,) int32, pos (K, 3) [m], normal (K, 3) (the contact frame's first
     row), force (K, 3) in the world frame [N] (the contact frame's rows applied to mj_contactForce's first three
     components), and the actuators' names, units and forces (S, nu) [N | N m] if recorded. TrajectoryFileError for a
     run of another model (nq, nv, nu)."""
@@ -226,15 +257,15 @@ def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
                "qpos": int(m.jnt_qposadr[j]), "dof": int(m.jnt_dofadr[j])} for j in range(m.njnt)]
     sites = [{"name": name, "id": i} for i in range(m.nsite) if (name := mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SITE, i))]
     free = m.njnt > 0 and m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE
-    run = {"t": np.asarray(trajectory.t).tolist(), "q": q.tolist(), "qd": qd.tolist(), "dt": float(trajectory.dt),
-           "energy": None if trajectory.energy is None else np.asarray(trajectory.energy).tolist(), "joints": joints,
+    run = {"t": np.asarray(trajectory.t, dtype=float), "q": q, "qd": qd, "dt": float(trajectory.dt),
+           "energy": None if trajectory.energy is None else np.asarray(trajectory.energy, dtype=float), "joints": joints,
            "sites": sites, "actuators": actuator_replay(m, trajectory.actuator_force, len(q), source),
            "base_height": int(m.jnt_qposadr[0]) + 2 if free else None, "contacts": None}
     c = trajectory.contacts
     if c is not None:
         world = np.einsum("kij,ki->kj", c.frame, c.force[:, :3])       # f_world = frame^T f_contact
-        run["contacts"] = {"start": c.start.tolist(), "pos": c.pos.tolist(), "normal": c.frame[:, 0].tolist(),
-                           "force": world.tolist()}
+        run["contacts"] = {"start": np.asarray(c.start, dtype=np.int32), "pos": c.pos, "normal": c.frame[:, 0],
+                           "force": world}
     return run
 
 
@@ -248,7 +279,7 @@ def actuator_replay(m: mujoco.MjModel, force, S: int, source: str) -> dict | Non
         raise TrajectoryFileError(f"{source}: the trajectory's actuator_force has shape {force.shape}, the model has nu = "
                                   f"{m.nu} actuators: expected finite numbers of shape ({S}, {m.nu})")
     return {"names": [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, a) or f"actuator {a}" for a in range(m.nu)],
-            "units": [_actuator_unit(m, a) for a in range(m.nu)], "force": force.tolist()}
+            "units": [_actuator_unit(m, a) for a in range(m.nu)], "force": force}
 
 
 def _actuator_unit(m: mujoco.MjModel, a: int) -> str:
@@ -275,6 +306,7 @@ class ViewServer(LocalServer):
         m = models.load(path)
         run = replay(m, trajectory, str(model))
         run["ghost"] = None if ghost is None else ghost_replay(m, ghost, f"{model} (the ghost)")
+        run, self.run_bin = split_arrays(run)
         scene, self.view_bin = scene_model(m)
         self.compiled, self.simplified, self.simplifying = m, None, threading.Lock()
         self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files,
@@ -312,6 +344,8 @@ class ViewServer(LocalServer):
             return Reply(self.view_json, "application/json")
         if path == "/view.bin":
             return Reply(self.view_bin, "application/octet-stream")
+        if path == "/run.bin":
+            return Reply(self.run_bin, "application/octet-stream")
         if path == "/view.lod.bin":
             return Reply(self.view_lod_bin, "application/octet-stream")
         if path.startswith("/model/"):

@@ -23,6 +23,20 @@ export function addArrays(model, layout, buffer, source, start = 0) {
   return model;
 }
 
+/** `node` (view.json's run) with each reference {bin, type, offset [bytes], length, shape} to `buffer` (run.bin)
+ * replaced by its typed array: of shape (n,), the array; of shape (n, m), n row views of it. */
+export function unpack(node, buffer) {
+  if (node === null || typeof node !== 'object') return node;
+  if (Array.isArray(node)) return node.map((x) => unpack(x, buffer));
+  if (node.bin === undefined) return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, unpack(v, buffer)]));
+  const { bin, type, offset, length, shape } = node;
+  if (!(type in TYPES)) throw new Error(`run.bin: ${bin} of an unknown type ${type}`);
+  const flat = new TYPES[type](buffer, offset, length);
+  if (shape.length === 1) return flat;
+  const m = shape[1];
+  return Array.from({ length: shape[0] }, (_, i) => flat.subarray(i * m, (i + 1) * m));
+}
+
 /** The state the page poses: qpos (nq,) and each body's, geom's and site's world frame (xpos: 3 per body [m], xquat:
  * 4, xmat: 9, row-major; geom_ and site_ likewise), the world body's set. */
 export function makeData(model) {

@@ -1,4 +1,4 @@
-// physai view: replays a physai Trajectory (/view.json) with the lab's scene.js drawing the model as the server's MuJoCo
+// physai view: replays a physai Trajectory (/view.json, its arrays in /run.bin) with the lab's scene.js drawing the model as the server's MuJoCo
 // compiled it (/view.bin: its meshes, materials and kinematic tree; no MuJoCo in the page). Each shown frame writes
 // physai's q into qpos and runs kinematics.js (MuJoCo's mj_kinematics): the positions are physai's. Play, pause, step, speed, loop and a slider scrub the run;
 // the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
@@ -9,7 +9,7 @@
 // first played, or by simplify()); paused, as compiled.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import { addArrays, kinematics, makeData, modelFrom } from './kinematics.js';
+import { addArrays, kinematics, makeData, modelFrom, unpack } from './kinematics.js';
 import { errorText, niceTicks } from './lib.js';
 import { buildScene, drawScene, geomGeometry, updateGeoms } from './scene.js';
 
@@ -74,7 +74,7 @@ function buildContacts(view, run) {
       group.visible = visible;
       const c = run.contacts;
       const from = c ? c.start[k] : 0, to = c ? c.start[k + 1] : 0;
-      points.geometry.setAttribute('position', new THREE.Float32BufferAttribute(c ? c.pos.slice(from, to).flat() : [], 3));
+      points.geometry.setAttribute('position', new THREE.Float32BufferAttribute(c ? c.pos.slice(from, to).flatMap((p) => [...p]) : [], 3));
       this.normals = c ? c.normal.slice(from, to) : [];
       const ends = this.normals.flatMap((n, i) => [...c.pos[from + i], ...c.pos[from + i].map((p, j) => p + NORMAL_LENGTH * n[j])]);
       lines.geometry.setAttribute('position', new THREE.Float32BufferAttribute(ends, 3));
@@ -232,10 +232,11 @@ async function main(page, hook) {
     if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
     return res;
   });
-  const bin = fetched('view.bin').then((res) => res.arrayBuffer());   // both at once
+  const bin = fetched('view.bin').then((res) => res.arrayBuffer());   // all three at once
+  const runBin = fetched('run.bin').then((res) => res.arrayBuffer());
   const cfg = await (await fetched('view.json')).json();
+  const run = unpack(cfg.run, await runBin), duration = run.t[run.t.length - 1];
   timings.json = performance.now();
-  const run = cfg.run, duration = run.t[run.t.length - 1];
   page.title.textContent = cfg.title;
   document.title = `${cfg.title} · physai view`;
   const model = modelFrom(cfg.model.scene, await bin);
@@ -341,7 +342,7 @@ async function main(page, hook) {
     bodies: () => bodyPositions(model, data),
     contacts: () => contacts.shown,
     // the drawn contact normals' directions (the contact frames' first rows; [] when the contacts are hidden)
-    normals: () => (contacts.shown ? contacts.normals : []),
+    normals: () => (contacts.shown ? contacts.normals.map((n) => Array.from(n)) : []),
     sites: () => sites.positions(),
     // the triangles of the last frame drawn, and the meshes' level of detail then (level -1: as compiled; k: simplified
     // in cubes of `cell` [m], playing under a software renderer), with a pixel's size at the camera's target [m]
