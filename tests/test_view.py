@@ -194,8 +194,9 @@ def actuated_box(folder):
 
 def test_actuator_forces_site_frames_and_contact_normals_are_drawn(tmp_path, browser):  # noqa: F811 (the fixture)
     """The page at four times: the plot's actuator series read the recorded actuator forces (cursor(), exactly: the
-    numbers travel as float64 in run.bin), sites() puts each named site's frame where physai's kinematics.frame_poses says (1e-6 m),
-    normals() are the recorded contact frames' first rows (1e-6), one per contact; the sites' checkbox hides them."""
+    numbers travel as float64 in run.bin), sites() puts each named site's frame where physai's kinematics.frame_poses
+    says (1e-6 m), normals() are the recorded contact frames' first rows (1e-6), one per contact; the sites' checkbox
+    hides them."""
     xml, model, run = actuated_box(tmp_path)
     m = models.load(xml)
     names = [m.site(i).name for i in range(m.nsite)]
