@@ -333,7 +333,13 @@ async function main(page, hook) {
   Object.assign(hook, {
     duration,
     time: () => v.time,
-    seek(t) { pause(); show(t); return frameAt(run, v.time); },
+    // paused at time t [s]; `level` >= 0: drawn with that simplification of the meshes (for comparing pictures)
+    seek(t, level = -1) {
+      pause();
+      show(t);
+      if (level >= 0) { detail.set(level); drawScene(state); }
+      return frameAt(run, v.time);
+    },
     play() { if (!v.playing) page.play.click(); },
     // the simplified meshes fetched (a promise: whether there are some; a page rendering on a GPU fetches none)
     simplify,
