@@ -41,7 +41,7 @@ def falling_box(folder, height: float = 0.3):
 
 
 def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
-    xml, _, run = falling_box(tmp_path)
+    xml, model, run = falling_box(tmp_path)
     (tmp_path / "secret.txt").write_text("not a model file")
     ghost = falling_box(tmp_path, 0.5)[2]
     with serving(make_server(xml, run, ghost=ghost)) as server:
@@ -53,6 +53,10 @@ def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
         assert np.array_equal(replay["contacts"]["start"], run.contacts.start)
         assert np.array_equal(replay["contacts"]["normal"], run.contacts.frame[:, 0])
         assert np.array_equal(replay["ghost"]["q"], ghost.q) and np.array_equal(replay["ghost"]["t"], ghost.t)
+        for served, states in ((replay["poses"], run.q), (replay["ghost"]["poses"], ghost.q)):   # float32 body frames
+            pos, rot = kinematics.body_poses(model, states)
+            assert served["xpos"].dtype == np.float32 and np.abs(served["xpos"] - pos).max() < 1e-6
+            assert np.abs(served["xmat"] - rot.reshape(len(states), -1, 9)).max() < 1e-6
         assert request(server, "/model/box.xml")[0] == 200
         assert request(server, "/model/secret.txt")[0] == 404           # only the model's files
         assert request(server, "/view.json", host="evil.example")[0] == 403
@@ -410,7 +414,7 @@ def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_pat
         status, headers, blob = request(server, "/view.bin")             # the compiled model the page draws
         m = models.load(xml)
         assert status == 200 and headers["Content-Type"] == "application/octet-stream"
-        for name, kind in (("mesh_vert", np.float32), ("mesh_face", np.int32), ("body_pos", np.float64)):
+        for name, kind in (("mesh_vert", np.float32), ("mesh_face", np.int32), ("geom_pos", np.float64)):
             at = cfg["scene"]["arrays"][name]
             assert np.array_equal(np.frombuffer(blob, kind, at["length"], at["offset"]), getattr(m, name).ravel())
         assert request(server, "/model/meshes/ball.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404

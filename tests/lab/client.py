@@ -26,7 +26,7 @@ def request(server, path: str, method: str = "GET", host: str | None = "default"
 
 def served_run(server) -> dict:
     """view.json's "run" from a physai view server, each array reference read from run.bin as a NumPy array of its
-    shape (the page's kinematics.js unpack, in Python)."""
+    shape (the page's frames.js unpack, in Python)."""
     status, _, body = request(server, "/view.json")
     blob_status, _, blob = request(server, "/run.bin")
     assert status == blob_status == 200

@@ -6,16 +6,18 @@ the model as MuJoCo compiled it here, served on 127.0.0.1 by physai.lab.server's
                                                     # in a Jupyter notebook shown inline instead (server._repr_html_)
 
 model: a model name (physai.models.names()) or an MJCF file's path (a Menagerie scene.xml draws the floor and lights);
-the server compiles it with MuJoCo and sends the page the compiled model's kinematic tree, geoms, materials and meshes
-(view.bin); for each frame the page writes physai's q into qpos and runs MuJoCo's mj_kinematics, in JavaScript
-(web/kinematics.js). The page compiles no model and loads no MuJoCo WebAssembly build.
+the server compiles it with MuJoCo and sends the page the compiled model's geoms, materials, meshes and sites, each
+geom's and site's frame on its body (view.bin), and every state's body frames as physai computes them
+(kinematics.body_poses of the run and of the ghost: run.bin's poses, float32); the page only composes each geom's and
+site's frame on its body's (web/frames.js). The page has no kinematics of its own, compiles no model and loads no
+MuJoCo WebAssembly build.
 
 Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page's files (web/) it imports
         /view.json   the run: times, q, qd, energy, joints, the named sites, each state's contacts (position, normal,
                      force in the world [N]) and actuator forces, and a second run's t and q if given (a ghost, drawn
-                     translucent over the first), its arrays as references into run.bin (split_arrays); the layout
-                     of view.bin's arrays ("model"'s "scene")
-        /run.bin     the run's arrays (float64, int32 contact starts)
+                     translucent over the first), each state's body frames (poses), its arrays as references into
+                     run.bin (split_arrays); the layout of view.bin's arrays ("model"'s "scene")
+        /run.bin     the run's arrays (float64, int32 contact starts, float32 body frames)
         /view.bin    the compiled model's arrays the page draws and poses it from (scene_model)
         /view.lod.bin  its meshes simplified, which a page rendering in software draws while playing
                      (simplified_model, made on the first request)
@@ -36,20 +38,20 @@ from pathlib import Path
 import mujoco
 import numpy as np
 
-from physai import models
+from physai import kinematics, models
 from physai.exceptions import TrajectoryFileError
 from physai.integrators import Trajectory
 from physai.lab.npm import ensure_node_modules
+from physai.spatial import quat_to_mat
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, WEB_DIR, LocalServer, Reply,
                                content_security_policy, folder_files, model_file_reply, security_headers)
 
 PAGE = "view.html"
-#: MjModel's arrays the page draws and poses the model from (kinematics.js, scene.js), by name: the kinematic tree,
-#: the geoms, their materials and meshes, the sites
-SCENE_ARRAYS = ("body_parentid", "body_jntnum", "body_jntadr", "body_pos", "body_quat", "jnt_type", "jnt_qposadr",
-                "jnt_pos", "jnt_axis", "qpos0", "geom_bodyid", "geom_type", "geom_size", "geom_pos", "geom_quat",
-                "geom_dataid", "geom_matid", "geom_group", "geom_rgba", "mat_rgba", "site_bodyid", "site_pos",
-                "site_quat", "mesh_vertadr", "mesh_vertnum", "mesh_faceadr", "mesh_facenum", "mesh_vert", "mesh_face")
+#: MjModel's arrays the page draws the model from (frames.js, scene.js), by name: the geoms, their materials and
+#: meshes, the sites; beside them geom_mat and site_mat (scene_model)
+SCENE_ARRAYS = ("geom_bodyid", "geom_type", "geom_size", "geom_pos", "geom_dataid", "geom_matid", "geom_group",
+                "geom_rgba", "mat_rgba", "site_bodyid", "site_pos", "mesh_vertadr", "mesh_vertnum", "mesh_faceadr",
+                "mesh_facenum", "mesh_vert", "mesh_face")
 #: The simplified meshes' cubes, finest first, in the model's mean body size (stat.meansize; the G1's 0.125 m: cubes of
 #: 3.1, 6.2 and 12.5 mm: 156,242, 93,737 and 46,166 triangles of the 393,270 it draws)
 LOD_CELLS = np.array([1 / 40, 1 / 20, 1 / 10])
@@ -192,11 +194,15 @@ def resolve_layout(node, layout: dict):
 
 
 def scene_model(m: mujoco.MjModel) -> tuple[dict, bytes]:
-    """What the page needs of the compiled model `m` to pose and draw it without compiling it again: (view.json's
-    "model"'s "scene": the sizes and MuJoCo's statistics (extent, center, meansize), with the layout of view.bin: the
-    arrays SCENE_ARRAYS as MjModel holds them (float64, float32 for colors and mesh vertices, int32))."""
+    """What the page needs of the compiled model `m` to draw it, posed by body_frames, without compiling it again:
+    (view.json's "model"'s "scene": the sizes and MuJoCo's statistics (extent, center, meansize), with the layout of
+    view.bin: the arrays SCENE_ARRAYS as MjModel holds them (float64, float32 for colors and mesh vertices, int32), and
+    geom_mat (ngeom, 9), site_mat (nsite, 9): each geom's and site's rotation in its body's frame, row-major (the
+    matrices of geom_quat and site_quat))."""
     arrays = {name: getattr(m, name) for name in SCENE_ARRAYS}
     arrays["geom_group"] = arrays["geom_group"].astype(np.int32)
+    arrays["geom_mat"] = quat_to_mat(m.geom_quat.reshape(-1, 4)).reshape(-1, 9)
+    arrays["site_mat"] = quat_to_mat(m.site_quat.reshape(-1, 4)).reshape(-1, 9)
     layout, blob = pack_arrays(arrays)
     sizes = {name: int(getattr(m, name)) for name in ("nq", "nbody", "njnt", "ngeom", "nsite", "nmesh")}
     stat = {"extent": float(m.stat.extent), "meansize": float(m.stat.meansize), "center": m.stat.center.tolist()}
@@ -235,7 +241,16 @@ def model_source(model: str | Path) -> tuple[Path, bool]:
 def ghost_replay(m: mujoco.MjModel, ghost: Trajectory, source: str) -> dict:
     """A second run drawn over the first (view.json's "run"'s "ghost"): its t (S,) and q (S, nq), checked as replay."""
     checked = replay(m, dataclasses.replace(ghost, contacts=None, actuator_force=None), source)
-    return {"t": checked["t"], "q": checked["q"], "dt": checked["dt"]}
+    return {"t": checked["t"], "q": checked["q"], "dt": checked["dt"], "poses": checked["poses"]}
+
+
+def body_frames(m: mujoco.MjModel, q: np.ndarray) -> dict:
+    """Each state's body frames, what the page draws the bodies at (view.json's run's "poses"): xpos (S, nbody - 1, 3)
+    [m] and xmat (S, nbody - 1, 9) (row-major rotations, body to world), physai's kinematics.body_poses of q (S, nq)
+    (physai's body b is MuJoCo's b + 1), in float32: a drawn position is within 2^-24 of its size of physai's (6e-8 m
+    at 1 m, under 1e-6 m within 16 m of the origin)."""
+    pos, rot = kinematics.body_poses(m, q)
+    return {"xpos": pos.astype(np.float32), "xmat": rot.reshape(*rot.shape[:-2], 9).astype(np.float32)}
 
 
 def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
@@ -244,7 +259,8 @@ def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
     qpos and dof address, type), the named sites (name, MuJoCo's site id), the base height's qpos index (a free first
     joint's z, else None), each state's contacts: start (S+1,) int32, pos (K, 3) [m], normal (K, 3) (the contact frame's first
     row), force (K, 3) in the world frame [N] (the contact frame's rows applied to mj_contactForce's first three
-    components), and the actuators' names, units and forces (S, nu) [N | N m] if recorded. TrajectoryFileError for a
+    components), the actuators' names, units and forces (S, nu) [N | N m] if recorded, and each state's body frames
+    (poses: body_frames). TrajectoryFileError for a
     run of another model (nq, nv, nu)."""
     q, qd = np.asarray(trajectory.q), np.asarray(trajectory.qd)
     if q.ndim != 2 or q.shape[1] != m.nq or qd.shape != (len(q), m.nv):
@@ -260,7 +276,7 @@ def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
     run = {"t": np.asarray(trajectory.t, dtype=float), "q": q, "qd": qd, "dt": float(trajectory.dt),
            "energy": None if trajectory.energy is None else np.asarray(trajectory.energy, dtype=float), "joints": joints,
            "sites": sites, "actuators": actuator_replay(m, trajectory.actuator_force, len(q), source),
-           "base_height": int(m.jnt_qposadr[0]) + 2 if free else None, "contacts": None}
+           "base_height": int(m.jnt_qposadr[0]) + 2 if free else None, "contacts": None, "poses": body_frames(m, q)}
     c = trajectory.contacts
     if c is not None:
         world = np.einsum("kij,ki->kj", c.frame, c.force[:, :3])       # f_world = frame^T f_contact

@@ -1,6 +1,7 @@
 // physai view: replays a physai Trajectory (/view.json, its arrays in /run.bin) with the lab's scene.js drawing the model as the server's MuJoCo
-// compiled it (/view.bin: its meshes, materials and kinematic tree; no MuJoCo in the page). Each shown frame writes
-// physai's q into qpos and runs kinematics.js (MuJoCo's mj_kinematics): the positions are physai's. Play, pause, step, speed, loop and a slider scrub the run;
+// compiled it (/view.bin: its meshes, materials and the geoms' and sites' frames on their bodies; no MuJoCo in the page).
+// Each shown frame takes its state's body frames as physai computed them (run.bin's poses: kinematics.body_poses) and
+// composes the geoms and sites on them (frames.js): the positions are physai's. Play, pause, step, speed, loop and a slider scrub the run;
 // the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
 // the plot shows a chosen series with a cursor. A second run (a ghost) is drawn translucent over the first.
 // window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), ghostBodies(), contacts(),
@@ -9,7 +10,7 @@
 // first played, or by simplify()); paused, as compiled.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import { addArrays, kinematics, makeData, modelFrom, unpack } from './kinematics.js';
+import { addArrays, makeData, modelFrom, pose, unpack } from './frames.js';
 import { errorText, niceTicks } from './lib.js';
 import { buildScene, drawScene, geomGeometry, updateGeoms } from './scene.js';
 
@@ -147,7 +148,7 @@ function drawPlot(canvas, t, y, label, time, k) {
   g.strokeStyle = '#d62728'; g.beginPath(); g.moveTo(X(time), top); g.lineTo(X(time), h - bottom); g.stroke();
 }
 
-/** The second run, drawn translucent over the first: its own MjData and a copy of each drawn geom; null without one. */
+/** The second run, drawn translucent over the first: its own frames and a copy of each drawn geom; null without one. */
 function buildGhost(state, ghost) {
   if (!ghost) return null;
   const { model, view } = state;
@@ -162,8 +163,8 @@ function buildGhost(state, ghost) {
   return {
     data, geoms,
     show(time) {
-      data.qpos.set(ghost.q[frameAt(ghost, time)]);
-      kinematics(model, data);
+      const k = frameAt(ghost, time);
+      pose(model, data, ghost.poses.xpos[k], ghost.poses.xmat[k]);
       updateGeoms(geoms, data);
     },
   };
@@ -248,8 +249,7 @@ async function main(page, hook) {
   buildScene(state);
   const orbit = new OrbitControls(state.view.camera, page.canvas);
   const base = () => new THREE.Vector3(...data.xpos.slice(3, 6));    // body 1: the base, which the camera follows
-  data.qpos.set(run.q[0]);
-  kinematics(model, data);
+  pose(model, data, run.poses.xpos[0], run.poses.xmat[0]);
   orbit.target.copy(base());
   state.view.camera.position.copy(base()).add(new THREE.Vector3(2.2, -2.2, 0.9).multiplyScalar(Math.max(0.5, model.stat.meansize * 8)));
   orbit.update();
@@ -277,8 +277,7 @@ async function main(page, hook) {
     v.time = Math.max(0, Math.min(duration, time));
     const k = frameAt(run, v.time);
     const before = base();
-    data.qpos.set(run.q[k]);
-    kinematics(model, data);
+    pose(model, data, run.poses.xpos[k], run.poses.xmat[k]);
     if (page.follow.checked) {                                         // the camera moves with the base
       const moved = base().sub(before);
       state.view.camera.position.add(moved);
