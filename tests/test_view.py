@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import physai
-from physai import engine, integrators, kinematics, models, recording
+from physai import engine, integrators, kinematics, models, recording, spatial
 from physai.cli import main
 from physai.exceptions import TrajectoryFileError
 from physai.lab.server import serving
@@ -56,7 +56,7 @@ def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
         for served, states in ((replay["poses"], run.q), (replay["ghost"]["poses"], ghost.q)):   # float32 body frames
             pos, rot = kinematics.body_poses(model, states)
             assert served["xpos"].dtype == np.float32 and np.abs(served["xpos"] - pos).max() < 1e-6
-            assert np.abs(served["xmat"] - rot.reshape(len(states), -1, 9)).max() < 1e-6
+            assert np.abs(spatial.quat_to_mat(served["xquat"]) - rot).max() < 1e-6
         assert request(server, "/model/box.xml")[0] == 200
         assert request(server, "/model/secret.txt")[0] == 404           # only the model's files
         assert request(server, "/view.json", host="evil.example")[0] == 403

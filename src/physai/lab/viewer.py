@@ -42,7 +42,7 @@ from physai import kinematics, models
 from physai.exceptions import TrajectoryFileError
 from physai.integrators import Trajectory
 from physai.lab.npm import ensure_node_modules
-from physai.spatial import quat_to_mat
+from physai.spatial import mat_to_quat, quat_to_mat
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, WEB_DIR, LocalServer, Reply,
                                content_security_policy, folder_files, model_file_reply, security_headers)
 
@@ -246,11 +246,11 @@ def ghost_replay(m: mujoco.MjModel, ghost: Trajectory, source: str) -> dict:
 
 def body_frames(m: mujoco.MjModel, q: np.ndarray) -> dict:
     """Each state's body frames, what the page draws the bodies at (view.json's run's "poses"): xpos (S, nbody - 1, 3)
-    [m] and xmat (S, nbody - 1, 9) (row-major rotations, body to world), physai's kinematics.body_poses of q (S, nq)
-    (physai's body b is MuJoCo's b + 1), in float32: a drawn position is within 2^-24 of its size of physai's (6e-8 m
-    at 1 m, under 1e-6 m within 16 m of the origin)."""
+    [m] and xquat (S, nbody - 1, 4) (body to world, w first), physai's kinematics.body_poses of q (S, nq) (physai's
+    body b is MuJoCo's b + 1; the rotations as quaternions, spatial.mat_to_quat), in float32: a drawn position is
+    within 2^-24 of its size of physai's (6e-8 m at 1 m, under 1e-6 m within 16 m of the origin)."""
     pos, rot = kinematics.body_poses(m, q)
-    return {"xpos": pos.astype(np.float32), "xmat": rot.reshape(*rot.shape[:-2], 9).astype(np.float32)}
+    return {"xpos": pos.astype(np.float32), "xquat": mat_to_quat(rot).astype(np.float32)}
 
 
 def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:

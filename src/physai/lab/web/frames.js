@@ -4,7 +4,7 @@
 //
 //   const model = modelFrom(meta, buffer);   // {nq, nbody, ..., stat, body_parentid: Int32Array, ..., mesh_face}
 //   const data = makeData(model);            // {xpos, xmat, geom_xpos, geom_xmat, site_xpos, site_xmat}
-//   pose(model, data, run.poses.xpos[k], run.poses.xmat[k]);
+//   pose(model, data, run.poses.xpos[k], run.poses.xquat[k]);
 
 const TYPES = { Float64Array, Float32Array, Int32Array };
 
@@ -49,14 +49,24 @@ export function makeData(model) {
   return data;
 }
 
-/** data's frames from one state's body frames as physai computed them (xpos (nbody - 1) x 3 [m], xmat (nbody - 1) x 9,
- * physai's body b being MuJoCo's b + 1), then each geom's and site's frame on its body. */
-export function pose(model, data, xpos, xmat) {
+/** data's frames from one state's body frames as physai computed them (xpos (nbody - 1) x 3 [m], xquat (nbody - 1)
+ * x 4, w first; physai's body b being MuJoCo's b + 1), then each geom's and site's frame on its body. */
+export function pose(model, data, xpos, xquat) {
   if (xpos.length !== 3 * (model.nbody - 1)) throw new Error(`run.bin: ${xpos.length / 3} body frames, the model has ${model.nbody - 1} bodies`);
   data.xpos.set(xpos, 3);
-  data.xmat.set(xmat, 9);
+  for (let b = 1; b < model.nbody; b++) quatToMat(data.xmat, 9 * b, xquat, 4 * (b - 1));
   place(model.geom_bodyid, model.geom_pos, model.geom_mat, data, data.geom_xpos, data.geom_xmat);
   place(model.site_bodyid, model.site_pos, model.site_mat, data, data.site_xpos, data.site_xmat);
+}
+
+/** The rotation matrix (row-major, at m[o]) of the quaternion (w, x, y, z) at q[k], normalized first (float32's
+ * rounding). */
+function quatToMat(m, o, q, k) {
+  const n = Math.hypot(q[k], q[k + 1], q[k + 2], q[k + 3]);
+  const w = q[k] / n, x = q[k + 1] / n, y = q[k + 2] / n, z = q[k + 3] / n;
+  m[o] = w * w + x * x - y * y - z * z; m[o + 1] = 2 * (x * y - w * z); m[o + 2] = 2 * (x * z + w * y);
+  m[o + 3] = 2 * (x * y + w * z); m[o + 4] = w * w - x * x + y * y - z * z; m[o + 5] = 2 * (y * z - w * x);
+  m[o + 6] = 2 * (x * z - w * y); m[o + 7] = 2 * (y * z + w * x); m[o + 8] = w * w - x * x - y * y + z * z;
 }
 
 /** Frames fixed on bodies (geoms, sites), their offsets pos (3 each) and rotations mat (9 each) in their body's frame:

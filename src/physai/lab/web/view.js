@@ -164,7 +164,7 @@ function buildGhost(state, ghost) {
     data, geoms,
     show(time) {
       const k = frameAt(ghost, time);
-      pose(model, data, ghost.poses.xpos[k], ghost.poses.xmat[k]);
+      pose(model, data, ghost.poses.xpos[k], ghost.poses.xquat[k]);
       updateGeoms(geoms, data);
     },
   };
@@ -249,7 +249,7 @@ async function main(page, hook) {
   buildScene(state);
   const orbit = new OrbitControls(state.view.camera, page.canvas);
   const base = () => new THREE.Vector3(...data.xpos.slice(3, 6));    // body 1: the base, which the camera follows
-  pose(model, data, run.poses.xpos[0], run.poses.xmat[0]);
+  pose(model, data, run.poses.xpos[0], run.poses.xquat[0]);
   orbit.target.copy(base());
   state.view.camera.position.copy(base()).add(new THREE.Vector3(2.2, -2.2, 0.9).multiplyScalar(Math.max(0.5, model.stat.meansize * 8)));
   orbit.update();
@@ -277,7 +277,7 @@ async function main(page, hook) {
     v.time = Math.max(0, Math.min(duration, time));
     const k = frameAt(run, v.time);
     const before = base();
-    pose(model, data, run.poses.xpos[k], run.poses.xmat[k]);
+    pose(model, data, run.poses.xpos[k], run.poses.xquat[k]);
     if (page.follow.checked) {                                         // the camera moves with the base
       const moved = base().sub(before);
       state.view.camera.position.add(moved);
