@@ -42,9 +42,9 @@ from physai import kinematics, models
 from physai.exceptions import TrajectoryFileError
 from physai.integrators import Trajectory
 from physai.lab.npm import ensure_node_modules
-from physai.spatial import mat_to_quat, quat_to_mat
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, WEB_DIR, LocalServer, Reply,
                                content_security_policy, folder_files, model_file_reply, security_headers)
+from physai.spatial import mat_to_quat, quat_to_mat
 
 PAGE = "view.html"
 #: MjModel's arrays the page draws the model from (frames.js, scene.js), by name: the geoms, their materials and
