@@ -9,10 +9,15 @@ drawn as arrows); deterministic. It is served by physai.lab.viewer.make_server a
 Chromium through Playwright (physai.lab.chromium, as the tests). Printed:
 
 - the load: the wall time from page.goto to the page's viewer.ready, and the page's own stages (performance.now()
-  since navigation: view.json fetched and parsed, MuJoCo's WebAssembly loaded, the model compiled, the first frame);
+  since navigation: view.json and run.bin (the run) fetched, view.bin (the compiled model) fetched, the first frame
+  drawn);
 - the playing at 1x, measured in the page over --play seconds: animation frames per second (requestAnimationFrame
   callbacks), frames drawn per second (viewer.frames: each a state posed, its contacts and plot updated, the scene
-  rendered), and simulated seconds shown per wall second (1.00 is real time).
+  rendered), and simulated seconds shown per wall second (1.00 is real time); beside them the browser's CPU time per
+  frame drawn (its processes' user and system time from /proc, Linux only: WebGL is rendered in software here, and
+  on this shared machine the frames per second follow the load much more than the CPU time does), and the triangles
+  drawn playing (the meshes simplified under a software renderer) and paused (as compiled), and the share of the
+  canvas' pixels the simplification changes (the same moments drawn both ways).
 
 The targets (issue S): plays at real time (1.00 simulated s per wall s, each animation frame drawn) and loads in under
 3 s. There is no peer to compare with: the requirement is printed beside the measurement. No test asserts timings.
@@ -42,10 +47,49 @@ MEASURE = """async (seconds) => {
     const tick = (now) => { raf++; if (now - w0 < 1000 * seconds) requestAnimationFrame(tick); else resolve(); };
     requestAnimationFrame(tick);
   });
-  const wall = (performance.now() - w0) / 1000, simulated = viewer.time() - s0;
+  const wall = (performance.now() - w0) / 1000, simulated = viewer.time() - s0, drawn = viewer.frames - f0;
+  const triangles = viewer.triangles(), detail = viewer.detail();
   viewer.pause();
-  return {wall, raf: raf / wall, drawn: (viewer.frames - f0) / wall, speed: simulated / wall};
+  return {wall, raf: raf / wall, drawn: drawn / wall, frames: drawn, speed: simulated / wall, triangles, detail,
+          paused: viewer.triangles()};
 }"""
+
+
+def browser_cpu() -> float:
+    """The CPU time [s] (user and system) of this process's descendants: the browser's processes (Linux /proc), whose
+    GPU process renders WebGL in software here; unlike frames per second, it hardly changes with the machine's load."""
+    tick, parents, cpu = os.sysconf("SC_CLK_TCK"), {}, {}
+    for pid in (int(d) for d in os.listdir("/proc") if d.isdigit()):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[pid], cpu[pid] = int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+    me, total = os.getpid(), 0.0
+    for pid, seconds in cpu.items():
+        up = parents[pid]
+        while up not in (me, 0, 1) and up in parents:
+            up = parents[up]
+        total += seconds if up == me else 0.0
+    return total
+
+
+def picture_change(page, level: int, times) -> list[float]:
+    """At each of `times` [s], the share of the viewer's canvas pixels [%] whose color (any channel) differs by more
+    than 16 of 255 between the meshes as compiled and their simplification `level` (what was drawn while playing);
+    [] if none was drawn."""
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    def picture(t, k):
+        page.evaluate(f"viewer.seek({t}, {k})")
+        return np.asarray(Image.open(io.BytesIO(page.locator("#canvas").screenshot())).convert("RGB"), dtype=int)
+
+    return [] if level < 0 else [100 * float((np.abs(picture(t, level) - picture(t, -1)).max(axis=2) > 16).mean())
+                                 for t in times]
 
 
 def g1_run(seconds: float, contacts: bool) -> tuple[integrators.Trajectory, float]:
@@ -82,21 +126,34 @@ def main() -> int:
         page.evaluate("window.viewer.ready")
         load = time.perf_counter() - start
         stages = page.evaluate("viewer.timings")
+        page.evaluate("viewer.simplify()")              # the simplified meshes, else fetched when first played
+        cpu = browser_cpu()
         measured = page.evaluate(MEASURE, args.play)
+        cpu = browser_cpu() - cpu
+        differ = picture_change(page, measured["detail"]["level"], (0.0, args.seconds / 3, 0.75 * args.seconds))
         version = browser.version
         browser.close()
     print(f"physai view, playback: the G1 (unitree_g1 scene.xml), {args.seconds:g} s at {1 / run.dt:g} Hz = "
           f"{len(run.t)} states, {ncontacts} contacts recorded; made by physai in {made:.1f} s "
-          f"({engine.backend}); view.json {len(server.view_json) / 1e6:.1f} MB")
+          f"({engine.backend}); view.json {len(server.view_json) / 1e3:.0f} kB, run.bin {len(server.run_bin) / 1e6:.1f} MB, "
+          f"view.bin {len(server.view_bin) / 1e6:.1f} MB, "
+          f"view.lod.bin {len(server.view_lod_bin) / 1e6:.1f} MB")
     print(f"headless Chromium {version} (Debian), {width}x{height}; load average {os.getloadavg()[0]:.2f} "
           f"on {os.cpu_count()} CPUs")
     print(f"load: page.goto -> viewer.ready {load:.2f} s   (target < 3 s)   in the page [s since navigation]: "
-          f"view.json {stages['json'] / 1e3:.2f}, MuJoCo {stages['mujoco'] / 1e3:.2f}, model files "
-          f"{stages['files'] / 1e3:.2f}, model compiled "
-          f"{stages['model'] / 1e3:.2f}, first frame {stages['ready'] / 1e3:.2f}")
+          f"the run {stages['json'] / 1e3:.2f}, view.bin (the model) {stages['model'] / 1e3:.2f}, "
+          f"first frame {stages['ready'] / 1e3:.2f}")
     print(f"playing at 1x for {measured['wall']:.1f} s: {measured['raf']:.1f} animation frames/s, "
           f"{measured['drawn']:.1f} frames drawn/s, {measured['speed']:.3f} simulated s per wall s   "
           f"(target: real time, 1.00 s/s, every animation frame drawn)")
+    print(f"the browser's CPU time while playing: {1e3 * cpu / max(1, measured['frames']):.0f} ms per frame drawn "
+          f"(its processes, WebGL in software included; {cpu:.1f} s over {measured['frames']} frames)")
+    detail = measured["detail"]
+    print(f"triangles drawn: {measured['triangles']} playing (meshes simplified in cubes of {1e3 * detail['cell']:.1f} mm, "
+          f"a pixel at the camera's target {1e3 * detail['pixel']:.1f} mm), {measured['paused']} paused (as compiled)")
+    if differ:
+        print("pixels of the canvas changed by the simplification (> 16 of 255, paused at t = 0, 1/3 and 3/4 of the run): "
+              + ", ".join(f"{x:.2f} %" for x in differ))
     return 0
 
 

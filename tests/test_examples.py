@@ -6,7 +6,6 @@ two-link arm upright with a gain from step_derivatives (MuJoCo simulates), examp
 G1 standing with a gain from its linearisation through contact (MuJoCo simulates)."""
 
 import importlib.util
-import json
 import threading
 from pathlib import Path
 
@@ -48,16 +47,15 @@ def test_contact_example_follows_mj_step(tmp_path, capsys):
     # the runs it wrote open in the viewer (its server, no browser): the scene the file names, q and contacts as saved
     from physai.integrators import Trajectory
     from physai.lab.viewer import make_server
-    from lab.client import request
+    from lab.client import served_run
     for name in ("g1", "h1"):
         saved = Trajectory.load(tmp_path / f"{name}.npz")
         server = make_server(saved.model, saved, 0)
         try:
             threading.Thread(target=server.serve_forever, daemon=True).start()
-            status, _, body = request(server, "/view.json")
-            shown = json.loads(body)["run"]
-            assert status == 200 and np.array_equal(shown["q"], saved.q) and saved.contacts.force.shape[1] == 6
-            assert shown["contacts"]["start"] == saved.contacts.start.tolist()
+            shown = served_run(server)                                  # view.json, its arrays from run.bin
+            assert np.array_equal(shown["q"], saved.q) and saved.contacts.force.shape[1] == 6
+            assert np.array_equal(shown["contacts"]["start"], saved.contacts.start)
         finally:
             server.shutdown()
             server.server_close()

@@ -24,6 +24,20 @@ def test_quat_to_mat_matches_mujoco():
         np.testing.assert_allclose(quat_to_mat(quat), ref.reshape(3, 3), atol=1e-15)
 
 
+def test_mat_to_quat_matches_mujoco_one_by_one_and_stacked():
+    """mat_to_quat of a matrix equals mju_mat2Quat (1e-15), for a stack (2, 20, 3, 3) each matrix's (2, 20, 4),
+    through each of its four branches (random rotations, and turns by pi about x, y, z where the trace is -1)."""
+    quats = np.r_[rng.normal(size=(36, 4)), [[0, 1, 0, 0], [0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0]]]
+    mats = quat_to_mat(quats)
+    ref = np.zeros((len(mats), 4))
+    for k, R in enumerate(mats):
+        mujoco.mju_mat2Quat(ref[k], R.ravel())
+        np.testing.assert_allclose(spatial.mat_to_quat(R), ref[k], atol=1e-15)
+    stacked = spatial.mat_to_quat(mats.reshape(2, 20, 3, 3))
+    assert stacked.shape == (2, 20, 4)
+    np.testing.assert_allclose(stacked.reshape(-1, 4), ref, atol=1e-15)
+
+
 def test_axis_angle_matches_mujoco():
     for _ in range(20):
         axis, angle = rng.normal(size=3), rng.uniform(-4, 4)

@@ -16,13 +16,13 @@ import numpy as np
 import pytest
 
 import physai
-from physai import engine, integrators, kinematics, models, recording
+from physai import engine, integrators, kinematics, models, recording, spatial
 from physai.cli import main
 from physai.exceptions import TrajectoryFileError
 from physai.lab.server import serving
 from physai.lab import viewer
 from physai.lab.viewer import make_server
-from lab.client import request   # tests/lab/: test support
+from lab.client import request, served_run   # tests/lab/: test support
 from test_lab import browser     # noqa: F401 (the headless Chromium fixture)
 
 
@@ -41,18 +41,22 @@ def falling_box(folder, height: float = 0.3):
 
 
 def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
-    xml, _, run = falling_box(tmp_path)
+    xml, model, run = falling_box(tmp_path)
     (tmp_path / "secret.txt").write_text("not a model file")
     ghost = falling_box(tmp_path, 0.5)[2]
     with serving(make_server(xml, run, ghost=ghost)) as server:
         assert server.server_address[0] == "127.0.0.1"
         status, headers, body = request(server, "/")
         assert status == 200 and b"view.js" in body and "frame-ancestors 'none'" in headers["Content-Security-Policy"]
-        status, _, body = request(server, "/view.json")
-        replay = json.loads(body)["run"]
-        assert status == 200 and np.array_equal(np.array(replay["q"]), run.q)
-        assert replay["contacts"]["start"] == run.contacts.start.tolist()
-        assert np.array_equal(np.array(replay["ghost"]["q"]), ghost.q)
+        replay = served_run(server)                                       # view.json, its arrays from run.bin
+        assert np.array_equal(replay["q"], run.q) and np.array_equal(replay["qd"], run.qd)
+        assert np.array_equal(replay["contacts"]["start"], run.contacts.start)
+        assert np.array_equal(replay["contacts"]["normal"], run.contacts.frame[:, 0])
+        assert np.array_equal(replay["ghost"]["q"], ghost.q) and np.array_equal(replay["ghost"]["t"], ghost.t)
+        for served, states in ((replay["poses"], run.q), (replay["ghost"]["poses"], ghost.q)):   # float32 body frames
+            pos, rot = kinematics.body_poses(model, states)
+            assert served["xpos"].dtype == np.float32 and np.abs(served["xpos"] - pos).max() < 1e-6
+            assert np.abs(spatial.quat_to_mat(served["xquat"]) - rot).max() < 1e-6
         assert request(server, "/model/box.xml")[0] == 200
         assert request(server, "/model/secret.txt")[0] == 404           # only the model's files
         assert request(server, "/view.json", host="evil.example")[0] == 403
@@ -194,8 +198,9 @@ def actuated_box(folder):
 
 def test_actuator_forces_site_frames_and_contact_normals_are_drawn(tmp_path, browser):  # noqa: F811 (the fixture)
     """The page at four times: the plot's actuator series read the recorded actuator forces (cursor(), exactly: the
-    numbers travel as JSON), sites() puts each named site's frame where physai's kinematics.frame_poses says (1e-6 m),
-    normals() are the recorded contact frames' first rows (1e-6), one per contact; the sites' checkbox hides them."""
+    numbers travel as float64 in run.bin), sites() puts each named site's frame where physai's kinematics.frame_poses
+    says (1e-6 m), normals() are the recorded contact frames' first rows (1e-6), one per contact; the sites' checkbox
+    hides them."""
     xml, model, run = actuated_box(tmp_path)
     m = models.load(xml)
     names = [m.site(i).name for i in range(m.nsite)]
@@ -330,27 +335,98 @@ def test_the_inline_viewer_runs_framed_by_a_notebook_and_asks_nothing_off_this_m
             notebook.server_close()
 
 
+def vertex_normals(vert, face):
+    """Each vertex's normal as three.js computes it: its faces' area-weighted normals summed, then normalized."""
+    normal = np.zeros_like(vert)
+    for c in range(3):
+        np.add.at(normal, face[:, c], viewer.face_normals(vert, face))
+    return normal / np.maximum(np.linalg.norm(normal, axis=1, keepdims=True), 1e-300)
+
+
+def facing_share(vert, face, normal):
+    """The share of the faces whose normal points the way the sum of their corners' normals does."""
+    return (np.einsum("ij,ij->i", viewer.face_normals(vert, face), normal[face].sum(axis=1)) > 0).mean()
+
+
+def test_simplified_meshes_stay_within_their_cubes_and_keep_their_normals():
+    """view.lod.bin (viewer.simplified_model) for the G1: levels each of at most 2/3 of the finer one's triangles; and
+    viewer.clustered_meshes on the G1's meshes (what the page draws while playing in software): every vertex of a
+    simplified mesh lies within sqrt(3) cell of a vertex of the compiled mesh and every compiled vertex within sqrt(3)
+    cell of a simplified one; faces index their own mesh, fewer of them; as large a share of them faces the way its
+    corners' normals point as of the compiled mesh's (less 0.05: creases); unit normals (zero where the compiled
+    mesh's vertex normals sum to zero, as three.js's would)."""
+    m = models.load("unitree_g1", "scene")
+    blob = viewer.simplified_model(m)                                  # view.lod.bin: header, then the levels
+    size = int(np.frombuffer(blob, "<u4", 1)[0])
+    header = json.loads(blob[4:4 + size])
+    faces = [m.mesh_facenum.sum()] + [np.frombuffer(blob, "<i4", a["length"], 4 + size + a["offset"]).sum()
+                                      for k in range(len(header["cells"])) if (a := header["arrays"][f"lod{k}_mesh_facenum"])]
+    assert len(faces) > 2 and (size + 4) % 8 == 0 and all(b <= 2 / 3 * a for a, b in zip(faces, faces[1:]))
+    cell = m.stat.meansize / 20
+    lod = viewer.clustered_meshes(m, cell)
+    assert lod["lod_mesh_facenum"].sum() < m.mesh_facenum.sum() / 3
+    length = np.linalg.norm(lod["lod_mesh_normal"], axis=1)              # zero where the compiled faces' cancel
+    assert np.all((np.abs(length - 1) < 1e-6) | (length == 0)) and (length == 0).mean() < 1e-3
+    for i in range(0, m.nmesh, 7):
+        full = m.mesh_vert[m.mesh_vertadr[i]:m.mesh_vertadr[i] + m.mesh_vertnum[i]].astype(float)
+        a, n = lod["lod_mesh_vertadr"][i], lod["lod_mesh_vertnum"][i]
+        vert, normal = lod["lod_mesh_vert"][a:a + n].astype(float), lod["lod_mesh_normal"][a:a + n]
+        face = lod["lod_mesh_face"][lod["lod_mesh_faceadr"][i]:lod["lod_mesh_faceadr"][i] + lod["lod_mesh_facenum"][i]]
+        compiled = m.mesh_face[m.mesh_faceadr[i]:m.mesh_faceadr[i] + m.mesh_facenum[i]]
+        distance = np.sqrt(np.maximum((full ** 2).sum(1)[:, None] + (vert ** 2).sum(1)[None] - 2 * full @ vert.T, 0))
+        assert distance.min(axis=0).max() <= np.sqrt(3) * cell and distance.min(axis=1).max() <= np.sqrt(3) * cell
+        assert 0 < len(face) < m.mesh_facenum[i] and face.min() >= 0 and face.max() < n
+        assert facing_share(vert, face, normal) > facing_share(full, compiled, vertex_normals(full, compiled)) - 0.05
+
+
+def fine_ball(radius: float = 0.1, n: int = 96) -> str:
+    """An OBJ file's text: a sphere of `radius` [m] in n longitudes and n / 2 latitudes (about n^2 triangles, fine
+    enough for the viewer's simplified meshes to have fewer)."""
+    theta, phi = np.meshgrid(np.linspace(0, np.pi, n // 2 + 1)[1:-1], np.linspace(0, 2 * np.pi, n + 1)[:-1], indexing="ij")
+    rings = radius * np.stack([np.sin(theta) * np.cos(phi), np.sin(theta) * np.sin(phi), np.cos(theta)], -1).reshape(-1, 3)
+    vert = np.r_[[[0, 0, radius]], rings, [[0, 0, -radius]]]
+    ring = lambda i, j: 2 + i * n + j % n                                 # noqa: E731 (1-based OBJ index)
+    faces = [(1, ring(0, j + 1), ring(0, j)) for j in range(n)]
+    faces += [f for i in range(n // 2 - 2) for j in range(n)
+              for f in ((ring(i, j), ring(i, j + 1), ring(i + 1, j)), (ring(i, j + 1), ring(i + 1, j + 1), ring(i + 1, j)))]
+    faces += [(len(vert), ring(n // 2 - 2, j), ring(n // 2 - 2, j + 1)) for j in range(n)]
+    return "".join(f"v {x} {y} {z}\n" for x, y, z in vert) + "".join(f"f {a} {b} {c}\n" for a, b, c in faces)
+
+
 def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_path, browser):  # noqa: F811 (the fixture)
     """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
-    the server serves the MJCF files and the meshes the model reads, not the others; the page loads the model from
-    them and draws its bodies where physai puts them (1e-6 m)."""
+    the server serves the MJCF files and the meshes the model reads, not the others; view.bin holds the compiled
+    model's arrays (its mesh as MuJoCo compiled it), from which the page draws its bodies where physai puts them
+    (1e-6 m); rendering in software, the page fetches the simplified meshes and draws them while playing, not paused."""
     (tmp_path / "meshes").mkdir()
-    tetra = "v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\nf 2 3 4\n"
-    for name in ("tetra.obj", "unused.obj"):
-        (tmp_path / "meshes" / name).write_text(tetra)
-    (tmp_path / "part.xml").write_text('<mujoco><asset><mesh name="m" file="tetra.obj"/></asset></mujoco>')
+    (tmp_path / "meshes" / "ball.obj").write_text(fine_ball())
+    (tmp_path / "meshes" / "unused.obj").write_text("v 0 0 0\nv 0.1 0 0\nv 0 0.1 0\nv 0 0 0.1\nf 1 3 2\nf 1 2 4\nf 1 4 3\n"
+                                                   "f 2 3 4\n")
+    (tmp_path / "part.xml").write_text('<mujoco><asset><mesh name="m" file="ball.obj"/></asset></mujoco>')
     xml = tmp_path / "model.xml"
     xml.write_text("""<mujoco><compiler meshdir="meshes"/><include file="part.xml"/><worldbody>
       <body name="b" pos="0 0 1"><freejoint/><geom type="mesh" mesh="m"/></body></worldbody></mujoco>""")
     model = engine.from_mujoco(models.load(xml))
     run = integrators.simulate(model, model.qpos0, np.r_[0.3, 0, 0, 1, 2, 3], steps=20)
     with serving(make_server(xml, run)) as server:
-        assert json.loads(request(server, "/view.json")[2])["model"]["files"] == ["meshes/tetra.obj", "model.xml", "part.xml"]
-        assert request(server, "/model/meshes/tetra.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
+        cfg = json.loads(request(server, "/view.json")[2])["model"]
+        assert cfg["files"] == ["meshes/ball.obj", "model.xml", "part.xml"]
+        status, headers, blob = request(server, "/view.bin")             # the compiled model the page draws
+        m = models.load(xml)
+        assert status == 200 and headers["Content-Type"] == "application/octet-stream"
+        for name, kind in (("mesh_vert", np.float32), ("mesh_face", np.int32), ("geom_pos", np.float64)):
+            at = cfg["scene"]["arrays"][name]
+            assert np.array_equal(np.frombuffer(blob, kind, at["length"], at["offset"]), getattr(m, name).ravel())
+        assert request(server, "/model/meshes/ball.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
         page = browser.new_page()
         page.goto(server.url)
         page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
+        page.evaluate("viewer.play()")
+        assert page.evaluate("viewer.simplify()") is True     # WebGL in software here: the simplified meshes fetched
+        page.wait_for_function("viewer.frames > 3", timeout=60000)
+        assert page.evaluate("viewer.detail().level") >= 0                # playing: a simplified mesh drawn
         page.evaluate(f"viewer.seek({run.t[20]})")
+        assert page.evaluate("viewer.detail().level") == -1               # paused: as compiled
         assert np.abs(np.array(page.evaluate("viewer.bodies()")) - kinematics.body_poses(model, run.q[20])[0]).max() < 1e-6
         assert page.evaluate("viewer.errors") == []
         page.close()

@@ -85,21 +85,23 @@ def axis_angle_to_mat(axis: np.ndarray, angle: float) -> np.ndarray:
 
 
 def mat_to_quat(R: np.ndarray) -> np.ndarray:
-    """Unit quaternion (w, x, y, z) of a rotation matrix (MuJoCo's mju_mat2Quat: from its largest component)."""
-    m = np.asarray(R, dtype=float).ravel()
-    if m[0] + m[4] + m[8] > 0:
+    """Unit quaternion (w, x, y, z) of a rotation matrix (MuJoCo's mju_mat2Quat: from its largest component); for a
+    stack (..., 3, 3) the stack (..., 4), each as for one matrix."""
+    R = np.asarray(R, dtype=float)
+    stack = R.shape[:-2] if R.ndim > 2 else ()
+    m = np.moveaxis(R.reshape(stack + (9,)), -1, 0)
+    with np.errstate(invalid="ignore", divide="ignore"):                # each branch for all; the chosen one kept
         w = 0.5 * np.sqrt(1 + m[0] + m[4] + m[8])
-        q = np.array([w, 0.25 * (m[7] - m[5]) / w, 0.25 * (m[2] - m[6]) / w, 0.25 * (m[3] - m[1]) / w])
-    elif m[0] > m[4] and m[0] > m[8]:
         x = 0.5 * np.sqrt(1 + m[0] - m[4] - m[8])
-        q = np.array([0.25 * (m[7] - m[5]) / x, x, 0.25 * (m[1] + m[3]) / x, 0.25 * (m[2] + m[6]) / x])
-    elif m[4] > m[8]:
         y = 0.5 * np.sqrt(1 - m[0] + m[4] - m[8])
-        q = np.array([0.25 * (m[2] - m[6]) / y, 0.25 * (m[1] + m[3]) / y, y, 0.25 * (m[5] + m[7]) / y])
-    else:
         z = 0.5 * np.sqrt(1 - m[0] - m[4] + m[8])
-        q = np.array([0.25 * (m[3] - m[1]) / z, 0.25 * (m[2] + m[6]) / z, 0.25 * (m[5] + m[7]) / z, z])
-    return q / np.linalg.norm(q)
+        cases = [np.stack([w, 0.25 * (m[7] - m[5]) / w, 0.25 * (m[2] - m[6]) / w, 0.25 * (m[3] - m[1]) / w], axis=-1),
+                 np.stack([0.25 * (m[7] - m[5]) / x, x, 0.25 * (m[1] + m[3]) / x, 0.25 * (m[2] + m[6]) / x], axis=-1),
+                 np.stack([0.25 * (m[2] - m[6]) / y, 0.25 * (m[1] + m[3]) / y, y, 0.25 * (m[5] + m[7]) / y], axis=-1),
+                 np.stack([0.25 * (m[3] - m[1]) / z, 0.25 * (m[2] + m[6]) / z, 0.25 * (m[5] + m[7]) / z, z], axis=-1)]
+    chosen = [m[0] + m[4] + m[8] > 0, (m[0] > m[4]) & (m[0] > m[8]), m[4] > m[8]]
+    q = np.select([c[..., None] for c in chosen], cases[:3], cases[3])
+    return q / (np.linalg.norm(q, axis=-1, keepdims=True) if stack else np.linalg.norm(q))
 
 
 def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:

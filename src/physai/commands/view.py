@@ -23,7 +23,7 @@ from physai.lab.npm import ensure_node_modules
 from physai.lab.server import port_number, serve_until_interrupted, serving
 from physai.lab.viewer import make_server
 
-#: [ms] how long the headless page may take to load MuJoCo, the model and the run
+#: [ms] how long the headless page may take to load the model and the run
 LOAD_TIMEOUT = 120_000
 
 

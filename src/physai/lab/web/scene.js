@@ -1,11 +1,12 @@
 // physai lab: the 3D view with three.js: the model's geoms posed from data each frame, MuJoCo's camera, the trail.
-// buildScene(state) sets state.view = {renderer, scene, camera, geoms, trail}; drawScene(state) draws a frame.
+// buildScene(state) sets state.view = {renderer, scene, camera, geoms, trail, software}; drawScene(state) draws a frame.
 import * as THREE from 'three';
 import { report } from './scripts.js';
 
 const TRAIL_POINTS = 600;
 
-function geomGeometry(model, i) {
+/** Geom i's geometry in its own frame (a mesh's from model.mesh_vert and mesh_face); null for what is not drawn. */
+export function geomGeometry(model, i) {
   const s = model.geom_size.slice(3 * i, 3 * i + 3);
   switch (model.geom_type[i]) {
     case 0: {                                            // plane: size 0 means infinite; draw 10 m
@@ -47,7 +48,8 @@ function softwareRendering() {
 export function buildScene(state) {
   const { spec, model, page } = state;
   const height = Math.max(spec.height ?? 420, 420);
-  const antialias = spec.antialias ?? !softwareRendering();
+  const software = softwareRendering();
+  const antialias = spec.antialias ?? !software;
   const renderer = new THREE.WebGLRenderer({ canvas: page.canvas, antialias, preserveDrawingBuffer: true });
   renderer.setPixelRatio(window.devicePixelRatio || 1);
   renderer.setSize(page.view.clientWidth, height);
@@ -76,7 +78,7 @@ export function buildScene(state) {
     scene.add(mesh);
     geoms.push({ i, mesh });
   }
-  state.view = { renderer, scene, camera, geoms, trail: null };
+  state.view = { renderer, scene, camera, geoms, trail: null, software };
   if (spec.trail !== undefined) state.view.trail = makeTrail(state, spec.trail);
   placeCamera(camera, spec.camera ?? {}, model.stat);
   window.addEventListener('resize', () => {

@@ -1,15 +1,18 @@
-// physai view: replays a physai Trajectory (/view.json) with the lab's pieces: lib.js loads the model into MuJoCo's
-// WebAssembly build, scene.js draws its geoms. Each shown frame writes physai's q into qpos and runs mj_kinematics:
-// the positions are physai's, MuJoCo only poses the geoms. Play, pause, step, speed, loop and a slider scrub the run;
+// physai view: replays a physai Trajectory (/view.json, its arrays in /run.bin) with the lab's scene.js drawing the model as the server's MuJoCo
+// compiled it (/view.bin: its meshes, materials and the geoms' and sites' frames on their bodies; no MuJoCo in the page).
+// Each shown frame takes its state's body frames as physai computed them (run.bin's poses: kinematics.body_poses) and
+// composes the geoms and sites on them (frames.js): the positions are physai's. Play, pause, step, speed, loop and a slider scrub the run;
 // the contacts of the shown state are points, normals and force arrows; the named sites' frames are three short axes;
 // the plot shows a chosen series with a cursor. A second run (a ghost) is drawn translucent over the first.
 // window.viewer (the test hook): {ready, duration, frames, time(), seek(t), bodies(), ghostBodies(), contacts(),
-// normals(), sites(), cursor(), series(), select(label), errors}.
+// normals(), sites(), cursor(), series(), select(label), triangles(), detail(), simplify(), errors}. Playing under a
+// software renderer (headless Chromium's SwiftShader), the meshes are drawn simplified (buildDetail; fetched when
+// first played, or by simplify()); paused, as compiled.
 import * as THREE from 'three';
 import { OrbitControls } from 'three/addons/controls/OrbitControls.js';
-import loadMujoco from '@mujoco/mujoco';
-import { errorText, fetchModelFiles, loadModel, niceTicks } from './lib.js';
-import { buildScene, drawScene, updateGeoms } from './scene.js';
+import { addArrays, makeData, modelFrom, pose, unpack } from './frames.js';
+import { errorText, niceTicks } from './lib.js';
+import { buildScene, drawScene, geomGeometry, updateGeoms } from './scene.js';
 
 const IDS = ['title', 'time', 'status', 'view', 'canvas', 'play', 'back', 'forward', 'speed', 'loop', 'follow', 'show-contacts',
   'show-sites', 'slider', 'series', 'plot', 'legend', 'errors', 'versions'];
@@ -18,6 +21,7 @@ const NORMAL_LENGTH = 0.1;             // [m] the drawn length of a contact norm
 const SITE_AXIS = 0.06;                // [m] the drawn length of a site frame's axes
 const MANY_SITES = 10;                 // more named sites than this: their frames hidden until asked for
 const HINGE_OR_SLIDE = new Set([2, 3]);
+const LOD_PIXELS = 1.5;               // playing in software: meshes simplified in cubes up to this many pixels wide
 const MAX_FRAME_WALL = 1.0;           // [s] the most one frame advances (times speed): a slow browser skips states, keeping time
 
 /** The state index shown at time t [s]: the last saved state at or before t. */
@@ -71,7 +75,7 @@ function buildContacts(view, run) {
       group.visible = visible;
       const c = run.contacts;
       const from = c ? c.start[k] : 0, to = c ? c.start[k + 1] : 0;
-      points.geometry.setAttribute('position', new THREE.Float32BufferAttribute(c ? c.pos.slice(from, to).flat() : [], 3));
+      points.geometry.setAttribute('position', new THREE.Float32BufferAttribute(c ? c.pos.slice(from, to).flatMap((p) => [...p]) : [], 3));
       this.normals = c ? c.normal.slice(from, to) : [];
       const ends = this.normals.flatMap((n, i) => [...c.pos[from + i], ...c.pos[from + i].map((p, j) => p + NORMAL_LENGTH * n[j])]);
       lines.geometry.setAttribute('position', new THREE.Float32BufferAttribute(ends, 3));
@@ -144,11 +148,11 @@ function drawPlot(canvas, t, y, label, time, k) {
   g.strokeStyle = '#d62728'; g.beginPath(); g.moveTo(X(time), top); g.lineTo(X(time), h - bottom); g.stroke();
 }
 
-/** The second run, drawn translucent over the first: its own MjData and a copy of each drawn geom; null without one. */
+/** The second run, drawn translucent over the first: its own frames and a copy of each drawn geom; null without one. */
 function buildGhost(state, ghost) {
   if (!ghost) return null;
-  const { mujoco, model, view } = state;
-  const data = new mujoco.MjData(model);
+  const { model, view } = state;
+  const data = makeData(model);
   const material = new THREE.MeshStandardMaterial({ color: 0xff7f0e, transparent: true, opacity: 0.35, depthWrite: false });
   const geoms = view.geoms.filter(({ i }) => model.geom_type[i] !== 0).map(({ i, mesh }) => {   // planes: once
     const copy = new THREE.Mesh(mesh.geometry, material);
@@ -157,12 +161,62 @@ function buildGhost(state, ghost) {
     return { i, mesh: copy };
   });
   return {
-    data,
+    data, geoms,
     show(time) {
-      data.qpos.set(ghost.q[frameAt(ghost, time)]);
-      mujoco.mj_kinematics(model, data);
+      const k = frameAt(ghost, time);
+      pose(model, data, ghost.poses.xpos[k], ghost.poses.xquat[k]);
       updateGeoms(geoms, data);
     },
+  };
+}
+
+/** Mesh geom i's geometry from a simplified model's mesh arrays, with the normals they carry (mesh_normal). */
+function simplified(lod, i) {
+  const g = geomGeometry(lod, i), id = lod.geom_dataid[i], a = lod.mesh_vertadr[id], n = lod.mesh_vertnum[id];
+  g.setAttribute('normal', new THREE.BufferAttribute(lod.mesh_normal.slice(3 * a, 3 * (a + n)), 3));
+  return g;
+}
+
+/** The meshes' level of detail: set(k) draws each mesh as its k-th simplification (view.lod.bin's lod<k>_ arrays:
+ * vertex clustering in cubes of its header's cells[k] [m], finest first, no vertex moved farther than sqrt(3) times
+ * that), the ghost's copies alike; set(-1) as MuJoCo compiled it. coarsest(pixel): the coarsest level whose cube is at
+ * most LOD_PIXELS pixels of `pixel` [m], else -1. Only under a software renderer (view.software), where each frame's
+ * time grows with the triangles drawn, and once load() has fetched view.lod.bin (its promise: whether it did; the
+ * page calls it when first played); else set() changes nothing. */
+function buildDetail(state, ghost) {
+  const { model, view } = state;
+  let level = -1, cells = [], swaps = [];
+  const load = async () => {
+    if (!view.software || !model.nmesh) return false;
+    const res = await fetch('view.lod.bin');
+    if (!res.ok) throw new Error(`view.lod.bin: HTTP ${res.status}`);
+    const buffer = await res.arrayBuffer(), size = new DataView(buffer).getUint32(0, true);
+    const header = JSON.parse(new TextDecoder().decode(new Uint8Array(buffer, 4, size)));   // {cells, arrays}
+    addArrays(model, header.arrays, buffer, 'view.lod.bin', 4 + size);
+    const levels = header.cells.map((_, k) => {
+      const lod = { ...model };
+      for (const name of ['mesh_vert', 'mesh_face', 'mesh_vertadr', 'mesh_vertnum', 'mesh_faceadr', 'mesh_facenum', 'mesh_normal']) {
+        lod[name] = model[`lod${k}_${name}`];
+      }
+      return lod;
+    });
+    swaps = view.geoms.filter(({ i }) => model.geom_type[i] === 7).map(({ i, mesh }) => ({
+      meshes: [mesh, ...(ghost ? ghost.geoms.filter((g) => g.i === i).map((g) => g.mesh) : [])],
+      geometries: [...levels.map((lod) => simplified(lod, i)), mesh.geometry],      // [-1]: the compiled mesh
+    }));
+    cells = header.cells;
+    return cells.length > 0;
+  };
+  return {
+    load,
+    set(to) {
+      if (to === level || to >= cells.length) return;
+      level = to;
+      for (const { meshes, geometries } of swaps) for (const mesh of meshes) mesh.geometry = geometries.at(to);
+    },
+    coarsest: (pixel) => cells.findLastIndex((cell) => cell <= LOD_PIXELS * pixel),
+    level: () => level,
+    cell: () => cells[level] ?? 0,
   };
 }
 
@@ -175,26 +229,27 @@ function showError(page, where, error) {
 
 async function main(page, hook) {
   const timings = hook.timings = {};                                   // [ms] since navigation: the load's stages
-  const cfg = await (await fetch('view.json')).json();
+  const fetched = (url) => fetch(url).then((res) => {
+    if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+    return res;
+  });
+  const bin = fetched('view.bin').then((res) => res.arrayBuffer());   // all three at once
+  const runBin = fetched('run.bin').then((res) => res.arrayBuffer());
+  const cfg = await (await fetched('view.json')).json();
+  const run = unpack(cfg.run, await runBin), duration = run.t[run.t.length - 1];
   timings.json = performance.now();
-  const run = cfg.run, duration = run.t[run.t.length - 1];
   page.title.textContent = cfg.title;
   document.title = `${cfg.title} · physai view`;
-  const mujoco = await loadMujoco();
-  timings.mujoco = performance.now();
-  const files = await fetchModelFiles(cfg.model.files);
-  timings.files = performance.now();
-  const model = loadModel(mujoco, files, cfg.model.file);
-  const data = new mujoco.MjData(model);
+  const model = modelFrom(cfg.model.scene, await bin);
+  const data = makeData(model);
   timings.model = performance.now();
   if (model.nq !== run.q[0].length) throw new Error(`the model has nq = ${model.nq}, the run ${run.q[0].length}`);
   const antialias = new URLSearchParams(location.search).has('antialias') || undefined;   // ?antialias: pictures
-  const state = { spec: { height: 480, antialias }, mujoco, model, data, page, view: null };
+  const state = { spec: { height: 480, antialias }, model, data, page, view: null };
   buildScene(state);
   const orbit = new OrbitControls(state.view.camera, page.canvas);
   const base = () => new THREE.Vector3(...data.xpos.slice(3, 6));    // body 1: the base, which the camera follows
-  data.qpos.set(run.q[0]);
-  mujoco.mj_kinematics(model, data);
+  pose(model, data, run.poses.xpos[0], run.poses.xquat[0]);
   orbit.target.copy(base());
   state.view.camera.position.copy(base()).add(new THREE.Vector3(2.2, -2.2, 0.9).multiplyScalar(Math.max(0.5, model.stat.meansize * 8)));
   orbit.update();
@@ -203,6 +258,12 @@ async function main(page, hook) {
   page['show-sites'].checked = run.sites.length <= MANY_SITES;
   page['show-sites'].disabled = run.sites.length === 0;
   const ghost = buildGhost(state, run.ghost);
+  const detail = buildDetail(state, ghost);
+  const pixelSize = () => {                                          // [m] a pixel's size at the camera's target
+    const { camera, renderer } = state.view;
+    const distance = camera.position.distanceTo(orbit.target);
+    return 2 * distance * Math.tan(camera.fov * Math.PI / 360) / renderer.domElement.height;
+  };
   const series = seriesOf(run);
   for (const label of Object.keys(series)) page.series.add(new Option(label, label));
   page.legend.textContent = run.contacts ? `arrows: contact forces, ${ARROW_LENGTH} m = ${(ARROW_LENGTH / contacts.scale).toPrecision(3)} N; `
@@ -216,8 +277,7 @@ async function main(page, hook) {
     v.time = Math.max(0, Math.min(duration, time));
     const k = frameAt(run, v.time);
     const before = base();
-    data.qpos.set(run.q[k]);
-    mujoco.mj_kinematics(model, data);
+    pose(model, data, run.poses.xpos[k], run.poses.xquat[k]);
     if (page.follow.checked) {                                         // the camera moves with the base
       const moved = base().sub(before);
       state.view.camera.position.add(moved);
@@ -230,16 +290,25 @@ async function main(page, hook) {
     page.slider.value = k;
     page.time.textContent = `t = ${v.time.toFixed(3)} s / ${duration.toFixed(3)} s`;
     drawPlot(page.plot, run.t, series[page.series.value], page.series.value, v.time, k);
+    detail.set(v.playing ? detail.coarsest(pixelSize()) : -1);        // paused: the meshes as compiled
     drawScene(state);
     v.frames++;
     v.showing = false;
   };
   const pause = () => { v.playing = false; page.play.textContent = 'Play'; };
   const step = (n) => { pause(); show(run.t[Math.max(0, Math.min(run.t.length - 1, frameAt(run, v.time) + n))]); };
+  let detailed = null;
+  const simplify = () => (detailed ??= detail.load().catch((error) => {   // the simplified meshes, once
+    showError(page, 'simplified meshes', error);
+    hook.errors.push(errorText(error));
+    return false;
+  }));
   page.play.onclick = () => {
     v.playing = !v.playing; v.last = null;
     if (v.playing && v.time >= duration) v.time = 0;
     page.play.textContent = v.playing ? 'Pause' : 'Play';
+    if (v.playing) simplify();                                         // first played: fetched (in software)
+    else show(v.time);                                                 // drawn again in full detail
   };
   page.back.onclick = () => step(-1);
   page.forward.onclick = () => step(1);
@@ -263,15 +332,27 @@ async function main(page, hook) {
   Object.assign(hook, {
     duration,
     time: () => v.time,
-    seek(t) { pause(); show(t); return frameAt(run, v.time); },
+    // paused at time t [s]; `level` >= 0: drawn with that simplification of the meshes (for comparing pictures)
+    seek(t, level = -1) {
+      pause();
+      show(t);
+      if (level >= 0) { detail.set(level); drawScene(state); }
+      return frameAt(run, v.time);
+    },
     play() { if (!v.playing) page.play.click(); },
-    pause,
+    // the simplified meshes fetched (a promise: whether there are some; a page rendering on a GPU fetches none)
+    simplify,
+    pause() { if (v.playing) page.play.click(); },
     // each body's world position as drawn
     bodies: () => bodyPositions(model, data),
     contacts: () => contacts.shown,
     // the drawn contact normals' directions (the contact frames' first rows; [] when the contacts are hidden)
-    normals: () => (contacts.shown ? contacts.normals : []),
+    normals: () => (contacts.shown ? contacts.normals.map((n) => Array.from(n)) : []),
     sites: () => sites.positions(),
+    // the triangles of the last frame drawn, and the meshes' level of detail then (level -1: as compiled; k: simplified
+    // in cubes of `cell` [m], playing under a software renderer), with a pixel's size at the camera's target [m]
+    triangles: () => state.view.renderer.info.render.triangles,
+    detail: () => ({ level: detail.level(), cell: detail.cell(), pixel: pixelSize() }),
     // the ghost's bodies likewise (null without a ghost)
     ghostBodies: () => ghost && bodyPositions(model, ghost.data),
     cursor: () => { const y = series[page.series.value]; return y ? y[frameAt(run, v.time)] : null; },
@@ -284,7 +365,7 @@ async function main(page, hook) {
     },
   });
   Object.defineProperty(hook, 'frames', { get: () => v.frames, enumerable: true });
-  page.versions.textContent = `MuJoCo ${mujoco.mj_versionString()} (WebAssembly; kinematics only) · three.js r${THREE.REVISION} · positions: physai`;
+  page.versions.textContent = `the model compiled by MuJoCo ${model.mujoco} (Python) · three.js r${THREE.REVISION} · positions: physai`;
   show(0);
   timings.ready = performance.now();
   page.status.textContent = '';
