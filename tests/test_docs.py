@@ -1,7 +1,6 @@
 """The guides run as written: every ```python block of the README and of docs/*.md, and every relative link leads to a
 file of the repository (mkdocs build --strict checks the links between the docs pages and the API reference)."""
 
-import json
 import re
 import webbrowser
 from pathlib import Path
@@ -20,17 +19,16 @@ def test_guide_example_runs(page, code, monkeypatch):
     """The block runs; a viewer it opens (physai.lab.viewer.view) serves the page and the run (the opened trajectory's
     q, its contacts and actuator forces when recorded), its page not opened in a browser, then stops."""
     from physai.lab.server import LocalServer
-    from lab.client import request
+    from lab.client import request, served_run
     monkeypatch.setattr(webbrowser, "open", lambda url, *args, **kwargs: True)
     names = {}
     exec(compile(code, str(page), "exec"), names)
     for server in (x for x in names.values() if isinstance(x, LocalServer)):
-        status, _, body = request(server, "/view.json")
-        shown, run = json.loads(body)["run"], names.get("run")
-        assert status == 200 and request(server, "/")[0] == 200
+        shown, run = served_run(server), names.get("run")
+        assert request(server, "/")[0] == 200
         assert run is None or np.array_equal(shown["q"], run.q)
         assert run is None or run.actuator_force is None or np.array_equal(shown["actuators"]["force"], run.actuator_force)
-        assert run is None or run.contacts is None or shown["contacts"]["start"] == run.contacts.start.tolist()
+        assert run is None or run.contacts is None or np.array_equal(shown["contacts"]["start"], run.contacts.start)
         server.shutdown()
         server.server_close()
 
