@@ -431,7 +431,8 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.geom_quat = f.doubles("geom_quat", {G, 4}), m.geom_size = f.doubles("geom_size", {G, 3});
     m.geom_rbound = f.doubles("geom_rbound", {G}), m.geom_aabb = f.doubles("geom_aabb", {G, 6});
     m.cand_dim = f.ints("cand_dim", {-1}, &m.ncand);
-    m.cand_geom = f.ints("cand_geom", {m.ncand, 2}), m.cand_float = f.doubles("cand_float", {m.ncand, CAND_FLOATS});
+    m.cand_geom = f.ints("cand_geom", {m.ncand, 2}), m.cand_param = f.ints("cand_param", {m.ncand});
+    m.cand_float = f.doubles("cand_float", {-1, CAND_FLOATS}, &m.nparam);
     m.cand_midphase = f.ints("cand_midphase", {m.ncand});
     m.missing_bound = f.doubles("missing_bound", {-1}, &m.nmissing);
     m.missing_geom = f.ints("missing_geom", {m.nmissing, 2});

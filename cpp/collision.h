@@ -231,7 +231,7 @@ inline bool may_touch(const Model &m, const CollisionWork &w, int64_t g1, int64_
 // candidate k's contacts (its bounding spheres apart: none) appended to w.f, w.i
 inline void collide(const Model &m, CollisionWork &w, int64_t k) {
     int64_t g1 = m.cand_geom[2 * k], g2 = m.cand_geom[2 * k + 1];
-    const double *param = m.cand_float + CAND_FLOATS * k;             // margin, gap, friction (5), solref, solreffriction, solimp
+    const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];   // margin, gap, friction (5), solref, ...
     double margin = param[0], gap = param[1];
     if (sphere_apart(m, w, g1, g2, margin + gap) || (m.cand_midphase[k] && boxes_apart(m, w, g1, g2, margin + gap))) return;
     Narrow fn = narrow_phase(m.geom_type[g1], m.geom_type[g2]);

@@ -112,6 +112,13 @@ struct ConstraintWork {
     // forces before the extrapolation and the sweep (nefc)
     std::vector<double> dual_A, dual_b, dual_inv, dual_B, pgs_previous, pgs_momentum;
     std::vector<int> dual_lo, dual_hi, pgs_first, pgs_dims, pgs_order;
+    // an island's dofs gathered (solver.h's island_model): each dof's number in its island (nv), the island's M pattern
+    // in its own numbers (rowadr, rownnz, colind, parent), and M on the tree's pattern, its factor and reciprocal
+    // diagonal of every dof, kept while the islands use Mt, d.qL and d.qLinv
+    std::vector<int64_t> island_local, island_rowadr, island_rownnz, island_colind, island_parent;
+    std::vector<double> all_Mt;
+    Vec<double> all_qL, all_qLinv;
+    int all_nv = 0;                                 // the model's nv while an island runs alone (0: none)
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
     // SmoothLayout blocks
     const Kernels *lanes = nullptr;

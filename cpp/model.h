@@ -140,9 +140,10 @@ struct Model {
     const double *tendon_length0 = nullptr, *tendon_invweight0 = nullptr;   // (ntendon): at qpos0 (tendon equalities)
     // collision (physai.engine.collision; set with the constraints): joints' anchors (njnt, 3) and bodies' offsets in
     // their parents (nbody, 3: MuJoCo's body_pos) for MuJoCo's frames; geoms (ngeom): type, body, pos (3), quat (4),
-    // size (3), bounding radius; the candidate pairs (ncand) in MuJoCo's order, geom ids (2), dim and CAND_FLOATS
-    // parameters (margin, gap, friction (5), solref (2), solreffriction (2), solimp (5)); the pairs without a narrow
-    // phase (nmissing): geom ids (2) and margin + gap
+    // size (3), bounding radius; the candidate pairs (ncand) in MuJoCo's order, geom ids (2), dim and their row
+    // (cand_param) of the nparam rows of CAND_FLOATS parameters (margin, gap, friction (5), solref (2), solreffriction
+    // (2), solimp (5): one row per distinct parameters); the pairs without a narrow phase (nmissing): geom ids (2) and
+    // margin + gap
     const double *jnt_pos = nullptr, *body_offset = nullptr;
     // the bodies' joints as links (physai.engine.smooth.pose_links, from physai.joints.links: a free joint is three slides
     // along the world's axes and a ball), for MuJoCo's frames (smooth.h's body_poses): body b's are [body_poselinkadr,
@@ -152,9 +153,10 @@ struct Model {
     const int64_t *body_poselinkadr = nullptr, *body_poselinknum = nullptr, *poselink_type = nullptr;
     const int64_t *poselink_qposadr = nullptr, *poselink_world = nullptr;
     const double *poselink_ref = nullptr, *poselink_axis = nullptr, *poselink_anchor = nullptr;
-    int64_t ngeom = 0, ncand = 0, nmissing = 0;
+    int64_t ngeom = 0, ncand = 0, nmissing = 0, nparam = 0;
     const int64_t *geom_type = nullptr, *geom_bodyid = nullptr, *cand_geom = nullptr, *cand_dim = nullptr;
     const int64_t *missing_geom = nullptr;
+    const int64_t *cand_param = nullptr;
     const double *geom_pos = nullptr, *geom_quat = nullptr, *geom_size = nullptr, *geom_rbound = nullptr;
     const double *cand_float = nullptr, *missing_bound = nullptr;
     // each geom's box in its frame (centre, half sides: MuJoCo's geom_aabb); whether a candidate's boxes are tested
@@ -414,6 +416,7 @@ inline const char *check_constraints(const Model &m) {
             if (m.cand_geom[2 * k + a] < 0 || m.cand_geom[2 * k + a] >= m.ngeom) return "cand_geom";
         int64_t dim = m.cand_dim[k];                                                       // a contact's rows: 1, 3, 4, 6
         if (dim != 1 && dim != 3 && dim != 4 && dim != 6) return "cand_dim";
+        if (m.cand_param[k] < 0 || m.cand_param[k] >= m.nparam) return "cand_param";
     }
     for (int64_t k = 0; k < m.nmissing; k++)
         for (int a = 0; a < 2; a++)

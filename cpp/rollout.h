@@ -130,7 +130,10 @@ template <class T> struct ContactFree {
             }
             pair.push_back(index[size_t(g)]);
         }
-        for (int64_t k = 0; k < m.ncand; k++) bound.push_back(m.cand_float[CAND_FLOATS * k] + m.cand_float[CAND_FLOATS * k + 1] + SLACK);
+        for (int64_t k = 0; k < m.ncand; k++) {
+            const double *param = m.cand_float + CAND_FLOATS * m.cand_param[k];
+            bound.push_back(param[0] + param[1] + SLACK);
+        }
         for (int64_t g : geom) {
             int64_t b = m.geom_bodyid[g], l = b < 0 ? -1 : m.body_linkid[b];
             double R[9], z[3], c[3], n[3];

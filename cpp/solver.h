@@ -733,7 +733,8 @@ inline bool factor_hessian(const Model &m, ConstraintWork &w, bool &fresh) {
     }
     if (!fresh && !cones) {
         if (changed == 0) return true;
-        if (changed <= std::max(1, m.nv / 2) && update_factor(m, w)) {
+        const int nv = w.all_nv ? w.all_nv : m.nv;                    // the model's, an island's dofs gathered or not
+        if (changed <= std::max(1, nv / 2) && update_factor(m, w)) {
             std::copy(w.state.begin(), w.state.begin() + n, w.hstate.begin());
             return true;
         }
@@ -1495,10 +1496,47 @@ inline bool island_start(const Model &m, ConstraintWork &w, const double *warmst
     return std::any_of(w.force.begin(), w.force.begin() + n, [](double f) { return f != 0.0; });
 }
 
+// whether solve_islands gathers each island's dofs (island_model): when the solver's sums run over the dofs one by one
+// (Newton, CG), so that the island's dofs alone give the same numbers as every dof with the others at zero; PGS's and
+// noslip's dual problem sums four dofs at a time (dot_mj), its rounding set by where the dofs are
+inline bool gathers_islands(const Model &m) { return m.opt_solver != SOLVER_PGS && m.opt_noslip_iterations == 0; }
+
+// the island's dofs gathered, a workspace for solve_islands: a Model whose nv dofs are the island's in order, M's
+// pattern (M_rowadr, M_rownnz, M_colind, dof_parentid) in their island numbers (w.island_*; an island holds whole trees,
+// a dof's ancestors are its island's), and in w.Mt, w.d.qL, w.d.qLinv the island's entries of M, its factor and
+// reciprocal diagonal (every dof's in w.all_*); the island's rows (island_rows) with their columns renumbered into
+// w.r. M's and H's rows of the other dofs are apart from the island's, so that each of the island's entries takes the
+// same operations as on every dof: O(island) per island instead of O(nv)
+inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, const Island &island) {
+    const size_t n = island.dofs.size();
+    w.island_rowadr.resize(n), w.island_rownnz.resize(n), w.island_parent.resize(n);
+    w.island_colind.clear();
+    for (size_t a = 0; a < n; a++) w.island_local[size_t(island.dofs[a])] = int64_t(a);
+    for (size_t a = 0; a < n; a++) {
+        const int j = island.dofs[a];
+        const int64_t adr = m.M_rowadr[j], nnz = m.M_rownnz[j], at = int64_t(w.island_colind.size());
+        w.island_rowadr[a] = at, w.island_rownnz[a] = nnz;
+        w.island_parent[a] = m.dof_parentid[j] < 0 ? -1 : w.island_local[size_t(m.dof_parentid[j])];
+        for (int64_t s = 0; s < nnz; s++) {
+            w.island_colind.push_back(w.island_local[size_t(m.M_colind[adr + s])]);
+            w.Mt[size_t(at + s)] = w.all_Mt[size_t(adr + s)], w.d.qL[size_t(at + s)] = w.all_qL[size_t(adr + s)];
+        }
+        w.d.qLinv[a] = w.all_qLinv[size_t(j)];
+    }
+    Model mi = m;
+    mi.nv = int(n), mi.M_rowadr = w.island_rowadr.data(), mi.M_rownnz = w.island_rownnz.data();
+    mi.M_colind = w.island_colind.data(), mi.dof_parentid = w.island_parent.data();
+    island_rows(m, all, island, w.r);
+    for (int &c : w.r.cols) c = int(w.island_local[size_t(c)]);
+    w.r.nv = int(n);
+    return mi;
+}
+
 // run_solver on each island alone (mj_fwdConstraint with islands; _solve_islands): its rows, its dofs' qfrc_smooth and
 // start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island), iteration count
 // and stopping test, then its own noslip; dofs in no island keep a0. sol's iterations and improvement are the largest
 // over the islands, converged whether every island converged; w's rows, qacc, force and state those of all rows.
+// Newton and CG run on the island's dofs alone (island_model: the same numbers).
 inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                          int64_t iterations, const std::vector<Island> &islands, Solution &sol) {
     int nv = m.nv, n = w.r.nefc;
@@ -1510,26 +1548,41 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
     std::vector<int> state(static_cast<size_t>(n));
     bool started = island_start(m, w, warmstart, start);
     tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc.data());
+    const bool gather = gathers_islands(m);
+    if (gather) {                                                      // every dof's M and factor kept aside
+        w.island_local.resize(size_t(nv));
+        std::swap(w.Mt, w.all_Mt), std::swap(w.d.qL, w.all_qL), std::swap(w.d.qLinv, w.all_qLinv);
+        w.Mt.resize(w.all_Mt.size()), w.d.qL.resize(w.all_qL.size()), w.d.qLinv.resize(w.all_qLinv.size());
+        w.all_nv = nv;
+    }
+    const std::vector<double> &Mt = gather ? w.all_Mt : w.Mt;
     Rows all = std::move(w.r);
     sol = Solution{0, 0.0, true};
     int status = OK;
     for (const Island &island : islands) {
-        island_rows(m, all, island, w.r);
-        std::fill(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), 0.0), std::fill(warm.begin(), warm.end(), 0.0);
+        Model mi = gather ? island_model(m, w, all, island) : m;
+        if (!gather) {
+            island_rows(m, all, island, w.r);
+            std::fill(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), 0.0), std::fill(warm.begin(), warm.end(), 0.0);
+        }
         double trace = 0.0;
-        for (int j : island.dofs) {
-            size_t k = size_t(j);
-            w.qfrc_smooth[k] = qfrc[k], warm[k] = started ? start[k] : 0.0;
-            trace += w.Mt[size_t(m.M_rowadr[j] + m.M_rownnz[j] - 1)];
+        for (size_t a = 0; a < island.dofs.size(); a++) {
+            size_t k = size_t(island.dofs[a]), at = gather ? a : k;
+            w.qfrc_smooth[at] = qfrc[k], warm[at] = started ? start[k] : 0.0;
+            trace += Mt[size_t(m.M_rowadr[k] + m.M_rownnz[k] - 1)];
         }
         Solution one;
-        status = run_solver(m, w, nullptr, started ? warm.data() : nullptr, tolerance, iterations, one, 1.0 / trace, true);
+        status = run_solver(mi, w, nullptr, started ? warm.data() : nullptr, tolerance, iterations, one, 1.0 / trace, true);
         if (status != OK) break;
-        for (int j : island.dofs) qacc[size_t(j)] = w.qacc[size_t(j)];
+        for (size_t a = 0; a < island.dofs.size(); a++) qacc[size_t(island.dofs[a])] = w.qacc[gather ? a : size_t(island.dofs[a])];
         for (size_t c = 0; c < island.rows.size(); c++)
             force[size_t(island.rows[c])] = w.force[c], state[size_t(island.rows[c])] = w.state[c];
         sol.iterations = std::max(sol.iterations, one.iterations), sol.improvement = std::max(sol.improvement, one.improvement);
         sol.converged = sol.converged && one.converged;
+    }
+    if (gather) {
+        std::swap(w.Mt, w.all_Mt), std::swap(w.d.qL, w.all_qL), std::swap(w.d.qLinv, w.all_qLinv);
+        w.all_nv = 0;
     }
     w.r = std::move(all), w.qfrc_smooth = qfrc;
     std::copy(qacc.begin(), qacc.end(), w.qacc.begin());

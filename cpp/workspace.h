@@ -140,6 +140,16 @@ template <class Release, class Poll> void run_states(Workspaces &w, const Model 
     }, poll);
 }
 
+// the kept constrained-run workspaces moved so that a model keeps one where one serves (a large model's workspace is
+// its largest memory): the short runs' (sim_one) to the threads' (sims) when they have none, or a thread's to the
+// short runs' when they have none; the GIL held, and not while a call on threads holds sims (kept_workspaces)
+inline void share_kept_sim(Workspaces &w, bool to_threads) {
+    std::unique_lock<std::mutex> kept = kept_workspaces(w.sims_lock);
+    if (!kept) return;
+    if (to_threads && w.sim_one && w.sims.empty()) w.sims.push_back(std::move(w.sim_one));
+    if (!to_threads && !w.sim_one && !w.sims.empty()) w.sim_one = std::move(w.sims.back()), w.sims.pop_back();
+}
+
 // N trajectories of a rollout (cpp/simulate.h), each first set by start(lo, hi) (false: stopped) on the thread that
 // runs it: one short trajectory here with the kept workspace; otherwise on threads (a Release held), constrained ones
 // in blocks of the lanes up to the first step that may have a row (a model whose only rows are contacts: r.resume),
@@ -152,10 +162,12 @@ template <class Release, class Start, class Poll> void simulate_states(Workspace
     const Kernels &lanes = isa_kernels(active_isa());
     int64_t constrained_cost = N * r.steps * (m.nlink + 1) * 8;
     if (N == 1 && constrained_cost < 200000) {                        // short: here, the model's workspace
+        if (!w.sim_one) share_kept_sim(w, false);                      // (a thread's kept one: one workspace, not two)
         if (!w.sim_one || !ck.sim_fits(w.sim_one.get(), m, act)) w.sim_one = ConstrainedSimPtr(ck.create_sim(m, act));
         if (start(0, N)) ck.simulate_in(*w.sim_one, m, act, r, 0, N);
         return;
     }
+    if (r.constrained) share_kept_sim(w, true);                        // the short runs' workspace serves a thread
     Release release;
     int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
     if (r.constrained) {                                               // one at a time: cpp/simulate.h

@@ -17,7 +17,8 @@ from physai.engine.convex import CONVEX_PAIRS, HFIELD_PAIRS, MULTI_PAIRS
 from physai.engine.primitives import FUNCTIONS
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 from helpers import run
-from scenes import capsule_beside_a_bare_mesh, convex_points, in_mujocos_order, mesh_scene, random_scene, states, without_meshes
+from scenes import (capsule_beside_a_bare_mesh, convex_points, in_mujocos_order, mesh_scene, random_scene, sphere_pile, states,
+                    without_meshes)
 
 TOL = 1e-12
 GJK_AGREE = 1e-9   # GJK apart on curved sides: where rounding breaks a tie between faces MuJoCo's own contact moves (test_convex's note)
@@ -579,3 +580,21 @@ def test_refusal_names_the_advice_that_works_everywhere():
         trajectory = integrators.simulate(collision.ignoring_unsupported(model), Q[0], np.zeros(m.nv), m.opt.timestep, 2,
                                           constraints=True)
     assert np.isfinite(trajectory.q).all()
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_compiled_candidates_keep_each_pairs_contact_parameters(seed):
+    """The compiled model keeps one row per distinct contact parameters (native.candidate_classes): each candidate's
+    row is exactly what collision.contact_parameter_arrays gives that candidate alone (random geom parameters,
+    priorities and solmix, an explicit pair, default geoms sharing rows), and a pile of equal spheres keeps one row."""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(random_scene(seed)))
+    pairs, _ = engine_collision.candidates(model)
+    fields = native.collision_fields(model)
+    condim, friction, solref, reffric, solimp, margin, gap = engine_collision.contact_parameter_arrays(
+        model, pairs.geom[:, 0], pairs.geom[:, 1], pairs.ipair)
+    expected = np.column_stack([margin, gap, friction, solref, reffric, solimp])
+    assert np.array_equal(fields["cand_float"][fields["cand_param"]], expected)
+    assert np.array_equal(fields["cand_dim"], condim)
+    assert len(fields["cand_float"]) < len(pairs.geom)
+    pile = engine.from_mujoco(mujoco.MjModel.from_xml_string(sphere_pile(27)))
+    assert len(native.collision_fields(pile)["cand_float"]) == 1 < len(engine_collision.candidates(pile)[0].geom)

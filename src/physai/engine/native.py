@@ -338,16 +338,18 @@ def collision_fields(model: Model) -> dict:
     """The compiled Model's collision part (cpp/collision.h): joint anchors (jnt_pos), bodies' offsets in their parents
     (body_offset), the bodies' joints as links for their MuJoCo-order frames (pose_link_fields), the geoms (geom_type,
     geom_bodyid, geom_pos, geom_quat, geom_size, geom_rbound, geom_aabb), the candidate pairs
-    in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_float (n, 16): margin, gap,
-    friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates, contact_parameter_arrays) and
+    in MuJoCo's order with their contact parameters (cand_geom (n, 2), cand_dim, cand_param: the row of cand_float
+    (nparam, 16) of each: margin, gap, friction (5), solref, solreffriction (2 each), solimp (5); collision.candidates,
+    contact_parameter_arrays on one candidate of each candidate_classes row) and
     whether MuJoCo's midphase tests their boxes (cand_midphase), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
     and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes and heightfields (geom_dataid,
     Meshes' mesh_*, Hfields' hfield_*)."""
     G = model.geoms
     pairs, missing = collision.candidates(model)
+    param, first = candidate_classes(model, pairs)
     condim, friction, solref, reffric, solimp, margin, gap = collision.contact_parameter_arrays(
-        model, pairs.geom[:, 0], pairs.geom[:, 1], pairs.ipair)
+        model, pairs.geom[first, 0], pairs.geom[first, 1], pairs.ipair[first])
     floats = np.column_stack([margin, gap, friction, solref, reffric, solimp]).reshape(-1, 16)
     m1, m2 = np.array(missing, np.intp).reshape(-1, 2).T
     bounds = np.sum(collision.contact_parameter_arrays(model, m1, m2, np.full(len(m1), -1))[5:], axis=0)
@@ -356,7 +358,7 @@ def collision_fields(model: Model) -> dict:
             "geom_type": _int64(G.geom_type), "geom_bodyid": _int64(G.geom_bodyid), "geom_pos": _float64(G.geom_pos),
             "geom_quat": _float64(G.geom_quat), "geom_size": _float64(G.geom_size), "geom_rbound": _float64(G.geom_rbound),
             "geom_aabb": _float64(G.geom_aabb), "cand_geom": _int64(pairs.geom), "cand_midphase": _int64(pairs.midphase),
-            "cand_dim": _int64(condim), "cand_float": _float64(floats),
+            "cand_dim": _int64(condim[param]), "cand_param": _int64(param), "cand_float": _float64(floats),
             "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds),
             "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
             "group_end": _int64(bp.group_end), "group_always": _int64(bp.group_always), "sweep_body": _int64(bp.sweep_body),
@@ -367,6 +369,22 @@ def collision_fields(model: Model) -> dict:
             "mesh_graph_vert": graph_points(G.meshes),
             **{name: (_float64 if name in ("hfield_size", "hfield_data") else _int64)(value)
                for name, value in vars(G.hfields).items()}}
+
+
+def candidate_classes(model: Model, pairs) -> tuple[np.ndarray, np.ndarray]:
+    """(each candidate's parameter row (ncand,), the first candidate of each row (nparam,)): candidates share a row when
+    their geoms have the same contact attributes in the same order (collision.contact_parameter_arrays reads no other)
+    and neither is an explicit pair, so that the compiled model keeps one row of CAND_FLOATS per distinct parameters
+    (a pile of N equal spheres: a few rows, not N^2 / 2)."""
+    G = model.geoms
+    attributes = np.column_stack([G.geom_priority, G.geom_solmix, G.geom_solref, G.geom_solimp, G.geom_condim,
+                                  G.geom_friction, G.geom_margin, G.geom_gap]).astype(np.float64)
+    _, kind = np.unique(attributes, axis=0, return_inverse=True)
+    kind = kind.reshape(-1).astype(np.int64)
+    n = int(kind.max(initial=0)) + 1
+    key = np.where(pairs.ipair >= 0, n * n + pairs.ipair, kind[pairs.geom[:, 0]] * n + kind[pairs.geom[:, 1]])
+    _, first, param = np.unique(key, return_index=True, return_inverse=True)
+    return param.reshape(-1), first
 
 
 def graph_points(meshes) -> np.ndarray:
