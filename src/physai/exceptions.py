@@ -49,6 +49,10 @@ class UnknownFrameError(PhysaiError, LookupError):
     """The model has no site or body of this name (physai.engine.Model.frame)."""
 
 
+class UnknownQuantityError(PhysaiError, LookupError):
+    """A quantity asked of a step (step_result's observe) is not one it gives; the message lists those it does."""
+
+
 class UnknownKeyframeError(PhysaiError, LookupError):
     """The model has no keyframe of the requested name."""
 

@@ -99,7 +99,7 @@ import operator
 import functools
 import re
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 import numpy as np
@@ -107,13 +107,14 @@ import numpy as np
 from physai import collision, engine, forces, joints, tendons, trajectory_files, validation
 from physai.trajectory_files import ContactRecord
 from physai.engine import constraint, forward, model_checks, native, passive
+from physai.engine.model import WRAP_JOINT
 from physai.engine.data import RolloutInputs, StepInputs, StepOptions
 # the step matrices' pieces and the standalone free bodies live in the engine; kept here under their public names
 from physai.engine.forward import (bias_velocity_derivative, discrete_stiffness, dof_pattern, free_body_blocks,  # noqa: F401
                                    free_body_solve)
 from physai.engine.support import standalone_free_dofs  # noqa: F401
 from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
-                               ShapeError, UnsupportedModelError)
+                               ShapeError, UnknownQuantityError, UnsupportedModelError)
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -350,7 +351,7 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
 
 def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
                 euler_damping=None, constraints=None, qacc_warmstart=None, on_divergence: str = "raise",
-                act=None) -> "StepResult":
+                act=None, observe=None) -> "StepResult":
     """One step of `integrator` from one state or N, as step, with everything it produces: a StepResult (q, qd,
     qacc_warmstart, status, act). The arguments are step's; on_divergence="report" steps every state as alone and reports
     the ones that failed in status (on_divergence="raise", the default, raises, and status is all ok). A policy's loop:
@@ -361,27 +362,65 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
             q, qd, warm = r.q, r.qd, r.qacc_warmstart
             for n in r.status.failed:                                           # reset what failed; the others went on
                 q[n], qd[n] = model.qpos0, 0.0                                  # (warm[n] is zero already)
+
+    observe: names of MuJoCo's MjData fields to return in StepResult.observed (OBSERVABLE: xpos, xquat, xipos,
+    site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext, qfrc_actuator, qfrc_constraint, qacc), each with MuJoCo's shape
+    and layout (bodies as MuJoCo's ids, row 0 the world), the states' axis first: what MjData holds after mj_step then
+    mj_rnePostConstraint (Gymnasium's frame). Like MuJoCo's, they belong to the step's START (the forward pass the step
+    integrated from; RK4: its fourth stage), while q and qd are the new state; cacc and cfrc_int multiply the start's
+    cdof_dot by the NEW qd, as mj_rnePostConstraint after mj_step does. None or () (default): nothing more computed.
+    UnknownQuantityError for another name. A state that failed (on_divergence="report") has NaN there.
     """
     model = engine.as_model(model)
+    names = check_observe(observe, model)
     dt, integrator, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
     report = _reporting(on_divergence)
-    if native.on and actuators is None and xfrc_applied is None and act is None:
+    if native.on and actuators is None and xfrc_applied is None and act is None and not names:
         fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
         if fast is not None:
             return _built(StepResult, q=fast[0], qd=fast[1], qacc_warmstart=fast[2],
-                          status=_built(StepStatus, ok=_all_true(fast[0].shape[:-1]), errors={}), act=fast[3])
+                          status=_built(StepStatus, ok=_all_true(fast[0].shape[:-1]), errors={}), act=fast[3],
+                          observed={})
     options = _step_options(integrator, dt, euler_damping, constraints)
     inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart, act=act)
     if report:
-        q_next, qd_next, warm, act_next, status = _step_reporting(model, q, qd, inputs, options, actuators)
-        return StepResult(q_next, qd_next, warm, status, act_next)
-    q_next, qd_next, warm, act_next = _step_batch(model, q, qd, inputs, options, actuators)
-    return StepResult(q_next, qd_next, warm, StepStatus.all_ok(q_next.shape[:-1]), act_next)
+        q_next, qd_next, warm, act_next, status, seen = _step_reporting(model, q, qd, inputs, options, actuators, names)
+        return StepResult(q_next, qd_next, warm, status, act_next, seen)
+    q_next, qd_next, warm, act_next, seen = _step_batch(model, q, qd, inputs, options, actuators, names=names)
+    return StepResult(q_next, qd_next, warm, StepStatus.all_ok(q_next.shape[:-1]), act_next, seen)
 
 
-def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, errors: dict | None = None):
-    """step's full path: (q_next, qd_next, next warm start, act_next), each input checked. errors: None raises a state's failure; a
-    dict takes it (state index: the error) instead, the state's outputs NaN and its warm start zero."""
+#: the names step_result(..., observe=...) takes: MuJoCo's MjData fields (physai.engine.forward.OBSERVABLE)
+OBSERVABLE = forward.OBSERVABLE
+
+
+def check_observe(observe, model=None) -> tuple:
+    """observe as a tuple of names of OBSERVABLE (None: ()); UnknownQuantityError naming the valid ones for another,
+    InvalidArgumentError for what is not a name or a sequence of names; UnsupportedModelError for the bodies' forces
+    (cacc, cfrc_int, cfrc_ext) of a model with spatial tendons (MuJoCo 4 adds their forces on bodies; physai does not)."""
+    if observe is None:
+        return ()
+    names = (observe,) if isinstance(observe, str) else observe
+    try:
+        names = tuple(names)
+    except TypeError:
+        raise InvalidArgumentError(f"observe must be a sequence of names, got {observe!r}") from None
+    for name in names:
+        if not isinstance(name, str) or name not in OBSERVABLE:
+            raise UnknownQuantityError(f"observe: {name!r} is not a quantity a step gives; expected any of "
+                                       f"{', '.join(OBSERVABLE)}")
+    names = tuple(dict.fromkeys(names))
+    if model is not None and {"cacc", "cfrc_int", "cfrc_ext"} & set(names) and (model.wrap_type != WRAP_JOINT).any():
+        raise UnsupportedModelError("observe: cacc, cfrc_int and cfrc_ext of a model with spatial tendons (MuJoCo 4's "
+                                    "mj_rnePostConstraint adds the tendons' forces on the bodies; physai does not)")
+    return names
+
+
+def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, errors: dict | None = None,
+                names: tuple = ()):
+    """step's full path: (q_next, qd_next, next warm start, act_next, observed), each input checked. errors: None raises
+    a state's failure; a dict takes it (state index: the error) instead, the state's outputs NaN and its warm start
+    zero. names: the observed fields (step_result's observe), {} without."""
     (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
     N = Q.shape[1]
     per_state = lambda key, width: _per_state(key, inputs[key], width, batch)         # noqa: E731
@@ -393,12 +432,16 @@ def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, err
         if warm_batch is not None and warm_batch != N:
             raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}")
         warm = np.ascontiguousarray(np.broadcast_to(W.T, (N, model.nv)))
+    shapes = forward.observed_shapes(model)
+    seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     try:
         Qn, QDn, _, _, warm_out, A = _run_all(model, options, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T),
-                                              replace(series, warm=warm), False, errors)
+                                              replace(series, warm=warm), False, errors, seen if names else None)
     except PhysaiError as error:
         raise _worded_for_step(error) from None
-    return (Qn[:, 1], QDn[:, 1], warm_out, A[:, 1]) if batch is not None else (Qn[0, 1], QDn[0, 1], warm_out[0], A[0, 1])
+    if batch is not None:
+        return Qn[:, 1], QDn[:, 1], warm_out, A[:, 1], seen
+    return Qn[0, 1], QDn[0, 1], warm_out[0], A[0, 1], {name: x[0] for name, x in seen.items()}
 
 
 def _built(cls, **fields):
@@ -454,6 +497,8 @@ class StepResult:
                     d.qacc_warmstart after mj_step; zero without constraints, and for a state that failed)
     status:         the StepStatus: which states came through (all, with on_divergence="raise")
     act:            the next activations, (na,) or (N, na) (MuJoCo's d.act after mj_step; NaN for a state that failed)
+    observed:       {name: array} of the fields step_result's observe named (MuJoCo's shapes, the states' axis first;
+                    NaN for a state that failed); {} without
     """
 
     q: np.ndarray
@@ -461,6 +506,7 @@ class StepResult:
     qacc_warmstart: np.ndarray
     status: "StepStatus"
     act: np.ndarray | None = None
+    observed: dict = field(default_factory=dict)
 
 
 def _reporting(on_divergence) -> bool:
@@ -474,7 +520,7 @@ def _reporting(on_divergence) -> bool:
 _STATE_INPUTS = {"q": 1, "qd": 1, "ctrl": 1, "qfrc_applied": 1, "xfrc_applied": 2, "qacc_warmstart": 1, "act": 1}
 
 
-def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators):
+def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators, names: tuple = ()):
     """step with on_divergence="report": (q_next, qd_next, next warm start, act_next, StepStatus). The states whose own rows of the
     inputs are not finite, or whose q holds a zero quaternion, are left out; the others are stepped in one batch as step
     steps them (each as alone); a state that fails there is reported, not raised. A failed state's q_next and qd_next are
@@ -491,17 +537,24 @@ def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators)
     Q, QD = np.full((N, model.nq), np.nan), np.full((N, model.nv), np.nan)
     W = np.zeros((N, model.nv))
     A = np.full((N, _stateful_count(model, actuators)), np.nan)
+    shapes = forward.observed_shapes(model)
+    seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     if len(keep):
         subset = {key: rows[key][keep] if key in rows else a for key, a in arrays.items()}
         found = {}
-        Q[keep], QD[keep], W[keep], A[keep] = _step_batch(model, subset.pop("q"), subset.pop("qd"),
-                                                          {key: subset.get(key) for key in inputs}, options, actuators, found)
+        Q[keep], QD[keep], W[keep], A[keep], part = _step_batch(model, subset.pop("q"), subset.pop("qd"),
+                                                                {key: subset.get(key) for key in inputs}, options,
+                                                                actuators, found, names)
+        for name, x in part.items():
+            seen[name][keep] = x
         errors.update({int(keep[k]): _worded_for_step(error, int(keep[k])) for k, error in found.items()})
     ok = np.ones(N, bool)
     ok[list(errors)] = False
+    for x in seen.values():                                            # a failed state's fields: NaN, as its state
+        x[~ok] = np.nan
     if single:
-        return Q[0], QD[0], W[0], A[0], StepStatus(ok[0], errors)
-    return Q, QD, W, A, StepStatus(ok, errors)
+        return Q[0], QD[0], W[0], A[0], StepStatus(ok[0], errors), {name: x[0] for name, x in seen.items()}
+    return Q, QD, W, A, StepStatus(ok, errors), seen
 
 
 def _stateful_count(model, actuators) -> int:
@@ -771,14 +824,15 @@ def _activations(inputs: RolloutInputs, N: int, steps: int) -> np.ndarray:
 
 
 def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInputs, energy: bool,
-             errors: dict | None = None) -> RunOutputs:
+             errors: dict | None = None, observed: dict | None = None) -> RunOutputs:
     """The RunOutputs of N runs from q (N, nq), qd (N, nv), stepped as options say with the inputs' (N, steps, ...)
     series: compiled when the backend is native (which raises the named error of a singular matrix, naming the
     trajectory and the step), else the Python loop; with constraints, each run starts its solver from inputs.warm[n]
     (default zero) and warm_out is its last solve's qacc. A zero quaternion in an initial state is refused first;
     DivergenceError at the first diverging step in time (ties: the lowest index), on either backend. errors (a dict):
     the runs that fail are not raised but kept there (run index: its error as run alone, "the simulation ..."), their
-    outputs NaN and warm starts zero; the others' outputs stand."""
+    outputs NaN and warm starts zero; the others' outputs stand. observed: {name: (N, ...) array} filled with each run's
+    last step's observed fields (forward.DynamicsEvaluator.observed; the Python loop)."""
     batch = _Batch(model, options, steps, q, qd, inputs, energy)
     _check_output_size(model, len(q), steps)
     _refuse_zero_quaternions(model, q)
@@ -788,7 +842,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         collision.check_supported(model)
     compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
-            compiled_metric and (not constrained or native.compiled_solver(model)):
+            compiled_metric and (not constrained or native.compiled_solver(model)) and observed is None:
         if constrained:
             constraint.prepare_compiled(model)
         try:
@@ -822,7 +876,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     out.Q[:, 0], out.QD[:, 0] = q, qd
     first, failed = None, []                                           # (step, trajectory, error) of the first failure
     for n in range(N):
-        stop = _python_loop(model, options, steps, inputs.rows(n), energy, RunOutputs(*(x[n] for x in out)))
+        seen = None if observed is None else {name: x[n] for name, x in observed.items()}
+        stop = _python_loop(model, options, steps, inputs.rows(n), energy, RunOutputs(*(x[n] for x in out)), seen)
         failed += [n] if stop is not None else []
         if stop is not None and (first is None or stop[0] < first[0]):
             first = (stop[0], n, stop[1])
@@ -917,11 +972,13 @@ def _refuse_zero_quaternions(model, q: np.ndarray) -> None:
             raise InvalidStateError(f"{which} at step 1: {e}") from None
 
 
-def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool, out: RunOutputs):
+def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool, out: RunOutputs,
+                 observed: dict | None = None):
     """The simulation of one trajectory from out.Q[0], out.QD[0] step by step in Python, in place; inputs: its (steps, ...)
     ctrl, qfrc, xfrc or None; with constraints, each step's contact count into out.ncon, the solver from inputs.warm
     (default zero), its last qacc into out.warm_out. Returns None, or where the run stopped: (step k, None) when
-    Q[k + 1], QD[k + 1] are not finite, (step k, the error) when step k raised the named error of a singular matrix."""
+    Q[k + 1], QD[k + 1] are not finite, (step k, the error) when step k raised the named error of a singular matrix.
+    observed: {name: view to fill} with the last step's observed fields (DynamicsEvaluator.observed)."""
     Q, QD, E, ncon, warm_out, A = out
     acts, ctrls, applied, xfrc = inputs.actuators, inputs.ctrl, inputs.qfrc_applied, inputs.xfrc_applied
     constrained = options.constraints
@@ -931,6 +988,7 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
                             options.euler_damping, constrained, A[0].copy())
     if inputs.warm is not None:
         run.warmstart = np.array(inputs.warm, dtype=float)
+    run.observing = observed is not None
     for k in range(steps):
         run.inputs, run.ncon = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k)), None
         try:
@@ -943,6 +1001,9 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
             warm_out[:] = run.warmstart
         if not (np.isfinite(Q[k + 1]).all() and np.isfinite(QD[k + 1]).all()):
             return k, None
+        if observed and k == steps - 1:
+            for name, value in run.observed(tuple(observed), QD[k + 1]).items():
+                observed[name][...] = value
     if energy:
         E[steps] = engine.energy(model, Q[steps], QD[steps])
     return None

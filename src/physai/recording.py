@@ -25,6 +25,7 @@ import numpy as np
 
 from physai import collision, constraints, engine, forces, validation
 from physai.collision import ContactSet
+from physai.engine import constraint
 from physai.exceptions import InvalidArgumentError
 from physai.integrators import Trajectory, check_actuators, smooth_force
 from physai.trajectory_files import CONTACT_ARRAYS, ContactRecord
@@ -59,18 +60,7 @@ def contact_forces(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, x
 
 def _in_contact_frames(model, rows, efc_force: np.ndarray) -> np.ndarray:
     """(ncon, 6): each contact's rows of efc_force in its contact frame (mj_contactForce, mju_decodePyramid)."""
-    force = np.zeros((len(rows.contact_row), 6))
-    pyramidal = model.opt.cone == "pyramidal"
-    for c, (first, dim) in enumerate(zip(rows.contact_row, rows.contact_dim)):
-        if first < 0:
-            continue
-        if dim == 1 or not pyramidal:                     # frictionless, or elliptic: the rows are the components
-            force[c, :dim] = efc_force[first:first + dim]
-            continue
-        edges = efc_force[first:first + 2 * (dim - 1)]     # f_n = sum p;  f_i = (p[2i] - p[2i+1]) mu_i
-        force[c, 0] = edges.sum()
-        force[c, 1:dim] = (edges[0::2] - edges[1::2]) * rows.contact_friction[c, :dim - 1]
-    return force
+    return constraint.contact_frame_forces(model, rows, efc_force)
 
 
 def record_contacts(model, trajectory: Trajectory, ctrl=None, actuators=None, qfrc_applied=None,

@@ -662,3 +662,89 @@ def state_forces(sizes: np.ndarray, force: np.ndarray) -> list:
         return [force]
     ends = np.cumsum(sizes[:, 0]).tolist()
     return [force[a:b] for a, b in zip([0] + ends[:-1], ends)]
+
+
+# ---------------------------------------------------------------- the bodies' constraint forces (mj_rnePostConstraint)
+
+def contact_frame_forces(model: Model, r: Rows, efc_force: np.ndarray) -> np.ndarray:
+    """(ncon, 6): each contact's rows of efc_force in its contact frame, normal, two tangential, torsional, two rolling
+    [N | N m] (mj_contactForce): an elliptic contact's rows are the components; a pyramidal one's 2 (dim - 1) edge forces
+    p give sum(p) and (p[2i] - p[2i+1]) mu_i (mju_decodePyramid); zeros past dim and for a contact without rows."""
+    force = np.zeros((len(r.contact_row), 6))
+    pyramidal = model.opt.cone == "pyramidal"
+    for c, (first, dim) in enumerate(zip(r.contact_row, r.contact_dim)):
+        if first < 0:
+            continue
+        if dim == 1 or not pyramidal:                     # frictionless, or elliptic: the rows are the components
+            force[c, :dim] = efc_force[first:first + dim]
+            continue
+        edges = efc_force[first:first + 2 * (dim - 1)]     # f_n = sum p;  f_i = (p[2i] - p[2i+1]) mu_i
+        force[c, 0] = edges.sum()
+        force[c, 1:dim] = (edges[0::2] - edges[1::2]) * r.contact_friction[c, :dim - 1]
+    return force
+
+
+def _moved_wrench(torque: np.ndarray, force: np.ndarray, at: np.ndarray, to: np.ndarray) -> np.ndarray:
+    """The wrench (torque, force) acting at the point `at`, about the point `to` (mju_transformSpatial of a force):
+    (torque + (at - to) x force, force)."""
+    return np.r_[torque + np.cross(at - to, force), force]
+
+
+def body_external_forces(model: Model, com: dict, xfrc_applied: np.ndarray | None, contacts: ContactSet | None,
+                         r: Rows | None, efc_force: np.ndarray | None) -> np.ndarray:
+    """MuJoCo's cfrc_ext (nbody + 1, 6) [N m, N]: the external wrench on each body about its root's subtree_com (rows
+    and layout of smooth.com_bodies, which gives com): xfrc_applied (nbody, 6) (force, torque at the centre of mass),
+    the contact forces (the first geom's body pushed by minus the contact frame's force, the second's by plus it,
+    at the contact point) and the connect and weld forces (plus on body 1 at its anchor, minus on body 2), from the
+    solve's rows r and efc_force (mj_rnePostConstraint)."""
+    ext = np.zeros((model.nbody + 1, 6))
+    root, P = smooth.body_rootids(model), com["subtree_com"]
+    about = lambda b: P[root[b]]                                       # noqa: E731
+    if xfrc_applied is not None:
+        for b in np.flatnonzero(np.abs(xfrc_applied).sum(axis=1)).tolist():
+            ext[b + 1] += _moved_wrench(xfrc_applied[b, 3:], xfrc_applied[b, :3], com["xipos"][b + 1], about(b + 1))
+    if r is None or efc_force is None:
+        return ext
+    if contacts is not None and len(contacts.dist):
+        local = contact_frame_forces(model, r, efc_force)
+        for c in np.flatnonzero(r.contact_row >= 0).tolist():
+            F = contacts.frame[c]                                      # world = F^T local
+            torque, force = F.T @ local[c, 3:], F.T @ local[c, :3]
+            for b, sign in ((contacts.body1[c], -1.0), (contacts.body2[c], 1.0)):
+                if b >= 0:
+                    ext[b + 1] += sign * _moved_wrench(torque, force, contacts.pos[c], about(b + 1))
+    _equality_body_forces(model, com, r, efc_force, ext)
+    return ext
+
+
+def _weld_torque(model: Model, com: dict, e: int, f: np.ndarray) -> np.ndarray:
+    """The world torque on body 1 of weld e of its rotational rows' forces f (3,) (MuJoCo 4's mj_rnePostConstraint):
+    the rows' velocity is ts/2 Im(conj(q2) (0, w) q1 relquat) = ts/2 A w for the bodies' relative angular velocity w,
+    so the torque is ts/2 A^T f."""
+    b1, b2, data = model.eq_obj1id[e], model.eq_obj2id[e], model.eq_data[e]
+    q1 = com["xquat"][b1 + 1] if b1 >= 0 else np.array([1.0, 0, 0, 0])
+    q2 = com["xquat"][b2 + 1] if b2 >= 0 else np.array([1.0, 0, 0, 0])
+    quat, neg = spatial.quat_mul(q1, data[6:10]), _negate(q2)
+    A = np.array([spatial.quat_mul(_quat_axis(neg, axis), quat)[1:] for axis in np.eye(3)]).T
+    return 0.5 * data[10] * A.T @ f
+
+
+def _equality_body_forces(model: Model, com: dict, r: Rows, efc_force: np.ndarray, ext: np.ndarray) -> None:
+    """ext += the connect and weld rows' forces (world frame: force rows, then a weld's torque rows), plus on body 1 at
+    its anchor, minus on body 2 at its own (smooth.com_bodies' frames)."""
+    root, P = smooth.body_rootids(model), com["subtree_com"]
+    i = 0
+    while i < r.ne:
+        e = int(r.id[i])
+        kind, data = model.eq_type[e], model.eq_data[e]
+        if kind not in (CONNECT, WELD):
+            i += 1
+            continue
+        force = efc_force[i:i + 3]
+        torque = _weld_torque(model, com, e, efc_force[i + 3:i + 6]) if kind == WELD else np.zeros(3)
+        anchors = (data[0:3], data[3:6]) if kind == CONNECT else (data[3:6], data[0:3])
+        for b, anchor, sign in ((model.eq_obj1id[e], anchors[0], 1.0), (model.eq_obj2id[e], anchors[1], -1.0)):
+            if b >= 0:
+                at = com["xmat"][b + 1] @ anchor + com["xpos"][b + 1]
+                ext[b + 1] += sign * _moved_wrench(torque, force, at, P[root[b + 1]])
+        i += 6 if kind == WELD else 3

@@ -122,6 +122,8 @@ def rk4_step(run, q, qd):
     stages = rk4_stages(run, q, qd)
     dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
     dqd = sum(b * s[2] for b, s in zip(RK4_WEIGHTS, stages))
+    if run.last is not None:                           # MuJoCo 4 leaves the stages' weighted qacc in d.qacc
+        run.last = run.last[:2] + (dqd,) + run.last[3:]
     advance_activation(run, sum(b * a for b, a in zip(RK4_WEIGHTS, run.stage_act_dot)))   # act' from the weighted rates
     return advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
 
@@ -158,6 +160,11 @@ class DynamicsEvaluator:
         self.actuators = inputs.actuators                        # posed at the last evaluation's q (actuation.posed)
         self.detected = None                                     # (q, its contacts) of the last detection
         self.row_dofs = None                                     # (nv,) bool: the dofs the last discrete solve's rows move
+        self.observing = False                                   # keep what observed() reads (the solve's rows)
+        self.last = None                                         # the last evaluation's (q, qd, qacc, qfrc_constraint,
+                                                                 # contacts, rows, efc_force, qfrc_actuator)
+        self.qfrc_actuator = np.zeros(model.nv)                  # the last evaluation's actuator force
+        self.filled = False                                      # whether d holds velocity_stages at the last evaluation
 
     def contacts(self, q: np.ndarray):
         """The contacts at q (None when the model has no collision), detected once per q."""
@@ -177,7 +184,8 @@ class DynamicsEvaluator:
             acts = self.actuators = actuation.posed(acts, self.model, self.d, q, self.contacts(q) if adhesion else None)
         u = actuation.clamped_ctrl(acts, self.inputs.ctrl)
         self.act_dot = actuation.activation_rate(acts, u, act)
-        return actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
+        self.qfrc_actuator = actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
+        return self.qfrc_actuator
 
     def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
@@ -185,25 +193,55 @@ class DynamicsEvaluator:
         step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
         discrete_h); the dofs the rows move are kept in row_dofs."""
         if not self.constrained:
-            return solve(M, f), np.zeros(self.model.nv)
+            qacc = solve(M, f)
+            self._keep(q, qd, qacc, np.zeros(self.model.nv))
+            return qacc, np.zeros(self.model.nv)
         model, opt = self.model, self.model.opt
         contacts = self.contacts(q)
         if self.ncon is None:                          # the step's first evaluation (RK4: its first stage)
             self.ncon = 0 if contacts is None else len(contacts)
+        rows = efc_force = None
         if not discrete and native.on and native.compiled_solver(model) and self.tau is not None and \
-                np.isfinite(self.tau).all():
+                np.isfinite(self.tau).all() and not self.observing:
             qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
                                                      self.warmstart, opt.tolerance, opt.iterations)[:2]
         else:
-            if self.tau is not None:                   # the compiled evaluate left the workspace empty
+            if not self.filled:                        # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
+                self.filled = True
             rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None,
                                    step_diagonal=np.diag(M).copy() if discrete else None)
             solution = solver.solve_with(model, rows, M, f, self.warmstart)
-            qacc, qfrc = solution.qacc, solution.qfrc_constraint
+            qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
             self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
+        self._keep(q, qd, qacc, qfrc, contacts, rows, efc_force)
         return qacc, qfrc
+
+    def _keep(self, q, qd, qacc, qfrc, contacts=None, rows=None, efc_force=None) -> None:
+        """What observed() reads of this evaluation (when observing): its state, qacc, qfrc_constraint, the solve's
+        contacts, rows and efc_force, the actuator force."""
+        if self.observing:
+            self.last = (q, qd, qacc, qfrc, contacts, rows, efc_force, self.qfrc_actuator)
+
+    def observed(self, names: tuple, qd_next: np.ndarray) -> dict:
+        """{name: MuJoCo's MjData field} after this run's step to a state with velocity qd_next (nv,), as mj_step then
+        mj_rnePostConstraint leave them: the kinematics, forces and qacc of the step's last evaluation (its start state;
+        RK4: its fourth stage), cacc and cfrc_int with qd_next (MuJoCo's mix); names from OBSERVABLE (checked)."""
+        q, qd, qacc, qfrc, contacts, rows, efc_force, qfrc_actuator = self.last
+        model, d = self.model, self.d
+        if not self.filled:
+            smooth.velocity_stages(model, d, q[:, None], qd[:, None])
+        com = smooth.com_bodies(model, q)
+        out = dict(xpos=com["xpos"], xquat=com["xquat"], xipos=com["xipos"], cinert=com["cinert"], qacc=qacc,
+                   qfrc_constraint=qfrc, qfrc_actuator=qfrc_actuator, site_xpos=site_positions(model, com))
+        if {"cvel", "cacc", "cfrc_int", "cfrc_ext"} & set(names):
+            out["cvel"] = smooth.body_velocities(model, d, com)
+            out["cfrc_ext"] = constraint.body_external_forces(model, com, self.inputs.xfrc_applied, contacts, rows,
+                                                              efc_force)
+            out["cacc"], out["cfrc_int"] = smooth.rne_post_constraint(model, d, com, out["cvel"], qd_next, qacc,
+                                                                      out["cfrc_ext"])
+        return {name: np.array(out[name], dtype=float) for name in names}
 
     def step_matrix(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, integrator: str) -> np.ndarray:
         """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
@@ -248,6 +286,8 @@ class DynamicsEvaluator:
         model, d, x = self.model, self.d, self.inputs
         act = self.act if act is None else act
         self.tau = None                                # set again below once this evaluation's forces are known
+        self.filled = False
+        self.qfrc_actuator = np.zeros(model.nv)
         posed = x.actuators is not None and x.actuators.posed_each.any()
         if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and not posed and \
                 not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
@@ -266,6 +306,7 @@ class DynamicsEvaluator:
                 return M, f, potential
         Q, QD = q[:, None], qd[:, None]
         smooth.velocity_stages(model, d, Q, QD)
+        self.filled = True
         f = passive.damper_spring_force(model, q, qd) - smooth.rne(model, d, QD, None)[:, 0]
         if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
             f = f + passive.body_forces(model, d)[:, 0]
@@ -275,6 +316,26 @@ class DynamicsEvaluator:
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
             f = f + support.body_wrench_force(model, d, x.xfrc_applied)
         return M, f, potential
+
+
+#: the MjData fields a step can give besides its state (observed), with their shapes' trailing sizes
+OBSERVABLE = ("xpos", "xquat", "xipos", "site_xpos", "cinert", "cvel", "cacc", "cfrc_int", "cfrc_ext", "qfrc_actuator",
+              "qfrc_constraint", "qacc")
+
+
+def observed_shapes(model) -> dict:
+    """{name: the shape of one state's value} of OBSERVABLE (MuJoCo's: nbody + 1 bodies, the world first)."""
+    nb = model.nbody + 1
+    return dict(xpos=(nb, 3), xquat=(nb, 4), xipos=(nb, 3), site_xpos=(len(model.site_name), 3), cinert=(nb, 10),
+                cvel=(nb, 6), cacc=(nb, 6), cfrc_int=(nb, 6), cfrc_ext=(nb, 6), qfrc_actuator=(model.nv,),
+                qfrc_constraint=(model.nv,), qacc=(model.nv,))
+
+
+def site_positions(model, com: dict) -> np.ndarray:
+    """MuJoCo's site_xpos (nsite, 3) [m]: xpos + R site_pos of each site's body (com: smooth.com_bodies; a site on the
+    world: its own position)."""
+    b = model.site_bodyid + 1
+    return com["xpos"][b] + np.einsum("sij,sj->si", com["xmat"][b], model.site_pos)
 
 
 def guarded(stepper, run: "DynamicsEvaluator", q, qd):

@@ -1,0 +1,176 @@
+"""step_result(..., observe=...): MuJoCo's MjData fields after mj_step then mj_rnePostConstraint (Gymnasium's frame),
+compared live with MuJoCo on Gymnasium's Ant, Humanoid, InvertedDoublePendulum and Pusher, the G1 standing in its scene
+(contacts) and a scene with a weld and a connect (and xfrc_applied), for each integrator, one state and a batch of 3.
+
+Bound: every field within 1e-12 of MuJoCo's relative to the field's largest entry (at least 1):
+max |physai - MuJoCo| <= 1e-12 max(1, max |MuJoCo|)."""
+
+import os
+
+import gymnasium
+import mujoco
+import numpy as np
+import pytest
+
+from physai import engine, integrators, models
+from physai.exceptions import UnknownQuantityError
+
+ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+BOUND = 1e-12
+INTEGRATORS = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3, "discrete": 4}
+
+#: a weld (box to the world) and a connect (two bodies) beside a floor, sites on bodies and on the world
+EQUALITIES = """
+<mujoco>
+  <option timestep="0.002"/>
+  <worldbody>
+    <geom type="plane" size="2 2 .1"/>
+    <site name="fixed" pos=".3 .2 .1"/>
+    <body name="box" pos="0 0 .3">
+      <freejoint/>
+      <geom type="box" size=".05 .08 .04" mass="0.7"/>
+      <site name="corner" pos=".05 .08 .04"/>
+    </body>
+    <body name="arm" pos=".4 0 .5">
+      <joint name="hinge" axis="0 1 0"/>
+      <geom type="capsule" size=".03" fromto="0 0 0 .2 0 0" mass="0.4"/>
+      <body name="tip" pos=".2 0 0">
+        <joint name="ball" type="ball"/>
+        <geom type="sphere" size=".05" pos=".1 0 0" mass="0.3"/>
+      </body>
+    </body>
+    <body name="hung" pos=".7 0 .5">
+      <freejoint/>
+      <geom type="sphere" size=".04" mass="0.2"/>
+    </body>
+  </worldbody>
+  <equality>
+    <weld body1="box" relpose="0 0 .28 1 0 0 0" solref="0.03 1"/>
+    <connect body1="hung" body2="tip" anchor="0 0 0"/>
+  </equality>
+</mujoco>"""
+
+
+def load(name: str) -> mujoco.MjModel:
+    if name == "g1":
+        return models.load("unitree_g1", "scene")
+    if name == "equalities":
+        return mujoco.MjModel.from_xml_string(EQUALITIES)
+    return mujoco.MjModel.from_xml_path(os.path.join(ASSETS, name))
+
+
+def start_states(m: mujoco.MjModel, count: int, seed: int = 0):
+    """`count` states (q, qd, qacc_warmstart, ctrl) from a MuJoCo run (the G1: standing from its keyframe, its ctrl;
+    the others: a random start, random controls), 3 steps apart after a warm-up that brings the contacts."""
+    d, rng = mujoco.MjData(m), np.random.default_rng(seed)
+    if m.nkey:
+        mujoco.mj_resetDataKeyframe(m, d, 0)
+        warm_up = 20
+    else:
+        d.qpos[:] = m.qpos0 + 0.1 * rng.normal(size=m.nq)
+        mujoco.mj_normalizeQuat(m, d.qpos)
+        d.qvel[:] = rng.normal(size=m.nv)
+        warm_up = 200
+    ctrl = d.ctrl.copy() if m.nkey else rng.uniform(-1, 1, m.nu)
+    states = []
+    for k in range(warm_up + 3 * count):
+        d.ctrl[:] = ctrl
+        mujoco.mj_step(m, d)
+        if k >= warm_up and (k - warm_up) % 3 == 0:
+            states.append((d.qpos.copy(), d.qvel.copy(), d.qacc_warmstart.copy(), ctrl.copy()))
+    return states
+
+
+def mujoco_step(m, state, xfrc=None) -> mujoco.MjData:
+    """d after mj_step then mj_rnePostConstraint from state (q, qd, warm start, ctrl), xfrc (nbody, 6) or None."""
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.qacc_warmstart[:], d.ctrl[:] = state
+    if xfrc is not None:
+        d.xfrc_applied[:] = xfrc
+    mujoco.mj_step(m, d)
+    mujoco.mj_rnePostConstraint(m, d)
+    return d
+
+
+#: (model, integrator) whose step itself leaves mj_step's beyond the bound: the bound of the fields made with the step's
+#: qacc. Pusher, discrete: its object resting on the table (slides with 3 contacts) gets a discrete-step qacc of about
+#: -1.8e-8 m/s^2 where MuJoCo's is -6e-10 (the next q differs by 1.8e-12): the discrete solve's, not the observation's
+#: (the other fields within BOUND; qacc is the step's own (qd' - qd) / h, checked below)
+STEP_GAPS = {("pusher_v5.xml", "discrete"): 1e-7}
+FROM_QACC = ("qacc", "cacc", "cfrc_int")
+
+
+def assert_observed(observed: dict, refs: list, gap: float | None = None) -> dict:
+    """Every field of observed ((N, ...) arrays) within BOUND of the MjDatas' (one per state; those made with qacc within
+    gap if given); the errors by name."""
+    errors = {}
+    for name, value in observed.items():
+        ref = np.array([getattr(d, name) for d in refs])
+        assert value.shape == ref.shape, name
+        errors[name] = np.abs(value - ref).max(initial=0.0) / max(1.0, np.abs(ref).max(initial=0.0))
+        assert errors[name] <= (gap if gap and name in FROM_QACC else BOUND), (name, errors[name])
+    return errors
+
+
+MODELS = ["ant.xml", "humanoid.xml", "inverted_double_pendulum.xml", "pusher_v5.xml", "g1", "equalities"]
+
+
+@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+@pytest.mark.parametrize("name", MODELS)
+def test_observed_fields_equal_mujocos_after_mj_step_and_rne_post_constraint(name, integrator):
+    """One state and a batch of 3, every OBSERVABLE field within 1e-12 (relative to the field) of MjData's after
+    mj_step + mj_rnePostConstraint; the next state as mj_step's too."""
+    m = load(name)
+    states = start_states(m, 3)
+    m.opt.integrator = INTEGRATORS[integrator]
+    model = engine.from_mujoco(m)
+    xfrc = None
+    if name == "equalities":                                           # a push on the box and the hung sphere
+        xfrc = np.zeros((m.nbody, 6))
+        xfrc[1], xfrc[4] = (0.3, -0.2, 1.0, 0.01, 0.02, -0.03), (0.1, 0.0, -0.2, 0.0, 0.01, 0.0)
+    refs = [mujoco_step(m, s, xfrc) for s in states]
+    Q, QD, W, U = (np.array(x) for x in zip(*states))
+    args = dict(integrator=integrator, xfrc_applied=None if xfrc is None else xfrc[1:], observe=integrators.OBSERVABLE)
+    if not m.nu:
+        U = [None] * len(Q)
+    gap = STEP_GAPS.get((name, integrator))
+    one = integrators.step_result(model, Q[0], QD[0], ctrl=U[0], qacc_warmstart=W[0], **args)
+    assert_observed({k: v[None] for k, v in one.observed.items()}, refs[:1], gap)
+    assert np.abs(one.q - refs[0].qpos).max() < (gap or 1e-12)
+    batch = integrators.step_result(model, Q, QD, ctrl=U if m.nu else None, qacc_warmstart=W, **args)
+    assert_observed(batch.observed, refs, gap)
+    if integrator == "discrete":                      # the discrete step's qacc is its step map (qd' - qd) / h
+        step_qacc = (batch.qd - QD) / m.opt.timestep
+        assert np.abs(batch.observed["qacc"] - step_qacc).max() <= 1e-9 * max(1.0, np.abs(step_qacc).max())
+    if name in ("ant.xml", "g1", "equalities"):
+        assert max(d.ncon for d in refs) > 0                           # the contacts' part of cfrc_ext is tried
+
+
+def test_no_observe_computes_nothing_and_an_unknown_name_is_named():
+    m = load("inverted_double_pendulum.xml")
+    model = engine.from_mujoco(m)
+    r = integrators.step_result(model, model.qpos0, np.zeros(model.nv))
+    assert r.observed == {}
+    assert integrators.step_result(model, model.qpos0, np.zeros(model.nv), observe=()).observed == {}
+    with pytest.raises(UnknownQuantityError, match="cfrc_ext"):
+        integrators.step_result(model, model.qpos0, np.zeros(model.nv), observe=("cfrc_ext", "subtree_com"))
+
+
+@pytest.mark.parametrize("integrator", ["euler", "rk4"])
+def test_a_failed_state_of_a_reported_batch_has_nan_fields_and_the_others_are_as_alone(integrator):
+    """Ant, 4 states from its run: state 1 with qd 1e300 diverges, state 3's ctrl is NaN. With on_divergence="report"
+    and observe, their fields are NaN and the others' equal each stepped alone (1e-14)."""
+    m = load("ant.xml")
+    states = start_states(m, 4)
+    model = engine.from_mujoco(m)
+    Q, QD, W, U = (np.array(x) for x in zip(*states))
+    QD[1, 6], U[3, 0] = 1e300, np.nan
+    r = integrators.step_result(model, Q, QD, integrator=integrator, ctrl=U, qacc_warmstart=W, on_divergence="report",
+                                observe=integrators.OBSERVABLE)
+    assert r.status.failed == [1, 3]
+    for name, value in r.observed.items():
+        assert np.isnan(value[[1, 3]]).all(), name
+        for n in (0, 2):
+            alone = integrators.step_result(model, Q[n], QD[n], integrator=integrator, ctrl=U[n], qacc_warmstart=W[n],
+                                            observe=(name,)).observed[name]
+            assert np.abs(value[n] - alone).max(initial=0.0) <= 1e-14 * max(1.0, np.abs(alone).max(initial=0.0)), name
