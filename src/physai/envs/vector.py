@@ -135,8 +135,10 @@ class PhysaiVectorEnv(VectorEnv):
 
     def _forward(self, b: Batch) -> dict:
         """The body quantities of states b as mj_forward leaves them after mj_resetData: those of the first frame of a
-        step from b (its forward pass at b's state, warm start zero), with what mj_forward does not compute zero."""
-        r = integrators.step_result(self.model, b.q, b.qd, ctrl=b.ctrl, qacc_warmstart=np.zeros_like(b.qd),
+        step from b (its forward pass at b's state, warm start zero), with what mj_forward does not compute zero. The
+        step is Euler's, whose observed fields are those at its start state (RK4's are its last stage's)."""
+        r = integrators.step_result(self.model, b.q, b.qd, integrator="euler", ctrl=b.ctrl,
+                                    qacc_warmstart=np.zeros_like(b.qd),
                                     on_divergence="report", observe=self.task.observe)
         return {k: (np.zeros_like(v) if k in _ZERO_AT_RESET else v) for k, v in r.observed.items()}
 
