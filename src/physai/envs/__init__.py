@@ -16,6 +16,8 @@ from physai import extras
 
 extras.require("gymnasium", "envs", "physai.envs")
 
+import gymnasium  # noqa: E402
+
 from physai.envs.tasks import TASKS  # noqa: E402
 from physai.envs.vector import PhysaiVectorEnv, task_class  # noqa: E402
 
@@ -39,7 +41,6 @@ def _vector_entry(task: str):
 def register() -> None:
     """Register physai/<task> for every task with gymnasium (done on import): gymnasium.make_vec("physai/Ant-v5",
     num_envs=64) then builds a PhysaiVectorEnv with the registered max_episode_steps."""
-    import gymnasium
     for name in TASKS:
         env_id = "physai/" + name
         if env_id not in gymnasium.registry:

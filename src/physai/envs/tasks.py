@@ -17,6 +17,7 @@ mj_forward), batch axis first (xpos (N, nbody, 3), cfrc_ext (N, nbody, 6), ...).
 import os
 from dataclasses import dataclass
 
+import gymnasium
 import mujoco
 import numpy as np
 
@@ -35,8 +36,7 @@ class Batch:
 
 def assets_dir() -> str:
     """Gymnasium's MuJoCo XML files (gymnasium/envs/mujoco/assets)."""
-    import gymnasium.envs.mujoco as gm
-    return os.path.join(os.path.dirname(gm.__file__), "assets")
+    return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 
 
 def _rows_sum(x: np.ndarray) -> np.ndarray:

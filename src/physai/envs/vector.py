@@ -21,6 +21,7 @@ info["divergence"]; the autoreset then resets it while the others go on. Nothing
 
 import inspect
 
+import gymnasium
 import numpy as np
 from gymnasium import spaces
 from gymnasium.utils import seeding
@@ -74,7 +75,6 @@ class PhysaiVectorEnv(VectorEnv):
             raise UnsupportedModelError(f"{cls.name} observes {', '.join(self.task.observe)}, which this physai's "
                                         "step_result does not compute (observe=...)")
         if max_episode_steps == "registered":
-            import gymnasium
             max_episode_steps = gymnasium.spec(cls.name).max_episode_steps
         self.max_episode_steps = max_episode_steps
         self.num_envs, self.render_mode = num_envs, None
