@@ -134,6 +134,12 @@ class Fields {
     }
     // the object itself (an array, an Actuators or None: its reader checks it)
     nb::handle object(const char *name) { return get(name); }
+    // whether the mapping holds `name` (an optional field)
+    bool has(const char *name) {
+        PyObject *x = PyDict_GetItemWithError(dict_.ptr(), key(name));
+        if (!x && PyErr_Occurred()) throw nb::python_error();
+        return x != nullptr;
+    }
     // a copy of the int64 array `name` of this shape (an entry -1: any length, returned in *free)
     const int64_t *ints(const char *name, std::initializer_list<int64_t> shape, int64_t *free = nullptr) {
         IArr a = array<IArr>(name, shape, free, "int64");
@@ -712,6 +718,9 @@ const Actuators &actuators_option(const Model &m, nb::handle x, const char *who)
     return na.act;
 }
 
+// the numbers of a state's observed fields (cpp/observe.h's observe_offsets: 44 per body and the world, 3 per site, 3 nv)
+inline int64_t observe_width(const Model &m) { return 44 * (int64_t(m.nbody) + 1) + 3 * m.nsite + 3 * int64_t(m.nv); }
+
 // ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with a dict of named options
 // (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping; steps, with_energy,
 // constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
@@ -740,7 +749,19 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     r.qfrc = series(o.object("qfrc_applied"), N, r.steps, m.nv, "rollout: qfrc_applied (N, steps, nv)");
     r.xfrc = series(o.object("xfrc_applied"), N, r.steps, 6 * int64_t(m.nbody), "rollout: xfrc_applied (N, steps, 6 nbody)");
     nb::handle warm = o.object("warm"), act_in = o.object("act");
+    nb::handle observe = o.has("observe") ? o.object("observe") : nb::none();
+    nb::handle observe_body = o.has("observe_body") ? o.object("observe_body") : nb::none();
     o.done();
+    if (!observe.is_none()) {                                          // (N, W) and (nbody, 13) float64, C order
+        PyArrayObject *ob = float64_array(observe, 2), *bb = float64_array(observe_body, 2);
+        if (!r.constrained || r.steps != 1 || !ob || !bb || int64_t(PyArray_DIM(ob, 0)) != N ||
+            int64_t(PyArray_DIM(ob, 1)) != observe_width(m) || !PyArray_IS_C_CONTIGUOUS(ob) ||
+            !PyArray_ISWRITEABLE(ob) || int64_t(PyArray_DIM(bb, 0)) != m.nbody || PyArray_DIM(bb, 1) != 13 ||
+            !PyArray_IS_C_CONTIGUOUS(bb))
+            throw nb::value_error("rollout: observe (N, W) and observe_body (nbody, 13), float64 in C order, one "
+                                  "constrained step");
+        r.observe = static_cast<double *>(PyArray_DATA(ob)), r.observe_body = static_cast<const double *>(PyArray_DATA(bb));
+    }
     if (act->nu && !r.ctrl.data) throw nb::value_error("rollout: the actuators need ctrl");
     const npy_intp da[3] = {npy_intp(N), npy_intp(r.steps + 1), act->na};
     void *av;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "constraint.h"
+#include "observe.h"
 #include "rollout.h"
 #include "solver.h"
 
@@ -25,8 +26,46 @@ struct ConstrainedRun {
     ConstraintWork c;
     std::vector<double> warm, diag;
     int64_t ncon = -1, near = -1;
-    explicit ConstrainedRun(const Model &model) : m(model), c(model), warm(size_t(model.nv), 0.0), diag(size_t(model.nv)) {}
+    Observe obs;                                   // the observed fields (Rollout::observe): obs.out null when not asked
+    const Actuators *act = nullptr;                // the step's actuators and workspace (their forces, xfrc_applied)
+    const SimData<double> *w = nullptr;
+    explicit ConstrainedRun(const Model &model)
+        : m(model), c(model), warm(size_t(model.nv), 0.0), diag(size_t(model.nv)), obs(model) {}
 };
+
+// the observed fields of the evaluation that just solved (its state q, qd in stages; the step's last evaluation ends
+// with them): all but cacc and cfrc_int, which need the new velocity (observe_end)
+inline void observe_accel(ConstrainedRun &s, const Data<double> &stages, const double *q, const double *qacc,
+                          const double *qfrc) {
+    const Model &m = s.m;
+    Observe &o = s.obs;
+    com_bodies(m, o, q);
+    for (int64_t k = 0; k < m.nsite; k++) {                            // site_xpos = xpos + R site_pos
+        int64_t b = m.site_bodyid[k] + 1;
+        double *x = o.out + o.off.site_xpos + 3 * k;
+        mat3_times(&o.xmat[size_t(9 * b)], m.site_pos + 3 * k, x);
+        for (int a = 0; a < 3; a++) x[a] += o.out[o.off.xpos + 3 * b + a];
+    }
+    body_velocities(m, o, stages);
+    body_external_forces(m, o, s.w->x.has_xfrc ? s.w->x.xfrc.data() : nullptr, s.c.r, s.c.force.data());
+    actuator_joint_force(m, *s.act, s.w->x, s.w->force.data(), o.out + o.off.qfrc_actuator);
+    std::copy(qfrc, qfrc + m.nv, o.out + o.off.qfrc_constraint);
+    std::copy(qacc, qacc + m.nv, o.out + o.off.qacc);
+}
+
+// the step's end: cacc and cfrc_int with the new velocity qd; RK4's qacc is its stages' weighted sum (w.dqd), as
+// MuJoCo 4's d.qacc; a trajectory that stopped: its row NaN
+inline void observe_end(ConstrainedRun &s, const Rollout &r, int64_t n, bool ok) {
+    const Model &m = s.m;
+    Observe &o = s.obs;
+    if (!ok) {
+        std::fill(o.out, o.out + o.off.W, std::nan(""));
+        return;
+    }
+    double *qacc = o.out + o.off.qacc;
+    if (r.opt.integrator == RK4) std::copy(s.w->dqd.begin(), s.w->dqd.end(), qacc);
+    rne_post_constraint(m, o, r.QD + (n * (r.steps + 1) + r.steps) * m.nv, qacc);
+}
 
 // a simulation's workspace: the steppers' and the constraint context, for actuators of nu controls, na activations and
 // arms of the configuration or not (posed: the state's arms), and the model as it was (with its constraint part or not:
@@ -71,6 +110,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
     if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
+    if (s.obs.out) observe_accel(s, stages, q, qacc, qfrc);
     return OK;
 }
 
@@ -89,7 +129,8 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
                                     int64_t hi) {
     SimData<double> &w = sim.w;
     ConstrainedRun &run = sim.run;
-    run.r = &r;
+    run.r = &r, run.act = &act, run.w = &w;
+    run.obs.body = r.observe_body;
     Constrain con{&run, constrained_accel, constrained_stepped};
     if (!r.constrained) {                                              // the smooth dynamics, in this workspace
         for (int64_t n = lo; n < hi; n++) r.status[n] = simulate_one(m, act, w, r, n);
@@ -100,7 +141,10 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
         run.ncon = run.near = -1;
+        run.obs.out = r.observe ? r.observe + n * run.obs.off.W : nullptr;
         r.status[n] = simulate_one(m, act, w, r, n, &con, r.resume ? r.resume[n] : 0);
+        if (run.obs.out) observe_end(run, r, n, r.status[n] == -1);
+        run.obs.out = nullptr;
         r.near[n] = run.near;
         std::copy(run.warm.begin(), run.warm.end(), r.warm_out + size_t(n) * nv);
     }

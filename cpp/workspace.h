@@ -169,7 +169,7 @@ template <class Release, class Start, class Poll> void simulate_states(Workspace
         std::atomic<int> slot{0};
         threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) {
             if (!start(lo, hi)) return;
-            lanes.simulate(m, act, r, lo, hi);                         // the steps before the first contact, in lanes
+            if (!r.observe) lanes.simulate(m, act, r, lo, hi);         // the steps before the first contact, in lanes
             if (kept) ck.simulate_in(*w.sims[size_t(slot.fetch_add(1))], m, act, r, lo, hi);
             else ck.simulate(m, act, r, lo, hi);
         }, poll);

@@ -375,12 +375,13 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
     names = check_observe(observe, model)
     dt, integrator, euler_damping, constraints = model_options(model, dt, integrator, euler_damping, constraints)
     report = _reporting(on_divergence)
-    if native.on and actuators is None and xfrc_applied is None and act is None and not names:
-        fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart)
+    if native.on and actuators is None and xfrc_applied is None and act is None:
+        fast = _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart,
+                              names)
         if fast is not None:
             return _built(StepResult, q=fast[0], qd=fast[1], qacc_warmstart=fast[2],
                           status=_built(StepStatus, ok=_all_true(fast[0].shape[:-1]), errors={}), act=fast[3],
-                          observed={})
+                          observed=fast[4])
     options = _step_options(integrator, dt, euler_damping, constraints)
     inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart, act=act)
     if report:
@@ -592,15 +593,20 @@ def _worded_for_step(error: Exception, state: int | None = None) -> Exception:
     return worded
 
 
-def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart):
-    """step's fast path on the compiled backend: (q_next, qd_next, next warm start) from one call of the rollout kernel,
-    which checks the arrays itself; None whenever anything is not plainly well formed (the full path then names what is
-    wrong) or the run diverged. Written for a policy's loop (a few microseconds of Python per call)."""
+def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart,
+                   names: tuple = ()):
+    """step's fast path on the compiled backend: (q_next, qd_next, next warm start, act, observed) from one call of the
+    rollout kernel, which checks the arrays itself; None whenever anything is not plainly well formed (the full path then
+    names what is wrong) or the run diverged. Written for a policy's loop (a few microseconds of Python per call).
+    names: the observed fields (step_result's observe), computed in the compiled step (cpp/observe.h) for a model with
+    constraints and without gravity compensation (else None: the full path computes them)."""
     code = native.INTEGRATOR_CODES.get(integrator) if type(integrator) is str else None
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
         return None
     if (constraints and not native.compiled_solver(model)) or not native.runs(model):
+        return None
+    if names and (not constraints or model.body_gravcomp.any()):
         return None
     if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators):
         return None                                                # the NumPy engine's discrete metric
@@ -639,22 +645,57 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     try:                                                           # the options' fields made once, the inputs per call
         fields = native.step_fields(model, integrator, float(dt), bool(euler_damping), bool(constraints)).copy()
         fields["ctrl"], fields["qfrc_applied"], fields["warm"] = inputs[0], inputs[1], warm
+        if names:
+            if not native.compiled(model).has_constraints:
+                return None
+            seen = np.empty((N, _observe_width(model)))
+            fields["observe"], fields["observe_body"] = seen, _observe_bodies(model)
         Q, QD, _, stopped, _, near, warm_out, A = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv),
                                                                  fields)
     except (PhysaiError, ValueError):
         return None
+    observed = _observed_fields(model, seen[0] if single else seen, names) if names else {}
     if single:
         if stopped[0] >= 0:
             return None
         if near[0] >= 0:
             collision.warn_near(model, [int(near[0])], stacklevel=3)
-        return Q[0, 1], QD[0, 1], warm_out[0], A[0, 1]
+        return Q[0, 1], QD[0, 1], warm_out[0], A[0, 1], observed
     stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
     if max(stopped) >= 0:
         return None
     if max(near) >= 0:
         collision.warn_near(model, sorted(set(near) - {-1}), stacklevel=3)
-    return Q[:, 1], QD[:, 1], warm_out, A[:, 1]
+    return Q[:, 1], QD[:, 1], warm_out, A[:, 1], observed
+
+
+def _observe_width(model) -> int:
+    """The numbers of one state's observed fields, all of OBSERVABLE in order (cpp/observe.h's row)."""
+    return sum(int(np.prod(shape)) for shape in forward.observed_shapes(model).values())
+
+
+@functools.lru_cache(maxsize=16)
+def _observe_layout(model) -> tuple:
+    """((name, start, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets)."""
+    layout, start = [], 0
+    for name, shape in forward.observed_shapes(model).items():
+        layout.append((name, start, shape))
+        start += int(np.prod(shape))
+    return tuple(layout)
+
+
+@functools.lru_cache(maxsize=16)
+def _observe_bodies(model) -> np.ndarray:
+    """(nbody, 13) the bodies' constants the compiled step's observation reads: mass, ipos (3), inertia (9, body frame)."""
+    return np.ascontiguousarray(np.concatenate([model.body_mass[:, None], model.body_ipos,
+                                                model.body_inertia.reshape(-1, 9)], axis=1), dtype=float)
+
+
+def _observed_fields(model, row: np.ndarray, names: tuple) -> dict:
+    """{name: its part of the compiled step's rows (..., W), shaped (..., *shape)} for the names asked."""
+    lead = row.shape[:-1]
+    return {name: row[..., start:start + int(np.prod(shape))].reshape(lead + shape)
+            for name, start, shape in _observe_layout(model) if name in names}
 
 
 _BOOLS = (bool, np.bool_)
