@@ -41,7 +41,8 @@ def episodes(env, policies: np.ndarray, mu: np.ndarray, sigma: np.ndarray, seed:
     return returns, steps
 
 
-def main():
+def main(argv=None) -> list:
+    """Run ARS; the mean return of each iteration's episodes, in order."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--iterations", type=int, default=40)
     parser.add_argument("--directions", type=int, default=16)
@@ -50,7 +51,7 @@ def main():
     parser.add_argument("--noise", type=float, default=0.025)
     parser.add_argument("--horizon", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     rng = np.random.default_rng(args.seed)
     env = physai.envs.make_vec("Hopper-v5", num_envs=2 * args.directions, max_episode_steps=args.horizon)
     nu, n_obs = env.single_action_space.shape[0], env.single_observation_space.shape[0]
@@ -60,7 +61,7 @@ def main():
     print(f"ARS V2-t on Hopper-v5 (physai.envs): {args.directions} directions, top {args.top}, "
           f"step {args.step_size}, noise {args.noise}, horizon {args.horizon}, seed {args.seed}")
     print(f"{'iteration':>9}{'mean return':>13}{'best':>9}{'env steps':>11}{'seconds':>9}")
-    t0 = time.perf_counter()
+    t0, curve = time.perf_counter(), []
     for it in range(args.iterations):
         delta = rng.standard_normal((args.directions, nu, n_obs))
         policies = np.repeat(M[None], 2 * args.directions, axis=0)
@@ -77,6 +78,8 @@ def main():
         mu = total / count
         sigma = np.sqrt(np.maximum(squares / count - mu ** 2, 1e-4))
         print(f"{it:>9}{R.mean():>13.1f}{R.max():>9.1f}{steps:>11}{time.perf_counter() - t0:>9.1f}", flush=True)
+        curve.append(R.mean())
+    return curve
 
 
 if __name__ == "__main__":

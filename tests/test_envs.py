@@ -18,7 +18,6 @@ from physai.envs.tasks import TASKS
 from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
 
 N, SEED, RTOL = 8, 3, 1e-8
-NEEDS_BODY_QUANTITIES = sorted(name for name, cls in TASKS.items() if cls.observe)
 
 
 def _relative(a, b) -> float:

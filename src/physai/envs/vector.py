@@ -19,8 +19,6 @@ ends with truncated=True, reward 0, its last finite observation, and info["diver
 info["divergence"]; the autoreset then resets it while the others go on. Nothing raises for the batch.
 """
 
-import inspect
-
 import gymnasium
 import numpy as np
 from gymnasium import spaces
@@ -30,8 +28,7 @@ from gymnasium.vector.utils import batch_space
 
 from physai import engine, integrators
 from physai.envs.tasks import TASKS, Batch
-from physai.exceptions import (InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError,
-                               UnsupportedModelError)
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
 
 #: Observed at a reset as after Gymnasium's mj_resetData + mj_forward, which computes neither (zero).
 _ZERO_AT_RESET = ("cfrc_ext", "cfrc_int", "cacc", "qfrc_actuator")
@@ -71,9 +68,6 @@ class PhysaiVectorEnv(VectorEnv):
             raise InvalidArgumentError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, "
                                        f"got {autoreset_mode!r}") from None
         self.task = cls(**kwargs)
-        if self.task.observe and "observe" not in inspect.signature(integrators.step_result).parameters:
-            raise UnsupportedModelError(f"{cls.name} observes {', '.join(self.task.observe)}, which this physai's "
-                                        "step_result does not compute (observe=...)")
         if max_episode_steps == "registered":
             max_episode_steps = gymnasium.spec(cls.name).max_episode_steps
         self.max_episode_steps = max_episode_steps
