@@ -9,6 +9,7 @@
 // order (observe_offsets).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -43,12 +44,12 @@ struct Observe {
     const double *body = nullptr;
     double *out = nullptr;
     ObserveOffsets off;
-    std::vector<double> xmat, com, cdof, cdof_dot, center, lacc, f;
+    std::vector<double> xmat, com, cdof, cdof_dot, center, lacc, mass, smass;
     std::vector<int64_t> root;
     explicit Observe(const Model &m) : off(observe_offsets(m)) {
         size_t B = size_t(m.nbody) + 1, V = size_t(m.nv), L = size_t(m.nlink);
         xmat.resize(9 * B), com.resize(3 * B), cdof.resize(6 * V), cdof_dot.resize(6 * V), center.resize(3 * L);
-        lacc.resize(6 * (L + 1)), f.resize(6 * B), root.resize(B);
+        lacc.resize(6 * (L + 1)), mass.resize(B), smass.resize(B), root.resize(B);
     }
 };
 
@@ -73,7 +74,8 @@ inline void com_bodies(const Model &m, Observe &o, const double *q) {
     xquat[0] = 1.0, xquat[1] = xquat[2] = xquat[3] = 0.0;
     for (int k = 0; k < 9; k++) xmat[k] = k % 4 == 0 ? 1.0 : 0.0;
     body_poses(m, q, xpos + 3, xquat + 4, xmat + 9);
-    std::vector<double> mass(size_t(B), 0.0);
+    std::vector<double> &mass = o.mass, &smass = o.smass;
+    mass[0] = 0.0;
     for (int64_t b = 1; b < B; b++) {                                  // xipos = xpos + R ipos
         const double *c = o.body + 13 * (b - 1);
         mass[size_t(b)] = c[0];
@@ -84,7 +86,7 @@ inline void com_bodies(const Model &m, Observe &o, const double *q) {
     }
     o.root[0] = 0;
     // subtree_com = sum m xipos / sum m over the subtree (xipos where it has no mass)
-    std::vector<double> smass(mass);
+    std::copy(mass.begin(), mass.end(), smass.begin());
     for (int64_t b = 0; b < B; b++)
         for (int a = 0; a < 3; a++) com[3 * b + a] = mass[size_t(b)] * xipos[3 * b + a];
     for (int64_t b = B - 1; b > 0; b--) {

@@ -110,7 +110,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
     if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
-    if (s.obs.out) observe_accel(s, stages, q, qacc, qfrc);
+    if (s.obs.out && update_warm) observe_accel(s, stages, q, qacc, qfrc);      // the step's last evaluation
     return OK;
 }
 

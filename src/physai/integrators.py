@@ -1,7 +1,9 @@
 """A simulator independent of MuJoCo at run time: MuJoCo's five integrators, step by step, in its order.
 
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
-    step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise")  -> StepResult (q, qd, qacc_warmstart, status)
+    step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise", observe=None)
+                                                            -> StepResult (q, qd, qacc_warmstart, status, act, observed)
+    body_quantities(model, q, qd, names=OBSERVABLE, ...)    -> {name: MjData field} (mj_forward + mj_rnePostConstraint)
     simulate(model, q0, qd0, dt=None, steps=<required>, integrator=None, ...)                  -> Trajectory
     rollout(model, q0 (N, nq), qd0 (N, nv), dt=None, steps=<required>, integrator=None, ...)   -> Trajectory (N, ...)
     (all take euler_damping=False to reproduce MuJoCo with mjDSBL_EULERDAMP: damping explicit in Euler)
@@ -667,6 +669,47 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if max(near) >= 0:
         collision.warn_near(model, sorted(set(near) - {-1}), stacklevel=3)
     return Q[:, 1], QD[:, 1], warm_out, A[:, 1], observed
+
+
+def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
+                    constraints=None, qacc_warmstart=None, act=None) -> dict:
+    """{name: MuJoCo's MjData field} at (q, qd) outside a step, as mj_forward then mj_rnePostConstraint leave them:
+    names from OBSERVABLE (step_result's observe; UnknownQuantityError for another), each with MuJoCo's shape (bodies as
+    MuJoCo's ids, row 0 the world), for one state (q (nq,), qd (nv,)) or N ((N, nq), (N, nv): the states' axis first).
+    The inputs are step_result's (ctrl, actuators, qfrc_applied, xfrc_applied, act: one row or one per state); with
+    constraints (None: the model's) the contacts at q are solved from qacc_warmstart (zero by default). One forward pass
+    per state on the NumPy engine (its compiled pieces inside)."""
+    model = engine.as_model(model)
+    names = check_observe(names, model)
+    _, _, euler_damping, constraints = model_options(model, None, None, None, constraints)
+    (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
+    N = Q.shape[1]
+    per_state = lambda key, x, width: _per_state(key, x, width, batch)                  # noqa: E731
+    series = _series_inputs(model, actuators, per_state("ctrl", ctrl, 1), per_state("qfrc_applied", qfrc_applied, 1),
+                            per_state("xfrc_applied", xfrc_applied, 2), N, 1, batched=True, act=act, batch=batch)
+    warm = None if qacc_warmstart is None else np.broadcast_to(validation.to_float("qacc_warmstart", qacc_warmstart,
+                                                                                   "numbers"), (N, model.nv))
+    shapes = forward.observed_shapes(model)
+    out = {name: np.empty((N,) + shapes[name]) for name in names}
+    for n in range(N):
+        row = series.rows(n)
+        run = forward.DynamicsEvaluator(model, model.opt.timestep, StepInputs(row.actuators, _first(row.ctrl),
+                                        _first(row.qfrc_applied), _first(row.xfrc_applied)), euler_damping, constraints,
+                                        None if row.act is None else np.array(row.act, dtype=float))
+        if warm is not None:
+            run.warmstart = np.array(warm[n], dtype=float)
+        run.observing = True
+        q_n, qd_n = np.ascontiguousarray(Q[:, n]), np.ascontiguousarray(QD[:, n])
+        M, f, _ = run.evaluate(q_n, qd_n)
+        run.acceleration(q_n, qd_n, M, f)
+        for name, value in run.observed(names, qd_n).items():
+            out[name][n] = value
+    return out if batch is not None else {name: x[0] for name, x in out.items()}
+
+
+def _first(x):
+    """Row 0 of a one-step series (1, ...) (None stays None)."""
+    return None if x is None else x[0]
 
 
 def _observe_width(model) -> int:
