@@ -92,6 +92,7 @@ FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}
 #: slow tests, by file and name (all their parameters): over 0.5 s together in a full run (pytest --durations=0) on a
 #: 2-core machine loaded by other jobs (3-5 times slower than alone); a new test is fast until listed here
 SLOW = {
+    "test_envs.py": {"test_synced_matches_gymnasium_1000", "test_free_running_matches_gymnasium"},
     "test_passive.py": {"test_fish_with_its_tendon_springs_follows_mj_step", "test_swimmer_follows_mj_step",
                         "test_step_derivatives_in_a_fluid", "test_implicitfast_solves_a_free_body_in_a_fluid_with_its_damping"},
     "test_tendons.py": {
@@ -190,6 +191,7 @@ SLOW = {
         "test_not_finite_or_not_numbers", "test_sizes", "test_teaching_layer_agrees", "test_wrong_length",
     },
     "test_examples.py": {
+        "test_ars_raises_the_hopper_return_reproducibly",
         "test_contact_example_follows_mj_step", "test_ik_reaches_the_h1_targets_within_its_ranges",
         "test_lqr_from_step_derivatives_balances_the_arm_upright", "test_panda_grasp_lifts_the_box_as_mj_step",
         "test_g1_squat_follows_mj_step",

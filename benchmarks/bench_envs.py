@@ -1,0 +1,58 @@
+"""Environment steps per second of physai.envs beside Gymnasium's SyncVectorEnv of its own MuJoCo v5 tasks, in one run.
+
+    uv run python benchmarks/bench_envs.py                                  # Ant, Walker2d, Humanoid; 64 envs
+    uv run python benchmarks/bench_envs.py --tasks Hopper-v5 Ant-v5 --envs 64 --steps 200
+
+For each task: physai.envs.make_vec(task, num_envs=N) and gymnasium.make_vec(task, num_envs=N,
+vectorization_mode="sync"), both reset with seed 0 and stepped with the same uniformly random actions
+(numpy.random.default_rng(0), float32 within the action space), autoresets included. Environment steps per second
+(N per env.step) of each, best of 3 rounds of --steps steps (wall clock; the first step of a round untimed), and the
+ratio physai / Gymnasium (target >= 10 on Ant, Walker2d and Humanoid). physai runs on PHYSAI_NUM_THREADS threads
+(default every core); Gymnasium's SyncVectorEnv on one. The machine's load (os.getloadavg) is printed with the table.
+"""
+
+import argparse
+import os
+import time
+
+import gymnasium
+import numpy as np
+
+import physai.envs
+from physai.engine import native
+
+
+def rate(env, actions: np.ndarray) -> float:
+    """Environment steps per second of env over the actions (T, N, nu): best of 3 rounds, after one untimed step."""
+    best = 0.0
+    for _ in range(3):
+        env.reset(seed=0)
+        env.step(actions[0])
+        t0 = time.perf_counter()
+        for a in actions[1:]:
+            env.step(a)
+        best = max(best, (len(actions) - 1) * actions.shape[1] / (time.perf_counter() - t0))
+    return best
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--tasks", nargs="+", default=["Ant-v5", "Walker2d-v5", "Humanoid-v5"])
+    parser.add_argument("--envs", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=100)
+    args = parser.parse_args()
+    print(f"{args.envs} environments, {args.steps} steps, best of 3; physai backend "
+          f"{'compiled' if native.on else 'numpy'}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print(f"{'task':<26}{'physai steps/s':>16}{'Gymnasium steps/s':>20}{'ratio':>8}")
+    for task in args.tasks:
+        ours = physai.envs.make_vec(task, num_envs=args.envs)
+        theirs = gymnasium.make_vec(task, num_envs=args.envs, vectorization_mode="sync")
+        space = theirs.single_action_space
+        rng = np.random.default_rng(0)
+        actions = rng.uniform(space.low, space.high, size=(args.steps + 1, args.envs, space.shape[0])).astype(np.float32)
+        p, g = rate(ours, actions), rate(theirs, actions)
+        print(f"{task:<26}{p:>16,.0f}{g:>20,.0f}{p / g:>7.1f}x", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,263 @@
+"""One gymnasium.vector.VectorEnv of N copies of a v5 task, stepped by physai's batched, compiled step_result.
+
+Each env.step(actions) is frame_skip calls of physai.integrators.step_result over the environments that step (one
+compiled call per frame for all of them), then the task's observations, rewards and terminations over the batch.
+What Gymnasium's SyncVectorEnv of the same task does one environment at a time is done here for all at once:
+
+    per environment    MuJoCo / Gymnasium                          here
+    action             d.ctrl = action (clamped to ctrlrange        ctrl = actions as float64 (step_result clamps it
+                       inside mj_step when ctrllimited)              the same way); the costs read the actions unclamped
+    simulation         mj_step(m, d, nstep=frame_skip)              frame_skip step_result calls, qacc_warmstart carried
+                       + mj_rnePostConstraint                        along, body quantities observed at the last frame
+    reset              mj_resetData + reset_model (np_random)       the same draws from the same per-environment
+                       + mj_forward                                  Generator, warm start zero, ctrl zero
+    TimeLimit          truncated at max_episode_steps               the same counter per environment
+    autoreset          NEXT_STEP / SAME_STEP / DISABLED             the same three modes
+
+A state that stops being finite (or a step that fails) is reported by step_result per environment: that environment
+ends with truncated=True, reward 0, its last finite observation, and info["diverged"] True with the reason in
+info["divergence"]; the autoreset then resets it while the others go on. Nothing raises for the batch.
+"""
+
+import gymnasium
+import numpy as np
+from gymnasium import spaces
+from gymnasium.utils import seeding
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space
+
+from physai import engine, integrators
+from physai.envs.tasks import TASKS, Batch
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
+
+#: Observed at a reset as after Gymnasium's mj_resetData + mj_forward, which computes neither (zero).
+_ZERO_AT_RESET = ("cfrc_ext", "cfrc_int", "cacc", "qfrc_actuator")
+
+
+def task_class(name: str):
+    """The Task class of a Gymnasium id ("Ant-v5", also "physai/Ant-v5"); UnknownModelError for another."""
+    key = name.split("/", 1)[1] if isinstance(name, str) and name.startswith("physai/") else name
+    if key not in TASKS:
+        raise UnknownModelError(f"no task {name!r}; physai.envs has {sorted(TASKS)}")
+    return TASKS[key]
+
+
+class PhysaiVectorEnv(VectorEnv):
+    """N environments of one Gymnasium v5 MuJoCo task, as gymnasium.make_vec(id, num_envs=N) builds them.
+
+    task:              a Gymnasium id, e.g. "Ant-v5"
+    num_envs:          N >= 1
+    max_episode_steps: TimeLimit's (default the id's registered value: 1000, 50 for Reacher, 100 for Pusher);
+                       None for no limit
+    autoreset_mode:    gymnasium.vector.AutoresetMode or its value ("NextStep" default, "SameStep", "Disabled")
+    **kwargs:          the task's keyword arguments (Gymnasium's: reward weights, reset_noise_scale, healthy ranges,
+                       exclude_current_positions_from_observation, frame_skip, xml_file ...)
+    """
+
+    def __init__(self, task: str, num_envs: int = 1, max_episode_steps="registered",
+                 autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None, **kwargs):
+        super().__init__()
+        cls = task_class(task)
+        if type(num_envs) is not int or num_envs < 1:
+            raise InvalidArgumentError(f"num_envs must be a positive int, got {num_envs!r}")
+        if render_mode is not None:
+            raise InvalidArgumentError(f"render_mode {render_mode!r}: physai.envs does not render yet (None only)")
+        try:
+            self.autoreset_mode = AutoresetMode(autoreset_mode)
+        except ValueError:
+            raise InvalidArgumentError(f"autoreset_mode must be one of {[m.value for m in AutoresetMode]}, "
+                                       f"got {autoreset_mode!r}") from None
+        self.task = cls(**kwargs)
+        if max_episode_steps == "registered":
+            max_episode_steps = gymnasium.spec(cls.name).max_episode_steps
+        self.max_episode_steps = max_episode_steps
+        self.num_envs, self.render_mode = num_envs, None
+        self.model = engine.from_mujoco(self.task.mj)
+        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": [],
+                         "render_fps": int(np.round(1.0 / self.task.dt))}
+        low, high = self.task.mj.actuator_ctrlrange.copy().astype(np.float32).T
+        self.single_action_space = spaces.Box(low=low, high=high, dtype=np.float32)
+        self.single_observation_space = spaces.Box(-np.inf, np.inf, (self.task.observation_size(),), np.float64)
+        self.action_space = batch_space(self.single_action_space, num_envs)
+        self.observation_space = batch_space(self.single_observation_space, num_envs)
+        self._state = self.task.zero_batch(num_envs)
+        self._warm = np.zeros((num_envs, self.model.nv))
+        self._elapsed = np.zeros(num_envs, np.int64)
+        self._rngs = [None] * num_envs
+        self._autoreset = np.zeros(num_envs, bool)
+        self._obs = np.zeros(self.observation_space.shape)
+        self._started = False
+
+    # ---- reset ----
+
+    def reset(self, *, seed=None, options=None):
+        """(obs (N, obs_size), info): every environment reset, or those of options["reset_mask"] (N,) bool. seed: an
+        int (environment i seeded with seed + i, as SyncVectorEnv), a list of N ints or None."""
+        N = self.num_envs
+        seeds = [None] * N if seed is None else [seed + i for i in range(N)] if isinstance(seed, int) else list(seed)
+        if len(seeds) != N:
+            raise InvalidArgumentError(f"seed: {len(seeds)} seeds for {N} environments")
+        mask = np.ones(N, bool)
+        if options is not None and "reset_mask" in options:
+            mask = options["reset_mask"]
+            if not isinstance(mask, np.ndarray) or mask.shape != (N,) or mask.dtype != np.bool_ or not mask.any():
+                raise InvalidArgumentError(f"options['reset_mask'] must be a bool array of shape ({N},) with a True")
+        for i in np.flatnonzero(mask):
+            if seeds[i] is not None or self._rngs[i] is None:
+                self._rngs[i], _ = seeding.np_random(seeds[i])
+        self._autoreset[mask] = False
+        info = self._reset_envs(np.flatnonzero(mask))
+        self._started = True
+        return self._obs.copy(), info
+
+    def _reset_envs(self, idx: np.ndarray) -> dict:
+        """Reset environments idx (mj_resetData + reset_model + mj_forward): their state, observation; their info."""
+        if len(idx) == 0:
+            return {}
+        s = self._state
+        for i in idx:
+            s.q[i], s.qd[i] = self.task.reset_state(self._rngs[i])
+        s.ctrl[idx], self._warm[idx], self._elapsed[idx] = 0.0, 0.0, 0
+        if self.task.observe:
+            sub = Batch(s.q[idx], s.qd[idx], s.ctrl[idx], {})
+            sub.observed = self._forward(sub)
+            for k, v in sub.observed.items():
+                s.observed[k][idx] = v
+        sub = Batch(s.q[idx], s.qd[idx], s.ctrl[idx], {k: v[idx] for k, v in s.observed.items()})
+        self._obs[idx] = self.task.observation(sub)
+        return self._vector_info(self.task.reset_info(sub), idx)
+
+    def _forward(self, b: Batch) -> dict:
+        """The body quantities of states b as mj_forward leaves them after mj_resetData: those of the first frame of a
+        step from b (its forward pass at b's state, warm start zero), with what mj_forward does not compute zero. The
+        step is Euler's, whose observed fields are those at its start state (RK4's are its last stage's)."""
+        r = integrators.step_result(self.model, b.q, b.qd, integrator="euler", ctrl=b.ctrl,
+                                    qacc_warmstart=np.zeros_like(b.qd),
+                                    on_divergence="report", observe=self.task.observe)
+        return {k: (np.zeros_like(v) if k in _ZERO_AT_RESET else v) for k, v in r.observed.items()}
+
+    # ---- step ----
+
+    def step(self, actions):
+        """(obs (N, obs_size), reward (N,), terminated (N,), truncated (N,), info) after one step of each environment;
+        actions (N, nu) within the action space (outside it, ctrl is clamped as MuJoCo clamps it; the costs read the
+        actions as given). ShapeError for another shape, InvalidArgumentError for a NaN or infinite action."""
+        if not self._started:
+            raise InvalidStateError("step before reset: call env.reset() first")
+        a = self._checked(actions)
+        N = self.num_envs
+        reward, terminated, truncated = np.zeros(N), np.zeros(N, bool), np.zeros(N, bool)
+        resetting = self._autoreset & (self.autoreset_mode != AutoresetMode.SAME_STEP)
+        if self.autoreset_mode == AutoresetMode.DISABLED and resetting.any():
+            raise InvalidStateError(f"environments {np.flatnonzero(resetting).tolist()} ended and autoreset_mode is "
+                                    "Disabled: reset them with reset(options={'reset_mask': ...}) first")
+        info = {}
+        if self.autoreset_mode == AutoresetMode.NEXT_STEP and resetting.any():
+            info = self._reset_envs(np.flatnonzero(resetting))
+        idx = np.flatnonzero(~resetting)
+        if len(idx):
+            step_info, r, term, trunc, done = self._step_envs(idx, a[idx])
+            reward[idx], terminated[idx], truncated[idx] = r, term, trunc
+            if self.autoreset_mode == AutoresetMode.SAME_STEP and done.any():
+                ended = idx[done]
+                final_info = self._vector_info({k: v[done] for k, v in step_info.items()}, ended)
+                final_obs = np.full(N, None, dtype=object)
+                for i in ended:
+                    final_obs[i] = self._obs[i].copy()
+                mask = np.zeros(N, bool)
+                mask[ended] = True
+                step_info = {k: np.where(_widen(~done, v), v, 0) for k, v in step_info.items()}
+                info = _merged(info, self._vector_info(step_info, idx, present=~done))
+                info.update({"final_obs": final_obs, "_final_obs": mask, "final_info": final_info,
+                             "_final_info": mask.copy()})
+                info = _merged(info, self._reset_envs(ended))
+            else:
+                info = _merged(info, self._vector_info(step_info, idx))
+        self._autoreset = terminated | truncated
+        return self._obs.copy(), reward, terminated, truncated, info
+
+    def _checked(self, actions) -> np.ndarray:
+        """actions as an (N, nu) float array (float32 kept: Gymnasium's costs are computed in the actions' dtype)."""
+        a = np.asarray(actions)
+        shape = (self.num_envs, self.model.nu)
+        if a.shape != shape:
+            raise ShapeError(f"actions must have shape {shape} (num_envs, action size), got {a.shape}")
+        if not np.issubdtype(a.dtype, np.floating):
+            a = a.astype(np.float64)
+        if not np.isfinite(a).all():
+            bad = np.flatnonzero(~np.isfinite(a).all(axis=1)).tolist()
+            raise InvalidArgumentError(f"actions of environments {bad} are not finite (NaN or infinite)")
+        return a
+
+    def _step_envs(self, idx: np.ndarray, action: np.ndarray):
+        """Step environments idx frame_skip frames: (info, reward, terminated, truncated, done) over idx."""
+        s, task = self._state, self.task
+        every = len(idx) == self.num_envs
+        pick = (lambda x: x) if every else (lambda x: x[idx])                      # noqa: E731
+        before = Batch(pick(s.q), pick(s.qd), pick(s.ctrl), {k: pick(v) for k, v in s.observed.items()})
+        x_before = task.before(before)
+        ctrl = action.astype(np.float64)
+        q, qd, warm = before.q, before.qd, pick(self._warm)
+        failed = {}
+        for frame in range(task.frame_skip):
+            last = frame == task.frame_skip - 1
+            kw = {"observe": task.observe} if last and task.observe else {}
+            r = integrators.step_result(self.model, q, qd, ctrl=ctrl, qacc_warmstart=warm, on_divergence="report", **kw)
+            q, qd, warm = r.q, r.qd, r.qacc_warmstart
+            for n in r.status.failed:
+                failed.setdefault(n, r.status.messages[n])
+                q[n], qd[n], warm[n] = task.init_qpos, 0.0, 0.0      # stepped on as a rest state, then reset
+        after = Batch(q, qd, ctrl, dict(r.observed) if task.observe else {})
+        reward, terminated, info = task.outcome(after, x_before, action)
+        obs = task.observation(after)
+        self._elapsed[idx] += 1
+        limit = self.max_episode_steps
+        truncated = self._elapsed[idx] >= limit if limit is not None else np.zeros(len(idx), bool)
+        if failed:
+            bad = np.array(sorted(failed))
+            obs[bad], reward[bad], terminated[bad], truncated[bad] = self._obs[idx[bad]], 0.0, False, True
+            info["diverged"] = np.zeros(len(idx), bool)
+            info["diverged"][bad] = True
+            info["divergence"] = np.array([failed.get(n, "") for n in range(len(idx))], dtype=object)
+        self._store(idx, every, after, warm, obs)
+        return info, reward, terminated, truncated, terminated | truncated
+
+    def _store(self, idx, every, after: Batch, warm, obs) -> None:
+        """The stepped environments' new state, warm start and observation."""
+        s = self._state
+        s.q[idx], s.qd[idx], s.ctrl[idx], self._warm[idx], self._obs[idx] = after.q, after.qd, after.ctrl, warm, obs
+        for k, v in after.observed.items():
+            s.observed[k][idx] = v
+
+    def _vector_info(self, values: dict, idx: np.ndarray, present=None) -> dict:
+        """Gymnasium's vector info: for each name an (N,) array with the values of environments idx and a mask
+        "_name" (True where present)."""
+        out = {}
+        for k, v in values.items():
+            v = np.asarray(v)
+            full = np.zeros((self.num_envs,) + v.shape[1:], v.dtype) if v.dtype != object else \
+                np.full(self.num_envs, None, object)
+            full[idx] = v
+            mask = np.zeros(self.num_envs, bool)
+            mask[idx] = True if present is None else present
+            out[k], out["_" + k] = full, mask
+        return out
+
+
+def _merged(info: dict, new: dict) -> dict:
+    """Two vector infos as one: a name in both takes each environment's value from the one whose mask holds it."""
+    out = dict(info)
+    for k, v in new.items():
+        if k.startswith("_"):
+            continue
+        if k in info and "_" + k in info:
+            mask = new["_" + k]
+            out[k], out["_" + k] = np.where(_widen(mask, v), v, info[k]), mask | info["_" + k]
+        else:
+            out[k], out["_" + k] = v, new["_" + k]
+    return out
+
+
+def _widen(mask: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """mask (n,) broadcast against v (n, ...)."""
+    return mask.reshape(mask.shape + (1,) * (np.ndim(v) - 1))

@@ -1,0 +1,169 @@
+"""physai.envs against Gymnasium's own MuJoCo v5 environments, computed live: gymnasium.make_vec(id, num_envs=8,
+vectorization_mode="sync") and physai.envs.make_vec(id, num_envs=8) under the same seed and the same random actions.
+
+Two comparisons per task:
+- synced: before each step physai's environments take the state of Gymnasium's (qpos, qvel, qacc_warmstart, ctrl and
+  the body quantities MjData holds), so every step, reward, termination, truncation and autoreset (with its random
+  draws) is checked from the same state, over the whole run;
+- free-running: both run on their own; this holds within 1e-8 as long as the task does not amplify the ~1e-15
+  differences of one step (contact-rich and chaotic tasks do: see docs/envs.md).
+"""
+
+import gymnasium
+import numpy as np
+import pytest
+
+import physai.envs
+from physai.envs.tasks import TASKS
+from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
+
+N, SEED, RTOL = 8, 3, 1e-8
+
+
+def _relative(a, b) -> float:
+    """max |a - b| / max(1, |b|) (relative for large values, absolute near zero)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return float(np.max(np.abs(a - b) / np.maximum(1.0, np.abs(b)))) if a.size else 0.0
+
+
+def _sync(p, g) -> None:
+    """physai's environments set to the state of Gymnasium's: qpos, qvel, warm start, ctrl, observed quantities."""
+    s = p._state
+    for i, env in enumerate(g.envs):
+        d = env.unwrapped.data
+        s.q[i], s.qd[i], p._warm[i], s.ctrl[i] = d.qpos, d.qvel, d.qacc_warmstart, d.ctrl
+        for name in s.observed:
+            s.observed[name][i] = getattr(d, name)
+
+
+def _compare(task, steps, synced, kwargs=None, autoreset_mode=None, scale=1.0):
+    """Run Gymnasium's and physai's vector envs side by side: the worst relative error of observations and rewards,
+    the number of episodes that ended, and where termination or truncation first differed (None if never)."""
+    kwargs = kwargs or {}
+    vk = {} if autoreset_mode is None else {"autoreset_mode": autoreset_mode}
+    g = gymnasium.make_vec(task, num_envs=N, vectorization_mode="sync", vector_kwargs=vk, **kwargs)
+    p = physai.envs.make_vec(task, num_envs=N, **vk, **kwargs)
+    assert p.single_observation_space == g.single_observation_space
+    assert p.single_action_space == g.single_action_space
+    og, _ = g.reset(seed=SEED)
+    op, _ = p.reset(seed=SEED)
+    worst, ended = _relative(op, og), 0
+    rng = np.random.default_rng(SEED)
+    low, high = g.single_action_space.low, g.single_action_space.high
+    for k in range(steps):
+        a = (scale * rng.uniform(low, high, size=(N, len(low)))).astype(np.float32)
+        if synced:
+            _sync(p, g)
+        og, rg, tg, ug, ig = g.step(a)
+        op, rp, tp, up, ip = p.step(a)
+        worst = max(worst, _relative(op, og), _relative(rp, rg))
+        if "final_obs" in ig:
+            done = ig["_final_obs"]
+            assert np.array_equal(done, ip["_final_obs"])
+            worst = max(worst, _relative(np.stack(ip["final_obs"][done]), np.stack(ig["final_obs"][done])))
+        if not (np.array_equal(tp, tg) and np.array_equal(up, ug)):
+            return worst, ended, k
+        ended += int(np.sum(tg | ug))
+    return worst, ended, None
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_synced_matches_gymnasium(task):
+    """100 steps of each task from Gymnasium's state at every step: observations and rewards within 1e-8."""
+    worst, _, differ = _compare(task, 100, synced=True)
+    assert differ is None and worst < RTOL, (task, worst, differ)
+
+
+@pytest.mark.parametrize("task", sorted(TASKS))
+def test_synced_matches_gymnasium_1000(task):
+    """1,000 steps (several episodes ended and autoreset) from Gymnasium's state at every step."""
+    worst, ended, differ = _compare(task, 1000, synced=True)
+    assert differ is None and worst < RTOL, (task, worst, differ, ended)
+
+
+@pytest.mark.parametrize("task", ["Hopper-v5", "InvertedPendulum-v5", "Walker2d-v5"])
+def test_free_running_matches_gymnasium(task):
+    """1,000 steps run on their own (no syncing), episodes ending and autoreset on both sides at the same steps."""
+    worst, ended, differ = _compare(task, 1000, synced=False)
+    assert differ is None and worst < RTOL and ended > 0, (task, worst, differ, ended)
+
+
+@pytest.mark.parametrize("mode", ["SameStep", "Disabled"])
+def test_autoreset_modes(mode):
+    """SAME_STEP (final_obs and the reset observation in one step) and DISABLED as Gymnasium's, on a task that ends
+    often; DISABLED: stepping an ended environment is refused by name, a masked reset restarts it."""
+    if mode == "SameStep":
+        worst, ended, differ = _compare("InvertedPendulum-v5", 300, synced=False, autoreset_mode=mode)
+        assert differ is None and worst < RTOL and ended > 10, (worst, differ, ended)
+        return
+    p = physai.envs.make_vec("InvertedPendulum-v5", num_envs=N, autoreset_mode=mode)
+    p.reset(seed=SEED)
+    a = np.full((N, 1), 3.0, np.float32)
+    while True:
+        _, _, terminated, truncated, _ = p.step(a)
+        if (terminated | truncated).any():
+            break
+    with pytest.raises(InvalidStateError):
+        p.step(a)
+    p.reset(options={"reset_mask": terminated | truncated})
+    p.step(a)
+
+
+def test_keyword_arguments_as_gymnasium():
+    """Reward weights, reset noise, healthy ranges and the full observation as Gymnasium takes them."""
+    kwargs = dict(ctrl_cost_weight=0.5, reset_noise_scale=0.05, healthy_angle_range=(-0.5, 0.5), frame_skip=3,
+                  exclude_current_positions_from_observation=False)
+    worst, ended, differ = _compare("Hopper-v5", 200, synced=False, kwargs=kwargs)
+    assert differ is None and worst < RTOL and ended > 0, (worst, differ, ended)
+
+
+def test_out_of_range_actions_as_gymnasium():
+    """Actions 3 times the range: ctrl clamped by the simulation, the control cost of the actions as given."""
+    worst, _, differ = _compare("Walker2d-v5", 100, synced=True, scale=3.0)
+    assert differ is None and worst < RTOL, (worst, differ)
+
+
+def test_registered_with_gymnasium():
+    env = gymnasium.make_vec("physai/Hopper-v5", num_envs=4)
+    assert isinstance(env.unwrapped, physai.envs.PhysaiVectorEnv)
+    assert env.unwrapped.max_episode_steps == gymnasium.spec("Hopper-v5").max_episode_steps
+    obs, _ = env.reset(seed=0)
+    assert obs.shape == (4,) + gymnasium.make("Hopper-v5").observation_space.shape
+
+
+def test_a_diverging_environment_is_reset_alone():
+    """A state that stops being finite ends its episode (truncated, info["diverged"]) and is reset next step; the
+    other environments step exactly as in a run without it."""
+    ref = physai.envs.make_vec("Hopper-v5", num_envs=4)
+    env = physai.envs.make_vec("Hopper-v5", num_envs=4)
+    ref.reset(seed=1)
+    env.reset(seed=1)
+    env._state.qd[2, 3] = 1e300                                     # environment 2's thigh spins beyond any float
+    a = np.zeros((4, 3), np.float32)
+    o_ref, r_ref, *_ = ref.step(a)
+    obs, reward, terminated, truncated, info = env.step(a)
+    assert truncated[2] and not terminated[2] and info["diverged"][2] and info["_diverged"].all()
+    assert "state" in info["divergence"][2] and np.isfinite(obs).all()
+    others = [0, 1, 3]
+    assert np.array_equal(obs[others], o_ref[others]) and np.array_equal(reward[others], r_ref[others])
+    obs, reward, terminated, truncated, info = env.step(a)             # next step: reset (NEXT_STEP autoreset)
+    assert reward[2] == 0.0 and not truncated[2] and np.isfinite(obs).all()
+
+
+def test_bad_input_is_named():
+    env = physai.envs.make_vec("Hopper-v5", num_envs=2)
+    with pytest.raises(InvalidStateError):
+        env.step(np.zeros((2, 3)))                                  # before reset
+    env.reset(seed=0)
+    with pytest.raises(ShapeError):
+        env.step(np.zeros((2, 4)))
+    with pytest.raises(ShapeError):
+        env.step(np.zeros(3))
+    with pytest.raises(InvalidArgumentError):
+        env.step(np.array([[0.0, np.nan, 0.0], [0.0, 0.0, 0.0]]))
+    with pytest.raises(UnknownModelError):
+        physai.envs.make_vec("Hoppr-v5", num_envs=2)
+    with pytest.raises(InvalidArgumentError):
+        physai.envs.make_vec("Hopper-v5", num_envs=2, ctrl_cost=1.0)
+    with pytest.raises(InvalidArgumentError):
+        physai.envs.make_vec("Hopper-v5", num_envs=0)
