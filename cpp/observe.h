@@ -1,9 +1,9 @@
 // What a step observes (physai.integrators.step_result's observe; forward.DynamicsEvaluator.observed): MuJoCo's MjData
 // fields after mj_step then mj_rnePostConstraint, one state (double), mirroring the NumPy text function by function:
-//     com_bodies            xpos, xquat, xipos, subtree_com, cinert            (smooth.com_bodies: mj_kinematics, mj_comPos)
-//     body_velocities       cvel                                                (smooth.body_velocities: mj_comVel)
-//     body_external_forces  cfrc_ext: xfrc_applied, contacts, connect, weld    (constraint.body_external_forces)
-//     rne_post_constraint   cacc, cfrc_int                                      (smooth.rne_post_constraint)
+//     com_bodies            xpos, xquat, xipos, subtree_com, cinert            (observe.com_bodies: mj_kinematics, mj_comPos)
+//     body_velocities       cvel                                                (observe.body_velocities: mj_comVel)
+//     body_external_forces  cfrc_ext: xfrc_applied, contacts, connect, weld    (observe.body_external_forces)
+//     rne_post_constraint   cacc, cfrc_int                                      (observe.rne_post_constraint)
 // Rows of MuJoCo's bodies (row 0 the world, physai's body b row b + 1), spatial vectors (angular, linear) about the
 // subtree centre of mass of the body's tree root. The fields sit in one row of W numbers per state, in OBSERVABLE's
 // order (observe_offsets).
@@ -24,7 +24,7 @@ namespace physai {
 namespace {
 
 // the fields' offsets in a state's row: xpos, xquat, xipos, site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext,
-// qfrc_actuator, qfrc_constraint, qacc, then W (forward.observed_shapes)
+// qfrc_actuator, qfrc_constraint, qacc, then W (observe.observed_shapes)
 struct ObserveOffsets {
     int64_t xpos, xquat, xipos, site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext, qfrc_actuator, qfrc_constraint, qacc, W;
 };
@@ -65,7 +65,7 @@ inline void add_moved_wrench(const double *torque, const double *force, const do
     for (int a = 0; a < 3; a++) w[a] += sign * (torque[a] + t[a]), w[3 + a] += sign * force[a];
 }
 
-// xpos, xquat, xipos, cinert into the row, subtree_com into o.com, xmat and the roots (smooth.com_bodies)
+// xpos, xquat, xipos, cinert into the row, subtree_com into o.com, xmat and the roots (observe.com_bodies)
 inline void com_bodies(const Model &m, Observe &o, const double *q) {
     double *xpos = o.out + o.off.xpos, *xquat = o.out + o.off.xquat, *xipos = o.out + o.off.xipos;
     double *cinert = o.out + o.off.cinert, *xmat = o.xmat.data(), *com = o.com.data();
@@ -137,7 +137,7 @@ inline void to_root_com(const Model &m, const Observe &o, const double *v, doubl
 }
 
 // cvel into the row from the evaluation's velocity stages d; the links' centres, cdof and cdof_dot kept
-// (smooth.body_velocities)
+// (observe.body_velocities)
 inline void body_velocities(const Model &m, Observe &o, const Data<double> &d) {
     for (int64_t L = 0; L < m.nlink; L++)
         for (int a = 0; a < 3; a++) o.center[size_t(3 * L + a)] = d.xpos[size_t(3 * m.link_centerid[L] + a)];
@@ -163,7 +163,7 @@ inline void weld_torque(const Model &m, const Observe &o, int64_t e, const doubl
 }
 
 // cfrc_ext into the row: xfrc (nbody, 6: force, torque at the centre of mass) or null, the contacts' forces (rows r,
-// forces force) and the connect and weld forces (constraint.body_external_forces)
+// forces force) and the connect and weld forces (observe.body_external_forces)
 inline void body_external_forces(const Model &m, Observe &o, const double *xfrc, const Rows &r, const double *force) {
     double *ext = o.out + o.off.cfrc_ext;
     const double *xipos = o.out + o.off.xipos, *xpos = o.out + o.off.xpos;
@@ -227,7 +227,7 @@ inline void actuator_joint_force(const Model &m, const Actuators &act, const Ste
         if (act.dof_forcelimited[j]) t[j] = vclamp(t[j], act.dof_forcerange[2 * j], act.dof_forcerange[2 * j + 1]);
 }
 
-// cacc and cfrc_int into the row with the new velocity qd (nv) and the step's qacc (smooth.rne_post_constraint):
+// cacc and cfrc_int into the row with the new velocity qd (nv) and the step's qacc (observe.rne_post_constraint):
 // cacc = cacc_parent + cdof_dot qd + cdof qacc over the links (the world: (0, -gravity)), moved to the roots'
 // subtree_com; cfrc_int = cinert cacc + cvel x* (cinert cvel) - cfrc_ext summed over each body's subtree
 inline void rne_post_constraint(const Model &m, Observe &o, const double *qd, const double *qacc) {

@@ -31,7 +31,7 @@ LAYERS = [
     ["physai.engine.loaders"],
     ["physai.engine.batching", "physai.engine.native"],
     ["physai.engine.constraint"],
-    ["physai.engine.island"],
+    ["physai.engine.island", "physai.engine.observe"],
     ["physai.engine.solver", "physai.engine.inverse"],
     ["physai.engine.api", "physai.engine.configuration"],
     ["physai.engine.chunked", "physai.engine.forward"],

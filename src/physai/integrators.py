@@ -108,7 +108,7 @@ import numpy as np
 
 from physai import collision, engine, forces, joints, tendons, trajectory_files, validation
 from physai.trajectory_files import ContactRecord
-from physai.engine import constraint, forward, model_checks, native, passive
+from physai.engine import constraint, forward, model_checks, native, observe, passive
 from physai.engine.model import WRAP_JOINT
 from physai.engine.data import RolloutInputs, StepInputs, StepOptions
 # the step matrices' pieces and the standalone free bodies live in the engine; kept here under their public names
@@ -393,8 +393,8 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
     return StepResult(q_next, qd_next, warm, StepStatus.all_ok(q_next.shape[:-1]), act_next, seen)
 
 
-#: the names step_result(..., observe=...) takes: MuJoCo's MjData fields (physai.engine.forward.OBSERVABLE)
-OBSERVABLE = forward.OBSERVABLE
+#: the names step_result(..., observe=...) takes: MuJoCo's MjData fields (physai.engine.observe.OBSERVABLE)
+OBSERVABLE = observe.OBSERVABLE
 
 
 def check_observe(observe, model=None) -> tuple:
@@ -435,7 +435,7 @@ def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, err
         if warm_batch is not None and warm_batch != N:
             raise ShapeError(f"qacc_warmstart has {warm_batch} states, q has {batch or 'one'}")
         warm = np.ascontiguousarray(np.broadcast_to(W.T, (N, model.nv)))
-    shapes = forward.observed_shapes(model)
+    shapes = observe.observed_shapes(model)
     seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     try:
         Qn, QDn, _, _, warm_out, A = _run_all(model, options, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T),
@@ -540,7 +540,7 @@ def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators,
     Q, QD = np.full((N, model.nq), np.nan), np.full((N, model.nv), np.nan)
     W = np.zeros((N, model.nv))
     A = np.full((N, _stateful_count(model, actuators)), np.nan)
-    shapes = forward.observed_shapes(model)
+    shapes = observe.observed_shapes(model)
     seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     if len(keep):
         subset = {key: rows[key][keep] if key in rows else a for key, a in arrays.items()}
@@ -689,7 +689,7 @@ def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, q
                             per_state("xfrc_applied", xfrc_applied, 2), N, 1, batched=True, act=act, batch=batch)
     warm = None if qacc_warmstart is None else np.broadcast_to(validation.to_float("qacc_warmstart", qacc_warmstart,
                                                                                    "numbers"), (N, model.nv))
-    shapes = forward.observed_shapes(model)
+    shapes = observe.observed_shapes(model)
     out = {name: np.empty((N,) + shapes[name]) for name in names}
     for n in range(N):
         row = series.rows(n)
@@ -714,14 +714,14 @@ def _first(x):
 
 def _observe_width(model) -> int:
     """The numbers of one state's observed fields, all of OBSERVABLE in order (cpp/observe.h's row)."""
-    return sum(int(np.prod(shape)) for shape in forward.observed_shapes(model).values())
+    return sum(int(np.prod(shape)) for shape in observe.observed_shapes(model).values())
 
 
 @functools.lru_cache(maxsize=16)
 def _observe_layout(model) -> tuple:
     """((name, start, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets)."""
     layout, start = [], 0
-    for name, shape in forward.observed_shapes(model).items():
+    for name, shape in observe.observed_shapes(model).items():
         layout.append((name, start, shape))
         start += int(np.prod(shape))
     return tuple(layout)

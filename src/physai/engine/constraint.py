@@ -166,12 +166,13 @@ class _Builder:
                     np.array(self.type, dtype=np.intp), np.array(self.id, dtype=np.intp), diagA=np.array(self.dA, dtype=float))
 
 
-def _quat_axis(quat: np.ndarray, axis: np.ndarray) -> np.ndarray:
+def quat_axis(quat: np.ndarray, axis: np.ndarray) -> np.ndarray:
     """quat * (0, axis) (MuJoCo's mju_mulQuatAxis)."""
     return spatial.quat_mul(quat, np.r_[0.0, axis])
 
 
-def _negate(quat: np.ndarray) -> np.ndarray:
+def quat_conjugate(quat: np.ndarray) -> np.ndarray:
+    """The conjugate (w, -x, -y, -z) of a quaternion (MuJoCo's mju_negQuat)."""
     return quat * np.array([1.0, -1.0, -1.0, -1.0])
 
 
@@ -202,9 +203,9 @@ def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active:
             qb1 = quats[b1] if b1 >= 0 else np.array([1.0, 0, 0, 0])
             qb2 = quats[b2] if b2 >= 0 else np.array([1.0, 0, 0, 0])
             quat = spatial.quat_mul(qb1, data[6:10])                  # q1 relpose
-            neg = _negate(qb2)
+            neg = quat_conjugate(qb2)
             err = spatial.quat_mul(neg, quat)
-            Jr = np.array([0.5 * spatial.quat_mul(_quat_axis(neg, Jd[3:, j]), quat)[1:] for j in range(model.nv)]).reshape(-1, 3).T
+            Jr = np.array([0.5 * spatial.quat_mul(quat_axis(neg, Jd[3:, j]), quat)[1:] for j in range(model.nv)]).reshape(-1, 3).T
             cpos = np.r_[pos1 - pos2, err[1:] * ts]
             dA = [inv(b1, 0) + inv(b2, 0)] * 3 + [inv(b1, 1) + inv(b2, 1)] * 3
             if weld_rows % 6:                                          # MuJoCo's weld counter (always a multiple of 6)
@@ -216,9 +217,9 @@ def _equality_rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, active:
                 dw_ = w1 - w2
                 qdot1 = 0.5 * spatial.quat_mul(np.r_[0.0, w1], qb1)         # world angular velocity: qdot = 1/2 (0, w) q
                 qdot2 = 0.5 * spatial.quat_mul(np.r_[0.0, w2], qb2)
-                t1 = spatial.quat_mul(_quat_axis(_negate(qdot2), dw_), quat)
-                t2 = spatial.quat_mul(_quat_axis(neg, jr1 - jr2), quat)
-                t3 = spatial.quat_mul(_quat_axis(neg, dw_), spatial.quat_mul(qdot1, data[6:10]))
+                t1 = spatial.quat_mul(quat_axis(quat_conjugate(qdot2), dw_), quat)
+                t2 = spatial.quat_mul(quat_axis(neg, jr1 - jr2), quat)
+                t3 = spatial.quat_mul(quat_axis(neg, dw_), spatial.quat_mul(qdot1, data[6:10]))
                 jdot.append((len(out.pos) - 6, np.r_[jt1 - jt2, 0.5 * (t1 + t2 + t3)[1:] * ts]))
             continue
         # joint or tendon: x1 - ref1 - data[0] - poly(x2 - ref2), J = J1 - poly'(x2 - ref2) J2
@@ -682,69 +683,3 @@ def contact_frame_forces(model: Model, r: Rows, efc_force: np.ndarray) -> np.nda
         force[c, 0] = edges.sum()
         force[c, 1:dim] = (edges[0::2] - edges[1::2]) * r.contact_friction[c, :dim - 1]
     return force
-
-
-def _moved_wrench(torque: np.ndarray, force: np.ndarray, at: np.ndarray, to: np.ndarray) -> np.ndarray:
-    """The wrench (torque, force) acting at the point `at`, about the point `to` (mju_transformSpatial of a force):
-    (torque + (at - to) x force, force)."""
-    return np.r_[torque + np.cross(at - to, force), force]
-
-
-def body_external_forces(model: Model, com: dict, xfrc_applied: np.ndarray | None, contacts: ContactSet | None,
-                         r: Rows | None, efc_force: np.ndarray | None) -> np.ndarray:
-    """MuJoCo's cfrc_ext (nbody + 1, 6) [N m, N]: the external wrench on each body about its root's subtree_com (rows
-    and layout of smooth.com_bodies, which gives com): xfrc_applied (nbody, 6) (force, torque at the centre of mass),
-    the contact forces (the first geom's body pushed by minus the contact frame's force, the second's by plus it,
-    at the contact point) and the connect and weld forces (plus on body 1 at its anchor, minus on body 2), from the
-    solve's rows r and efc_force (mj_rnePostConstraint)."""
-    ext = np.zeros((model.nbody + 1, 6))
-    root, P = smooth.body_rootids(model), com["subtree_com"]
-    about = lambda b: P[root[b]]                                       # noqa: E731
-    if xfrc_applied is not None:
-        for b in np.flatnonzero(np.abs(xfrc_applied).sum(axis=1)).tolist():
-            ext[b + 1] += _moved_wrench(xfrc_applied[b, 3:], xfrc_applied[b, :3], com["xipos"][b + 1], about(b + 1))
-    if r is None or efc_force is None:
-        return ext
-    if contacts is not None and len(contacts.dist):
-        local = contact_frame_forces(model, r, efc_force)
-        for c in np.flatnonzero(r.contact_row >= 0).tolist():
-            F = contacts.frame[c]                                      # world = F^T local
-            torque, force = F.T @ local[c, 3:], F.T @ local[c, :3]
-            for b, sign in ((contacts.body1[c], -1.0), (contacts.body2[c], 1.0)):
-                if b >= 0:
-                    ext[b + 1] += sign * _moved_wrench(torque, force, contacts.pos[c], about(b + 1))
-    _equality_body_forces(model, com, r, efc_force, ext)
-    return ext
-
-
-def _weld_torque(model: Model, com: dict, e: int, f: np.ndarray) -> np.ndarray:
-    """The world torque on body 1 of weld e of its rotational rows' forces f (3,) (MuJoCo 4's mj_rnePostConstraint):
-    the rows' velocity is ts/2 Im(conj(q2) (0, w) q1 relquat) = ts/2 A w for the bodies' relative angular velocity w,
-    so the torque is ts/2 A^T f."""
-    b1, b2, data = model.eq_obj1id[e], model.eq_obj2id[e], model.eq_data[e]
-    q1 = com["xquat"][b1 + 1] if b1 >= 0 else np.array([1.0, 0, 0, 0])
-    q2 = com["xquat"][b2 + 1] if b2 >= 0 else np.array([1.0, 0, 0, 0])
-    quat, neg = spatial.quat_mul(q1, data[6:10]), _negate(q2)
-    A = np.array([spatial.quat_mul(_quat_axis(neg, axis), quat)[1:] for axis in np.eye(3)]).T
-    return 0.5 * data[10] * A.T @ f
-
-
-def _equality_body_forces(model: Model, com: dict, r: Rows, efc_force: np.ndarray, ext: np.ndarray) -> None:
-    """ext += the connect and weld rows' forces (world frame: force rows, then a weld's torque rows), plus on body 1 at
-    its anchor, minus on body 2 at its own (smooth.com_bodies' frames)."""
-    root, P = smooth.body_rootids(model), com["subtree_com"]
-    i = 0
-    while i < r.ne:
-        e = int(r.id[i])
-        kind, data = model.eq_type[e], model.eq_data[e]
-        if kind not in (CONNECT, WELD):
-            i += 1
-            continue
-        force = efc_force[i:i + 3]
-        torque = _weld_torque(model, com, e, efc_force[i + 3:i + 6]) if kind == WELD else np.zeros(3)
-        anchors = (data[0:3], data[3:6]) if kind == CONNECT else (data[3:6], data[0:3])
-        for b, anchor, sign in ((model.eq_obj1id[e], anchors[0], 1.0), (model.eq_obj2id[e], anchors[1], -1.0)):
-            if b >= 0:
-                at = com["xmat"][b + 1] @ anchor + com["xpos"][b + 1]
-                ext[b + 1] += sign * _moved_wrench(torque, force, at, P[root[b + 1]])
-        i += 6 if kind == WELD else 3

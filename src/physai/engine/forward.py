@@ -21,7 +21,7 @@ free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' d
 import numpy as np
 
 from physai import joints, validation
-from physai.engine import actuation, api, collision, constraint, native, passive, smooth, solver, support, tendon
+from physai.engine import actuation, api, collision, constraint, native, observe, passive, smooth, solver, support, tendon
 from physai.engine.actuators import MUSCLE, TRN_BODY
 from physai.engine.data import Data, StepInputs
 from physai.engine.loaders import as_model
@@ -232,14 +232,14 @@ class DynamicsEvaluator:
         model, d = self.model, self.d
         if not self.filled:
             smooth.velocity_stages(model, d, q[:, None], qd[:, None])
-        com = smooth.com_bodies(model, q)
+        com = observe.com_bodies(model, q)
         out = dict(xpos=com["xpos"], xquat=com["xquat"], xipos=com["xipos"], cinert=com["cinert"], qacc=qacc,
-                   qfrc_constraint=qfrc, qfrc_actuator=qfrc_actuator, site_xpos=site_positions(model, com))
+                   qfrc_constraint=qfrc, qfrc_actuator=qfrc_actuator, site_xpos=observe.site_positions(model, com))
         if {"cvel", "cacc", "cfrc_int", "cfrc_ext"} & set(names):
-            out["cvel"] = smooth.body_velocities(model, d, com)
-            out["cfrc_ext"] = constraint.body_external_forces(model, com, self.inputs.xfrc_applied, contacts, rows,
+            out["cvel"] = observe.body_velocities(model, d, com)
+            out["cfrc_ext"] = observe.body_external_forces(model, com, self.inputs.xfrc_applied, contacts, rows,
                                                               efc_force)
-            out["cacc"], out["cfrc_int"] = smooth.rne_post_constraint(model, d, com, out["cvel"], qd_next, qacc,
+            out["cacc"], out["cfrc_int"] = observe.rne_post_constraint(model, d, com, out["cvel"], qd_next, qacc,
                                                                       out["cfrc_ext"])
         return {name: np.array(out[name], dtype=float) for name in names}
 
@@ -316,26 +316,6 @@ class DynamicsEvaluator:
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
             f = f + support.body_wrench_force(model, d, x.xfrc_applied)
         return M, f, potential
-
-
-#: the MjData fields a step can give besides its state (observed), with their shapes' trailing sizes
-OBSERVABLE = ("xpos", "xquat", "xipos", "site_xpos", "cinert", "cvel", "cacc", "cfrc_int", "cfrc_ext", "qfrc_actuator",
-              "qfrc_constraint", "qacc")
-
-
-def observed_shapes(model) -> dict:
-    """{name: the shape of one state's value} of OBSERVABLE (MuJoCo's: nbody + 1 bodies, the world first)."""
-    nb = model.nbody + 1
-    return dict(xpos=(nb, 3), xquat=(nb, 4), xipos=(nb, 3), site_xpos=(len(model.site_name), 3), cinert=(nb, 10),
-                cvel=(nb, 6), cacc=(nb, 6), cfrc_int=(nb, 6), cfrc_ext=(nb, 6), qfrc_actuator=(model.nv,),
-                qfrc_constraint=(model.nv,), qacc=(model.nv,))
-
-
-def site_positions(model, com: dict) -> np.ndarray:
-    """MuJoCo's site_xpos (nsite, 3) [m]: xpos + R site_pos of each site's body (com: smooth.com_bodies; a site on the
-    world: its own position)."""
-    b = model.site_bodyid + 1
-    return com["xpos"][b] + np.einsum("sij,sj->si", com["xmat"][b], model.site_pos)
 
 
 def guarded(stepper, run: "DynamicsEvaluator", q, qd):

@@ -29,7 +29,6 @@ import numpy as np
 from physai import joints
 from physai.engine.data import Data
 from physai.engine.model import Model
-from physai.engine.model_checks import MINVAL
 from physai.engine.primitives import mat_times_mj
 from physai.exceptions import InvalidModelError
 from physai.linalg import SINGULAR, pivot_error
@@ -508,93 +507,3 @@ def velocity_stages(model: Model, d: Data, q: np.ndarray, qd: np.ndarray) -> Non
 # spatial vector (angular, linear) about the subtree centre of mass of its body's tree root (MuJoCo's
 # subtree_com[body_rootid]); cinert as MuJoCo's 10 numbers (xx yy zz xy xz yz of the rotational inertia about that point,
 # m (xipos - subtree_com), m)
-
-def body_rootids(model: Model) -> np.ndarray:
-    """(nbody + 1,) MuJoCo's body_rootid: each body's ancestor whose parent is the world (the world: 0), MuJoCo's ids."""
-    root = np.zeros(model.nbody + 1, np.intp)
-    for b, p in enumerate(model.body_parentid.tolist()):
-        root[b + 1] = b + 1 if p < 0 else root[p + 1]
-    return root
-
-
-def body_parents(model: Model) -> np.ndarray:
-    """(nbody + 1,) MuJoCo's body_parentid (the world's own parent: 0)."""
-    return np.r_[0, model.body_parentid + 1]
-
-
-def com_bodies(model: Model, q: np.ndarray) -> dict:
-    """MuJoCo's per-body frames and inertias at q (nq,) (mj_kinematics, mj_comPos), world first (nbody + 1 rows):
-    xpos (., 3) [m], xquat (., 4), xmat (., 3, 3), xipos (., 3) [m], subtree_com (., 3) [m], cinert (., 10)."""
-    nb = model.nbody + 1
-    xpos, xquat = np.zeros((nb, 3)), np.zeros((nb, 4))
-    xquat[0, 0] = 1.0
-    xpos[1:], xquat[1:] = body_poses(model, q)
-    xmat = quat_to_mat_mj(xquat)
-    mass, ipos = np.r_[0.0, model.body_mass], np.vstack([np.zeros((1, 3)), model.body_ipos])
-    xipos = xpos + np.einsum("bij,bj->bi", xmat, ipos)                 # xipos = xpos + R ipos
-    # subtree_com = sum m xipos / sum m over the subtree (xipos where it has no mass)
-    moment, smass = mass[:, None] * xipos, mass.copy()
-    for b in range(nb - 1, 0, -1):
-        p = model.body_parentid[b - 1] + 1
-        moment[p] += moment[b]
-        smass[p] += smass[b]
-    subtree_com = np.where(smass[:, None] >= MINVAL, moment / np.maximum(smass, MINVAL)[:, None], xipos)
-    # cinert: R I R^T + m (|c|^2 1 - c c^T) about the root's subtree_com, c = xipos - subtree_com[root]; m c; m
-    c = xipos - subtree_com[body_rootids(model)]
-    inertia = np.vstack([np.zeros((1, 3, 3)), model.body_inertia])
-    I = np.einsum("bij,bjk,blk->bil", xmat, inertia, xmat) + mass[:, None, None] * (
-        np.einsum("bi,bi->b", c, c)[:, None, None] * np.eye(3) - c[:, :, None] * c[:, None, :])
-    cinert = np.concatenate([I[:, [0, 1, 2, 0, 0, 1], [0, 1, 2, 1, 2, 2]], mass[:, None] * c, mass[:, None]], axis=1)
-    return dict(xpos=xpos, xquat=xquat, xmat=xmat, xipos=xipos, subtree_com=subtree_com, cinert=cinert)
-
-
-def _to_root_com(model: Model, d: Data, com: dict, v: np.ndarray) -> np.ndarray:
-    """Per body (nbody + 1, 6), its link's motion vector v (nlink + 1, 6, 1) (about the link's tree centre d.center; row -1
-    the world's) moved to its root's subtree_com: v_lin(P) = v_lin(C) + w x (P - C)."""
-    link = np.r_[-1, model.body_linkid]
-    out = v[link, :, 0].copy()
-    moved = link >= 0
-    r = com["subtree_com"][body_rootids(model)][moved] - d.center[link[moved], :, 0]
-    out[moved, 3:] += np.cross(out[moved, :3], r)
-    return out
-
-
-def body_velocities(model: Model, d: Data, com: dict) -> np.ndarray:
-    """MuJoCo's cvel (nbody + 1, 6) [rad/s, m/s] from a Data with com_vel done: each body's link velocity at its root's
-    subtree_com (mj_comVel)."""
-    return _to_root_com(model, d, com, d.cvel)
-
-
-def inert_times(cinert: np.ndarray, v: np.ndarray) -> np.ndarray:
-    """MuJoCo's mju_mulInertVec for rows: [[I, [h]x], [-[h]x, m 1]] v (k, 6) for cinert (k, 10) = (I's 6, h, m)."""
-    I = cinert[:, [0, 3, 4, 3, 1, 5, 4, 5, 2]].reshape(-1, 3, 3)
-    h, m = cinert[:, 6:9], cinert[:, 9:]
-    w, u = v[:, :3], v[:, 3:]
-    return np.concatenate([np.einsum("bij,bj->bi", I, w) + np.cross(h, u), m * u - np.cross(h, w)], axis=1)
-
-
-def cross_force_rows(v: np.ndarray, f: np.ndarray) -> np.ndarray:
-    """v x* f for rows (k, 6) of motion vectors v and forces f (MuJoCo's mju_crossForce)."""
-    w, u = v[:, :3], v[:, 3:]
-    return np.concatenate([np.cross(w, f[:, :3]) + np.cross(u, f[:, 3:]), np.cross(w, f[:, 3:])], axis=1)
-
-
-def rne_post_constraint(model: Model, d: Data, com: dict, cvel: np.ndarray, qd: np.ndarray, qacc: np.ndarray,
-                        cfrc_ext: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """MuJoCo's mj_rnePostConstraint's accelerations and internal forces, (cacc, cfrc_int) (nbody + 1, 6) each, from a
-    Data with com_vel done (its cdof, cdof_dot, at the state com and cvel belong to), the velocity qd (nv,) and
-    acceleration qacc (nv,) it multiplies (after mj_step: the new qvel, the step's qacc) and the bodies' external
-    forces cfrc_ext (nbody + 1, 6) (constraint.body_external_forces):
-
-        cacc = cacc_parent + cdof_dot qd + cdof qacc          (the world's: (0, -gravity))
-        cfrc_int = cinert cacc + cvel x* (cinert cvel) - cfrc_ext, summed over each body's subtree (into the world too)
-    """
-    rne(model, d, qd[:, None], qacc[:, None])                          # the links' cacc (and cfrc, qfrc: unused)
-    cacc = _to_root_com(model, d, com, d.cacc)
-    cacc[0] = base_acceleration(model)[:, 0]
-    f = inert_times(com["cinert"], cacc) + cross_force_rows(cvel, inert_times(com["cinert"], cvel)) - cfrc_ext
-    f[0] = 0.0
-    # backward pass over bodies: cfrc_int_parent += cfrc_int
-    for b in range(model.nbody, 0, -1):
-        f[model.body_parentid[b - 1] + 1] += f[b]
-    return cacc, f
