@@ -941,9 +941,17 @@ inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const do
 
 // ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
 
+// GCC: a function's loads kept scalar (no vectorization): the PGS sweep's residual reads the force each block just
+// stored, and a 16-byte load over an 8-byte store waits for the store to retire (no store-to-load forwarding)
+#if defined(__GNUC__) && !defined(__clang__)
+#define PHYSAI_SCALAR_LOADS __attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize")))
+#else
+#define PHYSAI_SCALAR_LOADS
+#endif
+
 // a . b (n entries) in MuJoCo's order (mju_dot): four running sums, (s0 + s2) + (s1 + s3), then the last one to three
 // entries added together (the dense residual of its PGS rows); a chain four times shorter than dot's
-inline double dot_mj(const double *a, const double *b, int n) {
+PHYSAI_SCALAR_LOADS inline double dot_mj(const double *a, const double *b, int n) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i = 0;
     for (; i + 4 <= n; i += 4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
@@ -1150,7 +1158,7 @@ inline void pgs_elliptic(const Rows &r, double *force, int i, int dim, const dou
 
 // one Gauss-Seidel sweep over the blocks in `order`, each minimising 1/2 f^T AR f + f^T b over its own forces and
 // projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. Returns the improvement
-inline double pgs_sweep(const Rows &r, const double *AR, const double *ARinv, const double *b, double *force,
+PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, const double *ARinv, const double *b, double *force,
                         const std::vector<int> &first, const std::vector<int> &dims, const std::vector<int> &order) {
     int n = r.nefc;
     double improvement = 0.0;
