@@ -107,10 +107,10 @@ struct ConstraintWork {
     std::vector<double> force, jar, Jv, wforce, wjar, x, quad;   // quad: 3 per row (Line)
     std::vector<int> state, wstate, hstate;
     Cones wcones;
-    // the dual problem (dual_problem, solve_pgs): AR (nefc x nefc), b and 1 / AR's diagonal (nefc), B = L^-T J^T
+    // the dual problem (dual_problem, solve_pgs): AR (nefc x nefc), b, 1 / AR's diagonal and its reciprocal (nefc), B = L^-T J^T
     // (nefc x nv) and the dofs [lo, hi) each of B's rows reaches; PGS's blocks (first row, dim), sweep order and the
     // forces before the extrapolation and the sweep (nefc)
-    std::vector<double> dual_A, dual_b, dual_inv, dual_B, pgs_previous, pgs_momentum;
+    std::vector<double> dual_A, dual_b, dual_inv, dual_diag, dual_B, pgs_previous, pgs_momentum;
     std::vector<int> dual_lo, dual_hi, pgs_first, pgs_dims, pgs_order;
     // an island's dofs gathered (solver.h's island_model): each dof's number in its island (nv), the island's M pattern
     // in its own numbers (rowadr, rownnz, colind, parent), and M on the tree's pattern, its factor and reciprocal
@@ -119,6 +119,7 @@ struct ConstraintWork {
     std::vector<double> all_Mt;
     Vec<double> all_qL, all_qLinv;
     int all_nv = 0;                                 // the model's nv while an island runs alone (0: none)
+    std::vector<uint64_t> pgs_magic;                                   // the PGS shuffle's moduli (solver.h's mod_magics)
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
     // SmoothLayout blocks
     const Kernels *lanes = nullptr;

@@ -942,9 +942,17 @@ inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const do
 
 // ---------------------------------------------------------------- the dual problem: PGS (mj_solPGS)
 
+// GCC: a function's loads kept scalar (no vectorization): the PGS sweep's residual reads the force each block just
+// stored, and a 16-byte load over an 8-byte store waits for the store to retire (no store-to-load forwarding)
+#if defined(__GNUC__) && !defined(__clang__)
+#define PHYSAI_SCALAR_LOADS __attribute__((optimize("no-tree-vectorize", "no-tree-slp-vectorize")))
+#else
+#define PHYSAI_SCALAR_LOADS
+#endif
+
 // a . b (n entries) in MuJoCo's order (mju_dot): four running sums, (s0 + s2) + (s1 + s3), then the last one to three
 // entries added together (the dense residual of its PGS rows); a chain four times shorter than dot's
-inline double dot_mj(const double *a, const double *b, int n) {
+PHYSAI_SCALAR_LOADS inline double dot_mj(const double *a, const double *b, int n) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int i = 0;
     for (; i + 4 <= n; i += 4) s0 += a[i] * b[i], s1 += a[i + 1] * b[i + 1], s2 += a[i + 2] * b[i + 2], s3 += a[i + 3] * b[i + 3];
@@ -969,7 +977,7 @@ inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> 
     std::vector<double> &B = w.dual_B;
     std::vector<int> &lo = w.dual_lo, &hi = w.dual_hi;                 // the dofs column i of B reaches: [lo, hi)
     B.assign(N * static_cast<size_t>(nv), 0.0), lo.resize(N), hi.resize(N);
-    A.assign(N * N, 0.0), b.assign(N, 0.0);
+    A.resize(N * N), b.assign(N, 0.0);                                 // every entry of A written below
     for (int i = 0; i < n; i++) {                                      // L^T B_i = J_i^T, zeros skipped
         double *y = B.data() + size_t(i) * nv;
         int top = 0;
@@ -1006,10 +1014,29 @@ inline uint32_t pcg32(uint64_t &state) {
     return (xorshifted >> rot) | (xorshifted << ((-rot) & 31));
 }
 
-// Fisher-Yates shuffle of order in place by PCG32 draws (shuffle_int)
-inline void shuffle(std::vector<int> &order, uint64_t &state) {
+// x mod d (d >= 1) for 32-bit x and d by one multiplication with magic = 2^64 / d rounded up (Lemire, Kaser and
+// Kurz's fastmod: exact for every 32-bit x and d), no division per draw
+inline uint32_t mod_by_magic(uint32_t x, uint64_t magic, uint32_t d) {
+#ifdef __SIZEOF_INT128__
+    return uint32_t((static_cast<unsigned __int128>(magic * x) * d) >> 64);
+#else
+    (void)magic;
+    return x % d;
+#endif
+}
+
+// magic[d] = 2^64 / d rounded up for d = 1 .. n (mod_by_magic's), kept: grown, never recomputed
+inline void mod_magics(std::vector<uint64_t> &magic, size_t n) {
+    for (size_t d = std::max<size_t>(magic.size(), 1); d <= n; d++) {
+        if (magic.empty()) magic.push_back(0);                         // d = 0: unused
+        magic.push_back(UINT64_MAX / d + 1);
+    }
+}
+
+// Fisher-Yates shuffle of order in place by PCG32 draws (shuffle_int); magic: mod_magics' for order's size
+inline void shuffle(std::vector<int> &order, uint64_t &state, const std::vector<uint64_t> &magic) {
     for (int i = int(order.size()) - 1; i > 0; i--) {
-        int j = int(pcg32(state) % uint32_t(i + 1));
+        int j = int(mod_by_magic(pcg32(state), magic[size_t(i + 1)], uint32_t(i + 1)));   // draw % (i + 1)
         std::swap(order[size_t(i)], order[size_t(j)]);
     }
 }
@@ -1150,40 +1177,44 @@ inline void pgs_elliptic(const Rows &r, double *force, int i, int dim, const dou
 }
 
 // one Gauss-Seidel sweep over the blocks in `order`, each minimising 1/2 f^T AR f + f^T b over its own forces and
-// projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. Returns the improvement
-inline double pgs_sweep(const Rows &r, const double *AR, const double *ARinv, const double *b, double *force,
-                        const std::vector<int> &first, const std::vector<int> &dims, const std::vector<int> &order) {
-    int n = r.nefc;
+// projected on its set; a block whose cost rises by more than 1e-10 keeps its old forces. ARdiag: 1 / ARinv, made once
+// per solve (the cost's change of a row). Returns the improvement
+PHYSAI_SCALAR_LOADS inline double pgs_sweep(const Rows &r, const double *AR, const double *ARinv, const double *ARdiag, const double *b,
+                        double *force, const std::vector<int> &first, const std::vector<int> &dims, const std::vector<int> &order) {
+    int n = r.nefc, ne = r.ne, nef = r.ne + r.nf;
     double improvement = 0.0;
     for (int k : order) {
         int i = first[size_t(k)], dim = dims[size_t(k)];
         double res[6], old[6], A[36];
-        for (int j = 0; j < dim; j++) res[j] = b[i + j] + dot_mj(AR + size_t(i + j) * n, force, n);   // the residual AR f + b
-        std::copy(force + i, force + i + dim, old);
         if (dim == 1) {                                                // one row: f -= res / AR_ii, then clamped
+            res[0] = b[i] + dot_mj(AR + size_t(i) * n, force, n);      // the residual AR f + b
+            old[0] = force[i];
             force[i] -= res[0] * ARinv[i];
-            if (i >= r.ne && i < r.ne + r.nf) {
+            if (i >= ne && i < nef) {
                 double fl = r.frictionloss[size_t(i)];
                 force[i] = std::min(std::max(force[i], -fl), fl);
-            } else if (i >= r.ne + r.nf) {
+            } else if (i >= nef) {
                 force[i] = std::max(force[i], 0.0);
             }
-            A[0] = 1.0 / ARinv[i];
-        } else {
-            for (int j = 0; j < dim; j++)
-                for (int l = 0; l < dim; l++) A[j * dim + l] = AR[size_t(i + j) * n + size_t(i + l)];
-            pgs_elliptic(r, force, i, dim, A, res, old, ARinv[i]);
+            double delta = force[i] - old[0];                          // the cost's change, undone when positive
+            double change = 0.5 * delta * delta * ARdiag[i] + delta * res[0];
+            if (change > 1e-10) {
+                force[i] = old[0];
+                change = 0.0;
+            }
+            improvement -= change;
+            continue;
         }
+        for (int j = 0; j < dim; j++) res[j] = b[i + j] + dot_mj(AR + size_t(i + j) * n, force, n);   // the residual AR f + b
+        for (int j = 0; j < dim; j++) old[j] = force[i + j];
+        for (int j = 0; j < dim; j++)                                  // an elliptic contact's block
+            for (int l = 0; l < dim; l++) A[j * dim + l] = AR[size_t(i + j) * n + size_t(i + l)];
+        pgs_elliptic(r, force, i, dim, A, res, old, ARinv[i]);
         // the cost's change 1/2 delta^T A delta + delta^T res, undone when positive
-        double delta[6], change;
+        double delta[6], change, quad = 0.0;
         for (int j = 0; j < dim; j++) delta[j] = force[i + j] - old[j];
-        if (dim == 1) {
-            change = 0.5 * delta[0] * delta[0] * A[0] + delta[0] * res[0];
-        } else {
-            double quad = 0.0;
-            for (int j = 0; j < dim; j++) quad += delta[j] * dot(A + j * dim, delta, dim);
-            change = 0.5 * quad + dot(delta, res, dim);
-        }
+        for (int j = 0; j < dim; j++) quad += delta[j] * dot(A + j * dim, delta, dim);
+        change = 0.5 * quad + dot(delta, res, dim);
         if (change > 1e-10) {
             std::copy(old, old + dim, force + i);
             change = 0.0;
@@ -1254,10 +1285,11 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     }
     // AR = J M^-1 J^T + R, b = J a0 - aref
     const size_t N = static_cast<size_t>(n);
-    std::vector<double> &AR = w.dual_A, &b = w.dual_b, &ARinv = w.dual_inv;   // kept in w: no allocation per call
-    ARinv.resize(N);
+    std::vector<double> &AR = w.dual_A, &b = w.dual_b, &ARinv = w.dual_inv, &ARdiag = w.dual_diag;   // kept in w: no
+    ARinv.resize(N), ARdiag.resize(N);                                                                // allocation per call
     dual_problem(m, w, AR, b);
     for (int i = 0; i < n; i++) AR[size_t(i) * (n + 1)] += r.R[size_t(i)], ARinv[size_t(i)] = 1.0 / AR[size_t(i) * (n + 1)];
+    for (int i = 0; i < n; i++) ARdiag[size_t(i)] = 1.0 / ARinv[size_t(i)];   // MuJoCo's 1 / ARinv (costChange's A), once
     double *force = w.force.data();
     std::fill(force, force + n, 0.0);
     if (warmstart) pgs_start(w, AR, b, warmstart, chosen);               // the rows' forces at the warm start, if cost <= 0
@@ -1266,6 +1298,7 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
     pgs_blocks(r, first, dims);
     order.resize(first.size());
     for (size_t k = 0; k < first.size(); k++) order[k] = int(k);
+    mod_magics(w.pgs_magic, first.size());                             // the shuffle's moduli 1 .. nblocks
     uint64_t rng = 0;                                                  // MuJoCo's seed: state 0, one draw
     pcg32(rng);
     std::vector<double> &previous = w.pgs_previous, &momentum = w.pgs_momentum;
@@ -1286,8 +1319,8 @@ inline int solve_pgs(const Model &m, ConstraintWork &w, const double *M, const d
             std::copy(force, force + n, previous.begin());
         }
         std::copy(force, force + n, momentum.begin());
-        shuffle(order, rng);
-        improvement = scale * pgs_sweep(r, AR.data(), ARinv.data(), b.data(), force, first, dims, order);
+        shuffle(order, rng, w.pgs_magic);
+        improvement = scale * pgs_sweep(r, AR.data(), ARinv.data(), ARdiag.data(), b.data(), force, first, dims, order);
         // restart when the sweep's correction opposes the extrapolation
         double opposed = 0.0;
         for (int i = 0; i < n; i++) opposed += (force[i] - momentum[size_t(i)]) * (momentum[size_t(i)] - previous[size_t(i)]);
