@@ -3,11 +3,13 @@
     uv run python benchmarks/bench_envs.py                                  # Ant, Walker2d, Humanoid; 64 envs
     uv run python benchmarks/bench_envs.py --tasks Hopper-v5 Ant-v5 --envs 64 --steps 200
 
-For each task: physai.envs.make_vec(task, num_envs=N) and gymnasium.make_vec(task, num_envs=N,
-vectorization_mode="sync"), both reset with seed 0 and stepped with the same uniformly random actions
-(numpy.random.default_rng(0), float32 within the action space), autoresets included. Environment steps per second
-(N per env.step) of each, best of 3 rounds of --steps steps (wall clock; the first step of a round untimed), and the
-ratio physai / Gymnasium (target >= 10 on Ant, Walker2d and Humanoid). physai runs on PHYSAI_NUM_THREADS threads
+For each task: physai.envs.make_vec(task, num_envs=N), gymnasium.make_vec(task, num_envs=N,
+vectorization_mode="sync") and the same task on MuJoCo 4's batched stepping (mujoco_batch_env.MujocoBatchVectorEnv:
+mujoco.batch.Batch on as many threads as physai, the same task code computing the same observations and rewards), each
+reset with seed 0 and stepped with the same uniformly random actions (numpy.random.default_rng(0), float32 within the
+action space), autoresets included. Environment steps per second (N per env.step) of each, best of 3 rounds of --steps
+steps (wall clock; the first step of a round untimed), and the ratios physai / Gymnasium (issue T's target >= 10 on
+Ant, Walker2d and Humanoid) and physai / mujoco.batch (target >= 1.5). physai runs on PHYSAI_NUM_THREADS threads
 (default every core); Gymnasium's SyncVectorEnv on one. The machine's load (os.getloadavg) is printed with the table.
 """
 
@@ -19,6 +21,7 @@ import gymnasium
 import numpy as np
 
 import physai.envs
+from mujoco_batch_env import MujocoBatchVectorEnv
 from physai.engine import native
 
 
@@ -43,15 +46,18 @@ def main():
     args = parser.parse_args()
     print(f"{args.envs} environments, {args.steps} steps, best of 3; physai backend "
           f"{'compiled' if native.on else 'numpy'}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print(f"{'task':<26}{'physai steps/s':>16}{'Gymnasium steps/s':>20}{'ratio':>8}")
+    threads = native.threads()
+    print(f"{'task':<26}{'physai steps/s':>16}{'Gymnasium steps/s':>20}{'ratio':>8}{'mujoco.batch steps/s':>23}"
+          f"{'ratio':>8}")
     for task in args.tasks:
         ours = physai.envs.make_vec(task, num_envs=args.envs)
         theirs = gymnasium.make_vec(task, num_envs=args.envs, vectorization_mode="sync")
         space = theirs.single_action_space
         rng = np.random.default_rng(0)
         actions = rng.uniform(space.low, space.high, size=(args.steps + 1, args.envs, space.shape[0])).astype(np.float32)
-        p, g = rate(ours, actions), rate(theirs, actions)
-        print(f"{task:<26}{p:>16,.0f}{g:>20,.0f}{p / g:>7.1f}x", flush=True)
+        peer = MujocoBatchVectorEnv(ours.task, args.envs, threads, ours.max_episode_steps)
+        p, g, b = rate(ours, actions), rate(theirs, actions), rate(peer, actions)
+        print(f"{task:<26}{p:>16,.0f}{g:>20,.0f}{p / g:>7.1f}x{b:>23,.0f}{p / b:>7.2f}x", flush=True)
 
 
 if __name__ == "__main__":

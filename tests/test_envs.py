@@ -9,6 +9,8 @@ Two comparisons per task:
   differences of one step (contact-rich and chaotic tasks do: see docs/envs.md).
 """
 
+from pathlib import Path
+
 import gymnasium
 import numpy as np
 import pytest
@@ -167,3 +169,25 @@ def test_bad_input_is_named():
         physai.envs.make_vec("Hopper-v5", num_envs=2, ctrl_cost=1.0)
     with pytest.raises(InvalidArgumentError):
         physai.envs.make_vec("Hopper-v5", num_envs=0)
+    for bad in (dict(max_episode_steps=0), dict(max_episode_steps=2.5), dict(frame_skip=2.5), dict(frame_skip=True)):
+        with pytest.raises(InvalidArgumentError):
+            physai.envs.make_vec("Hopper-v5", num_envs=2, **bad)
+    for seed in (-1, 2.5, "3", [0, -1]):
+        with pytest.raises(InvalidArgumentError):
+            env.reset(seed=seed)
+    obs, _ = env.reset(seed=np.int64(3))
+    assert np.array_equal(obs, env.reset(seed=3)[0])
+
+
+def test_reset_observes_the_actuator_force_as_mj_forward(tmp_path):
+    """A reset's qfrc_actuator is mj_forward's at the reset state, not zero: Humanoid-v5 with its motors made position
+    servos (kp 10: a force at ctrl 0) in a copy of its file; the reset observations equal Gymnasium's own."""
+    text = (Path(physai.envs.tasks.assets_dir()) / "humanoid.xml").read_text().replace("<motor ", '<position kp="10" ')
+    path = tmp_path / "humanoid_servos.xml"
+    path.write_text(text)
+    ours = physai.envs.make_vec("Humanoid-v5", num_envs=2, xml_file=str(path))
+    theirs = gymnasium.make_vec("Humanoid-v5", num_envs=2, vectorization_mode="sync", xml_file=str(path))
+    (obs, _), (expected, _) = ours.reset(seed=5), theirs.reset(seed=5)
+    actuator = slice(22 + 23 + 130 + 78, 22 + 23 + 130 + 78 + 17)                  # qfrc_actuator[6:] in the observation
+    assert np.abs(expected[:, actuator]).max() > 1.0
+    assert np.abs(obs - expected).max() <= 1e-10 * max(1.0, np.abs(expected).max())

@@ -714,7 +714,8 @@ def _first(x):
 
 def _observe_width(model) -> int:
     """The numbers of one state's observed fields, all of OBSERVABLE in order (cpp/observe.h's row)."""
-    return sum(int(np.prod(shape)) for shape in observe.observed_shapes(model).values())
+    _, start, shape = _observe_layout(model)[-1]
+    return start + int(np.prod(shape))
 
 
 @functools.lru_cache(maxsize=16)

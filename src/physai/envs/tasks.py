@@ -14,6 +14,7 @@ mj_forward), batch axis first (xpos (N, nbody, 3), cfrc_ext (N, nbody, 6), ...).
     reset_info(batch)                     -> info {name: (N,)} of a reset
 """
 
+import numbers
 import os
 from dataclasses import dataclass
 
@@ -37,6 +38,11 @@ class Batch:
 def assets_dir() -> str:
     """Gymnasium's MuJoCo XML files (gymnasium/envs/mujoco/assets)."""
     return os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
+
+
+def positive_int(x) -> bool:
+    """x is a whole number >= 1 (a Python or NumPy integer, not a bool)."""
+    return isinstance(x, numbers.Integral) and not isinstance(x, (bool, np.bool_)) and x >= 1
 
 
 def _rows_sum(x: np.ndarray) -> np.ndarray:
@@ -64,9 +70,10 @@ class Task:
             raise InvalidArgumentError(f"{self.name} takes no keyword argument {unknown[0]!r}; its arguments are "
                                        f"{sorted(self.DEFAULTS) + ['frame_skip', 'xml_file']}")
         self.kw = {**self.DEFAULTS, **{k: v for k, v in kwargs.items() if k in self.DEFAULTS}}
-        self.frame_skip = int(kwargs.get("frame_skip", self.frame_skip))
-        if self.frame_skip < 1:
-            raise InvalidArgumentError(f"frame_skip must be a positive integer, got {kwargs['frame_skip']!r}")
+        frame_skip = kwargs.get("frame_skip", self.frame_skip)
+        if not positive_int(frame_skip):
+            raise InvalidArgumentError(f"frame_skip must be a positive integer, got {frame_skip!r}")
+        self.frame_skip = int(frame_skip)
         xml = kwargs.get("xml_file", self.xml)
         path = xml if xml.startswith((".", "/")) else os.path.join(assets_dir(), os.path.expanduser(xml))
         if not os.path.exists(path):

@@ -19,6 +19,8 @@ ends with truncated=True, reward 0, its last finite observation, and info["diver
 info["divergence"]; the autoreset then resets it while the others go on. Nothing raises for the batch.
 """
 
+import numbers
+
 import gymnasium
 import numpy as np
 from gymnasium import spaces
@@ -27,11 +29,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from physai import engine, integrators
-from physai.envs.tasks import TASKS, Batch
+from physai.envs.tasks import TASKS, Batch, positive_int
 from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
 
-#: Observed at a reset as after Gymnasium's mj_resetData + mj_forward, which computes neither (zero).
-_ZERO_AT_RESET = ("cfrc_ext", "cfrc_int", "cacc", "qfrc_actuator")
+#: Observed at a reset as after Gymnasium's mj_resetData + mj_forward, which does not run mj_rnePostConstraint (zero).
+_ZERO_AT_RESET = ("cfrc_ext", "cfrc_int", "cacc")
 
 
 def task_class(name: str):
@@ -70,6 +72,8 @@ class PhysaiVectorEnv(VectorEnv):
         self.task = cls(**kwargs)
         if max_episode_steps == "registered":
             max_episode_steps = gymnasium.spec(cls.name).max_episode_steps
+        if max_episode_steps is not None and not positive_int(max_episode_steps):
+            raise InvalidArgumentError(f"max_episode_steps must be a positive integer or None, got {max_episode_steps!r}")
         self.max_episode_steps = max_episode_steps
         self.num_envs, self.render_mode = num_envs, None
         self.model = engine.from_mujoco(self.task.mj)
@@ -94,9 +98,18 @@ class PhysaiVectorEnv(VectorEnv):
         """(obs (N, obs_size), info): every environment reset, or those of options["reset_mask"] (N,) bool. seed: an
         int (environment i seeded with seed + i, as SyncVectorEnv), a list of N ints or None."""
         N = self.num_envs
-        seeds = [None] * N if seed is None else [seed + i for i in range(N)] if isinstance(seed, int) else list(seed)
+        if isinstance(seed, numbers.Integral) and not isinstance(seed, (bool, np.bool_)):
+            seeds = [int(seed) + i for i in range(N)]
+        elif seed is None or isinstance(seed, (list, tuple, np.ndarray)):
+            seeds = [None] * N if seed is None else list(seed)
+        else:
+            raise InvalidArgumentError(f"seed must be an int, a list of {N} ints or None, got {seed!r}")
         if len(seeds) != N:
             raise InvalidArgumentError(f"seed: {len(seeds)} seeds for {N} environments")
+        bad = [s for s in seeds if s is not None and not (isinstance(s, numbers.Integral) and s >= 0)]
+        if bad:
+            raise InvalidArgumentError(f"seed: every seed must be a whole number >= 0 (or None), got {bad[0]!r}")
+        seeds = [None if s is None else int(s) for s in seeds]
         mask = np.ones(N, bool)
         if options is not None and "reset_mask" in options:
             mask = options["reset_mask"]

@@ -39,7 +39,7 @@ import mujoco
 import numpy as np
 
 from physai import kinematics, models
-from physai.exceptions import TrajectoryFileError
+from physai.exceptions import InvalidArgumentError, TrajectoryFileError
 from physai.integrators import Trajectory
 from physai.lab.npm import ensure_node_modules
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, WEB_DIR, LocalServer, Reply,
@@ -97,6 +97,8 @@ def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[dict, bytes]:
     for name, a in arrays.items():
         a = np.ascontiguousarray(a)
         data = a.astype(a.dtype.newbyteorder("<"), copy=False).tobytes()
+        if a.dtype.str[1:] not in TYPED:
+            raise InvalidArgumentError(f"view.bin: {name} is {a.dtype}; the page reads {', '.join(TYPED)} arrays")
         layout[name] = {"type": TYPED[a.dtype.str[1:]], "offset": offset, "length": a.size}
         pad = -len(data) % 8
         chunks += [data, bytes(pad)]
@@ -262,7 +264,10 @@ def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
     components), the actuators' names, units and forces (S, nu) [N | N m] if recorded, and each state's body frames
     (poses: body_frames). TrajectoryFileError for a
     run of another model (nq, nv, nu)."""
-    q, qd = np.asarray(trajectory.q), np.asarray(trajectory.qd)
+    try:
+        q, qd = np.asarray(trajectory.q, dtype=np.float64), np.asarray(trajectory.qd, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TrajectoryFileError(f"{source}: the trajectory's q and qd are not arrays of numbers") from None
     if q.ndim != 2 or q.shape[1] != m.nq or qd.shape != (len(q), m.nv):
         raise TrajectoryFileError(f"{source}: the trajectory's q {q.shape} and qd {qd.shape} are not those of the model "
                                   f"(nq = {m.nq}, nv = {m.nv}): a trajectory of another model? Expected (S, {m.nq}) and "
@@ -280,8 +285,8 @@ def replay(m: mujoco.MjModel, trajectory: Trajectory, source: str) -> dict:
     c = trajectory.contacts
     if c is not None:
         world = np.einsum("kij,ki->kj", c.frame, c.force[:, :3])       # f_world = frame^T f_contact
-        run["contacts"] = {"start": np.asarray(c.start, dtype=np.int32), "pos": c.pos, "normal": c.frame[:, 0],
-                           "force": world}
+        run["contacts"] = {"start": np.asarray(c.start, dtype=np.int32), "pos": np.asarray(c.pos, dtype=np.float64),
+                           "normal": np.asarray(c.frame[:, 0], dtype=np.float64), "force": world.astype(np.float64)}
     return run
 
 
