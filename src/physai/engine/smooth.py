@@ -500,10 +500,3 @@ def velocity_stages(model: Model, d: Data, q: np.ndarray, qd: np.ndarray) -> Non
     """position_stages then com_vel: everything that depends on q and qd (MuJoCo's mj_fwdVelocity without forces)."""
     position_stages(model, d, q)
     com_vel(model, d, qd)
-
-
-# ---------------------------------------------------------------- MuJoCo's per-body quantities (mj_comPos, mj_comVel,
-# mj_rnePostConstraint): one state, MuJoCo's layouts and body ids (row 0 the world, physai's body b is row b + 1), each
-# spatial vector (angular, linear) about the subtree centre of mass of its body's tree root (MuJoCo's
-# subtree_com[body_rootid]); cinert as MuJoCo's 10 numbers (xx yy zz xy xz yz of the rotational inertia about that point,
-# m (xipos - subtree_com), m)

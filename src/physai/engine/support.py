@@ -171,22 +171,24 @@ def com_jacobian(model: Model, d: Data) -> np.ndarray:
 
 
 def standalone_free_dofs(model: Model) -> list[int]:
-    """The first dof of each free joint that moves a body alone (MuJoCo's mj_isFreeBody: the body's only joint, no
-    joint and no mass below it). implicitfast solves their 6 x 6 blocks with the bias's velocity derivative as well
-    (MuJoCo's mjd_freeMhat): the gyroscopic term it leaves out elsewhere. Made when the model is built."""
+    """The first dof of each free joint that moves its tree alone (MuJoCo 4.0's standalone free body: the body's only
+    joint, no joint below it; bodies welded below it move with it). implicitfast solves their 6 x 6 blocks with the
+    bias's velocity derivative as well (MuJoCo's mjd_freeMhat), of the whole rigid tree: the gyroscopic term it leaves
+    out elsewhere. (MuJoCo's pre-4.0 source also required no mass below; 4.0 applies the block to a free body with
+    massive welded children, measured: implicitfast then equals the exact derivative's solve.) Made when the model is
+    built."""
     return model.kept("standalone_free_dofs")
 
 
 def make_standalone_free_dofs(model: Model) -> list[int]:
     """standalone_free_dofs' value, made once by physai.engine.setconst.set_const: one backward pass over the bodies."""
     jointed = np.bincount(model.jnt_bodyid, minlength=model.nbody) if model.njnt else np.zeros(model.nbody, int)
-    # the joints and the massive bodies among each body's strict descendants, summed from the leaves (children come after)
-    joints_below, mass_below = np.zeros(model.nbody, int), np.zeros(model.nbody, int)
+    # the joints among each body's strict descendants, summed from the leaves (children come after)
+    joints_below = np.zeros(model.nbody, int)
     for b in reversed(range(model.nbody)):
         p = model.body_parentid[b]
         if p >= 0:
             joints_below[p] += joints_below[b] + jointed[b]
-            mass_below[p] += mass_below[b] + (model.body_mass[b] != 0)
     bodies = model.jnt_bodyid
     return [int(model.jnt_dofadr[j]) for j in np.flatnonzero(model.jnt_type == joints.FREE).tolist()
-            if jointed[bodies[j]] == 1 and not joints_below[bodies[j]] and not mass_below[bodies[j]]]
+            if jointed[bodies[j]] == 1 and not joints_below[bodies[j]]]
