@@ -90,6 +90,13 @@ def used_files(path: Path, files: list[str]) -> list[str]:
     return sorted(kept)
 
 
+def page_title(model: str | Path) -> str:
+    """The page's title for a model given by name or path: a name as given, a file as its folder and name (the rest of a
+    machine's path left out, e.g. unitree_g1/scene.xml)."""
+    path = Path(str(model))
+    return str(model) if len(path.parts) <= 2 else str(Path(path.parent.name) / path.name)
+
+
 def pack_arrays(arrays: dict[str, np.ndarray]) -> tuple[dict, bytes]:
     """(each array's {type, offset [bytes], length} by name, the arrays' bytes one after another, each at a multiple of
     8 bytes): how view.bin carries the model's numbers to the page without a text round trip (float64 stays exact)."""
@@ -330,7 +337,7 @@ class ViewServer(LocalServer):
         run, self.run_bin = split_arrays(run)
         scene, self.view_bin = scene_model(m)
         self.compiled, self.simplified, self.simplifying = m, None, threading.Lock()
-        self.view_json = json.dumps({"title": title or str(model), "model": {"file": main, "files": files,
+        self.view_json = json.dumps({"title": title or page_title(model), "model": {"file": main, "files": files,
                                      "scene": scene}, "run": run}).encode()
         self.embeddable = embeddable
         csp = content_security_policy((WEB_DIR / PAGE).read_text(encoding="utf-8"),
