@@ -364,6 +364,26 @@ FREE_BODY = """<mujoco><option timestep="0.001" gravity="0 0 0"/><worldbody><bod
   </body><body pos="1 0 0"><freejoint/><geom type="capsule" size=".05 .2" pos="0 .1 0" mass="2"/></body></worldbody></mujoco>"""
 
 
+FREE_QD0 = np.array([0.1, -0.2, 0.3, 3.0, -5.0, 7.0, 0.0, 0.1, 0.0, -4.0, 2.0, 6.0])     # both bodies spinning
+
+
+def free_bodies_against_mj_step(m: mujoco.MjModel, backend: str, integrators: tuple) -> tuple[list, mujoco.MjData]:
+    """200 steps from qpos0 and FREE_QD0, constraints off: physai's simulate with each of `integrators` on `backend`,
+    and MuJoCo's mj_step with the model's own integrator."""
+    model = engine.from_mujoco(m)
+    previous = engine.set_backend(backend)
+    try:
+        runs = [integ.simulate(model, m.qpos0, FREE_QD0, m.opt.timestep, 200, name, energy=False, constraints=False)
+                for name in integrators]
+    finally:
+        engine.set_backend(previous)
+    d = mujoco.MjData(m)
+    d.qvel[:] = FREE_QD0
+    for _ in range(200):
+        mujoco.mj_step(m, d)
+    return runs, d
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term(backend):
     """Issue J's sighting: two free bodies alone (centres of mass off their origins, spinning, no gravity): MuJoCo 4's
@@ -371,19 +391,8 @@ def test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term(b
     Euler; physai does the same on both backends: 200 steps within 1e-12 of mj_step (3e-4 apart without it)."""
     m = mujoco.MjModel.from_xml_string(FREE_BODY)
     m.opt.integrator = integ.MUJOCO_INTEGRATOR["implicitfast"]
-    qd0 = np.array([0.1, -0.2, 0.3, 3.0, -5.0, 7.0, 0.0, 0.1, 0.0, -4.0, 2.0, 6.0])
-    model = engine.from_mujoco(m)
-    assert integ.standalone_free_dofs(model) == [0, 6]
-    previous = engine.set_backend(backend)
-    try:
-        run = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "implicitfast", energy=False, constraints=False)
-        euler = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "euler", energy=False, constraints=False)
-    finally:
-        engine.set_backend(previous)
-    d = mujoco.MjData(m)
-    d.qvel[:] = qd0
-    for _ in range(200):
-        mujoco.mj_step(m, d)
+    assert integ.standalone_free_dofs(engine.from_mujoco(m)) == [0, 6]
+    (run, euler), d = free_bodies_against_mj_step(m, backend, ("implicitfast", "euler"))
     assert np.abs(run.q[-1] - d.qpos).max() <= 1e-12 and np.abs(run.qd[-1] - d.qvel).max() <= 1e-12
     assert np.abs(euler.q[-1] - d.qpos).max() > 1e-6                 # the term matters here
 
@@ -397,18 +406,8 @@ def test_a_free_body_with_welded_children_is_standalone(backend):
         'mass="2"/></body>', 'mass="2"/><body pos=".1 0 .2" euler=".3 .2 .1"><geom type="box" size=".1 .05 .2" '
         'mass="1.5"/></body></body>'))
     m.opt.integrator = integ.MUJOCO_INTEGRATOR["implicitfast"]
-    model = engine.from_mujoco(m)
-    assert integ.standalone_free_dofs(model) == [0, 6]
-    qd0 = np.array([0.1, -0.2, 0.3, 3.0, -5.0, 7.0, 0.0, 0.1, 0.0, -4.0, 2.0, 6.0])
-    previous = engine.set_backend(backend)
-    try:
-        run = integ.simulate(model, m.qpos0, qd0, m.opt.timestep, 200, "implicitfast", energy=False, constraints=False)
-    finally:
-        engine.set_backend(previous)
-    d = mujoco.MjData(m)
-    d.qvel[:] = qd0
-    for _ in range(200):
-        mujoco.mj_step(m, d)
+    assert integ.standalone_free_dofs(engine.from_mujoco(m)) == [0, 6]
+    (run,), d = free_bodies_against_mj_step(m, backend, ("implicitfast",))
     assert np.abs(run.q[-1] - d.qpos).max() <= 1e-12 and np.abs(run.qd[-1] - d.qvel).max() <= 1e-12
 
 
