@@ -57,8 +57,8 @@ def test_the_server_answers_127_0_0_1_only_with_the_labs_rules(tmp_path):
             pos, rot = kinematics.body_poses(model, states)
             assert served["xpos"].dtype == np.float32 and np.abs(served["xpos"] - pos).max() < 1e-6
             assert np.abs(spatial.quat_to_mat(served["xquat"]) - rot).max() < 1e-6
-        assert request(server, "/model/box.xml")[0] == 200
-        assert request(server, "/model/secret.txt")[0] == 404           # only the model's files
+        assert request(server, "/model/box.xml")[0] == 404              # the page reads no model file: none served
+        assert request(server, "/model/secret.txt")[0] == 404
         assert request(server, "/view.json", host="evil.example")[0] == 403
         assert request(server, "/view.json", host=None)[0] == 403
         assert request(server, "/model/../secret.txt")[0] == 400
@@ -393,10 +393,9 @@ def fine_ball(radius: float = 0.1, n: int = 96) -> str:
     return "".join(f"v {x} {y} {z}\n" for x, y, z in vert) + "".join(f"f {a} {b} {c}\n" for a, b, c in faces)
 
 
-def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_path, browser):  # noqa: F811 (the fixture)
-    """A model folder holding meshes the MJCF does not read (as Menagerie's, of several variants): view.json lists and
-    the server serves the MJCF files and the meshes the model reads, not the others; view.bin holds the compiled
-    model's arrays (its mesh as MuJoCo compiled it), from which the page draws its bodies where physai puts them
+def test_no_model_file_is_served_and_the_page_draws_the_compiled_model(tmp_path, browser):  # noqa: F811 (the fixture)
+    """A model folder with meshes (one the MJCF reads, one it does not): the server serves none of the folder's files;
+    view.bin holds the compiled model's arrays (its mesh as MuJoCo compiled it), from which the page draws its bodies where physai puts them
     (1e-6 m); rendering in software, the page fetches the simplified meshes and draws them while playing, not paused."""
     (tmp_path / "meshes").mkdir()
     (tmp_path / "meshes" / "ball.obj").write_text(fine_ball())
@@ -410,14 +409,14 @@ def test_only_the_files_the_model_reads_are_served_and_the_page_draws_it(tmp_pat
     run = integrators.simulate(model, model.qpos0, np.r_[0.3, 0, 0, 1, 2, 3], steps=20)
     with serving(make_server(xml, run)) as server:
         cfg = json.loads(request(server, "/view.json")[2])["model"]
-        assert cfg["files"] == ["meshes/ball.obj", "model.xml", "part.xml"]
         status, headers, blob = request(server, "/view.bin")             # the compiled model the page draws
         m = models.load(xml)
         assert status == 200 and headers["Content-Type"] == "application/octet-stream"
         for name, kind in (("mesh_vert", np.float32), ("mesh_face", np.int32), ("geom_pos", np.float64)):
             at = cfg["scene"]["arrays"][name]
             assert np.array_equal(np.frombuffer(blob, kind, at["length"], at["offset"]), getattr(m, name).ravel())
-        assert request(server, "/model/meshes/ball.obj")[0] == 200 and request(server, "/model/meshes/unused.obj")[0] == 404
+        for path in ("/model/meshes/ball.obj", "/model/meshes/unused.obj", "/model/model.xml"):
+            assert request(server, path)[0] == 404                        # the meshes are in view.bin, not served
         page = browser.new_page()
         page.goto(server.url)
         page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)

@@ -21,7 +21,6 @@ Routes (GET and HEAD): /            the viewer (web/view.html), and the lab page
         /view.bin    the compiled model's arrays the page draws and poses it from (scene_model)
         /view.lod.bin  its meshes simplified, which a page rendering in software draws while playing
                      (simplified_model, made on the first request)
-        /model/...   the model's files, those listed in view.json only
         /vendor/...  three.js (physai.lab.npm)
 """
 
@@ -43,7 +42,7 @@ from physai.exceptions import InvalidArgumentError, TrajectoryFileError
 from physai.integrators import Trajectory
 from physai.lab.npm import ensure_node_modules
 from physai.lab.server import (IDLE_TIMEOUT, MAX_CONNECTIONS, REQUEST_TIMEOUT, VENDOR, WEB_DIR, LocalServer, Reply,
-                               content_security_policy, folder_files, model_file_reply, security_headers)
+                               content_security_policy, security_headers)
 from physai.spatial import mat_to_quat, quat_to_mat
 
 PAGE = "view.html"
@@ -65,29 +64,6 @@ LOCAL_FRAMERS = ("'self' http://127.0.0.1:* http://localhost:* https://127.0.0.1
                  "vscode-webview:")
 #: [px] the height of the inline viewer's frame in a notebook
 INLINE_HEIGHT = 640
-
-
-def used_files(path: Path, files: list[str]) -> list[str]:
-    """Of a model folder's `files` (folder_files: paths relative to the folder of the MJCF file `path`), those the model
-    reads: every .xml file (its includes) and the meshes, skins, height fields and textures its MjSpec names; all of
-    `files` when one it names is not among them (a path spelled otherwise, strippath). A Menagerie folder holds the
-    meshes of several variants (the G1's: 35 MB, of which its scene.xml reads 19.7 MB)."""
-    spec = mujoco.MjSpec.from_file(str(path))
-    root = path.parent.resolve()
-    named = set()
-    for items, folder in ((spec.meshes, spec.meshdir), (spec.skins, spec.meshdir), (spec.hfields, spec.meshdir),
-                          (spec.textures, spec.texturedir)):
-        for item in items:
-            for name in (item.file, *getattr(item, "cubefiles", ())):
-                if name:
-                    named.add((root / folder / name).resolve())
-    kept = {f for f in files if f.lower().endswith(".xml")}
-    for file in named:
-        rel = file.relative_to(root).as_posix() if file.is_relative_to(root) else None
-        if rel not in files:
-            return files
-        kept.add(rel)
-    return sorted(kept)
 
 
 def page_title(model: str | Path) -> str:
@@ -240,13 +216,6 @@ def simplified_model(m: mujoco.MjModel) -> bytes:
     return struct.pack("<I", len(header)) + header + blob
 
 
-def model_source(model: str | Path) -> tuple[Path, bool]:
-    """(the MJCF file of `model`, whether to serve its whole folder): a bundled model's file alone, a Menagerie robot's
-    or a file's folder (meshes, textures, includes). UnknownModelError / ModelUnavailableError as physai.models."""
-    path = models.model_path(model).resolve()
-    return path, not (isinstance(model, str) and model in models.bundled())
-
-
 def ghost_replay(m: mujoco.MjModel, ghost: Trajectory, source: str) -> dict:
     """A second run drawn over the first (view.json's "run"'s "ghost"): its t (S,) and q (S, nq), checked as replay."""
     checked = replay(m, dataclasses.replace(ghost, contacts=None, actuator_force=None), source)
@@ -327,18 +296,14 @@ class ViewServer(LocalServer):
                  idle_timeout: float = IDLE_TIMEOUT, max_connections: int = MAX_CONNECTIONS,
                  request_timeout: float = REQUEST_TIMEOUT, title: str | None = None, ghost: Trajectory | None = None,
                  embeddable: bool = False):
-        path, whole = model_source(model)
-        self.model_root, main, files = folder_files(path, whole, str(model))
-        files = used_files(path, files) if whole else files
-        self.model_set = set(files)
-        m = models.load(path)
+        m = models.load(models.model_path(model).resolve())
         run = replay(m, trajectory, str(model))
         run["ghost"] = None if ghost is None else ghost_replay(m, ghost, f"{model} (the ghost)")
         run, self.run_bin = split_arrays(run)
         scene, self.view_bin = scene_model(m)
         self.compiled, self.simplified, self.simplifying = m, None, threading.Lock()
-        self.view_json = json.dumps({"title": title or page_title(model), "model": {"file": main, "files": files,
-                                     "scene": scene}, "run": run}).encode()
+        self.view_json = json.dumps({"title": title or page_title(model), "model": {"scene": scene},
+                                     "run": run}).encode()
         self.embeddable = embeddable
         csp = content_security_policy((WEB_DIR / PAGE).read_text(encoding="utf-8"),
                                       ancestors=LOCAL_FRAMERS if embeddable else None)
@@ -376,8 +341,6 @@ class ViewServer(LocalServer):
             return Reply(self.run_bin, "application/octet-stream")
         if path == "/view.lod.bin":
             return Reply(self.view_lod_bin, "application/octet-stream")
-        if path.startswith("/model/"):
-            return model_file_reply(path, self.model_root, self.model_set)
         return Reply(path=WEB_DIR / (PAGE if path == "/" else path.lstrip("/")), root=WEB_DIR)
 
 
