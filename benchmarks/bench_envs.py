@@ -11,6 +11,11 @@ action space), autoresets included. Environment steps per second (N per env.step
 steps (wall clock; the first step of a round untimed), and the ratios physai / Gymnasium (issue T's target >= 10 on
 Ant, Walker2d and Humanoid) and physai / mujoco.batch (target >= 1.5). physai runs on PHYSAI_NUM_THREADS threads
 (default every core); Gymnasium's SyncVectorEnv on one. The machine's load (os.getloadavg) is printed with the table.
+
+The physics alone: each of Gymnasium's environments' MjData stepped as its env.step steps it (ctrl, mj_step of
+frame_skip substeps, mj_rnePostConstraint), in a C loop per environment with no Python task code, on one thread: its
+steps/s over Gymnasium's is how much of Gymnasium's time the physics is, and "bound" = threads x that ratio is the most
+any vector environment whose physics runs at MuJoCo's speed on these threads can reach over SyncVectorEnv.
 """
 
 import argparse
@@ -18,6 +23,7 @@ import os
 import time
 
 import gymnasium
+import mujoco
 import numpy as np
 
 import physai.envs
@@ -38,6 +44,22 @@ def rate(env, actions: np.ndarray) -> float:
     return best
 
 
+def physics_rate(env, actions: np.ndarray) -> float:
+    """Environment steps per second of the physics alone of a Gymnasium SyncVectorEnv `env` (after rate: its states
+    mid-run), stepped on one thread as its environments step: best of 3 rounds over the actions (T, N, nu)."""
+    subs = [e.unwrapped for e in env.envs]
+    best = 0.0
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for a in actions:
+            for sub, ai in zip(subs, a):
+                sub.data.ctrl[:] = ai
+                mujoco.mj_step(sub.model, sub.data, nstep=sub.frame_skip)
+                mujoco.mj_rnePostConstraint(sub.model, sub.data)
+        best = max(best, actions.shape[0] * actions.shape[1] / (time.perf_counter() - t0))
+    return best
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--tasks", nargs="+", default=["Ant-v5", "Walker2d-v5", "Humanoid-v5"])
@@ -48,7 +70,7 @@ def main():
           f"{'compiled' if native.on else 'numpy'}, load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     threads = native.threads()
     print(f"{'task':<26}{'physai steps/s':>16}{'Gymnasium steps/s':>20}{'ratio':>8}{'mujoco.batch steps/s':>23}"
-          f"{'ratio':>8}")
+          f"{'ratio':>8}{'mj_step alone steps/s':>24}{'bound':>8}")
     for task in args.tasks:
         ours = physai.envs.make_vec(task, num_envs=args.envs)
         theirs = gymnasium.make_vec(task, num_envs=args.envs, vectorization_mode="sync")
@@ -57,7 +79,9 @@ def main():
         actions = rng.uniform(space.low, space.high, size=(args.steps + 1, args.envs, space.shape[0])).astype(np.float32)
         peer = MujocoBatchVectorEnv(ours.task, args.envs, threads, ours.max_episode_steps)
         p, g, b = rate(ours, actions), rate(theirs, actions), rate(peer, actions)
-        print(f"{task:<26}{p:>16,.0f}{g:>20,.0f}{p / g:>7.1f}x{b:>23,.0f}{p / b:>7.2f}x", flush=True)
+        alone = physics_rate(theirs, actions[1:])
+        print(f"{task:<26}{p:>16,.0f}{g:>20,.0f}{p / g:>7.1f}x{b:>23,.0f}{p / b:>7.2f}x{alone:>24,.0f}"
+              f"{threads * alone / g:>7.1f}x", flush=True)
 
 
 if __name__ == "__main__":
