@@ -78,6 +78,7 @@ class Task:
         path = xml if xml.startswith((".", "/")) else os.path.join(assets_dir(), os.path.expanduser(xml))
         if not os.path.exists(path):
             raise UnknownModelError(f"{self.name}: the model file {path} does not exist")
+        self.path = os.path.abspath(path)                          # the model file (a recorded episode names it)
         self.mj = mujoco.MjModel.from_xml_path(path)
         self.init_qpos = self.mj.qpos0.copy()
         self.init_qvel = np.zeros(self.mj.nv)
@@ -148,7 +149,7 @@ class _Locomotion(Task):
 class HalfCheetah(_Locomotion):
     name, xml, frame_skip = "HalfCheetah-v5", "half_cheetah.xml", 5
     DEFAULTS = dict(forward_reward_weight=1.0, ctrl_cost_weight=0.1, reset_noise_scale=0.1,
-                    exclude_current_positions_from_observation=True, default_camera_config=None)
+                    exclude_current_positions_from_observation=True, default_camera_config=dict(distance=4.0))
 
     def outcome(self, b, x_before, action):
         x_velocity = self.x_velocity(b, x_before)
@@ -195,7 +196,8 @@ class Hopper(_Hopping):
     DEFAULTS = dict(forward_reward_weight=1.0, ctrl_cost_weight=1e-3, healthy_reward=1.0, terminate_when_unhealthy=True,
                     healthy_state_range=(-100.0, 100.0), healthy_z_range=(0.7, float("inf")),
                     healthy_angle_range=(-0.2, 0.2), reset_noise_scale=5e-3,
-                    exclude_current_positions_from_observation=True, default_camera_config=None)
+                    exclude_current_positions_from_observation=True,
+                    default_camera_config=dict(trackbodyid=2, distance=3.0, lookat=np.array((0.0, 0.0, 1.15)), elevation=-20.0))
 
     def healthy(self, b):
         state = np.concatenate((b.q, b.qd), axis=1)[:, 2:]
@@ -207,7 +209,8 @@ class Walker2d(_Hopping):
     name, xml, frame_skip = "Walker2d-v5", "walker2d_v5.xml", 4
     DEFAULTS = dict(forward_reward_weight=1.0, ctrl_cost_weight=1e-3, healthy_reward=1.0, terminate_when_unhealthy=True,
                     healthy_z_range=(0.8, 2.0), healthy_angle_range=(-1.0, 1.0), reset_noise_scale=5e-3,
-                    exclude_current_positions_from_observation=True, default_camera_config=None)
+                    exclude_current_positions_from_observation=True,
+                    default_camera_config=dict(trackbodyid=2, distance=4.0, lookat=np.array((0.0, 0.0, 1.15)), elevation=-20.0))
 
 
 class Swimmer(Task):
@@ -239,7 +242,7 @@ class Swimmer(Task):
 
 class InvertedPendulum(Task):
     name, xml, frame_skip = "InvertedPendulum-v5", "inverted_pendulum.xml", 2
-    DEFAULTS = dict(reset_noise_scale=0.01, default_camera_config=None)
+    DEFAULTS = dict(reset_noise_scale=0.01, default_camera_config=dict(trackbodyid=0, distance=2.04))
 
     def observation(self, b):
         return np.concatenate((b.q, b.qd), axis=1)
@@ -253,7 +256,8 @@ class InvertedPendulum(Task):
 
 class InvertedDoublePendulum(Task):
     name, xml, frame_skip = "InvertedDoublePendulum-v5", "inverted_double_pendulum.xml", 5
-    DEFAULTS = dict(healthy_reward=10.0, reset_noise_scale=0.1, default_camera_config=None)
+    DEFAULTS = dict(healthy_reward=10.0, reset_noise_scale=0.1,
+                    default_camera_config=None)     # Gymnasium's default (its file's DEFAULT_CAMERA_CONFIG is unused)
     observe = ("site_xpos", "qfrc_constraint")
 
     def observation(self, b):
@@ -277,7 +281,7 @@ class InvertedDoublePendulum(Task):
 
 class Reacher(Task):
     name, xml, frame_skip = "Reacher-v5", "reacher.xml", 2
-    DEFAULTS = dict(reward_dist_weight=1, reward_control_weight=1, default_camera_config=None)
+    DEFAULTS = dict(reward_dist_weight=1, reward_control_weight=1, default_camera_config=dict(trackbodyid=0))
     observe = ("xpos",)
 
     def setup(self):
@@ -310,7 +314,8 @@ class Reacher(Task):
 
 class Pusher(Task):
     name, xml, frame_skip = "Pusher-v5", "pusher_v5.xml", 5
-    DEFAULTS = dict(reward_near_weight=0.5, reward_dist_weight=1, reward_control_weight=0.1, default_camera_config=None)
+    DEFAULTS = dict(reward_near_weight=0.5, reward_dist_weight=1, reward_control_weight=0.1,
+    default_camera_config=dict(trackbodyid=-1, distance=4.0))
     observe = ("xpos",)
 
     def setup(self):
@@ -349,7 +354,7 @@ class Ant(Task):
                     main_body=1, terminate_when_unhealthy=True, healthy_z_range=(0.2, 1.0),
                     contact_force_range=(-1.0, 1.0), reset_noise_scale=0.1,
                     exclude_current_positions_from_observation=True, include_cfrc_ext_in_observation=True,
-                    default_camera_config=None)
+                    default_camera_config=dict(distance=4.0))
     observe = ("xpos", "cfrc_ext")
 
     def setup(self):
@@ -414,14 +419,16 @@ class _Humanoids(Task):
 
 _HUMANOID_FLAGS = dict(exclude_current_positions_from_observation=True, include_cinert_in_observation=True,
                        include_cvel_in_observation=True, include_qfrc_actuator_in_observation=True,
-                       include_cfrc_ext_in_observation=True, default_camera_config=None)
+                       include_cfrc_ext_in_observation=True)
 
 
 class Humanoid(_Humanoids):
     name, xml, frame_skip = "Humanoid-v5", "humanoid.xml", 5
     DEFAULTS = dict(forward_reward_weight=1.25, ctrl_cost_weight=0.1, contact_cost_weight=5e-7,
                     contact_cost_range=(-np.inf, 10.0), healthy_reward=5.0, terminate_when_unhealthy=True,
-                    healthy_z_range=(1.0, 2.0), reset_noise_scale=1e-2, **_HUMANOID_FLAGS)
+                    healthy_z_range=(1.0, 2.0), reset_noise_scale=1e-2, **_HUMANOID_FLAGS,
+                    default_camera_config=dict(trackbodyid=1, distance=4.0, lookat=np.array((0.0, 0.0, 2.0)),
+                                               elevation=-20.0))
 
     def setup(self):
         self.mass = self.mj.body_mass.copy()
@@ -456,7 +463,9 @@ class Humanoid(_Humanoids):
 class HumanoidStandup(_Humanoids):
     name, xml, frame_skip = "HumanoidStandup-v5", "humanoidstandup.xml", 5
     DEFAULTS = dict(uph_cost_weight=1, ctrl_cost_weight=0.1, impact_cost_weight=5e-7, impact_cost_range=(-np.inf, 10.0),
-                    reset_noise_scale=1e-2, **_HUMANOID_FLAGS)
+                    reset_noise_scale=1e-2, **_HUMANOID_FLAGS,
+                    default_camera_config=dict(trackbodyid=1, distance=4.0, lookat=np.array((0.0, 0.0, 0.8925)),
+                                               elevation=-20.0))
 
     def outcome(self, b, _, action):
         kw = self.kw
