@@ -307,3 +307,49 @@ def test_recorded_episode_opens_in_the_viewer(tmp_path):
     server.server_close()
     with pytest.raises(InvalidArgumentError):
         physai.envs.record_episode(physai.envs.make_vec("Hopper-v5", num_envs=2, autoreset_mode="SameStep"))
+
+
+# ---- info ----
+
+def _info_differences(ours: dict, theirs: dict, where: str = "info") -> list:
+    """Where two vector infos differ: their names (masks "_name" included), a mask, a value's shape or dtype, or a value
+    beyond RTOL (relative) where the mask holds; final_info compared the same way, final_obs where its mask holds."""
+    out = [] if set(ours) == set(theirs) else [(where, "names", sorted(set(ours) ^ set(theirs)))]
+    for name in set(ours) & set(theirs):
+        a, b = ours[name], theirs[name]
+        if isinstance(b, dict):
+            out += _info_differences(a, b, f"{where}[{name!r}]")
+            continue
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            out.append((where, name, a.shape, b.shape, a.dtype, b.dtype))
+        elif name.startswith("_"):
+            out += [] if np.array_equal(a, b) else [(where, name, a, b)]
+        else:
+            held = np.asarray(theirs["_" + name])
+            if held.any() and _relative(np.stack(list(a[held])), np.stack(list(b[held]))) > RTOL:
+                out.append((where, name, a[held], b[held]))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@pytest.mark.parametrize("task", ["Hopper-v5", "InvertedPendulum-v5", "Reacher-v5"])
+def test_info_as_gymnasium(task, mode):
+    """The whole info of each step as SyncVectorEnv's (synced, 60 steps: episodes ending alone, and Reacher's all at
+    once at its 50-step limit): the same names and masks, dtypes, values within 1e-8, final_info and final_obs of the
+    environments that ended (SameStep: ended and reset in one step, the reset's info in place of the step's)."""
+    vk = {"autoreset_mode": mode}
+    g = gymnasium.make_vec(task, num_envs=N, vectorization_mode="sync", vector_kwargs=vk)
+    p = physai.envs.make_vec(task, num_envs=N, **vk)
+    (_, ig), (_, ip) = g.reset(seed=SEED), p.reset(seed=SEED)
+    assert _info_differences(ip, ig) == []
+    rng, ended = np.random.default_rng(SEED), 0
+    low, high = g.single_action_space.low, g.single_action_space.high
+    for k in range(60):
+        a = rng.uniform(low, high, size=(N, len(low))).astype(np.float32)
+        _sync(p, g)
+        *_, tg, ug, ig = g.step(a)
+        *_, ip = p.step(a)
+        assert _info_differences(ip, ig) == [], k
+        ended += int(np.sum(tg | ug))
+    assert ended > 0

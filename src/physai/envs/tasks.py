@@ -251,7 +251,7 @@ class InvertedPendulum(Task):
         obs = self.observation(b)
         terminated = ~np.isfinite(obs).all(axis=1) | (np.abs(obs[:, 1]) > 0.2)
         reward = (~terminated).astype(np.float64)
-        return reward, terminated, {"reward_survive": reward}
+        return reward, terminated, {"reward_survive": (~terminated).astype(np.int64)}     # Gymnasium's int
 
 
 class InvertedDoublePendulum(Task):

@@ -284,8 +284,11 @@ class PhysaiVectorEnv(VectorEnv):
 
     def _vector_info(self, values: dict, idx: np.ndarray, present=None) -> dict:
         """Gymnasium's vector info: for each name an (N,) array with the values of environments idx and a mask
-        "_name" (True where present)."""
+        "_name" (True where present); none when no environment has them (as SyncVectorEnv's _add_info, which adds a
+        name only with an environment's value)."""
         out = {}
+        if present is not None and not np.any(present):
+            return out
         for k, v in values.items():
             v = np.asarray(v)
             full = np.zeros((self.num_envs,) + v.shape[1:], v.dtype) if v.dtype != object else \
