@@ -333,11 +333,12 @@ def _info_differences(ours: dict, theirs: dict, where: str = "info") -> list:
 
 
 @pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
-@pytest.mark.parametrize("task", ["Hopper-v5", "InvertedPendulum-v5", "Reacher-v5"])
+@pytest.mark.parametrize("task", ["Hopper-v5", "Humanoid-v5", "HumanoidStandup-v5", "InvertedPendulum-v5", "Reacher-v5"])
 def test_info_as_gymnasium(task, mode):
     """The whole info of each step as SyncVectorEnv's (synced, 60 steps: episodes ending alone, and Reacher's all at
     once at its 50-step limit): the same names and masks, dtypes, values within 1e-8, final_info and final_obs of the
-    environments that ended (SameStep: ended and reset in one step, the reset's info in place of the step's)."""
+    environments that ended (SameStep: ended and reset in one step, the reset's info in place of the step's). The
+    Humanoids' tendon_length and tendon_velocity: MjData's ten_length and ten_velocity (RK4: at its fourth stage)."""
     vk = {"autoreset_mode": mode}
     g = gymnasium.make_vec(task, num_envs=N, vectorization_mode="sync", vector_kwargs=vk)
     p = physai.envs.make_vec(task, num_envs=N, **vk)
@@ -352,4 +353,4 @@ def test_info_as_gymnasium(task, mode):
         *_, ip = p.step(a)
         assert _info_differences(ip, ig) == [], k
         ended += int(np.sum(tg | ug))
-    assert ended > 0
+    assert ended > 0 or task == "HumanoidStandup-v5"                 # it never ends but at its 1000-step limit

@@ -100,7 +100,8 @@ class Task:
         m = self.mj
         shapes = {"xpos": (m.nbody, 3), "xipos": (m.nbody, 3), "xquat": (m.nbody, 4), "site_xpos": (m.nsite, 3),
                   "cinert": (m.nbody, 10), "cvel": (m.nbody, 6), "cacc": (m.nbody, 6), "cfrc_int": (m.nbody, 6),
-                  "cfrc_ext": (m.nbody, 6), "qfrc_actuator": (m.nv,), "qfrc_constraint": (m.nv,), "qacc": (m.nv,)}
+                  "cfrc_ext": (m.nbody, 6), "qfrc_actuator": (m.nv,), "qfrc_constraint": (m.nv,), "qacc": (m.nv,),
+                  "ten_length": (m.ntendon,), "ten_velocity": (m.ntendon,)}
         return Batch(np.tile(self.init_qpos, (n, 1)), np.zeros((n, m.nv)), np.zeros((n, m.nu)),
                      {k: np.zeros((n,) + shapes[k]) for k in self.observe})
 
@@ -401,7 +402,7 @@ class Ant(Task):
 class _Humanoids(Task):
     """Humanoid and HumanoidStandup: observations of positions, velocities, cinert, cvel, actuator forces, cfrc_ext."""
 
-    observe = ("xipos", "cinert", "cvel", "qfrc_actuator", "cfrc_ext")
+    observe = ("xipos", "cinert", "cvel", "qfrc_actuator", "cfrc_ext", "ten_length", "ten_velocity")
 
     def observation(self, b):
         n, kw, o = len(b.q), self.kw, b.observed
@@ -414,7 +415,9 @@ class _Humanoids(Task):
         return np.concatenate(parts, axis=1)
 
     def xy_info(self, b):
-        return {"x_position": b.q[:, 0].copy(), "y_position": b.q[:, 1].copy()}
+        """x, y and the tendons' lengths and velocities (MjData's ten_length, ten_velocity, as the observations')."""
+        return {"x_position": b.q[:, 0].copy(), "y_position": b.q[:, 1].copy(),
+                "tendon_length": b.observed["ten_length"].copy(), "tendon_velocity": b.observed["ten_velocity"].copy()}
 
 
 _HUMANOID_FLAGS = dict(exclude_current_positions_from_observation=True, include_cinert_in_observation=True,
