@@ -134,6 +134,7 @@ def test_registered_with_gymnasium():
     assert env.unwrapped.max_episode_steps == gymnasium.spec("Hopper-v5").max_episode_steps
     obs, _ = env.reset(seed=0)
     assert obs.shape == (4,) + gymnasium.make("Hopper-v5").observation_space.shape
+    assert gymnasium.make_vec("physai/Hopper-v5", num_envs=2, render_mode="rgb_array").render_mode == "rgb_array"
 
 
 def test_a_diverging_environment_is_reset_alone():
