@@ -719,8 +719,11 @@ const Actuators &actuators_option(const Model &m, nb::handle x, const char *who)
     return na.act;
 }
 
-// the numbers of a state's observed fields (cpp/observe.h's observe_offsets: 44 per body and the world, 3 per site, 3 nv)
-inline int64_t observe_width(const Model &m) { return 44 * (int64_t(m.nbody) + 1) + 3 * m.nsite + 3 * int64_t(m.nv); }
+// the numbers of a state's observed fields (cpp/observe.h's observe_offsets: 44 per body and the world, 3 per site, 3 nv,
+// 2 per tendon)
+inline int64_t observe_width(const Model &m) {
+    return 44 * (int64_t(m.nbody) + 1) + 3 * m.nsite + 3 * int64_t(m.nv) + 2 * int64_t(m.ntendon);
+}
 
 // ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with a dict of named options
 // (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping; steps, with_energy,

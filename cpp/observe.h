@@ -24,9 +24,10 @@ namespace physai {
 namespace {
 
 // the fields' offsets in a state's row: xpos, xquat, xipos, site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext,
-// qfrc_actuator, qfrc_constraint, qacc, then W (observe.observed_shapes)
+// qfrc_actuator, qfrc_constraint, qacc, ten_length, ten_velocity, then W (observe.observed_shapes)
 struct ObserveOffsets {
-    int64_t xpos, xquat, xipos, site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext, qfrc_actuator, qfrc_constraint, qacc, W;
+    int64_t xpos, xquat, xipos, site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext, qfrc_actuator, qfrc_constraint, qacc,
+        ten_length, ten_velocity, W;
 };
 inline ObserveOffsets observe_offsets(const Model &m) {
     int64_t B = m.nbody + 1;
@@ -34,7 +35,7 @@ inline ObserveOffsets observe_offsets(const Model &m) {
     o.xpos = 0, o.xquat = 3 * B, o.xipos = 7 * B, o.site_xpos = 10 * B, o.cinert = o.site_xpos + 3 * m.nsite;
     o.cvel = o.cinert + 10 * B, o.cacc = o.cvel + 6 * B, o.cfrc_int = o.cacc + 6 * B, o.cfrc_ext = o.cfrc_int + 6 * B;
     o.qfrc_actuator = o.cfrc_ext + 6 * B, o.qfrc_constraint = o.qfrc_actuator + m.nv, o.qacc = o.qfrc_constraint + m.nv;
-    o.W = o.qacc + m.nv;
+    o.ten_length = o.qacc + m.nv, o.ten_velocity = o.ten_length + m.ntendon, o.W = o.ten_velocity + m.ntendon;
     return o;
 }
 

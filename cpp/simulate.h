@@ -35,8 +35,8 @@ struct ConstrainedRun {
 
 // the observed fields of the evaluation that just solved (its state q, qd in stages; the step's last evaluation ends
 // with them): all but cacc and cfrc_int, which need the new velocity (observe_end)
-inline void observe_accel(ConstrainedRun &s, const Data<double> &stages, const double *q, const double *qacc,
-                          const double *qfrc) {
+inline void observe_accel(ConstrainedRun &s, const Data<double> &stages, const double *q, const double *qd,
+                          const double *qacc, const double *qfrc) {
     const Model &m = s.m;
     Observe &o = s.obs;
     com_bodies(m, o, q);
@@ -51,6 +51,12 @@ inline void observe_accel(ConstrainedRun &s, const Data<double> &stages, const d
     actuator_joint_force(m, *s.act, s.w->x, s.w->force.data(), o.out + o.off.qfrc_actuator);
     std::copy(qfrc, qfrc + m.nv, o.out + o.off.qfrc_constraint);
     std::copy(qacc, qacc + m.nv, o.out + o.off.qacc);
+    for (int64_t t = 0; t < m.ntendon; t++) {                          // ten_length; ten_velocity = ten_J qd (mj_tendon)
+        const double *J = stages.ten_J.data() + t * m.nv;
+        double v = 0.0;
+        for (int j = 0; j < m.nv; j++) v += J[j] * qd[j];
+        o.out[o.off.ten_length + t] = stages.ten_length[size_t(t)], o.out[o.off.ten_velocity + t] = v;
+    }
 }
 
 // the step's end: cacc and cfrc_int with the new velocity qd; RK4's qacc is its stages' weighted sum (w.dqd), as
@@ -110,7 +116,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
     if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
-    if (s.obs.out && update_warm) observe_accel(s, stages, q, qacc, qfrc);      // the step's last evaluation
+    if (s.obs.out && update_warm) observe_accel(s, stages, q, qd, qacc, qfrc);      // the step's last evaluation
     return OK;
 }
 

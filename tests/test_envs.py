@@ -9,6 +9,8 @@ Two comparisons per task:
   differences of one step (contact-rich and chaotic tasks do: see docs/envs.md).
 """
 
+import inspect
+import os
 from pathlib import Path
 
 import gymnasium
@@ -17,7 +19,8 @@ import pytest
 
 import physai.envs
 from physai.envs.tasks import TASKS
-from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, RenderError, ShapeError, UnknownModelError
+from physai.integrators import Trajectory
 
 N, SEED, RTOL = 8, 3, 1e-8
 
@@ -131,6 +134,7 @@ def test_registered_with_gymnasium():
     assert env.unwrapped.max_episode_steps == gymnasium.spec("Hopper-v5").max_episode_steps
     obs, _ = env.reset(seed=0)
     assert obs.shape == (4,) + gymnasium.make("Hopper-v5").observation_space.shape
+    assert gymnasium.make_vec("physai/Hopper-v5", num_envs=2, render_mode="rgb_array").render_mode == "rgb_array"
 
 
 def test_a_diverging_environment_is_reset_alone():
@@ -191,3 +195,163 @@ def test_reset_observes_the_actuator_force_as_mj_forward(tmp_path):
     actuator = slice(22 + 23 + 130 + 78, 22 + 23 + 130 + 78 + 17)                  # qfrc_actuator[6:] in the observation
     assert np.abs(expected[:, actuator]).max() > 1.0
     assert np.abs(obs - expected).max() <= 1e-10 * max(1.0, np.abs(expected).max())
+
+
+# ---- rendering ----
+
+#: frames compared at this size [pixels] (small: fast)
+W, H = 64, 48
+
+
+@pytest.fixture
+def egl(monkeypatch):
+    """MUJOCO_GL=egl for this test when the process has none (physai's renderer and Gymnasium's read it when their first
+    frame is drawn); a machine without EGL fails the tests that use it."""
+    if not os.environ.get("MUJOCO_GL"):
+        monkeypatch.setenv("MUJOCO_GL", "egl")
+
+
+def _gymnasium_frame(g, q, qd, ctrl):
+    """Gymnasium's own env.render() after set_state(q, qd) (its OpenGL context made current: physai's draws between)."""
+    g.unwrapped.set_state(q, qd)
+    g.unwrapped.data.ctrl[:] = ctrl
+    viewer = g.unwrapped.mujoco_renderer.viewer
+    if viewer is not None:
+        viewer.make_context_current()
+    return g.render()
+
+
+@pytest.mark.parametrize("task", ["Ant-v5", "Hopper-v5", "Humanoid-v5"])
+def test_render_matches_gymnasium(task, egl):
+    """env.render() of environment 1 equals Gymnasium's frame of the same state (set_state), at the reset and after 10
+    random steps: mean and max |difference| of the uint8 pixels within the bounds below (measured: 0 and 0)."""
+    p = physai.envs.make_vec(task, num_envs=3, render_mode="rgb_array", render_env=1, width=W, height=H)
+    g = gymnasium.make(task, render_mode="rgb_array", width=W, height=H)
+    g.reset(seed=0)
+    p.reset(seed=SEED)
+    rng = np.random.default_rng(SEED)
+    frames = []
+    try:
+        for k in range(2):
+            s = p._state
+            ours = p.render()
+            theirs = _gymnasium_frame(g, s.q[1], s.qd[1], s.ctrl[1])
+            assert ours.shape == (H, W, 3) and ours.dtype == np.uint8 and ours.std() > 5.0
+            d = np.abs(ours.astype(int) - theirs.astype(int))
+            assert d.mean() <= 0.5 and d.max() <= 8, (task, k, d.mean(), d.max())
+            frames.append(ours)
+            for _ in range(10):
+                p.step(rng.uniform(-1, 1, size=(3, p.model.nu)).astype(np.float32))
+    finally:
+        p.close()
+        g.close()
+    assert not np.array_equal(frames[0], frames[1])                 # the frame follows the state
+
+
+def test_render_arguments_are_named(egl, monkeypatch):
+    """render_mode "human" and others, a render_env, camera or size out of range: InvalidArgumentError; render() of an
+    env without render_mode: InvalidStateError; a MUJOCO_GL that gives no context: RenderError naming MUJOCO_GL."""
+    for bad in (dict(render_mode="human"), dict(render_mode="depth_array"), dict(render_mode="rgb_array", render_env=2),
+                dict(render_mode="rgb_array", camera_id=5), dict(render_mode="rgb_array", camera_name="nope"),
+                dict(render_mode="rgb_array", camera_id=0, camera_name="track"), dict(render_mode="rgb_array", width=0)):
+        with pytest.raises(InvalidArgumentError):
+            physai.envs.make_vec("Ant-v5", num_envs=2, **bad)
+    env = physai.envs.make_vec("Ant-v5", num_envs=2)
+    env.reset(seed=0)
+    with pytest.raises(InvalidStateError):
+        env.render()
+    env = physai.envs.make_vec("Ant-v5", num_envs=2, render_mode="rgb_array", width=W, height=H)
+    assert env.metadata["render_fps"] == gymnasium.make("Ant-v5").metadata["render_fps"]
+    env.reset(seed=0)
+    monkeypatch.setenv("MUJOCO_GL", "no-such-backend")
+    with pytest.raises(RenderError, match="MUJOCO_GL"):
+        env.render()
+
+
+def test_camera_configs_are_gymnasiums():
+    """Each task's default_camera_config is DEFAULT_CAMERA_CONFIG of Gymnasium's *_v5.py (the class default)."""
+    for name, cls in TASKS.items():
+        theirs = inspect.signature(type(gymnasium.make(name).unwrapped).__init__).parameters["default_camera_config"]
+        ours = cls.DEFAULTS["default_camera_config"]
+        assert (ours is None) == (theirs.default is None), name
+        if ours is not None:
+            assert ours.keys() == theirs.default.keys(), name
+            assert all(np.array_equal(ours[k], theirs.default[k]) for k in ours), name
+
+
+# ---- recording ----
+
+def test_recorded_episode_opens_in_the_viewer(tmp_path):
+    """record_episode saves environment 1's episode: the viewer's loader reads it, its q is the env's states as the
+    observations give them (the full positions observed: the same numbers), and its model file is the task's."""
+    from physai import models
+    from physai.lab.viewer import make_server
+
+    env = physai.envs.make_vec("Hopper-v5", num_envs=2, exclude_current_positions_from_observation=False)
+    seen, rng = [], np.random.default_rng(SEED)
+
+    def policy(obs):
+        seen.append(obs[1].copy())
+        return rng.uniform(-1, 1, size=(2, 3)).astype(np.float32)
+
+    path = tmp_path / "hopper.npz"
+    run = physai.envs.record_episode(env, path, policy=policy, env_index=1, seed=SEED)
+    back = Trajectory.load(path)
+    nq = env.model.nq
+    assert 2 < len(back.q) <= 1001 and len(seen) == len(back.q) - 1
+    assert np.array_equal(back.q[:-1], np.array(seen)[:, :nq]) and np.array_equal(back.q, run.q)
+    assert np.array_equal(back.t, np.arange(len(back.q)) * env.task.dt)
+    mj, theirs = models.load(back.model), gymnasium.make("Hopper-v5").unwrapped.model
+    for field in ("body_pos", "body_mass", "geom_size", "jnt_range", "actuator_gear"):
+        assert np.array_equal(getattr(mj, field), getattr(theirs, field)), field
+    server = make_server(back.model, back, 0)                      # the page's server takes the run and its model
+    server.server_close()
+    with pytest.raises(InvalidArgumentError):
+        physai.envs.record_episode(physai.envs.make_vec("Hopper-v5", num_envs=2, autoreset_mode="SameStep"))
+
+
+# ---- info ----
+
+def _info_differences(ours: dict, theirs: dict, where: str = "info") -> list:
+    """Where two vector infos differ: their names (masks "_name" included), a mask, a value's shape or dtype, or a value
+    beyond RTOL (relative) where the mask holds; final_info compared the same way, final_obs where its mask holds."""
+    out = [] if set(ours) == set(theirs) else [(where, "names", sorted(set(ours) ^ set(theirs)))]
+    for name in set(ours) & set(theirs):
+        a, b = ours[name], theirs[name]
+        if isinstance(b, dict):
+            out += _info_differences(a, b, f"{where}[{name!r}]")
+            continue
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape or a.dtype != b.dtype:
+            out.append((where, name, a.shape, b.shape, a.dtype, b.dtype))
+        elif name.startswith("_"):
+            out += [] if np.array_equal(a, b) else [(where, name, a, b)]
+        else:
+            held = np.asarray(theirs["_" + name])
+            if held.any() and _relative(np.stack(list(a[held])), np.stack(list(b[held]))) > RTOL:
+                out.append((where, name, a[held], b[held]))
+    return out
+
+
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@pytest.mark.parametrize("task", ["Hopper-v5", "Humanoid-v5", "HumanoidStandup-v5", "InvertedPendulum-v5", "Reacher-v5"])
+def test_info_as_gymnasium(task, mode):
+    """The whole info of each step as SyncVectorEnv's (synced, 60 steps: episodes ending alone, and Reacher's all at
+    once at its 50-step limit): the same names and masks, dtypes, values within 1e-8, final_info and final_obs of the
+    environments that ended (SameStep: ended and reset in one step, the reset's info in place of the step's). The
+    Humanoids' tendon_length and tendon_velocity: MjData's ten_length and ten_velocity (RK4: at its fourth stage)."""
+    vk = {"autoreset_mode": mode}
+    g = gymnasium.make_vec(task, num_envs=N, vectorization_mode="sync", vector_kwargs=vk)
+    p = physai.envs.make_vec(task, num_envs=N, **vk)
+    (_, ig), (_, ip) = g.reset(seed=SEED), p.reset(seed=SEED)
+    assert _info_differences(ip, ig) == []
+    rng, ended = np.random.default_rng(SEED), 0
+    low, high = g.single_action_space.low, g.single_action_space.high
+    for k in range(60):
+        a = rng.uniform(low, high, size=(N, len(low))).astype(np.float32)
+        _sync(p, g)
+        *_, tg, ug, ig = g.step(a)
+        *_, ip = p.step(a)
+        assert _info_differences(ip, ig) == [], k
+        ended += int(np.sum(tg | ug))
+    assert ended > 0 or task == "HumanoidStandup-v5"                 # it never ends but at its 1000-step limit

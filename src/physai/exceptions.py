@@ -105,3 +105,8 @@ class MissingExtraError(PhysaiError, ImportError):
 class TrajectoryFileError(PhysaiError, ValueError):
     """A saved trajectory (.npz) cannot be used: not a NumPy .npz, not a physai trajectory, a missing or mis-shaped
     array, NaN or infinity, or the trajectory of another model (Trajectory.load, physai view)."""
+
+
+class RenderError(PhysaiError, RuntimeError):
+    """No OpenGL context can be made for rendering (physai.envs' render_mode="rgb_array"): the backend MUJOCO_GL names
+    (egl, osmesa or glfw) is not there or cannot start; the message names what failed and what to set."""

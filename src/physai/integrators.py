@@ -366,12 +366,13 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
                 q[n], qd[n] = model.qpos0, 0.0                                  # (warm[n] is zero already)
 
     observe: names of MuJoCo's MjData fields to return in StepResult.observed (OBSERVABLE: xpos, xquat, xipos,
-    site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext, qfrc_actuator, qfrc_constraint, qacc), each with MuJoCo's shape
-    and layout (bodies as MuJoCo's ids, row 0 the world), the states' axis first: what MjData holds after mj_step then
-    mj_rnePostConstraint (Gymnasium's frame). Like MuJoCo's, they belong to the step's START (the forward pass the step
-    integrated from; RK4: its fourth stage), while q and qd are the new state; cacc and cfrc_int multiply the start's
-    cdof_dot by the NEW qd, as mj_rnePostConstraint after mj_step does. None or () (default): nothing more computed.
-    UnknownQuantityError for another name. A state that failed (on_divergence="report") has NaN there.
+    site_xpos, cinert, cvel, cacc, cfrc_int, cfrc_ext, qfrc_actuator, qfrc_constraint, qacc, ten_length, ten_velocity),
+    each with MuJoCo's shape and layout (bodies as MuJoCo's ids, row 0 the world), the states' axis first: what MjData
+    holds after mj_step then mj_rnePostConstraint (Gymnasium's frame). Like MuJoCo's, they belong to the step's START
+    (the forward pass the step integrated from; RK4: its fourth stage), while q and qd are the new state; cacc and
+    cfrc_int multiply the start's cdof_dot by the NEW qd, as mj_rnePostConstraint after mj_step does. None or ()
+    (default): nothing more computed. UnknownQuantityError for another name. A state that failed
+    (on_divergence="report") has NaN there.
     """
     model = engine.as_model(model)
     names = check_observe(observe, model)

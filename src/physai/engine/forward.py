@@ -235,6 +235,9 @@ class DynamicsEvaluator:
         com = observe.com_bodies(model, q)
         out = dict(xpos=com["xpos"], xquat=com["xquat"], xipos=com["xipos"], cinert=com["cinert"], qacc=qacc,
                    qfrc_constraint=qfrc, qfrc_actuator=qfrc_actuator, site_xpos=observe.site_positions(model, com))
+        if {"ten_length", "ten_velocity"} & set(names):              # mj_tendon's, at the evaluation's state
+            length, J = api.tendon_kinematics(model, q) if model.ntendon else (np.zeros(0), np.zeros((0, model.nv)))
+            out["ten_length"], out["ten_velocity"] = length, J @ qd
         if {"cvel", "cacc", "cfrc_int", "cfrc_ext"} & set(names):
             out["cvel"] = observe.body_velocities(model, d, com)
             out["cfrc_ext"] = observe.body_external_forces(model, com, self.inputs.xfrc_applied, contacts, rows,

@@ -9,6 +9,7 @@ world as body 0.
     body_velocities(model, d, com)             cvel                                                      (mj_comVel)
     body_external_forces(model, com, ...)      cfrc_ext                                      (mj_rnePostConstraint)
     rne_post_constraint(model, d, com, ...)    cacc, cfrc_int                                (mj_rnePostConstraint)
+The tendons' ten_length and ten_velocity (mj_tendon, ten_J qd) come from physai.engine.api.tendon_kinematics.
 """
 
 import numpy as np
@@ -24,7 +25,7 @@ from physai.spatial import quat_mul
 
 #: the MjData fields a step can give besides its state (observed), with their shapes' trailing sizes
 OBSERVABLE = ("xpos", "xquat", "xipos", "site_xpos", "cinert", "cvel", "cacc", "cfrc_int", "cfrc_ext", "qfrc_actuator",
-              "qfrc_constraint", "qacc")
+              "qfrc_constraint", "qacc", "ten_length", "ten_velocity")
 
 
 def observed_shapes(model) -> dict:
@@ -32,7 +33,8 @@ def observed_shapes(model) -> dict:
     nb = model.nbody + 1
     return dict(xpos=(nb, 3), xquat=(nb, 4), xipos=(nb, 3), site_xpos=(len(model.site_name), 3), cinert=(nb, 10),
                 cvel=(nb, 6), cacc=(nb, 6), cfrc_int=(nb, 6), cfrc_ext=(nb, 6), qfrc_actuator=(model.nv,),
-                qfrc_constraint=(model.nv,), qacc=(model.nv,))
+                qfrc_constraint=(model.nv,), qacc=(model.nv,), ten_length=(model.ntendon,),
+                ten_velocity=(model.ntendon,))
 
 
 def site_positions(model, com: dict) -> np.ndarray:

@@ -5,6 +5,9 @@
     env = gymnasium.make_vec("physai/Ant-v5", num_envs=64)        # the same, registered on import of physai.envs
     obs, info = env.reset(seed=0)                                  # environment i seeded with 0 + i
     obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+    env = physai.envs.make_vec("Ant-v5", num_envs=8, render_mode="rgb_array")
+    frame = env.render()                                           # (480, 480, 3) uint8 of environment 0
+    physai.envs.record_episode(env, "ant.npz", seed=0)             # then: physai view - ant.npz
 
 The eleven tasks (TASKS: Ant, HalfCheetah, Hopper, Humanoid, HumanoidStandup, InvertedPendulum, InvertedDoublePendulum,
 Pusher, Reacher, Swimmer, Walker2d, all -v5) load Gymnasium's own XML files and take its keyword arguments; the
@@ -18,10 +21,11 @@ extras.require("gymnasium", "envs", "physai.envs")
 
 import gymnasium  # noqa: E402
 
+from physai.envs.record import record_episode  # noqa: E402
 from physai.envs.tasks import TASKS  # noqa: E402
 from physai.envs.vector import PhysaiVectorEnv, task_class  # noqa: E402
 
-__all__ = ["TASKS", "PhysaiVectorEnv", "make_vec", "register", "task_class"]
+__all__ = ["TASKS", "PhysaiVectorEnv", "make_vec", "record_episode", "register", "task_class"]
 
 
 def make_vec(task: str, num_envs: int = 1, **kwargs) -> PhysaiVectorEnv:

@@ -78,6 +78,7 @@ class Task:
         path = xml if xml.startswith((".", "/")) else os.path.join(assets_dir(), os.path.expanduser(xml))
         if not os.path.exists(path):
             raise UnknownModelError(f"{self.name}: the model file {path} does not exist")
+        self.path = os.path.abspath(path)                          # the model file (a recorded episode names it)
         self.mj = mujoco.MjModel.from_xml_path(path)
         self.init_qpos = self.mj.qpos0.copy()
         self.init_qvel = np.zeros(self.mj.nv)
@@ -99,7 +100,8 @@ class Task:
         m = self.mj
         shapes = {"xpos": (m.nbody, 3), "xipos": (m.nbody, 3), "xquat": (m.nbody, 4), "site_xpos": (m.nsite, 3),
                   "cinert": (m.nbody, 10), "cvel": (m.nbody, 6), "cacc": (m.nbody, 6), "cfrc_int": (m.nbody, 6),
-                  "cfrc_ext": (m.nbody, 6), "qfrc_actuator": (m.nv,), "qfrc_constraint": (m.nv,), "qacc": (m.nv,)}
+                  "cfrc_ext": (m.nbody, 6), "qfrc_actuator": (m.nv,), "qfrc_constraint": (m.nv,), "qacc": (m.nv,),
+                  "ten_length": (m.ntendon,), "ten_velocity": (m.ntendon,)}
         return Batch(np.tile(self.init_qpos, (n, 1)), np.zeros((n, m.nv)), np.zeros((n, m.nu)),
                      {k: np.zeros((n,) + shapes[k]) for k in self.observe})
 
@@ -148,7 +150,7 @@ class _Locomotion(Task):
 class HalfCheetah(_Locomotion):
     name, xml, frame_skip = "HalfCheetah-v5", "half_cheetah.xml", 5
     DEFAULTS = dict(forward_reward_weight=1.0, ctrl_cost_weight=0.1, reset_noise_scale=0.1,
-                    exclude_current_positions_from_observation=True, default_camera_config=None)
+                    exclude_current_positions_from_observation=True, default_camera_config=dict(distance=4.0))
 
     def outcome(self, b, x_before, action):
         x_velocity = self.x_velocity(b, x_before)
@@ -195,7 +197,8 @@ class Hopper(_Hopping):
     DEFAULTS = dict(forward_reward_weight=1.0, ctrl_cost_weight=1e-3, healthy_reward=1.0, terminate_when_unhealthy=True,
                     healthy_state_range=(-100.0, 100.0), healthy_z_range=(0.7, float("inf")),
                     healthy_angle_range=(-0.2, 0.2), reset_noise_scale=5e-3,
-                    exclude_current_positions_from_observation=True, default_camera_config=None)
+                    exclude_current_positions_from_observation=True,
+                    default_camera_config=dict(trackbodyid=2, distance=3.0, lookat=np.array((0.0, 0.0, 1.15)), elevation=-20.0))
 
     def healthy(self, b):
         state = np.concatenate((b.q, b.qd), axis=1)[:, 2:]
@@ -207,7 +210,8 @@ class Walker2d(_Hopping):
     name, xml, frame_skip = "Walker2d-v5", "walker2d_v5.xml", 4
     DEFAULTS = dict(forward_reward_weight=1.0, ctrl_cost_weight=1e-3, healthy_reward=1.0, terminate_when_unhealthy=True,
                     healthy_z_range=(0.8, 2.0), healthy_angle_range=(-1.0, 1.0), reset_noise_scale=5e-3,
-                    exclude_current_positions_from_observation=True, default_camera_config=None)
+                    exclude_current_positions_from_observation=True,
+                    default_camera_config=dict(trackbodyid=2, distance=4.0, lookat=np.array((0.0, 0.0, 1.15)), elevation=-20.0))
 
 
 class Swimmer(Task):
@@ -239,7 +243,7 @@ class Swimmer(Task):
 
 class InvertedPendulum(Task):
     name, xml, frame_skip = "InvertedPendulum-v5", "inverted_pendulum.xml", 2
-    DEFAULTS = dict(reset_noise_scale=0.01, default_camera_config=None)
+    DEFAULTS = dict(reset_noise_scale=0.01, default_camera_config=dict(trackbodyid=0, distance=2.04))
 
     def observation(self, b):
         return np.concatenate((b.q, b.qd), axis=1)
@@ -248,12 +252,13 @@ class InvertedPendulum(Task):
         obs = self.observation(b)
         terminated = ~np.isfinite(obs).all(axis=1) | (np.abs(obs[:, 1]) > 0.2)
         reward = (~terminated).astype(np.float64)
-        return reward, terminated, {"reward_survive": reward}
+        return reward, terminated, {"reward_survive": (~terminated).astype(np.int64)}     # Gymnasium's int
 
 
 class InvertedDoublePendulum(Task):
     name, xml, frame_skip = "InvertedDoublePendulum-v5", "inverted_double_pendulum.xml", 5
-    DEFAULTS = dict(healthy_reward=10.0, reset_noise_scale=0.1, default_camera_config=None)
+    DEFAULTS = dict(healthy_reward=10.0, reset_noise_scale=0.1,
+                    default_camera_config=None)     # Gymnasium's default (its file's DEFAULT_CAMERA_CONFIG is unused)
     observe = ("site_xpos", "qfrc_constraint")
 
     def observation(self, b):
@@ -277,7 +282,7 @@ class InvertedDoublePendulum(Task):
 
 class Reacher(Task):
     name, xml, frame_skip = "Reacher-v5", "reacher.xml", 2
-    DEFAULTS = dict(reward_dist_weight=1, reward_control_weight=1, default_camera_config=None)
+    DEFAULTS = dict(reward_dist_weight=1, reward_control_weight=1, default_camera_config=dict(trackbodyid=0))
     observe = ("xpos",)
 
     def setup(self):
@@ -310,7 +315,8 @@ class Reacher(Task):
 
 class Pusher(Task):
     name, xml, frame_skip = "Pusher-v5", "pusher_v5.xml", 5
-    DEFAULTS = dict(reward_near_weight=0.5, reward_dist_weight=1, reward_control_weight=0.1, default_camera_config=None)
+    DEFAULTS = dict(reward_near_weight=0.5, reward_dist_weight=1, reward_control_weight=0.1,
+    default_camera_config=dict(trackbodyid=-1, distance=4.0))
     observe = ("xpos",)
 
     def setup(self):
@@ -349,7 +355,7 @@ class Ant(Task):
                     main_body=1, terminate_when_unhealthy=True, healthy_z_range=(0.2, 1.0),
                     contact_force_range=(-1.0, 1.0), reset_noise_scale=0.1,
                     exclude_current_positions_from_observation=True, include_cfrc_ext_in_observation=True,
-                    default_camera_config=None)
+                    default_camera_config=dict(distance=4.0))
     observe = ("xpos", "cfrc_ext")
 
     def setup(self):
@@ -396,7 +402,7 @@ class Ant(Task):
 class _Humanoids(Task):
     """Humanoid and HumanoidStandup: observations of positions, velocities, cinert, cvel, actuator forces, cfrc_ext."""
 
-    observe = ("xipos", "cinert", "cvel", "qfrc_actuator", "cfrc_ext")
+    observe = ("xipos", "cinert", "cvel", "qfrc_actuator", "cfrc_ext", "ten_length", "ten_velocity")
 
     def observation(self, b):
         n, kw, o = len(b.q), self.kw, b.observed
@@ -409,19 +415,23 @@ class _Humanoids(Task):
         return np.concatenate(parts, axis=1)
 
     def xy_info(self, b):
-        return {"x_position": b.q[:, 0].copy(), "y_position": b.q[:, 1].copy()}
+        """x, y and the tendons' lengths and velocities (MjData's ten_length, ten_velocity, as the observations')."""
+        return {"x_position": b.q[:, 0].copy(), "y_position": b.q[:, 1].copy(),
+                "tendon_length": b.observed["ten_length"].copy(), "tendon_velocity": b.observed["ten_velocity"].copy()}
 
 
 _HUMANOID_FLAGS = dict(exclude_current_positions_from_observation=True, include_cinert_in_observation=True,
                        include_cvel_in_observation=True, include_qfrc_actuator_in_observation=True,
-                       include_cfrc_ext_in_observation=True, default_camera_config=None)
+                       include_cfrc_ext_in_observation=True)
 
 
 class Humanoid(_Humanoids):
     name, xml, frame_skip = "Humanoid-v5", "humanoid.xml", 5
     DEFAULTS = dict(forward_reward_weight=1.25, ctrl_cost_weight=0.1, contact_cost_weight=5e-7,
                     contact_cost_range=(-np.inf, 10.0), healthy_reward=5.0, terminate_when_unhealthy=True,
-                    healthy_z_range=(1.0, 2.0), reset_noise_scale=1e-2, **_HUMANOID_FLAGS)
+                    healthy_z_range=(1.0, 2.0), reset_noise_scale=1e-2, **_HUMANOID_FLAGS,
+                    default_camera_config=dict(trackbodyid=1, distance=4.0, lookat=np.array((0.0, 0.0, 2.0)),
+                                               elevation=-20.0))
 
     def setup(self):
         self.mass = self.mj.body_mass.copy()
@@ -456,7 +466,9 @@ class Humanoid(_Humanoids):
 class HumanoidStandup(_Humanoids):
     name, xml, frame_skip = "HumanoidStandup-v5", "humanoidstandup.xml", 5
     DEFAULTS = dict(uph_cost_weight=1, ctrl_cost_weight=0.1, impact_cost_weight=5e-7, impact_cost_range=(-np.inf, 10.0),
-                    reset_noise_scale=1e-2, **_HUMANOID_FLAGS)
+                    reset_noise_scale=1e-2, **_HUMANOID_FLAGS,
+                    default_camera_config=dict(trackbodyid=1, distance=4.0, lookat=np.array((0.0, 0.0, 0.8925)),
+                                               elevation=-20.0))
 
     def outcome(self, b, _, action):
         kw = self.kw

@@ -29,11 +29,26 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from physai import engine, integrators
+from physai.envs.render import DEFAULT_SIZE, FrameRenderer, chosen_camera
 from physai.envs.tasks import TASKS, Batch, positive_int
 from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
 
 #: Observed at a reset as after Gymnasium's mj_resetData + mj_forward, which does not run mj_rnePostConstraint (zero).
 _ZERO_AT_RESET = ("cfrc_ext", "cfrc_int", "cacc")
+
+
+#: the render modes physai.envs draws (Gymnasium's MujocoEnv also has "human", a window, and depth images)
+RENDER_MODES = ("rgb_array",)
+
+
+def checked_render_mode(render_mode):
+    """render_mode if None or one of RENDER_MODES; InvalidArgumentError naming another ("human": no window here)."""
+    if render_mode is None or render_mode in RENDER_MODES:
+        return render_mode
+    if render_mode == "human":
+        raise InvalidArgumentError("render_mode 'human' (a window) is not supported: use render_mode='rgb_array' for "
+                                   "frames, or record an episode (env.record) and replay it with physai view")
+    raise InvalidArgumentError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
 
 
 def task_class(name: str):
@@ -52,18 +67,22 @@ class PhysaiVectorEnv(VectorEnv):
     max_episode_steps: TimeLimit's (default the id's registered value: 1000, 50 for Reacher, 100 for Pusher);
                        None for no limit
     autoreset_mode:    gymnasium.vector.AutoresetMode or its value ("NextStep" default, "SameStep", "Disabled")
+    render_mode:       None or "rgb_array": render() gives the frame (height, width, 3) uint8 of environment render_env
+    render_env:        the environment drawn (0 .. N-1; default 0)
+    width, height, camera_id, camera_name, max_geom, visual_options: Gymnasium's MujocoEnv's (480 x 480, its free
+                       camera set by the task's default_camera_config, 1000 geoms); see physai.envs.render
     **kwargs:          the task's keyword arguments (Gymnasium's: reward weights, reset_noise_scale, healthy ranges,
                        exclude_current_positions_from_observation, frame_skip, xml_file ...)
     """
 
     def __init__(self, task: str, num_envs: int = 1, max_episode_steps="registered",
-                 autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None, **kwargs):
+                 autoreset_mode=AutoresetMode.NEXT_STEP, render_mode=None, render_env: int = 0,
+                 width: int = DEFAULT_SIZE, height: int = DEFAULT_SIZE, camera_id=None, camera_name=None,
+                 max_geom: int = 1000, visual_options=None, **kwargs):
         super().__init__()
         cls = task_class(task)
         if type(num_envs) is not int or num_envs < 1:
             raise InvalidArgumentError(f"num_envs must be a positive int, got {num_envs!r}")
-        if render_mode is not None:
-            raise InvalidArgumentError(f"render_mode {render_mode!r}: physai.envs does not render yet (None only)")
         try:
             self.autoreset_mode = AutoresetMode(autoreset_mode)
         except ValueError:
@@ -75,9 +94,15 @@ class PhysaiVectorEnv(VectorEnv):
         if max_episode_steps is not None and not positive_int(max_episode_steps):
             raise InvalidArgumentError(f"max_episode_steps must be a positive integer or None, got {max_episode_steps!r}")
         self.max_episode_steps = max_episode_steps
-        self.num_envs, self.render_mode = num_envs, None
+        self.num_envs = num_envs
         self.model = engine.from_mujoco(self.task.mj)
-        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": [],
+        self.render_mode, self.render_env = checked_render_mode(render_mode), render_env
+        if not (isinstance(render_env, numbers.Integral) and not isinstance(render_env, bool) and 0 <= render_env < num_envs):
+            raise InvalidArgumentError(f"render_env must be an environment index 0..{num_envs - 1}, got {render_env!r}")
+        self._renderer = FrameRenderer(self.task.mj, width, height, chosen_camera(self.task.mj, camera_id, camera_name),
+                                       self.task.kw["default_camera_config"], max_geom, visual_options)
+        self._recorder = None
+        self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": list(RENDER_MODES),
                          "render_fps": int(np.round(1.0 / self.task.dt))}
         low, high = self.task.mj.actuator_ctrlrange.copy().astype(np.float32).T
         self.single_action_space = spaces.Box(low=low, high=high, dtype=np.float32)
@@ -148,6 +173,21 @@ class PhysaiVectorEnv(VectorEnv):
                                     qacc_warmstart=np.zeros_like(b.qd),
                                     on_divergence="report", observe=self.task.observe)
         return {k: (np.zeros_like(v) if k in _ZERO_AT_RESET else v) for k, v in r.observed.items()}
+
+    # ---- rendering ----
+
+    def render(self):
+        """The frame (height, width, 3) uint8 of environment render_env in its present state, drawn by MuJoCo's renderer
+        as Gymnasium's env.render() draws it after set_state(qpos, qvel) (physai.envs.render). InvalidStateError when
+        the env was made without render_mode="rgb_array"; RenderError when no OpenGL context can be made."""
+        if self.render_mode is None:
+            raise InvalidStateError('render() of an env made with render_mode=None: make it with render_mode="rgb_array"')
+        s, i = self._state, self.render_env
+        return self._renderer.render(s.q[i], s.qd[i], s.ctrl[i])
+
+    def close_extras(self, **kwargs):
+        """Free the renderer's OpenGL context."""
+        self._renderer.close()
 
     # ---- step ----
 
@@ -244,8 +284,11 @@ class PhysaiVectorEnv(VectorEnv):
 
     def _vector_info(self, values: dict, idx: np.ndarray, present=None) -> dict:
         """Gymnasium's vector info: for each name an (N,) array with the values of environments idx and a mask
-        "_name" (True where present)."""
+        "_name" (True where present); none when no environment has them (as SyncVectorEnv's _add_info, which adds a
+        name only with an environment's value)."""
         out = {}
+        if present is not None and not np.any(present):
+            return out
         for k, v in values.items():
             v = np.asarray(v)
             full = np.zeros((self.num_envs,) + v.shape[1:], v.dtype) if v.dtype != object else \
