@@ -753,16 +753,24 @@ inline bool update_factor(const Model &m, ConstraintWork &w) {
             if (!(t >= MINVAL)) return false;
             double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
             Lk[nk] = rr;
-            if (is)                                                    // each entry's L, then its x from that L
-                for (int j = 0; j < nk; j++) {
-                    double xj = x[ck[j]], l = (Lk[j] + sn * xj) * cinv;
-                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
-                }
-            else
-                for (int j = 0; j < nk; j++) {
-                    double xj = x[ck[j]], l = (Lk[j] - sn * xj) * cinv;
-                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
-                }
+            // each entry's L, then its x from that L (each entry apart: run by run of consecutive columns, w.Lrun,
+            // contiguous loops, the same operations)
+            const int base = w.Ladr[size_t(k)];
+            for (int e = nk - 1; e >= 0;) {
+                const int j0 = run_start(w.Lrun.data(), base + e) - base;
+                double *__restrict xr = x + ck[j0], *__restrict Lr = Lk + j0;
+                if (is)
+                    for (int j = 0; j <= e - j0; j++) {
+                        double xj = xr[j], l = (Lr[j] + sn * xj) * cinv;
+                        Lr[j] = l, xr[j] = c * xj - sn * l;
+                    }
+                else
+                    for (int j = 0; j <= e - j0; j++) {
+                        double xj = xr[j], l = (Lr[j] - sn * xj) * cinv;
+                        Lr[j] = l, xr[j] = c * xj - sn * l;
+                    }
+                e = j0 - 1;
+            }
         }
     }
     return true;
