@@ -649,7 +649,18 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
         if (any)
             for (int a = 0; a < nc; a++) {
                 const double *Ga = G + size_t(a) * nc;
-                for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
+                if (tree) {
+                    for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
+                    continue;
+                }
+                // row cols[a] of the pattern walked along with the group's ascending columns (at's search only when
+                // they are not: the same entries)
+                const int *first = Lcol + Ladr[cols[a]], *end = Lcol + Ladr[cols[a] + 1], *p = first;
+                for (int b = 0; b <= a; b++) {
+                    while (p < end && *p < cols[b]) p++;
+                    if (p == end || *p != cols[b]) p = std::lower_bound(first, end, cols[b]);
+                    H[p - Lcol] += Ga[b];
+                }
             }
     });
     const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
