@@ -75,6 +75,13 @@ struct Cones {
 };
 
 // everything a state's constraint kernel needs besides the model (mjData's efc part and the solver's context)
+// a layout of H's factor kept for later solves (ConstraintWork::layouts): the fields of ConstraintWork of the same names
+// and the key they were made from
+struct FactorLayout {
+    std::vector<int> key, Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt, Lsame;
+    std::vector<uint16_t> Lrun;
+};
+
 struct ConstraintWork {
     Data<double> d;
     const Data<double> *stages = nullptr;           // the velocity stages the rows read: another workspace's, or d
@@ -103,6 +110,13 @@ struct ConstraintWork {
     std::vector<uint16_t> Lrun;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;
+    // factor_pattern's layout kept between solves (solver.h's kept_factor_pattern; workspace only, not an algorithm of
+    // its own: the NumPy engine makes the pattern every solve, the same one): Lkey the pattern's inputs it was made
+    // from (M's pattern, each group's columns), layouts one kept layout per island ordinal (layout_slot), key_scratch
+    // the key of the current rows
+    std::vector<int> Lkey, key_scratch;
+    std::vector<FactorLayout> layouts;
+    size_t layout_slot = 0;
     std::vector<double> G, g;                       // a group of rows' J^T D J (nc x nc), a row's entries (nv)
     std::vector<double> force, jar, Jv, wforce, wjar, x, quad;   // quad: 3 per row (Line)
     std::vector<int> state, wstate, hstate;

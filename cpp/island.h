@@ -105,9 +105,10 @@ inline void partition(const Model &m, const Rows &r, std::vector<Island> &island
 }
 
 // the rows of one island (MuJoCo's iefc_*) into out: each row's entries and compressed columns at island.rows, ne, nf,
-// nl counted there, the groups of consecutive rows kept; the contacts kept (contact ids still index them), contact_row
-// renumbered (-1: the contact's rows are elsewhere)
-inline void island_rows(const Model &m, const Rows &r, const Island &island, Rows &out) {
+// nl counted there, the groups of consecutive rows kept; the contacts kept (contact ids still index them; with contacts
+// false out.con and out.contact_mu are left as they are: a caller that put them there once for every island), contact_row
+// renumbered (-1: the contact's rows are elsewhere). O(the island's rows and entries) besides contact_row's fill.
+inline void island_rows(const Model &m, const Rows &r, const Island &island, Rows &out, bool contacts = true) {
     const std::vector<int> &k = island.rows;
     out.nv = r.nv, out.nefc = int(k.size()), out.dense = false;
     out.ne = out.nf = out.nl = 0;
@@ -120,25 +121,25 @@ inline void island_rows(const Model &m, const Rows &r, const Island &island, Row
     }
     out.type.resize(k.size()), out.id.resize(k.size());
     out.start.assign(1, 0), out.cols.clear(), out.val.clear(), out.group.clear();
-    std::vector<char> first(size_t(r.nefc) + 1, 0);
-    for (int g : r.group) first[size_t(g)] = 1;
-    std::vector<int64_t> position(size_t(r.nefc), -1);
+    if (contacts) out.con = r.con, out.contact_mu = r.contact_mu;
+    out.contact_row.assign(r.contact_row.size(), -1);
+    // the first group of r starting at or after the island's first row (k ascending: the groups met in order)
+    auto group = std::lower_bound(r.group.begin(), r.group.end(), k.empty() ? 0 : k[0]);
     for (size_t c = 0; c < k.size(); c++) {
         size_t i = size_t(k[c]);
-        position[i] = int64_t(c);
+        while (group != r.group.end() && *group < int(i)) ++group;
+        bool first = group != r.group.end() && *group == int(i);       // a group of r starts at row i
         out.type[c] = r.type[i], out.id[c] = r.id[i];
         out.ne += int(k[c] < r.ne), out.nf += int(k[c] >= r.ne && k[c] < r.ne + r.nf);
         out.nl += int(k[c] >= r.ne + r.nf && k[c] < r.ne + r.nf + r.nl);
-        if (first[i] || c == 0 || k[c - 1] != k[c] - 1) out.group.push_back(int(c));   // a group starts here
+        if (first || c == 0 || k[c - 1] != k[c] - 1) out.group.push_back(int(c));   // a group starts here
+        if (r.type[i] >= CONTACT_FRICTIONLESS && r.contact_row[size_t(r.id[i])] == int64_t(i))
+            out.contact_row[size_t(r.id[i])] = int64_t(c);             // the contact's first row
         out.cols.insert(out.cols.end(), r.cols.begin() + r.start[i], r.cols.begin() + r.start[i + 1]);
         out.val.insert(out.val.end(), r.val.begin() + r.start[i], r.val.begin() + r.start[i + 1]);
         out.start.push_back(int(out.cols.size()));
     }
     out.group.push_back(out.nefc);
-    out.con = r.con, out.contact_mu = r.contact_mu;
-    out.contact_row.resize(r.contact_row.size());
-    for (size_t c = 0; c < r.contact_row.size(); c++)
-        out.contact_row[c] = r.contact_row[c] < 0 ? -1 : position[size_t(r.contact_row[c])];
     out.tree = chains(m, out);
 }
 

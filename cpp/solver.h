@@ -219,6 +219,46 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
     factor_layout(w, nv);
 }
 
+// the inputs factor_pattern's layout is made from into key: nv, M's pattern row by row, each group's columns
+inline void pattern_key(const Model &m, const Rows &r, std::vector<int> &key) {
+    key.assign(1, m.nv);
+    for (int i = 0; i < m.nv; i++) {
+        key.push_back(int(m.M_rownnz[i]));
+        for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i]; a++) key.push_back(int(m.M_colind[a]));
+    }
+    for_each_group(r, [&](int, int, int nc, const int *cols) {
+        key.push_back(-nc);
+        key.insert(key.end(), cols, cols + nc);
+    });
+}
+
+// w's layout of H's factor and the layout kept in slot exchanged (every field with its key: each side stays whole)
+inline void swap_layout(ConstraintWork &w, FactorLayout &slot) {
+    w.Lkey.swap(slot.key), w.Ladr.swap(slot.Ladr), w.Lcol.swap(slot.Lcol), w.Ltadr.swap(slot.Ltadr);
+    w.Ltent.swap(slot.Ltent), w.Lgroup.swap(slot.Lgroup), w.Lgroupnt.swap(slot.Lgroupnt), w.Lsame.swap(slot.Lsame);
+    w.Lrun.swap(slot.Lrun);
+}
+
+// factor_pattern's layout, kept between solves (a workspace cache, not an algorithm of its own: the layout is a function
+// of pattern_key's inputs, and the NumPy engine makes the same one every solve): the layout of slot w.layout_slot (an
+// island's ordinal, 0 without islands) taken into w and made afresh only when the key of the rows differs from the one
+// it was made from (a pile whose contacts stay keeps its islands' layouts: MuJoCo's mju_cholFactorSymbolic every step
+// costs as much as a numeric factorisation). Returns the slot, which the caller gives back (swap_layout) when done.
+inline FactorLayout &kept_factor_pattern(const Model &m, ConstraintWork &w) {
+    if (w.layouts.size() <= w.layout_slot) w.layouts.resize(w.layout_slot + 1);
+    FactorLayout &slot = w.layouts[w.layout_slot];
+    swap_layout(w, slot);
+    pattern_key(m, w.r, w.key_scratch);
+    if (w.key_scratch != w.Lkey) {
+        factor_pattern(m, w);
+        w.Lkey.swap(w.key_scratch);
+    } else {                                                           // the kept layout: the buffers it needs
+        if (w.LH.size() < w.Lcol.size()) resize_exact(w.LH, w.Lcol.size());
+        if (w.Lwork.size() < size_t(kMaxGroup) * size_t(m.nv)) w.Lwork.assign(size_t(kMaxGroup) * size_t(m.nv), 0.0);
+    }
+    return slot;
+}
+
 // H = L^T L for H symmetric positive definite on the pattern of factor_pattern (w.Ladr, w.Lcol: row k's columns
 // ascending, its diagonal last; H's lower triangle there read and overwritten by L in w.LH), the rows eliminated from
 // the last to the first (MuJoCo's mj_factorM order: a dof coupled to its ancestors only, a tree's pattern, fills in
@@ -302,14 +342,21 @@ inline bool cholesky(ConstraintWork &w, int n) {
     return true;
 }
 
-// x with L^T L x = b from cholesky's factor, over b
-inline void cholesky_solve_factored(const double *L, const int *adr, const int *col, int n, double *b) {
+// x with L^T L x = b from cholesky's factor, over b; run: w.Lrun (L^T y's updates of one row, each to its own entry of
+// b, run by run of consecutive columns: contiguous loops, the same operations)
+inline void cholesky_solve_factored(const double *L, const int *adr, const int *col, const uint16_t *run, int n, double *b) {
     for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
         const double *Lk = L + adr[k];
-        const int *ck = col + adr[k], nk = adr[k + 1] - adr[k] - 1;
+        const int nk = adr[k + 1] - adr[k] - 1;
         double y = b[k] / Lk[nk];
         b[k] = y;
-        for (int a = 0; a < nk; a++) b[ck[a]] -= Lk[a] * y;
+        for (int e = adr[k] + nk - 1; e >= adr[k];) {                   // the runs from the last
+            const int r0 = run_start(run, e);
+            double *__restrict bb = b + col[r0];
+            const double *__restrict Lr = L + r0;
+            for (int s = 0; s <= e - r0; s++) bb[s] -= Lr[s] * y;
+            e = r0 - 1;
+        }
     }
     for (int k = 0; k < n; k++) {                                      // L x = y
         const double *Lk = L + adr[k];
@@ -602,7 +649,18 @@ inline void hessian(const Model &m, ConstraintWork &w, const int *state, const C
         if (any)
             for (int a = 0; a < nc; a++) {
                 const double *Ga = G + size_t(a) * nc;
-                for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
+                if (tree) {
+                    for (int b = 0; b <= a; b++) at(cols[a], cols[b]) += Ga[b];
+                    continue;
+                }
+                // row cols[a] of the pattern walked along with the group's ascending columns (at's search only when
+                // they are not: the same entries)
+                const int *first = Lcol + Ladr[cols[a]], *end = Lcol + Ladr[cols[a] + 1], *p = first;
+                for (int b = 0; b <= a; b++) {
+                    while (p < end && *p < cols[b]) p++;
+                    if (p == end || *p != cols[b]) p = std::lower_bound(first, end, cols[b]);
+                    H[p - Lcol] += Ga[b];
+                }
             }
     });
     const double *M = w.Mt.data();                                     // + M (on its pattern: zero elsewhere)
@@ -706,16 +764,24 @@ inline bool update_factor(const Model &m, ConstraintWork &w) {
             if (!(t >= MINVAL)) return false;
             double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
             Lk[nk] = rr;
-            if (is)                                                    // each entry's L, then its x from that L
-                for (int j = 0; j < nk; j++) {
-                    double xj = x[ck[j]], l = (Lk[j] + sn * xj) * cinv;
-                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
-                }
-            else
-                for (int j = 0; j < nk; j++) {
-                    double xj = x[ck[j]], l = (Lk[j] - sn * xj) * cinv;
-                    Lk[j] = l, x[ck[j]] = c * xj - sn * l;
-                }
+            // each entry's L, then its x from that L (each entry apart: run by run of consecutive columns, w.Lrun,
+            // contiguous loops, the same operations)
+            const int base = w.Ladr[size_t(k)];
+            for (int e = nk - 1; e >= 0;) {
+                const int j0 = run_start(w.Lrun.data(), base + e) - base;
+                double *__restrict xr = x + ck[j0], *__restrict Lr = Lk + j0;
+                if (is)
+                    for (int j = 0; j <= e - j0; j++) {
+                        double xj = xr[j], l = (Lr[j] + sn * xj) * cinv;
+                        Lr[j] = l, xr[j] = c * xj - sn * l;
+                    }
+                else
+                    for (int j = 0; j <= e - j0; j++) {
+                        double xj = xr[j], l = (Lr[j] - sn * xj) * cinv;
+                        Lr[j] = l, xr[j] = c * xj - sn * l;
+                    }
+                e = j0 - 1;
+            }
         }
     }
     return true;
@@ -839,9 +905,15 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
-        else cholesky_solve_factored(w.LH.data(), w.Ladr.data(), w.Lcol.data(), nv, b);
+        else cholesky_solve_factored(w.LH.data(), w.Ladr.data(), w.Lcol.data(), w.Lrun.data(), nv, b);
     };
-    if (!r.tree) factor_pattern(m, w);
+    struct GiveBack {                                                  // the kept layout back to its slot on return
+        ConstraintWork &w;
+        FactorLayout *slot;
+        ~GiveBack() {
+            if (slot) swap_layout(w, *slot);
+        }
+    } give_back{w, r.tree ? nullptr : &kept_factor_pattern(m, w)};
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     double improvement = 0.0;
     int64_t it = 0;
@@ -1540,7 +1612,7 @@ inline bool gathers_islands(const Model &m) { return m.opt_solver != SOLVER_PGS 
 // reciprocal diagonal (every dof's in w.all_*); the island's rows (island_rows) with their columns renumbered into
 // w.r. M's and H's rows of the other dofs are apart from the island's, so that each of the island's entries takes the
 // same operations as on every dof: O(island) per island instead of O(nv)
-inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, const Island &island) {
+inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, const Island &island, bool contacts = true) {
     const size_t n = island.dofs.size();
     w.island_rowadr.resize(n), w.island_rownnz.resize(n), w.island_parent.resize(n);
     w.island_colind.clear();
@@ -1559,7 +1631,7 @@ inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, co
     Model mi = m;
     mi.nv = int(n), mi.M_rowadr = w.island_rowadr.data(), mi.M_rownnz = w.island_rownnz.data();
     mi.M_colind = w.island_colind.data(), mi.dof_parentid = w.island_parent.data();
-    island_rows(m, all, island, w.r);
+    island_rows(m, all, island, w.r, contacts);
     for (int &c : w.r.cols) c = int(w.island_local[size_t(c)]);
     w.r.nv = int(n);
     return mi;
@@ -1590,12 +1662,14 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
     }
     const std::vector<double> &Mt = gather ? w.all_Mt : w.Mt;
     Rows all = std::move(w.r);
+    w.r.con = std::move(all.con), w.r.contact_mu = std::move(all.contact_mu);   // every island's, not copied per island
     sol = Solution{0, 0.0, true};
     int status = OK;
     for (const Island &island : islands) {
-        Model mi = gather ? island_model(m, w, all, island) : m;
+        w.layout_slot = size_t(&island - islands.data());             // the island's kept layout of H's factor
+        Model mi = gather ? island_model(m, w, all, island, false) : m;
         if (!gather) {
-            island_rows(m, all, island, w.r);
+            island_rows(m, all, island, w.r, false);
             std::fill(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), 0.0), std::fill(warm.begin(), warm.end(), 0.0);
         }
         double trace = 0.0;
@@ -1617,6 +1691,7 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
         std::swap(w.Mt, w.all_Mt), std::swap(w.d.qL, w.all_qL), std::swap(w.d.qLinv, w.all_qLinv);
         w.all_nv = 0;
     }
+    all.con = std::move(w.r.con), all.contact_mu = std::move(w.r.contact_mu), w.layout_slot = 0;
     w.r = std::move(all), w.qfrc_smooth = qfrc;
     std::copy(qacc.begin(), qacc.end(), w.qacc.begin());
     w.force = force, w.state = state;
