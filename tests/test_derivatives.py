@@ -24,6 +24,9 @@ from physai import conventions, derivatives, engine, integrators, models
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
 
+#: the integrators step_derivatives differentiates: MuJoCo's four and MuJoCo 4's discrete (mjINT_DISCRETE = 4)
+STEPPERS = integrators.INTEGRATORS + (integrators.DISCRETE,)
+MJ_INTEGRATOR = integrators.MUJOCO_INTEGRATOR | {integrators.DISCRETE: 4}
 ROBOTS = ["mixed_joints", "random_free", "random_fixed", "unitree_h1", "franka_emika_panda"]
 ROBOT_STATES = {"n": 3, "seed": 5}
 
@@ -135,7 +138,7 @@ def step_fd(model, q, qd, dt, name, ctrl, eps=1e-5):
     return T[:, :2 * nv], T[:, 2 * nv:]
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_against_central_differences(robot, integrator):
     k = 0
     ctrl = controls(robot, k)
@@ -198,10 +201,10 @@ def transition_fd(m, d, integrator, eps: float = 1e-6):
     return A, B
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
     m, model, k = robot.m, robot.model, 1
-    m.opt.integrator, m.opt.timestep = integrators.MUJOCO_INTEGRATOR[integrator], 0.005
+    m.opt.integrator, m.opt.timestep = MJ_INTEGRATOR[integrator], 0.005
     d = mujoco.MjData(m)
     ctrl = controls(robot, k)
     d.qpos[:], d.qvel[:] = robot.q[k], robot.qd[k]
@@ -214,7 +217,7 @@ def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
         assert_close(B, B_mj, 1e-8)
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_batch_and_backends_agree(robot, integrator):
     """N states in one call (per-state ctrl and qfrc_applied) equal each state alone, and the compiled backend
     (cpp/step_derivative.h) equals the NumPy text, within 1e-12 of each matrix's largest entry."""
@@ -265,7 +268,7 @@ DAMPER = """<mujoco><option timestep="0.05"/><worldbody><body pos="0 0 1"><joint
 </mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast", "discrete"])
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_b_follows_the_damping_that_ctrl_scales(integrator, backend):
     """A damper's force is -kv ctrl qd: the implicit integrators' matrix M - h D moves with ctrl, so B takes
@@ -277,7 +280,7 @@ def test_b_follows_the_damping_that_ctrl_scales(integrator, backend):
 def damper_against_transition_fd(m, integrator, backend, ctrl):
     """step_derivatives of a DAMPER model at q = (0.3, 0.1), qd = (2, -1) and ctrl against mjd_transitionFD (1e-8) and
     physai's own step (B, 1e-7)."""
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     model, d = engine.from_mujoco(m), mujoco.MjData(m)
     q, qd = np.array([0.3, 0.1]), np.array([2.0, -1.0])
     d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
@@ -289,7 +292,7 @@ def damper_against_transition_fd(m, integrator, backend, ctrl):
     assert_close(B, step_fd(model, q, qd, 0.05, integrator, ctrl)[1], 1e-7)
 
 
-@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast", "discrete"])
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_step_derivatives_with_saturated_joint_actuators(integrator, backend):
     """MuJoCo 4.0: a joint actuator at its joint's actuatorfrcrange leaves the implicit matrix M - h D. The G1 (no
@@ -298,7 +301,7 @@ def test_step_derivatives_with_saturated_joint_actuators(integrator, backend):
     the damper too (also against physai's own step)."""
     m = models.load("unitree_g1")
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(0)
     lo, hi = m.jnt_actfrcrange[1:].T
     for _ in range(2):
@@ -343,7 +346,7 @@ ACTIVATIONS = """<mujoco><option timestep="0.01"/><worldbody>
   </actuator></mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 @pytest.mark.parametrize("early", [False, True])
 def test_step_derivatives_with_activations_against_mujoco(integrator, early):
     """With activation dynamics the state is (q, qd, act), A (2nv+na)^2 and B (2nv+na, nu) as mjd_transitionFD's
@@ -351,7 +354,7 @@ def test_step_derivatives_with_activations_against_mujoco(integrator, early):
     actearly): within 1e-8 of MuJoCo's centred differences (truncation ~1e-12, rounding ~1e-10 relative; 7e-10 seen).
     The compiled backend declines activations: both backends give the NumPy text's matrices (1e-10)."""
     m = mujoco.MjModel.from_xml_string(ACTIVATIONS.replace("EARLY", f'actearly="{str(early).lower()}"'))
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(3)
     q, qd = engine.random_states(model, 1, 3, qd_max=1.0)
     act, ctrl = rng.uniform(0.1, 0.8, m.na), rng.uniform(0.1, 0.9, m.nu)
@@ -369,7 +372,7 @@ def test_step_derivatives_with_activations_against_mujoco(integrator, early):
 MJCF_INTEGRATOR = {"euler": "Euler", "rk4": "RK4"}                 # MJCF's spelling where it differs
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_of_random_actuated_models(integrator):
     """Random chains with every kind of stateless and stateful actuator (test_actuation.actuated_xml without muscles: on
     joints and a fixed tendon, actearly, actrange and ctrlrange partly active at the random state, actuatorfrcrange),
@@ -445,7 +448,7 @@ def test_step_derivatives_of_random_muscle_models(integrator):
         against_mujoco(m, [random_state(m, rng)], integrator, eps_a=1e-6)     # A: the curves' kinks near 1e-5
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_of_every_transmission(integrator):
     """Random trees with an actuator of each transmission whose moment arms depend on the configuration (ball and free
     joints, jointinparent, sites with and without refsite, a slider-crank, a spatial tendon; test_actuation.
@@ -480,14 +483,14 @@ TENDONS = """<mujoco><option timestep="0.01"/><worldbody>
   <actuator><motor tendon="t1"/><general joint="s" dyntype="filter" dynprm="0.05" gainprm="2"/></actuator></mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 @pytest.mark.parametrize("spring", ["0.1", "-0.3 0.2", "0.5 0.9"])
 def test_step_derivatives_with_fixed_tendon_springs_and_dampers(integrator, spring):
     """Fixed tendons' springs (a spring length, or a dead band the length is inside or outside of), dampers, armature,
     a tendon limit (a constraint: left out, constraints disabled in MuJoCo) and a tendon actuator: against MuJoCo within
     1e-8 (2.8e-10 seen); the compiled backend declines tendon forces, both backends agree (1e-10)."""
     m = mujoco.MjModel.from_xml_string(TENDONS.replace("SPRING", spring))
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(1)
     q, qd, act, ctrl = rng.normal(0, 0.5, m.nq), rng.normal(0, 1, m.nv), rng.uniform(-1, 1, m.na), rng.uniform(-1, 1, m.nu)
@@ -500,20 +503,29 @@ def test_step_derivatives_with_fixed_tendon_springs_and_dampers(integrator, spri
         assert_close(out["native"][k], out["numpy"][k], 1e-10)
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_with_spatial_tendons(integrator):
     """Random models with spatial tendons through sites, wrapping around a sphere (with a side site) and a cylinder, a
     pulley, their springs (dead band) and dampers, beside a fixed tendon and its actuator (test_tendons.tendon_xml;
     limits, friction loss and the tendon equality are constraints, disabled): the spatial tendons' forces, whose Jacobian
-    moves with q, differenced (derivatives._HardForces): against MuJoCo within 1e-8."""
+    moves with q, differenced (derivatives._HardForces): against MuJoCo within 1e-8. The discrete step (its metric's
+    spatial tendon terms differenced too) within U's 1e-6 of MuJoCo (1.4e-7 in A, 7.1e-7 in B seen on seed 1, whose
+    one discrete mj_step physai's discrete step itself follows to 7e-9 in qd only, the other integrators' to 2e-14)
+    and within 1e-7 of central differences of physai's own discrete step (2e-9 seen)."""
     from test_tendons import random_states, tendon_xml
     for seed in range(2):
         m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
-        m.opt.integrator, m.opt.timestep = integrators.MUJOCO_INTEGRATOR[integrator], 0.005
+        m.opt.integrator, m.opt.timestep = MJ_INTEGRATOR[integrator], 0.005
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
         rng = np.random.default_rng(seed)
-        against_mujoco(m, [(q, qd, np.zeros(0), rng.uniform(-1, 1, m.nu)) for q, qd in random_states(m, 1, seed)],
-                       integrator)
+        states = [(q, qd, np.zeros(0), rng.uniform(-1, 1, m.nu)) for q, qd in random_states(m, 1, seed)]
+        against_mujoco(m, states, integrator, bound=1e-6 if integrator == integrators.DISCRETE else 1e-8)
+        if integrator == integrators.DISCRETE:
+            model, (q, qd, _, ctrl) = engine.from_mujoco(m), states[0]
+            A, B = derivatives.step_derivatives(model, q, qd, 0.005, integrator, ctrl)
+            Af, Bf = step_fd(model, q, qd, 0.005, integrator, ctrl)
+            assert_close(A, Af, 1e-7)
+            assert_close(B, Bf, 1e-7)
 
 
 GRAVCOMP = """<mujoco><option timestep="0.01" gravity="0.3 -0.4 -9.7"/><worldbody>
@@ -528,13 +540,13 @@ GRAVCOMP = """<mujoco><option timestep="0.01" gravity="0.3 -0.4 -9.7"/><worldbod
   </worldbody><actuator><motor joint="s"/></actuator></mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_with_gravity_compensation(integrator):
     """Gravity compensation (partial, full and over-compensating bodies on hinges, a slide with actuatorgravcomp, a ball
     and a free body; tilted gravity) moves with q: against MuJoCo within 1e-8 (3.9e-9 seen; A is 1.6 off without its
     derivative); the compiled backend declines it, both backends agree (1e-10)."""
     m = mujoco.MjModel.from_xml_string(GRAVCOMP)
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(1)
     q, qd = engine.random_states(model, 1, 2, qd_max=1.0)
@@ -629,7 +641,7 @@ def test_bad_input_is_named():
             run(backend, derivatives.step_derivatives, model, q[0], qd[0], 1e300, "euler")
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_overflowing_velocities_are_named(integrator):
     """qd = 1e200: the error says the velocities overflow the forces (not "qdd[0] is nan", an internal array); applied
     forces whose accelerations overflow are named as such; on both backends."""
@@ -687,7 +699,7 @@ def extrapolated_transition_fd(m, d, integrator):
 def constrained_against_mujoco(m, d, integrator, bound=1e-7):
     """step_derivatives(constraints=True) at d's state against extrapolated_transition_fd within bound of the largest
     entry (A, and B when the model has actuators)."""
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     A_mj, B_mj = extrapolated_transition_fd(m, d, integrator)
     A, B = derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), ctrl=d.ctrl.copy() if m.nu else None,
                                         constraints=True)

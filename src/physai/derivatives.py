@@ -66,6 +66,7 @@ from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import actuation, api, batching, constraint, forward, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
+from physai.engine.support import standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
 from physai.engine.model import WRAP_JOINT, Model
@@ -266,6 +267,8 @@ class _HardForces:
         self.tendon_forces = spatial & ((model.tendon_stiffness != 0) | (model.tendon_damping != 0))
         self.actuators = acts is not None and bool(_hard_actuators(acts).any())
         self.damping = name in ("implicit", "implicitfast")
+        self.metric = name == "discrete"               # -h (B a + h K a + K qd): the discrete metric's motion
+        self.free_rows = _free_rows(model) if self.metric else None
         self.any = self.fluid or self.tendon_forces.any() or self.actuators
         self.probe = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act) if self.any else None
 
@@ -284,7 +287,24 @@ class _HardForces:
             acts = run.actuators if self.actuators else self.x.actuators
             f = f + self.h * forward.velocity_derivative(model, q, qd, "implicitfast", acts, self.x.ctrl, self.act,
                                                          self.h) @ a
+        if self.metric:
+            f = f + self.metric_force(q, qd, a)
         return f
+
+    def metric_force(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """(nv,) the discrete step's metric moved to the right side at (q, qd) and a fixed a: -h (B a + h K a + K qd)
+        (forward.discrete_metric, M^ a = f - h K qd), on a standalone free body's rows h D a - h K qd (its implicitfast
+        block, D = -B + dA/dqd unsymmetrized: forward.free_body_blocks; the bias's part is analytic)."""
+        model, h, x = self.model, self.h, self.x
+        acts = self.probe.actuators if self.actuators else x.actuators
+        B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, self.act)
+        out = -h * ((B + h * K) @ a + K @ qd)
+        if self.free_rows.any():
+            D = forward.passive_velocity_derivative(model, q, qd)
+            if acts is not None:
+                D = D + actuation.force_velocity_derivative(acts, q, qd, x.ctrl, self.act, h)
+            out[self.free_rows] = h * (D @ a - K @ qd)[self.free_rows]
+        return out
 
     def derivatives(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray):
         """(d force/dq, d force/dqd) (nv, nv) by 4th-order centred differences (zeros when there is nothing hard)."""
@@ -642,6 +662,35 @@ def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
     return W @ x.x_u, W @ x.x_a
 
 
+def _metric_input_derivative(acts, q, qd, ctrl, act, h, a, free_rows):
+    """(dr/dctrl (nv, nu), dr/dact (nv, na)) of the discrete step's r = -h (B a + h K a + K qd) at a fixed a (r = -h K qd
+    alone on free_rows (nv,) bool: the standalone free bodies' rows, solved in their implicitfast blocks): the servos'
+    parts of B and K, sum_k moment_k^T max(-slope_k, 0) moment_k (actuation.servo_metric, slope_k = bias_k + g_k x_k),
+    move with the gain's input x_k (the _Inputs: ctrl or the activation) by -g_k where the slope is stabilizing
+    (negative), not at all where the force is clamped (servo_slopes gives it zero there). acts posed at q."""
+    u = forces.clamped_ctrl(acts, validation.vector("ctrl", ctrl, acts.nu))
+    act_dot = actuation.activation_rate(acts, u, act)
+    f = actuation.scalar_forces(acts, q, qd, u, act, act_dot, h)
+    x = _unclamped(acts, q, qd, ctrl, act, h)[3]
+    c = []
+    for column in (2, 1):                              # B (velocity), K (length)
+        g = np.where(acts.gaintype == AFFINE, acts.gain[:, column], 0.0)
+        c.append(np.where(actuation.servo_slopes(acts, u, f, act, act_dot, h, g, column) < 0, -g, 0.0))
+    ma, mq = acts.moment @ a, acts.moment @ qd
+    W = acts.moment.T * (h * c[0] * ma + h * h * c[1] * ma)[None, :]   # d(h B a + h^2 K a)/dx_k, column k
+    W[free_rows] = 0.0
+    W = -(W + acts.moment.T * (h * c[1] * mq)[None, :])               # r = -(...) - h K qd
+    return W @ x.x_u, W @ x.x_a
+
+
+def _free_rows(model: Model) -> np.ndarray:
+    """(nv,) bool: the dofs of the standalone free bodies (forward.free_body_blocks)."""
+    rows = np.zeros(model.nv, bool)
+    for adr in standalone_free_dofs(model):
+        rows[adr:adr + 6] = True
+    return rows
+
+
 def check_tendons(model: Model) -> None:
     """UnsupportedModelError for a spatial tendon's armature (its M moves with q and MuJoCo adds a bias, mj_tendonBias:
     not differentiated; the loader refuses it today, physai.engine.loaders)."""
@@ -775,6 +824,8 @@ class _Stepper:
     def acceleration(self, q, qd, name, act):
         """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of K a = f (+ qfrc_constraint with constraints) at the
         activations act: K = M (rk4, euler without damping), M + h B (euler), M - h D."""
+        if name == "discrete":
+            return self.discrete_acceleration(q, qd, act)
         model, h, x = self.model, self.h, self.x
         M, f, _ = self.run.evaluate(q, qd, act)
         if not np.isfinite(f).all():
@@ -820,6 +871,54 @@ class _Stepper:
             Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a)
             Fu, Fa = Fu + h * Du, Fa + h * Da
         Kinv = inverse(K)
+        return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
+
+
+    def discrete_acceleration(self, q, qd, act):
+        """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of MuJoCo 4's discrete step (engine.forward.discrete):
+        M^ a = f - h K qd with M^ = M + h B + h^2 K (forward.discrete_metric), a standalone free body's rows in its
+        implicitfast block (forward.free_body_blocks). Differentiating at a, for an input y:
+
+            M^ da/dy = df/dy - d(M a)/dy|a - h K dqd/dy - h (dB/dy a + h dK/dy a + dK/dy qd)
+
+        d(M a)/dy by rnea_derivatives at a; B's and K's motion with ctrl and act analytic (the servos' slopes:
+        _metric_input_derivative), with (q, qd) differenced where they move (fluid drag, spatial tendons, configuration-
+        dependent moment arms: _HardForces.metric_force) and otherwise none (the joints', the fixed tendons' with constant
+        J and a dead band piecewise constant, the servos' on constant moment arms). A free body's rows take
+        implicitfast's terms instead (its bias's derivative, its actuator damping's input)."""
+        model, h, x = self.model, self.h, self.x
+        M, f, _ = self.run.evaluate(q, qd, act)
+        if not np.isfinite(f).all():
+            self.refuse_overflow(q, qd, f)
+        acts = self.run.actuators                      # posed at q
+        B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, act)
+        M_hat = M + h * B + h * h * K
+        free, rows = forward.free_body_blocks(model, q, qd, h, M, acts, x.ctrl, act), _free_rows(model)
+        if (M_hat[np.ix_(rows, ~rows)] != 0).any():
+            raise UnsupportedModelError("step_derivatives of the discrete integrator with a standalone free body that "
+                                        "a tendon or actuator couples to other joints in the step's metric: the step "
+                                        "solves its block apart (not differentiated); choose implicitfast")
+        for adr, block in free:                        # the free bodies' rows: their implicitfast blocks
+            M_hat[adr:adr + 6, adr:adr + 6] = block
+        a = solve(M_hat, f - h * K @ qd)
+        if not np.isfinite(a).all():
+            self.refuse_overflow(q, qd, f)
+        Fq, Fv, Fu, Fa, inputs = self.force_derivatives(q, qd, act, a)   # _HardForces: the metric's motion in (q, qd)
+        tq, tv, _ = rnea_derivatives(model, q, qd, a)
+        rq, rv = Fq - tq, Fv - tv
+        if not self.hard.any:                          # -h K qd (differenced with the rest otherwise)
+            rv = rv - h * K
+        if free:                                       # h d(dc/dqd a)/dx on a free body's rows, as implicitfast's
+            cq, cv, _ = rnea_derivatives(model, q, np.stack([qd + a, qd - a]), np.zeros(model.nv))
+            rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
+            rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
+        if acts is not None:                           # the servos' B and K move with their input
+            Wu, Wa = _metric_input_derivative(acts, q, qd, x.ctrl, act, h, a, rows)
+            Fu, Fa = Fu + Wu, Fa + Wa
+            if free:                                   # a free body's block: its actuator damping's input
+                Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a)
+                Fu[rows], Fa[rows] = Fu[rows] + h * Du[rows], Fa[rows] + h * Da[rows]
+        Kinv = inverse(M_hat)
         return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
 
 
@@ -875,16 +974,17 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
-    if integrator == "discrete":
-        raise UnsupportedModelError("step_derivatives of the discrete integrator: physai does not differentiate its step "
-                                    "yet; choose another integrator (implicitfast is its nearest)")
     check_tendons(model)
     check_actuators(model)
     constraints = validation.flag("constraints", constraints)
+    if integrator == "discrete" and constraints:
+        raise UnsupportedModelError("step_derivatives(constraints=True) of the discrete integrator: its rows at the end "
+                                    "of the step are not differentiated yet; constraints=False, or another integrator")
     if validation.flag("margins", margins) and not constraints:
         raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
     na = 0 if model.actuators is None else model.actuators.na
-    compiled = native.on and not numpy_only(model) and not constraints   # what the kernel declines, NumPy runs
+    # what the kernel declines, NumPy runs; the discrete step too (cpp/step_derivative.h has no discrete metric yet)
+    compiled = native.on and not numpy_only(model) and not constraints and integrator != "discrete"
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
