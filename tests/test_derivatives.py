@@ -469,6 +469,73 @@ def test_adhesion_is_refused_by_name():
         derivatives.step_derivatives(model, model.qpos0, np.zeros(model.nv), ctrl=np.zeros(model.nu))
 
 
+# ---- MuJoCo 4's discrete integrator ----
+
+SERVOS = """<mujoco><option timestep="0.01" integrator="discrete"/><worldbody>
+  <body pos="0 0 1"><joint name="h" type="hinge" axis="0 1 0" damping="0.2" stiffness="3" springref="0.2"/>
+  <geom type="capsule" size=".05 .2" pos="0 0 -.2" mass="1"/>
+  <body pos="0 0 -.4"><joint name="s" type="slide" axis="1 0 0" damping=".4" stiffness="5"/><geom size=".05" mass=".5"/>
+  <body pos="0 0 -.2"><joint name="b" type="ball" damping=".05"/><geom type="box" size=".05 .1 .15" pos=".02 0 -.1" mass=".7"/>
+  </body></body></body>
+  <body pos="1 0 1"><freejoint/><geom type="box" size=".1 .2 .3" pos=".05 -.03 .02" mass="2"/></body></worldbody>
+  <actuator><position joint="h" kp="20" kv="2"/><velocity joint="s" kv="3"/><motor joint="s"/>
+   <intvelocity joint="h" kp="4" actrange="-1 1"/><general joint="s" gaintype="affine" gainprm="1 -2 -0.5" dyntype="filter"
+   dynprm="0.05"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_discrete_step_derivatives_with_springs_dampers_and_servos(backend):
+    """MuJoCo 4's discrete step (M + h B + h^2 K) a = f - h K qd on joints with stiffness and damping, position,
+    velocity and integrated-velocity servos and an affine gain whose length and velocity slopes the activation scales
+    (the metric's B and K, moving with ctrl and act: derivatives._metric_input_derivative), beside a standalone free
+    body (its implicitfast block): against mjd_transitionFD (centred, mjINT_DISCRETE) within 1e-8 (2.5e-9 seen) on both
+    backends (the compiled one hands the discrete step to the NumPy text)."""
+    m = mujoco.MjModel.from_xml_string(SERVOS)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(4)
+    q, qd = engine.random_states(model, 1, 4, qd_max=1.0)
+    ctrl, act = rng.uniform(-0.5, 0.5, m.nu), rng.uniform(-0.5, 0.5, m.na)
+    d.qpos[:], d.qvel[:], d.ctrl[:], d.act[:] = q[0], qd[0], ctrl, act
+    A_mj, B_mj = transition_fd(m, d, "discrete")
+    A, B = run(backend, derivatives.step_derivatives, model, q[0], qd[0], 0.01, "discrete", ctrl, act=act)
+    assert A.shape == (2 * m.nv + m.na,) * 2 and B.shape == (2 * m.nv + m.na, m.nu)
+    assert_close(A, A_mj, 1e-8)
+    assert_close(B, B_mj, 1e-8)
+
+
+def test_discrete_equals_implicitfast_without_springs_or_servos():
+    """Identity: with joint damping and motors alone the discrete metric is implicitfast's M - h D = M + h B and its right
+    side f (K = 0), so both integrators' A and B agree within 1e-12 (the same solve, another code path)."""
+    m = mujoco.MjModel.from_xml_string(SERVOS.replace('stiffness="3"', "").replace('stiffness="5"', "")
+                                       .split("<actuator>")[0] + '<actuator><motor joint="h"/><motor joint="s"/>'
+                                       '</actuator></mujoco>')
+    model = engine.from_mujoco(m)
+    q, qd = engine.random_states(model, 2, 5, qd_max=2.0)
+    ctrl = np.array([0.3, -0.2])
+    A, B = derivatives.step_derivatives(model, q, qd, 0.01, "discrete", ctrl)
+    A_fast, B_fast = derivatives.step_derivatives(model, q, qd, 0.01, "implicitfast", ctrl)
+    assert_close(A, A_fast, 1e-12)
+    assert_close(B, B_fast, 1e-12)
+
+
+def test_discrete_step_derivatives_refuse_by_name_what_they_do_not_model():
+    """A standalone free body that a spatial tendon's spring couples to a hinge in the discrete metric (the step solves
+    its block apart, not differentiated) and the constrained discrete step: UnsupportedModelError naming the discrete
+    integrator; the model still steps."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><option integrator="discrete"/><worldbody>
+      <body pos="0 0 1"><joint type="hinge" axis="0 1 0"/><geom size=".1"/><site name="a" pos=".2 0 0"/></body>
+      <body pos="1 0 1"><freejoint/><geom size=".1"/><site name="b"/></body></worldbody>
+      <tendon><spatial stiffness="10" springlength="0.1"><site site="a"/><site site="b"/></spatial></tendon></mujoco>""")
+    model = engine.from_mujoco(m)
+    q, qd = model.qpos0, np.zeros(model.nv)
+    assert integrators.step(model, q, qd)[0].shape == (model.nq,)
+    with pytest.raises(UnsupportedModelError, match="discrete integrator with a standalone free body"):
+        derivatives.step_derivatives(model, q, qd)
+    with pytest.raises(UnsupportedModelError, match=r"constraints=True\) of the discrete integrator"):
+        derivatives.step_derivatives(engine.from_mujoco(mujoco.MjModel.from_xml_string(SERVOS)), q=None, qd=None,
+                                     constraints=True)
+
+
 # ---- tendons ----
 
 TENDONS = """<mujoco><option timestep="0.01"/><worldbody>

@@ -2,7 +2,7 @@
 
     rnea_derivatives(model, q, qd, qdd)                     -> (dtau/dq, dtau/dqd, M)          each (nv, nv)
     forward_dynamics_derivatives(model, q, qd, tau)         -> (dqdd/dq, dqdd/dqd, M^-1)       each (nv, nv)
-    step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv+na, 2nv+na), B (2nv+na, nu))
+    step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv+na, 2nv+na), B (2nv+na, nu)), the discrete too
     step_derivatives(..., constraints=True)                 the constrained step, through the solver's optimum
 
 q is (nq,) or (N, nq); qd, qdd, tau (nv,) or (N, nv); a batch returns (N, nv, nv) (step_derivatives: (N, 2nv, 2nv),
@@ -929,7 +929,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     Args:
         model: a physai.engine.Model (its actuators drive ctrl) or what physai.engine.as_model takes.
         q (nq,) or (N, nq), qd (nv,) or (N, nv): the state [rad | m | quaternion], [rad/s | m/s]; dt [s] > 0.
-        integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast" or "rk4", or
+        integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast", "rk4" or
+            "discrete" (MuJoCo 4's mjINT_DISCRETE: _Stepper.discrete_acceleration; constraints=False only), or
             MuJoCo's mjtIntegrator value. dt, integrator and euler_damping default to the model's (model.opt), as
             physai.integrators.step's (physai.integrators.model_options).
         ctrl: (nu,) or (N, nu) controls (default zeros); qfrc_applied: (nv,) or (N, nv) constant generalized force
@@ -956,8 +957,10 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
     through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), "implicit" and
     "implicitfast" through the ctrl and act dependence of that matrix (an actuator's velocity gain, a damper's -kv
-    ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them), and
-    rk4 by chaining the derivatives of its four stages. Activation dynamics (integrator, filter, filterexact, muscle;
+    ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them),
+    rk4 by chaining the derivatives of its four stages, and "discrete" through its metric M + h B + h^2 K and right side
+    f - h K qd, the servos' B and K moving with ctrl and act (a free body coupled to other joints in that metric is
+    refused by name). Activation dynamics (integrator, filter, filterexact, muscle;
     actearly: the force takes act', clamped to actrange) enter through the gains' input and act' = act + h act_dot
     (filterexact exactly). Fixed tendons' springs (dead band included), dampers and armature, and gravity compensation
     enter analytically. The forces with many branches enter by 4th-order centred differences of those forces alone
@@ -970,7 +973,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     What the compiled kernel does not model (numpy_only names it: activations, tendon forces, gravity compensation, fluid
-    forces, muscles, configuration-dependent moment arms) runs on the NumPy text.
+    forces, muscles, configuration-dependent moment arms) runs on the NumPy text, and so does the discrete integrator
+    (cpp/step_derivative.h has no discrete metric).
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
