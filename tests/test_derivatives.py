@@ -520,7 +520,7 @@ def test_discrete_equals_implicitfast_without_springs_or_servos():
 
 def test_discrete_step_derivatives_refuse_by_name_what_they_do_not_model():
     """A standalone free body that a spatial tendon's spring couples to a hinge in the discrete metric (the step solves
-    its block apart, not differentiated) and the constrained discrete step: UnsupportedModelError naming the discrete
+    its block apart, not differentiated), with and without constraints: UnsupportedModelError naming the discrete
     integrator; the model still steps."""
     m = mujoco.MjModel.from_xml_string("""<mujoco><option integrator="discrete"/><worldbody>
       <body pos="0 0 1"><joint type="hinge" axis="0 1 0"/><geom size=".1"/><site name="a" pos=".2 0 0"/></body>
@@ -531,9 +531,8 @@ def test_discrete_step_derivatives_refuse_by_name_what_they_do_not_model():
     assert integrators.step(model, q, qd)[0].shape == (model.nq,)
     with pytest.raises(UnsupportedModelError, match="discrete integrator with a standalone free body"):
         derivatives.step_derivatives(model, q, qd)
-    with pytest.raises(UnsupportedModelError, match=r"constraints=True\) of the discrete integrator"):
-        derivatives.step_derivatives(engine.from_mujoco(mujoco.MjModel.from_xml_string(SERVOS)), q=None, qd=None,
-                                     constraints=True)
+    with pytest.raises(UnsupportedModelError, match="discrete integrator with a standalone free body"):
+        derivatives.step_derivatives(model, q, qd, constraints=True)
 
 
 # ---- tendons ----
@@ -790,7 +789,7 @@ def box_on_a_plane(cone: str, condim: int, sliding: bool):
     return m, d
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 @pytest.mark.parametrize("cone, condim", [("pyramidal", 3), ("elliptic", 3), ("elliptic", 6)])
 def test_constrained_step_derivatives_of_a_box_resting_on_a_plane(integrator, cone, condim):
     """A box resting on a plane (4 contacts): A through the solver's optimum against MuJoCo's centred differences
@@ -800,7 +799,7 @@ def test_constrained_step_derivatives_of_a_box_resting_on_a_plane(integrator, co
     constrained_against_mujoco(m, d, integrator)
 
 
-@pytest.mark.parametrize("integrator", ["euler", "implicit", "implicitfast"])
+@pytest.mark.parametrize("integrator", ["euler", "implicit", "implicitfast", "discrete"])
 @pytest.mark.parametrize("cone, condim", [("pyramidal", 3), ("elliptic", 3), ("elliptic", 6)])
 def test_constrained_step_derivatives_of_a_box_sliding_on_a_plane(integrator, cone, condim):
     """The box sliding (box_on_a_plane) on its 4 corners, their friction on the cone when elliptic."""
@@ -824,10 +823,38 @@ def test_constrained_step_derivatives_of_random_constraint_scenes(seed, cone):
     constrained_against_mujoco(m, d, ("euler", "implicitfast", "implicit")[seed])
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_constrained_discrete_step_derivatives_of_random_constraint_scenes(seed, cone):
+    """MuJoCo 4's discrete step through the constraints: the solve in M + h B + h^2 K with each row's spring-damper at
+    the step's end (aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal, all rebuilt at each
+    differenced q), on the random scenes with every kind of row: against MuJoCo (mjINT_DISCRETE) within 1e-7 (1.3e-9
+    seen)."""
+    m, d = constraint_scene(seed, cone, 3 + 3 * (seed % 2), tolerance=1e-15)
+    mujoco.mj_forward(m, d)
+    constrained_against_mujoco(m, d, "discrete")
+
+
+def test_constrained_discrete_step_derivatives_of_a_box_beside_a_free_body():
+    """The discrete step solves a standalone free body that no row moves again in its implicitfast block (the falling
+    sphere here), the box on the plane in the constrained solve: against MuJoCo within 1e-7."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(BOX_ON_A_PLANE.format(cone="elliptic", condim=3).replace(
+        "</worldbody>", '<body pos="1 0 1"><freejoint/><geom size=".1" pos=".02 .03 0" mass="2"/></body></worldbody>')))
+    d = mujoco.MjData(m)
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    d.qvel[6:] = [0.1, -0.2, 0.3, 1.0, -2.0, 0.5]
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 4
+    constrained_against_mujoco(m, d, "discrete")
+
+
+@pytest.mark.parametrize("integrator", [None, "discrete"])
 @pytest.mark.parametrize("name", ["robotstudio_so101", "franka_emika_panda", "unitree_g1"])
-def test_constrained_step_derivatives_of_robots(name):
+def test_constrained_step_derivatives_of_robots(name, integrator):
     """The SO-101 driven past its joint limits, the Panda's fingers held together by their equality and gripping
-    nothing, the G1 standing on its floor (keyframe, 20 steps): A and B (their actuators) against MuJoCo."""
+    nothing, the G1 standing on its floor (keyframe, 20 steps): A and B (their actuators) against MuJoCo, with the
+    model's integrator and with the discrete one (2.6e-10 seen)."""
     m = exact_solver(models.load(name, "scene") if name == "unitree_g1" else models.load(name))
     d = mujoco.MjData(m)
     if m.nkey:
@@ -842,7 +869,7 @@ def test_constrained_step_derivatives_of_robots(name):
     expected = {"robotstudio_so101": mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT, "franka_emika_panda": mujoco.mjtConstraint.mjCNSTR_EQUALITY,
                 "unitree_g1": mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL}[name]
     assert expected in kinds
-    constrained_against_mujoco(m, d, integrators.check_integrator(int(m.opt.integrator)))
+    constrained_against_mujoco(m, d, integrator or integrators.check_integrator(int(m.opt.integrator)))
 
 
 def test_constrained_step_derivatives_name_a_switch_and_noslip():

@@ -341,26 +341,31 @@ class _Constraints:
     tangent (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames, impedances and
     aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
     row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
-    switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True)."""
+    switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True). The discrete
+    step (self.discrete set): M is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's
+    end (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal
+    at each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
         self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
         self.contacts = None                           # [the contacts at the last solve's q], or None
+        self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
         Q (physai.collision.detect): compiled in one call when the backend is (engine.constraint.compiled_rows), else
-        engine.constraint.rows."""
+        engine.constraint.rows (always for the discrete step's rows: discrete_h and the metric's diagonal at each state)."""
         model = self.model
         if contacts is None and collision.has_contacts(model):
             contacts = collision.detect(model, Q)
-        if native.on and native.runs(model):
+        if self.discrete is None and native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
         out = []
         for k, (q, qd) in enumerate(zip(Q, QD)):
+            end = {} if self.discrete is None else dict(discrete_h=self.discrete[0], step_diagonal=self.discrete[1](q, qd))
             velocity_stages(model, self.d, q[:, None], qd[:, None])
-            out.append(constraint.rows(model, self.d, q, qd, None if contacts is None else contacts[k]))
+            out.append(constraint.rows(model, self.d, q, qd, None if contacts is None else contacts[k], **end))
         return out
 
     def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
@@ -373,7 +378,7 @@ class _Constraints:
         contacts = [collision.detect(model, q)] if collision.has_contacts(model) else None
         r = self.rows(q[None], qd[None], contacts)[0]
         self.contacts = contacts
-        if native.on and native.compiled_solver(model):               # the step's solver, compiled: tau = f + c
+        if self.discrete is None and native.on and native.compiled_solver(model):   # compiled: tau = f + c
             out = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
                                           None, None, opt.tolerance, opt.iterations)
             a, converged = out[0], bool(np.all(out[5]))
@@ -420,6 +425,9 @@ class _Constraints:
         being quadratic in qd there: centred differences of a unit step are exact (rounding aside)."""
         r, nv = self.r, self.model.nv
         out = -r.B[:, None] * r.J
+        if self.discrete is not None:                  # at the step's end: (aref - h K imp vel) / s
+            h = self.discrete[0]
+            out = -((r.B + h * r.K * r.imp) / constraint.end_of_step_factor(h, r.B, r.K, r.imp))[:, None] * r.J
         if r.ne:
             E = np.eye(nv)
             rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]),
@@ -773,9 +781,22 @@ class _Stepper:
         self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
         self.hard = _HardForces(model, h, inputs, euler_damping, act, name)
         self.constraints = _Constraints(model) if constraints else None
+        if constraints and name == "discrete":         # the rows at the step's end, diagApprox in diag(M^) at each q
+            self.constraints.discrete = (h, self._discrete_diagonal(inputs, euler_damping, act))
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
+
+    def _discrete_diagonal(self, inputs, euler_damping, act):
+        """diag(M + h B + h^2 K) (nv,) at (q, qd): a function of its own evaluator (the discrete rows' diagApprox)."""
+        model, h = self.model, self.h
+        probe = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
+
+        def diagonal(q, qd):
+            M = probe.evaluate(q, qd)[0]
+            B, K = forward.discrete_metric(model, q, qd, h, probe.actuators, inputs.ctrl, probe.act)
+            return np.diag(M + h * B + h * h * K).copy()
+        return diagonal
 
     def force_derivatives(self, q, qd, act, a):
         """(df/dq, df/dqd, df/dctrl, df/dact, _Inputs or None) of f = actuator + passive + applied (the bias is handled
@@ -892,17 +913,32 @@ class _Stepper:
             self.refuse_overflow(q, qd, f)
         acts = self.run.actuators                      # posed at q
         B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, act)
-        M_hat = M + h * B + h * h * K
-        free, rows = forward.free_body_blocks(model, q, qd, h, M, acts, x.ctrl, act), _free_rows(model)
+        M_hat, rhs = M + h * B + h * h * K, f - h * K @ qd
+        moved = np.zeros(model.nv, bool)               # the dofs the constraint rows move
+        if self.constraints is not None:               # the solve in M^ with the rows at the step's end
+            forward.refuse_discrete_couplings(model, acts)
+            a = self.constraints.solve(q, qd, M_hat, rhs)[0]
+            moved = (self.constraints.r.J != 0).any(axis=0)
+        free = [(adr, block) for adr, block in forward.free_body_blocks(model, q, qd, h, M, acts, x.ctrl, act)
+                if not moved[adr:adr + 6].any()]       # the free bodies no row moves: their implicitfast blocks
+        rows = np.zeros(model.nv, bool)
+        for adr, _ in free:
+            rows[adr:adr + 6] = True
         if (M_hat[np.ix_(rows, ~rows)] != 0).any():
             raise UnsupportedModelError("step_derivatives of the discrete integrator with a standalone free body that "
                                         "a tendon or actuator couples to other joints in the step's metric: the step "
                                         "solves its block apart (not differentiated); choose implicitfast")
-        for adr, block in free:                        # the free bodies' rows: their implicitfast blocks
+        for adr, block in free:
             M_hat[adr:adr + 6, adr:adr + 6] = block
-        a = solve(M_hat, f - h * K @ qd)
+        if self.constraints is None:
+            a = solve(M_hat, rhs)
+        else:                                          # the free bodies' rows again in their blocks; H's metric
+            for adr, block in free:
+                a[adr:adr + 6] = solve(block, rhs[adr:adr + 6])
+            self.constraints.M = M_hat.copy()
         if not np.isfinite(a).all():
             self.refuse_overflow(q, qd, f)
+        self.hard.free_rows = rows
         Fq, Fv, Fu, Fa, inputs = self.force_derivatives(q, qd, act, a)   # _HardForces: the metric's motion in (q, qd)
         tq, tv, _ = rnea_derivatives(model, q, qd, a)
         rq, rv = Fq - tq, Fv - tv
@@ -918,6 +954,9 @@ class _Stepper:
             if free:                                   # a free body's block: its actuator damping's input
                 Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a)
                 Fu[rows], Fa[rows] = Fu[rows] + h * Du[rows], Fa[rows] + h * Da[rows]
+        if self.constraints is not None:               # M^ da = r + dqfrc_constraint (the rows at the optimum)
+            Cq, Cv, Cu, Ca = self.constraints.derivatives(q, qd, rq, rv, Fu, Fa)
+            rq, rv, Fu, Fa = rq + Cq, rv + Cv, Fu + Cu, Fa + Ca
         Kinv = inverse(M_hat)
         return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
 
@@ -930,7 +969,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         model: a physai.engine.Model (its actuators drive ctrl) or what physai.engine.as_model takes.
         q (nq,) or (N, nq), qd (nv,) or (N, nv): the state [rad | m | quaternion], [rad/s | m/s]; dt [s] > 0.
         integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast", "rk4" or
-            "discrete" (MuJoCo 4's mjINT_DISCRETE: _Stepper.discrete_acceleration; constraints=False only), or
+            "discrete" (MuJoCo 4's mjINT_DISCRETE: _Stepper.discrete_acceleration), or
             MuJoCo's mjtIntegrator value. dt, integrator and euler_damping default to the model's (model.opt), as
             physai.integrators.step's (physai.integrators.model_options).
         ctrl: (nu,) or (N, nu) controls (default zeros); qfrc_applied: (nv,) or (N, nv) constant generalized force
@@ -960,8 +999,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them),
     rk4 by chaining the derivatives of its four stages, and "discrete" through its metric M + h B + h^2 K and right side
     f - h K qd, the servos' B and K moving with ctrl and act (a free body coupled to other joints in that metric is
-    refused by name). Activation dynamics (integrator, filter, filterexact, muscle;
-    actearly: the force takes act', clamped to actrange) enter through the gains' input and act' = act + h act_dot
+    refused by name); with constraints=True its solve in that metric, each row's spring-damper at the step's end.
+    Activation dynamics (integrator, filter, filterexact, muscle; actearly: the force takes act', clamped to actrange)
+    enter through the gains' input and act' = act + h act_dot
     (filterexact exactly). Fixed tendons' springs (dead band included), dampers and armature, and gravity compensation
     enter analytically. The forces with many branches enter by 4th-order centred differences of those forces alone
     (_HardForces, at the step's acceleration, inside the analytic step): fluid forces (the inertia-box model; the
@@ -981,9 +1021,6 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     check_tendons(model)
     check_actuators(model)
     constraints = validation.flag("constraints", constraints)
-    if integrator == "discrete" and constraints:
-        raise UnsupportedModelError("step_derivatives(constraints=True) of the discrete integrator: its rows at the end "
-                                    "of the step are not differentiated yet; constraints=False, or another integrator")
     if validation.flag("margins", margins) and not constraints:
         raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
     na = 0 if model.actuators is None else model.actuators.na
