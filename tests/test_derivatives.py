@@ -768,7 +768,7 @@ def constrained_against_mujoco(m, d, integrator, bound=1e-7):
     m.opt.integrator = MJ_INTEGRATOR[integrator]
     A_mj, B_mj = extrapolated_transition_fd(m, d, integrator)
     A, B = derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), ctrl=d.ctrl.copy() if m.nu else None,
-                                        constraints=True)
+                                        act=d.act.copy() if m.na else None, constraints=True)
     assert_close(A, A_mj, bound, what="A")
     if m.nu:
         assert_close(B, B_mj, bound, what="B")
@@ -833,6 +833,38 @@ def test_constrained_discrete_step_derivatives_of_random_constraint_scenes(seed,
     m, d = constraint_scene(seed, cone, 3 + 3 * (seed % 2), tolerance=1e-15)
     mujoco.mj_forward(m, d)
     constrained_against_mujoco(m, d, "discrete")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_constrained_discrete_step_derivatives_of_the_discrete_integrators_scenes(seed):
+    """test_integrators' scenes for the discrete step: every row kind with refsafe on or off (limits and contacts whose
+    solref the step cannot resolve), a free body flying apart from the rows (its implicitfast block); and the random
+    chains with a coupled metric (fixed and spatial tendon springs and dampers, position, velocity and affine servos,
+    filters, force limits, a standalone free body), without constraints and with a hinge pressed past its limit: against
+    MuJoCo (mjINT_DISCRETE) within 1e-8 without constraints (6.3e-9 seen), 1e-7 with them (2e-8 seen)."""
+    from test_integrators import discrete_constrained_model, discrete_constrained_start, discrete_servo_model
+    m = discrete_constrained_model(seed)
+    d = discrete_constrained_start(m, seed)
+    mujoco.mj_forward(m, d)
+    assert d.nefc > 20
+    constrained_against_mujoco(m, d, "discrete")
+    if seed == 3:
+        return
+    for limit in (False, True):
+        m = exact_solver(discrete_servo_model(seed, limit))
+        model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(seed)
+        d.qpos[:], d.qvel[:] = engine.random_states(model, 1, seed)[0][0], rng.normal(size=m.nv) * 0.5
+        d.ctrl[:], d.act[:] = rng.uniform(-1, 1, m.nu), rng.uniform(-0.5, 0.5, m.na)
+        mujoco.mj_forward(m, d)
+        assert d.nefc == limit
+        if limit:
+            constrained_against_mujoco(m, d, "discrete")
+            continue
+        A_mj, B_mj = transition_fd(m, d, "discrete")
+        A, B = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), ctrl=d.ctrl.copy(),
+                                            act=d.act.copy() if m.na else None)
+        assert_close(A, A_mj, 1e-8)
+        assert_close(B, B_mj, 1e-8)
 
 
 def test_constrained_discrete_step_derivatives_of_a_box_beside_a_free_body():
