@@ -3,8 +3,8 @@
 //
 //     acceleration   K a = f and X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl + h d(D a)/dctrl]
 //                    (_Stepper.acceleration), with K = M - h D the integrator's matrix (forward.h's step_matrix;
-//                    implicitfast's free bodies in their blocks)
-//     euler, implicit, implicitfast:   Tv = Ev + h X,  Tq = Ad Eq + Jw Tv   (the retraction q' = q (+) h qd')
+//                    implicitfast's free bodies in their blocks; discrete: M + h B + h^2 K on the joints' B and K)
+//     euler, implicit, implicitfast, discrete:   Tv = Ev + h X,  Tq = Ad Eq + Jw Tv   (the retraction q' = q (+) h qd')
 //     rk4: the four stages chained, Ta_i = Xq Tq_i + Xv Tv_i + Xu Eu, with the Jacobians of dexp^-1 between them
 //
 // T = [Tq; Tv] (2 nv, 2 nv + nu) is [A | B] in MuJoCo's layout (mjd_transitionFD): columns dq, dqd, dctrl, dq in the
@@ -122,7 +122,9 @@ inline void damping_control_derivative(const Model &m, const Actuators &act, con
     }
 }
 
-// (a, X) at (q, qd) (derivatives._Stepper.acceleration): K a = f with K the integrator's matrix, then
+// (a, X) at (q, qd) (derivatives._Stepper.acceleration; the discrete step's discrete_acceleration for the models whose
+// metric is the joints' alone, forward.compiled_discrete: K = M + h B + h^2 K_s, K a = f - h K_s qd, X's qd columns
+// less h K_s, free bodies as implicitfast's): K a = f with K the integrator's matrix, then
 // X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl] with tau = rnea(q, qd, a) (its derivatives by
 // composite_derivatives); implicit, and implicitfast's free bodies' rows, also - h/2 d(c(qd + a) - c(qd - a))/dx, the
 // derivative of h dc/dqd a in K a. A Status: ZERO_QUATERNION; NONFINITE when f or a is not finite; SINGULAR
@@ -136,7 +138,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     step_matrix(m, act, s, c.h, c.integrator, c.implicit_damping, qd);                 // s.M <- K (implicit: s.Mdense)
     if (c.integrator == IMPLICIT) std::copy(s.Mdense.begin(), s.Mdense.end(), K);
     else tree_unpack(m, (const double *)M, K);                         // K dense from the tree's pattern
-    if (c.integrator == IMPLICITFAST)                                  // free bodies: their blocks of the implicit matrix
+    bool discrete = c.integrator == DISCRETE;                          // M + h B + h^2 K (forward.h's discrete_matrix)
+    if (c.integrator == IMPLICITFAST || discrete)                      // free bodies: their blocks of the implicit matrix
         for (int k = 0; k < m.nfree; k++) {
             double block[36];
             free_body_matrix(m, s, c.h, qd, k, block);
@@ -145,6 +148,9 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
         }
     if (!lu_factor(K, nv, w.piv.data())) return SINGULAR;
     std::copy(f, f + nv, a);
+    const double *stiffness = discrete ? s.stiffness.data() : nullptr;   // step_matrix's discrete_stiffness
+    if (discrete)
+        for (int j = 0; j < nv; j++) a[j] -= c.h * stiffness[j] * qd[j];   // f - h K qd
     lu_apply(K, nv, w.piv.data(), a, 1);
     if (any_nonfinite(a, size_t(nv))) return NONFINITE;
     // X = [dF/dq - dtau/dq | dF/dqd - dtau/dqd | dF/dctrl], F = passive + actuators (+ applied: constant)
@@ -153,7 +159,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     if (act.nu)
         actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.force.data(), q, qd, w.keep.data(), w.tau.data(), X, cols);
     rnea_derivatives(m, s.d, w.dw, q, qd, a, w.tq.data(), w.tv.data(), w.scratch.data());
-    bool implicit = c.integrator == IMPLICIT, free = c.integrator == IMPLICITFAST && m.nfree;
+    bool implicit = c.integrator == IMPLICIT, free = (c.integrator == IMPLICITFAST || discrete) && m.nfree;
     if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
         for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] + a[j];
         rnea_derivatives(m, s.d, w.dw, q, w.qdn.data(), w.zero.data(), w.cq.data(), w.cv.data(), w.scratch.data());
@@ -177,6 +183,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
             X[size_t(i) * cols + j] -= w.tq[size_t(i) * nv + j];
             X[size_t(i) * cols + nv + j] -= w.tv[size_t(i) * nv + j];
         }
+    if (discrete)                                                      // - h K on qd (the joints' K: B and K constant)
+        for (int j = 0; j < nv; j++) X[size_t(j) * cols + nv + j] -= c.h * stiffness[j];
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
         damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols);
     lu_apply(K, nv, w.piv.data(), X, cols);

@@ -503,6 +503,29 @@ def test_discrete_step_derivatives_with_springs_dampers_and_servos(backend):
     assert_close(B, B_mj, 1e-8)
 
 
+def test_discrete_step_derivatives_compiled_equal_numpy():
+    """The compiled kernel (cpp/step_derivative.h) takes the discrete step whose metric is the joints' B and K alone
+    (forward.compiled_discrete): joint springs and dampers, motors and a standalone free body, two states in a batch: within
+    1e-12 of the NumPy text and 1e-8 of mjd_transitionFD (mjINT_DISCRETE)."""
+    m = mujoco.MjModel.from_xml_string(SERVOS.split("<actuator>")[0] + '<actuator><motor joint="h"/><motor joint="s"/>'
+                                       '</actuator></mujoco>')
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    assert not derivatives.numpy_only(model) and model.spring_stiffness.any()
+    q, qd = engine.random_states(model, 2, 6, qd_max=2.0)
+    ctrl = np.array([[0.3, -0.2], [-0.1, 0.4]])
+    out = {b: run(b, derivatives.step_derivatives, model, q, qd, 0.01, "discrete", ctrl) for b in ("native", "numpy")}
+    for k in range(2):
+        assert_close(out["native"][0][k], out["numpy"][0][k], 1e-12)
+        assert_close(out["native"][1][k], out["numpy"][1][k], 1e-12)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q[k], qd[k], ctrl[k]
+        A_mj, B_mj = transition_fd(m, d, "discrete")
+        assert_close(out["native"][0][k], A_mj, 1e-8)
+        assert_close(out["native"][1][k], B_mj, 1e-8)
+    one = run("native", derivatives.step_derivatives, model, q[0], qd[0], 0.01, "discrete", ctrl[0])   # one compiled call
+    assert_close(one[0], out["numpy"][0][0], 1e-12)
+
+
 def test_discrete_equals_implicitfast_without_springs_or_servos():
     """Identity: with joint damping and motors alone the discrete metric is implicitfast's M - h D = M + h B and its right
     side f (K = 0), so both integrators' A and B agree within 1e-12 (the same solve, another code path)."""

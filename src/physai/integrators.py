@@ -60,7 +60,7 @@ mj_integratePos), written q' = q + h qd' below:
                     minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by name (UnsupportedModelError):
                     ellipsoid-model fluid, fluid on a standalone free body, muscles, tendon or servo terms under PGS or
                     noslip; the discrete inverse refuses the integrator. physai.derivatives.step_derivatives
-                    differentiates its step, with or without constraints (the NumPy text).
+                    differentiates its step, with or without constraints (compiled for the joints' B and K alone).
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -125,8 +125,7 @@ INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 MUJOCO_INTEGRATOR = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
 #: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate, rollout and step_derivatives take besides
-#: INTEGRATORS (both engines, with or without constraints; step_derivatives on the NumPy text; the discrete inverse
-#: does not)
+#: INTEGRATORS (both engines, with or without constraints; so does step_derivatives; the discrete inverse does not)
 DISCRETE = "discrete"
 
 
