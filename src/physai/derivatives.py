@@ -1013,8 +1013,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     What the compiled kernel does not model (numpy_only names it: activations, tendon forces, gravity compensation, fluid
-    forces, muscles, configuration-dependent moment arms) runs on the NumPy text, and so does the discrete integrator when
-    its metric has tendon or servo terms (forward.compiled_discrete: the kernel has the joints' B and K alone).
+    forces, muscles, configuration-dependent moment arms) runs on the NumPy text (so the discrete integrator's metric in
+    the kernel is the joints' B and K and the servos' slopes).
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
@@ -1024,9 +1024,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     if validation.flag("margins", margins) and not constraints:
         raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
     na = 0 if model.actuators is None else model.actuators.na
-    # what the kernel declines, NumPy runs; the discrete step when its metric has more than the joints' B and K
-    compiled = native.on and not numpy_only(model) and not constraints and \
-        (integrator != "discrete" or forward.compiled_discrete(model, model.actuators))
+    compiled = native.on and not numpy_only(model) and not constraints   # what the kernel declines, NumPy runs
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:

@@ -60,7 +60,7 @@ mj_integratePos), written q' = q + h qd' below:
                     minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by name (UnsupportedModelError):
                     ellipsoid-model fluid, fluid on a standalone free body, muscles, tendon or servo terms under PGS or
                     noslip; the discrete inverse refuses the integrator. physai.derivatives.step_derivatives
-                    differentiates its step, with or without constraints (compiled for the joints' B and K alone).
+                    differentiates its step, with or without constraints.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
