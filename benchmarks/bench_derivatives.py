@@ -14,7 +14,7 @@ Microseconds per state, best of several rounds, for rnea_derivatives, then forwa
 and the ratios physai-1 / Pinocchio and physai-N / Pinocchio (below 1: physai is faster).
 Then step_derivatives (A, B of one step; analytical) beside mujoco.mjd_transitionFD (centred finite differences of
 mj_step, eps 1e-6, the same integrator and timestep 2 ms; MuJoCo refuses rk4 there; discrete is MuJoCo 4's
-mjINT_DISCRETE, compiled in physai when its metric is the joints' B and K alone, else the NumPy text), in microseconds per state:
+mjINT_DISCRETE, compiled with the joints' and servos' metric), in microseconds per state:
 physai-1 one state per call, physai-N N states in one call divided by N, and the ratios of each to MuJoCo's call.
 On a shared machine expect +-20 % between runs.
 """
