@@ -2,6 +2,7 @@
 
     uv run python benchmarks/bench_derivatives.py                          # arm7, Panda, H1; N = 1000
     uv run python benchmarks/bench_derivatives.py --models franka_emika_panda --n 4000
+    uv run python benchmarks/bench_derivatives.py --step-only --integrators discrete implicitfast
 
 Microseconds per state, best of several rounds, for rnea_derivatives, then forward_dynamics_derivatives:
     physai-1    one state per call (the engine's backend: compiled, or PHYSAI_BACKEND=numpy for the NumPy text)
@@ -12,7 +13,8 @@ Microseconds per state, best of several rounds, for rnea_derivatives, then forwa
     mjd-FD      mujoco.mjd_inverseFD (forward differences, nv + nv + nv evaluations of mj_inverse; rnea only)
 and the ratios physai-1 / Pinocchio and physai-N / Pinocchio (below 1: physai is faster).
 Then step_derivatives (A, B of one step; analytical) beside mujoco.mjd_transitionFD (centred finite differences of
-mj_step, eps 1e-6, the same integrator and timestep 2 ms; MuJoCo refuses rk4 there), in microseconds per state:
+mj_step, eps 1e-6, the same integrator and timestep 2 ms; MuJoCo refuses rk4 there; discrete is MuJoCo 4's
+mjINT_DISCRETE, compiled with the joints' and servos' metric), in microseconds per state:
 physai-1 one state per call, physai-N N states in one call divided by N, and the ratios of each to MuJoCo's call.
 On a shared machine expect +-20 % between runs.
 """
@@ -80,10 +82,14 @@ def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", nargs="+", default=["arm7", "franka_emika_panda", "unitree_h1"])
     parser.add_argument("--n", type=int, default=1000)
+    parser.add_argument("--step-only", action="store_true", help="only step_derivatives beside mjd_transitionFD")
+    parser.add_argument("--integrators", nargs="+", default=list(STEP_INTEGRATORS))
     args = parser.parse_args(argv)
     print(f"microseconds per state; N = {args.n}; Python {sys.version.split()[0]}, numpy {np.__version__}, "
           f"{platform.machine()}, {os.cpu_count()} cpus")
     print(f"physai.derivatives backend: {native.describe()}")
+    if args.step_only:
+        return step(args.models, args.n, tuple(args.integrators))
     cols = ["physai-1", "physai-N", "Pinocchio", "mjd-FD"]
     times = {name: bench(name, args.n) for name in args.models}
     for k, what in enumerate(["rnea_derivatives (Pinocchio: computeRNEADerivatives)",
@@ -96,10 +102,15 @@ def main(argv=None) -> None:
             ratios = (f"{t['physai-1'] / t['Pinocchio']:9.2f}{t['physai-N'] / t['Pinocchio']:9.2f}" if "Pinocchio" in t
                       else f"{'-':>9s}{'-':>9s}")
             print(f"{name:22s}{row}{ratios}")
-    step(args.models, args.n)
+    step(args.models, args.n, tuple(args.integrators))
 
 
-def step(names, n: int, integrators=("euler", "implicitfast", "implicit", "rk4"), h: float = 0.002) -> None:
+#: the integrators step() times by default, and MuJoCo's mjtIntegrator value of each (rk4: none, mjd_transitionFD refuses it)
+STEP_INTEGRATORS = ("euler", "implicitfast", "implicit", "rk4", "discrete")
+MJ_INTEGRATOR = {"euler": 0, "implicit": 2, "implicitfast": 3, "discrete": 4}
+
+
+def step(names, n: int, integrators=STEP_INTEGRATORS, h: float = 0.002) -> None:
     """step_derivatives beside mjd_transitionFD: one state per call, and N states in one call."""
     print(f"\nstep_derivatives (A, B) beside mjd_transitionFD (centred), dt = {h:g} s; microseconds per state")
     print(f"{'model':22s}{'integrator':>14s}{'physai-1':>12s}{'physai-N':>12s}{'MuJoCo':>12s}{'1/MuJoCo':>10s}{'N/MuJoCo':>10s}")
@@ -115,7 +126,7 @@ def step(names, n: int, integrators=("euler", "implicitfast", "implicit", "rk4")
             many = best_time(partial(derivatives.step_derivatives, model, q, qd, h, integrator)) / n
             theirs = None
             if integrator != "rk4":
-                m.opt.integrator = {"euler": 0, "implicit": 2, "implicitfast": 3}[integrator]
+                m.opt.integrator = MJ_INTEGRATOR[integrator]
                 d.qpos[:], d.qvel[:] = q[0], qd[0]
                 theirs = best_time(partial(mujoco.mjd_transitionFD, m, d, 1e-6, True, A, B, None, None))
             cells = (f"{theirs * 1e6:12.1f}{one / theirs:10.2f}{many / theirs:10.3f}" if theirs

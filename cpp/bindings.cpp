@@ -851,7 +851,7 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     Arrays none;
     Fields o(args[2], "step_derivatives options", none);
     call.opt.h = o.number("h"), call.opt.integrator = o.size("integrator"), call.opt.implicit_damping = o.flag("implicit_damping");
-    if (call.opt.integrator > IMPLICITFAST) o.invalid("integrator", "expected 0 (euler) ... 3 (implicitfast)");
+    if (call.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");
     const Actuators *act = &actuators_option(m, o.object("actuators"), "step_derivatives");
     DArr ctrl, qfrc;                                                   // (N, size) in C order, or None
     auto per_state = [&](nb::handle x, int64_t size, DArr &a, Input &in, const char *what) {

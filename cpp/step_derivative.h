@@ -3,8 +3,8 @@
 //
 //     acceleration   K a = f and X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl + h d(D a)/dctrl]
 //                    (_Stepper.acceleration), with K = M - h D the integrator's matrix (forward.h's step_matrix;
-//                    implicitfast's free bodies in their blocks)
-//     euler, implicit, implicitfast:   Tv = Ev + h X,  Tq = Ad Eq + Jw Tv   (the retraction q' = q (+) h qd')
+//                    implicitfast's free bodies in their blocks; discrete: M + h B + h^2 K, the joints' and servos')
+//     euler, implicit, implicitfast, discrete:   Tv = Ev + h X,  Tq = Ad Eq + Jw Tv   (the retraction q' = q (+) h qd')
 //     rk4: the four stages chained, Ta_i = Xq Tq_i + Xv Tv_i + Xu Eu, with the Jacobians of dexp^-1 between them
 //
 // T = [Tq; Tv] (2 nv, 2 nv + nu) is [A | B] in MuJoCo's layout (mjd_transitionFD): columns dq, dqd, dctrl, dq in the
@@ -42,7 +42,7 @@ struct StepDerivData {
     SimData<double> s;
     DerivData<double> dw;
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
-    std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau;
+    std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
     std::vector<int> piv;
     std::vector<char> keep;
     StepDerivData(const Model &m, const Actuators &act)
@@ -52,6 +52,7 @@ struct StepDerivData {
         for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
         for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn, &tau}) x->resize(V);
         qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V);
+        for (auto *x : {&cb, &ck, &dcb, &dck}) x->resize(size_t(nu));
     }
 };
 
@@ -122,7 +123,63 @@ inline void damping_control_derivative(const Model &m, const Actuators &act, con
     }
 }
 
-// (a, X) at (q, qd) (derivatives._Stepper.acceleration): K a = f with K the integrator's matrix, then
+// the discrete step's servo metric (actuation.servo_metric): each actuator's slopes c = max(-(b + g u), 0) in velocity
+// (cb, column 2) and length (ck, column 1), and their u-derivatives -g where c > 0 (dcb, dck; zero where the force or
+// ctrl is clamped or the joint's total is at its actuatorfrcrange); K (nv, nv) += sum_k (h cb_k + h^2 ck_k) m_k m_k^T;
+// a (nv) -= h sum_k ck_k m_k (m_k . qd). false (the NumPy text redoes the state) when a servo moves a standalone free
+// body's dofs (its block is solved apart: derivatives.discrete_acceleration names what it refuses)
+inline bool servo_metric(const Model &m, const Actuators &act, StepDerivData &w, const double *force, const double *qd,
+                         double h, double *K, double *a) {
+    int nv = m.nv;
+    const double *u = w.s.x.u.data();
+    joint_force(m, act, act.moment, force, w.tau.data());              // the dofs whose total is not clamped
+    for (int j = 0; j < nv; j++)
+        w.keep[j] = !act.dof_forcelimited[j] || (w.tau[j] > act.dof_forcerange[2 * j] && w.tau[j] < act.dof_forcerange[2 * j + 1]);
+    for (int k = 0; k < act.nu; k++) {
+        const double *g = &act.gain[3 * k], *b = &act.bias[3 * k], *r = &act.moment[size_t(k) * nv];
+        bool free = force_free(act, k, force) && (act.joint_dof[k] < 0 || w.keep[act.joint_dof[k]]);
+        double sb = b[2] + g[2] * u[k], sk = b[1] + g[1] * u[k];
+        bool inside = ctrl_inside(act, k, w.raw.data());
+        w.cb[k] = free && sb < 0 ? -sb : 0.0, w.ck[k] = free && sk < 0 ? -sk : 0.0;
+        w.dcb[k] = free && sb < 0 && inside ? -g[2] : 0.0, w.dck[k] = free && sk < 0 && inside ? -g[1] : 0.0;
+        if (w.cb[k] == 0.0 && w.ck[k] == 0.0 && w.dcb[k] == 0.0 && w.dck[k] == 0.0) continue;
+        for (int f = 0; f < m.nfree; f++)
+            for (int i = 0; i < 6; i++)
+                if (r[m.free_dofadr[f] + i] != 0.0) return false;
+        double c = h * w.cb[k] + h * h * w.ck[k], rq = 0.0;
+        for (int j = 0; j < nv; j++) rq += r[j] * qd[j];
+        for (int i = 0; i < nv; i++) {
+            if (r[i] == 0.0) continue;
+            a[i] -= h * w.ck[k] * r[i] * rq;
+            for (int j = 0; j < nv; j++) K[size_t(i) * nv + j] += c * r[i] * r[j];
+        }
+    }
+    return true;
+}
+
+// R[:, nv:2nv] -= h sum_k ck_k m_k m_k^T (the servos' -h K qd) and R[:, 2nv + k] -= m_k ((h dcb_k + h^2 dck_k) (m_k . a)
+// + h dck_k (m_k . qd)) (derivatives._metric_input_derivative), from servo_metric's slopes
+inline void servo_metric_derivative(const Model &m, const Actuators &act, const StepDerivData &w, const double *qd,
+                                    const double *a, double h, double *R, int cols) {
+    int nv = m.nv;
+    for (int k = 0; k < act.nu; k++) {
+        if (w.cb[k] == 0.0 && w.ck[k] == 0.0 && w.dcb[k] == 0.0 && w.dck[k] == 0.0) continue;
+        const double *r = &act.moment[size_t(k) * nv];
+        double ra = 0.0, rq = 0.0;
+        for (int j = 0; j < nv; j++) ra += r[j] * a[j], rq += r[j] * qd[j];
+        double t = (h * w.dcb[k] + h * h * w.dck[k]) * ra + h * w.dck[k] * rq;
+        for (int i = 0; i < nv; i++) {
+            if (r[i] == 0.0) continue;
+            double *Ri = R + size_t(i) * cols;
+            for (int j = 0; j < nv; j++) Ri[nv + j] -= h * w.ck[k] * r[i] * r[j];
+            Ri[2 * nv + k] -= r[i] * t;
+        }
+    }
+}
+
+// (a, X) at (q, qd) (derivatives._Stepper.acceleration; the discrete step's discrete_acceleration: K = M + h B + h^2 K_s
+// with the joints' and the servos' B and K (servo_metric), K a = f - h K_s qd, X's qd columns less h K_s, its ctrl
+// columns the servos' slopes' motion, free bodies as implicitfast's): K a = f with K the integrator's matrix, then
 // X = K^-1 [df/dq - dtau/dq | df/dqd - dtau/dqd | df/dctrl] with tau = rnea(q, qd, a) (its derivatives by
 // composite_derivatives); implicit, and implicitfast's free bodies' rows, also - h/2 d(c(qd + a) - c(qd - a))/dx, the
 // derivative of h dc/dqd a in K a. A Status: ZERO_QUATERNION; NONFINITE when f or a is not finite; SINGULAR
@@ -136,15 +193,21 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     step_matrix(m, act, s, c.h, c.integrator, c.implicit_damping, qd);                 // s.M <- K (implicit: s.Mdense)
     if (c.integrator == IMPLICIT) std::copy(s.Mdense.begin(), s.Mdense.end(), K);
     else tree_unpack(m, (const double *)M, K);                         // K dense from the tree's pattern
-    if (c.integrator == IMPLICITFAST)                                  // free bodies: their blocks of the implicit matrix
+    bool discrete = c.integrator == DISCRETE;                          // M + h B + h^2 K (forward.h's discrete_matrix)
+    if (c.integrator == IMPLICITFAST || discrete)                      // free bodies: their blocks of the implicit matrix
         for (int k = 0; k < m.nfree; k++) {
             double block[36];
             free_body_matrix(m, s, c.h, qd, k, block);
             for (int i = 0; i < 6; i++)
                 for (int j = 0; j < 6; j++) K[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j] = block[6 * i + j];
         }
-    if (!lu_factor(K, nv, w.piv.data())) return SINGULAR;
     std::copy(f, f + nv, a);
+    const double *stiffness = discrete ? s.stiffness.data() : nullptr;   // step_matrix's discrete_stiffness
+    if (discrete)
+        for (int j = 0; j < nv; j++) a[j] -= c.h * stiffness[j] * qd[j];   // f - h K qd
+    bool servos = discrete && act.nu;                                  // the servos' B and K, their - h K qd
+    if (servos && !servo_metric(m, act, w, s.force.data(), qd, c.h, K, a)) return SINGULAR;
+    if (!lu_factor(K, nv, w.piv.data())) return SINGULAR;
     lu_apply(K, nv, w.piv.data(), a, 1);
     if (any_nonfinite(a, size_t(nv))) return NONFINITE;
     // X = [dF/dq - dtau/dq | dF/dqd - dtau/dqd | dF/dctrl], F = passive + actuators (+ applied: constant)
@@ -153,7 +216,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     if (act.nu)
         actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.force.data(), q, qd, w.keep.data(), w.tau.data(), X, cols);
     rnea_derivatives(m, s.d, w.dw, q, qd, a, w.tq.data(), w.tv.data(), w.scratch.data());
-    bool implicit = c.integrator == IMPLICIT, free = c.integrator == IMPLICITFAST && m.nfree;
+    bool implicit = c.integrator == IMPLICIT, free = (c.integrator == IMPLICITFAST || discrete) && m.nfree;
     if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
         for (int j = 0; j < nv; j++) w.qdn[j] = qd[j] + a[j];
         rnea_derivatives(m, s.d, w.dw, q, w.qdn.data(), w.zero.data(), w.cq.data(), w.cv.data(), w.scratch.data());
@@ -177,6 +240,9 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
             X[size_t(i) * cols + j] -= w.tq[size_t(i) * nv + j];
             X[size_t(i) * cols + nv + j] -= w.tv[size_t(i) * nv + j];
         }
+    if (discrete)                                                      // - h K on qd (the joints' K: B and K constant)
+        for (int j = 0; j < nv; j++) X[size_t(j) * cols + nv + j] -= c.h * stiffness[j];
+    if (servos) servo_metric_derivative(m, act, w, qd, a, c.h, X, cols);   // the servos' metric moves with ctrl
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
         damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols);
     lu_apply(K, nv, w.piv.data(), X, cols);

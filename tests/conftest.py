@@ -183,6 +183,8 @@ SLOW = {
         "test_step_derivatives_with_saturated_joint_actuators", "test_step_derivatives_of_every_transmission",
         "test_step_derivatives_of_random_muscle_models",
         "test_rnea_derivatives_against_central_differences", "test_step_derivatives_batch_and_backends_agree",
+        "test_constrained_discrete_step_derivatives_of_random_constraint_scenes",
+        "test_constrained_discrete_step_derivatives_of_the_discrete_integrators_scenes",
     },
     "test_docs.py": {"test_guide_example_runs"},
     "test_engine.py": {

@@ -24,6 +24,9 @@ from physai import conventions, derivatives, engine, integrators, models
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
 
+#: the integrators step_derivatives differentiates: MuJoCo's four and MuJoCo 4's discrete (mjINT_DISCRETE = 4)
+STEPPERS = integrators.INTEGRATORS + (integrators.DISCRETE,)
+MJ_INTEGRATOR = integrators.MUJOCO_INTEGRATOR | {integrators.DISCRETE: 4}
 ROBOTS = ["mixed_joints", "random_free", "random_fixed", "unitree_h1", "franka_emika_panda"]
 ROBOT_STATES = {"n": 3, "seed": 5}
 
@@ -135,7 +138,7 @@ def step_fd(model, q, qd, dt, name, ctrl, eps=1e-5):
     return T[:, :2 * nv], T[:, 2 * nv:]
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_against_central_differences(robot, integrator):
     k = 0
     ctrl = controls(robot, k)
@@ -198,10 +201,10 @@ def transition_fd(m, d, integrator, eps: float = 1e-6):
     return A, B
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
     m, model, k = robot.m, robot.model, 1
-    m.opt.integrator, m.opt.timestep = integrators.MUJOCO_INTEGRATOR[integrator], 0.005
+    m.opt.integrator, m.opt.timestep = MJ_INTEGRATOR[integrator], 0.005
     d = mujoco.MjData(m)
     ctrl = controls(robot, k)
     d.qpos[:], d.qvel[:] = robot.q[k], robot.qd[k]
@@ -214,7 +217,7 @@ def test_step_derivatives_against_mujocos_transition_fd(robot, integrator):
         assert_close(B, B_mj, 1e-8)
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_batch_and_backends_agree(robot, integrator):
     """N states in one call (per-state ctrl and qfrc_applied) equal each state alone, and the compiled backend
     (cpp/step_derivative.h) equals the NumPy text, within 1e-12 of each matrix's largest entry."""
@@ -265,7 +268,7 @@ DAMPER = """<mujoco><option timestep="0.05"/><worldbody><body pos="0 0 1"><joint
 </mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast", "discrete"])
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_b_follows_the_damping_that_ctrl_scales(integrator, backend):
     """A damper's force is -kv ctrl qd: the implicit integrators' matrix M - h D moves with ctrl, so B takes
@@ -277,7 +280,7 @@ def test_b_follows_the_damping_that_ctrl_scales(integrator, backend):
 def damper_against_transition_fd(m, integrator, backend, ctrl):
     """step_derivatives of a DAMPER model at q = (0.3, 0.1), qd = (2, -1) and ctrl against mjd_transitionFD (1e-8) and
     physai's own step (B, 1e-7)."""
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     model, d = engine.from_mujoco(m), mujoco.MjData(m)
     q, qd = np.array([0.3, 0.1]), np.array([2.0, -1.0])
     d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
@@ -289,7 +292,7 @@ def damper_against_transition_fd(m, integrator, backend, ctrl):
     assert_close(B, step_fd(model, q, qd, 0.05, integrator, ctrl)[1], 1e-7)
 
 
-@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast", "discrete"])
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_step_derivatives_with_saturated_joint_actuators(integrator, backend):
     """MuJoCo 4.0: a joint actuator at its joint's actuatorfrcrange leaves the implicit matrix M - h D. The G1 (no
@@ -298,7 +301,7 @@ def test_step_derivatives_with_saturated_joint_actuators(integrator, backend):
     the damper too (also against physai's own step)."""
     m = models.load("unitree_g1")
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(0)
     lo, hi = m.jnt_actfrcrange[1:].T
     for _ in range(2):
@@ -343,7 +346,7 @@ ACTIVATIONS = """<mujoco><option timestep="0.01"/><worldbody>
   </actuator></mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 @pytest.mark.parametrize("early", [False, True])
 def test_step_derivatives_with_activations_against_mujoco(integrator, early):
     """With activation dynamics the state is (q, qd, act), A (2nv+na)^2 and B (2nv+na, nu) as mjd_transitionFD's
@@ -351,7 +354,7 @@ def test_step_derivatives_with_activations_against_mujoco(integrator, early):
     actearly): within 1e-8 of MuJoCo's centred differences (truncation ~1e-12, rounding ~1e-10 relative; 7e-10 seen).
     The compiled backend declines activations: both backends give the NumPy text's matrices (1e-10)."""
     m = mujoco.MjModel.from_xml_string(ACTIVATIONS.replace("EARLY", f'actearly="{str(early).lower()}"'))
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(3)
     q, qd = engine.random_states(model, 1, 3, qd_max=1.0)
     act, ctrl = rng.uniform(0.1, 0.8, m.na), rng.uniform(0.1, 0.9, m.nu)
@@ -369,7 +372,7 @@ def test_step_derivatives_with_activations_against_mujoco(integrator, early):
 MJCF_INTEGRATOR = {"euler": "Euler", "rk4": "RK4"}                 # MJCF's spelling where it differs
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_of_random_actuated_models(integrator):
     """Random chains with every kind of stateless and stateful actuator (test_actuation.actuated_xml without muscles: on
     joints and a fixed tendon, actearly, actrange and ctrlrange partly active at the random state, actuatorfrcrange),
@@ -445,7 +448,7 @@ def test_step_derivatives_of_random_muscle_models(integrator):
         against_mujoco(m, [random_state(m, rng)], integrator, eps_a=1e-6)     # A: the curves' kinks near 1e-5
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_of_every_transmission(integrator):
     """Random trees with an actuator of each transmission whose moment arms depend on the configuration (ball and free
     joints, jointinparent, sites with and without refsite, a slider-crank, a spatial tendon; test_actuation.
@@ -466,6 +469,101 @@ def test_adhesion_is_refused_by_name():
         derivatives.step_derivatives(model, model.qpos0, np.zeros(model.nv), ctrl=np.zeros(model.nu))
 
 
+# ---- MuJoCo 4's discrete integrator ----
+
+SERVOS = """<mujoco><option timestep="0.01" integrator="discrete"/><worldbody>
+  <body pos="0 0 1"><joint name="h" type="hinge" axis="0 1 0" damping="0.2" stiffness="3" springref="0.2"/>
+  <geom type="capsule" size=".05 .2" pos="0 0 -.2" mass="1"/>
+  <body pos="0 0 -.4"><joint name="s" type="slide" axis="1 0 0" damping=".4" stiffness="5"/><geom size=".05" mass=".5"/>
+  <body pos="0 0 -.2"><joint name="b" type="ball" damping=".05"/><geom type="box" size=".05 .1 .15" pos=".02 0 -.1" mass=".7"/>
+  </body></body></body>
+  <body pos="1 0 1"><freejoint/><geom type="box" size=".1 .2 .3" pos=".05 -.03 .02" mass="2"/></body></worldbody>
+  <actuator><position joint="h" kp="20" kv="2"/><velocity joint="s" kv="3"/><motor joint="s"/>
+   <intvelocity joint="h" kp="4" actrange="-1 1"/><general joint="s" gaintype="affine" gainprm="1 -2 -0.5" dyntype="filter"
+   dynprm="0.05"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_discrete_step_derivatives_with_springs_dampers_and_servos(backend):
+    """MuJoCo 4's discrete step (M + h B + h^2 K) a = f - h K qd on joints with stiffness and damping, position,
+    velocity and integrated-velocity servos and an affine gain whose length and velocity slopes the activation scales
+    (the metric's B and K, moving with ctrl and act: derivatives._metric_input_derivative), beside a standalone free
+    body (its implicitfast block): against mjd_transitionFD (centred, mjINT_DISCRETE) within 1e-8 (2.5e-9 seen) on both
+    backends (the compiled one hands the discrete step to the NumPy text)."""
+    m = mujoco.MjModel.from_xml_string(SERVOS)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(4)
+    q, qd = engine.random_states(model, 1, 4, qd_max=1.0)
+    ctrl, act = rng.uniform(-0.5, 0.5, m.nu), rng.uniform(-0.5, 0.5, m.na)
+    d.qpos[:], d.qvel[:], d.ctrl[:], d.act[:] = q[0], qd[0], ctrl, act
+    A_mj, B_mj = transition_fd(m, d, "discrete")
+    A, B = run(backend, derivatives.step_derivatives, model, q[0], qd[0], 0.01, "discrete", ctrl, act=act)
+    assert A.shape == (2 * m.nv + m.na,) * 2 and B.shape == (2 * m.nv + m.na, m.nu)
+    assert_close(A, A_mj, 1e-8)
+    assert_close(B, B_mj, 1e-8)
+
+
+def test_discrete_step_derivatives_compiled_equal_numpy(monkeypatch):
+    """The compiled kernel (cpp/step_derivative.h) takes the discrete step with the joints' and the servos' B and K
+    (position, velocity, an affine gain: their slopes moving with ctrl) beside a standalone free body, two states in a
+    batch and one alone, without the NumPy text (counted): within 1e-12 of the NumPy text (3.8e-15 seen) and 1e-8 of
+    mjd_transitionFD (mjINT_DISCRETE)."""
+    xml = SERVOS.replace('<intvelocity joint="h" kp="4" actrange="-1 1"/>', "").replace('dyntype="filter"\n   dynprm="0.05"', "")
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    assert m.na == 0 and not derivatives.numpy_only(model) and model.spring_stiffness.any()
+    q, qd = engine.random_states(model, 2, 6, qd_max=2.0)
+    ctrl = np.random.default_rng(6).uniform(-0.5, 0.5, (2, m.nu))
+    numpy_text = derivatives._step_derivatives
+    out = {"numpy": run("numpy", derivatives.step_derivatives, model, q, qd, 0.01, "discrete", ctrl)}
+    calls = []
+    monkeypatch.setattr(derivatives, "_step_derivatives", lambda *a, **k: (calls.append(1), numpy_text(*a, **k))[1])
+    out["native"] = run("native", derivatives.step_derivatives, model, q, qd, 0.01, "discrete", ctrl)
+    one = run("native", derivatives.step_derivatives, model, q[0], qd[0], 0.01, "discrete", ctrl[0])
+    assert not calls
+    assert_close(one[0], out["numpy"][0][0], 1e-12)
+    for k in range(2):
+        assert_close(out["native"][0][k], out["numpy"][0][k], 1e-12)
+        assert_close(out["native"][1][k], out["numpy"][1][k], 1e-12)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q[k], qd[k], ctrl[k]
+        A_mj, B_mj = transition_fd(m, d, "discrete")
+        assert_close(out["native"][0][k], A_mj, 1e-8)
+        assert_close(out["native"][1][k], B_mj, 1e-8)
+
+
+def test_discrete_equals_implicitfast_without_springs_or_servos():
+    """Identity: with joint damping and motors alone the discrete metric is implicitfast's M - h D = M + h B and its right
+    side f (K = 0), so both integrators' A and B agree within 1e-12 (the same solve, another code path)."""
+    m = mujoco.MjModel.from_xml_string(SERVOS.replace('stiffness="3"', "").replace('stiffness="5"', "")
+                                       .split("<actuator>")[0] + '<actuator><motor joint="h"/><motor joint="s"/>'
+                                       '</actuator></mujoco>')
+    model = engine.from_mujoco(m)
+    q, qd = engine.random_states(model, 2, 5, qd_max=2.0)
+    ctrl = np.array([0.3, -0.2])
+    A, B = derivatives.step_derivatives(model, q, qd, 0.01, "discrete", ctrl)
+    A_fast, B_fast = derivatives.step_derivatives(model, q, qd, 0.01, "implicitfast", ctrl)
+    assert_close(A, A_fast, 1e-12)
+    assert_close(B, B_fast, 1e-12)
+
+
+def test_discrete_step_derivatives_refuse_by_name_what_they_do_not_model():
+    """A standalone free body that a spatial tendon's spring couples to a hinge in the discrete metric (the step solves
+    its block apart, not differentiated), with and without constraints: UnsupportedModelError naming the discrete
+    integrator; the model still steps."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><option integrator="discrete"/><worldbody>
+      <body pos="0 0 1"><joint type="hinge" axis="0 1 0"/><geom size=".1"/><site name="a" pos=".2 0 0"/></body>
+      <body pos="1 0 1"><freejoint/><geom size=".1"/><site name="b"/></body></worldbody>
+      <tendon><spatial stiffness="10" springlength="0.1"><site site="a"/><site site="b"/></spatial></tendon></mujoco>""")
+    model = engine.from_mujoco(m)
+    q, qd = model.qpos0, np.zeros(model.nv)
+    assert integrators.step(model, q, qd)[0].shape == (model.nq,)
+    with pytest.raises(UnsupportedModelError, match="discrete integrator with a standalone free body"):
+        derivatives.step_derivatives(model, q, qd)
+    with pytest.raises(UnsupportedModelError, match="discrete integrator with a standalone free body"):
+        derivatives.step_derivatives(model, q, qd, constraints=True)
+
+
 # ---- tendons ----
 
 TENDONS = """<mujoco><option timestep="0.01"/><worldbody>
@@ -480,14 +578,14 @@ TENDONS = """<mujoco><option timestep="0.01"/><worldbody>
   <actuator><motor tendon="t1"/><general joint="s" dyntype="filter" dynprm="0.05" gainprm="2"/></actuator></mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 @pytest.mark.parametrize("spring", ["0.1", "-0.3 0.2", "0.5 0.9"])
 def test_step_derivatives_with_fixed_tendon_springs_and_dampers(integrator, spring):
     """Fixed tendons' springs (a spring length, or a dead band the length is inside or outside of), dampers, armature,
     a tendon limit (a constraint: left out, constraints disabled in MuJoCo) and a tendon actuator: against MuJoCo within
     1e-8 (2.8e-10 seen); the compiled backend declines tendon forces, both backends agree (1e-10)."""
     m = mujoco.MjModel.from_xml_string(TENDONS.replace("SPRING", spring))
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(1)
     q, qd, act, ctrl = rng.normal(0, 0.5, m.nq), rng.normal(0, 1, m.nv), rng.uniform(-1, 1, m.na), rng.uniform(-1, 1, m.nu)
@@ -500,20 +598,29 @@ def test_step_derivatives_with_fixed_tendon_springs_and_dampers(integrator, spri
         assert_close(out["native"][k], out["numpy"][k], 1e-10)
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_with_spatial_tendons(integrator):
     """Random models with spatial tendons through sites, wrapping around a sphere (with a side site) and a cylinder, a
     pulley, their springs (dead band) and dampers, beside a fixed tendon and its actuator (test_tendons.tendon_xml;
     limits, friction loss and the tendon equality are constraints, disabled): the spatial tendons' forces, whose Jacobian
-    moves with q, differenced (derivatives._HardForces): against MuJoCo within 1e-8."""
+    moves with q, differenced (derivatives._HardForces): against MuJoCo within 1e-8. The discrete step (its metric's
+    spatial tendon terms differenced too) within U's 1e-6 of MuJoCo (1.4e-7 in A, 7.1e-7 in B seen on seed 1, whose
+    one discrete mj_step physai's discrete step itself follows to 7e-9 in qd only, the other integrators' to 2e-14)
+    and within 1e-7 of central differences of physai's own discrete step (2e-9 seen)."""
     from test_tendons import random_states, tendon_xml
     for seed in range(2):
         m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
-        m.opt.integrator, m.opt.timestep = integrators.MUJOCO_INTEGRATOR[integrator], 0.005
+        m.opt.integrator, m.opt.timestep = MJ_INTEGRATOR[integrator], 0.005
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
         rng = np.random.default_rng(seed)
-        against_mujoco(m, [(q, qd, np.zeros(0), rng.uniform(-1, 1, m.nu)) for q, qd in random_states(m, 1, seed)],
-                       integrator)
+        states = [(q, qd, np.zeros(0), rng.uniform(-1, 1, m.nu)) for q, qd in random_states(m, 1, seed)]
+        against_mujoco(m, states, integrator, bound=1e-6 if integrator == integrators.DISCRETE else 1e-8)
+        if integrator == integrators.DISCRETE:
+            model, (q, qd, _, ctrl) = engine.from_mujoco(m), states[0]
+            A, B = derivatives.step_derivatives(model, q, qd, 0.005, integrator, ctrl)
+            Af, Bf = step_fd(model, q, qd, 0.005, integrator, ctrl)
+            assert_close(A, Af, 1e-7)
+            assert_close(B, Bf, 1e-7)
 
 
 GRAVCOMP = """<mujoco><option timestep="0.01" gravity="0.3 -0.4 -9.7"/><worldbody>
@@ -528,13 +635,13 @@ GRAVCOMP = """<mujoco><option timestep="0.01" gravity="0.3 -0.4 -9.7"/><worldbod
   </worldbody><actuator><motor joint="s"/></actuator></mujoco>"""
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_step_derivatives_with_gravity_compensation(integrator):
     """Gravity compensation (partial, full and over-compensating bodies on hinges, a slide with actuatorgravcomp, a ball
     and a free body; tilted gravity) moves with q: against MuJoCo within 1e-8 (3.9e-9 seen; A is 1.6 off without its
     derivative); the compiled backend declines it, both backends agree (1e-10)."""
     m = mujoco.MjModel.from_xml_string(GRAVCOMP)
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
     model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(1)
     q, qd = engine.random_states(model, 1, 2, qd_max=1.0)
@@ -629,7 +736,7 @@ def test_bad_input_is_named():
             run(backend, derivatives.step_derivatives, model, q[0], qd[0], 1e300, "euler")
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 def test_overflowing_velocities_are_named(integrator):
     """qd = 1e200: the error says the velocities overflow the forces (not "qdd[0] is nan", an internal array); applied
     forces whose accelerations overflow are named as such; on both backends."""
@@ -687,10 +794,10 @@ def extrapolated_transition_fd(m, d, integrator):
 def constrained_against_mujoco(m, d, integrator, bound=1e-7):
     """step_derivatives(constraints=True) at d's state against extrapolated_transition_fd within bound of the largest
     entry (A, and B when the model has actuators)."""
-    m.opt.integrator = integrators.MUJOCO_INTEGRATOR[integrator]
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
     A_mj, B_mj = extrapolated_transition_fd(m, d, integrator)
     A, B = derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), ctrl=d.ctrl.copy() if m.nu else None,
-                                        constraints=True)
+                                        act=d.act.copy() if m.na else None, constraints=True)
     assert_close(A, A_mj, bound, what="A")
     if m.nu:
         assert_close(B, B_mj, bound, what="B")
@@ -711,7 +818,7 @@ def box_on_a_plane(cone: str, condim: int, sliding: bool):
     return m, d
 
 
-@pytest.mark.parametrize("integrator", integrators.INTEGRATORS)
+@pytest.mark.parametrize("integrator", STEPPERS)
 @pytest.mark.parametrize("cone, condim", [("pyramidal", 3), ("elliptic", 3), ("elliptic", 6)])
 def test_constrained_step_derivatives_of_a_box_resting_on_a_plane(integrator, cone, condim):
     """A box resting on a plane (4 contacts): A through the solver's optimum against MuJoCo's centred differences
@@ -721,7 +828,7 @@ def test_constrained_step_derivatives_of_a_box_resting_on_a_plane(integrator, co
     constrained_against_mujoco(m, d, integrator)
 
 
-@pytest.mark.parametrize("integrator", ["euler", "implicit", "implicitfast"])
+@pytest.mark.parametrize("integrator", ["euler", "implicit", "implicitfast", "discrete"])
 @pytest.mark.parametrize("cone, condim", [("pyramidal", 3), ("elliptic", 3), ("elliptic", 6)])
 def test_constrained_step_derivatives_of_a_box_sliding_on_a_plane(integrator, cone, condim):
     """The box sliding (box_on_a_plane) on its 4 corners, their friction on the cone when elliptic."""
@@ -745,10 +852,70 @@ def test_constrained_step_derivatives_of_random_constraint_scenes(seed, cone):
     constrained_against_mujoco(m, d, ("euler", "implicitfast", "implicit")[seed])
 
 
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_constrained_discrete_step_derivatives_of_random_constraint_scenes(seed, cone):
+    """MuJoCo 4's discrete step through the constraints: the solve in M + h B + h^2 K with each row's spring-damper at
+    the step's end (aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal, all rebuilt at each
+    differenced q), on the random scenes with every kind of row: against MuJoCo (mjINT_DISCRETE) within 1e-7 (1.3e-9
+    seen)."""
+    m, d = constraint_scene(seed, cone, 3 + 3 * (seed % 2), tolerance=1e-15)
+    mujoco.mj_forward(m, d)
+    constrained_against_mujoco(m, d, "discrete")
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_constrained_discrete_step_derivatives_of_the_discrete_integrators_scenes(seed):
+    """test_integrators' scenes for the discrete step: every row kind with refsafe on or off (limits and contacts whose
+    solref the step cannot resolve), a free body flying apart from the rows (its implicitfast block); and the random
+    chains with a coupled metric (fixed and spatial tendon springs and dampers, position, velocity and affine servos,
+    filters, force limits, a standalone free body), without constraints and with a hinge pressed past its limit: against
+    MuJoCo (mjINT_DISCRETE) within 1e-8 without constraints (6.3e-9 seen), 1e-7 with them (2e-8 seen)."""
+    from test_integrators import discrete_constrained_model, discrete_constrained_start, discrete_servo_model
+    m = discrete_constrained_model(seed)
+    d = discrete_constrained_start(m, seed)
+    mujoco.mj_forward(m, d)
+    assert d.nefc > 20
+    constrained_against_mujoco(m, d, "discrete")
+    if seed == 3:
+        return
+    for limit in (False, True):
+        m = exact_solver(discrete_servo_model(seed, limit))
+        model, d, rng = engine.from_mujoco(m), mujoco.MjData(m), np.random.default_rng(seed)
+        d.qpos[:], d.qvel[:] = engine.random_states(model, 1, seed)[0][0], rng.normal(size=m.nv) * 0.5
+        d.ctrl[:], d.act[:] = rng.uniform(-1, 1, m.nu), rng.uniform(-0.5, 0.5, m.na)
+        mujoco.mj_forward(m, d)
+        assert d.nefc == limit
+        if limit:
+            constrained_against_mujoco(m, d, "discrete")
+            continue
+        A_mj, B_mj = transition_fd(m, d, "discrete")
+        A, B = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), ctrl=d.ctrl.copy(),
+                                            act=d.act.copy() if m.na else None)
+        assert_close(A, A_mj, 1e-8)
+        assert_close(B, B_mj, 1e-8)
+
+
+def test_constrained_discrete_step_derivatives_of_a_box_beside_a_free_body():
+    """The discrete step solves a standalone free body that no row moves again in its implicitfast block (the falling
+    sphere here), the box on the plane in the constrained solve: against MuJoCo within 1e-7."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(BOX_ON_A_PLANE.format(cone="elliptic", condim=3).replace(
+        "</worldbody>", '<body pos="1 0 1"><freejoint/><geom size=".1" pos=".02 .03 0" mass="2"/></body></worldbody>')))
+    d = mujoco.MjData(m)
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    d.qvel[6:] = [0.1, -0.2, 0.3, 1.0, -2.0, 0.5]
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 4
+    constrained_against_mujoco(m, d, "discrete")
+
+
+@pytest.mark.parametrize("integrator", [None, "discrete"])
 @pytest.mark.parametrize("name", ["robotstudio_so101", "franka_emika_panda", "unitree_g1"])
-def test_constrained_step_derivatives_of_robots(name):
+def test_constrained_step_derivatives_of_robots(name, integrator):
     """The SO-101 driven past its joint limits, the Panda's fingers held together by their equality and gripping
-    nothing, the G1 standing on its floor (keyframe, 20 steps): A and B (their actuators) against MuJoCo."""
+    nothing, the G1 standing on its floor (keyframe, 20 steps): A and B (their actuators) against MuJoCo, with the
+    model's integrator and with the discrete one (2.6e-10 seen)."""
     m = exact_solver(models.load(name, "scene") if name == "unitree_g1" else models.load(name))
     d = mujoco.MjData(m)
     if m.nkey:
@@ -763,7 +930,7 @@ def test_constrained_step_derivatives_of_robots(name):
     expected = {"robotstudio_so101": mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT, "franka_emika_panda": mujoco.mjtConstraint.mjCNSTR_EQUALITY,
                 "unitree_g1": mujoco.mjtConstraint.mjCNSTR_CONTACT_PYRAMIDAL}[name]
     assert expected in kinds
-    constrained_against_mujoco(m, d, integrators.check_integrator(int(m.opt.integrator)))
+    constrained_against_mujoco(m, d, integrator or integrators.check_integrator(int(m.opt.integrator)))
 
 
 def test_constrained_step_derivatives_name_a_switch_and_noslip():

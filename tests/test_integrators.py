@@ -806,7 +806,7 @@ def test_discrete_integrator_with_fluid_forces_follows_mj_step(seed, backend):
 def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
     """Muscles (their slopes are not affine), fluid forces on a standalone free body or of the ellipsoid model, tendon
     springs under PGS (MuJoCo leaves them out of its
-    factorized metric), and its step derivatives and inverse: UnsupportedModelError naming the discrete integrator; a
+    factorized metric), its inverse, and step_derivatives of a model with muscles: UnsupportedModelError naming the discrete integrator; a
     model with contacts steps with and without its constraints."""
     model = engine.from_mujoco(discrete_model(0, contacts=True))
     q0, qd0 = model.qpos0, np.zeros(model.nv)
@@ -826,8 +826,9 @@ def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
         bad = engine.from_mujoco(mujoco.MjModel.from_xml_string(f"<mujoco>{xml}</mujoco>"))
         with pytest.raises(UnsupportedModelError, match=f"discrete integrator.*{what}|{what}.*discrete integrator"):
             integ.simulate(bad, bad.qpos0, np.ones(bad.nv), steps=2, ctrl=np.ones(bad.nu) if bad.nu else None)
-    with pytest.raises(UnsupportedModelError, match="step_derivatives of the discrete integrator"):
-        derivatives.step_derivatives(model, q0, qd0)
+    bad = engine.from_mujoco(mujoco.MjModel.from_xml_string(f"<mujoco>{cases[0][0]}</mujoco>"))
+    with pytest.raises(UnsupportedModelError, match="discrete integrator with muscle"):   # step_derivatives too
+        derivatives.step_derivatives(bad, bad.qpos0, np.zeros(bad.nv), ctrl=np.ones(bad.nu))
     with pytest.raises(UnsupportedModelError, match="discrete integrator"):
         inverse.inverse_dynamics(model, q0, qd0, np.zeros(model.nv), dt=0.01, integrator="discrete")
 

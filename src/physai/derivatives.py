@@ -2,7 +2,7 @@
 
     rnea_derivatives(model, q, qd, qdd)                     -> (dtau/dq, dtau/dqd, M)          each (nv, nv)
     forward_dynamics_derivatives(model, q, qd, tau)         -> (dqdd/dq, dqdd/dqd, M^-1)       each (nv, nv)
-    step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv+na, 2nv+na), B (2nv+na, nu))
+    step_derivatives(model, q, qd, dt, integrator, ctrl)    -> (A (2nv+na, 2nv+na), B (2nv+na, nu)), the discrete too
     step_derivatives(..., constraints=True)                 the constrained step, through the solver's optimum
 
 q is (nq,) or (N, nq); qd, qdd, tau (nv,) or (N, nv); a batch returns (N, nv, nv) (step_derivatives: (N, 2nv, 2nv),
@@ -66,6 +66,7 @@ from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import actuation, api, batching, constraint, forward, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
+from physai.engine.support import standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
 from physai.engine.model import WRAP_JOINT, Model
@@ -266,6 +267,8 @@ class _HardForces:
         self.tendon_forces = spatial & ((model.tendon_stiffness != 0) | (model.tendon_damping != 0))
         self.actuators = acts is not None and bool(_hard_actuators(acts).any())
         self.damping = name in ("implicit", "implicitfast")
+        self.metric = name == "discrete"               # -h (B a + h K a + K qd): the discrete metric's motion
+        self.free_rows = _free_rows(model) if self.metric else None
         self.any = self.fluid or self.tendon_forces.any() or self.actuators
         self.probe = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act) if self.any else None
 
@@ -284,7 +287,24 @@ class _HardForces:
             acts = run.actuators if self.actuators else self.x.actuators
             f = f + self.h * forward.velocity_derivative(model, q, qd, "implicitfast", acts, self.x.ctrl, self.act,
                                                          self.h) @ a
+        if self.metric:
+            f = f + self.metric_force(q, qd, a)
         return f
+
+    def metric_force(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """(nv,) the discrete step's metric moved to the right side at (q, qd) and a fixed a: -h (B a + h K a + K qd)
+        (forward.discrete_metric, M^ a = f - h K qd), on a standalone free body's rows h D a - h K qd (its implicitfast
+        block, D = -B + dA/dqd unsymmetrized: forward.free_body_blocks; the bias's part is analytic)."""
+        model, h, x = self.model, self.h, self.x
+        acts = self.probe.actuators if self.actuators else x.actuators
+        B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, self.act)
+        out = -h * ((B + h * K) @ a + K @ qd)
+        if self.free_rows.any():
+            D = forward.passive_velocity_derivative(model, q, qd)
+            if acts is not None:
+                D = D + actuation.force_velocity_derivative(acts, q, qd, x.ctrl, self.act, h)
+            out[self.free_rows] = h * (D @ a - K @ qd)[self.free_rows]
+        return out
 
     def derivatives(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray):
         """(d force/dq, d force/dqd) (nv, nv) by 4th-order centred differences (zeros when there is nothing hard)."""
@@ -321,26 +341,31 @@ class _Constraints:
     tangent (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames, impedances and
     aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
     row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
-    switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True)."""
+    switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True). The discrete
+    step (self.discrete set): M is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's
+    end (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal
+    at each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
         self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
         self.contacts = None                           # [the contacts at the last solve's q], or None
+        self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
         Q (physai.collision.detect): compiled in one call when the backend is (engine.constraint.compiled_rows), else
-        engine.constraint.rows."""
+        engine.constraint.rows (always for the discrete step's rows: discrete_h and the metric's diagonal at each state)."""
         model = self.model
         if contacts is None and collision.has_contacts(model):
             contacts = collision.detect(model, Q)
-        if native.on and native.runs(model):
+        if self.discrete is None and native.on and native.runs(model):
             return constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(contacts), None)
         out = []
         for k, (q, qd) in enumerate(zip(Q, QD)):
+            end = {} if self.discrete is None else dict(discrete_h=self.discrete[0], step_diagonal=self.discrete[1](q, qd))
             velocity_stages(model, self.d, q[:, None], qd[:, None])
-            out.append(constraint.rows(model, self.d, q, qd, None if contacts is None else contacts[k]))
+            out.append(constraint.rows(model, self.d, q, qd, None if contacts is None else contacts[k], **end))
         return out
 
     def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
@@ -353,7 +378,7 @@ class _Constraints:
         contacts = [collision.detect(model, q)] if collision.has_contacts(model) else None
         r = self.rows(q[None], qd[None], contacts)[0]
         self.contacts = contacts
-        if native.on and native.compiled_solver(model):               # the step's solver, compiled: tau = f + c
+        if self.discrete is None and native.on and native.compiled_solver(model):   # compiled: tau = f + c
             out = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
                                           None, None, opt.tolerance, opt.iterations)
             a, converged = out[0], bool(np.all(out[5]))
@@ -400,6 +425,9 @@ class _Constraints:
         being quadratic in qd there: centred differences of a unit step are exact (rounding aside)."""
         r, nv = self.r, self.model.nv
         out = -r.B[:, None] * r.J
+        if self.discrete is not None:                  # at the step's end: (aref - h K imp vel) / s
+            h = self.discrete[0]
+            out = -((r.B + h * r.K * r.imp) / constraint.end_of_step_factor(h, r.B, r.K, r.imp))[:, None] * r.J
         if r.ne:
             E = np.eye(nv)
             rows = self.rows(np.repeat(q[None], 2 * nv, axis=0), np.concatenate([qd + E, qd - E]),
@@ -642,6 +670,35 @@ def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
     return W @ x.x_u, W @ x.x_a
 
 
+def _metric_input_derivative(acts, q, qd, ctrl, act, h, a, free_rows):
+    """(dr/dctrl (nv, nu), dr/dact (nv, na)) of the discrete step's r = -h (B a + h K a + K qd) at a fixed a (r = -h K qd
+    alone on free_rows (nv,) bool: the standalone free bodies' rows, solved in their implicitfast blocks): the servos'
+    parts of B and K, sum_k moment_k^T max(-slope_k, 0) moment_k (actuation.servo_metric, slope_k = bias_k + g_k x_k),
+    move with the gain's input x_k (the _Inputs: ctrl or the activation) by -g_k where the slope is stabilizing
+    (negative), not at all where the force is clamped (servo_slopes gives it zero there). acts posed at q."""
+    u = forces.clamped_ctrl(acts, validation.vector("ctrl", ctrl, acts.nu))
+    act_dot = actuation.activation_rate(acts, u, act)
+    f = actuation.scalar_forces(acts, q, qd, u, act, act_dot, h)
+    x = _unclamped(acts, q, qd, ctrl, act, h)[3]
+    c = []
+    for column in (2, 1):                              # B (velocity), K (length)
+        g = np.where(acts.gaintype == AFFINE, acts.gain[:, column], 0.0)
+        c.append(np.where(actuation.servo_slopes(acts, u, f, act, act_dot, h, g, column) < 0, -g, 0.0))
+    ma, mq = acts.moment @ a, acts.moment @ qd
+    W = acts.moment.T * (h * c[0] * ma + h * h * c[1] * ma)[None, :]   # d(h B a + h^2 K a)/dx_k, column k
+    W[free_rows] = 0.0
+    W = -(W + acts.moment.T * (h * c[1] * mq)[None, :])               # r = -(...) - h K qd
+    return W @ x.x_u, W @ x.x_a
+
+
+def _free_rows(model: Model) -> np.ndarray:
+    """(nv,) bool: the dofs of the standalone free bodies (forward.free_body_blocks)."""
+    rows = np.zeros(model.nv, bool)
+    for adr in standalone_free_dofs(model):
+        rows[adr:adr + 6] = True
+    return rows
+
+
 def check_tendons(model: Model) -> None:
     """UnsupportedModelError for a spatial tendon's armature (its M moves with q and MuJoCo adds a bias, mj_tendonBias:
     not differentiated; the loader refuses it today, physai.engine.loaders)."""
@@ -724,9 +781,22 @@ class _Stepper:
         self.run = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
         self.hard = _HardForces(model, h, inputs, euler_damping, act, name)
         self.constraints = _Constraints(model) if constraints else None
+        if constraints and name == "discrete":         # the rows at the step's end, diagApprox in diag(M^) at each q
+            self.constraints.discrete = (h, self._discrete_diagonal(inputs, euler_damping, act))
         acts = inputs.actuators
         self.nu, self.na = (0, 0) if acts is None else (acts.nu, acts.na)
         self.Pq, self.Pv = _passive_derivatives(model)
+
+    def _discrete_diagonal(self, inputs, euler_damping, act):
+        """diag(M + h B + h^2 K) (nv,) at (q, qd): a function of its own evaluator (the discrete rows' diagApprox)."""
+        model, h = self.model, self.h
+        probe = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
+
+        def diagonal(q, qd):
+            M = probe.evaluate(q, qd)[0]
+            B, K = forward.discrete_metric(model, q, qd, h, probe.actuators, inputs.ctrl, probe.act)
+            return np.diag(M + h * B + h * h * K).copy()
+        return diagonal
 
     def force_derivatives(self, q, qd, act, a):
         """(df/dq, df/dqd, df/dctrl, df/dact, _Inputs or None) of f = actuator + passive + applied (the bias is handled
@@ -775,6 +845,8 @@ class _Stepper:
     def acceleration(self, q, qd, name, act):
         """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of K a = f (+ qfrc_constraint with constraints) at the
         activations act: K = M (rk4, euler without damping), M + h B (euler), M - h D."""
+        if name == "discrete":
+            return self.discrete_acceleration(q, qd, act)
         model, h, x = self.model, self.h, self.x
         M, f, _ = self.run.evaluate(q, qd, act)
         if not np.isfinite(f).all():
@@ -823,6 +895,72 @@ class _Stepper:
         return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
 
 
+    def discrete_acceleration(self, q, qd, act):
+        """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of MuJoCo 4's discrete step (engine.forward.discrete):
+        M^ a = f - h K qd with M^ = M + h B + h^2 K (forward.discrete_metric), a standalone free body's rows in its
+        implicitfast block (forward.free_body_blocks). Differentiating at a, for an input y:
+
+            M^ da/dy = df/dy - d(M a)/dy|a - h K dqd/dy - h (dB/dy a + h dK/dy a + dK/dy qd)
+
+        d(M a)/dy by rnea_derivatives at a; B's and K's motion with ctrl and act analytic (the servos' slopes:
+        _metric_input_derivative), with (q, qd) differenced where they move (fluid drag, spatial tendons, configuration-
+        dependent moment arms: _HardForces.metric_force) and otherwise none (the joints', the fixed tendons' with constant
+        J and a dead band piecewise constant, the servos' on constant moment arms). A free body's rows take
+        implicitfast's terms instead (its bias's derivative, its actuator damping's input)."""
+        model, h, x = self.model, self.h, self.x
+        M, f, _ = self.run.evaluate(q, qd, act)
+        if not np.isfinite(f).all():
+            self.refuse_overflow(q, qd, f)
+        acts = self.run.actuators                      # posed at q
+        B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, act)
+        M_hat, rhs = M + h * B + h * h * K, f - h * K @ qd
+        moved = np.zeros(model.nv, bool)               # the dofs the constraint rows move
+        if self.constraints is not None:               # the solve in M^ with the rows at the step's end
+            forward.refuse_discrete_couplings(model, acts)
+            a = self.constraints.solve(q, qd, M_hat, rhs)[0]
+            moved = (self.constraints.r.J != 0).any(axis=0)
+        free = [(adr, block) for adr, block in forward.free_body_blocks(model, q, qd, h, M, acts, x.ctrl, act)
+                if not moved[adr:adr + 6].any()]       # the free bodies no row moves: their implicitfast blocks
+        rows = np.zeros(model.nv, bool)
+        for adr, _ in free:
+            rows[adr:adr + 6] = True
+        if (M_hat[np.ix_(rows, ~rows)] != 0).any():
+            raise UnsupportedModelError("step_derivatives of the discrete integrator with a standalone free body that "
+                                        "a tendon or actuator couples to other joints in the step's metric: the step "
+                                        "solves its block apart (not differentiated); choose implicitfast")
+        for adr, block in free:
+            M_hat[adr:adr + 6, adr:adr + 6] = block
+        if self.constraints is None:
+            a = solve(M_hat, rhs)
+        else:                                          # the free bodies' rows again in their blocks; H's metric
+            for adr, block in free:
+                a[adr:adr + 6] = solve(block, rhs[adr:adr + 6])
+            self.constraints.M = M_hat.copy()
+        if not np.isfinite(a).all():
+            self.refuse_overflow(q, qd, f)
+        self.hard.free_rows = rows
+        Fq, Fv, Fu, Fa, inputs = self.force_derivatives(q, qd, act, a)   # _HardForces: the metric's motion in (q, qd)
+        tq, tv, _ = rnea_derivatives(model, q, qd, a)
+        rq, rv = Fq - tq, Fv - tv
+        if not self.hard.any:                          # -h K qd (differenced with the rest otherwise)
+            rv = rv - h * K
+        if free:                                       # h d(dc/dqd a)/dx on a free body's rows, as implicitfast's
+            cq, cv, _ = rnea_derivatives(model, q, np.stack([qd + a, qd - a]), np.zeros(model.nv))
+            rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
+            rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
+        if acts is not None:                           # the servos' B and K move with their input
+            Wu, Wa = _metric_input_derivative(acts, q, qd, x.ctrl, act, h, a, rows)
+            Fu, Fa = Fu + Wu, Fa + Wa
+            if free:                                   # a free body's block: its actuator damping's input
+                Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a)
+                Fu[rows], Fa[rows] = Fu[rows] + h * Du[rows], Fa[rows] + h * Da[rows]
+        if self.constraints is not None:               # M^ da = r + dqfrc_constraint (the rows at the optimum)
+            Cq, Cv, Cu, Ca = self.constraints.derivatives(q, qd, rq, rv, Fu, Fa)
+            rq, rv, Fu, Fa = rq + Cq, rv + Cv, Fu + Cu, Fa + Ca
+        Kinv = inverse(M_hat)
+        return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs
+
+
 def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_applied=None, euler_damping=None, act=None,
                      constraints: bool = False, margins: bool = False):
     """Linearisation of one physai.integrators.step: (A, B) with [dq'; dqd'; dact'] = A [dq; dqd; dact] + B dctrl.
@@ -830,7 +968,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     Args:
         model: a physai.engine.Model (its actuators drive ctrl) or what physai.engine.as_model takes.
         q (nq,) or (N, nq), qd (nv,) or (N, nv): the state [rad | m | quaternion], [rad/s | m/s]; dt [s] > 0.
-        integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast" or "rk4", or
+        integrator: "euler" (implicit damping unless euler_damping=False), "implicit", "implicitfast", "rk4" or
+            "discrete" (MuJoCo 4's mjINT_DISCRETE: _Stepper.discrete_acceleration), or
             MuJoCo's mjtIntegrator value. dt, integrator and euler_damping default to the model's (model.opt), as
             physai.integrators.step's (physai.integrators.model_options).
         ctrl: (nu,) or (N, nu) controls (default zeros); qfrc_applied: (nv,) or (N, nv) constant generalized force
@@ -844,7 +983,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             differencing step (margins=True says how close the rows are to changing state). The
             rows' dependence on q (Jacobians, contact geometry, impedance, aref) is differenced (4th order), the rest
             analytic; the NumPy text runs, not the compiled step kernel (the rows, the contacts and the solve are the
-            compiled engine's when the backend is native).
+            compiled engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.
 
@@ -857,9 +996,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
     through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), "implicit" and
     "implicitfast" through the ctrl and act dependence of that matrix (an actuator's velocity gain, a damper's -kv
-    ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them), and
-    rk4 by chaining the derivatives of its four stages. Activation dynamics (integrator, filter, filterexact, muscle;
-    actearly: the force takes act', clamped to actrange) enter through the gains' input and act' = act + h act_dot
+    ctrl), implicitfast's standalone free bodies through their own blocks of that matrix (as its step solves them),
+    rk4 by chaining the derivatives of its four stages, and "discrete" through its metric M + h B + h^2 K and right side
+    f - h K qd, the servos' B and K moving with ctrl and act (a free body coupled to other joints in that metric is
+    refused by name); with constraints=True its solve in that metric, each row's spring-damper at the step's end.
+    Activation dynamics (integrator, filter, filterexact, muscle; actearly: the force takes act', clamped to actrange)
+    enter through the gains' input and act' = act + h act_dot
     (filterexact exactly). Fixed tendons' springs (dead band included), dampers and armature, and gravity compensation
     enter analytically. The forces with many branches enter by 4th-order centred differences of those forces alone
     (_HardForces, at the step's acceleration, inside the analytic step): fluid forces (the inertia-box model; the
@@ -871,13 +1013,11 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     On the compiled backend every state is one C++ call (cpp/step_derivative.h, batches on threads); a state it cannot
     do (a zero quaternion, forces or results that are not finite) is done again by the NumPy text, which names the error.
     What the compiled kernel does not model (numpy_only names it: activations, tendon forces, gravity compensation, fluid
-    forces, muscles, configuration-dependent moment arms) runs on the NumPy text.
+    forces, muscles, configuration-dependent moment arms) runs on the NumPy text (so the discrete integrator's metric in
+    the kernel is the joints' B and K and the servos' slopes).
     """
     model = model if type(model) is Model else engine.as_model(model)
     dt, integrator, euler_damping, _ = integ.model_options(model, dt, integrator, euler_damping, False)
-    if integrator == "discrete":
-        raise UnsupportedModelError("step_derivatives of the discrete integrator: physai does not differentiate its step "
-                                    "yet; choose another integrator (implicitfast is its nearest)")
     check_tendons(model)
     check_actuators(model)
     constraints = validation.flag("constraints", constraints)

@@ -59,7 +59,8 @@ mj_integratePos), written q' = q + h qd' below:
                     standalone free bodies solved again in their blocks as implicitfast's. With constraints the solver
                     minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by name (UnsupportedModelError):
                     ellipsoid-model fluid, fluid on a standalone free body, muscles, tendon or servo terms under PGS or
-                    noslip; step_derivatives and the discrete inverse refuse the integrator.
+                    noslip; the discrete inverse refuses the integrator. physai.derivatives.step_derivatives
+                    differentiates its step, with or without constraints.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f
@@ -123,8 +124,8 @@ INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 #: MuJoCo's mjtIntegrator values of each integrator (m.opt.integrator).
 MUJOCO_INTEGRATOR = {"euler": 0, "rk4": 1, "implicit": 2, "implicitfast": 3}
 
-#: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate and rollout take besides INTEGRATORS (both
-#: engines, with or without constraints; step_derivatives and the discrete inverse do not)
+#: MuJoCo 4's fifth integrator (mjINT_DISCRETE = 4), which step, simulate, rollout and step_derivatives take besides
+#: INTEGRATORS (both engines, with or without constraints; so does step_derivatives; the discrete inverse does not)
 DISCRETE = "discrete"
 
 
