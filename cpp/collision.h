@@ -41,9 +41,13 @@ struct CollisionWork : PoseWork {
     int64_t near_missing = -1;
     ConvexMesh mesh1, mesh2;             // a pair's meshes (collide), kept here: not cleared for every pair
     HField hfield;
+    std::vector<char> every;             // the groups tested in every state: always tested or with explicit pairs
+    int order_axis = -1;                 // the axis w.order was last sorted along (broad_phase starts from that order)
     explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
+        every.resize(size_t(m.ngroup));
+        for (int64_t g = 0; g < m.ngroup; g++) every[size_t(g)] = m.group_always[g] || m.group_split[g] > m.group_start[g];
         std::vector<char> read(G, 0);
         for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = !m.geom_collides || m.geom_collides[g];
         for (int64_t k = 0; k < 2 * m.ncand; k++) read[size_t(m.cand_geom[k])] = 1;
@@ -107,7 +111,8 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
         w.boxed[b] = 1;
     }
     int axis = sweep_axis(m, w);
-    w.order.assign(m.sweep_body, m.sweep_body + m.nsweep);
+    if (axis != w.order_axis || int64_t(w.order.size()) != m.nsweep)   // else the last state's order: nearly sorted
+        w.order.assign(m.sweep_body, m.sweep_body + m.nsweep), w.order_axis = axis;
     auto before = [&](int64_t a, int64_t b) { return w.lo[3 * a + axis] < w.lo[3 * b + axis]; };
     if (w.order.size() > 64) {
         std::stable_sort(w.order.begin(), w.order.end(), before);
@@ -134,7 +139,7 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
         w.open.push_back(b);
     }
     for (int64_t g = 0; g < m.ngroup; g++)                            // in order: hit, always tested or explicit pairs
-        if (w.hit[g] || m.group_always[g] || m.group_split[g] > m.group_start[g]) w.groups.push_back(g);
+        if (w.hit[size_t(g)] | w.every[size_t(g)]) w.groups.push_back(g);
 }
 
 // ---------------------------------------------------------------- detection (collision.detect)
