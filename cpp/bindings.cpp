@@ -88,7 +88,7 @@ struct Arrays {
     std::vector<std::vector<int64_t>> ints;
     std::vector<std::vector<double>> doubles;
     std::vector<std::vector<char>> flags;
-    std::vector<ClimbEdge> climb;                                       // Model.mesh_climb
+    ClimbBlocks climb;                                                  // Model.mesh_climb, mesh_climbadr, ...
 };
 
 // str(x)
@@ -469,8 +469,9 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     f.done();
     if (const char *field = check_constraints(m))
         f.invalid(field, !std::strcmp(field, "cand_dim") ? "a contact dimension other than 1, 3, 4 or 6" : "an index outside the model");
-    nm.constraint_arrays.climb = climb_edges(m);
-    m.mesh_climb = nm.constraint_arrays.climb.empty() ? nullptr : nm.constraint_arrays.climb.data();
+    ClimbBlocks &climb = nm.constraint_arrays.climb = climb_blocks(m);
+    if (!climb.edges.empty())
+        m.mesh_climb = climb.edges.data(), m.mesh_climbadr = climb.adr.data(), m.mesh_climb_extrema = climb.extrema.data();
     m.has_constraints = true;
 }
 

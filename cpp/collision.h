@@ -39,9 +39,15 @@ struct CollisionWork : PoseWork {
     // (-1: none; made when nsweep <= 256, else group_of looks it up)
     std::vector<int32_t> sweep_at, sweep_group;
     int64_t near_missing = -1;
+    ConvexMesh mesh1, mesh2;             // a pair's meshes (collide), kept here: not cleared for every pair
+    HField hfield;
+    std::vector<char> every;             // the groups tested in every state: always tested or with explicit pairs
+    int order_axis = -1;                 // the axis w.order was last sorted along (broad_phase starts from that order)
     explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
+        every.resize(size_t(m.ngroup));
+        for (int64_t g = 0; g < m.ngroup; g++) every[size_t(g)] = m.group_always[g] || m.group_split[g] > m.group_start[g];
         std::vector<char> read(G, 0);
         for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = !m.geom_collides || m.geom_collides[g];
         for (int64_t k = 0; k < 2 * m.ncand; k++) read[size_t(m.cand_geom[k])] = 1;
@@ -72,9 +78,25 @@ inline int64_t group_of(const Model &m, int64_t b1, int64_t b2) {
     return a < m.ngroup && m.group_body[2 * a] == b1 && m.group_body[2 * a + 1] == b2 ? a : -1;
 }
 
+// the world axis along which the swept bodies' boxes' lower corners spread most (the first of equals;
+// collision.sweep_axis): few boxes open at once along it
+inline int sweep_axis(const Model &m, const CollisionWork &w) {
+    int axis = 0;
+    double widest = -1.0;
+    for (int a = 0; a < 3; a++) {
+        double lo = INFINITY, hi = -INFINITY;
+        for (int64_t k = 0; k < m.nsweep; k++) {
+            double x = w.lo[size_t(3 * m.sweep_body[k] + a)];
+            lo = std::fmin(lo, x), hi = std::fmax(hi, x);
+        }
+        if (hi - lo > widest) widest = hi - lo, axis = a;
+    }
+    return axis;
+}
+
 // the groups to test in this state, in MuJoCo's order, into w.groups, w.hit marking the swept pairs whose boxes overlap
 // (collision.sweep_and_prune and tested): each swept body's box the union of its colliding geoms' bounding spheres
-// grown by their margin and gap, sorted along x and checked against those still open
+// grown by their margin and gap, sorted along sweep_axis and checked against those still open
 inline void broad_phase(const Model &m, CollisionWork &w) {
     std::fill(w.boxed.begin(), w.boxed.end(), 0);
     for (int64_t g = 0; g < m.ngeom; g++) {
@@ -88,18 +110,26 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
         }
         w.boxed[b] = 1;
     }
-    w.order.assign(m.sweep_body, m.sweep_body + m.nsweep);
-    std::stable_sort(w.order.begin(), w.order.end(), [&](int64_t a, int64_t b) { return w.lo[3 * a] < w.lo[3 * b]; });
+    int axis = sweep_axis(m, w);
+    if (axis != w.order_axis || int64_t(w.order.size()) != m.nsweep)   // else the last state's order: nearly sorted
+        w.order.assign(m.sweep_body, m.sweep_body + m.nsweep), w.order_axis = axis;
+    auto before = [&](int64_t a, int64_t b) { return w.lo[3 * a + axis] < w.lo[3 * b + axis]; };
+    if (w.order.size() > 64) {
+        std::stable_sort(w.order.begin(), w.order.end(), before);
+    } else {                                                          // a few: insertion, without stable_sort's buffer
+        for (size_t i = 1; i < w.order.size(); i++)
+            for (size_t j = i; j > 0 && before(w.order[j], w.order[j - 1]); j--) std::swap(w.order[j], w.order[j - 1]);
+    }
     std::fill(w.hit.begin(), w.hit.end(), 0);
     w.groups.clear(), w.open.clear();
     for (int64_t b : w.order) {
         size_t kept = 0;
         for (int64_t a : w.open)
-            if (w.hi[3 * a] >= w.lo[3 * b]) w.open[kept++] = a;
+            if (w.hi[3 * a + axis] >= w.lo[3 * b + axis]) w.open[kept++] = a;
         w.open.resize(kept);
         for (int64_t a : w.open) {
             bool overlap = true;
-            for (int k = 1; k < 3; k++)
+            for (int k : {(axis + 1) % 3, (axis + 2) % 3})
                 overlap = overlap && w.lo[3 * a + k] <= w.hi[3 * b + k] && w.lo[3 * b + k] <= w.hi[3 * a + k];
             if (!overlap) continue;
             int64_t g = w.sweep_group.empty() ? group_of(m, std::min(a, b), std::max(a, b))
@@ -109,7 +139,7 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
         w.open.push_back(b);
     }
     for (int64_t g = 0; g < m.ngroup; g++)                            // in order: hit, always tested or explicit pairs
-        if (w.hit[g] || m.group_always[g] || m.group_split[g] > m.group_start[g]) w.groups.push_back(g);
+        if (w.hit[size_t(g)] | w.every[size_t(g)]) w.groups.push_back(g);
 }
 
 // ---------------------------------------------------------------- detection (collision.detect)
@@ -241,19 +271,17 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
     pair.type1 = m.geom_type[g1], pair.type2 = m.geom_type[g2];
     pair.ccd_tolerance = m.opt_ccd_tolerance, pair.ccd_iterations = m.opt_ccd_iterations, pair.multiccd = m.opt_multiccd != 0;
-    ConvexMesh mesh1, mesh2;
     if (m.geom_type[g1] == GEOM_MESH) {
         if (m.geom_dataid[g1] < 0) return;                            // not a candidate collision.candidates makes
-        mesh1 = convex_mesh(m, m.geom_dataid[g1]), pair.mesh1 = &mesh1;
+        w.mesh1 = convex_mesh(m, m.geom_dataid[g1]), pair.mesh1 = &w.mesh1;
     }
     if (m.geom_type[g2] == GEOM_MESH) {
         if (m.geom_dataid[g2] < 0) return;                            // not a candidate collision.candidates makes
-        mesh2 = convex_mesh(m, m.geom_dataid[g2]), pair.mesh2 = &mesh2;
+        w.mesh2 = convex_mesh(m, m.geom_dataid[g2]), pair.mesh2 = &w.mesh2;
     }
-    HField hfield;
     if (m.geom_type[g1] == GEOM_HFIELD) {
         if (m.geom_dataid[g1] < 0) return;                            // not a candidate collision.candidates makes
-        hfield = hfield_of(m, m.geom_dataid[g1]), pair.hfield1 = &hfield;
+        w.hfield = hfield_of(m, m.geom_dataid[g1]), pair.hfield1 = &w.hfield;
     }
     fn(pair, w.found);
     for (const PreContact &c : w.found) {

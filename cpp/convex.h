@@ -85,9 +85,9 @@ inline V3 box_support(CcdObject &o, const V3 &d) {
 inline V3 mesh_support_point(CcdObject &o, const V3 &d) {
     const ConvexMesh &mesh = *static_cast<const ConvexMesh *>(o.mesh);
     V3 local = to_local(o, d);
-    o.vertex = mesh_support(mesh, local.data(), o.climbed);
-    const double *v = mesh.vert + 3 * o.vertex;
-    return to_world(o, {v[0], v[1], v[2]});
+    V3 v;
+    o.vertex = mesh_support(mesh, local.data(), o.climbed, v.data());
+    return to_world(o, v);
 }
 
 // a geom for GJK (convex.Shape)

@@ -27,9 +27,9 @@ enum { WRAP_NONE = 0, WRAP_JOINT, WRAP_PULLEY, WRAP_SITE, WRAP_SPHERE, WRAP_CYLI
 enum { GEOM_PLANE = 0, GEOM_HFIELD, GEOM_SPHERE, GEOM_CAPSULE, GEOM_ELLIPSOID, GEOM_CYLINDER, GEOM_BOX, GEOM_MESH };
 constexpr double MINVAL = 1e-15;                  // MuJoCo's mjMINVAL: the smallest denominator
 
-// an entry of a mesh's hull graph as the climb reads it (cpp/primitives.h mesh_support; Model.mesh_climb): the point it
-// names, as floats, and the entry (a hull edge's far end: the neighbour, -1 ending a vertex's list; a hull vertex's id:
-// the mesh vertex): 16 bytes, four to a cache line where mesh_graph and mesh_graph_vert take 32 in two
+// an entry of a mesh's hull as the climb reads it (cpp/primitives.h mesh_support; Model.mesh_climb, climb_blocks): the
+// point it names, as floats, and the entry (a hull vertex's own entry: its mesh vertex; a neighbour's: where that
+// neighbour's block starts; -1 ending a block): 16 bytes, four to a cache line
 struct ClimbEdge {
     float x[3];
     int32_t next;
@@ -174,10 +174,14 @@ struct Model {
     // beside each entry of mesh_graph, the point it names when it is a hull edge's far end (nmeshgraph, 3; else 0):
     // the climb reads a neighbour's coordinates in one load (physai.engine.native.graph_points)
     const double *mesh_graph_vert = nullptr;
-    // mesh_graph and mesh_graph_vert as ClimbEdge (climb_edges; a hull vertex's id entry with its mesh_vert point),
-    // made from them when every point is a float (MuJoCo's mesh_vert is float: the same numbers); nullptr otherwise,
-    // when the climb reads them
+    // the hulls as the climb reads them (climb_blocks), made from mesh_graph when every hull point is a float (MuJoCo's
+    // mesh_vert is float: the same numbers): per hull vertex, in the graph's order, one block of ClimbEdge (its own entry,
+    // one per neighbour in the graph's order, an end), contiguous; offsets from the mesh's first block (mesh_climbadr;
+    // -1: no graph), the blocks of its 27 extrema (mesh_climb_extrema, nmesh x 27); nullptr otherwise, when the climb
+    // reads mesh_graph and mesh_graph_vert
     const ClimbEdge *mesh_climb = nullptr;
+    const int64_t *mesh_climbadr = nullptr;
+    const int32_t *mesh_climb_extrema = nullptr;
     const double *mesh_vert = nullptr, *mesh_polynormal = nullptr;
     // the heightfields (physai.engine.geoms.Hfields, MuJoCo's hfield_* layout): a heightfield geom's field (geom_dataid);
     // per field its size (4: x, y half sides, top, base depth), rows, columns and elevations' start in hfield_data
@@ -354,29 +358,50 @@ inline const char *check_meshes(const Model &m) {
     return nullptr;
 }
 
-// Model.mesh_climb's entries from mesh_graph and mesh_graph_vert, or none when a point is not a float or an entry not an
-// int32 (a mesh made from doubles: the climb reads the model's arrays)
-inline std::vector<ClimbEdge> climb_edges(const Model &m) {
-    std::vector<ClimbEdge> out(size_t(m.nmeshgraph));
-    for (int64_t k = 0; k < m.nmeshgraph; k++) {
-        ClimbEdge &e = out[size_t(k)];
-        for (int a = 0; a < 3; a++) {
-            double x = m.mesh_graph_vert[3 * k + a];
-            if (!(std::fabs(x) <= FLT_MAX) || double(e.x[a] = float(x)) != x) return {};
-        }
-        if (m.mesh_graph[k] > INT32_MAX || m.mesh_graph[k] < INT32_MIN) return {};
-        e.next = int32_t(m.mesh_graph[k]);
+// Model.mesh_climb, mesh_climbadr and mesh_climb_extrema (a hull's graph as contiguous blocks, vertex by vertex: a step
+// of the climb reads one block, not a start, a list and the points elsewhere); empty when a point is not a float or an
+// id or offset not an int32 (a mesh made from doubles: the climb reads the model's arrays)
+struct ClimbBlocks {
+    std::vector<ClimbEdge> edges;
+    std::vector<int64_t> adr;
+    std::vector<int32_t> extrema;
+};
+
+// the ClimbEdge of mesh i's vertex v and next; false when its point is not a float
+inline bool climb_entry(const Model &m, int64_t i, int64_t v, int64_t next, ClimbEdge &e) {
+    e.next = int32_t(next);
+    for (int a = 0; a < 3; a++) {
+        double x = m.mesh_vert[3 * (m.mesh_vertadr[i] + v) + a];
+        if (!(std::fabs(x) <= FLT_MAX) || double(e.x[a] = float(x)) != x) return false;
     }
-    for (int64_t i = 0; i < m.nmesh; i++) {                           // the hull vertices' points beside their ids
+    return true;
+}
+
+inline ClimbBlocks climb_blocks(const Model &m) {
+    ClimbBlocks out;
+    out.adr.assign(size_t(m.nmesh), -1), out.extrema.assign(size_t(27 * m.nmesh), -1);
+    for (int64_t i = 0; i < m.nmesh; i++) {
         int64_t ga = m.mesh_graphadr[i];
         if (ga < 0) continue;
-        int64_t n = m.mesh_graph[ga];
-        for (int64_t h = ga + 2 + n; h < ga + 2 + 2 * n; h++)
-            for (int a = 0; a < 3; a++) {
-                double x = m.mesh_vert[3 * (m.mesh_vertadr[i] + m.mesh_graph[h]) + a];
-                ClimbEdge &e = out[size_t(h)];
-                if (!(std::fabs(x) <= FLT_MAX) || double(e.x[a] = float(x)) != x) return {};
-            }
+        const int64_t n = m.mesh_graph[ga], *start = m.mesh_graph + ga + 2, *ids = start + n, *edges = ids + n;
+        std::vector<int64_t> block(static_cast<size_t>(n));        // each hull vertex's block: 1 + degree + 1 entries
+        int64_t size = 0;
+        for (int64_t v = 0; v < n; v++) {
+            block[size_t(v)] = size++;
+            for (int64_t k = start[v]; edges[k] >= 0; k++) size++;
+            size++;
+        }
+        if (size > INT32_MAX || m.mesh_vertnum[i] > INT32_MAX) return {};
+        size_t at = out.edges.size();
+        out.adr[size_t(i)] = int64_t(at), out.edges.resize(at + size_t(size));
+        ClimbEdge *e = out.edges.data() + at;
+        for (int64_t v = 0; v < n; v++) {
+            if (!climb_entry(m, i, ids[v], ids[v], *e++)) return {};
+            for (int64_t k = start[v]; edges[k] >= 0; k++)
+                if (!climb_entry(m, i, ids[edges[k]], block[size_t(edges[k])], *e++)) return {};
+            *e++ = ClimbEdge{{0.0f, 0.0f, 0.0f}, -1};
+        }
+        for (int c = 0; c < 27; c++) out.extrema[size_t(27 * i + c)] = int32_t(block[size_t(m.mesh_extrema[27 * i + c])]);
     }
     return out;
 }

@@ -77,8 +77,8 @@ struct ConvexMesh {
     const double *vert = nullptr, *polynormal = nullptr;
     const int64_t *hull_start = nullptr, *hull_ids = nullptr, *hull_edges = nullptr, *extrema = nullptr;
     const double *edge_vert = nullptr;                                 // hull_edges[k]'s point at 3 k
-    const ClimbEdge *climb = nullptr;                                  // hull_edges and edge_vert as floats (or nullptr)
-    const ClimbEdge *climb_ids = nullptr;                              // hull_ids with their points as floats
+    const ClimbEdge *blocks = nullptr;                                 // the hull's blocks (Model.mesh_climb, or nullptr)
+    const int32_t *block_extrema = nullptr;                            // the extrema's blocks (27)
     const int64_t *polyvertadr = nullptr, *polyvertnum = nullptr, *polyvert = nullptr;
     const int64_t *polymapadr = nullptr, *polymapnum = nullptr, *polymap = nullptr;
 };
@@ -92,7 +92,7 @@ inline ConvexMesh convex_mesh(const Model &m, int64_t i) {
         int64_t n = m.mesh_graph[ga];
         c.hull_start = m.mesh_graph + ga + 2, c.hull_ids = c.hull_start + n, c.hull_edges = c.hull_ids + n;
         c.edge_vert = m.mesh_graph_vert + 3 * (ga + 2 + 2 * n);
-        if (m.mesh_climb) c.climb = m.mesh_climb + ga + 2 + 2 * n, c.climb_ids = m.mesh_climb + ga + 2 + n;
+        if (m.mesh_climb) c.blocks = m.mesh_climb + m.mesh_climbadr[i], c.block_extrema = m.mesh_climb_extrema + 27 * i;
     }
     c.extrema = m.mesh_extrema + 27 * i;
     c.polyvertadr = m.mesh_polyvertadr + pa, c.polyvertnum = m.mesh_polyvertnum + pa, c.polyvert = m.mesh_polyvert;
@@ -228,9 +228,14 @@ inline void plane_ellipsoid(const Pair &p, std::vector<PreContact> &out) {
 }
 
 // the vertex of a convex mesh farthest along dir (its frame) as MuJoCo's support search finds it, from last (where the
-// previous search of the same geom ended; -1: none), which is set to where the next one starts (primitives.mesh_support)
-inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &last) {
+// previous search of the same geom ended; -1: none), which is set to where the next one starts (primitives.mesh_support;
+// a climb of the blocks names a vertex by its block's offset); its point in point (3) when given
+inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &last, double *point = nullptr) {
     auto along = [&](int64_t v) { const double *x = c.vert + 3 * v; return dir[0] * x[0] + dir[1] * x[1] + dir[2] * x[2]; };
+    auto found = [&](int64_t v) {
+        if (point) point[0] = c.vert[3 * v], point[1] = c.vert[3 * v + 1], point[2] = c.vert[3 * v + 2];
+        return v;
+    };
     if (!c.hull_start || c.nvert < 10) {                       // every vertex, the first of equals unless last is as far
         int64_t best = 0;
         double top = along(0);
@@ -239,25 +244,27 @@ inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &las
             if (x > top) top = x, best = v;
         }
         if (last >= 0 && !(top > along(last))) best = last;
-        return last = best;
+        return found(last = best);
     }
     int cell[3];                                                // climb the hull from the vertex of dir's grid cell
     for (int a = 0; a < 3; a++) cell[a] = int(dir[a] > 0.4) - int(dir[a] < -0.4) + 1;
-    int64_t best = c.extrema[cell[0] * 9 + cell[1] * 3 + cell[2]], previous = -1;
-    if (c.climb) {                                              // the same numbers from the compact entries
+    if (c.blocks) {                                             // the same numbers from the blocks
         auto reach = [&](const ClimbEdge &e) { return dir[0] * double(e.x[0]) + dir[1] * double(e.x[1]) + dir[2] * double(e.x[2]); };
-        if (last >= 0 && !(reach(c.climb_ids[best]) > reach(c.climb_ids[last]))) best = last;
-        double top = reach(c.climb_ids[best]);
+        int64_t best = c.block_extrema[cell[0] * 9 + cell[1] * 3 + cell[2]], previous = -1;
+        if (last >= 0 && !(reach(c.blocks[best]) > reach(c.blocks[last]))) best = last;
+        double top = reach(c.blocks[best]);
         while (best != previous) {
             previous = best;
-            for (const ClimbEdge *e = c.climb + c.hull_start[previous]; e->next >= 0; e++) {
+            for (const ClimbEdge *e = c.blocks + previous + 1; e->next >= 0; e++) {
                 double x = reach(*e);
                 if (x > top) top = x, best = e->next;
             }
         }
-        last = best;
-        return c.climb_ids[best].next;
+        const ClimbEdge &own = c.blocks[last = best];
+        if (point) point[0] = double(own.x[0]), point[1] = double(own.x[1]), point[2] = double(own.x[2]);
+        return own.next;
     }
+    int64_t best = c.extrema[cell[0] * 9 + cell[1] * 3 + cell[2]], previous = -1;
     if (last >= 0 && !(along(c.hull_ids[best]) > along(c.hull_ids[last]))) best = last;   // warm start: last unless worse
     double top = along(c.hull_ids[best]);
     while (best != previous) {
@@ -269,7 +276,7 @@ inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &las
         }
     }
     last = best;
-    return c.hull_ids[best];
+    return found(c.hull_ids[best]);
 }
 
 // half the norm of (a - c) x (b - d): the area of the quadrilateral a b c d (primitives._quad_area)

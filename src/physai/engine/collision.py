@@ -226,8 +226,9 @@ def make_groups(model: Model) -> tuple[np.ndarray, np.ndarray]:
 
 def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
     """The pairs of swept bodies (BroadPhase.sweep_body, MuJoCo's numbering) whose world-aligned boxes overlap, each box
-    the union of the body's colliding geoms' bounding spheres grown by their margin and gap: sorted along x, each box
-    checked against those still open (MuJoCo's mj_SAP, along the world's x axis)."""
+    the union of the body's colliding geoms' bounding spheres grown by their margin and gap: sorted along the world axis
+    where their lower corners spread most (sweep_axis: few boxes open at once; MuJoCo's mj_SAP sweeps along its boxes'
+    principal axis), each box checked against those still open."""
     bp, G = broad_phase(model), model.geoms
     body = G.geom_bodyid + 1
     lo, hi = {}, {}
@@ -237,15 +238,28 @@ def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
             lo[b], hi[b] = xpos[g] - r, xpos[g] + r
         else:
             lo[b], hi[b] = np.minimum(lo[b], xpos[g] - r), np.maximum(hi[b], xpos[g] + r)
-    order = sorted(bp.sweep_body.tolist(), key=lambda b: lo[b][0])
+    axis = sweep_axis([lo[b] for b in bp.sweep_body.tolist()])
+    across = [(axis + 1) % 3, (axis + 2) % 3]
+    order = sorted(bp.sweep_body.tolist(), key=lambda b: lo[b][axis])
     open_, found = [], set()
     for b in order:
-        open_ = [a for a in open_ if hi[a][0] >= lo[b][0]]
+        open_ = [a for a in open_ if hi[a][axis] >= lo[b][axis]]
         for a in open_:
-            if (lo[a][1:] <= hi[b][1:]).all() and (lo[b][1:] <= hi[a][1:]).all():
+            if (lo[a][across] <= hi[b][across]).all() and (lo[b][across] <= hi[a][across]).all():
                 found.add((min(a, b), max(a, b)))
         open_.append(b)
     return found
+
+
+def sweep_axis(lows: list) -> int:
+    """The world axis (0, 1, 2) along which the boxes' lower corners lows (each (3,)) spread most, the first of equals."""
+    axis, widest = 0, -1.0
+    for a in range(3):
+        values = [x[a] for x in lows]
+        spread = max(values, default=0.0) - min(values, default=0.0)
+        if spread > widest:
+            axis, widest = a, spread
+    return axis
 
 
 def tested(model: Model, xpos: np.ndarray) -> np.ndarray:
