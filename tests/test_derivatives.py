@@ -547,21 +547,41 @@ def test_discrete_equals_implicitfast_without_springs_or_servos():
     assert_close(B, B_fast, 1e-12)
 
 
-def test_discrete_step_derivatives_refuse_by_name_what_they_do_not_model():
-    """A standalone free body that a spatial tendon's spring couples to a hinge in the discrete metric (the step solves
-    its block apart, not differentiated), with and without constraints: UnsupportedModelError naming the discrete
-    integrator; the model still steps."""
-    m = mujoco.MjModel.from_xml_string("""<mujoco><option integrator="discrete"/><worldbody>
-      <body pos="0 0 1"><joint type="hinge" axis="0 1 0"/><geom size=".1"/><site name="a" pos=".2 0 0"/></body>
-      <body pos="1 0 1"><freejoint/><geom size=".1"/><site name="b"/></body></worldbody>
-      <tendon><spatial stiffness="10" springlength="0.1"><site site="a"/><site site="b"/></spatial></tendon></mujoco>""")
-    model = engine.from_mujoco(m)
-    q, qd = model.qpos0, np.zeros(model.nv)
-    assert integrators.step(model, q, qd)[0].shape == (model.nq,)
-    with pytest.raises(UnsupportedModelError, match="discrete integrator with a standalone free body"):
-        derivatives.step_derivatives(model, q, qd)
-    with pytest.raises(UnsupportedModelError, match="discrete integrator with a standalone free body"):
-        derivatives.step_derivatives(model, q, qd, constraints=True)
+FREE_COUPLED = {
+    "a spatial tendon's spring and damper from the world": """<mujoco><option integrator="discrete"/><worldbody>
+      <site name="a" pos=".2 0 2"/><body pos="0 0 1"><joint name="h" axis="0 1 0" damping=".1"/><geom size=".1"/></body>
+      <body pos="1 0 1"><freejoint/><geom type="box" size=".1 .2 .3"/><site name="b" pos=".1 .1 0"/></body>
+      </worldbody><tendon><spatial stiffness="10" damping="2" springlength="0.1"><site site="a"/><site site="b"/>
+      </spatial></tendon><actuator><motor joint="h"/></actuator></mujoco>""",
+    "an affine velocity gain on a free dof (either sign of ctrl) and a servo": """<mujoco><option integrator="discrete"/>
+      <worldbody><body pos="0 0 1"><freejoint name="f"/><geom type="box" size=".1 .2 .3" mass="1"/></body>
+      <body pos="1 0 0"><joint name="h" axis="0 1 0" damping="0.3" stiffness="2"/>
+      <geom type="capsule" fromto="0 0 0 0 0 -.5" size=".05"/></body></worldbody>
+      <actuator><general joint="f" gear="1 0 0 0 0 0" gaintype="affine" gainprm="1 0 0.8"/><position joint="h" kp="5" kv="1"/>
+      <position joint="f" gear="0 0 1 0 0 0" kp="20"/></actuator></mujoco>""",
+}
+
+
+@pytest.mark.parametrize("case", FREE_COUPLED)
+def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case):
+    """A standalone free body that a tendon or actuator term of the discrete metric reaches is solved in the whole metric
+    M + h B + h^2 K, one that none reaches in its implicitfast block without actuator damping (as mj_step 4.0:
+    engine.forward.discrete_metric_parts); an affine velocity gain drops out of the metric for one sign of ctrl:
+    against mjd_transitionFD (centred, mjINT_DISCRETE) within 1e-8, both backends within 1e-10 of each other."""
+    m = mujoco.MjModel.from_xml_string(FREE_COUPLED[case])
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q, qd = engine.random_states(model, 1, 7, qd_max=2.0)
+    for sign in (1, -1):
+        ctrl = sign * np.linspace(0.4, 0.7, m.nu)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q[0], qd[0], ctrl
+        A_mj, B_mj = transition_fd(m, d, "discrete")
+        out = {b: run(b, derivatives.step_derivatives, model, q[0], qd[0], m.opt.timestep, "discrete", ctrl)
+               for b in ("native", "numpy")}
+        assert_close(out["numpy"][0], A_mj, 1e-8)
+        assert_close(out["numpy"][1], B_mj, 1e-8)
+        for k in range(2):
+            assert_close(out["native"][k], out["numpy"][k], 1e-10)
 
 
 # ---- tendons ----

@@ -898,7 +898,8 @@ class _Stepper:
     def discrete_acceleration(self, q, qd, act):
         """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of MuJoCo 4's discrete step (engine.forward.discrete):
         M^ a = f - h K qd with M^ = M + h B + h^2 K (forward.discrete_metric), a standalone free body's rows in its
-        implicitfast block (forward.free_body_blocks). Differentiating at a, for an input y:
+        implicitfast block without actuator damping (forward.free_body_blocks) unless a row or a tendon or actuator
+        term of M^ reaches it (forward.discrete_metric_parts). Differentiating at a, for an input y:
 
             M^ da/dy = df/dy - d(M a)/dy|a - h K dqd/dy - h (dB/dy a + h dK/dy a + dK/dy qd)
 
@@ -906,28 +907,23 @@ class _Stepper:
         _metric_input_derivative), with (q, qd) differenced where they move (fluid drag, spatial tendons, configuration-
         dependent moment arms: _HardForces.metric_force) and otherwise none (the joints', the fixed tendons' with constant
         J and a dead band piecewise constant, the servos' on constant moment arms). A free body's rows take
-        implicitfast's terms instead (its bias's derivative, its actuator damping's input)."""
+        implicitfast's terms instead (its bias's derivative)."""
         model, h, x = self.model, self.h, self.x
         M, f, _ = self.run.evaluate(q, qd, act)
         if not np.isfinite(f).all():
             self.refuse_overflow(q, qd, f)
         acts = self.run.actuators                      # posed at q
-        B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, act)
+        B, K, moved = forward.discrete_metric_parts(model, q, qd, h, acts, x.ctrl, act)
         M_hat, rhs = M + h * B + h * h * K, f - h * K @ qd
-        moved = np.zeros(model.nv, bool)               # the dofs the constraint rows move
         if self.constraints is not None:               # the solve in M^ with the rows at the step's end
             forward.refuse_discrete_couplings(model, acts)
             a = self.constraints.solve(q, qd, M_hat, rhs)[0]
-            moved = (self.constraints.r.J != 0).any(axis=0)
-        free = [(adr, block) for adr, block in forward.free_body_blocks(model, q, qd, h, M, acts, x.ctrl, act)
-                if not moved[adr:adr + 6].any()]       # the free bodies no row moves: their implicitfast blocks
+            moved = moved | (self.constraints.r.J != 0).any(axis=0)
+        free = [(adr, block) for adr, block in forward.free_body_blocks(model, q, qd, h, M)
+                if not moved[adr:adr + 6].any()]       # the free bodies no row or coupled term reaches: their blocks
         rows = np.zeros(model.nv, bool)
         for adr, _ in free:
             rows[adr:adr + 6] = True
-        if (M_hat[np.ix_(rows, ~rows)] != 0).any():
-            raise UnsupportedModelError("step_derivatives of the discrete integrator with a standalone free body that "
-                                        "a tendon or actuator couples to other joints in the step's metric: the step "
-                                        "solves its block apart (not differentiated); choose implicitfast")
         for adr, block in free:
             M_hat[adr:adr + 6, adr:adr + 6] = block
         if self.constraints is None:
@@ -951,9 +947,6 @@ class _Stepper:
         if acts is not None:                           # the servos' B and K move with their input
             Wu, Wa = _metric_input_derivative(acts, q, qd, x.ctrl, act, h, a, rows)
             Fu, Fa = Fu + Wu, Fa + Wa
-            if free:                                   # a free body's block: its actuator damping's input
-                Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a)
-                Fu[rows], Fa[rows] = Fu[rows] + h * Du[rows], Fa[rows] + h * Da[rows]
         if self.constraints is not None:               # M^ da = r + dqfrc_constraint (the rows at the optimum)
             Cq, Cv, Cu, Ca = self.constraints.derivatives(q, qd, rq, rv, Fu, Fa)
             rq, rv, Fu, Fa = rq + Cq, rv + Cv, Fu + Cu, Fa + Ca

@@ -56,10 +56,12 @@ mj_integratePos), written q' = q + h qd' below:
                     the inertia boxes' fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J,
                     the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
                     (engine.forward.discrete_metric; the NumPy engine steps those, the compiled one the joints' alone);
-                    standalone free bodies solved again in their blocks as implicitfast's. With constraints the solver
-                    minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by name (UnsupportedModelError):
-                    ellipsoid-model fluid, fluid on a standalone free body, muscles, tendon or servo terms under PGS or
-                    noslip; the discrete inverse refuses the integrator. physai.derivatives.step_derivatives
+                    standalone free bodies solved again in their blocks as implicitfast's (without actuator damping)
+                    unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts).
+                    With constraints the solver minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by
+                    name (UnsupportedModelError): ellipsoid-model fluid, fluid on a standalone free body, muscles,
+                    tendon or servo terms under PGS or noslip or coupling two kinematic trees (physai's step differs
+                    from MuJoCo's there, cause not found); the discrete inverse refuses the integrator. physai.derivatives.step_derivatives
                     differentiates its step, with or without constraints.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,

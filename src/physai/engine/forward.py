@@ -21,7 +21,7 @@ free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' d
 import numpy as np
 
 from physai import joints, validation
-from physai.engine import actuation, api, collision, constraint, native, observe, passive, smooth, solver, support, tendon
+from physai.engine import actuation, api, collision, constraint, island, native, observe, passive, smooth, solver, support, tendon
 from physai.engine.actuators import MUSCLE, TRN_BODY
 from physai.engine.data import Data, StepInputs
 from physai.engine.loaders import as_model
@@ -84,13 +84,15 @@ def discrete(run, q, qd):
     """One step of MuJoCo 4's discrete integrator (mjINT_DISCRETE): (M + h B + h^2 K) a = f - h K qd (+ J^T f_c), B the
     joint damping, K the joint stiffness (f at the end of the step to first order in h), a the step map (qd' - qd) / h;
     with constraints, the solver minimises in the metric M + h B + h^2 K with the rows at the end of the step
-    (constraint.rows' discrete_h); standalone free bodies no row moves solved again in their blocks as implicitfast's."""
+    (constraint.rows' discrete_h); standalone free bodies solved again in their blocks as implicitfast's (without
+    actuator damping) unless a row or a tendon or actuator term of the metric reaches them (discrete_metric_parts)."""
     M, f, potential = run.evaluate(q, qd)
-    B, K = run.discrete_metric(q, qd)
+    B, K, coupled = run.discrete_metric(q, qd)
     rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
     M_hat = M + run.h * B + run.h * run.h * K
     qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True)[0]   # the solve in M^
-    qacc = run.free_body_solve(q, qd, M, rhs, qacc, run.row_dofs if run.constrained else None)
+    skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
+    qacc = run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
 
 
@@ -251,20 +253,22 @@ class DynamicsEvaluator:
         x = self.inputs
         return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
 
-    def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(B, K) (nv, nv) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric);
+    def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts);
         UnsupportedModelError for the couplings PGS and noslip would leave out (refuse_discrete_couplings)."""
         x = self.inputs
         if self.constrained:
             refuse_discrete_couplings(self.model, self.actuators)
-        return discrete_metric(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
+        return discrete_metric_parts(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
-                        skip: np.ndarray | None = None) -> np.ndarray:
+                        skip: np.ndarray | None = None, actuator_damping: bool = True) -> np.ndarray:
         """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve), but those
-        with a dof in skip (nv,) bool (the discrete step's bodies that constraint rows move)."""
+        with a dof in skip (nv,) bool (the discrete step's bodies that constraint rows or coupled terms reach); the
+        blocks with the actuators' damping (implicitfast) or without it (discrete)."""
         x = self.inputs
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, self.actuators, x.ctrl, self.act, skip)
+        actuators = self.actuators if actuator_damping else None
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, actuators, x.ctrl, self.act, skip)
 
     def tendon_and_input_forces(self, q, qd, act, M, f, potential, tendon_kinematics):
         """(M, f, potential) with the tendons' springs, dampers and armature added (their lengths and Jacobians from
@@ -373,16 +377,17 @@ def velocity_derivative(model, q, qd, name: str, actuators=None, ctrl=None, act=
     return np.where(dof_pattern(model), D, 0.0)
 
 
-def passive_velocity_derivative(model, q, qd) -> np.ndarray:
+def passive_velocity_derivative(model, q, qd, tendon_dampers: bool = True) -> np.ndarray:
     """d qfrc_passive / d qd (nv, nv) [N m s | N s] (MuJoCo's mjd_passive_vel): -B, the inertia boxes' fluid forces' and
-    the tendon dampers' -J^T diag(b) J."""
+    (unless tendon_dampers is False) the tendon dampers' -J^T diag(b) J."""
     D = -np.diag(model.dof_damping)
-    if passive.has_fluid(model) or model.tendon_damping.any():
+    tendon_dampers = tendon_dampers and model.tendon_damping.any()
+    if passive.has_fluid(model) or tendon_dampers:
         d = Data(model)
         smooth.velocity_stages(model, d, np.asarray(q, float)[:, None], np.asarray(qd, float)[:, None])
         if passive.has_fluid(model):                   # the inertia boxes' (mjd_passive_vel)
             D = D + passive.fluid_velocity_derivative(model, d)[:, :, 0]
-        if model.tendon_damping.any():                 # the tendons' dampers: -J^T diag(b) J (mjd_passive_vel)
+        if tendon_dampers:                             # the tendons' dampers: -J^T diag(b) J (mjd_passive_vel)
             J = tendon.tendons(model, d, np.asarray(q, float))[1]
             D = D - (J.T * model.tendon_damping) @ J
     return D
@@ -413,20 +418,36 @@ discrete_stiffness = constraint.discrete_stiffness
 def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None) -> tuple[np.ndarray, np.ndarray]:
     """(B, K) (nv, nv) [N m s/rad | N s/m, N m/rad | N/m]: the positive damping and stiffness of MuJoCo 4's discrete
     step metric M + h B + h^2 K at (q, qd): the joints' (diagonal), the inertia boxes' fluid drag (-d qfrc_fluid / d qd),
-    the tendons' J^T diag(b) J and J^T diag(k) J (k zero
-    inside a spring's dead band), and the
-    actuators' slopes with the stabilizing sign (actuation.servo_metric)."""
-    B = -passive_velocity_derivative(model, q, qd)                     # joints, fluid drag, tendon dampers
+    the tendons' J^T diag(b) J and J^T diag(k) J (k zero inside a spring's dead band), and the actuators' slopes with
+    the stabilizing sign (actuation.servo_metric). discrete_metric_parts also says which dofs the last two reach."""
+    return discrete_metric_parts(model, q, qd, h, actuators, ctrl, act)[:2]
+
+
+def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act=None):
+    """(B, K, coupled): discrete_metric's B and K, and coupled (nv,) bool: the dofs its tendon and actuator terms reach.
+    MuJoCo applies those terms matrix-free, outside its factored metric (the joints' diagonals, the fluid drag), and
+    solves a standalone free body with such a dof in the whole metric, not in its own block (discrete).
+    UnsupportedModelError where those terms couple dofs of different kinematic trees (island.dof_trees)."""
+    B = -passive_velocity_derivative(model, q, qd, tendon_dampers=False)   # joints, fluid drag
     K = np.diag(discrete_stiffness(model))
-    if model.tendon_stiffness.any():                                    # J^T diag(k) J
+    B_c, K_c = np.zeros_like(B), np.zeros_like(B)
+    if model.tendon_stiffness.any() or model.tendon_damping.any():         # J^T diag(b) J, J^T diag(k) J
         length, J = api.tendon_kinematics(model, np.asarray(q, float))
         lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
         k = np.where((length < lower) | (length > upper), model.tendon_stiffness, 0.0)   # none inside the dead band
-        K = K + (J.T * k) @ J
-    if actuators is not None:                                           # the servos' gains
+        B_c, K_c = (J.T * model.tendon_damping) @ J, (J.T * k) @ J
+    if actuators is not None:                                               # the servos' gains
         B_act, K_act = actuation.servo_metric(actuators, q, qd, ctrl, act, h)
-        B, K = B + B_act, K + K_act
-    return B, K
+        B_c, K_c = B_c + B_act, K_c + K_act
+    coupled = (B_c != 0) | (K_c != 0)
+    trees = island.dof_trees(model)
+    across = np.argwhere(coupled & (trees[:, None] != trees[None, :]))
+    if len(across):
+        raise UnsupportedModelError(f"the discrete integrator with a tendon or actuator term of its metric coupling dofs "
+                                    f"{across[0][0]} and {across[0][1]} of different kinematic trees (physai's step "
+                                    "differs from MuJoCo 4.0's there: 1e-8 to 1e-3 in qd after one step, cause not "
+                                    "found): choose another integrator")
+    return B + B_c, K + K_c, coupled.any(axis=1)
 
 
 def refuse_discrete_couplings(model, actuators) -> None:
