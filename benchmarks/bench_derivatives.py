@@ -86,7 +86,7 @@ def main(argv=None) -> None:
     parser.add_argument("--integrators", nargs="+", default=list(STEP_INTEGRATORS))
     args = parser.parse_args(argv)
     print(f"microseconds per state; N = {args.n}; Python {sys.version.split()[0]}, numpy {np.__version__}, "
-          f"{platform.machine()}, {os.cpu_count()} cpus")
+          f"{platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.1f}")
     print(f"physai.derivatives backend: {native.describe()}")
     if args.step_only:
         return step(args.models, args.n, tuple(args.integrators))

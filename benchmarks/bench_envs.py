@@ -13,9 +13,10 @@ Ant, Walker2d and Humanoid) and physai / mujoco.batch (target >= 1.5). physai ru
 (default every core); Gymnasium's SyncVectorEnv on one. The machine's load (os.getloadavg) is printed with the table.
 
 The physics alone: each of Gymnasium's environments' MjData stepped as its env.step steps it (ctrl, mj_step of
-frame_skip substeps, mj_rnePostConstraint), in a C loop per environment with no Python task code, on one thread: its
-steps/s over Gymnasium's is how much of Gymnasium's time the physics is, and "bound" = threads x that ratio is the most
-any vector environment whose physics runs at MuJoCo's speed on these threads can reach over SyncVectorEnv.
+frame_skip substeps in C, mj_rnePostConstraint; a Python loop over the environments, no task code), from the same reset
+and actions, an environment reset where Gymnasium's ended, on one thread: its steps/s over Gymnasium's is how much of
+Gymnasium's time the physics is, and "bound" = threads x that ratio is what a vector environment whose physics runs at
+MuJoCo's speed reaches over SyncVectorEnv if its physics scaled perfectly over the threads and cost nothing else.
 """
 
 import argparse
@@ -45,18 +46,26 @@ def rate(env, actions: np.ndarray) -> float:
 
 
 def physics_rate(env, actions: np.ndarray) -> float:
-    """Environment steps per second of the physics alone of a Gymnasium SyncVectorEnv `env` (after rate: its states
-    mid-run), stepped on one thread as its environments step: best of 3 rounds over the actions (T, N, nu)."""
+    """Environment steps per second of the physics alone of a Gymnasium SyncVectorEnv `env`, stepped on one thread as
+    rate steps it (reset with seed 0, one untimed step, then the actions (T, N, nu)), each environment reset (untimed)
+    where its task terminates (Gymnasium's `terminated`; rounds are shorter than the time limit): best of 3 rounds."""
     subs = [e.unwrapped for e in env.envs]
     best = 0.0
     for _ in range(3):
-        t0 = time.perf_counter()
-        for a in actions:
+        env.reset(seed=0)
+        env.step(actions[0])
+        elapsed = 0.0
+        for a in actions[1:]:
+            t0 = time.perf_counter()
             for sub, ai in zip(subs, a):
                 sub.data.ctrl[:] = ai
                 mujoco.mj_step(sub.model, sub.data, nstep=sub.frame_skip)
                 mujoco.mj_rnePostConstraint(sub.model, sub.data)
-        best = max(best, actions.shape[0] * actions.shape[1] / (time.perf_counter() - t0))
+            elapsed += time.perf_counter() - t0
+            for sub in subs:
+                if getattr(sub, "terminated", False):
+                    sub.reset()
+        best = max(best, (len(actions) - 1) * actions.shape[1] / elapsed)
     return best
 
 
@@ -79,7 +88,7 @@ def main():
         actions = rng.uniform(space.low, space.high, size=(args.steps + 1, args.envs, space.shape[0])).astype(np.float32)
         peer = MujocoBatchVectorEnv(ours.task, args.envs, threads, ours.max_episode_steps)
         p, g, b = rate(ours, actions), rate(theirs, actions), rate(peer, actions)
-        alone = physics_rate(theirs, actions[1:])
+        alone = physics_rate(theirs, actions)
         print(f"{task:<26}{p:>16,.0f}{g:>20,.0f}{p / g:>7.1f}x{b:>23,.0f}{p / b:>7.2f}x{alone:>24,.0f}"
               f"{threads * alone / g:>7.1f}x", flush=True)
 

@@ -1,7 +1,8 @@
 """Frames of one environment, drawn by MuJoCo's own renderer as Gymnasium's MujocoRenderer draws them (render_mode
 "rgb_array"): the state put into an MjData, mj_forward, then mjv_updateScene, mjr_render and mjr_readPixels into an
-offscreen buffer of an OpenGL context of the backend MUJOCO_GL names (read when the first frame is drawn, as Gymnasium
-reads it: "egl" (headless, the default here), "osmesa" (software) or "glfw" (a display)).
+offscreen buffer of an OpenGL context of the backend MUJOCO_GL names, read when the first frame is drawn: "egl"
+(headless; physai's default when MUJOCO_GL is unset, where Gymnasium tries glfw, then egl, then osmesa), "osmesa"
+(software) or "glfw" (a display).
 
 The camera is Gymnasium's (gymnasium/envs/mujoco/mujoco_rendering.py, OffScreenViewer and MujocoRenderer): a free
 camera looking at the median of the geoms' positions of the first state drawn, at the model's extent, then the task's
@@ -12,6 +13,7 @@ default_camera_config (DEFAULT_CAMERA_CONFIG of its *_v5.py) set on it; or the m
 import importlib
 import numbers
 import os
+import weakref
 
 import mujoco
 import numpy as np
@@ -84,13 +86,18 @@ class FrameRenderer:
         m = self.mj
         m.vis.global_.offwidth = max(m.vis.global_.offwidth, self.width)
         m.vis.global_.offheight = max(m.vis.global_.offheight, self.height)
-        self.context = gl_context(self.width, self.height)
+        context = gl_context(self.width, self.height)
+        try:
+            mjr = mujoco.MjrContext(m, mujoco.mjtFontScale.mjFONTSCALE_150)
+            mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, mjr)
+        except Exception as exc:                 # MuJoCo's own error (e.g. an offscreen buffer the backend cannot give)
+            context.free()
+            raise RenderError(f"MuJoCo could not make its render context for a {self.width} x {self.height} frame "
+                              f"({type(exc).__name__}: {exc})") from None
         self.scene, self.option = mujoco.MjvScene(m, self.max_geom), mujoco.MjvOption()
         for flag, value in self.visual_options.items():
             self.option.flags[flag] = value
         self.perturb, self.cam = mujoco.MjvPerturb(), mujoco.MjvCamera()
-        self.mjr = mujoco.MjrContext(m, mujoco.mjtFontScale.mjFONTSCALE_150)
-        mujoco.mjr_setBuffer(mujoco.mjtFramebuffer.mjFB_OFFSCREEN, self.mjr)
         self.cam.type, self.cam.fixedcamid = mujoco.mjtCamera.mjCAMERA_FREE, -1
         self.cam.lookat[:] = np.median(data.geom_xpos, axis=0)     # OffScreenViewer._init_camera
         self.cam.distance = m.stat.extent
@@ -100,6 +107,8 @@ class FrameRenderer:
             else:
                 setattr(self.cam, key, value)
         self.viewport = mujoco.MjrRect(0, 0, self.width, self.height)
+        self.mjr, self.context = mjr, context                       # set last: a failed start leaves none
+        self.finalizer = weakref.finalize(self, free_contexts, mjr, context)   # freed with the renderer if not closed
 
     def render(self, qpos: np.ndarray, qvel: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
         """The frame (height, width, 3) uint8 of the state (qpos (nq,), qvel (nv,), ctrl (nu,)) after mj_forward."""
@@ -121,6 +130,11 @@ class FrameRenderer:
     def close(self) -> None:
         """Free the OpenGL context (a later render() makes a new one, its camera from the state it draws)."""
         if self.context is not None:
-            self.mjr.free()
-            self.context.free()
+            self.finalizer()
             self.context = None
+
+
+def free_contexts(mjr: mujoco.MjrContext, context) -> None:
+    """Free MuJoCo's render context, then the OpenGL context it was made in."""
+    mjr.free()
+    context.free()

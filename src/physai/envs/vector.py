@@ -47,7 +47,7 @@ def checked_render_mode(render_mode):
         return render_mode
     if render_mode == "human":
         raise InvalidArgumentError("render_mode 'human' (a window) is not supported: use render_mode='rgb_array' for "
-                                   "frames, or record an episode (env.record) and replay it with physai view")
+                                   "frames, or record an episode (physai.envs.record_episode(env, path)) and replay it with physai view")
     raise InvalidArgumentError(f"render_mode must be None or one of {list(RENDER_MODES)}, got {render_mode!r}")
 
 
@@ -101,7 +101,6 @@ class PhysaiVectorEnv(VectorEnv):
             raise InvalidArgumentError(f"render_env must be an environment index 0..{num_envs - 1}, got {render_env!r}")
         self._renderer = FrameRenderer(self.task.mj, width, height, chosen_camera(self.task.mj, camera_id, camera_name),
                                        self.task.kw["default_camera_config"], max_geom, visual_options)
-        self._recorder = None
         self.metadata = {"autoreset_mode": self.autoreset_mode, "render_modes": list(RENDER_MODES),
                          "render_fps": int(np.round(1.0 / self.task.dt))}
         low, high = self.task.mj.actuator_ctrlrange.copy().astype(np.float32).T
