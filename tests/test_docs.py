@@ -15,12 +15,14 @@ LINK = re.compile(r"\]\(([^)\s]+)\)")
 
 
 @pytest.mark.parametrize("page, code", BLOCKS, ids=[f"{page.name}-{i}" for i, (page, _) in enumerate(BLOCKS)])
-def test_guide_example_runs(page, code, monkeypatch):
-    """The block runs; a viewer it opens (physai.lab.viewer.view) serves the page and the run (the opened trajectory's
+def test_guide_example_runs(page, code, monkeypatch, tmp_path):
+    """The block runs in a temporary folder (the files it writes are not left in the repository); a viewer it opens
+    (physai.lab.viewer.view) serves the page and the run (the opened trajectory's
     q, its contacts and actuator forces when recorded), its page not opened in a browser, then stops."""
     from physai.lab.server import LocalServer
     from lab.client import request, served_run
     monkeypatch.setattr(webbrowser, "open", lambda url, *args, **kwargs: True)
+    monkeypatch.chdir(tmp_path)
     names = {}
     exec(compile(code, str(page), "exec"), names)
     for server in (x for x in names.values() if isinstance(x, LocalServer)):
