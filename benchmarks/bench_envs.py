@@ -14,7 +14,7 @@ Ant, Walker2d and Humanoid) and physai / mujoco.batch (target >= 1.5). physai ru
 
 The physics alone: each of Gymnasium's environments' MjData stepped as its env.step steps it (ctrl, mj_step of
 frame_skip substeps in C, mj_rnePostConstraint; a Python loop over the environments, no task code), from the same reset
-and actions, an environment reset where Gymnasium's ended, on one thread: its steps/s over Gymnasium's is how much of
+and actions, the step after a termination a reset as the autoreset's, on one thread: its steps/s over Gymnasium's is how much of
 Gymnasium's time the physics is, and "bound" = threads x that ratio is what a vector environment whose physics runs at
 MuJoCo's speed reaches over SyncVectorEnv if its physics scaled perfectly over the threads and cost nothing else.
 """
@@ -45,26 +45,36 @@ def rate(env, actions: np.ndarray) -> float:
     return best
 
 
+def terminates(sub) -> bool:
+    """Whether a Gymnasium v5 MuJoCo environment's state ends its episode, as its step computes `terminated`:
+    unhealthy where the task terminates when unhealthy (tasks without a health check never end)."""
+    return not getattr(sub, "is_healthy", True) and getattr(sub, "_terminate_when_unhealthy", False)
+
+
 def physics_rate(env, actions: np.ndarray) -> float:
     """Environment steps per second of the physics alone of a Gymnasium SyncVectorEnv `env`, stepped on one thread as
-    rate steps it (reset with seed 0, one untimed step, then the actions (T, N, nu)), each environment reset (untimed)
-    where its task terminates (Gymnasium's `terminated`; rounds are shorter than the time limit): best of 3 rounds."""
+    rate steps it (reset with seed 0, one untimed step, then the actions (T, N, nu)); where its task terminates
+    (terminates; rounds are shorter than the time limit) the next step only resets it (untimed), as the
+    next-step autoreset does: best of 3 rounds."""
     subs = [e.unwrapped for e in env.envs]
     best = 0.0
     for _ in range(3):
         env.reset(seed=0)
         env.step(actions[0])
         elapsed = 0.0
+        ended = [False] * len(subs)
         for a in actions[1:]:
             t0 = time.perf_counter()
-            for sub, ai in zip(subs, a):
-                sub.data.ctrl[:] = ai
-                mujoco.mj_step(sub.model, sub.data, nstep=sub.frame_skip)
-                mujoco.mj_rnePostConstraint(sub.model, sub.data)
+            for sub, ai, skip in zip(subs, a, ended):
+                if not skip:
+                    sub.data.ctrl[:] = ai
+                    mujoco.mj_step(sub.model, sub.data, nstep=sub.frame_skip)
+                    mujoco.mj_rnePostConstraint(sub.model, sub.data)
             elapsed += time.perf_counter() - t0
-            for sub in subs:
-                if getattr(sub, "terminated", False):
+            for i, sub in enumerate(subs):                 # next-step autoreset: the step after an end only resets
+                if ended[i]:
                     sub.reset()
+                ended[i] = not ended[i] and terminates(sub)
         best = max(best, (len(actions) - 1) * actions.shape[1] / elapsed)
     return best
 
