@@ -548,6 +548,11 @@ def test_discrete_equals_implicitfast_without_springs_or_servos():
 
 
 FREE_COUPLED = {
+    "an affine velocity gain through a site on a free body (outside the metric for one sign of ctrl)": """<mujoco>
+      <option integrator="discrete"/><worldbody><body pos="0 0 1"><joint name="h" axis="0 1 0" damping=".1"/>
+      <geom size=".1"/></body><body pos="1 0 1"><freejoint/><geom type="box" size=".1 .2 .3"/><site name="s" pos=".1 0 0"/>
+      </body></worldbody><actuator><general site="s" gear="1 0 0 0 0 1" gaintype="affine" gainprm="1 0 3"/>
+      <motor joint="h"/></actuator></mujoco>""",
     "a spatial tendon's spring and damper from the world": """<mujoco><option integrator="discrete"/><worldbody>
       <site name="a" pos=".2 0 2"/><body pos="0 0 1"><joint name="h" axis="0 1 0" damping=".1"/><geom size=".1"/></body>
       <body pos="1 0 1"><freejoint/><geom type="box" size=".1 .2 .3"/><site name="b" pos=".1 .1 0"/></body>

@@ -135,6 +135,7 @@ class FrameRenderer:
 
 
 def free_contexts(mjr: mujoco.MjrContext, context) -> None:
-    """Free MuJoCo's render context, then the OpenGL context it was made in."""
+    """Free MuJoCo's render context (in its OpenGL context, made current), then that OpenGL context."""
+    context.make_current()
     mjr.free()
     context.free()
