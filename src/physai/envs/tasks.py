@@ -316,7 +316,7 @@ class Reacher(Task):
 class Pusher(Task):
     name, xml, frame_skip = "Pusher-v5", "pusher_v5.xml", 5
     DEFAULTS = dict(reward_near_weight=0.5, reward_dist_weight=1, reward_control_weight=0.1,
-    default_camera_config=dict(trackbodyid=-1, distance=4.0))
+                    default_camera_config=dict(trackbodyid=-1, distance=4.0))
     observe = ("xpos",)
 
     def setup(self):
