@@ -401,21 +401,54 @@ class _Constraints:
             Y[first:first + len(Hc)] = Hc @ X[first:first + len(Hc)]
         return Y
 
-    def _held_forces(self, rows: list) -> np.ndarray:
-        """G(q, qd; a_c) (n, nv) of each rows' state: -J^T force(J a_c - aref) of the rows built at another (q, qd),
-        each row's force in the state it holds at the optimum (held_forces); InvalidStateError where a row appears or
-        disappears."""
-        held = self.r
+    def _refuse_switch(self):
+        """InvalidStateError: the rows at a differenced q are not laid out as the optimum's."""
+        raise InvalidStateError(
+            f"step_derivatives(constraints=True): a constraint row appears or disappears within {2 * ROW_STEP:g} "
+            "of q (a contact or limit at its switch): the step is not differentiable here; linearise at a "
+            "nearby state")
+
+    def _row_arrays(self, Q: np.ndarray, QD: np.ndarray):
+        """(J (n, nefc, nv), aref (n, nefc), D (n, nefc)) of the rows at each state (Q (n, nq), QD (n, nv)), laid out
+        as the optimum's rows (InvalidStateError where a row appears or disappears: _refuse_switch). The compiled
+        detection and rows as the kernels give them (no ContactSet or Rows made) when both run compiled, else rows()."""
+        model, held, n = self.model, self.r, len(Q)
+        contacts = collision.has_contacts(model)
+        if self.discrete is not None or not (native.on and native.runs(model)) or (contacts and model.unsupported):
+            return self._stacked_rows(Q, QD)
+        arrays, nc, nefc = None, len(held.contact_dim), held.nefc
+        if contacts:                                   # the same contacts (count, dim, bodies) at every state
+            constraint.prepare_compiled(model)
+            ncon, floats, ints, near = native.detect_arrays(model, Q)
+            if near:
+                collision.warn_near(model, near, stacklevel=5)
+            if (ncon != nc).any():
+                self._refuse_switch()
+            packed = ints.reshape(n, nc, 3)
+            if (packed[:, :, 0] != held.contact_dim).any() or (packed[:, :, 1:] != held.contact_body).any():
+                self._refuse_switch()
+            arrays = [(floats[k * nc:(k + 1) * nc], ints[k * nc:(k + 1) * nc]) for k in range(n)]
+        sizes, J, values, ints = constraint.compiled_row_arrays(model, Q, QD, arrays)
+        if (sizes != [nefc, held.ne, held.nf, held.nl, nc]).any() or (ints[0].reshape(n, nefc) != held.type).any() \
+                or (ints[1].reshape(n, nefc) != held.id).any():
+            self._refuse_switch()
+        return J.reshape(n, nefc, model.nv), values[11].reshape(n, nefc), values[5].reshape(n, nefc)
+
+    def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray):
+        """_row_arrays from rows(): a Rows per state, stacked."""
+        held, rows = self.r, self.rows(Q, QD)
         same = all(r.nefc == held.nefc and len(r.contact_dim) == len(held.contact_dim) for r in rows)
         for name in ("type", "id", "contact_body", "contact_dim") if same else ():
             same = same and bool(np.all(np.stack([getattr(r, name) for r in rows]) == getattr(held, name)))
         if not same:
-            raise InvalidStateError(
-                f"step_derivatives(constraints=True): a constraint row appears or disappears within {2 * ROW_STEP:g} "
-                "of q (a contact or limit at its switch): the step is not differentiable here; linearise at a "
-                "nearby state")
-        J, aref, D = (np.stack([getattr(r, name) for r in rows]) for name in ("J", "aref", "D"))
-        force = held_forces(held, J @ self.a - aref, self.state, D)
+            self._refuse_switch()
+        return tuple(np.stack([getattr(r, name) for r in rows]) for name in ("J", "aref", "D"))
+
+    def _held_forces(self, Q: np.ndarray, QD: np.ndarray) -> np.ndarray:
+        """G(q, qd; a_c) (n, nv) of each state's rows (_row_arrays): -J^T force(J a_c - aref) of the rows built at
+        another (q, qd), each row's force in the state it holds at the optimum (held_forces)."""
+        J, aref, D = self._row_arrays(Q, QD)
+        force = held_forces(self.r, J @ self.a - aref, self.state, D)
         return -np.einsum("nrv,nr->nv", J, force)
 
     def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -439,10 +472,10 @@ class _Constraints:
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
         # G at q moved by s ROW_STEP along each tangent direction, all rows built in one call
-        steps = np.array([s * ROW_STEP * e for e in np.eye(nv) for s, _ in FD_WEIGHTS])
+        offsets, weights = np.array(FD_WEIGHTS).T
+        steps = np.repeat(np.eye(nv), len(offsets), axis=0) * np.tile(offsets * ROW_STEP, nv)[:, None]
         Q = joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T, 1.0).T
-        G = self._held_forces(self.rows(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0)))
-        weights = np.array([w for _, w in FD_WEIGHTS])
+        G = self._held_forces(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0))
         Gq = np.einsum("ksv,s->vk", G.reshape(nv, len(FD_WEIGHTS), nv), weights) / (12 * ROW_STEP)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
         try:

@@ -657,6 +657,15 @@ def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
     return out
 
 
+def compiled_row_arrays(model: Model, Q, QD, contacts) -> tuple:
+    """The compiled rows of N states ((N, nq), (N, nv)) as the kernel gives them, no Rows made: (sizes (N, 5): nefc, ne,
+    nf, nl, contacts; J (total nefc, nv); values (12, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP,
+    vel, aref; ints (2, total nefc): type, id), the states' rows concatenated; contacts: contact_arrays' list or None."""
+    prepare_compiled(model)
+    _, sizes, J, values, ints, _, _ = _ROWS(model, Q, QD, (contacts, None))
+    return sizes, J, values, ints
+
+
 def state_forces(sizes: np.ndarray, force: np.ndarray) -> list:
     """The states' efc_force, concatenated in force, one array per state (sizes: the kernel's, nefc first)."""
     if len(sizes) == 1:

@@ -655,6 +655,14 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
     return sets, near
 
 
+def detect_arrays(model: Model, Q: np.ndarray) -> tuple:
+    """detect's contacts as the compiled call gives them, no ContactSet made: (ncon (N,), floats (total, 28), ints
+    (total, 3): the states' packed contacts concatenated (ContactSet.packed's columns), near: the pairs without a narrow
+    phase that may touch in any, sorted). Q (N, nq) checked states; the model's constraint part added (the caller)."""
+    ncon, floats, ints, _, _, near = _DETECT(model, Q)
+    return ncon, floats, ints, sorted(set(near.tolist())) if len(near) else []
+
+
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
     """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
     cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; steps, with_energy, constrained; and the
