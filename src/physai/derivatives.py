@@ -336,7 +336,8 @@ class _Constraints:
     with r_x = df/dx - d(M a)/dx|a_c (rnea_derivatives at a_c), S the force's derivative in jar (D on quadratic rows,
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
     connect and weld rows: _aref_velocity_derivative), and dG/dq by 4th-order centred differences of G along q's
-    tangent (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames, impedances and
+    tangent directions that move a row (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's
+    depth): the rows' Jacobians, contact frames, impedances and
     aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
     row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
     switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True). The discrete
@@ -466,17 +467,44 @@ class _Constraints:
             out[:r.ne] = 0.5 * np.array([rows[k].aref[:r.ne] - rows[nv + k].aref[:r.ne] for k in range(nv)]).T
         return out
 
+    def _moving_dofs(self, q: np.ndarray) -> np.ndarray:
+        """(nv,) bool: the dofs whose motion moves a row (dG/dq is differenced along them; along the others it is zero:
+        no row's geometry, Jacobian, distance or parameters move): a contact's bodies' chains (their links' dofs and
+        their ancestors'), a joint limit's joint, and a limited joint whose limit row would appear within 4 ROW_STEP (a
+        ball's always), so that the differences name that switch; a dof friction loss row none; every dof with a row of
+        another kind (an equality, a tendon's) or at the discrete step's end (its diagApprox, diag(M^), moves with every
+        q). A contact that would appear along a direction left out (bodies not touching coming within 2 ROW_STEP of
+        their margin) is not looked for."""
+        model, r = self.model, self.r
+        moving = np.zeros(model.nv, bool)
+        if self.discrete is not None or np.isin(r.type, (constraint.EQUALITY, constraint.FRICTION_TENDON,
+                                                         constraint.LIMIT_TENDON)).any():
+            return ~moving
+        limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
+        x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
+        dist = np.minimum(x - model.jnt_range[limited, 0], model.jnt_range[limited, 1] - x)
+        near = (dist < model.jnt_margin[limited] + 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
+        for j in np.unique(np.r_[r.id[r.type == constraint.LIMIT_JOINT], limited[near]]).tolist():
+            adr = model.jnt_dofadr[j]
+            moving[adr:adr + joints.NV[int(model.jnt_type[j])]] = True
+        links = np.unique(model.body_linkid[r.contact_body[r.contact_body >= 0]])
+        for link in links[links >= 0].tolist():         # the chain of the link's last dof
+            moving |= model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1]
+        return moving
+
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
         (see the class): held at solve()'s optimum."""
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
-        # G at q moved by s ROW_STEP along each tangent direction, all rows built in one call
-        offsets, weights = np.array(FD_WEIGHTS).T
-        steps = np.repeat(np.eye(nv), len(offsets), axis=0) * np.tile(offsets * ROW_STEP, nv)[:, None]
-        Q = joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T, 1.0).T
-        G = self._held_forces(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0))
-        Gq = np.einsum("ksv,s->vk", G.reshape(nv, len(FD_WEIGHTS), nv), weights) / (12 * ROW_STEP)
+        # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
+        moving, (offsets, weights) = np.flatnonzero(self._moving_dofs(q)), np.array(FD_WEIGHTS).T
+        Gq = np.zeros((nv, nv))
+        if moving.size:
+            steps = np.eye(nv)[np.repeat(moving, len(offsets))] * np.tile(offsets * ROW_STEP, moving.size)[:, None]
+            Q = joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T, 1.0).T
+            G = self._held_forces(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0))
+            Gq[:, moving] = np.einsum("ksv,s->vk", G.reshape(moving.size, len(offsets), nv), weights) / (12 * ROW_STEP)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
         try:
             da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
