@@ -981,6 +981,24 @@ def test_constrained_step_derivatives_difference_only_the_dofs_that_move_a_row(m
     assert_close(B, B_all, 1e-12, what="B")
 
 
+@pytest.mark.parametrize("gap, refused", [(1e-6, True), (1e-3, False)])
+def test_constrained_step_derivatives_name_a_contact_appearing_along_a_dof_not_differenced(gap, refused):
+    """A sphere resting on the floor (its slide differenced) beside one hovering gap above it (its slide moves no row,
+    so not differenced): at 1e-6 a contact appears within 2 ROW_STEP along the hovering slide and the state is named
+    a switch; at 1e-3 the derivatives are taken."""
+    xml = f"""<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+      <body pos="0 0 .099"><joint type="slide" axis="0 0 1"/><geom size=".1"/></body>
+      <body pos="1 0 {0.1 + gap!r}"><joint type="slide" axis="0 0 1"/><geom size=".1"/></body></worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    q, qd = np.zeros(2), np.zeros(2)
+    if refused:
+        with pytest.raises(InvalidStateError, match="appears or disappears"):
+            derivatives.step_derivatives(model, q, qd, constraints=True)
+    else:
+        A, _ = derivatives.step_derivatives(model, q, qd, constraints=True)
+        assert np.isfinite(A).all()
+
+
 def test_constrained_step_derivatives_name_a_switch_and_noslip():
     """A hinge exactly at its limit (the row appears on one side of the state) is named, not differenced across the
     switch; noslip's post-pass, which is not differentiated, is refused by name."""

@@ -418,22 +418,42 @@ class _Constraints:
         if self.discrete is not None or not (native.on and native.runs(model)) or (contacts and model.unsupported):
             return self._stacked_rows(Q, QD)
         arrays, nc, nefc = None, len(held.contact_dim), held.nefc
-        if contacts:                                   # the same contacts (count, dim, bodies) at every state
-            constraint.prepare_compiled(model)
-            ncon, floats, ints, near = native.detect_arrays(model, Q)
-            if near:
-                collision.warn_near(model, near, stacklevel=5)
-            if (ncon != nc).any():
-                self._refuse_switch()
-            packed = ints.reshape(n, nc, 3)
-            if (packed[:, :, 0] != held.contact_dim).any() or (packed[:, :, 1:] != held.contact_body).any():
-                self._refuse_switch()
+        if contacts:
+            floats, ints = self._held_contacts(Q)
             arrays = [(floats[k * nc:(k + 1) * nc], ints[k * nc:(k + 1) * nc]) for k in range(n)]
         sizes, J, values, ints = constraint.compiled_row_arrays(model, Q, QD, arrays)
         if (sizes != [nefc, held.ne, held.nf, held.nl, nc]).any() or (ints[0].reshape(n, nefc) != held.type).any() \
                 or (ints[1].reshape(n, nefc) != held.id).any():
             self._refuse_switch()
         return J.reshape(n, nefc, model.nv), values[11].reshape(n, nefc), values[5].reshape(n, nefc)
+
+    def _held_contacts(self, Q: np.ndarray) -> tuple:
+        """The compiled detection's packed contacts at each state (Q (n, nq)): (floats (n ncon, 28), ints (n ncon, 3)),
+        InvalidStateError (_refuse_switch) unless each state has the optimum's contacts (count, dim, bodies)."""
+        model, held, nc = self.model, self.r, len(self.r.contact_dim)
+        constraint.prepare_compiled(model)
+        ncon, floats, ints, near = native.detect_arrays(model, Q)
+        if near:
+            collision.warn_near(model, near, stacklevel=6)
+        if (ncon != nc).any():
+            self._refuse_switch()
+        packed = ints.reshape(len(Q), nc, 3)
+        if (packed[:, :, 0] != held.contact_dim).any() or (packed[:, :, 1:] != held.contact_body).any():
+            self._refuse_switch()
+        return floats, ints
+
+    def _refuse_contacts_appearing(self, q: np.ndarray, qd: np.ndarray, dofs: np.ndarray):
+        """InvalidStateError where a contact appears or leaves within 2 ROW_STEP of q along dofs (those moving no row,
+        so not differenced): the contacts at q moved by -2 and +2 ROW_STEP along each (the detection alone when
+        compiled, else the rows)."""
+        model = self.model
+        steps = np.eye(model.nv)[np.repeat(dofs, 2)] * np.tile([-2 * ROW_STEP, 2 * ROW_STEP], dofs.size)[:, None]
+        Q = np.ascontiguousarray(joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T,
+                                                  1.0).T)
+        if self.discrete is None and native.on and native.runs(model) and not model.unsupported:
+            self._held_contacts(Q)
+        else:
+            self._stacked_rows(Q, np.repeat(qd[None], len(Q), axis=0))
 
     def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray):
         """_row_arrays from rows(): a Rows per state, stacked."""
@@ -473,8 +493,7 @@ class _Constraints:
         their ancestors'), a joint limit's joint, and a limited joint whose limit row would appear within 4 ROW_STEP (a
         ball's always), so that the differences name that switch; a dof friction loss row none; every dof with a row of
         another kind (an equality, a tendon's) or at the discrete step's end (its diagApprox, diag(M^), moves with every
-        q). A contact that would appear along a direction left out (bodies not touching coming within 2 ROW_STEP of
-        their margin) is not looked for."""
+        q). Along the directions left out, derivatives() looks for a contact appearing (_refuse_contacts_appearing)."""
         model, r = self.model, self.r
         moving = np.zeros(model.nv, bool)
         if self.discrete is not None or np.isin(r.type, (constraint.EQUALITY, constraint.FRICTION_TENDON,
@@ -498,7 +517,10 @@ class _Constraints:
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
-        moving, (offsets, weights) = np.flatnonzero(self._moving_dofs(q)), np.array(FD_WEIGHTS).T
+        moves, (offsets, weights) = self._moving_dofs(q), np.array(FD_WEIGHTS).T
+        moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
+        if still.size and collision.has_contacts(model):  # along the others, no contact may appear either
+            self._refuse_contacts_appearing(q, qd, still)
         Gq = np.zeros((nv, nv))
         if moving.size:
             steps = np.eye(nv)[np.repeat(moving, len(offsets))] * np.tile(offsets * ROW_STEP, moving.size)[:, None]
