@@ -797,13 +797,14 @@ def test_discrete_free_bodies_the_metric_couples_follow_mj_step(case, backend):
     """A standalone free body that the discrete metric's tendon or actuator terms reach is solved in the whole metric, one
     they do not reach in its implicitfast block without actuator damping (engine.forward.discrete_metric_parts; before,
     physai solved both in blocks with the actuators' damping: 3e-5 off mj_step in qd after one step): 100 steps from a
-    random state with ctrl of either sign (an affine velocity gain leaves the metric for one): one step within 1e-9 of
-    mj_step, 100 within 1e-8 (R's bound). The joint actuators' case is exact to rounding, and so is the site
-    actuator's outside the metric; a configuration-dependent term in the metric on a free body's rotation keeps a gap
-    whose cause is not found (as the spatial tendons' of test_derivatives): the spatial tendon about 2e-10 a step, the
-    site actuator in the metric 7e-10 a step, 1.3e-8 after 100 (bound 1e-7 there)."""
+    random state with ctrl of either sign (an affine velocity gain leaves the metric for one), solver tolerance 1e-15:
+    one step within 1e-12 of mj_step, 100 within 1e-10. MuJoCo solves the metric's tendon and actuator terms
+    iteratively to opt.tolerance even without rows: at the default 1e-8 its step is not affine in qfrc_applied and sits
+    2e-10 (the spatial tendon) and 7e-10 (the site actuator in the metric) in qd a step from the exact solve physai
+    makes; at 1e-15 both follow to rounding (1.4e-15 a step, 5e-14 after 100 measured)."""
     from test_derivatives import FREE_COUPLED
     m = mujoco.MjModel.from_xml_string(FREE_COUPLED[case])
+    m.opt.tolerance = 1e-15
     model = engine.from_mujoco(m)
     q, qd = engine.random_states(model, 1, 3, qd_max=2.0)
     for sign in (1, -1):
@@ -812,8 +813,8 @@ def test_discrete_free_bodies_the_metric_couples_follow_mj_step(case, backend):
         ctrl = d.ctrl.copy()
         Q, QD = mj.steps(m, d, 100)
         traj = run(backend, integ.simulate, model, q[0], qd[0], steps=100, ctrl=ctrl, energy=False)
-        assert np.abs(traj.q[1] - Q[0]).max() < 1e-9 and np.abs(traj.qd[1] - QD[0]).max() < 1e-9
-        bound = 1e-7 if "site" in case else 1e-8
+        assert np.abs(traj.q[1] - Q[0]).max() < 1e-12 and np.abs(traj.qd[1] - QD[0]).max() < 1e-12
+        bound = 1e-10
         assert np.abs(traj.q[1:] - Q).max() < bound and np.abs(traj.qd[1:] - QD).max() < bound
 
 
