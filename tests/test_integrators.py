@@ -885,7 +885,8 @@ def test_discrete_metric_coupling_branches_and_trees_follows_mj_step(seed, limit
     metric M + h B + h^2 K (its entries off the tree's pattern: the solver's metric_solve solves densely there, and the
     rows' islands join the trees the metric couples; before, the tree's factor dropped those entries: 8e-9 to 1.5e-3
     off mj_step in qd after one step, refused): random discrete_cross_tree_model scenes with and without limit rows,
-    islands on and off: 100 steps of simulate within 1e-10 of mj_step in q and qd, one step within 1e-12."""
+    islands on and off: 100 steps of simulate within 1e-10 of mj_step in q and qd, one step within 1e-12, a
+    rollout of two states (20 steps) within 1e-10."""
     m = discrete_cross_tree_model(seed, limits, islands)
     model, q0, qd0, ctrl, nefc, Q, QD = cross_tree_start(m, seed, limits)
     assert (nefc > 0) == limits
@@ -893,6 +894,8 @@ def test_discrete_metric_coupling_branches_and_trees_follows_mj_step(seed, limit
     assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
     q1, qd1 = run(backend, integ.step, model, q0, qd0, ctrl=ctrl)[:2]
     assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+    batch = run(backend, integ.rollout, model, np.stack([q0, q0]), np.stack([qd0, qd0]), steps=20, ctrl=ctrl, energy=False)
+    assert np.abs(batch.q[:, 1:] - Q[:20]).max() < 1e-10
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
