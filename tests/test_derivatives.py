@@ -589,6 +589,42 @@ def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case):
             assert_close(out["native"][k], out["numpy"][k], 1e-10)
 
 
+SERVO_ACROSS = """<mujoco><option integrator="discrete" timestep="0.005" tolerance="1e-15"/><worldbody>
+  <body pos="0 0 1"><joint name="r" axis="0 0 1"/><geom size=".05"/>
+    <body pos=".3 0 0"><joint name="h" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -.3" size=".05"/></body>
+    <body pos="-.3 0 0"><joint name="g" axis="1 0 0"/><geom type="capsule" fromto="0 0 0 0 0 -.3" size=".05"/></body></body>
+  <body pos="1 0 1"><joint name="j" axis="1 0 0"/><geom type="box" size=".1 .2 .3"/></body>
+  </worldbody><tendon><fixed name="t"><joint joint="h" coef="1"/><joint joint="OTHER" coef="-.5"/></fixed></tendon>
+  <actuator><position tendon="t" kp="10" kv="1"/></actuator></mujoco>"""
+
+
+@pytest.mark.parametrize("case", ["servo across branches", "servo across trees", "random", "random with limits"])
+def test_discrete_step_derivatives_where_the_metric_couples_branches_and_trees(case):
+    """The discrete step's derivatives where tendon or servo terms of the metric couple two branches of a tree or two
+    trees (M^ off the tree's pattern; refused before): a position servo on a fixed tendon over two branches or two trees
+    (the compiled kernel and the NumPy text), and test_integrators' discrete_cross_tree_model (fixed and spatial tendon
+    springs and dampers, servos, a ball and a free body; with limit rows: the constrained text): against mjd_transitionFD
+    (centred, eps 1e-5, its error's minimum here) within 1e-8 (2.3e-9 seen), both backends within 1e-10."""
+    if case.startswith("servo"):
+        m = mujoco.MjModel.from_xml_string(SERVO_ACROSS.replace("OTHER", "g" if "branches" in case else "j"))
+        q, qd, ctrl, limits = np.array([.1, .2, -.3, .2]), np.array([1., -1, 2, .5]), np.array([.3]), False
+    else:
+        from test_integrators import cross_tree_start, discrete_cross_tree_model
+        limits = case.endswith("limits")
+        m = discrete_cross_tree_model(0, limits)
+        _, q, qd, ctrl, nefc, _, _ = cross_tree_start(m, 0, limits)
+        assert (nefc > 0) == limits
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+    A_mj, B_mj = transition_fd(m, d, "discrete", eps=1e-5)
+    out = {b: run(b, derivatives.step_derivatives, model, q, qd, m.opt.timestep, "discrete", ctrl, constraints=limits)
+           for b in ("native", "numpy")}
+    assert_close(out["numpy"][0], A_mj, 1e-8)
+    assert_close(out["numpy"][1], B_mj, 1e-8)
+    for k in range(2):
+        assert_close(out["native"][k], out["numpy"][k], 1e-10)
+
+
 # ---- tendons ----
 
 TENDONS = """<mujoco><option timestep="0.01"/><worldbody>
@@ -628,18 +664,19 @@ def test_step_derivatives_with_spatial_tendons(integrator):
     """Random models with spatial tendons through sites, wrapping around a sphere (with a side site) and a cylinder, a
     pulley, their springs (dead band) and dampers, beside a fixed tendon and its actuator (test_tendons.tendon_xml;
     limits, friction loss and the tendon equality are constraints, disabled): the spatial tendons' forces, whose Jacobian
-    moves with q, differenced (derivatives._HardForces): against MuJoCo within 1e-8. The discrete step (its metric's
-    spatial tendon terms differenced too) within U's 1e-6 of MuJoCo (1.4e-7 in A, 7.1e-7 in B seen on seed 1, whose
-    one discrete mj_step physai's discrete step itself follows to 7e-9 in qd only, the other integrators' to 2e-14)
-    and within 1e-7 of central differences of physai's own discrete step (2e-9 seen)."""
+    moves with q, differenced (derivatives._HardForces): against MuJoCo within 1e-8, solver tolerance 1e-15 (MuJoCo
+    solves the discrete metric's tendon terms iteratively to it: at the default 1e-8 its discrete step is 7e-9 in qd
+    from the exact solve on seed 1 and its derivatives 1.4e-7 from physai's; at 1e-15, 2e-14 and 3.3e-9). The discrete
+    step (its metric's spatial tendon terms differenced too) also within 1e-7 of central differences of physai's own
+    discrete step (2e-9 seen)."""
     from test_tendons import random_states, tendon_xml
     for seed in range(2):
         m = mujoco.MjModel.from_xml_string(tendon_xml(seed))
-        m.opt.integrator, m.opt.timestep = MJ_INTEGRATOR[integrator], 0.005
+        m.opt.integrator, m.opt.timestep, m.opt.tolerance = MJ_INTEGRATOR[integrator], 0.005, 1e-15
         m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
         rng = np.random.default_rng(seed)
         states = [(q, qd, np.zeros(0), rng.uniform(-1, 1, m.nu)) for q, qd in random_states(m, 1, seed)]
-        against_mujoco(m, states, integrator, bound=1e-6 if integrator == integrators.DISCRETE else 1e-8)
+        against_mujoco(m, states, integrator, bound=1e-8)
         if integrator == integrators.DISCRETE:
             model, (q, qd, _, ctrl) = engine.from_mujoco(m), states[0]
             A, B = derivatives.step_derivatives(model, q, qd, 0.005, integrator, ctrl)

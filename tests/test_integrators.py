@@ -797,13 +797,14 @@ def test_discrete_free_bodies_the_metric_couples_follow_mj_step(case, backend):
     """A standalone free body that the discrete metric's tendon or actuator terms reach is solved in the whole metric, one
     they do not reach in its implicitfast block without actuator damping (engine.forward.discrete_metric_parts; before,
     physai solved both in blocks with the actuators' damping: 3e-5 off mj_step in qd after one step): 100 steps from a
-    random state with ctrl of either sign (an affine velocity gain leaves the metric for one): one step within 1e-9 of
-    mj_step, 100 within 1e-8 (R's bound). The joint actuators' case is exact to rounding, and so is the site
-    actuator's outside the metric; a configuration-dependent term in the metric on a free body's rotation keeps a gap
-    whose cause is not found (as the spatial tendons' of test_derivatives): the spatial tendon about 2e-10 a step, the
-    site actuator in the metric 7e-10 a step, 1.3e-8 after 100 (bound 1e-7 there)."""
+    random state with ctrl of either sign (an affine velocity gain leaves the metric for one), solver tolerance 1e-15:
+    one step within 1e-12 of mj_step, 100 within 1e-10. MuJoCo solves the metric's tendon and actuator terms
+    iteratively to opt.tolerance even without rows: at the default 1e-8 its step is not affine in qfrc_applied and sits
+    2e-10 (the spatial tendon) and 7e-10 (the site actuator in the metric) in qd a step from the exact solve physai
+    makes; at 1e-15 both follow to rounding (1.4e-15 a step, 5e-14 after 100 measured)."""
     from test_derivatives import FREE_COUPLED
     m = mujoco.MjModel.from_xml_string(FREE_COUPLED[case])
+    m.opt.tolerance = 1e-15
     model = engine.from_mujoco(m)
     q, qd = engine.random_states(model, 1, 3, qd_max=2.0)
     for sign in (1, -1):
@@ -812,32 +813,89 @@ def test_discrete_free_bodies_the_metric_couples_follow_mj_step(case, backend):
         ctrl = d.ctrl.copy()
         Q, QD = mj.steps(m, d, 100)
         traj = run(backend, integ.simulate, model, q[0], qd[0], steps=100, ctrl=ctrl, energy=False)
-        assert np.abs(traj.q[1] - Q[0]).max() < 1e-9 and np.abs(traj.qd[1] - QD[0]).max() < 1e-9
-        bound = 1e-7 if "site" in case else 1e-8
+        assert np.abs(traj.q[1] - Q[0]).max() < 1e-12 and np.abs(traj.qd[1] - QD[0]).max() < 1e-12
+        bound = 1e-10
         assert np.abs(traj.q[1:] - Q).max() < bound and np.abs(traj.qd[1:] - QD).max() < bound
 
 
-@pytest.mark.parametrize("tendon, joint", [
-    ('<fixed stiffness="10" damping="2"><joint joint="h" coef="1"/><joint joint="j" coef="-.5"/></fixed>', 'type="slide"'),
-    ('<spatial damping="2"><site site="a"/><site site="b"/></spatial>', 'type="slide"'),
-    ('<spatial stiffness="10" springlength=".1"><site site="a"/><site site="b"/></spatial>', 'type="free"'),
-    ('<fixed name="t"><joint joint="h" coef="1"/><joint joint="j" coef="-.5"/></fixed></tendon><actuator>'
-     '<position tendon="t" kp="10" kv="1"/></actuator><tendon>', 'type="slide"')])
-def test_discrete_integrator_refuses_a_metric_coupling_two_trees(tendon, joint):
-    """A tendon whose spring or damper, or a servo on a tendon, couples dofs of two kinematic trees in the discrete
-    metric: physai's step was 8e-9 to 7e-4 off mj_step in qd after one step there (cause not found), so the step,
-    simulate and step_derivatives (also the compiled kernel's, which the servo alone would reach) refuse it by name;
-    the same tendon within one tree steps (test_discrete_integrator_with_tendons_and_servos...)."""
-    m = mujoco.MjModel.from_xml_string(f"""<mujoco><option integrator="discrete"/><worldbody>
-      <body pos="0 0 1"><joint name="h" axis="0 1 0"/><geom size=".1"/><site name="a" pos=".2 0 0"/></body>
-      <body pos="1 0 1"><joint name="j" axis="1 0 0" {joint}/><geom type="box" size=".1 .2 .3"/><site name="b" pos=".1 .1 0"/></body>
-      </worldbody><tendon>{tendon}</tendon></mujoco>""")
+def discrete_cross_tree_model(seed: int, limits: bool = False, islands: bool = True) -> mujoco.MjModel:
+    """Random trees that the discrete metric couples: a branched tree (a hinge root, two branches of hinges and slides,
+    one with a ball), a chain of a hinge and a slide, and a standalone free body; a fixed tendon over joints of both
+    branches and the chain, spatial tendons from a branch to the chain and from the chain to the free body, each with a
+    random spring (a dead band for the fixed one) and damper, position and velocity servos on two of them; with
+    `limits` a limited hinge in each jointed tree pressed past its range (rows, islands joined by the metric), islands
+    on or off. Solver tolerance 1e-15 (MuJoCo solves the metric's couplings iteratively to its tolerance)."""
+    rng = np.random.default_rng(seed)
+    num = lambda *x: " ".join(f"{v:.6g}" for v in x)                                    # noqa: E731
+    lim = ' limited="true" range="-.2 .2"' if limits else ""
+
+    def joint(name, kind, extra=""):
+        spring = "" if kind == "ball" else f' stiffness="{num(rng.uniform(0, 3))}"'    # physai: hinges and slides
+        return (f'<joint name="{name}" type="{kind}" axis="{num(*rng.normal(size=3))}" damping="{num(rng.uniform(0, .5))}"'
+                f'{spring}{extra}/>')
+
+    def link(inner, name, kind, extra="", site=""):
+        return (f'<body pos="{num(*rng.uniform(-.2, .2, 3))}">{joint(name, kind, extra) if kind else ""}'
+                f'<geom type="box" size="{num(*rng.uniform(.03, .1, 3))}" pos="{num(*rng.uniform(-.1, .1, 3))}"/>'
+                f'{site}{inner}</body>')
+
+    left = link(link("", "a2", "slide"), "a1", "hinge", lim, '<site name="sa" pos=".1 0 .05"/>')
+    right = link(link("", "b2", "ball"), "b1", "slide")
+    branched = link(left + right, "r", "hinge")
+    chain = link(link("", "c2", "slide", "", '<site name="sc" pos="0 .1 0"/>'), "c1", "hinge", lim)
+    free = '<body pos="1 .5 .3"><freejoint/><geom type="box" size=".1 .2 .05"/><site name="sf" pos=".1 0 0"/></body>'
+    coefs = "".join(f'<joint joint="{j}" coef="{num(rng.normal())}"/>' for j in ("a1", "a2", "b1", "c1", "c2"))
+    low = rng.uniform(-.3, .3)
+    spring = lambda: f'stiffness="{num(rng.uniform(0, 40))}" damping="{num(rng.uniform(0, 2))}"'      # noqa: E731
+    tendons = (f'<fixed name="fx" {spring()} springlength="{num(low, low + rng.uniform(0, .2))}">{coefs}</fixed>'
+               f'<spatial name="ac" {spring()} springlength="{num(rng.uniform(0, .3))}"><site site="sa"/><site site="sc"/>'
+               f'</spatial><spatial name="cf" {spring()}><site site="sc"/><site site="sf"/></spatial>')
+    actuators = (f'<position tendon="fx" kp="{num(rng.uniform(10, 60))}" kv="{num(rng.uniform(0, 2))}"/>'
+                 f'<velocity tendon="cf" kv="{num(rng.uniform(0, 3))}"/><motor joint="r"/>')
+    flags = "" if islands else '<flag island="disable"/>'
+    xml = (f'<mujoco><option integrator="discrete" timestep="{num(rng.uniform(.002, .01))}" tolerance="1e-15">{flags}'
+           f'</option><default><geom contype="0" conaffinity="0"/></default><worldbody>'
+           f'<body pos="0 0 .5">{branched}</body><body pos=".8 0 .5">{chain}</body>{free}</worldbody>'
+           f'<tendon>{tendons}</tendon><actuator>{actuators}</actuator></mujoco>')
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+def cross_tree_start(m: mujoco.MjModel, seed: int, limits: bool):
+    """(physai model, q0, qd0, ctrl, MuJoCo's nefc there, mj_step's qpos (100, nq), its qvel (100, nv)) from a random
+    state of discrete_cross_tree_model, its limited hinges past their range when `limits`."""
+    rng = np.random.default_rng(seed)
     model = engine.from_mujoco(m)
-    q, qd = engine.random_states(model, 1, 3, qd_max=2.0)
-    for call in (lambda: integ.step(model, q[0], qd[0]), lambda: integ.simulate(model, q[0], qd[0], steps=3),
-                 lambda: derivatives.step_derivatives(model, q[0], qd[0])):
-        with pytest.raises(UnsupportedModelError, match="coupling dofs .* of different kinematic trees"):
-            call()
+    d = mujoco.MjData(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    if limits:
+        for name in ("a1", "c1"):
+            d.qpos[m.joint(name).qposadr[0]] = .25 * rng.choice([-1, 1])
+    d.qvel[:] = rng.normal(size=m.nv)
+    d.ctrl[:] = ctrl = rng.normal(size=m.nu)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    mujoco.mj_forward(m, d)
+    return (model, q0, qd0, ctrl, d.nefc, *mj.steps(m, d, 100))
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("limits, islands", [(False, True), (True, True), (True, False)])
+@pytest.mark.parametrize("seed", range(3))
+def test_discrete_metric_coupling_branches_and_trees_follows_mj_step(seed, limits, islands, backend):
+    """Tendon springs, dampers and servos that couple two branches of one tree, two trees and a free body in the discrete
+    metric M + h B + h^2 K (its entries off the tree's pattern: the solver's metric_solve solves densely there, and the
+    rows' islands join the trees the metric couples; before, the tree's factor dropped those entries: 8e-9 to 1.5e-3
+    off mj_step in qd after one step, refused): random discrete_cross_tree_model scenes with and without limit rows,
+    islands on and off: 100 steps of simulate within 1e-10 of mj_step in q and qd, one step within 1e-12, a
+    rollout of two states (20 steps) within 1e-10."""
+    m = discrete_cross_tree_model(seed, limits, islands)
+    model, q0, qd0, ctrl, nefc, Q, QD = cross_tree_start(m, seed, limits)
+    assert (nefc > 0) == limits
+    traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
+    q1, qd1 = run(backend, integ.step, model, q0, qd0, ctrl=ctrl)[:2]
+    assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+    batch = run(backend, integ.rollout, model, np.stack([q0, q0]), np.stack([qd0, qd0]), steps=20, ctrl=ctrl, energy=False)
+    assert np.abs(batch.q[:, 1:] - Q[:20]).max() < 1e-10
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

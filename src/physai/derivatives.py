@@ -63,7 +63,7 @@ from physai import collision, engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, api, batching, constraint, forward, island, native, passive, solver, tendon
+from physai.engine import actuation, api, batching, constraint, forward, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import standalone_free_dofs
@@ -802,18 +802,6 @@ def check_actuators(model: Model) -> None:
                                     "contacts); simulate, step and rollout run it")
 
 
-def servo_couples_trees(model: Model) -> bool:
-    """Whether a servo (an actuator with a gain or bias on length or velocity) moves dofs of two kinematic trees (its
-    constant moment, as the compiled kernel takes them): the discrete step refuses such a metric term where it is
-    nonzero (forward.discrete_metric_parts), which the NumPy text checks at each state and the kernel does not."""
-    acts = model.actuators
-    if acts is None:
-        return False
-    servo = acts.gain[:, 1:].any(axis=1) | acts.bias[:, 1:].any(axis=1)
-    trees = island.dof_trees(model)
-    return any(len(np.unique(trees[row != 0])) > 1 for row in np.asarray(acts.moment)[servo])
-
-
 def numpy_only(model: Model) -> str:
     """What of the model the compiled step_derivatives (cpp/step_derivative.h) does not model, by name ("" when it
     models everything): the NumPy text then runs."""
@@ -1111,7 +1099,6 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
     na = 0 if model.actuators is None else model.actuators.na
     compiled = native.on and not numpy_only(model) and not constraints   # what the kernel declines, NumPy runs
-    compiled = compiled and not (integrator == integ.DISCRETE and servo_couples_trees(model))  # NumPy refuses it
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:

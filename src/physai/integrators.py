@@ -57,12 +57,15 @@ mj_integratePos), written q' = q + h qd' below:
                     the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
                     (engine.forward.discrete_metric; the NumPy engine steps those, the compiled one the joints' alone);
                     standalone free bodies solved again in their blocks as implicitfast's (without actuator damping)
-                    unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts).
+                    unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts);
+                    where those terms couple two branches or trees the metric leaves the tree's pattern, solved densely
+                    (engine.solver.metric_solve), the coupled trees in one island. MuJoCo solves those couplings
+                    iteratively to opt.tolerance (even without rows): physai's exact solve follows mj_step to rounding
+                    at tolerance 1e-15 (at the default 1e-8, 2e-10 to 7e-9 in qd a step measured on rotational dofs).
                     With constraints the solver minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by
                     name (UnsupportedModelError): ellipsoid-model fluid, fluid on a standalone free body, muscles,
-                    tendon or servo terms under PGS or noslip or coupling two kinematic trees (physai's step differs
-                    from MuJoCo's there, cause not found); the discrete inverse refuses the integrator. physai.derivatives.step_derivatives
-                    differentiates its step, with or without constraints.
+                    tendon or servo terms under PGS or noslip; the discrete inverse refuses the integrator.
+                    physai.derivatives.step_derivatives differentiates its step, with or without constraints.
 
 MuJoCo's Euler treats only joint damping implicitly (actuator velocity gains, e.g. a position servo's kv,
 stay explicit), unless the model sets the eulerdamp disable flag (mjDSBL_EULERDAMP): then it solves M a = f

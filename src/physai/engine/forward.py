@@ -21,7 +21,7 @@ free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' d
 import numpy as np
 
 from physai import joints, validation
-from physai.engine import actuation, api, collision, constraint, island, native, observe, passive, smooth, solver, support, tendon
+from physai.engine import actuation, api, collision, constraint, native, observe, passive, smooth, solver, support, tendon
 from physai.engine.actuators import MUSCLE, TRN_BODY
 from physai.engine.data import Data, StepInputs
 from physai.engine.loaders import as_model
@@ -426,8 +426,9 @@ def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None)
 def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act=None):
     """(B, K, coupled): discrete_metric's B and K, and coupled (nv,) bool: the dofs its tendon and actuator terms reach.
     MuJoCo applies those terms matrix-free, outside its factored metric (the joints' diagonals, the fluid drag), and
-    solves a standalone free body with such a dof in the whole metric, not in its own block (discrete).
-    UnsupportedModelError where those terms couple dofs of different kinematic trees (island.dof_trees)."""
+    solves a standalone free body with such a dof in the whole metric, not in its own block (discrete). Where they
+    couple branches or trees, M + h B + h^2 K leaves the tree's pattern: the solver then solves densely
+    (solver.metric_solve) and joins the coupled trees' islands (island.partition)."""
     B = -passive_velocity_derivative(model, q, qd, tendon_dampers=False)   # joints, fluid drag
     K = np.diag(discrete_stiffness(model))
     B_c, K_c = np.zeros_like(B), np.zeros_like(B)
@@ -440,13 +441,6 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
         B_act, K_act = actuation.servo_metric(actuators, q, qd, ctrl, act, h)
         B_c, K_c = B_c + B_act, K_c + K_act
     coupled = (B_c != 0) | (K_c != 0)
-    trees = island.dof_trees(model)
-    across = np.argwhere(coupled & (trees[:, None] != trees[None, :]))
-    if len(across):
-        raise UnsupportedModelError(f"the discrete integrator with a tendon or actuator term of its metric coupling dofs "
-                                    f"{across[0][0]} and {across[0][1]} of different kinematic trees (physai's step "
-                                    "differs from MuJoCo 4.0's there: 8e-9 to 7e-4 in qd after one step, cause not "
-                                    "found; refused in the states where the term is nonzero): choose another integrator")
     return B + B_c, K + K_c, coupled.any(axis=1)
 
 

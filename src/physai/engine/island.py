@@ -70,13 +70,16 @@ def _row_trees(model: Model, r: Rows, trees: np.ndarray) -> list:
     return out
 
 
-def partition(model: Model, r: Rows) -> list:
-    """The islands of the rows r (see the module): [Island], ordered by their first tree."""
+def partition(model: Model, r: Rows, coupled: np.ndarray | None = None) -> list:
+    """The islands of the rows r (see the module): [Island], ordered by their first tree. coupled (nv, nv) bool: the
+    dofs the solver's metric couples off the tree's pattern (solver.off_pattern: the discrete step's tendon and servo
+    terms); their trees join one island when a row reaches one of them, as MuJoCo 4 keeps metric-coupled trees in one."""
     trees = dof_trees(model)
     row_trees = _row_trees(model, r, trees)
-    # union the trees of each row, a set's root its smallest tree (mj_dsuMerge)
+    links = _metric_links(row_trees, trees, coupled) if coupled is not None and coupled.any() else []
+    # union the trees of each row and metric link, a set's root its smallest tree (mj_dsuMerge)
     parent: dict = {}
-    for ts in row_trees:
+    for ts in row_trees + links:
         for t in ts:
             parent.setdefault(t, t)
         for a, b in zip(ts, ts[1:]):
@@ -90,6 +93,23 @@ def partition(model: Model, r: Rows) -> list:
     # a row of no tree: island 0, or in none when there is no island
     row_island = np.array([tree_island[ts[0]] if ts else 0 for ts in row_trees], dtype=np.intp)
     return [Island(np.flatnonzero(dof_island == k), np.flatnonzero(row_island == k)) for k in range(len(roots))]
+
+
+def _metric_links(row_trees: list, trees: np.ndarray, coupled: np.ndarray) -> list:
+    """[[tree a, tree b]]: each pair of trees the metric couples (coupled (nv, nv) bool) that a row reaches (or such a
+    link in turn), to union with the rows' trees."""
+    pairs = {(min(a, b), max(a, b)) for a, b in zip(trees[np.nonzero(coupled)[0]].tolist(),
+                                                    trees[np.nonzero(coupled)[1]].tolist()) if a != b}
+    reached = {t for ts in row_trees for t in ts}
+    links, grown = [], True
+    while grown:                                       # the links from reached trees, transitively
+        grown = False
+        for a, b in sorted(pairs):
+            if (a in reached or b in reached) and [a, b] not in links:
+                links.append([a, b])
+                grown = grown or not {a, b} <= reached
+                reached |= {a, b}
+    return links
 
 
 def island_rows(r: Rows, island: Island) -> Rows:

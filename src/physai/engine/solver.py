@@ -31,6 +31,26 @@ from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
 
 
+# ---------------------------------------------------------------- solving in the metric
+
+def off_pattern(model: Model, M: np.ndarray) -> np.ndarray:
+    """(nv, nv) bool: M's nonzero entries outside the tree's pattern (dofs not on one path to the root): none for the
+    mass matrix and the continuous steppers' matrices; the discrete step's tendon and servo terms where they couple
+    branches or trees (MuJoCo applies them matrix-free)."""
+    return (M != 0) & (model.dof_Mmask[:, :, 0] == 0)
+
+
+def metric_solve(model: Model, M: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """x with M x = b, b (nv,) or (nv, n): tree_cholesky_solve on M's pattern when M fits it, else a dense Cholesky
+    (a discrete metric with terms between branches or trees, off_pattern, which the tree's factor would drop)."""
+    B = b[:, None] if b.ndim == 1 else b
+    if off_pattern(model, M).any():
+        x = cholesky_solve(np.repeat(M[:, :, None], B.shape[1], axis=2), B)
+    else:
+        x = tree_cholesky_solve(model, np.repeat(M[:, :, None], B.shape[1], axis=2), B)
+    return x[:, 0] if b.ndim == 1 else x
+
+
 # ---------------------------------------------------------------- the forward problem: Newton's method (mj_solNewton)
 
 @dataclass
@@ -269,7 +289,7 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
 def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart, chosen: bool = False):
     """(a0 = M^-1 qfrc_smooth, the start qacc, its forces, states, cone Hessians and M qacc): the warm start when its
     primal cost is lower than a0's (or `chosen`: already chosen, an island's), else a0 (MuJoCo's warmstart)."""
-    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    qacc_smooth = metric_solve(model, M, qfrc_smooth)
     if chosen and warmstart is not None:
         qacc = np.array(warmstart, dtype=float)
         return (qacc_smooth, qacc, *_total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)[1:])
@@ -322,7 +342,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
     # converged before a step: the gap 1/2 grad M^-1 grad and the gradient below the tolerance (a good warm start)
-    done = 0.5 * scale * float(grad @ tree_cholesky_solve(model, M[:, :, None], grad[:, None])[:, 0]) < tolerance and gradient() < tolerance
+    done = 0.5 * scale * float(grad @ metric_solve(model, M, grad)) < tolerance and gradient() < tolerance
     H = None
     if not done:
         H = _hessian(r, M, state, hess)
@@ -374,7 +394,7 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     scale = tolerance_scale(M) if scale is None else scale
-    M_solve = lambda x: tree_cholesky_solve(model, M[:, :, None], x[:, None])[:, 0]   # noqa: E731
+    M_solve = lambda x: metric_solve(model, M, x)                                     # noqa: E731
     qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
     grad = Ma - qfrc_smooth - r.J.T @ force
     Mgrad = M_solve(grad)
@@ -420,8 +440,8 @@ def _shuffle(order: list, state: int) -> int:
 
 def _dual_problem(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray) -> tuple:
     """(a0 = M^-1 qfrc_smooth, A = J M^-1 J^T (nefc, nefc) symmetrized, b = J a0 - aref) of the dual problem."""
-    qacc_smooth = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
-    A = r.J @ tree_cholesky_solve(model, np.repeat(M[:, :, None], r.nefc, axis=2), r.J.T)
+    qacc_smooth = metric_solve(model, M, qfrc_smooth)
+    A = r.J @ metric_solve(model, M, r.J.T)
     return qacc_smooth, 0.5 * (A + A.T), r.J @ qacc_smooth - r.aref
 
 
@@ -626,7 +646,7 @@ def solve_pgs(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, war
             break
     # qacc = a0 + M^-1 J^T f
     qfrc = r.J.T @ force
-    qacc = qacc_smooth + tree_cholesky_solve(model, M[:, :, None], qfrc[:, None])[:, 0]
+    qacc = qacc_smooth + metric_solve(model, M, qfrc)
     return Solution(qacc, force, qfrc, it, improvement, improvement < tolerance, _dual_state(r, force, blocks))
 
 
@@ -734,7 +754,7 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
         if improvement < model.opt.noslip_tolerance:
             break
     qfrc = r.J.T @ force
-    qacc = qacc_smooth + tree_cholesky_solve(model, M[:, :, None], qfrc[:, None])[:, 0]
+    qacc = qacc_smooth + metric_solve(model, M, qfrc)
     done = improvement < model.opt.noslip_tolerance                    # else stopped at its limit
     return Solution(qacc, force, qfrc, solution.iterations + it, solution.improvement if done else improvement,
                     solution.converged and done, _dual_state(r, force, _pgs_blocks(r)))
@@ -746,7 +766,7 @@ def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, wa
     when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint): on each island (physai.engine.island) by itself when
     opt.island, else on all rows at once (as is one island over every dof: the same problem, without the copies)."""
     if model.opt.island and r.nefc:
-        parts = island.partition(model, r)
+        parts = island.partition(model, r, off_pattern(model, M))
         if len(parts) != 1 or len(parts[0].dofs) < model.nv:
             return _solve_islands(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, parts)
     return _run_solver(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, None, False)
@@ -766,7 +786,7 @@ def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, w
 def _solve_without_rows(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray) -> Solution:
     """No rows (nefc = 0, mj_fwdConstraint's early return): qacc = a0 = M^-1 qfrc_smooth (nv,), no iterations, no
     improvement, converged (MuJoCo's solver_niter 0)."""
-    qacc = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    qacc = metric_solve(model, M, qfrc_smooth)
     return Solution(qacc, np.zeros(0), np.zeros(model.nv), 0, 0.0, True, np.zeros(0, dtype=int))
 
 
@@ -790,7 +810,7 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
     improvement are the largest over the islands (MuJoCo reports them per island), converged whether every island
     converged."""
     start = _island_start(model, r, M, qfrc_smooth, warmstart)
-    qacc = tree_cholesky_solve(model, M[:, :, None], qfrc_smooth[:, None])[:, 0]
+    qacc = metric_solve(model, M, qfrc_smooth)
     force, state = np.zeros(r.nefc), np.zeros(r.nefc, dtype=int)
     iterations_, improvement, converged = 0, 0.0, True
     for part in parts:
