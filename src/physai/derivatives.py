@@ -59,10 +59,10 @@ import warnings
 
 import numpy as np
 
-from physai import collision, engine, forces, joints, validation
+from physai import collision, engine, forces, joints, spatial, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
-from physai.spatial import skew, so3_exp, so3_right_jacobian
+from physai.spatial import skew
 from physai.engine import actuation, api, batching, constraint, forward, island, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
@@ -389,9 +389,10 @@ class _Constraints:
                           f"({opt.iterations}) before its tolerance ({opt.tolerance:g}): the derivatives are those of "
                           "the optimum's conditions at its last iterate; raise model.opt.iterations", ConvergenceWarning,
                           stacklevel=5)
-        force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
+        jar = r.J @ a - r.aref
+        force, state, _, cones = constraint.update(r, jar, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
-        self.margins = np.minimum(self.margins, switch_margins(r, r.J @ a - r.aref, state))
+        self.margins = np.minimum(self.margins, switch_margins(r, jar, state))
         return a, r.J.T @ force
 
     def _times_S(self, X: np.ndarray) -> np.ndarray:
@@ -503,8 +504,8 @@ class _Constraints:
         q). Along the directions left out, derivatives() looks for a contact appearing (_points, _row_arrays)."""
         model, r = self.model, self.r
         moving = np.zeros(model.nv, bool)
-        if self.discrete is not None or np.isin(r.type, (constraint.EQUALITY, constraint.FRICTION_TENDON,
-                                                         constraint.LIMIT_TENDON)).any():
+        if self.discrete is not None or r.ne or (r.type == constraint.FRICTION_TENDON).any() \
+                or (r.type == constraint.LIMIT_TENDON).any():
             return ~moving
         limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
         x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
@@ -864,11 +865,23 @@ def _retraction(model: Model, w: np.ndarray, s: float):
     Ad, Jw = np.eye(model.nv), s * np.eye(model.nv)
     if not np.isfinite(s * w).all():
         return np.full_like(Ad, np.nan), np.full_like(Jw, np.nan)
-    for a in model.coords.quat_v.tolist():
-        k = slice(a, a + 3)
-        phi = s * w[k]
-        Ad[k, k], Jw[k, k] = so3_exp(phi).T, s * so3_right_jacobian(phi)
+    if model.coords.quat_v.size:                       # every quaternion's blocks at once
+        _, iv = model.coords.quats()
+        R, Jr = _so3_exp_and_right_jacobian(s * w[iv])
+        Ad[iv[:, :, None], iv[:, None, :]] = np.swapaxes(R, -1, -2)
+        Jw[iv[:, :, None], iv[:, None, :]] = s * Jr
     return Ad, Jw
+
+
+def _so3_exp_and_right_jacobian(phi: np.ndarray):
+    """(so3_exp(phi), so3_right_jacobian(phi)) (b, 3, 3) of finite rotation vectors phi (b, 3): physai.spatial's
+    formulas operation by operation (the same numbers), the angle and [phi]^2 shared, its input checks left out."""
+    t = spatial._angle(phi)[..., None, None]
+    W = skew(phi)
+    WW = W @ W
+    sin_t = spatial._series(t, lambda t: np.sin(t) / t, (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880))
+    one_minus_cos = spatial._one_minus_cos(t)
+    return np.eye(3) + sin_t * W + one_minus_cos * WW, np.eye(3) - one_minus_cos * W + spatial._minus_sin(t) * WW
 
 
 # ---------------------------------------------------------------- one step
