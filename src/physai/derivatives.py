@@ -55,11 +55,12 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 (cpp/step_derivative.h mirrors _Stepper and step_derivatives function by function: one state in C++, batches on threads).
 """
 
+import math
 import warnings
 
 import numpy as np
 
-from physai import collision, engine, forces, joints, spatial, validation
+from physai import collision, engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
 from physai.spatial import skew
@@ -875,13 +876,22 @@ def _retraction(model: Model, w: np.ndarray, s: float):
 
 def _so3_exp_and_right_jacobian(phi: np.ndarray):
     """(so3_exp(phi), so3_right_jacobian(phi)) (b, 3, 3) of finite rotation vectors phi (b, 3): physai.spatial's
-    formulas operation by operation (the same numbers), the angle and [phi]^2 shared, its input checks left out."""
-    t = spatial._angle(phi)[..., None, None]
-    W = skew(phi)
-    WW = W @ W
-    sin_t = spatial._series(t, lambda t: np.sin(t) / t, (1.0, -1 / 6, 1 / 120, -1 / 5040, 1 / 362880))
-    one_minus_cos = spatial._one_minus_cos(t)
-    return np.eye(3) + sin_t * W + one_minus_cos * WW, np.eye(3) - one_minus_cos * W + spatial._minus_sin(t) * WW
+    formulas (I + a [phi] + b [phi]^2 and I - b [phi] + c [phi]^2; a, b, c by their series below t = |phi| = 0.1) in
+    floats, the angle and [phi]^2 shared, the input checks left out."""
+    R, Jr = np.empty((len(phi), 3, 3)), np.empty((len(phi), 3, 3))
+    for k, w in enumerate(phi.tolist()):
+        t2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
+        if t2 < 0.01:                                  # t < 0.1: the even series, no cancellation
+            a = 1.0 + t2 * (-1 / 6 + t2 * (1 / 120 + t2 * (-1 / 5040 + t2 / 362880)))
+            b = 1 / 2 + t2 * (-1 / 24 + t2 * (1 / 720 + t2 * (-1 / 40320 + t2 / 3628800)))
+            c = 1 / 6 + t2 * (-1 / 120 + t2 * (1 / 5040 + t2 * (-1 / 362880 + t2 / 39916800)))
+        else:
+            t = math.sqrt(t2)
+            a, b, c = math.sin(t) / t, (1.0 - math.cos(t)) / t2, (t - math.sin(t)) / (t2 * t)
+        W = skew(np.array(w))
+        WW = W @ W
+        R[k], Jr[k] = np.eye(3) + a * W + b * WW, np.eye(3) - b * W + c * WW
+    return R, Jr
 
 
 # ---------------------------------------------------------------- one step
