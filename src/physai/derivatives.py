@@ -55,7 +55,6 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 (cpp/step_derivative.h mirrors _Stepper and step_derivatives function by function: one state in C++, batches on threads).
 """
 
-import math
 import warnings
 
 import numpy as np
@@ -63,7 +62,7 @@ import numpy as np
 from physai import collision, engine, forces, joints, validation
 from physai import integrators as integ
 from physai.linalg import inverse, solve
-from physai.spatial import skew
+from physai.spatial import skew, so3_exp, so3_right_jacobian
 from physai.engine import actuation, api, batching, constraint, forward, island, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
@@ -868,30 +867,11 @@ def _retraction(model: Model, w: np.ndarray, s: float):
         return np.full_like(Ad, np.nan), np.full_like(Jw, np.nan)
     if model.coords.quat_v.size:                       # every quaternion's blocks at once
         _, iv = model.coords.quats()
-        R, Jr = _so3_exp_and_right_jacobian(s * w[iv])
+        phi = s * w[iv]
+        R, Jr = so3_exp(phi), so3_right_jacobian(phi)
         Ad[iv[:, :, None], iv[:, None, :]] = np.swapaxes(R, -1, -2)
         Jw[iv[:, :, None], iv[:, None, :]] = s * Jr
     return Ad, Jw
-
-
-def _so3_exp_and_right_jacobian(phi: np.ndarray):
-    """(so3_exp(phi), so3_right_jacobian(phi)) (b, 3, 3) of finite rotation vectors phi (b, 3): physai.spatial's
-    formulas (I + a [phi] + b [phi]^2 and I - b [phi] + c [phi]^2; a, b, c by their series below t = |phi| = 0.1) in
-    floats, the angle and [phi]^2 shared, the input checks left out."""
-    R, Jr = np.empty((len(phi), 3, 3)), np.empty((len(phi), 3, 3))
-    for k, w in enumerate(phi.tolist()):
-        t2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
-        if t2 < 0.01:                                  # t < 0.1: the even series, no cancellation
-            a = 1.0 + t2 * (-1 / 6 + t2 * (1 / 120 + t2 * (-1 / 5040 + t2 / 362880)))
-            b = 1 / 2 + t2 * (-1 / 24 + t2 * (1 / 720 + t2 * (-1 / 40320 + t2 / 3628800)))
-            c = 1 / 6 + t2 * (-1 / 120 + t2 * (1 / 5040 + t2 * (-1 / 362880 + t2 / 39916800)))
-        else:
-            t = math.sqrt(t2)
-            a, b, c = math.sin(t) / t, (1.0 - math.cos(t)) / t2, (t - math.sin(t)) / (t2 * t)
-        W = skew(np.array(w))
-        WW = W @ W
-        R[k], Jr[k] = np.eye(3) + a * W + b * WW, np.eye(3) - b * W + c * WW
-    return R, Jr
 
 
 # ---------------------------------------------------------------- one step
