@@ -389,9 +389,10 @@ class _Constraints:
                           f"({opt.iterations}) before its tolerance ({opt.tolerance:g}): the derivatives are those of "
                           "the optimum's conditions at its last iterate; raise model.opt.iterations", ConvergenceWarning,
                           stacklevel=5)
-        force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
+        jar = r.J @ a - r.aref
+        force, state, _, cones = constraint.update(r, jar, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
-        self.margins = np.minimum(self.margins, switch_margins(r, r.J @ a - r.aref, state))
+        self.margins = np.minimum(self.margins, switch_margins(r, jar, state))
         return a, r.J.T @ force
 
     def _times_S(self, X: np.ndarray) -> np.ndarray:
@@ -409,19 +410,23 @@ class _Constraints:
             "of q (a contact or limit at its switch): the step is not differentiable here; linearise at a "
             "nearby state")
 
-    def _row_arrays(self, Q: np.ndarray, QD: np.ndarray):
-        """(J (n, nefc, nv), aref (n, nefc), D (n, nefc)) of the rows at each state (Q (n, nq), QD (n, nv)), laid out
-        as the optimum's rows (InvalidStateError where a row appears or disappears: _refuse_switch). The compiled
-        detection and rows as the kernels give them (no ContactSet or Rows made) when both run compiled, else rows()."""
-        model, held, n = self.model, self.r, len(Q)
+    def _row_arrays(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
+        """(J (n, nefc, nv), aref (n, nefc), D (n, nefc)) of the rows at each state (Q (n + checked, nq), QD (n + checked,
+        nv)) but the last checked ones, laid out as the optimum's rows (InvalidStateError where a row appears or
+        disappears at any state, the checked ones included: _refuse_switch). The compiled detection (every state in one
+        call) and rows (the first n) as the kernels give them (no ContactSet or Rows made) when both run compiled, else
+        rows()."""
+        model, held = self.model, self.r
         contacts = collision.has_contacts(model)
         if self.discrete is not None or not (native.on and native.runs(model)) or (contacts and model.unsupported):
-            return self._stacked_rows(Q, QD)
-        arrays, nc, nefc = None, len(held.contact_dim), held.nefc
+            return self._stacked_rows(Q, QD, checked)
+        arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             floats, ints = self._held_contacts(Q)
             arrays = [(floats[k * nc:(k + 1) * nc], ints[k * nc:(k + 1) * nc]) for k in range(n)]
-        sizes, J, values, ints = constraint.compiled_row_arrays(model, Q, QD, arrays)
+        if n == 0:
+            return np.zeros((0, nefc, model.nv)), np.zeros((0, nefc)), np.zeros((0, nefc))
+        sizes, J, values, ints = constraint.compiled_row_arrays(model, Q[:n], QD[:n], arrays)
         if (sizes != [nefc, held.ne, held.nf, held.nl, nc]).any() or (ints[0].reshape(n, nefc) != held.type).any() \
                 or (ints[1].reshape(n, nefc) != held.id).any():
             self._refuse_switch()
@@ -442,33 +447,36 @@ class _Constraints:
             self._refuse_switch()
         return floats, ints
 
-    def _refuse_contacts_appearing(self, q: np.ndarray, qd: np.ndarray, dofs: np.ndarray):
-        """InvalidStateError where a contact appears or leaves within 2 ROW_STEP of q along dofs (those moving no row,
-        so not differenced): the contacts at q moved by -2 and +2 ROW_STEP along each (the detection alone when
-        compiled, else the rows)."""
-        model = self.model
-        steps = np.eye(model.nv)[np.repeat(dofs, 2)] * np.tile([-2 * ROW_STEP, 2 * ROW_STEP], dofs.size)[:, None]
-        Q = np.ascontiguousarray(joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T,
-                                                  1.0).T)
-        if self.discrete is None and native.on and native.runs(model) and not model.unsupported:
-            self._held_contacts(Q)
-        else:
-            self._stacked_rows(Q, np.repeat(qd[None], len(Q), axis=0))
+    def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> np.ndarray:
+        """(len(moving) 4 + len(still) 2, nq): q moved by FD_WEIGHTS' offsets times ROW_STEP along each tangent
+        direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those moving no row,
+        not differenced: where a contact may appear or leave, _row_arrays' check), in one joints.integrate."""
+        model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
+        dofs = np.r_[np.repeat(moving, len(offsets)), np.repeat(still, 2)]
+        size = np.r_[np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)]
+        steps = np.zeros((model.nv, dofs.size))
+        steps[dofs, np.arange(dofs.size)] = size
+        return np.ascontiguousarray(joints.integrate(model.coords, np.repeat(q[:, None], dofs.size, axis=1), steps,
+                                                     1.0).T)
 
-    def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray):
-        """_row_arrays from rows(): a Rows per state, stacked."""
+    def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
+        """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
         held, rows = self.r, self.rows(Q, QD)
         same = all(r.nefc == held.nefc and len(r.contact_dim) == len(held.contact_dim) for r in rows)
         for name in ("type", "id", "contact_body", "contact_dim") if same else ():
             same = same and bool(np.all(np.stack([getattr(r, name) for r in rows]) == getattr(held, name)))
         if not same:
             self._refuse_switch()
+        rows = rows[:len(rows) - checked]
+        if not rows:
+            return np.zeros((0, held.nefc, self.model.nv)), np.zeros((0, held.nefc)), np.zeros((0, held.nefc))
         return tuple(np.stack([getattr(r, name) for r in rows]) for name in ("J", "aref", "D"))
 
-    def _held_forces(self, Q: np.ndarray, QD: np.ndarray) -> np.ndarray:
-        """G(q, qd; a_c) (n, nv) of each state's rows (_row_arrays): -J^T force(J a_c - aref) of the rows built at
-        another (q, qd), each row's force in the state it holds at the optimum (held_forces)."""
-        J, aref, D = self._row_arrays(Q, QD)
+    def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> np.ndarray:
+        """G(q, qd; a_c) (n, nv) of each state's rows but the last checked ones' (_row_arrays, which checks those too):
+        -J^T force(J a_c - aref) of the rows built at another (q, qd), each row's force in the state it holds at the
+        optimum (held_forces)."""
+        J, aref, D = self._row_arrays(Q, QD, checked)
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
         return -np.einsum("nrv,nr->nv", J, force)
 
@@ -493,11 +501,11 @@ class _Constraints:
         their ancestors'), a joint limit's joint, and a limited joint whose limit row would appear within 4 ROW_STEP (a
         ball's always), so that the differences name that switch; a dof friction loss row none; every dof with a row of
         another kind (an equality, a tendon's) or at the discrete step's end (its diagApprox, diag(M^), moves with every
-        q). Along the directions left out, derivatives() looks for a contact appearing (_refuse_contacts_appearing)."""
+        q). Along the directions left out, derivatives() looks for a contact appearing (_points, _row_arrays)."""
         model, r = self.model, self.r
         moving = np.zeros(model.nv, bool)
-        if self.discrete is not None or np.isin(r.type, (constraint.EQUALITY, constraint.FRICTION_TENDON,
-                                                         constraint.LIMIT_TENDON)).any():
+        if self.discrete is not None or r.ne or (r.type == constraint.FRICTION_TENDON).any() \
+                or (r.type == constraint.LIMIT_TENDON).any():
             return ~moving
         limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
         x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
@@ -517,16 +525,15 @@ class _Constraints:
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
-        moves, (offsets, weights) = self._moving_dofs(q), np.array(FD_WEIGHTS).T
+        moves, weights = self._moving_dofs(q), np.array(FD_WEIGHTS)[:, 1]
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
-        if still.size and collision.has_contacts(model):  # along the others, no contact may appear either
-            self._refuse_contacts_appearing(q, qd, still)
+        if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
+            still = still[:0]
         Gq = np.zeros((nv, nv))
-        if moving.size:
-            steps = np.eye(nv)[np.repeat(moving, len(offsets))] * np.tile(offsets * ROW_STEP, moving.size)[:, None]
-            Q = joints.integrate(model.coords, np.repeat(q[:, None], len(steps), axis=1), steps.T, 1.0).T
-            G = self._held_forces(np.ascontiguousarray(Q), np.repeat(qd[None], len(Q), axis=0))
-            Gq[:, moving] = np.einsum("ksv,s->vk", G.reshape(moving.size, len(offsets), nv), weights) / (12 * ROW_STEP)
+        if moving.size or still.size:
+            Q = self._points(q, moving, still)
+            G = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), 2 * still.size)
+            Gq[:, moving] = np.einsum("ksv,s->vk", G.reshape(moving.size, len(weights), nv), weights) / (12 * ROW_STEP)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
         try:
             da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
@@ -567,16 +574,14 @@ def switch_margins(r, jar: np.ndarray, state: np.ndarray) -> np.ndarray:
     f = slice(r.ne, r.ne + r.nf)
     Rf = r.R[f] * r.frictionloss[f]
     edge += np.where(state[f] == constraint.QUADRATIC, np.minimum(jar[f] + Rf, Rf - jar[f]), np.abs(np.abs(jar[f]) - Rf)).tolist()
-    i = r.ne + r.nf
-    while i < r.nefc:
-        if r.type[i] != constraint.CONTACT_ELLIPTIC:
-            edge.append(abs(jar[i]))
-            i += 1
-            continue
+    rest = np.arange(r.ne + r.nf, r.nefc)
+    elliptic = r.type[rest] == constraint.CONTACT_ELLIPTIC
+    edge.append(np.abs(jar[rest[~elliptic]]).min(initial=np.inf))        # one-sided rows: |jar|
+    first = rest[elliptic][r.contact_row[r.id[rest[elliptic]]] == rest[elliptic]]
+    for i in first.tolist():                                              # each elliptic contact's first row
         dim, mu, _, U = constraint.elliptic_coordinates(r, i, jar)
         N, T = U[0], float(np.sqrt(U[1:] @ U[1:]))
         edge.append(min(abs(N - mu * T), abs(mu * N + T)) / np.sqrt(1 + mu * mu))
-        i += dim
     limits = np.flatnonzero((r.type == constraint.LIMIT_JOINT) | (r.type == constraint.LIMIT_TENDON))
     first = np.r_[limits, r.contact_row[r.contact_row >= 0]].astype(np.intp)   # a contact's distance is its first row's
     leave = (r.margin - r.pos)[first]
@@ -737,17 +742,20 @@ def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
     actuator part sum_k moment_k^T (b2 + g2 x_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in
     each term, x the _Inputs; g2 a muscle's dgain/dvelocity for a muscle gain; acts posed at q) changes with x_k by
     g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or the joint's total is at its
-    actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives K da/dy = df/dy + h d(D a)/dy."""
-    _, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
+    actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives K da/dy = df/dy + h d(D a)/dy: zero
+    without a velocity gain (none affine in velocity, no muscle)."""
     g2 = np.where(acts.gaintype == AFFINE, acts.gain[:, 2], 0.0)
     m = acts.gaintype == MUSCLE
+    if not (g2.any() or m.any()):
+        return np.zeros((model.nv, acts.nu)), np.zeros((model.nv, acts.na))
+    _, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
     if m.any():                                        # a muscle's dgain/dvelocity (mjd_muscleGain_vel)
         length, velocity = actuation.lengths_velocities(acts, q, qd)
         g2[m] = actuation.muscle_gain(length[m], velocity[m], acts.lengthrange[m], acts.acc0[m], acts.gainprm[m],
                                       derivative=True)
     g2 = np.where(free & ~forces.joint_saturated(acts, f), g2, 0.0)
-    outer = np.einsum("ki,kj->kij", acts.moment, acts.moment) * forward.dof_pattern(model)
-    W = (g2[:, None] * (outer @ a)).T                  # (nv, nu): column k is g2_k (pattern * m_k m_k^T) a
+    moment = np.asarray(acts.moment)                   # column k of W (nv, nu): g2_k m_k * (pattern (m_k * a))
+    W = (g2[:, None] * moment * ((moment * a) @ forward.dof_pattern(model).T)).T
     return W @ x.x_u, W @ x.x_a
 
 
@@ -845,10 +853,12 @@ def _retraction(model: Model, w: np.ndarray, s: float):
     Ad, Jw = np.eye(model.nv), s * np.eye(model.nv)
     if not np.isfinite(s * w).all():
         return np.full_like(Ad, np.nan), np.full_like(Jw, np.nan)
-    for a in model.coords.quat_v.tolist():
-        k = slice(a, a + 3)
-        phi = s * w[k]
-        Ad[k, k], Jw[k, k] = so3_exp(phi).T, s * so3_right_jacobian(phi)
+    if model.coords.quat_v.size:                       # every quaternion's blocks at once
+        _, iv = model.coords.quats()
+        phi = s * w[iv]
+        R, Jr = so3_exp(phi), so3_right_jacobian(phi)
+        Ad[iv[:, :, None], iv[:, None, :]] = np.swapaxes(R, -1, -2)
+        Jw[iv[:, :, None], iv[:, None, :]] = s * Jr
     return Ad, Jw
 
 
