@@ -20,7 +20,9 @@ kernel (which makes the poses too) / (mj_kinematics + mj_collision) (below 1: ph
 (c) Two meshes of 2,000 vertices each (hulls of points on a sphere of 5 cm) overlapping by 1 mm at 16 random
 orientations: microseconds per state as in (b).
 
-(a): best of 3 rounds, wall clock (threads); (b), (c): best of 5 rounds of CPU time (one thread: on a loaded machine
+(a): best of 3 rounds, wall clock (threads); "cpu": the same ratio of the best rounds' CPU time (every thread's: on a
+loaded machine the wall clock of threads counts the other processes' turns; equal to the wall clock's ratio when each
+side keeps its threads busy); (b), (c): best of 5 rounds of CPU time (one thread: on a loaded machine
 the wall clock of a long round counts other processes' turns, which a short one escapes); on a shared machine expect
 +-20% between runs.
 """
@@ -32,7 +34,6 @@ import time
 
 import mujoco
 import numpy as np
-from bench_contact import best  # the best of 3 rounds, wall clock
 from mujoco import rollout as mj_rollout
 
 from physai import collision, engine, integrators, models
@@ -51,6 +52,16 @@ def cpu_seconds(fn) -> float:
 
 def cpu_best(fn, rounds: int = 5) -> float:
     return min(cpu_seconds(fn) for _ in range(rounds))
+
+
+def both_best(fn, rounds: int = 3) -> tuple[float, float]:
+    """(best wall clock, best CPU time) of rounds of fn() [s]; the CPU time sums every thread of the process."""
+    walls, cpus = [], []
+    for _ in range(rounds):
+        wall, cpu = time.perf_counter(), time.process_time()
+        fn()
+        walls.append(time.perf_counter() - wall), cpus.append(time.process_time() - cpu)
+    return min(walls), min(cpus)
 
 
 def pile(rng: np.random.Generator) -> mujoco.MjModel:
@@ -102,10 +113,10 @@ def time_pile(n: int, steps: int, threads: int) -> str:
         run = physai_run()
         apart = np.abs(run.q[0, 1:] - state[0, :, 1:1 + m.nq]).max(axis=1) > 1e-9
         first = int(apart.argmax()) + 1 if apart.any() else None       # the first step differing by more than 1e-9
-        t_mj = best(lambda: r.rollout(m, datas, start, nstep=steps))
-    t_physai = best(physai_run)
+        t_mj, c_mj = both_best(lambda: r.rollout(m, datas, start, nstep=steps))
+    t_physai, c_physai = both_best(physai_run)
     return (f"{n:>5} {steps:>5} {run.ncon.max():>8} {str(first):>7} {n * steps / t_physai:>11.0f} {n * steps / t_mj:>11.0f} "
-            f"{t_mj / t_physai:>6.2f}")
+            f"{t_mj / t_physai:>6.2f} {c_mj / c_physai:>6.2f}")
 
 
 def g1_states(rng: np.random.Generator, n: int):
@@ -196,7 +207,7 @@ def main() -> None:
     print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}, "
           f"{threads} threads for batches; mujoco {mujoco.__version__}, numpy {np.__version__}")
     print("\n(a) the pile of 40 convex bodies: steps per second of all trajectories; ratio = physai / MuJoCo")
-    print(f"{'traj':>5} {'steps':>5} {'contacts':>8} {'apart':>7} {'physai':>11} {'rollout':>11} {'ratio':>6}")
+    print(f"{'traj':>5} {'steps':>5} {'contacts':>8} {'apart':>7} {'physai':>11} {'rollout':>11} {'ratio':>6} {'cpu':>6}")
     print(time_pile(args.trajectories, args.steps, threads))
     rng = np.random.default_rng(0)
     print("\n(b), (c) microseconds per state, one state per call; ratio = physai's kernel / (mj_kinematics + mj_collision)")

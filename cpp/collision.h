@@ -41,6 +41,7 @@ struct CollisionWork : PoseWork {
     int64_t near_missing = -1;
     ConvexMesh mesh1, mesh2;             // a pair's meshes (collide), kept here: not cleared for every pair
     HField hfield;
+    CcdRoom ccd_room;                    // the convex pairs' polytope and multi-contact lists, refilled pair after pair
     std::vector<char> every;             // the groups tested in every state: always tested or with explicit pairs
     int order_axis = -1;                 // the axis w.order was last sorted along (broad_phase starts from that order)
     explicit CollisionWork(const Model &m) : PoseWork(m) {
@@ -271,6 +272,7 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
               &w.gmat[size_t(9 * g2)], m.geom_size + 3 * g2, margin + gap};
     pair.type1 = m.geom_type[g1], pair.type2 = m.geom_type[g2];
     pair.ccd_tolerance = m.opt_ccd_tolerance, pair.ccd_iterations = m.opt_ccd_iterations, pair.multiccd = m.opt_multiccd != 0;
+    pair.room = &w.ccd_room;
     if (m.geom_type[g1] == GEOM_MESH) {
         if (m.geom_dataid[g1] < 0) return;                            // not a candidate collision.candidates makes
         w.mesh1 = convex_mesh(m, m.geom_dataid[g1]), pair.mesh1 = &w.mesh1;

@@ -82,6 +82,11 @@ struct FactorLayout {
     std::vector<uint16_t> Lrun;
 };
 
+// the dof and row indices of one island, ascending (island.h)
+struct Island {
+    std::vector<int> dofs, rows;
+};
+
 struct ConstraintWork {
     Data<double> d;
     const Data<double> *stages = nullptr;           // the velocity stages the rows read: another workspace's, or d
@@ -92,7 +97,7 @@ struct ConstraintWork {
     std::vector<double> acc, J1, J2, Jd;
     CollisionWork col;                              // MuJoCo's body frames (equalities' anchors, welds' quaternions), contacts
     std::vector<char> mark;
-    std::vector<int> cols;
+    std::vector<int> cols;                          // a contact's columns (nv) and its two chains' (nv after them)
     // the solver: M (nv x nv, crb's; inverse.h makes it on first use); M on the tree's pattern (Mt: the model's sparse
     // layout of M, forward.h; entry (i, j) of an ancestor j of i at M_rowadr[i] + depth(j), depth(j) = M_rownnz[j] - 1),
     // its factor in d.qL, d.qLinv;
@@ -133,6 +138,13 @@ struct ConstraintWork {
     std::vector<double> all_Mt;
     Vec<double> all_qL, all_qLinv;
     int all_nv = 0;                                 // the model's nv while an island runs alone (0: none)
+    // the islands of the state (solve_with) and solve_islands' gathered vectors (nv or nefc) and every row set aside
+    // while an island's rows are in r: room kept from step to step (workspace only, C++: the NumPy text makes them
+    // afresh; no allocation per step)
+    std::vector<Island> islands;
+    std::vector<double> gather_start, gather_warm, gather_qfrc, gather_qacc, gather_force;
+    std::vector<int> gather_state;
+    Rows all_rows;
     std::vector<uint64_t> pgs_magic;                                   // the PGS shuffle's moduli (solver.h's mod_magics)
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
     // SmoothLayout blocks
@@ -144,7 +156,7 @@ struct ConstraintWork {
         r.nv = m.nv;
         acc.resize(6 * (size_t(m.nlink) + 1));
         for (auto *x : {&J1, &J2, &Jd}) x->resize(6 * V);
-        mark.assign(V, 0), cols.resize(V);
+        mark.assign(V, 0), cols.resize(2 * V);
         for (auto *x : {&Mt, &LHt}) x->resize(size_t(tree_nnz(m)));
         g.resize(V), xt.resize(V), LHinv.resize(V);
         for (auto *y : {&c, &qfrc_smooth, &qacc_smooth, &qacc, &Ma, &grad, &step, &v, &Mv, &tmp, &x}) y->resize(V);
@@ -678,6 +690,22 @@ inline void row_dofs(const Rows &r, char *dofs) {
         if (r.val[size_t(k)] != 0) dofs[r.cols[size_t(k)]] = 1;
 }
 
+// the dofs of the chains ending at dofs e1 and e2 (-1: none) that move one of them only (mark not 3), ascending, into
+// cols; their number. Each chain walked up from its end is descending (a dof's parent precedes it), so the two merged
+// from their smallest ends give the sorted columns (as sorting them would) without a sort; room: nv ints
+inline int merged_chains(const Model &m, const char *mark, int64_t e1, int64_t e2, int *cols, int *room) {
+    int n1 = 0, n2 = 0;
+    for (int64_t j = e1; j >= 0; j = m.dof_parentid[j])
+        if (mark[j] != 3) room[n1++] = int(j);
+    int *chain2 = room + n1;
+    for (int64_t j = e2; j >= 0; j = m.dof_parentid[j])
+        if (mark[j] != 3) chain2[n2++] = int(j);
+    int n = 0;
+    while (n1 > 0 || n2 > 0)                                           // the smaller of the two chains' last entries
+        cols[n++] = n2 == 0 || (n1 > 0 && room[n1 - 1] < chain2[n2 - 1]) ? room[--n1] : chain2[--n2];
+    return n;
+}
+
 // the constraint rows of the state (q, qd) whose velocity stages w.d holds (or *w.stages), with the contacts con, in
 // MuJoCo's order, with their impedance, regulariser and reference acceleration (constraint.rows); J dense too when
 // dense (else its compressed rows alone); the caller checks the model has no constraint physai does not model.
@@ -781,11 +809,7 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
         for (int64_t j = e2; j >= 0 && !moves; j = m.dof_parentid[j]) moves = mark[j] != 3;
         if (moves) {
             // the columns of the dofs that move one body only, ascending; Jd = J2 - J1 there ((Jp; Jr) per column)
-            int *cols = w.cols.data(), n = 0;
-            for (int64_t e : {e1, e2})
-                for (int64_t j = e; j >= 0; j = m.dof_parentid[j])
-                    if (mark[j] != 3) cols[n++] = int(j);
-            std::sort(cols, cols + n);
+            int *cols = w.cols.data(), n = merged_chains(m, mark, e1, e2, cols, cols + nv);
             double *Jd = w.Jd.data(), r1[3] = {0, 0, 0}, r2[3] = {0, 0, 0};
             world_offset(m, d, b1, p, r1), world_offset(m, d, b2, p, r2);
             for (int k = 0; k < n; k++) {

@@ -396,8 +396,8 @@ inline Witness witness_on_face(const V3 &v, const V3 &origin, const V3 &n, const
 
 // the polygon clipped by the half space <p - a, pn> > -1e-15 of one edge (Sutherland-Hodgman): a vertex inside kept,
 // and where an edge PQ crosses the plane, P + (Q - P) d_P / (d_P - d_Q) (d: <p - a, pn>)
-inline std::vector<V3> clip(const std::vector<V3> &polygon, const V3 &a, const V3 &pn) {
-    std::vector<V3> out;
+inline void clip(const std::vector<V3> &polygon, const V3 &a, const V3 &pn, std::vector<V3> &out) {
+    out.clear();
     for (size_t i = 0; i < polygon.size(); i++) {
         const V3 &P = polygon[i], &Q = polygon[(i + 1) % polygon.size()];
         double dP = dot3(P - a, pn), dQ = dot3(Q - a, pn);
@@ -410,18 +410,31 @@ inline std::vector<V3> clip(const std::vector<V3> &polygon, const V3 &a, const V
             if (inside2) out.push_back(Q);
         }
     }
-    return out;
 }
+
+// the room multi-contact refills pair after pair (workspace only, C++: the NumPy text makes these lists afresh; kept by
+// the caller, collision.h's CollisionWork, so that no pair allocates): EPA's polytope, the polygon being clipped and its
+// clipped copy, the features' normals, edges, far ends and face ids
+struct CcdRoom {
+    Polytope polytope;
+    std::vector<V3> polygon, clipped, n1, n2, edges, ends;
+    std::vector<int64_t> faces1, faces2;
+};
 
 // the contacts of face2 (a polygon or an edge) on face1 (normal n): face2 clipped by the planes through face1's edges
 // along n, its points within margin of face1's plane kept, each a witness pair; more than 4: the largest
 // quadrilateral's; an edge's: its two farthest points (convex.polygon_clip)
 inline std::vector<Witness> polygon_clip(const std::vector<V3> &face1, const std::vector<V3> &face2, const V3 &n,
-                                         const V3 &direction, double margin) {
+                                         const V3 &direction, double margin, CcdRoom &room) {
     std::vector<Witness> out;
     if (face1.size() < 3) return out;
-    std::vector<V3> polygon = face2, kept;
-    for (size_t e = 0; e < face1.size(); e++) polygon = clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % face1.size()], n));
+    std::vector<V3> &polygon = room.polygon, &clipped = room.clipped;   // clipped edge by edge between the two
+    std::vector<V3> kept;
+    polygon.assign(face2.begin(), face2.end());
+    for (size_t e = 0; e < face1.size(); e++) {
+        clip(polygon, face1[e], plane_normal(face1[e], face1[(e + 1) % face1.size()], n), clipped);
+        std::swap(polygon, clipped);
+    }
     for (const V3 &p : polygon)
         if (dot3(p - face1[0], n) <= margin) kept.push_back(p);         // within margin of face1's plane
     if (kept.size() > size_t(MAX_POLYGON_CONTACTS)) {
@@ -489,12 +502,13 @@ inline void edge_points(const CcdObject &o, const Simplex &face, int side, doubl
 // a margin, the line moved by half of it along that face's normal, its points within the margin kept and the witness
 // pairs grown back (convex.capsule_on_face)
 inline std::vector<Witness> capsule_on_face(const Status &status, const CcdObject &o1, const CcdObject &o2,
-                                            const std::vector<V3> &n2, const std::vector<int64_t> &faces2, double margin) {
+                                            const std::vector<V3> &n2, const std::vector<int64_t> &faces2, double margin,
+                                            CcdRoom &room) {
     size_t i, j;
     if (!aligned_face_edge({V3{o1.mat[2], o1.mat[5], o1.mat[8]}}, n2, status.x2 - status.x1, i, j)) return {};
     std::vector<V3> side = capsule_side(o1, status.x1);
     for (V3 &end : side) end = end + n2[j] * (0.5 * margin);           // onto the bare capsule
-    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), side, n2[j], -n2[j], margin);
+    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), side, n2[j], -n2[j], margin, room);
     for (Witness &w : found) std::swap(w.x1, w.x2);                     // the faces were swapped
     return inflate_witnesses(found, -n2[j], margin);
 }
@@ -502,7 +516,8 @@ inline std::vector<Witness> capsule_on_face(const Status &status, const CcdObjec
 // MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders, or of a capsule (geom 1) with a cylinder
 // or a mesh (capsule_on_face), from EPA's last face (or GJK's last simplex), the bare geoms' features clipped, points
 // within margin kept, or none (keep ccd's one)
-inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2, double margin) {
+inline std::vector<Witness> multicontact(const Status &status, const CcdObject &o1, const CcdObject &o2, double margin,
+                                         CcdRoom &room) {
     std::vector<Witness> none;
     for (const CcdObject *o : {&o1, &o2})
         if (o->kind == GEOM_MESH && !static_cast<const ConvexMesh *>(o->mesh)->npoly) return none;
@@ -512,19 +527,20 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     for (int k = 0; k < 3; k++) ids1[k] = face[size_t(k)].index1, ids2[k] = face[size_t(k)].index2;
     edge_points(o1, face, 0, margin, p1), edge_points(o2, face, 1, margin, p2);
     int dim1 = simplex_dim(ids1, p1), dim2 = simplex_dim(ids2, p2);
-    std::vector<V3> n1, n2, edges, ends;
-    std::vector<int64_t> faces1, faces2;
+    std::vector<V3> &n1 = room.n1, &n2 = room.n2, &edges = room.edges, &ends = room.ends;   // the room's, emptied
+    std::vector<int64_t> &faces1 = room.faces1, &faces2 = room.faces2;
+    n1.clear(), n2.clear(), edges.clear(), ends.clear(), faces1.clear(), faces2.clear();
     feature_normals(o2, dim2, ids2, status.x2 - status.x1, n2, faces2);
-    if (o1.kind == GEOM_CAPSULE) return capsule_on_face(status, o1, o2, n2, faces2, margin);   // a capsule's side on a face of 2
+    if (o1.kind == GEOM_CAPSULE) return capsule_on_face(status, o1, o2, n2, faces2, margin, room);   // a capsule's side on a face of 2
     feature_normals(o1, dim1, ids1, status.x1 - status.x2, n1, faces1);
     size_t i, j;
     if (aligned_faces(n1, n2, i, j))                                   // face on face
-        return inflate_witnesses(polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j], margin),
+        return inflate_witnesses(polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j], margin, room),
                                  -n2[j], margin);
     if (dim1 < 3) {                                                    // an edge of 1 on a face of 2
         edge_normals(o1, dim1, p1, ids1[0], edges, ends);
         if (aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) {
-            std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin);
+            std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin, room);
             for (Witness &w : found) std::swap(w.x1, w.x2);             // the faces were swapped
             return inflate_witnesses(found, -n2[j], margin);
         }
@@ -533,7 +549,7 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
         edges.clear(), ends.clear();
         edge_normals(o2, dim2, p2, ids2[0], edges, ends);
         if (aligned_face_edge(edges, n1, status.x1 - status.x2, i, j))
-            return inflate_witnesses(polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j], margin), n1[j],
+            return inflate_witnesses(polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j], margin, room), n1[j],
                                      margin);
     }
     return none;
@@ -582,12 +598,14 @@ inline std::vector<Witness> witnesses(const Status &status) {
 void convex_pair(const Pair &p, std::vector<PreContact> &out) {
     CcdObject o1 = make_object(p.type1, p.pos1, p.mat1, p.size1, p.mesh1, p.margin);
     CcdObject o2 = make_object(p.type2, p.pos2, p.mat2, p.size2, p.mesh2, p.margin);
-    Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations);
+    CcdRoom local;                                                     // the caller's room, else one made here
+    CcdRoom &room = p.room ? *p.room : local;
+    Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations, &room.polytope);
     std::vector<Witness> found;
     bool shallow = status.shallow && status.dist < 0;                  // a capsule touching, its segment apart
     bool apart = p.margin > 0 && !status.simplex.empty() && status.dist < MAX_LIMIT;   // within the margin: GJK's simplex
     if (polygon_pair(p.type1, p.type2, p.multiccd) && (!status.face.empty() || shallow || apart))
-        found = multicontact(status, o1, o2, p.margin);
+        found = multicontact(status, o1, o2, p.margin, room);
     contact(found.empty() ? witnesses(status) : found, p.margin, out);
 }
 
@@ -682,7 +700,7 @@ void hfield_convex(const Pair &p, std::vector<PreContact> &out) {
                     prism.vert[5][2] < lo[2] - margin)
                     continue;                                          // wholly below the geom and its margin
                 o1.pos = prism_center(prism);
-                Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations);
+                Status status = ccd(o1, o2, p.ccd_tolerance, p.ccd_iterations, p.room ? &p.room->polytope : nullptr);
                 if (contact(witnesses(status), margin, out)) {         // back to the world: R1 x + p1
                     PreContact &con = out.back();
                     double pos[3] = {con.pos[0], con.pos[1], con.pos[2]};

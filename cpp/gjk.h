@@ -671,8 +671,8 @@ inline void inflate(Status &status, double margin1, double margin2) {
 double shrink(CcdObject &o);
 void restore(CcdObject &o);
 
-// MuJoCo's mjc_ccd for one contact
-inline Status ccd(CcdObject &o1, CcdObject &o2, double tolerance, int64_t iterations) {
+// MuJoCo's mjc_ccd for one contact; room: the caller's polytope to refill (null: one made here)
+inline Status ccd(CcdObject &o1, CcdObject &o2, double tolerance, int64_t iterations, Polytope *room = nullptr) {
     Status status;
     status.tolerance = tolerance, status.max_iterations = iterations;
     status.x1 = o1.pos, status.x2 = o2.pos;
@@ -694,8 +694,12 @@ inline Status ccd(CcdObject &o1, CcdObject &o2, double tolerance, int64_t iterat
     gjk(status, o1, o2);
     if (status.dist <= tolerance && status.simplex.size() > 1 && !status.separated) {
         status.dist = 0.0;                                              // touching at least
-        Polytope pt;
-        pt.max_faces = 6 * iterations;
+        // the polytope in the caller's room, emptied (workspace only, C++: no allocation per pair; the NumPy text makes
+        // a new Polytope, the same values)
+        Polytope local;
+        Polytope &pt = room ? *room : local;
+        pt.max_faces = 6 * iterations, pt.center = V3{};
+        pt.verts.clear(), pt.faces.clear(), pt.map.clear(), pt.horizon.clear();
         pt.verts.reserve(64), pt.faces.reserve(256), pt.map.reserve(256), pt.horizon.reserve(64);   // room made once
         int ret = status.simplex.size() == 2 ? polytope2(pt, status, o1, o2)
                 : status.simplex.size() == 3 ? polytope3(pt, status, o1, o2) : polytope4(pt, status, o1, o2);

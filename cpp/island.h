@@ -23,11 +23,6 @@
 namespace physai {
 namespace {
 
-// the dof and row indices of one island, ascending
-struct Island {
-    std::vector<int> dofs, rows;
-};
-
 // the tree of each dof (nv): the index of the link carrying its tree's root body
 inline void dof_trees(const Model &m, std::vector<int64_t> &trees) {
     trees.resize(size_t(m.nv));
@@ -92,7 +87,8 @@ inline void partition(const Model &m, const Rows &r, std::vector<Island> &island
     int64_t n = 0;
     for (int64_t t = 0; t < m.nlink; t++)
         if (parent[size_t(t)] == t) number[size_t(t)] = n++;
-    islands.assign(size_t(n), Island{});
+    islands.resize(size_t(n));                                         // emptied, their room kept
+    for (Island &island : islands) island.dofs.clear(), island.rows.clear();
     for (int j = 0; j < m.nv; j++) {
         int64_t t = trees[size_t(j)];
         if (parent[size_t(t)] >= 0) islands[size_t(number[size_t(tree_root(parent, t))])].dofs.push_back(j);

@@ -112,6 +112,7 @@ inline HField hfield_of(const Model &m, int64_t i) {
 }
 
 // a pair's geoms: world positions, axes (3x3, rows), sizes, geom 2's convex mesh (a mesh geom), the margin
+struct CcdRoom;                                       // convex.h: the convex pairs' scratch room
 struct Pair {
     const double *pos1, *mat1, *size1, *pos2, *mat2, *size2;
     double margin;
@@ -121,6 +122,7 @@ struct Pair {
     double ccd_tolerance = 1e-6;
     int64_t ccd_iterations = 35;
     bool multiccd = true;                             // MuJoCo's multi-contact (mjDSBL_MULTICCD off)
+    CcdRoom *room = nullptr;                          // the convex pairs' room kept by the caller (null: made per pair)
 };
 
 inline void plane_sphere(const Pair &p, std::vector<PreContact> &out) {

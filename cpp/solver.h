@@ -1649,8 +1649,12 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
         tree_pack(m, M, w.Mt.data());
         if (!factor_mass(m, w)) return SINGULAR;
     }
-    std::vector<double> start, warm(static_cast<size_t>(nv)), qfrc(w.qfrc_smooth), qacc(qfrc), force(static_cast<size_t>(n));
-    std::vector<int> state(static_cast<size_t>(n));
+    // the gathered vectors in w's room (refilled, not allocated)
+    std::vector<double> &start = w.gather_start, &warm = w.gather_warm, &qfrc = w.gather_qfrc, &qacc = w.gather_qacc,
+                        &force = w.gather_force;
+    std::vector<int> &state = w.gather_state;
+    start.clear(), warm.assign(size_t(nv), 0.0), qfrc.assign(w.qfrc_smooth.begin(), w.qfrc_smooth.end());
+    qacc.assign(qfrc.begin(), qfrc.end()), force.assign(size_t(n), 0.0), state.assign(size_t(n), 0);
     bool started = island_start(m, w, warmstart, start);
     tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc.data());
     const bool gather = gathers_islands(m);
@@ -1661,7 +1665,9 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
         w.all_nv = nv;
     }
     const std::vector<double> &Mt = gather ? w.all_Mt : w.Mt;
-    Rows all = std::move(w.r);
+    // all rows set aside in w.all_rows; w.r takes the islands' rows in the room they had last step
+    std::swap(w.r, w.all_rows);
+    Rows &all = w.all_rows;
     w.r.con = std::move(all.con), w.r.contact_mu = std::move(all.contact_mu);   // every island's, not copied per island
     sol = Solution{0, 0.0, true};
     int status = OK;
@@ -1692,9 +1698,9 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
         w.all_nv = 0;
     }
     all.con = std::move(w.r.con), all.contact_mu = std::move(w.r.contact_mu), w.layout_slot = 0;
-    w.r = std::move(all), w.qfrc_smooth = qfrc;
+    std::swap(w.r, w.all_rows), w.qfrc_smooth.assign(qfrc.begin(), qfrc.end());
     std::copy(qacc.begin(), qacc.end(), w.qacc.begin());
-    w.force = force, w.state = state;
+    w.force.assign(force.begin(), force.end()), w.state.assign(state.begin(), state.end());
     return status;
 }
 
@@ -1704,7 +1710,7 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
 inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol) {
     if (m.opt_island && w.r.nefc) {
-        std::vector<Island> islands;
+        std::vector<Island> &islands = w.islands;                      // w's room, refilled
         partition(m, w.r, islands);
         if (islands.size() != 1 || islands[0].dofs.size() < size_t(m.nv))
             return solve_islands(m, w, M, warmstart, tolerance, iterations, islands, sol);
