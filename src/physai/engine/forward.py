@@ -255,7 +255,7 @@ class DynamicsEvaluator:
 
     def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts);
-        UnsupportedModelError for the couplings PGS and noslip would leave out (refuse_discrete_couplings)."""
+        UnsupportedModelError for the couplings noslip after Newton or CG would leave out (refuse_discrete_couplings)."""
         x = self.inputs
         if self.constrained:
             refuse_discrete_couplings(self.model, self.actuators)
@@ -265,10 +265,13 @@ class DynamicsEvaluator:
                         skip: np.ndarray | None = None, actuator_damping: bool = True) -> np.ndarray:
         """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve), but those
         with a dof in skip (nv,) bool (the discrete step's bodies that constraint rows or coupled terms reach); the
-        blocks with the actuators' damping (implicitfast) or without it (discrete)."""
+        blocks with the actuators' damping (implicitfast) or without it (discrete; under PGS without the tendon
+        dampers too: explicit_couplings)."""
         x = self.inputs
         actuators = self.actuators if actuator_damping else None
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, actuators, x.ctrl, self.act, skip)
+        tendon_dampers = actuator_damping or not explicit_couplings(self.model)
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, actuators, x.ctrl, self.act, skip,
+                               tendon_dampers)
 
     def tendon_and_input_forces(self, q, qd, act, M, f, potential, tendon_kinematics):
         """(M, f, potential) with the tendons' springs, dampers and armature added (their lengths and Jacobians from
@@ -428,10 +431,13 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
     MuJoCo applies those terms matrix-free, outside its factored metric (the joints' diagonals, the fluid drag), and
     solves a standalone free body with such a dof in the whole metric, not in its own block (discrete). Where they
     couple branches or trees, M + h B + h^2 K leaves the tree's pattern: the solver then solves densely
-    (solver.metric_solve) and joins the coupled trees' islands (island.partition)."""
+    (solver.metric_solve) and joins the coupled trees' islands (island.partition). Under the PGS solver (which needs
+    the metric factored) MuJoCo leaves them out, with or without rows: the factored part alone (explicit_couplings)."""
     B = -passive_velocity_derivative(model, q, qd, tendon_dampers=False)   # joints, fluid drag
     K = np.diag(discrete_stiffness(model))
     B_c, K_c = np.zeros_like(B), np.zeros_like(B)
+    if explicit_couplings(model):                                           # their forces integrate explicitly
+        return B, K, np.zeros(model.nv, bool)
     if model.tendon_stiffness.any() or model.tendon_damping.any():         # J^T diag(b) J, J^T diag(k) J
         length, J = api.tendon_kinematics(model, np.asarray(q, float))
         lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
@@ -445,12 +451,22 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
 
 
 def refuse_discrete_couplings(model, actuators) -> None:
-    """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and the constraint
-    solver is PGS or noslip runs: MuJoCo then leaves those terms out of its factorized metric (physai does not)."""
-    if metric_couplings(model, actuators) and (model.opt.solver == "pgs" or model.opt.noslip_iterations):
-        raise UnsupportedModelError("the discrete integrator with tendon springs, dampers or servo gains under the PGS "
-                                    "solver or noslip (MuJoCo leaves them out of its factorized metric; physai does "
-                                    "not): choose the Newton or CG solver without noslip, or another integrator")
+    """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and noslip runs
+    after a primal solver (Newton, CG): MuJoCo's main solve is then in the whole metric, its post-pass in the factored
+    part alone, which physai does not reproduce (measured 1e-3 off in qd a step with the post-pass in either metric).
+    Under PGS both are in the factored part (explicit_couplings), as physai's."""
+    if metric_couplings(model, actuators) and model.opt.noslip_iterations and not explicit_couplings(model):
+        raise UnsupportedModelError("the discrete integrator with tendon springs, dampers or servo gains and noslip "
+                                    "under the Newton or CG solver (MuJoCo's noslip then works in the factored part of "
+                                    "the metric alone; physai does not): choose the PGS solver or no noslip, or another "
+                                    "integrator")
+
+
+def explicit_couplings(model) -> bool:
+    """Whether the discrete step leaves the tendons' and actuators' terms out of its metric, their forces explicit at the
+    step's start (no - h K qd for them): under the PGS solver, whose dual solve needs the metric factored (MuJoCo 4:
+    measured by scripts/discrete_metric_probe.py, the step map's metric the joints' and the fluid's alone)."""
+    return model.opt.solver == "pgs"
 
 
 def metric_couplings(model, actuators) -> bool:
@@ -467,17 +483,19 @@ def compiled_discrete(model, actuators) -> bool:
     return not (metric_couplings(model, actuators) or passive.has_fluid(model))
 
 
-def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:
+def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None,
+                     tendon_dampers: bool = True) -> list:
     """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
     integrator's matrix (which implicitfast leaves the bias out of), B with the fluid's and tendon dampers' parts
     (passive_velocity_derivative): MuJoCo's implicitfast solves these rows in it (mj_implicitSkip's local solve,
     mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
-    qd); dA/dqd unsymmetrized, as MuJoCo's block."""
+    qd); dA/dqd unsymmetrized, as MuJoCo's block. tendon_dampers=False: B without them (the discrete step under PGS,
+    explicit_couplings)."""
     dofs = standalone_free_dofs(model)
     if not dofs:
         return []
     A = None if actuators is None else np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, h))
-    P = passive_velocity_derivative(model, q, qd)      # damping, fluid and tendon dampers (mjd_freeMhat's qDeriv)
+    P = passive_velocity_derivative(model, q, qd, tendon_dampers)   # damping, fluid, tendon dampers (mjd_freeMhat's)
     blocks = []
     for a in dofs:
         block = slice(a, a + 6)
@@ -490,10 +508,10 @@ def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl
 
 
 def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
-                    ctrl=None, act=None, skip: np.ndarray | None = None) -> np.ndarray:
-    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
-    A a = rhs: MuJoCo's implicitfast; the bodies with a dof in skip (nv,) bool keep qacc."""
-    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act)
+                    ctrl=None, act=None, skip: np.ndarray | None = None, tendon_dampers: bool = True) -> np.ndarray:
+    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks, with
+    the tendon dampers or not), A a = rhs: MuJoCo's implicitfast; the bodies with a dof in skip (nv,) bool keep qacc."""
+    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act, tendon_dampers)
     if not blocks:
         return qacc
     qacc = qacc.copy()
