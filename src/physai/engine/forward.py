@@ -90,7 +90,8 @@ def discrete(run, q, qd):
     B, K, coupled = run.discrete_metric(q, qd)
     rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
     M_hat = M + run.h * B + run.h * run.h * K
-    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True)[0]   # the solve in M^
+    slip = noslip_metric(run.model, q, qd, run.h, M, M_hat) if run.constrained else None
+    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip)[0]   # the solve in M^
     skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
     qacc = run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
@@ -189,11 +190,13 @@ class DynamicsEvaluator:
         self.qfrc_actuator = actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
         return self.qfrc_actuator
 
-    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False):
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False,
+                     noslip_metric: np.ndarray | None = None):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
         constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
         step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
-        discrete_h); the dofs the rows move are kept in row_dofs."""
+        discrete_h), noslip's Delassus matrix in noslip_metric when given (noslip_metric); the dofs the rows move are
+        kept in row_dofs."""
         if not self.constrained:
             qacc = solve(M, f)
             self._keep(q, qd, qacc, np.zeros(self.model.nv))
@@ -213,7 +216,7 @@ class DynamicsEvaluator:
                 self.filled = True
             rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None,
                                    step_diagonal=np.diag(M).copy() if discrete else None)
-            solution = solver.solve_with(model, rows, M, f, self.warmstart)
+            solution = solver.solve_with(model, rows, M, f, self.warmstart, noslip_metric=noslip_metric)
             qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
             self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
@@ -254,11 +257,8 @@ class DynamicsEvaluator:
         return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
 
     def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts);
-        UnsupportedModelError for the couplings noslip after Newton or CG would leave out (refuse_discrete_couplings)."""
+        """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts)."""
         x = self.inputs
-        if self.constrained:
-            refuse_discrete_couplings(self.model, self.actuators)
         return discrete_metric_parts(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
@@ -450,16 +450,31 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
     return B + B_c, K + K_c, coupled.any(axis=1)
 
 
+def noslip_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
+    """(nv, nv) the metric of noslip's Delassus matrix J X^-1 J^T in the discrete step M_hat = M + h B + h^2 K after
+    Newton or CG (None: M_hat itself, as when noslip does not run, under PGS or without tendon or actuator terms):
+    MuJoCo 4's post-pass consumes its factored part, the joints' and the fluid's terms (the backbone), with the
+    diagonal of the tendons' and actuators' terms C = M_hat - backbone, X = M_hat - (C - diag C) (measured on MuJoCo's
+    efc_AR to 2e-14 beside 2e-2 for M_hat and 5e-2 for the backbone alone); its a0 and final qacc stay in M_hat."""
+    if not model.opt.noslip_iterations or explicit_couplings(model):
+        return None
+    backbone = M + h * -passive_velocity_derivative(model, q, qd, tendon_dampers=False) + h * h * np.diag(
+        discrete_stiffness(model))
+    C = M_hat - backbone
+    if not C.any():
+        return None
+    return M_hat - C + np.diag(np.diag(C))
+
+
 def refuse_discrete_couplings(model, actuators) -> None:
     """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and noslip runs
-    after a primal solver (Newton, CG): MuJoCo's main solve is then in the whole metric, its post-pass in the factored
-    part alone, which physai does not reproduce (measured 1e-3 off in qd a step with the post-pass in either metric).
-    Under PGS both are in the factored part (explicit_couplings), as physai's."""
+    after a primal solver (Newton, CG), for step_derivatives: its post-pass's Delassus matrix is in another metric
+    (noslip_metric), which physai's derivatives of the constrained solve do not model."""
     if metric_couplings(model, actuators) and model.opt.noslip_iterations and not explicit_couplings(model):
-        raise UnsupportedModelError("the discrete integrator with tendon springs, dampers or servo gains and noslip "
-                                    "under the Newton or CG solver (MuJoCo's noslip then works in the factored part of "
-                                    "the metric alone; physai does not): choose the PGS solver or no noslip, or another "
-                                    "integrator")
+        raise UnsupportedModelError("step_derivatives of the discrete integrator with tendon springs, dampers or servo "
+                                    "gains and noslip under the Newton or CG solver (MuJoCo's noslip then works in the "
+                                    "factored part of the metric; physai's derivatives do not): choose the PGS solver "
+                                    "or no noslip, or another integrator")
 
 
 def explicit_couplings(model) -> bool:
