@@ -589,6 +589,25 @@ def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case):
             assert_close(out["native"][k], out["numpy"][k], 1e-10)
 
 
+def test_discrete_step_derivatives_under_pgs_leave_tendons_and_servos_explicit():
+    """Under PGS the discrete step's metric has no tendon or servo terms and a free body's block no tendon dampers
+    (engine.forward.explicit_couplings): step_derivatives of FREE_COUPLED's free bodies (ctrl of either sign) against
+    mjd_transitionFD (centred, mjINT_DISCRETE, PGS, constraints disabled) within 1e-8 (2e-10 seen)."""
+    for xml in FREE_COUPLED.values():
+        m = mujoco.MjModel.from_xml_string(xml)
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        m.opt.solver = mujoco.mjtSolver.mjSOL_PGS
+        model, d = engine.from_mujoco(m), mujoco.MjData(m)
+        q, qd = engine.random_states(model, 1, 7, qd_max=2.0)
+        for sign in (1, -1):
+            ctrl = sign * np.linspace(0.4, 0.7, m.nu)
+            d.qpos[:], d.qvel[:], d.ctrl[:] = q[0], qd[0], ctrl
+            A_mj, B_mj = transition_fd(m, d, "discrete")
+            A, B = derivatives.step_derivatives(model, q[0], qd[0], m.opt.timestep, "discrete", ctrl)
+            assert_close(A, A_mj, 1e-8)
+            assert_close(B, B_mj, 1e-8)
+
+
 SERVO_ACROSS = """<mujoco><option integrator="discrete" timestep="0.005" tolerance="1e-15"/><worldbody>
   <body pos="0 0 1"><joint name="r" axis="0 0 1"/><geom size=".05"/>
     <body pos=".3 0 0"><joint name="h" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 0 0 -.3" size=".05"/></body>

@@ -818,21 +818,24 @@ def test_discrete_free_bodies_the_metric_couples_follow_mj_step(case, backend):
         assert np.abs(traj.q[1:] - Q).max() < bound and np.abs(traj.qd[1:] - QD).max() < bound
 
 
-def discrete_cross_tree_model(seed: int, limits: bool = False, islands: bool = True) -> mujoco.MjModel:
+def discrete_cross_tree_model(seed: int, limits: bool = False, islands: bool = True,
+                              friction: bool = False) -> mujoco.MjModel:
     """Random trees that the discrete metric couples: a branched tree (a hinge root, two branches of hinges and slides,
     one with a ball), a chain of a hinge and a slide, and a standalone free body; a fixed tendon over joints of both
     branches and the chain, spatial tendons from a branch to the chain and from the chain to the free body, each with a
     random spring (a dead band for the fixed one) and damper, position and velocity servos on two of them; with
     `limits` a limited hinge in each jointed tree pressed past its range (rows, islands joined by the metric), islands
-    on or off. Solver tolerance 1e-15 (MuJoCo solves the metric's couplings iteratively to its tolerance)."""
+    on or off; with `friction` friction loss on the hinges and the free body resting on a floor (friction rows, for
+    noslip). Solver tolerance 1e-15 (MuJoCo solves the metric's couplings iteratively to its tolerance)."""
     rng = np.random.default_rng(seed)
     num = lambda *x: " ".join(f"{v:.6g}" for v in x)                                    # noqa: E731
     lim = ' limited="true" range="-.2 .2"' if limits else ""
 
     def joint(name, kind, extra=""):
         spring = "" if kind == "ball" else f' stiffness="{num(rng.uniform(0, 3))}"'    # physai: hinges and slides
+        loss = ' frictionloss=".3"' if friction and kind == "hinge" else ""
         return (f'<joint name="{name}" type="{kind}" axis="{num(*rng.normal(size=3))}" damping="{num(rng.uniform(0, .5))}"'
-                f'{spring}{extra}/>')
+                f'{spring}{extra}{loss}/>')
 
     def link(inner, name, kind, extra="", site=""):
         return (f'<body pos="{num(*rng.uniform(-.2, .2, 3))}">{joint(name, kind, extra) if kind else ""}'
@@ -843,7 +846,9 @@ def discrete_cross_tree_model(seed: int, limits: bool = False, islands: bool = T
     right = link(link("", "b2", "ball"), "b1", "slide")
     branched = link(left + right, "r", "hinge")
     chain = link(link("", "c2", "slide", "", '<site name="sc" pos="0 .1 0"/>'), "c1", "hinge", lim)
-    free = '<body pos="1 .5 .3"><freejoint/><geom type="box" size=".1 .2 .05"/><site name="sf" pos=".1 0 0"/></body>'
+    contact = ' contype="1" conaffinity="1"' if friction else ""
+    free = (f'<body pos="1 .5 .3"><freejoint/><geom type="box" size=".1 .2 .05"{contact}/><site name="sf" pos=".1 0 0"/>'
+            '</body>' + ('<geom type="plane" size="5 5 .1" pos="0 0 .2501" contype="1" conaffinity="1"/>' if friction else ""))
     coefs = "".join(f'<joint joint="{j}" coef="{num(rng.normal())}"/>' for j in ("a1", "a2", "b1", "c1", "c2"))
     low = rng.uniform(-.3, .3)
     spring = lambda: f'stiffness="{num(rng.uniform(0, 40))}" damping="{num(rng.uniform(0, 2))}"'      # noqa: E731
@@ -912,11 +917,79 @@ def test_discrete_integrator_with_fluid_forces_follows_mj_step(seed, backend):
     assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("noslip", [0, 5])
+@pytest.mark.parametrize("seed", range(3))
+def test_discrete_metric_under_pgs_leaves_tendons_and_servos_explicit(seed, noslip, backend):
+    """Under PGS (a dual solver: it needs the metric factored) MuJoCo 4's discrete step leaves the tendons' and
+    servos' terms out of M + h B + h^2 K, their forces explicit at the step's start (no - h K qd for them), and a
+    standalone free body's block without the tendon dampers (engine.forward.explicit_couplings; measured by
+    scripts/discrete_metric_probe.py: its metric the joints' alone to 4e-13; before, refused): random
+    discrete_cross_tree_model scenes with limit rows, friction loss and a free body's contacts on a floor, the tendons
+    coupling branches, trees and the free body, solver and noslip tolerance 1e-15, with and without noslip (in the
+    same factored metric): 100 steps of simulate within 1e-10 of mj_step in q and qd (5.7e-13 seen), one step within
+    1e-12 (9e-14 seen)."""
+    m = discrete_cross_tree_model(seed, True, True, friction=True)
+    m.opt.solver, m.opt.noslip_iterations, m.opt.noslip_tolerance = mujoco.mjtSolver.mjSOL_PGS, noslip, 1e-15
+    model, q0, qd0, ctrl, nefc, Q, QD = cross_tree_start(m, seed, True)
+    assert model.opt.solver == "pgs" and nefc > 0
+    traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+    assert traj.ncon[0] > 0
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
+    q1, qd1 = run(backend, integ.step, model, q0, qd0, ctrl=ctrl)[:2]
+    assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("noslip, noslip_tolerance, islands", [(5, 1e-15, True), (100, 1e-6, True), (5, 1e-15, False)])
+@pytest.mark.parametrize("seed", range(3))
+def test_discrete_noslip_after_newton_uses_the_factored_metric(seed, noslip, noslip_tolerance, islands, backend):
+    """Noslip after Newton in the discrete step: the main solve in the whole metric M^ = M + h B + h^2 K, the
+    post-pass's Delassus matrix J X^-1 J^T in its factored part with the diagonal of the tendons' and servos' terms
+    (engine.forward.noslip_metric; MuJoCo's efc_AR measured equal to 2e-14), a0 and the final qacc in M^ (before,
+    refused; noslip in M^ was 1.2 off in qd a step): discrete_cross_tree_model scenes with limits, friction loss and
+    contacts, islands on and off, noslip stopped at 5 sweeps (tolerance 1e-15) or converged to 1e-6 (at 100 sweeps and
+    1e-15 the sweep where rounding stops it differs: 2e-8 seen, not tested): 100 steps of simulate within 1e-10 of
+    mj_step in q and qd (6e-12 seen), one step within 1e-12 (5.4e-13 seen)."""
+    m = discrete_cross_tree_model(seed, True, islands, friction=True)
+    m.opt.noslip_iterations, m.opt.noslip_tolerance = noslip, noslip_tolerance
+    model, q0, qd0, ctrl, nefc, Q, QD = cross_tree_start(m, seed, True)
+    assert model.opt.solver == "newton" and model.opt.noslip_iterations == noslip
+    traj = run(backend, integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+    assert traj.ncon[0] > 0
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
+    q1, qd1 = run(backend, integ.step, model, q0, qd0, ctrl=ctrl)[:2]
+    assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+
+
+@pytest.mark.parametrize("constraints", [False, True])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_discrete_pgs_servos_and_free_bodies_follow_mj_step(seed, constraints):
+    """The explicit tendon and servo forces of the discrete step under PGS (engine.forward.explicit_couplings) on
+    discrete_servo_model's chains (position, velocity and affine servos, filters, force limits, a free body), with a
+    limit row, or without constraints (MuJoCo's disable flag: PGS still leaves the terms out, measured), and on
+    test_derivatives' free bodies that a tendon or servo reaches (their blocks without the tendon dampers; the full
+    metric's block was 3e-3 off MuJoCo's): 100 steps within 1e-10 of mj_step and one step within 1e-12, relative to
+    max(1, |qd|) (the servos' qacc reach 4e3: 1.5e-12 absolute seen in qd of 27)."""
+    from test_derivatives import FREE_COUPLED
+    cases = [discrete_servo_model(seed, constraints)] + [mujoco.MjModel.from_xml_string(x) for x in FREE_COUPLED.values()]
+    for m in cases:
+        m.opt.solver, m.opt.tolerance = mujoco.mjtSolver.mjSOL_PGS, 1e-15
+        if not constraints:
+            m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+        model, q0, qd0, ctrl, Q, QD = random_start_and_mj_steps(m, seed, np.random.default_rng(seed))
+        traj = integ.simulate(model, q0, qd0, steps=100, ctrl=ctrl, energy=False, constraints=constraints)
+        scale = max(1.0, np.abs(QD).max())
+        assert np.abs(traj.q[1:] - Q).max() < 1e-10 * scale and np.abs(traj.qd[1:] - QD).max() < 1e-10 * scale
+        assert max(np.abs(traj.q[1] - Q[0]).max(), np.abs(traj.qd[1] - QD[0]).max()) < 1e-12 * scale
+
+
 def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
-    """Muscles (their slopes are not affine), fluid forces on a standalone free body or of the ellipsoid model, tendon
-    springs under PGS (MuJoCo leaves them out of its
-    factorized metric), its inverse, and step_derivatives of a model with muscles: UnsupportedModelError naming the discrete integrator; a
-    model with contacts steps with and without its constraints."""
+    """Muscles (their slopes are not affine), fluid forces on a standalone free body or of the ellipsoid model, its
+    inverse, step_derivatives of a model with muscles, and constrained step_derivatives with tendon springs and noslip
+    under Newton (its post-pass in another metric, which physai's derivatives do not model; simulate steps it):
+    UnsupportedModelError naming the discrete integrator; a model with contacts steps with and without its
+    constraints."""
     model = engine.from_mujoco(discrete_model(0, contacts=True))
     q0, qd0 = model.qpos0, np.zeros(model.nv)
     assert integ.simulate(model, q0, qd0, steps=2).ncon is not None
@@ -929,8 +1002,7 @@ def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
                  "</worldbody>", '<body name="drifter"><freejoint/><geom size=".1"/></body></worldbody>'), "drifter"),
              ('<option integrator="discrete" density="1.2"/>' + arm.replace('<geom size=".1"/>',
                                                                             '<geom size=".1" fluidshape="ellipsoid"/>'),
-              "ellipsoid"),
-             ('<option integrator="discrete" solver="PGS"/>' + arm + tendon, "PGS")]
+              "ellipsoid")]
     for xml, what in cases:
         bad = engine.from_mujoco(mujoco.MjModel.from_xml_string(f"<mujoco>{xml}</mujoco>"))
         with pytest.raises(UnsupportedModelError, match=f"discrete integrator.*{what}|{what}.*discrete integrator"):
@@ -940,6 +1012,12 @@ def test_discrete_integrator_refuses_by_name_what_physai_does_not_model():
         derivatives.step_derivatives(bad, bad.qpos0, np.zeros(bad.nv), ctrl=np.ones(bad.nu))
     with pytest.raises(UnsupportedModelError, match="discrete integrator"):
         inverse.inverse_dynamics(model, q0, qd0, np.zeros(model.nv), dt=0.01, integrator="discrete")
+    slip = engine.from_mujoco(mujoco.MjModel.from_xml_string(
+        f'<mujoco><option integrator="discrete" noslip_iterations="3"/>{arm}{tendon}</mujoco>'))
+    q = slip.qpos0 + np.array([.15, 0])                # past the limit: a row
+    assert np.isfinite(integ.simulate(slip, q, np.ones(2), steps=2).q).all()   # simulates (noslip_metric)
+    with pytest.raises(UnsupportedModelError, match="step_derivatives of the discrete integrator.*noslip"):
+        derivatives.step_derivatives(slip, q, np.ones(2), constraints=True)
 
 
 def discrete_constrained_model(seed: int) -> mujoco.MjModel:

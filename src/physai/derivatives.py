@@ -300,7 +300,7 @@ class _HardForces:
         B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, self.act)
         out = -h * ((B + h * K) @ a + K @ qd)
         if self.free_rows.any():                       # their blocks: no actuator damping (forward.discrete)
-            D = forward.passive_velocity_derivative(model, q, qd)
+            D = forward.passive_velocity_derivative(model, q, qd, not forward.explicit_couplings(model))
             out[self.free_rows] = h * (D @ a - K @ qd)[self.free_rows]
         return out
 
@@ -1010,7 +1010,8 @@ class _Stepper:
             forward.refuse_discrete_couplings(model, acts)
             a = self.constraints.solve(q, qd, M_hat, rhs)[0]
             moved = moved | (self.constraints.r.J != 0).any(axis=0)
-        free = [(adr, block) for adr, block in forward.free_body_blocks(model, q, qd, h, M)
+        explicit = forward.explicit_couplings(model)  # PGS: the tendons' and servos' terms out of M^ and the blocks
+        free = [(adr, block) for adr, block in forward.free_body_blocks(model, q, qd, h, M, tendon_dampers=not explicit)
                 if not moved[adr:adr + 6].any()]       # the free bodies no row or coupled term reaches: their blocks
         rows = np.zeros(model.nv, bool)
         for adr, _ in free:
@@ -1035,7 +1036,7 @@ class _Stepper:
             cq, cv, _ = rnea_derivatives(model, q, np.stack([qd + a, qd - a]), np.zeros(model.nv))
             rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
             rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
-        if acts is not None:                           # the servos' B and K move with their input
+        if acts is not None and not explicit:          # the servos' B and K move with their input
             Wu, Wa = _metric_input_derivative(acts, q, qd, x.ctrl, act, h, a, rows)
             Fu, Fa = Fu + Wu, Fa + Wa
         if self.constraints is not None:               # M^ da = r + dqfrc_constraint (the rows at the optimum)

@@ -62,6 +62,9 @@ mj_integratePos), written q' = q + h qd' below:
                     (engine.solver.metric_solve), the coupled trees in one island. MuJoCo solves those couplings
                     iteratively to opt.tolerance (even without rows): physai's exact solve follows mj_step to rounding
                     at tolerance 1e-15 (at the default 1e-8, 2e-10 to 7e-9 in qd a step measured on rotational dofs).
+                    Under the PGS solver (its dual solve needs the metric factored) the tendon and servo terms stay out
+                    of the metric and out of the free bodies' blocks, their forces explicit at the step's start
+                    (engine.forward.explicit_couplings, as MuJoCo 4); noslip after Newton or CG with them is refused.
                     With constraints the solver minimises in the metric M + h B + h^2 K (see CONSTRAINTS). Refused by
                     name (UnsupportedModelError): ellipsoid-model fluid, fluid on a standalone free body, muscles,
                     tendon or servo terms under PGS or noslip; the discrete inverse refuses the integrator.

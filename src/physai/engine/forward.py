@@ -90,7 +90,8 @@ def discrete(run, q, qd):
     B, K, coupled = run.discrete_metric(q, qd)
     rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
     M_hat = M + run.h * B + run.h * run.h * K
-    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True)[0]   # the solve in M^
+    slip = noslip_metric(run.model, q, qd, run.h, M, M_hat) if run.constrained else None
+    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip)[0]   # the solve in M^
     skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
     qacc = run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
@@ -189,11 +190,13 @@ class DynamicsEvaluator:
         self.qfrc_actuator = actuation.joint_force(acts, actuation.scalar_forces(acts, q, qd, u, act, self.act_dot, self.h))
         return self.qfrc_actuator
 
-    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False):
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False,
+                     noslip_metric: np.ndarray | None = None):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
         constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
         step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
-        discrete_h); the dofs the rows move are kept in row_dofs."""
+        discrete_h), noslip's Delassus matrix in noslip_metric when given (noslip_metric); the dofs the rows move are
+        kept in row_dofs."""
         if not self.constrained:
             qacc = solve(M, f)
             self._keep(q, qd, qacc, np.zeros(self.model.nv))
@@ -213,7 +216,7 @@ class DynamicsEvaluator:
                 self.filled = True
             rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None,
                                    step_diagonal=np.diag(M).copy() if discrete else None)
-            solution = solver.solve_with(model, rows, M, f, self.warmstart)
+            solution = solver.solve_with(model, rows, M, f, self.warmstart, noslip_metric=noslip_metric)
             qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
             self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
@@ -254,21 +257,21 @@ class DynamicsEvaluator:
         return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
 
     def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts);
-        UnsupportedModelError for the couplings PGS and noslip would leave out (refuse_discrete_couplings)."""
+        """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts)."""
         x = self.inputs
-        if self.constrained:
-            refuse_discrete_couplings(self.model, self.actuators)
         return discrete_metric_parts(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
                         skip: np.ndarray | None = None, actuator_damping: bool = True) -> np.ndarray:
         """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve), but those
         with a dof in skip (nv,) bool (the discrete step's bodies that constraint rows or coupled terms reach); the
-        blocks with the actuators' damping (implicitfast) or without it (discrete)."""
+        blocks with the actuators' damping (implicitfast) or without it (discrete; under PGS without the tendon
+        dampers too: explicit_couplings)."""
         x = self.inputs
         actuators = self.actuators if actuator_damping else None
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, actuators, x.ctrl, self.act, skip)
+        tendon_dampers = actuator_damping or not explicit_couplings(self.model)
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, actuators, x.ctrl, self.act, skip,
+                               tendon_dampers)
 
     def tendon_and_input_forces(self, q, qd, act, M, f, potential, tendon_kinematics):
         """(M, f, potential) with the tendons' springs, dampers and armature added (their lengths and Jacobians from
@@ -428,10 +431,13 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
     MuJoCo applies those terms matrix-free, outside its factored metric (the joints' diagonals, the fluid drag), and
     solves a standalone free body with such a dof in the whole metric, not in its own block (discrete). Where they
     couple branches or trees, M + h B + h^2 K leaves the tree's pattern: the solver then solves densely
-    (solver.metric_solve) and joins the coupled trees' islands (island.partition)."""
+    (solver.metric_solve) and joins the coupled trees' islands (island.partition). Under the PGS solver (which needs
+    the metric factored) MuJoCo leaves them out, with or without rows: the factored part alone (explicit_couplings)."""
     B = -passive_velocity_derivative(model, q, qd, tendon_dampers=False)   # joints, fluid drag
     K = np.diag(discrete_stiffness(model))
     B_c, K_c = np.zeros_like(B), np.zeros_like(B)
+    if explicit_couplings(model):                                           # their forces integrate explicitly
+        return B, K, np.zeros(model.nv, bool)
     if model.tendon_stiffness.any() or model.tendon_damping.any():         # J^T diag(b) J, J^T diag(k) J
         length, J = api.tendon_kinematics(model, np.asarray(q, float))
         lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
@@ -444,13 +450,38 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
     return B + B_c, K + K_c, coupled.any(axis=1)
 
 
+def noslip_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
+    """(nv, nv) the metric of noslip's Delassus matrix J X^-1 J^T in the discrete step M_hat = M + h B + h^2 K after
+    Newton or CG (None: M_hat itself, as when noslip does not run, under PGS or without tendon or actuator terms):
+    MuJoCo 4's post-pass consumes its factored part, the joints' and the fluid's terms (the backbone), with the
+    diagonal of the tendons' and actuators' terms C = M_hat - backbone, X = M_hat - (C - diag C) (measured on MuJoCo's
+    efc_AR to 2e-14 beside 2e-2 for M_hat and 5e-2 for the backbone alone); its a0 and final qacc stay in M_hat."""
+    if not model.opt.noslip_iterations or explicit_couplings(model):
+        return None
+    backbone = M + h * -passive_velocity_derivative(model, q, qd, tendon_dampers=False) + h * h * np.diag(
+        discrete_stiffness(model))
+    C = M_hat - backbone
+    if not C.any():
+        return None
+    return M_hat - C + np.diag(np.diag(C))
+
+
 def refuse_discrete_couplings(model, actuators) -> None:
-    """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and the constraint
-    solver is PGS or noslip runs: MuJoCo then leaves those terms out of its factorized metric (physai does not)."""
-    if metric_couplings(model, actuators) and (model.opt.solver == "pgs" or model.opt.noslip_iterations):
-        raise UnsupportedModelError("the discrete integrator with tendon springs, dampers or servo gains under the PGS "
-                                    "solver or noslip (MuJoCo leaves them out of its factorized metric; physai does "
-                                    "not): choose the Newton or CG solver without noslip, or another integrator")
+    """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and noslip runs
+    after a primal solver (Newton, CG), for step_derivatives: its post-pass's Delassus matrix is in another metric
+    (noslip_metric), which physai's derivatives of the constrained solve do not model."""
+    if metric_couplings(model, actuators) and model.opt.noslip_iterations and not explicit_couplings(model):
+        raise UnsupportedModelError("step_derivatives of the discrete integrator with tendon springs, dampers or servo "
+                                    "gains and noslip under the Newton or CG solver (MuJoCo's noslip then works in the "
+                                    "factored part of the metric; physai's derivatives do not): choose the PGS solver "
+                                    "or no noslip, or another integrator")
+
+
+def explicit_couplings(model) -> bool:
+    """Whether the discrete step leaves the tendons' and actuators' terms out of its metric, their forces explicit at the
+    step's start (no - h K qd for them): under the PGS solver, whose dual solve needs the metric factored (MuJoCo 4:
+    measured by scripts/discrete_metric_probe.py, the step map's metric the joints' and the fluid's alone)."""
+    return model.opt.solver == "pgs"
 
 
 def metric_couplings(model, actuators) -> bool:
@@ -467,17 +498,19 @@ def compiled_discrete(model, actuators) -> bool:
     return not (metric_couplings(model, actuators) or passive.has_fluid(model))
 
 
-def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> list:
+def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None,
+                     tendon_dampers: bool = True) -> list:
     """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
     integrator's matrix (which implicitfast leaves the bias out of), B with the fluid's and tendon dampers' parts
     (passive_velocity_derivative): MuJoCo's implicitfast solves these rows in it (mj_implicitSkip's local solve,
     mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
-    qd); dA/dqd unsymmetrized, as MuJoCo's block."""
+    qd); dA/dqd unsymmetrized, as MuJoCo's block. tendon_dampers=False: B without them (the discrete step under PGS,
+    explicit_couplings)."""
     dofs = standalone_free_dofs(model)
     if not dofs:
         return []
     A = None if actuators is None else np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, h))
-    P = passive_velocity_derivative(model, q, qd)      # damping, fluid and tendon dampers (mjd_freeMhat's qDeriv)
+    P = passive_velocity_derivative(model, q, qd, tendon_dampers)   # damping, fluid, tendon dampers (mjd_freeMhat's)
     blocks = []
     for a in dofs:
         block = slice(a, a + 6)
@@ -490,10 +523,10 @@ def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl
 
 
 def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray, actuators=None,
-                    ctrl=None, act=None, skip: np.ndarray | None = None) -> np.ndarray:
-    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks),
-    A a = rhs: MuJoCo's implicitfast; the bodies with a dof in skip (nv,) bool keep qacc."""
-    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act)
+                    ctrl=None, act=None, skip: np.ndarray | None = None, tendon_dampers: bool = True) -> np.ndarray:
+    """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks, with
+    the tendon dampers or not), A a = rhs: MuJoCo's implicitfast; the bodies with a dof in skip (nv,) bool keep qacc."""
+    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act, tendon_dampers)
     if not blocks:
         return qacc
     qacc = qacc.copy()

@@ -438,10 +438,12 @@ def _shuffle(order: list, state: int) -> int:
     return state
 
 
-def _dual_problem(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray) -> tuple:
-    """(a0 = M^-1 qfrc_smooth, A = J M^-1 J^T (nefc, nefc) symmetrized, b = J a0 - aref) of the dual problem."""
+def _dual_problem(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray,
+                  M_delassus: np.ndarray | None = None) -> tuple:
+    """(a0 = M^-1 qfrc_smooth, A = J M^-1 J^T (nefc, nefc) symmetrized, b = J a0 - aref) of the dual problem; A in
+    M_delassus instead when given (the discrete step's noslip: noslip_metric)."""
     qacc_smooth = metric_solve(model, M, qfrc_smooth)
-    A = r.J @ metric_solve(model, M, r.J.T)
+    A = r.J @ metric_solve(model, M if M_delassus is None else M_delassus, r.J.T)
     return qacc_smooth, 0.5 * (A + A.T), r.J @ qacc_smooth - r.aref
 
 
@@ -735,14 +737,16 @@ def _noslip_sweep(r: Rows, A: np.ndarray, Ainv: np.ndarray, b: np.ndarray, force
 
 
 def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, solution: Solution,
-           scale: float | None = None) -> Solution:
+           scale: float | None = None, M_delassus: np.ndarray | None = None) -> Solution:
     """The solution with its friction forces solved again without the regulariser R (MuJoCo's mj_solNoSlip, after every
     solver when opt.noslip_iterations > 0): Gauss-Seidel sweeps on 1/2 f^T A f + f^T b, A = J M^-1 J^T, over the
     friction-loss rows and the contacts' friction at their normal forces, until the sweep's improvement scaled by
     tolerance_scale(M) (the first sweep's plus 1/2 sum R f^2) is below opt.noslip_tolerance, at most
     opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its iterations add to the solver's;
-    stopped at its limit, the solution is not converged and its improvement is the last sweep's (the warning's)."""
-    qacc_smooth, A, b = _dual_problem(model, r, M, qfrc_smooth)
+    stopped at its limit, the solution is not converged and its improvement is the last sweep's (the warning's).
+    M_delassus: A's metric when not M (MuJoCo 4's discrete step after Newton or CG: forward.noslip_metric), a0 and
+    qacc still in M."""
+    qacc_smooth, A, b = _dual_problem(model, r, M, qfrc_smooth, M_delassus)
     force = solution.efc_force.copy()
     Ainv = 1.0 / np.maximum(MINVAL, np.diag(A))
     blocks, it, improvement = _friction_contacts(r), 0, 0.0
@@ -761,26 +765,30 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
 
 
 def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
-               tolerance: float | None = None, iterations: int | None = None) -> Solution:
+               tolerance: float | None = None, iterations: int | None = None,
+               noslip_metric: np.ndarray | None = None) -> Solution:
     """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r, then noslip
     when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint): on each island (physai.engine.island) by itself when
-    opt.island, else on all rows at once (as is one island over every dof: the same problem, without the copies)."""
+    opt.island, else on all rows at once (as is one island over every dof: the same problem, without the copies).
+    noslip_metric: the metric of noslip's Delassus matrix when not M (noslip's M_delassus)."""
     if model.opt.island and r.nefc:
         parts = island.partition(model, r, off_pattern(model, M))
         if len(parts) != 1 or len(parts[0].dofs) < model.nv:
-            return _solve_islands(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, parts)
-    return _run_solver(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, None, False)
+            return _solve_islands(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, parts, noslip_metric)
+    return _run_solver(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, None, False, noslip_metric)
 
 
 def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance, iterations,
-                scale: float | None, chosen: bool) -> Solution:
+                scale: float | None, chosen: bool, noslip_metric: np.ndarray | None = None) -> Solution:
     """The solver model.opt.solver names on the rows r with the tolerance scale (None: tolerance_scale(M)) and a start
     already chosen or not, then noslip when opt.noslip_iterations > 0; without rows no solver runs."""
     if r.nefc == 0:
         return _solve_without_rows(model, M, qfrc_smooth)
     run = {"pgs": solve_pgs, "cg": solve_cg}.get(model.opt.solver, solve)
     solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
-    return noslip(model, r, M, qfrc_smooth, solution, scale) if model.opt.noslip_iterations > 0 else solution
+    if model.opt.noslip_iterations > 0:
+        return noslip(model, r, M, qfrc_smooth, solution, scale, noslip_metric)
+    return solution
 
 
 def _solve_without_rows(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray) -> Solution:
@@ -803,7 +811,7 @@ def _island_start(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray,
 
 
 def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance,
-                   iterations, parts: list) -> Solution:
+                   iterations, parts: list, noslip_metric: np.ndarray | None = None) -> Solution:
     """solve_with on each island of parts (island.partition) alone (mj_fwdConstraint with islands): its rows, its dofs'
     qfrc_smooth and start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island),
     iteration count and stopping test, then its own noslip; dofs in no island keep a0. The Solution's iterations and
@@ -818,7 +826,7 @@ def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray
         mask[part.dofs] = 1.0
         scale = 1.0 / float(np.sum(np.diag(M)[part.dofs]))
         warm = None if start is None else start * mask
-        sol = _run_solver(model, rows, M, qfrc_smooth * mask, warm, tolerance, iterations, scale, True)
+        sol = _run_solver(model, rows, M, qfrc_smooth * mask, warm, tolerance, iterations, scale, True, noslip_metric)
         qacc[part.dofs], force[part.rows], state[part.rows] = sol.qacc[part.dofs], sol.efc_force, sol.state
         iterations_, improvement = max(iterations_, sol.iterations), max(improvement, sol.improvement)
         converged = converged and sol.converged
