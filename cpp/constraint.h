@@ -134,6 +134,15 @@ struct ConstraintWork {
     Vec<double> all_qL, all_qLinv;
     int all_nv = 0;                                 // the model's nv while an island runs alone (0: none)
     std::vector<uint64_t> pgs_magic;                                   // the PGS shuffle's moduli (solver.h's mod_magics)
+    // PGS's visiting orders kept per block count (solver.h's pgs_order_at; workspace only, not an algorithm of its own:
+    // the NumPy engine shuffles every iteration, to the same orders): per count, the orders of the iterations made so
+    // far (iteration t's at t * count), the last of them and the PCG32 state after it
+    struct PgsOrders {
+        std::vector<int> orders, current;
+        uint64_t rng = 0;
+        int64_t made = 0;
+    };
+    std::vector<PgsOrders> pgs_orders;
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
     // SmoothLayout blocks
     const Kernels *lanes = nullptr;
