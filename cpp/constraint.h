@@ -82,6 +82,17 @@ struct FactorLayout {
     std::vector<uint16_t> Lrun;
 };
 
+// the dof and row indices of one island, ascending (island.h's partition)
+struct Island {
+    std::vector<int> dofs, rows;
+};
+
+// island.h's partition's own arrays, kept in a workspace between solves (each dof's tree, the trees' sets, each row's
+// tree, the islands' numbers by root)
+struct IslandScratch {
+    std::vector<int64_t> trees, parent, row_tree, number;
+};
+
 struct ConstraintWork {
     Data<double> d;
     const Data<double> *stages = nullptr;           // the velocity stages the rows read: another workspace's, or d
@@ -134,6 +145,10 @@ struct ConstraintWork {
     Vec<double> all_qL, all_qLinv;
     int all_nv = 0;                                 // the model's nv while an island runs alone (0: none)
     std::vector<uint64_t> pgs_magic;                                   // the PGS shuffle's moduli (solver.h's mod_magics)
+    // the islands of the last solve and partition's arrays (solver.h's solve_with; workspace only, not an algorithm of
+    // its own: the NumPy engine makes them anew each solve, the same ones)
+    std::vector<Island> islands;
+    IslandScratch island_scratch;
     // PGS's visiting orders kept per block count (solver.h's pgs_order_at; workspace only, not an algorithm of its own:
     // the NumPy engine shuffles every iteration, to the same orders): per count, the orders of the iterations made so
     // far (iteration t's at t * count), the last of them and the PCG32 state after it

@@ -1764,8 +1764,8 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
 inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol) {
     if (m.opt_island && w.r.nefc) {
-        std::vector<Island> islands;
-        partition(m, w.r, islands);
+        std::vector<Island> &islands = w.islands;                      // kept storage (ConstraintWork::islands)
+        partition(m, w.r, islands, w.island_scratch);
         if (islands.size() != 1 || islands[0].dofs.size() < size_t(m.nv))
             return solve_islands(m, w, M, warmstart, tolerance, iterations, islands, sol);
     }
