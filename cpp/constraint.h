@@ -82,9 +82,15 @@ struct FactorLayout {
     std::vector<uint16_t> Lrun;
 };
 
-// the dof and row indices of one island, ascending (island.h)
+// the dof and row indices of one island, ascending (island.h's partition)
 struct Island {
     std::vector<int> dofs, rows;
+};
+
+// island.h's partition's own arrays, kept in a workspace between solves (each dof's tree, the trees' sets, each row's
+// tree, the islands' numbers by root)
+struct IslandScratch {
+    std::vector<int64_t> trees, parent, row_tree, number;
 };
 
 struct ConstraintWork {
@@ -138,14 +144,25 @@ struct ConstraintWork {
     std::vector<double> all_Mt;
     Vec<double> all_qL, all_qLinv;
     int all_nv = 0;                                 // the model's nv while an island runs alone (0: none)
-    // the islands of the state (solve_with) and solve_islands' gathered vectors (nv or nefc) and every row set aside
-    // while an island's rows are in r: room kept from step to step (workspace only, C++: the NumPy text makes them
-    // afresh; no allocation per step)
-    std::vector<Island> islands;
+    // solve_islands' gathered vectors (nv or nefc) and every row set aside while an island's rows are in r: room kept
+    // from step to step (workspace only, C++: the NumPy text makes them afresh; no allocation per step)
     std::vector<double> gather_start, gather_warm, gather_qfrc, gather_qacc, gather_force;
     std::vector<int> gather_state;
     Rows all_rows;
     std::vector<uint64_t> pgs_magic;                                   // the PGS shuffle's moduli (solver.h's mod_magics)
+    // the islands of the last solve and partition's arrays (solver.h's solve_with; workspace only, not an algorithm of
+    // its own: the NumPy engine makes them anew each solve, the same ones)
+    std::vector<Island> islands;
+    IslandScratch island_scratch;
+    // PGS's visiting orders kept per block count (solver.h's pgs_order_at; workspace only, not an algorithm of its own:
+    // the NumPy engine shuffles every iteration, to the same orders): per count, the orders of the iterations made so
+    // far (iteration t's at t * count), the last of them and the PCG32 state after it
+    struct PgsOrders {
+        std::vector<int> orders, current;
+        uint64_t rng = 0;
+        int64_t made = 0;
+    };
+    std::vector<PgsOrders> pgs_orders;
     // the smooth stages of a block of states: the lanes that compute them (call.lanes), their workspace, and the states'
     // SmoothLayout blocks
     const Kernels *lanes = nullptr;

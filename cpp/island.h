@@ -2,7 +2,7 @@
 // constraint rows and the kinematic trees, each solved as its own problem (m.opt_island; mjDSBL_ISLAND turns it off):
 //
 //     dof_trees(m, trees)                 the tree of each dof: the link carrying its tree's root body
-//     partition(m, r, islands)            each island's dofs and rows, in MuJoCo's order (islands by their first tree,
+//     partition(m, r, islands, s)         each island's dofs and rows, in MuJoCo's order (islands by their first tree,
 //                                         dofs and rows ascending within one)
 //     island_rows(m, r, island, out)      the rows of one island (all nv columns; J is zero off the island's dofs)
 //
@@ -47,8 +47,10 @@ inline int64_t body_tree(const Model &m, int64_t body) {
 }
 
 // the islands of the rows r (see above), ordered by their first tree
-inline void partition(const Model &m, const Rows &r, std::vector<Island> &islands) {
-    std::vector<int64_t> trees, parent(size_t(m.nlink), -1), row_tree(size_t(r.nefc), -1);
+// (islands' storage and s: a workspace's, kept between solves; the same islands as made anew)
+inline void partition(const Model &m, const Rows &r, std::vector<Island> &islands, IslandScratch &s) {
+    std::vector<int64_t> &trees = s.trees, &parent = s.parent, &row_tree = s.row_tree, &number = s.number;
+    parent.assign(size_t(m.nlink), -1), row_tree.assign(size_t(r.nefc), -1);
     dof_trees(m, trees);
     // join tree t to row k's trees, a set's root its smallest tree (mj_dsuMerge)
     auto join = [&](size_t k, int64_t t) {
@@ -83,11 +85,11 @@ inline void partition(const Model &m, const Rows &r, std::vector<Island> &island
             if (r.val[size_t(a)] != 0.0) join(k, trees[size_t(r.cols[size_t(a)])]);
     }
     // islands numbered by their root, trees ascending (mj_dsuAssign)
-    std::vector<int64_t> number(size_t(m.nlink), -1);
+    number.assign(size_t(m.nlink), -1);
     int64_t n = 0;
     for (int64_t t = 0; t < m.nlink; t++)
         if (parent[size_t(t)] == t) number[size_t(t)] = n++;
-    islands.resize(size_t(n));                                         // emptied, their room kept
+    islands.resize(size_t(n));                                         // n empty islands, their storage kept
     for (Island &island : islands) island.dofs.clear(), island.rows.clear();
     for (int j = 0; j < m.nv; j++) {
         int64_t t = trees[size_t(j)];

@@ -171,20 +171,26 @@ template <class Release, class Start, class Poll> void simulate_states(Workspace
     Release release;
     int T = int(std::min<int64_t>(int64_t(num_threads()), (N + BLOCK - 1) / BLOCK));
     if (r.constrained) {                                               // one at a time: cpp/simulate.h
-        T = int(std::min<int64_t>(int64_t(num_threads()), N));
+        // in pieces of BLOCK trajectories (the lanes' blocks), each to whichever thread is free: trajectories with more
+        // contacts take longer, and a thread of a shared machine may be held up (each trajectory's numbers are its own:
+        // where it runs changes nothing)
+        int64_t pieces = (N + BLOCK - 1) / BLOCK;
+        T = int(std::min<int64_t>(int64_t(num_threads()), pieces));
         std::unique_lock<std::mutex> kept = kept_workspaces(w.sims_lock);
         if (kept) {                                                    // made for these actuators, one per thread
             for (auto &s : w.sims)
                 if (!ck.sim_fits(s.get(), m, act)) s = ConstrainedSimPtr(ck.create_sim(m, act));
             while (w.sims.size() < size_t(T)) w.sims.emplace_back(ck.create_sim(m, act));
         }
-        std::atomic<int> slot{0};
-        threads_for(N, T, constrained_cost, stop, [&](int64_t lo, int64_t hi) {
+        auto piece = [&](int t, int64_t k) {
+            int64_t lo = k * BLOCK, hi = std::min(N, lo + BLOCK);
             if (!start(lo, hi)) return;
             if (!r.observe) lanes.simulate(m, act, r, lo, hi);         // the steps before the first contact, in lanes
-            if (kept) ck.simulate_in(*w.sims[size_t(slot.fetch_add(1))], m, act, r, lo, hi);
+            if (kept) ck.simulate_in(*w.sims[size_t(t)], m, act, r, lo, hi);
             else ck.simulate(m, act, r, lo, hi);
-        }, poll);
+        };
+        if (T <= 1 && constrained_cost < 200000) parallel_pieces(pieces, T, stop, piece);   // short: no polling
+        else parallel_pieces(pieces, T, stop, piece, poll);
     } else {
         threads_for(N, T, N * r.steps * (m.nlink + 1), stop, [&](int64_t lo, int64_t hi) {
             if (!start(lo, hi)) return;

@@ -29,9 +29,10 @@ CASES = [(seed, cone, condim) for seed in range(2)
                               ("elliptic", 6), ("pyramidal", 6)]]
 
 
-def pgs_forward_both(m, d, backend: str, seed: int = 0):
+def pgs_forward_both(m, d, backend: str, seed: int = 0, model=None):
     """(physai's ForwardResult, MuJoCo's d) at d's state with m's options and solver PGS, both warm-started from
-    MuJoCo's qacc perturbed (the warm start's forces are kept or dropped by the dual cost, as MuJoCo does)."""
+    MuJoCo's qacc perturbed (the warm start's forces are kept or dropped by the dual cost, as MuJoCo does); model:
+    physai's model of m to reuse (default: a new one)."""
     m.opt.solver = PGS
     mujoco.mj_forward(m, d)
     d.qacc_warmstart[:] = d.qacc + 0.01 * np.random.default_rng(seed).normal(size=m.nv)
@@ -40,7 +41,7 @@ def pgs_forward_both(m, d, backend: str, seed: int = 0):
     tau = d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        res = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel, tau,
+        res = run(backend, constraints.forward_dynamics, model or engine.from_mujoco(m), d.qpos, d.qvel, tau,
                   collision.from_mujoco(m, d), eq_active=d.eq_active.astype(bool), qacc_warmstart=warm)
     return res, d
 
@@ -61,6 +62,24 @@ def test_pgs_forward_equals_mj_forward(seed, cone, condim, backend):
         res, d = pgs_forward_both(m, d, backend, seed)
         assert res.iterations == d.solver_niter[0], (tolerance, res.iterations, d.solver_niter[0])
         assert_pgs_equal(res, d, f"tolerance {tolerance}, {iterations} iterations")
+
+
+@pytest.mark.parametrize("backend", ["native"])
+@pytest.mark.parametrize("seed, condim", [(seed, condim) for seed in range(2) for condim in (1, 3, 4, 6)])
+def test_pgs_kept_visiting_orders_past_their_limits(seed, condim, backend):
+    """The compiled PGS keeps its visiting orders for up to 64 blocks and 128 sweeps (cpp/solver.h's pgs_order_at) and
+    draws them beyond: at tolerance 0 and 200 sweeps the pyramidal scenes (35 to 162 rows: under and over 64 blocks)
+    take MuJoCo's 200 sweeps and forces within 1e-12, in two solves of the same problem on one model (the second reads
+    the kept orders).
+    (Elliptic scenes at tolerance 0 stop by a rounding-level improvement at a sweep near MuJoCo's, on both backends
+    alike: their orders are checked by the test above.)"""
+    m, d = scene(seed, "pyramidal", condim)
+    m.opt.tolerance, m.opt.iterations = 0.0, 200
+    model = engine.from_mujoco(m)
+    for again in range(2):
+        res, d = pgs_forward_both(m, d, backend, seed, model)
+        assert res.iterations == d.solver_niter[0] == 200, (again, res.iterations, d.solver_niter[0])
+        assert_pgs_equal(res, d, f"tolerance 0, 200 iterations, solve {again}")
 
 
 @pytest.mark.parametrize("seed, cone, condim", CASES[::2])
