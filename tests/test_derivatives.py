@@ -567,14 +567,18 @@ FREE_COUPLED = {
 }
 
 
+@pytest.mark.parametrize("solver", ["newton", "pgs"])
 @pytest.mark.parametrize("case", FREE_COUPLED)
-def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case):
+def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case, solver):
     """A standalone free body that a tendon or actuator term of the discrete metric reaches is solved in the whole metric
     M + h B + h^2 K, one that none reaches in its implicitfast block without actuator damping (as mj_step 4.0:
-    engine.forward.discrete_metric_parts); an affine velocity gain drops out of the metric for one sign of ctrl:
-    against mjd_transitionFD (centred, mjINT_DISCRETE) within 1e-8, both backends within 1e-10 of each other."""
+    engine.forward.discrete_metric_parts); an affine velocity gain drops out of the metric for one sign of ctrl. Under
+    PGS the metric has no tendon or servo terms and a free body's block no tendon dampers (engine.forward.
+    explicit_couplings). Against mjd_transitionFD (centred, mjINT_DISCRETE, the solver's, constraints disabled) within
+    1e-8 (2e-10 seen under PGS), both backends within 1e-10 of each other."""
     m = mujoco.MjModel.from_xml_string(FREE_COUPLED[case])
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    m.opt.solver = {"newton": mujoco.mjtSolver.mjSOL_NEWTON, "pgs": mujoco.mjtSolver.mjSOL_PGS}[solver]
     model, d = engine.from_mujoco(m), mujoco.MjData(m)
     q, qd = engine.random_states(model, 1, 7, qd_max=2.0)
     for sign in (1, -1):
@@ -587,25 +591,6 @@ def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case):
         assert_close(out["numpy"][1], B_mj, 1e-8)
         for k in range(2):
             assert_close(out["native"][k], out["numpy"][k], 1e-10)
-
-
-def test_discrete_step_derivatives_under_pgs_leave_tendons_and_servos_explicit():
-    """Under PGS the discrete step's metric has no tendon or servo terms and a free body's block no tendon dampers
-    (engine.forward.explicit_couplings): step_derivatives of FREE_COUPLED's free bodies (ctrl of either sign) against
-    mjd_transitionFD (centred, mjINT_DISCRETE, PGS, constraints disabled) within 1e-8 (2e-10 seen)."""
-    for xml in FREE_COUPLED.values():
-        m = mujoco.MjModel.from_xml_string(xml)
-        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-        m.opt.solver = mujoco.mjtSolver.mjSOL_PGS
-        model, d = engine.from_mujoco(m), mujoco.MjData(m)
-        q, qd = engine.random_states(model, 1, 7, qd_max=2.0)
-        for sign in (1, -1):
-            ctrl = sign * np.linspace(0.4, 0.7, m.nu)
-            d.qpos[:], d.qvel[:], d.ctrl[:] = q[0], qd[0], ctrl
-            A_mj, B_mj = transition_fd(m, d, "discrete")
-            A, B = derivatives.step_derivatives(model, q[0], qd[0], m.opt.timestep, "discrete", ctrl)
-            assert_close(A, A_mj, 1e-8)
-            assert_close(B, B_mj, 1e-8)
 
 
 SERVO_ACROSS = """<mujoco><option integrator="discrete" timestep="0.005" tolerance="1e-15"/><worldbody>
