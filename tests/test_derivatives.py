@@ -1040,6 +1040,27 @@ def test_constrained_step_derivatives_name_a_contact_appearing_along_a_dof_not_d
         assert np.isfinite(A).all()
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("gap, refused", [(1e-6, True), (1e-3, False)])
+def test_constrained_step_derivatives_name_a_tendon_limit_appearing(gap, refused, backend):
+    """A hinge past its limit (a limit row on its dof) beside a hinge whose fixed tendon is gap below its range's end:
+    at 1e-6 the tendon's limit row appears within 2 ROW_STEP along the second hinge, which no other row moves, and the
+    state is named a switch on both backends; at 1e-3 the derivatives are taken."""
+    xml = """<mujoco><worldbody>
+      <body pos="0 0 1"><joint name="a" axis="0 1 0" range="-1 0.2" limited="true"/>
+        <geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/></body>
+      <body pos="1 0 1"><joint name="h" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/></body>
+      </worldbody><tendon><fixed limited="true" range="-1 0.5"><joint joint="h" coef="1"/></fixed></tendon></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    q, qd = np.array([0.2 + 1e-3, 0.5 - gap]), np.zeros(2)
+    if refused:
+        with pytest.raises(InvalidStateError, match="appears or disappears"):
+            run(backend, derivatives.step_derivatives, model, q, qd, constraints=True)
+    else:
+        A, _ = run(backend, derivatives.step_derivatives, model, q, qd, constraints=True)
+        assert np.isfinite(A).all()
+
+
 def test_constrained_step_derivatives_name_a_switch_and_noslip():
     """A hinge exactly at its limit (the row appears on one side of the state) is named, not differenced across the
     switch; noslip's post-pass, which is not differentiated, is refused by name."""

@@ -500,12 +500,13 @@ class _Constraints:
         no row's geometry, Jacobian, distance or parameters move): a contact's bodies' chains (their links' dofs and
         their ancestors'), a joint limit's joint, and a limited joint whose limit row would appear within 4 ROW_STEP (a
         ball's always), so that the differences name that switch; a dof friction loss row none; every dof with a row of
-        another kind (an equality, a tendon's) or at the discrete step's end (its diagApprox, diag(M^), moves with every
-        q). Along the directions left out, derivatives() looks for a contact appearing (_points, _row_arrays)."""
+        another kind (an equality, a tendon's), with a limited tendon (its limit row may appear along any dof it spans)
+        or at the discrete step's end (its diagApprox, diag(M^), moves with every q). Along the directions left out,
+        derivatives() looks for a contact appearing (_points, _row_arrays)."""
         model, r = self.model, self.r
         moving = np.zeros(model.nv, bool)
         if self.discrete is not None or r.ne or (r.type == constraint.FRICTION_TENDON).any() \
-                or (r.type == constraint.LIMIT_TENDON).any():
+                or (model.opt.limit and model.tendon_limited.any()):
             return ~moving
         limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
         x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
