@@ -246,7 +246,7 @@ void make_model(CompiledModel *self, nb::handle mapping) {
         m.dof_linkid = f.ints("dof_linkid", {V}), m.dof_parentid = f.ints("dof_parentid", {V});
         m.dof_turnlink = f.ints("dof_turnlink", {V});
         m.dof_motion = f.doubles("dof_motion", {V, 6}), m.dof_armature = f.doubles("dof_armature", {V});
-        m.dof_damping = f.doubles("dof_damping", {V});
+        m.dof_damping = f.doubles("dof_damping", {V}), m.dof_simplenum = f.ints("dof_simplenum", {V});
         m.spring_qposadr = f.ints("spring_qposadr", {-1}, &nspring);
         m.spring_dofadr = f.ints("spring_dofadr", {nspring}), m.spring_stiffness = f.doubles("spring_stiffness", {nspring});
         m.spring_ref = f.doubles("spring_ref", {nspring});

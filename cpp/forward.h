@@ -249,7 +249,8 @@ template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h)
 
 // w.M <- the matrix a single-step integrator solves with (forward.step_matrix), w.M holding M at (q, qd) on the tree's
 // pattern and w.d its velocity stages (implicit's into w.dense_matrix: dense, for LU; w.M as it was): euler M + h B
-// when the damping is implicit; implicitfast and implicit M - h D on M's pattern with
+// when the damping is implicit; implicitfast (on M's reduced pattern: not between a simple body's dofs, whose
+// off-diagonal entries w.D keeps for the free bodies' blocks) and implicit M - h D on M's pattern with
 // D = dA/dqd - B + dF/dqd (fluid) (- dc/dqd: implicit; implicitfast symmetrizes it) in w.D, implicitfast's free
 // bodies' blocks of M kept in w.free_M first (double: free_body_matrix; w.tmp takes the dofs' actuator totals); rk4 and euler with explicit
 // damping: M as it is
@@ -290,6 +291,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
         for (int i = 0; i < nv; i++)                                   // on M's pattern: row i's columns j <= i
             for (int64_t s = m.M_rowadr[i]; s < m.M_rowadr[i] + m.M_rownnz[i]; s++) {
                 size_t j = size_t(m.M_colind[s]), ij = size_t(i) * nv + j, ji = j * nv + size_t(i);
+                if (j != size_t(i) && m.dof_simplenum[i]) continue;   // the reduced pattern: a simple dof's row (w.D whole)
                 M[s] = M[s] - h * (0.5 * (D[ij] + D[ji]));
             }
         return;

@@ -76,6 +76,7 @@ struct Model {
     const int64_t *dof_unitaxis = nullptr;     // (nv): k if dof_motion's angular part is e_k, k + 3 if -e_k, else -1 (derived
                                                // by the bound Model: dof_subspace reads R s as a column of R)
     const double *dof_damping = nullptr;                            // (nv)
+    const int64_t *dof_simplenum = nullptr;    // (nv): MuJoCo's dof_simplenum (Model.dof_simplenum): > 0 on a simple body's dofs
     // M's lower triangle row by row (MuJoCo's M_rownnz, M_rowadr, M_colind, derived from dof_parentid by the bound
     // Model): row i's columns are i's ancestors from the root, then i, at M_colind[M_rowadr[i] ..] (M_rownnz[i] of them)
     const int64_t *M_rownnz = nullptr, *M_rowadr = nullptr, *M_colind = nullptr;
@@ -264,6 +265,22 @@ inline bool tree_pair(const Model &m, int64_t i, int64_t j) {
     if (i < j) std::swap(i, j);
     const int64_t depth = m.M_rownnz[j] - 1;
     return m.M_rownnz[i] > depth && m.M_colind[m.M_rowadr[i] + depth] == j;
+}
+
+// whether i and j are dofs of one standalone free body (free_dofadr)
+inline bool free_pair(const Model &m, int64_t i, int64_t j) {
+    for (int k = 0; k < m.nfree; k++) {
+        int64_t a = m.free_dofadr[k];
+        if (i >= a && i < a + 6 && j >= a && j < a + 6) return true;
+    }
+    return false;
+}
+
+// whether (i, j) is on implicitfast's pattern of D (forward.dof_pattern reduced, MuJoCo's reduced M layout: no
+// off-diagonal entries on a simple body's dofs), or in a standalone free body's block (solved in it apart, whole)
+inline bool reduced_pair(const Model &m, int64_t i, int64_t j) {
+    if (!tree_pair(m, i, j)) return false;
+    return i == j || !(m.dof_simplenum[i] || m.dof_simplenum[j]) || free_pair(m, i, j);
 }
 
 // the field whose indices are inconsistent (named in the caller's ValueError), or nullptr

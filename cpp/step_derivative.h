@@ -103,9 +103,10 @@ inline void actuator_derivatives(const Model &m, const Actuators &act, const dou
 // R[:, 2nv:] += h d(D a)/dctrl for the implicit integrators' K = M - h D at a fixed a (derivatives.
 // _damping_control_derivative): D's actuator part sum_k moment_k^T (b2 + g2 u_k) moment_k on M's pattern changes with
 // u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped, ctrl is outside ctrlrange or k's joint
-// is at its actuatorfrcrange (not keep[joint_dof], from actuator_derivatives: k is not in D)
+// is at its actuatorfrcrange (not keep[joint_dof], from actuator_derivatives: k is not in D); reduced (implicitfast):
+// on its pattern (reduced_pair)
 inline void damping_control_derivative(const Model &m, const Actuators &act, const double *raw, const double *force,
-                                       const char *keep, const double *a, double h, double *R, int cols) {
+                                       const char *keep, const double *a, double h, double *R, int cols, bool reduced) {
     int nv = m.nv;
     for (int k = 0; k < act.nu; k++) {
         double g2 = act.gain[3 * k + 2];
@@ -117,7 +118,7 @@ inline void damping_control_derivative(const Model &m, const Actuators &act, con
             if (r[i] == 0.0) continue;
             double t = 0.0;                                            // (pattern * r r^T) a, row i
             for (int j = 0; j < nv; j++)
-                if (tree_pair(m, i, j)) t += r[j] * a[j];
+                if (reduced ? reduced_pair(m, i, j) : tree_pair(m, i, j)) t += r[j] * a[j];
             R[size_t(i) * cols + 2 * nv + k] += h * (g2 * (r[i] * t));
         }
     }
@@ -244,7 +245,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
         for (int j = 0; j < nv; j++) X[size_t(j) * cols + nv + j] -= c.h * stiffness[j];
     if (servos) servo_metric_derivative(m, act, w, qd, a, c.h, X, cols);   // the servos' metric moves with ctrl
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
-        damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols);
+        damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
+                                   c.integrator == IMPLICITFAST);
     lu_apply(K, nv, w.piv.data(), X, cols);
     return OK;
 }

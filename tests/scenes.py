@@ -159,3 +159,29 @@ def capsule_beside_a_bare_mesh(gap: float, floor: bool = False):
         <body pos="0 0 0.1"><freejoint/><geom type="capsule" size="0.1 0.1"/></body>
         <body pos="{0.2 + gap} 0 0.1"><freejoint/><geom type="mesh" mesh="cube"/></body></worldbody></mujoco>"""
     return without_meshes(engine.from_mujoco(mujoco.MjModel.from_xml_string(xml)))
+
+
+#: issue R's scenes: a body MuJoCo's compiler marks "simple" (dof_simplenum > 0: its M keeps no off-diagonal entries of
+#: its dofs, so implicitfast's D neither) when its slide comes before its hinge, not the other way round
+SIMPLE_JOINTS = {"slide first": '<joint name="j1" type="slide" axis="0 0 1"/><joint name="j2" type="hinge" axis="1 0 0"/>',
+                 "hinge first": '<joint name="j2" type="hinge" axis="1 0 0"/><joint name="j1" type="slide" axis="0 0 1"/>'}
+#: the velocity terms coupling its two dofs through a fixed tendon: a damper, a velocity servo (its bias's slope), an
+#: affine gain with a velocity term (D moves with ctrl)
+SIMPLE_COUPLINGS = {"tendon damper": "", "velocity servo": '<velocity tendon="t" kv="1.5"/>',
+                    "velocity gain": '<general tendon="t" gaintype="affine" gainprm="1 0 .6"/>'}
+
+
+def simple_body(order: str, coupling: str, integrator: str, air: bool = False) -> str:
+    """The MJCF of a body with a slide and a hinge (SIMPLE_JOINTS[order]) coupled by a fixed tendon's damper and
+    SIMPLE_COUPLINGS[coupling], under `integrator` (MuJoCo's name), time step 5 ms; air: in air (inertia-box drag)."""
+    medium = ' density="1.2" viscosity=".02"' if air else ""
+    return (f'<mujoco><option integrator="{integrator}" timestep=".005"{medium}/><worldbody><body pos=".9 0 .6">'
+            f'{SIMPLE_JOINTS[order]}<geom type="sphere" size=".08"/></body></worldbody><tendon><fixed name="t" '
+            'damping=".8"><joint joint="j1" coef="1"/><joint joint="j2" coef=".7"/></fixed></tendon>'
+            f'<actuator>{SIMPLE_COUPLINGS[coupling]}</actuator></mujoco>')
+
+
+#: a free body MuJoCo marks simple (its box at the body's frame: diagonal inertia there) in air (inertia-box drag)
+SIMPLE_FREE_BODY = """<mujoco><option integrator="implicitfast" timestep=".005" density="1.2" viscosity=".02"
+  gravity="0 0 -9.81"/><worldbody><body pos="0 0 1"><freejoint/><geom type="box" size=".1 .2 .3" mass="1"/></body>
+  </worldbody></mujoco>"""

@@ -23,6 +23,7 @@ import pytest
 from physai import conventions, derivatives, engine, integrators, models
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
+from scenes import SIMPLE_COUPLINGS, SIMPLE_FREE_BODY, SIMPLE_JOINTS, simple_body
 
 #: the integrators step_derivatives differentiates: MuJoCo's four and MuJoCo 4's discrete (mjINT_DISCRETE = 4)
 STEPPERS = integrators.INTEGRATORS + (integrators.DISCRETE,)
@@ -661,6 +662,54 @@ def test_step_derivatives_with_fixed_tendon_springs_and_dampers(integrator, spri
     assert_close(out["numpy"][1], B_mj, 1e-8)
     for k in range(2):
         assert_close(out["native"][k], out["numpy"][k], 1e-10)
+
+
+@pytest.mark.parametrize("integrator", ["implicitfast", "implicit"])
+@pytest.mark.parametrize("order", list(SIMPLE_JOINTS))
+@pytest.mark.parametrize("coupling", list(SIMPLE_COUPLINGS))
+def test_step_derivatives_of_a_simple_bodys_velocity_coupling(integrator, order, coupling):
+    """Issue R: implicitfast leaves D's coupling of a simple body's two dofs out of M - h D (MuJoCo's reduced M), with
+    the actuator's ctrl derivative of D likewise (velocity gain); both backends within 1e-8 of mjd_transitionFD
+    (5.2e-4 apart when D kept it)."""
+    m = mujoco.MjModel.from_xml_string(simple_body(order, coupling, integrator))
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q, qd, ctrl = np.array([0.1, -0.4]), np.array([0.3, -0.6]), np.full(m.nu, 0.4)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+    A_mj, B_mj = transition_fd(m, d, integrator)
+    for b in ("native", "numpy"):
+        A, B = run(b, derivatives.step_derivatives, model, q, qd, m.opt.timestep, integrator, ctrl if m.nu else None)
+        assert_close(A, A_mj, 1e-8, what=b)
+        if m.nu:
+            assert_close(B, B_mj, 1e-8, what=b)
+
+
+@pytest.mark.parametrize("integrator", ["implicitfast", "implicit"])
+@pytest.mark.parametrize("order", list(SIMPLE_JOINTS))
+def test_step_derivatives_of_a_simple_body_in_air(integrator, order):
+    """The slide and hinge body of issue R in air: its drag's h D a, differenced (derivatives._HardForces), on the
+    integrator's own pattern of D (forward.step_pattern): both backends within 1e-8 of mjd_transitionFD."""
+    m = mujoco.MjModel.from_xml_string(simple_body(order, "velocity gain", integrator, air=True))
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q, qd, ctrl = np.array([0.1, -0.4]), np.array([0.3, -0.6]), np.full(m.nu, 0.4)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+    A_mj, B_mj = transition_fd(m, d, integrator)
+    for b in ("native", "numpy"):
+        A, B = run(b, derivatives.step_derivatives, model, q, qd, m.opt.timestep, integrator, ctrl)
+        assert_close(A, A_mj, 1e-8, what=b)
+        assert_close(B, B_mj, 1e-8, what=b)
+
+
+def test_step_derivatives_of_a_simple_free_body_in_air():
+    """A free body MuJoCo marks simple, with inertia-box fluid drag, under implicitfast: its block solved with D whole
+    (mjd_freeMhat); both backends within 1e-8 of mjd_transitionFD."""
+    m = mujoco.MjModel.from_xml_string(SIMPLE_FREE_BODY)
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q, qd = m.qpos0.copy(), np.array([0.5, -0.3, 0.2, 3.0, -5.0, 7.0])
+    d.qpos[:], d.qvel[:] = q, qd
+    A_mj, _ = transition_fd(m, d, "implicitfast")
+    for b in ("native", "numpy"):
+        assert_close(run(b, derivatives.step_derivatives, model, q, qd, m.opt.timestep, "implicitfast")[0], A_mj, 1e-8,
+                     what=b)
 
 
 @pytest.mark.parametrize("integrator", STEPPERS)

@@ -25,7 +25,7 @@ from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidSta
 
 import mj
 from helpers import run
-from scenes import capsule_beside_a_bare_mesh
+from scenes import SIMPLE_COUPLINGS, SIMPLE_FREE_BODY, SIMPLE_JOINTS, capsule_beside_a_bare_mesh, simple_body
 
 TOL = 1e-12                                             # rad, over the whole run (6.6e-14 seen)
 
@@ -415,6 +415,41 @@ def test_a_free_body_with_a_child_is_not_standalone():
     m = mujoco.MjModel.from_xml_string(FREE_BODY.replace('mass="2"/></body>', 'mass="2"/><body><joint/><geom size=".1"/>'
                                                                             '</body></body>'))
     assert integ.standalone_free_dofs(engine.from_mujoco(m)) == [0]
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("integrator", ["implicitfast", "implicit"])
+@pytest.mark.parametrize("order", list(SIMPLE_JOINTS))
+@pytest.mark.parametrize("coupling", list(SIMPLE_COUPLINGS))
+def test_a_simple_bodys_velocity_coupling_follows_mj_step(backend, integrator, order, coupling):
+    """Issue R: MuJoCo keeps no off-diagonal entries of a simple body's dofs in its reduced M (dof_simplenum > 0), so
+    implicitfast's M - h D leaves D's coupling of the two out (implicit's LU, on the whole pattern, keeps it); physai on
+    both backends: 100 steps within 1e-10 of mj_step (1.8e-2 in qd after one implicitfast step when D kept it)."""
+    m = mujoco.MjModel.from_xml_string(simple_body(order, coupling, integrator))
+    assert (m.dof_simplenum > 0).all() == (order == "slide first")    # the case the test is about, and its control
+    qd0, d = np.array([0.3, -0.6]), mujoco.MjData(m)
+    d.qvel[:], d.ctrl[:] = qd0, 0.4
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    ctrl = np.full(m.nu, 0.4) if m.nu else None
+    r = run(backend, integ.simulate, engine.from_mujoco(m), m.qpos0, qd0, m.opt.timestep, 100, integrator, ctrl,
+            energy=False, constraints=False)
+    assert np.abs(r.q[-1] - d.qpos).max() <= 1e-10 and np.abs(r.qd[-1] - d.qvel).max() <= 1e-10
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_simple_free_body_in_air_follows_mj_step(backend):
+    """A free body MuJoCo marks simple, with inertia-box fluid drag: MuJoCo 4's implicitfast solves its 6 x 6 block with
+    D whole (mjd_freeMhat reads D's own layout, not the reduced M's); physai too: 100 steps within 1e-10 of mj_step."""
+    m = mujoco.MjModel.from_xml_string(SIMPLE_FREE_BODY)
+    assert (m.dof_simplenum > 0).all()
+    qd0, d = np.array([0.5, -0.3, 0.2, 3.0, -5.0, 7.0]), mujoco.MjData(m)
+    d.qvel[:] = qd0
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    r = run(backend, integ.simulate, engine.from_mujoco(m), m.qpos0, qd0, m.opt.timestep, 100, "implicitfast",
+            energy=False, constraints=False)
+    assert np.abs(r.q[-1] - d.qpos).max() <= 1e-10 and np.abs(r.qd[-1] - d.qvel).max() <= 1e-10
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

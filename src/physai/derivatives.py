@@ -266,7 +266,7 @@ class _HardForces:
         spatial = _spatial_tendons(model) if model.ntendon else np.zeros(0, bool)
         self.tendon_forces = spatial & ((model.tendon_stiffness != 0) | (model.tendon_damping != 0))
         self.actuators = acts is not None and bool(_hard_actuators(acts).any())
-        self.damping = name in ("implicit", "implicitfast")
+        self.damping, self.name = name in ("implicit", "implicitfast"), name
         self.metric = name == "discrete"               # -h (B a + h K a + K qd): the discrete metric's motion
         self.free_rows = _free_rows(model) if self.metric else None
         self.any = self.fluid or self.tendon_forces.any() or self.actuators
@@ -286,7 +286,7 @@ class _HardForces:
         if self.damping:
             acts = run.actuators if self.actuators else self.x.actuators
             f = f + self.h * forward.velocity_derivative(model, q, qd, "implicitfast", acts, self.x.ctrl, self.act,
-                                                         self.h) @ a
+                                                         self.h, pattern=self.name) @ a
         if self.metric:
             f = f + self.metric_force(q, qd, a)
         return f
@@ -738,13 +738,14 @@ def _actuator_derivatives(model: Model, acts, q, qd, ctrl, act, h):
     return tuple(np.where(keep, acts.moment.T @ y, 0.0) for y in (df_dq, df_dv, gain * x.x_u, gain * x.x_a)), x
 
 
-def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
+def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a, name: str = "implicit"):
     """(d(D a)/dctrl (nv, nu), d(D a)/dact (nv, na)) for the implicit integrators' matrix K = M - h D at a fixed a: D's
     actuator part sum_k moment_k^T (b2 + g2 x_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in
     each term, x the _Inputs; g2 a muscle's dgain/dvelocity for a muscle gain; acts posed at q) changes with x_k by
     g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or the joint's total is at its
     actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives K da/dy = df/dy + h d(D a)/dy: zero
-    without a velocity gain (none affine in velocity, no muscle)."""
+    without a velocity gain (none affine in velocity, no muscle). D on the integrator `name`'s pattern
+    (forward.step_pattern)."""
     g2 = np.where(acts.gaintype == AFFINE, acts.gain[:, 2], 0.0)
     m = acts.gaintype == MUSCLE
     if not (g2.any() or m.any()):
@@ -756,7 +757,7 @@ def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a):
                                       derivative=True)
     g2 = np.where(free & ~forces.joint_saturated(acts, f), g2, 0.0)
     moment = np.asarray(acts.moment)                   # column k of W (nv, nu): g2_k m_k * (pattern (m_k * a))
-    W = (g2[:, None] * moment * ((moment * a) @ forward.dof_pattern(model).T)).T
+    W = (g2[:, None] * moment * ((moment * a) @ forward.step_pattern(model, name).T)).T
     return W @ x.x_u, W @ x.x_a
 
 
@@ -981,7 +982,7 @@ class _Stepper:
             rq[rows] = rq[rows] - 0.5 * h * (cq[0] - cq[1])[rows]
             rv[rows] = rv[rows] - 0.5 * h * (cv[0] - cv[1])[rows]
         if name in ("implicit", "implicitfast") and x.actuators is not None:   # K's actuator damping moves with its input
-            Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a)
+            Du, Da = _damping_input_derivative(model, acts, q, qd, x.ctrl, act, h, a, name)
             Fu, Fa = Fu + h * Du, Fa + h * Da
         Kinv = inverse(K)
         return a, Kinv @ rq, Kinv @ rv, Kinv @ Fu, Kinv @ Fa, inputs

@@ -363,10 +363,12 @@ def step_matrix(model, q, qd, h: float, name: str, actuators, ctrl, M: np.ndarra
     return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
 
 
-def velocity_derivative(model, q, qd, name: str, actuators=None, ctrl=None, act=None, dt: float | None = None) -> np.ndarray:
+def velocity_derivative(model, q, qd, name: str, actuators=None, ctrl=None, act=None, dt: float | None = None,
+                        pattern: str | None = None) -> np.ndarray:
     """D = d f / d qd (nv, nv) of the single-step integrator `name` (not rk4) with checked actuators and ctrl
     (physai.integrators.velocity_derivative checks them and explains D): -B, plus the fluid's and the tendon dampers',
-    the actuators' (implicitfast: symmetrized) and, implicit, -dc/dqd; on M's sparsity pattern. UnsupportedModelError
+    the actuators' (implicitfast: symmetrized) and, implicit, -dc/dqd; on step_pattern(model, pattern or name) (M's
+    sparsity pattern; implicitfast's without the simple bodies' off-diagonal entries). UnsupportedModelError
     for ellipsoid fluid forces under an implicit integrator (physai.engine.passive.check_integrator)."""
     passive.check_integrator(model, name)
     if name == "euler":
@@ -377,7 +379,7 @@ def velocity_derivative(model, q, qd, name: str, actuators=None, ctrl=None, act=
         D = D + (0.5 * (A + A.T) if name == "implicitfast" else A)
     if name == "implicit":
         D = D - bias_velocity_derivative(model, q, qd)
-    return np.where(dof_pattern(model), D, 0.0)
+    return np.where(step_pattern(model, pattern or name), D, 0.0)
 
 
 def passive_velocity_derivative(model, q, qd, tendon_dampers: bool = True) -> np.ndarray:
@@ -409,9 +411,29 @@ def bias_velocity_derivative(model, q, qd) -> np.ndarray:
     return 0.5 * (c[:model.nv] - c[model.nv:]).T
 
 
-def dof_pattern(model) -> np.ndarray:
-    """(nv, nv) booleans: True where dof i is dof j, an ancestor or a descendant (where M can be non-zero)."""
-    return as_model(model).dof_Mmask[:, :, 0] > 0
+def dof_pattern(model, reduced: bool = False) -> np.ndarray:
+    """(nv, nv) booleans: True where dof i is dof j, an ancestor or a descendant (where M can be non-zero: MuJoCo's D
+    layout, where implicit keeps D); reduced: and neither is simple (Model.dof_simplenum > 0), MuJoCo's reduced M layout
+    (mj_makeDofDofSparse's reduced), where implicitfast keeps D (its qH)."""
+    model = as_model(model)
+    pattern = model.dof_Mmask[:, :, 0] > 0
+    if not reduced:
+        return pattern
+    simple = model.dof_simplenum > 0
+    return pattern & ~((simple[:, None] | simple[None, :]) & ~np.eye(model.nv, dtype=bool))
+
+
+def step_pattern(model, name: str) -> np.ndarray:
+    """(nv, nv) booleans: where the single-step integrator `name` keeps D in M - h D: implicitfast on M's reduced pattern
+    (dof_pattern reduced: its factor qH) but a standalone free body's block whole (its own solve, mjd_freeMhat, reads D's
+    layout); the others on M's pattern (implicit's LU on D's layout)."""
+    model = as_model(model)
+    if name != "implicitfast":
+        return dof_pattern(model)
+    pattern = dof_pattern(model, reduced=True)
+    for adr in standalone_free_dofs(model):
+        pattern[adr:adr + 6, adr:adr + 6] = True
+    return pattern
 
 
 #: K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position derivative

@@ -94,7 +94,7 @@ def from_mujoco(source) -> Model:
              for k in range(m.nsite)]
     return set_const(build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
                            unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m), passive_from_mujoco(m),
-                           tendons_from_mujoco(m)))
+                           tendons_from_mujoco(m), m.dof_simplenum))
 
 
 def tendons_from_mujoco(m: mujoco.MjModel) -> dict:

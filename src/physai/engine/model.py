@@ -212,6 +212,10 @@ class Model:
     body_inertia    (nbody, 3, 3)   each body's own rotational inertia about its centre of mass, body frame [kg m^2]
     jnt_limited, jnt_range, jnt_margin, jnt_solref, jnt_solimp   (njnt,), (njnt, 2), (njnt,), (njnt, 2), (njnt, 5)
     dof_frictionloss, dof_solref, dof_solimp    (nv,), (nv, 2), (nv, 5)   dry friction [N m | N] and its parameters
+    dof_simplenum   (nv,)           MuJoCo's dof_simplenum (its compiler's "simple" bodies: > 0 on their dofs), copied by
+                                    from_mujoco; zeros from the other loaders (URDF, lesson trees). MuJoCo keeps no
+                                    off-diagonal entries of such a dof in its reduced M, so neither does the implicit
+                                    integrators' velocity derivative D (forward.dof_pattern)
     eq_type, eq_obj1id, eq_obj2id, eq_data, eq_solref, eq_solimp, eq_active0, eq_name   (neq, ...) EqualitySpec's fields
     body_quat       (nbody, 4)      body frame in its parent body's frame at the rest pose (w x y z, MuJoCo's body_quat)
     body_offset     (nbody, 3)      its origin in the parent body's frame [m] (MuJoCo's body_pos)
@@ -298,6 +302,7 @@ class Model:
     dof_frictionloss: np.ndarray = field(default_factory=lambda: np.zeros(0))
     dof_solref: np.ndarray = field(default_factory=lambda: np.zeros((0, 2)))
     dof_solimp: np.ndarray = field(default_factory=lambda: np.zeros((0, 5)))
+    dof_simplenum: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     eq_type: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     eq_obj1id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
     eq_obj2id: np.ndarray = field(default_factory=lambda: np.zeros(0, np.intp))
@@ -550,10 +555,11 @@ def merge(mass_a, com_a, inertia_a, mass_b, com_b, inertia_b):
 
 def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[EqualitySpec] = (), opt: Options | None = None,
           unsupported: tuple = (), sites: list[SiteSpec] = (), geoms: Geoms | None = None, passive: dict | None = None,
-          tendons: dict | None = None) -> Model:
+          tendons: dict | None = None, dof_simplenum=None) -> Model:
     """The Model of a body list (parents before children), its equality constraints, solver options, sites and
     collision geoms, passive: the Model's gravity compensation and fluid fields by name (body_gravcomp, fluid_*; see
-    Model), and tendons: its tendon_* and wrap_* fields by name; see the module docstring. Computes nothing of a state."""
+    Model), tendons: its tendon_* and wrap_* fields by name, and dof_simplenum (nv,) as given (zeros without); see the
+    module docstring. Computes nothing of a state."""
     nb = len(bodies)
     geoms = Geoms() if geoms is None else geoms
     geoms.check_bodies(nb)
@@ -646,6 +652,7 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
                                                  [ref(i) for i in range(nlink)]),
         dof_linkid=dof_link, dof_parentid=dof_parent, dof_motion=motion.reshape(-1, 6),
         dof_armature=armature, dof_damping=per_dof("damping"),
+        dof_simplenum=np.zeros(nv, np.intp) if dof_simplenum is None else np.array(dof_simplenum, dtype=np.intp),
         jnt_type=jtype, jnt_qposadr=qadr, jnt_dofadr=vadr, jnt_bodyid=np.array([b for _, b, *_ in jnts], dtype=np.intp),
         jnt_stiffness=stiff, jnt_springref=springref, jnt_name=tuple(j.name for j, *_ in jnts),
         spring_qposadr=qadr[spring], spring_dofadr=vadr[spring], spring_stiffness=stiff[spring], spring_ref=springref[spring],

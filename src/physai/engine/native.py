@@ -224,7 +224,7 @@ def fields(model: Model) -> dict:
     ref[lt.scalar], G[lt.scalar] = lt.scalar_ref, lt.scalar_G
     rot[lt.ball], pos[lt.ball], anchor[lt.ball] = lt.ball_rot, lt.ball_pos, lt.ball_anchor
     ints = ("link_parentid", "link_centerid", "link_relative", "link_dofadr", "link_dofnum", "dof_linkid", "dof_parentid",
-            "spring_qposadr", "spring_dofadr", "body_linkid")
+            "dof_simplenum", "spring_qposadr", "spring_dofadr", "body_linkid")
     floats = ("gravity", "link_mass", "link_subtreemass", "link_ipos", "link_inertia", "dof_motion", "dof_armature", "dof_damping",
               "spring_stiffness", "spring_ref", "body_pos", "body_rot", "static_com")
     c = model.coords
