@@ -92,7 +92,7 @@ def discrete(run, q, qd):
     M_hat = M + run.h * B + run.h * run.h * K
     slip = noslip_metric(run.model, q, qd, run.h, M, M_hat) if run.constrained else None
     back = cg_backbone(run.model, q, qd, run.h, M, M_hat)
-    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back)[0]   # the solve in M^
+    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back, inertia=M)[0]  # in M^
     skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
     qacc = run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
@@ -192,12 +192,14 @@ class DynamicsEvaluator:
         return self.qfrc_actuator
 
     def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False,
-                     noslip_metric: np.ndarray | None = None, backbone: np.ndarray | None = None):
+                     noslip_metric: np.ndarray | None = None, backbone: np.ndarray | None = None,
+                     inertia: np.ndarray | None = None):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
         constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
         step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
-        discrete_h), noslip's Delassus matrix in noslip_metric when given (noslip_metric); the dofs the rows move are
-        kept in row_dofs."""
+        discrete_h), noslip's Delassus matrix in noslip_metric when given (noslip_metric), CG's preconditioner in
+        backbone (cg_backbone), the mass matrix that scales the tolerances in inertia; the dofs the rows move are kept
+        in row_dofs."""
         if not self.constrained:
             qacc = solve(M, f) if backbone is None else solver.smooth_acceleration(self.model, M, f, backbone)
             self._keep(q, qd, qacc, np.zeros(self.model.nv))
@@ -218,7 +220,7 @@ class DynamicsEvaluator:
             rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None,
                                    step_diagonal=np.diag(M).copy() if discrete else None)
             solution = solver.solve_with(model, rows, M, f, self.warmstart, noslip_metric=noslip_metric,
-                                         backbone=backbone)
+                                         backbone=backbone, inertia=inertia)
             qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
             self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
