@@ -111,7 +111,8 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     std::copy(M, M + tree_nnz(m), s.c.Mt.begin());                   // M and its factor where the solvers read them
     if (!factor_mass(m, s.c)) return SINGULAR;
     Solution sol;
-    int st = solve_with(m, s.c, nullptr, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol);
+    int st = solve_with(m, s.c, nullptr, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol,
+                        discrete ? discrete->bare_diag : nullptr);    // discrete: the mass matrix scales the tolerances
     if (st != OK) return st;
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     rows_transpose_times(s.c.r, s.c.force.data(), qfrc);

@@ -1701,9 +1701,11 @@ inline Model island_model(const Model &m, ConstraintWork &w, const Rows &all, co
 // start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island), iteration count
 // and stopping test, then its own noslip; dofs in no island keep a0. sol's iterations and improvement are the largest
 // over the islands, converged whether every island converged; w's rows, qacc, force and state those of all rows.
-// Newton and CG run on the island's dofs alone (island_model: the same numbers).
+// Newton and CG run on the island's dofs alone (island_model: the same numbers). inertia (nv): the diagonal whose
+// island sums scale the tolerances when M is not the mass matrix (the discrete step's metric; nullptr: M's).
 inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
-                         int64_t iterations, const std::vector<Island> &islands, Solution &sol) {
+                         int64_t iterations, const std::vector<Island> &islands, Solution &sol,
+                         const double *inertia = nullptr) {
     int nv = m.nv, n = w.r.nefc;
     if (M) {                                                           // M on the tree's pattern, factored
         tree_pack(m, M, w.Mt.data());
@@ -1742,7 +1744,7 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
         for (size_t a = 0; a < island.dofs.size(); a++) {
             size_t k = size_t(island.dofs[a]), at = gather ? a : k;
             w.qfrc_smooth[at] = qfrc[k], warm[at] = started ? start[k] : 0.0;
-            trace += Mt[size_t(m.M_rowadr[k] + m.M_rownnz[k] - 1)];
+            trace += inertia ? inertia[k] : Mt[size_t(m.M_rowadr[k] + m.M_rownnz[k] - 1)];
         }
         Solution one;
         status = run_solver(mi, w, nullptr, started ? warm.data() : nullptr, tolerance, iterations, one, 1.0 / trace, true);
@@ -1766,16 +1768,23 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
 
 // the solver m.opt_solver names on w's rows, then noslip (MuJoCo's mj_fwdConstraint; solver.solve_with): on each
 // island by itself when opt.island, else on all rows at once (as is one island over every dof: the same problem, without
-// the copies)
+// the copies); inertia (nv): the mass matrix's diagonal whose trace scales the tolerances when M is not it (the
+// discrete step's metric; nullptr: M's)
 inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
-                      int64_t iterations, Solution &sol) {
+                      int64_t iterations, Solution &sol, const double *inertia = nullptr) {
     if (m.opt_island && w.r.nefc) {
         std::vector<Island> &islands = w.islands;                      // kept storage (ConstraintWork::islands)
         partition(m, w.r, islands, w.island_scratch);
         if (islands.size() != 1 || islands[0].dofs.size() < size_t(m.nv))
-            return solve_islands(m, w, M, warmstart, tolerance, iterations, islands, sol);
+            return solve_islands(m, w, M, warmstart, tolerance, iterations, islands, sol, inertia);
     }
-    return run_solver(m, w, M, warmstart, tolerance, iterations, sol, 0.0, false);
+    double scale = 0.0;                                                // 0: tolerance_scale of M
+    if (inertia && m.nv) {
+        double trace = 0.0;
+        for (int j = 0; j < m.nv; j++) trace += inertia[j];
+        scale = 1.0 / (trace / m.nv * m.nv);                           // meaninertia of the mass matrix
+    }
+    return run_solver(m, w, M, warmstart, tolerance, iterations, sol, scale, false);
 }
 
 }  // namespace

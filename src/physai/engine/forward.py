@@ -91,7 +91,8 @@ def discrete(run, q, qd):
     rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
     M_hat = M + run.h * B + run.h * run.h * K
     slip = noslip_metric(run.model, q, qd, run.h, M, M_hat) if run.constrained else None
-    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip)[0]   # the solve in M^
+    back = cg_backbone(run.model, q, qd, run.h, M, M_hat)
+    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back, inertia=M)[0]  # in M^
     skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
     qacc = run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
@@ -191,14 +192,16 @@ class DynamicsEvaluator:
         return self.qfrc_actuator
 
     def acceleration(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, discrete: bool = False,
-                     noslip_metric: np.ndarray | None = None):
+                     noslip_metric: np.ndarray | None = None, backbone: np.ndarray | None = None,
+                     inertia: np.ndarray | None = None):
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
         constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
         step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
-        discrete_h), noslip's Delassus matrix in noslip_metric when given (noslip_metric); the dofs the rows move are
-        kept in row_dofs."""
+        discrete_h), noslip's Delassus matrix in noslip_metric when given (noslip_metric), CG's preconditioner in
+        backbone (cg_backbone), the mass matrix that scales the tolerances in inertia; the dofs the rows move are kept
+        in row_dofs."""
         if not self.constrained:
-            qacc = solve(M, f)
+            qacc = solve(M, f) if backbone is None else solver.smooth_acceleration(self.model, M, f, backbone)
             self._keep(q, qd, qacc, np.zeros(self.model.nv))
             return qacc, np.zeros(self.model.nv)
         model, opt = self.model, self.model.opt
@@ -216,7 +219,8 @@ class DynamicsEvaluator:
                 self.filled = True
             rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None,
                                    step_diagonal=np.diag(M).copy() if discrete else None)
-            solution = solver.solve_with(model, rows, M, f, self.warmstart, noslip_metric=noslip_metric)
+            solution = solver.solve_with(model, rows, M, f, self.warmstart, noslip_metric=noslip_metric,
+                                         backbone=backbone, inertia=inertia)
             qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
             self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
@@ -480,12 +484,26 @@ def noslip_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> n
     efc_AR to 2e-14 beside 2e-2 for M_hat and 5e-2 for the backbone alone); its a0 and final qacc stay in M_hat."""
     if not model.opt.noslip_iterations or explicit_couplings(model):
         return None
+    return factored_metric(model, q, qd, h, M, M_hat)
+
+
+def factored_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
+    """(nv, nv) the part of the discrete metric M_hat = M + h B + h^2 K that MuJoCo 4 factors (None: all of it, no
+    tendon or actuator terms): the joints' and the fluid's terms (the backbone) with the diagonal of the tendons' and
+    actuators' terms C = M_hat - backbone, X = M_hat - (C - diag C). CG preconditions with it and noslip's Delassus
+    matrix is in it (measured: MuJoCo's a0 iterate by iterate to 1.8e-12 at |a0| 3e2, its efc_AR to 2e-14)."""
     backbone = M + h * -passive_velocity_derivative(model, q, qd, tendon_dampers=False) + h * h * np.diag(
         discrete_stiffness(model))
     C = M_hat - backbone
     if not C.any():
         return None
     return M_hat - C + np.diag(np.diag(C))
+
+
+def cg_backbone(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
+    """(nv, nv) the metric CG preconditions with in the discrete step M_hat (None: M_hat itself): factored_metric
+    under the CG solver, whose products and gradients stay in M_hat (MuJoCo 4 applies the couplings matrix-free)."""
+    return factored_metric(model, q, qd, h, M, M_hat) if model.opt.solver == "cg" else None
 
 
 def refuse_discrete_couplings(model, actuators) -> None:

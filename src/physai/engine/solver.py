@@ -51,6 +51,43 @@ def metric_solve(model: Model, M: np.ndarray, b: np.ndarray) -> np.ndarray:
     return x[:, 0] if b.ndim == 1 else x
 
 
+def metric_pcg(model: Model, M: np.ndarray, backbone: np.ndarray, b: np.ndarray, tolerance: float,
+               iterations: int) -> np.ndarray:
+    """x (nv,) with M x = b (nv,) by conjugate gradients preconditioned with the backbone's factor (metric_solve), from
+    x = 0, until |r|^2 < tolerance^2 |b|^2 or after `iterations` (MuJoCo 4's a0 in the discrete step's metric with
+    tendon and actuator terms, which it applies matrix-free: M = backbone + those terms)."""
+    x, res = np.zeros_like(b), np.array(b, dtype=float)
+    bn = float(res @ res)
+    if bn <= MINVAL:
+        return x
+    z = metric_solve(model, backbone, res)
+    p, rz = z.copy(), float(res @ z)
+    for _ in range(iterations):
+        Ap = M @ p
+        pAp = float(p @ Ap)
+        if pAp <= 0:                                  # no curvature along p: x is the best there is
+            break
+        alpha = rz / pAp
+        x, res = x + alpha * p, res - alpha * Ap      # x += alpha p, r -= alpha M p
+        if float(res @ res) < tolerance * tolerance * bn:
+            break
+        z = metric_solve(model, backbone, res)
+        rz_new = float(res @ z)
+        p, rz = z + rz_new / rz * p, rz_new           # p = z + beta p
+    return x
+
+
+def smooth_acceleration(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray, backbone: np.ndarray | None = None,
+                        tolerance: float | None = None, iterations: int | None = None) -> np.ndarray:
+    """a0 = M^-1 qfrc_smooth (nv,): metric_solve, or metric_pcg to the tolerance (model.opt's unless given) when a
+    backbone (the discrete metric's factored part under CG) is given."""
+    if backbone is None:
+        return metric_solve(model, M, qfrc_smooth)
+    opt = model.opt
+    return metric_pcg(model, M, backbone, qfrc_smooth, opt.tolerance if tolerance is None else tolerance,
+                      opt.iterations if iterations is None else iterations)
+
+
 # ---------------------------------------------------------------- the forward problem: Newton's method (mj_solNewton)
 
 @dataclass
@@ -286,10 +323,11 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
     return 0.5 * (H + H.T)
 
 
-def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart, chosen: bool = False):
-    """(a0 = M^-1 qfrc_smooth, the start qacc, its forces, states, cone Hessians and M qacc): the warm start when its
-    primal cost is lower than a0's (or `chosen`: already chosen, an island's), else a0 (MuJoCo's warmstart)."""
-    qacc_smooth = metric_solve(model, M, qfrc_smooth)
+def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart, chosen: bool = False, qacc_smooth=None):
+    """(a0 = M^-1 qfrc_smooth unless given, the start qacc, its forces, states, cone Hessians and M qacc): the warm
+    start when its primal cost is lower than a0's (or `chosen`: already chosen, an island's), else a0 (MuJoCo's
+    warmstart)."""
+    qacc_smooth = metric_solve(model, M, qfrc_smooth) if qacc_smooth is None else qacc_smooth
     if chosen and warmstart is not None:
         qacc = np.array(warmstart, dtype=float)
         return (qacc_smooth, qacc, *_total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)[1:])
@@ -385,21 +423,29 @@ def _hager_zhang(search, grad, grad_old, Mgrad, Mgrad_old) -> float:
 
 def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
              tolerance: float | None = None, iterations: int | None = None, scale: float | None = None,
-             chosen: bool = False) -> Solution:
+             chosen: bool = False, backbone: np.ndarray | None = None) -> Solution:
     """The constrained accelerations of solve by MuJoCo's conjugate gradients (mj_solCG): the same primal cost, start
     and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1 grad is
     below the tolerance at the start, then when the scaled improvement or gradient is, scale = tolerance_scale(M)
-    (1 / trace(M)), or when the line search improves nothing; after `iterations` anyway."""
+    (1 / trace(M)), or when the line search improves nothing; after `iterations` anyway.
+
+    backbone: the discrete step's factored metric (forward.factored_metric) when M has tendon or actuator terms that
+    MuJoCo 4 applies matrix-free: a0 then by metric_pcg, the preconditioner M^-1 becomes backbone^-1 (products,
+    gradient, line search and beta stay in M), and the start test needs the scaled gradient below the tolerance too."""
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     scale = tolerance_scale(M) if scale is None else scale
-    M_solve = lambda x: metric_solve(model, M, x)                                     # noqa: E731
-    qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
+    P = M if backbone is None else backbone                               # the preconditioner's metric
+    M_solve = lambda x: metric_solve(model, P, x)                                     # noqa: E731
+    a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
+    qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
     grad = Ma - qfrc_smooth - r.J.T @ force
     Mgrad = M_solve(grad)
-    # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start)
-    done = max(0.0, 0.5 * scale * float(grad @ Mgrad)) < tolerance
+    # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start); in the discrete
+    # step's matrix-free metric the scaled gradient too (measured: MuJoCo 4 iterates at a gap of 3e-9 < 1e-8)
+    done = max(0.0, 0.5 * scale * float(grad @ Mgrad)) < tolerance and (
+        backbone is None or scale * float(np.linalg.norm(grad)) < tolerance)
     search, improvement, it, status = -Mgrad, 0.0, 0, 0
     while not done and it < iterations:
         alpha, ls_improvement, status = _primal_search(model, r, M, qfrc_smooth, qacc, Ma, search, tolerance, scale)
@@ -766,67 +812,79 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
 
 def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
                tolerance: float | None = None, iterations: int | None = None,
-               noslip_metric: np.ndarray | None = None) -> Solution:
+               noslip_metric: np.ndarray | None = None, backbone: np.ndarray | None = None,
+               inertia: np.ndarray | None = None) -> Solution:
     """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r, then noslip
     when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint): on each island (physai.engine.island) by itself when
     opt.island, else on all rows at once (as is one island over every dof: the same problem, without the copies).
-    noslip_metric: the metric of noslip's Delassus matrix when not M (noslip's M_delassus)."""
+    noslip_metric: the metric of noslip's Delassus matrix when not M (noslip's M_delassus); backbone: solve_cg's;
+    inertia: the mass matrix whose trace scales the tolerances when M is not it (the discrete step's metric)."""
     if model.opt.island and r.nefc:
         parts = island.partition(model, r, off_pattern(model, M))
         if len(parts) != 1 or len(parts[0].dofs) < model.nv:
-            return _solve_islands(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, parts, noslip_metric)
-    return _run_solver(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, None, False, noslip_metric)
+            return _solve_islands(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, parts, noslip_metric,
+                                  backbone, inertia)
+    scale = None if inertia is None else tolerance_scale(inertia)
+    return _run_solver(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, False, noslip_metric, backbone)
 
 
 def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance, iterations,
-                scale: float | None, chosen: bool, noslip_metric: np.ndarray | None = None) -> Solution:
+                scale: float | None, chosen: bool, noslip_metric: np.ndarray | None = None,
+                backbone: np.ndarray | None = None) -> Solution:
     """The solver model.opt.solver names on the rows r with the tolerance scale (None: tolerance_scale(M)) and a start
     already chosen or not, then noslip when opt.noslip_iterations > 0; without rows no solver runs."""
     if r.nefc == 0:
-        return _solve_without_rows(model, M, qfrc_smooth)
-    run = {"pgs": solve_pgs, "cg": solve_cg}.get(model.opt.solver, solve)
-    solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
+        return _solve_without_rows(model, M, qfrc_smooth, backbone, tolerance, iterations)
+    if model.opt.solver == "cg":
+        solution = solve_cg(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen, backbone)
+    else:
+        run = solve_pgs if model.opt.solver == "pgs" else solve
+        solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
     if model.opt.noslip_iterations > 0:
         return noslip(model, r, M, qfrc_smooth, solution, scale, noslip_metric)
     return solution
 
 
-def _solve_without_rows(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray) -> Solution:
-    """No rows (nefc = 0, mj_fwdConstraint's early return): qacc = a0 = M^-1 qfrc_smooth (nv,), no iterations, no
-    improvement, converged (MuJoCo's solver_niter 0)."""
-    qacc = metric_solve(model, M, qfrc_smooth)
+def _solve_without_rows(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray, backbone: np.ndarray | None = None,
+                        tolerance: float | None = None, iterations: int | None = None) -> Solution:
+    """No rows (nefc = 0, mj_fwdConstraint's early return): qacc = a0 = M^-1 qfrc_smooth (nv,) (smooth_acceleration),
+    no iterations, no improvement, converged (MuJoCo's solver_niter 0)."""
+    qacc = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
     return Solution(qacc, np.zeros(0), np.zeros(model.nv), 0, 0.0, True, np.zeros(0, dtype=int))
 
 
-def _island_start(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart) -> np.ndarray | None:
+def _island_start(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart,
+                  qacc_smooth: np.ndarray | None = None) -> np.ndarray | None:
     """The start every island continues from, chosen on all rows (MuJoCo's warmstart): Newton and CG the warm start
     when its primal cost is lower than a0's, else a0; PGS the warm start unless its forces' dual cost is positive
     (None: zero forces)."""
     if warmstart is None:
         return None
     if model.opt.solver != "pgs":
-        return _primal_start(model, r, M, qfrc_smooth, warmstart)[1]
+        return _primal_start(model, r, M, qfrc_smooth, warmstart, False, qacc_smooth)[1]
     _, A, b = _dual_problem(model, r, M, qfrc_smooth)
     return warmstart if _pgs_start(r, A + np.diag(r.R), b, warmstart, False).any() else None
 
 
 def _solve_islands(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart, tolerance,
-                   iterations, parts: list, noslip_metric: np.ndarray | None = None) -> Solution:
+                   iterations, parts: list, noslip_metric: np.ndarray | None = None,
+                   backbone: np.ndarray | None = None, inertia: np.ndarray | None = None) -> Solution:
     """solve_with on each island of parts (island.partition) alone (mj_fwdConstraint with islands): its rows, its dofs'
     qfrc_smooth and start (zero elsewhere, so every other dof stays exactly at zero), its own scale 1 / trace(M_island),
     iteration count and stopping test, then its own noslip; dofs in no island keep a0. The Solution's iterations and
     improvement are the largest over the islands (MuJoCo reports them per island), converged whether every island
     converged."""
-    start = _island_start(model, r, M, qfrc_smooth, warmstart)
-    qacc = metric_solve(model, M, qfrc_smooth)
+    qacc = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
+    start = _island_start(model, r, M, qfrc_smooth, warmstart, qacc if backbone is not None else None)
     force, state = np.zeros(r.nefc), np.zeros(r.nefc, dtype=int)
     iterations_, improvement, converged = 0, 0.0, True
     for part in parts:
         rows, mask = island.island_rows(r, part), np.zeros(model.nv)
         mask[part.dofs] = 1.0
-        scale = 1.0 / float(np.sum(np.diag(M)[part.dofs]))
+        scale = 1.0 / float(np.sum(np.diag(M if inertia is None else inertia)[part.dofs]))
         warm = None if start is None else start * mask
-        sol = _run_solver(model, rows, M, qfrc_smooth * mask, warm, tolerance, iterations, scale, True, noslip_metric)
+        sol = _run_solver(model, rows, M, qfrc_smooth * mask, warm, tolerance, iterations, scale, True, noslip_metric,
+                          backbone)
         qacc[part.dofs], force[part.rows], state[part.rows] = sol.qacc[part.dofs], sol.efc_force, sol.state
         iterations_, improvement = max(iterations_, sol.iterations), max(improvement, sol.improvement)
         converged = converged and sol.converged
