@@ -459,7 +459,7 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
     couple branches or trees, M + h B + h^2 K leaves the tree's pattern: the solver then solves densely
     (solver.metric_solve) and joins the coupled trees' islands (island.partition). Under the PGS solver (which needs
     the metric factored) MuJoCo leaves them out, with or without rows: the factored part alone (explicit_couplings)."""
-    B = -passive_velocity_derivative(model, q, qd, tendon_dampers=False)   # joints, fluid drag
+    B = joint_fluid_damping(model, q, qd)                                   # joints, fluid drag
     K = np.diag(discrete_stiffness(model))
     B_c, K_c = np.zeros_like(B), np.zeros_like(B)
     if explicit_couplings(model):                                           # their forces integrate explicitly
@@ -492,8 +492,7 @@ def factored_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) ->
     tendon or actuator terms): the joints' and the fluid's terms (the backbone) with the diagonal of the tendons' and
     actuators' terms C = M_hat - backbone, X = M_hat - (C - diag C). CG preconditions with it and noslip's Delassus
     matrix is in it (measured: MuJoCo's a0 iterate by iterate to 1.8e-12 at |a0| 3e2, its efc_AR to 2e-14)."""
-    backbone = M + h * -passive_velocity_derivative(model, q, qd, tendon_dampers=False) + h * h * np.diag(
-        discrete_stiffness(model))
+    backbone = M + h * joint_fluid_damping(model, q, qd) + h * h * np.diag(discrete_stiffness(model))
     C = M_hat - backbone
     if not C.any():
         return None
@@ -501,9 +500,18 @@ def factored_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) ->
 
 
 def cg_backbone(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
-    """(nv, nv) the metric CG preconditions with in the discrete step M_hat (None: M_hat itself): factored_metric
-    under the CG solver, whose products and gradients stay in M_hat (MuJoCo 4 applies the couplings matrix-free)."""
-    return factored_metric(model, q, qd, h, M, M_hat) if model.opt.solver == "cg" else None
+    """(nv, nv) the metric that preconditions the discrete step's iterative solves in M_hat (None: M_hat itself):
+    factored_metric under a primal solver (Newton, CG; PGS has no couplings in its metric): a0 = M_hat^-1 qfrc_smooth is
+    itself preconditioned CG to opt.tolerance under both, and CG's iterations too, products and gradients in M_hat
+    (MuJoCo 4 applies the couplings matrix-free; Newton measured: 2.5e-9 off mj_step in 7 steps with a0 exact)."""
+    return None if explicit_couplings(model) else factored_metric(model, q, qd, h, M, M_hat)
+
+
+def joint_fluid_damping(model, q, qd) -> np.ndarray:
+    """B (nv, nv): the joints' damping and the inertia boxes' fluid drag, -d qfrc_passive / d qd without the tendons',
+    on MuJoCo's reduced M pattern (dof_pattern reduced): the discrete metric's factored part, as implicitfast's."""
+    return np.where(dof_pattern(model, reduced=True), -passive_velocity_derivative(model, q, qd, tendon_dampers=False),
+                    0.0)
 
 
 def refuse_discrete_couplings(model, actuators) -> None:

@@ -16,12 +16,13 @@ functions in C++ (cpp/solver.h):
                                             with their own contacts
 """
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from physai import validation
-from physai.exceptions import UnsupportedModelError
+from physai.exceptions import ConvergenceWarning, UnsupportedModelError
 from physai.engine import island, native
 from physai.engine.model_checks import MINVAL
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, CONTACT_PYRAMIDAL, LINEARNEG, LINEARPOS,
@@ -74,6 +75,10 @@ def metric_pcg(model: Model, M: np.ndarray, backbone: np.ndarray, b: np.ndarray,
         z = metric_solve(model, backbone, res)
         rz_new = float(res @ z)
         p, rz = z + rz_new / rz * p, rz_new           # p = z + beta p
+    else:                                             # stopped at the cap (MuJoCo's mjWARN_INERTIA)
+        warnings.warn(f"the discrete step's smooth solve in its metric M + h B + h^2 K ran out of its {iterations} "
+                      f"iterations at a relative residual {np.sqrt(float(res @ res) / bn):.3g}: its acceleration is "
+                      "under-converged, as MuJoCo's; raise model.opt.iterations", ConvergenceWarning, stacklevel=2)
     return x
 
 
