@@ -945,6 +945,20 @@ def test_discrete_metric_coupling_branches_and_trees_follows_mj_step(seed, limit
     assert np.abs(batch.q[:, 1:] - Q[:20]).max() < 1e-10
 
 
+@pytest.mark.parametrize("armature", [0.0, 0.5])
+def test_a_simple_body_whose_joints_mujocos_reduced_mass_matrix_decouples_is_refused(armature):
+    """Two slides along one axis on a body MuJoCo's compiler marks simple: MuJoCo's reduced M drops their coupling
+    (mj_fullM is diagonal), physai's M keeps it (singular without armature): refused by name at load, on either engine,
+    where before the step was 4e-2 off mj_step (or, compiled and without armature, silently wrong)."""
+    xml = f"""<mujoco><worldbody><body pos=".5 0 .6"><joint name="a" type="slide" axis="0 0 1"/>
+      <joint name="c" type="slide" axis="0 0 1" armature="{armature}"/><geom type="sphere" size=".08"/></body>
+      </worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    assert (m.dof_simplenum > 0).all()
+    with pytest.raises(UnsupportedModelError, match="'a' and 'c' move one body that MuJoCo's compiler marks simple"):
+        engine.from_mujoco(m)
+
+
 def test_discrete_fluid_drag_on_a_simple_body_keeps_mujocos_reduced_pattern():
     """A body with two slides and a hinge (MuJoCo's compiler marks it simple: no off-diagonal entries in its reduced M)
     in air under the discrete integrator: the fluid drag's damping joins the factored metric on MuJoCo's reduced pattern

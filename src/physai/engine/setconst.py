@@ -17,6 +17,7 @@ from physai.engine import collision, passive, smooth, support, tendon
 from physai.engine.data import Data
 from physai.engine.model import Model
 from physai.engine.model_checks import MINVAL
+from physai.exceptions import UnsupportedModelError
 from physai.joints import BALL, FREE, SLIDE
 
 
@@ -28,9 +29,35 @@ def set_const(model: Model) -> Model:
               "pose_links": smooth.make_pose_links, "link_dofchains": passive.make_link_dofchains,
               "fluid_links": passive.make_fluid_links, "invweight0": invweight0, "tendon_invweight0": tendon_invweight0,
               "constraints_by_default": has_constraints}
+    check_reduced_mass(model)
     for name in model.KEPT:
         model.keep(name, makers[name](model))
     return model
+
+
+def check_reduced_mass(model: Model) -> None:
+    """UnsupportedModelError where MuJoCo's M, stored reduced, leaves out a mass coupling physai keeps: two joints of a
+    body MuJoCo's compiler marks simple (Model.dof_simplenum > 0: no entries between its dofs in M) coupled in M at
+    qpos0 (two slides along one axis, say), where MuJoCo's dynamics would differ from the body's. A free joint's own
+    dofs are not coupled there (its body's centre of mass at its origin, its inertia diagonal)."""
+    dofs = np.flatnonzero(model.dof_simplenum > 0)
+    dof_joint = np.searchsorted(model.jnt_dofadr, np.arange(model.nv), side="right") - 1
+    dofs = dofs[model.jnt_type[dof_joint[dofs]] != FREE]
+    if len(dofs) < 2:
+        return
+    d = Data(model)
+    smooth.position_stages(model, d, model.qpos0[:, None])
+    M = smooth.crb(model, d)[:, :, 0][np.ix_(dofs, dofs)]
+    diag = np.diag(M)
+    coupled = (np.abs(M) > 1e-12 * np.sqrt(np.outer(diag, diag))) & (dof_joint[dofs][:, None] != dof_joint[dofs][None, :])
+    if coupled.any():
+        i, j = dofs[np.argwhere(coupled)[0]]
+        a, b = model.jnt_name[dof_joint[i]] or f"joint {dof_joint[i]}", model.jnt_name[dof_joint[j]] or f"joint {dof_joint[j]}"
+        raise UnsupportedModelError(
+            f"joints {a!r} and {b!r} move one body that MuJoCo's compiler marks simple (dof_simplenum), yet they are "
+            f"coupled in the mass matrix (M[{i}, {j}] = {M[coupled][0]:.3g} at qpos0): MuJoCo's reduced M leaves that "
+            "coupling out, which physai does not model; give the body's joints orthogonal directions or move one "
+            "to a child body")
 
 
 def has_constraints(model: Model) -> bool:
