@@ -90,8 +90,8 @@ def discrete(run, q, qd):
     B, K, coupled = run.discrete_metric(q, qd)
     rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
     M_hat = M + run.h * B + run.h * run.h * K
-    slip = noslip_metric(run.model, q, qd, run.h, M, M_hat) if run.constrained else None
     back = cg_backbone(run.model, q, qd, run.h, M, M_hat)
+    slip = back if run.constrained and run.model.opt.noslip_iterations else None   # noslip's Delassus matrix in it too
     qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back, inertia=M)[0]  # in M^
     skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
     qacc = run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
@@ -197,7 +197,7 @@ class DynamicsEvaluator:
         """(qacc, qfrc_constraint) at (q, qd) after evaluate(q, qd) gave M and f: M^-1 f and zero when not
         constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
         step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
-        discrete_h), noslip's Delassus matrix in noslip_metric when given (noslip_metric), CG's preconditioner in
+        discrete_h), noslip's Delassus matrix in noslip_metric when given (cg_backbone), CG's preconditioner in
         backbone (cg_backbone), the mass matrix that scales the tolerances in inertia; the dofs the rows move are kept
         in row_dofs."""
         if not self.constrained:
@@ -476,17 +476,6 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
     return B + B_c, K + K_c, coupled.any(axis=1)
 
 
-def noslip_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
-    """(nv, nv) the metric of noslip's Delassus matrix J X^-1 J^T in the discrete step M_hat = M + h B + h^2 K after
-    Newton or CG (None: M_hat itself, as when noslip does not run, under PGS or without tendon or actuator terms):
-    MuJoCo 4's post-pass consumes its factored part, the joints' and the fluid's terms (the backbone), with the
-    diagonal of the tendons' and actuators' terms C = M_hat - backbone, X = M_hat - (C - diag C) (measured on MuJoCo's
-    efc_AR to 2e-14 beside 2e-2 for M_hat and 5e-2 for the backbone alone); its a0 and final qacc stay in M_hat."""
-    if not model.opt.noslip_iterations or explicit_couplings(model):
-        return None
-    return factored_metric(model, q, qd, h, M, M_hat)
-
-
 def factored_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
     """(nv, nv) the part of the discrete metric M_hat = M + h B + h^2 K that MuJoCo 4 factors (None: all of it, no
     tendon or actuator terms): the joints' and the fluid's terms (the backbone) with the diagonal of the tendons' and
@@ -503,7 +492,9 @@ def cg_backbone(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.
     """(nv, nv) the metric that preconditions the discrete step's iterative solves in M_hat (None: M_hat itself):
     factored_metric under a primal solver (Newton, CG; PGS has no couplings in its metric): a0 = M_hat^-1 qfrc_smooth is
     itself preconditioned CG to opt.tolerance under both, and CG's iterations too, products and gradients in M_hat
-    (MuJoCo 4 applies the couplings matrix-free; Newton measured: 2.5e-9 off mj_step in 7 steps with a0 exact)."""
+    (MuJoCo 4 applies the couplings matrix-free; Newton measured: 2.5e-9 off mj_step in 7 steps with a0 exact). It is
+    also the metric of noslip's Delassus matrix J X^-1 J^T after Newton or CG (measured on MuJoCo's efc_AR to 2e-14
+    beside 2e-2 for M_hat and 5e-2 for the backbone alone); noslip's a0 and final qacc stay in M_hat."""
     return None if explicit_couplings(model) else factored_metric(model, q, qd, h, M, M_hat)
 
 
@@ -517,7 +508,7 @@ def joint_fluid_damping(model, q, qd) -> np.ndarray:
 def refuse_discrete_couplings(model, actuators) -> None:
     """UnsupportedModelError when tendons or actuators add to the discrete metric (metric_couplings) and noslip runs
     after a primal solver (Newton, CG), for step_derivatives: its post-pass's Delassus matrix is in another metric
-    (noslip_metric), which physai's derivatives of the constrained solve do not model."""
+    (cg_backbone), which physai's derivatives of the constrained solve do not model."""
     if metric_couplings(model, actuators) and model.opt.noslip_iterations and not explicit_couplings(model):
         raise UnsupportedModelError("step_derivatives of the discrete integrator with tendon springs, dampers or servo "
                                     "gains and noslip under the Newton or CG solver (MuJoCo's noslip then works in the "

@@ -492,7 +492,7 @@ def _shuffle(order: list, state: int) -> int:
 def _dual_problem(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray,
                   M_delassus: np.ndarray | None = None) -> tuple:
     """(a0 = M^-1 qfrc_smooth, A = J M^-1 J^T (nefc, nefc) symmetrized, b = J a0 - aref) of the dual problem; A in
-    M_delassus instead when given (the discrete step's noslip: noslip_metric)."""
+    M_delassus instead when given (the discrete step's noslip: forward.cg_backbone)."""
     qacc_smooth = metric_solve(model, M, qfrc_smooth)
     A = r.J @ metric_solve(model, M if M_delassus is None else M_delassus, r.J.T)
     return qacc_smooth, 0.5 * (A + A.T), r.J @ qacc_smooth - r.aref
@@ -795,7 +795,7 @@ def noslip(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, soluti
     tolerance_scale(M) (the first sweep's plus 1/2 sum R f^2) is below opt.noslip_tolerance, at most
     opt.noslip_iterations sweeps; then qacc = a0 + M^-1 J^T f (mj_dualFinish). Its iterations add to the solver's;
     stopped at its limit, the solution is not converged and its improvement is the last sweep's (the warning's).
-    M_delassus: A's metric when not M (MuJoCo 4's discrete step after Newton or CG: forward.noslip_metric), a0 and
+    M_delassus: A's metric when not M (MuJoCo 4's discrete step after Newton or CG: forward.cg_backbone), a0 and
     qacc still in M."""
     qacc_smooth, A, b = _dual_problem(model, r, M, qfrc_smooth, M_delassus)
     force = solution.efc_force.copy()
