@@ -398,9 +398,12 @@ inline Witness witness_on_face(const V3 &v, const V3 &origin, const V3 &n, const
 // and where an edge PQ crosses the plane, P + (Q - P) d_P / (d_P - d_Q) (d: <p - a, pn>)
 inline void clip(const std::vector<V3> &polygon, const V3 &a, const V3 &pn, std::vector<V3> &out) {
     out.clear();
-    for (size_t i = 0; i < polygon.size(); i++) {
-        const V3 &P = polygon[i], &Q = polygon[(i + 1) % polygon.size()];
-        double dP = dot3(P - a, pn), dQ = dot3(Q - a, pn);
+    const size_t n = polygon.size();
+    double dQ = n ? dot3(polygon[0] - a, pn) : 0.0;                     // each vertex's d once: an edge's dQ is the next's dP
+    for (size_t i = 0; i < n; i++) {
+        const V3 &P = polygon[i], &Q = polygon[i + 1 < n ? i + 1 : 0];
+        double dP = dQ;
+        dQ = dot3(Q - a, pn);
         bool inside1 = dP > -GJK_MINVAL, inside2 = dQ > -GJK_MINVAL;
         if (inside1 && inside2) {
             out.push_back(Q);

@@ -38,6 +38,13 @@ template <class T, size_t N> struct Few {
     size_t n = 0;
     Few() = default;
     Few(std::initializer_list<T> values) { for (const T &x : values) push_back(x); }
+    Few(const Few &o) = default;
+    // the first n values copied, not all N (a simplex of 4 vertices is 544 bytes: workspace only, the same values)
+    Few &operator=(const Few &o) {
+        n = o.n;
+        for (size_t i = 0; i < n; i++) items[i] = o.items[i];
+        return *this;
+    }
     size_t size() const { return n; }
     bool empty() const { return n == 0; }
     void clear() { n = 0; }
@@ -321,12 +328,16 @@ inline void gjk(Status &status, CcdObject &o1, CcdObject &o2) {
             }
         }
         if (k && dot3(x, x - s.vert) < epsilon) break;                  // duality gap <x, x - s> closed
-        Simplex grown = simplex;
-        grown.push_back(s);
-        Weights weights = subdistance(grown);
-        simplex.clear(), lam.clear();                                   // drop the points not needed
-        for (size_t i = 0; i < grown.size(); i++)
-            if (weights[i] != 0) simplex.push_back(grown[i]), lam.push_back(weights[i]);
+        simplex.push_back(s);                                           // grown by s
+        Weights weights = subdistance(simplex);
+        size_t kept = 0;                                                // drop the points not needed (in place: no copy
+        lam.clear();                                                    // of the grown simplex, the same points kept)
+        for (size_t i = 0; i < simplex.size(); i++)
+            if (weights[i] != 0) {
+                if (kept != i) simplex[kept] = simplex[i];
+                kept++, lam.push_back(weights[i]);
+            }
+        simplex.n = kept;
         if (simplex.empty()) {                                          // should not occur
             apart(status, k);
             return;
@@ -541,7 +552,7 @@ inline int edge_of(const Face &face, int vertex) { return face.v[0] == vertex ? 
 
 // whether w sees face f (entered across its edge e): then f is deleted and its other two edges searched
 inline bool horizon_from(Polytope &pt, int f, int e, const V3 &w) {
-    Face face = pt.faces[size_t(f)];
+    const Face &face = pt.faces[size_t(f)];                             // read only (delete_face sets its index)
     if (dot3(face.proj, w) - face.dist2 <= GJK_MINVAL) return false;
     delete_face(pt, f);
     for (int k = 1; k < 3; k++) {
@@ -557,7 +568,7 @@ inline bool horizon_from(Polytope &pt, int f, int e, const V3 &w) {
 // the horizon of the new point w seen from face f
 inline void horizon(Polytope &pt, int f, const V3 &w) {
     delete_face(pt, f);
-    Face face = pt.faces[size_t(f)];
+    const Face &face = pt.faces[size_t(f)];                             // no face is added while the horizon is found
     for (int i = 0; i < 3; i++) {
         int adj = face.adj[i];
         int adj_edge = edge_of(pt.faces[size_t(adj)], face.v[(i + 1) % 3]);

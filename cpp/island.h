@@ -113,9 +113,12 @@ inline void island_rows(const Model &m, const Rows &r, const Island &island, Row
     std::vector<double> Rows::*per_row[] = {&Rows::pos, &Rows::margin, &Rows::frictionloss, &Rows::diagA, &Rows::R,
                                             &Rows::D, &Rows::K, &Rows::B, &Rows::imp, &Rows::impP, &Rows::vel,
                                             &Rows::aref};
-    for (auto field : per_row) {
-        (out.*field).resize(k.size());
-        for (size_t c = 0; c < k.size(); c++) (out.*field)[c] = (r.*field)[size_t(k[c])];
+    for (auto field : per_row) {                                       // gathered through plain pointers (the
+        (out.*field).resize(k.size());                                 // vectors' storage is not re-read per entry)
+        double *to = (out.*field).data();
+        const double *from = (r.*field).data();
+        const int *at = k.data();
+        for (size_t c = 0; c < k.size(); c++) to[c] = from[at[c]];
     }
     out.type.resize(k.size()), out.id.resize(k.size());
     out.start.assign(1, 0), out.cols.clear(), out.val.clear(), out.group.clear();
