@@ -330,9 +330,11 @@ inline double *next_rows(Rows &r, int n, bool given = false) {
 
 // the block of n rows written at next_rows, appended (MuJoCo's mj_addConstraint): pos, margin, diagA per row; a block
 // whose Jacobian is all zero is dropped, except a contact's. The rows' nonzero columns are found, or given (ncols
-// ascending columns outside which the rows are zero). Returns whether it was added.
+// ascending columns outside which the rows are zero). Returns whether it was added. compact (with given): the block's
+// entries at the given columns (n x ncols, row by row), read instead of J's rows (a contact's, C++ only: its dense
+// rows are written only when J is returned; the same entries)
 inline bool add(Rows &r, int n, const double *pos, const double *margin, double frictionloss, int kind, int64_t id,
-                const double *diagA, const int *given = nullptr, int ncols = 0) {
+                const double *diagA, const int *given = nullptr, int ncols = 0, const double *compact = nullptr) {
     int nv = r.nv, at = r.start[size_t(r.nefc)], first = at;
     const double *J = block_rows(r);
     size_t room = size_t(at) + size_t(n) * nv;                         // the block's columns at most
@@ -349,7 +351,8 @@ inline bool add(Rows &r, int n, const double *pos, const double *margin, double 
     if (given && kind < CONTACT_FRICTIONLESS) {                        // an all-zero block is still dropped
         bool zero = true;
         for (int i = 0; i < n && zero; i++)
-            for (int k = 0; k < ncols && zero; k++) zero = J[size_t(i) * nv + given[k]] == 0.0;
+            for (int k = 0; k < ncols && zero; k++)
+                zero = (compact ? compact[size_t(i) * ncols + k] : J[size_t(i) * nv + given[k]]) == 0.0;
         if (zero) at = first;
     }
     if (kind < CONTACT_FRICTIONLESS && at == first) return false;
@@ -362,7 +365,10 @@ inline bool add(Rows &r, int n, const double *pos, const double *margin, double 
     }
     for (int i = 0; i < n; i++) {
         size_t k = size_t(r.nefc + i);
-        for (int a = r.start[k]; a < r.start[k + 1]; a++) r.val[size_t(a)] = J[size_t(i) * nv + size_t(cols[a])];
+        if (compact)                                                   // the given columns' entries, in order
+            std::copy(compact + size_t(i) * ncols, compact + size_t(i + 1) * ncols, r.val.begin() + r.start[k]);
+        else
+            for (int a = r.start[k]; a < r.start[k + 1]; a++) r.val[size_t(a)] = J[size_t(i) * nv + size_t(cols[a])];
         r.pos[k] = pos[i], r.margin[k] = margin[i], r.frictionloss[k] = frictionloss, r.type[k] = kind, r.id[k] = id;
         r.diagA[k] = diagA[i];
     }
@@ -849,27 +855,34 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
                 int o = k < nt ? 0 : 3;
                 for (int i = 0; i < n; i++) jac[k * n + i] = f[0] * Jd[6 * i + o] + f[1] * Jd[6 * i + o + 1] + f[2] * Jd[6 * i + o + 2];
             }
+            // each block's entries on its columns (compact, n per row) to add; its dense rows written only when J
+            // is returned (r.dense)
             if (dim == 1) {
                 double *J = next_rows(r, 1, true);
-                for (int i = 0; i < n; i++) J[cols[i]] = jac[i];
-                add(r, 1, &dist, &margin, 0.0, CONTACT_FRICTIONLESS, c, &tran, cols, n);
+                if (r.dense)
+                    for (int i = 0; i < n; i++) J[cols[i]] = jac[i];
+                add(r, 1, &dist, &margin, 0.0, CONTACT_FRICTIONLESS, c, &tran, cols, n, jac);
             } else if (!m.opt_elliptic) {
+                double *pair = w.J2.data();                            // a pyramid's two edges (2 x n)
                 for (int k = 1; k < dim; k++) {
                     double *J = next_rows(r, 2, true), dists[2] = {dist, dist}, margins[2] = {margin, margin};
                     for (int i = 0; i < n; i++) {
-                        J[cols[i]] = jac[i] + mu[k - 1] * jac[k * n + i];
-                        J[nv + cols[i]] = jac[i] - mu[k - 1] * jac[k * n + i];
+                        pair[i] = jac[i] + mu[k - 1] * jac[k * n + i];
+                        pair[n + i] = jac[i] - mu[k - 1] * jac[k * n + i];
                     }
+                    if (r.dense)
+                        for (int i = 0; i < n; i++) J[cols[i]] = pair[i], J[nv + cols[i]] = pair[n + i];
                     double dA = tran + mu[k - 1] * mu[k - 1] * (k - 1 < 2 ? tran : rot), dAs[2] = {dA, dA};
-                    add(r, 2, dists, margins, 0.0, CONTACT_PYRAMIDAL, c, dAs, cols, n);
+                    add(r, 2, dists, margins, 0.0, CONTACT_PYRAMIDAL, c, dAs, cols, n, pair);
                 }
             } else {
                 double dists[6] = {dist, 0, 0, 0, 0, 0}, margins[6] = {margin, 0, 0, 0, 0, 0}, dA[6];
                 for (int j = 0; j < dim; j++) dA[j] = j < 3 ? tran : rot;
                 double *J = next_rows(r, int(dim), true);
-                for (int k = 0; k < dim; k++)
-                    for (int i = 0; i < n; i++) J[k * nv + cols[i]] = jac[k * n + i];
-                add(r, int(dim), dists, margins, 0.0, CONTACT_ELLIPTIC, c, dA, cols, n);
+                if (r.dense)
+                    for (int k = 0; k < dim; k++)
+                        for (int i = 0; i < n; i++) J[k * nv + cols[i]] = jac[k * n + i];
+                add(r, int(dim), dists, margins, 0.0, CONTACT_ELLIPTIC, c, dA, cols, n, jac);
             }
         }
         for (int64_t j = e1; j >= 0; j = m.dof_parentid[j]) mark[j] = 0;

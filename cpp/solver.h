@@ -221,14 +221,19 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
 
 // the inputs factor_pattern's layout is made from into key: nv, M's pattern row by row, each group's columns
 inline void pattern_key(const Model &m, const Rows &r, std::vector<int> &key) {
-    key.assign(1, m.nv);
+    size_t size = 1 + size_t(m.nv);                                    // sized first, then written in place
+    for (int i = 0; i < m.nv; i++) size += size_t(m.M_rownnz[i]);
+    for_each_group(r, [&](int, int, int nc, const int *) { size += 1 + size_t(nc); });
+    key.resize(size);
+    int *k = key.data();
+    *k++ = m.nv;
     for (int i = 0; i < m.nv; i++) {
-        key.push_back(int(m.M_rownnz[i]));
-        for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i]; a++) key.push_back(int(m.M_colind[a]));
+        *k++ = int(m.M_rownnz[i]);
+        for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i]; a++) *k++ = int(m.M_colind[a]);
     }
     for_each_group(r, [&](int, int, int nc, const int *cols) {
-        key.push_back(-nc);
-        key.insert(key.end(), cols, cols + nc);
+        *k++ = -nc;
+        k = std::copy(cols, cols + nc, k);
     });
 }
 
