@@ -61,13 +61,15 @@ import numpy as np
 
 from physai import collision, engine, forces, joints, validation
 from physai import integrators as integ
+from physai.jacobians import body_jacobian
+from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, api, batching, constraint, forward, native, passive, solver, tendon
+from physai.engine import actuation, api, batching, constraint, forward, geoms, native, passive, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
-from physai.engine.support import standalone_free_dofs
-from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
+from physai.engine.support import dof_chain, standalone_free_dofs
+from physai.engine.smooth import crb, cross_force, cross_motion, quat_to_mat_mj, rne, velocity_stages
 from physai.engine.data import StepOptions
 from physai.engine.model import WRAP_JOINT, Model
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
@@ -324,6 +326,10 @@ class _HardForces:
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
 
+#: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
+#: differenced, as before; the tests compare the two)
+ANALYTIC_ROWS = True
+
 
 class _Constraints:
     """qfrc_constraint of a step and its derivatives through the solver's optimum (issue U), for step_derivatives(...,
@@ -335,10 +341,11 @@ class _Constraints:
 
     with r_x = df/dx - d(M a)/dx|a_c (rnea_derivatives at a_c), S the force's derivative in jar (D on quadratic rows,
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
-    connect and weld rows: _aref_velocity_derivative), and dG/dq by 4th-order centred differences of G along q's
-    tangent directions that move a row (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's
-    depth): the rows' Jacobians, contact frames, impedances and
-    aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
+    connect and weld rows: _aref_velocity_derivative), and dG/dq analytic for the rows _analytic_rows knows (a plane
+    against a sphere, capsule or box on the pyramidal cone, a hinge's or slide's limit: _analytic_forces), and for the
+    others by 4th-order centred differences of G along q's tangent directions that move one of them (_moving_dofs;
+    zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames,
+    impedances and aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
     row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
     switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True). The discrete
     step (self.discrete set): M is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's
@@ -350,6 +357,7 @@ class _Constraints:
         self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
+        self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
@@ -475,9 +483,10 @@ class _Constraints:
     def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> np.ndarray:
         """G(q, qd; a_c) (n, nv) of each state's rows but the last checked ones' (_row_arrays, which checks those too):
         -J^T force(J a_c - aref) of the rows built at another (q, qd), each row's force in the state it holds at the
-        optimum (held_forces)."""
+        optimum (held_forces), the rows in self.analytic left out."""
         J, aref, D = self._row_arrays(Q, QD, checked)
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
+        force[:, self.analytic] = 0.0                  # taken analytically (_analytic_forces)
         return -np.einsum("nrv,nr->nv", J, force)
 
     def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -496,35 +505,149 @@ class _Constraints:
         return out
 
     def _moving_dofs(self, q: np.ndarray) -> np.ndarray:
-        """(nv,) bool: the dofs whose motion moves a row (dG/dq is differenced along them; along the others it is zero:
-        no row's geometry, Jacobian, distance or parameters move): a contact's bodies' chains (their links' dofs and
-        their ancestors'), a joint limit's joint, and a limited joint whose limit row would appear within 4 ROW_STEP (a
-        ball's always), so that the differences name that switch; a dof friction loss row none; every dof with a row of
-        another kind (an equality, a tendon's), with a limited tendon (its limit row may appear along any dof it spans)
-        or at the discrete step's end (its diagApprox, diag(M^), moves with every q). Along the directions left out,
-        derivatives() looks for a contact appearing (_points, _row_arrays)."""
+        """(nv,) bool: the dofs whose motion moves a row differenced (dG/dq is differenced along them; along the others
+        it is zero but for the rows in self.analytic: no other row's geometry, Jacobian, distance or parameters move): a
+        differenced contact's bodies' chains (their links' dofs and their ancestors'), a differenced joint limit's
+        joint, and a limited joint whose limit row would appear or leave within 4 ROW_STEP (a ball's always), so that
+        the differences name that switch; a dof friction loss row none; every dof with a row of another kind (an
+        equality, a tendon's), with a limited tendon (its limit row may appear along any dof it spans) or at the
+        discrete step's end (its diagApprox, diag(M^), moves with every q). Along the directions left out, derivatives()
+        looks for a contact appearing or leaving (_points, _row_arrays)."""
         model, r = self.model, self.r
         moving = np.zeros(model.nv, bool)
         if self.discrete is not None or r.ne or (r.type == constraint.FRICTION_TENDON).any() \
                 or (model.opt.limit and model.tendon_limited.any()):
             return ~moving
+        differenced = np.ones(r.nefc, bool)
+        differenced[self.analytic] = False
         limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
         x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
         dist = np.minimum(x - model.jnt_range[limited, 0], model.jnt_range[limited, 1] - x)
-        near = (dist < model.jnt_margin[limited] + 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
-        for j in np.unique(np.r_[r.id[r.type == constraint.LIMIT_JOINT], limited[near]]).tolist():
+        near = (np.abs(dist - model.jnt_margin[limited]) < 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
+        for j in np.unique(np.r_[r.id[(r.type == constraint.LIMIT_JOINT) & differenced], limited[near]]).tolist():
             adr = model.jnt_dofadr[j]
             moving[adr:adr + joints.NV[int(model.jnt_type[j])]] = True
-        links = np.unique(model.body_linkid[r.contact_body[r.contact_body >= 0]])
+        bodies = r.contact_body[~np.isin(r.contact_row, self.analytic)]
+        links = np.unique(model.body_linkid[bodies[bodies >= 0]])
         for link in links[links >= 0].tolist():         # the chain of the link's last dof
             moving |= model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1]
         return moving
+
+    # ------------------------------------------------ the rows' analytic q-derivatives
+
+    def _turns(self) -> np.ndarray:
+        """(nv, nv) bool, [k, j]: moving along dof k turns dof j's motion S_j (world frame) by S_k x S_j: k is j or one
+        of its ancestors, or k and j are two of a ball's (or a free joint's) rotations, each of which turns the others'
+        axes (a ball's axes are its body's, moved by q's tangent as joints.integrate does)."""
+        model, turns = self.model, self.model.dof_ancestor.copy()
+        for j in np.flatnonzero((model.jnt_type == joints.FREE) | (model.jnt_type == joints.BALL)).tolist():
+            adr = model.jnt_dofadr[j] + (3 if model.jnt_type[j] == joints.FREE else 0)
+            turns[adr:adr + 3, adr:adr + 3] = True
+        return turns
+
+    def _plane_contact(self, c: int, q: np.ndarray, poses: tuple, turns: np.ndarray) -> tuple | None:
+        """(E (k, 3), dJ (k, nv, nv), ddist (nv,)) of contact c when it is a plane on a body no dof moves (geom 1)
+        against a sphere, a capsule or a box (geom 2, body b), of dim 1 or 3 on the pyramidal cone; else None. Its k rows
+        are J = E Jp(b, p) (E: the normal, n +- mu t on the pyramid's edges; Jp the translational point Jacobian at the
+        contact p, W the angular one), with d J[., j]/dq_k at dJ[., j, k]. The primitive's point fixed in b,
+        x = p + n (radius + dist / 2) (the sphere's centre, the capsule's end, the box's corner; radius 0 for a box),
+        moves with Jp(b, x) = Jp(b, p) + W x (x - p), and (n constant):
+
+            d dist = n . Jp(b, x),    dp = Jp(b, x) - n (n . Jp(b, x)) / 2
+            d Jp_j(p)/dq_k = W_k x Jp_j(p) - W_j x Jp_k(p) (when k turns j: _turns) + W_j x dp_k
+
+        so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
+        capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
+        with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1."""
+        model, r, contacts = self.model, self.r, self.contacts[0]
+        G, first, dim = model.geoms, r.contact_row[c], int(r.contact_dim[c])
+        g1, g2 = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
+        b1, b2 = r.contact_body[c].tolist()
+        if not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL) and dim in (1, 3)
+                and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE and b2 >= 0
+                and G.geom_type[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX) and not dof_chain(model, b1).any()):
+            return None
+        frame, dist, mu, p = contacts.frame[c], contacts.dist[c], contacts.friction[c, :dim - 1], contacts.pos[c]
+        n, kind, (xpos, xmat) = frame[0], G.geom_type[g2], (poses[0][b2], poses[1][b2])
+        axis = xmat @ quat_to_mat_mj(G.geom_quat[g2])[:, 2] if kind == geoms.CAPSULE else None
+        y = None if axis is None else axis - n * (n @ axis)
+        if y is not None and y @ y < 1e-12:             # a capsule standing on its end: its frame's choice switches
+            return None
+        J6 = body_jacobian(model, q, b2, xmat.T @ (p - xpos))
+        P, W = J6[:3], J6[3:]
+        X = P - skew(n * (G.geom_size[g2, 0] * (kind != geoms.BOX) + dist / 2)) @ W
+        ddist = n @ X
+        dp = X - np.outer(n, ddist / 2)
+        edges = [(k, s) for k in range(1, dim) for s in (1.0, -1.0)]                # engine.constraint.rows' order
+        E = np.array([n] if dim == 1 else [n + s * mu[k - 1] * frame[k] for k, s in edges])
+        EW = np.array([skew(e) @ W for e in E])                                     # (k, 3, nv): e x W_j
+        EWt = EW.transpose(0, 2, 1)
+        turned = np.matmul(P.T, EW)                                                 # [., j, k]: P_j . (e x W_k)
+        dJ = np.matmul(EWt, dp) + turns.T * (turned - turned.transpose(0, 2, 1))
+        if axis is not None and dim > 1:
+            da = -skew(axis) @ W                                                    # (3, nv): W_k x a
+            dy = da - np.outer(n, n @ da)
+            t1 = frame[1]
+            dt1 = (dy - np.outer(t1, t1 @ dy)) / np.sqrt(y @ y)
+            dt = (dt1, skew(n) @ dt1)
+            dE = np.array([s * mu[k - 1] * dt[k - 1] for k, s in edges])           # (k, 3, nv)
+            dJ += np.matmul(P.T, dE)
+        return E, dJ, ddist
+
+    def _analytic_rows(self, q: np.ndarray) -> tuple:
+        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)): the optimum's rows whose q-derivative is analytic, d J[row, j]/dq_k
+        at [., j, k] and d pos[row]/dq_k along q's tangent directions (as joints.integrate moves q), where R is far above
+        its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
+          a hinge's or slide's limit: J = -side e_dof constant, pos = side (range - q): dJ = 0, dpos = J;
+          a contact of a plane against a sphere, capsule or box (_plane_contact): dpos = d dist on each of its rows.
+        Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
+        differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False."""
+        model, r, nv = self.model, self.r, self.model.nv
+        rows, dJ, dpos = [], [], []
+        if ANALYTIC_ROWS and self.discrete is None:
+            for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist():
+                if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10:
+                    rows.append([i]), dJ.append(np.zeros((1, nv, nv))), dpos.append(r.J[i][None])
+            planes = [c for c in np.flatnonzero(r.contact_row >= 0).tolist() if r.R[r.contact_row[c]] > 1e-10]
+            poses, turns = (body_poses(model, q), self._turns()) if planes else (None, None)
+            for c in planes:
+                out = self._plane_contact(c, q, poses, turns)
+                if out is not None:
+                    rows.append(range(r.contact_row[c], r.contact_row[c] + len(out[0])))
+                    dJ.append(out[1]), dpos.append(np.repeat(out[2][None], len(out[0]), axis=0))
+        if not rows:
+            return np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv))
+        return np.concatenate([np.asarray(x, np.intp) for x in rows]), np.concatenate(dJ), np.concatenate(dpos)
+
+    def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """dG/dq (nv, nv) of the rows given (_analytic_rows), each held in its state at the optimum a_c:
+
+            G = -J^T f,   f = -D jar on a quadratic row (0 satisfied),   jar = J a_c - aref
+            aref = -B J qd - K imp (pos - margin):   d aref = -B dJ qd - K (imp + impP (pos - margin)) dpos
+            D = imp / (c (1 - imp)):                 dD = D impP / (imp (1 - imp)) dpos
+            dG = -dJ^T f - J^T df,   df = -dD jar - D (dJ a_c - d aref) on a quadratic row
+
+        (impP = d imp / d pos, engine.constraint.impedance; K, B and c, diagApprox and the pyramid's 2 mu^2, constant)."""
+        r, a = self.r, self.a
+        if not rows.size:
+            return np.zeros((self.model.nv, self.model.nv))
+        J, D, imp, impP = r.J[rows], r.D[rows], r.imp[rows], r.impP[rows]
+        jar = J @ a - r.aref[rows]
+        quadratic = self.state[rows] == constraint.QUADRATIC
+        f = np.where(quadratic, -D * jar, 0.0)
+        daref = -r.B[rows, None] * np.einsum("rjk,j->rk", dJ, qd) \
+            - (r.K[rows] * (imp + impP * (r.pos[rows] - r.margin[rows])))[:, None] * dpos
+        dD = (D * impP / (imp * (1 - imp)))[:, None] * dpos
+        df = np.where(quadratic[:, None], -dD * jar[:, None] - D[:, None] * (np.einsum("rjk,j->rk", dJ, a) - daref), 0.0)
+        return -np.einsum("rjk,r->jk", dJ, f) - J.T @ df
 
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
         (see the class): held at solve()'s optimum."""
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
+        rows, dJ, dpos = self._analytic_rows(q)
+        self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
         moves, weights = self._moving_dofs(q), np.array(FD_WEIGHTS)[:, 1]
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
@@ -535,6 +658,7 @@ class _Constraints:
             Q = self._points(q, moving, still)
             G = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), 2 * still.size)
             Gq[:, moving] = np.einsum("ksv,s->vk", G.reshape(moving.size, len(weights), nv), weights) / (12 * ROW_STEP)
+        Gq += self._analytic_forces(rows, dJ, dpos, qd)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
         try:
             da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
@@ -1067,10 +1191,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             physai.integrators.step(..., constraints=True), through the constraint solver's optimum (_Constraints):
             contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
-            differencing step (margins=True says how close the rows are to changing state). The
-            rows' dependence on q (Jacobians, contact geometry, impedance, aref) is differenced (4th order), the rest
-            analytic; the NumPy text runs, not the compiled step kernel (the rows, the contacts and the solve are the
-            compiled engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
+            differencing step (margins=True says how close the rows are to changing state). The rows' dependence on q
+            (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
+            or box (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the
+            rest analytic; the NumPy text runs, not the compiled step kernel (the rows, the contacts and the solve are
+            the compiled engine's when the backend is native; the discrete step's rows and solve NumPy's, as its
+            engine's).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.
 
