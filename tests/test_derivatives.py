@@ -1095,6 +1095,19 @@ def test_constrained_step_derivatives_name_a_contact_appearing_along_a_dof_not_d
         assert np.isfinite(A).all()
 
 
+def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs_that_move_a_pair():
+    """_contact_dofs: the dofs that move one geom of a pair that may touch but not the other (a slide carrying a sphere
+    over the floor; a hinge below it turning a geom that collides with nothing, contype 0, moves both the sphere and
+    its own geom: not looked along; a second body's hinge whose capsule may touch the floor: looked along)."""
+    xml = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+      <body pos="0 0 .5"><joint type="slide" axis="0 0 1"/><geom size=".1"/>
+        <body pos="0 .3 0"><joint type="hinge" axis="0 1 0"/><geom size=".05" contype="0" conaffinity="0"/></body></body>
+      <body pos="1 0 1"><joint type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/></body>
+      </worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    assert derivatives._Constraints(model)._contact_dofs().tolist() == [True, False, True]
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("gap, refused", [(1e-6, True), (1e-3, False)])
 def test_constrained_step_derivatives_name_a_tendon_limit_appearing(gap, refused, backend):

@@ -533,6 +533,19 @@ class _Constraints:
             moving |= model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1]
         return moving
 
+    def _contact_dofs(self) -> np.ndarray:
+        """(nv,) bool: the dofs along which a contact may appear or leave: those that move one geom of a pair that may
+        touch (engine.collision.candidates, with the pairs physai has no narrow phase for) but not the other (moving
+        both, they move as one rigid body)."""
+        model = self.model
+        pairs, missing = engine.collision.candidates(model)
+        geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+        body = model.geoms.geom_bodyid[geom]
+        link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
+        last = model.link_dofadr + model.link_dofnum - 1                       # each link's last dof: its chain's column
+        chains = np.vstack([model.dof_ancestor[:, last].T, np.zeros((1, model.nv), bool)])   # row -1: no dof
+        return (chains[link[:, 0]] ^ chains[link[:, 1]]).any(axis=0)
+
     # ------------------------------------------------ the rows' analytic q-derivatives
 
     def _turns(self) -> np.ndarray:
@@ -545,11 +558,29 @@ class _Constraints:
             turns[adr:adr + 3, adr:adr + 3] = True
         return turns
 
-    def _plane_contact(self, c: int, q: np.ndarray, poses: tuple, turns: np.ndarray) -> tuple | None:
-        """(E (k, 3), dJ (k, nv, nv), ddist (nv,)) of contact c when it is a plane on a body no dof moves (geom 1)
-        against a sphere, a capsule or a box (geom 2, body b), of dim 1 or 3 on the pyramidal cone; else None. Its k rows
-        are J = E Jp(b, p) (E: the normal, n +- mu t on the pyramid's edges; Jp the translational point Jacobian at the
-        contact p, W the angular one), with d J[., j]/dq_k at dJ[., j, k]. The primitive's point fixed in b,
+    def _plane_contact(self, c: int, xmat: np.ndarray) -> bool:
+        """Whether contact c is a plane on a body no dof moves (geom 1) against a sphere, a capsule or a box (geom 2 on
+        a body), of dim 1 or 3 on the pyramidal cone, with R far above its floor MINVAL: _plane_contacts' kind; not a
+        capsule standing on its end (its axis within 1e-6 of the normal: its frame's choice switches there). xmat
+        (nbody, 3, 3): the bodies' orientations."""
+        model, r, contacts = self.model, self.r, self.contacts[0]
+        G, first = model.geoms, r.contact_row[c]
+        g1, g2 = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
+        if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
+                and r.contact_dim[c] in (1, 3) and r.R[first] > 1e-10 and min(g1, g2) >= 0
+                and G.geom_type[g1] == geoms.PLANE and r.contact_body[c, 1] >= 0
+                and G.geom_type[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX)
+                and not dof_chain(model, r.contact_body[c, 0]).any()):
+            return False
+        if G.geom_type[g2] != geoms.CAPSULE:
+            return True
+        axis = xmat[r.contact_body[c, 1]] @ quat_to_mat_mj(G.geom_quat[g2])[:, 2]
+        return bool(1 - (contacts.frame[c, 0] @ axis) ** 2 >= 1e-12)
+
+    def _plane_contacts(self, q: np.ndarray, cs: list, poses: tuple) -> tuple:
+        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)) of the plane contacts cs (_plane_contact), d J[row, j]/dq_k at
+        [., j, k]. A contact's rows are J = E Jp(b, p) (E: the normal, n +- mu t on the pyramid's edges; Jp, W the
+        translational and angular Jacobians of its body b, Jp at the contact p). The primitive's point fixed in b,
         x = p + n (radius + dist / 2) (the sphere's centre, the capsule's end, the box's corner; radius 0 for a box),
         moves with Jp(b, x) = Jp(b, p) + W x (x - p), and (n constant):
 
@@ -558,66 +589,68 @@ class _Constraints:
 
         so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
         capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
-        with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1."""
-        model, r, contacts = self.model, self.r, self.contacts[0]
-        G, first, dim = model.geoms, r.contact_row[c], int(r.contact_dim[c])
-        g1, g2 = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
-        b1, b2 = r.contact_body[c].tolist()
-        if not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL) and dim in (1, 3)
-                and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE and b2 >= 0
-                and G.geom_type[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX) and not dof_chain(model, b1).any()):
-            return None
-        frame, dist, mu, p = contacts.frame[c], contacts.dist[c], contacts.friction[c, :dim - 1], contacts.pos[c]
-        n, kind, (xpos, xmat) = frame[0], G.geom_type[g2], (poses[0][b2], poses[1][b2])
-        axis = xmat @ quat_to_mat_mj(G.geom_quat[g2])[:, 2] if kind == geoms.CAPSULE else None
-        y = None if axis is None else axis - n * (n @ axis)
-        if y is not None and y @ y < 1e-12:             # a capsule standing on its end: its frame's choice switches
-            return None
-        J6 = body_jacobian(model, q, b2, xmat.T @ (p - xpos))
-        P, W = J6[:3], J6[3:]
-        X = P - skew(n * (G.geom_size[g2, 0] * (kind != geoms.BOX) + dist / 2)) @ W
-        ddist = n @ X
-        dp = X - np.outer(n, ddist / 2)
-        edges = [(k, s) for k in range(1, dim) for s in (1.0, -1.0)]                # engine.constraint.rows' order
-        E = np.array([n] if dim == 1 else [n + s * mu[k - 1] * frame[k] for k, s in edges])
-        EW = np.array([skew(e) @ W for e in E])                                     # (k, 3, nv): e x W_j
-        EWt = EW.transpose(0, 2, 1)
-        turned = np.matmul(P.T, EW)                                                 # [., j, k]: P_j . (e x W_k)
-        dJ = np.matmul(EWt, dp) + turns.T * (turned - turned.transpose(0, 2, 1))
-        if axis is not None and dim > 1:
-            da = -skew(axis) @ W                                                    # (3, nv): W_k x a
-            dy = da - np.outer(n, n @ da)
-            t1 = frame[1]
-            dt1 = (dy - np.outer(t1, t1 @ dy)) / np.sqrt(y @ y)
-            dt = (dt1, skew(n) @ dt1)
-            dE = np.array([s * mu[k - 1] * dt[k - 1] for k, s in edges])           # (k, 3, nv)
-            dJ += np.matmul(P.T, dE)
-        return E, dJ, ddist
+        with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1 (a capsule standing on its end,
+        |y| < 1e-6, is left to the differences: _plane_contact). poses: the bodies' (xpos, xmat) at q."""
+        model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
+        xpos, xmat = poses
+        bodies, g2 = r.contact_body[cs, 1], contacts.geom[cs, 1]
+        jac = {b: body_jacobian(model, q, b) for b in set(bodies.tolist())}      # (6, nv) at each body's origin
+        J6 = np.stack([jac[b] for b in bodies.tolist()])
+        W = J6[:, 3:]                                                               # (nc, 3, nv)
+        n, p, dist = contacts.frame[cs, 0], contacts.pos[cs], contacts.dist[cs]
+        radius = np.where(G.geom_type[g2] == geoms.BOX, 0.0, G.geom_size[g2, 0])
+        x = p + n * (radius + dist / 2)[:, None]
+        P = J6[:, :3] + _cross_columns(W, p - xpos[bodies])                         # Jp(b, p) = Jp(b, o) + W x (p - o)
+        X = P + _cross_columns(W, x - p)
+        ddist = np.einsum("cx,cxk->ck", n, X)
+        dp = X - n[:, :, None] * ddist[:, None, :] / 2
+        rows, owner, E, capsules = [], [], [], []
+        for i, c in enumerate(cs):
+            frame, dim, first = contacts.frame[c], int(r.contact_dim[c]), int(r.contact_row[c])
+            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]      # engine.constraint.rows' order
+            mu = contacts.friction[c]
+            E += [frame[0]] if dim == 1 else [frame[0] + sign * mu[k - 1] * frame[k] for k, sign in edges]
+            if G.geom_type[g2[i]] == geoms.CAPSULE and dim > 1:
+                capsules.append((i, len(rows), edges))
+            rows += range(first, first + max(1, 2 * (dim - 1)))
+            owner += [i] * max(1, 2 * (dim - 1))
+        E, owner = np.array(E), np.array(owner)
+        EW = -_cross_columns(W[owner], E)                                          # (m, 3, nv): e x W_j
+        turned = np.matmul(P[owner].transpose(0, 2, 1), EW)                         # [., j, k]: P_j . (e x W_k)
+        dJ = np.matmul(EW.transpose(0, 2, 1), dp[owner]) + self._turns().T * (turned - turned.transpose(0, 2, 1))
+        for i, start, edges in capsules:
+            c, frame, mu = cs[i], contacts.frame[cs[i]], contacts.friction[cs[i]]
+            axis = xmat[bodies[i]] @ quat_to_mat_mj(G.geom_quat[g2[i]])[:, 2]
+            y = axis - frame[0] * (frame[0] @ axis)
+            da = -skew(axis) @ W[i]                                                 # (3, nv): W_k x a
+            dy = da - np.outer(frame[0], frame[0] @ da)
+            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
+            dt = (dt1, skew(frame[0]) @ dt1)
+            dE = np.array([sign * mu[k - 1] * dt[k - 1] for k, sign in edges])     # (k, 3, nv)
+            dJ[start:start + len(edges)] += np.matmul(P[i].T, dE)
+        return np.array(rows, np.intp), dJ, ddist[owner]
 
     def _analytic_rows(self, q: np.ndarray) -> tuple:
         """(rows (m,), dJ (m, nv, nv), dpos (m, nv)): the optimum's rows whose q-derivative is analytic, d J[row, j]/dq_k
         at [., j, k] and d pos[row]/dq_k along q's tangent directions (as joints.integrate moves q), where R is far above
         its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
           a hinge's or slide's limit: J = -side e_dof constant, pos = side (range - q): dJ = 0, dpos = J;
-          a contact of a plane against a sphere, capsule or box (_plane_contact): dpos = d dist on each of its rows.
+          a contact of a plane against a sphere, capsule or box (_plane_contacts): dpos = d dist on each of its rows.
         Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
         differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False."""
         model, r, nv = self.model, self.r, self.model.nv
-        rows, dJ, dpos = [], [], []
-        if ANALYTIC_ROWS and self.discrete is None:
-            for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist():
-                if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10:
-                    rows.append([i]), dJ.append(np.zeros((1, nv, nv))), dpos.append(r.J[i][None])
-            planes = [c for c in np.flatnonzero(r.contact_row >= 0).tolist() if r.R[r.contact_row[c]] > 1e-10]
-            poses, turns = (body_poses(model, q), self._turns()) if planes else (None, None)
-            for c in planes:
-                out = self._plane_contact(c, q, poses, turns)
-                if out is not None:
-                    rows.append(range(r.contact_row[c], r.contact_row[c] + len(out[0])))
-                    dJ.append(out[1]), dpos.append(np.repeat(out[2][None], len(out[0]), axis=0))
-        if not rows:
-            return np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv))
-        return np.concatenate([np.asarray(x, np.intp) for x in rows]), np.concatenate(dJ), np.concatenate(dpos)
+        parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
+        if not ANALYTIC_ROWS or self.discrete is not None:
+            return parts[0]
+        limits = [i for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist()
+                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10]
+        if limits:
+            parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
+        poses = body_poses(model, q) if len(r.contact_row) else None
+        planes = [c for c in range(len(r.contact_row)) if self._plane_contact(c, poses[1])]
+        if planes:
+            parts.append(self._plane_contacts(q, planes, poses))
+        return tuple(np.concatenate(x) for x in zip(*parts))
 
     def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """dG/dq (nv, nv) of the rows given (_analytic_rows), each held in its state at the optimum a_c:
@@ -653,6 +686,7 @@ class _Constraints:
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
             still = still[:0]
+        still = still[self._contact_dofs()[still]]     # (those that move a pair of geoms that may touch)
         Gq = np.zeros((nv, nv))
         if moving.size or still.size:
             Q = self._points(q, moving, still)
@@ -668,6 +702,13 @@ class _Constraints:
                                     "mass matrix") from None
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+
+def _cross_columns(W: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(..., 3, nv): each column of W (..., 3, nv) crossed with v (..., 3): W_k x v (componentwise: np.cross's axis
+    moves cost more than the products here)."""
+    x, y, z, a, b, c = W[..., 0, :], W[..., 1, :], W[..., 2, :], v[..., 0, None], v[..., 1, None], v[..., 2, None]
+    return np.stack([y * c - z * b, z * a - x * c, x * b - y * a], axis=-2)
 
 
 def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndarray:
