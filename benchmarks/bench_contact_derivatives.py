@@ -5,13 +5,13 @@ mjd_transitionFD, one state per call, in one run.
 
 States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_control's humanoid after 100 steps of
 mj_step from its start state (task_models.start), both with their own integrator, the solver at tolerance 1e-15.
-Timed: physai's call (the solve at the state; the rows' q-derivatives analytic for plane-sphere/capsule/box contacts and
-hinge limits, the other rows rebuilt at 4 points along each dof that moves one of them, their contacts and rows each in
-one compiled call; the detection alone at +-2e-6 along the other dofs, for a contact appearing), MuJoCo's
-mjd_transitionFD with forward differences (eps 1e-6) and centred ones; ratio = physai / MuJoCo's (below 1: physai is
-faster; issue U's target is 0.1 against the forward differences). Also printed: the largest difference of A and B from
-Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest entry. Best of 9 rounds
-(bench_dynamics.best_time); on a shared machine expect +-20% between runs.
+Timed: physai's call (the solve at the state; the rows' q-derivatives analytic for plane-sphere/capsule/box contacts,
+sphere/capsule pairs and hinge limits, the other rows rebuilt at 4 points along each dof that moves one of them, their
+contacts and rows each in one compiled call; the detection alone at +-2e-6 along the other dofs, for a contact
+appearing), MuJoCo's mjd_transitionFD with forward differences (eps 1e-6) and centred ones; ratio = physai / MuJoCo's
+(below 1: physai is faster; issue U's target is 0.1 against the forward differences). Also printed: the largest
+difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest
+entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs.
 """
 
 import os

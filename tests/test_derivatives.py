@@ -1219,6 +1219,32 @@ def plane_primitives_state(m):
     return d
 
 
+SEGMENTS = """<mujoco><option timestep="0.002" cone="pyramidal" gravity="0 0 0"/><worldbody>
+<body pos="0 0 1"><freejoint/><geom type="capsule" fromto="-.2 0 0 .2 0 0" size=".05" friction="0.6 0.01 0.001"/></body>
+<body pos="0 0 1.095" euler="3 0 7"><freejoint/><geom type="capsule" fromto="0 -.2 0 0 .2 0" size=".05"/></body>
+<body pos="0.25 0 1.08"><freejoint/><geom type="capsule" fromto="0 -.2 0 0 .2 .01" size=".05"/></body>
+<body pos="0.1 0 0.894"><freejoint/><geom type="sphere" size=".06"/></body>
+<body pos="1 0 1"><joint type="ball"/><geom type="capsule" fromto="0 0 0 0 0 -.2" size=".02" contype="0" conaffinity="0"/>
+  <body pos="0 0 -.2"><joint type="hinge" axis="1 0 0"/><geom type="sphere" pos="0 0.05 -0.1" size=".05" condim="1"/></body>
+  <body pos="0.03 0.07 -0.39"><joint type="slide" axis="1 0 0"/><geom type="sphere" size=".05" condim="1"/></body></body>
+</worldbody></mujoco>"""
+
+
+def segments_state(m):
+    """SEGMENTS' contacts, each a few mm deep: two capsules crossing (both nearest points inside their segments), a
+    capsule across the first one's end (its nearest point at that end), a sphere under it (capsule-sphere) and two
+    spheres on two branches below one ball joint (dim 1; the ball's dofs move both: skipped in J); random
+    velocities."""
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(4).normal(size=m.nv) * 0.05
+    mujoco.mj_forward(m, d)
+    return d
+
+
+SCENES = {"plane": (PLANE_PRIMITIVES, plane_primitives_state, {(0, 6, 3), (0, 3, 3), (0, 2, 1)}, 26),
+          "segments": (SEGMENTS, segments_state, {(3, 3, 3), (2, 3, 3), (2, 2, 1)}, 13)}   # (geom types, dim)
+
+
 def captured_analytic_rows(monkeypatch, model, q, qd, **kwargs):
     """step_derivatives(constraints=True) at (q, qd), recording each _Constraints._analytic_rows call: [(self, q, its
     rows, dJ, dpos)]."""
@@ -1231,20 +1257,23 @@ def captured_analytic_rows(monkeypatch, model, q, qd, **kwargs):
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
-def test_constrained_rows_analytic_q_derivatives_match_central_differences(monkeypatch, backend):
-    """The rows whose q-derivative is analytic (_analytic_rows: plane against box corners, capsule ends (its tangent
-    turning with its axis), a sphere at the end of a ball and hinge chain with a frictionless contact, a hinge's limit):
-    their Jacobians' and distances' derivatives along each tangent direction against 4th-order centred differences
-    (step 1e-5) of physai's own detection and rows (engine.constraint.rows through _Constraints.rows), within 1e-8 of
-    the largest entry, on both backends."""
-    m = exact_solver(mujoco.MjModel.from_xml_string(PLANE_PRIMITIVES))
-    d = plane_primitives_state(m)
-    kinds = {(int(m.geom_type[c.geom[1]]), int(c.dim)) for c in d.contact[:d.ncon]}
-    assert kinds == {(6, 3), (3, 3), (2, 1)} and d.ncon == 7 and d.nl == 1, (kinds, d.ncon, d.nl)
+@pytest.mark.parametrize("scene", SCENES)
+def test_constrained_rows_analytic_q_derivatives_match_central_differences(monkeypatch, backend, scene):
+    """The rows whose q-derivative is analytic (_analytic_rows): PLANE_PRIMITIVES' plane against box corners, capsule
+    ends (its tangent turning with its axis), a sphere at the end of a ball and hinge chain with a frictionless
+    contact, a hinge's limit; SEGMENTS' capsule-capsule, capsule-sphere and sphere-sphere contacts between moving
+    bodies (their nearest points and normal moving, make_frame's tangents turning with it): their Jacobians' and
+    distances' derivatives along each tangent direction against 4th-order centred differences (step 1e-5) of
+    physai's own detection and rows (engine.constraint.rows through _Constraints.rows), within 1e-8 of the largest
+    entry, on both backends."""
+    xml, state, kinds, count = SCENES[scene]
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    d = state(m)
+    assert {(*sorted(m.geom_type[c.geom].tolist()), int(c.dim)) for c in d.contact[:d.ncon]} == kinds
     model = engine.from_mujoco(m)
     q, qd = d.qpos.copy(), d.qvel.copy()
     self, q0, rows, dJ, dpos = run(backend, captured_analytic_rows, monkeypatch, model, q, qd)[0]
-    assert len(rows) == 4 * 4 + 2 * 4 + 1 + 1     # every contact row and the limit's
+    assert len(rows) == count == d.nefc            # every contact row and the limit's
     h, nv = 1e-5, m.nv
     steps = np.concatenate([np.eye(nv) * s * h for s in (-2, -1, 1, 2)], axis=1)
     Q = joints.integrate(model.coords, np.repeat(q0[:, None], 4 * nv, axis=1), steps, 1.0).T
@@ -1259,12 +1288,15 @@ def test_constrained_rows_analytic_q_derivatives_match_central_differences(monke
 
 
 @pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])
-def test_constrained_step_derivatives_with_analytic_rows_match_mujoco_and_the_differenced_rows(monkeypatch, integrator):
-    """PLANE_PRIMITIVES' state through the step with the rows' q-derivatives analytic where they are (_analytic_rows)
-    against MuJoCo's extrapolated centred differences (within 1e-7), and against every row differenced
-    (ANALYTIC_ROWS False) within 1e-8 of the largest entry (the differences' rounding, ~1e-10)."""
-    m = exact_solver(mujoco.MjModel.from_xml_string(PLANE_PRIMITIVES))
-    d = plane_primitives_state(m)
+@pytest.mark.parametrize("scene", SCENES)
+def test_constrained_step_derivatives_with_analytic_rows_match_mujoco_and_the_differenced_rows(monkeypatch, integrator,
+                                                                                             scene):
+    """SCENES' states through the step with the rows' q-derivatives analytic where they are (_analytic_rows) against
+    MuJoCo's extrapolated centred differences (within 1e-7), and against every row differenced (ANALYTIC_ROWS False)
+    within 1e-8 of the largest entry (the differences' rounding, ~1e-10)."""
+    xml, state, _, _ = SCENES[scene]
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    d = state(m)
     constrained_against_mujoco(m, d, integrator)
     model = engine.from_mujoco(m)
     A = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), integrator=integrator, constraints=True)[0]

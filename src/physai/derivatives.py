@@ -65,11 +65,11 @@ from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, api, batching, constraint, forward, geoms, native, passive, solver, tendon
+from physai.engine import actuation, api, batching, constraint, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
-from physai.engine.smooth import crb, cross_force, cross_motion, quat_to_mat_mj, rne, velocity_stages
+from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
 from physai.engine.model import WRAP_JOINT, Model
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
@@ -342,7 +342,8 @@ class _Constraints:
     with r_x = df/dx - d(M a)/dx|a_c (rnea_derivatives at a_c), S the force's derivative in jar (D on quadratic rows,
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
     connect and weld rows: _aref_velocity_derivative), and dG/dq analytic for the rows _analytic_rows knows (a plane
-    against a sphere, capsule or box on the pyramidal cone, a hinge's or slide's limit: _analytic_forces), and for the
+    against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
+    _analytic_forces), and for the
     others by 4th-order centred differences of G along q's tangent directions that move one of them (_moving_dofs;
     zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames,
     impedances and aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
@@ -574,7 +575,7 @@ class _Constraints:
             return False
         if G.geom_type[g2] != geoms.CAPSULE:
             return True
-        axis = xmat[r.contact_body[c, 1]] @ quat_to_mat_mj(G.geom_quat[g2])[:, 2]
+        axis = _geom_axis(model, xmat[r.contact_body[c, 1]], g2)
         return bool(1 - (contacts.frame[c, 0] @ axis) ** 2 >= 1e-12)
 
     def _plane_contacts(self, q: np.ndarray, cs: list, poses: tuple) -> tuple:
@@ -620,7 +621,7 @@ class _Constraints:
         dJ = np.matmul(EW.transpose(0, 2, 1), dp[owner]) + self._turns().T * (turned - turned.transpose(0, 2, 1))
         for i, start, edges in capsules:
             c, frame, mu = cs[i], contacts.frame[cs[i]], contacts.friction[cs[i]]
-            axis = xmat[bodies[i]] @ quat_to_mat_mj(G.geom_quat[g2[i]])[:, 2]
+            axis = _geom_axis(model, xmat[bodies[i]], g2[i])
             y = axis - frame[0] * (frame[0] @ axis)
             da = -skew(axis) @ W[i]                                                 # (3, nv): W_k x a
             dy = da - np.outer(frame[0], frame[0] @ da)
@@ -635,7 +636,8 @@ class _Constraints:
         at [., j, k] and d pos[row]/dq_k along q's tangent directions (as joints.integrate moves q), where R is far above
         its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
           a hinge's or slide's limit: J = -side e_dof constant, pos = side (range - q): dJ = 0, dpos = J;
-          a contact of a plane against a sphere, capsule or box (_plane_contacts): dpos = d dist on each of its rows.
+          a contact of a plane against a sphere, capsule or box (_plane_contacts), or between two spheres or capsules
+          (_segment_contact): dpos = d dist on each of its rows.
         Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
         differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False."""
         model, r, nv = self.model, self.r, self.model.nv
@@ -650,7 +652,94 @@ class _Constraints:
         planes = [c for c in range(len(r.contact_row)) if self._plane_contact(c, poses[1])]
         if planes:
             parts.append(self._plane_contacts(q, planes, poses))
+        for c in sorted(set(range(len(r.contact_row))) - set(planes)):
+            part = self._segment_contact(c, q, poses)
+            if part is not None:
+                parts.append(part)
         return tuple(np.concatenate(x) for x in zip(*parts))
+
+    def _segment_contact(self, c: int, q: np.ndarray, poses: tuple) -> tuple | None:
+        """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules (a
+        sphere a segment of length 0; primitives.sphere_sphere, sphere_capsule, capsule_capsule), of dim 1 or 3 on the
+        pyramidal cone, segments not parallel; else None. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0, d1
+        fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is inside
+        (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
+
+            dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
+
+        (ds, dt zero at an end). Then n = D / |D|: dn = (1 - n n^T) dD / |D|, d dist = n . dD, the contact
+        p = c1 + n (r1 + dist / 2): dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2; the rows J = E (Jp2(p) -
+        Jp1(p)) (E: n, n +- mu t with make_frame's tangents from n, turning with it; the dofs moving both bodies
+        skipped) give dJ as _plane_contacts' for each body, plus dE Jd."""
+        model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
+        first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
+        g = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
+        kinds = (geoms.SPHERE, geoms.CAPSULE)
+        if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
+                and dim in (1, 3) and r.R[first] > 1e-10 and min(g) >= 0 and G.geom_type[g[0]] in kinds
+                and G.geom_type[g[1]] in kinds):
+            return None
+        ends, J6, radius = [], [], []
+        for geom, body in zip(g, r.contact_body[c].tolist()):                  # each geom's segment a0 + s d
+            xpos, xmat = (poses[0][body], poses[1][body]) if body >= 0 else (np.zeros(3), np.eye(3))
+            centre = xpos + xmat @ G.geom_pos[geom]
+            half = _geom_axis(model, xmat, geom) * (G.geom_size[geom, 1] if G.geom_type[geom] == geoms.CAPSULE else 0.0)
+            ends.append((centre - half, 2 * half))
+            J6.append(body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)))
+            J6[-1] = (J6[-1], xpos)
+            radius.append(G.geom_size[geom, 0])
+        (a0, d1), (b0, d2) = ends
+        weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
+        if len(weights) != 1:                                                   # parallel: two contacts, differenced
+            return None
+        s, t = weights[0]
+        c1, c2 = a0 + s * d1, b0 + t * d2
+        D = c2 - c1
+        L = np.sqrt(D @ D)
+        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
+        if L < 1e-9 or abs(L - radius[0] - radius[1] - dist) > 1e-9 * max(1.0, L):   # not this pair's nearest points
+            return None
+
+        def at(k: int, x: np.ndarray):                                          # (Jp(x), W) of body k
+            (J, origin) = J6[k]
+            return J[:3] + _cross_columns(J[3:], x - origin), J[3:]
+
+        (v1, W1), (v2, W2) = at(0, c1), at(1, c2)
+        free = [(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0]
+        dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
+        A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
+        rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
+        st = np.zeros((2, model.nv))
+        if any(free):
+            f = np.flatnonzero(free)
+            st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
+        dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
+        dn = (dD - np.outer(n, n @ dD)) / L
+        ddist = n @ dD
+        dp = v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
+        # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0), t2 = n x t1
+        frame = contacts.frame[c]
+        y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
+        y = y0 - n * (n @ y0)
+        dy = -(dn * (n @ y0) + np.outer(n, y0 @ dn))
+        dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
+        dt = (dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1)              # dt2 = dn x t1 + n x dt1
+        edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]
+        mu = contacts.friction[c]
+        E = np.array([n] if dim == 1 else [n + sign * mu[k - 1] * frame[k] for k, sign in edges])
+        dE = np.array([dn] if dim == 1 else [dn + sign * mu[k - 1] * dt[k - 1] for k, sign in edges])
+        turns = self._turns().T
+        common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
+        Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
+        for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
+            P, W = at(k, p)
+            EW = -_cross_columns(W[None], E)                                    # (rows, 3, nv): e x W_j
+            turned = np.matmul(P.T, EW)
+            dJ += sign * (np.matmul(EW.transpose(0, 2, 1), dp) + turns * (turned - turned.transpose(0, 2, 1)))
+            Jd += sign * P
+        dJ += np.einsum("rxk,xj->rjk", dE, Jd)
+        dJ[:, common] = 0.0
+        return np.arange(first, first + len(E)), dJ, np.repeat(ddist[None], len(E), axis=0)
 
     def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """dG/dq (nv, nv) of the rows given (_analytic_rows), each held in its state at the optimum a_c:
@@ -708,7 +797,16 @@ def _cross_columns(W: np.ndarray, v: np.ndarray) -> np.ndarray:
     """(..., 3, nv): each column of W (..., 3, nv) crossed with v (..., 3): W_k x v (componentwise: np.cross's axis
     moves cost more than the products here)."""
     x, y, z, a, b, c = W[..., 0, :], W[..., 1, :], W[..., 2, :], v[..., 0, None], v[..., 1, None], v[..., 2, None]
-    return np.stack([y * c - z * b, z * a - x * c, x * b - y * a], axis=-2)
+    out = np.empty(np.broadcast_shapes(W.shape, v.shape[:-1] + (3, 1)))
+    out[..., 0, :], out[..., 1, :], out[..., 2, :] = y * c - z * b, z * a - x * c, x * b - y * a
+    return out
+
+
+def _geom_axis(model: Model, xmat: np.ndarray, geom: int) -> np.ndarray:
+    """(3,) geom's z axis in the world, its body's orientation xmat (3, 3) times its quaternion's (w, x, y, z) third
+    column (2 (xz + wy), 2 (yz - wx), 1 - 2 (x^2 + y^2))."""
+    w, x, y, z = model.geoms.geom_quat[geom].tolist()
+    return xmat @ np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
 
 
 def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -1234,10 +1332,10 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
             differencing step (margins=True says how close the rows are to changing state). The rows' dependence on q
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
-            or box (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the
-            rest analytic; the NumPy text runs, not the compiled step kernel (the rows, the contacts and the solve are
-            the compiled engine's when the backend is native; the discrete step's rows and solve NumPy's, as its
-            engine's).
+            or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
+            order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
+            the contacts and the solve are the compiled engine's when the backend is native; the discrete step's rows
+            and solve NumPy's, as its engine's).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.
 
