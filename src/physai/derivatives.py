@@ -359,6 +359,7 @@ class _Constraints:
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
+        self.turns = None                              # _turns(), made on first use
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
@@ -552,12 +553,14 @@ class _Constraints:
     def _turns(self) -> np.ndarray:
         """(nv, nv) bool, [k, j]: moving along dof k turns dof j's motion S_j (world frame) by S_k x S_j: k is j or one
         of its ancestors, or k and j are two of a ball's (or a free joint's) rotations, each of which turns the others'
-        axes (a ball's axes are its body's, moved by q's tangent as joints.integrate does)."""
-        model, turns = self.model, self.model.dof_ancestor.copy()
-        for j in np.flatnonzero((model.jnt_type == joints.FREE) | (model.jnt_type == joints.BALL)).tolist():
-            adr = model.jnt_dofadr[j] + (3 if model.jnt_type[j] == joints.FREE else 0)
-            turns[adr:adr + 3, adr:adr + 3] = True
-        return turns
+        axes (a ball's axes are its body's, moved by q's tangent as joints.integrate does). Made once."""
+        if self.turns is None:
+            model, turns = self.model, self.model.dof_ancestor.copy()
+            for j in np.flatnonzero((model.jnt_type == joints.FREE) | (model.jnt_type == joints.BALL)).tolist():
+                adr = model.jnt_dofadr[j] + (3 if model.jnt_type[j] == joints.FREE else 0)
+                turns[adr:adr + 3, adr:adr + 3] = True
+            self.turns = turns
+        return self.turns
 
     def _plane_contact(self, c: int, xmat: np.ndarray) -> bool:
         """Whether contact c is a plane on a body no dof moves (geom 1) against a sphere, a capsule or a box (geom 2 on
