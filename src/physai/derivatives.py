@@ -720,17 +720,17 @@ class _Constraints:
         dn = (dD - np.outer(n, n @ dD)) / L
         ddist = n @ dD
         dp = v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
-        # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0), t2 = n x t1
-        frame = contacts.frame[c]
-        y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
-        y = y0 - n * (n @ y0)
-        dy = -(dn * (n @ y0) + np.outer(n, y0 @ dn))
-        dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
-        dt = (dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1)              # dt2 = dn x t1 + n x dt1
-        edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]
-        mu = contacts.friction[c]
-        E = np.array([n] if dim == 1 else [n + sign * mu[k - 1] * frame[k] for k, sign in edges])
-        dE = np.array([dn] if dim == 1 else [dn + sign * mu[k - 1] * dt[k - 1] for k, sign in edges])
+        E, dE = n[None], dn[None]
+        if dim > 1:                                    # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
+            frame, mu = contacts.frame[c], contacts.friction[c]
+            y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
+            y = y0 - n * (n @ y0)
+            dy = -(dn * (n @ y0) + np.outer(n, y0 @ dn))
+            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
+            dt = (dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1)          # dt2 = dn x t1 + n x dt1
+            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]
+            E = np.array([n + sign * mu[k - 1] * frame[k] for k, sign in edges])
+            dE = np.array([dn + sign * mu[k - 1] * dt[k - 1] for k, sign in edges])
         turns = self._turns().T
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
