@@ -777,8 +777,8 @@ class _Constraints:
         moves, weights = self._moving_dofs(q), np.array(FD_WEIGHTS)[:, 1]
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
-            still = still[:0]
-        still = still[self._contact_dofs()[still]]     # (those that move a pair of geoms that may touch)
+            still = still[:0]                          # (those that move a pair of geoms that may touch)
+        still = still[self._contact_dofs()[still]] if still.size else still
         Gq = np.zeros((nv, nv))
         if moving.size or still.size:
             Q = self._points(q, moving, still)
