@@ -460,14 +460,15 @@ class _Constraints:
     def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> np.ndarray:
         """(len(moving) 4 + len(still) 2, nq): q moved by FD_WEIGHTS' offsets times ROW_STEP along each tangent
         direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those moving no row,
-        not differenced: where a contact may appear or leave, _row_arrays' check), in one joints.integrate."""
+        not differenced: where a contact may appear or leave, _row_arrays' check), in one engine.configuration.integrate
+        (compiled when the backend is)."""
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
         dofs = np.r_[np.repeat(moving, len(offsets)), np.repeat(still, 2)]
         size = np.r_[np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)]
-        steps = np.zeros((model.nv, dofs.size))
-        steps[dofs, np.arange(dofs.size)] = size
-        return np.ascontiguousarray(joints.integrate(model.coords, np.repeat(q[:, None], dofs.size, axis=1), steps,
-                                                     1.0).T)
+        steps = np.zeros((dofs.size, model.nv))
+        steps[np.arange(dofs.size), dofs] = size
+        return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
+                                                                   1.0))
 
     def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
         """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
