@@ -5,12 +5,15 @@ mjd_transitionFD, one state per call, in one run.
 
 States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_control's humanoid after 100 steps of
 mj_step from its start state (task_models.start), both with their own integrator, the solver at tolerance 1e-15.
-Timed: physai's call (the solve at the state, the rows rebuilt at 4 points along each dof that moves a row, their
-contacts and rows each in one compiled call, the rest analytic), MuJoCo's mjd_transitionFD with forward differences
-(eps 1e-6) and centred ones; ratio = physai / MuJoCo's (below 1: physai is faster; issue U's target is 0.1 against the
-forward differences). Also printed: the largest difference of A and B from Richardson-extrapolated centred
-mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest entry. Best of 9 rounds (bench_dynamics.best_time); on a
-shared machine expect +-20% between runs.
+Timed: physai's call (the solve at the state; the rows' q-derivatives analytic for plane-sphere/capsule/box contacts,
+sphere/capsule pairs and hinge limits, the other rows rebuilt at 4 points along each dof that moves one of them, their
+contacts and rows each in one compiled call; the detection alone at +-2e-6 along the other dofs, for a contact
+appearing), MuJoCo's mjd_transitionFD with forward differences (eps 1e-6) and centred ones; ratio = physai / MuJoCo's
+(below 1: physai is faster; issue U's target is 0.1 against the forward differences). Also printed: the largest
+difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest
+entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs. Last column: physai
+and the forward differences timed back to back in each of 205 short rounds (bench_dynamics.paired_times: a short round
+often runs undisturbed on a loaded machine), the ratio of their best rounds.
 """
 
 import os
@@ -19,7 +22,7 @@ from pathlib import Path
 
 import mujoco
 import numpy as np
-from bench_dynamics import best_time
+from bench_dynamics import best_time, paired_times
 
 from physai import derivatives, engine, models
 
@@ -64,14 +67,17 @@ def row(name: str, make) -> str:
     physai = best_time(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True), budget=2.0)
     forward = best_time(lambda: transition_fd(m, d, 1e-6, False), budget=1.0)
     centred = best_time(lambda: transition_fd(m, d, 1e-6, True), budget=1.0)
+    ours, theirs = paired_times(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True),
+                                lambda: transition_fd(m, d, 1e-6, False))
     return (f"{name:12s} {m.nv:3d} {d.ncon:4d} {d.nefc:5d} {1e3 * physai:9.2f} {1e3 * forward:9.2f} {1e3 * centred:9.2f} "
-            f"{physai / forward:8.2f} {physai / centred:8.2f}   {err[0]:.1e} {err[1]:.1e}")
+            f"{physai / forward:8.2f} {physai / centred:8.2f}   {err[0]:.1e} {err[1]:.1e} {ours.min() / theirs.min():8.2f}")
 
 
 def main() -> None:
     print(f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; physai backend {engine.backend}; mujoco {mujoco.__version__}")
-    print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated mjd_transitionFD")
-    print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B")
+    print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated "
+          "mjd_transitionFD; paired: physai / forward, best of 205 back-to-back rounds")
+    print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(row(name, make))
 

@@ -20,7 +20,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from physai import conventions, derivatives, engine, integrators, models
+from physai import conventions, derivatives, engine, integrators, joints, models
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
 from scenes import SIMPLE_COUPLINGS, SIMPLE_FREE_BODY, SIMPLE_JOINTS, simple_body
@@ -1052,13 +1052,17 @@ def test_constrained_step_derivatives_difference_only_the_dofs_that_move_a_row(m
     """The G1 standing on its feet (keyframe, 20 steps): the rows' q-derivatives are differenced along the dofs of the
     feet's chains only (the arms and the waist move no row: their columns of dG/dq are zero), from the compiled
     detection's and rows' arrays; differencing every dof through a Rows per state (the NumPy text's layout) gives the
-    same A and B within 1e-12 of the largest entry (1.6e-14 seen)."""
+    same A and B within 1e-12 of the largest entry (1.6e-14 seen). Here every row is differenced (ANALYTIC_ROWS False);
+    with the feet's sphere-plane contacts analytic (_analytic_rows, the default) no dof is differenced and A and B
+    agree with these within 1e-8 (1.2e-10 seen: the differences' rounding)."""
     m = exact_solver(models.load("unitree_g1", "scene"))
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
     for _ in range(20):
         mujoco.mj_step(m, d)
     model, q, qd, ctrl = engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    A_analytic, B_analytic = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", False)
     seen = []
     moving = derivatives._Constraints._moving_dofs
     monkeypatch.setattr(derivatives._Constraints, "_moving_dofs", lambda self, q: seen.append(moving(self, q)) or seen[-1])
@@ -1069,6 +1073,8 @@ def test_constrained_step_derivatives_difference_only_the_dofs_that_move_a_row(m
     A_all, B_all = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
     assert_close(A, A_all, 1e-12, what="A")
     assert_close(B, B_all, 1e-12, what="B")
+    assert_close(A_analytic, A, 1e-8, what="A analytic")
+    assert_close(B_analytic, B, 1e-8, what="B analytic")
 
 
 @pytest.mark.parametrize("gap, refused", [(1e-6, True), (1e-3, False)])
@@ -1087,6 +1093,19 @@ def test_constrained_step_derivatives_name_a_contact_appearing_along_a_dof_not_d
     else:
         A, _ = derivatives.step_derivatives(model, q, qd, constraints=True)
         assert np.isfinite(A).all()
+
+
+def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs_that_move_a_pair():
+    """_contact_dofs: the dofs that move one geom of a pair that may touch but not the other (a slide carrying a sphere
+    over the floor; a hinge below it turning a geom that collides with nothing, contype 0, moves both the sphere and
+    its own geom: not looked along; a second body's hinge whose capsule may touch the floor: looked along)."""
+    xml = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+      <body pos="0 0 .5"><joint type="slide" axis="0 0 1"/><geom size=".1"/>
+        <body pos="0 .3 0"><joint type="hinge" axis="0 1 0"/><geom size=".05" contype="0" conaffinity="0"/></body></body>
+      <body pos="1 0 1"><joint type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/></body>
+      </worldbody></mujoco>"""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
+    assert derivatives._Constraints(model)._contact_dofs().tolist() == [True, False, True]
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
@@ -1174,3 +1193,114 @@ def test_an_unconverged_solve_is_named_by_a_warning():
         with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
             A, _ = run(backend, derivatives.step_derivatives, model, d.qpos.copy(), d.qvel.copy(), constraints=True)
         assert np.isfinite(A).all()
+
+
+PLANE_PRIMITIVES = """<mujoco><option timestep="0.002" cone="pyramidal"/><worldbody>
+<geom type="plane" size="3 3 .1" euler="6 -4 0" condim="1"/>
+<body pos="0 0 0.2"><freejoint/><geom type="box" size=".1 .15 .05" euler="3 -2 20" friction="0.7 0.01 0.001"/></body>
+<body pos="1 0 0.1" euler="0 84 10"><freejoint/><geom type="capsule" size=".05 .2" friction="0.4 0.01 0.001"/></body>
+<body pos="-1 0 .39"><joint type="ball"/><geom type="capsule" fromto="0 0 0 0 .05 -.2" size=".03" contype="0"/>
+  <body pos="0 .05 -.2"><joint type="hinge" axis="1 0.2 0" range="-30 30" limited="true"/>
+    <geom type="sphere" pos="0.1 0 -0.2" size=".07" condim="1"/></body></body>
+</worldbody></mujoco>"""
+
+
+def plane_primitives_state(m):
+    """(q, qd): PLANE_PRIMITIVES' box on 4 corners, capsule on both ends and swinging sphere pressed into the tilted plane
+    (each a few mm deep), the hinge 1 degree past its range, random velocities: away from every switch."""
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(3)
+    for _ in range(300):                                # settle the free bodies; the pendulum hangs into the plane
+        mujoco.mj_step(m, d)
+    d.qpos[14:18] = [np.cos(0.05), np.sin(0.05), 0.02, 0.0]
+    d.qpos[18] = np.deg2rad(31)
+    d.qvel[:] = rng.normal(size=m.nv) * 0.05
+    mujoco.mj_forward(m, d)
+    return d
+
+
+SEGMENTS = """<mujoco><option timestep="0.002" cone="pyramidal" gravity="0 0 0"/><worldbody>
+<body pos="0 0 1"><freejoint/><geom type="capsule" fromto="-.2 0 0 .2 0 0" size=".05" friction="0.6 0.01 0.001"/></body>
+<body pos="0 0 1.095" euler="3 0 7"><freejoint/><geom type="capsule" fromto="0 -.2 0 0 .2 0" size=".05"/></body>
+<body pos="0.25 0 1.08"><freejoint/><geom type="capsule" fromto="0 -.2 0 0 .2 .01" size=".05"/></body>
+<body pos="0.1 0 0.894"><freejoint/><geom type="sphere" size=".06"/></body>
+<body pos="1 0 1"><joint type="ball"/><geom type="capsule" fromto="0 0 0 0 0 -.2" size=".02" contype="0" conaffinity="0"/>
+  <body pos="0 0 -.2"><joint type="hinge" axis="1 0 0"/><geom type="sphere" pos="0 0.05 -0.1" size=".05" condim="1"/></body>
+  <body pos="0.03 0.07 -0.39"><joint type="slide" axis="1 0 0"/><geom type="sphere" size=".05" condim="1"/></body></body>
+</worldbody></mujoco>"""
+
+
+def segments_state(m):
+    """SEGMENTS' contacts, each a few mm deep: two capsules crossing (both nearest points inside their segments), a
+    capsule across the first one's end (its nearest point at that end), a sphere under it (capsule-sphere) and two
+    spheres on two branches below one ball joint (dim 1; the ball's dofs move both: skipped in J); random
+    velocities."""
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(4).normal(size=m.nv) * 0.05
+    mujoco.mj_forward(m, d)
+    return d
+
+
+SCENES = {"plane": (PLANE_PRIMITIVES, plane_primitives_state, {(0, 6, 3), (0, 3, 3), (0, 2, 1)}, 26),
+          "segments": (SEGMENTS, segments_state, {(3, 3, 3), (2, 3, 3), (2, 2, 1)}, 13)}   # (geom types, dim)
+
+
+def captured_analytic_rows(monkeypatch, model, q, qd, **kwargs):
+    """step_derivatives(constraints=True) at (q, qd), recording each _Constraints._analytic_rows call: [(self, q, its
+    rows, dJ, dpos)]."""
+    seen = []
+    analytic = derivatives._Constraints._analytic_rows
+    monkeypatch.setattr(derivatives._Constraints, "_analytic_rows",
+                        lambda self, q: seen.append((self, q, *analytic(self, q))) or seen[-1][2:])
+    derivatives.step_derivatives(model, q, qd, constraints=True, **kwargs)
+    return seen
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("scene", SCENES)
+def test_constrained_rows_analytic_q_derivatives_match_central_differences(monkeypatch, backend, scene):
+    """The rows whose q-derivative is analytic (_analytic_rows): PLANE_PRIMITIVES' plane against box corners, capsule
+    ends (its tangent turning with its axis), a sphere at the end of a ball and hinge chain with a frictionless
+    contact, a hinge's limit; SEGMENTS' capsule-capsule, capsule-sphere and sphere-sphere contacts between moving
+    bodies (their nearest points and normal moving, make_frame's tangents turning with it): their Jacobians' and
+    distances' derivatives along each tangent direction against 4th-order centred differences (step 1e-5) of
+    physai's own detection and rows (engine.constraint.rows through _Constraints.rows), within 1e-8 of the largest
+    entry, on both backends."""
+    xml, state, kinds, count = SCENES[scene]
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    d = state(m)
+    assert {(*sorted(m.geom_type[c.geom].tolist()), int(c.dim)) for c in d.contact[:d.ncon]} == kinds
+    model = engine.from_mujoco(m)
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    self, q0, rows, dJ, dpos = run(backend, captured_analytic_rows, monkeypatch, model, q, qd)[0]
+    assert len(rows) == count == d.nefc            # every contact row and the limit's
+    h, nv = 1e-5, m.nv
+    steps = np.concatenate([np.eye(nv) * s * h for s in (-2, -1, 1, 2)], axis=1)
+    Q = joints.integrate(model.coords, np.repeat(q0[:, None], 4 * nv, axis=1), steps, 1.0).T
+    built = run(backend, self.rows, np.ascontiguousarray(Q), np.repeat(qd[None], 4 * nv, axis=0))
+    assert all(r.nefc == self.r.nefc and (r.type == self.r.type).all() for r in built)
+    J = np.stack([r.J[rows] for r in built]).reshape(4, nv, len(rows), nv)
+    pos = np.stack([r.pos[rows] for r in built]).reshape(4, nv, len(rows))
+    w = np.array([1.0, -8.0, 8.0, -1.0]) / (12 * h)
+    assert_close(dJ, np.einsum("s,skrj->rjk", w, J), 1e-8, what="dJ")
+    assert_close(dpos, np.einsum("s,skr->rk", w, pos), 1e-8, what="dpos")
+    assert np.abs(dJ).max() > 0.1                       # the Jacobians do turn
+
+
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])
+@pytest.mark.parametrize("scene", SCENES)
+def test_constrained_step_derivatives_with_analytic_rows_match_mujoco_and_the_differenced_rows(monkeypatch, integrator,
+                                                                                             scene):
+    """SCENES' states through the step with the rows' q-derivatives analytic where they are (_analytic_rows) against
+    MuJoCo's extrapolated centred differences (within 1e-7), and against every row differenced (ANALYTIC_ROWS False)
+    within 1e-8 of the largest entry (the differences' rounding, ~1e-10)."""
+    xml, state, _, _ = SCENES[scene]
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    d = state(m)
+    constrained_against_mujoco(m, d, integrator)
+    model = engine.from_mujoco(m)
+    A = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), integrator=integrator, constraints=True)[0]
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", False)
+    A_differenced = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), integrator=integrator,
+                                                 constraints=True)[0]
+    assert_close(A, A_differenced, 1e-8, what="A")

@@ -61,12 +61,14 @@ import numpy as np
 
 from physai import collision, engine, forces, joints, validation
 from physai import integrators as integ
+from physai.jacobians import body_jacobian
+from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, api, batching, constraint, forward, native, passive, solver, tendon
+from physai.engine import actuation, api, batching, constraint, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
-from physai.engine.support import standalone_free_dofs
+from physai.engine.support import dof_chain, standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.data import StepOptions
 from physai.engine.model import WRAP_JOINT, Model
@@ -324,6 +326,10 @@ class _HardForces:
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
 
+#: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
+#: differenced, as before; the tests compare the two)
+ANALYTIC_ROWS = True
+
 
 class _Constraints:
     """qfrc_constraint of a step and its derivatives through the solver's optimum (issue U), for step_derivatives(...,
@@ -335,10 +341,12 @@ class _Constraints:
 
     with r_x = df/dx - d(M a)/dx|a_c (rnea_derivatives at a_c), S the force's derivative in jar (D on quadratic rows,
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
-    connect and weld rows: _aref_velocity_derivative), and dG/dq by 4th-order centred differences of G along q's
-    tangent directions that move a row (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's
-    depth): the rows' Jacobians, contact frames, impedances and
-    aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
+    connect and weld rows: _aref_velocity_derivative), and dG/dq analytic for the rows _analytic_rows knows (a plane
+    against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
+    _analytic_forces), and for the
+    others by 4th-order centred differences of G along q's tangent directions that move one of them (_moving_dofs;
+    zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames,
+    impedances and aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
     row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
     switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True). The discrete
     step (self.discrete set): M is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's
@@ -350,6 +358,8 @@ class _Constraints:
         self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
+        self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
+        self.turns = None                              # _turns(), made on first use
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
@@ -450,14 +460,15 @@ class _Constraints:
     def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> np.ndarray:
         """(len(moving) 4 + len(still) 2, nq): q moved by FD_WEIGHTS' offsets times ROW_STEP along each tangent
         direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those moving no row,
-        not differenced: where a contact may appear or leave, _row_arrays' check), in one joints.integrate."""
+        not differenced: where a contact may appear or leave, _row_arrays' check), in one engine.configuration.integrate
+        (compiled when the backend is)."""
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
         dofs = np.r_[np.repeat(moving, len(offsets)), np.repeat(still, 2)]
         size = np.r_[np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)]
-        steps = np.zeros((model.nv, dofs.size))
-        steps[dofs, np.arange(dofs.size)] = size
-        return np.ascontiguousarray(joints.integrate(model.coords, np.repeat(q[:, None], dofs.size, axis=1), steps,
-                                                     1.0).T)
+        steps = np.zeros((dofs.size, model.nv))
+        steps[np.arange(dofs.size), dofs] = size
+        return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
+                                                                   1.0))
 
     def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
         """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
@@ -475,9 +486,10 @@ class _Constraints:
     def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> np.ndarray:
         """G(q, qd; a_c) (n, nv) of each state's rows but the last checked ones' (_row_arrays, which checks those too):
         -J^T force(J a_c - aref) of the rows built at another (q, qd), each row's force in the state it holds at the
-        optimum (held_forces)."""
+        optimum (held_forces), the rows in self.analytic left out."""
         J, aref, D = self._row_arrays(Q, QD, checked)
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
+        force[:, self.analytic] = 0.0                  # taken analytically (_analytic_forces)
         return -np.einsum("nrv,nr->nv", J, force)
 
     def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
@@ -496,45 +508,284 @@ class _Constraints:
         return out
 
     def _moving_dofs(self, q: np.ndarray) -> np.ndarray:
-        """(nv,) bool: the dofs whose motion moves a row (dG/dq is differenced along them; along the others it is zero:
-        no row's geometry, Jacobian, distance or parameters move): a contact's bodies' chains (their links' dofs and
-        their ancestors'), a joint limit's joint, and a limited joint whose limit row would appear within 4 ROW_STEP (a
-        ball's always), so that the differences name that switch; a dof friction loss row none; every dof with a row of
-        another kind (an equality, a tendon's), with a limited tendon (its limit row may appear along any dof it spans)
-        or at the discrete step's end (its diagApprox, diag(M^), moves with every q). Along the directions left out,
-        derivatives() looks for a contact appearing (_points, _row_arrays)."""
+        """(nv,) bool: the dofs whose motion moves a row differenced (dG/dq is differenced along them; along the others
+        it is zero but for the rows in self.analytic: no other row's geometry, Jacobian, distance or parameters move): a
+        differenced contact's bodies' chains (their links' dofs and their ancestors'), a differenced joint limit's
+        joint, and a limited joint whose limit row would appear or leave within 4 ROW_STEP (a ball's always), so that
+        the differences name that switch; a dof friction loss row none; every dof with a row of another kind (an
+        equality, a tendon's), with a limited tendon (its limit row may appear along any dof it spans) or at the
+        discrete step's end (its diagApprox, diag(M^), moves with every q). Along the directions left out, derivatives()
+        looks for a contact appearing or leaving (_points, _row_arrays)."""
         model, r = self.model, self.r
         moving = np.zeros(model.nv, bool)
         if self.discrete is not None or r.ne or (r.type == constraint.FRICTION_TENDON).any() \
                 or (model.opt.limit and model.tendon_limited.any()):
             return ~moving
+        differenced = np.ones(r.nefc, bool)
+        differenced[self.analytic] = False
         limited = np.flatnonzero(model.jnt_limited) if model.opt.limit else np.zeros(0, np.intp)
         x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
         dist = np.minimum(x - model.jnt_range[limited, 0], model.jnt_range[limited, 1] - x)
-        near = (dist < model.jnt_margin[limited] + 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
-        for j in np.unique(np.r_[r.id[r.type == constraint.LIMIT_JOINT], limited[near]]).tolist():
+        near = (np.abs(dist - model.jnt_margin[limited]) < 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
+        for j in np.unique(np.r_[r.id[(r.type == constraint.LIMIT_JOINT) & differenced], limited[near]]).tolist():
             adr = model.jnt_dofadr[j]
             moving[adr:adr + joints.NV[int(model.jnt_type[j])]] = True
-        links = np.unique(model.body_linkid[r.contact_body[r.contact_body >= 0]])
+        bodies = r.contact_body[~np.isin(r.contact_row, self.analytic)]
+        links = np.unique(model.body_linkid[bodies[bodies >= 0]])
         for link in links[links >= 0].tolist():         # the chain of the link's last dof
             moving |= model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1]
         return moving
+
+    def _contact_dofs(self) -> np.ndarray:
+        """(nv,) bool: the dofs along which a contact may appear or leave: those that move one geom of a pair that may
+        touch (engine.collision.candidates, with the pairs physai has no narrow phase for) but not the other (moving
+        both, they move as one rigid body)."""
+        model = self.model
+        pairs, missing = engine.collision.candidates(model)
+        geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+        body = model.geoms.geom_bodyid[geom]
+        link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
+        last = model.link_dofadr + model.link_dofnum - 1                       # each link's last dof: its chain's column
+        chains = np.vstack([model.dof_ancestor[:, last].T, np.zeros((1, model.nv), bool)])   # row -1: no dof
+        return (chains[link[:, 0]] ^ chains[link[:, 1]]).any(axis=0)
+
+    # ------------------------------------------------ the rows' analytic q-derivatives
+
+    def _turns(self) -> np.ndarray:
+        """(nv, nv) bool, [k, j]: moving along dof k turns dof j's motion S_j (world frame) by S_k x S_j: k is j or one
+        of its ancestors, or k and j are two of a ball's (or a free joint's) rotations, each of which turns the others'
+        axes (a ball's axes are its body's, moved by q's tangent as joints.integrate does). Made once."""
+        if self.turns is None:
+            model, turns = self.model, self.model.dof_ancestor.copy()
+            for j in np.flatnonzero((model.jnt_type == joints.FREE) | (model.jnt_type == joints.BALL)).tolist():
+                adr = model.jnt_dofadr[j] + (3 if model.jnt_type[j] == joints.FREE else 0)
+                turns[adr:adr + 3, adr:adr + 3] = True
+            self.turns = turns
+        return self.turns
+
+    def _plane_contact(self, c: int, xmat: np.ndarray) -> bool:
+        """Whether contact c is a plane on a body no dof moves (geom 1) against a sphere, a capsule or a box (geom 2 on
+        a body), of dim 1 or 3 on the pyramidal cone, with R far above its floor MINVAL: _plane_contacts' kind; not a
+        capsule standing on its end (its axis within 1e-6 of the normal: its frame's choice switches there). xmat
+        (nbody, 3, 3): the bodies' orientations."""
+        model, r, contacts = self.model, self.r, self.contacts[0]
+        G, first = model.geoms, r.contact_row[c]
+        g1, g2 = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
+        if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
+                and r.contact_dim[c] in (1, 3) and r.R[first] > 1e-10 and min(g1, g2) >= 0
+                and G.geom_type[g1] == geoms.PLANE and r.contact_body[c, 1] >= 0
+                and G.geom_type[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX)
+                and not dof_chain(model, r.contact_body[c, 0]).any()):
+            return False
+        if G.geom_type[g2] != geoms.CAPSULE:
+            return True
+        axis = _geom_axis(model, xmat[r.contact_body[c, 1]], g2)
+        return bool(1 - (contacts.frame[c, 0] @ axis) ** 2 >= 1e-12)
+
+    def _plane_contacts(self, q: np.ndarray, cs: list, poses: tuple) -> tuple:
+        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)) of the plane contacts cs (_plane_contact), d J[row, j]/dq_k at
+        [., j, k]. A contact's rows are J = E Jp(b, p) (E: the normal, n +- mu t on the pyramid's edges; Jp, W the
+        translational and angular Jacobians of its body b, Jp at the contact p). The primitive's point fixed in b,
+        x = p + n (radius + dist / 2) (the sphere's centre, the capsule's end, the box's corner; radius 0 for a box),
+        moves with Jp(b, x) = Jp(b, p) + W x (x - p), and (n constant):
+
+            d dist = n . Jp(b, x),    dp = Jp(b, x) - n (n . Jp(b, x)) / 2
+            d Jp_j(p)/dq_k = W_k x Jp_j(p) - W_j x Jp_k(p) (when k turns j: _turns) + W_j x dp_k
+
+        so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
+        capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
+        with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1 (a capsule standing on its end,
+        |y| < 1e-6, is left to the differences: _plane_contact). poses: the bodies' (xpos, xmat) at q."""
+        model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
+        xpos, xmat = poses
+        bodies, g2 = r.contact_body[cs, 1], contacts.geom[cs, 1]
+        jac = {b: body_jacobian(model, q, b) for b in set(bodies.tolist())}      # (6, nv) at each body's origin
+        J6 = np.stack([jac[b] for b in bodies.tolist()])
+        W = J6[:, 3:]                                                               # (nc, 3, nv)
+        n, p, dist = contacts.frame[cs, 0], contacts.pos[cs], contacts.dist[cs]
+        radius = np.where(G.geom_type[g2] == geoms.BOX, 0.0, G.geom_size[g2, 0])
+        x = p + n * (radius + dist / 2)[:, None]
+        P = J6[:, :3] + _cross_columns(W, p - xpos[bodies])                         # Jp(b, p) = Jp(b, o) + W x (p - o)
+        X = P + _cross_columns(W, x - p)
+        ddist = np.einsum("cx,cxk->ck", n, X)
+        dp = X - n[:, :, None] * ddist[:, None, :] / 2
+        rows, owner, E, capsules = [], [], [], []
+        for i, c in enumerate(cs):
+            frame, dim, first = contacts.frame[c], int(r.contact_dim[c]), int(r.contact_row[c])
+            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]      # engine.constraint.rows' order
+            mu = contacts.friction[c]
+            E += [frame[0]] if dim == 1 else [frame[0] + sign * mu[k - 1] * frame[k] for k, sign in edges]
+            if G.geom_type[g2[i]] == geoms.CAPSULE and dim > 1:
+                capsules.append((i, len(rows), edges))
+            rows += range(first, first + max(1, 2 * (dim - 1)))
+            owner += [i] * max(1, 2 * (dim - 1))
+        E, owner = np.array(E), np.array(owner)
+        EW = -_cross_columns(W[owner], E)                                          # (m, 3, nv): e x W_j
+        turned = np.matmul(P[owner].transpose(0, 2, 1), EW)                         # [., j, k]: P_j . (e x W_k)
+        dJ = np.matmul(EW.transpose(0, 2, 1), dp[owner]) + self._turns().T * (turned - turned.transpose(0, 2, 1))
+        for i, start, edges in capsules:
+            c, frame, mu = cs[i], contacts.frame[cs[i]], contacts.friction[cs[i]]
+            axis = _geom_axis(model, xmat[bodies[i]], g2[i])
+            y = axis - frame[0] * (frame[0] @ axis)
+            da = -skew(axis) @ W[i]                                                 # (3, nv): W_k x a
+            dy = da - np.outer(frame[0], frame[0] @ da)
+            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
+            dt = (dt1, skew(frame[0]) @ dt1)
+            dE = np.array([sign * mu[k - 1] * dt[k - 1] for k, sign in edges])     # (k, 3, nv)
+            dJ[start:start + len(edges)] += np.matmul(P[i].T, dE)
+        return np.array(rows, np.intp), dJ, ddist[owner]
+
+    def _analytic_rows(self, q: np.ndarray) -> tuple:
+        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)): the optimum's rows whose q-derivative is analytic, d J[row, j]/dq_k
+        at [., j, k] and d pos[row]/dq_k along q's tangent directions (as joints.integrate moves q), where R is far above
+        its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
+          a hinge's or slide's limit: J = -side e_dof constant, pos = side (range - q): dJ = 0, dpos = J;
+          a contact of a plane against a sphere, capsule or box (_plane_contacts), or between two spheres or capsules
+          (_segment_contact): dpos = d dist on each of its rows.
+        Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
+        differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False."""
+        model, r, nv = self.model, self.r, self.model.nv
+        parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
+        if not ANALYTIC_ROWS or self.discrete is not None:
+            return parts[0]
+        limits = [i for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist()
+                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10]
+        if limits:
+            parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
+        poses = body_poses(model, q) if len(r.contact_row) else None
+        planes = [c for c in range(len(r.contact_row)) if self._plane_contact(c, poses[1])]
+        if planes:
+            parts.append(self._plane_contacts(q, planes, poses))
+        for c in sorted(set(range(len(r.contact_row))) - set(planes)):
+            part = self._segment_contact(c, q, poses)
+            if part is not None:
+                parts.append(part)
+        return tuple(np.concatenate(x) for x in zip(*parts))
+
+    def _segment_contact(self, c: int, q: np.ndarray, poses: tuple) -> tuple | None:
+        """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules (a
+        sphere a segment of length 0; primitives.sphere_sphere, sphere_capsule, capsule_capsule), of dim 1 or 3 on the
+        pyramidal cone, segments not parallel; else None. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0, d1
+        fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is inside
+        (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
+
+            dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
+
+        (ds, dt zero at an end). Then n = D / |D|: dn = (1 - n n^T) dD / |D|, d dist = n . dD, the contact
+        p = c1 + n (r1 + dist / 2): dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2; the rows J = E (Jp2(p) -
+        Jp1(p)) (E: n, n +- mu t with make_frame's tangents from n, turning with it; the dofs moving both bodies
+        skipped) give dJ as _plane_contacts' for each body, plus dE Jd."""
+        model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
+        first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
+        g = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
+        kinds = (geoms.SPHERE, geoms.CAPSULE)
+        if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
+                and dim in (1, 3) and r.R[first] > 1e-10 and min(g) >= 0 and G.geom_type[g[0]] in kinds
+                and G.geom_type[g[1]] in kinds):
+            return None
+        ends, J6, radius = [], [], []
+        for geom, body in zip(g, r.contact_body[c].tolist()):                  # each geom's segment a0 + s d
+            xpos, xmat = (poses[0][body], poses[1][body]) if body >= 0 else (np.zeros(3), np.eye(3))
+            centre = xpos + xmat @ G.geom_pos[geom]
+            half = _geom_axis(model, xmat, geom) * (G.geom_size[geom, 1] if G.geom_type[geom] == geoms.CAPSULE else 0.0)
+            ends.append((centre - half, 2 * half))
+            J6.append(body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)))
+            J6[-1] = (J6[-1], xpos)
+            radius.append(G.geom_size[geom, 0])
+        (a0, d1), (b0, d2) = ends
+        weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
+        if len(weights) != 1:                                                   # parallel: two contacts, differenced
+            return None
+        s, t = weights[0]
+        c1, c2 = a0 + s * d1, b0 + t * d2
+        D = c2 - c1
+        L = np.sqrt(D @ D)
+        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
+        if L < 1e-9 or abs(L - radius[0] - radius[1] - dist) > 1e-9 * max(1.0, L):   # not this pair's nearest points
+            return None
+
+        def at(k: int, x: np.ndarray):                                          # (Jp(x), W) of body k
+            (J, origin) = J6[k]
+            return J[:3] + _cross_columns(J[3:], x - origin), J[3:]
+
+        (v1, W1), (v2, W2) = at(0, c1), at(1, c2)
+        free = [(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0]
+        dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
+        A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
+        rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
+        st = np.zeros((2, model.nv))
+        if any(free):
+            f = np.flatnonzero(free)
+            st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
+        dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
+        dn = (dD - np.outer(n, n @ dD)) / L
+        ddist = n @ dD
+        dp = v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
+        E, dE = n[None], dn[None]
+        if dim > 1:                                    # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
+            frame, mu = contacts.frame[c], contacts.friction[c]
+            y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
+            y = y0 - n * (n @ y0)
+            dy = -(dn * (n @ y0) + np.outer(n, y0 @ dn))
+            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
+            dt = (dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1)          # dt2 = dn x t1 + n x dt1
+            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]
+            E = np.array([n + sign * mu[k - 1] * frame[k] for k, sign in edges])
+            dE = np.array([dn + sign * mu[k - 1] * dt[k - 1] for k, sign in edges])
+        turns = self._turns().T
+        common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
+        Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
+        for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
+            P, W = at(k, p)
+            EW = -_cross_columns(W[None], E)                                    # (rows, 3, nv): e x W_j
+            turned = np.matmul(P.T, EW)
+            dJ += sign * (np.matmul(EW.transpose(0, 2, 1), dp) + turns * (turned - turned.transpose(0, 2, 1)))
+            Jd += sign * P
+        dJ += np.einsum("rxk,xj->rjk", dE, Jd)
+        dJ[:, common] = 0.0
+        return np.arange(first, first + len(E)), dJ, np.repeat(ddist[None], len(E), axis=0)
+
+    def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """dG/dq (nv, nv) of the rows given (_analytic_rows), each held in its state at the optimum a_c:
+
+            G = -J^T f,   f = -D jar on a quadratic row (0 satisfied),   jar = J a_c - aref
+            aref = -B J qd - K imp (pos - margin):   d aref = -B dJ qd - K (imp + impP (pos - margin)) dpos
+            D = imp / (c (1 - imp)):                 dD = D impP / (imp (1 - imp)) dpos
+            dG = -dJ^T f - J^T df,   df = -dD jar - D (dJ a_c - d aref) on a quadratic row
+
+        (impP = d imp / d pos, engine.constraint.impedance; K, B and c, diagApprox and the pyramid's 2 mu^2, constant)."""
+        r, a = self.r, self.a
+        if not rows.size:
+            return np.zeros((self.model.nv, self.model.nv))
+        J, D, imp, impP = r.J[rows], r.D[rows], r.imp[rows], r.impP[rows]
+        jar = J @ a - r.aref[rows]
+        quadratic = self.state[rows] == constraint.QUADRATIC
+        f = np.where(quadratic, -D * jar, 0.0)
+        daref = -r.B[rows, None] * np.einsum("rjk,j->rk", dJ, qd) \
+            - (r.K[rows] * (imp + impP * (r.pos[rows] - r.margin[rows])))[:, None] * dpos
+        dD = (D * impP / (imp * (1 - imp)))[:, None] * dpos
+        df = np.where(quadratic[:, None], -dD * jar[:, None] - D[:, None] * (np.einsum("rjk,j->rk", dJ, a) - daref), 0.0)
+        return -np.einsum("rjk,r->jk", dJ, f) - J.T @ df
 
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
         (see the class): held at solve()'s optimum."""
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
+        rows, dJ, dpos = self._analytic_rows(q)
+        self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
         moves, weights = self._moving_dofs(q), np.array(FD_WEIGHTS)[:, 1]
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
-            still = still[:0]
+            still = still[:0]                          # (those that move a pair of geoms that may touch)
+        still = still[self._contact_dofs()[still]] if still.size else still
         Gq = np.zeros((nv, nv))
         if moving.size or still.size:
             Q = self._points(q, moving, still)
             G = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), 2 * still.size)
             Gq[:, moving] = np.einsum("ksv,s->vk", G.reshape(moving.size, len(weights), nv), weights) / (12 * ROW_STEP)
+        Gq += self._analytic_forces(rows, dJ, dpos, qd)
         Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
         try:
             da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
@@ -544,6 +795,22 @@ class _Constraints:
                                     "mass matrix") from None
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+
+def _cross_columns(W: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """(..., 3, nv): each column of W (..., 3, nv) crossed with v (..., 3): W_k x v (componentwise: np.cross's axis
+    moves cost more than the products here)."""
+    x, y, z, a, b, c = W[..., 0, :], W[..., 1, :], W[..., 2, :], v[..., 0, None], v[..., 1, None], v[..., 2, None]
+    out = np.empty(np.broadcast_shapes(W.shape, v.shape[:-1] + (3, 1)))
+    out[..., 0, :], out[..., 1, :], out[..., 2, :] = y * c - z * b, z * a - x * c, x * b - y * a
+    return out
+
+
+def _geom_axis(model: Model, xmat: np.ndarray, geom: int) -> np.ndarray:
+    """(3,) geom's z axis in the world, its body's orientation xmat (3, 3) times its quaternion's (w, x, y, z) third
+    column (2 (xz + wy), 2 (yz - wx), 1 - 2 (x^2 + y^2))."""
+    w, x, y, z = model.geoms.geom_quat[geom].tolist()
+    return xmat @ np.array([2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)])
 
 
 def held_forces(r, jar: np.ndarray, state: np.ndarray, D: np.ndarray) -> np.ndarray:
@@ -1067,10 +1334,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             physai.integrators.step(..., constraints=True), through the constraint solver's optimum (_Constraints):
             contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
-            differencing step (margins=True says how close the rows are to changing state). The
-            rows' dependence on q (Jacobians, contact geometry, impedance, aref) is differenced (4th order), the rest
-            analytic; the NumPy text runs, not the compiled step kernel (the rows, the contacts and the solve are the
-            compiled engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
+            differencing step (margins=True says how close the rows are to changing state). The rows' dependence on q
+            (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
+            or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
+            order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
+            the contacts and the solve are the compiled engine's when the backend is native; the discrete step's rows
+            and solve NumPy's, as its engine's).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.
 
