@@ -14,7 +14,10 @@
 // Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
 // else on its sparse pattern with the elimination's fill-in (factor_pattern, as MuJoCo's sparse Cholesky: the same
 // elimination as forward.h's cholesky_solve, written as row updates); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
-// its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h).
+// its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h). The sparse factor's loops run over runs
+// of consecutive columns in kernels compiled plain, for AVX2 and AVX-512 (subtract_rows, rotate_run, axpy_run,
+// divide_run: the same operations on each entry, no FMA), and its rank-1 updates go 8 to a sweep (batched_update): a
+// workspace schedule, every entry's operations those of one update after another.
 #pragma once
 
 #include <algorithm>
@@ -126,7 +129,72 @@ template <int G, int K> PHYSAI_WIDE("avx512f") void subtract_avx512(double *cons
                                                                    int n) {
     subtract_rows<G, K>(y, x, a, n);
 }
+
+// one run of a rank-1 update's row (batched_update): l = (L_j +- s x_j) / c as (L_j +- s x_j) cinv, then
+// x_j = c x_j - s l, over n entries (L and x apart); compiled plain, for AVX2 and AVX-512 as subtract_rows (the same
+// operations on each entry: no FMA, the same results)
+template <bool Up> __attribute__((always_inline)) inline void rotate_run(double *__restrict L, double *__restrict x, double s,
+                                                                         double c, double cinv, int n) {
+    for (int j = 0; j < n; j++) {
+        double xj = x[j], l = (Up ? L[j] + s * xj : L[j] - s * xj) * cinv;
+        L[j] = l, x[j] = c * xj - s * l;
+    }
+}
+// y_j -= L_j t over n entries (L^T y = b's updates, cholesky_solve_factored)
+__attribute__((always_inline)) inline void axpy_run(double *__restrict y, const double *__restrict L, double t, int n) {
+    for (int j = 0; j < n; j++) y[j] -= L[j] * t;
+}
+// L_j = w_j / d, w_j = 0 over n entries (a row of cholesky's factor out of its work row)
+__attribute__((always_inline)) inline void divide_run(double *__restrict L, double *__restrict w, double d, int n) {
+    for (int j = 0; j < n; j++) L[j] = w[j] / d, w[j] = 0.0;
+}
+using DivideRun = void (*)(double *, double *, double, int);
+inline void divide_plain(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
+PHYSAI_WIDE("avx2") inline void divide_avx2(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
+PHYSAI_WIDE("avx512f") inline void divide_avx512(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
+using RotateRun = void (*)(double *, double *, double, double, double, int);
+using AxpyRun = void (*)(double *, const double *, double, int);
+template <bool Up> void rotate_plain(double *L, double *x, double s, double c, double ci, int n) { rotate_run<Up>(L, x, s, c, ci, n); }
+template <bool Up> PHYSAI_WIDE("avx2") void rotate_avx2(double *L, double *x, double s, double c, double ci, int n) {
+    rotate_run<Up>(L, x, s, c, ci, n);
+}
+template <bool Up> PHYSAI_WIDE("avx512f") void rotate_avx512(double *L, double *x, double s, double c, double ci, int n) {
+    rotate_run<Up>(L, x, s, c, ci, n);
+}
+inline void axpy_plain(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
+PHYSAI_WIDE("avx2") inline void axpy_avx2(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
+PHYSAI_WIDE("avx512f") inline void axpy_avx512(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
 #undef PHYSAI_WIDE
+
+// the wide kernels' instruction set: 0 plain, 1 AVX2, 2 AVX-512 (cpp/kernels.h's active_isa)
+inline int wide_isa() {
+    int isa = 0;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+    const char *name = isa_kernels(active_isa()).name;
+    isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
+#endif
+    return isa;
+}
+
+// rotate_run for the active instruction set: [0] a downdate, [1] an update
+inline void rotate_runs(RotateRun *rot) {
+    const RotateRun table[3][2] = {{rotate_plain<false>, rotate_plain<true>}, {rotate_avx2<false>, rotate_avx2<true>},
+                                   {rotate_avx512<false>, rotate_avx512<true>}};
+    const int isa = wide_isa();
+    rot[0] = table[isa][0], rot[1] = table[isa][1];
+}
+
+// divide_run for the active instruction set
+inline DivideRun divide_runs() {
+    const DivideRun table[3] = {divide_plain, divide_avx2, divide_avx512};
+    return table[wide_isa()];
+}
+
+// axpy_run for the active instruction set
+inline AxpyRun axpy_runs() {
+    const AxpyRun table[3] = {axpy_plain, axpy_avx2, axpy_avx512};
+    return table[wide_isa()];
+}
 
 template <int K> void subtract_rows_set_k(SubtractRows (*sub)[kMaxGroup], int isa) {
     const SubtractRows table[3][kMaxGroup] = {
@@ -141,11 +209,7 @@ template <int K> void subtract_rows_set_k(SubtractRows (*sub)[kMaxGroup], int is
 
 // the subtract_rows of K = 1 .. kMaxSources rows of L into G = 1 .. kMaxGroup rows for the active instruction set
 inline void subtract_rows_set(SubtractRows (*sub)[kMaxGroup]) {
-    int isa = 0;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-    const char *name = isa_kernels(active_isa()).name;
-    isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
-#endif
+    const int isa = wide_isa();
     subtract_rows_set_k<1>(sub, isa), subtract_rows_set_k<2>(sub, isa), subtract_rows_set_k<3>(sub, isa);
     subtract_rows_set_k<4>(sub, isa), subtract_rows_set_k<5>(sub, isa), subtract_rows_set_k<6>(sub, isa);
 }
@@ -279,6 +343,7 @@ inline bool cholesky(ConstraintWork &w, int n) {
     const uint16_t *run = w.Lrun.data();
     SubtractRows sub[kMaxSources][kMaxGroup];
     subtract_rows_set(sub);
+    const DivideRun divide = divide_runs();
     for (int hi = n - 1; hi >= 0;) {
         const int lo = w.Lgroup[size_t(hi)], G = hi - lo + 1, nt = w.Lgroupnt[size_t(hi)];
         double *work[kMaxGroup];
@@ -333,20 +398,19 @@ inline bool cholesky(ConstraintWork &w, int n) {
                     sub[0][0](&y, &xs, &xk, b - r0 + 1);
                 }
             }
-            for (int e = ni; e >= 0;) {                                 // row i out of work[g], run by run
-                const int a0 = run_start(run, adr[i] + e) - adr[i];
-                double *__restrict wr = work[g] + ci[a0], *__restrict Lr = Li + a0;
-                for (int a = 0; a <= e - a0; a++) Lr[a] = wr[a], wr[a] = 0.0;
-                e = a0 - 1;
-            }
-            if (!(Li[ni] > 0.0)) {
-                for (int h = g + 1; h < G; h++)
+            const double pivot = work[g][i];
+            if (!(pivot > 0.0)) {
+                for (int h = g; h < G; h++)
                     for (int a = adr[hi - h]; a < adr[hi - h + 1]; a++) work[h][col[a]] = 0.0;
                 return false;
             }
-            double d = std::sqrt(Li[ni]);
+            const double d = std::sqrt(pivot);
+            for (int e = ni; e >= 0;) {                                 // row i out of work[g] over d, run by run
+                const int a0 = run_start(run, adr[i] + e) - adr[i];
+                divide(Li + a0, work[g] + ci[a0], d, e - a0 + 1);
+                e = a0 - 1;
+            }
             Li[ni] = d;
-            for (int a = 0; a < ni; a++) Li[a] = Li[a] / d;
         }
         hi = lo - 1;
     }
@@ -371,16 +435,15 @@ template <int B> inline void rows_dot(const double *const *Lr, const int *c, con
 // (rows_dot), then each over the rest of its columns in turn: every row's sum in its own order, the same operations)
 inline void cholesky_solve_factored(const double *L, const int *adr, const int *col, const uint16_t *run, const int *same,
                                     int n, double *b) {
+    const AxpyRun axpy = axpy_runs();
     for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
         const double *Lk = L + adr[k];
         const int nk = adr[k + 1] - adr[k] - 1;
         double y = b[k] / Lk[nk];
         b[k] = y;
-        for (int e = adr[k] + nk - 1; e >= adr[k];) {                   // the runs from the last
+        for (int e = adr[k] + nk - 1; e >= adr[k];) {                   // the runs from the last (axpy_run)
             const int r0 = run_start(run, e);
-            double *__restrict bb = b + col[r0];
-            const double *__restrict Lr = L + r0;
-            for (int s = 0; s <= e - r0; s++) bb[s] -= Lr[s] * y;
+            axpy(b + col[r0], L + r0, y, e - r0 + 1);
             e = r0 - 1;
         }
     }
@@ -775,6 +838,8 @@ inline bool batched_update(ConstraintWork &w) {
     w.batch_n = 0;
     double *L = w.LH.data(), sn[kUpdateBatch], c[kUpdateBatch], cinv[kUpdateBatch];
     int tops[kUpdateBatch], top = -1;
+    RotateRun rot[2];
+    rotate_runs(rot);
     for (int b = 0; b < nb; b++) {
         const int i = w.batch_row[b], a = r.start[size_t(i)], e = r.start[size_t(i) + 1];
         const double sd = std::sqrt(r.D[size_t(i)]);
@@ -797,21 +862,10 @@ inline bool batched_update(ConstraintWork &w) {
             c[b] = rr / Lkk, cinv[b] = 1 / c[b], sn[b] = x[k] / Lkk;
             Lk[nk] = rr;
             // each entry's L, then its x from that L (each entry apart: run by run of consecutive columns, w.Lrun,
-            // contiguous loops, the same operations)
-            const double cb = c[b], ib = cinv[b], sb = sn[b];
+            // contiguous loops, rotate_run: the same operations)
             for (int e = nk - 1; e >= 0;) {
                 const int j0 = run_start(w.Lrun.data(), base + e) - base;
-                double *__restrict xr = x + ck[j0], *__restrict Lr = Lk + j0;
-                if (is)
-                    for (int j = 0; j <= e - j0; j++) {
-                        double xj = xr[j], l = (Lr[j] + sb * xj) * ib;
-                        Lr[j] = l, xr[j] = cb * xj - sb * l;
-                    }
-                else
-                    for (int j = 0; j <= e - j0; j++) {
-                        double xj = xr[j], l = (Lr[j] - sb * xj) * ib;
-                        Lr[j] = l, xr[j] = cb * xj - sb * l;
-                    }
+                rot[is](Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], e - j0 + 1);
                 e = j0 - 1;
             }
         }
