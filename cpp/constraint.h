@@ -78,7 +78,7 @@ struct Cones {
 // a layout of H's factor kept for later solves (ConstraintWork::layouts): the fields of ConstraintWork of the same names
 // and the key they were made from
 struct FactorLayout {
-    std::vector<int> key, Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt, Lsame;
+    std::vector<int> key, Ladr, Lcol, Ltadr, Ltent, Lgroup, Lgroupnt, Lsame, Hadr, Hcol;
     std::vector<uint16_t> Lrun;
 };
 
@@ -121,6 +121,15 @@ struct ConstraintWork {
     std::vector<uint16_t> Lrun;
     std::vector<std::vector<int>> Lrows;
     std::vector<double> Lwork;
+    // H's own entries before the fill-in (a workspace layout, not an algorithm: hessian sums H there and cholesky
+    // gathers each row from there, so that the factor's entries need no zeroing): row k's columns ascending at
+    // Hcol[Hadr[k] .. Hadr[k + 1]) (factor_pattern's rows before the elimination), their values in Hval
+    std::vector<int> Hadr, Hcol;
+    std::vector<double> Hval;
+    // solver.h's batched_update: the rows whose rank-1 updates wait for one sweep over L (at most 8, kUpdateBatch), whether
+    // each entered the quadratic state, their count (the updates' x in x, nv apart)
+    int batch_row[8] = {0}, batch_n = 0;
+    bool batch_is[8] = {false};
     // factor_pattern's layout kept between solves (solver.h's kept_factor_pattern; workspace only, not an algorithm of
     // its own: the NumPy engine makes the pattern every solve, the same one): Lkey the pattern's inputs it was made
     // from (M's pattern, each group's columns), layouts one kept layout per island ordinal (layout_slot), key_scratch

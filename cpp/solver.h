@@ -14,7 +14,10 @@
 // Hessian M + J^T D J when every row lies on one chain of the tree (contacts with the world, friction loss, limits),
 // else on its sparse pattern with the elimination's fill-in (factor_pattern, as MuJoCo's sparse Cholesky: the same
 // elimination as forward.h's cholesky_solve, written as row updates); it is updated by rank-1 updates when a few rows changed state and refactored when many did or a contact is on
-// its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h).
+// its cone. Its buffers are in the caller's ConstraintWork (cpp/constraint.h). The sparse factor's loops run over runs
+// of consecutive columns in kernels compiled plain, for AVX2 and AVX-512 (subtract_rows, rotate_run, axpy_run,
+// divide_run: the same operations on each entry, no FMA), and its rank-1 updates go 8 to a sweep (batched_update): a
+// workspace schedule, every entry's operations those of one update after another.
 #pragma once
 
 #include <algorithm>
@@ -38,7 +41,8 @@ namespace {
 
 // ---------------------------------------------------------------- small helpers
 
-constexpr int kMaxGroup = 6;                                         // a supernode's rows at most (a free joint's dofs)
+constexpr int kMaxGroup = 6;
+constexpr int kUpdateBatch = 8;                                      // rank-1 updates in one sweep over L (batched_update)                                         // a supernode's rows at most (a free joint's dofs)
 constexpr int kMaxRun = 65535;                                       // a run's entries at most, less one (w.Lrun: 16 bits)
 
 // v resized to n, its capacity exactly n when it grows (std::vector's resize may double it: the factor's arrays are
@@ -125,7 +129,72 @@ template <int G, int K> PHYSAI_WIDE("avx512f") void subtract_avx512(double *cons
                                                                    int n) {
     subtract_rows<G, K>(y, x, a, n);
 }
+
+// one run of a rank-1 update's row (batched_update): l = (L_j +- s x_j) / c as (L_j +- s x_j) cinv, then
+// x_j = c x_j - s l, over n entries (L and x apart); compiled plain, for AVX2 and AVX-512 as subtract_rows (the same
+// operations on each entry: no FMA, the same results)
+template <bool Up> __attribute__((always_inline)) inline void rotate_run(double *__restrict L, double *__restrict x, double s,
+                                                                         double c, double cinv, int n) {
+    for (int j = 0; j < n; j++) {
+        double xj = x[j], l = (Up ? L[j] + s * xj : L[j] - s * xj) * cinv;
+        L[j] = l, x[j] = c * xj - s * l;
+    }
+}
+// y_j -= L_j t over n entries (L^T y = b's updates, cholesky_solve_factored)
+__attribute__((always_inline)) inline void axpy_run(double *__restrict y, const double *__restrict L, double t, int n) {
+    for (int j = 0; j < n; j++) y[j] -= L[j] * t;
+}
+// L_j = w_j / d, w_j = 0 over n entries (a row of cholesky's factor out of its work row)
+__attribute__((always_inline)) inline void divide_run(double *__restrict L, double *__restrict w, double d, int n) {
+    for (int j = 0; j < n; j++) L[j] = w[j] / d, w[j] = 0.0;
+}
+using DivideRun = void (*)(double *, double *, double, int);
+inline void divide_plain(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
+PHYSAI_WIDE("avx2") inline void divide_avx2(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
+PHYSAI_WIDE("avx512f") inline void divide_avx512(double *L, double *w, double d, int n) { divide_run(L, w, d, n); }
+using RotateRun = void (*)(double *, double *, double, double, double, int);
+using AxpyRun = void (*)(double *, const double *, double, int);
+template <bool Up> void rotate_plain(double *L, double *x, double s, double c, double ci, int n) { rotate_run<Up>(L, x, s, c, ci, n); }
+template <bool Up> PHYSAI_WIDE("avx2") void rotate_avx2(double *L, double *x, double s, double c, double ci, int n) {
+    rotate_run<Up>(L, x, s, c, ci, n);
+}
+template <bool Up> PHYSAI_WIDE("avx512f") void rotate_avx512(double *L, double *x, double s, double c, double ci, int n) {
+    rotate_run<Up>(L, x, s, c, ci, n);
+}
+inline void axpy_plain(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
+PHYSAI_WIDE("avx2") inline void axpy_avx2(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
+PHYSAI_WIDE("avx512f") inline void axpy_avx512(double *y, const double *L, double t, int n) { axpy_run(y, L, t, n); }
 #undef PHYSAI_WIDE
+
+// the wide kernels' instruction set: 0 plain, 1 AVX2, 2 AVX-512 (cpp/kernels.h's active_isa)
+inline int wide_isa() {
+    int isa = 0;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
+    const char *name = isa_kernels(active_isa()).name;
+    isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
+#endif
+    return isa;
+}
+
+// rotate_run for the active instruction set: [0] a downdate, [1] an update
+inline void rotate_runs(RotateRun *rot) {
+    const RotateRun table[3][2] = {{rotate_plain<false>, rotate_plain<true>}, {rotate_avx2<false>, rotate_avx2<true>},
+                                   {rotate_avx512<false>, rotate_avx512<true>}};
+    const int isa = wide_isa();
+    rot[0] = table[isa][0], rot[1] = table[isa][1];
+}
+
+// divide_run for the active instruction set
+inline DivideRun divide_runs() {
+    const DivideRun table[3] = {divide_plain, divide_avx2, divide_avx512};
+    return table[wide_isa()];
+}
+
+// axpy_run for the active instruction set
+inline AxpyRun axpy_runs() {
+    const AxpyRun table[3] = {axpy_plain, axpy_avx2, axpy_avx512};
+    return table[wide_isa()];
+}
 
 template <int K> void subtract_rows_set_k(SubtractRows (*sub)[kMaxGroup], int isa) {
     const SubtractRows table[3][kMaxGroup] = {
@@ -140,11 +209,7 @@ template <int K> void subtract_rows_set_k(SubtractRows (*sub)[kMaxGroup], int is
 
 // the subtract_rows of K = 1 .. kMaxSources rows of L into G = 1 .. kMaxGroup rows for the active instruction set
 inline void subtract_rows_set(SubtractRows (*sub)[kMaxGroup]) {
-    int isa = 0;
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(_M_X64))
-    const char *name = isa_kernels(active_isa()).name;
-    isa = std::strcmp(name, "avx512f") == 0 ? 2 : std::strcmp(name, "avx2") == 0 ? 1 : 0;
-#endif
+    const int isa = wide_isa();
     subtract_rows_set_k<1>(sub, isa), subtract_rows_set_k<2>(sub, isa), subtract_rows_set_k<3>(sub, isa);
     subtract_rows_set_k<4>(sub, isa), subtract_rows_set_k<5>(sub, isa), subtract_rows_set_k<6>(sub, isa);
 }
@@ -212,9 +277,11 @@ inline void factor_pattern(const Model &m, ConstraintWork &w) {
     for_each_group(w.r, [&](int, int, int nc, const int *cols) {
         for (int a = 0; a < nc; a++) rows[size_t(cols[a])].insert(rows[size_t(cols[a])].end(), cols, cols + a + 1);
     });
+    w.Hadr.assign(1, 0), w.Hcol.clear();
     for (std::vector<int> &row : rows) {
         std::sort(row.begin(), row.end());
         row.erase(std::unique(row.begin(), row.end()), row.end());
+        w.Hcol.insert(w.Hcol.end(), row.begin(), row.end()), w.Hadr.push_back(int(w.Hcol.size()));   // H's own entries
     }
     factor_layout(w, nv);
 }
@@ -241,7 +308,7 @@ inline void pattern_key(const Model &m, const Rows &r, std::vector<int> &key) {
 inline void swap_layout(ConstraintWork &w, FactorLayout &slot) {
     w.Lkey.swap(slot.key), w.Ladr.swap(slot.Ladr), w.Lcol.swap(slot.Lcol), w.Ltadr.swap(slot.Ltadr);
     w.Ltent.swap(slot.Ltent), w.Lgroup.swap(slot.Lgroup), w.Lgroupnt.swap(slot.Lgroupnt), w.Lsame.swap(slot.Lsame);
-    w.Lrun.swap(slot.Lrun);
+    w.Lrun.swap(slot.Lrun), w.Hadr.swap(slot.Hadr), w.Hcol.swap(slot.Hcol);
 }
 
 // factor_pattern's layout, kept between solves (a workspace cache, not an algorithm of its own: the layout is a function
@@ -265,7 +332,8 @@ inline FactorLayout &kept_factor_pattern(const Model &m, ConstraintWork &w) {
 }
 
 // H = L^T L for H symmetric positive definite on the pattern of factor_pattern (w.Ladr, w.Lcol: row k's columns
-// ascending, its diagonal last; H's lower triangle there read and overwritten by L in w.LH), the rows eliminated from
+// ascending, its diagonal last; L into w.LH, every entry written; H's lower triangle read from its own entries, w.Hval at
+// w.Hadr, w.Hcol: the fill-in's entries start at zero in w.Lwork), the rows eliminated from
 // the last to the first (MuJoCo's mj_factorM order: a dof coupled to its ancestors only, a tree's pattern, fills in
 // nothing; mju_cholFactorNumeric): row i gathers H_ij - sum_k L_ki L_kj over the rows k > i with L_ki != 0 (k
 // descending, in w.Lwork: the updates of the elimination, in its order; row k's entries run by run of consecutive
@@ -274,10 +342,13 @@ inline FactorLayout &kept_factor_pattern(const Model &m, ConstraintWork &w) {
 // their own updates among themselves: every entry's subtractions in the same order, the same factor to the bit.
 inline bool cholesky(ConstraintWork &w, int n) {
     double *L = w.LH.data();
+    const double *Hval = w.Hval.data();
     const int *adr = w.Ladr.data(), *col = w.Lcol.data(), *tadr = w.Ltadr.data(), *tent = w.Ltent.data();
+    const int *Hadr = w.Hadr.data(), *Hcol = w.Hcol.data();
     const uint16_t *run = w.Lrun.data();
     SubtractRows sub[kMaxSources][kMaxGroup];
     subtract_rows_set(sub);
+    const DivideRun divide = divide_runs();
     for (int hi = n - 1; hi >= 0;) {
         const int lo = w.Lgroup[size_t(hi)], G = hi - lo + 1, nt = w.Lgroupnt[size_t(hi)];
         double *work[kMaxGroup];
@@ -285,7 +356,7 @@ inline bool cholesky(ConstraintWork &w, int n) {
         for (int g = 0; g < G; g++) {                                   // row hi - g into work[g]
             work[g] = w.Lwork.data() + size_t(g) * size_t(n);
             const int i = hi - g;
-            for (int a = adr[i]; a < adr[i + 1]; a++) work[g][col[a]] = L[a];
+            for (int a = Hadr[i]; a < Hadr[i + 1]; a++) work[g][Hcol[a]] = Hval[a];   // (zero elsewhere)
         }
         for (int t = 0; t < nt;) {                                      // H_ij -= L_ki L_kj for the rows k below hi
             // the next rows k (up to kMaxSources, each the row before the last) whose columns up to lo are the same (a
@@ -332,43 +403,78 @@ inline bool cholesky(ConstraintWork &w, int n) {
                     sub[0][0](&y, &xs, &xk, b - r0 + 1);
                 }
             }
-            for (int a = 0; a <= ni; a++) Li[a] = work[g][ci[a]], work[g][ci[a]] = 0.0;
-            if (!(Li[ni] > 0.0)) {
-                for (int h = g + 1; h < G; h++)
+            const double pivot = work[g][i];
+            if (!(pivot > 0.0)) {
+                for (int h = g; h < G; h++)
                     for (int a = adr[hi - h]; a < adr[hi - h + 1]; a++) work[h][col[a]] = 0.0;
                 return false;
             }
-            double d = std::sqrt(Li[ni]);
+            const double d = std::sqrt(pivot);
+            for (int e = ni; e >= 0;) {                                 // row i out of work[g] over d, run by run
+                const int a0 = run_start(run, adr[i] + e) - adr[i];
+                divide(Li + a0, work[g] + ci[a0], d, e - a0 + 1);
+                e = a0 - 1;
+            }
             Li[ni] = d;
-            for (int a = 0; a < ni; a++) Li[a] = Li[a] / d;
         }
         hi = lo - 1;
     }
     return true;
 }
 
+// t_j -= L_j[a] b[c[a]] for a = 0 .. n - 1 ascending, for B rows L_j with the same columns c side by side (each row's
+// sum in its own order: B independent chains of subtractions instead of one)
+template <int B> inline void rows_dot(const double *const *Lr, const int *c, const double *b, int n, double *t) {
+    double s[B];
+    for (int j = 0; j < B; j++) s[j] = t[j];
+    for (int a = 0; a < n; a++) {
+        const double x = b[c[a]];
+        for (int j = 0; j < B; j++) s[j] = s[j] - Lr[j][a] * x;
+    }
+    for (int j = 0; j < B; j++) t[j] = s[j];
+}
+
 // x with L^T L x = b from cholesky's factor, over b; run: w.Lrun (L^T y's updates of one row, each to its own entry of
-// b, run by run of consecutive columns: contiguous loops, the same operations)
-inline void cholesky_solve_factored(const double *L, const int *adr, const int *col, const uint16_t *run, int n, double *b) {
+// b, run by run of consecutive columns: contiguous loops, the same operations); same: w.Lsame (L x = y's rows k, k + 1,
+// ... that begin with row k's columns left of k, up to kMaxGroup of them, summed over those columns side by side
+// (rows_dot), then each over the rest of its columns in turn: every row's sum in its own order, the same operations)
+inline void cholesky_solve_factored(const double *L, const int *adr, const int *col, const uint16_t *run, const int *same,
+                                    int n, double *b) {
+    const AxpyRun axpy = axpy_runs();
     for (int k = n - 1; k >= 0; k--) {                                 // L^T y = b
         const double *Lk = L + adr[k];
         const int nk = adr[k + 1] - adr[k] - 1;
         double y = b[k] / Lk[nk];
         b[k] = y;
-        for (int e = adr[k] + nk - 1; e >= adr[k];) {                   // the runs from the last
+        for (int e = adr[k] + nk - 1; e >= adr[k];) {                   // the runs from the last (axpy_run)
             const int r0 = run_start(run, e);
-            double *__restrict bb = b + col[r0];
-            const double *__restrict Lr = L + r0;
-            for (int s = 0; s <= e - r0; s++) bb[s] -= Lr[s] * y;
+            axpy(b + col[r0], L + r0, y, e - r0 + 1);
             e = r0 - 1;
         }
     }
-    for (int k = 0; k < n; k++) {                                      // L x = y
-        const double *Lk = L + adr[k];
-        const int *ck = col + adr[k], nk = adr[k + 1] - adr[k] - 1;
-        double t = b[k];
-        for (int a = 0; a < nk; a++) t -= Lk[a] * b[ck[a]];
-        b[k] = t / Lk[nk];
+    for (int k = 0; k < n;) {                                          // L x = y
+        const int nk = adr[k + 1] - adr[k] - 1;                        // row k's columns left of k: x there known
+        int B = 1, c = nk;
+        while (B < kMaxGroup && k + B < n && same[k + B] >= c) B++;         // rows that begin with them
+        const double *Lr[kMaxGroup];
+        double t[kMaxGroup];
+        for (int j = 0; j < B; j++) Lr[j] = L + adr[k + j], t[j] = b[k + j];
+        switch (B) {                                                   // the shared columns 0 .. c - 1, side by side
+            case 1: rows_dot<1>(Lr, col + adr[k], b, c, t); break;
+            case 2: rows_dot<2>(Lr, col + adr[k], b, c, t); break;
+            case 3: rows_dot<3>(Lr, col + adr[k], b, c, t); break;
+            case 4: rows_dot<4>(Lr, col + adr[k], b, c, t); break;
+            case 5: rows_dot<5>(Lr, col + adr[k], b, c, t); break;
+            default: rows_dot<6>(Lr, col + adr[k], b, c, t); break;
+        }
+        for (int j = 0; j < B; j++) {                                  // then each row's other columns, in turn
+            const double *Lj = Lr[j];
+            const int *cj = col + adr[k + j], nj = adr[k + j + 1] - adr[k + j] - 1;
+            double s = t[j];
+            for (int a = c; a < nj; a++) s -= Lj[a] * b[cj[a]];
+            b[k + j] = s / Lj[nj];
+        }
+        k += B;
     }
 }
 
@@ -612,21 +718,22 @@ inline double line_search(const Line &line, double snorm, double gtol, int64_t m
     return done(LinePoint{}, LINE_NO_IMPROVEMENT);
 }
 
-// H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.LH's
-// lower triangle on factor_pattern's pattern, or w.LHt on the tree's pattern when the rows are chains (_hessian; H is
-// symmetric by construction)
+// H = M + J^T D J over the rows in their quadratic state, plus J_c^T H_c J_c of each contact on its cone, into w.Hval
+// (its lower triangle on its own entries, w.Hadr and w.Hcol: factor_pattern's before the fill-in), or w.LHt on the
+// tree's pattern when the rows are chains (_hessian; H is symmetric by construction)
 inline void hessian(const Model &m, ConstraintWork &w, const int *state, const Cones &cones) {
     const Rows &r = w.r;
     int nv = m.nv;
     const bool tree = r.tree;
     const int64_t *adr = m.M_rowadr, *nnz = m.M_rownnz, *col = m.M_colind;
-    double *H = tree ? w.LHt.data() : w.LH.data();
-    const int *Ladr = w.Ladr.data(), *Lcol = w.Lcol.data();
+    if (!tree && w.Hval.size() < w.Hcol.size()) resize_exact(w.Hval, w.Hcol.size());
+    double *H = tree ? w.LHt.data() : w.Hval.data();
+    const int *Ladr = w.Hadr.data(), *Lcol = w.Hcol.data();            // H's own entries (w.Hadr, w.Hcol)
     // entry (i, j), j <= i
     auto at = [&](int i, int j) -> double & {
         return tree ? H[adr[i] + nnz[j] - 1] : H[std::lower_bound(Lcol + Ladr[i], Lcol + Ladr[i + 1], j) - Lcol];
     };
-    std::fill(H, H + (tree ? size_t(tree_nnz(m)) : w.Lcol.size()), 0.0);
+    std::fill(H, H + (tree ? size_t(tree_nnz(m)) : w.Hcol.size()), 0.0);
     double *g = w.g.data();
     for_each_group(r, [&](int i, int e, int nc, const int *cols) {
         // a group's rows i .. e - 1 (the same columns: a contact's): their sum in G (nc x nc, dense) first, then into H
@@ -723,6 +830,54 @@ inline void gradient(const Model &m, ConstraintWork &w, const double *force) {
     }
 }
 
+// update_factor's rank-1 updates of the sparse factor (w.LH) for the w.batch_n rows in w.batch_row (is: entered the
+// quadratic state, else left it), in one sweep over L's rows from the last column down: row k takes the rows'
+// updates in their order, each as a sweep of its own would (each update's x_r in w.x at r nv: its entries of row k
+// final once the rows below k took it), so every entry of L and of each x_r takes the same operations in the same
+// order as one sweep per row (MuJoCo's mju_cholUpdateSparse, row after row), and L is read once per batch instead of
+// once per row (a workspace schedule, not an algorithm of its own). false when a downdate would lose positive
+// definiteness (the caller refactors, as after one update's failure). Empties the batch.
+inline bool batched_update(ConstraintWork &w) {
+    const Rows &r = w.r;
+    const int nb = w.batch_n, V = int(w.x.size()) / kUpdateBatch;
+    w.batch_n = 0;
+    double *L = w.LH.data(), sn[kUpdateBatch], c[kUpdateBatch], cinv[kUpdateBatch];
+    int tops[kUpdateBatch], top = -1;
+    RotateRun rot[2];
+    rotate_runs(rot);
+    for (int b = 0; b < nb; b++) {
+        const int i = w.batch_row[b], a = r.start[size_t(i)], e = r.start[size_t(i) + 1];
+        const double sd = std::sqrt(r.D[size_t(i)]);
+        double *x = w.x.data() + size_t(b) * V;
+        tops[b] = r.cols[size_t(e - 1)], top = std::max(top, tops[b]);
+        std::fill(x, x + tops[b] + 1, 0.0);
+        for (int k = a; k < e; k++) x[r.cols[size_t(k)]] = r.val[size_t(k)] * sd;
+    }
+    for (int k = top; k >= 0; k--) {                                  // x x^T into the rows of L from the last
+        double *Lk = L + w.Ladr[size_t(k)];
+        const int *ck = w.Lcol.data() + w.Ladr[size_t(k)], nk = w.Ladr[size_t(k) + 1] - w.Ladr[size_t(k)] - 1;
+        const int base = w.Ladr[size_t(k)];
+        for (int b = 0; b < nb; b++) {
+            double *x = w.x.data() + size_t(b) * V;
+            if (k > tops[b] || x[k] == 0.0) continue;                  // x's other entries are in row k's pattern
+            const bool is = w.batch_is[b];
+            double Lkk = Lk[nk], t = Lkk * Lkk + (is ? x[k] * x[k] : -x[k] * x[k]);
+            if (!(t >= MINVAL)) return false;
+            double rr = std::sqrt(t);
+            c[b] = rr / Lkk, cinv[b] = 1 / c[b], sn[b] = x[k] / Lkk;
+            Lk[nk] = rr;
+            // each entry's L, then its x from that L (each entry apart: run by run of consecutive columns, w.Lrun,
+            // contiguous loops, rotate_run: the same operations)
+            for (int e = nk - 1; e >= 0;) {
+                const int j0 = run_start(w.Lrun.data(), base + e) - base;
+                rot[is](Lk + j0, x + ck[j0], sn[b], c[b], cinv[b], e - j0 + 1);
+                e = j0 - 1;
+            }
+        }
+    }
+    return true;
+}
+
 // the factor of H (w.LH, or w.LHt when the rows are chains) carried to the current states from those it was made for
 // (w.hstate): a rank-1 update for each row that entered its quadratic state, a downdate for each that left it (MuJoCo's
 // HessianIncremental, mju_cholUpdate in the factor's order); false when a downdate would lose positive definiteness
@@ -731,7 +886,8 @@ inline void gradient(const Model &m, ConstraintWork &w, const double *force) {
 // depth d is any of its rows' ancestor d); else every row of L from the last column down.
 inline bool update_factor(const Model &m, ConstraintWork &w) {
     const Rows &r = w.r;
-    double *x = w.x.data();
+    w.batch_n = 0;
+    if (!r.tree && w.x.size() < size_t(kUpdateBatch) * size_t(m.nv)) w.x.resize(size_t(kUpdateBatch) * size_t(m.nv));
     for (int i = 0; i < r.nefc; i++) {
         bool was = w.hstate[size_t(i)] == QUADRATIC, is = w.state[size_t(i)] == QUADRATIC;
         int a = r.start[size_t(i)], e = r.start[size_t(i) + 1];
@@ -758,40 +914,13 @@ inline bool update_factor(const Model &m, ConstraintWork &w) {
             }
             continue;
         }
-        double *L = w.LH.data();
-        std::fill(x, x + top + 1, 0.0);
-        for (int k = a; k < e; k++) x[r.cols[size_t(k)]] = r.val[size_t(k)] * sd;
-        for (int k = top; k >= 0; k--) {                               // x x^T into the rows of L from the last
-            if (x[k] == 0.0) continue;                                 // x's other entries are in row k's pattern
-            double *Lk = L + w.Ladr[size_t(k)];
-            const int *ck = w.Lcol.data() + w.Ladr[size_t(k)], nk = w.Ladr[size_t(k) + 1] - w.Ladr[size_t(k)] - 1;
-            double Lkk = Lk[nk], t = Lkk * Lkk + (is ? x[k] * x[k] : -x[k] * x[k]);
-            if (!(t >= MINVAL)) return false;
-            double rr = std::sqrt(t), c = rr / Lkk, cinv = 1 / c, sn = x[k] / Lkk;
-            Lk[nk] = rr;
-            // each entry's L, then its x from that L (each entry apart: run by run of consecutive columns, w.Lrun,
-            // contiguous loops, the same operations)
-            const int base = w.Ladr[size_t(k)];
-            for (int e = nk - 1; e >= 0;) {
-                const int j0 = run_start(w.Lrun.data(), base + e) - base;
-                double *__restrict xr = x + ck[j0], *__restrict Lr = Lk + j0;
-                if (is)
-                    for (int j = 0; j <= e - j0; j++) {
-                        double xj = xr[j], l = (Lr[j] + sn * xj) * cinv;
-                        Lr[j] = l, xr[j] = c * xj - sn * l;
-                    }
-                else
-                    for (int j = 0; j <= e - j0; j++) {
-                        double xj = xr[j], l = (Lr[j] - sn * xj) * cinv;
-                        Lr[j] = l, xr[j] = c * xj - sn * l;
-                    }
-                e = j0 - 1;
-            }
-        }
+        // the sparse factor: rows that changed taken kUpdateBatch at a time (batched_update)
+        int &nb = w.batch_n;
+        w.batch_row[nb] = i, w.batch_is[nb] = is, nb++;
+        if (nb == kUpdateBatch && !batched_update(w)) return false;
     }
-    return true;
+    return w.batch_n == 0 || batched_update(w);
 }
-
 // the factor of H at the current states into w.LH (w.LHt when the rows are chains): kept when the states are those it was made for and no contact is
 // on its cone (the same H), updated row by row when a few rows changed state and no cone is involved, made afresh
 // otherwise; false when H is not positive definite
@@ -910,7 +1039,7 @@ inline int solve(const Model &m, ConstraintWork &w, const double *M, const doubl
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
-        else cholesky_solve_factored(w.LH.data(), w.Ladr.data(), w.Lcol.data(), w.Lrun.data(), nv, b);
+        else cholesky_solve_factored(w.LH.data(), w.Ladr.data(), w.Lcol.data(), w.Lrun.data(), w.Lsame.data(), nv, b);
     };
     struct GiveBack {                                                  // the kept layout back to its slot on return
         ConstraintWork &w;
