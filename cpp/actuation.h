@@ -428,7 +428,10 @@ void actuator_force(const Model &m, const Actuators &act, StepInputs<T> &x, cons
         force[a] = actuator_gain(act, a, length, velocity) * actuator_input(act, a, x) + actuator_bias(act, a, length, velocity);
         x.slope[a] = actuator_slope(act, a, length, velocity, x);
     }
-    if (act.tendon_limited) tendon_scaled(act, force, x.slope.data());
+    if (act.tendon_limited) {
+        std::copy(force, force + act.nu, x.raw.begin());
+        tendon_scaled(act, force, x.slope.data());
+    }
     for (int a = 0; a < act.nu; a++)
         if (act.forcelimited[a]) force[a] = vclamp(force[a], act.forcerange[2 * a], act.forcerange[2 * a + 1]);
     joint_force(m, act, moment, force, t);

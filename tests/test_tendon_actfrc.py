@@ -250,3 +250,24 @@ def test_discrete_inverse_equals_mj_inverse_and_replays(integrator):
         mujoco.mj_step(m, d)
         assert np.abs((d.qvel - qd) / h - a).max() <= 2e-11, k
     assert seen == {True, False}
+
+
+@pytest.mark.parametrize("integrator", ["euler", "implicit", "implicitfast", "discrete", "rk4"])
+def test_compiled_step_derivatives_equal_the_numpy_text(integrator):
+    """The compiled step_derivatives (cpp/step_derivative.h: the fixed tendon's scaling, its saturated actuators out of
+    D and the discrete metric) of 8 states, most saturated, equal the NumPy text's within 1e-12 of each matrix's largest
+    entry; one state alone is the compiled kernel's (derivatives._compiled_one_state)."""
+    m = mujoco.MjModel.from_xml_string(tendon_frc_xml(3, integrator, spatial=False))
+    model = engine.from_mujoco(m)
+    Q, QD, U = (np.array(x) for x in zip(*(start(m, 300 + k) for k in range(8))))
+    h = m.opt.timestep
+    assert run("native", derivatives._compiled_one_state, model, Q[0], QD[0], h, integrator, U[0], None, True) is not None
+    out = {b: run(b, derivatives.step_derivatives, model, Q, QD, h, integrator, U) for b in BACKENDS}
+    for k in (0, 1):
+        assert_close(out["native"][k], out["numpy"][k], 1e-12, per_state=True, what="AB"[k])
+    d, count = mujoco.MjData(m), 0
+    for k in range(8):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = Q[k], QD[k], U[k]
+        mujoco.mj_forward(m, d)
+        count += saturated(m, d)[0]
+    assert count >= 4

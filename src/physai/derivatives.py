@@ -838,7 +838,6 @@ def numpy_only(model: Model) -> str:
     models everything): the NumPy text then runs."""
     acts = model.actuators
     reasons = {"activations": acts is not None and acts.na > 0, "tendon forces": model.has_tendon_forces,
-               "a tendon's actuatorfrcrange": acts is not None and bool((acts.tendon_frcid >= 0).any()),
                "gravity compensation or fluid forces": passive.has_body_forces(model),
                "muscle gains or biases, or configuration-dependent moment arms":
                    acts is not None and bool(_hard_actuators(acts).any())}
