@@ -16,6 +16,8 @@ controls, the tendons' totals saturated at some steps and not at others:
     rollout of 6 starts vs mj_step of each                1e-12 (the compiled lanes, a fixed tendon alone)
     step_derivatives vs mjd_transitionFD (centred)        1e-8 (its finite-difference error; ~2e-10 seen)
     the actuators' qDeriv (implicitfast) vs MuJoCo's      1e-12
+    inverse_dynamics (dt, implicit[fast]) vs mj_inverse   1e-12 with invdiscrete, and its replay onto mj_step 2e-11
+    compiled step_derivatives vs the NumPy text           1e-12 (cpp/step_derivative.h's limited_arm)
 """
 
 import mujoco
@@ -23,6 +25,7 @@ import numpy as np
 import pytest
 
 from physai import derivatives, engine, forces, integrators, inverse
+from physai.exceptions import InvalidModelError, ShapeError
 from physai.engine import actuation
 
 from helpers import assert_close, run
@@ -271,3 +274,25 @@ def test_compiled_step_derivatives_equal_the_numpy_text(integrator):
         mujoco.mj_forward(m, d)
         count += saturated(m, d)[0]
     assert count >= 4
+
+
+def test_bad_tendon_limits_are_named():
+    """Actuators.tendon_frcid must be whole numbers >= -1, one per actuator, and a used tendon_frcrange low <= high
+    (ShapeError, InvalidModelError); the compiled copy checks tendon_frcid too (ValueError naming the field)."""
+    m = mujoco.MjModel.from_xml_string(tendon_frc_xml(0, spatial=False))
+    acts = forces.actuators_from_mujoco(m)
+    assert acts.tendon_frcid.tolist() == [0, 0, 0, -1, -1]
+    assert_close(acts.tendon_frcrange[:3], np.repeat(m.tendon_actfrcrange[:1], 3, 0), 0.0)
+    fields = {name: getattr(acts, name) for name in acts.__dataclass_fields__}
+    with pytest.raises(ShapeError, match="tendon_frcid must be whole numbers, one per actuator"):
+        forces.Actuators(**{**fields, "tendon_frcid": acts.tendon_frcid.astype(float)})
+    with pytest.raises(InvalidModelError, match=r"actuator 0: tendon_frcid 0 with tendon_frcrange \[1, -1\]"):
+        forces.Actuators(**{**fields, "tendon_frcrange": np.tile([1.0, -1.0], (m.nu, 1))})
+    with pytest.raises(InvalidModelError, match="tendon_frcid -2"):
+        forces.Actuators(**{**fields, "tendon_frcid": np.full(m.nu, -2)})
+    from physai.engine import _native, native
+
+    model = engine.from_mujoco(m)
+    bad = {**native.actuator_fields(model.actuators), "tendon_frcid": np.full(m.nu, -2, dtype=np.int64)}
+    with pytest.raises(ValueError, match="Actuators field tendon_frcid: expected a tendon >= 0 or -1"):
+        _native.Actuators(_native.Model(native.fields(model)), bad)
