@@ -14,7 +14,8 @@ controls, the tendons' totals saturated at some steps and not at others:
     simulate vs mj_step, every integrator                 1e-12 in q over 100 steps, both backends
     simulate(constraints=True) with tendon limits         1e-12 (tolerance 1e-15 on both sides)
     rollout of 6 starts vs mj_step of each                1e-12 (the compiled lanes, a fixed tendon alone)
-    step_derivatives vs mjd_transitionFD (centred)        1e-8 (its finite-difference error; ~2e-10 seen)
+    step_derivatives vs mjd_transitionFD (centred)        1e-8 (its finite-difference error; ~2e-10 seen); with a
+    tendon limit row (constraints=True, Richardson)       5e-8 (9.4e-9 seen)
     the actuators' qDeriv (implicitfast) vs MuJoCo's      1e-12
     inverse_dynamics (dt, implicit[fast]) vs mj_inverse   1e-12 with invdiscrete, and its replay onto mj_step 2e-11
     compiled step_derivatives vs the NumPy text           1e-12 (cpp/step_derivative.h's limited_arm)
@@ -296,3 +297,28 @@ def test_bad_tendon_limits_are_named():
     bad = {**native.actuator_fields(model.actuators), "tendon_frcid": np.full(m.nu, -2, dtype=np.int64)}
     with pytest.raises(ValueError, match="Actuators field tendon_frcid: expected a tendon >= 0 or -1"):
         _native.Actuators(_native.Model(native.fields(model)), bad)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("integrator", ["implicitfast", "discrete"])
+def test_constrained_step_derivatives_against_transition_fd(integrator, backend):
+    """step_derivatives(constraints=True) with the fixed tendon at its length limit (one limit row) and its actuators'
+    total saturated equal mjd_transitionFD Richardson-extrapolated from eps 2e-6 and 1e-6 (solver tolerance 1e-15)
+    within 5e-8 (9.4e-9 seen; the same model without actuatorfrcrange: 6.5e-9)."""
+    m = mujoco.MjModel.from_xml_string(tendon_frc_xml(1, integrator, spatial=False, limits=True))
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1000
+    _, qd, ctrl = start(m, 1)
+    q = np.zeros(m.nq)
+    q[0] = 0.5                                         # h1 turned: the fixed tendon beyond its range
+    d, n, out = mujoco.MjData(m), 2 * m.nv, []
+    for eps in (2e-6, 1e-6):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+        A, B = np.zeros((n, n)), np.zeros((n, m.nu))
+        mujoco.mjd_transitionFD(m, d, eps, True, A, B, None, None)
+        out.append((A, B))
+    mujoco.mj_forward(m, d)
+    assert d.nl == 1 and saturated(m, d) == [True]
+    A, B = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), q, qd, m.opt.timestep, integrator, ctrl,
+               constraints=True)
+    assert_close(A, (4 * out[1][0] - out[0][0]) / 3, 5e-8, what="A")
+    assert_close(B, (4 * out[1][1] - out[0][1]) / 3, 5e-8, what="B")
