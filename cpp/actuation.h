@@ -389,9 +389,35 @@ template <class T> T actuator_slope(const Actuators &act, int k, T length, T vel
     return (act.biastype[k] == GAIN_AFFINE ? act.bias[3 * k + 2] : 0.0) + gain_vel * actuator_input(act, k, x);
 }
 
-// f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain input + bias (clamped to
-// forcerange) for the clamped controls x.u and activations x.act (actuation.scalar_forces, actuation.joint_force); their
-// rates into x.act_dot first, each actuator's slope into x.slope; moment^T force into t (nv) first
+// the forces (nu) before their limits scaled on the force-limited tendons (actuation.tendon_scaled): a tendon's total T
+// of its actuators' forces outside [low, high] scales each by low / T or high / T; their slopes zeroed where T is at or
+// beyond the limits (actuation.tendon_saturated: they drop out of the implicit damping, MuJoCo 4.0)
+template <class T> void tendon_scaled(const Actuators &act, T *force, T *slope) {
+    for (int a = 0; a < act.nu; a++) {
+        int64_t t = act.tendon_frcid[a];
+        bool first = t >= 0;                                           // each tendon once, at its first actuator
+        for (int b = 0; b < a && first; b++) first = act.tendon_frcid[b] != t;
+        if (!first) continue;
+        T total = splat<T>(0.0);                                       // in actuator order, as mj_fwdActuation
+        for (int b = a; b < act.nu; b++)
+            if (act.tendon_frcid[b] == t) total = total + force[b];
+        double lo = act.tendon_frcrange[2 * a], hi = act.tendon_frcrange[2 * a + 1];
+        auto on = total != 0.0;
+        T safe = select(on, total, splat<T>(1.0));
+        T scale = select(on & (total < lo), lo / safe, select(on & (total > hi), hi / safe, splat<T>(1.0)));
+        auto saturated = (total <= lo) | (total >= hi);
+        for (int b = a; b < act.nu; b++) {                             // f = raw (limit / T)
+            if (act.tendon_frcid[b] != t) continue;
+            force[b] = select(scale != 1.0, force[b] * scale, force[b]);
+            slope[b] = select(saturated, splat<T>(0.0), slope[b]);
+        }
+    }
+}
+
+// f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain input + bias (scaled on a
+// force-limited tendon, tendon_scaled, then clamped to forcerange) for the clamped controls x.u and activations x.act
+// (actuation.scalar_forces, actuation.joint_force); their rates into x.act_dot first, each actuator's slope into x.slope
+// (zero on a saturated tendon); moment^T force into t (nv) first
 template <class T>
 void actuator_force(const Model &m, const Actuators &act, StepInputs<T> &x, const T *q, const T *qd, T *force, T *f, T *t) {
     if (act.na) activation_rate(act, x.u.data(), x.act.data(), x.act_dot.data());
@@ -399,10 +425,15 @@ void actuator_force(const Model &m, const Actuators &act, StepInputs<T> &x, cons
     for (int a = 0; a < act.nu; a++) {
         T length, velocity;
         actuator_length_velocity(m, act, moment, lengths, a, q, qd, length, velocity);
-        T fa = actuator_gain(act, a, length, velocity) * actuator_input(act, a, x) + actuator_bias(act, a, length, velocity);
-        force[a] = act.forcelimited[a] ? vclamp(fa, act.forcerange[2 * a], act.forcerange[2 * a + 1]) : fa;
+        force[a] = actuator_gain(act, a, length, velocity) * actuator_input(act, a, x) + actuator_bias(act, a, length, velocity);
         x.slope[a] = actuator_slope(act, a, length, velocity, x);
     }
+    if (act.tendon_limited) {
+        std::copy(force, force + act.nu, x.raw.begin());
+        tendon_scaled(act, force, x.slope.data());
+    }
+    for (int a = 0; a < act.nu; a++)
+        if (act.forcelimited[a]) force[a] = vclamp(force[a], act.forcerange[2 * a], act.forcerange[2 * a + 1]);
     joint_force(m, act, moment, force, t);
     for (int j = 0; j < m.nv; j++) {
         const double *range = &act.dof_forcerange[2 * j];
@@ -412,7 +443,8 @@ void actuator_force(const Model &m, const Actuators &act, StepInputs<T> &x, cons
 
 // D += dA/dqd = sum_a moment_a^T slope_a moment_a over the actuators not clamped at their forcerange, nor joint
 // actuators whose dof's total (moment^T force, into t (nv)) is at or beyond its actuatorfrcrange (MuJoCo 4.0;
-// actuation.velocity_derivative, actuation.joint_saturated), with the slopes (x.slope, nu) and arms actuator_force left
+// actuation.velocity_derivative, actuation.joint_saturated), with the slopes (x.slope, nu; zero on a saturated tendon,
+// tendon_scaled) and arms actuator_force left
 template <class T>
 void actuator_velocity_derivative(const Model &m, const Actuators &act, const StepInputs<T> &x, const T *force, T *D, T *t) {
     const T *slope = x.slope.data();

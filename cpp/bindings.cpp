@@ -496,6 +496,7 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         a.forcerange = f.doubles("forcerange", {U, 2}), a.forcelimited = f.ints("forcelimited", {U});
         a.dof_forcerange = f.doubles("dof_forcerange", {V, 2}), a.dof_forcelimited = f.ints("dof_forcelimited", {V});
         a.joint_dof = f.ints("joint_dof", {U});
+        a.tendon_frcid = f.ints("tendon_frcid", {U}), a.tendon_frcrange = f.doubles("tendon_frcrange", {U, 2});
         a.dyntype = f.ints("dyntype", {U}), a.gaintype = f.ints("gaintype", {U}), a.biastype = f.ints("biastype", {U});
         a.dynprm = f.doubles("dynprm", {U, 3}), a.gainprm = f.doubles("gainprm", {U, 9});
         a.biasprm = f.doubles("biasprm", {U, 9}), a.lengthrange = f.doubles("lengthrange", {U, 2});
@@ -531,6 +532,10 @@ void make_actuators(CompiledActuators *self, const CompiledModel &model, nb::han
         }
         for (int64_t u = 0; u < U; u++)
             if (a.joint_dof[u] < -1 || a.joint_dof[u] >= V) f.invalid("joint_dof", "expected a dof in [0, nv) or -1 (a tendon)");
+        for (int64_t u = 0; u < U; u++) {
+            if (a.tendon_frcid[u] < -1) f.invalid("tendon_frcid", "expected a tendon >= 0 or -1 (none)");
+            a.tendon_limited = a.tendon_limited || a.tendon_frcid[u] >= 0;
+        }
         // the nonzero entries of a (U, cols) matrix row by row into rownnz, rowadr, colind (model.h); with posed_rows, every
         // column of a posed actuator's row (its arms computed at each state)
         auto rows = [&](const double *x, int64_t cols, const int64_t *&rownnz, const int64_t *&rowadr,

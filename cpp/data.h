@@ -129,7 +129,7 @@ struct Transmission {
 // (na) and each actuator's d force / d velocity slope (nu) as the last evaluation left them, with its arms (trn: when
 // some depend on the configuration); h [s] for actearly
 template <class T> struct StepInputs {
-    Vec<T> u, qfrc, xfrc, act, act_dot, slope;
+    Vec<T> u, qfrc, xfrc, act, act_dot, slope, raw;                   // raw: the forces before their limits (nu)
     Transmission trn;
     bool has_qfrc = false, has_xfrc = false;
     bool energy = true;                                                 // the start state's energy (mjENBL_ENERGY)
@@ -150,6 +150,7 @@ template <class T> struct SimData {
     SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
         x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody)), x.slope.resize(size_t(act.nu));
+        x.raw.resize(size_t(act.nu));
         for (auto *v : {&x.act, &x.act_dot, &act0, &act_sum}) v->resize(size_t(act.na));
         free_M.resize(36 * size_t(m.nfree));
         stiffness.resize(size_t(m.nv)), bare_diag.resize(size_t(m.nv)), row_dofs.resize(size_t(m.nv));

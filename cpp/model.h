@@ -213,7 +213,8 @@ struct Model {
 // the actuators (physai.engine.actuators.Actuators, nu of them) of a simulation: moment (nu, nv) and length moment
 // qmoment (nu, nq) arms, gain and bias (nu, 3: constant, length, velocity), ctrl and force limits (nu, 2) where limited;
 // the limits of the total actuator force per dof (nv, 2) where dof_forcelimited; joint_dof (nu) the dof of a joint
-// transmission, -1 for a fixed tendon
+// transmission, -1 for a fixed tendon; tendon_frcid (nu) the tendon of a transmission whose tendon limits its
+// actuators' total force (-1: none) with its limits tendon_frcrange (nu, 2), tendon_limited whether any is
 struct Actuators {
     int nu = 0;
     const double *moment = nullptr, *qmoment = nullptr, *gain = nullptr, *bias = nullptr;
@@ -222,6 +223,9 @@ struct Actuators {
     const int64_t *dof_forcelimited = nullptr;
     const double *dof_forcerange = nullptr;
     const int64_t *joint_dof = nullptr;
+    const int64_t *tendon_frcid = nullptr;
+    const double *tendon_frcrange = nullptr;
+    bool tendon_limited = false;
     // moment's nonzero entries row by row (MuJoCo's moment_rownnz, moment_rowadr, moment_colind; derived by the bound
     // Actuators): actuator a's dofs at moment_colind[moment_rowadr[a] ..], moment_rownnz[a] of them, ascending;
     // qmoment's likewise (its coordinates)

@@ -71,26 +71,63 @@ inline void passive_derivatives(const Model &m, double *R, int cols) {
     for (int j = 0; j < m.nv; j++) R[size_t(j) * cols + m.nv + j] -= m.dof_damping[j];
 }
 
-// R += (dA/dq, dA/dqd, dA/dctrl) of the actuator force (derivatives._actuator_derivatives) for ctrl as given (raw), u
-// clamped and the scalar forces (force, clamped) of evaluate: zero where ctrl or a force is clamped, and on a dof whose
-// total is at or beyond its actuatorfrcrange. Transmissions act on hinges, slides and fixed tendons: the length's
+// actuator k's force-limited tendon (actuation.tendon_totals) at the forces before the limits raw (nu): its total T
+// into total, whether T is at or beyond the limits (the return: actuation.tendon_saturated) and the scale r / T of
+// a total outside them into scale (1 inside, at a zero total or without such a tendon)
+inline bool tendon_state(const Actuators &act, int k, const double *raw, double &total, double &scale) {
+    int64_t t = act.tendon_frcid[k];
+    total = 0.0, scale = 1.0;
+    if (t < 0) return false;
+    for (int b = 0; b < act.nu; b++)
+        if (act.tendon_frcid[b] == t) total += raw[b];
+    double lo = act.tendon_frcrange[2 * k], hi = act.tendon_frcrange[2 * k + 1];
+    if (total != 0.0 && total < lo) scale = lo / total;
+    else if (total != 0.0 && total > hi) scale = hi / total;
+    return total <= lo || total >= hi;
+}
+
+// e (nv) <- the arm of actuator a's force before its limits in qfrc_actuator (derivatives._tendon_scaling): moment_a
+// where its force is inside forcerange (0 outside); on a force-limited tendon scaled by s = r / T,
+// s free_a moment_a - (s / T) sum_i free_i raw_i moment_i over the tendon's actuators i
+inline void limited_arm(const Actuators &act, int nv, int a, const double *raw, const double *force, double *e) {
+    const double *moment = &act.moment[size_t(a) * nv];
+    double total, scale;
+    bool free = force_free(act, a, force);
+    if (!act.tendon_limited || (tendon_state(act, a, raw, total, scale), scale == 1.0)) {
+        for (int j = 0; j < nv; j++) e[j] = free ? moment[j] : 0.0;
+        return;
+    }
+    for (int j = 0; j < nv; j++) e[j] = free ? scale * moment[j] : 0.0;
+    for (int i = 0; i < act.nu; i++) {                                 // df_i = s (draw_i - raw_i / T sum_j draw_j)
+        if (act.tendon_frcid[i] != act.tendon_frcid[a] || !force_free(act, i, force)) continue;
+        const double *r = &act.moment[size_t(i) * nv];
+        for (int j = 0; j < nv; j++) e[j] -= scale / total * raw[i] * r[j];
+    }
+}
+
+// R += (dA/dq, dA/dqd, dA/dctrl) of the actuator force (derivatives._actuator_derivatives) for ctrl as given (given), u
+// clamped, the forces before their limits (raw) and the scalar forces (force, limited) of evaluate: zero where ctrl or
+// a force is clamped, and on a dof whose total is at or beyond its actuatorfrcrange; through a force-limited tendon's
+// scaling (limited_arm, its arm into e (nv)). Transmissions act on hinges, slides and fixed tendons: the length's
 // q-derivative is qmoment's scalar entries; tau (nv) holds the dofs' totals
-inline void actuator_derivatives(const Model &m, const Actuators &act, const double *raw, const double *u, const double *force,
-                                 const double *q, const double *qd, char *keep, double *tau, double *R, int cols) {
+inline void actuator_derivatives(const Model &m, const Actuators &act, const double *given, const double *u,
+                                 const double *raw, const double *force, const double *q, const double *qd, char *keep,
+                                 double *tau, double *e, double *R, int cols) {
     int nv = m.nv;
     joint_force(m, act, act.moment, force, tau);                       // the dofs whose total is not clamped
     for (int j = 0; j < nv; j++)
         keep[j] = !act.dof_forcelimited[j] || (tau[j] > act.dof_forcerange[2 * j] && tau[j] < act.dof_forcerange[2 * j + 1]);
     for (int a = 0; a < act.nu; a++) {
-        if (!force_free(act, a, force)) continue;
+        if (!act.tendon_limited && !force_free(act, a, force)) continue;
+        limited_arm(act, nv, a, raw, force, e);
         const double *g = &act.gain[3 * a], *b = &act.bias[3 * a], *moment = &act.moment[size_t(a) * nv];
         const double *qmoment = &act.qmoment[size_t(a) * m.nq];
-        bool inside = ctrl_inside(act, a, raw);
+        bool inside = ctrl_inside(act, a, given);
         double length, velocity;
         actuator_length_velocity(m, act, act.moment, (const double *)nullptr, a, q, qd, length, velocity);
         double kq = g[1] * u[a] + b[1], kv = g[2] * u[a] + b[2], ku = inside ? g[0] + g[1] * length + g[2] * velocity : 0.0;
-        for (int j = 0; j < nv; j++) {                                 // row j += moment_aj (kq dl/dq, kv moment_a, ku e_a)
-            double r = moment[j];
+        for (int j = 0; j < nv; j++) {                                 // row j += e_j (kq dl/dq, kv moment_a, ku e_a)
+            double r = e[j];
             if (r == 0.0 || !keep[j]) continue;
             double *Rj = R + size_t(j) * cols;
             for (int k = 0; k < m.nscalar; k++) Rj[m.scalar_dofadr[k]] += r * (kq * qmoment[m.scalar_qposadr[k]]);
@@ -100,19 +137,28 @@ inline void actuator_derivatives(const Model &m, const Actuators &act, const dou
     }
 }
 
+// whether actuator k's force-limited tendon is at or beyond its limits (actuation.tendon_saturated) at raw (nu)
+inline bool tendon_saturated(const Actuators &act, int k, const double *raw) {
+    double total, scale;
+    return act.tendon_limited && tendon_state(act, k, raw, total, scale);
+}
+
 // R[:, 2nv:] += h d(D a)/dctrl for the implicit integrators' K = M - h D at a fixed a (derivatives.
 // _damping_control_derivative): D's actuator part sum_k moment_k^T (b2 + g2 u_k) moment_k on M's pattern changes with
 // u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped, ctrl is outside ctrlrange or k's joint
-// is at its actuatorfrcrange (not keep[joint_dof], from actuator_derivatives: k is not in D); reduced (implicitfast):
+// is at its actuatorfrcrange (not keep[joint_dof], from actuator_derivatives) or its force-limited tendon's total before
+// the limits (unlimited, nu) at or beyond them (tendon_saturated): k is not in D; reduced (implicitfast):
 // on its pattern (reduced_pair)
-inline void damping_control_derivative(const Model &m, const Actuators &act, const double *raw, const double *force,
-                                       const char *keep, const double *a, double h, double *R, int cols, bool reduced) {
+inline void damping_control_derivative(const Model &m, const Actuators &act, const double *raw, const double *unlimited,
+                                       const double *force, const char *keep, const double *a, double h, double *R,
+                                       int cols, bool reduced) {
     int nv = m.nv;
     for (int k = 0; k < act.nu; k++) {
         double g2 = act.gain[3 * k + 2];
         if (g2 == 0.0) continue;
         if (!force_free(act, k, force) || !ctrl_inside(act, k, raw)) continue;
         if (act.joint_dof[k] >= 0 && !keep[act.joint_dof[k]]) continue;
+        if (tendon_saturated(act, k, unlimited)) continue;            // not in D (tendon_scaled)
         const double *r = &act.moment[size_t(k) * nv];
         for (int i = 0; i < nv; i++) {
             if (r[i] == 0.0) continue;
@@ -138,7 +184,8 @@ inline bool servo_metric(const Model &m, const Actuators &act, StepDerivData &w,
         w.keep[j] = !act.dof_forcelimited[j] || (w.tau[j] > act.dof_forcerange[2 * j] && w.tau[j] < act.dof_forcerange[2 * j + 1]);
     for (int k = 0; k < act.nu; k++) {
         const double *g = &act.gain[3 * k], *b = &act.bias[3 * k], *r = &act.moment[size_t(k) * nv];
-        bool free = force_free(act, k, force) && (act.joint_dof[k] < 0 || w.keep[act.joint_dof[k]]);
+        bool free = force_free(act, k, force) && (act.joint_dof[k] < 0 || w.keep[act.joint_dof[k]]) &&
+                    !tendon_saturated(act, k, w.s.x.raw.data());
         double sb = b[2] + g[2] * u[k], sk = b[1] + g[1] * u[k];
         bool inside = ctrl_inside(act, k, w.raw.data());
         w.cb[k] = free && sb < 0 ? -sb : 0.0, w.ck[k] = free && sk < 0 ? -sk : 0.0;
@@ -215,7 +262,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     std::fill(X, X + size_t(nv) * cols, 0.0);
     passive_derivatives(m, X, cols);
     if (act.nu)
-        actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.force.data(), q, qd, w.keep.data(), w.tau.data(), X, cols);
+        actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.x.raw.data(), s.force.data(), q, qd, w.keep.data(),
+                             w.tau.data(), w.qdn.data(), X, cols);
     rnea_derivatives(m, s.d, w.dw, q, qd, a, w.tq.data(), w.tv.data(), w.scratch.data());
     bool implicit = c.integrator == IMPLICIT, free = (c.integrator == IMPLICITFAST || discrete) && m.nfree;
     if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
@@ -245,7 +293,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
         for (int j = 0; j < nv; j++) X[size_t(j) * cols + nv + j] -= c.h * stiffness[j];
     if (servos) servo_metric_derivative(m, act, w, qd, a, c.h, X, cols);   // the servos' metric moves with ctrl
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
-        damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
+        damping_control_derivative(m, act, w.raw.data(), s.x.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
                                    c.integrator == IMPLICITFAST);
     lu_apply(K, nv, w.piv.data(), X, cols);
     return OK;

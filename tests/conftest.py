@@ -89,6 +89,7 @@ COMPILED = {
         "test_a_zero_quaternion_is_refused_by_name", "test_the_first_divergence_in_time_is_named",
     },
     "test_tendons.py": {"test_compiled_lengths_and_jacobians_equal_numpys", "test_dm_control_tendon_models_run_compiled_as_mj_step"},
+    "test_tendon_actfrc.py": {"test_compiled_step_derivatives_equal_the_numpy_text", "test_bad_tendon_limits_are_named"},
 }
 #: fixtures whose users carry a marker: the headless Chromium page, the compiled kernel's instruction sets
 FIXTURE_MARKERS = {"browser": "browser", "restore_isa": "compiled"}

@@ -970,20 +970,37 @@ class _Inputs:
 
 
 def _unclamped(acts, q, qd, ctrl, act, h):
-    """(u, f, free, x) (nu each but x): the clamped controls, the actuators' scalar forces, whether each force is inside
-    its forcerange (or unlimited): where their derivatives are not zero; x the _Inputs (the raw ctrl's clamp in it)."""
-    raw = validation.vector("ctrl", ctrl, acts.nu)
-    u = forces.clamped_ctrl(acts, raw)
-    f = actuation.scalar_forces(acts, q, qd, u, act, actuation.activation_rate(acts, u, act), h)
-    lo, hi = acts.forcerange[:, 0], acts.forcerange[:, 1]
-    free = ~acts.forcelimited | ((f > lo) & (f < hi))
-    inside = ~acts.ctrllimited | ((raw > acts.ctrlrange[:, 0]) & (raw < acts.ctrlrange[:, 1]))
-    return u, f, free, _Inputs(acts, u, inside, act, h)
+    """(u, raw, free, x) (nu each but x): the clamped controls, the actuators' forces before their limits
+    (actuation.raw_forces), whether each actuator's derivatives are kept (actuation.unsaturated: inside its forcerange,
+    its joint's and its tendon's actuatorfrcrange, or unlimited); x the _Inputs (the raw ctrl's clamp in it)."""
+    given = validation.vector("ctrl", ctrl, acts.nu)
+    u = forces.clamped_ctrl(acts, given)
+    raw = actuation.raw_forces(acts, q, qd, u, act, actuation.activation_rate(acts, u, act), h)
+    inside = ~acts.ctrllimited | ((given > acts.ctrlrange[:, 0]) & (given < acts.ctrlrange[:, 1]))
+    return u, raw, actuation.unsaturated(acts, raw), _Inputs(acts, u, inside, act, h)
+
+
+def _tendon_scaling(acts, raw: np.ndarray) -> np.ndarray:
+    """d f / d raw (nu, nu) of actuation.tendon_scaled: identity but on a force-limited tendon whose total T of raw is
+    outside [low, high], where f_i = raw_i r / T (r the limit passed) gives r / T (delta_ij - raw_i / T) over the
+    actuators i, j on that tendon."""
+    P = np.eye(acts.nu)
+    total = actuation.tendon_totals(acts, raw)
+    lo, hi = acts.tendon_frcrange.T
+    t = acts.tendon_frcid
+    scaled = (t >= 0) & (total != 0) & ((total < lo) | (total > hi))
+    for i in np.flatnonzero(scaled).tolist():
+        r = lo[i] if total[i] < lo[i] else hi[i]
+        group = t == t[i]                              # df_i = r/T (draw_i - raw_i / T sum_j draw_j)
+        P[i, group] -= raw[i] / total[i]
+        P[i] *= r / total[i]
+    return P
 
 
 def _actuator_derivatives(model: Model, acts, q, qd, ctrl, act, h):
     """(dA/dq, dA/dqd, dA/dctrl, dA/dact) of the actuators' joint force (actuation.joint_force): (nv, nv), (nv, nv),
-    (nv, nu), (nv, na), f = gain(l, v) x + bias(l, v) (affine gain and bias; x the _Inputs: ctrl or the activation).
+    (nv, nu), (nv, na), f = gain(l, v) x + bias(l, v) (affine gain and bias; x the _Inputs: ctrl or the activation),
+    through a force-limited tendon's scaling (_tendon_scaling).
 
     Zero where a clamp is active: ctrl outside ctrlrange, a scalar force at or beyond forcerange, a dof's total
     at or beyond its actuatorfrcrange (as MuJoCo's mjd_actuator_vel), act' at its actrange. acts are posed at q
@@ -991,38 +1008,42 @@ def _actuator_derivatives(model: Model, acts, q, qd, ctrl, act, h):
     qmoment has no quaternion part); with a _hard_actuators' actuator _HardForces differences them instead. dA/dctrl,
     dA/dact: the gain (muscle's too) at (length, velocity) on the moment arms at q.
     """
-    u, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
+    u, raw, _, x = _unclamped(acts, q, qd, ctrl, act, h)
+    f = actuation.limited_forces(acts, raw)
+    lo, hi = acts.forcerange[:, 0], acts.forcerange[:, 1]
+    free = ~acts.forcelimited | ((f > lo) & (f < hi))
     affine_gain, affine_bias = acts.gaintype == AFFINE, acts.biastype == AFFINE
     g, b = np.where(affine_gain[:, None], acts.gain, 0.0), np.where(affine_bias[:, None], acts.bias, 0.0)
     length, velocity = actuation.lengths_velocities(acts, q, qd)
     Lq = _tangent_of_scalars(model, acts.qmoment)
-    df_dq = np.where(free, g[:, 1] * x.x + b[:, 1], 0.0)[:, None] * Lq
-    df_dv = np.where(free, g[:, 2] * x.x + b[:, 2], 0.0)[:, None] * acts.moment
-    gain = np.where(free, actuation.gains(acts, length, velocity), 0.0)[:, None]
+    gain = actuation.gains(acts, length, velocity)[:, None]
+    rows = ((g[:, 1] * x.x + b[:, 1])[:, None] * Lq, (g[:, 2] * x.x + b[:, 2])[:, None] * acts.moment,
+            gain * x.x_u, gain * x.x_a)              # d raw / d (q, qd, ctrl, act)
+    S = free[:, None] * (_tendon_scaling(acts, raw) if (acts.tendon_frcid >= 0).any() else np.eye(acts.nu))
     tau = acts.moment.T @ f
     dlo, dhi = acts.dof_forcerange.T
     keep = (~acts.dof_forcelimited | ((tau > dlo) & (tau < dhi)))[:, None]
-    return tuple(np.where(keep, acts.moment.T @ y, 0.0) for y in (df_dq, df_dv, gain * x.x_u, gain * x.x_a)), x
+    return tuple(np.where(keep, acts.moment.T @ (S @ y), 0.0) for y in rows), x
 
 
 def _damping_input_derivative(model: Model, acts, q, qd, ctrl, act, h, a, name: str = "implicit"):
     """(d(D a)/dctrl (nv, nu), d(D a)/dact (nv, na)) for the implicit integrators' matrix K = M - h D at a fixed a: D's
     actuator part sum_k moment_k^T (b2 + g2 x_k) moment_k (forces.actuator_velocity_derivative; M's pattern, symmetric in
     each term, x the _Inputs; g2 a muscle's dgain/dvelocity for a muscle gain; acts posed at q) changes with x_k by
-    g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or the joint's total is at its
-    actuatorfrcrange (forces.joint_saturated: k is not in D). So K a = f gives K da/dy = df/dy + h d(D a)/dy: zero
+    g2_k (pattern * moment_k moment_k^T), zero where the force is clamped or the joint's or tendon's total is at its
+    actuatorfrcrange (actuation.unsaturated: k is not in D). So K a = f gives K da/dy = df/dy + h d(D a)/dy: zero
     without a velocity gain (none affine in velocity, no muscle). D on the integrator `name`'s pattern
     (forward.step_pattern)."""
     g2 = np.where(acts.gaintype == AFFINE, acts.gain[:, 2], 0.0)
     m = acts.gaintype == MUSCLE
     if not (g2.any() or m.any()):
         return np.zeros((model.nv, acts.nu)), np.zeros((model.nv, acts.na))
-    _, f, free, x = _unclamped(acts, q, qd, ctrl, act, h)
+    _, _, free, x = _unclamped(acts, q, qd, ctrl, act, h)
     if m.any():                                        # a muscle's dgain/dvelocity (mjd_muscleGain_vel)
         length, velocity = actuation.lengths_velocities(acts, q, qd)
         g2[m] = actuation.muscle_gain(length[m], velocity[m], acts.lengthrange[m], acts.acc0[m], acts.gainprm[m],
                                       derivative=True)
-    g2 = np.where(free & ~forces.joint_saturated(acts, f), g2, 0.0)
+    g2 = np.where(free, g2, 0.0)
     moment = np.asarray(acts.moment)                   # column k of W (nv, nu): g2_k m_k * (pattern (m_k * a))
     W = (g2[:, None] * moment * ((moment * a) @ forward.step_pattern(model, name).T)).T
     return W @ x.x_u, W @ x.x_a
@@ -1036,12 +1057,12 @@ def _metric_input_derivative(acts, q, qd, ctrl, act, h, a, free_rows):
     (negative), not at all where the force is clamped (servo_slopes gives it zero there). acts posed at q."""
     u = forces.clamped_ctrl(acts, validation.vector("ctrl", ctrl, acts.nu))
     act_dot = actuation.activation_rate(acts, u, act)
-    f = actuation.scalar_forces(acts, q, qd, u, act, act_dot, h)
+    raw = actuation.raw_forces(acts, q, qd, u, act, act_dot, h)
     x = _unclamped(acts, q, qd, ctrl, act, h)[3]
     c = []
     for column in (2, 1):                              # B (velocity), K (length)
         g = np.where(acts.gaintype == AFFINE, acts.gain[:, column], 0.0)
-        c.append(np.where(actuation.servo_slopes(acts, u, f, act, act_dot, h, g, column) < 0, -g, 0.0))
+        c.append(np.where(actuation.servo_slopes(acts, u, raw, act, act_dot, h, g, column) < 0, -g, 0.0))
     ma, mq = acts.moment @ a, acts.moment @ qd
     W = acts.moment.T * (h * c[0] * ma + h * h * c[1] * ma)[None, :]   # d(h B a + h^2 K a)/dx_k, column k
     W[free_rows] = 0.0

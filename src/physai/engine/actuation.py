@@ -5,8 +5,10 @@ curves of engine_util_misc.c; mirrored by the compiled engine's cpp/actuation.h)
     activation_rate(actuators, u, act)                     act_dot (na,) of the stateful actuators      (MuJoCo's act_dot)
     next_activation(actuators, act, act_dot, h)            act after a step of h [s]                    (mj_nextActivation)
     scalar_forces(actuators, q, qd, u, act, act_dot, h)    f (nu,) [N m | N]                       (actuator_force)
+                                                           (raw_forces within limited_forces: a tendon's actuatorfrcrange
+                                                           scales its actuators' forces, then forcerange clamps each)
     joint_force(actuators, f)                              moment^T f clamped per dof (nv,)         (qfrc_actuator)
-    velocity_derivative(actuators, q, qd, u, f, act, act_dot, h)   d qfrc_actuator / d qd (nv, nv)  (mjd_actuator_vel)
+    velocity_derivative(actuators, q, qd, u, raw, act, act_dot, h) d qfrc_actuator / d qd (nv, nv)  (mjd_actuator_vel)
     transmission(actuators, model, d, q, contacts)         actuator_length (nu,), actuator_moment (nu, nv) (mj_transmission)
     posed(actuators, model, d, q, contacts)                the actuators with the moment arms of the state q
 
@@ -366,14 +368,57 @@ def inputs(actuators: Actuators, u: np.ndarray, act: np.ndarray, act_dot: np.nda
     return x
 
 
+def raw_forces(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray, act: np.ndarray | None = None,
+               act_dot: np.ndarray | None = None, h: float = 0.0) -> np.ndarray:
+    """Each actuator's force before its limits (nu,) [N m | N]: gain input + bias (inputs, gains, biases) for clamped
+    controls u, activations act and their rate act_dot (na,; None without stateful actuators), h [s] the step of
+    actearly."""
+    length, velocity = lengths_velocities(actuators, q, qd)
+    return gains(actuators, length, velocity) * inputs(actuators, u, act, act_dot, h) + biases(actuators, length, velocity)
+
+
+def tendon_totals(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
+    """(nu,) the sum of the forces raw (nu,) over the actuators on actuator a's force-limited tendon (tendon_frcid),
+    summed in actuator order as mj_fwdActuation; 0 for an actuator on none."""
+    t = actuators.tendon_frcid
+    total = np.zeros(actuators.nu)
+    for a in np.flatnonzero(t >= 0).tolist():
+        total[t == t[a]] += raw[a]
+    return total
+
+
+def tendon_scaled(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
+    """The forces raw (nu,) with those on a force-limited tendon whose total T (tendon_totals) is outside its
+    tendon_frcrange [low, high] scaled: f = raw (low / T) below, raw (high / T) above (mj_fwdActuation)."""
+    total = tendon_totals(actuators, raw)
+    lo, hi = actuators.tendon_frcrange.T
+    on = (actuators.tendon_frcid >= 0) & (total != 0)
+    safe = np.where(on, total, 1.0)
+    scale = np.where(on & (total < lo), lo / safe, np.where(on & (total > hi), hi / safe, 1.0))
+    return np.where(scale != 1.0, raw * scale, raw)
+
+
+def tendon_saturated(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
+    """(nu,) bool: the actuators on a force-limited tendon whose total of the forces raw (nu,) before the limits is at
+    or beyond its tendon_frcrange: their force no longer moves with the velocity (MuJoCo 4.0's implicit derivatives)."""
+    total = tendon_totals(actuators, raw)
+    lo, hi = actuators.tendon_frcrange.T
+    return (actuators.tendon_frcid >= 0) & ((total <= lo) | (total >= hi))
+
+
+def limited_forces(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
+    """The scalar forces (nu,) of the forces raw (nu,) before the limits: scaled on their force-limited tendons
+    (tendon_scaled), then clamped to forcerange where forcelimited (mj_fwdActuation's order)."""
+    f = tendon_scaled(actuators, raw) if (actuators.tendon_frcid >= 0).any() else raw
+    return np.where(actuators.forcelimited, np.clip(f, actuators.forcerange[:, 0], actuators.forcerange[:, 1]), f)
+
+
 def scalar_forces(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray, act: np.ndarray | None = None,
                   act_dot: np.ndarray | None = None, h: float = 0.0) -> np.ndarray:
     """The scalar actuator forces f (nu,) [N m | N] (MuJoCo's actuator_force) for clamped controls u, activations act
-    and their rate act_dot (na,; None without stateful actuators), h [s] the step of actearly: f = gain input + bias
-    (inputs, gains, biases), clamped to forcerange where forcelimited."""
-    length, velocity = lengths_velocities(actuators, q, qd)
-    f = gains(actuators, length, velocity) * inputs(actuators, u, act, act_dot, h) + biases(actuators, length, velocity)
-    return np.where(actuators.forcelimited, np.clip(f, actuators.forcerange[:, 0], actuators.forcerange[:, 1]), f)
+    and their rate act_dot (na,; None without stateful actuators), h [s] the step of actearly: raw_forces within their
+    limits (limited_forces: a force-limited tendon's total, then forcerange)."""
+    return limited_forces(actuators, raw_forces(actuators, q, qd, u, act, act_dot, h))
 
 
 def joint_force(actuators: Actuators, f: np.ndarray) -> np.ndarray:
@@ -394,30 +439,39 @@ def joint_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:
     return (j >= 0) & saturated[np.maximum(j, 0)]
 
 
-def velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray, f: np.ndarray,
+def velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: np.ndarray, raw: np.ndarray,
                         act: np.ndarray | None = None, act_dot: np.ndarray | None = None, h: float = 0.0) -> np.ndarray:
-    """d qfrc_actuator / d qd (nv, nv) (mjd_actuator_vel) at clamped controls u and scalar forces f (scalar_forces):
-    sum_a moment_a^T (dbias/dvelocity + dgain/dvelocity input_a) moment_a over the actuators whose force is inside its
-    forcerange and, for a joint actuator, whose dof's total is inside its actuatorfrcrange (joint_saturated)."""
+    """d qfrc_actuator / d qd (nv, nv) (mjd_actuator_vel) at clamped controls u and forces raw before their limits
+    (raw_forces): sum_a moment_a^T (dbias/dvelocity + dgain/dvelocity input_a) moment_a over the actuators whose force
+    is inside its forcerange, for a joint actuator whose dof's total is inside its actuatorfrcrange (joint_saturated),
+    for a tendon's whose tendon's total is inside its actuatorfrcrange (tendon_saturated)."""
     length, velocity = lengths_velocities(actuators, q, qd)
     gain_vel = np.where(actuators.gaintype == AFFINE, actuators.gain[:, 2], 0.0)
     m = actuators.gaintype == MUSCLE
     if m.any():
         gain_vel[m] = muscle_gain(length[m], velocity[m], actuators.lengthrange[m], actuators.acc0[m],
                                   actuators.gainprm[m], derivative=True)
-    k = servo_slopes(actuators, u, f, act, act_dot, h, gain_vel, 2)
+    k = servo_slopes(actuators, u, raw, act, act_dot, h, gain_vel, 2)
     return actuators.moment.T @ (k[:, None] * actuators.moment)
 
 
-def servo_slopes(actuators: Actuators, u: np.ndarray, f: np.ndarray, act, act_dot, h: float, gain_slope: np.ndarray,
-                 column: int) -> np.ndarray:
-    """d force / d x (nu,) of each actuator's scalar force, x its length (column 1) or velocity (column 2): the affine
-    bias's slope plus gain_slope times the input (inputs), zero for an actuator saturated by its forcerange or its
-    joint's actuatorfrcrange (joint_saturated) at the scalar forces f."""
-    bias_slope = np.where(actuators.biastype == AFFINE, actuators.bias[:, column], 0.0)
+def unsaturated(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
+    """(nu,) bool: the actuators whose derivatives MuJoCo 4.0 keeps, for the forces raw (nu,) before their limits:
+    the scalar force (limited_forces) strictly inside forcerange (or unlimited), not joint_saturated, not
+    tendon_saturated."""
+    f = limited_forces(actuators, raw)
     lo, hi = actuators.forcerange[:, 0], actuators.forcerange[:, 1]
     free = (~actuators.forcelimited | ((f > lo) & (f < hi))) & ~joint_saturated(actuators, f)
-    return np.where(free, bias_slope + gain_slope * inputs(actuators, u, act, act_dot, h), 0.0)
+    return free & ~tendon_saturated(actuators, raw)
+
+
+def servo_slopes(actuators: Actuators, u: np.ndarray, raw: np.ndarray, act, act_dot, h: float, gain_slope: np.ndarray,
+                 column: int) -> np.ndarray:
+    """d force / d x (nu,) of each actuator's scalar force, x its length (column 1) or velocity (column 2): the affine
+    bias's slope plus gain_slope times the input (inputs), zero for an actuator saturated by its forcerange, its
+    joint's or its tendon's actuatorfrcrange (unsaturated) at the forces raw (nu,) before their limits."""
+    bias_slope = np.where(actuators.biastype == AFFINE, actuators.bias[:, column], 0.0)
+    return np.where(unsaturated(actuators, raw), bias_slope + gain_slope * inputs(actuators, u, act, act_dot, h), 0.0)
 
 
 def servo_metric(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
@@ -431,8 +485,8 @@ def servo_metric(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.n
     q, qd, act, dt = check_state(actuators, q, qd, act, dt)
     u = clamped_ctrl(actuators, ctrl)
     act_dot = activation_rate(actuators, u, act)
-    f = scalar_forces(actuators, q, qd, u, act, act_dot, dt)
-    B, K = (np.maximum(-servo_slopes(actuators, u, f, act, act_dot, dt,
+    raw = raw_forces(actuators, q, qd, u, act, act_dot, dt)
+    B, K = (np.maximum(-servo_slopes(actuators, u, raw, act, act_dot, dt,
                                      np.where(actuators.gaintype == AFFINE, actuators.gain[:, column], 0.0), column), 0.0)
             for column in (2, 1))
     return tuple(actuators.moment.T @ (c[:, None] * actuators.moment) for c in (B, K))
@@ -441,8 +495,9 @@ def servo_metric(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.n
 __all__ = ["MINVAL", "SiteFrames", "activation_rate", "biases", "body_transmission", "check_posed", "clamped_ctrl",
            "conjugate", "gains", "inputs", "joint_force", "joint_saturated", "joint_transmission", "lengths_velocities",
            "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length", "next_activation", "posed",
-           "quat_to_vel", "scalar_forces", "servo_metric", "servo_slopes", "site_jacobian", "site_transmission",
-           "slider_crank", "transmission", "velocity_derivative"]
+           "quat_to_vel", "raw_forces", "limited_forces", "scalar_forces", "servo_metric", "servo_slopes",
+           "site_jacobian", "site_transmission", "slider_crank", "tendon_saturated", "tendon_scaled", "tendon_totals",
+           "transmission", "unsaturated", "velocity_derivative"]
 
 
 def force_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.ndarray, act=None,
@@ -453,5 +508,4 @@ def force_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarra
     q, qd, act, dt = check_state(actuators, q, qd, act, dt)
     u = clamped_ctrl(actuators, ctrl)
     act_dot = activation_rate(actuators, u, act)
-    f = scalar_forces(actuators, q, qd, u, act, act_dot, dt)
-    return velocity_derivative(actuators, q, qd, u, f, act, act_dot, dt)
+    return velocity_derivative(actuators, q, qd, u, raw_forces(actuators, q, qd, u, act, act_dot, dt), act, act_dot, dt)

@@ -41,6 +41,11 @@ class Actuators:
     joint_dof:   (nu,) the dof of actuator a's joint transmission, -1 for a fixed tendon: a joint actuator whose
                  dof's total is at or beyond its dof_forcerange drops out of the implicit integrators' damping
                  (MuJoCo 4.0); None means each row of moment with one nonzero entry is a joint's, the others tendons
+    tendon_frcid, tendon_frcrange: (nu,), (nu, 2) the tendon of actuator a's transmission when that tendon limits its
+                 actuators' total force (MuJoCo's tendon_actfrclimited; -1: none) and that tendon's limits
+                 (tendon_actfrcrange): the scalar forces on one such tendon, summed, outside [low, high] are scaled by
+                 low / total or high / total, and those actuators drop out of the implicit integrators' damping where
+                 the total is at or beyond its limits (MuJoCo 4.0); None means no such tendon
     dyntype:     (nu,) activation dynamics, MuJoCo's mjtDyn: DYN_NONE (default; the gain multiplies ctrl),
                  DYN_INTEGRATOR (act_dot = ctrl), DYN_FILTER and DYN_FILTEREXACT (act_dot = (ctrl - act) / tau),
                  DYN_MUSCLE (mju_muscleDynamics); a stateful actuator's gain multiplies its activation act
@@ -75,6 +80,8 @@ class Actuators:
     dof_forcerange: np.ndarray | None = None
     dof_forcelimited: np.ndarray | None = None
     joint_dof: np.ndarray | None = None
+    tendon_frcid: np.ndarray | None = None
+    tendon_frcrange: np.ndarray | None = None
     dyntype: np.ndarray | None = None
     dynprm: np.ndarray | None = None
     gaintype: np.ndarray | None = None
@@ -105,6 +112,7 @@ class Actuators:
         self.dof_forcelimited = np.zeros(nv, bool) if self.dof_forcelimited is None else \
             validation.flags("dof_forcelimited", self.dof_forcelimited, nv)
         self.joint_dof = self._joint_dofs()
+        self._check_tendon_limits()
         self.gain = validation.as_array("gain", self.gain, (nu, 3))
         self.bias = validation.as_array("bias", self.bias, (nu, 3))
         self.ctrlrange = validation.as_array("ctrlrange", self.ctrlrange, (nu, 2))
@@ -232,6 +240,25 @@ class Actuators:
             raise InvalidModelError(f"joint_dof[{bad[0]}] is {j[bad[0]]}: expected a dof in [0, {self.nv}) or -1 "
                                     "(a tendon)")
         return j.astype(np.int64)
+
+    def _check_tendon_limits(self) -> None:
+        """tendon_frcid checked (nu,) int64 with entries >= -1 (None: all -1) and tendon_frcrange (nu, 2) (None:
+        zeros); InvalidModelError for a used range with low > high."""
+        nu = self.nu
+        t = np.full(nu, -1, np.int64) if self.tendon_frcid is None else np.asarray(self.tendon_frcid)
+        if t.shape != (nu,) or t.dtype.kind not in "iu":
+            raise ShapeError(f"tendon_frcid must be whole numbers, one per actuator, shape ({nu},), got {t.dtype} of "
+                             f"shape {t.shape}")
+        self.tendon_frcid = t.astype(np.int64)
+        self.tendon_frcrange = np.zeros((nu, 2)) if self.tendon_frcrange is None else \
+            validation.as_array("tendon_frcrange", self.tendon_frcrange, (nu, 2))
+        bad = np.flatnonzero((self.tendon_frcid < -1) | ((self.tendon_frcid >= 0)
+                                                        & (self.tendon_frcrange[:, 0] > self.tendon_frcrange[:, 1])))
+        if bad.size:
+            a = int(bad[0])
+            raise InvalidModelError(f"actuator {a}: tendon_frcid {self.tendon_frcid[a]} with tendon_frcrange "
+                                    f"[{self.tendon_frcrange[a, 0]:g}, {self.tendon_frcrange[a, 1]:g}]: expected a "
+                                    "tendon >= 0 with low <= high, or -1 (none)")
 
     @property
     def nu(self) -> int:

@@ -499,12 +499,20 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
             raise UnsupportedModelError(f"joint {m.joint(j).name!r} limits its total actuator force (actuatorfrcrange) "
                                         "on a ball or free joint; physai does this on hinges and slides")
         dof_forcerange[m.jnt_dofadr[j]], dof_forcelimited[m.jnt_dofadr[j]] = m.jnt_actfrcrange[j], True
+    tendon_frcid = np.full(nu, -1, np.int64)           # the tendons that limit their actuators' total force
+    on_tendon = m.actuator_trntype == mujoco.mjtTrn.mjTRN_TENDON
+    tendon_frcrange = np.zeros((nu, 2))
+    if m.ntendon:
+        limited = on_tendon & (m.tendon_actfrclimited[np.where(on_tendon, m.actuator_trnid[:, 0], 0)] != 0)
+        tendon_frcid[limited] = m.actuator_trnid[limited, 0]
+        tendon_frcrange[limited] = m.tendon_actfrcrange[tendon_frcid[limited]]
     ctrllimited = m.actuator_ctrllimited.astype(bool)
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL:
         ctrllimited[:] = False
     return Actuators(moment, gain, bias, m.actuator_ctrlrange.copy(), ctrllimited, m.actuator_forcerange.copy(),
                      m.actuator_forcelimited.astype(bool), tuple(names), qmoment, dof_forcerange, dof_forcelimited,
-                     joint_dof, **_actuator_dynamics(m), posed_each=posed_each, trntype=m.actuator_trntype.astype(np.int64),
+                     joint_dof, tendon_frcid, tendon_frcrange, **_actuator_dynamics(m), posed_each=posed_each,
+                     trntype=m.actuator_trntype.astype(np.int64),
                      trnid=trnid, gear6=m.actuator_gear.copy(), cranklength=m.actuator_cranklength.copy())
 
 
@@ -547,9 +555,7 @@ def _check_actuator(m, a: int, name: str) -> None:
     if btype > int(mujoco.mjtBias.mjBIAS_MUSCLE):
         refuse(f"bias type {mujoco.mjtBias(btype).name}")
     trn, target = int(m.actuator_trntype[a]), int(m.actuator_trnid[a, 0])
-    if trn == mujoco.mjtTrn.mjTRN_TENDON and m.tendon_actfrclimited[target]:
-        refuse(f"its tendon {m.tendon(target).name!r} limits the total actuator force (actuatorfrcrange)")
-    elif trn == mujoco.mjtTrn.mjTRN_BODY and np.any(m.geom_gap[m.geom_bodyid == target]):
+    if trn == mujoco.mjtTrn.mjTRN_BODY and np.any(m.geom_gap[m.geom_bodyid == target]):
         refuse(f"its body {m.body(target).name!r} has geoms with a gap (MuJoCo counts the contacts inside the gap, "
                "which physai's collision leaves out)")
     elif trn > int(mujoco.mjtTrn.mjTRN_BODY):

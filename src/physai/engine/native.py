@@ -455,9 +455,11 @@ def actuator_fields(actuators) -> dict:
     int64; the transmissions' posed_each, trntype, trnid, gear6, cranklength too), and nu."""
     return {"nu": actuators.nu,
             **{name: _float64(getattr(actuators, name)) for name in
-               ("moment", "qmoment", "gain", "bias", "ctrlrange", "forcerange", "dof_forcerange", "dynprm", "gainprm",
+               ("moment", "qmoment", "gain", "bias", "ctrlrange", "forcerange", "dof_forcerange", "tendon_frcrange",
+                "dynprm", "gainprm",
                 "biasprm", "lengthrange", "acc0", "actrange", "gear6", "cranklength")},
             **{name: _int64(getattr(actuators, name)) for name in ("ctrllimited", "forcelimited", "dof_forcelimited", "joint_dof",
+                                                                  "tendon_frcid",
                                                                   "dyntype", "gaintype", "biastype", "actlimited",
                                                                   "actearly", "act_index", "posed_each", "trntype",
                                                                   "trnid")}}
