@@ -209,6 +209,23 @@ template <class T> void simulate_states(const Model &m, const Actuators &act, co
     }
 }
 
+// Kernels::simulate_constrained for T: a block of lanes, each lane's constrained solve through its Constrain; lanes only
+// for the integrators whose stages solve (euler, rk4; implicitfast as MuJoCo's without free bodies), without muscles
+// or spatial tendons (one by one, as simulate_states)
+template <class T> int simulate_constrained_block(const Model &m, const Actuators &act, const Rollout &r, int64_t n, int64_t k0,
+                                                  const LaneConstrain &con) {
+    if constexpr (std::is_same_v<T, double>) {
+        return ONE_BY_ONE;
+    } else {
+        int integrator = r.opt.integrator;
+        if (integrator == IMPLICIT || integrator == DISCRETE || con.count < 2 || con.count > lanes_of<T> || !act.lanes ||
+            m.tendon_spatial)
+            return ONE_BY_ONE;
+        SimData<T> w(m, act);
+        return simulate_block(m, act, w, r, n, con.count, (ContactFree<T> *)nullptr, nullptr, &con, k0);
+    }
+}
+
 // Kernels::constraint_smooth for T: per block of lanes, the velocity stages, M (crb) on the tree's pattern with its
 // factor, and c = rne(q, qd, 0), each lane into its state's SmoothLayout block; a block that meets a zero quaternion or
 // a non-positive pivot is left (with the states after it) to the scalar path, which tells which state and why
@@ -263,6 +280,10 @@ template <class L> PHYSAI_FLATTEN int64_t constraint_smooth_lanes(const Model &m
                                                                 int64_t hi, double *out) {
     return constraint_smooth<L>(m, ws, q, qd, lo, hi, out);
 }
+template <class L> PHYSAI_FLATTEN int simulate_constrained_lanes(const Model &m, const Actuators &act, const Rollout &r,
+                                                                 int64_t n, int64_t k0, const LaneConstrain &con) {
+    return simulate_constrained_block<L>(m, act, r, n, k0, con);
+}
 template <class L> PHYSAI_FLATTEN void simulate_lanes(const Model &m, const Actuators &act, const Rollout &r, int64_t lo, int64_t hi) {
     simulate_states<L>(m, act, r, lo, hi);
 }
@@ -270,9 +291,11 @@ template <class L> PHYSAI_FLATTEN void simulate_lanes(const Model &m, const Actu
 // the table of cpp/kernels.h for T (double: one state at a time; lanes: flattened)
 template <class T> constexpr Kernels kernels_of(const char *name) {
     if constexpr (std::is_same_v<T, double>)
-        return {name, 1, &create<T>, &destroy<T>, &run_states<T>, &simulate_states<T>, &constraint_smooth<T>};
+        return {name, 1, &create<T>, &destroy<T>, &run_states<T>, &simulate_states<T>, &constraint_smooth<T>,
+                &simulate_constrained_block<T>};
     else
-        return {name, lanes_of<T>, &create<T>, &destroy<T>, &run_lanes<T>, &simulate_lanes<T>, &constraint_smooth_lanes<T>};
+        return {name, lanes_of<T>, &create<T>, &destroy<T>, &run_lanes<T>, &simulate_lanes<T>, &constraint_smooth_lanes<T>,
+                &simulate_constrained_lanes<T>};
 }
 
 }  // namespace

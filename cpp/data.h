@@ -241,6 +241,42 @@ struct StepDerivativeCall {
     int64_t *status = nullptr;
 };
 
+// the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
+// qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
+// warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
+// the discrete step's part of a constrained solve (forward.discrete): its h [s], M's diagonal before M + h B + h^2 K
+// (nv; M itself is the step's metric then), and out the dofs the rows move (nv)
+struct DiscreteSolve {
+    double h = 0;
+    const double *bare_diag = nullptr;
+    char *row_dofs = nullptr;
+};
+
+struct Constrain {
+    void *ctx = nullptr;
+    int (*accel)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
+                 double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete) = nullptr;
+    void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
+};
+
+// the constrained solves of a block of lanes (the laned steppers' Constrain, cpp/forward.h's constrained_solve): lane
+// l's Constrain (its trajectory's context) for l < count, the lanes past count repeating lane count - 1's result; and
+// one state's copies of a lane's velocity stages, state, M (nM: the tree's pattern) and f, which the rows and the solver
+// read one state at a time (workspace: the lanes' numbers gathered per lane, not another computation). Made and owned
+// by the scalar kernels (cpp/simulate.h), filled by the lanes'. When the rollout observes (one non-null): a lane's
+// applied body forces and actuator forces into one->x.xfrc and one->force before its solve (the observed fields read
+// them there), and at the block's end each lane's last RK4 stage sum into dqd (BLOCK, nv: observe_end's qacc)
+struct LaneConstrain {
+    const Constrain *lane = nullptr;
+    int64_t count = 0;
+    SimData<double> *one = nullptr;
+    mutable Data<double> d;
+    mutable std::vector<double> q, qd, M, f, qacc, qfrc, dqd;
+    LaneConstrain(const Model &m, size_t nM)
+        : d(m), q(size_t(m.nq)), qd(size_t(m.nv)), M(nM), f(size_t(m.nv)), qacc(size_t(m.nv)), qfrc(size_t(m.nv)),
+          dqd(size_t(BLOCK) * size_t(m.nv)) {}
+};
+
 // contacts (physai.engine.contact.ContactSet.packed(), n of them): per contact CONTACT_FLOATS doubles, the point (3),
 // frame (3 x 3, rows), dist, includemargin, friction (5), solref, solreffriction (2 each) and solimp (5), and
 // CONTACT_INTS integers, dim, body1 and body2 (physai's bodies, -1 the world)

@@ -121,23 +121,45 @@ template <class T> void free_block(const Model &m, const T *M, int64_t k, T *B) 
         }
 }
 
-// the constrained accelerations of a simulation with constraints (cpp/simulate.h; null: the smooth dynamics): at (q,
-// qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
-// warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
-// the discrete step's part of a constrained solve (forward.discrete): its h [s], M's diagonal before M + h B + h^2 K
-// (nv; M itself is the step's metric then), and out the dofs the rows move (nv)
-struct DiscreteSolve {
-    double h = 0;
-    const double *bare_diag = nullptr;
-    char *row_dofs = nullptr;
-};
+// the steppers' constraint context for number type T: Constrain for one state, LaneConstrain for lanes
+template <class T> using ConstrainFor = std::conditional_t<std::is_same_v<T, double>, Constrain, LaneConstrain>;
 
-struct Constrain {
-    void *ctx = nullptr;
-    int (*accel)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
-                 double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete) = nullptr;
-    void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
-};
+// Constrain::accel at a stage (not the discrete step's): the solver's qacc and qfrc_constraint at (q, qd) with the
+// velocity stages in w.d, M (tree's pattern) and f; OK or the solver's status
+inline int constrained_solve(const Model &, const Constrain &con, SimData<double> &w, const double *q, const double *qd,
+                             const double *M, const double *f, double *qacc, double *qfrc, bool update_warm) {
+    return con.accel(con.ctx, w.d, q, qd, M, f, qacc, qfrc, update_warm, nullptr);
+}
+
+// the same for lanes: each lane's state in turn through its trajectory's Constrain::accel (the rows and the solver
+// differ per state), its qacc and qfrc back into the lane; the first status that is not OK
+template <class L> int constrained_solve(const Model &m, const LaneConstrain &con, SimData<L> &w, const L *q, const L *qd,
+                                         const L *M, const L *f, L *qacc, L *qfrc, bool update_warm) {
+    size_t nq = size_t(m.nq), nv = size_t(m.nv), nM = size_t(tree_nnz(m));
+    const Data<L> &d = w.d;
+    for (int64_t l = 0; l < con.count; l++) {
+        auto take = [l](const L *from, size_t n, double *to) {
+            for (size_t e = 0; e < n; e++) to[e] = from[e][l];
+        };
+        auto stage = [&](const Vec<L> &from, Vec<double> &to) { take(from.data(), from.size(), to.data()); };
+        stage(d.xmat, con.d.xmat), stage(d.xpos, con.d.xpos), stage(d.cpos, con.d.cpos), stage(d.cipos, con.d.cipos);
+        stage(d.cdof, con.d.cdof), stage(d.cdof_dot, con.d.cdof_dot), stage(d.cvel, con.d.cvel);
+        stage(d.ten_length, con.d.ten_length), stage(d.ten_J, con.d.ten_J);
+        take(q, nq, con.q.data()), take(qd, nv, con.qd.data()), take(M, nM, con.M.data()), take(f, nv, con.f.data());
+        if (con.one) {                                                 // what the observed fields read besides
+            con.one->x.has_xfrc = w.x.has_xfrc;
+            if (w.x.has_xfrc) stage(w.x.xfrc, con.one->x.xfrc);
+            stage(w.force, con.one->force);
+        }
+        const Constrain &c = con.lane[l];
+        int st = c.accel(c.ctx, con.d, con.q.data(), con.qd.data(), con.M.data(), con.f.data(), con.qacc.data(),
+                         con.qfrc.data(), update_warm, nullptr);
+        if (st != OK) return st;
+        for (int64_t k = l; k < (l == con.count - 1 ? int64_t(lanes_of<L>) : l + 1); k++)   // the lanes repeating l too
+            for (size_t j = 0; j < nv; j++) qacc[j][k] = con.qacc[j], qfrc[j][k] = con.qfrc[j];
+    }
+    return OK;
+}
 
 // A's LU factors with partial pivoting in place (row c swapped with piv[c] at step c); false on an exactly zero pivot
 // (one state only: the pivots differ per lane)
@@ -312,7 +334,7 @@ template <class T> void step_matrix(const Model &m, const Actuators &act, SimDat
 // longer finite (the state ran away), the start state's energy into e, and rhs = f; with constraints (con, double only)
 // the solver's qacc into w.a and rhs = f + qfrc_constraint, constrained true. OK, ZERO_QUATERNION or the solver's status
 template <class T> int single_step_start(const Model &m, const Actuators &act, SimData<T> &w, const T *q, const T *qd, T &e,
-                                         const Constrain *con, bool &constrained) {
+                                         const ConstrainFor<T> *con, bool &constrained) {
     int nv = m.nv;
     T *M = w.M.data(), *f = w.f.data(), *rhs = w.rhs.data(), pot;
     if (evaluate(m, act, w.d, w.x, q, qd, f, M, w.tmp.data(), w.force.data(), pot) != OK) return ZERO_QUATERNION;
@@ -320,13 +342,11 @@ template <class T> int single_step_start(const Model &m, const Actuators &act, S
     e = w.x.energy ? 0.5 * quadratic(m, M, qd, w.Mv.data()) + pot : splat<T>(0.0);   // the energy only when asked
     for (int j = 0; j < nv; j++) rhs[j] = f[j];
     constrained = false;
-    if constexpr (std::is_same_v<T, double>) {
-        if (con) {                                                     // the constrained solve: qacc, f + qfrc_constraint
-            int st = con->accel(con->ctx, w.d, q, qd, M, f, w.a.data(), w.qfrc.data(), true, nullptr);
-            if (st != OK) return st;
-            for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
-            constrained = true;
-        }
+    if (con) {                                                         // the constrained solve: qacc, f + qfrc_constraint
+        int st = constrained_solve(m, *con, w, q, qd, M, f, w.a.data(), w.qfrc.data(), true);
+        if (st != OK) return st;
+        for (int j = 0; j < nv; j++) rhs[j] = f[j] + w.qfrc[j];
+        constrained = true;
     }
     return OK;
 }
@@ -344,7 +364,7 @@ void semi_implicit_update(const Model &m, const Actuators &act, SimData<T> &w, d
 // state's energy into e: (M + h B) a = f (+ qfrc_constraint) when the damping is implicit, else M a = f or, with
 // constraints (con), the solver's qacc. OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
 template <class T> int euler(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
-                             T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+                             T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
     bool constrained;
     int st = single_step_start(m, act, w, q, qd, e, con, constrained);
     if (st != OK) return st;
@@ -362,7 +382,7 @@ template <class T> int euler(const Model &m, const Actuators &act, SimData<T> &w
 // pattern, as MuJoCo does, its standalone free bodies' rows again in their own blocks (free_body_solve). ONE_BY_ONE on
 // lanes for implicit, or implicitfast with free bodies (LU pivots per lane)
 template <class T> int implicit(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, bool fast, const T *q,
-                                const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+                                const T *qd, T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
     int nv = m.nv;
     bool constrained;
     int st = single_step_start(m, act, w, q, qd, e, con, constrained);
@@ -390,7 +410,7 @@ template <class T> int implicit(const Model &m, const Actuators &act, SimData<T>
 // with the rows at the end of the step (DiscreteSolve); standalone free bodies no row moves solved again in their blocks
 // as implicitfast's (free_body_solve). ONE_BY_ONE on lanes with free bodies (LU pivots per lane)
 template <class T> int discrete(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
-                                const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+                                const T *qd, T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
     int nv = m.nv;
     bool constrained;
     int st = single_step_start(m, act, w, q, qd, e, nullptr, constrained);
@@ -427,7 +447,7 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
 // q (+) h c k_(i-1), qd + h c a_(i-1); k_i = dexp^-1 qd_i; with constraints each stage's acceleration is the solver's.
 // OK, DIVERGED, ZERO_QUATERNION, SINGULAR, or the solver's status
 template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimData<T> &w, const StepOptions &o, const T *q,
-                                   const T *qd, T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+                                   const T *qd, T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
     int nv = m.nv;
     Data<T> &d = w.d;
     T *M = w.M.data(), *f = w.f.data(), *a = w.a.data(), *rhs = w.rhs.data(), pot;
@@ -453,13 +473,11 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
         if (stage == 0) e = w.x.energy ? 0.5 * quadratic(m, M, qdi, w.Mv.data()) + pot : splat<T>(0.0);
         for (int i = 0; i < na; i++) act_sum[i] = stage == 0 ? 0.0 + B[0] * act_dot[i] : act_sum[i] + B[stage] * act_dot[i];
         bool constrained = false;
-        if constexpr (std::is_same_v<T, double>) {
-            if (con) {                                                 // the stage's constrained acceleration into f
-                int st = con->accel(con->ctx, d, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3, nullptr);
-                if (st != OK) return st;
-                for (int j = 0; j < nv; j++) f[j] = rhs[j];
-                constrained = true;
-            }
+        if (con) {                                                     // the stage's constrained acceleration into f
+            int st = constrained_solve(m, *con, w, qi, qdi, M, f, rhs, w.qfrc.data(), stage == 3);
+            if (st != OK) return st;
+            for (int j = 0; j < nv; j++) f[j] = rhs[j];
+            constrained = true;
         }
         if (!constrained && tree_cholesky_solve_packed(m, M, f, d.qL.data(), d.qLinv.data()) != OK) return SINGULAR;
         for (int j = 0; j < nv; j++) kv[j] = qdi[j], w.stage_a[j] = f[j];
@@ -482,8 +500,11 @@ template <class T> int runge_kutta(const Model &m, const Actuators &acts, SimDat
 // one step of o.integrator from (q, qd) into (qn, qdn) with the inputs in w.x, the start state's energy into e
 // (forward.STEPPERS), with the model's constraints when con (double only): euler, implicit or runge_kutta's status
 template <class T> int step(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q, const T *qd,
-                            T *qn, T *qdn, T &e, const Constrain *con = nullptr) {
+                            T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
     w.x.h = o.h;                                                       // actearly's step
+    if constexpr (!std::is_same_v<T, double>) {                        // lanes solve at stages: not the discrete step's
+        if (con && o.integrator == DISCRETE) return ONE_BY_ONE;
+    }
     if (o.integrator == EULER) return euler(m, act, w, o, q, qd, qn, qdn, e, con);
     if (o.integrator == RK4) return runge_kutta(m, act, w, o, q, qd, qn, qdn, e, con);
     if (o.integrator == DISCRETE) return discrete(m, act, w, o, q, qd, qn, qdn, e, con);

@@ -110,6 +110,12 @@ struct Kernels {
     // (SmoothLayout::size per state, from lo's): the lane kernels in blocks of their lanes, as run; returns the first
     // state not done (the scalar kernels: lo), which the constraint kernel computes itself
     int64_t (*constraint_smooth)(const Model &, Workspace &, Input q, Input qd, int64_t lo, int64_t hi, double *out);
+    // trajectories n .. n + con.count - 1 of a constrained rollout side by side (count <= lanes), from step k0, lane l's
+    // contacts, rows and solve through con.lane[l] (cpp/simulate.h's, one state at a time): OK with every step written;
+    // otherwise (the scalar kernels; a solve or a lane that failed; what the lanes do not step) not, and the caller runs
+    // them one by one, which reports exactly what and where
+    int (*simulate_constrained)(const Model &, const Actuators &, const Rollout &r, int64_t n, int64_t k0,
+                                const LaneConstrain &con);
 };
 
 // the constraint operations (cpp/inverse.h), one state at a time, compiled into the scalar translation unit only (the

@@ -199,23 +199,29 @@ template <class T> bool contacts_apart(const Model &m, ContactFree<T> &cf, const
 // With free (a constrained model whose only rows are contacts, a single-step integrator): each step is kept only when
 // every candidate pair is apart at its start state (contacts_apart on the step's own link frames): a step without rows
 // is the smooth dynamics' step. The block stops before the first step that may touch; *done the steps written.
+//
+// With con (a constrained rollout): every step from k0 with the constraints, the smooth stages and the integration in lanes,
+// each lane's contacts, rows and solve through its trajectory's Constrain (constrained_solve), whose stepped records
+// each step
 template <class L> int simulate_block(const Model &m, const Actuators &act, SimData<L> &w, const Rollout &r, int64_t n, int64_t count,
-                                      ContactFree<L> *free = nullptr, int64_t *done = nullptr) {
+                                      ContactFree<L> *free = nullptr, int64_t *done = nullptr,
+                                      const LaneConstrain *con = nullptr, int64_t k0 = 0) {
     constexpr int W = lanes_of<L>;
     int nq = m.nq, nv = m.nv, na = act.na;
     int64_t steps = r.steps, rowq = (steps + 1) * nq, rowv = (steps + 1) * nv, rowe = steps + 1, rowa = (steps + 1) * na;
     auto lane = [&](int64_t l) { return n + std::min<int64_t>(l, count - 1); };
     for (int l = 0; l < W; l++) {
-        for (int i = 0; i < nq; i++) w.q[i][l] = r.Q[lane(l) * rowq + i];
-        for (int j = 0; j < nv; j++) w.qd[j][l] = r.QD[lane(l) * rowv + j];
-        for (int i = 0; i < na; i++) w.x.act[i][l] = r.A[lane(l) * rowa + i];
+        for (int i = 0; i < nq; i++) w.q[i][l] = r.Q[lane(l) * rowq + k0 * nq + i];
+        for (int j = 0; j < nv; j++) w.qd[j][l] = r.QD[lane(l) * rowv + k0 * nv + j];
+        for (int i = 0; i < na; i++) w.x.act[i][l] = r.A[lane(l) * rowa + k0 * na + i];
     }
     L e;
-    for (int64_t k = 0; k < steps; k++) {
+    for (int64_t k = k0; k < steps; k++) {
         if (r.stop && r.stop->load(std::memory_order_relaxed)) return DIVERGED;            // stopped: discarded
         step_inputs(m, act, r, n, count, k, w.x);
-        int st = step(m, act, w, r.opt, w.q.data(), w.qd.data(), w.qn.data(), w.qdn.data(), e);
+        int st = step(m, act, w, r.opt, w.q.data(), w.qd.data(), w.qn.data(), w.qdn.data(), e, con);
         if (st != OK) return st;
+        for (int64_t l = 0; con && l < count; l++) con->lane[l].stepped(con->lane[l].ctx, n + l, k);
         if (free && !contacts_apart(m, *free, w.d)) {                  // the start state may touch: not this step
             *done = k;
             return OK;
@@ -234,6 +240,9 @@ template <class L> int simulate_block(const Model &m, const Actuators &act, SimD
         *done = steps;
         return OK;
     }
+    if (con && con->one)                                               // the last RK4 stage sum per lane (observe_end)
+        for (int64_t l = 0; l < count; l++)
+            for (int j = 0; j < nv; j++) con->dqd[size_t(l * nv + j)] = w.dqd[j][l];
     if (r.with_energy) {
         if (final_energy(m, w.d, w.q.data(), w.qd.data(), e) != OK) return ZERO_QUATERNION;
         for (int64_t l = 0; l < count; l++) r.E[(n + l) * rowe + steps] = e[l];

@@ -7,9 +7,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "constraint.h"
+#include "kernels.h"
 #include "observe.h"
 #include "rollout.h"
 #include "solver.h"
@@ -79,6 +81,8 @@ inline void observe_end(ConstrainedRun &s, const Rollout &r, int64_t n, bool ok)
 struct ConstrainedSim {
     SimData<double> w;
     ConstrainedRun run;
+    std::vector<std::unique_ptr<ConstrainedRun>> lanes;   // a block of lanes' trajectories' contexts, made at first use
+    std::unique_ptr<LaneConstrain> lane_solve;            // and their solves' workspace
     int nu, na;
     bool posed, with_constraints;
     ConstrainedSim(const Model &m, const Actuators &act)
@@ -128,8 +132,47 @@ inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
     s.ncon = -1;
 }
 
+// trajectories n .. n + count - 1 of a constrained rollout, all from step k0, side by side in the active lanes
+// (Kernels::simulate_constrained), each with its own context from r.warm_in's warm start (or zero): true when they all
+// ran to the end (their statuses, near, warm_out and observed fields set), false when the lanes left them to the
+// one-by-one run. Observed: sim.w holds the lane's forces the observed fields read (LaneConstrain::one)
+inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, const Actuators &act, const Rollout &r, int64_t n,
+                                       int64_t count, int64_t k0) {
+    const Kernels &lanes = isa_kernels(active_isa());
+    if (count < 2 || count > lanes.lanes) return false;
+    size_t nv = size_t(m.nv);
+    Constrain con[BLOCK];
+    while (sim.lanes.size() < size_t(count)) sim.lanes.push_back(std::make_unique<ConstrainedRun>(m));
+    if (!sim.lane_solve) sim.lane_solve = std::make_unique<LaneConstrain>(m, size_t(tree_nnz(m)));
+    for (int64_t l = 0; l < count; l++) {
+        ConstrainedRun &run = *sim.lanes[size_t(l)];
+        run.r = &r, run.act = &act, run.w = &sim.w;
+        run.obs.body = r.observe_body;
+        run.obs.out = r.observe ? r.observe + (n + l) * run.obs.off.W : nullptr;
+        if (r.warm_in) std::copy_n(r.warm_in + size_t(n + l) * nv, nv, run.warm.begin());
+        else std::fill(run.warm.begin(), run.warm.end(), 0.0);
+        run.ncon = run.near = -1;
+        con[l] = Constrain{&run, constrained_accel, constrained_stepped};
+    }
+    LaneConstrain &solve = *sim.lane_solve;
+    solve.lane = con, solve.count = count, solve.one = r.observe ? &sim.w : nullptr;
+    if (lanes.simulate_constrained(m, act, r, n, k0, solve) != OK) return false;
+    for (int64_t l = 0; l < count; l++) {
+        ConstrainedRun &run = *sim.lanes[size_t(l)];
+        if (run.obs.out) {                                             // the step's end, with the lane's RK4 stage sum
+            std::copy_n(solve.dqd.begin() + l * int64_t(nv), nv, sim.w.dqd.begin());
+            observe_end(run, r, n + l, true);
+            run.obs.out = nullptr;
+        }
+        r.status[n + l] = -1, r.near[n + l] = run.near;
+        std::copy(run.warm.begin(), run.warm.end(), r.warm_out + size_t(n + l) * nv);
+    }
+    return true;
+}
+
 // trajectories [lo, hi) of a rollout (without constraints: simulate_one's) in sim (made for act's nu); with constraints
-// one at a time from r.warm_in's warm start (or zero): r.status and
+// in blocks of the active lanes (simulate_constrained_lanes), what the lanes leave one at a time from r.warm_in's warm
+// start (or zero): r.status and
 // r.failure as simulate_one's, the contacts of each step into r.ncon, the first left-out pair that may touch into r.near
 // (-1: none), the last solve's qacc into r.warm_out
 inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const Actuators &act, const Rollout &r, int64_t lo,
@@ -144,7 +187,17 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
         return;
     }
     size_t nv = size_t(m.nv);
+    const int64_t W = isa_kernels(active_isa()).lanes;
     for (int64_t n = lo; n < hi; n++) {
+        if ((n - lo) % W == 0 && hi - n >= 2) {                        // a block of lanes whose runs start together
+            int64_t count = std::min(W, hi - n), k0 = r.resume ? r.resume[n] : 0;
+            bool together = true;
+            for (int64_t l = 1; l < count; l++) together = together && (r.resume ? r.resume[n + l] : 0) == k0;
+            if (together && simulate_constrained_lanes(sim, m, act, r, n, count, k0)) {
+                n += count - 1;
+                continue;
+            }
+        }
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
         run.ncon = run.near = -1;

@@ -4,6 +4,7 @@ each integrator's metric. One step from MuJoCo's own states, and whole trajector
 the G1 standing on its foot spheres."""
 
 import warnings
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -254,6 +255,54 @@ def test_rollout_with_constraints_runs_each_trajectory_as_simulate():
         alone = integrators.simulate(model, q0[n], qd0[n], m.opt.timestep, 60, constraints=True, energy=False)
         assert np.abs(batch.q[n] - alone.q).max() < 1e-12 and batch.ncon[n].tolist() == alone.ncon.tolist()
     assert batch.ncon.sum() > 0
+
+
+LANE_TASKS = {"ant": "ant.xml", "humanoid": "humanoid.xml", "walker2d": "walker2d_v5.xml"}
+
+
+@pytest.mark.parametrize("integrator", ["rk4", "euler"])
+@pytest.mark.parametrize("task", sorted(LANE_TASKS))
+def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, restore_isa):
+    """Gymnasium's Ant and Walker2d (Newton) and Humanoid (PGS) from qpos0 above or on their floors, their joints moved
+    by up to 0.05 rad, 11 trajectories of 100 steps (on the floor after 20-85) under a random constant control, with RK4 (the
+    tasks') and Euler: on every lane width (native.isas(): 8, 4, 2 states side by side) the constrained rollout steps
+    blocks of trajectories with the smooth stages and the integration in lanes and each trajectory's contacts, rows
+    and solve alone; each state equals mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run
+    simulate gives it alone (q within 1e-12, the same contact counts)."""
+    import gymnasium.envs.mujoco as gym_mujoco
+    from physai.engine import native
+
+    m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / LANE_TASKS[task]))
+    m.opt.integrator = CODES[integrator]
+    n, steps = 11, 100
+    rng = np.random.default_rng(7)
+    Q = np.repeat(m.qpos0[None], n, axis=0)
+    free = 7 if m.jnt_type[0] == mujoco.mjtJoint.mjJNT_FREE else 0
+    Q[:, free:] += rng.uniform(-0.05, 0.05, (n, m.nq - free))
+    QD = np.zeros((n, m.nv))
+    lo, hi = m.actuator_ctrlrange.T
+    ctrl = rng.uniform(lo, hi)
+    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
+    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
+    for k in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:], d.qvel[:] = Q[k], QD[k]
+        mujoco.mj_getState(m, d, initial[k], spec)
+    with mujoco_rollout.Rollout(nthread=0) as r:
+        states, _ = r.rollout(m, d, initial, np.broadcast_to(ctrl, (n, steps, m.nu)), nstep=steps)
+    model = engine.from_mujoco(m)
+    alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True,
+                                  energy=False) for k in range(n)]
+    assert all(a.ncon.sum() > 0 for a in alone)                        # each touches the floor
+    for isa in native.isas():
+        assert native.set_isa(isa)
+        run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True)
+        for k in range(n):
+            for t in range(steps):
+                mujoco.mj_setState(m, d, states[k, t], spec)
+                assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-10, (isa, k, t)
+                assert np.abs(run.qd[k, t + 1] - d.qvel).max() < 1e-8, (isa, k, t)
+            assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
 
 
 DROPS = """<mujoco><option timestep="0.005"/><worldbody>
