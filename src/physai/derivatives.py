@@ -56,6 +56,7 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 """
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -343,15 +344,16 @@ class _Constraints:
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
     connect and weld rows: _aref_velocity_derivative), and dG/dq analytic for the rows _analytic_rows knows (a plane
     against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
-    _analytic_forces), and for the
-    others by 4th-order centred differences of G along q's tangent directions that move one of them (_moving_dofs;
-    zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames,
-    impedances and aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
-    row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
-    switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True). The discrete
-    step (self.discrete set): M is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's
-    end (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal
-    at each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
+    _analytic_forces), and for the others by 4th-order centred differences of G along q's tangent directions that move
+    one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows'
+    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included, each row's force in its
+    held state (held_forces). A point where a row appears or disappears raises InvalidStateError: the step is not
+    differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
+    points reach a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs); how close a row is to
+    changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M is
+    its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end (engine.constraint.rows'
+    discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at each differenced q;
+    daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
@@ -360,6 +362,7 @@ class _Constraints:
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
         self.turns = None                              # _turns(), made on first use
+        self.pairs = {}                                # {contact: _SegmentPair} at derivatives()' q (_segment_pairs)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
@@ -657,40 +660,52 @@ class _Constraints:
         if planes:
             parts.append(self._plane_contacts(q, planes, poses))
         for c in sorted(set(range(len(r.contact_row))) - set(planes)):
-            part = self._segment_contact(c, q, poses)
+            part = self._segment_contact(c, self.pairs.get(c))
             if part is not None:
                 parts.append(part)
         return tuple(np.concatenate(x) for x in zip(*parts))
 
-    def _segment_contact(self, c: int, q: np.ndarray, poses: tuple) -> tuple | None:
-        """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules (a
-        sphere a segment of length 0; primitives.sphere_sphere, sphere_capsule, capsule_capsule), of dim 1 or 3 on the
-        pyramidal cone, segments not parallel; else None. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0, d1
-        fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is inside
-        (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
+    def _segment_pairs(self, q: np.ndarray) -> dict:
+        """{c: _SegmentPair} of the contacts at q between two spheres or capsules whose nearest points are one pair
+        (_segment_pair), whichever way their rows' q-derivatives are taken (_segment_contact or differenced).
+        InvalidStateError where a free weight would reach its segment's end within 2 ROW_STEP along a dof,
+        min(s, 1 - s) < 2 ROW_STEP max_k |ds/dq_k| (likewise t): the nearest points stop sliding there (nearly parallel
+        capsules: ds/dq ~ 1e6, the linearisation good only within ~1e-8), as a row appearing (_refuse_switch)."""
+        r, contacts, G = self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return {}
+        kinds = (geoms.SPHERE, geoms.CAPSULE)
+        cs = [c for c, g in enumerate(contacts[0].geom.tolist()) if r.contact_row[c] >= 0 and min(g) >= 0
+              and G.geom_type[g[0]] in kinds and G.geom_type[g[1]] in kinds]
+        poses = body_poses(self.model, q) if cs else None
+        pairs = {c: pair for c in cs if (pair := self._segment_pair(c, q, poses)) is not None}
+        for pair in pairs.values():
+            room = np.minimum(pair.weights, 1 - pair.weights)                  # (2,): s's and t's way to an end
+            if (pair.free & (room < 2 * ROW_STEP * np.abs(pair.rates).max(axis=1))).any():
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a contact's nearest points reach a segment's end within "
+                    f"{2 * ROW_STEP:g} of q (two capsules nearly parallel, or a sphere at a capsule's end): they jump "
+                    "there and the step is not differentiable in practice; linearise at a nearby state")
+        return pairs
+
+    def _segment_pair(self, c: int, q: np.ndarray, poses: tuple):
+        """_SegmentPair of contact c between two spheres or capsules (a sphere a segment of length 0;
+        primitives.sphere_sphere, sphere_capsule, capsule_capsule), or None where its segments are parallel (two
+        contacts) or the contact is not at their nearest points. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0,
+        d1 fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is
+        inside (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
 
             dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
 
-        (ds, dt zero at an end). Then n = D / |D|: dn = (1 - n n^T) dD / |D|, d dist = n . dD, the contact
-        p = c1 + n (r1 + dist / 2): dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2; the rows J = E (Jp2(p) -
-        Jp1(p)) (E: n, n +- mu t with make_frame's tangents from n, turning with it; the dofs moving both bodies
-        skipped) give dJ as _plane_contacts' for each body, plus dE Jd."""
+        (ds, dt zero at an end). poses: the bodies' (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
-        first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
-        g = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
-        kinds = (geoms.SPHERE, geoms.CAPSULE)
-        if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
-                and dim in (1, 3) and r.R[first] > 1e-10 and min(g) >= 0 and G.geom_type[g[0]] in kinds
-                and G.geom_type[g[1]] in kinds):
-            return None
-        ends, J6, radius = [], [], []
-        for geom, body in zip(g, r.contact_body[c].tolist()):                  # each geom's segment a0 + s d
+        ends, frames, radius = [], [], []
+        for geom, body in zip(contacts.geom[c].tolist(), r.contact_body[c].tolist()):   # each geom's segment a0 + s d
             xpos, xmat = (poses[0][body], poses[1][body]) if body >= 0 else (np.zeros(3), np.eye(3))
             centre = xpos + xmat @ G.geom_pos[geom]
             half = _geom_axis(model, xmat, geom) * (G.geom_size[geom, 1] if G.geom_type[geom] == geoms.CAPSULE else 0.0)
             ends.append((centre - half, 2 * half))
-            J6.append(body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)))
-            J6[-1] = (J6[-1], xpos)
+            frames.append((body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)), xpos))
             radius.append(G.geom_size[geom, 0])
         (a0, d1), (b0, d2) = ends
         weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
@@ -700,23 +715,33 @@ class _Constraints:
         c1, c2 = a0 + s * d1, b0 + t * d2
         D = c2 - c1
         L = np.sqrt(D @ D)
-        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
-        if L < 1e-9 or abs(L - radius[0] - radius[1] - dist) > 1e-9 * max(1.0, L):   # not this pair's nearest points
+        if L < 1e-9 or abs(L - radius[0] - radius[1] - contacts.dist[c]) > 1e-9 * max(1.0, L):   # not its nearest points
             return None
-
-        def at(k: int, x: np.ndarray):                                          # (Jp(x), W) of body k
-            (J, origin) = J6[k]
-            return J[:3] + _cross_columns(J[3:], x - origin), J[3:]
-
-        (v1, W1), (v2, W2) = at(0, c1), at(1, c2)
-        free = [(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0]
+        (v1, W1), (v2, W2) = _point_jacobian(frames[0], c1), _point_jacobian(frames[1], c2)
+        free = np.array([(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0])
         dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
         A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
         rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
         st = np.zeros((2, model.nv))
-        if any(free):
+        if free.any():
             f = np.flatnonzero(free)
             st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
+        return _SegmentPair(np.array([s, t]), st, free, (d1, d2), frames, radius, D, L, (v1, v2))
+
+    def _segment_contact(self, c: int, pair) -> tuple | None:
+        """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules whose
+        nearest points are one pair (pair: _segment_pair's, or None), of dim 1 or 3 on the pyramidal cone; else None.
+        With the weights' derivatives (ds, dt) and dD (_segment_pair), n = D / |D|: dn = (1 - n n^T) dD / |D|, d dist =
+        n . dD, the contact p = c1 + n (r1 + dist / 2): dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2; the rows
+        J = E (Jp2(p) - Jp1(p)) (E: n, n +- mu t with make_frame's tangents from n, turning with it; the dofs moving
+        both bodies skipped) give dJ as _plane_contacts' for each body, plus dE Jd."""
+        model, r, contacts = self.model, self.r, self.contacts[0]
+        first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
+        if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
+                                and dim in (1, 3) and r.R[first] > 1e-10):
+            return None
+        (d1, d2), st, (v1, v2), L, radius = pair.axes, pair.rates, pair.velocities, pair.L, pair.radius
+        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
         dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
         dn = (dD - np.outer(n, n @ dD)) / L
         ddist = n @ dD
@@ -736,7 +761,7 @@ class _Constraints:
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
         for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
-            P, W = at(k, p)
+            P, W = _point_jacobian(pair.frames[k], p)
             EW = -_cross_columns(W[None], E)                                    # (rows, 3, nv): e x W_j
             turned = np.matmul(P.T, EW)
             dJ += sign * (np.matmul(EW.transpose(0, 2, 1), dp) + turns * (turned - turned.transpose(0, 2, 1)))
@@ -772,6 +797,7 @@ class _Constraints:
         (see the class): held at solve()'s optimum."""
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
+        self.pairs = self._segment_pairs(q)            # InvalidStateError where a nearest point nears its end
         rows, dJ, dpos = self._analytic_rows(q)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
@@ -795,6 +821,26 @@ class _Constraints:
                                     "mass matrix") from None
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+
+class _SegmentPair(NamedTuple):
+    """_Constraints._segment_pair's: a contact between two spheres or capsules at its segments' nearest points."""
+    weights: np.ndarray        # (2,) (s, t): c1 = a0 + s d1, c2 = b0 + t d2
+    rates: np.ndarray          # (2, nv) (ds, dt) along each tangent direction (zero where clamped)
+    free: np.ndarray           # (2,) bool: s, t inside (0, 1) on a segment of nonzero length
+    axes: tuple                # (d1, d2) (3,) each [m]
+    frames: list               # [(J (6, nv) at the body's origin, origin (3,))] of bodies 1 and 2 (_point_jacobian)
+    radius: list               # [r1, r2] [m]
+    D: np.ndarray              # (3,) c2 - c1 [m]
+    L: float                   # |D| [m]
+    velocities: tuple          # (v1, v2) (3, nv): the bodies' point Jacobians at c1, c2
+
+
+def _point_jacobian(frame: tuple, x: np.ndarray) -> tuple:
+    """(Jp(x) (3, nv), W (3, nv)) of a body at the world point x, frame (J (6, nv) at its origin, origin (3,)):
+    Jp(x) = Jp(o) + W x (x - o)."""
+    J, origin = frame
+    return J[:3] + _cross_columns(J[3:], x - origin), J[3:]
 
 
 def _cross_columns(W: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -1334,7 +1380,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             physai.integrators.step(..., constraints=True), through the constraint solver's optimum (_Constraints):
             contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
-            differencing step (margins=True says how close the rows are to changing state). The rows' dependence on q
+            differencing step, or a sphere's or capsule's contact point reaches its segment's end there (nearly
+            parallel capsules) (margins=True says how close the rows are to changing state). The rows' dependence on q
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
             or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
             order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
