@@ -1325,14 +1325,16 @@ def two_capsules(pos: str, euler: str, cone: str = "pyramidal"):
 
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
-def test_constrained_step_derivatives_refuse_nearly_parallel_capsules(monkeypatch, analytic, cone):
-    """Two capsules crossing at 2e-4 rad (just above segment_weights' parallel threshold, one contact): turning one by
-    1e-7 rad slides their nearest points to a segment's end (ds/dq ~ 5e6), so the linearisation holds only within
-    ~1e-8: refused (_segment_pairs) on the analytic rows' path and the differenced one (ANALYTIC_ROWS False, and an
-    elliptic cone's rows, always differenced)."""
-    m, d = two_capsules("0.05 0 1.097", f"0 0 {float(np.rad2deg(2e-4))!r}", cone)
+@pytest.mark.parametrize("x", [0.05, 0.3])
+def test_constrained_step_derivatives_refuse_nearly_parallel_capsules(monkeypatch, analytic, cone, x):
+    """Two capsules crossing at 2e-4 rad (just above segment_weights' parallel threshold, one contact), the second's
+    centre x along the first: at 0.05 both nearest points inside their segments, turning one by 1e-7 rad slides them
+    to a segment's end (ds/dq ~ 5e6); at 0.3 the first's at its end, about to come free as fast. The linearisation
+    holds only within ~1e-8: refused (_segment_pairs) on the analytic rows' path and the differenced one
+    (ANALYTIC_ROWS False, and an elliptic cone's rows, always differenced)."""
+    m, d = two_capsules(f"{x!r} 0 1.097", f"0 0 {float(np.rad2deg(2e-4))!r}", cone)
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
-    with pytest.raises(InvalidStateError, match="a contact's nearest points reach a segment's end within 2e-06 of q"):
+    with pytest.raises(InvalidStateError, match="nearest points reach or leave a segment's end within 2e-06 of q"):
         derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), constraints=True)
 
 

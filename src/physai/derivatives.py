@@ -349,11 +349,11 @@ class _Constraints:
     Jacobians, contact frames, impedances and aref rebuilt at each point, collision included, each row's force in its
     held state (held_forces). A point where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
-    points reach a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs); how close a row is to
-    changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M is
-    its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end (engine.constraint.rows'
-    discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at each differenced q;
-    daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
+    points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs); how close a row
+    is to changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M
+    is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
+    (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at
+    each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
@@ -669,8 +669,9 @@ class _Constraints:
         """{c: _SegmentPair} of the contacts at q between two spheres or capsules whose nearest points are one pair
         (_segment_pair), whichever way their rows' q-derivatives are taken (_segment_contact or differenced).
         InvalidStateError where a free weight would reach its segment's end within 2 ROW_STEP along a dof,
-        min(s, 1 - s) < 2 ROW_STEP max_k |ds/dq_k| (likewise t): the nearest points stop sliding there (nearly parallel
-        capsules: ds/dq ~ 1e6, the linearisation good only within ~1e-8), as a row appearing (_refuse_switch)."""
+        min(s, 1 - s) < 2 ROW_STEP max_k |ds/dq_k| (likewise t), or a clamped one come free (its multiplier, |D . d1|
+        for s, reaching 0 at its rate): the nearest points stop or start sliding there (nearly parallel capsules: ds/dq
+        ~ 1e6, the linearisation good only within ~1e-8), as a row appearing (_refuse_switch)."""
         r, contacts, G = self.r, self.contacts, self.model.geoms
         if contacts is None or contacts[0].geom is None:
             return {}
@@ -680,10 +681,9 @@ class _Constraints:
         poses = body_poses(self.model, q) if cs else None
         pairs = {c: pair for c in cs if (pair := self._segment_pair(c, q, poses)) is not None}
         for pair in pairs.values():
-            room = np.minimum(pair.weights, 1 - pair.weights)                  # (2,): s's and t's way to an end
-            if (pair.free & (room < 2 * ROW_STEP * np.abs(pair.rates).max(axis=1))).any():
+            if (pair.room < 2 * ROW_STEP * pair.speed).any():
                 raise InvalidStateError(
-                    f"step_derivatives(constraints=True): a contact's nearest points reach a segment's end within "
+                    f"step_derivatives(constraints=True): a contact's nearest points reach or leave a segment's end within "
                     f"{2 * ROW_STEP:g} of q (two capsules nearly parallel, or a sphere at a capsule's end): they jump "
                     "there and the step is not differentiable in practice; linearise at a nearby state")
         return pairs
@@ -726,7 +726,14 @@ class _Constraints:
         if free.any():
             f = np.flatnonzero(free)
             st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
-        return _SegmentPair(np.array([s, t]), st, free, (d1, d2), frames, radius, D, L, (v1, v2))
+        dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
+        # a clamped weight's multiplier |D . d| (s: -D . d1 >= 0 at 0, D . d1 >= 0 at 1; t: D . d2 at 0, -D . d2 at 1),
+        # zero where it comes free: its rate dD . d + D . dd; a free one's way to an end, min(w, 1 - w), at rate dw
+        weights, clamped = np.array([s, t]), np.array([D @ d1, D @ d2]) * np.array([2 * s - 1, 1 - 2 * t])
+        room = np.where(free, np.minimum(weights, 1 - weights), clamped)
+        rates = np.where(free[:, None], st, np.array([dD.T @ d1 + D @ dd1, dD.T @ d2 + D @ dd2]))
+        room[np.array([d1 @ d1 == 0, d2 @ d2 == 0])] = np.inf                           # a sphere: no segment
+        return _SegmentPair(room, np.abs(rates).max(axis=1), st, dD, (d1, d2), frames, radius, L, v1)
 
     def _segment_contact(self, c: int, pair) -> tuple | None:
         """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules whose
@@ -740,12 +747,11 @@ class _Constraints:
         if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
                                 and dim in (1, 3) and r.R[first] > 1e-10):
             return None
-        (d1, d2), st, (v1, v2), L, radius = pair.axes, pair.rates, pair.velocities, pair.L, pair.radius
+        d1, st, dD, L, radius = pair.axes[0], pair.rates, pair.dD, pair.L, pair.radius
         n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
-        dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
         dn = (dD - np.outer(n, n @ dD)) / L
         ddist = n @ dD
-        dp = v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
+        dp = pair.v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
         E, dE = n[None], dn[None]
         if dim > 1:                                    # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
             frame, mu = contacts.frame[c], contacts.friction[c]
@@ -825,15 +831,16 @@ class _Constraints:
 
 class _SegmentPair(NamedTuple):
     """_Constraints._segment_pair's: a contact between two spheres or capsules at its segments' nearest points."""
-    weights: np.ndarray        # (2,) (s, t): c1 = a0 + s d1, c2 = b0 + t d2
+    room: np.ndarray           # (2,) how far s, t are from changing regime (free: min(w, 1 - w); clamped: its
+                               # multiplier [m^2]; inf on a sphere)
+    speed: np.ndarray          # (2,) the largest rate of room's quantity along a tangent direction
     rates: np.ndarray          # (2, nv) (ds, dt) along each tangent direction (zero where clamped)
-    free: np.ndarray           # (2,) bool: s, t inside (0, 1) on a segment of nonzero length
+    dD: np.ndarray             # (3, nv) d(c2 - c1)
     axes: tuple                # (d1, d2) (3,) each [m]
     frames: list               # [(J (6, nv) at the body's origin, origin (3,))] of bodies 1 and 2 (_point_jacobian)
     radius: list               # [r1, r2] [m]
-    D: np.ndarray              # (3,) c2 - c1 [m]
-    L: float                   # |D| [m]
-    velocities: tuple          # (v1, v2) (3, nv): the bodies' point Jacobians at c1, c2
+    L: float                   # |c2 - c1| [m]
+    v1: np.ndarray             # (3, nv) body 1's point Jacobian at c1
 
 
 def _point_jacobian(frame: tuple, x: np.ndarray) -> tuple:
@@ -1380,7 +1387,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             physai.integrators.step(..., constraints=True), through the constraint solver's optimum (_Constraints):
             contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
-            differencing step, or a sphere's or capsule's contact point reaches its segment's end there (nearly
+            differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules) (margins=True says how close the rows are to changing state). The rows' dependence on q
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
             or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
