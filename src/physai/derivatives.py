@@ -614,28 +614,22 @@ class _Constraints:
         dp = X - n[:, :, None] * ddist[:, None, :] / 2
         rows, owner, E, capsules = [], [], [], []
         for i, c in enumerate(cs):
-            frame, dim, first = contacts.frame[c], int(r.contact_dim[c]), int(r.contact_row[c])
-            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]      # engine.constraint.rows' order
-            mu = contacts.friction[c]
-            E += [frame[0]] if dim == 1 else [frame[0] + sign * mu[k - 1] * frame[k] for k, sign in edges]
+            dim, first = int(r.contact_dim[c]), int(r.contact_row[c])
+            E.append(_pyramid_edges(contacts.frame[c], contacts.friction[c], dim))
             if G.geom_type[g2[i]] == geoms.CAPSULE and dim > 1:
-                capsules.append((i, len(rows), edges))
-            rows += range(first, first + max(1, 2 * (dim - 1)))
-            owner += [i] * max(1, 2 * (dim - 1))
-        E, owner = np.array(E), np.array(owner)
-        EW = -_cross_columns(W[owner], E)                                          # (m, 3, nv): e x W_j
-        turned = np.matmul(P[owner].transpose(0, 2, 1), EW)                         # [., j, k]: P_j . (e x W_k)
-        dJ = np.matmul(EW.transpose(0, 2, 1), dp[owner]) + self._turns().T * (turned - turned.transpose(0, 2, 1))
-        for i, start, edges in capsules:
+                capsules.append((i, len(rows), dim))
+            rows += range(first, first + len(E[-1]))
+            owner += [i] * len(E[-1])
+        E, owner = np.concatenate(E), np.array(owner)
+        dJ = _rows_on_point(E, P[owner], W[owner], dp[owner], self._turns().T)
+        for i, start, dim in capsules:
             c, frame, mu = cs[i], contacts.frame[cs[i]], contacts.friction[cs[i]]
             axis = _geom_axis(model, xmat[bodies[i]], g2[i])
             y = axis - frame[0] * (frame[0] @ axis)
             da = -skew(axis) @ W[i]                                                 # (3, nv): W_k x a
-            dy = da - np.outer(frame[0], frame[0] @ da)
-            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
-            dt = (dt1, skew(frame[0]) @ dt1)
-            dE = np.array([sign * mu[k - 1] * dt[k - 1] for k, sign in edges])     # (k, 3, nv)
-            dJ[start:start + len(edges)] += np.matmul(P[i].T, dE)
+            dt1 = _unit_derivative(frame[1], da - np.outer(frame[0], frame[0] @ da), np.sqrt(y @ y))
+            dE = _pyramid_edges(np.array([np.zeros_like(dt1), dt1, skew(frame[0]) @ dt1]), mu, dim)   # (k, 3, nv)
+            dJ[start:start + len(dE)] += np.matmul(P[i].T, dE)
         return np.array(rows, np.intp), dJ, ddist[owner]
 
     def _analytic_rows(self, q: np.ndarray) -> tuple:
@@ -749,28 +743,22 @@ class _Constraints:
             return None
         d1, st, dD, L, radius = pair.axes[0], pair.rates, pair.dD, pair.L, pair.radius
         n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
-        dn = (dD - np.outer(n, n @ dD)) / L
+        dn = _unit_derivative(n, dD, L)
         ddist = n @ dD
         dp = pair.v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
-        E, dE = n[None], dn[None]
+        frame, mu, dframe = contacts.frame[c], contacts.friction[c], [dn]
         if dim > 1:                                    # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
-            frame, mu = contacts.frame[c], contacts.friction[c]
             y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
             y = y0 - n * (n @ y0)
-            dy = -(dn * (n @ y0) + np.outer(n, y0 @ dn))
-            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
-            dt = (dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1)          # dt2 = dn x t1 + n x dt1
-            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]
-            E = np.array([n + sign * mu[k - 1] * frame[k] for k, sign in edges])
-            dE = np.array([dn + sign * mu[k - 1] * dt[k - 1] for k, sign in edges])
+            dt1 = _unit_derivative(frame[1], -(dn * (n @ y0) + np.outer(n, y0 @ dn)), np.sqrt(y @ y))
+            dframe += [dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1]      # dt2 = dn x t1 + n x dt1
+        E, dE = _pyramid_edges(frame, mu, dim), _pyramid_edges(np.array(dframe), mu, dim)
         turns = self._turns().T
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
         for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
             P, W = _point_jacobian(pair.frames[k], p)
-            EW = -_cross_columns(W[None], E)                                    # (rows, 3, nv): e x W_j
-            turned = np.matmul(P.T, EW)
-            dJ += sign * (np.matmul(EW.transpose(0, 2, 1), dp) + turns * (turned - turned.transpose(0, 2, 1)))
+            dJ += sign * _rows_on_point(E, P, W, dp, turns)
             Jd += sign * P
         dJ += np.einsum("rxk,xj->rjk", dE, Jd)
         dJ[:, common] = 0.0
@@ -841,6 +829,30 @@ class _SegmentPair(NamedTuple):
     radius: list               # [r1, r2] [m]
     L: float                   # |c2 - c1| [m]
     v1: np.ndarray             # (3, nv) body 1's point Jacobian at c1
+
+
+def _pyramid_edges(frame: np.ndarray, mu: np.ndarray, dim: int) -> np.ndarray:
+    """(max(1, 2 (dim - 1)), ...) a pyramidal contact's row directions in engine.constraint.rows' order: the normal
+    frame[0] alone (dim 1), else frame[0] + sign mu_k frame[k], k = 1 .. dim - 1, sign +1 then -1; frame (>= dim, 3)
+    or, the edges being linear in it, its derivative (>= dim, 3, nv); mu (>= dim - 1,) the friction coefficients."""
+    if dim == 1:
+        return frame[:1]
+    return np.array([frame[0] + sign * mu[k - 1] * frame[k] for k in range(1, dim) for sign in (1.0, -1.0)])
+
+
+def _unit_derivative(u: np.ndarray, dy: np.ndarray, norm: float) -> np.ndarray:
+    """(3, nv) the derivative of u = y / |y| (3,) from dy (3, nv), norm |y|: (1 - u u^T) dy / |y|."""
+    return (dy - np.outer(u, u @ dy)) / norm
+
+
+def _rows_on_point(E: np.ndarray, P: np.ndarray, W: np.ndarray, dp: np.ndarray, turns: np.ndarray) -> np.ndarray:
+    """(m, nv, nv) d (e . Jp_j(p))/dq_k at [., j, k] of rows e (m, 3), held, on a body's point Jacobian P = Jp(b, p)
+    with W its angular one ((m,) 3, nv each), p moving by dp ((m,) 3, nv) (_plane_contacts):
+
+        (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (the last two where k turns j: turns (nv, nv) [j, k])"""
+    EW = -_cross_columns(W, E)                                                  # (m, 3, nv): e x W_j
+    turned = np.matmul(np.swapaxes(P, -1, -2), EW)                              # [., j, k]: P_j . (e x W_k)
+    return np.matmul(EW.transpose(0, 2, 1), dp) + turns * (turned - turned.transpose(0, 2, 1))
 
 
 def _point_jacobian(frame: tuple, x: np.ndarray) -> tuple:
