@@ -1304,3 +1304,49 @@ def test_constrained_step_derivatives_with_analytic_rows_match_mujoco_and_the_di
     A_differenced = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), integrator=integrator,
                                                  constraints=True)[0]
     assert_close(A, A_differenced, 1e-8, what="A")
+
+
+TWO_CAPSULES = """<mujoco><option timestep="0.002" cone="{cone}" gravity="0 0 0"/><worldbody>
+<body pos="0 0 1"><freejoint/><geom type="capsule" fromto="-.2 0 0 .2 0 0" size=".05"/></body>
+<body pos="{pos}" euler="{euler}"><freejoint/><geom type="capsule" fromto="-.2 0 0 .2 0 0" size=".05"/></body>
+</worldbody></mujoco>"""
+
+
+def two_capsules(pos: str, euler: str, cone: str = "pyramidal"):
+    """(m, d): TWO_CAPSULES' second capsule at pos, turned by euler (degrees), a few mm into the first; random
+    velocities."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(TWO_CAPSULES.format(pos=pos, euler=euler, cone=cone)))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(2).normal(size=m.nv) * 0.05
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 1
+    return m, d
+
+
+@pytest.mark.parametrize("analytic", [True, False])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("x", [0.05, 0.3])
+def test_constrained_step_derivatives_refuse_nearly_parallel_capsules(monkeypatch, analytic, cone, x):
+    """Two capsules crossing at 2e-4 rad (just above segment_weights' parallel threshold, one contact), the second's
+    centre x along the first: at 0.05 both nearest points inside their segments, turning one by 1e-7 rad slides them
+    to a segment's end (ds/dq ~ 5e6); at 0.3 the first's at its end, about to come free as fast. The linearisation
+    holds only within ~1e-8: refused (_segment_pairs) on the analytic rows' path and the differenced one
+    (ANALYTIC_ROWS False, and an elliptic cone's rows, always differenced)."""
+    m, d = two_capsules(f"{x!r} 0 1.097", f"0 0 {float(np.rad2deg(2e-4))!r}", cone)
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+    with pytest.raises(InvalidStateError, match="nearest points reach or leave a segment's end within 2e-06 of q"):
+        derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), constraints=True)
+
+
+@pytest.mark.parametrize("pos, euler", [("0.3 0 1.097", "0 0 0.57"), ("0.03 0.02 1.097", "10 0 80")])
+def test_constrained_step_derivatives_of_capsules_at_a_small_angle_or_crossing(monkeypatch, pos, euler):
+    """Two capsules at 1e-2 rad (the nearest points inside both segments, ds/dq ~ 1e2) and crossing at 80 degrees are
+    not refused (_segment_pairs): A against MuJoCo's extrapolated centred differences (within 1e-7) and against every
+    row differenced (ANALYTIC_ROWS False) within 1e-8 of the largest entry."""
+    m, d = two_capsules(pos, euler)
+    constrained_against_mujoco(m, d, "euler")
+    model = engine.from_mujoco(m)
+    A = derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), constraints=True)[0]
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", False)
+    assert_close(A, derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), constraints=True)[0], 1e-8,
+                 what="A")

@@ -56,6 +56,7 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 """
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
@@ -343,15 +344,16 @@ class _Constraints:
     each cone block's Hessian), dG/dqd = -J^T S daref/dqd (aref = -B J qd - K imp (pos - margin), less Jdot qd on
     connect and weld rows: _aref_velocity_derivative), and dG/dq analytic for the rows _analytic_rows knows (a plane
     against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
-    _analytic_forces), and for the
-    others by 4th-order centred differences of G along q's tangent directions that move one of them (_moving_dofs;
-    zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows' Jacobians, contact frames,
-    impedances and aref rebuilt at each point, collision included, each row's force in its held state (held_forces). A point where a
-    row appears or disappears raises InvalidStateError: the step is not differentiable there (a contact or limit at its
-    switch); how close a row is to changing state, switch_margins says (step_derivatives' margins=True). The discrete
-    step (self.discrete set): M is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's
-    end (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal
-    at each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
+    _analytic_forces), and for the others by 4th-order centred differences of G along q's tangent directions that move
+    one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows'
+    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included, each row's force in its
+    held state (held_forces). A point where a row appears or disappears raises InvalidStateError: the step is not
+    differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
+    points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs); how close a row
+    is to changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M
+    is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
+    (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at
+    each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
@@ -360,6 +362,7 @@ class _Constraints:
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
         self.turns = None                              # _turns(), made on first use
+        self.pairs = {}                                # {contact: _SegmentPair} at derivatives()' q (_segment_pairs)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
         """The constraint rows at each state (Q (n, nq), QD (n, nv)), with the contacts given (a list of n) or those at
@@ -611,28 +614,22 @@ class _Constraints:
         dp = X - n[:, :, None] * ddist[:, None, :] / 2
         rows, owner, E, capsules = [], [], [], []
         for i, c in enumerate(cs):
-            frame, dim, first = contacts.frame[c], int(r.contact_dim[c]), int(r.contact_row[c])
-            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]      # engine.constraint.rows' order
-            mu = contacts.friction[c]
-            E += [frame[0]] if dim == 1 else [frame[0] + sign * mu[k - 1] * frame[k] for k, sign in edges]
+            dim, first = int(r.contact_dim[c]), int(r.contact_row[c])
+            E.append(_pyramid_edges(contacts.frame[c], contacts.friction[c], dim))
             if G.geom_type[g2[i]] == geoms.CAPSULE and dim > 1:
-                capsules.append((i, len(rows), edges))
-            rows += range(first, first + max(1, 2 * (dim - 1)))
-            owner += [i] * max(1, 2 * (dim - 1))
-        E, owner = np.array(E), np.array(owner)
-        EW = -_cross_columns(W[owner], E)                                          # (m, 3, nv): e x W_j
-        turned = np.matmul(P[owner].transpose(0, 2, 1), EW)                         # [., j, k]: P_j . (e x W_k)
-        dJ = np.matmul(EW.transpose(0, 2, 1), dp[owner]) + self._turns().T * (turned - turned.transpose(0, 2, 1))
-        for i, start, edges in capsules:
+                capsules.append((i, len(rows), dim))
+            rows += range(first, first + len(E[-1]))
+            owner += [i] * len(E[-1])
+        E, owner = np.concatenate(E), np.array(owner)
+        dJ = _rows_on_point(E, P[owner], W[owner], dp[owner], self._turns().T)
+        for i, start, dim in capsules:
             c, frame, mu = cs[i], contacts.frame[cs[i]], contacts.friction[cs[i]]
             axis = _geom_axis(model, xmat[bodies[i]], g2[i])
             y = axis - frame[0] * (frame[0] @ axis)
             da = -skew(axis) @ W[i]                                                 # (3, nv): W_k x a
-            dy = da - np.outer(frame[0], frame[0] @ da)
-            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
-            dt = (dt1, skew(frame[0]) @ dt1)
-            dE = np.array([sign * mu[k - 1] * dt[k - 1] for k, sign in edges])     # (k, 3, nv)
-            dJ[start:start + len(edges)] += np.matmul(P[i].T, dE)
+            dt1 = _unit_derivative(frame[1], da - np.outer(frame[0], frame[0] @ da), np.sqrt(y @ y))
+            dE = _pyramid_edges(np.array([np.zeros_like(dt1), dt1, skew(frame[0]) @ dt1]), mu, dim)   # (k, 3, nv)
+            dJ[start:start + len(dE)] += np.matmul(P[i].T, dE)
         return np.array(rows, np.intp), dJ, ddist[owner]
 
     def _analytic_rows(self, q: np.ndarray) -> tuple:
@@ -657,40 +654,52 @@ class _Constraints:
         if planes:
             parts.append(self._plane_contacts(q, planes, poses))
         for c in sorted(set(range(len(r.contact_row))) - set(planes)):
-            part = self._segment_contact(c, q, poses)
+            part = self._segment_contact(c, self.pairs.get(c))
             if part is not None:
                 parts.append(part)
         return tuple(np.concatenate(x) for x in zip(*parts))
 
-    def _segment_contact(self, c: int, q: np.ndarray, poses: tuple) -> tuple | None:
-        """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules (a
-        sphere a segment of length 0; primitives.sphere_sphere, sphere_capsule, capsule_capsule), of dim 1 or 3 on the
-        pyramidal cone, segments not parallel; else None. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0, d1
-        fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is inside
-        (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
+    def _segment_pairs(self, q: np.ndarray) -> dict:
+        """{c: _SegmentPair} of the contacts at q between two spheres or capsules whose nearest points are one pair
+        (_segment_pair), whichever way their rows' q-derivatives are taken (_segment_contact or differenced).
+        InvalidStateError where a free weight would reach its segment's end within 2 ROW_STEP along a dof,
+        min(s, 1 - s) < 2 ROW_STEP max_k |ds/dq_k| (likewise t), or a clamped one come free (its multiplier, |D . d1|
+        for s, reaching 0 at its rate): the nearest points stop or start sliding there (nearly parallel capsules: ds/dq
+        ~ 1e6, the linearisation good only within ~1e-8), as a row appearing (_refuse_switch)."""
+        r, contacts, G = self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return {}
+        kinds = (geoms.SPHERE, geoms.CAPSULE)
+        cs = [c for c, g in enumerate(contacts[0].geom.tolist()) if r.contact_row[c] >= 0 and min(g) >= 0
+              and G.geom_type[g[0]] in kinds and G.geom_type[g[1]] in kinds]
+        poses = body_poses(self.model, q) if cs else None
+        pairs = {c: pair for c in cs if (pair := self._segment_pair(c, q, poses)) is not None}
+        for pair in pairs.values():
+            if (pair.room < 2 * ROW_STEP * pair.speed).any():
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a contact's nearest points reach or leave a segment's end within "
+                    f"{2 * ROW_STEP:g} of q (two capsules nearly parallel, or a sphere at a capsule's end): they jump "
+                    "there and the step is not differentiable in practice; linearise at a nearby state")
+        return pairs
+
+    def _segment_pair(self, c: int, q: np.ndarray, poses: tuple):
+        """_SegmentPair of contact c between two spheres or capsules (a sphere a segment of length 0;
+        primitives.sphere_sphere, sphere_capsule, capsule_capsule), or None where its segments are parallel (two
+        contacts) or the contact is not at their nearest points. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0,
+        d1 fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is
+        inside (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
 
             dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
 
-        (ds, dt zero at an end). Then n = D / |D|: dn = (1 - n n^T) dD / |D|, d dist = n . dD, the contact
-        p = c1 + n (r1 + dist / 2): dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2; the rows J = E (Jp2(p) -
-        Jp1(p)) (E: n, n +- mu t with make_frame's tangents from n, turning with it; the dofs moving both bodies
-        skipped) give dJ as _plane_contacts' for each body, plus dE Jd."""
+        (ds, dt zero at an end). poses: the bodies' (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
-        first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
-        g = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
-        kinds = (geoms.SPHERE, geoms.CAPSULE)
-        if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
-                and dim in (1, 3) and r.R[first] > 1e-10 and min(g) >= 0 and G.geom_type[g[0]] in kinds
-                and G.geom_type[g[1]] in kinds):
-            return None
-        ends, J6, radius = [], [], []
-        for geom, body in zip(g, r.contact_body[c].tolist()):                  # each geom's segment a0 + s d
+        ends, frames, radius = [], [], []
+        for geom, body in zip(contacts.geom[c].tolist(), r.contact_body[c].tolist()):   # each geom's segment a0 + s d
             xpos, xmat = (poses[0][body], poses[1][body]) if body >= 0 else (np.zeros(3), np.eye(3))
             centre = xpos + xmat @ G.geom_pos[geom]
             half = _geom_axis(model, xmat, geom) * (G.geom_size[geom, 1] if G.geom_type[geom] == geoms.CAPSULE else 0.0)
             ends.append((centre - half, 2 * half))
-            J6.append(body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)))
-            J6[-1] = (J6[-1], xpos)
+            frames.append((body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)), xpos))
             radius.append(G.geom_size[geom, 0])
         (a0, d1), (b0, d2) = ends
         weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
@@ -700,46 +709,56 @@ class _Constraints:
         c1, c2 = a0 + s * d1, b0 + t * d2
         D = c2 - c1
         L = np.sqrt(D @ D)
-        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
-        if L < 1e-9 or abs(L - radius[0] - radius[1] - dist) > 1e-9 * max(1.0, L):   # not this pair's nearest points
+        if L < 1e-9 or abs(L - radius[0] - radius[1] - contacts.dist[c]) > 1e-9 * max(1.0, L):   # not its nearest points
             return None
-
-        def at(k: int, x: np.ndarray):                                          # (Jp(x), W) of body k
-            (J, origin) = J6[k]
-            return J[:3] + _cross_columns(J[3:], x - origin), J[3:]
-
-        (v1, W1), (v2, W2) = at(0, c1), at(1, c2)
-        free = [(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0]
+        (v1, W1), (v2, W2) = _point_jacobian(frames[0], c1), _point_jacobian(frames[1], c2)
+        free = np.array([(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0])
         dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
         A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
         rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
         st = np.zeros((2, model.nv))
-        if any(free):
+        if free.any():
             f = np.flatnonzero(free)
             st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
         dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
-        dn = (dD - np.outer(n, n @ dD)) / L
+        # a clamped weight's multiplier |D . d| (s: -D . d1 >= 0 at 0, D . d1 >= 0 at 1; t: D . d2 at 0, -D . d2 at 1),
+        # zero where it comes free: its rate dD . d + D . dd; a free one's way to an end, min(w, 1 - w), at rate dw
+        weights, clamped = np.array([s, t]), np.array([D @ d1, D @ d2]) * np.array([2 * s - 1, 1 - 2 * t])
+        room = np.where(free, np.minimum(weights, 1 - weights), clamped)
+        rates = np.where(free[:, None], st, np.array([dD.T @ d1 + D @ dd1, dD.T @ d2 + D @ dd2]))
+        room[np.array([d1 @ d1 == 0, d2 @ d2 == 0])] = np.inf                           # a sphere: no segment
+        return _SegmentPair(room, np.abs(rates).max(axis=1), st, dD, (d1, d2), frames, radius, L, v1)
+
+    def _segment_contact(self, c: int, pair) -> tuple | None:
+        """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules whose
+        nearest points are one pair (pair: _segment_pair's, or None), of dim 1 or 3 on the pyramidal cone; else None.
+        With the weights' derivatives (ds, dt) and dD (_segment_pair), n = D / |D|: dn = (1 - n n^T) dD / |D|, d dist =
+        n . dD, the contact p = c1 + n (r1 + dist / 2): dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2; the rows
+        J = E (Jp2(p) - Jp1(p)) (E: n, n +- mu t with make_frame's tangents from n, turning with it; the dofs moving
+        both bodies skipped) give dJ as _plane_contacts' for each body, plus dE Jd."""
+        model, r, contacts = self.model, self.r, self.contacts[0]
+        first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
+        if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
+                                and dim in (1, 3) and r.R[first] > 1e-10):
+            return None
+        d1, st, dD, L, radius = pair.axes[0], pair.rates, pair.dD, pair.L, pair.radius
+        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
+        dn = _unit_derivative(n, dD, L)
         ddist = n @ dD
-        dp = v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
-        E, dE = n[None], dn[None]
+        dp = pair.v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
+        frame, mu, dframe = contacts.frame[c], contacts.friction[c], [dn]
         if dim > 1:                                    # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
-            frame, mu = contacts.frame[c], contacts.friction[c]
             y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
             y = y0 - n * (n @ y0)
-            dy = -(dn * (n @ y0) + np.outer(n, y0 @ dn))
-            dt1 = (dy - np.outer(frame[1], frame[1] @ dy)) / np.sqrt(y @ y)
-            dt = (dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1)          # dt2 = dn x t1 + n x dt1
-            edges = [(k, sign) for k in range(1, dim) for sign in (1.0, -1.0)]
-            E = np.array([n + sign * mu[k - 1] * frame[k] for k, sign in edges])
-            dE = np.array([dn + sign * mu[k - 1] * dt[k - 1] for k, sign in edges])
+            dt1 = _unit_derivative(frame[1], -(dn * (n @ y0) + np.outer(n, y0 @ dn)), np.sqrt(y @ y))
+            dframe += [dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1]      # dt2 = dn x t1 + n x dt1
+        E, dE = _pyramid_edges(frame, mu, dim), _pyramid_edges(np.array(dframe), mu, dim)
         turns = self._turns().T
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
         for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
-            P, W = at(k, p)
-            EW = -_cross_columns(W[None], E)                                    # (rows, 3, nv): e x W_j
-            turned = np.matmul(P.T, EW)
-            dJ += sign * (np.matmul(EW.transpose(0, 2, 1), dp) + turns * (turned - turned.transpose(0, 2, 1)))
+            P, W = _point_jacobian(pair.frames[k], p)
+            dJ += sign * _rows_on_point(E, P, W, dp, turns)
             Jd += sign * P
         dJ += np.einsum("rxk,xj->rjk", dE, Jd)
         dJ[:, common] = 0.0
@@ -772,6 +791,7 @@ class _Constraints:
         (see the class): held at solve()'s optimum."""
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
+        self.pairs = self._segment_pairs(q)            # InvalidStateError where a nearest point nears its end
         rows, dJ, dpos = self._analytic_rows(q)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
@@ -795,6 +815,51 @@ class _Constraints:
                                     "mass matrix") from None
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+
+class _SegmentPair(NamedTuple):
+    """_Constraints._segment_pair's: a contact between two spheres or capsules at its segments' nearest points."""
+    room: np.ndarray           # (2,) how far s, t are from changing regime (free: min(w, 1 - w); clamped: its
+                               # multiplier [m^2]; inf on a sphere)
+    speed: np.ndarray          # (2,) the largest rate of room's quantity along a tangent direction
+    rates: np.ndarray          # (2, nv) (ds, dt) along each tangent direction (zero where clamped)
+    dD: np.ndarray             # (3, nv) d(c2 - c1)
+    axes: tuple                # (d1, d2) (3,) each [m]
+    frames: list               # [(J (6, nv) at the body's origin, origin (3,))] of bodies 1 and 2 (_point_jacobian)
+    radius: list               # [r1, r2] [m]
+    L: float                   # |c2 - c1| [m]
+    v1: np.ndarray             # (3, nv) body 1's point Jacobian at c1
+
+
+def _pyramid_edges(frame: np.ndarray, mu: np.ndarray, dim: int) -> np.ndarray:
+    """(max(1, 2 (dim - 1)), ...) a pyramidal contact's row directions in engine.constraint.rows' order: the normal
+    frame[0] alone (dim 1), else frame[0] + sign mu_k frame[k], k = 1 .. dim - 1, sign +1 then -1; frame (>= dim, 3)
+    or, the edges being linear in it, its derivative (>= dim, 3, nv); mu (>= dim - 1,) the friction coefficients."""
+    if dim == 1:
+        return frame[:1]
+    return np.array([frame[0] + sign * mu[k - 1] * frame[k] for k in range(1, dim) for sign in (1.0, -1.0)])
+
+
+def _unit_derivative(u: np.ndarray, dy: np.ndarray, norm: float) -> np.ndarray:
+    """(3, nv) the derivative of u = y / |y| (3,) from dy (3, nv), norm |y|: (1 - u u^T) dy / |y|."""
+    return (dy - np.outer(u, u @ dy)) / norm
+
+
+def _rows_on_point(E: np.ndarray, P: np.ndarray, W: np.ndarray, dp: np.ndarray, turns: np.ndarray) -> np.ndarray:
+    """(m, nv, nv) d (e . Jp_j(p))/dq_k at [., j, k] of rows e (m, 3), held, on a body's point Jacobian P = Jp(b, p)
+    with W its angular one ((m,) 3, nv each), p moving by dp ((m,) 3, nv) (_plane_contacts):
+
+        (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (the last two where k turns j: turns (nv, nv) [j, k])"""
+    EW = -_cross_columns(W, E)                                                  # (m, 3, nv): e x W_j
+    turned = np.matmul(np.swapaxes(P, -1, -2), EW)                              # [., j, k]: P_j . (e x W_k)
+    return np.matmul(EW.transpose(0, 2, 1), dp) + turns * (turned - turned.transpose(0, 2, 1))
+
+
+def _point_jacobian(frame: tuple, x: np.ndarray) -> tuple:
+    """(Jp(x) (3, nv), W (3, nv)) of a body at the world point x, frame (J (6, nv) at its origin, origin (3,)):
+    Jp(x) = Jp(o) + W x (x - o)."""
+    J, origin = frame
+    return J[:3] + _cross_columns(J[3:], x - origin), J[3:]
 
 
 def _cross_columns(W: np.ndarray, v: np.ndarray) -> np.ndarray:
@@ -1355,7 +1420,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             physai.integrators.step(..., constraints=True), through the constraint solver's optimum (_Constraints):
             contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
-            differencing step (margins=True says how close the rows are to changing state). The rows' dependence on q
+            differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
+            parallel capsules) (margins=True says how close the rows are to changing state). The rows' dependence on q
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
             or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
             order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
