@@ -18,6 +18,24 @@ from helpers import run
 from scenes import capsule_beside_a_bare_mesh, random_scene, sphere_pile, without_meshes
 import helpers
 
+
+def mujoco_rollout_states(m, Q, QD, steps, ctrl=None):
+    """(states (n, steps, size), d, spec): mujoco.rollout's full physics states from each (Q[k], QD[k]), ctrl held; d and
+    spec to read a state back with mj_setState."""
+    n = len(Q)
+    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
+    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
+    for k in range(n):
+        mujoco.mj_resetData(m, d)
+        d.qpos[:], d.qvel[:] = Q[k], QD[k]
+        if ctrl is not None:
+            d.ctrl[:] = ctrl
+        mujoco.mj_getState(m, d, initial[k], spec)
+    controls = None if ctrl is None else np.broadcast_to(ctrl, (n, steps, m.nu)).copy()
+    with mujoco_rollout.Rollout(nthread=0) as r:
+        states, _ = r.rollout(m, d, initial, controls, nstep=steps)
+    return states, d, spec
+
 NAMES = {0: "euler", 1: "rk4", 2: "implicit", 3: "implicitfast"}
 CODES = {name: code for code, name in NAMES.items()}
 
@@ -113,15 +131,7 @@ def test_rollout_with_saturated_joint_actuators_matches_mujoco_rollout(integrato
     n, steps = 4, 200
     m, Q, QD, ctrl = perturbed_g1(n, seed=3)
     m.opt.integrator = CODES[integrator]
-    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
-    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
-    for k in range(n):
-        mujoco.mj_resetData(m, d)
-        d.qpos[:], d.qvel[:], d.ctrl[:] = Q[k], QD[k], ctrl
-        mujoco.mj_getState(m, d, initial[k], spec)
-    with mujoco_rollout.Rollout(nthread=0) as r:
-        states, _ = r.rollout(m, d, initial, np.broadcast_to(ctrl, (n, steps, m.nu)).copy(),
-                              control_spec=mujoco.mjtState.mjSTATE_CTRL)
+    states, d, spec = mujoco_rollout_states(m, Q, QD, steps, ctrl)
     model = collision.ignoring_unsupported(engine.from_mujoco(m))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", CollisionWarning)
@@ -282,14 +292,7 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
     QD = np.zeros((n, m.nv))
     lo, hi = m.actuator_ctrlrange.T
     ctrl = rng.uniform(lo, hi)
-    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
-    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
-    for k in range(n):
-        mujoco.mj_resetData(m, d)
-        d.qpos[:], d.qvel[:] = Q[k], QD[k]
-        mujoco.mj_getState(m, d, initial[k], spec)
-    with mujoco_rollout.Rollout(nthread=0) as r:
-        states, _ = r.rollout(m, d, initial, np.broadcast_to(ctrl, (n, steps, m.nu)), nstep=steps)
+    states, d, spec = mujoco_rollout_states(m, Q, QD, steps, ctrl)
     model = engine.from_mujoco(m)
     alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, integrator, ctrl=ctrl, constraints=True,
                                   energy=False) for k in range(n)]
@@ -329,14 +332,7 @@ def test_rollout_whose_contacts_start_midway_matches_mujoco_rollout(integrator):
     QD[:, 0] = rng.uniform(-3.0, 1.0, n)
     if m.nq > 1:
         Q[:, 3] += rng.uniform(0.0, 1.5, n)                        # the ball's height
-    d, spec = mujoco.MjData(m), mujoco.mjtState.mjSTATE_FULLPHYSICS
-    initial = np.empty((n, mujoco.mj_stateSize(m, spec)))
-    for k in range(n):
-        mujoco.mj_resetData(m, d)
-        d.qpos[:], d.qvel[:] = Q[k], QD[k]
-        mujoco.mj_getState(m, d, initial[k], spec)
-    with mujoco_rollout.Rollout(nthread=0) as r:
-        states, _ = r.rollout(m, d, initial, nstep=steps)
+    states, d, spec = mujoco_rollout_states(m, Q, QD, steps)
     model = engine.from_mujoco(m)
     run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, integrator, constraints=True)
     first = [int(np.argmax(c > 0)) if c.any() else steps for c in run.ncon]
