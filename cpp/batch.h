@@ -218,8 +218,8 @@ template <class T> int simulate_constrained_block(const Model &m, const Actuator
         return ONE_BY_ONE;
     } else {
         int integrator = r.opt.integrator;
-        if (integrator == IMPLICIT || integrator == DISCRETE || con.count < 2 || con.count > lanes_of<T> || !act.lanes ||
-            m.tendon_spatial)
+        if (integrator == IMPLICIT || integrator == DISCRETE || (integrator == IMPLICITFAST && m.nfree) || con.count < 2 ||
+            con.count > lanes_of<T> || !act.lanes || m.tendon_spatial)             // implicit's ONE_BY_ONE, known before the step
             return ONE_BY_ONE;
         SimData<T> w(m, act);
         return simulate_block(m, act, w, r, n, con.count, (ContactFree<T> *)nullptr, nullptr, &con, k0);

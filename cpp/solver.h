@@ -41,8 +41,8 @@ namespace {
 
 // ---------------------------------------------------------------- small helpers
 
-constexpr int kMaxGroup = 6;
-constexpr int kUpdateBatch = 8;                                      // rank-1 updates in one sweep over L (batched_update)                                         // a supernode's rows at most (a free joint's dofs)
+constexpr int kMaxGroup = 6;                                         // a supernode's rows at most (a free joint's dofs)
+constexpr int kUpdateBatch = 8;                                      // rank-1 updates in one sweep over L (batched_update)
 constexpr int kMaxRun = 65535;                                       // a run's entries at most, less one (w.Lrun: 16 bits)
 
 // v resized to n, its capacity exactly n when it grows (std::vector's resize may double it: the factor's arrays are
@@ -921,6 +921,7 @@ inline bool update_factor(const Model &m, ConstraintWork &w) {
     }
     return w.batch_n == 0 || batched_update(w);
 }
+
 // the factor of H at the current states into w.LH (w.LHt when the rows are chains): kept when the states are those it was made for and no contact is
 // on its cone (the same H), updated row by row when a few rows changed state and no cone is involved, made afresh
 // otherwise; false when H is not positive definite
