@@ -933,6 +933,36 @@ def box_on_a_plane(cone: str, condim: int, sliding: bool):
     return m, d
 
 
+FRICTIONLESS_EDGE = """<mujoco><compiler eulerseq="XYZ"/><option timestep="0.002" cone="pyramidal"/><worldbody>
+<geom type="plane" size="3 3 .1" friction="0 0 0"/><body pos="0 0 0.5" euler="30 0 11"><freejoint/>
+<geom type="box" size=".1 .15 .05" friction="0 0 0"/></body></worldbody></mujoco>"""
+
+
+def test_constrained_step_derivatives_of_a_frictionless_pyramid(monkeypatch):
+    """A box on an edge (2 contacts, condim 3) at friction 0, which MuJoCo clamps to 1e-5: the pyramid's rows have
+    D = 1 / (2 mu^2 R) ~ 6e11. Forming J^T D J or J^T D (dJ a - daref) rounds the soft directions at eps D (A off by
+    1.1e-5 before _hessian_solve); against MuJoCo's centred differences extrapolated from eps 1e-4 and 5e-5 (at eps 1e-6
+    their own rounding, eps D |aref| / eps, is ~4e-6 here) within 1e-6, every row differenced or not."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(FRICTIONLESS_EDGE))
+    d = mujoco.MjData(m)
+    mujoco.mj_kinematics(m, d)
+    corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * m.geom_size[1]
+    d.qpos[2] -= (d.geom_xmat[1].reshape(3, 3) @ corners.T + d.geom_xpos[1][:, None])[2].min() + 0.003   # 3 mm deep
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.1
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 2 and (d.efc_R < 1e-10).all()
+    state = d.qpos.copy(), d.qvel.copy()
+    fd = []
+    for eps in (1e-4, 5e-5):
+        d.qpos[:], d.qvel[:] = state
+        fd.append(transition_fd(m, d, "euler", eps)[0])
+    A_mj = (4 * fd[1] - fd[0]) / 3
+    for analytic in (True, False):
+        monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+        A, _ = derivatives.step_derivatives(engine.from_mujoco(m), *state, integrator="euler", constraints=True)
+        assert_close(A, A_mj, 1e-6, what="A")
+
+
 @pytest.mark.parametrize("integrator", STEPPERS)
 @pytest.mark.parametrize("cone, condim", [("pyramidal", 3), ("elliptic", 3), ("elliptic", 6)])
 def test_constrained_step_derivatives_of_a_box_resting_on_a_plane(integrator, cone, condim):

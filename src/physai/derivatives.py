@@ -405,6 +405,7 @@ class _Constraints:
         jar = r.J @ a - r.aref
         force, state, _, cones = constraint.update(r, jar, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
+        self.f = f.copy()
         self.margins = np.minimum(self.margins, switch_margins(r, jar, state))
         return a, r.J.T @ force
 
@@ -486,14 +487,14 @@ class _Constraints:
             return np.zeros((0, held.nefc, self.model.nv)), np.zeros((0, held.nefc)), np.zeros((0, held.nefc))
         return tuple(np.stack([getattr(r, name) for r in rows]) for name in ("J", "aref", "D"))
 
-    def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> np.ndarray:
-        """G(q, qd; a_c) (n, nv) of each state's rows but the last checked ones' (_row_arrays, which checks those too):
-        -J^T force(J a_c - aref) of the rows built at another (q, qd), each row's force in the state it holds at the
-        optimum (held_forces), the rows in self.analytic left out."""
+    def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> tuple:
+        """(J (n, nefc, nv), force (n, nefc)) of each state's rows but the last checked ones' (_row_arrays, which checks
+        those too), G(q, qd; a_c) = -J^T force their generalized force: force(J a_c - aref) of the rows built at another
+        (q, qd), each row's force in the state it holds at the optimum (held_forces), the rows in self.analytic zero."""
         J, aref, D = self._row_arrays(Q, QD, checked)
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
         force[:, self.analytic] = 0.0                  # taken analytically (_analytic_forces)
-        return -np.einsum("nrv,nr->nv", J, force)
+        return J, force
 
     def _aref_velocity_derivative(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
         """d aref/dqd (nefc, nv): -B J, and on the equality rows also MuJoCo 4's -d(Jdot qd)/dqd (connect, weld), aref
@@ -764,8 +765,9 @@ class _Constraints:
         dJ[:, common] = 0.0
         return np.arange(first, first + len(E)), dJ, np.repeat(ddist[None], len(E), axis=0)
 
-    def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        """dG/dq (nv, nv) of the rows given (_analytic_rows), each held in its state at the optimum a_c:
+    def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> tuple:
+        """dG/dq of the rows given (_analytic_rows) as (-dJ^T f (nv, nv), df (len(rows), nv)), dG = -dJ^T f - J^T df kept
+        apart for _hessian_solve, each row held in its state at the optimum a_c:
 
             G = -J^T f,   f = -D jar on a quadratic row (0 satisfied),   jar = J a_c - aref
             aref = -B J qd - K imp (pos - margin):   d aref = -B dJ qd - K (imp + impP (pos - margin)) dpos
@@ -775,16 +777,16 @@ class _Constraints:
         (impP = d imp / d pos, engine.constraint.impedance; K, B and c, diagApprox and the pyramid's 2 mu^2, constant)."""
         r, a = self.r, self.a
         if not rows.size:
-            return np.zeros((self.model.nv, self.model.nv))
+            return np.zeros((self.model.nv, self.model.nv)), np.zeros((0, self.model.nv))
         J, D, imp, impP = r.J[rows], r.D[rows], r.imp[rows], r.impP[rows]
         jar = J @ a - r.aref[rows]
         quadratic = self.state[rows] == constraint.QUADRATIC
-        f = np.where(quadratic, -D * jar, 0.0)
+        f = np.where(quadratic, self._optimum_forces()[rows], 0.0)
         daref = -r.B[rows, None] * np.einsum("rjk,j->rk", dJ, qd) \
             - (r.K[rows] * (imp + impP * (r.pos[rows] - r.margin[rows])))[:, None] * dpos
         dD = (D * impP / (imp * (1 - imp)))[:, None] * dpos
         df = np.where(quadratic[:, None], -dD * jar[:, None] - D[:, None] * (np.einsum("rjk,j->rk", dJ, a) - daref), 0.0)
-        return -np.einsum("rjk,r->jk", dJ, f) - J.T @ df
+        return -np.einsum("rjk,r->jk", dJ, f), df
 
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
@@ -800,21 +802,65 @@ class _Constraints:
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
             still = still[:0]                          # (those that move a pair of geoms that may touch)
         still = still[self._contact_dofs()[still]] if still.size else still
-        Gq = np.zeros((nv, nv))
+        Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
         if moving.size or still.size:
             Q = self._points(q, moving, still)
-            G = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), 2 * still.size)
-            Gq[:, moving] = np.einsum("ksv,s->vk", G.reshape(moving.size, len(weights), nv), weights) / (12 * ROW_STEP)
-        Gq += self._analytic_forces(rows, dJ, dpos, qd)
-        Gv = -r.J.T @ self._times_S(self._aref_velocity_derivative(q, qd))
+            J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), 2 * still.size)
+            Gq[:, moving], Wq[:, moving] = self._product_rule(J, force, weights, moving.size)
+        turning, df = self._analytic_forces(rows, dJ, dpos, qd)
+        Gq += turning
+        Wq[rows] += df
+        Wv = self._times_S(self._aref_velocity_derivative(q, qd))     # G_qd = -J^T S daref/dqd
+        W = np.hstack([Wq, Wv, np.zeros((r.nefc, Fu.shape[1] + Fa.shape[1]))])
+        da = self._hessian_solve(H, np.hstack([rq - Gq, rv, Fu, Fa]), W)
+        out = M @ da - np.hstack([rq, rv, Fu, Fa])
+        return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+
+    def _hessian_solve(self, H: np.ndarray, B: np.ndarray, W: np.ndarray) -> np.ndarray:
+        """H^-1 (B + J^T W) (nv, k) for B (nv, k) and the rows' W (nefc, k): with S = D on the quadratic rows Q (W zero
+        on the others) in the range space of Q's rows, M^-1 (B - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 B - W_Q / D_Q)),
+        never forming J^T D J nor J^T W: D ~ 1e11 (a pyramid at friction 1e-5, D = 1 / (2 mu^2 R)) would round M's
+        entries and the soft directions' parts of J^T W at eps D (5e-6 of A, issue U); with a cone's block (elliptic)
+        the full H. InvalidStateError for a singular matrix."""
+        r, M = self.r, self.M
+        quadratic = self.state == constraint.QUADRATIC
         try:
-            da = np.linalg.solve(H, np.hstack([rq - Gq, rv - Gv, Fu, Fa]))
+            if self.cones or np.any(W[~quadratic]):
+                return np.linalg.solve(H, B + r.J.T @ W)
+            JQ = r.J[quadratic]
+            MiB, MiJ = np.linalg.solve(M, B), np.linalg.solve(M, JQ.T)
+            K = np.diag(1.0 / r.D[quadratic]) + JQ @ MiJ
+            return MiB - MiJ @ np.linalg.solve(K, JQ @ MiB - W[quadratic] / r.D[quadratic, None])
         except np.linalg.LinAlgError:
             raise InvalidStateError("step_derivatives(constraints=True): the solver's Hessian M + J^T S J is singular "
                                     "at this state (a body without mass or inertia?); expected a positive definite "
                                     "mass matrix") from None
-        out = M @ da - np.hstack([rq, rv, Fu, Fa])
-        return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+    def _optimum_forces(self) -> np.ndarray:
+        """(nefc,) the rows' forces at the optimum: held_forces at jar = J a_c - aref, the quadratic rows' then corrected
+        by least squares to J^T force = M a_c - f (the optimum's balance). -D jar alone keeps jar's rounding (eps |aref|)
+        times D: 1e-4 of the force where D ~ 1e11 (a pyramid at friction 1e-5: D = 1 / (2 mu^2 R)); a_c holds it."""
+        r = self.r
+        force = held_forces(r, (r.J @ self.a - r.aref)[None], self.state, r.D[None])[0]
+        quadratic = np.flatnonzero(self.state == constraint.QUADRATIC)
+        if quadratic.size:
+            residual = self.M @ self.a - self.f - r.J.T @ force
+            force[quadratic] += np.linalg.lstsq(r.J[quadratic].T, residual, rcond=None)[0]
+        return force
+
+    def _product_rule(self, J: np.ndarray, force: np.ndarray, weights: np.ndarray, k: int) -> tuple:
+        """dG/dq along k dofs from the rows (J (k s, nefc, nv), force (k s, nefc)) at s points each (FD_WEIGHTS) as
+        (-dJ^T f (nv, k), df (nefc, k)), dG = -dJ^T f - J^T df (the product's rule; J^T df left to _hessian_solve), f
+        at the optimum (_optimum_forces; the analytic rows zero). Differencing G = -J^T f itself instead keeps J's change
+        times f's rounding (D eps |aref| on a quadratic row): 1e-5 of A on a frictionless pyramid, D ~ 1 / (2 mu^2 R)
+        with mu clamped to 1e-5 (issue U)."""
+        r, step = self.r, 12 * ROW_STEP
+        f = self._optimum_forces()
+        f[self.analytic] = 0.0
+        dJ = np.einsum("ksrv,s->krv", J.reshape(k, len(weights), r.nefc, r.J.shape[1]), weights) / step
+        df = np.einsum("ksr,s->kr", force.reshape(k, len(weights), r.nefc), weights) / step
+        return -np.einsum("krv,r->vk", dJ, f), df.T
 
 
 class _SegmentPair(NamedTuple):
