@@ -816,7 +816,6 @@ class _Constraints:
         out = M @ da - np.hstack([rq, rv, Fu, Fa])
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
 
-
     def _hessian_solve(self, H: np.ndarray, B: np.ndarray, W: np.ndarray) -> np.ndarray:
         """H^-1 (B + J^T W) (nv, k) for B (nv, k) and the rows' W (nefc, k): with S = D on the quadratic rows Q (W zero
         on the others) in the range space of Q's rows, M^-1 (B - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 B - W_Q / D_Q)),
