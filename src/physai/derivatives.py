@@ -331,6 +331,11 @@ ROW_STEP = 1e-6
 #: differenced, as before; the tests compare the two)
 ANALYTIC_ROWS = True
 
+#: rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (a pyramid at friction 1e-5:
+#: D ~ 1e11): their forces are then corrected to the optimum's balance and H solved in their range space (_hessian_solve),
+#: elsewhere H = M + J^T D J directly (its rounding eps D / M below 2e-10)
+STIFF_ROWS = 1e6
+
 
 class _Constraints:
     """qfrc_constraint of a step and its derivatives through the solver's optimum (issue U), for step_derivatives(...,
@@ -405,7 +410,9 @@ class _Constraints:
         jar = r.J @ a - r.aref
         force, state, _, cones = constraint.update(r, jar, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
-        self.f = f.copy()
+        self.f, self.forces = f.copy(), None
+        quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
+        self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
         self.margins = np.minimum(self.margins, switch_margins(r, jar, state))
         return a, r.J.T @ force
 
@@ -817,15 +824,16 @@ class _Constraints:
         return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
 
     def _hessian_solve(self, H: np.ndarray, B: np.ndarray, W: np.ndarray) -> np.ndarray:
-        """H^-1 (B + J^T W) (nv, k) for B (nv, k) and the rows' W (nefc, k): with S = D on the quadratic rows Q (W zero
-        on the others) in the range space of Q's rows, M^-1 (B - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 B - W_Q / D_Q)),
-        never forming J^T D J nor J^T W: D ~ 1e11 (a pyramid at friction 1e-5, D = 1 / (2 mu^2 R)) would round M's
-        entries and the soft directions' parts of J^T W at eps D (5e-6 of A, issue U); with a cone's block (elliptic)
-        the full H. InvalidStateError for a singular matrix."""
+        """H^-1 (B + J^T W) (nv, k) for B (nv, k) and the rows' W (nefc, k). With stiff rows (STIFF_ROWS; S = D on the
+        quadratic rows Q, W zero on the others) in the range space of Q's rows,
+        M^-1 (B - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 B - W_Q / D_Q)), never forming J^T D J nor J^T W: D ~ 1e11
+        (a pyramid at friction 1e-5, D = 1 / (2 mu^2 R)) would round M's entries and the soft directions' parts of
+        J^T W at eps D (5e-6 of A, issue U); otherwise, or with a cone's block (elliptic), the full H.
+        InvalidStateError for a singular matrix."""
         r, M = self.r, self.M
         quadratic = self.state == constraint.QUADRATIC
         try:
-            if self.cones or np.any(W[~quadratic]):
+            if not self.stiff or self.cones or np.any(W[~quadratic]):
                 return np.linalg.solve(H, B + r.J.T @ W)
             JQ = r.J[quadratic]
             MiB, MiJ = np.linalg.solve(M, B), np.linalg.solve(M, JQ.T)
@@ -837,16 +845,18 @@ class _Constraints:
                                     "mass matrix") from None
 
     def _optimum_forces(self) -> np.ndarray:
-        """(nefc,) the rows' forces at the optimum: held_forces at jar = J a_c - aref, the quadratic rows' then corrected
-        by least squares to J^T force = M a_c - f (the optimum's balance). -D jar alone keeps jar's rounding (eps |aref|)
-        times D: 1e-4 of the force where D ~ 1e11 (a pyramid at friction 1e-5: D = 1 / (2 mu^2 R)); a_c holds it."""
+        """(nefc,) the rows' forces at the optimum: held_forces at jar = J a_c - aref, the quadratic rows' then, where
+        stiff (STIFF_ROWS), corrected by least squares to J^T force = M a_c - f (the optimum's balance). -D jar alone
+        keeps jar's rounding (eps |aref|) times D: 1e-4 of the force where D ~ 1e11 (a pyramid at friction 1e-5:
+        D = 1 / (2 mu^2 R)); a_c holds it."""
         r = self.r
-        force = held_forces(r, (r.J @ self.a - r.aref)[None], self.state, r.D[None])[0]
-        quadratic = np.flatnonzero(self.state == constraint.QUADRATIC)
-        if quadratic.size:
-            residual = self.M @ self.a - self.f - r.J.T @ force
-            force[quadratic] += np.linalg.lstsq(r.J[quadratic].T, residual, rcond=None)[0]
-        return force
+        if self.forces is None:
+            self.forces = held_forces(r, (r.J @ self.a - r.aref)[None], self.state, r.D[None])[0]
+            quadratic = np.flatnonzero(self.state == constraint.QUADRATIC)
+            if self.stiff:
+                residual = self.M @ self.a - self.f - r.J.T @ self.forces
+                self.forces[quadratic] += np.linalg.lstsq(r.J[quadratic].T, residual, rcond=None)[0]
+        return self.forces.copy()
 
     def _product_rule(self, J: np.ndarray, force: np.ndarray, weights: np.ndarray, k: int) -> tuple:
         """dG/dq along k dofs from the rows (J (k s, nefc, nv), force (k s, nefc)) at s points each (FD_WEIGHTS) as
