@@ -390,9 +390,8 @@ template <class T> T actuator_slope(const Actuators &act, int k, T length, T vel
 }
 
 // the forces (nu) before their limits scaled on the force-limited tendons (actuation.tendon_scaled): a tendon's total T
-// of its actuators' forces outside [low, high] scales each by low / T or high / T; their slopes zeroed where T is at or
-// beyond the limits (actuation.tendon_saturated: they drop out of the implicit damping, MuJoCo 4.0)
-template <class T> void tendon_scaled(const Actuators &act, T *force, T *slope) {
+// of its actuators' forces outside [low, high] scales each by low / T or high / T
+template <class T> void tendon_scaled(const Actuators &act, T *force) {
     for (int a = 0; a < act.nu; a++) {
         int64_t t = act.tendon_frcid[a];
         bool first = t >= 0;                                           // each tendon once, at its first actuator
@@ -405,19 +404,34 @@ template <class T> void tendon_scaled(const Actuators &act, T *force, T *slope) 
         auto on = total != 0.0;
         T safe = select(on, total, splat<T>(1.0));
         T scale = select(on & (total < lo), lo / safe, select(on & (total > hi), hi / safe, splat<T>(1.0)));
-        auto saturated = (total <= lo) | (total >= hi);
-        for (int b = a; b < act.nu; b++) {                             // f = raw (limit / T)
-            if (act.tendon_frcid[b] != t) continue;
-            force[b] = select(scale != 1.0, force[b] * scale, force[b]);
-            slope[b] = select(saturated, splat<T>(0.0), slope[b]);
-        }
+        for (int b = a; b < act.nu; b++)                               // f = raw (limit / T)
+            if (act.tendon_frcid[b] == t) force[b] = select(scale != 1.0, force[b] * scale, force[b]);
+    }
+}
+
+// how near a force-limited tendon's total of its actuators' final forces counts as at its limit (the scaled total
+// lands there up to rounding; MuJoCo 4.0's qDeriv drops them within 1e-12: actuation.TENDON_AT)
+constexpr double TENDON_AT = 1e-12;
+
+// the slopes (nu) zeroed on the force-limited tendons whose total of the final forces force (nu; scaled, then clamped
+// to forcerange) is at (within TENDON_AT) or beyond the limits (actuation.tendon_saturated: they drop out of the
+// implicit damping, MuJoCo 4.0)
+template <class T> void tendon_saturated(const Actuators &act, const T *force, T *slope) {
+    for (int a = 0; a < act.nu; a++) {
+        int64_t t = act.tendon_frcid[a];
+        if (t < 0) continue;
+        T total = splat<T>(0.0);                                       // in actuator order, as mj_fwdActuation
+        for (int b = 0; b < act.nu; b++)
+            if (act.tendon_frcid[b] == t) total = total + force[b];
+        double lo = act.tendon_frcrange[2 * a], hi = act.tendon_frcrange[2 * a + 1];
+        slope[a] = select((total <= lo + TENDON_AT) | (total >= hi - TENDON_AT), splat<T>(0.0), slope[a]);
     }
 }
 
 // f += moment^T force, clamped per dof, with the actuators' scalar forces force (nu) = gain input + bias (scaled on a
 // force-limited tendon, tendon_scaled, then clamped to forcerange) for the clamped controls x.u and activations x.act
 // (actuation.scalar_forces, actuation.joint_force); their rates into x.act_dot first, each actuator's slope into x.slope
-// (zero on a saturated tendon); moment^T force into t (nv) first
+// (zero on a saturated tendon: tendon_saturated of the final forces); moment^T force into t (nv) first
 template <class T>
 void actuator_force(const Model &m, const Actuators &act, StepInputs<T> &x, const T *q, const T *qd, T *force, T *f, T *t) {
     if (act.na) activation_rate(act, x.u.data(), x.act.data(), x.act_dot.data());
@@ -430,10 +444,11 @@ void actuator_force(const Model &m, const Actuators &act, StepInputs<T> &x, cons
     }
     if (act.tendon_limited) {
         std::copy(force, force + act.nu, x.raw.begin());
-        tendon_scaled(act, force, x.slope.data());
+        tendon_scaled(act, force);
     }
     for (int a = 0; a < act.nu; a++)
         if (act.forcelimited[a]) force[a] = vclamp(force[a], act.forcerange[2 * a], act.forcerange[2 * a + 1]);
+    if (act.tendon_limited) tendon_saturated(act, force, x.slope.data());
     joint_force(m, act, moment, force, t);
     for (int j = 0; j < m.nv; j++) {
         const double *range = &act.dof_forcerange[2 * j];

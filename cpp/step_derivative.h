@@ -137,28 +137,32 @@ inline void actuator_derivatives(const Model &m, const Actuators &act, const dou
     }
 }
 
-// whether actuator k's force-limited tendon is at or beyond its limits (actuation.tendon_saturated) at raw (nu)
-inline bool tendon_saturated(const Actuators &act, int k, const double *raw) {
-    double total, scale;
-    return act.tendon_limited && tendon_state(act, k, raw, total, scale);
+// whether actuator k's force-limited tendon's total of the final forces force (nu; scaled, then clamped to
+// forcerange) is at (within TENDON_AT) or beyond its limits (actuation.tendon_saturated)
+inline bool tendon_saturated(const Actuators &act, int k, const double *force) {
+    if (!act.tendon_limited || act.tendon_frcid[k] < 0) return false;
+    double total = 0.0;
+    for (int b = 0; b < act.nu; b++)
+        if (act.tendon_frcid[b] == act.tendon_frcid[k]) total += force[b];
+    double lo = act.tendon_frcrange[2 * k], hi = act.tendon_frcrange[2 * k + 1];
+    return total <= lo + TENDON_AT || total >= hi - TENDON_AT;
 }
 
 // R[:, 2nv:] += h d(D a)/dctrl for the implicit integrators' K = M - h D at a fixed a (derivatives.
 // _damping_control_derivative): D's actuator part sum_k moment_k^T (b2 + g2 u_k) moment_k on M's pattern changes with
 // u_k by g2_k (pattern * moment_k moment_k^T), zero where the force is clamped, ctrl is outside ctrlrange or k's joint
-// is at its actuatorfrcrange (not keep[joint_dof], from actuator_derivatives) or its force-limited tendon's total before
-// the limits (unlimited, nu) at or beyond them (tendon_saturated): k is not in D; reduced (implicitfast):
-// on its pattern (reduced_pair)
-inline void damping_control_derivative(const Model &m, const Actuators &act, const double *raw, const double *unlimited,
-                                       const double *force, const char *keep, const double *a, double h, double *R,
-                                       int cols, bool reduced) {
+// is at its actuatorfrcrange (not keep[joint_dof], from actuator_derivatives) or its force-limited tendon's total of
+// the final forces at or beyond them (tendon_saturated): k is not in D; reduced (implicitfast): on its pattern
+// (reduced_pair)
+inline void damping_control_derivative(const Model &m, const Actuators &act, const double *raw, const double *force,
+                                       const char *keep, const double *a, double h, double *R, int cols, bool reduced) {
     int nv = m.nv;
     for (int k = 0; k < act.nu; k++) {
         double g2 = act.gain[3 * k + 2];
         if (g2 == 0.0) continue;
         if (!force_free(act, k, force) || !ctrl_inside(act, k, raw)) continue;
         if (act.joint_dof[k] >= 0 && !keep[act.joint_dof[k]]) continue;
-        if (tendon_saturated(act, k, unlimited)) continue;            // not in D (tendon_scaled)
+        if (tendon_saturated(act, k, force)) continue;                // not in D (tendon_saturated)
         const double *r = &act.moment[size_t(k) * nv];
         for (int i = 0; i < nv; i++) {
             if (r[i] == 0.0) continue;
@@ -185,7 +189,7 @@ inline bool servo_metric(const Model &m, const Actuators &act, StepDerivData &w,
     for (int k = 0; k < act.nu; k++) {
         const double *g = &act.gain[3 * k], *b = &act.bias[3 * k], *r = &act.moment[size_t(k) * nv];
         bool free = force_free(act, k, force) && (act.joint_dof[k] < 0 || w.keep[act.joint_dof[k]]) &&
-                    !tendon_saturated(act, k, w.s.x.raw.data());
+                    !tendon_saturated(act, k, force);
         double sb = b[2] + g[2] * u[k], sk = b[1] + g[1] * u[k];
         bool inside = ctrl_inside(act, k, w.raw.data());
         w.cb[k] = free && sb < 0 ? -sb : 0.0, w.ck[k] = free && sk < 0 ? -sk : 0.0;
@@ -293,7 +297,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
         for (int j = 0; j < nv; j++) X[size_t(j) * cols + nv + j] -= c.h * stiffness[j];
     if (servos) servo_metric_derivative(m, act, w, qd, a, c.h, X, cols);   // the servos' metric moves with ctrl
     if (act.nu && (c.integrator == IMPLICIT || c.integrator == IMPLICITFAST))   // K's actuator damping moves with ctrl
-        damping_control_derivative(m, act, w.raw.data(), s.x.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
+        damping_control_derivative(m, act, w.raw.data(), s.force.data(), w.keep.data(), a, c.h, X, cols,
                                    c.integrator == IMPLICITFAST);
     lu_apply(K, nv, w.piv.data(), X, cols);
     return OK;

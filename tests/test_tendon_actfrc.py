@@ -3,8 +3,9 @@ test.
 
 mj_fwdActuation sums the forces of the actuators on a force-limited tendon before their limits; a total T outside
 [low, high] scales each by low / T or high / T (then each actuator's forcerange clamps it). MuJoCo 4.0 (changelog item
-47) drops the actuators of a tendon whose total is at or beyond its limits from the implicit actuator derivatives
-(implicit, implicitfast and the discrete step's metric).
+47) drops the actuators of a tendon whose total of their final forces (actuator_force: scaled, then clamped) is at
+(within 1e-12) or beyond its limits from the implicit actuator derivatives (implicit, implicitfast and the discrete
+step's metric).
 
 Random models (tendon_frc_xml): a fixed tendon over hinges and a slide in two trees, with a position servo, a velocity
 servo and a motor on it; optionally a spatial tendon through sites around a sphere with a position servo (with its own
@@ -19,6 +20,10 @@ controls, the tendons' totals saturated at some steps and not at others:
     the actuators' qDeriv (implicitfast) vs MuJoCo's      1e-12
     inverse_dynamics (dt, implicit[fast]) vs mj_inverse   1e-12 with invdiscrete, and its replay onto mj_step 2e-11
     compiled step_derivatives vs the NumPy text           1e-12 (cpp/step_derivative.h's limited_arm)
+
+The review's model (own_range_xml: a velocity servo with its own forcerange on the force-limited tendon, whose clamp
+moves the final total across the range's edge either way) under the same bounds: simulate, qDeriv at 300 states
+(among them scaled totals landing within 1e-12 of a limit but not on it), step_derivatives, inverse_dynamics.
 """
 
 import mujoco
@@ -322,3 +327,131 @@ def test_constrained_step_derivatives_against_transition_fd(integrator, backend)
                constraints=True)
     assert_close(A, (4 * out[1][0] - out[0][0]) / 3, 5e-8, what="A")
     assert_close(B, (4 * out[1][1] - out[0][1]) / 3, 5e-8, what="B")
+
+
+def own_range_xml(integrator: str = "implicit") -> str:
+    """The review's model: a fixed tendon with actuatorfrcrange [-0.8, 0.96] over three hinges (two trees) and a slide
+    stays unlimited, a position servo on it and a velocity servo with its own forcerange [-0.4, 0.3], a joint servo on
+    a hinge with actuatorfrcrange. The velocity servo's clamp moves the tendon's scaled total back inside its range, or
+    its total inside out of it."""
+    return f"""<mujoco><option integrator="{INTEGRATORS[integrator]}" timestep="0.004" gravity="0.1 -0.2 -9.8"/>
+<worldbody>
+  <body pos="0 0 0.5"><joint name="h1" axis="0.3 1 0.1" damping="0.1"/>
+    <geom type="capsule" size="0.05" fromto="0 0 0 0.5 0 0" mass="1" contype="0" conaffinity="0"/>
+    <body pos="0.5 0 0"><joint name="h2" axis="0 1 0.2" actuatorfrcrange="-0.9 0.7" armature="0.01"/>
+      <joint name="s2" type="slide" axis="1 0.2 0" stiffness="3" armature="0.02"/>
+      <geom type="capsule" size="0.04" fromto="0 0 0 0.4 0 0" mass="0.5" contype="0" conaffinity="0"/></body></body>
+  <body pos="0 1 0.5"><joint name="h3" axis="1 0.2 0.3" damping="0.05"/>
+    <geom type="capsule" size="0.05" fromto="0 0 0 0.4 0 0" mass="0.7" contype="0" conaffinity="0"/></body>
+</worldbody>
+<tendon><fixed name="fx" actuatorfrcrange="-0.8 0.96"><joint joint="h1" coef="1.1"/><joint joint="h2" coef="-0.7"/>
+  <joint joint="h3" coef="0.4"/></fixed></tendon>
+<actuator>
+  <position tendon="fx" kp="3" kv="1.2" gear="1.4"/>
+  <velocity tendon="fx" kv="2.5" gear="-0.8" forcerange="-0.4 0.3"/>
+  <position joint="h2" kp="2" kv="0.8"/>
+</actuator></mujoco>"""
+
+
+def totals(m, d, acts, q, qd, ctrl):
+    """(the fixed tendon's total before the limits (physai's raw_forces), MuJoCo's total of actuator_force) at (q, qd,
+    ctrl), after mj_forward."""
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+    mujoco.mj_forward(m, d)
+    raw = actuation.raw_forces(acts, q, qd, actuation.clamped_ctrl(acts, ctrl))
+    return raw[:2].sum(), d.actuator_force[0] + d.actuator_force[1]
+
+
+def decided_apart(m, q, qd, ctrl) -> tuple[bool, bool]:
+    """(the tendon's total before the limits beyond its range while the final one is inside, the reverse) at a state."""
+    lo, hi = m.tendon_actfrcrange[0]
+    raw, final = totals(m, mujoco.MjData(m), forces.actuators_from_mujoco(m), q, qd, ctrl)
+    out = lambda t: t <= lo + 1e-12 or t >= hi - 1e-12      # noqa: E731
+    return out(raw) and not out(final), out(final) and not out(raw)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("integrator", list(INTEGRATORS))
+def test_own_forcerange_simulate_follows_mj_step(backend, integrator):
+    """The review's model (own_range_xml), 100 steps from three random states under a constant control within 1e-12
+    in q of mj_step; at some step of the runs the tendon's total before the limits and its final total disagree about
+    saturation, both ways (the rule decided on the totals before the limits: 1.8e-1 off under implicitfast)."""
+    m = mujoco.MjModel.from_xml_string(own_range_xml(integrator))
+    apart = np.zeros(2, int)
+    for seed in range(3):
+        q0, qd0, ctrl = start(m, seed)
+        Q, _ = mujoco_run(m, q0, qd0, ctrl)
+        out = run(backend, integrators.simulate, engine.from_mujoco(m), q0, qd0, steps=100, ctrl=ctrl, energy=False)
+        assert_close(out.q[1:], Q, 1e-12, what=f"q, seed {seed}")
+        apart += np.sum([decided_apart(m, q, qd, ctrl) for q, qd in zip(out.q[:-1], out.qd[:-1])], axis=0)
+    assert (apart > 0).all(), apart
+
+
+def test_own_forcerange_damping_equals_qDeriv():
+    """forces.actuator_velocity_derivative less the joints' damping equals MuJoCo's qDeriv (implicitfast, on its
+    pattern) within 1e-12 at 300 random states of the review's model: among them states whose total before the limits
+    is beyond the range and final total inside (the velocity servo clamped: kept), the reverse (dropped), and states
+    whose scaled final total lands within 1e-12 of a limit but not on it (rounding: dropped, as MuJoCo)."""
+    m = mujoco.MjModel.from_xml_string(own_range_xml("implicitfast"))
+    acts, d = forces.actuators_from_mujoco(m), mujoco.MjData(m)
+    lo, hi = m.tendon_actfrcrange[0]
+    mask = np.zeros((m.nv, m.nv), bool)                          # qDeriv's pattern
+    for i in range(m.nv):
+        mask[i, m.D_colind[m.D_rowadr[i]:m.D_rowadr[i] + m.D_rownnz[i]]] = True
+    near, apart = 0, np.zeros(2, int)
+    for k in range(300):
+        q, qd, ctrl = start(m, 400 + k)
+        _, final = totals(m, d, acts, q, qd, ctrl)
+        near += 0 < min(abs(final - lo), abs(final - hi)) < 1e-12
+        apart += decided_apart(m, q, qd, ctrl)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+        mujoco.mj_step(m, d)
+        D = np.zeros((m.nv, m.nv))
+        mujoco.mju_sparse2dense(D, d.qDeriv, m.D_rownnz, m.D_rowadr, m.D_colind)
+        ours = forces.actuator_velocity_derivative(acts, q, qd, ctrl) - np.diag(m.dof_damping)
+        assert_close(np.where(mask, ours, 0.0), D, 1e-12, what=f"state {k}")
+    assert near and (apart > 0).all(), (near, apart)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("integrator", ["euler", "implicit", "implicitfast", "discrete"])
+def test_own_forcerange_step_derivatives_against_transition_fd(integrator, backend):
+    """step_derivatives of the review's model at 4 random states (among them one whose total before the limits is
+    beyond the range and final total inside, and the reverse) equal mjd_transitionFD (centred, eps 1e-6) within 1e-8
+    (the rule decided on the totals before the limits: 8e-2 off)."""
+    m = mujoco.MjModel.from_xml_string(own_range_xml(integrator))
+    model, d, apart = engine.from_mujoco(m), mujoco.MjData(m), np.zeros(2, int)
+    for seed in range(4):
+        q, qd, ctrl = start(m, seed)
+        apart += decided_apart(m, q, qd, ctrl)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q, qd, ctrl
+        n = 2 * m.nv
+        A_mj, B_mj = np.zeros((n, n)), np.zeros((n, m.nu))
+        mujoco.mjd_transitionFD(m, d, 1e-6, True, A_mj, B_mj, None, None)
+        A, B = run(backend, derivatives.step_derivatives, model, q, qd, m.opt.timestep, integrator, ctrl)
+        assert_close(A, A_mj, 1e-8, what=f"A, seed {seed}")
+        assert_close(B, B_mj, 1e-8, what=f"B, seed {seed}")
+    assert (apart > 0).all(), apart
+
+
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+def test_own_forcerange_inverse_equals_mj_inverse(integrator):
+    """inverse_dynamics with dt and the integrator of the review's model equals mj_inverse with invdiscrete within
+    1e-12 at 10 random states (among them both disagreements of the totals; the rule decided on the totals before the
+    limits: 2.7e-2 off)."""
+    m = mujoco.MjModel.from_xml_string(own_range_xml(integrator))
+    model, d, h, apart = engine.from_mujoco(m), mujoco.MjData(m), m.opt.timestep, np.zeros(2, int)
+    rng = np.random.default_rng(8)
+    for k in range(10):
+        q, qd, ctrl = start(m, k)
+        apart += decided_apart(m, q, qd, ctrl)
+        a = rng.normal(scale=3.0, size=m.nv)
+        ours = inverse.inverse_dynamics(model, q, qd, a, h, integrator, model.actuators, ctrl)
+        d.ctrl[:], d.qpos[:], d.qvel[:], d.qfrc_applied[:] = ctrl, q, qd, 0.0
+        mujoco.mj_forward(m, d)
+        m.opt.enableflags |= mujoco.mjtEnableBit.mjENBL_INVDISCRETE
+        d.qacc[:] = a
+        mujoco.mj_inverse(m, d)
+        m.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
+        assert_close(ours, d.qfrc_inverse, 1e-12, what=f"state {k}")
+    assert (apart > 0).all(), apart

@@ -146,11 +146,11 @@ def actuator_velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.nda
     (b2 + g2 ctrl) r^2 on the joint's diagonal entry (-kv r^2 for a position or velocity servo). An actuator
     whose force is clamped at or beyond its forcerange contributes nothing, nor (MuJoCo 4.0) a joint actuator
     whose joint's total is at or beyond its actuatorfrcrange (joint_saturated), nor one on a tendon whose actuators'
-    total force before the limits is at or beyond the tendon's actuatorfrcrange (actuation.tendon_saturated; their
-    forces are scaled into that range), and ctrl_a is clamped to ctrlrange, as in MuJoCo's mjd_actuator_vel. MuJoCo's qDeriv keeps only the
-    entries of its dof sparsity pattern, which links a dof to its ancestors and descendants: it drops the
-    coupling a fixed tendon makes between dofs in different branches (the Panda's two fingers); this function
-    returns the full derivative. act, dt: as actuator_outputs.
+    total final force (scaled into the tendon's actuatorfrcrange, then clamped to each one's forcerange) is at (within
+    1e-12) or beyond that range (actuation.tendon_saturated), and ctrl_a is clamped to ctrlrange, as in MuJoCo's
+    mjd_actuator_vel. MuJoCo's qDeriv keeps only the entries of its dof sparsity pattern, which links a dof to its
+    ancestors and descendants: it drops the coupling a fixed tendon makes between dofs in different branches (the
+    Panda's two fingers); this function returns the full derivative. act, dt: as actuator_outputs.
     """
     return actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, dt)
 

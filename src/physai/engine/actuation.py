@@ -398,12 +398,17 @@ def tendon_scaled(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
     return np.where(scale != 1.0, raw * scale, raw)
 
 
-def tendon_saturated(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
-    """(nu,) bool: the actuators on a force-limited tendon whose total of the forces raw (nu,) before the limits is at
-    or beyond its tendon_frcrange: their force no longer moves with the velocity (MuJoCo 4.0's implicit derivatives)."""
-    total = tendon_totals(actuators, raw)
+TENDON_AT = 1e-12      # a force-limited tendon's final total this near a limit is at it (the scaled total, rounded)
+
+
+def tendon_saturated(actuators: Actuators, f: np.ndarray) -> np.ndarray:
+    """(nu,) bool: the actuators on a force-limited tendon whose total of the final forces f (nu,; limited_forces:
+    scaled, then clamped to forcerange) is at (within TENDON_AT) or beyond its tendon_frcrange: their force no longer
+    moves with the velocity (MuJoCo 4.0's implicit derivatives decide from actuator_force, not the total before the
+    limits: an actuator's own forcerange can move a scaled total back inside, or a total inside out)."""
+    total = tendon_totals(actuators, f)
     lo, hi = actuators.tendon_frcrange.T
-    return (actuators.tendon_frcid >= 0) & ((total <= lo) | (total >= hi))
+    return (actuators.tendon_frcid >= 0) & ((total <= lo + TENDON_AT) | (total >= hi - TENDON_AT))
 
 
 def limited_forces(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
@@ -458,11 +463,11 @@ def velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: 
 def unsaturated(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
     """(nu,) bool: the actuators whose derivatives MuJoCo 4.0 keeps, for the forces raw (nu,) before their limits:
     the scalar force (limited_forces) strictly inside forcerange (or unlimited), not joint_saturated, not
-    tendon_saturated."""
+    tendon_saturated, all three decided from the final forces."""
     f = limited_forces(actuators, raw)
     lo, hi = actuators.forcerange[:, 0], actuators.forcerange[:, 1]
     free = (~actuators.forcelimited | ((f > lo) & (f < hi))) & ~joint_saturated(actuators, f)
-    return free & ~tendon_saturated(actuators, raw)
+    return free & ~tendon_saturated(actuators, f)
 
 
 def servo_slopes(actuators: Actuators, u: np.ndarray, raw: np.ndarray, act, act_dot, h: float, gain_slope: np.ndarray,
@@ -492,7 +497,7 @@ def servo_metric(actuators: Actuators, q: np.ndarray, qd: np.ndarray, ctrl: np.n
     return tuple(actuators.moment.T @ (c[:, None] * actuators.moment) for c in (B, K))
 
 
-__all__ = ["MINVAL", "SiteFrames", "activation_rate", "biases", "body_transmission", "check_posed", "clamped_ctrl",
+__all__ = ["MINVAL", "SiteFrames", "TENDON_AT", "activation_rate", "biases", "body_transmission", "check_posed", "clamped_ctrl",
            "conjugate", "gains", "inputs", "joint_force", "joint_saturated", "joint_transmission", "lengths_velocities",
            "muscle_bias", "muscle_dynamics", "muscle_gain", "muscle_gain_length", "next_activation", "posed",
            "quat_to_vel", "raw_forces", "limited_forces", "scalar_forces", "servo_metric", "servo_slopes",
