@@ -448,8 +448,8 @@ def velocity_derivative(actuators: Actuators, q: np.ndarray, qd: np.ndarray, u: 
                         act: np.ndarray | None = None, act_dot: np.ndarray | None = None, h: float = 0.0) -> np.ndarray:
     """d qfrc_actuator / d qd (nv, nv) (mjd_actuator_vel) at clamped controls u and forces raw before their limits
     (raw_forces): sum_a moment_a^T (dbias/dvelocity + dgain/dvelocity input_a) moment_a over the actuators whose force
-    is inside its forcerange, for a joint actuator whose dof's total is inside its actuatorfrcrange (joint_saturated),
-    for a tendon's whose tendon's total is inside its actuatorfrcrange (tendon_saturated)."""
+    is inside its forcerange, not joint_saturated and not tendon_saturated, each decided from the final forces
+    (unsaturated)."""
     length, velocity = lengths_velocities(actuators, q, qd)
     gain_vel = np.where(actuators.gaintype == AFFINE, actuators.gain[:, 2], 0.0)
     m = actuators.gaintype == MUSCLE
