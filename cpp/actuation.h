@@ -405,7 +405,7 @@ template <class T> void tendon_scaled(const Actuators &act, T *force) {
         T safe = select(on, total, splat<T>(1.0));
         T scale = select(on & (total < lo), lo / safe, select(on & (total > hi), hi / safe, splat<T>(1.0)));
         for (int b = a; b < act.nu; b++)                               // f = raw (limit / T)
-            if (act.tendon_frcid[b] == t) force[b] = select(scale != 1.0, force[b] * scale, force[b]);
+            if (act.tendon_frcid[b] == t) force[b] = force[b] * scale;
     }
 }
 

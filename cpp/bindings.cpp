@@ -732,8 +732,8 @@ inline int64_t observe_width(const Model &m) {
 }
 
 // ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with a dict of named options
-// (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping; steps, with_energy,
-// constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
+// (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping, explicit_couplings,
+// tolerance, iterations; steps, with_energy, constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
 // (N, steps, 6 nbody), warm (N, nv) and act (N, na), or None each), on threads with the GIL released: (Q (N, steps+1, nq),
 // QD, E (N, steps+1), status (N): -1, or the step at which the trajectory stopped, ncon, near, warm_out, A (N, steps+1,
 // na) the activations). When the first
@@ -751,6 +751,8 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     Rollout r;
     int64_t N = batch;
     r.opt.h = o.number("h"), r.opt.integrator = o.size("integrator"), r.opt.implicit_damping = o.flag("implicit_damping");
+    r.opt.explicit_couplings = o.flag("explicit_couplings"), r.opt.tolerance = o.number("tolerance");
+    r.opt.iterations = o.size("iterations");
     r.steps = o.size("steps"), r.with_energy = o.flag("with_energy"), r.constrained = o.flag("constrained");
     if (r.constrained && !m.has_constraints) throw nb::value_error("rollout: constrained, but the model has no constraint part");
     if (r.opt.integrator > DISCRETE) o.invalid("integrator", "expected 0 (euler) ... 4 (discrete)");

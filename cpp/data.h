@@ -147,6 +147,10 @@ template <class T> struct SimData {
     std::vector<double> stiffness;                                      // discrete: K (nv), the joints' spring stiffness
     std::vector<double> bare_diag;                                      // discrete with constraints: M's diagonal (nv)
     std::vector<char> row_dofs;                                         // discrete with constraints: the dofs rows move (nv)
+    // discrete with tendon or actuator terms in its metric (forward.h's coupling_terms), made at their first use: their
+    // B and K (nv, nv), K qd (nv), the dofs they reach (nv), the conjugate gradients' vectors (nv each)
+    std::vector<double> Bc, Kc, kq, cg_r, cg_z, cg_p, cg_Ap;
+    std::vector<char> coupled;
     SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
         x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody)), x.slope.resize(size_t(act.nu));
@@ -206,6 +210,12 @@ struct StepOptions {
     double h = 0;
     int integrator = EULER;
     bool implicit_damping = false;
+    // discrete: the tendons' and actuators' terms left out of the metric, their forces explicit (the PGS solver:
+    // forward.explicit_couplings); else its smooth solve with them by conjugate gradients to the model's tolerance,
+    // at most `iterations` (solver.metric_pcg)
+    bool explicit_couplings = false;
+    double tolerance = 1e-8;
+    int64_t iterations = 100;
 };
 
 // a rollout's arguments: N trajectories of `steps` steps into Q (N, steps+1, nq), QD (N, steps+1, nv), E (N, steps+1),

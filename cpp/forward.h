@@ -256,17 +256,161 @@ inline const double *discrete_stiffness(const Model &m, std::vector<double> &K) 
     return K.data();
 }
 
-// w.M <- M + h B + h^2 K (on the tree's pattern), the discrete integrator's matrix (forward.step_matrix), with D = -B
-// in w.D and the free bodies' blocks of M in w.free_M first for their own solves (double: free_body_matrix)
+// w.M <- M + h B + h^2 K (on the tree's pattern), the discrete integrator's factored metric (forward.factored_metric's
+// backbone: B the joints' damping and the inertia boxes' fluid drag on M's reduced pattern, forward.joint_fluid_damping;
+// K the joints' stiffness), with D = -B in w.D (whole) and the free bodies' blocks of M in w.free_M first for their own
+// solves (double: free_body_matrix); w.d holds the velocity stages (the fluid's derivative)
 template <class T> void discrete_matrix(const Model &m, SimData<T> &w, double h) {
     int nv = m.nv;
     T *M = w.M.data(), *D = w.velocity_matrix(m);
     for (size_t k = 0; k < size_t(nv) * nv; k++) D[k] = splat<T>(0.0);
     for (int j = 0; j < nv; j++) D[size_t(j) * nv + j] = splat<T>(-m.dof_damping[j]);
+    if (m.nfluid) fluid_velocity_derivative(m, w.d, D, w.tmp.data());   // the inertia boxes' (passive.h)
     if constexpr (std::is_same_v<T, double>)
         for (int k = 0; k < m.nfree; k++) free_block(m, M, k, &w.free_M[36 * size_t(k)]);
     const double *K = discrete_stiffness(m, w.stiffness);
+    if (m.nfluid) {                                                    // M + h B on the reduced pattern, then h^2 K
+        for (int i = 0; i < nv; i++)
+            for (int64_t s = m.M_rowadr[i]; s < m.M_rowadr[i] + m.M_rownnz[i]; s++) {
+                int64_t j = m.M_colind[s];
+                if (j != i && (m.dof_simplenum[i] || m.dof_simplenum[j])) continue;   // a simple dof's: not factored
+                M[s] = M[s] - h * D[size_t(i) * nv + size_t(j)];
+            }
+        for (int j = 0; j < nv; j++) tree_diagonal(m, M, j) = tree_diagonal(m, M, j) + h * h * K[j];
+        return;
+    }
     for (int j = 0; j < nv; j++) tree_diagonal(m, M, j) = tree_diagonal(m, M, j) + (h * m.dof_damping[j] + h * h * K[j]);
+}
+
+// whether the discrete step's metric takes tendon or actuator terms (forward.metric_couplings; muscles are the NumPy
+// engine's, which refuses them): a tendon's spring or damper, an actuator's affine gain or bias on its length or
+// velocity; none when they stay explicit (o.explicit_couplings: the PGS solver, forward.explicit_couplings)
+inline bool metric_couplings(const Model &m, const Actuators &act, const StepOptions &o) {
+    if (o.explicit_couplings) return false;
+    for (int t = 0; t < m.ntendon; t++)
+        if (m.tendon_stiffness[t] != 0.0 || m.tendon_damping[t] != 0.0) return true;
+    for (int k = 0; k < act.nu; k++)
+        if (act.gain[3 * k + 1] != 0.0 || act.gain[3 * k + 2] != 0.0 || act.bias[3 * k + 1] != 0.0 || act.bias[3 * k + 2] != 0.0)
+            return true;
+    return false;
+}
+
+// B += c r r^T (nv, nv) over r's non-zero entries
+inline void add_outer(int nv, double *B, const double *r, double c) {
+    for (int i = 0; i < nv; i++) {
+        if (r[i] == 0.0) continue;
+        double ci = c * r[i];
+        for (int j = 0; j < nv; j++) B[size_t(i) * nv + j] += ci * r[j];
+    }
+}
+
+// the tendons' and actuators' terms of the discrete metric at the state evaluate left in w (forward.discrete_metric_parts):
+// w.Bc = sum_t J_t^T b_t J_t + sum_a m_a^T cb_a m_a, w.Kc = sum_t J_t^T k_t J_t + sum_a m_a^T ck_a m_a (nv, nv), k_t the
+// spring's stiffness outside its dead band (zero inside), cb_a and ck_a the actuator's velocity and length slopes kept
+// with the stabilizing sign, max(-slope, 0), for an actuator not saturated by its forcerange, its joint's or its
+// tendon's actuatorfrcrange (actuation.servo_metric); w.kq = Kc qd; the dofs they reach into w.coupled. Whether any.
+inline bool coupling_terms(const Model &m, const Actuators &act, SimData<double> &w, const double *qd) {
+    size_t nv = size_t(m.nv);
+    if (w.Bc.empty()) {
+        for (auto *v : {&w.Bc, &w.Kc}) v->resize(nv * nv);
+        for (auto *v : {&w.kq, &w.cg_r, &w.cg_z, &w.cg_p, &w.cg_Ap}) v->resize(nv);
+        w.coupled.resize(nv);
+    }
+    double *B = w.Bc.data(), *K = w.Kc.data();
+    std::fill(w.Bc.begin(), w.Bc.end(), 0.0), std::fill(w.Kc.begin(), w.Kc.end(), 0.0);
+    const Data<double> &d = w.d;
+    for (int t = 0; t < m.ntendon; t++) {                              // J^T diag(b) J, J^T diag(k) J
+        const double *J = &d.ten_J[size_t(t) * nv], *band = &m.tendon_lengthspring[2 * t];
+        double len = d.ten_length[t];
+        double k = len < band[0] || len > band[1] ? m.tendon_stiffness[t] : 0.0;   // none inside the dead band
+        if (m.tendon_damping[t] != 0.0) add_outer(m.nv, B, J, m.tendon_damping[t]);
+        if (k != 0.0) add_outer(m.nv, K, J, k);
+    }
+    if (act.nu) {                                                      // the servos' slopes
+        const double *force = w.force.data(), *moment = arms(act, w.x);
+        std::vector<double> keep(size_t(act.nu), 1.0);
+        if (act.tendon_limited) tendon_saturated(act, force, keep.data());
+        joint_force(m, act, moment, force, w.tmp.data());
+        for (int k = 0; k < act.nu; k++) {
+            bool on = keep[size_t(k)] != 0.0;
+            if (act.forcelimited[k]) on = on && force[k] > act.forcerange[2 * k] && force[k] < act.forcerange[2 * k + 1];
+            int64_t j = act.joint_dof[k];
+            if (j >= 0 && act.dof_forcelimited[j])                     // its joint's total strictly inside the range
+                on = on && w.tmp[j] > act.dof_forcerange[2 * j] && w.tmp[j] < act.dof_forcerange[2 * j + 1];
+            if (!on) continue;
+            double input = actuator_input(act, k, w.x), slope[2];
+            for (int c = 1; c <= 2; c++)                               // d force / d length (1), d velocity (2)
+                slope[c - 1] = (act.biastype[k] == GAIN_AFFINE ? act.bias[3 * k + c] : 0.0) +
+                               (act.gaintype[k] == GAIN_AFFINE ? act.gain[3 * k + c] : 0.0) * input;
+            const double *r = &moment[size_t(k) * nv];
+            if (slope[1] < 0.0) add_outer(m.nv, B, r, -slope[1]);
+            if (slope[0] < 0.0) add_outer(m.nv, K, r, -slope[0]);
+        }
+    }
+    bool any = false;
+    for (size_t i = 0; i < nv; i++) {
+        double s = 0.0;
+        bool reach = false;
+        for (size_t j = 0; j < nv; j++) {
+            s += K[i * nv + j] * qd[j];
+            reach = reach || B[i * nv + j] != 0.0 || K[i * nv + j] != 0.0;
+        }
+        w.kq[i] = s, w.coupled[i] = reach, any = any || reach;
+    }
+    return any;
+}
+
+// y = X v + C v for X on the tree's pattern (symmetric: its lower triangle kept) and C (nv, nv) dense
+inline void metric_product(const Model &m, const double *X, const double *C, const double *v, double *y) {
+    int n = m.nv;
+    for (int i = 0; i < n; i++) {
+        double s = 0.0;
+        for (int j = 0; j < n; j++) s += C[size_t(i) * n + j] * v[j];
+        y[i] = s;
+    }
+    for (int i = 0; i < n; i++)
+        for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i]; a++) {
+            int64_t j = m.M_colind[a];
+            y[i] += X[a] * v[j];
+            if (j != i) y[j] += X[a] * v[i];
+        }
+}
+
+// a (nv) with (X + C) a = b by conjugate gradients preconditioned with the factor of X + diag(C) (solver.metric_pcg: the
+// discrete metric M^ = X + C, X its factored part on the tree's pattern in w.M, C = h Bc + h^2 Kc its tendons' and
+// actuators' terms, as MuJoCo 4 applies them matrix-free), from a = 0 until |r|^2 < tolerance^2 |b|^2 or after
+// o.iterations; C into w.Bc (overwritten). SINGULAR when the preconditioner is not positive definite
+inline int metric_pcg(const Model &m, SimData<double> &w, const StepOptions &o, const double *b, double *a) {
+    size_t nv = size_t(m.nv);
+    double h = o.h, *C = w.Bc.data(), *L = w.d.qL.data(), *inv = w.d.qLinv.data();
+    for (size_t k = 0; k < nv * nv; k++) C[k] = h * C[k] + h * h * w.Kc[k];
+    std::copy(w.M.begin(), w.M.end(), L);                              // the preconditioner X + diag(C), factored once
+    for (size_t j = 0; j < nv; j++) tree_diagonal(m, L, int64_t(j)) += C[j * nv + j];
+    if (!tree_cholesky(m, L, inv)) return SINGULAR;
+    double *r = w.cg_r.data(), *z = w.cg_z.data(), *p = w.cg_p.data(), *Ap = w.cg_Ap.data();
+    double bn = 0.0;
+    for (size_t j = 0; j < nv; j++) a[j] = 0.0, r[j] = b[j], bn += b[j] * b[j];
+    if (bn <= MINVAL) return OK;
+    std::copy(r, r + nv, z);
+    tree_solve(m, L, inv, z);
+    double rz = 0.0;
+    for (size_t j = 0; j < nv; j++) p[j] = z[j], rz += r[j] * z[j];
+    for (int64_t it = 0; it < o.iterations; it++) {
+        metric_product(m, w.M.data(), C, p, Ap);
+        double pAp = 0.0;
+        for (size_t j = 0; j < nv; j++) pAp += p[j] * Ap[j];
+        if (pAp <= 0.0) break;                                         // no curvature along p: a is the best there is
+        double alpha = rz / pAp, rr = 0.0;
+        for (size_t j = 0; j < nv; j++) a[j] += alpha * p[j], r[j] -= alpha * Ap[j], rr += r[j] * r[j];
+        if (rr < o.tolerance * o.tolerance * bn) break;
+        std::copy(r, r + nv, z);
+        tree_solve(m, L, inv, z);
+        double rz_new = 0.0;
+        for (size_t j = 0; j < nv; j++) rz_new += r[j] * z[j];
+        for (size_t j = 0; j < nv; j++) p[j] = z[j] + rz_new / rz * p[j];
+        rz = rz_new;
+    }
+    return OK;
 }
 
 // w.M <- the matrix a single-step integrator solves with (forward.step_matrix), w.M holding M at (q, qd) on the tree's
@@ -415,12 +559,20 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     bool constrained;
     int st = single_step_start(m, act, w, q, qd, e, nullptr, constrained);
     if (st != OK) return st;
-    if constexpr (!std::is_same_v<T, double>) {
-        if (m.nfree) return ONE_BY_ONE;
+    if constexpr (!std::is_same_v<T, double>) {                        // LU pivots, the couplings' iterations per lane
+        if (m.nfree || metric_couplings(m, act, o)) return ONE_BY_ONE;
     }
     const double *K = discrete_stiffness(m, w.stiffness);
     T *rhs = w.rhs.data(), *a = w.a.data();
-    for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - (o.h * K[j]) * qd[j], a[j] = rhs[j];   // f - h K qd
+    bool coupled = false;
+    if constexpr (std::is_same_v<T, double>) {                         // the tendons' and servos' terms (no rows then)
+        coupled = !con && metric_couplings(m, act, o) && coupling_terms(m, act, w, qd);
+        if (coupled)
+            for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - o.h * (K[j] * qd[j] + w.kq[j]);   // f - h K qd, K whole
+    }
+    if (!coupled)
+        for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - (o.h * K[j]) * qd[j];              // f - h K qd
+    for (int j = 0; j < nv; j++) a[j] = rhs[j];
     if constexpr (std::is_same_v<T, double>) {
         if (con)
             for (int j = 0; j < nv; j++) w.bare_diag[size_t(j)] = tree_diagonal(m, w.M.data(), j);
@@ -435,9 +587,16 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
             solved = true;
         }
     }
-    if (!solved && tree_cholesky_solve_packed(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
     if constexpr (std::is_same_v<T, double>) {
-        if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a, con ? w.row_dofs.data() : nullptr)) return SINGULAR;
+        if (coupled) {                                                 // in M^ with its couplings, iteratively
+            if (metric_pcg(m, w, o, rhs, a) != OK) return SINGULAR;
+            solved = true;
+        }
+    }
+    if (!solved && tree_cholesky_solve_packed(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
+    if constexpr (std::is_same_v<T, double>) {                         // skipped: the bodies rows or couplings reach
+        const char *skip = con ? w.row_dofs.data() : coupled ? w.coupled.data() : nullptr;
+        if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a, skip)) return SINGULAR;
     }
     semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;

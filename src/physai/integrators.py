@@ -620,7 +620,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         return None
     if names and (not constraints or model.body_gravcomp.any()):
         return None
-    if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators):
+    if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators, constraints):
         return None                                                # the NumPy engine's discrete metric
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
@@ -935,7 +935,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators)
+    compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators, constrained)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
             compiled_metric and (not constrained or native.compiled_solver(model)) and observed is None:
         if constrained:

@@ -395,7 +395,7 @@ def tendon_scaled(actuators: Actuators, raw: np.ndarray) -> np.ndarray:
     on = (actuators.tendon_frcid >= 0) & (total != 0)
     safe = np.where(on, total, 1.0)
     scale = np.where(on & (total < lo), lo / safe, np.where(on & (total > hi), hi / safe, 1.0))
-    return np.where(scale != 1.0, raw * scale, raw)
+    return raw * scale
 
 
 TENDON_AT = 1e-12      # a force-limited tendon's final total this near a limit is at it (the scaled total, rounded)

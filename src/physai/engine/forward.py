@@ -87,10 +87,10 @@ def discrete(run, q, qd):
     (constraint.rows' discrete_h); standalone free bodies solved again in their blocks as implicitfast's (without
     actuator damping) unless a row or a tendon or actuator term of the metric reaches them (discrete_metric_parts)."""
     M, f, potential = run.evaluate(q, qd)
-    B, K, coupled = run.discrete_metric(q, qd)
+    B, K, coupled, B_joint = run.discrete_metric_terms(q, qd)
     rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
     M_hat = M + run.h * B + run.h * run.h * K
-    back = cg_backbone(run.model, q, qd, run.h, M, M_hat)
+    back = cg_backbone(run.model, run.h, M, M_hat, B_joint)
     slip = back if run.constrained and run.model.opt.noslip_iterations else None   # noslip's Delassus matrix in it too
     qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back, inertia=M)[0]  # in M^
     skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
@@ -262,8 +262,13 @@ class DynamicsEvaluator:
 
     def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts)."""
+        return self.discrete_metric_terms(q, qd)[:3]
+
+    def discrete_metric_terms(self, q: np.ndarray, qd: np.ndarray):
+        """(B, K, coupled, B_joint) of the discrete step at (q, qd) with this run's actuators and ctrl
+        (discrete_metric_terms)."""
         x = self.inputs
-        return discrete_metric_parts(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
+        return discrete_metric_terms(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
                         skip: np.ndarray | None = None, actuator_damping: bool = True) -> np.ndarray:
@@ -453,7 +458,14 @@ def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None)
 
 
 def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act=None):
-    """(B, K, coupled): discrete_metric's B and K, and coupled (nv,) bool: the dofs its tendon and actuator terms reach.
+    """(B, K, coupled): discrete_metric's B and K, and coupled (nv,) bool: the dofs its tendon and actuator terms reach
+    (discrete_metric_terms, which explains them)."""
+    return discrete_metric_terms(model, q, qd, h, actuators, ctrl, act)[:3]
+
+
+def discrete_metric_terms(model, q, qd, h: float, actuators=None, ctrl=None, act=None):
+    """(B, K, coupled, B_joint): discrete_metric_parts' and B_joint (nv, nv), B's joints' and fluid's part
+    (joint_fluid_damping: the factored part's, cg_backbone).
     MuJoCo applies those terms matrix-free, outside its factored metric (the joints' diagonals, the fluid drag), and
     solves a standalone free body with such a dof in the whole metric, not in its own block (discrete). Where they
     couple branches or trees, M + h B + h^2 K leaves the tree's pattern: the solver then solves densely
@@ -463,7 +475,7 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
     K = np.diag(discrete_stiffness(model))
     B_c, K_c = np.zeros_like(B), np.zeros_like(B)
     if explicit_couplings(model):                                           # their forces integrate explicitly
-        return B, K, np.zeros(model.nv, bool)
+        return B, K, np.zeros(model.nv, bool), B
     if model.tendon_stiffness.any() or model.tendon_damping.any():         # J^T diag(b) J, J^T diag(k) J
         length, J = api.tendon_kinematics(model, np.asarray(q, float))
         lower, upper = model.tendon_lengthspring[:, 0], model.tendon_lengthspring[:, 1]
@@ -473,29 +485,30 @@ def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act
         B_act, K_act = actuation.servo_metric(actuators, q, qd, ctrl, act, h)
         B_c, K_c = B_c + B_act, K_c + K_act
     coupled = (B_c != 0) | (K_c != 0)
-    return B + B_c, K + K_c, coupled.any(axis=1)
+    return B + B_c, K + K_c, coupled.any(axis=1), B
 
 
-def factored_metric(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
+def factored_metric(model, h: float, M: np.ndarray, M_hat: np.ndarray, B_joint: np.ndarray) -> np.ndarray | None:
     """(nv, nv) the part of the discrete metric M_hat = M + h B + h^2 K that MuJoCo 4 factors (None: all of it, no
     tendon or actuator terms): the joints' and the fluid's terms (the backbone) with the diagonal of the tendons' and
     actuators' terms C = M_hat - backbone, X = M_hat - (C - diag C). CG preconditions with it and noslip's Delassus
-    matrix is in it (measured: MuJoCo's a0 iterate by iterate to 1.8e-12 at |a0| 3e2, its efc_AR to 2e-14)."""
-    backbone = M + h * joint_fluid_damping(model, q, qd) + h * h * np.diag(discrete_stiffness(model))
+    matrix is in it (measured: MuJoCo's a0 iterate by iterate to 1.8e-12 at |a0| 3e2, its efc_AR to 2e-14). B_joint
+    (nv, nv): the joints' and fluid's damping at the state (joint_fluid_damping, as discrete_metric_terms gave it)."""
+    backbone = M + h * B_joint + h * h * np.diag(discrete_stiffness(model))
     C = M_hat - backbone
     if not C.any():
         return None
     return M_hat - C + np.diag(np.diag(C))
 
 
-def cg_backbone(model, q, qd, h: float, M: np.ndarray, M_hat: np.ndarray) -> np.ndarray | None:
+def cg_backbone(model, h: float, M: np.ndarray, M_hat: np.ndarray, B_joint: np.ndarray) -> np.ndarray | None:
     """(nv, nv) the metric that preconditions the discrete step's iterative solves in M_hat (None: M_hat itself):
     factored_metric under a primal solver (Newton, CG; PGS has no couplings in its metric): a0 = M_hat^-1 qfrc_smooth is
     itself preconditioned CG to opt.tolerance under both, and CG's iterations too, products and gradients in M_hat
     (MuJoCo 4 applies the couplings matrix-free; Newton measured: 2.5e-9 off mj_step in 7 steps with a0 exact). It is
     also the metric of noslip's Delassus matrix J X^-1 J^T after Newton or CG (measured on MuJoCo's efc_AR to 2e-14
     beside 2e-2 for M_hat and 5e-2 for the backbone alone); noslip's a0 and final qacc stay in M_hat."""
-    return None if explicit_couplings(model) else factored_metric(model, q, qd, h, M, M_hat)
+    return None if explicit_couplings(model) else factored_metric(model, h, M, M_hat, B_joint)
 
 
 def joint_fluid_damping(model, q, qd) -> np.ndarray:
@@ -531,10 +544,16 @@ def metric_couplings(model, actuators) -> bool:
     return bool(servo or model.tendon_damping.any() or model.tendon_stiffness.any())
 
 
-def compiled_discrete(model, actuators) -> bool:
-    """Whether the compiled discrete step (cpp/forward.h's discrete: the joints' diagonal B and K only) models the
-    discrete metric: no fluid forces and no tendon or actuator terms (metric_couplings)."""
-    return not (metric_couplings(model, actuators) or passive.has_fluid(model))
+def compiled_discrete(model, actuators, constrained: bool = False) -> bool:
+    """Whether the compiled discrete step (cpp/forward.h's discrete: the joints' and the inertia boxes' terms factored,
+    the tendons' and actuators' by conjugate gradients, cpp/forward.h's coupling_terms and metric_pcg) models the
+    discrete metric: not for muscles or the ellipsoid model's fluid (the NumPy engine names them), nor for tendon or
+    actuator terms in the metric of a constrained step (constrained: the model's constraints act; its compiled solver
+    minimises in the tree's pattern; under PGS they stay out of the metric, explicit_couplings)."""
+    muscle = actuators is not None and ((actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
+    if muscle or (passive.has_fluid(model) and model.fluid_ellipsoid.any()):
+        return False
+    return not (constrained and metric_couplings(model, actuators) and not explicit_couplings(model))
 
 
 def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None,

@@ -667,11 +667,15 @@ def detect_arrays(model: Model, Q: np.ndarray) -> tuple:
 
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
     """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
-    cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; steps, with_energy, constrained; and the
-    inputs (actuators compiled, xfrc_applied as (N, steps, 6 nbody), warm and act in C order), None where there are none."""
+    cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; the discrete step's explicit_couplings
+    (the PGS solver: forward.explicit_couplings), and the tolerance and iterations of its smooth solve with tendon and
+    actuator terms (model.opt's: solver.metric_pcg); steps, with_energy, constrained; and the inputs (actuators
+    compiled, xfrc_applied as (N, steps, 6 nbody), warm and act in C order), None where there are none."""
     xfrc, warm, act = inputs.xfrc_applied, inputs.warm, inputs.act
     return {"h": float(options.h), "integrator": INTEGRATOR_CODES[options.integrator],
-            "implicit_damping": options.implicit_damping(model), "steps": int(steps), "with_energy": bool(energy),
+            "implicit_damping": options.implicit_damping(model), "explicit_couplings": model.opt.solver == "pgs",
+            "tolerance": float(model.opt.tolerance), "iterations": int(model.opt.iterations),
+            "steps": int(steps), "with_energy": bool(energy),
             "constrained": bool(options.constraints), "actuators": compiled_actuators(model, inputs.actuators),
             "ctrl": inputs.ctrl, "qfrc_applied": inputs.qfrc_applied,
             "xfrc_applied": None if xfrc is None else xfrc.reshape(len(xfrc), steps, 6 * model.nbody),
@@ -684,7 +688,8 @@ def step_fields(model: Model, integrator: str, h: float, euler_damping: bool, co
     without per-step inputs (ctrl, qfrc_applied, xfrc_applied and warm None: the caller sets them in a copy), made once
     and kept on the compiled copy (for the last options asked): a policy's loop of step calls builds them once."""
     c = compiled(model)
-    key = (integrator, h, euler_damping, constraints)
+    opt = model.opt
+    key = (integrator, h, euler_damping, constraints, opt.solver, opt.tolerance, opt.iterations)
     kept = c.step_fields                                           # one pair, replaced whole: no thread sees half of it
     if kept is None or kept[0] != key:
         options = StepOptions(integrator, h, euler_damping, constraints)
