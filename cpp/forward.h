@@ -1,7 +1,8 @@
 // The forward pipeline and the integrators (src/physai/engine/forward.py, MuJoCo's engine_forward.c): the smooth force
 // and M at a state (evaluate: mj_fwdVelocity, mj_fwdActuation without constraints), qdd = M^-1 (tau - c)
 // (forward_dynamics), and one step of each integrator from (q, qd): euler (mj_Euler), implicit and implicitfast
-// (mj_implicit), runge_kutta (mj_RungeKutta), discrete (mjINT_DISCRETE, without constraints), each its own function;
+// (mj_implicit), runge_kutta (mj_RungeKutta), discrete (mjINT_DISCRETE; its tendon and servo terms without constraints:
+// coupling_terms, metric_pcg), each its own function;
 // step picks one by StepOptions.integrator. M's Cholesky solves are smooth.h's (mj_factorM, mj_solveM); positions move
 // by configuration.h's integrate_pos.
 #pragma once

@@ -945,6 +945,39 @@ def test_discrete_metric_coupling_branches_and_trees_follows_mj_step(seed, limit
     assert np.abs(batch.q[:, 1:] - Q[:20]).max() < 1e-10
 
 
+@pytest.mark.parametrize("solver", ["newton", "pgs"])
+@pytest.mark.parametrize("fluid", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_the_compiled_discrete_step_takes_the_tendon_servo_and_fluid_terms(seed, fluid, solver, monkeypatch):
+    """The compiled engine steps the discrete metric's tendon springs and dampers, servo slopes (cpp/forward.h's
+    coupling_terms, solved by CG preconditioned with the factored part: metric_pcg) and the inertia boxes' fluid drag
+    (factored, on MuJoCo's reduced pattern) itself, the NumPy engine's discrete step never called (before: handed to it,
+    0.01x mj_step's speed): random discrete_servo_model chains (a free body beside them, or air instead: fluid on a free
+    body is refused), Newton (the terms in the metric) and PGS (explicit, at h = 1 ms: the chains' stiff servos diverge
+    explicitly at their own steps, in MuJoCo too): simulate 100 steps within 1e-10 of mj_step,
+    step within 1e-12, and a rollout of 3 random states within 1e-12 of the NumPy engine's."""
+    m = discrete_servo_model(seed, free=not fluid)
+    if fluid:
+        m.opt.density, m.opt.viscosity = 1.2, 0.02
+    if solver == "pgs":                                # the servos explicit: a step short enough for them
+        m.opt.solver, m.opt.timestep = mujoco.mjtSolver.mjSOL_PGS, 0.001
+    model, q0, qd0, ctrl, Q, QD = random_start_and_mj_steps(m, seed, np.random.default_rng(seed))
+    q, qd = engine.random_states(model, 3, seed + 7, qd_max=2.0)
+
+    def numpy_step(*args):
+        raise AssertionError("the NumPy engine's discrete step ran on the compiled backend")
+
+    with monkeypatch.context() as patch:
+        patch.setitem(engine.forward.STEPPERS, "discrete", numpy_step)
+        traj = run("native", integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+        q1, qd1 = run("native", integ.step, model, q0, qd0, ctrl=ctrl)[:2]
+        batch = run("native", integ.rollout, model, q, qd, steps=50, ctrl=ctrl, energy=False)
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
+    assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+    reference = run("numpy", integ.rollout, model, q, qd, steps=50, ctrl=ctrl, energy=False)
+    assert np.abs(batch.q - reference.q).max() < 1e-12 and np.abs(batch.qd - reference.qd).max() < 1e-12
+
+
 @pytest.mark.parametrize("armature", [0.0, 0.5])
 def test_a_simple_body_whose_joints_mujocos_reduced_mass_matrix_decouples_is_refused(armature):
     """Two slides along one axis on a body MuJoCo's compiler marks simple: MuJoCo's reduced M drops their coupling

@@ -55,7 +55,8 @@ mj_integratePos), written q' = q + h qd' below:
                     a the step map (qd' - qd) / h; B and K the positive damping and stiffness: the joints' diagonal,
                     the inertia boxes' fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J,
                     the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
-                    (engine.forward.discrete_metric; the NumPy engine steps those, the compiled one the joints' alone);
+                    (engine.forward.discrete_metric; both engines, but the compiled one hands a constrained step with
+                    tendon or servo terms, a muscle or ellipsoid fluid to the NumPy engine: forward.compiled_discrete);
                     standalone free bodies solved again in their blocks as implicitfast's (without actuator damping)
                     unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts);
                     where those terms couple two branches or trees the metric leaves the tree's pattern, solved densely

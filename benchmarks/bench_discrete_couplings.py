@@ -1,0 +1,112 @@
+"""The discrete integrator with tendon and servo terms in its metric: physai beside MuJoCo, steps per second, in one run.
+
+    uv run python benchmarks/bench_discrete_couplings.py
+
+Two models stepped by MuJoCo 4's discrete integrator (mjINT_DISCRETE) whose metric M + h B + h^2 K takes the tendons'
+and servos' terms (engine.forward.discrete_metric_parts): the fixed tendon of tests/test_tendon_actfrc.py with three
+actuators on it (benchmarks/bench_tendon_actfrc.py's model) and tests/test_integrators.py's discrete_cross_tree_model
+(tendon springs, dampers and servos coupling two branches, two trees and a free body), from one random state under a
+constant random control. Columns: integrators.simulate compiled (cpp/forward.h's coupling_terms and metric_pcg), the
+same with the step handed to the NumPy engine as before that (forward.compiled_discrete's earlier rule, restored for
+this column only: "numpy step"), mj_step from a Python loop, and integrators.rollout of 64 trajectories beside
+mujoco.rollout (same thread count). Ratios are physai's steps per second over MuJoCo's (above 1: physai is faster).
+Best of 3 rounds, wall clock; the compiled backend.
+"""
+
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import mujoco
+import numpy as np
+from mujoco import rollout as mj_rollout
+
+from physai import engine, integrators
+from physai.engine import forward, native, passive
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from test_integrators import discrete_cross_tree_model  # noqa: E402
+from test_tendon_actfrc import start, tendon_frc_xml  # noqa: E402
+
+STEPS, NUMPY_STEPS, N, ROLLOUT_STEPS = 2000, 100, 64, 200
+
+
+def best(f, rounds: int = 3) -> float:
+    """The shortest of `rounds` wall-clock runs of f [s]."""
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t)
+    return min(times)
+
+
+def mj_loop(m, q0, qd0, ctrl) -> None:
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+    for _ in range(STEPS):
+        mujoco.mj_step(m, d)
+
+
+def numpy_step_rule(model, actuators, constrained=False) -> bool:
+    """forward.compiled_discrete before the compiled couplings: no fluid, no tendon or actuator terms."""
+    return not (forward.metric_couplings(model, actuators) or passive.has_fluid(model))
+
+
+def numpy_steps_per_second(model, q0, qd0, ctrl) -> float:
+    """simulate's steps per second with the discrete step handed to the NumPy engine (the earlier rule)."""
+    kept = forward.compiled_discrete
+    forward.compiled_discrete = numpy_step_rule
+    try:
+        return NUMPY_STEPS / best(partial(integrators.simulate, model, q0, qd0, steps=NUMPY_STEPS, ctrl=ctrl, energy=False),
+                                  rounds=1)
+    finally:
+        forward.compiled_discrete = kept
+
+
+def models():
+    """[(name, MjModel, q0, qd0, ctrl)] of the two models from their random states."""
+    out = []
+    m = mujoco.MjModel.from_xml_string(tendon_frc_xml(2, "discrete", spatial=False))
+    out.append(("fixed tendon", m, *start(m, 2)))
+    m = discrete_cross_tree_model(0)
+    rng = np.random.default_rng(0)
+    q0 = engine.random_states(engine.from_mujoco(m), 1, 0)[0][0]
+    out.append(("cross-tree", m, q0, rng.normal(size=m.nv), rng.normal(size=m.nu)))
+    return out
+
+
+def main() -> None:
+    engine.set_backend("native")
+    threads = native.threads()
+    print(f"discrete integrator: simulate ({STEPS} steps; numpy step {NUMPY_STEPS}) vs mj_step loop; rollout "
+          f"({N} x {ROLLOUT_STEPS}) vs mujoco.rollout, {threads} threads")
+    print(f"{'model':<13} {'simulate/s':>11} {'numpy step/s':>13} {'mj_step/s':>10} {'ratio':>6} {'numpy ratio':>12} "
+          f"{'rollout/s':>11} {'mj rollout/s':>13} {'ratio':>6}")
+    for name, m, q0, qd0, ctrl in models():
+        model = engine.from_mujoco(m)
+        mine = STEPS / best(partial(integrators.simulate, model, q0, qd0, steps=STEPS, ctrl=ctrl, energy=False))
+        before = numpy_steps_per_second(model, q0, qd0, ctrl)
+        theirs = STEPS / best(partial(mj_loop, m, q0, qd0, ctrl))
+        rng = np.random.default_rng(1)
+        Q = np.repeat(q0[None], N, axis=0)
+        QD = qd0 + 0.1 * rng.normal(size=(N, m.nv))
+        U = np.repeat(ctrl[None], N, axis=0)
+        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+        initial, d = np.empty((N, mujoco.mj_stateSize(m, spec))), mujoco.MjData(m)
+        for k in range(N):
+            d.qpos[:], d.qvel[:] = Q[k], QD[k]
+            mujoco.mj_getState(m, d, initial[k], spec)
+        control = np.ascontiguousarray(np.broadcast_to(U[:, None, :], (N, ROLLOUT_STEPS, m.nu)))
+        batch = N * ROLLOUT_STEPS / best(partial(integrators.rollout, model, Q, QD, steps=ROLLOUT_STEPS,
+                                                 ctrl=U[:, None, :], energy=False))
+        datas = [mujoco.MjData(m) for _ in range(threads)]
+        with mj_rollout.Rollout(nthread=threads if threads > 1 else 0) as r:
+            mj_batch = N * ROLLOUT_STEPS / best(partial(r.rollout, m, datas, initial, control, nstep=ROLLOUT_STEPS))
+        print(f"{name:<13} {mine:>11.0f} {before:>13.0f} {theirs:>10.0f} {mine / theirs:>6.2f} {before / theirs:>12.3f} "
+              f"{batch:>11.0f} {mj_batch:>13.0f} {batch / mj_batch:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()
