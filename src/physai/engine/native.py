@@ -665,6 +665,13 @@ def detect_arrays(model: Model, Q: np.ndarray) -> tuple:
     return ncon, floats, ints, sorted(set(near.tolist())) if len(near) else []
 
 
+def plane_contact_rows(*arrays) -> tuple:
+    """physai.derivatives.plane_contact_rows compiled (cpp/constraint_derivative.h): its arrays in the same order (the
+    floats as float64, dim as int64, each in C order), (dJ (m, nv, nv), ddist (m, nv))."""
+    kinds = [np.float64] * 7 + [np.int64, np.float64, np.float64]
+    return _ext.plane_contact_rows(*(np.ascontiguousarray(x, dtype=t) for x, t in zip(arrays, kinds, strict=True)))
+
+
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
     """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
     cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; steps, with_energy, constrained; and the
