@@ -1502,8 +1502,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
             or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
             order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
-            the contacts and the solve are the compiled engine's when the backend is native; the discrete step's rows
-            and solve NumPy's, as its engine's).
+            the contacts, the solve and the plane contacts' analytic rows (plane_contact_rows) are the compiled
+            engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.
 
