@@ -1197,6 +1197,28 @@ nb::tuple plane_contact_rows_call(DArr J6, DArr origin, DArr frame, DArr pos, DA
     return nb::make_tuple(dJ, ddist);
 }
 
+// _native.segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common):
+// (dJ (rows, nv, nv), ddist (nv,)) of cpp/constraint_derivative.h's segment_contact_rows
+// (physai.derivatives.segment_contact_rows' arrays); ValueError for arrays not shaped as it reads them
+nb::tuple segment_contact_rows_call(DArr J, DArr origin, DArr frame, DArr pos, double dist, DArr friction, int64_t dim,
+                                    DArr d1, DArr ds, DArr dD, double L, DArr radius, DArr v1, DArr turns, DArr common) {
+    if (J.ndim() != 3 || J.shape(0) != 2 || J.shape(1) != 6) throw std::invalid_argument("segment_contact_rows: J is not (2, 6, nv)");
+    const size_t nv = J.shape(2);
+    auto size = [](const auto &a) { size_t n = 1; for (size_t k = 0; k < a.ndim(); k++) n *= a.shape(k); return n; };
+    if (size(origin) != 6 || size(frame) != 9 || size(pos) != 3 || size(d1) != 3 || size(ds) != nv || size(dD) != 3 * nv
+        || size(radius) != 2 || size(v1) != 3 * nv || size(turns) != nv * nv || size(common) != nv)
+        throw std::invalid_argument("segment_contact_rows: an array is not sized as J's dofs");
+    if ((dim != 1 && dim != 3) || (dim == 3 && size(friction) < 2))
+        throw std::invalid_argument("segment_contact_rows: dim is not 1 or 3 (friction: at least 2 for 3)");
+    void *a = nullptr, *b = nullptr;
+    const npy_intp dJ_dims[3] = {npy_intp(pyramid_rows(dim)), npy_intp(nv), npy_intp(nv)}, dd_dims[1] = {npy_intp(nv)};
+    nb::object dJ = new_array(3, dJ_dims, NPY_FLOAT64, a), ddist = new_array(1, dd_dims, NPY_FLOAT64, b);
+    segment_contact_rows(int64_t(nv), J.data(), origin.data(), frame.data(), pos.data(), dist, friction.data(), dim,
+                         d1.data(), ds.data(), dD.data(), L, radius.data(), v1.data(), turns.data(), common.data(),
+                         static_cast<double *>(a), static_cast<double *>(b));
+    return nb::make_tuple(dJ, ddist);
+}
+
 // the instruction sets this CPU supports, best first
 nb::list isas() {
     nb::list r;
@@ -1258,6 +1280,10 @@ NB_MODULE(_native, mod) {
     mod.def("plane_contact_rows", &plane_contact_rows_call, nb::arg("J6"), nb::arg("origin"), nb::arg("frame"), nb::arg("pos"),
             nb::arg("dist"), nb::arg("friction"), nb::arg("radius"), nb::arg("dim"), nb::arg("axis"), nb::arg("turns"),
             "(dJ (m, nv, nv), ddist (m, nv)): physai.derivatives.plane_contact_rows compiled (cpp/constraint_derivative.h)");
+    mod.def("segment_contact_rows", &segment_contact_rows_call, nb::arg("J"), nb::arg("origin"), nb::arg("frame"),
+            nb::arg("pos"), nb::arg("dist"), nb::arg("friction"), nb::arg("dim"), nb::arg("d1"), nb::arg("ds"), nb::arg("dD"),
+            nb::arg("L"), nb::arg("radius"), nb::arg("v1"), nb::arg("turns"), nb::arg("common"),
+            "(dJ (rows, nv, nv), ddist (nv,)): physai.derivatives.segment_contact_rows compiled (cpp/constraint_derivative.h)");
     mod.def("isa", [] { return isa_kernels(active_isa()).name; },
             "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
             "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");

@@ -3,6 +3,8 @@
 //
 //     plane_contact_rows   d J/dq and d dist/dq of the rows of a plane's contacts against spheres, capsules and boxes
 //                          (derivatives.plane_contact_rows, from _Constraints._plane_contacts)
+//     segment_contact_rows d J/dq and d dist/dq of the rows of a contact between two spheres or capsules at their
+//                          segments' nearest points (derivatives.segment_contact_rows, from _Constraints._segment_contact)
 //
 // Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts. Included by
 // cpp/bindings.cpp only (the module function _native.plane_contact_rows).
@@ -129,6 +131,82 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
         for (int e = 0; e < rows; e++)
             for (int64_t k = 0; k < nv; k++) ddist[(row + e) * nv + k] = dd[k];
         row += rows;
+    }
+}
+
+// derivatives.segment_contact_rows, one to one: a contact between two spheres or capsules at their segments' nearest
+// points c1 = a0 + s d1, c2 (_Constraints._segment_pair's), of dim 1 or 3; J (2, 6, nv) the bodies' Jacobians at their
+// origins (2, 3) (zeros for the world), the contact's frame (3, 3), pos (3), dist, mu (dim - 1), d1 (3), ds (nv: s's
+// rates), dD (3, nv: d(c2 - c1)), L = |c2 - c1|, radius (2), v1 (3, nv: body 1's point Jacobian at c1), turns (nv, nv),
+// common (nv: 1 on the dofs moving both bodies, skipped). dJ (rows, nv, nv), ddist (nv).
+//   dn = (dD - n (n . dD)) / L,  d dist = n . dD,  dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2
+//   dim 3: y0 = e_y (|n_y| < 0.5) else e_z, y = y0 - n (n . y0), g = -(dn (n . y0) + n (y0 . dn)),
+//          dt1 = (g - t1 (t1 . g)) / |y|,  dt2 = dn x t1 + n x dt1
+//   dJ[row] = sum over the bodies (-1, +1) of rows_on_point(e, P_b, W_b, dp) + dE^T Jd,  Jd = P_2 - P_1
+inline void segment_contact_rows(int64_t nv, const double *J, const double *origin, const double *frame,
+                                 const double *pos, double dist, const double *mu, int64_t dim, const double *d1,
+                                 const double *ds, const double *dD, double L, const double *radius, const double *v1,
+                                 const double *turns, const double *common, double *dJ, double *ddist) {
+    std::vector<double> dframe(3 * 3 * nv), dp(3 * nv), E(6 * 3), dE(6 * 3 * nv), P(3 * nv), Jd(3 * nv, 0.0);
+    std::vector<double> EW(3 * nv), turned(nv * nv), part(nv * nv);
+    const double *n = frame, *t1 = frame + 3;
+    double *dn = dframe.data();
+    const double r = radius[0] + dist / 2;
+    for (int64_t k = 0; k < nv; k++) {
+        const double dd = n[0] * dD[k] + n[1] * dD[nv + k] + n[2] * dD[2 * nv + k];
+        ddist[k] = dd;
+        for (int x = 0; x < 3; x++) dn[x * nv + k] = (dD[x * nv + k] - n[x] * dd) / L;
+        for (int x = 0; x < 3; x++)
+            dp[x * nv + k] = v1[x * nv + k] + d1[x] * ds[k] + dn[x * nv + k] * r + n[x] * (dd / 2);
+    }
+    if (dim > 1) {                                                     // make_frame's tangents turn with n
+        const double y0[3] = {0.0, (-0.5 < n[1] && n[1] < 0.5) ? 1.0 : 0.0, (-0.5 < n[1] && n[1] < 0.5) ? 0.0 : 1.0};
+        const double ny0 = n[0] * y0[0] + n[1] * y0[1] + n[2] * y0[2];
+        const double y[3] = {y0[0] - n[0] * ny0, y0[1] - n[1] * ny0, y0[2] - n[2] * ny0};
+        const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+        double *dt1 = dframe.data() + 3 * nv, *dt2 = dframe.data() + 6 * nv;
+        for (int64_t k = 0; k < nv; k++) {
+            const double d[3] = {dn[k], dn[nv + k], dn[2 * nv + k]};
+            const double y0d = y0[0] * d[0] + y0[1] * d[1] + y0[2] * d[2];
+            double g[3], u[3], a[3];
+            for (int x = 0; x < 3; x++) g[x] = -(d[x] * ny0 + n[x] * y0d);
+            const double tg = t1[0] * g[0] + t1[1] * g[1] + t1[2] * g[2];
+            for (int x = 0; x < 3; x++) u[x] = (g[x] - t1[x] * tg) / norm, dt1[x * nv + k] = u[x];
+            cross_column(d, t1, a);                                     // dn x t1 + n x dt1
+            dt2[k] = a[0] + (n[1] * u[2] - n[2] * u[1]);
+            dt2[nv + k] = a[1] + (n[2] * u[0] - n[0] * u[2]);
+            dt2[2 * nv + k] = a[2] + (n[0] * u[1] - n[1] * u[0]);
+        }
+    }
+    const int rows = pyramid_rows(dim);
+    pyramid_edges(frame, frame, mu, dim, 3, E.data());
+    pyramid_edges(dframe.data(), dframe.data(), mu, dim, 3 * nv, dE.data());
+    for (int64_t i = 0; i < rows * nv * nv; i++) dJ[i] = 0.0;
+    for (int b = 0; b < 2; b++) {                                      // Jd = Jp2(p) - Jp1(p)
+        const double sign = b == 0 ? -1.0 : 1.0, *Jb = J + b * 6 * nv, *W = Jb + 3 * nv;
+        const double po[3] = {pos[0] - origin[3 * b], pos[1] - origin[3 * b + 1], pos[2] - origin[3 * b + 2]};
+        for (int64_t k = 0; k < nv; k++) {
+            const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
+            double a[3];
+            cross_column(w, po, a);
+            for (int x = 0; x < 3; x++) P[x * nv + k] = Jb[x * nv + k] + a[x];
+        }
+        for (int e = 0; e < rows; e++) {
+            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, EW.data(), turned.data(), part.data());
+            double *out = dJ + e * nv * nv;
+            for (int64_t i = 0; i < nv * nv; i++) out[i] += sign * part[i];
+        }
+        for (int64_t i = 0; i < 3 * nv; i++) Jd[i] += sign * P[i];
+    }
+    for (int e = 0; e < rows; e++) {
+        const double *de = dE.data() + e * 3 * nv;
+        double *out = dJ + e * nv * nv;
+        for (int64_t j = 0; j < nv; j++) {
+            for (int64_t k = 0; k < nv; k++)
+                out[j * nv + k] += de[k] * Jd[j] + de[nv + k] * Jd[nv + j] + de[2 * nv + k] * Jd[2 * nv + j];
+            if (common[j] != 0)
+                for (int64_t k = 0; k < nv; k++) out[j * nv + k] = 0.0;
+        }
     }
 }
 

@@ -331,8 +331,8 @@ ROW_STEP = 1e-6
 #: differenced, as before; the tests compare the two)
 ANALYTIC_ROWS = True
 
-#: the constrained step's pieces compiled in cpp/constraint_derivative.h (plane_contact_rows) run there when the backend
-#: is native (False: their NumPy text everywhere; the tests compare the two)
+#: the constrained step's pieces compiled in cpp/constraint_derivative.h (plane_contact_rows, segment_contact_rows) run
+#: there when the backend is native (False: their NumPy text everywhere; the tests compare the two)
 COMPILED_PIECES = True
 
 #: rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (a pyramid at friction 1e-5:
@@ -740,28 +740,16 @@ class _Constraints:
         if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
                                 and dim in (1, 3) and r.R[first] > 1e-10):
             return None
-        d1, st, dD, L, radius = pair.axes[0], pair.rates, pair.dD, pair.L, pair.radius
-        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
-        dn = _unit_derivative(n, dD, L)
-        ddist = n @ dD
-        dp = pair.v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
-        frame, mu, dframe = contacts.frame[c], contacts.friction[c], [dn]
-        if dim > 1:                                    # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
-            y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
-            y = y0 - n * (n @ y0)
-            dt1 = _unit_derivative(frame[1], -(dn * (n @ y0) + np.outer(n, y0 @ dn)), np.sqrt(y @ y))
-            dframe += [dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1]      # dt2 = dn x t1 + n x dt1
-        E, dE = _pyramid_edges(frame, mu, dim), _pyramid_edges(np.array(dframe), mu, dim)
-        turns = self._turns().T
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
-        Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
-        for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
-            P, W = _point_jacobian(pair.frames[k], p)
-            dJ += sign * _rows_on_point(E, P, W, dp, turns)
-            Jd += sign * P
-        dJ += np.einsum("rxk,xj->rjk", dE, Jd)
-        dJ[:, common] = 0.0
-        return np.arange(first, first + len(E)), dJ, np.repeat(ddist[None], len(E), axis=0)
+        arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
+                  contacts.pos[c], float(contacts.dist[c]), contacts.friction[c], dim, pair.axes[0], pair.rates[0],
+                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, self._turns().T.astype(np.float64),
+                  common.astype(np.float64))
+        if COMPILED_PIECES and native.on:
+            dJ, ddist = native.segment_contact_rows(*arrays)
+        else:
+            dJ, ddist = segment_contact_rows(*arrays)
+        return np.arange(first, first + len(dJ)), dJ, np.repeat(ddist[None], len(dJ), axis=0)
 
     def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> tuple:
         """dG/dq of the rows given (_analytic_rows) as (-dJ^T f (nv, nv), df (len(rows), nv)), dG = -dJ^T f - J^T df kept
@@ -906,6 +894,35 @@ def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis
             dJ[start:start + len(dE)] += np.matmul(P[i].T, dE)
         start += len(e)
     return dJ, ddist[owner]
+
+
+def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common) -> tuple:
+    """(dJ (rows, nv, nv), ddist (nv,)) of the rows of a contact between two spheres or capsules at their segments'
+    nearest points, of dim 1 or 3 on the pyramidal cone (_Constraints._segment_contact, which gathers: J (2, 6, nv) the
+    bodies' Jacobians at their origins (2, 3), zeros for the world; the contact's frame (3, 3), pos (3,), dist,
+    friction; from _segment_pair: d1 (3,), ds (nv,) s's rates, dD (3, nv) d(c2 - c1), L = |c2 - c1|, radius (2,),
+    v1 (3, nv) body 1's point Jacobian at c1; turns (nv, nv): _turns' transpose; common (nv,): nonzero on the dofs
+    moving both bodies, skipped), d J[row, j]/dq_k at [., j, k]; the equations are _segment_contact's. Mirrored one
+    to one by cpp/constraint_derivative.h's segment_contact_rows (COMPILED_PIECES)."""
+    n, mu = frame[0], friction
+    dn = _unit_derivative(n, dD, L)
+    ddist = n @ dD
+    dp = v1 + np.outer(d1, ds) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
+    dframe = [dn]
+    if dim > 1:                                        # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
+        y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
+        y = y0 - n * (n @ y0)
+        dt1 = _unit_derivative(frame[1], -(dn * (n @ y0) + np.outer(n, y0 @ dn)), np.sqrt(y @ y))
+        dframe += [dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1]      # dt2 = dn x t1 + n x dt1
+    E, dE = _pyramid_edges(frame, mu, dim), _pyramid_edges(np.array(dframe), mu, dim)
+    Jd, dJ = np.zeros((3, len(ds))), np.zeros((len(E), len(ds), len(ds)))
+    for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
+        P, W = _point_jacobian((J[k], origin[k]), pos)
+        dJ += sign * _rows_on_point(E, P, W, dp, turns)
+        Jd += sign * P
+    dJ += np.einsum("rxk,xj->rjk", dE, Jd)
+    dJ[:, common != 0] = 0.0
+    return dJ, ddist
 
 
 def _pyramid_edges(frame: np.ndarray, mu: np.ndarray, dim: int) -> np.ndarray:
@@ -1502,7 +1519,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
             or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
             order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
-            the contacts, the solve and the plane contacts' analytic rows (plane_contact_rows) are the compiled
+            the contacts, the solve and the contacts' analytic rows (plane_, segment_contact_rows) are the compiled
             engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.

@@ -672,6 +672,16 @@ def plane_contact_rows(*arrays) -> tuple:
     return _ext.plane_contact_rows(*(np.ascontiguousarray(x, dtype=t) for x, t in zip(arrays, kinds, strict=True)))
 
 
+def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common) -> tuple:
+    """physai.derivatives.segment_contact_rows compiled (cpp/constraint_derivative.h): its arguments in the same order
+    (the arrays as float64 in C order), (dJ (rows, nv, nv), ddist (nv,))."""
+    arrays = [np.ascontiguousarray(x, dtype=np.float64) for x in (J, origin, frame, pos)]
+    rest = [np.ascontiguousarray(x, dtype=np.float64) for x in (d1, ds, dD)]
+    tail = [np.ascontiguousarray(x, dtype=np.float64) for x in (radius, v1, turns, common)]
+    return _ext.segment_contact_rows(*arrays, float(dist), np.ascontiguousarray(friction, dtype=np.float64), int(dim),
+                                     *rest, float(L), *tail)
+
+
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
     """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
     cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; steps, with_energy, constrained; and the
