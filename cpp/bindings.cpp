@@ -44,12 +44,14 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "constraint_derivative.h"
 #include "kernels.h"
 #include "workspace.h"
 
@@ -1163,6 +1165,62 @@ PyMethodDef CALL_DEF = {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<v
                         "call(model, op, a, b=None, c=None, d=None, e=None): operation op (OPS) on its arguments (ARGUMENTS): "
                         "its result, or KernelError (see cpp/bindings.cpp)"};
 
+// _native.plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis, turns): (dJ (m, nv, nv),
+// ddist (m, nv)) of cpp/constraint_derivative.h's plane_contact_rows (physai.derivatives.plane_contact_rows' arrays);
+// ValueError for arrays not shaped as it reads them
+nb::tuple plane_contact_rows_call(DArr J6, DArr origin, DArr frame, DArr pos, DArr dist, DArr friction, DArr radius,
+                                  IArr dim, DArr axis, DArr turns) {
+    if (J6.ndim() != 3 || J6.shape(1) != 6) throw std::invalid_argument("plane_contact_rows: J6 is not (nc, 6, nv)");
+    const int64_t nc = int64_t(J6.shape(0)), nv = int64_t(J6.shape(2));
+    auto is = [](const auto &a, std::initializer_list<int64_t> shape) {
+        if (a.ndim() != shape.size()) return false;
+        size_t k = 0;
+        for (int64_t s : shape) {                                      // -1: any size
+            if (s >= 0 && int64_t(a.shape(k)) != s) return false;
+            k++;
+        }
+        return true;
+    };
+    if (!is(origin, {nc, 3}) || !is(frame, {nc, 3, 3}) || !is(pos, {nc, 3}) || !is(dist, {nc}) || !is(friction, {nc, -1})
+        || !is(radius, {nc}) || !is(dim, {nc}) || !is(axis, {nc, 3}) || !is(turns, {nv, nv}))
+        throw std::invalid_argument("plane_contact_rows: an array is not shaped as J6's contacts and dofs");
+    int64_t m = 0;
+    for (int64_t c = 0; c < nc; c++) {
+        if (dim.data()[c] != 1 && dim.data()[c] != 3) throw std::invalid_argument("plane_contact_rows: dim is not 1 or 3");
+        if (dim.data()[c] == 3 && friction.shape(1) < 2) throw std::invalid_argument("plane_contact_rows: friction (nc, >= 2)");
+        m += pyramid_rows(dim.data()[c]);
+    }
+    void *a = nullptr, *b = nullptr;
+    const npy_intp dJ_dims[3] = {npy_intp(m), npy_intp(nv), npy_intp(nv)}, dd_dims[2] = {npy_intp(m), npy_intp(nv)};
+    nb::object dJ = new_array(3, dJ_dims, NPY_FLOAT64, a), ddist = new_array(2, dd_dims, NPY_FLOAT64, b);
+    plane_contact_rows(nc, nv, J6.data(), origin.data(), frame.data(), pos.data(), dist.data(), friction.data(),
+                       int64_t(friction.shape(1)), radius.data(), dim.data(), axis.data(), turns.data(),
+                       static_cast<double *>(a), static_cast<double *>(b));
+    return nb::make_tuple(dJ, ddist);
+}
+
+// _native.segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common):
+// (dJ (rows, nv, nv), ddist (nv,)) of cpp/constraint_derivative.h's segment_contact_rows
+// (physai.derivatives.segment_contact_rows' arrays); ValueError for arrays not shaped as it reads them
+nb::tuple segment_contact_rows_call(DArr J, DArr origin, DArr frame, DArr pos, double dist, DArr friction, int64_t dim,
+                                    DArr d1, DArr ds, DArr dD, double L, DArr radius, DArr v1, DArr turns, DArr common) {
+    if (J.ndim() != 3 || J.shape(0) != 2 || J.shape(1) != 6) throw std::invalid_argument("segment_contact_rows: J is not (2, 6, nv)");
+    const size_t nv = J.shape(2);
+    auto size = [](const auto &a) { size_t n = 1; for (size_t k = 0; k < a.ndim(); k++) n *= a.shape(k); return n; };
+    if (size(origin) != 6 || size(frame) != 9 || size(pos) != 3 || size(d1) != 3 || size(ds) != nv || size(dD) != 3 * nv
+        || size(radius) != 2 || size(v1) != 3 * nv || size(turns) != nv * nv || size(common) != nv)
+        throw std::invalid_argument("segment_contact_rows: an array is not sized as J's dofs");
+    if ((dim != 1 && dim != 3) || (dim == 3 && size(friction) < 2))
+        throw std::invalid_argument("segment_contact_rows: dim is not 1 or 3 (friction: at least 2 for 3)");
+    void *a = nullptr, *b = nullptr;
+    const npy_intp dJ_dims[3] = {npy_intp(pyramid_rows(dim)), npy_intp(nv), npy_intp(nv)}, dd_dims[1] = {npy_intp(nv)};
+    nb::object dJ = new_array(3, dJ_dims, NPY_FLOAT64, a), ddist = new_array(1, dd_dims, NPY_FLOAT64, b);
+    segment_contact_rows(int64_t(nv), J.data(), origin.data(), frame.data(), pos.data(), dist, friction.data(), dim,
+                         d1.data(), ds.data(), dD.data(), L, radius.data(), v1.data(), turns.data(), common.data(),
+                         static_cast<double *>(a), static_cast<double *>(b));
+    return nb::make_tuple(dJ, ddist);
+}
+
 // the instruction sets this CPU supports, best first
 nb::list isas() {
     nb::list r;
@@ -1221,6 +1279,13 @@ NB_MODULE(_native, mod) {
     PyObject *call_function = PyCFunction_NewEx(&CALL_DEF, nullptr, mod.ptr());
     if (!call_function) throw nb::python_error();
     mod.attr("call") = nb::steal(call_function);
+    mod.def("plane_contact_rows", &plane_contact_rows_call, nb::arg("J6"), nb::arg("origin"), nb::arg("frame"), nb::arg("pos"),
+            nb::arg("dist"), nb::arg("friction"), nb::arg("radius"), nb::arg("dim"), nb::arg("axis"), nb::arg("turns"),
+            "(dJ (m, nv, nv), ddist (m, nv)): physai.derivatives.plane_contact_rows compiled (cpp/constraint_derivative.h)");
+    mod.def("segment_contact_rows", &segment_contact_rows_call, nb::arg("J"), nb::arg("origin"), nb::arg("frame"),
+            nb::arg("pos"), nb::arg("dist"), nb::arg("friction"), nb::arg("dim"), nb::arg("d1"), nb::arg("ds"), nb::arg("dD"),
+            nb::arg("L"), nb::arg("radius"), nb::arg("v1"), nb::arg("turns"), nb::arg("common"),
+            "(dJ (rows, nv, nv), ddist (nv,)): physai.derivatives.segment_contact_rows compiled (cpp/constraint_derivative.h)");
     mod.def("isa", [] { return isa_kernels(active_isa()).name; },
             "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
             "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");

@@ -21,6 +21,7 @@ import pinocchio as pin
 import pytest
 
 from physai import conventions, derivatives, engine, integrators, joints, models
+from physai.engine import native
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
 from scenes import SIMPLE_COUPLINGS, SIMPLE_FREE_BODY, SIMPLE_JOINTS, simple_body
@@ -1281,7 +1282,7 @@ def captured_analytic_rows(monkeypatch, model, q, qd, **kwargs):
     seen = []
     analytic = derivatives._Constraints._analytic_rows
     monkeypatch.setattr(derivatives._Constraints, "_analytic_rows",
-                        lambda self, q: seen.append((self, q, *analytic(self, q))) or seen[-1][2:])
+                        lambda self, q, poses: seen.append((self, q, *analytic(self, q, poses))) or seen[-1][2:])
     derivatives.step_derivatives(model, q, qd, constraints=True, **kwargs)
     return seen
 
@@ -1315,6 +1316,36 @@ def test_constrained_rows_analytic_q_derivatives_match_central_differences(monke
     assert_close(dJ, np.einsum("s,skrj->rjk", w, J), 1e-8, what="dJ")
     assert_close(dpos, np.einsum("s,skr->rk", w, pos), 1e-8, what="dpos")
     assert np.abs(dJ).max() > 0.1                       # the Jacobians do turn
+
+
+@pytest.mark.parametrize("scene, piece", [("plane", "plane_contact_rows"), ("segments", "segment_contact_rows")])
+def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, scene, piece):
+    """cpp/constraint_derivative.h's plane_contact_rows and segment_contact_rows (COMPILED_PIECES) against their NumPy
+    text (derivatives.plane_contact_rows, segment_contact_rows) on SCENES' states (PLANE_PRIMITIVES: a plane against box
+    corners, capsule ends whose tangents turn with their axes, a sphere of dim 1; SEGMENTS: capsule-capsule,
+    capsule-sphere and sphere-sphere contacts between moving bodies): the rows' dJ and d dist, and A and B of the step,
+    within 1e-10 of the largest entry; both paths run (counted)."""
+    xml, state, _, count = SCENES[scene]
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    d = state(m)
+    model = engine.from_mujoco(m)
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    calls = {"native": 0, "numpy": 0}
+
+    def counted(name, f):
+        return lambda *a: calls.__setitem__(name, calls[name] + 1) or f(*a)
+    monkeypatch.setattr(native, piece, counted("native", getattr(native, piece)))
+    monkeypatch.setattr(derivatives, piece, counted("numpy", getattr(derivatives, piece)))
+    out = {}
+    for compiled in (True, False):
+        monkeypatch.setattr(derivatives, "COMPILED_PIECES", compiled)
+        (_, _, rows, dJ, dpos), = captured_analytic_rows(monkeypatch, model, q, qd)
+        out[compiled] = rows, dJ, dpos, *derivatives.step_derivatives(model, q, qd, constraints=True)
+    assert calls["native"] == calls["numpy"] > 0
+    assert (out[True][0] == out[False][0]).all() and len(out[True][0]) == count
+    for k, what in ((1, "dJ"), (2, "dpos"), (3, "A"), (4, "B")):
+        assert_close(out[True][k], out[False][k], 1e-10, floor=0.0, what=what)
+    assert np.abs(out[True][1]).max() > 0.1
 
 
 @pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])

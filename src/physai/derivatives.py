@@ -331,6 +331,10 @@ ROW_STEP = 1e-6
 #: differenced, as before; the tests compare the two)
 ANALYTIC_ROWS = True
 
+#: the constrained step's pieces compiled in cpp/constraint_derivative.h (plane_contact_rows, segment_contact_rows) run
+#: there when the backend is native (False: their NumPy text everywhere; the tests compare the two)
+COMPILED_PIECES = True
+
 #: rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (a pyramid at friction 1e-5:
 #: D ~ 1e11): their forces are then corrected to the optimum's balance and H solved in their range space (_hessian_solve),
 #: elsewhere H = M + J^T D J directly (its rounding eps D / M below 2e-10)
@@ -612,35 +616,22 @@ class _Constraints:
         bodies, g2 = r.contact_body[cs, 1], contacts.geom[cs, 1]
         jac = {b: body_jacobian(model, q, b) for b in set(bodies.tolist())}      # (6, nv) at each body's origin
         J6 = np.stack([jac[b] for b in bodies.tolist()])
-        W = J6[:, 3:]                                                               # (nc, 3, nv)
-        n, p, dist = contacts.frame[cs, 0], contacts.pos[cs], contacts.dist[cs]
         radius = np.where(G.geom_type[g2] == geoms.BOX, 0.0, G.geom_size[g2, 0])
-        x = p + n * (radius + dist / 2)[:, None]
-        P = J6[:, :3] + _cross_columns(W, p - xpos[bodies])                         # Jp(b, p) = Jp(b, o) + W x (p - o)
-        X = P + _cross_columns(W, x - p)
-        ddist = np.einsum("cx,cxk->ck", n, X)
-        dp = X - n[:, :, None] * ddist[:, None, :] / 2
-        rows, owner, E, capsules = [], [], [], []
-        for i, c in enumerate(cs):
-            dim, first = int(r.contact_dim[c]), int(r.contact_row[c])
-            E.append(_pyramid_edges(contacts.frame[c], contacts.friction[c], dim))
-            if G.geom_type[g2[i]] == geoms.CAPSULE and dim > 1:
-                capsules.append((i, len(rows), dim))
-            rows += range(first, first + len(E[-1]))
-            owner += [i] * len(E[-1])
-        E, owner = np.concatenate(E), np.array(owner)
-        dJ = _rows_on_point(E, P[owner], W[owner], dp[owner], self._turns().T)
-        for i, start, dim in capsules:
-            c, frame, mu = cs[i], contacts.frame[cs[i]], contacts.friction[cs[i]]
-            axis = _geom_axis(model, xmat[bodies[i]], g2[i])
-            y = axis - frame[0] * (frame[0] @ axis)
-            da = -skew(axis) @ W[i]                                                 # (3, nv): W_k x a
-            dt1 = _unit_derivative(frame[1], da - np.outer(frame[0], frame[0] @ da), np.sqrt(y @ y))
-            dE = _pyramid_edges(np.array([np.zeros_like(dt1), dt1, skew(frame[0]) @ dt1]), mu, dim)   # (k, 3, nv)
-            dJ[start:start + len(dE)] += np.matmul(P[i].T, dE)
-        return np.array(rows, np.intp), dJ, ddist[owner]
+        dim = r.contact_dim[cs].astype(np.int64)
+        axis = np.zeros((len(cs), 3))
+        for i in np.flatnonzero((G.geom_type[g2] == geoms.CAPSULE) & (dim > 1)).tolist():
+            axis[i] = _geom_axis(model, xmat[bodies[i]], g2[i])
+        rows = np.concatenate([np.arange(r.contact_row[c], r.contact_row[c] + (1 if d == 1 else 2 * (d - 1)))
+                               for c, d in zip(cs, dim.tolist())]).astype(np.intp)
+        arrays = (J6, xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs], contacts.friction[cs],
+                  radius, dim, axis, self._turns().T.astype(np.float64))
+        if COMPILED_PIECES and native.on:
+            dJ, ddist = native.plane_contact_rows(*arrays)
+        else:
+            dJ, ddist = plane_contact_rows(*arrays)
+        return rows, dJ, ddist
 
-    def _analytic_rows(self, q: np.ndarray) -> tuple:
+    def _analytic_rows(self, q: np.ndarray, poses: tuple | None) -> tuple:
         """(rows (m,), dJ (m, nv, nv), dpos (m, nv)): the optimum's rows whose q-derivative is analytic, d J[row, j]/dq_k
         at [., j, k] and d pos[row]/dq_k along q's tangent directions (as joints.integrate moves q), where R is far above
         its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
@@ -648,7 +639,8 @@ class _Constraints:
           a contact of a plane against a sphere, capsule or box (_plane_contacts), or between two spheres or capsules
           (_segment_contact): dpos = d dist on each of its rows.
         Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
-        differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False."""
+        differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False. poses: the bodies'
+        (xpos, xmat) at q (None without contacts)."""
         model, r, nv = self.model, self.r, self.model.nv
         parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
         if not ANALYTIC_ROWS or self.discrete is not None:
@@ -657,7 +649,6 @@ class _Constraints:
                   if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10]
         if limits:
             parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
-        poses = body_poses(model, q) if len(r.contact_row) else None
         planes = [c for c in range(len(r.contact_row)) if self._plane_contact(c, poses[1])]
         if planes:
             parts.append(self._plane_contacts(q, planes, poses))
@@ -667,20 +658,20 @@ class _Constraints:
                 parts.append(part)
         return tuple(np.concatenate(x) for x in zip(*parts))
 
-    def _segment_pairs(self, q: np.ndarray) -> dict:
+    def _segment_pairs(self, q: np.ndarray, poses: tuple | None) -> dict:
         """{c: _SegmentPair} of the contacts at q between two spheres or capsules whose nearest points are one pair
         (_segment_pair), whichever way their rows' q-derivatives are taken (_segment_contact or differenced).
         InvalidStateError where a free weight would reach its segment's end within 2 ROW_STEP along a dof,
         min(s, 1 - s) < 2 ROW_STEP max_k |ds/dq_k| (likewise t), or a clamped one come free (its multiplier, |D . d1|
         for s, reaching 0 at its rate): the nearest points stop or start sliding there (nearly parallel capsules: ds/dq
-        ~ 1e6, the linearisation good only within ~1e-8), as a row appearing (_refuse_switch)."""
+        ~ 1e6, the linearisation good only within ~1e-8), as a row appearing (_refuse_switch). poses: the bodies'
+        (xpos, xmat) at q (None without contacts)."""
         r, contacts, G = self.r, self.contacts, self.model.geoms
         if contacts is None or contacts[0].geom is None:
             return {}
         kinds = (geoms.SPHERE, geoms.CAPSULE)
         cs = [c for c, g in enumerate(contacts[0].geom.tolist()) if r.contact_row[c] >= 0 and min(g) >= 0
               and G.geom_type[g[0]] in kinds and G.geom_type[g[1]] in kinds]
-        poses = body_poses(self.model, q) if cs else None
         pairs = {c: pair for c in cs if (pair := self._segment_pair(c, q, poses)) is not None}
         for pair in pairs.values():
             if (pair.room < 2 * ROW_STEP * pair.speed).any():
@@ -749,28 +740,16 @@ class _Constraints:
         if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
                                 and dim in (1, 3) and r.R[first] > 1e-10):
             return None
-        d1, st, dD, L, radius = pair.axes[0], pair.rates, pair.dD, pair.L, pair.radius
-        n, p, dist = contacts.frame[c, 0], contacts.pos[c], contacts.dist[c]
-        dn = _unit_derivative(n, dD, L)
-        ddist = n @ dD
-        dp = pair.v1 + np.outer(d1, st[0]) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
-        frame, mu, dframe = contacts.frame[c], contacts.friction[c], [dn]
-        if dim > 1:                                    # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
-            y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
-            y = y0 - n * (n @ y0)
-            dt1 = _unit_derivative(frame[1], -(dn * (n @ y0) + np.outer(n, y0 @ dn)), np.sqrt(y @ y))
-            dframe += [dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1]      # dt2 = dn x t1 + n x dt1
-        E, dE = _pyramid_edges(frame, mu, dim), _pyramid_edges(np.array(dframe), mu, dim)
-        turns = self._turns().T
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
-        Jd, dJ = np.zeros((3, model.nv)), np.zeros((len(E), model.nv, model.nv))
-        for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
-            P, W = _point_jacobian(pair.frames[k], p)
-            dJ += sign * _rows_on_point(E, P, W, dp, turns)
-            Jd += sign * P
-        dJ += np.einsum("rxk,xj->rjk", dE, Jd)
-        dJ[:, common] = 0.0
-        return np.arange(first, first + len(E)), dJ, np.repeat(ddist[None], len(E), axis=0)
+        arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
+                  contacts.pos[c], float(contacts.dist[c]), contacts.friction[c], dim, pair.axes[0], pair.rates[0],
+                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, self._turns().T.astype(np.float64),
+                  common.astype(np.float64))
+        if COMPILED_PIECES and native.on:
+            dJ, ddist = native.segment_contact_rows(*arrays)
+        else:
+            dJ, ddist = segment_contact_rows(*arrays)
+        return np.arange(first, first + len(dJ)), dJ, np.repeat(ddist[None], len(dJ), axis=0)
 
     def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> tuple:
         """dG/dq of the rows given (_analytic_rows) as (-dJ^T f (nv, nv), df (len(rows), nv)), dG = -dJ^T f - J^T df kept
@@ -800,8 +779,9 @@ class _Constraints:
         (see the class): held at solve()'s optimum."""
         r, M, nv, model = self.r, self.M, self.model.nv, self.model
         H = M + r.J.T @ self._times_S(r.J)
-        self.pairs = self._segment_pairs(q)            # InvalidStateError where a nearest point nears its end
-        rows, dJ, dpos = self._analytic_rows(q)
+        poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
+        self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
+        rows, dJ, dpos = self._analytic_rows(q, poses)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
         moves, weights = self._moving_dofs(q), np.array(FD_WEIGHTS)[:, 1]
@@ -884,6 +864,65 @@ class _SegmentPair(NamedTuple):
     radius: list               # [r1, r2] [m]
     L: float                   # |c2 - c1| [m]
     v1: np.ndarray             # (3, nv) body 1's point Jacobian at c1
+
+
+def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis, turns) -> tuple:
+    """(dJ (m, nv, nv), ddist (m, nv)) of the rows of nc contacts of a plane on no moving body (geom 1) against a body's
+    sphere, capsule or box (_Constraints._plane_contacts, which gathers: J6 (nc, 6, nv) the body's Jacobian at its
+    origin (nc, 3), the contacts' frame (nc, 3, 3), pos (nc, 3), dist (nc,), friction (nc, >= dim - 1), radius (nc,:
+    0 for a box), dim (nc,: 1 or 3), axis (nc, 3: a capsule's, zero otherwise), turns (nv, nv): _turns' transpose),
+    each contact's rows (_pyramid_edges) in turn, d J[row, j]/dq_k at [., j, k]; the equations are _plane_contacts'.
+    Mirrored one to one by cpp/constraint_derivative.h's plane_contact_rows (COMPILED_PIECES)."""
+    W = J6[:, 3:]                                                               # (nc, 3, nv)
+    n = frame[:, 0]
+    x = pos + n * (radius + dist / 2)[:, None]
+    P = J6[:, :3] + _cross_columns(W, pos - origin)                             # Jp(b, p) = Jp(b, o) + W x (p - o)
+    X = P + _cross_columns(W, x - pos)
+    ddist = np.einsum("cx,cxk->ck", n, X)
+    dp = X - n[:, :, None] * ddist[:, None, :] / 2
+    E = [_pyramid_edges(frame[i], friction[i], int(dim[i])) for i in range(len(dim))]
+    owner = np.repeat(np.arange(len(dim)), [len(e) for e in E])
+    dJ = _rows_on_point(np.concatenate(E), P[owner], W[owner], dp[owner], turns)
+    start = 0
+    for i, e in enumerate(E):
+        if dim[i] > 1 and axis[i].any():               # a capsule's tangents turn with its axis
+            n_i, t1, a = frame[i, 0], frame[i, 1], axis[i]
+            y = a - n_i * (n_i @ a)
+            da = -skew(a) @ W[i]                                                # (3, nv): W_k x a
+            dt1 = _unit_derivative(t1, da - np.outer(n_i, n_i @ da), np.sqrt(y @ y))
+            dE = _pyramid_edges(np.array([np.zeros_like(dt1), dt1, skew(n_i) @ dt1]), friction[i], int(dim[i]))
+            dJ[start:start + len(dE)] += np.matmul(P[i].T, dE)
+        start += len(e)
+    return dJ, ddist[owner]
+
+
+def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common) -> tuple:
+    """(dJ (rows, nv, nv), ddist (nv,)) of the rows of a contact between two spheres or capsules at their segments'
+    nearest points, of dim 1 or 3 on the pyramidal cone (_Constraints._segment_contact, which gathers: J (2, 6, nv) the
+    bodies' Jacobians at their origins (2, 3), zeros for the world; the contact's frame (3, 3), pos (3,), dist,
+    friction; from _segment_pair: d1 (3,), ds (nv,) s's rates, dD (3, nv) d(c2 - c1), L = |c2 - c1|, radius (2,),
+    v1 (3, nv) body 1's point Jacobian at c1; turns (nv, nv): _turns' transpose; common (nv,): nonzero on the dofs
+    moving both bodies, skipped), d J[row, j]/dq_k at [., j, k]; the equations are _segment_contact's. Mirrored one
+    to one by cpp/constraint_derivative.h's segment_contact_rows (COMPILED_PIECES)."""
+    n, mu = frame[0], friction
+    dn = _unit_derivative(n, dD, L)
+    ddist = n @ dD
+    dp = v1 + np.outer(d1, ds) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
+    dframe = [dn]
+    if dim > 1:                                        # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
+        y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
+        y = y0 - n * (n @ y0)
+        dt1 = _unit_derivative(frame[1], -(dn * (n @ y0) + np.outer(n, y0 @ dn)), np.sqrt(y @ y))
+        dframe += [dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1]      # dt2 = dn x t1 + n x dt1
+    E, dE = _pyramid_edges(frame, mu, dim), _pyramid_edges(np.array(dframe), mu, dim)
+    Jd, dJ = np.zeros((3, len(ds))), np.zeros((len(E), len(ds), len(ds)))
+    for sign, k in ((-1.0, 0), (1.0, 1)):                                   # Jd = Jp2(p) - Jp1(p)
+        P, W = _point_jacobian((J[k], origin[k]), pos)
+        dJ += sign * _rows_on_point(E, P, W, dp, turns)
+        Jd += sign * P
+    dJ += np.einsum("rxk,xj->rjk", dE, Jd)
+    dJ[:, common != 0] = 0.0
+    return dJ, ddist
 
 
 def _pyramid_edges(frame: np.ndarray, mu: np.ndarray, dim: int) -> np.ndarray:
@@ -1480,8 +1519,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
             or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
             order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
-            the contacts and the solve are the compiled engine's when the backend is native; the discrete step's rows
-            and solve NumPy's, as its engine's).
+            the contacts, the solve and the contacts' analytic rows (plane_, segment_contact_rows) are the compiled
+            engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
         margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
             over RK4's stages): where they are small the linearisation holds only that close.
 

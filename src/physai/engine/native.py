@@ -665,6 +665,23 @@ def detect_arrays(model: Model, Q: np.ndarray) -> tuple:
     return ncon, floats, ints, sorted(set(near.tolist())) if len(near) else []
 
 
+def plane_contact_rows(*arrays) -> tuple:
+    """physai.derivatives.plane_contact_rows compiled (cpp/constraint_derivative.h): its arrays in the same order (the
+    floats as float64, dim as int64, each in C order), (dJ (m, nv, nv), ddist (m, nv))."""
+    kinds = [np.float64] * 7 + [np.int64, np.float64, np.float64]
+    return _ext.plane_contact_rows(*(np.ascontiguousarray(x, dtype=t) for x, t in zip(arrays, kinds, strict=True)))
+
+
+def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common) -> tuple:
+    """physai.derivatives.segment_contact_rows compiled (cpp/constraint_derivative.h): its arguments in the same order
+    (the arrays as float64 in C order), (dJ (rows, nv, nv), ddist (nv,))."""
+    arrays = [np.ascontiguousarray(x, dtype=np.float64) for x in (J, origin, frame, pos)]
+    rest = [np.ascontiguousarray(x, dtype=np.float64) for x in (d1, ds, dD)]
+    tail = [np.ascontiguousarray(x, dtype=np.float64) for x in (radius, v1, turns, common)]
+    return _ext.segment_contact_rows(*arrays, float(dist), np.ascontiguousarray(friction, dtype=np.float64), int(dim),
+                                     *rest, float(L), *tail)
+
+
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
     """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
     cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; the discrete step's explicit_couplings

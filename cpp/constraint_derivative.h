@@ -1,0 +1,214 @@
+// The constrained step derivatives' pieces (src/physai/derivatives.py, issue U), one to one as the NumPy text, each one
+// compiled call per state where NumPy makes many small ones:
+//
+//     plane_contact_rows   d J/dq and d dist/dq of the rows of a plane's contacts against spheres, capsules and boxes
+//                          (derivatives.plane_contact_rows, from _Constraints._plane_contacts)
+//     segment_contact_rows d J/dq and d dist/dq of the rows of a contact between two spheres or capsules at their
+//                          segments' nearest points (derivatives.segment_contact_rows, from _Constraints._segment_contact)
+//
+// Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts. Included by
+// cpp/bindings.cpp only (the module function _native.plane_contact_rows).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+namespace physai {
+namespace {
+
+// w x v of a column w and a vector v (derivatives._cross_columns' componentwise products)
+inline void cross_column(const double *w, const double *v, double *out) {
+    out[0] = w[1] * v[2] - w[2] * v[1];
+    out[1] = w[2] * v[0] - w[0] * v[2];
+    out[2] = w[0] * v[1] - w[1] * v[0];
+}
+
+// a pyramidal contact's rows' count: the normal alone (dim 1), else 2 (dim - 1) edges (derivatives._pyramid_edges)
+inline int pyramid_rows(int64_t dim) { return dim == 1 ? 1 : 2 * int(dim - 1); }
+
+// derivatives._pyramid_edges of a frame of rows of `width` entries each (frame[k] at frame + k width): the normal
+// frame[0] (dim 1), else frame[0] + sign mu_k frame[k], k = 1 .. dim - 1, sign +1 then -1; out (rows, width). A null
+// frame[0] stands for zeros (the edges' derivative, linear in the frame's)
+inline void pyramid_edges(const double *first, const double *frame, const double *mu, int64_t dim, int64_t width,
+                          double *out) {
+    if (dim == 1) {
+        for (int64_t x = 0; x < width; x++) out[x] = first ? first[x] : 0.0;
+        return;
+    }
+    int64_t row = 0;
+    for (int64_t k = 1; k < dim; k++)
+        for (double sign : {1.0, -1.0}) {
+            const double c = sign * mu[k - 1];
+            for (int64_t x = 0; x < width; x++)
+                out[row * width + x] = (first ? first[x] : 0.0) + c * frame[k * width + x];
+            row++;
+        }
+}
+
+// derivatives._rows_on_point for one row e (3,) on a body's point Jacobian P (3, nv), its angular one W (3, nv), the
+// point moving by dp (3, nv): out (nv, nv), [j, k] = (e x W_j) . dp_k + turns[j, k] (P_j . (e x W_k) - P_k . (e x W_j));
+// EW, turned: scratch (3 nv, nv nv)
+inline void rows_on_point(const double *e, const double *P, const double *W, const double *dp, const double *turns,
+                          int64_t nv, double *EW, double *turned, double *out) {
+    for (int64_t j = 0; j < nv; j++) {                                 // e x W_j (= -(W_j x e))
+        const double w[3] = {W[j], W[nv + j], W[2 * nv + j]};
+        EW[j] = w[2] * e[1] - w[1] * e[2];
+        EW[nv + j] = w[0] * e[2] - w[2] * e[0];
+        EW[2 * nv + j] = w[1] * e[0] - w[0] * e[1];
+    }
+    for (int64_t j = 0; j < nv; j++)                                   // P_j . (e x W_k)
+        for (int64_t k = 0; k < nv; k++)
+            turned[j * nv + k] = P[j] * EW[k] + P[nv + j] * EW[nv + k] + P[2 * nv + j] * EW[2 * nv + k];
+    for (int64_t j = 0; j < nv; j++)
+        for (int64_t k = 0; k < nv; k++)
+            out[j * nv + k] = EW[j] * dp[k] + EW[nv + j] * dp[nv + k] + EW[2 * nv + j] * dp[2 * nv + k]
+                              + turns[j * nv + k] * (turned[j * nv + k] - turned[k * nv + j]);
+}
+
+// derivatives.plane_contact_rows, one to one: nc contacts of a plane (geom 1, on no moving body) against a body's
+// sphere, capsule or box; J6 (nc, 6, nv) the body's Jacobian at its origin (nc, 3), the contact's frame (nc, 3, 3), pos
+// (nc, 3), dist (nc), friction (nc, nf), radius (nc: 0 for a box), dim (nc: 1 or 3), axis (nc, 3: a capsule's, zero
+// otherwise), turns (nv, nv) (_turns' transpose, 0 or 1). Each contact's rows in turn: dJ (m, nv, nv), ddist (m, nv).
+//   x = p + n (radius + dist / 2),  P = Jp(o) + W x (p - o),  X = P + W x (x - p)
+//   d dist = n . X,  dp = X - n d dist / 2,  dJ[row] = rows_on_point(e, P, W, dp)
+//   a capsule (dim 3): da = W x a, v = da - n (n . da), dt1 = (v - t1 (t1 . v)) / |a - n (n . a)|, dt2 = n x dt1,
+//   dJ[row] += P^T dE (dE: the edges of (0, dt1, dt2))
+inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const double *origin, const double *frame,
+                               const double *pos, const double *dist, const double *friction, int64_t nf,
+                               const double *radius, const int64_t *dim, const double *axis, const double *turns,
+                               double *dJ, double *ddist) {
+    std::vector<double> P(3 * nv), X(3 * nv), dp(3 * nv), dd(nv), EW(3 * nv), turned(nv * nv), E(6 * 3);
+    std::vector<double> dframe(3 * 3 * nv), dE(6 * 3 * nv);
+    int64_t row = 0;
+    for (int64_t c = 0; c < nc; c++) {
+        const double *Jp = J6 + c * 6 * nv, *W = Jp + 3 * nv, *n = frame + 9 * c, *p = pos + 3 * c, *mu = friction + c * nf;
+        const double s = radius[c] + dist[c] / 2;
+        double po[3], xp[3];
+        for (int x = 0; x < 3; x++) po[x] = p[x] - origin[3 * c + x], xp[x] = (p[x] + n[x] * s) - p[x];
+        for (int64_t k = 0; k < nv; k++) {
+            const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
+            double a[3], b[3];
+            cross_column(w, po, a);
+            cross_column(w, xp, b);
+            for (int x = 0; x < 3; x++) P[x * nv + k] = Jp[x * nv + k] + a[x], X[x * nv + k] = P[x * nv + k] + b[x];
+            dd[k] = n[0] * X[k] + n[1] * X[nv + k] + n[2] * X[2 * nv + k];
+            for (int x = 0; x < 3; x++) dp[x * nv + k] = X[x * nv + k] - n[x] * dd[k] / 2;
+        }
+        const int rows = pyramid_rows(dim[c]);
+        pyramid_edges(n, n, mu, dim[c], 3, E.data());
+        for (int e = 0; e < rows; e++)
+            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, EW.data(), turned.data(),
+                          dJ + (row + e) * nv * nv);
+        const double *a = axis + 3 * c;
+        if (dim[c] > 1 && (a[0] != 0 || a[1] != 0 || a[2] != 0)) {      // a capsule's tangents turn with its axis
+            const double *t1 = n + 3;
+            const double na = n[0] * a[0] + n[1] * a[1] + n[2] * a[2];
+            const double y[3] = {a[0] - n[0] * na, a[1] - n[1] * na, a[2] - n[2] * na};
+            const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+            double *dt1 = dframe.data() + 3 * nv, *dt2 = dframe.data() + 6 * nv;
+            for (int64_t k = 0; k < nv; k++) {
+                const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
+                double da[3], v[3], u[3];
+                cross_column(w, a, da);                                 // W_k x a
+                const double nda = n[0] * da[0] + n[1] * da[1] + n[2] * da[2];
+                for (int x = 0; x < 3; x++) v[x] = da[x] - n[x] * nda;
+                const double tv = t1[0] * v[0] + t1[1] * v[1] + t1[2] * v[2];
+                for (int x = 0; x < 3; x++) u[x] = (v[x] - t1[x] * tv) / norm, dt1[x * nv + k] = u[x];
+                dt2[k] = n[1] * u[2] - n[2] * u[1];                     // n x dt1
+                dt2[nv + k] = n[2] * u[0] - n[0] * u[2];
+                dt2[2 * nv + k] = n[0] * u[1] - n[1] * u[0];
+            }
+            pyramid_edges(nullptr, dframe.data(), mu, dim[c], 3 * nv, dE.data());
+            for (int e = 0; e < rows; e++) {
+                const double *de = dE.data() + e * 3 * nv;
+                double *out = dJ + (row + e) * nv * nv;
+                for (int64_t j = 0; j < nv; j++)
+                    for (int64_t k = 0; k < nv; k++)
+                        out[j * nv + k] += P[j] * de[k] + P[nv + j] * de[nv + k] + P[2 * nv + j] * de[2 * nv + k];
+            }
+        }
+        for (int e = 0; e < rows; e++)
+            for (int64_t k = 0; k < nv; k++) ddist[(row + e) * nv + k] = dd[k];
+        row += rows;
+    }
+}
+
+// derivatives.segment_contact_rows, one to one: a contact between two spheres or capsules at their segments' nearest
+// points c1 = a0 + s d1, c2 (_Constraints._segment_pair's), of dim 1 or 3; J (2, 6, nv) the bodies' Jacobians at their
+// origins (2, 3) (zeros for the world), the contact's frame (3, 3), pos (3), dist, mu (dim - 1), d1 (3), ds (nv: s's
+// rates), dD (3, nv: d(c2 - c1)), L = |c2 - c1|, radius (2), v1 (3, nv: body 1's point Jacobian at c1), turns (nv, nv),
+// common (nv: 1 on the dofs moving both bodies, skipped). dJ (rows, nv, nv), ddist (nv).
+//   dn = (dD - n (n . dD)) / L,  d dist = n . dD,  dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2
+//   dim 3: y0 = e_y (|n_y| < 0.5) else e_z, y = y0 - n (n . y0), g = -(dn (n . y0) + n (y0 . dn)),
+//          dt1 = (g - t1 (t1 . g)) / |y|,  dt2 = dn x t1 + n x dt1
+//   dJ[row] = sum over the bodies (-1, +1) of rows_on_point(e, P_b, W_b, dp) + dE^T Jd,  Jd = P_2 - P_1
+inline void segment_contact_rows(int64_t nv, const double *J, const double *origin, const double *frame,
+                                 const double *pos, double dist, const double *mu, int64_t dim, const double *d1,
+                                 const double *ds, const double *dD, double L, const double *radius, const double *v1,
+                                 const double *turns, const double *common, double *dJ, double *ddist) {
+    std::vector<double> dframe(3 * 3 * nv), dp(3 * nv), E(6 * 3), dE(6 * 3 * nv), P(3 * nv), Jd(3 * nv, 0.0);
+    std::vector<double> EW(3 * nv), turned(nv * nv), part(nv * nv);
+    const double *n = frame, *t1 = frame + 3;
+    double *dn = dframe.data();
+    const double r = radius[0] + dist / 2;
+    for (int64_t k = 0; k < nv; k++) {
+        const double dd = n[0] * dD[k] + n[1] * dD[nv + k] + n[2] * dD[2 * nv + k];
+        ddist[k] = dd;
+        for (int x = 0; x < 3; x++) dn[x * nv + k] = (dD[x * nv + k] - n[x] * dd) / L;
+        for (int x = 0; x < 3; x++)
+            dp[x * nv + k] = v1[x * nv + k] + d1[x] * ds[k] + dn[x * nv + k] * r + n[x] * (dd / 2);
+    }
+    if (dim > 1) {                                                     // make_frame's tangents turn with n
+        const double y0[3] = {0.0, (-0.5 < n[1] && n[1] < 0.5) ? 1.0 : 0.0, (-0.5 < n[1] && n[1] < 0.5) ? 0.0 : 1.0};
+        const double ny0 = n[0] * y0[0] + n[1] * y0[1] + n[2] * y0[2];
+        const double y[3] = {y0[0] - n[0] * ny0, y0[1] - n[1] * ny0, y0[2] - n[2] * ny0};
+        const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);
+        double *dt1 = dframe.data() + 3 * nv, *dt2 = dframe.data() + 6 * nv;
+        for (int64_t k = 0; k < nv; k++) {
+            const double d[3] = {dn[k], dn[nv + k], dn[2 * nv + k]};
+            const double y0d = y0[0] * d[0] + y0[1] * d[1] + y0[2] * d[2];
+            double g[3], u[3], a[3];
+            for (int x = 0; x < 3; x++) g[x] = -(d[x] * ny0 + n[x] * y0d);
+            const double tg = t1[0] * g[0] + t1[1] * g[1] + t1[2] * g[2];
+            for (int x = 0; x < 3; x++) u[x] = (g[x] - t1[x] * tg) / norm, dt1[x * nv + k] = u[x];
+            cross_column(d, t1, a);                                     // dn x t1 + n x dt1
+            dt2[k] = a[0] + (n[1] * u[2] - n[2] * u[1]);
+            dt2[nv + k] = a[1] + (n[2] * u[0] - n[0] * u[2]);
+            dt2[2 * nv + k] = a[2] + (n[0] * u[1] - n[1] * u[0]);
+        }
+    }
+    const int rows = pyramid_rows(dim);
+    pyramid_edges(frame, frame, mu, dim, 3, E.data());
+    pyramid_edges(dframe.data(), dframe.data(), mu, dim, 3 * nv, dE.data());
+    for (int64_t i = 0; i < rows * nv * nv; i++) dJ[i] = 0.0;
+    for (int b = 0; b < 2; b++) {                                      // Jd = Jp2(p) - Jp1(p)
+        const double sign = b == 0 ? -1.0 : 1.0, *Jb = J + b * 6 * nv, *W = Jb + 3 * nv;
+        const double po[3] = {pos[0] - origin[3 * b], pos[1] - origin[3 * b + 1], pos[2] - origin[3 * b + 2]};
+        for (int64_t k = 0; k < nv; k++) {
+            const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
+            double a[3];
+            cross_column(w, po, a);
+            for (int x = 0; x < 3; x++) P[x * nv + k] = Jb[x * nv + k] + a[x];
+        }
+        for (int e = 0; e < rows; e++) {
+            rows_on_point(&E[3 * e], P.data(), W, dp.data(), turns, nv, EW.data(), turned.data(), part.data());
+            double *out = dJ + e * nv * nv;
+            for (int64_t i = 0; i < nv * nv; i++) out[i] += sign * part[i];
+        }
+        for (int64_t i = 0; i < 3 * nv; i++) Jd[i] += sign * P[i];
+    }
+    for (int e = 0; e < rows; e++) {
+        const double *de = dE.data() + e * 3 * nv;
+        double *out = dJ + e * nv * nv;
+        for (int64_t j = 0; j < nv; j++) {
+            for (int64_t k = 0; k < nv; k++)
+                out[j * nv + k] += de[k] * Jd[j] + de[nv + k] * Jd[nv + j] + de[2 * nv + k] * Jd[2 * nv + j];
+            if (common[j] != 0)
+                for (int64_t k = 0; k < nv; k++) out[j * nv + k] = 0.0;
+        }
+    }
+}
+
+}  // namespace
+}  // namespace physai
