@@ -753,17 +753,19 @@ def _first(x):
 
 def _observe_width(model) -> int:
     """The numbers of one state's observed fields, all of OBSERVABLE in order (cpp/observe.h's row)."""
-    _, start, shape = _observe_layout(model)[-1]
-    return start + int(np.prod(shape))
+    _, _, end, _ = _observe_layout(model)[-1]
+    return end
 
 
 @functools.lru_cache(maxsize=16)
 def _observe_layout(model) -> tuple:
-    """((name, start, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets)."""
+    """((name, start, end, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets): the
+    field's columns start:end, as Python ints (no NumPy call per step)."""
     layout, start = [], 0
     for name, shape in observe.observed_shapes(model).items():
-        layout.append((name, start, shape))
-        start += int(np.prod(shape))
+        end = start + int(np.prod(shape))
+        layout.append((name, start, end, tuple(int(n) for n in shape)))
+        start = end
     return tuple(layout)
 
 
@@ -777,8 +779,8 @@ def _observe_bodies(model) -> np.ndarray:
 def _observed_fields(model, row: np.ndarray, names: tuple) -> dict:
     """{name: its part of the compiled step's rows (..., W), shaped (..., *shape)} for the names asked."""
     lead = row.shape[:-1]
-    return {name: row[..., start:start + int(np.prod(shape))].reshape(lead + shape)
-            for name, start, shape in _observe_layout(model) if name in names}
+    return {name: row[..., start:end].reshape(lead + shape) for name, start, end, shape in _observe_layout(model)
+            if name in names}
 
 
 _BOOLS = (bool, np.bool_)
