@@ -768,12 +768,12 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     o.done();
     if (!observe.is_none()) {                                          // (N, W) and (nbody, 13) float64, C order
         PyArrayObject *ob = float64_array(observe, 2), *bb = float64_array(observe_body, 2);
-        if (!r.constrained || r.steps != 1 || !ob || !bb || int64_t(PyArray_DIM(ob, 0)) != N ||
+        if (!r.constrained || r.steps < 1 || !ob || !bb || int64_t(PyArray_DIM(ob, 0)) != N ||
             int64_t(PyArray_DIM(ob, 1)) != observe_width(m) || !PyArray_IS_C_CONTIGUOUS(ob) ||
             !PyArray_ISWRITEABLE(ob) || int64_t(PyArray_DIM(bb, 0)) != m.nbody || PyArray_DIM(bb, 1) != 13 ||
             !PyArray_IS_C_CONTIGUOUS(bb))
-            throw nb::value_error("rollout: observe (N, W) and observe_body (nbody, 13), float64 in C order, one "
-                                  "constrained step");
+            throw nb::value_error("rollout: observe (N, W) and observe_body (nbody, 13), float64 in C order, a "
+                                  "constrained rollout (the fields of its last step)");
         r.observe = static_cast<double *>(PyArray_DATA(ob)), r.observe_body = static_cast<const double *>(PyArray_DATA(bb));
     }
     if (act->nu && !r.ctrl.data) throw nb::value_error("rollout: the actuators need ctrl");

@@ -236,7 +236,7 @@ struct Rollout {
                                                    // the lanes took the steps before it without rows), or null: 0
     int *failure = nullptr;
     const std::atomic<bool> *stop = nullptr;                           // set: stop at the next step (the run is discarded)
-    double *observe = nullptr;                     // constrained: each trajectory's observed fields (N, W: cpp/observe.h)
+    double *observe = nullptr;                     // constrained: each trajectory's observed fields at its last step (N, W: cpp/observe.h)
     const double *observe_body = nullptr;          // their body constants (nbody, 13: mass, ipos, inertia), or null
 };
 constexpr int64_t RERUN = -3;

@@ -64,7 +64,8 @@ FILE_MARKERS = {
 #: tests that run the compiled backend by name in their body (parametrized ones are found by their backend="native")
 COMPILED = {
     "test_observed.py": {"test_the_compiled_step_observes_what_the_numpy_engine_does",
-                         "test_the_other_gymnasium_task_models_observe_as_mujoco_in_the_compiled_step"},
+                         "test_the_other_gymnasium_task_models_observe_as_mujoco_in_the_compiled_step",
+                         "test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call"},
     "test_model_constant.py": {"test_a_prepared_compiled_copy_does_not_skip_the_collision_check"},
     "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine", "test_compiled_transmissions_equal_the_numpy_engine",
                           "test_the_kept_simulation_workspace_follows_the_actuators"},

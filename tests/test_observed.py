@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from physai import engine, integrators, models
-from physai.exceptions import UnknownQuantityError
+from physai.exceptions import InvalidArgumentError, UnknownQuantityError
 
 ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 BOUND = 1e-12
@@ -242,3 +242,42 @@ def test_the_other_gymnasium_task_models_observe_as_mujoco_in_the_compiled_step(
     fast = integrators._compiled_step(model, Q, QD, dt, integ, U, None, damping, constraints, W, integrators.OBSERVABLE)
     assert fast is not None
     assert_observed(fast[4], refs)
+
+
+@pytest.mark.parametrize("name, frames", [("ant.xml", 5), ("walker2d_v5.xml", 4), ("humanoid.xml", 5),
+                                          ("hopper.xml", 4)])
+def test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call(name, frames):
+    """integrators.step_frames (a vector environment's frame skip in one compiled call, ctrl held), a batch of 12 (lanes
+    and the one-by-one run): the last frame's state and warm start as MuJoCo's mj_step(nstep=frames), its observed fields
+    as MjData's after it and mj_rnePostConstraint (within 1e-10 relative: five frames' roundings, the 1e-12 of one step
+    above), and within 1e-12 of `frames` calls of step_result carrying the warm start; bad frames named."""
+    m = load(name)
+    states = start_states(m, 12)
+    model = engine.from_mujoco(m)
+    Q, QD, W, U = (np.array(x) for x in zip(*states))
+    r = integrators.step_frames(model, Q, QD, frames, ctrl=U, qacc_warmstart=W, observe=integrators.OBSERVABLE)
+    assert r is not None and r.status.ok.all()
+    refs = []
+    for s in states:
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:], d.qacc_warmstart[:], d.ctrl[:] = s
+        mujoco.mj_step(m, d, nstep=frames)
+        mujoco.mj_rnePostConstraint(m, d)
+        refs.append(d)
+    for ours, field in ((r.q, "qpos"), (r.qd, "qvel"), (r.qacc_warmstart, "qacc_warmstart")):
+        ref = np.array([getattr(d, field) for d in refs])
+        assert np.abs(ours - ref).max(initial=0.0) <= 1e-10 * max(1.0, np.abs(ref).max(initial=0.0)), field
+    for field, value in r.observed.items():
+        ref = np.array([getattr(d, field) for d in refs])
+        assert np.abs(value - ref).max(initial=0.0) <= 1e-10 * max(1.0, np.abs(ref).max(initial=0.0)), field
+    q, qd, warm = Q, QD, W
+    for frame in range(frames):
+        last = integrators.step_result(model, q, qd, ctrl=U, qacc_warmstart=warm,
+                                       observe=integrators.OBSERVABLE if frame == frames - 1 else None)
+        q, qd, warm = last.q, last.qd, last.qacc_warmstart
+    assert np.abs(r.q - q).max() <= 1e-12 and np.abs(r.qd - qd).max() <= 1e-12 * max(1.0, np.abs(qd).max())
+    for field, value in r.observed.items():
+        assert np.abs(value - last.observed[field]).max(initial=0.0) <= 1e-12 * max(1.0, np.abs(value).max(initial=0.0)), field
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(InvalidArgumentError):
+            integrators.step_frames(model, Q, QD, bad, ctrl=U)

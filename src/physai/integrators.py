@@ -3,6 +3,9 @@
     step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None) -> (q_next, qd_next)
     step_result(model, q, qd, ..., qacc_warmstart=None, on_divergence="raise", observe=None)
                                                             -> StepResult (q, qd, qacc_warmstart, status, act, observed)
+    step_frames(model, q, qd, frames, ctrl=None, qacc_warmstart=None, observe=None)
+                                                            -> StepResult of the last of `frames` steps in one compiled
+                                                               call (ctrl held), or None: then step_result per frame
     body_quantities(model, q, qd, names=OBSERVABLE, ...)    -> {name: MjData field} (mj_forward + mj_rnePostConstraint)
     simulate(model, q0, qd0, dt=None, steps=<required>, integrator=None, ...)                  -> Trajectory
     rollout(model, q0 (N, nq), qd0 (N, nv), dt=None, steps=<required>, integrator=None, ...)   -> Trajectory (N, ...)
@@ -607,12 +610,13 @@ def _worded_for_step(error: Exception, state: int | None = None) -> Exception:
 
 
 def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart,
-                   names: tuple = ()):
+                   names: tuple = (), steps: int = 1):
     """step's fast path on the compiled backend: (q_next, qd_next, next warm start, act, observed) from one call of the
     rollout kernel, which checks the arrays itself; None whenever anything is not plainly well formed (the full path then
     names what is wrong) or the run diverged. Written for a policy's loop (a few microseconds of Python per call).
     names: the observed fields (step_result's observe), computed in the compiled step (cpp/observe.h) for a model with
-    constraints and without gravity compensation (else None: the full path computes them)."""
+    constraints and without gravity compensation (else None: the full path computes them). steps: that many steps with
+    ctrl and qfrc_applied held (step_frames), the results those of the last (its observed fields too)."""
     code = native.INTEGRATOR_CODES.get(integrator) if type(integrator) is str else None
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
@@ -635,13 +639,13 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         if type(x) is not np.ndarray or x.dtype != np.float64 or x.shape[-1:] != (size,):
             return None
         if x.ndim == 1:                                                # one row for every state
-            inputs[k] = x.reshape(1, 1, size) if single else np.broadcast_to(x, (N, 1, size))
-        elif x.ndim == 2 and not single and len(x) == N:               # row n acts on state n
-            inputs[k] = x.reshape(N, 1, size)
+            inputs[k] = x.reshape(1, 1, size) if single and steps == 1 else np.broadcast_to(x, (N, steps, size))
+        elif x.ndim == 2 and not single and len(x) == N:               # row n acts on state n (at every step)
+            inputs[k] = x.reshape(N, 1, size) if steps == 1 else np.broadcast_to(x[:, None], (N, steps, size))
         else:
             return None
     if ctrl is None and model.nu:
-        inputs[0] = np.zeros((N, 1, model.nu))
+        inputs[0] = np.zeros((N, steps, model.nu))
     warm = qacc_warmstart
     if warm is not None:
         if type(warm) is not np.ndarray or warm.dtype != np.float64 or warm.shape not in ((model.nv,), (N, model.nv)):
@@ -658,6 +662,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     try:                                                           # the options' fields made once, the inputs per call
         fields = native.step_fields(model, integrator, float(dt), bool(euler_damping), bool(constraints)).copy()
         fields["ctrl"], fields["qfrc_applied"], fields["warm"] = inputs[0], inputs[1], warm
+        if steps != 1:
+            fields["steps"] = steps
         if names:
             if not native.compiled(model).has_constraints:
                 return None
@@ -673,13 +679,36 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             return None
         if near[0] >= 0:
             collision.warn_near(model, [int(near[0])], stacklevel=3)
-        return Q[0, 1], QD[0, 1], warm_out[0], A[0, 1], observed
+        return Q[0, -1], QD[0, -1], warm_out[0], A[0, -1], observed
     stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
     if max(stopped) >= 0:
         return None
     if max(near) >= 0:
         collision.warn_near(model, sorted(set(near) - {-1}), stacklevel=3)
-    return Q[:, 1], QD[:, 1], warm_out, A[:, 1], observed
+    return Q[:, -1], QD[:, -1], warm_out, A[:, -1], observed
+
+
+def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None) -> "StepResult | None":
+    """`frames` steps of the model's own options (integrator, timestep, constraints) from N states q (N, nq), qd (N, nv)
+    with ctrl (N, nu) held over them, as mj_step(m, d, nstep=frames), in ONE compiled call: the StepResult of the last
+    frame (q, qd, its qacc_warmstart, and the observed fields of its last step, as step_result's observe), the same
+    numbers as `frames` calls of step_result carrying qacc_warmstart along. None when the compiled step does not take
+    it (the NumPy backend, an input not plainly well formed, observed fields it does not compute, a state that
+    diverged): the caller then steps frame by frame with step_result, which names or reports what went wrong. Written
+    for a vector environment's frame skip (physai.envs): one call, one pass of the threads, instead of `frames`."""
+    model = engine.as_model(model)
+    if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
+        raise InvalidArgumentError(f"step_frames: frames must be a positive integer, got {frames!r}")
+    names = check_observe(observe, model)
+    dt, integrator, euler_damping, constraints = model_options(model)
+    if not native.on:
+        return None
+    fast = _compiled_step(model, q, qd, dt, integrator, ctrl, None, euler_damping, constraints, qacc_warmstart, names,
+                          steps=int(frames))
+    if fast is None:
+        return None
+    return _built(StepResult, q=fast[0], qd=fast[1], qacc_warmstart=fast[2],
+                  status=_built(StepStatus, ok=_all_true(fast[0].shape[:-1]), errors={}), act=fast[3], observed=fast[4])
 
 
 def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
@@ -725,17 +754,19 @@ def _first(x):
 
 def _observe_width(model) -> int:
     """The numbers of one state's observed fields, all of OBSERVABLE in order (cpp/observe.h's row)."""
-    _, start, shape = _observe_layout(model)[-1]
-    return start + int(np.prod(shape))
+    _, _, end, _ = _observe_layout(model)[-1]
+    return end
 
 
 @functools.lru_cache(maxsize=16)
 def _observe_layout(model) -> tuple:
-    """((name, start, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets)."""
+    """((name, start, end, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets): the
+    field's columns start:end, as Python ints (no NumPy call per step)."""
     layout, start = [], 0
     for name, shape in observe.observed_shapes(model).items():
-        layout.append((name, start, shape))
-        start += int(np.prod(shape))
+        end = start + int(np.prod(shape))
+        layout.append((name, start, end, tuple(int(n) for n in shape)))
+        start = end
     return tuple(layout)
 
 
@@ -749,8 +780,8 @@ def _observe_bodies(model) -> np.ndarray:
 def _observed_fields(model, row: np.ndarray, names: tuple) -> dict:
     """{name: its part of the compiled step's rows (..., W), shaped (..., *shape)} for the names asked."""
     lead = row.shape[:-1]
-    return {name: row[..., start:start + int(np.prod(shape))].reshape(lead + shape)
-            for name, start, shape in _observe_layout(model) if name in names}
+    return {name: row[..., start:end].reshape(lead + shape) for name, start, end, shape in _observe_layout(model)
+            if name in names}
 
 
 _BOOLS = (bool, np.bool_)

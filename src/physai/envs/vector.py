@@ -1,14 +1,14 @@
 """One gymnasium.vector.VectorEnv of N copies of a v5 task, stepped by physai's batched, compiled step_result.
 
-Each env.step(actions) is frame_skip calls of physai.integrators.step_result over the environments that step (one
-compiled call per frame for all of them), then the task's observations, rewards and terminations over the batch.
+Each env.step(actions) is one compiled call of physai.integrators.step_frames over the environments that step (all
+frame_skip frames of all of them, on the threads), then the task's observations, rewards and terminations over the batch.
 What Gymnasium's SyncVectorEnv of the same task does one environment at a time is done here for all at once:
 
     per environment    MuJoCo / Gymnasium                          here
     action             d.ctrl = action (clamped to ctrlrange        ctrl = actions as float64 (step_result clamps it
                        inside mj_step when ctrllimited)              the same way); the costs read the actions unclamped
-    simulation         mj_step(m, d, nstep=frame_skip)              frame_skip step_result calls, qacc_warmstart carried
-                       + mj_rnePostConstraint                        along, body quantities observed at the last frame
+    simulation         mj_step(m, d, nstep=frame_skip)              one step_frames call of frame_skip frames, the
+                       + mj_rnePostConstraint                        body quantities observed at the last frame
     reset              mj_resetData + reset_model (np_random)       the same draws from the same per-environment
                        + mj_forward                                  Generator, warm start zero, ctrl zero
     TimeLimit          truncated at max_episode_steps               the same counter per environment
@@ -249,17 +249,8 @@ class PhysaiVectorEnv(VectorEnv):
         before = Batch(pick(s.q), pick(s.qd), pick(s.ctrl), {k: pick(v) for k, v in s.observed.items()})
         x_before = task.before(before)
         ctrl = action.astype(np.float64)
-        q, qd, warm = before.q, before.qd, pick(self._warm)
-        failed = {}
-        for frame in range(task.frame_skip):
-            last = frame == task.frame_skip - 1
-            kw = {"observe": task.observe} if last and task.observe else {}
-            r = integrators.step_result(self.model, q, qd, ctrl=ctrl, qacc_warmstart=warm, on_divergence="report", **kw)
-            q, qd, warm = r.q, r.qd, r.qacc_warmstart
-            for n in r.status.failed:
-                failed.setdefault(n, r.status.messages[n])
-                q[n], qd[n], warm[n] = task.init_qpos, 0.0, 0.0      # stepped on as a rest state, then reset
-        after = Batch(q, qd, ctrl, dict(r.observed) if task.observe else {})
+        q, qd, warm, observed, failed = self._frames(before.q, before.qd, ctrl, pick(self._warm))
+        after = Batch(q, qd, ctrl, observed)
         reward, terminated, info = task.outcome(after, x_before, action)
         obs = task.observation(after)
         self._elapsed[idx] += 1
@@ -273,6 +264,27 @@ class PhysaiVectorEnv(VectorEnv):
             info["divergence"] = np.array([failed.get(n, "") for n in range(len(idx))], dtype=object)
         self._store(idx, every, after, warm, obs)
         return info, reward, terminated, truncated, terminated | truncated
+
+    def _frames(self, q, qd, ctrl, warm):
+        """frame_skip frames from states (q (n, nq), qd (n, nv)) with ctrl (n, nu) held: (q, qd, warm start, the observed
+        fields of the last frame, {state: failure message}). One compiled call for every frame (integrators.step_frames);
+        where it does not take them (a state diverged), frame by frame with step_result reporting per state, a failed
+        state stepped on as a rest state (the autoreset resets it): the same numbers either way."""
+        task = self.task
+        r = integrators.step_frames(self.model, q, qd, task.frame_skip, ctrl=ctrl, qacc_warmstart=warm,
+                                    observe=task.observe)
+        if r is not None:
+            return r.q, r.qd, r.qacc_warmstart, dict(r.observed), {}
+        failed = {}
+        for frame in range(task.frame_skip):
+            last = frame == task.frame_skip - 1
+            kw = {"observe": task.observe} if last and task.observe else {}
+            r = integrators.step_result(self.model, q, qd, ctrl=ctrl, qacc_warmstart=warm, on_divergence="report", **kw)
+            q, qd, warm = r.q, r.qd, r.qacc_warmstart
+            for n in r.status.failed:
+                failed.setdefault(n, r.status.messages[n])
+                q[n], qd[n], warm[n] = task.init_qpos, 0.0, 0.0      # stepped on as a rest state, then reset
+        return q, qd, warm, dict(r.observed) if task.observe else {}, failed
 
     def _store(self, idx, every, after: Batch, warm, obs) -> None:
         """The stepped environments' new state, warm start and observation."""
