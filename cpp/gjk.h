@@ -495,28 +495,22 @@ inline bool test_tetra(const V3 &p0, const V3 &p1, const V3 &p2, const V3 &p3) {
     return same_side(p0, p1, p2, p3) && same_side(p1, p2, p3, p0) && same_side(p2, p3, p0, p1) && same_side(p3, p0, p1, p2);
 }
 
-inline void horizon(Polytope &pt, int f, const V3 &w);
-inline bool join(Polytope &pt, int wi, double lower2, double upper2);
+// polytope3's faces: slots (of v1, v2, v3, v4, v5) and neighbours; face j lacks v OPPOSITE3[j]
+constexpr int GLUED3[6][6] = {{3, 0, 1, 1, 3, 2}, {3, 2, 0, 2, 4, 0}, {3, 1, 2, 0, 5, 1},
+                              {4, 1, 0, 5, 0, 4}, {4, 0, 2, 3, 1, 5}, {4, 2, 1, 4, 2, 3}};
+constexpr int OPPOSITE3[6] = {2, 1, 0, 2, 1, 0};
 
-// polytope3's hull: the tetrahedron of the triangle i1 i2 i3 and near, far joined across its horizon; false when a
-// face is degenerate or the horizon breaks
-inline bool hull3(Polytope &pt, int i1, int i2, int i3, int near, int far) {
-    pt.faces.clear(), pt.horizon.clear();
-    pt.center = (((pt.verts[size_t(i1)].vert + pt.verts[size_t(i2)].vert) + pt.verts[size_t(i3)].vert)
-                 + pt.verts[size_t(near)].vert) * 0.25;
-    const int faces[4][6] = {{i1, i2, i3, 1, 3, 2}, {i1, near, i2, 2, 3, 0}, {i1, i3, near, 0, 3, 1},
-                             {near, i3, i2, 2, 0, 1}};
-    for (const auto &f : faces)
-        if (attach_face(pt, f[0], f[1], f[2], f[3], f[4], f[5]) < GJK_MINVAL2) return false;
-    map_all(pt);
-    horizon(pt, 0, pt.verts[size_t(far)].vert);                         // the triangle and the faces far sees
-    if (pt.horizon.size() < 3 || !join(pt, far, 0.0, MAX_LIMIT)) return false;
-    pt.horizon.clear();
+// the hexahedron of the triangle ids[0..2] and the apexes ids[3] (on its normal's side), ids[4] as the polytope's
+// faces; false when the origin is within MINDIST3 of a face's plane (gjk._glue)
+inline bool glue3(Polytope &pt, const int ids[5]) {
+    for (const auto &f : GLUED3)
+        if (attach_face(pt, ids[f[0]], ids[f[1]], ids[f[2]], f[3], f[4], f[5]) < GJK_MINVAL2) return false;
     return true;
 }
 
 // EPA's start from a triangle: the support points along its normal both ways make a hexahedron; where that is not
-// convex, its hull: the near tetrahedron, the far point joined across its horizon (gjk.polytope3)
+// convex, the hull glued the same way on the triangle (v_k, v5, v4) of the vertex opposite the edge the far point
+// sees, as MuJoCo 4.0 starts (gjk.polytope3)
 int polytope3(Polytope &pt, Status &status, CcdObject &o1, CcdObject &o2) {
     V3 v1 = status.simplex[0].vert, v2 = status.simplex[1].vert, v3 = status.simplex[2].vert;
     pt.center = (v1 + v2 + v3) * (1.0 / 3.0);
@@ -532,22 +526,24 @@ int polytope3(Polytope &pt, Status &status, CcdObject &o1, CcdObject &o2) {
     if (tri_point_intersect(v1, v2, v3, v5)) return 5;
     if (status.dist > 10 * GJK_MINVAL && !test_tetra(v1, v2, v3, v4) && !test_tetra(v1, v2, v3, v5))
         return 6;                                                       // mjEPA_P3_MISSING_ORIGIN
-    int i2 = i1 + 1, i3 = i1 + 2;
-    const int glued[6][6] = {{i4, i1, i2, 1, 3, 2}, {i4, i3, i1, 2, 4, 0}, {i4, i2, i3, 0, 5, 1},
-                             {i5, i2, i1, 5, 0, 4}, {i5, i1, i3, 3, 1, 5}, {i5, i3, i2, 4, 2, 3}};
-    for (const auto &f : glued)
-        if (attach_face(pt, f[0], f[1], f[2], f[3], f[4], f[5]) < GJK_MINVAL2) return 7;   // mjEPA_P3_ORIGIN_ON_FACE
+    const int ids[3] = {i1, i1 + 1, i1 + 2}, start[5] = {i1, i1 + 1, i1 + 2, i4, i5};
+    if (!glue3(pt, start)) return 7;                                    // mjEPA_P3_ORIGIN_ON_FACE
     int near = dot3(n, v1) < 0 ? i4 : i5, far = near == i4 ? i5 : i4; // the origin on n's side: v4 nearer it
     V3 w = pt.verts[size_t(far)].vert;
-    bool convex = true;
-    for (const Face &f : pt.faces)
+    int seen = -1;
+    for (int j = 0; j < 6 && seen < 0; j++) {
+        const Face &f = pt.faces[size_t(j)];
         if ((f.v[0] == near || f.v[1] == near || f.v[2] == near) && dot3(f.proj, w) - f.dist2 > GJK_MINVAL)
-            convex = false;                                             // far sees a face of the near tetrahedron
-    if (!convex) {
-        std::vector<Face> glued = pt.faces;
+            seen = j;                                                   // far sees a face of the near tetrahedron
+    }
+    if (seen >= 0) {                                                    // not convex: the hull, glued on (v_k, v5, v4)
+        int k = OPPOSITE3[seen];
+        const int hull[5] = {ids[k], i5, i4, ids[(k + 1) % 3], ids[(k + 2) % 3]};
+        std::vector<Face> saved = pt.faces;
         V3 center = pt.center;
-        if (hull3(pt, i1, i2, i3, near, far)) return 0;
-        pt.faces = glued, pt.center = center, pt.horizon.clear();       // no hull: the glued one
+        pt.faces.clear();
+        pt.center = (pt.verts[size_t(hull[0])].vert + v5 + v4) * (1.0 / 3.0);
+        if (!glue3(pt, hull)) pt.faces = saved, pt.center = center;     // a degenerate face: the glued one
     }
     return map_all(pt);
 }

@@ -449,6 +449,50 @@ def test_a_pile_of_ellipsoids_gets_mujocos_contact_frames(backend):
     assert worst <= AGREE, f"{contacts} ellipsoid contacts, the worst {worst:.3g} from mj_collision's"
 
 
+PILE_MESH = """
+    0.00018545288185123354 0.007888725958764553 -0.01138324849307537 -0.0023915404453873634
+    0.005724434275180101 -0.0015134671702980995 -0.0017307111993432045 0.009115276858210564
+    0.003685197327286005 -0.00265146023593843 -0.001913876156322658 -0.005448637995868921
+    -0.005114284809678793 0.000283873756416142 0.005452628713101149 -0.0035746863577514887
+    -0.0005416364292614162 0.012005717493593693 0.0035980490501970053 -0.0016659562243148685
+    -0.002753619570285082 -0.0021725259721279144 0.009199029766023159 -0.001760696293786168
+    0.00361800123937428 -0.003801955608651042 -0.007223914843052626 -0.0040367175824940205
+    -0.0015600209590047598 0.008029532618820667 -0.0021352162584662437 0.006140375044196844
+    0.005795678589493036 0.004443516489118338 0.0035450486466288567 0.0026655092369765043
+    0.002489567967131734 -0.0060829161666333675 -0.003925149329006672 -0.0051737576723098755
+    -0.0016530340071767569 -0.004138553980737925 0.005275809671729803 0.0014342262875288725
+    3.434848986216821e-05 -0.003907437436282635 0.0026187316980212927 0.006148704793304205
+    -0.0033482203725725412 -0.007093419320881367 -0.006025351118296385 4.9437472625868395e-05
+    0.002718833275139332 -0.0023155733942985535 0.008238966576755047 -0.0009794692741706967
+    0.006694777403026819 -0.004887409508228302 0.0005149404751136899 0.010463896207511425
+    -0.002426735358312726 -0.011242286302149296 -0.0037757789250463247 -0.00018919155991170555
+    -0.005014797672629356 0.001994286198168993 -0.00016993509780149907 -0.00270663108676672
+    0.0072024185210466385 0.005903215613216162 0.0014611509395763278 0.0006459710421040654"""
+# bench_collision's pile, trajectory 3 of stats at step 200: a mesh's vertices (mm-sized hull of 24 points), and the
+# poses (pos, quat) of the cylinder and the mesh where the cylinder's side lies across a mesh triangle
+PILE_POSES = ((-0.03171000113274006, -0.05166924486857278, 0.010667943844273216, -0.3311363262750818,
+               0.004946666665603503, 0.7097793269686457, -0.6217214576624152),
+              (-0.04463548587281281, -0.03770646837640349, 0.004328945297861288, 0.46147359342542854,
+               0.5631331065183455, -0.44574995339988516, 0.5207976631648997))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_a_cylinder_side_across_a_mesh_triangle_gets_mujocos_contacts(backend):
+    """A pile state (PILE_POSES) and 20 states around it (the cylinder moved by up to 1 um): GJK ends on a triangle
+    whose two glued tetrahedra are not convex, EPA starts from the hull (gjk.polytope3) and ends on its first face;
+    multi-contact clips the cylinder's side line through that face's first cylinder point, so the hull's faces' vertex
+    order decides the contacts. mj_collision's contacts, every one within AGREE (before: the hull built by joining
+    the far point across the near tetrahedron's horizon: 1.4e-4 off in position, 1.9e-7 in distance)."""
+    m = mujoco.MjModel.from_xml_string(f"""<mujoco><asset><mesh name="hull" vertex="{PILE_MESH}"/></asset>
+      <worldbody><body><freejoint/><geom type="cylinder" size="0.012083808393256307 0.012481063925613791"/></body>
+      <body><freejoint/><geom type="mesh" mesh="hull"/></body></worldbody></mujoco>""")
+    rng = np.random.default_rng(0)
+    q = np.concatenate(PILE_POSES)
+    states = [q] + [q + np.concatenate([rng.uniform(-1e-6, 1e-6, 3), np.zeros(11)]) for _ in range(20)]
+    several = resting_contacts_agree(backend, m, states, 1, reordered=False)
+    assert several >= 10, f"several contacts in only {several} states"
+
+
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 def test_multi_pairs_trajectory_without_multiccd_matches_mj_step(backend):
     """A cube, a cylinder and a capsule dropped on a mesh slab, a cylinder post and each other (mjDSBL_MULTICCD set:

@@ -453,15 +453,20 @@ def test_tetra(p0, p1, p2, p3) -> bool:
 test_tetra.__test__ = False                # not a pytest test
 
 
+GLUED = ((3, 0, 1, 1, 3, 2), (3, 2, 0, 2, 4, 0), (3, 1, 2, 0, 5, 1), (4, 1, 0, 5, 0, 4), (4, 0, 2, 3, 1, 5),
+         (4, 2, 1, 4, 2, 3))      # polytope3's faces: slots (of v1, v2, v3, v4, v5) and neighbours; face j lacks v OPPOSITE[j]
+OPPOSITE = (2, 1, 0, 2, 1, 0)
+
+
 def polytope3(pt: Polytope, status: Status, obj1, obj2) -> int:
-    """EPA's start from a triangle: the support points along its normal both ways make a hexahedron (two tetrahedra
-    on the triangle); where that is not convex (the far support point sees a face of the near tetrahedron: the segment
-    between them misses the triangle), its convex hull instead, as MuJoCo 4.0's library starts (measured): the near
-    tetrahedron, the far point joined across its horizon. The glued one's inner faces were EPA's nearest: a pile's
-    ellipsoid pair's frame 6.1e-4 from mj_collision's, 6e-14 with the hull. Where the hull cannot be built (a
-    degenerate face: cylinders' flat caps), the glued one, as before (measured: else 12 pile states lost a cylinder
-    pair's 4 contacts). Nonzero (failure) for a degenerate triangle, a support point on it, a hexahedron without the
-    origin or the origin on a face."""
+    """EPA's start from a triangle: the support points v4, v5 along its normal both ways make a hexahedron (two
+    tetrahedra glued on the triangle). Where that is not convex (the far support point sees a face of the near
+    tetrahedron: the segment v4 v5 misses the triangle, across the edge of that face), the hull of the five points is
+    glued the same way on the triangle (v_k, v5, v4) of the vertex v_k opposite that edge, the edge's ends v_k+1,
+    v_k-1 its apexes, as MuJoCo 4.0's library starts (measured: its polytope read from mjc_ccd's buffer; the faces'
+    vertex order decides multi-contact's cylinder side line). The glued one kept where that has a degenerate face
+    (cylinders' flat caps). Nonzero (failure) for a degenerate triangle, a support point on it, a hexahedron without
+    the origin or the origin on a face."""
     v1, v2, v3 = (s.vert for s in status.simplex[:3])
     pt.center = (v1 + v2 + v3) * (1.0 / 3.0)
     n = cross3(v2 - v1, v3 - v1)
@@ -479,37 +484,26 @@ def polytope3(pt: Polytope, status: Status, obj1, obj2) -> int:
         return 5
     if status.dist > 10 * MINVAL and not test_tetra(v1, v2, v3, v4) and not test_tetra(v1, v2, v3, v5):
         return 6                                                        # mjEPA_P3_MISSING_ORIGIN
-    i2, i3 = i1 + 1, i1 + 2
-    for a, b, c, n1, n2, n3 in ((i4, i1, i2, 1, 3, 2), (i4, i3, i1, 2, 4, 0), (i4, i2, i3, 0, 5, 1),
-                                (i5, i2, i1, 5, 0, 4), (i5, i1, i3, 3, 1, 5), (i5, i3, i2, 4, 2, 3)):
-        if attach_face(pt, a, b, c, n1, n2, n3) < MINDIST3:
-            return 7                                                    # mjEPA_P3_ORIGIN_ON_FACE
+    ids = (i1, i1 + 1, i1 + 2)
+    if not _glue(pt, (*ids, i4, i5)):
+        return 7                                                        # mjEPA_P3_ORIGIN_ON_FACE
     near, far = (i4, i5) if dot3(n, v1) < 0 else (i5, i4)              # the origin on n's side: v4 nearer it
     w = pt.verts[far].vert
-    if any(near in f.verts and dot3(f.v, w) - f.dist2 > MINVAL for f in pt.faces):   # not convex
+    seen = [j for j, f in enumerate(pt.faces) if near in f.verts and dot3(f.v, w) - f.dist2 > MINVAL]
+    if seen:                                                            # not convex: the hull, glued on (v_k, v5, v4)
+        k = OPPOSITE[seen[0]]
+        hull = (ids[k], i5, i4, ids[(k + 1) % 3], ids[(k - 1) % 3])
         glued, center = pt.faces, pt.center
-        if _hull3(pt, (i1, i2, i3), near, far):
-            return 0
-        pt.faces, pt.center, pt.horizon = glued, center, []             # no hull: the glued one
+        pt.faces, pt.center = [], (pt.verts[hull[0]].vert + v5 + v4) * (1.0 / 3.0)
+        if not _glue(pt, hull):
+            pt.faces, pt.center = glued, center                        # a degenerate face: the glued one
     return _map_all(pt)
 
 
-def _hull3(pt: Polytope, ids: tuple, near: int, far: int) -> bool:
-    """polytope3's hull: the tetrahedron of the triangle ids and near, far joined across its horizon; False when a
-    face is degenerate or the horizon breaks."""
-    i1, i2, i3 = ids
-    pt.faces, pt.horizon = [], []
-    pt.center = (((pt.verts[i1].vert + pt.verts[i2].vert) + pt.verts[i3].vert) + pt.verts[near].vert) * 0.25
-    for a, b, c, n1, n2, n3 in ((i1, i2, i3, 1, 3, 2), (i1, near, i2, 2, 3, 0), (i1, i3, near, 0, 3, 1),
-                                (near, i3, i2, 2, 0, 1)):
-        if attach_face(pt, a, b, c, n1, n2, n3) < MINDIST3:
-            return False
-    _map_all(pt)
-    horizon(pt, 0, pt.verts[far].vert)                                  # the triangle and the faces far sees
-    if len(pt.horizon) < 3 or not _join(pt, far, 0.0, MAX_LIMIT):
-        return False
-    pt.horizon = []
-    return True
+def _glue(pt: Polytope, ids: tuple) -> bool:
+    """The hexahedron of the triangle ids[:3] and the apexes ids[3] (on its normal's side), ids[4] as the polytope's
+    faces; False when the origin is within MINDIST3 of a face's plane."""
+    return all(attach_face(pt, ids[a], ids[b], ids[c], n1, n2, n3) >= MINDIST3 for a, b, c, n1, n2, n3 in GLUED)
 
 
 def polytope4(pt: Polytope, status: Status, obj1, obj2) -> int:
