@@ -271,19 +271,23 @@ LANE_TASKS = {"ant": "ant.xml", "humanoid": "humanoid.xml", "walker2d": "walker2
 
 
 @pytest.mark.parametrize("integrator", ["rk4", "euler"])
-@pytest.mark.parametrize("task", sorted(LANE_TASKS))
+@pytest.mark.parametrize("task", sorted(LANE_TASKS) + ["humanoid elliptic"])
 def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, restore_isa):
-    """Gymnasium's Ant and Walker2d (Newton) and Humanoid (PGS) from qpos0 above or on their floors, their joints moved
-    by up to 0.05 rad, 11 trajectories of 100 steps (on the floor after 20-85) under a random constant control, with RK4 (the
-    tasks') and Euler: on every lane width (native.isas(): 8, 4, 2 states side by side) the constrained rollout steps
-    blocks of trajectories with the smooth stages and the integration in lanes and each trajectory's contacts, rows
-    and solve alone; each state equals mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run
-    simulate gives it alone (q within 1e-12, the same contact counts)."""
+    """Gymnasium's Ant and Walker2d (Newton) and Humanoid (PGS; and with elliptic cones, its contacts' blocks of three
+    rows) from qpos0 above or on their floors, their joints moved by up to 0.05 rad, 11 trajectories of 100 steps (on
+    the floor after 20-85) under a random constant control, with RK4 (the tasks') and Euler: on every lane width
+    (native.isas(): 8, 4, 2 states side by side) the constrained rollout steps blocks of trajectories with the smooth
+    stages and the integration in lanes and each trajectory's contacts, rows and solve alone; each state equals
+    mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run simulate gives it alone (q within 1e-12,
+    the same contact counts)."""
     import gymnasium.envs.mujoco as gym_mujoco
     from physai.engine import native
 
-    m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / LANE_TASKS[task]))
+    name, *cone = task.split()
+    m = mujoco.MjModel.from_xml_path(str(Path(gym_mujoco.__file__).parent / "assets" / LANE_TASKS[name]))
     m.opt.integrator = CODES[integrator]
+    if cone:
+        m.opt.cone = mujoco.mjtCone.mjCONE_ELLIPTIC
     n, steps = 11, 100
     rng = np.random.default_rng(7)
     Q = np.repeat(m.qpos0[None], n, axis=0)
