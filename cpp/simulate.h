@@ -119,7 +119,8 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
                         discrete ? discrete->bare_diag : nullptr);    // discrete: the mass matrix scales the tolerances
     if (st != OK) return st;
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
-    rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
+    if (discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
+    else balanced_constraint_force(m, s.c, qfrc);                    // what (M - h D) a = f + qfrc integrates
     if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
     if (s.obs.out && update_warm) observe_accel(s, stages, q, qd, qacc, qfrc);      // the step's last evaluation
     return OK;

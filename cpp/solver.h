@@ -1922,5 +1922,54 @@ inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const 
     return run_solver(m, w, M, warmstart, tolerance, iterations, sol, scale, false);
 }
 
+// rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (solver.STIFF_ROWS: a pyramid
+// at friction 0, which MuJoCo raises to 1e-5, has D = 1 / (2 mu^2 R) ~ 6e11)
+constexpr double STIFF_ROWS = 1e6;
+
+// qfrc (nv) for the steps that solve (M - h D) a = qfrc_smooth + qfrc (solver.balanced_constraint_force): J^T force
+// after solve_with, and where rows are stiff (STIFF_ROWS) that plus the residual M qacc - qfrc_smooth - J^T force
+// projected on the quadratic rows' span (an orthonormal basis by Gram-Schmidt, twice, where NumPy takes least squares):
+// -D (J qacc - aref) keeps J qacc's rounding times D, 1e-3 N on a frictionless pyramid. M on the tree's pattern (w.Mt)
+inline void balanced_constraint_force(const Model &m, ConstraintWork &w, double *qfrc) {
+    const Rows &r = w.r;
+    int nv = m.nv;
+    rows_transpose_times(r, w.force.data(), qfrc);
+    double diag = 0.0, D = 0.0;
+    for (int j = 0; j < nv; j++) diag = std::max(diag, std::fabs(w.Mt[size_t(m.M_rowadr[j] + m.M_rownnz[j] - 1)]));
+    if (w.state.size() < size_t(r.nefc)) return;
+    for (int i = 0; i < r.nefc; i++)
+        if (w.state[size_t(i)] == QUADRATIC) D = std::max(D, r.D[size_t(i)]);
+    if (!(D > STIFF_ROWS * diag)) return;
+    std::vector<double> res(static_cast<size_t>(nv)), basis, v(static_cast<size_t>(nv));
+    tree_times(m, w.Mt.data(), w.qacc.data(), res.data());
+    for (int j = 0; j < nv; j++) res[size_t(j)] -= w.qfrc_smooth[size_t(j)] + qfrc[j];   // the optimum's balance: zero exactly
+    int nb = 0;
+    for (int i = 0; i < r.nefc && nb < nv; i++) {                      // the quadratic rows' span, orthonormal
+        if (w.state[size_t(i)] != QUADRATIC) continue;
+        std::fill(v.begin(), v.end(), 0.0);
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) v[size_t(r.cols[size_t(k)])] = r.val[size_t(k)];
+        double norm0 = 0.0, norm = 0.0;
+        for (double x : v) norm0 += x * x;
+        for (int pass = 0; pass < 2; pass++)                           // v - its part in the basis, twice
+            for (int b = 0; b < nb; b++) {
+                const double *e = basis.data() + size_t(b) * nv;
+                double c = 0.0;
+                for (int j = 0; j < nv; j++) c += e[j] * v[size_t(j)];
+                for (int j = 0; j < nv; j++) v[size_t(j)] -= c * e[j];
+            }
+        for (double x : v) norm += x * x;
+        if (!(norm > 1e-18 * norm0)) continue;                         // in the span already (to 1e-9 of its length)
+        norm = std::sqrt(norm);
+        for (double x : v) basis.push_back(x / norm);
+        nb++;
+    }
+    for (int b = 0; b < nb; b++) {                                     // qfrc += the residual's part in the span
+        const double *e = basis.data() + size_t(b) * nv;
+        double c = 0.0;
+        for (int j = 0; j < nv; j++) c += e[j] * res[size_t(j)];
+        for (int j = 0; j < nv; j++) qfrc[j] += c * e[j];
+    }
+}
+
 }  // namespace
 }  // namespace physai

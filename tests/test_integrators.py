@@ -1360,3 +1360,67 @@ def test_a_bad_trajectory_file_is_named(tmp_path):
     batch = integ.rollout(model, np.zeros((2, 2)), np.zeros((2, 2)), steps=2)
     with pytest.raises(TrajectoryFileError, match="one run"):
         batch.save(tmp_path / "batch.npz")
+
+
+FRICTIONLESS_BOX = """<mujoco><option timestep="0.002" cone="pyramidal"/><worldbody>
+<geom type="plane" size="3 3 .1" friction="0 0 0"/>
+<body pos="0 0 0.5"><freejoint/><geom type="box" size=".1 .15 .05" friction="0 0 0"/></body></worldbody></mujoco>"""
+
+
+def _frictionless_box_states(m, n: int, seed: int = 1):
+    """n states of FRICTIONLESS_BOX with its box 1-5 mm into the plane on an edge or a corner, moving (the first: the
+    review's edge, tilted 30 deg about x), and mujoco's MjData at each after mj_forward."""
+    from scipy.spatial.transform import Rotation
+    rng, out = np.random.default_rng(seed), []
+    for s in range(n):
+        euler = (30, 0, 11) if s == 0 else (rng.uniform(10, 50), rng.uniform(-5, 5), rng.uniform(0, 90))
+        depth = 0.003 if s == 0 else rng.uniform(0.001, 0.005)
+        d = mujoco.MjData(m)
+        quat = Rotation.from_euler("xyz", euler, degrees=True).as_quat()[[3, 0, 1, 2]]
+        corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * m.geom_size[1]
+        lowest = (Rotation.from_quat(quat[[1, 2, 3, 0]]).as_matrix() @ corners.T)[2].min()
+        d.qpos[:3], d.qpos[3:7] = (0, 0, -lowest - depth), quat
+        d.qvel[:] = np.random.default_rng(1).normal(size=6) * 0.1 if s == 0 else rng.normal(size=6) * 0.3
+        mujoco.mj_forward(m, d)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+def test_implicit_step_at_a_frictionless_pyramid_is_the_solvers_acceleration_integrated(integrator, backend):
+    """A box on a plane with friction 0 on the pyramidal cone (20 states): MuJoCo raises mu to 1e-5, the rows' D =
+    1 / (2 mu^2 R) is 5.7e11, and -D (J qacc - aref) rounds at 1e-3 N. The implicit steps solve (M - h D) a = f + J^T force; in exact
+    arithmetic that is (M - h qDeriv)^-1 M qacc from the solver's qacc (M qacc = f + J^T force at the optimum), which
+    MuJoCo's own data give here (mj_forward's qacc and M, mj_step's qDeriv; implicit: implicitfast solves the free
+    body's block with its gyroscopic term besides). physai's step from a zero warm start is within 1e-8 m/s of it in
+    qd, and of mj_step warm-started at its own optimum; mj_step from a zero warm start (the
+    same problem) moves by up to 7e-6 m/s with its force's rounding, which the test checks it still does (the scene is
+    the stiff one). Before physai balanced the stiff rows' force (solver.balanced_constraint_force), its step was up
+    to 3.0e-5 (NumPy) and 1.5e-5 (compiled) off."""
+    m = mujoco.MjModel.from_xml_string(FRICTIONLESS_BOX)
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    m.opt.integrator = integ.MUJOCO_INTEGRATOR[integrator]
+    model, h, spread = engine.from_mujoco(m), m.opt.timestep, 0.0
+    for d in _frictionless_box_states(m, 20):
+        q, qd = d.qpos.copy(), d.qvel.copy()
+        assert d.nefc and (1 / d.efc_R).max() > 1e11                    # the stiff rows
+        M = np.zeros((6, 6))
+        mujoco.mj_fullM(m, d, M)
+        stepped = []
+        for warm in (d.qacc.copy(), np.zeros(6)):                       # mj_step at its optimum, and from zero
+            e = mujoco.MjData(m)
+            e.qpos[:], e.qvel[:], e.qacc_warmstart[:] = q, qd, warm
+            mujoco.mj_step(m, e)
+            stepped.append(e)
+        D = np.zeros((6, 6))
+        for i in range(6):                                              # qDeriv (mj_step's, of the start state) dense
+            span = slice(m.D_rowadr[i], m.D_rowadr[i] + m.D_rownnz[i])
+            D[i, m.D_colind[span]] = stepped[0].qDeriv[span]
+        exact = qd + h * np.linalg.solve(M - h * D, M @ d.qacc)
+        qd_next = run(backend, integ.step, model, q, qd, integrator=integrator)[1]
+        if integrator == "implicit":                                    # (implicitfast: the free body's own block)
+            assert np.abs(qd_next - exact).max() < 1e-8
+        assert np.abs(qd_next - stepped[0].qvel).max() < 1e-8
+        spread = max(spread, np.abs(stepped[1].qvel - stepped[0].qvel).max())
+    assert spread > 1e-7                                                # MuJoCo's own step moves by the rounding here

@@ -222,6 +222,8 @@ class DynamicsEvaluator:
             solution = solver.solve_with(model, rows, M, f, self.warmstart, noslip_metric=noslip_metric,
                                          backbone=backbone, inertia=inertia)
             qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
+            if not discrete:                           # what (M - h D) a = f + qfrc_constraint integrates
+                qfrc = solver.balanced_constraint_force(rows, M, f, solution)
             self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
         self._keep(q, qd, qacc, qfrc, contacts, rows, efc_force)

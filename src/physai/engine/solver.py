@@ -850,6 +850,27 @@ def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, w
     return solution
 
 
+#: rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (a pyramid at friction 0,
+#: which MuJoCo raises to 1e-5: D = 1 / (2 mu^2 R) ~ 6e11); physai.derivatives.STIFF_ROWS is the same bound
+STIFF_ROWS = 1e6
+
+
+def balanced_constraint_force(r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, solution: Solution) -> np.ndarray:
+    """qfrc_constraint (nv,) for the steps that solve (M - h D) a = qfrc_smooth + qfrc_constraint (implicit,
+    implicitfast, Euler with damping): solution's J^T efc_force, and where rows are stiff (STIFF_ROWS) that plus the
+    balance's residual M qacc - qfrc_smooth - J^T efc_force projected on the quadratic rows' span (least squares, as
+    physai.derivatives' optimum forces). -D (J qacc - aref) keeps J qacc's rounding times D: 1e-3 N on a frictionless
+    pyramid, 7e-6 m/s in qd after one implicit step (mj_step's own moves by that with its warm start). The solver's
+    qacc is kept: equal in exact arithmetic, this is (M - h D)^-1 M qacc there."""
+    qfrc = solution.qfrc_constraint
+    quadratic = np.flatnonzero(solution.state == QUADRATIC) if len(solution.state) == r.nefc else np.zeros(0, int)
+    if not len(quadratic) or r.D[quadratic].max() <= STIFF_ROWS * np.abs(np.diag(M)).max():
+        return qfrc
+    Jq = r.J[quadratic]
+    residual = M @ solution.qacc - qfrc_smooth - qfrc                        # the optimum's balance: zero exactly
+    return qfrc + Jq.T @ np.linalg.lstsq(Jq.T, residual, rcond=None)[0]     # its part in the quadratic rows' span
+
+
 def _solve_without_rows(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray, backbone: np.ndarray | None = None,
                         tolerance: float | None = None, iterations: int | None = None) -> Solution:
     """No rows (nefc = 0, mj_fwdConstraint's early return): qacc = a0 = M^-1 qfrc_smooth (nv,) (smooth_acceleration),
