@@ -962,8 +962,8 @@ template <class X> nb::object gather_block(const std::vector<const RowsOut *> &o
 }
 
 // CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
-// eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations; forward and inverse
-// last: rows, whether to return the rows). Returns (results, sizes, rows...): results per state (forward: qacc,
+// eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations, balanced (qfrc_constraint
+// as solver.balanced_constraint_force gives it); forward and inverse last: rows, whether to return the rows). Returns (results, sizes, rows...): results per state (forward: qacc,
 // qfrc_constraint, iterations, improvement, converged; inverse: tau, qfrc_constraint; none for the rows), with a leading
 // N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
 // nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
@@ -982,10 +982,10 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
     int k = 2;
     if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
-    size_t options = op == CONSTRAINT_FORWARD ? 6 : op == CONSTRAINT_INVERSE ? 3 : 2;
+    size_t options = op == CONSTRAINT_FORWARD ? 7 : op == CONSTRAINT_INVERSE ? 3 : 2;
     if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
         throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
-                                                         "tolerance, iterations, rows)"
+                                                         "tolerance, iterations, balanced, rows)"
                               : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows)"
                                                          : "constraint_rows: options (contacts, eq_active)");
     nb::tuple o = nb::borrow<nb::tuple>(args[k]);
@@ -1008,6 +1008,8 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         }
         if (!PyFloat_Check(o[3].ptr()) || !PyLong_Check(o[4].ptr())) fail("type", "constraint");
         c.tolerance = PyFloat_AS_DOUBLE(o[3].ptr()), c.iterations = PyLong_AsLongLong(o[4].ptr());
+        if (!PyBool_Check(o[5].ptr())) fail("type", "constraint");
+        c.balanced = o[5].ptr() == Py_True;
     }
     if (op != CONSTRAINT_ROWS) {
         if (!PyBool_Check(o[options - 1].ptr())) fail("type", "constraint");

@@ -323,6 +323,7 @@ struct ConstraintCall {
     double tolerance = 0;
     int64_t iterations = 0;
     bool rows = true;                                                  // forward, inverse: return each state's rows
+    bool balanced = false;                                             // forward: qfrc_constraint as (M - h D) steps take it
     double *qacc = nullptr, *qfrc = nullptr, *tau = nullptr, *improvement = nullptr;
     int64_t *iters = nullptr;
     bool *converged = nullptr;

@@ -117,7 +117,8 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     int st = solve_with(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
     if (st != OK) return st;
     std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
-    rows_transpose_times(w.r, w.force.data(), qfrc);
+    if (call.balanced) balanced_constraint_force(m, w, qfrc);         // what (M - h D) a = f + qfrc integrates
+    else rows_transpose_times(w.r, w.force.data(), qfrc);
     call.iters[s] = sol.iterations, call.improvement[s] = sol.improvement, call.converged[s] = sol.converged;
     return OK;
 }

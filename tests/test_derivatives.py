@@ -505,6 +505,28 @@ def test_discrete_step_derivatives_with_springs_dampers_and_servos(backend):
     assert_close(B, B_mj, 1e-8)
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_discrete_step_derivatives_under_pgs_keep_the_servos_explicit(backend):
+    """Under the PGS solver the discrete step leaves the servos' B and K out of its metric (forward.explicit_couplings):
+    A and B against mjd_transitionFD (mjINT_DISCRETE, PGS) within 1e-8 on both backends, two states in a batch and one
+    alone (the compiled kernel put the servos in the metric: A 35 off; the NumPy text takes these now)."""
+    xml = SERVOS.replace('<intvelocity joint="h" kp="4" actrange="-1 1"/>', "").replace('dyntype="filter"\n   dynprm="0.05"', "")
+    m = mujoco.MjModel.from_xml_string(xml)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    m.opt.solver = mujoco.mjtSolver.mjSOL_PGS
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q, qd = engine.random_states(model, 2, 7, qd_max=2.0)
+    ctrl = np.random.default_rng(7).uniform(-0.5, 0.5, (2, m.nu))
+    A, B = run(backend, derivatives.step_derivatives, model, q, qd, 0.01, "discrete", ctrl)
+    one = run(backend, derivatives.step_derivatives, model, q[0], qd[0], 0.01, "discrete", ctrl[0])
+    for k in range(2):
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q[k], qd[k], ctrl[k]
+        A_mj, B_mj = transition_fd(m, d, "discrete")
+        assert_close(A[k], A_mj, 1e-8)
+        assert_close(B[k], B_mj, 1e-8)
+    assert_close(one[0], A[0], 1e-12)
+
+
 def test_discrete_step_derivatives_compiled_equal_numpy(monkeypatch):
     """The compiled kernel (cpp/step_derivative.h) takes the discrete step with the joints' and the servos' B and K
     (position, velocity, an affine gain: their slopes moving with ctrl) beside a standalone free body, two states in a

@@ -18,7 +18,7 @@ import pytest
 
 from physai import dynamics as dyn
 from physai import collision, derivatives, engine, forces, inverse, models
-from physai.engine import constraint, smooth, solver
+from physai.engine import constraint, forward, smooth, solver
 from physai import integrators as integ
 from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError,
                                TrajectoryFileError, UnsupportedModelError)
@@ -1386,6 +1386,13 @@ def _frictionless_box_states(m, n: int, seed: int = 1):
     return out
 
 
+def _python_stepper(model, integrator: str, h: float, q, qd) -> np.ndarray:
+    """qd after one step of the Python stepper with constraints (forward.DynamicsEvaluator: on the compiled backend its
+    solve is solver.compiled_forward's), the path step takes with inputs the compiled rollout does not."""
+    evaluator = forward.DynamicsEvaluator(model, h, integ.step_inputs(model, None, None, None, None), False, True)
+    return forward.STEPPERS[integrator](evaluator, q, qd)[1]
+
+
 @pytest.mark.parametrize("backend", ["numpy", "native"])
 @pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
 def test_implicit_step_at_a_frictionless_pyramid_is_the_solvers_acceleration_integrated(integrator, backend):
@@ -1419,6 +1426,8 @@ def test_implicit_step_at_a_frictionless_pyramid_is_the_solvers_acceleration_int
             D[i, m.D_colind[span]] = stepped[0].qDeriv[span]
         exact = qd + h * np.linalg.solve(M - h * D, M @ d.qacc)
         qd_next = run(backend, integ.step, model, q, qd, integrator=integrator)[1]
+        qd_stepper = run(backend, _python_stepper, model, integrator, h, q, qd)
+        assert np.abs(qd_stepper - stepped[0].qvel).max() < 1e-8         # the Python stepper's (compiled_forward's)
         if integrator == "implicit":                                    # (implicitfast: the free body's own block)
             assert np.abs(qd_next - exact).max() < 1e-8
         assert np.abs(qd_next - stepped[0].qvel).max() < 1e-8

@@ -281,3 +281,16 @@ def test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call(name, frame
     for bad in (0, -1, 2.0, True):
         with pytest.raises(InvalidArgumentError):
             integrators.step_frames(model, Q, QD, bad, ctrl=U)
+    with pytest.raises(InvalidArgumentError, match="memory"):       # the frames' outputs, before anything is allocated
+        integrators.step_frames(model, Q, QD, 2**40, ctrl=U)
+
+
+def test_step_frames_leaves_a_model_with_activations_to_step_result():
+    """step_frames has no act to carry between calls: a model with activation states (a filter actuator) gets None
+    (step frame by frame with step_result, which takes and returns act), not steps from act = 0."""
+    m = mujoco.MjModel.from_xml_string("""<mujoco><worldbody><body><joint name="j" type="hinge"/>
+      <geom type="capsule" fromto="0 0 0 .3 0 0" size=".03"/></body></worldbody>
+      <actuator><general joint="j" dyntype="filter" dynprm="0.05"/></actuator></mujoco>""")
+    model = engine.from_mujoco(m)
+    assert m.na == 1
+    assert integrators.step_frames(model, np.zeros((2, 1)), np.zeros((2, 1)), 2, ctrl=np.ones((2, 1))) is None

@@ -1561,7 +1561,9 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     if validation.flag("margins", margins) and not constraints:
         raise InvalidArgumentError("margins=True needs constraints=True: the smooth step has no rows to switch")
     na = 0 if model.actuators is None else model.actuators.na
-    compiled = native.on and not numpy_only(model) and not constraints   # what the kernel declines, NumPy runs
+    explicit = integrator == "discrete" and forward.explicit_couplings(model) and \
+        forward.metric_couplings(model, model.actuators)               # PGS's explicit servo terms: the NumPy text's
+    compiled = native.on and not numpy_only(model) and not constraints and not explicit   # the kernel declines, NumPy runs
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:

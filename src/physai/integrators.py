@@ -693,16 +693,19 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
     with ctrl (N, nu) held over them, as mj_step(m, d, nstep=frames), in ONE compiled call: the StepResult of the last
     frame (q, qd, its qacc_warmstart, and the observed fields of its last step, as step_result's observe), the same
     numbers as `frames` calls of step_result carrying qacc_warmstart along. None when the compiled step does not take
-    it (the NumPy backend, an input not plainly well formed, observed fields it does not compute, a state that
-    diverged): the caller then steps frame by frame with step_result, which names or reports what went wrong. Written
-    for a vector environment's frame skip (physai.envs): one call, one pass of the threads, instead of `frames`."""
+    it (the NumPy backend, a model with activation states, an input not plainly well formed, observed fields it does
+    not compute, a state that diverged): the caller then steps frame by frame with step_result, which names or
+    reports what went wrong. Written for a vector environment's frame skip (physai.envs): one call, one pass of the
+    threads, instead of `frames`. InvalidArgumentError when the frames' outputs would not fit in memory."""
     model = engine.as_model(model)
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
         raise InvalidArgumentError(f"step_frames: frames must be a positive integer, got {frames!r}")
     names = check_observe(observe, model)
     dt, integrator, euler_damping, constraints = model_options(model)
-    if not native.on:
-        return None
+    if not native.on or (model.actuators is not None and model.actuators.na):
+        return None                                                # activations: step_result carries act
+    if isinstance(q, np.ndarray) and q.ndim == 2:
+        _check_output_size(model, len(q), int(frames))             # the compiled rollout keeps every frame
     fast = _compiled_step(model, q, qd, dt, integrator, ctrl, None, euler_damping, constraints, qacc_warmstart, names,
                           steps=int(frames))
     if fast is None:

@@ -212,7 +212,7 @@ class DynamicsEvaluator:
         if not discrete and native.on and native.compiled_solver(model) and self.tau is not None and \
                 np.isfinite(self.tau).all() and not self.observing:
             qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
-                                                     self.warmstart, opt.tolerance, opt.iterations)[:2]
+                                                 self.warmstart, opt.tolerance, opt.iterations, balanced=True)[:2]
         else:
             if not self.filled:                        # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])

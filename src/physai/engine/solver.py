@@ -932,13 +932,15 @@ def _forward_options(model: Model, options: tuple) -> tuple:
 _FORWARD = native.kernel("constraint_forward", options=_forward_options)
 
 
-def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int):
+def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int,
+                     balanced: bool = False):
     """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
-    q, qd and tau; warmstart (nv,), (N, nv) or None. The rows are not returned (compiled_rows gives them)."""
+    q, qd and tau; warmstart (nv,), (N, nv) or None; balanced: qfrc_constraint as balanced_constraint_force gives it
+    (the steps that solve with M - h D), else J^T efc_force. The rows are not returned (compiled_rows gives them)."""
     prepare_compiled(model)
     if not native.compiled_solver(model):
         raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
     (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
-        model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), False))
+        model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), bool(balanced), False))
     return qacc, qfrc, state_forces(sizes, force), its, improvement, converged
