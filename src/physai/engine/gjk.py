@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from physai.engine.primitives import mat_times_mj
+
 MINVAL = 1e-15                     # MuJoCo's mjMINVAL
 MINVAL2 = MINVAL * MINVAL
 MAXVAL2 = 1e10 * 1e10              # MuJoCo's mjMAXVAL squared
@@ -408,8 +410,8 @@ def polytope2(pt: Polytope, status: Status, obj1, obj2) -> int:
     e[int(np.argmin(np.abs(diff)))] = 1.0                              # the axis most across the segment
     d1 = cross3(e, diff)
     R = rotation_120(diff)
-    d2 = R @ d1
-    d3 = R @ d2
+    d2 = mat_times_mj(R, d1)                                           # summed in order (mju_mulMatVec3), not
+    d3 = mat_times_mj(R, d2)                                           # by BLAS: its order broke EPA's ties
     ids = [len(pt.verts), len(pt.verts) + 1]
     pt.verts += [status.simplex[0], status.simplex[1]]
     ids += [epa_support(pt, obj1, obj2, d, norm3(d)) for d in (d1, d2, d3)]
