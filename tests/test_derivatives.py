@@ -1006,6 +1006,36 @@ def test_constrained_step_derivatives_of_a_box_sliding_on_a_plane(integrator, co
     constrained_against_mujoco(m, d, integrator)
 
 
+TILTED_SLIDE = """<mujoco><option timestep="0.002" cone="elliptic"/><worldbody>
+<geom type="plane" size="3 3 .1" euler="5 -3 0" condim="{condim}"/><body pos="0.6 0 0.3" euler="-100 45 30"><freejoint/>
+<geom type="box" size=".1 .1 .1" friction="0.8 0.02 0.002" condim="{condim}"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("integrator", ["euler", "implicitfast"])
+@pytest.mark.parametrize("condim", [3, 6])
+def test_constrained_step_derivatives_against_a_converged_reference(integrator, condim):
+    """A box settled on a tilted plane (400 steps), its velocity kicked, its contacts on the elliptic cone: at tolerance
+    1e-15 MuJoCo's Newton stops on its decrement (1/2 grad H^-1 grad, tiny along the stiff contact directions) with
+    M qacc - qfrc_smooth - qfrc_constraint ~ 6e-7 N, which implicitfast's M^-1 (qfrc_smooth + qfrc_constraint) carries
+    smoothly into the step (its centred differences 1.5e-6 (condim 3) of A from euler's, at every eps). At tolerance 0
+    (only a line search without improvement stops it) both references agree, and A (the exact optimum's) within 1e-7."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(TILTED_SLIDE.format(condim=condim)))
+    d = mujoco.MjData(m)
+    for _ in range(400):
+        mujoco.mj_step(m, d)
+    d.qvel[:] += np.random.default_rng(condim).normal(size=m.nv) * 0.05
+    m.opt.tolerance = 0.0
+    mujoco.mj_forward(m, d)
+    M = np.zeros((m.nv, m.nv))
+    mujoco.mj_fullM(m, d, M)
+    assert d.ncon == 4 and np.abs(M @ d.qacc - d.qfrc_smooth - d.qfrc_constraint).max() < 1e-12
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
+    A_mj = extrapolated_transition_fd(m, d, integrator)[0]
+    m.opt.tolerance = 1e-15                            # physai's solve as the other tests'
+    A = derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), constraints=True)[0]
+    assert_close(A, A_mj, 1e-7, what="A")
+
+
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 def test_constrained_step_derivatives_of_random_constraint_scenes(seed, cone):
