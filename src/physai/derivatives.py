@@ -681,6 +681,34 @@ class _Constraints:
                     "there and the step is not differentiable in practice; linearise at a nearby state")
         return pairs
 
+    def _refuse_upright_capsules(self, q: np.ndarray, poses: tuple | None):
+        """InvalidStateError where a capsule's contact with a plane (dim > 1) would stand on its end within 2 ROW_STEP
+        along a dof. Its first tangent t1 = y / |y|, y = a - n (n . a) (a the capsule's axis, n the normal:
+        primitives.plane_capsule, make_frame; (1, 0, 0) at y = 0) turns by |dy| / |y|: near y = 0 the frame jumps, and
+        the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (W1, W2: the plane's
+        and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows' q-derivatives
+        are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos, xmat) at q (None
+        without contacts)."""
+        model, r, contacts, G = self.model, self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return
+        for c, (g1, g2) in enumerate(contacts[0].geom.tolist()):
+            if r.contact_row[c] < 0 or r.contact_dim[c] < 2 or min(g1, g2) < 0 or G.geom_type[g1] != geoms.PLANE \
+                    or G.geom_type[g2] != geoms.CAPSULE:
+                continue
+            n, (b1, b2) = contacts[0].frame[c, 0], r.contact_body[c].tolist()
+            axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
+            y = axis - n * (n @ axis)
+            W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
+            rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+            if np.sqrt(y @ y) < 2 * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a capsule on a plane (contact {c}, geoms {g1} and {g2}) stands "
+                    f"on its end within {2 * ROW_STEP:g} of q (its axis {np.arcsin(min(1.0, np.sqrt(y @ y))):.1e} rad "
+                    "from the plane's normal): its contact frame's tangents follow the axis's tilt and jump where it is "
+                    "upright, the friction rows with them: the step is not differentiable there; linearise at a nearby "
+                    "state (tilted by 1e-5 rad or more)")
+
     def _segment_pair(self, c: int, q: np.ndarray, poses: tuple):
         """_SegmentPair of contact c between two spheres or capsules (a sphere a segment of length 0;
         primitives.sphere_sphere, sphere_capsule, capsule_capsule), or None where its segments are parallel (two
@@ -781,6 +809,7 @@ class _Constraints:
         H = M + r.J.T @ self._times_S(r.J)
         poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
+        self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
         rows, dJ, dpos = self._analytic_rows(q, poses)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
