@@ -358,7 +358,8 @@ class _Constraints:
     Jacobians, contact frames, impedances and aref rebuilt at each point, collision included, each row's force in its
     held state (held_forces). A point where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
-    points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs); how close a row
+    points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
+    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules); how close a row
     is to changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M
     is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
     (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at
