@@ -359,7 +359,8 @@ class _Constraints:
     held state (held_forces). A point where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
-    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules); how close a row
+    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
+    or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches); how close a row
     is to changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M
     is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
     (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at
@@ -710,6 +711,24 @@ class _Constraints:
                     "upright, the friction rows with them: the step is not differentiable there; linearise at a nearby "
                     "state (tilted by 1e-5 rad or more)")
 
+    def _refuse_frame_switches(self):
+        """InvalidStateError where a contact between two spheres or capsules (self.pairs, dim > 1) has its normal's y
+        component within 2 ROW_STEP of +-1/2 along a dof: its frame's first tangent (make_frame(n, 0): y0 - n (n . y0)
+        normalised, y0 = (0, 1, 0) where |n_y| < 1/2, else (0, 0, 1)) jumps there, the friction rows with it.
+        | |n_y| - 1/2 | < 2 ROW_STEP max_k |dn_y / dq_k|, dn = (1 - n n^T) dD / |D| (_segment_pair)."""
+        r, contacts = self.r, self.contacts
+        for c, pair in self.pairs.items():
+            if r.contact_dim[c] < 2:
+                continue
+            n = contacts[0].frame[c, 0]
+            rate = np.abs((pair.dD[1] - n[1] * (n @ pair.dD)) / pair.L).max(initial=0.0)
+            if abs(abs(n[1]) - 0.5) < 2 * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): contact {c}'s normal (two spheres or capsules) has its y "
+                    f"component {n[1]:.7f}, reaching +-0.5 within {2 * ROW_STEP:g} of q: its frame's default tangent "
+                    "switches there from the world's y axis to its z axis (MuJoCo's mju_makeFrame), the friction rows "
+                    "with it: the step is not differentiable there; linearise at a nearby state")
+
     def _segment_pair(self, c: int, q: np.ndarray, poses: tuple):
         """_SegmentPair of contact c between two spheres or capsules (a sphere a segment of length 0;
         primitives.sphere_sphere, sphere_capsule, capsule_capsule), or None where its segments are parallel (two
@@ -811,6 +830,7 @@ class _Constraints:
         poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
+        self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         rows, dJ, dpos = self._analytic_rows(q, poses)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
