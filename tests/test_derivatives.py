@@ -1451,6 +1451,84 @@ def test_constrained_step_derivatives_refuse_nearly_parallel_capsules(monkeypatc
         derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), constraints=True)
 
 
+CAPSULE_ON_ITS_END = """<mujoco><option timestep="0.002" cone="pyramidal"/><worldbody><geom type="plane" size="3 3 .1"/>
+<body pos="0 0 0.1497" quat="{quat}"><freejoint/><geom type="capsule" size=".05 .1" friction="0.5 0.01 0.001"/></body>
+</worldbody></mujoco>"""
+
+
+def capsule_on_its_end(tilt: float):
+    """(m, d): CAPSULE_ON_ITS_END's capsule on its lower end, 0.3 mm into the plane (clear of the impedance's kinks at
+    solimp's midpoint and width, 0.5 and 1 mm), its axis turned by tilt (rad) about x from the normal; random
+    velocities."""
+    quat = f"{float(np.cos(tilt / 2))!r} {float(np.sin(tilt / 2))!r} 0 0"
+    m = exact_solver(mujoco.MjModel.from_xml_string(CAPSULE_ON_ITS_END.format(quat=quat)))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 1
+    return m, d
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("analytic", [True, False])
+@pytest.mark.parametrize("tilt", [0.0, 1e-6])
+def test_constrained_step_derivatives_refuse_a_capsule_upright_on_a_plane(monkeypatch, backend, analytic, tilt):
+    """A capsule standing on its end on a plane (its axis along the normal, or 1e-6 rad from it): its contact frame's
+    tangent, the axis projected on the plane (MuJoCo's mjc_PlaneCapsule), jumps there with the pyramid's rows, and
+    A was off MuJoCo's by a factor 73 unnamed: refused (_refuse_upright_capsules) on the analytic rows' path and the
+    differenced one (ANALYTIC_ROWS False), on both backends."""
+    m, d = capsule_on_its_end(tilt)
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+    with pytest.raises(InvalidStateError, match="a capsule on a plane .* stands on its end within 2e-06 of q"):
+        run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("analytic", [True, False])
+def test_constrained_step_derivatives_of_a_capsule_tilted_from_upright(monkeypatch, backend, analytic):
+    """The capsule on its end tilted by 1e-3 rad (its frame turning at 1e3 per rad) is not refused: A against MuJoCo's
+    extrapolated centred differences within 1e-6 of the largest entry, on both paths and backends."""
+    m, d = capsule_on_its_end(1e-3)
+    A_mj = extrapolated_transition_fd(m, d, "euler")[0]
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, A_mj, 1e-6, what="A")
+
+
+SPHERE_ON_A_CAPSULE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody>
+<geom type="capsule" fromto="-.3 0 0 .3 0 0" size=".05"/>
+<body pos="{pos}"><freejoint/><geom type="sphere" size=".05" friction="0.5 0.01 0.001"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("analytic", [True, False])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("ny", [0.5, 0.501])
+def test_constrained_step_derivatives_refuse_a_contact_frame_at_its_default_switch(monkeypatch, backend, analytic, cone,
+                                                                                   ny):
+    """A sphere 0.3 mm into a fixed capsule, the contact's normal (0, -ny, -sqrt(1 - ny^2)): at ny = 0.5 its frame's
+    default tangent (MuJoCo's mju_makeFrame: the world's y axis where |n_y| < 0.5, else z) switches, and the
+    differenced rows' A was ~3e3 times its largest entry off MuJoCo's centred differences unnamed: refused
+    (_refuse_frame_switches) on both paths and backends; at 0.501 A within 1e-6 of MuJoCo's."""
+    n = np.array([0.0, ny, np.sqrt(1 - ny * ny)]) * 0.0997
+    m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_CAPSULE.format(
+        cone=cone, pos=" ".join(repr(float(v)) for v in n))))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 1
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if ny == 0.5:
+        with pytest.raises(InvalidStateError, match="reaching \\+-0.5 within 2e-06 of q"):
+            run(backend, *step, constraints=True)
+    else:
+        assert_close(run(backend, *step, constraints=True)[0], extrapolated_transition_fd(m, d, "euler")[0], 1e-6,
+                     what="A")
+
+
 @pytest.mark.parametrize("pos, euler", [("0.3 0 1.097", "0 0 0.57"), ("0.03 0.02 1.097", "10 0 80")])
 def test_constrained_step_derivatives_of_capsules_at_a_small_angle_or_crossing(monkeypatch, pos, euler):
     """Two capsules at 1e-2 rad (the nearest points inside both segments, ds/dq ~ 1e2) and crossing at 80 degrees are

@@ -358,7 +358,9 @@ class _Constraints:
     Jacobians, contact frames, impedances and aref rebuilt at each point, collision included, each row's force in its
     held state (held_forces). A point where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
-    points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs); how close a row
+    points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
+    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
+    or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches); how close a row
     is to changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M
     is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
     (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at
@@ -681,6 +683,52 @@ class _Constraints:
                     "there and the step is not differentiable in practice; linearise at a nearby state")
         return pairs
 
+    def _refuse_upright_capsules(self, q: np.ndarray, poses: tuple | None):
+        """InvalidStateError where a capsule's contact with a plane (dim > 1) would stand on its end within 2 ROW_STEP
+        along a dof. Its first tangent t1 = y / |y|, y = a - n (n . a) (a the capsule's axis, n the normal:
+        primitives.plane_capsule, make_frame; (1, 0, 0) at y = 0) turns by |dy| / |y|: near y = 0 the frame jumps, and
+        the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (W1, W2: the plane's
+        and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows' q-derivatives
+        are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos, xmat) at q (None
+        without contacts)."""
+        model, r, contacts, G = self.model, self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return
+        for c, (g1, g2) in enumerate(contacts[0].geom.tolist()):
+            if r.contact_row[c] < 0 or r.contact_dim[c] < 2 or min(g1, g2) < 0 or G.geom_type[g1] != geoms.PLANE \
+                    or G.geom_type[g2] != geoms.CAPSULE:
+                continue
+            n, (b1, b2) = contacts[0].frame[c, 0], r.contact_body[c].tolist()
+            axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
+            y = axis - n * (n @ axis)
+            W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
+            rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+            if np.sqrt(y @ y) < 2 * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a capsule on a plane (contact {c}, geoms {g1} and {g2}) stands "
+                    f"on its end within {2 * ROW_STEP:g} of q (its axis {np.arcsin(min(1.0, np.sqrt(y @ y))):.1e} rad "
+                    "from the plane's normal): its contact frame's tangents follow the axis's tilt and jump where it is "
+                    "upright, the friction rows with them: the step is not differentiable there; linearise at a nearby "
+                    "state (tilted by 1e-5 rad or more)")
+
+    def _refuse_frame_switches(self):
+        """InvalidStateError where a contact between two spheres or capsules (self.pairs, dim > 1) has its normal's y
+        component within 2 ROW_STEP of +-1/2 along a dof: its frame's first tangent (make_frame(n, 0): y0 - n (n . y0)
+        normalised, y0 = (0, 1, 0) where |n_y| < 1/2, else (0, 0, 1)) jumps there, the friction rows with it.
+        | |n_y| - 1/2 | < 2 ROW_STEP max_k |dn_y / dq_k|, dn = (1 - n n^T) dD / |D| (_segment_pair)."""
+        r, contacts = self.r, self.contacts
+        for c, pair in self.pairs.items():
+            if r.contact_dim[c] < 2:
+                continue
+            n = contacts[0].frame[c, 0]
+            rate = np.abs((pair.dD[1] - n[1] * (n @ pair.dD)) / pair.L).max(initial=0.0)
+            if abs(abs(n[1]) - 0.5) < 2 * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): contact {c}'s normal (two spheres or capsules) has its y "
+                    f"component {n[1]:.7f}, reaching +-0.5 within {2 * ROW_STEP:g} of q: its frame's default tangent "
+                    "switches there from the world's y axis to its z axis (MuJoCo's mju_makeFrame), the friction rows "
+                    "with it: the step is not differentiable there; linearise at a nearby state")
+
     def _segment_pair(self, c: int, q: np.ndarray, poses: tuple):
         """_SegmentPair of contact c between two spheres or capsules (a sphere a segment of length 0;
         primitives.sphere_sphere, sphere_capsule, capsule_capsule), or None where its segments are parallel (two
@@ -781,6 +829,8 @@ class _Constraints:
         H = M + r.J.T @ self._times_S(r.J)
         poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
+        self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
+        self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         rows, dJ, dpos = self._analytic_rows(q, poses)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
