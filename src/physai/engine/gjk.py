@@ -439,9 +439,9 @@ def _through(vols: list, tol: float) -> bool:
 
 def _convex_ring(pt: Polytope, obj1, obj2, v1, diff, ring: list) -> None:
     """When the line v1 + t diff misses the triangle of the ring ids (its volumes within 1e-15 |diff|^3 of zero or of
-    mixed sign), the support point w along diff x... across the edge a b of the least volume: n = (b - a) x diff
-    tilted by 0.001 |b - a| diff towards the end of the segment that the third vertex c is nearer; w replaces a, else
-    b, else c, the first that makes the line pass through the triangle (none: the ring kept)."""
+    mixed sign), the support point w across the edge a b of the least volume, along (b - a) x diff tilted by
+    0.001 |b - a| diff towards the end of the segment that the third vertex c is nearer, replaces a, else b, else c,
+    the first that makes the line pass through the triangle (none: the ring kept)."""
     dd = dot3(diff, diff)
     tol = dd * 1e-15 * math.sqrt(dd)
     a, b, c = ring
