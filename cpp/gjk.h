@@ -440,10 +440,49 @@ inline int ray_triangle(const V3 &v1, const V3 &v2, const V3 &v3, const V3 &v4, 
 constexpr int HEXAHEDRON[6][6] = {{0, 2, 3, 1, 3, 2}, {0, 4, 2, 2, 4, 0}, {0, 3, 4, 0, 5, 1},
                                   {1, 3, 2, 5, 0, 4}, {1, 2, 4, 3, 1, 5}, {1, 4, 3, 4, 2, 3}};
 
-// EPA's start from a segment: a hexahedron of three support points around it
+// rayTriangle's signed volumes of the line v1 + t diff with the edges a b, b c, c a of a triangle
+inline std::array<double, 3> ring_volumes(const V3 &v1, const V3 &diff, const V3 &a, const V3 &b, const V3 &c) {
+    V3 da = a - v1, db = b - v1, dc = c - v1;
+    return {det3(da, db, diff), det3(db, dc, diff), det3(dc, da, diff)};
+}
+
+// whether the line passes through the triangle: its volumes all at least tol, or all at most -tol
+inline bool through(const std::array<double, 3> &vols, double tol) {
+    return (vols[0] >= tol && vols[1] >= tol && vols[2] >= tol) || (vols[0] <= -tol && vols[1] <= -tol && vols[2] <= -tol);
+}
+
+// gjk._convex_ring: where the line misses the ring's triangle, the support point across the edge of the least volume
+// replaces the first of its ends (then the third vertex) that makes the line pass through it
+inline void convex_ring(Polytope &pt, CcdObject &o1, CcdObject &o2, const V3 &v1, const V3 &diff, const int ring[3]) {
+    double dd = dot3(diff, diff);
+    double tol = dd * 1e-15 * std::sqrt(dd);
+    auto vols = ring_volumes(v1, diff, pt.verts[size_t(ring[0])].vert, pt.verts[size_t(ring[1])].vert, pt.verts[size_t(ring[2])].vert);
+    if (through(vols, tol)) return;
+    int a = ring[0], b = ring[1], c = ring[2];
+    if (vols[1] >= vols[0] && vols[2] >= vols[0]) {
+    } else if (vols[1] <= vols[0] && vols[1] <= vols[2]) {
+        a = ring[1], b = ring[2], c = ring[0];
+    } else {
+        a = ring[2], b = ring[0], c = ring[1];
+    }
+    V3 edge = pt.verts[size_t(b)].vert - pt.verts[size_t(a)].vert;
+    double tilt = 0.5 * dd <= dot3(pt.verts[size_t(c)].vert - v1, diff) ? 0.001 : -0.001;
+    V3 d = diff * (norm3(edge) * tilt) + cross3(edge, diff);
+    Vertex w = pt.verts[size_t(epa_support(pt, o1, o2, d, norm3(d)))];
+    pt.verts.pop_back();
+    for (int slot : {a, b, c}) {
+        V3 p[3];
+        for (int k = 0; k < 3; k++) p[k] = ring[k] == slot ? w.vert : pt.verts[size_t(ring[k])].vert;
+        if (through(ring_volumes(v1, diff, p[0], p[1], p[2]), tol)) {
+            pt.verts[size_t(slot)] = w;
+            return;
+        }
+    }
+}
+
+// EPA's start from a segment: a hexahedron of three support points around it (gjk.polytope2)
 inline int polytope2(Polytope &pt, Status &status, CcdObject &o1, CcdObject &o2) {
     V3 v1 = status.simplex[0].vert, v2 = status.simplex[1].vert;
-    pt.center = (v1 + v2) * 0.5;
     V3 diff = v2 - v1, e{0.0, 0.0, 0.0};
     int axis = 0;                                                       // the axis most across the segment
     for (int i = 1; i < 3; i++)
@@ -458,11 +497,14 @@ inline int polytope2(Polytope &pt, Status &status, CcdObject &o1, CcdObject &o2)
     ids[2] = epa_support(pt, o1, o2, d1, norm3(d1));
     ids[3] = epa_support(pt, o1, o2, d2, norm3(d2));
     ids[4] = epa_support(pt, o1, o2, d3, norm3(d3));
+    convex_ring(pt, o1, o2, v1, diff, ids + 2);
+    const V3 &p3 = pt.verts[size_t(ids[2])].vert, &p4 = pt.verts[size_t(ids[3])].vert, &p5 = pt.verts[size_t(ids[4])].vert;
+    pt.center = ((((v1 + v2) + p3) + p4) + p5) * 0.2;
+    V3 r3 = p3, r4 = p4, r5 = p5;                                       // copies: restart3 clears the vertices
     for (const auto &f : HEXAHEDRON)
         if (attach_face(pt, ids[f[0]], ids[f[1]], ids[f[2]], f[3], f[4], f[5]) < GJK_MINVAL2)
             return restart3(pt, status, ids[f[0]], ids[f[1]], ids[f[2]], o1, o2);
-    if (!ray_triangle(v1, v2, pt.verts[size_t(ids[2])].vert, pt.verts[size_t(ids[3])].vert, pt.verts[size_t(ids[4])].vert))
-        return 2;                                                       // mjEPA_P2_NONCONVEX
+    if (!ray_triangle(v1, v2, r3, r4, r5)) return 2;                     // mjEPA_P2_NONCONVEX
     return map_all(pt);
 }
 

@@ -514,6 +514,32 @@ def test_a_pile_of_ellipsoids_gets_mujocos_contact_frames(backend):
     assert worst <= AGREE, f"{contacts} ellipsoid contacts, the worst {worst:.3g} from mj_collision's"
 
 
+# bench_collision's pile, seed 3, step 426: two ellipsoids 0.12 mm deep (geoms 19 and 23; poses: pos, quat)
+SEGMENT_ELLIPSOIDS = ((0.01062178282303821, 0.00934558990763786, 0.009168468570592126),
+                      (0.011192737258269676, 0.011805844583141148, 0.010100453032226224))
+SEGMENT_POSES = ((-0.0003266468392118066, 0.059594631704310244, 0.008808645887473161, 0.06760914869174367,
+                  -0.33217641158530753, 0.9381447445235356, -0.07051434550753954),
+                 (0.01332635597584293, 0.07652667303080314, 0.00962788179889438, 0.975483672151464,
+                  -0.010316374910383444, -0.06401602370708888, 0.2103024642826045))
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+def test_ellipsoids_whose_gjk_ends_on_a_segment_get_mujocos_contact(backend):
+    """A pile state (SEGMENT_POSES) and 20 states around it (the second ellipsoid moved by up to 0.1 um): GJK ends on
+    a segment through the origin (|x| 7e-7), whose three support points around it, 120 degrees apart, leave its line
+    outside their triangle; MuJoCo 4.0 replaces one by the support point across the edge the line misses
+    (gjk._convex_ring) and EPA finds the contact. mj_collision's contact, within AGREE (before: none, polytope2's
+    mjEPA_P2_NONCONVEX; MuJoCo's dist -1.2e-4)."""
+    m = mujoco.MjModel.from_xml_string("<mujoco><worldbody>" + "".join(
+        f'<body><freejoint/><geom type="ellipsoid" size="{" ".join(map(repr, s))}"/></body>'
+        for s in SEGMENT_ELLIPSOIDS) + "</worldbody></mujoco>")
+    rng = np.random.default_rng(0)
+    q = np.concatenate(SEGMENT_POSES)
+    states = [q] + [q + np.concatenate([np.zeros(7), rng.uniform(-1e-7, 1e-7, 3), np.zeros(4)]) for _ in range(20)]
+    touching = resting_contacts_agree(backend, m, states, 0, reordered=False)
+    assert touching == len(states), f"mj_collision's contact in only {touching} of {len(states)} states"
+
+
 PILE_MESH = """
     0.00018545288185123354 0.007888725958764553 -0.01138324849307537 -0.0023915404453873634
     0.005724434275180101 -0.0015134671702980995 -0.0017307111993432045 0.009115276858210564

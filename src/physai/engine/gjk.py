@@ -402,9 +402,11 @@ HEXAHEDRON = ((0, 2, 3, 1, 3, 2), (0, 4, 2, 2, 4, 0), (0, 3, 4, 0, 5, 1), (1, 3,
 
 def polytope2(pt: Polytope, status: Status, obj1, obj2) -> int:
     """EPA's start from a segment v1 v2 through the origin: three support points around it, 120 degrees apart, make a
-    hexahedron (two fans of three faces); when the origin lies on a face, that face's triangle (polytope3). 0: success."""
+    hexahedron (two fans of three faces; centre: the five points' mean); when the segment's line misses their triangle
+    (_convex_ring), one of them is replaced by the support point across the edge it misses, as MuJoCo 4.0's library
+    does (measured: its polytope2's support directions read with gdb); when the origin lies on a face, that face's
+    triangle (polytope3). 0: success."""
     v1, v2 = status.simplex[0].vert, status.simplex[1].vert
-    pt.center = (v1 + v2) * 0.5
     diff = v2 - v1
     e = np.zeros(3)
     e[int(np.argmin(np.abs(diff)))] = 1.0                              # the axis most across the segment
@@ -415,12 +417,55 @@ def polytope2(pt: Polytope, status: Status, obj1, obj2) -> int:
     ids = [len(pt.verts), len(pt.verts) + 1]
     pt.verts += [status.simplex[0], status.simplex[1]]
     ids += [epa_support(pt, obj1, obj2, d, norm3(d)) for d in (d1, d2, d3)]
+    _convex_ring(pt, obj1, obj2, v1, diff, ids[2:])
+    p = [pt.verts[i].vert for i in ids]
+    pt.center = ((((p[0] + p[1]) + p[2]) + p[3]) + p[4]) * 0.2
     for a, b, c, n1, n2, n3 in HEXAHEDRON:
         if attach_face(pt, ids[a], ids[b], ids[c], n1, n2, n3) < MINDIST2:
             return _restart3(pt, status, (ids[a], ids[b], ids[c]), obj1, obj2)
-    if not ray_triangle(v1, v2, *(pt.verts[i].vert for i in ids[2:])):
+    if not ray_triangle(v1, v2, *p[2:]):
         return 2                                                        # mjEPA_P2_NONCONVEX
     return _map_all(pt)
+
+
+def _ring_volumes(v1, diff, a, b, c) -> list:
+    """rayTriangle's signed volumes of the line v1 + t diff with the edges a b, b c, c a of a triangle."""
+    da, db, dc = a - v1, b - v1, c - v1
+    return [det3(da, db, diff), det3(db, dc, diff), det3(dc, da, diff)]
+
+
+def _through(vols: list, tol: float) -> bool:
+    """Whether the line passes through the triangle: its volumes all at least tol, or all at most -tol."""
+    return all(x >= tol for x in vols) or all(x <= -tol for x in vols)
+
+
+def _convex_ring(pt: Polytope, obj1, obj2, v1, diff, ring: list) -> None:
+    """When the line v1 + t diff misses the triangle of the ring ids (its volumes within 1e-15 |diff|^3 of zero or of
+    mixed sign), the support point w across the edge a b of the least volume, along (b - a) x diff tilted by
+    0.001 |b - a| diff towards the end of the segment that the third vertex c is nearer, replaces a, else b, else c,
+    the first that makes the line pass through the triangle (none: the ring kept)."""
+    dd = dot3(diff, diff)
+    tol = dd * 1e-15 * math.sqrt(dd)
+    a, b, c = ring
+    vols = _ring_volumes(v1, diff, *(pt.verts[i].vert for i in ring))
+    if _through(vols, tol):
+        return
+    if vols[1] >= vols[0] and vols[2] >= vols[0]:                       # edge a b (the ring's first two)
+        pass
+    elif vols[1] <= vols[0] and vols[1] <= vols[2]:
+        a, b, c = ring[1], ring[2], ring[0]
+    else:
+        a, b, c = ring[2], ring[0], ring[1]
+    edge = pt.verts[b].vert - pt.verts[a].vert
+    tilt = 0.001 if 0.5 * dd <= dot3(pt.verts[c].vert - v1, diff) else -0.001
+    d = diff * (norm3(edge) * tilt) + cross3(edge, diff)
+    w = pt.verts[epa_support(pt, obj1, obj2, d, norm3(d))]
+    pt.verts.pop()
+    for slot in (a, b, c):
+        verts = [w.vert if i == slot else pt.verts[i].vert for i in ring]
+        if _through(_ring_volumes(v1, diff, *verts), tol):
+            pt.verts[slot] = w
+            return
 
 
 def tri_affine(v1, v2, v3, p) -> list:
