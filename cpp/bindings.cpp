@@ -1167,6 +1167,17 @@ PyMethodDef CALL_DEF = {"call", reinterpret_cast<PyCFunction>(reinterpret_cast<v
                         "call(model, op, a, b=None, c=None, d=None, e=None): operation op (OPS) on its arguments (ARGUMENTS): "
                         "its result, or KernelError (see cpp/bindings.cpp)"};
 
+// whether array a has the shape (-1: any size along that axis)
+template <class A> bool is(const A &a, std::initializer_list<int64_t> shape) {
+    if (a.ndim() != shape.size()) return false;
+    size_t k = 0;
+    for (int64_t s : shape) {
+        if (s >= 0 && int64_t(a.shape(k)) != s) return false;
+        k++;
+    }
+    return true;
+}
+
 // _native.plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis, turns): (dJ (m, nv, nv),
 // ddist (m, nv)) of cpp/constraint_derivative.h's plane_contact_rows (physai.derivatives.plane_contact_rows' arrays);
 // ValueError for arrays not shaped as it reads them
@@ -1174,15 +1185,6 @@ nb::tuple plane_contact_rows_call(DArr J6, DArr origin, DArr frame, DArr pos, DA
                                   IArr dim, DArr axis, DArr turns) {
     if (J6.ndim() != 3 || J6.shape(1) != 6) throw std::invalid_argument("plane_contact_rows: J6 is not (nc, 6, nv)");
     const int64_t nc = int64_t(J6.shape(0)), nv = int64_t(J6.shape(2));
-    auto is = [](const auto &a, std::initializer_list<int64_t> shape) {
-        if (a.ndim() != shape.size()) return false;
-        size_t k = 0;
-        for (int64_t s : shape) {                                      // -1: any size
-            if (s >= 0 && int64_t(a.shape(k)) != s) return false;
-            k++;
-        }
-        return true;
-    };
     if (!is(origin, {nc, 3}) || !is(frame, {nc, 3, 3}) || !is(pos, {nc, 3}) || !is(dist, {nc}) || !is(friction, {nc, -1})
         || !is(radius, {nc}) || !is(dim, {nc}) || !is(axis, {nc, 3}) || !is(turns, {nv, nv}))
         throw std::invalid_argument("plane_contact_rows: an array is not shaped as J6's contacts and dofs");
@@ -1208,11 +1210,11 @@ nb::tuple segment_contact_rows_call(DArr J, DArr origin, DArr frame, DArr pos, d
                                     DArr d1, DArr ds, DArr dD, double L, DArr radius, DArr v1, DArr turns, DArr common) {
     if (J.ndim() != 3 || J.shape(0) != 2 || J.shape(1) != 6) throw std::invalid_argument("segment_contact_rows: J is not (2, 6, nv)");
     const size_t nv = J.shape(2);
-    auto size = [](const auto &a) { size_t n = 1; for (size_t k = 0; k < a.ndim(); k++) n *= a.shape(k); return n; };
-    if (size(origin) != 6 || size(frame) != 9 || size(pos) != 3 || size(d1) != 3 || size(ds) != nv || size(dD) != 3 * nv
-        || size(radius) != 2 || size(v1) != 3 * nv || size(turns) != nv * nv || size(common) != nv)
-        throw std::invalid_argument("segment_contact_rows: an array is not sized as J's dofs");
-    if ((dim != 1 && dim != 3) || (dim == 3 && size(friction) < 2))
+    const int64_t n = int64_t(nv);
+    if (!is(origin, {2, 3}) || !is(frame, {3, 3}) || !is(pos, {3}) || !is(d1, {3}) || !is(ds, {n}) || !is(dD, {3, n})
+        || !is(radius, {2}) || !is(v1, {3, n}) || !is(turns, {n, n}) || !is(common, {n}) || friction.ndim() != 1)
+        throw std::invalid_argument("segment_contact_rows: an array is not shaped as J's dofs");
+    if ((dim != 1 && dim != 3) || (dim == 3 && friction.shape(0) < 2))
         throw std::invalid_argument("segment_contact_rows: dim is not 1 or 3 (friction: at least 2 for 3)");
     void *a = nullptr, *b = nullptr;
     const npy_intp dJ_dims[3] = {npy_intp(pyramid_rows(dim)), npy_intp(nv), npy_intp(nv)}, dd_dims[1] = {npy_intp(nv)};
