@@ -14,13 +14,11 @@ Best of 3 rounds, wall clock; the compiled backend.
 """
 
 import sys
-import time
 from functools import partial
 from pathlib import Path
 
 import mujoco
 import numpy as np
-from mujoco import rollout as mj_rollout
 
 from physai import engine, integrators
 from physai.engine import forward, native, passive
@@ -28,25 +26,9 @@ from physai.engine import forward, native, passive
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from test_integrators import discrete_cross_tree_model  # noqa: E402
 from test_tendon_actfrc import start, tendon_frc_xml  # noqa: E402
+from bench_tendon_actfrc import N, ROLLOUT_STEPS, STEPS, best, mj_loop, rollout_rates  # noqa: E402
 
-STEPS, NUMPY_STEPS, N, ROLLOUT_STEPS = 2000, 100, 64, 200
-
-
-def best(f, rounds: int = 3) -> float:
-    """The shortest of `rounds` wall-clock runs of f [s]."""
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        f()
-        times.append(time.perf_counter() - t)
-    return min(times)
-
-
-def mj_loop(m, q0, qd0, ctrl) -> None:
-    d = mujoco.MjData(m)
-    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
-    for _ in range(STEPS):
-        mujoco.mj_step(m, d)
+NUMPY_STEPS = 100
 
 
 def numpy_step_rule(model, actuators, constrained=False) -> bool:
@@ -93,17 +75,7 @@ def main() -> None:
         Q = np.repeat(q0[None], N, axis=0)
         QD = qd0 + 0.1 * rng.normal(size=(N, m.nv))
         U = np.repeat(ctrl[None], N, axis=0)
-        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-        initial, d = np.empty((N, mujoco.mj_stateSize(m, spec))), mujoco.MjData(m)
-        for k in range(N):
-            d.qpos[:], d.qvel[:] = Q[k], QD[k]
-            mujoco.mj_getState(m, d, initial[k], spec)
-        control = np.ascontiguousarray(np.broadcast_to(U[:, None, :], (N, ROLLOUT_STEPS, m.nu)))
-        batch = N * ROLLOUT_STEPS / best(partial(integrators.rollout, model, Q, QD, steps=ROLLOUT_STEPS,
-                                                 ctrl=U[:, None, :], energy=False))
-        datas = [mujoco.MjData(m) for _ in range(threads)]
-        with mj_rollout.Rollout(nthread=threads if threads > 1 else 0) as r:
-            mj_batch = N * ROLLOUT_STEPS / best(partial(r.rollout, m, datas, initial, control, nstep=ROLLOUT_STEPS))
+        batch, mj_batch = rollout_rates(m, model, Q, QD, U, threads)
         print(f"{name:<13} {mine:>11.0f} {before:>13.0f} {theirs:>10.0f} {mine / theirs:>6.2f} {before / theirs:>12.3f} "
               f"{batch:>11.0f} {mj_batch:>13.0f} {batch / mj_batch:>6.2f}")
 

@@ -44,6 +44,24 @@ def mj_loop(m, q0, qd0, ctrl) -> None:
         mujoco.mj_step(m, d)
 
 
+def rollout_rates(m, model, Q, QD, U, threads: int) -> tuple:
+    """(integrators.rollout's, mujoco.rollout's) steps per second: N trajectories from Q (N, nq), QD (N, nv) of
+    ROLLOUT_STEPS steps under the constant controls U (N, nu), best of 3, mujoco.rollout on `threads` threads."""
+    n = len(Q)
+    spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
+    initial, d = np.empty((n, mujoco.mj_stateSize(m, spec))), mujoco.MjData(m)
+    for k in range(n):
+        d.qpos[:], d.qvel[:] = Q[k], QD[k]
+        mujoco.mj_getState(m, d, initial[k], spec)
+    control = np.ascontiguousarray(np.broadcast_to(U[:, None, :], (n, ROLLOUT_STEPS, m.nu)))
+    mine = n * ROLLOUT_STEPS / best(partial(integrators.rollout, model, Q, QD, steps=ROLLOUT_STEPS, ctrl=U[:, None, :],
+                                            energy=False))
+    datas = [mujoco.MjData(m) for _ in range(threads)]
+    with mj_rollout.Rollout(nthread=threads if threads > 1 else 0) as r:
+        theirs = n * ROLLOUT_STEPS / best(partial(r.rollout, m, datas, initial, control, nstep=ROLLOUT_STEPS))
+    return mine, theirs
+
+
 def main() -> None:
     engine.set_backend("native")
     threads = native.threads()
@@ -57,17 +75,7 @@ def main() -> None:
         theirs = STEPS / best(partial(mj_loop, m, q0, qd0, ctrl))
         starts = [start(m, 10 + k) for k in range(N)]
         Q, QD, U = (np.array(x) for x in zip(*starts))
-        spec = mujoco.mjtState.mjSTATE_FULLPHYSICS
-        initial, d = np.empty((N, mujoco.mj_stateSize(m, spec))), mujoco.MjData(m)
-        for k in range(N):
-            d.qpos[:], d.qvel[:] = Q[k], QD[k]
-            mujoco.mj_getState(m, d, initial[k], spec)
-        control = np.ascontiguousarray(np.broadcast_to(U[:, None, :], (N, ROLLOUT_STEPS, m.nu)))
-        batch = N * ROLLOUT_STEPS / best(partial(integrators.rollout, model, Q, QD, steps=ROLLOUT_STEPS,
-                                                 ctrl=U[:, None, :], energy=False))
-        datas = [mujoco.MjData(m) for _ in range(threads)]
-        with mj_rollout.Rollout(nthread=threads if threads > 1 else 0) as r:
-            mj_batch = N * ROLLOUT_STEPS / best(partial(r.rollout, m, datas, initial, control, nstep=ROLLOUT_STEPS))
+        batch, mj_batch = rollout_rates(m, model, Q, QD, U, threads)
         print(f"{integrator:<13} {mine:>11.0f} {theirs:>10.0f} {mine / theirs:>6.2f} {batch:>11.0f} {mj_batch:>13.0f} "
               f"{batch / mj_batch:>6.2f}")
 
