@@ -1529,6 +1529,35 @@ def test_constrained_step_derivatives_refuse_a_contact_frame_at_its_default_swit
                      what="A")
 
 
+SPHERE_ON_A_BOX_EDGE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody><geom type="box" size=".3 .1 .1"/>
+<body pos="{pos}"><freejoint/><geom type="sphere" size=".05" friction="0.5 0.01 0.001"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("ny", [0.5, 0.501])
+def test_constrained_step_derivatives_refuse_a_box_edge_contact_frame_at_its_default_switch(backend, cone, ny):
+    """A sphere 0.3 mm into a fixed box's edge (along x at y = z = 0.1), the contact's normal (0, -ny, -sqrt(1 - ny^2))
+    (from the sphere, mjc_SphereBox's; differenced rows): at ny = 0.5 its frame's default tangent (mju_makeFrame: the world's y axis
+    where |n_y| < 0.5, else z) switches and A was ~2.5e3 times its largest entry off MuJoCo's centred differences
+    unnamed: refused (_refuse_frame_jumps) on both backends; at 0.501 A within 1e-6 of MuJoCo's."""
+    n = np.array([0.0, ny, np.sqrt(1 - ny * ny)])
+    pos = np.array([0.0, 0.1, 0.1]) + 0.0497 * n
+    m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_BOX_EDGE.format(
+        cone=cone, pos=" ".join(repr(float(v)) for v in pos))))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 1 and abs(d.contact.frame[0, 1] + ny) < 1e-12
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if ny == 0.5:
+        with pytest.raises(InvalidStateError, match="crossing \\+-0.5 within 2e-06 of q"):
+            run(backend, *step, constraints=True)
+    else:
+        assert_close(run(backend, *step, constraints=True)[0], extrapolated_transition_fd(m, d, "euler")[0], 1e-6,
+                     what="A")
+
+
 @pytest.mark.parametrize("pos, euler", [("0.3 0 1.097", "0 0 0.57"), ("0.03 0.02 1.097", "10 0 80")])
 def test_constrained_step_derivatives_of_capsules_at_a_small_angle_or_crossing(monkeypatch, pos, euler):
     """Two capsules at 1e-2 rad (the nearest points inside both segments, ds/dq ~ 1e2) and crossing at 80 degrees are

@@ -360,7 +360,8 @@ class _Constraints:
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
     a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
-    or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches); how close a row
+    or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
+    contact's whose normal crosses it at a differenced point (_refuse_frame_jumps); how close a row
     is to changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M
     is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
     (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at
@@ -450,6 +451,7 @@ class _Constraints:
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             floats, ints = self._held_contacts(Q)
+            self._refuse_frame_jumps(floats[:, 3:6].reshape(len(Q), nc, 3))
             arrays = [(floats[k * nc:(k + 1) * nc], ints[k * nc:(k + 1) * nc]) for k in range(n)]
         if n == 0:
             return np.zeros((0, nefc, model.nv)), np.zeros((0, nefc)), np.zeros((0, nefc))
@@ -489,16 +491,40 @@ class _Constraints:
 
     def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
         """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
-        held, rows = self.r, self.rows(Q, QD)
+        held = self.r
+        contacts = collision.detect(self.model, Q) if collision.has_contacts(self.model) else None
+        rows = self.rows(Q, QD, contacts)
         same = all(r.nefc == held.nefc and len(r.contact_dim) == len(held.contact_dim) for r in rows)
         for name in ("type", "id", "contact_body", "contact_dim") if same else ():
             same = same and bool(np.all(np.stack([getattr(r, name) for r in rows]) == getattr(held, name)))
         if not same:
             self._refuse_switch()
+        if contacts is not None:
+            self._refuse_frame_jumps(np.stack([c.frame[:, 0] for c in contacts]))
         rows = rows[:len(rows) - checked]
         if not rows:
             return np.zeros((0, held.nefc, self.model.nv)), np.zeros((0, held.nefc)), np.zeros((0, held.nefc))
         return tuple(np.stack([getattr(r, name) for r in rows]) for name in ("J", "aref", "D"))
+
+    def _refuse_frame_jumps(self, normals: np.ndarray):
+        """InvalidStateError where a contact (dim > 1) whose first tangent is make_frame's default (y0 - n (n . y0)
+        normalised, y0 = (0, 1, 0) where |n_y| < 1/2, else (0, 0, 1); not one its primitive gives, as a capsule's on a
+        plane) has its normal's |n_y| on the other side of 1/2 at a differenced state than at q (normals (n, nc, 3), the
+        contacts' at the states _row_arrays builds, within 2 ROW_STEP of q along each dof): its tangents jump between
+        the differences' points, the friction rows with them (an analytic segment pair's: _refuse_frame_switches)."""
+        r, frame = self.r, self.contacts[0].frame
+        n, side = frame[:, 0], np.abs(frame[:, 0, 1]) < 0.5
+        y0 = np.where(side[:, None], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
+        y = y0 - n * np.einsum("ci,ci->c", n, y0)[:, None]                 # make_frame's default first tangent
+        default = np.abs(y / np.linalg.norm(y, axis=1)[:, None] - frame[:, 1]).max(axis=1, initial=0.0) < 1e-9
+        jumps = default & (r.contact_dim > 1) & np.any((np.abs(normals[:, :, 1]) < 0.5) != side, axis=0)
+        if jumps.any():
+            c = int(np.flatnonzero(jumps)[0])
+            raise InvalidStateError(
+                f"step_derivatives(constraints=True): contact {c}'s normal has its y component {n[c, 1]:.7f}, "
+                f"crossing +-0.5 within {2 * ROW_STEP:g} of q: its frame's default tangent switches there from the "
+                "world's y axis to its z axis (MuJoCo's mju_makeFrame), the friction rows with it: the step is not "
+                "differentiable there; linearise at a nearby state")
 
     def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> tuple:
         """(J (n, nefc, nv), force (n, nefc)) of each state's rows but the last checked ones' (_row_arrays, which checks
