@@ -1558,6 +1558,33 @@ def test_constrained_step_derivatives_refuse_a_box_edge_contact_frame_at_its_def
                      what="A")
 
 
+CAPSULE_ON_A_BOX_EDGE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody><geom type="box" size=".3 .1 .1"/>
+<body pos="{pos}" zaxis="{axis}"><freejoint/><geom type="capsule" size=".05 .1" friction="0.5 0.01 0.001"/></body>
+</worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("angle", [0.0, 0.5])
+def test_constrained_step_derivatives_of_a_capsule_on_a_box_edge(backend, cone, angle):
+    """A capsule centred on a fixed box's edge (along x at y = z = 0.1), its axis turned by angle (rad) about z from
+    the edge: along it (two contacts at its ends, 0.3 mm deep) or across it onto the top face (two, 2.6 mm deep). Both
+    times mjc_CapsuleBox (physai's as MuJoCo's) swaps its two contacts' order within 1e-6 of q, and A was 1.1e2 and
+    6.1e3 times its largest entry off MuJoCo's unnamed; each differenced state's contacts are now laid out as the
+    optimum's (_held_order): A within 1e-6 of MuJoCo's extrapolated centred differences, both cones and backends."""
+    n = np.array([0.0, 0.3, np.sqrt(1 - 0.3 ** 2)])
+    pos, axis = np.array([0.0, 0.1, 0.1]) + 0.0497 * n, [np.cos(angle), np.sin(angle), 0.0]
+    m = exact_solver(mujoco.MjModel.from_xml_string(CAPSULE_ON_A_BOX_EDGE.format(
+        cone=cone, pos=" ".join(repr(float(v)) for v in pos), axis=" ".join(repr(float(v)) for v in axis))))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 2
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+
+
 @pytest.mark.parametrize("pos, euler", [("0.3 0 1.097", "0 0 0.57"), ("0.03 0.02 1.097", "10 0 80")])
 def test_constrained_step_derivatives_of_capsules_at_a_small_angle_or_crossing(monkeypatch, pos, euler):
     """Two capsules at 1e-2 rad (the nearest points inside both segments, ds/dq ~ 1e2) and crossing at 80 degrees are

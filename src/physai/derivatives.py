@@ -71,6 +71,7 @@ from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
+from physai.engine.contact import ContactSet
 from physai.engine.data import StepOptions
 from physai.engine.model import WRAP_JOINT, Model
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
@@ -451,6 +452,10 @@ class _Constraints:
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             floats, ints = self._held_contacts(Q)
+            if nc > 1:                                 # each state's contacts in the optimum's order
+                order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3))[..., None]
+                floats = np.take_along_axis(floats.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
+                ints = np.take_along_axis(ints.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
             self._refuse_frame_jumps(floats[:, 3:6].reshape(len(Q), nc, 3))
             arrays = [(floats[k * nc:(k + 1) * nc], ints[k * nc:(k + 1) * nc]) for k in range(n)]
         if n == 0:
@@ -493,6 +498,11 @@ class _Constraints:
         """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
         held = self.r
         contacts = collision.detect(self.model, Q) if collision.has_contacts(self.model) else None
+        if contacts is not None and len(held.contact_dim) > 1 and all(len(c) == len(held.contact_dim) for c in contacts):
+            order = self._held_order(np.stack([c.pos for c in contacts]))
+            contacts = [c if (k == np.arange(len(k))).all() else
+                        ContactSet.unpacked(self.model.nbody, *(a[k] for a in c.packed()), c.geom[k])
+                        for c, k in zip(contacts, order)]
         rows = self.rows(Q, QD, contacts)
         same = all(r.nefc == held.nefc and len(r.contact_dim) == len(held.contact_dim) for r in rows)
         for name in ("type", "id", "contact_body", "contact_dim") if same else ():
@@ -505,6 +515,25 @@ class _Constraints:
         if not rows:
             return np.zeros((0, held.nefc, self.model.nv)), np.zeros((0, held.nefc)), np.zeros((0, held.nefc))
         return tuple(np.stack([getattr(r, name) for r in rows]) for name in ("J", "aref", "D"))
+
+    def _held_order(self, pos: np.ndarray) -> np.ndarray:
+        """(n, nc) int: the order that lays each state's contacts (positions pos (n, nc, 3), as many as the optimum's) out
+        as the optimum's: among the optimum's contacts of one dim and pair of bodies, each takes the state's nearest
+        where those are all distinct (a geom pair's contacts may come in another order a ROW_STEP away: a capsule
+        across or along a box's edge, mjc_CapsuleBox, swaps its two within 1e-6 and A was 1e2 to 1e4 times off), else
+        the order as detected."""
+        held = self.contacts[0]
+        order = np.repeat(np.arange(len(held))[None], len(pos), axis=0)
+        keys, group = np.unique(held.packed()[1], axis=0, return_inverse=True)
+        for g in range(len(keys)):
+            idx = np.flatnonzero(group.ravel() == g)
+            if idx.size < 2:
+                continue
+            gap = np.linalg.norm(pos[:, None, idx] - held.pos[idx][None, :, None], axis=-1)   # (n, held, state)
+            nearest = gap.argmin(axis=2)
+            distinct = (np.sort(nearest, axis=1) == np.arange(idx.size)).all(axis=1)
+            order[:, idx] = np.where(distinct[:, None], idx[nearest], idx[None])
+        return order
 
     def _refuse_frame_jumps(self, normals: np.ndarray):
         """InvalidStateError where a contact (dim > 1) whose first tangent is make_frame's default (y0 - n (n . y0)
