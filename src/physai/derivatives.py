@@ -452,8 +452,9 @@ class _Constraints:
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             floats, ints = self._held_contacts(Q)
-            if nc > 1:                                 # each state's contacts in the optimum's order
-                order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3))[..., None]
+            order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3))
+            if order is not None:                      # each state's contacts in the optimum's order
+                order = order[..., None]
                 floats = np.take_along_axis(floats.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
                 ints = np.take_along_axis(ints.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
             self._refuse_frame_jumps(floats[:, 3:6].reshape(len(Q), nc, 3))
@@ -498,8 +499,9 @@ class _Constraints:
         """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
         held = self.r
         contacts = collision.detect(self.model, Q) if collision.has_contacts(self.model) else None
-        if contacts is not None and len(held.contact_dim) > 1 and all(len(c) == len(held.contact_dim) for c in contacts):
-            order = self._held_order(np.stack([c.pos for c in contacts]))
+        same = bool(contacts) and all(len(c) == len(held.contact_dim) for c in contacts)
+        order = self._held_order(np.stack([c.pos for c in contacts])) if same else None
+        if order is not None:
             contacts = [c if (k == np.arange(len(k))).all() else
                         ContactSet.unpacked(self.model.nbody, *(a[k] for a in c.packed()), c.geom[k])
                         for c, k in zip(contacts, order)]
@@ -521,8 +523,16 @@ class _Constraints:
         as the optimum's: among the optimum's contacts of one dim and pair of bodies, each takes the state's nearest
         where those are all distinct (a geom pair's contacts may come in another order a ROW_STEP away: a capsule
         across or along a box's edge, mjc_CapsuleBox, swaps its two within 1e-6 and A was 1e2 to 1e4 times off), else
-        the order as detected."""
+        the order as detected; None where that is every state's (each contact nearer its own than half the way to
+        another of its group: the common case, checked first)."""
         held = self.contacts[0]
+        if len(held) < 2:
+            return None
+        ints = held.packed()[1]
+        apart = np.linalg.norm(held.pos[:, None] - held.pos[None], axis=-1)
+        apart[~(ints[:, None] == ints[None]).all(axis=-1) | np.eye(len(held), dtype=bool)] = np.inf
+        if (np.linalg.norm(pos - held.pos, axis=-1) < apart.min(axis=1) / 2).all():
+            return None
         order = np.repeat(np.arange(len(held))[None], len(pos), axis=0)
         keys, group = np.unique(held.packed()[1], axis=0, return_inverse=True)
         for g in range(len(keys)):
