@@ -21,9 +21,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS = [
     ["physai", "physai.exceptions"],
     ["physai.spatial", "physai.validation", "physai.linalg", "physai.extras", "physai.trajectory_files"],
-    ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks", "physai.engine.gjk"],
+    ["physai.joints", "physai.models", "physai.engine.geoms", "physai.engine.model_checks"],
     ["physai.engine.primitives", "physai.dynamics", "physai.engine.model",
      "physai.engine.data", "physai.engine.actuators", "physai.engine.contact"],
+    ["physai.engine.gjk"],
     ["physai.engine.urdf", "physai.engine.convex", "physai.engine.passive"],
     ["physai.engine.smooth", "physai.engine.support"],
     ["physai.engine.collision", "physai.engine.tendon"],
