@@ -78,7 +78,7 @@ COMPILED = {
     "test_derivatives.py": {"test_bad_input_is_named", "test_compiled_contact_rows_equal_the_numpy_text",
                             "test_constrained_step_derivatives_difference_only_the_dofs_that_move_a_row",
                             "test_constrained_rows_analytic_q_derivatives_match_central_differences",
-                            "test_overflowing_velocities_are_named",
+                            "test_overflowing_velocities_are_named", "test_a_solve_stopped_by_its_line_search_is_named_so",
                             "test_step_derivatives_batch_and_backends_agree", "test_step_derivatives_of_random_muscle_models",
                             "test_step_derivatives_of_every_transmission", "test_step_derivatives_with_spatial_tendons"},
     "test_passive.py": {"test_step_derivatives_in_a_fluid"},

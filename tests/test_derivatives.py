@@ -1597,3 +1597,115 @@ def test_constrained_step_derivatives_of_capsules_at_a_small_angle_or_crossing(m
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", False)
     assert_close(A, derivatives.step_derivatives(model, d.qpos.copy(), d.qvel.copy(), constraints=True)[0], 1e-8,
                  what="A")
+
+
+SPHERE_ON_A_PLANE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody>
+<geom type="plane" size="1 1 .1" solimp="{solimp}"/>
+<body pos="0 0 0.5"><freejoint/><geom type="sphere" size=".05" mass="1" friction="0.5 0.01 0.001" solimp="{solimp}"/>
+</body></worldbody></mujoco>"""
+
+
+def sphere_on_a_plane(solimp: str, depth: float, cone: str = "pyramidal", tolerance: float = 1e-15):
+    """(m, d): SPHERE_ON_A_PLANE's sphere `depth` [m] into the plane (one contact, its distance -depth), random
+    velocities along the plane and about it (none along the normal), the solver at `tolerance`."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_PLANE.format(cone=cone, solimp=solimp)))
+    m.opt.tolerance = tolerance
+    d = mujoco.MjData(m)
+    d.qpos[2] = 0.05 - depth
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    d.qvel[2] = 0.0
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 1
+    return m, d
+
+
+def kinked_transition_fd(m, d):
+    """MuJoCo's step linearised at d's state by centred differences at eps 1e-6, 2e-6 and 4e-6, extrapolated to eps 0
+    through both an eps and an eps^2 term: T(eps) = T + a eps + b eps^2 where the step's second derivative jumps at the
+    state (solimp's midpoint; its width at power 2), the eps^2 term alone where it is smooth."""
+    state = d.qpos.copy(), d.qvel.copy()
+    T = []
+    for eps in (1e-6, 2e-6, 4e-6):
+        d.qpos[:], d.qvel[:] = state
+        T.append(transition_fd(m, d, "euler", eps)[0])
+    d.qpos[:], d.qvel[:] = state
+    R1, R2 = 2 * T[0] - T[1], 2 * T[1] - T[2]
+    return (4 * R1 - R2) / 3
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("power", [2, 3])
+@pytest.mark.parametrize("where", [0.5, 1.0])
+def test_constrained_step_derivatives_at_solimps_midpoint_and_width(backend, power, where):
+    """A sphere on a plane exactly at solimp's midpoint (0.5 mm deep) or width (1 mm): the impedance's pieces meet
+    there with equal slopes (C1; at power 2 its second derivative jumps), so the analytic rows' A is the step's
+    derivative, not refused: against MuJoCo's centred differences extrapolated through their eps and eps^2 terms
+    (kinked_transition_fd) within 1e-6 of the largest entry, on both backends."""
+    m, d = sphere_on_a_plane(f"0.9 0.95 0.001 0.5 {power}", where * 1e-3)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("analytic", [True, False])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("depth", [1e-3, 1e-3 + 1e-6, 1.02e-3])
+def test_constrained_step_derivatives_refuse_a_power_one_impedance_at_its_width(monkeypatch, backend, analytic, cone,
+                                                                                 depth):
+    """solimp's power 1: the impedance's ramp meets dmax at the width (1 mm) with slope 1 on one side, 0 on the other;
+    the step is not differentiable there. At the width and 1e-6 from it (within 2 ROW_STEP): refused by name on the
+    analytic rows' path and the differenced one, both cones and backends; 0.02 mm beyond it A is within 1e-6 of MuJoCo's
+    extrapolated centred differences, and margins=True's [2] is |depth - width| (MuJoCo's efc_pos)."""
+    m, d = sphere_on_a_plane("0.9 0.95 0.001 0.5 1", depth, cone)
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if depth < 1.01e-3:
+        with pytest.raises(InvalidStateError, match=r"impedance \(solimp power 1\) reaches its kink"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    assert abs(margins[2] - abs(abs(d.efc_pos[0] - d.efc_margin[0]) - m.geom_solimp[1, 2])) < 1e-15
+    assert margins[3] == abs(abs(d.contact.frame[0][1]) - 0.5)    # make_frame's default tangent: 0.5 from its switch
+
+
+def test_switch_margins_name_the_kinks_and_frame_switches():
+    """margins=True's [2], [3]: at power 2 no impedance kink (inf); a sphere on a fixed capsule with its normal's y
+    component 0.501 is | |n_y| - 0.5 | from make_frame's switch (MuJoCo's contact frame); a capsule 1e-3 rad from
+    upright on a plane |a - n (n . a)| (MuJoCo's geom axis and contact normal)."""
+    model_step = lambda m, d: derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),  # noqa: E731
+                                                           constraints=True, margins=True)[2]
+    m, d = sphere_on_a_plane("0.9 0.95 0.001 0.5 2", 0.3e-3)
+    assert model_step(m, d)[2] == np.inf
+    n = np.array([0.0, 0.501, np.sqrt(1 - 0.501 ** 2)]) * 0.0997
+    m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_CAPSULE.format(
+        cone="pyramidal", pos=" ".join(repr(float(v)) for v in n))))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    assert abs(model_step(m, d)[3] - abs(abs(d.contact.frame[0][1]) - 0.5)) < 1e-12
+    m, d = capsule_on_its_end(1e-3)
+    a, normal = d.geom_xmat[1].reshape(3, 3)[:, 2], d.contact.frame[0][:3]
+    assert abs(model_step(m, d)[3] - np.linalg.norm(a - normal * (normal @ a))) < 1e-12
+
+
+def test_a_solve_stopped_by_its_line_search_is_named_so():
+    """At tolerance 0 Newton stops where its line search finds no lower cost (alpha = 0) or at its iteration limit, as
+    MuJoCo's mj_solPrimal does: the warning says which. A box sliding on a plane (elliptic): MuJoCo stops before its
+    limit at this state, the compiled Newton too (by its line search; the NumPy one runs to the limit here, each line
+    search returning its bracket's midpoint at the cost's rounding): the warning names the line search, not the limit;
+    at 1 iteration it names the limit."""
+    m, d = box_on_a_plane("elliptic", 3, sliding=True)
+    m.opt.tolerance = 0.0
+    mujoco.mj_forward(m, d)
+    assert 0 < d.solver_niter[0] < m.opt.iterations
+    model = engine.from_mujoco(m)
+    with pytest.warns(ConvergenceWarning, match=r"after \d+ of its 1000 iterations.*its line search found no lower "
+                                                r"cost") as seen:
+        run("native", derivatives.step_derivatives, model, d.qpos.copy(), d.qvel.copy(), constraints=True)
+    assert not any("iteration limit" in str(w.message) for w in seen)
+    m.opt.iterations = 1
+    model = engine.from_mujoco(m)
+    for backend in ("native", "numpy"):
+        with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
+            run(backend, derivatives.step_derivatives, model, d.qpos.copy(), d.qvel.copy(), constraints=True)

@@ -362,15 +362,17 @@ class _Constraints:
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
     a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
     or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
-    contact's whose normal crosses it at a differenced point (_refuse_frame_jumps); how close a row
-    is to changing state, switch_margins says (step_derivatives' margins=True). The discrete step (self.discrete set): M
+    contact's whose normal crosses it at a differenced point (_refuse_frame_jumps), and a row whose impedance (solimp's
+    power 1) reaches its kink at |pos - margin| = width within 2 ROW_STEP (_refuse_impedance_kinks); how close a row
+    is to changing state, switch_margins says, and to a kink _break_margins (step_derivatives' margins=True). The
+    discrete step (self.discrete set): M
     is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
     (engine.constraint.rows' discrete_h: aref and R over s = 1 + h B + h^2 K imp, diagApprox in the metric's diagonal at
     each differenced q; daref/dqd = -(B + h K imp) J / s), solved by the NumPy solver as the engine's discrete step."""
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
-        self.margins = np.full(2, np.inf)              # the smallest switch_margins over the solves (RK4: its stages)
+        self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages): margins()
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
@@ -406,23 +408,75 @@ class _Constraints:
         if self.discrete is None and native.on and native.compiled_solver(model):   # compiled: tau = f + c
             out = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
                                           None, None, opt.tolerance, opt.iterations)
-            a, converged = out[0], bool(np.all(out[5]))
+            a, converged, its = out[0], bool(np.all(out[5])), int(np.max(out[3]))
         else:
             solution = solver.solve_with(model, r, M, f)
-            a, converged = solution.qacc, solution.converged
+            a, converged, its = solution.qacc, solution.converged, solution.iterations
         if not converged:
-            warnings.warn(f"step_derivatives(constraints=True): the {opt.solver} solver stopped at its iteration limit "
-                          f"({opt.iterations}) before its tolerance ({opt.tolerance:g}): the derivatives are those of "
-                          "the optimum's conditions at its last iterate; raise model.opt.iterations", ConvergenceWarning,
-                          stacklevel=5)
+            warnings.warn(_unconverged(opt, its), ConvergenceWarning, stacklevel=5)
         jar = r.J @ a - r.aref
         force, state, _, cones = constraint.update(r, jar, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
         self.f, self.forces = f.copy(), None
         quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
         self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
-        self.margins = np.minimum(self.margins, switch_margins(r, jar, state))
+        self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), self._break_margins(q)])
         return a, r.J.T @ force
+
+    def _break_margins(self, q: np.ndarray) -> np.ndarray:
+        """(2,) how far the rows at solve()'s q are from a kink of their geometry or impedance (step_derivatives'
+        margins [2], [3]): [0] the smallest | |pos - margin| - width | [m | rad] of a row whose impedance has a kink
+        there (solimp's power 1: _refuse_impedance_kinks); [1] the smallest, over the contacts of dim > 1, of
+        | |n_y| - 1/2 | where its first tangent is make_frame's default (_refuse_frame_switches, _refuse_frame_jumps)
+        and of |y| = |a - n (n . a)|, the sine of a capsule's axis a from a plane's normal n (_refuse_upright_capsules),
+        dimensionless. inf where there is no such row."""
+        r, contacts = self.r, self.contacts
+        kinks = np.abs(self._impedance_kinks()[1]).min(initial=np.inf)
+        if contacts is None or not len(r.contact_dim):
+            return np.array([kinks, np.inf])
+        frame, G, model = contacts[0].frame, self.model.geoms, self.model
+        side = np.abs(np.abs(frame[:, 0, 1]) - 0.5)
+        frames = side[self._default_frames() & (r.contact_dim > 1)].tolist()
+        geom = contacts[0].geom if contacts[0].geom is not None else np.full((len(r.contact_dim), 2), -1)
+        poses = None
+        for c, (g1, g2) in enumerate(geom.tolist()):
+            if r.contact_row[c] >= 0 and r.contact_dim[c] > 1 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE \
+                    and G.geom_type[g2] == geoms.CAPSULE:
+                poses = body_poses(model, q) if poses is None else poses
+                b2 = int(r.contact_body[c, 1])
+                axis, n = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2), frame[c, 0]
+                frames.append(float(np.linalg.norm(axis - n * (n @ axis))))
+        return np.array([kinks, min(frames, default=np.inf)])
+
+    def _impedance_kinks(self) -> tuple:
+        """(first (k,), gap (k,), rate (k,)): engine.constraint.impedance_kinks of the optimum's rows (gap = |pos - margin|
+        - width, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent directions, max_k of the
+        2-norm of its block's J[:, k] (a contact's normal row, or the mean of a pyramid's first two edges, a limit's
+        +-1, a connect's or weld's residual's unit vector times its rows: each within that norm)."""
+        r = self.r
+        first, gap = constraint.impedance_kinks(self.model, r, None if self.contacts is None else self.contacts[0])
+        rate = np.zeros(len(first))
+        for k, i in enumerate(first.tolist()):
+            j = i + 1
+            while j < r.nefc and r.type[j] == r.type[i] and r.id[j] == r.id[i]:
+                j += 1
+            rate[k] = np.sqrt((r.J[i:j] ** 2).sum(axis=0)).max(initial=0.0)
+        return first, gap, rate
+
+    def _refuse_impedance_kinks(self):
+        """InvalidStateError where a row's impedance would reach its kink within 2 ROW_STEP along a dof: solimp's power 1
+        at |pos - margin| = width, where its ramp meets dmax (engine.constraint.impedance_kinks), | |pos - margin| -
+        width | < 2 ROW_STEP max_k |d pos / dq_k| (_impedance_kinks' bound): its D, K imp and aref have a kink there, the
+        step is not differentiable (MuJoCo's centred differences take the mean of the two sides), whichever way the
+        rows' q-derivatives are taken. Powers above 1 are C1 at the width and at the midpoint: not refused."""
+        first, gap, rate = self._impedance_kinks()
+        near = np.abs(gap) < 2 * ROW_STEP * rate
+        if near.any():
+            k = int(np.flatnonzero(near)[0])
+            raise InvalidStateError(
+                f"step_derivatives(constraints=True): row {first[k]}'s impedance (solimp power 1) reaches its kink at "
+                f"|pos - margin| = width within {2 * ROW_STEP:g} of q ({gap[k]:.2e} from it): its linear ramp meets "
+                "dmax there and the step is not differentiable; linearise at a nearby state, or use solimp's power > 1")
 
     def _times_S(self, X: np.ndarray) -> np.ndarray:
         """S X (nefc, k): the derivative of the rows' forces in jar (minus sign aside) applied to X."""
@@ -553,10 +607,7 @@ class _Constraints:
         the differences' points, the friction rows with them (an analytic segment pair's: _refuse_frame_switches)."""
         r, frame = self.r, self.contacts[0].frame
         n, side = frame[:, 0], np.abs(frame[:, 0, 1]) < 0.5
-        y0 = np.where(side[:, None], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
-        y = y0 - n * np.einsum("ci,ci->c", n, y0)[:, None]                 # make_frame's default first tangent
-        default = np.abs(y / np.linalg.norm(y, axis=1)[:, None] - frame[:, 1]).max(axis=1, initial=0.0) < 1e-9
-        jumps = default & (r.contact_dim > 1) & np.any((np.abs(normals[:, :, 1]) < 0.5) != side, axis=0)
+        jumps = self._default_frames() & (r.contact_dim > 1) & np.any((np.abs(normals[:, :, 1]) < 0.5) != side, axis=0)
         if jumps.any():
             c = int(np.flatnonzero(jumps)[0])
             raise InvalidStateError(
@@ -564,6 +615,16 @@ class _Constraints:
                 f"crossing +-0.5 within {2 * ROW_STEP:g} of q: its frame's default tangent switches there from the "
                 "world's y axis to its z axis (MuJoCo's mju_makeFrame), the friction rows with it: the step is not "
                 "differentiable there; linearise at a nearby state")
+
+    def _default_frames(self) -> np.ndarray:
+        """(nc,) bool: the contacts at solve()'s q whose first tangent is make_frame's default, y0 - n (n . y0)
+        normalised, y0 = (0, 1, 0) where |n_y| < 1/2, else (0, 0, 1) (not one their primitive gives, as a capsule's on
+        a plane)."""
+        frame = self.contacts[0].frame
+        n, side = frame[:, 0], np.abs(frame[:, 0, 1]) < 0.5
+        y0 = np.where(side[:, None], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
+        y = y0 - n * np.einsum("ci,ci->c", n, y0)[:, None]                 # make_frame's default first tangent
+        return np.abs(y / np.linalg.norm(y, axis=1)[:, None] - frame[:, 1]).max(axis=1, initial=0.0) < 1e-9
 
     def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> tuple:
         """(J (n, nefc, nv), force (n, nefc)) of each state's rows but the last checked ones' (_row_arrays, which checks
@@ -896,6 +957,7 @@ class _Constraints:
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
         self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
+        self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos = self._analytic_rows(q, poses)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
@@ -965,6 +1027,21 @@ class _Constraints:
         dJ = np.einsum("ksrv,s->krv", J.reshape(k, len(weights), r.nefc, r.J.shape[1]), weights) / step
         df = np.einsum("ksr,s->kr", force.reshape(k, len(weights), r.nefc), weights) / step
         return -np.einsum("krv,r->vk", dJ, f), df.T
+
+
+def _unconverged(opt, iterations: int) -> str:
+    """The ConvergenceWarning's text for a solve that did not meet its tolerance after `iterations` (the largest over
+    its islands). Newton and CG (both engines, as MuJoCo's mj_solPrimal) stop at the tolerance, at opt.iterations, or
+    when the line search finds no lower cost along the search direction (alpha = 0: MuJoCo's PrimalSearch status 5,
+    no improvement), before either; PGS stops at the tolerance or opt.iterations only."""
+    head = f"step_derivatives(constraints=True): the {opt.solver} solver stopped "
+    tail = ": the derivatives are those of the optimum's conditions at its last iterate"
+    if iterations >= opt.iterations or opt.solver == "pgs":
+        return (f"{head}at its iteration limit ({opt.iterations}) before its tolerance ({opt.tolerance:g}){tail}; raise "
+                "model.opt.iterations")
+    return (f"{head}after {iterations} of its {opt.iterations} iterations, before its tolerance ({opt.tolerance:g}): "
+            "its line search found no lower cost along the search direction (the cost at its rounding, as with tolerance "
+            f"0, or the line search short of evaluations: opt.ls_iterations {opt.ls_iterations}){tail}")
 
 
 class _SegmentPair(NamedTuple):
@@ -1630,18 +1707,25 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             contacts, limits, friction loss and equalities, both cones, each row held in its state (satisfied,
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
-            parallel capsules) (margins=True says how close the rows are to changing state). The rows' dependence on q
+            parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
+            upright on a plane), or a row's impedance reaches its kink there (solimp's power 1 at |pos - margin| =
+            width; powers above 1 are C1 at the width and the midpoint: not refused, the analytic rows exact there while
+            centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows' dependence on q
             (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
             or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
             order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
             the contacts, the solve and the contacts' analytic rows (plane_, segment_contact_rows) are the compiled
             engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
-        margins: with constraints=True, also return how far the state is from a switch (switch_margins, the smallest
-            over RK4's stages): where they are small the linearisation holds only that close.
+        margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
+            RK4's stages): where they are small the linearisation holds only that close.
 
     Returns:
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
-        sensors); with margins=True also the margins (2,) or (N, 2): [acceleration, distance] (switch_margins). The
+        sensors); with margins=True also the margins (4,) or (N, 4): [acceleration, distance] (switch_margins), then
+        [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's
+        | |pos - margin| - width |; | |n_y| - 1/2 | of a contact with make_frame's default tangent, or the sine of a
+        capsule's axis from a plane's normal); inf where there is no such row. (Before 2026-12-05 it was (2,): [0] and
+        [1] are unchanged.) The
         state is (dq, dqd, dact) with dq in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos):
         at q for the inputs, at q' for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
     Passive damping and springs, the actuators' gains and biases (zero where ctrl or a force is clamped), the
@@ -1705,7 +1789,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     else:
         size = 2 * nv + na
         A, B, redo = np.empty((n, size, size)), np.empty((n, size, nu)), range(n)
-    distances = np.full((n, 2), np.inf)
+    distances = np.full((n, 4), np.inf)
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied", "act")}
         try:
@@ -1797,4 +1881,4 @@ def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, 
     if not np.isfinite(T).all():
         raise InvalidArgumentError(f"the step derivatives are not finite at dt = {h:g} s with {name}: the state or "
                                    "the timestep is too large, or M - h D is singular")
-    return T, np.full(2, np.inf) if s.constraints is None else s.constraints.margins
+    return T, np.full(4, np.inf) if s.constraints is None else s.constraints.margins

@@ -474,6 +474,25 @@ def impedance(solimp: np.ndarray, pos: float, margin: float) -> tuple[float, flo
     return d0 + y * (dwidth - d0), yP * sign * (dwidth - d0) / width
 
 
+def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple[np.ndarray, np.ndarray]:
+    """(first (k,), gap (k,)): the first row of each constraint whose impedance has a kink away from its switch, and
+    gap = |pos - margin| - width [m | rad] (its distance to that kink, signed: > 0 beyond it). Only solimp's power 1 has
+    one: its ramp y = x meets the plateau dmax at x = |pos - margin| / width = 1 with slope 1 on one side and 0 on the
+    other (impedance). Powers above 1 are C1 there (slope p b (1 - x)^(p - 1) -> 0) and at the midpoint (slope p on both
+    sides); dmin == dmax (or width <= MINVAL) has none, nor a friction loss row (pos 0 at every q)."""
+    first, gap = [], []
+    i = 0
+    while i < r.nefc:
+        _, _, solimp = _solver_parameters(model, r, i, contacts)
+        dim, pos = _block(model, r, i)
+        friction = r.type[i] in (FRICTION_DOF, FRICTION_TENDON)
+        if solimp[4] == 1 and solimp[0] != solimp[1] and solimp[2] > MINVAL and not friction:
+            first.append(i)
+            gap.append(abs(pos - r.margin[i]) - solimp[2])
+        i += dim
+    return np.array(first, np.intp), np.array(gap, float)
+
+
 def _impedance(model: Model, r: Rows, contacts: ContactSet | None, discrete_h: float | None = None) -> None:
     """R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts.
     discrete_h [s]: the discrete integrator's rows (refsafe's resolved springs, R / s capped at MAXIMP)."""
