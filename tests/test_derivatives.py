@@ -1658,6 +1658,7 @@ def test_constrained_step_derivatives_refuse_a_power_one_impedance_at_its_width(
     analytic rows' path and the differenced one, both cones and backends; 0.02 mm beyond it A is within 1e-6 of MuJoCo's
     extrapolated centred differences, and margins=True's [2] is |depth - width| (MuJoCo's efc_pos)."""
     m, d = sphere_on_a_plane("0.9 0.95 0.001 0.5 1", depth, cone)
+    gap, tangent = abs(abs(d.efc_pos[0] - d.efc_margin[0]) - m.geom_solimp[1, 2]), abs(abs(d.contact.frame[0][1]) - 0.5)
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
     step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
     if depth < 1.01e-3:
@@ -1666,8 +1667,8 @@ def test_constrained_step_derivatives_refuse_a_power_one_impedance_at_its_width(
         return
     A, _, margins = run(backend, *step, constraints=True, margins=True)
     assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
-    assert abs(margins[2] - abs(abs(d.efc_pos[0] - d.efc_margin[0]) - m.geom_solimp[1, 2])) < 1e-15
-    assert margins[3] == abs(abs(d.contact.frame[0][1]) - 0.5)    # make_frame's default tangent: 0.5 from its switch
+    assert abs(margins[2] - gap) < 1e-15
+    assert margins[3] == tangent                       # make_frame's default tangent: 0.5 from its switch
 
 
 def test_switch_margins_name_the_kinks_and_frame_switches():
@@ -1709,3 +1710,35 @@ def test_a_solve_stopped_by_its_line_search_is_named_so():
     for backend in ("native", "numpy"):
         with pytest.warns(ConvergenceWarning, match=r"stopped at its iteration limit \(1\)"):
             run(backend, derivatives.step_derivatives, model, d.qpos.copy(), d.qvel.copy(), constraints=True)
+
+
+COUPLED_SLIDES = """<mujoco><option timestep="0.002"/><worldbody>
+<body><joint name="a" type="slide" axis="1 0 0"/><geom type="sphere" size=".05" mass="1" contype="0" conaffinity="0"/>
+  <body pos="0 .2 0"><joint name="b" type="slide" axis="0 1 0"/>
+    <geom type="sphere" size=".05" mass="2" contype="0" conaffinity="0"/></body></body></worldbody>
+<equality><joint joint1="a" joint2="b" solimp="0.9 0.95 0.001 0.5 {power}"/></equality></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("power, offset", [(1, 0.0), (1, 1e-6), (1, 2e-5), (2, 0.0)])
+def test_constrained_step_derivatives_refuse_a_power_one_equality_where_it_holds(backend, power, offset):
+    """A joint equality (q_a = q_b) of solimp power 1: its impedance goes as |pos| / width, a cone at pos = 0 (an
+    equality's row is there at every q: no switch), so the step is not differentiable where the equality holds exactly:
+    refused within 2 ROW_STEP of it (offset 0 and 1e-6), on both backends; 2e-5 from it, and at power 2 (|pos|^2:
+    smooth) even at 0, A within 1e-6 of MuJoCo's extrapolated centred differences, margins[2] |pos| (MuJoCo's
+    efc_pos) at power 1, inf at power 2."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(COUPLED_SLIDES.format(power=power)))
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0.1, 0.1 - offset]
+    d.qvel[:] = [0.3, -0.2]
+    mujoco.mj_forward(m, d)
+    assert d.nefc == 1
+    pos = float(d.efc_pos[0])
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if power == 1 and offset < 1e-5:
+        with pytest.raises(InvalidStateError, match=r"impedance \(solimp power 1\) reaches its kink"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    assert margins[2] == (abs(pos) if power == 1 else np.inf)

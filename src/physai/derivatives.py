@@ -363,7 +363,8 @@ class _Constraints:
     a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
     or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
     contact's whose normal crosses it at a differenced point (_refuse_frame_jumps), and a row whose impedance (solimp's
-    power 1) reaches its kink at |pos - margin| = width within 2 ROW_STEP (_refuse_impedance_kinks); how close a row
+    power 1) reaches a kink within 2 ROW_STEP (|pos - margin| = width, an equality's pos = 0: _refuse_impedance_kinks);
+    how close a row
     is to changing state, switch_margins says, and to a kink _break_margins (step_derivatives' margins=True). The
     discrete step (self.discrete set): M
     is its metric M + h B + h^2 K, f its right side f - h K qd, the rows those at the step's end
@@ -425,13 +426,13 @@ class _Constraints:
 
     def _break_margins(self, q: np.ndarray) -> np.ndarray:
         """(2,) how far the rows at solve()'s q are from a kink of their geometry or impedance (step_derivatives'
-        margins [2], [3]): [0] the smallest | |pos - margin| - width | [m | rad] of a row whose impedance has a kink
-        there (solimp's power 1: _refuse_impedance_kinks); [1] the smallest, over the contacts of dim > 1, of
-        | |n_y| - 1/2 | where its first tangent is make_frame's default (_refuse_frame_switches, _refuse_frame_jumps)
-        and of |y| = |a - n (n . a)|, the sine of a capsule's axis a from a plane's normal n (_refuse_upright_capsules),
-        dimensionless. inf where there is no such row."""
+        margins [2], [3]): [0] the smallest distance [m | rad] of a row's |pos - margin| from a kink of its impedance
+        (solimp's power 1: at the width, and at 0 on an equality: _refuse_impedance_kinks); [1] the smallest, over
+        the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
+        (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's axis a
+        from a plane's normal n (_refuse_upright_capsules), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
-        kinks = np.abs(self._impedance_kinks()[1]).min(initial=np.inf)
+        kinks = self._impedance_kinks()[1].min(initial=np.inf)
         if contacts is None or not len(r.contact_dim):
             return np.array([kinks, np.inf])
         frame, G, model = contacts[0].frame, self.model.geoms, self.model
@@ -449,8 +450,8 @@ class _Constraints:
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
-        """(first (k,), gap (k,), rate (k,)): engine.constraint.impedance_kinks of the optimum's rows (gap = |pos - margin|
-        - width, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent directions, max_k of the
+        """(first (k,), gap (k,), rate (k,)): engine.constraint.impedance_kinks of the optimum's rows (gap: the distance
+        of |pos - margin| from a kink, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent directions, max_k of the
         2-norm of its block's J[:, k] (a contact's normal row, or the mean of a pyramid's first two edges, a limit's
         +-1, a connect's or weld's residual's unit vector times its rows: each within that norm)."""
         r = self.r
@@ -465,18 +466,19 @@ class _Constraints:
 
     def _refuse_impedance_kinks(self):
         """InvalidStateError where a row's impedance would reach its kink within 2 ROW_STEP along a dof: solimp's power 1
-        at |pos - margin| = width, where its ramp meets dmax (engine.constraint.impedance_kinks), | |pos - margin| -
-        width | < 2 ROW_STEP max_k |d pos / dq_k| (_impedance_kinks' bound): its D, K imp and aref have a kink there, the
-        step is not differentiable (MuJoCo's centred differences take the mean of the two sides), whichever way the
+        at |pos - margin| = width, where its ramp meets dmax, or an equality's at pos = 0 (engine.constraint.
+        impedance_kinks), gap < 2 ROW_STEP max_k |d pos / dq_k| (_impedance_kinks' bound): its D, K imp and aref have a
+        kink there, the step is not differentiable (MuJoCo's centred differences take the mean of the two sides), whichever way the
         rows' q-derivatives are taken. Powers above 1 are C1 at the width and at the midpoint: not refused."""
         first, gap, rate = self._impedance_kinks()
         near = np.abs(gap) < 2 * ROW_STEP * rate
         if near.any():
             k = int(np.flatnonzero(near)[0])
             raise InvalidStateError(
-                f"step_derivatives(constraints=True): row {first[k]}'s impedance (solimp power 1) reaches its kink at "
-                f"|pos - margin| = width within {2 * ROW_STEP:g} of q ({gap[k]:.2e} from it): its linear ramp meets "
-                "dmax there and the step is not differentiable; linearise at a nearby state, or use solimp's power > 1")
+                f"step_derivatives(constraints=True): row {first[k]}'s impedance (solimp power 1) reaches its kink "
+                f"within {2 * ROW_STEP:g} of q ({gap[k]:.2e} from it: |pos - margin| = width, where its linear ramp "
+                "meets dmax, or an equality's pos = 0, where |pos| turns) and the step is not differentiable there; "
+                "linearise at a nearby state, or use solimp's power > 1")
 
     def _times_S(self, X: np.ndarray) -> np.ndarray:
         """S X (nefc, k): the derivative of the rows' forces in jar (minus sign aside) applied to X."""
@@ -1709,25 +1711,26 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
             upright on a plane), or a row's impedance reaches its kink there (solimp's power 1 at |pos - margin| =
-            width; powers above 1 are C1 at the width and the midpoint: not refused, the analytic rows exact there while
-            centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows' dependence on q
-            (Jacobians, contact geometry, impedance, aref) is analytic for contacts of a plane against a sphere, capsule
-            or box and between spheres and capsules (dim 1 or 3, pyramidal) and hinge or slide limits, differenced (4th
-            order) for the other rows, the rest analytic; the NumPy text runs, not the compiled step kernel (the rows,
-            the contacts, the solve and the contacts' analytic rows (plane_, segment_contact_rows) are the compiled
-            engine's when the backend is native; the discrete step's rows and solve NumPy's, as its engine's).
+            width, or an equality's pos = 0; powers above 1 are C1 at the width and the midpoint: not refused, the
+            analytic rows exact there while centred differences scatter by O(eps)) (margins=True says how close the
+            rows are to each). The rows' dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
+            for contacts of a plane against a sphere, capsule or box and between spheres and capsules (dim 1 or 3,
+            pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the rest analytic; the
+            NumPy text runs, not the compiled step kernel (the rows, the contacts, the solve and the contacts'
+            analytic rows (plane_, segment_contact_rows) are the compiled engine's when the backend is native; the
+            discrete step's rows and solve NumPy's, as its engine's).
         margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
             RK4's stages): where they are small the linearisation holds only that close.
 
     Returns:
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
         sensors); with margins=True also the margins (4,) or (N, 4): [acceleration, distance] (switch_margins), then
-        [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's
-        | |pos - margin| - width |; | |n_y| - 1/2 | of a contact with make_frame's default tangent, or the sine of a
-        capsule's axis from a plane's normal); inf where there is no such row. (Before 2026-12-05 it was (2,): [0] and
-        [1] are unchanged.) The
-        state is (dq, dqd, dact) with dq in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos):
-        at q for the inputs, at q' for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
+        [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's distance
+        to its kink, | |pos - margin| - width |, or an equality's |pos|; | |n_y| - 1/2 | of a contact with
+        make_frame's default tangent, or the sine of a capsule's axis from a plane's normal); inf where there is no
+        such row. (Before 2026-12-05 it was (2,): [0] and [1] are unchanged.) The state is (dq, dqd, dact) with dq
+        in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q'
+        for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
     Passive damping and springs, the actuators' gains and biases (zero where ctrl or a force is clamped), the
     bias and the mass matrix all enter, analytically: the accelerations by rnea_derivatives, "implicit" also
     through the q and qd dependence of its matrix M - h D (exactly, by the bilinearity of the bias), "implicit" and

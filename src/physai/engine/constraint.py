@@ -476,10 +476,12 @@ def impedance(solimp: np.ndarray, pos: float, margin: float) -> tuple[float, flo
 
 def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple[np.ndarray, np.ndarray]:
     """(first (k,), gap (k,)): the first row of each constraint whose impedance has a kink away from its switch, and
-    gap = |pos - margin| - width [m | rad] (its distance to that kink, signed: > 0 beyond it). Only solimp's power 1 has
-    one: its ramp y = x meets the plateau dmax at x = |pos - margin| / width = 1 with slope 1 on one side and 0 on the
-    other (impedance). Powers above 1 are C1 there (slope p b (1 - x)^(p - 1) -> 0) and at the midpoint (slope p on both
-    sides); dmin == dmax (or width <= MINVAL) has none, nor a friction loss row (pos 0 at every q)."""
+    gap [m | rad] its distance to the nearest one. Only solimp's power 1 has them: its ramp y = x, x = |pos - margin| /
+    width, meets the plateau dmax at x = 1 with slope 1 on one side and 0 on the other (impedance), gap | |pos - margin|
+    - width |; on an equality (no switch at pos = 0: its rows are always there) y = |pos| / width is a cone at pos = 0
+    too, gap min(that, |pos|). Powers above 1 are C1 at the width (slope p b (1 - x)^(p - 1) -> 0), at the midpoint
+    (slope p on both sides) and at 0 (x^p); dmin == dmax (or width <= MINVAL) has none, nor a friction loss row (pos 0
+    at every q)."""
     first, gap = [], []
     i = 0
     while i < r.nefc:
@@ -487,8 +489,9 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
         dim, pos = _block(model, r, i)
         friction = r.type[i] in (FRICTION_DOF, FRICTION_TENDON)
         if solimp[4] == 1 and solimp[0] != solimp[1] and solimp[2] > MINVAL and not friction:
+            x = abs(pos - r.margin[i])
             first.append(i)
-            gap.append(abs(pos - r.margin[i]) - solimp[2])
+            gap.append(min(abs(x - solimp[2]), x) if r.type[i] == EQUALITY else abs(x - solimp[2]))
         i += dim
     return np.array(first, np.intp), np.array(gap, float)
 
