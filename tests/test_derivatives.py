@@ -1634,14 +1634,18 @@ def kinked_transition_fd(m, d):
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("analytic", [True, False])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("power", [2, 3])
 @pytest.mark.parametrize("where", [0.5, 1.0])
-def test_constrained_step_derivatives_at_solimps_midpoint_and_width(backend, power, where):
+def test_constrained_step_derivatives_at_solimps_midpoint_and_width(monkeypatch, backend, analytic, cone, power, where):
     """A sphere on a plane exactly at solimp's midpoint (0.5 mm deep) or width (1 mm): the impedance's pieces meet
-    there with equal slopes (C1; at power 2 its second derivative jumps), so the analytic rows' A is the step's
-    derivative, not refused: against MuJoCo's centred differences extrapolated through their eps and eps^2 terms
-    (kinked_transition_fd) within 1e-6 of the largest entry, on both backends."""
-    m, d = sphere_on_a_plane(f"0.9 0.95 0.001 0.5 {power}", where * 1e-3)
+    there with equal slopes (C1; at power 2 its second derivative jumps), so A is the step's derivative, not refused:
+    against MuJoCo's centred differences extrapolated through their eps and eps^2 terms (kinked_transition_fd) within
+    1e-6 of the largest entry, on both backends, the analytic rows and the differenced ones (their impedance held at
+    its tangent: _tangent_impedance; 2.3e-4 off at the midpoint before), both cones (the elliptic's differenced)."""
+    m, d = sphere_on_a_plane(f"0.9 0.95 0.001 0.5 {power}", where * 1e-3, cone)
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
     A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)[0]
     assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
