@@ -356,8 +356,9 @@ class _Constraints:
     against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
     _analytic_forces), and for the others by 4th-order centred differences of G along q's tangent directions that move
     one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows'
-    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included, each row's force in its
-    held state (held_forces). A point where a row appears or disappears raises InvalidStateError: the step is not
+    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included (a contact's or limit's
+    impedance at its tangent at q: _tangent_impedance), each row's force in its held state (held_forces). A point
+    where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
     a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
@@ -373,7 +374,8 @@ class _Constraints:
 
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
-        self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages): margins()
+        self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
+        self.kinks = False                             # whether solve() measures the margins' [2], [3] (_break_margins)
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
@@ -421,7 +423,8 @@ class _Constraints:
         self.f, self.forces = f.copy(), None
         quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
         self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
-        self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), self._break_margins(q)])
+        kinks = self._break_margins(q) if self.kinks else np.full(2, np.inf)
+        self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), kinks])
         return a, r.J.T @ force
 
     def _break_margins(self, q: np.ndarray) -> np.ndarray:
@@ -1822,7 +1825,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied", "act")}
         try:
-            T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints)
+            T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints,
+                                                margins=margins)
         except (InvalidStateError, InvalidArgumentError) as error:
             if batch is None:
                 raise
@@ -1860,11 +1864,13 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
     return None if status[0] else (A[0], B[0])
 
 
-def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act, constraints=False):
+def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act, constraints=False, margins=False):
     """step_derivatives of one checked state (the NumPy text): T (2 nv + na, 2 nv + na + nu), the step's tangent map."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     act = np.zeros(0 if model.actuators is None else model.actuators.na) if act is None else act
     s = _Stepper(model, h, inputs, euler_damping, act, name, constraints)
+    if s.constraints is not None:
+        s.constraints.kinks = margins                  # the margins' [2], [3] (_break_margins) only when asked
     nv, nu, na = model.nv, s.nu, s.na
     E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
     Eq, Ev, Ea, Eu = E[:nv], E[nv:2 * nv], E[2 * nv:2 * nv + na], E[2 * nv + na:]

@@ -483,6 +483,10 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
     (slope p on both sides) and at 0 (x^p); dmin == dmax (or width <= MINVAL) has none, nor a friction loss row (pos 0
     at every q)."""
     first, gap = [], []
+    sources = [model.jnt_solimp, model.dof_solimp, model.eq_solimp, model.tendon_solimp_lim, model.tendon_solimp_fri,
+               np.zeros((0, 5)) if contacts is None else contacts.solimp]
+    if not any((np.reshape(x, (-1, 5))[:, 4] <= 1).any() for x in sources):     # no power 1 (the power is at least 1)
+        return np.zeros(0, np.intp), np.zeros(0)
     i = 0
     while i < r.nefc:
         _, _, solimp = _solver_parameters(model, r, i, contacts)
