@@ -1676,13 +1676,16 @@ def test_constrained_step_derivatives_refuse_a_power_one_impedance_at_its_width(
 
 
 def test_switch_margins_name_the_kinks_and_frame_switches():
-    """margins=True's [2], [3]: at power 2 no impedance kink (inf); a sphere on a fixed capsule with its normal's y
-    component 0.501 is | |n_y| - 0.5 | from make_frame's switch (MuJoCo's contact frame); a capsule 1e-3 rad from
-    upright on a plane |a - n (n . a)| (MuJoCo's geom axis and contact normal)."""
+    """margins=True's [2], [3] ((4,) a state, (N, 4) a batch): at power 2 no impedance kink (inf); a sphere on a fixed
+    capsule with its normal's y component 0.501 is | |n_y| - 0.5 | from make_frame's switch (MuJoCo's contact frame); a
+    capsule 1e-3 rad from upright on a plane |a - n (n . a)| (MuJoCo's geom axis and contact normal)."""
     model_step = lambda m, d: derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),  # noqa: E731
                                                            constraints=True, margins=True)[2]
     m, d = sphere_on_a_plane("0.9 0.95 0.001 0.5 2", 0.3e-3)
     assert model_step(m, d)[2] == np.inf
+    batch = derivatives.step_derivatives(engine.from_mujoco(m), np.stack([d.qpos] * 2), np.stack([d.qvel] * 2),
+                                         constraints=True, margins=True)[2]
+    assert batch.shape == (2, 4) and (batch == model_step(m, d)).all()
     n = np.array([0.0, 0.501, np.sqrt(1 - 0.501 ** 2)]) * 0.0997
     m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_CAPSULE.format(
         cone="pyramidal", pos=" ".join(repr(float(v)) for v in n))))
