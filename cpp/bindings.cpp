@@ -738,7 +738,8 @@ inline int64_t observe_width(const Model &m) {
 // tolerance, iterations; steps, with_energy, constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
 // (N, steps, 6 nbody), warm (N, nv) and act (N, na), or None each), on threads with the GIL released: (Q (N, steps+1, nq),
 // QD, E (N, steps+1), status (N): -1, or the step at which the trajectory stopped, ncon, near, warm_out, A (N, steps+1,
-// na) the activations). When the first
+// na) the activations, capped (N): the first step whose discrete smooth solve stopped at its iteration cap (-1: none),
+// capped_residual (N): its relative residual). When the first
 // trajectory that stopped did so on a zero quaternion or a singular matrix, KernelError(kind, "q0", trajectory, step,
 // (Q, QD, E)) instead; when it diverged, status says where (the caller raises the DivergenceError).
 nb::object rollout(CompiledModel &nm, const nb::handle *args) {
@@ -801,6 +802,9 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     const npy_intp dw[2] = {npy_intp(N), m.nv};
     void *wo;
     nb::object warm_out = new_array(2, dw, NPY_DOUBLE, wo);
+    void *cp, *cr;
+    nb::object capped = new_array(1, dq, NPY_INT64, cp), capped_residual = new_array(1, dq, NPY_DOUBLE, cr);
+    r.capped = static_cast<int64_t *>(cp), r.capped_residual = static_cast<double *>(cr);
     r.Q = static_cast<double *>(q), r.QD = static_cast<double *>(qd), r.E = static_cast<double *>(e);
     r.status = static_cast<int64_t *>(st), r.ncon = static_cast<int64_t *>(nc), r.near = static_cast<int64_t *>(nr);
     r.warm_out = static_cast<double *>(wo);
@@ -830,7 +834,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             double *an = r.A + n * (r.steps + 1) * act->na;             // row 0: the first activations, or zero
             if (act0) std::copy_n(act0 + n * act->na, act->na, an);
             else std::fill_n(an, act->na, 0.0);
-            r.near[n] = -1, r.status[n] = RERUN, r.resume[n] = 0;
+            r.near[n] = -1, r.status[n] = RERUN, r.resume[n] = 0, r.capped[n] = -1, r.capped_residual[n] = 0.0;
         }
         return !stop.load();
     };
@@ -842,7 +846,7 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
             fail(failure[size_t(n)] == SINGULAR ? "singular" : "zero_quaternion", "q0", n, r.status[n], nb::make_tuple(Q, QD, E));
         break;
     }
-    return nb::make_tuple(Q, QD, E, status, ncon, near, warm_out, A);
+    return nb::make_tuple(Q, QD, E, status, ncon, near, warm_out, A, capped, capped_residual);
 }
 
 // STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,

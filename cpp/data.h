@@ -151,6 +151,9 @@ template <class T> struct SimData {
     // B and K (nv, nv), K qd (nv), the dofs they reach (nv), the conjugate gradients' vectors (nv each)
     std::vector<double> Bc, Kc, kq, cg_r, cg_z, cg_p, cg_Ap;
     std::vector<char> coupled;
+    // discrete: the relative residual |r| / |b| at which metric_pcg stopped at its iteration cap in the last step (MuJoCo's
+    // mjWARN_INERTIA), or -1 (it met its tolerance, or did not run); the caller resets it before each step
+    double pcg_capped = -1.0;
     SimData(const Model &m, const Actuators &act) : d(m) {
         size_t V = size_t(m.nv), Qn = size_t(m.nq);
         x.u.resize(size_t(act.nu)), x.qfrc.resize(V), x.xfrc.resize(6 * size_t(m.nbody)), x.slope.resize(size_t(act.nu));
@@ -238,6 +241,8 @@ struct Rollout {
     const std::atomic<bool> *stop = nullptr;                           // set: stop at the next step (the run is discarded)
     double *observe = nullptr;                     // constrained: each trajectory's observed fields at its last step (N, W: cpp/observe.h)
     const double *observe_body = nullptr;          // their body constants (nbody, 13: mass, ipos, inertia), or null
+    int64_t *capped = nullptr;                     // the first step whose discrete smooth solve (metric_pcg) stopped at
+    double *capped_residual = nullptr;             // its iteration cap (N; -1: none), its relative residual (N), or null
 };
 constexpr int64_t RERUN = -3;
 

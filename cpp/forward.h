@@ -380,7 +380,8 @@ inline void metric_product(const Model &m, const double *X, const double *C, con
 // a (nv) with (X + C) a = b by conjugate gradients preconditioned with the factor of X + diag(C) (solver.metric_pcg: the
 // discrete metric M^ = X + C, X its factored part on the tree's pattern in w.M, C = h Bc + h^2 Kc its tendons' and
 // actuators' terms, as MuJoCo 4 applies them matrix-free), from a = 0 until |r|^2 < tolerance^2 |b|^2 or after
-// o.iterations; C into w.Bc (overwritten). SINGULAR when the preconditioner is not positive definite
+// o.iterations (then its relative residual |r| / |b| into w.pcg_capped, as solver.metric_pcg warns); C into w.Bc
+// (overwritten). SINGULAR when the preconditioner is not positive definite
 inline int metric_pcg(const Model &m, SimData<double> &w, const StepOptions &o, const double *b, double *a) {
     size_t nv = size_t(m.nv);
     double h = o.h, *C = w.Bc.data(), *L = w.d.qL.data(), *inv = w.d.qLinv.data();
@@ -394,16 +395,17 @@ inline int metric_pcg(const Model &m, SimData<double> &w, const StepOptions &o, 
     if (bn <= MINVAL) return OK;
     std::copy(r, r + nv, z);
     tree_solve(m, L, inv, z);
-    double rz = 0.0;
+    double rz = 0.0, rr = bn;
     for (size_t j = 0; j < nv; j++) p[j] = z[j], rz += r[j] * z[j];
     for (int64_t it = 0; it < o.iterations; it++) {
         metric_product(m, w.M.data(), C, p, Ap);
         double pAp = 0.0;
         for (size_t j = 0; j < nv; j++) pAp += p[j] * Ap[j];
-        if (pAp <= 0.0) break;                                         // no curvature along p: a is the best there is
-        double alpha = rz / pAp, rr = 0.0;
+        if (pAp <= 0.0) return OK;                                     // no curvature along p: a is the best there is
+        double alpha = rz / pAp;
+        rr = 0.0;
         for (size_t j = 0; j < nv; j++) a[j] += alpha * p[j], r[j] -= alpha * Ap[j], rr += r[j] * r[j];
-        if (rr < o.tolerance * o.tolerance * bn) break;
+        if (rr < o.tolerance * o.tolerance * bn) return OK;
         std::copy(r, r + nv, z);
         tree_solve(m, L, inv, z);
         double rz_new = 0.0;
@@ -411,6 +413,7 @@ inline int metric_pcg(const Model &m, SimData<double> &w, const StepOptions &o, 
         for (size_t j = 0; j < nv; j++) p[j] = z[j] + rz_new / rz * p[j];
         rz = rz_new;
     }
+    w.pcg_capped = std::sqrt(rr / bn);                                 // stopped at the cap (MuJoCo's mjWARN_INERTIA)
     return OK;
 }
 

@@ -60,8 +60,11 @@ inline int64_t simulate_one(const Model &m, const Actuators &act, SimData<double
         if (r.stop && r.stop->load(std::memory_order_relaxed)) return k;                  // stopped: discarded
         double *qn = Q + (k + 1) * nq, *qdn = QD + (k + 1) * nv;
         step_inputs(m, act, r, n, 1, k, w.x);
+        w.pcg_capped = -1.0;
         int st = step(m, act, w, r.opt, Q + k * nq, QD + k * nv, qn, qdn, E[k], con);
         if (con) con->stepped(con->ctx, n, k);
+        if (w.pcg_capped >= 0.0 && r.capped && r.capped[n] < 0)        // the first step whose smooth solve hit the cap
+            r.capped[n] = k, r.capped_residual[n] = w.pcg_capped;
         if (st == DIVERGED) {                                          // the state k + 1 is not finite
             for (int i = 0; i < nq; i++) qn[i] = std::nan("");
             for (int j = 0; j < nv; j++) qdn[j] = std::nan("");

@@ -11,6 +11,7 @@ Two comparisons per task:
 
 import inspect
 import os
+import warnings
 from pathlib import Path
 
 import gymnasium
@@ -18,8 +19,9 @@ import numpy as np
 import pytest
 
 import physai.envs
+import physai.envs.vector
 from physai.envs.tasks import TASKS
-from physai.exceptions import InvalidArgumentError, InvalidStateError, RenderError, ShapeError, UnknownModelError
+from physai.exceptions import ActionWarning, InvalidArgumentError, InvalidStateError, RenderError, ShapeError, UnknownModelError
 from physai.integrators import Trajectory
 
 N, SEED, RTOL = 8, 3, 1e-8
@@ -156,6 +158,91 @@ def test_a_diverging_environment_is_reset_alone():
     assert reward[2] == 0.0 and not truncated[2] and np.isfinite(obs).all()
 
 
+def _nonfinite_equal(a, b) -> bool:
+    """Whether a and b hold NaN at the same places and the same infinities at the same places."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return np.array_equal(np.isnan(a), np.isnan(b)) and np.array_equal(np.where(np.isinf(a), a, 0), np.where(np.isinf(b), b, 0))
+
+
+def _finite_relative(a, b) -> float:
+    """_relative over b's finite entries; inf where a and b are not NaN or infinite at the same places."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return _relative(a[np.isfinite(b)], b[np.isfinite(b)]) if _nonfinite_equal(a, b) else np.inf
+
+
+def _bad_actions_run(task, bad, monkeypatch, path, kwargs=None, steps=20, at=(2, 7)):
+    """Gymnasium's and physai's vector envs run side by side (free, not synced) under random actions, bad(a) setting bad
+    values in the actions of steps `at`; path "fallback": physai frame by frame (step_frames declining every step).
+    The worst relative error of observations, rewards and info over finite values (inf where NaN or infinities differ
+    or the info's names and masks differ), whether terminations and truncations were equal throughout, and the
+    ActionWarnings' messages of each step."""
+    kwargs = kwargs or {}
+    declined = []
+    if path == "fallback":
+        monkeypatch.setattr(physai.envs.vector.integrators, "step_frames", lambda *a, **k: declined.append(1))
+    g = gymnasium.make_vec(task, num_envs=N, vectorization_mode="sync", **kwargs)
+    p = physai.envs.make_vec(task, num_envs=N, **kwargs)
+    (og, _), (op, _) = g.reset(seed=SEED), p.reset(seed=SEED)
+    worst, equal, warned = _relative(op, og), True, []
+    rng = np.random.default_rng(SEED)
+    low, high = g.single_action_space.low, g.single_action_space.high
+    for k in range(steps):
+        a = rng.uniform(low, high, size=(N, len(low))).astype(np.float32)
+        if k in at:
+            bad(a)
+        og, rg, tg, ug, ig = g.step(a)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            op, rp, tp, up, ip = p.step(a)
+        warned.append([str(w.message) for w in caught if issubclass(w.category, ActionWarning)])
+        worst = max(worst, _relative(op, og), _finite_relative(rp, rg))
+        for name in ig:
+            mine = ip.get(name)
+            if mine is None or (name.startswith("_") and not np.array_equal(mine, ig[name])):
+                worst = np.inf
+            elif not name.startswith("_"):
+                worst = max(worst, _finite_relative(mine[ig["_" + name]], ig[name][ig["_" + name]]))
+        worst = worst if set(ip) == set(ig) else np.inf
+        equal = equal and np.array_equal(tp, tg) and np.array_equal(up, ug)
+    assert path != "fallback" or len(declined) == steps
+    return worst, equal, warned
+
+
+def _nan_inf_huge(a):
+    """Environment 1 one NaN, 2 a -inf, 3 1e11 (float32: beyond mjMAXVAL 1e10), 4 every entry NaN, 5 +inf."""
+    a[1, 0], a[2, -1], a[3, 0], a[4], a[5, 0] = np.nan, -np.inf, 1e11, np.nan, np.inf
+
+
+@pytest.mark.parametrize("path", ["frames", "fallback"])
+@pytest.mark.parametrize("task", ["Hopper-v5", "Ant-v5"])
+def test_bad_actions_as_gymnasium(task, path, monkeypatch):
+    """Issue T: a NaN, infinite or huge action faults its own environment only, as Gymnasium's env steps it (MuJoCo's
+    mj_fwdActuation clamps ctrl to ctrlrange, then takes every control as zero where one is NaN or beyond 1e10; the
+    control cost reads the action: NaN, -inf, 1e21): observations, rewards (NaN and infinite where Gymnasium's are),
+    terminations, info, and the steps after, free-running 20 steps with bad actions at steps 2 and 7, on the compiled
+    frame path and frame by frame; one ActionWarning at each of those steps naming environments 1 to 5."""
+    worst, equal, warned = _bad_actions_run(task, _nan_inf_huge, monkeypatch, path)
+    assert equal and worst < RTOL, (worst, equal)
+    assert [len(w) for w in warned] == [int(k in (2, 7)) for k in range(20)], warned
+    assert "environments [1, 2, 3, 4, 5]" in warned[2][0] and "[1, 4] step with every control zero" in warned[2][0]
+
+
+@pytest.mark.parametrize("path", ["frames", "fallback"])
+def test_unclamped_control_beyond_maxval_as_gymnasium(path, tmp_path, monkeypatch):
+    """Hopper with ctrllimited="false": a finite action beyond mjMAXVAL (1e11, -1e11) is a bad control to MuJoCo (its
+    environment steps with every control zero, the cost of the action as given, finite); the others are untouched."""
+    xml = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"
+    path_xml = tmp_path / "hopper_unlimited.xml"
+    path_xml.write_text(xml.read_text().replace('ctrllimited="true"', 'ctrllimited="false"'))
+
+    def huge(a):
+        a[1, 0], a[2, 2] = 1e11, -1e11
+
+    worst, equal, warned = _bad_actions_run("Hopper-v5", huge, monkeypatch, path, kwargs={"xml_file": str(path_xml)})
+    assert equal and worst < RTOL, (worst, equal)
+    assert "environments [1, 2]" in warned[2][0] and "[1, 2] step with every control zero" in warned[2][0]
+
+
 def test_bad_input_is_named():
     env = physai.envs.make_vec("Hopper-v5", num_envs=2)
     with pytest.raises(InvalidStateError):
@@ -165,8 +252,6 @@ def test_bad_input_is_named():
         env.step(np.zeros((2, 4)))
     with pytest.raises(ShapeError):
         env.step(np.zeros(3))
-    with pytest.raises(InvalidArgumentError):
-        env.step(np.array([[0.0, np.nan, 0.0], [0.0, 0.0, 0.0]]))
     with pytest.raises(UnknownModelError):
         physai.envs.make_vec("Hoppr-v5", num_envs=2)
     with pytest.raises(InvalidArgumentError):

@@ -1054,6 +1054,56 @@ def test_discrete_smooth_solve_at_its_iteration_cap_warns():
     assert np.abs(out.qd[-1] - d.qvel).max() < 1e-12
 
 
+def _convergence_warnings(f, *args, **kwargs):
+    """(f(*args, **kwargs), the messages of the ConvergenceWarnings it gave)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        out = f(*args, **kwargs)
+    return out, [str(w.message) for w in caught if issubclass(w.category, ConvergenceWarning)]
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_the_compiled_discrete_smooth_solve_at_its_iteration_cap_warns(seed, monkeypatch):
+    """The compiled discrete step's smooth solve in the metric with tendon and servo terms (cpp/forward.h's metric_pcg)
+    stopped at opt.iterations silently where the NumPy engine's warns (before: no warning): discrete_servo_model chains
+    with opt.iterations 1, which mj_step also stops at (it counts mjWARN_INERTIA): simulate, rollout (3 states), step
+    and step_frames (2 states, 5 frames) on the compiled step (the NumPy engine's never called) each give ONE
+    ConvergenceWarning naming the first step that stopped and how many runs met it, and still follow mj_step (100
+    steps within 1e-10, one step and 5 frames within 1e-12); at the default 100 iterations none."""
+    m = discrete_servo_model(seed)
+    iterations = m.opt.iterations
+    m.opt.iterations = 1
+    model, q0, qd0, ctrl, Q, QD = random_start_and_mj_steps(m, seed, np.random.default_rng(seed))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+    mujoco.mj_step(m, d)
+    assert d.warning[mujoco.mjtWarning.mjWARN_INERTIA].number > 0                  # MuJoCo stops at the cap too
+    q, qd = engine.random_states(model, 3, seed + 7, qd_max=2.0)
+
+    def numpy_step(*args):
+        raise AssertionError("the NumPy engine's discrete step ran on the compiled backend")
+
+    cap = r"ran out of its 1 iterations"
+    with monkeypatch.context() as patch:
+        patch.setitem(engine.forward.STEPPERS, "discrete", numpy_step)
+        traj, said = _convergence_warnings(run, "native", integ.simulate, model, q0, qd0, steps=100, ctrl=ctrl, energy=False)
+        assert len(said) == 1 and re.search(cap + " at step 1 at a relative residual", said[0]), said
+        _, said = _convergence_warnings(run, "native", integ.rollout, model, q, qd, steps=10, ctrl=ctrl, energy=False)
+        assert len(said) == 1 and re.search(cap + r" at step 1 of trajectory 0 \(3 of the 3 runs met it\)", said[0]), said
+        (q1, qd1, *_), said = _convergence_warnings(run, "native", integ.step, model, q0, qd0, ctrl=ctrl)
+        assert len(said) == 1 and re.search(cap + " in the step", said[0]), said
+        frames, said = _convergence_warnings(run, "native", integ.step_frames, model, np.stack([q0, q0]),
+                                             np.stack([qd0, qd0]), 5, ctrl=np.stack([ctrl, ctrl]))
+        assert len(said) == 1 and re.search(cap + r" at frame 1 of state 0 \(2 of the 2 runs met it\)", said[0]), said
+        m.opt.iterations = iterations
+        _, said = _convergence_warnings(run, "native", integ.simulate, engine.from_mujoco(m), q0, qd0, steps=100,
+                                        ctrl=ctrl, energy=False)
+        assert said == []
+    assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
+    assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+    assert np.abs(frames.q - Q[4]).max() < 1e-12 and np.abs(frames.qd - QD[4]).max() < 1e-12
+
+
 @pytest.mark.parametrize("limits, apart", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("seed", range(3))
 def test_discrete_metric_couplings_under_cg_follow_mj_step_iterate_by_iterate(seed, limits, apart):

@@ -91,6 +91,12 @@ class CacheWarning(RuntimeWarning):
     """physai.models discarded a cache file (another key, a failed checksum, an unphysical model) and compiled again."""
 
 
+class ActionWarning(RuntimeWarning):
+    """A vector environment's actions hold NaN, infinity or a value beyond MuJoCo's mjMAXVAL (1e10) (physai.envs): an
+    environment whose controls after clamping to ctrlrange are bad steps with every control zero, as MuJoCo's
+    mj_fwdActuation (mjWARN_BADCTRL); the message names the environments."""
+
+
 class CollisionWarning(RuntimeWarning):
     """Collision detection left out a geom pair that may be touching (physai.collision.detect with
     ignore_unsupported=True, collision.ignoring_unsupported): their bounding capsules come within the pair's margin, and

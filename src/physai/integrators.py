@@ -121,15 +121,15 @@ import numpy as np
 
 from physai import collision, engine, forces, joints, tendons, trajectory_files, validation
 from physai.trajectory_files import ContactRecord
-from physai.engine import constraint, forward, model_checks, native, observe, passive
+from physai.engine import constraint, forward, model_checks, native, observe, passive, solver
 from physai.engine.model import WRAP_JOINT
 from physai.engine.data import RolloutInputs, StepInputs, StepOptions
 # the step matrices' pieces and the standalone free bodies live in the engine; kept here under their public names
 from physai.engine.forward import (bias_velocity_derivative, discrete_stiffness, dof_pattern, free_body_blocks,  # noqa: F401
                                    free_body_solve)
 from physai.engine.support import standalone_free_dofs  # noqa: F401
-from physai.exceptions import (DivergenceError, InvalidArgumentError, InvalidModelError, InvalidStateError, PhysaiError,
-                               ShapeError, UnknownQuantityError, UnsupportedModelError)
+from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgumentError, InvalidModelError,
+                               InvalidStateError, PhysaiError, ShapeError, UnknownQuantityError, UnsupportedModelError)
 
 INTEGRATORS = ("euler", "rk4", "implicit", "implicitfast")
 
@@ -669,8 +669,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
                 return None
             seen = np.empty((N, _observe_width(model)))
             fields["observe"], fields["observe_body"] = seen, _observe_bodies(model)
-        Q, QD, _, stopped, _, near, warm_out, A = native.ROLLOUT(model, q.reshape(N, model.nq), qd.reshape(N, model.nv),
-                                                                 fields)
+        Q, QD, _, stopped, _, near, warm_out, A, capped, residual = native.ROLLOUT(
+            model, q.reshape(N, model.nq), qd.reshape(N, model.nv), fields)
     except (PhysaiError, ValueError):
         return None
     observed = _observed_fields(model, seen[0] if single else seen, names) if names else {}
@@ -679,13 +679,38 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             return None
         if near[0] >= 0:
             collision.warn_near(model, [int(near[0])], stacklevel=3)
+        if capped[0] >= 0:
+            _warn_capped(model, capped, residual, "step" if steps == 1 else "frames", stacklevel=3)
         return Q[0, -1], QD[0, -1], warm_out[0], A[0, -1], observed
     stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
     if max(stopped) >= 0:
         return None
     if max(near) >= 0:
         collision.warn_near(model, sorted(set(near) - {-1}), stacklevel=3)
+    if integrator == DISCRETE and capped.max() >= 0:
+        _warn_capped(model, capped, residual, "step" if steps == 1 else "frames", stacklevel=3)
     return Q[:, -1], QD[:, -1], warm_out, A[:, -1], observed
+
+
+def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, stacklevel: int) -> None:
+    """One ConvergenceWarning for a compiled call whose discrete smooth solve stopped at its iteration cap (as
+    solver.metric_pcg warns, and MuJoCo counts mjWARN_INERTIA): capped (N,) each run's first such step (-1: none),
+    residual (N,) its relative residual; naming the first in time (then by index) as the call's errors name a step
+    (kind: "rollout", "step" or "frames"), and how many of the runs met it. stacklevel: counted from the caller."""
+    hit = np.flatnonzero(capped >= 0)
+    if not len(hit):
+        return
+    n = int(min(hit, key=lambda i: (capped[i], i)))
+    k, N = int(capped[n]), len(capped)
+    if kind == "rollout":
+        where = f" at step {k + 1}" + (f" of trajectory {n}" if N > 1 else "")
+    elif kind == "frames":
+        where = f" at frame {k + 1}" + (f" of state {n}" if N > 1 else "")
+    else:
+        where = " in the step" if N == 1 else f" in state {n} of the step"
+    where += f" ({len(hit)} of the {N} runs met it)" if len(hit) > 1 else ""
+    warnings.warn(solver.pcg_cap_message(int(model.opt.iterations), float(residual[n]), where), ConvergenceWarning,
+                  stacklevel=stacklevel + 1)
 
 
 def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None) -> "StepResult | None":
@@ -976,7 +1001,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         if constrained:
             constraint.prepare_compiled(model)
         try:
-            Q, QD, E, stopped, ncon, near, warm_out, A = native.rollout(model, q, qd, options, steps, inputs, energy)
+            Q, QD, E, stopped, ncon, near, warm_out, A, capped, residual = native.rollout(model, q, qd, options, steps,
+                                                                                          inputs, energy)
         except (InvalidModelError, InvalidStateError) as error:        # the lowest-index trajectory that stopped
             failure = error
         else:
@@ -999,6 +1025,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
                           _deepest_contact(model, Q[n, k]) if constrained else "")
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
+        _warn_capped(model, capped, residual, "rollout", stacklevel=3)
         return RunOutputs(Q, QD, E, ncon, warm_out, A)
     N = len(q)
     out = RunOutputs(np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1)),

@@ -728,7 +728,9 @@ def rollout(model: Model, q0, qd0, options: StepOptions, steps: int, inputs: Rol
     checked q0 (N, nq), qd0 (N, nv), stepped as options say; the inputs' ctrl (N, steps, nu), qfrc_applied
     (N, steps, nv) and xfrc_applied (N, steps, nbody, 6) checked and broadcast (views: nothing is copied per step), or
     None. Returns (Q (N, steps+1, nq), QD, E (N, steps+1), status (N,), ncon (N, steps), near (N,), warm_out (N, nv),
-    A (N, steps+1, na): the activations from inputs.act (default zero)):
+    A (N, steps+1, na): the activations from inputs.act (default zero), capped (N,): the first step whose discrete
+    smooth solve (cpp/forward.h's metric_pcg) stopped at model.opt.iterations, -1 none, and residual (N,): its relative
+    residual (the caller warns, as solver.metric_pcg)):
     status -1, or the step at which a
     trajectory stopped; the first that stopped diverged (the caller raises the DivergenceError) unless it met a zero
     quaternion or a singular matrix, raised here as the named error naming the trajectory and the step (also as its

@@ -76,10 +76,16 @@ def metric_pcg(model: Model, M: np.ndarray, backbone: np.ndarray, b: np.ndarray,
         rz_new = float(res @ z)
         p, rz = z + rz_new / rz * p, rz_new           # p = z + beta p
     else:                                             # stopped at the cap (MuJoCo's mjWARN_INERTIA)
-        warnings.warn(f"the discrete step's smooth solve in its metric M + h B + h^2 K ran out of its {iterations} "
-                      f"iterations at a relative residual {np.sqrt(float(res @ res) / bn):.3g}: its acceleration is "
-                      "under-converged, as MuJoCo's; raise model.opt.iterations", ConvergenceWarning, stacklevel=2)
+        warnings.warn(pcg_cap_message(iterations, np.sqrt(float(res @ res) / bn)), ConvergenceWarning, stacklevel=2)
     return x
+
+
+def pcg_cap_message(iterations: int, residual: float, where: str = "") -> str:
+    """The ConvergenceWarning's text when the discrete step's smooth solve stopped at its iteration cap at a relative
+    residual |r| / |b| (metric_pcg's; the compiled step's, cpp/forward.h's metric_pcg, with `where` naming the step)."""
+    return (f"the discrete step's smooth solve in its metric M + h B + h^2 K ran out of its {iterations} iterations"
+            f"{where} at a relative residual {residual:.3g}: its acceleration is under-converged, as MuJoCo's; raise "
+            "model.opt.iterations")
 
 
 def smooth_acceleration(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray, backbone: np.ndarray | None = None,

@@ -14,12 +14,19 @@ What Gymnasium's SyncVectorEnv of the same task does one environment at a time i
     TimeLimit          truncated at max_episode_steps               the same counter per environment
     autoreset          NEXT_STEP / SAME_STEP / DISABLED             the same three modes
 
-A state that stops being finite (or a step that fails) is reported by step_result per environment: that environment
-ends with truncated=True, reward 0, its last finite observation, and info["diverged"] True with the reason in
-info["divergence"]; the autoreset then resets it while the others go on. Nothing raises for the batch.
+Faults are per environment; nothing raises for the batch:
+- a bad action (NaN, or a control beyond MuJoCo's mjMAXVAL 1e10 after clamping: mju_isBad) is taken as MuJoCo's
+  mj_fwdActuation takes it (mjWARN_BADCTRL): that environment steps with every control zero, its d.ctrl (and the
+  Humanoids' control cost) the action as given, its reward from the action as given (NaN for a NaN); an infinite or
+  huge action of a ctrllimited actuator is clamped (no fault), its control cost infinite or huge, as Gymnasium's. One
+  ActionWarning per step names the environments whose actions were not finite or beyond 1e10;
+- a state that stops being finite (or a step that fails) is reported by step_result per environment: that environment
+  ends with truncated=True, reward 0, its last finite observation, and info["diverged"] True with the reason in
+  info["divergence"]; the autoreset then resets it while the others go on.
 """
 
 import numbers
+import warnings
 
 import gymnasium
 import numpy as np
@@ -31,7 +38,8 @@ from gymnasium.vector.utils import batch_space
 from physai import engine, integrators
 from physai.envs.render import DEFAULT_SIZE, FrameRenderer, chosen_camera
 from physai.envs.tasks import TASKS, Batch, positive_int
-from physai.exceptions import InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
+from physai.engine.model_checks import MAXVAL
+from physai.exceptions import ActionWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnknownModelError
 
 #: Observed at a reset as after Gymnasium's mj_resetData + mj_forward, which does not run mj_rnePostConstraint (zero).
 _ZERO_AT_RESET = ("cfrc_ext", "cfrc_int", "cacc")
@@ -193,7 +201,8 @@ class PhysaiVectorEnv(VectorEnv):
     def step(self, actions):
         """(obs (N, obs_size), reward (N,), terminated (N,), truncated (N,), info) after one step of each environment;
         actions (N, nu) within the action space (outside it, ctrl is clamped as MuJoCo clamps it; the costs read the
-        actions as given). ShapeError for another shape, InvalidArgumentError for a NaN or infinite action."""
+        actions as given). ShapeError for another shape; an environment's NaN (or beyond 1e10 after clamping) action
+        steps it with zero controls, as MuJoCo, with one ActionWarning naming the environments (see the module)."""
         if not self._started:
             raise InvalidStateError("step before reset: call env.reset() first")
         a = self._checked(actions)
@@ -236,10 +245,25 @@ class PhysaiVectorEnv(VectorEnv):
             raise ShapeError(f"actions must have shape {shape} (num_envs, action size), got {a.shape}")
         if not np.issubdtype(a.dtype, np.floating):
             a = a.astype(np.float64)
-        if not np.isfinite(a).all():
-            bad = np.flatnonzero(~np.isfinite(a).all(axis=1)).tolist()
-            raise InvalidArgumentError(f"actions of environments {bad} are not finite (NaN or infinite)")
         return a
+
+    def _applied(self, idx: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
+        """The controls mj_fwdActuation applies for d.ctrl = ctrl (n, nu) of environments idx: clamped to ctrlrange where
+        ctrllimited, an environment's all zero where one clamped control is bad (NaN or |u| > MAXVAL: mju_isBad,
+        mjWARN_BADCTRL); one ActionWarning naming the environments whose actions are not finite or beyond MAXVAL."""
+        act = self.model.actuators
+        u = np.where(act.ctrllimited, np.clip(ctrl, act.ctrlrange[:, 0], act.ctrlrange[:, 1]), ctrl)
+        bad = ~(np.abs(u) <= MAXVAL).all(axis=1)                                  # NaN compares False
+        odd = ~(np.abs(ctrl) <= MAXVAL).all(axis=1)
+        if odd.any():
+            zeroed, clamped = idx[bad].tolist(), idx[odd & ~bad].tolist()
+            parts = ([f"{zeroed} step with every control zero (a NaN, or beyond {MAXVAL:g} after clamping to "
+                      "ctrlrange: MuJoCo's mjWARN_BADCTRL)"] if zeroed else []) + \
+                    ([f"{clamped} step with their controls clamped to ctrlrange"] if clamped else [])
+            warnings.warn(f"actions of environments {idx[odd].tolist()} are NaN, infinite or beyond {MAXVAL:g}: "
+                          f"{'; '.join(parts)}; their rewards are computed from the actions as given", ActionWarning,
+                          stacklevel=4)
+        return np.where(bad[:, None], 0.0, u)
 
     def _step_envs(self, idx: np.ndarray, action: np.ndarray):
         """Step environments idx frame_skip frames: (info, reward, terminated, truncated, done) over idx."""
@@ -249,7 +273,7 @@ class PhysaiVectorEnv(VectorEnv):
         before = Batch(pick(s.q), pick(s.qd), pick(s.ctrl), {k: pick(v) for k, v in s.observed.items()})
         x_before = task.before(before)
         ctrl = action.astype(np.float64)
-        q, qd, warm, observed, failed = self._frames(before.q, before.qd, ctrl, pick(self._warm))
+        q, qd, warm, observed, failed = self._frames(before.q, before.qd, self._applied(idx, ctrl), pick(self._warm))
         after = Batch(q, qd, ctrl, observed)
         reward, terminated, info = task.outcome(after, x_before, action)
         obs = task.observation(after)
