@@ -69,7 +69,8 @@ inline void rows_on_point(const double *e, const double *P, const double *W, con
 // derivatives.plane_contact_rows, one to one: nc contacts of a plane (geom 1, on no moving body) against a body's
 // sphere, capsule or box; J6 (nc, 6, nv) the body's Jacobian at its origin (nc, 3), the contact's frame (nc, 3, 3), pos
 // (nc, 3), dist (nc), friction (nc, nf), radius (nc: 0 for a box), dim (nc: 1 or 3), axis (nc, 3: a capsule's, zero
-// otherwise), turns (nv, nv) (_turns' transpose, 0 or 1). Each contact's rows in turn: dJ (m, nv, nv), ddist (m, nv).
+// otherwise), turns (nv, nv) (_Constraints._turns, [j, k], 0 or 1). Each contact's rows in turn: dJ (m, nv, nv),
+// ddist (m, nv).
 //   x = p + n (radius + dist / 2),  P = Jp(o) + W x (p - o),  X = P + W x (x - p)
 //   d dist = n . X,  dp = X - n d dist / 2,  dJ[row] = rows_on_point(e, P, W, dp)
 //   a capsule (dim 3): da = W x a, v = da - n (n . da), dt1 = (v - t1 (t1 . v)) / |a - n (n . a)|, dt2 = n x dt1,

@@ -56,6 +56,7 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 """
 
 import warnings
+import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -379,7 +380,6 @@ class _Constraints:
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
-        self.turns = None                              # _turns(), made on first use
         self.pairs = {}                                # {contact: _SegmentPair} at derivatives()' q (_segment_pairs)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
@@ -511,6 +511,7 @@ class _Constraints:
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             floats, ints = self._held_contacts(Q)
+        if contacts and not (n == 0 and self._one_side(floats[:, 3:6].reshape(len(Q), nc, 3))):
             order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3))
             if order is not None:                      # each state's contacts in the optimum's order
                 order = order[..., None]
@@ -548,8 +549,8 @@ class _Constraints:
         not differenced: where a contact may appear or leave, _row_arrays' check), in one engine.configuration.integrate
         (compiled when the backend is)."""
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
-        dofs = np.r_[np.repeat(moving, len(offsets)), np.repeat(still, 2)]
-        size = np.r_[np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)]
+        dofs = np.concatenate([np.repeat(moving, len(offsets)), np.repeat(still, 2)])
+        size = np.concatenate([np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)])
         steps = np.zeros((dofs.size, model.nv))
         steps[np.arange(dofs.size), dofs] = size
         return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
@@ -602,6 +603,15 @@ class _Constraints:
         D = np.where(held, D * ratio, D)
         aref = np.where(held, aref - K * (tangent - imp) * (pos - margin), aref)
         return aref, D
+
+    def _one_side(self, normals: np.ndarray) -> bool:
+        """Whether the normals of the optimum's contacts and those at each state (normals (n, nc, 3), as detected, any
+        order) are all on one side of make_frame's switch (|n_y| < 1/2 for all, or for none): then no state's contact
+        crosses it in whatever order _held_order would lay them (_refuse_frame_jumps finds none). _row_arrays then skips
+        both where it builds no rows (only checks states)."""
+        side = np.abs(self.contacts[0].frame[:, 0, 1]) < 0.5
+        one = bool(side.all())
+        return (one or not side.any()) and bool(((np.abs(normals[:, :, 1]) < 0.5) == one).all())
 
     def _held_order(self, pos: np.ndarray) -> np.ndarray:
         """(n, nc) int: the order that lays each state's contacts (positions pos (n, nc, 3), as many as the optimum's) out
@@ -701,7 +711,8 @@ class _Constraints:
         x = q[model.jnt_qposadr[limited]]             # a hinge's or slide's coordinate (a ball's is its quaternion's w)
         dist = np.minimum(x - model.jnt_range[limited, 0], model.jnt_range[limited, 1] - x)
         near = (np.abs(dist - model.jnt_margin[limited]) < 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
-        for j in np.unique(np.r_[r.id[(r.type == constraint.LIMIT_JOINT) & differenced], limited[near]]).tolist():
+        at_limit = np.concatenate([r.id[(r.type == constraint.LIMIT_JOINT) & differenced], limited[near]])
+        for j in np.unique(at_limit).tolist():
             adr = model.jnt_dofadr[j]
             moving[adr:adr + joints.NV[int(model.jnt_type[j])]] = True
         bodies = r.contact_body[~np.isin(r.contact_row, self.analytic)]
@@ -713,29 +724,17 @@ class _Constraints:
     def _contact_dofs(self) -> np.ndarray:
         """(nv,) bool: the dofs along which a contact may appear or leave: those that move one geom of a pair that may
         touch (engine.collision.candidates, with the pairs physai has no narrow phase for) but not the other (moving
-        both, they move as one rigid body)."""
-        model = self.model
-        pairs, missing = engine.collision.candidates(model)
-        geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
-        body = model.geoms.geom_bodyid[geom]
-        link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
-        last = model.link_dofadr + model.link_dofnum - 1                       # each link's last dof: its chain's column
-        chains = np.vstack([model.dof_ancestor[:, last].T, np.zeros((1, model.nv), bool)])   # row -1: no dof
-        return (chains[link[:, 0]] ^ chains[link[:, 1]]).any(axis=0)
+        both, they move as one rigid body). Made once per model (_model_constant)."""
+        return _model_constant(self.model, "contact_dofs", _contact_dofs)
 
     # ------------------------------------------------ the rows' analytic q-derivatives
 
     def _turns(self) -> np.ndarray:
-        """(nv, nv) bool, [k, j]: moving along dof k turns dof j's motion S_j (world frame) by S_k x S_j: k is j or one
-        of its ancestors, or k and j are two of a ball's (or a free joint's) rotations, each of which turns the others'
-        axes (a ball's axes are its body's, moved by q's tangent as joints.integrate does). Made once."""
-        if self.turns is None:
-            model, turns = self.model, self.model.dof_ancestor.copy()
-            for j in np.flatnonzero((model.jnt_type == joints.FREE) | (model.jnt_type == joints.BALL)).tolist():
-                adr = model.jnt_dofadr[j] + (3 if model.jnt_type[j] == joints.FREE else 0)
-                turns[adr:adr + 3, adr:adr + 3] = True
-            self.turns = turns
-        return self.turns
+        """(nv, nv) float, [j, k] 1 where moving along dof k turns dof j's motion S_j (world frame) by S_k x S_j: k is j
+        or one of its ancestors, or k and j are two of a ball's (or a free joint's) rotations, each of which turns the
+        others' axes (a ball's axes are its body's, moved by q's tangent as joints.integrate does); 0 elsewhere
+        (plane_contact_rows' and segment_contact_rows' turns). Made once per model (_model_constant)."""
+        return _model_constant(self.model, "turns", _turns)
 
     def _plane_contact(self, c: int, xmat: np.ndarray) -> bool:
         """Whether contact c is a plane on a body no dof moves (geom 1) against a sphere, a capsule or a box (geom 2 on
@@ -783,7 +782,7 @@ class _Constraints:
         rows = np.concatenate([np.arange(r.contact_row[c], r.contact_row[c] + (1 if d == 1 else 2 * (d - 1)))
                                for c, d in zip(cs, dim.tolist())]).astype(np.intp)
         arrays = (J6, xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs], contacts.friction[cs],
-                  radius, dim, axis, self._turns().T.astype(np.float64))
+                  radius, dim, axis, self._turns())
         if COMPILED_PIECES and native.on:
             dJ, ddist = native.plane_contact_rows(*arrays)
         else:
@@ -948,7 +947,7 @@ class _Constraints:
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
                   contacts.pos[c], float(contacts.dist[c]), contacts.friction[c], dim, pair.axes[0], pair.rates[0],
-                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, self._turns().T.astype(np.float64),
+                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, self._turns(),
                   common.astype(np.float64))
         if COMPILED_PIECES and native.on:
             dJ, ddist = native.segment_contact_rows(*arrays)
@@ -973,11 +972,11 @@ class _Constraints:
         jar = J @ a - r.aref[rows]
         quadratic = self.state[rows] == constraint.QUADRATIC
         f = np.where(quadratic, self._optimum_forces()[rows], 0.0)
-        daref = -r.B[rows, None] * np.einsum("rjk,j->rk", dJ, qd) \
-            - (r.K[rows] * (imp + impP * (r.pos[rows] - r.margin[rows])))[:, None] * dpos
+        daref = -r.B[rows, None] * (qd @ dJ) \
+            - (r.K[rows] * (imp + impP * (r.pos[rows] - r.margin[rows])))[:, None] * dpos      # qd @ dJ: dJ qd by row
         dD = (D * impP / (imp * (1 - imp)))[:, None] * dpos
-        df = np.where(quadratic[:, None], -dD * jar[:, None] - D[:, None] * (np.einsum("rjk,j->rk", dJ, a) - daref), 0.0)
-        return -np.einsum("rjk,r->jk", dJ, f), df
+        df = np.where(quadratic[:, None], -dD * jar[:, None] - D[:, None] * (a @ dJ - daref), 0.0)
+        return -(f @ dJ.reshape(len(f), -1)).reshape(dJ.shape[1:]), df                  # -sum_r f_r dJ_r
 
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
@@ -1075,6 +1074,49 @@ def _unconverged(opt, iterations: int) -> str:
             f"0, or the line search short of evaluations: opt.ls_iterations {opt.ls_iterations}){tail}")
 
 
+def _contact_dofs(model: Model) -> np.ndarray:
+    """_Constraints._contact_dofs of a model."""
+    pairs, missing = engine.collision.candidates(model)
+    geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+    body = model.geoms.geom_bodyid[geom]
+    link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
+    last = model.link_dofadr + model.link_dofnum - 1                           # each link's last dof: its chain's column
+    chains = np.vstack([model.dof_ancestor[:, last].T, np.zeros((1, model.nv), bool)])   # row -1: no dof
+    return _read_only((chains[link[:, 0]] ^ chains[link[:, 1]]).any(axis=0))
+
+
+def _turns(model: Model) -> np.ndarray:
+    """_Constraints._turns of a model: dof_ancestor ([k, j]: k is j or its ancestor) with each ball's and free joint's
+    rotations' 3 x 3 block set, transposed to [j, k], as float64."""
+    turns = model.dof_ancestor.copy()
+    for j in np.flatnonzero((model.jnt_type == joints.FREE) | (model.jnt_type == joints.BALL)).tolist():
+        adr = model.jnt_dofadr[j] + (3 if model.jnt_type[j] == joints.FREE else 0)
+        turns[adr:adr + 3, adr:adr + 3] = True
+    return _read_only(np.ascontiguousarray(turns.T, dtype=np.float64))
+
+
+#: {id(model): {name: value}}: _Constraints' constants of each model (_model_constant), dropped with the model
+_MODEL_CONSTANTS: dict = {}
+
+
+def _model_constant(model: Model, name: str, make):
+    """make(model), made once per model and name and held here (a Model holds no derived value but set_const's:
+    Model.kept), read-only; dropped when the model is."""
+    held = _MODEL_CONSTANTS.get(id(model))
+    if held is None:
+        held = _MODEL_CONSTANTS[id(model)] = {}
+        weakref.finalize(model, _MODEL_CONSTANTS.pop, id(model), None)
+    if name not in held:
+        held[name] = make(model)
+    return held[name]
+
+
+def _read_only(a: np.ndarray) -> np.ndarray:
+    """a, made read-only (a constant shared by every call)."""
+    a.setflags(write=False)
+    return a
+
+
 class _SegmentPair(NamedTuple):
     """_Constraints._segment_pair's: a contact between two spheres or capsules at its segments' nearest points."""
     room: np.ndarray           # (2,) how far s, t are from changing regime (free: min(w, 1 - w); clamped: its
@@ -1093,7 +1135,7 @@ def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis
     """(dJ (m, nv, nv), ddist (m, nv)) of the rows of nc contacts of a plane on no moving body (geom 1) against a body's
     sphere, capsule or box (_Constraints._plane_contacts, which gathers: J6 (nc, 6, nv) the body's Jacobian at its
     origin (nc, 3), the contacts' frame (nc, 3, 3), pos (nc, 3), dist (nc,), friction (nc, >= dim - 1), radius (nc,:
-    0 for a box), dim (nc,: 1 or 3), axis (nc, 3: a capsule's, zero otherwise), turns (nv, nv): _turns' transpose),
+    0 for a box), dim (nc,: 1 or 3), axis (nc, 3: a capsule's, zero otherwise), turns (nv, nv): _turns, [j, k]),
     each contact's rows (_pyramid_edges) in turn, d J[row, j]/dq_k at [., j, k]; the equations are _plane_contacts'.
     Mirrored one to one by cpp/constraint_derivative.h's plane_contact_rows (COMPILED_PIECES)."""
     W = J6[:, 3:]                                                               # (nc, 3, nv)
@@ -1124,7 +1166,7 @@ def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD,
     nearest points, of dim 1 or 3 on the pyramidal cone (_Constraints._segment_contact, which gathers: J (2, 6, nv) the
     bodies' Jacobians at their origins (2, 3), zeros for the world; the contact's frame (3, 3), pos (3,), dist,
     friction; from _segment_pair: d1 (3,), ds (nv,) s's rates, dD (3, nv) d(c2 - c1), L = |c2 - c1|, radius (2,),
-    v1 (3, nv) body 1's point Jacobian at c1; turns (nv, nv): _turns' transpose; common (nv,): nonzero on the dofs
+    v1 (3, nv) body 1's point Jacobian at c1; turns (nv, nv): _turns, [j, k]; common (nv,): nonzero on the dofs
     moving both bodies, skipped), d J[row, j]/dq_k at [., j, k]; the equations are _segment_contact's. Mirrored one
     to one by cpp/constraint_derivative.h's segment_contact_rows (COMPILED_PIECES)."""
     n, mu = frame[0], friction
