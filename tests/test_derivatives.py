@@ -1651,6 +1651,36 @@ def test_constrained_step_derivatives_at_solimps_midpoint_and_width(monkeypatch,
     assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
 
 
+def small_eps_transition_fd(m, d, eps: float = 1e-9):
+    """MuJoCo's step linearised at d's state by centred differences at eps and eps / 2, linearly extrapolated to eps 0
+    (2 T(eps / 2) - T(eps)): the eps term a break of the impedance's second derivative puts in cancels, and eps far
+    below a small solimp width keeps the rest small (two such extrapolations agree to ~1e-8 of the largest entry)."""
+    state = d.qpos.copy(), d.qvel.copy()
+    T = []
+    for e in (eps, eps / 2):
+        d.qpos[:], d.qvel[:] = state
+        T.append(transition_fd(m, d, "euler", e)[0])
+    d.qpos[:], d.qvel[:] = state
+    return 2 * T[1] - T[0]
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solimp, depth", [("0.95 0.9999 1e-5 0.5 2", 7e-6), ("0.9 0.95 1e-5 0.5 2", 5e-6),
+                                           ("0.9 0.95 1e-5 0.5 2", 3e-6)])
+def test_constrained_step_derivatives_at_a_small_solimp_width(monkeypatch, backend, cone, solimp, depth):
+    """solimp's width 1e-5 (10 ROW_STEP): across the differences' reach imp / (1 - imp) changes by a large part of
+    itself, and at dmax 0.9999 imp's linear tangent passes 1 (the pole of D = imp / ((1 - imp) diagA)) inside the
+    stencil. With D's factor held at its own tangent (_tangent_impedance) the differenced rows' A is within 1e-6 of
+    MuJoCo's small-eps extrapolated differences (small_eps_transition_fd) on both cones and backends (before: 1.8 of
+    the largest entry at 7e-6 deep with imp's tangent, 1.4e-3 at the midpoint with none)."""
+    m, d = sphere_on_a_plane(solimp, depth, cone)
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", False)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, small_eps_transition_fd(m, d), 1e-6, what="A")
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
@@ -1749,3 +1779,46 @@ def test_constrained_step_derivatives_refuse_a_power_one_equality_where_it_holds
     A, _, margins = run(backend, *step, constraints=True, margins=True)
     assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
     assert margins[2] == (abs(pos) if power == 1 else np.inf)
+
+
+CONNECTED_BOX = """<mujoco><option timestep="0.002"/><worldbody>
+<body name="b"><freejoint/><geom type="box" size=".05 .1 .02" mass="1" contype="0" conaffinity="0"/></body></worldbody>
+<equality><connect body1="b" anchor="0.1 0 0" solimp="0.9 0.95 0.001 0.5 {power}"/></equality></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("power, offset, width", [(2, 0.5e-3, 1e-3), (2, 1e-3, 1e-3), (3, 0.5e-3, 1e-3),
+                                                  (2, 1e-6, 2e-6), (2, 5e-6, 1e-5)])
+def test_constrained_step_derivatives_hold_an_equalitys_impedance_at_its_tangent(backend, power, offset, width):
+    """A joint equality's rows are differenced with their impedance at its tangent in pos too (_tangent_impedance):
+    at solimp's midpoint and width (its second derivative jumps) A is within 1e-6 of MuJoCo's centred differences
+    extrapolated through their eps and eps^2 terms (kinked_transition_fd; at widths 2e-6 and 1e-5 its small-eps
+    linear extrapolation) on both backends (before: 4.7e-4 / 7.7e-4 / 1.0e-3 of the largest entry; 3.1e-1 at width
+    2e-6)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(COUPLED_SLIDES.format(power=power).replace(
+        "0.001 0.5", f"{width!r} 0.5")))
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0.1, 0.1 - offset]
+    d.qvel[:] = [0.3, -0.2]
+    mujoco.mj_forward(m, d)
+    truth = kinked_transition_fd(m, d) if width == 1e-3 else small_eps_transition_fd(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, truth, 1e-6, what="A")
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("power", [2, 3])
+def test_constrained_step_derivatives_hold_a_connects_impedance_at_its_tangent(backend, power):
+    """A free box's connect 0.5 mm from holding (solimp's midpoint): its impedance goes with |pos| over its three rows,
+    held at its tangent r_hat . dpos (_impedance_steps): A within 1e-6 of MuJoCo's kinked_transition_fd on both
+    backends (before: 1.3e-5 (power 2), 3.9e-5 (3) of the largest entry)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(CONNECTED_BOX.format(power=power)))
+    d = mujoco.MjData(m)
+    r = np.array([0.3, -0.4, 0.5])
+    d.qpos[:3] = r / np.linalg.norm(r) * 0.5e-3
+    d.qvel[:] = np.random.default_rng(0).normal(size=6) * 0.1
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")

@@ -356,8 +356,8 @@ class _Constraints:
     against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
     _analytic_forces), and for the others by 4th-order centred differences of G along q's tangent directions that move
     one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows'
-    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included (a contact's or limit's
-    impedance at its tangent at q: _tangent_impedance), each row's force in its held state (held_forces). A point
+    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included (a contact's, limit's or
+    equality's impedance at its tangent at q: _tangent_impedance), each row's force in its held state (held_forces). A point
     where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
@@ -582,26 +582,46 @@ class _Constraints:
 
     def _tangent_impedance(self, pos, margin, K, imp, aref, D) -> tuple:
         """(aref, D) (n, nefc) of the differenced states' rows (pos, margin, K, imp, aref, D (n, nefc) as built there)
-        with each contact's or limit's impedance replaced by its tangent at q, imp(q) + impP(q) (p - p(q)) (p the pos of
-        its first row: a contact's distance): D = imp / (c (1 - imp)) and aref's -K imp (pos - margin) rescaled to it,
-        where R is far above its floor MINVAL (c constant) and not at the discrete step's end. The step's derivative
-        is unchanged (the tangent agrees with imp to first order at q) but the differences no longer straddle the
-        impedance's second-derivative jumps (solimp's midpoint; its width at power 2), which put O(ROW_STEP) into them:
-        2.3e-4 of A at the midpoint (power 2) before. Equality rows (a connect's or weld's impedance goes with |pos|) and
-        friction loss rows keep theirs."""
+        with each row's impedance taken at its tangent at q in the coordinate it goes with (dp: _impedance_steps): D's
+        factor imp / (1 - imp) replaced by its tangent rho(q) + rho'(q) dp (rho' = impP / (1 - imp)^2) and aref's
+        -K imp (pos - margin) by -K (imp(q) + impP(q) dp) (pos - margin), where R is far above its floor MINVAL (c in
+        D = rho / c not changing with imp). The step's derivative is unchanged (both agree with imp's to first order at
+        q) but each row's force is now a polynomial in dp times smooth factors: the differences no longer straddle the
+        impedance's second-derivative jumps (solimp's midpoint; its width at power 2), 2.3e-4 of A at the midpoint
+        (power 2) before, nor pass rho's pole at imp = 1 or its steep stretch at a small width (1.8 of A at width 1e-5
+        with a linear imp tangent; 1.4e-3 with none). Friction loss rows, and the discrete step's rows (R and aref
+        over s = 1 + h B + h^2 K imp), keep theirs."""
         r = self.r
         if self.discrete is not None or not len(r.type):
             return aref, D
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+            & (r.imp > 0) & (r.imp < 1)
+        dp = self._impedance_steps(pos)
+        tangent = r.imp + r.impP * dp                                        # imp's tangent, for aref
+        rho = r.imp / (1 - r.imp) + r.impP / (1 - r.imp) ** 2 * dp           # rho = imp / (1 - imp)'s tangent, for D
+        D = np.where(held, D * rho * (1 - imp) / imp, D)
+        aref = np.where(held, aref - K * (tangent - imp) * (pos - margin), aref)
+        return aref, D
+
+    def _impedance_steps(self, pos: np.ndarray) -> np.ndarray:
+        """(n, nefc): each row's step from q in the coordinate its impedance goes with (engine.constraint.impedance_block), at
+        the states whose rows' pos (n, nefc) are given: a contact's distance (its first row's pos), a limit's or a
+        joint's or tendon's equality's pos, a connect's or weld's |pos| over its block to first order, r_hat . dpos
+        (r_hat = pos / |pos| at q; 0 where pos is 0 there, impP being 0 then but at power 1, refused)."""
+        r, model = self.r, self.model
         first = np.arange(r.nefc)
         contact = r.type >= constraint.CONTACT_FRICTIONLESS
         first[contact] = r.contact_row[r.id[contact]]
-        held = ((r.type == constraint.LIMIT_JOINT) | (r.type == constraint.LIMIT_TENDON) | contact) & (r.R > 1e-10) \
-            & (r.imp > 0) & (r.imp < 1)
-        tangent = r.imp + r.impP * (pos[:, first] - r.pos[first])
-        ratio = tangent * (1 - imp) / ((1 - tangent) * imp)
-        D = np.where(held, D * ratio, D)
-        aref = np.where(held, aref - K * (tangent - imp) * (pos - margin), aref)
-        return aref, D
+        dp = pos[:, first] - r.pos[first]
+        i = 0
+        while i < r.ne:
+            size = constraint.impedance_block(model, r, i)[0]
+            if size > 1:
+                norm = np.linalg.norm(r.pos[i:i + size])
+                hat = r.pos[i:i + size] / norm if norm > 0 else np.zeros(size)
+                dp[:, i:i + size] = ((pos[:, i:i + size] - r.pos[i:i + size]) @ hat)[:, None]
+            i += size
+        return dp
 
     def _held_order(self, pos: np.ndarray) -> np.ndarray:
         """(n, nc) int: the order that lays each state's contacts (positions pos (n, nc, 3), as many as the optimum's) out

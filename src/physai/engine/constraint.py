@@ -437,7 +437,7 @@ def _solver_parameters(model: Model, r: Rows, i: int, contacts: ContactSet | Non
     return ref, reffric, imp
 
 
-def _block(model: Model, r: Rows, i: int) -> tuple[int, float]:
+def impedance_block(model: Model, r: Rows, i: int) -> tuple[int, float]:
     """(rows, position) of the constraint starting at row i that share one impedance (MuJoCo's getposdim)."""
     kind = r.type[i]
     if kind == CONTACT_ELLIPTIC:
@@ -490,7 +490,7 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
     i = 0
     while i < r.nefc:
         _, _, solimp = _solver_parameters(model, r, i, contacts)
-        dim, pos = _block(model, r, i)
+        dim, pos = impedance_block(model, r, i)
         friction = r.type[i] in (FRICTION_DOF, FRICTION_TENDON)
         if solimp[4] == 1 and solimp[0] != solimp[1] and solimp[2] > MINVAL and not friction:
             x = abs(pos - r.margin[i])
@@ -508,7 +508,7 @@ def _impedance(model: Model, r: Rows, contacts: ContactSet | None, discrete_h: f
     i = 0
     while i < n:
         ref, reffric, solimp = _solver_parameters(model, r, i, contacts, discrete_h is not None)
-        dim, pos = _block(model, r, i)
+        dim, pos = impedance_block(model, r, i)
         imp, impP = impedance(solimp, pos, r.margin[i])
         for j in range(i, i + dim):
             r.R[j] = max(MINVAL, (1 - imp) * r.diagA[j] / imp)
