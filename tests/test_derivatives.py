@@ -1651,6 +1651,25 @@ def test_constrained_step_derivatives_at_solimps_midpoint_and_width(monkeypatch,
     assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solref", [None, (0.001, 1.0)])
+@pytest.mark.parametrize("power, where", [(2, 0.5), (2, 1.0), (3, 0.5)])
+def test_discrete_step_derivatives_at_solimps_midpoint_and_width(backend, cone, solref, power, where):
+    """The discrete step's differenced rows (R and aref over s = 1 + h B + h^2 K imp) moved to first order in imp to
+    its tangent at q (_discrete_tangent_impedance): a sphere on a plane at solimp's midpoint or width, its solref as
+    authored or faster than the step (refsafe's resolved spring: K = 1 / (imp h^2)), within 1e-8 of MuJoCo's
+    kinked_transition_fd on both cones and backends (before: 2.2e-4 at the midpoint (power 2), 5.7e-4 (power 3))."""
+    m, d = sphere_on_a_plane(f"0.9 0.95 0.001 0.5 {power}", where * 1e-3, cone)
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    if solref is not None:
+        m.geom_solref[:] = solref
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, kinked_transition_fd(m, d), 1e-8, what="A")
+
+
 def small_eps_transition_fd(m, d, eps: float = 1e-9):
     """MuJoCo's step linearised at d's state by centred differences at eps and eps / 2, linearly extrapolated to eps 0
     (2 T(eps / 2) - T(eps)): the eps term a break of the impedance's second derivative puts in cancels, and eps far

@@ -576,8 +576,10 @@ class _Constraints:
         rows = rows[:len(rows) - checked]
         if not rows:
             return np.zeros((0, held.nefc, self.model.nv)), np.zeros((0, held.nefc)), np.zeros((0, held.nefc))
-        J, pos, margin, K, imp, aref, D = (np.stack([getattr(r, name) for r in rows])
-                                           for name in ("J", "pos", "margin", "K", "imp", "aref", "D"))
+        J, pos, margin, K, B, imp, vel, aref, D = (np.stack([getattr(r, name) for r in rows]) for name in
+                                                   ("J", "pos", "margin", "K", "B", "imp", "vel", "aref", "D"))
+        if self.discrete is not None:
+            return (J, *self._discrete_tangent_impedance(pos, margin, K, B, imp, vel, aref, D))
         return (J, *self._tangent_impedance(pos, margin, K, imp, aref, D))
 
     def _tangent_impedance(self, pos, margin, K, imp, aref, D) -> tuple:
@@ -592,7 +594,7 @@ class _Constraints:
         with a linear imp tangent; 1.4e-3 with none). Friction loss rows, and the discrete step's rows (R and aref
         over s = 1 + h B + h^2 K imp), keep theirs."""
         r = self.r
-        if self.discrete is not None or not len(r.type):
+        if not len(r.type):
             return aref, D
         held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
             & (r.imp > 0) & (r.imp < 1)
@@ -601,6 +603,37 @@ class _Constraints:
         rho = r.imp / (1 - r.imp) + r.impP / (1 - r.imp) ** 2 * dp           # rho = imp / (1 - imp)'s tangent, for D
         D = np.where(held, D * rho * (1 - imp) / imp, D)
         aref = np.where(held, aref - K * (tangent - imp) * (pos - margin), aref)
+        return aref, D
+
+    def _discrete_tangent_impedance(self, pos, margin, K, B, imp, vel, aref, D) -> tuple:
+        """(aref, D) (n, nefc) of the discrete step's differenced rows (pos, margin, K, B, imp, vel, aref, D (n, nefc) as
+        built there) moved to first order in imp to its tangent at q, imp_t = imp(q) + impP(q) dp (_impedance_steps):
+        D + dD/dimp (imp_t - imp), aref + daref/dimp (imp_t - imp). imp_t - imp is O(dp^2), so what stays is O(dp^4)
+        and no second-derivative jump of the impedance (solimp's midpoint; its width at power 2) reaches the
+        differences (2.2e-4 of A at the midpoint, power 2, before). Here D = imp s / ((1 - imp) diagA) (a contact's rows
+        by its first row's), s = 1 + h B + h^2 K imp, constant where capped at MAXIMP; aref = (N - K imp (pos - margin
+        + h vel)) / s; K and B constant in imp but where refsafe's spring replaced them (K imp = 1 / h^2, B ~ imp^-1/2:
+        constraint.resolved_springs). Friction loss rows and rows at R's floor keep theirs; at a small width
+        (impP ROW_STEP not small beside 1 - imp) the differences' truncation stays (unlike _tangent_impedance's)."""
+        r, h = self.r, self.discrete[0]
+        if not len(r.type):
+            return aref, D
+        resolved = constraint.resolved_springs(self.model, r, None if self.contacts is None else self.contacts[0], h)
+        dB = np.where(resolved, -B / (2 * imp), 0.0)                       # dB/dimp
+        dKimp = np.where(resolved, 0.0, K)                                 # d(K imp)/dimp
+        s = constraint.end_of_step_factor(h, B, K, imp)
+        ds = h * dB + h * h * dKimp
+        daref = (-dB * vel - dKimp * (pos - margin + h * vel)) / s - aref * ds / s
+        capped = (1 - imp) / (imp * s) < (1 - constraint.MAXIMP) / constraint.MAXIMP
+        dlogD = np.where(capped, 0.0, 1 / imp + ds / s + 1 / (1 - imp))     # d log(imp s / (1 - imp)) / dimp
+        first = np.arange(r.nefc)
+        contact = r.type >= constraint.CONTACT_FRICTIONLESS
+        first[contact] = r.contact_row[r.id[contact]]                      # a contact's R is its first row's, scaled
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+            & (r.imp > 0) & (r.imp < 1)
+        step = r.imp + r.impP * self._impedance_steps(pos) - imp           # imp_t - imp
+        D = np.where(held, D * (1 + dlogD[:, first] * step), D)
+        aref = np.where(held, aref + daref * step, aref)
         return aref, D
 
     def _impedance_steps(self, pos: np.ndarray) -> np.ndarray:
@@ -1761,8 +1794,10 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
             upright on a plane), or a row's impedance reaches its kink there (solimp's power 1 at |pos - margin| =
             width, or an equality's pos = 0; powers above 1 are C1 at the width and the midpoint: not refused, the
-            analytic rows exact there while centred differences scatter by O(eps)) (margins=True says how close the
-            rows are to each). The rows' dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
+            analytic rows exact there, the differenced ones too (each row's impedance held at its tangent at q; the
+            discrete step's to first order in imp: _tangent_impedance, _discrete_tangent_impedance) while MuJoCo's
+            centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows'
+            dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
             for contacts of a plane against a sphere, capsule or box and between spheres and capsules (dim 1 or 3,
             pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the rest analytic; the
             NumPy text runs, not the compiled step kernel (the rows, the contacts, the solve and the contacts'

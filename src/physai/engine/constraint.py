@@ -548,12 +548,29 @@ def _discrete_row(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> N
     step (timeconst dampratio < h) replaced by the stiffest zero-restitution spring the step resolves, at the authored
     damping ratio; then R = (1 - imp) / (imp s) diagA, at least (1 - MAXIMP) / MAXIMP diagA (the effective impedance
     at most MAXIMP)."""
-    spring = r.K[j] > 0 and r.type[j] >= LIMIT_JOINT
-    if model.opt.refsafe and spring and ref[0] > 0 and ref[0] * ref[1] < h:   # K = 1 / (imp h^2), B = 2 dampratio sqrt(K)
+    if _resolves(model, r, j, ref, h):                                # K = 1 / (imp h^2), B = 2 dampratio sqrt(K)
         r.K[j] = 1 / (r.imp[j] * h * h)
         r.B[j] = 2 * ref[1] * np.sqrt(r.K[j])
     s = end_of_step_factor(h, r.B[j], r.K[j], r.imp[j])
     r.R[j] = max(MINVAL, max((1 - r.imp[j]) / (r.imp[j] * s), (1 - MAXIMP) / MAXIMP) * r.diagA[j])
+
+
+def _resolves(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> bool:
+    """Whether the discrete step of h [s] replaces row j's spring (solref ref) by the one it resolves (refsafe: a limit's
+    or contact's spring with timeconst dampratio < h)."""
+    return bool(model.opt.refsafe and r.K[j] > 0 and r.type[j] >= LIMIT_JOINT and ref[0] > 0 and ref[0] * ref[1] < h)
+
+
+def resolved_springs(model: Model, r: Rows, contacts: ContactSet | None, h: float) -> np.ndarray:
+    """(nefc,) bool: the rows of r (built with discrete_h h [s]) whose spring _discrete_row replaced by the one the step
+    resolves (K = 1 / (imp h^2): K imp constant in imp, B going as imp^-1/2)."""
+    out, i = np.zeros(r.nefc, bool), 0
+    while i < r.nefc:
+        ref = _solver_parameters(model, r, i, contacts, True)[0]
+        dim = impedance_block(model, r, i)[0]
+        out[i:i + dim] = [_resolves(model, r, j, ref, h) for j in range(i, i + dim)]
+        i += dim
+    return out
 
 
 # ---------------------------------------------------------------- the force of every row (mj_constraintUpdate)
