@@ -1479,7 +1479,7 @@ def test_constrained_step_derivatives_refuse_a_capsule_upright_on_a_plane(monkey
     differenced one (ANALYTIC_ROWS False), on both backends."""
     m, d = capsule_on_its_end(tilt)
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
-    with pytest.raises(InvalidStateError, match="a capsule on a plane .* stands on its end within 2e-06 of q"):
+    with pytest.raises(InvalidStateError, match="a capsule on a plane .* stands on its end within 2.0e-06 rad of q"):
         run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)
 
@@ -1841,3 +1841,38 @@ def test_constrained_step_derivatives_hold_a_connects_impedance_at_its_tangent(b
     A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)[0]
     assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
+
+
+CYLINDER_ON_A_PLANE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody>
+<geom type="plane" size="1 1 .1" solimp="0.9 0.95 0.001 0.5 2"/>
+<body pos="0 0 0.5"><freejoint/><geom type="cylinder" size=".05 .03" mass="1" friction="0.5 0.01 0.001"
+ solimp="0.9 0.95 0.001 0.5 2"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("tilt", [0.0, 5e-5, 1e-3])
+def test_constrained_step_derivatives_refuse_a_cylinder_lying_flat(backend, cone, tilt):
+    """A free cylinder 0.3 mm into a plane (3 contacts), its axis tilt rad from the normal about x: MuJoCo's
+    mjc_PlaneCylinder puts the contacts on the rim towards the tilt, its distances going as -radius |tilt| (a cone at
+    0), so the step is not differentiable lying flat (A was 5.3e2 of its largest entry off unnamed there) and badly
+    differenced near it: refused within FLAT_REACH ROW_STEP (0 and 5e-5 rad) by name on both backends and cones; at
+    1e-3 rad A within 1e-6 of MuJoCo's extrapolated centred differences and margins=True's [3] the sine of the axis
+    from the normal (MuJoCo's geom axis and contact normal)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(CYLINDER_ON_A_PLANE.format(cone=cone)))
+    d = mujoco.MjData(m)
+    d.qpos[3:7] = [np.cos(tilt / 2), np.sin(tilt / 2), 0.0, 0.0]
+    d.qpos[2] = 0.03 * np.cos(tilt) + 0.05 * np.sin(tilt) - 0.3e-3
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    d.qvel[2] = 0.0
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 3
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if tilt < 1e-4:                                    # FLAT_REACH ROW_STEP, the free joint's rate 1
+        with pytest.raises(InvalidStateError, match=r"a cylinder on a plane .* lies flat within 1.0e-04 rad of q"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    a, normal = d.geom_xmat[1].reshape(3, 3)[:, 2], d.contact.frame[0][:3]
+    assert abs(margins[3] - np.linalg.norm(a - normal * (normal @ a))) < 1e-12

@@ -327,6 +327,9 @@ class _HardForces:
 #: [rad | m] the differencing step of the constraint rows in q (_Constraints): truncation ~ROW_STEP^4, rounding ~eps /
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
+#: a cylinder on a plane is refused within FLAT_REACH ROW_STEP (times its axis's rate) of lying flat
+#: (_Constraints._refuse_flat_cylinders: beyond it the differences' truncation is below ~1.5e-8 of A)
+FLAT_REACH = 100
 
 #: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
 #: differenced, as before; the tests compare the two)
@@ -361,7 +364,8 @@ class _Constraints:
     where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
-    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
+    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), a cylinder
+    within FLAT_REACH ROW_STEP of lying flat on one (its points jump round its rim: _refuse_flat_cylinders), or a sphere
     or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
     contact's whose normal crosses it at a differenced point (_refuse_frame_jumps), and a row whose impedance (solimp's
     power 1) reaches a kink within 2 ROW_STEP (|pos - margin| = width, an equality's pos = 0: _refuse_impedance_kinks);
@@ -432,24 +436,19 @@ class _Constraints:
         margins [2], [3]): [0] the smallest distance [m | rad] of a row's |pos - margin| from a kink of its impedance
         (solimp's power 1: at the width, and at 0 on an equality: _refuse_impedance_kinks); [1] the smallest, over
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
-        (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's axis a
-        from a plane's normal n (_refuse_upright_capsules), dimensionless. inf where there is no such row."""
+        (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
+        cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
+        refused up to FLAT_REACH ROW_STEP, not 2), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
         kinks = self._impedance_kinks()[1].min(initial=np.inf)
         if contacts is None or not len(r.contact_dim):
             return np.array([kinks, np.inf])
-        frame, G, model = contacts[0].frame, self.model.geoms, self.model
+        frame, model = contacts[0].frame, self.model
         side = np.abs(np.abs(frame[:, 0, 1]) - 0.5)
-        frames = side[self._default_frames() & (r.contact_dim > 1)].tolist()
-        geom = contacts[0].geom if contacts[0].geom is not None else np.full((len(r.contact_dim), 2), -1)
-        poses = None
-        for c, (g1, g2) in enumerate(geom.tolist()):
-            if r.contact_row[c] >= 0 and r.contact_dim[c] > 1 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE \
-                    and G.geom_type[g2] == geoms.CAPSULE:
-                poses = body_poses(model, q) if poses is None else poses
-                b2 = int(r.contact_body[c, 1])
-                axis, n = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2), frame[c, 0]
-                frames.append(float(np.linalg.norm(axis - n * (n @ axis))))
+        frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
+        axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
+        poses = body_poses(model, q) if axes else None
+        frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
@@ -893,33 +892,61 @@ class _Constraints:
                     "there and the step is not differentiable in practice; linearise at a nearby state")
         return pairs
 
+    def _axes_on_planes(self, kind: int) -> list:
+        """[(c, g1, g2)]: the contacts at solve()'s q between a plane g1 and a geom g2 of type kind (geoms.CAPSULE: those
+        of dim > 1, whose frame follows the axis; geoms.CYLINDER: all, whose points follow it)."""
+        r, contacts, G = self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return []
+        return [(c, g1, g2) for c, (g1, g2) in enumerate(contacts[0].geom.tolist())
+                if r.contact_row[c] >= 0 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE
+                and G.geom_type[g2] == kind and (kind != geoms.CAPSULE or r.contact_dim[c] > 1)]
+
+    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple) -> tuple:
+        """(|y|, rate): y = a - n (n . a) of contact c's geom g2's axis a and normal n (|y| the sine of a from n) and
+        max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies' angular Jacobians), the rate of y as a nears n."""
+        model, (b1, b2) = self.model, self.r.contact_body[c].tolist()
+        n = self.contacts[0].frame[c, 0]
+        axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
+        y = axis - n * (n @ axis)
+        W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
+        return float(np.sqrt(y @ y)), np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+
     def _refuse_upright_capsules(self, q: np.ndarray, poses: tuple | None):
         """InvalidStateError where a capsule's contact with a plane (dim > 1) would stand on its end within 2 ROW_STEP
         along a dof. Its first tangent t1 = y / |y|, y = a - n (n . a) (a the capsule's axis, n the normal:
         primitives.plane_capsule, make_frame; (1, 0, 0) at y = 0) turns by |dy| / |y|: near y = 0 the frame jumps, and
-        the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (W1, W2: the plane's
-        and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows' q-derivatives
-        are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos, xmat) at q (None
-        without contacts)."""
-        model, r, contacts, G = self.model, self.r, self.contacts, self.model.geoms
-        if contacts is None or contacts[0].geom is None:
-            return
-        for c, (g1, g2) in enumerate(contacts[0].geom.tolist()):
-            if r.contact_row[c] < 0 or r.contact_dim[c] < 2 or min(g1, g2) < 0 or G.geom_type[g1] != geoms.PLANE \
-                    or G.geom_type[g2] != geoms.CAPSULE:
-                continue
-            n, (b1, b2) = contacts[0].frame[c, 0], r.contact_body[c].tolist()
-            axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
-            y = axis - n * (n @ axis)
-            W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
-            rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
-            if np.sqrt(y @ y) < 2 * ROW_STEP * rate:
+        the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (_axis_tilt; W1, W2: the
+        plane's and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows'
+        q-derivatives are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos,
+        xmat) at q (None without contacts)."""
+        for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
+            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            if tilt < 2 * ROW_STEP * rate:
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a capsule on a plane (contact {c}, geoms {g1} and {g2}) stands "
-                    f"on its end within {2 * ROW_STEP:g} of q (its axis {np.arcsin(min(1.0, np.sqrt(y @ y))):.1e} rad "
+                    f"on its end within {2 * ROW_STEP * rate:.1e} rad of q (its axis {np.arcsin(min(1.0, tilt)):.1e} rad "
                     "from the plane's normal): its contact frame's tangents follow the axis's tilt and jump where it is "
                     "upright, the friction rows with them: the step is not differentiable there; linearise at a nearby "
                     "state (tilted by 1e-5 rad or more)")
+
+    def _refuse_flat_cylinders(self, q: np.ndarray, poses: tuple | None):
+        """InvalidStateError where a cylinder's contacts with a plane come within FLAT_REACH ROW_STEP max_k
+        |(W2_k - W1_k) x a| (_axis_tilt) of its lying flat (axis a along the normal n): primitives.plane_cylinder puts
+        its points on the rim towards y = a - n (n . a) (the cylinder's x axis at y = 0), turning by |dy| / |y|, and
+        its distances go as -radius |y|, a cone at y = 0: the step is not differentiable there, and near it the
+        differenced rows' A is off by ~1.5 (ROW_STEP rate / |y|)^4 of its largest entry (a free cylinder 0.3 mm into
+        a plane: 1.2e-2 at 3e-6 rad, 1.4e-4 at 1e-5, 1.9e-6 at 3e-5, 2.2e-8 at 1e-4 from MuJoCo's Richardson-extrapolated
+        differences; 5.3e2 flat, where MuJoCo's own differences disagree by their size)."""
+        for c, g1, g2 in self._axes_on_planes(geoms.CYLINDER):
+            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            if tilt < FLAT_REACH * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a cylinder on a plane (contact {c}, geoms {g1} and {g2}) lies "
+                    f"flat within {FLAT_REACH * ROW_STEP * rate:.1e} rad of q (its axis {np.arcsin(min(1.0, tilt)):.1e} "
+                    "rad from the plane's normal): its contact points follow the axis's tilt around the rim (MuJoCo's "
+                    "mjc_PlaneCylinder) and its distances have a kink where it is flat: the step is not differentiable "
+                    "there, nor well differenced near it; linearise at a state tilted further")
 
     def _refuse_frame_switches(self):
         """InvalidStateError where a contact between two spheres or capsules (self.pairs, dim > 1) has its normal's y
@@ -1040,6 +1067,7 @@ class _Constraints:
         poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
+        self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
         self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos = self._analytic_rows(q, poses)
@@ -1792,7 +1820,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
-            upright on a plane), or a row's impedance reaches its kink there (solimp's power 1 at |pos - margin| =
+            upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), or a row's
+            impedance reaches its kink there (solimp's power 1 at |pos - margin| =
             width, or an equality's pos = 0; powers above 1 are C1 at the width and the midpoint: not refused, the
             analytic rows exact there, the differenced ones too (each row's impedance held at its tangent at q; the
             discrete step's to first order in imp: _tangent_impedance, _discrete_tangent_impedance) while MuJoCo's
@@ -1810,8 +1839,10 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
         sensors); with margins=True also the margins (4,) or (N, 4): [acceleration, distance] (switch_margins), then
         [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's distance
-        to its kink, | |pos - margin| - width |, or an equality's |pos|; | |n_y| - 1/2 | of a contact with
-        make_frame's default tangent, or the sine of a capsule's axis from a plane's normal); inf where there is no
+        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|); | |n_y| - 1/2 | of a
+        contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
+        normal (a cylinder refused below FLAT_REACH ROW_STEP, the others below 2 ROW_STEP, each times its rate along
+        a dof)); inf where there is no
         such row. (Before 2026-12-05 it was (2,): [0] and [1] are unchanged.) The state is (dq, dqd, dact) with dq
         in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q'
         for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
