@@ -1876,3 +1876,18 @@ def test_constrained_step_derivatives_refuse_a_cylinder_lying_flat(backend, cone
     assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
     a, normal = d.geom_xmat[1].reshape(3, 3)[:, 2], d.contact.frame[0][:3]
     assert abs(margins[3] - np.linalg.norm(a - normal * (normal @ a))) < 1e-12
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_a_power_one_impedance_refused_only_within_the_differences_reach(backend, cone):
+    """A sphere on a plane 3e-6 beyond solimp's width (power 1): the differences reach 2e-6 along the normal, so the
+    kink is beyond them: not refused on either cone (the pyramid's rate is its normal's, the mean of its edges: it was
+    refused there, its 4 edges' norm counted), A within 1e-6 of MuJoCo's extrapolated centred differences and
+    margins=True's [2] the gap over the normal's rate 1 (MuJoCo's efc_pos)."""
+    m, d = sphere_on_a_plane("0.9 0.95 0.001 0.5 1", 1e-3 + 3e-6, cone)
+    gap = abs(abs(d.efc_pos[0] - d.efc_margin[0]) - m.geom_solimp[1, 2])
+    A, _, margins = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+                        constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    assert abs(margins[2] - gap) < 1e-15

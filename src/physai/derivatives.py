@@ -434,13 +434,15 @@ class _Constraints:
     def _break_margins(self, q: np.ndarray) -> np.ndarray:
         """(2,) how far the rows at solve()'s q are from a kink of their geometry or impedance (step_derivatives'
         margins [2], [3]): [0] the smallest distance [m | rad] of a row's |pos - margin| from a kink of its impedance
-        (solimp's power 1: at the width, and at 0 on an equality: _refuse_impedance_kinks); [1] the smallest, over
+        (solimp's power 1: at the width, and at 0 on an equality) over its rate along its fastest dof (_impedance_kinks:
+        1 for a contact's normal along its own translation; refused below 2 ROW_STEP, _refuse_impedance_kinks); [1] the smallest, over
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
         (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
         cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
         refused up to FLAT_REACH ROW_STEP, not 2), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
-        kinks = self._impedance_kinks()[1].min(initial=np.inf)
+        _, gap, rate = self._impedance_kinks()
+        kinks = np.divide(np.abs(gap), rate, out=np.full(len(gap), np.inf), where=rate > 0).min(initial=np.inf)
         if contacts is None or not len(r.contact_dim):
             return np.array([kinks, np.inf])
         frame, model = contacts[0].frame, self.model
@@ -453,17 +455,22 @@ class _Constraints:
 
     def _impedance_kinks(self) -> tuple:
         """(first (k,), gap (k,), rate (k,)): engine.constraint.impedance_kinks of the optimum's rows (gap: the distance
-        of |pos - margin| from a kink, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent directions, max_k of the
-        2-norm of its block's J[:, k] (a contact's normal row, or the mean of a pyramid's first two edges, a limit's
-        +-1, a connect's or weld's residual's unit vector times its rows: each within that norm)."""
+        of |pos - margin| from a kink, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent
+        directions, max_k |J_k| of the row its pos moves with: a contact's normal row (a pyramid's: the mean of its first
+        two edges), a limit's or joint's or tendon's equality's row; a connect's or weld's 2-norm over its rows (its
+        |pos| moves by r_hat . dpos, within that norm)."""
         r = self.r
         first, gap = constraint.impedance_kinks(self.model, r, None if self.contacts is None else self.contacts[0])
         rate = np.zeros(len(first))
         for k, i in enumerate(first.tolist()):
-            j = i + 1
-            while j < r.nefc and r.type[j] == r.type[i] and r.id[j] == r.id[i]:
-                j += 1
-            rate[k] = np.sqrt((r.J[i:j] ** 2).sum(axis=0)).max(initial=0.0)
+            if r.type[i] == constraint.CONTACT_PYRAMIDAL:
+                normal = (r.J[i] + r.J[i + 1]) / 2                       # the edges J_n +- mu J_t
+            elif r.type[i] == constraint.EQUALITY:
+                size = constraint.impedance_block(self.model, r, i)[0]
+                normal = np.sqrt((r.J[i:i + size] ** 2).sum(axis=0))
+            else:
+                normal = r.J[i]
+            rate[k] = np.abs(normal).max(initial=0.0)
         return first, gap, rate
 
     def _refuse_impedance_kinks(self):
@@ -478,7 +485,8 @@ class _Constraints:
             k = int(np.flatnonzero(near)[0])
             raise InvalidStateError(
                 f"step_derivatives(constraints=True): row {first[k]}'s impedance (solimp power 1) reaches its kink "
-                f"within {2 * ROW_STEP:g} of q ({gap[k]:.2e} from it: |pos - margin| = width, where its linear ramp "
+                f"within {2 * ROW_STEP:g} of q along a dof ({gap[k]:.2e} from it in pos, {gap[k] / rate[k]:.2e} in q "
+                "at its fastest dof: |pos - margin| = width, where its linear ramp "
                 "meets dmax, or an equality's pos = 0, where |pos| turns) and the step is not differentiable there; "
                 "linearise at a nearby state, or use solimp's power > 1")
 
@@ -1839,7 +1847,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
         sensors); with margins=True also the margins (4,) or (N, 4): [acceleration, distance] (switch_margins), then
         [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's distance
-        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|); | |n_y| - 1/2 | of a
+        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|), over its rate along its
+        fastest dof (the refusal's: below 2 ROW_STEP); | |n_y| - 1/2 | of a
         contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
         normal (a cylinder refused below FLAT_REACH ROW_STEP, the others below 2 ROW_STEP, each times its rate along
         a dof)); inf where there is no
