@@ -1479,7 +1479,7 @@ def test_constrained_step_derivatives_refuse_a_capsule_upright_on_a_plane(monkey
     differenced one (ANALYTIC_ROWS False), on both backends."""
     m, d = capsule_on_its_end(tilt)
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
-    with pytest.raises(InvalidStateError, match="a capsule on a plane .* stands on its end within 2e-06 of q"):
+    with pytest.raises(InvalidStateError, match="a capsule on a plane .* stands on its end within 2.0e-06 rad of q"):
         run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)
 
@@ -1652,6 +1652,55 @@ def test_constrained_step_derivatives_at_solimps_midpoint_and_width(monkeypatch,
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solref", [None, (0.001, 1.0)])
+@pytest.mark.parametrize("power, where", [(2, 0.5), (2, 1.0), (3, 0.5)])
+def test_discrete_step_derivatives_at_solimps_midpoint_and_width(backend, cone, solref, power, where):
+    """The discrete step's differenced rows (R and aref over s = 1 + h B + h^2 K imp) moved to first order in imp to
+    its tangent at q (_discrete_tangent_impedance): a sphere on a plane at solimp's midpoint or width, its solref as
+    authored or faster than the step (refsafe's resolved spring: K = 1 / (imp h^2)), within 1e-8 of MuJoCo's
+    kinked_transition_fd on both cones and backends (before: 2.2e-4 at the midpoint (power 2), 5.7e-4 (power 3))."""
+    m, d = sphere_on_a_plane(f"0.9 0.95 0.001 0.5 {power}", where * 1e-3, cone)
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    if solref is not None:
+        m.geom_solref[:] = solref
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, kinked_transition_fd(m, d), 1e-8, what="A")
+
+
+def small_eps_transition_fd(m, d, eps: float = 1e-9):
+    """MuJoCo's step linearised at d's state by centred differences at eps and eps / 2, linearly extrapolated to eps 0
+    (2 T(eps / 2) - T(eps)): the eps term a break of the impedance's second derivative puts in cancels, and eps far
+    below a small solimp width keeps the rest small (two such extrapolations agree to ~1e-8 of the largest entry)."""
+    state = d.qpos.copy(), d.qvel.copy()
+    T = []
+    for e in (eps, eps / 2):
+        d.qpos[:], d.qvel[:] = state
+        T.append(transition_fd(m, d, "euler", e)[0])
+    d.qpos[:], d.qvel[:] = state
+    return 2 * T[1] - T[0]
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solimp, depth", [("0.95 0.9999 1e-5 0.5 2", 7e-6), ("0.9 0.95 1e-5 0.5 2", 5e-6),
+                                           ("0.9 0.95 1e-5 0.5 2", 3e-6)])
+def test_constrained_step_derivatives_at_a_small_solimp_width(monkeypatch, backend, cone, solimp, depth):
+    """solimp's width 1e-5 (10 ROW_STEP): across the differences' reach imp / (1 - imp) changes by a large part of
+    itself, and at dmax 0.9999 imp's linear tangent passes 1 (the pole of D = imp / ((1 - imp) diagA)) inside the
+    stencil. With D's factor held at its own tangent (_tangent_impedance) the differenced rows' A is within 1e-6 of
+    MuJoCo's small-eps extrapolated differences (small_eps_transition_fd) on both cones and backends (before: 1.8 of
+    the largest entry at 7e-6 deep with imp's tangent, 1.4e-3 at the midpoint with none)."""
+    m, d = sphere_on_a_plane(solimp, depth, cone)
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", False)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, small_eps_transition_fd(m, d), 1e-6, what="A")
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("depth", [1e-3, 1e-3 + 1e-6, 1.02e-3])
@@ -1749,3 +1798,96 @@ def test_constrained_step_derivatives_refuse_a_power_one_equality_where_it_holds
     A, _, margins = run(backend, *step, constraints=True, margins=True)
     assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
     assert margins[2] == (abs(pos) if power == 1 else np.inf)
+
+
+CONNECTED_BOX = """<mujoco><option timestep="0.002"/><worldbody>
+<body name="b"><freejoint/><geom type="box" size=".05 .1 .02" mass="1" contype="0" conaffinity="0"/></body></worldbody>
+<equality><connect body1="b" anchor="0.1 0 0" solimp="0.9 0.95 0.001 0.5 {power}"/></equality></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("power, offset, width", [(2, 0.5e-3, 1e-3), (2, 1e-3, 1e-3), (3, 0.5e-3, 1e-3),
+                                                  (2, 1e-6, 2e-6), (2, 5e-6, 1e-5)])
+def test_constrained_step_derivatives_hold_an_equalitys_impedance_at_its_tangent(backend, power, offset, width):
+    """A joint equality's rows are differenced with their impedance at its tangent in pos too (_tangent_impedance):
+    at solimp's midpoint and width (its second derivative jumps) A is within 1e-6 of MuJoCo's centred differences
+    extrapolated through their eps and eps^2 terms (kinked_transition_fd; at widths 2e-6 and 1e-5 its small-eps
+    linear extrapolation) on both backends (before: 4.7e-4 / 7.7e-4 / 1.0e-3 of the largest entry; 3.1e-1 at width
+    2e-6)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(COUPLED_SLIDES.format(power=power).replace(
+        "0.001 0.5", f"{width!r} 0.5")))
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0.1, 0.1 - offset]
+    d.qvel[:] = [0.3, -0.2]
+    mujoco.mj_forward(m, d)
+    truth = kinked_transition_fd(m, d) if width == 1e-3 else small_eps_transition_fd(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, truth, 1e-6, what="A")
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("power", [2, 3])
+def test_constrained_step_derivatives_hold_a_connects_impedance_at_its_tangent(backend, power):
+    """A free box's connect 0.5 mm from holding (solimp's midpoint): its impedance goes with |pos| over its three rows,
+    held at its tangent r_hat . dpos (_impedance_steps): A within 1e-6 of MuJoCo's kinked_transition_fd on both
+    backends (before: 1.3e-5 (power 2), 3.9e-5 (3) of the largest entry)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(CONNECTED_BOX.format(power=power)))
+    d = mujoco.MjData(m)
+    r = np.array([0.3, -0.4, 0.5])
+    d.qpos[:3] = r / np.linalg.norm(r) * 0.5e-3
+    d.qvel[:] = np.random.default_rng(0).normal(size=6) * 0.1
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
+
+
+CYLINDER_ON_A_PLANE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody>
+<geom type="plane" size="1 1 .1" solimp="0.9 0.95 0.001 0.5 2"/>
+<body pos="0 0 0.5"><freejoint/><geom type="cylinder" size=".05 .03" mass="1" friction="0.5 0.01 0.001"
+ solimp="0.9 0.95 0.001 0.5 2"/></body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("tilt", [0.0, 5e-5, 1e-3])
+def test_constrained_step_derivatives_refuse_a_cylinder_lying_flat(backend, cone, tilt):
+    """A free cylinder 0.3 mm into a plane (3 contacts), its axis tilt rad from the normal about x: MuJoCo's
+    mjc_PlaneCylinder puts the contacts on the rim towards the tilt, its distances going as -radius |tilt| (a cone at
+    0), so the step is not differentiable lying flat (A was 5.3e2 of its largest entry off unnamed there) and badly
+    differenced near it: refused within FLAT_REACH ROW_STEP (0 and 5e-5 rad) by name on both backends and cones; at
+    1e-3 rad A within 1e-6 of MuJoCo's extrapolated centred differences and margins=True's [3] the sine of the axis
+    from the normal (MuJoCo's geom axis and contact normal)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(CYLINDER_ON_A_PLANE.format(cone=cone)))
+    d = mujoco.MjData(m)
+    d.qpos[3:7] = [np.cos(tilt / 2), np.sin(tilt / 2), 0.0, 0.0]
+    d.qpos[2] = 0.03 * np.cos(tilt) + 0.05 * np.sin(tilt) - 0.3e-3
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    d.qvel[2] = 0.0
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 3
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if tilt < 1e-4:                                    # FLAT_REACH ROW_STEP, the free joint's rate 1
+        with pytest.raises(InvalidStateError, match=r"a cylinder on a plane .* lies flat within 1.0e-04 rad of q"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    a, normal = d.geom_xmat[1].reshape(3, 3)[:, 2], d.contact.frame[0][:3]
+    assert abs(margins[3] - np.linalg.norm(a - normal * (normal @ a))) < 1e-12
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_a_power_one_impedance_refused_only_within_the_differences_reach(backend, cone):
+    """A sphere on a plane 3e-6 beyond solimp's width (power 1): the differences reach 2e-6 along the normal, so the
+    kink is beyond them: not refused on either cone (the pyramid's rate is its normal's, the mean of its edges: it was
+    refused there, its 4 edges' norm counted), A within 1e-6 of MuJoCo's extrapolated centred differences and
+    margins=True's [2] the gap over the normal's rate 1 (MuJoCo's efc_pos)."""
+    m, d = sphere_on_a_plane("0.9 0.95 0.001 0.5 1", 1e-3 + 3e-6, cone)
+    gap = abs(abs(d.efc_pos[0] - d.efc_margin[0]) - m.geom_solimp[1, 2])
+    A, _, margins = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+                        constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    assert abs(margins[2] - gap) < 1e-15

@@ -328,6 +328,9 @@ class _HardForces:
 #: [rad | m] the differencing step of the constraint rows in q (_Constraints): truncation ~ROW_STEP^4, rounding ~eps /
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
+#: a cylinder on a plane is refused within FLAT_REACH ROW_STEP (times its axis's rate) of lying flat
+#: (_Constraints._refuse_flat_cylinders: beyond it the differences' truncation is below ~1.5e-8 of A)
+FLAT_REACH = 100
 
 #: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
 #: differenced, as before; the tests compare the two)
@@ -357,12 +360,13 @@ class _Constraints:
     against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
     _analytic_forces), and for the others by 4th-order centred differences of G along q's tangent directions that move
     one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows'
-    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included (a contact's or limit's
-    impedance at its tangent at q: _tangent_impedance), each row's force in its held state (held_forces). A point
+    Jacobians, contact frames, impedances and aref rebuilt at each point, collision included (a contact's, limit's or
+    equality's impedance at its tangent at q: _tangent_impedance), each row's force in its held state (held_forces). A point
     where a row appears or disappears raises InvalidStateError: the step is not
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
-    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), or a sphere
+    a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), a cylinder
+    within FLAT_REACH ROW_STEP of lying flat on one (its points jump round its rim: _refuse_flat_cylinders), or a sphere
     or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
     contact's whose normal crosses it at a differenced point (_refuse_frame_jumps), and a row whose impedance (solimp's
     power 1) reaches a kink within 2 ROW_STEP (|pos - margin| = width, an equality's pos = 0: _refuse_impedance_kinks);
@@ -430,41 +434,43 @@ class _Constraints:
     def _break_margins(self, q: np.ndarray) -> np.ndarray:
         """(2,) how far the rows at solve()'s q are from a kink of their geometry or impedance (step_derivatives'
         margins [2], [3]): [0] the smallest distance [m | rad] of a row's |pos - margin| from a kink of its impedance
-        (solimp's power 1: at the width, and at 0 on an equality: _refuse_impedance_kinks); [1] the smallest, over
+        (solimp's power 1: at the width, and at 0 on an equality) over its rate along its fastest dof (_impedance_kinks:
+        1 for a contact's normal along its own translation; refused below 2 ROW_STEP, _refuse_impedance_kinks); [1] the smallest, over
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
-        (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's axis a
-        from a plane's normal n (_refuse_upright_capsules), dimensionless. inf where there is no such row."""
+        (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
+        cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
+        refused up to FLAT_REACH ROW_STEP, not 2), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
-        kinks = self._impedance_kinks()[1].min(initial=np.inf)
+        _, gap, rate = self._impedance_kinks()
+        kinks = np.divide(np.abs(gap), rate, out=np.full(len(gap), np.inf), where=rate > 0).min(initial=np.inf)
         if contacts is None or not len(r.contact_dim):
             return np.array([kinks, np.inf])
-        frame, G, model = contacts[0].frame, self.model.geoms, self.model
+        frame, model = contacts[0].frame, self.model
         side = np.abs(np.abs(frame[:, 0, 1]) - 0.5)
-        frames = side[self._default_frames() & (r.contact_dim > 1)].tolist()
-        geom = contacts[0].geom if contacts[0].geom is not None else np.full((len(r.contact_dim), 2), -1)
-        poses = None
-        for c, (g1, g2) in enumerate(geom.tolist()):
-            if r.contact_row[c] >= 0 and r.contact_dim[c] > 1 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE \
-                    and G.geom_type[g2] == geoms.CAPSULE:
-                poses = body_poses(model, q) if poses is None else poses
-                b2 = int(r.contact_body[c, 1])
-                axis, n = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2), frame[c, 0]
-                frames.append(float(np.linalg.norm(axis - n * (n @ axis))))
+        frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
+        axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
+        poses = body_poses(model, q) if axes else None
+        frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
         """(first (k,), gap (k,), rate (k,)): engine.constraint.impedance_kinks of the optimum's rows (gap: the distance
-        of |pos - margin| from a kink, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent directions, max_k of the
-        2-norm of its block's J[:, k] (a contact's normal row, or the mean of a pyramid's first two edges, a limit's
-        +-1, a connect's or weld's residual's unit vector times its rows: each within that norm)."""
+        of |pos - margin| from a kink, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent
+        directions, max_k |J_k| of the row its pos moves with: a contact's normal row (a pyramid's: the mean of its first
+        two edges), a limit's or joint's or tendon's equality's row; a connect's or weld's 2-norm over its rows (its
+        |pos| moves by r_hat . dpos, within that norm)."""
         r = self.r
         first, gap = constraint.impedance_kinks(self.model, r, None if self.contacts is None else self.contacts[0])
         rate = np.zeros(len(first))
         for k, i in enumerate(first.tolist()):
-            j = i + 1
-            while j < r.nefc and r.type[j] == r.type[i] and r.id[j] == r.id[i]:
-                j += 1
-            rate[k] = np.sqrt((r.J[i:j] ** 2).sum(axis=0)).max(initial=0.0)
+            if r.type[i] == constraint.CONTACT_PYRAMIDAL:
+                normal = (r.J[i] + r.J[i + 1]) / 2                       # the edges J_n +- mu J_t
+            elif r.type[i] == constraint.EQUALITY:
+                size = constraint.impedance_block(self.model, r, i)[0]
+                normal = np.sqrt((r.J[i:i + size] ** 2).sum(axis=0))
+            else:
+                normal = r.J[i]
+            rate[k] = np.abs(normal).max(initial=0.0)
         return first, gap, rate
 
     def _refuse_impedance_kinks(self):
@@ -479,7 +485,8 @@ class _Constraints:
             k = int(np.flatnonzero(near)[0])
             raise InvalidStateError(
                 f"step_derivatives(constraints=True): row {first[k]}'s impedance (solimp power 1) reaches its kink "
-                f"within {2 * ROW_STEP:g} of q ({gap[k]:.2e} from it: |pos - margin| = width, where its linear ramp "
+                f"within {2 * ROW_STEP:g} of q along a dof ({gap[k]:.2e} from it in pos, {gap[k] / rate[k]:.2e} in q "
+                "at its fastest dof: |pos - margin| = width, where its linear ramp "
                 "meets dmax, or an equality's pos = 0, where |pos| turns) and the step is not differentiable there; "
                 "linearise at a nearby state, or use solimp's power > 1")
 
@@ -577,32 +584,85 @@ class _Constraints:
         rows = rows[:len(rows) - checked]
         if not rows:
             return np.zeros((0, held.nefc, self.model.nv)), np.zeros((0, held.nefc)), np.zeros((0, held.nefc))
-        J, pos, margin, K, imp, aref, D = (np.stack([getattr(r, name) for r in rows])
-                                           for name in ("J", "pos", "margin", "K", "imp", "aref", "D"))
+        J, pos, margin, K, B, imp, vel, aref, D = (np.stack([getattr(r, name) for r in rows]) for name in
+                                                   ("J", "pos", "margin", "K", "B", "imp", "vel", "aref", "D"))
+        if self.discrete is not None:
+            return (J, *self._discrete_tangent_impedance(pos, margin, K, B, imp, vel, aref, D))
         return (J, *self._tangent_impedance(pos, margin, K, imp, aref, D))
 
     def _tangent_impedance(self, pos, margin, K, imp, aref, D) -> tuple:
         """(aref, D) (n, nefc) of the differenced states' rows (pos, margin, K, imp, aref, D (n, nefc) as built there)
-        with each contact's or limit's impedance replaced by its tangent at q, imp(q) + impP(q) (p - p(q)) (p the pos of
-        its first row: a contact's distance): D = imp / (c (1 - imp)) and aref's -K imp (pos - margin) rescaled to it,
-        where R is far above its floor MINVAL (c constant) and not at the discrete step's end. The step's derivative
-        is unchanged (the tangent agrees with imp to first order at q) but the differences no longer straddle the
-        impedance's second-derivative jumps (solimp's midpoint; its width at power 2), which put O(ROW_STEP) into them:
-        2.3e-4 of A at the midpoint (power 2) before. Equality rows (a connect's or weld's impedance goes with |pos|) and
-        friction loss rows keep theirs."""
+        with each row's impedance taken at its tangent at q in the coordinate it goes with (dp: _impedance_steps): D's
+        factor imp / (1 - imp) replaced by its tangent rho(q) + rho'(q) dp (rho' = impP / (1 - imp)^2) and aref's
+        -K imp (pos - margin) by -K (imp(q) + impP(q) dp) (pos - margin), where R is far above its floor MINVAL (c in
+        D = rho / c not changing with imp). The step's derivative is unchanged (both agree with imp's to first order at
+        q) but each row's force is now a polynomial in dp times smooth factors: the differences no longer straddle the
+        impedance's second-derivative jumps (solimp's midpoint; its width at power 2), 2.3e-4 of A at the midpoint
+        (power 2) before, nor pass rho's pole at imp = 1 or its steep stretch at a small width (1.8 of A at width 1e-5
+        with a linear imp tangent; 1.4e-3 with none). Friction loss rows, and the discrete step's rows (R and aref
+        over s = 1 + h B + h^2 K imp), keep theirs."""
         r = self.r
-        if self.discrete is not None or not len(r.type):
+        if not len(r.type):
             return aref, D
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+            & (r.imp > 0) & (r.imp < 1)
+        dp = self._impedance_steps(pos)
+        tangent = r.imp + r.impP * dp                                        # imp's tangent, for aref
+        rho = r.imp / (1 - r.imp) + r.impP / (1 - r.imp) ** 2 * dp           # rho = imp / (1 - imp)'s tangent, for D
+        D = np.where(held, D * rho * (1 - imp) / imp, D)
+        aref = np.where(held, aref - K * (tangent - imp) * (pos - margin), aref)
+        return aref, D
+
+    def _discrete_tangent_impedance(self, pos, margin, K, B, imp, vel, aref, D) -> tuple:
+        """(aref, D) (n, nefc) of the discrete step's differenced rows (pos, margin, K, B, imp, vel, aref, D (n, nefc) as
+        built there) moved to first order in imp to its tangent at q, imp_t = imp(q) + impP(q) dp (_impedance_steps):
+        D + dD/dimp (imp_t - imp), aref + daref/dimp (imp_t - imp). imp_t - imp is O(dp^2), so what stays is O(dp^4)
+        and no second-derivative jump of the impedance (solimp's midpoint; its width at power 2) reaches the
+        differences (2.2e-4 of A at the midpoint, power 2, before). Here D = imp s / ((1 - imp) diagA) (a contact's rows
+        by its first row's), s = 1 + h B + h^2 K imp, constant where capped at MAXIMP; aref = (N - K imp (pos - margin
+        + h vel)) / s; K and B constant in imp but where refsafe's spring replaced them (K imp = 1 / h^2, B ~ imp^-1/2:
+        constraint.resolved_springs). Friction loss rows and rows at R's floor keep theirs; at a small width
+        (impP ROW_STEP not small beside 1 - imp) the differences' truncation stays (unlike _tangent_impedance's)."""
+        r, h = self.r, self.discrete[0]
+        if not len(r.type):
+            return aref, D
+        resolved = constraint.resolved_springs(self.model, r, None if self.contacts is None else self.contacts[0], h)
+        dB = np.where(resolved, -B / (2 * imp), 0.0)                       # dB/dimp
+        dKimp = np.where(resolved, 0.0, K)                                 # d(K imp)/dimp
+        s = constraint.end_of_step_factor(h, B, K, imp)
+        ds = h * dB + h * h * dKimp
+        daref = (-dB * vel - dKimp * (pos - margin + h * vel)) / s - aref * ds / s
+        capped = (1 - imp) / (imp * s) < (1 - constraint.MAXIMP) / constraint.MAXIMP
+        dlogD = np.where(capped, 0.0, 1 / imp + ds / s + 1 / (1 - imp))     # d log(imp s / (1 - imp)) / dimp
+        first = np.arange(r.nefc)
+        contact = r.type >= constraint.CONTACT_FRICTIONLESS
+        first[contact] = r.contact_row[r.id[contact]]                      # a contact's R is its first row's, scaled
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+            & (r.imp > 0) & (r.imp < 1)
+        step = r.imp + r.impP * self._impedance_steps(pos) - imp           # imp_t - imp
+        D = np.where(held, D * (1 + dlogD[:, first] * step), D)
+        aref = np.where(held, aref + daref * step, aref)
+        return aref, D
+
+    def _impedance_steps(self, pos: np.ndarray) -> np.ndarray:
+        """(n, nefc): each row's step from q in the coordinate its impedance goes with (engine.constraint.impedance_block), at
+        the states whose rows' pos (n, nefc) are given: a contact's distance (its first row's pos), a limit's or a
+        joint's or tendon's equality's pos, a connect's or weld's |pos| over its block to first order, r_hat . dpos
+        (r_hat = pos / |pos| at q; 0 where pos is 0 there, impP being 0 then but at power 1, refused)."""
+        r, model = self.r, self.model
         first = np.arange(r.nefc)
         contact = r.type >= constraint.CONTACT_FRICTIONLESS
         first[contact] = r.contact_row[r.id[contact]]
-        held = ((r.type == constraint.LIMIT_JOINT) | (r.type == constraint.LIMIT_TENDON) | contact) & (r.R > 1e-10) \
-            & (r.imp > 0) & (r.imp < 1)
-        tangent = r.imp + r.impP * (pos[:, first] - r.pos[first])
-        ratio = tangent * (1 - imp) / ((1 - tangent) * imp)
-        D = np.where(held, D * ratio, D)
-        aref = np.where(held, aref - K * (tangent - imp) * (pos - margin), aref)
-        return aref, D
+        dp = pos[:, first] - r.pos[first]
+        i = 0
+        while i < r.ne:
+            size = constraint.impedance_block(model, r, i)[0]
+            if size > 1:
+                norm = np.linalg.norm(r.pos[i:i + size])
+                hat = r.pos[i:i + size] / norm if norm > 0 else np.zeros(size)
+                dp[:, i:i + size] = ((pos[:, i:i + size] - r.pos[i:i + size]) @ hat)[:, None]
+            i += size
+        return dp
 
     def _one_side(self, normals: np.ndarray) -> bool:
         """Whether the normals of the optimum's contacts and those at each state (normals (n, nc, 3), as detected, any
@@ -839,33 +899,61 @@ class _Constraints:
                     "there and the step is not differentiable in practice; linearise at a nearby state")
         return pairs
 
+    def _axes_on_planes(self, kind: int) -> list:
+        """[(c, g1, g2)]: the contacts at solve()'s q between a plane g1 and a geom g2 of type kind (geoms.CAPSULE: those
+        of dim > 1, whose frame follows the axis; geoms.CYLINDER: all, whose points follow it)."""
+        r, contacts, G = self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return []
+        return [(c, g1, g2) for c, (g1, g2) in enumerate(contacts[0].geom.tolist())
+                if r.contact_row[c] >= 0 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE
+                and G.geom_type[g2] == kind and (kind != geoms.CAPSULE or r.contact_dim[c] > 1)]
+
+    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple) -> tuple:
+        """(|y|, rate): y = a - n (n . a) of contact c's geom g2's axis a and normal n (|y| the sine of a from n) and
+        max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies' angular Jacobians), the rate of y as a nears n."""
+        model, (b1, b2) = self.model, self.r.contact_body[c].tolist()
+        n = self.contacts[0].frame[c, 0]
+        axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
+        y = axis - n * (n @ axis)
+        W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
+        return float(np.sqrt(y @ y)), np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+
     def _refuse_upright_capsules(self, q: np.ndarray, poses: tuple | None):
         """InvalidStateError where a capsule's contact with a plane (dim > 1) would stand on its end within 2 ROW_STEP
         along a dof. Its first tangent t1 = y / |y|, y = a - n (n . a) (a the capsule's axis, n the normal:
         primitives.plane_capsule, make_frame; (1, 0, 0) at y = 0) turns by |dy| / |y|: near y = 0 the frame jumps, and
-        the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (W1, W2: the plane's
-        and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows' q-derivatives
-        are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos, xmat) at q (None
-        without contacts)."""
-        model, r, contacts, G = self.model, self.r, self.contacts, self.model.geoms
-        if contacts is None or contacts[0].geom is None:
-            return
-        for c, (g1, g2) in enumerate(contacts[0].geom.tolist()):
-            if r.contact_row[c] < 0 or r.contact_dim[c] < 2 or min(g1, g2) < 0 or G.geom_type[g1] != geoms.PLANE \
-                    or G.geom_type[g2] != geoms.CAPSULE:
-                continue
-            n, (b1, b2) = contacts[0].frame[c, 0], r.contact_body[c].tolist()
-            axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
-            y = axis - n * (n @ axis)
-            W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
-            rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
-            if np.sqrt(y @ y) < 2 * ROW_STEP * rate:
+        the friction rows with it. Refused where |y| < 2 ROW_STEP max_k |(W2_k - W1_k) x a| (_axis_tilt; W1, W2: the
+        plane's and the capsule's bodies' angular Jacobians; the rate of y as a nears n), whichever way the rows'
+        q-derivatives are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos,
+        xmat) at q (None without contacts)."""
+        for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
+            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            if tilt < 2 * ROW_STEP * rate:
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a capsule on a plane (contact {c}, geoms {g1} and {g2}) stands "
-                    f"on its end within {2 * ROW_STEP:g} of q (its axis {np.arcsin(min(1.0, np.sqrt(y @ y))):.1e} rad "
+                    f"on its end within {2 * ROW_STEP * rate:.1e} rad of q (its axis {np.arcsin(min(1.0, tilt)):.1e} rad "
                     "from the plane's normal): its contact frame's tangents follow the axis's tilt and jump where it is "
                     "upright, the friction rows with them: the step is not differentiable there; linearise at a nearby "
                     "state (tilted by 1e-5 rad or more)")
+
+    def _refuse_flat_cylinders(self, q: np.ndarray, poses: tuple | None):
+        """InvalidStateError where a cylinder's contacts with a plane come within FLAT_REACH ROW_STEP max_k
+        |(W2_k - W1_k) x a| (_axis_tilt) of its lying flat (axis a along the normal n): primitives.plane_cylinder puts
+        its points on the rim towards y = a - n (n . a) (the cylinder's x axis at y = 0), turning by |dy| / |y|, and
+        its distances go as -radius |y|, a cone at y = 0: the step is not differentiable there, and near it the
+        differenced rows' A is off by ~1.5 (ROW_STEP rate / |y|)^4 of its largest entry (a free cylinder 0.3 mm into
+        a plane: 1.2e-2 at 3e-6 rad, 1.4e-4 at 1e-5, 1.9e-6 at 3e-5, 2.2e-8 at 1e-4 from MuJoCo's Richardson-extrapolated
+        differences; 5.3e2 flat, where MuJoCo's own differences disagree by their size)."""
+        for c, g1, g2 in self._axes_on_planes(geoms.CYLINDER):
+            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            if tilt < FLAT_REACH * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a cylinder on a plane (contact {c}, geoms {g1} and {g2}) lies "
+                    f"flat within {FLAT_REACH * ROW_STEP * rate:.1e} rad of q (its axis {np.arcsin(min(1.0, tilt)):.1e} "
+                    "rad from the plane's normal): its contact points follow the axis's tilt around the rim (MuJoCo's "
+                    "mjc_PlaneCylinder) and its distances have a kink where it is flat: the step is not differentiable "
+                    "there, nor well differenced near it; linearise at a state tilted further")
 
     def _refuse_frame_switches(self):
         """InvalidStateError where a contact between two spheres or capsules (self.pairs, dim > 1) has its normal's y
@@ -986,6 +1074,7 @@ class _Constraints:
         poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
+        self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
         self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos = self._analytic_rows(q, poses)
@@ -1781,10 +1870,13 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
-            upright on a plane), or a row's impedance reaches its kink there (solimp's power 1 at |pos - margin| =
+            upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), or a row's
+            impedance reaches its kink there (solimp's power 1 at |pos - margin| =
             width, or an equality's pos = 0; powers above 1 are C1 at the width and the midpoint: not refused, the
-            analytic rows exact there while centred differences scatter by O(eps)) (margins=True says how close the
-            rows are to each). The rows' dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
+            analytic rows exact there, the differenced ones too (each row's impedance held at its tangent at q; the
+            discrete step's to first order in imp: _tangent_impedance, _discrete_tangent_impedance) while MuJoCo's
+            centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows'
+            dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
             for contacts of a plane against a sphere, capsule or box and between spheres and capsules (dim 1 or 3,
             pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the rest analytic; the
             NumPy text runs, not the compiled step kernel (the rows, the contacts, the solve and the contacts'
@@ -1797,8 +1889,11 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
         sensors); with margins=True also the margins (4,) or (N, 4): [acceleration, distance] (switch_margins), then
         [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's distance
-        to its kink, | |pos - margin| - width |, or an equality's |pos|; | |n_y| - 1/2 | of a contact with
-        make_frame's default tangent, or the sine of a capsule's axis from a plane's normal); inf where there is no
+        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|), over its rate along its
+        fastest dof (the refusal's: below 2 ROW_STEP); | |n_y| - 1/2 | of a
+        contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
+        normal (a cylinder refused below FLAT_REACH ROW_STEP, the others below 2 ROW_STEP, each times its rate along
+        a dof)); inf where there is no
         such row. (Before 2026-12-05 it was (2,): [0] and [1] are unchanged.) The state is (dq, dqd, dact) with dq
         in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q'
         for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).

@@ -437,7 +437,7 @@ def _solver_parameters(model: Model, r: Rows, i: int, contacts: ContactSet | Non
     return ref, reffric, imp
 
 
-def _block(model: Model, r: Rows, i: int) -> tuple[int, float]:
+def impedance_block(model: Model, r: Rows, i: int) -> tuple[int, float]:
     """(rows, position) of the constraint starting at row i that share one impedance (MuJoCo's getposdim)."""
     kind = r.type[i]
     if kind == CONTACT_ELLIPTIC:
@@ -490,7 +490,7 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
     i = 0
     while i < r.nefc:
         _, _, solimp = _solver_parameters(model, r, i, contacts)
-        dim, pos = _block(model, r, i)
+        dim, pos = impedance_block(model, r, i)
         friction = r.type[i] in (FRICTION_DOF, FRICTION_TENDON)
         if solimp[4] == 1 and solimp[0] != solimp[1] and solimp[2] > MINVAL and not friction:
             x = abs(pos - r.margin[i])
@@ -508,7 +508,7 @@ def _impedance(model: Model, r: Rows, contacts: ContactSet | None, discrete_h: f
     i = 0
     while i < n:
         ref, reffric, solimp = _solver_parameters(model, r, i, contacts, discrete_h is not None)
-        dim, pos = _block(model, r, i)
+        dim, pos = impedance_block(model, r, i)
         imp, impP = impedance(solimp, pos, r.margin[i])
         for j in range(i, i + dim):
             r.R[j] = max(MINVAL, (1 - imp) * r.diagA[j] / imp)
@@ -548,12 +548,29 @@ def _discrete_row(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> N
     step (timeconst dampratio < h) replaced by the stiffest zero-restitution spring the step resolves, at the authored
     damping ratio; then R = (1 - imp) / (imp s) diagA, at least (1 - MAXIMP) / MAXIMP diagA (the effective impedance
     at most MAXIMP)."""
-    spring = r.K[j] > 0 and r.type[j] >= LIMIT_JOINT
-    if model.opt.refsafe and spring and ref[0] > 0 and ref[0] * ref[1] < h:   # K = 1 / (imp h^2), B = 2 dampratio sqrt(K)
+    if _resolves(model, r, j, ref, h):                                # K = 1 / (imp h^2), B = 2 dampratio sqrt(K)
         r.K[j] = 1 / (r.imp[j] * h * h)
         r.B[j] = 2 * ref[1] * np.sqrt(r.K[j])
     s = end_of_step_factor(h, r.B[j], r.K[j], r.imp[j])
     r.R[j] = max(MINVAL, max((1 - r.imp[j]) / (r.imp[j] * s), (1 - MAXIMP) / MAXIMP) * r.diagA[j])
+
+
+def _resolves(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> bool:
+    """Whether the discrete step of h [s] replaces row j's spring (solref ref) by the one it resolves (refsafe: a limit's
+    or contact's spring with timeconst dampratio < h)."""
+    return bool(model.opt.refsafe and r.K[j] > 0 and r.type[j] >= LIMIT_JOINT and ref[0] > 0 and ref[0] * ref[1] < h)
+
+
+def resolved_springs(model: Model, r: Rows, contacts: ContactSet | None, h: float) -> np.ndarray:
+    """(nefc,) bool: the rows of r (built with discrete_h h [s]) whose spring _discrete_row replaced by the one the step
+    resolves (K = 1 / (imp h^2): K imp constant in imp, B going as imp^-1/2)."""
+    out, i = np.zeros(r.nefc, bool), 0
+    while i < r.nefc:
+        ref = _solver_parameters(model, r, i, contacts, True)[0]
+        dim = impedance_block(model, r, i)[0]
+        out[i:i + dim] = [_resolves(model, r, j, ref, h) for j in range(i, i + dim)]
+        i += dim
+    return out
 
 
 # ---------------------------------------------------------------- the force of every row (mj_constraintUpdate)
