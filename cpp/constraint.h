@@ -153,6 +153,15 @@ struct ConstraintWork {
     std::vector<double> all_Mt;
     Vec<double> all_qL, all_qLinv;
     int all_nv = 0;                                 // the model's nv while an island runs alone (0: none)
+    // an island's a0 = M^-1 qfrc_smooth already in qacc_smooth (solver.h's solve_islands: the entries of every dof's a0,
+    // the same numbers as the island's own solve; workspace only): primal_start does not solve for it again
+    bool a0_given = false;
+    // the island whose chosen start's M qacc, J qacc - aref, forces and states primal_start gathers from every row's and
+    // dof's (start_Ma, start_jar, start_force, start_state: island_start's, the same numbers as the island's own
+    // evaluation; solver.h's solve_islands, workspace only; null: it evaluates them)
+    const Island *start_of = nullptr;
+    std::vector<double> start_Ma, start_jar, start_force;
+    std::vector<int> start_state;
     // solve_islands' gathered vectors (nv or nefc) and every row set aside while an island's rows are in r: room kept
     // from step to step (workspace only, C++: the NumPy text makes them afresh; no allocation per step)
     std::vector<double> gather_start, gather_warm, gather_qfrc, gather_qacc, gather_force;

@@ -970,11 +970,23 @@ inline int primal_start(const Model &m, ConstraintWork &w, const double *M, cons
         tree_pack(m, M, w.Mt.data());
         if (!factor_mass(m, w)) return SINGULAR;
     }
-    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), w.qacc_smooth.data());
+    if (!w.a0_given) {                                                 // a0, unless an island's was gathered
+        std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
+        tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), w.qacc_smooth.data());
+    }
     double *qacc = w.qacc.data();
     if (chosen && warmstart) {                                         // already chosen: an island's start
         std::copy(warmstart, warmstart + nv, qacc);
+        if (w.start_of) {                                              // its evaluation gathered from every row's
+            const Island &island = *w.start_of;
+            for (int a = 0; a < nv; a++) w.Ma[size_t(a)] = w.start_Ma[size_t(island.dofs[size_t(a)])];
+            for (int c = 0; c < n; c++) {
+                size_t i = size_t(island.rows[size_t(c)]);
+                w.jar[size_t(c)] = w.start_jar[i], w.force[size_t(c)] = w.start_force[i], w.state[size_t(c)] = w.start_state[i];
+            }
+            w.cones.n = 0;
+            return OK;
+        }
         total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
         return OK;
     }
@@ -1853,8 +1865,17 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
     start.clear(), warm.assign(size_t(nv), 0.0), qfrc.assign(w.qfrc_smooth.begin(), w.qfrc_smooth.end());
     qacc.assign(qfrc.begin(), qfrc.end()), force.assign(size_t(n), 0.0), state.assign(size_t(n), 0);
     bool started = island_start(m, w, warmstart, start);
-    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc.data());
+    if (started && m.opt_solver != SOLVER_PGS)                         // a0 of every dof: island_start's (the same solve)
+        std::copy(w.qacc_smooth.begin(), w.qacc_smooth.begin() + nv, qacc.begin());
+    else
+        tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc.data());
     const bool gather = gathers_islands(m);
+    // the start's evaluation on every row (island_start's primal_start: no contact on its cone) kept for the islands
+    const bool evaluated = gather && started && w.cones.n == 0;
+    if (evaluated) {
+        w.start_Ma.assign(w.Ma.begin(), w.Ma.begin() + nv), w.start_jar.assign(w.jar.begin(), w.jar.begin() + n);
+        w.start_force.assign(w.force.begin(), w.force.begin() + n), w.start_state.assign(w.state.begin(), w.state.begin() + n);
+    }
     if (gather) {                                                      // every dof's M and factor kept aside
         w.island_local.resize(size_t(nv));
         std::swap(w.Mt, w.all_Mt), std::swap(w.d.qL, w.all_qL), std::swap(w.d.qLinv, w.all_qLinv);
@@ -1879,10 +1900,13 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
         for (size_t a = 0; a < island.dofs.size(); a++) {
             size_t k = size_t(island.dofs[a]), at = gather ? a : k;
             w.qfrc_smooth[at] = qfrc[k], warm[at] = started ? start[k] : 0.0;
-            trace += inertia ? inertia[k] : Mt[size_t(m.M_rowadr[k] + m.M_rownnz[k] - 1)];
+            if (gather) w.qacc_smooth[a] = qacc[k];                    // the island's a0: every dof's entries (its
+            trace += inertia ? inertia[k] : Mt[size_t(m.M_rowadr[k] + m.M_rownnz[k] - 1)];   // trees' own solve)
         }
         Solution one;
+        w.a0_given = gather, w.start_of = evaluated ? &island : nullptr;
         status = run_solver(mi, w, nullptr, started ? warm.data() : nullptr, tolerance, iterations, one, 1.0 / trace, true);
+        w.a0_given = false, w.start_of = nullptr;
         if (status != OK) break;
         for (size_t a = 0; a < island.dofs.size(); a++) qacc[size_t(island.dofs[a])] = w.qacc[gather ? a : size_t(island.dofs[a])];
         for (size_t c = 0; c < island.rows.size(); c++)
