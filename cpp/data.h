@@ -267,10 +267,13 @@ struct DiscreteSolve {
     char *row_dofs = nullptr;
 };
 
+// accel's factor: null, or M's factor on the tree's pattern already made (tree_nnz numbers of L, then the nv reciprocals
+// of its diagonal: tree_cholesky's), which the solve then reads instead of factoring M again
 struct Constrain {
     void *ctx = nullptr;
     int (*accel)(void *ctx, const Data<double> &d, const double *q, const double *qd, const double *M, const double *f,
-                 double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete) = nullptr;
+                 double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
+                 const double *factor) = nullptr;
     void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
 };
 
@@ -286,10 +289,10 @@ struct LaneConstrain {
     int64_t count = 0;
     SimData<double> *one = nullptr;
     mutable Data<double> d;
-    mutable std::vector<double> q, qd, M, f, qacc, qfrc, dqd;
+    mutable std::vector<double> q, qd, M, f, qacc, qfrc, dqd, factor;
     LaneConstrain(const Model &m, size_t nM)
         : d(m), q(size_t(m.nq)), qd(size_t(m.nv)), M(nM), f(size_t(m.nv)), qacc(size_t(m.nv)), qfrc(size_t(m.nv)),
-          dqd(size_t(BLOCK) * size_t(m.nv)) {}
+          dqd(size_t(BLOCK) * size_t(m.nv)), factor(nM + size_t(m.nv)) {}
 };
 
 // contacts (physai.engine.contact.ContactSet.packed(), n of them): per contact CONTACT_FLOATS doubles, the point (3),

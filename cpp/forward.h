@@ -129,15 +129,19 @@ template <class T> using ConstrainFor = std::conditional_t<std::is_same_v<T, dou
 // velocity stages in w.d, M (tree's pattern) and f; OK or the solver's status
 inline int constrained_solve(const Model &, const Constrain &con, SimData<double> &w, const double *q, const double *qd,
                              const double *M, const double *f, double *qacc, double *qfrc, bool update_warm) {
-    return con.accel(con.ctx, w.d, q, qd, M, f, qacc, qfrc, update_warm, nullptr);
+    return con.accel(con.ctx, w.d, q, qd, M, f, qacc, qfrc, update_warm, nullptr, nullptr);
 }
 
-// the same for lanes: each lane's state in turn through its trajectory's Constrain::accel (the rows and the solver
-// differ per state), its qacc and qfrc back into the lane; the first status that is not OK
+// the same for lanes: M factored once in the lanes (tree_cholesky, into w.d.qL and w.d.qLinv; a lane with a
+// non-positive pivot: each lane factors its own, which tells), then each lane's state in turn through its trajectory's
+// Constrain::accel with its lane of the factor (the rows and the solver differ per state), its qacc and qfrc back into
+// the lane; the first status that is not OK
 template <class L> int constrained_solve(const Model &m, const LaneConstrain &con, SimData<L> &w, const L *q, const L *qd,
                                          const L *M, const L *f, L *qacc, L *qfrc, bool update_warm) {
     size_t nq = size_t(m.nq), nv = size_t(m.nv), nM = size_t(tree_nnz(m));
     const Data<L> &d = w.d;
+    std::copy(M, M + nM, w.d.qL.data());
+    const bool factored = tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data());
     for (int64_t l = 0; l < con.count; l++) {
         auto take = [l](const L *from, size_t n, double *to) {
             for (size_t e = 0; e < n; e++) to[e] = from[e][l];
@@ -147,6 +151,7 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         stage(d.cdof, con.d.cdof), stage(d.cdof_dot, con.d.cdof_dot), stage(d.cvel, con.d.cvel);
         stage(d.ten_length, con.d.ten_length), stage(d.ten_J, con.d.ten_J);
         take(q, nq, con.q.data()), take(qd, nv, con.qd.data()), take(M, nM, con.M.data()), take(f, nv, con.f.data());
+        if (factored) take(d.qL.data(), nM, con.factor.data()), take(d.qLinv.data(), nv, con.factor.data() + nM);
         if (con.one) {                                                 // what the observed fields read besides
             con.one->x.has_xfrc = w.x.has_xfrc;
             if (w.x.has_xfrc) stage(w.x.xfrc, con.one->x.xfrc);
@@ -154,7 +159,7 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         }
         const Constrain &c = con.lane[l];
         int st = c.accel(c.ctx, con.d, con.q.data(), con.qd.data(), con.M.data(), con.f.data(), con.qacc.data(),
-                         con.qfrc.data(), update_warm, nullptr);
+                         con.qfrc.data(), update_warm, nullptr, factored ? con.factor.data() : nullptr);
         if (st != OK) return st;
         for (int64_t k = l; k < (l == con.count - 1 ? int64_t(lanes_of<L>) : l + 1); k++)   // the lanes repeating l too
             for (size_t j = 0; j < nv; j++) qacc[j][k] = con.qacc[j], qfrc[j][k] = con.qfrc[j];
@@ -586,7 +591,7 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     if constexpr (std::is_same_v<T, double>) {
         if (con) {                                                     // the solve in M^, the rows at the step's end
             DiscreteSolve step{o.h, w.bare_diag.data(), w.row_dofs.data()};
-            st = con->accel(con->ctx, w.d, q, qd, w.M.data(), rhs, a, w.qfrc.data(), true, &step);
+            st = con->accel(con->ctx, w.d, q, qd, w.M.data(), rhs, a, w.qfrc.data(), true, &step, nullptr);
             if (st != OK) return st;
             solved = true;
         }

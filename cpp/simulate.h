@@ -20,14 +20,14 @@ namespace physai {
 namespace {
 
 // a trajectory's constraint context: the workspace, the warm start (zero at the start, as a new MjData's), the
-// discrete step's metric's diagonal (nv), the contacts of the step's first evaluation (-1 before it) and the first
-// left-out geom pair that may touch (-1: none)
+// discrete step's metric's diagonal (nv), the contacts of the step's first evaluation (-1 before it), the first
+// left-out geom pair that may touch (-1: none) and the step being taken (the observed fields: its last only)
 struct ConstrainedRun {
     const Model &m;
     const Rollout *r = nullptr;
     ConstraintWork c;
     std::vector<double> warm, diag;
-    int64_t ncon = -1, near = -1;
+    int64_t ncon = -1, near = -1, step = 0;
     Observe obs;                                   // the observed fields (Rollout::observe): obs.out null when not asked
     const Actuators *act = nullptr;                // the step's actuators and workspace (their forces, xfrc_applied)
     const SimData<double> *w = nullptr;
@@ -94,9 +94,11 @@ struct ConstrainedSim {
 
 // Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
 // start; qacc and qfrc_constraint = J^T efc_force out; M on the tree's pattern (the steppers', cpp/forward.h); discrete:
-// M the discrete step's metric, the rows at the end of its step, the dofs they move into discrete->row_dofs
+// M the discrete step's metric, the rows at the end of its step, the dofs they move into discrete->row_dofs; factor:
+// M's factor already made (the lanes', Constrain's), else M factored here
 inline int constrained_accel(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
-                             const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete) {
+                             const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
+                             const double *factor) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
     const Model &m = s.m;
     int nv = m.nv;
@@ -113,7 +115,12 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
     std::copy(M, M + tree_nnz(m), s.c.Mt.begin());                   // M and its factor where the solvers read them
-    if (!factor_mass(m, s.c)) return SINGULAR;
+    if (factor) {                                                    // the lanes' factor of the same M
+        std::copy(factor, factor + tree_nnz(m), s.c.d.qL.begin());
+        std::copy(factor + tree_nnz(m), factor + tree_nnz(m) + nv, s.c.d.qLinv.begin());
+    } else if (!factor_mass(m, s.c)) {
+        return SINGULAR;
+    }
     Solution sol;
     int st = solve_with(m, s.c, nullptr, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol,
                         discrete ? discrete->bare_diag : nullptr);    // discrete: the mass matrix scales the tolerances
@@ -122,7 +129,8 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     if (discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);
     else balanced_constraint_force(m, s.c, qfrc);                    // what (M - h D) a = f + qfrc integrates
     if (update_warm) std::copy(qacc, qacc + nv, s.warm.begin());
-    if (s.obs.out && update_warm) observe_accel(s, stages, q, qd, qacc, qfrc);      // the step's last evaluation
+    if (s.obs.out && update_warm && s.step == s.r->steps - 1)        // the last step's last evaluation: the observed
+        observe_accel(s, stages, q, qd, qacc, qfrc);                 // fields once (the rollout keeps the last step's)
     return OK;
 }
 
@@ -130,7 +138,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
 inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
     s.r->ncon[n * s.r->steps + k] = std::max<int64_t>(s.ncon, 0);       // -1: the step stopped before its solve
-    s.ncon = -1;
+    s.ncon = -1, s.step = k + 1;
 }
 
 // trajectories n .. n + count - 1 of a constrained rollout, all from step k0, side by side in the active lanes
@@ -152,7 +160,7 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
         run.obs.out = r.observe ? r.observe + (n + l) * run.obs.off.W : nullptr;
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n + l) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
-        run.ncon = run.near = -1;
+        run.ncon = run.near = -1, run.step = k0;
         con[l] = Constrain{&run, constrained_accel, constrained_stepped};
     }
     LaneConstrain &solve = *sim.lane_solve;
@@ -201,7 +209,7 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
         }
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
-        run.ncon = run.near = -1;
+        run.ncon = run.near = -1, run.step = r.resume ? r.resume[n] : 0;
         run.obs.out = r.observe ? r.observe + n * run.obs.off.W : nullptr;
         r.status[n] = simulate_one(m, act, w, r, n, &con, r.resume ? r.resume[n] : 0);
         if (run.obs.out) observe_end(run, r, n, r.status[n] == -1);
