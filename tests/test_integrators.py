@@ -1104,6 +1104,41 @@ def test_the_compiled_discrete_smooth_solve_at_its_iteration_cap_warns(seed, mon
     assert np.abs(frames.q - Q[4]).max() < 1e-12 and np.abs(frames.qd - QD[4]).max() < 1e-12
 
 
+def test_the_compiled_cap_warning_survives_a_failing_state():
+    """step_result(on_divergence="report") on the compiled discrete step at opt.iterations 1 (the cap met in every
+    state) with state 0 not finite (never stepped) and state 3 diverging: before, no warning (the fast path gives up,
+    the full path returned the failures first); now ONE ConvergenceWarning in step's words naming state 1 by its own
+    index (state 0 of the stepped subset), at the caller's line; with xfrc_applied (the full path without failures)
+    "state 0 of the step", not "step 1 of trajectory 0". The states that stood equal those stepped alone (1e-12)."""
+    m = discrete_servo_model(0)
+    m.opt.iterations = 1
+    model = engine.from_mujoco(m)
+    q, qd = engine.random_states(model, 6, 7, qd_max=2.0)
+    ctrl = np.zeros(m.nu)
+    bad = qd.copy()
+    bad[0], bad[3] = np.nan, 1e200
+    cap = r"ran out of its 1 iterations"
+    for xfrc in (None, np.zeros((m.nbody - 1, 6))):
+        previous = engine.set_backend("native")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                r = integ.step_result(model, q, bad, ctrl=ctrl, xfrc_applied=xfrc, on_divergence="report")
+        finally:
+            engine.set_backend(previous)
+        said = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+        assert r.status.failed == [0, 3]
+        assert len(said) == 1 and re.search(cap + r" in state 1 of the step \(\d of the 6 runs met it\)",
+                                            str(said[0].message)), [str(w.message) for w in said]
+        assert said[0].filename == __file__
+        alone, _ = _convergence_warnings(run, "native", integ.step_result, model, q[[1, 2, 4, 5]], qd[[1, 2, 4, 5]],
+                                         ctrl=ctrl)
+        assert np.abs(r.q[[1, 2, 4, 5]] - alone.q).max() < 1e-12 and np.abs(r.qd[[1, 2, 4, 5]] - alone.qd).max() < 1e-12
+    xfrc = np.zeros((m.nbody - 1, 6))
+    _, said = _convergence_warnings(run, "native", integ.step_result, model, q[:3], qd[:3], ctrl=ctrl, xfrc_applied=xfrc)
+    assert len(said) == 1 and re.search(cap + r" in state 0 of the step \(3 of the 3 runs met it\)", said[0]), said
+
+
 @pytest.mark.parametrize("limits, apart", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("seed", range(3))
 def test_discrete_metric_couplings_under_cg_follow_mj_step_iterate_by_iterate(seed, limits, apart):

@@ -400,10 +400,14 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
                           observed=fast[4])
     options = _step_options(integrator, dt, euler_damping, constraints)
     inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart, act=act)
+    caps = {}                                          # {state: (capped step, residual)} of the compiled discrete solve
     if report:
-        q_next, qd_next, warm, act_next, status, seen = _step_reporting(model, q, qd, inputs, options, actuators, names)
+        q_next, qd_next, warm, act_next, status, seen = _step_reporting(model, q, qd, inputs, options, actuators, names,
+                                                                        caps)
+        _warn_caps(model, caps, q_next.shape[:-1], "step", stacklevel=2)
         return StepResult(q_next, qd_next, warm, status, act_next, seen)
-    q_next, qd_next, warm, act_next, seen = _step_batch(model, q, qd, inputs, options, actuators, names=names)
+    q_next, qd_next, warm, act_next, seen = _step_batch(model, q, qd, inputs, options, actuators, names=names, caps=caps)
+    _warn_caps(model, caps, q_next.shape[:-1], "step", stacklevel=2)
     return StepResult(q_next, qd_next, warm, StepStatus.all_ok(q_next.shape[:-1]), act_next, seen)
 
 
@@ -434,10 +438,11 @@ def check_observe(observe, model=None) -> tuple:
 
 
 def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, errors: dict | None = None,
-                names: tuple = ()):
+                names: tuple = (), caps: dict | None = None):
     """step's full path: (q_next, qd_next, next warm start, act_next, observed), each input checked. errors: None raises
     a state's failure; a dict takes it (state index: the error) instead, the state's outputs NaN and its warm start
-    zero. names: the observed fields (step_result's observe), {} without."""
+    zero. names: the observed fields (step_result's observe), {} without. caps: a dict that takes the states whose
+    compiled discrete solve met its iteration cap (_run_all's), for the caller to warn once in step's words."""
     (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
     N = Q.shape[1]
     per_state = lambda key, width: _per_state(key, inputs[key], width, batch)         # noqa: E731
@@ -453,7 +458,8 @@ def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, err
     seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     try:
         Qn, QDn, _, _, warm_out, A = _run_all(model, options, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T),
-                                              replace(series, warm=warm), False, errors, seen if names else None)
+                                              replace(series, warm=warm), False, errors, seen if names else None,
+                                              {} if caps is None else caps)
     except PhysaiError as error:
         raise _worded_for_step(error) from None
     if batch is not None:
@@ -537,11 +543,13 @@ def _reporting(on_divergence) -> bool:
 _STATE_INPUTS = {"q": 1, "qd": 1, "ctrl": 1, "qfrc_applied": 1, "xfrc_applied": 2, "qacc_warmstart": 1, "act": 1}
 
 
-def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators, names: tuple = ()):
+def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators, names: tuple = (),
+                    caps: dict | None = None):
     """step with on_divergence="report": (q_next, qd_next, next warm start, act_next, StepStatus). The states whose own rows of the
     inputs are not finite, or whose q holds a zero quaternion, are left out; the others are stepped in one batch as step
     steps them (each as alone); a state that fails there is reported, not raised. A failed state's q_next and qd_next are
-    NaN and its next warm start zero (a new MjData's): reset it before the next step."""
+    NaN and its next warm start zero (a new MjData's): reset it before the next step. caps: as _step_batch's, by the
+    states' own indices."""
     arrays = {key: validation.to_float(key, x, "numbers") for key, x in dict(q=q, qd=qd, **inputs).items() if x is not None}
     single = arrays["q"].ndim < 2 and arrays["qd"].ndim < 2
     N = 1 if single else len(arrays["q"] if arrays["q"].ndim == 2 else arrays["qd"])
@@ -558,10 +566,12 @@ def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators,
     seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     if len(keep):
         subset = {key: rows[key][keep] if key in rows else a for key, a in arrays.items()}
-        found = {}
+        found, met = {}, {}
         Q[keep], QD[keep], W[keep], A[keep], part = _step_batch(model, subset.pop("q"), subset.pop("qd"),
                                                                 {key: subset.get(key) for key in inputs}, options,
-                                                                actuators, found, names)
+                                                                actuators, found, names, met)
+        if caps is not None:
+            caps.update({int(keep[k]): cap for k, cap in met.items()})
         for name, x in part.items():
             seen[name][keep] = x
         errors.update({int(keep[k]): _worded_for_step(error, int(keep[k])) for k, error in found.items()})
@@ -711,6 +721,18 @@ def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, sta
     where += f" ({len(hit)} of the {N} runs met it)" if len(hit) > 1 else ""
     warnings.warn(solver.pcg_cap_message(int(model.opt.iterations), float(residual[n]), where), ConvergenceWarning,
                   stacklevel=stacklevel + 1)
+
+
+def _warn_caps(model, caps: dict, shape: tuple, kind: str, stacklevel: int) -> None:
+    """_warn_capped for the runs in caps ({run: (its first capped step, its residual)}) of a call of `shape` (() one
+    state, (N,) N), none when caps is empty."""
+    if not caps:
+        return
+    N = int(np.prod(shape, dtype=int))
+    capped, residual = np.full(N, -1), np.zeros(N)
+    for n, (k, r) in caps.items():
+        capped[n], residual[n] = k, r
+    _warn_capped(model, capped, residual, kind, stacklevel + 1)
 
 
 def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None) -> "StepResult | None":
@@ -979,7 +1001,7 @@ def _activations(inputs: RolloutInputs, N: int, steps: int) -> np.ndarray:
 
 
 def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInputs, energy: bool,
-             errors: dict | None = None, observed: dict | None = None) -> RunOutputs:
+             errors: dict | None = None, observed: dict | None = None, caps: dict | None = None) -> RunOutputs:
     """The RunOutputs of N runs from q (N, nq), qd (N, nv), stepped as options say with the inputs' (N, steps, ...)
     series: compiled when the backend is native (which raises the named error of a singular matrix, naming the
     trajectory and the step), else the Python loop; with constraints, each run starts its solver from inputs.warm[n]
@@ -987,7 +1009,9 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     DivergenceError at the first diverging step in time (ties: the lowest index), on either backend. errors (a dict):
     the runs that fail are not raised but kept there (run index: its error as run alone, "the simulation ..."), their
     outputs NaN and warm starts zero; the others' outputs stand. observed: {name: (N, ...) array} filled with each run's
-    last step's observed fields (forward.DynamicsEvaluator.observed; the Python loop)."""
+    last step's observed fields (forward.DynamicsEvaluator.observed; the Python loop). caps: None warns once
+    (ConvergenceWarning, as a rollout) for the compiled runs whose discrete solve met its iteration cap; a dict takes
+    them instead ({run: (its first capped step, its residual)}), also the runs kept in errors and those run again."""
     batch = _Batch(model, options, steps, q, qd, inputs, energy)
     _check_output_size(model, len(q), steps)
     _refuse_zero_quaternions(model, q)
@@ -1007,13 +1031,19 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
             failure = error
         else:
             failure = None
+        met = {} if caps is None else caps
         if failure is not None and errors is not None and hasattr(failure, "trajectory"):   # the others, then it alone
-            return _report_failures(batch, [failure.trajectory], None, errors)
+            out = _report_failures(batch, [failure.trajectory], None, errors, met)
+            _warn_caps(model, met if caps is None else {}, (len(q),), "rollout", stacklevel=2)
+            return out
         if failure is not None and errors is not None:          # not one trajectory's: the call's own error
             raise failure
         if errors is not None and (stopped >= 0).any():
-            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), RunOutputs(Q, QD, E, ncon, warm_out, A),
-                                    errors)
+            met.update({int(n): (int(capped[n]), float(residual[n])) for n in np.flatnonzero(capped >= 0)})
+            out = _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), RunOutputs(Q, QD, E, ncon, warm_out, A),
+                                   errors, {})
+            _warn_caps(model, met if caps is None else {}, (len(q),), "rollout", stacklevel=2)
+            return out
         if failure is not None:
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
@@ -1025,7 +1055,10 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
                           _deepest_contact(model, Q[n, k]) if constrained else "")
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
-        _warn_capped(model, capped, residual, "rollout", stacklevel=3)
+        if caps is None:
+            _warn_capped(model, capped, residual, "rollout", stacklevel=3)
+        else:
+            caps.update({int(n): (int(capped[n]), float(residual[n])) for n in np.flatnonzero(capped >= 0)})
         return RunOutputs(Q, QD, E, ncon, warm_out, A)
     N = len(q)
     out = RunOutputs(np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1)),
@@ -1039,7 +1072,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         if stop is not None and (first is None or stop[0] < first[0]):
             first = (stop[0], n, stop[1])
     if first is not None and errors is not None:
-        return _report_failures(batch, failed, out, errors)
+        return _report_failures(batch, failed, out, errors, {})
     if first is not None:
         k, n, error = first
         if error is not None:                                          # named as the compiled loop names it
@@ -1062,16 +1095,22 @@ class _Batch:
     inputs: RolloutInputs
     energy: bool
 
-    def run(self, index, errors: dict | None = None) -> RunOutputs:
-        """_run_all of the runs `index` (an index array or a slice)."""
-        return _run_all(self.model, self.options, self.steps, self.q[index], self.qd[index], self.inputs.rows(index),
-                        self.energy, errors)
+    def run(self, index, errors: dict | None = None, caps: dict | None = None) -> RunOutputs:
+        """_run_all of the runs `index` (an index array or a slice); caps: None warns, a dict takes the runs that met
+        the discrete solve's cap by their indices in this batch (not in the subset)."""
+        met = None if caps is None else {}
+        out = _run_all(self.model, self.options, self.steps, self.q[index], self.qd[index], self.inputs.rows(index),
+                       self.energy, errors, caps=met)
+        if caps is not None:
+            caps.update({int(np.arange(len(self.q))[index][k]): cap for k, cap in met.items()})
+        return out
 
 
-def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors: dict) -> RunOutputs:
+def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors: dict, caps: dict) -> RunOutputs:
     """_run_all's outputs of `batch` whose runs `failed` stopped: each failed run again alone, its error into errors and
     its outputs NaN (warm start zero), or, if it runs alone, those outputs. out: the batch's outputs, or None when the
-    batch gave none (then every other run is run again, in one batch)."""
+    batch gave none (then every other run is run again, in one batch). caps: takes the runs run again here that met
+    the discrete solve's cap, by their indices in the batch (_Batch.run)."""
     model, steps = batch.model, batch.steps
     if out is None:
         N = len(batch.q)
@@ -1080,12 +1119,12 @@ def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors
                          np.full(_activations(batch.inputs, N, steps).shape, np.nan))
         others, found = np.setdiff1d(np.arange(N), failed), {}
         if len(others):
-            for part, value in zip(out, batch.run(others, found)):
+            for part, value in zip(out, batch.run(others, found, caps)):
                 part[others] = value
             errors.update({int(others[k]): error for k, error in found.items()})
     for n in failed:
         try:
-            alone = batch.run(slice(n, n + 1))
+            alone = batch.run(slice(n, n + 1), caps=caps)
         except (DivergenceError, InvalidStateError, InvalidModelError) as error:
             errors[n], alone = error, (np.nan, np.nan, np.nan, 0, 0.0, np.nan)
         for part, value in zip(out, alone):
