@@ -309,6 +309,39 @@ def refuse_stateful_actuators(model, actuators, who: str) -> None:
                                 "(simulate, step and rollout run it)")
 
 
+def clamped_controls(actuators, ctrl: np.ndarray) -> np.ndarray:
+    """ctrl (..., nu) clamped to ctrlrange where ctrllimited, as mj_fwdActuation clamps d.ctrl before its check (an
+    infinite control of a ctrllimited actuator is its range's end); NaN stays NaN."""
+    lo, hi = actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]
+    return np.where(actuators.ctrllimited, np.clip(ctrl, lo, hi), ctrl)
+
+
+def bad_controls(u: np.ndarray) -> np.ndarray:
+    """Where clamped controls u are what mju_isBad calls bad (NaN or |u| > mjMAXVAL 1e10): mj_step would then step with
+    every control zero (mjWARN_BADCTRL), silently for a caller, so physai refuses them by name."""
+    return ~(np.abs(u) <= model_checks.MAXVAL)                          # NaN compares False
+
+
+def bad_control_text(value: float) -> str:
+    """Why a control whose clamped value is `value` is refused."""
+    if not np.isfinite(value):
+        return f"is {value}; ctrl must be finite (or infinite on a ctrllimited actuator, clamped to its ctrlrange)"
+    return (f"is {value:g} after clamping to ctrlrange, beyond MuJoCo's mjMAXVAL {model_checks.MAXVAL:g}: mj_step would "
+            "step with every control zero (mju_isBad, mjWARN_BADCTRL)")
+
+
+def check_controls(actuators, name: str, ctrl: np.ndarray) -> np.ndarray:
+    """ctrl (..., nu) clamped (clamped_controls); InvalidStateError naming its first entry that is bad after clamping
+    (bad_controls): NaN, or infinite or beyond 1e10 on an actuator that is not ctrllimited."""
+    u = clamped_controls(actuators, ctrl)
+    bad = bad_controls(u)
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        what = f"{name}[{', '.join(map(str, i))}]" if i else name
+        raise InvalidStateError(f"{what} {bad_control_text(float(ctrl[i]))}")
+    return u
+
+
 def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
          euler_damping=None, constraints=None, qacc_warmstart=None, return_warmstart: bool = False,
          on_divergence: str = "raise", act=None):
@@ -323,7 +356,10 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
     integrator:   "euler", "rk4", "implicit" or "implicitfast" (any case), or MuJoCo's mjtIntegrator value (0-3, e.g.
                   mujoco.mjtIntegrator.mjINT_IMPLICITFAST); None (default): the model's, model.opt.integrator
     ctrl:         (nu,) actuator controls for `actuators` (default the model's own, physai.engine.from_mujoco), or (N, nu)
-                  one row per state
+                  one row per state; clamped to ctrlrange where ctrllimited, as mj_step (an infinite control of a
+                  ctrllimited actuator is its range's end). A control that is NaN, or infinite or beyond MuJoCo's mjMAXVAL
+                  1e10 after clamping, is refused by name (InvalidStateError; "report": that state), as in simulate and
+                  rollout: mj_step would step with every control zero (mju_isBad, mjWARN_BADCTRL), silently for a caller
     qfrc_applied: (nv,) or (N, nv) generalized force added to the joints [N m | N] (MuJoCo's qfrc_applied)
     xfrc_applied: (nbody, 6) or (N, nbody, 6) wrenches at the bodies' centres of mass, as physai.forces.applied_force
     euler_damping: True (MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
@@ -557,7 +593,7 @@ def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators,
         rows = {key: a[None] for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key]}
     else:
         rows = {key: a for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key] + 1 and len(a) == N}
-    errors = _bad_rows(model, rows, N)
+    errors = _bad_rows(model, rows, N, model.actuators if actuators is None else actuators)
     keep = np.setdiff1d(np.arange(N), list(errors))
     Q, QD = np.full((N, model.nq), np.nan), np.full((N, model.nv), np.nan)
     W = np.zeros((N, model.nv))
@@ -590,11 +626,21 @@ def _stateful_count(model, actuators) -> int:
     return 0 if actuators is None else actuators.na
 
 
-def _bad_rows(model, rows: dict, N: int) -> dict:
+def _bad_rows(model, rows: dict, N: int, actuators=None) -> dict:
     """{state index: InvalidStateError} of the states whose rows (key: (N, ...) array) are not finite or whose q holds a
-    zero quaternion, the first such row of each state named."""
+    zero quaternion, the first such row of each state named; a ctrl row (of the actuators' nu) is bad where a control is
+    after clamping (bad_controls: infinite on a ctrllimited actuator is its range's end, as in mj_step)."""
     errors = {}
     for key, a in rows.items():
+        if key == "ctrl" and actuators is not None and a.shape[-1:] == (actuators.nu,):
+            bad = bad_controls(clamped_controls(actuators, a))
+            for n in np.flatnonzero(bad.any(axis=1)).tolist():
+                v = float(a[n][bad[n]][0])
+                what = "not finite" if not np.isfinite(v) else f"beyond MuJoCo's mjMAXVAL {model_checks.MAXVAL:g}"
+                errors.setdefault(n, InvalidStateError(f"state {n} of the step: its ctrl is {what} (ctrl[{n}] holds "
+                                                       f"{v:g}, after clamping to ctrlrange: mj_step would step with "
+                                                       "every control zero, mjWARN_BADCTRL); it was not stepped"))
+            continue
         for n in np.flatnonzero(~np.isfinite(a.reshape(N, -1)).all(axis=1)).tolist():
             errors.setdefault(n, InvalidStateError(f"state {n} of the step: its {key} is not finite ({key}[{n}] holds "
                                                    f"{a[n][~np.isfinite(a[n])][0]}); it was not stepped"))
@@ -648,6 +694,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             continue
         if type(x) is not np.ndarray or x.dtype != np.float64 or x.shape[-1:] != (size,):
             return None
+        if k == 0 and size and not (x.max() <= model_checks.MAXVAL and x.min() >= -model_checks.MAXVAL):
+            return None                                            # NaN, inf or beyond 1e10: the full path clamps or names
         if x.ndim == 1:                                                # one row for every state
             inputs[k] = x.reshape(1, 1, size) if single and steps == 1 else np.broadcast_to(x, (N, steps, size))
         elif x.ndim == 2 and not single and len(x) == N:               # row n acts on state n (at every step)
@@ -740,10 +788,11 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
     with ctrl (N, nu) held over them, as mj_step(m, d, nstep=frames), in ONE compiled call: the StepResult of the last
     frame (q, qd, its qacc_warmstart, and the observed fields of its last step, as step_result's observe), the same
     numbers as `frames` calls of step_result carrying qacc_warmstart along. None when the compiled step does not take
-    it (the NumPy backend, a model with activation states, an input not plainly well formed, observed fields it does
-    not compute, a state that diverged): the caller then steps frame by frame with step_result, which names or
-    reports what went wrong. Written for a vector environment's frame skip (physai.envs): one call, one pass of the
-    threads, instead of `frames`. InvalidArgumentError when the frames' outputs would not fit in memory."""
+    it (the NumPy backend, a model with activation states, an input not plainly well formed, a control that is NaN,
+    infinite or beyond 1e10, observed fields it does not compute, a state that diverged): the caller then steps frame
+    by frame with step_result, which clamps, names or reports what went wrong. Written for a vector environment's frame
+    skip (physai.envs): one call, one pass of the threads, instead of `frames`.
+    InvalidArgumentError when the frames' outputs would not fit in memory."""
     model = engine.as_model(model)
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
         raise InvalidArgumentError(f"step_frames: frames must be a positive integer, got {frames!r}")
@@ -933,7 +982,7 @@ def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, s
         ctrl = np.zeros(acts.nu)
     if xfrc_applied is not None and np.ndim(xfrc_applied) == 2:
         xfrc_applied = forces.check_xfrc(model, xfrc_applied)          # with the hint for MuJoCo's full array
-    return RolloutInputs(acts, *(_series(name, value, N, steps, tail, batched) for name, value, tail in (
+    return RolloutInputs(acts, *(_series(name, value, N, steps, tail, batched, acts) for name, value, tail in (
         ("ctrl", ctrl, (0 if acts is None else acts.nu,)), ("qfrc_applied", qfrc_applied, (model.nv,)),
         ("xfrc_applied", xfrc_applied, (model.nbody, 6)))), None, check_act(acts, act, N, batch))
 
@@ -953,8 +1002,9 @@ def check_act(actuators, act, N: int, batch: int | None = None) -> np.ndarray | 
     return np.broadcast_to(validation.as_array("act", a, a.shape), (N, na)).copy()
 
 
-def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
-    """value (tail), (steps, *tail) or, batched, (N | 1, steps | 1, *tail), checked, as a (N, steps, *tail) view."""
+def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool, actuators=None):
+    """value (tail), (steps, *tail) or, batched, (N | 1, steps | 1, *tail), checked, as a (N, steps, *tail) view; ctrl
+    clamped to the actuators' ctrlrange and refused where bad after clamping (check_controls)."""
     if value is None:
         return None
     a = validation.to_float(name, value, f"{tail} or (steps, *{tail}) numbers")
@@ -974,7 +1024,10 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     if lead not in allowed or a.shape[lead:] != tail or \
             (lead == 2 and (a.shape[0] not in (1, N) or a.shape[1] not in (1, steps))):
         raise ShapeError(f"{name} must have shape {expected}, got shape {a.shape}")
-    a = validation.as_array(name, a, a.shape)                             # finite
+    if name == "ctrl" and actuators is not None:
+        a = check_controls(actuators, name, a)                            # clamped; NaN or beyond 1e10 refused
+    else:
+        a = validation.as_array(name, a, a.shape)                         # finite
     return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
 
 
