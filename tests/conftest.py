@@ -85,7 +85,8 @@ COMPILED = {
     "test_frames.py": {"test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion",
                        "test_frame_motion_is_the_same_on_both_backends", "test_frame_motion_of_one_state_and_bad_input"},
     "test_integrators.py": {"test_the_compiled_discrete_step_takes_the_tendon_servo_and_fluid_terms",
-                            "test_the_compiled_discrete_smooth_solve_at_its_iteration_cap_warns"},
+                            "test_the_compiled_discrete_smooth_solve_at_its_iteration_cap_warns",
+                            "test_the_compiled_cap_warning_survives_a_failing_state"},
     "test_kinematics.py": {"test_body_poses_equal_mujocos"},
     "test_solvers.py": {"test_humanoid_with_cg_follows_mj_step_compiled"},
     "test_rollout.py": {

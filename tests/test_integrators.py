@@ -634,6 +634,62 @@ def test_a_batch_with_bad_states_steps_the_others_as_alone(backend, integrator):
     assert re.match(r"state 5 of the step: its qd is not finite", status.messages[5])
 
 
+TWO_MOTORS = """<mujoco><option timestep="0.002"/><worldbody><body><joint name="a" axis="0 1 0" damping=".1"/>
+  <geom type="capsule" fromto="0 0 0 .3 0 -.4" size=".05"/></body></worldbody>
+  <actuator><motor joint="a" ctrllimited="false"/><motor joint="a" ctrllimited="true" ctrlrange="-1 1"/></actuator>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_controls_bad_after_clamping_are_refused_by_name_everywhere(backend):
+    """MuJoCo clamps d.ctrl to ctrlrange, then steps with EVERY control zero where one is NaN or beyond mjMAXVAL 1e10
+    (mju_isBad, mjWARN_BADCTRL; checked live here). physai refuses such a control by name on every path: simulate,
+    rollout, step_result raise InvalidStateError, step_result(on_divergence="report") reports the state, step_frames
+    returns None (before: 1e11 on the actuator that is not ctrllimited applied silently, 1e11 times too much). An
+    infinite or huge control of the ctrllimited actuator is its range's end, as in mj_step, on every path (before:
+    simulate and rollout refused inf): within 1e-12 of mj_step with the same d.ctrl."""
+    m = mujoco.MjModel.from_xml_string(TWO_MOTORS)
+    model = engine.from_mujoco(m)
+    q0, qd0 = np.array([0.3]), np.array([0.2])
+
+    def mj_next(ctrl):
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+        mujoco.mj_step(m, d)
+        return d.qpos.copy(), d.warning[mujoco.mjtWarning.mjWARN_BADCTRL].number
+
+    zeroed, _ = mj_next([0.0, 0.0])
+    previous = engine.set_backend(backend)
+    try:
+        for bad in (1e11, -np.inf, np.nan):
+            ctrl = np.array([bad, 0.5])
+            q_mj, warned = mj_next(ctrl)
+            assert warned == 1 and np.abs(q_mj - zeroed).max() == 0.0                # what mj_step does with it
+            for f, q, qd, kw in ((integ.simulate, q0, qd0, dict(steps=2)), (integ.rollout, q0[None], qd0[None], dict(steps=2)),
+                                 (integ.step_result, q0, qd0, {}), (integ.step_result, np.stack([q0, q0]),
+                                                                   np.stack([qd0, qd0]), {})):
+                with pytest.raises(InvalidStateError, match=r"^ctrl\[0\] is (1e\+11 after clamping|-inf;|nan;)"):
+                    f(model, q, qd, ctrl=ctrl, **kw)
+            r = integ.step_result(model, np.stack([q0, q0]), np.stack([qd0, qd0]), ctrl=np.stack([[0.1, 0.5], ctrl]),
+                                  on_divergence="report")
+            assert r.status.failed == [1] and re.match(r"state 1 of the step: its ctrl is (not finite|beyond MuJoCo's "
+                                                       r"mjMAXVAL)", r.status.messages[1]), r.status.messages
+            assert integ.step_frames(model, q0[None], qd0[None], 2, ctrl=ctrl[None]) is None
+        for huge in (np.inf, -1e11, 1e300):
+            ctrl = np.array([0.1, huge])
+            q_mj, warned = mj_next(ctrl)
+            assert warned == 0
+            got = [integ.simulate(model, q0, qd0, steps=1, ctrl=ctrl).q[1],
+                   integ.rollout(model, q0[None], qd0[None], steps=1, ctrl=ctrl).q[0, 1],
+                   integ.step_result(model, q0, qd0, ctrl=ctrl).q,
+                   integ.step_result(model, q0[None], qd0[None], ctrl=ctrl[None], on_divergence="report").q[0]]
+            frames = integ.step_frames(model, q0[None], qd0[None], 1, ctrl=ctrl[None])
+            got += [] if frames is None else [frames.q[0]]
+            assert max(np.abs(q - q_mj).max() for q in got) < 1e-12, got
+    finally:
+        engine.set_backend(previous)
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_a_batch_with_contacts_and_a_singular_or_zero_quaternion_state_goes_on(backend):
     """With constraints (LIMITED: the box on its plane) a state with a zero quaternion is left out and one that diverges
@@ -1102,6 +1158,41 @@ def test_the_compiled_discrete_smooth_solve_at_its_iteration_cap_warns(seed, mon
     assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
     assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
     assert np.abs(frames.q - Q[4]).max() < 1e-12 and np.abs(frames.qd - QD[4]).max() < 1e-12
+
+
+def test_the_compiled_cap_warning_survives_a_failing_state():
+    """step_result(on_divergence="report") on the compiled discrete step at opt.iterations 1 (the cap met in every
+    state) with state 0 not finite (never stepped) and state 3 diverging: before, no warning (the fast path gives up,
+    the full path returned the failures first); now ONE ConvergenceWarning in step's words naming state 1 by its own
+    index (state 0 of the stepped subset), at the caller's line; with xfrc_applied (the full path without failures)
+    "state 0 of the step", not "step 1 of trajectory 0". The states that stood equal those stepped alone (1e-12)."""
+    m = discrete_servo_model(0)
+    m.opt.iterations = 1
+    model = engine.from_mujoco(m)
+    q, qd = engine.random_states(model, 6, 7, qd_max=2.0)
+    ctrl = np.zeros(m.nu)
+    bad = qd.copy()
+    bad[0], bad[3] = np.nan, 1e200
+    cap = r"ran out of its 1 iterations"
+    for xfrc in (None, np.zeros((m.nbody - 1, 6))):
+        previous = engine.set_backend("native")
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                r = integ.step_result(model, q, bad, ctrl=ctrl, xfrc_applied=xfrc, on_divergence="report")
+        finally:
+            engine.set_backend(previous)
+        said = [w for w in caught if issubclass(w.category, ConvergenceWarning)]
+        assert r.status.failed == [0, 3]
+        assert len(said) == 1 and re.search(cap + r" in state 1 of the step \(\d of the 6 runs met it\)",
+                                            str(said[0].message)), [str(w.message) for w in said]
+        assert said[0].filename == __file__
+        alone, _ = _convergence_warnings(run, "native", integ.step_result, model, q[[1, 2, 4, 5]], qd[[1, 2, 4, 5]],
+                                         ctrl=ctrl)
+        assert np.abs(r.q[[1, 2, 4, 5]] - alone.q).max() < 1e-12 and np.abs(r.qd[[1, 2, 4, 5]] - alone.qd).max() < 1e-12
+    xfrc = np.zeros((m.nbody - 1, 6))
+    _, said = _convergence_warnings(run, "native", integ.step_result, model, q[:3], qd[:3], ctrl=ctrl, xfrc_applied=xfrc)
+    assert len(said) == 1 and re.search(cap + r" in state 0 of the step \(3 of the 3 runs met it\)", said[0]), said
 
 
 @pytest.mark.parametrize("limits, apart", [(False, False), (True, False), (True, True)])

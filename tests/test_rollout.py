@@ -153,7 +153,7 @@ def test_a_failure_before_a_lower_index_divergence_is_named(monkeypatch):
         stopped = np.full(N, -1)
         stopped[2], stopped[7] = 3, 0                                 # trajectory 7 stopped at step 1, not diverged
         return (Q, QD, np.zeros((N, steps + 1)), stopped, np.zeros((N, steps), np.intp), np.full(N, -1), np.zeros((N, 2)),
-                np.zeros((N, steps + 1, 0)))
+                np.zeros((N, steps + 1, 0)), np.full(N, -1), np.zeros(N))     # capped (-1: none), capped_residual
 
     monkeypatch.setattr(native, "rollout", compiled)
     with pytest.raises(InvalidModelError, match="^trajectory 7 of the rollout at step 1: the mass matrix is singular"):
@@ -180,7 +180,7 @@ def test_a_divergence_before_a_lower_index_failure_is_named(monkeypatch, earlier
             Q[7, 2:] = np.inf                                         # trajectory 7 diverged at step 2 (index 1)
             stopped[7] = 1
         return (Q, QD, np.zeros((N, n_steps + 1)), stopped, np.zeros((N, n_steps), np.intp), np.full(N, -1),
-                np.zeros((N, 2)), np.zeros((N, n_steps + 1, 0)))
+                np.zeros((N, 2)), np.zeros((N, n_steps + 1, 0)), np.full(N, -1), np.zeros(N))
 
     monkeypatch.setattr(native, "rollout", compiled)
     expected = ((DivergenceError, "^trajectory 7 of the rollout diverged at step 2 ") if earlier else

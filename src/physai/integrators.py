@@ -309,6 +309,39 @@ def refuse_stateful_actuators(model, actuators, who: str) -> None:
                                 "(simulate, step and rollout run it)")
 
 
+def clamped_controls(actuators, ctrl: np.ndarray) -> np.ndarray:
+    """ctrl (..., nu) clamped to ctrlrange where ctrllimited, as mj_fwdActuation clamps d.ctrl before its check (an
+    infinite control of a ctrllimited actuator is its range's end); NaN stays NaN."""
+    lo, hi = actuators.ctrlrange[:, 0], actuators.ctrlrange[:, 1]
+    return np.where(actuators.ctrllimited, np.clip(ctrl, lo, hi), ctrl)
+
+
+def bad_controls(u: np.ndarray) -> np.ndarray:
+    """Where clamped controls u are what mju_isBad calls bad (NaN or |u| > mjMAXVAL 1e10): mj_step would then step with
+    every control zero (mjWARN_BADCTRL), silently for a caller, so physai refuses them by name."""
+    return ~(np.abs(u) <= model_checks.MAXVAL)                          # NaN compares False
+
+
+def bad_control_text(value: float) -> str:
+    """Why a control whose clamped value is `value` is refused."""
+    if not np.isfinite(value):
+        return f"is {value}; ctrl must be finite (or infinite on a ctrllimited actuator, clamped to its ctrlrange)"
+    return (f"is {value:g} after clamping to ctrlrange, beyond MuJoCo's mjMAXVAL {model_checks.MAXVAL:g}: mj_step would "
+            "step with every control zero (mju_isBad, mjWARN_BADCTRL)")
+
+
+def check_controls(actuators, name: str, ctrl: np.ndarray) -> np.ndarray:
+    """ctrl (..., nu) clamped (clamped_controls); InvalidStateError naming its first entry that is bad after clamping
+    (bad_controls): NaN, or infinite or beyond 1e10 on an actuator that is not ctrllimited."""
+    u = clamped_controls(actuators, ctrl)
+    bad = bad_controls(u)
+    if bad.any():
+        i = tuple(int(k) for k in np.argwhere(bad)[0])
+        what = f"{name}[{', '.join(map(str, i))}]" if i else name
+        raise InvalidStateError(f"{what} {bad_control_text(float(ctrl[i]))}")
+    return u
+
+
 def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None,
          euler_damping=None, constraints=None, qacc_warmstart=None, return_warmstart: bool = False,
          on_divergence: str = "raise", act=None):
@@ -323,7 +356,10 @@ def step(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=None, qfrc
     integrator:   "euler", "rk4", "implicit" or "implicitfast" (any case), or MuJoCo's mjtIntegrator value (0-3, e.g.
                   mujoco.mjtIntegrator.mjINT_IMPLICITFAST); None (default): the model's, model.opt.integrator
     ctrl:         (nu,) actuator controls for `actuators` (default the model's own, physai.engine.from_mujoco), or (N, nu)
-                  one row per state
+                  one row per state; clamped to ctrlrange where ctrllimited, as mj_step (an infinite control of a
+                  ctrllimited actuator is its range's end). A control that is NaN, or infinite or beyond MuJoCo's mjMAXVAL
+                  1e10 after clamping, is refused by name (InvalidStateError; "report": that state), as in simulate and
+                  rollout: mj_step would step with every control zero (mju_isBad, mjWARN_BADCTRL), silently for a caller
     qfrc_applied: (nv,) or (N, nv) generalized force added to the joints [N m | N] (MuJoCo's qfrc_applied)
     xfrc_applied: (nbody, 6) or (N, nbody, 6) wrenches at the bodies' centres of mass, as physai.forces.applied_force
     euler_damping: True (MuJoCo's default): euler treats joint damping implicitly, (M + h B) a = f.
@@ -400,10 +436,14 @@ def step_result(model, q, qd, dt=None, integrator=None, ctrl=None, actuators=Non
                           observed=fast[4])
     options = _step_options(integrator, dt, euler_damping, constraints)
     inputs = dict(ctrl=ctrl, qfrc_applied=qfrc_applied, xfrc_applied=xfrc_applied, qacc_warmstart=qacc_warmstart, act=act)
+    caps = {}                                          # {state: (capped step, residual)} of the compiled discrete solve
     if report:
-        q_next, qd_next, warm, act_next, status, seen = _step_reporting(model, q, qd, inputs, options, actuators, names)
+        q_next, qd_next, warm, act_next, status, seen = _step_reporting(model, q, qd, inputs, options, actuators, names,
+                                                                        caps)
+        _warn_caps(model, caps, q_next.shape[:-1], "step", stacklevel=2)
         return StepResult(q_next, qd_next, warm, status, act_next, seen)
-    q_next, qd_next, warm, act_next, seen = _step_batch(model, q, qd, inputs, options, actuators, names=names)
+    q_next, qd_next, warm, act_next, seen = _step_batch(model, q, qd, inputs, options, actuators, names=names, caps=caps)
+    _warn_caps(model, caps, q_next.shape[:-1], "step", stacklevel=2)
     return StepResult(q_next, qd_next, warm, StepStatus.all_ok(q_next.shape[:-1]), act_next, seen)
 
 
@@ -434,10 +474,11 @@ def check_observe(observe, model=None) -> tuple:
 
 
 def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, errors: dict | None = None,
-                names: tuple = ()):
+                names: tuple = (), caps: dict | None = None):
     """step's full path: (q_next, qd_next, next warm start, act_next, observed), each input checked. errors: None raises
     a state's failure; a dict takes it (state index: the error) instead, the state's outputs NaN and its warm start
-    zero. names: the observed fields (step_result's observe), {} without."""
+    zero. names: the observed fields (step_result's observe), {} without. caps: a dict that takes the states whose
+    compiled discrete solve met its iteration cap (_run_all's), for the caller to warn once in step's words."""
     (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
     N = Q.shape[1]
     per_state = lambda key, width: _per_state(key, inputs[key], width, batch)         # noqa: E731
@@ -453,7 +494,8 @@ def _step_batch(model, q, qd, inputs: dict, options: StepOptions, actuators, err
     seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     try:
         Qn, QDn, _, _, warm_out, A = _run_all(model, options, 1, np.ascontiguousarray(Q.T), np.ascontiguousarray(QD.T),
-                                              replace(series, warm=warm), False, errors, seen if names else None)
+                                              replace(series, warm=warm), False, errors, seen if names else None,
+                                              {} if caps is None else caps)
     except PhysaiError as error:
         raise _worded_for_step(error) from None
     if batch is not None:
@@ -537,11 +579,13 @@ def _reporting(on_divergence) -> bool:
 _STATE_INPUTS = {"q": 1, "qd": 1, "ctrl": 1, "qfrc_applied": 1, "xfrc_applied": 2, "qacc_warmstart": 1, "act": 1}
 
 
-def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators, names: tuple = ()):
+def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators, names: tuple = (),
+                    caps: dict | None = None):
     """step with on_divergence="report": (q_next, qd_next, next warm start, act_next, StepStatus). The states whose own rows of the
     inputs are not finite, or whose q holds a zero quaternion, are left out; the others are stepped in one batch as step
     steps them (each as alone); a state that fails there is reported, not raised. A failed state's q_next and qd_next are
-    NaN and its next warm start zero (a new MjData's): reset it before the next step."""
+    NaN and its next warm start zero (a new MjData's): reset it before the next step. caps: as _step_batch's, by the
+    states' own indices."""
     arrays = {key: validation.to_float(key, x, "numbers") for key, x in dict(q=q, qd=qd, **inputs).items() if x is not None}
     single = arrays["q"].ndim < 2 and arrays["qd"].ndim < 2
     N = 1 if single else len(arrays["q"] if arrays["q"].ndim == 2 else arrays["qd"])
@@ -549,7 +593,7 @@ def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators,
         rows = {key: a[None] for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key]}
     else:
         rows = {key: a for key, a in arrays.items() if a.ndim == _STATE_INPUTS[key] + 1 and len(a) == N}
-    errors = _bad_rows(model, rows, N)
+    errors = _bad_rows(model, rows, N, model.actuators if actuators is None else actuators)
     keep = np.setdiff1d(np.arange(N), list(errors))
     Q, QD = np.full((N, model.nq), np.nan), np.full((N, model.nv), np.nan)
     W = np.zeros((N, model.nv))
@@ -558,10 +602,12 @@ def _step_reporting(model, q, qd, inputs: dict, options: StepOptions, actuators,
     seen = {name: np.full((N,) + shapes[name], np.nan) for name in names}
     if len(keep):
         subset = {key: rows[key][keep] if key in rows else a for key, a in arrays.items()}
-        found = {}
+        found, met = {}, {}
         Q[keep], QD[keep], W[keep], A[keep], part = _step_batch(model, subset.pop("q"), subset.pop("qd"),
                                                                 {key: subset.get(key) for key in inputs}, options,
-                                                                actuators, found, names)
+                                                                actuators, found, names, met)
+        if caps is not None:
+            caps.update({int(keep[k]): cap for k, cap in met.items()})
         for name, x in part.items():
             seen[name][keep] = x
         errors.update({int(keep[k]): _worded_for_step(error, int(keep[k])) for k, error in found.items()})
@@ -580,11 +626,21 @@ def _stateful_count(model, actuators) -> int:
     return 0 if actuators is None else actuators.na
 
 
-def _bad_rows(model, rows: dict, N: int) -> dict:
+def _bad_rows(model, rows: dict, N: int, actuators=None) -> dict:
     """{state index: InvalidStateError} of the states whose rows (key: (N, ...) array) are not finite or whose q holds a
-    zero quaternion, the first such row of each state named."""
+    zero quaternion, the first such row of each state named; a ctrl row (of the actuators' nu) is bad where a control is
+    after clamping (bad_controls: infinite on a ctrllimited actuator is its range's end, as in mj_step)."""
     errors = {}
     for key, a in rows.items():
+        if key == "ctrl" and actuators is not None and a.shape[-1:] == (actuators.nu,):
+            bad = bad_controls(clamped_controls(actuators, a))
+            for n in np.flatnonzero(bad.any(axis=1)).tolist():
+                v = float(a[n][bad[n]][0])
+                what = "not finite" if not np.isfinite(v) else f"beyond MuJoCo's mjMAXVAL {model_checks.MAXVAL:g}"
+                errors.setdefault(n, InvalidStateError(f"state {n} of the step: its ctrl is {what} (ctrl[{n}] holds "
+                                                       f"{v:g}, after clamping to ctrlrange: mj_step would step with "
+                                                       "every control zero, mjWARN_BADCTRL); it was not stepped"))
+            continue
         for n in np.flatnonzero(~np.isfinite(a.reshape(N, -1)).all(axis=1)).tolist():
             errors.setdefault(n, InvalidStateError(f"state {n} of the step: its {key} is not finite ({key}[{n}] holds "
                                                    f"{a[n][~np.isfinite(a[n])][0]}); it was not stepped"))
@@ -638,6 +694,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
             continue
         if type(x) is not np.ndarray or x.dtype != np.float64 or x.shape[-1:] != (size,):
             return None
+        if k == 0 and size and not (x.max() <= model_checks.MAXVAL and x.min() >= -model_checks.MAXVAL):
+            return None                                            # NaN, inf or beyond 1e10: the full path clamps or names
         if x.ndim == 1:                                                # one row for every state
             inputs[k] = x.reshape(1, 1, size) if single and steps == 1 else np.broadcast_to(x, (N, steps, size))
         elif x.ndim == 2 and not single and len(x) == N:               # row n acts on state n (at every step)
@@ -713,15 +771,28 @@ def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, sta
                   stacklevel=stacklevel + 1)
 
 
+def _warn_caps(model, caps: dict, shape: tuple, kind: str, stacklevel: int) -> None:
+    """_warn_capped for the runs in caps ({run: (its first capped step, its residual)}) of a call of `shape` (() one
+    state, (N,) N), none when caps is empty."""
+    if not caps:
+        return
+    N = int(np.prod(shape, dtype=int))
+    capped, residual = np.full(N, -1), np.zeros(N)
+    for n, (k, r) in caps.items():
+        capped[n], residual[n] = k, r
+    _warn_capped(model, capped, residual, kind, stacklevel + 1)
+
+
 def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None) -> "StepResult | None":
     """`frames` steps of the model's own options (integrator, timestep, constraints) from N states q (N, nq), qd (N, nv)
     with ctrl (N, nu) held over them, as mj_step(m, d, nstep=frames), in ONE compiled call: the StepResult of the last
     frame (q, qd, its qacc_warmstart, and the observed fields of its last step, as step_result's observe), the same
     numbers as `frames` calls of step_result carrying qacc_warmstart along. None when the compiled step does not take
-    it (the NumPy backend, a model with activation states, an input not plainly well formed, observed fields it does
-    not compute, a state that diverged): the caller then steps frame by frame with step_result, which names or
-    reports what went wrong. Written for a vector environment's frame skip (physai.envs): one call, one pass of the
-    threads, instead of `frames`. InvalidArgumentError when the frames' outputs would not fit in memory."""
+    it (the NumPy backend, a model with activation states, an input not plainly well formed, a control that is NaN,
+    infinite or beyond 1e10, observed fields it does not compute, a state that diverged): the caller then steps frame
+    by frame with step_result, which clamps, names or reports what went wrong. Written for a vector environment's frame
+    skip (physai.envs): one call, one pass of the threads, instead of `frames`.
+    InvalidArgumentError when the frames' outputs would not fit in memory."""
     model = engine.as_model(model)
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
         raise InvalidArgumentError(f"step_frames: frames must be a positive integer, got {frames!r}")
@@ -911,7 +982,7 @@ def _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N: int, s
         ctrl = np.zeros(acts.nu)
     if xfrc_applied is not None and np.ndim(xfrc_applied) == 2:
         xfrc_applied = forces.check_xfrc(model, xfrc_applied)          # with the hint for MuJoCo's full array
-    return RolloutInputs(acts, *(_series(name, value, N, steps, tail, batched) for name, value, tail in (
+    return RolloutInputs(acts, *(_series(name, value, N, steps, tail, batched, acts) for name, value, tail in (
         ("ctrl", ctrl, (0 if acts is None else acts.nu,)), ("qfrc_applied", qfrc_applied, (model.nv,)),
         ("xfrc_applied", xfrc_applied, (model.nbody, 6)))), None, check_act(acts, act, N, batch))
 
@@ -931,8 +1002,9 @@ def check_act(actuators, act, N: int, batch: int | None = None) -> np.ndarray | 
     return np.broadcast_to(validation.as_array("act", a, a.shape), (N, na)).copy()
 
 
-def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
-    """value (tail), (steps, *tail) or, batched, (N | 1, steps | 1, *tail), checked, as a (N, steps, *tail) view."""
+def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool, actuators=None):
+    """value (tail), (steps, *tail) or, batched, (N | 1, steps | 1, *tail), checked, as a (N, steps, *tail) view; ctrl
+    clamped to the actuators' ctrlrange and refused where bad after clamping (check_controls)."""
     if value is None:
         return None
     a = validation.to_float(name, value, f"{tail} or (steps, *{tail}) numbers")
@@ -952,7 +1024,10 @@ def _series(name: str, value, N: int, steps: int, tail: tuple, batched: bool):
     if lead not in allowed or a.shape[lead:] != tail or \
             (lead == 2 and (a.shape[0] not in (1, N) or a.shape[1] not in (1, steps))):
         raise ShapeError(f"{name} must have shape {expected}, got shape {a.shape}")
-    a = validation.as_array(name, a, a.shape)                             # finite
+    if name == "ctrl" and actuators is not None:
+        a = check_controls(actuators, name, a)                            # clamped; NaN or beyond 1e10 refused
+    else:
+        a = validation.as_array(name, a, a.shape)                         # finite
     return np.broadcast_to(a.reshape((1,) * (2 - lead) + a.shape), (N, steps) + tail)
 
 
@@ -979,7 +1054,7 @@ def _activations(inputs: RolloutInputs, N: int, steps: int) -> np.ndarray:
 
 
 def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInputs, energy: bool,
-             errors: dict | None = None, observed: dict | None = None) -> RunOutputs:
+             errors: dict | None = None, observed: dict | None = None, caps: dict | None = None) -> RunOutputs:
     """The RunOutputs of N runs from q (N, nq), qd (N, nv), stepped as options say with the inputs' (N, steps, ...)
     series: compiled when the backend is native (which raises the named error of a singular matrix, naming the
     trajectory and the step), else the Python loop; with constraints, each run starts its solver from inputs.warm[n]
@@ -987,7 +1062,9 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     DivergenceError at the first diverging step in time (ties: the lowest index), on either backend. errors (a dict):
     the runs that fail are not raised but kept there (run index: its error as run alone, "the simulation ..."), their
     outputs NaN and warm starts zero; the others' outputs stand. observed: {name: (N, ...) array} filled with each run's
-    last step's observed fields (forward.DynamicsEvaluator.observed; the Python loop)."""
+    last step's observed fields (forward.DynamicsEvaluator.observed; the Python loop). caps: None warns once
+    (ConvergenceWarning, as a rollout) for the compiled runs whose discrete solve met its iteration cap; a dict takes
+    them instead ({run: (its first capped step, its residual)}), also the runs kept in errors and those run again."""
     batch = _Batch(model, options, steps, q, qd, inputs, energy)
     _check_output_size(model, len(q), steps)
     _refuse_zero_quaternions(model, q)
@@ -1007,13 +1084,19 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
             failure = error
         else:
             failure = None
+        met = {} if caps is None else caps
         if failure is not None and errors is not None and hasattr(failure, "trajectory"):   # the others, then it alone
-            return _report_failures(batch, [failure.trajectory], None, errors)
+            out = _report_failures(batch, [failure.trajectory], None, errors, met)
+            _warn_caps(model, met if caps is None else {}, (len(q),), "rollout", stacklevel=2)
+            return out
         if failure is not None and errors is not None:          # not one trajectory's: the call's own error
             raise failure
         if errors is not None and (stopped >= 0).any():
-            return _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), RunOutputs(Q, QD, E, ncon, warm_out, A),
-                                    errors)
+            met.update({int(n): (int(capped[n]), float(residual[n])) for n in np.flatnonzero(capped >= 0)})
+            out = _report_failures(batch, np.flatnonzero(stopped >= 0).tolist(), RunOutputs(Q, QD, E, ncon, warm_out, A),
+                                   errors, {})
+            _warn_caps(model, met if caps is None else {}, (len(q),), "rollout", stacklevel=2)
+            return out
         if failure is not None:
             k = getattr(failure, "step", 0)
             if len(q) > 1 and k > 0:            # a later trajectory may have stopped earlier: the steps before, again
@@ -1025,7 +1108,10 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
                           _deepest_contact(model, Q[n, k]) if constrained else "")
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
-        _warn_capped(model, capped, residual, "rollout", stacklevel=3)
+        if caps is None:
+            _warn_capped(model, capped, residual, "rollout", stacklevel=3)
+        else:
+            caps.update({int(n): (int(capped[n]), float(residual[n])) for n in np.flatnonzero(capped >= 0)})
         return RunOutputs(Q, QD, E, ncon, warm_out, A)
     N = len(q)
     out = RunOutputs(np.empty((N, steps + 1, model.nq)), np.empty((N, steps + 1, model.nv)), np.empty((N, steps + 1)),
@@ -1039,7 +1125,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         if stop is not None and (first is None or stop[0] < first[0]):
             first = (stop[0], n, stop[1])
     if first is not None and errors is not None:
-        return _report_failures(batch, failed, out, errors)
+        return _report_failures(batch, failed, out, errors, {})
     if first is not None:
         k, n, error = first
         if error is not None:                                          # named as the compiled loop names it
@@ -1062,16 +1148,22 @@ class _Batch:
     inputs: RolloutInputs
     energy: bool
 
-    def run(self, index, errors: dict | None = None) -> RunOutputs:
-        """_run_all of the runs `index` (an index array or a slice)."""
-        return _run_all(self.model, self.options, self.steps, self.q[index], self.qd[index], self.inputs.rows(index),
-                        self.energy, errors)
+    def run(self, index, errors: dict | None = None, caps: dict | None = None) -> RunOutputs:
+        """_run_all of the runs `index` (an index array or a slice); caps: None warns, a dict takes the runs that met
+        the discrete solve's cap by their indices in this batch (not in the subset)."""
+        met = None if caps is None else {}
+        out = _run_all(self.model, self.options, self.steps, self.q[index], self.qd[index], self.inputs.rows(index),
+                       self.energy, errors, caps=met)
+        if caps is not None:
+            caps.update({int(np.arange(len(self.q))[index][k]): cap for k, cap in met.items()})
+        return out
 
 
-def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors: dict) -> RunOutputs:
+def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors: dict, caps: dict) -> RunOutputs:
     """_run_all's outputs of `batch` whose runs `failed` stopped: each failed run again alone, its error into errors and
     its outputs NaN (warm start zero), or, if it runs alone, those outputs. out: the batch's outputs, or None when the
-    batch gave none (then every other run is run again, in one batch)."""
+    batch gave none (then every other run is run again, in one batch). caps: takes the runs run again here that met
+    the discrete solve's cap, by their indices in the batch (_Batch.run)."""
     model, steps = batch.model, batch.steps
     if out is None:
         N = len(batch.q)
@@ -1080,12 +1172,12 @@ def _report_failures(batch: _Batch, failed: list, out: RunOutputs | None, errors
                          np.full(_activations(batch.inputs, N, steps).shape, np.nan))
         others, found = np.setdiff1d(np.arange(N), failed), {}
         if len(others):
-            for part, value in zip(out, batch.run(others, found)):
+            for part, value in zip(out, batch.run(others, found, caps)):
                 part[others] = value
             errors.update({int(others[k]): error for k, error in found.items()})
     for n in failed:
         try:
-            alone = batch.run(slice(n, n + 1))
+            alone = batch.run(slice(n, n + 1), caps=caps)
         except (DivergenceError, InvalidStateError, InvalidModelError) as error:
             errors[n], alone = error, (np.nan, np.nan, np.nan, 0, 0.0, np.nan)
         for part, value in zip(out, alone):
