@@ -1701,6 +1701,23 @@ def test_constrained_step_derivatives_at_a_small_solimp_width(monkeypatch, backe
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solimp, depth", [("0.95 0.9999 1e-5 0.5 2", 7e-6), ("0.9 0.95 1e-5 0.5 2", 5e-6),
+                                           ("0.9 0.95 3e-5 0.5 2", 1.5e-5)])
+def test_discrete_step_derivatives_at_a_small_solimp_width(backend, cone, solimp, depth):
+    """The discrete step's differenced rows at solimp's width 1e-5 and 3e-5 evaluated at imp's tangent at q, D's factor
+    rho = imp / (1 - imp) at its own tangent (_discrete_tangent_impedance, as _tangent_impedance): A within 1e-6 of
+    MuJoCo's small-eps extrapolated differences on both cones and backends (before, D moved to first order in imp
+    with its 1 / (1 - imp): 3.7, 8.5e-4 and 8.7e-6 of the largest entry)."""
+    m, d = sphere_on_a_plane(solimp, depth, cone)
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, small_eps_transition_fd(m, d), 1e-6, what="A")
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("depth", [1e-3, 1e-3 + 1e-6, 1.02e-3])
@@ -1824,6 +1841,24 @@ def test_constrained_step_derivatives_hold_an_equalitys_impedance_at_its_tangent
     A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)[0]
     assert_close(A, truth, 1e-6, what="A")
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("dmax, width, offset", [(0.95, 2e-6, 1e-6), (0.95, 1e-5, 5e-6), (0.9999, 1e-5, 7e-6)])
+def test_discrete_step_derivatives_hold_an_equalitys_impedance_at_a_small_width(backend, dmax, width, offset):
+    """A joint equality under the discrete step at solimp's width 2e-6 and 1e-5 (dmax up to 0.9999): its differenced
+    rows at imp's tangent (_discrete_tangent_impedance) give A within 1e-6 of MuJoCo's small-eps extrapolated
+    differences on both backends (before: 1.8e-1, 8.2e-4 and 3.7 of the largest entry)."""
+    xml = COUPLED_SLIDES.format(power=2).replace("0.9 0.95 0.001 0.5", f"0.9 {dmax!r} {width!r} 0.5")
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0.1, 0.1 - offset]
+    d.qvel[:] = [0.3, -0.2]
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, small_eps_transition_fd(m, d), 1e-6, what="A")
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
