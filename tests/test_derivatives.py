@@ -1843,6 +1843,47 @@ def test_constrained_step_derivatives_hold_an_equalitys_impedance_at_its_tangent
     assert_close(A, truth, 1e-6, what="A")
 
 
+def discrete_cap_depth(m, d) -> float:
+    """The depth [m] of SPHERE_ON_A_PLANE's sphere at which MuJoCo's discrete step's R of its contact meets the MAXIMP
+    cap, (1 - imp) / (imp s) = (1 - 0.9999) / 0.9999 (s = 1 + h B + h^2 K imp from MuJoCo's efc_KBIP), by bisection
+    over 0.5 to 1 mm; d is left at that depth."""
+    h, lo, hi = m.opt.timestep, 0.5e-3, 1e-3
+
+    def excess(depth):
+        d.qpos[2] = 0.05 - depth
+        mujoco.mj_forward(m, d)
+        K, B, imp, _ = d.efc_KBIP[0]
+        return (1 - imp) / (imp * (1 + h * B + h * h * K * imp)) - (1 - 0.9999) / 0.9999
+    assert excess(lo) > 0 > excess(hi)
+    for _ in range(60):
+        lo, hi = ((lo + hi) / 2, hi) if excess((lo + hi) / 2) > 0 else (lo, (lo + hi) / 2)
+    excess((lo + hi) / 2)
+    return (lo + hi) / 2
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("offset", [0.0, 1e-7, -1e-7, 3e-5])
+def test_discrete_step_derivatives_refuse_rs_maximp_cap(backend, offset):
+    """The discrete step's R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA has a kink where the cap engages
+    (solimp 0.9 0.9999 0.001 0.5 2: a sphere on a plane ~0.99 mm deep, found from MuJoCo's efc_KBIP): at it and 1e-7 m
+    to either side refused by name on both backends (A was 1.1e-2 of its largest entry off there, MuJoCo's own
+    differences 1.5e-2 apart at 1e-7); 30 um beyond it A within 1e-6 of MuJoCo's kinked_transition_fd and margins=True's
+    [2] the distance to the cap over the normal's rate 1."""
+    m, d = sphere_on_a_plane("0.9 0.9999 0.001 0.5 2", 0.9e-3, "elliptic")
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    cap = discrete_cap_depth(m, d)
+    d.qpos[2] = 0.05 - cap - offset
+    mujoco.mj_forward(m, d)
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if abs(offset) < 1e-6:
+        with pytest.raises(InvalidStateError, match="R meets its MAXIMP cap"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
+    assert abs(margins[2] - abs(offset)) < 1e-9
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("dmax, width, offset", [(0.95, 2e-6, 1e-6), (0.95, 1e-5, 5e-6), (0.9999, 1e-5, 7e-6)])
 def test_discrete_step_derivatives_hold_an_equalitys_impedance_at_a_small_width(backend, dmax, width, offset):

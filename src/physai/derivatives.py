@@ -328,7 +328,8 @@ class _HardForces:
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
 #: a cylinder on a plane is refused within FLAT_REACH ROW_STEP (times its axis's rate) of lying flat
-#: (_Constraints._refuse_flat_cylinders: beyond it the differences' truncation is below ~1.5e-8 of A)
+#: (_Constraints._refuse_flat_cylinders: just beyond it the differences' truncation is a few 1e-8 of A: 2.9e-8 at
+#: 1.2e-4 rad, 2.2e-8 at 1e-4, 2.1e-9 at 2e-4 from MuJoCo's eps-1e-6 Richardson pair, a free cylinder 0.3 mm deep)
 FLAT_REACH = 100
 
 #: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
@@ -435,13 +436,14 @@ class _Constraints:
         """(2,) how far the rows at solve()'s q are from a kink of their geometry or impedance (step_derivatives'
         margins [2], [3]): [0] the smallest distance [m | rad] of a row's |pos - margin| from a kink of its impedance
         (solimp's power 1: at the width, and at 0 on an equality) over its rate along its fastest dof (_impedance_kinks:
-        1 for a contact's normal along its own translation; refused below 2 ROW_STEP, _refuse_impedance_kinks); [1] the smallest, over
+        1 for a contact's normal along its own translation; refused below 2 ROW_STEP, _refuse_impedance_kinks; the discrete
+        step's R at its MAXIMP cap too: engine.constraint.impedance_caps); [1] the smallest, over
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
         (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
         cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
         refused up to FLAT_REACH ROW_STEP, not 2), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
-        _, gap, rate = self._impedance_kinks()
+        _, gap, rate, _ = self._impedance_kinks()
         kinks = np.divide(np.abs(gap), rate, out=np.full(len(gap), np.inf), where=rate > 0).min(initial=np.inf)
         if contacts is None or not len(r.contact_dim):
             return np.array([kinks, np.inf])
@@ -454,13 +456,18 @@ class _Constraints:
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
-        """(first (k,), gap (k,), rate (k,)): engine.constraint.impedance_kinks of the optimum's rows (gap: the distance
-        of |pos - margin| from a kink, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent
+        """(first (k,), gap (k,), rate (k,), cap (k,) bool): engine.constraint.impedance_kinks of the optimum's rows
+        (gap: the distance of |pos - margin| from a kink, solimp's power 1), under the discrete step its impedance_caps
+        too (cap: those), and a bound on each one's |d pos / dq_k| along q's tangent
         directions, max_k |J_k| of the row its pos moves with: a contact's normal row (a pyramid's: the mean of its first
         two edges), a limit's or joint's or tendon's equality's row; a connect's or weld's 2-norm over its rows (its
         |pos| moves by r_hat . dpos, within that norm)."""
-        r = self.r
-        first, gap = constraint.impedance_kinks(self.model, r, None if self.contacts is None else self.contacts[0])
+        r, contacts = self.r, None if self.contacts is None else self.contacts[0]
+        first, gap = constraint.impedance_kinks(self.model, r, contacts)
+        cap = np.zeros(len(first), bool)
+        if self.discrete is not None:                  # the discrete step's R at its MAXIMP cap: a kink too
+            capped, cap_gap = constraint.impedance_caps(self.model, r, contacts, self.discrete[0])
+            first, gap, cap = np.r_[first, capped], np.r_[gap, cap_gap], np.r_[cap, np.ones(len(capped), bool)]
         rate = np.zeros(len(first))
         for k, i in enumerate(first.tolist()):
             if r.type[i] == constraint.CONTACT_PYRAMIDAL:
@@ -471,18 +478,27 @@ class _Constraints:
             else:
                 normal = r.J[i]
             rate[k] = np.abs(normal).max(initial=0.0)
-        return first, gap, rate
+        return first, gap, rate, cap
 
     def _refuse_impedance_kinks(self):
         """InvalidStateError where a row's impedance would reach its kink within 2 ROW_STEP along a dof: solimp's power 1
         at |pos - margin| = width, where its ramp meets dmax, or an equality's at pos = 0 (engine.constraint.
         impedance_kinks), gap < 2 ROW_STEP max_k |d pos / dq_k| (_impedance_kinks' bound): its D, K imp and aref have a
         kink there, the step is not differentiable (MuJoCo's centred differences take the mean of the two sides), whichever way the
-        rows' q-derivatives are taken. Powers above 1 are C1 at the width and at the midpoint: not refused."""
-        first, gap, rate = self._impedance_kinks()
+        rows' q-derivatives are taken. Powers above 1 are C1 at the width and at the midpoint: not refused. Under the
+        discrete step, also where a row's R meets its MAXIMP cap within that reach (engine.constraint.impedance_caps:
+        R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA has a kink there; reachable with dmax above ~0.9998)."""
+        first, gap, rate, cap = self._impedance_kinks()
         near = np.abs(gap) < 2 * ROW_STEP * rate
         if near.any():
             k = int(np.flatnonzero(near)[0])
+            if cap[k]:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): row {first[k]}'s regulariser R meets its MAXIMP cap (the "
+                    f"discrete step's R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA) within {2 * ROW_STEP:g} "
+                    f"of q along a dof ({gap[k]:.2e} from it in pos, {gap[k] / rate[k]:.2e} in q at its fastest dof): "
+                    "R has a kink there and the step is not differentiable; linearise at a nearby state, or use a "
+                    "solimp dmax further below 0.9999")
             raise InvalidStateError(
                 f"step_derivatives(constraints=True): row {first[k]}'s impedance (solimp power 1) reaches its kink "
                 f"within {2 * ROW_STEP:g} of q along a dof ({gap[k]:.2e} from it in pos, {gap[k] / rate[k]:.2e} in q "
@@ -622,7 +638,7 @@ class _Constraints:
         Each row's force is then rational in dp with no pole near it (s_t >= 1): no second-derivative jump of the
         impedance (solimp's midpoint; its width at power 2) reaches the differences, nor rho's steep stretch at a small
         width (3.7 of A at solimp 0.95 0.9999 1e-5, 7e-6 deep, with D moved to first order in imp). D stays as built
-        where R is capped at MAXIMP at q (where the cap engages the step has a kink). Friction loss rows and rows at R's
+        where R is capped at MAXIMP at q (its kink refused: _refuse_impedance_kinks). Friction loss rows and rows at R's
         floor keep theirs."""
         r, h = self.r, self.discrete[0]
         if not len(r.type):
@@ -1835,7 +1851,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
             upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), or a row's
             impedance reaches its kink there (solimp's power 1 at |pos - margin| =
-            width, or an equality's pos = 0; powers above 1 are C1 at the width and the midpoint: not refused, the
+            width, or an equality's pos = 0; the discrete step's R at its MAXIMP cap; powers above 1 are C1 at
+            the width and the midpoint: not refused, the
             analytic rows exact there, the differenced ones to their 4th-order truncation (each row's impedance held at
             its tangent at q, the discrete step's too: _tangent_impedance, _discrete_tangent_impedance) while MuJoCo's
             centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows'
@@ -1852,11 +1869,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
         sensors); with margins=True also the margins (4,) or (N, 4): [acceleration, distance] (switch_margins), then
         [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's distance
-        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|), over its rate along its
-        fastest dof (the refusal's: below 2 ROW_STEP); | |n_y| - 1/2 | of a
+        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|), or under the discrete
+        step a row's distance to where its R meets the MAXIMP cap (engine.constraint.impedance_caps), over its rate
+        along its fastest dof (refused below 2 ROW_STEP = 2e-6); [3] not divided by a rate: | |n_y| - 1/2 | of a
         contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
-        normal (a cylinder refused below FLAT_REACH ROW_STEP, the others below 2 ROW_STEP, each times its rate along
-        a dof)); inf where there is no
+        normal, on two scales: a cylinder's refused below FLAT_REACH ROW_STEP (1e-4) times its axis's rate, the others
+        below 2 ROW_STEP (2e-6) times theirs (1 for a free body's rotation)); inf where there is no
         such row. (Before 2026-12-05 it was (2,): [0] and [1] are unchanged.) The state is (dq, dqd, dact) with dq
         in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q'
         for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
