@@ -1954,6 +1954,44 @@ def test_constrained_step_derivatives_refuse_a_cylinder_lying_flat(backend, cone
     assert abs(margins[3] - np.linalg.norm(a - normal * (normal @ a))) < 1e-12
 
 
+CYLINDER_ON_A_BOX = """<mujoco><option timestep="0.002" cone="{cone}" ccd_tolerance="1e-14" ccd_iterations="500"/>
+<default><geom solimp="0.9 0.95 0.001 0.5 2"/></default><worldbody><geom type="box" size=".3 .3 .1" pos="0 0 -.1"/>
+<body pos="0 0 0.5"><freejoint/><geom type="cylinder" size=".05 .03" mass="1" friction="0.5 0.01 0.001"/>
+</body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("tilt", [0.0, 1e-3, 3e-3, 1e-2, np.pi / 2, np.pi / 2 + 1e-4])
+def test_constrained_step_derivatives_refuse_a_cylinder_on_a_box_where_its_contacts_jump(backend, cone, tilt):
+    """A free cylinder 0.3 mm into a box's face, its axis tilt rad from the face's normal about (1, 0.3, 0): MuJoCo's
+    multi-contact clips its cap against the face (4 contacts) or its side line (2, on its side), and the clipped
+    contacts jump where its whole rim is below the face (the 16-gon's largest quadrilaterals tie) or where its axis
+    lies along the face: MuJoCo's own differences 2.4 to 14 apart there. Refused by name flat, at 1e-3 and 3e-3 rad
+    (its rim's height spread 2 radius sin(tilt) within reach of the depth) and exactly on its side, on both cones and
+    backends (A was 1.2e-1 to 1.9e-1 of its largest entry off); at 1e-2 rad and 1e-4 rad from its side A within 1e-6 of
+    MuJoCo's extrapolated centred differences and margins=True's [3] the smaller of the axis's sine and cosine from the
+    normal (MuJoCo's geom axis and contact normal)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(CYLINDER_ON_A_BOX.format(cone=cone)))
+    d = mujoco.MjData(m)
+    axis = np.array([1.0, 0.3, 0.0]) / np.linalg.norm([1.0, 0.3, 0.0])
+    d.qpos[3:7] = np.r_[np.cos(tilt / 2), np.sin(tilt / 2) * axis]
+    d.qpos[2] = 0.03 * abs(np.cos(tilt)) + 0.05 * abs(np.sin(tilt)) - 0.3e-3
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    d.qvel[2] = 0.0
+    mujoco.mj_forward(m, d)
+    assert d.ncon == (2 if tilt > 1 else 4)
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if tilt in (0.0, 1e-3, 3e-3, np.pi / 2):
+        with pytest.raises(InvalidStateError, match=r"a cylinder on a box .* lies (flat on|along) a face"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    a, normal = d.geom_xmat[1].reshape(3, 3)[:, 2], d.contact.frame[0][:3]
+    assert abs(margins[3] - min(np.linalg.norm(a - normal * (normal @ a)), abs(normal @ a))) < 1e-12
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 def test_a_power_one_impedance_refused_only_within_the_differences_reach(backend, cone):

@@ -66,7 +66,7 @@ from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, api, batching, constraint, forward, geoms, native, passive, primitives, solver, tendon
+from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
@@ -366,7 +366,8 @@ class _Constraints:
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
     a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), a cylinder
-    within FLAT_REACH ROW_STEP of lying flat on one (its points jump round its rim: _refuse_flat_cylinders), or a sphere
+    within FLAT_REACH ROW_STEP of lying flat on one (its points jump round its rim: _refuse_flat_cylinders), a
+    cylinder on a box whose clipped contacts jump (_refuse_cylinders_on_boxes; other polygon pairs unchecked), or a sphere
     or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
     contact's whose normal crosses it at a differenced point (_refuse_frame_jumps), and a row whose impedance (solimp's
     power 1) reaches a kink within 2 ROW_STEP (|pos - margin| = width, an equality's pos = 0: _refuse_impedance_kinks);
@@ -441,7 +442,9 @@ class _Constraints:
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
         (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
         cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
-        refused up to FLAT_REACH ROW_STEP, not 2), dimensionless. inf where there is no such row."""
+        refused up to FLAT_REACH ROW_STEP, not 2), and of a cylinder's on a box its sine and |n . a| (
+        _refuse_cylinders_on_boxes: refused where its rim's depth is within FLAT_REACH ROW_STEP of all below the
+        face, or |n . a| below 2 ROW_STEP, each times its rate), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
         _, gap, rate, _ = self._impedance_kinks()
         kinks = np.divide(np.abs(gap), rate, out=np.full(len(gap), np.inf), where=rate > 0).min(initial=np.inf)
@@ -451,8 +454,11 @@ class _Constraints:
         side = np.abs(np.abs(frame[:, 0, 1]) - 0.5)
         frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
         axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
-        poses = body_poses(model, q) if axes else None
+        poses = body_poses(model, q) if axes or self._cylinders_on_boxes() else None
         frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
+        for c, cylinder, side in self._cylinders_on_boxes():       # flat on a box face, or lying along it
+            tilt, _, along = self._axis_tilt(c, cylinder, q, poses, side)
+            frames += [tilt, along]
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
@@ -931,15 +937,17 @@ class _Constraints:
                 if r.contact_row[c] >= 0 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE
                 and G.geom_type[g2] == kind and (kind != geoms.CAPSULE or r.contact_dim[c] > 1)]
 
-    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple) -> tuple:
-        """(|y|, rate): y = a - n (n . a) of contact c's geom g2's axis a and normal n (|y| the sine of a from n) and
-        max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies' angular Jacobians), the rate of y as a nears n."""
-        model, (b1, b2) = self.model, self.r.contact_body[c].tolist()
-        n = self.contacts[0].frame[c, 0]
-        axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
+    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1) -> tuple:
+        """(|y|, rate, |n . a|): y = a - n (n . a) of contact c's geom g2's axis a (g2 on the contact's body `side`, 0
+        or 1) and normal n (|y| the sine of a from n) and max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies'
+        angular Jacobians), the rate of y as a nears n (and of n . a)."""
+        model, bodies = self.model, self.r.contact_body[c].tolist()
+        n, b = self.contacts[0].frame[c, 0], bodies[side]
+        axis = _geom_axis(model, poses[1][b] if b >= 0 else np.eye(3), g2)
         y = axis - n * (n @ axis)
-        W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
-        return float(np.sqrt(y @ y)), np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+        W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in bodies]
+        rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+        return float(np.sqrt(y @ y)), rate, abs(float(n @ axis))
 
     def _refuse_upright_capsules(self, q: np.ndarray, poses: tuple | None):
         """InvalidStateError where a capsule's contact with a plane (dim > 1) would stand on its end within 2 ROW_STEP
@@ -950,7 +958,7 @@ class _Constraints:
         q-derivatives are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos,
         xmat) at q (None without contacts)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
-            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            tilt, rate, _ = self._axis_tilt(c, g2, q, poses)
             if tilt < 2 * ROW_STEP * rate:
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a capsule on a plane (contact {c}, geoms {g1} and {g2}) stands "
@@ -968,7 +976,7 @@ class _Constraints:
         a plane: 1.2e-2 at 3e-6 rad, 1.4e-4 at 1e-5, 1.9e-6 at 3e-5, 2.2e-8 at 1e-4 from MuJoCo's Richardson-extrapolated
         differences; 5.3e2 flat, where MuJoCo's own differences disagree by their size)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CYLINDER):
-            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            tilt, rate, _ = self._axis_tilt(c, g2, q, poses)
             if tilt < FLAT_REACH * ROW_STEP * rate:
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a cylinder on a plane (contact {c}, geoms {g1} and {g2}) lies "
@@ -976,6 +984,64 @@ class _Constraints:
                     "rad from the plane's normal): its contact points follow the axis's tilt around the rim (MuJoCo's "
                     "mjc_PlaneCylinder) and its distances have a kink where it is flat: the step is not differentiable "
                     "there, nor well differenced near it; linearise at a state tilted further")
+
+    def _cylinders_on_boxes(self) -> list:
+        """[(c, cylinder, side)]: the contacts at solve()'s q between a cylinder and a box (MuJoCo's multi-contact:
+        convex.polygon_pair), the cylinder's geom and the contact body it is on (0 or 1)."""
+        r, contacts, G = self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return []
+        out = []
+        for c, pair in enumerate(contacts[0].geom.tolist()):
+            kinds = [G.geom_type[g] if g >= 0 else -1 for g in pair]
+            if r.contact_row[c] >= 0 and sorted(kinds) == sorted([geoms.CYLINDER, geoms.BOX]):
+                side = kinds.index(geoms.CYLINDER)
+                out.append((c, pair[side], side))
+        return out
+
+    def _cap_depth(self, c: int, cylinder: int, side: int, poses: tuple) -> float:
+        """[m] how deep the rim of contact c's cylinder's cap facing the box (its centre e, axis a, radius rho, sine
+        |y| of a from the normal n) reaches into the box's face at its deepest, its margin in: n . (e - x2) + rho |y|
+        + margin, x2 = pos + n dist / 2 the contact's point on the box (n from the cylinder's side to the box's; the
+        deepest rim point's, the shallowest less 2 rho |y|)."""
+        model, contacts = self.model, self.contacts[0]
+        n = contacts.frame[c, 0] * (1.0 if side == 0 else -1.0)           # from the cylinder into the box
+        b = self.r.contact_body[c, side]
+        xpos, xmat = (poses[0][b], poses[1][b]) if b >= 0 else (np.zeros(3), np.eye(3))
+        axis = _geom_axis(model, xmat, cylinder)
+        centre = xpos + xmat @ model.geoms.geom_pos[cylinder]
+        cap = centre + axis * np.copysign(model.geoms.geom_size[cylinder, 1], n @ axis)
+        x2 = contacts.pos[c] + contacts.frame[c, 0] * contacts.dist[c] / 2 * (1.0 if side == 0 else -1.0)
+        y = axis - n * (n @ axis)
+        return float(n @ (cap - x2) + model.geoms.geom_size[cylinder, 0] * np.sqrt(y @ y) + contacts.includemargin[c])
+
+    def _refuse_cylinders_on_boxes(self, q: np.ndarray, poses: tuple | None):
+        """InvalidStateError where a cylinder's contacts with a box (MuJoCo's multi-contact: a cap clipped against the
+        box's face as a 16-gon, or its side line against it) jump within the differences' reach: its cap facing the
+        face (|y| below FACE_TOL's sine) while its whole rim is below it, 2 radius (|y| - FLAT_REACH ROW_STEP rate) <
+        depth (|y| its axis's sine from the normal, _axis_tilt; depth its rim's deepest point's, _cap_depth): the largest quadrilateral
+        of the 16-gon's clipped points ties and rounding picks one, 4 contacts jumping by a rotation of 1e-7 rad: MuJoCo's
+        own step jumps the same way), or its axis along the face within 2 ROW_STEP rate (|n . a|: its side line's two
+        contacts jump where it is parallel). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences
+        (eps 1e-6, 2e-6 and 4e-6, ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest
+        entry off (MuJoCo's own differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side
+        exactly 2.6e-5 (theirs 14 apart), 2e-6 rad from it 8.5e-10, 1e-5 7.8e-10. Other polygon pairs (two boxes,
+        meshes, cylinder pairs) are not checked here: a jump of their clipped points is refused only where it changes
+        a contact's count (_refuse_switch)."""
+        G = self.model.geoms
+        for c, cylinder, side in self._cylinders_on_boxes():
+            tilt, rate, along = self._axis_tilt(c, cylinder, q, poses, side)
+            depth = self._cap_depth(c, cylinder, side, poses)
+            whole = 2 * G.geom_size[cylinder, 0] * (tilt - FLAT_REACH * ROW_STEP * rate) < depth
+            if whole and tilt < np.sqrt(1 - convex.FACE_TOL ** 2) or along < 2 * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a cylinder on a box (contact {c}, geom {cylinder}) lies "
+                    f"{'flat on a face' if along >= 2 * ROW_STEP * rate else 'along a face'} (its axis "
+                    f"{np.arcsin(min(1.0, tilt)):.1e} rad from the face's normal, its whole rim within "
+                    f"{FLAT_REACH * ROW_STEP * rate:.1e} rad of being below it, or its axis within "
+                    f"{2 * ROW_STEP * rate:.1e} of the face's plane): MuJoCo's multi-contact clips its cap or side "
+                    "against the face and the clipped contacts jump there (MuJoCo's own step too): the step is not "
+                    "differentiable; linearise at a state tilted further")
 
     def _refuse_frame_switches(self):
         """InvalidStateError where a contact between two spheres or capsules (self.pairs, dim > 1) has its normal's y
@@ -1097,6 +1163,7 @@ class _Constraints:
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
         self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
+        self._refuse_cylinders_on_boxes(q, poses)      # InvalidStateError where a cylinder on a box's contacts jump
         self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos = self._analytic_rows(q, poses)
@@ -1849,7 +1916,10 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
-            upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), or a row's
+            upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), a cylinder
+            on a box has its whole cap's rim below the face within that, or its axis along the face within the
+            differencing step (MuJoCo's multi-contact jumps there; other polygon pairs, two boxes or meshes, are not
+            checked for such jumps), or a row's
             impedance reaches its kink there (solimp's power 1 at |pos - margin| =
             width, or an equality's pos = 0; the discrete step's R at its MAXIMP cap; powers above 1 are C1 at
             the width and the midpoint: not refused, the
@@ -1873,8 +1943,10 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         step a row's distance to where its R meets the MAXIMP cap (engine.constraint.impedance_caps), over its rate
         along its fastest dof (refused below 2 ROW_STEP = 2e-6); [3] not divided by a rate: | |n_y| - 1/2 | of a
         contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
-        normal, on two scales: a cylinder's refused below FLAT_REACH ROW_STEP (1e-4) times its axis's rate, the others
-        below 2 ROW_STEP (2e-6) times theirs (1 for a free body's rotation)); inf where there is no
+        normal, or a cylinder's on a box its sine and cosine from the face's normal, on two scales: a cylinder's
+        sine refused below FLAT_REACH ROW_STEP (1e-4) times its axis's rate (on a box: below that plus depth / (2
+        radius), its whole rim below the face), the others below 2 ROW_STEP (2e-6) times theirs (1 for a free body's
+        rotation)); inf where there is no
         such row. (Before 2026-12-05 it was (2,): [0] and [1] are unchanged.) The state is (dq, dqd, dact) with dq
         in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q'
         for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).
