@@ -1704,13 +1704,17 @@ def test_constrained_step_derivatives_at_a_small_solimp_width(monkeypatch, backe
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("solimp, depth", [("0.95 0.9999 1e-5 0.5 2", 7e-6), ("0.9 0.95 1e-5 0.5 2", 5e-6),
                                            ("0.9 0.95 3e-5 0.5 2", 1.5e-5)])
-def test_discrete_step_derivatives_at_a_small_solimp_width(backend, cone, solimp, depth):
+@pytest.mark.parametrize("solref", [None, (0.001, 1.0)])
+def test_discrete_step_derivatives_at_a_small_solimp_width(backend, cone, solimp, depth, solref):
     """The discrete step's differenced rows at solimp's width 1e-5 and 3e-5 evaluated at imp's tangent at q, D's factor
-    rho = imp / (1 - imp) at its own tangent (_discrete_tangent_impedance, as _tangent_impedance): A within 1e-6 of
-    MuJoCo's small-eps extrapolated differences on both cones and backends (before, D moved to first order in imp
-    with its 1 / (1 - imp): 3.7, 8.5e-4 and 8.7e-6 of the largest entry)."""
+    rho = imp / (1 - imp) at its own tangent (_discrete_tangent_impedance, as _tangent_impedance), its solref as
+    authored or faster than the step (refsafe's resolved spring, B ~ imp^-1/2): A within 1e-6 of MuJoCo's small-eps
+    extrapolated differences on both cones and backends (before, D moved to first order in imp with its 1 / (1 - imp):
+    3.7, 8.5e-4 and 8.7e-6 of the largest entry, solref as authored)."""
     m, d = sphere_on_a_plane(solimp, depth, cone)
     m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    if solref is not None:
+        m.geom_solref[:] = solref
     mujoco.mj_forward(m, d)
     A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)[0]
