@@ -1701,6 +1701,27 @@ def test_constrained_step_derivatives_at_a_small_solimp_width(monkeypatch, backe
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("solimp, depth", [("0.95 0.9999 1e-5 0.5 2", 7e-6), ("0.9 0.95 1e-5 0.5 2", 5e-6),
+                                           ("0.9 0.95 3e-5 0.5 2", 1.5e-5)])
+@pytest.mark.parametrize("solref", [None, (0.001, 1.0)])
+def test_discrete_step_derivatives_at_a_small_solimp_width(backend, cone, solimp, depth, solref):
+    """The discrete step's differenced rows at solimp's width 1e-5 and 3e-5 evaluated at imp's tangent at q, D's factor
+    rho = imp / (1 - imp) at its own tangent (_discrete_tangent_impedance, as _tangent_impedance), its solref as
+    authored or faster than the step (refsafe's resolved spring, B ~ imp^-1/2): A within 1e-6 of MuJoCo's small-eps
+    extrapolated differences on both cones and backends (before, D moved to first order in imp with its 1 / (1 - imp):
+    3.7, 8.5e-4 and 8.7e-6 of the largest entry, solref as authored)."""
+    m, d = sphere_on_a_plane(solimp, depth, cone)
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    if solref is not None:
+        m.geom_solref[:] = solref
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, small_eps_transition_fd(m, d), 1e-6, what="A")
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
 @pytest.mark.parametrize("depth", [1e-3, 1e-3 + 1e-6, 1.02e-3])
@@ -1826,6 +1847,65 @@ def test_constrained_step_derivatives_hold_an_equalitys_impedance_at_its_tangent
     assert_close(A, truth, 1e-6, what="A")
 
 
+def discrete_cap_depth(m, d) -> float:
+    """The depth [m] of SPHERE_ON_A_PLANE's sphere at which MuJoCo's discrete step's R of its contact meets the MAXIMP
+    cap, (1 - imp) / (imp s) = (1 - 0.9999) / 0.9999 (s = 1 + h B + h^2 K imp from MuJoCo's efc_KBIP), by bisection
+    over 0.5 to 1 mm; d is left at that depth."""
+    h, lo, hi = m.opt.timestep, 0.5e-3, 1e-3
+
+    def excess(depth):
+        d.qpos[2] = 0.05 - depth
+        mujoco.mj_forward(m, d)
+        K, B, imp, _ = d.efc_KBIP[0]
+        return (1 - imp) / (imp * (1 + h * B + h * h * K * imp)) - (1 - 0.9999) / 0.9999
+    assert excess(lo) > 0 > excess(hi)
+    for _ in range(60):
+        lo, hi = ((lo + hi) / 2, hi) if excess((lo + hi) / 2) > 0 else (lo, (lo + hi) / 2)
+    excess((lo + hi) / 2)
+    return (lo + hi) / 2
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("offset", [0.0, 1e-7, -1e-7, 3e-5])
+def test_discrete_step_derivatives_refuse_rs_maximp_cap(backend, offset):
+    """The discrete step's R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA has a kink where the cap engages
+    (solimp 0.9 0.9999 0.001 0.5 2: a sphere on a plane ~0.99 mm deep, found from MuJoCo's efc_KBIP): at it and 1e-7 m
+    to either side refused by name on both backends (A was 1.1e-2 of its largest entry off there, MuJoCo's own
+    differences 1.5e-2 apart at 1e-7); 30 um beyond it A within 1e-6 of MuJoCo's kinked_transition_fd and margins=True's
+    [2] the distance to the cap over the normal's rate 1."""
+    m, d = sphere_on_a_plane("0.9 0.9999 0.001 0.5 2", 0.9e-3, "elliptic")
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    cap = discrete_cap_depth(m, d)
+    d.qpos[2] = 0.05 - cap - offset
+    mujoco.mj_forward(m, d)
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if abs(offset) < 1e-6:
+        with pytest.raises(InvalidStateError, match="R meets its MAXIMP cap"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, kinked_transition_fd(m, d), 1e-6, what="A")
+    assert abs(margins[2] - abs(offset)) < 1e-9
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("dmax, width, offset", [(0.95, 2e-6, 1e-6), (0.95, 1e-5, 5e-6), (0.9999, 1e-5, 7e-6)])
+def test_discrete_step_derivatives_hold_an_equalitys_impedance_at_a_small_width(backend, dmax, width, offset):
+    """A joint equality under the discrete step at solimp's width 2e-6 and 1e-5 (dmax up to 0.9999): its differenced
+    rows at imp's tangent (_discrete_tangent_impedance) give A within 1e-6 of MuJoCo's small-eps extrapolated
+    differences on both backends (before: 1.8e-1, 8.2e-4 and 3.7 of the largest entry)."""
+    xml = COUPLED_SLIDES.format(power=2).replace("0.9 0.95 0.001 0.5", f"0.9 {dmax!r} {width!r} 0.5")
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    m.opt.integrator = MJ_INTEGRATOR["discrete"]
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0.1, 0.1 - offset]
+    d.qvel[:] = [0.3, -0.2]
+    mujoco.mj_forward(m, d)
+    A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
+            constraints=True)[0]
+    assert_close(A, small_eps_transition_fd(m, d), 1e-6, what="A")
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("power", [2, 3])
 def test_constrained_step_derivatives_hold_a_connects_impedance_at_its_tangent(backend, power):
@@ -1876,6 +1956,44 @@ def test_constrained_step_derivatives_refuse_a_cylinder_lying_flat(backend, cone
     assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
     a, normal = d.geom_xmat[1].reshape(3, 3)[:, 2], d.contact.frame[0][:3]
     assert abs(margins[3] - np.linalg.norm(a - normal * (normal @ a))) < 1e-12
+
+
+CYLINDER_ON_A_BOX = """<mujoco><option timestep="0.002" cone="{cone}" ccd_tolerance="1e-14" ccd_iterations="500"/>
+<default><geom solimp="0.9 0.95 0.001 0.5 2"/></default><worldbody><geom type="box" size=".3 .3 .1" pos="0 0 -.1"/>
+<body pos="0 0 0.5"><freejoint/><geom type="cylinder" size=".05 .03" mass="1" friction="0.5 0.01 0.001"/>
+</body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+@pytest.mark.parametrize("tilt", [0.0, 1e-3, 3e-3, 1e-2, np.pi / 2, np.pi / 2 + 1e-4])
+def test_constrained_step_derivatives_refuse_a_cylinder_on_a_box_where_its_contacts_jump(backend, cone, tilt):
+    """A free cylinder 0.3 mm into a box's face, its axis tilt rad from the face's normal about (1, 0.3, 0): MuJoCo's
+    multi-contact clips its cap against the face (4 contacts) or its side line (2, on its side), and the clipped
+    contacts jump where its whole rim is below the face (the 16-gon's largest quadrilaterals tie) or where its axis
+    lies along the face: MuJoCo's own differences 2.4 to 14 apart there. Refused by name flat, at 1e-3 and 3e-3 rad
+    (its rim's height spread 2 radius sin(tilt) within reach of the depth) and exactly on its side, on both cones and
+    backends (A was 1.2e-1 to 1.9e-1 of its largest entry off); at 1e-2 rad and 1e-4 rad from its side A within 1e-6 of
+    MuJoCo's extrapolated centred differences and margins=True's [3] the smaller of the axis's sine and cosine from the
+    normal (MuJoCo's geom axis and contact normal)."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(CYLINDER_ON_A_BOX.format(cone=cone)))
+    d = mujoco.MjData(m)
+    axis = np.array([1.0, 0.3, 0.0]) / np.linalg.norm([1.0, 0.3, 0.0])
+    d.qpos[3:7] = np.r_[np.cos(tilt / 2), np.sin(tilt / 2) * axis]
+    d.qpos[2] = 0.03 * abs(np.cos(tilt)) + 0.05 * abs(np.sin(tilt)) - 0.3e-3
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    d.qvel[2] = 0.0
+    mujoco.mj_forward(m, d)
+    assert d.ncon == (2 if tilt > 1 else 4)
+    step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
+    if tilt in (0.0, 1e-3, 3e-3, np.pi / 2):
+        with pytest.raises(InvalidStateError, match=r"a cylinder on a box .* lies (flat on|along) a face"):
+            run(backend, *step, constraints=True)
+        return
+    A, _, margins = run(backend, *step, constraints=True, margins=True)
+    assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")
+    a, normal = d.geom_xmat[1].reshape(3, 3)[:, 2], d.contact.frame[0][:3]
+    assert abs(margins[3] - min(np.linalg.norm(a - normal * (normal @ a)), abs(normal @ a))) < 1e-12
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

@@ -67,7 +67,7 @@ from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
 from physai.spatial import skew, so3_exp, so3_right_jacobian
-from physai.engine import actuation, api, batching, constraint, forward, geoms, native, passive, primitives, solver, tendon
+from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
@@ -329,7 +329,8 @@ class _HardForces:
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
 #: a cylinder on a plane is refused within FLAT_REACH ROW_STEP (times its axis's rate) of lying flat
-#: (_Constraints._refuse_flat_cylinders: beyond it the differences' truncation is below ~1.5e-8 of A)
+#: (_Constraints._refuse_flat_cylinders: just beyond it the differences' truncation is a few 1e-8 of A: 2.9e-8 at
+#: 1.2e-4 rad, 2.2e-8 at 1e-4, 2.1e-9 at 2e-4 from MuJoCo's eps-1e-6 Richardson pair, a free cylinder 0.3 mm deep)
 FLAT_REACH = 100
 
 #: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
@@ -366,7 +367,8 @@ class _Constraints:
     differentiable there (a contact or limit at its switch); so does a contact between spheres or capsules whose nearest
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
     a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), a cylinder
-    within FLAT_REACH ROW_STEP of lying flat on one (its points jump round its rim: _refuse_flat_cylinders), or a sphere
+    within FLAT_REACH ROW_STEP of lying flat on one (its points jump round its rim: _refuse_flat_cylinders), a
+    cylinder on a box whose clipped contacts jump (_refuse_cylinders_on_boxes; other polygon pairs unchecked), or a sphere
     or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
     contact's whose normal crosses it at a differenced point (_refuse_frame_jumps), and a row whose impedance (solimp's
     power 1) reaches a kink within 2 ROW_STEP (|pos - margin| = width, an equality's pos = 0: _refuse_impedance_kinks);
@@ -435,13 +437,16 @@ class _Constraints:
         """(2,) how far the rows at solve()'s q are from a kink of their geometry or impedance (step_derivatives'
         margins [2], [3]): [0] the smallest distance [m | rad] of a row's |pos - margin| from a kink of its impedance
         (solimp's power 1: at the width, and at 0 on an equality) over its rate along its fastest dof (_impedance_kinks:
-        1 for a contact's normal along its own translation; refused below 2 ROW_STEP, _refuse_impedance_kinks); [1] the smallest, over
+        1 for a contact's normal along its own translation; refused below 2 ROW_STEP, _refuse_impedance_kinks; the discrete
+        step's R at its MAXIMP cap too: engine.constraint.impedance_caps); [1] the smallest, over
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
         (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
         cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
-        refused up to FLAT_REACH ROW_STEP, not 2), dimensionless. inf where there is no such row."""
+        refused up to FLAT_REACH ROW_STEP, not 2), and of a cylinder's on a box its sine and |n . a| (
+        _refuse_cylinders_on_boxes: refused where its rim's depth is within FLAT_REACH ROW_STEP of all below the
+        face, or |n . a| below 2 ROW_STEP, each times its rate), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
-        _, gap, rate = self._impedance_kinks()
+        _, gap, rate, _ = self._impedance_kinks()
         kinks = np.divide(np.abs(gap), rate, out=np.full(len(gap), np.inf), where=rate > 0).min(initial=np.inf)
         if contacts is None or not len(r.contact_dim):
             return np.array([kinks, np.inf])
@@ -449,18 +454,26 @@ class _Constraints:
         side = np.abs(np.abs(frame[:, 0, 1]) - 0.5)
         frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
         axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
-        poses = body_poses(model, q) if axes else None
+        poses = body_poses(model, q) if axes or self._cylinders_on_boxes() else None
         frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
+        for c, cylinder, side in self._cylinders_on_boxes():       # flat on a box face, or lying along it
+            tilt, _, along = self._axis_tilt(c, cylinder, q, poses, side)
+            frames += [tilt, along]
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
-        """(first (k,), gap (k,), rate (k,)): engine.constraint.impedance_kinks of the optimum's rows (gap: the distance
-        of |pos - margin| from a kink, solimp's power 1) and a bound on each one's |d pos / dq_k| along q's tangent
+        """(first (k,), gap (k,), rate (k,), cap (k,) bool): engine.constraint.impedance_kinks of the optimum's rows
+        (gap: the distance of |pos - margin| from a kink, solimp's power 1), under the discrete step its impedance_caps
+        too (cap: those), and a bound on each one's |d pos / dq_k| along q's tangent
         directions, max_k |J_k| of the row its pos moves with: a contact's normal row (a pyramid's: the mean of its first
         two edges), a limit's or joint's or tendon's equality's row; a connect's or weld's 2-norm over its rows (its
         |pos| moves by r_hat . dpos, within that norm)."""
-        r = self.r
-        first, gap = constraint.impedance_kinks(self.model, r, None if self.contacts is None else self.contacts[0])
+        r, contacts = self.r, None if self.contacts is None else self.contacts[0]
+        first, gap = constraint.impedance_kinks(self.model, r, contacts)
+        cap = np.zeros(len(first), bool)
+        if self.discrete is not None:                  # the discrete step's R at its MAXIMP cap: a kink too
+            capped, cap_gap = constraint.impedance_caps(self.model, r, contacts, self.discrete[0])
+            first, gap, cap = np.r_[first, capped], np.r_[gap, cap_gap], np.r_[cap, np.ones(len(capped), bool)]
         rate = np.zeros(len(first))
         for k, i in enumerate(first.tolist()):
             if r.type[i] == constraint.CONTACT_PYRAMIDAL:
@@ -471,18 +484,27 @@ class _Constraints:
             else:
                 normal = r.J[i]
             rate[k] = np.abs(normal).max(initial=0.0)
-        return first, gap, rate
+        return first, gap, rate, cap
 
     def _refuse_impedance_kinks(self):
         """InvalidStateError where a row's impedance would reach its kink within 2 ROW_STEP along a dof: solimp's power 1
         at |pos - margin| = width, where its ramp meets dmax, or an equality's at pos = 0 (engine.constraint.
         impedance_kinks), gap < 2 ROW_STEP max_k |d pos / dq_k| (_impedance_kinks' bound): its D, K imp and aref have a
         kink there, the step is not differentiable (MuJoCo's centred differences take the mean of the two sides), whichever way the
-        rows' q-derivatives are taken. Powers above 1 are C1 at the width and at the midpoint: not refused."""
-        first, gap, rate = self._impedance_kinks()
+        rows' q-derivatives are taken. Powers above 1 are C1 at the width and at the midpoint: not refused. Under the
+        discrete step, also where a row's R meets its MAXIMP cap within that reach (engine.constraint.impedance_caps:
+        R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA has a kink there; reachable with dmax above ~0.9998)."""
+        first, gap, rate, cap = self._impedance_kinks()
         near = np.abs(gap) < 2 * ROW_STEP * rate
         if near.any():
             k = int(np.flatnonzero(near)[0])
+            if cap[k]:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): row {first[k]}'s regulariser R meets its MAXIMP cap (the "
+                    f"discrete step's R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA) within {2 * ROW_STEP:g} "
+                    f"of q along a dof ({gap[k]:.2e} from it in pos, {gap[k] / rate[k]:.2e} in q at its fastest dof): "
+                    "R has a kink there and the step is not differentiable; linearise at a nearby state, or use a "
+                    "solimp dmax further below 0.9999")
             raise InvalidStateError(
                 f"step_derivatives(constraints=True): row {first[k]}'s impedance (solimp power 1) reaches its kink "
                 f"within {2 * ROW_STEP:g} of q along a dof ({gap[k]:.2e} from it in pos, {gap[k] / rate[k]:.2e} in q "
@@ -615,33 +637,38 @@ class _Constraints:
 
     def _discrete_tangent_impedance(self, pos, margin, K, B, imp, vel, aref, D) -> tuple:
         """(aref, D) (n, nefc) of the discrete step's differenced rows (pos, margin, K, B, imp, vel, aref, D (n, nefc) as
-        built there) moved to first order in imp to its tangent at q, imp_t = imp(q) + impP(q) dp (_impedance_steps):
-        D + dD/dimp (imp_t - imp), aref + daref/dimp (imp_t - imp). imp_t - imp is O(dp^2), so what stays is O(dp^4)
-        and no second-derivative jump of the impedance (solimp's midpoint; its width at power 2) reaches the
-        differences (2.2e-4 of A at the midpoint, power 2, before). Here D = imp s / ((1 - imp) diagA) (a contact's rows
-        by its first row's), s = 1 + h B + h^2 K imp, constant where capped at MAXIMP; aref = (N - K imp (pos - margin
-        + h vel)) / s; K and B constant in imp but where refsafe's spring replaced them (K imp = 1 / h^2, B ~ imp^-1/2:
-        constraint.resolved_springs). Friction loss rows and rows at R's floor keep theirs; at a small width
-        (impP ROW_STEP not small beside 1 - imp) the differences' truncation stays (unlike _tangent_impedance's)."""
+        built there) evaluated at imp's tangent at q, imp_t = imp(q) + impP(q) dp (_impedance_steps), as
+        _tangent_impedance does for the other steps: D = rho_t s_t / diagA (rho_t = imp / (1 - imp)'s tangent, s_t =
+        1 + h B_t + h^2 K_t imp_t; a contact's rows by its first row's) and aref = (N - B_t vel - K_t imp_t (pos - margin
+        + h vel)) / s_t (N the rest of aref s: -Jdot qd on connect and weld rows), K and B constant in imp but where
+        refsafe's spring replaced them (K imp = 1 / h^2, B ~ imp^-1/2 taken at its tangent: constraint.resolved_springs).
+        Each row's force is then rational in dp with no pole near it (s_t >= 1): no second-derivative jump of the
+        impedance (solimp's midpoint; its width at power 2) reaches the differences, nor rho's steep stretch at a small
+        width (3.7 of A at solimp 0.95 0.9999 1e-5, 7e-6 deep, with D moved to first order in imp). D stays as built
+        where R is capped at MAXIMP at q (its kink refused: _refuse_impedance_kinks). Friction loss rows and rows at R's
+        floor keep theirs."""
         r, h = self.r, self.discrete[0]
         if not len(r.type):
             return aref, D
         resolved = constraint.resolved_springs(self.model, r, None if self.contacts is None else self.contacts[0], h)
-        dB = np.where(resolved, -B / (2 * imp), 0.0)                       # dB/dimp
-        dKimp = np.where(resolved, 0.0, K)                                 # d(K imp)/dimp
+        dp = self._impedance_steps(pos)
+        imp_t = r.imp + r.impP * dp                                        # imp's tangent
+        rho_t = r.imp / (1 - r.imp) + r.impP / (1 - r.imp) ** 2 * dp       # rho = imp / (1 - imp)'s tangent
+        B_t = np.where(resolved, r.B * (1 - r.impP * dp / (2 * r.imp)), B)  # B ~ imp^-1/2's tangent where resolved
+        Kimp_t = np.where(resolved, K * imp, K * imp_t)                    # K imp = 1 / h^2 where resolved
         s = constraint.end_of_step_factor(h, B, K, imp)
-        ds = h * dB + h * h * dKimp
-        daref = (-dB * vel - dKimp * (pos - margin + h * vel)) / s - aref * ds / s
-        capped = (1 - imp) / (imp * s) < (1 - constraint.MAXIMP) / constraint.MAXIMP
-        dlogD = np.where(capped, 0.0, 1 / imp + ds / s + 1 / (1 - imp))     # d log(imp s / (1 - imp)) / dimp
+        s_t = 1 + h * B_t + h * h * Kimp_t
+        N = aref * s + B * vel + K * imp * (pos - margin + h * vel)        # aref s's part constant in imp
         first = np.arange(r.nefc)
         contact = r.type >= constraint.CONTACT_FRICTIONLESS
         first[contact] = r.contact_row[r.id[contact]]                      # a contact's R is its first row's, scaled
+        s_q = constraint.end_of_step_factor(h, r.B, r.K, r.imp)
+        capped = ((1 - r.imp) / (r.imp * s_q) < (1 - constraint.MAXIMP) / constraint.MAXIMP)[first]
+        scale = (rho_t * s_t * (1 - imp) / (imp * s))[:, first]            # D's rho s moved to rho_t s_t
         held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
             & (r.imp > 0) & (r.imp < 1)
-        step = r.imp + r.impP * self._impedance_steps(pos) - imp           # imp_t - imp
-        D = np.where(held, D * (1 + dlogD[:, first] * step), D)
-        aref = np.where(held, aref + daref * step, aref)
+        D = np.where(held & ~capped, D * scale, D)
+        aref = np.where(held, (N - B_t * vel - Kimp_t * (pos - margin + h * vel)) / s_t, aref)
         return aref, D
 
     def _impedance_steps(self, pos: np.ndarray) -> np.ndarray:
@@ -909,15 +936,17 @@ class _Constraints:
                 if r.contact_row[c] >= 0 and min(g1, g2) >= 0 and G.geom_type[g1] == geoms.PLANE
                 and G.geom_type[g2] == kind and (kind != geoms.CAPSULE or r.contact_dim[c] > 1)]
 
-    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple) -> tuple:
-        """(|y|, rate): y = a - n (n . a) of contact c's geom g2's axis a and normal n (|y| the sine of a from n) and
-        max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies' angular Jacobians), the rate of y as a nears n."""
-        model, (b1, b2) = self.model, self.r.contact_body[c].tolist()
-        n = self.contacts[0].frame[c, 0]
-        axis = _geom_axis(model, poses[1][b2] if b2 >= 0 else np.eye(3), g2)
+    def _axis_tilt(self, c: int, g2: int, q: np.ndarray, poses: tuple, side: int = 1) -> tuple:
+        """(|y|, rate, |n . a|): y = a - n (n . a) of contact c's geom g2's axis a (g2 on the contact's body `side`, 0
+        or 1) and normal n (|y| the sine of a from n) and max_k |(W2_k - W1_k) x a| (W1, W2: the contact's bodies'
+        angular Jacobians), the rate of y as a nears n (and of n . a)."""
+        model, bodies = self.model, self.r.contact_body[c].tolist()
+        n, b = self.contacts[0].frame[c, 0], bodies[side]
+        axis = _geom_axis(model, poses[1][b] if b >= 0 else np.eye(3), g2)
         y = axis - n * (n @ axis)
-        W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in (b1, b2)]
-        return float(np.sqrt(y @ y)), np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+        W = [body_jacobian(model, q, b)[3:] if b >= 0 else np.zeros((3, model.nv)) for b in bodies]
+        rate = np.sqrt((_cross_columns(W[1] - W[0], axis) ** 2).sum(axis=0)).max(initial=0.0)
+        return float(np.sqrt(y @ y)), rate, abs(float(n @ axis))
 
     def _refuse_upright_capsules(self, q: np.ndarray, poses: tuple | None):
         """InvalidStateError where a capsule's contact with a plane (dim > 1) would stand on its end within 2 ROW_STEP
@@ -928,7 +957,7 @@ class _Constraints:
         q-derivatives are taken (an upright capsule's are differenced: _plane_contact). poses: the bodies' (xpos,
         xmat) at q (None without contacts)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CAPSULE):
-            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            tilt, rate, _ = self._axis_tilt(c, g2, q, poses)
             if tilt < 2 * ROW_STEP * rate:
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a capsule on a plane (contact {c}, geoms {g1} and {g2}) stands "
@@ -946,7 +975,7 @@ class _Constraints:
         a plane: 1.2e-2 at 3e-6 rad, 1.4e-4 at 1e-5, 1.9e-6 at 3e-5, 2.2e-8 at 1e-4 from MuJoCo's Richardson-extrapolated
         differences; 5.3e2 flat, where MuJoCo's own differences disagree by their size)."""
         for c, g1, g2 in self._axes_on_planes(geoms.CYLINDER):
-            tilt, rate = self._axis_tilt(c, g2, q, poses)
+            tilt, rate, _ = self._axis_tilt(c, g2, q, poses)
             if tilt < FLAT_REACH * ROW_STEP * rate:
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a cylinder on a plane (contact {c}, geoms {g1} and {g2}) lies "
@@ -954,6 +983,64 @@ class _Constraints:
                     "rad from the plane's normal): its contact points follow the axis's tilt around the rim (MuJoCo's "
                     "mjc_PlaneCylinder) and its distances have a kink where it is flat: the step is not differentiable "
                     "there, nor well differenced near it; linearise at a state tilted further")
+
+    def _cylinders_on_boxes(self) -> list:
+        """[(c, cylinder, side)]: the contacts at solve()'s q between a cylinder and a box (MuJoCo's multi-contact:
+        convex.polygon_pair), the cylinder's geom and the contact body it is on (0 or 1)."""
+        r, contacts, G = self.r, self.contacts, self.model.geoms
+        if contacts is None or contacts[0].geom is None:
+            return []
+        out = []
+        for c, pair in enumerate(contacts[0].geom.tolist()):
+            kinds = [G.geom_type[g] if g >= 0 else -1 for g in pair]
+            if r.contact_row[c] >= 0 and sorted(kinds) == sorted([geoms.CYLINDER, geoms.BOX]):
+                side = kinds.index(geoms.CYLINDER)
+                out.append((c, pair[side], side))
+        return out
+
+    def _cap_depth(self, c: int, cylinder: int, side: int, poses: tuple) -> float:
+        """[m] how deep the rim of contact c's cylinder's cap facing the box (its centre e, axis a, radius rho, sine
+        |y| of a from the normal n) reaches into the box's face at its deepest, its margin in: n . (e - x2) + rho |y|
+        + margin, x2 = pos + n dist / 2 the contact's point on the box (n from the cylinder's side to the box's; the
+        deepest rim point's, the shallowest less 2 rho |y|)."""
+        model, contacts = self.model, self.contacts[0]
+        n = contacts.frame[c, 0] * (1.0 if side == 0 else -1.0)           # from the cylinder into the box
+        b = self.r.contact_body[c, side]
+        xpos, xmat = (poses[0][b], poses[1][b]) if b >= 0 else (np.zeros(3), np.eye(3))
+        axis = _geom_axis(model, xmat, cylinder)
+        centre = xpos + xmat @ model.geoms.geom_pos[cylinder]
+        cap = centre + axis * np.copysign(model.geoms.geom_size[cylinder, 1], n @ axis)
+        x2 = contacts.pos[c] + contacts.frame[c, 0] * contacts.dist[c] / 2 * (1.0 if side == 0 else -1.0)
+        y = axis - n * (n @ axis)
+        return float(n @ (cap - x2) + model.geoms.geom_size[cylinder, 0] * np.sqrt(y @ y) + contacts.includemargin[c])
+
+    def _refuse_cylinders_on_boxes(self, q: np.ndarray, poses: tuple | None):
+        """InvalidStateError where a cylinder's contacts with a box (MuJoCo's multi-contact: a cap clipped against the
+        box's face as a 16-gon, or its side line against it) jump within the differences' reach: its cap facing the
+        face (|y| below FACE_TOL's sine) while its whole rim is below it, 2 radius (|y| - FLAT_REACH ROW_STEP rate) <
+        depth (|y| its axis's sine from the normal, _axis_tilt; depth its rim's deepest point's, _cap_depth): the largest quadrilateral
+        of the 16-gon's clipped points ties and rounding picks one, 4 contacts jumping by a rotation of 1e-7 rad: MuJoCo's
+        own step jumps the same way), or its axis along the face within 2 ROW_STEP rate (|n . a|: its side line's two
+        contacts jump where it is parallel). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences
+        (eps 1e-6, 2e-6 and 4e-6, ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest
+        entry off (MuJoCo's own differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side
+        exactly 2.6e-5 (theirs 14 apart), 2e-6 rad from it 8.5e-10, 1e-5 7.8e-10. Other polygon pairs (two boxes,
+        meshes, cylinder pairs) are not checked here: a jump of their clipped points is refused only where it changes
+        a contact's count (_refuse_switch)."""
+        G = self.model.geoms
+        for c, cylinder, side in self._cylinders_on_boxes():
+            tilt, rate, along = self._axis_tilt(c, cylinder, q, poses, side)
+            depth = self._cap_depth(c, cylinder, side, poses)
+            whole = 2 * G.geom_size[cylinder, 0] * (tilt - FLAT_REACH * ROW_STEP * rate) < depth
+            if whole and tilt < np.sqrt(1 - convex.FACE_TOL ** 2) or along < 2 * ROW_STEP * rate:
+                raise InvalidStateError(
+                    f"step_derivatives(constraints=True): a cylinder on a box (contact {c}, geom {cylinder}) lies "
+                    f"{'flat on a face' if along >= 2 * ROW_STEP * rate else 'along a face'} (its axis "
+                    f"{np.arcsin(min(1.0, tilt)):.1e} rad from the face's normal, its whole rim within "
+                    f"{FLAT_REACH * ROW_STEP * rate:.1e} rad of being below it, or its axis within "
+                    f"{2 * ROW_STEP * rate:.1e} of the face's plane): MuJoCo's multi-contact clips its cap or side "
+                    "against the face and the clipped contacts jump there (MuJoCo's own step too): the step is not "
+                    "differentiable; linearise at a state tilted further")
 
     def _refuse_frame_switches(self):
         """InvalidStateError where a contact between two spheres or capsules (self.pairs, dim > 1) has its normal's y
@@ -1075,6 +1162,7 @@ class _Constraints:
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
         self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
+        self._refuse_cylinders_on_boxes(q, poses)      # InvalidStateError where a cylinder on a box's contacts jump
         self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos = self._analytic_rows(q, poses)
@@ -1870,11 +1958,15 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             quadratic, linear, on the cone); InvalidStateError where a row appears or disappears within the
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
-            upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), or a row's
+            upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), a cylinder
+            on a box has its whole cap's rim below the face within that, or its axis along the face within the
+            differencing step (MuJoCo's multi-contact jumps there; other polygon pairs, two boxes or meshes, are not
+            checked for such jumps), or a row's
             impedance reaches its kink there (solimp's power 1 at |pos - margin| =
-            width, or an equality's pos = 0; powers above 1 are C1 at the width and the midpoint: not refused, the
-            analytic rows exact there, the differenced ones too (each row's impedance held at its tangent at q; the
-            discrete step's to first order in imp: _tangent_impedance, _discrete_tangent_impedance) while MuJoCo's
+            width, or an equality's pos = 0; the discrete step's R at its MAXIMP cap; powers above 1 are C1 at
+            the width and the midpoint: not refused, the
+            analytic rows exact there, the differenced ones to their 4th-order truncation (each row's impedance held at
+            its tangent at q, the discrete step's too: _tangent_impedance, _discrete_tangent_impedance) while MuJoCo's
             centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows'
             dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
             for contacts of a plane against a sphere, capsule or box and between spheres and capsules (dim 1 or 3,
@@ -1889,11 +1981,14 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         A (2 nv + na, 2 nv + na), B (2 nv + na, nu), or (N, ...) for a batch: MuJoCo's layout (mjd_transitionFD without
         sensors); with margins=True also the margins (4,) or (N, 4): [acceleration, distance] (switch_margins), then
         [impedance kink [m | rad], frame switch [1]] (_Constraints._break_margins: a power-1 impedance's distance
-        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|), over its rate along its
-        fastest dof (the refusal's: below 2 ROW_STEP); | |n_y| - 1/2 | of a
+        to its kink, | |pos - margin| - width | (an equality's the smaller of that and |pos|), or under the discrete
+        step a row's distance to where its R meets the MAXIMP cap (engine.constraint.impedance_caps), over its rate
+        along its fastest dof (refused below 2 ROW_STEP = 2e-6); [3] not divided by a rate: | |n_y| - 1/2 | of a
         contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
-        normal (a cylinder refused below FLAT_REACH ROW_STEP, the others below 2 ROW_STEP, each times its rate along
-        a dof)); inf where there is no
+        normal, or a cylinder's on a box its sine and cosine from the face's normal, on two scales: a cylinder's
+        sine refused below FLAT_REACH ROW_STEP (1e-4) times its axis's rate (on a box: below that plus depth / (2
+        radius), its whole rim below the face), the others below 2 ROW_STEP (2e-6) times theirs (1 for a free body's
+        rotation)); inf where there is no
         such row. (Before 2026-12-05 it was (2,): [0] and [1] are unchanged.) The state is (dq, dqd, dact) with dq
         in the tangent space of physai.joints.integrate (MuJoCo's mj_differentiatePos): at q for the inputs, at q'
         for the outputs (for a quaternion, dq' = exp(h w)^T dq + h J_r(h w) dw).

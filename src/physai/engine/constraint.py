@@ -500,6 +500,50 @@ def impedance_kinks(model: Model, r: Rows, contacts: ContactSet | None) -> tuple
     return np.array(first, np.intp), np.array(gap, float)
 
 
+def impedance_caps(model: Model, r: Rows, contacts: ContactSet | None, h: float) -> tuple[np.ndarray, np.ndarray]:
+    """(first (k,), gap (k,)) of the discrete step's rows (r built with discrete_h h [s]): the first row of each
+    constraint whose R = max((1 - imp) / (imp s), (1 - MAXIMP) / MAXIMP) diagA (_discrete_row) meets its cap at some
+    |pos - margin| inside solimp's width, and gap [m | rad] its distance to it: R has a kink there. The cap's imp*
+    solves imp s / (1 - imp) = MAXIMP / (1 - MAXIMP) (s = 1 + h B + h^2 K imp, refsafe's resolved spring K = 1 / (imp
+    h^2), B = 2 dampratio sqrt(K): increasing in imp either way), found by bisection, then its x* by inverting solimp's
+    sigmoid. Only reachable with dmax (or dmin) near MAXIMP (above ~0.9998 at h 2 ms)."""
+    first, gap, i = [], [], 0
+    while i < r.nefc:
+        ref, _, solimp = _solver_parameters(model, r, i, contacts, True)
+        dim, pos = impedance_block(model, r, i)
+        friction = r.type[i] in (FRICTION_DOF, FRICTION_TENDON)
+        if not friction and solimp[0] != solimp[1] and solimp[2] > MINVAL:
+            x = _cap_crossing(model, r, i, ref, solimp, h)
+            if x is not None:
+                first.append(i)
+                gap.append(abs(abs(pos - r.margin[i]) - x * solimp[2]))
+        i += dim
+    return np.array(first, np.intp), np.array(gap, float)
+
+
+def _cap_crossing(model: Model, r: Rows, i: int, ref: np.ndarray, solimp: np.ndarray, h: float) -> float | None:
+    """x* = |pos - margin| / width in (0, 1) where row i's R meets its MAXIMP cap under the discrete step (impedance_caps),
+    or None where it does not within the width."""
+    resolved = _resolves(model, r, i, ref, h)
+    def excess(imp):                                                  # imp s / (1 - imp) - MAXIMP / (1 - MAXIMP)
+        K = 1 / (imp * h * h) if resolved else r.K[i]
+        B = 2 * ref[1] * np.sqrt(K) if resolved else r.B[i]
+        return imp * end_of_step_factor(h, B, K, imp) / (1 - imp) - MAXIMP / (1 - MAXIMP)
+    d0, dmax, _, mid, power = solimp
+    lo, hi = min(d0, dmax), max(d0, dmax)
+    if (excess(lo) > 0) == (excess(hi) > 0):
+        return None
+    for _ in range(100):
+        middle = 0.5 * (lo + hi)
+        lo, hi = (lo, middle) if excess(middle) > 0 else (middle, hi)
+    y = (0.5 * (lo + hi) - d0) / (dmax - d0)                          # solimp's sigmoid inverted at imp*
+    if power == 1:
+        return y
+    if y <= mid:
+        return (y * mid ** (power - 1)) ** (1 / power)
+    return 1 - ((1 - y) * (1 - mid) ** (power - 1)) ** (1 / power)
+
+
 def _impedance(model: Model, r: Rows, contacts: ContactSet | None, discrete_h: float | None = None) -> None:
     """R, D, K, B, imp, impP of every row and MuJoCo's adjusted diagA; the regularised cones' mu of the contacts.
     discrete_h [s]: the discrete integrator's rows (refsafe's resolved springs, R / s capped at MAXIMP)."""
