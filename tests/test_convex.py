@@ -450,6 +450,24 @@ def test_negative_margins_face_to_face_get_mujocos_contact_count(kind2, backend)
     assert touching > 100
 
 
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("seed,state,near", [(490, 2, 1.0), (1190, 0, 0.5)])
+def test_an_edge_from_gjks_simplex_on_a_face_gets_mujocos_contacts(seed, state, near, backend):
+    """A box and a mesh with margins, apart within them, GJK's last simplex naming an edge of the box (geom 1) and a
+    vertex of the mesh, each edge lying on a face of the other (pair_scene's seeds 490 and 1190, 2 of 6,400 random
+    states): MuJoCo 4 tries the mesh's edge (the 3.x source's order for a geom 1 side larger than geom 2's), giving no
+    multi-contact (seed 490: ccd's one contact, where the box's edge gave two coinciding points) or two (seed 1190,
+    where the box's edge clipped to nothing); the same contacts within AGREE."""
+    m = mujoco.MjModel.from_xml_string(pair_scene("mesh", "box", seed, "", True))
+    d, model = mujoco.MjData(m), engine.from_mujoco(m)
+    d.qpos[:] = random_states(m, np.random.default_rng(seed), 4, near)[state]
+    mujoco.mj_kinematics(m, d)
+    mujoco.mj_collision(m, d)
+    ref, mine = collision.from_mujoco(m, d), run(backend, collision.detect, model, d.qpos.copy())
+    assert mine.geom.tolist() == ref.geom.tolist() and len(ref)
+    assert max(np.abs(mine.pos - ref.pos).max(), np.abs(mine.frame - ref.frame).max(), np.abs(mine.dist - ref.dist).max()) <= AGREE
+
+
 def test_eig3_is_mujocos():
     """physai's eig3 (MuJoCo 4's mju_eig3Tol, whose broad phase calls it at a relative tolerance of 1e-3) at
     mju_eig3's tolerance (4e-15) against mujoco.mju_eig3 on covariances of 2 to 10 random points (rank 1 to 3, some
