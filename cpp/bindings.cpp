@@ -442,6 +442,7 @@ void add_constraints(CompiledModel &nm, nb::handle mapping) {
     m.group_body = f.ints("group_body", {m.ngroup, 2}), m.group_split = f.ints("group_split", {m.ngroup});
     m.group_end = f.ints("group_end", {m.ngroup}), m.group_always = f.ints("group_always", {m.ngroup});
     m.sweep_body = f.ints("sweep_body", {-1}, &m.nsweep), m.geom_pad = f.doubles("geom_pad", {G});
+    m.group_shrunk = f.ints("group_shrunk", {m.ngroup}), m.geom_inflate = f.doubles("geom_inflate", {G});
     m.geom_collides = f.ints("geom_collides", {G}), m.geom_dataid = f.ints("geom_dataid", {G});
     m.mesh_vertadr = f.ints("mesh_vertadr", {-1}, &m.nmesh), m.mesh_vertnum = f.ints("mesh_vertnum", {m.nmesh});
     m.mesh_vert = f.doubles("mesh_vert", {-1, 3}, &m.nmeshvert), m.mesh_graphadr = f.ints("mesh_graphadr", {m.nmesh});

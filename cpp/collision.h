@@ -7,13 +7,16 @@
 //
 // The candidate pairs (MuJoCo's filters and order) and their contact parameters are the model's, made once by
 // physai.engine.collision.candidates and contact_parameters (Model's cand_*); per state only the geoms' frames
-// (cpp/smooth.h's geom_poses), the broad phase, the bounding-sphere test and the narrow phase (cpp/primitives.h) run. The pairs without a narrow phase here (missing_*)
+// (cpp/smooth.h's geom_poses), the broad phase (with MuJoCo 4's own boxes along its covariance frame for the groups whose
+// margins sum below 0: eig3, sweep_frame, mujoco_box, mujoco_boxes_apart), the bounding-sphere test and the narrow
+// phase (cpp/primitives.h) run. The pairs without a narrow phase here (missing_*)
 // are only tested for overlap, for a warning.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "data.h"
@@ -44,13 +47,15 @@ struct CollisionWork : PoseWork {
     CcdRoom ccd_room;                    // the convex pairs' polytope and multi-contact lists, refilled pair after pair
     std::vector<char> every;             // the groups tested in every state: always tested or with explicit pairs
     int order_axis = -1;                 // the axis w.order was last sorted along (broad_phase starts from that order)
+    bool shrunk = false;                 // a group MuJoCo's own boxes may drop (m.group_shrunk): every geom posed
     explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
         every.resize(size_t(m.ngroup));
         for (int64_t g = 0; g < m.ngroup; g++) every[size_t(g)] = m.group_always[g] || m.group_split[g] > m.group_start[g];
+        for (int64_t g = 0; g < m.ngroup && m.group_shrunk; g++) shrunk = shrunk || m.group_shrunk[g];
         std::vector<char> read(G, 0);
-        for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = !m.geom_collides || m.geom_collides[g];
+        for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = shrunk || !m.geom_collides || m.geom_collides[g];
         for (int64_t k = 0; k < 2 * m.ncand; k++) read[size_t(m.cand_geom[k])] = 1;
         for (int64_t k = 0; k < 2 * m.nmissing; k++) read[size_t(m.missing_geom[k])] = 1;
         for (int64_t g = 0; g < m.ngeom; g++)
@@ -93,6 +98,114 @@ inline int sweep_axis(const Model &m, const CollisionWork &w) {
         if (hi - lo > widest) widest = hi - lo, axis = a;
     }
     return axis;
+}
+
+constexpr double EIG_RELTOL = 1e-3;      // the relative tolerance of MuJoCo 4's broad-phase frame (collision.EIG_RELTOL)
+
+// MuJoCo 4's mju_eig3Tol (collision.eig3): the eigenvectors of a symmetric mat (3x3), the columns of V, by Jacobi
+// rotations accumulated in a quaternion until the largest off-diagonal entry is at most max(reltol, 4e-15) times mat's
+// largest |entry| (at most 500), then sorted by decreasing eigenvalue (within 1e-12 times that entry: kept in place)
+inline void eig3(const double *mat, double reltol, double *V) {
+    double scale = 0.0, value[3] = {0.0, 0.0, 0.0}, quat[4] = {1.0, 0.0, 0.0, 0.0}, next[4];
+    for (int k = 0; k < 9; k++) scale = std::fmax(scale, std::fabs(mat[k]));
+    double eps = std::fmax(reltol, 4e-15) * scale;
+    for (int iter = 0; iter < 500; iter++) {
+        double T[9], D[9];
+        quat_to_mat_mj(quat, V);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) T[3 * i + j] = V[i] * mat[j] + V[3 + i] * mat[3 + j] + V[6 + i] * mat[6 + j];
+        for (int i = 0; i < 3; i++)                                   // D = V' mat V
+            for (int j = 0; j < 3; j++) D[3 * i + j] = T[3 * i] * V[j] + T[3 * i + 1] * V[3 + j] + T[3 * i + 2] * V[6 + j];
+        value[0] = D[0], value[1] = D[4], value[2] = D[8];
+        double a01 = std::fabs(D[1]), a02 = std::fabs(D[2]), a12 = std::fabs(D[5]);
+        int rk = 1, ck = 2, rotk = 0;
+        if (a01 > a02 && a01 > a12) rk = 0, ck = 1, rotk = 2;
+        else if (a02 > a12) rk = 0, ck = 2, rotk = 1;
+        double off = D[3 * rk + ck];
+        if (std::fabs(off) <= eps) break;
+        double tau = (D[4 * ck] - D[4 * rk]) / (off + off), root = std::sqrt(tau * tau + 1);
+        double t = tau >= 0 ? 1 / (tau + root) : -1 / (root - tau);  // tan of the rotation
+        double half = t / (std::sqrt(t * t + 1) + 1);                   // tan of half of it
+        double c = 1 / std::sqrt(half * half + 1), rot[4] = {c, 0.0, 0.0, 0.0};
+        rot[rotk + 1] = (rotk == 1 ? half : -half) * c;
+        quat_mul_mj(quat, rot, next);
+        quat_normalize_mj(next);
+        std::copy(next, next + 4, quat);
+    }
+    for (int j = 0; j < 3; j++) {                                     // bubble sort, decreasing: 0, 1, 0
+        int j1 = j % 2;
+        if (!(value[j1] + scale * 1e-12 < value[j1 + 1])) continue;
+        std::swap(value[j1], value[j1 + 1]);
+        double rot[4] = {0.707106781186548, 0.0, 0.0, 0.0};
+        rot[(j1 + 2) % 3 + 1] = 0.707106781186548;
+        quat_mul_mj(quat, rot, next);
+        quat_normalize_mj(next);
+        std::copy(next, next + 4, quat);
+    }
+    quat_to_mat_mj(quat, V);
+}
+
+// MuJoCo 4's broad-phase frame (collision.sweep_frame) into V (its axes the columns): the principal axes of the
+// covariance of the positions of the geoms not on the world
+inline void sweep_frame(const Model &m, const CollisionWork &w, double *V) {
+    double centre[3] = {0.0, 0.0, 0.0}, cov[9] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    int64_t n = 0;
+    for (int64_t g = 0; g < m.ngeom; g++) {
+        if (m.geom_bodyid[g] < 0) continue;
+        for (int a = 0; a < 3; a++) centre[a] = centre[a] + w.gpos[size_t(3 * g + a)];
+        n++;
+    }
+    if (n == 0) {
+        for (int k = 0; k < 9; k++) V[k] = k % 4 == 0 ? 1.0 : 0.0;
+        return;
+    }
+    double inv = 1.0 / double(n);
+    for (int a = 0; a < 3; a++) centre[a] = centre[a] * inv;
+    for (int64_t g = 0; g < m.ngeom; g++) {
+        if (m.geom_bodyid[g] < 0) continue;
+        double d[3];
+        for (int a = 0; a < 3; a++) d[a] = w.gpos[size_t(3 * g + a)] - centre[a];
+        for (int a = 0; a < 3; a++)
+            for (int b = 0; b < 3; b++) cov[3 * a + b] = cov[3 * a + b] + d[a] * d[b];
+    }
+    for (int k = 0; k < 9; k++) cov[k] = cov[k] * inv;
+    eig3(cov, EIG_RELTOL, V);
+}
+
+// MuJoCo 4's broad-phase box of a body (MuJoCo's numbering; collision.mujoco_box) along the columns of V into lo, hi:
+// over all its geoms, each the overlap of its bounding sphere's and its box's extents, grown by its margin plus gap
+inline void mujoco_box(const Model &m, const CollisionWork &w, const double *V, int64_t body, double *lo, double *hi) {
+    for (int j = 0; j < 3; j++) lo[j] = INFINITY, hi[j] = -INFINITY;
+    for (int64_t g = 0; g < m.ngeom; g++) {
+        if (m.geom_bodyid[g] != body - 1) continue;
+        const double *aabb = m.geom_aabb + 6 * g, *R = &w.gmat[size_t(9 * g)], *x = &w.gpos[size_t(3 * g)];
+        double pos[3], r = m.geom_rbound[g], grow = m.geom_inflate[g];
+        mat3_times(R, aabb, pos);
+        for (int a = 0; a < 3; a++) pos[a] = pos[a] + x[a];
+        for (int j = 0; j < 3; j++) {
+            double f[3] = {V[j], V[3 + j], V[6 + j]};
+            double centre = pos[0] * f[0] + pos[1] * f[1] + pos[2] * f[2], at = x[0] * f[0] + x[1] * f[1] + x[2] * f[2];
+            double half = 0.0;
+            for (int k = 0; k < 3; k++) half = half + std::fabs(aabb[3 + k] * (R[k] * f[0] + R[3 + k] * f[1] + R[6 + k] * f[2]));
+            lo[j] = std::fmin(lo[j], std::fmax(at - r, centre - half) - grow);
+            hi[j] = std::fmax(hi[j], std::fmin(at + r, centre + half) + grow);
+        }
+    }
+}
+
+// whether MuJoCo 4's sweep and prune leaves bodies b1 < b2 unpaired (collision.mujoco_boxes_apart): apart along V's
+// second or third axis, or along its first compared as floats in a stable sort's order of the boxes' ends
+inline bool mujoco_boxes_apart(const Model &m, const CollisionWork &w, const double *V, int64_t b1, int64_t b2) {
+    double lo1[3], hi1[3], lo2[3], hi2[3];
+    mujoco_box(m, w, V, b1, lo1, hi1), mujoco_box(m, w, V, b2, lo2, hi2);
+    for (int j = 1; j < 3; j++)
+        if (lo1[j] > hi2[j] || lo2[j] > hi1[j]) return true;
+    // each end a key (float value, place in the sort's input: lower 1, upper 1, lower 2, upper 2); an inverted box stays open
+    auto key = [](double x, int place) { return std::pair<double, int>(double(float(x)), place); };
+    auto s1 = key(lo1[0], 0), e1 = key(hi1[0], 1), s2 = key(lo2[0], 2), e2 = key(hi2[0], 3);
+    if (!(s1 < e1)) e1 = {INFINITY, 0};
+    if (!(s2 < e2)) e2 = {INFINITY, 0};
+    return !((s1 < s2 && s2 < e1) || (s2 < s1 && s1 < e2));
 }
 
 // the groups to test in this state, in MuJoCo's order, into w.groups, w.hit marking the swept pairs whose boxes overlap
@@ -138,6 +251,15 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
             if (g >= 0) w.hit[g] = 1;
         }
         w.open.push_back(b);
+    }
+    if (w.shrunk) {                                                   // a shrunk group's: where MuJoCo's boxes overlap
+        double frame[9];
+        bool framed = false;
+        for (int64_t g = 0; g < m.ngroup; g++) {
+            if (!w.hit[size_t(g)] || !m.group_shrunk[g]) continue;
+            if (!framed) sweep_frame(m, w, frame), framed = true;
+            w.hit[size_t(g)] = !mujoco_boxes_apart(m, w, frame, m.group_body[2 * g], m.group_body[2 * g + 1]);
+        }
     }
     for (int64_t g = 0; g < m.ngroup; g++)                            // in order: hit, always tested or explicit pairs
         if (w.hit[size_t(g)] | w.every[size_t(g)]) w.groups.push_back(g);

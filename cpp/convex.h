@@ -540,7 +540,8 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     if (aligned_faces(n1, n2, i, j))                                   // face on face
         return inflate_witnesses(polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j], margin, room),
                                  -n2[j], margin);
-    if (dim1 < 3) {                                                    // an edge of 1 on a face of 2
+    // an edge of 1 on a face of 2 (from GJK's simplex between a box and a mesh: only where 1's side is no larger)
+    if (dim1 < 3 && (dim1 <= dim2 || !status.face.empty() || o1.kind == GEOM_CYLINDER || o2.kind == GEOM_CYLINDER)) {
         edge_normals(o1, dim1, p1, ids1[0], edges, ends);
         if (aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) {
             std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin, room);

@@ -191,11 +191,13 @@ struct Model {
     const double *hfield_size = nullptr, *hfield_data = nullptr;
     // the broad phase (collision.BroadPhase): the candidates in groups of one body pair each (ngroup; MuJoCo's body
     // numbers, the world 0): bodies (2), [start, end) with the explicit pairs up to split, always tested or not; the
-    // swept bodies (nsweep); each geom's bounding radius plus margin and gap (ngeom)
+    // swept bodies (nsweep); each geom's bounding radius plus margin and gap (ngeom); the groups MuJoCo's own boxes may
+    // drop (group_shrunk: margins and gaps summing below 0) and each geom's margin plus gap (geom_inflate)
     int64_t ngroup = 0, nsweep = 0;
     const int64_t *group_body = nullptr, *group_start = nullptr, *group_split = nullptr, *group_end = nullptr;
     const int64_t *group_always = nullptr, *sweep_body = nullptr, *geom_collides = nullptr;   // (ngeom): contype or conaffinity
-    const double *geom_pad = nullptr;
+    const int64_t *group_shrunk = nullptr;
+    const double *geom_pad = nullptr, *geom_inflate = nullptr;
     // physai.engine.model.Options: the solref floor's timestep, impratio, the cone (elliptic or pyramidal), Newton's
     // tolerance and iterations, the line search's, and which constraints are on
     double opt_timestep = 0.002, opt_impratio = 1.0, opt_tolerance = 1e-8, opt_ls_tolerance = 0.01;

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from physai import collision, engine, integrators
-from physai.engine import convex, gjk
+from physai.engine import collision as engine_collision, convex, gjk
 from physai.engine.geoms import ELLIPSOID, SPHERE
 from physai.exceptions import UnsupportedModelError
 from helpers import run
@@ -398,6 +398,89 @@ def test_multi_pairs_with_negative_margins_match_mj_collision(kind1, kind2, back
     at both ends is a tie, module note), every contact within AGREE."""
     r = check_agreement(kind1, kind2, backend, margins="negative", near=0.6, reordered=0.5 if kind1 == "capsule" else 0)
     assert r["close"] == r["contacts"], f"{kind1}-{kind2}: {r}"
+
+
+PRISM = " ".join(f"{np.cos(a) * 0.07:.5f} {np.sin(a) * 0.07:.5f} {z}" for a in np.linspace(0, 2 * np.pi, 7)[:-1]
+                 for z in (-0.04, 0.04))                              # a hexagonal prism mesh
+ALIGNED = {"cylinder": 'type="cylinder" size=".05 .05"', "box": 'type="box" size=".05 .06 .05"',
+           "mesh": 'type="mesh" mesh="prism"'}
+
+
+def aligned_states(rng: np.random.Generator, n: int) -> list:
+    """n states (14,) of two free bodies nearly face to face: each turned by 0, pi/2 or pi (plus 0 to 1e-3 rad) about
+    a world axis (7 in 10) or a random one, the second 0.09 to 0.102 from the first along a world axis, offset across
+    by up to 0.11 on some axes."""
+    states = []
+    for _ in range(n):
+        q = np.zeros(14)
+        for b in range(2):
+            axis = rng.normal(size=3)
+            axis /= np.linalg.norm(axis)
+            angle = rng.choice([0.0, np.pi / 2, np.pi]) + rng.choice([0.0, 1e-12, 1e-9, 1e-6, 1e-3])
+            axis = np.eye(3)[rng.integers(3)] if rng.random() < 0.7 else axis
+            q[7 * b + 3:7 * b + 7] = np.r_[np.cos(angle / 2), np.sin(angle / 2) * axis]
+        q[7:10] = (rng.uniform(-0.11, 0.11, 3) * (rng.random(3) < 0.7) +
+                   np.eye(3)[rng.integers(3)] * rng.choice([-1, 1]) * (0.1 - rng.uniform(-0.002, 0.01)))
+        states.append(q)
+    return states
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind2", ["cylinder", "box", "mesh"])
+def test_negative_margins_face_to_face_get_mujocos_contact_count(kind2, backend):
+    """A cylinder with a cylinder, a box or a mesh, each geom's margin -0.003 (margin + gap = -0.006), in 300 nearly
+    face-to-face states (aligned_states): the same contact count and geom pairs as mj_collision in every state, the
+    distances (sorted) within AGREE. MuJoCo 4's broad phase boxes each body along its covariance frame, its geoms'
+    boxes shrunk by their margin: bodies whose geoms overlap by less than 6 mm there get no contact (before physai
+    checked those boxes: 3, 3 and 1 of these states with a contact MuJoCo does not give)."""
+    m = mujoco.MjModel.from_xml_string(
+        f'<mujoco><asset><mesh name="prism" vertex="{PRISM}"/></asset><worldbody><body><freejoint/>'
+        f'<geom type="cylinder" size=".05 .05" margin="-0.003"/></body><body><freejoint/>'
+        f'<geom {ALIGNED[kind2]} margin="-0.003"/></body></worldbody></mujoco>')
+    d, model = mujoco.MjData(m), engine.from_mujoco(m)
+    touching = 0
+    for q in aligned_states(np.random.default_rng(7), 300):
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        ref, mine = collision.from_mujoco(m, d), run(backend, collision.detect, model, q)
+        assert mine.geom.tolist() == ref.geom.tolist(), f"{kind2}: {len(mine)} contacts, MuJoCo's {len(ref)}"
+        assert np.abs(np.sort(mine.dist) - np.sort(ref.dist)).max(initial=0.0) <= AGREE
+        touching += len(ref) > 0
+    assert touching > 100
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("seed,state,near", [(490, 2, 1.0), (1190, 0, 0.5)])
+def test_an_edge_from_gjks_simplex_on_a_face_gets_mujocos_contacts(seed, state, near, backend):
+    """A box and a mesh with margins, apart within them, GJK's last simplex naming an edge of the box (geom 1) and a
+    vertex of the mesh, each edge lying on a face of the other (pair_scene's seeds 490 and 1190, 2 of 6,400 random
+    states): MuJoCo 4 tries the mesh's edge (the 3.x source's order for a geom 1 side larger than geom 2's), giving no
+    multi-contact (seed 490: ccd's one contact, where the box's edge gave two coinciding points) or two (seed 1190,
+    where the box's edge clipped to nothing); the same contacts within AGREE."""
+    m = mujoco.MjModel.from_xml_string(pair_scene("mesh", "box", seed, "", True))
+    d, model = mujoco.MjData(m), engine.from_mujoco(m)
+    d.qpos[:] = random_states(m, np.random.default_rng(seed), 4, near)[state]
+    mujoco.mj_kinematics(m, d)
+    mujoco.mj_collision(m, d)
+    ref, mine = collision.from_mujoco(m, d), run(backend, collision.detect, model, d.qpos.copy())
+    assert mine.geom.tolist() == ref.geom.tolist() and len(ref)
+    assert max(np.abs(mine.pos - ref.pos).max(), np.abs(mine.frame - ref.frame).max(), np.abs(mine.dist - ref.dist).max()) <= AGREE
+
+
+def test_eig3_is_mujocos():
+    """physai's eig3 (MuJoCo 4's mju_eig3Tol, whose broad phase calls it at a relative tolerance of 1e-3) at
+    mju_eig3's tolerance (4e-15) against mujoco.mju_eig3 on covariances of 2 to 10 random points (rank 1 to 3, some
+    flat): the same eigenvectors within 1e-15."""
+    rng = np.random.default_rng(3)
+    for k in range(300):
+        points = rng.normal(size=(2 + k % 9, 3)) * rng.uniform(0.01, 3, 3)
+        points[:, 2] *= k % 5 != 0
+        centre = points.mean(axis=0)
+        cov = (points - centre).T @ (points - centre) / len(points)
+        value, vector, quat = np.zeros(3), np.zeros(9), np.zeros(4)
+        mujoco.mju_eig3(value, vector, quat, cov.ravel())
+        assert np.abs(engine_collision.eig3(cov, 4e-15) - vector.reshape(3, 3)).max() <= 1e-15
 
 
 def test_mujoco_gives_one_contact_for_these_pairs():

@@ -13,7 +13,13 @@ candidate, listed once per model in MuJoCo's order and grouped by body pair (bro
 bodies' boxes (sweep_and_prune; the world and static bodies with planes are unbounded, always tested) keeps the groups
 whose bodies may touch (tested), the bounding-sphere test the pairs within them, and the narrow phase
 (physai.engine.primitives) finds their contacts. MuJoCo's broad phase (sweep and prune, then bounding spheres and
-boxes) only drops pairs that cannot touch too, so both find the same contacts. They come in MuJoCo's order: body pairs
+boxes) only drops pairs that cannot touch too, so both find the same contacts, but where a pair's margins and gaps sum
+below 0: MuJoCo 4 sweeps each body's box along the principal axes of its geoms' positions (sweep_frame: eig3, its
+mju_eig3Tol at a relative tolerance of 1e-3; the eigenvectors, read from 4.0's contacts), each geom's the overlap of its
+bounding sphere's and its box's extents grown by its own margin plus gap, so that a negative one shrinks it and bodies
+whose geoms overlap by less than the margins get no contact although the narrow phase (which grows nothing then)
+would give one. Those groups (BroadPhase.group_shrunk) are kept only where MuJoCo's boxes overlap (mujoco_boxes_apart,
+its float comparisons along the sweep axis). They come in MuJoCo's order: body pairs
 by (body1, body2), explicit pairs merged by the same key, and within a body pair of several geoms sorted by their geom
 ids (MuJoCo's midphase).
 """
@@ -32,7 +38,7 @@ from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH,
 from physai.engine.model import Model
 from physai.engine.model_checks import MAXVAL, MINVAL
 from physai.engine.primitives import FUNCTIONS, make_frame, mat_times_mj
-from physai.engine.smooth import geom_poses
+from physai.engine.smooth import geom_poses, quat_mul_mj, quat_to_mat_mj
 from physai.exceptions import CollisionWarning, UnsupportedModelError
 
 MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
@@ -178,7 +184,9 @@ class BroadPhase:
     to group_split[g]; group_always[g]: tested in every state (a body is the world or a body without dofs holding a
     plane: MuJoCo's unbounded bodies); sweep_body: the bodies of the other groups with candidates besides explicit pairs,
     swept by their boxes (a body in no such group cannot make a hit change what is tested: 6 of the G1's 28 colliding
-    bodies in its scene); pad (ngeom,): a geom's bounding radius plus its margin and gap."""
+    bodies in its scene); pad (ngeom,): a geom's bounding radius plus its margin and gap; group_shrunk (G,): a swept
+    group with a candidate besides explicit pairs whose geoms' margins and gaps sum below 0, whose contacts MuJoCo's
+    own boxes may drop (mujoco_boxes_apart); inflate (ngeom,): a geom's margin plus gap (MuJoCo grows its box by it)."""
 
     group_body: np.ndarray
     group_start: np.ndarray
@@ -187,6 +195,8 @@ class BroadPhase:
     group_always: np.ndarray
     sweep_body: np.ndarray
     pad: np.ndarray
+    group_shrunk: np.ndarray
+    inflate: np.ndarray
 
 
 def broad_phase(model: Model) -> BroadPhase:
@@ -211,9 +221,14 @@ def make_broad_phase(model: Model) -> BroadPhase:
     # the bodies of the groups a hit changes (not always tested, with candidates besides explicit pairs: their geoms
     # collide, so each body has a box); a body in no such group cannot make a pair hit one
     sweep = np.unique(group[~always & (end > split)])
+    # a pair whose geoms' margins and gaps sum to >= 0 touches only where MuJoCo's boxes (each grown by its geom's own
+    # margin and gap) overlap; below 0 the boxes shrink by more than the geoms may overlap
+    inflate = G.geom_margin + G.geom_gap
+    negative = (inflate[pairs.geom[:, 0]] + inflate[pairs.geom[:, 1]] < 0) & (pairs.ipair < 0)
+    shrunk = np.array([negative[a:e].any() for a, e in zip(split.tolist(), end.tolist())], bool) & ~always
     return BroadPhase(group_body=group.astype(np.intp), group_start=start.astype(np.intp), group_split=split.astype(np.intp),
                       group_end=end, group_always=always, sweep_body=sweep.astype(np.intp),
-                      pad=G.geom_rbound + G.geom_margin + G.geom_gap)
+                      pad=G.geom_rbound + G.geom_margin + G.geom_gap, group_shrunk=shrunk, inflate=inflate)
 
 
 def make_groups(model: Model) -> tuple[np.ndarray, np.ndarray]:
@@ -262,10 +277,97 @@ def sweep_axis(lows: list) -> int:
     return axis
 
 
-def tested(model: Model, xpos: np.ndarray) -> np.ndarray:
-    """The indices of the candidates (candidates(model)'s) to test in the state whose geoms are at xpos, in MuJoCo's
-    order: every explicit pair, every pair with an unbounded body, and the pairs of bodies whose boxes overlap
-    (sweep_and_prune)."""
+EIG_RELTOL = 1e-3        # the relative tolerance of MuJoCo 4's broad-phase frame (its mju_eig3Tol call, 4.0's library)
+
+
+def eig3(mat: np.ndarray, reltol: float) -> np.ndarray:
+    """MuJoCo 4's mju_eig3Tol: the eigenvectors (3, 3), as columns, of a symmetric mat (3, 3) by Jacobi rotations
+    accumulated in a quaternion, until the largest off-diagonal entry is at most max(reltol, 4e-15) times mat's largest
+    |entry| (at most 500 rotations), then sorted by decreasing eigenvalue (those within 1e-12 times that entry kept in
+    place). MuJoCo's arithmetic (read from 4.0's library): each rotation from the tangent of its half angle."""
+    scale = max(0.0, *np.abs(mat).ravel().tolist())
+    eps, quat, value = max(reltol, 4e-15) * scale, np.array([1.0, 0.0, 0.0, 0.0]), [0.0, 0.0, 0.0]
+    for _ in range(500):
+        V = quat_to_mat_mj(quat)
+        T = [[V[0, i] * mat[0, j] + V[1, i] * mat[1, j] + V[2, i] * mat[2, j] for j in range(3)] for i in range(3)]
+        D = [[T[i][0] * V[0, j] + T[i][1] * V[1, j] + T[i][2] * V[2, j] for j in range(3)] for i in range(3)]  # V' mat V
+        value = [D[0][0], D[1][1], D[2][2]]
+        a01, a02, a12 = abs(D[0][1]), abs(D[0][2]), abs(D[1][2])
+        rk, ck, rotk = (0, 1, 2) if a01 > a02 and a01 > a12 else (0, 2, 1) if a02 > a12 else (1, 2, 0)
+        if abs(D[rk][ck]) <= eps:
+            break
+        tau = (D[ck][ck] - D[rk][rk]) / (D[rk][ck] + D[rk][ck])
+        root = math.sqrt(tau * tau + 1)
+        t = 1 / (tau + root) if tau >= 0 else -1 / (root - tau)          # tan of the rotation
+        half = t / (math.sqrt(t * t + 1) + 1)                             # tan of half of it
+        c = 1 / math.sqrt(half * half + 1)
+        rot = [c, 0.0, 0.0, 0.0]
+        rot[rotk + 1] = (half if rotk == 1 else -half) * c
+        quat = joints.quat_normalize_mj(quat_mul_mj(quat, np.array(rot)))
+    for j in range(3):                                                    # bubble sort, decreasing: 0, 1, 0
+        j1 = j % 2
+        if value[j1] + scale * 1e-12 < value[j1 + 1]:
+            value[j1], value[j1 + 1] = value[j1 + 1], value[j1]
+            rot = [0.707106781186548, 0.0, 0.0, 0.0]
+            rot[(j1 + 2) % 3 + 1] = 0.707106781186548
+            quat = joints.quat_normalize_mj(quat_mul_mj(quat, np.array(rot)))
+    return quat_to_mat_mj(quat)
+
+
+def sweep_frame(model: Model, xpos: np.ndarray) -> np.ndarray:
+    """MuJoCo 4's broad-phase frame (3, 3), its axes the columns: the principal axes (eig3, EIG_RELTOL) of the
+    covariance of the positions xpos (ngeom, 3) of the geoms not on the world, each sum in MuJoCo's order."""
+    points = xpos[model.geoms.geom_bodyid >= 0]
+    if not len(points):
+        return np.eye(3)
+    centre = np.zeros(3)
+    for p in points:
+        centre = centre + p
+    centre = centre * (1.0 / len(points))
+    cov = np.zeros((3, 3))
+    for p in points:
+        d = p - centre
+        cov = cov + np.outer(d, d)
+    return eig3(cov * (1.0 / len(points)), EIG_RELTOL)
+
+
+def mujoco_box(model: Model, xpos, xmat, frame: np.ndarray, body: int) -> tuple[np.ndarray, np.ndarray]:
+    """(lo (3,), hi (3,)): MuJoCo 4's broad-phase box of a body (MuJoCo's numbering) along the columns of frame: over
+    its geoms (all of them), each the overlap of its bounding sphere's and its box's (geom_aabb) extents, grown by its
+    own margin plus gap (negative: shrunk)."""
+    bp, G = broad_phase(model), model.geoms
+    lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+    for g in np.flatnonzero(G.geom_bodyid == body - 1).tolist():
+        aabb, R, r, grow = G.geom_aabb[g], xmat[g], G.geom_rbound[g], bp.inflate[g]
+        pos = mat_times_mj(R, aabb[:3]) + xpos[g]
+        for j in range(3):
+            f = frame[:, j]
+            centre, at = pos[0] * f[0] + pos[1] * f[1] + pos[2] * f[2], xpos[g][0] * f[0] + xpos[g][1] * f[1] + xpos[g][2] * f[2]
+            half = sum(abs(aabb[3 + k] * (R[0, k] * f[0] + R[1, k] * f[1] + R[2, k] * f[2])) for k in range(3))
+            lo[j] = min(lo[j], max(at - r, centre - half) - grow)
+            hi[j] = max(hi[j], min(at + r, centre + half) + grow)
+    return lo, hi
+
+
+def mujoco_boxes_apart(model: Model, xpos, xmat, frame: np.ndarray, b1: int, b2: int) -> bool:
+    """Whether MuJoCo 4's sweep and prune (mj_SAP) leaves bodies b1 < b2 (MuJoCo's numbering) unpaired: their boxes
+    (mujoco_box) apart along frame's second or third axis, or along its first (the sweep), compared as floats in
+    the order of a stable sort of the boxes' ends (a lower end before an upper one of the same body, b1's before
+    b2's; a box shrunk past empty, its upper end sorted first, stays open)."""
+    (lo1, hi1), (lo2, hi2) = mujoco_box(model, xpos, xmat, frame, b1), mujoco_box(model, xpos, xmat, frame, b2)
+    if lo1[1] > hi2[1] or lo2[1] > hi1[1] or lo1[2] > hi2[2] or lo2[2] > hi1[2]:
+        return True
+    f = [float(np.float32(x)) for x in (lo1[0], hi1[0], lo2[0], hi2[0])]
+    start1, end1, start2, end2 = (f[0], 0), (f[1], 1), (f[2], 2), (f[3], 3)
+    end1, end2 = (end1 if end1 > start1 else (math.inf, 0)), (end2 if end2 > start2 else (math.inf, 0))  # inverted: open
+    return not (start1 < start2 < end1 or start2 < start1 < end2)
+
+
+def tested(model: Model, xpos: np.ndarray, xmat: np.ndarray | None = None) -> np.ndarray:
+    """The indices of the candidates (candidates(model)'s) to test in the state whose geoms are at xpos (ngeom, 3), xmat
+    (ngeom, 3, 3), in MuJoCo's order: every explicit pair, every pair with an unbounded body, and the pairs of bodies
+    whose boxes overlap (sweep_and_prune), a shrunk group's (BroadPhase.group_shrunk) only where MuJoCo's boxes overlap
+    too (mujoco_boxes_apart; xmat None: not checked)."""
     bp, (keys, every) = broad_phase(model), model.kept("collision_groups")
     if not len(keys):
         return np.zeros(0, np.intp)
@@ -273,6 +375,11 @@ def tested(model: Model, xpos: np.ndarray) -> np.ndarray:
     at = np.searchsorted(keys, found)
     hit = np.zeros(len(keys), bool)
     hit[at[(at < len(keys)) & (keys[np.minimum(at, len(keys) - 1)] == found)]] = True
+    shrunk = np.flatnonzero(hit & bp.group_shrunk)
+    if len(shrunk) and xmat is not None:
+        frame = sweep_frame(model, xpos)
+        for g in shrunk.tolist():
+            hit[g] = not mujoco_boxes_apart(model, xpos, xmat, frame, *bp.group_body[g].tolist())
     groups = np.flatnonzero(hit | np.isin(np.arange(len(keys)), every))        # groups in MuJoCo's order
     start = bp.group_start[groups]
     end = np.where(bp.group_always[groups] | hit[groups], bp.group_end[groups], bp.group_split[groups])
@@ -490,7 +597,7 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
     warn_near(model, [k for k, (g1, g2) in enumerate(candidates(model)[1])
                       if may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
     shape, functions, pairs = model.kept("collision_shapes"), narrow_functions(model), candidates(model)[0]
-    for k in tested(model, xpos).tolist():
+    for k in tested(model, xpos, xmat).tolist():
         (g1, g2), ipair = pairs.geom[k].tolist(), int(pairs.ipair[k])
         condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, ipair)
         if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap) or \

@@ -29,7 +29,10 @@ an edge of one lying on a face of the other (EDGE_TOL), is clipped against it, a
 is the 3.x source's algorithm with the changes MuJoCo 4.0's contacts show (measured against mj_collision): the clipped
 point projected onto the reference face is the witness x1, its distance measured along the other face's normal; a
 crossing point interpolated by the two ends' distances to the clipping plane; the quadrilateral's area by its
-diagonals; geom 1's edge tried whatever the size of geom 2's side, then geom 2's edge. A cylinder (MuJoCo 3.14's
+diagonals; geom 1's edge tried whatever the size of geom 2's side (EPA's face, or a cylinder; from GJK's simplex
+between boxes and meshes, with a margin, only where geom 1's side is no larger than geom 2's, as in the 3.x source:
+2 of 6,400 random box-mesh states with margins differed before, and the cylinders' margin states need the first rule),
+then geom 2's edge. A cylinder (MuJoCo 3.14's
 multi-contact) names its caps by its support point's cap (vertex 0: +z, 1: -z); a cap point is a vertex whose one face
 is its cap, a 16-gon of rim points (cos and sin of 2 pi k / 16 to 15 decimals, MuJoCo's table); its edge is the side
 line through the point, to the other cap. A cap inside the other face clips to the whole 16-gon, whose largest
@@ -674,8 +677,9 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
     [] (keep ccd's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim) of the bare geom (no
     margin); when a face of one is aligned with a face of the other (aligned_faces) the two faces are clipped
     (polygon_clip, points within margin [m] kept), else when an edge of one lies on a face of the other
-    (aligned_face_edge; geom 1's edge first) the edge is clipped by the face; the witness pairs then grown by the margin
-    (inflate_witnesses)."""
+    (aligned_face_edge; geom 1's edge first, but from GJK's simplex between a box and a mesh only where its side is no
+    larger than geom 2's, as in the 3.x source) the edge is clipped by the face; the witness pairs then grown by the
+    margin (inflate_witnesses)."""
     if any(o.kind == MESH and not o.mesh.polygons for o in (obj1, obj2)):
         return []
     face = simplex_face(status)
@@ -690,7 +694,7 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
         i, j = match
         found = polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j], margin)
         return inflate_witnesses(found, -n2[j], margin)
-    if dim1 < 3:                                      # an edge of 1 on a face of 2
+    if dim1 < 3 and (dim1 <= dim2 or status.face or CYLINDER in (obj1.kind, obj2.kind)):   # an edge of 1 on 2's face
         edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
         if (match := aligned_face_edge(edges, n2, status.x2 - status.x1)) is not None:
             i, j = match

@@ -343,7 +343,7 @@ def collision_fields(model: Model) -> dict:
     contact_parameter_arrays on one candidate of each candidate_classes row) and
     whether MuJoCo's midphase tests their boxes (cand_midphase), and the pairs
     without a narrow phase (missing_geom (n, 2), missing_bound: margin + gap); the broad phase's groups, swept bodies
-    and pads (collision.broad_phase: group_*, sweep_body, geom_pad); the convex meshes and heightfields (geom_dataid,
+    and pads (collision.broad_phase: group_*, sweep_body, geom_pad, geom_inflate); the convex meshes and heightfields (geom_dataid,
     Meshes' mesh_*, Hfields' hfield_*)."""
     G = model.geoms
     pairs, missing = collision.candidates(model)
@@ -362,7 +362,8 @@ def collision_fields(model: Model) -> dict:
             "missing_geom": _int64(np.array(missing).reshape(-1, 2)), "missing_bound": _float64(bounds),
             "group_body": _int64(bp.group_body), "group_start": _int64(bp.group_start), "group_split": _int64(bp.group_split),
             "group_end": _int64(bp.group_end), "group_always": _int64(bp.group_always), "sweep_body": _int64(bp.sweep_body),
-            "geom_pad": _float64(bp.pad), "geom_collides": _int64((G.geom_contype != 0) | (G.geom_conaffinity != 0)),
+            "geom_pad": _float64(bp.pad), "group_shrunk": _int64(bp.group_shrunk), "geom_inflate": _float64(bp.inflate),
+            "geom_collides": _int64((G.geom_contype != 0) | (G.geom_conaffinity != 0)),
             "geom_dataid": _int64(G.geom_dataid),
             **{name: (_float64 if name in ("mesh_vert", "mesh_polynormal") else _int64)(value)
                for name, value in vars(G.meshes).items()},
