@@ -1605,11 +1605,17 @@ SPHERE_ON_A_PLANE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbod
 </body></worldbody></mujoco>"""
 
 
-def sphere_on_a_plane(solimp: str, depth: float, cone: str = "pyramidal", tolerance: float = 1e-15):
+def sphere_on_a_plane(solimp: str, depth: float, cone: str = "pyramidal", tolerance: float = 1e-15,
+                      integrator: str | None = None, solref: tuple | None = None):
     """(m, d): SPHERE_ON_A_PLANE's sphere `depth` [m] into the plane (one contact, its distance -depth), random
-    velocities along the plane and about it (none along the normal), the solver at `tolerance`."""
+    velocities along the plane and about it (none along the normal), the solver at `tolerance`; the model's integrator
+    and geom solref replaced where given."""
     m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_PLANE.format(cone=cone, solimp=solimp)))
     m.opt.tolerance = tolerance
+    if integrator is not None:
+        m.opt.integrator = MJ_INTEGRATOR[integrator]
+    if solref is not None:
+        m.geom_solref[:] = solref
     d = mujoco.MjData(m)
     d.qpos[2] = 0.05 - depth
     d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
@@ -1660,11 +1666,7 @@ def test_discrete_step_derivatives_at_solimps_midpoint_and_width(backend, cone, 
     its tangent at q (_discrete_tangent_impedance): a sphere on a plane at solimp's midpoint or width, its solref as
     authored or faster than the step (refsafe's resolved spring: K = 1 / (imp h^2)), within 1e-8 of MuJoCo's
     kinked_transition_fd on both cones and backends (before: 2.2e-4 at the midpoint (power 2), 5.7e-4 (power 3))."""
-    m, d = sphere_on_a_plane(f"0.9 0.95 0.001 0.5 {power}", where * 1e-3, cone)
-    m.opt.integrator = MJ_INTEGRATOR["discrete"]
-    if solref is not None:
-        m.geom_solref[:] = solref
-    mujoco.mj_forward(m, d)
+    m, d = sphere_on_a_plane(f"0.9 0.95 0.001 0.5 {power}", where * 1e-3, cone, integrator="discrete", solref=solref)
     A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)[0]
     assert_close(A, kinked_transition_fd(m, d), 1e-8, what="A")
@@ -1711,11 +1713,7 @@ def test_discrete_step_derivatives_at_a_small_solimp_width(backend, cone, solimp
     authored or faster than the step (refsafe's resolved spring, B ~ imp^-1/2): A within 1e-6 of MuJoCo's small-eps
     extrapolated differences on both cones and backends (before, D moved to first order in imp with its 1 / (1 - imp):
     3.7, 8.5e-4 and 8.7e-6 of the largest entry, solref as authored)."""
-    m, d = sphere_on_a_plane(solimp, depth, cone)
-    m.opt.integrator = MJ_INTEGRATOR["discrete"]
-    if solref is not None:
-        m.geom_solref[:] = solref
-    mujoco.mj_forward(m, d)
+    m, d = sphere_on_a_plane(solimp, depth, cone, integrator="discrete", solref=solref)
     A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)[0]
     assert_close(A, small_eps_transition_fd(m, d), 1e-6, what="A")
