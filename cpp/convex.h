@@ -540,15 +540,19 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
     if (aligned_faces(n1, n2, i, j))                                   // face on face
         return inflate_witnesses(polygon_clip(face_points(o1, faces1[i]), face_points(o2, faces2[j]), n1[i], n2[j], margin, room),
                                  -n2[j], margin);
-    // an edge of 1 on a face of 2 (from GJK's simplex between a box and a mesh: only where 1's side is no larger)
-    if (dim1 < 3 && (dim1 <= dim2 || !status.face.empty() || o1.kind == GEOM_CYLINDER || o2.kind == GEOM_CYLINDER)) {
+    auto edge_of_1 = [&](std::vector<Witness> &out) {                 // an edge of 1 on a face of 2: whether aligned
+        edges.clear(), ends.clear();
         edge_normals(o1, dim1, p1, ids1[0], edges, ends);
-        if (aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) {
-            std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin, room);
-            for (Witness &w : found) std::swap(w.x1, w.x2);             // the faces were swapped
-            return inflate_witnesses(found, -n2[j], margin);
-        }
-    }
+        if (!aligned_face_edge(edges, n2, status.x2 - status.x1, i, j)) return false;
+        std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), {p1[0], ends[i]}, n2[j], -n2[j], margin, room);
+        for (Witness &w : found) std::swap(w.x1, w.x2);                 // the faces were swapped
+        out = inflate_witnesses(found, -n2[j], margin);
+        return true;
+    };
+    // 1's edge before 2's (from GJK's simplex between a box and a mesh, where 1's side is larger: after it)
+    bool first = dim1 <= dim2 || !status.face.empty() || o1.kind == GEOM_CYLINDER || o2.kind == GEOM_CYLINDER;
+    std::vector<Witness> found;
+    if (dim1 < 3 && first && edge_of_1(found)) return found;
     if (dim2 < 3) {                                                    // an edge of 2 on a face of 1
         edges.clear(), ends.clear();
         edge_normals(o2, dim2, p2, ids2[0], edges, ends);
@@ -556,6 +560,7 @@ inline std::vector<Witness> multicontact(const Status &status, const CcdObject &
             return inflate_witnesses(polygon_clip(face_points(o1, faces1[j]), {p2[0], ends[i]}, n1[j], -n1[j], margin, room), n1[j],
                                      margin);
     }
+    if (dim1 < 3 && !first && edge_of_1(found)) return found;
     return none;
 }
 

@@ -451,14 +451,16 @@ def test_negative_margins_face_to_face_get_mujocos_contact_count(kind2, backend)
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native"])
-@pytest.mark.parametrize("seed,state,near", [(490, 2, 1.0), (1190, 0, 0.5)])
-def test_an_edge_from_gjks_simplex_on_a_face_gets_mujocos_contacts(seed, state, near, backend):
-    """A box and a mesh with margins, apart within them, GJK's last simplex naming an edge of the box (geom 1) and a
-    vertex of the mesh, each edge lying on a face of the other (pair_scene's seeds 490 and 1190, 2 of 6,400 random
-    states): MuJoCo 4 tries the mesh's edge (the 3.x source's order for a geom 1 side larger than geom 2's), giving no
+@pytest.mark.parametrize("kinds,seed,state,near", [(("mesh", "box"), 490, 2, 1.0), (("mesh", "box"), 1190, 0, 0.5),
+                                                    (("mesh", "box"), 2120, 3, 1.0), (("mesh", "mesh"), 2332, 1, 1.0)])
+def test_an_edge_from_gjks_simplex_on_a_face_gets_mujocos_contacts(kinds, seed, state, near, backend):
+    """Two polytopes with margins, apart within them, GJK's last simplex naming an edge of geom 1 and a vertex of
+    geom 2 (pair_scene's seeds 490 and 1190, 2 of 6,400 random box-mesh states): where both edges lie on a face of the
+    other, MuJoCo 4 tries geom 2's edge first (the 3.x source's order for a geom 1 side larger than geom 2's), giving no
     multi-contact (seed 490: ccd's one contact, where the box's edge gave two coinciding points) or two (seed 1190,
-    where the box's edge clipped to nothing); the same contacts within AGREE."""
-    m = mujoco.MjModel.from_xml_string(pair_scene("mesh", "box", seed, "", True))
+    where the box's edge clipped to nothing); where only geom 1's edge lies on a face (seeds 2120 and 2332, box-mesh
+    and mesh-mesh), geom 1's edge after it (two contacts, not ccd's one). The same contacts within AGREE."""
+    m = mujoco.MjModel.from_xml_string(pair_scene(*kinds, seed, "", True))
     d, model = mujoco.MjData(m), engine.from_mujoco(m)
     d.qpos[:] = random_states(m, np.random.default_rng(seed), 4, near)[state]
     mujoco.mj_kinematics(m, d)

@@ -677,9 +677,9 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
     [] (keep ccd's one). Each shape's side of that face is a vertex, an edge or a face (simplex_dim) of the bare geom (no
     margin); when a face of one is aligned with a face of the other (aligned_faces) the two faces are clipped
     (polygon_clip, points within margin [m] kept), else when an edge of one lies on a face of the other
-    (aligned_face_edge; geom 1's edge first, but from GJK's simplex between a box and a mesh only where its side is no
-    larger than geom 2's, as in the 3.x source) the edge is clipped by the face; the witness pairs then grown by the
-    margin (inflate_witnesses)."""
+    (aligned_face_edge; geom 1's edge first, but from GJK's simplex between a box and a mesh geom 2's edge first where
+    1's side is larger than 2's, as in the 3.x source, and 1's after it) the edge is clipped by the face; the witness
+    pairs then grown by the margin (inflate_witnesses)."""
     if any(o.kind == MESH and not o.mesh.polygons for o in (obj1, obj2)):
         return []
     face = simplex_face(status)
@@ -694,17 +694,24 @@ def multicontact(status, obj1, obj2, margin: float) -> list:
         i, j = match
         found = polygon_clip(face_points(obj1, faces1[i]), face_points(obj2, faces2[j]), n1[i], n2[j], margin)
         return inflate_witnesses(found, -n2[j], margin)
-    if dim1 < 3 and (dim1 <= dim2 or status.face or CYLINDER in (obj1.kind, obj2.kind)):   # an edge of 1 on 2's face
+
+    def edge_of_1():                                                   # an edge of 1 on a face of 2, or None
         edges, ends = edge_normals(obj1, dim1, p1, ids1[0])
-        if (match := aligned_face_edge(edges, n2, status.x2 - status.x1)) is not None:
-            i, j = match
-            found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j], margin)
-            found = [(dist, x2, x1) for dist, x1, x2 in found]          # the faces were swapped
-            return inflate_witnesses(found, -n2[j], margin)
+        if (match := aligned_face_edge(edges, n2, status.x2 - status.x1)) is None:
+            return None
+        i, j = match
+        found = polygon_clip(face_points(obj2, faces2[j]), [p1[0], ends[i]], n2[j], -n2[j], margin)
+        return inflate_witnesses([(dist, x2, x1) for dist, x1, x2 in found], -n2[j], margin)   # the faces swapped
+
+    first = dim1 <= dim2 or bool(status.face) or CYLINDER in (obj1.kind, obj2.kind)   # 1's edge before 2's
+    if dim1 < 3 and first and (found := edge_of_1()) is not None:
+        return found
     if dim2 < 3:                                                       # an edge of 2 on a face of 1
         edges, ends = edge_normals(obj2, dim2, p2, ids2[0])
         if (match := aligned_face_edge(edges, n1, status.x1 - status.x2)) is not None:
             i, j = match
             found = polygon_clip(face_points(obj1, faces1[j]), [p2[0], ends[i]], n1[j], -n1[j], margin)
             return inflate_witnesses(found, n1[j], margin)
+    if dim1 < 3 and not first and (found := edge_of_1()) is not None:   # 1's edge after 2's
+        return found
     return []
