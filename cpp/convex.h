@@ -502,18 +502,23 @@ inline void edge_points(const CcdObject &o, const Simplex &face, int side, doubl
 
 // MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
 // (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on, as a box's edge is, else none; with
-// a margin, the line moved by half of it along that face's normal, its points within the margin kept and the witness
-// pairs grown back (convex.capsule_on_face)
+// a margin (MuJoCo 4.0's library: a capsule is not grown again), the grown capsule's line clipped, its points within
+// half the margin of the face kept, only geom 2's witness grown by half the margin along the face's normal, dist - half
+// (convex.capsule_on_face)
 inline std::vector<Witness> capsule_on_face(const Status &status, const CcdObject &o1, const CcdObject &o2,
                                             const std::vector<V3> &n2, const std::vector<int64_t> &faces2, double margin,
                                             CcdRoom &room) {
     size_t i, j;
     if (!aligned_face_edge({V3{o1.mat[2], o1.mat[5], o1.mat[8]}}, n2, status.x2 - status.x1, i, j)) return {};
-    std::vector<V3> side = capsule_side(o1, status.x1);
-    for (V3 &end : side) end = end + n2[j] * (0.5 * margin);           // onto the bare capsule
-    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), side, n2[j], -n2[j], margin, room);
-    for (Witness &w : found) std::swap(w.x1, w.x2);                     // the faces were swapped
-    return inflate_witnesses(found, -n2[j], margin);
+    double half = 0.5 * margin;
+    std::vector<Witness> found = polygon_clip(face_points(o2, faces2[j]), capsule_side(o1, status.x1), n2[j], -n2[j], half,
+                                              room);
+    for (Witness &w : found) {
+        std::swap(w.x1, w.x2);                                          // the faces were swapped
+        w.dist -= half;
+        inflate_along(w.x1, w.x2, -n2[j], 0.0, half);
+    }
+    return found;
 }
 
 // MuJoCo's multicontact: up to 4 contacts of two boxes, meshes or cylinders, or of a capsule (geom 1) with a cylinder

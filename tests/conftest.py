@@ -175,6 +175,7 @@ SLOW = {
     },
     "test_convex.py": {
         "test_capsule_pairs_match_mj_collision", "test_capsule_pairs_with_margins_match_mj_collision",
+        "test_capsule_pairs_with_margins_come_in_mujocos_order",
         "test_cylinder_polygon_pairs_match_mj_collision",
         "test_pairs_match_mj_collision", "test_polygon_pairs_match_mj_collision",
         "test_multi_pairs_without_multiccd_match_mj_collision", "test_trajectory_matches_mj_step",

@@ -227,10 +227,28 @@ def test_capsule_pairs_match_mj_collision(kind2, backend):
 @pytest.mark.parametrize("kind2", ["cylinder", "mesh"])
 def test_capsule_pairs_with_margins_match_mj_collision(kind2, backend):
     """A capsule with a cylinder or a mesh with random margins and gaps under MuJoCo 4's multi-contact (multiccd on;
-    its side line moved by half the margin onto the bare capsule, points within the margin kept), on both backends, as
+    the grown capsule's side line clipped, points within half the margin kept, the other geom grown), on both backends, as
     check_agreement states with each contact beside its MuJoCo twin, several contacts a pair in some states."""
     r = check_agreement("capsule", kind2, backend, per_scene=8, reordered=0.1)
     assert r["several"] > 0, f"capsule-{kind2}: {r}"
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("kind2", ["cylinder", "mesh"])
+def test_capsule_pairs_with_margins_come_in_mujocos_order(kind2, backend):
+    """A capsule with a cylinder or a mesh (either first), positive or negative margins, multiccd on: where MuJoCo
+    finds 2 contacts a pair (a side line clipped at both ends is a tie between duplicate crossing points that rounding
+    breaks), physai's come in MuJoCo's order in all but 1 in 10 of those states (a cylinder: all), each within AGREE of
+    its twin. MuJoCo 4.0 grows a capsule by nothing in multi-contact, the other geom by half the margin: clipping the
+    line moved onto the bare capsule instead (the same contacts in other rounding) put 1 state in 5 of these in the
+    other order (14 of 69 with a mesh, 4 of 17 with a cylinder; measured after: 4 of 69 and 0)."""
+    several = reordered = 0
+    for kinds in (("capsule", kind2), (kind2, "capsule")):
+        for margins in (True, "negative"):
+            r = compare(*kinds, range(SCENES), 8, backend, "", margins, reorder=True)
+            assert r["agree"] == r["states"] and r["close"] == r["contacts"] and r["max_dist"] <= AGREE, f"{kinds}: {r}"
+            several, reordered = several + r["several"], reordered + r["reordered"]
+    assert several >= 15 and reordered <= (0 if kind2 == "cylinder" else 0.1 * several), (several, reordered)
 
 
 def resting_capsule_states(rng: np.random.Generator, n: int, margin: float = 0.0) -> tuple:

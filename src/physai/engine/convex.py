@@ -51,12 +51,12 @@ of one end to the other (capsule_side), clipped as a box's edge by the first fac
 (capsule_on_face); after a shallow contact (its segment outside the other geom, the radius added back) that face is
 named by GJK's last simplex too (simplex_face). Where both ends of that line are clipped, the duplicate crossing points
 make the two contacts' order a tie that rounding breaks (MuJoCo's order differs in about 1 state in 20 of those with 2
-contacts; the contacts are the same). A capsule with a margin (MuJoCo 4's, read from its contacts): the side line
-through the grown capsule's witness point, its ends at the segment's levels, moved by half the margin along the face's
-normal onto the bare capsule, clipped keeping points within the margin, the witness pairs grown back as a box's
-(inflate_witnesses). A negative margin (margin + gap < 0) grows nothing (MuJoCo grows a geom only by a positive
-margin): the bare geoms are collided, their contacts kept where deeper than the margin. MuJoCo's mjc_fixNormal belongs to
-its older libccd path (mjDSBL_NATIVECCD), which physai refuses, and is not here.
+contacts; the contacts are the same). A capsule with a margin (MuJoCo 4.0's library: mjc_multicontact grows a capsule
+by nothing, the other geom by half the margin): the side line through the grown capsule's witness point, its ends at the
+segment's levels, clipped keeping points within half the margin of the face, only the other geom's witness grown.
+A negative margin (margin + gap < 0) grows nothing (MuJoCo grows a geom only by a positive margin): the bare geoms are
+collided, their contacts kept where deeper than the margin. MuJoCo's mjc_fixNormal belongs to its older libccd path
+(mjDSBL_NATIVECCD), which physai refuses, and is not here.
 """
 
 import functools
@@ -661,14 +661,15 @@ def edge_points(obj, face: list, side: int, margin: float) -> list:
 def capsule_on_face(status, obj1, obj2, n2: list, faces2: list, margin: float) -> list:
     """MuJoCo 4's multi-contact of a capsule (geom 1; it has no faces): its side line through its witness point x1
     (capsule_side) clipped by the first face of geom 2 facing it that its axis lies on (aligned_face_edge), as a box's
-    edge is, else []; with a margin [m], the line moved by half of it along that face's normal (onto the bare capsule
-    at x1's level), its points within the margin kept and the witness pairs grown back (inflate_witnesses)."""
+    edge is, else []. With a margin [m] (MuJoCo 4.0's library: a capsule is not grown again), the grown capsule's line
+    is clipped, its points within half the margin of the face kept, and only geom 2's witness grown by half the margin
+    along the face's normal n (3,), dist - margin / 2 (the same contacts as moving the line onto the bare capsule and
+    growing both back, in other rounding)."""
     if (match := aligned_face_edge([obj1.mat[:, 2]], n2, status.x2 - status.x1)) is None:
         return []
-    j = match[1]
-    side = [end + n2[j] * (0.5 * margin) for end in capsule_side(obj1, status.x1)]   # onto the bare capsule
-    found = polygon_clip(face_points(obj2, faces2[j]), side, n2[j], -n2[j], margin)
-    return inflate_witnesses([(dist, x2, x1) for dist, x1, x2 in found], -n2[j], margin)   # the faces were swapped
+    j, half = match[1], 0.5 * margin
+    found = polygon_clip(face_points(obj2, faces2[j]), capsule_side(obj1, status.x1), n2[j], -n2[j], half)
+    return [(dist - half, *gjk.inflate_along(x2, x1, -n2[j], 0.0, half)) for dist, x1, x2 in found]   # faces swapped
 
 
 def multicontact(status, obj1, obj2, margin: float) -> list:
