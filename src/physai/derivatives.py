@@ -716,7 +716,7 @@ class _Constraints:
         if (np.linalg.norm(pos - held.pos, axis=-1) < apart.min(axis=1) / 2).all():
             return None
         order = np.repeat(np.arange(len(held))[None], len(pos), axis=0)
-        keys, group = np.unique(held.packed()[1], axis=0, return_inverse=True)
+        keys, group = np.unique(ints, axis=0, return_inverse=True)
         for g in range(len(keys)):
             idx = np.flatnonzero(group.ravel() == g)
             if idx.size < 2:
