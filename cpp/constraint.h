@@ -126,6 +126,8 @@ struct ConstraintWork {
     // Hcol[Hadr[k] .. Hadr[k + 1]) (factor_pattern's rows before the elimination), their values in Hval
     std::vector<int> Hadr, Hcol;
     std::vector<double> Hval;
+    // solver.h's balanced_constraint_force on stiff rows: the residual, a row and the orthonormal basis (nv, nv, nv x nv)
+    std::vector<double> balance;
     // solver.h's batched_update: the rows whose rank-1 updates wait for one sweep over L (at most 8, kUpdateBatch), whether
     // each entered the quadratic state, their count (the updates' x in x, nv apart)
     int batch_row[8] = {0}, batch_n = 0;

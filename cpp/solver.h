@@ -1964,33 +1964,36 @@ inline void balanced_constraint_force(const Model &m, ConstraintWork &w, double 
     for (int i = 0; i < r.nefc; i++)
         if (w.state[size_t(i)] == QUADRATIC) D = std::max(D, r.D[size_t(i)]);
     if (!(D > STIFF_ROWS * diag)) return;
-    std::vector<double> res(static_cast<size_t>(nv)), basis, v(static_cast<size_t>(nv));
-    tree_times(m, w.Mt.data(), w.qacc.data(), res.data());
-    for (int j = 0; j < nv; j++) res[size_t(j)] -= w.qfrc_smooth[size_t(j)] + qfrc[j];   // the optimum's balance: zero exactly
+    size_t n = size_t(nv);
+    if (w.balance.size() < n * (n + 2)) w.balance.resize(n * (n + 2));
+    double *res = w.balance.data(), *v = res + n, *basis = v + n;
+    tree_times(m, w.Mt.data(), w.qacc.data(), res);
+    for (int j = 0; j < nv; j++) res[j] -= w.qfrc_smooth[size_t(j)] + qfrc[j];   // the optimum's balance: zero exactly
     int nb = 0;
     for (int i = 0; i < r.nefc && nb < nv; i++) {                      // the quadratic rows' span, orthonormal
         if (w.state[size_t(i)] != QUADRATIC) continue;
-        std::fill(v.begin(), v.end(), 0.0);
-        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) v[size_t(r.cols[size_t(k)])] = r.val[size_t(k)];
+        std::fill(v, v + n, 0.0);
+        for (int k = r.start[size_t(i)]; k < r.start[size_t(i) + 1]; k++) v[r.cols[size_t(k)]] = r.val[size_t(k)];
         double norm0 = 0.0, norm = 0.0;
-        for (double x : v) norm0 += x * x;
+        for (int j = 0; j < nv; j++) norm0 += v[j] * v[j];
         for (int pass = 0; pass < 2; pass++)                           // v - its part in the basis, twice
             for (int b = 0; b < nb; b++) {
-                const double *e = basis.data() + size_t(b) * nv;
+                const double *e = basis + size_t(b) * n;
                 double c = 0.0;
-                for (int j = 0; j < nv; j++) c += e[j] * v[size_t(j)];
-                for (int j = 0; j < nv; j++) v[size_t(j)] -= c * e[j];
+                for (int j = 0; j < nv; j++) c += e[j] * v[j];
+                for (int j = 0; j < nv; j++) v[j] -= c * e[j];
             }
-        for (double x : v) norm += x * x;
+        for (int j = 0; j < nv; j++) norm += v[j] * v[j];
         if (!(norm > 1e-18 * norm0)) continue;                         // in the span already (to 1e-9 of its length)
         norm = std::sqrt(norm);
-        for (double x : v) basis.push_back(x / norm);
+        double *e = basis + size_t(nb) * n;
+        for (int j = 0; j < nv; j++) e[j] = v[j] / norm;
         nb++;
     }
     for (int b = 0; b < nb; b++) {                                     // qfrc += the residual's part in the span
-        const double *e = basis.data() + size_t(b) * nv;
+        const double *e = basis + size_t(b) * n;
         double c = 0.0;
-        for (int j = 0; j < nv; j++) c += e[j] * res[size_t(j)];
+        for (int j = 0; j < nv; j++) c += e[j] * res[j];
         for (int j = 0; j < nv; j++) qfrc[j] += c * e[j];
     }
 }
