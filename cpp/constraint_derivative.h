@@ -14,6 +14,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "spatial.h"
+
 namespace physai {
 namespace {
 
@@ -69,7 +71,7 @@ inline void rows_on_point(const double *e, const double *P, const double *W, con
 // derivatives.plane_contact_rows, one to one: nc contacts of a plane (geom 1, on no moving body) against a body's
 // sphere, capsule or box; J6 (nc, 6, nv) the body's Jacobian at its origin (nc, 3), the contact's frame (nc, 3, 3), pos
 // (nc, 3), dist (nc), friction (nc, nf), radius (nc: 0 for a box), dim (nc: 1 or 3), axis (nc, 3: a capsule's, zero
-// otherwise), turns (nv, nv) (_Constraints._turns, [j, k], 0 or 1). Each contact's rows in turn: dJ (m, nv, nv),
+// otherwise), turns (nv, nv) (Model.dof_turns, [j, k], 0 or 1). Each contact's rows in turn: dJ (m, nv, nv),
 // ddist (m, nv).
 //   x = p + n (radius + dist / 2),  P = Jp(o) + W x (p - o),  X = P + W x (x - p)
 //   d dist = n . X,  dp = X - n d dist / 2,  dJ[row] = rows_on_point(e, P, W, dp)
@@ -141,7 +143,7 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
 // rates), dD (3, nv: d(c2 - c1)), L = |c2 - c1|, radius (2), v1 (3, nv: body 1's point Jacobian at c1), turns (nv, nv),
 // common (nv: 1 on the dofs moving both bodies, skipped). dJ (rows, nv, nv), ddist (nv).
 //   dn = (dD - n (n . dD)) / L,  d dist = n . dD,  dp = v1 + d1 ds + dn (r1 + dist / 2) + n d dist / 2
-//   dim 3: y0 = e_y (|n_y| < 0.5) else e_z, y = y0 - n (n . y0), g = -(dn (n . y0) + n (y0 . dn)),
+//   dim 3: y0 = tangent_axis(n), y = y0 - n (n . y0), g = -(dn (n . y0) + n (y0 . dn)),
 //          dt1 = (g - t1 (t1 . g)) / |y|,  dt2 = dn x t1 + n x dt1
 //   dJ[row] = sum over the bodies (-1, +1) of rows_on_point(e, P_b, W_b, dp) + dE^T Jd,  Jd = P_2 - P_1
 inline void segment_contact_rows(int64_t nv, const double *J, const double *origin, const double *frame,
@@ -161,7 +163,8 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
             dp[x * nv + k] = v1[x * nv + k] + d1[x] * ds[k] + dn[x * nv + k] * r + n[x] * (dd / 2);
     }
     if (dim > 1) {                                                     // make_frame's tangents turn with n
-        const double y0[3] = {0.0, (-0.5 < n[1] && n[1] < 0.5) ? 1.0 : 0.0, (-0.5 < n[1] && n[1] < 0.5) ? 0.0 : 1.0};
+        double y0[3];
+        tangent_axis(n, y0);
         const double ny0 = n[0] * y0[0] + n[1] * y0[1] + n[2] * y0[2];
         const double y[3] = {y0[0] - n[0] * ny0, y0[1] - n[1] * ny0, y0[2] - n[2] * ny0};
         const double norm = std::sqrt(y[0] * y[0] + y[1] * y[1] + y[2] * y[2]);

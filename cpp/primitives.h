@@ -50,11 +50,7 @@ inline void make_frame(const double *normal, const double *tangent, double *fram
     double *x = frame, *y = frame + 3;
     for (int a = 0; a < 3; a++) x[a] = normal[a], y[a] = tangent[a];
     normalize3(x);
-    if (dot3(y, y) < 0.25) {
-        y[0] = 0.0, y[1] = 0.0, y[2] = 0.0;
-        if (-0.5 < x[1] && x[1] < 0.5) y[1] = 1.0;
-        else y[2] = 1.0;
-    }
+    if (dot3(y, y) < 0.25) tangent_axis(x, y);
     double d = dot3(x, y);
     for (int a = 0; a < 3; a++) y[a] = y[a] - x[a] * d;
     normalize3(y);

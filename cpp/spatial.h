@@ -153,5 +153,12 @@ template <class T> inline T quat_normalize(const T *q, T *u) {
     return norm;
 }
 
+// the world axis y0 a contact frame's default first tangent starts from, for a unit normal n: y where |n_y| < 1/2,
+// else z (MuJoCo's mju_makeFrame; physai.spatial.tangent_axis)
+inline void tangent_axis(const double *n, double *y0) {
+    const bool side = -0.5 < n[1] && n[1] < 0.5;
+    y0[0] = 0.0, y0[1] = side ? 1.0 : 0.0, y0[2] = side ? 0.0 : 1.0;
+}
+
 }  // namespace
 }  // namespace physai

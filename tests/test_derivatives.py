@@ -20,7 +20,7 @@ import numpy as np
 import pinocchio as pin
 import pytest
 
-from physai import conventions, derivatives, engine, integrators, joints, models
+from physai import collision, conventions, derivatives, engine, integrators, joints, models
 from physai.engine import native
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
@@ -1179,7 +1179,7 @@ def test_constrained_step_derivatives_name_a_contact_appearing_along_a_dof_not_d
 
 
 def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs_that_move_a_pair():
-    """_contact_dofs: the dofs that move one geom of a pair that may touch but not the other (a slide carrying a sphere
+    """collision.contact_dofs: the dofs that move one geom of a pair that may touch but not the other (a slide carrying a sphere
     over the floor; a hinge below it turning a geom that collides with nothing, contype 0, moves both the sphere and
     its own geom: not looked along; a second body's hinge whose capsule may touch the floor: looked along)."""
     xml = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
@@ -1188,7 +1188,7 @@ def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs
       <body pos="1 0 1"><joint type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" size=".05"/></body>
       </worldbody></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
-    assert derivatives._Constraints(model)._contact_dofs().tolist() == [True, False, True]
+    assert collision.contact_dofs(model).tolist() == [True, False, True]
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

@@ -18,7 +18,7 @@ from helpers import assert_close, constraint_scene_xml, run
 from scenes import capsule_beside_a_bare_mesh
 from physai import (centroidal, collision, constraints, derivatives, engine, integrators, inverse, jacobians, kinematics,
                     models)
-from physai.engine import constraint, native
+from physai.engine import constraint, native, support
 from physai.engine.model import Model
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
@@ -125,12 +125,21 @@ def fresh(source: str) -> tuple[mujoco.MjModel, Model]:
 @pytest.mark.parametrize("source", ["franka_emika_panda", "scene", "unitree_g1"])
 def test_a_loaded_model_holds_every_constant(source):
     """Before any call, a loaded Model holds every value Model.KEPT names (set_const, as mj_setConst at the end of
-    MuJoCo's compiler); its invweight0 is MuJoCo's within 1e-13 relative (1.0e-14 seen, on the G1's dofs)."""
+    MuJoCo's compiler); its invweight0 is MuJoCo's within 1e-13 relative (1.0e-14 seen, on the G1's dofs); its
+    contact_dofs (made from the pairs' common ancestors, without M's pattern) are the dofs that move one geom of a
+    candidate pair and not the other, read off dof_ancestor pair by pair (pairs within the Panda's and the G1's trees,
+    and with the world)."""
     m, model = fresh(source)
     assert set(Model.KEPT) <= set(vars(model)), f"missing: {set(Model.KEPT) - set(vars(model))}"
     body, dof = model.kept("invweight0")
     assert_close(body, m.body_invweight0[1:], 1e-13, floor=0.0, what="body_invweight0")
     assert_close(dof, m.dof_invweight0, 1e-13, floor=0.0, what="dof_invweight0")
+    pairs, missing = model.kept("collision_candidates")
+    expected, body = np.zeros(model.nv, bool), model.geoms.geom_bodyid
+    for g1, g2 in pairs.geom.tolist() + list(missing):
+        expected |= support.dof_chain(model, body[g1]) ^ support.dof_chain(model, body[g2])
+    assert expected.any()
+    np.testing.assert_array_equal(model.kept("contact_dofs"), expected)
 
 
 def test_a_model_without_geoms_or_body_forces_holds_empty_structures():

@@ -32,9 +32,10 @@ __all__ = ["ContactSet", "detect", "from_mujoco", "ignoring_unsupported"]
 
 # the driver's names the simulators and the constraint model use (physai.integrators, physai.constraints; physai.collision
 # is the one module outside the engine that reads physai.engine.collision): whether a model can have contacts, the
-# refusal of what physai cannot collide, the warning of left-out pairs that may touch, the NumPy text's detect of one
-# state (q (nq,), not validated: the simulators' own evaluations)
+# refusal of what physai cannot collide, the warning of left-out pairs that may touch, the dofs that move a pair apart
+# (physai.derivatives), the NumPy text's detect of one state (q (nq,), not validated: the simulators' own evaluations)
 has_contacts, check_supported, warn_near = engine_collision.has_contacts, engine_collision.check_supported, engine_collision.warn_near
+contact_dofs = engine_collision.contact_dofs
 numpy_detect = engine_collision.detect
 
 

@@ -56,7 +56,6 @@ is given, with the same named errors; otherwise on the NumPy text below, which s
 """
 
 import warnings
-import weakref
 from typing import NamedTuple
 
 import numpy as np
@@ -66,7 +65,7 @@ from physai import integrators as integ
 from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
-from physai.spatial import skew, so3_exp, so3_right_jacobian
+from physai.spatial import skew, so3_exp, so3_right_jacobian, tangent_axis
 from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
@@ -749,8 +748,8 @@ class _Constraints:
         normalised, y0 = (0, 1, 0) where |n_y| < 1/2, else (0, 0, 1) (not one their primitive gives, as a capsule's on
         a plane)."""
         frame = self.contacts[0].frame
-        n, side = frame[:, 0], np.abs(frame[:, 0, 1]) < 0.5
-        y0 = np.where(side[:, None], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0])
+        n = frame[:, 0]
+        y0 = tangent_axis(n)
         y = y0 - n * np.einsum("ci,ci->c", n, y0)[:, None]                 # make_frame's default first tangent
         return np.abs(y / np.linalg.norm(y, axis=1)[:, None] - frame[:, 1]).max(axis=1, initial=0.0) < 1e-9
 
@@ -808,20 +807,7 @@ class _Constraints:
             moving |= model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1]
         return moving
 
-    def _contact_dofs(self) -> np.ndarray:
-        """(nv,) bool: the dofs along which a contact may appear or leave: those that move one geom of a pair that may
-        touch (engine.collision.candidates, with the pairs physai has no narrow phase for) but not the other (moving
-        both, they move as one rigid body). Made once per model (_model_constant)."""
-        return _model_constant(self.model, "contact_dofs", _contact_dofs)
-
     # ------------------------------------------------ the rows' analytic q-derivatives
-
-    def _turns(self) -> np.ndarray:
-        """(nv, nv) float, [j, k] 1 where moving along dof k turns dof j's motion S_j (world frame) by S_k x S_j: k is j
-        or one of its ancestors, or k and j are two of a ball's (or a free joint's) rotations, each of which turns the
-        others' axes (a ball's axes are its body's, moved by q's tangent as joints.integrate does); 0 elsewhere
-        (plane_contact_rows' and segment_contact_rows' turns). Made once per model (_model_constant)."""
-        return _model_constant(self.model, "turns", _turns)
 
     def _plane_contact(self, c: int, xmat: np.ndarray) -> bool:
         """Whether contact c is a plane on a body no dof moves (geom 1) against a sphere, a capsule or a box (geom 2 on
@@ -850,7 +836,7 @@ class _Constraints:
         moves with Jp(b, x) = Jp(b, p) + W x (x - p), and (n constant):
 
             d dist = n . Jp(b, x),    dp = Jp(b, x) - n (n . Jp(b, x)) / 2
-            d Jp_j(p)/dq_k = W_k x Jp_j(p) - W_j x Jp_k(p) (when k turns j: _turns) + W_j x dp_k
+            d Jp_j(p)/dq_k = W_k x Jp_j(p) - W_j x Jp_k(p) (when k turns j: Model.dof_turns) + W_j x dp_k
 
         so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
         capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
@@ -869,7 +855,7 @@ class _Constraints:
         rows = np.concatenate([np.arange(r.contact_row[c], r.contact_row[c] + (1 if d == 1 else 2 * (d - 1)))
                                for c, d in zip(cs, dim.tolist())]).astype(np.intp)
         arrays = (J6, xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs], contacts.friction[cs],
-                  radius, dim, axis, self._turns())
+                  radius, dim, axis, model.dof_turns)
         if COMPILED_PIECES and native.on:
             dJ, ddist = native.plane_contact_rows(*arrays)
         else:
@@ -1122,7 +1108,7 @@ class _Constraints:
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
                   contacts.pos[c], float(contacts.dist[c]), contacts.friction[c], dim, pair.axes[0], pair.rates[0],
-                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, self._turns(),
+                  pair.dD, float(pair.L), np.array(pair.radius, float), pair.v1, model.dof_turns,
                   common.astype(np.float64))
         if COMPILED_PIECES and native.on:
             dJ, ddist = native.segment_contact_rows(*arrays)
@@ -1172,7 +1158,7 @@ class _Constraints:
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
             still = still[:0]                          # (those that move a pair of geoms that may touch)
-        still = still[self._contact_dofs()[still]] if still.size else still
+        still = still[collision.contact_dofs(model)[still]] if still.size else still
         Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
         if moving.size or still.size:
             Q = self._points(q, moving, still)
@@ -1251,49 +1237,6 @@ def _unconverged(opt, iterations: int) -> str:
             f"0, or the line search short of evaluations: opt.ls_iterations {opt.ls_iterations}){tail}")
 
 
-def _contact_dofs(model: Model) -> np.ndarray:
-    """_Constraints._contact_dofs of a model."""
-    pairs, missing = engine.collision.candidates(model)
-    geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
-    body = model.geoms.geom_bodyid[geom]
-    link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
-    last = model.link_dofadr + model.link_dofnum - 1                           # each link's last dof: its chain's column
-    chains = np.vstack([model.dof_ancestor[:, last].T, np.zeros((1, model.nv), bool)])   # row -1: no dof
-    return _read_only((chains[link[:, 0]] ^ chains[link[:, 1]]).any(axis=0))
-
-
-def _turns(model: Model) -> np.ndarray:
-    """_Constraints._turns of a model: dof_ancestor ([k, j]: k is j or its ancestor) with each ball's and free joint's
-    rotations' 3 x 3 block set, transposed to [j, k], as float64."""
-    turns = model.dof_ancestor.copy()
-    for j in np.flatnonzero((model.jnt_type == joints.FREE) | (model.jnt_type == joints.BALL)).tolist():
-        adr = model.jnt_dofadr[j] + (3 if model.jnt_type[j] == joints.FREE else 0)
-        turns[adr:adr + 3, adr:adr + 3] = True
-    return _read_only(np.ascontiguousarray(turns.T, dtype=np.float64))
-
-
-#: {id(model): {name: value}}: _Constraints' constants of each model (_model_constant), dropped with the model
-_MODEL_CONSTANTS: dict = {}
-
-
-def _model_constant(model: Model, name: str, make):
-    """make(model), made once per model and name and held here (a Model holds no derived value but set_const's:
-    Model.kept), read-only; dropped when the model is."""
-    held = _MODEL_CONSTANTS.get(id(model))
-    if held is None:
-        held = _MODEL_CONSTANTS[id(model)] = {}
-        weakref.finalize(model, _MODEL_CONSTANTS.pop, id(model), None)
-    if name not in held:
-        held[name] = make(model)
-    return held[name]
-
-
-def _read_only(a: np.ndarray) -> np.ndarray:
-    """a, made read-only (a constant shared by every call)."""
-    a.setflags(write=False)
-    return a
-
-
 class _SegmentPair(NamedTuple):
     """_Constraints._segment_pair's: a contact between two spheres or capsules at its segments' nearest points."""
     room: np.ndarray           # (2,) how far s, t are from changing regime (free: min(w, 1 - w); clamped: its
@@ -1312,7 +1255,7 @@ def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis
     """(dJ (m, nv, nv), ddist (m, nv)) of the rows of nc contacts of a plane on no moving body (geom 1) against a body's
     sphere, capsule or box (_Constraints._plane_contacts, which gathers: J6 (nc, 6, nv) the body's Jacobian at its
     origin (nc, 3), the contacts' frame (nc, 3, 3), pos (nc, 3), dist (nc,), friction (nc, >= dim - 1), radius (nc,:
-    0 for a box), dim (nc,: 1 or 3), axis (nc, 3: a capsule's, zero otherwise), turns (nv, nv): _turns, [j, k]),
+    0 for a box), dim (nc,: 1 or 3), axis (nc, 3: a capsule's, zero otherwise), turns (nv, nv): Model.dof_turns, [j, k]),
     each contact's rows (_pyramid_edges) in turn, d J[row, j]/dq_k at [., j, k]; the equations are _plane_contacts'.
     Mirrored one to one by cpp/constraint_derivative.h's plane_contact_rows (COMPILED_PIECES)."""
     W = J6[:, 3:]                                                               # (nc, 3, nv)
@@ -1343,7 +1286,7 @@ def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD,
     nearest points, of dim 1 or 3 on the pyramidal cone (_Constraints._segment_contact, which gathers: J (2, 6, nv) the
     bodies' Jacobians at their origins (2, 3), zeros for the world; the contact's frame (3, 3), pos (3,), dist,
     friction; from _segment_pair: d1 (3,), ds (nv,) s's rates, dD (3, nv) d(c2 - c1), L = |c2 - c1|, radius (2,),
-    v1 (3, nv) body 1's point Jacobian at c1; turns (nv, nv): _turns, [j, k]; common (nv,): nonzero on the dofs
+    v1 (3, nv) body 1's point Jacobian at c1; turns (nv, nv): Model.dof_turns, [j, k]; common (nv,): nonzero on the dofs
     moving both bodies, skipped), d J[row, j]/dq_k at [., j, k]; the equations are _segment_contact's. Mirrored one
     to one by cpp/constraint_derivative.h's segment_contact_rows (COMPILED_PIECES)."""
     n, mu = frame[0], friction
@@ -1352,7 +1295,7 @@ def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD,
     dp = v1 + np.outer(d1, ds) + dn * (radius[0] + dist / 2) + np.outer(n, ddist / 2)
     dframe = [dn]
     if dim > 1:                                        # the frame: make_frame(n, 0): t1 = y / |y|, y = y0 - n (n . y0)
-        y0 = np.array([0.0, 1.0, 0.0]) if -0.5 < n[1] < 0.5 else np.array([0.0, 0.0, 1.0])
+        y0 = tangent_axis(n)
         y = y0 - n * (n @ y0)
         dt1 = _unit_derivative(frame[1], -(dn * (n @ y0) + np.outer(n, y0 @ dn)), np.sqrt(y @ y))
         dframe += [dt1, _cross_columns(dn, frame[1]) + skew(n) @ dt1]      # dt2 = dn x t1 + n x dt1

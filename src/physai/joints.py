@@ -70,6 +70,18 @@ def links(jtype: int, axis: np.ndarray, anchor: np.ndarray) -> list[Link]:
     return [Link(jtype, np.asarray(axis, float), np.asarray(anchor, float), 0, 0)]
 
 
+def turning_dofs(jnt_type: np.ndarray, jnt_dofadr: np.ndarray, dof_ancestor: np.ndarray) -> np.ndarray:
+    """(nv, nv) float64, [j, k] 1 where moving along dof k turns dof j's motion S_j (world frame) by S_k x S_j: k is j
+    or one of its ancestors (dof_ancestor (nv, nv) bool, [k, j]), or k and j are two of a ball's (or a free joint's)
+    rotations, each of which turns the others' axes (a ball's axes are its body's, moved by q's tangent as integrate
+    does); 0 elsewhere."""
+    turns = dof_ancestor.copy()
+    for j in np.flatnonzero((jnt_type == FREE) | (jnt_type == BALL)).tolist():
+        adr = jnt_dofadr[j] + (3 if jnt_type[j] == FREE else 0)                 # the rotations' first dof
+        turns[adr:adr + 3, adr:adr + 3] = True
+    return np.ascontiguousarray(turns.T, dtype=np.float64)
+
+
 def turn_mj(link: Link, x: np.ndarray, ref: float) -> np.ndarray | None:
     """The rotation (w, x, y, z) by which a link's coordinates x (q from the link's first entry on) turn it, with
     MuJoCo's arithmetic (mj_kinematics): a ball's quaternion x[0:4] normalized (quat_normalize_mj), a hinge's

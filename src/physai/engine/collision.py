@@ -1,6 +1,7 @@
 """Collision detection, the NumPy text: the contacts of a state as MuJoCo's mj_collision finds them.
 
     candidates(model)        the geom pairs that may touch, in the order mj_collision tests them (made once per model)
+    contact_dofs(model)      the dofs that move one geom of such a pair but not the other (made once per model)
     broad_phase(model), sweep_and_prune(model, xpos), tested(model, xpos)   which candidates a state tests
     contact_parameters(model, g1, g2, ipair)   condim, friction, solref, solreffriction, solimp of their contacts
     contact_parameter_arrays(model, g1, g2, ipair)   the same of n pairs, in arrays
@@ -174,6 +175,45 @@ def make_candidates(model: Model) -> tuple[Candidates, list[tuple[int, int]]]:
     out, gone = ~none & ~missing, ~none & missing
     return (Candidates(geom=np.stack([a[out], b[out]], axis=1), ipair=ipair[out], midphase=sorted_[out]),
             list(zip(a[gone].tolist(), b[gone].tolist())))
+
+
+def contact_dofs(model: Model) -> np.ndarray:
+    """(nv,) bool: the dofs along which a contact may appear or leave: those that move one geom of a candidate pair
+    (or of a pair without a narrow phase here) but not the other (moving both, they move them as one rigid body);
+    made when the model is built (make_contact_dofs). physai.derivatives looks for appearing contacts along them."""
+    return model.kept("contact_dofs")
+
+
+def make_contact_dofs(model: Model) -> np.ndarray:
+    """contact_dofs' value, made once by physai.engine.setconst.set_const from the candidates, without M's (nv, nv)
+    pattern: a pair's geoms on links l1, l2 (their last dofs e1, e2; -1 on the world) are moved apart by the dofs on
+    the paths from e1 and e2 up to, not including, their common ancestor: a dof is one where a pair's end lies in its
+    subtree and the pair's common ancestor above it (depth(lca) < depth(dof)). O(pairs times the trees' depth)."""
+    pairs, missing = candidates(model)
+    geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+    body = model.geoms.geom_bodyid[geom]
+    link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
+    last = np.append(model.link_dofadr + model.link_dofnum - 1, -1)[link]         # link -1 (the world): no dof
+    parent = np.append(model.dof_parentid, -1)                                    # index -1: the world's parent
+    depth, root = np.full(model.nv + 1, -1), np.full(model.nv + 1, -1)            # the world at depth -1, no root
+    for j, p in enumerate(model.dof_parentid.tolist()):                           # parents come first
+        depth[j], root[j] = depth[p] + 1, root[p] if p >= 0 else j
+    # the common ancestor of each pair's ends (the world across trees): in one tree the deeper end climbs until both meet
+    one = np.flatnonzero(root[last[:, 0]] == root[last[:, 1]])
+    a, b = last[one, 0], last[one, 1]
+    while (apart := a != b).any():
+        up_a, up_b = apart & (depth[a] >= depth[b]), apart & (depth[b] >= depth[a])
+        a[up_a], b[up_b] = parent[a[up_a]], parent[b[up_b]]
+    common = np.full(len(last), -1)
+    common[one] = depth[a]
+    # above[e]: the shallowest common ancestor of a pair with an end in dof e's subtree, children folded into parents
+    above = np.full(model.nv + 1, model.nv)
+    np.minimum.at(above, last.ravel(), np.repeat(common, 2))
+    for j in range(model.nv - 1, -1, -1):
+        above[parent[j]] = min(above[parent[j]], above[j])
+    out = above[:-1] < depth[:-1]
+    out.setflags(write=False)
+    return out
 
 
 @dataclass(frozen=True)

@@ -194,6 +194,8 @@ class Model:
     dof_Mrow, dof_Mcol, dof_Mmask   CRBA gather: M[i, j] = (S . Ic S)[dof_Mrow[i, j], dof_Mcol[i, j]] * dof_Mmask[i, j]
                                     (these four, O(nv^2), are made from dof_parentid on first use: `build` stays linear
                                     in the number of bodies, a 20,000-link chain builds without them)
+    dof_turns       (nv, nv)        float64, [j, k] 1 where moving along dof k turns dof j's motion (O(nv^2), on first
+                                    use too: joints.turning_dofs)
     jnt_type, jnt_qposadr, jnt_dofadr, jnt_bodyid, jnt_name   (njnt,) the source joints (physai.joints types)
     jnt_stiffness   (njnt,)         spring stiffness of hinges and slides [N m/rad | N/m]; spring force
                                     -k (q - springref), energy 1/2 k (q - springref)^2
@@ -383,6 +385,13 @@ class Model:
         return _read_only(np.ascontiguousarray(above.T))
 
     @cached_property
+    def dof_turns(self) -> np.ndarray:
+        """(nv, nv) float64, [j, k] 1 where moving along dof k turns dof j's motion S_j by S_k x S_j (joints.turning_dofs:
+        k is j or its ancestor, or both are rotations of one ball or free joint); made on first use (O(nv^2)), by
+        physai.derivatives' analytic contact rows."""
+        return _read_only(joints.turning_dofs(self.jnt_type, self.jnt_dofadr, self.dof_ancestor))
+
+    @cached_property
     def dof_ancestors(self) -> list[list[int]]:
         """Each dof's ancestors on dof_parentid's chain, from the root (the columns left of the diagonal in M's row:
         MuJoCo's M_colind, which the compiled model derives the same way); made on first use (O(nv depth))."""
@@ -411,10 +420,10 @@ class Model:
     #: the constants derived from a model once, when it is built: MuJoCo's mj_setConst (physai.engine.setconst.set_const,
     #: the loaders' last step), each made by the module named and held from then on (Model.kept reads them). A model
     #: without geoms, contacts, gravity compensation or fluid makes empty ones. M's sparsity pattern (dof_ancestor and
-    #: the gathers below, dof_ancestors) is the exception, made on first use: its size is nv times the tree's depth,
-    #: quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
+    #: the gathers below, dof_ancestors) and dof_turns are the exception, made on first use: their size is nv times the
+    #: tree's depth or nv^2, quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
     KEPT = ("collision_functions", "collision_candidates", "collision_broad_phase", "collision_groups",   # engine.collision
-            "collision_shapes",
+            "collision_shapes", "contact_dofs",
             "standalone_free_dofs",                                                                   # engine.support
             "pose_links",                                                                             # engine.smooth
             "link_dofchains", "fluid_links",                                                          # engine.passive

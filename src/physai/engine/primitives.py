@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from physai.engine.model_checks import MAXVAL, MINVAL
+from physai.spatial import tangent_axis
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, MESH, PLANE, SPHERE, ConvexMesh
 
 
@@ -28,11 +29,11 @@ def _normalize(v: np.ndarray) -> float:
 
 def make_frame(normal: np.ndarray, tangent: np.ndarray) -> np.ndarray:
     """(3, 3) a contact frame (rows: normal, tangent, their cross product) from a normal and a first tangent that may be
-    zero (MuJoCo's mju_makeFrame: then (0, 1, 0), or (0, 0, 1) when the normal is near y)."""
+    zero (MuJoCo's mju_makeFrame: then physai.spatial.tangent_axis, (0, 1, 0), or (0, 0, 1) when the normal is near y)."""
     x, y = normal.astype(float), tangent.astype(float)
     _normalize(x)
     if y @ y < 0.25:
-        y = np.array([0.0, 1.0, 0.0]) if -0.5 < x[1] < 0.5 else np.array([0.0, 0.0, 1.0])
+        y = tangent_axis(x)
     y = y - x * (x @ y)
     _normalize(y)
     return np.array([x, y, np.cross(x, y)])

@@ -25,7 +25,8 @@ def set_const(model: Model) -> Model:
     """The model, holding every constant Model.KEPT names (made once, here); returns it."""
     makers = {"collision_functions": collision.make_functions, "collision_candidates": collision.make_candidates,
               "collision_broad_phase": collision.make_broad_phase, "collision_groups": collision.make_groups,
-              "collision_shapes": collision.make_shapes, "standalone_free_dofs": support.make_standalone_free_dofs,
+              "collision_shapes": collision.make_shapes, "contact_dofs": collision.make_contact_dofs,
+              "standalone_free_dofs": support.make_standalone_free_dofs,
               "pose_links": smooth.make_pose_links, "link_dofchains": passive.make_link_dofchains,
               "fluid_links": passive.make_fluid_links, "invweight0": invweight0, "tendon_invweight0": tendon_invweight0,
               "constraints_by_default": has_constraints}
