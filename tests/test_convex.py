@@ -248,6 +248,10 @@ def test_capsule_pairs_with_margins_come_in_mujocos_order(kind2, backend):
             r = compare(*kinds, range(SCENES), 8, backend, "", margins, reorder=True)
             assert r["agree"] == r["states"] and r["close"] == r["contacts"] and r["max_dist"] <= AGREE, f"{kinds}: {r}"
             several, reordered = several + r["several"], reordered + r["reordered"]
+    # the bound is not derived from a model of the ties, only placed between what it tells apart: the side line
+    # clipped on the bare capsule put 1 state in 5 in the other order (14 of 69, 4 of 17), rounding's ties leave about
+    # 1 in 17 (4 of 69, both backends); 1 in 10 fails the first by a margin and passes the second, on these fixed
+    # seeds. With a cylinder no state was swapped after (0 of 17, 4 before): any swap there is taken as the regression.
     assert several >= 15 and reordered <= (0 if kind2 == "cylinder" else 0.1 * several), (several, reordered)
 
 
