@@ -20,6 +20,10 @@ Faults are per environment; nothing raises for the batch:
   Humanoids' control cost) the action as given, its reward from the action as given (NaN for a NaN); an infinite or
   huge action of a ctrllimited actuator is clamped (no fault), its control cost infinite or huge, as Gymnasium's. One
   ActionWarning per step names the environments whose actions were not finite or beyond 1e10;
+- an integer action (the action space is float32; an int64 array, say) is taken as Gymnasium takes it: d.ctrl its
+  float64 value, the control cost squared and summed in its integers, exactly; where those overflow (|a| above 3.04e9
+  in int64, 46341 in int32) Gymnasium's cost wraps around to a wrong, possibly negative number, and physai's is the
+  exact squares' sum rounded to float64 instead: the one difference (physai.envs.tasks._squares);
 - a state that stops being finite (or a step that fails) is reported by step_result per environment: that environment
   ends with truncated=True, reward 0, its last finite observation, and info["diverged"] True with the reason in
   info["divergence"]; the autoreset then resets it while the others go on.
@@ -201,8 +205,10 @@ class PhysaiVectorEnv(VectorEnv):
     def step(self, actions):
         """(obs (N, obs_size), reward (N,), terminated (N,), truncated (N,), info) after one step of each environment;
         actions (N, nu) within the action space (outside it, ctrl is clamped as MuJoCo clamps it; the costs read the
-        actions as given). ShapeError for another shape; an environment's NaN (or beyond 1e10 after clamping) action
-        steps it with zero controls, as MuJoCo, with one ActionWarning naming the environments (see the module)."""
+        actions as given, in their dtype: an integer action's exactly, where Gymnasium's wraps around beyond 3.04e9 in
+        int64: see the module). ShapeError for another shape, InvalidArgumentError for complex or text actions; an
+        environment's NaN (or beyond 1e10 after clamping) action steps it with zero controls, as MuJoCo, with one
+        ActionWarning naming the environments (see the module)."""
         if not self._started:
             raise InvalidStateError("step before reset: call env.reset() first")
         a = self._checked(actions)
@@ -238,13 +244,15 @@ class PhysaiVectorEnv(VectorEnv):
         return self._obs.copy(), reward, terminated, truncated, info
 
     def _checked(self, actions) -> np.ndarray:
-        """actions as an (N, nu) float array (float32 kept: Gymnasium's costs are computed in the actions' dtype)."""
+        """actions as an (N, nu) array of real numbers in their own dtype (float32 or int64 kept: Gymnasium's costs
+        are computed in the actions' dtype, tasks._squares); InvalidArgumentError for another kind (complex, text)."""
         a = np.asarray(actions)
         shape = (self.num_envs, self.model.nu)
         if a.shape != shape:
             raise ShapeError(f"actions must have shape {shape} (num_envs, action size), got {a.shape}")
-        if not np.issubdtype(a.dtype, np.floating):
-            a = a.astype(np.float64)
+        if a.dtype.kind not in "fiub":
+            raise InvalidArgumentError(f"actions must be real numbers (a float, integer or bool array), got dtype "
+                                       f"{a.dtype}")
         return a
 
     def _applied(self, idx: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
