@@ -7,6 +7,7 @@ and M's sparsity pattern (functools cached_property, O(nv depth)): a second roun
 
 import dataclasses
 import functools
+import pickle
 import re
 import warnings
 
@@ -165,6 +166,23 @@ def test_a_replaced_model_is_given_its_constants_by_set_const():
         constraint.invweight0(heavier)
     assert engine.set_const(heavier) is heavier
     np.testing.assert_allclose(constraint.invweight0(heavier)[1], constraint.invweight0(model)[1] / 10, rtol=1e-12)
+
+
+def test_a_pickled_model_leaves_out_what_its_uses_made():
+    """A Model pickled after step_derivatives(constraints=True), which makes dof_turns (nv^2 floats) and M's pattern, is
+    no larger than when loaded (Dask sends Models to its workers); the copy remakes them and gives the same A and B (to
+    1e-12 of their largest entry: the same operations, a fresh compiled copy)."""
+    m, model = scene()
+    q = m.qpos0.copy()
+    q[2] -= 0.25                                                       # the tree's root down on the floor: contacts
+    qd = np.random.default_rng(0).normal(size=model.nv) * 0.3
+    loaded = len(pickle.dumps(model))
+    A, B = derivatives.step_derivatives(model, q, qd, constraints=True)
+    assert {"dof_turns", "dof_ancestor"} <= set(vars(model))
+    copy = pickle.loads(pickle.dumps(model))
+    assert len(pickle.dumps(model)) <= loaded and not LAZY & set(vars(copy))
+    for mine, theirs in zip((A, B), derivatives.step_derivatives(copy, q, qd, constraints=True)):
+        assert np.abs(theirs - mine).max() <= 1e-12 * np.abs(mine).max()
 
 
 def test_a_model_refuses_writes():

@@ -451,10 +451,12 @@ class Model:
                                     "dataclasses.replace?); set_const(model) derives its constants") from None
 
     def __getstate__(self) -> dict:
-        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled; the
-        receiving process makes its own on first use (physai.engine.native)."""
-        state = dict(self.__dict__)
-        state.pop("compiled", None)
+        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled, and
+        without what is made on first use (the cached properties: M's pattern, dof_turns, ...; frame_links' entries):
+        a pickle's size is the model's, not what its uses made (dof_turns: nv^2 floats); the receiving process remakes
+        each on first use (physai.engine.native for the compiled copy)."""
+        state = {name: value for name, value in self.__dict__.items() if name not in _MADE_ON_FIRST_USE}
+        state["frame_links"] = {}
         return state
 
     @property
@@ -544,6 +546,10 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
+
+
+#: what a pickled Model leaves out (Model.__getstate__): its compiled copy and every cached property
+_MADE_ON_FIRST_USE = frozenset({"compiled"} | {name for name, v in vars(Model).items() if isinstance(v, cached_property)})
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
