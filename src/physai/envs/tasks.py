@@ -50,23 +50,9 @@ def _rows_sum(x: np.ndarray) -> np.ndarray:
     return np.sum(x.reshape(len(x), -1), axis=1)
 
 
-def _squares(action: np.ndarray) -> np.ndarray:
-    """sum(action^2) per environment (N,) as Gymnasium's costs compute it (np.sum(np.square(action))), in the action's
-    dtype: float32 in float32, an integer action in its integers (squared in its dtype, summed in at least int64), exact.
-    Where those integers overflow (|a| above the square root of the dtype's largest, 3.04e9 for int64, 46341 for int32;
-    or a sum above 9.2e18), Gymnasium's cost wraps around (a wrong, possibly negative number): here it is the sum of
-    the exact squares, rounded to float64, instead."""
-    squares = np.sum(np.square(action), axis=1)
-    if not np.issubdtype(action.dtype, np.integer):
-        return squares
-    exact = np.sum(np.square(action.astype(object)), axis=1)                 # Python's integers: no overflow
-    wrapped = (exact != squares).astype(bool)
-    return np.where(wrapped, exact.astype(np.float64), squares) if wrapped.any() else squares
-
-
 def _ctrl_cost(weight: float, action: np.ndarray) -> np.ndarray:
-    """weight * sum(action^2) per environment, in the action's dtype as Gymnasium's control_cost computes it (_squares)."""
-    return weight * _squares(action)
+    """weight * sum(action^2) per environment, in the action's dtype as Gymnasium's control_cost computes it."""
+    return weight * np.sum(np.square(action), axis=1)
 
 
 class Task:
@@ -311,7 +297,7 @@ class Reacher(Task):
 
     def outcome(self, b, _, action):
         reward_dist = -np.linalg.norm(self.vec(b), axis=1) * self.kw["reward_dist_weight"]
-        reward_ctrl = -_squares(action) * self.kw["reward_control_weight"]
+        reward_ctrl = -np.square(action).sum(axis=1) * self.kw["reward_control_weight"]
         reward = reward_dist + reward_ctrl
         return reward, np.zeros(len(reward), bool), {"reward_dist": reward_dist, "reward_ctrl": reward_ctrl}
 
@@ -344,7 +330,7 @@ class Pusher(Task):
         x = b.observed["xpos"]
         reward_near = -np.linalg.norm(x[:, self.object] - x[:, self.tips_arm], axis=1) * self.kw["reward_near_weight"]
         reward_dist = -np.linalg.norm(x[:, self.object] - x[:, self.goal], axis=1) * self.kw["reward_dist_weight"]
-        reward_ctrl = -_squares(action) * self.kw["reward_control_weight"]
+        reward_ctrl = -np.square(action).sum(axis=1) * self.kw["reward_control_weight"]
         reward = reward_dist + reward_ctrl + reward_near
         info = {"reward_dist": reward_dist, "reward_ctrl": reward_ctrl, "reward_near": reward_near}
         return reward, np.zeros(len(reward), bool), info

@@ -20,10 +20,11 @@ Faults are per environment; nothing raises for the batch:
   Humanoids' control cost) the action as given, its reward from the action as given (NaN for a NaN); an infinite or
   huge action of a ctrllimited actuator is clamped (no fault), its control cost infinite or huge, as Gymnasium's. One
   ActionWarning per step names the environments whose actions were not finite or beyond 1e10;
-- an integer action (the action space is float32; an int64 array, say) is taken as Gymnasium takes it: d.ctrl its
-  float64 value, the control cost squared and summed in its integers, exactly; where those overflow (|a| above 3.04e9
-  in int64, 46341 in int32) Gymnasium's cost wraps around to a wrong, possibly negative number, and physai's is the
-  exact squares' sum rounded to float64 instead: the one difference (physai.envs.tasks._squares);
+- an integer or bool action (the action space is float32; an int64 array, say) is taken as its float64 value: d.ctrl
+  (as Gymnasium's) and the control cost, squared and summed in float64, so info's reward_ctrl is float64. Gymnasium
+  squares it in its own integer type instead, which wraps around to a wrong, possibly negative cost: int8 at |a| >= 12,
+  uint8 at 16, int16 at 182, int32 at 46341, int64 at 3.04e9, and an unsigned action's negated cost at once (a uint8
+  [1, 0] gives reward_ctrl 1.8e19); physai's is the exact one there (rounded to float64) and Gymnasium's elsewhere;
 - a state that stops being finite (or a step that fails) is reported by step_result per environment: that environment
   ends with truncated=True, reward 0, its last finite observation, and info["diverged"] True with the reason in
   info["divergence"]; the autoreset then resets it while the others go on.
@@ -205,8 +206,8 @@ class PhysaiVectorEnv(VectorEnv):
     def step(self, actions):
         """(obs (N, obs_size), reward (N,), terminated (N,), truncated (N,), info) after one step of each environment;
         actions (N, nu) within the action space (outside it, ctrl is clamped as MuJoCo clamps it; the costs read the
-        actions as given, in their dtype: an integer action's exactly, where Gymnasium's wraps around beyond 3.04e9 in
-        int64: see the module). ShapeError for another shape, InvalidArgumentError for complex or text actions; an
+        actions as given: float32 in float32, an integer action in float64, where Gymnasium's may wrap around: see the
+        module). ShapeError for another shape, InvalidArgumentError for complex or text actions; an
         environment's NaN (or beyond 1e10 after clamping) action steps it with zero controls, as MuJoCo, with one
         ActionWarning naming the environments (see the module)."""
         if not self._started:
@@ -244,8 +245,8 @@ class PhysaiVectorEnv(VectorEnv):
         return self._obs.copy(), reward, terminated, truncated, info
 
     def _checked(self, actions) -> np.ndarray:
-        """actions as an (N, nu) array of real numbers in their own dtype (float32 or int64 kept: Gymnasium's costs
-        are computed in the actions' dtype, tasks._squares); InvalidArgumentError for another kind (complex, text)."""
+        """actions as an (N, nu) float array (float32 kept: Gymnasium's costs are computed in the actions' dtype;
+        integers and bools as float64: see the module); InvalidArgumentError for another kind (complex, text)."""
         a = np.asarray(actions)
         shape = (self.num_envs, self.model.nu)
         if a.shape != shape:
@@ -253,7 +254,7 @@ class PhysaiVectorEnv(VectorEnv):
         if a.dtype.kind not in "fiub":
             raise InvalidArgumentError(f"actions must be real numbers (a float, integer or bool array), got dtype "
                                        f"{a.dtype}")
-        return a
+        return a if a.dtype.kind == "f" else a.astype(np.float64)
 
     def _applied(self, idx: np.ndarray, ctrl: np.ndarray) -> np.ndarray:
         """The controls mj_fwdActuation applies for d.ctrl = ctrl (n, nu) of environments idx: clamped to ctrlrange where
