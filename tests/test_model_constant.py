@@ -20,6 +20,7 @@ from scenes import capsule_beside_a_bare_mesh
 from physai import (centroidal, collision, constraints, derivatives, engine, integrators, inverse, jacobians, kinematics,
                     models)
 from physai.engine import constraint, native, support
+from physai.engine.collision import dof_preorder
 from physai.engine.model import Model
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
@@ -135,12 +136,63 @@ def test_a_loaded_model_holds_every_constant(source):
     body, dof = model.kept("invweight0")
     assert_close(body, m.body_invweight0[1:], 1e-13, floor=0.0, what="body_invweight0")
     assert_close(dof, m.dof_invweight0, 1e-13, floor=0.0, what="dof_invweight0")
+    expected = contact_dofs_pair_by_pair(model)
+    assert expected.any()
+    np.testing.assert_array_equal(model.kept("contact_dofs"), expected)
+
+
+def contact_dofs_pair_by_pair(model: Model) -> np.ndarray:
+    """(nv,) the dofs that move one geom of a candidate pair and not the other, read off dof_ancestor pair by pair."""
     pairs, missing = model.kept("collision_candidates")
     expected, body = np.zeros(model.nv, bool), model.geoms.geom_bodyid
     for g1, g2 in pairs.geom.tolist() + list(missing):
         expected |= support.dof_chain(model, body[g1]) ^ support.dof_chain(model, body[g2])
-    assert expected.any()
+    return expected
+
+
+def random_forest_xml(rng: np.random.Generator) -> str:
+    """A floor and 2-4 trees of up to 15 bodies each (free, ball, hinge or slide joints; a body now and then welded), one
+    sphere a body, collision bits drawn so that some pairs collide and others do not (some dofs move no pair apart)."""
+    def body(depth: int, name: str) -> str:
+        joint = ("<freejoint/>" if depth == 0 and rng.random() < 0.5 else "" if rng.random() < 0.15 else
+                 f'<joint type="{rng.choice(["ball", "hinge", "slide"])}" axis="0 1 0"/>')
+        bits = f'contype="{rng.choice([0, 0, 0, 1, 2])}" conaffinity="{rng.choice([0, 0, 1, 2])}"'
+        kids = "".join(body(depth + 1, f"{name}{k}") for k in range(rng.integers(0, 3) if depth < 3 else 0))
+        return f'<body name="b{name}" pos="0.1 0 -0.1">{joint}<geom type="sphere" size="0.05" {bits}/>{kids}</body>'
+    trees = "".join(body(0, f"t{k}_").replace('pos="0.1 0 -0.1"', f'pos="{k} 0 1"', 1)
+                    for k in range(rng.integers(2, 5)))
+    floor = f'<geom type="plane" size="5 5 .1" contype="{rng.choice([0, 1])}" conaffinity="{rng.choice([0, 2])}"/>'
+    return f"<mujoco><worldbody>{floor}{trees}</worldbody></mujoco>"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_contact_dofs_of_random_forests(seed):
+    """make_contact_dofs (subtrees as ranges of the depth-first numbering) gives the pair-by-pair definition on random
+    forests of free, ball, hinge and slide joints."""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(random_forest_xml(np.random.default_rng(seed))))
+    expected = contact_dofs_pair_by_pair(model)
+    assert 0 < expected.sum() < model.nv                              # some dofs move a pair apart, others none
     np.testing.assert_array_equal(model.kept("contact_dofs"), expected)
+
+
+def test_dof_preorder_numbers_any_parents_first_tree():
+    """engine.collision.dof_preorder on trees numbered parents first but not depth first (trees interleaved, a later child of
+    the first dof): its positions are a permutation, and each subtree's range holds exactly the dof's descendants."""
+    parent = np.array([-1, -1, 0, 1, 2, 0, 3, -1, 5, 2])
+    enter, end = dof_preorder(parent)
+    assert sorted(enter.tolist()) == list(range(len(parent)))
+    for j in range(len(parent)):
+        inside = {k for k in range(len(parent)) if enter[j] <= enter[k] < end[j]}
+        assert inside == {k for k in range(len(parent)) if j in ancestors(parent, k)}, j
+
+
+def ancestors(parent: np.ndarray, k: int) -> set:
+    """k and the dofs above it."""
+    chain = {k}
+    while parent[k] >= 0:
+        k = parent[k]
+        chain.add(k)
+    return chain
 
 
 def test_a_model_without_geoms_or_body_forces_holds_empty_structures():

@@ -186,34 +186,50 @@ def contact_dofs(model: Model) -> np.ndarray:
 
 def make_contact_dofs(model: Model) -> np.ndarray:
     """contact_dofs' value, made once by physai.engine.setconst.set_const from the candidates, without M's (nv, nv)
-    pattern: a pair's geoms on links l1, l2 (their last dofs e1, e2; -1 on the world) are moved apart by the dofs on
-    the paths from e1 and e2 up to, not including, their common ancestor: a dof is one where a pair's end lies in its
-    subtree and the pair's common ancestor above it (depth(lca) < depth(dof)). O(pairs times the trees' depth)."""
+    pattern: a pair's geoms on links l1, l2 (their last dofs e1, e2; -1 on the world) are moved apart by dof j when one
+    end lies in j's subtree and the other does not. Numbered depth first (dof_preorder), j's subtree is the positions
+    [enter_j, end_j): j is such a dof where the partners of the ends in its subtree, their smallest and largest
+    position carried up from children to parents, reach below enter_j or to end_j and past (the world at -1: below).
+    O(pairs + nv)."""
     pairs, missing = candidates(model)
     geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
     body = model.geoms.geom_bodyid[geom]
     link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
     last = np.append(model.link_dofadr + model.link_dofnum - 1, -1)[link]         # link -1 (the world): no dof
-    parent = np.append(model.dof_parentid, -1)                                    # index -1: the world's parent
-    depth, root = np.full(model.nv + 1, -1), np.full(model.nv + 1, -1)            # the world at depth -1, no root
-    for j, p in enumerate(model.dof_parentid.tolist()):                           # parents come first
-        depth[j], root[j] = depth[p] + 1, root[p] if p >= 0 else j
-    # the common ancestor of each pair's ends (the world across trees): in one tree the deeper end climbs until both meet
-    one = np.flatnonzero(root[last[:, 0]] == root[last[:, 1]])
-    a, b = last[one, 0], last[one, 1]
-    while (apart := a != b).any():
-        up_a, up_b = apart & (depth[a] >= depth[b]), apart & (depth[b] >= depth[a])
-        a[up_a], b[up_b] = parent[a[up_a]], parent[b[up_b]]
-    common = np.full(len(last), -1)
-    common[one] = depth[a]
-    # above[e]: the shallowest common ancestor of a pair with an end in dof e's subtree, children folded into parents
-    above = np.full(model.nv + 1, model.nv)
-    np.minimum.at(above, last.ravel(), np.repeat(common, 2))
+    enter, end = dof_preorder(model.dof_parentid)
+    ends, partner = last.ravel(), np.append(enter, -1)[last[:, ::-1]].ravel()    # the other end's position, world -1
+    # lo[e], hi[e]: the smallest and largest partner position of an end at dof e (slot nv: the world's, unread)
+    lo, hi = np.full(model.nv + 1, model.nv), np.full(model.nv + 1, -1)
+    np.minimum.at(lo, ends, partner)
+    np.maximum.at(hi, ends, partner)
+    # children folded into parents: min and max over each subtree's ends (parents come first)
+    lo_, hi_, parent = lo.tolist(), hi.tolist(), model.dof_parentid.tolist()
     for j in range(model.nv - 1, -1, -1):
-        above[parent[j]] = min(above[parent[j]], above[j])
-    out = above[:-1] < depth[:-1]
+        if (p := parent[j]) >= 0:
+            lo_[p], hi_[p] = min(lo_[p], lo_[j]), max(hi_[p], hi_[j])
+    out = (np.array(lo_[:-1]) < enter) | (np.array(hi_[:-1]) >= end)
     out.setflags(write=False)
     return out
+
+
+def dof_preorder(parent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(enter (nv,), end (nv,)) of the dof tree parent (nv,) (-1 at a root; parents first) numbered depth first: dof j
+    at position enter_j, its subtree at the positions [enter_j, end_j) (MuJoCo's body order gives enter_j = j)."""
+    nv, parents = len(parent), parent.tolist()
+    children: list[list[int]] = [[] for _ in range(nv + 1)]                       # slot nv: the world's
+    for j, p in enumerate(parents):
+        children[p if p >= 0 else nv].append(j)
+    size = [1] * nv                                                               # subtree sizes, children first
+    for j in range(nv - 1, -1, -1):
+        if parents[j] >= 0:
+            size[parents[j]] += size[j]
+    enter, stack, n = [0] * nv, children[nv][::-1], 0
+    while stack:                                                                  # preorder: a dof, then its subtrees
+        j = stack.pop()
+        enter[j], n = n, n + 1
+        stack.extend(children[j][::-1])
+    enter_ = np.array(enter, np.intp)
+    return enter_, enter_ + np.array(size, np.intp)
 
 
 @dataclass(frozen=True)
