@@ -65,7 +65,7 @@ from physai import integrators as integ
 from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
-from physai.spatial import skew, so3_exp, so3_right_jacobian, tangent_axis
+from physai.spatial import skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
 from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
@@ -695,9 +695,9 @@ class _Constraints:
         order) are all on one side of make_frame's switch (|n_y| < 1/2 for all, or for none): then no state's contact
         crosses it in whatever order _held_order would lay them (_refuse_frame_jumps finds none). _row_arrays then skips
         both where it builds no rows (only checks states)."""
-        side = np.abs(self.contacts[0].frame[:, 0, 1]) < 0.5
+        side = tangent_from_y(self.contacts[0].frame[:, 0])
         one = bool(side.all())
-        return (one or not side.any()) and bool(((np.abs(normals[:, :, 1]) < 0.5) == one).all())
+        return (one or not side.any()) and bool((tangent_from_y(normals) == one).all())
 
     def _held_order(self, pos: np.ndarray) -> np.ndarray:
         """(n, nc) int: the order that lays each state's contacts (positions pos (n, nc, 3), as many as the optimum's) out
@@ -733,8 +733,8 @@ class _Constraints:
         contacts' at the states _row_arrays builds, within 2 ROW_STEP of q along each dof): its tangents jump between
         the differences' points, the friction rows with them (an analytic segment pair's: _refuse_frame_switches)."""
         r, frame = self.r, self.contacts[0].frame
-        n, side = frame[:, 0], np.abs(frame[:, 0, 1]) < 0.5
-        jumps = self._default_frames() & (r.contact_dim > 1) & np.any((np.abs(normals[:, :, 1]) < 0.5) != side, axis=0)
+        n, side = frame[:, 0], tangent_from_y(frame[:, 0])
+        jumps = self._default_frames() & (r.contact_dim > 1) & np.any(tangent_from_y(normals) != side, axis=0)
         if jumps.any():
             c = int(np.flatnonzero(jumps)[0])
             raise InvalidStateError(

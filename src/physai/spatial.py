@@ -117,10 +117,17 @@ def axis_angle_to_quat(axis: np.ndarray, angle: float) -> np.ndarray:
     return np.r_[np.cos(0.5 * angle), np.sin(0.5 * angle) * np.asarray(axis, dtype=float)]
 
 
+def tangent_from_y(normal: np.ndarray) -> np.ndarray:
+    """(...,) bool: whether the default first tangent of unit normals n (..., 3) starts from y: |n_y| < 1/2 (MuJoCo's
+    mju_makeFrame's switch; z otherwise)."""
+    return np.abs(normal[..., 1]) < 0.5
+
+
 def tangent_axis(normal: np.ndarray) -> np.ndarray:
     """(..., 3) the world axis a contact frame's default first tangent starts from, for unit normals n (..., 3): y where
-    |n_y| < 1/2, else z (MuJoCo's mju_makeFrame; the tangent is its part normal to n, y0 - n (n . y0), normalised)."""
-    return np.where((np.abs(normal[..., 1]) < 0.5)[..., None], (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
+    |n_y| < 1/2 (tangent_from_y), else z (MuJoCo's mju_makeFrame; the tangent is its part normal to n, y0 - n (n . y0),
+    normalised)."""
+    return np.where(tangent_from_y(normal)[..., None], (0.0, 1.0, 0.0), (0.0, 0.0, 1.0))
 
 
 # ---- SO(3) and SE(3): exp, log and the log's Jacobian (twists (linear, angular), as Pinocchio's) ----
