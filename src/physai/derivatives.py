@@ -334,9 +334,12 @@ ROW_STEP = 1e-6
 FLAT_REACH = 100
 
 #: [m] a multi-contact pair's contact point jumps or kinks between the differences' points along a dof where its third
-#: difference there, |p(2 h) - 2 p(h) + 2 p(-h) - p(-2 h)| (h = ROW_STEP), exceeds this times max(1, |p|)
-#: (_refuse_clipped_jumps): a smooth point's is ~2 h^3 |p'''| ~ 1e-18 and its rounding ~1e-15; a jump J gives ~J, a
-#: kink turning p's rate by s ~s h (s above 1e-6 found)
+#: difference there, |p(2 h) - 2 p(h) + 2 p(-h) - p(-2 h)| (h = ROW_STEP), or its fourth through q's own point,
+#: |p(-2 h) - 4 p(-h) + 6 p(0) - 4 p(h) + p(2 h)|, exceeds this times max(1, |p|) (_refuse_clipped_jumps). Placed
+#: between the rounding and the smallest jump found: smooth points' differences measured up to 1.7e-14 m at |p| < 1,
+#: ~4e-14 m 5 m from the origin, the strongest smooth curvature 5.5e-13 m (a cylinder 1e-4 rad from lying on its side
+#: on a mesh); a jump J gives ~J, a kink turning p's rate by s ~s h: the smallest found 2.6e-12 m, the others 2.7e-11 to
+#: 4.6e-1 m
 CLIP_JUMP = 1e-12
 
 #: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
@@ -449,9 +452,9 @@ class _Constraints:
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
         (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
         cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
-        refused up to FLAT_REACH ROW_STEP, not 2), and of a cylinder's on a box or mesh its sine and |n . a| (
-        _refuse_cylinders_on_faces: refused where its rim's depth is within FLAT_REACH ROW_STEP of all below the
-        face, or |n . a| below 2 ROW_STEP, each times its rate), dimensionless. inf where there is no such row."""
+        refused up to FLAT_REACH ROW_STEP, not 2), and of a cylinder's on a box or mesh its sine, on a box |n . a| too
+        (_refuse_cylinders_on_faces: refused where its rim's depth is within FLAT_REACH ROW_STEP of all below the
+        face, or on a box |n . a| below 2 ROW_STEP, each times its rate), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
         _, gap, rate, _ = self._impedance_kinks()
         kinks = np.divide(np.abs(gap), rate, out=np.full(len(gap), np.inf), where=rate > 0).min(initial=np.inf)
@@ -463,9 +466,9 @@ class _Constraints:
         axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
         poses = body_poses(model, q) if axes or self._cylinders_on_faces() else None
         frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
-        for c, cylinder, side in self._cylinders_on_faces():       # flat on a box's or mesh's face, or along it
+        for c, cylinder, side, other in self._cylinders_on_faces():   # flat on a box's or mesh's face, or along a box's
             tilt, _, along = self._axis_tilt(c, cylinder, q, poses, side)
-            frames += [tilt, along]
+            frames += [tilt, along] if other == geoms.BOX else [tilt]
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
@@ -775,23 +778,29 @@ class _Constraints:
         face's plane or an edge's clipping plane) or the largest quadrilateral of more than 4 clipped points
         (convex.polygon_quad) switches or ties (a regular polygon inside a face: a hexagonal mesh's, a cylinder's
         16-gon, two squares turned 45 degrees) while the count stays, and the differences straddle it (A was up to 2.1
-        of its largest entry off). Found by a point's third difference along a dof above CLIP_JUMP max(1, |p|); a tie
-        that rounding breaks the same way at every point is not seen (MuJoCo's own differences may then jump)."""
+        of its largest entry off). Found by a point's third difference along a dof, or its fourth through its point at q
+        (self.contacts[0], in the same order: a contact set that differs only in a sliver around q), above CLIP_JUMP
+        max(1, |p|); a tie that rounding breaks the same way at every point is not seen (MuJoCo's own differences may
+        then jump)."""
         clipped = self._clipped_contacts()
         if not clipped.any() or not len(pos):
             return
         stencil = pos[:, clipped].reshape(-1, len(FD_WEIGHTS), int(clipped.sum()), 3)
-        third = np.abs(np.einsum("kscx,s->kcx", stencil, [-1.0, 2.0, -2.0, 1.0])).max(axis=2)   # (k, clipped)
-        far = np.maximum(1.0, np.abs(stencil).max(axis=(1, 3)))
-        if (third > CLIP_JUMP * far).any():
-            k, c = np.argwhere(third > CLIP_JUMP * far)[0]
-            c, third = int(np.flatnonzero(clipped)[c]), third[k, c]
+        at_q = self.contacts[0].pos[clipped]
+        # p(2h) - 2 p(h) + 2 p(-h) - p(-2h), and p(-2h) - 4 p(-h) + 6 p(0) - 4 p(h) + p(2h) (q's own point in)
+        third = np.abs(np.einsum("kscx,s->kcx", stencil, [-1.0, 2.0, -2.0, 1.0]))
+        fourth = np.abs(np.einsum("kscx,s->kcx", stencil, [1.0, -4.0, -4.0, 1.0]) + 6 * at_q)
+        jump = np.maximum(third, fourth).max(axis=2)                                   # (k, clipped)
+        far = np.maximum(1.0, np.maximum(np.abs(stencil).max(axis=(1, 3)), np.abs(at_q).max(axis=1)))
+        if (jump > CLIP_JUMP * far).any():
+            k, c = np.argwhere(jump > CLIP_JUMP * far)[0]
+            c, jump = int(np.flatnonzero(clipped)[c]), jump[k, c]
             g1, g2 = self.contacts[0].geom[c].tolist()
             raise InvalidStateError(
                 f"step_derivatives(constraints=True): the multi-contact of geoms {g1} and {g2} (contact {c}) jumps "
-                f"within {2 * ROW_STEP:g} of q along a dof (its point's third difference there {third:.1e} "
-                "m): MuJoCo's clipped polygon changes there (a vertex crossing a face's plane, or its largest "
-                "quadrilateral of more than 4 points switching or tied) and the step is not differentiable; "
+                f"within {2 * ROW_STEP:g} of q along a dof (its point's third or fourth difference there, q's point "
+                f"in, {jump:.1e} m): MuJoCo's clipped polygon changes there (a vertex crossing a face's plane, or its "
+                "largest quadrilateral of more than 4 points switching or tied) and the step is not differentiable; "
                 "linearise at a nearby state")
 
     def _default_frames(self) -> np.ndarray:
@@ -1035,8 +1044,9 @@ class _Constraints:
                     "there, nor well differenced near it; linearise at a state tilted further")
 
     def _cylinders_on_faces(self) -> list:
-        """[(c, cylinder, side)]: the contacts at solve()'s q between a cylinder and a box or a mesh (MuJoCo's
-        multi-contact: convex.polygon_pair), the cylinder's geom and the contact body it is on (0 or 1)."""
+        """[(c, cylinder, side, other)]: the contacts at solve()'s q between a cylinder and a box or a mesh (MuJoCo's
+        multi-contact: convex.polygon_pair), the cylinder's geom, the contact body it is on (0 or 1) and the other
+        geom's type (geoms.BOX or geoms.MESH)."""
         r, contacts, G = self.r, self.contacts, self.model.geoms
         if contacts is None or contacts[0].geom is None:
             return []
@@ -1045,7 +1055,7 @@ class _Constraints:
             kinds = [G.geom_type[g] if g >= 0 else -1 for g in pair]
             if r.contact_row[c] >= 0 and sorted(kinds) in ([geoms.CYLINDER, geoms.BOX], [geoms.CYLINDER, geoms.MESH]):
                 side = kinds.index(geoms.CYLINDER)
-                out.append((c, pair[side], side))
+                out.append((c, pair[side], side, kinds[1 - side]))
         return out
 
     def _cap_depth(self, c: int, cylinder: int, side: int, poses: tuple) -> float:
@@ -1068,27 +1078,29 @@ class _Constraints:
         """InvalidStateError where a cylinder's contacts with a box or a mesh (MuJoCo's multi-contact: a cap clipped
         against a face as a 16-gon, or its side line against it) jump within the differences' reach: its cap facing the
         face (|y| below FACE_TOL's sine) while its whole rim is below it, 2 radius (|y| - FLAT_REACH ROW_STEP rate) <
-        depth (|y| its axis's sine from the normal, _axis_tilt; depth its rim's deepest point's, _cap_depth): the largest quadrilateral
-        of the 16-gon's clipped points ties and rounding picks one, 4 contacts jumping by a rotation of 1e-7 rad: MuJoCo's
-        own step jumps the same way), or its axis along the face within 2 ROW_STEP rate (|n . a|: its side line's two
-        contacts jump where it is parallel). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences
-        (eps 1e-6, 2e-6 and 4e-6, ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest
-        entry off (MuJoCo's own differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side
-        exactly 2.6e-5 (theirs 14 apart), 2e-6 rad from it 8.5e-10, 1e-5 7.8e-10; on a mesh flat, 1e-3 and 1.5e-3 rad
-        (turned 0.3 rad about its axis) 2.1e-1, 1.6e-1, 1.2e-1 (MuJoCo's own 0.75 to 0.86 apart), now refused. Other
-        jumps of a multi-contact's clipped points (other pairs, a symmetric partial clip) are refused where the
-        differences see them (_refuse_clipped_jumps)."""
+        depth (|y| its axis's sine from the normal, _axis_tilt; depth its rim's deepest point's, _cap_depth): the
+        largest quadrilateral of the 16-gon's clipped points ties and rounding picks one, 4 contacts jumping by a
+        rotation of 1e-7 rad: MuJoCo's own step jumps the same way), or, on a box, its axis along the face within 2
+        ROW_STEP rate (|n . a|: its side line's two contacts jump where it is parallel; on a mesh _refuse_clipped_jumps
+        sees that jump: on its side exactly, 2e-6 and 1e-5 rad from it refused there (MuJoCo's own differences 8.5e-4 to
+        1.5e-3 apart), 1e-4 rad A 1.0e-10, and 12 cylinders settled on their side, MuJoCo's own differences smooth,
+        within 5.2e-11). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences (eps 1e-6, 2e-6 and 4e-6,
+        ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest entry off (MuJoCo's own
+        differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side exactly 2.6e-5 (theirs
+        14 apart), 2e-6 rad from it 8.5e-10, 1e-5 7.8e-10; on a mesh flat, 1e-3 and 1.5e-3 rad (turned 0.3 rad about its
+        axis) 2.1e-1, 1.6e-1, 1.2e-1 (MuJoCo's own 0.75 to 0.86 apart), now refused. Other jumps of a multi-contact's
+        clipped points (other pairs, a symmetric partial clip) are refused where the differences see them
+        (_refuse_clipped_jumps)."""
         G = self.model.geoms
-        for c, cylinder, side in self._cylinders_on_faces():
+        for c, cylinder, side, other in self._cylinders_on_faces():
             tilt, rate, along = self._axis_tilt(c, cylinder, q, poses, side)
             depth = self._cap_depth(c, cylinder, side, poses)
-            other = G.geom_type[self.contacts[0].geom[c, 1 - side]]
             whole = 2 * G.geom_size[cylinder, 0] * (tilt - FLAT_REACH * ROW_STEP * rate) < depth
-            if whole and tilt < np.sqrt(1 - convex.FACE_TOL ** 2) or along < 2 * ROW_STEP * rate:
+            sideways = other == geoms.BOX and along < 2 * ROW_STEP * rate
+            if whole and tilt < np.sqrt(1 - convex.FACE_TOL ** 2) or sideways:
                 raise InvalidStateError(
                     f"step_derivatives(constraints=True): a cylinder on a {geoms.TYPE_NAMES[other]} (contact {c}, "
-                    f"geom {cylinder}) lies "
-                    f"{'flat on a face' if along >= 2 * ROW_STEP * rate else 'along a face'} (its axis "
+                    f"geom {cylinder}) lies {'along a face' if sideways else 'flat on a face'} (its axis "
                     f"{np.arcsin(min(1.0, tilt)):.1e} rad from the face's normal, its whole rim within "
                     f"{FLAT_REACH * ROW_STEP * rate:.1e} rad of being below it, or its axis within "
                     f"{2 * ROW_STEP * rate:.1e} of the face's plane): MuJoCo's multi-contact clips its cap or side "
@@ -2012,8 +2024,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
             upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), a cylinder
-            on a box or a mesh has its whole cap's rim below the face within that, or its axis along the face within
-            the differencing step (MuJoCo's multi-contact jumps there), any multi-contact pair's clipped points (two
+            on a box or a mesh has its whole cap's rim below the face within that, or its axis along a box's face
+            within the differencing step (MuJoCo's multi-contact jumps there), any multi-contact pair's clipped points (two
             boxes or meshes, cylinders, a capsule on a cylinder or a mesh) jump or kink between the differences'
             points (its clipped polygon changes, or its largest quadrilateral switches or ties: a regular polygon
             inside a face, two squares turned 45 degrees; a tie rounding breaks alike at every point is not seen,
@@ -2041,7 +2053,7 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         step a row's distance to where its R meets the MAXIMP cap (engine.constraint.impedance_caps), over its rate
         along its fastest dof (refused below 2 ROW_STEP = 2e-6); [3] not divided by a rate: | |n_y| - 1/2 | of a
         contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
-        normal, or a cylinder's on a box or a mesh its sine and cosine from the face's normal, on two scales: a
+        normal, or a cylinder's on a box or a mesh its sine from the face's normal (on a box its cosine too), on two scales: a
         cylinder's sine refused below FLAT_REACH ROW_STEP (1e-4) times its axis's rate (on a face: below that plus depth / (2
         radius), its whole rim below the face), the others below 2 ROW_STEP (2e-6) times theirs (1 for a free body's
         rotation)); inf where there is no
