@@ -1084,13 +1084,13 @@ class _Constraints:
         ROW_STEP rate (|n . a|: its side line's two contacts jump where it is parallel; on a mesh _refuse_clipped_jumps
         sees that jump: on its side exactly, 2e-6 and 1e-5 rad from it refused there (MuJoCo's own differences 8.5e-4 to
         1.5e-3 apart), 1e-4 rad A 1.0e-10, and 12 cylinders settled on their side, MuJoCo's own differences smooth,
-        within 5.2e-11). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences (eps 1e-6, 2e-6 and 4e-6,
-        ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest entry off (MuJoCo's own
-        differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side exactly 2.6e-5 (theirs
-        14 apart), 2e-6 rad from it 8.5e-10, 1e-5 7.8e-10; on a mesh flat, 1e-3 and 1.5e-3 rad (turned 0.3 rad about its
-        axis) 2.1e-1, 1.6e-1, 1.2e-1 (MuJoCo's own 0.75 to 0.86 apart), now refused. Other jumps of a multi-contact's
-        clipped points (other pairs, a symmetric partial clip) are refused where the differences see them
-        (_refuse_clipped_jumps)."""
+        within 5.2e-11). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences (eps 1e-6, 2e-6 and
+        4e-6, ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest entry off (MuJoCo's
+        own differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side exactly 2.6e-5
+        (theirs 14 apart), 2e-6 and 1e-5 rad from it refused by _refuse_clipped_jumps (theirs 3.3e-3 and 8.8e-4 apart),
+        1e-4 rad 7.6e-11; on a mesh flat, 1e-3 and 1.5e-3 rad (turned 0.3 rad about its axis) 2.1e-1, 1.6e-1, 1.2e-1
+        (MuJoCo's own 0.75 to 0.86 apart), now refused. Other jumps of a multi-contact's clipped points (other pairs, a
+        symmetric partial clip) are refused where the differences see them (_refuse_clipped_jumps)."""
         G = self.model.geoms
         for c, cylinder, side, other in self._cylinders_on_faces():
             tilt, rate, along = self._axis_tilt(c, cylinder, q, poses, side)
