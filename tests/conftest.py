@@ -196,6 +196,7 @@ SLOW = {
         "test_rnea_derivatives_against_central_differences", "test_step_derivatives_batch_and_backends_agree",
         "test_constrained_discrete_step_derivatives_of_random_constraint_scenes",
         "test_constrained_discrete_step_derivatives_of_the_discrete_integrators_scenes",
+        "test_constrained_step_derivatives_refuse_a_multi_contact_where_its_clipped_points_jump",
     },
     "test_docs.py": {"test_guide_example_runs"},
     "test_engine.py": {

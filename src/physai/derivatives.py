@@ -332,6 +332,15 @@ ROW_STEP = 1e-6
 #: 1.2e-4 rad, 2.2e-8 at 1e-4, 2.1e-9 at 2e-4 from MuJoCo's eps-1e-6 Richardson pair, a free cylinder 0.3 mm deep)
 FLAT_REACH = 100
 
+#: [m] a multi-contact pair's contact point jumps or kinks between the differences' points along a dof where its third
+#: difference there, |p(2 h) - 2 p(h) + 2 p(-h) - p(-2 h)| (h = ROW_STEP), or its fourth through q's own point,
+#: |p(-2 h) - 4 p(-h) + 6 p(0) - 4 p(h) + p(2 h)|, exceeds this times max(1, |p|) (_refuse_clipped_jumps). Placed
+#: between the rounding and the smallest jump found: smooth points' differences measured up to 1.7e-14 m at |p| < 1,
+#: ~4e-14 m 5 m from the origin, the strongest smooth curvature 5.5e-13 m (a cylinder 1e-4 rad from lying on its side
+#: on a mesh); a jump J gives ~J, a kink turning p's rate by s ~s h: the smallest found 2.6e-12 m, the others 2.7e-11 to
+#: 4.6e-1 m
+CLIP_JUMP = 1e-12
+
 #: the rows whose q-derivative _Constraints takes analytically (_analytic_rows) instead of differencing (False: every row
 #: differenced, as before; the tests compare the two)
 ANALYTIC_ROWS = True
@@ -367,7 +376,8 @@ class _Constraints:
     points reach or leave a segment's end within 2 ROW_STEP (nearly parallel capsules: _segment_pairs), and a capsule on
     a plane within 2 ROW_STEP of standing on its end (its frame's tangent jumps: _refuse_upright_capsules), a cylinder
     within FLAT_REACH ROW_STEP of lying flat on one (its points jump round its rim: _refuse_flat_cylinders), a
-    cylinder on a box whose clipped contacts jump (_refuse_cylinders_on_boxes; other polygon pairs unchecked), or a sphere
+    cylinder on a box or mesh whose clipped contacts jump (_refuse_cylinders_on_faces), any multi-contact whose
+    clipped points jump or kink between the differenced points (_refuse_clipped_jumps), or a sphere
     or capsule pair's normal within 2 ROW_STEP of make_frame's switch (_refuse_frame_switches), as any differenced
     contact's whose normal crosses it at a differenced point (_refuse_frame_jumps), and a row whose impedance (solimp's
     power 1) reaches a kink within 2 ROW_STEP (|pos - margin| = width, an equality's pos = 0: _refuse_impedance_kinks);
@@ -441,9 +451,9 @@ class _Constraints:
         the contacts of dim > 1, of | |n_y| - 1/2 | where its first tangent is make_frame's default
         (_refuse_frame_switches, _refuse_frame_jumps) and of |y| = |a - n (n . a)|, the sine of a capsule's or a
         cylinder's axis a from a plane's normal n (_refuse_upright_capsules, _refuse_flat_cylinders: the latter
-        refused up to FLAT_REACH ROW_STEP, not 2), and of a cylinder's on a box its sine and |n . a| (
-        _refuse_cylinders_on_boxes: refused where its rim's depth is within FLAT_REACH ROW_STEP of all below the
-        face, or |n . a| below 2 ROW_STEP, each times its rate), dimensionless. inf where there is no such row."""
+        refused up to FLAT_REACH ROW_STEP, not 2), and of a cylinder's on a box or mesh its sine, on a box |n . a| too
+        (_refuse_cylinders_on_faces: refused where its rim's depth is within FLAT_REACH ROW_STEP of all below the
+        face, or on a box |n . a| below 2 ROW_STEP, each times its rate), dimensionless. inf where there is no such row."""
         r, contacts = self.r, self.contacts
         _, gap, rate, _ = self._impedance_kinks()
         kinks = np.divide(np.abs(gap), rate, out=np.full(len(gap), np.inf), where=rate > 0).min(initial=np.inf)
@@ -453,11 +463,11 @@ class _Constraints:
         side = np.abs(np.abs(frame[:, 0, 1]) - 0.5)
         frames = side[self._default_frames() & (r.contact_dim > 1) & (r.contact_row >= 0)].tolist()
         axes = self._axes_on_planes(geoms.CAPSULE) + self._axes_on_planes(geoms.CYLINDER)
-        poses = body_poses(model, q) if axes or self._cylinders_on_boxes() else None
+        poses = body_poses(model, q) if axes or self._cylinders_on_faces() else None
         frames += [self._axis_tilt(c, g2, q, poses)[0] for c, _, g2 in axes]
-        for c, cylinder, side in self._cylinders_on_boxes():       # flat on a box face, or lying along it
+        for c, cylinder, side, other in self._cylinders_on_faces():   # flat on a box's or mesh's face, or along a box's
             tilt, _, along = self._axis_tilt(c, cylinder, q, poses, side)
-            frames += [tilt, along]
+            frames += [tilt, along] if other == geoms.BOX else [tilt]
         return np.array([kinks, min(frames, default=np.inf)])
 
     def _impedance_kinks(self) -> tuple:
@@ -546,6 +556,7 @@ class _Constraints:
                 floats = np.take_along_axis(floats.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
                 ints = np.take_along_axis(ints.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
             self._refuse_frame_jumps(floats[:, 3:6].reshape(len(Q), nc, 3))
+            self._refuse_clipped_jumps(floats[:n * nc, :3].reshape(n, nc, 3))
             arrays = [(floats[k * nc:(k + 1) * nc], ints[k * nc:(k + 1) * nc]) for k in range(n)]
         if n == 0:
             return np.zeros((0, nefc, model.nv)), np.zeros((0, nefc)), np.zeros((0, nefc))
@@ -602,6 +613,7 @@ class _Constraints:
             self._refuse_switch()
         if contacts is not None:
             self._refuse_frame_jumps(np.stack([c.frame[:, 0] for c in contacts]))
+            self._refuse_clipped_jumps(np.array([c.pos for c in contacts[:len(contacts) - checked]]))
         rows = rows[:len(rows) - checked]
         if not rows:
             return np.zeros((0, held.nefc, self.model.nv)), np.zeros((0, held.nefc)), np.zeros((0, held.nefc))
@@ -742,6 +754,53 @@ class _Constraints:
                 f"crossing +-0.5 within {2 * ROW_STEP:g} of q: its frame's default tangent switches there from the "
                 "world's y axis to its z axis (MuJoCo's mju_makeFrame), the friction rows with it: the step is not "
                 "differentiable there; linearise at a nearby state")
+
+    def _clipped_contacts(self) -> np.ndarray:
+        """(nc,) bool: the contacts at solve()'s q from a geom pair MuJoCo's multi-contact clips (convex.polygon_pair: two
+        boxes or meshes, cylinders with cylinders, boxes or meshes, a capsule with a cylinder or a mesh; two boxes'
+        mjc_BoxBox) that gives that pair more than one contact there, and that hold a force at the optimum (a row not
+        satisfied: a jump of a contact whose rows are all satisfied moves no force, their rows held there)."""
+        contacts, G, r = self.contacts[0], self.model.geoms, self.r
+        if contacts.geom is None or not len(contacts.geom):
+            return np.zeros(len(contacts), bool)
+        kinds = np.where(contacts.geom >= 0, G.geom_type[np.maximum(contacts.geom, 0)], -1).tolist()   # (nc, 2)
+        clipped = np.array([k == [geoms.BOX, geoms.BOX] or convex.polygon_pair(tuple(sorted(k)), bool(G.multiccd))
+                            for k in kinds], bool)
+        _, group, count = np.unique(contacts.geom, axis=0, return_inverse=True, return_counts=True)
+        rows = (r.type >= constraint.CONTACT_FRICTIONLESS) & (self.state != constraint.SATISFIED)
+        return clipped & (count[group.ravel()] > 1) & np.isin(np.arange(len(contacts)), r.id[rows])
+
+    def _refuse_clipped_jumps(self, pos: np.ndarray):
+        """InvalidStateError where a multi-contact pair's contacts (_clipped_contacts) jump or kink between the
+        differences' points (pos (4 k, nc, 3): the contacts at q moved by FD_WEIGHTS' offsets times ROW_STEP along each
+        of k dofs, in the optimum's order): the clipped polygon changes topology there (a vertex crossing the other
+        face's plane or an edge's clipping plane) or the largest quadrilateral of more than 4 clipped points
+        (convex.polygon_quad) switches or ties (a regular polygon inside a face: a hexagonal mesh's, a cylinder's
+        16-gon, two squares turned 45 degrees) while the count stays, and the differences straddle it (A was up to 2.1
+        of its largest entry off). Found by a point's third difference along a dof, or its fourth through its point at q
+        (self.contacts[0], in the same order: a contact set that differs only in a sliver around q), above CLIP_JUMP
+        max(1, |p|); a tie that rounding breaks the same way at every point is not seen (MuJoCo's own differences may
+        then jump)."""
+        clipped = self._clipped_contacts()
+        if not clipped.any() or not len(pos):
+            return
+        stencil = pos[:, clipped].reshape(-1, len(FD_WEIGHTS), int(clipped.sum()), 3)
+        at_q = self.contacts[0].pos[clipped]
+        # p(2h) - 2 p(h) + 2 p(-h) - p(-2h), and p(-2h) - 4 p(-h) + 6 p(0) - 4 p(h) + p(2h) (q's own point in)
+        third = np.abs(np.einsum("kscx,s->kcx", stencil, [-1.0, 2.0, -2.0, 1.0]))
+        fourth = np.abs(np.einsum("kscx,s->kcx", stencil, [1.0, -4.0, -4.0, 1.0]) + 6 * at_q)
+        jump = np.maximum(third, fourth).max(axis=2)                                   # (k, clipped)
+        far = np.maximum(1.0, np.maximum(np.abs(stencil).max(axis=(1, 3)), np.abs(at_q).max(axis=1)))
+        if (jump > CLIP_JUMP * far).any():
+            k, c = np.argwhere(jump > CLIP_JUMP * far)[0]
+            c, jump = int(np.flatnonzero(clipped)[c]), jump[k, c]
+            g1, g2 = self.contacts[0].geom[c].tolist()
+            raise InvalidStateError(
+                f"step_derivatives(constraints=True): the multi-contact of geoms {g1} and {g2} (contact {c}) jumps "
+                f"within {2 * ROW_STEP:g} of q along a dof (its point's third or fourth difference there, q's point "
+                f"in, {jump:.1e} m): MuJoCo's clipped polygon changes there (a vertex crossing a face's plane, or its "
+                "largest quadrilateral of more than 4 points switching or tied) and the step is not differentiable; "
+                "linearise at a nearby state")
 
     def _default_frames(self) -> np.ndarray:
         """(nc,) bool: the contacts at solve()'s q whose first tangent is make_frame's default, y0 - n (n . y0)
@@ -970,25 +1029,26 @@ class _Constraints:
                     "mjc_PlaneCylinder) and its distances have a kink where it is flat: the step is not differentiable "
                     "there, nor well differenced near it; linearise at a state tilted further")
 
-    def _cylinders_on_boxes(self) -> list:
-        """[(c, cylinder, side)]: the contacts at solve()'s q between a cylinder and a box (MuJoCo's multi-contact:
-        convex.polygon_pair), the cylinder's geom and the contact body it is on (0 or 1)."""
+    def _cylinders_on_faces(self) -> list:
+        """[(c, cylinder, side, other)]: the contacts at solve()'s q between a cylinder and a box or a mesh (MuJoCo's
+        multi-contact: convex.polygon_pair), the cylinder's geom, the contact body it is on (0 or 1) and the other
+        geom's type (geoms.BOX or geoms.MESH)."""
         r, contacts, G = self.r, self.contacts, self.model.geoms
         if contacts is None or contacts[0].geom is None:
             return []
         out = []
         for c, pair in enumerate(contacts[0].geom.tolist()):
             kinds = [G.geom_type[g] if g >= 0 else -1 for g in pair]
-            if r.contact_row[c] >= 0 and sorted(kinds) == sorted([geoms.CYLINDER, geoms.BOX]):
+            if r.contact_row[c] >= 0 and sorted(kinds) in ([geoms.CYLINDER, geoms.BOX], [geoms.CYLINDER, geoms.MESH]):
                 side = kinds.index(geoms.CYLINDER)
-                out.append((c, pair[side], side))
+                out.append((c, pair[side], side, kinds[1 - side]))
         return out
 
     def _cap_depth(self, c: int, cylinder: int, side: int, poses: tuple) -> float:
-        """[m] how deep the rim of contact c's cylinder's cap facing the box (its centre e, axis a, radius rho, sine
-        |y| of a from the normal n) reaches into the box's face at its deepest, its margin in: n . (e - x2) + rho |y|
-        + margin, x2 = pos + n dist / 2 the contact's point on the box (n from the cylinder's side to the box's; the
-        deepest rim point's, the shallowest less 2 rho |y|)."""
+        """[m] how deep the rim of contact c's cylinder's cap facing the box or mesh (its centre e, axis a, radius rho,
+        sine |y| of a from the normal n) reaches into the other's face at its deepest, its margin in: n . (e - x2) +
+        rho |y| + margin, x2 = pos + n dist / 2 the contact's point on the other (n from the cylinder's side to the
+        other's; the deepest rim point's, the shallowest less 2 rho |y|)."""
         model, contacts = self.model, self.contacts[0]
         n = contacts.frame[c, 0] * (1.0 if side == 0 else -1.0)           # from the cylinder into the box
         b = self.r.contact_body[c, side]
@@ -1000,28 +1060,33 @@ class _Constraints:
         y = axis - n * (n @ axis)
         return float(n @ (cap - x2) + model.geoms.geom_size[cylinder, 0] * np.sqrt(y @ y) + contacts.includemargin[c])
 
-    def _refuse_cylinders_on_boxes(self, q: np.ndarray, poses: tuple | None):
-        """InvalidStateError where a cylinder's contacts with a box (MuJoCo's multi-contact: a cap clipped against the
-        box's face as a 16-gon, or its side line against it) jump within the differences' reach: its cap facing the
+    def _refuse_cylinders_on_faces(self, q: np.ndarray, poses: tuple | None):
+        """InvalidStateError where a cylinder's contacts with a box or a mesh (MuJoCo's multi-contact: a cap clipped
+        against a face as a 16-gon, or its side line against it) jump within the differences' reach: its cap facing the
         face (|y| below FACE_TOL's sine) while its whole rim is below it, 2 radius (|y| - FLAT_REACH ROW_STEP rate) <
-        depth (|y| its axis's sine from the normal, _axis_tilt; depth its rim's deepest point's, _cap_depth): the largest quadrilateral
-        of the 16-gon's clipped points ties and rounding picks one, 4 contacts jumping by a rotation of 1e-7 rad: MuJoCo's
-        own step jumps the same way), or its axis along the face within 2 ROW_STEP rate (|n . a|: its side line's two
-        contacts jump where it is parallel). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences
-        (eps 1e-6, 2e-6 and 4e-6, ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest
-        entry off (MuJoCo's own differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side
-        exactly 2.6e-5 (theirs 14 apart), 2e-6 rad from it 8.5e-10, 1e-5 7.8e-10. Other polygon pairs (two boxes,
-        meshes, cylinder pairs) are not checked here: a jump of their clipped points is refused only where it changes
-        a contact's count (_refuse_switch)."""
+        depth (|y| its axis's sine from the normal, _axis_tilt; depth its rim's deepest point's, _cap_depth): the
+        largest quadrilateral of the 16-gon's clipped points ties and rounding picks one, 4 contacts jumping by a
+        rotation of 1e-7 rad: MuJoCo's own step jumps the same way), or, on a box, its axis along the face within 2
+        ROW_STEP rate (|n . a|: its side line's two contacts jump where it is parallel; on a mesh _refuse_clipped_jumps
+        sees that jump: on its side exactly, 2e-6 and 1e-5 rad from it refused there (MuJoCo's own differences 8.5e-4 to
+        1.5e-3 apart), 1e-4 rad A 1.0e-10, and 12 cylinders settled on their side, MuJoCo's own differences smooth,
+        within 5.2e-11). A free cylinder 0.3 mm into a box, against MuJoCo's centred differences (eps 1e-6, 2e-6 and
+        4e-6, ccd_tolerance 1e-14): flat, tilted 1e-3 or 3e-3 rad, A 1.2e-1 to 1.9e-1 of its largest entry off (MuJoCo's
+        own differences 2.4 to 3.3 apart), now refused; 5e-3 rad 2.3e-12, 1e-2 4.4e-12; on its side exactly 2.6e-5
+        (theirs 14 apart), 2e-6 and 1e-5 rad from it refused by _refuse_clipped_jumps (theirs 3.3e-3 and 8.8e-4 apart),
+        1e-4 rad 7.6e-11; on a mesh flat, 1e-3 and 1.5e-3 rad (turned 0.3 rad about its axis) 2.1e-1, 1.6e-1, 1.2e-1
+        (MuJoCo's own 0.75 to 0.86 apart), now refused. Other jumps of a multi-contact's clipped points (other pairs, a
+        symmetric partial clip) are refused where the differences see them (_refuse_clipped_jumps)."""
         G = self.model.geoms
-        for c, cylinder, side in self._cylinders_on_boxes():
+        for c, cylinder, side, other in self._cylinders_on_faces():
             tilt, rate, along = self._axis_tilt(c, cylinder, q, poses, side)
             depth = self._cap_depth(c, cylinder, side, poses)
             whole = 2 * G.geom_size[cylinder, 0] * (tilt - FLAT_REACH * ROW_STEP * rate) < depth
-            if whole and tilt < np.sqrt(1 - convex.FACE_TOL ** 2) or along < 2 * ROW_STEP * rate:
+            sideways = other == geoms.BOX and along < 2 * ROW_STEP * rate
+            if whole and tilt < np.sqrt(1 - convex.FACE_TOL ** 2) or sideways:
                 raise InvalidStateError(
-                    f"step_derivatives(constraints=True): a cylinder on a box (contact {c}, geom {cylinder}) lies "
-                    f"{'flat on a face' if along >= 2 * ROW_STEP * rate else 'along a face'} (its axis "
+                    f"step_derivatives(constraints=True): a cylinder on a {geoms.TYPE_NAMES[other]} (contact {c}, "
+                    f"geom {cylinder}) lies {'along a face' if sideways else 'flat on a face'} (its axis "
                     f"{np.arcsin(min(1.0, tilt)):.1e} rad from the face's normal, its whole rim within "
                     f"{FLAT_REACH * ROW_STEP * rate:.1e} rad of being below it, or its axis within "
                     f"{2 * ROW_STEP * rate:.1e} of the face's plane): MuJoCo's multi-contact clips its cap or side "
@@ -1148,7 +1213,7 @@ class _Constraints:
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
         self._refuse_flat_cylinders(q, poses)          # InvalidStateError where a cylinder on a plane nears flat
-        self._refuse_cylinders_on_boxes(q, poses)      # InvalidStateError where a cylinder on a box's contacts jump
+        self._refuse_cylinders_on_faces(q, poses)      # InvalidStateError where a cylinder on a face's contacts jump
         self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos = self._analytic_rows(q, poses)
@@ -1902,9 +1967,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             differencing step, or a sphere's or capsule's contact point reaches or leaves its segment's end there (nearly
             parallel capsules), a contact frame's tangent switches there (make_frame's at |n_y| = 1/2, a capsule
             upright on a plane), a cylinder lies flat on a plane within FLAT_REACH ROW_STEP (1e-4 rad), a cylinder
-            on a box has its whole cap's rim below the face within that, or its axis along the face within the
-            differencing step (MuJoCo's multi-contact jumps there; other polygon pairs, two boxes or meshes, are not
-            checked for such jumps), or a row's
+            on a box or a mesh has its whole cap's rim below the face within that, or its axis along a box's face
+            within the differencing step (MuJoCo's multi-contact jumps there), any multi-contact pair's clipped points (two
+            boxes or meshes, cylinders, a capsule on a cylinder or a mesh) jump or kink between the differences'
+            points (its clipped polygon changes, or its largest quadrilateral switches or ties: a regular polygon
+            inside a face, two squares turned 45 degrees; a tie rounding breaks alike at every point is not seen,
+            nor given a margin), or a row's
             impedance reaches its kink there (solimp's power 1 at |pos - margin| =
             width, or an equality's pos = 0; the discrete step's R at its MAXIMP cap; powers above 1 are C1 at
             the width and the midpoint: not refused, the
@@ -1928,8 +1996,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
         step a row's distance to where its R meets the MAXIMP cap (engine.constraint.impedance_caps), over its rate
         along its fastest dof (refused below 2 ROW_STEP = 2e-6); [3] not divided by a rate: | |n_y| - 1/2 | of a
         contact with make_frame's default tangent, or the sine of a capsule's or a cylinder's axis from a plane's
-        normal, or a cylinder's on a box its sine and cosine from the face's normal, on two scales: a cylinder's
-        sine refused below FLAT_REACH ROW_STEP (1e-4) times its axis's rate (on a box: below that plus depth / (2
+        normal, or a cylinder's on a box or a mesh its sine from the face's normal (on a box its cosine too), on two scales: a
+        cylinder's sine refused below FLAT_REACH ROW_STEP (1e-4) times its axis's rate (on a face: below that plus depth / (2
         radius), its whole rim below the face), the others below 2 ROW_STEP (2e-6) times theirs (1 for a free body's
         rotation)); inf where there is no
         such row. (Before 2026-12-05 it was (2,): [0] and [1] are unchanged.) The state is (dq, dqd, dact) with dq
