@@ -158,12 +158,14 @@ struct ConstraintWork {
     // an island's a0 = M^-1 qfrc_smooth already in qacc_smooth (solver.h's solve_islands: the entries of every dof's a0,
     // the same numbers as the island's own solve; workspace only): primal_start does not solve for it again
     bool a0_given = false;
-    // the island whose chosen start's M qacc, J qacc - aref, forces and states primal_start gathers from every row's and
-    // dof's (start_Ma, start_jar, start_force, start_state: island_start's, the same numbers as the island's own
-    // evaluation; solver.h's solve_islands, workspace only; null: it evaluates them)
+    // the island whose chosen start's M qacc, J qacc - aref, forces, states and cones primal_start gathers from every
+    // row's and dof's (start_Ma, start_jar, start_force, start_state, start_cones: island_start's, the same numbers as
+    // the island's own evaluation; start_cone: each row's cone in start_cones where it is a cone's first row, else -1;
+    // solver.h's solve_islands, workspace only; null: it evaluates them)
     const Island *start_of = nullptr;
     std::vector<double> start_Ma, start_jar, start_force;
-    std::vector<int> start_state;
+    std::vector<int> start_state, start_cone;
+    Cones start_cones;
     // solve_islands' gathered vectors (nv or nefc) and every row set aside while an island's rows are in r: room kept
     // from step to step (workspace only, C++: the NumPy text makes them afresh; no allocation per step)
     std::vector<double> gather_start, gather_warm, gather_qfrc, gather_qacc, gather_force;
@@ -929,6 +931,15 @@ inline void rows(const Model &m, ConstraintWork &w, const double *q, const doubl
 
 // ---------------------------------------------------------------- the force of every row (mj_constraintUpdate)
 
+// a contact on its cone appended to cones: its first row and dim; returns the room of its Hessian (dim x dim of 36)
+inline double *append_cone(Cones &cones, int first, int dim) {
+    int k = cones.n++;
+    if (cones.first.size() < size_t(cones.n))
+        cones.first.resize(size_t(cones.n)), cones.dim.resize(size_t(cones.n)), cones.H.resize(36 * size_t(cones.n));
+    cones.first[size_t(k)] = first, cones.dim[size_t(k)] = dim;
+    return &cones.H[36 * size_t(k)];
+}
+
 // force (nefc) and state (nefc) of every row for jar = J qacc - aref, and the constraint cost s(jar) whose gradient in
 // jar is -force; with cones, the Hessians of the contacts on their cone (update)
 inline double update(const Rows &r, const double *jar, double *force, int *state, Cones *cones) {
@@ -978,11 +989,7 @@ inline double update(const Rows &r, const double *jar, double *force, int *state
             for (int j = 1; j < dim; j++) force[i + j] = -force[i] / T * U[j] * friction[j - 1];
             for (int j = i; j < i + dim; j++) state[j] = CONE;
             if (cones) {
-                int k = cones->n++;
-                if (cones->first.size() < size_t(cones->n))
-                    cones->first.resize(size_t(cones->n)), cones->dim.resize(size_t(cones->n)), cones->H.resize(36 * size_t(cones->n));
-                cones->first[size_t(k)] = i, cones->dim[size_t(k)] = dim;
-                double H[36], scale[6] = {mu, 0, 0, 0, 0, 0}, *out = &cones->H[36 * size_t(k)];
+                double H[36], scale[6] = {mu, 0, 0, 0, 0, 0}, *out = append_cone(*cones, i, dim);
                 for (int j = 1; j < dim; j++) scale[j] = friction[j - 1];
                 double a = mu * N / std::pow(T, 3), b = mu * mu - mu * N / T;
                 H[0] = 1.0;

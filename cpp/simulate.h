@@ -141,13 +141,22 @@ inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
     s.ncon = -1, s.step = k + 1;
 }
 
-// trajectories n .. n + count - 1 of a constrained rollout, all from step k0, side by side in the active lanes
+// the lanes of constrained rollouts: the active instruction set's, or the next narrower one supported while it is wider
+// than 4 (AVX-512's 8 trajectories side by side, each with its own contacts, rows and islands between the laned
+// stages, were slower than one by one on benchmarks/bench_collision.py (a)'s pile; benchmarks/README.md, issue Q)
+inline const Kernels &constrained_lanes() {
+    int k = active_isa();
+    while (isa_kernels(k).lanes > 4 && k + 1 < isa_count() && isa_supported(k + 1)) k++;
+    return isa_kernels(k);
+}
+
+// trajectories n .. n + count - 1 of a constrained rollout, all from step k0, side by side in the constrained lanes
 // (Kernels::simulate_constrained), each with its own context from r.warm_in's warm start (or zero): true when they all
 // ran to the end (their statuses, near, warm_out and observed fields set), false when the lanes left them to the
 // one-by-one run. Observed: sim.w holds the lane's forces the observed fields read (LaneConstrain::one)
 inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, const Actuators &act, const Rollout &r, int64_t n,
                                        int64_t count, int64_t k0) {
-    const Kernels &lanes = isa_kernels(active_isa());
+    const Kernels &lanes = constrained_lanes();
     if (count < 2 || count > lanes.lanes) return false;
     size_t nv = size_t(m.nv);
     Constrain con[BLOCK];
@@ -180,7 +189,7 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
 }
 
 // trajectories [lo, hi) of a rollout (without constraints: simulate_one's) in sim (made for act's nu); with constraints
-// in blocks of the active lanes (simulate_constrained_lanes), what the lanes leave one at a time from r.warm_in's warm
+// in blocks of the constrained lanes (constrained_lanes, simulate_constrained_lanes), what the lanes leave one at a time from r.warm_in's warm
 // start (or zero): r.status and
 // r.failure as simulate_one's, the contacts of each step into r.ncon, the first left-out pair that may touch into r.near
 // (-1: none), the last solve's qacc into r.warm_out
@@ -196,7 +205,7 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
         return;
     }
     size_t nv = size_t(m.nv);
-    const int64_t W = isa_kernels(active_isa()).lanes;
+    const int64_t W = constrained_lanes().lanes;
     for (int64_t n = lo; n < hi; n++) {
         if ((n - lo) % W == 0 && hi - n >= 2) {                        // a block of lanes whose runs start together
             int64_t count = std::min(W, hi - n), k0 = r.resume ? r.resume[n] : 0;

@@ -953,6 +953,12 @@ inline bool factor_mass(const Model &m, ConstraintWork &w) {
     return tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data());
 }
 
+// cone k of from appended to cones as first row first (its dim and Hessian copied)
+inline void add_cone(Cones &cones, int first, const Cones &from, int k) {
+    const double *H = &from.H[36 * size_t(k)];
+    std::copy(H, H + 36, append_cone(cones, first, from.dim[size_t(k)]));
+}
+
 // the start of the primal solvers (_primal_start): w's buffers sized for its rows, M (nv x nv, dense: crb's) on the
 // tree's pattern and factored (null: w.Mt, w.d.qL and w.d.qLinv hold them), a0 = M^-1 qfrc_smooth into w.qacc_smooth,
 // and into w.qacc the warm start when its primal cost is lower than a0's (or when chosen: already chosen, an island's),
@@ -980,11 +986,12 @@ inline int primal_start(const Model &m, ConstraintWork &w, const double *M, cons
         if (w.start_of) {                                              // its evaluation gathered from every row's
             const Island &island = *w.start_of;
             for (int a = 0; a < nv; a++) w.Ma[size_t(a)] = w.start_Ma[size_t(island.dofs[size_t(a)])];
+            w.cones.n = 0;
             for (int c = 0; c < n; c++) {
                 size_t i = size_t(island.rows[size_t(c)]);
                 w.jar[size_t(c)] = w.start_jar[i], w.force[size_t(c)] = w.start_force[i], w.state[size_t(c)] = w.start_state[i];
+                if (w.start_cone[i] >= 0) add_cone(w.cones, c, w.start_cones, w.start_cone[i]);   // rows ascending: update's order
             }
-            w.cones.n = 0;
             return OK;
         }
         total_cost(m, w, qacc, w.Ma.data(), w.jar.data(), w.force.data(), w.state.data(), w.cones);
@@ -1870,11 +1877,16 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
     else
         tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc.data());
     const bool gather = gathers_islands(m);
-    // the start's evaluation on every row (island_start's primal_start: no contact on its cone) kept for the islands
-    const bool evaluated = gather && started && w.cones.n == 0;
+    // the start's evaluation on every row (island_start's primal_start) kept for the islands, its cones by first row
+    const bool evaluated = gather && started;
     if (evaluated) {
         w.start_Ma.assign(w.Ma.begin(), w.Ma.begin() + nv), w.start_jar.assign(w.jar.begin(), w.jar.begin() + n);
         w.start_force.assign(w.force.begin(), w.force.begin() + n), w.start_state.assign(w.state.begin(), w.state.begin() + n);
+        w.start_cones.n = 0, w.start_cone.assign(size_t(n), -1);
+        for (int k = 0; k < w.cones.n; k++) {
+            w.start_cone[size_t(w.cones.first[size_t(k)])] = k;
+            add_cone(w.start_cones, w.cones.first[size_t(k)], w.cones, k);
+        }
     }
     if (gather) {                                                      // every dof's M and factor kept aside
         w.island_local.resize(size_t(nv));
