@@ -58,8 +58,8 @@ mj_integratePos), written q' = q + h qd' below:
                     a the step map (qd' - qd) / h; B and K the positive damping and stiffness: the joints' diagonal,
                     the inertia boxes' fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J,
                     the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
-                    (engine.forward.discrete_metric; both engines, but the compiled one hands a constrained step with
-                    tendon or servo terms, a muscle or ellipsoid fluid to the NumPy engine: forward.compiled_discrete);
+                    (engine.forward.discrete_metric; both engines, but the compiled one hands a muscle or ellipsoid
+                    fluid to the NumPy engine: forward.compiled_discrete);
                     standalone free bodies solved again in their blocks as implicitfast's (without actuator damping)
                     unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts);
                     where those terms couple two branches or trees the metric leaves the tree's pattern, solved densely
@@ -681,7 +681,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         return None
     if names and (not constraints or model.body_gravcomp.any()):
         return None
-    if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators, constraints):
+    if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators):
         return None                                                # the NumPy engine's discrete metric
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
@@ -1072,7 +1072,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators, constrained)
+    compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
             compiled_metric and (not constrained or native.compiled_solver(model)) and observed is None:
         if constrained:
