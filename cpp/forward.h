@@ -382,7 +382,7 @@ inline void metric_product(const Model &m, const double *X, const double *C, con
         }
 }
 
-// x (n) with A x = b (n) by conjugate gradients preconditioned with P (solver.metric_pcg's loop): times(v, y) y = A v,
+// x (n) with A x = b (n) by conjugate gradients preconditioned with P (solver.conjugate_gradients): times(v, y) y = A v,
 // precondition(z) z <- P^-1 z; from x = 0 until |r|^2 < tolerance^2 |b|^2 or after `iterations`, r, z, p, Ap (n each)
 // its vectors. The relative residual |r| / |b| when it stopped at the cap (MuJoCo's mjWARN_INERTIA), else -1
 template <class Times, class Precondition>

@@ -62,10 +62,12 @@ mj_integratePos), written q' = q + h qd' below:
                     fluid to the NumPy engine: forward.compiled_discrete);
                     standalone free bodies solved again in their blocks as implicitfast's (without actuator damping)
                     unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts);
-                    where those terms couple two branches or trees the metric leaves the tree's pattern, solved densely
-                    (engine.solver.metric_solve), the coupled trees in one island. MuJoCo solves those couplings
-                    iteratively to opt.tolerance (even without rows): physai's exact solve follows mj_step to rounding
-                    at tolerance 1e-15 (at the default 1e-8, 2e-10 to 7e-9 in qd a step measured on rotational dofs).
+                    a0 = M^-1 f in that metric by conjugate gradients to opt.tolerance (at most opt.iterations),
+                    preconditioned with its factored part (the joints' and fluid's terms plus the couplings' diagonal;
+                    engine.forward.cg_backbone, engine.solver.smooth_acceleration; both engines), as MuJoCo 4 applies
+                    the couplings matrix-free; where they couple two branches or trees, the coupled trees in one island.
+                    It follows mj_step to rounding at tolerance 1e-15; at a looser tolerance both stop short of the
+                    exact a0, each at its own iterate.
                     Under the PGS solver (its dual solve needs the metric factored) the tendon and servo terms stay out
                     of the metric and out of the free bodies' blocks, their forces explicit at the step's start
                     (engine.forward.explicit_couplings, as MuJoCo 4); noslip after Newton or CG with them is refused.

@@ -16,6 +16,9 @@ state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smo
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
 step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K);
 free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' docstring.
+
+cpp/forward.h's coupling_metric has no function of its name here: it forms C = h B_c + h^2 K_c from coupling_terms'
+tendon and servo parts (discrete_metric_terms' B_c, K_c), factored_metric's C = M_hat - backbone.
 """
 
 import numpy as np
