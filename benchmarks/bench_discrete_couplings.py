@@ -2,15 +2,17 @@
 
     uv run python benchmarks/bench_discrete_couplings.py
 
-Two models stepped by MuJoCo 4's discrete integrator (mjINT_DISCRETE) whose metric M + h B + h^2 K takes the tendons'
+Models stepped by MuJoCo 4's discrete integrator (mjINT_DISCRETE) whose metric M + h B + h^2 K takes the tendons'
 and servos' terms (engine.forward.discrete_metric_parts): the fixed tendon of tests/test_tendon_actfrc.py with three
 actuators on it (benchmarks/bench_tendon_actfrc.py's model) and tests/test_integrators.py's discrete_cross_tree_model
 (tendon springs, dampers and servos coupling two branches, two trees and a free body), from one random state under a
-constant random control. Columns: integrators.simulate compiled (cpp/forward.h's coupling_terms and metric_pcg), the
-same with the step handed to the NumPy engine as before that (forward.compiled_discrete's earlier rule, restored for
-this column only: "numpy step"), mj_step from a Python loop, and integrators.rollout of 64 trajectories beside
-mujoco.rollout (same thread count). Ratios are physai's steps per second over MuJoCo's (above 1: physai is faster).
-Best of 3 rounds, wall clock; the compiled backend.
+constant random control; the cross-tree scene also with constraints (limit rows past their ranges, friction loss and
+the free body's contacts on a floor: cross_tree_start's state) under Newton and under CG. Columns: integrators.simulate
+compiled (cpp/forward.h's coupling_terms and metric_pcg; with rows cpp/solver.h's dense_metric_model), the same with
+the step handed to the NumPy engine as before those (forward.compiled_discrete's earlier rule, restored for this column
+only: "numpy step"), mj_step from a Python loop, and integrators.rollout of 64 trajectories beside mujoco.rollout (same
+thread count). Ratios are physai's steps per second over MuJoCo's (above 1: physai is faster). Best of 3 rounds, wall
+clock; the compiled backend.
 """
 
 import sys
@@ -24,14 +26,14 @@ from physai import engine, integrators
 from physai.engine import forward, native, passive
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_integrators import discrete_cross_tree_model  # noqa: E402
+from test_integrators import cross_tree_start, discrete_cross_tree_model  # noqa: E402
 from test_tendon_actfrc import start, tendon_frc_xml  # noqa: E402
 from bench_tendon_actfrc import N, ROLLOUT_STEPS, STEPS, best, mj_loop, rollout_rates  # noqa: E402
 
 NUMPY_STEPS = 100
 
 
-def numpy_step_rule(model, actuators, constrained=False) -> bool:
+def numpy_step_rule(model, actuators) -> bool:
     """forward.compiled_discrete before the compiled couplings: no fluid, no tendon or actuator terms."""
     return not (forward.metric_couplings(model, actuators) or passive.has_fluid(model))
 
@@ -56,6 +58,11 @@ def models():
     rng = np.random.default_rng(0)
     q0 = engine.random_states(engine.from_mujoco(m), 1, 0)[0][0]
     out.append(("cross-tree", m, q0, rng.normal(size=m.nv), rng.normal(size=m.nu)))
+    for solver in (mujoco.mjtSolver.mjSOL_NEWTON, mujoco.mjtSolver.mjSOL_CG):   # with rows: limits, friction, contacts
+        m = discrete_cross_tree_model(0, limits=True, friction=True)
+        m.opt.solver, m.opt.tolerance = solver, 1e-8
+        _, q0, qd0, ctrl = cross_tree_start(m, 0, True)[:4]
+        out.append((f"rows, {'newton' if solver == mujoco.mjtSolver.mjSOL_NEWTON else 'cg'}", m, q0, qd0, ctrl))
     return out
 
 

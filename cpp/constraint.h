@@ -163,6 +163,17 @@ struct ConstraintWork {
     // the island's own evaluation; start_cone: each row's cone in start_cones where it is a cone's first row, else -1;
     // solver.h's solve_islands, workspace only; null: it evaluates them)
     const Island *start_of = nullptr;
+    // the discrete step's metric with tendon and actuator terms (solver.h's dense_metric_model; coupled false: none):
+    // Mt then holds the whole metric M^ = X + C dense on the layout of a chain of every dof (dense_*: its rowadr,
+    // rownnz, colind and parents), P and Pinv the factor of its factored part X + diag(C) (forward.factored_metric: the
+    // conjugate gradients' preconditioner, noslip's Delassus metric), coupling C (nv x nv) the islands' links; cg_* the
+    // conjugate gradients' vectors (nv each); pcg_capped the relative residual of the last smooth solve that stopped at
+    // its iteration cap (-1: none)
+    bool coupled = false;
+    const double *coupling = nullptr;
+    std::vector<int64_t> dense_rowadr, dense_rownnz, dense_colind, dense_parent;
+    std::vector<double> P, Pinv, cg_r, cg_z, cg_p, cg_Ap;
+    double pcg_capped = -1.0;
     std::vector<double> start_Ma, start_jar, start_force;
     std::vector<int> start_state, start_cone;
     Cones start_cones;

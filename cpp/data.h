@@ -260,11 +260,15 @@ struct StepDerivativeCall {
 // qd), with the velocity stages in d and M and f from evaluate, the solver's qacc and qfrc_constraint (nv each); the
 // warm start kept in ctx is replaced by qacc when update_warm (the last stage of a step); a Status
 // the discrete step's part of a constrained solve (forward.discrete): its h [s], M's diagonal before M + h B + h^2 K
-// (nv; M itself is the step's metric then), and out the dofs the rows move (nv)
+// (nv; M itself is the step's factored metric then), out the dofs the rows move (nv); the tendons' and actuators' terms
+// C = h Bc + h^2 Kc of the metric (nv x nv, dense; null: none) and out the relative residual of a smooth solve in it
+// that stopped at its iteration cap (left as it is when none did)
 struct DiscreteSolve {
     double h = 0;
     const double *bare_diag = nullptr;
     char *row_dofs = nullptr;
+    const double *coupling = nullptr;
+    double *capped = nullptr;
 };
 
 // accel's factor: null, or M's factor on the tree's pattern already made (tree_nnz numbers of L, then the nv reciprocals

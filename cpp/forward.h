@@ -1,8 +1,8 @@
 // The forward pipeline and the integrators (src/physai/engine/forward.py, MuJoCo's engine_forward.c): the smooth force
 // and M at a state (evaluate: mj_fwdVelocity, mj_fwdActuation without constraints), qdd = M^-1 (tau - c)
 // (forward_dynamics), and one step of each integrator from (q, qd): euler (mj_Euler), implicit and implicitfast
-// (mj_implicit), runge_kutta (mj_RungeKutta), discrete (mjINT_DISCRETE; its tendon and servo terms without constraints:
-// coupling_terms, metric_pcg), each its own function;
+// (mj_implicit), runge_kutta (mj_RungeKutta), discrete (mjINT_DISCRETE; its tendon and servo terms coupling_terms,
+// solved by metric_pcg, or with constraints by the solver in the whole metric), each its own function;
 // step picks one by StepOptions.integrator. M's Cholesky solves are smooth.h's (mj_factorM, mj_solveM); positions move
 // by configuration.h's integrate_pos.
 #pragma once
@@ -382,43 +382,62 @@ inline void metric_product(const Model &m, const double *X, const double *C, con
         }
 }
 
+// x (n) with A x = b (n) by conjugate gradients preconditioned with P (solver.conjugate_gradients): times(v, y) y = A v,
+// precondition(z) z <- P^-1 z; from x = 0 until |r|^2 < tolerance^2 |b|^2 or after `iterations`, r, z, p, Ap (n each)
+// its vectors. The relative residual |r| / |b| when it stopped at the cap (MuJoCo's mjWARN_INERTIA), else -1
+template <class Times, class Precondition>
+double conjugate_gradients(int n, const double *b, double *x, double tolerance, int64_t iterations, double *r, double *z,
+                           double *p, double *Ap, Times times, Precondition precondition) {
+    double bn = 0.0;
+    for (int j = 0; j < n; j++) x[j] = 0.0, r[j] = b[j], bn += b[j] * b[j];
+    if (bn <= MINVAL) return -1.0;
+    std::copy(r, r + n, z);
+    precondition(z);
+    double rz = 0.0, rr = bn;
+    for (int j = 0; j < n; j++) p[j] = z[j], rz += r[j] * z[j];
+    for (int64_t it = 0; it < iterations; it++) {
+        times(p, Ap);
+        double pAp = 0.0;
+        for (int j = 0; j < n; j++) pAp += p[j] * Ap[j];
+        if (pAp <= 0.0) return -1.0;                                   // no curvature along p: x is the best there is
+        double alpha = rz / pAp;
+        rr = 0.0;
+        for (int j = 0; j < n; j++) x[j] += alpha * p[j], r[j] -= alpha * Ap[j], rr += r[j] * r[j];   // x += alpha p
+        if (rr < tolerance * tolerance * bn) return -1.0;
+        std::copy(r, r + n, z);
+        precondition(z);
+        double rz_new = 0.0;
+        for (int j = 0; j < n; j++) rz_new += r[j] * z[j];
+        for (int j = 0; j < n; j++) p[j] = z[j] + rz_new / rz * p[j];   // p = z + beta p
+        rz = rz_new;
+    }
+    return std::sqrt(rr / bn);                                         // stopped at the cap
+}
+
+// w.Bc <- C = h Bc + h^2 Kc (nv x nv), the tendons' and actuators' terms of the discrete metric M^ = X + C
+// (coupling_terms' Bc and Kc; forward.discrete's M_hat less its factored part)
+inline void coupling_metric(const Model &m, SimData<double> &w, double h) {
+    double *C = w.Bc.data();
+    for (size_t k = 0; k < size_t(m.nv) * size_t(m.nv); k++) C[k] = h * C[k] + h * h * w.Kc[k];
+}
+
 // a (nv) with (X + C) a = b by conjugate gradients preconditioned with the factor of X + diag(C) (solver.metric_pcg: the
-// discrete metric M^ = X + C, X its factored part on the tree's pattern in w.M, C = h Bc + h^2 Kc its tendons' and
-// actuators' terms, as MuJoCo 4 applies them matrix-free), from a = 0 until |r|^2 < tolerance^2 |b|^2 or after
-// o.iterations (then its relative residual |r| / |b| into w.pcg_capped, as solver.metric_pcg warns); C into w.Bc
-// (overwritten). SINGULAR when the preconditioner is not positive definite
+// discrete metric M^ = X + C, X its factored part on the tree's pattern in w.M, C = h Bc + h^2 Kc in w.Bc
+// (coupling_metric) its tendons' and actuators' terms, as MuJoCo 4 applies them matrix-free), from a = 0 until
+// |r|^2 < tolerance^2 |b|^2 or after o.iterations (then its relative residual |r| / |b| into w.pcg_capped, as
+// solver.metric_pcg warns). SINGULAR when the preconditioner is not positive definite
 inline int metric_pcg(const Model &m, SimData<double> &w, const StepOptions &o, const double *b, double *a) {
     size_t nv = size_t(m.nv);
-    double h = o.h, *C = w.Bc.data(), *L = w.d.qL.data(), *inv = w.d.qLinv.data();
-    for (size_t k = 0; k < nv * nv; k++) C[k] = h * C[k] + h * h * w.Kc[k];
+    const double *C = w.Bc.data();
+    double *L = w.d.qL.data(), *inv = w.d.qLinv.data();
     std::copy(w.M.begin(), w.M.end(), L);                              // the preconditioner X + diag(C), factored once
     for (size_t j = 0; j < nv; j++) tree_diagonal(m, L, int64_t(j)) += C[j * nv + j];
     if (!tree_cholesky(m, L, inv)) return SINGULAR;
-    double *r = w.cg_r.data(), *z = w.cg_z.data(), *p = w.cg_p.data(), *Ap = w.cg_Ap.data();
-    double bn = 0.0;
-    for (size_t j = 0; j < nv; j++) a[j] = 0.0, r[j] = b[j], bn += b[j] * b[j];
-    if (bn <= MINVAL) return OK;
-    std::copy(r, r + nv, z);
-    tree_solve(m, L, inv, z);
-    double rz = 0.0, rr = bn;
-    for (size_t j = 0; j < nv; j++) p[j] = z[j], rz += r[j] * z[j];
-    for (int64_t it = 0; it < o.iterations; it++) {
-        metric_product(m, w.M.data(), C, p, Ap);
-        double pAp = 0.0;
-        for (size_t j = 0; j < nv; j++) pAp += p[j] * Ap[j];
-        if (pAp <= 0.0) return OK;                                     // no curvature along p: a is the best there is
-        double alpha = rz / pAp;
-        rr = 0.0;
-        for (size_t j = 0; j < nv; j++) a[j] += alpha * p[j], r[j] -= alpha * Ap[j], rr += r[j] * r[j];
-        if (rr < o.tolerance * o.tolerance * bn) return OK;
-        std::copy(r, r + nv, z);
-        tree_solve(m, L, inv, z);
-        double rz_new = 0.0;
-        for (size_t j = 0; j < nv; j++) rz_new += r[j] * z[j];
-        for (size_t j = 0; j < nv; j++) p[j] = z[j] + rz_new / rz * p[j];
-        rz = rz_new;
-    }
-    w.pcg_capped = std::sqrt(rr / bn);                                 // stopped at the cap (MuJoCo's mjWARN_INERTIA)
+    double capped = conjugate_gradients(
+        m.nv, b, a, o.tolerance, o.iterations, w.cg_r.data(), w.cg_z.data(), w.cg_p.data(), w.cg_Ap.data(),
+        [&](const double *v, double *y) { metric_product(m, w.M.data(), C, v, y); },
+        [&](double *z) { tree_solve(m, (const double *)L, (const double *)inv, z); });
+    if (capped >= 0.0) w.pcg_capped = capped;
     return OK;
 }
 
@@ -559,9 +578,11 @@ template <class T> int implicit(const Model &m, const Actuators &act, SimData<T>
 }
 
 // one step of MuJoCo 4's discrete integrator (mjINT_DISCRETE, forward.discrete): (M + h B + h^2 K) a = f - h K qd
-// (+ J^T f_c) (discrete_matrix), a the step map; with constraints (con, double only) the solver minimises in that metric
-// with the rows at the end of the step (DiscreteSolve); standalone free bodies no row moves solved again in their blocks
-// as implicitfast's (free_body_solve). ONE_BY_ONE on lanes with free bodies (LU pivots per lane)
+// (+ J^T f_c) (discrete_matrix), a the step map; the tendons' and servos' terms of the metric (coupling_terms,
+// coupling_metric) by metric_pcg; with constraints (con, double only) the solver minimises in that metric, those terms
+// included (DiscreteSolve::coupling), with the rows at the end of the step; standalone free bodies no row or coupling
+// term reaches solved again in their blocks as implicitfast's (free_body_solve). ONE_BY_ONE on lanes with free bodies
+// or coupling terms (LU pivots, the iterations per lane)
 template <class T> int discrete(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
                                 const T *qd, T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
     int nv = m.nv;
@@ -574,8 +595,8 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     const double *K = discrete_stiffness(m, w.stiffness);
     T *rhs = w.rhs.data(), *a = w.a.data();
     bool coupled = false;
-    if constexpr (std::is_same_v<T, double>) {                         // the tendons' and servos' terms (no rows then)
-        coupled = !con && metric_couplings(m, act, o) && coupling_terms(m, act, w, qd);
+    if constexpr (std::is_same_v<T, double>) {                         // the tendons' and servos' terms
+        coupled = metric_couplings(m, act, o) && coupling_terms(m, act, w, qd);
         if (coupled)
             for (int j = 0; j < nv; j++) rhs[j] = rhs[j] - o.h * (K[j] * qd[j] + w.kq[j]);   // f - h K qd, K whole
     }
@@ -589,21 +610,22 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
     step_matrix(m, act, w, o.h, DISCRETE, o.implicit_damping, qd);
     bool solved = false;
     if constexpr (std::is_same_v<T, double>) {
+        if (coupled) coupling_metric(m, w, o.h);                       // C = h Bc + h^2 Kc
         if (con) {                                                     // the solve in M^, the rows at the step's end
-            DiscreteSolve step{o.h, w.bare_diag.data(), w.row_dofs.data()};
+            DiscreteSolve step{o.h, w.bare_diag.data(), w.row_dofs.data(), coupled ? w.Bc.data() : nullptr,
+                               &w.pcg_capped};
             st = con->accel(con->ctx, w.d, q, qd, w.M.data(), rhs, a, w.qfrc.data(), true, &step, nullptr);
             if (st != OK) return st;
             solved = true;
-        }
-    }
-    if constexpr (std::is_same_v<T, double>) {
-        if (coupled) {                                                 // in M^ with its couplings, iteratively
+        } else if (coupled) {                                          // in M^ with its couplings, iteratively
             if (metric_pcg(m, w, o, rhs, a) != OK) return SINGULAR;
             solved = true;
         }
     }
     if (!solved && tree_cholesky_solve_packed(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
     if constexpr (std::is_same_v<T, double>) {                         // skipped: the bodies rows or couplings reach
+        if (con && coupled)
+            for (int j = 0; j < nv; j++) w.row_dofs[size_t(j)] = char(w.row_dofs[size_t(j)] || w.coupled[size_t(j)]);
         const char *skip = con ? w.row_dofs.data() : coupled ? w.coupled.data() : nullptr;
         if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a, skip)) return SINGULAR;
     }

@@ -2,7 +2,7 @@
 // constraint rows and the kinematic trees, each solved as its own problem (m.opt_island; mjDSBL_ISLAND turns it off):
 //
 //     dof_trees(m, trees)                 the tree of each dof: the link carrying its tree's root body
-//     partition(m, r, islands, s)         each island's dofs and rows, in MuJoCo's order (islands by their first tree,
+//     partition(m, r, islands, s, C)      each island's dofs and rows, in MuJoCo's order (islands by their first tree,
 //                                         dofs and rows ascending within one)
 //     island_rows(m, r, island, out)      the rows of one island (all nv columns; J is zero off the island's dofs)
 //
@@ -46,9 +46,31 @@ inline int64_t body_tree(const Model &m, int64_t body) {
     return link >= 0 ? m.link_centerid[link] : -1;
 }
 
-// the islands of the rows r (see above), ordered by their first tree
+// the trees the metric couples (coupling (nv x nv) nonzero between dofs of two trees) joined in parent when a row reached
+// one of them (parent >= 0), or such a link in turn (island._metric_links: MuJoCo 4 keeps metric-coupled trees in one)
+inline void metric_links(const Model &m, const std::vector<int64_t> &trees, const double *coupling,
+                         std::vector<int64_t> &parent) {
+    const size_t nv = size_t(m.nv);
+    for (bool grown = true; grown;) {                                  // the links from reached trees, transitively
+        grown = false;
+        for (size_t i = 0; i < nv; i++)
+            for (size_t j = 0; j < nv; j++) {
+                int64_t a = trees[i], b = trees[j];
+                if (a == b || coupling[i * nv + j] == 0.0 || (parent[size_t(a)] < 0 && parent[size_t(b)] < 0)) continue;
+                for (int64_t t : {a, b})
+                    if (parent[size_t(t)] < 0) parent[size_t(t)] = t;
+                int64_t ra = tree_root(parent, a), rb = tree_root(parent, b);
+                if (ra == rb) continue;
+                parent[size_t(std::max(ra, rb))] = std::min(ra, rb), grown = true;
+            }
+    }
+}
+
+// the islands of the rows r (see above), ordered by their first tree; with coupling (nv x nv, or null) the trees the
+// discrete step's metric couples joined too (metric_links)
 // (islands' storage and s: a workspace's, kept between solves; the same islands as made anew)
-inline void partition(const Model &m, const Rows &r, std::vector<Island> &islands, IslandScratch &s) {
+inline void partition(const Model &m, const Rows &r, std::vector<Island> &islands, IslandScratch &s,
+                      const double *coupling = nullptr) {
     std::vector<int64_t> &trees = s.trees, &parent = s.parent, &row_tree = s.row_tree, &number = s.number;
     parent.assign(size_t(m.nlink), -1), row_tree.assign(size_t(r.nefc), -1);
     dof_trees(m, trees);
@@ -84,6 +106,7 @@ inline void partition(const Model &m, const Rows &r, std::vector<Island> &island
         for (int a = r.start[k]; a < r.start[k + 1]; a++)
             if (r.val[size_t(a)] != 0.0) join(k, trees[size_t(r.cols[size_t(a)])]);
     }
+    if (coupling) metric_links(m, trees, coupling, parent);
     // islands numbered by their root, trees ascending (mj_dsuAssign)
     number.assign(size_t(m.nlink), -1);
     int64_t n = 0;

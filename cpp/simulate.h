@@ -106,24 +106,35 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     if (s.ncon < 0) s.ncon = con.n;
     if (s.near < 0) s.near = s.c.col.near_missing;
     s.c.stages = &stages;                                            // evaluate's velocity stages, not again
-    if (discrete) {
-        for (int j = 0; j < nv; j++) s.diag[size_t(j)] = tree_diagonal(m, M, j);
+    const double *C = discrete ? discrete->coupling : nullptr;       // the metric's tendon and actuator terms
+    if (discrete) {                                                  // the rows' step diagonal: M^'s
+        for (int j = 0; j < nv; j++) s.diag[size_t(j)] = tree_diagonal(m, M, j) + (C ? C[size_t(j) * nv + j] : 0.0);
         rows(m, s.c, q, qd, con, nullptr, false, discrete->h, discrete->bare_diag, s.diag.data());
     } else
         rows(m, s.c, q, qd, con, nullptr, false);
     s.c.stages = nullptr;
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
-    std::copy(M, M + tree_nnz(m), s.c.Mt.begin());                   // M and its factor where the solvers read them
+    Model dense = m;                                                 // M^ with its couplings: every dof's chain
+    s.c.coupled = false, s.c.coupling = nullptr, s.c.pcg_capped = -1.0;
+    if (C) {
+        if (!dense_metric_model(m, s.c, M, C, dense)) return SINGULAR;
+        s.c.r.tree = true;                                           // every row on the chain
+    } else {
+        std::copy(M, M + tree_nnz(m), s.c.Mt.begin());               // M and its factor where the solvers read them
+    }
+    const Model &ms = C ? dense : m;
     if (factor) {                                                    // the lanes' factor of the same M
         std::copy(factor, factor + tree_nnz(m), s.c.d.qL.begin());
         std::copy(factor + tree_nnz(m), factor + tree_nnz(m) + nv, s.c.d.qLinv.begin());
-    } else if (!factor_mass(m, s.c)) {
+    } else if (!factor_mass(ms, s.c)) {
         return SINGULAR;
     }
     Solution sol;
-    int st = solve_with(m, s.c, nullptr, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol,
+    int st = solve_with(ms, s.c, nullptr, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol,
                         discrete ? discrete->bare_diag : nullptr);    // discrete: the mass matrix scales the tolerances
+    s.c.coupled = false, s.c.coupling = nullptr;
+    if (C && s.c.pcg_capped >= 0.0) *discrete->capped = s.c.pcg_capped;
     if (st != OK) return st;
     std::copy(s.c.qacc.begin(), s.c.qacc.end(), qacc);
     if (discrete) rows_transpose_times(s.c.r, s.c.force.data(), qfrc);

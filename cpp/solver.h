@@ -498,6 +498,58 @@ inline void tree_times(const Model &m, const double *M, const double *x, double 
     }
 }
 
+// ---------------------------------------------------------------- solving in the metric
+
+// the discrete step's metric with its tendon and actuator terms (solver.metric_solve's dense case): a Model whose M
+// layout is a chain of every dof (row i: columns 0 .. i, its layout in w.dense_*), on which tree_cholesky is a dense
+// Cholesky and tree_times a dense product, so that the solvers run unchanged in M^ = X + C, which leaves the tree's
+// pattern where C couples branches or trees; w.Mt <- M^ there (X on m's tree pattern, C (nv x nv) dense), w.P, w.Pinv
+// <- the factor of X + diag(C) (forward.factored_metric, its zeros where the tree has none), w.coupled set and C kept
+// for the islands (w.coupling). false when X + diag(C) is not positive definite
+inline bool dense_metric_model(const Model &m, ConstraintWork &w, const double *X, const double *C, Model &dense) {
+    const size_t nv = size_t(m.nv), nM = nv * (nv + 1) / 2;
+    w.dense_rowadr.resize(nv), w.dense_rownnz.resize(nv), w.dense_parent.resize(nv), w.dense_colind.resize(nM);
+    for (size_t i = 0; i < nv; i++) {
+        w.dense_rowadr[i] = int64_t(i * (i + 1) / 2), w.dense_rownnz[i] = int64_t(i + 1), w.dense_parent[i] = int64_t(i) - 1;
+        for (size_t j = 0; j <= i; j++) w.dense_colind[i * (i + 1) / 2 + j] = int64_t(j);
+    }
+    dense = m;
+    dense.M_rowadr = w.dense_rowadr.data(), dense.M_rownnz = w.dense_rownnz.data();
+    dense.M_colind = w.dense_colind.data(), dense.dof_parentid = w.dense_parent.data();
+    for (auto *x : {&w.Mt, &w.LHt, &w.P}) resize_exact(*x, nM);
+    w.d.qL.resize(nM), w.Pinv.resize(nv);
+    for (auto *x : {&w.cg_r, &w.cg_z, &w.cg_p, &w.cg_Ap}) x->resize(nv);
+    std::fill(w.P.begin(), w.P.end(), 0.0);
+    for (size_t i = 0; i < nv; i++)                                    // X on its own entries
+        for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i]; a++)
+            w.P[i * (i + 1) / 2 + size_t(m.M_colind[a])] = X[a];
+    for (size_t i = 0; i < nv; i++)                                    // M^ = X + C, X + diag(C)
+        for (size_t j = 0; j <= i; j++) {
+            size_t at = i * (i + 1) / 2 + j;
+            w.Mt[at] = w.P[at] + C[i * nv + j];
+        }
+    for (size_t i = 0; i < nv; i++) w.P[i * (i + 1) / 2 + i] = w.Mt[i * (i + 1) / 2 + i];
+    w.coupled = true, w.coupling = C;
+    return tree_cholesky(dense, w.P.data(), w.Pinv.data());
+}
+
+// x = M^-1 b (nv) (solver.smooth_acceleration): in the discrete step's metric with its couplings (w.coupled) by
+// conjugate gradients preconditioned with w.P's factor to the tolerance, at most `iterations` (its relative residual
+// into w.pcg_capped when it stopped there), products in w.Mt; else by M's factor (w.d.qL, w.d.qLinv)
+inline void smooth_acceleration(const Model &m, ConstraintWork &w, const double *b, double *x, double tolerance,
+                                int64_t iterations) {
+    if (!w.coupled) {
+        std::copy(b, b + m.nv, x);
+        tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), x);
+        return;
+    }
+    double capped = conjugate_gradients(
+        m.nv, b, x, tolerance, iterations, w.cg_r.data(), w.cg_z.data(), w.cg_p.data(), w.cg_Ap.data(),
+        [&](const double *v, double *y) { tree_times(m, w.Mt.data(), v, y); },
+        [&](double *z) { tree_solve(m, (const double *)w.P.data(), (const double *)w.Pinv.data(), z); });
+    if (capped >= 0.0) w.pcg_capped = capped;
+}
+
 // ---------------------------------------------------------------- the forward problem: Newton's method (mj_solNewton)
 
 // the primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref) at qacc from Ma = M qacc and jar = J qacc - aref,
@@ -1127,20 +1179,32 @@ inline double hager_zhang(const double *search, const double *grad, const double
 // cost, start and line search, along directions -M^-1 grad + beta d (Hager-Zhang). Stops when the gap 1/2 grad M^-1
 // grad is below the tolerance at the start, then when the scaled improvement or gradient is, scale = tolerance_scale
 // (1 / trace(M)), or when the line search improves nothing; after `iterations` anyway. M as for solve; SINGULAR when M
-// is not positive definite.
+// is not positive definite. In the discrete step's metric with couplings (w.coupled: solve_cg's backbone) a0 by
+// smooth_acceleration, M^-1 becomes w.P's factor (products, gradient, line search and beta stay in M^) and the start
+// test needs the scaled gradient below the tolerance too.
 inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                     int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     int nv = m.nv;
-    if (primal_start(m, w, M, warmstart, chosen) != OK) return SINGULAR;
+    const bool given = w.a0_given;
+    if (w.coupled && !given) {                                         // a0 by conjugate gradients in M^
+        smooth_acceleration(m, w, w.qfrc_smooth.data(), w.qacc_smooth.data(), tolerance, iterations);
+        w.a0_given = true;
+    }
+    int start = primal_start(m, w, M, warmstart, chosen);
+    w.a0_given = given;
+    if (start != OK) return SINGULAR;
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     double *grad = w.grad.data(), *Mgrad = w.step.data(), *search = w.v.data();
     std::vector<double> y(static_cast<size_t>(nv)), My(static_cast<size_t>(nv));   // grad - grad_old, Mgrad - Mgrad_old
-    auto M_solve = [&](double *b) { tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), b); };
+    const double *L = w.coupled ? w.P.data() : w.d.qL.data(), *Linv = w.coupled ? w.Pinv.data() : w.d.qLinv.data();
+    auto M_solve = [&](double *b) { tree_solve(m, L, Linv, b); };     // the preconditioner: M's, or X + diag(C)'s
     gradient(m, w, w.force.data());
     std::copy(grad, grad + nv, Mgrad);
     M_solve(Mgrad);
-    // converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start)
-    bool done = std::max(0.0, 0.5 * scale * dot(grad, Mgrad, nv)) < tolerance;
+    // converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start); in the discrete
+    // step's metric with couplings the scaled gradient too
+    bool done = std::max(0.0, 0.5 * scale * dot(grad, Mgrad, nv)) < tolerance &&
+                (!w.coupled || scale * norm(grad, nv) < tolerance);
     for (int j = 0; j < nv; j++) search[j] = -Mgrad[j];
     double improvement = 0.0;
     int64_t it = 0;
@@ -1215,15 +1279,17 @@ inline double dot_mj_read(const double *a, const double *b, int n) { return dot_
 #endif
 
 // a0 = M^-1 qfrc_smooth into w.qacc_smooth, A = J M^-1 J^T (nefc x nefc) and b = J a0 - aref of the dual problem, from
-// M's factor M = L^T L in w.d.qL, w.d.qLinv (_dual_problem): A = B^T B with B = L^-T J^T (MuJoCo's mj_solveM2 half
+// M's factor M = L^T L in w.d.qL, w.d.qLinv (_dual_problem; A in w.P's factor instead when the discrete step's metric
+// has couplings, w.coupled: its M_delassus): A = B^T B with B = L^-T J^T (MuJoCo's mj_solveM2 half
 // solve), each column of B solved from the leaves only over the dofs J's row reaches (its nonzeros and their
 // ancestors), and each product only over the dofs two columns share
 inline void dual_problem(const Model &m, ConstraintWork &w, std::vector<double> &A, std::vector<double> &b) {
     const Rows &r = w.r;
     int nv = m.nv, n = r.nefc;
-    const double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();
     std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(m, LM, LMinv, w.qacc_smooth.data());
+    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), w.qacc_smooth.data());
+    // A's metric: M, or the discrete step's X + diag(C) when M^ has couplings (noslip's M_delassus)
+    const double *LM = w.coupled ? w.P.data() : w.d.qL.data(), *LMinv = w.coupled ? w.Pinv.data() : w.d.qLinv.data();
     const size_t N = static_cast<size_t>(n);
     std::vector<double> &B = w.dual_B;
     std::vector<int> &lo = w.dual_lo, &hi = w.dual_hi;                 // the dofs column i of B reaches: [lo, hi)
@@ -1766,15 +1832,15 @@ inline void noslip(const Model &m, ConstraintWork &w, Solution &sol, double scal
 }
 
 // no rows (nefc = 0, mj_fwdConstraint's early return; solver._solve_without_rows): qacc = a0 = M^-1 qfrc_smooth (M as
-// for solve), no iterations, no improvement, converged (MuJoCo's solver_niter 0); SINGULAR when M is not positive
-// definite
-inline int solve_without_rows(const Model &m, ConstraintWork &w, const double *M, Solution &sol) {
+// for solve; smooth_acceleration to the tolerance, at most `iterations`), no iterations, no improvement, converged
+// (MuJoCo's solver_niter 0); SINGULAR when M is not positive definite
+inline int solve_without_rows(const Model &m, ConstraintWork &w, const double *M, Solution &sol, double tolerance,
+                              int64_t iterations) {
     if (M) {                                                           // M on the tree's pattern, factored
         tree_pack(m, M, w.Mt.data());
         if (!factor_mass(m, w)) return SINGULAR;
     }
-    std::copy(w.qfrc_smooth.begin(), w.qfrc_smooth.end(), w.qacc_smooth.begin());
-    tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), w.qacc_smooth.data());
+    smooth_acceleration(m, w, w.qfrc_smooth.data(), w.qacc_smooth.data(), tolerance, iterations);
     std::copy(w.qacc_smooth.begin(), w.qacc_smooth.end(), w.qacc.begin());
     sol.iterations = 0, sol.improvement = 0.0, sol.converged = true;
     return OK;
@@ -1785,7 +1851,7 @@ inline int solve_without_rows(const Model &m, ConstraintWork &w, const double *M
 // no solver runs (solve_without_rows)
 inline int run_solver(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                       int64_t iterations, Solution &sol, double scale, bool chosen) {
-    if (w.r.nefc == 0) return solve_without_rows(m, w, M, sol);
+    if (w.r.nefc == 0) return solve_without_rows(m, w, M, sol, tolerance, iterations);
     int status = m.opt_solver == SOLVER_PGS ? solve_pgs(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen)
                  : m.opt_solver == SOLVER_CG ? solve_cg(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen)
                                              : solve(m, w, M, warmstart, tolerance, iterations, sol, scale, chosen);
@@ -1816,9 +1882,11 @@ inline bool island_start(const Model &m, ConstraintWork &w, const double *warmst
 }
 
 // whether solve_islands gathers each island's dofs (island_model): when the solver's sums run over the dofs one by one
-// (Newton, CG), so that the island's dofs alone give the same numbers as every dof with the others at zero; PGS's and
-// noslip's dual problem sums four dofs at a time (dot_mj), its rounding set by where the dofs are
-inline bool gathers_islands(const Model &m) { return m.opt_solver != SOLVER_PGS && m.opt_noslip_iterations == 0; }
+// (Newton, CG; PGS's and noslip's dual problem sums four dofs at a time, dot_mj, its rounding set by where the dofs are), so that the island's dofs alone give the same numbers as every dof with the others at zero; not in the
+// discrete step's metric with couplings (w.coupled: its layout is every dof's chain)
+inline bool gathers_islands(const Model &m, const ConstraintWork &w) {
+    return m.opt_solver != SOLVER_PGS && m.opt_noslip_iterations == 0 && !w.coupled;
+}
 
 // the island's dofs gathered, a workspace for solve_islands: a Model whose nv dofs are the island's in order, M's
 // pattern (M_rowadr, M_rownnz, M_colind, dof_parentid) in their island numbers (w.island_*; an island holds whole trees,
@@ -1871,12 +1939,18 @@ inline int solve_islands(const Model &m, ConstraintWork &w, const double *M, con
     std::vector<int> &state = w.gather_state;
     start.clear(), warm.assign(size_t(nv), 0.0), qfrc.assign(w.qfrc_smooth.begin(), w.qfrc_smooth.end());
     qacc.assign(qfrc.begin(), qfrc.end()), force.assign(size_t(n), 0.0), state.assign(size_t(n), 0);
+    if (w.coupled) {                                                   // a0 of every dof in M^ (smooth_acceleration),
+        smooth_acceleration(m, w, qfrc.data(), qacc.data(), tolerance, iterations);   // the start chosen with it
+        std::copy(qacc.begin(), qacc.end(), w.qacc_smooth.begin());
+        w.a0_given = true;
+    }
     bool started = island_start(m, w, warmstart, start);
-    if (started && m.opt_solver != SOLVER_PGS)                         // a0 of every dof: island_start's (the same solve)
+    w.a0_given = false;
+    if (!w.coupled && started && m.opt_solver != SOLVER_PGS)           // a0 of every dof: island_start's (the same solve)
         std::copy(w.qacc_smooth.begin(), w.qacc_smooth.begin() + nv, qacc.begin());
-    else
+    else if (!w.coupled)
         tree_solve(m, w.d.qL.data(), w.d.qLinv.data(), qacc.data());
-    const bool gather = gathers_islands(m);
+    const bool gather = gathers_islands(m, w);
     // the start's evaluation on every row (island_start's primal_start) kept for the islands, its cones by first row
     const bool evaluated = gather && started;
     if (evaluated) {
@@ -1945,7 +2019,7 @@ inline int solve_with(const Model &m, ConstraintWork &w, const double *M, const 
                       int64_t iterations, Solution &sol, const double *inertia = nullptr) {
     if (m.opt_island && w.r.nefc) {
         std::vector<Island> &islands = w.islands;                      // kept storage (ConstraintWork::islands)
-        partition(m, w.r, islands, w.island_scratch);
+        partition(m, w.r, islands, w.island_scratch, w.coupled ? w.coupling : nullptr);
         if (islands.size() != 1 || islands[0].dofs.size() < size_t(m.nv))
             return solve_islands(m, w, M, warmstart, tolerance, iterations, islands, sol, inertia);
     }

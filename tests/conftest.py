@@ -85,6 +85,7 @@ COMPILED = {
     "test_frames.py": {"test_a_point_jacobian_computes_its_path_and_names_any_zero_quaternion",
                        "test_frame_motion_is_the_same_on_both_backends", "test_frame_motion_of_one_state_and_bad_input"},
     "test_integrators.py": {"test_the_compiled_discrete_step_takes_the_tendon_servo_and_fluid_terms",
+                            "test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric",
                             "test_the_compiled_discrete_smooth_solve_at_its_iteration_cap_warns",
                             "test_the_compiled_cap_warning_survives_a_failing_state"},
     "test_kinematics.py": {"test_body_poses_equal_mujocos"},
@@ -247,6 +248,7 @@ SLOW = {
         "test_implicitfast_solves_standalone_free_bodies_with_their_gyroscopic_term",
         "test_panda_2_s_with_home_ctrl_reproduces_mj_step", "test_pendulum_10_s_reproduces_mj_step",
         "test_the_compiled_discrete_step_takes_the_tendon_servo_and_fluid_terms",
+        "test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric",
     },
     "test_inverse.py": {
         "test_analytic_accelerations_do_not_replay", "test_discrete_inverse_equals_mj_inverse_with_invdiscrete",

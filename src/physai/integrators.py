@@ -58,14 +58,16 @@ mj_integratePos), written q' = q + h qd' below:
                     a the step map (qd' - qd) / h; B and K the positive damping and stiffness: the joints' diagonal,
                     the inertia boxes' fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J,
                     the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
-                    (engine.forward.discrete_metric; both engines, but the compiled one hands a constrained step with
-                    tendon or servo terms, a muscle or ellipsoid fluid to the NumPy engine: forward.compiled_discrete);
+                    (engine.forward.discrete_metric; both engines, but the compiled one hands a muscle or ellipsoid
+                    fluid to the NumPy engine: forward.compiled_discrete);
                     standalone free bodies solved again in their blocks as implicitfast's (without actuator damping)
                     unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts);
-                    where those terms couple two branches or trees the metric leaves the tree's pattern, solved densely
-                    (engine.solver.metric_solve), the coupled trees in one island. MuJoCo solves those couplings
-                    iteratively to opt.tolerance (even without rows): physai's exact solve follows mj_step to rounding
-                    at tolerance 1e-15 (at the default 1e-8, 2e-10 to 7e-9 in qd a step measured on rotational dofs).
+                    a0 = M^-1 f in that metric by conjugate gradients to opt.tolerance (at most opt.iterations),
+                    preconditioned with its factored part (the joints' and fluid's terms plus the couplings' diagonal;
+                    engine.forward.cg_backbone, engine.solver.smooth_acceleration; both engines), as MuJoCo 4 applies
+                    the couplings matrix-free; where they couple two branches or trees, the coupled trees in one island.
+                    It follows mj_step to rounding at tolerance 1e-15; at a looser tolerance both stop short of the
+                    exact a0, each at its own iterate.
                     Under the PGS solver (its dual solve needs the metric factored) the tendon and servo terms stay out
                     of the metric and out of the free bodies' blocks, their forces explicit at the step's start
                     (engine.forward.explicit_couplings, as MuJoCo 4); noslip after Newton or CG with them is refused.
@@ -681,7 +683,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         return None
     if names and (not constraints or model.body_gravcomp.any()):
         return None
-    if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators, constraints):
+    if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators):
         return None                                                # the NumPy engine's discrete metric
     single = q.ndim == 1
     if (q.dtype != np.float64 or qd.dtype != np.float64 or not (single or q.ndim == 2) or q.shape[-1] != model.nq
@@ -1072,7 +1074,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
     if constrained:
         constraint.check_supported(model)
         collision.check_supported(model)
-    compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators, constrained)
+    compiled_metric = options.integrator != DISCRETE or forward.compiled_discrete(model, inputs.actuators)
     if native.on and native.runs(model, inputs.actuators) and options.integrator in native.INTEGRATOR_CODES and \
             compiled_metric and (not constrained or native.compiled_solver(model)) and observed is None:
         if constrained:

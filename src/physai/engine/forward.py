@@ -16,6 +16,9 @@ state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smo
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
 step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K);
 free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' docstring.
+
+cpp/forward.h's coupling_metric has no function of its name here: it forms C = h B_c + h^2 K_c from coupling_terms'
+tendon and servo parts (discrete_metric_terms' B_c, K_c), factored_metric's C = M_hat - backbone.
 """
 
 import numpy as np
@@ -546,16 +549,13 @@ def metric_couplings(model, actuators) -> bool:
     return bool(servo or model.tendon_damping.any() or model.tendon_stiffness.any())
 
 
-def compiled_discrete(model, actuators, constrained: bool = False) -> bool:
+def compiled_discrete(model, actuators) -> bool:
     """Whether the compiled discrete step (cpp/forward.h's discrete: the joints' and the inertia boxes' terms factored,
-    the tendons' and actuators' by conjugate gradients, cpp/forward.h's coupling_terms and metric_pcg) models the
-    discrete metric: not for muscles or the ellipsoid model's fluid (the NumPy engine names them), nor for tendon or
-    actuator terms in the metric of a constrained step (constrained: the model's constraints act; its compiled solver
-    minimises in the tree's pattern; under PGS they stay out of the metric, explicit_couplings)."""
+    the tendons' and actuators' by conjugate gradients, cpp/forward.h's coupling_terms and metric_pcg; with constraints
+    its solver in the whole metric, cpp/solver.h's dense_metric_model) models the discrete metric: not for muscles or
+    the ellipsoid model's fluid (the NumPy engine names them)."""
     muscle = actuators is not None and ((actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
-    if muscle or (passive.has_fluid(model) and model.fluid_ellipsoid.any()):
-        return False
-    return not (constrained and metric_couplings(model, actuators) and not explicit_couplings(model))
+    return not (muscle or (passive.has_fluid(model) and model.fluid_ellipsoid.any()))
 
 
 def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None,

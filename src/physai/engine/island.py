@@ -10,7 +10,8 @@ trees, each solved as its own problem (MuJoCo 4.0's default; mjDSBL_ISLAND, mode
 Trees are joined by the rows, each row's trees found as MuJoCo 4's treeIterInit finds them: a contact's are its two geoms'
 bodies' trees, a connect's or weld's its two bodies' trees (even where the Jacobian is zero on one of them), any other
 row's those of its nonzero Jacobian columns; the rows that continue a constraint (same type and id as the row before)
-go where its first row goes. Dofs of trees without rows are in no island.
+go where its first row goes. Dofs of trees without rows are in no island. The trees the discrete step's metric couples
+are joined by _metric_links (cpp/island.h's metric_links: the same links, unioned in place).
 """
 
 from dataclasses import dataclass, replace

@@ -14,6 +14,12 @@ functions in C++ (cpp/solver.h):
 
     compiled_forward                        the kernel constraint_forward (rows, M, c and model.opt.solver) on N states
                                             with their own contacts
+
+The discrete step's metric with tendon and servo terms: conjugate_gradients (metric_pcg's loop) is compiled in
+cpp/forward.h, not solver.h (forward.h's metric_pcg without rows and solver.h's smooth_acceleration with them call it;
+solver.h includes forward.h); metric_solve's dense case is cpp/solver.h's dense_metric_model, a Model on a chain of
+every dof on which tree_cholesky factors densely (M^ and forward.factored_metric's X + diag(C) in it): other names,
+the same arithmetic.
 """
 
 import warnings
@@ -56,28 +62,37 @@ def metric_pcg(model: Model, M: np.ndarray, backbone: np.ndarray, b: np.ndarray,
                iterations: int) -> np.ndarray:
     """x (nv,) with M x = b (nv,) by conjugate gradients preconditioned with the backbone's factor (metric_solve), from
     x = 0, until |r|^2 < tolerance^2 |b|^2 or after `iterations` (MuJoCo 4's a0 in the discrete step's metric with
-    tendon and actuator terms, which it applies matrix-free: M = backbone + those terms)."""
+    tendon and actuator terms, which it applies matrix-free: M = backbone + those terms); warns at the cap."""
+    x, capped = conjugate_gradients(b, tolerance, iterations, lambda v: M @ v,
+                                    lambda r: metric_solve(model, backbone, r))
+    if capped is not None:                            # stopped at the cap (MuJoCo's mjWARN_INERTIA)
+        warnings.warn(pcg_cap_message(iterations, capped), ConvergenceWarning, stacklevel=2)
+    return x
+
+
+def conjugate_gradients(b: np.ndarray, tolerance: float, iterations: int, times, precondition):
+    """(x, capped): x (n,) with A x = b (n,) by conjugate gradients preconditioned with P, times(v) = A v and
+    precondition(r) = P^-1 r, from x = 0 until |r|^2 < tolerance^2 |b|^2 or after `iterations`; capped the relative
+    residual |r| / |b| when it stopped at the cap, else None (metric_pcg's loop; cpp/forward.h's conjugate_gradients)."""
     x, res = np.zeros_like(b), np.array(b, dtype=float)
     bn = float(res @ res)
     if bn <= MINVAL:
-        return x
-    z = metric_solve(model, backbone, res)
+        return x, None
+    z = precondition(res)
     p, rz = z.copy(), float(res @ z)
     for _ in range(iterations):
-        Ap = M @ p
+        Ap = times(p)
         pAp = float(p @ Ap)
         if pAp <= 0:                                  # no curvature along p: x is the best there is
-            break
+            return x, None
         alpha = rz / pAp
-        x, res = x + alpha * p, res - alpha * Ap      # x += alpha p, r -= alpha M p
+        x, res = x + alpha * p, res - alpha * Ap      # x += alpha p, r -= alpha A p
         if float(res @ res) < tolerance * tolerance * bn:
-            break
-        z = metric_solve(model, backbone, res)
+            return x, None
+        z = precondition(res)
         rz_new = float(res @ z)
         p, rz = z + rz_new / rz * p, rz_new           # p = z + beta p
-    else:                                             # stopped at the cap (MuJoCo's mjWARN_INERTIA)
-        warnings.warn(pcg_cap_message(iterations, np.sqrt(float(res @ res) / bn)), ConvergenceWarning, stacklevel=2)
-    return x
+    return x, np.sqrt(float(res @ res) / bn)
 
 
 def pcg_cap_message(iterations: int, residual: float, where: str = "") -> str:
