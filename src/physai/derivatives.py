@@ -527,19 +527,19 @@ class _Constraints:
             "of q (a contact or limit at its switch): the step is not differentiable here; linearise at a "
             "nearby state")
 
-    def _row_arrays(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
+    def _row_arrays(self, Q: np.ndarray, QD: np.ndarray, dofs: np.ndarray, checked: int = 0):
         """(J (n, nefc, nv), aref (n, nefc), D (n, nefc)) of the rows at each state (Q (n + checked, nq), QD (n + checked,
-        nv)) but the last checked ones, laid out as the optimum's rows (InvalidStateError where a row appears or
-        disappears at any state, the checked ones included: _refuse_switch). The compiled detection (every state in one
-        call) and rows (the first n) as the kernels give them (no ContactSet or Rows made) when both run compiled, else
-        rows()."""
+        nv), q moved along dofs (n + checked,)) but the last checked ones, laid out as the optimum's rows
+        (InvalidStateError where a row appears or disappears at any state, the checked ones included: _refuse_switch).
+        The compiled detection (every state in one call, of the pairs its dof moves: _held_contacts) and rows (the first
+        n) as the kernels give them (no ContactSet or Rows made) when both run compiled, else rows()."""
         model, held = self.model, self.r
         contacts = collision.has_contacts(model)
         if self.discrete is not None or not (native.on and native.runs(model)) or (contacts and model.unsupported):
-            return self._stacked_rows(Q, QD, checked)
+            return self._stacked_rows(Q, QD, dofs, checked)
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
-            floats, ints = self._held_contacts(Q)
+            floats, ints = self._held_contacts(Q, dofs)
         if contacts and not (n == 0 and self._one_side(floats[:, 3:6].reshape(len(Q), nc, 3))):
             order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3))
             if order is not None:                      # each state's contacts in the optimum's order
@@ -557,36 +557,55 @@ class _Constraints:
         pos, margin, K, imp, aref, D = (values[k].reshape(n, nefc) for k in (0, 1, 6, 8, 11, 5))
         return (J.reshape(n, nefc, model.nv), *self._tangent_impedance(pos, margin, K, imp, aref, D))
 
-    def _held_contacts(self, Q: np.ndarray) -> tuple:
-        """The compiled detection's packed contacts at each state (Q (n, nq)): (floats (n ncon, 28), ints (n ncon, 3)),
-        InvalidStateError (_refuse_switch) unless each state has the optimum's contacts (count, dim, bodies)."""
-        model, held, nc = self.model, self.r, len(self.r.contact_dim)
+    def _held_contacts(self, Q: np.ndarray, dofs: np.ndarray) -> tuple:
+        """The compiled detection's packed contacts at each state (Q (n, nq), q moved along dofs (n,)): (floats (n nc,
+        28), ints (n nc, 3)), InvalidStateError (_refuse_switch) unless each state has the optimum's nc contacts (count,
+        dim, bodies). Each state collides only the pairs its dof moves (_detect_subset); the optimum's other contacts,
+        whose geoms it does not move, are as at q, the optimum's packed arrays."""
+        model, nc = self.model, len(self.r.contact_dim)
         constraint.prepare_compiled(model)
-        ncon, floats, ints, near = native.detect_arrays(model, Q)
+        subset, moved = self._detect_subset(dofs)
+        ncon, floats, ints, near = native.detect_arrays(model, Q, subset)
         if near:
             collision.warn_near(model, near, stacklevel=6)
-        if (ncon != nc).any():
+        if (ncon != moved.sum(axis=1)).any():
             self._refuse_switch()
-        packed = ints.reshape(len(Q), nc, 3)
-        if (packed[:, :, 0] != held.contact_dim).any() or (packed[:, :, 1:] != held.contact_body).any():
+        at_q = self.contacts[0].packed()                                               # ints: dim, body1, body2
+        if (ints != np.broadcast_to(at_q[1], (len(Q), nc, 3))[moved]).any():
             self._refuse_switch()
-        return floats, ints
+        every = np.repeat(at_q[0][None], len(Q), axis=0)
+        every[moved] = floats
+        return every.reshape(len(Q) * nc, at_q[0].shape[1]), np.tile(at_q[1], (len(Q), 1))
 
-    def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> np.ndarray:
-        """(len(moving) 4 + len(still) 2, nq): q moved by FD_WEIGHTS' offsets times ROW_STEP along each tangent
-        direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those moving no row,
-        not differenced: where a contact may appear or leave, _row_arrays' check), in one engine.configuration.integrate
-        (compiled when the backend is)."""
+    def _detect_subset(self, dofs: np.ndarray) -> tuple:
+        """(subset (n, P), moved (n, nc)) bool for states of q moved along dofs (n,): the pairs each state's detection
+        collides (native.detect_arrays' subset, P = ncand + nmissing) -- those its dof moves one geom of but not the other
+        (a contact may appear), and those with a contact at q (self.contacts) it moves one or both geoms of (their
+        contacts move) -- and the contacts at q among them (moved): the others' geoms are where they were at q."""
+        apart, either, key = _model_constant(self.model, "pair_dofs", _pair_dofs)
+        at_q = self.contacts[0].geom
+        touching = (key[:, None] == at_q[:, 0] * self.model.geoms.ngeom + at_q[:, 1]).any(axis=1)   # a contact at q
+        subset = apart[dofs] | (either[dofs] & touching)
+        chains = _model_constant(self.model, "geom_chains", _geom_chains)
+        moved = (chains[at_q[:, 0]] | chains[at_q[:, 1]])[:, dofs].T
+        return subset, moved
+
+    def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> tuple:
+        """(Q (len(moving) 4 + len(still) 2, nq), dofs (len(Q),)): q moved by FD_WEIGHTS' offsets times ROW_STEP along
+        each tangent direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those
+        moving no row, not differenced: where a contact may appear or leave, _row_arrays' check), in one
+        engine.configuration.integrate (compiled when the backend is); dofs: the direction each point moves along."""
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
         dofs = np.concatenate([np.repeat(moving, len(offsets)), np.repeat(still, 2)])
         size = np.concatenate([np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)])
         steps = np.zeros((dofs.size, model.nv))
         steps[np.arange(dofs.size), dofs] = size
         return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
-                                                                   1.0))
+                                                                   1.0)), dofs
 
-    def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
-        """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
+    def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, dofs: np.ndarray, checked: int = 0):
+        """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked; every pair detected at
+        each state, whichever dof moves it (dofs: _row_arrays')."""
         held = self.r
         contacts = collision.detect(self.model, Q) if collision.has_contacts(self.model) else None
         same = bool(contacts) and all(len(c) == len(held.contact_dim) for c in contacts)
@@ -754,11 +773,12 @@ class _Constraints:
         y = y0 - n * np.einsum("ci,ci->c", n, y0)[:, None]                 # make_frame's default first tangent
         return np.abs(y / np.linalg.norm(y, axis=1)[:, None] - frame[:, 1]).max(axis=1, initial=0.0) < 1e-9
 
-    def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> tuple:
+    def _held_forces(self, Q: np.ndarray, QD: np.ndarray, dofs: np.ndarray, checked: int = 0) -> tuple:
         """(J (n, nefc, nv), force (n, nefc)) of each state's rows but the last checked ones' (_row_arrays, which checks
-        those too), G(q, qd; a_c) = -J^T force their generalized force: force(J a_c - aref) of the rows built at another
-        (q, qd), each row's force in the state it holds at the optimum (held_forces), the rows in self.analytic zero."""
-        J, aref, D = self._row_arrays(Q, QD, checked)
+        those too; dofs: the dof each state moves q along), G(q, qd; a_c) = -J^T force their generalized force:
+        force(J a_c - aref) of the rows built at another (q, qd), each row's force in the state it holds at the optimum
+        (held_forces), the rows in self.analytic zero."""
+        J, aref, D = self._row_arrays(Q, QD, dofs, checked)
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
         force[:, self.analytic] = 0.0                  # taken analytically (_analytic_forces)
         return J, force
@@ -1175,8 +1195,8 @@ class _Constraints:
         still = still[self._contact_dofs()[still]] if still.size else still
         Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
         if moving.size or still.size:
-            Q = self._points(q, moving, still)
-            J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), 2 * still.size)
+            Q, dofs = self._points(q, moving, still)
+            J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), dofs, 2 * still.size)
             Gq[:, moving], Wq[:, moving] = self._product_rule(J, force, weights, moving.size)
         turning, df = self._analytic_forces(rows, dJ, dpos, qd)
         Gq += turning
@@ -1252,14 +1272,29 @@ def _unconverged(opt, iterations: int) -> str:
 
 
 def _contact_dofs(model: Model) -> np.ndarray:
-    """_Constraints._contact_dofs of a model."""
-    pairs, missing = engine.collision.candidates(model)
-    geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
-    body = model.geoms.geom_bodyid[geom]
+    """_Constraints._contact_dofs of a model: the dofs that move one geom of a pair (_pair_dofs) but not the other."""
+    return _read_only(_model_constant(model, "pair_dofs", _pair_dofs)[0].any(axis=1))
+
+
+def _geom_chains(model: Model) -> np.ndarray:
+    """(ngeom, nv) bool: the dofs whose motion moves each geom (its body's link's chain; none on a body without dofs)."""
+    body = model.geoms.geom_bodyid
     link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
     last = model.link_dofadr + model.link_dofnum - 1                           # each link's last dof: its chain's column
     chains = np.vstack([model.dof_ancestor[:, last].T, np.zeros((1, model.nv), bool)])   # row -1: no dof
-    return _read_only((chains[link[:, 0]] ^ chains[link[:, 1]]).any(axis=0))
+    return chains[link]
+
+
+def _pair_dofs(model: Model) -> tuple:
+    """(apart (nv, P), either (nv, P), key (P,)) over the pairs detect's subset flags (the candidates, then the left-out
+    pairs: P = ncand + nmissing): [k, p] the dof k moves one geom of pair p but not the other (their distance moves
+    with it), and one or both (the pair's contacts move); key: g1 ngeom + g2 of its geoms."""
+    pairs, missing = engine.collision.candidates(model)
+    geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+    chains = _geom_chains(model)
+    g1, g2 = chains[geom[:, 0]].T, chains[geom[:, 1]].T
+    return (_read_only(np.ascontiguousarray(g1 ^ g2)), _read_only(np.ascontiguousarray(g1 | g2)),
+            _read_only(geom[:, 0] * model.geoms.ngeom + geom[:, 1]))
 
 
 def _turns(model: Model) -> np.ndarray:
