@@ -633,8 +633,10 @@ def test_detect_of_a_pair_subset_is_the_whole_detect_restricted_to_it():
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_detect_refuses_a_subset_of_another_shape_or_type(backend):
-    """A subset of the wrong length or not booleans: ShapeError, InvalidArgumentError naming it."""
-    m, _, Q = g1_states(1)
+    """A subset of the wrong length or not booleans: ShapeError, InvalidArgumentError naming it; on the compiled path a
+    wrong row count or width names the (N, ncand + nmissing) expected and the array passed; NumPy's names a wrong one
+    on a model without contacts too (contacts off)."""
+    m, _, Q = g1_states(2)
     model = engine.from_mujoco(m)
     size = sum(len(x) for x in engine_collision.candidates(model))
     for subset, error in ((np.ones(size - 1, bool), ShapeError), (np.ones(size, np.int64), InvalidArgumentError)):
@@ -644,3 +646,12 @@ def test_detect_refuses_a_subset_of_another_shape_or_type(backend):
             else:
                 constraint.prepare_compiled(model)
                 native.detect(model, Q[:1], subset[None])
+    if backend == "numpy":
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+        with pytest.raises(ShapeError, match="subset"):
+            engine_collision.detect(engine.from_mujoco(m), Q[0], subset=np.ones(size - 1, bool))
+        return
+    for subset, got in ((np.ones((2, size - 1), bool), f"\\(2, {size - 1}\\)"),
+                        (np.ones((3, size), bool), f"\\(3, {size}\\)"), (np.ones(size, bool), f"\\({size},\\)")):
+        with pytest.raises(ShapeError, match=rf"\(N, ncand \+ nmissing\) = \(2, {size}\) expected .* got {got}"):
+            native.detect_arrays(model, Q, subset)

@@ -536,12 +536,12 @@ class _Constraints:
         model, held = self.model, self.r
         contacts = collision.has_contacts(model)
         if self.discrete is not None or not (native.on and native.runs(model)) or (contacts and model.unsupported):
-            return self._stacked_rows(Q, QD, dofs, checked)
+            return self._stacked_rows(Q, QD, checked)
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
             floats, ints = self._held_contacts(Q, dofs)
         if contacts and not (n == 0 and self._one_side(floats[:, 3:6].reshape(len(Q), nc, 3))):
-            order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3))
+            order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3), ints[:nc])   # the optimum's ints
             if order is not None:                      # each state's contacts in the optimum's order
                 order = order[..., None]
                 floats = np.take_along_axis(floats.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
@@ -603,13 +603,13 @@ class _Constraints:
         return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
                                                                    1.0)), dofs
 
-    def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, dofs: np.ndarray, checked: int = 0):
+    def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
         """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked; every pair detected at
-        each state, whichever dof moves it (dofs: _row_arrays')."""
+        each state, whichever dof moves it."""
         held = self.r
         contacts = collision.detect(self.model, Q) if collision.has_contacts(self.model) else None
         same = bool(contacts) and all(len(c) == len(held.contact_dim) for c in contacts)
-        order = self._held_order(np.stack([c.pos for c in contacts])) if same else None
+        order = self._held_order(np.stack([c.pos for c in contacts]), self.contacts[0].packed()[1]) if same else None
         if order is not None:
             contacts = [c if (k == np.arange(len(k))).all() else
                         ContactSet.unpacked(self.model.nbody, *(a[k] for a in c.packed()), c.geom[k])
@@ -719,17 +719,16 @@ class _Constraints:
         one = bool(side.all())
         return (one or not side.any()) and bool(((np.abs(normals[:, :, 1]) < 0.5) == one).all())
 
-    def _held_order(self, pos: np.ndarray) -> np.ndarray:
+    def _held_order(self, pos: np.ndarray, ints: np.ndarray) -> np.ndarray:
         """(n, nc) int: the order that lays each state's contacts (positions pos (n, nc, 3), as many as the optimum's) out
-        as the optimum's: among the optimum's contacts of one dim and pair of bodies, each takes the state's nearest
-        where those are all distinct (a geom pair's contacts may come in another order a ROW_STEP away: a capsule
-        across or along a box's edge, mjc_CapsuleBox, swaps its two within 1e-6 and A was 1e2 to 1e4 times off), else
-        the order as detected; None where that is every state's (each contact nearer its own than half the way to
-        another of its group: the common case, checked first)."""
+        as the optimum's (ints (nc, 3): their packed ints, ContactSet.packed's): among the optimum's contacts of one dim
+        and pair of bodies, each takes the state's nearest where those are all distinct (a geom pair's contacts may come
+        in another order a ROW_STEP away: a capsule across or along a box's edge, mjc_CapsuleBox, swaps its two within
+        1e-6 and A was 1e2 to 1e4 times off), else the order as detected; None where that is every state's (each
+        contact nearer its own than half the way to another of its group: the common case, checked first)."""
         held = self.contacts[0]
         if len(held) < 2:
             return None
-        ints = held.packed()[1]
         apart = np.linalg.norm(held.pos[:, None] - held.pos[None], axis=-1)
         apart[~(ints[:, None] == ints[None]).all(axis=-1) | np.eye(len(held), dtype=bool)] = np.inf
         if (np.linalg.norm(pos - held.pos, axis=-1) < apart.min(axis=1) / 2).all():

@@ -594,10 +594,10 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False, subset
     check_supported(model, ignore_unsupported)
     G = model.geoms
     found = []
+    keep = check_subset(model, subset)                                  # named whether or not the model has contacts
     if not has_contacts(model):
         return ContactSet.empty(model.nbody)
     pairs, missing = candidates(model)
-    keep = check_subset(model, subset)
     xpos, xmat = geom_poses(model, q)
     warn_near(model, [k for k, (g1, g2) in enumerate(missing) if keep[len(pairs) + k]
                       and may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
