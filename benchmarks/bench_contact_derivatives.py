@@ -14,6 +14,12 @@ difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps
 entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs. Last column: physai
 and the forward differences timed back to back in each of 205 short rounds (bench_dynamics.paired_times: a short round
 often runs undisturbed on a loaded machine), the ratio of their best rounds.
+
+Then the compiled detection alone at the call's checked points (those _Constraints._held_contacts detects: 4 along
+each differenced dof, 2 along each other one), all of them in one native.detect_arrays call: every candidate pair at
+every point, each point's subset (_Constraints._detect_subset: the pairs its dof moves), and no pair (the geoms' poses
+and the broad phase alone), each timed by best_time (100 short rounds) 5 times in turn, the best; pairs: the subset's
+mean pairs a point, of all.
 """
 
 import os
@@ -25,6 +31,7 @@ import numpy as np
 from bench_dynamics import best_time, paired_times
 
 from physai import derivatives, engine, models
+from physai.engine import native
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "experiments" / "task-models"))
 import task_models  # noqa: E402  (the survey's loading and start state)
@@ -52,12 +59,18 @@ def transition_fd(m, d, eps: float, centred: bool):
     return A, B
 
 
-def row(name: str, make) -> str:
+def state(make) -> tuple:
+    """(m, d) at the benchmark's state: make's model stepped its steps at tolerance 1e-15, mj_forward at the end."""
     m, d, steps = make()
     m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
     for _ in range(steps):
         mujoco.mj_step(m, d)
     mujoco.mj_forward(m, d)
+    return m, d
+
+
+def row(name: str, make) -> str:
+    m, d = state(make)
     model = engine.from_mujoco(m)
     q, qd, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy() if m.nu else None
     A, B = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
@@ -73,6 +86,30 @@ def row(name: str, make) -> str:
             f"{physai / forward:8.2f} {physai / centred:8.2f}   {err[0]:.1e} {err[1]:.1e} {ours.min() / theirs.min():8.2f}")
 
 
+def detection(name: str, make) -> str:
+    """The compiled detection at one call's checked points (every pair, the subset, none) and the subset's pairs."""
+    m, d = state(make)
+    model = engine.from_mujoco(m)
+    seen = []
+    held = derivatives._Constraints._held_contacts
+
+    def record(self, Q, dofs):                     # the call's points and the subset its detection collides
+        seen.append((Q, self._detect_subset(dofs)[0]))
+        return held(self, Q, dofs)
+
+    derivatives._Constraints._held_contacts = record
+    try:
+        derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
+    finally:
+        derivatives._Constraints._held_contacts = held
+    (Q, subset), = seen
+    subsets = (np.ones_like(subset), subset, np.zeros_like(subset))
+    times = np.min([[best_time(lambda s=s: native.detect_arrays(model, Q, s), budget=0.4, rounds=100) for s in subsets]
+                    for _ in range(5)], axis=0)             # the three in turn, 5 times: a load burst falls on one
+    return (f"{name:12s} {len(Q):6d} {1e3 * times[0]:9.3f} {1e3 * times[1]:9.3f} {1e3 * times[2]:9.3f} "
+            f"{subset.sum(axis=1).mean():7.0f} of {subset.shape[1]}")
+
+
 def main() -> None:
     print(f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; physai backend {engine.backend}; mujoco {mujoco.__version__}")
     print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated "
@@ -80,6 +117,11 @@ def main() -> None:
     print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(row(name, make))
+    print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all")
+    print("model        points     every    subset   no pair   pairs")
+    for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
+        print(detection(name, make))
+    print(f"load average {os.getloadavg()[0]:.2f}")
 
 
 if __name__ == "__main__":

@@ -1072,7 +1072,8 @@ template <class X> nb::object vector_array(const std::vector<X> &v, int64_t widt
     return r;
 }
 
-// COLLISION_DETECT: the contacts of q (nq,) or N states (N, nq) (cpp/collision.h's detect): (ncon (N,), floats (total,
+// COLLISION_DETECT: the contacts of q (nq,) or N states (N, nq) (cpp/collision.h's detect; subset None, or each
+// state's pairs to collide: bool (N, ncand + nmissing), C order): (ncon (N,), floats (total,
 // CONTACT_FLOATS), ints (total, CONTACT_INTS), geom (total, 2): each contact's candidate pair's geoms (cand_geom),
 // nnear (N,), near: the left-out pairs that may touch, per state), the states' contacts concatenated, floats, ints and
 // geom read-only (a ContactSet's, as they are); Ctrl-C stops it between states
@@ -1084,6 +1085,16 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     Input q;
     read_state(args[0], "q", m.nq, false, q, batch, copies);
     int64_t N = batch < 0 ? 1 : batch;
+    const uint8_t *subset = nullptr;
+    if (!args[1].is_none()) {
+        PyObject *x = args[1].ptr();
+        if (!PyArray_Check(x)) fail("type", "subset");
+        PyArrayObject *a = reinterpret_cast<PyArrayObject *>(x);
+        if (PyArray_TYPE(a) != NPY_BOOL || !PyArray_IS_C_CONTIGUOUS(a)) fail("type", "subset");
+        if (PyArray_NDIM(a) != 2 || int64_t(PyArray_DIMS(a)[0]) != N || int64_t(PyArray_DIMS(a)[1]) != m.ncand + m.nmissing)
+            fail("shape", "subset");
+        subset = static_cast<const uint8_t *>(PyArray_DATA(a));
+    }
     Workspaces &kept = nm.work;                                         // the kept workspace, unless a call holds it
     CollisionPtr own_work;
     DetectOut own_out;
@@ -1100,7 +1111,7 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     out.clear();
     for (int64_t lo = 0; lo < N; lo += 64) {
         if (lo && PyErr_CheckSignals()) throw nb::python_error();      // a signal: the results discarded
-        scalar::detect_states(m, w, q, lo, std::min(N, lo + 64), out);
+        scalar::detect_states(m, w, q, subset, lo, std::min(N, lo + 64), out);
     }
     npy_intp dims[2] = {npy_intp(out.cand.size()), 2};
     void *data;

@@ -2,7 +2,7 @@
 // the NumPy text's names, one state at a time (double; compiled into the scalar translation unit only):
 //
 //     broad_phase(m, w)                  the groups of candidates this state tests (collision.sweep_and_prune, tested)
-//     detect(m, w, q)                    the contacts of a state in MuJoCo's order, as a Contacts over w's arrays
+//     detect(m, w, q, ..., subset)       the contacts of a state in MuJoCo's order, as a Contacts over w's arrays
 //     near_missing_pairs(m, w, out)      every left-out pair that may touch at detect's state (collision_detect's warnings)
 //
 // The candidate pairs (MuJoCo's filters and order) and their contact parameters are the model's, made once by
@@ -423,28 +423,36 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
 }
 
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:
-// the first left-out pair that may touch (collision.may_touch; -1: none; not looked for unless check_missing)
-inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool check_missing = true) {
+// the first left-out pair that may touch (collision.may_touch; -1: none; not looked for unless check_missing). subset
+// (ncand + nmissing flags: the candidates, then the left-out pairs; nullptr: all): the pairs collided and looked at, the
+// whole detect's contacts of those pairs in its order (the broad phase is the whole one's)
+inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool check_missing = true,
+                       const uint8_t *subset = nullptr) {
     w.f.clear(), w.i.clear(), w.cand.clear(), w.near_missing = -1;
     Contacts con;
     if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
     geom_poses(m, w, q);
     for (int64_t k = 0; check_missing && k < m.nmissing && w.near_missing < 0; k++)
-        if (may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) w.near_missing = k;
+        if ((!subset || subset[m.ncand + k]) && may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k]))
+            w.near_missing = k;
     broad_phase(m, w);
     for (int64_t group : w.groups) {                                  // the explicit pairs; the rest when near or always
         int64_t end = m.group_always[group] || w.hit[group] ? m.group_end[group] : m.group_split[group];
-        for (int64_t k = m.group_start[group]; k < end; k++) collide(m, w, k);
+        for (int64_t k = m.group_start[group]; k < end; k++)
+            if (!subset || subset[k]) collide(m, w, k);
     }
     con.n = int64_t(w.i.size()) / CONTACT_INTS;
     con.f = w.f.data(), con.i = w.i.data();
     return con;
 }
 
-// every left-out pair that may touch at the state detect(m, w, q) just posed (its near_missing the first), appended to out
-inline void near_missing_pairs(const Model &m, const CollisionWork &w, std::vector<int64_t> &out) {
+// every left-out pair (in subset, as detect's) that may touch at the state detect(m, w, q) just posed (its near_missing
+// the first), appended to out
+inline void near_missing_pairs(const Model &m, const CollisionWork &w, std::vector<int64_t> &out,
+                               const uint8_t *subset = nullptr) {
     for (int64_t k = w.near_missing; k >= 0 && k < m.nmissing; k++)
-        if (may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k])) out.push_back(k);
+        if ((!subset || subset[m.ncand + k]) && may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k]))
+            out.push_back(k);
 }
 
 }  // namespace

@@ -44,16 +44,18 @@ CollisionWorkspace *make_collision_work(const Model &m) { return reinterpret_cas
 
 void free_collision_work(CollisionWorkspace *w) { delete reinterpret_cast<CollisionWork *>(w); }
 
-void detect_states(const Model &m, CollisionWorkspace &work, Input q, int64_t lo, int64_t hi, DetectOut &out) {
+void detect_states(const Model &m, CollisionWorkspace &work, Input q, const uint8_t *subset, int64_t lo, int64_t hi,
+                   DetectOut &out) {
     CollisionWork &w = *reinterpret_cast<CollisionWork *>(&work);
     for (int64_t s = lo; s < hi; s++) {
-        Contacts con = detect(m, w, q.data + s * q.stride);
+        const uint8_t *pairs = subset ? subset + s * (m.ncand + m.nmissing) : nullptr;
+        Contacts con = detect(m, w, q.data + s * q.stride, true, pairs);
         out.ncon.push_back(con.n);
         out.f.insert(out.f.end(), w.f.begin(), w.f.end());
         out.i.insert(out.i.end(), w.i.begin(), w.i.end());
         out.cand.insert(out.cand.end(), w.cand.begin(), w.cand.end());
         size_t before = out.near.size();
-        near_missing_pairs(m, w, out.near);
+        near_missing_pairs(m, w, out.near, pairs);
         out.nnear.push_back(int64_t(out.near.size() - before));
     }
 }

@@ -11,7 +11,7 @@ import pytest
 
 from physai import collision, engine, integrators, models
 from physai.engine import collision as engine_collision
-from physai.engine import native, smooth
+from physai.engine import constraint, native, smooth
 from physai.engine.geoms import TYPE_NAMES
 from physai.engine.convex import CONVEX_PAIRS, HFIELD_PAIRS, MULTI_PAIRS
 from physai.engine.primitives import FUNCTIONS
@@ -598,3 +598,60 @@ def test_the_compiled_candidates_keep_each_pairs_contact_parameters(seed):
     assert len(fields["cand_float"]) < len(pairs.geom)
     pile = engine.from_mujoco(mujoco.MjModel.from_xml_string(sphere_pile(27)))
     assert len(native.collision_fields(pile)["cand_float"]) == 1 < len(engine_collision.candidates(pile)[0].geom)
+
+
+def test_detect_of_a_pair_subset_is_the_whole_detect_restricted_to_it():
+    """detect's subset (engine.collision.detect and cpp/collision.h's detect through native.detect, one flag per
+    candidate pair then per left-out pair): the contacts of the whole detect whose pair is in the subset, in its order,
+    within 1e-15, and only the left-out pairs in it named near; on g1_states (feet in the floor, mesh pairs near) with
+    random subsets, the empty one and every pair (its meshes left out: their pairs unsupported, some near)."""
+    m, _, Q = g1_states(6)
+    model = collision.ignoring_unsupported(without_meshes(engine.from_mujoco(m)))
+    pairs, missing = engine_collision.candidates(model)
+    rng, size = np.random.default_rng(3), len(pairs) + len(missing)
+    subsets = [rng.random(size) < p for p in (0.2, 0.5, 0.8)] + [np.zeros(size, bool), np.ones(size, bool)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        constraint.prepare_compiled(model)
+        whole = [engine_collision.detect(model, q, True) for q in Q]
+        compiled_whole, near_whole = zip(*(native.detect(model, q[None]) for q in Q))
+        kept = 0
+        for subset in subsets:
+            for k, q in enumerate(Q):
+                mine = engine_collision.detect(model, q, True, subset=subset)
+                compiled, near = native.detect(model, q[None], subset[None])
+                for full, part, what in ((whole[k], mine, "NumPy"), (compiled_whole[k][0], compiled[0], "compiled")):
+                    inside = np.array([subset[int(np.flatnonzero((pairs.geom == g).all(axis=1))[0])] for g in full.geom], bool)
+                    assert part.geom.tolist() == full.geom[inside].tolist(), what
+                    assert part.dim.tolist() == full.dim[inside].tolist()
+                    for f in FIELDS:
+                        assert np.abs(getattr(part, f) - getattr(full, f)[inside]).max(initial=0.0) <= 1e-15, (what, f)
+                    kept += int(inside.sum())
+                assert near == [p for p in near_whole[k] if subset[len(pairs) + p]]
+    assert kept > 40 and any(near_whole)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_detect_refuses_a_subset_of_another_shape_or_type(backend):
+    """A subset of the wrong length or not booleans: ShapeError, InvalidArgumentError naming it; on the compiled path a
+    wrong row count or width names the (N, ncand + nmissing) expected and the array passed; NumPy's names a wrong one
+    on a model without contacts too (contacts off)."""
+    m, _, Q = g1_states(2)
+    model = engine.from_mujoco(m)
+    size = sum(len(x) for x in engine_collision.candidates(model))
+    for subset, error in ((np.ones(size - 1, bool), ShapeError), (np.ones(size, np.int64), InvalidArgumentError)):
+        with pytest.raises(error, match="subset"):
+            if backend == "numpy":
+                engine_collision.detect(model, Q[0], subset=subset)
+            else:
+                constraint.prepare_compiled(model)
+                native.detect(model, Q[:1], subset[None])
+    if backend == "numpy":
+        m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+        with pytest.raises(ShapeError, match="subset"):
+            engine_collision.detect(engine.from_mujoco(m), Q[0], subset=np.ones(size - 1, bool))
+        return
+    for subset, got in ((np.ones((2, size - 1), bool), f"\\(2, {size - 1}\\)"),
+                        (np.ones((3, size), bool), f"\\(3, {size}\\)"), (np.ones(size, bool), f"\\({size},\\)")):
+        with pytest.raises(ShapeError, match=rf"\(N, ncand \+ nmissing\) = \(2, {size}\) expected .* got {got}"):
+            native.detect_arrays(model, Q, subset)

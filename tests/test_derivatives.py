@@ -1131,6 +1131,17 @@ def test_constrained_step_derivatives_of_robots(name, integrator):
     constrained_against_mujoco(m, d, integrator or integrators.check_integrator(int(m.opt.integrator)))
 
 
+def g1_standing() -> tuple:
+    """(MjModel, MjData, (Model, q, qd, ctrl)): the G1 standing on its floor, its keyframe and 20 steps of mj_step, the
+    solver exact (exact_solver)."""
+    m = exact_solver(models.load("unitree_g1", "scene"))
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    for _ in range(20):
+        mujoco.mj_step(m, d)
+    return m, d, (engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), d.ctrl.copy())
+
+
 def test_constrained_step_derivatives_difference_only_the_dofs_that_move_a_row(monkeypatch):
     """The G1 standing on its feet (keyframe, 20 steps): the rows' q-derivatives are differenced along the dofs of the
     feet's chains only (the arms and the waist move no row: their columns of dG/dq are zero), from the compiled
@@ -1138,12 +1149,7 @@ def test_constrained_step_derivatives_difference_only_the_dofs_that_move_a_row(m
     same A and B within 1e-12 of the largest entry (1.6e-14 seen). Here every row is differenced (ANALYTIC_ROWS False);
     with the feet's sphere-plane contacts analytic (_analytic_rows, the default) no dof is differenced and A and B
     agree with these within 1e-8 (1.2e-10 seen: the differences' rounding)."""
-    m = exact_solver(models.load("unitree_g1", "scene"))
-    d = mujoco.MjData(m)
-    mujoco.mj_resetDataKeyframe(m, d, 0)
-    for _ in range(20):
-        mujoco.mj_step(m, d)
-    model, q, qd, ctrl = engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    m, d, (model, q, qd, ctrl) = g1_standing()
     A_analytic, B_analytic = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", False)
     seen = []
@@ -1152,12 +1158,51 @@ def test_constrained_step_derivatives_difference_only_the_dofs_that_move_a_row(m
     A, B = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
     assert 0 < seen[0].sum() < m.nv - 6                # the legs' chains and the free joint, no more
     monkeypatch.setattr(derivatives._Constraints, "_moving_dofs", lambda self, q: np.ones(self.model.nv, bool))
-    monkeypatch.setattr(derivatives._Constraints, "_row_arrays", derivatives._Constraints._stacked_rows)
+    monkeypatch.setattr(derivatives._Constraints, "_row_arrays",
+                        lambda self, Q, QD, dofs, checked=0: self._stacked_rows(Q, QD, checked))
     A_all, B_all = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
     assert_close(A, A_all, 1e-12, what="A")
     assert_close(B, B_all, 1e-12, what="B")
     assert_close(A_analytic, A, 1e-8, what="A analytic")
     assert_close(B_analytic, B, 1e-8, what="B analytic")
+
+
+def arms_touching() -> tuple:
+    """(MjModel, MjData, (Model, q, qd, ctrl)) as g1_standing's: a free ball above the floor with two hinged arms whose
+    spheres touch (1 cm deep), a self-contact both of whose geoms the free joint's dofs move, at mj_forward."""
+    xml = """<mujoco><worldbody><geom type="plane" size="2 2 .1"/>
+      <body pos="0 0 1"><freejoint/><geom size=".1"/>
+        <body pos=".2 0 0"><joint type="hinge" axis="0 0 1"/><geom pos="0 .3 0" size=".1"/></body>
+        <body pos="-.2 0 0"><joint type="hinge" axis="0 0 1"/><geom pos=".21 .3 0" size=".1"/></body>
+      </body></worldbody></mujoco>"""
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    return m, d, (engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), None)
+
+
+@pytest.mark.parametrize("analytic", [True, False])
+@pytest.mark.parametrize("scene", [g1_standing, arms_touching])
+def test_constrained_step_derivatives_detect_at_each_point_the_pairs_its_dof_moves(monkeypatch, analytic, scene):
+    """_held_contacts: each point's compiled detection collides only the pairs its dof moves (_detect_subset), the
+    contacts at q standing for the others; at every point, the differenced ones (ANALYTIC_ROWS False) and those only
+    checked, that gives the whole detection's contacts within 1e-15. The G1 standing (keyframe and 20 steps: the arms
+    and the waist move no foot) collides fewer than half the pairs; two touching arms on a free ball (arms_touching),
+    a self-contact whose geoms every free dof moves together: its contact moves with them (it is collided there)."""
+    m, d, (model, q, qd, ctrl) = scene()
+    monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
+    seen, held = [], derivatives._Constraints._held_contacts
+
+    def spy(self, Q, dofs):
+        seen.append((Q, self._detect_subset(dofs)[0], *held(self, Q, dofs)))
+        return seen[-1][2:]
+    monkeypatch.setattr(derivatives._Constraints, "_held_contacts", spy)
+    derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
+    Q, subset, floats, ints = seen[0]
+    ncon, whole, whole_ints, _ = native.detect_arrays(model, Q)
+    assert len(Q) >= 2 * m.nv and (ncon == ncon[0]).all() and ncon[0] == d.ncon > 0
+    assert np.abs(floats - whole).max() <= 1e-15 and (ints == whole_ints).all()
+    assert 0 < subset.sum() < subset.size / (2 if scene is g1_standing else 1)
 
 
 @pytest.mark.parametrize("gap, refused", [(1e-6, True), (1e-3, False)])

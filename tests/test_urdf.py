@@ -254,7 +254,7 @@ def test_building_a_chain_is_linear_in_its_links(build):
 def test_the_dense_dof_arrays_are_made_on_first_use():
     """A built Model holds no (nv, nv) array; dof_ancestor, made when asked for, is each dof's path to the root."""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_path(str(Path(__file__).parent / "data" / "mixed_joints.xml")))
-    assert not {"dof_ancestor", "dof_Mrow", "dof_Mcol", "dof_Mmask", "dof_turns"} & set(vars(model))
+    assert not {"dof_ancestor", "dof_Mrow", "dof_Mcol", "dof_Mmask", "dof_turns", "geom_dofs"} & set(vars(model))
     expected = np.zeros((model.nv, model.nv), dtype=bool)
     for j in range(model.nv):
         i = j

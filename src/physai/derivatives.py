@@ -536,21 +536,21 @@ class _Constraints:
             "of q (a contact or limit at its switch): the step is not differentiable here; linearise at a "
             "nearby state")
 
-    def _row_arrays(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
+    def _row_arrays(self, Q: np.ndarray, QD: np.ndarray, dofs: np.ndarray, checked: int = 0):
         """(J (n, nefc, nv), aref (n, nefc), D (n, nefc)) of the rows at each state (Q (n + checked, nq), QD (n + checked,
-        nv)) but the last checked ones, laid out as the optimum's rows (InvalidStateError where a row appears or
-        disappears at any state, the checked ones included: _refuse_switch). The compiled detection (every state in one
-        call) and rows (the first n) as the kernels give them (no ContactSet or Rows made) when both run compiled, else
-        rows()."""
+        nv), q moved along dofs (n + checked,)) but the last checked ones, laid out as the optimum's rows
+        (InvalidStateError where a row appears or disappears at any state, the checked ones included: _refuse_switch).
+        The compiled detection (every state in one call, of the pairs its dof moves: _held_contacts) and rows (the first
+        n) as the kernels give them (no ContactSet or Rows made) when both run compiled, else rows()."""
         model, held = self.model, self.r
         contacts = collision.has_contacts(model)
         if self.discrete is not None or not (native.on and native.runs(model)) or (contacts and model.unsupported):
             return self._stacked_rows(Q, QD, checked)
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
-            floats, ints = self._held_contacts(Q)
+            floats, ints = self._held_contacts(Q, dofs)
         if contacts and not (n == 0 and self._one_side(floats[:, 3:6].reshape(len(Q), nc, 3))):
-            order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3))
+            order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3), ints[:nc])   # the optimum's ints
             if order is not None:                      # each state's contacts in the optimum's order
                 order = order[..., None]
                 floats = np.take_along_axis(floats.reshape(len(Q), nc, -1), order, axis=1).reshape(len(Q) * nc, -1)
@@ -567,40 +567,62 @@ class _Constraints:
         pos, margin, K, imp, aref, D = (values[k].reshape(n, nefc) for k in (0, 1, 6, 8, 11, 5))
         return (J.reshape(n, nefc, model.nv), *self._tangent_impedance(pos, margin, K, imp, aref, D))
 
-    def _held_contacts(self, Q: np.ndarray) -> tuple:
-        """The compiled detection's packed contacts at each state (Q (n, nq)): (floats (n ncon, 28), ints (n ncon, 3)),
-        InvalidStateError (_refuse_switch) unless each state has the optimum's contacts (count, dim, bodies)."""
-        model, held, nc = self.model, self.r, len(self.r.contact_dim)
+    def _held_contacts(self, Q: np.ndarray, dofs: np.ndarray) -> tuple:
+        """The compiled detection's packed contacts at each state (Q (n, nq), q moved along dofs (n,)): (floats (n nc,
+        28), ints (n nc, 3)), InvalidStateError (_refuse_switch) unless each state has the optimum's nc contacts (count,
+        dim, bodies). Each state collides only the pairs its dof moves (_detect_subset); the optimum's other contacts,
+        whose geoms it does not move, are as at q, the optimum's packed arrays."""
+        model, nc = self.model, len(self.r.contact_dim)
         constraint.prepare_compiled(model)
-        ncon, floats, ints, near = native.detect_arrays(model, Q)
+        subset, moved = self._detect_subset(dofs)
+        ncon, floats, ints, near = native.detect_arrays(model, Q, subset)
         if near:
             collision.warn_near(model, near, stacklevel=6)
-        if (ncon != nc).any():
+        if (ncon != moved.sum(axis=1)).any():
             self._refuse_switch()
-        packed = ints.reshape(len(Q), nc, 3)
-        if (packed[:, :, 0] != held.contact_dim).any() or (packed[:, :, 1:] != held.contact_body).any():
+        at_q = self.contacts[0].packed()                                               # ints: dim, body1, body2
+        if (ints != np.broadcast_to(at_q[1], (len(Q), nc, 3))[moved]).any():
             self._refuse_switch()
-        return floats, ints
+        every = np.repeat(at_q[0][None], len(Q), axis=0)
+        every[moved] = floats
+        return every.reshape(len(Q) * nc, at_q[0].shape[1]), np.tile(at_q[1], (len(Q), 1))
 
-    def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> np.ndarray:
-        """(len(moving) 4 + len(still) 2, nq): q moved by FD_WEIGHTS' offsets times ROW_STEP along each tangent
-        direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those moving no row,
-        not differenced: where a contact may appear or leave, _row_arrays' check), in one engine.configuration.integrate
-        (compiled when the backend is)."""
+    def _detect_subset(self, dofs: np.ndarray) -> tuple:
+        """(subset (n, P), moved (n, nc)) bool for states of q moved along dofs (n,): the pairs each state's detection
+        collides (native.detect_arrays' subset, P = ncand + nmissing) -- those its dof moves one geom of but not the other
+        (a contact may appear), and those with a contact at q (self.contacts) it moves one or both geoms of (their
+        contacts move) -- and the contacts at q among them (moved): the others' geoms are where they were at q."""
+        model, at_q = self.model, self.contacts[0].geom
+        pairs, missing = engine.collision.candidates(model)
+        geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+        chains = model.geom_dofs[:, dofs]                                   # (ngeom, n): each point's dof moves the geom
+        g1, g2 = chains[geom[:, 0]].T, chains[geom[:, 1]].T                 # (n, P)
+        ngeom = model.geoms.ngeom
+        touching = np.isin(geom[:, 0] * ngeom + geom[:, 1], at_q[:, 0] * ngeom + at_q[:, 1])   # a contact at q
+        subset = (g1 ^ g2) | ((g1 | g2) & touching)
+        moved = (chains[at_q[:, 0]] | chains[at_q[:, 1]]).T
+        return subset, moved
+
+    def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> tuple:
+        """(Q (len(moving) 4 + len(still) 2, nq), dofs (len(Q),)): q moved by FD_WEIGHTS' offsets times ROW_STEP along
+        each tangent direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those
+        moving no row, not differenced: where a contact may appear or leave, _row_arrays' check), in one
+        engine.configuration.integrate (compiled when the backend is); dofs: the direction each point moves along."""
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
         dofs = np.concatenate([np.repeat(moving, len(offsets)), np.repeat(still, 2)])
         size = np.concatenate([np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)])
         steps = np.zeros((dofs.size, model.nv))
         steps[np.arange(dofs.size), dofs] = size
         return np.ascontiguousarray(engine.configuration.integrate(model, np.repeat(q[None], dofs.size, axis=0), steps,
-                                                                   1.0))
+                                                                   1.0)), dofs
 
     def _stacked_rows(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0):
-        """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked."""
+        """_row_arrays from rows(): a Rows per state (the checked ones' only compared), stacked; every pair detected at
+        each state, whichever dof moves it."""
         held = self.r
         contacts = collision.detect(self.model, Q) if collision.has_contacts(self.model) else None
         same = bool(contacts) and all(len(c) == len(held.contact_dim) for c in contacts)
-        order = self._held_order(np.stack([c.pos for c in contacts])) if same else None
+        order = self._held_order(np.stack([c.pos for c in contacts]), self.contacts[0].packed()[1]) if same else None
         if order is not None:
             contacts = [c if (k == np.arange(len(k))).all() else
                         ContactSet.unpacked(self.model.nbody, *(a[k] for a in c.packed()), c.geom[k])
@@ -711,17 +733,16 @@ class _Constraints:
         one = bool(side.all())
         return (one or not side.any()) and bool((tangent_from_y(normals) == one).all())
 
-    def _held_order(self, pos: np.ndarray) -> np.ndarray:
+    def _held_order(self, pos: np.ndarray, ints: np.ndarray) -> np.ndarray:
         """(n, nc) int: the order that lays each state's contacts (positions pos (n, nc, 3), as many as the optimum's) out
-        as the optimum's: among the optimum's contacts of one dim and pair of bodies, each takes the state's nearest
-        where those are all distinct (a geom pair's contacts may come in another order a ROW_STEP away: a capsule
-        across or along a box's edge, mjc_CapsuleBox, swaps its two within 1e-6 and A was 1e2 to 1e4 times off), else
-        the order as detected; None where that is every state's (each contact nearer its own than half the way to
-        another of its group: the common case, checked first)."""
+        as the optimum's (ints (nc, 3): their packed ints, ContactSet.packed's): among the optimum's contacts of one dim
+        and pair of bodies, each takes the state's nearest where those are all distinct (a geom pair's contacts may come
+        in another order a ROW_STEP away: a capsule across or along a box's edge, mjc_CapsuleBox, swaps its two within
+        1e-6 and A was 1e2 to 1e4 times off), else the order as detected; None where that is every state's (each
+        contact nearer its own than half the way to another of its group: the common case, checked first)."""
         held = self.contacts[0]
         if len(held) < 2:
             return None
-        ints = held.packed()[1]
         apart = np.linalg.norm(held.pos[:, None] - held.pos[None], axis=-1)
         apart[~(ints[:, None] == ints[None]).all(axis=-1) | np.eye(len(held), dtype=bool)] = np.inf
         if (np.linalg.norm(pos - held.pos, axis=-1) < apart.min(axis=1) / 2).all():
@@ -812,11 +833,12 @@ class _Constraints:
         y = y0 - n * np.einsum("ci,ci->c", n, y0)[:, None]                 # make_frame's default first tangent
         return np.abs(y / np.linalg.norm(y, axis=1)[:, None] - frame[:, 1]).max(axis=1, initial=0.0) < 1e-9
 
-    def _held_forces(self, Q: np.ndarray, QD: np.ndarray, checked: int = 0) -> tuple:
+    def _held_forces(self, Q: np.ndarray, QD: np.ndarray, dofs: np.ndarray, checked: int = 0) -> tuple:
         """(J (n, nefc, nv), force (n, nefc)) of each state's rows but the last checked ones' (_row_arrays, which checks
-        those too), G(q, qd; a_c) = -J^T force their generalized force: force(J a_c - aref) of the rows built at another
-        (q, qd), each row's force in the state it holds at the optimum (held_forces), the rows in self.analytic zero."""
-        J, aref, D = self._row_arrays(Q, QD, checked)
+        those too; dofs: the dof each state moves q along), G(q, qd; a_c) = -J^T force their generalized force:
+        force(J a_c - aref) of the rows built at another (q, qd), each row's force in the state it holds at the optimum
+        (held_forces), the rows in self.analytic zero."""
+        J, aref, D = self._row_arrays(Q, QD, dofs, checked)
         force = held_forces(self.r, J @ self.a - aref, self.state, D)
         force[:, self.analytic] = 0.0                  # taken analytically (_analytic_forces)
         return J, force
@@ -1226,8 +1248,8 @@ class _Constraints:
         still = still[collision.contact_dofs(model)[still]] if still.size else still
         Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
         if moving.size or still.size:
-            Q = self._points(q, moving, still)
-            J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), 2 * still.size)
+            Q, dofs = self._points(q, moving, still)
+            J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), dofs, 2 * still.size)
             Gq[:, moving], Wq[:, moving] = self._product_rule(J, force, weights, moving.size)
         turning, df = self._analytic_forces(rows, dJ, dpos, qd)
         Gq += turning

@@ -5,7 +5,7 @@
     broad_phase(model), sweep_and_prune(model, xpos), tested(model, xpos)   which candidates a state tests
     contact_parameters(model, g1, g2, ipair)   condim, friction, solref, solreffriction, solimp of their contacts
     contact_parameter_arrays(model, g1, g2, ipair)   the same of n pairs, in arrays
-    detect(model, q)         the ContactSet of the state whose kinematics d holds
+    detect(model, q)         the ContactSet of the state whose kinematics d holds (subset=: of some pairs only)
 
 The geoms' frames come from physai.engine.smooth.geom_poses (mj_kinematics' own arithmetic).
 
@@ -40,7 +40,7 @@ from physai.engine.model import Model
 from physai.engine.model_checks import MAXVAL, MINVAL
 from physai.engine.primitives import FUNCTIONS, make_frame, mat_times_mj
 from physai.engine.smooth import geom_poses, quat_mul_mj, quat_to_mat_mj
-from physai.exceptions import CollisionWarning, UnsupportedModelError
+from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 
 MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
 
@@ -639,21 +639,28 @@ def make_shapes(model: Model) -> list:
             if G.geom_type[g] == HFIELD else G.meshes.mesh(int(G.geom_dataid[g])) for g in range(G.ngeom)]
 
 
-def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> ContactSet:
+def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False, subset: np.ndarray | None = None) -> ContactSet:
     """The contacts at q (nq,) as mj_collision finds them: the
     same pairs, in the same order, with the same positions, frames, distances and mixed parameters; contacts that
     MuJoCo excludes (between margin and margin + gap) are left out, as its rows leave them out. ignore_unsupported:
-    geom pairs physai has no narrow phase for are left out, with a CollisionWarning when they may touch (may_touch)."""
+    geom pairs physai has no narrow phase for are left out, with a CollisionWarning when they may touch (may_touch).
+    subset (ncand + nmissing,) bool, or None (every pair): the candidates (candidates(model)[0]) then the left-out pairs
+    ([1]) to collide and look at, the others skipped (check_subset): the contacts of the whole detect's pairs in it,
+    in its order (the broad phase is the whole one's)."""
     check_supported(model, ignore_unsupported)
     G = model.geoms
     found = []
+    keep = check_subset(model, subset)                                  # named whether or not the model has contacts
     if not has_contacts(model):
         return ContactSet.empty(model.nbody)
+    pairs, missing = candidates(model)
     xpos, xmat = geom_poses(model, q)
-    warn_near(model, [k for k, (g1, g2) in enumerate(candidates(model)[1])
-                      if may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
-    shape, functions, pairs = model.kept("collision_shapes"), narrow_functions(model), candidates(model)[0]
+    warn_near(model, [k for k, (g1, g2) in enumerate(missing) if keep[len(pairs) + k]
+                      and may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
+    shape, functions = model.kept("collision_shapes"), narrow_functions(model)
     for k in tested(model, xpos, xmat).tolist():
+        if not keep[k]:
+            continue
         (g1, g2), ipair = pairs.geom[k].tolist(), int(pairs.ipair[k])
         condim, friction, solref, solreffriction, solimp, margin, gap = contact_parameters(model, g1, g2, ipair)
         if _sphere_apart(model, xpos, xmat, g1, g2, margin + gap) or \
@@ -673,3 +680,19 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False) -> Con
                       solreffriction=np.array(columns[6]), solimp=np.array(columns[7]), dim=np.array(columns[8], np.intp),
                       body1=np.array(columns[9], np.intp), body2=np.array(columns[10], np.intp),
                       geom=np.array(columns[11], np.intp))
+
+
+def check_subset(model: Model, subset: np.ndarray | None) -> np.ndarray:
+    """detect's subset as a (ncand + nmissing,) bool array (None: every pair); ShapeError for another shape,
+    InvalidArgumentError for values other than booleans."""
+    pairs, missing = candidates(model)
+    size = len(pairs) + len(missing)
+    if subset is None:
+        return np.ones(size, bool)
+    subset = np.asarray(subset)
+    if subset.shape != (size,):
+        raise ShapeError(f"detect's subset has shape {subset.shape}, expected ({size},): a flag per candidate pair "
+                         f"({len(pairs)}) then per left-out pair ({len(missing)})")
+    if subset.dtype != bool:
+        raise InvalidArgumentError(f"detect's subset holds {subset.dtype} values, expected booleans")
+    return subset

@@ -392,6 +392,17 @@ class Model:
         return _read_only(joints.turning_dofs(self.jnt_type, self.jnt_dofadr, self.dof_ancestor))
 
     @cached_property
+    def geom_dofs(self) -> np.ndarray:
+        """(ngeom, nv) bool, [g, k] true when moving along dof k moves geom g (k on the chain of its body's link; none
+        for a geom of the world or of a body without dofs); made on first use (O(ngeom nv)), by physai.derivatives'
+        detection at its differenced points."""
+        body = self.geoms.geom_bodyid
+        link = np.where(body >= 0, self.body_linkid[np.maximum(body, 0)], -1)
+        last = self.link_dofadr + self.link_dofnum - 1                    # each link's last dof: its chain's column
+        chains = np.vstack([self.dof_ancestor[:, last].T, np.zeros((1, self.nv), bool)])   # row -1: no dof
+        return _read_only(np.ascontiguousarray(chains[link]))
+
+    @cached_property
     def dof_ancestors(self) -> list[list[int]]:
         """Each dof's ancestors on dof_parentid's chain, from the root (the columns left of the diagonal in M's row:
         MuJoCo's M_colind, which the compiled model derives the same way); made on first use (O(nv depth))."""
@@ -420,8 +431,8 @@ class Model:
     #: the constants derived from a model once, when it is built: MuJoCo's mj_setConst (physai.engine.setconst.set_const,
     #: the loaders' last step), each made by the module named and held from then on (Model.kept reads them). A model
     #: without geoms, contacts, gravity compensation or fluid makes empty ones. M's sparsity pattern (dof_ancestor and
-    #: the gathers below, dof_ancestors) and dof_turns are the exception, made on first use: their size is nv times the
-    #: tree's depth or nv^2, quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
+    #: the gathers below, dof_ancestors), dof_turns and geom_dofs are the exception, made on first use: their size is nv
+    #: times the tree's depth, nv^2 or ngeom nv, quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
     KEPT = ("collision_functions", "collision_candidates", "collision_broad_phase", "collision_groups",   # engine.collision
             "collision_shapes", "contact_dofs",
             "standalone_free_dofs",                                                                   # engine.support

@@ -642,14 +642,40 @@ ROLLOUT = kernel("rollout")
 STEP_DERIVATIVES = kernel("step_derivatives")     # physai.derivatives.step_derivatives
 
 
-_DETECT = Kernel("collision_detect")
+def _subset_flags(model: Model, subset) -> np.ndarray | None:
+    """collision_detect's subset as the kernel reads it (its options): None, or bool (N, ncand + nmissing) in C order
+    (each state's pairs to collide: collision.detect's; its shape checked first, _collision_detect); InvalidArgumentError
+    naming values other than booleans (collision.check_subset's, on each state's)."""
+    if subset is None:
+        return None
+    subset = np.asarray(subset)
+    for row in subset:
+        collision.check_subset(model, row)
+    return np.ascontiguousarray(subset)
 
 
-def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
+_DETECT = Kernel("collision_detect", options=_subset_flags)
+
+
+def _collision_detect(model: Model, Q: np.ndarray, subset) -> tuple:
+    """_DETECT's result for checked states Q (N, nq) and subset (detect's); ShapeError naming a subset of another shape
+    than (N, ncand + nmissing), the caller's array's."""
+    if subset is not None:
+        pairs, missing = collision.candidates(model)
+        expected = (len(Q) if np.ndim(Q) == 2 else 1, len(pairs) + len(missing))
+        if np.shape(subset) != expected:
+            raise ShapeError(f"detect's subset: (N, ncand + nmissing) = {expected} expected (a row per state, a flag per "
+                             f"candidate pair ({len(pairs)}) then per left-out pair ({len(missing)})), got "
+                             f"{np.shape(subset)}")
+    return _DETECT(model, Q, subset)
+
+
+def detect(model: Model, Q: np.ndarray, subset: np.ndarray | None = None) -> tuple[list, list]:
     """collision.detect on the compiled backend (cpp/collision.h's detect; the model's constraint part added first,
     with_constraints): for checked states Q (N, nq), a ContactSet per state and the pairs without a narrow phase that
-    may touch in any (indices into collision.candidates' second list, sorted)."""
-    ncon, floats, ints, geom, _, near = _DETECT(model, Q)          # floats, ints, geom: read-only
+    may touch in any (indices into collision.candidates' second list, sorted). subset: None, or bool (N, ncand +
+    nmissing) in C order, each state's pairs to collide (collision.detect's)."""
+    ncon, floats, ints, geom, _, near = _collision_detect(model, Q, subset)   # floats, ints, geom: read-only
     near = sorted(set(near.tolist())) if len(near) else []
     if len(ncon) == 1:                                                  # one state: its contacts are all of them
         return [ContactSet.unpacked(model.nbody, floats, ints, geom)], near
@@ -658,11 +684,12 @@ def detect(model: Model, Q: np.ndarray) -> tuple[list, list]:
     return sets, near
 
 
-def detect_arrays(model: Model, Q: np.ndarray) -> tuple:
+def detect_arrays(model: Model, Q: np.ndarray, subset: np.ndarray | None = None) -> tuple:
     """detect's contacts as the compiled call gives them, no ContactSet made: (ncon (N,), floats (total, 28), ints
     (total, 3): the states' packed contacts concatenated (ContactSet.packed's columns), near: the pairs without a narrow
-    phase that may touch in any, sorted). Q (N, nq) checked states; the model's constraint part added (the caller)."""
-    ncon, floats, ints, _, _, near = _DETECT(model, Q)
+    phase that may touch in any, sorted). Q (N, nq) checked states; the model's constraint part added (the caller).
+    subset: None, or bool (N, ncand + nmissing) in C order, each state's pairs to collide (collision.detect's)."""
+    ncon, floats, ints, _, _, near = _collision_detect(model, Q, subset)
     return ncon, floats, ints, sorted(set(near.tolist())) if len(near) else []
 
 
