@@ -283,8 +283,9 @@ struct Constrain {
 
 // the constrained solves of a block of lanes (the laned steppers' Constrain, cpp/forward.h's constrained_solve): lane
 // l's Constrain (its trajectory's context) for l < count, the lanes past count repeating lane count - 1's result; and
-// one state's copies of a lane's velocity stages, state, M (nM: the tree's pattern) and f, which the rows and the solver
-// read one state at a time (workspace: the lanes' numbers gathered per lane, not another computation). Made and owned
+// each lane's copies of its velocity stages, state, M (nM: the tree's pattern), f and M's factor (BLOCK of each, state
+// l's at l times the size), which the rows and the solver read one state at a time (workspace: the lanes' numbers
+// gathered per lane, not another computation). Made and owned
 // by the scalar kernels (cpp/simulate.h), filled by the lanes'. When the rollout observes (one non-null): a lane's
 // applied body forces and actuator forces into one->x.xfrc and one->force before its solve (the observed fields read
 // them there), and at the block's end each lane's last RK4 stage sum into dqd (BLOCK, nv: observe_end's qacc)
@@ -292,11 +293,14 @@ struct LaneConstrain {
     const Constrain *lane = nullptr;
     int64_t count = 0;
     SimData<double> *one = nullptr;
-    mutable Data<double> d;
+    mutable std::vector<Data<double>> d;
     mutable std::vector<double> q, qd, M, f, qacc, qfrc, dqd, factor;
     LaneConstrain(const Model &m, size_t nM)
-        : d(m), q(size_t(m.nq)), qd(size_t(m.nv)), M(nM), f(size_t(m.nv)), qacc(size_t(m.nv)), qfrc(size_t(m.nv)),
-          dqd(size_t(BLOCK) * size_t(m.nv)), factor(nM + size_t(m.nv)) {}
+        : q(size_t(BLOCK * m.nq)), qd(size_t(BLOCK * m.nv)), M(BLOCK * nM), f(size_t(BLOCK * m.nv)), qacc(size_t(m.nv)),
+          qfrc(size_t(m.nv)), dqd(size_t(BLOCK) * size_t(m.nv)), factor(BLOCK * (nM + size_t(m.nv))) {
+        d.reserve(BLOCK);
+        for (int l = 0; l < BLOCK; l++) d.emplace_back(m);
+    }
 };
 
 // contacts (physai.engine.contact.ContactSet.packed(), n of them): per contact CONTACT_FLOATS doubles, the point (3),

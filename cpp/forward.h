@@ -133,7 +133,8 @@ inline int constrained_solve(const Model &, const Constrain &con, SimData<double
 }
 
 // the same for lanes: M factored once in the lanes (tree_cholesky, into w.d.qL and w.d.qLinv; a lane with a
-// non-positive pivot: each lane factors its own, which tells), then each lane's state in turn through its trajectory's
+// non-positive pivot: each lane factors its own, which tells), every lane's velocity stages, state, M, f and factor
+// taken apart into its own copies (lanes_apart), then each lane's state in turn through its trajectory's
 // Constrain::accel with its lane of the factor (the rows and the solver differ per state), its qacc and qfrc back into
 // the lane; the first status that is not OK
 template <class L> int constrained_solve(const Model &m, const LaneConstrain &con, SimData<L> &w, const L *q, const L *qd,
@@ -142,26 +143,42 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
     const Data<L> &d = w.d;
     std::copy(M, M + nM, w.d.qL.data());
     const bool factored = tree_cholesky(m, w.d.qL.data(), w.d.qLinv.data());
-    for (int64_t l = 0; l < con.count; l++) {
+    const int64_t count = con.count;
+    double *to[BLOCK];
+    auto apart = [&](const L *from, size_t n, auto at) {             // at(l): lane l's array
+        for (int64_t l = 0; l < count; l++) to[l] = at(l);
+        lanes_apart(from, n, to, count);
+    };
+    auto stage = [&](const Vec<L> &from, Vec<double> Data<double>::*field) {
+        apart(from.data(), from.size(), [&](int64_t l) { return (con.d[size_t(l)].*field).data(); });
+    };
+    stage(d.xmat, &Data<double>::xmat), stage(d.xpos, &Data<double>::xpos), stage(d.cpos, &Data<double>::cpos);
+    stage(d.cipos, &Data<double>::cipos), stage(d.cdof, &Data<double>::cdof), stage(d.cdof_dot, &Data<double>::cdof_dot);
+    stage(d.cvel, &Data<double>::cvel), stage(d.ten_length, &Data<double>::ten_length), stage(d.ten_J, &Data<double>::ten_J);
+    apart(q, nq, [&](int64_t l) { return con.q.data() + l * nq; });
+    apart(qd, nv, [&](int64_t l) { return con.qd.data() + l * nv; });
+    apart(M, nM, [&](int64_t l) { return con.M.data() + l * nM; });
+    apart(f, nv, [&](int64_t l) { return con.f.data() + l * nv; });
+    if (factored) {
+        apart(d.qL.data(), nM, [&](int64_t l) { return con.factor.data() + l * (nM + nv); });
+        apart(d.qLinv.data(), nv, [&](int64_t l) { return con.factor.data() + l * (nM + nv) + nM; });
+    }
+    for (int64_t l = 0; l < count; l++) {
         auto take = [l](const L *from, size_t n, double *to) {
             for (size_t e = 0; e < n; e++) to[e] = from[e][l];
         };
-        auto stage = [&](const Vec<L> &from, Vec<double> &to) { take(from.data(), from.size(), to.data()); };
-        stage(d.xmat, con.d.xmat), stage(d.xpos, con.d.xpos), stage(d.cpos, con.d.cpos), stage(d.cipos, con.d.cipos);
-        stage(d.cdof, con.d.cdof), stage(d.cdof_dot, con.d.cdof_dot), stage(d.cvel, con.d.cvel);
-        stage(d.ten_length, con.d.ten_length), stage(d.ten_J, con.d.ten_J);
-        take(q, nq, con.q.data()), take(qd, nv, con.qd.data()), take(M, nM, con.M.data()), take(f, nv, con.f.data());
-        if (factored) take(d.qL.data(), nM, con.factor.data()), take(d.qLinv.data(), nv, con.factor.data() + nM);
         if (con.one) {                                                 // what the observed fields read besides
             con.one->x.has_xfrc = w.x.has_xfrc;
-            if (w.x.has_xfrc) stage(w.x.xfrc, con.one->x.xfrc);
-            stage(w.force, con.one->force);
+            if (w.x.has_xfrc) take(w.x.xfrc.data(), w.x.xfrc.size(), con.one->x.xfrc.data());
+            take(w.force.data(), w.force.size(), con.one->force.data());
         }
         const Constrain &c = con.lane[l];
-        int st = c.accel(c.ctx, con.d, con.q.data(), con.qd.data(), con.M.data(), con.f.data(), con.qacc.data(),
-                         con.qfrc.data(), update_warm, nullptr, factored ? con.factor.data() : nullptr);
+        const size_t a = size_t(l);
+        int st = c.accel(c.ctx, con.d[a], con.q.data() + a * nq, con.qd.data() + a * nv, con.M.data() + a * nM,
+                         con.f.data() + a * nv, con.qacc.data(), con.qfrc.data(), update_warm, nullptr,
+                         factored ? con.factor.data() + a * (nM + nv) : nullptr);
         if (st != OK) return st;
-        for (int64_t k = l; k < (l == con.count - 1 ? int64_t(lanes_of<L>) : l + 1); k++)   // the lanes repeating l too
+        for (int64_t k = l; k < (l == count - 1 ? int64_t(lanes_of<L>) : l + 1); k++)   // the lanes repeating l too
             for (size_t j = 0; j < nv; j++) qacc[j][k] = con.qacc[j], qfrc[j][k] = con.qfrc[j];
     }
     return OK;

@@ -131,6 +131,22 @@ inline void sincos_any(double x, double &s, double &c) {
 inline void sincos_libm(double x, double &s, double &c) { s = std::sin(x), c = std::cos(x); }
 
 #if PHYSAI_LANES
+// the lanes apart: to[l][e] = from[e][l] for e < n and the first count lanes (count <= lanes_of<L>), each entry loaded
+// once and its lanes stored to their states' arrays (a copy)
+template <class L> inline void lanes_apart(const L *from, size_t n, double *const *to, int64_t count) {
+    if (count == lanes_of<L>) {                                         // a full block: its lanes known
+        for (size_t e = 0; e < n; e++) {
+            const L v = from[e];
+            for (int l = 0; l < lanes_of<L>; l++) to[l][e] = v[l];
+        }
+        return;
+    }
+    for (size_t e = 0; e < n; e++) {
+        const L v = from[e];
+        for (int64_t l = 0; l < count; l++) to[l][e] = v[l];
+    }
+}
+
 template <class L> inline void sincos_libm(L x, L &s, L &c) {
     for (int i = 0; i < lanes_of<L>; i++) s[i] = std::sin(x[i]), c[i] = std::cos(x[i]);
 }
