@@ -69,6 +69,7 @@ template <class T> struct Data {
     // links from a tree's root to one link (smooth.h): a plain array, not a std::vector<int64_t>, whose out-of-line
     // members every kernel unit would emit under one name (scripts/check_isa_symbols.sh)
     std::unique_ptr<int64_t[]> path;
+    Data() = default;                                                   // empty: a lane's copy of the velocity stages alone
     explicit Data(const Model &m) {
         size_t L = size_t(m.nlink), V = size_t(m.nv);
         xmat.resize(9 * L), xpos.resize(3 * L), step.resize(3 * L), cpos.resize(3 * L), cipos.resize(3 * L);
@@ -283,23 +284,26 @@ struct Constrain {
 
 // the constrained solves of a block of lanes (the laned steppers' Constrain, cpp/forward.h's constrained_solve): lane
 // l's Constrain (its trajectory's context) for l < count, the lanes past count repeating lane count - 1's result; and
-// each lane's copies of its velocity stages, state, M (nM: the tree's pattern), f and M's factor (BLOCK of each, state
-// l's at l times the size), which the rows and the solver read one state at a time (workspace: the lanes' numbers
-// gathered per lane, not another computation). Made and owned
-// by the scalar kernels (cpp/simulate.h), filled by the lanes'. When the rollout observes (one non-null): a lane's
-// applied body forces and actuator forces into one->x.xfrc and one->force before its solve (the observed fields read
-// them there), and at the block's end each lane's last RK4 stage sum into dqd (BLOCK, nv: observe_end's qacc)
+// each of the count lanes' copies of its velocity stages (d: the fields the rows and the observed fields read alone,
+// sized as constrained_solve fills them), state, M (nM: the tree's pattern), f and M's factor (state l's at l times the
+// size), which the rows and the solver read one state at a time (workspace: the lanes' numbers gathered per lane, not
+// another computation). Made empty and owned by the scalar kernels (cpp/simulate.h), sized (fit) and filled by the
+// lanes'. When the rollout observes (one non-null): a lane's applied body forces and actuator forces into one->x.xfrc
+// and one->force before its solve (the observed fields read them there), and at the block's end each lane's last RK4
+// stage sum into dqd (count, nv: observe_end's qacc)
 struct LaneConstrain {
     const Constrain *lane = nullptr;
     int64_t count = 0;
     SimData<double> *one = nullptr;
     mutable std::vector<Data<double>> d;
     mutable std::vector<double> q, qd, M, f, qacc, qfrc, dqd, factor;
-    LaneConstrain(const Model &m, size_t nM)
-        : q(size_t(BLOCK * m.nq)), qd(size_t(BLOCK * m.nv)), M(BLOCK * nM), f(size_t(BLOCK * m.nv)), qacc(size_t(m.nv)),
-          qfrc(size_t(m.nv)), dqd(size_t(BLOCK) * size_t(m.nv)), factor(BLOCK * (nM + size_t(m.nv))) {
-        d.reserve(BLOCK);
-        for (int l = 0; l < BLOCK; l++) d.emplace_back(m);
+    // room for count lanes' copies (grown only: the workspace is kept from block to block and rollout to rollout)
+    void fit(const Model &m) const {
+        if (d.size() >= size_t(count)) return;
+        size_t n = size_t(count), nq = size_t(m.nq), nv = size_t(m.nv), nM = size_t(tree_nnz(m));
+        d.resize(n);
+        q.resize(n * nq), qd.resize(n * nv), M.resize(n * nM), f.resize(n * nv), dqd.resize(n * nv);
+        factor.resize(n * (nM + nv)), qacc.resize(nv), qfrc.resize(nv);
     }
 };
 

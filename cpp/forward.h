@@ -133,10 +133,10 @@ inline int constrained_solve(const Model &, const Constrain &con, SimData<double
 }
 
 // the same for lanes: M factored once in the lanes (tree_cholesky, into w.d.qL and w.d.qLinv; a lane with a
-// non-positive pivot: each lane factors its own, which tells), every lane's velocity stages, state, M, f and factor
-// taken apart into its own copies (lanes_apart), then each lane's state in turn through its trajectory's
-// Constrain::accel with its lane of the factor (the rows and the solver differ per state), its qacc and qfrc back into
-// the lane; the first status that is not OK
+// non-positive pivot: each lane factors its own, which tells), every lane's velocity stages (the fields the rows read
+// alone), state, M, f and factor taken apart into its own copies (lanes_apart), then each lane's state in turn through
+// its trajectory's Constrain::accel with its lane of the factor (the rows and the solver differ per state), its qacc
+// and qfrc back into the lane; the first status that is not OK
 template <class L> int constrained_solve(const Model &m, const LaneConstrain &con, SimData<L> &w, const L *q, const L *qd,
                                          const L *M, const L *f, L *qacc, L *qfrc, bool update_warm) {
     size_t nq = size_t(m.nq), nv = size_t(m.nv), nM = size_t(tree_nnz(m));
@@ -149,8 +149,12 @@ template <class L> int constrained_solve(const Model &m, const LaneConstrain &co
         for (int64_t l = 0; l < count; l++) to[l] = at(l);
         lanes_apart(from, n, to, count);
     };
-    auto stage = [&](const Vec<L> &from, Vec<double> Data<double>::*field) {
-        apart(from.data(), from.size(), [&](int64_t l) { return (con.d[size_t(l)].*field).data(); });
+    auto stage = [&](const Vec<L> &from, Vec<double> Data<double>::*field) {   // sized at its first copy
+        apart(from.data(), from.size(), [&](int64_t l) {
+            Vec<double> &to = con.d[size_t(l)].*field;
+            to.resize(from.size());
+            return to.data();
+        });
     };
     stage(d.xmat, &Data<double>::xmat), stage(d.xpos, &Data<double>::xpos), stage(d.cpos, &Data<double>::cpos);
     stage(d.cipos, &Data<double>::cipos), stage(d.cdof, &Data<double>::cdof), stage(d.cdof_dot, &Data<double>::cdof_dot);

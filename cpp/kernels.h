@@ -118,6 +118,11 @@ struct Kernels {
                                 const LaneConstrain &con);
 };
 
+// the widest lanes of a constrained rollout (cpp/simulate.h's constrained_lanes; wider tables' simulate_constrained:
+// always one by one): AVX-512's 8 trajectories side by side, each with its own contacts, rows and islands between the
+// laned stages, were slower than one by one on benchmarks/bench_collision.py (a)'s pile (benchmarks/README.md, issue Q)
+constexpr int CONSTRAINED_LANES = 4;
+
 // the constraint operations (cpp/inverse.h), one state at a time, compiled into the scalar translation unit only (the
 // rows vary per state: no lanes; the smooth stages of a call's blocks of states come from the active lanes'
 // constraint_smooth): a workspace per thread (create, destroy, grown to the largest state it meets and kept), and the

@@ -82,7 +82,7 @@ struct ConstrainedSim {
     SimData<double> w;
     ConstrainedRun run;
     std::vector<std::unique_ptr<ConstrainedRun>> lanes;   // a block of lanes' trajectories' contexts, made at first use
-    std::unique_ptr<LaneConstrain> lane_solve;            // and their solves' workspace
+    LaneConstrain lane_solve;                             // and their solves' workspace (sized at first use)
     int nu, na;
     bool posed, with_constraints;
     ConstrainedSim(const Model &m, const Actuators &act)
@@ -153,11 +153,10 @@ inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
 }
 
 // the lanes of constrained rollouts: the active instruction set's, or the next narrower one supported while it is wider
-// than 4 (AVX-512's 8 trajectories side by side, each with its own contacts, rows and islands between the laned
-// stages, were slower than one by one on benchmarks/bench_collision.py (a)'s pile; benchmarks/README.md, issue Q)
+// than CONSTRAINED_LANES
 inline const Kernels &constrained_lanes() {
     int k = active_isa();
-    while (isa_kernels(k).lanes > 4 && k + 1 < isa_count() && isa_supported(k + 1)) k++;
+    while (isa_kernels(k).lanes > CONSTRAINED_LANES && k + 1 < isa_count() && isa_supported(k + 1)) k++;
     return isa_kernels(k);
 }
 
@@ -172,7 +171,6 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
     size_t nv = size_t(m.nv);
     Constrain con[BLOCK];
     while (sim.lanes.size() < size_t(count)) sim.lanes.push_back(std::make_unique<ConstrainedRun>(m));
-    if (!sim.lane_solve) sim.lane_solve = std::make_unique<LaneConstrain>(m, size_t(tree_nnz(m)));
     for (int64_t l = 0; l < count; l++) {
         ConstrainedRun &run = *sim.lanes[size_t(l)];
         run.r = &r, run.act = &act, run.w = &sim.w;
@@ -183,7 +181,7 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
         run.ncon = run.near = -1, run.step = k0;
         con[l] = Constrain{&run, constrained_accel, constrained_stepped};
     }
-    LaneConstrain &solve = *sim.lane_solve;
+    LaneConstrain &solve = sim.lane_solve;
     solve.lane = con, solve.count = count, solve.one = r.observe ? &sim.w : nullptr;
     if (lanes.simulate_constrained(m, act, r, n, k0, solve) != OK) return false;
     for (int64_t l = 0; l < count; l++) {
