@@ -593,8 +593,7 @@ class _Constraints:
         (a contact may appear), and those with a contact at q (self.contacts) it moves one or both geoms of (their
         contacts move) -- and the contacts at q among them (moved): the others' geoms are where they were at q."""
         model, at_q = self.model, self.contacts[0].geom
-        pairs, missing = engine.collision.candidates(model)
-        geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+        geom = engine.collision.pair_geoms(model)
         chains = model.geom_dofs[:, dofs]                                   # (ngeom, n): each point's dof moves the geom
         g1, g2 = chains[geom[:, 0]].T, chains[geom[:, 1]].T                 # (n, P)
         ngeom = model.geoms.ngeom

@@ -184,6 +184,13 @@ def contact_dofs(model: Model) -> np.ndarray:
     return model.kept("contact_dofs")
 
 
+def pair_geoms(model: Model) -> np.ndarray:
+    """(P, 2) the geoms of the candidate pairs, then of the pairs without a narrow phase here (P = ncand + nmissing:
+    the order of detect's subset flags)."""
+    pairs, missing = candidates(model)
+    return np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
+
+
 def make_contact_dofs(model: Model) -> np.ndarray:
     """contact_dofs' value, made once by physai.engine.setconst.set_const from the candidates, without M's (nv, nv)
     pattern: a pair's geoms on links l1, l2 (their last dofs e1, e2; -1 on the world) are moved apart by dof j when one
@@ -191,9 +198,7 @@ def make_contact_dofs(model: Model) -> np.ndarray:
     [enter_j, end_j): j is such a dof where the partners of the ends in its subtree, their smallest and largest
     position carried up from children to parents, reach below enter_j or to end_j and past (the world at -1: below).
     O(pairs + nv)."""
-    pairs, missing = candidates(model)
-    geom = np.concatenate([pairs.geom.reshape(-1, 2), np.array(missing, np.intp).reshape(-1, 2)])
-    body = model.geoms.geom_bodyid[geom]
+    body = model.geoms.geom_bodyid[pair_geoms(model)]
     link = np.where(body >= 0, model.body_linkid[np.maximum(body, 0)], -1)
     last = np.append(model.link_dofadr + model.link_dofnum - 1, -1)[link]         # link -1 (the world): no dof
     enter, end = dof_preorder(model.dof_parentid)
