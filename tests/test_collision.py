@@ -3,6 +3,7 @@ positions, frames, distances and mixed parameters within 1e-12 (relative to the 
 scenes of spheres, capsules, cylinders and boxes falling on a tilted plane (priorities, solmix, margins, gaps, condim,
 explicit pairs, excluded pairs, parent filtering), and on the Menagerie robots in their scenes."""
 
+import gc
 import warnings
 
 import mujoco
@@ -655,3 +656,17 @@ def test_detect_refuses_a_subset_of_another_shape_or_type(backend):
                         (np.ones((3, size), bool), f"\\(3, {size}\\)"), (np.ones(size, bool), f"\\({size},\\)")):
         with pytest.raises(ShapeError, match=rf"\(N, ncand \+ nmissing\) = \(2, {size}\) expected .* got {got}"):
             native.detect_arrays(model, Q, subset)
+
+
+def test_models_made_and_dropped_in_sequence_each_warn(recwarn):
+    """Each of several models, made, warned of and dropped in turn, warns of its pair that may touch: the pairs warned
+    of are held for the model object itself (weakly), so a model that Python allocates where a dropped one lay (the same
+    id()) is never taken for it."""
+    warnings.simplefilter("always", CollisionWarning)
+    for k in range(4):
+        model = capsule_beside_a_bare_mesh(-0.05)
+        recwarn.clear()
+        collision.detect(model, model.qpos0, ignore_unsupported=True)
+        assert len([w for w in recwarn.list if issubclass(w.category, CollisionWarning)]) == 1, f"model {k}"
+        del model
+        gc.collect()

@@ -480,17 +480,18 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
                                     "; or pass MuJoCo's contacts (physai.collision.from_mujoco)")
 
 
-_warned: dict[int, set] = {}     # id(model): the pairs warned of (dropped with the model: no write into a Model)
+#: the pairs warned of, held per Model object (weakly: dropped with it; no write into a Model); never keyed by id(), which
+#: a model made after one is dropped may reuse
+_warned: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()
 
 
 def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
     """A CollisionWarning for each left-out pair (indices into candidates(model)[1]) that may be touching, once per
     pair and model, whichever call (detect, a simulation, either backend) finds it near first. stacklevel: as
     warnings.warn's, counted from the caller of warn_near."""
-    warned = _warned.get(id(model))
+    warned = _warned.get(model)
     if warned is None:
-        warned = _warned[id(model)] = set()
-        weakref.finalize(model, _warned.pop, id(model), None)
+        warned = _warned[model] = set()
     elif warned.issuperset(pairs):                        # a stepping loop's usual case: nothing new to say
         return
     missing, G = candidates(model)[1], model.geoms
