@@ -65,7 +65,8 @@ FILE_MARKERS = {
 COMPILED = {
     "test_observed.py": {"test_the_compiled_step_observes_what_the_numpy_engine_does",
                          "test_the_other_gymnasium_task_models_observe_as_mujoco_in_the_compiled_step",
-                         "test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call"},
+                         "test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call",
+                         "test_a_dropped_model_is_collected_after_an_observed_compiled_step"},
     "test_model_constant.py": {"test_a_prepared_compiled_copy_does_not_skip_the_collision_check"},
     "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine", "test_compiled_transmissions_equal_the_numpy_engine",
                           "test_the_kept_simulation_workspace_follows_the_actuators"},

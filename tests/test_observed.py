@@ -7,7 +7,9 @@ max |physai - MuJoCo| <= 1e-12 max(1, max |MuJoCo|); qacc's scale also counts Mu
 since a body resting on contacts has qacc = qacc_smooth + M^-1 qfrc_constraint near 0 out of terms of the size of g
 (the Humanoid standing: |qacc| <= 0.08, its difference 1.3e-12)."""
 
+import gc
 import os
+import weakref
 
 import gymnasium
 import mujoco
@@ -294,3 +296,18 @@ def test_step_frames_leaves_a_model_with_activations_to_step_result():
     model = engine.from_mujoco(m)
     assert m.na == 1
     assert integrators.step_frames(model, np.zeros((2, 1)), np.zeros((2, 1)), 2, ctrl=np.ones((2, 1))) is None
+
+
+def test_a_dropped_model_is_collected_after_an_observed_compiled_step():
+    """The compiled step's observation layout and body constants, made once per model, do not keep the model (nor its
+    arrays) alive once the caller drops it."""
+    m = load("inverted_double_pendulum.xml")
+    model = engine.from_mujoco(m)
+    dt, integ, damping, constraints = integrators.model_options(model)
+    q, qd = model.qpos0[None], np.zeros((1, model.nv))
+    assert integrators._compiled_step(model, q, qd, dt, integ, None, None, damping, constraints, None,
+                                      integrators.OBSERVABLE) is not None           # the compiled path made them
+    dropped = weakref.ref(model)
+    del model
+    gc.collect()
+    assert dropped() is None, "the model outlives its last reference"

@@ -116,6 +116,7 @@ import operator
 import functools
 import re
 import warnings
+import weakref
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -859,7 +860,21 @@ def _observe_width(model) -> int:
     return end
 
 
-@functools.lru_cache(maxsize=16)
+def _per_model(make):
+    """make(model), made once per Model object and held weakly (dropped with the model: the cache keeps no Model or its
+    arrays alive, as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse)."""
+    made = weakref.WeakKeyDictionary()
+
+    @functools.wraps(make)
+    def cached(model):
+        value = made.get(model)
+        if value is None:
+            value = made[model] = make(model)
+        return value
+    return cached
+
+
+@_per_model
 def _observe_layout(model) -> tuple:
     """((name, start, end, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets): the
     field's columns start:end, as Python ints (no NumPy call per step)."""
@@ -871,7 +886,7 @@ def _observe_layout(model) -> tuple:
     return tuple(layout)
 
 
-@functools.lru_cache(maxsize=16)
+@_per_model
 def _observe_bodies(model) -> np.ndarray:
     """(nbody, 13) the bodies' constants the compiled step's observation reads: mass, ipos (3), inertia (9, body frame)."""
     return np.ascontiguousarray(np.concatenate([model.body_mass[:, None], model.body_ipos,
