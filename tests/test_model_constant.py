@@ -5,6 +5,7 @@ loss, damping and actuators. A Model holds every value Model.KEPT names from the
 physai.engine.set_const, MuJoCo's mj_setConst); the only values it gains are the compiled copy (made once per process)
 and M's sparsity pattern (functools cached_property, O(nv depth)): a second round of every call changes nothing at all."""
 
+import copy
 import dataclasses
 import functools
 import pickle
@@ -263,3 +264,27 @@ def test_a_prepared_compiled_copy_does_not_skip_the_collision_check():
     assert native.compiled(model).has_constraints
     with pytest.raises(UnsupportedModelError, match="cannot collide"):
         run("native", integrators.step, model, model.qpos0, np.zeros(model.nv))
+
+
+def what_a_user_sees(model: Model) -> dict:
+    """What comparing, hashing, pickling and copying show of a Model: its equality (to itself, to its copies), its hash,
+    its pickle's bytes and the attributes of its shallow copy, deep copy and unpickled copy."""
+    shallow, deep, unpickled = copy.copy(model), copy.deepcopy(model), pickle.loads(pickle.dumps(model))
+    return {"equal to itself": model == model, "hash": hash(model), "in a set": model in {model},
+            "equal to a copy": [model == other for other in (shallow, deep, unpickled)],
+            "pickle": pickle.dumps(model),
+            "copies' attributes": [sorted(vars(other)) for other in (shallow, deep, unpickled)]}
+
+
+def test_what_a_user_sees_of_a_model_is_the_same_before_and_after_its_cached_properties_are_made():
+    """step_derivatives(constraints=True) makes dof_turns and geom_dofs (and M's pattern) in the Model it is given, on first
+    use; equality and hashing (by identity), pickling (the same bytes) and copy.copy / copy.deepcopy (without what the
+    uses made) show the same Model before the call and after it."""
+    m, model = scene()
+    q = m.qpos0.copy()
+    q[2] -= 0.25                                                       # the tree's root down on the floor: contacts
+    before = what_a_user_sees(model)
+    derivatives.step_derivatives(model, q, np.zeros(model.nv), constraints=True)
+    assert {"dof_turns", "geom_dofs", "dof_ancestor"} <= set(vars(model))
+    after = what_a_user_sees(model)
+    assert before == after, [name for name in before if before[name] != after[name]]
