@@ -13,7 +13,7 @@ import pytest
 
 from physai import coriolis as cor
 from physai import dynamics as dyn
-from physai import models
+from physai import engine, models
 from physai.dynamics import Body, Tree
 from physai.exceptions import ShapeError
 from physai.spatial import cross_force
@@ -276,3 +276,22 @@ def test_wrong_qd_length_names_qd():
         cor.coriolis_matrix(tree, np.zeros(2), np.zeros(3))
     with pytest.raises(ShapeError, match="^q has 1 entry, the model needs 2"):
         cor.mass_matrix_dot(tree, np.zeros(1), np.zeros(2))
+
+
+def test_n_states_give_each_states_matrices(case):
+    """q (N, nq), qd (N, nv) give the N states' C, Mdot, dM/dq and Christoffel symbols stacked, each within TOL of its
+    state's alone (one state shared by the batch too); N states of another count than qd's are named."""
+    _, m, _, states = case
+    model = engine.from_mujoco(m)
+    Q, QD = (np.array(x[:3]) for x in zip(*states))
+    for name, batch, alone in [("coriolis_matrix", (Q, QD), lambda k: (Q[k], QD[k])),
+                               ("mass_matrix_dot", (Q[0], QD), lambda k: (Q[0], QD[k])),
+                               ("mass_matrix_derivatives", (Q,), lambda k: (Q[k],)),
+                               ("christoffel_symbols", (Q,), lambda k: (Q[k],))]:
+        f = getattr(cor, name)
+        stacked = f(model, *batch)
+        assert stacked.shape[0] == 3, name
+        for k in range(3):
+            assert_close(stacked[k], f(model, *alone(k)), TOL, what=name)
+    with pytest.raises(ShapeError, match="qd has 2 states but q has 3"):
+        cor.coriolis_matrix(model, Q, QD[:2])

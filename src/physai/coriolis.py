@@ -79,13 +79,28 @@ def _ancestors(model, j: int):
         i = model.dof_parentid[i]
 
 
+def _each_state(one, model, **arrays) -> np.ndarray:
+    """one(model, *arrays) of one state, or of each of N stacked (N, ...): the arrays given by name with their sizes
+    (q=(x, nq), ...), each one state (size,) or N (N, size) (one state shared by the batch; physai.validation.states)."""
+    columns, batch = validation.states(**arrays)
+    if batch is None:
+        return one(model, *(c[:, 0] for c in columns))
+    return np.stack([one(model, *(c[:, k] for c in columns)) for k in range(batch)])
+
+
 def mass_matrix_dot(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
     """Time derivative of the mass matrix, Mdot = dM/dt along the motion (nv, nv) [kg m^2/s | kg/s].
 
     Computed analytically from Sdot_i = v_link(i) x S_i and Idot_b = v_b x* I_b - I_b v_b x; equals C + C^T.
-    q (nq,), qd (nv,); model: a physai.engine.Model or anything physai.engine.as_model takes.
+    q (nq,), qd (nv,), or N states (N, nq), (N, nv) giving (N, nv, nv); model: a physai.engine.Model or anything
+    physai.engine.as_model takes.
     """
     model = as_model(model)
+    return _each_state(_mass_matrix_dot, model, q=(q, model.nq), qd=(qd, model.nv))
+
+
+def _mass_matrix_dot(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """Mdot (nv, nv) of one state (mass_matrix_dot)."""
     I, v, S, Sdot = _motion(model, q, qd)
     Ic = _composite(model, I)
     Icdot = _composite(model, [cross_force(vb) @ Ib - Ib @ cross_motion(vb) for vb, Ib in zip(v, I)])
@@ -106,8 +121,14 @@ def coriolis_matrix(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
       Mdot - 2C is skew-symmetric           (Mdot = C + C^T),
       d(C(q, qd) qd)/d qd = 2 C(q, qd)      (because Gamma_ijk = Gamma_ikj: the velocity Jacobian of the bias
                                              force, MuJoCo's mjd_rne_vel, is 2C; the implicit integrator uses it).
+    q (nq,), qd (nv,), or N states (N, nq), (N, nv) giving (N, nv, nv).
     """
     model = as_model(model)
+    return _each_state(_coriolis_matrix, model, q=(q, model.nq), qd=(qd, model.nv))
+
+
+def _coriolis_matrix(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+    """C (nv, nv) of one state (coriolis_matrix)."""
     I, v, S, Sdot = _motion(model, q, qd)
     Ic = _composite(model, I)
     Bc = _composite(model, [0.5 * (cross_force(vb) @ Ib - Ib @ cross_motion(vb) + cross_force_bar(Ib @ vb))
@@ -128,19 +149,20 @@ def mass_matrix_derivatives(model, q: np.ndarray) -> np.ndarray:
     """Partial derivatives of the mass matrix, dM[i, j, k] = dM_ij/dq_k (nv, nv, nv).
 
     Mdot is linear in qd, so dM/dq_k is mass_matrix_dot at qd = e_k (the k-th unit vector); for ball and free
-    joints that is the derivative along the k-th tangent direction of physai.joints.integrate.
+    joints that is the derivative along the k-th tangent direction of physai.joints.integrate. q (nq,), or N states
+    (N, nq) giving (N, nv, nv, nv).
     """
     model = as_model(model)
-    E = np.eye(model.nv)
-    return np.stack([mass_matrix_dot(model, q, E[k]) for k in range(model.nv)], axis=-1)
+    return _each_state(lambda model, q: np.stack([_mass_matrix_dot(model, q, e) for e in np.eye(model.nv)], axis=-1),
+                       model, q=(q, model.nq))
 
 
 def christoffel_symbols(model, q: np.ndarray) -> np.ndarray:
     """Christoffel symbols of the first kind, Gamma[i, j, k] = Gamma_ijk (nv, nv, nv), so that C = Gamma @ qd.
 
     Gamma_ijk = 1/2 (dM_ij/dq_k + dM_ik/dq_j - dM_jk/dq_i) = Gamma_ikj; C is linear in qd, so
-    Gamma[:, :, k] is coriolis_matrix at qd = e_k.
+    Gamma[:, :, k] is coriolis_matrix at qd = e_k. q (nq,), or N states (N, nq) giving (N, nv, nv, nv).
     """
     model = as_model(model)
-    E = np.eye(model.nv)
-    return np.stack([coriolis_matrix(model, q, E[k]) for k in range(model.nv)], axis=-1)
+    return _each_state(lambda model, q: np.stack([_coriolis_matrix(model, q, e) for e in np.eye(model.nv)], axis=-1),
+                       model, q=(q, model.nq))
