@@ -23,7 +23,7 @@ template <class T> void integrate_pos(const Model &m, const T *q, const T *v, do
         const T *w = v + m.quat_dofadr[k];
         T speed = vsqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), angle = h * speed;
         auto moving = speed > 1e-15;                                   // the axis w / |w|, or 0 at rest
-        T inv = 1.0 / select(moving, speed, splat<T>(1.0)), half, c;
+        T inv = 1.0 / select(moving, speed, splat<T>(1.0)), half{}, c{};     // {}: sincos_libm fills them lane by lane
         sincos_libm(angle * 0.5, half, c);
         T b[4] = {c, select(moving, w[0] * inv, splat<T>(0.0)) * half, select(moving, w[1] * inv, splat<T>(0.0)) * half,
                   select(moving, w[2] * inv, splat<T>(0.0)) * half};

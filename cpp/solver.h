@@ -1746,7 +1746,7 @@ inline double noslip_ellipse(const Rows &r, const std::vector<double> &A, const 
         const double *mu = r.con.friction(r.id[size_t(i)]);
         for (int j = 0; j < n; j++) bc[j] = res[j] - dot(Ac + j * n, old, n);
         if (qcqp(Ac, bc, mu, force[i], n, v)) project_ellipsoid(v, force[i], mu, n, false);
-        std::copy(v, v + n, force + i + 1);
+        for (int j = 0; j < n; j++) force[i + 1 + j] = v[j];          // a loop: GCC's std::copy reads n < 0 as a huge size
     }
     return friction_change(Ac, force + i + 1, old, res, n);
 }
