@@ -4,6 +4,7 @@ scenes of spheres, capsules, cylinders and boxes falling on a tilted plane (prio
 explicit pairs, excluded pairs, parent filtering), and on the Menagerie robots in their scenes."""
 
 import gc
+import weakref
 import warnings
 
 import mujoco
@@ -668,5 +669,7 @@ def test_models_made_and_dropped_in_sequence_each_warn(recwarn):
         recwarn.clear()
         collision.detect(model, model.qpos0, ignore_unsupported=True)
         assert len([w for w in recwarn.list if issubclass(w.category, CollisionWarning)]) == 1, f"model {k}"
+        alive = weakref.ref(model)
         del model
         gc.collect()
+        assert alive() is None, f"model {k} kept alive by the pairs warned of"   # whatever address a later one takes

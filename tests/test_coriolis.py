@@ -295,3 +295,15 @@ def test_n_states_give_each_states_matrices(case):
             assert_close(stacked[k], f(model, *alone(k)), TOL, what=name)
     with pytest.raises(ShapeError, match="qd has 2 states but q has 3"):
         cor.coriolis_matrix(model, Q, QD[:2])
+
+
+def test_a_model_without_dofs_gives_empty_matrices():
+    """A model with no dofs (a plane alone) gives (0, 0) C and Mdot and (0, 0, 0) dM/dq and Christoffel symbols, one
+    state or N."""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 .1"/>'
+                                                                '</worldbody></mujoco>'))
+    assert cor.coriolis_matrix(model, np.zeros(0), np.zeros(0)).shape == (0, 0)
+    assert cor.mass_matrix_dot(model, np.zeros(0), np.zeros(0)).shape == (0, 0)
+    for f in (cor.mass_matrix_derivatives, cor.christoffel_symbols):
+        assert f(model, np.zeros(0)).shape == (0, 0, 0)
+        assert f(model, np.zeros((2, 0))).shape == (2, 0, 0, 0)

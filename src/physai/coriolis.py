@@ -153,7 +153,7 @@ def mass_matrix_derivatives(model, q: np.ndarray) -> np.ndarray:
     (N, nq) giving (N, nv, nv, nv).
     """
     model = as_model(model)
-    return _each_state(lambda model, q: np.stack([_mass_matrix_dot(model, q, e) for e in np.eye(model.nv)], axis=-1),
+    return _each_state(lambda model, q: _columns(model, [_mass_matrix_dot(model, q, e) for e in np.eye(model.nv)]),
                        model, q=(q, model.nq))
 
 
@@ -164,5 +164,10 @@ def christoffel_symbols(model, q: np.ndarray) -> np.ndarray:
     Gamma[:, :, k] is coriolis_matrix at qd = e_k. q (nq,), or N states (N, nq) giving (N, nv, nv, nv).
     """
     model = as_model(model)
-    return _each_state(lambda model, q: np.stack([_coriolis_matrix(model, q, e) for e in np.eye(model.nv)], axis=-1),
+    return _each_state(lambda model, q: _columns(model, [_coriolis_matrix(model, q, e) for e in np.eye(model.nv)]),
                        model, q=(q, model.nq))
+
+
+def _columns(model, matrices: list) -> np.ndarray:
+    """(nv, nv, nv) with [:, :, k] the k-th of the nv matrices (nv, nv); (0, 0, 0) for a model without dofs."""
+    return np.stack(matrices, axis=-1) if matrices else np.zeros((model.nv,) * 3)

@@ -862,7 +862,8 @@ def _observe_width(model) -> int:
 
 def _per_model(make):
     """make(model), made once per Model object and held weakly (dropped with the model: the cache keeps no Model or its
-    arrays alive, as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse)."""
+    arrays alive, as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse).
+    The values are held strongly: make must return nothing that references the model (it would then never be dropped)."""
     made = weakref.WeakKeyDictionary()
 
     @functools.wraps(make)
