@@ -683,7 +683,8 @@ def test_detect_along_a_dof_is_the_whole_detect_at_that_point(name):
     without the sweep (tested_directly; the sweep where boxes_proper is False) gives the whole detect's contacts of the
     subset's pairs at that point, in its order, within 1e-15, and names the same left-out pairs near; at 0.03 along
     every dof of along_scene's scenes, each point's subset every pair, those its dof moves a geom of, and a random
-    half."""
+    half. along_points keeps the other coordinates q0's bit for bit, so both ways do the same arithmetic on the same
+    frames and agree exactly: 1e-15 is a few ulps' slack on O(1) fields, not a rounding bound."""
     model, q0 = along_scene(name)
     Q, dofs = along_points(model, q0, 0.03), np.arange(model.nv)
     pairs, missing = engine_collision.candidates(model)

@@ -502,6 +502,10 @@ class Kernel:
     def __init__(self, name: str, what: str | None = None, finite=None, options=None, check=None):
         self.name, self.what, self.finite, self.options, self.check = name, what, finite, options, check
         self.code, self.arguments = OPS.get(name), ARGUMENTS.get(name, ())
+        if options is not None and self.code is not None and (
+                not isinstance(options, dict) or set(options) - {n for n, k in self.arguments if k == "o"}):
+            raise TypeError(f"the {name} kernel's options must be {{argument name: function}} for its options "
+                            f"arguments {[n for n, k in self.arguments if k == 'o']}, got {options!r}")
 
     def __call__(self, model, a, b=None, c=None, d=None, e=None):
         compiled_model = model.compiled if type(model) is Model else None    # the common case first: no other lookup

@@ -213,8 +213,8 @@ def body_poses(model: Model, q: np.ndarray, base: tuple | None = None) -> tuple[
 
 
 def moved_bodies(model: Model, dof: int) -> np.ndarray:
-    """(nbody,) bool: the bodies whose frames move along dof (its link or a link below it holds them; a body of the
-    world or without dofs: none)."""
+    """(nbody,) bool: the bodies whose frames move along dof (its link or a link below it holds them, welded bodies
+    with their link; a body welded to the world: none)."""
     link = model.body_linkid
     last = model.link_dofadr + model.link_dofnum - 1                    # each link's last dof: below dof when moved
     return (link >= 0) & model.dof_ancestor[dof, last[np.maximum(link, 0)]]
