@@ -18,7 +18,9 @@ often runs undisturbed on a loaded machine), the ratio of their best rounds.
 Then the compiled detection alone at the call's checked points (those _Constraints._held_contacts detects: 4 along
 each differenced dof, 2 along each other one), all of them in one native.detect_arrays call: every candidate pair at
 every point, each point's subset (_Constraints._detect_subset: the pairs its dof moves), and no pair (the geoms' poses
-and the broad phase alone), each timed by best_time (100 short rounds) 5 times in turn, the best; pairs: the subset's
+and the broad phase alone), every geom posed and the whole broad phase run; then the subset and no pair with along=
+(q, each point's dof: what _held_contacts calls), posing only the bodies a point's dof moves and testing the subset's
+pairs without the sweep; each timed by best_time (100 short rounds) 5 times in turn, the best; pairs: the subset's
 mean pairs a point, of all.
 """
 
@@ -93,8 +95,8 @@ def detection(name: str, make) -> str:
     seen = []
     held = derivatives._Constraints._held_contacts
 
-    def record(self, Q, dofs):                     # the call's points and the subset its detection collides
-        seen.append((Q, self._detect_subset(dofs)[0]))
+    def record(self, Q, dofs):                     # the call's points, their dofs and state, the subset collided
+        seen.append((Q, (self.base, dofs), self._detect_subset(dofs)[0]))
         return held(self, Q, dofs)
 
     derivatives._Constraints._held_contacts = record
@@ -102,12 +104,13 @@ def detection(name: str, make) -> str:
         derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
     finally:
         derivatives._Constraints._held_contacts = held
-    (Q, subset), = seen
-    subsets = (np.ones_like(subset), subset, np.zeros_like(subset))
-    times = np.min([[best_time(lambda s=s: native.detect_arrays(model, Q, s), budget=0.4, rounds=100) for s in subsets]
-                    for _ in range(5)], axis=0)             # the three in turn, 5 times: a load burst falls on one
-    return (f"{name:12s} {len(Q):6d} {1e3 * times[0]:9.3f} {1e3 * times[1]:9.3f} {1e3 * times[2]:9.3f} "
-            f"{subset.sum(axis=1).mean():7.0f} of {subset.shape[1]}")
+    (Q, along, subset), = seen
+    calls = [(np.ones_like(subset), None), (subset, None), (np.zeros_like(subset), None), (subset, along),
+             (np.zeros_like(subset), along)]
+    times = np.min([[best_time(lambda s=s, a=a: native.detect_arrays(model, Q, s, a), budget=0.4, rounds=100)
+                     for s, a in calls] for _ in range(5)], axis=0)   # in turn, 5 times: a load burst falls on one
+    return (f"{name:12s} {len(Q):6d} " + " ".join(f"{1e3 * t:9.3f}" for t in times) +
+            f" {subset.sum(axis=1).mean():7.0f} of {subset.shape[1]}")
 
 
 def main() -> None:
@@ -118,7 +121,8 @@ def main() -> None:
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(row(name, make))
     print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all")
-    print("model        points     every    subset   no pair   pairs")
+    print("                               every geom posed, the sweep   along: moved bodies, no sweep")
+    print("model        points     every    subset   no pair    subset   no pair   pairs")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(detection(name, make))
     print(f"load average {os.getloadavg()[0]:.2f}")

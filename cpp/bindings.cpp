@@ -1073,7 +1073,8 @@ template <class X> nb::object vector_array(const std::vector<X> &v, int64_t widt
 }
 
 // COLLISION_DETECT: the contacts of q (nq,) or N states (N, nq) (cpp/collision.h's detect; subset None, or each
-// state's pairs to collide: bool (N, ncand + nmissing), C order): (ncon (N,), floats (total,
+// state's pairs to collide: bool (N, ncand + nmissing), C order; along None, or (q0 float64 (nq,), dofs int64 (N,)):
+// state s is q0 moved along dof dofs[s], its other bodies posed at q0): (ncon (N,), floats (total,
 // CONTACT_FLOATS), ints (total, CONTACT_INTS), geom (total, 2): each contact's candidate pair's geoms (cand_geom),
 // nnear (N,), near: the left-out pairs that may touch, per state), the states' contacts concatenated, floats, ints and
 // geom read-only (a ContactSet's, as they are); Ctrl-C stops it between states
@@ -1095,6 +1096,26 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
             fail("shape", "subset");
         subset = static_cast<const uint8_t *>(PyArray_DATA(a));
     }
+    const double *q0 = nullptr;                                         // along: (q0 (nq,), dofs (N,)) or None
+    const int64_t *dofs = nullptr;
+    if (!args[2].is_none()) {
+        PyObject *x = args[2].ptr();
+        if (!PyTuple_Check(x) || PyTuple_GET_SIZE(x) != 2) fail("type", "along");
+        PyObject *a0 = PyTuple_GET_ITEM(x, 0), *a1 = PyTuple_GET_ITEM(x, 1);
+        if (!PyArray_Check(a0) || !PyArray_Check(a1)) fail("type", "along");
+        PyArrayObject *base = reinterpret_cast<PyArrayObject *>(a0), *along = reinterpret_cast<PyArrayObject *>(a1);
+        if (PyArray_TYPE(base) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(base) || PyArray_TYPE(along) != NPY_INT64 ||
+            !PyArray_IS_C_CONTIGUOUS(along))
+            fail("type", "along");
+        if (PyArray_NDIM(base) != 1 || int64_t(PyArray_DIMS(base)[0]) != m.nq || PyArray_NDIM(along) != 1 ||
+            int64_t(PyArray_DIMS(along)[0]) != N)
+            fail("shape", "along");
+        q0 = static_cast<const double *>(PyArray_DATA(base)), dofs = static_cast<const int64_t *>(PyArray_DATA(along));
+        for (int64_t s = 0; s < N; s++)
+            if (dofs[s] < 0 || dofs[s] >= m.nv) fail("type", "along");
+        for (int64_t k = 0; k < m.nq; k++)
+            if (!std::isfinite(q0[k])) fail("type", "along");
+    }
     Workspaces &kept = nm.work;                                         // the kept workspace, unless a call holds it
     CollisionPtr own_work;
     DetectOut own_out;
@@ -1111,7 +1132,7 @@ nb::object collision_detect(CompiledModel &nm, const nb::handle *args) {
     out.clear();
     for (int64_t lo = 0; lo < N; lo += 64) {
         if (lo && PyErr_CheckSignals()) throw nb::python_error();      // a signal: the results discarded
-        scalar::detect_states(m, w, q, subset, lo, std::min(N, lo + 64), out);
+        scalar::detect_states(m, w, q, subset, lo, std::min(N, lo + 64), out, q0, dofs);
     }
     npy_intp dims[2] = {npy_intp(out.cand.size()), 2};
     void *data;

@@ -2,6 +2,7 @@
 // the NumPy text's names, one state at a time (double; compiled into the scalar translation unit only):
 //
 //     broad_phase(m, w)                  the groups of candidates this state tests (collision.sweep_and_prune, tested)
+//     tested_directly(m, w, subset)      which of some candidates it tests, without the sweep (collision.tested_directly)
 //     detect(m, w, q, ..., subset)       the contacts of a state in MuJoCo's order, as a Contacts over w's arrays
 //     near_missing_pairs(m, w, out)      every left-out pair that may touch at detect's state (collision_detect's warnings)
 //
@@ -34,7 +35,7 @@ namespace {
 // touch (-1: none)
 struct CollisionWork : PoseWork {
     std::vector<double> f, lo, hi;
-    std::vector<int64_t> i, order, open, groups;
+    std::vector<int64_t> i, order, open, groups, tested;
     std::vector<char> hit, boxed;
     std::vector<PreContact> found;
     std::vector<int64_t> cand;           // the candidate pair of each contact in f, i
@@ -46,13 +47,18 @@ struct CollisionWork : PoseWork {
     HField hfield;
     CcdRoom ccd_room;                    // the convex pairs' polytope and multi-contact lists, refilled pair after pair
     std::vector<char> every;             // the groups tested in every state: always tested or with explicit pairs
+    std::vector<int64_t> cand_group;     // each candidate's group; tested: the candidates tested_directly keeps
     int order_axis = -1;                 // the axis w.order was last sorted along (broad_phase starts from that order)
     bool shrunk = false;                 // a group MuJoCo's own boxes may drop (m.group_shrunk): every geom posed
+    bool proper = true;                  // no body's box can be inverted (collision.boxes_proper): every geom_pad >= 0
     explicit CollisionWork(const Model &m) : PoseWork(m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         lo.resize(3 * (B + 1)), hi.resize(3 * (B + 1)), boxed.resize(B + 1), hit.resize(size_t(m.ngroup));
-        every.resize(size_t(m.ngroup));
+        every.resize(size_t(m.ngroup)), cand_group.resize(size_t(m.ncand));
         for (int64_t g = 0; g < m.ngroup; g++) every[size_t(g)] = m.group_always[g] || m.group_split[g] > m.group_start[g];
+        for (int64_t g = 0; g < m.ngroup; g++)
+            for (int64_t k = m.group_start[g]; k < m.group_end[g]; k++) cand_group[size_t(k)] = g;
+        for (int64_t g = 0; g < m.ngeom && m.geom_collides; g++) proper = proper && !(m.geom_collides[g] && m.geom_pad[g] < 0);
         for (int64_t g = 0; g < m.ngroup && m.group_shrunk; g++) shrunk = shrunk || m.group_shrunk[g];
         std::vector<char> read(G, 0);
         for (int64_t g = 0; g < m.ngeom; g++) read[size_t(g)] = shrunk || !m.geom_collides || m.geom_collides[g];
@@ -208,10 +214,9 @@ inline bool mujoco_boxes_apart(const Model &m, const CollisionWork &w, const dou
     return !((s1 < s2 && s2 < e1) || (s2 < s1 && s1 < e2));
 }
 
-// the groups to test in this state, in MuJoCo's order, into w.groups, w.hit marking the swept pairs whose boxes overlap
-// (collision.sweep_and_prune and tested): each swept body's box the union of its colliding geoms' bounding spheres
-// grown by their margin and gap, sorted along sweep_axis and checked against those still open
-inline void broad_phase(const Model &m, CollisionWork &w) {
+// each body's box into w.lo, w.hi (collision.body_boxes; w.boxed: it has one): the union of its colliding geoms'
+// bounding spheres grown by their margin and gap
+inline void body_boxes(const Model &m, CollisionWork &w) {
     std::fill(w.boxed.begin(), w.boxed.end(), 0);
     for (int64_t g = 0; g < m.ngeom; g++) {
         if (!m.geom_collides[g]) continue;
@@ -224,6 +229,13 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
         }
         w.boxed[b] = 1;
     }
+}
+
+// the groups to test in this state, in MuJoCo's order, into w.groups, w.hit marking the swept pairs whose boxes overlap
+// (collision.sweep_and_prune and tested): each swept body's box (body_boxes) sorted along sweep_axis and checked
+// against those still open
+inline void broad_phase(const Model &m, CollisionWork &w) {
+    body_boxes(m, w);
     int axis = sweep_axis(m, w);
     if (axis != w.order_axis || int64_t(w.order.size()) != m.nsweep)   // else the last state's order: nearly sorted
         w.order.assign(m.sweep_body, m.sweep_body + m.nsweep), w.order_axis = axis;
@@ -263,6 +275,32 @@ inline void broad_phase(const Model &m, CollisionWork &w) {
     }
     for (int64_t g = 0; g < m.ngroup; g++)                            // in order: hit, always tested or explicit pairs
         if (w.hit[size_t(g)] | w.every[size_t(g)]) w.groups.push_back(g);
+}
+
+// the candidates flagged in subset (nullptr: all) that broad_phase would test, in its order, into w.tested, without the
+// sweep, where w.proper (collision.tested_directly): those of a group always tested, the explicit pairs, and those of a
+// group whose bodies' boxes overlap along every axis, a shrunk group's only where MuJoCo's boxes overlap too
+inline void tested_directly(const Model &m, CollisionWork &w, const uint8_t *subset) {
+    w.tested.clear();
+    double frame[9];
+    bool framed = false, boxed = false;
+    for (int64_t k = 0; k < m.ncand; k++) {
+        if (subset && !subset[k]) continue;
+        int64_t g = w.cand_group[size_t(k)];
+        if (!(m.group_always[g] || k < m.group_split[g])) {
+            if (!boxed) body_boxes(m, w), boxed = true;              // at the first candidate that reads them
+            size_t b1 = size_t(m.group_body[2 * g]), b2 = size_t(m.group_body[2 * g + 1]);
+            bool apart = false;                                       // boxes apart: not swept together
+            for (size_t a = 0; a < 3; a++)
+                apart = apart || w.lo[3 * b1 + a] > w.hi[3 * b2 + a] || w.lo[3 * b2 + a] > w.hi[3 * b1 + a];
+            if (apart) continue;
+            if (m.group_shrunk && m.group_shrunk[g]) {
+                if (!framed) sweep_frame(m, w, frame), framed = true;
+                if (mujoco_boxes_apart(m, w, frame, int64_t(b1), int64_t(b2))) continue;
+            }
+        }
+        w.tested.push_back(k);
+    }
 }
 
 // ---------------------------------------------------------------- detection (collision.detect)
@@ -425,21 +463,29 @@ inline void collide(const Model &m, CollisionWork &w, int64_t k) {
 // the contacts at q (collision.detect) in w.f, w.i (CONTACT_FLOATS, CONTACT_INTS each) as a Contacts; w.near_missing:
 // the first left-out pair that may touch (collision.may_touch; -1: none; not looked for unless check_missing). subset
 // (ncand + nmissing flags: the candidates, then the left-out pairs; nullptr: all): the pairs collided and looked at, the
-// whole detect's contacts of those pairs in its order (the broad phase is the whole one's)
+// whole detect's contacts of those pairs in its order (the broad phase is the whole one's). dof >= 0 (detect's along):
+// q is the state w's base_poses hold moved along dof, the bodies it does not move posed as there (moved_geom_poses),
+// the subset's candidates tested without the sweep (tested_directly) where w.proper
 inline Contacts detect(const Model &m, CollisionWork &w, const double *q, bool check_missing = true,
-                       const uint8_t *subset = nullptr) {
+                       const uint8_t *subset = nullptr, int64_t dof = -1) {
     w.f.clear(), w.i.clear(), w.cand.clear(), w.near_missing = -1;
     Contacts con;
     if (!m.opt_contact || (m.ncand == 0 && m.nmissing == 0)) return con;
-    geom_poses(m, w, q);
+    if (dof < 0) geom_poses(m, w, q);
+    else moved_geom_poses(m, w, q, dof);
     for (int64_t k = 0; check_missing && k < m.nmissing && w.near_missing < 0; k++)
         if ((!subset || subset[m.ncand + k]) && may_touch(m, w, m.missing_geom[2 * k], m.missing_geom[2 * k + 1], m.missing_bound[k]))
             w.near_missing = k;
-    broad_phase(m, w);
-    for (int64_t group : w.groups) {                                  // the explicit pairs; the rest when near or always
-        int64_t end = m.group_always[group] || w.hit[group] ? m.group_end[group] : m.group_split[group];
-        for (int64_t k = m.group_start[group]; k < end; k++)
-            if (!subset || subset[k]) collide(m, w, k);
+    if (dof >= 0 && w.proper) {
+        tested_directly(m, w, subset);
+        for (int64_t k : w.tested) collide(m, w, k);
+    } else {
+        broad_phase(m, w);
+        for (int64_t group : w.groups) {                              // the explicit pairs; the rest when near or always
+            int64_t end = m.group_always[group] || w.hit[group] ? m.group_end[group] : m.group_split[group];
+            for (int64_t k = m.group_start[group]; k < end; k++)
+                if (!subset || subset[k]) collide(m, w, k);
+        }
     }
     con.n = int64_t(w.i.size()) / CONTACT_INTS;
     con.f = w.f.data(), con.i = w.i.data();

@@ -80,7 +80,7 @@ inline constexpr Operation OPERATIONS[NOPS] = {
     {"constraint_forward", "q:q qd:v tau:v constraint:o", "", false, false},
     {"constraint_inverse", "q:q qd:v qacc:v constraint:o", "", false, false},
     {"step_derivatives", "q:q qd:v options:o", "", false, false},
-    {"collision_detect", "q:q subset:o", "", false, false},
+    {"collision_detect", "q:q subset:o along:o", "", false, false},
 };
 inline constexpr bool is_constraint(int op) { return op >= CONSTRAINT_ROWS && op <= CONSTRAINT_INVERSE; }
 
@@ -207,9 +207,10 @@ extern const StepDerivativeKernels step_derivative_kernels;
 // collision detection's workspace (cpp/collision.h's CollisionWork), made for a model and kept by the caller
 CollisionWorkspace *make_collision_work(const Model &m);
 void free_collision_work(CollisionWorkspace *w);
-// subset: nullptr, or each state's pairs to collide (ncand + nmissing flags a state: cpp/collision.h's detect)
+// subset: nullptr, or each state's pairs to collide (ncand + nmissing flags a state: cpp/collision.h's detect); q0:
+// nullptr, or the state each state s moved from along dof dofs[s] (detect's along: the other bodies posed at q0)
 void detect_states(const Model &m, CollisionWorkspace &w, Input q, const uint8_t *subset, int64_t lo, int64_t hi,
-                   DetectOut &out);
+                   DetectOut &out, const double *q0 = nullptr, const int64_t *dofs = nullptr);
 }  // namespace scalar
 namespace baseline { extern const Kernels kernels; }
 namespace avx2 { extern const Kernels kernels; }

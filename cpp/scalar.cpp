@@ -45,11 +45,12 @@ CollisionWorkspace *make_collision_work(const Model &m) { return reinterpret_cas
 void free_collision_work(CollisionWorkspace *w) { delete reinterpret_cast<CollisionWork *>(w); }
 
 void detect_states(const Model &m, CollisionWorkspace &work, Input q, const uint8_t *subset, int64_t lo, int64_t hi,
-                   DetectOut &out) {
+                   DetectOut &out, const double *q0, const int64_t *dofs) {
     CollisionWork &w = *reinterpret_cast<CollisionWork *>(&work);
+    if (q0) base_poses(m, w, q0);
     for (int64_t s = lo; s < hi; s++) {
         const uint8_t *pairs = subset ? subset + s * (m.ncand + m.nmissing) : nullptr;
-        Contacts con = detect(m, w, q.data + s * q.stride, true, pairs);
+        Contacts con = detect(m, w, q.data + s * q.stride, true, pairs, q0 ? dofs[s] : -1);
         out.ncon.push_back(con.n);
         out.f.insert(out.f.end(), w.f.begin(), w.f.end());
         out.i.insert(out.i.end(), w.i.begin(), w.i.end());

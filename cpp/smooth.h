@@ -15,6 +15,7 @@
 //     block_inverse, aba          the articulated-body algorithm (RBDA table 7.1)
 //     energy_vel, energy_pos      the kinetic and potential energies (MuJoCo's mj_energyVel, mj_energyPos)
 //     body_poses, geom_poses      one state's body and geom frames in mj_kinematics' own arithmetic (collision's)
+//     moved_bodies, moved_geom_poses   those of a state moved along one dof from a base state's (base_poses): its bodies
 #pragma once
 
 #include <algorithm>
@@ -210,9 +211,12 @@ inline bool turn_mj(const Model &m, const double *q, int64_t k, double *local) {
 }
 
 // (xpos (nbody, 3), xquat (nbody, 4), xmat (nbody, 9)) of every body at q, link by link as mj_kinematics
-// (smooth.body_poses; the links of its joints: Model's poselink_*)
-inline void body_poses(const Model &m, const double *q, double *xpos, double *xquat, double *xmat) {
+// (smooth.body_poses; the links of its joints: Model's poselink_*); moved (nbody flags, or nullptr: all): the bodies
+// posed, the others' frames left as the arrays hold them (another state's, which q moves only those from)
+inline void body_poses(const Model &m, const double *q, double *xpos, double *xquat, double *xmat,
+                       const char *moved = nullptr) {
     for (int b = 0; b < m.nbody; b++) {
+        if (moved && !moved[b]) continue;                               // not moved: the base state's frame
         int64_t k0 = m.body_poselinkadr[b], n = m.body_poselinknum[b], p = m.body_parentid[b];
         double pos[3], quat[4];
         if (n > 0 && m.poselink_world[k0]) {                            // a free joint's links start from the world
@@ -249,11 +253,24 @@ inline void body_poses(const Model &m, const double *q, double *xpos, double *xq
     }
 }
 
+// the bodies whose frames move along dof (smooth.moved_bodies) into moved (nbody flags): those of its link and the
+// links below it (parents first)
+inline void moved_bodies(const Model &m, int64_t dof, std::vector<char> &moved_link, std::vector<char> &moved) {
+    for (int64_t l = 0; l < m.nlink; l++) {
+        int64_t p = m.link_parentid[l];
+        moved_link[size_t(l)] = l == m.dof_linkid[dof] || (p >= 0 && moved_link[size_t(p)]);
+    }
+    for (int64_t b = 0; b < m.nbody; b++) moved[size_t(b)] = m.body_linkid[b] >= 0 && moved_link[size_t(m.body_linkid[b])];
+}
+
 // the MuJoCo-order frames of a state: every body's (xpos, xquat, xmat) and the geoms' (gpos, gmat) of posed (the
-// geoms a caller reads)
+// geoms a caller reads); base_*: those of a state others move from along one dof (base_poses), and moved the bodies
+// the last moved_geom_poses posed off it (empty: the frames are not the base's, a geom_poses')
 struct PoseWork {
     std::vector<double> xpos, xquat, xmat, gpos, gmat;
+    std::vector<double> base_xpos, base_xquat, base_xmat, base_gpos, base_gmat;
     std::vector<int64_t> posed;
+    std::vector<char> moved, moved_link;
     explicit PoseWork(const Model &m) {
         size_t B = size_t(m.nbody), G = size_t(m.ngeom);
         xpos.resize(3 * B), xquat.resize(4 * B), xmat.resize(9 * B), gpos.resize(3 * G), gmat.resize(9 * G);
@@ -280,6 +297,44 @@ inline void geom_poses(const Model &m, PoseWork &w, const double *q) {
     body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data());
     for (int64_t g : w.posed)
         geom_pose(m, w.xpos.data(), w.xquat.data(), w.xmat.data(), g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
+    w.moved.clear();
+}
+
+// geom_poses at q0 kept as the base that moved_geom_poses moves states from (w.base_*)
+inline void base_poses(const Model &m, PoseWork &w, const double *q0) {
+    geom_poses(m, w, q0);
+    w.base_xpos = w.xpos, w.base_xquat = w.xquat, w.base_xmat = w.xmat, w.base_gpos = w.gpos, w.base_gmat = w.gmat;
+}
+
+// the frames of the bodies moved (flags) and of their posed geoms copied from w's base_* into w's arrays
+inline void restore_base(const Model &m, PoseWork &w, const std::vector<char> &moved) {
+    auto copy = [](const std::vector<double> &from, std::vector<double> &to, size_t at, size_t n) {
+        std::copy(from.begin() + long(at * n), from.begin() + long((at + 1) * n), to.begin() + long(at * n));
+    };
+    for (int64_t b = 0; b < m.nbody; b++) {
+        if (!moved[size_t(b)]) continue;
+        copy(w.base_xpos, w.xpos, size_t(b), 3), copy(w.base_xquat, w.xquat, size_t(b), 4), copy(w.base_xmat, w.xmat, size_t(b), 9);
+    }
+    for (int64_t g : w.posed) {
+        if (m.geom_bodyid[g] < 0 || !moved[size_t(m.geom_bodyid[g])]) continue;
+        copy(w.base_gpos, w.gpos, size_t(g), 3), copy(w.base_gmat, w.gmat, size_t(g), 9);
+    }
+}
+
+// geom_poses at q, a state moved from base_poses' q0 along dof (smooth.moved_geom_poses): the bodies dof moves
+// (moved_bodies) and their posed geoms posed at q, the others' frames q0's (those the last state moved restored
+// first; every frame after a geom_poses)
+inline void moved_geom_poses(const Model &m, PoseWork &w, const double *q, int64_t dof) {
+    if (w.moved.empty()) {
+        w.xpos = w.base_xpos, w.xquat = w.base_xquat, w.xmat = w.base_xmat, w.gpos = w.base_gpos, w.gmat = w.base_gmat;
+        w.moved.assign(size_t(m.nbody), 0), w.moved_link.assign(size_t(m.nlink), 0);
+    }
+    restore_base(m, w, w.moved);
+    moved_bodies(m, dof, w.moved_link, w.moved);
+    body_poses(m, q, w.xpos.data(), w.xquat.data(), w.xmat.data(), w.moved.data());
+    for (int64_t g : w.posed)
+        if (m.geom_bodyid[g] >= 0 && w.moved[size_t(m.geom_bodyid[g])])
+            geom_pose(m, w.xpos.data(), w.xquat.data(), w.xmat.data(), g, &w.gpos[size_t(3 * g)], &w.gmat[size_t(9 * g)]);
 }
 
 // dof j's motion subspace about the centre, cdof = (R s_ang, x x (R s_ang) + R s_lin), from its link's pose; a zero

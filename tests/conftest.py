@@ -71,7 +71,8 @@ COMPILED = {
     "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine", "test_compiled_transmissions_equal_the_numpy_engine",
                           "test_the_kept_simulation_workspace_follows_the_actuators"},
     "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays",
-                          "test_detect_of_a_pair_subset_is_the_whole_detect_restricted_to_it"},
+                          "test_detect_of_a_pair_subset_is_the_whole_detect_restricted_to_it",
+                          "test_detect_along_a_dof_is_the_whole_detect_at_that_point"},
     "test_contact_simulation.py": {"test_a_diverging_contact_run_names_its_deepest_contact", "test_numpy_backend_gives_the_same_run"},
     "test_convex.py": {"test_compiled_hfield_contacts_equal_the_numpy_text",
                        "test_compiled_side_by_side_cylinder_contacts_equal_the_numpy_text",
@@ -146,7 +147,7 @@ SLOW = {
         "test_states_are_checks_random_states_within_verifys_ranges", "test_the_constraints_table_on_the_g1",
     },
     "test_collision.py": {
-        "test_refusal_names_the_advice_that_works_everywhere",
+        "test_refusal_names_the_advice_that_works_everywhere", "test_detect_along_a_dof_is_the_whole_detect_at_that_point",
         "test_near_parallel_capsules_match_mj_collision",
         "test_unsupported_pairs_warn_once_per_pair_and_model",
         "test_compiled_detect_matches_numpy_and_mj_collision",

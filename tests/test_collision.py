@@ -6,6 +6,7 @@ explicit pairs, excluded pairs, parent filtering), and on the Menagerie robots i
 import gc
 import weakref
 import warnings
+from pathlib import Path
 
 import mujoco
 import numpy as np
@@ -631,6 +632,115 @@ def test_detect_of_a_pair_subset_is_the_whole_detect_restricted_to_it():
                     kept += int(inside.sum())
                 assert near == [p for p in near_whole[k] if subset[len(pairs) + p]]
     assert kept > 40 and any(near_whole)
+
+
+NEGATIVE = ('<mujoco><worldbody><body><freejoint/><geom type="cylinder" size=".05 .05" margin="-0.003"/></body><body>'
+            '<freejoint/><geom type="box" size=".05 .06 .05" margin="-0.003"/></body></worldbody></mujoco>')
+INVERTED = ('<mujoco><worldbody><geom type="plane" size="0 0 1"/><body pos="0 0 .05"><freejoint/><geom size=".05"/>'
+            '<geom size=".004" pos=".06 0 0" margin="-.005"/></body><body pos=".09 0 .05"><freejoint/><geom type="box" '
+            'size=".04 .04 .04"/></body></worldbody></mujoco>')
+
+
+def along_scene(name: str) -> tuple:
+    """(physai model, q0) of the scenes test_detect_along_a_dof_is_the_whole_detect_at_that_point moves along their
+    dofs: the G1 (g1_states: feet in the floor), dm_control's humanoid after 100 steps of mj_step from qpos0 (lying on
+    the floor), random_scene(4) (every primitive, an explicit and an excluded pair, a hinge chain) and mesh_scene(3)
+    after 300 steps, a cylinder and a box face to face with margins -0.003 (NEGATIVE: MuJoCo's boxes shrunk,
+    group_shrunk, as test_convex's aligned states), and a sphere holding a geom whose margin is below minus its
+    radius (INVERTED: its box may be inverted, boxes_proper False)."""
+    if name == "g1":
+        m, _, Q = g1_states(1)
+        return collision.ignoring_unsupported(engine.from_mujoco(m)), Q[0]
+    if name == "humanoid":
+        import dm_control
+        m = mujoco.MjModel.from_xml_path(str(Path(dm_control.__file__).parent / "suite" / "humanoid.xml"))
+    elif name in ("primitives", "meshes"):
+        m = mujoco.MjModel.from_xml_string(random_scene(4) if name == "primitives" else mesh_scene(3))
+    else:
+        m = mujoco.MjModel.from_xml_string(NEGATIVE if name == "negative" else INVERTED)
+    d = mujoco.MjData(m)
+    if name == "negative":                                           # 2 mm into each other, 0.6 of the margins
+        d.qpos[:] = [0, 0, 0, 1, 0, 0, 0, 0.098, 0.01, 0, 1, 0, 0, 0]
+    for _ in range({"humanoid": 100, "primitives": 300, "meshes": 300}.get(name, 0)):
+        mujoco.mj_step(m, d)
+    return collision.ignoring_unsupported(engine.from_mujoco(m)), d.qpos.copy()
+
+
+def along_points(model, q0: np.ndarray, step: float) -> np.ndarray:
+    """(nv, nq): q0 moved by step along each dof (engine.integrate), only that dof's joint's coordinates taken from the
+    move (the others q0's, bit for bit)."""
+    moved = engine.integrate(model, np.repeat(q0[None], model.nv, axis=0), step * np.eye(model.nv), 1.0)
+    Q = np.repeat(q0[None], model.nv, axis=0)
+    for j in range(model.nv):
+        joint = int(np.searchsorted(model.jnt_dofadr, j, side="right")) - 1
+        a, size = int(model.jnt_qposadr[joint]), {0: 7, 1: 4}.get(int(model.jnt_type[joint]), 1)
+        Q[j, a:a + size] = moved[j, a:a + size]
+    return Q
+
+
+@pytest.mark.parametrize("name", ["g1", "humanoid", "primitives", "meshes", "negative", "inverted"])
+def test_detect_along_a_dof_is_the_whole_detect_at_that_point(name):
+    """detect's along (engine.collision.detect, and cpp/collision.h's detect through native.detect): at q0 moved along
+    one dof, posing only the bodies that dof moves (the others' frames q0's) and testing the subset's candidates
+    without the sweep (tested_directly; the sweep where boxes_proper is False) gives the whole detect's contacts of the
+    subset's pairs at that point, in its order, within 1e-15, and names the same left-out pairs near; at 0.03 along
+    every dof of along_scene's scenes, each point's subset every pair, those its dof moves a geom of, and a random
+    half. along_points keeps the other coordinates q0's bit for bit, so both ways do the same arithmetic on the same
+    frames and agree exactly: 1e-15 is a few ulps' slack on O(1) fields, not a rounding bound."""
+    model, q0 = along_scene(name)
+    Q, dofs = along_points(model, q0, 0.03), np.arange(model.nv)
+    pairs, missing = engine_collision.candidates(model)
+    geom, rng = engine_collision.pair_geoms(model), np.random.default_rng(1)
+    moves = model.geom_dofs[geom[:, 0]].T | model.geom_dofs[geom[:, 1]].T          # (nv, P): the dof moves a geom
+    subsets = [np.ones_like(moves), moves, rng.random(moves.shape) < 0.5]
+    assert (model.geoms.geom_type[geom] == engine.geoms.CYLINDER).any() or name not in ("g1", "primitives", "negative")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        constraint.prepare_compiled(model)
+        compiled_whole, near_whole = zip(*(native.detect(model, q[None]) for q in Q))
+        found = 0
+        for S in subsets:
+            compiled, near = native.detect(model, Q, S, (q0, dofs))
+            assert near == sorted({p for k in range(len(Q)) for p in near_whole[k] if S[k, len(pairs) + p]})
+            for k in dofs if S is moves else ():                          # the NumPy text at the derivatives' subsets
+                mine, whole = engine_collision.detect(model, Q[k], True, S[k], (q0, k)), engine_collision.detect(model, Q[k], True)
+                assert_restricted(mine, whole, pairs, S[k], f"NumPy, dof {k}")
+            for k in dofs:
+                assert_restricted(compiled[k], compiled_whole[k][0], pairs, S[k], f"compiled, dof {k}")
+                found += len(compiled[k])
+    assert found > 0
+
+
+def assert_restricted(part, full, pairs, subset, what: str) -> None:
+    """part holds full's contacts whose candidate pair (of pairs) is flagged in subset, in full's order, within 1e-15."""
+    inside = np.array([subset[int(np.flatnonzero((pairs.geom == g).all(axis=1))[0])] for g in full.geom], bool)
+    assert part.geom.tolist() == full.geom[inside].tolist() and part.dim.tolist() == full.dim[inside].tolist(), what
+    for f in FIELDS:
+        assert np.abs(getattr(part, f) - getattr(full, f)[inside]).max(initial=0.0) <= 1e-15, (what, f)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_detect_refuses_an_along_of_another_shape_or_kind(backend):
+    """detect's along: a q0 of another length (ShapeError), a dof outside [0, nv) or not an integer, a q0 not finite
+    (InvalidArgumentError), each naming along; on the compiled path a dof count other than the states' (ShapeError)."""
+    m, _, Q = g1_states(2)
+    model = collision.ignoring_unsupported(engine.from_mujoco(m))
+    nv, bad_q = model.nv, Q[0].copy()
+    bad_q[3] = np.nan
+    cases = [((Q[0][:-1], 0), ShapeError), ((Q[0], nv), InvalidArgumentError), ((Q[0], 0.5), InvalidArgumentError),
+             ((bad_q, 0), InvalidArgumentError)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CollisionWarning)
+        constraint.prepare_compiled(model)
+        for (q0, dof), error in cases:
+            with pytest.raises(error, match="along"):
+                if backend == "numpy":
+                    engine_collision.detect(model, Q[1], True, along=(q0, dof))
+                else:
+                    native.detect(model, Q[1:], None, (q0, np.array([dof])))
+        if backend == "native":
+            with pytest.raises(ShapeError, match=r"along: a dof per state, \(2,\) expected, got \(1,\)"):
+                native.detect_arrays(model, Q, None, (Q[0], np.array([0])))
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

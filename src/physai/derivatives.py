@@ -570,12 +570,13 @@ class _Constraints:
     def _held_contacts(self, Q: np.ndarray, dofs: np.ndarray) -> tuple:
         """The compiled detection's packed contacts at each state (Q (n, nq), q moved along dofs (n,)): (floats (n nc,
         28), ints (n nc, 3)), InvalidStateError (_refuse_switch) unless each state has the optimum's nc contacts (count,
-        dim, bodies). Each state collides only the pairs its dof moves (_detect_subset); the optimum's other contacts,
-        whose geoms it does not move, are as at q, the optimum's packed arrays."""
+        dim, bodies). Each state collides only the pairs its dof moves (_detect_subset), posing only the bodies its dof
+        moves, the others as at q (_points' base: detect's along); the optimum's other contacts, whose geoms it does not
+        move, are as at q, the optimum's packed arrays."""
         model, nc = self.model, len(self.r.contact_dim)
         constraint.prepare_compiled(model)
         subset, moved = self._detect_subset(dofs)
-        ncon, floats, ints, near = native.detect_arrays(model, Q, subset)
+        ncon, floats, ints, near = native.detect_arrays(model, Q, subset, (self.base, dofs))
         if near:
             collision.warn_near(model, near, stacklevel=6)
         if (ncon != moved.sum(axis=1)).any():
@@ -598,7 +599,7 @@ class _Constraints:
         g1, g2 = chains[geom[:, 0]].T, chains[geom[:, 1]].T                 # (n, P)
         ngeom = model.geoms.ngeom
         touching = np.isin(geom[:, 0] * ngeom + geom[:, 1], at_q[:, 0] * ngeom + at_q[:, 1])   # a contact at q
-        subset = (g1 ^ g2) | ((g1 | g2) & touching)
+        subset = np.ascontiguousarray((g1 ^ g2) | ((g1 | g2) & touching))  # C order: as the kernel reads it
         moved = (chains[at_q[:, 0]] | chains[at_q[:, 1]]).T
         return subset, moved
 
@@ -606,8 +607,11 @@ class _Constraints:
         """(Q (len(moving) 4 + len(still) 2, nq), dofs (len(Q),)): q moved by FD_WEIGHTS' offsets times ROW_STEP along
         each tangent direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those
         moving no row, not differenced: where a contact may appear or leave, _row_arrays' check), in one
-        engine.configuration.integrate (compiled when the backend is); dofs: the direction each point moves along."""
+        engine.configuration.integrate (compiled when the backend is); dofs: the direction each point moves along (an
+        int64 array). q is kept as self.base, the state _held_contacts' detection poses the bodies a point's dof does
+        not move at."""
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
+        self.base = np.ascontiguousarray(q, dtype=np.float64)
         dofs = np.concatenate([np.repeat(moving, len(offsets)), np.repeat(still, 2)])
         size = np.concatenate([np.tile(offsets, moving.size), np.tile([-2 * ROW_STEP, 2 * ROW_STEP], still.size)])
         steps = np.zeros((dofs.size, model.nv))

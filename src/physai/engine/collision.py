@@ -3,9 +3,11 @@
     candidates(model)        the geom pairs that may touch, in the order mj_collision tests them (made once per model)
     contact_dofs(model)      the dofs that move one geom of such a pair but not the other (made once per model)
     broad_phase(model), sweep_and_prune(model, xpos), tested(model, xpos)   which candidates a state tests
+    tested_directly(model, xpos, xmat, keep)   which of some candidates it tests, without the sweep
     contact_parameters(model, g1, g2, ipair)   condim, friction, solref, solreffriction, solimp of their contacts
     contact_parameter_arrays(model, g1, g2, ipair)   the same of n pairs, in arrays
-    detect(model, q)         the ContactSet of the state whose kinematics d holds (subset=: of some pairs only)
+    detect(model, q)         the ContactSet of the state whose kinematics d holds (subset=: of some pairs only;
+                             along=: at a point moved along a dof, the other bodies posed as at the state it left)
 
 The geoms' frames come from physai.engine.smooth.geom_poses (mj_kinematics' own arithmetic).
 
@@ -39,7 +41,7 @@ from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH,
 from physai.engine.model import Model
 from physai.engine.model_checks import MAXVAL, MINVAL
 from physai.engine.primitives import FUNCTIONS, make_frame, mat_times_mj
-from physai.engine.smooth import geom_poses, quat_mul_mj, quat_to_mat_mj
+from physai.engine.smooth import geom_poses, moved_geom_poses, quat_mul_mj, quat_to_mat_mj
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
 
 MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
@@ -305,15 +307,8 @@ def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
     the union of the body's colliding geoms' bounding spheres grown by their margin and gap: sorted along the world axis
     where their lower corners spread most (sweep_axis: few boxes open at once; MuJoCo's mj_SAP sweeps along its boxes'
     principal axis), each box checked against those still open."""
-    bp, G = broad_phase(model), model.geoms
-    body = G.geom_bodyid + 1
-    lo, hi = {}, {}
-    for g in np.flatnonzero((G.geom_contype != 0) | (G.geom_conaffinity != 0)).tolist():
-        b, r = int(body[g]), bp.pad[g]
-        if b not in lo:
-            lo[b], hi[b] = xpos[g] - r, xpos[g] + r
-        else:
-            lo[b], hi[b] = np.minimum(lo[b], xpos[g] - r), np.maximum(hi[b], xpos[g] + r)
+    bp = broad_phase(model)
+    lo, hi = body_boxes(model, xpos)
     axis = sweep_axis([lo[b] for b in bp.sweep_body.tolist()])
     across = [(axis + 1) % 3, (axis + 2) % 3]
     order = sorted(bp.sweep_body.tolist(), key=lambda b: lo[b][axis])
@@ -325,6 +320,25 @@ def sweep_and_prune(model: Model, xpos: np.ndarray) -> set:
                 found.add((min(a, b), max(a, b)))
         open_.append(b)
     return found
+
+
+def body_boxes(model: Model, xpos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(lo, hi) (nbody + 1, 3): each body's (MuJoCo's numbering) world-aligned box, the union of its colliding geoms'
+    bounding spheres (at xpos (ngeom, 3)) grown by their margin and gap (BroadPhase.pad); inf, -inf: no such geom."""
+    pad, G = broad_phase(model).pad, model.geoms
+    lo, hi = np.full((model.nbody + 1, 3), np.inf), np.full((model.nbody + 1, 3), -np.inf)
+    for g in np.flatnonzero((G.geom_contype != 0) | (G.geom_conaffinity != 0)).tolist():
+        b = int(G.geom_bodyid[g]) + 1
+        lo[b], hi[b] = np.minimum(lo[b], xpos[g] - pad[g]), np.maximum(hi[b], xpos[g] + pad[g])
+    return lo, hi
+
+
+def boxes_proper(model: Model) -> bool:
+    """Whether no body's box (body_boxes) can be inverted (lo > hi): every colliding geom's pad (its bounding radius
+    plus margin plus gap) is >= 0. Then the sweep pairs two swept bodies exactly where their boxes overlap along every
+    axis (tested_directly's test)."""
+    G = model.geoms
+    return bool((broad_phase(model).pad[(G.geom_contype != 0) | (G.geom_conaffinity != 0)] >= 0).all())
 
 
 def sweep_axis(lows: list) -> int:
@@ -445,6 +459,29 @@ def tested(model: Model, xpos: np.ndarray, xmat: np.ndarray | None = None) -> np
     start = bp.group_start[groups]
     end = np.where(bp.group_always[groups] | hit[groups], bp.group_end[groups], bp.group_split[groups])
     return _ranges(start, end)
+
+
+def tested_directly(model: Model, xpos: np.ndarray, xmat: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    """The indices of the candidates flagged in keep (ncand + nmissing,) that tested(model, xpos, xmat) gives, in its
+    order, without the sweep, where the boxes are proper (boxes_proper): a candidate of a group always tested, an
+    explicit pair, or one of a group whose bodies' boxes (body_boxes) overlap along every axis (where the sweep finds
+    them), a shrunk group's only where MuJoCo's boxes overlap too (mujoco_boxes_apart)."""
+    bp = broad_phase(model)
+    lo, hi = body_boxes(model, xpos)
+    group = np.searchsorted(bp.group_start, np.arange(len(candidates(model)[0])), side="right") - 1
+    out, frame = [], None
+    for k in np.flatnonzero(keep[:len(group)]).tolist():
+        g = int(group[k])
+        if not (bp.group_always[g] or k < bp.group_split[g]):
+            b1, b2 = bp.group_body[g].tolist()
+            if (lo[b1] > hi[b2]).any() or (lo[b2] > hi[b1]).any():        # boxes apart: not swept together
+                continue
+            if bp.group_shrunk[g]:
+                frame = sweep_frame(model, xpos) if frame is None else frame
+                if mujoco_boxes_apart(model, xpos, xmat, frame, b1, b2):
+                    continue
+        out.append(k)
+    return np.array(out, np.intp)
 
 
 def _ranges(start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -645,26 +682,35 @@ def make_shapes(model: Model) -> list:
             if G.geom_type[g] == HFIELD else G.meshes.mesh(int(G.geom_dataid[g])) for g in range(G.ngeom)]
 
 
-def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False, subset: np.ndarray | None = None) -> ContactSet:
+def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False, subset: np.ndarray | None = None,
+           along: tuple | None = None) -> ContactSet:
     """The contacts at q (nq,) as mj_collision finds them: the
     same pairs, in the same order, with the same positions, frames, distances and mixed parameters; contacts that
     MuJoCo excludes (between margin and margin + gap) are left out, as its rows leave them out. ignore_unsupported:
     geom pairs physai has no narrow phase for are left out, with a CollisionWarning when they may touch (may_touch).
     subset (ncand + nmissing,) bool, or None (every pair): the candidates (candidates(model)[0]) then the left-out pairs
     ([1]) to collide and look at, the others skipped (check_subset): the contacts of the whole detect's pairs in it,
-    in its order (the broad phase is the whole one's)."""
+    in its order (the broad phase is the whole one's). along: None, or (q0 (nq,), dof): q is q0 moved along dof, the
+    bodies dof does not move posed at q0 (smooth.moved_geom_poses: the whole detect's where q differs from q0 only in
+    dof's joint), and the subset's candidates tested without the sweep (tested_directly) where boxes_proper."""
     check_supported(model, ignore_unsupported)
     G = model.geoms
     found = []
     keep = check_subset(model, subset)                                  # named whether or not the model has contacts
+    if along is not None:
+        q0, dof = check_along(model, *along)
+        if dof.shape != ():
+            raise ShapeError(f"detect's along: one dof for the one state q, got shape {dof.shape}")
+        along = q0, int(dof)
     if not has_contacts(model):
         return ContactSet.empty(model.nbody)
     pairs, missing = candidates(model)
-    xpos, xmat = geom_poses(model, q)
+    xpos, xmat = geom_poses(model, q) if along is None else moved_geom_poses(model, q, *along)
     warn_near(model, [k for k, (g1, g2) in enumerate(missing) if keep[len(pairs) + k]
                       and may_touch(model, xpos, xmat, g1, g2, sum(contact_parameters(model, g1, g2, -1)[5:]))], stacklevel=3)
     shape, functions = model.kept("collision_shapes"), narrow_functions(model)
-    for k in tested(model, xpos, xmat).tolist():
+    direct = along is not None and boxes_proper(model)
+    for k in (tested_directly(model, xpos, xmat, keep) if direct else tested(model, xpos, xmat)).tolist():
         if not keep[k]:
             continue
         (g1, g2), ipair = pairs.geom[k].tolist(), int(pairs.ipair[k])
@@ -686,6 +732,19 @@ def detect(model: Model, q: np.ndarray, ignore_unsupported: bool = False, subset
                       solreffriction=np.array(columns[6]), solimp=np.array(columns[7]), dim=np.array(columns[8], np.intp),
                       body1=np.array(columns[9], np.intp), body2=np.array(columns[10], np.intp),
                       geom=np.array(columns[11], np.intp))
+
+
+def check_along(model: Model, q0, dofs) -> tuple[np.ndarray, np.ndarray]:
+    """detect's along checked: (q0 float64 (nq,), dofs int64, its shape kept); ShapeError for a q0 of another shape,
+    InvalidArgumentError for a dof that is no integer in [0, nv) or a q0 not finite."""
+    q0, dofs = np.asarray(q0), np.asarray(dofs)
+    if q0.shape != (model.nq,):
+        raise ShapeError(f"detect's along: its state q0 has shape {q0.shape}, expected ({model.nq},)")
+    if not np.issubdtype(dofs.dtype, np.integer) or ((dofs < 0) | (dofs >= model.nv)).any():
+        raise InvalidArgumentError(f"detect's along: a dof must be an integer in [0, {model.nv}), got {dofs}")
+    if not np.issubdtype(q0.dtype, np.number) or not np.isfinite(q0).all():
+        raise InvalidArgumentError("detect's along: its state q0 is not finite")
+    return np.asarray(q0, dtype=np.float64, order="C"), np.asarray(dofs, dtype=np.int64, order="C")
 
 
 def check_subset(model: Model, subset: np.ndarray | None) -> np.ndarray:

@@ -714,7 +714,7 @@ def kernel_options(model: Model, options: tuple) -> tuple:
     return (contacts, None if active is None else np.ascontiguousarray(active, bool), *rest)
 
 
-_ROWS = native.kernel("constraint_rows", options=kernel_options)
+_ROWS = native.kernel("constraint_rows", options={"constraint": kernel_options})
 
 
 def prepare_compiled(model: Model) -> None:

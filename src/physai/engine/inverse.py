@@ -26,7 +26,7 @@ def inverse_force(r: Rows, qacc: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- the compiled kernel (cpp/inverse.h)
 
-_INVERSE = native.kernel("constraint_inverse", options=kernel_options)
+_INVERSE = native.kernel("constraint_inverse", options={"constraint": kernel_options})
 
 
 def compiled_inverse(model: Model, q, qd, qacc, contacts, eq_active):

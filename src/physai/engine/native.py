@@ -493,7 +493,8 @@ class Kernel:
 
     what names the result in the error of a non-finite result, which `finite(x, batch, what)` raises (the caller's
     physai.engine.batching.result, for x in the engine's layout, states last); None for an operation without that check.
-    options(model, x) converts an options argument (kind o) of another type, or names what is wrong with it (raises).
+    options: {name: options(model, x)} converting an options argument (kind o) of another type, or naming what is
+    wrong with it (raises), by the argument's name in ARGUMENTS[name].
     check(model) raises the named error of a model the operation cannot take (a model without mass has no centre of
     mass: the kernels return NONFINITE for it); called first when a call fails, so a call that succeeds pays nothing.
     """
@@ -501,6 +502,10 @@ class Kernel:
     def __init__(self, name: str, what: str | None = None, finite=None, options=None, check=None):
         self.name, self.what, self.finite, self.options, self.check = name, what, finite, options, check
         self.code, self.arguments = OPS.get(name), ARGUMENTS.get(name, ())
+        if options is not None and self.code is not None and (
+                not isinstance(options, dict) or set(options) - {n for n, k in self.arguments if k == "o"}):
+            raise TypeError(f"the {name} kernel's options must be {{argument name: function}} for its options "
+                            f"arguments {[n for n, k in self.arguments if k == 'o']}, got {options!r}")
 
     def __call__(self, model, a, b=None, c=None, d=None, e=None):
         compiled_model = model.compiled if type(model) is Model else None    # the common case first: no other lookup
@@ -529,9 +534,9 @@ class Kernel:
             return self.failed(failure, model, args, converted=True)
         if kind in ("type", "shape", "nonfinite"):
             states(**self._states(model, args))                        # raises the NumPy path's error
-            for (_, k), x in zip(self.arguments, args):
+            for (name, k), x in zip(self.arguments, args):
                 if k == "o" and self.options is not None:
-                    self.options(model, x)                             # raises the named error of what is wrong in it
+                    self.options[name](model, x)                       # raises the named error of what is wrong in it
             raise ShapeError(f"{argument} is not an array of the model's shape ({kind})")
         if self.arguments[0][1] == "Q":                                # rollout: state is a trajectory, index its step
             where = ("the simulation" if len(args[0]) == 1 else f"trajectory {state} of the rollout") + f" at step {index + 1}"
@@ -571,12 +576,12 @@ class Kernel:
         step as a float, a link as an int, a point as a float64 array."""
         cols, batch = states(**self._states(model, args))
         cols, out = iter(cols), []
-        for (_, kind), x in zip(self.arguments, args):
+        for (name, kind), x in zip(self.arguments, args):
             if kind in "qvQV":
                 col = next(cols)
                 out.append(col[:, 0] if batch is None else col.T)
             elif kind == "o" and self.options is not None:
-                out.append(self.options(model, x))
+                out.append(self.options[name](model, x))
             else:
                 out.append({"h": float, "l": int, "p": _float64}.get(kind, lambda y: y)(x))
         return tuple(out) + (None,) * (5 - len(out))
@@ -654,28 +659,39 @@ def _subset_flags(model: Model, subset) -> np.ndarray | None:
     return np.ascontiguousarray(subset)
 
 
-_DETECT = Kernel("collision_detect", options=_subset_flags)
+def _along_arrays(model: Model, along) -> tuple | None:
+    """collision_detect's along as the kernel reads it: None, or (q0 float64 (nq,), dofs int64 (N,)) in C order, each
+    state q0 moved along one dof (collision.detect's along, a dof per state; the count checked first,
+    _collision_detect); the named errors of collision.check_along."""
+    return None if along is None else collision.check_along(model, *along)
 
 
-def _collision_detect(model: Model, Q: np.ndarray, subset) -> tuple:
-    """_DETECT's result for checked states Q (N, nq) and subset (detect's); ShapeError naming a subset of another shape
-    than (N, ncand + nmissing), the caller's array's."""
+_DETECT = Kernel("collision_detect", options={"subset": _subset_flags, "along": _along_arrays})
+
+
+def _collision_detect(model: Model, Q: np.ndarray, subset, along) -> tuple:
+    """_DETECT's result for checked states Q (N, nq), subset and along (detect's); ShapeError naming a subset of another
+    shape than (N, ncand + nmissing), or an along with another count of dofs than N, the caller's array's."""
+    n = len(Q) if np.ndim(Q) == 2 else 1
     if subset is not None:
         pairs, missing = collision.candidates(model)
-        expected = (len(Q) if np.ndim(Q) == 2 else 1, len(pairs) + len(missing))
+        expected = (n, len(pairs) + len(missing))
         if np.shape(subset) != expected:
             raise ShapeError(f"detect's subset: (N, ncand + nmissing) = {expected} expected (a row per state, a flag per "
                              f"candidate pair ({len(pairs)}) then per left-out pair ({len(missing)})), got "
                              f"{np.shape(subset)}")
-    return _DETECT(model, Q, subset)
+    if along is not None and np.shape(along[1]) != (n,):
+        raise ShapeError(f"detect's along: a dof per state, ({n},) expected, got {np.shape(along[1])}")
+    return _DETECT(model, Q, subset, along)
 
 
-def detect(model: Model, Q: np.ndarray, subset: np.ndarray | None = None) -> tuple[list, list]:
+def detect(model: Model, Q: np.ndarray, subset: np.ndarray | None = None, along: tuple | None = None) -> tuple[list, list]:
     """collision.detect on the compiled backend (cpp/collision.h's detect; the model's constraint part added first,
     with_constraints): for checked states Q (N, nq), a ContactSet per state and the pairs without a narrow phase that
     may touch in any (indices into collision.candidates' second list, sorted). subset: None, or bool (N, ncand +
-    nmissing) in C order, each state's pairs to collide (collision.detect's)."""
-    ncon, floats, ints, geom, _, near = _collision_detect(model, Q, subset)   # floats, ints, geom: read-only
+    nmissing) in C order, each state's pairs to collide (collision.detect's). along: None, or (q0 (nq,), dofs (N,)):
+    state k is q0 moved along dof dofs[k], the bodies it does not move posed as at q0 (collision.detect's along)."""
+    ncon, floats, ints, geom, _, near = _collision_detect(model, Q, subset, along)   # floats, ints, geom: read-only
     near = sorted(set(near.tolist())) if len(near) else []
     if len(ncon) == 1:                                                  # one state: its contacts are all of them
         return [ContactSet.unpacked(model.nbody, floats, ints, geom)], near
@@ -684,12 +700,13 @@ def detect(model: Model, Q: np.ndarray, subset: np.ndarray | None = None) -> tup
     return sets, near
 
 
-def detect_arrays(model: Model, Q: np.ndarray, subset: np.ndarray | None = None) -> tuple:
+def detect_arrays(model: Model, Q: np.ndarray, subset: np.ndarray | None = None, along: tuple | None = None) -> tuple:
     """detect's contacts as the compiled call gives them, no ContactSet made: (ncon (N,), floats (total, 28), ints
     (total, 3): the states' packed contacts concatenated (ContactSet.packed's columns), near: the pairs without a narrow
     phase that may touch in any, sorted). Q (N, nq) checked states; the model's constraint part added (the caller).
-    subset: None, or bool (N, ncand + nmissing) in C order, each state's pairs to collide (collision.detect's)."""
-    ncon, floats, ints, _, _, near = _collision_detect(model, Q, subset)
+    subset: None, or bool (N, ncand + nmissing) in C order, each state's pairs to collide (collision.detect's); along:
+    None, or (q0 (nq,), dofs (N,)), each state q0 moved along a dof (detect's)."""
+    ncon, floats, ints, _, _, near = _collision_detect(model, Q, subset, along)
     return ncon, floats, ints, sorted(set(near.tolist())) if len(near) else []
 
 

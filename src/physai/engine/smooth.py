@@ -15,6 +15,8 @@ function by the compiled engine's cpp/smooth.h), for n states at once with the s
     aba(model, d, qd, tau)      qdd by the articulated-body algorithm                            (RBDA table 7.1)
     energy_pos(model, d, q), energy_vel(model, d, qd)      potential and kinetic energy     (mj_energyPos, mj_energyVel)
     body_poses(model, q), geom_poses(model, q)   one state's body and geom frames in mj_kinematics' own arithmetic
+    moved_bodies(model, dof)    the bodies whose frames a dof moves
+    moved_geom_poses(model, q, q0, dof)   geom_poses at a point of q0 moved along dof, the others' frames q0's
 
 Each stage is one forward and/or one backward loop over links, parents before children, written once for every
 joint type: a link moves by its dofs' columns of cdof, whatever their number. Joint types enter only through
@@ -177,13 +179,17 @@ def make_pose_links(model: Model) -> list[list[tuple]]:
     return out
 
 
-def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def body_poses(model: Model, q: np.ndarray, base: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(xpos (nbody, 3) [m], xquat (nbody, 4)) of every body at q (nq,), composed link by link with MuJoCo's
     arithmetic (mj_kinematics): the frames contacts are computed in, whose last digits near-degenerate contacts
-    amplify (physai's own kinematics agrees with them to rounding)."""
+    amplify (physai's own kinematics agrees with them to rounding). base: None, or (xpos, xquat, moved (nbody,) bool)
+    of another state q0 and the bodies q moves from it (moved_bodies): the others' frames are q0's, copied."""
     xpos, xquat = np.zeros((model.nbody, 3)), np.zeros((model.nbody, 4))
     xmat = np.zeros((model.nbody, 3, 3))
     for b, links in enumerate(pose_links(model)):
+        if base is not None and not base[2][b]:                       # not moved: q0's frame
+            xpos[b], xquat[b], xmat[b] = base[0][b], base[1][b], quat_to_mat_mj(base[1][b])
+            continue
         p = int(model.body_parentid[b])
         if links and links[0][0].world_axes:                       # a free joint's links start from the world
             pos, quat = np.zeros(3), np.array([1.0, 0.0, 0.0, 0.0])
@@ -206,6 +212,14 @@ def body_poses(model: Model, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return xpos, xquat
 
 
+def moved_bodies(model: Model, dof: int) -> np.ndarray:
+    """(nbody,) bool: the bodies whose frames move along dof (its link or a link below it holds them, welded bodies
+    with their link; a body welded to the world: none)."""
+    link = model.body_linkid
+    last = model.link_dofadr + model.link_dofnum - 1                    # each link's last dof: below dof when moved
+    return (link >= 0) & model.dof_ancestor[dof, last[np.maximum(link, 0)]]
+
+
 def geom_poses(model: Model, q: np.ndarray, poses: tuple | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(pos (ngeom, 3) [m], mat (ngeom, 3, 3)) of every geom in the world at q (nq,) as mj_kinematics computes them
     (geom_xpos, geom_xmat): R = mat(q_body q_geom), p = p_body + mat(q_body) geom_pos; poses: body_poses(model, q) when
@@ -219,6 +233,12 @@ def geom_poses(model: Model, q: np.ndarray, poses: tuple | None = None) -> tuple
     R, v = quat_to_mat_mj(xquat), G.geom_pos
     xpos = (R[:, :, 0] * v[:, :1] + R[:, :, 1] * v[:, 1:2] + R[:, :, 2] * v[:, 2:]) + xbody   # p = R_body geom_pos + p_body
     return xpos, xmat
+
+
+def moved_geom_poses(model: Model, q: np.ndarray, q0: np.ndarray, dof: int) -> tuple[np.ndarray, np.ndarray]:
+    """geom_poses at q (nq,) with the bodies dof does not move (moved_bodies) at their frames at q0 (nq,): q's own where
+    q differs from q0 only in dof's joint (a point of q0 moved along dof), the others' frames taken as they are."""
+    return geom_poses(model, q, body_poses(model, q, (*body_poses(model, q0), moved_bodies(model, dof))))
 
 
 # ---------------------------------------------------------------- inertia

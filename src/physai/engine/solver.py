@@ -950,7 +950,7 @@ def _forward_options(model: Model, options: tuple) -> tuple:
     return (*kernel_options(model, (contacts, active)), warm, *rest)
 
 
-_FORWARD = native.kernel("constraint_forward", options=_forward_options)
+_FORWARD = native.kernel("constraint_forward", options={"constraint": _forward_options})
 
 
 def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int,
