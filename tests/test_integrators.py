@@ -18,7 +18,7 @@ import pytest
 
 from physai import dynamics as dyn
 from physai import collision, derivatives, engine, forces, inverse, models
-from physai.engine import constraint, forward, smooth, solver
+from physai.engine import constraint, forward, native, smooth, solver
 from physai import integrators as integ
 from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError,
                                TrajectoryFileError, UnsupportedModelError)
@@ -1006,7 +1006,7 @@ def test_discrete_metric_coupling_branches_and_trees_follows_mj_step(seed, limit
 @pytest.mark.parametrize("seed", range(2))
 def test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric(seed, solver, scene, monkeypatch):
     """With rows under Newton or CG the compiled discrete step minimises in the whole metric M^ = M + h B + h^2 K with its
-    tendon and servo terms itself (cpp/solver.h's dense_metric_model: M^ on a chain of every dof, a0 and CG
+    tendon and servo terms itself (cpp/solver.h's metric_model: M^ on a chain of every dof here, a0 and CG
     preconditioned with its factored part, noslip's Delassus matrix in that part, the islands the metric couples
     joined), the NumPy engine's discrete step never called (before: handed to it, engine.forward.compiled_discrete):
     discrete_cross_tree_model scenes with limit rows past their ranges (islands on, off, a pendulum apart) or with
@@ -1043,6 +1043,73 @@ def test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric(seed, solv
     moved = run("numpy", integ.rollout, model, q, qd * (1 + 1e-15), steps=20, ctrl=ctrl, energy=False)
     states = 10 * max(np.abs(moved.q - reference.q).max(), np.abs(moved.qd - reference.qd).max()) + 1e-12
     assert np.abs(batch.q - reference.q).max() < states and np.abs(batch.qd - reference.qd).max() < states
+
+
+def discrete_joint_servo_model(seed: int, across: bool = False) -> mujoco.MjModel:
+    """A branched tree for the discrete metric's layout (the G1's joint-level servos): a hinge root and two branches of
+    two hinges, each hinge with damping, stiffness, friction loss (rows) and a position servo with kp and kv (its B and
+    K terms diagonal: inside M's tree pattern), the branches' first hinges limited, a standalone free body; with
+    `across` a fixed tendon spring and damper over the two branches' first hinges (its J^T k J between branches: off the
+    pattern). Solver Newton at tolerance 1e-15."""
+    rng = np.random.default_rng(seed)
+    num = lambda *x: " ".join(f"{v:.6g}" for v in x)                                    # noqa: E731
+
+    def link(inner, name, extra=""):
+        return (f'<body pos="{num(*rng.uniform(-.2, .2, 3))}"><joint name="{name}" axis="{num(*rng.normal(size=3))}" '
+                f'damping="{num(rng.uniform(0, .5))}" stiffness="{num(rng.uniform(0, 3))}" frictionloss=".3"{extra}/>'
+                f'<geom type="box" size="{num(*rng.uniform(.03, .1, 3))}" pos="{num(*rng.uniform(-.1, .1, 3))}"/>{inner}</body>')
+
+    lim = ' limited="true" range="-.2 .2"'
+    tree = link(link(link("", "a2"), "a1", lim) + link(link("", "b2"), "b1", lim), "r")
+    servos = "".join(f'<position joint="{j}" kp="{num(rng.uniform(10, 100))}" kv="{num(rng.uniform(.5, 3))}"/>'
+                     for j in ("r", "a1", "a2", "b1", "b2"))
+    tendon = (f'<tendon><fixed stiffness="{num(rng.uniform(5, 40))}" damping="{num(rng.uniform(.1, 2))}">'
+              f'<joint joint="a1" coef="1"/><joint joint="b1" coef="-1"/></fixed></tendon>' if across else "")
+    xml = (f'<mujoco><option integrator="discrete" timestep="{num(rng.uniform(.002, .01))}" tolerance="1e-15"/>'
+           f'<default><geom contype="0" conaffinity="0"/></default><worldbody><body pos="0 0 .5">{tree}</body>'
+           f'<body pos="1 .5 .3"><freejoint/><geom type="box" size=".1 .2 .05"/></body></worldbody>{tendon}'
+           f'<actuator>{servos}</actuator></mujoco>')
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+@pytest.mark.parametrize("across", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_the_discrete_metric_is_factored_on_the_trees_pattern_when_its_terms_fit_it(seed, across):
+    """With rows, the discrete metric M^ = M + h B + h^2 K whose tendon and servo terms stay on M's tree pattern (the
+    joints' servos: diagonal) is factored on the tree's sparse layout, as M; terms between branches (a fixed tendon over
+    two) put it on a chain of every dof, factored densely (cpp/solver.h's metric_model; the NumPy engine's metric_solve,
+    by solver.off_pattern, decides alike): discrete_joint_servo_model scenes (friction loss and limit rows), 30 steps of
+    the compiled simulate counted by the test hook _native._dense_metric (none on the chain for the servos alone, one
+    a step with the tendon) and again with the chain forced: within 1e-13 of each other in q and qd (the same metric,
+    its factor on the tree's pattern without fill-in: 0 seen), both within 1e-12 of mj_step's and of the NumPy
+    engine's (3.6e-14 seen, |qd| to 60)."""
+    m = discrete_joint_servo_model(seed, across)
+    rng = np.random.default_rng(seed)
+    model = engine.from_mujoco(m)
+    d = mujoco.MjData(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    for j in ("a1", "b1"):                                     # past their ranges: limit rows
+        d.qpos[m.joint(j).qposadr[0]] = .25 * rng.choice([-1, 1])
+    d.qvel[:], d.ctrl[:] = rng.normal(size=m.nv), rng.normal(size=m.nu)
+    q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    Q, QD = mj.steps(m, d, 30)
+    B, K = forward.discrete_metric(model, q0, qd0, model.opt.timestep, model.actuators, ctrl)
+    assert solver.off_pattern(model, B + K).any() == across     # the NumPy engine's choice: dense only across
+    dense_metric = native._ext._dense_metric
+    dense_metric(False)
+    try:
+        mine = run("native", integ.simulate, model, q0, qd0, steps=30, ctrl=ctrl, energy=False)
+        made = dense_metric(True)
+        chain = run("native", integ.simulate, model, q0, qd0, steps=30, ctrl=ctrl, energy=False)
+        forced = dense_metric(False)
+    finally:
+        dense_metric(False)
+    assert made == (30 if across else 0) and forced == 30
+    assert np.abs(mine.q - chain.q).max() < 1e-13 and np.abs(mine.qd - chain.qd).max() < 1e-13
+    reference = run("numpy", integ.simulate, model, q0, qd0, steps=30, ctrl=ctrl, energy=False)
+    for traj in (mine, chain):
+        assert np.abs(traj.q[1:] - Q).max() < 1e-12 and np.abs(traj.qd[1:] - QD).max() < 1e-12
+        assert np.abs(traj.q - reference.q).max() < 1e-12 and np.abs(traj.qd - reference.qd).max() < 1e-12
 
 
 @pytest.mark.parametrize("solver", ["newton", "pgs"])
