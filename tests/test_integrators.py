@@ -1112,6 +1112,81 @@ def test_the_discrete_metric_is_factored_on_the_trees_pattern_when_its_terms_fit
         assert np.abs(traj.q - reference.q).max() < 1e-12 and np.abs(traj.qd - reference.qd).max() < 1e-12
 
 
+def discrete_servo_contact_model(solver: str, noslip: int) -> mujoco.MjModel:
+    """Two servoed trees touching under a falling free body, for the discrete metric on the tree's layout with rows across
+    trees: each tree a z hinge under a box on the floor and two branches of two y hinges (the first limited), every hinge
+    with a position servo (kp 50, kv 2: diagonal terms), the second tree's branch reaching into the first's (contacts
+    between the trees), a free box 0.8 m up; pyramidal cones, `solver` ("Newton" at tolerance 1e-15, or "CG" at 1e-10:
+    at 1e-15 CG runs out of its iterations here, its last iterate set by rounding), `noslip` sweeps."""
+    def tree(name, x):
+        def branch(s, side):
+            return (f'<body pos="{.1 * side} 0 .25"><joint name="{name}{s}1" axis="0 1 0" damping=".1" limited="true" '
+                    f'range="-.3 .3"/><geom type="capsule" fromto="0 0 0 {.3 * side} 0 0" size=".05"/>'
+                    f'<body pos="{.3 * side} 0 0"><joint name="{name}{s}2" axis="0 1 0"/>'
+                    f'<geom type="capsule" fromto="0 0 0 {-.25 * side} 0 0" size=".05"/></body></body>')
+        return (f'<body pos="{x} 0 .1"><joint name="{name}r" axis="0 0 1"/><geom type="box" size=".1 .1 .1"/>'
+                f'{branch("a", 1)}{branch("b", -1)}</body>')
+    servos = "".join(f'<position joint="{t}{j}" kp="50" kv="2"/>' for t in "LR" for j in ("r", "a1", "a2", "b1", "b2"))
+    tolerance = 1e-15 if solver == "Newton" else 1e-10
+    return mujoco.MjModel.from_xml_string(
+        f'<mujoco><option integrator="discrete" timestep=".005" solver="{solver}" cone="pyramidal" tolerance="{tolerance}" '
+        f'noslip_iterations="{noslip}" noslip_tolerance="1e-15"/><worldbody><geom type="plane" size="5 5 .1"/>'
+        f'{tree("L", 0)}{tree("R", .35)}<body pos="0 0 .8"><freejoint/><geom type="box" size=".2 .2 .05"/></body>'
+        f'</worldbody><actuator>{servos}</actuator></mujoco>')
+
+
+@pytest.mark.parametrize("method, noslip", [("Newton", 0), ("Newton", 5), ("CG", 0)])
+@pytest.mark.parametrize("seed", range(2))
+def test_the_discrete_metric_on_the_trees_pattern_solves_contacts_across_trees(seed, method, noslip):
+    """Contact rows spanning two trees and a free body, the metric's servo terms on M's pattern: the compiled discrete
+    step keeps M^ = M + h B + h^2 K on the tree's sparse layout (none on the chain, test hook _native._dense_metric),
+    Newton's Hessian M^ + J^T D J on its factor pattern, CG preconditioned by M^'s factor, noslip's Delassus matrix in
+    it (5 sweeps); discrete_servo_contact_model (12 to 32 contacts), one step from each of mj_step's first 5 states
+    (before chaos amplifies a difference), beside the same step with the chain forced, mj_step's and the NumPy engine's
+    (not with noslip: the NumPy engine's noslip is 1e-5 to 5e-4 off mj_step in this scene at 5 to 1000 sweeps, under
+    implicitfast too, the compiled one 1e-13: a gap of the NumPy engine, not of this layout). Bounds from M^ (nv, nv) at
+    each state and the step's velocity change dv = |qd_{k+1} - qd_k|_max: two factorings of M^ differ by Cholesky's
+    backward error (nv + 1) eps |M^| (Higham), so a solve's forward error is (nv + 1) eps cond(M^) dv (H >= M^: its
+    minimiser moves no more); the forced chain (the same minimiser) within that, mj_step and the NumPy engine (another
+    factor order) within twice it (Newton 1.5e-13 seen against 1.4e-12 to 9e-12, cond(M^) 244). CG at tolerance 1e-10
+    stops on a relative improvement, which leaves a cost gap of about tol / scale = tol trace(M^) (solver's scale): qacc
+    within sqrt(2 tol trace(M^) / lambda_min(M^)) of the minimiser, h times it in qd; mj_step and the NumPy engine,
+    whose iterates amplify rounding otherwise, within twice that (7.6e-7 seen against 4e-6); the forced chain within the
+    rounding bound (0 seen: the same iterates)."""
+    m = discrete_servo_contact_model(method, noslip)
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qvel[:], d.ctrl[:] = rng.normal(size=m.nv), rng.normal(size=m.nu)
+    ctrl, h, eps, q0, qd0 = d.ctrl.copy(), m.opt.timestep, np.finfo(float).eps, d.qpos.copy(), d.qvel.copy()
+    Q, QD = mj.steps(m, d, 5)
+    Q, QD = np.vstack([q0, Q]), np.vstack([qd0, QD])
+    dense_metric = native._ext._dense_metric
+    for k in range(5):
+        M = np.zeros((m.nv, m.nv))
+        d.qpos[:], d.qvel[:] = Q[k], QD[k]
+        mujoco.mj_forward(m, d)
+        mujoco.mj_fullM(m, d, M)
+        B, K = forward.discrete_metric(model, Q[k], QD[k], h, model.actuators, ctrl)
+        assert not solver.off_pattern(model, B + K).any() and d.ncon > 0
+        metric = M + h * B + h * h * K                                 # M^
+        rounding = (m.nv + 1) * eps * np.linalg.cond(metric) * np.abs(QD[k + 1] - QD[k]).max()
+        gap = h * np.sqrt(2 * m.opt.tolerance * np.trace(metric) / np.linalg.eigvalsh(metric)[0])
+        dense_metric(False)
+        try:
+            mine = run("native", integ.step, model, Q[k], QD[k], ctrl=ctrl)[:2]
+            made = dense_metric(True)
+            chain = run("native", integ.step, model, Q[k], QD[k], ctrl=ctrl)[:2]
+            forced = dense_metric(False)
+        finally:
+            dense_metric(False)
+        assert made == 0 and forced == 1
+        far = lambda a, b: max(np.abs(a[0] - b[0]).max(), np.abs(a[1] - b[1]).max())   # noqa: E731
+        bound = rounding if method == "Newton" else gap
+        assert far(mine, chain) < rounding and far(mine, (Q[k + 1], QD[k + 1])) < 2 * bound
+        if not noslip:                 # the NumPy engine's noslip is not MuJoCo's here (1e-5 to 5e-4 off mj_step)
+            assert far(mine, run("numpy", integ.step, model, Q[k], QD[k], ctrl=ctrl)[:2]) < 2 * bound
+
+
 @pytest.mark.parametrize("solver", ["newton", "pgs"])
 @pytest.mark.parametrize("fluid", [False, True])
 @pytest.mark.parametrize("seed", range(2))
