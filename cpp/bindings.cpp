@@ -10,7 +10,8 @@
 //                                operations (constrain: their rows vary per state, gathered from each thread's ranges)
 //                                and collision detection (collision_detect: each state's contacts, concatenated)
 //     OPS, ARGUMENTS, INTEGRATORS, KernelError, the instruction sets (isa, isas, set_isa, lanes) and the threads
-//     (num_threads, hardware_threads, max_threads; _set_thread_limit: test-only, see cpp/parallel.h)
+//     (num_threads, hardware_threads, max_threads; _set_thread_limit: test-only, see cpp/parallel.h); _dense_metric:
+//     test-only, the discrete metric's layout (cpp/kernels.h's DenseMetricHook, solver.h's metric_model)
 //
 // A signal (Ctrl-C) during a long call raises its exception (KeyboardInterrupt) within milliseconds, the results discarded.
 // call checks every argument before any kernel runs and either returns the results or raises
@@ -1339,4 +1340,11 @@ NB_MODULE(_native, mod) {
     mod.def("max_threads", &max_threads, "the most threads PHYSAI_NUM_THREADS may ask for (4 per hardware thread, at most 256)");
     mod.def("_set_thread_limit", [](int k) { thread_limit().store(k < 0 ? -1 : k); }, nb::arg("k"),
             "test-only: threads started past k fail as the system's refusal does (-1: no limit)");
+    mod.def("_dense_metric", [](bool force) {
+                DenseMetricHook &hook = dense_metric_hook();
+                hook.force.store(force);
+                return hook.made.exchange(0);
+            }, nb::arg("force"),
+            "test-only: the discrete step's coupled metrics solver.h's metric_model made on every dof's chain since the "
+            "last call; from now on there whatever their pattern when force");
 }

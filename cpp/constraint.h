@@ -163,12 +163,12 @@ struct ConstraintWork {
     // the island's own evaluation; start_cone: each row's cone in start_cones where it is a cone's first row, else -1;
     // solver.h's solve_islands, workspace only; null: it evaluates them)
     const Island *start_of = nullptr;
-    // the discrete step's metric with tendon and actuator terms (solver.h's dense_metric_model; coupled false: none):
-    // Mt then holds the whole metric M^ = X + C dense on the layout of a chain of every dof (dense_*: its rowadr,
-    // rownnz, colind and parents), P and Pinv the factor of its factored part X + diag(C) (forward.factored_metric: the
-    // conjugate gradients' preconditioner, noslip's Delassus metric), coupling C (nv x nv) the islands' links; cg_* the
-    // conjugate gradients' vectors (nv each); pcg_capped the relative residual of the last smooth solve that stopped at
-    // its iteration cap (-1: none)
+    // the discrete step's metric with tendon and actuator terms (solver.h's metric_model; coupled false: none):
+    // Mt then holds the whole metric M^ = X + C on the tree's layout when C fits it, else dense on the layout of a
+    // chain of every dof (dense_*: its rowadr, rownnz, colind and parents), P and Pinv (on the same layout) the factor
+    // of its factored part X + diag(C) (forward.factored_metric: the conjugate gradients' preconditioner, noslip's
+    // Delassus metric), coupling C (nv x nv) the islands' links; cg_* the conjugate gradients' vectors (nv each);
+    // pcg_capped the relative residual of the last smooth solve that stopped at its iteration cap (-1: none)
     bool coupled = false;
     const double *coupling = nullptr;
     std::vector<int64_t> dense_rowadr, dense_rownnz, dense_colind, dense_parent;

@@ -79,4 +79,9 @@ bool set_isa(const char *name) {
     return k >= 0;
 }
 
+DenseMetricHook &dense_metric_hook() {
+    static DenseMetricHook hook;
+    return hook;
+}
+
 }  // namespace physai

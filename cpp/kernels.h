@@ -17,6 +17,7 @@
 // ISA unit exports are its table below. scripts/check_isa_symbols.sh checks the objects for symbols defined twice.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 #include "data.h"
@@ -223,5 +224,13 @@ const Kernels &isa_kernels(int k);
 bool isa_supported(int k);
 int active_isa();
 bool set_isa(const char *name);
+
+// test hook (_native._dense_metric): force solver.h's metric_model onto every dof's chain (force) and count the metrics
+// it made there (made), one for the module (dispatch.cpp), so that its path is seen and compared from Python
+struct DenseMetricHook {
+    std::atomic<bool> force{false};
+    std::atomic<int64_t> made{0};
+};
+DenseMetricHook &dense_metric_hook();
 
 }  // namespace physai

@@ -115,15 +115,13 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     s.c.stages = nullptr;
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
-    Model dense = m;                                                 // M^ with its couplings: every dof's chain
+    Model ms = m;                                                    // M^ with its couplings: m, or every dof's chain
     s.c.coupled = false, s.c.coupling = nullptr, s.c.pcg_capped = -1.0;
     if (C) {
-        if (!dense_metric_model(m, s.c, M, C, dense)) return SINGULAR;
-        s.c.r.tree = true;                                           // every row on the chain
+        if (!metric_model(m, s.c, M, C, ms)) return SINGULAR;
     } else {
         std::copy(M, M + tree_nnz(m), s.c.Mt.begin());               // M and its factor where the solvers read them
     }
-    const Model &ms = C ? dense : m;
     if (factor) {                                                    // the lanes' factor of the same M
         std::copy(factor, factor + tree_nnz(m), s.c.d.qL.begin());
         std::copy(factor + tree_nnz(m), factor + tree_nnz(m) + nv, s.c.d.qLinv.begin());

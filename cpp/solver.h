@@ -34,6 +34,7 @@
 #include "data.h"
 #include "forward.h"
 #include "island.h"
+#include "kernels.h"
 #include "model.h"
 
 namespace physai {
@@ -500,37 +501,55 @@ inline void tree_times(const Model &m, const double *M, const double *x, double 
 
 // ---------------------------------------------------------------- solving in the metric
 
-// the discrete step's metric with its tendon and actuator terms (solver.metric_solve's dense case): a Model whose M
-// layout is a chain of every dof (row i: columns 0 .. i, its layout in w.dense_*), on which tree_cholesky is a dense
-// Cholesky and tree_times a dense product, so that the solvers run unchanged in M^ = X + C, which leaves the tree's
-// pattern where C couples branches or trees; w.Mt <- M^ there (X on m's tree pattern, C (nv x nv) dense), w.P, w.Pinv
-// <- the factor of X + diag(C) (forward.factored_metric, its zeros where the tree has none), w.coupled set and C kept
-// for the islands (w.coupling). false when X + diag(C) is not positive definite
-inline bool dense_metric_model(const Model &m, ConstraintWork &w, const double *X, const double *C, Model &dense) {
-    const size_t nv = size_t(m.nv), nM = nv * (nv + 1) / 2;
-    w.dense_rowadr.resize(nv), w.dense_rownnz.resize(nv), w.dense_parent.resize(nv), w.dense_colind.resize(nM);
-    for (size_t i = 0; i < nv; i++) {
-        w.dense_rowadr[i] = int64_t(i * (i + 1) / 2), w.dense_rownnz[i] = int64_t(i + 1), w.dense_parent[i] = int64_t(i) - 1;
-        for (size_t j = 0; j <= i; j++) w.dense_colind[i * (i + 1) / 2 + j] = int64_t(j);
+// whether C (nv x nv) has an entry off M's tree pattern, between dofs not on one path to the root (solver.off_pattern's
+// any; C's pattern is symmetric, its lower triangle read)
+inline bool off_pattern(const Model &m, const double *C) {
+    for (int i = 0; i < m.nv; i++)
+        for (int j = 0; j < i; j++)
+            if (C[size_t(i) * size_t(m.nv) + size_t(j)] != 0.0 && !tree_pair(m, i, j)) return true;
+    return false;
+}
+
+// the discrete step's metric with its tendon and actuator terms (solver.metric_solve's choice): on <- the Model the
+// solvers run on, m itself when C (nv x nv) fits M's tree pattern (joint-level servos, one chain's tendons: the tree's
+// sparse factor, as for M), else (off_pattern, or the test hook's force) a Model whose M layout is a chain of every dof
+// (row i: columns 0 .. i, its layout in w.dense_*, w.r.tree then true: every row on it), on which tree_cholesky is a
+// dense Cholesky and tree_times a dense product; so that the solvers run unchanged in M^ = X + C. w.Mt <- M^ on on's
+// layout (X on m's tree pattern), w.P, w.Pinv <- the factor of X + diag(C) (forward.factored_metric, its zeros where
+// the tree has none), w.coupled set and C kept for the islands (w.coupling). false when X + diag(C) is not positive
+// definite
+inline bool metric_model(const Model &m, ConstraintWork &w, const double *X, const double *C, Model &on) {
+    const size_t nv = size_t(m.nv);
+    on = m;
+    DenseMetricHook &hook = dense_metric_hook();
+    const bool chain = hook.force.load(std::memory_order_relaxed) || off_pattern(m, C);
+    if (chain) {                                                       // every dof's chain
+        const size_t nM = nv * (nv + 1) / 2;
+        w.dense_rowadr.resize(nv), w.dense_rownnz.resize(nv), w.dense_parent.resize(nv), w.dense_colind.resize(nM);
+        for (size_t i = 0; i < nv; i++) {
+            w.dense_rowadr[i] = int64_t(i * (i + 1) / 2), w.dense_rownnz[i] = int64_t(i + 1);
+            w.dense_parent[i] = int64_t(i) - 1;
+            for (size_t j = 0; j <= i; j++) w.dense_colind[i * (i + 1) / 2 + j] = int64_t(j);
+        }
+        on.M_rowadr = w.dense_rowadr.data(), on.M_rownnz = w.dense_rownnz.data();
+        on.M_colind = w.dense_colind.data(), on.dof_parentid = w.dense_parent.data();
+        w.r.tree = true;
+        hook.made.fetch_add(1, std::memory_order_relaxed);
     }
-    dense = m;
-    dense.M_rowadr = w.dense_rowadr.data(), dense.M_rownnz = w.dense_rownnz.data();
-    dense.M_colind = w.dense_colind.data(), dense.dof_parentid = w.dense_parent.data();
+    const size_t nM = size_t(tree_nnz(on));
     for (auto *x : {&w.Mt, &w.LHt, &w.P}) resize_exact(*x, nM);
     w.d.qL.resize(nM), w.Pinv.resize(nv);
     for (auto *x : {&w.cg_r, &w.cg_z, &w.cg_p, &w.cg_Ap}) x->resize(nv);
     std::fill(w.P.begin(), w.P.end(), 0.0);
     for (size_t i = 0; i < nv; i++)                                    // X on its own entries
         for (int64_t a = m.M_rowadr[i]; a < m.M_rowadr[i] + m.M_rownnz[i]; a++)
-            w.P[i * (i + 1) / 2 + size_t(m.M_colind[a])] = X[a];
+            w.P[chain ? i * (i + 1) / 2 + size_t(m.M_colind[a]) : size_t(a)] = X[a];
     for (size_t i = 0; i < nv; i++)                                    // M^ = X + C, X + diag(C)
-        for (size_t j = 0; j <= i; j++) {
-            size_t at = i * (i + 1) / 2 + j;
-            w.Mt[at] = w.P[at] + C[i * nv + j];
-        }
-    for (size_t i = 0; i < nv; i++) w.P[i * (i + 1) / 2 + i] = w.Mt[i * (i + 1) / 2 + i];
+        for (int64_t a = on.M_rowadr[i]; a < on.M_rowadr[i] + on.M_rownnz[i]; a++)
+            w.Mt[size_t(a)] = w.P[size_t(a)] + C[i * nv + size_t(on.M_colind[a])];
+    for (size_t i = 0; i < nv; i++) tree_diagonal(on, w.P.data(), int64_t(i)) = tree_diagonal(on, w.Mt.data(), int64_t(i));
     w.coupled = true, w.coupling = C;
-    return tree_cholesky(dense, w.P.data(), w.Pinv.data());
+    return tree_cholesky(on, w.P.data(), w.Pinv.data());
 }
 
 // x = M^-1 b (nv) (solver.smooth_acceleration): in the discrete step's metric with its couplings (w.coupled) by
@@ -1883,7 +1902,7 @@ inline bool island_start(const Model &m, ConstraintWork &w, const double *warmst
 
 // whether solve_islands gathers each island's dofs (island_model): when the solver's sums run over the dofs one by one
 // (Newton, CG; PGS's and noslip's dual problem sums four dofs at a time, dot_mj, its rounding set by where the dofs are), so that the island's dofs alone give the same numbers as every dof with the others at zero; not in the
-// discrete step's metric with couplings (w.coupled: its layout is every dof's chain)
+// discrete step's metric with couplings (w.coupled: its layout may be every dof's chain, metric_model)
 inline bool gathers_islands(const Model &m, const ConstraintWork &w) {
     return m.opt_solver != SOLVER_PGS && m.opt_noslip_iterations == 0 && !w.coupled;
 }

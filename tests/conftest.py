@@ -90,6 +90,8 @@ COMPILED = {
                        "test_frame_motion_is_the_same_on_both_backends", "test_frame_motion_of_one_state_and_bad_input"},
     "test_integrators.py": {"test_the_compiled_discrete_step_takes_the_tendon_servo_and_fluid_terms",
                             "test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric",
+                            "test_the_discrete_metric_is_factored_on_the_trees_pattern_when_its_terms_fit_it",
+                            "test_the_discrete_metric_on_the_trees_pattern_solves_contacts_across_trees",
                             "test_the_compiled_discrete_smooth_solve_at_its_iteration_cap_warns",
                             "test_the_compiled_cap_warning_survives_a_failing_state"},
     "test_kinematics.py": {"test_body_poses_equal_mujocos"},

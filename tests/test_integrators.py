@@ -18,7 +18,7 @@ import pytest
 
 from physai import dynamics as dyn
 from physai import collision, derivatives, engine, forces, inverse, models
-from physai.engine import constraint, forward, smooth, solver
+from physai.engine import constraint, forward, native, smooth, solver
 from physai import integrators as integ
 from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError,
                                TrajectoryFileError, UnsupportedModelError)
@@ -1006,7 +1006,7 @@ def test_discrete_metric_coupling_branches_and_trees_follows_mj_step(seed, limit
 @pytest.mark.parametrize("seed", range(2))
 def test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric(seed, solver, scene, monkeypatch):
     """With rows under Newton or CG the compiled discrete step minimises in the whole metric M^ = M + h B + h^2 K with its
-    tendon and servo terms itself (cpp/solver.h's dense_metric_model: M^ on a chain of every dof, a0 and CG
+    tendon and servo terms itself (cpp/solver.h's metric_model: M^ on a chain of every dof here, a0 and CG
     preconditioned with its factored part, noslip's Delassus matrix in that part, the islands the metric couples
     joined), the NumPy engine's discrete step never called (before: handed to it, engine.forward.compiled_discrete):
     discrete_cross_tree_model scenes with limit rows past their ranges (islands on, off, a pendulum apart) or with
@@ -1043,6 +1043,148 @@ def test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric(seed, solv
     moved = run("numpy", integ.rollout, model, q, qd * (1 + 1e-15), steps=20, ctrl=ctrl, energy=False)
     states = 10 * max(np.abs(moved.q - reference.q).max(), np.abs(moved.qd - reference.qd).max()) + 1e-12
     assert np.abs(batch.q - reference.q).max() < states and np.abs(batch.qd - reference.qd).max() < states
+
+
+def discrete_joint_servo_model(seed: int, across: bool = False) -> mujoco.MjModel:
+    """A branched tree for the discrete metric's layout (the G1's joint-level servos): a hinge root and two branches of
+    two hinges, each hinge with damping, stiffness, friction loss (rows) and a position servo with kp and kv (its B and
+    K terms diagonal: inside M's tree pattern), the branches' first hinges limited, a standalone free body; with
+    `across` a fixed tendon spring and damper over the two branches' first hinges (its J^T k J between branches: off the
+    pattern). Solver Newton at tolerance 1e-15."""
+    rng = np.random.default_rng(seed)
+    num = lambda *x: " ".join(f"{v:.6g}" for v in x)                                    # noqa: E731
+
+    def link(inner, name, extra=""):
+        return (f'<body pos="{num(*rng.uniform(-.2, .2, 3))}"><joint name="{name}" axis="{num(*rng.normal(size=3))}" '
+                f'damping="{num(rng.uniform(0, .5))}" stiffness="{num(rng.uniform(0, 3))}" frictionloss=".3"{extra}/>'
+                f'<geom type="box" size="{num(*rng.uniform(.03, .1, 3))}" pos="{num(*rng.uniform(-.1, .1, 3))}"/>{inner}</body>')
+
+    lim = ' limited="true" range="-.2 .2"'
+    tree = link(link(link("", "a2"), "a1", lim) + link(link("", "b2"), "b1", lim), "r")
+    servos = "".join(f'<position joint="{j}" kp="{num(rng.uniform(10, 100))}" kv="{num(rng.uniform(.5, 3))}"/>'
+                     for j in ("r", "a1", "a2", "b1", "b2"))
+    tendon = (f'<tendon><fixed stiffness="{num(rng.uniform(5, 40))}" damping="{num(rng.uniform(.1, 2))}">'
+              f'<joint joint="a1" coef="1"/><joint joint="b1" coef="-1"/></fixed></tendon>' if across else "")
+    xml = (f'<mujoco><option integrator="discrete" timestep="{num(rng.uniform(.002, .01))}" tolerance="1e-15"/>'
+           f'<default><geom contype="0" conaffinity="0"/></default><worldbody><body pos="0 0 .5">{tree}</body>'
+           f'<body pos="1 .5 .3"><freejoint/><geom type="box" size=".1 .2 .05"/></body></worldbody>{tendon}'
+           f'<actuator>{servos}</actuator></mujoco>')
+    return mujoco.MjModel.from_xml_string(xml)
+
+
+@pytest.mark.parametrize("across", [False, True])
+@pytest.mark.parametrize("seed", range(2))
+def test_the_discrete_metric_is_factored_on_the_trees_pattern_when_its_terms_fit_it(seed, across):
+    """With rows, the discrete metric M^ = M + h B + h^2 K whose tendon and servo terms stay on M's tree pattern (the
+    joints' servos: diagonal) is factored on the tree's sparse layout, as M; terms between branches (a fixed tendon over
+    two) put it on a chain of every dof, factored densely (cpp/solver.h's metric_model; the NumPy engine's metric_solve,
+    by solver.off_pattern, decides alike): discrete_joint_servo_model scenes (friction loss and limit rows), 30 steps of
+    the compiled simulate counted by the test hook _native._dense_metric (none on the chain for the servos alone, one
+    a step with the tendon) and again with the chain forced: within 1e-13 of each other in q and qd (the same metric,
+    its factor on the tree's pattern without fill-in: 0 seen), both within 1e-12 of mj_step's and of the NumPy
+    engine's (3.6e-14 seen, |qd| to 60)."""
+    m = discrete_joint_servo_model(seed, across)
+    rng = np.random.default_rng(seed)
+    model = engine.from_mujoco(m)
+    d = mujoco.MjData(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    for j in ("a1", "b1"):                                     # past their ranges: limit rows
+        d.qpos[m.joint(j).qposadr[0]] = .25 * rng.choice([-1, 1])
+    d.qvel[:], d.ctrl[:] = rng.normal(size=m.nv), rng.normal(size=m.nu)
+    q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
+    Q, QD = mj.steps(m, d, 30)
+    B, K = forward.discrete_metric(model, q0, qd0, model.opt.timestep, model.actuators, ctrl)
+    assert solver.off_pattern(model, B + K).any() == across     # the NumPy engine's choice: dense only across
+    dense_metric = native._ext._dense_metric
+    dense_metric(False)
+    try:
+        mine = run("native", integ.simulate, model, q0, qd0, steps=30, ctrl=ctrl, energy=False)
+        made = dense_metric(True)
+        chain = run("native", integ.simulate, model, q0, qd0, steps=30, ctrl=ctrl, energy=False)
+        forced = dense_metric(False)
+    finally:
+        dense_metric(False)
+    assert made == (30 if across else 0) and forced == 30
+    assert np.abs(mine.q - chain.q).max() < 1e-13 and np.abs(mine.qd - chain.qd).max() < 1e-13
+    reference = run("numpy", integ.simulate, model, q0, qd0, steps=30, ctrl=ctrl, energy=False)
+    for traj in (mine, chain):
+        assert np.abs(traj.q[1:] - Q).max() < 1e-12 and np.abs(traj.qd[1:] - QD).max() < 1e-12
+        assert np.abs(traj.q - reference.q).max() < 1e-12 and np.abs(traj.qd - reference.qd).max() < 1e-12
+
+
+def discrete_servo_contact_model(solver: str, noslip: int) -> mujoco.MjModel:
+    """Two servoed trees touching under a falling free body, for the discrete metric on the tree's layout with rows across
+    trees: each tree a z hinge under a box on the floor and two branches of two y hinges (the first limited), every hinge
+    with a position servo (kp 50, kv 2: diagonal terms), the second tree's branch reaching into the first's (contacts
+    between the trees), a free box 0.8 m up; pyramidal cones, `solver` ("Newton" at tolerance 1e-15, or "CG" at 1e-10:
+    at 1e-15 CG runs out of its iterations here, its last iterate set by rounding), `noslip` sweeps."""
+    def tree(name, x):
+        def branch(s, side):
+            return (f'<body pos="{.1 * side} 0 .25"><joint name="{name}{s}1" axis="0 1 0" damping=".1" limited="true" '
+                    f'range="-.3 .3"/><geom type="capsule" fromto="0 0 0 {.3 * side} 0 0" size=".05"/>'
+                    f'<body pos="{.3 * side} 0 0"><joint name="{name}{s}2" axis="0 1 0"/>'
+                    f'<geom type="capsule" fromto="0 0 0 {-.25 * side} 0 0" size=".05"/></body></body>')
+        return (f'<body pos="{x} 0 .1"><joint name="{name}r" axis="0 0 1"/><geom type="box" size=".1 .1 .1"/>'
+                f'{branch("a", 1)}{branch("b", -1)}</body>')
+    servos = "".join(f'<position joint="{t}{j}" kp="50" kv="2"/>' for t in "LR" for j in ("r", "a1", "a2", "b1", "b2"))
+    tolerance = 1e-15 if solver == "Newton" else 1e-10
+    return mujoco.MjModel.from_xml_string(
+        f'<mujoco><option integrator="discrete" timestep=".005" solver="{solver}" cone="pyramidal" tolerance="{tolerance}" '
+        f'noslip_iterations="{noslip}" noslip_tolerance="1e-15"/><worldbody><geom type="plane" size="5 5 .1"/>'
+        f'{tree("L", 0)}{tree("R", .35)}<body pos="0 0 .8"><freejoint/><geom type="box" size=".2 .2 .05"/></body>'
+        f'</worldbody><actuator>{servos}</actuator></mujoco>')
+
+
+@pytest.mark.parametrize("method, noslip", [("Newton", 0), ("Newton", 5), ("CG", 0)])
+@pytest.mark.parametrize("seed", range(2))
+def test_the_discrete_metric_on_the_trees_pattern_solves_contacts_across_trees(seed, method, noslip):
+    """Contact rows spanning two trees and a free body, the metric's servo terms on M's pattern: the compiled discrete
+    step keeps M^ = M + h B + h^2 K on the tree's sparse layout (none on the chain, test hook _native._dense_metric),
+    Newton's Hessian M^ + J^T D J on its factor pattern, CG preconditioned by M^'s factor, noslip's Delassus matrix in
+    it (5 sweeps); discrete_servo_contact_model (12 to 32 contacts), one step from each of mj_step's first 5 states
+    (before chaos amplifies a difference), beside the same step with the chain forced, mj_step's and the NumPy engine's
+    (not with noslip: the NumPy engine's noslip is 1e-5 to 5e-4 off mj_step in this scene at 5 to 1000 sweeps, under
+    implicitfast too, the compiled one 1e-13: a gap of the NumPy engine, not of this layout). Bounds from M^ (nv, nv) at
+    each state and the step's velocity change dv = |qd_{k+1} - qd_k|_max: two factorings of M^ differ by Cholesky's
+    backward error (nv + 1) eps |M^| (Higham), so a solve's forward error is (nv + 1) eps cond(M^) dv (H >= M^: its
+    minimiser moves no more); the forced chain (the same minimiser) within that, mj_step and the NumPy engine (another
+    factor order) within twice it (Newton 1.5e-13 seen against 1.4e-12 to 9e-12, cond(M^) 244). CG at tolerance 1e-10
+    stops on a relative improvement, which leaves a cost gap of about tol / scale = tol trace(M^) (solver's scale): qacc
+    within sqrt(2 tol trace(M^) / lambda_min(M^)) of the minimiser, h times it in qd; mj_step and the NumPy engine,
+    whose iterates amplify rounding otherwise, within twice that (7.6e-7 seen against 4e-6); the forced chain within the
+    rounding bound (0 seen: the same iterates)."""
+    m = discrete_servo_contact_model(method, noslip)
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qvel[:], d.ctrl[:] = rng.normal(size=m.nv), rng.normal(size=m.nu)
+    ctrl, h, eps, q0, qd0 = d.ctrl.copy(), m.opt.timestep, np.finfo(float).eps, d.qpos.copy(), d.qvel.copy()
+    Q, QD = mj.steps(m, d, 5)
+    Q, QD = np.vstack([q0, Q]), np.vstack([qd0, QD])
+    dense_metric = native._ext._dense_metric
+    for k in range(5):
+        M = np.zeros((m.nv, m.nv))
+        d.qpos[:], d.qvel[:] = Q[k], QD[k]
+        mujoco.mj_forward(m, d)
+        mujoco.mj_fullM(m, d, M)
+        B, K = forward.discrete_metric(model, Q[k], QD[k], h, model.actuators, ctrl)
+        assert not solver.off_pattern(model, B + K).any() and d.ncon > 0
+        metric = M + h * B + h * h * K                                 # M^
+        rounding = (m.nv + 1) * eps * np.linalg.cond(metric) * np.abs(QD[k + 1] - QD[k]).max()
+        gap = h * np.sqrt(2 * m.opt.tolerance * np.trace(metric) / np.linalg.eigvalsh(metric)[0])
+        dense_metric(False)
+        try:
+            mine = run("native", integ.step, model, Q[k], QD[k], ctrl=ctrl)[:2]
+            made = dense_metric(True)
+            chain = run("native", integ.step, model, Q[k], QD[k], ctrl=ctrl)[:2]
+            forced = dense_metric(False)
+        finally:
+            dense_metric(False)
+        assert made == 0 and forced == 1
+        far = lambda a, b: max(np.abs(a[0] - b[0]).max(), np.abs(a[1] - b[1]).max())   # noqa: E731
+        bound = rounding if method == "Newton" else gap
+        assert far(mine, chain) < rounding and far(mine, (Q[k + 1], QD[k + 1])) < 2 * bound
+        if not noslip:                 # the NumPy engine's noslip is not MuJoCo's here (1e-5 to 5e-4 off mj_step)
+            assert far(mine, run("numpy", integ.step, model, Q[k], QD[k], ctrl=ctrl)[:2]) < 2 * bound
 
 
 @pytest.mark.parametrize("solver", ["newton", "pgs"])

@@ -552,7 +552,7 @@ def metric_couplings(model, actuators) -> bool:
 def compiled_discrete(model, actuators) -> bool:
     """Whether the compiled discrete step (cpp/forward.h's discrete: the joints' and the inertia boxes' terms factored,
     the tendons' and actuators' by conjugate gradients, cpp/forward.h's coupling_terms and metric_pcg; with constraints
-    its solver in the whole metric, cpp/solver.h's dense_metric_model) models the discrete metric: not for muscles or
+    its solver in the whole metric, cpp/solver.h's metric_model) models the discrete metric: not for muscles or
     the ellipsoid model's fluid (the NumPy engine names them)."""
     muscle = actuators is not None and ((actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
     return not (muscle or (passive.has_fluid(model) and model.fluid_ellipsoid.any()))

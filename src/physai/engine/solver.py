@@ -17,9 +17,10 @@ functions in C++ (cpp/solver.h):
 
 The discrete step's metric with tendon and servo terms: conjugate_gradients (metric_pcg's loop) is compiled in
 cpp/forward.h, not solver.h (forward.h's metric_pcg without rows and solver.h's smooth_acceleration with them call it;
-solver.h includes forward.h); metric_solve's dense case is cpp/solver.h's dense_metric_model, a Model on a chain of
-every dof on which tree_cholesky factors densely (M^ and forward.factored_metric's X + diag(C) in it): other names,
-the same arithmetic.
+solver.h includes forward.h); metric_solve's choice is cpp/solver.h's metric_model, made once a step: M^ and
+forward.factored_metric's X + diag(C) on the tree's layout when its tendon and servo terms fit M's pattern (joint-level
+servos, one chain's tendons: off_pattern finds none), else on a Model on a chain of every dof on which tree_cholesky
+factors densely: other names, the same arithmetic.
 """
 
 import warnings
