@@ -167,7 +167,7 @@ inline const Kernels &constrained_lanes() {
 inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, const Actuators &act, const Rollout &r, int64_t n,
                                        int64_t count, int64_t k0) {
     const Kernels &lanes = constrained_lanes();
-    if (count < 2 || count > lanes.lanes) return false;
+    if (!constrained_lanes_step(m, act, r.opt.integrator, count, lanes.lanes)) return false;   // before the contexts
     size_t nv = size_t(m.nv);
     Constrain con[BLOCK];
     while (sim.lanes.size() < size_t(count)) sim.lanes.push_back(std::make_unique<ConstrainedRun>(m));

@@ -313,6 +313,43 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
             assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
 
 
+def humanoid_with_boxes(boxes: int) -> mujoco.MjModel:
+    """Gymnasium's Humanoid (qpos0, above its floor) with `boxes` free boxes dropped beside it, each to land on the floor."""
+    import gymnasium.envs.mujoco as gym_mujoco
+
+    spec = mujoco.MjSpec.from_file(str(Path(gym_mujoco.__file__).parent / "assets" / "humanoid.xml"))
+    for b in range(boxes):
+        body = spec.worldbody.add_body(pos=[0.5 + 0.15 * (b % 4), -0.3 + 0.15 * (b // 4), 0.1])
+        body.add_freejoint()
+        body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.04, 0.03, 0.05])
+    return spec.compile()
+
+
+@pytest.mark.parametrize("boxes", [3, 8])
+def test_constrained_rollout_with_free_bodies_runs_each_trajectory_as_simulate(boxes, restore_isa):
+    """The Humanoid with 3 free boxes (their dofs 18 of 41: constrained rollouts in lanes, cpp/kernels.h's lanes_gain)
+    and with 8 (48 of 71, two thirds or more: one by one, as a pile of free bodies), Euler, 5 trajectories of 40 steps
+    from joint angles moved by up to 0.05 rad, on every variant (native.isas()): each trajectory the run simulate gives
+    it alone (q within 1e-12, the same contact counts), and each touches."""
+    from physai.engine import native
+
+    m = humanoid_with_boxes(boxes)
+    model = engine.from_mujoco(m)
+    n, steps = 5, 40
+    rng = np.random.default_rng(3)
+    Q = np.repeat(m.qpos0[None], n, axis=0)
+    Q[:, 7:m.nq - 7 * boxes] += rng.uniform(-0.05, 0.05, (n, m.nq - 7 - 7 * boxes))
+    QD = np.zeros((n, m.nv))
+    alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, "euler", constraints=True, energy=False)
+             for k in range(n)]
+    assert all(a.ncon.sum() > 0 for a in alone)
+    for isa in native.isas():
+        assert native.set_isa(isa)
+        run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, "euler", constraints=True)
+        for k in range(n):
+            assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
+
+
 DROPS = """<mujoco><option timestep="0.005"/><worldbody>
   <geom type="plane" size="2 2 0.1"/>
   <body pos="0 0 0.35"><joint type="hinge" axis="0 1 0" damping="0.01"/>
