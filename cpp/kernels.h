@@ -118,7 +118,7 @@ struct Kernels {
                                 const LaneConstrain &con);
 };
 
-// the widest lanes of a constrained rollout (cpp/simulate.h's constrained_lanes; wider tables' simulate_constrained:
+// the widest lanes of a constrained rollout (constrained_lanes below; wider tables' simulate_constrained:
 // always one by one): AVX-512's 8 trajectories side by side, each with its own contacts, rows and islands between the
 // laned stages, were slower than one by one on benchmarks/bench_collision.py (a)'s pile (benchmarks/README.md, issue Q)
 constexpr int CONSTRAINED_LANES = 4;
@@ -169,11 +169,12 @@ struct CollisionWorkspace;
 namespace {
 // whether a constrained rollout of m gains from lanes: the lanes step the smooth stages side by side while each lane's
 // contacts, rows and solve run alone, with its copies of the stages (LaneConstrain) besides; standalone free bodies
-// (m.nfree) bring the least smooth work per dof (no chain) and each its collisions, so lanes unless they hold two
-// thirds of the dofs or more. Measured (benchmarks/README.md, issue Q; one thread, CPU time, one-by-one / lanes of 4):
-// the Humanoid 1.16-1.20 (smooth stages 30% of its one-by-one step), with 4 free boxes (51% of the dofs free) 1.06,
-// 8 (68%) 1.01, 16 (81%) 0.88; the pile of 40 free bodies (100%) 0.94-0.96 (smooth stages 11%)
-inline bool lanes_gain(const Model &m) { return 9 * int64_t(m.nfree) < m.nv; }
+// (m.nfree, 6 dofs each) bring the least smooth work per dof (no chain) and each its collisions, so lanes unless they
+// hold three quarters of the dofs or more (6 nfree / nv >= 3/4: 8 nfree >= nv). Measured (benchmarks/README.md, issue
+// Q; one thread, CPU time, one-by-one / lanes of 4): the Humanoid 1.16-1.20 (smooth stages 30% of its one-by-one
+// step), with 4 free boxes (51% of the dofs free) 1.06, 8 (68%) 1.01, 16 (81%) 0.88; the pile of 40 free bodies
+// (100%) 0.94-0.96 (smooth stages 11%)
+inline bool lanes_gain(const Model &m) { return 8 * int64_t(m.nfree) < m.nv; }
 
 // whether a block of count trajectories of a constrained rollout steps side by side in lanes `lanes` wide (batch.h's
 // simulate_constrained_block; else one by one, known before the lanes' run contexts are made, cpp/simulate.h): at most
@@ -240,5 +241,15 @@ const Kernels &isa_kernels(int k);
 bool isa_supported(int k);
 int active_isa();
 bool set_isa(const char *name);
+
+namespace {
+// the lanes of constrained rollouts (cpp/simulate.h): the active instruction set's, or the next narrower one supported
+// while it is wider than CONSTRAINED_LANES
+inline const Kernels &constrained_lanes() {
+    int k = active_isa();
+    while (isa_kernels(k).lanes > CONSTRAINED_LANES && k + 1 < isa_count() && isa_supported(k + 1)) k++;
+    return isa_kernels(k);
+}
+}  // namespace
 
 }  // namespace physai
