@@ -210,17 +210,14 @@ template <class T> void simulate_states(const Model &m, const Actuators &act, co
 }
 
 // Kernels::simulate_constrained for T: a block of lanes, each lane's constrained solve through its Constrain; lanes only
-// for the integrators whose stages solve (euler, rk4; implicitfast as MuJoCo's without free bodies), without muscles
-// or spatial tendons, and at most CONSTRAINED_LANES wide (one by one, as simulate_states: not compiled for wider lanes)
+// as constrained_lanes_step says (one by one, as simulate_states, for double and lanes wider than CONSTRAINED_LANES: not
+// compiled)
 template <class T> int simulate_constrained_block(const Model &m, const Actuators &act, const Rollout &r, int64_t n, int64_t k0,
                                                   const LaneConstrain &con) {
     if constexpr (std::is_same_v<T, double> || lanes_of<T> > CONSTRAINED_LANES) {
         return ONE_BY_ONE;
     } else {
-        int integrator = r.opt.integrator;
-        if (integrator == IMPLICIT || integrator == DISCRETE || (integrator == IMPLICITFAST && m.nfree) || con.count < 2 ||
-            con.count > lanes_of<T> || !act.lanes || m.tendon_spatial)             // implicit's ONE_BY_ONE, known before the step
-            return ONE_BY_ONE;
+        if (!constrained_lanes_step(m, act, r.opt.integrator, con.count, lanes_of<T>)) return ONE_BY_ONE;
         con.fit(m);
         SimData<T> w(m, act);
         return simulate_block(m, act, w, r, n, con.count, (ContactFree<T> *)nullptr, nullptr, &con, k0);

@@ -9,9 +9,10 @@
 //                                the kernels of batch.h (run), the rollout's loop (rollout), the constraint
 //                                operations (constrain: their rows vary per state, gathered from each thread's ranges)
 //                                and collision detection (collision_detect: each state's contacts, concatenated)
-//     OPS, ARGUMENTS, INTEGRATORS, KernelError, the instruction sets (isa, isas, set_isa, lanes) and the threads
-//     (num_threads, hardware_threads, max_threads; _set_thread_limit: test-only, see cpp/parallel.h); _dense_metric:
-//     test-only, the discrete metric's layout (cpp/kernels.h's DenseMetricHook, solver.h's metric_model)
+//     OPS, ARGUMENTS, INTEGRATORS, KernelError, the instruction sets (isa, isas, set_isa, lanes;
+//     constrained_lanes_step: whether a constrained rollout runs in lanes) and the threads (num_threads,
+//     hardware_threads, max_threads; _set_thread_limit: test-only, see cpp/parallel.h); _dense_metric: test and
+//     benchmark hook, the discrete metric's layout (cpp/kernels.h's DenseMetricHook, solver.h's metric_model)
 //
 // A signal (Ctrl-C) during a long call raises its exception (KeyboardInterrupt) within milliseconds, the results discarded.
 // call checks every argument before any kernel runs and either returns the results or raises
@@ -1335,6 +1336,15 @@ NB_MODULE(_native, mod) {
     mod.def("set_isa", &set_isa, nb::arg("name"),
             "run the batch kernel's variant name (one of isas()) from now on: true; false (and no change) otherwise");
     mod.def("lanes", [] { return isa_kernels(active_isa()).lanes; }, "states side by side in the batch kernel's variant");
+    mod.def("constrained_lanes_step",
+            [](const CompiledModel &m, nb::handle actuators, int integrator, int64_t N) {
+                int64_t lanes = constrained_lanes().lanes;
+                const Actuators &act = actuators_option(m.model, actuators, "constrained_lanes_step");
+                return constrained_lanes_step(m.model, act, integrator, std::min(N, lanes), lanes);
+            },
+            nb::arg("model"), nb::arg("actuators").none(), nb::arg("integrator"), nb::arg("N"),
+            "whether a constrained rollout of N trajectories (integrator: INTEGRATORS' code) runs its first block in the "
+            "active variant's constrained lanes (cpp/kernels.h's constrained_lanes_step), else one by one");
     mod.def("num_threads", &num_threads, "threads a large batch runs on (PHYSAI_NUM_THREADS when valid, else the hardware's)");
     mod.def("hardware_threads", &hardware_threads, "the hardware's threads (the default of num_threads)");
     mod.def("max_threads", &max_threads, "the most threads PHYSAI_NUM_THREADS may ask for (4 per hardware thread, at most 256)");

@@ -119,7 +119,7 @@ struct Kernels {
                                 const LaneConstrain &con);
 };
 
-// the widest lanes of a constrained rollout (cpp/simulate.h's constrained_lanes; wider tables' simulate_constrained:
+// the widest lanes of a constrained rollout (constrained_lanes below; wider tables' simulate_constrained:
 // always one by one): AVX-512's 8 trajectories side by side, each with its own contacts, rows and islands between the
 // laned stages, were slower than one by one on benchmarks/bench_collision.py (a)'s pile (benchmarks/README.md, issue Q)
 constexpr int CONSTRAINED_LANES = 4;
@@ -168,6 +168,25 @@ struct DetectOut {
 struct CollisionWorkspace;
 
 namespace {
+// whether a constrained rollout of m gains from lanes: the lanes step the smooth stages side by side while each lane's
+// contacts, rows and solve run alone, with its copies of the stages (LaneConstrain) besides; standalone free bodies
+// (m.nfree, 6 dofs each) bring the least smooth work per dof (no chain) and each its collisions, so lanes unless they
+// hold three quarters of the dofs or more (6 nfree / nv >= 3/4: 8 nfree >= nv). Measured (benchmarks/README.md, issue
+// Q; one thread, CPU time, one-by-one / lanes of 4): the Humanoid 1.16-1.20 (smooth stages 30% of its one-by-one
+// step), with 4 free boxes (51% of the dofs free) 1.06, 8 (68%) 1.01, 16 (81%) 0.88; the pile of 40 free bodies
+// (100%) 0.94-0.96 (smooth stages 11%)
+inline bool lanes_gain(const Model &m) { return 8 * int64_t(m.nfree) < m.nv; }
+
+// whether a block of count trajectories of a constrained rollout steps side by side in lanes `lanes` wide (batch.h's
+// simulate_constrained_block; else one by one, known before the lanes' run contexts are made, cpp/simulate.h): at most
+// CONSTRAINED_LANES wide, the integrators whose stages solve (euler, rk4; implicitfast without free bodies: implicit's
+// ONE_BY_ONE), actuators the lanes step (Actuators::lanes), no spatial tendon, and a model the lanes speed up
+// (lanes_gain)
+inline bool constrained_lanes_step(const Model &m, const Actuators &act, int integrator, int64_t count, int64_t lanes) {
+    bool stages_solve = integrator == EULER || integrator == RK4 || (integrator == IMPLICITFAST && !m.nfree);
+    return count >= 2 && count <= lanes && lanes <= CONSTRAINED_LANES && stages_solve && act.lanes && !m.tendon_spatial &&
+           lanes_gain(m);
+}
 
 // whether an argument of kind `kind` (OPERATIONS) is a state, (size,) or (N, size)
 inline bool is_state(char kind) { return kind == 'q' || kind == 'v' || kind == 'Q' || kind == 'V'; }
@@ -232,5 +251,15 @@ struct DenseMetricHook {
     std::atomic<int64_t> made{0};
 };
 DenseMetricHook &dense_metric_hook();
+
+namespace {
+// the lanes of constrained rollouts (cpp/simulate.h): the active instruction set's, or the next narrower one supported
+// while it is wider than CONSTRAINED_LANES
+inline const Kernels &constrained_lanes() {
+    int k = active_isa();
+    while (isa_kernels(k).lanes > CONSTRAINED_LANES && k + 1 < isa_count() && isa_supported(k + 1)) k++;
+    return isa_kernels(k);
+}
+}  // namespace
 
 }  // namespace physai

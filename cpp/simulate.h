@@ -150,14 +150,6 @@ inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
     s.ncon = -1, s.step = k + 1;
 }
 
-// the lanes of constrained rollouts: the active instruction set's, or the next narrower one supported while it is wider
-// than CONSTRAINED_LANES
-inline const Kernels &constrained_lanes() {
-    int k = active_isa();
-    while (isa_kernels(k).lanes > CONSTRAINED_LANES && k + 1 < isa_count() && isa_supported(k + 1)) k++;
-    return isa_kernels(k);
-}
-
 // trajectories n .. n + count - 1 of a constrained rollout, all from step k0, side by side in the constrained lanes
 // (Kernels::simulate_constrained), each with its own context from r.warm_in's warm start (or zero): true when they all
 // ran to the end (their statuses, near, warm_out and observed fields set), false when the lanes left them to the
@@ -165,7 +157,7 @@ inline const Kernels &constrained_lanes() {
 inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, const Actuators &act, const Rollout &r, int64_t n,
                                        int64_t count, int64_t k0) {
     const Kernels &lanes = constrained_lanes();
-    if (count < 2 || count > lanes.lanes) return false;
+    if (!constrained_lanes_step(m, act, r.opt.integrator, count, lanes.lanes)) return false;   // before the contexts
     size_t nv = size_t(m.nv);
     Constrain con[BLOCK];
     while (sim.lanes.size() < size_t(count)) sim.lanes.push_back(std::make_unique<ConstrainedRun>(m));

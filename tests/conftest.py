@@ -179,6 +179,7 @@ SLOW = {
         "test_models_with_pairs_physai_cannot_collide_are_refused", "test_numpy_backend_gives_the_same_run",
         "test_one_step_on_random_scenes_matches_mj_step", "test_one_step_on_the_falling_h1_matches_mj_step",
         "test_trajectory_matches_mj_step", "test_a_pile_of_spheres_follows_mj_step",
+        "test_constrained_rollout_with_free_bodies_runs_each_trajectory_as_simulate",
     },
     "test_convex.py": {
         "test_capsule_pairs_match_mj_collision", "test_capsule_pairs_with_margins_match_mj_collision",

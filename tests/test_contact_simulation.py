@@ -13,7 +13,7 @@ from mujoco import rollout as mujoco_rollout
 
 from physai import collision, constraints, engine, integrators, models
 from physai.engine.collision import candidates
-from physai.exceptions import CollisionWarning, DivergenceError, ShapeError, UnsupportedModelError
+from physai.exceptions import CollisionWarning, DivergenceError, InvalidArgumentError, ShapeError, UnsupportedModelError
 from helpers import run
 from scenes import capsule_beside_a_bare_mesh, random_scene, sphere_pile, without_meshes
 import helpers
@@ -311,6 +311,51 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
                 assert np.abs(run.q[k, t + 1] - d.qpos).max() < 1e-10, (isa, k, t)
                 assert np.abs(run.qd[k, t + 1] - d.qvel).max() < 1e-8, (isa, k, t)
             assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
+
+
+def humanoid_with_boxes(boxes: int) -> mujoco.MjModel:
+    """Gymnasium's Humanoid (qpos0, above its floor) with `boxes` free boxes dropped beside it, each to land on the floor."""
+    import gymnasium.envs.mujoco as gym_mujoco
+
+    spec = mujoco.MjSpec.from_file(str(Path(gym_mujoco.__file__).parent / "assets" / "humanoid.xml"))
+    for b in range(boxes):
+        body = spec.worldbody.add_body(pos=[0.5 + 0.15 * (b % 4), -0.3 + 0.15 * (b // 4), 0.1])
+        body.add_freejoint()
+        body.add_geom(type=mujoco.mjtGeom.mjGEOM_BOX, size=[0.04, 0.03, 0.05])
+    return spec.compile()
+
+
+@pytest.mark.parametrize("boxes, in_lanes", [(3, True), (16, False)])
+def test_constrained_rollout_with_free_bodies_runs_each_trajectory_as_simulate(boxes, in_lanes, restore_isa):
+    """Which way a constrained rollout goes (cpp/kernels.h's constrained_lanes_step, read through
+    native.constrained_lanes_step), on every variant (native.isas()): the Humanoid, and with 3 free boxes (their dofs
+    18 of 41), in lanes under euler and one by one under implicit; with 16 boxes (96 of 119 dofs, three quarters or
+    more: lanes_gain) and a pile of 40 free spheres (every dof) one by one. Both ways, euler, 5 trajectories of 40
+    steps from joint angles moved by up to 0.05 rad: each trajectory the run simulate gives it alone (q within 1e-12,
+    the same contact counts), and each touches. An integrator the engine does not have: InvalidArgumentError."""
+    from physai.engine import native
+
+    m = humanoid_with_boxes(boxes)
+    model = engine.from_mujoco(m)
+    n, steps = 5, 40
+    humanoid, pile = engine.from_mujoco(humanoid_with_boxes(0)), engine.from_mujoco(mujoco.MjModel.from_xml_string(sphere_pile(40)))
+    rng = np.random.default_rng(3)
+    Q = np.repeat(m.qpos0[None], n, axis=0)
+    Q[:, 7:m.nq - 7 * boxes] += rng.uniform(-0.05, 0.05, (n, m.nq - 7 - 7 * boxes))
+    QD = np.zeros((n, m.nv))
+    alone = [integrators.simulate(model, Q[k], QD[k], m.opt.timestep, steps, "euler", constraints=True, energy=False)
+             for k in range(n)]
+    assert all(a.ncon.sum() > 0 for a in alone)
+    for isa in native.isas():
+        assert native.set_isa(isa)
+        assert native.constrained_lanes_step(model, "euler", n) is in_lanes, isa
+        assert not native.constrained_lanes_step(model, "implicit", n), isa
+        assert native.constrained_lanes_step(humanoid, "euler", n) and not native.constrained_lanes_step(pile, "euler", n), isa
+        run = integrators.rollout(model, Q, QD, m.opt.timestep, steps, "euler", constraints=True)
+        for k in range(n):
+            assert np.abs(run.q[k] - alone[k].q).max() < 1e-12 and run.ncon[k].tolist() == alone[k].ncon.tolist(), (isa, k)
+    with pytest.raises(InvalidArgumentError, match="integrator must be one of"):
+        native.constrained_lanes_step(model, "verlet", n)
 
 
 DROPS = """<mujoco><option timestep="0.005"/><worldbody>

@@ -951,13 +951,17 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
     q0 (N, nq), qd0 (N, nv): the initial states. ctrl, qfrc_applied, xfrc_applied: constant, (nu,), (nv,),
     (nbody, 6); one row per step shared by every trajectory, (steps, nu), ...; or per trajectory and step, shaped
     (N, steps, nu), ... where an axis of length 1 is broadcast (a constant ctrl per trajectory is ctrl[:, None, :],
-    (N, 1, nu)). energy=False (default) skips the energy. On the compiled backend the trajectories run side by side in
-    the lanes of the batch kernel's instruction set (8 with AVX-512; implicit one by one, its LU pivoting per
-    trajectory) and share the cores, with the GIL released; each trajectory equals simulate from its own start within
-    rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest index), and
-    InvalidStateError naming the trajectory whose initial state holds a zero quaternion. constraints=True: as simulate,
-    trajectory by trajectory (ncon (N, steps)). act: the initial activations, (na,) for every trajectory or (N, na)
-    (None: zero); Trajectory.act is (N, steps+1, na).
+    (N, 1, nu)). energy=False (default) skips the energy. On the compiled backend the trajectories share the cores,
+    with the GIL released. Without constraints they run side by side in the lanes of the batch kernel's instruction
+    set (8 with AVX-512, 4 with AVX2, else 2; implicit one by one, its LU pivoting per trajectory).
+    constraints=True (ncon (N, steps)): in blocks of at most 4 (cpp/kernels.h's CONSTRAINED_LANES; 2 without AVX2)
+    whose smooth stages run side by side and each trajectory's collision and solve alone, or one by one for implicit,
+    discrete, muscles or arms that move with the configuration, spatial tendons, implicitfast with standalone free
+    bodies, and models whose standalone free bodies hold three quarters of the dofs or more (cpp/kernels.h's
+    lanes_gain; native.constrained_lanes_step tells which). Either way each trajectory equals simulate from its own
+    start within rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest
+    index), and InvalidStateError naming the trajectory whose initial state holds a zero quaternion. act: the initial
+    activations, (na,) for every trajectory or (N, na) (None: zero); Trajectory.act is (N, steps+1, na).
     """
     model = engine.as_model(model)
     options, steps = _options(model, integrator, dt, steps, euler_damping, constraints)

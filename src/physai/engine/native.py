@@ -768,6 +768,18 @@ def step_derivative_fields(model: Model, options: StepOptions, actuators, ctrl, 
             "ctrl": ctrl, "qfrc_applied": qfrc_applied}
 
 
+def constrained_lanes_step(model: Model, integrator: str, N: int) -> bool:
+    """Whether a compiled constrained rollout of N trajectories of the model (its own actuators) under `integrator`
+    runs its first block side by side in the active variant's constrained lanes (cpp/kernels.h's
+    constrained_lanes_step), else one by one; it reads the choice and runs nothing. InvalidArgumentError for an
+    integrator the compiled engine does not have, or without the compiled backend."""
+    if integrator not in INTEGRATOR_CODES:
+        raise InvalidArgumentError(f"integrator must be one of {', '.join(map(repr, INTEGRATOR_CODES))} on the compiled "
+                                   f"backend, got {integrator!r}")
+    code = INTEGRATOR_CODES[integrator]
+    return bool(_ext.constrained_lanes_step(compiled(model), compiled_actuators(model, model.actuators), code, int(N)))
+
+
 def rollout(model: Model, q0, qd0, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False):
     """N trajectories of integrators.simulate's loop in C++ (every integrator, actuators, per-step inputs), from
     checked q0 (N, nq), qd0 (N, nv), stepped as options say; the inputs' ctrl (N, steps, nu), qfrc_applied
