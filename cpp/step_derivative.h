@@ -48,8 +48,9 @@ struct StepDerivData {
     DerivData<double> dw;
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
-    std::vector<double> M0, C, R, H, G, W, Y, Z, T;                    // the constrained step's (constrained_derivatives)
-    std::vector<int> cpiv;
+    std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY;   // the constrained step's (constrained_derivatives)
+    std::vector<int> cpiv, qpiv;
+    std::vector<int64_t> Q;
     std::vector<int> piv;
     std::vector<char> keep;
     StepDerivData(const Model &m, const Actuators &act)
@@ -281,22 +282,28 @@ inline void analytic_forces(int nv, const ConstrainedTerms &t, const double *qd,
 }
 
 // Gq[:, dof] = -dJ^T f, Wq[:, dof] = df along each moving dof from the rows at its points (derivatives._Constraints.
-// _product_rule): dJ = sum_s w_s J_s / step, df = sum_s w_s force_s / step, f the optimum's forces (the analytic rows 0)
-inline void product_rule(int nv, const ConstrainedTerms &t, double *Gq, double *Wq, int cols, double *f) {
+// _product_rule, in its order): dJ = (sum_s w_s J_s) / step (nefc, nv), df = (sum_s w_s force_s) / step, then -dJ^T f
+// with f the optimum's forces (the analytic rows 0); f (nefc) and dJ (nefc nv) are scratch
+inline void product_rule(int nv, const ConstrainedTerms &t, double *Gq, double *Wq, int cols, double *f, double *dJ) {
     for (int64_t i = 0; i < t.nefc; i++) f[i] = t.force[i];
     for (int64_t i = 0; i < t.nrows; i++) f[t.rows[i]] = 0.0;
+    size_t rows = size_t(t.nefc) * nv;
     for (int64_t k = 0; k < t.nmoving; k++) {
         int64_t dof = t.moving[k];
-        for (int v = 0; v < nv; v++) Gq[v * nv + dof] = 0.0;
+        std::fill(dJ, dJ + rows, 0.0);                                 // dJ = sum_s w_s J_s, df = sum_s w_s force_s
         for (int64_t r = 0; r < t.nefc; r++) Wq[size_t(r) * cols + dof] = 0.0;
         for (int64_t s = 0; s < t.points; s++) {
-            double w = t.weights[s] / t.step;
-            const double *J = t.Jpts + size_t(k * t.points + s) * t.nefc * nv, *force = t.fpts + size_t(k * t.points + s) * t.nefc;
-            for (int64_t r = 0; r < t.nefc; r++) {
-                Wq[size_t(r) * cols + dof] += w * force[r];
-                if (f[r] == 0.0) continue;
-                for (int v = 0; v < nv; v++) Gq[v * nv + dof] -= w * J[size_t(r) * nv + v] * f[r];
-            }
+            double w = t.weights[s];
+            const double *J = t.Jpts + size_t(k * t.points + s) * rows, *force = t.fpts + size_t(k * t.points + s) * t.nefc;
+            for (size_t e = 0; e < rows; e++) dJ[e] += w * J[e];
+            for (int64_t r = 0; r < t.nefc; r++) Wq[size_t(r) * cols + dof] += w * force[r];
+        }
+        for (size_t e = 0; e < rows; e++) dJ[e] /= t.step;              // over step
+        for (int64_t r = 0; r < t.nefc; r++) Wq[size_t(r) * cols + dof] /= t.step;
+        for (int v = 0; v < nv; v++) {                                 // Gq[:, dof] = -dJ^T f
+            double g = 0.0;
+            for (int64_t r = 0; r < t.nefc; r++) g += dJ[size_t(r) * nv + v] * f[r];
+            Gq[v * nv + dof] = -g;
         }
     }
 }
@@ -321,17 +328,19 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
         lu_apply(H, nv, w.cpiv.data(), X, cols);
         return true;
     }
-    std::vector<int64_t> Q;
+    std::vector<int64_t> &Q = w.Q;                                     // the quadratic rows
+    Q.clear();
     for (int64_t r = 0; r < t.nefc; r++)
         if (t.state[r] == QUADRATIC) Q.push_back(r);
     int nq = int(Q.size());
     std::copy(M, M + size_t(nv) * nv, H);                              // M^-1 X, M^-1 J_Q^T (nv, nq)
     if (!lu_factor(H, nv, w.cpiv.data())) return false;
     lu_apply(H, nv, w.cpiv.data(), X, cols);
-    std::vector<double> MiJ(size_t(nv) * nq), Kq(size_t(nq) * nq), Y(size_t(nq) * cols);
+    w.MiJ.resize(size_t(nv) * nq), w.Kq.resize(size_t(nq) * nq), w.KY.resize(size_t(nq) * cols), w.qpiv.resize(size_t(nq));
+    double *MiJ = w.MiJ.data(), *Kq = w.Kq.data(), *Y = w.KY.data();
     for (int v = 0; v < nv; v++)
         for (int i = 0; i < nq; i++) MiJ[size_t(v) * nq + i] = t.J[size_t(Q[i]) * nv + v];
-    lu_apply(H, nv, w.cpiv.data(), MiJ.data(), nq);
+    lu_apply(H, nv, w.cpiv.data(), MiJ, nq);
     for (int i = 0; i < nq; i++) {                                     // K = diag(1 / D_Q) + J_Q M^-1 J_Q^T
         const double *Ji = t.J + size_t(Q[i]) * nv;
         for (int j = 0; j < nq; j++) {
@@ -345,9 +354,8 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
             Y[size_t(i) * cols + c] = y;
         }
     }
-    std::vector<int> piv(static_cast<size_t>(nq));
-    if (!lu_factor(Kq.data(), nq, piv.data())) return false;
-    lu_apply(Kq.data(), nq, piv.data(), Y.data(), cols);
+    if (!lu_factor(Kq, nq, w.qpiv.data())) return false;
+    lu_apply(Kq, nq, w.qpiv.data(), Y, cols);
     for (int v = 0; v < nv; v++)                                       // M^-1 X - M^-1 J_Q^T K^-1 (...)
         for (int i = 0; i < nq; i++) {
             double m = MiJ[size_t(v) * nq + i];
@@ -372,7 +380,8 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
             for (int k = 0; k < nv; k++) w.H[size_t(i) * nv + k] += j * w.T[size_t(r) * nv + k];
         }
     w.G.assign(size_t(nv) * nv, 0.0), w.W.assign(size_t(nefc) * cols, 0.0), w.Y.resize(size_t(nefc));
-    product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data());
+    w.dJ.resize(size_t(nefc) * nv);
+    product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
     analytic_forces(nv, t, qd, w.G.data(), w.W.data(), cols);
     w.Z.resize(size_t(nefc) * nv);                                     // W's qd columns: S daref/dqd
     times_S(t, t.daref, nv, w.Z.data());

@@ -26,6 +26,7 @@ from physai import collision, conventions, derivatives, engine, integrators, joi
 from physai.engine import native
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
+from mj import full_mass
 from scenes import SIMPLE_COUPLINGS, SIMPLE_FREE_BODY, SIMPLE_JOINTS, simple_body
 
 #: the integrators step_derivatives differentiates: MuJoCo's four and MuJoCo 4's discrete (mjINT_DISCRETE = 4)
@@ -1505,7 +1506,13 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
     within 1e-10 of the largest entry, with the model's integrator and each the kernel takes; the compiled call ran. The
     cases reach every branch: contacts analytic (plane, segments) and differenced (the box), pyramidal and elliptic
     cones (on the cone: its Hessian), stiff rows (a pyramid at friction 1e-5: the range-space solve), hinge limits and
-    a joint equality (its rows differenced along every dof, their daref/dqd)."""
+    a joint equality (its rows differenced along every dof, their daref/dqd).
+
+    The bound: both texts form the product rule's dJ = (sum_s w_s J_s) / (12 ROW_STEP) in one order, but their sums
+    (einsum, BLAS) and loops may round apart by eps sum_s |w_s| |J| each, which the difference over the step magnifies
+    to rel = eps sum|w| / (12 ROW_STEP) (3.3e-10) of |J|; dJ^T f then moves the acceleration by at most
+    |M^-1| sum_r |J_r| |f_r| rel, and A's velocity rows (the largest) by h times that (spread); A within rel of
+    max(|A|, spread), B (no product rule: the solves' rounding only, far below) within rel of |B|."""
     m, d, kinds, states = compiled_step_case(case)
     expected = {"box sliding elliptic": mujoco.mjtConstraintState.mjCNSTRSTATE_CONE,
                 "SO-101 past its limits": mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT,
@@ -1522,15 +1529,67 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
         out[flag] = run("native", derivatives.step_derivatives, model, d.qpos.copy(), d.qvel.copy(),
                         integrator=integrator, ctrl=d.ctrl.copy() if m.nu else None, constraints=True, margins=True)
     assert len(ran) == 1 and ran[0] is not None
-    for k, what in ((0, "A"), (1, "B")):
-        assert_close(out[True][k], out[False][k], 1e-10, floor=0.0, what=what)
+    t, M = terms[0], full_mass(m, d)
+    rel = product_rule_rounding()
+    spread = m.opt.timestep * np.linalg.norm(np.linalg.inv(M), 2) * \
+        (np.linalg.norm(t["J"].reshape(t["nefc"], m.nv), axis=1) * np.abs(t["force"])).sum()
+    assert_close(out[True][0], out[False][0], rel, max(np.abs(out[False][0]).max(), spread), what="A")
+    assert_close(out[True][1], out[False][1], rel, floor=0.0, what="B")
     finite = np.isfinite(out[False][2])                # the margins: inf where there is no such row
     assert (np.isfinite(out[True][2]) == finite).all()
     assert_close(out[True][2][finite], out[False][2][finite], 1e-10, floor=0.0, what="margins")
-    t = terms[0]                                       # the branch each case is there for
     reached = {"frictionless edge": t["stiff"], "box sliding elliptic": t["ncone"] > 0 and t["nmoving"] > 0,
-               "coupled slides": t["nmoving"] > 0 and t["daref"].any()}
+               "coupled slides": t["nmoving"] > 0 and t["daref"].any()}    # the branch each case is there for
     assert reached.get(case, t["nrows"] > 0)
+
+
+@pytest.mark.parametrize("case", ["a plane only", "a pendulum", "SO-101 in and past its limits"])
+def test_compiled_constrained_step_without_rows_and_in_batches(monkeypatch, case):
+    """_compiled_constrained where there is nothing to constrain and across a batch: a model without dofs (nv 0: the
+    NumPy text's (0, 0) A and B; the kernel declines), a state without rows (nv 1: the compiled call runs), and three
+    SO-101 states with 0, some and every joint past its limit (a batch whose states have different row counts: each
+    state's compiled call) against the NumPy text state by state within product_rule_rounding() of each state's largest
+    entry (the rows are limits, analytic: no product rule, only the solves' rounding, far below)."""
+    if case == "a plane only":
+        m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 .1"/></worldbody></mujoco>')
+    elif case == "a pendulum":
+        m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body><joint axis="0 1 0"/><geom size=".1" pos="0 0 -.5"/>'
+                                           '</body></worldbody></mujoco>')
+    else:
+        m = exact_solver(models.load("robotstudio_so101"))
+    past = np.where(m.jnt_limited, m.jnt_range[:, 1] + 0.02, 0.0)
+    q = np.stack([np.zeros(m.nq), np.where(np.arange(m.nq) % 2, past, 0.0), past])[:1 if m.nq < 2 else 3]
+    qd, ctrl = np.full_like(q, 0.1), np.zeros((len(q), m.nu)) if m.nu else None
+    model = engine.from_mujoco(m)
+    ran = []
+    compiled = derivatives._compiled_constrained
+    monkeypatch.setattr(derivatives, "_compiled_constrained", lambda *a, **k: ran.append(compiled(*a, **k)) or ran[-1])
+    out = {}
+    for flag in (True, False):
+        monkeypatch.setattr(derivatives, "COMPILED_STEP", flag)
+        out[flag] = run("native", derivatives.step_derivatives, model, q, qd, ctrl=ctrl, constraints=True)
+    rows = {len(mujoco_rows(m, state)) for state in q}
+    assert len(ran) == (0 if m.nv == 0 else len(q)) and all(x is not None for x in ran)
+    assert len(rows) == len(q) or m.nq < 2
+    for k, what in ((0, "A"), (1, "B")):
+        assert out[True][k].shape == out[False][k].shape == (len(q), 2 * m.nv, 2 * m.nv if k == 0 else m.nu)
+        if out[False][k].size:
+            assert_close(out[True][k], out[False][k], product_rule_rounding(), floor=0.0, per_state=True, what=what)
+
+
+def product_rule_rounding() -> float:
+    """eps sum_s |w_s| / (12 ROW_STEP): how far apart two sums of the product rule's dJ = (sum_s w_s J_s) / (12 ROW_STEP)
+    in different orders may round, relative to |J| (derivatives._Constraints._product_rule)."""
+    weights = np.array(derivatives.FD_WEIGHTS)[:, 1]
+    return np.finfo(float).eps * np.abs(weights).sum() / (12 * derivatives.ROW_STEP)
+
+
+def mujoco_rows(m, q: np.ndarray) -> np.ndarray:
+    """MuJoCo's constraint rows' types at q (zero velocity): how many rows the state has."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    return d.efc_type.copy()
 
 
 @pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])
