@@ -1,7 +1,10 @@
 """The constrained step's derivatives (issue U): physai's step_derivatives(..., constraints=True) beside MuJoCo's
 mjd_transitionFD, one state per call, in one run.
 
-    uv run python benchmarks/bench_contact_derivatives.py
+    uv run python benchmarks/bench_contact_derivatives.py [--numpy-step]
+
+--numpy-step: derivatives.COMPILED_STEP False, the NumPy text after the rows' derivatives instead of the compiled step
+(_compiled_constrained), for the off/on pairs of benchmarks/README.md.
 
 States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_control's humanoid after 100 steps of
 mj_step from its start state (task_models.start), both with their own integrator, the solver at tolerance 1e-15.
@@ -13,7 +16,8 @@ appearing), MuJoCo's mjd_transitionFD with forward differences (eps 1e-6) and ce
 difference of A and B from Richardson-extrapolated centred mjd_transitionFD (eps 2e-6, 1e-6), relative to the largest
 entry. Best of 9 rounds (bench_dynamics.best_time); on a shared machine expect +-20% between runs. Last column: physai
 and the forward differences timed back to back in each of 205 short rounds (bench_dynamics.paired_times: a short round
-often runs undisturbed on a loaded machine), the ratio of their best rounds.
+often runs undisturbed on a loaded machine), the ratio of their best rounds; text: the largest difference of A and B
+(each relative to its largest entry) from the NumPy text's (COMPILED_STEP False; 0 with --numpy-step).
 
 Then the compiled detection alone at the call's checked points (those _Constraints._held_contacts detects: 4 along
 each differenced dof, 2 along each other one), all of them in one native.detect_arrays call: every candidate pair at
@@ -79,13 +83,24 @@ def row(name: str, make) -> str:
     fine, coarse = transition_fd(m, d, 1e-6, True), transition_fd(m, d, 2e-6, True)
     ref = [(4 * fine[k] - coarse[k]) / 3 for k in (0, 1)]
     err = [np.abs(X - R).max() / np.abs(R).max() for X, R in zip((A, B), ref)]
+    text = against_text(model, q, qd, ctrl, A, B)
     physai = best_time(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True), budget=2.0)
     forward = best_time(lambda: transition_fd(m, d, 1e-6, False), budget=1.0)
     centred = best_time(lambda: transition_fd(m, d, 1e-6, True), budget=1.0)
     ours, theirs = paired_times(lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True),
                                 lambda: transition_fd(m, d, 1e-6, False))
     return (f"{name:12s} {m.nv:3d} {d.ncon:4d} {d.nefc:5d} {1e3 * physai:9.2f} {1e3 * forward:9.2f} {1e3 * centred:9.2f} "
-            f"{physai / forward:8.2f} {physai / centred:8.2f}   {err[0]:.1e} {err[1]:.1e} {ours.min() / theirs.min():8.2f}")
+            f"{physai / forward:8.2f} {physai / centred:8.2f}   {err[0]:.1e} {err[1]:.1e} {ours.min() / theirs.min():8.2f}  {text:.1e}")
+
+
+def against_text(model, q, qd, ctrl, A, B) -> float:
+    """The largest difference of (A, B) from the NumPy text's (COMPILED_STEP False), each relative to its largest entry."""
+    compiled, derivatives.COMPILED_STEP = derivatives.COMPILED_STEP, False
+    try:
+        At, Bt = derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
+    finally:
+        derivatives.COMPILED_STEP = compiled
+    return max(np.abs(X - T).max() / np.abs(T).max() for X, T in zip((A, B), (At, Bt)))
 
 
 def detection(name: str, make) -> str:
@@ -114,10 +129,14 @@ def detection(name: str, make) -> str:
 
 
 def main() -> None:
-    print(f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; physai backend {engine.backend}; mujoco {mujoco.__version__}")
+    if set(sys.argv[1:]) - {"--numpy-step"}:
+        sys.exit(f"unknown arguments {sys.argv[1:]}: the only option is --numpy-step")
+    derivatives.COMPILED_STEP = "--numpy-step" not in sys.argv[1:]
+    print(f"{os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; physai backend {engine.backend}; mujoco {mujoco.__version__}; "
+          f"COMPILED_STEP {derivatives.COMPILED_STEP}")
     print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated "
-          "mjd_transitionFD; paired: physai / forward, best of 205 back-to-back rounds")
-    print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired")
+          "mjd_transitionFD; paired: physai / forward, best of 205 back-to-back rounds; text: A, B against the NumPy text")
+    print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired    text")
     for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
         print(row(name, make))
     print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all")

@@ -153,6 +153,13 @@ class Fields {
         DArr a = array<DArr>(name, shape, free, "float64");
         return keep_.doubles.emplace_back(a.data(), a.data() + a.size()).data();
     }
+    // the float64 (int64) array `name` of this shape read in place: valid while the mapping holds it
+    const double *view_doubles(const char *name, std::initializer_list<int64_t> shape) {
+        return array<DArr>(name, shape, nullptr, "float64").data();
+    }
+    const int64_t *view_ints(const char *name, std::initializer_list<int64_t> shape) {
+        return array<IArr>(name, shape, nullptr, "int64").data();
+    }
     // every field was read: ValueError naming those that were not (a misspelt name); at once when the mapping holds as
     // many fields as were read (each read one is in it)
     void done() {
@@ -852,6 +859,39 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     return nb::make_tuple(Q, QD, E, status, ncon, near, warm_out, A, capped, capped_residual);
 }
 
+// the constrained step's terms of one state (cpp/data.h's ConstrainedTerms) from a dict of named arrays
+// (physai.derivatives._Constraints.terms), read in place, each checked against the sizes it gives
+ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &keep) {
+    Fields o(mapping, "step_derivatives constraints", keep);
+    ConstrainedTerms t;
+    int64_t nv = m.nv;
+    t.nefc = o.size("nefc"), t.nrows = o.size("nrows"), t.nmoving = o.size("nmoving"), t.points = o.size("points");
+    t.ncone = o.size("ncone"), t.stiff = o.flag("stiff"), t.step = o.number("step");
+    int64_t n = t.nefc, cone = 0;
+    t.a_c = o.view_doubles("a_c", {nv}), t.qfrc = o.view_doubles("qfrc", {nv}), t.J = o.view_doubles("J", {n, nv});
+    t.D = o.view_doubles("D", {n}), t.aref = o.view_doubles("aref", {n}), t.B = o.view_doubles("B", {n});
+    t.K = o.view_doubles("K", {n}), t.imp = o.view_doubles("imp", {n}), t.impP = o.view_doubles("impP", {n});
+    t.pos = o.view_doubles("pos", {n}), t.margin = o.view_doubles("margin", {n}), t.force = o.view_doubles("force", {n});
+    t.state = o.view_ints("state", {n});
+    t.rows = o.view_ints("rows", {t.nrows}), t.dJ = o.view_doubles("dJ", {t.nrows, nv, nv});
+    t.dpos = o.view_doubles("dpos", {t.nrows, nv});
+    t.moving = o.view_ints("moving", {t.nmoving}), t.weights = o.view_doubles("weights", {t.points});
+    t.Jpts = o.view_doubles("Jpts", {t.nmoving * t.points, n, nv}), t.fpts = o.view_doubles("fpts", {t.nmoving * t.points, n});
+    t.daref = o.view_doubles("daref", {n, nv});
+    t.cone_first = o.view_ints("cone_first", {t.ncone}), t.cone_dim = o.view_ints("cone_dim", {t.ncone});
+    for (int64_t b = 0; b < t.ncone; b++) {
+        if (t.cone_first[b] < 0 || t.cone_dim[b] < 1 || t.cone_first[b] + t.cone_dim[b] > n) o.invalid("cone_dim", "a cone outside the rows");
+        cone += t.cone_dim[b] * t.cone_dim[b];
+    }
+    t.cone_H = o.view_doubles("cone_H", {cone});
+    for (int64_t i = 0; i < t.nrows; i++)
+        if (t.rows[i] < 0 || t.rows[i] >= n) o.invalid("rows", "a row outside 0 .. nefc - 1");
+    for (int64_t k = 0; k < t.nmoving; k++)
+        if (t.moving[k] < 0 || t.moving[k] >= nv) o.invalid("moving", "a dof outside 0 .. nv - 1");
+    o.done();
+    return t;
+}
+
 // STEP_DERIVATIVES: A (N, 2 nv, 2 nv) and B (N, 2 nv, nu) of one step from each of N states q (N, nq), qd (N, nv) (or one,
 // (nq,), (nv,)) with a dict of named options (physai.engine.native.step_derivative_fields: StepOptions' h, integrator
 // (INTEGRATORS), implicit_damping; actuators (an Actuators or None), ctrl (N, nu) or None, qfrc_applied (N, nv) or None;
@@ -879,6 +919,14 @@ nb::object step_derivatives(CompiledModel &nm, const nb::handle *args) {
     };
     per_state(o.object("ctrl"), act->nu, ctrl, call.ctrl, "step_derivatives: ctrl (N, nu), float64 in C order");
     per_state(o.object("qfrc_applied"), m.nv, qfrc, call.qfrc, "step_derivatives: qfrc_applied (N, nv), float64 in C order");
+    ConstrainedTerms terms;
+    Arrays kept;
+    if (o.has("constraints") && !o.object("constraints").is_none()) {   // one state of euler, implicit or implicitfast
+        if (N != 1 || call.opt.integrator == RK4 || call.opt.integrator == DISCRETE)
+            o.invalid("constraints", "one state of euler, implicit or implicitfast");
+        terms = read_constrained(m, o.object("constraints"), kept);
+        call.constrained = &terms;
+    }
     o.done();
     if (act->nu && !call.ctrl.data) throw nb::value_error("step_derivatives: the actuators need ctrl");
     int64_t nv = m.nv, nu = act->nu;

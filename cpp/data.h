@@ -247,12 +247,32 @@ struct Rollout {
 };
 constexpr int64_t RERUN = -3;
 
+// the constrained step's terms of one state (physai.derivatives._Constraints.terms: the solve and the rows' q-derivatives
+// done), read in place: the solver's qacc and qfrc_constraint (nv each); the optimum's rows (nefc: J (nefc, nv), D, aref,
+// B, K, imp, impP, pos, margin, their states and forces (_optimum_forces)); the rows whose dG/dq is analytic (rows
+// (nrows), dJ (nrows, nv, nv), dpos (nrows, nv): _analytic_rows); the others' J and forces at `points` points along each
+// moving dof (moving (nmoving), Jpts (nmoving points, nefc, nv), fpts (nmoving points, nefc): _held_forces), their
+// weights (points) over step; daref/dqd (nefc, nv); the cones' Hessians (ncone: first row, dim, then (dim, dim) each
+// concatenated); stiff: _hessian_solve's range-space branch may run
+struct ConstrainedTerms {
+    int64_t nefc = 0, nrows = 0, nmoving = 0, points = 0, ncone = 0;
+    bool stiff = false;
+    double step = 1.0;
+    const double *a_c = nullptr, *qfrc = nullptr, *J = nullptr, *D = nullptr, *aref = nullptr, *B = nullptr, *K = nullptr;
+    const double *imp = nullptr, *impP = nullptr, *pos = nullptr, *margin = nullptr, *force = nullptr;
+    const int64_t *state = nullptr, *rows = nullptr, *moving = nullptr, *cone_first = nullptr, *cone_dim = nullptr;
+    const double *dJ = nullptr, *dpos = nullptr, *Jpts = nullptr, *fpts = nullptr, *weights = nullptr, *daref = nullptr;
+    const double *cone_H = nullptr;
+};
+
 // a call of step_derivatives (cpp/step_derivative.h) on N states: q, qd, ctrl (nu: as given) and qfrc_applied (nv, data null:
 // none) per state, the step h [s], the integrator and whether euler's damping is implicit; the results per state A (2 nv,
-// 2 nv), B (2 nv, nu) and its Status (a state that failed is left for the NumPy text to name)
+// 2 nv), B (2 nv, nu) and its Status (a state that failed is left for the NumPy text to name); constrained: one state's
+// constrained terms (euler, implicit, implicitfast), or null (the smooth step)
 struct StepDerivativeCall {
     Input q{}, qd{}, ctrl{}, qfrc{};
     StepOptions opt;
+    const ConstrainedTerms *constrained = nullptr;
     double *A = nullptr, *B = nullptr;
     int64_t *status = nullptr;
 };

@@ -9,6 +9,10 @@
 //
 // T = [Tq; Tv] (2 nv, 2 nv + nu) is [A | B] in MuJoCo's layout (mjd_transitionFD): columns dq, dqd, dctrl, dq in the
 // tangent space of integrate_pos.
+//
+// The constrained step (euler, implicit, implicitfast; one state: derivatives._compiled_constrained): the NumPy text
+// solves and takes the rows' q-derivatives (cpp/data.h's ConstrainedTerms), then acceleration adds qfrc_constraint to
+// K a = f and its derivative to X (constrained_derivatives: derivatives._Constraints.derivatives after terms()).
 #pragma once
 
 #include <cmath>
@@ -33,6 +37,7 @@ struct StepDerivative {
     bool implicit_damping = true;
     const double *ctrl = nullptr, *qfrc = nullptr;
     double *A = nullptr, *B = nullptr;
+    const ConstrainedTerms *con = nullptr;                             // the constrained step's (one state), or null
 };
 
 // the buffers of step_derivative (cols = 2 nv + nu): the step's (SimData), the rnea derivatives', K and its LU factors,
@@ -43,6 +48,9 @@ struct StepDerivData {
     DerivData<double> dw;
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
+    std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY;   // the constrained step's (constrained_derivatives)
+    std::vector<int> cpiv, qpiv;
+    std::vector<int64_t> Q;
     std::vector<int> piv;
     std::vector<char> keep;
     StepDerivData(const Model &m, const Actuators &act)
@@ -51,7 +59,8 @@ struct StepDerivData {
         for (auto *x : {&K, &tq, &tv, &cq, &cv, &cqm, &cvm, &scratch}) x->resize(V * V);
         for (auto *x : {&X, &Tq, &Tv, &Tk, &Ta, &sumTk, &sumTa, &Tnext}) x->resize(V * C);
         for (auto *x : {&a, &zero, &ki, &sumk, &theta, &dq, &qdi, &qdn, &tau}) x->resize(V);
-        qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V);
+        qi.resize(size_t(m.nq)), raw.resize(size_t(nu)), piv.resize(V), keep.resize(V), cpiv.resize(V);
+        M0.resize(V * V), this->C.resize(V * C), R.resize(V * C);
         for (auto *x : {&cb, &ck, &dcb, &dck}) x->resize(size_t(nu));
     }
 };
@@ -229,6 +238,168 @@ inline void servo_metric_derivative(const Model &m, const Actuators &act, const 
     }
 }
 
+// ---------------------------------------------------------------- the constrained step (derivatives._Constraints)
+
+// Y (nefc, cols) = S X (derivatives._Constraints._times_S): D X on the quadratic rows, each cone's Hessian on its block
+inline void times_S(const ConstrainedTerms &t, const double *X, int cols, double *Y) {
+    for (int64_t i = 0; i < t.nefc; i++)
+        for (int c = 0; c < cols; c++) Y[size_t(i) * cols + c] = t.state[i] == QUADRATIC ? t.D[i] * X[size_t(i) * cols + c] : 0.0;
+    const double *Hc = t.cone_H;
+    for (int64_t b = 0; b < t.ncone; b++) {
+        int64_t first = t.cone_first[b], dim = t.cone_dim[b];
+        for (int64_t i = 0; i < dim; i++)
+            for (int c = 0; c < cols; c++) {
+                double y = 0.0;
+                for (int64_t j = 0; j < dim; j++) y += Hc[i * dim + j] * X[size_t(first + j) * cols + c];
+                Y[size_t(first + i) * cols + c] = y;
+            }
+        Hc += dim * dim;
+    }
+}
+
+// Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the analytic rows
+// (derivatives._Constraints._analytic_forces), each held in its state at the optimum a_c:
+//   jar = J a_c - aref,  d aref = -B dJ qd - K (imp + impP (pos - margin)) dpos,  dD = D impP / (imp (1 - imp)) dpos
+//   df = -dD jar - D (dJ a_c - d aref) on a quadratic row (0 otherwise), f = the optimum's force there
+inline void analytic_forces(int nv, const ConstrainedTerms &t, const double *qd, double *Gq, double *Wq, int cols) {
+    for (int64_t i = 0; i < t.nrows; i++) {
+        int64_t row = t.rows[i];
+        const double *dJ = t.dJ + size_t(i) * nv * nv, *dpos = t.dpos + size_t(i) * nv, *J = t.J + size_t(row) * nv;
+        bool quadratic = t.state[row] == QUADRATIC;
+        double jar = -t.aref[row], f = quadratic ? t.force[row] : 0.0;
+        for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
+        double spring = t.K[row] * (t.imp[row] + t.impP[row] * (t.pos[row] - t.margin[row]));
+        double dD = t.D[row] * t.impP[row] / (t.imp[row] * (1 - t.imp[row]));
+        for (int k = 0; k < nv; k++) {
+            double qdJ = 0.0, adJ = 0.0;                               // (dJ qd)_k, (dJ a_c)_k
+            for (int j = 0; j < nv; j++) qdJ += qd[j] * dJ[j * nv + k], adJ += t.a_c[j] * dJ[j * nv + k];
+            double daref = -t.B[row] * qdJ - spring * dpos[k];
+            if (quadratic) Wq[size_t(row) * cols + k] += -dD * dpos[k] * jar - t.D[row] * (adJ - daref);
+        }
+        for (int j = 0; j < nv; j++)
+            for (int k = 0; k < nv; k++) Gq[j * nv + k] -= f * dJ[j * nv + k];
+    }
+}
+
+// Gq[:, dof] = -dJ^T f, Wq[:, dof] = df along each moving dof from the rows at its points (derivatives._Constraints.
+// _product_rule, in its order): dJ = (sum_s w_s J_s) / step (nefc, nv), df = (sum_s w_s force_s) / step, then -dJ^T f
+// with f the optimum's forces (the analytic rows 0); f (nefc) and dJ (nefc nv) are scratch
+inline void product_rule(int nv, const ConstrainedTerms &t, double *Gq, double *Wq, int cols, double *f, double *dJ) {
+    for (int64_t i = 0; i < t.nefc; i++) f[i] = t.force[i];
+    for (int64_t i = 0; i < t.nrows; i++) f[t.rows[i]] = 0.0;
+    size_t rows = size_t(t.nefc) * nv;
+    for (int64_t k = 0; k < t.nmoving; k++) {
+        int64_t dof = t.moving[k];
+        std::fill(dJ, dJ + rows, 0.0);                                 // dJ = sum_s w_s J_s, df = sum_s w_s force_s
+        for (int64_t r = 0; r < t.nefc; r++) Wq[size_t(r) * cols + dof] = 0.0;
+        for (int64_t s = 0; s < t.points; s++) {
+            double w = t.weights[s];
+            const double *J = t.Jpts + size_t(k * t.points + s) * rows, *force = t.fpts + size_t(k * t.points + s) * t.nefc;
+            for (size_t e = 0; e < rows; e++) dJ[e] += w * J[e];
+            for (int64_t r = 0; r < t.nefc; r++) Wq[size_t(r) * cols + dof] += w * force[r];
+        }
+        for (size_t e = 0; e < rows; e++) dJ[e] /= t.step;              // over step
+        for (int64_t r = 0; r < t.nefc; r++) Wq[size_t(r) * cols + dof] /= t.step;
+        for (int v = 0; v < nv; v++) {                                 // Gq[:, dof] = -dJ^T f
+            double g = 0.0;
+            for (int64_t r = 0; r < t.nefc; r++) g += dJ[size_t(r) * nv + v] * f[r];
+            Gq[v * nv + dof] = -g;
+        }
+    }
+}
+
+// X (nv, cols) <- H^-1 (X + J^T W) (derivatives._Constraints._hessian_solve; H (nv, nv) destroyed): with stiff rows (the
+// quadratic rows Q, no cone, W zero elsewhere) M^-1 (X - J_Q^T (R_Q + J_Q M^-1 J_Q^T)^-1 (J_Q M^-1 X - W_Q / D_Q)),
+// R_Q = 1 / D_Q; otherwise H's LU; false for a singular matrix
+inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *M, double *H, double *X,
+                          const double *W, int cols) {
+    bool stiff = t.stiff && !t.ncone;
+    for (int64_t r = 0; r < t.nefc && stiff; r++)
+        if (t.state[r] != QUADRATIC)
+            for (int c = 0; c < cols && stiff; c++) stiff = W[size_t(r) * cols + c] == 0.0;
+    if (!stiff) {
+        for (int64_t r = 0; r < t.nefc; r++)                           // X + J^T W
+            for (int v = 0; v < nv; v++) {
+                double j = t.J[size_t(r) * nv + v];
+                if (j == 0.0) continue;
+                for (int c = 0; c < cols; c++) X[size_t(v) * cols + c] += j * W[size_t(r) * cols + c];
+            }
+        if (!lu_factor(H, nv, w.cpiv.data())) return false;
+        lu_apply(H, nv, w.cpiv.data(), X, cols);
+        return true;
+    }
+    std::vector<int64_t> &Q = w.Q;                                     // the quadratic rows
+    Q.clear();
+    for (int64_t r = 0; r < t.nefc; r++)
+        if (t.state[r] == QUADRATIC) Q.push_back(r);
+    int nq = int(Q.size());
+    std::copy(M, M + size_t(nv) * nv, H);                              // M^-1 X, M^-1 J_Q^T (nv, nq)
+    if (!lu_factor(H, nv, w.cpiv.data())) return false;
+    lu_apply(H, nv, w.cpiv.data(), X, cols);
+    w.MiJ.resize(size_t(nv) * nq), w.Kq.resize(size_t(nq) * nq), w.KY.resize(size_t(nq) * cols), w.qpiv.resize(size_t(nq));
+    double *MiJ = w.MiJ.data(), *Kq = w.Kq.data(), *Y = w.KY.data();
+    for (int v = 0; v < nv; v++)
+        for (int i = 0; i < nq; i++) MiJ[size_t(v) * nq + i] = t.J[size_t(Q[i]) * nv + v];
+    lu_apply(H, nv, w.cpiv.data(), MiJ, nq);
+    for (int i = 0; i < nq; i++) {                                     // K = diag(1 / D_Q) + J_Q M^-1 J_Q^T
+        const double *Ji = t.J + size_t(Q[i]) * nv;
+        for (int j = 0; j < nq; j++) {
+            double k = i == j ? 1.0 / t.D[Q[i]] : 0.0;
+            for (int v = 0; v < nv; v++) k += Ji[v] * MiJ[size_t(v) * nq + j];
+            Kq[size_t(i) * nq + j] = k;
+        }
+        for (int c = 0; c < cols; c++) {                               // J_Q M^-1 X - W_Q / D_Q
+            double y = -W[size_t(Q[i]) * cols + c] / t.D[Q[i]];
+            for (int v = 0; v < nv; v++) y += Ji[v] * X[size_t(v) * cols + c];
+            Y[size_t(i) * cols + c] = y;
+        }
+    }
+    if (!lu_factor(Kq, nq, w.qpiv.data())) return false;
+    lu_apply(Kq, nq, w.qpiv.data(), Y, cols);
+    for (int v = 0; v < nv; v++)                                       // M^-1 X - M^-1 J_Q^T K^-1 (...)
+        for (int i = 0; i < nq; i++) {
+            double m = MiJ[size_t(v) * nq + i];
+            for (int c = 0; c < cols; c++) X[size_t(v) * cols + c] -= m * Y[size_t(i) * cols + c];
+        }
+    return true;
+}
+
+// C (nv, cols) = dqfrc_constraint/d(q, qd, ctrl) from R = [r_q | r_qd | df/dctrl] (nv, cols) and M (nv, nv) at the
+// optimum (derivatives._Constraints.derivatives' solve: H da = R - [G_q | 0 | 0] + J^T W, C = M da - R), H = M + J^T S J,
+// G_q = Gq - J^T Wq (product_rule along the moving dofs, analytic_forces), W = [Wq | S daref/dqd | 0]; false: singular
+inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *qd, const double *M,
+                                    const double *R, double *C, int cols) {
+    int64_t nefc = t.nefc;
+    w.H.assign(M, M + size_t(nv) * nv);                                // H = M + J^T S J
+    w.T.resize(size_t(nefc) * nv);
+    times_S(t, t.J, nv, w.T.data());
+    for (int64_t r = 0; r < nefc; r++)
+        for (int i = 0; i < nv; i++) {
+            double j = t.J[size_t(r) * nv + i];
+            if (j == 0.0) continue;
+            for (int k = 0; k < nv; k++) w.H[size_t(i) * nv + k] += j * w.T[size_t(r) * nv + k];
+        }
+    w.G.assign(size_t(nv) * nv, 0.0), w.W.assign(size_t(nefc) * cols, 0.0), w.Y.resize(size_t(nefc));
+    w.dJ.resize(size_t(nefc) * nv);
+    product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
+    analytic_forces(nv, t, qd, w.G.data(), w.W.data(), cols);
+    w.Z.resize(size_t(nefc) * nv);                                     // W's qd columns: S daref/dqd
+    times_S(t, t.daref, nv, w.Z.data());
+    for (int64_t r = 0; r < nefc; r++)
+        for (int k = 0; k < nv; k++) w.W[size_t(r) * cols + nv + k] = w.Z[size_t(r) * nv + k];
+    w.Z.resize(size_t(nv) * cols);                                     // da = H^-1 ([R_q - Gq | R_qd | R_u] + J^T W)
+    for (int i = 0; i < nv; i++)
+        for (int c = 0; c < cols; c++) w.Z[size_t(i) * cols + c] = R[size_t(i) * cols + c] - (c < nv ? w.G[size_t(i) * nv + c] : 0.0);
+    if (!hessian_solve(nv, t, w, M, w.H.data(), w.Z.data(), w.W.data(), cols)) return false;
+    for (int i = 0; i < nv; i++)                                       // C = M da - R
+        for (int c = 0; c < cols; c++) {
+            double s = -R[size_t(i) * cols + c];
+            for (int k = 0; k < nv; k++) s += M[size_t(i) * nv + k] * w.Z[size_t(k) * cols + c];
+            C[size_t(i) * cols + c] = s;
+        }
+    return true;
+}
+
 // (a, X) at (q, qd) (derivatives._Stepper.acceleration; the discrete step's discrete_acceleration: K = M + h B + h^2 K_s
 // with the joints' and the servos' B and K (servo_metric), K a = f - h K_s qd, X's qd columns less h K_s, its ctrl
 // columns the servos' slopes' motion, free bodies as implicitfast's): K a = f with K the integrator's matrix, then
@@ -242,6 +413,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     double *M = s.M.data(), *f = s.f.data(), *K = w.K.data(), *X = w.X.data(), *a = w.a.data(), pot;
     if (evaluate(m, act, s.d, s.x, q, qd, f, M, s.tmp.data(), s.force.data(), pot) != OK) return ZERO_QUATERNION;
     if (any_nonfinite(f, size_t(nv))) return NONFINITE;
+    const ConstrainedTerms *con = c.con;                               // the solve's M (before K replaces it)
+    if (con) tree_unpack(m, (const double *)M, w.M0.data());
     step_matrix(m, act, s, c.h, c.integrator, c.implicit_damping, qd);                 // s.M <- K (implicit: s.Mdense)
     if (c.integrator == IMPLICIT) std::copy(s.Mdense.begin(), s.Mdense.end(), K);
     else tree_unpack(m, (const double *)M, K);                         // K dense from the tree's pattern
@@ -254,6 +427,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
                 for (int j = 0; j < 6; j++) K[size_t(m.free_dofadr[k] + i) * nv + m.free_dofadr[k] + j] = block[6 * i + j];
         }
     std::copy(f, f + nv, a);
+    if (con)                                                           // K a = f + qfrc_constraint
+        for (int j = 0; j < nv; j++) a[j] += con->qfrc[j];
     const double *stiffness = discrete ? s.stiffness.data() : nullptr;   // step_matrix's discrete_stiffness
     if (discrete)
         for (int j = 0; j < nv; j++) a[j] -= c.h * stiffness[j] * qd[j];   // f - h K qd
@@ -268,6 +443,15 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     if (act.nu)
         actuator_derivatives(m, act, w.raw.data(), s.x.u.data(), s.x.raw.data(), s.force.data(), q, qd, w.keep.data(),
                              w.tau.data(), w.qdn.data(), X, cols);
+    if (con) {                                                         // d qfrc_constraint from R = [F_q - dtau/dq(a_c) | ...]
+        rnea_derivatives(m, s.d, w.dw, q, qd, con->a_c, w.cq.data(), w.cv.data(), w.scratch.data());
+        for (int i = 0; i < nv; i++)
+            for (int col = 0; col < cols; col++) {
+                size_t e = size_t(i) * cols + col;
+                w.R[e] = X[e] - (col < nv ? w.cq[size_t(i) * nv + col] : col < 2 * nv ? w.cv[size_t(i) * nv + col - nv] : 0.0);
+            }
+        if (!constrained_derivatives(nv, *con, w, qd, w.M0.data(), w.R.data(), w.C.data(), cols)) return SINGULAR;
+    }
     rnea_derivatives(m, s.d, w.dw, q, qd, a, w.tq.data(), w.tv.data(), w.scratch.data());
     bool implicit = c.integrator == IMPLICIT, free = (c.integrator == IMPLICITFAST || discrete) && m.nfree;
     if (implicit || free) {                                            // dc/dqd a = (c(qd + a) - c(qd - a)) / 2 exactly
@@ -293,6 +477,8 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
             X[size_t(i) * cols + j] -= w.tq[size_t(i) * nv + j];
             X[size_t(i) * cols + nv + j] -= w.tv[size_t(i) * nv + j];
         }
+    if (con)
+        for (size_t e = 0; e < size_t(nv) * cols; e++) X[e] += w.C[e];
     if (discrete)                                                      // - h K on qd (the joints' K: B and K constant)
         for (int j = 0; j < nv; j++) X[size_t(j) * cols + nv + j] -= c.h * stiffness[j];
     if (servos) servo_metric_derivative(m, act, w, qd, a, c.h, X, cols);   // the servos' metric moves with ctrl
@@ -471,7 +657,7 @@ inline void step_derivative_states(const Model &m, const Actuators &act, StepDer
         c.h = call.opt.h, c.integrator = call.opt.integrator, c.implicit_damping = call.opt.implicit_damping;
         c.ctrl = call.ctrl.data + n * call.ctrl.stride;
         c.qfrc = call.qfrc.data ? call.qfrc.data + n * call.qfrc.stride : nullptr;
-        c.A = call.A + n * 4 * nv * nv, c.B = call.B + n * 2 * nv * nu;
+        c.A = call.A + n * 4 * nv * nv, c.B = call.B + n * 2 * nv * nu, c.con = call.constrained;
         call.status[n] = step_derivative(m, act, w, c, call.q.data + n * call.q.stride, call.qd.data + n * call.qd.stride);
     }
 }

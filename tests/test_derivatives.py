@@ -13,6 +13,8 @@ RK4: mjd_transitionFD refuses it, so MuJoCo's mj_step is differenced here (mj_in
 at the same bound; on ball and free joints this checks the derivatives of the Munthe-Kaas stages (8.4e-10 seen).
 """
 
+import functools
+import importlib.util
 from pathlib import Path
 
 import mujoco
@@ -24,6 +26,7 @@ from physai import collision, conventions, derivatives, engine, integrators, joi
 from physai.engine import native
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
 from helpers import MIXED, assert_close, constraint_scene, run
+from mj import full_mass
 from scenes import SIMPLE_COUPLINGS, SIMPLE_FREE_BODY, SIMPLE_JOINTS, simple_body
 
 #: the integrators step_derivatives differentiates: MuJoCo's four and MuJoCo 4's discrete (mjINT_DISCRETE = 4)
@@ -961,11 +964,8 @@ FRICTIONLESS_EDGE = """<mujoco><compiler eulerseq="XYZ"/><option timestep="0.002
 <geom type="box" size=".1 .15 .05" friction="0 0 0"/></body></worldbody></mujoco>"""
 
 
-def test_constrained_step_derivatives_of_a_frictionless_pyramid(monkeypatch):
-    """A box on an edge (2 contacts, condim 3) at friction 0, which MuJoCo clamps to 1e-5: the pyramid's rows have
-    D = 1 / (2 mu^2 R) ~ 6e11. Forming J^T D J or J^T D (dJ a - daref) rounds the soft directions at eps D (A off by
-    1.1e-5 before _hessian_solve); against MuJoCo's centred differences extrapolated from eps 1e-4 and 5e-5 (at eps 1e-6
-    their own rounding, eps D |aref| / eps, is ~4e-6 here) within 1e-6, every row differenced or not."""
+def frictionless_edge() -> tuple:
+    """(m, d): FRICTIONLESS_EDGE's box 3 mm deep on its edge, moving (random velocities of 0.1), the solver exact."""
     m = exact_solver(mujoco.MjModel.from_xml_string(FRICTIONLESS_EDGE))
     d = mujoco.MjData(m)
     mujoco.mj_kinematics(m, d)
@@ -973,6 +973,15 @@ def test_constrained_step_derivatives_of_a_frictionless_pyramid(monkeypatch):
     d.qpos[2] -= (d.geom_xmat[1].reshape(3, 3) @ corners.T + d.geom_xpos[1][:, None])[2].min() + 0.003   # 3 mm deep
     d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.1
     mujoco.mj_forward(m, d)
+    return m, d
+
+
+def test_constrained_step_derivatives_of_a_frictionless_pyramid(monkeypatch):
+    """A box on an edge (2 contacts, condim 3) at friction 0, which MuJoCo clamps to 1e-5: the pyramid's rows have
+    D = 1 / (2 mu^2 R) ~ 6e11. Forming J^T D J or J^T D (dJ a - daref) rounds the soft directions at eps D (A off by
+    1.1e-5 before _hessian_solve); against MuJoCo's centred differences extrapolated from eps 1e-4 and 5e-5 (at eps 1e-6
+    their own rounding, eps D |aref| / eps, is ~4e-6 here) within 1e-6, every row differenced or not."""
+    m, d = frictionless_edge()
     assert d.ncon == 2 and (d.efc_R < 1e-10).all()
     state = d.qpos.copy(), d.qvel.copy()
     fd = []
@@ -1443,6 +1452,144 @@ def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, scene, piece):
     for k, what in ((1, "dJ"), (2, "dpos"), (3, "A"), (4, "B")):
         assert_close(out[True][k], out[False][k], 1e-10, floor=0.0, what=what)
     assert np.abs(out[True][1]).max() > 0.1
+
+
+def dm_humanoid() -> tuple:
+    """(MjModel, MjData): dm_control's humanoid after 100 steps of mj_step from the survey's start (experiments/
+    task-models/task_models.py's start), the solver exact (exact_solver)."""
+    spec = importlib.util.spec_from_file_location(
+        "task_models", Path(__file__).resolve().parents[1] / "experiments" / "task-models" / "task_models.py")
+    task_models = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(task_models)
+    m = exact_solver(mujoco.MjModel.from_xml_path(str(task_models.task_files()["dm_control/humanoid"])))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = task_models.start(m)
+    for _ in range(100):
+        mujoco.mj_step(m, d)
+    return m, d
+
+
+@functools.lru_cache(maxsize=1)
+def compiled_step_case(case: str) -> tuple:
+    """(MjModel, MjData, the kinds and states of MuJoCo's rows there) of test_compiled_constrained_step_equals_the_numpy_text
+    (kept for the case's next integrator: the test reads them only)."""
+    if case == "G1 standing":
+        m, d, _ = g1_standing()
+    elif case == "dm humanoid":
+        m, d = dm_humanoid()
+    elif case.startswith("box sliding"):
+        m, d = box_on_a_plane(case.split()[-1], 3, sliding=True)
+    elif case == "frictionless edge":                  # stiff rows: _hessian_solve's range-space branch
+        m, d = frictionless_edge()
+    elif case == "SO-101 past its limits":
+        m = exact_solver(models.load("robotstudio_so101"))
+        d = mujoco.MjData(m)
+        d.qpos[:] = np.where(m.jnt_limited, m.jnt_range[:, 1] + 0.02, 0.0)
+        d.ctrl[:] = np.where(m.actuator_ctrllimited, m.actuator_ctrlrange.mean(1), 0.0)
+        for _ in range(20):
+            mujoco.mj_step(m, d)
+    else:                                              # "coupled slides": a joint equality, every dof differenced
+        m = exact_solver(mujoco.MjModel.from_xml_string(COUPLED_SLIDES.format(power=2)))
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:] = [0.1, 0.1 - 0.5e-3], [0.3, -0.2]
+    mujoco.mj_forward(m, d)
+    return m, d, set(d.efc_type.tolist()), set(d.efc_state.tolist())
+
+
+@pytest.mark.parametrize("integrator", [None, "euler", "implicit", "implicitfast"])
+@pytest.mark.parametrize("case", ["G1 standing", "dm humanoid", "box sliding pyramidal", "box sliding elliptic",
+                                  "frictionless edge", "SO-101 past its limits", "coupled slides"])
+def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, integrator):
+    """step_derivatives(constraints=True) with the step after the rows' derivatives in one compiled call
+    (_compiled_constrained: cpp/step_derivative.h's constrained_derivatives and acceleration; COMPILED_STEP) against
+    the NumPy text (_Stepper.acceleration, _Constraints.derivatives) at the same solve and rows: A, B and the margins
+    within 1e-10 of the largest entry, with the model's integrator and each the kernel takes; the compiled call ran. The
+    cases reach every branch: contacts analytic (plane, segments) and differenced (the box), pyramidal and elliptic
+    cones (on the cone: its Hessian), stiff rows (a pyramid at friction 1e-5: the range-space solve), hinge limits and
+    a joint equality (its rows differenced along every dof, their daref/dqd).
+
+    The bound: both texts form the product rule's dJ = (sum_s w_s J_s) / (12 ROW_STEP) in one order, but their sums
+    (einsum, BLAS) and loops may round apart by eps sum_s |w_s| |J| each, which the difference over the step magnifies
+    to rel = eps sum|w| / (12 ROW_STEP) (3.3e-10) of |J|; dJ^T f then moves the acceleration by at most
+    |M^-1| sum_r |J_r| |f_r| rel, and A's velocity rows (the largest) by h times that (spread); A within rel of
+    max(|A|, spread), B (no product rule: the solves' rounding only, far below) within rel of |B|."""
+    m, d, kinds, states = compiled_step_case(case)
+    expected = {"box sliding elliptic": mujoco.mjtConstraintState.mjCNSTRSTATE_CONE,
+                "SO-101 past its limits": mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT,
+                "coupled slides": mujoco.mjtConstraint.mjCNSTR_EQUALITY}.get(case)
+    assert expected is None or expected in kinds | states
+    model = engine.from_mujoco(m)
+    ran, terms = [], []
+    compiled, arrays = derivatives._compiled_constrained, derivatives._Constraints.compiled_terms
+    monkeypatch.setattr(derivatives, "_compiled_constrained", lambda *a, **k: ran.append(compiled(*a, **k)) or ran[-1])
+    monkeypatch.setattr(derivatives._Constraints, "compiled_terms", lambda *a: terms.append(arrays(*a)) or terms[-1])
+    out = {}
+    for flag in (True, False):
+        monkeypatch.setattr(derivatives, "COMPILED_STEP", flag)
+        out[flag] = run("native", derivatives.step_derivatives, model, d.qpos.copy(), d.qvel.copy(),
+                        integrator=integrator, ctrl=d.ctrl.copy() if m.nu else None, constraints=True, margins=True)
+    assert len(ran) == 1 and ran[0] is not None
+    t, M = terms[0], full_mass(m, d)
+    rel = product_rule_rounding()
+    spread = m.opt.timestep * np.linalg.norm(np.linalg.inv(M), 2) * \
+        (np.linalg.norm(t["J"].reshape(t["nefc"], m.nv), axis=1) * np.abs(t["force"])).sum()
+    assert_close(out[True][0], out[False][0], rel, max(np.abs(out[False][0]).max(), spread), what="A")
+    assert_close(out[True][1], out[False][1], rel, floor=0.0, what="B")
+    finite = np.isfinite(out[False][2])                # the margins: inf where there is no such row
+    assert (np.isfinite(out[True][2]) == finite).all()
+    assert_close(out[True][2][finite], out[False][2][finite], 1e-10, floor=0.0, what="margins")
+    reached = {"frictionless edge": t["stiff"], "box sliding elliptic": t["ncone"] > 0 and t["nmoving"] > 0,
+               "coupled slides": t["nmoving"] > 0 and t["daref"].any()}    # the branch each case is there for
+    assert reached.get(case, t["nrows"] > 0)
+
+
+@pytest.mark.parametrize("case", ["a plane only", "a pendulum", "SO-101 in and past its limits"])
+def test_compiled_constrained_step_without_rows_and_in_batches(monkeypatch, case):
+    """_compiled_constrained where there is nothing to constrain and across a batch: a model without dofs (nv 0: the
+    NumPy text's (0, 0) A and B; the kernel declines), a state without rows (nv 1: the compiled call runs), and three
+    SO-101 states with 0, some and every joint past its limit (a batch whose states have different row counts: each
+    state's compiled call) against the NumPy text state by state within product_rule_rounding() of each state's largest
+    entry (the rows are limits, analytic: no product rule, only the solves' rounding, far below)."""
+    if case == "a plane only":
+        m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><geom type="plane" size="1 1 .1"/></worldbody></mujoco>')
+    elif case == "a pendulum":
+        m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body><joint axis="0 1 0"/><geom size=".1" pos="0 0 -.5"/>'
+                                           '</body></worldbody></mujoco>')
+    else:
+        m = exact_solver(models.load("robotstudio_so101"))
+    past = np.where(m.jnt_limited, m.jnt_range[:, 1] + 0.02, 0.0)
+    q = np.stack([np.zeros(m.nq), np.where(np.arange(m.nq) % 2, past, 0.0), past])[:1 if m.nq < 2 else 3]
+    qd, ctrl = np.full_like(q, 0.1), np.zeros((len(q), m.nu)) if m.nu else None
+    model = engine.from_mujoco(m)
+    ran = []
+    compiled = derivatives._compiled_constrained
+    monkeypatch.setattr(derivatives, "_compiled_constrained", lambda *a, **k: ran.append(compiled(*a, **k)) or ran[-1])
+    out = {}
+    for flag in (True, False):
+        monkeypatch.setattr(derivatives, "COMPILED_STEP", flag)
+        out[flag] = run("native", derivatives.step_derivatives, model, q, qd, ctrl=ctrl, constraints=True)
+    rows = {len(mujoco_rows(m, state)) for state in q}
+    assert len(ran) == (0 if m.nv == 0 else len(q)) and all(x is not None for x in ran)
+    assert len(rows) == len(q) or m.nq < 2
+    for k, what in ((0, "A"), (1, "B")):
+        assert out[True][k].shape == out[False][k].shape == (len(q), 2 * m.nv, 2 * m.nv if k == 0 else m.nu)
+        if out[False][k].size:
+            assert_close(out[True][k], out[False][k], product_rule_rounding(), floor=0.0, per_state=True, what=what)
+
+
+def product_rule_rounding() -> float:
+    """eps sum_s |w_s| / (12 ROW_STEP): how far apart two sums of the product rule's dJ = (sum_s w_s J_s) / (12 ROW_STEP)
+    in different orders may round, relative to |J| (derivatives._Constraints._product_rule)."""
+    weights = np.array(derivatives.FD_WEIGHTS)[:, 1]
+    return np.finfo(float).eps * np.abs(weights).sum() / (12 * derivatives.ROW_STEP)
+
+
+def mujoco_rows(m, q: np.ndarray) -> np.ndarray:
+    """MuJoCo's constraint rows' types at q (zero velocity): how many rows the state has."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    return d.efc_type.copy()
 
 
 @pytest.mark.parametrize("integrator", ["euler", "implicitfast", "rk4"])

@@ -349,6 +349,11 @@ ANALYTIC_ROWS = True
 #: there when the backend is native (False: their NumPy text everywhere; the tests compare the two)
 COMPILED_PIECES = True
 
+#: step_derivatives(constraints=True) runs the step after the rows' derivatives in one compiled call when the backend is
+#: native (_compiled_constrained: euler, implicit, implicitfast on what numpy_only passes; False: the NumPy text; the
+#: tests compare the two)
+COMPILED_STEP = True
+
 #: rows are stiff where a quadratic row's D exceeds this times M's largest diagonal entry (a pyramid at friction 1e-5:
 #: D ~ 1e11): their forces are then corrected to the optimum's balance and H solved in their range space (_hessian_solve),
 #: elsewhere H = M + J^T D J directly (its rounding eps D / M below 2e-10)
@@ -1231,9 +1236,28 @@ class _Constraints:
 
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
-        (see the class): held at solve()'s optimum."""
-        r, M, nv, model = self.r, self.M, self.model.nv, self.model
+        (see the class): held at solve()'s optimum, from the rows' q-derivatives (terms). Mirrored by
+        cpp/step_derivative.h's constrained_derivatives (_compiled_constrained)."""
+        t, r, M, nv = self.terms(q, qd), self.r, self.M, self.model.nv
         H = M + r.J.T @ self._times_S(r.J)
+        Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
+        if t.moving.size:
+            Gq[:, t.moving], Wq[:, t.moving] = self._product_rule(t.J, t.force, np.array(FD_WEIGHTS)[:, 1], t.moving.size)
+        turning, df = self._analytic_forces(t.rows, t.dJ, t.dpos, qd)
+        Gq += turning
+        Wq[t.rows] += df
+        Wv = self._times_S(t.daref)                    # G_qd = -J^T S daref/dqd
+        W = np.hstack([Wq, Wv, np.zeros((r.nefc, Fu.shape[1] + Fa.shape[1]))])
+        da = self._hessian_solve(H, np.hstack([rq - Gq, rv, Fu, Fa]), W)
+        out = M @ da - np.hstack([rq, rv, Fu, Fa])
+        return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+
+    def terms(self, q: np.ndarray, qd: np.ndarray) -> "_Terms":
+        """The rows' derivatives at solve()'s optimum that derivatives() combines (_Terms): the refusals first
+        (InvalidStateError where the step is not differentiable), then the analytic rows' dJ and dpos (_analytic_rows),
+        the differenced rows' J and forces at the points along each dof that moves one (_points, _held_forces: where a
+        contact appears along the others, refused) and daref/dqd (_aref_velocity_derivative)."""
+        r, nv, model = self.r, self.model.nv, self.model
         poses = body_poses(model, q) if len(r.contact_row) else None     # the bodies' (xpos, xmat), once
         self.pairs = self._segment_pairs(q, poses)     # InvalidStateError where a nearest point nears its end
         self._refuse_upright_capsules(q, poses)        # InvalidStateError where a capsule on a plane nears upright
@@ -1244,24 +1268,32 @@ class _Constraints:
         rows, dJ, dpos = self._analytic_rows(q, poses)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
-        moves, weights = self._moving_dofs(q), np.array(FD_WEIGHTS)[:, 1]
+        moves = self._moving_dofs(q)
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
         if not collision.has_contacts(model):          # along the others, no contact may appear either: checked there
             still = still[:0]                          # (those that move a pair of geoms that may touch)
         still = still[collision.contact_dofs(model)[still]] if still.size else still
-        Gq, Wq = np.zeros((nv, nv)), np.zeros((r.nefc, nv))     # G_q = Gq - J^T Wq (Wq: the rows' force derivatives)
+        J, force = np.zeros((0, r.nefc, nv)), np.zeros((0, r.nefc))
         if moving.size or still.size:
             Q, dofs = self._points(q, moving, still)
             J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), dofs, 2 * still.size)
-            Gq[:, moving], Wq[:, moving] = self._product_rule(J, force, weights, moving.size)
-        turning, df = self._analytic_forces(rows, dJ, dpos, qd)
-        Gq += turning
-        Wq[rows] += df
-        Wv = self._times_S(self._aref_velocity_derivative(q, qd))     # G_qd = -J^T S daref/dqd
-        W = np.hstack([Wq, Wv, np.zeros((r.nefc, Fu.shape[1] + Fa.shape[1]))])
-        da = self._hessian_solve(H, np.hstack([rq - Gq, rv, Fu, Fa]), W)
-        out = M @ da - np.hstack([rq, rv, Fu, Fa])
-        return np.split(out, np.cumsum([nv, nv, Fu.shape[1]]), axis=1)
+        return _Terms(rows, dJ, dpos, moving, J, force, self._aref_velocity_derivative(q, qd))
+
+    def compiled_terms(self, t: "_Terms", qfrc: np.ndarray) -> dict:
+        """The constrained terms of cpp/data.h's ConstrainedTerms by name (read in place by cpp/bindings.cpp) from terms()'
+        t and solve()'s optimum (qfrc: its qfrc_constraint): the rows, their states and forces (_optimum_forces), the
+        cones' Hessians concatenated, FD_WEIGHTS' weights over 12 ROW_STEP (_product_rule's)."""
+        r, cones = self.r, list(self.cones.items())
+        floats = dict(a_c=self.a, qfrc=qfrc, J=r.J, D=r.D, aref=r.aref, B=r.B, K=r.K, imp=r.imp, impP=r.impP, pos=r.pos,
+                      margin=r.margin, force=self._optimum_forces(), dJ=t.dJ, dpos=t.dpos, Jpts=t.J, fpts=t.force,
+                      daref=t.daref, weights=np.array(FD_WEIGHTS)[:, 1],
+                      cone_H=np.concatenate([H.ravel() for _, H in cones]) if cones else np.zeros(0))
+        ints = dict(state=self.state, rows=t.rows, moving=t.moving, cone_first=[first for first, _ in cones],
+                    cone_dim=[len(H) for _, H in cones])
+        return {"nefc": int(r.nefc), "nrows": len(t.rows), "nmoving": len(t.moving), "points": len(FD_WEIGHTS),
+                "ncone": len(cones), "stiff": bool(self.stiff), "step": 12 * ROW_STEP,
+                **{k: np.ascontiguousarray(v, dtype=np.float64) for k, v in floats.items()},
+                **{k: np.ascontiguousarray(v, dtype=np.int64) for k, v in ints.items()}}
 
     def _hessian_solve(self, H: np.ndarray, B: np.ndarray, W: np.ndarray) -> np.ndarray:
         """H^-1 (B + J^T W) (nv, k) for B (nv, k) and the rows' W (nefc, k). With stiff rows (STIFF_ROWS; S = D on the
@@ -1339,6 +1371,17 @@ class _SegmentPair(NamedTuple):
     radius: list               # [r1, r2] [m]
     L: float                   # |c2 - c1| [m]
     v1: np.ndarray             # (3, nv) body 1's point Jacobian at c1
+
+
+class _Terms(NamedTuple):
+    """_Constraints.terms': the rows' derivatives at the optimum that derivatives() combines."""
+    rows: np.ndarray           # (m,) the rows whose dG/dq is analytic (_analytic_rows)
+    dJ: np.ndarray             # (m, nv, nv) their d J[row, j]/dq_k at [., j, k]
+    dpos: np.ndarray           # (m, nv) their d pos/dq
+    moving: np.ndarray         # (k,) the dofs along which the other rows are differenced (_moving_dofs)
+    J: np.ndarray              # (k s, nefc, nv) the rows' J at FD_WEIGHTS' s points along each (_held_forces)
+    force: np.ndarray          # (k s, nefc) their forces there (the analytic rows' zero)
+    daref: np.ndarray          # (nefc, nv) d aref/dqd (_aref_velocity_derivative)
 
 
 def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis, turns) -> tuple:
@@ -1837,6 +1880,16 @@ class _Stepper:
             return Pq, Pv, Au, Aa, x
         return Pq + Aq, Pv + Av, Au, Aa, x
 
+    def constrained_terms(self, q, qd, act) -> dict | None:
+        """The compiled constrained step's terms at (q, qd) (_compiled_constrained): acceleration()'s evaluate and solve,
+        then the rows' derivatives (_Constraints.terms), by name (_Constraints.compiled_terms); None where the forces are
+        not finite (the NumPy text then names what overflows)."""
+        M, f, _ = self.run.evaluate(q, qd, act)
+        if not np.isfinite(f).all():
+            return None
+        qfrc = self.constraints.solve(q, qd, M, f)[1]
+        return self.constraints.compiled_terms(self.constraints.terms(q, qd), qfrc)
+
     def refuse_overflow(self, q, qd, f) -> None:
         """InvalidStateError for finite inputs whose accelerations are not: which forces overflow, and the input that
         drives them (the velocities, whose products grow with their square; or the applied forces, the controls)."""
@@ -2006,10 +2059,12 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows'
             dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
             for contacts of a plane against a sphere, capsule or box and between spheres and capsules (dim 1 or 3,
-            pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the rest analytic; the
-            NumPy text runs, not the compiled step kernel (the rows, the contacts, the solve and the contacts'
-            analytic rows (plane_, segment_contact_rows) are the compiled engine's when the backend is native; the
-            discrete step's rows and solve NumPy's, as its engine's).
+            pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the rest analytic. On
+            the compiled backend the rows, the contacts, the solve and the contacts' analytic rows (plane_,
+            segment_contact_rows) are the compiled engine's, and with euler, implicit or implicitfast on what the
+            compiled step models (numpy_only) everything after the rows' derivatives is one compiled call per state
+            (_compiled_constrained); the refusals, the rows' differences and rk4's stages run on the NumPy text, the
+            discrete step's rows and solve NumPy's, as its engine's.
         margins: with constraints=True, also return how far the state is from a switch or kink (the smallest over
             RK4's stages): where they are small the linearisation holds only that close.
 
@@ -2063,6 +2118,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     explicit = integrator == "discrete" and forward.explicit_couplings(model) and \
         forward.metric_couplings(model, model.actuators)               # PGS's explicit servo terms: the NumPy text's
     compiled = native.on and not numpy_only(model) and not constraints and not explicit   # the kernel declines, NumPy runs
+    constrained = native.on and constraints and COMPILED_STEP and model.nv > 0 and not numpy_only(model) and \
+        integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state (nv 0: no rows' J)
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
@@ -2093,16 +2150,44 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     for k in redo:
         inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied", "act")}
         try:
-            T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints,
-                                                margins=margins)
+            fast = _compiled_constrained(model, name, h, euler_damping, **inputs, margins=margins) if constrained else None
+            if fast is None:
+                T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints,
+                                                    margins=margins)
         except (InvalidStateError, InvalidArgumentError) as error:
             if batch is None:
                 raise
             raise type(error)(f"{error} (state {k} of {n})") from None
-        A[k], B[k] = T[:, :A.shape[-1]], T[:, A.shape[-1]:]
+        if fast is None:
+            A[k], B[k] = T[:, :A.shape[-1]], T[:, A.shape[-1]:]
+        else:
+            (A[k], B[k]), distances[k] = fast
     if margins:
         return (A[0], B[0], distances[0]) if batch is None else (A, B, distances)
     return (A[0], B[0]) if batch is None else (A, B)
+
+
+def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act, margins=False):
+    """step_derivatives(constraints=True) of one checked state (euler, implicit or implicitfast; a model the compiled step
+    models, numpy_only "") with the step in one compiled call: the NumPy text's evaluate, solve, refusals and rows'
+    q-derivatives (_Stepper.constrained_terms), then everything after them in cpp/step_derivative.h -- the forces' and
+    rnea's derivatives, H = M + J^T S J, the rows' force derivatives (_analytic_forces, _product_rule), _times_S,
+    _hessian_solve (both branches), M da - r (constrained_derivatives), K, its solve and the retraction (acceleration,
+    step_derivative). ((A, B), margins (4,)), or None where the kernel declines the state (the NumPy text then redoes it
+    and names what is wrong)."""
+    inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
+    s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
+    s.constraints.kinks = margins                      # the margins' [2], [3] (_break_margins) only when asked
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = s.constrained_terms(q, qd, np.zeros(0))
+    if terms is None:
+        return None
+    fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), inputs.actuators,
+                                           None if inputs.actuators is None else ctrl[None],
+                                           None if qfrc_applied is None else qfrc_applied[None])
+    fields["constraints"] = terms
+    A, B, status = native.STEP_DERIVATIVES(model, q, qd, fields)
+    return None if status[0] else ((A[0], B[0]), s.constraints.margins)
 
 
 def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping):
