@@ -727,6 +727,7 @@ inline void tendon_row(Rows &r, const Data<double> &d, int64_t t, double scale) 
 
 // each row's diagApprox scaled by its factor under the discrete integrator (discrete_diagonal_ratio):
 // J diag(M^)^-1 J^T / J diag(M)^-1 J^T with M's diagonal bare (nv) and M^ = M + h B + h^2 K's (nv), diagA scaled by it
+// (kept where J diag(M)^-1 J^T <= MINVAL, as MuJoCo 4: a row whose J is rounding noise)
 inline void discrete_diagonal_ratio(Rows &r, const double *bare, const double *step_diag) {
     for (int i = 0; i < r.nefc; i++) {
         double b = 0.0, e = 0.0;
@@ -735,7 +736,7 @@ inline void discrete_diagonal_ratio(Rows &r, const double *bare, const double *s
             double J2 = r.val[size_t(k)] * r.val[size_t(k)];
             b += J2 * (1 / bare[j]), e += J2 * (1 / step_diag[j]);
         }
-        if (b > 0) r.diagA[size_t(i)] *= e / b;
+        if (b > MINVAL) r.diagA[size_t(i)] *= e / b;
     }
 }
 

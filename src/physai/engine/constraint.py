@@ -385,8 +385,9 @@ def discrete_diagonal_ratio(model: Model, d: Data, J: np.ndarray, h: float,
                             step_diagonal: np.ndarray | None = None) -> np.ndarray:
     """(nefc,) each row's diagApprox factor under the discrete integrator, for rows J (nefc, nv) at the state whose
     positions the one-state Data d holds and the timestep h [s]: J diag(M + h B + h^2 K)^-1 J^T / J diag(M)^-1 J^T with
-    M's diagonal at the state: the row's inverse inertia in the step's metric over the bare one (1 for a row without
-    any). step_diagonal (nv,): diag(M + h B + h^2 K) with the tendons' and servos' terms (forward.discrete_metric);
+    M's diagonal at the state: the row's inverse inertia in the step's metric over the bare one (1 for a row whose bare
+    one is at most MINVAL, as MuJoCo 4: a contact normal whose J is rounding noise, ~1e-16, keeps its diagApprox).
+    step_diagonal (nv,): diag(M + h B + h^2 K) with the tendons' and servos' terms (forward.discrete_metric);
     default the joints' B and K alone."""
     M = np.diag(smooth.crb(model, d)[:, :, 0])
     J2 = J * J
@@ -394,7 +395,7 @@ def discrete_diagonal_ratio(model: Model, d: Data, J: np.ndarray, h: float,
     if step_diagonal is None:                                           # the joints' diagonal B and K
         step_diagonal = M + (h * model.dof_damping + h * h * discrete_stiffness(model))
     effective = J2 @ (1 / step_diagonal)
-    return np.where(bare > 0, effective / np.where(bare > 0, bare, 1.0), 1.0)
+    return np.where(bare > MINVAL, effective / np.where(bare > MINVAL, bare, 1.0), 1.0)
 
 
 def end_of_step_factor(h: float, B, K, imp):
