@@ -814,10 +814,11 @@ def test_discrete_integrator_follows_mj_step(seed, backend):
     assert np.abs(batch.q[:, 1:] - Q).max() < 1e-10
 
 
-def two_arms_and_a_box(cone: str, solver: str) -> str:
+def two_arms_and_a_box(cone: str, solver: str, base: float = .1) -> str:
     """Two trees of damped hinges (a z hinge, two branches of two y hinges, the first damped and limited) whose
     collinear capsules meet tip to tip and side by side, a free box above them, under the discrete integrator: contact
-    normals whose J rows are rounding noise (~1e-16)."""
+    normals whose J rows are rounding noise (~1e-16). base [m]: the height of the z hinges' boxes (half size .1: at .1
+    they rest exactly on the plane, dist 0 = margin, a contact MuJoCo leaves out or keeps as rounding falls)."""
     def arm(p: str, pos: str) -> str:
         branch = lambda n, s: (f'<body pos="{s * .1:g} 0 .25"><joint name="{p}{n}1" axis="0 1 0" damping=".1" limited="true" '   # noqa: E731
                                f'range="-.3 .3"/><geom type="capsule" fromto="0 0 0 {s * .3:g} 0 0" size=".05"/>'
@@ -826,7 +827,8 @@ def two_arms_and_a_box(cone: str, solver: str) -> str:
         return (f'<body pos="{pos}"><joint name="{p}r" axis="0 0 1"/><geom type="box" size=".1 .1 .1"/>'
                 f'{branch("a", 1)}{branch("b", -1)}</body>')
     return (f'<mujoco><option integrator="discrete" timestep=".005" solver="{solver}" cone="{cone}" tolerance="1e-15" '
-            f'iterations="2000"/><worldbody><geom type="plane" size="5 5 .1"/>{arm("L", "0 0 .1")}{arm("R", ".35 0 .1")}'
+            f'iterations="2000"/><worldbody><geom type="plane" size="5 5 .1"/>{arm("L", f"0 0 {base:g}")}'
+            f'{arm("R", f".35 0 {base:g}")}'
             f'<body pos="0 0 .8"><freejoint/><geom type="box" size=".2 .2 .05"/></body></worldbody></mujoco>')
 
 
@@ -838,9 +840,10 @@ def test_discrete_rows_with_a_noise_jacobian_keep_their_diagonal(cone, solver, b
     under the discrete integrator, as MuJoCo 4's (constraint.discrete_diagonal_ratio; before: scaled by the ratio of
     two noise terms, its elliptic contact's R 0.3% off, qd 1.8e-4 off mj_step after one step): two_arms_and_a_box from a
     random velocity on both engines. Newton: 5 steps within 1e-11 of mj_step in q and qd (1.2e-12 seen). CG: the first
-    step within 5e-11 in qd (6e-12 seen; MuJoCo's own CG and Newton 1.3e-11 apart there); its later, warm-started
-    steps are not compared here (CG stops far from the minimum in this stiff scene: MuJoCo's own CG and Newton are
-    ~1 apart in qd by the third step)."""
+    step within 5e-11 in qd (6e-12 seen; MuJoCo's own CG and Newton 1.3e-11 apart there); its later steps are not
+    compared here: the boxes rest exactly on the plane, and a 3e-14 difference in q decides whether their contacts
+    (normal J exactly zero, diagApprox 0, so R = MINVAL) are kept; with them CG stops far from the minimum, MuJoCo's
+    own too (test_discrete_cg_warm_started_steps_follow_mj_step lifts the boxes)."""
     m = mujoco.MjModel.from_xml_string(two_arms_and_a_box(cone, solver))
     d = mujoco.MjData(m)
     d.qvel[:] = np.random.default_rng(0).normal(size=m.nv)
@@ -850,6 +853,22 @@ def test_discrete_rows_with_a_noise_jacobian_keep_their_diagonal(cone, solver, b
     traj = run(backend, integ.simulate, engine.from_mujoco(m), q0, qd0, steps=steps, energy=False)
     bound = 1e-11 if solver == "Newton" else 5e-11
     assert np.abs(traj.q[1:] - Q).max() < bound and np.abs(traj.qd[1:] - QD).max() < bound
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
+def test_discrete_cg_warm_started_steps_follow_mj_step(cone, backend):
+    """CG's warm-started steps under the discrete integrator (the start chosen between the last qacc and a0 by their
+    costs) follow mj_step's: two_arms_and_a_box with its z hinges' boxes 1 mm above the plane (resting on it, contacts
+    kept or left out by rounding make CG stop far from the minimum, MuJoCo's own too), 3 steps from a random velocity
+    within 1e-9 in q and qd (1.1e-10 seen; MuJoCo's own CG and Newton 1.2e-9 apart on the pyramid)."""
+    m = mujoco.MjModel.from_xml_string(two_arms_and_a_box(cone, "CG", base=.101))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(0).normal(size=m.nv)
+    q0, qd0 = d.qpos.copy(), d.qvel.copy()
+    Q, QD = mj.steps(m, d, 3)
+    traj = run(backend, integ.simulate, engine.from_mujoco(m), q0, qd0, steps=3, energy=False)
+    assert np.abs(traj.q[1:] - Q).max() < 1e-9 and np.abs(traj.qd[1:] - QD).max() < 1e-9
 
 
 def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> mujoco.MjModel:
