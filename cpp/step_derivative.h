@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "actuation.h"
+#include "constraint.h"
 #include "data.h"
 #include "derivative.h"
 #include "forward.h"

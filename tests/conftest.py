@@ -63,6 +63,7 @@ FILE_MARKERS = {
 }
 #: tests that run the compiled backend by name in their body (parametrized ones are found by their backend="native")
 COMPILED = {
+    "test_architecture.py": {"test_each_cpp_header_compiles_on_its_own"},      # a C++ compiler checks the headers
     "test_observed.py": {"test_the_compiled_step_observes_what_the_numpy_engine_does",
                          "test_the_other_gymnasium_task_models_observe_as_mujoco_in_the_compiled_step",
                          "test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call",
@@ -132,7 +133,7 @@ SLOW = {
     "test_architecture.py": {
         "test_no_public_class_shadows_a_module", "test_one_module_outside_the_engine_reads_the_collision_driver",
         "test_imports_point_down", "test_no_import_inside_a_function", "test_no_private_name_of_another_module",
-        "test_the_lesson_and_the_engine_stand_alone",
+        "test_the_lesson_and_the_engine_stand_alone", "test_each_cpp_header_compiles_on_its_own",
     },
     "test_backend.py": {
         "test_map_states_over_dask_arrays", "test_physai_backend_numpy_selects_the_reference_at_import",

@@ -11,6 +11,8 @@ the source (ast), not from a running interpreter.
 """
 
 import ast
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -273,3 +275,18 @@ def test_no_module_writes_into_a_model(name):
 def test_the_model_write_check_sees_a_write():
     source = "def f(model):\n    model.__dict__['ready'] = True\n    object.__setattr__(model, 'x', 1)\n"
     assert model_writes(source) == ["__dict__[...] = (line 2)", "object.__setattr__(model, ...) (line 3)"]
+
+
+HEADERS = sorted(p.name for p in (SRC.parent / "cpp").glob("*.h"))
+
+
+@pytest.mark.parametrize("header", HEADERS)
+def test_each_cpp_header_compiles_on_its_own(header):
+    """Each cpp/*.h includes what it uses (a header compiled alone, g++ -fsyntax-only): none leans on the includes of
+    the file that happens to include it first."""
+    compiler = shutil.which("c++") or shutil.which("g++")
+    assert compiler, "the compiled engine's headers are checked with a C++ compiler (c++ or g++ on PATH)"
+    cpp = SRC.parent / "cpp"
+    run = subprocess.run([compiler, "-std=c++17", "-fsyntax-only", "-I", str(cpp),
+                          "-x", "c++", str(cpp / header)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr[-2000:]
