@@ -422,7 +422,8 @@ def test_no_model_file_is_served_and_the_page_draws_the_compiled_model(tmp_path,
         page.wait_for_function("window.viewer && window.viewer.duration !== undefined", timeout=120000)
         page.evaluate("viewer.play()")
         assert page.evaluate("viewer.simplify()") is True     # WebGL in software here: the simplified meshes fetched
-        page.wait_for_function("viewer.frames > 3", timeout=60000)
+        shown = page.evaluate("viewer.frames")                              # frames drawn before the meshes came
+        page.wait_for_function(f"viewer.frames > {shown + 2}", timeout=60000)
         assert page.evaluate("viewer.detail().level") >= 0                # playing: a simplified mesh drawn
         page.evaluate(f"viewer.seek({run.t[20]})")
         assert page.evaluate("viewer.detail().level") == -1               # paused: as compiled
