@@ -13,7 +13,7 @@ import pytest
 
 from physai import dynamics, engine, joints, models
 from physai.engine import batching
-from physai.exceptions import InvalidModelError, InvalidStateError, PhysaiError, ShapeError
+from physai.exceptions import InvalidModelError, InvalidStateError, PhysaiError, ShapeError, UnknownJointError
 from helpers import assert_close
 
 ROBOTS = ["double_pendulum", "hinge_slide", "robotstudio_so101", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "unitree_g1",
@@ -222,6 +222,41 @@ def test_free_joint_is_three_slides_and_a_ball():
     assert list(model.link_dofnum[:4]) == [1, 1, 1, 3] and list(model.link_parentid[:4]) == [-1, 0, 1, 2]
     assert list(model.coords.quat_q) == [3] and list(model.coords.quat_v) == [3]
     assert_close(model.qpos0[:7], [0, 0, 0, 1, 0, 0, 0], RTOL)
+
+
+#: a ball joint first, then a hinge, a slide and a second ball, all named: every joint after the first has
+#: jnt_qposadr and jnt_dofadr different from its index
+BALL_FIRST_XML = ('<mujoco><worldbody><body name="upper"><joint name="shoulder" type="ball"/><geom size="0.1"/>'
+                  '<body name="fore" pos="0 0 -0.5"><joint name="elbow" axis="0 1 0"/><geom size="0.1"/>'
+                  '<body name="tool" pos="0 0 -0.5"><joint name="extend" type="slide"/><joint name="wrist" type="ball"/>'
+                  '<geom size="0.05"/></body></body></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("source", ["unitree_g1", "ball_first"])
+def test_joint_addresses_are_mujocos(source):
+    """Model.joint(name or id): qpos and dof slices from MuJoCo's jnt_qposadr and jnt_dofadr, with nq and nv of the type."""
+    m = models.load(source) if source != "ball_first" else mujoco.MjModel.from_xml_string(BALL_FIRST_XML)
+    model = engine.from_mujoco(m)
+    sizes = {int(mujoco.mjtJoint.mjJNT_FREE): (7, 6, "free"), int(mujoco.mjtJoint.mjJNT_BALL): (4, 3, "ball"),
+             int(mujoco.mjtJoint.mjJNT_SLIDE): (1, 1, "slide"), int(mujoco.mjtJoint.mjJNT_HINGE): (1, 1, "hinge")}
+    for j in range(m.njnt):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
+        nq, nv, kind = sizes[int(m.jnt_type[j])]
+        for key in (name, j, np.int64(j)):
+            a = model.joint(key)
+            assert (a.id, a.name, a.type, a.body) == (j, name, kind, m.jnt_bodyid[j] - 1)       # physai's bodies skip the world
+            assert a.qpos == slice(m.jnt_qposadr[j], m.jnt_qposadr[j] + nq)
+            assert a.dof == slice(m.jnt_dofadr[j], m.jnt_dofadr[j] + nv)
+    assert m.jnt_dofadr[1] != 1 and m.jnt_qposadr[1] != 1                  # indexing by joint id would be wrong here
+
+
+def test_an_unknown_joint_is_named_with_the_known_ones():
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(BALL_FIRST_XML))
+    with pytest.raises(UnknownJointError, match=r"no joint 'elbw'.* Did you mean 'elbow'\?.*'shoulder', 'elbow', 'extend', 'wrist'"):
+        model.joint("elbw")
+    for bad in (4, -1, True, 1.0, None, ""):
+        with pytest.raises(UnknownJointError, match=r"expected an index 0\.\.3 or a name"):
+            model.joint(bad)
 
 
 def test_welded_chain_below_the_world_and_between_joints():

@@ -5,6 +5,7 @@
     q, qd = engine.random_states(model, 1000)   # q (N, nq), qd (N, nv); one state is (nq,), (nv,)
     tau = engine.rnea(model, q, qd, qdd)        # (N, nv)
     M = engine.mass_matrix(model, q)            # (N, nv, nv)
+    knee = model.joint("left_knee")             # .qpos, .dof: its slices of q and of qd, tau, M (not its joint index)
     q_next = engine.integrate(model, q, qd, dt) # MuJoCo's mj_integratePos
 
 Organised like MuJoCo's engine: a constant Model of flat arrays (model.py; actuators.py), a per-state Data workspace

@@ -28,13 +28,31 @@ from physai.engine import geoms as geoms_module
 from physai.engine.geoms import Geoms
 from physai.spatial import mat_to_quat
 from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
-                               UnsupportedModelError)
+                               UnknownJointError, UnsupportedModelError)
 
 
 #: MuJoCo's default solver parameters of a constraint: solref (timeconst [s], dampratio), solimp (d0, dwidth, width [m | rad],
 #: midpoint, power)
 SOLREF = (0.02, 1.0)
 SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class JointAddress:
+    """Where one joint's numbers live (Model.joint): index q[..., qpos] and qd, qdd, tau, M[..., dof, dof] with dof.
+
+    id:    the joint's index (MuJoCo's joint id; not its place in q or qd once a free or ball joint comes first)
+    name:  its name ("" when unnamed); type: "free", "ball", "slide" or "hinge"; body: the body it moves
+    qpos:  slice of q, jnt_qposadr to + 7 (free), 4 (ball, w x y z) or 1
+    dof:   slice of qd, qdd, tau and of M's rows and columns, jnt_dofadr to + 6 (free), 3 (ball) or 1
+    """
+
+    id: int
+    name: str
+    type: str
+    body: int
+    qpos: slice
+    dof: slice
 
 
 @dataclass
@@ -197,6 +215,7 @@ class Model:
     dof_turns       (nv, nv)        float64, [j, k] 1 where moving along dof k turns dof j's motion (O(nv^2), on first
                                     use too: joints.turning_dofs)
     jnt_type, jnt_qposadr, jnt_dofadr, jnt_bodyid, jnt_name   (njnt,) the source joints (physai.joints types)
+                                    (Model.joint(name or id): one joint's as q and qd slices, a JointAddress)
     jnt_stiffness   (njnt,)         spring stiffness of hinges and slides [N m/rad | N/m]; spring force
                                     -k (q - springref), energy 1/2 k (q - springref)^2
     jnt_springref   (njnt,)         [rad | m]
@@ -508,6 +527,27 @@ class Model:
         if isinstance(body, (int, np.integer)) and not isinstance(body, bool) and 0 <= body < self.nbody:
             return int(body)
         raise UnknownBodyError(f"body {body!r} is not a body of the model: expected an index 0..{self.nbody - 1} or a body name")
+
+    def joint(self, joint) -> JointAddress:
+        """The q and qd slices, type and body of a joint given by name or index (JointAddress); UnknownJointError,
+        naming the model's joints, otherwise. model.joint("left_knee").dof indexes qd, tau and M's diagonal, where
+        the joint's index would be off by 5 behind a free joint (nv 6, one joint) and by 2 behind a ball."""
+        j = self._joint_index(joint)
+        kind = int(self.jnt_type[j])
+        qadr, vadr = int(self.jnt_qposadr[j]), int(self.jnt_dofadr[j])
+        return JointAddress(j, self.jnt_name[j], joints.NAMES[kind], int(self.jnt_bodyid[j]),
+                            slice(qadr, qadr + joints.NQ[kind]), slice(vadr, vadr + joints.NV[kind]))
+
+    def _joint_index(self, joint) -> int:
+        if isinstance(joint, str) and joint and joint in self.jnt_name:
+            return self.jnt_name.index(joint)
+        if isinstance(joint, (int, np.integer)) and not isinstance(joint, bool) and 0 <= joint < self.njnt:
+            return int(joint)
+        known = [n for n in self.jnt_name if n]
+        close = difflib.get_close_matches(str(joint), known, n=3) if isinstance(joint, str) else []
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise UnknownJointError(f"the model has no joint {joint!r}: expected an index 0..{self.njnt - 1} or a name.{hint} "
+                                f"Its joints: {', '.join(map(repr, known)) or 'unnamed'}")
 
     @property
     def nsite(self) -> int:
