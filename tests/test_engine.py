@@ -14,7 +14,8 @@ import pytest
 from physai import dynamics, engine, joints, models
 from physai.engine import batching
 from physai.exceptions import InvalidModelError, InvalidStateError, PhysaiError, ShapeError, UnknownJointError
-from helpers import assert_close
+from helpers import Robot, assert_close
+import mj
 
 ROBOTS = ["double_pendulum", "hinge_slide", "robotstudio_so101", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "unitree_g1",
           "mixed_joints"]
@@ -74,6 +75,35 @@ def test_energy(robot):
             assert_close(U[k], d.energy[0], RTOL, what="potential energy")
     finally:
         robot.m.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+
+
+def test_body_energies(robot):
+    """Each body's kinetic energy 1/2 cvel . (cinert cvel) + its joints' armature, and potential -m g . xipos + its
+    joints' springs, from MuJoCo's per-body quantities; their sums are the totals (identity)."""
+    check_body_energies(robot)
+
+
+def test_body_energies_with_springs_and_a_ball_at_the_root():
+    check_body_energies(Robot("random_fixed", n=N))                       # hinge and slide springs, tilted gravity
+
+
+def check_body_energies(robot):
+    m = robot.m
+    T, U = engine.body_kinetic_energy(robot.model, robot.q, robot.qd), engine.body_potential_energy(robot.model, robot.q)
+    assert T.shape == U.shape == (N, m.nbody - 1)
+    assert_close(T.sum(axis=1), engine.kinetic_energy(robot.model, robot.q, robot.qd), RTOL, what="sum of T_b")
+    assert_close(U.sum(axis=1), engine.potential_energy(robot.model, robot.q), RTOL, what="sum of U_b")
+    spring = np.flatnonzero((m.jnt_type == mujoco.mjtJoint.mjJNT_HINGE) | (m.jnt_type == mujoco.mjtJoint.mjJNT_SLIDE))
+    for k in range(N):
+        d = robot.mujoco(robot.q[k], robot.qd[k])
+        U_mj = -m.body_mass * (d.xipos @ m.opt.gravity)
+        T_mj = np.array([0.5 * v @ mj.cinert_matrix(i) @ v for i, v in zip(d.cinert, d.cvel)])
+        np.add.at(T_mj, m.dof_bodyid, 0.5 * m.dof_armature * robot.qd[k] ** 2)
+        a = m.jnt_qposadr[spring]
+        np.add.at(U_mj, m.jnt_bodyid[spring], 0.5 * m.jnt_stiffness[spring] * (robot.q[k][a] - m.qpos_spring[a]) ** 2)
+        assert_close(T[k], T_mj[1:], RTOL, max(1.0, T_mj.sum()), what="T_b vs cvel . cinert cvel")
+        assert_close(U[k], U_mj[1:], RTOL, np.abs(U_mj).sum(), what="U_b vs -m g . xipos")
+    assert_close(engine.body_kinetic_energy(robot.model, robot.q[0], robot.qd[0]), T[0], RTOL, what="one state")
 
 
 def test_data_against_mujocos_stages(robot):

@@ -204,6 +204,7 @@ class Model:
     frame_links     dict: frame_in_link's results by name, made as they are asked for (physai.kinematics.frame_in_link
                     and jacobians.frame_jacobian read it first: a plain attribute and a dict lookup for a name seen before)
     dof_linkid      (nv,)           the link a dof moves
+    dof_bodyid      (nv,)           the body a dof's joint moves (MuJoCo's dof_bodyid; made on first use)
     dof_parentid    (nv,)           previous dof towards the root, -1 at a root
     dof_motion      (nv, 6)         motion subspace S of each dof in its link frame about the link origin
     dof_armature    (nv,)           rotor inertia added to M's diagonal [kg m^2 | kg]
@@ -391,6 +392,12 @@ class Model:
         object.__setattr__(self, "frame_links", {})
 
     compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
+
+    @cached_property
+    def dof_bodyid(self) -> np.ndarray:
+        """(nv,) the body each dof's joint moves (MuJoCo's dof_bodyid)."""
+        count = np.array([joints.NV[int(t)] for t in self.jnt_type], dtype=np.intp)
+        return _read_only(np.repeat(self.jnt_bodyid, count))
 
     @cached_property
     def dof_ancestor(self) -> np.ndarray:
