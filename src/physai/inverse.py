@@ -52,8 +52,7 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     """
     model = engine.as_model(model)
     cols, batch = validation.states(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
-    n = max(c.shape[1] for c in cols)
-    Q, QD, QDD = (np.broadcast_to(c, (c.shape[0], n)).T for c in cols)   # (n, size) each, a shared state repeated
+    Q, QD, QDD = (c.T for c in cols)                                    # (n, size) each, a shared state repeated
     integ.check_actuators(model, actuators, ctrl)
     integ.refuse_stateful_actuators(model, actuators, "inverse_dynamics")
     if dt is None and integrator is None:
