@@ -46,7 +46,7 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
         tau = M qdd + c - passive). rk4 raises UnsupportedModelError: use rk4_shooting.
     q (nq,) or (N, nq), qd and qdd (nv,) or (N, nv) [rad | m, rad/s | m/s, rad/s^2 | m/s^2]: one state, or N states
     (a single one shared by the batch, as physai.engine's functions take them; ShapeError for other shapes or unequal
-    N); the result has the batch's shape. rnea and c run batched; the passive forces and D state by state. dt [s];
+    N); the result has the batch's shape. rnea, c and the passive forces run batched, D state by state. dt [s];
     ctrl (nu,) is shared by the N states. ctrl without actuators raises InvalidArgumentError, as do actuators of
     another model (ShapeError).
     """
@@ -58,7 +58,7 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     if dt is None and integrator is None:
         # tau = M qdd + c - passive, M qdd + c by rnea, the tendons' armature J^T a J apart
         armature = np.einsum("nij,nj->ni", tendons.armature(model, Q), QDD) if model.tendon_armature.any() else 0.0
-        tau = engine.rnea(model, Q, QD, QDD) + armature - _passive(model, Q, QD)
+        tau = engine.rnea(model, Q, QD, QDD) + armature - forces.passive_force(model, Q, QD)
         return tau if batch is not None else tau[0]
     if dt is None or integrator is None:
         missing = "dt" if dt is None else "integrator"
@@ -76,13 +76,8 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     # tau = (M - h D) qdd + c - passive, with M - h D state by state
     A = np.array([integ.step_matrix(model, q, qd, h, name, actuators, ctrl, euler_damping=euler_damping)
                   for q, qd in zip(Q, QD)])
-    tau = np.einsum("nij,nj->ni", A, QDD) + engine.bias(model, Q, QD) - _passive(model, Q, QD)
+    tau = np.einsum("nij,nj->ni", A, QDD) + engine.bias(model, Q, QD) - forces.passive_force(model, Q, QD)
     return tau if batch is not None else tau[0]
-
-
-def _passive(model, Q, QD) -> np.ndarray:
-    """MuJoCo's qfrc_passive (n, nv) of n states (n, nq), (n, nv), state by state (physai.forces.passive_force)."""
-    return np.array([forces.passive_force(model, q, qd) for q, qd in zip(Q, QD)])
 
 
 def consistent_accelerations(samples, dt, qd0=None, model=None):
