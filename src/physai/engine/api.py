@@ -148,12 +148,7 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
 
     Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
-    model = as_model(model)
-    def compute(d, q, qd):
-        velocity_stages(model, d, q, qd)
-        return energy_vel(model, d, qd)
-    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+    return _energy_at_velocities(as_model(model), data, q, qd, energy_vel, batching.scalar_result)
 
 
 @native.dispatch("potential_energy", "the energy", batching.result)
@@ -162,12 +157,7 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
-    model = as_model(model)
-    def compute(d, q):
-        position_stages(model, d, q)
-        return energy_pos(model, d, q)
-    arrays = dict(q=(q, model.nq))
-    return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+    return _energy_at_positions(as_model(model), data, q, energy_pos, batching.scalar_result)
 
 
 @native.dispatch("energy", "the energy", batching.result)
@@ -189,12 +179,7 @@ def body_kinetic_energy(model: Model, q, qd, *, data: Data | None = None) -> np.
     is kinetic_energy (MuJoCo's energy[1]). Runs the NumPy stages on either backend (no compiled kernel yet).
     q (nq,) or (N, nq), qd (nv,) or (N, nv) [rad | m, rad/s | m/s].
     """
-    model = as_model(model)
-    def compute(d, q, qd):
-        velocity_stages(model, d, q, qd)
-        return body_energy_vel(model, d, qd)
-    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    return batching.result(*batching.run(model, data, arrays, compute), "the energy")
+    return _energy_at_velocities(as_model(model), data, q, qd, body_energy_vel, batching.result)
 
 
 def body_potential_energy(model: Model, q, *, data: Data | None = None) -> np.ndarray:
@@ -204,12 +189,23 @@ def body_potential_energy(model: Model, q, *, data: Data | None = None) -> np.nd
     body's joints 1/2 k (q - springref)^2. Summed over the bodies it is potential_energy (MuJoCo's energy[0]). Runs
     the NumPy stages on either backend (no compiled kernel yet). q (nq,) or (N, nq) [rad | m].
     """
-    model = as_model(model)
+    return _energy_at_positions(as_model(model), data, q, body_energy_pos, batching.result)
+
+
+def _energy_at_velocities(model: Model, data, q, qd, energy_of, result):
+    """result(energy_of(model, d, qd)) after the velocity stages: kinetic energies, in total or per body."""
+    def compute(d, q, qd):
+        velocity_stages(model, d, q, qd)
+        return energy_of(model, d, qd)
+    return result(*batching.run(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute), "the energy")
+
+
+def _energy_at_positions(model: Model, data, q, energy_of, result):
+    """result(energy_of(model, d, q)) after the position stages: potential energies, in total or per body."""
     def compute(d, q):
         position_stages(model, d, q)
-        return body_energy_pos(model, d, q)
-    arrays = dict(q=(q, model.nq))
-    return batching.result(*batching.run(model, data, arrays, compute), "the energy")
+        return energy_of(model, d, q)
+    return result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the energy")
 
 
 _TENDONS = native.kernel("tendons", "the tendons' lengths and Jacobians", batching.result)
