@@ -13,7 +13,8 @@ import pytest
 
 from physai import dynamics, engine, joints, models
 from physai.engine import batching
-from physai.exceptions import InvalidModelError, InvalidStateError, PhysaiError, ShapeError, UnknownJointError
+from physai.exceptions import (InvalidModelError, InvalidStateError, PhysaiError, ShapeError, UnknownBodyError, UnknownFrameError,
+                               UnknownJointError)
 from helpers import Robot, assert_close
 import mj
 
@@ -287,6 +288,46 @@ def test_an_unknown_joint_is_named_with_the_known_ones():
     for bad in (4, -1, True, 1.0, None, ""):
         with pytest.raises(UnknownJointError, match=r"expected an index 0\.\.3 or a name"):
             model.joint(bad)
+
+
+def panda_behind_loose_bodies() -> mujoco.MjModel:
+    """The Menagerie Panda with two unnamed free bodies, each with an unnamed site, placed before it in the world."""
+    path = models.model_path("franka_emika_panda")
+    loose = '<body pos="{} 0 0.5"><freejoint/><geom size="0.1" mass="1"/><site/></body>'
+    spec = mujoco.MjSpec.from_string(path.read_text().replace("<worldbody>", "<worldbody>" + loose.format(1) + loose.format(2), 1))
+    spec.meshdir = str(path.parent / spec.meshdir)
+    return spec.compile()
+
+
+@pytest.mark.parametrize("source", ["panda_behind_loose_bodies", "unitree_h1"])
+def test_unnamed_joints_bodies_and_sites_answer_to_no_name(source):
+    """physai keeps MuJoCo's names ("" when unnamed): each of a model's names, "" and the names an unnamed object's
+    index would spell ("joint0", "body1", "site1", ...) finds the joint, body or site MuJoCo's look-up finds (at its
+    addresses), or raises where MuJoCo's raises (the Panda's "joint1" is its arm's, not the second free body's)."""
+    m = panda_behind_loose_bodies() if source == "panda_behind_loose_bodies" else models.load(source)
+    model = engine.from_mujoco(m)
+    assert model.jnt_name == tuple(m.joint(j).name for j in range(m.njnt)) and model.joint(0).name == ""
+    assert model.body_name == tuple(m.body(b).name for b in range(1, m.nbody))
+    assert model.site_name == tuple(m.site(k).name for k in range(m.nsite))
+
+    def joint(a):                                        # a JointAddress as MuJoCo's (id, qposadr, dofadr)
+        return a.id, a.qpos.start, a.dof.start
+
+    def frame(name):                                      # a site's body as MuJoCo's (the world is MuJoCo's 0)
+        return int(model.frame(f"site:{name}")[0]) + 1
+    cases = [("joint", m.njnt, lambda j: (j, m.jnt_qposadr[j], m.jnt_dofadr[j]), lambda n: joint(model.joint(n)),
+              UnknownJointError), ("body", m.nbody, lambda b: b, lambda n: model.body_id(n) + 1, UnknownBodyError),
+             ("site", m.nsite, lambda k: m.site_bodyid[k], frame, UnknownFrameError)]
+    for kind, count, mujocos, physais, error in cases:
+        names = {getattr(m, kind)(i).name for i in range(count)} | {"", f"{kind}0", f"{kind}1", f"{kind}2"}
+        for name in sorted(names - {"world"}):
+            try:
+                expected = mujocos(getattr(m, kind)(name).id)
+            except KeyError:                                                  # MuJoCo has no such name
+                with pytest.raises(error, match="no (joint|body|site or body)"):
+                    physais(name)
+                continue
+            assert physais(name) == expected, (kind, name)
 
 
 def test_welded_chain_below_the_world_and_between_joints():

@@ -42,7 +42,8 @@ class JointAddress:
     """Where one joint's numbers live (Model.joint): index q[..., qpos] and qd, qdd, tau, M[..., dof, dof] with dof.
 
     id:    the joint's index (MuJoCo's joint id; not its place in q or qd once a free or ball joint comes first)
-    name:  its name ("" when unnamed); type: "free", "ball", "slide" or "hinge"; body: the body it moves
+    name:  its name ("" when unnamed: MuJoCo's); type: "free", "ball", "slide" or "hinge"
+    body:  the body it moves, physai's index (Model.body_name; MuJoCo's jnt_bodyid minus one: physai has no world body)
     qpos:  slice of q, jnt_qposadr to + 7 (free), 4 (ball, w x y z) or 1
     dof:   slice of qd, qdd, tau and of M's rows and columns, jnt_dofadr to + 6 (free), 3 (ball) or 1
     """
@@ -225,7 +226,9 @@ class Model:
     body_linkid     (nbody,)        link each body moves with, -1 for bodies welded to the world
     body_pos, body_rot (nbody, 3), (nbody, 3, 3)   body frame in that link's frame (world for -1)
     body_mass, body_ipos (nbody,), (nbody, 3)      each body's own mass [kg] and centre of mass in its frame [m]
-    body_name       (nbody,)        names (used in messages and by name look-ups)
+    body_name       (nbody,)        names (used in messages and by name look-ups). jnt_name, body_name and site_name
+                                    are the source's own: "" for an unnamed joint, body or site, which answers to no
+                                    name (messages call it "joint 3": model_checks.label)
     static_mass, static_com         mass welded to the world [kg] and its centre of mass [m]
     coords          physai.joints.Coordinates: q and v's layout (scalars, quaternions), qpos0
     actuators       physai.engine.actuators.Actuators or None
@@ -527,8 +530,8 @@ class Model:
     def body_id(self, body) -> int:
         """Index of a body given by index or name; physai.exceptions.UnknownBodyError otherwise."""
         if isinstance(body, str):
-            if body in self.body_name:
-                return self.body_name.index(body)
+            if (b := _named(self.body_name, body)) >= 0:
+                return b
             known = ", ".join(repr(b) for b in self.body_name if b)
             raise UnknownBodyError(f"the model has no body named {body!r}; its bodies are {known or 'unnamed'}")
         if isinstance(body, (int, np.integer)) and not isinstance(body, bool) and 0 <= body < self.nbody:
@@ -546,8 +549,8 @@ class Model:
                             slice(qadr, qadr + joints.NQ[kind]), slice(vadr, vadr + joints.NV[kind]))
 
     def _joint_index(self, joint) -> int:
-        if isinstance(joint, str) and joint and joint in self.jnt_name:
-            return self.jnt_name.index(joint)
+        if (j := _named(self.jnt_name, joint)) >= 0:
+            return j
         if isinstance(joint, (int, np.integer)) and not isinstance(joint, bool) and 0 <= joint < self.njnt:
             return int(joint)
         known = [n for n in self.jnt_name if n]
@@ -574,11 +577,10 @@ class Model:
         if isinstance(name, str):
             prefixed = name.startswith(("site:", "body:"))
             for kind, bare in ((name[:4], name[5:]), ("", name)) if prefixed else (("", name),):
-                if kind != "body" and bare in self.site_name:
-                    k = self.site_name.index(bare)
+                if kind != "body" and (k := _named(self.site_name, bare)) >= 0:
                     return int(self.site_bodyid[k]), self.site_pos[k], self.site_rot[k]
-                if kind != "site" and bare in self.body_name:
-                    return self.body_name.index(bare), np.zeros(3), np.eye(3)
+                if kind != "site" and (b := _named(self.body_name, bare)) >= 0:
+                    return b, np.zeros(3), np.eye(3)
         known = sorted({n for n in self.frame_name if n} - {name})
         close = difflib.get_close_matches(str(name), known, n=3)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
@@ -604,6 +606,12 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
+
+
+def _named(names: tuple, name) -> int:
+    """The index of the entry called `name` in a model's names (MuJoCo's own: "" when unnamed), or -1: an unnamed
+    entry answers to no name (MuJoCo's mj_name2id)."""
+    return names.index(name) if isinstance(name, str) and name and name in names else -1
 
 
 #: what a pickled Model leaves out (Model.__getstate__): its compiled copy and every cached property
@@ -650,8 +658,9 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         if not spec.joints:
             owner[b], rel_R[b], rel_p[b] = plink, R0, p0
             continue
-        types = [joints.check_type(j.type, f"body {spec.name!r}") for j in spec.joints]
-        joints.check_body(types, plink < 0, f"body {spec.name!r}")
+        who = f"body {model_checks.label(spec.name, b, 'body')!r}"
+        types = [joints.check_type(j.type, who) for j in spec.joints]
+        joints.check_body(types, plink < 0, who)
         for k, j in enumerate(spec.joints):
             jnts.append((j, b, nq, nv))
             for link in joints.links(types[k], j.axis, j.anchor):
@@ -709,7 +718,7 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
     qadr = np.array([a for _, _, a, _ in jnts], dtype=np.intp)
     vadr = np.array([a for *_, a in jnts], dtype=np.intp)
     stiff = np.array([float(j.stiffness) for j, *_ in jnts])
-    springless = [j.name for j, *_ in jnts if j.stiffness and not joints.has_spring(j.type)]
+    springless = [model_checks.label(j.name, k, "joint") for k, (j, *_) in enumerate(jnts) if j.stiffness and not joints.has_spring(j.type)]
     if springless:
         raise UnsupportedModelError(f"joint {springless[0]!r} has stiffness; physai's springs are on hinges and slides")
     springref = np.array([float(j.springref) for j, *_ in jnts])
@@ -797,9 +806,10 @@ def _passive_fields(passive: dict, nbody: int, nv: int) -> dict:
 
 def _site_fields(sites: list[SiteSpec], nbody: int) -> dict:
     """The Model's site arrays; a site on a body the list does not have is an InvalidModelError."""
-    for site in sites:
+    for k, site in enumerate(sites):
         if not -1 <= site.body < nbody:
-            raise InvalidModelError(f"site {site.name!r} is on body {site.body}; the model has {nbody} bodies (-1: the world)")
+            raise InvalidModelError(f"site {model_checks.label(site.name, k, 'site')!r} is on body {site.body}; the model has "
+                                    f"{nbody} bodies (-1: the world)")
     return dict(site_name=tuple(site.name for site in sites), site_bodyid=np.array([site.body for site in sites], dtype=np.intp),
                 site_pos=np.array([site.pos for site in sites], dtype=float).reshape(-1, 3),
                 site_rot=np.array([site.rot for site in sites], dtype=float).reshape(-1, 3, 3))
