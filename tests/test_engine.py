@@ -88,6 +88,10 @@ def test_body_energies_with_springs_and_a_ball_at_the_root():
     check_body_energies(Robot("random_fixed", n=N))                       # hinge and slide springs, tilted gravity
 
 
+def test_body_energies_when_no_body_moves():
+    check_body_energies(Robot("welded", n=N))                             # nv = 0: no link, every body welded
+
+
 def check_body_energies(robot):
     m = robot.m
     T, U = engine.body_kinetic_energy(robot.model, robot.q, robot.qd), engine.body_potential_energy(robot.model, robot.q)

@@ -533,14 +533,14 @@ def body_energy_vel(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
 def body_energy_pos(model: Model, d: Data, q: np.ndarray) -> np.ndarray:
     """Each body's potential energy (nbody, n) [J] from a Data with positions done: gravity's -m g . com (zero at the world
     origin), and the springs of the body's joints 1/2 k (q - springref)^2. Sums over the bodies to energy_pos."""
-    moving = model.body_linkid >= 0
-    link = np.where(moving, model.body_linkid, 0)
-    # com = center + x + R (pos + rot ipos) for a moving body, pos + rot ipos (world frame) for a welded one
+    # com = pos + rot ipos (world frame) for a welded body, center + x + R (pos + rot ipos) for a moving one
     local = model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)
-    com = np.where(moving[:, None, None], d.center[link] + d.cpos[link] + np.einsum("bikn,bk->bin", d.xmat[link], local),
-                   local[:, :, None])
+    com = np.repeat(local[:, :, None], d.n, axis=2)
+    b = np.flatnonzero(model.body_linkid >= 0)
+    link = model.body_linkid[b]
+    com[b] = d.center[link] + d.cpos[link] + np.einsum("bikn,bk->bin", d.xmat[link], local[b])
     U = -model.body_mass[:, None] * np.einsum("i,bin->bn", model.gravity, com)
-    body = model.jnt_bodyid[np.searchsorted(model.jnt_qposadr, model.spring_qposadr)]
+    body = model.dof_bodyid[model.spring_dofadr]
     np.add.at(U, body, 0.5 * model.spring_stiffness[:, None] * (q[model.spring_qposadr] - model.spring_ref[:, None]) ** 2)
     return U
 
