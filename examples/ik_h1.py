@@ -19,7 +19,7 @@ import argparse
 
 import numpy as np
 
-from physai import engine, jacobians, joints, kinematics, spatial
+from physai import engine, jacobians, kinematics, spatial
 
 FEET = ["BODY_25:LAnkle", "BODY_25:RAnkle"]
 WRISTS = ["BODY_25:LWrist", "BODY_25:RWrist"]
@@ -40,9 +40,9 @@ def clamp(model: engine.Model, q: np.ndarray) -> np.ndarray:
     """q with every limited hinge or slide joint moved into its range."""
     q = q.copy()
     for j in np.flatnonzero(model.jnt_limited).tolist():
-        if model.jnt_type[j] in (joints.HINGE, joints.SLIDE):
-            a = model.jnt_qposadr[j]
-            q[a] = np.clip(q[a], *model.jnt_range[j])
+        joint = model.joint(j)                                  # its slice of q: jnt_qposadr, not j
+        if joint.type in ("hinge", "slide"):
+            q[joint.qpos] = np.clip(q[joint.qpos], *model.jnt_range[j])
     return q
 
 

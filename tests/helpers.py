@@ -159,6 +159,10 @@ MODELS = {
     # random trees (random_tree_xml), a free root or a ball at the root
     "random_free": random_tree_xml(1), "random_fixed": random_tree_xml(2, 6, False),
     "random_free_3": random_tree_xml(3), "random_fixed_4": random_tree_xml(4, 8, False),
+    # nothing moves (nq = nv = 0): a body welded to the world and a child welded to it, tilted gravity
+    "welded": """<mujoco><option gravity="0.3 -0.2 -9.81"/><worldbody>
+        <body pos="0.1 0.2 0.3" euler="10 20 30"><geom type="box" size=".1 .2 .3" pos=".05 0 0" mass="2"/>
+        <body pos="0 0 .4" euler="0 40 0"><geom size=".1" pos="0 .1 0" mass="1"/></body></body></worldbody></mujoco>""",
 }
 MIXED = MODELS["mixed_joints"]
 

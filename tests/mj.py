@@ -58,3 +58,11 @@ def steps(m, d, count: int) -> tuple[np.ndarray, np.ndarray]:
         mujoco.mj_step(m, d)
         Q[k], QD[k] = d.qpos, d.qvel
     return Q, QD
+
+
+def cinert_matrix(i) -> np.ndarray:
+    """MuJoCo's cinert row (10,) (I_xx, I_yy, I_zz, I_xy, I_xz, I_yz, m c, m) as the 6 x 6 spatial inertia that
+    mju_mulInertVec multiplies by (angular, linear) vectors."""
+    I = np.array([[i[0], i[3], i[4]], [i[3], i[1], i[5]], [i[4], i[5], i[2]]])
+    h = np.array([[0.0, -i[8], i[7]], [i[8], 0.0, -i[6]], [-i[7], i[6], 0.0]])     # skew(m c)
+    return np.block([[I, h], [h.T, i[9] * np.eye(3)]])

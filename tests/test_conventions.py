@@ -12,6 +12,7 @@ import pinocchio as pin
 import pytest
 
 from physai import conventions, engine, models
+from physai.exceptions import ShapeError
 from helpers import assert_close
 
 ROBOT_DATA = Path(distribution("example-robot-data").locate_file("cmeel.prefix/share/example-robot-data/robots"))
@@ -98,3 +99,29 @@ def test_the_maps_invert_each_other():
     assert_close(conventions.a_from_pinocchio(model, q, v, conventions.a_to_pinocchio(model, q, v, a)), a, RTOL, what="a")
     T = conventions.velocity_map(model, q)
     assert_close(T @ T.T, np.eye(model.nv), RTOL, what="T orthogonal")
+
+
+def test_n_states_in_one_call_are_each_state_alone():
+    """Every map takes N states (a single one shared by the batch), row k equal to the call on state k (1e-14)."""
+    model = engine.from_mujoco("unitree_g1")
+    q, v = engine.random_states(model, N, 3)
+    a = np.random.default_rng(3).normal(size=(N, model.nv))
+    M = np.random.default_rng(4).normal(size=(N, model.nv, model.nv))
+    calls = {"q_to_pinocchio": (q,), "q_from_pinocchio": (q,), "velocity_map": (q,), "v_to_pinocchio": (q, v),
+             "v_from_pinocchio": (q, v), "a_to_pinocchio": (q, v, a), "a_from_pinocchio": (q, v, a),
+             "tau_to_pinocchio": (q, a), "tau_from_pinocchio": (q, a), "mass_matrix_from_pinocchio": (q, M)}
+    for name, args in calls.items():
+        f = getattr(conventions, name)
+        batched = f(model, *args)
+        assert batched.shape[0] == N and batched.shape[1:] == f(model, *(x[0] for x in args)).shape, name
+        for k in range(N):
+            assert_close(batched[k], f(model, *(x[k] for x in args)), 1e-14, what=name)
+    shared = conventions.v_to_pinocchio(model, q[0], v)
+    assert_close(shared[1], conventions.v_to_pinocchio(model, q[0], v[1]), 1e-14, what="a shared q")
+    assert conventions.mass_matrix_from_pinocchio(model, q[0], M).shape == (N, model.nv, model.nv)
+    with pytest.raises(ShapeError, match="v has 2 states but q has 4"):
+        conventions.v_to_pinocchio(model, q, v[:2])
+    with pytest.raises(ShapeError, match="M_pin has 2 states but q has 4"):
+        conventions.mass_matrix_from_pinocchio(model, q, M[:2])
+    with pytest.raises(ShapeError, match=r"M_pin has shape \(29, 29\), the model needs \(35, 35\)"):
+        conventions.mass_matrix_from_pinocchio(model, q[0], M[0, :29, :29])

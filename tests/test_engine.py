@@ -13,8 +13,10 @@ import pytest
 
 from physai import dynamics, engine, joints, models
 from physai.engine import batching
-from physai.exceptions import InvalidModelError, InvalidStateError, PhysaiError, ShapeError
-from helpers import assert_close
+from physai.exceptions import (InvalidModelError, InvalidStateError, PhysaiError, ShapeError, UnknownBodyError, UnknownFrameError,
+                               UnknownJointError)
+from helpers import Robot, assert_close
+import mj
 
 ROBOTS = ["double_pendulum", "hinge_slide", "robotstudio_so101", "franka_emika_panda", "kuka_iiwa_14", "unitree_h1", "unitree_g1",
           "mixed_joints"]
@@ -74,6 +76,39 @@ def test_energy(robot):
             assert_close(U[k], d.energy[0], RTOL, what="potential energy")
     finally:
         robot.m.opt.enableflags &= ~int(mujoco.mjtEnableBit.mjENBL_ENERGY)
+
+
+def test_body_energies(robot):
+    """Each body's kinetic energy 1/2 cvel . (cinert cvel) + its joints' armature, and potential -m g . xipos + its
+    joints' springs, from MuJoCo's per-body quantities; their sums are the totals (identity)."""
+    check_body_energies(robot)
+
+
+def test_body_energies_with_springs_and_a_ball_at_the_root():
+    check_body_energies(Robot("random_fixed", n=N))                       # hinge and slide springs, tilted gravity
+
+
+def test_body_energies_when_no_body_moves():
+    check_body_energies(Robot("welded", n=N))                             # nv = 0: no link, every body welded
+
+
+def check_body_energies(robot):
+    m = robot.m
+    T, U = engine.body_kinetic_energy(robot.model, robot.q, robot.qd), engine.body_potential_energy(robot.model, robot.q)
+    assert T.shape == U.shape == (N, m.nbody - 1)
+    assert_close(T.sum(axis=1), engine.kinetic_energy(robot.model, robot.q, robot.qd), RTOL, what="sum of T_b")
+    assert_close(U.sum(axis=1), engine.potential_energy(robot.model, robot.q), RTOL, what="sum of U_b")
+    spring = np.flatnonzero((m.jnt_type == mujoco.mjtJoint.mjJNT_HINGE) | (m.jnt_type == mujoco.mjtJoint.mjJNT_SLIDE))
+    for k in range(N):
+        d = robot.mujoco(robot.q[k], robot.qd[k])
+        U_mj = -m.body_mass * (d.xipos @ m.opt.gravity)
+        T_mj = np.array([0.5 * v @ mj.cinert_matrix(i) @ v for i, v in zip(d.cinert, d.cvel)])
+        np.add.at(T_mj, m.dof_bodyid, 0.5 * m.dof_armature * robot.qd[k] ** 2)
+        a = m.jnt_qposadr[spring]
+        np.add.at(U_mj, m.jnt_bodyid[spring], 0.5 * m.jnt_stiffness[spring] * (robot.q[k][a] - m.qpos_spring[a]) ** 2)
+        assert_close(T[k], T_mj[1:], RTOL, max(1.0, T_mj.sum()), what="T_b vs cvel . cinert cvel")
+        assert_close(U[k], U_mj[1:], RTOL, np.abs(U_mj).sum(), what="U_b vs -m g . xipos")
+    assert_close(engine.body_kinetic_energy(robot.model, robot.q[0], robot.qd[0]), T[0], RTOL, what="one state")
 
 
 def test_data_against_mujocos_stages(robot):
@@ -222,6 +257,81 @@ def test_free_joint_is_three_slides_and_a_ball():
     assert list(model.link_dofnum[:4]) == [1, 1, 1, 3] and list(model.link_parentid[:4]) == [-1, 0, 1, 2]
     assert list(model.coords.quat_q) == [3] and list(model.coords.quat_v) == [3]
     assert_close(model.qpos0[:7], [0, 0, 0, 1, 0, 0, 0], RTOL)
+
+
+#: a ball joint first, then a hinge, a slide and a second ball, all named: every joint after the first has
+#: jnt_qposadr and jnt_dofadr different from its index
+BALL_FIRST_XML = ('<mujoco><worldbody><body name="upper"><joint name="shoulder" type="ball"/><geom size="0.1"/>'
+                  '<body name="fore" pos="0 0 -0.5"><joint name="elbow" axis="0 1 0"/><geom size="0.1"/>'
+                  '<body name="tool" pos="0 0 -0.5"><joint name="extend" type="slide"/><joint name="wrist" type="ball"/>'
+                  '<geom size="0.05"/></body></body></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("source", ["unitree_g1", "ball_first"])
+def test_joint_addresses_are_mujocos(source):
+    """Model.joint(name or id): qpos and dof slices from MuJoCo's jnt_qposadr and jnt_dofadr, with nq and nv of the type."""
+    m = models.load(source) if source != "ball_first" else mujoco.MjModel.from_xml_string(BALL_FIRST_XML)
+    model = engine.from_mujoco(m)
+    sizes = {int(mujoco.mjtJoint.mjJNT_FREE): (7, 6, "free"), int(mujoco.mjtJoint.mjJNT_BALL): (4, 3, "ball"),
+             int(mujoco.mjtJoint.mjJNT_SLIDE): (1, 1, "slide"), int(mujoco.mjtJoint.mjJNT_HINGE): (1, 1, "hinge")}
+    for j in range(m.njnt):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j)
+        nq, nv, kind = sizes[int(m.jnt_type[j])]
+        for key in (name, j, np.int64(j)):
+            a = model.joint(key)
+            assert (a.id, a.name, a.type, a.body) == (j, name, kind, m.jnt_bodyid[j] - 1)       # physai's bodies skip the world
+            assert a.qpos == slice(m.jnt_qposadr[j], m.jnt_qposadr[j] + nq)
+            assert a.dof == slice(m.jnt_dofadr[j], m.jnt_dofadr[j] + nv)
+    assert m.jnt_dofadr[1] != 1 and m.jnt_qposadr[1] != 1                  # indexing by joint id would be wrong here
+
+
+def test_an_unknown_joint_is_named_with_the_known_ones():
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(BALL_FIRST_XML))
+    with pytest.raises(UnknownJointError, match=r"no joint 'elbw'.* Did you mean 'elbow'\?.*'shoulder', 'elbow', 'extend', 'wrist'"):
+        model.joint("elbw")
+    for bad in (4, -1, True, 1.0, None, ""):
+        with pytest.raises(UnknownJointError, match=r"expected an index 0\.\.3 or a name"):
+            model.joint(bad)
+
+
+def panda_behind_loose_bodies() -> mujoco.MjModel:
+    """The Menagerie Panda with two unnamed free bodies, each with an unnamed site, placed before it in the world."""
+    path = models.model_path("franka_emika_panda")
+    loose = '<body pos="{} 0 0.5"><freejoint/><geom size="0.1" mass="1"/><site/></body>'
+    spec = mujoco.MjSpec.from_string(path.read_text().replace("<worldbody>", "<worldbody>" + loose.format(1) + loose.format(2), 1))
+    spec.meshdir = str(path.parent / spec.meshdir)
+    return spec.compile()
+
+
+@pytest.mark.parametrize("source", ["panda_behind_loose_bodies", "unitree_h1"])
+def test_unnamed_joints_bodies_and_sites_answer_to_no_name(source):
+    """physai keeps MuJoCo's names ("" when unnamed): each of a model's names, "" and the names an unnamed object's
+    index would spell ("joint0", "body1", "site1", ...) finds the joint, body or site MuJoCo's look-up finds (at its
+    addresses), or raises where MuJoCo's raises (the Panda's "joint1" is its arm's, not the second free body's)."""
+    m = panda_behind_loose_bodies() if source == "panda_behind_loose_bodies" else models.load(source)
+    model = engine.from_mujoco(m)
+    assert model.jnt_name == tuple(m.joint(j).name for j in range(m.njnt)) and model.joint(0).name == ""
+    assert model.body_name == tuple(m.body(b).name for b in range(1, m.nbody))
+    assert model.site_name == tuple(m.site(k).name for k in range(m.nsite))
+
+    def joint(a):                                        # a JointAddress as MuJoCo's (id, qposadr, dofadr)
+        return a.id, a.qpos.start, a.dof.start
+
+    def frame(name):                                      # a site's body as MuJoCo's (the world is MuJoCo's 0)
+        return int(model.frame(f"site:{name}")[0]) + 1
+    cases = [("joint", m.njnt, lambda j: (j, m.jnt_qposadr[j], m.jnt_dofadr[j]), lambda n: joint(model.joint(n)),
+              UnknownJointError), ("body", m.nbody, lambda b: b, lambda n: model.body_id(n) + 1, UnknownBodyError),
+             ("site", m.nsite, lambda k: m.site_bodyid[k], frame, UnknownFrameError)]
+    for kind, count, mujocos, physais, error in cases:
+        names = {getattr(m, kind)(i).name for i in range(count)} | {"", f"{kind}0", f"{kind}1", f"{kind}2"}
+        for name in sorted(names - {"world"}):
+            try:
+                expected = mujocos(getattr(m, kind)(name).id)
+            except KeyError:                                                  # MuJoCo has no such name
+                with pytest.raises(error, match="no (joint|body|site or body)"):
+                    physais(name)
+                continue
+            assert physais(name) == expected, (kind, name)
 
 
 def test_welded_chain_below_the_world_and_between_joints():

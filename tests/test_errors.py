@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from physai import dynamics as dyn
-from physai import models
+from physai import engine, models
 from physai.exceptions import (InvalidArgumentError, InvalidInertiaError, InvalidModelError, InvalidStateError, ModelUnavailableError,
                                ShapeError, UnknownModelError, UnsupportedModelError)
 
@@ -96,6 +96,15 @@ def test_gravity_compensation_and_fluid_forces_are_refused(xml, what):
 def test_complex_input_is_refused():
     with pytest.raises(ShapeError, match="q must be real numbers"):
         dyn.gravity(dyn.tree_from_mujoco(models.load("double_pendulum")), [0.1 + 1j, 0.0])
+
+
+def test_ragged_rows_are_named_not_a_bare_numpy_error():
+    """numpy raises its own ValueError while checking a ragged list for complex values; the argument is named instead."""
+    model = engine.from_mujoco("double_pendulum")
+    with pytest.raises(ShapeError, match=r"q must be an array of shape \(2,\) or \(N, 2\), got list: .*inhomogeneous"):
+        engine.rnea(model, [[0.1, 0.2], [0.3]], [0.0, 0.0], [0.0, 0.0])
+    with pytest.raises(ShapeError, match="q must be an array of 2 numbers, got list"):
+        dyn.gravity(dyn.tree_from_mujoco(models.load("double_pendulum")), [[0.1], [0.2, 0.3]])
 
 
 def test_two_joints_in_one_body_are_refused():

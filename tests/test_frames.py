@@ -19,8 +19,9 @@ CASES = ["franka_emika_panda", "unitree_h1", "unitree_g1", "mixed_joints", "rand
 
 
 def with_sites(key: str, seed: int = 3, trees: bool = False) -> mujoco.MjModel:
-    """MODELS[key] with a site at a random pose on every body and one on the world (MjSpec); trees: also a second tree
-    (a free box) and a massive body welded to the world, so that the model has several trees and mass that never moves."""
+    """MODELS[key] with a site at a random pose on every body and one on the world, each body named (MjSpec); trees: also
+    a second tree (a free box) and a massive body welded to the world, so that the model has several trees and mass that
+    never moves."""
     spec = mujoco.MjSpec.from_string(MODELS[key])
     if trees:
         other = spec.worldbody.add_body(pos=[1.0, 0.5, 0.8], quat=[0.9, 0.1, 0.3, -0.2])
@@ -30,6 +31,7 @@ def with_sites(key: str, seed: int = 3, trees: bool = False) -> mujoco.MjModel:
         welded.add_geom(type=mujoco.mjtGeom.mjGEOM_SPHERE, size=[0.1, 0, 0], mass=3.0)
     rng = np.random.default_rng(seed)
     for k, body in enumerate(spec.bodies):
+        body.name = body.name or f"body{k}"                           # physai finds a body by its MuJoCo name only
         quat = rng.normal(size=4)
         body.add_site(name=f"site{k}", pos=rng.uniform(-0.2, 0.2, 3), quat=quat / np.linalg.norm(quat))
     return spec.compile()
@@ -59,7 +61,7 @@ def close(got, expected, what):
 
 def test_frame_poses_equal_mujoco_sites_and_bodies(case):
     m, d, model, q, _ = case
-    bodies = tuple(m.body(b).name or f"body{b}" for b in range(1, m.nbody))      # physai names unnamed bodies so
+    bodies = tuple(m.body(b).name for b in range(1, m.nbody))             # MuJoCo's names ("" when unnamed)
     assert model.frame_name == tuple(m.site(k).name for k in range(m.nsite)) + bodies
     pos, rot = kinematics.frame_poses(model, q)
     assert pos.shape == (N, m.nsite + m.nbody - 1, 3) and rot.shape == (N, m.nsite + m.nbody - 1, 3, 3)

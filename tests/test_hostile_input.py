@@ -310,7 +310,7 @@ NAN_DATA = [  # model data MuJoCo turns into NaN accelerations: physai gave fini
     (_option("impratio", np.nan), InvalidModelError, "opt.impratio is nan: expected a finite number >= 0"),
     (_option("timestep", np.nan), InvalidModelError, "opt.timestep is nan: expected a finite number > 0"),
     (_set("dof_frictionloss", 3, np.nan), InvalidModelError,
-     r"dof_frictionloss\[3\] \(joint 'joint0'\) is nan: expected a finite value >= 0"),
+     r"dof_frictionloss\[3\] \(joint 'joint 0'\) is nan: expected a finite value >= 0"),
     (_set("eq_data", (0, 0), np.nan), InvalidModelError, r"eq_data\[0, 0\] \(equality 'equality0'\) is nan"),
 ]
 BAD_DATA = NAN_DATA + [  # tracebacks (LinAlgError), "the mass matrix is singular", or a crash of the compiled simulation

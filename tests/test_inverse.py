@@ -16,10 +16,12 @@ import pytest
 
 from physai import dynamics as dyn
 from physai.trajectories import min_jerk
-from physai import forces, models
+from physai import engine, forces, models
 from physai import integrators as integ
 from physai import inverse as inv
 from physai.exceptions import ConvergenceError, InvalidArgumentError, InvalidStateError, ShapeError, UnsupportedModelError
+
+from helpers import TENDON_XML, assert_close
 
 SINGLE_STEP = ("euler", "implicitfast", "implicit")
 INVDISCRETE = int(mujoco.mjtEnableBit.mjENBL_INVDISCRETE)
@@ -211,6 +213,25 @@ def test_consistent_accelerations_land_semi_implicit_euler_on_the_samples():
         assert np.abs(q - Q[k + 1]).max() <= 1e-15
 
 
+@pytest.mark.parametrize("key, name", [("unitree_g1", None), ("tendon", None), ("franka_emika_panda", "implicitfast"),
+                                       ("franka_emika_panda", "implicit"), ("franka_emika_panda", "euler")])
+def test_inverse_dynamics_of_n_states_equals_one_state_at_a_time(key, name):
+    """N states in one call: each row as the call on that state alone (rnea batched, chunk sums in numpy's order: 1e-12
+    of the forces' size); a single q shared by a batch of qd and qdd; shapes of the inputs' batch."""
+    m = mujoco.MjModel.from_xml_string(TENDON_XML) if key == "tendon" else models.load(key)
+    model = engine.from_mujoco(m)
+    q, qd = engine.random_states(model, 5, 1)
+    qdd = np.random.default_rng(2).normal(scale=3.0, size=(5, model.nv))
+    dt, ctrl = (None, None) if name is None else (0.002, m.key_ctrl[0])
+    batched = inv.inverse_dynamics(model, q, qd, qdd, dt, name, ctrl=ctrl)
+    assert batched.shape == (5, model.nv)
+    loop = np.array([inv.inverse_dynamics(model, *s, dt, name, ctrl=ctrl) for s in zip(q, qd, qdd)])
+    assert_close(batched, loop, 1e-12, per_state=True, what="batched vs one state at a time")
+    shared = inv.inverse_dynamics(model, q[0], qd, qdd, dt, name, ctrl=ctrl)
+    assert_close(shared[1], inv.inverse_dynamics(model, q[0], qd[1], qdd[1], dt, name, ctrl=ctrl), 1e-12, what="shared q")
+    assert inv.inverse_dynamics(model, q[0], qd[0], qdd[0], dt, name, ctrl=ctrl).shape == (model.nv,)
+
+
 # ---- bad input ----
 
 def test_discrete_inverse_needs_dt_and_integrator(arm7):
@@ -225,6 +246,10 @@ def test_discrete_inverse_needs_dt_and_integrator(arm7):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(7), -0.002, "euler")
     with pytest.raises(ShapeError, match="qdd has 6 entries, the model needs 7"):
         inv.inverse_dynamics(tree, samples[0], np.zeros(7), np.zeros(6))
+    with pytest.raises(ShapeError, match="qdd has 3 states but q has 4; batched inputs need the same number"):
+        inv.inverse_dynamics(tree, samples[:4], np.zeros((4, 7)), np.zeros((3, 7)))
+    with pytest.raises(ShapeError, match=r"q must have shape \(7,\) or \(N, 7\)"):
+        inv.inverse_dynamics(tree, samples[None, :4], np.zeros(7), np.zeros(7))
 
 
 def test_ctrl_without_actuators_is_refused_not_ignored(arm7):

@@ -11,7 +11,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from helpers import assert_close, run
+from helpers import TENDON_XML, assert_close, run
 from physai import collision, derivatives, engine, forces, integrators
 from physai.exceptions import UnsupportedModelError
 
@@ -118,6 +118,24 @@ def test_passive_forces_match_mujoco(seed, ellipsoid, backend):
         assert_close(run(backend, forces.passive_force, model, d.qpos, d.qvel), d.qfrc_passive, RTOL, what="qfrc_passive")
         smooth = run(backend, integrators.smooth_force, model, d.qpos, d.qvel, ctrl=ctrl_of(m, d))   # actuatorgravcomp's
         assert_close(smooth, d.qfrc_smooth, RTOL, what="qfrc_smooth")
+
+
+@pytest.mark.parametrize("source", ["fluid", "tendon"])
+def test_passive_forces_of_n_states_in_one_call(source):
+    """passive_force and body_passive_forces of N states: each row MuJoCo's qfrc_passive, qfrc_gravcomp, qfrc_fluid
+    at that state (gravity compensation and fluid on a random tree; tendon springs and dampers on TENDON_XML)."""
+    m = mujoco.MjModel.from_xml_string(fluid_tree_xml(1, True) if source == "fluid" else TENDON_XML)
+    d, model = mujoco.MjData(m), engine.from_mujoco(m)
+    states = []
+    for k in range(4):
+        random_state(m, d, 40 + k)
+        states.append((d.qpos.copy(), d.qvel.copy(), d.qfrc_passive.copy(), d.qfrc_gravcomp.copy(), d.qfrc_fluid.copy()))
+    q, qd, passive, gravcomp, fluid = (np.array(x) for x in zip(*states))
+    assert_close(forces.passive_force(model, q, qd), passive, RTOL, per_state=True, what="qfrc_passive")
+    batched = forces.body_passive_forces(model, q, qd)
+    assert_close(batched[0], gravcomp, RTOL, per_state=True, what="qfrc_gravcomp")
+    assert_close(batched[1], fluid, RTOL, per_state=True, what="qfrc_fluid")
+    assert forces.passive_force(model, q[0], qd).shape == (4, model.nv)          # a single q shared by the batch
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -35,6 +35,7 @@ import numpy as np
 
 from physai import collision, constraints, engine, forces, joints, tendons
 from physai.coriolis import coriolis_matrix, mass_matrix_dot
+from physai.engine.model_checks import label
 from physai.exceptions import InvalidArgumentError, RangeWarning, ShapeError
 from physai.validation import states as checked_states
 
@@ -435,7 +436,7 @@ def range_violations(model, q, warn: bool = True) -> list[tuple[str, int, float,
         outside = np.flatnonzero((value < low) | (value > high))
         if outside.size:
             k = int(outside[0])
-            found.append((model.jnt_name[j], k, float(value[k]), (float(low), float(high))))
+            found.append((label(model.jnt_name[j], j, "joint"), k, float(value[k]), (float(low), float(high))))
     if warn and found:
         shown = "; ".join(f"{name!r} at state {k}: {value:.4g} outside [{low:.4g}, {high:.4g}]" for name, k, value, (low, high) in found)
         warnings.warn(f"the trajectory leaves the range of {len(found)} joint{'s' * (len(found) > 1)}: {shown}", RangeWarning,

@@ -45,6 +45,10 @@ class UnknownBodyError(PhysaiError, LookupError):
     """No body of the tree has this index or name."""
 
 
+class UnknownJointError(PhysaiError, LookupError):
+    """No joint of the model has this index or name."""
+
+
 class UnknownFrameError(PhysaiError, LookupError):
     """The model has no site or body of this name (physai.engine.Model.frame)."""
 

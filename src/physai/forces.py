@@ -9,7 +9,8 @@
     applied_force(model, q, qfrc, xfrc)        forces you push with                 (qfrc_applied + xfrc_applied)
     constraint_force(J, f)                     J^T f of any constraint or contact force f
 
-All are (nv,) vectors in [N m] for rotations and [N] for translations; q is (nq,). `model` is a
+All are (nv,) vectors in [N m] for rotations and [N] for translations; q is (nq,) (passive_force and
+body_passive_forces also take N states, (N, nq) and (N, nv), and return (N, nv)). `model` is a
 physai.engine.Model (or anything physai.engine.as_model takes: a Tree, an MjModel, a model name).
 Actuators are read from a MuJoCo model by actuators_from_mujoco; actuator_velocity_derivative gives
 d tau_actuator / d qd for implicit integrators.
@@ -35,38 +36,44 @@ __all__ = ["Actuators", "activation_rate", "actuators_at", "actuator_force", "ac
 
 
 def passive_force(model, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-    """MuJoCo's qfrc_passive (nv,) [N m | N]: joint damping and spring forces -damping qd - stiffness (q - springref),
-    tendon springs and dampers J^T (-k x - b v) (x: the length beyond the spring's dead band), gravity compensation (but
-    a joint's with actuatorgravcomp) and fluid forces (physai.engine.passive).
+    """MuJoCo's qfrc_passive (nv,) | (N, nv) [N m | N]: joint damping and spring forces -damping qd - stiffness (q -
+    springref), tendon springs and dampers J^T (-k x - b v) (x: the length beyond the spring's dead band), gravity
+    compensation (but a joint's with actuatorgravcomp) and fluid forces (physai.engine.passive).
 
-    Damping acts on every dof, springs on hinges and slides (no polynomial springs or damping).
+    Damping acts on every dof, springs on hinges and slides (no polynomial springs or damping). q (nq,) or (N, nq),
+    qd (nv,) or (N, nv): one state or N (a single one shared by the batch); the tendons' part runs state by state.
     """
     model = engine.as_model(model)
-    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    f = damper_spring_force(model, q, qd)
+    (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))      # (size, n), state last
+    f = damper_spring_force(model, Q, QD)
     if model.tendon_stiffness.any() or model.tendon_damping.any():
-        d = engine.Data(model)
-        smooth.position_stages(model, d, q[:, None])
-        f = f + passive.tendon_passive_force(model, *tendon.tendons(model, d, q), qd)
+        for k in range(Q.shape[1]):
+            d = engine.Data(model)
+            smooth.position_stages(model, d, Q[:, k:k + 1])
+            f[:, k] += passive.tendon_passive_force(model, *tendon.tendons(model, d, Q[:, k]), QD[:, k])
     if passive.has_body_forces(model):
-        gravcomp, fluid = body_passive_forces(model, q, qd)
-        f = f + model.gravcomp_passive * gravcomp + fluid
-    return f
+        gravcomp, fluid = _body_passive_forces(model, Q, QD)
+        f += model.gravcomp_passive[:, None] * gravcomp + fluid
+    return f[:, 0] if batch is None else f.T
 
 
 def body_passive_forces(model, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(MuJoCo's qfrc_gravcomp, qfrc_fluid) (nv,) each [N m | N]: gravity compensation of every body (all of it: the
-    part a joint's actuatorgravcomp sends into qfrc_actuator included) and fluid forces (physai.engine.passive)."""
+    """(MuJoCo's qfrc_gravcomp, qfrc_fluid) (nv,) | (N, nv) each [N m | N]: gravity compensation of every body (all of
+    it: the part a joint's actuatorgravcomp sends into qfrc_actuator included) and fluid forces (physai.engine.passive).
+    q (nq,) or (N, nq), qd (nv,) or (N, nv)."""
     model = engine.as_model(model)
-    q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    d = engine.Data(model)
-    smooth.velocity_stages(model, d, q[:, None], qd[:, None])
-    zero = np.zeros(model.nv)
-    return (passive.gravcomp(model, d)[:, 0] if passive.has_gravcomp(model) else zero,
-            passive.fluid(model, d)[:, 0] if passive.has_fluid(model) else zero)
+    (Q, QD), batch = validation.states(q=(q, model.nq), qd=(qd, model.nv))
+    gravcomp, fluid = _body_passive_forces(model, Q, QD)
+    return (gravcomp[:, 0], fluid[:, 0]) if batch is None else (gravcomp.T, fluid.T)
 
 
-# ---- actuators ----
+def _body_passive_forces(model, Q: np.ndarray, QD: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(qfrc_gravcomp, qfrc_fluid) (nv, n) of checked states Q (nq, n), QD (nv, n), state last."""
+    d = engine.Data(model, Q.shape[1])
+    smooth.velocity_stages(model, d, Q, QD)
+    zero = np.zeros((model.nv, d.n))
+    return (passive.gravcomp(model, d) if passive.has_gravcomp(model) else zero,
+            passive.fluid(model, d) if passive.has_fluid(model) else zero)
 
 
 def clamped_ctrl(actuators: Actuators, ctrl) -> np.ndarray:

@@ -32,6 +32,7 @@ from physai import engine, validation
 from physai.engine import batching
 from physai.engine.smooth import cross_force, rne, velocity_stages
 from physai.engine.model import Model
+from physai.engine.model_checks import label
 from physai.exceptions import InvalidArgumentError, InvalidInertiaError, ShapeError
 
 __all__ = ["regressor", "joint_regressor", "parameters", "from_parameters", "base_parameters", "BaseParameters", "parameter_names",
@@ -213,7 +214,7 @@ def link_names(model) -> list[str]:
     for i in range(model.nlink):
         dof = model.link_dofadr[i]
         j = int(np.searchsorted(model.jnt_dofadr, dof, side="right") - 1)
-        name = model.jnt_name[j] or f"joint{j}"
+        name = label(model.jnt_name[j], j, "joint")
         if model.jnt_type[j] == 0:                                   # free joint
             name += (".x", ".y", ".z", ".rot", ".rot", ".rot")[dof - model.jnt_dofadr[j]]
         names.append(name)

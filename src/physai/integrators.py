@@ -233,8 +233,9 @@ def check_discrete(model) -> None:
     free = set(standalone_free_dofs(model))
     for b in model.fluid_bodyid:
         if free.intersection(model.jnt_dofadr[model.jnt_bodyid == b].tolist()):
+            body = model_checks.label(model.body_name[b], b, "body")
             raise UnsupportedModelError(f"the discrete integrator with fluid forces on the standalone free body "
-                                        f"{model.body_name[int(b)]!r} (their drag joins its 6 x 6 block solve; physai "
+                                        f"{body!r} (their drag joins its 6 x 6 block solve; physai "
                                         "does not model that): choose another integrator")
 
 

@@ -6,9 +6,10 @@
     trajectory_torques(model, samples, dt, integrator)                  one force per step, any integrator
     rk4_shooting(model, samples, dt)                                    RK4: Newton on each step's force
 
-tau is what the actuators and applied forces must add together, MuJoCo's qfrc_inverse on a model without
-constraints: passive forces (joint damping and springs) are the model's own and are subtracted. On a model
-whose actuators are motors with gear 1 (physai's arm7), ctrl = tau as long as tau lies inside ctrlrange.
+inverse_dynamics takes one state or N ((N, nq), (N, nv)), as physai.engine's functions do. tau is what the actuators
+and applied forces must add together, MuJoCo's qfrc_inverse on a model without constraints: passive forces (joint
+damping and springs) are the model's own and are subtracted. On a model whose actuators are motors with gear 1
+(physai's arm7), ctrl = tau as long as tau lies inside ctrlrange.
 
 Why discrete. The single-step integrators do not apply qdd = M^-1 f; they solve (M - h D) a = f and set
 qd' = qd + h a, q' = q + h qd' (physai.integrators; D = -diag(damping) for euler, plus the actuators'
@@ -33,7 +34,7 @@ from physai.exceptions import ConvergenceError, InvalidArgumentError, ShapeError
 
 def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None, ctrl=None,
                      euler_damping: bool = True) -> np.ndarray:
-    """Generalized force tau (nv,) [N m | N] the actuators and applied forces must add to give qdd at (q, qd).
+    """Generalized force tau (nv,) or (N, nv) [N m | N] the actuators and applied forces must add to give qdd at (q, qd).
 
     Continuous (dt and integrator None): tau = M(q) qdd + c(q, qd) - passive(q, qd) = rnea - passive,
         MuJoCo's qfrc_inverse without constraints (M with the tendons' armature: physai.tendons.armature).
@@ -43,18 +44,22 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
         through the actuators' velocity derivative (implicit and implicitfast only; euler treats only joint
         damping implicitly, and with euler_damping=False, MuJoCo's mjDSBL_EULERDAMP, not even that:
         tau = M qdd + c - passive). rk4 raises UnsupportedModelError: use rk4_shooting.
-    q (nq,), qd, qdd (nv,) [rad | m, rad/s | m/s, rad/s^2 | m/s^2]; dt [s]. ctrl without actuators raises
-    InvalidArgumentError, as do actuators of another model (ShapeError).
+    q (nq,) or (N, nq), qd and qdd (nv,) or (N, nv) [rad | m, rad/s | m/s, rad/s^2 | m/s^2]: one state, or N states
+    (a single one shared by the batch, as physai.engine's functions take them; ShapeError for other shapes or unequal
+    N); the result has the batch's shape. rnea, c and the passive forces run batched, D state by state. dt [s];
+    ctrl (nu,) is shared by the N states. ctrl without actuators raises InvalidArgumentError, as do actuators of
+    another model (ShapeError).
     """
     model = engine.as_model(model)
-    q = validation.vector("q", q, model.nq)
-    qd, qdd = (validation.vector(n, x, model.nv) for n, x in (("qd", qd), ("qdd", qdd)))
+    cols, batch = validation.states(q=(q, model.nq), qd=(qd, model.nv), qdd=(qdd, model.nv))
+    Q, QD, QDD = (c.T for c in cols)                                    # (n, size) each, a shared state repeated
     integ.check_actuators(model, actuators, ctrl)
     integ.refuse_stateful_actuators(model, actuators, "inverse_dynamics")
-    passive = forces.passive_force(model, q, qd)
     if dt is None and integrator is None:
-        armature = tendons.armature(model, q) @ qdd if model.tendon_armature.any() else 0.0
-        return engine.rnea(model, q, qd, qdd) + armature - passive
+        # tau = M qdd + c - passive, M qdd + c by rnea, the tendons' armature J^T a J apart
+        armature = np.einsum("nij,nj->ni", tendons.armature(model, Q), QDD) if model.tendon_armature.any() else 0.0
+        tau = engine.rnea(model, Q, QD, QDD) + armature - forces.passive_force(model, Q, QD)
+        return tau if batch is not None else tau[0]
     if dt is None or integrator is None:
         missing = "dt" if dt is None else "integrator"
         raise InvalidArgumentError(f"discrete inverse dynamics needs both dt and integrator; {missing} is missing "
@@ -68,8 +73,11 @@ def inverse_dynamics(model, q, qd, qdd, dt=None, integrator=None, actuators=None
     if name == "discrete":
         raise UnsupportedModelError("discrete inverse dynamics of the discrete integrator: physai does not invert its "
                                     "step (M + h B + h^2 K) a = f - h K qd yet; choose another integrator")
-    A = integ.step_matrix(model, q, qd, h, name, actuators, ctrl, euler_damping=euler_damping)
-    return A @ qdd + engine.bias(model, q, qd) - passive
+    # tau = (M - h D) qdd + c - passive, with M - h D state by state
+    A = np.array([integ.step_matrix(model, q, qd, h, name, actuators, ctrl, euler_damping=euler_damping)
+                  for q, qd in zip(Q, QD)])
+    tau = np.einsum("nij,nj->ni", A, QDD) + engine.bias(model, Q, QD) - forces.passive_force(model, Q, QD)
+    return tau if batch is not None else tau[0]
 
 
 def consistent_accelerations(samples, dt, qd0=None, model=None):
@@ -121,8 +129,7 @@ def trajectory_torques(model, samples, dt=None, integrator=None, qd0=None, actua
         return rk4_shooting(model, samples, dt, qd0, actuators, ctrl).tau
     Q = validation.to_float("samples", samples, "an (N + 1, nq) array of positions")
     qd, qdd = consistent_accelerations(Q, dt, qd0, model)
-    return np.array([inverse_dynamics(model, Q[k], qd[k], qdd[k], dt, name, actuators, ctrl, euler_damping)
-                     for k in range(len(qd))])
+    return inverse_dynamics(model, Q[:-1], qd, qdd, dt, name, actuators, ctrl, euler_damping)
 
 
 @dataclass(frozen=True)

@@ -53,12 +53,14 @@ def to_float(name: str, x, expected: str) -> np.ndarray:
                              "convert it with float() first")
         raise ShapeError(f"{name} must be {expected}, got booleans ({example!r}); physai does not read True/False as "
                          "1/0, convert them with float() or .astype(float) first if that is meant")
-    if np.iscomplexobj(x):
-        raise ShapeError(f"{name} must be real numbers, got complex values")
-    try:
-        return np.asarray(x, dtype=float)
+    try:                                                   # both read x as an array: ragged lists fail in either
+        complex_values = np.iscomplexobj(x)
+        a = None if complex_values else np.asarray(x, dtype=float)
     except (TypeError, ValueError) as exc:
         raise ShapeError(f"{name} must be {expected}, got {type(x).__name__}: {exc}") from None
+    if complex_values:
+        raise ShapeError(f"{name} must be real numbers, got complex values")
+    return a
 
 
 def _text_or_bool(x):

@@ -23,6 +23,7 @@ import numpy as np
 from physai import acceptance, constraints, engine, joints, models
 from physai.commands import nonnegative_int, positive_int, require_joints, require_memory
 from physai.engine import native
+from physai.engine.model_checks import label
 from physai.exceptions import UnknownKeyframeError
 
 RTOL = 1e-12        # tolerance = RTOL * max(1, largest |MuJoCo value|)
@@ -255,7 +256,7 @@ def _pose_report(m: mujoco.MjModel, model: engine.Model, key: int) -> bool:
     dg, dM = np.abs(g - d.qfrc_bias).max(), np.abs(M - M_mj).max()
     ok = dg <= RTOL * max(1.0, np.abs(d.qfrc_bias).max()) and dM <= RTOL * max(1.0, np.abs(M_mj).max())
     jnt = m.dof_jntid                                   # the joint of each dof
-    names = [m.joint(j).name or f"joint {j}" for j in jnt]
+    names = [label(m.joint(j).name, j, "joint") for j in jnt]
     kinds = [joints.NAMES[int(m.jnt_type[j])] for j in jnt]
     print(f"\nkeyframe {m.key(key).name!r}, qd = 0 (rotations: N m, kg m^2; translations: N, kg)")
     print(f"{'joint':<16} {'type':<6} {'g(q)':>8} {'diag M':>8} {'armature':>9}")

@@ -5,6 +5,7 @@
     q, qd = engine.random_states(model, 1000)   # q (N, nq), qd (N, nv); one state is (nq,), (nv,)
     tau = engine.rnea(model, q, qd, qdd)        # (N, nv)
     M = engine.mass_matrix(model, q)            # (N, nv, nv)
+    knee = model.joint("left_knee")             # .qpos, .dof: its slices of q and of qd, tau, M (not its joint index)
     q_next = engine.integrate(model, q, qd, dt) # MuJoCo's mj_integratePos
 
 Organised like MuJoCo's engine: a constant Model of flat arrays (model.py; actuators.py), a per-state Data workspace
@@ -25,7 +26,8 @@ engine.map_states(engine.rnea, model, q, qd, qdd) runs a function over Dask arra
 import warnings
 
 from physai.engine import native, smooth
-from physai.engine.api import aba, bias, energy, forward_dynamics, gravity, kinetic_energy, mass_matrix, potential_energy, rnea
+from physai.engine.api import (aba, bias, body_kinetic_energy, body_potential_energy, energy, forward_dynamics, gravity,
+                               kinetic_energy, mass_matrix, potential_energy, rnea)
 from physai.engine.chunked import map_states
 from physai.engine.configuration import difference, integrate, random_states
 from physai.engine.data import Data, StepInputs
@@ -36,7 +38,8 @@ from physai.engine.native import set_backend
 from physai.engine.setconst import set_const
 
 __all__ = [
-    "Data", "DynamicsEvaluator", "Model", "StepInputs", "aba", "as_model", "bias", "compile_tree", "difference", "energy",
+    "Data", "DynamicsEvaluator", "Model", "StepInputs", "aba", "as_model", "bias", "body_kinetic_energy",
+    "body_potential_energy", "compile_tree", "difference", "energy",
     "forward_dynamics", "from_mujoco", "from_urdf", "gravity", "integrate", "kinetic_energy", "map_states", "mass_matrix",
     "potential_energy", "random_states", "rnea", "set_backend", "set_const",
 ]

@@ -11,6 +11,7 @@ Every function takes q of shape (nq,) for one state or (N, nq) for N states, and
     forward_dynamics(model, q, qd, tau)  qdd = M(q)^-1 (tau - c), M by Cholesky     (mj_forward's qacc)
     aba(model, q, qd, tau)               the same qdd by the articulated-body algorithm (pin.aba)
     kinetic_energy, potential_energy, energy    [J], () | (N,)              (MuJoCo's energy)
+    body_kinetic_energy, body_potential_energy  each body's share [J], (nbody,) | (N, nbody); they sum to the totals
     tendon_kinematics(model, q)          the tendons' lengths (ntendon,) and Jacobians (ntendon, nv)  (mj_tendon)
 
 Each runs the stages of physai.engine.smooth on a Data workspace (pass data=Data(model, N)
@@ -24,12 +25,13 @@ from physai.engine import batching, native, smooth
 from physai.engine.data import Data
 from physai.engine.loaders import as_model
 from physai.engine.model import Model
-from physai.engine.smooth import crb, energy_pos, energy_vel, position_stages, rne, tree_cholesky_solve, velocity_stages
+from physai.engine.smooth import (body_energy_pos, body_energy_vel, crb, energy_pos, energy_vel, position_stages, rne,
+                                  tree_cholesky_solve, velocity_stages)
 from physai.engine.tendon import tendons
 from physai.validation import states
 
-__all__ = ["aba", "bias", "energy", "forward_dynamics", "gravity", "kinetic_energy", "mass_matrix", "potential_energy",
-           "rnea", "tendon_kinematics"]
+__all__ = ["aba", "bias", "body_kinetic_energy", "body_potential_energy", "energy", "forward_dynamics", "gravity",
+           "kinetic_energy", "mass_matrix", "potential_energy", "rnea", "tendon_kinematics"]
 
 
 @native.dispatch("rnea", "rnea", batching.result)
@@ -146,12 +148,7 @@ def kinetic_energy(model: Model, q, qd, *, data: Data | None = None):
 
     Computed link by link as 1/2 sum_l v_l . (cinert_l v_l) + 1/2 sum_i armature_i qd_i^2, without forming M.
     """
-    model = as_model(model)
-    def compute(d, q, qd):
-        velocity_stages(model, d, q, qd)
-        return energy_vel(model, d, qd)
-    arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
-    return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+    return _energy_at_velocities(as_model(model), data, q, qd, energy_vel, batching.scalar_result)
 
 
 @native.dispatch("potential_energy", "the energy", batching.result)
@@ -160,12 +157,7 @@ def potential_energy(model: Model, q, *, data: Data | None = None):
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_j k_j (q_j - springref_j)^2, bodies welded to the world included.
     """
-    model = as_model(model)
-    def compute(d, q):
-        position_stages(model, d, q)
-        return energy_pos(model, d, q)
-    arrays = dict(q=(q, model.nq))
-    return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+    return _energy_at_positions(as_model(model), data, q, energy_pos, batching.scalar_result)
 
 
 @native.dispatch("energy", "the energy", batching.result)
@@ -177,6 +169,43 @@ def energy(model: Model, q, qd, *, data: Data | None = None):
         return energy_vel(model, d, qd) + energy_pos(model, d, q)
     arrays = dict(q=(q, model.nq), qd=(qd, model.nv))
     return batching.scalar_result(*batching.run(model, data, arrays, compute), "the energy")
+
+
+def body_kinetic_energy(model: Model, q, qd, *, data: Data | None = None) -> np.ndarray:
+    """Each body's kinetic energy [J]: (nbody,) for one state, (N, nbody) for N (physai's bodies: MuJoCo's without the world).
+
+    T_b = 1/2 m_b |v_com|^2 + 1/2 w . I_b w from the body's own mass and inertia, plus 1/2 armature_i qd_i^2 of the dofs
+    of the joints that move the body (MuJoCo's dof_bodyid); bodies welded to the world have 0. Summed over the bodies it
+    is kinetic_energy (MuJoCo's energy[1]). Runs the NumPy stages on either backend (no compiled kernel yet).
+    q (nq,) or (N, nq), qd (nv,) or (N, nv) [rad | m, rad/s | m/s].
+    """
+    return _energy_at_velocities(as_model(model), data, q, qd, body_energy_vel, batching.result)
+
+
+def body_potential_energy(model: Model, q, *, data: Data | None = None) -> np.ndarray:
+    """Each body's potential energy [J]: (nbody,) for one state, (N, nbody) for N.
+
+    U_b = -m_b gravity . com_b (zero at the world origin; bodies welded to the world included) plus the springs of the
+    body's joints 1/2 k (q - springref)^2. Summed over the bodies it is potential_energy (MuJoCo's energy[0]). Runs
+    the NumPy stages on either backend (no compiled kernel yet). q (nq,) or (N, nq) [rad | m].
+    """
+    return _energy_at_positions(as_model(model), data, q, body_energy_pos, batching.result)
+
+
+def _energy_at_velocities(model: Model, data, q, qd, energy_of, result):
+    """result(energy_of(model, d, qd)) after the velocity stages: kinetic energies, in total or per body."""
+    def compute(d, q, qd):
+        velocity_stages(model, d, q, qd)
+        return energy_of(model, d, qd)
+    return result(*batching.run(model, data, dict(q=(q, model.nq), qd=(qd, model.nv)), compute), "the energy")
+
+
+def _energy_at_positions(model: Model, data, q, energy_of, result):
+    """result(energy_of(model, d, q)) after the position stages: potential energies, in total or per body."""
+    def compute(d, q):
+        position_stages(model, d, q)
+        return energy_of(model, d, q)
+    return result(*batching.run(model, data, dict(q=(q, model.nq)), compute), "the energy")
 
 
 _TENDONS = native.kernel("tendons", "the tendons' lengths and Jacobians", batching.result)

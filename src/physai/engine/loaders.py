@@ -21,6 +21,7 @@ from physai.engine import urdf
 from physai.engine.actuators import Actuators
 from physai.engine.geoms import Geoms, Hfields, Meshes, spans
 from physai.engine.model import CONNECT, JOINT, TENDON, WELD, BodySpec, EqualitySpec, JointSpec, Model, Options, SiteSpec, build
+from physai.engine.model_checks import label
 from physai.engine.passive import MINVAL
 from physai.engine.setconst import set_const
 from physai.exceptions import InvalidModelError, UnsupportedModelError
@@ -79,7 +80,7 @@ def from_mujoco(source) -> Model:
                 armature=m.dof_armature[va:va + joints.NV[t]].copy(),
                 damping=m.dof_damping[va:va + joints.NV[t]] * damper,
                 stiffness=float(m.jnt_stiffness[j]) * spring, springref=float(m.qpos_spring[qa]) if scalar else 0.0,
-                name=m.joint(j).name or f"joint{j}", limited=bool(m.jnt_limited[j]), range=tuple(m.jnt_range[j]),
+                name=m.joint(j).name, limited=bool(m.jnt_limited[j]), range=tuple(m.jnt_range[j]),
                 margin=float(m.jnt_margin[j]), solref=tuple(m.jnt_solref[j]), solimp=tuple(m.jnt_solimp[j]),
                 frictionloss=m.dof_frictionloss[va:va + joints.NV[t]].copy(), solreffriction=m.dof_solref[va:va + joints.NV[t]].copy(),
                 solimpfriction=m.dof_solimp[va:va + joints.NV[t]].copy()))
@@ -87,10 +88,10 @@ def from_mujoco(source) -> Model:
         who = f"body {m.body(b).name or b!r}"
         validation.inertia(who, inertia)
         bodies.append(BodySpec(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), specs,
-                               validation.mass(who, mass), com, inertia, m.body(b).name or f"body{b}", m.body_quat[b].copy()))
+                               validation.mass(who, mass), com, inertia, m.body(b).name, m.body_quat[b].copy()))
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()
     equalities, unsupported = _equalities_from_mujoco(m)
-    sites = [SiteSpec(int(m.site_bodyid[k]) - 1, m.site_pos[k].copy(), quat_to_mat(m.site_quat[k]), m.site(k).name or f"site{k}")
+    sites = [SiteSpec(int(m.site_bodyid[k]) - 1, m.site_pos[k].copy(), quat_to_mat(m.site_quat[k]), m.site(k).name)
              for k in range(m.nsite)]
     return set_const(build(bodies, gravity, actuators_from_mujoco(m) if m.nu else None, equalities, options_from_mujoco(m),
                            unsupported + _unsupported_constraints(m), sites, geoms_from_mujoco(m), passive_from_mujoco(m),
@@ -141,7 +142,8 @@ def passive_from_mujoco(m: mujoco.MjModel) -> dict:
     to_actuator = m.jnt_actgravcomp[dof_jnt].astype(bool)
     both = np.flatnonzero(m.jnt_actgravcomp.astype(bool) & m.jnt_actfrclimited.astype(bool))
     if gravity_on and m.body_gravcomp.any() and both.size:
-        raise UnsupportedModelError(f"joint {m.joint(int(both[0])).name!r} takes its gravity compensation through the "
+        j = int(both[0])
+        raise UnsupportedModelError(f"joint {label(m.joint(j).name, j, 'joint')!r} takes its gravity compensation through the "
                                     "actuators (actuatorgravcomp) and limits its actuator force (actuatorfrcrange); "
                                     "physai models actuatorgravcomp on joints without that limit")
     fields = {"body_gravcomp": m.body_gravcomp[1:] * gravity_on, "gravcomp_passive": (~to_actuator).astype(float),
@@ -496,7 +498,7 @@ def actuators_from_mujoco(m: mujoco.MjModel) -> Actuators:
     dof_forcerange, dof_forcelimited = np.zeros((nv, 2)), np.zeros(nv, bool)
     for j in np.flatnonzero(m.jnt_actfrclimited):     # limits of the total actuator force on a hinge or slide
         if int(m.jnt_type[j]) not in (mujoco.mjtJoint.mjJNT_HINGE, mujoco.mjtJoint.mjJNT_SLIDE):
-            raise UnsupportedModelError(f"joint {m.joint(j).name!r} limits its total actuator force (actuatorfrcrange) "
+            raise UnsupportedModelError(f"joint {label(m.joint(j).name, j, 'joint')!r} limits its total actuator force (actuatorfrcrange) "
                                         "on a ball or free joint; physai does this on hinges and slides")
         dof_forcerange[m.jnt_dofadr[j]], dof_forcelimited[m.jnt_dofadr[j]] = m.jnt_actfrcrange[j], True
     tendon_frcid = np.full(nu, -1, np.int64)           # the tendons that limit their actuators' total force

@@ -28,13 +28,32 @@ from physai.engine import geoms as geoms_module
 from physai.engine.geoms import Geoms
 from physai.spatial import mat_to_quat
 from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
-                               UnsupportedModelError)
+                               UnknownJointError, UnsupportedModelError)
 
 
 #: MuJoCo's default solver parameters of a constraint: solref (timeconst [s], dampratio), solimp (d0, dwidth, width [m | rad],
 #: midpoint, power)
 SOLREF = (0.02, 1.0)
 SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class JointAddress:
+    """Where one joint's numbers live (Model.joint): index q[..., qpos] and qd, qdd, tau, M[..., dof, dof] with dof.
+
+    id:    the joint's index (MuJoCo's joint id; not its place in q or qd once a free or ball joint comes first)
+    name:  its name ("" when unnamed: MuJoCo's); type: "free", "ball", "slide" or "hinge"
+    body:  the body it moves, physai's index (Model.body_name; MuJoCo's jnt_bodyid minus one: physai has no world body)
+    qpos:  slice of q, jnt_qposadr to + 7 (free), 4 (ball, w x y z) or 1
+    dof:   slice of qd, qdd, tau and of M's rows and columns, jnt_dofadr to + 6 (free), 3 (ball) or 1
+    """
+
+    id: int
+    name: str
+    type: str
+    body: int
+    qpos: slice
+    dof: slice
 
 
 @dataclass
@@ -186,6 +205,7 @@ class Model:
     frame_links     dict: frame_in_link's results by name, made as they are asked for (physai.kinematics.frame_in_link
                     and jacobians.frame_jacobian read it first: a plain attribute and a dict lookup for a name seen before)
     dof_linkid      (nv,)           the link a dof moves
+    dof_bodyid      (nv,)           the body a dof's joint moves (MuJoCo's dof_bodyid; made on first use)
     dof_parentid    (nv,)           previous dof towards the root, -1 at a root
     dof_motion      (nv, 6)         motion subspace S of each dof in its link frame about the link origin
     dof_armature    (nv,)           rotor inertia added to M's diagonal [kg m^2 | kg]
@@ -197,6 +217,7 @@ class Model:
     dof_turns       (nv, nv)        float64, [j, k] 1 where moving along dof k turns dof j's motion (O(nv^2), on first
                                     use too: joints.turning_dofs)
     jnt_type, jnt_qposadr, jnt_dofadr, jnt_bodyid, jnt_name   (njnt,) the source joints (physai.joints types)
+                                    (Model.joint(name or id): one joint's as q and qd slices, a JointAddress)
     jnt_stiffness   (njnt,)         spring stiffness of hinges and slides [N m/rad | N/m]; spring force
                                     -k (q - springref), energy 1/2 k (q - springref)^2
     jnt_springref   (njnt,)         [rad | m]
@@ -205,7 +226,9 @@ class Model:
     body_linkid     (nbody,)        link each body moves with, -1 for bodies welded to the world
     body_pos, body_rot (nbody, 3), (nbody, 3, 3)   body frame in that link's frame (world for -1)
     body_mass, body_ipos (nbody,), (nbody, 3)      each body's own mass [kg] and centre of mass in its frame [m]
-    body_name       (nbody,)        names (used in messages and by name look-ups)
+    body_name       (nbody,)        names (used in messages and by name look-ups). jnt_name, body_name and site_name
+                                    are the source's own: "" for an unnamed joint, body or site, which answers to no
+                                    name (messages call it "joint 3": model_checks.label)
     static_mass, static_com         mass welded to the world [kg] and its centre of mass [m]
     coords          physai.joints.Coordinates: q and v's layout (scalars, quaternions), qpos0
     actuators       physai.engine.actuators.Actuators or None
@@ -374,6 +397,12 @@ class Model:
     compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
 
     @cached_property
+    def dof_bodyid(self) -> np.ndarray:
+        """(nv,) the body each dof's joint moves (MuJoCo's dof_bodyid)."""
+        count = np.array([joints.NV[int(t)] for t in self.jnt_type], dtype=np.intp)
+        return _read_only(np.repeat(self.jnt_bodyid, count))
+
+    @cached_property
     def dof_ancestor(self) -> np.ndarray:
         """(nv, nv) bool, [i, j] true when dof i is dof j or one of its ancestors; made on first use (O(nv^2))."""
         nv, parent = self.nv, self.dof_parentid.tolist()
@@ -501,13 +530,34 @@ class Model:
     def body_id(self, body) -> int:
         """Index of a body given by index or name; physai.exceptions.UnknownBodyError otherwise."""
         if isinstance(body, str):
-            if body in self.body_name:
-                return self.body_name.index(body)
+            if (b := _named(self.body_name, body)) >= 0:
+                return b
             known = ", ".join(repr(b) for b in self.body_name if b)
             raise UnknownBodyError(f"the model has no body named {body!r}; its bodies are {known or 'unnamed'}")
         if isinstance(body, (int, np.integer)) and not isinstance(body, bool) and 0 <= body < self.nbody:
             return int(body)
         raise UnknownBodyError(f"body {body!r} is not a body of the model: expected an index 0..{self.nbody - 1} or a body name")
+
+    def joint(self, joint) -> JointAddress:
+        """The q and qd slices, type and body of a joint given by name or index (JointAddress); UnknownJointError,
+        naming the model's joints, otherwise. model.joint("left_knee").dof indexes qd, tau and M's diagonal, where
+        the joint's index would be off by 5 behind a free joint (nv 6, one joint) and by 2 behind a ball."""
+        j = self._joint_index(joint)
+        kind = int(self.jnt_type[j])
+        qadr, vadr = int(self.jnt_qposadr[j]), int(self.jnt_dofadr[j])
+        return JointAddress(j, self.jnt_name[j], joints.NAMES[kind], int(self.jnt_bodyid[j]),
+                            slice(qadr, qadr + joints.NQ[kind]), slice(vadr, vadr + joints.NV[kind]))
+
+    def _joint_index(self, joint) -> int:
+        if (j := _named(self.jnt_name, joint)) >= 0:
+            return j
+        if isinstance(joint, (int, np.integer)) and not isinstance(joint, bool) and 0 <= joint < self.njnt:
+            return int(joint)
+        known = [n for n in self.jnt_name if n]
+        close = difflib.get_close_matches(str(joint), known, n=3) if isinstance(joint, str) else []
+        hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
+        raise UnknownJointError(f"the model has no joint {joint!r}: expected an index 0..{self.njnt - 1} or a name.{hint} "
+                                f"Its joints: {', '.join(map(repr, known)) or 'unnamed'}")
 
     @property
     def nsite(self) -> int:
@@ -527,11 +577,10 @@ class Model:
         if isinstance(name, str):
             prefixed = name.startswith(("site:", "body:"))
             for kind, bare in ((name[:4], name[5:]), ("", name)) if prefixed else (("", name),):
-                if kind != "body" and bare in self.site_name:
-                    k = self.site_name.index(bare)
+                if kind != "body" and (k := _named(self.site_name, bare)) >= 0:
                     return int(self.site_bodyid[k]), self.site_pos[k], self.site_rot[k]
-                if kind != "site" and bare in self.body_name:
-                    return self.body_name.index(bare), np.zeros(3), np.eye(3)
+                if kind != "site" and (b := _named(self.body_name, bare)) >= 0:
+                    return b, np.zeros(3), np.eye(3)
         known = sorted({n for n in self.frame_name if n} - {name})
         close = difflib.get_close_matches(str(name), known, n=3)
         hint = f" Did you mean {', '.join(map(repr, close))}?" if close else ""
@@ -557,6 +606,12 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
+
+
+def _named(names: tuple, name) -> int:
+    """The index of the entry called `name` in a model's names (MuJoCo's own: "" when unnamed), or -1: an unnamed
+    entry answers to no name (MuJoCo's mj_name2id)."""
+    return names.index(name) if isinstance(name, str) and name and name in names else -1
 
 
 #: what a pickled Model leaves out (Model.__getstate__): its compiled copy and every cached property
@@ -603,8 +658,9 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
         if not spec.joints:
             owner[b], rel_R[b], rel_p[b] = plink, R0, p0
             continue
-        types = [joints.check_type(j.type, f"body {spec.name!r}") for j in spec.joints]
-        joints.check_body(types, plink < 0, f"body {spec.name!r}")
+        who = f"body {model_checks.label(spec.name, b, 'body')!r}"
+        types = [joints.check_type(j.type, who) for j in spec.joints]
+        joints.check_body(types, plink < 0, who)
         for k, j in enumerate(spec.joints):
             jnts.append((j, b, nq, nv))
             for link in joints.links(types[k], j.axis, j.anchor):
@@ -662,7 +718,7 @@ def build(bodies: list[BodySpec], gravity, actuators=None, equalities: list[Equa
     qadr = np.array([a for _, _, a, _ in jnts], dtype=np.intp)
     vadr = np.array([a for *_, a in jnts], dtype=np.intp)
     stiff = np.array([float(j.stiffness) for j, *_ in jnts])
-    springless = [j.name for j, *_ in jnts if j.stiffness and not joints.has_spring(j.type)]
+    springless = [model_checks.label(j.name, k, "joint") for k, (j, *_) in enumerate(jnts) if j.stiffness and not joints.has_spring(j.type)]
     if springless:
         raise UnsupportedModelError(f"joint {springless[0]!r} has stiffness; physai's springs are on hinges and slides")
     springref = np.array([float(j.springref) for j, *_ in jnts])
@@ -750,9 +806,10 @@ def _passive_fields(passive: dict, nbody: int, nv: int) -> dict:
 
 def _site_fields(sites: list[SiteSpec], nbody: int) -> dict:
     """The Model's site arrays; a site on a body the list does not have is an InvalidModelError."""
-    for site in sites:
+    for k, site in enumerate(sites):
         if not -1 <= site.body < nbody:
-            raise InvalidModelError(f"site {site.name!r} is on body {site.body}; the model has {nbody} bodies (-1: the world)")
+            raise InvalidModelError(f"site {model_checks.label(site.name, k, 'site')!r} is on body {site.body}; the model has "
+                                    f"{nbody} bodies (-1: the world)")
     return dict(site_name=tuple(site.name for site in sites), site_bodyid=np.array([site.body for site in sites], dtype=np.intp),
                 site_pos=np.array([site.pos for site in sites], dtype=float).reshape(-1, 3),
                 site_rot=np.array([site.rot for site in sites], dtype=float).reshape(-1, 3, 3))

@@ -95,15 +95,23 @@ def _float_fields(model):
                 yield owner, name, value
 
 
+def label(name: str, i: int, kind: str) -> str:
+    """How messages and tables call entry i of a model's names (jnt_name[i], body_name[i], ...): its name, or
+    "joint 3" (kind and index) when it has none ("")."""
+    return name or f"{kind} {i}"
+
+
 def _who(model, owner, name: str, i: int) -> str:
-    """' (joint 'hip')': the named entity entry i of field `name` belongs to, or ''."""
+    """' (joint 'hip')': the named entity entry i of field `name` belongs to; a dof's joint also when unnamed
+    (' (joint 'joint 3')'); else ''."""
     prefix = name.partition("_")[0]
-    if prefix == "dof" and owner is model:
+    dof = prefix == "dof" and owner is model
+    if dof:
         j = np.searchsorted(model.jnt_dofadr, i, side="right") - 1
         prefix, i = "jnt", int(j)
     kind, names = OWNERS.get(prefix, (None, None))
     found = getattr(owner, names, ()) if kind else ()
-    return f" ({kind} {found[i]!r})" if 0 <= i < len(found) and found[i] else ""
+    return f" ({kind} {label(found[i], i, kind)!r})" if 0 <= i < len(found) and (found[i] or dof) else ""
 
 
 def _domain(low: float, high: float) -> str:
@@ -142,7 +150,7 @@ def singular_at_rest(model) -> InvalidModelError:
     """The error of a model whose mass matrix is singular at qpos0 (no invweight0 constants), naming the moving bodies
     without mass."""
     moving = [i for i in range(model.nbody) if model.body_linkid[i] >= 0 and model.body_mass[i] <= 0]
-    names = ", ".join(repr(model.body_name[i] or f"body {i}") for i in moving) or "none has zero mass"
+    names = ", ".join(repr(label(model.body_name[i], i, "body")) for i in moving) or "none has zero mass"
     return InvalidModelError(f"the mass matrix at qpos0 is singular, so the constraints cannot be weighed (MuJoCo's "
                              f"invweight0): a moving body needs mass and inertia > 0 or a massive child (bodies "
                              f"without mass that move: {names})")

@@ -23,6 +23,7 @@ import numpy as np
 
 from physai.engine.data import Data
 from physai.engine.model import Model
+from physai.engine.model_checks import label
 from physai.exceptions import UnsupportedModelError
 
 #: MuJoCo's mjMINVAL: the floor of a denominator
@@ -80,7 +81,8 @@ def check_integrator(model: Model, integrator: str) -> None:
     """UnsupportedModelError for ellipsoid-model fluid forces under an implicit or the discrete integrator: their velocity derivative
     (MuJoCo's mjd_ellipsoidFluid, in qDeriv) is not modelled (the inertia box's is: fluid_velocity_derivative)."""
     if integrator in ("implicit", "implicitfast", "discrete") and has_fluid(model) and model.fluid_ellipsoid.any():
-        body = model.body_name[int(model.fluid_bodyid[np.argmax(model.fluid_ellipsoid)])]
+        b = int(model.fluid_bodyid[np.argmax(model.fluid_ellipsoid)])
+        body = label(model.body_name[b], b, "body")
         raise UnsupportedModelError(f"body {body!r} has fluid forces of the ellipsoid model (fluidshape) and the model "
                                     f"steps with the {integrator} integrator: physai does not model their velocity "
                                     "derivative (MuJoCo's mjd_ellipsoidFluid); use euler or rk4, or the inertia-box model")

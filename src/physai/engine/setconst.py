@@ -16,7 +16,7 @@ import numpy as np
 from physai.engine import collision, passive, smooth, support, tendon
 from physai.engine.data import Data
 from physai.engine.model import Model
-from physai.engine.model_checks import MINVAL
+from physai.engine.model_checks import MINVAL, label
 from physai.exceptions import UnsupportedModelError
 from physai.joints import BALL, FREE, SLIDE
 
@@ -53,7 +53,7 @@ def check_reduced_mass(model: Model) -> None:
     coupled = (np.abs(M) > 1e-12 * np.sqrt(np.outer(diag, diag))) & (dof_joint[dofs][:, None] != dof_joint[dofs][None, :])
     if coupled.any():
         i, j = dofs[np.argwhere(coupled)[0]]
-        a, b = model.jnt_name[dof_joint[i]] or f"joint {dof_joint[i]}", model.jnt_name[dof_joint[j]] or f"joint {dof_joint[j]}"
+        a, b = (label(model.jnt_name[dof_joint[k]], dof_joint[k], "joint") for k in (i, j))
         raise UnsupportedModelError(
             f"joints {a!r} and {b!r} move one body that MuJoCo's compiler marks simple (dof_simplenum), yet they are "
             f"coupled in the mass matrix (M[{i}, {j}] = {M[coupled][0]:.3g} at qpos0): MuJoCo's reduced M leaves that "

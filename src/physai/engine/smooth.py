@@ -14,6 +14,7 @@ function by the compiled engine's cpp/smooth.h), for n states at once with the s
     block_inverse(D)            inverse of each link's 1x1 or 3x3 joint-space block (by its adjugate)
     aba(model, d, qd, tau)      qdd by the articulated-body algorithm                            (RBDA table 7.1)
     energy_pos(model, d, q), energy_vel(model, d, qd)      potential and kinetic energy     (mj_energyPos, mj_energyVel)
+    body_energy_pos(model, d, q), body_energy_vel(model, d, qd)   the same per body (NumPy only: no compiled kernel yet)
     body_poses(model, q), geom_poses(model, q)   one state's body and geom frames in mj_kinematics' own arithmetic
     moved_bodies(model, dof)    the bodies whose frames a dof moves
     moved_geom_poses(model, q, q0, dof)   geom_poses at a point of q0 moved along dof, the others' frames q0's
@@ -506,6 +507,42 @@ def energy_pos(model: Model, d: Data, q: np.ndarray) -> np.ndarray:
     moment = np.einsum("b,bin->in", model.link_mass, d.cipos + d.center) + (model.static_mass * model.static_com)[:, None]
     springs = 0.5 * np.einsum("i,in->n", model.spring_stiffness, (q[model.spring_qposadr] - model.spring_ref[:, None]) ** 2)
     return springs - np.einsum("i,in->n", model.gravity, moment)
+
+
+def body_energy_vel(model: Model, d: Data, qd: np.ndarray) -> np.ndarray:
+    """Each body's kinetic energy (nbody, n) [J] from a Data with velocities done; bodies welded to the world 0.
+
+    Sums over the bodies to energy_vel: a dof's armature energy 1/2 armature qd^2 counts to the body its joint moves
+    (MuJoCo's dof_bodyid), as MuJoCo's M puts it on that dof's diagonal."""
+    b = np.flatnonzero(model.body_linkid >= 0)
+    link, R = model.body_linkid[b], d.xmat[model.body_linkid[b]]
+    # c = x + R (pos + rot ipos): the body's centre of mass about the tree's centre;  v_c = v + w x c
+    c = d.cpos[link] + np.einsum("bikn,bk->bin", R, model.body_pos[b] + np.einsum("bij,bj->bi", model.body_rot[b],
+                                                                                      model.body_ipos[b]))
+    w, v = d.cvel[link, :3], d.cvel[link, 3:]
+    v_c = v + w[:, _L1] * c[:, _L2] - w[:, _L2] * c[:, _L1]
+    # T_b = 1/2 (m |v_c|^2 + w_b . I_b w_b), w_b = (R rot)^T w the angular velocity in the body's frame
+    w_b = np.einsum("bkin,bkn->bin", np.einsum("bkjn,bji->bkin", R, model.body_rot[b]), w)
+    T = np.zeros((model.nbody, d.n))
+    T[b] = 0.5 * (model.body_mass[b, None] * np.einsum("bin,bin->bn", v_c, v_c)
+                  + np.einsum("bin,bij,bjn->bn", w_b, model.body_inertia[b], w_b))
+    np.add.at(T, model.dof_bodyid, 0.5 * model.dof_armature[:, None] * qd**2)
+    return T
+
+
+def body_energy_pos(model: Model, d: Data, q: np.ndarray) -> np.ndarray:
+    """Each body's potential energy (nbody, n) [J] from a Data with positions done: gravity's -m g . com (zero at the world
+    origin), and the springs of the body's joints 1/2 k (q - springref)^2. Sums over the bodies to energy_pos."""
+    # com = pos + rot ipos (world frame) for a welded body, center + x + R (pos + rot ipos) for a moving one
+    local = model.body_pos + np.einsum("bij,bj->bi", model.body_rot, model.body_ipos)
+    com = np.repeat(local[:, :, None], d.n, axis=2)
+    b = np.flatnonzero(model.body_linkid >= 0)
+    link = model.body_linkid[b]
+    com[b] = d.center[link] + d.cpos[link] + np.einsum("bikn,bk->bin", d.xmat[link], local[b])
+    U = -model.body_mass[:, None] * np.einsum("i,bin->bn", model.gravity, com)
+    body = model.dof_bodyid[model.spring_dofadr]
+    np.add.at(U, body, 0.5 * model.spring_stiffness[:, None] * (q[model.spring_qposadr] - model.spring_ref[:, None]) ** 2)
+    return U
 
 
 # ---------------------------------------------------------------- the stages a result needs
