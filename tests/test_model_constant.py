@@ -2,12 +2,12 @@
 flags.writeable, every other value by identity, one level into the objects it holds: geoms, opt, coords, actuators) is
 the same before and after each public call, on both backends, on a model with contacts, equalities, limits, friction
 loss, damping and actuators. A Model holds every value Model.KEPT names from the moment it is loaded (made once by
-physai.engine.set_const, MuJoCo's mj_setConst); the only values it gains are the compiled copy (made once per process)
-and M's sparsity pattern (functools cached_property, O(nv depth)): a second round of every call changes nothing at all."""
+physai.engine.set_const, MuJoCo's mj_setConst); the only value it gains is the compiled copy (made once per process):
+what is made on first use (M's sparsity pattern, dof_turns, geom_dofs) is held in engine.model.per_model's store, not in
+the Model, and a second round of every call changes nothing at all."""
 
 import copy
 import dataclasses
-import functools
 import pickle
 import re
 import warnings
@@ -26,7 +26,8 @@ from physai.engine.model import Model
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
 BACKENDS = ["native", "numpy"] if native.available() else ["numpy"]
-LAZY = {"compiled"} | {n for n, v in vars(Model).items() if isinstance(v, functools.cached_property)}
+#: what is made on first use and held in per_model's store (properties reading it), never in the Model's __dict__
+MADE_ON_FIRST_USE = ("dof_ancestor", "dof_ancestors", "dof_Mrow", "dof_Mcol", "dof_Mmask", "dof_turns", "geom_dofs")
 
 
 def scene() -> tuple[mujoco.MjModel, Model]:
@@ -91,6 +92,7 @@ def public_calls(m: mujoco.MjModel, model: Model) -> dict:
         "rnea_derivatives": lambda: derivatives.rnea_derivatives(model, q, qd, x),
         "forward_dynamics_derivatives": lambda: derivatives.forward_dynamics_derivatives(model, q, qd, x),
         "step_derivatives": lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl),
+        "step_derivatives_constrained": lambda: derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True),
         "body_jacobian": lambda: jacobians.body_jacobian(model, q, "b1"),
         "frame_jacobian": lambda: jacobians.frame_jacobian(model, q, "b2"),
         "frame_velocity": lambda: kinematics.frame_velocity(model, q, qd, "c"),
@@ -111,10 +113,30 @@ def test_no_public_call_writes_into_a_model(backend):
                 before = snapshot(model)
                 run(backend, call)
                 changed = differences(before, snapshot(model))
-                if round_ == "first":                            # the compiled copy and M's pattern appear, once
-                    changed = [c for c in changed if not (c.endswith(" added") and c.split(" ")[0] in LAZY)
-                               and not c.startswith("frame_links")]
+                if round_ == "first":                            # the compiled copy appears, once
+                    changed = [c for c in changed if c != "compiled added" and not c.startswith("frame_links")]
                 assert not changed, f"{backend} {name} ({round_} round) wrote into the Model: {changed}"
+
+
+FIRST_USES = ("step_derivatives_constrained", "mass_matrix", "collision_detect", "simulate")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("name", FIRST_USES)
+def test_what_a_call_makes_on_first_use_stays_out_of_the_model(backend, name):
+    """A call that makes M's pattern, dof_turns or geom_dofs on first use leaves the Model's __dict__ as it was (its
+    compiled copy, made once per process, aside): the same names, each the same object; what was made is held in
+    per_model's store and read back as the same object (its values: tests/test_urdf.py)."""
+    m, model = scene()
+    before = dict(vars(model))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        run(backend, public_calls(m, model)[name])
+    after = {k: v for k, v in vars(model).items() if k != "compiled"}
+    assert after.keys() == before.keys(), f"{name} added {sorted(after.keys() - before.keys())}"
+    assert not [k for k in before if after[k] is not before[k]]
+    for made in MADE_ON_FIRST_USE:
+        assert getattr(model, made) is getattr(model, made), made
 
 
 def fresh(source: str) -> tuple[mujoco.MjModel, Model]:
@@ -222,18 +244,17 @@ def test_a_replaced_model_is_given_its_constants_by_set_const():
 
 
 def test_a_pickled_model_leaves_out_what_its_uses_made():
-    """A Model pickled after step_derivatives(constraints=True), which makes dof_turns (nv^2 floats) and M's pattern, is
-    no larger than when loaded (Dask sends Models to its workers); the copy remakes them and gives the same A and B (to
-    1e-12 of their largest entry: the same operations, a fresh compiled copy)."""
+    """A Model pickled after step_derivatives(constraints=True), which makes dof_turns (nv^2 floats), M's pattern and
+    the compiled copy, is no larger than when loaded (Dask sends Models to its workers); the copy remakes them and gives
+    the same A and B (to 1e-12 of their largest entry: the same operations, a fresh compiled copy)."""
     m, model = scene()
     q = m.qpos0.copy()
     q[2] -= 0.25                                                       # the tree's root down on the floor: contacts
     qd = np.random.default_rng(0).normal(size=model.nv) * 0.3
     loaded = len(pickle.dumps(model))
     A, B = derivatives.step_derivatives(model, q, qd, constraints=True)
-    assert {"dof_turns", "dof_ancestor"} <= set(vars(model))
     copy = pickle.loads(pickle.dumps(model))
-    assert len(pickle.dumps(model)) <= loaded and not LAZY & set(vars(copy))
+    assert len(pickle.dumps(model)) <= loaded and "compiled" not in vars(copy)
     for mine, theirs in zip((A, B), derivatives.step_derivatives(copy, q, qd, constraints=True)):
         assert np.abs(theirs - mine).max() <= 1e-12 * np.abs(mine).max()
 
@@ -276,15 +297,14 @@ def what_a_user_sees(model: Model) -> dict:
             "copies' attributes": [sorted(vars(other)) for other in (shallow, deep, unpickled)]}
 
 
-def test_what_a_user_sees_of_a_model_is_the_same_before_and_after_its_cached_properties_are_made():
-    """step_derivatives(constraints=True) makes dof_turns and geom_dofs (and M's pattern) in the Model it is given, on first
-    use; equality and hashing (by identity), pickling (the same bytes) and copy.copy / copy.deepcopy (without what the
+def test_what_a_user_sees_of_a_model_is_the_same_before_and_after_what_it_makes_on_first_use():
+    """step_derivatives(constraints=True) makes dof_turns and geom_dofs (and M's pattern) for the Model it is given, on
+    first use; equality and hashing (by identity), pickling (the same bytes) and copy.copy / copy.deepcopy (without what the
     uses made) show the same Model before the call and after it."""
     m, model = scene()
     q = m.qpos0.copy()
     q[2] -= 0.25                                                       # the tree's root down on the floor: contacts
     before = what_a_user_sees(model)
     derivatives.step_derivatives(model, q, np.zeros(model.nv), constraints=True)
-    assert {"dof_turns", "geom_dofs", "dof_ancestor"} <= set(vars(model))
     after = what_a_user_sees(model)
     assert before == after, [name for name in before if before[name] != after[name]]

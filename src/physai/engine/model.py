@@ -20,7 +20,6 @@ import functools
 import math
 import weakref
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -210,8 +209,9 @@ class Model:
     dof_damping     (nv,)           joint damping, passive force -b v [N m s/rad | N s/m]
     dof_ancestor    (nv, nv)        bool, [i, j] true when dof i is dof j or one of its ancestors
     dof_Mrow, dof_Mcol, dof_Mmask   CRBA gather: M[i, j] = (S . Ic S)[dof_Mrow[i, j], dof_Mcol[i, j]] * dof_Mmask[i, j]
-                                    (these four, O(nv^2), are made from dof_parentid on first use: `build` stays linear
-                                    in the number of bodies, a 20,000-link chain builds without them)
+                                    (these four, O(nv^2), are made from dof_parentid on first use and held in
+                                    per_model's store, not in the Model: `build` stays linear in the number of bodies, a
+                                    20,000-link chain builds without them, and no call writes into the Model)
     dof_turns       (nv, nv)        float64, [j, k] 1 where moving along dof k turns dof j's motion (O(nv^2), on first
                                     use too: joints.turning_dofs)
     jnt_type, jnt_qposadr, jnt_dofadr, jnt_bodyid, jnt_name   (njnt,) the source joints (physai.joints types)
@@ -391,7 +391,8 @@ class Model:
 
     compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
 
-    @cached_property
+    @property
+    @per_model
     def dof_ancestor(self) -> np.ndarray:
         """(nv, nv) bool, [i, j] true when dof i is dof j or one of its ancestors; made on first use (O(nv^2))."""
         nv, parent = self.nv, self.dof_parentid.tolist()
@@ -402,14 +403,16 @@ class Model:
             above[j, j] = True
         return _read_only(np.ascontiguousarray(above.T))
 
-    @cached_property
+    @property
+    @per_model
     def dof_turns(self) -> np.ndarray:
         """(nv, nv) float64, [j, k] 1 where moving along dof k turns dof j's motion S_j by S_k x S_j (joints.turning_dofs:
         k is j or its ancestor, or both are rotations of one ball or free joint); made on first use (O(nv^2)), by
         physai.derivatives' analytic contact rows."""
         return _read_only(joints.turning_dofs(self.jnt_type, self.jnt_dofadr, self.dof_ancestor))
 
-    @cached_property
+    @property
+    @per_model
     def geom_dofs(self) -> np.ndarray:
         """(ngeom, nv) bool, [g, k] true when moving along dof k moves geom g (k on the chain of its body's link; none
         for a geom of the world or of a body without dofs); made on first use (O(ngeom nv)), by physai.derivatives'
@@ -420,7 +423,8 @@ class Model:
         chains = np.vstack([self.dof_ancestor[:, last].T, np.zeros((1, self.nv), bool)])   # row -1: no dof
         return _read_only(np.ascontiguousarray(chains[link]))
 
-    @cached_property
+    @property
+    @per_model
     def dof_ancestors(self) -> list[list[int]]:
         """Each dof's ancestors on dof_parentid's chain, from the root (the columns left of the diagonal in M's row:
         MuJoCo's M_colind, which the compiled model derives the same way); made on first use (O(nv depth))."""
@@ -429,19 +433,22 @@ class Model:
             chains.append([] if p < 0 else chains[p] + [p])
         return chains
 
-    @cached_property
+    @property
+    @per_model
     def dof_Mrow(self) -> np.ndarray:
         """(nv, nv) CRBA gather rows: i where dof i is an ancestor of dof j, else j (see the class docstring)."""
         nv = np.arange(self.nv)
         return _read_only(np.where(self.dof_ancestor, nv[:, None], nv[None, :]))
 
-    @cached_property
+    @property
+    @per_model
     def dof_Mcol(self) -> np.ndarray:
         """(nv, nv) CRBA gather columns: j where dof i is an ancestor of dof j, else i."""
         nv = np.arange(self.nv)
         return _read_only(np.where(self.dof_ancestor, nv[None, :], nv[:, None]))
 
-    @cached_property
+    @property
+    @per_model
     def dof_Mmask(self) -> np.ndarray:
         """(nv, nv, 1) 1.0 where M[i, j] can be nonzero (one dof an ancestor of the other), else 0.0."""
         return _read_only((self.dof_ancestor | self.dof_ancestor.T).astype(float)[:, :, None])
@@ -449,8 +456,9 @@ class Model:
     #: the constants derived from a model once, when it is built: MuJoCo's mj_setConst (physai.engine.setconst.set_const,
     #: the loaders' last step), each made by the module named and held from then on (Model.kept reads them). A model
     #: without geoms, contacts, gravity compensation or fluid makes empty ones. M's sparsity pattern (dof_ancestor and
-    #: the gathers below, dof_ancestors), dof_turns and geom_dofs are the exception, made on first use: their size is nv
-    #: times the tree's depth, nv^2 or ngeom nv, quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
+    #: the gathers below, dof_ancestors), dof_turns and geom_dofs are the exception, made on first use and held in
+    #: per_model's store (properties reading it; the Model's __dict__ stays as built): their size is nv times the tree's
+    #: depth, nv^2 or ngeom nv, quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
     KEPT = ("collision_functions", "collision_candidates", "collision_broad_phase", "collision_groups",   # engine.collision
             "collision_shapes", "contact_dofs",
             "standalone_free_dofs",                                                                   # engine.support
@@ -480,11 +488,10 @@ class Model:
                                     "dataclasses.replace?); set_const(model) derives its constants") from None
 
     def __getstate__(self) -> dict:
-        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled, and
-        without what is made on first use (the cached properties: M's pattern, dof_turns, ...; frame_links' entries):
-        a pickle's size is the model's, not what its uses made (dof_turns: nv^2 floats); the receiving process remakes
-        each on first use (physai.engine.native for the compiled copy)."""
-        state = {name: value for name, value in self.__dict__.items() if name not in _MADE_ON_FIRST_USE}
+        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled, and without
+        frame_links' entries: a pickle's size is the model's, not what its uses made; the receiving process remakes the
+        compiled copy on first use (physai.engine.native), as it does what per_model holds (M's pattern, dof_turns, ...)."""
+        state = {name: value for name, value in self.__dict__.items() if name != "compiled"}
         state["frame_links"] = {}
         return state
 
@@ -575,10 +582,6 @@ class Model:
 
     def __repr__(self) -> str:
         return f"<physai.engine.Model: nq={self.nq}, nv={self.nv}, nu={self.nu}, {self.nbody} bodies, {self.nlink} links>"
-
-
-#: what a pickled Model leaves out (Model.__getstate__): its compiled copy and every cached property
-_MADE_ON_FIRST_USE = frozenset({"compiled"} | {name for name, v in vars(Model).items() if isinstance(v, cached_property)})
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
