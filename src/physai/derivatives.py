@@ -2118,8 +2118,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     explicit = integrator == "discrete" and forward.explicit_couplings(model) and \
         forward.metric_couplings(model, model.actuators)               # PGS's explicit servo terms: the NumPy text's
     compiled = native.on and not numpy_only(model) and not constraints and not explicit   # the kernel declines, NumPy runs
-    constrained = native.on and constraints and COMPILED_STEP and model.nv > 0 and not numpy_only(model) and \
-        integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state (nv 0: no rows' J)
+    constrained = native.on and constraints and COMPILED_STEP and not numpy_only(model) and \
+        integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
