@@ -325,17 +325,23 @@ def test_a_model_without_dofs_solves_to_mujocos_empty_answer(solver, backend):
     assert forward.efc_force.shape == d.efc_force.shape
 
 
-#: every body welded to the world (nv = 0), with a contact (an explicit pair: MuJoCo's ncon 1, no rows) or none
+#: every body welded to the world (nv = 0), with a contact (an explicit pair: MuJoCo's ncon 1, no rows), an equality
+#: between two of them (connect or weld) or neither
 WELDED = {"pair": '<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/><body pos="0 0 .05"><geom '
                   'name="ball" size=".1"/></body></worldbody><contact><pair geom1="floor" geom2="ball"/></contact></mujoco>',
           "no contact": '<mujoco><worldbody><body pos="0 0 1"><geom size=".1"/></body></worldbody></mujoco>'}
+#: two welded bodies tied by an equality (its rows' Jacobian is empty: MuJoCo keeps none)
+WELDED.update({kind: f'<mujoco><worldbody><body name="a" pos="0 0 1"><geom size=".1"/></body><body name="b" pos=".3 0 1">'
+                     f'<geom size=".1"/></body></worldbody><equality><{kind} body1="a" body2="b" {anchor}/></equality></mujoco>'
+               for kind, anchor in (("connect", 'anchor="0 0 0"'), ("weld", ""))})
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("scene_name", sorted(WELDED))
 def test_every_constrained_call_on_a_model_without_dofs_gives_mujocos_shapes(scene_name, backend):
     """nv = 0: the rows of one state and of forward dynamics' batch of two (J (nefc, 0), on the compiled backend too: its
-    rows were counted from J's numbers, none with nv 0, and J came back (0,)), forward and inverse dynamics (their rows),
+    rows were counted from J's numbers, none with nv 0, and J came back (0,); the NumPy rows of an equality raised a bare
+    ValueError), forward and inverse dynamics (their rows),
     the contacts, a step, a simulation, a rollout and step_derivatives(constraints=True) give mj_forward's nefc and
     ncon and arrays of nv = 0 columns, and no error."""
     m = mujoco.MjModel.from_xml_string(WELDED[scene_name])
