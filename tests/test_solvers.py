@@ -342,7 +342,8 @@ def test_every_constrained_call_on_a_model_without_dofs_gives_mujocos_shapes(sce
     """nv = 0: the rows of one state and of forward dynamics' batch of two (J (nefc, 0), on the compiled backend too: its
     rows were counted from J's numbers, none with nv 0, and J came back (0,); the NumPy rows of an equality raised a bare
     ValueError), forward and inverse dynamics (their rows),
-    the contacts, a step, a simulation, a rollout and step_derivatives(constraints=True) give mj_forward's nefc and
+    the contacts, a step, a simulation, a rollout and step_derivatives(constraints=True) under each integrator (NumPy's implicit
+    raised ShapeError) give mj_forward's nefc and
     ncon and arrays of nv = 0 columns, and no error."""
     m = mujoco.MjModel.from_xml_string(WELDED[scene_name])
     d = mujoco.MjData(m)
@@ -361,8 +362,9 @@ def test_every_constrained_call_on_a_model_without_dofs_gives_mujocos_shapes(sce
     assert [x.shape for x in on(integrators.step, model, q, q, constraints=True)] == [(0,), (0,)]
     assert on(integrators.simulate, model, q, q, steps=3, constraints=True).q.shape == (4, 0)
     assert on(integrators.rollout, model, Q, Q, steps=3, constraints=True).q.shape == (2, 4, 0)
-    A, B = on(derivatives.step_derivatives, model, q, q, constraints=True)
-    assert A.shape == (0, 0) and B.shape == (0, 0)
+    for integrator in ("euler", "implicit", "implicitfast", "rk4", "discrete"):
+        A, B = on(derivatives.step_derivatives, model, q, q, integrator=integrator, constraints=True)
+        assert A.shape == (0, 0) and B.shape == (0, 0), integrator
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
