@@ -10,6 +10,8 @@ import copy
 import dataclasses
 import pickle
 import re
+import threading
+import time
 import warnings
 
 import mujoco
@@ -22,7 +24,7 @@ from physai import (centroidal, collision, constraints, derivatives, engine, int
                     models)
 from physai.engine import constraint, native, support
 from physai.engine.collision import dof_preorder
-from physai.engine.model import Model
+from physai.engine.model import Model, per_model
 from physai.exceptions import InvalidModelError, UnsupportedModelError
 
 BACKENDS = ["native", "numpy"] if native.available() else ["numpy"]
@@ -137,6 +139,25 @@ def test_what_a_call_makes_on_first_use_stays_out_of_the_model(backend, name):
     assert not [k for k in before if after[k] is not before[k]]
     for made in MADE_ON_FIRST_USE:
         assert getattr(model, made) is getattr(model, made), made
+
+
+def test_threads_using_a_model_first_at_once_get_one_object():
+    """per_model under threads: eight threads released together by a barrier ask for what a slow make (each call a new
+    object) makes of one fresh Model; each may make its own, but every thread gets the same object, the one stored
+    (before setdefault, each got its own)."""
+    _, model = scene()
+    made = per_model(lambda model: time.sleep(0.05) or object())
+    barrier, got = threading.Barrier(8), []
+
+    def first_use():
+        barrier.wait()
+        got.append(made(model))
+    threads = [threading.Thread(target=first_use) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 8 and all(value is made(model) for value in got)
 
 
 def fresh(source: str) -> tuple[mujoco.MjModel, Model]:

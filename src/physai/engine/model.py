@@ -36,15 +36,15 @@ def per_model(make):
     """make(model), made once per Model object and held weakly: the one store of what is made per Model and kept out
     of it (the Model stays as built: tests/test_model_constant.py). Dropped with the model, keeping no Model or its
     arrays alive as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse.
-    The values are held strongly: make must return nothing that references the model (it would then never be dropped)."""
+    The values are held strongly: make must return nothing that references the model (it would then never be dropped).
+    Threads: two first uses at once may both make, but setdefault (atomic under the GIL) stores the first and every
+    thread returns that one object."""
     made = weakref.WeakKeyDictionary()
 
     @functools.wraps(make)
     def cached(model):
         value = made.get(model)
-        if value is None:
-            value = made[model] = make(model)
-        return value
+        return made.setdefault(model, make(model)) if value is None else value
     return cached
 
 
