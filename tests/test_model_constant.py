@@ -1,7 +1,9 @@
-"""A Model is constant: no public call writes into it. Every attribute of a Model (arrays by value and by
+"""A Model is constant: no public call writes into it but frame_links' entries. Every attribute of a Model (arrays by value and by
 flags.writeable, every other value by identity, one level into the objects it holds: geoms, opt, coords, actuators) is
 the same before and after each public call, on both backends, on a model with contacts, equalities, limits, friction
-loss, damping and actuators. A Model holds every value Model.KEPT names from the moment it is loaded (made once by
+loss, damping and actuators, with one exception: the entries of Model.frame_links (frame_in_link's results by name,
+kept in the Model: read through per_model's store they would cost a compiled call by frame name about a third more; see
+Model's docstring). A Model holds every value Model.KEPT names from the moment it is loaded (made once by
 physai.engine.set_const, MuJoCo's mj_setConst); the only value it gains is the compiled copy (made once per process):
 what is made on first use (M's sparsity pattern, dof_turns, geom_dofs) is held in engine.model.per_model's store, not in
 the Model, and a second round of every call changes nothing at all."""
@@ -115,8 +117,8 @@ def test_no_public_call_writes_into_a_model(backend):
                 before = snapshot(model)
                 run(backend, call)
                 changed = differences(before, snapshot(model))
-                if round_ == "first":                            # the compiled copy appears, once
-                    changed = [c for c in changed if c != "compiled added" and not c.startswith("frame_links")]
+                if round_ == "first":     # the compiled copy appears, once (frame_links stays one dict: its
+                    changed = [c for c in changed if c != "compiled added"]     # entries, the exception, go unchecked)
                 assert not changed, f"{backend} {name} ({round_} round) wrote into the Model: {changed}"
 
 
