@@ -988,17 +988,25 @@ void read_contacts(const Model &m, nb::handle obj, int64_t N, ConstraintCall &c,
     }
 }
 
-// a new array (total, cols) of `type` (cols 0: (total,)) filled from member `field` of each range's RowsOut, in order
+// a new array (total, cols) of `type` (cols 0: (total,)) filled from member `field` of each range's RowsOut, in order;
+// rows >= 0: (rows, cols) whatever cols (the rows' Jacobians, (nefc, nv): with nv 0 their numbers cannot count the rows)
 template <class X> nb::object gather_rows(const std::vector<const RowsOut *> &outs, std::vector<X> RowsOut::*field,
-                                          int64_t cols, int type) {
+                                          int64_t cols, int type, int64_t rows = -1) {
     size_t total = 0;
     for (const RowsOut *o : outs) total += (o->*field).size();
-    npy_intp dims[2] = {npy_intp(cols ? total / size_t(cols) : total), npy_intp(cols)};
+    npy_intp dims[2] = {npy_intp(rows >= 0 ? size_t(rows) : cols ? total / size_t(cols) : total), npy_intp(cols)};
     void *data;
-    nb::object r = new_array(cols ? 2 : 1, dims, type, data);
+    nb::object r = new_array(rows >= 0 || cols ? 2 : 1, dims, type, data);
     X *at = static_cast<X *>(data);
     for (const RowsOut *o : outs) at = std::copy((o->*field).begin(), (o->*field).end(), at);
     return r;
+}
+
+// the rows of every range's RowsOut (one type each)
+int64_t total_rows(const std::vector<const RowsOut *> &outs) {
+    size_t total = 0;
+    for (const RowsOut *o : outs) total += o->type.size();
+    return int64_t(total);
 }
 
 // a new array (fields, total) of `type`, its row k filled as gather_rows fills member fields[k] (one allocation for the
@@ -1109,7 +1117,8 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         : gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
                               &R::vel, &R::aref, &R::force}, NPY_DOUBLE);
     return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
-                          gather_rows(outs, &R::J, m.nv, NPY_DOUBLE), values, gather_block(outs, {&R::type, &R::id}, NPY_INT64),
+                          gather_rows(outs, &R::J, m.nv, NPY_DOUBLE, total_rows(outs)), values,
+                          gather_block(outs, {&R::type, &R::id}, NPY_INT64),
                           gather_block(outs, {&R::contact_row}, NPY_INT64), gather_rows(outs, &R::contact_mu, 0, NPY_DOUBLE));
 }
 

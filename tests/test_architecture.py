@@ -290,3 +290,36 @@ def test_each_cpp_header_compiles_on_its_own(header):
     run = subprocess.run([compiler, "-std=c++17", "-fsyntax-only", "-I", str(cpp),
                           "-x", "c++", str(cpp / header)], capture_output=True, text=True)
     assert run.returncode == 0, run.stderr[-2000:]
+
+
+def private_stores(source: str) -> list[str]:
+    """Stores of what is made per Model kept outside engine.model's per_model: a WeakKeyDictionary, a key id(model), an
+    lru_cache (functools.cache) on a function taking a model."""
+    bad = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Name, ast.Attribute)) and (getattr(node, "id", None) or node.attr) == "WeakKeyDictionary":
+            bad.append(f"WeakKeyDictionary (line {node.lineno})")
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "id" and node.args \
+                and isinstance(node.args[0], ast.Name) and node.args[0].id == "model":
+            bad.append(f"id(model) (line {node.lineno})")
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and "model" in [a.arg for a in node.args.args]:
+            for d in node.decorator_list:
+                named = d.func if isinstance(d, ast.Call) else d
+                if (getattr(named, "id", None) or getattr(named, "attr", None)) in ("lru_cache", "cache"):
+                    bad.append(f"{node.name} cached by {ast.unparse(named)} (line {node.lineno})")
+    return bad
+
+
+@pytest.mark.parametrize("name", sorted(set(MODULES) - {"physai.engine.model"}))
+def test_one_store_of_what_is_made_per_model(name):
+    """What is made per Model is held in one place, engine.model's per_model (weakly, by the object): no module keeps
+    a store of its own."""
+    bad = private_stores(MODULES[name].read_text())
+    assert not bad, f"{name} keeps its own per-model store (use physai.engine.model.per_model): {bad}"
+
+
+def test_the_store_check_sees_a_store():
+    source = ("import functools, weakref\nmade = weakref.WeakKeyDictionary()\n@functools.lru_cache\ndef f(model):\n"
+              "    return made.get(id(model))\n")
+    assert sorted(private_stores(source)) == ["WeakKeyDictionary (line 2)", "f cached by functools.lru_cache (line 4)",
+                                              "id(model) (line 5)"]

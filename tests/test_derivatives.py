@@ -1546,7 +1546,7 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
 @pytest.mark.parametrize("case", ["a plane only", "a pendulum", "SO-101 in and past its limits"])
 def test_compiled_constrained_step_without_rows_and_in_batches(monkeypatch, case):
     """_compiled_constrained where there is nothing to constrain and across a batch: a model without dofs (nv 0: the
-    NumPy text's (0, 0) A and B; the kernel declines), a state without rows (nv 1: the compiled call runs), and three
+    NumPy text's (0, 0) A and B, the compiled call's too), a state without rows (nv 1: the compiled call runs), and three
     SO-101 states with 0, some and every joint past its limit (a batch whose states have different row counts: each
     state's compiled call) against the NumPy text state by state within product_rule_rounding() of each state's largest
     entry (the rows are limits, analytic: no product rule, only the solves' rounding, far below)."""
@@ -1569,7 +1569,7 @@ def test_compiled_constrained_step_without_rows_and_in_batches(monkeypatch, case
         monkeypatch.setattr(derivatives, "COMPILED_STEP", flag)
         out[flag] = run("native", derivatives.step_derivatives, model, q, qd, ctrl=ctrl, constraints=True)
     rows = {len(mujoco_rows(m, state)) for state in q}
-    assert len(ran) == (0 if m.nv == 0 else len(q)) and all(x is not None for x in ran)
+    assert len(ran) == len(q) and all(x is not None for x in ran)
     assert len(rows) == len(q) or m.nq < 2
     for k, what in ((0, "A"), (1, "B")):
         assert out[True][k].shape == out[False][k].shape == (len(q), 2 * m.nv, 2 * m.nv if k == 0 else m.nu)

@@ -17,7 +17,7 @@ import mujoco
 import numpy as np
 import pytest
 
-from physai import collision, constraints, engine, integrators, models
+from physai import collision, constraints, derivatives, engine, integrators, models
 from physai.engine import native
 from physai.exceptions import ConvergenceWarning
 
@@ -323,6 +323,48 @@ def test_a_model_without_dofs_solves_to_mujocos_empty_answer(solver, backend):
         inverse = run(backend, constraints.inverse_dynamics, model, empty, empty, empty)
     assert forward.qacc.shape == d.qacc.shape == (0,) and inverse.tau.shape == d.qfrc_inverse.shape == (0,)
     assert forward.efc_force.shape == d.efc_force.shape
+
+
+#: every body welded to the world (nv = 0), with a contact (an explicit pair: MuJoCo's ncon 1, no rows), an equality
+#: between two of them (connect or weld) or neither
+WELDED = {"pair": '<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/><body pos="0 0 .05"><geom '
+                  'name="ball" size=".1"/></body></worldbody><contact><pair geom1="floor" geom2="ball"/></contact></mujoco>',
+          "no contact": '<mujoco><worldbody><body pos="0 0 1"><geom size=".1"/></body></worldbody></mujoco>'}
+#: two welded bodies tied by an equality (its rows' Jacobian is empty: MuJoCo keeps none)
+WELDED.update({kind: f'<mujoco><worldbody><body name="a" pos="0 0 1"><geom size=".1"/></body><body name="b" pos=".3 0 1">'
+                     f'<geom size=".1"/></body></worldbody><equality><{kind} body1="a" body2="b" {anchor}/></equality></mujoco>'
+               for kind, anchor in (("connect", 'anchor="0 0 0"'), ("weld", ""))})
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("scene_name", sorted(WELDED))
+def test_every_constrained_call_on_a_model_without_dofs_gives_mujocos_shapes(scene_name, backend):
+    """nv = 0: the rows of one state and of forward dynamics' batch of two (J (nefc, 0), on the compiled backend too: its
+    rows were counted from J's numbers, none with nv 0, and J came back (0,); the NumPy rows of an equality raised a bare
+    ValueError), forward and inverse dynamics (their rows),
+    the contacts, a step, a simulation, a rollout and step_derivatives(constraints=True) under each integrator (NumPy's implicit
+    raised ShapeError) give mj_forward's nefc and
+    ncon and arrays of nv = 0 columns, and no error."""
+    m = mujoco.MjModel.from_xml_string(WELDED[scene_name])
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    model, q, Q = engine.from_mujoco(m), np.zeros(0), np.zeros((2, 0))
+    assert m.nv == 0 and d.efc_J.size == 0
+    on = lambda f, *args, **kwargs: run(backend, f, *args, **kwargs)          # noqa: E731
+    batch = on(constraints.forward_dynamics, model, Q, Q, Q)
+    assert batch.qacc.shape == (2, 0) and len(batch.rows) == len(batch.efc_force) == 2
+    for r in [on(constraints.rows, model, q, q)] + list(batch.rows):
+        assert r.J.shape == (d.nefc, 0) and r.aref.shape == (d.nefc,) and len(r.contact_dim) == d.ncon
+    for result in (on(constraints.forward_dynamics, model, q, q, q), on(constraints.inverse_dynamics, model, q, q, q)):
+        assert result.qfrc_constraint.shape == (0,) and result.efc_force.shape == (d.nefc,)
+        assert result.rows.J.shape == (d.nefc, 0)
+    assert len(on(collision.detect, model, q).dist) == d.ncon
+    assert [x.shape for x in on(integrators.step, model, q, q, constraints=True)] == [(0,), (0,)]
+    assert on(integrators.simulate, model, q, q, steps=3, constraints=True).q.shape == (4, 0)
+    assert on(integrators.rollout, model, Q, Q, steps=3, constraints=True).q.shape == (2, 4, 0)
+    for integrator in ("euler", "implicit", "implicitfast", "rk4", "discrete"):
+        A, B = on(derivatives.step_derivatives, model, q, q, integrator=integrator, constraints=True)
+        assert A.shape == (0, 0) and B.shape == (0, 0), integrator
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

@@ -252,9 +252,11 @@ def test_building_a_chain_is_linear_in_its_links(build):
 
 
 def test_the_dense_dof_arrays_are_made_on_first_use():
-    """A built Model holds no (nv, nv) array; dof_ancestor, made when asked for, is each dof's path to the root."""
+    """A built Model holds no (nv, nv) array; dof_ancestor, made when asked for (and held in engine.model.per_model's
+    store, not in the Model), is each dof's path to the root."""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_path(str(Path(__file__).parent / "data" / "mixed_joints.xml")))
-    assert not {"dof_ancestor", "dof_Mrow", "dof_Mcol", "dof_Mmask", "dof_turns", "geom_dofs"} & set(vars(model))
+    dense = {"dof_ancestor", "dof_Mrow", "dof_Mcol", "dof_Mmask", "dof_turns", "geom_dofs"}
+    assert not dense & set(vars(model))
     expected = np.zeros((model.nv, model.nv), dtype=bool)
     for j in range(model.nv):
         i = j
@@ -263,3 +265,4 @@ def test_the_dense_dof_arrays_are_made_on_first_use():
     np.testing.assert_array_equal(model.dof_ancestor, expected)
     np.testing.assert_array_equal(model.dof_Mmask[:, :, 0], expected | expected.T)
     assert not model.dof_ancestor.flags.writeable and model.dof_ancestor.flags.c_contiguous
+    assert not dense & set(vars(model))

@@ -2118,8 +2118,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     explicit = integrator == "discrete" and forward.explicit_couplings(model) and \
         forward.metric_couplings(model, model.actuators)               # PGS's explicit servo terms: the NumPy text's
     compiled = native.on and not numpy_only(model) and not constraints and not explicit   # the kernel declines, NumPy runs
-    constrained = native.on and constraints and COMPILED_STEP and model.nv > 0 and not numpy_only(model) and \
-        integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state (nv 0: no rows' J)
+    constrained = native.on and constraints and COMPILED_STEP and not numpy_only(model) and \
+        integrator in ("euler", "implicit", "implicitfast")     # _compiled_constrained, state by state
     if compiled and act is None:
         fast = _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping)
         if fast is not None:
@@ -2139,20 +2139,20 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     x = {key: np.ascontiguousarray(c.T) for key, c in zip(arrays, columns)}    # (n, size) each
     nv, nu = model.nv, 0 if actuators is None else actuators.nu
     if compiled:
-        fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), actuators, x.get("ctrl"),
-                                               x.get("qfrc_applied"))
-        A, B, status = native.STEP_DERIVATIVES(model, x["q"], x["qd"], fields)
+        A, B, status = _compiled_step_derivatives(model, StepOptions(name, h, euler_damping), actuators, x["q"], x["qd"],
+                                                  x.get("ctrl"), x.get("qfrc_applied"))
         redo = status.nonzero()[0].tolist() if status.any() else ()
     else:
         size = 2 * nv + na
         A, B, redo = np.empty((n, size, size)), np.empty((n, size, nu)), range(n)
     distances = np.full((n, 4), np.inf)
     for k in redo:
-        inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied", "act")}
+        inputs = {key: x[key][k] if key in x else None for key in ("q", "qd", "ctrl", "qfrc_applied")}
+        act_k = x["act"][k] if "act" in x else None      # the NumPy text's alone: numpy_only keeps activations from the kernel
         try:
             fast = _compiled_constrained(model, name, h, euler_damping, **inputs, margins=margins) if constrained else None
             if fast is None:
-                T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, constraints=constraints,
+                T, distances[k] = _step_derivatives(model, name, h, euler_damping, **inputs, act=act_k, constraints=constraints,
                                                     margins=margins)
         except (InvalidStateError, InvalidArgumentError) as error:
             if batch is None:
@@ -2167,14 +2167,24 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
     return (A[0], B[0]) if batch is None else (A, B)
 
 
-def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, act, margins=False):
+def _compiled_step_derivatives(model, options: StepOptions, actuators, q, qd, ctrl, qfrc_applied, constraints=None):
+    """(A (n, 2 nv, 2 nv), B (n, 2 nv, nu), status (n,): nonzero where the kernel declines a state) of n states in one
+    compiled call (cpp/step_derivative.h): q (nq,) or (n, nq), qd likewise; ctrl (n, nu), qfrc_applied (n, nv) or None;
+    constraints: one state's constrained terms (_Stepper.constrained_terms), or None for the smooth step."""
+    fields = native.step_derivative_fields(model, options, actuators, ctrl, qfrc_applied)
+    if constraints is not None:
+        fields["constraints"] = constraints
+    return native.STEP_DERIVATIVES(model, q, qd, fields)
+
+
+def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, margins=False):
     """step_derivatives(constraints=True) of one checked state (euler, implicit or implicitfast; a model the compiled step
-    models, numpy_only "") with the step in one compiled call: the NumPy text's evaluate, solve, refusals and rows'
-    q-derivatives (_Stepper.constrained_terms), then everything after them in cpp/step_derivative.h -- the forces' and
-    rnea's derivatives, H = M + J^T S J, the rows' force derivatives (_analytic_forces, _product_rule), _times_S,
-    _hessian_solve (both branches), M da - r (constrained_derivatives), K, its solve and the retraction (acceleration,
-    step_derivative). ((A, B), margins (4,)), or None where the kernel declines the state (the NumPy text then redoes it
-    and names what is wrong)."""
+    models, numpy_only "": without activations, so no act) with the step in one compiled call: the NumPy text's
+    evaluate, solve, refusals and rows' q-derivatives (_Stepper.constrained_terms), then everything after them in
+    cpp/step_derivative.h -- the forces' and rnea's derivatives, H = M + J^T S J, the rows' force derivatives
+    (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
+    its solve and the retraction (acceleration, step_derivative). ((A, B), margins (4,)), or None where the kernel
+    declines the state (the NumPy text then redoes it and names what is wrong)."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
     s.constraints.kinks = margins                      # the margins' [2], [3] (_break_margins) only when asked
@@ -2182,11 +2192,9 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
         terms = s.constrained_terms(q, qd, np.zeros(0))
     if terms is None:
         return None
-    fields = native.step_derivative_fields(model, StepOptions(name, h, euler_damping), inputs.actuators,
-                                           None if inputs.actuators is None else ctrl[None],
-                                           None if qfrc_applied is None else qfrc_applied[None])
-    fields["constraints"] = terms
-    A, B, status = native.STEP_DERIVATIVES(model, q, qd, fields)
+    A, B, status = _compiled_step_derivatives(model, StepOptions(name, h, euler_damping), inputs.actuators, q, qd,
+                                              None if inputs.actuators is None else ctrl[None],
+                                              None if qfrc_applied is None else qfrc_applied[None], terms)
     return None if status[0] else ((A[0], B[0]), s.constraints.margins)
 
 
@@ -2212,8 +2220,7 @@ def _compiled_one_state(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_
         return None
     if act is not None and inputs[0] is None:
         inputs[0] = np.zeros((1, nu))
-    fields = native.step_derivative_fields(model, StepOptions(integrator, dt, euler_damping), act, *inputs)
-    A, B, status = native.STEP_DERIVATIVES(model, q, qd, fields)
+    A, B, status = _compiled_step_derivatives(model, StepOptions(integrator, dt, euler_damping), act, q, qd, *inputs)
     return None if status[0] else (A[0], B[0])
 
 

@@ -29,7 +29,6 @@ ids (MuJoCo's midphase).
 
 import math
 import warnings
-import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,7 +37,7 @@ from physai import joints
 from physai.engine import convex
 from physai.engine.contact import ContactSet
 from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH, PLANE, SPHERE, TYPE_NAMES
-from physai.engine.model import Model
+from physai.engine.model import Model, per_model
 from physai.engine.model_checks import MAXVAL, MINVAL
 from physai.engine.primitives import FUNCTIONS, make_frame, mat_times_mj
 from physai.engine.smooth import geom_poses, moved_geom_poses, quat_mul_mj, quat_to_mat_mj
@@ -517,19 +516,19 @@ def check_supported(model: Model, ignore_unsupported: bool = False) -> None:
                                     "; or pass MuJoCo's contacts (physai.collision.from_mujoco)")
 
 
-#: the pairs warned of, held per Model object (weakly: dropped with it; no write into a Model); never keyed by id(), which
-#: a model made after one is dropped may reuse
-_warned: "weakref.WeakKeyDictionary[Model, set]" = weakref.WeakKeyDictionary()
+@per_model
+def _warned(model: Model) -> set:
+    """The left-out pairs (indices into candidates(model)[1]) warned of for the model, empty at first (engine.model's
+    per-model store: dropped with the model, never written into it)."""
+    return set()
 
 
 def warn_near(model: Model, pairs, stacklevel: int = 2) -> None:
     """A CollisionWarning for each left-out pair (indices into candidates(model)[1]) that may be touching, once per
     pair and model, whichever call (detect, a simulation, either backend) finds it near first. stacklevel: as
     warnings.warn's, counted from the caller of warn_near."""
-    warned = _warned.get(model)
-    if warned is None:
-        warned = _warned[model] = set()
-    elif warned.issuperset(pairs):                        # a stepping loop's usual case: nothing new to say
+    warned = _warned(model)
+    if warned.issuperset(pairs):                        # a stepping loop's usual case: nothing new to say
         return
     missing, G = candidates(model)[1], model.geoms
     for k in pairs:

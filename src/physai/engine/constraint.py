@@ -147,7 +147,8 @@ class _Builder:
         self.J, self.pos, self.margin, self.floss, self.type, self.id, self.dA = [], [], [], [], [], [], []
 
     def add(self, J, pos, margin, frictionloss, kind, ident, diagA) -> bool:
-        J = np.asarray(J, dtype=float).reshape(-1, self.nv)
+        J = np.asarray(J, dtype=float)
+        J = J.reshape(len(J) if J.ndim == 2 else 1, self.nv)                   # rows counted, not inferred: nv may be 0
         if kind < CONTACT_FRICTIONLESS and not J.any():
             return False
         n = len(J)

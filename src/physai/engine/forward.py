@@ -420,6 +420,8 @@ def bias_velocity_derivative(model, q, qd) -> np.ndarray:
     """
     model = as_model(model)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
+    if model.nv == 0:                                  # no dof, no column: a batch of no state is no engine call
+        return np.zeros((0, 0))
     E = np.eye(model.nv)
     c = api.bias(model, np.broadcast_to(q, (2 * model.nv, model.nq)), np.concatenate([qd + E, qd - E]))
     return 0.5 * (c[:model.nv] - c[model.nv:]).T

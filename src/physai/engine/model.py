@@ -16,9 +16,10 @@ of an engine link; the frame of a body with joints is the frame of its last link
 """
 
 import difflib
+import functools
 import math
+import weakref
 from dataclasses import dataclass, field
-from functools import cached_property
 
 import numpy as np
 
@@ -29,6 +30,22 @@ from physai.engine.geoms import Geoms
 from physai.spatial import mat_to_quat
 from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
                                UnknownJointError, UnsupportedModelError)
+
+
+def per_model(make):
+    """make(model), made once per Model object and held weakly: the one store of what is made per Model and kept out
+    of it (the Model stays as built: tests/test_model_constant.py). Dropped with the model, keeping no Model or its
+    arrays alive as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse.
+    The values are held strongly: make must return nothing that references the model (it would then never be dropped).
+    Threads: two first uses at once may both make, but setdefault (atomic under the GIL) stores the first and every
+    thread returns that one object."""
+    made = weakref.WeakKeyDictionary()
+
+    @functools.wraps(make)
+    def cached(model):
+        value = made.get(model)
+        return made.setdefault(model, make(model)) if value is None else value
+    return cached
 
 
 #: MuJoCo's default solver parameters of a constraint: solref (timeconst [s], dampratio), solimp (d0, dwidth, width [m | rad],
@@ -203,7 +220,11 @@ class Model:
     total_mass      float: the mass of every body, those welded to the world included [kg]
     link_subtreemass (nlink,)       the mass of the link's subtree: itself and its descendants [kg]
     frame_links     dict: frame_in_link's results by name, made as they are asked for (physai.kinematics.frame_in_link
-                    and jacobians.frame_jacobian read it first: a plain attribute and a dict lookup for a name seen before)
+                    and jacobians.frame_jacobian read it first: a plain attribute and a dict lookup for a name seen before).
+                    The one exception to per_model: the only thing a public call writes into a Model (its entries;
+                    tests/test_model_constant.py allows it alone). Read through per_model's store (a property), a lookup
+                    took 0.27 us instead of 0.04 us, +0.23-0.28 us on a 0.63-0.90 us compiled frame_jacobian or
+                    frame_velocity by name (Panda, hand timeit, load ~4 on 2 cores): far above 2%, so it stays here.
     dof_linkid      (nv,)           the link a dof moves
     dof_bodyid      (nv,)           the body a dof's joint moves (MuJoCo's dof_bodyid; made on first use)
     dof_parentid    (nv,)           previous dof towards the root, -1 at a root
@@ -212,8 +233,9 @@ class Model:
     dof_damping     (nv,)           joint damping, passive force -b v [N m s/rad | N s/m]
     dof_ancestor    (nv, nv)        bool, [i, j] true when dof i is dof j or one of its ancestors
     dof_Mrow, dof_Mcol, dof_Mmask   CRBA gather: M[i, j] = (S . Ic S)[dof_Mrow[i, j], dof_Mcol[i, j]] * dof_Mmask[i, j]
-                                    (these four, O(nv^2), are made from dof_parentid on first use: `build` stays linear
-                                    in the number of bodies, a 20,000-link chain builds without them)
+                                    (these four, O(nv^2), are made from dof_parentid on first use and held in
+                                    per_model's store, not in the Model: `build` stays linear in the number of bodies, a
+                                    20,000-link chain builds without them, and no call writes into the Model)
     dof_turns       (nv, nv)        float64, [j, k] 1 where moving along dof k turns dof j's motion (O(nv^2), on first
                                     use too: joints.turning_dofs)
     jnt_type, jnt_qposadr, jnt_dofadr, jnt_bodyid, jnt_name   (njnt,) the source joints (physai.joints types)
@@ -396,13 +418,15 @@ class Model:
 
     compiled = None                       # see above: set by physai.engine.native, dropped by __getstate__
 
-    @cached_property
+    @property
+    @per_model
     def dof_bodyid(self) -> np.ndarray:
-        """(nv,) the body each dof's joint moves (MuJoCo's dof_bodyid)."""
+        """(nv,) the body each dof's joint moves (MuJoCo's dof_bodyid); made on first use."""
         count = np.array([joints.NV[int(t)] for t in self.jnt_type], dtype=np.intp)
         return _read_only(np.repeat(self.jnt_bodyid, count))
 
-    @cached_property
+    @property
+    @per_model
     def dof_ancestor(self) -> np.ndarray:
         """(nv, nv) bool, [i, j] true when dof i is dof j or one of its ancestors; made on first use (O(nv^2))."""
         nv, parent = self.nv, self.dof_parentid.tolist()
@@ -413,14 +437,16 @@ class Model:
             above[j, j] = True
         return _read_only(np.ascontiguousarray(above.T))
 
-    @cached_property
+    @property
+    @per_model
     def dof_turns(self) -> np.ndarray:
         """(nv, nv) float64, [j, k] 1 where moving along dof k turns dof j's motion S_j by S_k x S_j (joints.turning_dofs:
         k is j or its ancestor, or both are rotations of one ball or free joint); made on first use (O(nv^2)), by
         physai.derivatives' analytic contact rows."""
         return _read_only(joints.turning_dofs(self.jnt_type, self.jnt_dofadr, self.dof_ancestor))
 
-    @cached_property
+    @property
+    @per_model
     def geom_dofs(self) -> np.ndarray:
         """(ngeom, nv) bool, [g, k] true when moving along dof k moves geom g (k on the chain of its body's link; none
         for a geom of the world or of a body without dofs); made on first use (O(ngeom nv)), by physai.derivatives'
@@ -431,7 +457,8 @@ class Model:
         chains = np.vstack([self.dof_ancestor[:, last].T, np.zeros((1, self.nv), bool)])   # row -1: no dof
         return _read_only(np.ascontiguousarray(chains[link]))
 
-    @cached_property
+    @property
+    @per_model
     def dof_ancestors(self) -> list[list[int]]:
         """Each dof's ancestors on dof_parentid's chain, from the root (the columns left of the diagonal in M's row:
         MuJoCo's M_colind, which the compiled model derives the same way); made on first use (O(nv depth))."""
@@ -440,19 +467,22 @@ class Model:
             chains.append([] if p < 0 else chains[p] + [p])
         return chains
 
-    @cached_property
+    @property
+    @per_model
     def dof_Mrow(self) -> np.ndarray:
         """(nv, nv) CRBA gather rows: i where dof i is an ancestor of dof j, else j (see the class docstring)."""
         nv = np.arange(self.nv)
         return _read_only(np.where(self.dof_ancestor, nv[:, None], nv[None, :]))
 
-    @cached_property
+    @property
+    @per_model
     def dof_Mcol(self) -> np.ndarray:
         """(nv, nv) CRBA gather columns: j where dof i is an ancestor of dof j, else i."""
         nv = np.arange(self.nv)
         return _read_only(np.where(self.dof_ancestor, nv[None, :], nv[:, None]))
 
-    @cached_property
+    @property
+    @per_model
     def dof_Mmask(self) -> np.ndarray:
         """(nv, nv, 1) 1.0 where M[i, j] can be nonzero (one dof an ancestor of the other), else 0.0."""
         return _read_only((self.dof_ancestor | self.dof_ancestor.T).astype(float)[:, :, None])
@@ -460,8 +490,9 @@ class Model:
     #: the constants derived from a model once, when it is built: MuJoCo's mj_setConst (physai.engine.setconst.set_const,
     #: the loaders' last step), each made by the module named and held from then on (Model.kept reads them). A model
     #: without geoms, contacts, gravity compensation or fluid makes empty ones. M's sparsity pattern (dof_ancestor and
-    #: the gathers below, dof_ancestors), dof_turns and geom_dofs are the exception, made on first use: their size is nv
-    #: times the tree's depth, nv^2 or ngeom nv, quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
+    #: the gathers below, dof_ancestors), dof_turns and geom_dofs are the exception, made on first use and held in
+    #: per_model's store (properties reading it; the Model's __dict__ stays as built): their size is nv times the tree's
+    #: depth, nv^2 or ngeom nv, quadratic on a chain, and building stays linear in the links (tests/test_urdf.py)
     KEPT = ("collision_functions", "collision_candidates", "collision_broad_phase", "collision_groups",   # engine.collision
             "collision_shapes", "contact_dofs",
             "standalone_free_dofs",                                                                   # engine.support
@@ -491,11 +522,10 @@ class Model:
                                     "dataclasses.replace?); set_const(model) derives its constants") from None
 
     def __getstate__(self) -> dict:
-        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled, and
-        without what is made on first use (the cached properties: M's pattern, dof_turns, ...; frame_links' entries):
-        a pickle's size is the model's, not what its uses made (dof_turns: nv^2 floats); the receiving process remakes
-        each on first use (physai.engine.native for the compiled copy)."""
-        state = {name: value for name, value in self.__dict__.items() if name not in _MADE_ON_FIRST_USE}
+        """Pickled (Dask sends the Model to its workers) without its compiled copy, which cannot be pickled, and without
+        frame_links' entries: a pickle's size is the model's, not what its uses made; the receiving process remakes the
+        compiled copy on first use (physai.engine.native), as it does what per_model holds (M's pattern, dof_turns, ...)."""
+        state = {name: value for name, value in self.__dict__.items() if name != "compiled"}
         state["frame_links"] = {}
         return state
 
@@ -612,10 +642,6 @@ def _named(names: tuple, name) -> int:
     """The index of the entry called `name` in a model's names (MuJoCo's own: "" when unnamed), or -1: an unnamed
     entry answers to no name (MuJoCo's mj_name2id)."""
     return names.index(name) if isinstance(name, str) and name and name in names else -1
-
-
-#: what a pickled Model leaves out (Model.__getstate__): its compiled copy and every cached property
-_MADE_ON_FIRST_USE = frozenset({"compiled"} | {name for name, v in vars(Model).items() if isinstance(v, cached_property)})
 
 
 def _read_only(a: np.ndarray) -> np.ndarray:
