@@ -17,11 +17,11 @@ import numpy as np
 import pytest
 
 from physai import dynamics as dyn
-from physai import collision, derivatives, engine, forces, inverse, models
+from physai import collision, constraints, derivatives, engine, forces, inverse, models
 from physai.engine import constraint, forward, native, smooth, solver
 from physai import integrators as integ
 from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError,
-                               TrajectoryFileError, UnsupportedModelError)
+                               StiffRowWarning, TrajectoryFileError, UnsupportedModelError)
 
 import mj
 from helpers import run
@@ -883,6 +883,43 @@ def test_discrete_cg_warm_started_steps_follow_mj_step(cone, backend):
     Q, QD = mj.steps(m, d, 3)
     traj = run(backend, integ.simulate, engine.from_mujoco(m), q0, qd0, steps=3, energy=False)
     assert np.abs(traj.q[1:] - Q).max() < 1e-9 and np.abs(traj.qd[1:] - QD).max() < 1e-9
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
+def test_forward_dynamics_warns_of_rows_whose_R_is_at_its_floor(cone, backend):
+    """forward_dynamics warns (StiffRowWarning) of rows whose R is at its floor MINVAL, the rows where mj_forward's efc_R
+    is (2 MINVAL at most: friction 1, impratio 1): two_arms_and_a_box (Euler, CG) with its z hinges' boxes 1 mm into the
+    plane, contacts whose normal J is exactly zero (diagApprox 0), where MuJoCo's CG stops at least 1e4 times farther
+    from its Newton in qacc than with the boxes lifted 1 mm above the plane (0.05 vs 3e-9 on the ellipse, 13 vs 7e-10 on
+    the pyramid, whose CG runs to its 2000 iterations); the rows' R equal MuJoCo's (1e-12 relative). Lifted: no such
+    rows, no warning; both engines (solving by Newton: the rows, not the solver, warn)."""
+    gaps = []
+    for base, touching in ((.099, True), (.101, False)):
+        xml = two_arms_and_a_box(cone, "CG", base).replace("discrete", "Euler")
+        qacc = []
+        for text in (xml, xml.replace('solver="CG"', 'solver="Newton"')):               # the rows' warning: Newton's
+            m = mujoco.MjModel.from_xml_string(text)
+            d = mujoco.MjData(m)
+            d.qvel[:] = np.random.default_rng(0).normal(size=m.nv)
+            mujoco.mj_forward(m, d)
+            qacc.append(d.qacc.copy())
+        gaps.append(np.abs(qacc[1] - qacc[0]).max())
+        expected = np.flatnonzero(d.efc_R <= 2 * mujoco.mjMINVAL)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = run(backend, constraints.forward_dynamics, engine.from_mujoco(m), d.qpos, d.qvel, d.qfrc_passive)
+            run(backend, constraints.forward_dynamics, engine.from_mujoco(m), *(np.stack([x, x]) for x in
+                                                                              (d.qpos, d.qvel, d.qfrc_passive)))
+        stiff = [str(w.message) for w in caught if w.category is StiffRowWarning]
+        assert len(stiff) == 2 * touching and all("rows of state 0 (2 of 2 states" in w for w in stiff[1:])
+        stiff = stiff[:1]
+        assert np.abs(result.rows.R - d.efc_R).max() <= 1e-12 * np.abs(d.efc_R).max()
+        assert len(expected) == (24 if cone == "elliptic" else 32) if touching else not len(expected)
+        assert constraint.floor_rows(result.rows).tolist() == expected.tolist()
+        assert len(stiff) == touching and all(w.startswith(f"{len(expected)} constraint rows have R at its floor MINVAL "
+                                                         "(the first: row 0): their diagApprox is 0") for w in stiff)
+    assert gaps[0] > 1e4 * gaps[1]
 
 
 def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> mujoco.MjModel:
