@@ -223,7 +223,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
         results.append((sol, r))
-    _warn_floor(model, lambda: [r for _, r in results], batch, stacklevel=3)
+    _warn_floor(model, [r.contact_body for _, r in results], lambda ks: [results[k][1] for k in ks], batch, stacklevel=3)
     return _finite(_forward_result(results, batch), "qacc")
 
 
@@ -257,18 +257,25 @@ def _warn(iterations: int, improvement: float, k: int, batch, noslip: int = 0) -
                   f"last improvement {improvement:.3g}: raise iterations or check the model", ConvergenceWarning, stacklevel=3)
 
 
-def _warn_floor(model, rows, batch, stacklevel: int) -> None:
-    """One StiffRowWarning for the states whose rows (rows(): a list of Rows, made only when the model has bodies that
-    may give them: the kept floor_bodies, physai.engine.setconst) have R at its floor MINVAL (constraint.floor_rows),
-    naming the first; stacklevel: the caller of forward_dynamics'."""
-    if not len(model.kept("floor_bodies")):
+def _warn_floor(model, bodies: list, rows, batch, stacklevel: int) -> None:
+    """One StiffRowWarning for the states whose rows have R at its floor MINVAL (constraint.floor_rows), naming the
+    first. Looked at: only the states whose contacts (bodies: each state's contact bodies (nc, 2)) touch a body that may
+    give such rows (the kept floor_bodies, physai.engine.setconst), their Rows made by rows(states) (a list of indices);
+    stacklevel: the caller of forward_dynamics'."""
+    floor_bodies = model.kept("floor_bodies")
+    if not len(floor_bodies) or not bodies:
         return
-    floors = [constraint.floor_rows(r) for r in rows()]
-    hit = [k for k, floor in enumerate(floors) if len(floor)]
+    is_floor = np.zeros(model.nbody + 1, bool)                             # the last: the world's -1
+    is_floor[floor_bodies] = True
+    state = np.repeat(np.arange(len(bodies)), [len(b) for b in bodies])
+    near = np.unique(state[is_floor[np.concatenate(bodies)].any(axis=1)]).tolist()
+    if not near:
+        return
+    hit = [(k, floor) for k, r in zip(near, rows(near)) if len(floor := constraint.floor_rows(r))]
     if not hit:
         return
-    k, floor = hit[0], floors[hit[0]]
-    where = f" of state {k} ({len(hit)} of {len(floors)} states have such rows)" if batch is not None else ""
+    k, floor = hit[0]
+    where = f" of state {k} ({len(hit)} of {len(bodies)} states have such rows)" if batch is not None else ""
     warnings.warn(f"{len(floor)} constraint rows{where} have R at its floor MINVAL (the first: row {floor[0]}): their diagApprox "
                   "is 0, as a contact's between bodies that cannot translate (its normal J exactly zero); their forces are "
                   "aref / MINVAL, not physical, and their stiffness 1 / MINVAL leaves CG and PGS far from the minimum, "
@@ -295,7 +302,8 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
         for k in np.flatnonzero(~converged).tolist():
             _warn(int(its[k]), float(improvement[k]), k, batch, opt.noslip_iterations)
     rows_ = _later_rows(model, q, qd, sets, active, batch)
-    _warn_floor(model, lambda: [rows_.get()] if batch is None else rows_.get(), batch, stacklevel=4)
+    _warn_floor(model, _contact_bodies(sets, batch), lambda ks: _rows_of(model, q, qd, sets, active, batch, ks), batch,
+                stacklevel=4)
     if batch is None:
         return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)
     return ForwardResult(qacc, qfrc, forces, its, improvement, rows_)
@@ -307,6 +315,22 @@ def _later_rows(model, q, qd, sets, active, batch) -> _Later:
     if batch is None:
         return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active)[0])
     return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active))
+
+
+def _contact_bodies(sets, batch) -> list:
+    """Each state's contact bodies (nc, 2) in the compiled contacts (contact_arrays' list: one set per state, or one
+    for all; None: none)."""
+    if sets is None:
+        return []
+    return [sets[k if len(sets) > 1 else 0][1][:, 1:3] for k in range(1 if batch is None else batch)]
+
+
+def _rows_of(model, q, qd, sets, active, batch, states: list) -> list:
+    """The compiled rows (a list of Rows) of the given states of a compiled call."""
+    if batch is None:
+        return constraint.compiled_rows(model, q, qd, sets, active)
+    Q, QD = np.asarray(q, float)[states], np.asarray(qd, float)[states]
+    return constraint.compiled_rows(model, Q, QD, sets if len(sets) == 1 else [sets[k] for k in states], active)
 
 
 def _forward_result(results, batch) -> ForwardResult:

@@ -591,10 +591,10 @@ def floor_rows(r: Rows) -> np.ndarray:
     """The rows (int indices) whose R is at its floor MINVAL (a pyramid's edges: 2 mu^2 MINVAL): diagApprox ~0, their
     D = 1 / MINVAL, their forces aref / MINVAL, not physical; a stiffness that leaves CG and PGS far from the minimum."""
     floor = np.full(r.nefc, MINVAL)
-    for c, first in enumerate(r.contact_row):
-        if first >= 0 and r.type[first] == CONTACT_PYRAMIDAL:                # R = 2 mu^2 R_first (_impedance)
-            mu = r.contact_mu[c]
-            floor[first:first + 2 * (int(r.contact_dim[c]) - 1)] = 2 * mu * mu * MINVAL
+    edges = np.flatnonzero(r.type == CONTACT_PYRAMIDAL)
+    with_rows = np.flatnonzero(r.contact_row >= 0)                           # contacts' rows: contiguous, ascending
+    owner = with_rows[np.searchsorted(r.contact_row[with_rows], edges, side="right") - 1]
+    floor[edges] = 2 * r.contact_mu[owner] ** 2 * MINVAL                    # R = 2 mu^2 R_first (_impedance)
     return np.flatnonzero(r.R <= floor)
 
 

@@ -132,11 +132,13 @@ class Solution:
 
 
 def _total_cost(r: Rows, M, qfrc_smooth, qacc_smooth, qacc):
-    """The primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref), with s's forces and states."""
-    force, state, s, hess = update(r, r.J @ qacc - r.aref, cone_hessian=True)
+    """(cost, Jaref, force, state, cone Hessians, M qacc): the primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(Jaref),
+    Jaref = J qacc - aref, with s's forces and states."""
+    Jaref = r.J @ qacc - r.aref
+    force, state, s, hess = update(r, Jaref, cone_hessian=True)
     Ma = M @ qacc
     gauss = 0.5 * float((Ma - qfrc_smooth) @ (qacc - qacc_smooth))
-    return gauss + s, force, state, hess, Ma
+    return gauss + s, Jaref, force, state, hess, Ma
 
 
 @dataclass
@@ -351,21 +353,20 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
 
 
 def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart, chosen: bool = False, qacc_smooth=None):
-    """(a0 = M^-1 qfrc_smooth unless given, the start qacc, its forces, states, cone Hessians and M qacc): the warm
-    start when its primal cost is lower than a0's (or `chosen`: already chosen, an island's), else a0 (MuJoCo's
-    warmstart)."""
+    """(the start qacc, its J qacc - aref, forces, states, cone Hessians and M qacc): the warm start when its primal
+    cost is lower than a0's (a0 = M^-1 qfrc_smooth unless given; or `chosen`: already chosen, an island's), else a0
+    (MuJoCo's warmstart)."""
     qacc_smooth = metric_solve(model, M, qfrc_smooth) if qacc_smooth is None else qacc_smooth
     if chosen and warmstart is not None:
         qacc = np.array(warmstart, dtype=float)
-        return (qacc_smooth, qacc, *_total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)[1:])
+        return (qacc, *_total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)[1:])
     qacc = qacc_smooth.copy()
-    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+    start = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
     if warmstart is not None:
         warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
-        if warm[0] < cost:
-            qacc = np.array(warmstart, dtype=float)
-            cost, force, state, hess, Ma = warm
-    return qacc_smooth, qacc, force, state, hess, Ma
+        if warm[0] < start[0]:
+            qacc, start = np.array(warmstart, dtype=float), warm
+    return (qacc, *start[1:])
 
 
 def tolerance_scale(M: np.ndarray) -> float:
@@ -414,8 +415,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     scale = tolerance_scale(M) if scale is None else scale
-    _, qacc, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
-    Jaref = r.J @ qacc - r.aref
+    qacc, Jaref, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
@@ -477,8 +477,7 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
     P = M if backbone is None else backbone                               # the preconditioner's metric
     M_solve = lambda x: metric_solve(model, P, x)                                     # noqa: E731
     a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
-    _, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
-    Jaref = r.J @ qacc - r.aref
+    qacc, Jaref, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
     grad = Ma - qfrc_smooth - r.J.T @ force
     Mgrad = M_solve(grad)
     # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start); in the discrete
@@ -920,7 +919,7 @@ def _island_start(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray,
     if warmstart is None:
         return None
     if model.opt.solver != "pgs":
-        return _primal_start(model, r, M, qfrc_smooth, warmstart, False, qacc_smooth)[1]
+        return _primal_start(model, r, M, qfrc_smooth, warmstart, False, qacc_smooth)[0]
     _, A, b = _dual_problem(model, r, M, qfrc_smooth)
     return warmstart if _pgs_start(r, A + np.diag(r.R), b, warmstart, False).any() else None
 
