@@ -1104,7 +1104,7 @@ inline double primal_search(const Model &m, ConstraintWork &w, double tolerance,
 }
 
 // the step qacc += alpha v, with M qacc and J qacc - aref carried along it (MuJoCo's Ma += alpha Mv, Jaref += alpha
-// Jv), then the forces, states and gradient there
+// Jv), then the forces, states and gradient there (solver._primal_step)
 inline void primal_step(const Model &m, ConstraintWork &w, double alpha) {
     double *qacc = w.qacc.data();
     const double *v = w.v.data();

@@ -34,7 +34,8 @@ from physai.engine import batching, constraint, inverse, model_checks, native, s
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
 from physai.engine.smooth import tree_cholesky_solve
-from physai.exceptions import ConvergenceWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
+from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, ShapeError, StiffRowWarning,
+                               UnsupportedModelError)
 from physai.integrators import step_matrix
 
 __all__ = ["ForwardResult", "InverseResult", "Rows", "forward_dynamics", "inverse_dynamics", "rows"]
@@ -194,6 +195,9 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     (physai.exceptions.ConvergenceWarning, with its last improvement; iterations count the solver's and noslip's
     together, as MuJoCo's solver_niter) and returns the last iterate, as MuJoCo does; MuJoCo itself sets no warning
     (no mjtWarning is about the solver): it leaves solver_niter = iterations.
+    A state with rows whose R is at its floor MINVAL (diagApprox 0: contacts of bodies that cannot translate, their
+    normal J exactly zero) warns (physai.exceptions.StiffRowWarning): their forces are aref / MINVAL, and CG and PGS stop
+    far from the minimum there, MuJoCo's too; the result is still MuJoCo's.
     Stepping (physai.integrators) warns not, as mj_step.
     """
     model = engine.as_model(model)
@@ -219,6 +223,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
         results.append((sol, r))
+    _warn_floor(model, [r.contact_body for _, r in results], lambda ks: [results[k][1] for k in ks], batch, stacklevel=3)
     return _finite(_forward_result(results, batch), "qacc")
 
 
@@ -252,6 +257,31 @@ def _warn(iterations: int, improvement: float, k: int, batch, noslip: int = 0) -
                   f"last improvement {improvement:.3g}: raise iterations or check the model", ConvergenceWarning, stacklevel=3)
 
 
+def _warn_floor(model, bodies: list, rows, batch, stacklevel: int) -> None:
+    """One StiffRowWarning for the states whose rows have R at its floor MINVAL (constraint.floor_rows), naming the
+    first. Looked at: only the states whose contacts (bodies: each state's contact bodies (nc, 2)) touch a body that may
+    give such rows (the kept floor_bodies, physai.engine.setconst), their Rows made by rows(states) (a list of indices);
+    stacklevel: the caller of forward_dynamics'."""
+    floor_bodies = model.kept("floor_bodies")
+    if not len(floor_bodies) or not bodies:
+        return
+    is_floor = np.zeros(model.nbody + 1, bool)                             # the last: the world's -1
+    is_floor[floor_bodies] = True
+    state = np.repeat(np.arange(len(bodies)), [len(b) for b in bodies])
+    near = np.unique(state[is_floor[np.concatenate(bodies)].any(axis=1)]).tolist()
+    if not near:
+        return
+    hit = [(k, floor) for k, r in zip(near, rows(near)) if len(floor := constraint.floor_rows(r))]
+    if not hit:
+        return
+    k, floor = hit[0]
+    where = f" of state {k} ({len(hit)} of {len(bodies)} states have such rows)" if batch is not None else ""
+    warnings.warn(f"{len(floor)} constraint rows{where} have R at its floor MINVAL (the first: row {floor[0]}): their diagApprox "
+                  "is 0, as a contact's between bodies that cannot translate (its normal J exactly zero); their forces are "
+                  "aref / MINVAL, not physical, and their stiffness 1 / MINVAL leaves CG and PGS far from the minimum, "
+                  "MuJoCo's own too: exclude such contacts (contype, conaffinity, <exclude>)", StiffRowWarning, stacklevel=stacklevel)
+
+
 def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data) -> ForwardResult:
     """forward_dynamics on the compiled backend (solver.compiled_forward)."""
     sets = _compiled_contacts(model, contacts, q, data)
@@ -272,6 +302,8 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
         for k in np.flatnonzero(~converged).tolist():
             _warn(int(its[k]), float(improvement[k]), k, batch, opt.noslip_iterations)
     rows_ = _later_rows(model, q, qd, sets, active, batch)
+    _warn_floor(model, _contact_bodies(sets, batch), lambda ks: _rows_of(model, q, qd, sets, active, batch, ks), batch,
+                stacklevel=4)
     if batch is None:
         return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)
     return ForwardResult(qacc, qfrc, forces, its, improvement, rows_)
@@ -283,6 +315,22 @@ def _later_rows(model, q, qd, sets, active, batch) -> _Later:
     if batch is None:
         return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active)[0])
     return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active))
+
+
+def _contact_bodies(sets, batch) -> list:
+    """Each state's contact bodies (nc, 2) in the compiled contacts (contact_arrays' list: one set per state, or one
+    for all; None: none)."""
+    if sets is None:
+        return []
+    return [sets[k if len(sets) > 1 else 0][1][:, 1:3] for k in range(1 if batch is None else batch)]
+
+
+def _rows_of(model, q, qd, sets, active, batch, states: list) -> list:
+    """The compiled rows (a list of Rows) of the given states of a compiled call."""
+    if batch is None:
+        return constraint.compiled_rows(model, q, qd, sets, active)
+    Q, QD = np.asarray(q, float)[states], np.asarray(qd, float)[states]
+    return constraint.compiled_rows(model, Q, QD, sets if len(sets) == 1 else [sets[k] for k in states], active)
 
 
 def _forward_result(results, batch) -> ForwardResult:

@@ -82,6 +82,13 @@ class ConvergenceWarning(RuntimeWarning):
     """An iterative solver stopped at its iteration limit before its tolerance (the result is its last iterate)."""
 
 
+class StiffRowWarning(RuntimeWarning):
+    """A constraint solve had rows whose regulariser R is at MuJoCo's floor MINVAL (1e-15): their diagApprox is zero, as
+    a contact's between two bodies that cannot translate (its normal J exactly zero). Their forces are aref / MINVAL,
+    not physical, and their stiffness 1 / MINVAL leaves CG and PGS far from the minimum (MuJoCo's own too). The result
+    is still MuJoCo's (physai.constraints.forward_dynamics)."""
+
+
 class CacheFileError(PhysaiError, ValueError):
     """A file of physai's model cache cannot be used: another key, a failed checksum, unreadable, an unphysical model
     (physai.models.read_cached; physai.models.compiled discards the file with a CacheWarning and compiles again)."""

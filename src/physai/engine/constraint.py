@@ -34,7 +34,7 @@ from physai.engine.contact import FRICTION_COLUMNS, ContactSet
 from physai.engine.data import Data
 from physai.engine.primitives import mat_times_mj
 from physai.engine.model import CONNECT, TENDON, WELD, Model
-from physai.engine.model_checks import MINVAL
+from physai.engine.model_checks import MAXIMP, MINIMP, MINVAL
 from physai.engine.smooth import body_poses, quat_to_mat_mj
 from physai.engine.support import dof_chain, point_jacobians
 from physai.exceptions import UnsupportedModelError
@@ -44,7 +44,6 @@ from physai.joints import BALL, HINGE, SLIDE
 EQUALITY, FRICTION_DOF, FRICTION_TENDON, LIMIT_JOINT, LIMIT_TENDON, CONTACT_FRICTIONLESS, CONTACT_PYRAMIDAL, CONTACT_ELLIPTIC = range(8)
 #: row states after an update, MuJoCo's numbers (mjtConstraintState)
 SATISFIED, QUADRATIC, LINEARNEG, LINEARPOS, CONE = range(5)
-MINIMP, MAXIMP = 0.0001, 0.9999                  # MuJoCo's bounds of a row's impedance
 
 
 # ---------------------------------------------------------------- the constants at qpos0 (mj_setConst)
@@ -587,6 +586,17 @@ def _impedance(model: Model, r: Rows, contacts: ContactSet | None, discrete_h: f
             r.R[first:first + 2 * (dim - 1)] = 2 * mu * mu * r.R[first]
     r.D = 1 / r.R
     r.diagA = r.R * r.imp / (1 - r.imp)
+
+
+def floor_rows(r: Rows) -> np.ndarray:
+    """The rows (int indices) whose R is at its floor MINVAL (a pyramid's edges: 2 mu^2 MINVAL): diagApprox ~0, their
+    D = 1 / MINVAL, their forces aref / MINVAL, not physical; a stiffness that leaves CG and PGS far from the minimum."""
+    floor = np.full(r.nefc, MINVAL)
+    edges = np.flatnonzero(r.type == CONTACT_PYRAMIDAL)
+    with_rows = np.flatnonzero(r.contact_row >= 0)                           # contacts' rows: contiguous, ascending
+    owner = with_rows[np.searchsorted(r.contact_row[with_rows], edges, side="right") - 1]
+    floor[edges] = 2 * r.contact_mu[owner] ** 2 * MINVAL                    # R = 2 mu^2 R_first (_impedance)
+    return np.flatnonzero(r.R <= floor)
 
 
 def _discrete_row(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> None:

@@ -498,7 +498,7 @@ class Model:
             "standalone_free_dofs",                                                                   # engine.support
             "pose_links",                                                                             # engine.smooth
             "link_dofchains", "fluid_links",                                                          # engine.passive
-            "invweight0", "tendon_invweight0", "constraints_by_default")                              # engine.setconst
+            "invweight0", "tendon_invweight0", "constraints_by_default", "floor_bodies")              # engine.setconst
 
     def keep(self, name: str, value) -> None:
         """Hold `value` as the constant `name`, one of KEPT, once: physai.engine.setconst.set_const's way of handing the

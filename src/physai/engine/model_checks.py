@@ -19,6 +19,8 @@ from physai.exceptions import InvalidModelError
 MAXVAL = 1e10
 #: MuJoCo's mjMINVAL: the smallest denominator
 MINVAL = 1e-15
+#: MuJoCo's bounds of a row's impedance (mjMINIMP, mjMAXIMP)
+MINIMP, MAXIMP = 0.0001, 0.9999
 #: MuJoCo's contact dimensions (mjContact.dim: frictionless, sliding, + torsional, + rolling)
 CONTACT_DIMS = (1, 3, 4, 6)
 #: the largest iteration count: MuJoCo's int

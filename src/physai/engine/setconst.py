@@ -4,6 +4,7 @@
     invweight0(model)        body_invweight0 (nbody, 2), dof_invweight0 (nv,) at qpos0, or None when M is singular there
     tendon_invweight0(model) tendon_invweight0 (ntendon,) at qpos0, or None likewise
     has_constraints(model)   whether mj_step applies constraints to the model (constraints_by_default)
+    floor_bodies(model)      the moving bodies whose contacts may have R at its floor MINVAL (physai.constraints' warning)
 
 Each value is made by the module that reads it (collision.make_candidates, ...; the invweight constants and the
 constraints' default here, as mj_setConst makes them), in an order where each finds the ones it reads. Their cost
@@ -16,7 +17,7 @@ import numpy as np
 from physai.engine import collision, passive, smooth, support, tendon
 from physai.engine.data import Data
 from physai.engine.model import Model
-from physai.engine.model_checks import MINVAL, label
+from physai.engine.model_checks import MAXIMP, MINVAL, label
 from physai.exceptions import UnsupportedModelError
 from physai.joints import BALL, FREE, SLIDE
 
@@ -29,7 +30,7 @@ def set_const(model: Model) -> Model:
               "standalone_free_dofs": support.make_standalone_free_dofs,
               "pose_links": smooth.make_pose_links, "link_dofchains": passive.make_link_dofchains,
               "fluid_links": passive.make_fluid_links, "invweight0": invweight0, "tendon_invweight0": tendon_invweight0,
-              "constraints_by_default": has_constraints}
+              "constraints_by_default": has_constraints, "floor_bodies": floor_bodies}
     check_reduced_mass(model)
     for name in model.KEPT:
         model.keep(name, makers[name](model))
@@ -128,6 +129,24 @@ def invweight0(model: Model) -> tuple[np.ndarray, np.ndarray] | None:
         else:
             dof[a] = minv_diag[a]
     return body, dof
+
+
+#: a body's translational invweight0 [1/kg] at most this may give its contacts R at the floor MINVAL: (1 - imp) / imp
+#: diagApprox <= MINVAL for an imp up to MAXIMP (floor_bodies)
+FLOOR_INVWEIGHT = MINVAL * MAXIMP / (1 - MAXIMP)
+
+
+def floor_bodies(model: Model) -> np.ndarray:
+    """The moving bodies with geoms whose translational invweight0 is at most FLOOR_INVWEIGHT (int ids): their contacts
+    with static bodies or with each other may have R at its floor MINVAL (a box on a z hinge resting on a plane: its
+    normal J exactly zero, diagApprox 0); none in most models, whose rows physai.constraints then need not look at
+    (constraint.floor_rows). Reads invweight0's constant (none when M is singular at qpos0: no bodies)."""
+    weights = model.kept("invweight0")
+    bodies = np.unique(model.geoms.geom_bodyid)
+    bodies = bodies[bodies >= 0]
+    if weights is None:
+        return bodies[:0]
+    return bodies[(model.body_linkid[bodies] >= 0) & (weights[0][bodies, 0] <= FLOOR_INVWEIGHT)]
 
 
 def inverse_inertias(model: Model, d: Data) -> tuple[np.ndarray, np.ndarray] | None:

@@ -132,11 +132,13 @@ class Solution:
 
 
 def _total_cost(r: Rows, M, qfrc_smooth, qacc_smooth, qacc):
-    """The primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(J qacc - aref), with s's forces and states."""
-    force, state, s, hess = update(r, r.J @ qacc - r.aref, cone_hessian=True)
+    """(cost, Jaref, force, state, cone Hessians, M qacc): the primal cost 1/2 (qacc - a0)^T M (qacc - a0) + s(Jaref),
+    Jaref = J qacc - aref, with s's forces and states."""
+    Jaref = r.J @ qacc - r.aref
+    force, state, s, hess = update(r, Jaref, cone_hessian=True)
     Ma = M @ qacc
     gauss = 0.5 * float((Ma - qfrc_smooth) @ (qacc - qacc_smooth))
-    return gauss + s, force, state, hess, Ma
+    return gauss + s, Jaref, force, state, hess, Ma
 
 
 @dataclass
@@ -351,21 +353,20 @@ def _hessian(r: Rows, M, state, cone_hessians) -> np.ndarray:
 
 
 def _primal_start(model: Model, r: Rows, M, qfrc_smooth, warmstart, chosen: bool = False, qacc_smooth=None):
-    """(a0 = M^-1 qfrc_smooth unless given, the start qacc, its forces, states, cone Hessians and M qacc): the warm
-    start when its primal cost is lower than a0's (or `chosen`: already chosen, an island's), else a0 (MuJoCo's
-    warmstart)."""
+    """(the start qacc, its J qacc - aref, forces, states, cone Hessians and M qacc): the warm start when its primal
+    cost is lower than a0's (a0 = M^-1 qfrc_smooth unless given; or `chosen`: already chosen, an island's), else a0
+    (MuJoCo's warmstart)."""
     qacc_smooth = metric_solve(model, M, qfrc_smooth) if qacc_smooth is None else qacc_smooth
     if chosen and warmstart is not None:
         qacc = np.array(warmstart, dtype=float)
-        return (qacc_smooth, qacc, *_total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)[1:])
+        return (qacc, *_total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)[1:])
     qacc = qacc_smooth.copy()
-    cost, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+    start = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
     if warmstart is not None:
         warm = _total_cost(r, M, qfrc_smooth, qacc_smooth, warmstart)
-        if warm[0] < cost:
-            qacc = np.array(warmstart, dtype=float)
-            cost, force, state, hess, Ma = warm
-    return qacc_smooth, qacc, force, state, hess, Ma
+        if warm[0] < start[0]:
+            qacc, start = np.array(warmstart, dtype=float), warm
+    return (qacc, *start[1:])
 
 
 def tolerance_scale(M: np.ndarray) -> float:
@@ -378,13 +379,25 @@ def tolerance_scale(M: np.ndarray) -> float:
     return 1.0 / (float(np.trace(M)) / nv * nv)   # meaninertia: M's mean diagonal here
 
 
-def _primal_search(model: Model, r: Rows, M, qfrc_smooth, qacc, Ma, v, tolerance: float, scale: float):
-    """_line_search's (alpha, improvement, status) along v from qacc (M qacc = Ma), at most opt.ls_iterations
-    evaluations, to |d cost / d alpha| < tolerance ls_tolerance |v| / scale."""
+def _primal_search(model: Model, r: Rows, M, qfrc_smooth, Jaref, Ma, v, tolerance: float, scale: float):
+    """(alpha, improvement, status, J v, M v): _line_search's along v from qacc (J qacc - aref = Jaref, M qacc = Ma), at
+    most opt.ls_iterations evaluations, to |d cost / d alpha| < tolerance ls_tolerance |v| / scale."""
     snorm = float(np.linalg.norm(v))
-    gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ (M @ v)))
-    line = _line(r, r.J @ qacc - r.aref, r.J @ v, gauss)
-    return _line_search(line, snorm, tolerance * model.opt.ls_tolerance * snorm / scale, model.opt.ls_iterations)
+    Jv, Mv = r.J @ v, M @ v
+    gauss = (float(v @ Ma) - float(qfrc_smooth @ v), 0.5 * float(v @ Mv))
+    line = _line(r, Jaref, Jv, gauss)
+    return (*_line_search(line, snorm, tolerance * model.opt.ls_tolerance * snorm / scale, model.opt.ls_iterations),
+            Jv, Mv)
+
+
+def _primal_step(r: Rows, qfrc_smooth, qacc, Ma, Jaref, alpha: float, v, Mv, Jv):
+    """(qacc, Ma, Jaref, force, state, cone Hessians, grad) after the step qacc += alpha v, M qacc and J qacc - aref
+    carried along it (MuJoCo's Ma += alpha Mv, Jaref += alpha Jv: recomputed, their rounding moved CG's stopping point
+    6e-12 in qd where MuJoCo's own moves 2e-13 under a 1-ulp change of qd), then the rows' forces and states and the
+    gradient M qacc - qfrc_smooth - J^T force there."""
+    qacc, Ma, Jaref = qacc + alpha * v, Ma + alpha * Mv, Jaref + alpha * Jv
+    force, state, _, hess = update(r, Jaref, cone_hessian=True)
+    return qacc, Ma, Jaref, force, state, hess, Ma - qfrc_smooth - r.J.T @ force
 
 
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
@@ -402,7 +415,7 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     scale = tolerance_scale(M) if scale is None else scale
-    qacc_smooth, qacc, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
+    qacc, Jaref, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
@@ -417,13 +430,11 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     while not done and it < iterations:
         # the line search along the Newton direction, bounded by ls_iterations evaluations of the cost
         v = -step
-        alpha, ls_improvement, status = _primal_search(model, r, M, qfrc_smooth, qacc, Ma, v, tolerance, scale)
+        alpha, ls_improvement, status, Jv, Mv = _primal_search(model, r, M, qfrc_smooth, Jaref, Ma, v, tolerance, scale)
         if alpha == 0:                                                # no improvement along v: stop
             break
-        qacc = qacc + alpha * v
-        _, force, state, hess, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
+        qacc, Ma, Jaref, force, state, hess, grad = _primal_step(r, qfrc_smooth, qacc, Ma, Jaref, alpha, v, Mv, Jv)
         improvement = scale * ls_improvement
-        grad = Ma - qfrc_smooth - r.J.T @ force
         H = _hessian(r, M, state, hess)
         step = cholesky_solve(H[:, :, None], grad[:, None])[:, 0]
         decrement = max(0.0, 0.5 * scale * float(grad @ step))        # Newton's predicted improvement
@@ -466,7 +477,7 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
     P = M if backbone is None else backbone                               # the preconditioner's metric
     M_solve = lambda x: metric_solve(model, P, x)                                     # noqa: E731
     a0 = smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
-    qacc_smooth, qacc, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
+    qacc, Jaref, force, state, _, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
     grad = Ma - qfrc_smooth - r.J.T @ force
     Mgrad = M_solve(grad)
     # converged before a step: the gap 1/2 grad M^-1 grad below the tolerance (a good warm start); in the discrete
@@ -475,13 +486,12 @@ def solve_cg(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warm
         backbone is None or scale * float(np.linalg.norm(grad)) < tolerance)
     search, improvement, it, status = -Mgrad, 0.0, 0, 0
     while not done and it < iterations:
-        alpha, ls_improvement, status = _primal_search(model, r, M, qfrc_smooth, qacc, Ma, search, tolerance, scale)
+        alpha, ls_improvement, status, Jv, Mv = _primal_search(model, r, M, qfrc_smooth, Jaref, Ma, search, tolerance,
+                                                               scale)
         if alpha == 0:                                                # no improvement along the direction: stop
             break
-        qacc = qacc + alpha * search
         grad_old, Mgrad_old = grad, Mgrad
-        _, force, state, _, Ma = _total_cost(r, M, qfrc_smooth, qacc_smooth, qacc)
-        grad = Ma - qfrc_smooth - r.J.T @ force
+        qacc, Ma, Jaref, force, state, _, grad = _primal_step(r, qfrc_smooth, qacc, Ma, Jaref, alpha, search, Mv, Jv)
         Mgrad = M_solve(grad)
         improvement = scale * ls_improvement
         it += 1
@@ -909,7 +919,7 @@ def _island_start(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray,
     if warmstart is None:
         return None
     if model.opt.solver != "pgs":
-        return _primal_start(model, r, M, qfrc_smooth, warmstart, False, qacc_smooth)[1]
+        return _primal_start(model, r, M, qfrc_smooth, warmstart, False, qacc_smooth)[0]
     _, A, b = _dual_problem(model, r, M, qfrc_smooth)
     return warmstart if _pgs_start(r, A + np.diag(r.R), b, warmstart, False).any() else None
 
