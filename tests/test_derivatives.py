@@ -1193,19 +1193,20 @@ def arms_touching() -> tuple:
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("scene", [g1_standing, arms_touching])
 def test_constrained_step_derivatives_detect_at_each_point_the_pairs_its_dof_moves(monkeypatch, analytic, scene):
-    """_held_contacts: each point's compiled detection collides only the pairs its dof moves (_detect_subset), the
-    contacts at q standing for the others; at every point, the differenced ones (ANALYTIC_ROWS False) and those only
-    checked, that gives the whole detection's contacts within 1e-15. The G1 standing (keyframe and 20 steps: the arms
+    """_moved_contacts: each point's compiled detection collides only the pairs its dof moves (_detect_subset), the
+    contacts at q standing for the others (_every_contact); at every point, the differenced ones (ANALYTIC_ROWS False)
+    and those only checked, that gives the whole detection's contacts within 1e-15. The G1 standing (keyframe and 20 steps: the arms
     and the waist move no foot) collides fewer than half the pairs; two touching arms on a free ball (arms_touching),
     a self-contact whose geoms every free dof moves together: its contact moves with them (it is collided there)."""
     m, d, (model, q, qd, ctrl) = scene()
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
-    seen, held = [], derivatives._Constraints._held_contacts
+    seen, moved_contacts = [], derivatives._Constraints._moved_contacts
 
     def spy(self, Q, dofs):
-        seen.append((Q, self._detect_subset(dofs)[0], *held(self, Q, dofs)))
-        return seen[-1][2:]
-    monkeypatch.setattr(derivatives._Constraints, "_held_contacts", spy)
+        found = moved_contacts(self, Q, dofs)
+        seen.append((Q, self._detect_subset(dofs)[0], *self._every_contact(*found)))
+        return found
+    monkeypatch.setattr(derivatives._Constraints, "_moved_contacts", spy)
     derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
     Q, subset, floats, ints = seen[0]
     ncon, whole, whole_ints, _ = native.detect_arrays(model, Q)

@@ -16,7 +16,9 @@ of an engine link; the frame of a body with joints is the frame of its last link
 """
 
 import difflib
+import functools
 import math
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -29,6 +31,22 @@ from physai.engine.geoms import Geoms
 from physai.spatial import mat_to_quat
 from physai.exceptions import (InvalidInertiaError, InvalidModelError, UnknownBodyError, UnknownFrameError,
                                UnsupportedModelError)
+
+
+def per_model(make):
+    """make(model), made once per Model object and held weakly: the one store of what is made per Model and kept out
+    of it (the Model stays as built: tests/test_model_constant.py). Dropped with the model, keeping no Model or its
+    arrays alive as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse.
+    The values are held strongly: make must return nothing that references the model (it would then never be dropped)."""
+    made = weakref.WeakKeyDictionary()
+
+    @functools.wraps(make)
+    def cached(model):
+        value = made.get(model)
+        if value is None:
+            value = made[model] = make(model)
+        return value
+    return cached
 
 
 #: MuJoCo's default solver parameters of a constraint: solref (timeconst [s], dampratio), solimp (d0, dwidth, width [m | rad],
