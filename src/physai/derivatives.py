@@ -420,7 +420,7 @@ class _Constraints:
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
         self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
-        self.kinks = False                             # whether solve() measures the margins' [2], [3] (_break_margins)
+        self.measure = False                           # whether solve() measures the margins (step_derivatives' margins)
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
@@ -467,8 +467,8 @@ class _Constraints:
         self.f, self.forces = f.copy(), None
         quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
         self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
-        kinks = self._break_margins(q) if self.kinks else np.full(2, np.inf)
-        self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), kinks])
+        if self.measure:                               # switch_margins, _break_margins: only when asked
+            self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), self._break_margins(q)])
         return a, r.J.T @ force
 
     def _break_margins(self, q: np.ndarray) -> np.ndarray:
@@ -2203,7 +2203,7 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     and names what is wrong)."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
-    s.constraints.kinks = margins                      # the margins' [2], [3] (_break_margins) only when asked
+    s.constraints.measure = margins                    # the margins (switch_margins, _break_margins) only when asked
     with np.errstate(over="ignore", invalid="ignore"):
         terms = s.constrained_terms(q, qd, np.zeros(0))
     if terms is None:
@@ -2249,7 +2249,7 @@ def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, 
     act = np.zeros(0 if model.actuators is None else model.actuators.na) if act is None else act
     s = _Stepper(model, h, inputs, euler_damping, act, name, constraints)
     if s.constraints is not None:
-        s.constraints.kinks = margins                  # the margins' [2], [3] (_break_margins) only when asked
+        s.constraints.measure = margins                # the margins (switch_margins, _break_margins) only when asked
     nv, nu, na = model.nv, s.nu, s.na
     E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
     Eq, Ev, Ea, Eu = E[:nv], E[nv:2 * nv], E[2 * nv:2 * nv + na], E[2 * nv + na:]
