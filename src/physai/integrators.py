@@ -116,7 +116,6 @@ import operator
 import functools
 import re
 import warnings
-import weakref
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
@@ -125,7 +124,7 @@ import numpy as np
 from physai import collision, engine, forces, joints, tendons, trajectory_files, validation
 from physai.trajectory_files import ContactRecord
 from physai.engine import constraint, forward, model_checks, native, observe, passive, solver
-from physai.engine.model import WRAP_JOINT
+from physai.engine.model import WRAP_JOINT, per_model
 from physai.engine.data import RolloutInputs, StepInputs, StepOptions
 # the step matrices' pieces and the standalone free bodies live in the engine; kept here under their public names
 from physai.engine.forward import (bias_velocity_derivative, discrete_stiffness, dof_pattern, free_body_blocks,  # noqa: F401
@@ -860,22 +859,7 @@ def _observe_width(model) -> int:
     return end
 
 
-def _per_model(make):
-    """make(model), made once per Model object and held weakly (dropped with the model: the cache keeps no Model or its
-    arrays alive, as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse).
-    The values are held strongly: make must return nothing that references the model (it would then never be dropped)."""
-    made = weakref.WeakKeyDictionary()
-
-    @functools.wraps(make)
-    def cached(model):
-        value = made.get(model)
-        if value is None:
-            value = made[model] = make(model)
-        return value
-    return cached
-
-
-@_per_model
+@per_model
 def _observe_layout(model) -> tuple:
     """((name, start, end, shape), ...) of OBSERVABLE in the compiled step's row (cpp/observe.h's observe_offsets): the
     field's columns start:end, as Python ints (no NumPy call per step)."""
@@ -887,7 +871,7 @@ def _observe_layout(model) -> tuple:
     return tuple(layout)
 
 
-@_per_model
+@per_model
 def _observe_bodies(model) -> np.ndarray:
     """(nbody, 13) the bodies' constants the compiled step's observation reads: mass, ipos (3), inertia (9, body frame)."""
     return np.ascontiguousarray(np.concatenate([model.body_mass[:, None], model.body_ipos,
