@@ -1246,6 +1246,50 @@ def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs
     assert collision.contact_dofs(model).tolist() == [True, False, True]
 
 
+#: contacts without rows (MuJoCo: ncon > 0, nefc 0): an explicit pair between a free ball's geom and its welded child's,
+#: and one between the floor and a static box, each beside the free ball, in the air or resting on the floor
+ROWLESS_PAIRS = {
+    "welded child": """<mujoco><worldbody><geom name="floor" type="plane" size="2 2 .1"/>
+      <body pos="0 0 1"><freejoint/><geom name="ball" size=".1"/><body pos=".15 0 0"><geom name="welded" size=".1"/></body>
+      </body></worldbody><contact><pair geom1="ball" geom2="welded"/></contact></mujoco>""",
+    "static box": """<mujoco><worldbody><geom name="floor" type="plane" size="2 2 .1"/>
+      <body pos="1 0 .099"><geom name="box" type="box" size=".1 .1 .1"/></body>
+      <body pos="0 0 1"><freejoint/><geom name="ball" size=".1"/></body>
+      </worldbody><contact><pair geom1="floor" geom2="box"/></contact></mujoco>"""}
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("integrator", STEPPERS)
+@pytest.mark.parametrize("scene", ROWLESS_PAIRS)
+def test_constrained_step_derivatives_of_contacts_without_rows(backend, integrator, scene):
+    """ROWLESS_PAIRS' ball in the air (contacts, no rows at all: nothing constrains the step) gives constraints=False's A
+    and B within 1e-12 of the largest entry, alone and in a batch beside the ball resting on the floor (rows), whose A
+    and B equal its own call's within 1e-12, on both backends and with every integrator."""
+    m = mujoco.MjModel.from_xml_string(ROWLESS_PAIRS[scene])
+    model = engine.from_mujoco(m)
+    q = np.stack([m.qpos0, m.qpos0])
+    q[1, 2] = 0.099                                        # resting 1 mm into the floor
+    qd = np.full((2, m.nv), 0.01)
+    rows = [len(mujoco_rows(m, state)) for state in q]
+    assert rows[0] == 0 < rows[1] and all(ncon(m, state) > 0 for state in q)
+
+    def step(q, qd, constraints):
+        return run(backend, derivatives.step_derivatives, model, q, qd, integrator=integrator, constraints=constraints)
+    free, alone, batch, resting = step(q[0], qd[0], False), step(q[0], qd[0], True), step(q, qd, True), step(q[1], qd[1], True)
+    for k, what in ((0, "A"), (1, "B")):
+        assert_close(alone[k], free[k], 1e-12, what=what)
+        assert_close(batch[k][0], free[k], 1e-12, what=what + " in the batch")
+        assert_close(batch[k][1], resting[k], 1e-12, what=what + " resting, in the batch")
+
+
+def ncon(m, q: np.ndarray) -> int:
+    """MuJoCo's contact count at q."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    return d.ncon
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("gap, refused", [(1e-6, True), (1e-3, False)])
 def test_constrained_step_derivatives_name_a_tendon_limit_appearing(gap, refused, backend):

@@ -249,7 +249,6 @@ def _hard_actuators(acts) -> np.ndarray:
     return (acts.gaintype == MUSCLE) | (acts.biastype == MUSCLE) | acts.posed_each
 
 
-#: 4th-order centred differences: the steps (multiples of FD_STEP) and their weights over 12 FD_STEP
 @per_model
 def _pair_motions(model: Model) -> tuple:
     """(apart (nv, P), either (nv, P) bool, index {(g1, g2): [pair, ...]}) of the pairs detect's subset flags
@@ -274,6 +273,7 @@ def _joint_dofs(model: Model) -> np.ndarray:
     return out
 
 
+#: 4th-order centred differences: the steps (multiples of FD_STEP) and their weights over 12 FD_STEP
 FD_STEP = 1e-4
 FD_WEIGHTS = ((-2.0, 1.0), (-1.0, -8.0), (1.0, 8.0), (2.0, -1.0))
 
@@ -916,7 +916,7 @@ class _Constraints:
         near = (np.abs(dist - model.jnt_margin[limited]) < 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
         at_limit = np.concatenate([r.id[(r.type == constraint.LIMIT_JOINT) & differenced], limited[near]])
         moving |= _joint_dofs(model)[at_limit].any(axis=0)
-        held = np.where(r.contact_row >= 0, differenced[np.maximum(r.contact_row, 0)], True)   # its rows differenced
+        held = np.append(differenced, True)[r.contact_row]      # its rows differenced, or none (row -1: the True)
         bodies = r.contact_body[held]
         links = model.body_linkid[bodies[bodies >= 0]]
         links = links[links >= 0]                       # the chain of each link's last dof
