@@ -19,11 +19,11 @@ and the forward differences timed back to back in each of 205 short rounds (benc
 often runs undisturbed on a loaded machine), the ratio of their best rounds; text: the largest difference of A and B
 (each relative to its largest entry) from the NumPy text's (COMPILED_STEP False; 0 with --numpy-step).
 
-Then the compiled detection alone at the call's checked points (those _Constraints._held_contacts detects: 4 along
+Then the compiled detection alone at the call's checked points (those _Constraints._moved_contacts detects: 4 along
 each differenced dof, 2 along each other one), all of them in one native.detect_arrays call: every candidate pair at
 every point, each point's subset (_Constraints._detect_subset: the pairs its dof moves), and no pair (the geoms' poses
 and the broad phase alone), every geom posed and the whole broad phase run; then the subset and no pair with along=
-(q, each point's dof: what _held_contacts calls), posing only the bodies a point's dof moves and testing the subset's
+(q, each point's dof: what _moved_contacts calls), posing only the bodies a point's dof moves and testing the subset's
 pairs without the sweep; each timed by best_time (100 short rounds) 5 times in turn, the best; pairs: the subset's
 mean pairs a point, of all.
 """
@@ -108,17 +108,17 @@ def detection(name: str, make) -> str:
     m, d = state(make)
     model = engine.from_mujoco(m)
     seen = []
-    held = derivatives._Constraints._held_contacts
+    held = derivatives._Constraints._moved_contacts
 
     def record(self, Q, dofs):                     # the call's points, their dofs and state, the subset collided
         seen.append((Q, (self.base, dofs), self._detect_subset(dofs)[0]))
         return held(self, Q, dofs)
 
-    derivatives._Constraints._held_contacts = record
+    derivatives._Constraints._moved_contacts = record
     try:
         derivatives.step_derivatives(model, d.qpos, d.qvel, ctrl=d.ctrl if m.nu else None, constraints=True)
     finally:
-        derivatives._Constraints._held_contacts = held
+        derivatives._Constraints._moved_contacts = held
     (Q, along, subset), = seen
     calls = [(np.ones_like(subset), None), (subset, None), (np.zeros_like(subset), None), (subset, along),
              (np.zeros_like(subset), along)]

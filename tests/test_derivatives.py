@@ -1193,19 +1193,20 @@ def arms_touching() -> tuple:
 @pytest.mark.parametrize("analytic", [True, False])
 @pytest.mark.parametrize("scene", [g1_standing, arms_touching])
 def test_constrained_step_derivatives_detect_at_each_point_the_pairs_its_dof_moves(monkeypatch, analytic, scene):
-    """_held_contacts: each point's compiled detection collides only the pairs its dof moves (_detect_subset), the
-    contacts at q standing for the others; at every point, the differenced ones (ANALYTIC_ROWS False) and those only
-    checked, that gives the whole detection's contacts within 1e-15. The G1 standing (keyframe and 20 steps: the arms
+    """_moved_contacts: each point's compiled detection collides only the pairs its dof moves (_detect_subset), the
+    contacts at q standing for the others (_every_contact); at every point, the differenced ones (ANALYTIC_ROWS False)
+    and those only checked, that gives the whole detection's contacts within 1e-15. The G1 standing (keyframe and 20 steps: the arms
     and the waist move no foot) collides fewer than half the pairs; two touching arms on a free ball (arms_touching),
     a self-contact whose geoms every free dof moves together: its contact moves with them (it is collided there)."""
     m, d, (model, q, qd, ctrl) = scene()
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
-    seen, held = [], derivatives._Constraints._held_contacts
+    seen, moved_contacts = [], derivatives._Constraints._moved_contacts
 
     def spy(self, Q, dofs):
-        seen.append((Q, self._detect_subset(dofs)[0], *held(self, Q, dofs)))
-        return seen[-1][2:]
-    monkeypatch.setattr(derivatives._Constraints, "_held_contacts", spy)
+        found = moved_contacts(self, Q, dofs)
+        seen.append((Q, self._detect_subset(dofs)[0], *self._every_contact(*found)))
+        return found
+    monkeypatch.setattr(derivatives._Constraints, "_moved_contacts", spy)
     derivatives.step_derivatives(model, q, qd, ctrl=ctrl, constraints=True)
     Q, subset, floats, ints = seen[0]
     ncon, whole, whole_ints, _ = native.detect_arrays(model, Q)
@@ -1243,6 +1244,50 @@ def test_constrained_step_derivatives_look_for_appearing_contacts_along_the_dofs
       </worldbody></mujoco>"""
     model = engine.from_mujoco(mujoco.MjModel.from_xml_string(xml))
     assert collision.contact_dofs(model).tolist() == [True, False, True]
+
+
+#: contacts without rows (MuJoCo: ncon > 0, nefc 0): an explicit pair between a free ball's geom and its welded child's,
+#: and one between the floor and a static box, each beside the free ball, in the air or resting on the floor
+ROWLESS_PAIRS = {
+    "welded child": """<mujoco><worldbody><geom name="floor" type="plane" size="2 2 .1"/>
+      <body pos="0 0 1"><freejoint/><geom name="ball" size=".1"/><body pos=".15 0 0"><geom name="welded" size=".1"/></body>
+      </body></worldbody><contact><pair geom1="ball" geom2="welded"/></contact></mujoco>""",
+    "static box": """<mujoco><worldbody><geom name="floor" type="plane" size="2 2 .1"/>
+      <body pos="1 0 .099"><geom name="box" type="box" size=".1 .1 .1"/></body>
+      <body pos="0 0 1"><freejoint/><geom name="ball" size=".1"/></body>
+      </worldbody><contact><pair geom1="floor" geom2="box"/></contact></mujoco>"""}
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("integrator", STEPPERS)
+@pytest.mark.parametrize("scene", ROWLESS_PAIRS)
+def test_constrained_step_derivatives_of_contacts_without_rows(backend, integrator, scene):
+    """ROWLESS_PAIRS' ball in the air (contacts, no rows at all: nothing constrains the step) gives constraints=False's A
+    and B within 1e-12 of the largest entry, alone and in a batch beside the ball resting on the floor (rows), whose A
+    and B equal its own call's within 1e-12, on both backends and with every integrator."""
+    m = mujoco.MjModel.from_xml_string(ROWLESS_PAIRS[scene])
+    model = engine.from_mujoco(m)
+    q = np.stack([m.qpos0, m.qpos0])
+    q[1, 2] = 0.099                                        # resting 1 mm into the floor
+    qd = np.full((2, m.nv), 0.01)
+    rows = [len(mujoco_rows(m, state)) for state in q]
+    assert rows[0] == 0 < rows[1] and all(ncon(m, state) > 0 for state in q)
+
+    def step(q, qd, constraints):
+        return run(backend, derivatives.step_derivatives, model, q, qd, integrator=integrator, constraints=constraints)
+    free, alone, batch, resting = step(q[0], qd[0], False), step(q[0], qd[0], True), step(q, qd, True), step(q[1], qd[1], True)
+    for k, what in ((0, "A"), (1, "B")):
+        assert_close(alone[k], free[k], 1e-12, what=what)
+        assert_close(batch[k][0], free[k], 1e-12, what=what + " in the batch")
+        assert_close(batch[k][1], resting[k], 1e-12, what=what + " resting, in the batch")
+
+
+def ncon(m, q: np.ndarray) -> int:
+    """MuJoCo's contact count at q."""
+    d = mujoco.MjData(m)
+    d.qpos[:] = q
+    mujoco.mj_forward(m, d)
+    return d.ncon
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

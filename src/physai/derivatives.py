@@ -73,7 +73,7 @@ from physai.engine.support import dof_chain, standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.contact import ContactSet
 from physai.engine.data import StepOptions
-from physai.engine.model import WRAP_JOINT, Model
+from physai.engine.model import WRAP_JOINT, Model, per_model
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
@@ -249,6 +249,30 @@ def _hard_actuators(acts) -> np.ndarray:
     return (acts.gaintype == MUSCLE) | (acts.biastype == MUSCLE) | acts.posed_each
 
 
+@per_model
+def _pair_motions(model: Model) -> tuple:
+    """(apart (nv, P), either (nv, P) bool, index {(g1, g2): [pair, ...]}) of the pairs detect's subset flags
+    (engine.collision.pair_geoms, P = ncand + nmissing): [k, p] true where moving along dof k moves one of pair p's geoms
+    and not the other (apart: the pair may start or stop touching) or at least one (either: a contact of p moves), and
+    each geom pair's places among them (_Constraints._detect_subset's tables, made once per model)."""
+    geom = engine.collision.pair_geoms(model)
+    g1, g2 = model.geom_dofs[geom[:, 0]].T, model.geom_dofs[geom[:, 1]].T
+    index = {}
+    for p, pair in enumerate(geom.tolist()):
+        index.setdefault(tuple(pair), []).append(p)
+    return np.ascontiguousarray(g1 ^ g2), np.ascontiguousarray(g1 | g2), index
+
+
+@per_model
+def _joint_dofs(model: Model) -> np.ndarray:
+    """(njnt, nv) bool: [j, k] true where dof k is one of joint j's (_Constraints._moving_dofs' table, made once per
+    model)."""
+    out = np.zeros((model.njnt, model.nv), bool)
+    for j, (adr, kind) in enumerate(zip(model.jnt_dofadr.tolist(), model.jnt_type.tolist())):
+        out[j, adr:adr + joints.NV[kind]] = True
+    return out
+
+
 #: 4th-order centred differences: the steps (multiples of FD_STEP) and their weights over 12 FD_STEP
 FD_STEP = 1e-4
 FD_WEIGHTS = ((-2.0, 1.0), (-1.0, -8.0), (1.0, 8.0), (2.0, -1.0))
@@ -396,7 +420,7 @@ class _Constraints:
     def __init__(self, model: Model):
         self.model, self.d = model, engine.Data(model)
         self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
-        self.kinks = False                             # whether solve() measures the margins' [2], [3] (_break_margins)
+        self.measure = False                           # whether solve() measures the margins (step_derivatives' margins)
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
@@ -443,8 +467,8 @@ class _Constraints:
         self.f, self.forces = f.copy(), None
         quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
         self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
-        kinks = self._break_margins(q) if self.kinks else np.full(2, np.inf)
-        self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), kinks])
+        if self.measure:                               # switch_margins, _break_margins: only when asked
+            self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), self._break_margins(q)])
         return a, r.J.T @ force
 
     def _break_margins(self, q: np.ndarray) -> np.ndarray:
@@ -545,7 +569,7 @@ class _Constraints:
         """(J (n, nefc, nv), aref (n, nefc), D (n, nefc)) of the rows at each state (Q (n + checked, nq), QD (n + checked,
         nv), q moved along dofs (n + checked,)) but the last checked ones, laid out as the optimum's rows
         (InvalidStateError where a row appears or disappears at any state, the checked ones included: _refuse_switch).
-        The compiled detection (every state in one call, of the pairs its dof moves: _held_contacts) and rows (the first
+        The compiled detection (every state in one call, of the pairs its dof moves: _moved_contacts) and rows (the first
         n) as the kernels give them (no ContactSet or Rows made) when both run compiled, else rows()."""
         model, held = self.model, self.r
         contacts = collision.has_contacts(model)
@@ -553,8 +577,9 @@ class _Constraints:
             return self._stacked_rows(Q, QD, checked)
         arrays, nc, nefc, n = None, len(held.contact_dim), held.nefc, len(Q) - checked
         if contacts:
-            floats, ints = self._held_contacts(Q, dofs)
-        if contacts and not (n == 0 and self._one_side(floats[:, 3:6].reshape(len(Q), nc, 3))):
+            found, moved = self._moved_contacts(Q, dofs)
+        if contacts and not (n == 0 and self._one_side(found[:, 3:6])):
+            floats, ints = self._every_contact(found, moved)
             order = self._held_order(floats[:, :3].reshape(len(Q), nc, 3), ints[:nc])   # the optimum's ints
             if order is not None:                      # each state's contacts in the optimum's order
                 order = order[..., None]
@@ -572,12 +597,12 @@ class _Constraints:
         pos, margin, K, imp, aref, D = (values[k].reshape(n, nefc) for k in (0, 1, 6, 8, 11, 5))
         return (J.reshape(n, nefc, model.nv), *self._tangent_impedance(pos, margin, K, imp, aref, D))
 
-    def _held_contacts(self, Q: np.ndarray, dofs: np.ndarray) -> tuple:
-        """The compiled detection's packed contacts at each state (Q (n, nq), q moved along dofs (n,)): (floats (n nc,
-        28), ints (n nc, 3)), InvalidStateError (_refuse_switch) unless each state has the optimum's nc contacts (count,
-        dim, bodies). Each state collides only the pairs its dof moves (_detect_subset), posing only the bodies its dof
-        moves, the others as at q (_points' base: detect's along); the optimum's other contacts, whose geoms it does not
-        move, are as at q, the optimum's packed arrays."""
+    def _moved_contacts(self, Q: np.ndarray, dofs: np.ndarray) -> tuple:
+        """(floats (m, 28), moved (n, nc) bool): the compiled detection's packed contacts at each state (Q (n, nq), q
+        moved along dofs (n,)) of the optimum's contacts its dof moves (moved; m of them in all, state by state),
+        InvalidStateError (_refuse_switch) unless each state has those (count, dim, bodies). Each state collides only the
+        pairs its dof moves (_detect_subset), posing only the bodies its dof moves, the others as at q (_points' base:
+        detect's along); the optimum's other contacts, whose geoms it does not move, are as at q (_every_contact)."""
         model, nc = self.model, len(self.r.contact_dim)
         constraint.prepare_compiled(model)
         subset, moved = self._detect_subset(dofs)
@@ -586,12 +611,17 @@ class _Constraints:
             collision.warn_near(model, near, stacklevel=6)
         if (ncon != moved.sum(axis=1)).any():
             self._refuse_switch()
-        at_q = self.contacts[0].packed()                                               # ints: dim, body1, body2
-        if (ints != np.broadcast_to(at_q[1], (len(Q), nc, 3))[moved]).any():
+        if (ints != np.broadcast_to(self.contacts[0].packed()[1], (len(Q), nc, 3))[moved]).any():   # dim, bodies
             self._refuse_switch()
-        every = np.repeat(at_q[0][None], len(Q), axis=0)
+        return floats, moved
+
+    def _every_contact(self, floats: np.ndarray, moved: np.ndarray) -> tuple:
+        """(floats (n nc, 28), ints (n nc, 3)): every contact of the optimum at each of n states, packed, from those the
+        states' dofs move (_moved_contacts' floats and moved (n, nc)), the others the optimum's own (at q)."""
+        at_q = self.contacts[0].packed()
+        every = np.repeat(at_q[0][None], len(moved), axis=0)
         every[moved] = floats
-        return every.reshape(len(Q) * nc, at_q[0].shape[1]), np.tile(at_q[1], (len(Q), 1))
+        return every.reshape(-1, at_q[0].shape[1]), np.tile(at_q[1], (len(moved), 1))
 
     def _detect_subset(self, dofs: np.ndarray) -> tuple:
         """(subset (n, P), moved (n, nc)) bool for states of q moved along dofs (n,): the pairs each state's detection
@@ -599,13 +629,11 @@ class _Constraints:
         (a contact may appear), and those with a contact at q (self.contacts) it moves one or both geoms of (their
         contacts move) -- and the contacts at q among them (moved): the others' geoms are where they were at q."""
         model, at_q = self.model, self.contacts[0].geom
-        geom = engine.collision.pair_geoms(model)
-        chains = model.geom_dofs[:, dofs]                                   # (ngeom, n): each point's dof moves the geom
-        g1, g2 = chains[geom[:, 0]].T, chains[geom[:, 1]].T                 # (n, P)
-        ngeom = model.geoms.ngeom
-        touching = np.isin(geom[:, 0] * ngeom + geom[:, 1], at_q[:, 0] * ngeom + at_q[:, 1])   # a contact at q
-        subset = np.ascontiguousarray((g1 ^ g2) | ((g1 | g2) & touching))  # C order: as the kernel reads it
-        moved = (chains[at_q[:, 0]] | chains[at_q[:, 1]]).T
+        apart, either, index = _pair_motions(model)
+        touching = np.zeros(apart.shape[1], bool)                          # the pairs with a contact at q
+        touching[[k for pair in at_q.tolist() for k in index.get(tuple(pair), ())]] = True
+        subset = apart[dofs] | (either[dofs] & touching)                   # (n, P), C order: as the kernel reads it
+        moved = (model.geom_dofs[at_q[:, 0]] | model.geom_dofs[at_q[:, 1]]).T[dofs]
         return subset, moved
 
     def _points(self, q: np.ndarray, moving: np.ndarray, still: np.ndarray) -> tuple:
@@ -613,7 +641,7 @@ class _Constraints:
         each tangent direction in moving (dG/dq's differences), then by -2 and +2 ROW_STEP along each in still (those
         moving no row, not differenced: where a contact may appear or leave, _row_arrays' check), in one
         engine.configuration.integrate (compiled when the backend is); dofs: the direction each point moves along (an
-        int64 array). q is kept as self.base, the state _held_contacts' detection poses the bodies a point's dof does
+        int64 array). q is kept as self.base, the state _moved_contacts' detection poses the bodies a point's dof does
         not move at."""
         model, offsets = self.model, np.array(FD_WEIGHTS)[:, 0] * ROW_STEP
         self.base = np.ascontiguousarray(q, dtype=np.float64)
@@ -733,10 +761,10 @@ class _Constraints:
         return dp
 
     def _one_side(self, normals: np.ndarray) -> bool:
-        """Whether the normals of the optimum's contacts and those at each state (normals (n, nc, 3), as detected, any
-        order) are all on one side of make_frame's switch (|n_y| < 1/2 for all, or for none): then no state's contact
-        crosses it in whatever order _held_order would lay them (_refuse_frame_jumps finds none). _row_arrays then skips
-        both where it builds no rows (only checks states)."""
+        """Whether the normals of the optimum's contacts and those the states' dofs move (normals (..., 3), as detected,
+        any order; the others are the optimum's) are all on one side of make_frame's switch (|n_y| < 1/2 for all, or for
+        none): then no state's contact crosses it in whatever order _held_order would lay them (_refuse_frame_jumps finds
+        none). _row_arrays then skips both where it builds no rows (only checks states)."""
         side = tangent_from_y(self.contacts[0].frame[:, 0])
         one = bool(side.all())
         return (one or not side.any()) and bool((tangent_from_y(normals) == one).all())
@@ -887,14 +915,12 @@ class _Constraints:
         dist = np.minimum(x - model.jnt_range[limited, 0], model.jnt_range[limited, 1] - x)
         near = (np.abs(dist - model.jnt_margin[limited]) < 4 * ROW_STEP) | (model.jnt_type[limited] == joints.BALL)
         at_limit = np.concatenate([r.id[(r.type == constraint.LIMIT_JOINT) & differenced], limited[near]])
-        for j in np.unique(at_limit).tolist():
-            adr = model.jnt_dofadr[j]
-            moving[adr:adr + joints.NV[int(model.jnt_type[j])]] = True
-        bodies = r.contact_body[~np.isin(r.contact_row, self.analytic)]
-        links = np.unique(model.body_linkid[bodies[bodies >= 0]])
-        for link in links[links >= 0].tolist():         # the chain of the link's last dof
-            moving |= model.dof_ancestor[:, model.link_dofadr[link] + model.link_dofnum[link] - 1]
-        return moving
+        moving |= _joint_dofs(model)[at_limit].any(axis=0)
+        held = np.append(differenced, True)[r.contact_row]      # its rows differenced, or none (row -1: the True)
+        bodies = r.contact_body[held]
+        links = model.body_linkid[bodies[bodies >= 0]]
+        links = links[links >= 0]                       # the chain of each link's last dof
+        return moving | model.dof_ancestor[:, model.link_dofadr[links] + model.link_dofnum[links] - 1].any(axis=1)
 
     # ------------------------------------------------ the rows' analytic q-derivatives
 
@@ -2187,7 +2213,7 @@ def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_appli
     declines the state (the NumPy text then redoes it and names what is wrong)."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
-    s.constraints.kinks = margins                      # the margins' [2], [3] (_break_margins) only when asked
+    s.constraints.measure = margins                    # the margins (switch_margins, _break_margins) only when asked
     with np.errstate(over="ignore", invalid="ignore"):
         terms = s.constrained_terms(q, qd, np.zeros(0))
     if terms is None:
@@ -2230,7 +2256,7 @@ def _step_derivatives(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, 
     act = np.zeros(0 if model.actuators is None else model.actuators.na) if act is None else act
     s = _Stepper(model, h, inputs, euler_damping, act, name, constraints)
     if s.constraints is not None:
-        s.constraints.kinks = margins                  # the margins' [2], [3] (_break_margins) only when asked
+        s.constraints.measure = margins                # the margins (switch_margins, _break_margins) only when asked
     nv, nu, na = model.nv, s.nu, s.na
     E = np.eye(2 * nv + na + nu)                                # d(input) w.r.t. (dq, dqd, dact, dctrl)
     Eq, Ev, Ea, Eu = E[:nv], E[nv:2 * nv], E[2 * nv:2 * nv + na], E[2 * nv + na:]

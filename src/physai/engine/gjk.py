@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from physai.engine.primitives import mat_times_mj
+from physai.engine.primitives import cross3, mat_times_mj
 
 MINVAL = 1e-15                     # MuJoCo's mjMINVAL
 MINVAL2 = MINVAL * MINVAL
@@ -764,8 +764,3 @@ def dot3(a, b) -> float:
 def norm3(a) -> float:
     """|a|."""
     return math.sqrt(dot3(a, a))
-
-
-def cross3(a, b) -> np.ndarray:
-    """a x b."""
-    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])

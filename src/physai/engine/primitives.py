@@ -285,6 +285,11 @@ def _clip01(x: float) -> float:
     return 0.0 if x < 0 else min(1.0, x)
 
 
+def cross3(a, b) -> np.ndarray:
+    """a x b of two 3-vectors (np.cross's products and differences, without its axis handling)."""
+    return np.array([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]])
+
+
 def segment_weights(a0, a1, b0, b1) -> list:
     """The nearest points of segments a0-a1 and b0-b1 as weights (s, t) in [0, 1] of a0 + s (a1 - a0), b0 + t (b1 - b0)
     (MuJoCo 4's mjc_segWeights): one pair, or for (near-)parallel segments (|d1 x d2|^2 <= 1e-8 |d1|^2 |d2|^2) two,
@@ -309,10 +314,10 @@ def segment_weights(a0, a1, b0, b1) -> list:
             return _clip01((b - c) / A), 1.0
         return s, t
 
-    n = np.cross(d1, d2)
+    n = cross3(d1, d2)
     nn = n @ n
     if nn > A * 1e-8 * E:                                       # s = (d2 x r) . n / |n|^2, t = (b s + f) / E
-        s = _clip01((n @ np.cross(d2, r)) / nn)
+        s = _clip01((n @ cross3(d2, r)) / nn)
         return [settle(s, (b * s + f) / E)]
     return [settle(0.0, f / E), settle(1.0, (f + b) / E)]       # parallel: each end of segment 1 projected
 
