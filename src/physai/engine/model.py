@@ -48,22 +48,6 @@ def per_model(make):
     return cached
 
 
-def per_model(make):
-    """make(model), made once per Model object and held weakly: the one store of what is made per Model and kept out
-    of it (the Model stays as built: tests/test_model_constant.py). Dropped with the model, keeping no Model or its
-    arrays alive as an lru_cache keyed on it would; keyed by the object, never by id(), which a later model may reuse.
-    The values are held strongly: make must return nothing that references the model (it would then never be dropped)."""
-    made = weakref.WeakKeyDictionary()
-
-    @functools.wraps(make)
-    def cached(model):
-        value = made.get(model)
-        if value is None:
-            value = made[model] = make(model)
-        return value
-    return cached
-
-
 #: MuJoCo's default solver parameters of a constraint: solref (timeconst [s], dampratio), solimp (d0, dwidth, width [m | rad],
 #: midpoint, power)
 SOLREF = (0.02, 1.0)
