@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from physai import dynamics as dyn
-from physai import collision, derivatives, engine, forces, inverse, models
+from physai import collision, constraints, derivatives, engine, forces, inverse, models
 from physai.engine import constraint, forward, native, smooth, solver
 from physai import integrators as integ
 from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError,
@@ -904,6 +904,34 @@ def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> m
            f'<body pos="0 0 .5">{body}</body>{drifter if free else ""}'
            f'</worldbody><tendon>{tendons}</tendon><actuator>{actuators}</actuator></mujoco>')
     return mujoco.MjModel.from_xml_string(xml)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("seed", range(2))
+def test_discrete_forward_and_inverse_with_servos_are_mujocos(seed, backend):
+    """physai.constraints' forward and inverse dynamics of a discrete model with tendon springs and dampers, servos at a
+    ctrl (their terms in the metric M + h B + h^2 K), a limit pressed past its range and a standalone free body (solved
+    in its own block): mj_forward's qacc, the step map, within 1e-7 of its scale; mj_inverse's tau at it within 1e-12
+    of the scale of its terms (mj_inverse after mj_forward, as MuJoCo's fwdinv check: seed 0's force-limited servo
+    saturates, and mj_inverse in a new MjData, its actuator_force zero, keeps that servo's terms in the metric: 15 N m
+    from its own mj_forward)."""
+    m = discrete_servo_model(seed, limit=True)
+    m.opt.iterations = 1000
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qpos[:] = engine.random_states(engine.from_mujoco(m), 1, seed)[0][0]
+    d.qvel[:], d.ctrl[:], d.act[:] = rng.normal(size=m.nv), rng.normal(size=m.nu), rng.normal(size=m.na)
+    mujoco.mj_forward(m, d)
+    assert d.nefc
+    model = engine.from_mujoco(m)
+    res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, ctrl=d.ctrl,
+              act=d.act)
+    assert np.abs(res.qacc - d.qacc).max() <= 1e-7 * max(1.0, np.abs(d.qacc).max())
+    d2 = copy.copy(d)                    # mj_inverse reads which servos saturate from d.actuator_force (mj_forward's)
+    mujoco.mj_inverse(m, d2)
+    inv = run(backend, constraints.inverse_dynamics, model, d.qpos, d.qvel, d.qacc, ctrl=d.ctrl, act=d.act)
+    scale = max(1.0, np.abs(d2.qfrc_inverse + d2.qfrc_passive).max(), np.abs(d2.qfrc_constraint).max())
+    assert np.abs(inv.tau - (d2.qfrc_inverse + d2.qfrc_passive)).max() <= 1e-12 * scale
 
 
 def random_start_and_mj_steps(m: mujoco.MjModel, seed: int, rng: np.random.Generator):
