@@ -201,15 +201,19 @@ def discrete_scene(seed: int, cone: str, condim: int):
 @pytest.mark.parametrize("seed, cone, condim", CASES[::4])
 def test_discrete_forward_and_inverse_are_mujocos(seed, cone, condim, backend):
     """Under the discrete integrator mj_forward's qacc is the step map (qd' - qd) / h (MuJoCo 4's docs), not the
-    continuous acceleration (here 200 to 500 apart, of qacc up to 2500): forward_dynamics gives it, with its rows (R, aref) at the step's
-    end, qacc within 1e-7 and efc_force 1e-6 as the continuous ones; inverse_dynamics (MuJoCo implies invdiscrete)
-    inverts it: tau within 1e-12 of mj_inverse's at mj_forward's qacc (scale of its terms), as the continuous one."""
+    continuous acceleration (hand-measured: 200 to 500 apart, of qacc up to 2500): forward_dynamics gives it, with its
+    rows (R, aref) at the step's end, as constraints.rows gives them, qacc within 1e-7 and efc_force 1e-6 as the
+    continuous ones; inverse_dynamics (MuJoCo implies invdiscrete) inverts it: tau within 1e-12 of
+    mj_inverse's at mj_forward's qacc (scale of its terms), as the continuous one."""
     m, d = discrete_scene(seed, cone, condim)
     model, contacts, active = engine.from_mujoco(m), collision.from_mujoco(m, d), d.eq_active.astype(bool)
     res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, contacts,
               eq_active=active)
     assert_close(res.rows.R, d.efc_R, 1e-12, what="R")
     assert_close(res.rows.aref, d.efc_aref, 1e-12, what="aref")
+    alone = run(backend, constraints.rows, model, d.qpos, d.qvel, contacts, active)
+    assert_close(alone.R, d.efc_R, 1e-12, what="rows' R")
+    assert_close(alone.aref, d.efc_aref, 1e-12, what="rows' aref")
     assert_close(res.qacc, d.qacc, 1e-7, what="qacc")
     assert_close(res.efc_force, d.efc_force, 1e-6, what="efc_force")
     _, d2 = mujoco_inverse(m, d, d.qacc)
@@ -222,7 +226,7 @@ def test_discrete_forward_and_inverse_are_mujocos(seed, cone, condim, backend):
 
 
 def test_ctrl_and_act_are_for_the_discrete_metric_only():
-    """forward_dynamics' ctrl and act (and inverse_dynamics' act) set the discrete integrator's metric: with another
+    """forward_dynamics' and rows' ctrl and act (and inverse_dynamics' act) set the discrete integrator's metric: with another
     integrator they would change nothing, so they are refused by name."""
     m, d = scene(0, "pyramidal", 3)
     model = engine.from_mujoco(m)
@@ -230,6 +234,8 @@ def test_ctrl_and_act_are_for_the_discrete_metric_only():
         constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive, ctrl=np.zeros(0))
     with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
         constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, act=np.zeros(0))
+    with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
+        constraints.rows(model, d.qpos, d.qvel, ctrl=np.zeros(0))
 
 
 def forward_both(m, d, tolerance: float | None):

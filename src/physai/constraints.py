@@ -166,14 +166,20 @@ def _detected(model, q, contacts):
     return contacts
 
 
-def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Rows:
+def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None, *, ctrl=None, act=None) -> Rows:
     """The constraint rows of one state (q (nq,), qd (nv,)) with the given contacts (None: physai's own): MuJoCo's
     efc_J, efc_pos, efc_margin, efc_type, efc_id, efc_diagA, efc_R, efc_D, efc_vel and efc_aref
-    (physai.engine.constraint.Rows). eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0)."""
+    (physai.engine.constraint.Rows). eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0).
+    A model of MuJoCo 4's discrete integrator: the rows at the step's end in the metric M + h B + h^2 K, as mj_forward's
+    then (forward_dynamics' rows; NumPy on both backends), ctrl (nu,) and act (na,) as forward_dynamics takes them."""
     model = engine.as_model(model)
     contacts = _detected(model, q, contacts)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
+    if model.opt.integrator == "discrete":
+        (run, q1, qd1, _, M), = _discrete_runs(model, data, contacts, eq_active, ctrl, act)[0]
+        return _discrete_rows(model, run, q1, qd1, M)[0]
+    _refuse_metric_inputs(model, ctrl, act, "they change no row")
     if native.on and native.runs(model):
         return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
                                         None if eq_active is None else _eq_active(model, eq_active))[0]
@@ -201,8 +207,10 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     A model of MuJoCo 4's discrete integrator (model.opt.integrator "discrete"): qacc is its step map (qd' - qd) / h,
     h = model.opt.timestep, as mj_forward's then, not the continuous acceleration: the discrete step's own solve
     (physai.engine.forward.discrete_acceleration) in the metric M + h B + h^2 K with the rows at the step's end, tau in
-    the place of its f + c; ctrl (nu,) and act (na,) (default zeros) set the actuators' terms of that metric (their
-    forces are in tau). It runs the NumPy solve on both backends.
+    the place of its f + c; ctrl (nu,) and act (na,) set the actuators' terms of that metric (their forces are in
+    tau): required (InvalidArgumentError) when the actuators have gains or biases on length or velocity, else zeros by
+    default; a batch of states shares one ctrl and one act (ShapeError for (N, nu)). It runs the NumPy solve on both
+    backends.
     """
     model = engine.as_model(model)
     if tolerance is not None:
@@ -216,9 +224,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     if model.opt.integrator == "discrete":
         return _finite(_discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act),
                        "qacc")
-    if ctrl is not None or act is not None:
-        raise InvalidArgumentError("ctrl and act set the discrete integrator's metric; this model's integrator is "
-                                   f"{model.opt.integrator!r}: pass the actuators' forces in tau")
+    _refuse_metric_inputs(model, ctrl, act, "pass the actuators' forces in tau")
     if native.on and native.compiled_solver(model):
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
                        "qacc")
@@ -254,11 +260,39 @@ def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, toleranc
     return _forward_result(results, batch)
 
 
+def _refuse_metric_inputs(model, ctrl, act, hint: str) -> None:
+    """InvalidArgumentError for ctrl or act given with a model of another integrator than the discrete one."""
+    if ctrl is not None or act is not None:
+        raise InvalidArgumentError("ctrl and act set the discrete integrator's metric; this model's integrator is "
+                                   f"{model.opt.integrator!r}: {hint}")
+
+
+def _servo_inputs(model, ctrl, act):
+    """(ctrl, act) of a discrete model checked: one of each for all states (ShapeError for a batch of them), required
+    (InvalidArgumentError) when its actuators add to the metric (forward.servo_couplings: their slopes, saturation and
+    activations depend on them) and the metric takes them (not forward.explicit_couplings)."""
+    for name, x in (("ctrl", ctrl), ("act", act)):
+        if x is not None and np.ndim(x) > 1:
+            raise ShapeError(f"{name} has shape {np.shape(x)}: a batch of states shares one ctrl (nu,) and one act (na,); "
+                             "for different ones call once per state")
+    acts = model.actuators
+    if not forward.servo_couplings(acts) or forward.explicit_couplings(model):
+        return ctrl, act
+    missing = [name for name, x, n in (("ctrl", ctrl, acts.nu), ("act", act, acts.na)) if x is None and n]
+    if missing:
+        raise InvalidArgumentError(f"{' and '.join(missing)} required: this discrete model's actuators have gains or "
+                                   "biases on length or velocity, whose terms in the step's metric M + h B + h^2 K "
+                                   "depend on ctrl and act (their slopes and saturation); pass MuJoCo's d.ctrl (nu,) "
+                                   "and d.act (na,)")
+    return ctrl, act
+
+
 def _discrete_runs(model, data, contacts, eq_active, ctrl, act):
     """([(run, q, qd, x, M)] one per state, batch) for a model of the discrete integrator (what its step refuses
     refused): each state's forward pipeline (engine.DynamicsEvaluator, with its contacts and eq_active) evaluated at
     (q, qd), M with the tendons' armature and the actuators posed at q as the step's; x the state's tau or qacc."""
     model_options(model)
+    ctrl, act = _servo_inputs(model, ctrl, act)
     inputs = step_inputs(model, None, ctrl, None, None)
     na = 0 if inputs.actuators is None else inputs.actuators.na
     act = None if act is None else validation.vector("act", act, na)
@@ -352,10 +386,11 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
 
     A model of MuJoCo 4's discrete integrator (model.opt.integrator "discrete") inverts its step map whatever
     `discrete` says (MuJoCo implies invdiscrete then): qacc = (qd' - qd) / h, tau = (M + h B + h^2 K) qacc + c + h K qd
-    - J^T f, f from the rows at the step's end (forward_dynamics' discrete solve inverted; ctrl (nu,) and act (na,),
-    default zeros, set the actuators' terms of the metric), on both backends by the NumPy engine. act is for such a
-    model only (InvalidArgumentError otherwise). A force-limited servo saturates as in mj_forward, by its force at the
-    state; mj_inverse reads that from d.actuator_force as the last mj_forward left it (zero in a new MjData).
+    - J^T f, f from the rows at the step's end (forward_dynamics' discrete solve inverted; ctrl (nu,) and act (na,) set
+    the actuators' terms of the metric, required and shared by a batch as forward_dynamics says), on both backends by
+    the NumPy engine. act is for such a model only (InvalidArgumentError otherwise). A force-limited servo saturates
+    as in mj_forward, by its force at the state; mj_inverse reads that from d.actuator_force as the last mj_forward
+    left it (zero in a new MjData).
     discrete=True: MuJoCo's invdiscrete: qacc is the finite-difference acceleration of one step of model.opt's
     integrator (euler, implicit or implicitfast) and the forces are those of the continuous acceleration
     M^-1 (M - h D) qacc that step applied (physai.integrators.step_matrix, with the model's actuators at ctrl (nu,),
@@ -397,11 +432,7 @@ def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseRes
     out = []
     for run, q, qd, a, M in runs:
         h = run.h
-        B, K, coupled = run.discrete_metric(q, qd)
-        M_hat = M + h * B + h * h * K
-        if not run.filled:
-            smooth.velocity_stages(model, run.d, q[:, None], qd[:, None])
-        r = constraint.rows(model, run.d, q, qd, run.contacts(q), run.eq_active, h, step_diagonal=np.diag(M_hat).copy())
+        r, M_hat, K, coupled = _discrete_rows(model, run, q, qd, M)
         f = inverse.inverse_force(r, a)
         qfrc = r.J.T @ f
         Ma = M_hat @ a
@@ -414,6 +445,18 @@ def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseRes
     if batch is None:
         return InverseResult(*out[0])
     return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
+
+
+def _discrete_rows(model, run, q, qd, M):
+    """(rows, M^, K, coupled) of one state of a discrete model's run: the rows at the step's end in the step's metric
+    M^ = M + h B + h^2 K (forward.discrete_acceleration's), K and coupled as run.discrete_metric gives them."""
+    h = run.h
+    B, K, coupled = run.discrete_metric(q, qd)
+    M_hat = M + h * B + h * h * K                                           # the step's metric
+    if not run.filled:
+        smooth.velocity_stages(model, run.d, q[:, None], qd[:, None])
+    r = constraint.rows(model, run.d, q, qd, run.contacts(q), run.eq_active, h, step_diagonal=np.diag(M_hat).copy())
+    return r, M_hat, K, coupled
 
 
 def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:

@@ -553,9 +553,14 @@ def explicit_couplings(model) -> bool:
 def metric_couplings(model, actuators) -> bool:
     """Whether tendons or actuators add to the discrete metric: tendon springs or dampers, an actuator gain or bias on
     length or velocity, or a muscle."""
-    servo = actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()
-                                       or (actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
-    return bool(servo or model.tendon_damping.any() or model.tendon_stiffness.any())
+    return bool(servo_couplings(actuators) or model.tendon_damping.any() or model.tendon_stiffness.any())
+
+
+def servo_couplings(actuators) -> bool:
+    """Whether actuators add to the discrete metric (their terms depend on ctrl and act): a gain or bias on length or
+    velocity, or a muscle."""
+    return actuators is not None and bool(actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()
+                                          or (actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
 
 
 def compiled_discrete(model, actuators) -> bool:
