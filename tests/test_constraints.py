@@ -26,7 +26,8 @@ import pytest
 from physai import collision, constraints, dynamics, engine, models
 from physai.engine import constraint, setconst, smooth
 from physai.engine.data import Data
-from physai.exceptions import ConvergenceWarning, InvalidModelError, InvalidStateError, ShapeError, UnsupportedModelError
+from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, InvalidModelError, InvalidStateError, ShapeError,
+                               UnsupportedModelError)
 
 from helpers import DATA, assert_close, constraint_scene as scene, run
 
@@ -178,6 +179,63 @@ def test_discrete_inverse_equals_invdiscrete(integrator):
                                        ctrl=d.ctrl)
     assert_close(inv.qfrc_constraint, d2.qfrc_constraint, 1e-12, what="qfrc_constraint")
     assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-12, tau_scale(d2), what="tau")
+
+
+def discrete_scene(seed: int, cone: str, condim: int):
+    """(m, d) of constraint_scene under MuJoCo 4's discrete integrator at tolerance 1e-15, its hinges and slides given
+    random springs (the scene's dampers kept), after mj_forward: contacts, limits, friction loss and equalities whose
+    rows act at the step's end, in the metric M + h B + h^2 K."""
+    m, start = scene(seed, cone, condim, tolerance=1e-15)
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_DISCRETE
+    rng = np.random.default_rng(seed)
+    hinge_slide = m.jnt_type >= int(mujoco.mjtJoint.mjJNT_SLIDE)
+    m.jnt_stiffness[:] = np.where(hinge_slide, rng.uniform(1, 50, m.njnt), 0.0)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = start.qpos, start.qvel
+    mujoco.mj_forward(m, d)
+    assert d.ncon and m.dof_damping.any() and m.jnt_stiffness.any()
+    return m, d
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native"])
+@pytest.mark.parametrize("seed, cone, condim", CASES[::4])
+def test_discrete_forward_and_inverse_are_mujocos(seed, cone, condim, backend):
+    """Under the discrete integrator mj_forward's qacc is the step map (qd' - qd) / h (MuJoCo 4's docs), not the
+    continuous acceleration (hand-measured: 200 to 500 apart, of qacc up to 2500): forward_dynamics gives it, with its
+    rows (R, aref) at the step's end, as constraints.rows gives them, qacc within 1e-7 and efc_force 1e-6 as the
+    continuous ones; inverse_dynamics (MuJoCo implies invdiscrete) inverts it: tau within 1e-12 of
+    mj_inverse's at mj_forward's qacc (scale of its terms), as the continuous one."""
+    m, d = discrete_scene(seed, cone, condim)
+    model, contacts, active = engine.from_mujoco(m), collision.from_mujoco(m, d), d.eq_active.astype(bool)
+    res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, contacts,
+              eq_active=active)
+    assert_close(res.rows.R, d.efc_R, 1e-12, what="R")
+    assert_close(res.rows.aref, d.efc_aref, 1e-12, what="aref")
+    alone = run(backend, constraints.rows, model, d.qpos, d.qvel, contacts, active)
+    assert_close(alone.R, d.efc_R, 1e-12, what="rows' R")
+    assert_close(alone.aref, d.efc_aref, 1e-12, what="rows' aref")
+    assert_close(res.qacc, d.qacc, 1e-7, what="qacc")
+    assert_close(res.efc_force, d.efc_force, 1e-6, what="efc_force")
+    _, d2 = mujoco_inverse(m, d, d.qacc)
+    inv = run(backend, constraints.inverse_dynamics, model, d.qpos, d.qvel, d.qacc, contacts, eq_active=active)
+    assert_close(inv.efc_force, d2.efc_force, 1e-12, tau_scale(d2), what="inverse efc_force")
+    assert_close(inv.tau, d2.qfrc_inverse + d2.qfrc_passive, 1e-12, tau_scale(d2), what="tau")
+    two = run(backend, constraints.forward_dynamics, model, np.stack([d.qpos] * 2), np.stack([d.qvel] * 2),
+              np.stack([d.qfrc_passive + d.qfrc_actuator] * 2), [contacts] * 2, eq_active=active)
+    assert_close(two.qacc, np.stack([res.qacc] * 2), 1e-12, what="a batch's qacc")
+
+
+def test_ctrl_and_act_are_for_the_discrete_metric_only():
+    """forward_dynamics' and rows' ctrl and act (and inverse_dynamics' act) set the discrete integrator's metric: with another
+    integrator they would change nothing, so they are refused by name."""
+    m, d = scene(0, "pyramidal", 3)
+    model = engine.from_mujoco(m)
+    with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
+        constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive, ctrl=np.zeros(0))
+    with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
+        constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, act=np.zeros(0))
+    with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
+        constraints.rows(model, d.qpos, d.qvel, ctrl=np.zeros(0))
 
 
 def forward_both(m, d, tolerance: float | None):

@@ -959,6 +959,53 @@ def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> m
     return mujoco.MjModel.from_xml_string(xml)
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("seed", range(2))
+def test_discrete_forward_and_inverse_with_servos_are_mujocos(seed, backend):
+    """physai.constraints' forward and inverse dynamics of a discrete model with tendon springs and dampers, servos at a
+    ctrl (their terms in the metric M + h B + h^2 K), a limit pressed past its range and a standalone free body (solved
+    in its own block): mj_forward's qacc, the step map, within 1e-7 of its scale; mj_inverse's tau at it within 1e-12
+    of the scale of its terms (mj_inverse after mj_forward, as MuJoCo's fwdinv check: seed 0's force-limited servo
+    saturates, and mj_inverse in a new MjData, its actuator_force zero, keeps that servo's terms in the metric:
+    hand-measured 15 N m from its own mj_forward)."""
+    m = discrete_servo_model(seed, limit=True)
+    m.opt.iterations = 1000
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(seed)
+    d.qpos[:] = engine.random_states(engine.from_mujoco(m), 1, seed)[0][0]
+    d.qvel[:], d.ctrl[:], d.act[:] = rng.normal(size=m.nv), rng.normal(size=m.nu), rng.normal(size=m.na)
+    mujoco.mj_forward(m, d)
+    assert d.nefc
+    model = engine.from_mujoco(m)
+    res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, ctrl=d.ctrl,
+              act=d.act)
+    assert np.abs(res.qacc - d.qacc).max() <= 1e-7 * max(1.0, np.abs(d.qacc).max())
+    d2 = copy.copy(d)                    # mj_inverse reads which servos saturate from d.actuator_force (mj_forward's)
+    mujoco.mj_inverse(m, d2)
+    inv = run(backend, constraints.inverse_dynamics, model, d.qpos, d.qvel, d.qacc, ctrl=d.ctrl, act=d.act)
+    scale = max(1.0, np.abs(d2.qfrc_inverse + d2.qfrc_passive).max(), np.abs(d2.qfrc_constraint).max())
+    assert np.abs(inv.tau - (d2.qfrc_inverse + d2.qfrc_passive)).max() <= 1e-12 * scale
+
+
+def test_a_discrete_servo_model_requires_ctrl_and_act():
+    """A discrete model whose servos' terms in the metric depend on ctrl and act (their slopes, their saturation): left
+    out, the step map would be 0.04 to 1 off mj_forward's (hand-measured), so forward_dynamics, inverse_dynamics and
+    rows require them by name; a batch shares one ctrl and one act, and a batch of them is refused by name."""
+    m = discrete_servo_model(1, limit=True)
+    assert m.na
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    q, qd = np.stack([d.qpos] * 2), np.zeros((2, m.nv))
+    for call in (lambda **kw: constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive, **kw),
+                 lambda **kw: constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, **kw),
+                 lambda **kw: constraints.rows(model, d.qpos, d.qvel, **kw)):
+        with pytest.raises(InvalidArgumentError, match="^ctrl and act required"):
+            call()
+        with pytest.raises(InvalidArgumentError, match="^act required"):
+            call(ctrl=d.ctrl)
+    with pytest.raises(ShapeError, match="a batch of states shares one ctrl"):
+        constraints.forward_dynamics(model, q, qd, qd, ctrl=np.zeros((2, m.nu)), act=d.act)
+
+
 def random_start_and_mj_steps(m: mujoco.MjModel, seed: int, rng: np.random.Generator):
     """(physai model, q0, qd0, ctrl, mj_step's qpos (100, nq), its qvel (100, nv)) from a random state, velocity and
     control (random_states' seed, then rng)."""

@@ -10,6 +10,8 @@ The equation of motion with constraints is M qacc + c = tau + J^T f, f the const
 constraint row (physai.engine.constraint explains the rows). Forward dynamics finds qacc and f together: qacc minimises
 1/2 |qacc - M^-1 (tau - c)|_M^2 + s(J qacc - aref), the cost of MuJoCo's soft constraints (its Gauss principle).
 Inverse dynamics takes qacc and computes f row by row, without a solver, then tau = M qacc + c - J^T f.
+A model of MuJoCo 4's discrete integrator has qacc its step map (qd' - qd) / h instead, M + h B + h^2 K in M's place,
+as mj_forward and mj_inverse then (forward_dynamics' and inverse_dynamics' docstrings).
 
 tau is every force but the constraints': applied, passive and actuator forces (as in physai.engine.forward_dynamics);
 inverse_dynamics' tau is MuJoCo's qfrc_inverse + qfrc_passive. q (nq,), qd, tau, qacc (nv,), or (N, ...) for N states.
@@ -25,18 +27,18 @@ inverse state by state. Both give the same results within rounding (tests/test_c
 """
 
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from physai import collision, engine, validation
-from physai.engine import batching, constraint, inverse, model_checks, native, smooth, solver, tendon
+from physai.engine import batching, constraint, forward, inverse, model_checks, native, smooth, solver, tendon
 from physai.engine.constraint import Rows
 from physai.engine.contact import ContactSet
 from physai.engine.smooth import tree_cholesky_solve
 from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, ShapeError, StiffRowWarning,
                                UnsupportedModelError)
-from physai.integrators import step_matrix
+from physai.integrators import model_options, step_inputs, step_matrix
 
 __all__ = ["ForwardResult", "InverseResult", "Rows", "forward_dynamics", "inverse_dynamics", "rows"]
 
@@ -165,14 +167,20 @@ def _detected(model, q, contacts):
     return contacts
 
 
-def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Rows:
+def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None, *, ctrl=None, act=None) -> Rows:
     """The constraint rows of one state (q (nq,), qd (nv,)) with the given contacts (None: physai's own): MuJoCo's
     efc_J, efc_pos, efc_margin, efc_type, efc_id, efc_diagA, efc_R, efc_D, efc_vel and efc_aref
-    (physai.engine.constraint.Rows). eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0)."""
+    (physai.engine.constraint.Rows). eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0).
+    A model of MuJoCo 4's discrete integrator: the rows at the step's end in the metric M + h B + h^2 K, as mj_forward's
+    then (forward_dynamics' rows; NumPy on both backends), ctrl (nu,) and act (na,) as forward_dynamics takes them."""
     model = engine.as_model(model)
     contacts = _detected(model, q, contacts)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
+    if model.opt.integrator == "discrete":
+        (run, q1, qd1, _, M), = _discrete_runs(model, data, contacts, eq_active, ctrl, act)[0]
+        return _discrete_rows(model, run, q1, qd1, M)[0]
+    _refuse_metric_inputs(model, ctrl, act, "they change no row")
     if native.on and native.runs(model):
         return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
                                         None if eq_active is None else _eq_active(model, eq_active))[0]
@@ -180,7 +188,7 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None) -> Ro
 
 
 def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, eq_active=None, tolerance: float | None = None,
-                     iterations: int | None = None) -> ForwardResult:
+                     iterations: int | None = None, ctrl=None, act=None) -> ForwardResult:
     """Accelerations and constraint forces at (q, qd) under the non-constraint forces tau: MuJoCo's mj_forward with its
     constraints (qacc, qfrc_constraint, efc_force), solved by model.opt.solver: Newton's method as mj_solNewton, or
     projected Gauss-Seidel as mj_solPGS, or conjugate gradients as mj_solCG (compiled on the native backend).
@@ -199,6 +207,14 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     normal J exactly zero) warns (physai.exceptions.StiffRowWarning): their forces are aref / MINVAL, and CG and PGS stop
     far from the minimum there, MuJoCo's too; the result is still MuJoCo's.
     Stepping (physai.integrators) warns not, as mj_step.
+
+    A model of MuJoCo 4's discrete integrator (model.opt.integrator "discrete"): qacc is its step map (qd' - qd) / h,
+    h = model.opt.timestep, as mj_forward's then, not the continuous acceleration: the discrete step's own solve
+    (physai.engine.forward.discrete_acceleration) in the metric M + h B + h^2 K with the rows at the step's end, tau in
+    the place of its f + c; ctrl (nu,) and act (na,) set the actuators' terms of that metric (their forces are in
+    tau): required (InvalidArgumentError) when the actuators have gains or biases on length or velocity, else zeros by
+    default; a batch of states shares one ctrl and one act (ShapeError for (N, nu)). It runs the NumPy solve on both
+    backends.
     """
     model = engine.as_model(model)
     if tolerance is not None:
@@ -209,6 +225,10 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
                                    f"got {iterations!r}")
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
+    if model.opt.integrator == "discrete":
+        return _finite(_discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act),
+                       "qacc")
+    _refuse_metric_inputs(model, ctrl, act, "pass the actuators' forces in tau")
     if native.on and native.compiled_solver(model):
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
                        "qacc")
@@ -225,6 +245,71 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         results.append((sol, r))
     _warn_floor(model, [r.contact_body for _, r in results], lambda ks: [results[k][1] for k in ks], batch, stacklevel=3)
     return _finite(_forward_result(results, batch), "qacc")
+
+
+def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act) -> ForwardResult:
+    """forward_dynamics for a model of the discrete integrator: each state's step map, by the discrete step's solve
+    (forward.discrete_acceleration) with f = tau - c."""
+    runs, batch = _discrete_runs(model, data, contacts, eq_active, ctrl, act)
+    warm = _warmstart(model, qacc_warmstart, batch)
+    results = []
+    for k, (run, q, qd, tau, M) in enumerate(runs):
+        run.tolerance, run.iterations = tolerance, iterations
+        if warm is not None:
+            run.warmstart = warm[:, k if warm.shape[1] > 1 else 0]
+        qacc = forward.discrete_acceleration(run, q, qd, M, tau - engine.bias(model, q, qd))   # f = tau - c
+        sol, r = run.solved
+        if not sol.converged:
+            _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
+        results.append((replace(sol, qacc=qacc), r))   # the free bodies' blocks solved again
+    return _forward_result(results, batch)
+
+
+def _refuse_metric_inputs(model, ctrl, act, hint: str) -> None:
+    """InvalidArgumentError for ctrl or act given with a model of another integrator than the discrete one."""
+    if ctrl is not None or act is not None:
+        raise InvalidArgumentError("ctrl and act set the discrete integrator's metric; this model's integrator is "
+                                   f"{model.opt.integrator!r}: {hint}")
+
+
+def _servo_inputs(model, ctrl, act):
+    """(ctrl, act) of a discrete model checked: one of each for all states (ShapeError for a batch of them), required
+    (InvalidArgumentError) when its actuators add to the metric (forward.servo_couplings: their slopes, saturation and
+    activations depend on them) and the metric takes them (not forward.explicit_couplings)."""
+    for name, x in (("ctrl", ctrl), ("act", act)):
+        if x is not None and np.ndim(x) > 1:
+            raise ShapeError(f"{name} has shape {np.shape(x)}: a batch of states shares one ctrl (nu,) and one act (na,); "
+                             "for different ones call once per state")
+    acts = model.actuators
+    if not forward.servo_couplings(acts) or forward.explicit_couplings(model):
+        return ctrl, act
+    missing = [name for name, x, n in (("ctrl", ctrl, acts.nu), ("act", act, acts.na)) if x is None and n]
+    if missing:
+        raise InvalidArgumentError(f"{' and '.join(missing)} required: this discrete model's actuators have gains or "
+                                   "biases on length or velocity, whose terms in the step's metric M + h B + h^2 K "
+                                   "depend on ctrl and act (their slopes and saturation); pass MuJoCo's d.ctrl (nu,) "
+                                   "and d.act (na,)")
+    return ctrl, act
+
+
+def _discrete_runs(model, data, contacts, eq_active, ctrl, act):
+    """([(run, q, qd, x, M)] one per state, batch) for a model of the discrete integrator (what its step refuses
+    refused): each state's forward pipeline (engine.DynamicsEvaluator, with its contacts and eq_active) evaluated at
+    (q, qd), M with the tendons' armature and the actuators posed at q as the step's; x the state's tau or qacc."""
+    model_options(model)
+    ctrl, act = _servo_inputs(model, ctrl, act)
+    inputs = step_inputs(model, None, ctrl, None, None)
+    na = 0 if inputs.actuators is None else inputs.actuators.na
+    act = None if act is None else validation.vector("act", act, na)
+    (Q, QD, X), batch = data(model)
+    sets, active = _contact_sets(model, contacts, Q.shape[1], batch), _eq_active(model, eq_active)
+    runs = []
+    for k in range(Q.shape[1]):
+        q, qd = Q[:, k], QD[:, k]
+        run = engine.DynamicsEvaluator(model, model.opt.timestep, inputs, constrained=True, act=act)
+        run.detected, run.eq_active = (q.copy(), sets[k]), active
+        runs.append((run, q, qd, X[:, k], run.evaluate(q, qd)[0]))
+    return runs, batch
 
 
 def _finite(result, what: str):
@@ -342,10 +427,18 @@ def _forward_result(results, batch) -> ForwardResult:
                          np.array([s.improvement for s, _ in results]), [r for _, r in results])
 
 
-def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = False, ctrl=None, eq_active=None) -> InverseResult:
+def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = False, ctrl=None, eq_active=None,
+                     act=None) -> InverseResult:
     """The non-constraint forces tau that give qacc at (q, qd), with the constraint forces computed row by row from
     J qacc - aref (no solver): MuJoCo's mj_inverse, tau = qfrc_inverse + qfrc_passive = M qacc + c - J^T f.
 
+    A model of MuJoCo 4's discrete integrator (model.opt.integrator "discrete") inverts its step map whatever
+    `discrete` says (MuJoCo implies invdiscrete then): qacc = (qd' - qd) / h, tau = (M + h B + h^2 K) qacc + c + h K qd
+    - J^T f, f from the rows at the step's end (forward_dynamics' discrete solve inverted; ctrl (nu,) and act (na,) set
+    the actuators' terms of the metric, required and shared by a batch as forward_dynamics says), on both backends by
+    the NumPy engine. act is for such a model only (InvalidArgumentError otherwise). A force-limited servo saturates
+    as in mj_forward, by its force at the state; mj_inverse reads that from d.actuator_force as the last mj_forward
+    left it (zero in a new MjData).
     discrete=True: MuJoCo's invdiscrete: qacc is the finite-difference acceleration of one step of model.opt's
     integrator (euler, implicit or implicitfast) and the forces are those of the continuous acceleration
     M^-1 (M - h D) qacc that step applied (physai.integrators.step_matrix, with the model's actuators at ctrl (nu,),
@@ -355,6 +448,11 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     discrete = validation.flag("discrete", discrete)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
+    if act is not None and model.opt.integrator != "discrete":
+        raise InvalidArgumentError("act sets the discrete integrator's metric; this model's integrator is "
+                                   f"{model.opt.integrator!r}")
+    if model.opt.integrator == "discrete":
+        return _finite(_discrete_inverse(model, data, contacts, eq_active, ctrl, act), "tau")
     if native.on and native.runs(model):
         return _finite(_compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data), "tau")
     model, states, batch = _states(model, data, contacts, eq_active)
@@ -373,6 +471,40 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
         return _finite(InverseResult(*out[0]), "tau")
     return _finite(InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out],
                                  [o[3] for o in out]), "tau")
+
+
+def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseResult:
+    """inverse_dynamics for a model of the discrete integrator: tau = M^ qacc + c + h K qd - J^T f, M^ = M + h B + h^2 K
+    and the rows at the step's end as the discrete step's (forward.discrete_acceleration), f row by row."""
+    runs, batch = _discrete_runs(model, data, contacts, eq_active, ctrl, act)
+    out = []
+    for run, q, qd, a, M in runs:
+        h = run.h
+        r, M_hat, K, coupled = _discrete_rows(model, run, q, qd, M)
+        f = inverse.inverse_force(r, a)
+        qfrc = r.J.T @ f
+        Ma = M_hat @ a
+        skip = coupled | (r.J != 0).any(axis=0)        # the free bodies the step solves in their own blocks: A a there
+        for i, A_free in forward.free_body_blocks(model, q, qd, h, M, None, run.inputs.ctrl, run.act,
+                                                  not forward.explicit_couplings(model)):
+            if not skip[i:i + 6].any():
+                Ma[i:i + 6] = A_free @ a[i:i + 6]
+        out.append((Ma + engine.bias(model, q, qd) + h * K @ qd - qfrc, qfrc, f, r))   # M^ a = tau - c - h K qd + J^T f
+    if batch is None:
+        return InverseResult(*out[0])
+    return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
+
+
+def _discrete_rows(model, run, q, qd, M):
+    """(rows, M^, K, coupled) of one state of a discrete model's run: the rows at the step's end in the step's metric
+    M^ = M + h B + h^2 K (forward.discrete_acceleration's), K and coupled as run.discrete_metric gives them."""
+    h = run.h
+    B, K, coupled = run.discrete_metric(q, qd)
+    M_hat = M + h * B + h * h * K                                           # the step's metric
+    if not run.filled:
+        smooth.velocity_stages(model, run.d, q[:, None], qd[:, None])
+    r = constraint.rows(model, run.d, q, qd, run.contacts(q), run.eq_active, h, step_diagonal=np.diag(M_hat).copy())
+    return r, M_hat, K, coupled
 
 
 def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:

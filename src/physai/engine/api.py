@@ -107,7 +107,8 @@ def forward_dynamics(model: Model, q, qd, tau, *, data: Data | None = None) -> n
     """Joint accelerations qdd for total applied joint forces tau: M(q) qdd = tau - c(q, qd), M from CRBA.
 
     Equals physai.dynamics.forward_dynamics, aba, pin.aba, and MuJoCo's qacc when tau is qfrc_applied +
-    qfrc_actuator + qfrc_passive on a model without constraints.
+    qfrc_actuator + qfrc_passive on a model without constraints, but for MuJoCo 4's discrete integrator, whose qacc is
+    its step map (physai.constraints.forward_dynamics gives that).
 
     Args:
         q: joint positions (nq,) or (N, nq); qd: joint velocities (nv,) or (N, nv) [rad, rad/s | m, m/s].

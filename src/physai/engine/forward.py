@@ -90,6 +90,13 @@ def discrete(run, q, qd):
     (constraint.rows' discrete_h); standalone free bodies solved again in their blocks as implicitfast's (without
     actuator damping) unless a row or a tendon or actuator term of the metric reaches them (discrete_metric_parts)."""
     M, f, potential = run.evaluate(q, qd)
+    qacc = discrete_acceleration(run, q, qd, M, f)
+    return _semi_implicit_update(run, q, qd, qacc, M, potential)
+
+
+def discrete_acceleration(run, q, qd, M, f):
+    """The discrete step's a (nv,) = (qd' - qd) / h at (q, qd) after run.evaluate gave M and f (MuJoCo 4's mj_forward
+    qacc under mjINT_DISCRETE; physai.constraints.forward_dynamics takes it for such a model)."""
     B, K, coupled, B_joint = run.discrete_metric_terms(q, qd)
     rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
     M_hat = M + run.h * B + run.h * run.h * K
@@ -97,8 +104,7 @@ def discrete(run, q, qd):
     slip = back if run.constrained and run.model.opt.noslip_iterations else None   # noslip's Delassus matrix in it too
     qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back, inertia=M)[0]  # in M^
     skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
-    qacc = run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
-    return _semi_implicit_update(run, q, qd, qacc, M, potential)
+    return run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
 
 
 def rk4_stages(run, q, qd):
@@ -172,6 +178,8 @@ class DynamicsEvaluator:
                                                                  # contacts, rows, efc_force, qfrc_actuator)
         self.qfrc_actuator = np.zeros(model.nv)                  # the last evaluation's actuator force
         self.filled = False                                      # whether d holds velocity_stages at the last evaluation
+        self.eq_active = self.tolerance = self.iterations = None  # the solve's equalities and settings (None: the model's)
+        self.solved = None                                       # the last NumPy solve: (solver.Solution, its rows)
 
     def contacts(self, q: np.ndarray):
         """The contacts at q (None when the model has no collision), detected once per q."""
@@ -220,10 +228,11 @@ class DynamicsEvaluator:
             if not self.filled:                        # the compiled evaluate left the workspace empty
                 smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
                 self.filled = True
-            rows = constraint.rows(model, self.d, q, qd, contacts, discrete_h=self.h if discrete else None,
+            rows = constraint.rows(model, self.d, q, qd, contacts, self.eq_active, self.h if discrete else None,
                                    step_diagonal=np.diag(M).copy() if discrete else None)
-            solution = solver.solve_with(model, rows, M, f, self.warmstart, noslip_metric=noslip_metric,
-                                         backbone=backbone, inertia=inertia)
+            solution = solver.solve_with(model, rows, M, f, self.warmstart, self.tolerance, self.iterations, noslip_metric,
+                                         backbone, inertia)
+            self.solved = solution, rows
             qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
             if not discrete:                           # what (M - h D) a = f + qfrc_constraint integrates
                 qfrc = solver.balanced_constraint_force(rows, M, f, solution)
@@ -546,9 +555,14 @@ def explicit_couplings(model) -> bool:
 def metric_couplings(model, actuators) -> bool:
     """Whether tendons or actuators add to the discrete metric: tendon springs or dampers, an actuator gain or bias on
     length or velocity, or a muscle."""
-    servo = actuators is not None and (actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()
-                                       or (actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
-    return bool(servo or model.tendon_damping.any() or model.tendon_stiffness.any())
+    return bool(servo_couplings(actuators) or model.tendon_damping.any() or model.tendon_stiffness.any())
+
+
+def servo_couplings(actuators) -> bool:
+    """Whether actuators add to the discrete metric (their terms depend on ctrl and act): a gain or bias on length or
+    velocity, or a muscle."""
+    return actuators is not None and bool(actuators.gain[:, 1:].any() or actuators.bias[:, 1:].any()
+                                          or (actuators.gaintype == MUSCLE).any() or (actuators.biastype == MUSCLE).any())
 
 
 def compiled_discrete(model, actuators) -> bool:
