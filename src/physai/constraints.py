@@ -262,6 +262,7 @@ def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, toleranc
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
         results.append((replace(sol, qacc=qacc), r))   # the free bodies' blocks solved again
+    _warn_floor(model, [r.contact_body for _, r in results], lambda ks: [results[k][1] for k in ks], batch, stacklevel=4)
     return _forward_result(results, batch)
 
 
