@@ -300,6 +300,7 @@ struct Constrain {
                  double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
                  const double *factor) = nullptr;
     void (*stepped)(void *ctx, int64_t n, int64_t k) = nullptr;        // after step k of trajectory n: its records
+    void (*settle)(void *ctx, const double *qacc) = nullptr;          // the step's final qacc (nv): warm start, d.qacc
 };
 
 // the constrained solves of a block of lanes (the laned steppers' Constrain, cpp/forward.h's constrained_solve): lane

@@ -649,6 +649,7 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
             for (int j = 0; j < nv; j++) w.row_dofs[size_t(j)] = char(w.row_dofs[size_t(j)] || w.coupled[size_t(j)]);
         const char *skip = con ? w.row_dofs.data() : coupled ? w.coupled.data() : nullptr;
         if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a, skip)) return SINGULAR;
+        if (con && con->settle) con->settle(con->ctx, a);              // the step map, free bodies included: d.qacc
     }
     semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;

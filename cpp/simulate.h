@@ -143,6 +143,14 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     return OK;
 }
 
+// Constrain::settle (forward.DynamicsEvaluator.settle): the step's final qacc (the discrete step's standalone free
+// bodies solved again after the solve) as the next warm start and, at the last step, the observed qacc
+inline void constrained_settle(void *ctx, const double *qacc) {
+    ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
+    std::copy(qacc, qacc + s.m.nv, s.warm.begin());
+    if (s.obs.out && s.step == s.r->steps - 1) std::copy(qacc, qacc + s.m.nv, s.obs.out + s.obs.off.qacc);
+}
+
 // Constrain::stepped: step k's contact count into the rollout's ncon (N, steps)
 inline void constrained_stepped(void *ctx, int64_t n, int64_t k) {
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
@@ -169,7 +177,7 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
         if (r.warm_in) std::copy_n(r.warm_in + size_t(n + l) * nv, nv, run.warm.begin());
         else std::fill(run.warm.begin(), run.warm.end(), 0.0);
         run.ncon = run.near = -1, run.step = k0;
-        con[l] = Constrain{&run, constrained_accel, constrained_stepped};
+        con[l] = Constrain{&run, constrained_accel, constrained_stepped, constrained_settle};
     }
     LaneConstrain &solve = sim.lane_solve;
     solve.lane = con, solve.count = count, solve.one = r.observe ? &sim.w : nullptr;
@@ -198,7 +206,7 @@ inline void simulate_constrained_in(ConstrainedSim &sim, const Model &m, const A
     ConstrainedRun &run = sim.run;
     run.r = &r, run.act = &act, run.w = &w;
     run.obs.body = r.observe_body;
-    Constrain con{&run, constrained_accel, constrained_stepped};
+    Constrain con{&run, constrained_accel, constrained_stepped, constrained_settle};
     if (!r.constrained) {                                              // the smooth dynamics, in this workspace
         for (int64_t n = lo; n < hi; n++) r.status[n] = simulate_one(m, act, w, r, n);
         return;

@@ -282,6 +282,25 @@ def test_ctrl_without_actuators_says_what_to_pass(tree):
         integ.smooth_force(tree, np.zeros(2), np.zeros(2), ctrl=[1.0])
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_an_empty_ctrl_on_a_model_without_actuators_is_no_ctrl(backend):
+    """step_result(ctrl=np.zeros(0)) (one state, or (N, 0) for N) on a model with nu = 0 steps as without ctrl, as
+    mj_step with its empty d.ctrl, on both engines (the NumPy engine refused it; within 1e-12 of mj_step)."""
+    m = mujoco.MjModel.from_xml_string('<mujoco><worldbody><body><joint axis="0 1 0"/><geom size=".1" fromto="0 0 0 .3 0 0"'
+                                       ' type="capsule"/></body></worldbody></mujoco>')
+    d = mujoco.MjData(m)
+    d.qvel[:] = 1.0
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    mujoco.mj_step(m, d)
+    model = engine.from_mujoco(m)
+    one = run(backend, integ.step_result, model, q, qd, ctrl=np.zeros(0))
+    two = run(backend, integ.step_result, model, np.stack([q, q]), np.stack([qd, qd]), ctrl=np.zeros((2, 0)))
+    assert np.abs(one.qd - d.qvel).max() < 1e-12 and np.abs(two.qd - d.qvel).max() < 1e-12
+    assert np.abs(one.q - d.qpos).max() < 1e-12 and np.abs(two.q - d.qpos).max() < 1e-12
+    with pytest.raises(InvalidArgumentError, match="ctrl was given without actuators"):
+        run(backend, integ.step_result, model, q, qd, ctrl=np.zeros(1))
+
+
 def test_actuators_of_another_model_are_named(tree):
     """arm7's actuators on the 2-dof pendulum: the message names both dof counts, not "q has 2 entries"."""
     acts7 = forces.actuators_from_mujoco(models.load("arm7"))
@@ -885,6 +904,33 @@ def test_discrete_cg_warm_started_steps_follow_mj_step(cone, backend):
     Q, QD = mj.steps(m, d, 3)
     traj = run(backend, integ.simulate, engine.from_mujoco(m), q0, qd0, steps=3, energy=False)
     assert np.abs(traj.q[1:] - Q).max() < 1e-9 and np.abs(traj.qd[1:] - QD).max() < 1e-9
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_discrete_qacc_and_warm_start_hold_the_free_bodys_block_solve(backend):
+    """Under the discrete integrator the standalone free bodies (no row reaches them) are solved again in their own 6 x 6
+    blocks after the constraint solve; d.qacc and d.qacc_warmstart after mj_step hold that final step map, and so do
+    step_result's qacc_warmstart and observed qacc (they held the solver's qacc from before the block solve, 0.58 off on
+    the spinning box). two_arms_and_a_box (Newton, tolerance 1e-15: contacts among the arms and on the plane) with its
+    free box spinning, 5 steps on both engines, each from the last one's warm start: q and qd within 1e-11 of mj_step
+    (as test_discrete_rows_with_a_noise_jacobian_keep_their_diagonal), qacc and the warm start within 1e-11 / h = 2e-9
+    (a difference in qd over the step h); simulate's 5 steps within 1e-11 too."""
+    m = mujoco.MjModel.from_xml_string(two_arms_and_a_box("pyramidal", "Newton"))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(0).normal(size=m.nv)
+    d.qvel[-3:] = 3.0, -5.0, 7.0                       # the free box spinning fast [rad/s]
+    model = engine.from_mujoco(m)
+    q, qd, warm = d.qpos.copy(), d.qvel.copy(), None
+    traj = run(backend, integ.simulate, model, q, qd, steps=5, energy=False)
+    bound = 1e-11 / m.opt.timestep
+    for k in range(5):
+        mujoco.mj_step(m, d)
+        assert d.ncon > 0
+        r = run(backend, integ.step_result, model, q, qd, qacc_warmstart=warm, observe=("qacc",))
+        q, qd, warm = r.q, r.qd, r.qacc_warmstart
+        assert np.abs(q - d.qpos).max() < 1e-11 and np.abs(qd - d.qvel).max() < 1e-11
+        assert np.abs(warm - d.qacc_warmstart).max() < bound and np.abs(r.observed["qacc"] - d.qacc).max() < bound
+        assert np.abs(traj.q[k + 1] - d.qpos).max() < 1e-11 and np.abs(traj.qd[k + 1] - d.qvel).max() < 1e-11
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])

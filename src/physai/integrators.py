@@ -267,13 +267,14 @@ def check_timestep(dt) -> float:
 def check_actuators(model, actuators, ctrl):
     """(actuators, ctrl): the actuators given, else the model's own (MuJoCo's), and ctrl, zeros (nu,) if None.
 
-    ctrl without any actuators raises InvalidArgumentError (it would have nothing to drive); actuators must be a
+    ctrl without any actuators raises InvalidArgumentError (it would have nothing to drive), unless it holds no control
+    (an array whose last axis has length 0, as MuJoCo's d.ctrl when nu = 0: taken as None); actuators must be a
     physai.forces.Actuators (InvalidArgumentError) acting on the model's nv dofs (ShapeError otherwise, e.g. the
     actuators of another model). ctrl's own shape and values are checked, and clamped, by physai.forces.
     """
     actuators = model.actuators if actuators is None else actuators
     if actuators is None:
-        if ctrl is not None:
+        if ctrl is not None and not (isinstance(ctrl, np.ndarray) and ctrl.shape[-1:] == (0,)):
             raise InvalidArgumentError("ctrl was given without actuators; pass actuators=physai.forces.actuators_from_mujoco(m) "
                                        "or a model built by physai.engine.from_mujoco, which has its actuators")
         return None, None

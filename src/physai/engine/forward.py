@@ -91,6 +91,7 @@ def discrete(run, q, qd):
     actuator damping) unless a row or a tendon or actuator term of the metric reaches them (discrete_metric_parts)."""
     M, f, potential = run.evaluate(q, qd)
     qacc = discrete_acceleration(run, q, qd, M, f)
+    run.settle(qacc)                                   # the step map, free bodies included: d.qacc, the next warm start
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
 
 
@@ -135,8 +136,7 @@ def rk4_step(run, q, qd):
     stages = rk4_stages(run, q, qd)
     dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
     dqd = sum(b * s[2] for b, s in zip(RK4_WEIGHTS, stages))
-    if run.last is not None:                           # MuJoCo 4 leaves the stages' weighted qacc in d.qacc
-        run.last = run.last[:2] + (dqd,) + run.last[3:]
+    run.settle(dqd, warm_start=False)                  # MuJoCo 4 leaves the stages' weighted qacc in d.qacc
     advance_activation(run, sum(b * a for b, a in zip(RK4_WEIGHTS, run.stage_act_dot)))   # act' from the weighted rates
     return advance(run.model, q, dq, run.h), qd + run.h * dqd, stages
 
@@ -240,6 +240,15 @@ class DynamicsEvaluator:
         self.warmstart = qacc
         self._keep(q, qd, qacc, qfrc, contacts, rows, efc_force)
         return qacc, qfrc
+
+    def settle(self, qacc: np.ndarray, warm_start: bool = True) -> None:
+        """The step's final qacc (nv,) after its last solve (the discrete step's standalone free bodies solved again;
+        RK4's weighted stages): the observed qacc and, when warm_start and constrained, the next warm start, as MuJoCo
+        4's d.qacc and d.qacc_warmstart."""
+        if warm_start and self.constrained:
+            self.warmstart = qacc
+        if self.last is not None:
+            self.last = self.last[:2] + (qacc,) + self.last[3:]
 
     def _keep(self, q, qd, qacc, qfrc, contacts=None, rows=None, efc_force=None) -> None:
         """What observed() reads of this evaluation (when observing): its state, qacc, qfrc_constraint, the solve's
