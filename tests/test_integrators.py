@@ -938,9 +938,9 @@ def test_discrete_qacc_and_warm_start_hold_the_free_bodys_block_solve(backend):
 @pytest.mark.parametrize("integrator", ["Euler", "discrete"])
 def test_forward_dynamics_warns_of_rows_whose_R_is_at_its_floor(integrator, cone, backend):
     """forward_dynamics warns (StiffRowWarning) of rows whose R is at its floor MINVAL, the rows where mj_forward's efc_R
-    is (2 MINVAL at most: friction 1, impratio 1): two_arms_and_a_box (Euler, CG) with its z hinges' boxes 1 mm into the
-    plane (Euler; discrete: mj_forward's step map), contacts whose normal J is exactly zero (diagApprox 0), where MuJoCo's CG stops at least 1e4 times farther
-    from its Newton in qacc than with the boxes lifted 1 mm above the plane (0.05 vs 3e-9 on the ellipse, 13 vs 7e-10 on
+    is (2 MINVAL at most: friction 1, impratio 1): two_arms_and_a_box (Euler or discrete, CG) with its z hinges' boxes
+    1 mm into the plane, contacts whose normal J is exactly zero (diagApprox 0), where MuJoCo's CG stops at least 1e4
+    times farther from its Newton in qacc than with the boxes lifted 1 mm above the plane (0.05 vs 3e-9 on the ellipse, 13 vs 7e-10 on
     the pyramid, whose CG runs to its 2000 iterations); the rows' R equal MuJoCo's (1e-12 relative). Lifted: no such
     rows, no warning; both engines (solving by Newton: the rows, not the solver, warn)."""
     gaps = []
