@@ -20,14 +20,23 @@ kernel (which makes the poses too) / (mj_kinematics + mj_collision) (below 1: ph
 (c) Two meshes of 2,000 vertices each (hulls of points on a sphere of 5 cm) overlapping by 1 mm at 16 random
 orientations: microseconds per state as in (b).
 
+(d), with --profile: the pile's collision pair class by pair class. The states: every 5th of mujoco.rollout's first
+trajectory (--steps / 5 of them: 100 over the default 500 steps); for each class (a plane with a kind, two kinds) a copy of the pile whose
+contype/conaffinity let only that class collide (both engines filter by them: the same pairs), then the compiled
+kernel on all the states in one call (its poses, broad and narrow phase) beside mj_collision per state (its poses
+made by mj_kinematics first, not timed), CPU time per state; ratio = physai / MuJoCo (below 1: physai is faster).
+"none": no pair collides; "all": every pair, as (a)'s steps collide.
+
 (a): best of 3 rounds, wall clock (threads); "cpu": the same ratio of the best rounds' CPU time (every thread's: on a
 loaded machine the wall clock of threads counts the other processes' turns; equal to the wall clock's ratio when each
 side keeps its threads busy); (b), (c): best of 5 rounds of CPU time (one thread: on a loaded machine
-the wall clock of a long round counts other processes' turns, which a short one escapes); on a shared machine expect
+the wall clock of a long round counts other processes' turns, which a short one escapes); (d) as (b), the
+kernel's batch of states on the batch threads (CPU time of all of them); on a shared machine expect
 +-20% between runs.
 """
 
 import argparse
+import copy
 import os
 import platform
 import time
@@ -37,7 +46,7 @@ import numpy as np
 from mujoco import rollout as mj_rollout
 
 from physai import collision, engine, integrators, models
-from physai.engine import native
+from physai.engine import constraint, native
 
 KINDS = ("mesh", "cylinder", "ellipsoid", "box")
 HALF_WIDTH = 0.1                                   # the container's half width [m]
@@ -198,10 +207,65 @@ def time_detect(label: str, m: mujoco.MjModel, Q: np.ndarray) -> str:
             f"{t_kernel / t_mj_kin:>6.2f}")
 
 
+def only_class(m: mujoco.MjModel, kinds: tuple[int, int] | None) -> mujoco.MjModel:
+    """A copy of the pile whose contype/conaffinity let only geom pairs of the two geom types kinds collide (None: none)."""
+    m = copy.deepcopy(m)
+    m.geom_contype[:], m.geom_conaffinity[:] = 0, 0
+    if kinds is not None:
+        first, second = (m.geom_type == kinds[0]), (m.geom_type == kinds[1])
+        m.geom_contype[first], m.geom_conaffinity[second] = 1, 1           # (contype1 & conaffinity2): first-second
+    return m
+
+
+def profile(steps: int) -> None:
+    """(d): the pile's collision pair class by pair class (see the module docstring)."""
+    m = pile(np.random.default_rng(0))
+    d = mujoco.MjData(m)
+    Q = []
+    for k in range(steps):                                         # mj_step's trajectory from the grid (mujoco.rollout's)
+        mujoco.mj_step(m, d)
+        if k % 5 == 4:
+            Q.append(d.qpos.copy())
+    Q = np.array(Q)
+    G = mujoco.mjtGeom
+    plane, kinds = G.mjGEOM_PLANE, [getattr(G, f"mjGEOM_{k.upper()}") for k in KINDS]
+    classes = [("all", None), ("none", None)] + [(f"plane-{KINDS[a]}", (plane, kinds[a])) for a in range(4)]
+    classes += [(f"{KINDS[a]}-{KINDS[b]}", (kinds[a], kinds[b])) for a in range(4) for b in range(a, 4)]
+    rounds = 5
+    for label, kinds_ in classes:
+        mc = m if label == "all" else only_class(m, kinds_)
+        model, dc = engine.from_mujoco(mc), mujoco.MjData(mc)
+        constraint.prepare_compiled(model)                         # the compiled model as detect_arrays reads it
+        datas = []
+        ncon = 0
+        for q in Q:
+            dc.qpos[:] = q
+            mujoco.mj_kinematics(mc, dc)
+            mujoco.mj_collision(mc, dc)
+            ncon += dc.ncon
+            datas.append(copy.copy(dc))
+        found = native.detect_arrays(model, Q)[0]
+        if found.sum() != ncon:
+            raise SystemExit(f"(d) {label}: physai's contacts ({found.sum()}) differ from mj_collision's ({ncon})")
+
+        def mj(mc=mc, datas=datas):
+            for _ in range(rounds):
+                for dd in datas:
+                    mujoco.mj_collision(mc, dd)
+
+        def kernel(model=model):
+            for _ in range(rounds):
+                native.detect_arrays(model, Q)
+        per = 1e6 / (rounds * len(Q))
+        t_physai, t_mj = cpu_best(kernel) * per, cpu_best(mj) * per
+        print(f"{label:<20} {ncon / len(Q):>8.1f} {t_physai:>8.1f} {t_mj:>8.1f} {t_physai / t_mj:>6.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trajectories", type=int, default=16)
     parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--profile", action="store_true", help="(d) too: the pile's collision pair class by pair class")
     args = parser.parse_args()
     threads = native.threads()
     print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}, "
@@ -214,6 +278,11 @@ def main() -> None:
     print(f"{'model':<15} {'contacts':>8} {'detect':>8} {'kernel':>8} {'mj_collision':>12} {'+kinematics':>11} {'ratio':>6}")
     print(time_detect("G1", *g1_states(rng, 16)))
     print(time_detect("2000-vertex pair", *hulls(rng, 16)))
+    if args.profile:
+        print(f"\n(d) the pile's collision by pair class, {args.steps // 5} states of its trajectory: microseconds per state "
+              "(CPU); ratio = physai / MuJoCo")
+        print(f"{'pairs':<20} {'contacts':>8} {'physai':>8} {'MuJoCo':>8} {'ratio':>6}")
+        profile(args.steps)
 
 
 if __name__ == "__main__":
