@@ -386,16 +386,14 @@ inline int epa_support(Polytope &pt, CcdObject &o1, CcdObject &o2, const V3 &d, 
 
 // a face v1 v2 v3 added; its squared distance to the origin (0: degenerate)
 inline double attach_face(Polytope &pt, int v1, int v2, int v3, int adj1, int adj2, int adj3) {
-    Face face{{v1, v2, v3}, {adj1, adj2, adj3}};
+    // filled in its place (C++: a face built aside and then copied stalled on the forwarding of its own stores)
+    Face &face = pt.faces.emplace_back();
+    face.v[0] = v1, face.v[1] = v2, face.v[2] = v3, face.adj[0] = adj1, face.adj[1] = adj2, face.adj[2] = adj3;
     V3 v;
     bool ok = project_origin_plane(pt.verts[size_t(v3)].vert, pt.verts[size_t(v2)].vert, pt.verts[size_t(v1)].vert, v);
-    if (!ok) {
-        pt.faces.push_back(face);
-        return 0.0;
-    }
+    if (!ok) return 0.0;
     if (dot3(v, pt.verts[size_t(v1)].vert - pt.center) < 0) v = -v;    // point it out of the polytope
     face.proj = v, face.dist2 = dot3(v, v);
-    pt.faces.push_back(face);
     return face.dist2;
 }
 
