@@ -267,6 +267,8 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--profile", action="store_true", help="(d) too: the pile's collision pair class by pair class")
     args = parser.parse_args()
+    if args.profile and args.steps < 5:
+        parser.error(f"--profile samples every 5th step: --steps must be at least 5, got {args.steps}")
     threads = native.threads()
     print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}, "
           f"{threads} threads for batches; mujoco {mujoco.__version__}, numpy {np.__version__}")

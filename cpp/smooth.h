@@ -507,8 +507,8 @@ template <class T, bool QD, bool QDD> void rne_(const Model &m, Data<T> &d, cons
             const T *ap = d.acc(m.link_parentid[i]);
             T *a = d.acc(i), *f = &d.cfrc[6 * i];
             for (int k = 0; k < 6; k++) a[k] = ap[k] + inc[k];
-            if (m.link_massless[i]) {                                  // no mass, no inertia: f = 0 (a free joint's
-                for (int k = 0; k < 6; k++) f[k] = splat<T>(0.0);      // slide links)
+            if (m.link_massless[i]) {                                  // no mass, no inertia: f = 0 (slide links)
+                for (int k = 0; k < 6; k++) f[k] = splat<T>(0.0);
                 continue;
             }
             inertia_times(d.cinert[i], a, f);
