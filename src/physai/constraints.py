@@ -179,7 +179,7 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None, *, ct
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
     if model.opt.integrator == "discrete":
         (run, q1, qd1, _, M), = _discrete_runs(model, data, contacts, eq_active, ctrl, act)[0]
-        return _discrete_rows(model, run, q1, qd1, M)[0]
+        return _discrete_rows(run, q1, qd1, M)[0]
     _refuse_metric_inputs(model, ctrl, act, "they change no row")
     if native.on and native.runs(model):
         return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
@@ -480,32 +480,23 @@ def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseRes
     runs, batch = _discrete_runs(model, data, contacts, eq_active, ctrl, act)
     out = []
     for run, q, qd, a, M in runs:
-        h = run.h
-        r, M_hat, K, coupled = _discrete_rows(model, run, q, qd, M)
+        r, metric = _discrete_rows(run, q, qd, M)
         f = inverse.inverse_force(r, a)
         qfrc = r.J.T @ f
-        Ma = M_hat @ a
-        skip = coupled | (r.J != 0).any(axis=0)        # the free bodies the step solves in their own blocks: A a there
-        for i, A_free in forward.free_body_blocks(model, q, qd, h, M, None, run.inputs.ctrl, run.act,
-                                                  not forward.explicit_couplings(model)):
-            if not skip[i:i + 6].any():
-                Ma[i:i + 6] = A_free @ a[i:i + 6]
-        out.append((Ma + engine.bias(model, q, qd) + h * K @ qd - qfrc, qfrc, f, r))   # M^ a = tau - c - h K qd + J^T f
+        Ma = metric.M_hat @ a
+        for i, A_free in run.free_blocks(q, qd, M, metric.skipped(r), actuator_damping=False):
+            Ma[i:i + 6] = A_free @ a[i:i + 6]          # the free bodies the step solves in their own blocks: A a there
+        out.append((Ma + engine.bias(model, q, qd) + run.h * metric.K @ qd - qfrc, qfrc, f, r))   # M^ a = tau - c - h K qd + J^T f
     if batch is None:
         return InverseResult(*out[0])
     return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
 
 
-def _discrete_rows(model, run, q, qd, M):
-    """(rows, M^, K, coupled) of one state of a discrete model's run: the rows at the step's end in the step's metric
-    M^ = M + h B + h^2 K (forward.discrete_acceleration's), K and coupled as run.discrete_metric gives them."""
-    h = run.h
-    B, K, coupled = run.discrete_metric(q, qd)
-    M_hat = M + h * B + h * h * K                                           # the step's metric
-    if not run.filled:
-        smooth.velocity_stages(model, run.d, q[:, None], qd[:, None])
-    r = constraint.rows(model, run.d, q, qd, run.contacts(q), run.eq_active, h, step_diagonal=np.diag(M_hat).copy())
-    return r, M_hat, K, coupled
+def _discrete_rows(run, q, qd, M):
+    """(rows, metric) of one state of a discrete model's run: the rows at the step's end in the step's metric
+    M^ = M + h B + h^2 K (run.discrete_step_metric, forward.discrete_acceleration's)."""
+    metric = run.discrete_step_metric(q, qd, M)
+    return run.rows(q, qd, metric.M_hat, discrete=True), metric
 
 
 def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:
