@@ -180,7 +180,7 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None, *, ct
     if model.opt.integrator == "discrete":
         (run, q1, qd1, _, M), = _discrete_runs(model, data, contacts, eq_active, ctrl, act)[0]
         return _discrete_rows(run, q1, qd1, M)[0]
-    _refuse_metric_inputs(model, ctrl, act, "they change no row")
+    _refuse_metric_inputs(model, "they change no row", ctrl=ctrl, act=act)
     if native.on and native.runs(model):
         return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
                                         None if eq_active is None else _eq_active(model, eq_active))[0]
@@ -228,7 +228,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     if model.opt.integrator == "discrete":
         return _finite(_discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act),
                        "qacc")
-    _refuse_metric_inputs(model, ctrl, act, "pass the actuators' forces in tau")
+    _refuse_metric_inputs(model, "pass the actuators' forces in tau", ctrl=ctrl, act=act)
     if native.on and native.compiled_solver(model):
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
                        "qacc")
@@ -266,11 +266,13 @@ def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, toleranc
     return _forward_result(results, batch)
 
 
-def _refuse_metric_inputs(model, ctrl, act, hint: str) -> None:
-    """InvalidArgumentError for ctrl or act given with a model of another integrator than the discrete one."""
-    if ctrl is not None or act is not None:
-        raise InvalidArgumentError("ctrl and act set the discrete integrator's metric; this model's integrator is "
-                                   f"{model.opt.integrator!r}: {hint}")
+def _refuse_metric_inputs(model, hint: str, **inputs) -> None:
+    """InvalidArgumentError naming the inputs given (not None) of `inputs` (ctrl, act), which set the discrete
+    integrator's metric, with a model of another integrator."""
+    given = [name for name, x in inputs.items() if x is not None]
+    if given and model.opt.integrator != "discrete":
+        raise InvalidArgumentError(f"{' and '.join(given)} set{'s' * (len(given) == 1)} the discrete integrator's metric; "
+                                   f"this model's integrator is {model.opt.integrator!r}: {hint}")
 
 
 def _servo_inputs(model, ctrl, act):
@@ -449,11 +451,9 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     discrete = validation.flag("discrete", discrete)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
-    if act is not None and model.opt.integrator != "discrete":
-        raise InvalidArgumentError("act sets the discrete integrator's metric; this model's integrator is "
-                                   f"{model.opt.integrator!r}")
     if model.opt.integrator == "discrete":
         return _finite(_discrete_inverse(model, data, contacts, eq_active, ctrl, act), "tau")
+    _refuse_metric_inputs(model, "discrete=True's step takes the actuators' ctrl alone", act=act)
     if native.on and native.runs(model):
         return _finite(_compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data), "tau")
     model, states, batch = _states(model, data, contacts, eq_active)
