@@ -14,7 +14,7 @@ compiled engine's cpp/forward.h): one step from (q, qd) of one state, each retur
 inputs, the activations act (na,) of the state being stepped, and one workspace), which gives what a step needs at a
 state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smooth and the activations' rate in
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
-step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K);
+step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K, coupled);
 discrete_step_metric(q, qd, M) -> DiscreteMetric (M + h B + h^2 K, and which free bodies the step solves in it);
 rows(q, qd, M, discrete) -> the solve's rows; free_blocks(q, qd, M, skip) and free_body_solve(q, qd, M, rhs, qacc).
 The equations are in physai.integrators' docstring.
@@ -317,8 +317,8 @@ class DynamicsEvaluator:
     def discrete_step_metric(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray) -> DiscreteMetric:
         """The discrete step's metric at (q, qd) after evaluate(q, qd) gave M, with this run's actuators and ctrl
         (discrete_metric_terms)."""
-        B, K, coupled, B_joint = self.discrete_metric_terms(q, qd)
-        return DiscreteMetric(M + self.h * B + self.h * self.h * K, K, coupled, B_joint)      # M^ = M + h B + h^2 K
+        x = self.inputs
+        return discrete_step_metric(self.model, q, qd, self.h, M, self.actuators, x.ctrl, self.act)
 
     def free_blocks(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, skip: np.ndarray | None = None,
                     actuator_damping: bool = True) -> list:
@@ -423,9 +423,8 @@ def step_matrix(model, q, qd, h: float, name: str, actuators, ctrl, M: np.ndarra
     euler M + h B (M without damping or without euler_damping), discrete M + h B + h^2 K (discrete_stiffness)."""
     if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
-    if name == "discrete":                             # M + h B + h^2 K
-        B, K = discrete_metric(model, q, qd, h, actuators, ctrl, act)
-        return M + h * B + h * h * K
+    if name == "discrete":
+        return discrete_step_metric(model, q, qd, h, M, actuators, ctrl, act).M_hat
     return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
 
 
@@ -506,6 +505,13 @@ def step_pattern(model, name: str) -> np.ndarray:
 
 #: K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position derivative
 discrete_stiffness = constraint.discrete_stiffness
+
+
+def discrete_step_metric(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> DiscreteMetric:
+    """The discrete step's metric at (q, qd), h [s], M (nv, nv) the mass matrix there: M_hat = M + h B + h^2 K with
+    discrete_metric_terms' B, K, coupled and B_joint."""
+    B, K, coupled, B_joint = discrete_metric_terms(model, q, qd, h, actuators, ctrl, act)
+    return DiscreteMetric(M + h * B + h * h * K, K, coupled, B_joint)                 # M^ = M + h B + h^2 K
 
 
 def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None) -> tuple[np.ndarray, np.ndarray]:
