@@ -644,7 +644,7 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
         }
     }
     if (!solved && tree_cholesky_solve_packed(m, w.M.data(), a, w.d.qL.data(), w.d.qLinv.data()) != OK) return SINGULAR;
-    if constexpr (std::is_same_v<T, double>) {                         // skipped: the bodies rows or couplings reach
+    if constexpr (std::is_same_v<T, double>) {      // skipped: the bodies rows or couplings reach (DiscreteMetric.skipped)
         if (con && coupled)
             for (int j = 0; j < nv; j++) w.row_dofs[size_t(j)] = char(w.row_dofs[size_t(j)] || w.coupled[size_t(j)]);
         const char *skip = con ? w.row_dofs.data() : coupled ? w.coupled.data() : nullptr;

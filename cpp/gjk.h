@@ -14,6 +14,8 @@
 #include <limits>
 #include <vector>
 
+#include "spatial.h"
+
 namespace physai {
 namespace {
 
@@ -23,8 +25,10 @@ constexpr double MAX_LIMIT = std::numeric_limits<double>::max();
 
 inline double dot3(const V3 &a, const V3 &b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 inline double norm3(const V3 &a) { return std::sqrt(dot3(a, a)); }
-inline V3 cross3(const V3 &a, const V3 &b) {
-    return {a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0]};
+inline V3 cross3(const V3 &a, const V3 &b) {                          // a x b as a V3 (spatial.h's cross)
+    V3 r;
+    cross(a.data(), b.data(), r.data());
+    return r;
 }
 inline V3 operator+(const V3 &a, const V3 &b) { return {a[0] + b[0], a[1] + b[1], a[2] + b[2]}; }
 inline V3 operator-(const V3 &a, const V3 &b) { return {a[0] - b[0], a[1] - b[1], a[2] - b[2]}; }

@@ -19,6 +19,7 @@
 #include "data.h"
 #include "model.h"
 #include "smooth.h"
+#include "spatial.h"
 
 namespace physai {
 namespace {
@@ -54,15 +55,11 @@ struct Observe {
     }
 };
 
-inline void cross3(const double *a, const double *b, double *r) {
-    r[0] = a[1] * b[2] - a[2] * b[1], r[1] = a[2] * b[0] - a[0] * b[2], r[2] = a[0] * b[1] - a[1] * b[0];
-}
-
 // the wrench (torque, force) acting at `at`, about `to`, added times sign to w (6): (torque + (at - to) x force, force)
 inline void add_moved_wrench(const double *torque, const double *force, const double *at, const double *to, double sign,
                              double *w) {
     double r[3] = {at[0] - to[0], at[1] - to[1], at[2] - to[2]}, t[3];
-    cross3(r, force, t);
+    cross(r, force, t);
     for (int a = 0; a < 3; a++) w[a] += sign * (torque[a] + t[a]), w[3 + a] += sign * force[a];
 }
 
@@ -132,7 +129,7 @@ inline void to_root_com(const Model &m, const Observe &o, const double *v, doubl
         if (L < 0) continue;
         const double *P = &o.com[size_t(3 * o.root[size_t(b)])], *C = &o.center[size_t(3 * L)];
         double r[3] = {P[0] - C[0], P[1] - C[1], P[2] - C[2]}, t[3];
-        cross3(dst, r, t);
+        cross(dst, r, t);
         for (int a = 0; a < 3; a++) dst[3 + a] += t[a];
     }
 }
@@ -260,7 +257,7 @@ inline void rne_post_constraint(const Model &m, Observe &o, const double *qd, co
         const double *v = cvel + 6 * b, *ci = cinert + 10 * b;
         inert(ci, cacc + 6 * b, Ia);
         inert(ci, v, Iv);
-        cross3(v, Iv, t1), cross3(v + 3, Iv + 3, t2), cross3(v, Iv + 3, t3);
+        cross(v, Iv, t1), cross(v + 3, Iv + 3, t2), cross(v, Iv + 3, t3);
         for (int k = 0; k < 3; k++) {
             f[6 * b + k] = Ia[k] + (t1[k] + t2[k]) - ext[6 * b + k];
             f[6 * b + 3 + k] = Ia[3 + k] + t3[k] - ext[6 * b + 3 + k];

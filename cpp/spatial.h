@@ -14,6 +14,7 @@ template <class T> struct Inertia {
 
 namespace {
 
+// r = a x b of 3-vectors (engine/primitives.py's cross3; gjk.h's cross3 on its V3), r apart from a and b
 template <class T> inline void cross(const T *a, const T *b, T *r) {
     r[0] = a[1] * b[2] - a[2] * b[1];
     r[1] = a[2] * b[0] - a[0] * b[2];

@@ -41,9 +41,8 @@ def physai_metric(m, q, qd, ctrl) -> tuple[np.ndarray, np.ndarray]:
     model = engine.from_mujoco(m)
     run = forward.DynamicsEvaluator(model, m.opt.timestep, StepInputs(model.actuators, ctrl if m.nu else None, None, None))
     M, f, _ = run.evaluate(q, qd)
-    B, K, _ = run.discrete_metric(q, qd)
-    h = m.opt.timestep
-    return M + h * B + h * h * K, f - h * K @ qd
+    metric = run.discrete_step_metric(q, qd, M)
+    return metric.M_hat, f - m.opt.timestep * metric.K @ qd
 
 
 def delassus_check(m: mujoco.MjModel, q, qd, ctrl) -> None:
@@ -64,8 +63,7 @@ def delassus_check(m: mujoco.MjModel, q, qd, ctrl) -> None:
     run = forward.DynamicsEvaluator(model, m.opt.timestep, StepInputs(model.actuators, ctrl if m.nu else None, None, None))
     M, _, _ = run.evaluate(q, qd)
     h = m.opt.timestep
-    B, K, _ = run.discrete_metric(q, qd)
-    M_hat = M + h * B + h * h * K
+    M_hat = run.discrete_step_metric(q, qd, M).M_hat
     factored = M + h * -forward.passive_velocity_derivative(model, q, qd, tendon_dampers=False) + h * h * np.diag(
         forward.discrete_stiffness(model))
     X = forward.noslip_metric(model, q, qd, h, M, M_hat)

@@ -227,15 +227,18 @@ def test_discrete_forward_and_inverse_are_mujocos(seed, cone, condim, backend):
 
 def test_ctrl_and_act_are_for_the_discrete_metric_only():
     """forward_dynamics' and rows' ctrl and act (and inverse_dynamics' act) set the discrete integrator's metric: with another
-    integrator they would change nothing, so they are refused by name."""
+    integrator they would change nothing, so they are refused by name, the message naming those given and the model's
+    integrator."""
     m, d = scene(0, "pyramidal", 3)
     model = engine.from_mujoco(m)
-    with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
+    with pytest.raises(InvalidArgumentError, match="^ctrl sets the discrete integrator's metric; this model's integrator is 'euler'"):
         constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive, ctrl=np.zeros(0))
-    with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
+    with pytest.raises(InvalidArgumentError, match="^act sets the discrete integrator's metric; this model's integrator is 'euler'"):
         constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, act=np.zeros(0))
-    with pytest.raises(InvalidArgumentError, match="discrete integrator's metric"):
+    with pytest.raises(InvalidArgumentError, match="^ctrl sets the discrete integrator's metric"):
         constraints.rows(model, d.qpos, d.qvel, ctrl=np.zeros(0))
+    with pytest.raises(InvalidArgumentError, match="^ctrl and act set the discrete integrator's metric"):
+        constraints.rows(model, d.qpos, d.qvel, ctrl=np.zeros(0), act=np.zeros(0))
 
 
 def forward_both(m, d, tolerance: float | None):

@@ -14,7 +14,7 @@ import pytest
 from physai import dynamics, engine, joints, models
 from physai.engine import batching
 from physai.exceptions import (InvalidModelError, InvalidStateError, PhysaiError, ShapeError, UnknownBodyError, UnknownFrameError,
-                               UnknownJointError)
+                               UnknownJointError, UnsupportedModelError)
 from helpers import Robot, assert_close
 import mj
 
@@ -232,6 +232,26 @@ def test_teaching_layer_agrees(name):
         assert_close(engine.energy(model, q, qd), dynamics.energy(tree, q, qd), RTOL, what="energy")
         M = dynamics.mass_matrix(tree, q)
         assert_close(engine.forward_dynamics(model, q, qd, tau), qdd, RTOL, np.linalg.cond(M) * 1e-2, what="FD")
+
+
+def test_the_lessons_tree_keeps_mujocos_body_names():
+    """tree_from_mujoco names its bodies as MuJoCo does ("" when unnamed), so that the Model compiled from the Tree
+    answers name look-ups as from_mujoco's: an unnamed body is no "body1" (UnknownBodyError from both), a named one is
+    found by its name; an unnamed body with two joints is refused by its index."""
+    chain = ('<mujoco><worldbody><body><joint axis="0 1 0"/><geom size=".1"/><body name="tip" pos="0 0 -.5">'
+             '<joint type="slide"/><geom size=".1"/><body pos="0 0 -.5"><joint/>{}<geom size=".1"/></body></body></body>'
+             '</worldbody></mujoco>')
+    m = mujoco.MjModel.from_xml_string(chain.format(""))
+    tree = dynamics.tree_from_mujoco(m)
+    assert [b.name for b in tree.bodies] == ["", "tip", ""]
+    compiled, loaded = engine.compile_tree(tree), engine.from_mujoco(m)
+    assert compiled.body_name == loaded.body_name
+    assert compiled.body_id("tip") == loaded.body_id("tip") == 1
+    for model in (compiled, loaded):
+        with pytest.raises(UnknownBodyError):
+            model.body_id("body1")
+    with pytest.raises(UnsupportedModelError, match="^body 3 has 2 joints"):
+        dynamics.tree_from_mujoco(mujoco.MjModel.from_xml_string(chain.format('<joint type="slide"/>')))
 
 
 # ---- the compiled model ----

@@ -179,8 +179,8 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None, *, ct
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
     if model.opt.integrator == "discrete":
         (run, q1, qd1, _, M), = _discrete_runs(model, data, contacts, eq_active, ctrl, act)[0]
-        return _discrete_rows(model, run, q1, qd1, M)[0]
-    _refuse_metric_inputs(model, ctrl, act, "they change no row")
+        return _discrete_rows(run, q1, qd1, M)[0]
+    _refuse_metric_inputs(model, "they change no row", ctrl=ctrl, act=act)
     if native.on and native.runs(model):
         return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
                                         None if eq_active is None else _eq_active(model, eq_active))[0]
@@ -228,7 +228,7 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     if model.opt.integrator == "discrete":
         return _finite(_discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act),
                        "qacc")
-    _refuse_metric_inputs(model, ctrl, act, "pass the actuators' forces in tau")
+    _refuse_metric_inputs(model, "pass the actuators' forces in tau", ctrl=ctrl, act=act)
     if native.on and native.compiled_solver(model):
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
                        "qacc")
@@ -266,11 +266,13 @@ def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, toleranc
     return _forward_result(results, batch)
 
 
-def _refuse_metric_inputs(model, ctrl, act, hint: str) -> None:
-    """InvalidArgumentError for ctrl or act given with a model of another integrator than the discrete one."""
-    if ctrl is not None or act is not None:
-        raise InvalidArgumentError("ctrl and act set the discrete integrator's metric; this model's integrator is "
-                                   f"{model.opt.integrator!r}: {hint}")
+def _refuse_metric_inputs(model, hint: str, **inputs) -> None:
+    """InvalidArgumentError naming the inputs given (not None) of `inputs` (ctrl, act), which set the discrete
+    integrator's metric, with a model of another integrator."""
+    given = [name for name, x in inputs.items() if x is not None]
+    if given and model.opt.integrator != "discrete":
+        raise InvalidArgumentError(f"{' and '.join(given)} set{'s' * (len(given) == 1)} the discrete integrator's metric; "
+                                   f"this model's integrator is {model.opt.integrator!r}: {hint}")
 
 
 def _servo_inputs(model, ctrl, act):
@@ -449,11 +451,9 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     discrete = validation.flag("discrete", discrete)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
-    if act is not None and model.opt.integrator != "discrete":
-        raise InvalidArgumentError("act sets the discrete integrator's metric; this model's integrator is "
-                                   f"{model.opt.integrator!r}")
     if model.opt.integrator == "discrete":
         return _finite(_discrete_inverse(model, data, contacts, eq_active, ctrl, act), "tau")
+    _refuse_metric_inputs(model, "discrete=True's step takes the actuators' ctrl alone", act=act)
     if native.on and native.runs(model):
         return _finite(_compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data), "tau")
     model, states, batch = _states(model, data, contacts, eq_active)
@@ -480,32 +480,23 @@ def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseRes
     runs, batch = _discrete_runs(model, data, contacts, eq_active, ctrl, act)
     out = []
     for run, q, qd, a, M in runs:
-        h = run.h
-        r, M_hat, K, coupled = _discrete_rows(model, run, q, qd, M)
+        r, metric = _discrete_rows(run, q, qd, M)
         f = inverse.inverse_force(r, a)
         qfrc = r.J.T @ f
-        Ma = M_hat @ a
-        skip = coupled | (r.J != 0).any(axis=0)        # the free bodies the step solves in their own blocks: A a there
-        for i, A_free in forward.free_body_blocks(model, q, qd, h, M, None, run.inputs.ctrl, run.act,
-                                                  not forward.explicit_couplings(model)):
-            if not skip[i:i + 6].any():
-                Ma[i:i + 6] = A_free @ a[i:i + 6]
-        out.append((Ma + engine.bias(model, q, qd) + h * K @ qd - qfrc, qfrc, f, r))   # M^ a = tau - c - h K qd + J^T f
+        Ma = metric.M_hat @ a
+        for i, A_free in run.free_blocks(q, qd, M, metric.skipped(r), actuator_damping=False):
+            Ma[i:i + 6] = A_free @ a[i:i + 6]          # the free bodies the step solves in their own blocks: A a there
+        out.append((Ma + engine.bias(model, q, qd) + run.h * metric.K @ qd - qfrc, qfrc, f, r))   # M^ a = tau - c - h K qd + J^T f
     if batch is None:
         return InverseResult(*out[0])
     return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
 
 
-def _discrete_rows(model, run, q, qd, M):
-    """(rows, M^, K, coupled) of one state of a discrete model's run: the rows at the step's end in the step's metric
-    M^ = M + h B + h^2 K (forward.discrete_acceleration's), K and coupled as run.discrete_metric gives them."""
-    h = run.h
-    B, K, coupled = run.discrete_metric(q, qd)
-    M_hat = M + h * B + h * h * K                                           # the step's metric
-    if not run.filled:
-        smooth.velocity_stages(model, run.d, q[:, None], qd[:, None])
-    r = constraint.rows(model, run.d, q, qd, run.contacts(q), run.eq_active, h, step_diagonal=np.diag(M_hat).copy())
-    return r, M_hat, K, coupled
+def _discrete_rows(run, q, qd, M):
+    """(rows, metric) of one state of a discrete model's run: the rows at the step's end in the step's metric
+    M^ = M + h B + h^2 K (run.discrete_step_metric, forward.discrete_acceleration's)."""
+    metric = run.discrete_step_metric(q, qd, M)
+    return run.rows(q, qd, metric.M_hat, discrete=True), metric
 
 
 def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:

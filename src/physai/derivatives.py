@@ -1878,8 +1878,7 @@ class _Stepper:
 
         def diagonal(q, qd):
             M = probe.evaluate(q, qd)[0]
-            B, K = forward.discrete_metric(model, q, qd, h, probe.actuators, inputs.ctrl, probe.act)
-            return np.diag(M + h * B + h * h * K).copy()
+            return np.diag(forward.discrete_step_metric(model, q, qd, h, M, probe.actuators, inputs.ctrl, probe.act).M_hat).copy()
         return diagonal
 
     def force_derivatives(self, q, qd, act, a):
@@ -2007,8 +2006,8 @@ class _Stepper:
         if not np.isfinite(f).all():
             self.refuse_overflow(q, qd, f)
         acts = self.run.actuators                      # posed at q
-        B, K, moved = forward.discrete_metric_parts(model, q, qd, h, acts, x.ctrl, act)
-        M_hat, rhs = M + h * B + h * h * K, f - h * K @ qd
+        M_hat, K, moved, _ = forward.discrete_step_metric(model, q, qd, h, M, acts, x.ctrl, act)
+        rhs = f - h * K @ qd
         if self.constraints is not None:               # the solve in M^ with the rows at the step's end
             forward.refuse_discrete_couplings(model, acts)
             a = self.constraints.solve(q, qd, M_hat, rhs)[0]

@@ -110,7 +110,8 @@ class Tree:
             if not isinstance(b, Body):
                 raise InvalidModelError(f"tree body {i} is a {type(b).__name__}, expected a physai.dynamics.Body")
             if not -1 <= b.parent < i:
-                raise InvalidModelError(f"body {i} ({b.name!r}) has parent {b.parent}; "
+                who = f"body {i}" + (f" ({b.name!r})" if b.name else "")
+                raise InvalidModelError(f"{who} has parent {b.parent}; "
                                         "a parent must come before its child (-1 for the world)")
         self.armature = validation.as_array("armature", self.armature, (self.nv,))
         if (self.armature < 0).any():
@@ -145,16 +146,18 @@ def tree_from_mujoco(m) -> Tree:
     kinds = {3: "hinge", 2: "slide"}
     bodies = []
     for b in range(1, m.nbody):
-        name = m.body(b).name or f"body{b}"
+        name = m.body(b).name                          # MuJoCo's, "" when unnamed
+        who = f"body {name!r}" if name else f"body {b}"
         kind, axis, anchor, ref = "", None, None, 0.0
         if m.body_jntnum[b] > 1:
-            raise UnsupportedModelError(f"body {name!r} has {m.body_jntnum[b]} joints; physai needs at most one joint per body")
+            raise UnsupportedModelError(f"{who} has {m.body_jntnum[b]} joints; physai needs at most one joint per body")
         if m.body_jntnum[b]:
             j = m.body_jntadr[b]
             jtype = int(m.jnt_type[j])
             if jtype not in kinds:
                 kind_name = {0: "free", 1: "ball"}.get(jtype, str(jtype))
-                raise UnsupportedModelError(f"joint {m.joint(j).name!r} of body {name!r} is a {kind_name} joint; "
+                joint = f"joint {m.joint(j).name!r}" if m.joint(j).name else f"joint {j}"
+                raise UnsupportedModelError(f"{joint} of {who} is a {kind_name} joint; "
                                             "physai supports hinge and slide joints only")
             kind, axis, anchor, ref = kinds[jtype], m.jnt_axis[j].copy(), m.jnt_pos[j].copy(), float(m.qpos0[m.jnt_qposadr[j]])
         mass, com, inertia = models.body_inertia(m, b)   # turned from MuJoCo's principal axes into the body frame

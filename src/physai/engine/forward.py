@@ -14,12 +14,16 @@ compiled engine's cpp/forward.h): one step from (q, qd) of one state, each retur
 inputs, the activations act (na,) of the state being stepped, and one workspace), which gives what a step needs at a
 state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smooth and the activations' rate in
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
-step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K);
-free_body_solve(q, qd, M, rhs, qacc). The equations are in physai.integrators' docstring.
+step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K, coupled);
+discrete_step_metric(q, qd, M) -> DiscreteMetric (M + h B + h^2 K, and which free bodies the step solves in it);
+rows(q, qd, M, discrete) -> the solve's rows; free_blocks(q, qd, M, skip) and free_body_solve(q, qd, M, rhs, qacc).
+The equations are in physai.integrators' docstring.
 
 cpp/forward.h's coupling_metric has no function of its name here: it forms C = h B_c + h^2 K_c from coupling_terms'
 tendon and servo parts (discrete_metric_terms' B_c, K_c), factored_metric's C = M_hat - backbone.
 """
+
+from typing import NamedTuple
 
 import numpy as np
 
@@ -98,14 +102,28 @@ def discrete(run, q, qd):
 def discrete_acceleration(run, q, qd, M, f):
     """The discrete step's a (nv,) = (qd' - qd) / h at (q, qd) after run.evaluate gave M and f (MuJoCo 4's mj_forward
     qacc under mjINT_DISCRETE; physai.constraints.forward_dynamics takes it for such a model)."""
-    B, K, coupled, B_joint = run.discrete_metric_terms(q, qd)
-    rhs = f - run.h * K @ qd                           # f at the step's end, to first order: f - h K qd
-    M_hat = M + run.h * B + run.h * run.h * K
-    back = cg_backbone(run.model, run.h, M, M_hat, B_joint)
+    metric = run.discrete_step_metric(q, qd, M)
+    rhs = f - run.h * metric.K @ qd                    # f at the step's end, to first order: f - h K qd
+    back = cg_backbone(run.model, run.h, M, metric.M_hat, metric.B_joint)
     slip = back if run.constrained and run.model.opt.noslip_iterations else None   # noslip's Delassus matrix in it too
-    qacc = run.acceleration(q, qd, M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back, inertia=M)[0]  # in M^
-    skip = coupled | run.row_dofs if run.constrained else coupled  # solved in M^: reached by rows or coupled terms
+    qacc = run.acceleration(q, qd, metric.M_hat, rhs, discrete=True, noslip_metric=slip, backbone=back, inertia=M)[0]
+    skip = metric.skipped(run.solved[1] if run.constrained else None)     # solved in M^: reached by rows or couplings
     return run.free_body_solve(q, qd, M, rhs, qacc, skip, actuator_damping=False)
+
+
+class DiscreteMetric(NamedTuple):
+    """The discrete step's metric at a state (DynamicsEvaluator.discrete_step_metric): M_hat = M + h B + h^2 K (nv, nv),
+    K (nv, nv), coupled (nv,) bool the dofs its tendon and actuator terms reach and B_joint (nv, nv) B's joints' and
+    fluid's part (discrete_metric_terms)."""
+    M_hat: np.ndarray
+    K: np.ndarray
+    coupled: np.ndarray
+    B_joint: np.ndarray
+
+    def skipped(self, rows) -> np.ndarray:
+        """(nv,) bool: the dofs whose standalone free bodies the step leaves in M_hat's solve instead of solving them
+        again in their own blocks: those the coupled terms reach and those the rows (constraint.Rows; None: none) move."""
+        return self.coupled if rows is None else self.coupled | (rows.J != 0).any(axis=0)
 
 
 def rk4_stages(run, q, qd):
@@ -172,7 +190,6 @@ class DynamicsEvaluator:
         self.act_dot = np.zeros(na)                              # their rate at the last evaluation (d.act_dot)
         self.actuators = inputs.actuators                        # posed at the last evaluation's q (actuation.posed)
         self.detected = None                                     # (q, its contacts) of the last detection
-        self.row_dofs = None                                     # (nv,) bool: the dofs the last discrete solve's rows move
         self.observing = False                                   # keep what observed() reads (the solve's rows)
         self.last = None                                         # the last evaluation's (q, qd, qacc, qfrc_constraint,
                                                                  # contacts, rows, efc_force, qfrc_actuator)
@@ -209,8 +226,7 @@ class DynamicsEvaluator:
         constrained, else the constrained solve (its qacc becomes the next warm start). discrete: M is the discrete
         step's metric M + h B + h^2 K, f its right side, the rows those of the end of the step (constraint.rows'
         discrete_h), noslip's Delassus matrix in noslip_metric when given (cg_backbone), CG's preconditioner in
-        backbone (cg_backbone), the mass matrix that scales the tolerances in inertia; the dofs the rows move are kept
-        in row_dofs."""
+        backbone (cg_backbone), the mass matrix that scales the tolerances in inertia."""
         if not self.constrained:
             qacc = solve(M, f) if backbone is None else solver.smooth_acceleration(self.model, M, f, backbone)
             self._keep(q, qd, qacc, np.zeros(self.model.nv))
@@ -225,21 +241,26 @@ class DynamicsEvaluator:
             qacc, qfrc = solver.compiled_forward(model, q, qd, self.tau, constraint.contact_arrays(contacts), None,
                                                  self.warmstart, opt.tolerance, opt.iterations, balanced=True)[:2]
         else:
-            if not self.filled:                        # the compiled evaluate left the workspace empty
-                smooth.velocity_stages(model, self.d, q[:, None], qd[:, None])
-                self.filled = True
-            rows = constraint.rows(model, self.d, q, qd, contacts, self.eq_active, self.h if discrete else None,
-                                   step_diagonal=np.diag(M).copy() if discrete else None)
+            rows = self.rows(q, qd, M, discrete)
             solution = solver.solve_with(model, rows, M, f, self.warmstart, self.tolerance, self.iterations, noslip_metric,
                                          backbone, inertia)
             self.solved = solution, rows
             qacc, qfrc, efc_force = solution.qacc, solution.qfrc_constraint, solution.efc_force
             if not discrete:                           # what (M - h D) a = f + qfrc_constraint integrates
                 qfrc = solver.balanced_constraint_force(rows, M, f, solution)
-            self.row_dofs = (rows.J != 0).any(axis=0)
         self.warmstart = qacc
         self._keep(q, qd, qacc, qfrc, contacts, rows, efc_force)
         return qacc, qfrc
+
+    def rows(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, discrete: bool = False) -> constraint.Rows:
+        """The constraint rows of the solve in M at (q, qd) (discrete: M the discrete step's metric, the rows those of
+        the end of the step, constraint.rows' discrete_h and step_diagonal), the velocity stages computed first when
+        the compiled evaluate left the workspace empty."""
+        if not self.filled:
+            smooth.velocity_stages(self.model, self.d, q[:, None], qd[:, None])
+            self.filled = True
+        return constraint.rows(self.model, self.d, q, qd, self.contacts(q), self.eq_active, self.h if discrete else None,
+                               step_diagonal=np.diag(M).copy() if discrete else None)
 
     def settle(self, qacc: np.ndarray, warm_start: bool = True) -> None:
         """The step's final qacc (nv,) after its last solve (the discrete step's standalone free bodies solved again;
@@ -293,17 +314,30 @@ class DynamicsEvaluator:
         x = self.inputs
         return discrete_metric_terms(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
+    def discrete_step_metric(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray) -> DiscreteMetric:
+        """The discrete step's metric at (q, qd) after evaluate(q, qd) gave M, with this run's actuators and ctrl
+        (discrete_metric_terms)."""
+        x = self.inputs
+        return discrete_step_metric(self.model, q, qd, self.h, M, self.actuators, x.ctrl, self.act)
+
+    def free_blocks(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, skip: np.ndarray | None = None,
+                    actuator_damping: bool = True) -> list:
+        """[(first dof, A (6, 6))] of the standalone free bodies with no dof in skip (nv,) bool (the discrete step's
+        bodies that constraint rows or coupled terms reach: DiscreteMetric.skipped), free_body_blocks with this run's
+        inputs: with the actuators' damping (implicitfast) or without it (discrete; under PGS without the tendon
+        dampers too: explicit_couplings)."""
+        return free_body_blocks(self.model, q, qd, self.h, M, **self._free_body_inputs(actuator_damping), skip=skip)
+
     def free_body_solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, rhs: np.ndarray, qacc: np.ndarray,
                         skip: np.ndarray | None = None, actuator_damping: bool = True) -> np.ndarray:
-        """qacc with the standalone free bodies' rows solved again in their own blocks (free_body_solve), but those
-        with a dof in skip (nv,) bool (the discrete step's bodies that constraint rows or coupled terms reach); the
-        blocks with the actuators' damping (implicitfast) or without it (discrete; under PGS without the tendon
-        dampers too: explicit_couplings)."""
-        x = self.inputs
-        actuators = self.actuators if actuator_damping else None
-        tendon_dampers = actuator_damping or not explicit_couplings(self.model)
-        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, actuators, x.ctrl, self.act, skip,
-                               tendon_dampers)
+        """qacc with the rows of free_blocks' bodies solved again in their own blocks (free_body_solve)."""
+        return free_body_solve(self.model, q, qd, self.h, M, rhs, qacc, **self._free_body_inputs(actuator_damping),
+                               skip=skip)
+
+    def _free_body_inputs(self, actuator_damping: bool) -> dict:
+        """free_body_blocks' actuators, ctrl, act and tendon_dampers for this run (free_blocks)."""
+        return dict(actuators=self.actuators if actuator_damping else None, ctrl=self.inputs.ctrl, act=self.act,
+                    tendon_dampers=actuator_damping or not explicit_couplings(self.model))
 
     def tendon_and_input_forces(self, q, qd, act, M, f, potential, tendon_kinematics):
         """(M, f, potential) with the tendons' springs, dampers and armature added (their lengths and Jacobians from
@@ -389,9 +423,8 @@ def step_matrix(model, q, qd, h: float, name: str, actuators, ctrl, M: np.ndarra
     euler M + h B (M without damping or without euler_damping), discrete M + h B + h^2 K (discrete_stiffness)."""
     if name == "euler" and (not euler_damping or not (model.dof_damping > 0).any()):
         return M                                       # mj_Euler skips the second factorization then
-    if name == "discrete":                             # M + h B + h^2 K
-        B, K = discrete_metric(model, q, qd, h, actuators, ctrl, act)
-        return M + h * B + h * h * K
+    if name == "discrete":
+        return discrete_step_metric(model, q, qd, h, M, actuators, ctrl, act).M_hat
     return M - h * velocity_derivative(model, q, qd, name, actuators, ctrl, act, h)
 
 
@@ -472,6 +505,13 @@ def step_pattern(model, name: str) -> np.ndarray:
 
 #: K (nv,) [N m/rad | N/m]: the joints' spring stiffness on their dofs, the discrete integrator's position derivative
 discrete_stiffness = constraint.discrete_stiffness
+
+
+def discrete_step_metric(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None) -> DiscreteMetric:
+    """The discrete step's metric at (q, qd), h [s], M (nv, nv) the mass matrix there: M_hat = M + h B + h^2 K with
+    discrete_metric_terms' B, K, coupled and B_joint."""
+    B, K, coupled, B_joint = discrete_metric_terms(model, q, qd, h, actuators, ctrl, act)
+    return DiscreteMetric(M + h * B + h * h * K, K, coupled, B_joint)                 # M^ = M + h B + h^2 K
 
 
 def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None) -> tuple[np.ndarray, np.ndarray]:
@@ -584,14 +624,14 @@ def compiled_discrete(model, actuators) -> bool:
 
 
 def free_body_blocks(model, q, qd, h: float, M: np.ndarray, actuators=None, ctrl=None, act=None,
-                     tendon_dampers: bool = True) -> list:
+                     tendon_dampers: bool = True, skip: np.ndarray | None = None) -> list:
     """[(first dof, A (6, 6))] for each standalone free body: A = M - h (dA/dqd - B) + h dc/dqd, its block of the implicit
     integrator's matrix (which implicitfast leaves the bias out of), B with the fluid's and tendon dampers' parts
     (passive_velocity_derivative): MuJoCo's implicitfast solves these rows in it (mj_implicitSkip's local solve,
     mjd_freeMhat). dc/dqd from 12 bias evaluations per body (exact: c is quadratic in
     qd); dA/dqd unsymmetrized, as MuJoCo's block. tendon_dampers=False: B without them (the discrete step under PGS,
-    explicit_couplings)."""
-    dofs = standalone_free_dofs(model)
+    explicit_couplings). The bodies with a dof in skip (nv,) bool left out."""
+    dofs = [a for a in standalone_free_dofs(model) if skip is None or not skip[a:a + 6].any()]
     if not dofs:
         return []
     A = None if actuators is None else np.asarray(actuation.force_velocity_derivative(actuators, q, qd, ctrl, act, h))
@@ -611,11 +651,10 @@ def free_body_solve(model, q, qd, h: float, M: np.ndarray, rhs: np.ndarray, qacc
                     ctrl=None, act=None, skip: np.ndarray | None = None, tendon_dampers: bool = True) -> np.ndarray:
     """qacc with the rows of each standalone free body solved again in its own 6 x 6 block (free_body_blocks, with
     the tendon dampers or not), A a = rhs: MuJoCo's implicitfast; the bodies with a dof in skip (nv,) bool keep qacc."""
-    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act, tendon_dampers)
+    blocks = free_body_blocks(model, q, qd, h, M, actuators, ctrl, act, tendon_dampers, skip)
     if not blocks:
         return qacc
     qacc = qacc.copy()
     for a, A in blocks:
-        if skip is None or not skip[a:a + 6].any():
-            qacc[a:a + 6] = solve(A, rhs[a:a + 6])
+        qacc[a:a + 6] = solve(A, rhs[a:a + 6])
     return qacc
