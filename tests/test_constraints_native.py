@@ -126,7 +126,8 @@ def test_forward_with_its_rows_holds_update_at_its_solution(case):
     plain = solver.compiled_forward(model, d.qpos, d.qvel, tau, arrays, active, None, 1e-15, 1000)
     qacc, qfrc, (force,), its, _, _, (r,), (state,), (cones,) = solver.compiled_forward(
         model, d.qpos, d.qvel, tau, arrays, active, None, 1e-15, 1000, rows=True)
-    assert_close(qacc, plain[0], SAME, what="qacc") and its[0] == plain[3][0]
+    assert_close(qacc, plain[0], SAME, what="qacc")
+    assert its[0] == plain[3][0]
     assert_rows_close(r, constraint.compiled_rows(model, d.qpos, d.qvel, arrays, active)[0], SAME, "rows")
     force_ref, state_ref, _, cones_ref = constraint.update(r, r.J @ qacc - r.aref, cone_hessian=True)
     assert r.nefc and np.array_equal(state, state_ref)
