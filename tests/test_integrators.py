@@ -932,8 +932,8 @@ def test_cg_steps_follow_mj_step_off_the_knife_edge_and_each_step_on_it(integrat
     minimum, MuJoCo's own CG 67 from its Newton, its one-step answer 14 apart under a 1-ulp change of qd; mj_step
     started from physai's state departs from mj_step's own path as far. So on the plane each step is compared from
     physai's own state (its q, qd and warm start) with mj_step from that state, within 10 times MuJoCo's one-step
-    spread there (seen: 2e-13 off the edge; on it 78 against 14). The NumPy engine runs implicitfast only (its CG's
-    2000 iterations on the plane cost ~15 s each)."""
+    spread there (seen: at most 6e-13 off the edge; on it 76 against 14). The NumPy engine runs implicitfast only
+    (its CG's 2000 iterations on the plane are the test's slowest part)."""
     for base in (.101, .1):
         m = mujoco.MjModel.from_xml_string(two_arms_and_a_box(cone, "CG", base).replace("discrete", integrator))
         model = engine.from_mujoco(m)
