@@ -260,6 +260,7 @@ SLOW = {
         "test_panda_2_s_with_home_ctrl_reproduces_mj_step", "test_pendulum_10_s_reproduces_mj_step",
         "test_the_compiled_discrete_step_takes_the_tendon_servo_and_fluid_terms",
         "test_the_compiled_discrete_step_solves_rows_in_the_coupled_metric",
+        "test_cg_steps_follow_mj_step_off_the_knife_edge_and_each_step_on_it",
     },
     "test_inverse.py": {
         "test_analytic_accelerations_do_not_replay", "test_discrete_inverse_equals_mj_inverse_with_invdiscrete",
