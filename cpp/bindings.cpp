@@ -1030,9 +1030,12 @@ template <class X> nb::object gather_block(const std::vector<const RowsOut *> &o
 // qfrc_constraint, iterations, improvement, converged; inverse: tau, qfrc_constraint; none for the rows), with a leading
 // N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
 // nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
-// efc_force (not for the rows); ints (2, total nefc): type, id; contact_row (1, total contacts), contact_mu (total
-// contacts). Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and run on the
-// CompiledModel's workspace; larger ones run on threads with the GIL released.
+// efc_force (not for the rows); ints (2, total nefc): type, id (forward, inverse: (3, total nefc), each row's state
+// third); contact_row (1, total contacts), contact_mu (total contacts); forward then ncone (N,): each state's contacts
+// on their cone, cones (2, total cones): each one's first row in its state's rows and dim, cone_H (the cones' dim x
+// dim Hessians concatenated); forward's efc_force, states and cones those of update at qacc (J qacc - aref), its
+// qfrc_constraint J^T efc_force. Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and
+// run on the CompiledModel's workspace; larger ones run on threads with the GIL released.
 nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
     if (!m.has_constraints) throw nb::value_error("the compiled model has no constraint fields (Model.add_constraints)");
@@ -1111,15 +1114,22 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     using R = RowsOut;
     if (!c.rows) return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
                                        gather_rows(outs, &R::force, 0, NPY_DOUBLE));
+    nb::object ints = op == CONSTRAINT_ROWS ? gather_block(outs, {&R::type, &R::id}, NPY_INT64)
+                                            : gather_block(outs, {&R::type, &R::id, &R::state}, NPY_INT64);
     nb::object values = op == CONSTRAINT_ROWS
         ? gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
                               &R::vel, &R::aref}, NPY_DOUBLE)
         : gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
                               &R::vel, &R::aref, &R::force}, NPY_DOUBLE);
-    return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
-                          gather_rows(outs, &R::J, m.nv, NPY_DOUBLE, total_rows(outs)), values,
-                          gather_block(outs, {&R::type, &R::id}, NPY_INT64),
-                          gather_block(outs, {&R::contact_row}, NPY_INT64), gather_rows(outs, &R::contact_mu, 0, NPY_DOUBLE));
+    nb::tuple rows = nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
+                                    gather_rows(outs, &R::J, m.nv, NPY_DOUBLE, total_rows(outs)), values, ints,
+                                    gather_block(outs, {&R::contact_row}, NPY_INT64),
+                                    gather_rows(outs, &R::contact_mu, 0, NPY_DOUBLE));
+    if (op != CONSTRAINT_FORWARD) return rows;
+    return nb::make_tuple(rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6],
+                          gather_rows(outs, &R::ncone, 0, NPY_INT64),
+                          gather_block(outs, {&R::cone_first, &R::cone_dim}, NPY_INT64),
+                          gather_rows(outs, &R::cone_H, 0, NPY_DOUBLE));
 }
 
 // an int64 or float64 array of shape (n, width) (width 0: (n,)) holding v

@@ -387,11 +387,14 @@ struct SmoothLayout {
 
 // the rows of consecutive states, appended state by state (a thread's range of a call; the bindings concatenate them):
 // per state its sizes (nefc, ne, nf, nl, nc: ROW_SIZES each), per row MuJoCo's efc_* arrays (J nefc x nv) and the force
-// (forward, inverse), per contact the regularised cone's mu and its first row (-1: none)
+// (forward, inverse), per contact the regularised cone's mu and its first row (-1: none); forward and inverse with
+// their rows: each row's state, and forward's the contacts on their cone (per state their number, per cone its first
+// row, dim and Hessian, dim x dim)
 constexpr int ROW_SIZES = 5;
 struct RowsOut {
-    std::vector<int64_t> sizes, type, id, contact_row;
-    std::vector<double> J, pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref, force, contact_mu;
+    std::vector<int64_t> sizes, type, id, contact_row, state, ncone, cone_first, cone_dim;
+    std::vector<double> J, pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref, force, contact_mu,
+        cone_H;
 };
 
 }  // namespace physai

@@ -29,25 +29,37 @@ namespace {
 
 // ---------------------------------------------------------------- the inverse problem (mj_invConstraint)
 
-// efc_force for given accelerations into force: each row's force at jar = J qacc - aref, without a solver
-// (inverse_force)
-inline void inverse_force(ConstraintWork &w, const double *qacc, double *force) {
+// efc_force for given accelerations into force: each row's force at jar = J qacc - aref, without a solver, its
+// state into w.state and, with cones, the Hessians of the contacts on their cone (inverse_force; forward's rows: update
+// at the solution, derivatives._Constraints.solve's)
+inline void inverse_force(ConstraintWork &w, const double *qacc, double *force, Cones *cones = nullptr) {
     const Rows &r = w.r;
-    if (w.jar.size() < size_t(r.nefc)) w.jar.resize(size_t(r.nefc)), w.state.resize(size_t(r.nefc));
+    if (w.jar.size() < size_t(r.nefc)) w.jar.resize(size_t(r.nefc));
+    if (w.state.size() < size_t(r.nefc)) w.state.resize(size_t(r.nefc));
     rows_times(r, qacc, w.jar.data());
     for (int i = 0; i < r.nefc; i++) w.jar[size_t(i)] = w.jar[size_t(i)] - r.aref[size_t(i)];
-    update(r, w.jar.data(), force, w.state.data(), nullptr);
+    update(r, w.jar.data(), force, w.state.data(), cones);
 }
 
 // ---------------------------------------------------------------- the operations on a call's states
 
-// the rows of w.r (their sizes alone unless rows), with force (forward, inverse: nefc; null for the rows alone),
-// appended to out
-inline void append(const Rows &r, const double *force, bool rows, RowsOut &out) {
+// the rows of w.r (their sizes alone unless rows), with force (forward, inverse: nefc; null for the rows alone), each
+// row's state (nefc, or null) and the contacts on their cone (or null), appended to out
+inline void append(const Rows &r, const double *force, const int *state, const Cones *cones, bool rows, RowsOut &out) {
     size_t n = size_t(r.nefc);
     auto put = [n](std::vector<double> &to, const std::vector<double> &from) { to.insert(to.end(), from.begin(), from.begin() + long(n)); };
     for (int64_t s : {int64_t(r.nefc), int64_t(r.ne), int64_t(r.nf), int64_t(r.nl), r.con.n}) out.sizes.push_back(s);
     if (force) out.force.insert(out.force.end(), force, force + n);
+    if (state) out.state.insert(out.state.end(), state, state + n);
+    if (cones) {                                                       // each cone's first row, dim, dim x dim Hessian
+        out.ncone.push_back(cones->n);
+        for (size_t k = 0; k < size_t(cones->n); k++) {
+            int dim = cones->dim[k];
+            const double *H = &cones->H[36 * k];
+            out.cone_first.push_back(cones->first[k]), out.cone_dim.push_back(dim);
+            out.cone_H.insert(out.cone_H.end(), H, H + dim * dim);
+        }
+    }
     if (!rows) return;
     out.J.insert(out.J.end(), r.J.begin(), r.J.begin() + long(n * size_t(r.nv)));
     put(out.pos, r.pos), put(out.margin, r.margin), put(out.frictionloss, r.frictionloss), put(out.diagA, r.diagA);
@@ -116,6 +128,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     if (!smooth && !factor_mass(m, w)) return SINGULAR;
     int st = solve_with(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
     if (st != OK) return st;
+    if (call.rows) inverse_force(w, w.qacc.data(), w.force.data(), &w.cones);   // update's forces, states, cones
     std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
     if (call.balanced) balanced_constraint_force(m, w, qfrc);         // what (M - h D) a = f + qfrc integrates
     else rows_transpose_times(w.r, w.force.data(), qfrc);
@@ -146,8 +159,11 @@ inline void constraint_states(const Model &m, ConstraintWork &w, const Constrain
         if (st != OK) {
             record(failures, st, s);
             w.r.nefc = w.r.ne = w.r.nf = w.r.nl = 0, w.r.con.n = 0, w.r.contact_mu.clear(), w.r.contact_row.clear();
+            w.cones.n = 0;
         }
-        append(w.r, op ? w.force.data() : nullptr, call.rows || !op, out);
+        bool states = op && call.rows;                                 // forward's and inverse's rows: their states too
+        append(w.r, op ? w.force.data() : nullptr, states ? w.state.data() : nullptr,
+               states && op == 1 ? &w.cones : nullptr, call.rows || !op, out);
     }
 }
 

@@ -222,9 +222,10 @@ template <class Release, class Poll> void step_derivative_states(Workspaces &w, 
 
 // a RowsOut emptied, its buffers kept
 inline void clear(RowsOut &o) {
-    for (auto *v : {&o.sizes, &o.type, &o.id, &o.contact_row}) v->clear();
+    for (auto *v : {&o.sizes, &o.type, &o.id, &o.contact_row, &o.state, &o.ncone, &o.cone_first, &o.cone_dim})
+        v->clear();
     for (auto *v : {&o.J, &o.pos, &o.margin, &o.frictionloss, &o.diagA, &o.R, &o.D, &o.K, &o.B, &o.imp, &o.impP, &o.vel,
-                    &o.aref, &o.force, &o.contact_mu})
+                    &o.aref, &o.force, &o.contact_mu, &o.cone_H})
         v->clear();
 }
 

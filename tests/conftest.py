@@ -172,6 +172,7 @@ SLOW = {
     "test_constraints_native.py": {
         "test_a_batch_equals_the_numpy_reference", "test_forward_equals_the_numpy_reference",
         "test_g1_standing_equals_the_numpy_reference_and_mujoco", "test_rows_and_inverse_equal_the_numpy_reference",
+        "test_forward_with_its_rows_holds_update_at_its_solution",
     },
     "test_contact_simulation.py": {
         "test_solver_limits_follow_mj_step",

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from physai import collision, constraints, engine, models
-from physai.engine import native
+from physai.engine import constraint, native, solver
 from physai.exceptions import InvalidStateError
 from helpers import assert_close, constraint_scene, run
 
@@ -105,6 +105,39 @@ def test_g1_standing_equals_the_numpy_reference_and_mujoco(cone):
         assert ours.iterations == d.solver_niter[0]
     ours, ref = both(constraints.inverse_dynamics, model, d.qpos, d.qvel, d.qacc, contacts)
     assert_close(ours.tau, ref.tau, 1e-12, max(np.abs(ref.tau).max(), np.abs(ref.qfrc_constraint).max()), what="G1 tau")
+
+
+@pytest.mark.parametrize("case", ["seed 0 pyramidal 3", "seed 1 elliptic 4", "seed 0 elliptic 6", "G1 pyramidal",
+                                  "G1 elliptic"])
+def test_forward_with_its_rows_holds_update_at_its_solution(case):
+    """solver.compiled_forward(rows=True), the solve step_derivatives(constraints=True) holds in one call: its qacc that
+    of the call without rows (the same solve), its rows the rows kernel's (the same code: SAME), each row's state,
+    force and cone Hessian constraint.update's at jar = J qacc - aref of those rows (the states equal; the forces within
+    8 eps D (|J| |qacc| + |aref|) each, NumPy's jar summed in another order; the Hessians, smooth in jar away from the
+    cone's edges, within 1e-10 of their largest entry), qfrc_constraint J^T efc_force (1e-12); a second call on the same
+    model gives one state's states and cones again. The elliptic G1 slides on its cone: the Hessians are compared."""
+    if case.startswith("G1"):
+        m, d = g1_scene(case.split()[1])
+    else:
+        _, seed, cone, condim = case.split()
+        m, d = scene(int(seed), cone, int(condim))
+    model, contacts, active = inputs(m, d)
+    arrays, tau = constraint.contact_arrays(contacts), d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    plain = solver.compiled_forward(model, d.qpos, d.qvel, tau, arrays, active, None, 1e-15, 1000)
+    qacc, qfrc, (force,), its, _, _, (r,), (state,), (cones,) = solver.compiled_forward(
+        model, d.qpos, d.qvel, tau, arrays, active, None, 1e-15, 1000, rows=True)
+    assert_close(qacc, plain[0], SAME, what="qacc") and its[0] == plain[3][0]
+    assert_rows_close(r, constraint.compiled_rows(model, d.qpos, d.qvel, arrays, active)[0], SAME, "rows")
+    force_ref, state_ref, _, cones_ref = constraint.update(r, r.J @ qacc - r.aref, cone_hessian=True)
+    assert r.nefc and np.array_equal(state, state_ref)
+    bound = 8 * np.finfo(float).eps * r.D * (np.abs(r.J) @ np.abs(qacc) + np.abs(r.aref))
+    assert (np.abs(force - force_ref) <= bound + 1e-14 * np.abs(force_ref)).all()
+    assert cones.keys() == cones_ref.keys() and (bool(cones) or case != "G1 elliptic")
+    for first, H in cones.items():
+        assert_close(H, cones_ref[first], 1e-10, what=f"cone Hessian at row {first}")
+    assert_close(qfrc, r.J.T @ force, 1e-12, what="qfrc_constraint")
+    again = solver.compiled_forward(model, d.qpos, d.qvel, tau, arrays, active, None, 1e-15, 1000, rows=True)
+    assert len(again[7][0]) == r.nefc and again[8][0].keys() == cones.keys()    # the kept buffers emptied between calls
 
 
 def trajectory(steps: int = 40, every: int = 4):

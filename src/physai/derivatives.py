@@ -442,34 +442,40 @@ class _Constraints:
             out.append(constraint.rows(model, self.d, q, qd, None if contacts is None else contacts[k], **end))
         return out
 
-    def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray):
+    def solve(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray, f: np.ndarray, tau: np.ndarray | None = None):
         """(a_c, qfrc_constraint) at (q, qd) for M and qfrc_smooth f (the step's solver and options); keeps the rows,
-        their forces' states and S for derivatives()."""
+        their forces (engine.constraint.update at jar = J a_c - aref), states and S for derivatives(). On the compiled
+        backend the rows, the solve and that update are one call (solver.compiled_forward's rows: the rows built once),
+        which takes tau = f + c (the bias c): the caller's (the compiled evaluate's DynamicsEvaluator.tau) or, None,
+        made here."""
         if self.model.opt.noslip_iterations > 0:
             raise UnsupportedModelError("step_derivatives(constraints=True) with noslip (opt.noslip_iterations > 0): "
                                         "noslip's post-pass is not differentiated; set noslip_iterations to 0")
         model, opt = self.model, self.model.opt
         contacts = [collision.detect(model, q)] if collision.has_contacts(model) else None
-        r = self.rows(q[None], qd[None], contacts)[0]
         self.contacts = contacts
-        if self.discrete is None and native.on and native.compiled_solver(model):   # compiled: tau = f + c
-            out = solver.compiled_forward(model, q, qd, f + api.bias(model, q, qd), constraint.contact_arrays(contacts),
-                                          None, None, opt.tolerance, opt.iterations)
-            a, converged, its = out[0], bool(np.all(out[5])), int(np.max(out[3]))
+        if self.discrete is None and native.on and native.compiled_solver(model):   # compiled: tau = f + c, one call
+            tau = f + api.bias(model, q, qd) if tau is None else tau
+            a, qfrc, (force,), its, _, converged, (r,), (state,), (cones,) = solver.compiled_forward(
+                model, q, qd, tau, constraint.contact_arrays(contacts), None, None, opt.tolerance, opt.iterations,
+                rows=True)                             # its rows, and update's forces, states and cones at a (below)
+            converged, its = bool(converged[0]), int(its[0])
         else:
+            r = self.rows(q[None], qd[None], contacts)[0]
             solution = solver.solve_with(model, r, M, f)
             a, converged, its = solution.qacc, solution.converged, solution.iterations
+            force, state, _, cones = constraint.update(r, r.J @ a - r.aref, cone_hessian=True)
+            qfrc = r.J.T @ force
         if not converged:
             warnings.warn(_unconverged(opt, its), ConvergenceWarning, stacklevel=5)
-        jar = r.J @ a - r.aref
-        force, state, _, cones = constraint.update(r, jar, cone_hessian=True)
         self.r, self.a, self.state, self.cones, self.M = r, a, state, cones, M.copy()   # K may be built in M
-        self.f, self.forces = f.copy(), None
+        self.f, self.efc_force, self.forces = f.copy(), force, None
         quadratic = state == constraint.QUADRATIC           # stiff: a row's D rounds M + J^T D J's entries (STIFF_ROWS)
         self.stiff = bool(quadratic.any() and r.D[quadratic].max() > STIFF_ROWS * np.abs(np.diag(M)).max())
         if self.measure:                               # switch_margins, _break_margins: only when asked
+            jar = r.J @ a - r.aref
             self.margins = np.minimum(self.margins, np.r_[switch_margins(r, jar, state), self._break_margins(q)])
-        return a, r.J.T @ force
+        return a, qfrc
 
     def _break_margins(self, q: np.ndarray) -> np.ndarray:
         """(2,) how far the rows at solve()'s q are from a kink of their geometry or impedance (step_derivatives'
@@ -1343,13 +1349,13 @@ class _Constraints:
                                     "mass matrix") from None
 
     def _optimum_forces(self) -> np.ndarray:
-        """(nefc,) the rows' forces at the optimum: held_forces at jar = J a_c - aref, the quadratic rows' then, where
-        stiff (STIFF_ROWS), corrected by least squares to J^T force = M a_c - f (the optimum's balance). -D jar alone
-        keeps jar's rounding (eps |aref|) times D: 1e-4 of the force where D ~ 1e11 (a pyramid at friction 1e-5:
-        D = 1 / (2 mu^2 R)); a_c holds it."""
+        """(nefc,) the rows' forces at the optimum: update's at jar = J a_c - aref (solve()'s, each row in its state),
+        the quadratic rows' then, where stiff (STIFF_ROWS), corrected by least squares to J^T force = M a_c - f (the
+        optimum's balance). -D jar alone keeps jar's rounding (eps |aref|) times D: 1e-4 of the force where D ~ 1e11 (a
+        pyramid at friction 1e-5: D = 1 / (2 mu^2 R)); a_c holds it."""
         r = self.r
         if self.forces is None:
-            self.forces = held_forces(r, (r.J @ self.a - r.aref)[None], self.state, r.D[None])[0]
+            self.forces = self.efc_force.copy()
             quadratic = np.flatnonzero(self.state == constraint.QUADRATIC)
             if self.stiff:
                 residual = self.M @ self.a - self.f - r.J.T @ self.forces
@@ -1912,7 +1918,7 @@ class _Stepper:
         M, f, _ = self.run.evaluate(q, qd, act)
         if not np.isfinite(f).all():
             return None
-        qfrc = self.constraints.solve(q, qd, M, f)[1]
+        qfrc = self.constraints.solve(q, qd, M, f, self.run.tau)[1]
         return self.constraints.compiled_terms(self.constraints.terms(q, qd), qfrc)
 
     def refuse_overflow(self, q, qd, f) -> None:
@@ -1946,7 +1952,7 @@ class _Stepper:
             self.refuse_overflow(q, qd, f)
         qfrc = 0.0
         if self.constraints is not None:               # the constrained solve in M (mj_fwdConstraint), then K as below
-            a_c, qfrc = self.constraints.solve(q, qd, M, f)
+            a_c, qfrc = self.constraints.solve(q, qd, M, f, self.run.tau)
         free = []                                      # implicitfast: standalone free bodies in their own blocks
         if name == "rk4" or (name == "euler" and not (self.euler_damping and (model.dof_damping > 0).any())):
             K = M

@@ -21,7 +21,8 @@ The NumPy text here is the reference; it works on one state (a batch loops over 
 (physai.engine.native) runs the same functions in C++ (cpp/constraint.h), one state at a time and batches on threads:
 
     compiled_rows                           the kernel constraint_rows on N states with their own contacts (the
-                                            kernels of the solver and the inverse: solver.py, inverse.py)
+                                            kernels of the solver and the inverse: solver.py, inverse.py); kernel_rows
+                                            makes a kernel's rows into Rows (the solver's with rows=True too)
 """
 
 from dataclasses import dataclass, field
@@ -739,16 +740,24 @@ def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
     """rows() of one state (q (nq,), qd (nv,)) or N ((N, nq), (N, nv)) on the compiled backend, a list of one Rows per
     state; contacts: contact_arrays' list or None, eq_active (neq,) booleans or None (the model's)."""
     prepare_compiled(model)
-    _, sizes, J, values, (type_, id_), (row,), mu = _ROWS(model, q, qd, (contacts, eq_active))
-    pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref = values
+    _, sizes, J, values, ints, (row,), mu = _ROWS(model, q, qd, (contacts, eq_active))
+    return kernel_rows(contacts, sizes, J, values, ints, row, mu)
+
+
+def kernel_rows(contacts, sizes, J, values, ints, row, mu) -> list:
+    """One Rows per state from a constraint kernel's rows (constraint_rows', or constraint_forward's with rows: sizes
+    (N, 5), J, values (12 or more, total nefc: pos ... aref first), ints (type, id, ...), contact_row, contact_mu, the
+    states' rows concatenated) and the contacts the kernel was given (contact_arrays' list or None)."""
+    pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref = values[:12]
+    type_, id_ = ints[:2]
     ends, contact_ends = np.cumsum(sizes[:, 0]).tolist(), np.cumsum(sizes[:, 4]).tolist()
     out, a, ca = [], 0, 0
     for k, (ne, nf, nl, nc) in enumerate(sizes[:, 1:].tolist()):
         b, cb = ends[k], contact_ends[k]
-        floats, ints = contacts[k if len(contacts) > 1 else 0] if nc else (None, None)
-        dim = ints[:, 0].astype(np.intp) if nc else np.zeros(0, np.intp)
+        floats, packed = contacts[k if len(contacts) > 1 else 0] if nc else (None, None)
+        dim = packed[:, 0].astype(np.intp) if nc else np.zeros(0, np.intp)
         friction = floats[:, FRICTION_COLUMNS].copy() if nc else np.zeros((0, 5))
-        bodies = ints[:nc, 1:3].astype(np.intp) if nc else np.zeros((0, 2), np.intp)
+        bodies = packed[:nc, 1:3].astype(np.intp) if nc else np.zeros((0, 2), np.intp)
         out.append(Rows(J[a:b], pos[a:b], margin[a:b], frictionloss[a:b], type_[a:b], id_[a:b], ne, nf, nl, diagA[a:b], R[a:b],
                         D[a:b], K[a:b], B[a:b], imp[a:b], impP[a:b], vel[a:b], aref[a:b], dim, mu[ca:cb], friction,
                         row[ca:cb], bodies))

@@ -13,7 +13,8 @@ Hessian M + J^T D J come in that order. The NumPy text here is the reference; th
 functions in C++ (cpp/solver.h):
 
     compiled_forward                        the kernel constraint_forward (rows, M, c and model.opt.solver) on N states
-                                            with their own contacts
+                                            with their own contacts; rows=True: its rows too, with update's forces,
+                                            states and cones' Hessians at its solution (the step's derivatives' solve)
 
 The discrete step's metric with tendon and servo terms: conjugate_gradients (metric_pcg's loop) is compiled in
 cpp/forward.h, not solver.h (forward.h's metric_pcg without rows and solver.h's smooth_acceleration with them call it;
@@ -34,7 +35,7 @@ from physai.engine import island, native
 from physai.engine.model_checks import MINVAL
 from physai.engine.constraint import (CONE, CONTACT_ELLIPTIC, CONTACT_PYRAMIDAL, LINEARNEG, LINEARPOS,
                                       QUADRATIC, SATISFIED, Rows,
-                                      kernel_options, prepare_compiled, state_forces, update)
+                                      kernel_options, kernel_rows, prepare_compiled, state_forces, update)
 from physai.engine.smooth import cholesky_solve, tree_cholesky_solve
 from physai.engine.model import Model
 
@@ -965,14 +966,28 @@ _FORWARD = native.kernel("constraint_forward", options={"constraint": _forward_o
 
 
 def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int,
-                     balanced: bool = False):
+                     balanced: bool = False, rows: bool = False):
     """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
     q, qd and tau; warmstart (nv,), (N, nv) or None; balanced: qfrc_constraint as balanced_constraint_force gives it
-    (the steps that solve with M - h D), else J^T efc_force. The rows are not returned (compiled_rows gives them)."""
+    (the steps that solve with M - h D), else J^T efc_force. rows: also the rows the solve built (a list of N Rows),
+    each row's state (a list of N (nefc,)) and the cones' Hessians (a list of N {first row: (dim, dim)}), with efc_force,
+    the states and the Hessians those of constraint.update at the solution (jar = J qacc - aref, cone_hessian) and
+    qfrc_constraint J^T efc_force: the optimum the step's derivatives hold (derivatives._Constraints.solve)."""
     prepare_compiled(model)
     if not native.compiled_solver(model):
         raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
-    (qacc, qfrc, its, improvement, converged), sizes, force = _FORWARD(
-        model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), bool(balanced), False))
-    return qacc, qfrc, state_forces(sizes, force), its, improvement, converged
+    out = _FORWARD(model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), bool(balanced),
+                                       bool(rows)))
+    (qacc, qfrc, its, improvement, converged), sizes = out[:2]
+    if not rows:
+        return qacc, qfrc, state_forces(sizes, out[2]), its, improvement, converged
+    _, _, J, values, ints, (row,), mu, ncone, (first, dim), hessians = out
+    states, cones, at = state_forces(sizes, ints[2]), [], 0
+    ends = np.cumsum(ncone).tolist()
+    for a, b in zip([0] + ends[:-1], ends):                    # each state's cones, their Hessians dim x dim each
+        cones.append({})
+        for f, n in zip(first[a:b].tolist(), dim[a:b].tolist()):
+            cones[-1][f], at = hessians[at:at + n * n].reshape(n, n), at + n * n
+    return (qacc, qfrc, state_forces(sizes, values[12]), its, improvement, converged,
+            kernel_rows(contacts, sizes, J, values, ints, row, mu), states, cones)
