@@ -391,10 +391,24 @@ struct SmoothLayout {
 // their rows: each row's state, and forward's the contacts on their cone (per state their number, per cone its first
 // row, dim and Hessian, dim x dim)
 constexpr int ROW_SIZES = 5;
+// RowsOut's fields, the one list of them (X(element type, name) each): the struct declares and clear() empties what
+// it lists, so a field added here is emptied too (a field missed there piled up across calls on kept buffers)
+#define PHYSAI_ROWS_OUT_FIELDS(X)                                                                                      \
+    X(int64_t, sizes) X(int64_t, type) X(int64_t, id) X(int64_t, contact_row) X(int64_t, state) X(int64_t, ncone)      \
+    X(int64_t, cone_first) X(int64_t, cone_dim) X(double, J) X(double, pos) X(double, margin) X(double, frictionloss)  \
+    X(double, diagA) X(double, R) X(double, D) X(double, K) X(double, B) X(double, imp) X(double, impP)                \
+    X(double, vel) X(double, aref) X(double, force) X(double, contact_mu) X(double, cone_H)
 struct RowsOut {
-    std::vector<int64_t> sizes, type, id, contact_row, state, ncone, cone_first, cone_dim;
-    std::vector<double> J, pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref, force, contact_mu,
-        cone_H;
+#define PHYSAI_DECLARE(T, name) std::vector<T> name;
+    PHYSAI_ROWS_OUT_FIELDS(PHYSAI_DECLARE)
+#undef PHYSAI_DECLARE
+    // every field emptied, its buffer kept
+    void clear() {
+#define PHYSAI_CLEAR(T, name) name.clear();
+        PHYSAI_ROWS_OUT_FIELDS(PHYSAI_CLEAR)
+#undef PHYSAI_CLEAR
+    }
 };
+#undef PHYSAI_ROWS_OUT_FIELDS
 
 }  // namespace physai

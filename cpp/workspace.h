@@ -220,15 +220,6 @@ template <class Release, class Poll> void step_derivative_states(Workspaces &w, 
     }, poll);
 }
 
-// a RowsOut emptied, its buffers kept
-inline void clear(RowsOut &o) {
-    for (auto *v : {&o.sizes, &o.type, &o.id, &o.contact_row, &o.state, &o.ncone, &o.cone_first, &o.cone_dim})
-        v->clear();
-    for (auto *v : {&o.J, &o.pos, &o.margin, &o.frictionloss, &o.diagA, &o.R, &o.D, &o.K, &o.B, &o.imp, &o.impP, &o.vel,
-                    &o.aref, &o.force, &o.contact_mu, &o.cone_H})
-        v->clear();
-}
-
 // the rows a constraint call made, in state order (outs), and what holds them until they are gathered: the kept pool
 // (its lock) or the call's own workspaces
 struct ConstraintRun {
@@ -248,7 +239,7 @@ template <class Release, class Poll> void constrain_states(Workspaces &w, const 
     int T = int(std::min<int64_t>(int64_t(num_threads()), N / 4));
     if (T <= 1) {
         if (!w.constraint_one) w.constraint_one = ConstraintPtr(kern.create(m));
-        clear(w.constraint_out);
+        w.constraint_out.clear();
         kern.run(m, *w.constraint_one, c, 0, N, w.constraint_out, failures);
         run.outs.push_back(&w.constraint_out);
         return;
@@ -264,7 +255,7 @@ template <class Release, class Poll> void constrain_states(Workspaces &w, const 
         Release release;
         parallel_pieces(pieces, T, stop, [&](int t, int64_t k) {
             RowsOut &out = rows[size_t(k)];
-            clear(out);
+            out.clear();
             kern.run(m, *works[size_t(t)], c, k * PIECE, std::min(N, (k + 1) * PIECE), out, failures);
         }, poll);
     }

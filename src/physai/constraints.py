@@ -311,7 +311,7 @@ def _discrete_runs(model, data, contacts, eq_active, ctrl, act):
         q, qd = Q[:, k], QD[:, k]
         run = engine.DynamicsEvaluator(model, model.opt.timestep, inputs, constrained=True, act=act)
         run.detected, run.eq_active = (q.copy(), sets[k]), active
-        runs.append((run, q, qd, X[:, k], run.evaluate(q, qd)[0]))
+        runs.append((run, q, qd, X[:, k], run.evaluate(q, qd, energy=False)[0]))
     return runs, batch
 
 

@@ -1883,7 +1883,7 @@ class _Stepper:
         probe = engine.DynamicsEvaluator(model, h, inputs, euler_damping, act=act)
 
         def diagonal(q, qd):
-            M = probe.evaluate(q, qd)[0]
+            M = probe.evaluate(q, qd, energy=False)[0]
             return np.diag(forward.discrete_step_metric(model, q, qd, h, M, probe.actuators, inputs.ctrl, probe.act).M_hat).copy()
         return diagonal
 
@@ -1915,7 +1915,7 @@ class _Stepper:
         """The compiled constrained step's terms at (q, qd) (_compiled_constrained): acceleration()'s evaluate and solve,
         then the rows' derivatives (_Constraints.terms), by name (_Constraints.compiled_terms); None where the forces are
         not finite (the NumPy text then names what overflows)."""
-        M, f, _ = self.run.evaluate(q, qd, act)
+        M, f, _ = self.run.evaluate(q, qd, act, energy=False)
         if not np.isfinite(f).all():
             return None
         qfrc = self.constraints.solve(q, qd, M, f, self.run.tau)[1]
@@ -1933,7 +1933,7 @@ class _Stepper:
         inputs = ", ".join(f"|{k}| up to {v:.3g}" for k, v in largest.items())
         if not np.isfinite(f).all():
             with np.errstate(over="ignore", invalid="ignore"):
-                at_rest = self.run.evaluate(q, np.zeros_like(qd))[1]
+                at_rest = self.run.evaluate(q, np.zeros_like(qd), energy=False)[1]
             cause = ("the velocities overflow the velocity-product (Coriolis and centrifugal) forces, which grow with "
                      "qd squared" if np.isfinite(at_rest).all() else "the applied forces or the controls overflow")
             raise InvalidStateError(f"step_derivatives: the forces at this state are not finite although the inputs are "
@@ -1947,7 +1947,7 @@ class _Stepper:
         if name == "discrete":
             return self.discrete_acceleration(q, qd, act)
         model, h, x = self.model, self.h, self.x
-        M, f, _ = self.run.evaluate(q, qd, act)
+        M, f, _ = self.run.evaluate(q, qd, act, energy=False)
         if not np.isfinite(f).all():
             self.refuse_overflow(q, qd, f)
         qfrc = 0.0
@@ -2008,7 +2008,7 @@ class _Stepper:
         J and a dead band piecewise constant, the servos' on constant moment arms). A free body's rows take
         implicitfast's terms instead (its bias's derivative)."""
         model, h, x = self.model, self.h, self.x
-        M, f, _ = self.run.evaluate(q, qd, act)
+        M, f, _ = self.run.evaluate(q, qd, act, energy=False)
         if not np.isfinite(f).all():
             self.refuse_overflow(q, qd, f)
         acts = self.run.actuators                      # posed at q

@@ -843,7 +843,7 @@ def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, q
             run.warmstart = np.array(warm[n], dtype=float)
         run.observing = True
         q_n, qd_n = np.ascontiguousarray(Q[:, n]), np.ascontiguousarray(QD[:, n])
-        M, f, _ = run.evaluate(q_n, qd_n)
+        M, f, _ = run.evaluate(q_n, qd_n, energy=False)
         run.acceleration(q_n, qd_n, M, f)
         for name, value in run.observed(names, qd_n).items():
             out[name][n] = value
@@ -1294,7 +1294,8 @@ def smooth_force(model, q, qd, ctrl=None, actuators=None, qfrc_applied=None, xfr
     """MuJoCo's qfrc_smooth: actuator + passive + applied - bias (nv,) [N m | N], the f of M a = f."""
     model = engine.as_model(model)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
-    return forward.DynamicsEvaluator(model, 1.0, step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied)).evaluate(q, qd)[1]
+    run = forward.DynamicsEvaluator(model, 1.0, step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied))
+    return run.evaluate(q, qd, energy=False)[1]
 
 
 def step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied) -> StepInputs:

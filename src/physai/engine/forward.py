@@ -139,7 +139,7 @@ def rk4_stages(run, q, qd):
             step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
             qi, qdi, theta = advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
             act_i = run.act + run.h * (c * run.stage_act_dot[-1])
-        M, f, potential = run.evaluate(qi, qdi, act_i)
+        M, f, potential = run.evaluate(qi, qdi, act_i, energy=c is None)   # the energy: the start state's alone
         run.stage_act_dot.append(run.act_dot)
         energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
         k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
@@ -341,24 +341,27 @@ class DynamicsEvaluator:
 
     def tendon_and_input_forces(self, q, qd, act, M, f, potential, tendon_kinematics):
         """(M, f, potential) with the tendons' springs, dampers and armature added (their lengths and Jacobians from
-        tendon_kinematics()), then the actuators' force at act and qfrc_applied (evaluate's common tail)."""
+        tendon_kinematics()), then the actuators' force at act and qfrc_applied (evaluate's common tail); potential
+        None: left None."""
         model, x = self.model, self.inputs
         if model.has_tendon_forces:                    # tendon springs, dampers and armature (mj_passive, mj_crb)
             length, J = tendon_kinematics()
             f = f + passive.tendon_passive_force(model, length, J, qd)
             M = M + tendon.armature_matrix(model, J)
-            potential += passive.tendon_spring_energy(model, length)
+            if potential is not None:
+                potential += passive.tendon_spring_energy(model, length)
         if x.actuators is not None:
             f = f + self.actuator_force(q, qd, act)
         if x.qfrc_applied is not None:
             f = f + x.qfrc_applied
         return M, f, potential
 
-    def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None):
+    def evaluate(self, q: np.ndarray, qd: np.ndarray, act: np.ndarray | None = None, energy: bool = True):
         """(M, f, potential energy) at (q, qd) and the activations act (None: this run's act): one kinematics pass, M by
         CRBA, f = qfrc_smooth (on the compiled backend, without body wrenches: its mass_matrix, bias and
         potential_energy calls instead, unless some actuator's arms depend on the configuration: actuation.posed reads
-        this pass's Data); the activations' rate into act_dot."""
+        this pass's Data); the activations' rate into act_dot. energy False: the potential energy not computed (None),
+        for the callers that never read it (the derivatives, the forward dynamics)."""
         model, d, x = self.model, self.d, self.inputs
         act = self.act if act is None else act
         self.tau = None                                # set again below once this evaluation's forces are known
@@ -368,7 +371,8 @@ class DynamicsEvaluator:
         if native.on and native.runs(model, x.actuators) and x.xfrc_applied is None and not posed and \
                 not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
             try:
-                M, c, potential = api.mass_matrix(model, q), api.bias(model, q, qd), api.potential_energy(model, q)
+                M, c = api.mass_matrix(model, q), api.bias(model, q, qd)
+                potential = api.potential_energy(model, q) if energy else None
             except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check
                 if zero_quaternion(model, q):
                     raise
@@ -387,7 +391,7 @@ class DynamicsEvaluator:
         if passive.has_body_forces(model):             # gravity compensation and fluid forces (engine_passive.c)
             f = f + passive.body_forces(model, d)[:, 0]
         M = smooth.crb(model, d)[:, :, 0]
-        potential = float(smooth.energy_pos(model, d, Q)[0])
+        potential = float(smooth.energy_pos(model, d, Q)[0]) if energy else None
         M, f, potential = self.tendon_and_input_forces(q, qd, act, M, f, potential, lambda: tendon.tendons(model, d, q))
         if x.xfrc_applied is not None:                 # the wrenches through the Jacobians of this pass's positions
             f = f + support.body_wrench_force(model, d, x.xfrc_applied)
