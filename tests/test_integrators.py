@@ -2047,3 +2047,22 @@ def test_implicit_step_at_a_frictionless_pyramid_is_the_solvers_acceleration_int
         assert np.abs(qd_next - stepped[0].qvel).max() < 1e-8
         spread = max(spread, np.abs(stepped[1].qvel - stepped[0].qvel).max())
     assert spread > 1e-7                                                # MuJoCo's own step moves by the rounding here
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_spring_whose_energy_overflows_leaves_the_forces_finite(backend):
+    """A spring whose potential energy k q^2 / 2 overflows (q = 1e154: 2.5e308) while its force -k q does not:
+    smooth_force and body_quantities' qacc equal MuJoCo's qfrc_smooth and qacc (finite there; 1e-12 relative) on both
+    engines; the compiled evaluate returned NaN there when it computed the energy nobody read (before
+    evaluate(..., energy=False))."""
+    m = mujoco.MjModel.from_xml_string(
+        '<mujoco><worldbody><body><joint name="s" type="slide" axis="1 0 0" stiffness="5"/><geom type="sphere" '
+        'size=".1" mass="1"/></body></worldbody><actuator><motor joint="s"/></actuator></mujoco>')
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = 1e154, 0.1
+    mujoco.mj_forward(m, d)
+    model = engine.from_mujoco(m)
+    f = run(backend, integ.smooth_force, model, d.qpos, d.qvel, ctrl=[0.0])
+    qacc = run(backend, integ.body_quantities, model, d.qpos, d.qvel, ("qacc",), ctrl=[0.0])["qacc"]
+    assert np.isfinite(d.qfrc_smooth).all() and np.abs(f - d.qfrc_smooth).max() <= 1e-12 * np.abs(d.qfrc_smooth).max()
+    assert np.abs(qacc - d.qacc).max() <= 1e-12 * np.abs(d.qacc).max()
