@@ -468,10 +468,15 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
         f = inverse.inverse_force(r, a)
         qfrc = r.J.T @ f
         out.append((Ma + c - qfrc, qfrc, f, r))
+    return _finite(_inverse_result(out, batch), "tau")
+
+
+def _inverse_result(out: list, batch) -> InverseResult:
+    """The InverseResult of each state's (tau, qfrc_constraint, efc_force, rows): one state's, or N stacked."""
     if batch is None:
-        return _finite(InverseResult(*out[0]), "tau")
-    return _finite(InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out],
-                                 [o[3] for o in out]), "tau")
+        return InverseResult(*out[0])
+    return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out],
+                         [o[3] for o in out])
 
 
 def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseResult:
@@ -487,9 +492,7 @@ def _discrete_inverse(model, data, contacts, eq_active, ctrl, act) -> InverseRes
         for i, A_free in run.free_blocks(q, qd, M, metric.skipped(r), actuator_damping=False):
             Ma[i:i + 6] = A_free @ a[i:i + 6]          # the free bodies the step solves in their own blocks: A a there
         out.append((Ma + engine.bias(model, q, qd) + run.h * metric.K @ qd - qfrc, qfrc, f, r))   # M^ a = tau - c - h K qd + J^T f
-    if batch is None:
-        return InverseResult(*out[0])
-    return InverseResult(np.array([o[0] for o in out]), np.array([o[1] for o in out]), [o[2] for o in out], [o[3] for o in out])
+    return _inverse_result(out, batch)
 
 
 def _discrete_rows(run, q, qd, M):

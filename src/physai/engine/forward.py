@@ -14,7 +14,7 @@ compiled engine's cpp/forward.h): one step from (q, qd) of one state, each retur
 inputs, the activations act (na,) of the state being stepped, and one workspace), which gives what a step needs at a
 state: evaluate(q, qd, act) -> (M, f, potential energy) with f MuJoCo's qfrc_smooth and the activations' rate in
 run.act_dot; acceleration(q, qd, M, f) -> (qacc, qfrc_constraint), M^-1 f or the constrained solve;
-step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K); discrete_metric(q, qd) -> (B, K, coupled);
+step_matrix(q, qd, M, integrator) -> M - h D (discrete: M + h B + h^2 K);
 discrete_step_metric(q, qd, M) -> DiscreteMetric (M + h B + h^2 K, and which free bodies the step solves in it);
 rows(q, qd, M, discrete) -> the solve's rows; free_blocks(q, qd, M, skip) and free_body_solve(q, qd, M, rhs, qacc).
 The equations are in physai.integrators' docstring.
@@ -303,16 +303,6 @@ class DynamicsEvaluator:
         """M - h D of a single-step integrator at (q, qd) with this run's actuators and ctrl (step_matrix)."""
         x = self.inputs
         return step_matrix(self.model, q, qd, self.h, integrator, self.actuators, x.ctrl, M, self.euler_damping, self.act)
-
-    def discrete_metric(self, q: np.ndarray, qd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(B, K, coupled) of the discrete step at (q, qd) with this run's actuators and ctrl (discrete_metric_parts)."""
-        return self.discrete_metric_terms(q, qd)[:3]
-
-    def discrete_metric_terms(self, q: np.ndarray, qd: np.ndarray):
-        """(B, K, coupled, B_joint) of the discrete step at (q, qd) with this run's actuators and ctrl
-        (discrete_metric_terms)."""
-        x = self.inputs
-        return discrete_metric_terms(self.model, q, qd, self.h, self.actuators, x.ctrl, self.act)
 
     def discrete_step_metric(self, q: np.ndarray, qd: np.ndarray, M: np.ndarray) -> DiscreteMetric:
         """The discrete step's metric at (q, qd) after evaluate(q, qd) gave M, with this run's actuators and ctrl
