@@ -2049,20 +2049,77 @@ def test_implicit_step_at_a_frictionless_pyramid_is_the_solvers_acceleration_int
     assert spread > 1e-7                                                # MuJoCo's own step moves by the rounding here
 
 
+OVERFLOWING_SPRING = ('<mujoco><worldbody><body><joint name="s" type="slide" axis="1 0 0" stiffness="5"/><geom '
+                      'type="sphere" size=".1" mass="1"/></body></worldbody><actuator><motor joint="s"/></actuator></mujoco>')
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_a_spring_whose_energy_overflows_leaves_the_forces_finite(backend):
     """A spring whose potential energy k q^2 / 2 overflows (q = 1e154: 2.5e308) while its force -k q does not:
-    smooth_force and body_quantities' qacc equal MuJoCo's qfrc_smooth and qacc (finite there; 1e-12 relative) on both
-    engines; the compiled evaluate returned NaN there when it computed the energy nobody read (before
-    evaluate(..., energy=False))."""
-    m = mujoco.MjModel.from_xml_string(
-        '<mujoco><worldbody><body><joint name="s" type="slide" axis="1 0 0" stiffness="5"/><geom type="sphere" '
-        'size=".1" mass="1"/></body></worldbody><actuator><motor joint="s"/></actuator></mujoco>')
+    smooth_force, body_quantities' qacc and the first RK4 stage's acceleration (rk4_stages) equal MuJoCo's qfrc_smooth
+    and qacc, step_result observing qacc its qacc and one mj_step's qvel (finite there; 1e-12 relative) on both engines.
+    The compiled evaluate returned NaN there when it computed the energy nobody read (before evaluate(..., energy=False));
+    step_result with observe and rk4_stages raised DivergenceError or returned NaN on the compiled backend while their
+    Python steps computed it (before DynamicsEvaluator.with_energy and forward.energy_or_nan)."""
+    m = mujoco.MjModel.from_xml_string(OVERFLOWING_SPRING)
     d = mujoco.MjData(m)
     d.qpos[:], d.qvel[:] = 1e154, 0.1
     mujoco.mj_forward(m, d)
+    stepped = copy.copy(d)
+    mujoco.mj_Euler(m, stepped)                                       # mj_step's update (mj_step's checks refuse 1e154)
     model = engine.from_mujoco(m)
     f = run(backend, integ.smooth_force, model, d.qpos, d.qvel, ctrl=[0.0])
     qacc = run(backend, integ.body_quantities, model, d.qpos, d.qvel, ("qacc",), ctrl=[0.0])["qacc"]
+    stage = run(backend, integ.rk4_stages, model, d.qpos, d.qvel, m.opt.timestep, ctrl=[0.0])[0]
+    result = run(backend, integ.step_result, model, d.qpos, d.qvel, ctrl=[0.0], observe=("qacc",))
     assert np.isfinite(d.qfrc_smooth).all() and np.abs(f - d.qfrc_smooth).max() <= 1e-12 * np.abs(d.qfrc_smooth).max()
-    assert np.abs(qacc - d.qacc).max() <= 1e-12 * np.abs(d.qacc).max()
+    for a in (qacc, stage[2], result.observed["qacc"]):
+        assert np.abs(a - d.qacc).max() <= 1e-12 * np.abs(d.qacc).max()
+    assert np.abs(result.qd - stepped.qvel).max() <= 1e-12 * np.abs(stepped.qvel).max()
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("integrator", ["euler", "rk4", "discrete"])
+def test_an_energy_that_overflows_is_refused_by_name_on_both_engines(integrator, backend):
+    """simulate's energy[k] is engine.energy(q[k], qd[k]) (the module docstring), which refuses an energy that overflows
+    from a finite state with InvalidStateError: a spring whose 1/2 k q^2 passes 1.8e308 while its force -k q stays
+    finite (q from 5.9e153 m at 5e153 m/s) makes simulate raise it, naming the first state whose engine.energy raises,
+    on both engines; rollout names the first such state in time (a trajectory already overflowing at its state 0, not
+    trajectory 1's later state); energy=False gives the states, those of the run with the energy up to that state. On
+    main the compiled loop returned energy inf and the NumPy loop raised engine.energy's 'state 0' at the last state."""
+    model = engine.from_mujoco(mujoco.MjModel.from_xml_string(OVERFLOWING_SPRING))
+    q0, qd0 = np.array([[0.0], [5.9e153], [1e154]]), np.array([[0.0], [5e153], [0.1]])
+    kw = dict(dt=0.01, steps=6, integrator=integrator)
+    quiet = run(backend, integ.simulate, model, q0[1], qd0[1], energy=False, **kw)
+    first = None                                                       # the first state whose engine.energy raises
+    for k, (q, qd) in enumerate(zip(quiet.q, quiet.qd)):
+        try:
+            engine.energy(model, q, qd)
+        except InvalidStateError:
+            first = k
+            break
+    assert first is not None and first > 0 and np.isfinite(quiet.q).all() and np.isfinite(quiet.qd).all()
+    with pytest.raises(InvalidStateError, match=rf"^the energy of the simulation is not finite at state {first} \(t = "
+                       rf"{first * 0.01:g} s\) .*energy=False"):
+        run(backend, integ.simulate, model, q0[1], qd0[1], **kw)
+    with pytest.raises(InvalidStateError, match=r"^the energy of trajectory 2 of the rollout is not finite at state 0 "):
+        run(backend, integ.rollout, model, q0, qd0, energy=True, **kw)
+    with pytest.raises(InvalidStateError, match=rf"^the energy of trajectory 1 of the rollout .* state {first} "):
+        run(backend, integ.rollout, model, q0[:2], qd0[:2], energy=True, **kw)
+    before = run(backend, integ.simulate, model, q0[1], qd0[1], energy=True, **(kw | dict(steps=first - 1)))
+    assert np.array_equal(before.q, quiet.q[:first]) and np.isfinite(before.energy).all()
+
+
+def test_the_tree_dynamics_refuses_an_energy_that_overflows():
+    """physai.dynamics' potential_energy and energy refuse a spring energy past 1.8e308 from a finite q (1e154) with
+    InvalidStateError, as its kinetic_energy and engine.potential_energy do (it returned inf with numpy's overflow
+    warning); at q = 1e150 they equal engine's (1e-14 relative)."""
+    m = mujoco.MjModel.from_xml_string(OVERFLOWING_SPRING)
+    tree, model = dyn.tree_from_mujoco(m), engine.from_mujoco(m)
+    for f in (lambda q: dyn.potential_energy(tree, q), lambda q: dyn.energy(tree, q, [0.1]),
+              lambda q: engine.potential_energy(model, q)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            with pytest.raises(InvalidStateError, match="not finite"):
+                f([1e154])
+    assert abs(dyn.energy(tree, [1e150], [0.1]) - engine.energy(model, [1e150], [0.1])) <= 1e-14 * 2.5e300

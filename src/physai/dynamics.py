@@ -297,8 +297,10 @@ def potential_energy(tree: Tree, q: np.ndarray) -> float:
     U = -sum_b m_b gravity . com_b + 1/2 sum_i k_i (q_i - springref_i)^2   (MuJoCo's energy[0])
     """
     coms, _, _ = spatial_tree(tree, q)
-    springs = 0.5 * tree.stiffness @ (np.asarray(q, dtype=float) - tree.springref) ** 2
-    return float(-sum(b.mass * tree.gravity @ c for b, c in zip(tree.bodies, coms)) + springs)
+    with np.errstate(over="ignore", invalid="ignore"):                  # an overflow is named below
+        springs = 0.5 * tree.stiffness @ (np.asarray(q, dtype=float) - tree.springref) ** 2
+        U = -sum(b.mass * tree.gravity @ c for b, c in zip(tree.bodies, coms)) + springs
+    return float(validation.finite_result("potential energy", U))
 
 
 def kinetic_energy(tree: Tree, q: np.ndarray, qd: np.ndarray) -> float:

@@ -103,6 +103,9 @@ state of the trajectory. MuJoCo computes d.energy inside mj_forward, at the star
 the (k+1)-th mj_step d.energy equals energy[k], the state that step started from, not the state it produced.
 RK4 is the exception: each of its stages runs mj_forward again, so after an RK4 mj_step d.energy belongs
 to the last stage's state (q + h qd_3, qd + h qdd_3), neither the start nor the end (see rk4_stages).
+A state whose energy overflows while its forces do not (a spring's 1/2 k q^2 at q = 1e154) raises InvalidStateError
+naming it, as engine.energy there, on either backend (MuJoCo's d.energy is not finite there either); energy=False
+steps it.
 
 Divergence. A step that produces NaN or infinity raises DivergenceError naming the step, the time and the
 integrator. step(..., on_divergence="report") instead reports each state of a batch that failed (StepStatus) and steps
@@ -912,7 +915,8 @@ def simulate(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, ac
     euler_damping=False: damping explicit in Euler (MuJoCo's mjDSBL_EULERDAMP), see step. The whole loop runs in
     compiled code on the compiled backend (physai.engine.backend); on the NumPy backend one engine workspace serves
     the run and each step evaluates the dynamics once (RK4: four times). Raises DivergenceError at the first step
-    whose result is not finite. constraints=True: the model's constraints act in every step as in mj_step (see step and
+    whose result is not finite, InvalidStateError at the first state whose energy overflows (energy=False runs it).
+    constraints=True: the model's constraints act in every step as in mj_step (see step and
     CONSTRAINTS in the module docstring; the loop runs in Python, each step's solve compiled), warm-started from the
     step before; Trajectory.ncon counts each step's contacts. act (na,): the initial activations of the actuators with
     activation dynamics (None: zero, as a new MjData's); Trajectory.act holds them at every state. A model with such
@@ -925,6 +929,8 @@ def simulate(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, ac
     inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, 1, steps, batched=False, act=act)
     out = _run_all(model, options, steps, q[None], qd[None], inputs, energy)
     h = options.h
+    if energy:
+        _refuse_infinite_energy(out.E, h)
     return Trajectory(np.arange(steps + 1) * h, out.Q[0], out.QD[0], out.E[0] if energy else None, options.integrator, h,
                       out.ncon[0] if options.constraints else None, out.A[0])
 
@@ -960,6 +966,8 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
     inputs = _series_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied, N, steps, batched=True, act=act, batch=N)
     Q, QD, E, ncon, _, A = _run_all(model, options, steps, q, qd, inputs, energy)
     h = options.h
+    if energy:
+        _refuse_infinite_energy(E, h)
     return Trajectory(np.arange(steps + 1) * h, Q, QD, E if energy else None, options.integrator, h,
                       ncon if options.constraints else None, A)
 
@@ -1245,7 +1253,7 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
                             options.euler_damping, constrained, A[0].copy())
     if inputs.warm is not None:
         run.warmstart = np.array(inputs.warm, dtype=float)
-    run.observing = observed is not None
+    run.observing, run.with_energy = observed is not None, energy
     for k in range(steps):
         run.inputs, run.ncon = StepInputs(acts, row(ctrls, k), row(applied, k), row(xfrc, k)), None
         try:
@@ -1261,9 +1269,23 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
         if observed and k == steps - 1:
             for name, value in run.observed(tuple(observed), QD[k + 1]).items():
                 observed[name][...] = value
-    if energy:
-        E[steps] = engine.energy(model, Q[steps], QD[steps])
+    if energy:                                         # NaN where it overflows: _refuse_infinite_energy names it
+        E[steps] = forward.energy_or_nan(engine.energy, model, Q[steps], QD[steps])
     return None
+
+
+def _refuse_infinite_energy(E: np.ndarray, h: float) -> None:
+    """InvalidStateError at the first state in time (then by trajectory) of runs that did not diverge whose energy E
+    (N, steps+1) [J] is not finite (inf from the compiled loop, inf or NaN from the Python one): physai.engine.energy's
+    rule, which simulate's energy is, on either backend."""
+    bad = ~np.isfinite(E)
+    if bad.any():
+        k = int(np.flatnonzero(bad.any(axis=0))[0])
+        n = int(np.flatnonzero(bad[:, k])[0])
+        which = "the simulation" if len(E) == 1 else f"trajectory {n} of the rollout"
+        raise InvalidStateError(f"the energy of {which} is not finite at state {k} (t = {k * h:.6g} s) although the "
+                                "state and its forces are: it overflows (1/2 qd^T M qd or a spring's 1/2 k q^2 beyond "
+                                "1.8e308); run with energy=False for the trajectory without it")
 
 
 def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None, contact: str = "") -> None:

@@ -58,13 +58,31 @@ def _semi_implicit_update(run, q, qd, qacc, M, potential):
     activations advance at the start state's rate."""
     advance_activation(run, run.act_dot)               # act' = act + h act_dot, clamped
     qd_next = qd + run.h * qacc                        # new velocity first...
-    return advance(run.model, q, qd_next, run.h), qd_next, 0.5 * qd @ M @ qd + potential   # ...then the position
+    return advance(run.model, q, qd_next, run.h), qd_next, start_energy(qd, M, potential)   # ...then the position
+
+
+def start_energy(qd, M, potential) -> float:
+    """The energy 1/2 qd^T M qd + U [J] of the state a step starts from, 0 when the run does not ask for it (potential
+    None: DynamicsEvaluator.with_energy False, as cpp/forward.h's without x.energy)."""
+    return 0.0 if potential is None else 0.5 * qd @ M @ qd + potential
+
+
+def energy_or_nan(energy_of, model, q, *rest) -> float:
+    """energy_of(model, q, *rest) (api.energy or api.potential_energy) of one state, NaN where it overflows (finite
+    forces, an energy beyond 1.8e308) instead of its InvalidStateError: the step goes on and physai.integrators names
+    the state after the run, as for the compiled loop's inf. A zero quaternion in q is refused as ever."""
+    try:
+        return energy_of(model, q, *rest)
+    except InvalidStateError:
+        if zero_quaternion(model, q):
+            raise
+        return np.nan
 
 
 def euler(run, q, qd):
     """One semi-implicit Euler step (mj_Euler): (M + h B) a = f (+ qfrc_constraint) when the joint damping is implicit
     (run.euler_damping and the model has damping), else the acceleration M^-1 f or the constrained solve's qacc."""
-    M, f, potential = run.evaluate(q, qd)
+    M, f, potential = run.evaluate(q, qd, energy=run.with_energy)
     qacc, qfrc = run.acceleration(q, qd, M, f)    # M^-1 f, or the constrained solve
     if run.euler_damping and (run.model.dof_damping > 0).any():   # (M + h B)^-1 (f + qfrc_constraint)
         qacc = solve(run.step_matrix(q, qd, M, "euler"), f + qfrc)
@@ -74,7 +92,7 @@ def euler(run, q, qd):
 def implicit(run, q, qd, fast: bool = False):
     """One implicit-in-velocity step (mj_implicit): (M - h D) a = f (+ qfrc_constraint), D = dA/dqd - B - dc/dqd;
     fast (implicitfast): D = sym(dA/dqd - B), the standalone free bodies' rows solved again in their own blocks."""
-    M, f, potential = run.evaluate(q, qd)
+    M, f, potential = run.evaluate(q, qd, energy=run.with_energy)
     qfrc = run.acceleration(q, qd, M, f)[1]       # the constrained solve (its warm start), or zero
     qacc = solve(run.step_matrix(q, qd, M, "implicitfast" if fast else "implicit"), f + qfrc)
     if fast:                                       # standalone free bodies: their block with the bias derivative
@@ -93,7 +111,7 @@ def discrete(run, q, qd):
     with constraints, the solver minimises in the metric M + h B + h^2 K with the rows at the end of the step
     (constraint.rows' discrete_h); standalone free bodies solved again in their blocks as implicitfast's (without
     actuator damping) unless a row or a tendon or actuator term of the metric reaches them (discrete_metric_parts)."""
-    M, f, potential = run.evaluate(q, qd)
+    M, f, potential = run.evaluate(q, qd, energy=run.with_energy)
     qacc = discrete_acceleration(run, q, qd, M, f)
     run.settle(qacc)                                   # the step map, free bodies included: d.qacc, the next warm start
     return _semi_implicit_update(run, q, qd, qacc, M, potential)
@@ -139,9 +157,9 @@ def rk4_stages(run, q, qd):
             step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
             qi, qdi, theta = advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
             act_i = run.act + run.h * (c * run.stage_act_dot[-1])
-        M, f, potential = run.evaluate(qi, qdi, act_i, energy=c is None)   # the energy: the start state's alone
+        M, f, potential = run.evaluate(qi, qdi, act_i, energy=c is None and run.with_energy)   # the start state's alone
         run.stage_act_dot.append(run.act_dot)
-        energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
+        energy = start_energy(qdi, M, potential) if c is None else energy
         k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
         run.warmstart = warm                           # every stage starts from the last step's qacc, as MuJoCo's;
         stages.append((qi, qdi, run.acceleration(qi, qdi, M, f)[0], M, k))    # the next step from stage 4's
@@ -197,6 +215,7 @@ class DynamicsEvaluator:
         self.filled = False                                      # whether d holds velocity_stages at the last evaluation
         self.eq_active = self.tolerance = self.iterations = None  # the solve's equalities and settings (None: the model's)
         self.solved = None                                       # the last NumPy solve: (solver.Solution, its rows)
+        self.with_energy = True                                  # a step computes its start state's energy (else 0)
 
     def contacts(self, q: np.ndarray):
         """The contacts at q (None when the model has no collision), detected once per q."""
@@ -362,13 +381,13 @@ class DynamicsEvaluator:
                 not passive.has_body_forces(model) and np.isfinite(q).all() and np.isfinite(qd).all():
             try:
                 M, c = api.mass_matrix(model, q), api.bias(model, q, qd)
-                potential = api.potential_energy(model, q) if energy else None
             except InvalidStateError:                  # a zero quaternion is named; an overflow is left to the divergence check
                 if zero_quaternion(model, q):
                     raise
                 nan = np.full(model.nv, np.nan)
                 return np.full((model.nv, model.nv), np.nan), nan, np.nan
             else:
+                potential = energy_or_nan(api.potential_energy, model, q) if energy else None   # the forces stand
                 f = passive.damper_spring_force(model, q, qd) - c
                 M, f, potential = self.tendon_and_input_forces(q, qd, act, M, f, potential,
                                                                lambda: api.tendon_kinematics(model, q))
