@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from physai import dynamics as dyn
-from physai import collision, constraints, derivatives, engine, forces, inverse, models
+from physai import collision, constraints, derivatives, engine, forces, inverse, joints, models
 from physai.engine import constraint, forward, native, smooth, solver
 from physai import integrators as integ
 from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgumentError, InvalidStateError, ShapeError,
@@ -2108,6 +2108,44 @@ def test_an_energy_that_overflows_is_refused_by_name_on_both_engines(integrator,
         run(backend, integ.rollout, model, q0[:2], qd0[:2], energy=True, **kw)
     before = run(backend, integ.simulate, model, q0[1], qd0[1], energy=True, **(kw | dict(steps=first - 1)))
     assert np.array_equal(before.q, quiet.q[:first]) and np.isfinite(before.energy).all()
+
+
+def test_the_numpy_engine_steps_a_spring_whose_energy_overflows_without_numpy_warnings():
+    """At the spring's q = 1e154 numpy warned 'overflow encountered in multiply' from joints.sincos's polynomial of the
+    slide's 5e153 (its result discarded: numpy's sin and cos take |x| > 1e5) in smooth_force, body_quantities and
+    rk4_stages, and dynamics.mass_matrix returned NaN with numpy's warnings for a body 1e154 m away carrying another
+    (m c c^T about the world origin). With warnings as errors the NumPy engine's calls give MuJoCo's numbers (qfrc_smooth,
+    qacc, mj_fullM, mj_Euler's qpos and qvel: 1e-12 relative) or their named errors (the energy, dynamics' M); sincos
+    is numpy's sin and cos beyond 1e5 and within 2 ulp of them below."""
+    m = mujoco.MjModel.from_xml_string(OVERFLOWING_SPRING.replace('mass="1"/>', 'mass="1"/><body pos="0 0 .5"><joint '
+                                                                  'type="hinge" axis="0 1 0"/><geom type="sphere" '
+                                                                  'size=".1" mass="1"/></body>'))
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [1e154, 0.3], [0.1, 0.2]
+    mujoco.mj_forward(m, d)
+    M = np.zeros((2, 2))
+    mujoco.mj_fullM(m, d, M)
+    stepped = copy.copy(d)
+    mujoco.mj_Euler(m, stepped)
+    model, tree = engine.from_mujoco(m), dyn.tree_from_mujoco(m)
+    close = lambda a, b: np.abs(a - b).max() <= 1e-12 * np.abs(b).max()     # noqa: E731
+    x = np.array([1e154, -3e5, 0.5, -2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        s, c = joints.sincos(x)
+        assert np.array_equal(s[:2], np.sin(x[:2])) and np.array_equal(c[:2], np.cos(x[:2]))
+        assert np.abs(s[2:] - np.sin(x[2:])).max() <= 4.5e-16 and np.abs(c[2:] - np.cos(x[2:])).max() <= 4.5e-16
+        q, qd, ctrl = d.qpos.copy(), d.qvel.copy(), [0.0]
+        assert close(run("numpy", integ.smooth_force, model, q, qd, ctrl=ctrl), d.qfrc_smooth)
+        assert close(run("numpy", integ.body_quantities, model, q, qd, ("qacc",), ctrl=ctrl)["qacc"], d.qacc)
+        assert close(run("numpy", integ.rk4_stages, model, q, qd, m.opt.timestep, ctrl=ctrl)[0][2], d.qacc)
+        assert close(run("numpy", engine.mass_matrix, model, q), M)
+        trajectory = run("numpy", integ.simulate, model, q, qd, steps=1, ctrl=ctrl, energy=False)
+        assert close(trajectory.q[1], stepped.qpos) and close(trajectory.qd[1], stepped.qvel)
+        with pytest.raises(InvalidStateError, match="energy of the simulation is not finite at state 0"):
+            run("numpy", integ.simulate, model, q, qd, steps=1, ctrl=ctrl)
+        with pytest.raises(InvalidStateError, match="inertias about the world origin"):
+            dyn.mass_matrix(tree, q)
 
 
 def test_the_tree_dynamics_refuses_an_energy_that_overflows():

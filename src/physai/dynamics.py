@@ -24,7 +24,7 @@ import numpy as np
 
 from physai import models, validation
 from physai.linalg import solve
-from physai.exceptions import InvalidInertiaError, InvalidModelError, UnsupportedModelError
+from physai.exceptions import InvalidInertiaError, InvalidModelError, InvalidStateError, UnsupportedModelError
 from physai.spatial import axis_angle_to_mat, cross_force, cross_motion, quat_to_mat, skew, spatial_inertia
 
 JOINT_TYPES = ("hinge", "slide", "")
@@ -263,8 +263,21 @@ def mass_matrix(tree: Tree, q: np.ndarray) -> np.ndarray:
     """Joint-space inertia M(q) (nv, nv) by composite rigid bodies, armature on the diagonal; equals mj_fullM.
 
     M_ij = S_i . (Ic_j S_j) for i an ancestor of j (or j itself), Ic_j the inertia of j and everything beyond it.
+    InvalidStateError when it overflows: the inertias about the world origin hold m c c^T, beyond 1.8e308 for bodies
+    farther than about 1e150 (physai.engine.mass_matrix works about each tree's centre and gives M there).
     """
     _, I, S = spatial_tree(tree, q)
+    with np.errstate(over="ignore", invalid="ignore"):                  # an overflow is named below
+        M = _composite_mass_matrix(tree, I, S)
+    if not np.isfinite(M).all():
+        raise InvalidStateError("the mass matrix is not finite although q is: the bodies' inertias about the world "
+                                "origin (m c c^T) overflow for bodies farther than about 1e150 from it; "
+                                "physai.engine.mass_matrix works about each tree's centre")
+    return M + np.diag(tree.armature)
+
+
+def _composite_mass_matrix(tree: Tree, I: list, S: list) -> np.ndarray:
+    """mass_matrix's CRBA without the armature, from spatial_tree's inertias I and motion vectors S."""
     dof = _dof_of(S)
     Ic = [Ii.copy() for Ii in I]
     for i in reversed(range(len(tree.bodies))):        # composite inertia: Ic_parent += Ic_i
@@ -279,7 +292,7 @@ def mass_matrix(tree: Tree, q: np.ndarray) -> np.ndarray:
             if dof[i] is not None:
                 M[dof[i], dof[j]] = M[dof[j], dof[i]] = S[i] @ F
             i = tree.bodies[i].parent
-    return M + np.diag(tree.armature)
+    return M
 
 
 def forward_dynamics(tree: Tree, q: np.ndarray, qd: np.ndarray, tau: np.ndarray) -> np.ndarray:

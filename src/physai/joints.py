@@ -137,8 +137,10 @@ _ROUND = 6755399441055744.0                          # 1.5 * 2^52: (x + _ROUND) 
 def sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(sin x, cos x) for an array x: the polynomial for |x| <= 1e5, numpy's sin and cos beyond (as the C++)."""
     x = np.asarray(x, dtype=float)
-    j = (x * 0.63661977236758134308 + _ROUND) - _ROUND                     # nearest multiple of pi/2
-    r = ((x - j * _PIO2[0]) - j * _PIO2[1]) - j * _PIO2[2]
+    far = ~(np.abs(x) <= 1e5)
+    x_near = np.where(far, 0.0, x)                  # the polynomial's input: far x (1e154) would overflow r * r
+    j = (x_near * 0.63661977236758134308 + _ROUND) - _ROUND                # nearest multiple of pi/2
+    r = ((x_near - j * _PIO2[0]) - j * _PIO2[1]) - j * _PIO2[2]
     z = r * r
     ps = (((((_SIN[0] * z - _SIN[1]) * z + _SIN[2]) * z - _SIN[3]) * z + _SIN[4]) * z - _SIN[5])
     pc = (((((-_COS[0] * z + _COS[1]) * z - _COS[2]) * z + _COS[3]) * z - _COS[4]) * z + _COS[5])
@@ -147,7 +149,6 @@ def sincos(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     quadrant = j - 4.0 * (((j - 1.5) * 0.25 + _ROUND) - _ROUND)            # j mod 4
     s = np.select([quadrant == 0.0, quadrant == 1.0, quadrant == 2.0], [sr, cr, -sr], -cr)
     c = np.select([quadrant == 0.0, quadrant == 1.0, quadrant == 2.0], [cr, -sr, -cr], sr)
-    far = ~(np.abs(x) <= 1e5)
     if far.any():
         s[far], c[far] = np.sin(x[far]), np.cos(x[far])
     return s, c
