@@ -266,8 +266,8 @@ def mass_matrix(tree: Tree, q: np.ndarray) -> np.ndarray:
     InvalidStateError when it overflows: the inertias about the world origin hold m c c^T, beyond 1.8e308 for bodies
     farther than about 1e150 (physai.engine.mass_matrix works about each tree's centre and gives M there).
     """
-    _, I, S = spatial_tree(tree, q)
     with np.errstate(over="ignore", invalid="ignore"):                  # an overflow is named below
+        _, I, S = spatial_tree(tree, q)
         M = _composite_mass_matrix(tree, I, S)
     if not np.isfinite(M).all():
         raise InvalidStateError("the mass matrix is not finite although q is: the bodies' inertias about the world "
@@ -309,8 +309,8 @@ def potential_energy(tree: Tree, q: np.ndarray) -> float:
 
     U = -sum_b m_b gravity . com_b + 1/2 sum_i k_i (q_i - springref_i)^2   (MuJoCo's energy[0])
     """
-    coms, _, _ = spatial_tree(tree, q)
     with np.errstate(over="ignore", invalid="ignore"):                  # an overflow is named below
+        coms, _, _ = spatial_tree(tree, q)
         springs = 0.5 * tree.stiffness @ (np.asarray(q, dtype=float) - tree.springref) ** 2
         U = -sum(b.mass * tree.gravity @ c for b, c in zip(tree.bodies, coms)) + springs
     return float(validation.finite_result("potential energy", U))

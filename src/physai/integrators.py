@@ -952,7 +952,8 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
     bodies, and models whose standalone free bodies hold three quarters of the dofs or more (cpp/kernels.h's
     lanes_gain; native.constrained_lanes_step tells which). Either way each trajectory equals simulate from its own
     start within rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest
-    index), and InvalidStateError naming the trajectory whose initial state holds a zero quaternion. act: the initial
+    index), and InvalidStateError naming the trajectory whose initial state holds a zero quaternion, or with energy=True
+    the first state (then trajectory) whose energy overflows although the state is finite. act: the initial
     activations, (na,) for every trajectory or (N, na) (None: zero); Trajectory.act is (N, steps+1, na).
     """
     model = engine.as_model(model)
@@ -1248,7 +1249,7 @@ def _python_loop(model, options: StepOptions, steps: int, inputs: RolloutInputs,
     acts, ctrls, applied, xfrc = inputs.actuators, inputs.ctrl, inputs.qfrc_applied, inputs.xfrc_applied
     constrained = options.constraints
     stepper = forward.STEPPERS[options.integrator]
-    row = lambda x, k: None if x is None else x[k]                   # noqa: E731
+    row = lambda x, k: None if x is None or k >= len(x) else x[k]    # noqa: E731  (steps = 0: no row)
     run = forward.DynamicsEvaluator(model, options.h, StepInputs(acts, row(ctrls, 0), row(applied, 0), row(xfrc, 0)),
                             options.euler_damping, constrained, A[0].copy())
     if inputs.warm is not None:
