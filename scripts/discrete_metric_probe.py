@@ -40,7 +40,7 @@ def physai_metric(m, q, qd, ctrl) -> tuple[np.ndarray, np.ndarray]:
     """(physai's M + h B + h^2 K, f - h K qd) at (q, qd, ctrl): the free bodies' implicitfast blocks aside."""
     model = engine.from_mujoco(m)
     run = forward.DynamicsEvaluator(model, m.opt.timestep, StepInputs(model.actuators, ctrl if m.nu else None, None, None))
-    M, f, _ = run.evaluate(q, qd)
+    M, f, _ = run.evaluate(q, qd, energy=False)
     metric = run.discrete_step_metric(q, qd, M)
     return metric.M_hat, f - m.opt.timestep * metric.K @ qd
 
@@ -61,7 +61,7 @@ def delassus_check(m: mujoco.MjModel, q, qd, ctrl) -> None:
         J, AR = d.efc_J.reshape(d.nefc, m.nv), d.efc_AR.reshape(d.nefc, d.nefc)
     model = engine.from_mujoco(m)
     run = forward.DynamicsEvaluator(model, m.opt.timestep, StepInputs(model.actuators, ctrl if m.nu else None, None, None))
-    M, _, _ = run.evaluate(q, qd)
+    M, _, _ = run.evaluate(q, qd, energy=False)
     h = m.opt.timestep
     M_hat = run.discrete_step_metric(q, qd, M).M_hat
     factored = M + h * -forward.passive_velocity_derivative(model, q, qd, tendon_dampers=False) + h * h * np.diag(

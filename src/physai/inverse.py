@@ -194,7 +194,7 @@ def rk4_shooting(model, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e
 
     def rk4(u, k):                                     # one physai rk4 step from state k with force u
         run.inputs = StepInputs(base.actuators, base.ctrl, u, None)
-        return forward.rk4_step(run, q[k], qd[k])
+        return forward.rk4_step(run, q[k], qd[k], energy=False)
 
     def miss(q1, k):                                   # how far q1 lands from sample k + 1, in the tangent space
         return engine.difference(model, Q[k + 1], q1)

@@ -126,12 +126,12 @@ class DiscreteMetric(NamedTuple):
         return self.coupled if rows is None else self.coupled | (rows.J != 0).any(axis=0)
 
 
-def rk4_stages(run, q, qd):
+def rk4_stages(run, q, qd, energy: bool = True):
     """The stages (q_i, qd_i, qdd_i, M_i, k_i): k_i is qd_i in q's tangent space (joints.dexp_inv; qd_i itself for
     hinges and slides), the velocity the positions advance with (Runge-Kutta-Munthe-Kaas, as MuJoCo 4 on quaternions).
     The activations ride along: stage i at act + h c act_dot_(i-1), unclamped; each stage's act_dot into
-    run.stage_act_dot."""
-    stages, energy, warm = [], None, run.warmstart
+    run.stage_act_dot. energy: the start state's energy into run.start_energy (False: not computed, None there)."""
+    stages, start_energy, warm = [], None, run.warmstart
     qi, qdi, theta, act_i = q, qd, None, run.act
     run.stage_act_dot = []
     for c in (None,) + RK4_TIMES:
@@ -139,19 +139,21 @@ def rk4_stages(run, q, qd):
             step = c * stages[-1][4]                   # q_i = q (+) h step, step = c k_(i-1) (MuJoCo's dX)
             qi, qdi, theta = advance(run.model, q, step, run.h), qd + run.h * (c * stages[-1][2]), run.h * step
             act_i = run.act + run.h * (c * run.stage_act_dot[-1])
-        M, f, potential = run.evaluate(qi, qdi, act_i, energy=c is None)   # the energy: the start state's alone
+        M, f, potential = run.evaluate(qi, qdi, act_i, energy=energy and c is None)   # the start state's energy alone
         run.stage_act_dot.append(run.act_dot)
-        energy = 0.5 * qdi @ M @ qdi + potential if energy is None else energy
+        if energy and c is None:                       # E = qd' M qd / 2 + V at the start state
+            start_energy = 0.5 * qdi @ M @ qdi + potential
         k = qdi if c is None else joints.dexp_inv(run.model.coords, theta[:, None], qdi[:, None])[:, 0]
         run.warmstart = warm                           # every stage starts from the last step's qacc, as MuJoCo's;
         stages.append((qi, qdi, run.acceleration(qi, qdi, M, f)[0], M, k))    # the next step from stage 4's
-    run.start_energy = energy
+    run.start_energy = start_energy
     return stages
 
 
-def rk4_step(run, q, qd):
-    """One RK4 step: (q_next, qd_next, stages), the stages as rk4_stages gives them (physai.inverse shoots with it)."""
-    stages = rk4_stages(run, q, qd)
+def rk4_step(run, q, qd, energy: bool = True):
+    """One RK4 step: (q_next, qd_next, stages), the stages as rk4_stages gives them (physai.inverse shoots with it,
+    energy False: it reads no energy)."""
+    stages = rk4_stages(run, q, qd, energy)
     dq = sum(b * s[4] for b, s in zip(RK4_WEIGHTS, stages))       # positions advance with the stage velocities k_i
     dqd = sum(b * s[2] for b, s in zip(RK4_WEIGHTS, stages))
     run.settle(dqd, warm_start=False)                  # MuJoCo 4 leaves the stages' weighted qacc in d.qacc
