@@ -3,9 +3,9 @@
 Under integrator="discrete" mj_forward's qacc is the step map a = (v+ - v) / h, affine in qfrc_applied when the solve is
 exact: a(f_app) = M^^-1 (rhs + f_app). Differencing qacc against unit qfrc_applied on each dof gives MuJoCo's effective
 inverse metric; its inverse and M^ a0 are compared entry by entry with physai's M + h B + h^2 K and f - h K qd
-(engine.forward.discrete_metric_parts). The affinity check (the differences at forces of 1 and 100) shows where MuJoCo
+(engine.forward.discrete_metric_terms). The affinity check (the differences at forces of 1 and 100) shows where MuJoCo
 solves iteratively to opt.tolerance (the metric's tendon and actuator terms, even without rows). --solver PGS probes the
-PGS step (its metric the factored part alone: physai's discrete_metric_parts follows the model's solver). With rows and
+PGS step (its metric the factored part alone: physai's discrete_metric_terms follows the model's solver). With rows and
 noslip, MuJoCo's efc_AR - R (its noslip Delassus matrix) is compared with J X^-1 J^T for physai's noslip_metric X, M^ and
 the factored part.
 

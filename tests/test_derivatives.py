@@ -599,7 +599,7 @@ FREE_COUPLED = {
 def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case, solver):
     """A standalone free body that a tendon or actuator term of the discrete metric reaches is solved in the whole metric
     M + h B + h^2 K, one that none reaches in its implicitfast block without actuator damping (as mj_step 4.0:
-    engine.forward.discrete_metric_parts); an affine velocity gain drops out of the metric for one sign of ctrl. Under
+    engine.forward.discrete_metric_terms); an affine velocity gain drops out of the metric for one sign of ctrl. Under
     PGS the metric has no tendon or servo terms and a free body's block no tendon dampers (engine.forward.
     explicit_couplings). Against mjd_transitionFD (centred, mjINT_DISCRETE, the solver's, constraints disabled) within
     1e-8 (2e-10 seen under PGS), both backends within 1e-10 of each other."""
