@@ -154,7 +154,7 @@ inline bool project_origin_plane(const V3 &v1, const V3 &v2, const V3 &v3, V3 &r
 inline int same_sign(double a, double b) { return a > 0 && b > 0 ? 1 : a < 0 && b < 0 ? -1 : 0; }
 
 inline double det3(const V3 &a, const V3 &b, const V3 &c) {
-    return a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0]);
+    return dot3(a, cross3(b, c));
 }
 
 Weights s1d(const V3 &s1, const V3 &s2);
