@@ -427,7 +427,9 @@ inline void rotation_120(const V3 &axis, double R[9]) {
 }
 
 inline V3 mat_vec(const double R[9], const V3 &v) {
-    return {R[0] * v[0] + R[1] * v[1] + R[2] * v[2], R[3] * v[0] + R[4] * v[1] + R[5] * v[2], R[6] * v[0] + R[7] * v[1] + R[8] * v[2]};
+    V3 r;
+    mat3_times(R, v.data(), r.data());
+    return r;
 }
 
 // nonzero when the ray v1 -> v2 passes through the triangle v3 v4 v5

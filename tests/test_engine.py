@@ -274,6 +274,20 @@ def test_a_compiled_tree_keeps_mujocos_joint_names(source):
     assert compiled.joint(named).qpos.start == m.jnt_qposadr[m.joint(named).id]
 
 
+def test_a_tree_built_by_hand_names_its_joints_after_its_bodies():
+    """A Body whose joint_name is left None (a Tree written by hand, as the lessons do) gives compile_tree's joint its
+    body's name, so joint look-ups by those names and identification's link names keep working."""
+    axis = np.array([0.0, -1.0, 0.0])
+    tree = dynamics.Tree([
+        dynamics.Body(-1, np.zeros(3), np.eye(3), "hinge", axis, None, 1.5, np.array([0.5, 0, 0]), np.eye(3), "link1"),
+        dynamics.Body(0, np.array([0.5, 0, 0]), np.eye(3), "hinge", axis, None, 1.0, np.array([0.4, 0, 0]), np.eye(3),
+                      "link2", joint_name="elbow"),
+    ], np.zeros(2), np.array([0.0, 0.0, -9.81]))
+    compiled = engine.compile_tree(tree)
+    assert compiled.jnt_name == ("link1", "elbow")
+    assert compiled.joint("link1").qpos.start == 0 and compiled.joint("elbow").qpos.start == 1
+
+
 # ---- the compiled model ----
 
 def test_loaders_fuse_welded_bodies():

@@ -45,7 +45,8 @@ class Body:
     inertia: (3, 3) rotational inertia about the centre of mass, body frame [kg m^2]
     name:    optional label used in messages and tables
     ref:     joint position at which the body has the pose (pos, rot) [rad or m]; MuJoCo's joint ref
-    joint_name: the joint's name (MuJoCo's or the URDF's; "" when unnamed), the compiled Model's jnt_name
+    joint_name: the joint's name, the compiled Model's jnt_name (the loaders give MuJoCo's or the URDF's, "" when
+             unnamed); None (a Tree built by hand): the body's name
     """
 
     parent: int
@@ -59,7 +60,7 @@ class Body:
     inertia: np.ndarray
     name: str = ""
     ref: float = 0.0
-    joint_name: str = ""
+    joint_name: str | None = None
 
     def __post_init__(self):
         who = f"body {self.name!r}" if self.name else "body"

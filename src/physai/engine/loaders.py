@@ -426,7 +426,8 @@ def _tree_bodies(tree) -> list[BodySpec]:
         specs = []
         if b.joint:
             specs.append(JointSpec(kinds[b.joint], b.axis, b.anchor, b.ref, tree.armature[k], tree.damping[k],
-                                   tree.stiffness[k], tree.springref[k], b.joint_name))
+                                   tree.stiffness[k], tree.springref[k],
+                                   b.name if b.joint_name is None else b.joint_name))
             k += 1
         bodies.append(BodySpec(b.parent, b.pos, b.rot, specs, b.mass, b.com, b.inertia, b.name))
     return bodies
