@@ -4,7 +4,7 @@
     uv run python benchmarks/bench_discrete_couplings.py --only G1       # the rows whose name holds "G1"
 
 Models stepped by MuJoCo 4's discrete integrator (mjINT_DISCRETE) whose metric M + h B + h^2 K takes the tendons'
-and servos' terms (engine.forward.discrete_metric_parts): the fixed tendon of tests/test_tendon_actfrc.py with three
+and servos' terms (engine.forward.discrete_metric_terms): the fixed tendon of tests/test_tendon_actfrc.py with three
 actuators on it (benchmarks/bench_tendon_actfrc.py's model) and tests/test_integrators.py's discrete_cross_tree_model
 (tendon springs, dampers and servos coupling two branches, two trees and a free body), from one random state under a
 constant random control; the cross-tree scene also with constraints (limit rows past their ranges, friction loss and

@@ -120,8 +120,7 @@ inline void eig3(const double *mat, double reltol, double *V) {
         quat_to_mat_mj(quat, V);
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++) T[3 * i + j] = V[i] * mat[j] + V[3 + i] * mat[3 + j] + V[6 + i] * mat[6 + j];
-        for (int i = 0; i < 3; i++)                                   // D = V' mat V
-            for (int j = 0; j < 3; j++) D[3 * i + j] = T[3 * i] * V[j] + T[3 * i + 1] * V[3 + j] + T[3 * i + 2] * V[6 + j];
+        mat3_mul(T, V, D);                                            // D = V' mat V
         value[0] = D[0], value[1] = D[4], value[2] = D[8];
         double a01 = std::fabs(D[1]), a02 = std::fabs(D[2]), a12 = std::fabs(D[5]);
         int rk = 1, ck = 2, rotk = 0;

@@ -19,13 +19,6 @@
 namespace physai {
 namespace {
 
-// w x v of a column w and a vector v (derivatives._cross_columns' componentwise products)
-inline void cross_column(const double *w, const double *v, double *out) {
-    out[0] = w[1] * v[2] - w[2] * v[1];
-    out[1] = w[2] * v[0] - w[0] * v[2];
-    out[2] = w[0] * v[1] - w[1] * v[0];
-}
-
 // a pyramidal contact's rows' count: the normal alone (dim 1), else 2 (dim - 1) edges (derivatives._pyramid_edges)
 inline int pyramid_rows(int64_t dim) { return dim == 1 ? 1 : 2 * int(dim - 1); }
 
@@ -55,9 +48,9 @@ inline void rows_on_point(const double *e, const double *P, const double *W, con
                           int64_t nv, double *EW, double *turned, double *out) {
     for (int64_t j = 0; j < nv; j++) {                                 // e x W_j (= -(W_j x e))
         const double w[3] = {W[j], W[nv + j], W[2 * nv + j]};
-        EW[j] = w[2] * e[1] - w[1] * e[2];
-        EW[nv + j] = w[0] * e[2] - w[2] * e[0];
-        EW[2 * nv + j] = w[1] * e[0] - w[0] * e[1];
+        double ew[3];
+        cross(e, w, ew);
+        EW[j] = ew[0], EW[nv + j] = ew[1], EW[2 * nv + j] = ew[2];
     }
     for (int64_t j = 0; j < nv; j++)                                   // P_j . (e x W_k)
         for (int64_t k = 0; k < nv; k++)
@@ -92,8 +85,8 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
         for (int64_t k = 0; k < nv; k++) {
             const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
             double a[3], b[3];
-            cross_column(w, po, a);
-            cross_column(w, xp, b);
+            cross(w, po, a);
+            cross(w, xp, b);
             for (int x = 0; x < 3; x++) P[x * nv + k] = Jp[x * nv + k] + a[x], X[x * nv + k] = P[x * nv + k] + b[x];
             dd[k] = n[0] * X[k] + n[1] * X[nv + k] + n[2] * X[2 * nv + k];
             for (int x = 0; x < 3; x++) dp[x * nv + k] = X[x * nv + k] - n[x] * dd[k] / 2;
@@ -113,14 +106,14 @@ inline void plane_contact_rows(int64_t nc, int64_t nv, const double *J6, const d
             for (int64_t k = 0; k < nv; k++) {
                 const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
                 double da[3], v[3], u[3];
-                cross_column(w, a, da);                                 // W_k x a
+                cross(w, a, da);                                        // W_k x a
                 const double nda = n[0] * da[0] + n[1] * da[1] + n[2] * da[2];
                 for (int x = 0; x < 3; x++) v[x] = da[x] - n[x] * nda;
                 const double tv = t1[0] * v[0] + t1[1] * v[1] + t1[2] * v[2];
                 for (int x = 0; x < 3; x++) u[x] = (v[x] - t1[x] * tv) / norm, dt1[x * nv + k] = u[x];
-                dt2[k] = n[1] * u[2] - n[2] * u[1];                     // n x dt1
-                dt2[nv + k] = n[2] * u[0] - n[0] * u[2];
-                dt2[2 * nv + k] = n[0] * u[1] - n[1] * u[0];
+                double nu[3];
+                cross(n, u, nu);                                        // n x dt1
+                for (int x = 0; x < 3; x++) dt2[x * nv + k] = nu[x];
             }
             pyramid_edges(nullptr, dframe.data(), mu, dim[c], 3 * nv, dE.data());
             for (int e = 0; e < rows; e++) {
@@ -172,14 +165,12 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
         for (int64_t k = 0; k < nv; k++) {
             const double d[3] = {dn[k], dn[nv + k], dn[2 * nv + k]};
             const double y0d = y0[0] * d[0] + y0[1] * d[1] + y0[2] * d[2];
-            double g[3], u[3], a[3];
+            double g[3], u[3], a[3], nu[3];
             for (int x = 0; x < 3; x++) g[x] = -(d[x] * ny0 + n[x] * y0d);
             const double tg = t1[0] * g[0] + t1[1] * g[1] + t1[2] * g[2];
             for (int x = 0; x < 3; x++) u[x] = (g[x] - t1[x] * tg) / norm, dt1[x * nv + k] = u[x];
-            cross_column(d, t1, a);                                     // dn x t1 + n x dt1
-            dt2[k] = a[0] + (n[1] * u[2] - n[2] * u[1]);
-            dt2[nv + k] = a[1] + (n[2] * u[0] - n[0] * u[2]);
-            dt2[2 * nv + k] = a[2] + (n[0] * u[1] - n[1] * u[0]);
+            cross(d, t1, a), cross(n, u, nu);                           // dn x t1 + n x dt1
+            for (int x = 0; x < 3; x++) dt2[x * nv + k] = a[x] + nu[x];
         }
     }
     const int rows = pyramid_rows(dim);
@@ -192,7 +183,7 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
         for (int64_t k = 0; k < nv; k++) {
             const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
             double a[3];
-            cross_column(w, po, a);
+            cross(w, po, a);
             for (int x = 0; x < 3; x++) P[x * nv + k] = Jb[x * nv + k] + a[x];
         }
         for (int e = 0; e < rows; e++) {

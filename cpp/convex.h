@@ -136,9 +136,9 @@ struct Witness {
 
 // R v, MuJoCo's order of sums (mat_times_mj)
 inline V3 rotate(const CcdObject &o, const V3 &v) {
-    const double *R = o.mat;
-    return {R[0] * v[0] + R[1] * v[1] + R[2] * v[2], R[3] * v[0] + R[4] * v[1] + R[5] * v[2],
-            R[6] * v[0] + R[7] * v[1] + R[8] * v[2]};
+    V3 r;
+    mat3_times(o.mat, v.data(), r.data());
+    return r;
 }
 
 // v / |v| ((1, 0, 0) when |v| < 1e-15: mju_normalize3)
@@ -719,10 +719,8 @@ void hfield_convex(const Pair &p, std::vector<PreContact> &out) {
                     PreContact &con = out.back();
                     double pos[3] = {con.pos[0], con.pos[1], con.pos[2]};
                     double normal[3] = {con.normal[0], con.normal[1], con.normal[2]};
-                    for (int i = 0; i < 3; i++) {
-                        con.pos[i] = (R[3 * i] * pos[0] + R[3 * i + 1] * pos[1]) + R[3 * i + 2] * pos[2] + p.pos1[i];
-                        con.normal[i] = (R[3 * i] * normal[0] + R[3 * i + 1] * normal[1]) + R[3 * i + 2] * normal[2];
-                    }
+                    mat3_times(R, pos, con.pos), mat3_times(R, normal, con.normal);
+                    for (int i = 0; i < 3; i++) con.pos[i] += p.pos1[i];
                 }
                 if (out.size() - start >= MAXCONPAIR) return;
             }

@@ -331,7 +331,7 @@ inline void add_outer(int nv, double *B, const double *r, double c) {
     }
 }
 
-// the tendons' and actuators' terms of the discrete metric at the state evaluate left in w (forward.discrete_metric_parts):
+// the tendons' and actuators' terms of the discrete metric at the state evaluate left in w (forward.discrete_metric_terms):
 // w.Bc = sum_t J_t^T b_t J_t + sum_a m_a^T cb_a m_a, w.Kc = sum_t J_t^T k_t J_t + sum_a m_a^T ck_a m_a (nv, nv), k_t the
 // spring's stiffness outside its dead band (zero inside), cb_a and ck_a the actuator's velocity and length slopes kept
 // with the stabilizing sign, max(-slope, 0), for an actuator not saturated by its forcerange, its joint's or its

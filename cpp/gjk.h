@@ -154,7 +154,7 @@ inline bool project_origin_plane(const V3 &v1, const V3 &v2, const V3 &v3, V3 &r
 inline int same_sign(double a, double b) { return a > 0 && b > 0 ? 1 : a < 0 && b < 0 ? -1 : 0; }
 
 inline double det3(const V3 &a, const V3 &b, const V3 &c) {
-    return a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0]);
+    return dot3(a, cross3(b, c));
 }
 
 Weights s1d(const V3 &s1, const V3 &s2);
@@ -427,7 +427,9 @@ inline void rotation_120(const V3 &axis, double R[9]) {
 }
 
 inline V3 mat_vec(const double R[9], const V3 &v) {
-    return {R[0] * v[0] + R[1] * v[1] + R[2] * v[2], R[3] * v[0] + R[4] * v[1] + R[5] * v[2], R[6] * v[0] + R[7] * v[1] + R[8] * v[2]};
+    V3 r;
+    mat3_times(R, v.data(), r.data());
+    return r;
 }
 
 // nonzero when the ray v1 -> v2 passes through the triangle v3 v4 v5

@@ -279,9 +279,9 @@ inline int64_t mesh_support(const ConvexMesh &c, const double *dir, int64_t &las
 
 // half the norm of (a - c) x (b - d): the area of the quadrilateral a b c d (primitives._quad_area)
 inline double quad_area(const double *a, const double *b, const double *c, const double *d) {
-    double u[3] = {a[0] - c[0], a[1] - c[1], a[2] - c[2]}, w[3] = {b[0] - d[0], b[1] - d[1], b[2] - d[2]};
-    double x = u[1] * w[2] - u[2] * w[1], y = u[2] * w[0] - u[0] * w[2], z = u[0] * w[1] - u[1] * w[0];
-    return std::sqrt(x * x + y * y + z * z) * 0.5;
+    double u[3] = {a[0] - c[0], a[1] - c[1], a[2] - c[2]}, w[3] = {b[0] - d[0], b[1] - d[1], b[2] - d[2]}, r[3];
+    cross(u, w, r);
+    return std::sqrt(r[0] * r[0] + r[1] * r[1] + r[2] * r[2]) * 0.5;
 }
 
 // three more corners (b, c, d: indices into the polygon) of a wide quadrilateral on the polygon corners (n of them)

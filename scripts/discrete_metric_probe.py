@@ -3,9 +3,9 @@
 Under integrator="discrete" mj_forward's qacc is the step map a = (v+ - v) / h, affine in qfrc_applied when the solve is
 exact: a(f_app) = M^^-1 (rhs + f_app). Differencing qacc against unit qfrc_applied on each dof gives MuJoCo's effective
 inverse metric; its inverse and M^ a0 are compared entry by entry with physai's M + h B + h^2 K and f - h K qd
-(engine.forward.discrete_metric_parts). The affinity check (the differences at forces of 1 and 100) shows where MuJoCo
+(engine.forward.discrete_metric_terms). The affinity check (the differences at forces of 1 and 100) shows where MuJoCo
 solves iteratively to opt.tolerance (the metric's tendon and actuator terms, even without rows). --solver PGS probes the
-PGS step (its metric the factored part alone: physai's discrete_metric_parts follows the model's solver). With rows and
+PGS step (its metric the factored part alone: physai's discrete_metric_terms follows the model's solver). With rows and
 noslip, MuJoCo's efc_AR - R (its noslip Delassus matrix) is compared with J X^-1 J^T for physai's noslip_metric X, M^ and
 the factored part.
 
@@ -40,7 +40,7 @@ def physai_metric(m, q, qd, ctrl) -> tuple[np.ndarray, np.ndarray]:
     """(physai's M + h B + h^2 K, f - h K qd) at (q, qd, ctrl): the free bodies' implicitfast blocks aside."""
     model = engine.from_mujoco(m)
     run = forward.DynamicsEvaluator(model, m.opt.timestep, StepInputs(model.actuators, ctrl if m.nu else None, None, None))
-    M, f, _ = run.evaluate(q, qd)
+    M, f, _ = run.evaluate(q, qd, energy=False)
     metric = run.discrete_step_metric(q, qd, M)
     return metric.M_hat, f - m.opt.timestep * metric.K @ qd
 
@@ -61,7 +61,7 @@ def delassus_check(m: mujoco.MjModel, q, qd, ctrl) -> None:
         J, AR = d.efc_J.reshape(d.nefc, m.nv), d.efc_AR.reshape(d.nefc, d.nefc)
     model = engine.from_mujoco(m)
     run = forward.DynamicsEvaluator(model, m.opt.timestep, StepInputs(model.actuators, ctrl if m.nu else None, None, None))
-    M, _, _ = run.evaluate(q, qd)
+    M, _, _ = run.evaluate(q, qd, energy=False)
     h = m.opt.timestep
     M_hat = run.discrete_step_metric(q, qd, M).M_hat
     factored = M + h * -forward.passive_velocity_derivative(model, q, qd, tendon_dampers=False) + h * h * np.diag(

@@ -599,7 +599,7 @@ FREE_COUPLED = {
 def test_discrete_step_derivatives_of_free_bodies_the_metric_couples(case, solver):
     """A standalone free body that a tendon or actuator term of the discrete metric reaches is solved in the whole metric
     M + h B + h^2 K, one that none reaches in its implicitfast block without actuator damping (as mj_step 4.0:
-    engine.forward.discrete_metric_parts); an affine velocity gain drops out of the metric for one sign of ctrl. Under
+    engine.forward.discrete_metric_terms); an affine velocity gain drops out of the metric for one sign of ctrl. Under
     PGS the metric has no tendon or servo terms and a free body's block no tendon dampers (engine.forward.
     explicit_couplings). Against mjd_transitionFD (centred, mjINT_DISCRETE, the solver's, constraints disabled) within
     1e-8 (2e-10 seen under PGS), both backends within 1e-10 of each other."""
@@ -1693,17 +1693,23 @@ CAPSULE_ON_ITS_END = """<mujoco><option timestep="0.002" cone="pyramidal"/><worl
 </worldbody></mujoco>"""
 
 
+def stirred(xml: str, ncon: int) -> tuple:
+    """(m, d): xml's model with the exact solver (exact_solver) at its initial q, random velocities (normal, sd 0.01, seed 1),
+    forwarded: ncon contacts there."""
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
+    mujoco.mj_forward(m, d)
+    assert d.ncon == ncon
+    return m, d
+
+
 def capsule_on_its_end(tilt: float):
     """(m, d): CAPSULE_ON_ITS_END's capsule on its lower end, 0.3 mm into the plane (clear of the impedance's kinks at
     solimp's midpoint and width, 0.5 and 1 mm), its axis turned by tilt (rad) about x from the normal; random
     velocities."""
     quat = f"{float(np.cos(tilt / 2))!r} {float(np.sin(tilt / 2))!r} 0 0"
-    m = exact_solver(mujoco.MjModel.from_xml_string(CAPSULE_ON_ITS_END.format(quat=quat)))
-    d = mujoco.MjData(m)
-    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
-    mujoco.mj_forward(m, d)
-    assert d.ncon == 1
-    return m, d
+    return stirred(CAPSULE_ON_ITS_END.format(quat=quat), 1)
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
@@ -1750,12 +1756,7 @@ def test_constrained_step_derivatives_refuse_a_contact_frame_at_its_default_swit
     differenced rows' A was ~3e3 times its largest entry off MuJoCo's centred differences unnamed: refused
     (_refuse_frame_switches) on both paths and backends; at 0.501 A within 1e-6 of MuJoCo's."""
     n = np.array([0.0, ny, np.sqrt(1 - ny * ny)]) * 0.0997
-    m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_CAPSULE.format(
-        cone=cone, pos=" ".join(repr(float(v)) for v in n))))
-    d = mujoco.MjData(m)
-    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
-    mujoco.mj_forward(m, d)
-    assert d.ncon == 1
+    m, d = stirred(SPHERE_ON_A_CAPSULE.format(cone=cone, pos=" ".join(repr(float(v)) for v in n)), 1)
     monkeypatch.setattr(derivatives, "ANALYTIC_ROWS", analytic)
     step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
     if ny == 0.5:
@@ -1780,12 +1781,8 @@ def test_constrained_step_derivatives_refuse_a_box_edge_contact_frame_at_its_def
     unnamed: refused (_refuse_frame_jumps) on both backends; at 0.501 A within 1e-6 of MuJoCo's."""
     n = np.array([0.0, ny, np.sqrt(1 - ny * ny)])
     pos = np.array([0.0, 0.1, 0.1]) + 0.0497 * n
-    m = exact_solver(mujoco.MjModel.from_xml_string(SPHERE_ON_A_BOX_EDGE.format(
-        cone=cone, pos=" ".join(repr(float(v)) for v in pos))))
-    d = mujoco.MjData(m)
-    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
-    mujoco.mj_forward(m, d)
-    assert d.ncon == 1 and abs(d.contact.frame[0, 1] + ny) < 1e-12
+    m, d = stirred(SPHERE_ON_A_BOX_EDGE.format(cone=cone, pos=" ".join(repr(float(v)) for v in pos)), 1)
+    assert abs(d.contact.frame[0, 1] + ny) < 1e-12
     step = (derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())
     if ny == 0.5:
         with pytest.raises(InvalidStateError, match="crossing \\+-0.5 within 2e-06 of q"):
@@ -1811,12 +1808,8 @@ def test_constrained_step_derivatives_of_a_capsule_on_a_box_edge(backend, cone, 
     optimum's (_held_order): A within 1e-6 of MuJoCo's extrapolated centred differences, both cones and backends."""
     n = np.array([0.0, 0.3, np.sqrt(1 - 0.3 ** 2)])
     pos, axis = np.array([0.0, 0.1, 0.1]) + 0.0497 * n, [np.cos(angle), np.sin(angle), 0.0]
-    m = exact_solver(mujoco.MjModel.from_xml_string(CAPSULE_ON_A_BOX_EDGE.format(
-        cone=cone, pos=" ".join(repr(float(v)) for v in pos), axis=" ".join(repr(float(v)) for v in axis))))
-    d = mujoco.MjData(m)
-    d.qvel[:] = np.random.default_rng(1).normal(size=m.nv) * 0.01
-    mujoco.mj_forward(m, d)
-    assert d.ncon == 2
+    m, d = stirred(CAPSULE_ON_A_BOX_EDGE.format(cone=cone, pos=" ".join(repr(float(v)) for v in pos),
+                                                axis=" ".join(repr(float(v)) for v in axis)), 2)
     A = run(backend, derivatives.step_derivatives, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(),
             constraints=True)[0]
     assert_close(A, extrapolated_transition_fd(m, d, "euler")[0], 1e-6, what="A")

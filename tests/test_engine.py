@@ -254,6 +254,40 @@ def test_the_lessons_tree_keeps_mujocos_body_names():
         dynamics.tree_from_mujoco(mujoco.MjModel.from_xml_string(chain.format('<joint type="slide"/>')))
 
 
+NAMED_AND_UNNAMED_JOINTS = ('<mujoco><worldbody><body><joint axis="0 1 0"/><geom size=".1"/><body name="tip" pos="0 0 -.5">'
+                            '<joint name="reach" type="slide"/><geom size=".1"/><body name="hand" pos="0 0 -.5"><joint/>'
+                            '<geom size=".1"/></body></body></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("source", ["franka_emika_panda", "named_and_unnamed_joints"])
+def test_a_compiled_tree_keeps_mujocos_joint_names(source):
+    """compile_tree names each joint as from_mujoco does (MuJoCo's joint name, "" when unnamed), not after its body:
+    the Panda's joints ("joint1", ...) sit on bodies "link1", ...; the chain has an unnamed joint on an unnamed body, a
+    named one ("reach") on body "tip" and an unnamed one on body "hand". Name look-ups answer alike."""
+    m = mujoco.MjModel.from_xml_string(NAMED_AND_UNNAMED_JOINTS) if source == "named_and_unnamed_joints" else models.load(source)
+    tree = dynamics.tree_from_mujoco(m)
+    compiled, loaded = engine.compile_tree(tree), engine.from_mujoco(m)
+    assert [b.joint_name for b in tree.bodies if b.joint] == [m.joint(j).name for j in range(m.njnt)]
+    assert compiled.jnt_name == loaded.jnt_name == tuple(m.joint(j).name for j in range(m.njnt))
+    named = next(name for name in loaded.jnt_name if name)
+    assert compiled.joint(named) == loaded.joint(named)
+    assert compiled.joint(named).qpos.start == m.jnt_qposadr[m.joint(named).id]
+
+
+def test_a_tree_built_by_hand_names_its_joints_after_its_bodies():
+    """A Body whose joint_name is left None (a Tree written by hand, as the lessons do) gives compile_tree's joint its
+    body's name, so joint look-ups by those names and identification's link names keep working."""
+    axis = np.array([0.0, -1.0, 0.0])
+    tree = dynamics.Tree([
+        dynamics.Body(-1, np.zeros(3), np.eye(3), "hinge", axis, None, 1.5, np.array([0.5, 0, 0]), np.eye(3), "link1"),
+        dynamics.Body(0, np.array([0.5, 0, 0]), np.eye(3), "hinge", axis, None, 1.0, np.array([0.4, 0, 0]), np.eye(3),
+                      "link2", joint_name="elbow"),
+    ], np.zeros(2), np.array([0.0, 0.0, -9.81]))
+    compiled = engine.compile_tree(tree)
+    assert compiled.jnt_name == ("link1", "elbow")
+    assert compiled.joint("link1").qpos.start == 0 and compiled.joint("elbow").qpos.start == 1
+
+
 # ---- the compiled model ----
 
 def test_loaders_fuse_welded_bodies():

@@ -1152,7 +1152,7 @@ def random_start_and_mj_steps(m: mujoco.MjModel, seed: int, rng: np.random.Gener
 @pytest.mark.parametrize("seed", range(3))
 def test_discrete_integrator_with_tendons_and_servos_follows_mj_step(seed, limit, backend):
     """The discrete metric M + h B + h^2 K with the tendons' J^T diag(b) J and J^T diag(k) J and the servos' slopes kept
-    with their stabilizing sign (engine.forward.discrete_metric), on random chains with fixed and spatial tendon springs
+    with their stabilizing sign (engine.forward.discrete_metric_terms), on random chains with fixed and spatial tendon springs
     and dampers, position, velocity and affine servos (filters, force limits), with and without a limit row: 100 steps
     of simulate and rollout within 1e-10 of mj_step in q and qd, one step within 1e-12 (the compiled backend hands the
     step to the NumPy engine: engine.forward.compiled_discrete)."""
@@ -1172,7 +1172,7 @@ def test_discrete_integrator_with_tendons_and_servos_follows_mj_step(seed, limit
                                   "an affine velocity gain on a free dof (either sign of ctrl) and a servo"])
 def test_discrete_free_bodies_the_metric_couples_follow_mj_step(case, backend):
     """A standalone free body that the discrete metric's tendon or actuator terms reach is solved in the whole metric, one
-    they do not reach in its implicitfast block without actuator damping (engine.forward.discrete_metric_parts; before,
+    they do not reach in its implicitfast block without actuator damping (engine.forward.discrete_metric_terms; before,
     physai solved both in blocks with the actuators' damping: 3e-5 off mj_step in qd after one step): 100 steps from a
     random state with ctrl of either sign (an affine velocity gain leaves the metric for one), solver tolerance 1e-15:
     one step within 1e-12 of mj_step, 100 within 1e-10. MuJoCo solves the metric's tendon and actuator terms
@@ -1379,7 +1379,7 @@ def test_the_discrete_metric_is_factored_on_the_trees_pattern_when_its_terms_fit
     d.qvel[:], d.ctrl[:] = rng.normal(size=m.nv), rng.normal(size=m.nu)
     q0, qd0, ctrl = d.qpos.copy(), d.qvel.copy(), d.ctrl.copy()
     Q, QD = mj.steps(m, d, 30)
-    B, K = forward.discrete_metric(model, q0, qd0, model.opt.timestep, model.actuators, ctrl)
+    B, K = forward.discrete_metric_terms(model, q0, qd0, model.opt.timestep, model.actuators, ctrl)[:2]
     assert solver.off_pattern(model, B + K).any() == across     # the NumPy engine's choice: dense only across
     dense_metric = native._ext._dense_metric
     dense_metric(False)
@@ -1454,7 +1454,7 @@ def test_the_discrete_metric_on_the_trees_pattern_solves_contacts_across_trees(s
         d.qpos[:], d.qvel[:] = Q[k], QD[k]
         mujoco.mj_forward(m, d)
         mujoco.mj_fullM(m, d, M)
-        B, K = forward.discrete_metric(model, Q[k], QD[k], h, model.actuators, ctrl)
+        B, K = forward.discrete_metric_terms(model, Q[k], QD[k], h, model.actuators, ctrl)[:2]
         assert not solver.off_pattern(model, B + K).any() and d.ncon > 0
         metric = M + h * B + h * h * K                                 # M^
         rounding = (m.nv + 1) * eps * np.linalg.cond(metric) * np.abs(QD[k + 1] - QD[k]).max()
@@ -1697,7 +1697,7 @@ def test_discrete_metric_couplings_under_cg_follow_mj_step_iterate_by_iterate(se
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("seed", range(3))
 def test_discrete_integrator_with_fluid_forces_follows_mj_step(seed, backend):
-    """The inertia boxes' drag in the discrete metric's B (-d qfrc_fluid / d qd, engine.forward.discrete_metric) on the
+    """The inertia boxes' drag in the discrete metric's B (-d qfrc_fluid / d qd, engine.forward.discrete_metric_terms) on the
     random chains of discrete_servo_model in a fluid (random density, viscosity and wind), the free body kept out of it
     (fluid on a standalone free body is refused): 100 steps within 1e-10 of mj_step in q and qd."""
     rng = np.random.default_rng(seed)

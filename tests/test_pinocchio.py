@@ -43,11 +43,11 @@ def tree_to_pinocchio(tree: dynamics.Tree):
         pose = parent_pose * pin.SE3(b.rot, b.pos)    # body frame at q = ref, in joint jid's frame
         if b.joint == "hinge":
             placement = pose * pin.SE3(axis_angle_to_mat(b.axis, -b.ref), b.anchor)
-            jid = pm.addJoint(jid, pin.JointModelRevoluteUnaligned(*b.axis), placement, b.name)
+            jid = pm.addJoint(jid, pin.JointModelRevoluteUnaligned(*b.axis), placement, b.joint_name)
             pose = pin.SE3(np.eye(3), -b.anchor)
         elif b.joint == "slide":
             placement = pose * pin.SE3(np.eye(3), -b.ref * b.axis)
-            jid = pm.addJoint(jid, pin.JointModelPrismaticUnaligned(*b.axis), placement, b.name)
+            jid = pm.addJoint(jid, pin.JointModelPrismaticUnaligned(*b.axis), placement, b.joint_name)
             pose = pin.SE3.Identity()
         pm.appendBodyToJoint(jid, pin.Inertia(b.mass, b.com, b.inertia), pose)
         where.append((jid, pose))

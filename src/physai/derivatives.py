@@ -321,11 +321,11 @@ class _HardForces:
 
     def metric_force(self, q: np.ndarray, qd: np.ndarray, a: np.ndarray) -> np.ndarray:
         """(nv,) the discrete step's metric moved to the right side at (q, qd) and a fixed a: -h (B a + h K a + K qd)
-        (forward.discrete_metric, M^ a = f - h K qd), on a standalone free body's rows h D a - h K qd (its implicitfast
+        (forward.discrete_metric_terms, M^ a = f - h K qd), on a standalone free body's rows h D a - h K qd (its implicitfast
         block without actuator damping, D = -B: forward.free_body_blocks; the bias's part is analytic)."""
         model, h, x = self.model, self.h, self.x
         acts = self.probe.actuators if self.actuators else x.actuators
-        B, K = forward.discrete_metric(model, q, qd, h, acts, x.ctrl, self.act)
+        B, K = forward.discrete_metric_terms(model, q, qd, h, acts, x.ctrl, self.act)[:2]
         out = -h * ((B + h * K) @ a + K @ qd)
         if self.free_rows.any():                       # their blocks: no actuator damping (forward.discrete)
             D = forward.passive_velocity_derivative(model, q, qd, not forward.explicit_couplings(model))
@@ -1996,9 +1996,9 @@ class _Stepper:
 
     def discrete_acceleration(self, q, qd, act):
         """(a, da/dq, da/dqd, da/dctrl, da/dact, _Inputs or None) of MuJoCo 4's discrete step (engine.forward.discrete):
-        M^ a = f - h K qd with M^ = M + h B + h^2 K (forward.discrete_metric), a standalone free body's rows in its
+        M^ a = f - h K qd with M^ = M + h B + h^2 K (forward.discrete_metric_terms), a standalone free body's rows in its
         implicitfast block without actuator damping (forward.free_body_blocks) unless a row or a tendon or actuator
-        term of M^ reaches it (forward.discrete_metric_parts). Differentiating at a, for an input y:
+        term of M^ reaches it (forward.discrete_metric_terms). Differentiating at a, for an input y:
 
             M^ da/dy = df/dy - d(M a)/dy|a - h K dqd/dy - h (dB/dy a + h dK/dy a + dK/dy qd)
 

@@ -45,6 +45,8 @@ class Body:
     inertia: (3, 3) rotational inertia about the centre of mass, body frame [kg m^2]
     name:    optional label used in messages and tables
     ref:     joint position at which the body has the pose (pos, rot) [rad or m]; MuJoCo's joint ref
+    joint_name: the joint's name, the compiled Model's jnt_name (the loaders give MuJoCo's or the URDF's, "" when
+             unnamed); None (a Tree built by hand): the body's name
     """
 
     parent: int
@@ -58,6 +60,7 @@ class Body:
     inertia: np.ndarray
     name: str = ""
     ref: float = 0.0
+    joint_name: str | None = None
 
     def __post_init__(self):
         who = f"body {self.name!r}" if self.name else "body"
@@ -148,7 +151,7 @@ def tree_from_mujoco(m) -> Tree:
     for b in range(1, m.nbody):
         name = m.body(b).name                          # MuJoCo's, "" when unnamed
         who = f"body {name!r}" if name else f"body {b}"
-        kind, axis, anchor, ref = "", None, None, 0.0
+        kind, axis, anchor, ref, joint_name = "", None, None, 0.0, ""
         if m.body_jntnum[b] > 1:
             raise UnsupportedModelError(f"{who} has {m.body_jntnum[b]} joints; physai needs at most one joint per body")
         if m.body_jntnum[b]:
@@ -160,9 +163,10 @@ def tree_from_mujoco(m) -> Tree:
                 raise UnsupportedModelError(f"{joint} of {who} is a {kind_name} joint; "
                                             "physai supports hinge and slide joints only")
             kind, axis, anchor, ref = kinds[jtype], m.jnt_axis[j].copy(), m.jnt_pos[j].copy(), float(m.qpos0[m.jnt_qposadr[j]])
+            joint_name = m.joint(j).name               # MuJoCo's, "" when unnamed
         mass, com, inertia = models.body_inertia(m, b)   # turned from MuJoCo's principal axes into the body frame
         bodies.append(Body(int(m.body_parentid[b]) - 1, m.body_pos[b].copy(), quat_to_mat(m.body_quat[b]), kind, axis,
-                           anchor, mass, com, inertia, name, ref))
+                           anchor, mass, com, inertia, name, ref, joint_name))
     models.check_passive_forces(m)
     off = m.opt.disableflags
     gravity = np.zeros(3) if off & mujoco.mjtDisableBit.mjDSBL_GRAVITY else m.opt.gravity.copy()

@@ -34,6 +34,7 @@ from physai.engine.smooth import cross_force, rne, velocity_stages
 from physai.engine.model import Model
 from physai.engine.model_checks import label
 from physai.exceptions import InvalidArgumentError, InvalidInertiaError, ShapeError
+from physai.spatial import skew
 
 __all__ = ["regressor", "joint_regressor", "parameters", "from_parameters", "base_parameters", "BaseParameters", "parameter_names",
            "pseudo_inertia", "from_pseudo_inertia", "is_physical", "NAMES"]
@@ -45,8 +46,7 @@ NAMES = ("m", "mcx", "mcy", "mcz", "Ixx", "Ixy", "Iyy", "Ixz", "Iyz", "Izz")
 _PHI = np.zeros((6, 6, 10))
 _PHI[3:, 3:, 0] = np.eye(3)
 for _k in range(3):
-    _e = np.eye(3)[_k]
-    _S = np.array([[0, -_e[2], _e[1]], [_e[2], 0, -_e[0]], [-_e[1], _e[0], 0]])
+    _S = skew(np.eye(3)[_k])
     _PHI[:3, 3:, 1 + _k], _PHI[3:, :3, 1 + _k] = _S, -_S
 for _p, (_i, _j) in zip(range(4, 10), ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2))):
     _PHI[_i, _j, _p] = _PHI[_j, _i, _p] = 1.0

@@ -58,10 +58,10 @@ mj_integratePos), written q' = q + h qd' below:
                     a the step map (qd' - qd) / h; B and K the positive damping and stiffness: the joints' diagonal,
                     the inertia boxes' fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J,
                     the servos' moment^T max(-slope, 0) moment of their velocity and length slopes
-                    (engine.forward.discrete_metric; both engines, but the compiled one hands a muscle or ellipsoid
+                    (engine.forward.discrete_metric_terms; both engines, but the compiled one hands a muscle or ellipsoid
                     fluid to the NumPy engine: forward.compiled_discrete);
                     standalone free bodies solved again in their blocks as implicitfast's (without actuator damping)
-                    unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_parts);
+                    unless a tendon or servo term of the metric reaches them (engine.forward.discrete_metric_terms);
                     a0 = M^-1 f in that metric by conjugate gradients to opt.tolerance (at most opt.iterations),
                     preconditioned with its factored part (the joints' and fluid's terms plus the couplings' diagonal;
                     engine.forward.cg_backbone, engine.solver.smooth_acceleration; both engines), as MuJoCo 4 applies
@@ -1387,4 +1387,5 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
     h = check_timestep(dt)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     run = forward.DynamicsEvaluator(model, h, step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied))
+    run.with_energy = False                            # the stages carry no energy
     return [s[:4] for s in forward.rk4_stages(run, q, qd)]

@@ -191,6 +191,7 @@ def rk4_shooting(model, samples, dt, qd0=None, actuators=None, ctrl=None, tol=1e
     q, qd = np.empty((N + 1, model.nq)), np.empty((N + 1, nv))
     q[0], qd[0] = Q[0], qd_all[0]
     run = engine.DynamicsEvaluator(model, h, base)
+    run.with_energy = False                            # the shooting reads no energy
 
     def rk4(u, k):                                     # one physai rk4 step from state k with force u
         run.inputs = StepInputs(base.actuators, base.ctrl, u, None)

@@ -32,11 +32,12 @@ def tree_from_urdf(urdf: str | Path | bytes, armature=None, gravity=(0.0, 0.0, -
     """
     bodies, damping = [], []
     for spec in read(urdf, independent_mimic):
-        kind, axis, anchor = "", None, None
+        kind, axis, anchor, joint_name = "", None, None, ""
         if spec.joints:
             joint = spec.joints[0]
-            kind, axis, anchor = KINDS[joint.type], joint.axis, joint.anchor
+            kind, axis, anchor, joint_name = KINDS[joint.type], joint.axis, joint.anchor, joint.name
             damping.append(float(joint.damping))
-        bodies.append(Body(spec.parent, spec.pos, spec.rot, kind, axis, anchor, spec.mass, spec.com, spec.inertia, spec.name))
+        bodies.append(Body(spec.parent, spec.pos, spec.rot, kind, axis, anchor, spec.mass, spec.com, spec.inertia, spec.name,
+                           joint_name=joint_name))
     nv = len(damping)
     return Tree(bodies, np.zeros(nv) if armature is None else armature, gravity, np.array(damping))

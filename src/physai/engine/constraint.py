@@ -273,7 +273,7 @@ def rows(model: Model, d: Data, q: np.ndarray, qd: np.ndarray, contacts: Contact
          step_diagonal: np.ndarray | None = None) -> Rows:
     """The constraint rows of the state (q (nq,), qd (nv,)) whose velocity stages d holds (a one-state Data), with the
     contacts given, in MuJoCo's order, with their impedance, regulariser and reference acceleration. discrete_h: the
-    timestep h [s] of MuJoCo 4's discrete integrator, whose rows act at the end of the step (discrete_metric);
+    timestep h [s] of MuJoCo 4's discrete integrator, whose rows act at the end of the step (discrete_metric_terms);
     step_diagonal (nv,): the diagonal of its metric M + h B + h^2 K (default: the joints' B and K alone)."""
     check_supported(model)
     opt, nv = model.opt, model.nv
@@ -388,7 +388,7 @@ def discrete_diagonal_ratio(model: Model, d: Data, J: np.ndarray, h: float,
     positions the one-state Data d holds and the timestep h [s]: J diag(M + h B + h^2 K)^-1 J^T / J diag(M)^-1 J^T with
     M's diagonal at the state: the row's inverse inertia in the step's metric over the bare one (1 for a row whose bare
     one is at most MINVAL, as MuJoCo 4: a contact normal whose J is rounding noise, ~1e-16, keeps its diagApprox).
-    step_diagonal (nv,): diag(M + h B + h^2 K) with the tendons' and servos' terms (forward.discrete_metric);
+    step_diagonal (nv,): diag(M + h B + h^2 K) with the tendons' and servos' terms (forward.discrete_metric_terms);
     default the joints' B and K alone."""
     M = np.diag(smooth.crb(model, d)[:, :, 0])
     J2 = J * J

@@ -110,7 +110,7 @@ def discrete(run, q, qd):
     joint damping, K the joint stiffness (f at the end of the step to first order in h), a the step map (qd' - qd) / h;
     with constraints, the solver minimises in the metric M + h B + h^2 K with the rows at the end of the step
     (constraint.rows' discrete_h); standalone free bodies solved again in their blocks as implicitfast's (without
-    actuator damping) unless a row or a tendon or actuator term of the metric reaches them (discrete_metric_parts)."""
+    actuator damping) unless a row or a tendon or actuator term of the metric reaches them (discrete_metric_terms)."""
     M, f, potential = run.evaluate(q, qd, energy=run.with_energy)
     qacc = discrete_acceleration(run, q, qd, M, f)
     run.settle(qacc)                                   # the step map, free bodies included: d.qacc, the next warm start
@@ -527,23 +527,13 @@ def discrete_step_metric(model, q, qd, h: float, M: np.ndarray, actuators=None, 
     return DiscreteMetric(M + h * B + h * h * K, K, coupled, B_joint)                 # M^ = M + h B + h^2 K
 
 
-def discrete_metric(model, q, qd, h: float, actuators=None, ctrl=None, act=None) -> tuple[np.ndarray, np.ndarray]:
-    """(B, K) (nv, nv) [N m s/rad | N s/m, N m/rad | N/m]: the positive damping and stiffness of MuJoCo 4's discrete
-    step metric M + h B + h^2 K at (q, qd): the joints' (diagonal), the inertia boxes' fluid drag (-d qfrc_fluid / d qd),
-    the tendons' J^T diag(b) J and J^T diag(k) J (k zero inside a spring's dead band), and the actuators' slopes with
-    the stabilizing sign (actuation.servo_metric). discrete_metric_parts also says which dofs the last two reach."""
-    return discrete_metric_parts(model, q, qd, h, actuators, ctrl, act)[:2]
-
-
-def discrete_metric_parts(model, q, qd, h: float, actuators=None, ctrl=None, act=None):
-    """(B, K, coupled): discrete_metric's B and K, and coupled (nv,) bool: the dofs its tendon and actuator terms reach
-    (discrete_metric_terms, which explains them)."""
-    return discrete_metric_terms(model, q, qd, h, actuators, ctrl, act)[:3]
-
-
 def discrete_metric_terms(model, q, qd, h: float, actuators=None, ctrl=None, act=None):
-    """(B, K, coupled, B_joint): discrete_metric_parts' and B_joint (nv, nv), B's joints' and fluid's part
-    (joint_fluid_damping: the factored part's, cg_backbone).
+    """(B, K, coupled, B_joint): B and K (nv, nv) [N m s/rad | N s/m, N m/rad | N/m], the positive damping and
+    stiffness of MuJoCo 4's discrete step metric M + h B + h^2 K at (q, qd): the joints' (diagonal), the inertia boxes'
+    fluid drag (-d qfrc_fluid / d qd), the tendons' J^T diag(b) J and J^T diag(k) J (k zero inside a spring's dead band),
+    and the actuators' slopes with the stabilizing sign (actuation.servo_metric); coupled (nv,) bool: the dofs its
+    tendon and actuator terms reach; B_joint (nv, nv), B's joints' and fluid's part (joint_fluid_damping: the factored
+    part's, cg_backbone).
     MuJoCo applies those terms matrix-free, outside its factored metric (the joints' diagonals, the fluid drag), and
     solves a standalone free body with such a dof in the whole metric, not in its own block (discrete). Where they
     couple branches or trees, M + h B + h^2 K leaves the tree's pattern: the solver then solves densely

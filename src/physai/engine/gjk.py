@@ -217,7 +217,7 @@ def subdistance(simplex: list) -> list:
 
 def det3(a, b, c) -> float:
     """det [a b c] = a . (b x c)."""
-    return a[0] * (b[1] * c[2] - b[2] * c[1]) + a[1] * (b[2] * c[0] - b[0] * c[2]) + a[2] * (b[0] * c[1] - b[1] * c[0])
+    return dot3(a, cross3(b, c))
 
 
 def _nearest_of_faces(candidates, n: int) -> list:

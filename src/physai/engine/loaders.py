@@ -31,7 +31,8 @@ _FROM_MJ = {int(mujoco.mjtJoint.mjJNT_FREE): joints.FREE, int(mujoco.mjtJoint.mj
             int(mujoco.mjtJoint.mjJNT_SLIDE): joints.SLIDE, int(mujoco.mjtJoint.mjJNT_HINGE): joints.HINGE}
 #: the fields of a lesson Tree (physai.dynamics.Tree) and of its bodies that compile_tree reads
 TREE_FIELDS = ("bodies", "armature", "gravity", "damping", "stiffness", "springref")
-TREE_BODY_FIELDS = ("parent", "pos", "rot", "joint", "axis", "anchor", "mass", "com", "inertia", "name", "ref")
+TREE_BODY_FIELDS = ("parent", "pos", "rot", "joint", "axis", "anchor", "mass", "com", "inertia", "name", "ref",
+                    "joint_name")
 
 
 def is_tree(source) -> bool:
@@ -425,7 +426,8 @@ def _tree_bodies(tree) -> list[BodySpec]:
         specs = []
         if b.joint:
             specs.append(JointSpec(kinds[b.joint], b.axis, b.anchor, b.ref, tree.armature[k], tree.damping[k],
-                                   tree.stiffness[k], tree.springref[k], b.name))
+                                   tree.stiffness[k], tree.springref[k],
+                                   b.name if b.joint_name is None else b.joint_name))
             k += 1
         bodies.append(BodySpec(b.parent, b.pos, b.rot, specs, b.mass, b.com, b.inertia, b.name))
     return bodies

@@ -168,8 +168,7 @@ def mesh_support(mesh: ConvexMesh, direction: np.ndarray, last: int = -1) -> tup
 
 def _quad_area(a, b, c, d) -> float:
     """The area of the quadrilateral a b c d, half the norm of its diagonals' cross product."""
-    u, w = a - c, b - d
-    x, y, z = u[1] * w[2] - u[2] * w[1], u[2] * w[0] - u[0] * w[2], u[0] * w[1] - u[1] * w[0]
+    x, y, z = cross3(a - c, b - d)
     return math.sqrt(x * x + y * y + z * z) * 0.5
 
 
