@@ -873,8 +873,7 @@ ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &ke
     t.K = o.view_doubles("K", {n}), t.imp = o.view_doubles("imp", {n}), t.impP = o.view_doubles("impP", {n});
     t.pos = o.view_doubles("pos", {n}), t.margin = o.view_doubles("margin", {n}), t.force = o.view_doubles("force", {n});
     t.state = o.view_ints("state", {n});
-    t.rows = o.view_ints("rows", {t.nrows}), t.dJ = o.view_doubles("dJ", {t.nrows, nv, nv});
-    t.dpos = o.view_doubles("dpos", {t.nrows, nv});
+    t.rows = o.view_ints("rows", {t.nrows});
     t.moving = o.view_ints("moving", {t.nmoving}), t.weights = o.view_doubles("weights", {t.points});
     t.Jpts = o.view_doubles("Jpts", {t.nmoving * t.points, n, nv}), t.fpts = o.view_doubles("fpts", {t.nmoving * t.points, n});
     t.daref = o.view_doubles("daref", {n, nv});
@@ -884,6 +883,21 @@ ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &ke
         cone += t.cone_dim[b] * t.cone_dim[b];
     }
     t.cone_H = o.view_doubles("cone_H", {cone});
+    t.nplane = o.size("nplane"), t.plane_at = o.size("plane_at"), t.plane_rows = o.size("plane_rows");
+    int64_t np_ = t.nplane, rows = 0;
+    if (t.plane_at + t.plane_rows > t.nrows) o.invalid("plane_rows", "plane rows past the analytic rows");
+    t.plane_body = o.view_ints("plane_body", {np_}), t.plane_dim = o.view_ints("plane_dim", {np_});
+    t.plane_origin = o.view_doubles("plane_origin", {np_, 3}), t.plane_frame = o.view_doubles("plane_frame", {np_, 3, 3});
+    t.plane_pos = o.view_doubles("plane_pos", {np_, 3}), t.plane_dist = o.view_doubles("plane_dist", {np_});
+    t.plane_friction = o.view_doubles("plane_friction", {np_, 5}), t.plane_radius = o.view_doubles("plane_radius", {np_});
+    t.plane_axis = o.view_doubles("plane_axis", {np_, 3}), t.turns = o.view_doubles("turns", {nv, nv});
+    for (int64_t c = 0; c < np_; c++) {
+        if (t.plane_dim[c] != 1 && t.plane_dim[c] != 3) o.invalid("plane_dim", "a plane contact's dim not 1 or 3");
+        if (t.plane_body[c] < 0 || t.plane_body[c] >= m.nbody) o.invalid("plane_body", "a body outside 0 .. nbody - 1");
+        rows += pyramid_rows(t.plane_dim[c]);
+    }
+    if (rows != t.plane_rows) o.invalid("plane_rows", "not the plane contacts' rows");
+    t.dJ = o.view_doubles("dJ", {t.nrows - t.plane_rows, nv, nv}), t.dpos = o.view_doubles("dpos", {t.nrows - t.plane_rows, nv});
     for (int64_t i = 0; i < t.nrows; i++)
         if (t.rows[i] < 0 || t.rows[i] >= n) o.invalid("rows", "a row outside 0 .. nefc - 1");
     for (int64_t k = 0; k < t.nmoving; k++)
