@@ -1472,16 +1472,18 @@ def test_constrained_rows_analytic_q_derivatives_match_central_differences(monke
     assert np.abs(dJ).max() > 0.1                       # the Jacobians do turn
 
 
-@pytest.mark.parametrize("scene, piece", [("plane", "plane_contact_rows"), ("segments", "segment_contact_rows")])
-def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, scene, piece):
-    """cpp/constraint_derivative.h's plane_contact_rows and segment_contact_rows (COMPILED_PIECES) against their NumPy
-    text (derivatives.plane_contact_rows, segment_contact_rows) on SCENES' states (PLANE_PRIMITIVES: a plane against box
-    corners, capsule ends whose tangents turn with their axes, a sphere of dim 1; SEGMENTS: capsule-capsule,
-    capsule-sphere and sphere-sphere contacts between moving bodies): the rows' dJ and d dist, and A and B of the step,
-    within 1e-10 of the largest entry; both paths run (counted)."""
-    xml, state, _, count = SCENES[scene]
-    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
-    d = state(m)
+@pytest.mark.parametrize("case, piece", [("plane primitives", "plane_contact_rows"), ("segments", "segment_contact_rows"),
+                                         ("segments", "segment_pair"), ("dm humanoid", "segment_pair"),
+                                         ("random pyramidal 2", "segment_pair")])
+def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, case, piece):
+    """cpp/constraint_derivative.h's plane_contact_rows, segment_contact_rows and segment_pair (COMPILED_PIECES) against
+    their NumPy text (derivatives.plane_contact_rows, segment_contact_rows, segment_pair) on SCENES' states
+    (PLANE_PRIMITIVES: a plane against box corners, capsule ends whose tangents turn with their axes, a sphere of dim 1;
+    SEGMENTS: capsule-capsule, capsule-sphere and sphere-sphere contacts between moving bodies, their nearest points
+    inside and at a segment's end), dm_control's humanoid and a random scene (compiled_step_case): the rows' dJ and
+    d dist, the segment pairs' fields (_SegmentPair: how far each weight is from an end, its rates, dD, |D|, v1: what
+    the refusals read), and A and B of the step, within 1e-10 of the largest entry; both paths run (counted)."""
+    m, d, _, _ = compiled_step_case(case)
     model = engine.from_mujoco(m)
     q, qd = d.qpos.copy(), d.qvel.copy()
     calls = {"native": 0, "numpy": 0}
@@ -1490,16 +1492,26 @@ def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, scene, piece):
         return lambda *a: calls.__setitem__(name, calls[name] + 1) or f(*a)
     monkeypatch.setattr(native, piece, counted("native", getattr(native, piece)))
     monkeypatch.setattr(derivatives, piece, counted("numpy", getattr(derivatives, piece)))
-    out = {}
+    out, pairs = {}, {}
     for compiled in (True, False):
         monkeypatch.setattr(derivatives, "COMPILED_PIECES", compiled)
-        (_, _, rows, dJ, dpos), = captured_analytic_rows(monkeypatch, model, q, qd)
-        out[compiled] = rows, dJ, dpos, *derivatives.step_derivatives(model, q, qd, constraints=True)
+        (self, _, rows, dJ, dpos), = captured_analytic_rows(monkeypatch, model, q, qd, ctrl=d.ctrl.copy() if m.nu else None)
+        pairs[compiled] = self.pairs
+        out[compiled] = rows, dJ, dpos, *derivatives.step_derivatives(model, q, qd, ctrl=d.ctrl.copy() if m.nu else None,
+                                                                      constraints=True)
     assert calls["native"] == calls["numpy"] > 0
-    assert (out[True][0] == out[False][0]).all() and len(out[True][0]) == count
+    assert (out[True][0] == out[False][0]).all() and len(out[True][0]) > 0
+    assert case not in ("plane primitives", "segments") or len(out[True][0]) == SCENES[case.split()[0]][3]
     for k, what in ((1, "dJ"), (2, "dpos"), (3, "A"), (4, "B")):
         assert_close(out[True][k], out[False][k], 1e-10, floor=0.0, what=what)
     assert np.abs(out[True][1]).max() > 0.1
+    assert pairs[True].keys() == pairs[False].keys() and (piece != "segment_pair" or pairs[True])
+    for c in pairs[True]:
+        for field in ("room", "speed", "rates", "dD", "L", "v1"):
+            x, y = np.asarray(getattr(pairs[True][c], field)), np.asarray(getattr(pairs[False][c], field))
+            finite = np.isfinite(y)
+            assert (np.isfinite(x) == finite).all()
+            assert_close(x[finite], y[finite], 1e-10, floor=0.0, what=f"contact {c}'s {field}")
 
 
 def dm_humanoid() -> tuple:

@@ -1195,13 +1195,9 @@ class _Constraints:
     def _segment_pair(self, c: int, q: np.ndarray, poses: tuple):
         """_SegmentPair of contact c between two spheres or capsules (a sphere a segment of length 0;
         primitives.sphere_sphere, sphere_capsule, capsule_capsule), or None where its segments are parallel (two
-        contacts) or the contact is not at their nearest points. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0,
-        d1 fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is
-        inside (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
-
-            dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
-
-        (ds, dt zero at an end). poses: the bodies' (xpos, xmat) at q."""
+        contacts) or the contact is not at their nearest points: each geom's segment a0 + s d (a0, d fixed in its
+        body), the bodies' Jacobians at their origins, then segment_pair (compiled where COMPILED_PIECES: native.
+        segment_pair). poses: the bodies' (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
         ends, frames, radius = [], [], []
         for geom, body in zip(contacts.geom[c].tolist(), r.contact_body[c].tolist()):   # each geom's segment a0 + s d
@@ -1212,32 +1208,13 @@ class _Constraints:
             frames.append((body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)), xpos))
             radius.append(G.geom_size[geom, 0])
         (a0, d1), (b0, d2) = ends
-        weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
-        if len(weights) != 1:                                                   # parallel: two contacts, differenced
+        arrays = (np.stack([J for J, _ in frames]), np.stack([o for _, o in frames]), a0, d1, b0, d2,
+                  np.array(radius, float), float(contacts.dist[c]))
+        pair = native.segment_pair(*arrays) if COMPILED_PIECES and native.on else segment_pair(*arrays)
+        if pair is None:
             return None
-        s, t = weights[0]
-        c1, c2 = a0 + s * d1, b0 + t * d2
-        D = c2 - c1
-        L = np.sqrt(D @ D)
-        if L < 1e-9 or abs(L - radius[0] - radius[1] - contacts.dist[c]) > 1e-9 * max(1.0, L):   # not its nearest points
-            return None
-        (v1, W1), (v2, W2) = _point_jacobian(frames[0], c1), _point_jacobian(frames[1], c2)
-        free = np.array([(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0])
-        dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
-        A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
-        rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
-        st = np.zeros((2, model.nv))
-        if free.any():
-            f = np.flatnonzero(free)
-            st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
-        dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
-        # a clamped weight's multiplier |D . d| (s: -D . d1 >= 0 at 0, D . d1 >= 0 at 1; t: D . d2 at 0, -D . d2 at 1),
-        # zero where it comes free: its rate dD . d + D . dd; a free one's way to an end, min(w, 1 - w), at rate dw
-        weights, clamped = np.array([s, t]), np.array([D @ d1, D @ d2]) * np.array([2 * s - 1, 1 - 2 * t])
-        room = np.where(free, np.minimum(weights, 1 - weights), clamped)
-        rates = np.where(free[:, None], st, np.array([dD.T @ d1 + D @ dd1, dD.T @ d2 + D @ dd2]))
-        room[np.array([d1 @ d1 == 0, d2 @ d2 == 0])] = np.inf                           # a sphere: no segment
-        return _SegmentPair(room, np.abs(rates).max(axis=1), st, dD, (d1, d2), frames, radius, L, v1)
+        room, speed, st, dD, L, v1 = pair
+        return _SegmentPair(room, speed, st, dD, (d1, d2), frames, radius, L, v1)
 
     def _segment_contact(self, c: int, pair) -> tuple | None:
         """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules whose
@@ -1473,6 +1450,45 @@ def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis
             dJ[start:start + len(dE)] += np.matmul(P[i].T, dE)
         start += len(e)
     return dJ, ddist[owner]
+
+
+def segment_pair(J, origin, a0, d1, b0, d2, radius, dist) -> tuple | None:
+    """(room (2,), speed (2,), st (2, nv), dD (3, nv), L, v1 (3, nv)) of a contact between two spheres or capsules at
+    their segments' nearest points (_Constraints._segment_pair, which gathers: J (2, 6, nv) the bodies' Jacobians at
+    their origins (2, 3), zeros for the world; each segment a0 + s d1, b0 + t d2 [m]; radius (2,); the contact's dist),
+    _SegmentPair's fields; None where the segments are parallel (two contacts) or the contact is not at their nearest
+    points. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (primitives.segment_weights) have D = c2 - c1 normal to
+    d1 where s is inside (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
+
+        dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
+
+    (ds, dt zero at an end). Mirrored one to one by cpp/constraint_derivative.h's segment_pair (COMPILED_PIECES)."""
+    weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
+    if len(weights) != 1:                                                   # parallel: two contacts, differenced
+        return None
+    s, t = weights[0]
+    c1, c2 = a0 + s * d1, b0 + t * d2
+    D = c2 - c1
+    L = np.sqrt(D @ D)
+    if L < 1e-9 or abs(L - radius[0] - radius[1] - dist) > 1e-9 * max(1.0, L):   # not its nearest points
+        return None
+    (v1, W1), (v2, W2) = _point_jacobian((J[0], origin[0]), c1), _point_jacobian((J[1], origin[1]), c2)
+    free = np.array([(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0])
+    dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
+    A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
+    rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
+    st = np.zeros((2, J.shape[2]))
+    if free.any():
+        f = np.flatnonzero(free)
+        st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
+    dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
+    # a clamped weight's multiplier |D . d| (s: -D . d1 >= 0 at 0, D . d1 >= 0 at 1; t: D . d2 at 0, -D . d2 at 1),
+    # zero where it comes free: its rate dD . d + D . dd; a free one's way to an end, min(w, 1 - w), at rate dw
+    weights, clamped = np.array([s, t]), np.array([D @ d1, D @ d2]) * np.array([2 * s - 1, 1 - 2 * t])
+    room = np.where(free, np.minimum(weights, 1 - weights), clamped)
+    rates = np.where(free[:, None], st, np.array([dD.T @ d1 + D @ dd1, dD.T @ d2 + D @ dd2]))
+    room[np.array([d1 @ d1 == 0, d2 @ d2 == 0])] = np.inf                           # a sphere: no segment
+    return room, np.abs(rates).max(axis=1), st, dD, L, v1
 
 
 def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common) -> tuple:
