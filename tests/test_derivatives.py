@@ -1529,6 +1529,13 @@ def dm_humanoid() -> tuple:
     return m, d
 
 
+WELDED_ON_A_PLANE = """<mujoco><option timestep="0.002"/><worldbody><geom type="plane" size="2 2 .1"/>
+<body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.05" pos="0.1 0 0.2"/>
+  <body pos="0.1 0.2 -0.05" euler="20 40 10"><geom type="capsule" size="0.04 0.1" euler="70 10 0" pos="0.02 0.01 0"/>
+  <body pos="-0.2 0 0" euler="0 30 0"><geom type="box" size="0.05 0.04 0.03" pos="0.01 0 0.02"/></body></body>
+</body></worldbody></mujoco>"""
+
+
 @functools.lru_cache(maxsize=1)
 def compiled_step_case(case: str) -> tuple:
     """(MjModel, MjData, the kinds and states of MuJoCo's rows there) of test_compiled_constrained_step_equals_the_numpy_text
@@ -1545,6 +1552,15 @@ def compiled_step_case(case: str) -> tuple:
         xml, state, _, _ = SCENES[case.split()[0]]
         m = exact_solver(mujoco.MjModel.from_xml_string(xml))
         d = state(m)
+    elif case == "welded bodies on a plane":           # plane contacts of bodies fused into a free body's link, off
+        m = exact_solver(mujoco.MjModel.from_xml_string(WELDED_ON_A_PLANE))   # its origin (a review's scene)
+        d = mujoco.MjData(m)
+        for z in np.linspace(0.4, -0.3, 1401):         # lowered until two contacts touch
+            d.qpos[2] = z
+            mujoco.mj_forward(m, d)
+            if d.ncon >= 2:
+                break
+        d.qvel[:] = np.random.default_rng(0).normal(size=m.nv) * 0.3
     elif case.startswith("random"):                    # constraint_scene: every kind of row, contacts of both cones
         _, cone, seed = case.split()
         m, d = constraint_scene(int(seed), cone, 3 + 3 * (int(seed) % 2), tolerance=1e-15)
@@ -1566,7 +1582,8 @@ def compiled_step_case(case: str) -> tuple:
 @pytest.mark.parametrize("integrator", [None, "euler", "implicit", "implicitfast"])
 @pytest.mark.parametrize("case", ["G1 standing", "dm humanoid", "box sliding pyramidal", "box sliding elliptic",
                                   "frictionless edge", "SO-101 past its limits", "coupled slides", "plane primitives",
-                                  "segments", *(f"random {cone} {seed}" for cone in ("pyramidal", "elliptic")
+                                  "segments", "welded bodies on a plane",
+                                  *(f"random {cone} {seed}" for cone in ("pyramidal", "elliptic")
                                                 for seed in range(3))])
 def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, integrator):
     """step_derivatives(constraints=True) with the step after the rows' derivatives in one compiled call
@@ -1618,7 +1635,8 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
                "dm humanoid": planes, "plane primitives": planes, "segments": t["nplane"] == 0 and t["nrows"] > 0,
                "random pyramidal 0": planes and t["nmoving"] > 0, "random pyramidal 2": planes and t["nmoving"] > 0,
                "random elliptic 0": t["ncone"] > 0, "random elliptic 1": t["ncone"] > 0,
-               "random elliptic 2": t["ncone"] > 0}    # the branch each case is there for
+               "random elliptic 2": t["ncone"] > 0, "welded bodies on a plane": t["nplane"] >= 2}
+    # the branch each case is there for
     assert reached.get(case, t["nrows"] > 0)
 
 
