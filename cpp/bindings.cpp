@@ -873,8 +873,7 @@ ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &ke
     t.K = o.view_doubles("K", {n}), t.imp = o.view_doubles("imp", {n}), t.impP = o.view_doubles("impP", {n});
     t.pos = o.view_doubles("pos", {n}), t.margin = o.view_doubles("margin", {n}), t.force = o.view_doubles("force", {n});
     t.state = o.view_ints("state", {n});
-    t.rows = o.view_ints("rows", {t.nrows}), t.dJ = o.view_doubles("dJ", {t.nrows, nv, nv});
-    t.dpos = o.view_doubles("dpos", {t.nrows, nv});
+    t.rows = o.view_ints("rows", {t.nrows});
     t.moving = o.view_ints("moving", {t.nmoving}), t.weights = o.view_doubles("weights", {t.points});
     t.Jpts = o.view_doubles("Jpts", {t.nmoving * t.points, n, nv}), t.fpts = o.view_doubles("fpts", {t.nmoving * t.points, n});
     t.daref = o.view_doubles("daref", {n, nv});
@@ -884,6 +883,21 @@ ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &ke
         cone += t.cone_dim[b] * t.cone_dim[b];
     }
     t.cone_H = o.view_doubles("cone_H", {cone});
+    t.nplane = o.size("nplane"), t.plane_at = o.size("plane_at"), t.plane_rows = o.size("plane_rows");
+    int64_t np_ = t.nplane, rows = 0;
+    if (t.plane_at + t.plane_rows > t.nrows) o.invalid("plane_rows", "plane rows past the analytic rows");
+    t.plane_body = o.view_ints("plane_body", {np_}), t.plane_dim = o.view_ints("plane_dim", {np_});
+    t.plane_origin = o.view_doubles("plane_origin", {np_, 3}), t.plane_frame = o.view_doubles("plane_frame", {np_, 3, 3});
+    t.plane_pos = o.view_doubles("plane_pos", {np_, 3}), t.plane_dist = o.view_doubles("plane_dist", {np_});
+    t.plane_friction = o.view_doubles("plane_friction", {np_, 5}), t.plane_radius = o.view_doubles("plane_radius", {np_});
+    t.plane_axis = o.view_doubles("plane_axis", {np_, 3}), t.turns = o.view_doubles("turns", {nv, nv});
+    for (int64_t c = 0; c < np_; c++) {
+        if (t.plane_dim[c] != 1 && t.plane_dim[c] != 3) o.invalid("plane_dim", "a plane contact's dim not 1 or 3");
+        if (t.plane_body[c] < 0 || t.plane_body[c] >= m.nbody) o.invalid("plane_body", "a body outside 0 .. nbody - 1");
+        rows += pyramid_rows(t.plane_dim[c]);
+    }
+    if (rows != t.plane_rows) o.invalid("plane_rows", "not the plane contacts' rows");
+    t.dJ = o.view_doubles("dJ", {t.nrows - t.plane_rows, nv, nv}), t.dpos = o.view_doubles("dpos", {t.nrows - t.plane_rows, nv});
     for (int64_t i = 0; i < t.nrows; i++)
         if (t.rows[i] < 0 || t.rows[i] >= n) o.invalid("rows", "a row outside 0 .. nefc - 1");
     for (int64_t k = 0; k < t.nmoving; k++)
@@ -1331,6 +1345,27 @@ nb::tuple segment_contact_rows_call(DArr J, DArr origin, DArr frame, DArr pos, d
     return nb::make_tuple(dJ, ddist);
 }
 
+// _native.segment_pair(J, origin, a0, d1, b0, d2, radius, dist): (room (2,), speed (2,), st (2, nv), dD (3, nv), L,
+// v1 (3, nv)) of cpp/constraint_derivative.h's segment_pair (physai.derivatives.segment_pair's arrays), or None where
+// it declines the pair; ValueError for arrays not shaped as it reads them
+nb::object segment_pair_call(DArr J, DArr origin, DArr a0, DArr d1, DArr b0, DArr d2, DArr radius, double dist) {
+    if (J.ndim() != 3 || J.shape(0) != 2 || J.shape(1) != 6) throw std::invalid_argument("segment_pair: J is not (2, 6, nv)");
+    const int64_t nv = int64_t(J.shape(2));
+    if (!is(origin, {2, 3}) || !is(a0, {3}) || !is(d1, {3}) || !is(b0, {3}) || !is(d2, {3}) || !is(radius, {2}))
+        throw std::invalid_argument("segment_pair: an array is not shaped as origin (2, 3), a0, d1, b0, d2 (3), radius (2)");
+    void *room, *speed, *st, *dD, *v1;
+    const npy_intp two[1] = {2}, rates[2] = {2, npy_intp(nv)}, moves[2] = {3, npy_intp(nv)};
+    nb::object Room = new_array(1, two, NPY_FLOAT64, room), Speed = new_array(1, two, NPY_FLOAT64, speed);
+    nb::object St = new_array(2, rates, NPY_FLOAT64, st), DD = new_array(2, moves, NPY_FLOAT64, dD);
+    nb::object V1 = new_array(2, moves, NPY_FLOAT64, v1);
+    double L = 0.0;
+    if (!segment_pair(nv, J.data(), origin.data(), a0.data(), d1.data(), b0.data(), d2.data(), radius.data(), dist,
+                      static_cast<double *>(room), static_cast<double *>(speed), static_cast<double *>(st),
+                      static_cast<double *>(dD), L, static_cast<double *>(v1)))
+        return nb::none();
+    return nb::make_tuple(Room, Speed, St, DD, L, V1);
+}
+
 // the instruction sets this CPU supports, best first
 nb::list isas() {
     nb::list r;
@@ -1396,6 +1431,9 @@ NB_MODULE(_native, mod) {
             nb::arg("pos"), nb::arg("dist"), nb::arg("friction"), nb::arg("dim"), nb::arg("d1"), nb::arg("ds"), nb::arg("dD"),
             nb::arg("L"), nb::arg("radius"), nb::arg("v1"), nb::arg("turns"), nb::arg("common"),
             "(dJ (rows, nv, nv), ddist (nv,)): physai.derivatives.segment_contact_rows compiled (cpp/constraint_derivative.h)");
+    mod.def("segment_pair", &segment_pair_call, nb::arg("J"), nb::arg("origin"), nb::arg("a0"), nb::arg("d1"), nb::arg("b0"),
+            nb::arg("d2"), nb::arg("radius"), nb::arg("dist"),
+            "(room, speed, st, dD, L, v1) or None: physai.derivatives.segment_pair compiled (cpp/constraint_derivative.h)");
     mod.def("isa", [] { return isa_kernels(active_isa()).name; },
             "the instruction set the batch kernel runs with: avx512f, avx2 or default (baseline x86-64, "
             "SSE2; elsewhere the compiler's default); PHYSAI_ISA chooses at load time");

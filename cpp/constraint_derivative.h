@@ -5,6 +5,8 @@
 //                          (derivatives.plane_contact_rows, from _Constraints._plane_contacts)
 //     segment_contact_rows d J/dq and d dist/dq of the rows of a contact between two spheres or capsules at their
 //                          segments' nearest points (derivatives.segment_contact_rows, from _Constraints._segment_contact)
+//     segment_pair         those nearest points' rates along each dof and how far they are from an end
+//                          (derivatives.segment_pair, from _Constraints._segment_pair)
 //
 // Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts. Included by
 // cpp/bindings.cpp only (the module function _native.plane_contact_rows).
@@ -14,6 +16,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "primitives.h"
 #include "spatial.h"
 
 namespace physai {
@@ -203,6 +206,91 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
                 for (int64_t k = 0; k < nv; k++) out[j * nv + k] = 0.0;
         }
     }
+}
+
+// x (2, nv) solving A x = b (2, nv) for the rows where free (derivatives.segment_pair's np.linalg.solve of A's free
+// block): LAPACK's LU with partial pivoting on two rows, a division on one, zero on the others
+inline void free_block_solve(const double (*A)[2], const bool *free, const double *b, int64_t nv, double *x) {
+    for (int64_t k = 0; k < 2 * nv; k++) x[k] = 0.0;
+    if (free[0] != free[1]) {
+        const int i = free[0] ? 0 : 1;
+        for (int64_t k = 0; k < nv; k++) x[i * nv + k] = b[i * nv + k] / A[i][i];
+        return;
+    }
+    if (!free[0]) return;
+    const int p = std::fabs(A[1][0]) > std::fabs(A[0][0]) ? 1 : 0, o = 1 - p;   // the pivot row first
+    const double l = A[o][0] / A[p][0], u = A[o][1] - l * A[p][1];
+    for (int64_t k = 0; k < nv; k++) {
+        const double y = b[o * nv + k] - l * b[p * nv + k];
+        x[nv + k] = y / u;
+        x[k] = (b[p * nv + k] - A[p][1] * x[nv + k]) / A[p][0];
+    }
+}
+
+// derivatives.segment_pair, one to one: a contact between two spheres or capsules at their segments' nearest points
+// c1 = a0 + s d1, c2 = b0 + t d2 (segment_weights); J (2, 6, nv) the bodies' Jacobians at their origins (2, 3), radius
+// (2), the contact's dist. room (2), speed (2), st (2, nv), dD (3, nv), L, v1 (3, nv) (_SegmentPair's); false where the
+// segments are parallel (two contacts) or the contact is not at their nearest points (the outputs then undefined).
+//   dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
+//   room: a free weight's min(w, 1 - w) at rate dw; a clamped one's multiplier (D . d1, D . d2 signed) at rate
+//   dD . d + D . dd; inf on a sphere; speed: each one's largest |rate|
+inline bool segment_pair(int64_t nv, const double *J, const double *origin, const double *a0, const double *d1,
+                         const double *b0, const double *d2, const double *radius, double dist, double *room,
+                         double *speed, double *st, double *dD, double &L, double *v1) {
+    double a1[3], b1[3], w[2][2];
+    for (int x = 0; x < 3; x++) a1[x] = a0[x] + d1[x], b1[x] = b0[x] + d2[x];
+    if (segment_weights(a0, a1, b0, b1, w) != 1) return false;         // parallel: two contacts, differenced
+    const double s = w[0][0], t = w[0][1];
+    double c1[3], c2[3], D[3], r1[3], r2[3];
+    for (int x = 0; x < 3; x++) c1[x] = a0[x] + s * d1[x], c2[x] = b0[x] + t * d2[x], D[x] = c2[x] - c1[x];
+    L = std::sqrt(D[0] * D[0] + D[1] * D[1] + D[2] * D[2]);
+    if (L < 1e-9 || std::fabs(L - radius[0] - radius[1] - dist) > 1e-9 * std::fmax(1.0, L)) return false;
+    for (int x = 0; x < 3; x++) r1[x] = c1[x] - origin[x], r2[x] = c2[x] - origin[3 + x];
+    std::vector<double> v2(3 * nv), dd1(3 * nv), dd2(3 * nv), rhs(2 * nv);
+    const double *J1 = J, *J2 = J + 6 * nv;
+    for (int64_t k = 0; k < nv; k++) {                                 // v = Jp(o) + W x (c - o), dd = W x d
+        const double w1[3] = {J1[3 * nv + k], J1[4 * nv + k], J1[5 * nv + k]};
+        const double w2[3] = {J2[3 * nv + k], J2[4 * nv + k], J2[5 * nv + k]};
+        double x1[3], x2[3], e1[3], e2[3];
+        cross_column(w1, r1, x1), cross_column(w2, r2, x2), cross_column(w1, d1, e1), cross_column(w2, d2, e2);
+        for (int x = 0; x < 3; x++) {
+            v1[x * nv + k] = J1[x * nv + k] + x1[x], v2[size_t(x * nv + k)] = J2[x * nv + k] + x2[x];
+            dd1[size_t(x * nv + k)] = e1[x], dd2[size_t(x * nv + k)] = e2[x];
+        }
+    }
+    const double A11 = d1[0] * d1[0] + d1[1] * d1[1] + d1[2] * d1[2], A22 = d2[0] * d2[0] + d2[1] * d2[1] + d2[2] * d2[2];
+    const double A12 = d2[0] * d1[0] + d2[1] * d1[1] + d2[2] * d1[2];
+    const double A[2][2] = {{-A11, A12}, {-A12, A22}};
+    const bool free[2] = {0 < s && s < 1 && A11 > 0, 0 < t && t < 1 && A22 > 0};
+    const double *d[2] = {d1, d2};
+    const double *dd[2] = {dd1.data(), dd2.data()};
+    for (int i = 0; i < 2; i++)                                        // rhs = -((v2 - v1) . d + D . dd)
+        for (int64_t k = 0; k < nv; k++) {
+            double a = 0.0, b = 0.0;
+            for (int x = 0; x < 3; x++) a += (v2[size_t(x * nv + k)] - v1[x * nv + k]) * d[i][x], b += D[x] * dd[i][x * nv + k];
+            rhs[size_t(i * nv + k)] = -(a + b);
+        }
+    free_block_solve(A, free, rhs.data(), nv, st);
+    for (int x = 0; x < 3; x++)
+        for (int64_t k = 0; k < nv; k++)
+            dD[x * nv + k] = v2[size_t(x * nv + k)] - v1[x * nv + k] + d2[x] * st[nv + k] - d1[x] * st[k];
+    const double weights[2] = {s, t}, sign[2] = {2 * s - 1, 1 - 2 * t}, norm[2] = {A11, A22};
+    for (int i = 0; i < 2; i++) {
+        const double Dd = D[0] * d[i][0] + D[1] * d[i][1] + D[2] * d[i][2];
+        room[i] = free[i] ? std::fmin(weights[i], 1 - weights[i]) : Dd * sign[i];
+        speed[i] = 0.0;
+        for (int64_t k = 0; k < nv; k++) {
+            double rate = st[i * nv + k];
+            if (!free[i]) {
+                double a = 0.0, b = 0.0;
+                for (int x = 0; x < 3; x++) a += dD[x * nv + k] * d[i][x], b += D[x] * dd[i][x * nv + k];
+                rate = a + b;
+            }
+            speed[i] = std::fmax(speed[i], std::fabs(rate));
+        }
+        if (norm[i] == 0) room[i] = INFINITY;                          // a sphere: no segment
+    }
+    return true;
 }
 
 }  // namespace

@@ -250,7 +250,10 @@ constexpr int64_t RERUN = -3;
 // the constrained step's terms of one state (physai.derivatives._Constraints.terms: the solve and the rows' q-derivatives
 // done), read in place: the solver's qacc and qfrc_constraint (nv each); the optimum's rows (nefc: J (nefc, nv), D, aref,
 // B, K, imp, impP, pos, margin, their states and forces (_optimum_forces)); the rows whose dG/dq is analytic (rows
-// (nrows), dJ (nrows, nv, nv), dpos (nrows, nv): _analytic_rows); the others' J and forces at `points` points along each
+// (nrows), dJ (nrows - plane_rows, nv, nv), dpos (nrows - plane_rows, nv): _analytic_rows, but the plane_rows rows from
+// rows[plane_at] on, those of nplane plane contacts whose dJ and dpos the step makes (plane_contacts; each one's body,
+// origin (3), frame (9), pos (3), dist, friction (5), radius, dim, axis (3): _plane_arrays; turns (nv, nv): Model.
+// dof_turns)); the others' J and forces at `points` points along each
 // moving dof (moving (nmoving), Jpts (nmoving points, nefc, nv), fpts (nmoving points, nefc): _held_forces), their
 // weights (points) over step; daref/dqd (nefc, nv); the cones' Hessians (ncone: first row, dim, then (dim, dim) each
 // concatenated); stiff: _hessian_solve's range-space branch may run
@@ -263,6 +266,10 @@ struct ConstrainedTerms {
     const int64_t *state = nullptr, *rows = nullptr, *moving = nullptr, *cone_first = nullptr, *cone_dim = nullptr;
     const double *dJ = nullptr, *dpos = nullptr, *Jpts = nullptr, *fpts = nullptr, *weights = nullptr, *daref = nullptr;
     const double *cone_H = nullptr;
+    int64_t nplane = 0, plane_at = 0, plane_rows = 0;
+    const int64_t *plane_body = nullptr, *plane_dim = nullptr;
+    const double *plane_origin = nullptr, *plane_frame = nullptr, *plane_pos = nullptr, *plane_dist = nullptr;
+    const double *plane_friction = nullptr, *plane_radius = nullptr, *plane_axis = nullptr, *turns = nullptr;
 };
 
 // a call of step_derivatives (cpp/step_derivative.h) on N states: q, qd, ctrl (nu: as given) and qfrc_applied (nv, data null:

@@ -11,8 +11,9 @@
 // tangent space of integrate_pos.
 //
 // The constrained step (euler, implicit, implicitfast; one state: derivatives._compiled_constrained): the NumPy text
-// solves and takes the rows' q-derivatives (cpp/data.h's ConstrainedTerms), then acceleration adds qfrc_constraint to
-// K a = f and its derivative to X (constrained_derivatives: derivatives._Constraints.derivatives after terms()).
+// solves and takes the rows' q-derivatives (cpp/data.h's ConstrainedTerms) but the plane contacts' (analytic_rows makes
+// them from the step's kinematics at q), then acceleration adds qfrc_constraint to K a = f and its derivative to X
+// (constrained_derivatives: derivatives._Constraints.derivatives after terms()).
 #pragma once
 
 #include <cmath>
@@ -22,11 +23,13 @@
 
 #include "actuation.h"
 #include "constraint.h"
+#include "constraint_derivative.h"
 #include "data.h"
 #include "derivative.h"
 #include "forward.h"
 #include "model.h"
 #include "spatial.h"
+#include "support.h"
 
 namespace physai {
 namespace {
@@ -50,6 +53,7 @@ struct StepDerivData {
     std::vector<double> K, X, tq, tv, cq, cv, cqm, cvm, scratch, Tq, Tv, Tk, Ta, sumTk, sumTa, Tnext, raw;
     std::vector<double> a, zero, qi, qdi, ki, sumk, theta, dq, qdn, tau, cb, ck, dcb, dck;
     std::vector<double> M0, C, R, H, G, W, Y, Z, T, dJ, MiJ, Kq, KY;   // the constrained step's (constrained_derivatives)
+    std::vector<double> J6, adJ, adpos;                                // its analytic rows' (analytic_rows)
     std::vector<int> cpiv, qpiv;
     std::vector<int64_t> Q;
     std::vector<int> piv;
@@ -258,14 +262,46 @@ inline void times_S(const ConstrainedTerms &t, const double *X, int cols, double
     }
 }
 
-// Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the analytic rows
-// (derivatives._Constraints._analytic_forces), each held in its state at the optimum a_c:
+// dJ (nplane contacts' rows, nv, nv) and dpos (rows, nv) of the plane contacts t leaves to the step
+// (derivatives._Constraints._plane_contacts): each one's body's Jacobian (6, nv) at its origin from the step's
+// kinematics at q (d after evaluate: com_pos done), then plane_contact_rows; J6: scratch (nplane, 6, nv)
+inline void plane_contacts(const Model &m, const Data<double> &d, const ConstrainedTerms &t, std::vector<double> &J6,
+                           double *dJ, double *dpos) {
+    size_t size = size_t(6) * m.nv;
+    J6.resize(size_t(t.nplane) * size);
+    for (int64_t c = 0; c < t.nplane; c++) {
+        int64_t b = t.plane_body[c], link = m.body_linkid[b];
+        double *J = J6.data() + size_t(c) * size;
+        if (link >= 0) jacobian(m, d, link, m.body_pos + 3 * b, J);
+        else std::fill(J, J + size, 0.0);                              // welded to the world: no dof moves it
+    }
+    plane_contact_rows(t.nplane, m.nv, J6.data(), t.plane_origin, t.plane_frame, t.plane_pos, t.plane_dist,
+                       t.plane_friction, 5, t.plane_radius, t.plane_dim, t.plane_axis, t.turns, dJ, dpos);
+}
+
+// every analytic row's dJ (nrows, nv, nv) and dpos (nrows, nv) into w.adJ, w.adpos (derivatives._Constraints.
+// _analytic_rows' order): t's dJ and dpos, the plane contacts' rows (plane_at on) made here (plane_contacts)
+inline void analytic_rows(const Model &m, const Data<double> &d, const ConstrainedTerms &t, StepDerivData &w) {
+    size_t nv = size_t(m.nv), sq = nv * nv, at = size_t(t.plane_at), planes = size_t(t.plane_rows);
+    size_t rows = size_t(t.nrows), given = rows - planes;
+    w.adJ.resize(rows * sq), w.adpos.resize(rows * nv);
+    std::copy(t.dJ, t.dJ + at * sq, w.adJ.data());
+    std::copy(t.dJ + at * sq, t.dJ + given * sq, w.adJ.data() + (at + planes) * sq);
+    std::copy(t.dpos, t.dpos + at * nv, w.adpos.data());
+    std::copy(t.dpos + at * nv, t.dpos + given * nv, w.adpos.data() + (at + planes) * nv);
+    if (t.nplane) plane_contacts(m, d, t, w.J6, w.adJ.data() + at * sq, w.adpos.data() + at * nv);
+}
+
+// Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the analytic rows (dJ_all (nrows, nv, nv),
+// dpos_all (nrows, nv): analytic_rows') (derivatives._Constraints._analytic_forces), each held in its state at the
+// optimum a_c:
 //   jar = J a_c - aref,  d aref = -B dJ qd - K (imp + impP (pos - margin)) dpos,  dD = D impP / (imp (1 - imp)) dpos
 //   df = -dD jar - D (dJ a_c - d aref) on a quadratic row (0 otherwise), f = the optimum's force there
-inline void analytic_forces(int nv, const ConstrainedTerms &t, const double *qd, double *Gq, double *Wq, int cols) {
+inline void analytic_forces(int nv, const ConstrainedTerms &t, const double *dJ_all, const double *dpos_all,
+                            const double *qd, double *Gq, double *Wq, int cols) {
     for (int64_t i = 0; i < t.nrows; i++) {
         int64_t row = t.rows[i];
-        const double *dJ = t.dJ + size_t(i) * nv * nv, *dpos = t.dpos + size_t(i) * nv, *J = t.J + size_t(row) * nv;
+        const double *dJ = dJ_all + size_t(i) * nv * nv, *dpos = dpos_all + size_t(i) * nv, *J = t.J + size_t(row) * nv;
         bool quadratic = t.state[row] == QUADRATIC;
         double jar = -t.aref[row], f = quadratic ? t.force[row] : 0.0;
         for (int j = 0; j < nv; j++) jar += J[j] * t.a_c[j];
@@ -383,7 +419,7 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     w.G.assign(size_t(nv) * nv, 0.0), w.W.assign(size_t(nefc) * cols, 0.0), w.Y.resize(size_t(nefc));
     w.dJ.resize(size_t(nefc) * nv);
     product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
-    analytic_forces(nv, t, qd, w.G.data(), w.W.data(), cols);
+    analytic_forces(nv, t, w.adJ.data(), w.adpos.data(), qd, w.G.data(), w.W.data(), cols);
     w.Z.resize(size_t(nefc) * nv);                                     // W's qd columns: S daref/dqd
     times_S(t, t.daref, nv, w.Z.data());
     for (int64_t r = 0; r < nefc; r++)
@@ -416,6 +452,7 @@ inline int acceleration(const Model &m, const Actuators &act, StepDerivData &w, 
     if (any_nonfinite(f, size_t(nv))) return NONFINITE;
     const ConstrainedTerms *con = c.con;                               // the solve's M (before K replaces it)
     if (con) tree_unpack(m, (const double *)M, w.M0.data());
+    if (con) analytic_rows(m, s.d, *con, w);                           // the plane contacts' rows at q's kinematics
     step_matrix(m, act, s, c.h, c.integrator, c.implicit_damping, qd);                 // s.M <- K (implicit: s.Mdense)
     if (c.integrator == IMPLICIT) std::copy(s.Mdense.begin(), s.Mdense.end(), K);
     else tree_unpack(m, (const double *)M, K);                         // K dense from the tree's pattern

@@ -1428,14 +1428,17 @@ SCENES = {"plane": (PLANE_PRIMITIVES, plane_primitives_state, {(0, 6, 3), (0, 3,
 
 
 def captured_analytic_rows(monkeypatch, model, q, qd, **kwargs):
-    """step_derivatives(constraints=True) at (q, qd), recording each _Constraints._analytic_rows call: [(self, q, its
-    rows, dJ, dpos)]."""
+    """step_derivatives(constraints=True) at (q, qd) on the NumPy text's step (COMPILED_STEP False: every analytic row's
+    dJ and dpos made in _analytic_rows, none left to the compiled step), recording each _Constraints._analytic_rows
+    call: [(self, q, its rows, dJ, dpos)]."""
     seen = []
     analytic = derivatives._Constraints._analytic_rows
+    monkeypatch.setattr(derivatives, "COMPILED_STEP", False)
     monkeypatch.setattr(derivatives._Constraints, "_analytic_rows",
                         lambda self, q, poses: seen.append((self, q, *analytic(self, q, poses))) or seen[-1][2:])
     derivatives.step_derivatives(model, q, qd, constraints=True, **kwargs)
-    return seen
+    assert all(planes is None for *_, planes in seen)
+    return [x[:5] for x in seen]
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
@@ -1469,16 +1472,18 @@ def test_constrained_rows_analytic_q_derivatives_match_central_differences(monke
     assert np.abs(dJ).max() > 0.1                       # the Jacobians do turn
 
 
-@pytest.mark.parametrize("scene, piece", [("plane", "plane_contact_rows"), ("segments", "segment_contact_rows")])
-def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, scene, piece):
-    """cpp/constraint_derivative.h's plane_contact_rows and segment_contact_rows (COMPILED_PIECES) against their NumPy
-    text (derivatives.plane_contact_rows, segment_contact_rows) on SCENES' states (PLANE_PRIMITIVES: a plane against box
-    corners, capsule ends whose tangents turn with their axes, a sphere of dim 1; SEGMENTS: capsule-capsule,
-    capsule-sphere and sphere-sphere contacts between moving bodies): the rows' dJ and d dist, and A and B of the step,
-    within 1e-10 of the largest entry; both paths run (counted)."""
-    xml, state, _, count = SCENES[scene]
-    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
-    d = state(m)
+@pytest.mark.parametrize("case, piece", [("plane primitives", "plane_contact_rows"), ("segments", "segment_contact_rows"),
+                                         ("segments", "segment_pair"), ("dm humanoid", "segment_pair"),
+                                         ("random pyramidal 2", "segment_pair")])
+def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, case, piece):
+    """cpp/constraint_derivative.h's plane_contact_rows, segment_contact_rows and segment_pair (COMPILED_PIECES) against
+    their NumPy text (derivatives.plane_contact_rows, segment_contact_rows, segment_pair) on SCENES' states
+    (PLANE_PRIMITIVES: a plane against box corners, capsule ends whose tangents turn with their axes, a sphere of dim 1;
+    SEGMENTS: capsule-capsule, capsule-sphere and sphere-sphere contacts between moving bodies, their nearest points
+    inside and at a segment's end), dm_control's humanoid and a random scene (compiled_step_case): the rows' dJ and
+    d dist, the segment pairs' fields (_SegmentPair: how far each weight is from an end, its rates, dD, |D|, v1: what
+    the refusals read), and A and B of the step, within 1e-10 of the largest entry; both paths run (counted)."""
+    m, d, _, _ = compiled_step_case(case)
     model = engine.from_mujoco(m)
     q, qd = d.qpos.copy(), d.qvel.copy()
     calls = {"native": 0, "numpy": 0}
@@ -1487,16 +1492,26 @@ def test_compiled_contact_rows_equal_the_numpy_text(monkeypatch, scene, piece):
         return lambda *a: calls.__setitem__(name, calls[name] + 1) or f(*a)
     monkeypatch.setattr(native, piece, counted("native", getattr(native, piece)))
     monkeypatch.setattr(derivatives, piece, counted("numpy", getattr(derivatives, piece)))
-    out = {}
+    out, pairs = {}, {}
     for compiled in (True, False):
         monkeypatch.setattr(derivatives, "COMPILED_PIECES", compiled)
-        (_, _, rows, dJ, dpos), = captured_analytic_rows(monkeypatch, model, q, qd)
-        out[compiled] = rows, dJ, dpos, *derivatives.step_derivatives(model, q, qd, constraints=True)
+        (self, _, rows, dJ, dpos), = captured_analytic_rows(monkeypatch, model, q, qd, ctrl=d.ctrl.copy() if m.nu else None)
+        pairs[compiled] = self.pairs
+        out[compiled] = rows, dJ, dpos, *derivatives.step_derivatives(model, q, qd, ctrl=d.ctrl.copy() if m.nu else None,
+                                                                      constraints=True)
     assert calls["native"] == calls["numpy"] > 0
-    assert (out[True][0] == out[False][0]).all() and len(out[True][0]) == count
+    assert (out[True][0] == out[False][0]).all() and len(out[True][0]) > 0
+    assert case not in ("plane primitives", "segments") or len(out[True][0]) == SCENES[case.split()[0]][3]
     for k, what in ((1, "dJ"), (2, "dpos"), (3, "A"), (4, "B")):
         assert_close(out[True][k], out[False][k], 1e-10, floor=0.0, what=what)
     assert np.abs(out[True][1]).max() > 0.1
+    assert pairs[True].keys() == pairs[False].keys() and (piece != "segment_pair" or pairs[True])
+    for c in pairs[True]:
+        for field in ("room", "speed", "rates", "dD", "L", "v1"):
+            x, y = np.asarray(getattr(pairs[True][c], field)), np.asarray(getattr(pairs[False][c], field))
+            finite = np.isfinite(y)
+            assert (np.isfinite(x) == finite).all()
+            assert_close(x[finite], y[finite], 1e-10, floor=0.0, what=f"contact {c}'s {field}")
 
 
 def dm_humanoid() -> tuple:
@@ -1514,6 +1529,13 @@ def dm_humanoid() -> tuple:
     return m, d
 
 
+WELDED_ON_A_PLANE = """<mujoco><option timestep="0.002"/><worldbody><geom type="plane" size="2 2 .1"/>
+<body pos="0 0 0.2"><freejoint/><geom type="sphere" size="0.05" pos="0.1 0 0.2"/>
+  <body pos="0.1 0.2 -0.05" euler="20 40 10"><geom type="capsule" size="0.04 0.1" euler="70 10 0" pos="0.02 0.01 0"/>
+  <body pos="-0.2 0 0" euler="0 30 0"><geom type="box" size="0.05 0.04 0.03" pos="0.01 0 0.02"/></body></body>
+</body></worldbody></mujoco>"""
+
+
 @functools.lru_cache(maxsize=1)
 def compiled_step_case(case: str) -> tuple:
     """(MjModel, MjData, the kinds and states of MuJoCo's rows there) of test_compiled_constrained_step_equals_the_numpy_text
@@ -1526,6 +1548,22 @@ def compiled_step_case(case: str) -> tuple:
         m, d = box_on_a_plane(case.split()[-1], 3, sliding=True)
     elif case == "frictionless edge":                  # stiff rows: _hessian_solve's range-space branch
         m, d = frictionless_edge()
+    elif case in ("plane primitives", "segments"):    # every contact pair the analytic rows know (SCENES)
+        xml, state, _, _ = SCENES[case.split()[0]]
+        m = exact_solver(mujoco.MjModel.from_xml_string(xml))
+        d = state(m)
+    elif case == "welded bodies on a plane":           # plane contacts of bodies fused into a free body's link, off
+        m = exact_solver(mujoco.MjModel.from_xml_string(WELDED_ON_A_PLANE))   # its origin (a review's scene)
+        d = mujoco.MjData(m)
+        for z in np.linspace(0.4, -0.3, 1401):         # lowered until two contacts touch
+            d.qpos[2] = z
+            mujoco.mj_forward(m, d)
+            if d.ncon >= 2:
+                break
+        d.qvel[:] = np.random.default_rng(0).normal(size=m.nv) * 0.3
+    elif case.startswith("random"):                    # constraint_scene: every kind of row, contacts of both cones
+        _, cone, seed = case.split()
+        m, d = constraint_scene(int(seed), cone, 3 + 3 * (int(seed) % 2), tolerance=1e-15)
     elif case == "SO-101 past its limits":
         m = exact_solver(models.load("robotstudio_so101"))
         d = mujoco.MjData(m)
@@ -1543,21 +1581,29 @@ def compiled_step_case(case: str) -> tuple:
 
 @pytest.mark.parametrize("integrator", [None, "euler", "implicit", "implicitfast"])
 @pytest.mark.parametrize("case", ["G1 standing", "dm humanoid", "box sliding pyramidal", "box sliding elliptic",
-                                  "frictionless edge", "SO-101 past its limits", "coupled slides"])
+                                  "frictionless edge", "SO-101 past its limits", "coupled slides", "plane primitives",
+                                  "segments", "welded bodies on a plane",
+                                  *(f"random {cone} {seed}" for cone in ("pyramidal", "elliptic")
+                                                for seed in range(3))])
 def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, integrator):
     """step_derivatives(constraints=True) with the step after the rows' derivatives in one compiled call
-    (_compiled_constrained: cpp/step_derivative.h's constrained_derivatives and acceleration; COMPILED_STEP) against
-    the NumPy text (_Stepper.acceleration, _Constraints.derivatives) at the same solve and rows: A, B and the margins
-    within 1e-10 of the largest entry, with the model's integrator and each the kernel takes; the compiled call ran. The
-    cases reach every branch: contacts analytic (plane, segments) and differenced (the box), pyramidal and elliptic
-    cones (on the cone: its Hessian), stiff rows (a pyramid at friction 1e-5: the range-space solve), hinge limits and
-    a joint equality (its rows differenced along every dof, their daref/dqd).
+    (_compiled_constrained: cpp/step_derivative.h's analytic_rows, constrained_derivatives and acceleration;
+    COMPILED_STEP) against the NumPy text (_Stepper.acceleration, _Constraints.derivatives, every analytic row's dJ in
+    _analytic_rows) at the same solve and rows: A, B and the margins within 1e-10 of the largest entry, with the model's
+    integrator and each the kernel takes; the compiled call ran. The cases reach every branch: contacts analytic (a
+    plane's against spheres, capsules whose tangents turn, boxes: their rows made in the compiled step from its own
+    kinematics, plane_contacts; sphere and capsule pairs) and differenced (the box, the elliptic cones), pyramidal and
+    elliptic cones (on the cone: its Hessian), stiff rows (a pyramid at friction 1e-5: the range-space solve), hinge
+    limits and a joint equality (its rows differenced along every dof, their daref/dqd); the random scenes every kind of
+    row (constraint_scene) on both cones.
 
     The bound: both texts form the product rule's dJ = (sum_s w_s J_s) / (12 ROW_STEP) in one order, but their sums
     (einsum, BLAS) and loops may round apart by eps sum_s |w_s| |J| each, which the difference over the step magnifies
     to rel = eps sum|w| / (12 ROW_STEP) (3.3e-10) of |J|; dJ^T f then moves the acceleration by at most
     |M^-1| sum_r |J_r| |f_r| rel, and A's velocity rows (the largest) by h times that (spread); A within rel of
-    max(|A|, spread), B (no product rule: the solves' rounding only, far below) within rel of |B|."""
+    max(|A|, spread), B (no product rule: the solves' rounding only, far below) within rel of |B|. The plane contacts'
+    rows, made from the compiled step's kinematics instead of body_jacobian's, differ by the Jacobians' rounding, eps |J|:
+    far below rel."""
     m, d, kinds, states = compiled_step_case(case)
     expected = {"box sliding elliptic": mujoco.mjtConstraintState.mjCNSTRSTATE_CONE,
                 "SO-101 past its limits": mujoco.mjtConstraint.mjCNSTR_LIMIT_JOINT,
@@ -1583,8 +1629,14 @@ def test_compiled_constrained_step_equals_the_numpy_text(monkeypatch, case, inte
     finite = np.isfinite(out[False][2])                # the margins: inf where there is no such row
     assert (np.isfinite(out[True][2]) == finite).all()
     assert_close(out[True][2][finite], out[False][2][finite], 1e-10, floor=0.0, what="margins")
+    planes = t["nplane"] > 0 and t["plane_rows"] < t["nrows"]      # the step's plane rows beside NumPy's analytic ones
     reached = {"frictionless edge": t["stiff"], "box sliding elliptic": t["ncone"] > 0 and t["nmoving"] > 0,
-               "coupled slides": t["nmoving"] > 0 and t["daref"].any()}    # the branch each case is there for
+               "coupled slides": t["nmoving"] > 0 and t["daref"].any(), "G1 standing": t["nplane"] > 0,
+               "dm humanoid": planes, "plane primitives": planes, "segments": t["nplane"] == 0 and t["nrows"] > 0,
+               "random pyramidal 0": planes and t["nmoving"] > 0, "random pyramidal 2": planes and t["nmoving"] > 0,
+               "random elliptic 0": t["ncone"] > 0, "random elliptic 1": t["ncone"] > 0,
+               "random elliptic 2": t["ncone"] > 0, "welded bodies on a plane": t["nplane"] >= 2}
+    # the branch each case is there for
     assert reached.get(case, t["nrows"] > 0)
 
 

@@ -421,6 +421,7 @@ class _Constraints:
         self.model, self.d = model, engine.Data(model)
         self.margins = np.full(4, np.inf)              # the smallest margins over the solves (RK4: its stages)
         self.measure = False                           # whether solve() measures the margins (step_derivatives' margins)
+        self.step_planes = False                       # whether the compiled step takes the plane contacts' rows (terms)
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
@@ -962,12 +963,27 @@ class _Constraints:
         so a row e gives d (e . Jp_j)/dq_k = (e x W_j) . dp_k + P_j . (e x W_k) - P_k . (e x W_j) (P = Jp(b, p)). A
         capsule's tangent t1 = y / |y|, y = a - n (n . a) with its axis a (primitives.plane_capsule, make_frame), turns
         with it: da = W_k x a, dt1 = (1 - t1 t1^T) (1 - n n^T) da / |y|, dt2 = n x dt1 (a capsule standing on its end,
-        |y| < 1e-6, is left to the differences: _plane_contact). poses: the bodies' (xpos, xmat) at q."""
+        |y| < 1e-6, is left to the differences: _plane_contact). poses: the bodies' (xpos, xmat) at q. Mirrored, the
+        bodies' Jacobians taken from the step's own kinematics, by cpp/step_derivative.h's plane_contacts (the compiled
+        step: _plane_arrays' arrays handed to it)."""
+        model = self.model
+        rows, bodies, arrays = self._plane_arrays(cs, poses)
+        jac = {b: body_jacobian(model, q, b) for b in set(bodies.tolist())}      # (6, nv) at each body's origin
+        arrays = (np.stack([jac[b] for b in bodies.tolist()]), *arrays, model.dof_turns)
+        if COMPILED_PIECES and native.on:
+            dJ, ddist = native.plane_contact_rows(*arrays)
+        else:
+            dJ, ddist = plane_contact_rows(*arrays)
+        return rows, dJ, ddist
+
+    def _plane_arrays(self, cs: list, poses: tuple) -> tuple:
+        """(rows (m,), bodies (nc,), (origin, frame, pos, dist, friction, radius, dim, axis)) of the plane contacts cs
+        (_plane_contact): their rows, each one's body and plane_contact_rows' arrays but the bodies' Jacobians and turns
+        (origin: the body's xpos at q; radius 0 for a box; axis a capsule's of dim 3, else zero). poses: the bodies'
+        (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
         xpos, xmat = poses
         bodies, g2 = r.contact_body[cs, 1], contacts.geom[cs, 1]
-        jac = {b: body_jacobian(model, q, b) for b in set(bodies.tolist())}      # (6, nv) at each body's origin
-        J6 = np.stack([jac[b] for b in bodies.tolist()])
         radius = np.where(G.geom_type[g2] == geoms.BOX, 0.0, G.geom_size[g2, 0])
         dim = r.contact_dim[cs].astype(np.int64)
         axis = np.zeros((len(cs), 3))
@@ -975,40 +991,43 @@ class _Constraints:
             axis[i] = _geom_axis(model, xmat[bodies[i]], g2[i])
         rows = np.concatenate([np.arange(r.contact_row[c], r.contact_row[c] + (1 if d == 1 else 2 * (d - 1)))
                                for c, d in zip(cs, dim.tolist())]).astype(np.intp)
-        arrays = (J6, xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs], contacts.friction[cs],
-                  radius, dim, axis, model.dof_turns)
-        if COMPILED_PIECES and native.on:
-            dJ, ddist = native.plane_contact_rows(*arrays)
-        else:
-            dJ, ddist = plane_contact_rows(*arrays)
-        return rows, dJ, ddist
+        return rows, bodies, (xpos[bodies], contacts.frame[cs], contacts.pos[cs], contacts.dist[cs],
+                              contacts.friction[cs], radius, dim, axis)
 
     def _analytic_rows(self, q: np.ndarray, poses: tuple | None) -> tuple:
-        """(rows (m,), dJ (m, nv, nv), dpos (m, nv)): the optimum's rows whose q-derivative is analytic, d J[row, j]/dq_k
-        at [., j, k] and d pos[row]/dq_k along q's tangent directions (as joints.integrate moves q), where R is far above
-        its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
+        """(rows (m,), dJ (k, nv, nv), dpos (k, nv), planes): the optimum's rows whose q-derivative is analytic, d J[row,
+        j]/dq_k at [., j, k] and d pos[row]/dq_k along q's tangent directions (as joints.integrate moves q), where R is
+        far above its floor MINVAL (so D = imp / (c (1 - imp)), c constant: _analytic_forces):
           a hinge's or slide's limit: J = -side e_dof constant, pos = side (range - q): dJ = 0, dpos = J;
           a contact of a plane against a sphere, capsule or box (_plane_contacts), or between two spheres or capsules
           (_segment_contact): dpos = d dist on each of its rows.
         Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
-        differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False. poses: the bodies'
-        (xpos, xmat) at q (None without contacts)."""
+        differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False. planes: None (k = m),
+        or, where self.step_planes (the compiled step's, COMPILED_PIECES), (at, count, bodies, arrays) of the plane
+        contacts, whose count rows rows[at:at + count] are left out of dJ and dpos for the compiled step to make
+        (_plane_arrays' bodies and arrays; cpp/step_derivative.h's plane_contacts). poses: the bodies' (xpos, xmat) at
+        q (None without contacts)."""
         model, r, nv = self.model, self.r, self.model.nv
         parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
         if not ANALYTIC_ROWS or self.discrete is not None:
-            return parts[0]
+            return (*parts[0], None)
         limits = [i for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist()
                   if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10]
         if limits:
             parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
         planes = [c for c in range(len(r.contact_row)) if self._plane_contact(c, poses[1])]
-        if planes:
+        deferred = None
+        if planes and self.step_planes and COMPILED_PIECES:     # their rows alone; the compiled step makes dJ, dpos
+            rows, bodies, arrays = self._plane_arrays(planes, poses)
+            deferred = (sum(len(p[0]) for p in parts), len(rows), bodies, arrays)
+            parts.append((rows, np.zeros((0, nv, nv)), np.zeros((0, nv))))
+        elif planes:
             parts.append(self._plane_contacts(q, planes, poses))
         for c in sorted(set(range(len(r.contact_row))) - set(planes)):
             part = self._segment_contact(c, self.pairs.get(c))
             if part is not None:
                 parts.append(part)
-        return tuple(np.concatenate(x) for x in zip(*parts))
+        return (*(np.concatenate(x) for x in zip(*parts)), deferred)
 
     def _segment_pairs(self, q: np.ndarray, poses: tuple | None) -> dict:
         """{c: _SegmentPair} of the contacts at q between two spheres or capsules whose nearest points are one pair
@@ -1176,13 +1195,9 @@ class _Constraints:
     def _segment_pair(self, c: int, q: np.ndarray, poses: tuple):
         """_SegmentPair of contact c between two spheres or capsules (a sphere a segment of length 0;
         primitives.sphere_sphere, sphere_capsule, capsule_capsule), or None where its segments are parallel (two
-        contacts) or the contact is not at their nearest points. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (a0,
-        d1 fixed in body 1, b0, d2 in body 2; primitives.segment_weights) have D = c2 - c1 normal to d1 where s is
-        inside (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
-
-            dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
-
-        (ds, dt zero at an end). poses: the bodies' (xpos, xmat) at q."""
+        contacts) or the contact is not at their nearest points: each geom's segment a0 + s d (a0, d fixed in its
+        body), the bodies' Jacobians at their origins, then segment_pair (compiled where COMPILED_PIECES: native.
+        segment_pair). poses: the bodies' (xpos, xmat) at q."""
         model, r, contacts, G = self.model, self.r, self.contacts[0], self.model.geoms
         ends, frames, radius = [], [], []
         for geom, body in zip(contacts.geom[c].tolist(), r.contact_body[c].tolist()):   # each geom's segment a0 + s d
@@ -1193,32 +1208,13 @@ class _Constraints:
             frames.append((body_jacobian(model, q, body) if body >= 0 else np.zeros((6, model.nv)), xpos))
             radius.append(G.geom_size[geom, 0])
         (a0, d1), (b0, d2) = ends
-        weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
-        if len(weights) != 1:                                                   # parallel: two contacts, differenced
+        arrays = (np.stack([J for J, _ in frames]), np.stack([o for _, o in frames]), a0, d1, b0, d2,
+                  np.array(radius, float), float(contacts.dist[c]))
+        pair = native.segment_pair(*arrays) if COMPILED_PIECES and native.on else segment_pair(*arrays)
+        if pair is None:
             return None
-        s, t = weights[0]
-        c1, c2 = a0 + s * d1, b0 + t * d2
-        D = c2 - c1
-        L = np.sqrt(D @ D)
-        if L < 1e-9 or abs(L - radius[0] - radius[1] - contacts.dist[c]) > 1e-9 * max(1.0, L):   # not its nearest points
-            return None
-        (v1, W1), (v2, W2) = _point_jacobian(frames[0], c1), _point_jacobian(frames[1], c2)
-        free = np.array([(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0])
-        dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
-        A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
-        rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
-        st = np.zeros((2, model.nv))
-        if free.any():
-            f = np.flatnonzero(free)
-            st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
-        dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
-        # a clamped weight's multiplier |D . d| (s: -D . d1 >= 0 at 0, D . d1 >= 0 at 1; t: D . d2 at 0, -D . d2 at 1),
-        # zero where it comes free: its rate dD . d + D . dd; a free one's way to an end, min(w, 1 - w), at rate dw
-        weights, clamped = np.array([s, t]), np.array([D @ d1, D @ d2]) * np.array([2 * s - 1, 1 - 2 * t])
-        room = np.where(free, np.minimum(weights, 1 - weights), clamped)
-        rates = np.where(free[:, None], st, np.array([dD.T @ d1 + D @ dd1, dD.T @ d2 + D @ dd2]))
-        room[np.array([d1 @ d1 == 0, d2 @ d2 == 0])] = np.inf                           # a sphere: no segment
-        return _SegmentPair(room, np.abs(rates).max(axis=1), st, dD, (d1, d2), frames, radius, L, v1)
+        room, speed, st, dD, L, v1 = pair
+        return _SegmentPair(room, speed, st, dD, (d1, d2), frames, radius, L, v1)
 
     def _segment_contact(self, c: int, pair) -> tuple | None:
         """(rows (k,), dJ (k, nv, nv), dpos (k, nv)) of contact c when it is one between two spheres or capsules whose
@@ -1286,7 +1282,8 @@ class _Constraints:
 
     def terms(self, q: np.ndarray, qd: np.ndarray) -> "_Terms":
         """The rows' derivatives at solve()'s optimum that derivatives() combines (_Terms): the refusals first
-        (InvalidStateError where the step is not differentiable), then the analytic rows' dJ and dpos (_analytic_rows),
+        (InvalidStateError where the step is not differentiable), then the analytic rows' dJ and dpos (_analytic_rows;
+        the plane contacts' left to the compiled step where self.step_planes),
         the differenced rows' J and forces at the points along each dof that moves one (_points, _held_forces: where a
         contact appears along the others, refused) and daref/dqd (_aref_velocity_derivative)."""
         r, nv, model = self.r, self.model.nv, self.model
@@ -1297,7 +1294,7 @@ class _Constraints:
         self._refuse_cylinders_on_faces(q, poses)      # InvalidStateError where a cylinder on a face's contacts jump
         self._refuse_frame_switches()                  # InvalidStateError where make_frame's default tangent switches
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
-        rows, dJ, dpos = self._analytic_rows(q, poses)
+        rows, dJ, dpos, planes = self._analytic_rows(q, poses)
         self.analytic = rows
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
         moves = self._moving_dofs(q)
@@ -1309,21 +1306,29 @@ class _Constraints:
         if moving.size or still.size:
             Q, dofs = self._points(q, moving, still)
             J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), dofs, 2 * still.size)
-        return _Terms(rows, dJ, dpos, moving, J, force, self._aref_velocity_derivative(q, qd))
+        return _Terms(rows, dJ, dpos, moving, J, force, self._aref_velocity_derivative(q, qd), planes)
 
     def compiled_terms(self, t: "_Terms", qfrc: np.ndarray) -> dict:
         """The constrained terms of cpp/data.h's ConstrainedTerms by name (read in place by cpp/bindings.cpp) from terms()'
         t and solve()'s optimum (qfrc: its qfrc_constraint): the rows, their states and forces (_optimum_forces), the
-        cones' Hessians concatenated, FD_WEIGHTS' weights over 12 ROW_STEP (_product_rule's)."""
-        r, cones = self.r, list(self.cones.items())
+        cones' Hessians concatenated, FD_WEIGHTS' weights over 12 ROW_STEP (_product_rule's), and the plane contacts
+        whose rows' dJ and dpos the compiled step makes (t.planes: _plane_arrays' arrays, plane_at the first of their
+        rows among t.rows; none where t.planes is None)."""
+        r, cones, nv = self.r, list(self.cones.items()), self.model.nv
+        at, count, bodies, (origin, frame, pos, dist, friction, radius, dim, axis) = t.planes or (
+            0, 0, np.zeros(0), (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 5)),
+                                np.zeros(0), np.zeros(0), np.zeros((0, 3))))
         floats = dict(a_c=self.a, qfrc=qfrc, J=r.J, D=r.D, aref=r.aref, B=r.B, K=r.K, imp=r.imp, impP=r.impP, pos=r.pos,
                       margin=r.margin, force=self._optimum_forces(), dJ=t.dJ, dpos=t.dpos, Jpts=t.J, fpts=t.force,
                       daref=t.daref, weights=np.array(FD_WEIGHTS)[:, 1],
-                      cone_H=np.concatenate([H.ravel() for _, H in cones]) if cones else np.zeros(0))
+                      cone_H=np.concatenate([H.ravel() for _, H in cones]) if cones else np.zeros(0),
+                      plane_origin=origin, plane_frame=frame, plane_pos=pos, plane_dist=dist, plane_friction=friction,
+                      plane_radius=radius, plane_axis=axis, turns=self.model.dof_turns if count else np.zeros((nv, nv)))
         ints = dict(state=self.state, rows=t.rows, moving=t.moving, cone_first=[first for first, _ in cones],
-                    cone_dim=[len(H) for _, H in cones])
+                    cone_dim=[len(H) for _, H in cones], plane_body=bodies, plane_dim=dim)
         return {"nefc": int(r.nefc), "nrows": len(t.rows), "nmoving": len(t.moving), "points": len(FD_WEIGHTS),
-                "ncone": len(cones), "stiff": bool(self.stiff), "step": 12 * ROW_STEP,
+                "ncone": len(cones), "stiff": bool(self.stiff), "step": 12 * ROW_STEP, "nplane": len(bodies),
+                "plane_at": int(at), "plane_rows": int(count),
                 **{k: np.ascontiguousarray(v, dtype=np.float64) for k, v in floats.items()},
                 **{k: np.ascontiguousarray(v, dtype=np.int64) for k, v in ints.items()}}
 
@@ -1414,6 +1419,7 @@ class _Terms(NamedTuple):
     J: np.ndarray              # (k s, nefc, nv) the rows' J at FD_WEIGHTS' s points along each (_held_forces)
     force: np.ndarray          # (k s, nefc) their forces there (the analytic rows' zero)
     daref: np.ndarray          # (nefc, nv) d aref/dqd (_aref_velocity_derivative)
+    planes: tuple | None       # the plane contacts left to the compiled step (_analytic_rows' planes), or None
 
 
 def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis, turns) -> tuple:
@@ -1444,6 +1450,45 @@ def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis
             dJ[start:start + len(dE)] += np.matmul(P[i].T, dE)
         start += len(e)
     return dJ, ddist[owner]
+
+
+def segment_pair(J, origin, a0, d1, b0, d2, radius, dist) -> tuple | None:
+    """(room (2,), speed (2,), st (2, nv), dD (3, nv), L, v1 (3, nv)) of a contact between two spheres or capsules at
+    their segments' nearest points (_Constraints._segment_pair, which gathers: J (2, 6, nv) the bodies' Jacobians at
+    their origins (2, 3), zeros for the world; each segment a0 + s d1, b0 + t d2 [m]; radius (2,); the contact's dist),
+    _SegmentPair's fields; None where the segments are parallel (two contacts) or the contact is not at their nearest
+    points. The nearest points c1 = a0 + s d1, c2 = b0 + t d2 (primitives.segment_weights) have D = c2 - c1 normal to
+    d1 where s is inside (0, 1), to d2 where t is, so along dof k (v1, v2: the bodies' velocities at c1, c2; dd = W_k x d):
+
+        dD = v2 - v1 + d2 dt - d1 ds,   dD . d1 + D . dd1 = 0 (s inside),   dD . d2 + D . dd2 = 0 (t inside)
+
+    (ds, dt zero at an end). Mirrored one to one by cpp/constraint_derivative.h's segment_pair (COMPILED_PIECES)."""
+    weights = primitives.segment_weights(a0, a0 + d1, b0, b0 + d2)
+    if len(weights) != 1:                                                   # parallel: two contacts, differenced
+        return None
+    s, t = weights[0]
+    c1, c2 = a0 + s * d1, b0 + t * d2
+    D = c2 - c1
+    L = np.sqrt(D @ D)
+    if L < 1e-9 or abs(L - radius[0] - radius[1] - dist) > 1e-9 * max(1.0, L):   # not its nearest points
+        return None
+    (v1, W1), (v2, W2) = _point_jacobian((J[0], origin[0]), c1), _point_jacobian((J[1], origin[1]), c2)
+    free = np.array([(0 < s < 1) and d1 @ d1 > 0, (0 < t < 1) and d2 @ d2 > 0])
+    dd1, dd2 = _cross_columns(W1, d1), _cross_columns(W2, d2)
+    A = np.array([[-(d1 @ d1), d2 @ d1], [-(d1 @ d2), d2 @ d2]])
+    rhs = -np.array([(v2 - v1).T @ d1 + D @ dd1, (v2 - v1).T @ d2 + D @ dd2])
+    st = np.zeros((2, J.shape[2]))
+    if free.any():
+        f = np.flatnonzero(free)
+        st[f] = np.linalg.solve(A[np.ix_(f, f)], rhs[f])
+    dD = v2 - v1 + np.outer(d2, st[1]) - np.outer(d1, st[0])
+    # a clamped weight's multiplier |D . d| (s: -D . d1 >= 0 at 0, D . d1 >= 0 at 1; t: D . d2 at 0, -D . d2 at 1),
+    # zero where it comes free: its rate dD . d + D . dd; a free one's way to an end, min(w, 1 - w), at rate dw
+    weights, clamped = np.array([s, t]), np.array([D @ d1, D @ d2]) * np.array([2 * s - 1, 1 - 2 * t])
+    room = np.where(free, np.minimum(weights, 1 - weights), clamped)
+    rates = np.where(free[:, None], st, np.array([dD.T @ d1 + D @ dd1, dD.T @ d2 + D @ dd2]))
+    room[np.array([d1 @ d1 == 0, d2 @ d2 == 0])] = np.inf                           # a sphere: no segment
+    return room, np.abs(rates).max(axis=1), st, dD, L, v1
 
 
 def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD, L, radius, v1, turns, common) -> tuple:
@@ -2211,14 +2256,16 @@ def _compiled_step_derivatives(model, options: StepOptions, actuators, q, qd, ct
 def _compiled_constrained(model, name, h, euler_damping, q, qd, ctrl, qfrc_applied, margins=False):
     """step_derivatives(constraints=True) of one checked state (euler, implicit or implicitfast; a model the compiled step
     models, numpy_only "": without activations, so no act) with the step in one compiled call: the NumPy text's
-    evaluate, solve, refusals and rows' q-derivatives (_Stepper.constrained_terms), then everything after them in
-    cpp/step_derivative.h -- the forces' and rnea's derivatives, H = M + J^T S J, the rows' force derivatives
+    evaluate, solve, refusals and rows' q-derivatives (_Stepper.constrained_terms) but the plane contacts' (their
+    arrays handed on: _Constraints.step_planes), then everything after them in cpp/step_derivative.h -- the plane
+    contacts' rows (analytic_rows), the forces' and rnea's derivatives, H = M + J^T S J, the rows' force derivatives
     (_analytic_forces, _product_rule), _times_S, _hessian_solve (both branches), M da - r (constrained_derivatives), K,
     its solve and the retraction (acceleration, step_derivative). ((A, B), margins (4,)), or None where the kernel
     declines the state (the NumPy text then redoes it and names what is wrong)."""
     inputs = integ.step_inputs(model, None, ctrl, qfrc_applied, None)
     s = _Stepper(model, h, inputs, euler_damping, np.zeros(0), name, True)
     s.constraints.measure = margins                    # the margins (switch_margins, _break_margins) only when asked
+    s.constraints.step_planes = True                   # the plane contacts' rows made in the compiled step
     with np.errstate(over="ignore", invalid="ignore"):
         terms = s.constrained_terms(q, qd, np.zeros(0))
     if terms is None:

@@ -727,6 +727,13 @@ def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD,
                                      *rest, float(L), *tail)
 
 
+def segment_pair(J, origin, a0, d1, b0, d2, radius, dist) -> tuple | None:
+    """physai.derivatives.segment_pair compiled (cpp/constraint_derivative.h): its arguments in the same order (the
+    arrays as float64 in C order), (room (2,), speed (2,), st (2, nv), dD (3, nv), L, v1 (3, nv)) or None."""
+    arrays = [np.ascontiguousarray(x, dtype=np.float64) for x in (J, origin, a0, d1, b0, d2, radius)]
+    return _ext.segment_pair(*arrays, float(dist))
+
+
 def rollout_fields(model: Model, options: StepOptions, steps: int, inputs: RolloutInputs, energy: bool = False) -> dict:
     """The named options of the compiled rollout (cpp/data.h's Rollout and StepOptions, read by name in
     cpp/bindings.cpp): options' h, integrator (its code) and implicit_damping; the discrete step's explicit_couplings
