@@ -141,6 +141,32 @@ def test_forward_with_its_rows_holds_update_at_its_solution(case):
     assert len(again[7][0]) == r.nefc and again[8][0].keys() == cones.keys()    # the kept buffers emptied between calls
 
 
+@pytest.mark.parametrize("case", ["seed 0 pyramidal 3", "seed 1 elliptic 4"])
+def test_forward_with_the_solvers_own_forces_returns_its_rows(case):
+    """solver.compiled_forward(rows=True, own_force=True), the rows forward_dynamics' StiffRowWarning reads: qacc,
+    qfrc_constraint, efc_force, iterations and improvement those of the call without rows (the same solve: SAME), its
+    rows the rows kernel's (SAME), one state and a batch of two; under PGS stopped after 20 iterations, whose forces are
+    not update's at its qacc (rows=True's: more than 1e-6 of their largest apart), the solver's own."""
+    _, seed, cone, condim = case.split()
+    m, d = scene(int(seed), cone, int(condim))
+    m.opt.solver, m.opt.iterations = mujoco.mjtSolver.mjSOL_PGS, 20
+    model, contacts, active = inputs(m, d)
+    arrays, tau = constraint.contact_arrays(contacts), d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    for q, qd, t in ((d.qpos, d.qvel, tau), tuple(np.stack([x, x]) for x in (d.qpos, d.qvel, tau))):
+        plain = solver.compiled_forward(model, q, qd, t, arrays, active, None, 1e-15, 20)
+        own = solver.compiled_forward(model, q, qd, t, arrays, active, None, 1e-15, 20, rows=True, own_force=True)
+        update = solver.compiled_forward(model, q, qd, t, arrays, active, None, 1e-15, 20, rows=True)
+        assert len(own) == 7 and len(own[2]) == len(own[6]) == len(np.atleast_2d(q))
+        for k, name in enumerate(("qacc", "qfrc_constraint", "efc_force", "iterations", "improvement")):
+            assert_close(np.concatenate(own[k]) if k == 2 else own[k], np.concatenate(plain[k]) if k == 2 else plain[k],
+                         SAME, what=name)
+        for r, ref in zip(own[6], constraint.compiled_rows(model, q, qd, arrays, active) if q.ndim == 2 else
+                          [constraint.compiled_rows(model, q, qd, arrays, active)[0]]):
+            assert_rows_close(r, ref, SAME, "rows")
+        gap = np.abs(update[2][0] - plain[2][0]).max()
+        assert gap > 1e-6 * np.abs(plain[2][0]).max(), "update's forces at PGS's qacc should differ from PGS's"
+
+
 def trajectory(steps: int = 40, every: int = 4):
     """States of a random scene falling onto the ground (mj_step), each with its own contacts: (model, q, qd, tau,
     qacc, contact sets)."""
