@@ -360,13 +360,22 @@ def _near_floor(model, bodies: list) -> list:
 
 
 def _warn_floor(model, near: list, rows, states: int, batch, stacklevel: int) -> None:
-    """One StiffRowWarning for the states whose rows have R at its floor MINVAL (constraint.floor_rows), naming the
-    first. Looked at: the states near (_near_floor) of the call's `states`, their Rows given by rows(k); stacklevel: the
-    caller of forward_dynamics'."""
-    hit = [(k, floor) for k in near if len(floor := constraint.floor_rows(rows(k)))]
-    if not hit:
+    """One StiffRowWarning for the states whose rows have R at its floor MINVAL (constraint.at_floor on their rows
+    concatenated), naming the first. Looked at: the states near (_near_floor) of the call's `states`, their Rows given
+    by rows(k); stacklevel: the caller of forward_dynamics'."""
+    if not near:
         return
-    k, floor = hit[0]
+    found = [rows(k) for k in near]
+    nefc = [r.nefc for r in found]
+    first = np.cumsum([0] + nefc)                                          # each state's first row in the concatenation
+    contact_row = np.concatenate([r.contact_row for r in found])
+    contact_row = np.where(contact_row >= 0, contact_row + np.repeat(first[:-1], [len(r.contact_row) for r in found]), -1)
+    floor = constraint.at_floor(np.concatenate([r.R for r in found]), np.concatenate([r.type for r in found]), contact_row,
+                                np.concatenate([r.contact_mu for r in found]))
+    hit = np.unique(np.repeat(np.arange(len(found)), nefc)[floor])        # the near states with such rows
+    if not len(hit):
+        return
+    k, floor = near[hit[0]], np.flatnonzero(floor[first[hit[0]]:first[hit[0] + 1]])
     where = f" of state {k} ({len(hit)} of {states} states have such rows)" if batch is not None else ""
     warnings.warn(f"{len(floor)} constraint rows{where} have R at its floor MINVAL (the first: row {floor[0]}): their diagApprox "
                   "is 0, as a contact's between bodies that cannot translate (its normal J exactly zero); their forces are "
