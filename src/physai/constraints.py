@@ -396,9 +396,12 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
             warm = np.ascontiguousarray(_warmstart(model, warm, data(model)[1]).T)
     opt = model.opt
     near = _near_floor(model, [] if sets is None else [s[1][:, 1:3] for s in sets])   # each set's contact bodies
+    # the solve's own rows when at least half the states are near (every state, for one set), else the near states'
+    # rows made again after it: the solve's rows cost every state's dense J
+    from_solve = bool(near) and (len(sets) == 1 or 2 * len(near) >= len(sets))
     out = solver.compiled_forward(model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
-                                  opt.iterations if iterations is None else iterations, rows=bool(near), own_force=True)
-    qacc, qfrc, forces, its, improvement, converged = out[:6]     # with near, the rows of the solve: out[6]
+                                  opt.iterations if iterations is None else iterations, rows=from_solve, own_force=True)
+    qacc, qfrc, forces, its, improvement, converged = out[:6]     # from_solve: the rows of the solve, out[6]
     batch = len(its) if qacc.ndim == 2 else None
     if near and len(sets) == 1:                                   # one set for every state: every state near
         near = list(range(len(its)))
@@ -406,10 +409,22 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
         for k in np.flatnonzero(~converged).tolist():
             _warn(int(its[k]), float(improvement[k]), k, batch, opt.noslip_iterations)
     rows_ = _later_rows(model, q, qd, sets, active, batch)
-    _warn_floor(model, near, lambda k: out[6][k], len(its), batch, stacklevel=4)
+    if from_solve:
+        rows_of = out[6].__getitem__
+    elif near:
+        rows_of = dict(zip(near, _rows_of(model, q, qd, sets, active, batch, near))).__getitem__
+    _warn_floor(model, near, rows_of if near else None, len(its), batch, stacklevel=4)
     if batch is None:
         return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)
     return ForwardResult(qacc, qfrc, forces, its, improvement, rows_)
+
+
+def _rows_of(model, q, qd, sets, active, batch, states: list) -> list:
+    """The compiled rows (a list of Rows) of the given states of a compiled call (sets: one per state, or one for all)."""
+    if batch is None:
+        return constraint.compiled_rows(model, q, qd, sets, active)
+    Q, QD = np.asarray(q, float)[states], np.asarray(qd, float)[states]
+    return constraint.compiled_rows(model, Q, QD, sets if len(sets) == 1 else [sets[k] for k in states], active)
 
 
 def _later_rows(model, q, qd, sets, active, batch) -> _Later:
