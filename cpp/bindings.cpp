@@ -1040,7 +1040,8 @@ template <class X> nb::object gather_block(const std::vector<const RowsOut *> &o
 
 // CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
 // eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations, balanced (qfrc_constraint
-// as solver.balanced_constraint_force gives it); forward and inverse last: rows, whether to return the rows). Returns (results, sizes, rows...): results per state (forward: qacc,
+// as solver.balanced_constraint_force gives it); forward and inverse: rows, whether to return the rows; forward last:
+// own_force, its rows with the solver's efc_force). Returns (results, sizes, rows...): results per state (forward: qacc,
 // qfrc_constraint, iterations, improvement, converged; inverse: tau, qfrc_constraint; none for the rows), with a leading
 // N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
 // nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
@@ -1048,7 +1049,8 @@ template <class X> nb::object gather_block(const std::vector<const RowsOut *> &o
 // third); contact_row (1, total contacts), contact_mu (total contacts); forward then ncone (N,): each state's contacts
 // on their cone, cones (2, total cones): each one's first row in its state's rows and dim, cone_H (the cones' dim x
 // dim Hessians concatenated); forward's efc_force, states and cones those of update at qacc (J qacc - aref), its
-// qfrc_constraint J^T efc_force. Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and
+// qfrc_constraint J^T efc_force; with own_force the solver's efc_force and qfrc_constraint, no states (ints (2, total
+// nefc)) and nothing after contact_mu. Without rows: (results, sizes, efc_force (total nefc)). Small calls keep the GIL and
 // run on the CompiledModel's workspace; larger ones run on threads with the GIL released.
 nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     const Model &m = nm.model;
@@ -1062,10 +1064,10 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
     int k = 2;
     if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
-    size_t options = op == CONSTRAINT_FORWARD ? 7 : op == CONSTRAINT_INVERSE ? 3 : 2;
+    size_t options = op == CONSTRAINT_FORWARD ? 8 : op == CONSTRAINT_INVERSE ? 3 : 2;
     if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
         throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
-                                                         "tolerance, iterations, balanced, rows)"
+                                                         "tolerance, iterations, balanced, rows, own_force)"
                               : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows)"
                                                          : "constraint_rows: options (contacts, eq_active)");
     nb::tuple o = nb::borrow<nb::tuple>(args[k]);
@@ -1088,12 +1090,13 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         }
         if (!PyFloat_Check(o[3].ptr()) || !PyLong_Check(o[4].ptr())) fail("type", "constraint");
         c.tolerance = PyFloat_AS_DOUBLE(o[3].ptr()), c.iterations = PyLong_AsLongLong(o[4].ptr());
-        if (!PyBool_Check(o[5].ptr())) fail("type", "constraint");
-        c.balanced = o[5].ptr() == Py_True;
+        if (!PyBool_Check(o[5].ptr()) || !PyBool_Check(o[7].ptr())) fail("type", "constraint");
+        c.balanced = o[5].ptr() == Py_True, c.own_force = o[7].ptr() == Py_True;
     }
     if (op != CONSTRAINT_ROWS) {
-        if (!PyBool_Check(o[options - 1].ptr())) fail("type", "constraint");
-        c.rows = o[options - 1].ptr() == Py_True;
+        size_t at = op == CONSTRAINT_FORWARD ? 6 : options - 1;
+        if (!PyBool_Check(o[at].ptr())) fail("type", "constraint");
+        c.rows = o[at].ptr() == Py_True;
     }
     // the results per state
     npy_intp vdims[2] = {npy_intp(N), m.nv}, sdims[1] = {npy_intp(N)};
@@ -1128,7 +1131,8 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     using R = RowsOut;
     if (!c.rows) return nb::make_tuple(nb::tuple(results), gather_rows(outs, &R::sizes, ROW_SIZES, NPY_INT64),
                                        gather_rows(outs, &R::force, 0, NPY_DOUBLE));
-    nb::object ints = op == CONSTRAINT_ROWS ? gather_block(outs, {&R::type, &R::id}, NPY_INT64)
+    bool states = op != CONSTRAINT_ROWS && !c.own_force;                // each row's state: update's (not own_force's)
+    nb::object ints = !states ? gather_block(outs, {&R::type, &R::id}, NPY_INT64)
                                             : gather_block(outs, {&R::type, &R::id, &R::state}, NPY_INT64);
     nb::object values = op == CONSTRAINT_ROWS
         ? gather_block(outs, {&R::pos, &R::margin, &R::frictionloss, &R::diagA, &R::R, &R::D, &R::K, &R::B, &R::imp, &R::impP,
@@ -1139,7 +1143,7 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
                                     gather_rows(outs, &R::J, m.nv, NPY_DOUBLE, total_rows(outs)), values, ints,
                                     gather_block(outs, {&R::contact_row}, NPY_INT64),
                                     gather_rows(outs, &R::contact_mu, 0, NPY_DOUBLE));
-    if (op != CONSTRAINT_FORWARD) return rows;
+    if (op != CONSTRAINT_FORWARD || c.own_force) return rows;
     return nb::make_tuple(rows[0], rows[1], rows[2], rows[3], rows[4], rows[5], rows[6],
                           gather_rows(outs, &R::ncone, 0, NPY_INT64),
                           gather_block(outs, {&R::cone_first, &R::cone_dim}, NPY_INT64),

@@ -360,7 +360,8 @@ struct Contacts {
 // the contacts: each state's set (sets[s]), one set for every state (one in sets) or none (sets empty); eq_active (neq)
 // or null (the model's eq_active0); forward's warm start (warm.data null: none), tolerance and iterations; and the
 // results per state: forward qacc, qfrc (J^T efc_force), iterations, improvement, converged; inverse tau, qfrc (null
-// for the rows alone)
+// for the rows alone); forward's rows with own_force: the solver's efc_force with them (no update at its qacc, no
+// states or cones)
 struct Kernels;
 struct ConstraintCall {
     int op = 0;
@@ -372,6 +373,7 @@ struct ConstraintCall {
     int64_t iterations = 0;
     bool rows = true;                                                  // forward, inverse: return each state's rows
     bool balanced = false;                                             // forward: qfrc_constraint as (M - h D) steps take it
+    bool own_force = false;                                            // forward's rows: efc_force the solver's
     double *qacc = nullptr, *qfrc = nullptr, *tau = nullptr, *improvement = nullptr;
     int64_t *iters = nullptr;
     bool *converged = nullptr;

@@ -128,7 +128,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     if (!smooth && !factor_mass(m, w)) return SINGULAR;
     int st = solve_with(m, w, nullptr, warm, call.tolerance, call.iterations, sol);
     if (st != OK) return st;
-    if (call.rows) inverse_force(w, w.qacc.data(), w.force.data(), &w.cones);   // update's forces, states, cones
+    if (call.rows && !call.own_force) inverse_force(w, w.qacc.data(), w.force.data(), &w.cones);   // update's, at qacc
     std::copy(w.qacc.begin(), w.qacc.end(), call.qacc + s * nv);
     if (call.balanced) balanced_constraint_force(m, w, qfrc);         // what (M - h D) a = f + qfrc integrates
     else rows_transpose_times(w.r, w.force.data(), qfrc);
@@ -161,7 +161,7 @@ inline void constraint_states(const Model &m, ConstraintWork &w, const Constrain
             w.r.nefc = w.r.ne = w.r.nf = w.r.nl = 0, w.r.con.n = 0, w.r.contact_mu.clear(), w.r.contact_row.clear();
             w.cones.n = 0;
         }
-        bool states = op && call.rows;                                 // forward's and inverse's rows: their states too
+        bool states = op && call.rows && !call.own_force;              // forward's and inverse's rows: their states too
         append(w.r, op ? w.force.data() : nullptr, states ? w.state.data() : nullptr,
                states && op == 1 ? &w.cones : nullptr, call.rows || !op, out);
     }

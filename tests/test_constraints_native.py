@@ -11,14 +11,18 @@ set: a batch's smooth stages run in lanes) run the same operations: 1e-13. The r
 first read are those constraints.rows gives: 1e-13.
 """
 
+import dataclasses
+import warnings
+
 import mujoco
 import numpy as np
 import pytest
 
 from physai import collision, constraints, engine, models
 from physai.engine import constraint, native, solver
-from physai.exceptions import InvalidStateError
+from physai.exceptions import InvalidStateError, StiffRowWarning
 from helpers import assert_close, constraint_scene, run
+from test_integrators import two_arms_and_a_box
 
 CASES = [(seed, cone, condim) for seed in range(2)
          for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 6),
@@ -139,6 +143,67 @@ def test_forward_with_its_rows_holds_update_at_its_solution(case):
     assert_close(qfrc, r.J.T @ force, 1e-12, what="qfrc_constraint")
     again = solver.compiled_forward(model, d.qpos, d.qvel, tau, arrays, active, None, 1e-15, 1000, rows=True)
     assert len(again[7][0]) == r.nefc and again[8][0].keys() == cones.keys()    # the kept buffers emptied between calls
+
+
+@pytest.mark.parametrize("case", ["seed 0 pyramidal 3", "seed 1 elliptic 4"])
+def test_forward_with_the_solvers_own_forces_returns_its_rows(case):
+    """solver.compiled_forward(rows=True, own_force=True), the rows forward_dynamics' StiffRowWarning reads: qacc,
+    qfrc_constraint, efc_force, iterations and improvement those of the call without rows (the same solve: SAME), its
+    rows the rows kernel's (SAME), one state and a batch of two; under PGS stopped after 20 iterations, whose forces are
+    not update's at its qacc (rows=True's: more than 1e-6 of their largest apart), the solver's own."""
+    _, seed, cone, condim = case.split()
+    m, d = scene(int(seed), cone, int(condim))
+    m.opt.solver, m.opt.iterations = mujoco.mjtSolver.mjSOL_PGS, 20
+    model, contacts, active = inputs(m, d)
+    arrays, tau = constraint.contact_arrays(contacts), d.qfrc_passive + d.qfrc_actuator + d.qfrc_applied
+    for q, qd, t in ((d.qpos, d.qvel, tau), tuple(np.stack([x, x]) for x in (d.qpos, d.qvel, tau))):
+        plain = solver.compiled_forward(model, q, qd, t, arrays, active, None, 1e-15, 20)
+        own = solver.compiled_forward(model, q, qd, t, arrays, active, None, 1e-15, 20, rows=True, own_force=True)
+        update = solver.compiled_forward(model, q, qd, t, arrays, active, None, 1e-15, 20, rows=True)
+        assert len(own) == 7 and len(own[2]) == len(own[6]) == len(np.atleast_2d(q))
+        for k, name in enumerate(("qacc", "qfrc_constraint", "efc_force", "iterations", "improvement")):
+            assert_close(np.concatenate(own[k]) if k == 2 else own[k], np.concatenate(plain[k]) if k == 2 else plain[k],
+                         SAME, what=name)
+        for r, ref in zip(own[6], constraint.compiled_rows(model, q, qd, arrays, active) if q.ndim == 2 else
+                          [constraint.compiled_rows(model, q, qd, arrays, active)[0]]):
+            assert_rows_close(r, ref, SAME, "rows")
+        gap = np.abs(update[2][0] - plain[2][0]).max()
+        assert gap > 1e-6 * np.abs(plain[2][0]).max(), "update's forces at PGS's qacc should differ from PGS's"
+
+
+@pytest.mark.parametrize("touching", ["every state", "one state"])
+def test_the_floor_warning_names_the_states_floor_rows_finds_one_by_one(touching):
+    """forward_dynamics' StiffRowWarning on the compiled backend (the near states' rows concatenated, constraint.at_floor,
+    each contact's rows offset into the whole) names what constraint.floor_rows finds state by state: the states with
+    rows whose R is at its floor, the first of them and its count. A friction per geom from 0.2 to 2 (a pyramid edge's
+    floor is 2 mu^2 MINVAL, read through the owner contact's mu) and per state a random subset of the contacts; every
+    state touching the floor bodies (the solve's own rows) or one of six (the near state's rows made again)."""
+    rng = np.random.default_rng(3)
+    m = mujoco.MjModel.from_xml_string(two_arms_and_a_box("pyramidal", "Newton", .099).replace("discrete", "Euler"))
+    m.geom_friction[:, 0] = rng.uniform(.2, 2, m.ngeom)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    model = engine.from_mujoco(m)
+    full = collision.detect(model, d.qpos)
+
+    def subset(keep):
+        return dataclasses.replace(full, **{f.name: getattr(full, f.name)[keep] for f in dataclasses.fields(full)
+                                            if isinstance(getattr(full, f.name), np.ndarray)})
+    floor = np.isin(full.body1, model.kept("floor_bodies")) | np.isin(full.body2, model.kept("floor_bodies"))
+    sets = [subset((rng.random(len(full.dist)) < .6) | (floor if touching == "every state" or k == 4 else False))
+            for k in range(6)]
+    if touching == "one state":
+        sets = [s if k == 4 else subset(~floor & (rng.random(len(full.dist)) < .6)) for k, s in enumerate(sets)]
+    Q, QD = np.tile(d.qpos, (6, 1)), rng.normal(size=(6, m.nv))
+    per = [constraint.floor_rows(r) for r in constraint.compiled_rows(model, Q, QD, constraint.contact_arrays(sets), None)]
+    hit = [k for k, f in enumerate(per) if len(f)]
+    assert hit and (touching == "every state" or hit == [4])
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        run("native", constraints.forward_dynamics, model, Q, QD, rng.normal(size=(6, m.nv)), sets)
+    said = [str(w.message) for w in seen if issubclass(w.category, StiffRowWarning)]
+    assert len(said) == 1 and said[0].startswith(f"{len(per[hit[0]])} constraint rows of state {hit[0]} "
+                                                 f"({len(hit)} of 6 states have such rows) "), said
 
 
 def trajectory(steps: int = 40, every: int = 4):

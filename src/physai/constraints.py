@@ -243,7 +243,8 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
         results.append((sol, r))
-    _warn_floor(model, [r.contact_body for _, r in results], lambda ks: [results[k][1] for k in ks], batch, stacklevel=3)
+    _warn_floor(model, _near_floor(model, [r.contact_body for _, r in results]), lambda k: results[k][1], len(results),
+                batch, stacklevel=3)
     return _finite(_forward_result(results, batch), "qacc")
 
 
@@ -262,7 +263,8 @@ def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, toleranc
         if not sol.converged:
             _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
         results.append((replace(sol, qacc=qacc), r))   # the free bodies' blocks solved again
-    _warn_floor(model, [r.contact_body for _, r in results], lambda ks: [results[k][1] for k in ks], batch, stacklevel=4)
+    _warn_floor(model, _near_floor(model, [r.contact_body for _, r in results]), lambda k: results[k][1], len(results),
+                batch, stacklevel=4)
     return _forward_result(results, batch)
 
 
@@ -345,25 +347,36 @@ def _warn(iterations: int, improvement: float, k: int, batch, noslip: int = 0) -
                   f"last improvement {improvement:.3g}: raise iterations or check the model", ConvergenceWarning, stacklevel=3)
 
 
-def _warn_floor(model, bodies: list, rows, batch, stacklevel: int) -> None:
-    """One StiffRowWarning for the states whose rows have R at its floor MINVAL (constraint.floor_rows), naming the
-    first. Looked at: only the states whose contacts (bodies: each state's contact bodies (nc, 2)) touch a body that may
-    give such rows (the kept floor_bodies, physai.engine.setconst), their Rows made by rows(states) (a list of indices);
-    stacklevel: the caller of forward_dynamics'."""
+def _near_floor(model, bodies: list) -> list:
+    """The states (indices) whose contacts (bodies: each state's contact bodies (nc, 2)) touch a body that may give rows
+    whose R is at its floor MINVAL (the kept floor_bodies, physai.engine.setconst): the states _warn_floor looks at."""
     floor_bodies = model.kept("floor_bodies")
     if not len(floor_bodies) or not bodies:
-        return
+        return []
     is_floor = np.zeros(model.nbody + 1, bool)                             # the last: the world's -1
     is_floor[floor_bodies] = True
     state = np.repeat(np.arange(len(bodies)), [len(b) for b in bodies])
-    near = np.unique(state[is_floor[np.concatenate(bodies)].any(axis=1)]).tolist()
+    return np.unique(state[is_floor[np.concatenate(bodies)].any(axis=1)]).tolist()
+
+
+def _warn_floor(model, near: list, rows, states: int, batch, stacklevel: int) -> None:
+    """One StiffRowWarning for the states whose rows have R at its floor MINVAL (constraint.at_floor on their rows
+    concatenated), naming the first. Looked at: the states near (_near_floor) of the call's `states`, their Rows given
+    by rows(k); stacklevel: the caller of forward_dynamics'."""
     if not near:
         return
-    hit = [(k, floor) for k, r in zip(near, rows(near)) if len(floor := constraint.floor_rows(r))]
-    if not hit:
+    found = [rows(k) for k in near]
+    nefc = [r.nefc for r in found]
+    first = np.cumsum([0] + nefc)                                          # each state's first row in the concatenation
+    contact_row = np.concatenate([r.contact_row for r in found])
+    contact_row = np.where(contact_row >= 0, contact_row + np.repeat(first[:-1], [len(r.contact_row) for r in found]), -1)
+    floor = constraint.at_floor(np.concatenate([r.R for r in found]), np.concatenate([r.type for r in found]), contact_row,
+                                np.concatenate([r.contact_mu for r in found]))
+    hit = np.unique(np.repeat(np.arange(len(found)), nefc)[floor])        # the near states with such rows
+    if not len(hit):
         return
-    k, floor = hit[0]
-    where = f" of state {k} ({len(hit)} of {len(bodies)} states have such rows)" if batch is not None else ""
+    k, floor = near[hit[0]], np.flatnonzero(floor[first[hit[0]]:first[hit[0] + 1]])
+    where = f" of state {k} ({len(hit)} of {states} states have such rows)" if batch is not None else ""
     warnings.warn(f"{len(floor)} constraint rows{where} have R at its floor MINVAL (the first: row {floor[0]}): their diagApprox "
                   "is 0, as a contact's between bodies that cannot translate (its normal J exactly zero); their forces are "
                   "aref / MINVAL, not physical, and their stiffness 1 / MINVAL leaves CG and PGS far from the minimum, "
@@ -382,19 +395,36 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
         else:
             warm = np.ascontiguousarray(_warmstart(model, warm, data(model)[1]).T)
     opt = model.opt
-    qacc, qfrc, forces, its, improvement, converged = solver.compiled_forward(
-        model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
-        opt.iterations if iterations is None else iterations)
+    near = _near_floor(model, [] if sets is None else [s[1][:, 1:3] for s in sets])   # each set's contact bodies
+    # the solve's own rows when at least half the states are near (every state, for one set), else the near states'
+    # rows made again after it: the solve's rows cost every state's dense J
+    from_solve = bool(near) and (len(sets) == 1 or 2 * len(near) >= len(sets))
+    out = solver.compiled_forward(model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
+                                  opt.iterations if iterations is None else iterations, rows=from_solve, own_force=True)
+    qacc, qfrc, forces, its, improvement, converged = out[:6]     # from_solve: the rows of the solve, out[6]
     batch = len(its) if qacc.ndim == 2 else None
+    if near and len(sets) == 1:                                   # one set for every state: every state near
+        near = list(range(len(its)))
     if not converged.all():
         for k in np.flatnonzero(~converged).tolist():
             _warn(int(its[k]), float(improvement[k]), k, batch, opt.noslip_iterations)
     rows_ = _later_rows(model, q, qd, sets, active, batch)
-    _warn_floor(model, _contact_bodies(sets, batch), lambda ks: _rows_of(model, q, qd, sets, active, batch, ks), batch,
-                stacklevel=4)
+    if from_solve:
+        rows_of = out[6].__getitem__
+    elif near:
+        rows_of = dict(zip(near, _rows_of(model, q, qd, sets, active, batch, near))).__getitem__
+    _warn_floor(model, near, rows_of if near else None, len(its), batch, stacklevel=4)
     if batch is None:
         return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)
     return ForwardResult(qacc, qfrc, forces, its, improvement, rows_)
+
+
+def _rows_of(model, q, qd, sets, active, batch, states: list) -> list:
+    """The compiled rows (a list of Rows) of the given states of a compiled call (sets: one per state, or one for all)."""
+    if batch is None:
+        return constraint.compiled_rows(model, q, qd, sets, active)
+    Q, QD = np.asarray(q, float)[states], np.asarray(qd, float)[states]
+    return constraint.compiled_rows(model, Q, QD, sets if len(sets) == 1 else [sets[k] for k in states], active)
 
 
 def _later_rows(model, q, qd, sets, active, batch) -> _Later:
@@ -403,22 +433,6 @@ def _later_rows(model, q, qd, sets, active, batch) -> _Later:
     if batch is None:
         return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active)[0])
     return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active))
-
-
-def _contact_bodies(sets, batch) -> list:
-    """Each state's contact bodies (nc, 2) in the compiled contacts (contact_arrays' list: one set per state, or one
-    for all; None: none)."""
-    if sets is None:
-        return []
-    return [sets[k if len(sets) > 1 else 0][1][:, 1:3] for k in range(1 if batch is None else batch)]
-
-
-def _rows_of(model, q, qd, sets, active, batch, states: list) -> list:
-    """The compiled rows (a list of Rows) of the given states of a compiled call."""
-    if batch is None:
-        return constraint.compiled_rows(model, q, qd, sets, active)
-    Q, QD = np.asarray(q, float)[states], np.asarray(qd, float)[states]
-    return constraint.compiled_rows(model, Q, QD, sets if len(sets) == 1 else [sets[k] for k in states], active)
 
 
 def _forward_result(results, batch) -> ForwardResult:

@@ -590,14 +590,21 @@ def _impedance(model: Model, r: Rows, contacts: ContactSet | None, discrete_h: f
 
 
 def floor_rows(r: Rows) -> np.ndarray:
-    """The rows (int indices) whose R is at its floor MINVAL (a pyramid's edges: 2 mu^2 MINVAL): diagApprox ~0, their
-    D = 1 / MINVAL, their forces aref / MINVAL, not physical; a stiffness that leaves CG and PGS far from the minimum."""
-    floor = np.full(r.nefc, MINVAL)
-    edges = np.flatnonzero(r.type == CONTACT_PYRAMIDAL)
-    with_rows = np.flatnonzero(r.contact_row >= 0)                           # contacts' rows: contiguous, ascending
-    owner = with_rows[np.searchsorted(r.contact_row[with_rows], edges, side="right") - 1]
-    floor[edges] = 2 * r.contact_mu[owner] ** 2 * MINVAL                    # R = 2 mu^2 R_first (_impedance)
-    return np.flatnonzero(r.R <= floor)
+    """The rows (int indices) whose R is at its floor MINVAL (at_floor)."""
+    return np.flatnonzero(at_floor(r.R, r.type, r.contact_row, r.contact_mu))
+
+
+def at_floor(R: np.ndarray, type_: np.ndarray, contact_row: np.ndarray, contact_mu: np.ndarray) -> np.ndarray:
+    """(nefc,) bool: the rows whose R is at its floor MINVAL (a pyramid's edges: 2 mu^2 MINVAL): diagApprox ~0, their
+    D = 1 / MINVAL, their forces aref / MINVAL, not physical; a stiffness that leaves CG and PGS far from the minimum.
+    Rows' R, type, contact_row and contact_mu, of one state or of several concatenated (contact_row then each
+    contact's first row in the concatenation, -1 for none)."""
+    floor = np.full(len(R), MINVAL)
+    edges = np.flatnonzero(type_ == CONTACT_PYRAMIDAL)
+    with_rows = np.flatnonzero(contact_row >= 0)                             # contacts' rows: contiguous, ascending
+    owner = with_rows[np.searchsorted(contact_row[with_rows], edges, side="right") - 1]
+    floor[edges] = 2 * contact_mu[owner] ** 2 * MINVAL                      # R = 2 mu^2 R_first (_impedance)
+    return R <= floor
 
 
 def _discrete_row(model: Model, r: Rows, j: int, ref: np.ndarray, h: float) -> None:

@@ -966,28 +966,34 @@ _FORWARD = native.kernel("constraint_forward", options={"constraint": _forward_o
 
 
 def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int,
-                     balanced: bool = False, rows: bool = False):
+                     balanced: bool = False, rows: bool = False, own_force: bool = False):
     """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
     q, qd and tau; warmstart (nv,), (N, nv) or None; balanced: qfrc_constraint as balanced_constraint_force gives it
     (the steps that solve with M - h D), else J^T efc_force. rows: also the rows the solve built (a list of N Rows),
     each row's state (a list of N (nefc,)) and the cones' Hessians (a list of N {first row: (dim, dim)}), with efc_force,
     the states and the Hessians those of constraint.update at the solution (jar = J qacc - aref, cone_hessian) and
-    qfrc_constraint J^T efc_force: the optimum the step's derivatives hold (derivatives._Constraints.solve)."""
+    qfrc_constraint J^T efc_force: the optimum the step's derivatives hold (derivatives._Constraints.solve). rows with
+    own_force: the rows alone (no states, no Hessians), efc_force and qfrc_constraint the solver's as without rows (PGS
+    and unconverged solves stop away from update's forces at their qacc): the rows forward_dynamics' warning reads."""
     prepare_compiled(model)
     if not native.compiled_solver(model):
         raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
     out = _FORWARD(model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), bool(balanced),
-                                       bool(rows)))
+                                       bool(rows), bool(own_force)))
     (qacc, qfrc, its, improvement, converged), sizes = out[:2]
     if not rows:
         return qacc, qfrc, state_forces(sizes, out[2]), its, improvement, converged
-    _, _, J, values, ints, (row,), mu, ncone, (first, dim), hessians = out
+    _, _, J, values, ints, (row,), mu = out[:7]
+    found = (qacc, qfrc, state_forces(sizes, values[12]), its, improvement, converged,
+             kernel_rows(contacts, sizes, J, values, ints, row, mu))
+    if own_force:
+        return found
+    ncone, (first, dim), hessians = out[7:]
     states, cones, at = state_forces(sizes, ints[2]), [], 0
     ends = np.cumsum(ncone).tolist()
     for a, b in zip([0] + ends[:-1], ends):                    # each state's cones, their Hessians dim x dim each
         cones.append({})
         for f, n in zip(first[a:b].tolist(), dim[a:b].tolist()):
             cones[-1][f], at = hessians[at:at + n * n].reshape(n, n), at + n * n
-    return (qacc, qfrc, state_forces(sizes, values[12]), its, improvement, converged,
-            kernel_rows(contacts, sizes, J, values, ints, row, mu), states, cones)
+    return (*found, states, cones)
