@@ -120,9 +120,10 @@ struct Kernels {
 };
 
 // the widest lanes of a constrained rollout (constrained_lanes below; wider tables' simulate_constrained:
-// always one by one): AVX-512's 8 trajectories side by side, each with its own contacts, rows and islands between the
-// laned stages, were slower than one by one on benchmarks/bench_collision.py (a)'s pile (benchmarks/README.md, issue Q)
-constexpr int CONSTRAINED_LANES = 4;
+// always one by one): AVX-512's 8. The pile of benchmarks/bench_collision.py (a), slower in lanes of 8 than one by one
+// (benchmarks/README.md, issue Q), now runs one by one by lanes_gain; Gymnasium's Humanoid (RK4 + PGS) took about 3%
+// less CPU per step in lanes of 8 than of 4 (benchmarks/README.md, bench_tasks, r-prof3)
+constexpr int CONSTRAINED_LANES = 8;
 
 // the constraint operations (cpp/inverse.h), one state at a time, compiled into the scalar translation unit only (the
 // rows vary per state: no lanes; the smooth stages of a call's blocks of states come from the active lanes'

@@ -276,7 +276,7 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
     """Gymnasium's Ant and Walker2d (Newton) and Humanoid (PGS; and with elliptic cones, its contacts' blocks of three
     rows) from qpos0 above or on their floors, their joints moved by up to 0.05 rad, 11 trajectories of 100 steps (on
     the floor after 20-85) under a random constant control, with RK4 (the tasks') and Euler: on every variant
-    (native.isas(); constrained rollouts 4 states side by side under AVX-512 and AVX2, cpp/simulate.h's
+    (native.isas(); constrained rollouts 8 states side by side under AVX-512, 4 under AVX2, cpp/simulate.h's
     constrained_lanes, 2 under the default) the constrained rollout steps blocks of trajectories with the smooth
     stages and the integration in lanes and each trajectory's contacts, rows and solve alone; each state equals
     mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run simulate gives it alone (q within 1e-12,
