@@ -120,9 +120,10 @@ struct Kernels {
 };
 
 // the widest lanes of a constrained rollout (constrained_lanes below; wider tables' simulate_constrained:
-// always one by one): AVX-512's 8 trajectories side by side, each with its own contacts, rows and islands between the
-// laned stages, were slower than one by one on benchmarks/bench_collision.py (a)'s pile (benchmarks/README.md, issue Q)
-constexpr int CONSTRAINED_LANES = 4;
+// always one by one): AVX-512's 8. The pile of benchmarks/bench_collision.py (a), slower in lanes of 8 than one by one
+// (benchmarks/README.md, issue Q), now runs one by one by lanes_gain; Gymnasium's Humanoid (RK4 + PGS): lanes of 8
+// against 4 in benchmarks/README.md's bench_tasks section (a hand measurement)
+constexpr int CONSTRAINED_LANES = 8;
 
 // the constraint operations (cpp/inverse.h), one state at a time, compiled into the scalar translation unit only (the
 // rows vary per state: no lanes; the smooth stages of a call's blocks of states come from the active lanes'
@@ -174,7 +175,8 @@ namespace {
 // hold three quarters of the dofs or more (6 nfree / nv >= 3/4: 8 nfree >= nv). Measured (benchmarks/README.md, issue
 // Q; one thread, CPU time, one-by-one / lanes of 4): the Humanoid 1.16-1.20 (smooth stages 30% of its one-by-one
 // step), with 4 free boxes (51% of the dofs free) 1.06, 8 (68%) 1.01, 16 (81%) 0.88; the pile of 40 free bodies
-// (100%) 0.94-0.96 (smooth stages 11%)
+// (100%) 0.94-0.96 (smooth stages 11%); set at lanes of 4, rechecked at 8 by hand (a review: the Humanoid with 0, 4, 8
+// boxes in lanes of 8 no slower than of 4)
 inline bool lanes_gain(const Model &m) { return 8 * int64_t(m.nfree) < m.nv; }
 
 // whether a block of count trajectories of a constrained rollout steps side by side in lanes `lanes` wide (batch.h's

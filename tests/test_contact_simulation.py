@@ -276,7 +276,7 @@ def test_constrained_rollout_in_lanes_matches_mujoco_rollout(task, integrator, r
     """Gymnasium's Ant and Walker2d (Newton) and Humanoid (PGS; and with elliptic cones, its contacts' blocks of three
     rows) from qpos0 above or on their floors, their joints moved by up to 0.05 rad, 11 trajectories of 100 steps (on
     the floor after 20-85) under a random constant control, with RK4 (the tasks') and Euler: on every variant
-    (native.isas(); constrained rollouts 4 states side by side under AVX-512 and AVX2, cpp/simulate.h's
+    (native.isas(); constrained rollouts 8 states side by side under AVX-512, 4 under AVX2, cpp/simulate.h's
     constrained_lanes, 2 under the default) the constrained rollout steps blocks of trajectories with the smooth
     stages and the integration in lanes and each trajectory's contacts, rows and solve alone; each state equals
     mujoco.rollout's (q within 1e-10, qd 1e-8) and each trajectory the run simulate gives it alone (q within 1e-12,
@@ -337,7 +337,7 @@ def test_constrained_rollout_with_free_bodies_runs_each_trajectory_as_simulate(b
 
     m = humanoid_with_boxes(boxes)
     model = engine.from_mujoco(m)
-    n, steps = 5, 40
+    n, steps = 9, 40                                   # a full block and one alone at every lane width (8, 4, 2)
     humanoid, pile = engine.from_mujoco(humanoid_with_boxes(0)), engine.from_mujoco(mujoco.MjModel.from_xml_string(sphere_pile(40)))
     rng = np.random.default_rng(3)
     Q = np.repeat(m.qpos0[None], n, axis=0)
@@ -487,11 +487,12 @@ def test_a_closed_loop_of_steps_follows_mj_step():
             mujoco.mj_step(m, d)
             assert np.abs(q - d.qpos).max() < 1e-12 and np.abs(warm - d.qacc_warmstart).max() < 1e-8
         rng = np.random.default_rng(0)
-        Q, QD = q + 0.01 * rng.uniform(-1.0, 1.0, (5, m.nq)), qd + 0.1 * rng.normal(size=(5, m.nv))
+        n = 9                                          # a full block of lanes and one state alone at every width
+        Q, QD = q + 0.01 * rng.uniform(-1.0, 1.0, (n, m.nq)), qd + 0.1 * rng.normal(size=(n, m.nv))
         Q[:, 3:7] /= np.linalg.norm(Q[:, 3:7], axis=1, keepdims=True)
-        C = ctrl + rng.normal(size=(5, m.nu))
+        C = ctrl + rng.normal(size=(n, m.nu))
         batch = integrators.step(model, Q, QD, m.opt.timestep, "euler", ctrl=C, constraints=True)
-        for k in range(5):
+        for k in range(n):
             alone = integrators.step(model, Q[k], QD[k], m.opt.timestep, "euler", ctrl=C[k], constraints=True)
             assert np.abs(batch[0][k] - alone[0]).max() < 1e-12 and np.abs(batch[1][k] - alone[1]).max() < 1e-10
 

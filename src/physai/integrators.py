@@ -946,15 +946,16 @@ def rollout(model, q0, qd0, dt=None, steps=None, integrator=None, ctrl=None, act
     (N, 1, nu)). energy=False (default) skips the energy. On the compiled backend the trajectories share the cores,
     with the GIL released. Without constraints they run side by side in the lanes of the batch kernel's instruction
     set (8 with AVX-512, 4 with AVX2, else 2; implicit one by one, its LU pivoting per trajectory).
-    constraints=True (ncon (N, steps)): in blocks of at most 4 (cpp/kernels.h's CONSTRAINED_LANES; 2 without AVX2)
-    whose smooth stages run side by side and each trajectory's collision and solve alone, or one by one for implicit,
-    discrete, muscles or arms that move with the configuration, spatial tendons, implicitfast with standalone free
-    bodies, and models whose standalone free bodies hold three quarters of the dofs or more (cpp/kernels.h's
-    lanes_gain; native.constrained_lanes_step tells which). Either way each trajectory equals simulate from its own
-    start within rounding. Raises DivergenceError naming the first divergence in time (its step, then the lowest
-    index), and InvalidStateError naming the trajectory whose initial state holds a zero quaternion, or with energy=True
-    the first state (then trajectory) whose energy overflows although the state is finite. act: the initial
-    activations, (na,) for every trajectory or (N, na) (None: zero); Trajectory.act is (N, steps+1, na).
+    constraints=True (ncon (N, steps)): in blocks as wide as the lanes (8 with AVX-512, 4 with AVX2, else 2;
+    cpp/kernels.h's CONSTRAINED_LANES) whose smooth stages run side by side and each trajectory's collision and solve
+    alone, or one by one for implicit, discrete, muscles or arms that move with the configuration, spatial tendons,
+    implicitfast with standalone free bodies, and models whose standalone free bodies hold three quarters of the dofs
+    or more (cpp/kernels.h's lanes_gain; native.constrained_lanes_step tells which). Either way each trajectory
+    equals simulate from its own start within rounding. Raises DivergenceError naming the first divergence in time
+    (its step, then the lowest index), and InvalidStateError naming the trajectory whose initial state holds a zero
+    quaternion, or with energy=True the first state (then trajectory) whose energy overflows although the state is
+    finite. act: the initial activations, (na,) for every trajectory or (N, na) (None: zero); Trajectory.act is
+    (N, steps+1, na).
     """
     model = engine.as_model(model)
     options, steps = _options(model, integrator, dt, steps, euler_damping, constraints)
