@@ -252,7 +252,7 @@ inline bool segment_pair(int64_t nv, const double *J, const double *origin, cons
         const double w1[3] = {J1[3 * nv + k], J1[4 * nv + k], J1[5 * nv + k]};
         const double w2[3] = {J2[3 * nv + k], J2[4 * nv + k], J2[5 * nv + k]};
         double x1[3], x2[3], e1[3], e2[3];
-        cross_column(w1, r1, x1), cross_column(w2, r2, x2), cross_column(w1, d1, e1), cross_column(w2, d2, e2);
+        cross(w1, r1, x1), cross(w2, r2, x2), cross(w1, d1, e1), cross(w2, d2, e2);
         for (int x = 0; x < 3; x++) {
             v1[x * nv + k] = J1[x * nv + k] + x1[x], v2[size_t(x * nv + k)] = J2[x * nv + k] + x2[x];
             dd1[size_t(x * nv + k)] = e1[x], dd2[size_t(x * nv + k)] = e2[x];
