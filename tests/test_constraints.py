@@ -257,9 +257,10 @@ def test_compiled_discrete_forward_is_the_numpy_texts_and_mujocos(cone, solver, 
     discrete_acceleration; the NumPy text's forward.discrete_acceleration never called): on discrete_random_states
     warm-started from MuJoCo's qacc_warmstart, 8 states in one call (on threads) and one alone: qacc within the larger of
     10 times the NumPy text's own move when tau is scaled by 1 + 1e-15 and the NumPy text's distance from mj_forward
-    (+ 1e-12 of its scale: CG's iterates part by rounding, 5.5e-8 seen on one state, the NumPy text then 1.9e-6 from
-    MuJoCo), efc_force and qfrc_constraint within that bound relative to their scale; and within 1e-7 of mj_forward's
-    qacc (its scale), the bound of the continuous forward_dynamics against MuJoCo."""
+    (+ 1e-12 of its scale, a margin for CG's iterates, which part by rounding: not derived; a hand measurement saw
+    5.5e-8 on one state, the NumPy text then 1.9e-6 from MuJoCo), efc_force and qfrc_constraint within that bound
+    relative to their scale; and within 1e-7 of mj_forward's qacc (its scale), the bound of the continuous
+    forward_dynamics against MuJoCo."""
     m, states = discrete_random_states(cone, solver, 8)
     model = engine.from_mujoco(m)
     Q, QD = np.stack([d.qpos for d in states]), np.stack([d.qvel for d in states])

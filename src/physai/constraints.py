@@ -26,6 +26,7 @@ PHYSAI_BACKEND=numpy (or engine.set_backend("numpy")) runs the NumPy reference o
 inverse state by state. Both give the same results within rounding (tests/test_constraints_native.py).
 """
 
+import copy
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -265,8 +266,10 @@ def _data(q, qd, tau):
 
 def _discrete_rows_of(model, q, qd, tau, contacts, eq_active, ctrl, act):
     """rows(states) of a discrete model's compiled forward call: the NumPy rows at the step's end (_discrete_rows) of
-    those states (a list; None: every state), from copies of the call's states."""
+    those states (a list; None: every state), from copies of the call's states and inputs (a caller may change its
+    arrays before the rows are read)."""
     data = _data(*(np.array(x, dtype=float) for x in (q, qd, tau)))
+    contacts, eq_active, ctrl, act = copy.deepcopy((contacts, eq_active, ctrl, act))
 
     def rows(states):
         runs = _discrete_runs(model, data, contacts, eq_active, ctrl, act, states)[0]
