@@ -1038,10 +1038,33 @@ template <class X> nb::object gather_block(const std::vector<const RowsOut *> &o
     return r;
 }
 
+// a forward call's discrete option (fields, ctrl, act) into dc (constrain's), the arrays it reads kept in keep
+const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc, Arrays &keep) {
+    if (!PyTuple_Check(x.ptr()) || PyTuple_GET_SIZE(x.ptr()) != 3) fail("type", "discrete");
+    nb::tuple t = nb::borrow<nb::tuple>(x);
+    Fields o(t[0], "discrete options", keep);
+    dc.opt.h = o.number("h"), dc.opt.integrator = o.size("integrator"), dc.opt.implicit_damping = o.flag("implicit_damping");
+    dc.opt.explicit_couplings = o.flag("explicit_couplings"), dc.opt.tolerance = o.number("tolerance");
+    dc.opt.iterations = o.size("iterations");
+    if (dc.opt.integrator != DISCRETE) o.invalid("integrator", "expected 4 (discrete)");
+    dc.act = &actuators_option(m, o.object("actuators"), "constraint_forward");
+    auto vector = [&](nb::handle v, int64_t n, const char *name) -> const double * {
+        if (v.is_none()) return nullptr;
+        PyArrayObject *a = float64_array(v, 1);
+        if (!a || int64_t(PyArray_DIM(a, 0)) != n || !PyArray_IS_C_CONTIGUOUS(a)) fail("shape", name);
+        return static_cast<const double *>(PyArray_DATA(a));
+    };
+    dc.inputs.ctrl.data = vector(t[1], dc.act->nu, "ctrl"), dc.act_in = vector(t[2], dc.act->na, "act");
+    if (dc.act->nu && !dc.inputs.ctrl.data) throw nb::value_error("constraint_forward: the actuators need ctrl");
+    return &dc;
+}
+
 // CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
 // eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations, balanced (qfrc_constraint
 // as solver.balanced_constraint_force gives it); forward and inverse: rows, whether to return the rows; forward last:
-// own_force, its rows with the solver's efc_force). Returns (results, sizes, rows...): results per state (forward: qacc,
+// own_force, its rows with the solver's efc_force; discrete: None, or a discrete model's step map (inverse.h's
+// discrete_forward_state) as (its step_fields' dict (h, integrator, implicit_damping, explicit_couplings, tolerance,
+// iterations, actuators; the rest unread), ctrl (nu,) or None, act (na,) or None), without rows). Returns (results, sizes, rows...): results per state (forward: qacc,
 // qfrc_constraint, iterations, improvement, converged; inverse: tau, qfrc_constraint; none for the rows), with a leading
 // N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
 // nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
@@ -1064,16 +1087,18 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
     int k = 2;
     if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
-    size_t options = op == CONSTRAINT_FORWARD ? 8 : op == CONSTRAINT_INVERSE ? 3 : 2;
+    size_t options = op == CONSTRAINT_FORWARD ? 9 : op == CONSTRAINT_INVERSE ? 3 : 2;
     if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
         throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
-                                                         "tolerance, iterations, balanced, rows, own_force)"
+                                                         "tolerance, iterations, balanced, rows, own_force, discrete)"
                               : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows)"
                                                          : "constraint_rows: options (contacts, eq_active)");
     nb::tuple o = nb::borrow<nb::tuple>(args[k]);
     int64_t N = batch < 0 ? 1 : batch;
     std::vector<nb::object> kept_sets;
     read_contacts(m, o[0], N, c, kept_sets);
+    DiscreteCall discrete;
+    Arrays keep;
     if (!o[1].is_none()) {
         PyObject *x = o[1].ptr();
         if (!PyArray_Check(x)) fail("type", "eq_active");
@@ -1092,6 +1117,7 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         c.tolerance = PyFloat_AS_DOUBLE(o[3].ptr()), c.iterations = PyLong_AsLongLong(o[4].ptr());
         if (!PyBool_Check(o[5].ptr()) || !PyBool_Check(o[7].ptr())) fail("type", "constraint");
         c.balanced = o[5].ptr() == Py_True, c.own_force = o[7].ptr() == Py_True;
+        if (!o[8].is_none()) c.discrete = read_discrete(m, o[8], discrete, keep);
     }
     if (op != CONSTRAINT_ROWS) {
         size_t at = op == CONSTRAINT_FORWARD ? 6 : options - 1;

@@ -363,6 +363,15 @@ struct Contacts {
 // for the rows alone); forward's rows with own_force: the solver's efc_force with them (no update at its qacc, no
 // states or cones)
 struct Kernels;
+// forward on a discrete model's states (inverse.h's discrete_forward_state): the step's options, its actuators, the
+// ctrl every state shares (a one-step Rollout's series: inputs.ctrl) and act (na; null: zeros)
+struct DiscreteCall {
+    StepOptions opt;
+    const Actuators *act = nullptr;
+    Rollout inputs;
+    const double *act_in = nullptr;
+};
+
 struct ConstraintCall {
     int op = 0;
     const Kernels *lanes = nullptr;                                    // the smooth stages of blocks of states (or none)
@@ -374,6 +383,7 @@ struct ConstraintCall {
     bool rows = true;                                                  // forward, inverse: return each state's rows
     bool balanced = false;                                             // forward: qfrc_constraint as (M - h D) steps take it
     bool own_force = false;                                            // forward's rows: efc_force the solver's
+    const DiscreteCall *discrete = nullptr;                            // forward: a discrete model's step map (or null)
     double *qacc = nullptr, *qfrc = nullptr, *tau = nullptr, *improvement = nullptr;
     int64_t *iters = nullptr;
     bool *converged = nullptr;

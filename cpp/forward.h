@@ -598,18 +598,16 @@ template <class T> int implicit(const Model &m, const Actuators &act, SimData<T>
     return OK;
 }
 
-// one step of MuJoCo 4's discrete integrator (mjINT_DISCRETE, forward.discrete): (M + h B + h^2 K) a = f - h K qd
-// (+ J^T f_c) (discrete_matrix), a the step map; the tendons' and servos' terms of the metric (coupling_terms,
-// coupling_metric) by metric_pcg; with constraints (con, double only) the solver minimises in that metric, those terms
-// included (DiscreteSolve::coupling), with the rows at the end of the step; standalone free bodies no row or coupling
-// term reaches solved again in their blocks as implicitfast's (free_body_solve). ONE_BY_ONE on lanes with free bodies
-// or coupling terms (LU pivots, the iterations per lane)
-template <class T> int discrete(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
-                                const T *qd, T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
-    int nv = m.nv;
-    bool constrained;
-    int st = single_step_start(m, act, w, q, qd, e, nullptr, constrained);
-    if (st != OK) return st;
+// the discrete step's a = (qd' - qd) / h into w.a at (q, qd) after evaluate left M in w.M and f in w.rhs
+// (forward.discrete_acceleration; constraints.forward_dynamics' qacc of a discrete model): (M + h B + h^2 K) a = f - h K qd
+// (+ J^T f_c) (discrete_matrix); the tendons' and servos' terms of the metric (coupling_terms, coupling_metric) by
+// metric_pcg; with constraints (con, double only) the solver minimises in that metric, those terms included
+// (DiscreteSolve::coupling), with the rows at the end of the step; standalone free bodies no row or coupling term
+// reaches solved again in their blocks as implicitfast's (free_body_solve). ONE_BY_ONE on lanes with free bodies or
+// coupling terms (LU pivots, the iterations per lane), SINGULAR, or the solver's status
+template <class T> int discrete_acceleration(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o,
+                                             const T *q, const T *qd, const ConstrainFor<T> *con) {
+    int nv = m.nv, st = OK;
     if constexpr (!std::is_same_v<T, double>) {                        // LU pivots, the couplings' iterations per lane
         if (m.nfree || metric_couplings(m, act, o)) return ONE_BY_ONE;
     }
@@ -649,7 +647,21 @@ template <class T> int discrete(const Model &m, const Actuators &act, SimData<T>
             for (int j = 0; j < nv; j++) w.row_dofs[size_t(j)] = char(w.row_dofs[size_t(j)] || w.coupled[size_t(j)]);
         const char *skip = con ? w.row_dofs.data() : coupled ? w.coupled.data() : nullptr;
         if (m.nfree && !free_body_solve(m, w, o.h, qd, rhs, a, skip)) return SINGULAR;
-        if (con && con->settle) con->settle(con->ctx, a);              // the step map, free bodies included: d.qacc
+    }
+    return OK;
+}
+
+// one step of MuJoCo 4's discrete integrator (mjINT_DISCRETE, forward.discrete): evaluate's M and f at (q, qd)
+// (single_step_start), the step map a (discrete_acceleration), qd' = qd + h a, q' = q (+) h qd'; with constraints the
+// step's final a (free bodies included) settled as the next warm start
+template <class T> int discrete(const Model &m, const Actuators &act, SimData<T> &w, const StepOptions &o, const T *q,
+                                const T *qd, T *qn, T *qdn, T &e, const ConstrainFor<T> *con = nullptr) {
+    bool constrained;
+    int st = single_step_start(m, act, w, q, qd, e, nullptr, constrained);
+    if (st != OK) return st;
+    if ((st = discrete_acceleration(m, act, w, o, q, qd, con)) != OK) return st;
+    if constexpr (std::is_same_v<T, double>) {
+        if (con && con->settle) con->settle(con->ctx, w.a.data());     // the step map, free bodies included: d.qacc
     }
     semi_implicit_update(m, act, w, o.h, q, qd, qn, qdn);
     return OK;

@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "constraint.h"
@@ -21,6 +22,7 @@
 #include "forward.h"
 #include "kernels.h"
 #include "model.h"
+#include "simulate.h"
 #include "smooth.h"
 #include "solver.h"
 
@@ -136,14 +138,58 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     return OK;
 }
 
+// forward of a discrete model's state s of the call (constraints' _discrete_forward): evaluate with the call's
+// actuators, ctrl and act leaves M, f = tau - c, then the discrete step's acceleration (forward.h's
+// discrete_acceleration) with the state's contacts, eq_active, warm start (or zero), tolerance and iterations; its rows
+// and efc_force in sim.run.c; a Status
+inline int discrete_forward_state(const Model &m, ConstrainedSim &sim, const ConstraintCall &call, int64_t s) {
+    const DiscreteCall &dc = *call.discrete;
+    const double *q = call.q.data + s * call.q.stride, *qd = call.qd.data + s * call.qd.stride;
+    const double *tau = call.x.data + s * call.x.stride;
+    int nv = m.nv;
+    SimData<double> &w = sim.w;
+    ConstrainedRun &run = sim.run;
+    step_inputs(m, *dc.act, dc.inputs, 0, 1, 0, w.x);                // u = ctrl clamped
+    if (dc.act_in) std::copy_n(dc.act_in, dc.act->na, w.x.act.begin());
+    else std::fill_n(w.x.act.begin(), dc.act->na, 0.0);
+    w.x.h = dc.opt.h, w.pcg_capped = -1.0;
+    double pot;
+    if (evaluate(m, *dc.act, w.d, w.x, q, qd, w.f.data(), w.M.data(), w.tmp.data(), w.force.data(), pot) != OK)
+        return ZERO_QUATERNION;
+    rne(m, w.d, qd, (const double *)nullptr, w.tmp.data());          // c at evaluate's velocity stages
+    for (int j = 0; j < nv; j++) w.rhs[size_t(j)] = tau[j] - w.tmp[size_t(j)];   // f = tau - c
+    const Contacts con = state_contacts(call, s);
+    run.given = &con, run.eq_active = call.eq_active, run.tolerance = call.tolerance, run.iterations = call.iterations;
+    const double *warm = call.warm.data ? call.warm.data + s * call.warm.stride : nullptr;
+    if (warm) std::copy_n(warm, nv, run.warm.begin());
+    else std::fill(run.warm.begin(), run.warm.end(), 0.0);
+    const Constrain solve{&run, constrained_accel, nullptr, nullptr};
+    int st = discrete_acceleration(m, *dc.act, w, dc.opt, q, qd, &solve);
+    run.given = nullptr;
+    if (st != OK) return st;
+    std::copy_n(w.a.begin(), nv, call.qacc + s * nv);
+    std::copy_n(w.qfrc.begin(), nv, call.qfrc + s * nv);                   // J^T efc_force
+    call.iters[s] = run.sol.iterations, call.improvement[s] = run.sol.improvement, call.converged[s] = run.sol.converged;
+    return OK;
+}
+
 // the states [lo, hi) of a constraint call (op 0: rows, 1: forward, 2: inverse), each appended to out (a state that
 // fails appends no rows and is recorded in failures)
 inline void constraint_states(const Model &m, ConstraintWork &w, const ConstraintCall &call, int op, int64_t lo,
                               int64_t hi, RowsOut &out, Failures &failures) {
     const SmoothLayout at(m);
+    std::unique_ptr<ConstrainedSim> sim;                               // a discrete model's forward: the step's workspace
+    if (call.discrete) sim = std::make_unique<ConstrainedSim>(m, *call.discrete->act);
     const int64_t BLOCK_STATES = 16;                                   // the smooth stages of up to 16 states at once
     int64_t done = lo, block = lo;                                     // [block, done): their SmoothLayout blocks in w.smooth
     for (int64_t s = lo; s < hi; s++) {
+        if (sim) {                                                     // its rows and forces the step's
+            int st = discrete_forward_state(m, *sim, call, s);
+            Rows &r = sim->run.c.r;
+            if (st != OK) record(failures, st, s), r.nefc = r.ne = r.nf = r.nl = 0, r.con.n = 0;
+            append(r, sim->run.c.force.data(), nullptr, nullptr, false, out);
+            continue;
+        }
         if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2 && !has_armature(m)) {
             if (w.lanes != call.lanes || !w.lanes_work) {              // the active lanes' workspace, made first
                 Workspace *made = call.lanes->create(m);

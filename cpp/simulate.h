@@ -21,7 +21,9 @@ namespace {
 
 // a trajectory's constraint context: the workspace, the warm start (zero at the start, as a new MjData's), the
 // discrete step's metric's diagonal (nv), the contacts of the step's first evaluation (-1 before it), the first
-// left-out geom pair that may touch (-1: none) and the step being taken (the observed fields: its last only)
+// left-out geom pair that may touch (-1: none) and the step being taken (the observed fields: its last only); a
+// forward_dynamics call's given contacts (null: detected at q), eq_active (null: the model's), tolerance and iterations
+// (the model's), and the last solve's Solution
 struct ConstrainedRun {
     const Model &m;
     const Rollout *r = nullptr;
@@ -31,8 +33,14 @@ struct ConstrainedRun {
     Observe obs;                                   // the observed fields (Rollout::observe): obs.out null when not asked
     const Actuators *act = nullptr;                // the step's actuators and workspace (their forces, xfrc_applied)
     const SimData<double> *w = nullptr;
+    const Contacts *given = nullptr;
+    const bool *eq_active = nullptr;
+    double tolerance;
+    int64_t iterations;
+    Solution sol;
     explicit ConstrainedRun(const Model &model)
-        : m(model), c(model), warm(size_t(model.nv), 0.0), diag(size_t(model.nv)), obs(model) {}
+        : m(model), c(model), warm(size_t(model.nv), 0.0), diag(size_t(model.nv)), obs(model),
+          tolerance(model.opt_tolerance), iterations(model.opt_iterations) {}
 };
 
 // the observed fields of the evaluation that just solved (its state q, qd in stages; the step's last evaluation ends
@@ -92,7 +100,7 @@ struct ConstrainedSim {
     }
 };
 
-// Constrain::accel: the contacts at q, the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
+// Constrain::accel: the contacts at q (or the given ones), the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
 // start; qacc and qfrc_constraint = J^T efc_force out; M on the tree's pattern (the steppers', cpp/forward.h); discrete:
 // M the discrete step's metric, the rows at the end of its step, the dofs they move into discrete->row_dofs; factor:
 // M's factor already made (the lanes', Constrain's), else M factored here
@@ -102,16 +110,16 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
     const Model &m = s.m;
     int nv = m.nv;
-    Contacts con = detect(m, s.c.col, q, s.near < 0);               // a left-out pair near: once per trajectory
+    Contacts con = s.given ? *s.given : detect(m, s.c.col, q, s.near < 0);   // a left-out pair near: once per trajectory
     if (s.ncon < 0) s.ncon = con.n;
-    if (s.near < 0) s.near = s.c.col.near_missing;
+    if (s.near < 0 && !s.given) s.near = s.c.col.near_missing;
     s.c.stages = &stages;                                            // evaluate's velocity stages, not again
     const double *C = discrete ? discrete->coupling : nullptr;       // the metric's tendon and actuator terms
     if (discrete) {                                                  // the rows' step diagonal: M^'s
         for (int j = 0; j < nv; j++) s.diag[size_t(j)] = tree_diagonal(m, M, j) + (C ? C[size_t(j) * nv + j] : 0.0);
-        rows(m, s.c, q, qd, con, nullptr, false, discrete->h, discrete->bare_diag, s.diag.data());
+        rows(m, s.c, q, qd, con, s.eq_active, false, discrete->h, discrete->bare_diag, s.diag.data());
     } else
-        rows(m, s.c, q, qd, con, nullptr, false);
+        rows(m, s.c, q, qd, con, s.eq_active, false);
     s.c.stages = nullptr;
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
@@ -128,8 +136,7 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     } else if (!factor_mass(ms, s.c)) {
         return SINGULAR;
     }
-    Solution sol;
-    int st = solve_with(ms, s.c, nullptr, s.warm.data(), m.opt_tolerance, m.opt_iterations, sol,
+    int st = solve_with(ms, s.c, nullptr, s.warm.data(), s.tolerance, s.iterations, s.sol,
                         discrete ? discrete->bare_diag : nullptr);    // discrete: the mass matrix scales the tolerances
     s.c.coupled = false, s.c.coupling = nullptr;
     if (C && s.c.pcg_capped >= 0.0) *discrete->capped = s.c.pcg_capped;

@@ -69,6 +69,7 @@ COMPILED = {
                          "test_step_frames_is_mj_step_of_nstep_frames_in_one_compiled_call",
                          "test_a_dropped_model_is_collected_after_an_observed_compiled_step"},
     "test_model_constant.py": {"test_a_prepared_compiled_copy_does_not_skip_the_collision_check"},
+    "test_constraints.py": {"test_compiled_discrete_forward_is_the_numpy_texts_and_mujocos"},
     "test_actuation.py": {"test_compiled_rollout_equals_the_numpy_engine", "test_compiled_transmissions_equal_the_numpy_engine",
                           "test_the_kept_simulation_workspace_follows_the_actuators"},
     "test_collision.py": {"test_the_compiled_model_refuses_mesh_indices_outside_its_arrays",
@@ -168,6 +169,7 @@ SLOW = {
         "test_forward_at_defaults_is_as_close_as_mujocos", "test_forward_equals_mujocos_at_tight_tolerance",
         "test_g1_along_its_steps", "test_inverse_equals_mj_inverse", "test_invweight0_equals_mujocos",
         "test_robot_forward_and_inverse", "test_robot_rows_equal_mujocos", "test_rows_equal_mujocos",
+        "test_compiled_discrete_forward_is_the_numpy_texts_and_mujocos",
     },
     "test_constraints_native.py": {
         "test_a_batch_equals_the_numpy_reference", "test_forward_equals_the_numpy_reference",

@@ -30,6 +30,7 @@ from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, Invalid
                                UnsupportedModelError)
 
 from helpers import DATA, assert_close, constraint_scene as scene, run
+from scenes import random_scene
 
 CASES = [(seed, cone, condim) for seed in range(3)
          for cone, condim in [("pyramidal", 1), ("pyramidal", 3), ("elliptic", 3), ("elliptic", 4), ("pyramidal", 4),
@@ -223,6 +224,72 @@ def test_discrete_forward_and_inverse_are_mujocos(seed, cone, condim, backend):
     two = run(backend, constraints.forward_dynamics, model, np.stack([d.qpos] * 2), np.stack([d.qvel] * 2),
               np.stack([d.qfrc_passive + d.qfrc_actuator] * 2), [contacts] * 2, eq_active=active)
     assert_close(two.qacc, np.stack([res.qacc] * 2), 1e-12, what="a batch's qacc")
+
+
+def discrete_random_states(cone: str, solver: str, n: int):
+    """(m, [d]) of tests' random_scene(0) (free bodies of primitive geoms on a tilted plane, a two-link hinge chain)
+    under the discrete integrator with the given cone and solver (Newton and CG at tolerance 1e-15, 1000 iterations;
+    PGS at the model's), its hinges given springs and dampers: n of mj_step's states along its run (every 40 steps from
+    step 100: bodies resting and sliding on the plane), each after mj_forward."""
+    m = mujoco.MjModel.from_xml_string(random_scene(0, supported_only=True))
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_DISCRETE
+    m.opt.cone = getattr(mujoco.mjtCone, f"mjCONE_{cone.upper()}")
+    m.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{solver.upper()}")
+    if solver != "pgs":
+        m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
+    rng = np.random.default_rng(0)
+    hinge = m.jnt_type == int(mujoco.mjtJoint.mjJNT_HINGE)
+    m.jnt_stiffness[hinge] = rng.uniform(1, 50, hinge.sum())
+    m.dof_damping[m.jnt_dofadr[hinge]] = rng.uniform(0.1, 2, hinge.sum())
+    d, states = mujoco.MjData(m), []
+    for k in range(100 + 40 * n):
+        mujoco.mj_step(m, d)
+        if k >= 100 and (k - 100) % 40 == 0:
+            mujoco.mj_forward(m, d)
+            states.append(copy.copy(d))
+    return m, states
+
+
+@pytest.mark.parametrize("solver", ["newton", "cg", "pgs"])
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_compiled_discrete_forward_is_the_numpy_texts_and_mujocos(cone, solver, monkeypatch):
+    """forward_dynamics of a discrete model on the compiled backend is its step's compiled solve (cpp/forward.h's
+    discrete_acceleration; the NumPy text's forward.discrete_acceleration never called): on discrete_random_states
+    warm-started from MuJoCo's qacc_warmstart, 8 states in one call (on threads) and one alone: qacc within the larger of
+    10 times the NumPy text's own move when tau is scaled by 1 + 1e-15 and the NumPy text's distance from mj_forward
+    (+ 1e-12 of its scale, a margin for CG's iterates, which part by rounding: not derived; a hand measurement saw
+    5.5e-8 on one state, the NumPy text then 1.9e-6 from MuJoCo), efc_force and qfrc_constraint within that bound
+    relative to their scale; and within 1e-7 of mj_forward's qacc (its scale), the bound of the continuous
+    forward_dynamics against MuJoCo."""
+    m, states = discrete_random_states(cone, solver, 8)
+    model = engine.from_mujoco(m)
+    Q, QD = np.stack([d.qpos for d in states]), np.stack([d.qvel for d in states])
+    tau = np.stack([d.qfrc_passive + d.qfrc_actuator for d in states])
+    contacts = [collision.from_mujoco(m, d) for d in states]
+    warm = np.stack([d.qacc_warmstart for d in states])
+    assert min(len(c) for c in contacts) > 0
+
+    def numpy_solve(*args):
+        raise AssertionError("the NumPy text's discrete solve ran on the compiled backend")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(engine.forward, "discrete_acceleration", numpy_solve)
+        res = run("native", constraints.forward_dynamics, model, Q, QD, tau, contacts, qacc_warmstart=warm)
+        one = run("native", constraints.forward_dynamics, model, Q[3], QD[3], tau[3], contacts[3], qacc_warmstart=warm[3])
+    ref = run("numpy", constraints.forward_dynamics, model, Q, QD, tau, contacts, qacc_warmstart=warm)
+    moved = run("numpy", constraints.forward_dynamics, model, Q, QD, tau * (1 + 1e-15), contacts, qacc_warmstart=warm)
+    mj = np.stack([d.qacc for d in states])
+    scale = max(1.0, np.abs(ref.qacc).max())
+    bound = max(10 * np.abs(moved.qacc - ref.qacc).max(), np.abs(ref.qacc - mj).max()) + 1e-12 * scale
+    assert np.abs(res.qacc - ref.qacc).max() <= bound
+    assert np.abs(one.qacc - ref.qacc[3]).max() <= bound
+    for k in range(len(states)):
+        force = max(1.0, np.abs(ref.efc_force[k]).max())
+        assert np.abs(res.efc_force[k] - ref.efc_force[k]).max() <= bound / scale * force
+    assert np.abs(res.qfrc_constraint - ref.qfrc_constraint).max() <= bound / scale * max(1.0, np.abs(ref.qfrc_constraint).max())
+    for k in range(len(states)):
+        assert np.abs(res.qacc[k] - mj[k]).max() <= 1e-7 * max(1.0, np.abs(mj[k]).max())
+    assert_close(res.rows[3].R, ref.rows[3].R, 1e-15, what="the rows read")
 
 
 def test_ctrl_and_act_are_for_the_discrete_metric_only():

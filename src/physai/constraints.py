@@ -26,6 +26,7 @@ PHYSAI_BACKEND=numpy (or engine.set_backend("numpy")) runs the NumPy reference o
 inverse state by state. Both give the same results within rounding (tests/test_constraints_native.py).
 """
 
+import copy
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -213,8 +214,9 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     (physai.engine.forward.discrete_acceleration) in the metric M + h B + h^2 K with the rows at the step's end, tau in
     the place of its f + c; ctrl (nu,) and act (na,) set the actuators' terms of that metric (their forces are in
     tau): required (InvalidArgumentError) when the actuators have gains or biases on length or velocity, else zeros by
-    default; a batch of states shares one ctrl and one act (ShapeError for (N, nu)). It runs the NumPy solve on both
-    backends.
+    default; a batch of states shares one ctrl and one act (ShapeError for (N, nu)). On the compiled backend its step's
+    compiled solve (cpp/forward.h's discrete_acceleration) unless that step hands the model to the NumPy engine
+    (muscles, the ellipsoid fluid: forward.compiled_discrete), its rows then made by the NumPy text when read.
     """
     model = engine.as_model(model)
     if tolerance is not None:
@@ -223,11 +225,20 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
                                    not 1 <= iterations <= model_checks.MAX_ITERATIONS):
         raise InvalidArgumentError(f"iterations must be a whole number in 1..{model_checks.MAX_ITERATIONS} (MuJoCo's int), "
                                    f"got {iterations!r}")
-    data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))   # noqa: E731
+    data = _data(q, qd, tau)
     contacts = _detected(model, q, contacts)
     if model.opt.integrator == "discrete":
-        return _finite(_discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act),
-                       "qacc")
+        inputs, act = _discrete_inputs(model, ctrl, act)
+        if native.on and native.compiled_solver(model) and native.runs(model, inputs.actuators) and \
+                forward.compiled_discrete(model, inputs.actuators):
+            nu = 0 if inputs.actuators is None else inputs.actuators.nu
+            kernel = (native.step_fields(model, "discrete", float(model.opt.timestep), False, True),
+                      np.zeros(nu) if inputs.ctrl is None else np.ascontiguousarray(inputs.ctrl, dtype=np.float64), act)
+            rows = _discrete_rows_of(model, q, qd, tau, contacts, eq_active, ctrl, act)
+            return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations,
+                                             data, (kernel, rows)), "qacc")
+        return _finite(_discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl,
+                                         act), "qacc")
     _refuse_metric_inputs(model, "pass the actuators' forces in tau", ctrl=ctrl, act=act)
     if native.on and native.compiled_solver(model):
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
@@ -246,6 +257,24 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     _warn_floor(model, _near_floor(model, [r.contact_body for _, r in results]), lambda k: results[k][1], len(results),
                 batch, stacklevel=3)
     return _finite(_forward_result(results, batch), "qacc")
+
+
+def _data(q, qd, tau):
+    """data(model): the states (q, qd, tau) checked against the model's sizes (validation.states)."""
+    return lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))
+
+
+def _discrete_rows_of(model, q, qd, tau, contacts, eq_active, ctrl, act):
+    """rows(states) of a discrete model's compiled forward call: the NumPy rows at the step's end (_discrete_rows) of
+    those states (a list; None: every state), from copies of the call's states and inputs (a caller may change its
+    arrays before the rows are read)."""
+    data = _data(*(np.array(x, dtype=float) for x in (q, qd, tau)))
+    contacts, eq_active, ctrl, act = copy.deepcopy((contacts, eq_active, ctrl, act))
+
+    def rows(states):
+        runs = _discrete_runs(model, data, contacts, eq_active, ctrl, act, states)[0]
+        return [_discrete_rows(run, q1, qd1, M)[0] for run, q1, qd1, _, M in runs]
+    return rows
 
 
 def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act) -> ForwardResult:
@@ -297,19 +326,25 @@ def _servo_inputs(model, ctrl, act):
     return ctrl, act
 
 
-def _discrete_runs(model, data, contacts, eq_active, ctrl, act):
-    """([(run, q, qd, x, M)] one per state, batch) for a model of the discrete integrator (what its step refuses
-    refused): each state's forward pipeline (engine.DynamicsEvaluator, with its contacts and eq_active) evaluated at
-    (q, qd), M with the tendons' armature and the actuators posed at q as the step's; x the state's tau or qacc."""
+def _discrete_inputs(model, ctrl, act):
+    """(StepInputs, act) of a call on a model of the discrete integrator, checked (what its step refuses refused):
+    the actuators with ctrl (step_inputs, _servo_inputs), act (na,) or None."""
     model_options(model)
     ctrl, act = _servo_inputs(model, ctrl, act)
     inputs = step_inputs(model, None, ctrl, None, None)
     na = 0 if inputs.actuators is None else inputs.actuators.na
-    act = None if act is None else validation.vector("act", act, na)
+    return inputs, None if act is None else validation.vector("act", act, na)
+
+
+def _discrete_runs(model, data, contacts, eq_active, ctrl, act, states=None):
+    """([(run, q, qd, x, M)] one per state (of `states`, a list; None: every state), batch) for a model of the discrete
+    integrator: each state's forward pipeline (engine.DynamicsEvaluator, with its contacts and eq_active) evaluated at
+    (q, qd), M with the tendons' armature and the actuators posed at q as the step's; x the state's tau or qacc."""
+    inputs, act = _discrete_inputs(model, ctrl, act)
     (Q, QD, X), batch = data(model)
     sets, active = _contact_sets(model, contacts, Q.shape[1], batch), _eq_active(model, eq_active)
     runs = []
-    for k in range(Q.shape[1]):
+    for k in range(Q.shape[1]) if states is None else states:
         q, qd = Q[:, k], QD[:, k]
         run = engine.DynamicsEvaluator(model, model.opt.timestep, inputs, constrained=True, act=act)
         run.detected, run.eq_active = (q.copy(), sets[k]), active
@@ -383,8 +418,10 @@ def _warn_floor(model, near: list, rows, states: int, batch, stacklevel: int) ->
                   "MuJoCo's own too: exclude such contacts (contype, conaffinity, <exclude>)", StiffRowWarning, stacklevel=stacklevel)
 
 
-def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data) -> ForwardResult:
-    """forward_dynamics on the compiled backend (solver.compiled_forward)."""
+def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data,
+                      discrete=None) -> ForwardResult:
+    """forward_dynamics on the compiled backend (solver.compiled_forward); discrete: a discrete model's (the kernel's
+    option (fields, ctrl, act), rows(states): _discrete_rows_of's), its rows by rows() when read and for the warning."""
     sets = _compiled_contacts(model, contacts, q, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     warm = qacc_warmstart                     # (nv,) for every state or (N, nv): the kernel checks the values it reads
@@ -398,9 +435,10 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     near = _near_floor(model, [] if sets is None else [s[1][:, 1:3] for s in sets])   # each set's contact bodies
     # the solve's own rows when at least half the states are near (every state, for one set), else the near states'
     # rows made again after it: the solve's rows cost every state's dense J
-    from_solve = bool(near) and (len(sets) == 1 or 2 * len(near) >= len(sets))
+    from_solve = discrete is None and bool(near) and (len(sets) == 1 or 2 * len(near) >= len(sets))
     out = solver.compiled_forward(model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
-                                  opt.iterations if iterations is None else iterations, rows=from_solve, own_force=True)
+                                  opt.iterations if iterations is None else iterations, rows=from_solve, own_force=True,
+                                  discrete=None if discrete is None else discrete[0])
     qacc, qfrc, forces, its, improvement, converged = out[:6]     # from_solve: the rows of the solve, out[6]
     batch = len(its) if qacc.ndim == 2 else None
     if near and len(sets) == 1:                                   # one set for every state: every state near
@@ -408,11 +446,15 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     if not converged.all():
         for k in np.flatnonzero(~converged).tolist():
             _warn(int(its[k]), float(improvement[k]), k, batch, opt.noslip_iterations)
-    rows_ = _later_rows(model, q, qd, sets, active, batch)
+    if discrete is None:
+        rows_ = _later_rows(model, q, qd, sets, active, batch)
+    else:
+        rows_ = _Later(lambda: discrete[1](None) if batch is not None else discrete[1](None)[0])
     if from_solve:
         rows_of = out[6].__getitem__
     elif near:
-        rows_of = dict(zip(near, _rows_of(model, q, qd, sets, active, batch, near))).__getitem__
+        found = _rows_of(model, q, qd, sets, active, batch, near) if discrete is None else discrete[1](near)
+        rows_of = dict(zip(near, found)).__getitem__
     _warn_floor(model, near, rows_of if near else None, len(its), batch, stacklevel=4)
     if batch is None:
         return ForwardResult(qacc, qfrc, forces[0], int(its[0]), float(improvement[0]), rows_)

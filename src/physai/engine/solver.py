@@ -966,7 +966,7 @@ _FORWARD = native.kernel("constraint_forward", options={"constraint": _forward_o
 
 
 def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, tolerance: float, iterations: int,
-                     balanced: bool = False, rows: bool = False, own_force: bool = False):
+                     balanced: bool = False, rows: bool = False, own_force: bool = False, discrete=None):
     """solve() of one state or N on the compiled backend (rows, M, c and Newton's method in C++): (qacc, qfrc_constraint,
     efc_force (a list of N), iterations, improvement, converged (arrays of N)); qacc, qfrc_constraint (nv,) or (N, nv) as
     q, qd and tau; warmstart (nv,), (N, nv) or None; balanced: qfrc_constraint as balanced_constraint_force gives it
@@ -975,12 +975,15 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
     the states and the Hessians those of constraint.update at the solution (jar = J qacc - aref, cone_hessian) and
     qfrc_constraint J^T efc_force: the optimum the step's derivatives hold (derivatives._Constraints.solve). rows with
     own_force: the rows alone (no states, no Hessians), efc_force and qfrc_constraint the solver's as without rows (PGS
-    and unconverged solves stop away from update's forces at their qacc): the rows forward_dynamics' warning reads."""
+    and unconverged solves stop away from update's forces at their qacc): the rows forward_dynamics' warning reads.
+    discrete: None, or (fields, ctrl, act) of a model of the discrete integrator: qacc its step map (cpp/forward.h's
+    discrete_acceleration, forward.discrete_acceleration's twin) with tau in the place of f + c, fields native.step_fields'
+    of its discrete step, ctrl (nu,) (required when nu) and act (na,) or None every state's; without rows."""
     prepare_compiled(model)
     if not native.compiled_solver(model):
         raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
     out = _FORWARD(model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), bool(balanced),
-                                       bool(rows), bool(own_force)))
+                                       bool(rows), bool(own_force), discrete))
     (qacc, qfrc, its, improvement, converged), sizes = out[:2]
     if not rows:
         return qacc, qfrc, state_forces(sizes, out[2]), its, improvement, converged
