@@ -757,11 +757,14 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     return Q[:, -1], QD[:, -1], warm_out, A[:, -1], observed
 
 
-def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, stacklevel: int) -> None:
+def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, stacklevel: int,
+                 iterations: int | None = None) -> None:
     """One ConvergenceWarning for a compiled call whose discrete smooth solve stopped at its iteration cap (as
     solver.metric_pcg warns, and MuJoCo counts mjWARN_INERTIA): capped (N,) each run's first such step (-1: none),
     residual (N,) its relative residual; naming the first in time (then by index) as the call's errors name a step
-    (kind: "rollout", "step" or "frames"), and how many of the runs met it. stacklevel: counted from the caller."""
+    (kind: "rollout", "step" or "frames"; "forward": constraints.forward_dynamics' states, one state named not, as
+    metric_pcg's own words), and how many of the runs met it. stacklevel: counted from the caller; iterations: the
+    cap (None: model.opt.iterations)."""
     hit = np.flatnonzero(capped >= 0)
     if not len(hit):
         return
@@ -771,10 +774,13 @@ def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, sta
         where = f" at step {k + 1}" + (f" of trajectory {n}" if N > 1 else "")
     elif kind == "frames":
         where = f" at frame {k + 1}" + (f" of state {n}" if N > 1 else "")
+    elif kind == "forward":
+        where = "" if N == 1 else f" in state {n}"
     else:
         where = " in the step" if N == 1 else f" in state {n} of the step"
     where += f" ({len(hit)} of the {N} runs met it)" if len(hit) > 1 else ""
-    warnings.warn(solver.pcg_cap_message(int(model.opt.iterations), float(residual[n]), where), ConvergenceWarning,
+    iterations = int(model.opt.iterations if iterations is None else iterations)
+    warnings.warn(solver.pcg_cap_message(iterations, float(residual[n]), where), ConvergenceWarning,
                   stacklevel=stacklevel + 1)
 
 
