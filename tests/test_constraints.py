@@ -294,7 +294,7 @@ def test_compiled_discrete_forward_is_the_numpy_texts_and_mujocos(cone, solver, 
 
 def test_compiled_discrete_rows_read_later_are_the_calls():
     """The rows of a compiled discrete forward_dynamics call are made when first read (the NumPy text at the step's
-    end) from the call's inputs as they were: its contact sets kept on their own packed arrays, the list and the
+    end) from the call's inputs as they were: the list of contact sets and the
     arrays copied (before, a deep copy of every contact set on each call, read or not): discrete_scene(0) as 2 states,
     the caller's q, qd, tau, eq_active and list of contact sets changed in place after the call: the rows then read
     are those of the same call made again on unchanged inputs (1e-15 of their scale: the same code) and mj_forward's

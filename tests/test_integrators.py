@@ -1812,7 +1812,7 @@ def test_discrete_forward_dynamics_with_noslip_is_mj_forwards(solver, backend, m
     its tendons and servos in the metric (explicit under PGS), noslip stopped at 5 sweeps (tolerance 1e-15; its Delassus
     matrix in the metric's factored part after Newton and CG), cold-started as a new MjData: qacc within 1e-9 of
     mj_forward's (of its scale) and efc_force within 1e-6 (the bounds of the discrete forward_dynamics against MuJoCo),
-    alone and as both states of a batch; ONE ConvergenceWarning per call naming the noslip sweeps' limit."""
+    alone and as both states of a batch; one ConvergenceWarning per state naming the noslip sweeps' limit."""
     m = discrete_cross_tree_model(1, True, True, friction=True)
     m.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{solver}")
     m.opt.noslip_iterations, m.opt.noslip_tolerance = 5, 1e-15

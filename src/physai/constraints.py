@@ -38,7 +38,7 @@ from physai.engine.contact import ContactSet
 from physai.engine.smooth import tree_cholesky_solve
 from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, ShapeError, StiffRowWarning,
                                UnsupportedModelError)
-from physai.integrators import _warn_capped, model_options, step_inputs, step_matrix
+from physai.integrators import warn_capped, model_options, step_inputs, step_matrix
 
 __all__ = ["ForwardResult", "InverseResult", "Rows", "forward_dynamics", "inverse_dynamics", "rows"]
 
@@ -456,7 +456,7 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     qacc, qfrc, forces, its, improvement, converged = out[:6]     # from_solve: the rows of the solve, out[6]
     batch = len(its) if qacc.ndim == 2 else None
     if discrete is not None:                                      # its smooth solve at its cap: out[6], -1 none
-        _warn_capped(model, np.where(out[6] >= 0, 0, -1), out[6], "forward", stacklevel=3,
+        warn_capped(model, np.where(out[6] >= 0, 0, -1), out[6], "forward", stacklevel=3,
                      iterations=opt.iterations if iterations is None else iterations)
     if near and len(sets) == 1:                                   # one set for every state: every state near
         near = list(range(len(its)))
