@@ -7,6 +7,9 @@ The robot stands in its scene (Menagerie's scene.xml: the floor) at its first ke
 and the feet's contacts give MuJoCo about 60 constraint rows. Timed, microseconds:
     forward   physai.constraints.forward_dynamics (rows, M, c and Newton's method) beside mujoco.mj_forward
     inverse   physai.constraints.inverse_dynamics (closed form) beside mujoco.mj_inverse
+    discrete  forward_dynamics of the robot under MuJoCo 4's discrete integrator (a copy of the model with mjINT_DISCRETE:
+              qacc the step map (qd' - qd) / h, solved in the metric M + h B + h^2 K with its actuators' gains at the
+              keyframe's ctrl and act, the compiled step's solve) beside mj_forward under it, on the same states
 One call at the standing state, then one call on N states divided by N: N states near it (joint angles moved by up to
 1e-3 rad, velocities of 1e-2, numpy.random.default_rng(0)), each with its own contacts, on PHYSAI_NUM_THREADS threads
 (default: every core); MuJoCo's column on the same N states is one Python loop of mj_forward / mj_inverse on one
@@ -19,7 +22,8 @@ keyframe itself (about 5.3 against 4 on the G1), so N/MuJoCo-1 compares unlike w
 the standing state (MuJoCo-1's work; the standing contact set for each, one ContactSet object, so its packed arrays are
 made once), per state, and Nstand/MuJoCo-1 its ratio;
 --numpy adds the NumPy reference backend, one call. Before timing, every state's results are checked against MuJoCo's
-(inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance) or the run stops. Times are the
+(inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance) or the run stops; the error
+column prints the largest of them over the batch (relative to max(1, |qacc|), and to max(1, |qfrc_constraint|)). Times are the
 best of several rounds of wall-clock time; on a shared machine expect +-20% between runs.
 """
 
@@ -54,19 +58,41 @@ def load(m, d, state) -> None:
     d.qpos[:], d.qvel[:], d.ctrl[:], d.qacc_warmstart[:] = state
 
 
-def check(model, m, ds, contacts, tau, qacc, warm) -> None:
-    """physai's batched results against MuJoCo's at every state, or SystemExit."""
+def forward_error(qacc, ds, what: str) -> float:
+    """The largest |qacc - mj_forward's qacc| / max(1, |its qacc|) over the states of ds (each after mj_forward), or
+    SystemExit above 1e-6."""
+    error = max(np.abs(a - d.qacc).max() / max(1.0, np.abs(d.qacc).max()) for a, d in zip(qacc, ds))
+    if error > 1e-6:
+        raise SystemExit(f"{what}: forward dynamics differs from mj_forward's by {error:.3g} (relative)")
+    return error
+
+
+def check(model, m, ds, contacts, tau, qacc, warm) -> tuple[float, float]:
+    """(forward's, inverse's) largest relative error against MuJoCo's over every state (qacc: forward_error; tau
+    against mj_inverse's, relative to max(1, |qfrc_constraint|)), or SystemExit above 1e-6 and 1e-9."""
     inv = constraints.inverse_dynamics(model, [d.qpos for d in ds], [d.qvel for d in ds], qacc, contacts)
     fwd = constraints.forward_dynamics(model, [d.qpos for d in ds], [d.qvel for d in ds], tau, contacts, qacc_warmstart=warm)
+    inverse = 0.0
     for k, d in enumerate(ds):
         d2 = mujoco.MjData(m)
         d2.qpos[:], d2.qvel[:], d2.qacc[:], d2.ctrl[:] = d.qpos, d.qvel, d.qacc, d.ctrl
         mujoco.mj_inverse(m, d2)
-        scale = max(1.0, np.abs(d2.qfrc_constraint).max())
-        if np.abs(inv.tau[k] - d2.qfrc_inverse - d2.qfrc_passive).max() > 1e-9 * scale:
+        error = np.abs(inv.tau[k] - d2.qfrc_inverse - d2.qfrc_passive).max() / max(1.0, np.abs(d2.qfrc_constraint).max())
+        if error > 1e-9:
             raise SystemExit(f"state {k}: inverse dynamics differs from mj_inverse's")
-        if np.abs(fwd.qacc[k] - d.qacc).max() > 1e-6 * max(1.0, np.abs(d.qacc).max()):
-            raise SystemExit(f"state {k}: forward dynamics differs from mj_forward's")
+        inverse = max(inverse, error)
+    return forward_error(fwd.qacc, ds, "the batch"), inverse
+
+
+def after_forward(m, trajectory) -> list:
+    """[d] of each state of trajectory after mj_forward, its contacts made."""
+    ds = []
+    for state in trajectory:
+        d = mujoco.MjData(m)
+        load(m, d, state)
+        mujoco.mj_forward(m, d)
+        ds.append(d)
+    return ds
 
 
 def main() -> None:
@@ -79,26 +105,34 @@ def main() -> None:
     m = models.load(args.model, "scene")
     stand, trajectory = states(m, args.n)
     model = engine.from_mujoco(m)
-    ds = []
-    for state in trajectory:                                     # each state after mj_forward, with its contacts
-        d = mujoco.MjData(m)
-        load(m, d, state)
-        mujoco.mj_forward(m, d)
-        ds.append(d)
+    ds = after_forward(m, trajectory)                            # each state after mj_forward, with its contacts
     contacts = [collision.from_mujoco(m, d) for d in ds]
     Q, QD = np.array([d.qpos for d in ds]), np.array([d.qvel for d in ds])
     TAU, QACC = np.array([d.qfrc_passive + d.qfrc_actuator for d in ds]), np.array([d.qacc for d in ds])
     WARM = np.array([state[3] for state in trajectory])             # MuJoCo's qacc_warmstart, for both
-    check(model, m, ds, contacts, TAU, QACC, WARM)
+    error = dict(zip(("forward", "inverse"), check(model, m, ds, contacts, TAU, QACC, WARM)))
+
+    # the same robot under MuJoCo 4's discrete integrator: mj_forward's qacc the step map, its actuators' gains in the
+    # step's metric M + h B + h^2 K at the keyframe's ctrl and act (every state's), on the same states
+    md = models.load(args.model, "scene")
+    md.opt.integrator = mujoco.mjtIntegrator.mjINT_DISCRETE
+    discrete = engine.from_mujoco(md)
+    dds = after_forward(md, trajectory)
+    dstand = after_forward(md, [(stand.qpos, stand.qvel, stand.ctrl, stand.qacc_warmstart)])[0]
+    ctrl, act = stand.ctrl.copy(), stand.act.copy()
+    TAUd = np.array([d.qfrc_passive + d.qfrc_actuator for d in dds])
+    dcontacts = [collision.from_mujoco(md, d) for d in dds]
+    error["discrete"] = forward_error(constraints.forward_dynamics(discrete, Q, QD, TAUd, dcontacts, qacc_warmstart=WARM,
+                                                                   ctrl=ctrl, act=act).qacc, dds, "the discrete batch")
 
     q, qd, qacc, warm = stand.qpos.copy(), stand.qvel.copy(), stand.qacc.copy(), stand.qacc_warmstart.copy()
     tau, c = stand.qfrc_passive + stand.qfrc_actuator, collision.from_mujoco(m, stand)
-    d = mujoco.MjData(m)
-    load(m, d, (stand.qpos, stand.qvel, stand.ctrl, stand.qacc_warmstart))
+    taud, cd = dstand.qfrc_passive + dstand.qfrc_actuator, collision.from_mujoco(md, dstand)
+    d, dd = (after_forward(x, [(stand.qpos, stand.qvel, stand.ctrl, stand.qacc_warmstart)])[0] for x in (m, md))
     d_inv = mujoco.MjData(m)
     d_inv.qpos[:], d_inv.qvel[:], d_inv.qacc[:] = q, qd, qacc
 
-    def mujoco_loop(f, inverse: bool):
+    def mujoco_loop(m, d, f, inverse: bool):
         def run():
             for k, state in enumerate(trajectory):
                 load(m, d, state)
@@ -109,38 +143,54 @@ def main() -> None:
 
     one = {"forward": (lambda: constraints.forward_dynamics(model, q, qd, tau, c, qacc_warmstart=warm),
                        lambda: mujoco.mj_forward(m, d)),
-           "inverse": (lambda: constraints.inverse_dynamics(model, q, qd, qacc, c), lambda: mujoco.mj_inverse(m, d_inv))}
+           "inverse": (lambda: constraints.inverse_dynamics(model, q, qd, qacc, c), lambda: mujoco.mj_inverse(m, d_inv)),
+           "discrete": (lambda: constraints.forward_dynamics(discrete, q, qd, taud, cd, qacc_warmstart=warm, ctrl=ctrl,
+                                                             act=act),
+                        lambda: mujoco.mj_forward(md, dd))}
     batch = {"forward": (lambda: constraints.forward_dynamics(model, Q, QD, TAU, contacts, qacc_warmstart=WARM),
-                         mujoco_loop(mujoco.mj_forward, False)),
-             "inverse": (lambda: constraints.inverse_dynamics(model, Q, QD, QACC, contacts), mujoco_loop(mujoco.mj_inverse, True))}
+                         mujoco_loop(m, d, mujoco.mj_forward, False)),
+             "inverse": (lambda: constraints.inverse_dynamics(model, Q, QD, QACC, contacts),
+                         mujoco_loop(m, d, mujoco.mj_inverse, True)),
+             "discrete": (lambda: constraints.forward_dynamics(discrete, Q, QD, TAUd, dcontacts, qacc_warmstart=WARM,
+                                                               ctrl=ctrl, act=act),
+                          mujoco_loop(md, dd, mujoco.mj_forward, False))}
     # the standing state N times, the standing contact set for each (one ContactSet in a list of N): the work of
     # MuJoCo-1's call, batched; checked against mj_forward's and mj_inverse's at that state
     tile = lambda x: np.tile(x, (args.n, 1))                                          # noqa: E731
     Qs, QDs, TAUs, QACCs, WARMs, Cs = tile(q), tile(qd), tile(tau), tile(qacc), tile(warm), [c] * args.n
     standing = {"forward": lambda: constraints.forward_dynamics(model, Qs, QDs, TAUs, Cs, qacc_warmstart=WARMs),
-                "inverse": lambda: constraints.inverse_dynamics(model, Qs, QDs, QACCs, Cs)}
+                "inverse": lambda: constraints.inverse_dynamics(model, Qs, QDs, QACCs, Cs),
+                "discrete": lambda: constraints.forward_dynamics(discrete, Qs, QDs, tile(taud), [cd] * args.n,
+                                                                 qacc_warmstart=WARMs, ctrl=ctrl, act=act)}
     mujoco.mj_inverse(m, d_inv)
     if np.abs(standing["forward"]().qacc - qacc).max() > 1e-6 * max(1.0, np.abs(qacc).max()) or np.abs(
             standing["inverse"]().tau - d_inv.qfrc_inverse - d_inv.qfrc_passive).max() > 1e-9 * max(
             1.0, np.abs(d_inv.qfrc_constraint).max()):
         raise SystemExit("the standing batch differs from MuJoCo's call")
+    forward_error(standing["discrete"]().qacc, [dstand] * args.n, "the discrete standing batch")
+    forward_error([one["discrete"][0]().qacc], [dstand], "the discrete call")
 
     print(f"{args.model} in its scene at keyframe 0: nv {m.nv}, {stand.nefc} constraint rows ({stand.ne} equality, "
           f"{stand.nf} friction loss, {stand.nl} limit, {stand.nefc - stand.ne - stand.nf - stand.nl} contact from "
           f"{stand.ncon} contacts); mj_forward's solver took {stand.solver_niter[0]} iterations; batch: N = {args.n} "
           f"states near it, {np.mean([d.nefc for d in ds]):.0f} rows and {np.mean([d.solver_niter[0] for d in ds]):.1f} "
           "iterations on average")
+    print(f"discrete: the same states under the discrete integrator (its actuators' gains in the metric at the keyframe's "
+          f"ctrl): {dstand.solver_niter[0]} iterations at the keyframe, "
+          f"{np.mean([d.solver_niter[0] for d in dds]):.1f} on average over the batch")
     print(f"cpu {platform.machine()}, {os.cpu_count()} cpus, load average {os.getloadavg()[0]:.2f}; backend {engine.backend}"
           f", {native.threads()} threads for batches; mujoco {mujoco.__version__}, numpy {np.__version__}")
-    print("microseconds per call (batched: per state); ratio = physai / MuJoCo's call")
+    print("microseconds per call (batched: per state); ratio = physai / MuJoCo's call; error: physai's largest over the "
+          "batch from MuJoCo's (qacc, inverse's tau), relative")
     print(f"{'':9s} {'physai-1':>9s} {'MuJoCo-1':>9s} {'ratio':>6s} {'physai-N':>9s} {'MuJoCo-N':>9s} {'N/MuJoCo-1':>10s}"
-          f" {'N/MuJoCo-N':>10s} {'Nstand':>7s} {'Nstand/MuJoCo-1':>15s}" + (f" {'numpy-1':>9s}" if args.numpy else ""))
+          f" {'N/MuJoCo-N':>10s} {'Nstand':>7s} {'Nstand/MuJoCo-1':>15s} {'error':>8s}" +
+          (f" {'numpy-1':>9s}" if args.numpy else ""))
     for name in one:
         p1, m1 = (best_time(f) * 1e6 for f in one[name])
         pn, mn = (best_time(f) * 1e6 / args.n for f in batch[name])
         ps = best_time(standing[name]) * 1e6 / args.n
         row = (f"{name:9s} {p1:9.1f} {m1:9.1f} {p1 / m1:6.2f} {pn:9.2f} {mn:9.1f} {pn / m1:10.3f} {pn / mn:10.3f} {ps:7.2f}"
-               f" {ps / m1:15.3f}")
+               f" {ps / m1:15.3f} {error[name]:8.1e}")
         if args.numpy:
             previous = engine.set_backend("numpy")
             try:

@@ -1065,7 +1065,8 @@ const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc
 // own_force, its rows with the solver's efc_force; discrete: None, or a discrete model's step map (inverse.h's
 // discrete_forward_state) as (its step_fields' dict (h, integrator, implicit_damping, explicit_couplings, tolerance,
 // iterations, actuators; the rest unread), ctrl (nu,) or None, act (na,) or None), without rows). Returns (results, sizes, rows...): results per state (forward: qacc,
-// qfrc_constraint, iterations, improvement, converged; inverse: tau, qfrc_constraint; none for the rows), with a leading
+// qfrc_constraint, iterations, improvement, converged, discrete's capped (N,): each state's relative residual where its
+// smooth solve stopped at its iteration cap, -1 none; inverse: tau, qfrc_constraint; none for the rows), with a leading
 // N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
 // nefc, nv); values (12 or 13, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP, vel, aref and
 // efc_force (not for the rows); ints (2, total nefc): type, id (forward, inverse: (3, total nefc), each row's state
@@ -1140,6 +1141,10 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         results.append(new_array(1, sdims, NPY_INT64, data)), c.iters = static_cast<int64_t *>(data);
         results.append(new_array(1, sdims, NPY_DOUBLE, data)), c.improvement = static_cast<double *>(data);
         results.append(new_array(1, sdims, NPY_BOOL, data)), c.converged = static_cast<bool *>(data);
+        if (c.discrete) {                                              // each state's smooth solve at its cap, or -1
+            results.append(new_array(1, sdims, NPY_DOUBLE, data)), discrete.capped = static_cast<double *>(data);
+            std::fill_n(discrete.capped, N, -1.0);
+        }
     } else if (op == CONSTRAINT_INVERSE) {
         vector_result(c.tau);
         vector_result(c.qfrc);

@@ -364,12 +364,14 @@ struct Contacts {
 // states or cones)
 struct Kernels;
 // forward on a discrete model's states (inverse.h's discrete_forward_state): the step's options, its actuators, the
-// ctrl every state shares (a one-step Rollout's series: inputs.ctrl) and act (na; null: zeros)
+// ctrl every state shares (a one-step Rollout's series: inputs.ctrl) and act (na; null: zeros); out: capped (N), each
+// state's relative residual where its smooth solve in the coupled metric stopped at its iteration cap (-1: none)
 struct DiscreteCall {
     StepOptions opt;
     const Actuators *act = nullptr;
     Rollout inputs;
     const double *act_in = nullptr;
+    double *capped = nullptr;
 };
 
 struct ConstraintCall {

@@ -141,7 +141,7 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
 // forward of a discrete model's state s of the call (constraints' _discrete_forward): evaluate with the call's
 // actuators, ctrl and act leaves M, f = tau - c, then the discrete step's acceleration (forward.h's
 // discrete_acceleration) with the state's contacts, eq_active, warm start (or zero), tolerance and iterations; its rows
-// and efc_force in sim.run.c; a Status
+// and efc_force in sim.run.c, its smooth solve's residual at the cap into dc.capped[s] (-1: below it); a Status
 inline int discrete_forward_state(const Model &m, ConstrainedSim &sim, const ConstraintCall &call, int64_t s) {
     const DiscreteCall &dc = *call.discrete;
     const double *q = call.q.data + s * call.q.stride, *qd = call.qd.data + s * call.qd.stride;
@@ -166,6 +166,7 @@ inline int discrete_forward_state(const Model &m, ConstrainedSim &sim, const Con
     const Constrain solve{&run, constrained_accel, nullptr, nullptr};
     int st = discrete_acceleration(m, *dc.act, w, dc.opt, q, qd, &solve);
     run.given = nullptr;
+    if (dc.capped) dc.capped[s] = w.pcg_capped;                        // the smooth solve at its cap (-1: not)
     if (st != OK) return st;
     std::copy_n(w.a.begin(), nv, call.qacc + s * nv);
     std::copy_n(w.qfrc.begin(), nv, call.qfrc + s * nv);                   // J^T efc_force

@@ -292,6 +292,34 @@ def test_compiled_discrete_forward_is_the_numpy_texts_and_mujocos(cone, solver, 
     assert_close(res.rows[3].R, ref.rows[3].R, 1e-15, what="the rows read")
 
 
+def test_compiled_discrete_rows_read_later_are_the_calls():
+    """The rows of a compiled discrete forward_dynamics call are made when first read (the NumPy text at the step's
+    end) from the call's inputs as they were: the list of contact sets and the
+    arrays copied (before, a deep copy of every contact set on each call, read or not): discrete_scene(0) as 2 states,
+    the caller's q, qd, tau, eq_active and list of contact sets changed in place after the call: the rows then read
+    are those of the same call made again on unchanged inputs (1e-15 of their scale: the same code) and mj_forward's
+    (R and aref within 1e-12 of theirs)."""
+    m, d = discrete_scene(0, "pyramidal", 3)
+    model, contacts = engine.from_mujoco(m), collision.from_mujoco(m, d)
+    two = lambda x: np.stack([x, x])                                                    # noqa: E731
+    tau = d.qfrc_passive + d.qfrc_actuator
+    Q, QD, TAU, active, sets = two(d.qpos), two(d.qvel), two(tau), d.eq_active.astype(bool), [contacts, contacts]
+    res = run("native", constraints.forward_dynamics, model, Q, QD, TAU, sets, eq_active=active)
+    Q += .1
+    QD *= 2
+    TAU[:] = 0
+    active[:] = ~active
+    sets[1] = collision.ContactSet.empty(m.nbody)
+    again = run("native", constraints.forward_dynamics, model, two(d.qpos), two(d.qvel), two(tau), [contacts] * 2,
+                eq_active=d.eq_active.astype(bool))
+    assert m.neq and len(contacts)
+    for k in range(2):
+        for name in ("J", "R", "aref", "D", "pos"):
+            assert_close(getattr(res.rows[k], name), getattr(again.rows[k], name), 1e-15, what=f"state {k}'s {name}")
+        assert_close(res.rows[k].R, d.efc_R, 1e-12, what="R")
+        assert_close(res.rows[k].aref, d.efc_aref, 1e-12, what="aref")
+
+
 def test_ctrl_and_act_are_for_the_discrete_metric_only():
     """forward_dynamics' and rows' ctrl and act (and inverse_dynamics' act) set the discrete integrator's metric: with another
     integrator they would change nothing, so they are refused by name, the message naming those given and the model's

@@ -11,6 +11,7 @@ import copy
 import dataclasses
 import warnings
 import re
+from functools import partial
 
 import mujoco
 import numpy as np
@@ -24,7 +25,7 @@ from physai.exceptions import (ConvergenceWarning, DivergenceError, InvalidArgum
                                StiffRowWarning, TrajectoryFileError, UnsupportedModelError)
 
 import mj
-from helpers import run
+from helpers import assert_close, run
 from scenes import SIMPLE_COUPLINGS, SIMPLE_FREE_BODY, SIMPLE_JOINTS, capsule_beside_a_bare_mesh, simple_body
 
 TOL = 1e-12                                             # rad, over the whole run (6.6e-14 seen)
@@ -1018,13 +1019,16 @@ def test_discrete_qacc_and_warm_start_hold_the_free_bodys_block_solve(backend):
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("cone", ["elliptic", "pyramidal"])
 @pytest.mark.parametrize("integrator", ["Euler", "discrete"])
-def test_forward_dynamics_warns_of_rows_whose_R_is_at_its_floor(integrator, cone, backend):
+def test_forward_dynamics_warns_of_rows_whose_R_is_at_its_floor(integrator, cone, backend, monkeypatch):
     """forward_dynamics warns (StiffRowWarning) of rows whose R is at its floor MINVAL, the rows where mj_forward's efc_R
     is (2 MINVAL at most: friction 1, impratio 1): two_arms_and_a_box (Euler or discrete, CG) with its z hinges' boxes
     1 mm into the plane, contacts whose normal J is exactly zero (diagApprox 0), where MuJoCo's CG stops at least 1e4
     times farther from its Newton in qacc than with the boxes lifted 1 mm above the plane (0.05 vs 3e-9 on the ellipse, 13 vs 7e-10 on
     the pyramid, whose CG runs to its 2000 iterations); the rows' R equal MuJoCo's (1e-12 relative). Lifted: no such
-    rows, no warning; both engines (solving by Newton: the rows, not the solver, warn)."""
+    rows, no warning; both engines (solving by Newton: the rows, not the solver, warn); the compiled discrete call by
+    its compiled solve (the NumPy text's never called), its rows the NumPy text's at the step's end."""
+    if backend == "native":
+        monkeypatch.setattr(engine.forward, "discrete_acceleration", _no_numpy_discrete_solve)
     gaps = []
     for base, touching in ((.099, True), (.101, False)):
         xml = two_arms_and_a_box(cone, "CG", base).replace("discrete", integrator)
@@ -1668,6 +1672,52 @@ def test_the_compiled_cap_warning_survives_a_failing_state():
     assert len(said) == 1 and re.search(cap + r" in state 0 of the step \(3 of the 3 runs met it\)", said[0]), said
 
 
+def _no_numpy_discrete_solve(*args):
+    raise AssertionError("the NumPy text's discrete solve ran on the compiled backend")
+
+
+@pytest.mark.parametrize("seed", [0, 2])
+def test_discrete_forward_dynamics_at_the_smooth_solves_cap_warns_on_both_backends(seed, monkeypatch):
+    """forward_dynamics of a discrete model whose smooth solve in the metric with tendon and servo terms stops at its
+    iteration cap: the compiled call (cpp/forward.h's discrete_acceleration; the NumPy text's never called) warns as the
+    NumPy text does (before, silent): discrete_servo_model chains (no rows) called with iterations=1, where mj_forward
+    at opt.iterations 1 stops too (it counts mjWARN_INERTIA). One state: on both backends ONE ConvergenceWarning in
+    solver.pcg_cap_message's words, the same but for the residual, equal to its 3 printed digits; a batch of 2: the
+    compiled call ONE naming state 0 and that both met it, the NumPy text one per state (as its step); qacc within
+    1e-10 of mj_forward's under-converged one (of its scale) on both; at the model's 100 iterations no warning."""
+    m = discrete_servo_model(seed)
+    model = engine.from_mujoco(m)                                            # opt.iterations 100
+    rng = np.random.default_rng(seed)
+    d = mujoco.MjData(m)
+    d.qpos[:] = engine.random_states(model, 1, seed)[0][0]
+    d.qvel[:], d.ctrl[:] = rng.normal(size=m.nv), rng.normal(size=m.nu)
+    m.opt.iterations = 1
+    mujoco.mj_forward(m, d)
+    assert d.nefc == 0 and d.warning[mujoco.mjtWarning.mjWARN_INERTIA].number > 0    # MuJoCo stops at the cap too
+    tau, two = d.qfrc_passive + d.qfrc_actuator, lambda x: np.stack([x, x])           # noqa: E731
+    cap = r"^the discrete step's smooth solve in its metric M \+ h B \+ h\^2 K ran out of its 1 iterations"
+    said, results = {}, {}
+    for backend in ("native", "numpy"):
+        with monkeypatch.context() as patch:
+            if backend == "native":
+                patch.setattr(engine.forward, "discrete_acceleration", _no_numpy_discrete_solve)
+            call = partial(_convergence_warnings, run, backend, constraints.forward_dynamics, model, ctrl=d.ctrl,
+                           act=d.act)
+            results[backend], said[backend] = call(d.qpos, d.qvel, tau, iterations=1)
+            batch, said[backend, 2] = call(two(d.qpos), two(d.qvel), two(tau), iterations=1)
+            assert call(d.qpos, d.qvel, tau)[1] == []
+        assert len(said[backend]) == 1 and re.search(cap + " at a relative residual", said[backend][0]), said[backend]
+        scale = max(1.0, np.abs(d.qacc).max())
+        assert np.abs(results[backend].qacc - d.qacc).max() <= 1e-10 * scale
+        assert np.abs(batch.qacc - d.qacc).max() <= 1e-10 * scale
+    assert len(said["native", 2]) == 1 and re.search(cap + r" in state 0 \(2 of the 2 runs met it\) at a relative",
+                                                     said["native", 2][0]), said["native", 2]
+    assert len(said["numpy", 2]) == 2 and all(re.search(cap + " at a relative", w) for w in said["numpy", 2])
+    native, numpy = (re.fullmatch(r"(.*) at a relative residual (\S+): (.*)", said[b][0]) for b in ("native", "numpy"))
+    assert native.group(1, 3) == numpy.group(1, 3)
+    assert abs(float(native[2]) - float(numpy[2])) <= 1.01e-2 * float(numpy[2])    # 3 digits: one in the last apart
+
+
 @pytest.mark.parametrize("limits, apart", [(False, False), (True, False), (True, True)])
 @pytest.mark.parametrize("seed", range(3))
 def test_discrete_metric_couplings_under_cg_follow_mj_step_iterate_by_iterate(seed, limits, apart):
@@ -1751,6 +1801,41 @@ def test_discrete_noslip_after_newton_uses_the_factored_metric(seed, noslip, nos
     assert np.abs(traj.q[1:] - Q).max() < 1e-10 and np.abs(traj.qd[1:] - QD).max() < 1e-10
     q1, qd1 = run(backend, integ.step, model, q0, qd0, ctrl=ctrl)[:2]
     assert np.abs(q1 - Q[0]).max() < 1e-12 and np.abs(qd1 - QD[0]).max() < 1e-12
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+@pytest.mark.parametrize("solver", ["NEWTON", "CG", "PGS"])
+def test_discrete_forward_dynamics_with_noslip_is_mj_forwards(solver, backend, monkeypatch):
+    """forward_dynamics of a discrete model with noslip after its solve, on the compiled backend its step's compiled
+    solve (cpp/forward.h's discrete_acceleration, the NumPy text's never called; before, untested there):
+    discrete_cross_tree_model(1) with limits, friction loss and the free body's contacts at cross_tree_start's state,
+    its tendons and servos in the metric (explicit under PGS), noslip stopped at 5 sweeps (tolerance 1e-15; its Delassus
+    matrix in the metric's factored part after Newton and CG), cold-started as a new MjData: qacc within 1e-9 of
+    mj_forward's (of its scale) and efc_force within 1e-6 (the bounds of the discrete forward_dynamics against MuJoCo),
+    alone and as both states of a batch; one ConvergenceWarning per state naming the noslip sweeps' limit."""
+    m = discrete_cross_tree_model(1, True, True, friction=True)
+    m.opt.solver = getattr(mujoco.mjtSolver, f"mjSOL_{solver}")
+    m.opt.noslip_iterations, m.opt.noslip_tolerance = 5, 1e-15
+    model, q0, qd0, ctrl = cross_tree_start(m, 1, True)[:4]
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+    mujoco.mj_forward(m, d)
+    assert d.ncon > 0 and d.nf > 0
+    contacts, tau, two = collision.from_mujoco(m, d), d.qfrc_passive + d.qfrc_actuator, lambda x: np.stack([x, x])  # noqa: E731
+    with monkeypatch.context() as patch:
+        if backend == "native":
+            patch.setattr(engine.forward, "discrete_acceleration", _no_numpy_discrete_solve)
+        res, said = _convergence_warnings(run, backend, constraints.forward_dynamics, model, q0, qd0, tau, contacts,
+                                          qacc_warmstart=np.zeros(m.nv), ctrl=ctrl, act=d.act)
+        both, said2 = _convergence_warnings(run, backend, constraints.forward_dynamics, model, two(q0), two(qd0), two(tau),
+                                            [contacts] * 2, qacc_warmstart=np.zeros(m.nv), ctrl=ctrl, act=d.act)
+    assert len(said) == 1 and "noslip sweeps (at most 5)" in said[0], said
+    assert len(said2) == 2 and all("noslip sweeps (at most 5)" in w for w in said2), said2
+    assert_close(res.qacc, d.qacc, 1e-9, what="qacc")
+    assert_close(res.efc_force, d.efc_force, 1e-6, what="efc_force")
+    for k in range(2):
+        assert_close(both.qacc[k], d.qacc, 1e-9, what="a batch's qacc")
+        assert_close(both.efc_force[k], d.efc_force, 1e-6, what="a batch's efc_force")
 
 
 @pytest.mark.parametrize("constraints", [False, True])

@@ -26,7 +26,6 @@ PHYSAI_BACKEND=numpy (or engine.set_backend("numpy")) runs the NumPy reference o
 inverse state by state. Both give the same results within rounding (tests/test_constraints_native.py).
 """
 
-import copy
 import warnings
 from dataclasses import dataclass, field, replace
 
@@ -39,7 +38,7 @@ from physai.engine.contact import ContactSet
 from physai.engine.smooth import tree_cholesky_solve
 from physai.exceptions import (ConvergenceWarning, InvalidArgumentError, ShapeError, StiffRowWarning,
                                UnsupportedModelError)
-from physai.integrators import model_options, step_inputs, step_matrix
+from physai.integrators import warn_capped, model_options, step_inputs, step_matrix
 
 __all__ = ["ForwardResult", "InverseResult", "Rows", "forward_dynamics", "inverse_dynamics", "rows"]
 
@@ -216,7 +215,10 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     tau): required (InvalidArgumentError) when the actuators have gains or biases on length or velocity, else zeros by
     default; a batch of states shares one ctrl and one act (ShapeError for (N, nu)). On the compiled backend its step's
     compiled solve (cpp/forward.h's discrete_acceleration) unless that step hands the model to the NumPy engine
-    (muscles, the ellipsoid fluid: forward.compiled_discrete), its rows then made by the NumPy text when read.
+    (muscles, the ellipsoid fluid: forward.compiled_discrete), its rows then made by the NumPy text when read. Its
+    smooth solve in a metric with tendon or servo terms (conjugate gradients, as MuJoCo's) stopped at `iterations`
+    warns (ConvergenceWarning, solver.metric_pcg's words; MuJoCo counts mjWARN_INERTIA): the NumPy text once per such
+    state, the compiled call once, naming the first such state of a batch and how many met it.
     """
     model = engine.as_model(model)
     if tolerance is not None:
@@ -266,15 +268,27 @@ def _data(q, qd, tau):
 
 def _discrete_rows_of(model, q, qd, tau, contacts, eq_active, ctrl, act):
     """rows(states) of a discrete model's compiled forward call: the NumPy rows at the step's end (_discrete_rows) of
-    those states (a list; None: every state), from copies of the call's states and inputs (a caller may change its
-    arrays before the rows are read)."""
+    those states (a list; None: every state), from the call's states and inputs as they were (a caller may change its
+    arrays before the rows are read): copies of q, qd, tau, eq_active, ctrl and act, the contacts kept (_kept_contacts)."""
     data = _data(*(np.array(x, dtype=float) for x in (q, qd, tau)))
-    contacts, eq_active, ctrl, act = copy.deepcopy((contacts, eq_active, ctrl, act))
+    eq_active, ctrl, act = (None if x is None else np.array(x) for x in (eq_active, ctrl, act))
+    kept = _kept_contacts(contacts)
 
     def rows(states):
-        runs = _discrete_runs(model, data, contacts, eq_active, ctrl, act, states)[0]
+        runs = _discrete_runs(model, data, kept(), eq_active, ctrl, act, states)[0]
         return [_discrete_rows(run, q1, qd1, M)[0] for run, q1, qd1, _, M in runs]
     return rows
+
+
+def _kept_contacts(contacts):
+    """contacts() (None, a ContactSet or a list of them, as given) made when called, each set on its packed arrays and
+    geoms (ContactSet.unpacked): read-only arrays of its own (packed() made by the call for its kernel), which no
+    caller's array shares, so the sets read later are the call's; the list itself copied (the caller's may change)."""
+    sets = contacts if contacts is None or isinstance(contacts, ContactSet) else list(contacts)
+
+    def unpacked(c):
+        return c if c is None else ContactSet.unpacked(c.nbody, *c.packed(), c.geom)
+    return lambda: unpacked(sets) if sets is None or isinstance(sets, ContactSet) else [unpacked(c) for c in sets]
 
 
 def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act) -> ForwardResult:
@@ -441,6 +455,9 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
                                   discrete=None if discrete is None else discrete[0])
     qacc, qfrc, forces, its, improvement, converged = out[:6]     # from_solve: the rows of the solve, out[6]
     batch = len(its) if qacc.ndim == 2 else None
+    if discrete is not None:                                      # its smooth solve at its cap: out[6], -1 none
+        warn_capped(model, np.where(out[6] >= 0, 0, -1), out[6], "forward", stacklevel=3,
+                     iterations=opt.iterations if iterations is None else iterations)
     if near and len(sets) == 1:                                   # one set for every state: every state near
         near = list(range(len(its)))
     if not converged.all():

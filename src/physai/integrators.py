@@ -745,7 +745,7 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         if near[0] >= 0:
             collision.warn_near(model, [int(near[0])], stacklevel=3)
         if capped[0] >= 0:
-            _warn_capped(model, capped, residual, "step" if steps == 1 else "frames", stacklevel=3)
+            warn_capped(model, capped, residual, "step" if steps == 1 else "frames", stacklevel=3)
         return Q[0, -1], QD[0, -1], warm_out[0], A[0, -1], observed
     stopped, near = stopped.tolist(), near.tolist()                # lists: cheaper than numpy's max for a few states
     if max(stopped) >= 0:
@@ -753,15 +753,18 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if max(near) >= 0:
         collision.warn_near(model, sorted(set(near) - {-1}), stacklevel=3)
     if integrator == DISCRETE and capped.max() >= 0:
-        _warn_capped(model, capped, residual, "step" if steps == 1 else "frames", stacklevel=3)
+        warn_capped(model, capped, residual, "step" if steps == 1 else "frames", stacklevel=3)
     return Q[:, -1], QD[:, -1], warm_out, A[:, -1], observed
 
 
-def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, stacklevel: int) -> None:
+def warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, stacklevel: int,
+                 iterations: int | None = None) -> None:
     """One ConvergenceWarning for a compiled call whose discrete smooth solve stopped at its iteration cap (as
     solver.metric_pcg warns, and MuJoCo counts mjWARN_INERTIA): capped (N,) each run's first such step (-1: none),
     residual (N,) its relative residual; naming the first in time (then by index) as the call's errors name a step
-    (kind: "rollout", "step" or "frames"), and how many of the runs met it. stacklevel: counted from the caller."""
+    (kind: "rollout", "step" or "frames"; "forward": constraints.forward_dynamics' states, one state named not, as
+    metric_pcg's own words), and how many of the runs met it. stacklevel: counted from the caller; iterations: the
+    cap (None: model.opt.iterations)."""
     hit = np.flatnonzero(capped >= 0)
     if not len(hit):
         return
@@ -771,15 +774,18 @@ def _warn_capped(model, capped: np.ndarray, residual: np.ndarray, kind: str, sta
         where = f" at step {k + 1}" + (f" of trajectory {n}" if N > 1 else "")
     elif kind == "frames":
         where = f" at frame {k + 1}" + (f" of state {n}" if N > 1 else "")
+    elif kind == "forward":
+        where = "" if N == 1 else f" in state {n}"
     else:
         where = " in the step" if N == 1 else f" in state {n} of the step"
     where += f" ({len(hit)} of the {N} runs met it)" if len(hit) > 1 else ""
-    warnings.warn(solver.pcg_cap_message(int(model.opt.iterations), float(residual[n]), where), ConvergenceWarning,
+    iterations = int(model.opt.iterations if iterations is None else iterations)
+    warnings.warn(solver.pcg_cap_message(iterations, float(residual[n]), where), ConvergenceWarning,
                   stacklevel=stacklevel + 1)
 
 
 def _warn_caps(model, caps: dict, shape: tuple, kind: str, stacklevel: int) -> None:
-    """_warn_capped for the runs in caps ({run: (its first capped step, its residual)}) of a call of `shape` (() one
+    """warn_capped for the runs in caps ({run: (its first capped step, its residual)}) of a call of `shape` (() one
     state, (N,) N), none when caps is empty."""
     if not caps:
         return
@@ -787,7 +793,7 @@ def _warn_caps(model, caps: dict, shape: tuple, kind: str, stacklevel: int) -> N
     capped, residual = np.full(N, -1), np.zeros(N)
     for n, (k, r) in caps.items():
         capped[n], residual[n] = k, r
-    _warn_capped(model, capped, residual, kind, stacklevel + 1)
+    warn_capped(model, capped, residual, kind, stacklevel + 1)
 
 
 def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None) -> "StepResult | None":
@@ -1127,7 +1133,7 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
         if caps is None:
-            _warn_capped(model, capped, residual, "rollout", stacklevel=3)
+            warn_capped(model, capped, residual, "rollout", stacklevel=3)
         else:
             caps.update({int(n): (int(capped[n]), float(residual[n])) for n in np.flatnonzero(capped >= 0)})
         return RunOutputs(Q, QD, E, ncon, warm_out, A)

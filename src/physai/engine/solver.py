@@ -978,15 +978,17 @@ def compiled_forward(model: Model, q, qd, tau, contacts, eq_active, warmstart, t
     and unconverged solves stop away from update's forces at their qacc): the rows forward_dynamics' warning reads.
     discrete: None, or (fields, ctrl, act) of a model of the discrete integrator: qacc its step map (cpp/forward.h's
     discrete_acceleration, forward.discrete_acceleration's twin) with tau in the place of f + c, fields native.step_fields'
-    of its discrete step, ctrl (nu,) (required when nu) and act (na,) or None every state's; without rows."""
+    of its discrete step, ctrl (nu,) (required when nu) and act (na,) or None every state's; without rows; a seventh
+    result, capped (N,): each state's relative residual |r| / |b| where its smooth solve in the coupled metric stopped
+    at `iterations` (metric_pcg's, which warns there), -1 where it did not."""
     prepare_compiled(model)
     if not native.compiled_solver(model):
         raise UnsupportedModelError(f"the compiled backend has no {model.opt.solver!r} solver (the NumPy backend has)")
     out = _FORWARD(model, q, qd, tau, (contacts, eq_active, warmstart, float(tolerance), int(iterations), bool(balanced),
                                        bool(rows), bool(own_force), discrete))
-    (qacc, qfrc, its, improvement, converged), sizes = out[:2]
+    (qacc, qfrc, its, improvement, converged, *capped), sizes = out[:2]      # capped: discrete's
     if not rows:
-        return qacc, qfrc, state_forces(sizes, out[2]), its, improvement, converged
+        return qacc, qfrc, state_forces(sizes, out[2]), its, improvement, converged, *capped
     _, _, J, values, ints, (row,), mu = out[:7]
     found = (qacc, qfrc, state_forces(sizes, values[12]), its, improvement, converged,
              kernel_rows(contacts, sizes, J, values, ints, row, mu))
