@@ -1382,11 +1382,27 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
 
     Stage 1 is the start state; stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1.
     MuJoCo evaluates its energy in every stage's mj_forward, so after an RK4 mj_step d.energy holds the
-    energy of stage 4, not of the start or of the end state.
+    energy of stage 4, not of the start or of the end state. Raises DivergenceError naming the first stage that is not
+    finite (a state whose stages overflow within the step).
     """
     model = engine.as_model(model)
     h = check_timestep(dt)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     run = forward.DynamicsEvaluator(model, h, step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied))
     run.with_energy = False                            # the stages carry no energy
-    return [s[:4] for s in forward.rk4_stages(run, q, qd)]
+    with np.errstate(over="ignore", invalid="ignore"):           # a diverging stage is named below
+        stages = [s[:4] for s in forward.rk4_stages(run, q, qd)]
+    _refuse_diverging_stage(stages, h)
+    return stages
+
+
+def _refuse_diverging_stage(stages: list, h: float) -> None:
+    """DivergenceError naming the first of RK4's stages (q_i, qd_i, qdd_i, M_i) that is not finite and its first such
+    field (in that order: the compiled evaluation leaves M NaN too where the bias overflows), as step's for a diverging
+    step; stage 1 is the state itself."""
+    for i, stage in enumerate(stages, 1):
+        bad = next((f"{name}_{i}" for name, x in zip(("q", "qd", "qdd", "M"), stage) if not np.isfinite(x).all()), None)
+        if bad is not None:
+            where = "the state's own forces overflow" if i == 1 else "the stages' states overflow within the step"
+            raise DivergenceError(f"RK4's stage {i} of 4 diverged at dt = {h:g} s: {bad} is not finite ({where}); "
+                                  "use a smaller timestep")
