@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from physai import engine, integrators, models
-from physai.exceptions import InvalidArgumentError, UnknownQuantityError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, UnknownQuantityError
 
 from helpers import run
 
@@ -358,3 +358,25 @@ def test_a_dropped_model_is_collected_after_an_observed_compiled_step():
     del model
     gc.collect()
     assert dropped() is None, "the model outlives its last reference"
+
+
+#: a slide on a child body under a body of mass 1: at q = 1e200 its tree's centre of mass is 0.5e200 m from both
+FAR_CHILD = ('<mujoco><worldbody><body><joint type="hinge" axis="0 0 1"/><geom type="sphere" size=".1" pos=".1 0 0" '
+             'mass="1"/><body pos="0 0 .5"><joint type="slide" axis="1 0 0"/><geom type="sphere" size=".1" mass="1"/>'
+             '</body></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_body_quantities_refuse_by_name_a_state_whose_inertias_overflow(backend):
+    """A slide 1e200 m out on a child body: the tree's composite inertia about its centre of mass (m |c|^2, c 0.5e200 m)
+    overflows double precision, and MuJoCo's own cinert and qacc there are not finite: body_quantities raises
+    InvalidStateError naming the field, without numpy's warnings (it returned NaN with them)."""
+    m = mujoco.MjModel.from_xml_string(FAR_CHILD)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.0, 1e200], [0.1, 0.1]
+    mujoco.mj_forward(m, d)
+    assert not (np.isfinite(d.cinert).all() and np.isfinite(d.qacc).all())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidStateError, match="is not finite at index .* overflow double precision"):
+            run(backend, integrators.body_quantities, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())

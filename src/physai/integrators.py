@@ -846,11 +846,26 @@ def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, q
             run.warmstart = np.array(warm[n], dtype=float)
         run.observing = True
         q_n, qd_n = np.ascontiguousarray(Q[:, n]), np.ascontiguousarray(QD[:, n])
-        M, f, _ = run.evaluate(q_n, qd_n, energy=False)
-        run.acceleration(q_n, qd_n, M, f)
-        for name, value in run.observed(names, qd_n).items():
+        # a state whose quantities overflow is refused below by name, not with numpy's warnings
+        with np.errstate(over="ignore", invalid="ignore"):
+            M, f, _ = run.evaluate(q_n, qd_n, energy=False)
+            run.acceleration(q_n, qd_n, M, f)
+            observed = run.observed(names, qd_n)
+        for name, value in observed.items():
+            _refuse_unrepresentable(name, value, n, batch is not None)
             out[name][n] = value
     return out if batch is not None else {name: x[0] for name, x in out.items()}
+
+
+def _refuse_unrepresentable(name: str, value: np.ndarray, n: int, batched: bool) -> None:
+    """InvalidStateError when a quantity of a finite state is not finite (its bodies' inertias or forces overflow
+    double precision: e.g. cinert m |c|^2 of a body 1e200 m from its subtree's centre of mass)."""
+    bad = np.argwhere(~np.isfinite(np.asarray(value)))
+    if len(bad):
+        where = f"state {n}'s " if batched else ""
+        raise InvalidStateError(f"{where}{name} is not finite at index {tuple(int(i) for i in bad[0])} though q and qd "
+                                "are: the state's quantities overflow double precision (a body too far from the others "
+                                "or moving too fast); bring q and qd within range")
 
 
 def _first(x):
@@ -1403,6 +1418,8 @@ def _refuse_diverging_stage(stages: list, h: float) -> None:
     for i, stage in enumerate(stages, 1):
         bad = next((f"{name}_{i}" for name, x in zip(("q", "qd", "qdd", "M"), stage) if not np.isfinite(x).all()), None)
         if bad is not None:
-            where = "the state's own forces overflow" if i == 1 else "the stages' states overflow within the step"
-            raise DivergenceError(f"RK4's stage {i} of 4 diverged at dt = {h:g} s: {bad} is not finite ({where}); "
-                                  "use a smaller timestep")
+            if i == 1:                                 # no timestep helps: the state's own forces overflow
+                raise DivergenceError(f"RK4's stage 1 of 4 diverged at dt = {h:g} s: {bad} is not finite (the state's "
+                                      "own forces overflow double precision); bring q and qd within range")
+            raise DivergenceError(f"RK4's stage {i} of 4 diverged at dt = {h:g} s: {bad} is not finite (the stages' "
+                                  "states overflow within the step); use a smaller timestep")
