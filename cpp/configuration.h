@@ -32,11 +32,7 @@ template <class T> void integrate_pos(const Model &m, const T *q, const T *v, do
         T scale = select((norm - 1.0 > 1e-15) | (1.0 - norm > 1e-15), 1.0 / norm, splat<T>(1.0)), a[4];
         for (int i = 0; i < 4; i++) a[i] = p[i] * scale;
         quat_rescale(p, norm2, a, norm);
-        T *r = out + m.quat_qposadr[k];
-        r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
-        r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
-        r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
-        r[3] = (a[0] * b[3] + a[1] * b[2]) + (a[3] * b[0] - a[2] * b[1]);
+        quat_mul_mj(a, b, out + m.quat_qposadr[k]);
     }
 }
 

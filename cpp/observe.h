@@ -96,19 +96,18 @@ inline void com_bodies(const Model &m, Observe &o, const double *q) {
         for (int a = 0; a < 3; a++)
             com[3 * b + a] = smass[size_t(b)] >= MINVAL ? com[3 * b + a] / smass[size_t(b)] : xipos[3 * b + a];
     // cinert: R I R^T + m (|c|^2 1 - c c^T) about the root's subtree_com, c = xipos - subtree_com[root]; m c; m
-    for (int64_t b = 0; b < B; b++) {
-        double *ci = cinert + 10 * b, I[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0}, c[3], mb = mass[size_t(b)];
+    for (int a = 0; a < 10; a++) cinert[a] = 0.0;                      // the world's: zero (mj_comPos), however far its com
+    for (int64_t b = 1; b < B; b++) {
+        double *ci = cinert + 10 * b, I[9], c[3], mb = mass[size_t(b)];
         for (int a = 0; a < 3; a++) c[a] = xipos[3 * b + a] - com[3 * o.root[size_t(b)] + a];
-        if (b > 0) {
-            const double *R = xmat + 9 * b, *J = o.body + 13 * (b - 1) + 4;
-            for (int i = 0; i < 3; i++)
-                for (int k = 0; k < 3; k++) {
-                    double s = 0.0;
-                    for (int j = 0; j < 3; j++)
-                        for (int l = 0; l < 3; l++) s += R[3 * i + j] * J[3 * j + l] * R[3 * k + l];
-                    I[3 * i + k] = s;
-                }
-        }
+        const double *R = xmat + 9 * b, *J = o.body + 13 * (b - 1) + 4;
+        for (int i = 0; i < 3; i++)
+            for (int k = 0; k < 3; k++) {
+                double s = 0.0;
+                for (int j = 0; j < 3; j++)
+                    for (int l = 0; l < 3; l++) s += R[3 * i + j] * J[3 * j + l] * R[3 * k + l];
+                I[3 * i + k] = s;
+            }
         double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
         for (int i = 0; i < 3; i++)
             for (int k = 0; k < 3; k++) I[3 * i + k] += mb * ((i == k ? cc : 0.0) - c[i] * c[k]);

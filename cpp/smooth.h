@@ -169,14 +169,6 @@ inline void quat_to_mat_mj(const double *q, double *R) {
     R[5] = 2 * (y * z - w * x), R[6] = 2 * (x * z - w * y), R[7] = 2 * (y * z + w * x);
 }
 
-// the product a b of quaternions with MuJoCo 4's arithmetic (mju_mulQuat: products summed in pairs; smooth.quat_mul_mj)
-inline void quat_mul_mj(const double *a, const double *b, double *r) {
-    r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
-    r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
-    r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
-    r[3] = (a[0] * b[3] + a[1] * b[2]) + (a[3] * b[0] - a[2] * b[1]);
-}
-
 // v rotated by a unit quaternion (mju_rotVecQuat; smooth.rotate_mj)
 inline void rotate_mj(const double *v, const double *q, double *r) {
     double w = q[0], x = q[1], y = q[2], z = q[3];

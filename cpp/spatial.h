@@ -116,6 +116,15 @@ template <class T> inline void quat_mul(const T *a, const T *b, T *r) {
     r[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
 }
 
+// the product a b of quaternions with MuJoCo 4's arithmetic (mju_mulQuat: the four products of each component summed
+// in pairs; spatial.quat_mul_mj): body poses, sites, collision's turns and the lanes' mju_quatIntegrate
+template <class T> inline void quat_mul_mj(const T *a, const T *b, T *r) {
+    r[0] = (a[0] * b[0] - a[1] * b[1]) - (a[2] * b[2] + a[3] * b[3]);
+    r[1] = (a[0] * b[1] + a[1] * b[0]) + (a[2] * b[3] - a[3] * b[2]);
+    r[2] = (a[0] * b[2] - a[1] * b[3]) + (a[2] * b[0] + a[3] * b[1]);
+    r[3] = (a[0] * b[3] + a[1] * b[2]) + (a[3] * b[0] - a[2] * b[1]);
+}
+
 // q / |q| into u, q first scaled by the power of two 2^-e just above its largest component (exact), for a q whose
 // |q|^2 over- or underflows; returns |q| (as spatial.quat_normalize; zero for a zero quaternion)
 inline double quat_normalize_scaled(const double *q, double *u) {

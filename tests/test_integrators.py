@@ -2235,6 +2235,36 @@ def test_the_numpy_engine_steps_a_spring_whose_energy_overflows_without_numpy_wa
             dyn.mass_matrix(tree, q)
 
 
+DOUBLE_PENDULUM = ('<mujoco><worldbody><body><joint type="hinge" axis="0 1 0"/><geom type="capsule" fromto="0 0 0 .3 0 0" '
+                   'size=".03" mass="1"/><body pos=".3 0 0"><joint type="hinge" axis="0 1 0"/><geom type="capsule" '
+                   'fromto="0 0 0 .3 0 0" size=".03" mass="1"/></body></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_rk4_stages_that_overflow_within_the_step_are_named(backend):
+    """A double pendulum spinning at 1e150 rad/s: its acceleration (1e300, centripetal) is finite and MuJoCo's (1e-12
+    relative), stage 2's velocity 1e297 makes stage 2's qdd overflow, and MuJoCo's own RK4 step (mj_RungeKutta) ends
+    NaN. rk4_stages raises DivergenceError naming stage 2 and its qdd on both engines, without numpy's warnings (it
+    returned NaN stages with them); the step raises its DivergenceError as before."""
+    m = mujoco.MjModel.from_xml_string(DOUBLE_PENDULUM)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.3, -0.5], [1e150, -3e149]
+    mujoco.mj_forward(m, d)
+    stepped = copy.copy(d)
+    mujoco.mj_RungeKutta(m, stepped, 4)
+    assert np.isfinite(d.qacc).all() and not np.isfinite(stepped.qvel).all()
+    model = engine.from_mujoco(m)
+    q, qd = d.qpos.copy(), d.qvel.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        qacc = run(backend, integ.body_quantities, model, q, qd, ("qacc",))["qacc"]
+        assert np.abs(qacc - d.qacc).max() <= 1e-12 * np.abs(d.qacc).max()
+        with pytest.raises(DivergenceError, match=r"^RK4's stage 2 of 4 diverged at dt = 0.002 s: qdd_2 is not finite"):
+            run(backend, integ.rk4_stages, model, q, qd, m.opt.timestep)
+    with pytest.raises(DivergenceError, match="rk4 integrator"):
+        run(backend, integ.step, model, q, qd, integrator="rk4")
+
+
 def test_the_tree_dynamics_refuses_an_energy_that_overflows():
     """physai.dynamics' potential_energy and energy refuse a spring energy past 1.8e308 from a finite q (1e154) with
     InvalidStateError, as its kinetic_energy and engine.potential_energy do (it returned inf with numpy's overflow

@@ -7,8 +7,10 @@ max |physai - MuJoCo| <= 1e-12 max(1, max |MuJoCo|); qacc's scale also counts Mu
 since a body resting on contacts has qacc = qacc_smooth + M^-1 qfrc_constraint near 0 out of terms of the size of g
 (the Humanoid standing: |qacc| <= 0.08, its difference 1.3e-12)."""
 
+import copy
 import gc
 import os
+import warnings
 import weakref
 
 import gymnasium
@@ -17,7 +19,9 @@ import numpy as np
 import pytest
 
 from physai import engine, integrators, models
-from physai.exceptions import InvalidArgumentError, UnknownQuantityError
+from physai.exceptions import InvalidArgumentError, InvalidStateError, UnknownQuantityError
+
+from helpers import run
 
 ASSETS = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets")
 BOUND = 1e-12
@@ -230,6 +234,49 @@ def test_body_quantities_outside_a_step_are_mj_forwards_then_rne_post_constraint
     assert max(d.ncon for d in refs) > 0
 
 
+#: a slide carrying a hinge, its spring's stiffness {k}, over a floor (the compiled step observes a model with contacts)
+FAR_SLIDE = ('<mujoco><worldbody><geom type="plane" size="1 1 .1" pos="0 0 -5"/><body><joint type="slide" axis="1 0 0" '
+             'stiffness="{k}"/><geom type="sphere" size=".1" mass="1"/><body pos="0 0 .5"><joint type="hinge" '
+             'axis="0 1 0"/><geom type="sphere" size=".1" mass="1"/></body></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_slide_1e200_m_away_observes_as_mujoco_and_its_spring_pulls_with_minus_k_q(backend):
+    """At q = 1e200 m on a slide the world's cinert is zero, MuJoCo's (mj_comPos; it was NaN, 0 (1e200)^2 from the world's
+    offset to the tree's com, with numpy's warnings), and every field of body_quantities and of step_result's
+    observation (the compiled loop's on the native backend) is within BOUND of MuJoCo's after mj_forward, mj_Euler
+    (mj_step's checks refuse the state) and mj_rnePostConstraint. With a spring (k = 5) MuJoCo 4's qacc is NaN: its
+    polynomial spring k q + 0 q^2 + 0 q^3 is 0 inf past |q| = 1.34e154 while -k q is 5e200. physai's qacc is the force's,
+    MuJoCo's without the spring plus M^-1 (-k q, 0) (MuJoCo's M; 1e-12 relative), the fields made without it MuJoCo's."""
+    q, qd = np.array([1e200, 0.3]), np.array([0.1, -0.2])
+    expected = None                                    # the spring's qacc: the springless qacc + M^-1 (-k q, 0)
+    for k in (0, 5):
+        m = mujoco.MjModel.from_xml_string(FAR_SLIDE.format(k=k))
+        d = mujoco.MjData(m)
+        d.qpos[:], d.qvel[:] = q, qd
+        mujoco.mj_forward(m, d)
+        stepped = copy.copy(d)
+        mujoco.mj_Euler(m, stepped)
+        for x in (d, stepped):
+            mujoco.mj_rnePostConstraint(m, x)
+        model = engine.from_mujoco(m)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            at = run(backend, integrators.body_quantities, model, q, qd)
+            after = run(backend, integrators.step_result, model, q, qd, observe=integrators.OBSERVABLE).observed
+        if k:                                          # MuJoCo's 0 inf; the fields made with qacc left out
+            assert np.isnan(d.qfrc_spring).any() and np.isnan(d.qacc).all()
+            for qacc in (at.pop("qacc"), after.pop("qacc")):
+                assert np.abs(qacc - expected).max() <= 1e-12 * np.abs(expected).max()
+            at, after = ({n: v for n, v in x.items() if n not in FROM_QACC} for x in (at, after))
+        else:
+            M = np.zeros((2, 2))
+            mujoco.mj_fullM(m, d, M)
+            expected = d.qacc + np.linalg.solve(M, [-5 * q[0], 0.0])
+        assert_observed({n: v[None] for n, v in at.items()}, [d])
+        assert_observed({n: v[None] for n, v in after.items()}, [stepped])
+
+
 @pytest.mark.parametrize("name", ["half_cheetah.xml", "hopper.xml", "walker2d_v5.xml", "swimmer.xml", "reacher.xml",
                                   "humanoidstandup.xml", "inverted_pendulum.xml"])
 def test_the_other_gymnasium_task_models_observe_as_mujoco_in_the_compiled_step(name):
@@ -311,3 +358,25 @@ def test_a_dropped_model_is_collected_after_an_observed_compiled_step():
     del model
     gc.collect()
     assert dropped() is None, "the model outlives its last reference"
+
+
+#: a slide on a child body under a body of mass 1: at q = 1e200 its tree's centre of mass is 0.5e200 m from both
+FAR_CHILD = ('<mujoco><worldbody><body><joint type="hinge" axis="0 0 1"/><geom type="sphere" size=".1" pos=".1 0 0" '
+             'mass="1"/><body pos="0 0 .5"><joint type="slide" axis="1 0 0"/><geom type="sphere" size=".1" mass="1"/>'
+             '</body></body></worldbody></mujoco>')
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_body_quantities_refuse_by_name_a_state_whose_inertias_overflow(backend):
+    """A slide 1e200 m out on a child body: the tree's composite inertia about its centre of mass (m |c|^2, c 0.5e200 m)
+    overflows double precision, and MuJoCo's own cinert and qacc there are not finite: body_quantities raises
+    InvalidStateError naming the field, without numpy's warnings (it returned NaN with them)."""
+    m = mujoco.MjModel.from_xml_string(FAR_CHILD)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = [0.0, 1e200], [0.1, 0.1]
+    mujoco.mj_forward(m, d)
+    assert not (np.isfinite(d.cinert).all() and np.isfinite(d.qacc).all())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidStateError, match="is not finite at index .* overflow double precision"):
+            run(backend, integrators.body_quantities, engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy())

@@ -313,9 +313,10 @@ def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, toleranc
 
 def _refuse_metric_inputs(model, hint: str, **inputs) -> None:
     """InvalidArgumentError naming the inputs given (not None) of `inputs` (ctrl, act), which set the discrete
-    integrator's metric, with a model of another integrator."""
+    integrator's metric; its callers call it once their discrete model's branch has returned (model's integrator is
+    another)."""
     given = [name for name, x in inputs.items() if x is not None]
-    if given and model.opt.integrator != "discrete":
+    if given:
         raise InvalidArgumentError(f"{' and '.join(given)} set{'s' * (len(given) == 1)} the discrete integrator's metric; "
                                    f"this model's integrator is {model.opt.integrator!r}: {hint}")
 

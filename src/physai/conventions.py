@@ -98,18 +98,22 @@ def velocity_map(model, q) -> np.ndarray:
     return _caller(_velocity_maps(model, Q), batch)
 
 
+def _mapped(model, q, name: str, x, inverse: bool) -> np.ndarray:
+    """T x, or T^-1 x = T^T x when inverse (T is orthogonal), (nv,) | (N, nv) at q for x (nv,) | (N, nv) called name."""
+    model = engine.as_model(model)
+    (Q, X), batch = _states(model, q=(q, model.nq), **{name: (x, model.nv)})
+    T = _velocity_maps(model, Q)
+    return _caller(_times(T.transpose(0, 2, 1) if inverse else T, X), batch)
+
+
 def v_to_pinocchio(model, q, v) -> np.ndarray:
     """Pinocchio's velocity T v (nv,) | (N, nv) of physai's velocity v at q."""
-    model = engine.as_model(model)
-    (Q, V), batch = _states(model, q=(q, model.nq), v=(v, model.nv))
-    return _caller(_times(_velocity_maps(model, Q), V), batch)
+    return _mapped(model, q, "v", v, inverse=False)
 
 
 def v_from_pinocchio(model, q, v_pin) -> np.ndarray:
     """physai's velocity T^-1 v_pin (nv,) | (N, nv) at q (physai's configuration)."""
-    model = engine.as_model(model)
-    (Q, V), batch = _states(model, q=(q, model.nq), v_pin=(v_pin, model.nv))
-    return _caller(_times(_velocity_maps(model, Q).transpose(0, 2, 1), V), batch)       # T is orthogonal
+    return _mapped(model, q, "v_pin", v_pin, inverse=True)
 
 
 def a_to_pinocchio(model, q, v, a) -> np.ndarray:
@@ -129,16 +133,12 @@ def a_from_pinocchio(model, q, v, a_pin) -> np.ndarray:
 
 def tau_from_pinocchio(model, q, tau_pin) -> np.ndarray:
     """physai's (MuJoCo's) generalized force T^T tau_pin (nv,) | (N, nv) of Pinocchio's, at q."""
-    model = engine.as_model(model)
-    (Q, F), batch = _states(model, q=(q, model.nq), tau_pin=(tau_pin, model.nv))
-    return _caller(_times(_velocity_maps(model, Q).transpose(0, 2, 1), F), batch)
+    return _mapped(model, q, "tau_pin", tau_pin, inverse=True)
 
 
 def tau_to_pinocchio(model, q, tau) -> np.ndarray:
     """Pinocchio's generalized force T tau (nv,) | (N, nv) of physai's, at q (T is orthogonal, so T^-T = T)."""
-    model = engine.as_model(model)
-    (Q, F), batch = _states(model, q=(q, model.nq), tau=(tau, model.nv))
-    return _caller(_times(_velocity_maps(model, Q), F), batch)
+    return _mapped(model, q, "tau", tau, inverse=False)
 
 
 def mass_matrix_from_pinocchio(model, q, M_pin) -> np.ndarray:

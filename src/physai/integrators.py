@@ -852,11 +852,26 @@ def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, q
             run.warmstart = np.array(warm[n], dtype=float)
         run.observing = True
         q_n, qd_n = np.ascontiguousarray(Q[:, n]), np.ascontiguousarray(QD[:, n])
-        M, f, _ = run.evaluate(q_n, qd_n, energy=False)
-        run.acceleration(q_n, qd_n, M, f)
-        for name, value in run.observed(names, qd_n).items():
+        # a state whose quantities overflow is refused below by name, not with numpy's warnings
+        with np.errstate(over="ignore", invalid="ignore"):
+            M, f, _ = run.evaluate(q_n, qd_n, energy=False)
+            run.acceleration(q_n, qd_n, M, f)
+            observed = run.observed(names, qd_n)
+        for name, value in observed.items():
+            _refuse_unrepresentable(name, value, n, batch is not None)
             out[name][n] = value
     return out if batch is not None else {name: x[0] for name, x in out.items()}
+
+
+def _refuse_unrepresentable(name: str, value: np.ndarray, n: int, batched: bool) -> None:
+    """InvalidStateError when a quantity of a finite state is not finite (its bodies' inertias or forces overflow
+    double precision: e.g. cinert m |c|^2 of a body 1e200 m from its subtree's centre of mass)."""
+    bad = np.argwhere(~np.isfinite(np.asarray(value)))
+    if len(bad):
+        where = f"state {n}'s " if batched else ""
+        raise InvalidStateError(f"{where}{name} is not finite at index {tuple(int(i) for i in bad[0])} though q and qd "
+                                "are: the state's quantities overflow double precision (a body too far from the others "
+                                "or moving too fast); bring q and qd within range")
 
 
 def _first(x):
@@ -1388,11 +1403,29 @@ def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, x
 
     Stage 1 is the start state; stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1.
     MuJoCo evaluates its energy in every stage's mj_forward, so after an RK4 mj_step d.energy holds the
-    energy of stage 4, not of the start or of the end state.
+    energy of stage 4, not of the start or of the end state. Raises DivergenceError naming the first stage that is not
+    finite (a state whose stages overflow within the step).
     """
     model = engine.as_model(model)
     h = check_timestep(dt)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     run = forward.DynamicsEvaluator(model, h, step_inputs(model, actuators, ctrl, qfrc_applied, xfrc_applied))
     run.with_energy = False                            # the stages carry no energy
-    return [s[:4] for s in forward.rk4_stages(run, q, qd)]
+    with np.errstate(over="ignore", invalid="ignore"):           # a diverging stage is named below
+        stages = [s[:4] for s in forward.rk4_stages(run, q, qd)]
+    _refuse_diverging_stage(stages, h)
+    return stages
+
+
+def _refuse_diverging_stage(stages: list, h: float) -> None:
+    """DivergenceError naming the first of RK4's stages (q_i, qd_i, qdd_i, M_i) that is not finite and its first such
+    field (in that order: the compiled evaluation leaves M NaN too where the bias overflows), as step's for a diverging
+    step; stage 1 is the state itself."""
+    for i, stage in enumerate(stages, 1):
+        bad = next((f"{name}_{i}" for name, x in zip(("q", "qd", "qdd", "M"), stage) if not np.isfinite(x).all()), None)
+        if bad is not None:
+            if i == 1:                                 # no timestep helps: the state's own forces overflow
+                raise DivergenceError(f"RK4's stage 1 of 4 diverged at dt = {h:g} s: {bad} is not finite (the state's "
+                                      "own forces overflow double precision); bring q and qd within range")
+            raise DivergenceError(f"RK4's stage {i} of 4 diverged at dt = {h:g} s: {bad} is not finite (the stages' "
+                                  "states overflow within the step); use a smaller timestep")

@@ -287,8 +287,7 @@ def quat_integrate(quat: np.ndarray, w: np.ndarray, h) -> np.ndarray:
     if extreme.any():
         unit = np.moveaxis(spatial.quat_normalize(np.moveaxis(quat, -2, -1)), -1, 0)
         a0, a1, a2, a3 = (np.where(extreme, x, y) for x, y in zip(unit, (a0, a1, a2, a3)))
-    return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
-                     (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=-2)
+    return spatial.quat_mul_mj(np.stack([a0, a1, a2, a3], axis=-2), np.stack([b0, b1, b2, b3], axis=-2), axis=-2)
 
 
 def quat_normalize_mj(quat: np.ndarray) -> np.ndarray:

@@ -112,6 +112,16 @@ def quat_mul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
                      aw * by - ax * bz + ay * bw + az * bx, aw * bz + ax * by - ay * bx + az * bw], axis=-1)
 
 
+def quat_mul_mj(a: np.ndarray, b: np.ndarray, axis: int = -1) -> np.ndarray:
+    """The product a b of quaternions (components along `axis`) with MuJoCo 4's arithmetic (mju_mulQuat: the four products
+    of each component summed in pairs; cpp/spatial.h's quat_mul_mj): body poses, sites, collision's turns and
+    physai.joints.quat_integrate (mju_quatIntegrate)."""
+    a0, a1, a2, a3 = np.moveaxis(np.asarray(a, dtype=float), axis, 0)
+    b0, b1, b2, b3 = np.moveaxis(np.asarray(b, dtype=float), axis, 0)
+    return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
+                     (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=axis)
+
+
 def axis_angle_to_quat(axis: np.ndarray, angle: float) -> np.ndarray:
     """Quaternion (w, x, y, z) of a rotation by `angle` [rad] about the unit vector `axis` (MuJoCo's mju_axisAngle2Quat)."""
     return np.r_[np.cos(0.5 * angle), np.sin(0.5 * angle) * np.asarray(axis, dtype=float)]

@@ -31,11 +31,11 @@ from physai.engine.actuators import (AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DY
                                      TRN_JOINTINPARENT, TRN_SITE, TRN_SLIDERCRANK, TRN_TENDON, Actuators)
 from physai.engine.data import Data
 from physai.engine.model import Model
-from physai.engine.smooth import body_poses, quat_mul_mj, quat_to_mat_mj, rotate_mj
+from physai.engine.smooth import body_poses, quat_to_mat_mj, rotate_mj
 from physai.engine.support import dof_chain, point_jacobians
 from physai.engine.tendon import tendons
 from physai.exceptions import InvalidArgumentError, ShapeError, UnsupportedModelError
-from physai.spatial import mat_to_quat
+from physai.spatial import mat_to_quat, quat_mul_mj
 
 #: MuJoCo's mjMINVAL: the floor of the divisors in the actuator models
 MINVAL = 1e-15

@@ -40,8 +40,9 @@ from physai.engine.geoms import BOX, CAPSULE, CYLINDER, ELLIPSOID, HFIELD, MESH,
 from physai.engine.model import Model, per_model
 from physai.engine.model_checks import MAXVAL, MINVAL
 from physai.engine.primitives import FUNCTIONS, make_frame, mat_times_mj
-from physai.engine.smooth import geom_poses, moved_geom_poses, quat_mul_mj, quat_to_mat_mj
+from physai.engine.smooth import geom_poses, moved_geom_poses, quat_to_mat_mj
 from physai.exceptions import CollisionWarning, InvalidArgumentError, ShapeError, UnsupportedModelError
+from physai.spatial import quat_mul_mj
 
 MINMU = 1e-5                                     # MuJoCo's mjMINMU: the smallest friction coefficient
 

@@ -76,6 +76,7 @@ def com_bodies(model: Model, q: np.ndarray) -> dict:
     subtree_com = np.where(smass[:, None] >= MINVAL, moment / np.maximum(smass, MINVAL)[:, None], xipos)
     # cinert: R I R^T + m (|c|^2 1 - c c^T) about the root's subtree_com, c = xipos - subtree_com[root]; m c; m
     c = xipos - subtree_com[body_rootids(model)]
+    c[0] = 0.0                                         # the world's cinert is zero (mj_comPos), however far its com
     inertia = np.vstack([np.zeros((1, 3, 3)), model.body_inertia])
     I = np.einsum("bij,bjk,blk->bil", xmat, inertia, xmat) + mass[:, None, None] * (
         np.einsum("bi,bi->b", c, c)[:, None, None] * np.eye(3) - c[:, :, None] * c[:, None, :])

@@ -35,6 +35,7 @@ from physai.engine.model import Model
 from physai.engine.primitives import mat_times_mj
 from physai.exceptions import InvalidModelError
 from physai.linalg import SINGULAR, pivot_error
+from physai.spatial import quat_mul_mj
 
 # a x b = a[_L1] b[_L2] - a[_L2] b[_L1]; three crosses of 6-vectors' halves at once, products (k, 18, n) minus
 # (angular = 0:3, linear = 3:6):
@@ -144,15 +145,6 @@ def quat_to_mat_mj(quat: np.ndarray) -> np.ndarray:
     identity = (w == 1) & (x == 0) & (y == 0) & (z == 0)
     R[identity] = np.eye(3)
     return R
-
-
-def quat_mul_mj(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """The product a b of quaternions (..., 4) with MuJoCo 4's arithmetic (mju_mulQuat: the four products of each
-    component summed in pairs; cpp/smooth.h's quat_mul_mj)."""
-    a0, a1, a2, a3 = np.moveaxis(np.asarray(a, dtype=float), -1, 0)
-    b0, b1, b2, b3 = np.moveaxis(np.asarray(b, dtype=float), -1, 0)
-    return np.stack([(a0 * b0 - a1 * b1) - (a2 * b2 + a3 * b3), (a0 * b1 + a1 * b0) + (a2 * b3 - a3 * b2),
-                     (a0 * b2 - a1 * b3) + (a2 * b0 + a3 * b1), (a0 * b3 + a1 * b2) + (a3 * b0 - a2 * b1)], axis=-1)
 
 
 def rotate_mj(v: np.ndarray, quat: np.ndarray) -> np.ndarray:
