@@ -65,12 +65,12 @@ from physai import integrators as integ
 from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
-from physai.spatial import quat_mul, skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
+from physai.spatial import mat_to_quat, quat_mul, skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
 from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
 from physai.engine.support import dof_chain, standalone_free_dofs
-from physai.engine.smooth import body_poses as mj_body_poses, crb, cross_force, cross_motion, quat_to_mat_mj, rne, velocity_stages
+from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.contact import ContactSet
 from physai.engine.data import StepOptions
 from physai.engine.model import CONNECT, WELD, WRAP_JOINT, Model, per_model
@@ -1246,28 +1246,41 @@ class _Constraints:
         compiled where COMPILED_PIECES: native.anchor_rows), their -dJ^T f analytic in the product rule (derivatives())
         while their forces' q-derivative stays differenced with the other rows' (_product_rule): a differenced dJ
         carries each engine's rounding of J at the points, eps |J| / ROW_STEP, into a_c through h |M^-1| |f| (4.5e-9 of
-        A between the engines on a light capsule, issue U), the forces' through H^-1 J^T D ~ J^+, eps |a_c| / ROW_STEP.
+        A between the engines on a light capsule, issue U; 5e-11 now). The forces' differences still carry each
+        engine's rounding of jar at the points, through H^-1 J^T D ~ J^+ (1.5e-10 to 4.6e-10 of A between the engines
+        on random scenes whose connect and weld are violated by 0.6 m, 4e3 N; their analytic form needs d(Jdot qd)/dq).
         None (n = 0) with ANALYTIC_ROWS False or at the discrete step's end (its rows all differenced, NumPy's alone)."""
         model, r, nv = self.model, self.r, self.model.nv
         first = [i for i in range(r.ne) if model.eq_type[r.id[i]] in (CONNECT, WELD) and (i == 0 or r.id[i - 1] != r.id[i])]
         if not ANALYTIC_ROWS or self.discrete is not None or not first:
             return np.zeros(0, np.intp), np.zeros((0, nv, nv))
-        xpos, xquat = mj_body_poses(model, q)          # the frames engine.constraint.rows builds the equalities in
+        xpos, xmat = body_poses(model, q)
         rows, dJ = [], []
         for i in first:
             e = r.id[i]
             weld, data = model.eq_type[e] == WELD, model.eq_data[e]
             bodies, anchors = (model.eq_obj1id[e], model.eq_obj2id[e]), (data[3:6], data[0:3]) if weld else (data[0:3], data[3:6])
-            J, origin, anchor, quat = np.zeros((2, 6, nv)), np.zeros((2, 3)), np.zeros((2, 3)), np.tile([1.0, 0, 0, 0], (2, 1))
+            J, origin, anchor, R = np.zeros((2, 6, nv)), np.zeros((2, 3)), np.zeros((2, 3)), np.tile(np.eye(3), (2, 1, 1))
             for k, (b, a) in enumerate(zip(bodies, anchors)):
                 if b >= 0:
-                    J[k], origin[k], quat[k] = body_jacobian(model, q, b), xpos[b], xquat[b]
-                anchor[k] = quat_to_mat_mj(quat[k]) @ a + origin[k]
-            quats = np.array([quat[1] * [1.0, -1.0, -1.0, -1.0], quat_mul(quat[0], data[6:10])])   # neg, quat
+                    J[k], origin[k], R[k] = body_jacobian(model, q, b), xpos[b], xmat[b]
+                anchor[k] = R[k] @ a + origin[k]
+            quats = np.array([mat_to_quat(R[1]) * [1.0, -1.0, -1.0, -1.0], quat_mul(mat_to_quat(R[0]), data[6:10])])
+            if weld and self._turned_sign(quats, J, float(data[10]), r.J[i + 3:i + 6]) < 0:
+                quats[1] = -quats[1]                   # xquat's sign as the rows' (q and -q: one rotation)
             arrays = (J, origin, anchor, model.dof_turns, quats, float(data[10]), 6 if weld else 3)
             dJ.append(native.anchor_rows(*arrays) if COMPILED_PIECES and native.on else anchor_rows(*arrays))
             rows.append(np.arange(i, i + len(dJ[-1])))
         return np.concatenate(rows).astype(np.intp), np.concatenate(dJ)
+
+    @staticmethod
+    def _turned_sign(quats: np.ndarray, J: np.ndarray, scale: float, Jr: np.ndarray) -> float:
+        """+-1 (0 where they vanish): whether a weld's rotational rows Jr (3, nv), ts/2 Im(neg (0, w_j) quat) (w = W1 -
+        W2 from the bodies' J (2, 6, nv), scale = ts), were built with quats' (neg, quat) (2, 4) or with one of them
+        negated (the same rotations)."""
+        w = np.vstack([np.zeros(J.shape[2]), J[0, 3:] - J[1, 3:]]).T                # (nv, 4): (0, w_j)
+        mine = quat_mul(quat_mul(quats[0], w), quats[1])[:, 1:]
+        return float(np.sign(np.sum(0.5 * scale * mine.T * Jr)))
 
     def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> tuple:
         """dG/dq of the rows given (_analytic_rows) as (-dJ^T f (nv, nv), df (len(rows), nv)), dG = -dJ^T f - J^T df kept
