@@ -1242,14 +1242,15 @@ class _Constraints:
         return np.arange(first, first + len(dJ)), dJ, np.repeat(ddist[None], len(dJ), axis=0)
 
     def _anchor_rows(self, q: np.ndarray) -> tuple:
-        """(rows (n,), dJ (n, nv, nv)): the optimum's connect and weld rows and d J[row, j]/dq_k at [., j, k] (anchor_rows,
-        compiled where COMPILED_PIECES: native.anchor_rows), their -dJ^T f analytic in the product rule (derivatives())
-        while their forces' q-derivative stays differenced with the other rows' (_product_rule): a differenced dJ
-        carries each engine's rounding of J at the points, eps |J| / ROW_STEP, into a_c through h |M^-1| |f| (4.5e-9 of
-        A between the engines on a light capsule, issue U; 5e-11 now). The forces' differences still carry each
-        engine's rounding of jar at the points, through H^-1 J^T D ~ J^+ (1.5e-10 to 4.6e-10 of A between the engines
-        on random scenes whose connect and weld are violated by 0.6 m, 4e3 N; their analytic form needs d(Jdot qd)/dq).
-        None (n = 0) with ANALYTIC_ROWS False or at the discrete step's end (its rows all differenced, NumPy's alone)."""
+        """(rows (n,), dJ (n, nv, nv)): the optimum's connect and weld rows and d J[row, j]/dq_k at [., j, k]
+        (anchor_rows, compiled where COMPILED_PIECES: native.anchor_rows), their -dJ^T f analytic in the product rule
+        (derivatives()) while their forces' q-derivative stays differenced with the other rows' (_product_rule): a
+        differenced dJ carries each engine's rounding of J at the points, eps |J| / ROW_STEP, into a_c through h |M^-1|
+        |f| (4.5e-9 of A between the engines on a light capsule, issue U; 5e-11 now). The forces' differences still
+        carry each engine's rounding of jar at the points, through H^-1 J^T D ~ J^+ (1.5e-10 to 4.6e-10 of A between the
+        engines on random scenes whose connect and weld are violated by 0.6 m, 4e3 N, a hand measurement; above issue
+        U's 1e-10; their analytic form needs d(Jdot qd)/dq). None (n = 0) with ANALYTIC_ROWS False or at the discrete
+        step's end (its rows all differenced, NumPy's alone)."""
         model, r, nv = self.model, self.r, self.model.nv
         first = [i for i in range(r.ne) if model.eq_type[r.id[i]] in (CONNECT, WELD) and (i == 0 or r.id[i - 1] != r.id[i])]
         if not ANALYTIC_ROWS or self.discrete is not None or not first:
