@@ -7,6 +7,8 @@
 //                          segments' nearest points (derivatives.segment_contact_rows, from _Constraints._segment_contact)
 //     segment_pair         those nearest points' rates along each dof and how far they are from an end
 //                          (derivatives.segment_pair, from _Constraints._segment_pair)
+//     anchor_rows          d J/dq of a connect's or a weld's rows (derivatives.anchor_rows, from
+//                          _Constraints._anchor_rows)
 //
 // Plain arrays in and out (no Model): the caller gathers the bodies' Jacobians and the contacts. Included by
 // cpp/bindings.cpp only (the module function _native.plane_contact_rows).
@@ -204,6 +206,63 @@ inline void segment_contact_rows(int64_t nv, const double *J, const double *orig
                 out[j * nv + k] += de[k] * Jd[j] + de[nv + k] * Jd[nv + j] + de[2 * nv + k] * Jd[2 * nv + j];
             if (common[j] != 0)
                 for (int64_t k = 0; k < nv; k++) out[j * nv + k] = 0.0;
+        }
+    }
+}
+
+// derivatives.anchor_rows, one to one: a connect's rows (rows 3) or a weld's (rows 6) between bodies 1 and 2; J (2, 6,
+// nv) the bodies' Jacobians at their origins (2, 3) (zeros for the world), anchor (2, 3) the anchors in the world, each
+// fixed in its body, turns (nv, nv), a weld's quats (2, 4) (neg, quat) = (conj(xquat_2), xquat_1 relpose) and scale
+// its torquescale. dJ (rows, nv, nv):
+//   P_b = Jp_b(o_b) + W_b x (x_b - o_b),  dJ[:3] = rows_on_point(e, P_1, W_1, P_1) - rows_on_point(e, P_2, W_2, P_2)
+//   a weld's: w = W_1 - W_2,  X_jk = ((W2_k - W1_k) . w_j / 2,  w_j x (W1_k + W2_k) / 2 + turns[j, k] (W1_k x W1_j
+//   - W2_k x W2_j)),  dJ[3 + x, j, k] = scale / 2 Im(neg X_jk quat)_x
+inline void anchor_rows(int64_t nv, const double *J, const double *origin, const double *anchor, const double *turns,
+                        const double *quats, double scale, int64_t rows, double *dJ) {
+    std::vector<double> P(2 * 3 * nv), EW(3 * nv), turned(nv * nv), part(nv * nv);
+    const double E[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+    for (int64_t i = 0; i < rows * nv * nv; i++) dJ[i] = 0.0;
+    for (int b = 0; b < 2; b++) {                                      // the anchors' Jacobians Jp(x)
+        const double *Jb = J + b * 6 * nv, *W = Jb + 3 * nv;
+        const double xo[3] = {anchor[3 * b] - origin[3 * b], anchor[3 * b + 1] - origin[3 * b + 1],
+                              anchor[3 * b + 2] - origin[3 * b + 2]};
+        double *Pb = P.data() + b * 3 * nv;
+        for (int64_t k = 0; k < nv; k++) {
+            const double w[3] = {W[k], W[nv + k], W[2 * nv + k]};
+            double a[3];
+            cross(w, xo, a);
+            for (int x = 0; x < 3; x++) Pb[x * nv + k] = Jb[x * nv + k] + a[x];
+        }
+        const double sign = b == 0 ? 1.0 : -1.0;
+        for (int e = 0; e < 3; e++) {
+            rows_on_point(&E[3 * e], Pb, W, Pb, turns, nv, EW.data(), turned.data(), part.data());
+            double *out = dJ + e * nv * nv;
+            for (int64_t i = 0; i < nv * nv; i++) out[i] += sign * part[i];
+        }
+    }
+    if (rows == 3) return;
+    double L[3][4];                                                    // X -> Im(neg X quat)
+    for (int i = 0; i < 4; i++) {
+        double e[4] = {0, 0, 0, 0}, t[4], u[4];
+        e[i] = 1.0;
+        quat_mul(quats, e, t);
+        quat_mul(t, quats + 4, u);
+        for (int x = 0; x < 3; x++) L[x][i] = u[1 + x];
+    }
+    const double *W1 = J + 3 * nv, *W2 = J + 9 * nv;
+    for (int64_t j = 0; j < nv; j++) {
+        const double a1j[3] = {W1[j], W1[nv + j], W1[2 * nv + j]}, a2j[3] = {W2[j], W2[nv + j], W2[2 * nv + j]};
+        const double w[3] = {a1j[0] - a2j[0], a1j[1] - a2j[1], a1j[2] - a2j[2]};
+        for (int64_t k = 0; k < nv; k++) {
+            const double a1[3] = {W1[k], W1[nv + k], W1[2 * nv + k]}, a2[3] = {W2[k], W2[nv + k], W2[2 * nv + k]};
+            const double sum[3] = {a1[0] + a2[0], a1[1] + a2[1], a1[2] + a2[2]};
+            double v[4], s[3], c1[3], c2[3];
+            v[0] = 0.5 * (w[0] * (a2[0] - a1[0]) + w[1] * (a2[1] - a1[1]) + w[2] * (a2[2] - a1[2]));
+            cross(w, sum, s), cross(a1, a1j, c1), cross(a2, a2j, c2);   // w_j x (W1_k + W2_k), W_k x W_j
+            for (int x = 0; x < 3; x++) v[1 + x] = 0.5 * s[x] + turns[j * nv + k] * (c1[x] - c2[x]);
+            for (int x = 0; x < 3; x++)
+                dJ[(3 + x) * nv * nv + j * nv + k] = 0.5 * scale * (L[x][0] * v[0] + L[x][1] * v[1] + L[x][2] * v[2]
+                                                                    + L[x][3] * v[3]);
         }
     }
 }

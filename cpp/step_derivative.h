@@ -292,6 +292,12 @@ inline void analytic_rows(const Model &m, const Data<double> &d, const Constrain
     if (t.nplane) plane_contacts(m, d, t, w.J6, w.adJ.data() + at * sq, w.adpos.data() + at * nv);
 }
 
+// Gq (nv, nv) -= f dJ: one row's force f and its Jacobian's q-derivative dJ (nv, nv) (derivatives._turning)
+inline void turning(int nv, const double *dJ, double f, double *Gq) {
+    for (int j = 0; j < nv; j++)
+        for (int k = 0; k < nv; k++) Gq[j * nv + k] -= f * dJ[j * nv + k];
+}
+
 // Gq (nv, nv) -= sum_r f_r dJ_r, Wq[row] (rows of cols entries) += df of the analytic rows (dJ_all (nrows, nv, nv),
 // dpos_all (nrows, nv): analytic_rows') (derivatives._Constraints._analytic_forces), each held in its state at the
 // optimum a_c:
@@ -313,17 +319,17 @@ inline void analytic_forces(int nv, const ConstrainedTerms &t, const double *dJ_
             double daref = -t.B[row] * qdJ - spring * dpos[k];
             if (quadratic) Wq[size_t(row) * cols + k] += -dD * dpos[k] * jar - t.D[row] * (adJ - daref);
         }
-        for (int j = 0; j < nv; j++)
-            for (int k = 0; k < nv; k++) Gq[j * nv + k] -= f * dJ[j * nv + k];
+        turning(nv, dJ, f, Gq);
     }
 }
 
 // Gq[:, dof] = -dJ^T f, Wq[:, dof] = df along each moving dof from the rows at its points (derivatives._Constraints.
 // _product_rule, in its order): dJ = (sum_s w_s J_s) / step (nefc, nv), df = (sum_s w_s force_s) / step, then -dJ^T f
-// with f the optimum's forces (the analytic rows 0); f (nefc) and dJ (nefc nv) are scratch
+// with f the optimum's forces (the analytic and anchored rows 0); f (nefc) and dJ (nefc nv) are scratch
 inline void product_rule(int nv, const ConstrainedTerms &t, double *Gq, double *Wq, int cols, double *f, double *dJ) {
     for (int64_t i = 0; i < t.nefc; i++) f[i] = t.force[i];
     for (int64_t i = 0; i < t.nrows; i++) f[t.rows[i]] = 0.0;
+    for (int64_t i = 0; i < t.nanchor; i++) f[t.anchored[i]] = 0.0;
     size_t rows = size_t(t.nefc) * nv;
     for (int64_t k = 0; k < t.nmoving; k++) {
         int64_t dof = t.moving[k];
@@ -403,7 +409,8 @@ inline bool hessian_solve(int nv, const ConstrainedTerms &t, StepDerivData &w, c
 
 // C (nv, cols) = dqfrc_constraint/d(q, qd, ctrl) from R = [r_q | r_qd | df/dctrl] (nv, cols) and M (nv, nv) at the
 // optimum (derivatives._Constraints.derivatives' solve: H da = R - [G_q | 0 | 0] + J^T W, C = M da - R), H = M + J^T S J,
-// G_q = Gq - J^T Wq (product_rule along the moving dofs, analytic_forces), W = [Wq | S daref/dqd | 0]; false: singular
+// G_q = Gq - J^T Wq (product_rule along the moving dofs, analytic_forces, the anchored rows' -dJ^T f), W = [Wq | S
+// daref/dqd | 0]; false: singular
 inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDerivData &w, const double *qd, const double *M,
                                     const double *R, double *C, int cols) {
     int64_t nefc = t.nefc;
@@ -420,6 +427,8 @@ inline bool constrained_derivatives(int nv, const ConstrainedTerms &t, StepDeriv
     w.dJ.resize(size_t(nefc) * nv);
     product_rule(nv, t, w.G.data(), w.W.data(), cols, w.Y.data(), w.dJ.data());
     analytic_forces(nv, t, w.adJ.data(), w.adpos.data(), qd, w.G.data(), w.W.data(), cols);
+    for (int64_t i = 0; i < t.nanchor; i++)                            // the anchored rows' -dJ^T f
+        turning(nv, t.anchor_dJ + size_t(i) * nv * nv, t.force[t.anchored[i]], w.G.data());
     w.Z.resize(size_t(nefc) * nv);                                     // W's qd columns: S daref/dqd
     times_S(t, t.daref, nv, w.Z.data());
     for (int64_t r = 0; r < nefc; r++)

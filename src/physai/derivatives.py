@@ -65,7 +65,7 @@ from physai import integrators as integ
 from physai.jacobians import body_jacobian
 from physai.kinematics import body_poses
 from physai.linalg import inverse, solve
-from physai.spatial import skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
+from physai.spatial import mat_to_quat, quat_mul, skew, so3_exp, so3_right_jacobian, tangent_axis, tangent_from_y
 from physai.engine import actuation, api, batching, constraint, convex, forward, geoms, native, passive, primitives, solver, tendon
 from physai.engine.actuators import AFFINE, DYN_FILTEREXACT, DYN_INTEGRATOR, DYN_MUSCLE, MUSCLE, TRN_BODY
 from physai.engine.smooth import cholesky_solve
@@ -73,7 +73,7 @@ from physai.engine.support import dof_chain, standalone_free_dofs
 from physai.engine.smooth import crb, cross_force, cross_motion, rne, velocity_stages
 from physai.engine.contact import ContactSet
 from physai.engine.data import StepOptions
-from physai.engine.model import WRAP_JOINT, Model, per_model
+from physai.engine.model import CONNECT, WELD, WRAP_JOINT, Model, per_model
 from physai.exceptions import ConvergenceWarning, InvalidArgumentError, InvalidStateError, UnsupportedModelError
 
 __all__ = ["rnea_derivatives", "forward_dynamics_derivatives", "step_derivatives"]
@@ -397,7 +397,8 @@ class _Constraints:
     connect and weld rows: _aref_velocity_derivative), and dG/dq analytic for the rows _analytic_rows knows (a plane
     against a sphere, capsule or box, two spheres or capsules, on the pyramidal cone; a hinge's or slide's limit:
     _analytic_forces), and for the others by 4th-order centred differences of G along q's tangent directions that move
-    one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth): the rows'
+    one of them (_moving_dofs; zero along the others) (ROW_STEP, small beside a resting contact's depth) -- the connect
+    and weld rows' forces so, their Jacobians' part -dJ^T f analytic (_anchor_rows) --: the rows'
     Jacobians, contact frames, impedances and aref rebuilt at each point, collision included (a contact's, limit's or
     equality's impedance at its tangent at q: _tangent_impedance), each row's force in its held state (held_forces). A point
     where a row appears or disappears raises InvalidStateError: the step is not
@@ -425,6 +426,7 @@ class _Constraints:
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
+        self.anchored = np.zeros(0, np.intp)           # the optimum's rows whose dJ/dq alone is analytic (_anchor_rows)
         self.pairs = {}                                # {contact: _SegmentPair} at derivatives()' q (_segment_pairs)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
@@ -1002,11 +1004,11 @@ class _Constraints:
           a contact of a plane against a sphere, capsule or box (_plane_contacts), or between two spheres or capsules
           (_segment_contact): dpos = d dist on each of its rows.
         Every other row (elliptic cones, other pairs, equalities, tendon rows, a ball's limit, the discrete step's) is
-        differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False. planes: None (k = m),
-        or, where self.step_planes (the compiled step's, COMPILED_PIECES), (at, count, bodies, arrays) of the plane
-        contacts, whose count rows rows[at:at + count] are left out of dJ and dpos for the compiled step to make
-        (_plane_arrays' bodies and arrays; cpp/step_derivative.h's plane_contacts). poses: the bodies' (xpos, xmat) at
-        q (None without contacts)."""
+        differenced (a connect's and a weld's with dJ analytic: _anchor_rows); a dof's friction loss row has no
+        q-derivative. None with ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
+        step's, COMPILED_PIECES), (at, count, bodies, arrays) of the plane contacts, whose count rows rows[at:at + count]
+        are left out of dJ and dpos for the compiled step to make (_plane_arrays' bodies and arrays;
+        cpp/step_derivative.h's plane_contacts). poses: the bodies' (xpos, xmat) at q (None without contacts)."""
         model, r, nv = self.model, self.r, self.model.nv
         parts = [(np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)))]
         if not ANALYTIC_ROWS or self.discrete is not None:
@@ -1239,6 +1241,48 @@ class _Constraints:
             dJ, ddist = segment_contact_rows(*arrays)
         return np.arange(first, first + len(dJ)), dJ, np.repeat(ddist[None], len(dJ), axis=0)
 
+    def _anchor_rows(self, q: np.ndarray) -> tuple:
+        """(rows (n,), dJ (n, nv, nv)): the optimum's connect and weld rows and d J[row, j]/dq_k at [., j, k]
+        (anchor_rows, compiled where COMPILED_PIECES: native.anchor_rows), their -dJ^T f analytic in the product rule
+        (derivatives()) while their forces' q-derivative stays differenced with the other rows' (_product_rule): a
+        differenced dJ carries each engine's rounding of J at the points, eps |J| / ROW_STEP, into a_c through h |M^-1|
+        |f| (4.5e-9 of A between the engines on a light capsule, issue U; 5e-11 now). The forces' differences still
+        carry each engine's rounding of jar at the points, through H^-1 J^T D ~ J^+ (1.5e-10 to 4.6e-10 of A between the
+        engines on random scenes whose connect and weld are violated by 0.6 m, 4e3 N, a hand measurement; above issue
+        U's 1e-10; their analytic form needs d(Jdot qd)/dq). None (n = 0) with ANALYTIC_ROWS False or at the discrete
+        step's end (its rows all differenced, NumPy's alone)."""
+        model, r, nv = self.model, self.r, self.model.nv
+        first = [i for i in range(r.ne) if model.eq_type[r.id[i]] in (CONNECT, WELD) and (i == 0 or r.id[i - 1] != r.id[i])]
+        if not ANALYTIC_ROWS or self.discrete is not None or not first:
+            return np.zeros(0, np.intp), np.zeros((0, nv, nv))
+        xpos, xmat = body_poses(model, q)
+        rows, dJ = [], []
+        for i in first:
+            e = r.id[i]
+            weld, data = model.eq_type[e] == WELD, model.eq_data[e]
+            bodies, anchors = (model.eq_obj1id[e], model.eq_obj2id[e]), (data[3:6], data[0:3]) if weld else (data[0:3], data[3:6])
+            J, origin, anchor, R = np.zeros((2, 6, nv)), np.zeros((2, 3)), np.zeros((2, 3)), np.tile(np.eye(3), (2, 1, 1))
+            for k, (b, a) in enumerate(zip(bodies, anchors)):
+                if b >= 0:
+                    J[k], origin[k], R[k] = body_jacobian(model, q, b), xpos[b], xmat[b]
+                anchor[k] = R[k] @ a + origin[k]
+            quats = np.array([mat_to_quat(R[1]) * [1.0, -1.0, -1.0, -1.0], quat_mul(mat_to_quat(R[0]), data[6:10])])
+            if weld and self._turned_sign(quats, J, float(data[10]), r.J[i + 3:i + 6]) < 0:
+                quats[1] = -quats[1]                   # xquat's sign as the rows' (q and -q: one rotation)
+            arrays = (J, origin, anchor, model.dof_turns, quats, float(data[10]), 6 if weld else 3)
+            dJ.append(native.anchor_rows(*arrays) if COMPILED_PIECES and native.on else anchor_rows(*arrays))
+            rows.append(np.arange(i, i + len(dJ[-1])))
+        return np.concatenate(rows).astype(np.intp), np.concatenate(dJ)
+
+    @staticmethod
+    def _turned_sign(quats: np.ndarray, J: np.ndarray, scale: float, Jr: np.ndarray) -> float:
+        """+-1 (0 where they vanish): whether a weld's rotational rows Jr (3, nv), ts/2 Im(neg (0, w_j) quat) (w = W1 -
+        W2 from the bodies' J (2, 6, nv), scale = ts), were built with quats' (neg, quat) (2, 4) or with one of them
+        negated (the same rotations)."""
+        w = np.vstack([np.zeros(J.shape[2]), J[0, 3:] - J[1, 3:]]).T                # (nv, 4): (0, w_j)
+        mine = quat_mul(quat_mul(quats[0], w), quats[1])[:, 1:]
+        return float(np.sign(np.sum(0.5 * scale * mine.T * Jr)))
+
     def _analytic_forces(self, rows: np.ndarray, dJ: np.ndarray, dpos: np.ndarray, qd: np.ndarray) -> tuple:
         """dG/dq of the rows given (_analytic_rows) as (-dJ^T f (nv, nv), df (len(rows), nv)), dG = -dJ^T f - J^T df kept
         apart for _hessian_solve, each row held in its state at the optimum a_c:
@@ -1260,7 +1304,7 @@ class _Constraints:
             - (r.K[rows] * (imp + impP * (r.pos[rows] - r.margin[rows])))[:, None] * dpos      # qd @ dJ: dJ qd by row
         dD = (D * impP / (imp * (1 - imp)))[:, None] * dpos
         df = np.where(quadratic[:, None], -dD * jar[:, None] - D[:, None] * (a @ dJ - daref), 0.0)
-        return -(f @ dJ.reshape(len(f), -1)).reshape(dJ.shape[1:]), df                  # -sum_r f_r dJ_r
+        return _turning(f, dJ), df
 
     def derivatives(self, q, qd, rq, rv, Fu, Fa):
         """(dqfrc_constraint/dq, /dqd, /dctrl, /dact) from r_q, r_qd (nv, nv), df/dctrl (nv, nu), df/dact (nv, na)
@@ -1272,7 +1316,7 @@ class _Constraints:
         if t.moving.size:
             Gq[:, t.moving], Wq[:, t.moving] = self._product_rule(t.J, t.force, np.array(FD_WEIGHTS)[:, 1], t.moving.size)
         turning, df = self._analytic_forces(t.rows, t.dJ, t.dpos, qd)
-        Gq += turning
+        Gq += turning + _turning(self._optimum_forces()[t.anchored], t.anchor_dJ)     # the anchored rows' -dJ^T f
         Wq[t.rows] += df
         Wv = self._times_S(t.daref)                    # G_qd = -J^T S daref/dqd
         W = np.hstack([Wq, Wv, np.zeros((r.nefc, Fu.shape[1] + Fa.shape[1]))])
@@ -1296,6 +1340,7 @@ class _Constraints:
         self._refuse_impedance_kinks()                 # InvalidStateError where a power-1 impedance nears its kink
         rows, dJ, dpos, planes = self._analytic_rows(q, poses)
         self.analytic = rows
+        self.anchored, anchor_dJ = self._anchor_rows(q)
         # G at q moved by s ROW_STEP along each tangent direction that moves a row, all rows built in one call
         moves = self._moving_dofs(q)
         moving, still = np.flatnonzero(moves), np.flatnonzero(~moves)
@@ -1306,14 +1351,15 @@ class _Constraints:
         if moving.size or still.size:
             Q, dofs = self._points(q, moving, still)
             J, force = self._held_forces(Q, np.repeat(qd[None], len(Q), axis=0), dofs, 2 * still.size)
-        return _Terms(rows, dJ, dpos, moving, J, force, self._aref_velocity_derivative(q, qd), planes)
+        return _Terms(rows, dJ, dpos, moving, J, force, self._aref_velocity_derivative(q, qd), planes, self.anchored,
+                      anchor_dJ)
 
     def compiled_terms(self, t: "_Terms", qfrc: np.ndarray) -> dict:
         """The constrained terms of cpp/data.h's ConstrainedTerms by name (read in place by cpp/bindings.cpp) from terms()'
         t and solve()'s optimum (qfrc: its qfrc_constraint): the rows, their states and forces (_optimum_forces), the
         cones' Hessians concatenated, FD_WEIGHTS' weights over 12 ROW_STEP (_product_rule's), and the plane contacts
         whose rows' dJ and dpos the compiled step makes (t.planes: _plane_arrays' arrays, plane_at the first of their
-        rows among t.rows; none where t.planes is None)."""
+        rows among t.rows; none where t.planes is None), and the anchored rows' dJ (t.anchored, t.anchor_dJ)."""
         r, cones, nv = self.r, list(self.cones.items()), self.model.nv
         at, count, bodies, (origin, frame, pos, dist, friction, radius, dim, axis) = t.planes or (
             0, 0, np.zeros(0), (np.zeros((0, 3)), np.zeros((0, 3, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros((0, 5)),
@@ -1323,12 +1369,13 @@ class _Constraints:
                       daref=t.daref, weights=np.array(FD_WEIGHTS)[:, 1],
                       cone_H=np.concatenate([H.ravel() for _, H in cones]) if cones else np.zeros(0),
                       plane_origin=origin, plane_frame=frame, plane_pos=pos, plane_dist=dist, plane_friction=friction,
-                      plane_radius=radius, plane_axis=axis, turns=self.model.dof_turns if count else np.zeros((nv, nv)))
+                      plane_radius=radius, plane_axis=axis, turns=self.model.dof_turns if count else np.zeros((nv, nv)),
+                      anchor_dJ=t.anchor_dJ)
         ints = dict(state=self.state, rows=t.rows, moving=t.moving, cone_first=[first for first, _ in cones],
-                    cone_dim=[len(H) for _, H in cones], plane_body=bodies, plane_dim=dim)
+                    cone_dim=[len(H) for _, H in cones], plane_body=bodies, plane_dim=dim, anchored=t.anchored)
         return {"nefc": int(r.nefc), "nrows": len(t.rows), "nmoving": len(t.moving), "points": len(FD_WEIGHTS),
                 "ncone": len(cones), "stiff": bool(self.stiff), "step": 12 * ROW_STEP, "nplane": len(bodies),
-                "plane_at": int(at), "plane_rows": int(count),
+                "plane_at": int(at), "plane_rows": int(count), "nanchor": len(t.anchored),
                 **{k: np.ascontiguousarray(v, dtype=np.float64) for k, v in floats.items()},
                 **{k: np.ascontiguousarray(v, dtype=np.int64) for k, v in ints.items()}}
 
@@ -1370,12 +1417,12 @@ class _Constraints:
     def _product_rule(self, J: np.ndarray, force: np.ndarray, weights: np.ndarray, k: int) -> tuple:
         """dG/dq along k dofs from the rows (J (k s, nefc, nv), force (k s, nefc)) at s points each (FD_WEIGHTS) as
         (-dJ^T f (nv, k), df (nefc, k)), dG = -dJ^T f - J^T df (the product's rule; J^T df left to _hessian_solve), f
-        at the optimum (_optimum_forces; the analytic rows zero). Differencing G = -J^T f itself instead keeps J's change
-        times f's rounding (D eps |aref| on a quadratic row): 1e-5 of A on a frictionless pyramid, D ~ 1 / (2 mu^2 R)
-        with mu clamped to 1e-5 (issue U)."""
+        at the optimum (_optimum_forces; the analytic and anchored rows zero: _analytic_forces, _anchor_rows).
+        Differencing G = -J^T f itself instead keeps J's change times f's rounding (D eps |aref| on a quadratic row):
+        1e-5 of A on a frictionless pyramid, D ~ 1 / (2 mu^2 R) with mu clamped to 1e-5 (issue U)."""
         r, step = self.r, 12 * ROW_STEP
         f = self._optimum_forces()
-        f[self.analytic] = 0.0
+        f[self.analytic] = f[self.anchored] = 0.0
         dJ = np.einsum("ksrv,s->krv", J.reshape(k, len(weights), r.nefc, r.J.shape[1]), weights) / step
         df = np.einsum("ksr,s->kr", force.reshape(k, len(weights), r.nefc), weights) / step
         return -np.einsum("krv,r->vk", dJ, f), df.T
@@ -1420,6 +1467,8 @@ class _Terms(NamedTuple):
     force: np.ndarray          # (k s, nefc) their forces there (the analytic rows' zero)
     daref: np.ndarray          # (nefc, nv) d aref/dqd (_aref_velocity_derivative)
     planes: tuple | None       # the plane contacts left to the compiled step (_analytic_rows' planes), or None
+    anchored: np.ndarray       # (n,) the connect and weld rows, whose dJ/dq alone is analytic (_anchor_rows)
+    anchor_dJ: np.ndarray      # (n, nv, nv) their d J[row, j]/dq_k at [., j, k]
 
 
 def plane_contact_rows(J6, origin, frame, pos, dist, friction, radius, dim, axis, turns) -> tuple:
@@ -1518,6 +1567,42 @@ def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD,
     dJ += np.einsum("rxk,xj->rjk", dE, Jd)
     dJ[:, common != 0] = 0.0
     return dJ, ddist
+
+
+def anchor_rows(J, origin, anchor, turns, quats, scale, rows) -> np.ndarray:
+    """(rows, nv, nv) d J[row, j]/dq_k at [., j, k] of a connect's rows (rows 3) or a weld's (rows 6) between bodies 1
+    and 2 (_Constraints._anchor_rows, which gathers: J (2, 6, nv) the bodies' Jacobians at their origins (2, 3), zeros
+    for the world; anchor (2, 3) [m] the anchors in the world, each fixed in its body; turns (nv, nv): Model.dof_turns,
+    [j, k]; a weld's quats (2, 4): (neg, quat) = (conj(xquat_2), xquat_1 relpose) and scale its torquescale, ignored for
+    a connect). The translational rows J = Jp1(x1) - Jp2(x2) (engine.constraint's _equality_rows): x fixed in its
+    body moves by Jp(x), so each anchor's part is _rows_on_point's with e the world's axes and dp = Jp(x). A weld's
+    rotational rows J_j = ts/2 Im(neg (0, w_j) quat), w = W1 - W2, whose quaternions turn with their bodies (d xquat =
+    (0, W_k) xquat / 2) and whose columns with the dofs turning them (d W_j = W_k x W_j where k turns j):
+
+        d J_j/dq_k = ts/2 Im(neg X quat),   X = ((W2_k - W1_k) . w_j / 2,  w_j x (W1_k + W2_k) / 2 + d w_j)
+
+    Mirrored one to one by cpp/constraint_derivative.h's anchor_rows (COMPILED_PIECES)."""
+    W = J[:, 3:]                                                            # (2, 3, nv)
+    P = J[:, :3] + _cross_columns(W, anchor - origin)                       # the anchors' Jacobians Jp(x)
+    nv, E = J.shape[2], np.eye(3)
+    dJ = np.zeros((rows, nv, nv))
+    dJ[:3] = _rows_on_point(E, P[0], W[0], P[0], turns) - _rows_on_point(E, P[1], W[1], P[1], turns)
+    if rows == 3:
+        return dJ
+    w, Wt = W[0] - W[1], np.swapaxes(W, 1, 2)                               # Wt (2, nv, 3): W_k at [., k]
+    cross = lambda a, b: np.cross(a[None, :, :], b[:, None, :])           # noqa: E731  [j, k] = a_k x b_j
+    dw = turns[..., None] * (cross(Wt[0], Wt[0]) - cross(Wt[1], Wt[1]))     # (nv, nv, 3): W_k x W_j where k turns j
+    X = np.empty((4, nv, nv))
+    X[0] = 0.5 * (w.T @ (W[1] - W[0]))                                      # (W2_k - W1_k) . w_j / 2
+    X[1:] = np.moveaxis(-0.5 * cross(Wt[0] + Wt[1], w.T) + dw, 2, 0)        # w_j x (W1_k + W2_k) / 2 + d w_j
+    L = np.array([quat_mul(quat_mul(quats[0], e), quats[1])[1:] for e in np.eye(4)]).T     # X -> Im(neg X quat)
+    dJ[3:] = 0.5 * scale * np.einsum("xi,ijk->xjk", L, X)
+    return dJ
+
+
+def _turning(f: np.ndarray, dJ: np.ndarray) -> np.ndarray:
+    """(nv, nv) -sum_r f_r dJ_r: -dJ^T f of rows' forces f (n,) and their Jacobians' q-derivatives dJ (n, nv, nv)."""
+    return -np.einsum("r,rjk->jk", f, dJ)
 
 
 def _pyramid_edges(frame: np.ndarray, mu: np.ndarray, dim: int) -> np.ndarray:
@@ -2135,7 +2220,8 @@ def step_derivatives(model, q, qd, dt=None, integrator=None, ctrl=None, qfrc_app
             centred differences scatter by O(eps)) (margins=True says how close the rows are to each). The rows'
             dependence on q (Jacobians, contact geometry, impedance, aref) is analytic
             for contacts of a plane against a sphere, capsule or box and between spheres and capsules (dim 1 or 3,
-            pyramidal) and hinge or slide limits, differenced (4th order) for the other rows, the rest analytic. On
+            pyramidal) and hinge or slide limits, differenced (4th order) for the other rows (a connect's and a weld's
+            Jacobians' analytic within them: _anchor_rows), the rest analytic. On
             the compiled backend the rows, the contacts, the solve and the contacts' analytic rows (plane_,
             segment_contact_rows) are the compiled engine's, and with euler, implicit or implicitfast on what the
             compiled step models (numpy_only) everything after the rows' derivatives is one compiled call per state

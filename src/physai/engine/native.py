@@ -727,6 +727,13 @@ def segment_contact_rows(J, origin, frame, pos, dist, friction, dim, d1, ds, dD,
                                      *rest, float(L), *tail)
 
 
+def anchor_rows(J, origin, anchor, turns, quats, scale, rows) -> np.ndarray:
+    """physai.derivatives.anchor_rows compiled (cpp/constraint_derivative.h): its arguments in the same order (the
+    arrays as float64 in C order), dJ (rows, nv, nv)."""
+    arrays = [np.ascontiguousarray(x, dtype=np.float64) for x in (J, origin, anchor, turns, quats)]
+    return _ext.anchor_rows(*arrays, float(scale), int(rows))
+
+
 def segment_pair(J, origin, a0, d1, b0, d2, radius, dist) -> tuple | None:
     """physai.derivatives.segment_pair compiled (cpp/constraint_derivative.h): its arguments in the same order (the
     arrays as float64 in C order), (room (2,), speed (2,), st (2, nv), dD (3, nv), L, v1 (3, nv)) or None."""
