@@ -2391,6 +2391,32 @@ CONNECTS_AND_WELDS = """<mujoco><option timestep="0.002"/><worldbody>
 <connect body1="A2" anchor=".1 0 .2"/></equality></mujoco>"""
 
 
+@pytest.mark.parametrize("integrator", ["implicit", "implicitfast"])
+def test_connects_and_welds_step_derivatives_against_a_converged_reference(integrator):
+    """CONNECTS_AND_WELDS (no damping, no actuators: implicitfast's D is 0, its step Euler's) at a random velocity. At
+    tolerance 1e-15 MuJoCo's Newton stops with M qacc - qfrc_smooth - qfrc_constraint ~1e-12 N, which the implicit
+    integrators' (M - h D)^-1 (qfrc_smooth + qfrc_constraint) carry into qd through h M^-1 (the light capsules: ~1e-5 in
+    their differenced A, where Euler keeps the solver's qacc); at tolerance 0 (30 iterations) A within 1e-7 of the
+    largest entry (that residual's rounding floor, eps (|M| |qacc| + |qfrc_smooth| + |J|^T |f|) through h |M^-1| /
+    eps_fd, estimated ~1.5e-8 on a scene of this kind). Under implicitfast physai's A equals its Euler A within 1e-12
+    (D = 0: one step; implicit's D holds the bias forces' velocity derivative)."""
+    m = mujoco.MjModel.from_xml_string(CONNECTS_AND_WELDS)
+    m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 0.0, 30, 100
+    d = mujoco.MjData(m)
+    d.qvel[:] = np.random.default_rng(5).normal(size=m.nv) * 0.3
+    mujoco.mj_forward(m, d)
+    assert d.nefc == 18                               # two connects (3 rows each), two welds (6)
+    m.opt.integrator = MJ_INTEGRATOR[integrator]
+    A_mj = extrapolated_transition_fd(m, d, integrator)[0]
+    exact_solver(m)                                    # physai's solve as the other tests'
+    A = derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), constraints=True)[0]
+    assert_close(A, A_mj, 1e-7, what="A")
+    if integrator == "implicitfast":
+        m.opt.integrator = MJ_INTEGRATOR["euler"]
+        A_euler = derivatives.step_derivatives(engine.from_mujoco(m), d.qpos.copy(), d.qvel.copy(), constraints=True)[0]
+        assert_close(A, A_euler, 1e-12, what="A against Euler's")
+
+
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 def test_anchor_rows_match_central_differences(monkeypatch, backend):
     """The connect and weld rows' Jacobians' q-derivative (_anchor_rows: anchor_rows, analytic in the product rule) at a
