@@ -2418,17 +2418,22 @@ def test_connects_and_welds_step_derivatives_against_a_converged_reference(integ
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
-def test_anchor_rows_match_central_differences(monkeypatch, backend):
+@pytest.mark.parametrize("negated", [False, True])
+def test_anchor_rows_match_central_differences(monkeypatch, backend, negated):
     """The connect and weld rows' Jacobians' q-derivative (_anchor_rows: anchor_rows, analytic in the product rule) at a
     random state of CONNECTS_AND_WELDS (two connects, two welds, one of each to the world, through hinges, a ball and free
     joints) against 4th-order centred differences (step 1e-5) of physai's own rows (_Constraints.rows) along each
     tangent direction within 1e-9 of the largest entry (50x their rounding eps / 1e-5 ~ 2e-11, truncation ~1e-20), on
     both backends; on the compiled one cpp/constraint_derivative.h's anchor_rows (COMPILED_PIECES) against the NumPy
-    text within 1e-12 (their rounding's: eps times a few terms)."""
+    text within 1e-12 (their rounding's: eps times a few terms). negated: body B's free-joint quaternion given as -quat
+    (the same rotation; the weld B-A1's quaternions then turned to the rows' sign, _Constraints._turned_sign -1)."""
     m = mujoco.MjModel.from_xml_string(CONNECTS_AND_WELDS)
     model = engine.from_mujoco(m)
     rng = np.random.default_rng(0)
     q = engine.configuration.integrate(model, m.qpos0[None], 0.3 * rng.normal(size=(1, m.nv)), 1.0)[0]
+    if negated:                                        # B's alone: the weld B-A1's product changes sign
+        adr = m.jnt_qposadr[m.body_jntadr[mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "B")]]
+        q[adr + 3:adr + 7] *= -1.0
     qd = rng.normal(size=m.nv)
     con = derivatives._Constraints(model)
     con.r = run(backend, con.rows, q[None], qd[None])[0]

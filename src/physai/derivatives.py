@@ -1246,7 +1246,7 @@ class _Constraints:
         (anchor_rows, compiled where COMPILED_PIECES: native.anchor_rows), their -dJ^T f analytic in the product rule
         (derivatives()) while their forces' q-derivative stays differenced with the other rows' (_product_rule): a
         differenced dJ carries each engine's rounding of J at the points, eps |J| / ROW_STEP, into a_c through h |M^-1|
-        |f| (4.5e-9 of A between the engines on a light capsule, issue U; 5e-11 now). The forces' differences still
+        |f| (4.5e-9 absolute in A between the engines on a light capsule, issue U; 5e-11 now). The forces' differences still
         carry each engine's rounding of jar at the points, through H^-1 J^T D ~ J^+ (1.5e-10 to 4.6e-10 of A between the
         engines on random scenes whose connect and weld are violated by 0.6 m, 4e3 N, a hand measurement; above issue
         U's 1e-10; their analytic form needs d(Jdot qd)/dq). None (n = 0) with ANALYTIC_ROWS False or at the discrete

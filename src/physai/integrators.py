@@ -870,8 +870,9 @@ def _refuse_unrepresentable(name: str, value: np.ndarray, n: int, batched: bool)
     if len(bad):
         where = f"state {n}'s " if batched else ""
         raise InvalidStateError(f"{where}{name} is not finite at index {tuple(int(i) for i in bad[0])} though q and qd "
-                                "are: the state's quantities overflow double precision (a body too far from the others "
-                                "or moving too fast); bring q and qd within range")
+                                "are: the state's quantities overflow double precision (a body too far from the others, "
+                                "moving too fast, or an applied force or control too large); bring q, qd and the inputs "
+                                "within range")
 
 
 def _first(x):
@@ -1424,8 +1425,9 @@ def _refuse_diverging_stage(stages: list, h: float) -> None:
     for i, stage in enumerate(stages, 1):
         bad = next((f"{name}_{i}" for name, x in zip(("q", "qd", "qdd", "M"), stage) if not np.isfinite(x).all()), None)
         if bad is not None:
-            if i == 1:                                 # no timestep helps: the state's own forces overflow
+            if i == 1:                                 # no timestep helps: the state's or its inputs' forces overflow
                 raise DivergenceError(f"RK4's stage 1 of 4 diverged at dt = {h:g} s: {bad} is not finite (the state's "
-                                      "own forces overflow double precision); bring q and qd within range")
+                                      "or its inputs' forces overflow double precision); bring q, qd and the applied "
+                                      "forces and controls within range")
             raise DivergenceError(f"RK4's stage {i} of 4 diverged at dt = {h:g} s: {bad} is not finite (the stages' "
                                   "states overflow within the step); use a smaller timestep")
