@@ -914,7 +914,9 @@ BOX_ON_A_PLANE = """<mujoco><option timestep="0.002" cone="{cone}"/><worldbody><
 
 
 def exact_solver(m: mujoco.MjModel) -> mujoco.MjModel:
-    """m with its solver at tolerance 1e-15 (1000 iterations, 100 line-search steps): its optimum to the last digits."""
+    """m with its solver at tolerance 1e-15 (1000 iterations, 100 line-search steps). Newton may still stop on its
+    improvement with M qacc - qfrc_smooth - qfrc_constraint ~1e-12 N, which the implicit integrators carry into the step
+    through h M^-1 (test_connects_and_welds_step_derivatives_against_a_converged_reference: tolerance 0 there)."""
     m.opt.tolerance, m.opt.iterations, m.opt.ls_iterations = 1e-15, 1000, 100
     return m
 
