@@ -245,17 +245,18 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     if native.on and native.compiled_solver(model):
         return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data),
                        "qacc")
-    model, states, batch = _states(model, data, contacts, eq_active)
-    warm = _warmstart(model, qacc_warmstart, batch)
-    results = []
-    for k, (q1, qd1, tau1, d, r) in enumerate(states):
-        M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, q1)
-        c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
-        start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
-        sol = solver.solve_with(model, r, M, tau1 - c, start, tolerance, iterations)
-        if not sol.converged:
-            _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
-        results.append((sol, r))
+    with np.errstate(over="ignore", invalid="ignore"):           # an overflow is named by _finite, not by numpy
+        model, states, batch = _states(model, data, contacts, eq_active)
+        warm = _warmstart(model, qacc_warmstart, batch)
+        results = []
+        for k, (q1, qd1, tau1, d, r) in enumerate(states):
+            M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, q1)
+            c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
+            start = None if warm is None else warm[:, k if warm.shape[1] > 1 else 0]
+            sol = solver.solve_with(model, r, M, tau1 - c, start, tolerance, iterations)
+            if not sol.converged:
+                _warn(sol.iterations, sol.improvement, k, batch, model.opt.noslip_iterations)
+            results.append((sol, r))
     _warn_floor(model, _near_floor(model, [r.contact_body for _, r in results]), lambda k: results[k][1], len(results),
                 batch, stacklevel=3)
     return _finite(_forward_result(results, batch), "qacc")
@@ -530,18 +531,19 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     _refuse_metric_inputs(model, "discrete=True's step takes the actuators' ctrl alone", act=act)
     if native.on and native.runs(model):
         return _finite(_compiled_inverse(model, q, qd, qacc, contacts, discrete, ctrl, eq_active, data), "tau")
-    model, states, batch = _states(model, data, contacts, eq_active)
-    out = []
-    for q1, qd1, a, d, r in states:
-        M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, q1)
-        c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
-        Ma = M @ a
-        if discrete:
-            Ma = _discrete_force(model, q1, qd1, a, M, ctrl)
-            a = tree_cholesky_solve(model, M[:, :, None], Ma[:, None])[:, 0]
-        f = inverse.inverse_force(r, a)
-        qfrc = r.J.T @ f
-        out.append((Ma + c - qfrc, qfrc, f, r))
+    with np.errstate(over="ignore", invalid="ignore"):           # an overflow is named by _finite, not by numpy
+        model, states, batch = _states(model, data, contacts, eq_active)
+        out = []
+        for q1, qd1, a, d, r in states:
+            M = smooth.crb(model, d)[:, :, 0] + tendon.armature(model, d, q1)
+            c = smooth.rne(model, d, qd1[:, None], None)[:, 0]
+            Ma = M @ a
+            if discrete:
+                Ma = _discrete_force(model, q1, qd1, a, M, ctrl)
+                a = tree_cholesky_solve(model, M[:, :, None], Ma[:, None])[:, 0]
+            f = inverse.inverse_force(r, a)
+            qfrc = r.J.T @ f
+            out.append((Ma + c - qfrc, qfrc, f, r))
     return _finite(_inverse_result(out, batch), "tau")
 
 

@@ -588,7 +588,8 @@ def _sphere_apart(model: Model, xpos, xmat, g1: int, g2: int, bound: float) -> b
     r1, r2 = G.geom_rbound[g1], G.geom_rbound[g2]
     if r1 > 0 and r2 > 0:
         dif = xpos[g1] - xpos[g2]
-        return dif @ dif > (r1 + r2 + bound) ** 2
+        with np.errstate(over="ignore"):               # |dif|^2 = inf beyond 1e154 m: apart, as MuJoCo's
+            return dif @ dif > (r1 + r2 + bound) ** 2
     for plane, other, r in ((g1, g2, r2), (g2, g1, r1)):
         if G.geom_type[plane] == PLANE and r > 0 and (xpos[other] - xpos[plane]) @ xmat[plane][:, 2] > bound + r:
             return True

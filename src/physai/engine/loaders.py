@@ -137,7 +137,7 @@ def passive_from_mujoco(m: mujoco.MjModel) -> dict:
     off, bit = m.opt.disableflags, mujoco.mjtDisableBit
     if off & bit.mjDSBL_SPRING and off & bit.mjDSBL_DAMPER:
         return {}
-    gravity_on = not off & bit.mjDSBL_GRAVITY and np.linalg.norm(m.opt.gravity) > 0
+    gravity_on = not off & bit.mjDSBL_GRAVITY and bool(np.any(m.opt.gravity != 0))
     actuated = m.nu > 0 and not off & bit.mjDSBL_ACTUATION
     dof_jnt = m.dof_jntid
     to_actuator = m.jnt_actgravcomp[dof_jnt].astype(bool)
