@@ -858,21 +858,10 @@ def body_quantities(model, q, qd, names=OBSERVABLE, ctrl=None, actuators=None, q
             run.acceleration(q_n, qd_n, M, f)
             observed = run.observed(names, qd_n)
         for name, value in observed.items():
-            _refuse_unrepresentable(name, value, n, batch is not None)
             out[name][n] = value
+    for name in names:
+        validation.finite_result(name, out[name], state_axis=0)
     return out if batch is not None else {name: x[0] for name, x in out.items()}
-
-
-def _refuse_unrepresentable(name: str, value: np.ndarray, n: int, batched: bool) -> None:
-    """InvalidStateError when a quantity of a finite state is not finite (its bodies' inertias or forces overflow
-    double precision: e.g. cinert m |c|^2 of a body 1e200 m from its subtree's centre of mass)."""
-    bad = np.argwhere(~np.isfinite(np.asarray(value)))
-    if len(bad):
-        where = f"state {n}'s " if batched else ""
-        raise InvalidStateError(f"{where}{name} is not finite at index {tuple(int(i) for i in bad[0])} though q and qd "
-                                "are: the state's quantities overflow double precision (a body too far from the others, "
-                                "moving too fast, or an applied force or control too large); bring q, qd and the inputs "
-                                "within range")
 
 
 def _first(x):
@@ -1145,7 +1134,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
         for n in sorted(np.flatnonzero(stopped >= 0).tolist(), key=lambda n: (stopped[n], n))[:1]:
             k = int(stopped[n])                                        # the first to stop in time (then by index)
             _check_finite(Q[n, k + 1], QD[n, k + 1], k, options.h, options.integrator, n if len(q) > 1 else None,
-                          _deepest_contact(model, Q[n, k]) if constrained else "")
+                          _deepest_contact(model, Q[n, k]) if constrained else "",
+                          k == 0 and _start_overflows(model, Q[n, 0], QD[n, 0], inputs.rows(n)))
             _rerun_alone(batch, n)                                     # another failure
         collision.warn_near(model, sorted(set(near.tolist()) - {-1}), stacklevel=3)
         if caps is None:
@@ -1172,7 +1162,8 @@ def _run_all(model, options: StepOptions, steps: int, q, qd, inputs: RolloutInpu
             which = "the simulation" if N == 1 else f"trajectory {n} of the rollout"
             raise type(error)(f"{which} at step {k + 1}: {error}") from None
         _check_finite(out.Q[n, k + 1], out.QD[n, k + 1], k, options.h, options.integrator, n if N > 1 else None,
-                      _deepest_contact(model, out.Q[n, k]) if constrained else "")
+                      _deepest_contact(model, out.Q[n, k]) if constrained else "",
+                      k == 0 and _start_overflows(model, out.Q[n, 0], out.QD[n, 0], inputs.rows(n)))
     return out
 
 
@@ -1312,12 +1303,27 @@ def _refuse_infinite_energy(E: np.ndarray, h: float) -> None:
                                 "1.8e308); run with energy=False for the trajectory without it")
 
 
-def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None, contact: str = "") -> None:
+def _check_finite(q, qd, k: int, h: float, name: str, trajectory: int | None = None, contact: str = "",
+                  start_overflows: bool = False) -> None:
+    """DivergenceError when the state after step k is not finite; start_overflows: the start state's own accelerations
+    are not finite (no timestep or integrator can help: the advice is the state's range)."""
     if not (np.isfinite(q).all() and np.isfinite(qd).all()):
         which = "the simulation" if trajectory is None else f"trajectory {trajectory} of the rollout"
+        advice = ("; the start state's own accelerations are not finite (they overflow double precision): bring q, qd "
+                  "and the inputs within range" if start_overflows else "; use a smaller timestep" +
+                  (", or the implicitfast or rk4 integrator" if name == "euler" else " or another integrator"))
         raise DivergenceError(f"{which} diverged at step {k + 1} (t = {(k + 1) * h:.6g} s) with the {name} "
-                              f"integrator at dt = {h:g} s: the state is no longer finite{contact}; use a smaller timestep"
-                              f"{', or the implicitfast or rk4 integrator' if name == 'euler' else ' or another integrator'}")
+                              f"integrator at dt = {h:g} s: the state is no longer finite{contact}{advice}")
+
+
+def _start_overflows(model, q, qd, row) -> bool:
+    """Whether the smooth accelerations at a run's start state (q, qd, with its first inputs `row`) are not finite."""
+    try:
+        body_quantities(model, q, qd, ("qacc",), _first(row.ctrl), row.actuators, _first(row.qfrc_applied),
+                        _first(row.xfrc_applied), constraints=False, act=row.act)
+    except InvalidStateError:
+        return True
+    return False
 
 
 def _deepest_contact(model, q) -> str:
@@ -1402,10 +1408,11 @@ def mass_matrix(model, q) -> np.ndarray:
 def rk4_stages(model, q, qd, dt, ctrl=None, actuators=None, qfrc_applied=None, xfrc_applied=None):
     """The four stages of one RK4 step: a list of (q_i, qd_i, qdd_i, M_i), i = 1..4, M_i = M(q_i).
 
-    Stage 1 is the start state; stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1.
-    MuJoCo evaluates its energy in every stage's mj_forward, so after an RK4 mj_step d.energy holds the
-    energy of stage 4, not of the start or of the end state. Raises DivergenceError naming the first stage that is not
-    finite (a state whose stages overflow within the step).
+    Stage 1 is the start state; stage i + 1 is (q (+) h c qd_i, qd + h c qdd_i) with c = 1/2, 1/2, 1. The stages are
+    the smooth dynamics': the model's contacts, limits and equalities do not enter (step(..., "rk4") with constraints
+    solves them in every stage, as mj_RungeKutta does). MuJoCo evaluates its energy in every stage's mj_forward, so
+    after an RK4 mj_step d.energy holds the energy of stage 4, not of the start or of the end state. Raises
+    DivergenceError naming the first stage that is not finite (a state whose stages overflow within the step).
     """
     model = engine.as_model(model)
     h = check_timestep(dt)
