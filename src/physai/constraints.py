@@ -372,7 +372,7 @@ def _finite(result, what: str):
     """result, or InvalidStateError naming `what` (result's qacc or tau) and the first state where it is not finite:
     finite inputs that overflowed (velocities of 1e300)."""
     x = getattr(result, what)
-    validation.finite_result(what, x.reshape(-1, x.shape[-1]), state_axis=0)
+    validation.finite_result(what, x if x.ndim > 1 else x[None], state_axis=0)
     return result
 
 
