@@ -904,6 +904,7 @@ ConstrainedTerms read_constrained(const Model &m, nb::handle mapping, Arrays &ke
         if (t.moving[k] < 0 || t.moving[k] >= nv) o.invalid("moving", "a dof outside 0 .. nv - 1");
     t.nanchor = o.size("nanchor"), t.anchored = o.view_ints("anchored", {t.nanchor});
     t.anchor_dJ = o.view_doubles("anchor_dJ", {t.nanchor, nv, nv});
+    t.anchor_dbias = o.view_doubles("anchor_dbias", {t.nanchor, nv}), t.anchor_dgap = o.view_doubles("anchor_dgap", {t.nanchor, nv});
     for (int64_t i = 0; i < t.nanchor; i++)
         if (t.anchored[i] < 0 || t.anchored[i] >= n) o.invalid("anchored", "a row outside 0 .. nefc - 1");
     o.done();
