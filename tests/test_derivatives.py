@@ -2519,7 +2519,8 @@ VIOLATED_EQUALITIES = """<mujoco><option timestep="0.002"><flag contact="disable
 
 def violated_equalities(state: int):
     """(m, d): VIOLATED_EQUALITIES (the solver exact) at q moved 0.6 along random tangent directions from qpos0, random
-    velocities of 0.5 and controls of 0.3: its connects and welds 0.2-0.7 m (or rad) apart, forces ~1e3 N."""
+    velocities of 0.5 and controls of 0.3: its connects and welds up to 0.9-1.8 apart (efc_pos: m, or a weld's
+    torquescale times its quaternion error), forces up to 1e3-2.6e3 N over the states 0 to 2."""
     m = exact_solver(mujoco.MjModel.from_xml_string(VIOLATED_EQUALITIES))
     rng = np.random.default_rng(state)
     d = mujoco.MjData(m)
@@ -2531,14 +2532,16 @@ def violated_equalities(state: int):
 
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
-def test_equality_rows_aref_derivatives_match_central_differences(backend):
+def test_equality_rows_aref_derivatives_match_central_differences(monkeypatch, backend):
     """The connect and weld rows' Jdot qd (MuJoCo 4's aref term) at a state of VIOLATED_EQUALITIES: its qd-derivative
     -(dJ qd + qd dJ) (_aref_velocity_derivative, from anchor_rows' dJ) against centred differences of a unit step of
     physai's own rows' aref in qd (exact for a quadratic, rounding eps |aref| ~ 1e-13 aside) within 1e-10 of the largest
     entry; its q-derivative (anchor_bias_derivative) against 4th-order centred differences (step 1e-5) of aref(qd) -
     aref(0) + B J qd = -Jdot qd of the rows (the spring term, qd's alone, cancels; rounding eps |aref| 18 / (12 1e-5)
     ~ 3e-8 absolute, 1e-8 of the largest entry ~3, truncation ~1e-10) within 1e-7; the joint equality's dJ (-poly'' on
-    a1's dof) and dpos (J) against the same differences of its J and pos within 1e-8 (J rounds to eps)."""
+    a1's dof) and dpos (J) against the same differences of its J and pos within 1e-8 (J rounds to eps). On the compiled
+    backend cpp/constraint_derivative.h's anchor_bias_derivative (COMPILED_PIECES) against the NumPy text within 1e-12
+    of the largest entry (their sums' rounding: eps times a few hundred terms)."""
     m, d = violated_equalities(0)
     model, nv = engine.from_mujoco(m), m.nv
     q, qd = d.qpos.copy(), d.qvel.copy()
@@ -2560,6 +2563,9 @@ def test_equality_rows_aref_derivatives_match_central_differences(backend):
     w = np.array([1.0, -8.0, 8.0, -1.0]) / (12 * h)
     assert_close(dbias, np.einsum("s,skr->rk", w, bias.reshape(4, nv, -1))[rows], 1e-7, what="d(Jdot qd)/dq")
     assert np.abs(dbias[3:9]).max() > 0.1 and np.abs(dbias[:3]).max() > 0.1        # a weld's rotational rows, a connect's
+    if backend == "native":
+        monkeypatch.setattr(derivatives, "COMPILED_PIECES", False)
+        assert_close(dbias, run(backend, con._anchor_rows, q, qd)[2], 1e-12, what="anchor_bias_derivative compiled")
     jrows, jdJ, jdpos = con._joint_equality_rows(q)
     assert jrows.tolist() == [18] and np.abs(jdJ).max() > 0.1
     assert_close(jdJ[0], np.einsum("s,skj->jk", w, np.stack([r.J[18] for r in moving]).reshape(4, nv, nv)), 1e-8, what="dJ")
@@ -2569,11 +2575,11 @@ def test_equality_rows_aref_derivatives_match_central_differences(backend):
 
 @pytest.mark.parametrize("state", range(3))
 def test_violated_equalities_give_one_a_and_b_on_both_backends(state):
-    """VIOLATED_EQUALITIES at three random states (connects and welds 0.2-0.7 apart, 1e3 N): no dof differenced (every
-    row's q-derivative analytic: _anchor_rows, _joint_equality_rows), A and B on the compiled backend and the NumPy text
-    within 1e-10 of the largest entry (issue U's done-means; on main 1.4e-10 to 4.6e-10 apart, each engine's rounding
-    of the connect's and weld's forces at the differenced points over ROW_STEP; now both evaluate the same analytic
-    terms); A within 1e-7 of MuJoCo's extrapolated centred differences on each (the other constrained tests' bound;
+    """VIOLATED_EQUALITIES at three random states (connects and welds 0.9-1.8 apart, 1e3-2.6e3 N): no dof differenced
+    (every row's q-derivative analytic: _anchor_rows, _joint_equality_rows), A and B on the compiled backend and the
+    NumPy text within 1e-10 of the largest entry (issue U's done-means; on main A 1.0e-10, 4.2e-10 and 8.5e-10 apart,
+    each engine's rounding of the connects' and welds' forces at the differenced points over ROW_STEP; now 2e-14 to
+    3e-14); A within 1e-7 of MuJoCo's extrapolated centred differences on each (the other constrained tests' bound;
     1.7e-8 seen) and B within 1e-6 absolute: MuJoCo's own B at eps 1e-6 lies up to 7.5e-8 from its extrapolation here
     (the stopped solver's residual over eps), the extrapolation's (4 T(eps) - T(2 eps)) / 3 adding up to 5/3 of each;
     B does not depend on the rows' q-derivatives (every row differenced gives the same B)."""

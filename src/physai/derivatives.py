@@ -1269,7 +1269,7 @@ class _Constraints:
     def _anchor_rows(self, q: np.ndarray, qd: np.ndarray) -> tuple:
         """(rows (n,), dJ (n, nv, nv), dbias (n, nv), dgap (n, nv)): the optimum's connect and weld rows, d J[row, j]/dq_k
         at [., j, k] (anchor_rows, compiled where COMPILED_PIECES: native.anchor_rows), d(Jdot qd)/dq (MuJoCo 4's aref
-        term: anchor_bias_derivative, NumPy's on both backends) and the q-derivative of the position their impedance
+        term: anchor_bias_derivative, compiled where COMPILED_PIECES) and the q-derivative of the position their impedance
         takes, the block's |pos| (pos . J / |pos|: dpos = J, the anchors' and the weld's quaternion error's), for their
         forces' q-derivative analytic (_analytic_forces) as the plane contacts' and limits': no dof is differenced for
         them. Before (dJ alone analytic, the forces differenced at the points along every dof) each engine's rounding of
@@ -1298,7 +1298,8 @@ class _Constraints:
                 quats[1] = -quats[1]                   # xquat's sign as the rows' (q and -q: one rotation)
             arrays = (J, origin, anchor, model.dof_turns, quats, float(data[10]), 6 if weld else 3)
             dJ.append(native.anchor_rows(*arrays) if COMPILED_PIECES and native.on else anchor_rows(*arrays))
-            dbias.append(anchor_bias_derivative(*arrays, qd))
+            dbias.append(native.anchor_bias_derivative(*arrays, qd) if COMPILED_PIECES and native.on
+                         else anchor_bias_derivative(*arrays, qd))
             rows.append(np.arange(i, i + len(dJ[-1])))
             pos = r.pos[rows[-1]]                      # the impedance's |pos| moves by pos . dpos / |pos|, dpos = J
             norm = np.sqrt(pos @ pos)
