@@ -2478,15 +2478,15 @@ CONNECTED_LIGHT_CAPSULE = """<mujoco><option timestep="0.002"/><worldbody><geom 
 @pytest.mark.parametrize("state", range(3))
 def test_a_connect_on_a_light_capsule_gives_one_a_on_both_backends(state):
     """CONNECTED_LIGHT_CAPSULE at three random velocities: A on the compiled backend and the NumPy text within 1e-10 of
-    the largest entry (issue U's done-means; before _anchor_rows 2.7e-10, 5.6e-10 and 4.6e-10, now ~6e-12), and within
+    the largest entry (issue U's done-means; before _anchor_rows 2.7e-10, 5.6e-10 and 4.6e-10, with its dJ ~6e-12, with
+    its forces analytic too 9e-15), and within
     1e-8 of MuJoCo's extrapolated centred differences on each (a margin over the 2.1e-9 seen, as before, not derived).
     The connect's rows were all differenced: each engine rounds its Jacobian at the points by eps |J|, which dJ = (sum_s
     w_s J_s) / (12 ROW_STEP) magnifies to product_rule_rounding() |J| (3.3e-10) and -dJ^T f carries into A through h
     |M^-1| (the light capsule's |M^-1| ~ 3e4: rel h |M^-1| sum_r |J_r| |f_r| up to 7e-7); its dJ is now exact
-    (anchor_rows) and what the engines still round apart is the connect's force at the points, each one's jar rounded by
-    eps D (|J| |a_c| + |aref|), over the step, which H^-1 J^T D ~ J^+ takes onto the connect's directions: 4e-11 to
-    5e-11 here. The bound is issue U's target, not that sum: its estimate rel h sum_r |(H^-1 J^T)_r| D_r (|J_r| |a_c| +
-    |aref_r|), 1.2e-9 to 1.9e-9, is loose by 30x."""
+    (anchor_rows) and its force's q-derivative too (anchor_bias_derivative, the impedance's d|pos|/dq): the engines no
+    longer round the connect's jar at differenced points (eps D (|J| |a_c| + |aref|) over the step, which H^-1 J^T D ~
+    J^+ took onto the connect's directions: 4e-11 to 5e-11 here before). The bound is issue U's target."""
     m = exact_solver(mujoco.MjModel.from_xml_string(CONNECTED_LIGHT_CAPSULE))
     d = mujoco.MjData(m)
     d.qvel[:] = np.random.default_rng(2).normal(size=(3, m.nv))[state] * 0.3

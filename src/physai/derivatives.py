@@ -1011,9 +1011,8 @@ class _Constraints:
           a contact of a plane against a sphere, capsule or box (_plane_contacts), or between two spheres or capsules
           (_segment_contact): dpos = d dist on each of its rows;
           a joint equality (_joint_equality_rows): dpos = J, dJ = -poly'' on its second joint's dof.
-        Every other row (elliptic cones, other pairs, connects, welds, tendon rows, a ball's limit, the discrete step's) is
-        differenced (a connect's and a weld's with dJ analytic: _anchor_rows); a dof's friction loss row has no
-        q-derivative. None with ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
+        Connects and welds are analytic apart (_anchor_rows); every other row (elliptic cones, other pairs, tendon rows,
+        a ball's limit, the discrete step's) is differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
         step's, COMPILED_PIECES), (at, count, bodies, arrays) of the plane contacts, whose count rows rows[at:at + count]
         are left out of dJ and dpos for the compiled step to make (_plane_arrays' bodies and arrays;
         cpp/step_derivative.h's plane_contacts). poses: the bodies' (xpos, xmat) at q (None without contacts)."""
@@ -1274,7 +1273,8 @@ class _Constraints:
         forces' q-derivative analytic (_analytic_forces) as the plane contacts' and limits': no dof is differenced for
         them. Before (dJ alone analytic, the forces differenced at the points along every dof) each engine's rounding of
         jar at the points, over ROW_STEP, put the engines 1.4e-10 to 4.6e-10 of A apart on scenes whose connects and
-        welds are violated by 0.4-0.6 m (4e3 N). None (n = 0) with ANALYTIC_ROWS False or at the discrete step's end
+        welds are violated by 0.4-0.6 m (4e3 N), 1.0e-10 to 8.5e-10 on the tests' VIOLATED_EQUALITIES (2e-14 to 3e-14
+        now). None (n = 0) with ANALYTIC_ROWS False or at the discrete step's end
         (its rows all differenced, NumPy's alone), and an equality whose R is at its floor MINVAL (D not imp's: left to
         the differences)."""
         model, r, nv = self.model, self.r, self.model.nv
