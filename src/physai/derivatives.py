@@ -1012,7 +1012,8 @@ class _Constraints:
           (_segment_contact): dpos = d dist on each of its rows;
           a joint equality (_joint_equality_rows): dpos = J, dJ = -poly'' on its second joint's dof.
         Connects and welds are analytic apart (_anchor_rows); every other row (elliptic cones, other pairs, tendon rows,
-        a ball's limit, the discrete step's) is differenced; a dof's friction loss row has no q-derivative. None with ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
+        a ball's limit, the discrete step's) is differenced; a dof's friction loss row has no q-derivative. None with
+        ANALYTIC_ROWS False. planes: None (k = m), or, where self.step_planes (the compiled
         step's, COMPILED_PIECES), (at, count, bodies, arrays) of the plane contacts, whose count rows rows[at:at + count]
         are left out of dJ and dpos for the compiled step to make (_plane_arrays' bodies and arrays;
         cpp/step_derivative.h's plane_contacts). poses: the bodies' (xpos, xmat) at q (None without contacts)."""
