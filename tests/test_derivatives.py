@@ -2517,11 +2517,15 @@ VIOLATED_EQUALITIES = """<mujoco><option timestep="0.002"><flag contact="disable
 </equality><actuator><motor joint="a1"/><motor joint="c1"/></actuator></mujoco>"""
 
 
-def violated_equalities(state: int):
+WIDE_IMPEDANCE = VIOLATED_EQUALITIES.replace("<worldbody>", '<default><equality solimp=".2 .95 3 .4 2"/></default><worldbody>',
+                                              1).replace(' solimp=".9 .95 .001 .5 2"', ' solimp=".3 .9 2 .5 3"')
+
+
+def violated_equalities(state: int, xml: str = VIOLATED_EQUALITIES):
     """(m, d): VIOLATED_EQUALITIES (the solver exact) at q moved 0.6 along random tangent directions from qpos0, random
     velocities of 0.5 and controls of 0.3: its connects and welds up to 0.9-1.8 apart (efc_pos: m, or a weld's
     torquescale times its quaternion error), forces up to 1e3-2.6e3 N over the states 0 to 2."""
-    m = exact_solver(mujoco.MjModel.from_xml_string(VIOLATED_EQUALITIES))
+    m = exact_solver(mujoco.MjModel.from_xml_string(xml))
     rng = np.random.default_rng(state)
     d = mujoco.MjData(m)
     d.qpos[:] = engine.configuration.integrate(engine.from_mujoco(m), m.qpos0[None], 0.6 * rng.normal(size=(1, m.nv)), 1.0)[0]
@@ -2573,8 +2577,9 @@ def test_equality_rows_aref_derivatives_match_central_differences(monkeypatch, b
                  what="dpos")
 
 
+@pytest.mark.parametrize("xml", [VIOLATED_EQUALITIES, WIDE_IMPEDANCE], ids=["plateau", "wide impedance"])
 @pytest.mark.parametrize("state", range(3))
-def test_violated_equalities_give_one_a_and_b_on_both_backends(state):
+def test_violated_equalities_give_one_a_and_b_on_both_backends(state, xml):
     """VIOLATED_EQUALITIES at three random states (connects and welds 0.9-1.8 apart, 1e3-2.6e3 N): no dof differenced
     (every row's q-derivative analytic: _anchor_rows, _joint_equality_rows), A and B on the compiled backend and the
     NumPy text within 1e-10 of the largest entry (issue U's done-means; on main A 1.0e-10, 4.2e-10 and 8.5e-10 apart,
@@ -2582,12 +2587,18 @@ def test_violated_equalities_give_one_a_and_b_on_both_backends(state):
     3e-14); A within 1e-7 of MuJoCo's extrapolated centred differences on each (the other constrained tests' bound;
     1.7e-8 seen) and B within 1e-6 absolute: MuJoCo's own B at eps 1e-6 lies up to 7.5e-8 from its extrapolation here
     (the stopped solver's residual over eps), the extrapolation's (4 T(eps) - T(2 eps)) / 3 adding up to 5/3 of each;
-    B does not depend on the rows' q-derivatives (every row differenced gives the same B)."""
-    m, d = violated_equalities(state)
+    B does not depend on the rows' q-derivatives (every row differenced gives the same B). WIDE_IMPEDANCE: the same
+    scene with solimp widths of 3 m (connects, welds) and 2 (the joint equality), so every row's impedance is on its
+    slope (imp 0.2-0.8, impP nonzero on each kind of row), its d|pos|/dq term in the forces' derivative exercised (on
+    VIOLATED_EQUALITIES every row is on imp's plateau)."""
+    m, d = violated_equalities(state, xml)
     model = engine.from_mujoco(m)
     con = derivatives._Constraints(model)
     con.solve(d.qpos.copy(), d.qvel.copy(), full_mass(m, d), d.qfrc_smooth.copy())
     assert con.terms(d.qpos.copy(), d.qvel.copy()).moving.size == 0        # no dof differenced
+    if xml is WIDE_IMPEDANCE:
+        kinds = model.eq_type[con.r.id[:con.r.ne]]
+        assert all(np.abs(con.r.impP[:con.r.ne][kinds == k]).min() > 1e-3 for k in set(kinds.tolist()))
     step = (model, d.qpos.copy(), d.qvel.copy())
     out = {b: run(b, derivatives.step_derivatives, *step, ctrl=d.ctrl.copy(), constraints=True) for b in ("native", "numpy")}
     for k, name in enumerate("AB"):

@@ -348,6 +348,9 @@ class _HardForces:
         return Fq / (12 * FD_STEP), Fv / (12 * FD_STEP)
 
 
+#: a row's R above R_FLOOR is imp's (1 - imp) / imp |diagApprox|, far from MuJoCo's floor mjMINVAL = 1e-15: its forces'
+#: derivative analytic through imp (_analytic_forces); at the floor D is not imp's, and the row is differenced
+R_FLOOR = 1e-10
 #: [rad | m] the differencing step of the constraint rows in q (_Constraints): truncation ~ROW_STEP^4, rounding ~eps /
 #: ROW_STEP of the constraint forces' scale
 ROW_STEP = 1e-6
@@ -426,7 +429,7 @@ class _Constraints:
         self.contacts = None                           # [the contacts at the last solve's q], or None
         self.discrete = None                           # the discrete step's (h, diag(M^) at (q, qd)): its rows' own
         self.analytic = np.zeros(0, np.intp)           # the optimum's rows whose dG/dq is analytic (_analytic_rows)
-        self.anchored = np.zeros(0, np.intp)           # the optimum's rows whose dJ/dq alone is analytic (_anchor_rows)
+        self.anchored = np.zeros(0, np.intp)           # the optimum's connect and weld rows, analytic (_anchor_rows)
         self.pairs = {}                                # {contact: _SegmentPair} at derivatives()' q (_segment_pairs)
 
     def rows(self, Q: np.ndarray, QD: np.ndarray, contacts=None) -> list:
@@ -704,7 +707,7 @@ class _Constraints:
         r = self.r
         if not len(r.type):
             return aref, D
-        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > R_FLOOR) \
             & (r.imp > 0) & (r.imp < 1)
         dp = self._impedance_steps(pos)
         tangent = r.imp + r.impP * dp                                        # imp's tangent, for aref
@@ -743,7 +746,7 @@ class _Constraints:
         s_q = constraint.end_of_step_factor(h, r.B, r.K, r.imp)
         capped = ((1 - r.imp) / (r.imp * s_q) < (1 - constraint.MAXIMP) / constraint.MAXIMP)[first]
         scale = (rho_t * s_t * (1 - imp) / (imp * s))[:, first]            # D's rho s moved to rho_t s_t
-        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > 1e-10) \
+        held = (r.type != constraint.FRICTION_DOF) & (r.type != constraint.FRICTION_TENDON) & (r.R > R_FLOOR) \
             & (r.imp > 0) & (r.imp < 1)
         D = np.where(held & ~capped, D * scale, D)
         aref = np.where(held, (N - B_t * vel - Kimp_t * (pos - margin + h * vel)) / s_t, aref)
@@ -949,7 +952,7 @@ class _Constraints:
         G, first = model.geoms, r.contact_row[c]
         g1, g2 = (-1, -1) if contacts.geom is None else contacts.geom[c].tolist()
         if not (first >= 0 and r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
-                and r.contact_dim[c] in (1, 3) and r.R[first] > 1e-10 and min(g1, g2) >= 0
+                and r.contact_dim[c] in (1, 3) and r.R[first] > R_FLOOR and min(g1, g2) >= 0
                 and G.geom_type[g1] == geoms.PLANE and r.contact_body[c, 1] >= 0
                 and G.geom_type[g2] in (geoms.SPHERE, geoms.CAPSULE, geoms.BOX)
                 and not dof_chain(model, r.contact_body[c, 0]).any()):
@@ -1022,7 +1025,7 @@ class _Constraints:
         if not ANALYTIC_ROWS or self.discrete is not None:
             return (*parts[0], None)
         limits = [i for i in np.flatnonzero(r.type == constraint.LIMIT_JOINT).tolist()
-                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > 1e-10]
+                  if model.jnt_type[r.id[i]] in (joints.HINGE, joints.SLIDE) and r.R[i] > R_FLOOR]
         if limits:
             parts.append((np.array(limits, np.intp), np.zeros((len(limits), nv, nv)), r.J[limits]))
         parts.append(self._joint_equality_rows(q))
@@ -1045,7 +1048,7 @@ class _Constraints:
         above its floor MINVAL: pos = x1 - ref1 - poly(x2 - ref2), J = e1 - poly'(x2 - ref2) e2 (hinges or slides:
         engine.constraint._equality_rows), so dpos = J and dJ's one entry d J[row, v2]/dq_v2 = -poly''(x2 - ref2)."""
         model, r, nv = self.model, self.r, self.model.nv
-        rows = [i for i in range(r.ne) if model.eq_type[r.id[i]] == JOINT and r.R[i] > 1e-10]
+        rows = [i for i in range(r.ne) if model.eq_type[r.id[i]] == JOINT and r.R[i] > R_FLOOR]
         dJ = np.zeros((len(rows), nv, nv))
         for k, i in enumerate(rows):
             e = r.id[i]
@@ -1253,7 +1256,7 @@ class _Constraints:
         model, r, contacts = self.model, self.r, self.contacts[0]
         first, dim = int(r.contact_row[c]), int(r.contact_dim[c])
         if pair is None or not (r.type[first] in (constraint.CONTACT_FRICTIONLESS, constraint.CONTACT_PYRAMIDAL)
-                                and dim in (1, 3) and r.R[first] > 1e-10):
+                                and dim in (1, 3) and r.R[first] > R_FLOOR):
             return None
         common = dof_chain(model, r.contact_body[c, 0]) & dof_chain(model, r.contact_body[c, 1])
         arrays = (np.stack([J for J, _ in pair.frames]), np.stack([o for _, o in pair.frames]), contacts.frame[c],
@@ -1280,7 +1283,7 @@ class _Constraints:
         the differences)."""
         model, r, nv = self.model, self.r, self.model.nv
         first = [i for i in range(r.ne) if model.eq_type[r.id[i]] in (CONNECT, WELD) and (i == 0 or r.id[i - 1] != r.id[i])
-                 and r.R[i:i + (6 if model.eq_type[r.id[i]] == WELD else 3)].min() > 1e-10]   # R at MINVAL: differenced
+                 and r.R[i:i + (6 if model.eq_type[r.id[i]] == WELD else 3)].min() > R_FLOOR]   # R at its floor: differenced
         if not ANALYTIC_ROWS or self.discrete is not None or not first:
             return np.zeros(0, np.intp), np.zeros((0, nv, nv)), np.zeros((0, nv)), np.zeros((0, nv))
         xpos, xmat = body_poses(model, q)
@@ -1512,7 +1515,7 @@ class _Terms(NamedTuple):
     force: np.ndarray          # (k s, nefc) their forces there (the analytic rows' zero)
     daref: np.ndarray          # (nefc, nv) d aref/dqd (_aref_velocity_derivative)
     planes: tuple | None       # the plane contacts left to the compiled step (_analytic_rows' planes), or None
-    anchored: np.ndarray       # (n,) the connect and weld rows, whose dJ/dq alone is analytic (_anchor_rows)
+    anchored: np.ndarray       # (n,) the connect and weld rows, analytic (_anchor_rows, _analytic_forces)
     anchor_dJ: np.ndarray      # (n, nv, nv) their d J[row, j]/dq_k at [., j, k]
     anchor_dbias: np.ndarray   # (n, nv) their d(Jdot qd)/dq (anchor_bias_derivative)
     anchor_dgap: np.ndarray    # (n, nv) the q-derivative of the position their impedance takes, |pos| of the block
