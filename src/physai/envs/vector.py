@@ -367,9 +367,10 @@ class PhysaiVectorEnv(VectorEnv):
     def _store(self, idx, after: Batch, warm, obs) -> None:
         """The stepped environments' new state, warm start and observation."""
         s = self._state
-        s.q[idx], s.qd[idx], s.ctrl[idx], self._warm[idx], self._obs[idx] = after.q, after.qd, after.ctrl, warm, obs
+        at = slice(None) if len(idx) == self.num_envs else idx           # every one: a copy, not a scatter
+        s.q[at], s.qd[at], s.ctrl[at], self._warm[at], self._obs[at] = after.q, after.qd, after.ctrl, warm, obs
         for k, v in after.observed.items():
-            s.observed[k][idx] = v
+            s.observed[k][at] = v
 
     def _vector_info(self, values: dict, idx: np.ndarray, present=None) -> dict:
         """Gymnasium's vector info: for each name an (N,) array with the values of environments idx and a mask
@@ -378,8 +379,12 @@ class PhysaiVectorEnv(VectorEnv):
         out = {}
         if present is not None and not np.any(present):
             return out
+        every = present is None and len(idx) == self.num_envs               # every environment's value: copies
         for k, v in values.items():
             v = np.asarray(v)
+            if every:
+                out[k], out["_" + k] = v.copy(), np.ones(self.num_envs, bool)
+                continue
             full = np.zeros((self.num_envs,) + v.shape[1:], v.dtype) if v.dtype != object else \
                 np.full(self.num_envs, None, object)
             full[idx] = v
@@ -391,6 +396,8 @@ class PhysaiVectorEnv(VectorEnv):
 
 def _merged(info: dict, new: dict) -> dict:
     """Two vector infos as one: a name in both takes each environment's value from the one whose mask holds it."""
+    if not info:
+        return dict(new)
     out = dict(info)
     for k, v in new.items():
         if k.startswith("_"):
