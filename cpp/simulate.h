@@ -205,7 +205,7 @@ inline bool simulate_constrained_lanes(ConstrainedSim &sim, const Model &m, cons
 // trajectory n of a constrained rollout with no step (Rollout::frames 0): the forward pass at its row 0 alone, as
 // forward.DynamicsEvaluator's at a reset state (an Euler step's evaluation: the contacts, the rows and the solve from
 // its warm start, its observed fields when asked, then cacc and cfrc_int at that state's velocity); every row of Q, QD
-// and A its row 0. -1, or 0 with the reason in r.failure[n] (the evaluation's status: ZERO_QUATERNION, SINGULAR, a
+// and A its row 0; its ncon row stays the start's 0 and capped -1, E is not written (step_frames asks no energy). -1, or 0 with the reason in r.failure[n] (the evaluation's status: ZERO_QUATERNION, SINGULAR, a
 // solver's; DIVERGED: M or f not finite)
 inline int64_t forward_one(const Model &m, const Actuators &act, SimData<double> &w, ConstrainedRun &run, const Rollout &r,
                            int64_t n, const Constrain &con) {

@@ -814,7 +814,8 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
     forward_only (N,) bool, or None: the states marked take no frame (a vector environment's autoreset, folded into the
     same call): their q, qd and warm start come back as given, their observed fields those of the forward pass at
     their state (its first evaluation of an Euler step from the given warm start and ctrl: mj_forward's, then
-    mj_rnePostConstraint's cacc, cfrc_int and cfrc_ext at that state); None also for a model without constraints.
+    mj_rnePostConstraint's cacc, cfrc_int and cfrc_ext at that state); None also for a model without constraints, and
+    under the discrete integrator (its mj_forward solves in the step's metric, not an Euler step's: not folded).
     InvalidArgumentError when the frames' outputs would not fit in memory."""
     model = engine.as_model(model)
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
@@ -829,6 +830,8 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
                                      or forward_only.shape != np.shape(q)[:1] or np.ndim(q) != 2):
         raise ShapeError(f"step_frames: forward_only must be a bool array of shape (N,) for q (N, nq), got "
                          f"{getattr(forward_only, 'dtype', type(forward_only).__name__)} {np.shape(forward_only)}")
+    if forward_only is not None and integrator == "discrete":
+        return None
     fast = _compiled_step(model, q, qd, dt, integrator, ctrl, None, euler_damping, constraints, qacc_warmstart, names,
                           steps=int(frames), forward_only=forward_only)
     if fast is None:
