@@ -746,7 +746,8 @@ inline int64_t observe_width(const Model &m) {
 // ROLLOUT: N trajectories of integrators.simulate from q0 (N, nq), qd0 (N, nv), with a dict of named options
 // (physai.engine.native.rollout_fields: StepOptions' h, integrator (INTEGRATORS), implicit_damping, explicit_couplings,
 // tolerance, iterations; steps, with_energy, constrained; actuators (an Actuators or None), ctrl (N, steps, nu), qfrc_applied (N, steps, nv), xfrc_applied
-// (N, steps, 6 nbody), warm (N, nv) and act (N, na), or None each), on threads with the GIL released: (Q (N, steps+1, nq),
+// (N, steps, 6 nbody), warm (N, nv) and act (N, na), or None each; a constrained rollout's optional observe (N, W),
+// observe_body (nbody, 13) and frames (N,) int64, each 0 or steps: 0 no step, the forward pass at q0 alone), on threads with the GIL released: (Q (N, steps+1, nq),
 // QD, E (N, steps+1), status (N): -1, or the step at which the trajectory stopped, ncon, near, warm_out, A (N, steps+1,
 // na) the activations, capped (N): the first step whose discrete smooth solve stopped at its iteration cap (-1: none),
 // capped_residual (N): its relative residual). When the first
@@ -776,7 +777,18 @@ nb::object rollout(CompiledModel &nm, const nb::handle *args) {
     nb::handle warm = o.object("warm"), act_in = o.object("act");
     nb::handle observe = o.has("observe") ? o.object("observe") : nb::none();
     nb::handle observe_body = o.has("observe_body") ? o.object("observe_body") : nb::none();
+    nb::handle frames = o.has("frames") ? o.object("frames") : nb::none();
     o.done();
+    if (!frames.is_none()) {                                           // (N,) int64, each 0 or steps: a constrained rollout
+        PyArrayObject *f = PyArray_Check(frames.ptr()) ? reinterpret_cast<PyArrayObject *>(frames.ptr()) : nullptr;
+        bool ok = r.constrained && f && PyArray_TYPE(f) == NPY_INT64 && PyArray_NDIM(f) == 1 &&
+                  int64_t(PyArray_DIM(f, 0)) == N && PyArray_IS_C_CONTIGUOUS(f) && PyArray_ISALIGNED(f) &&
+                  !PyArray_ISBYTESWAPPED(f);
+        const int64_t *each = ok ? static_cast<const int64_t *>(PyArray_DATA(f)) : nullptr;
+        for (int64_t n = 0; ok && n < N; n++) ok = each[n] == 0 || each[n] == r.steps;
+        if (!ok) throw nb::value_error("rollout: frames (N,) int64 in C order, each 0 or steps, a constrained rollout");
+        r.frames = each;
+    }
     if (!observe.is_none()) {                                          // (N, W) and (nbody, 13) float64, C order
         PyArrayObject *ob = float64_array(observe, 2), *bb = float64_array(observe_body, 2);
         if (!r.constrained || r.steps < 1 || !ob || !bb || int64_t(PyArray_DIM(ob, 0)) != N ||

@@ -244,6 +244,8 @@ struct Rollout {
     const double *observe_body = nullptr;          // their body constants (nbody, 13: mass, ipos, inertia), or null
     int64_t *capped = nullptr;                     // the first step whose discrete smooth solve (metric_pcg) stopped at
     double *capped_residual = nullptr;             // its iteration cap (N; -1: none), its relative residual (N), or null
+    const int64_t *frames = nullptr;               // constrained: each trajectory's steps (N: 0 or steps), or null (all
+                                                   // steps); 0: no step, the forward pass at its row 0 alone (forward_one)
 };
 constexpr int64_t RERUN = -3;
 

@@ -673,13 +673,14 @@ def _worded_for_step(error: Exception, state: int | None = None) -> Exception:
 
 
 def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_damping, constraints, qacc_warmstart,
-                   names: tuple = (), steps: int = 1):
+                   names: tuple = (), steps: int = 1, forward_only=None):
     """step's fast path on the compiled backend: (q_next, qd_next, next warm start, act, observed) from one call of the
     rollout kernel, which checks the arrays itself; None whenever anything is not plainly well formed (the full path then
     names what is wrong) or the run diverged. Written for a policy's loop (a few microseconds of Python per call).
     names: the observed fields (step_result's observe), computed in the compiled step (cpp/observe.h) for a model with
     constraints and without gravity compensation (else None: the full path computes them). steps: that many steps with
-    ctrl and qfrc_applied held (step_frames), the results those of the last (its observed fields too)."""
+    ctrl and qfrc_applied held (step_frames), the results those of the last (its observed fields too). forward_only (N,)
+    bool (a constrained model's batch): those states take no step, their fields the forward pass's at their state."""
     code = native.INTEGRATOR_CODES.get(integrator) if type(integrator) is str else None
     if (code is None or type(q) is not np.ndarray or type(qd) is not np.ndarray or type(dt) not in (float, np.float64)
             or not 0.0 < dt < np.inf or type(euler_damping) not in _BOOLS or type(constraints) not in _BOOLS):
@@ -687,6 +688,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
     if (constraints and not native.compiled_solver(model)) or not native.runs(model):
         return None
     if names and (not constraints or model.body_gravcomp.any()):
+        return None
+    if forward_only is not None and (not constraints or q.ndim != 2):
         return None
     if integrator == DISCRETE and not forward.compiled_discrete(model, model.actuators):
         return None                                                # the NumPy engine's discrete metric
@@ -729,6 +732,8 @@ def _compiled_step(model, q, qd, dt, integrator, ctrl, qfrc_applied, euler_dampi
         fields["ctrl"], fields["qfrc_applied"], fields["warm"] = inputs[0], inputs[1], warm
         if steps != 1:
             fields["steps"] = steps
+        if forward_only is not None:
+            fields["frames"] = np.where(forward_only, 0, steps)
         if names:
             if not native.compiled(model).has_constraints:
                 return None
@@ -796,7 +801,8 @@ def _warn_caps(model, caps: dict, shape: tuple, kind: str, stacklevel: int) -> N
     warn_capped(model, capped, residual, kind, stacklevel + 1)
 
 
-def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None) -> "StepResult | None":
+def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, observe=None,
+                forward_only=None) -> "StepResult | None":
     """`frames` steps of the model's own options (integrator, timestep, constraints) from N states q (N, nq), qd (N, nv)
     with ctrl (N, nu) held over them, as mj_step(m, d, nstep=frames), in ONE compiled call: the StepResult of the last
     frame (q, qd, its qacc_warmstart, and the observed fields of its last step, as step_result's observe), the same
@@ -805,6 +811,11 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
     infinite or beyond 1e10, observed fields it does not compute, a state that diverged): the caller then steps frame
     by frame with step_result, which clamps, names or reports what went wrong. Written for a vector environment's frame
     skip (physai.envs): one call, one pass of the threads, instead of `frames`.
+    forward_only (N,) bool, or None: the states marked take no frame (a vector environment's autoreset, folded into the
+    same call): their q, qd and warm start come back as given, their observed fields those of the forward pass at
+    their state (its first evaluation of an Euler step from the given warm start and ctrl: mj_forward's, then
+    mj_rnePostConstraint's cacc, cfrc_int and cfrc_ext at that state); None also for a model without constraints, and
+    under the discrete integrator (its mj_forward solves in the step's metric, not an Euler step's: not folded).
     InvalidArgumentError when the frames' outputs would not fit in memory."""
     model = engine.as_model(model)
     if isinstance(frames, bool) or not isinstance(frames, (int, np.integer)) or frames < 1:
@@ -815,8 +826,14 @@ def step_frames(model, q, qd, frames: int, ctrl=None, qacc_warmstart=None, obser
         return None                                                # activations: step_result carries act
     if isinstance(q, np.ndarray) and q.ndim == 2:
         _check_output_size(model, len(q), int(frames))             # the compiled rollout keeps every frame
+    if forward_only is not None and (type(forward_only) is not np.ndarray or forward_only.dtype != np.bool_
+                                     or forward_only.shape != np.shape(q)[:1] or np.ndim(q) != 2):
+        raise ShapeError(f"step_frames: forward_only must be a bool array of shape (N,) for q (N, nq), got "
+                         f"{getattr(forward_only, 'dtype', type(forward_only).__name__)} {np.shape(forward_only)}")
+    if forward_only is not None and integrator == "discrete":
+        return None
     fast = _compiled_step(model, q, qd, dt, integrator, ctrl, None, euler_damping, constraints, qacc_warmstart, names,
-                          steps=int(frames))
+                          steps=int(frames), forward_only=forward_only)
     if fast is None:
         return None
     return _built(StepResult, q=fast[0], qd=fast[1], qacc_warmstart=fast[2],
