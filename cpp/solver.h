@@ -1121,12 +1121,19 @@ inline void primal_step(const Model &m, ConstraintWork &w, double alpha) {
 // Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
 // (solver.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
 // it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
-// positive definite.
+// positive definite. In the discrete step's metric with couplings (w.coupled) a0 by smooth_acceleration, as solve_cg's.
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                  int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     const Rows &r = w.r;
     int nv = m.nv;
-    if (primal_start(m, w, M, warmstart, chosen) != OK) return SINGULAR;
+    const bool given = w.a0_given;
+    if (w.coupled && !given) {                                         // a0 by conjugate gradients in M^
+        smooth_acceleration(m, w, w.qfrc_smooth.data(), w.qacc_smooth.data(), tolerance, iterations);
+        w.a0_given = true;
+    }
+    int start = primal_start(m, w, M, warmstart, chosen);
+    w.a0_given = given;
+    if (start != OK) return SINGULAR;
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);

@@ -1587,6 +1587,26 @@ def test_discrete_smooth_solve_at_its_iteration_cap_warns():
     assert np.abs(out.qd[-1] - d.qvel).max() < 1e-12
 
 
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_discrete_newton_with_rows_warns_at_the_smooth_solves_cap(backend):
+    """discrete_cross_tree_model(0) with its limit rows under Newton at opt.iterations 1: MuJoCo 4's a0 in the coupled
+    metric is preconditioned CG with rows as without, and counts mjWARN_INERTIA at its cap (measured: in one mj_step at
+    iterations 1, 2, 3 and 5 alike); physai's Newton solved a0 directly when rows were present and never warned (its CG
+    did). Now ONE ConvergenceWarning on both backends, and the step still follows mj_step's (1e-12)."""
+    m = discrete_cross_tree_model(0, limits=True)
+    model, q0, qd0, ctrl = cross_tree_start(m, 0, True)[:4]
+    m.opt.iterations = 1
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+    mujoco.mj_step(m, d)
+    assert m.opt.solver == mujoco.mjtSolver.mjSOL_NEWTON and d.nefc
+    assert d.warning[mujoco.mjtWarning.mjWARN_INERTIA].number > 0                  # MuJoCo stops at the cap
+    out, said = _convergence_warnings(run, backend, integ.simulate, engine.from_mujoco(m), q0, qd0, steps=1, ctrl=ctrl,
+                                      energy=False)
+    assert len(said) == 1 and "ran out of its 1 iterations" in said[0], said
+    assert np.abs(out.q[-1] - d.qpos).max() < 1e-12 and np.abs(out.qd[-1] - d.qvel).max() < 1e-12
+
+
 def _convergence_warnings(f, *args, **kwargs):
     """(f(*args, **kwargs), the messages of the ConvergenceWarnings it gave)."""
     with warnings.catch_warnings(record=True) as caught:
