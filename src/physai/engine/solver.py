@@ -108,7 +108,7 @@ def pcg_cap_message(iterations: int, residual: float, where: str = "") -> str:
 def smooth_acceleration(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray, backbone: np.ndarray | None = None,
                         tolerance: float | None = None, iterations: int | None = None) -> np.ndarray:
     """a0 = M^-1 qfrc_smooth (nv,): metric_solve, or metric_pcg to the tolerance (model.opt's unless given) when a
-    backbone (the discrete metric's factored part under CG) is given."""
+    backbone (the discrete metric's factored part under Newton or CG) is given."""
     if backbone is None:
         return metric_solve(model, M, qfrc_smooth)
     opt = model.opt
@@ -858,7 +858,7 @@ def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, wa
     """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r, then noslip
     when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint): on each island (physai.engine.island) by itself when
     opt.island, else on all rows at once (as is one island over every dof: the same problem, without the copies).
-    noslip_metric: the metric of noslip's Delassus matrix when not M (noslip's M_delassus); backbone: solve_cg's;
+    noslip_metric: the metric of noslip's Delassus matrix when not M (noslip's M_delassus); backbone: solve's and solve_cg's;
     inertia: the mass matrix whose trace scales the tolerances when M is not it (the discrete step's metric)."""
     if model.opt.island and r.nefc:
         parts = island.partition(model, r, off_pattern(model, M))
