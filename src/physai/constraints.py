@@ -338,6 +338,8 @@ def _discrete_inputs(model, ctrl, act):
     the actuators with ctrl (step_inputs, _servo_inputs), act (na,) or None."""
     model_options(model)
     ctrl, act = _servo_inputs(model, ctrl, act)
+    if ctrl is not None:                        # the compiled path reads ctrl as given: checked here, for both engines
+        ctrl = validation.vector("ctrl", ctrl, 0 if model.actuators is None else model.actuators.nu)
     inputs = step_inputs(model, None, ctrl, None, None)
     na = 0 if inputs.actuators is None else inputs.actuators.na
     return inputs, None if act is None else validation.vector("act", act, na)
