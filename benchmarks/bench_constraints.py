@@ -10,6 +10,8 @@ and the feet's contacts give MuJoCo about 60 constraint rows. Timed, microsecond
     discrete  forward_dynamics of the robot under MuJoCo 4's discrete integrator (a copy of the model with mjINT_DISCRETE:
               qacc the step map (qd' - qd) / h, solved in the metric M + h B + h^2 K with its actuators' gains at the
               keyframe's ctrl and act, the compiled step's solve) beside mj_forward under it, on the same states
+    dinverse  inverse_dynamics of that discrete robot at mj_forward's step map (its rows at the step's end, tau =
+              (M + h B + h^2 K) qacc + c + h K qd - J^T f, compiled) beside mj_inverse under it (invdiscrete implied)
 One call at the standing state, then one call on N states divided by N: N states near it (joint angles moved by up to
 1e-3 rad, velocities of 1e-2, numpy.random.default_rng(0)), each with its own contacts, on PHYSAI_NUM_THREADS threads
 (default: every core); MuJoCo's column on the same N states is one Python loop of mj_forward / mj_inverse on one
@@ -22,12 +24,14 @@ keyframe itself (about 5.3 against 4 on the G1), so N/MuJoCo-1 compares unlike w
 the standing state (MuJoCo-1's work; the standing contact set for each, one ContactSet object, so its packed arrays are
 made once), per state, and Nstand/MuJoCo-1 its ratio;
 --numpy adds the NumPy reference backend, one call. Before timing, every state's results are checked against MuJoCo's
-(inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance) or the run stops; the error
+(inverse tau 1e-9 of its scale, forward qacc 1e-6 relative at the model's tolerance; the discrete inverse's against
+mj_inverse after mj_forward, which reads its servos' saturation from d.actuator_force) or the run stops; the error
 column prints the largest of them over the batch (relative to max(1, |qacc|), and to max(1, |qfrc_constraint|)). Times are the
 best of several rounds of wall-clock time; on a shared machine expect +-20% between runs.
 """
 
 import argparse
+import copy
 import os
 import platform
 
@@ -64,6 +68,19 @@ def forward_error(qacc, ds, what: str) -> float:
     error = max(np.abs(a - d.qacc).max() / max(1.0, np.abs(d.qacc).max()) for a, d in zip(qacc, ds))
     if error > 1e-6:
         raise SystemExit(f"{what}: forward dynamics differs from mj_forward's by {error:.3g} (relative)")
+    return error
+
+
+def discrete_inverse_error(m, ds, tau, what: str) -> float:
+    """The largest |tau - mj_inverse's| / max(1, |its qfrc_constraint|) over the states of ds of a discrete model (each
+    after mj_forward; mj_inverse on a copy, at its qacc), or SystemExit above 1e-9."""
+    error = 0.0
+    for t, d in zip(tau, ds):
+        d2 = copy.copy(d)
+        mujoco.mj_inverse(m, d2)
+        error = max(error, np.abs(t - d2.qfrc_inverse - d2.qfrc_passive).max() / max(1.0, np.abs(d2.qfrc_constraint).max()))
+    if error > 1e-9:
+        raise SystemExit(f"{what}: the discrete inverse dynamics differs from mj_inverse's by {error:.3g} (relative)")
     return error
 
 
@@ -124,6 +141,9 @@ def main() -> None:
     dcontacts = [collision.from_mujoco(md, d) for d in dds]
     error["discrete"] = forward_error(constraints.forward_dynamics(discrete, Q, QD, TAUd, dcontacts, qacc_warmstart=WARM,
                                                                    ctrl=ctrl, act=act).qacc, dds, "the discrete batch")
+    QACCd = np.array([d.qacc for d in dds])
+    error["dinverse"] = discrete_inverse_error(
+        md, dds, constraints.inverse_dynamics(discrete, Q, QD, QACCd, dcontacts, ctrl=ctrl, act=act).tau, "the batch")
 
     q, qd, qacc, warm = stand.qpos.copy(), stand.qvel.copy(), stand.qacc.copy(), stand.qacc_warmstart.copy()
     tau, c = stand.qfrc_passive + stand.qfrc_actuator, collision.from_mujoco(m, stand)
@@ -131,13 +151,14 @@ def main() -> None:
     d, dd = (after_forward(x, [(stand.qpos, stand.qvel, stand.ctrl, stand.qacc_warmstart)])[0] for x in (m, md))
     d_inv = mujoco.MjData(m)
     d_inv.qpos[:], d_inv.qvel[:], d_inv.qacc[:] = q, qd, qacc
+    dqacc, dd_inv = dstand.qacc.copy(), copy.copy(dstand)          # mj_inverse after mj_forward (its actuator_force)
 
-    def mujoco_loop(m, d, f, inverse: bool):
+    def mujoco_loop(m, d, f, accelerations=None):
         def run():
             for k, state in enumerate(trajectory):
                 load(m, d, state)
-                if inverse:
-                    d.qacc[:] = QACC[k]
+                if accelerations is not None:
+                    d.qacc[:] = accelerations[k]
                 f(m, d)
         return run
 
@@ -146,14 +167,18 @@ def main() -> None:
            "inverse": (lambda: constraints.inverse_dynamics(model, q, qd, qacc, c), lambda: mujoco.mj_inverse(m, d_inv)),
            "discrete": (lambda: constraints.forward_dynamics(discrete, q, qd, taud, cd, qacc_warmstart=warm, ctrl=ctrl,
                                                              act=act),
-                        lambda: mujoco.mj_forward(md, dd))}
+                        lambda: mujoco.mj_forward(md, dd)),
+           "dinverse": (lambda: constraints.inverse_dynamics(discrete, q, qd, dqacc, cd, ctrl=ctrl, act=act),
+                        lambda: mujoco.mj_inverse(md, dd_inv))}
     batch = {"forward": (lambda: constraints.forward_dynamics(model, Q, QD, TAU, contacts, qacc_warmstart=WARM),
-                         mujoco_loop(m, d, mujoco.mj_forward, False)),
+                         mujoco_loop(m, d, mujoco.mj_forward)),
              "inverse": (lambda: constraints.inverse_dynamics(model, Q, QD, QACC, contacts),
-                         mujoco_loop(m, d, mujoco.mj_inverse, True)),
+                         mujoco_loop(m, d, mujoco.mj_inverse, QACC)),
              "discrete": (lambda: constraints.forward_dynamics(discrete, Q, QD, TAUd, dcontacts, qacc_warmstart=WARM,
                                                                ctrl=ctrl, act=act),
-                          mujoco_loop(md, dd, mujoco.mj_forward, False))}
+                          mujoco_loop(md, dd, mujoco.mj_forward)),
+             "dinverse": (lambda: constraints.inverse_dynamics(discrete, Q, QD, QACCd, dcontacts, ctrl=ctrl, act=act),
+                          mujoco_loop(md, dd_inv, mujoco.mj_inverse, QACCd))}
     # the standing state N times, the standing contact set for each (one ContactSet in a list of N): the work of
     # MuJoCo-1's call, batched; checked against mj_forward's and mj_inverse's at that state
     tile = lambda x: np.tile(x, (args.n, 1))                                          # noqa: E731
@@ -161,7 +186,9 @@ def main() -> None:
     standing = {"forward": lambda: constraints.forward_dynamics(model, Qs, QDs, TAUs, Cs, qacc_warmstart=WARMs),
                 "inverse": lambda: constraints.inverse_dynamics(model, Qs, QDs, QACCs, Cs),
                 "discrete": lambda: constraints.forward_dynamics(discrete, Qs, QDs, tile(taud), [cd] * args.n,
-                                                                 qacc_warmstart=WARMs, ctrl=ctrl, act=act)}
+                                                                 qacc_warmstart=WARMs, ctrl=ctrl, act=act),
+                "dinverse": lambda: constraints.inverse_dynamics(discrete, Qs, QDs, tile(dqacc), [cd] * args.n, ctrl=ctrl,
+                                                                 act=act)}
     mujoco.mj_inverse(m, d_inv)
     if np.abs(standing["forward"]().qacc - qacc).max() > 1e-6 * max(1.0, np.abs(qacc).max()) or np.abs(
             standing["inverse"]().tau - d_inv.qfrc_inverse - d_inv.qfrc_passive).max() > 1e-9 * max(
@@ -169,6 +196,8 @@ def main() -> None:
         raise SystemExit("the standing batch differs from MuJoCo's call")
     forward_error(standing["discrete"]().qacc, [dstand] * args.n, "the discrete standing batch")
     forward_error([one["discrete"][0]().qacc], [dstand], "the discrete call")
+    discrete_inverse_error(md, [dstand] * args.n, standing["dinverse"]().tau, "the standing batch")
+    discrete_inverse_error(md, [dstand], [one["dinverse"][0]().tau], "the call")
 
     print(f"{args.model} in its scene at keyframe 0: nv {m.nv}, {stand.nefc} constraint rows ({stand.ne} equality, "
           f"{stand.nf} friction loss, {stand.nl} limit, {stand.nefc - stand.ne - stand.nf - stand.nl} contact from "

@@ -1055,8 +1055,9 @@ template <class X> nb::object gather_block(const std::vector<const RowsOut *> &o
     return r;
 }
 
-// a forward call's discrete option (fields, ctrl, act) into dc (constrain's), the arrays it reads kept in keep
-const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc, Arrays &keep) {
+// a constraint call's discrete option (fields, ctrl, act) into dc (constrain's), the arrays it reads kept in keep;
+// kernel: the call's kernel's name, for the errors
+const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc, Arrays &keep, const char *kernel) {
     if (!PyTuple_Check(x.ptr()) || PyTuple_GET_SIZE(x.ptr()) != 3) fail("type", "discrete");
     nb::tuple t = nb::borrow<nb::tuple>(x);
     Fields o(t[0], "discrete options", keep);
@@ -1064,7 +1065,7 @@ const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc
     dc.opt.explicit_couplings = o.flag("explicit_couplings"), dc.opt.tolerance = o.number("tolerance");
     dc.opt.iterations = o.size("iterations");
     if (dc.opt.integrator != DISCRETE) o.invalid("integrator", "expected 4 (discrete)");
-    dc.act = &actuators_option(m, o.object("actuators"), "constraint_forward");
+    dc.act = &actuators_option(m, o.object("actuators"), kernel);
     auto vector = [&](nb::handle v, int64_t n, const char *name) -> const double * {
         if (v.is_none()) return nullptr;
         PyArrayObject *a = float64_array(v, 1);
@@ -1072,16 +1073,17 @@ const DiscreteCall *read_discrete(const Model &m, nb::handle x, DiscreteCall &dc
         return static_cast<const double *>(PyArray_DATA(a));
     };
     dc.inputs.ctrl.data = vector(t[1], dc.act->nu, "ctrl"), dc.act_in = vector(t[2], dc.act->na, "act");
-    if (dc.act->nu && !dc.inputs.ctrl.data) throw nb::value_error("constraint_forward: the actuators need ctrl");
+    if (dc.act->nu && !dc.inputs.ctrl.data) throw nb::value_error((std::string(kernel) + ": the actuators need ctrl").c_str());
     return &dc;
 }
 
 // CONSTRAINT_ROWS, CONSTRAINT_FORWARD, CONSTRAINT_INVERSE on q, qd (and tau or qacc) and the options (contacts,
 // eq_active (neq) bool or None; forward: qacc_warmstart (a state or None), tolerance, iterations, balanced (qfrc_constraint
-// as solver.balanced_constraint_force gives it); forward and inverse: rows, whether to return the rows; forward last:
-// own_force, its rows with the solver's efc_force; discrete: None, or a discrete model's step map (inverse.h's
-// discrete_forward_state) as (its step_fields' dict (h, integrator, implicit_damping, explicit_couplings, tolerance,
-// iterations, actuators; the rest unread), ctrl (nu,) or None, act (na,) or None), without rows). Returns (results, sizes, rows...): results per state (forward: qacc,
+// as solver.balanced_constraint_force gives it); forward and inverse: rows, whether to return the rows; forward then
+// own_force, its rows with the solver's efc_force; last, each op's discrete: None, or a discrete model's step
+// (inverse.h's discrete_forward_state, discrete_state: its rows at the step's end, the forward's step map, the
+// inverse's tau) as (its step_fields' dict (h, integrator, implicit_damping, explicit_couplings, tolerance, iterations,
+// actuators; the rest unread), ctrl (nu,) or None, act (na,) or None), forward's without rows). Returns (results, sizes, rows...): results per state (forward: qacc,
 // qfrc_constraint, iterations, improvement, converged, discrete's capped (N,): each state's relative residual where its
 // smooth solve stopped at its iteration cap, -1 none; inverse: tau, qfrc_constraint; none for the rows), with a leading
 // N for a batch; sizes (N, 5): each state's nefc, ne, nf, nl and contacts; then the states' rows concatenated: J (total
@@ -1105,12 +1107,12 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
     read_state(args[1], "qd", m.nv, false, c.qd, batch, copies);
     int k = 2;
     if (op != CONSTRAINT_ROWS) read_state(args[k], signature[size_t(k)].name.c_str(), m.nv, false, c.x, batch, copies), k++;
-    size_t options = op == CONSTRAINT_FORWARD ? 9 : op == CONSTRAINT_INVERSE ? 3 : 2;
+    size_t options = op == CONSTRAINT_FORWARD ? 9 : op == CONSTRAINT_INVERSE ? 4 : 3;
     if (!PyTuple_Check(args[k].ptr()) || size_t(PyTuple_GET_SIZE(args[k].ptr())) != options)
         throw nb::value_error(op == CONSTRAINT_FORWARD ? "constraint_forward: options (contacts, eq_active, qacc_warmstart, "
                                                          "tolerance, iterations, balanced, rows, own_force, discrete)"
-                              : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows)"
-                                                         : "constraint_rows: options (contacts, eq_active)");
+                              : op == CONSTRAINT_INVERSE ? "constraint_inverse: options (contacts, eq_active, rows, discrete)"
+                                                         : "constraint_rows: options (contacts, eq_active, discrete)");
     nb::tuple o = nb::borrow<nb::tuple>(args[k]);
     int64_t N = batch < 0 ? 1 : batch;
     std::vector<nb::object> kept_sets;
@@ -1135,10 +1137,10 @@ nb::object constrain(CompiledModel &nm, int op, const nb::handle *args) {
         c.tolerance = PyFloat_AS_DOUBLE(o[3].ptr()), c.iterations = PyLong_AsLongLong(o[4].ptr());
         if (!PyBool_Check(o[5].ptr()) || !PyBool_Check(o[7].ptr())) fail("type", "constraint");
         c.balanced = o[5].ptr() == Py_True, c.own_force = o[7].ptr() == Py_True;
-        if (!o[8].is_none()) c.discrete = read_discrete(m, o[8], discrete, keep);
     }
+    if (!o[options - 1].is_none()) c.discrete = read_discrete(m, o[options - 1], discrete, keep, OPERATIONS[op].name);
     if (op != CONSTRAINT_ROWS) {
-        size_t at = op == CONSTRAINT_FORWARD ? 6 : options - 1;
+        size_t at = op == CONSTRAINT_FORWARD ? 6 : 2;
         if (!PyBool_Check(o[at].ptr())) fail("type", "constraint");
         c.rows = o[at].ptr() == Py_True;
     }

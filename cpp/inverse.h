@@ -5,6 +5,7 @@
 // translation unit only):
 //
 //     inverse_force(r, qacc)                     the forces of given accelerations, row by row (mj_invConstraint)
+//     discrete_state(m, sim, call, op, s)        a discrete model's rows at the step's end, its step map inverted
 //     constraint_states(m, ws, call, lo, hi)     the constraint operations (rows, forward, inverse) on states [lo, hi);
 //                                                forward and inverse take the smooth stages (kinematics, M and its
 //                                                factor, c) of blocks of states from the active lanes (batch.h's
@@ -138,15 +139,13 @@ inline int constraint_state(const Model &m, ConstraintWork &w, const ConstraintC
     return OK;
 }
 
-// forward of a discrete model's state s of the call (constraints' _discrete_forward): evaluate with the call's
-// actuators, ctrl and act leaves M, f = tau - c, then the discrete step's acceleration (forward.h's
-// discrete_acceleration) with the state's contacts, eq_active, warm start (or zero), tolerance and iterations; its rows
-// and efc_force in sim.run.c, its smooth solve's residual at the cap into dc.capped[s] (-1: below it); a Status
-inline int discrete_forward_state(const Model &m, ConstrainedSim &sim, const ConstraintCall &call, int64_t s) {
+// a discrete model's state s of a call evaluated (constraints' _discrete_runs): the call's actuators at its ctrl
+// (clamped) and act (null: zeros), evaluate's M into sim.w.M and velocity stages into sim.w.d, c at them into c (nv);
+// the run given the state's contacts con (the caller unsets them after), eq_active, tolerance and iterations; a Status
+inline int discrete_evaluate(const Model &m, ConstrainedSim &sim, const ConstraintCall &call, int64_t s, const Contacts &con,
+                             double *c) {
     const DiscreteCall &dc = *call.discrete;
     const double *q = call.q.data + s * call.q.stride, *qd = call.qd.data + s * call.qd.stride;
-    const double *tau = call.x.data + s * call.x.stride;
-    int nv = m.nv;
     SimData<double> &w = sim.w;
     ConstrainedRun &run = sim.run;
     step_inputs(m, *dc.act, dc.inputs, 0, 1, 0, w.x);                // u = ctrl clamped
@@ -156,10 +155,25 @@ inline int discrete_forward_state(const Model &m, ConstrainedSim &sim, const Con
     double pot;
     if (evaluate(m, *dc.act, w.d, w.x, q, qd, w.f.data(), w.M.data(), w.tmp.data(), w.force.data(), pot) != OK)
         return ZERO_QUATERNION;
-    rne(m, w.d, qd, (const double *)nullptr, w.tmp.data());          // c at evaluate's velocity stages
-    for (int j = 0; j < nv; j++) w.rhs[size_t(j)] = tau[j] - w.tmp[size_t(j)];   // f = tau - c
-    const Contacts con = state_contacts(call, s);
+    rne(m, w.d, qd, (const double *)nullptr, c);                      // c at evaluate's velocity stages
     run.given = &con, run.eq_active = call.eq_active, run.tolerance = call.tolerance, run.iterations = call.iterations;
+    return OK;
+}
+
+// forward of a discrete model's state s of the call (constraints' _discrete_forward): evaluate with the call's
+// actuators, ctrl and act leaves M, f = tau - c (discrete_evaluate), then the discrete step's acceleration (forward.h's
+// discrete_acceleration) with the state's contacts, eq_active, warm start (or zero), tolerance and iterations; its rows
+// and efc_force in sim.run.c, its smooth solve's residual at the cap into dc.capped[s] (-1: below it); a Status
+inline int discrete_forward_state(const Model &m, ConstrainedSim &sim, const ConstraintCall &call, int64_t s) {
+    const DiscreteCall &dc = *call.discrete;
+    const double *q = call.q.data + s * call.q.stride, *qd = call.qd.data + s * call.qd.stride;
+    const double *tau = call.x.data + s * call.x.stride;
+    int nv = m.nv;
+    SimData<double> &w = sim.w;
+    ConstrainedRun &run = sim.run;
+    const Contacts con = state_contacts(call, s);
+    if (discrete_evaluate(m, sim, call, s, con, w.tmp.data()) != OK) return ZERO_QUATERNION;
+    for (int j = 0; j < nv; j++) w.rhs[size_t(j)] = tau[j] - w.tmp[size_t(j)];   // f = tau - c
     const double *warm = call.warm.data ? call.warm.data + s * call.warm.stride : nullptr;
     if (warm) std::copy_n(warm, nv, run.warm.begin());
     else std::fill(run.warm.begin(), run.warm.end(), 0.0);
@@ -174,21 +188,98 @@ inline int discrete_forward_state(const Model &m, ConstrainedSim &sim, const Con
     return OK;
 }
 
+// y's rows of each standalone free body with no dof in skip (nv): A a there, A the body's own block of the discrete
+// step (free_body_matrix; the block free_body_solve solves a in)
+inline void free_body_product(const Model &m, SimData<double> &w, double h, const double *qd, const double *a, double *y,
+                              const char *skip) {
+    for (int k = 0; k < m.nfree; k++) {
+        int adr = int(m.free_dofadr[k]);
+        if (std::any_of(skip + adr, skip + adr + 6, [](char c) { return c != 0; })) continue;
+        double A[36];
+        free_body_matrix(m, w, h, qd, k, A);
+        for (int i = 0; i < 6; i++) {
+            double v = 0.0;
+            for (int j = 0; j < 6; j++) v += A[6 * i + j] * a[adr + j];
+            y[adr + i] = v;
+        }
+    }
+}
+
+// a discrete model's state s of a rows or inverse call (op 0 or 2; constraints' _discrete_rows and _discrete_inverse):
+// evaluated as its forward (discrete_evaluate), the step's metric M^ = X + C as discrete_acceleration makes it
+// (discrete_matrix's X in sim.w.M; coupling_terms, coupling_metric: C in sim.w.Bc) and its rows at the end of the step
+// into sim.run.c.r (solve_rows; J dense when the call returns the rows); inverse: f row by row at qacc (inverse_force)
+// into sim.run.c.force, qfrc = J^T f and tau = M^ qacc + c + h K qd - J^T f, M^ qacc in their own blocks for the
+// standalone free bodies no row or coupling term reaches (free_body_product); a Status
+inline int discrete_state(const Model &m, ConstrainedSim &sim, const ConstraintCall &call, int op, int64_t s) {
+    const StepOptions &o = call.discrete->opt;
+    const Actuators &act = *call.discrete->act;
+    const double *q = call.q.data + s * call.q.stride, *qd = call.qd.data + s * call.qd.stride;
+    int nv = m.nv;
+    SimData<double> &w = sim.w;
+    ConstraintWork &c = sim.run.c;
+    const Contacts con = state_contacts(call, s);
+    if (discrete_evaluate(m, sim, call, s, con, c.c.data()) != OK) return ZERO_QUATERNION;
+    const double *K = discrete_stiffness(m, w.stiffness);
+    bool coupled = metric_couplings(m, act, o) && coupling_terms(m, act, w, qd);   // the tendons' and servos' terms
+    for (int j = 0; j < nv; j++) w.bare_diag[size_t(j)] = tree_diagonal(m, w.M.data(), j);
+    step_matrix(m, act, w, o.h, DISCRETE, o.implicit_damping, qd);
+    if (coupled) coupling_metric(m, w, o.h);                           // C = h Bc + h^2 Kc
+    DiscreteSolve step{o.h, w.bare_diag.data(), w.row_dofs.data(), coupled ? w.Bc.data() : nullptr, &w.pcg_capped};
+    solve_rows(sim.run, w.d, q, qd, w.M.data(), &step, op == 0 || call.rows);
+    sim.run.given = nullptr;
+    if (op == 0) return OK;
+    const double *a = call.x.data + s * call.x.stride;
+    double *qfrc = call.qfrc + s * nv, *tau = call.tau + s * nv, *Ma = c.Ma.data();
+    if (c.force.size() < size_t(c.r.nefc)) c.force.resize(size_t(c.r.nefc));
+    inverse_force(c, a, c.force.data());
+    rows_transpose_times(c.r, c.force.data(), qfrc);
+    if (coupled) {
+        metric_product(m, w.M.data(), w.Bc.data(), a, Ma);
+        for (int j = 0; j < nv; j++) w.row_dofs[size_t(j)] = char(w.row_dofs[size_t(j)] || w.coupled[size_t(j)]);
+    } else {
+        tree_times(m, w.M.data(), a, Ma);
+    }
+    if (m.nfree) free_body_product(m, w, o.h, qd, a, Ma, w.row_dofs.data());
+    for (int j = 0; j < nv; j++)                                       // M^ a = tau - c - h K qd + J^T f
+        tau[j] = Ma[j] + c.c[size_t(j)] + o.h * (K[j] * qd[j] + (coupled ? w.kq[size_t(j)] : 0.0)) - qfrc[j];
+    return OK;
+}
+
+// the scalar constraint kernels' workspace (scalar.cpp's): the rows' and solver's, and a discrete model's step's (its
+// evaluation, metric and solve: made at its first call for the call's actuators, kept while they fit)
+struct ConstraintStates {
+    ConstraintWork w;
+    std::unique_ptr<ConstrainedSim> sim;
+    explicit ConstraintStates(const Model &m) : w(m) {}
+};
+
 // the states [lo, hi) of a constraint call (op 0: rows, 1: forward, 2: inverse), each appended to out (a state that
-// fails appends no rows and is recorded in failures)
-inline void constraint_states(const Model &m, ConstraintWork &w, const ConstraintCall &call, int op, int64_t lo,
+// fails appends no rows and is recorded in failures); a discrete model's (call.discrete) by its step's workspace,
+// ws.sim (discrete_forward_state, discrete_state)
+inline void constraint_states(const Model &m, ConstraintStates &ws, const ConstraintCall &call, int op, int64_t lo,
                               int64_t hi, RowsOut &out, Failures &failures) {
     const SmoothLayout at(m);
-    std::unique_ptr<ConstrainedSim> sim;                               // a discrete model's forward: the step's workspace
-    if (call.discrete) sim = std::make_unique<ConstrainedSim>(m, *call.discrete->act);
+    ConstraintWork &w = ws.w;
+    ConstrainedSim *sim = nullptr;                                     // a discrete model's: the step's workspace, kept
+    if (call.discrete) {
+        const Actuators &act = *call.discrete->act;
+        if (!ws.sim || !ws.sim->fits(m, act)) ws.sim = std::make_unique<ConstrainedSim>(m, act);
+        sim = ws.sim.get();
+    }
     const int64_t BLOCK_STATES = 16;                                   // the smooth stages of up to 16 states at once
     int64_t done = lo, block = lo;                                     // [block, done): their SmoothLayout blocks in w.smooth
     for (int64_t s = lo; s < hi; s++) {
         if (sim) {                                                     // its rows and forces the step's
-            int st = discrete_forward_state(m, *sim, call, s);
-            Rows &r = sim->run.c.r;
-            if (st != OK) record(failures, st, s), r.nefc = r.ne = r.nf = r.nl = 0, r.con.n = 0;
-            append(r, sim->run.c.force.data(), nullptr, nullptr, false, out);
+            int st = op == 1 ? discrete_forward_state(m, *sim, call, s) : discrete_state(m, *sim, call, op, s);
+            ConstraintWork &c = sim->run.c;
+            Rows &r = c.r;
+            if (st != OK) {
+                record(failures, st, s);
+                r.nefc = r.ne = r.nf = r.nl = 0, r.con.n = 0, r.contact_mu.clear(), r.contact_row.clear();
+            }
+            bool with_rows = op != 1 && (call.rows || !op);            // forward's: made again by the rows kernel
+            append(r, op ? c.force.data() : nullptr, with_rows && op ? c.state.data() : nullptr, nullptr, with_rows, out);
             continue;
         }
         if (s == done && op != 0 && call.lanes && call.lanes->lanes > 1 && hi - s >= 2 && !has_armature(m)) {

@@ -14,11 +14,11 @@ namespace scalar {
 const Kernels kernels = kernels_of<double>("scalar");
 
 const ConstraintKernels constraint_kernels = {
-    [](const Model &m) { return reinterpret_cast<ConstraintWorkspace *>(new ConstraintWork(m)); },
-    [](ConstraintWorkspace *w) { delete reinterpret_cast<ConstraintWork *>(w); },
+    [](const Model &m) { return reinterpret_cast<ConstraintWorkspace *>(new ConstraintStates(m)); },
+    [](ConstraintWorkspace *w) { delete reinterpret_cast<ConstraintStates *>(w); },
     [](const Model &m, ConstraintWorkspace &w, const ConstraintCall &call, int64_t lo, int64_t hi, RowsOut &out,
        Failures &failures) {
-        constraint_states(m, *reinterpret_cast<ConstraintWork *>(&w), call, call.op - CONSTRAINT_ROWS, lo, hi, out, failures);
+        constraint_states(m, *reinterpret_cast<ConstraintStates *>(&w), call, call.op - CONSTRAINT_ROWS, lo, hi, out, failures);
     },
     &simulate_constrained,
     [](const Model &m, const Actuators &act) { return reinterpret_cast<ConstrainedSimWorkspace *>(new ConstrainedSim(m, act)); },

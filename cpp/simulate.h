@@ -100,14 +100,11 @@ struct ConstrainedSim {
     }
 };
 
-// Constrain::accel: the contacts at q (or the given ones), the rows at (q, qd), Newton's method on M a = f + J^T efc_force from the warm
-// start; qacc and qfrc_constraint = J^T efc_force out; M on the tree's pattern (the steppers', cpp/forward.h); discrete:
-// M the discrete step's metric, the rows at the end of its step, the dofs they move into discrete->row_dofs; factor:
-// M's factor already made (the lanes', Constrain's), else M factored here
-inline int constrained_accel(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
-                             const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
-                             const double *factor) {
-    ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
+// the rows of a solve at (q, qd) into s.c.r (constrained_accel's): the contacts at q (or the given ones), the velocity
+// stages evaluate left in stages; discrete: in the step's metric M (+ discrete->coupling) at the end of its step, the
+// dofs they move into discrete->row_dofs; J dense too when dense (else its compressed rows alone)
+inline void solve_rows(ConstrainedRun &s, const Data<double> &stages, const double *q, const double *qd, const double *M,
+                       const DiscreteSolve *discrete, bool dense = false) {
     const Model &m = s.m;
     int nv = m.nv;
     Contacts con = s.given ? *s.given : detect(m, s.c.col, q, s.near < 0);   // a left-out pair near: once per trajectory
@@ -117,11 +114,25 @@ inline int constrained_accel(void *ctx, const Data<double> &stages, const double
     const double *C = discrete ? discrete->coupling : nullptr;       // the metric's tendon and actuator terms
     if (discrete) {                                                  // the rows' step diagonal: M^'s
         for (int j = 0; j < nv; j++) s.diag[size_t(j)] = tree_diagonal(m, M, j) + (C ? C[size_t(j) * nv + j] : 0.0);
-        rows(m, s.c, q, qd, con, s.eq_active, false, discrete->h, discrete->bare_diag, s.diag.data());
+        rows(m, s.c, q, qd, con, s.eq_active, dense, discrete->h, discrete->bare_diag, s.diag.data());
     } else
-        rows(m, s.c, q, qd, con, s.eq_active, false);
+        rows(m, s.c, q, qd, con, s.eq_active, dense);
     s.c.stages = nullptr;
     if (discrete) row_dofs(s.c.r, discrete->row_dofs);
+}
+
+// Constrain::accel: the rows at (q, qd) (solve_rows), Newton's method on M a = f + J^T efc_force from the warm
+// start; qacc and qfrc_constraint = J^T efc_force out; M on the tree's pattern (the steppers', cpp/forward.h); discrete:
+// M the discrete step's metric, the rows at the end of its step, the dofs they move into discrete->row_dofs; factor:
+// M's factor already made (the lanes', Constrain's), else M factored here
+inline int constrained_accel(void *ctx, const Data<double> &stages, const double *q, const double *qd, const double *M,
+                             const double *f, double *qacc, double *qfrc, bool update_warm, const DiscreteSolve *discrete,
+                             const double *factor) {
+    ConstrainedRun &s = *static_cast<ConstrainedRun *>(ctx);
+    const Model &m = s.m;
+    int nv = m.nv;
+    solve_rows(s, stages, q, qd, M, discrete);
+    const double *C = discrete ? discrete->coupling : nullptr;       // the metric's tendon and actuator terms
     std::copy(f, f + nv, s.c.qfrc_smooth.begin());
     Model ms = m;                                                    // M^ with its couplings: m, or every dof's chain
     s.c.coupled = false, s.c.coupling = nullptr, s.c.pcg_capped = -1.0;

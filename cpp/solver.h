@@ -1117,16 +1117,30 @@ inline void primal_step(const Model &m, ConstraintWork &w, double alpha) {
     gradient(m, w, w.force.data());
 }
 
+// primal_start (solve's and solve_cg's) with a0 in the discrete step's metric with couplings (w.coupled) by
+// smooth_acceleration to the tolerance, at most `iterations`, unless an island's a0 is given (w.a0_given)
+inline int coupled_start(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
+                         int64_t iterations, bool chosen) {
+    const bool given = w.a0_given;
+    if (w.coupled && !given) {                                         // a0 by conjugate gradients in M^
+        smooth_acceleration(m, w, w.qfrc_smooth.data(), w.qacc_smooth.data(), tolerance, iterations);
+        w.a0_given = true;
+    }
+    int start = primal_start(m, w, M, warmstart, chosen);
+    w.a0_given = given;
+    return start;
+}
+
 // the constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
 // Newton's method (Hessian M + J^T D J, MuJoCo's line search), from the warm start when its cost is lower than a0's
 // (solver.solve, with MuJoCo's stopping rules); M (nv x nv, dense: crb's) the mass matrix, or null when w.Mt holds
 // it on the tree's pattern and w.d.qL, w.d.qLinv its factor; w.qfrc_smooth the forces. SINGULAR when M or H is not
-// positive definite.
+// positive definite. In the discrete step's metric with couplings (w.coupled) a0 by smooth_acceleration, as solve_cg's.
 inline int solve(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                  int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     const Rows &r = w.r;
     int nv = m.nv;
-    if (primal_start(m, w, M, warmstart, chosen) != OK) return SINGULAR;
+    if (coupled_start(m, w, M, warmstart, tolerance, iterations, chosen) != OK) return SINGULAR;
     double *LM = w.d.qL.data(), *LMinv = w.d.qLinv.data();            // M's factor
     auto solve_H = [&](double *b) {                                    // b <- H^-1 b from H's factor
         if (r.tree) tree_solve(m, w.LHt.data(), w.LHinv.data(), b);
@@ -1204,14 +1218,7 @@ inline double hager_zhang(const double *search, const double *grad, const double
 inline int solve_cg(const Model &m, ConstraintWork &w, const double *M, const double *warmstart, double tolerance,
                     int64_t iterations, Solution &sol, double scale = 0.0, bool chosen = false) {
     int nv = m.nv;
-    const bool given = w.a0_given;
-    if (w.coupled && !given) {                                         // a0 by conjugate gradients in M^
-        smooth_acceleration(m, w, w.qfrc_smooth.data(), w.qacc_smooth.data(), tolerance, iterations);
-        w.a0_given = true;
-    }
-    int start = primal_start(m, w, M, warmstart, chosen);
-    w.a0_given = given;
-    if (start != OK) return SINGULAR;
+    if (coupled_start(m, w, M, warmstart, tolerance, iterations, chosen) != OK) return SINGULAR;
     if (scale == 0.0) scale = tolerance_scale(m, w.Mt.data());
     double *grad = w.grad.data(), *Mgrad = w.step.data(), *search = w.v.data();
     std::vector<double> y(static_cast<size_t>(nv)), My(static_cast<size_t>(nv));   // grad - grad_old, Mgrad - Mgrad_old

@@ -292,9 +292,50 @@ def test_compiled_discrete_forward_is_the_numpy_texts_and_mujocos(cone, solver, 
     assert_close(res.rows[3].R, ref.rows[3].R, 1e-15, what="the rows read")
 
 
+@pytest.mark.parametrize("cone", ["pyramidal", "elliptic"])
+def test_compiled_discrete_inverse_and_rows_are_the_numpy_texts_and_mujocos(cone, monkeypatch):
+    """inverse_dynamics and rows of a discrete model on the compiled backend are cpp/inverse.h's discrete_state (the
+    NumPy text's _discrete_runs never called): on discrete_random_states (free bodies on a plane, those no row reaches
+    inverted in their own blocks; hinges with springs and dampers), 8 states in one call (on threads), one alone and
+    constraints.rows of one, at mj_forward's qacc: tau and efc_force within 1e-12 of mj_inverse's (the scale of its
+    terms, tau_scale: the NumPy text's bound in test_discrete_forward_and_inverse_are_mujocos) and of the NumPy text's;
+    the rows (J, R, D, aref) within 1e-12 of the NumPy text's (their scale), R and aref of mj_forward's; the state alone
+    and its rows as in the batch (1e-15 of their scale: the same code)."""
+    m, states = discrete_random_states(cone, "newton", 8)
+    model = engine.from_mujoco(m)
+    Q, QD, A = (np.stack([getattr(d, name) for d in states]) for name in ("qpos", "qvel", "qacc"))
+    contacts = [collision.from_mujoco(m, d) for d in states]
+    assert min(len(c) for c in contacts) > 0
+
+    def numpy_text(*args):
+        raise AssertionError("the NumPy text's discrete runs ran on the compiled backend")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(constraints, "_discrete_runs", numpy_text)
+        res = run("native", constraints.inverse_dynamics, model, Q, QD, A, contacts)
+        one = run("native", constraints.inverse_dynamics, model, Q[3], QD[3], A[3], contacts[3])
+        rows, one_rows = res.rows, one.rows
+        alone = run("native", constraints.rows, model, Q[3], QD[3], contacts[3])
+    ref = run("numpy", constraints.inverse_dynamics, model, Q, QD, A, contacts)
+    for k, d in enumerate(states):
+        _, d2 = mujoco_inverse(m, d, d.qacc)
+        scale = tau_scale(d2)
+        assert_close(res.tau[k], d2.qfrc_inverse + d2.qfrc_passive, 1e-12, scale, what=f"state {k}'s tau")
+        assert_close(res.efc_force[k], d2.efc_force, 1e-12, scale, what=f"state {k}'s efc_force")
+        assert_close(res.tau[k], ref.tau[k], 1e-12, scale, what=f"state {k}'s tau, the NumPy text's")
+        for name in ("J", "R", "D", "aref"):
+            assert_close(getattr(rows[k], name), getattr(ref.rows[k], name), 1e-12, what=f"state {k}'s {name}")
+        assert_close(rows[k].R, d.efc_R, 1e-12, what=f"state {k}'s R")
+        assert_close(rows[k].aref, d.efc_aref, 1e-12, what=f"state {k}'s aref")
+    assert_close(one.tau, res.tau[3], 1e-15, what="the state alone")
+    for name in ("J", "R", "D", "aref"):
+        assert_close(getattr(one_rows, name), getattr(rows[3], name), 1e-15, what=f"its {name}")
+        assert_close(getattr(alone, name), getattr(rows[3], name), 1e-15, what=f"rows' {name}")
+
+
 def test_compiled_discrete_rows_read_later_are_the_calls():
-    """The rows of a compiled discrete forward_dynamics call are made when first read (the NumPy text at the step's
-    end) from the call's inputs as they were: the list of contact sets and the
+    """The rows of a compiled discrete forward_dynamics call are made when first read (the compiled rows kernel at the
+    step's end) from the call's inputs as they were: the list of contact sets and the
     arrays copied (before, a deep copy of every contact set on each call, read or not): discrete_scene(0) as 2 states,
     the caller's q, qd, tau, eq_active and list of contact sets changed in place after the call: the rows then read
     are those of the same call made again on unchanged inputs (1e-15 of their scale: the same code) and mj_forward's

@@ -1116,7 +1116,7 @@ def discrete_servo_model(seed: int, limit: bool = False, free: bool = True) -> m
 
 @pytest.mark.parametrize("backend", ["native", "numpy"])
 @pytest.mark.parametrize("seed", range(2))
-def test_discrete_forward_and_inverse_with_servos_are_mujocos(seed, backend):
+def test_discrete_forward_and_inverse_with_servos_are_mujocos(seed, backend, monkeypatch):
     """physai.constraints' forward and inverse dynamics of a discrete model with tendon springs and dampers, servos at a
     ctrl (their terms in the metric M + h B + h^2 K), a limit pressed past its range and a standalone free body (solved
     in its own block): mj_forward's qacc, the step map, within 1e-7 of its scale; mj_inverse's tau at it within 1e-12
@@ -1132,6 +1132,11 @@ def test_discrete_forward_and_inverse_with_servos_are_mujocos(seed, backend):
     mujoco.mj_forward(m, d)
     assert d.nefc
     model = engine.from_mujoco(m)
+    def numpy_text(*args, **kwargs):
+        raise AssertionError("the NumPy text's discrete runs ran on the compiled backend")
+
+    if backend == "native":                             # the compiled discrete path, not the NumPy text's fallback
+        monkeypatch.setattr(constraints, "_discrete_runs", numpy_text)
     res = run(backend, constraints.forward_dynamics, model, d.qpos, d.qvel, d.qfrc_passive + d.qfrc_actuator, ctrl=d.ctrl,
               act=d.act)
     assert np.abs(res.qacc - d.qacc).max() <= 1e-7 * max(1.0, np.abs(d.qacc).max())
@@ -1159,6 +1164,23 @@ def test_a_discrete_servo_model_requires_ctrl_and_act():
             call(ctrl=d.ctrl)
     with pytest.raises(ShapeError, match="a batch of states shares one ctrl"):
         constraints.forward_dynamics(model, q, qd, qd, ctrl=np.zeros((2, m.nu)), act=d.act)
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_a_discrete_models_ctrl_is_checked_on_both_backends(backend):
+    """A NaN or a short ctrl on a discrete servo model: the same named error from forward_dynamics, inverse_dynamics
+    and rows on both backends (the compiled inverse and rows returned finite numbers for a NaN ctrl, the compiled
+    forward too; the NumPy text named it)."""
+    m = discrete_servo_model(1, limit=True)
+    model, d = engine.from_mujoco(m), mujoco.MjData(m)
+    calls = (lambda **kw: constraints.forward_dynamics(model, d.qpos, d.qvel, d.qfrc_passive, **kw),
+             lambda **kw: constraints.inverse_dynamics(model, d.qpos, d.qvel, d.qacc, **kw),
+             lambda **kw: constraints.rows(model, d.qpos, d.qvel, **kw))
+    for call in calls:
+        with pytest.raises(InvalidStateError, match=r"^ctrl\[0\] is nan"):
+            run(backend, call, ctrl=np.full(m.nu, np.nan), act=d.act)
+        with pytest.raises(ShapeError, match=rf"^ctrl .*{m.nu - 1}.*{m.nu}"):
+            run(backend, call, ctrl=np.zeros(m.nu - 1), act=d.act)
 
 
 def random_start_and_mj_steps(m: mujoco.MjModel, seed: int, rng: np.random.Generator):
@@ -1607,6 +1629,26 @@ def test_discrete_smooth_solve_at_its_iteration_cap_warns():
         mujoco.mj_step(m, d)
     assert d.warning[mujoco.mjtWarning.mjWARN_INERTIA].number > 0
     assert np.abs(out.qd[-1] - d.qvel).max() < 1e-12
+
+
+@pytest.mark.parametrize("backend", ["native", "numpy"])
+def test_discrete_newton_with_rows_warns_at_the_smooth_solves_cap(backend):
+    """discrete_cross_tree_model(0) with its limit rows under Newton at opt.iterations 1: MuJoCo 4's a0 in the coupled
+    metric is preconditioned CG with rows as without, and counts mjWARN_INERTIA at its cap (measured: in one mj_step at
+    iterations 1, 2, 3 and 5 alike); physai's Newton solved a0 directly when rows were present and never warned (its CG
+    did). Now ONE ConvergenceWarning on both backends, and the step still follows mj_step's (1e-12)."""
+    m = discrete_cross_tree_model(0, limits=True)
+    model, q0, qd0, ctrl = cross_tree_start(m, 0, True)[:4]
+    m.opt.iterations = 1
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.ctrl[:] = q0, qd0, ctrl
+    mujoco.mj_step(m, d)
+    assert m.opt.solver == mujoco.mjtSolver.mjSOL_NEWTON and d.nefc
+    assert d.warning[mujoco.mjtWarning.mjWARN_INERTIA].number > 0                  # MuJoCo stops at the cap
+    out, said = _convergence_warnings(run, backend, integ.simulate, engine.from_mujoco(m), q0, qd0, steps=1, ctrl=ctrl,
+                                      energy=False)
+    assert len(said) == 1 and "ran out of its 1 iterations" in said[0], said
+    assert np.abs(out.q[-1] - d.qpos).max() < 1e-12 and np.abs(out.qd[-1] - d.qvel).max() < 1e-12
 
 
 def _convergence_warnings(f, *args, **kwargs):

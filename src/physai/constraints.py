@@ -172,12 +172,17 @@ def rows(model, q, qd, contacts: ContactSet | None = None, eq_active=None, *, ct
     efc_J, efc_pos, efc_margin, efc_type, efc_id, efc_diagA, efc_R, efc_D, efc_vel and efc_aref
     (physai.engine.constraint.Rows). eq_active: (neq,) booleans, MuJoCo's d.eq_active (default the model's eq_active0).
     A model of MuJoCo 4's discrete integrator: the rows at the step's end in the metric M + h B + h^2 K, as mj_forward's
-    then (forward_dynamics' rows; NumPy on both backends), ctrl (nu,) and act (na,) as forward_dynamics takes them."""
+    then (forward_dynamics' rows; compiled where its forward is, else the NumPy text), ctrl (nu,) and act (na,) as
+    forward_dynamics takes them."""
     model = engine.as_model(model)
     contacts = _detected(model, q, contacts)
     q, qd = validation.vector("q", q, model.nq), validation.vector("qd", qd, model.nv)
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), x=(np.zeros(m.nv), m.nv))   # noqa: E731
     if model.opt.integrator == "discrete":
+        step = _compiled_discrete(model, *_discrete_inputs(model, ctrl, act))
+        if step is not None:
+            return constraint.compiled_rows(model, q, qd, _compiled_contacts(model, contacts, q, data),
+                                            None if eq_active is None else _eq_active(model, eq_active), step)[0]
         (run, q1, qd1, _, M), = _discrete_runs(model, data, contacts, eq_active, ctrl, act)[0]
         return _discrete_rows(run, q1, qd1, M)[0]
     _refuse_metric_inputs(model, "they change no row", ctrl=ctrl, act=act)
@@ -215,7 +220,8 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     tau): required (InvalidArgumentError) when the actuators have gains or biases on length or velocity, else zeros by
     default; a batch of states shares one ctrl and one act (ShapeError for (N, nu)). On the compiled backend its step's
     compiled solve (cpp/forward.h's discrete_acceleration) unless that step hands the model to the NumPy engine
-    (muscles, the ellipsoid fluid: forward.compiled_discrete), its rows then made by the NumPy text when read. Its
+    (muscles, the ellipsoid fluid: forward.compiled_discrete), its rows made again by the compiled rows kernel when
+    read (the same code: cpp/simulate.h's solve_rows). Its
     smooth solve in a metric with tendon or servo terms (conjugate gradients, as MuJoCo's) stopped at `iterations`
     warns (ConvergenceWarning, solver.metric_pcg's words; MuJoCo counts mjWARN_INERTIA): the NumPy text once per such
     state, the compiled call once, naming the first such state of a batch and how many met it.
@@ -230,15 +236,10 @@ def forward_dynamics(model, q, qd, tau, contacts=None, *, qacc_warmstart=None, e
     data = _data(q, qd, tau)
     contacts = _detected(model, q, contacts)
     if model.opt.integrator == "discrete":
-        inputs, act = _discrete_inputs(model, ctrl, act)
-        if native.on and native.compiled_solver(model) and native.runs(model, inputs.actuators) and \
-                forward.compiled_discrete(model, inputs.actuators):
-            nu = 0 if inputs.actuators is None else inputs.actuators.nu
-            kernel = (native.step_fields(model, "discrete", float(model.opt.timestep), False, True),
-                      np.zeros(nu) if inputs.ctrl is None else np.ascontiguousarray(inputs.ctrl, dtype=np.float64), act)
-            rows = _discrete_rows_of(model, q, qd, tau, contacts, eq_active, ctrl, act)
+        step = _compiled_discrete(model, *_discrete_inputs(model, ctrl, act))
+        if step is not None:
             return _finite(_compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations,
-                                             data, (kernel, rows)), "qacc")
+                                             data, step), "qacc")
         return _finite(_discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl,
                                          act), "qacc")
     _refuse_metric_inputs(model, "pass the actuators' forces in tau", ctrl=ctrl, act=act)
@@ -267,29 +268,19 @@ def _data(q, qd, tau):
     return lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), tau=(tau, m.nv))
 
 
-def _discrete_rows_of(model, q, qd, tau, contacts, eq_active, ctrl, act):
-    """rows(states) of a discrete model's compiled forward call: the NumPy rows at the step's end (_discrete_rows) of
-    those states (a list; None: every state), from the call's states and inputs as they were (a caller may change its
-    arrays before the rows are read): copies of q, qd, tau, eq_active, ctrl and act, the contacts kept (_kept_contacts)."""
-    data = _data(*(np.array(x, dtype=float) for x in (q, qd, tau)))
-    eq_active, ctrl, act = (None if x is None else np.array(x) for x in (eq_active, ctrl, act))
-    kept = _kept_contacts(contacts)
-
-    def rows(states):
-        runs = _discrete_runs(model, data, kept(), eq_active, ctrl, act, states)[0]
-        return [_discrete_rows(run, q1, qd1, M)[0] for run, q1, qd1, _, M in runs]
-    return rows
-
-
-def _kept_contacts(contacts):
-    """contacts() (None, a ContactSet or a list of them, as given) made when called, each set on its packed arrays and
-    geoms (ContactSet.unpacked): read-only arrays of its own (packed() made by the call for its kernel), which no
-    caller's array shares, so the sets read later are the call's; the list itself copied (the caller's may change)."""
-    sets = contacts if contacts is None or isinstance(contacts, ContactSet) else list(contacts)
-
-    def unpacked(c):
-        return c if c is None else ContactSet.unpacked(c.nbody, *c.packed(), c.geom)
-    return lambda: unpacked(sets) if sets is None or isinstance(sets, ContactSet) else [unpacked(c) for c in sets]
+def _compiled_discrete(model, inputs, act):
+    """The compiled kernels' discrete option (fields, ctrl, act) of a call on a discrete model (solver.compiled_forward's
+    discrete), from its checked inputs (_discrete_inputs: StepInputs, act), ctrl and act copied (the call's rows are
+    made later from them); None where the NumPy engine runs the call: no compiled backend, a model or actuators the
+    compiled engine does not run, or a metric its step does not model (muscles, the ellipsoid fluid:
+    forward.compiled_discrete)."""
+    acts = inputs.actuators
+    if not (native.on and native.compiled_solver(model) and native.runs(model, acts) and
+            forward.compiled_discrete(model, acts)):
+        return None
+    ctrl = np.zeros(0 if acts is None else acts.nu) if inputs.ctrl is None else np.array(inputs.ctrl, dtype=np.float64)
+    return (native.step_fields(model, "discrete", float(model.opt.timestep), False, True), ctrl,
+            None if act is None else np.array(act, dtype=np.float64))
 
 
 def _discrete_forward(model, data, contacts, qacc_warmstart, eq_active, tolerance, iterations, ctrl, act) -> ForwardResult:
@@ -347,6 +338,8 @@ def _discrete_inputs(model, ctrl, act):
     the actuators with ctrl (step_inputs, _servo_inputs), act (na,) or None."""
     model_options(model)
     ctrl, act = _servo_inputs(model, ctrl, act)
+    if ctrl is not None:                        # the compiled path reads ctrl as given: checked here, for both engines
+        ctrl = validation.vector("ctrl", ctrl, 0 if model.actuators is None else model.actuators.nu)
     inputs = step_inputs(model, None, ctrl, None, None)
     na = 0 if inputs.actuators is None else inputs.actuators.na
     return inputs, None if act is None else validation.vector("act", act, na)
@@ -435,8 +428,9 @@ def _warn_floor(model, near: list, rows, states: int, batch, stacklevel: int) ->
 
 def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, tolerance, iterations, data,
                       discrete=None) -> ForwardResult:
-    """forward_dynamics on the compiled backend (solver.compiled_forward); discrete: a discrete model's (the kernel's
-    option (fields, ctrl, act), rows(states): _discrete_rows_of's), its rows by rows() when read and for the warning."""
+    """forward_dynamics on the compiled backend (solver.compiled_forward); discrete: a discrete model's step (the
+    kernels' option, _compiled_discrete's), its rows made again by the rows kernel with it when read and for the
+    warning."""
     sets = _compiled_contacts(model, contacts, q, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     warm = qacc_warmstart                     # (nv,) for every state or (N, nv): the kernel checks the values it reads
@@ -453,7 +447,7 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     from_solve = discrete is None and bool(near) and (len(sets) == 1 or 2 * len(near) >= len(sets))
     out = solver.compiled_forward(model, q, qd, tau, sets, active, warm, opt.tolerance if tolerance is None else tolerance,
                                   opt.iterations if iterations is None else iterations, rows=from_solve, own_force=True,
-                                  discrete=None if discrete is None else discrete[0])
+                                  discrete=discrete)
     qacc, qfrc, forces, its, improvement, converged = out[:6]     # from_solve: the rows of the solve, out[6]
     batch = len(its) if qacc.ndim == 2 else None
     if discrete is not None:                                      # its smooth solve at its cap: out[6], -1 none
@@ -464,14 +458,11 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     if not converged.all():
         for k in np.flatnonzero(~converged).tolist():
             _warn(int(its[k]), float(improvement[k]), k, batch, opt.noslip_iterations)
-    if discrete is None:
-        rows_ = _later_rows(model, q, qd, sets, active, batch)
-    else:
-        rows_ = _Later(lambda: discrete[1](None) if batch is not None else discrete[1](None)[0])
+    rows_ = _later_rows(model, q, qd, sets, active, batch, discrete)
     if from_solve:
         rows_of = out[6].__getitem__
     elif near:
-        found = _rows_of(model, q, qd, sets, active, batch, near) if discrete is None else discrete[1](near)
+        found = _rows_of(model, q, qd, sets, active, batch, near, discrete)
         rows_of = dict(zip(near, found)).__getitem__
     _warn_floor(model, near, rows_of if near else None, len(its), batch, stacklevel=4)
     if batch is None:
@@ -479,20 +470,23 @@ def _compiled_forward(model, q, qd, tau, contacts, qacc_warmstart, eq_active, to
     return ForwardResult(qacc, qfrc, forces, its, improvement, rows_)
 
 
-def _rows_of(model, q, qd, sets, active, batch, states: list) -> list:
-    """The compiled rows (a list of Rows) of the given states of a compiled call (sets: one per state, or one for all)."""
+def _rows_of(model, q, qd, sets, active, batch, states: list, discrete=None) -> list:
+    """The compiled rows (a list of Rows) of the given states of a compiled call (sets: one per state, or one for all;
+    discrete: a discrete model's step, _compiled_discrete's)."""
     if batch is None:
-        return constraint.compiled_rows(model, q, qd, sets, active)
+        return constraint.compiled_rows(model, q, qd, sets, active, discrete)
     Q, QD = np.asarray(q, float)[states], np.asarray(qd, float)[states]
-    return constraint.compiled_rows(model, Q, QD, sets if len(sets) == 1 else [sets[k] for k in states], active)
+    return constraint.compiled_rows(model, Q, QD, sets if len(sets) == 1 else [sets[k] for k in states], active, discrete)
 
 
-def _later_rows(model, q, qd, sets, active, batch) -> _Later:
-    """The rows of a compiled call's states, computed on first use from copies of its inputs."""
-    q, qd = np.array(q, float), np.array(qd, float)
+def _later_rows(model, q, qd, sets, active, batch, discrete=None) -> _Later:
+    """The rows of a compiled call's states (discrete: a discrete model's step, _compiled_discrete's, its ctrl and act
+    the call's copies), computed on first use from copies of its inputs (q, qd, eq_active; the contacts' arrays are
+    the call's own, ContactSet.packed())."""
+    q, qd, active = np.array(q, float), np.array(qd, float), None if active is None else active.copy()
     if batch is None:
-        return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active)[0])
-    return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active))
+        return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active, discrete)[0])
+    return _Later(lambda: constraint.compiled_rows(model, q, qd, sets, active, discrete))
 
 
 def _forward_result(results, batch) -> ForwardResult:
@@ -512,8 +506,9 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     A model of MuJoCo 4's discrete integrator (model.opt.integrator "discrete") inverts its step map whatever
     `discrete` says (MuJoCo implies invdiscrete then): qacc = (qd' - qd) / h, tau = (M + h B + h^2 K) qacc + c + h K qd
     - J^T f, f from the rows at the step's end (forward_dynamics' discrete solve inverted; ctrl (nu,) and act (na,) set
-    the actuators' terms of the metric, required and shared by a batch as forward_dynamics says), on both backends by
-    the NumPy engine. act is for such a model only (InvalidArgumentError otherwise). A force-limited servo saturates
+    the actuators' terms of the metric, required and shared by a batch as forward_dynamics says); on the compiled
+    backend by cpp/inverse.h's discrete_state where forward_dynamics' discrete solve is compiled, else by the NumPy
+    text. act is for such a model only (InvalidArgumentError otherwise). A force-limited servo saturates
     as in mj_forward, by its force at the state; mj_inverse reads that from d.actuator_force as the last mj_forward
     left it (zero in a new MjData).
     discrete=True: MuJoCo's invdiscrete: qacc is the finite-difference acceleration of one step of model.opt's
@@ -526,6 +521,9 @@ def inverse_dynamics(model, q, qd, qacc, contacts=None, *, discrete: bool = Fals
     data = lambda m: validation.states(q=(q, m.nq), qd=(qd, m.nv), qacc=(qacc, m.nv))   # noqa: E731
     contacts = _detected(model, q, contacts)
     if model.opt.integrator == "discrete":
+        step = _compiled_discrete(model, *_discrete_inputs(model, ctrl, act))
+        if step is not None:
+            return _finite(_compiled_inverse(model, q, qd, qacc, contacts, False, None, eq_active, data, step), "tau")
         return _finite(_discrete_inverse(model, data, contacts, eq_active, ctrl, act), "tau")
     _refuse_metric_inputs(model, "discrete=True's step takes the actuators' ctrl alone", act=act)
     if native.on and native.runs(model):
@@ -577,14 +575,14 @@ def _discrete_rows(run, q, qd, M):
     return run.rows(q, qd, metric.M_hat, discrete=True), metric
 
 
-def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data) -> InverseResult:
+def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_active, data, step=None) -> InverseResult:
     """inverse_dynamics on the compiled backend (inverse.compiled_inverse); discrete: (M - h D) qacc and the
     continuous qacc M^-1 (M - h D) qacc of each state computed here, tau = (M - h D) qacc + c - J^T f as on the NumPy
-    path."""
+    path; step: a discrete model's (_compiled_discrete's), its step map inverted by the kernel."""
     sets = _compiled_contacts(model, contacts, q, data)
     active = None if eq_active is None else _eq_active(model, eq_active)
     if not discrete:
-        tau, qfrc, forces = inverse.compiled_inverse(model, q, qd, qacc, sets, active)
+        tau, qfrc, forces = inverse.compiled_inverse(model, q, qd, qacc, sets, active, step)
         batch = len(qfrc) if qfrc.ndim == 2 else None
     else:
         (Q, QD, A), batch = data(model)
@@ -596,7 +594,7 @@ def _compiled_inverse(model, q, qd, qacc, contacts, discrete: bool, ctrl, eq_act
         _, qfrc, forces = inverse.compiled_inverse(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0], a, sets,
                                                       active)
         tau = Ma + engine.bias(model, Q.T if batch else Q[:, 0], QD.T if batch else QD[:, 0]) - qfrc
-    rows_ = _later_rows(model, q, qd, sets, active, batch)
+    rows_ = _later_rows(model, q, qd, sets, active, batch, step)
     if batch is None:
         return InverseResult(tau, qfrc, forces[0], rows_)
     return InverseResult(tau, qfrc, forces, rows_)

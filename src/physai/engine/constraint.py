@@ -743,11 +743,13 @@ def prepare_compiled(model: Model) -> None:
     native.with_constraints(model, lambda: native.kept_invweights(model))
 
 
-def compiled_rows(model: Model, q, qd, contacts, eq_active) -> list:
+def compiled_rows(model: Model, q, qd, contacts, eq_active, discrete=None) -> list:
     """rows() of one state (q (nq,), qd (nv,)) or N ((N, nq), (N, nv)) on the compiled backend, a list of one Rows per
-    state; contacts: contact_arrays' list or None, eq_active (neq,) booleans or None (the model's)."""
+    state; contacts: contact_arrays' list or None, eq_active (neq,) booleans or None (the model's); discrete: None, or a
+    discrete model's step (solver.compiled_forward's discrete option): the rows at the end of its step in its metric
+    M + h B + h^2 K, as its forward solve makes them (cpp/inverse.h's discrete_state)."""
     prepare_compiled(model)
-    _, sizes, J, values, ints, (row,), mu = _ROWS(model, q, qd, (contacts, eq_active))
+    _, sizes, J, values, ints, (row,), mu = _ROWS(model, q, qd, (contacts, eq_active, discrete))
     return kernel_rows(contacts, sizes, J, values, ints, row, mu)
 
 
@@ -777,7 +779,7 @@ def compiled_row_arrays(model: Model, Q, QD, contacts) -> tuple:
     nf, nl, contacts; J (total nefc, nv); values (12, total nefc): pos, margin, frictionloss, diagA, R, D, K, B, imp, impP,
     vel, aref; ints (2, total nefc): type, id), the states' rows concatenated; contacts: contact_arrays' list or None."""
     prepare_compiled(model)
-    _, sizes, J, values, ints, _, _ = _ROWS(model, Q, QD, (contacts, None))
+    _, sizes, J, values, ints, _, _ = _ROWS(model, Q, QD, (contacts, None, None))
     return sizes, J, values, ints
 
 

@@ -572,8 +572,10 @@ def factored_metric(model, h: float, M: np.ndarray, M_hat: np.ndarray, B_joint: 
 def cg_backbone(model, h: float, M: np.ndarray, M_hat: np.ndarray, B_joint: np.ndarray) -> np.ndarray | None:
     """(nv, nv) the metric that preconditions the discrete step's iterative solves in M_hat (None: M_hat itself):
     factored_metric under a primal solver (Newton, CG; PGS has no couplings in its metric): a0 = M_hat^-1 qfrc_smooth is
-    itself preconditioned CG to opt.tolerance under both, and CG's iterations too, products and gradients in M_hat
-    (MuJoCo 4 applies the couplings matrix-free; Newton measured: 2.5e-9 off mj_step in 7 steps with a0 exact). It is
+    itself preconditioned CG to opt.tolerance under both, with rows or without (solver.smooth_acceleration, solve's and
+    solve_cg's start: stopped at opt.iterations it warns, as MuJoCo 4 counts mjWARN_INERTIA there), and CG's iterations
+    too, products and gradients in M_hat (MuJoCo 4 applies the couplings matrix-free; Newton, when its a0 was
+    a direct solve: 2.5e-9 off mj_step in 7 steps); Newton's Hessian is M_hat's own. It is
     also the metric of noslip's Delassus matrix J X^-1 J^T after Newton or CG (measured on MuJoCo's efc_AR to 2e-14
     beside 2e-2 for M_hat and 5e-2 for the backbone alone); noslip's a0 and final qacc stay in M_hat."""
     return None if explicit_couplings(model) else factored_metric(model, h, M, M_hat, B_joint)

@@ -29,9 +29,12 @@ def inverse_force(r: Rows, qacc: np.ndarray) -> np.ndarray:
 _INVERSE = native.kernel("constraint_inverse", options={"constraint": kernel_options})
 
 
-def compiled_inverse(model: Model, q, qd, qacc, contacts, eq_active):
+def compiled_inverse(model: Model, q, qd, qacc, contacts, eq_active, discrete=None):
     """inverse_force() of one state or N with tau = M qacc + c - J^T f on the compiled backend: (tau, qfrc_constraint,
-    efc_force (a list of N)). The rows are not returned (compiled_rows gives them)."""
+    efc_force (a list of N)). The rows are not returned (compiled_rows gives them). discrete: None, or a discrete
+    model's step (solver.compiled_forward's discrete option): its step map inverted, tau = M^ qacc + c + h K qd - J^T f
+    with M^ = M + h B + h^2 K and the rows at the step's end (cpp/inverse.h's discrete_state, constraints'
+    _discrete_inverse's twin)."""
     prepare_compiled(model)
-    (tau, qfrc), sizes, force = _INVERSE(model, q, qd, qacc, (contacts, eq_active, False))
+    (tau, qfrc), sizes, force = _INVERSE(model, q, qd, qacc, (contacts, eq_active, False, discrete))
     return tau, qfrc, state_forces(sizes, force)

@@ -108,7 +108,7 @@ def pcg_cap_message(iterations: int, residual: float, where: str = "") -> str:
 def smooth_acceleration(model: Model, M: np.ndarray, qfrc_smooth: np.ndarray, backbone: np.ndarray | None = None,
                         tolerance: float | None = None, iterations: int | None = None) -> np.ndarray:
     """a0 = M^-1 qfrc_smooth (nv,): metric_solve, or metric_pcg to the tolerance (model.opt's unless given) when a
-    backbone (the discrete metric's factored part under CG) is given."""
+    backbone (the discrete metric's factored part under Newton or CG) is given."""
     if backbone is None:
         return metric_solve(model, M, qfrc_smooth)
     opt = model.opt
@@ -403,7 +403,7 @@ def _primal_step(r: Rows, qfrc_smooth, qacc, Ma, Jaref, alpha: float, v, Mv, Jv)
 
 def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmstart: np.ndarray | None = None,
           tolerance: float | None = None, iterations: int | None = None, scale: float | None = None,
-          chosen: bool = False) -> Solution:
+          chosen: bool = False, backbone: np.ndarray | None = None) -> Solution:
     """The constrained accelerations: qacc minimising 1/2 |qacc - a0|_M^2 + s(J qacc - aref), a0 = M^-1 qfrc_smooth, by
     Newton's method (Hessian M + J^T D J, MuJoCo's line search: at most opt.ls_iterations evaluations of the cost, to
     |d cost / d alpha| < tolerance ls_tolerance |v| / scale), from the warm start when its cost is lower than a0's.
@@ -411,12 +411,15 @@ def solve(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, warmsta
     Stops as MuJoCo's mj_solNewton does: when the scaled improvement of the line search, the scaled gradient or the
     Newton decrement 1/2 grad H^-1 grad is below the tolerance (model.opt's unless given), scale = tolerance_scale(M)
     (1 / trace(M)), or when the line search improves nothing (alpha = 0); after `iterations` it stops anyway. converged is
-    False when it stopped by the iteration limit, or by a line search that ran out of evaluations without improving."""
+    False when it stopped by the iteration limit, or by a line search that ran out of evaluations without improving.
+    backbone: the discrete step's factored metric when M has tendon or actuator terms (forward.cg_backbone): a0 then by
+    metric_pcg to the tolerance, as MuJoCo 4's (which counts mjWARN_INERTIA at its cap, as solve_cg's), the Hessian M's."""
     opt = model.opt
     tolerance = opt.tolerance if tolerance is None else tolerance
     iterations = opt.iterations if iterations is None else iterations
     scale = tolerance_scale(M) if scale is None else scale
-    qacc, Jaref, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen)
+    a0 = None if backbone is None else smooth_acceleration(model, M, qfrc_smooth, backbone, tolerance, iterations)
+    qacc, Jaref, force, state, hess, Ma = _primal_start(model, r, M, qfrc_smooth, warmstart, chosen, a0)
     improvement, it = 0.0, 0
     grad = Ma - qfrc_smooth - r.J.T @ force
     gradient = lambda: scale * float(np.linalg.norm(grad))                        # noqa: E731
@@ -855,7 +858,7 @@ def solve_with(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, wa
     """The solver model.opt.solver names ("newton": solve, "cg": solve_cg, "pgs": solve_pgs) on the rows r, then noslip
     when opt.noslip_iterations > 0 (MuJoCo's mj_fwdConstraint): on each island (physai.engine.island) by itself when
     opt.island, else on all rows at once (as is one island over every dof: the same problem, without the copies).
-    noslip_metric: the metric of noslip's Delassus matrix when not M (noslip's M_delassus); backbone: solve_cg's;
+    noslip_metric: the metric of noslip's Delassus matrix when not M (noslip's M_delassus); backbone: solve's and solve_cg's;
     inertia: the mass matrix whose trace scales the tolerances when M is not it (the discrete step's metric)."""
     if model.opt.island and r.nefc:
         parts = island.partition(model, r, off_pattern(model, M))
@@ -875,9 +878,10 @@ def _run_solver(model: Model, r: Rows, M: np.ndarray, qfrc_smooth: np.ndarray, w
         return _solve_without_rows(model, M, qfrc_smooth, backbone, tolerance, iterations)
     if model.opt.solver == "cg":
         solution = solve_cg(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen, backbone)
+    elif model.opt.solver == "pgs":
+        solution = solve_pgs(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
     else:
-        run = solve_pgs if model.opt.solver == "pgs" else solve
-        solution = run(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen)
+        solution = solve(model, r, M, qfrc_smooth, warmstart, tolerance, iterations, scale, chosen, backbone)
     if model.opt.noslip_iterations > 0:
         return noslip(model, r, M, qfrc_smooth, solution, scale, noslip_metric)
     return solution
