@@ -7,7 +7,8 @@ mjd_transitionFD, one state per call, in one run.
 (_compiled_constrained), for the off/on pairs of benchmarks/README.md.
 
 States: the G1 standing in its scene (keyframe, 20 steps of mj_step) and dm_control's humanoid after 100 steps of
-mj_step from its start state (task_models.start), both with their own integrator, the solver at tolerance 1e-15.
+mj_step from its start state (task_models.start), and the Panda in its scene (its fingers' joint equality, 20 steps
+from its home keyframe with the fingers at 0.03 m), each with its own integrator, the solver at tolerance 1e-15.
 Timed: physai's call (the solve at the state; the rows' q-derivatives analytic for plane-sphere/capsule/box contacts,
 sphere/capsule pairs and hinge limits, the other rows rebuilt at 4 points along each dof that moves one of them, their
 contacts and rows each in one compiled call; the detection alone at +-2e-6 along the other dofs, for a contact
@@ -47,6 +48,16 @@ def g1():
     m = models.load("unitree_g1", "scene")
     d = mujoco.MjData(m)
     mujoco.mj_resetDataKeyframe(m, d, 0)
+    return m, d, 20
+
+
+def panda():
+    """The Panda in its scene at its home keyframe, fingers at 0.03 m (the keyframe's 0.04 is their limit's switch),
+    the gripper's ctrl 190 holding them there: its one row the fingers' joint equality."""
+    m = models.load("franka_emika_panda", "scene")
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    d.qpos[7:9], d.ctrl[7] = 0.03, 190.0
     return m, d, 20
 
 
@@ -137,7 +148,7 @@ def main() -> None:
     print("milliseconds per state; ratio = physai / mjd_transitionFD (forward, centred); err: A, B against extrapolated "
           "mjd_transitionFD; paired: physai / forward, best of 205 back-to-back rounds; text: A, B against the NumPy text")
     print("model         nv ncon  nefc    physai   mj fwd  mj cent   /fwd   /cent   err A   err B   paired    text")
-    for name, make in (("G1 standing", g1), ("dm humanoid", humanoid)):
+    for name, make in (("G1 standing", g1), ("dm humanoid", humanoid), ("Panda", panda)):
         print(row(name, make))
     print("\ncompiled detection at the checked points (ms per call, all points in one call), pairs a point of all")
     print("                               every geom posed, the sweep   along: moved bodies, no sweep")
